@@ -1,0 +1,234 @@
+"""The formula mechanism: one decorator, one registry.
+
+A formula is a plain Python function whose body uses ordinary operators and
+:mod:`formulas.ops`.  :func:`formula` wraps it in a :class:`Formula` that
+
+* computes numerically on floats, numpy arrays and pandas Series (float64,
+  broadcasting, same kind back), after checking every argument against its
+  declared domain (``ValueError`` naming the argument and allowed range);
+* builds a sympy expression when called with sympy objects (no checks);
+* describes itself: ``name``, ``units`` (read from the numpydoc docstring,
+  the first ``[...]`` of every parameter and of the return value),
+  ``reference``, ``latex`` (derived from the expression itself).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ops import is_symbolic
+
+_REGISTRY: dict[str, Formula] = {}
+
+#: Allowed domain specifications and their checks.
+_DOMAINS = {
+    ">0": (lambda v: v > 0, "> 0"),
+    ">=0": (lambda v: v >= 0, ">= 0"),
+    ">=1": (lambda v: v >= 1, ">= 1"),
+    "[0,1]": (lambda v: (v >= 0) & (v <= 1), "in [0, 1]"),
+    "(0,1]": (lambda v: (v > 0) & (v <= 1), "in (0, 1]"),
+    "(0,1)": (lambda v: (v > 0) & (v < 1), "in (0, 1)"),
+    "[0,1)": (lambda v: (v >= 0) & (v < 1), "in [0, 1)"),
+    "real": (lambda v: np.isfinite(v), "a finite number"),
+}
+
+_SYMBOL_ASSUMPTIONS = {
+    ">0": {"positive": True},
+    ">=0": {"nonnegative": True},
+    ">=1": {"positive": True},
+    "[0,1]": {"nonnegative": True},
+    "(0,1]": {"positive": True},
+    "(0,1)": {"positive": True},
+    "[0,1)": {"nonnegative": True},
+    "real": {"real": True},
+}
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a formula: its name, unit, domain and display symbol."""
+
+    name: str
+    unit: str
+    domain: str
+    latex: str
+
+
+def _parse_units(doc: str) -> dict[str, str]:
+    """Map parameter names (and ``"return"``) to the unit in their first ``[...]``."""
+    units: dict[str, str] = {}
+    section = None
+    current = None
+    lines = inspect.cleandoc(doc or "").splitlines()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"} and stripped:
+            section = stripped.lower()
+            current = None
+            continue
+        if set(stripped) == {"-"}:
+            continue
+        if section not in ("parameters", "returns"):
+            continue
+        if line and not line.startswith(" "):
+            head = stripped.split(":")[0].strip()
+            current = "return" if section == "returns" else head
+            match = re.search(r"\[([^\]]*)\]", stripped.split(":", 1)[-1])
+            if match and current not in units:
+                units[current] = match.group(1).strip()
+        elif current and current not in units:
+            match = re.search(r"\[([^\]]*)\]", stripped)
+            if match:
+                units[current] = match.group(1).strip()
+    return units
+
+
+def _as_float(value):
+    """Integers and booleans become float64; everything else passes unchanged."""
+    if isinstance(value, bool | int | np.integer | np.bool_):
+        return float(value)
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype.kind in "iub":
+        return value.astype("float64")
+    if isinstance(value, list | tuple):
+        return np.asarray(value, dtype=float)
+    return value
+
+
+class Formula:
+    """A registered closed-form model (see module docstring)."""
+
+    def __init__(self, func, *, reference, domain, symbols, result, result_latex):
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.name = func.__name__
+        self.module = func.__module__.rsplit(".", 1)[-1]
+        self.reference = reference
+        signature = inspect.signature(func)
+        self.signature = signature
+        units = _parse_units(func.__doc__)
+        self.arguments = tuple(
+            Argument(
+                name=p,
+                unit=units.get(p, ""),
+                domain=domain.get(p, "real"),
+                latex=symbols.get(p, _default_latex(p)),
+            )
+            for p in signature.parameters
+        )
+        unknown = set(domain) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"{self.name}: domain names unknown arguments {sorted(unknown)}")
+        for spec in domain.values():
+            if spec not in _DOMAINS:
+                raise TypeError(f"{self.name}: unknown domain {spec!r}")
+        self.result = result or self.name
+        self.result_unit = units.get("return", "")
+        self.result_latex = result_latex or _default_latex(self.result)
+
+    # -- description -------------------------------------------------------
+    @property
+    def units(self) -> dict[str, str]:
+        """Unit of every argument and of the result (key ``"return"``)."""
+        out = {a.name: a.unit for a in self.arguments}
+        out["return"] = self.result_unit
+        return out
+
+    @property
+    def summary(self) -> str:
+        doc = inspect.cleandoc(self.__doc__ or "")
+        return doc.split("\n\n")[0].replace("\n", " ")
+
+    def symbols(self, display: bool = False):
+        """sympy Symbols for the arguments (named after them, or display LaTeX)."""
+        import sympy
+
+        return {
+            a.name: sympy.Symbol(a.latex if display else a.name, **_SYMBOL_ASSUMPTIONS[a.domain])
+            for a in self.arguments
+        }
+
+    def expr(self, display: bool = False):
+        """The formula as a sympy expression of its argument symbols."""
+        return self.func(**self.symbols(display))
+
+    @functools.cached_property
+    def latex(self) -> str:
+        """``result = expression`` in LaTeX, derived from the expression itself."""
+        import sympy
+
+        return f"{self.result_latex} = {sympy.latex(self.expr(display=True))}"
+
+    # -- evaluation --------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = bound.arguments
+        if is_symbolic(*values.values()):
+            return self.func(**values)
+        checked = {}
+        for arg in self.arguments:
+            value = _as_float(values[arg.name])
+            _check_domain(self.name, arg, value)
+            checked[arg.name] = value
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return self.func(**checked)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{a.name} [{a.unit}]" for a in self.arguments)
+        return f"<formula {self.module}.{self.name}({args}) -> [{self.result_unit}]>"
+
+
+def _default_latex(name: str) -> str:
+    return r"\mathrm{" + name.replace("_", r"\_") + "}"
+
+
+def _check_domain(fname: str, arg: Argument, value) -> None:
+    array = np.asarray(value, dtype=float)
+    check, text = _DOMAINS[arg.domain]
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(array) & check(array)
+    if not np.all(ok):
+        bad = array[~ok] if array.ndim else array
+        first = float(np.ravel(bad)[0])
+        unit = f" [{arg.unit}]" if arg.unit else ""
+        raise ValueError(f"{fname}: {arg.name}{unit} must be {text}, got {first:g}")
+
+
+def formula(*, reference: str, domain: dict[str, str] | None = None,
+            symbols: dict[str, str] | None = None, result: str | None = None,
+            result_latex: str | None = None):
+    """Register a closed-form model.
+
+    Parameters
+    ----------
+    reference : str
+        Source: paper, equation/table number, DOI or arXiv id.
+    domain : dict
+        Argument name -> one of ``>0``, ``>=0``, ``>=1``, ``[0,1]``, ``(0,1]``,
+        ``(0,1)``, ``[0,1)``, ``real`` (default).  Checked on numeric calls.
+    symbols : dict
+        Argument name -> LaTeX symbol used for display.
+    result, result_latex : str
+        Name and LaTeX symbol of the result (default: the function name).
+    """
+
+    def wrap(func):
+        f = Formula(func, reference=reference, domain=domain or {}, symbols=symbols or {},
+                    result=result, result_latex=result_latex)
+        if f.name in _REGISTRY:
+            raise TypeError(f"formula {f.name!r} registered twice")
+        _REGISTRY[f.name] = f
+        return f
+
+    return wrap
+
+
+def registered() -> dict[str, Formula]:
+    """The formulas registered so far, by name (sorted)."""
+    return dict(sorted(_REGISTRY.items()))

@@ -1,0 +1,122 @@
+"""Backend-neutral maths used inside formula bodies.
+
+A formula body is written once with these functions and the ordinary operators.
+Called with sympy objects they build a sympy expression; called with floats,
+numpy arrays or pandas Series they compute with numpy (sympy is never imported
+on that path).  This is what lets one function serve symbolic, numeric and
+display use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "is_symbolic", "sqrt", "exp", "log", "log2", "maximum", "minimum", "where",
+    "ceil", "floor", "ndtri", "harmonic", "erf", "norm_cdf", "pi", "euler_gamma",
+]
+
+pi = np.pi
+euler_gamma = np.euler_gamma
+
+
+def is_symbolic(*values) -> bool:
+    """True if any value is a sympy object (checked without importing sympy)."""
+    return any(type(v).__module__.startswith("sympy") for v in values)
+
+
+def _sympy():
+    import sympy
+
+    return sympy
+
+
+def _series_like(result, *inputs):
+    """Give ``result`` the pandas index of the first Series input, if any."""
+    for value in inputs:
+        if hasattr(value, "index") and hasattr(value, "to_numpy"):
+            import pandas as pd
+
+            return pd.Series(np.asarray(result, dtype=float), index=value.index)
+    if isinstance(result, np.ndarray) and result.ndim == 0:
+        return float(result)
+    return result
+
+
+def sqrt(x):
+    return _sympy().sqrt(x) if is_symbolic(x) else np.sqrt(x)
+
+
+def exp(x):
+    return _sympy().exp(x) if is_symbolic(x) else np.exp(x)
+
+
+def log(x):
+    return _sympy().log(x) if is_symbolic(x) else np.log(x)
+
+
+def log2(x):
+    if is_symbolic(x):
+        sp = _sympy()
+        return sp.log(x) / sp.log(2)
+    return np.log2(x)
+
+
+def maximum(a, b):
+    if is_symbolic(a, b):
+        return _sympy().Max(a, b)
+    return np.maximum(a, b)
+
+
+def minimum(a, b):
+    if is_symbolic(a, b):
+        return _sympy().Min(a, b)
+    return np.minimum(a, b)
+
+
+def where(condition, if_true, if_false):
+    """``if_true`` where ``condition`` holds, else ``if_false`` (Piecewise in sympy)."""
+    if is_symbolic(condition, if_true, if_false):
+        sp = _sympy()
+        return sp.Piecewise((if_true, condition), (if_false, True))
+    return _series_like(np.where(condition, if_true, if_false), condition, if_true, if_false)
+
+
+def ceil(x):
+    return _sympy().ceiling(x) if is_symbolic(x) else np.ceil(x)
+
+
+def floor(x):
+    return _sympy().floor(x) if is_symbolic(x) else np.floor(x)
+
+
+def erf(x):
+    if is_symbolic(x):
+        return _sympy().erf(x)
+    from scipy.special import erf as _erf
+
+    return _series_like(_erf(x), x)
+
+
+def norm_cdf(x):
+    """Standard normal CDF Phi(x)."""
+    return (1 + erf(x / sqrt(2) if is_symbolic(x) else x / np.sqrt(2))) / 2
+
+
+def ndtri(p):
+    """Inverse of the standard normal CDF, Phi^-1(p)."""
+    if is_symbolic(p):
+        sp = _sympy()
+        return sp.sqrt(2) * sp.erfinv(2 * p - 1)
+    from scipy.special import ndtri as _ndtri
+
+    return _series_like(_ndtri(p), p)
+
+
+def harmonic(n):
+    """Harmonic number H_n = sum_{k=1}^{n} 1/k, continued to real n by digamma."""
+    if is_symbolic(n):
+        return _sympy().harmonic(n)
+    from scipy.special import digamma
+
+    return _series_like(digamma(np.asarray(n, dtype=float) + 1.0) + np.euler_gamma, n)

@@ -1,0 +1,1 @@
+"""capplan's hardware, model and site catalog."""

@@ -1,0 +1,1 @@
+"""capplan's planner: scenarios, design space, vectorised evaluation, optimisation, reports."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 
 from .cli_app import app
+from hardware_catalog.errors import CatalogError
+
 from .errors import CapplanError
 
-# Command modules register themselves on ``app`` when imported.
+# Command modules register themselves on ``app`` when imported (one line each).
 from . import cmd_checkpoint  # noqa: E402,F401  isort: skip
 
 
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"capplan: error: {exc.format_message()}", file=sys.stderr)
         code = exc.exit_code
-    except CapplanError as exc:
+    except (CapplanError, CatalogError) as exc:
         if debug:
             raise
         print(f"capplan: error: {exc}", file=sys.stderr)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from .cli_app import app
 from hardware_catalog.errors import CatalogError
 
+from .cli_app import app
 from .errors import CapplanError
 
 # Command modules register themselves on ``app`` when imported (one line each).

@@ -1,0 +1,184 @@
+"""Evaluate candidate training runs with the compiled kernel, in bounded chunks.
+
+``evaluate_inputs`` is the array engine (dict of arrays in, dict of arrays out);
+``evaluate`` is the notebook API: one or many layouts of a model on an
+accelerator, a pandas DataFrame back whose column names carry units.
+
+>>> from planner import evaluate
+>>> df = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
+...               global_batch=512, micro_batch=2, tokens=2e12)
+>>> bool(df.loc[0, "fits"]), 0 < df.loc[0, "mfu"] < 1
+(True, True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import INPUTS, OUTPUTS
+
+#: Candidates per kernel call; bounds memory whatever the size of the space.
+CHUNK = 65536
+MEMORY_TERMS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activation_bytes",
+                "reserve_bytes")
+BREAKDOWN_TERMS = ("compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
+                   "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s")
+
+_KERNEL = None
+
+
+def kernel():
+    global _KERNEL
+    if _KERNEL is None:
+        from .kernel import load_kernel
+
+        _KERNEL = load_kernel()
+    return _KERNEL
+
+
+def _length(inputs: dict) -> int:
+    sizes = {np.size(v) for v in inputs.values() if np.ndim(v) > 0}
+    if len(sizes) > 1:
+        raise ValueError(f"input arrays have different lengths: {sorted(sizes)}")
+    return sizes.pop() if sizes else 1
+
+
+def evaluate_inputs(inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
+    """Run the kernel over candidates; every output is an array of the candidates' length."""
+    missing = [name for name in INPUTS if name not in inputs]
+    if missing:
+        raise KeyError(f"missing run-model inputs: {', '.join(missing)}")
+    n = _length(inputs)
+    f = kernel()
+    out = {name: np.empty(n) for name in OUTPUTS}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            args = [v[start:stop] if np.ndim(v) > 0 else float(v)
+                    for v in (inputs[name] for name in INPUTS)]
+            for name, values in zip(OUTPUTS, f(*args), strict=True):
+                out[name][start:stop] = values
+    return finish(out, inputs)
+
+
+def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
+    """Derived columns: fits, the overflowing memory term, conversions at the edge."""
+    n = len(out["step_time_s"])
+    hbm = np.broadcast_to(np.asarray(inputs["hbm_bytes"], dtype=float), (n,))
+    out["hbm_bytes"] = np.array(hbm)
+    out["fits"] = out["memory_per_gpu_bytes"] <= hbm
+    terms = np.stack([out[t] for t in MEMORY_TERMS])
+    out["largest_memory_term"] = np.asarray(MEMORY_TERMS)[np.argmax(terms, axis=0)]
+    out["wall_days"] = out["wall_time_s"] / 86400
+    out["energy_kwh"] = out["energy_facility_j"] / 3.6e6
+    out["energy_it_kwh"] = out["energy_it_j"] / 3.6e6
+    out["energy_mwh"] = out["energy_kwh"] / 1000
+    out["avg_power_mw"] = out["avg_power_w"] / 1e6
+    out["peak_power_mw"] = out["peak_power_w"] / 1e6
+    out["co2e_t"] = out["co2e_kg"] / 1000
+    return out
+
+
+def base_inputs(catalog, *, model, hardware, site="us-average", reliability="default",
+                precision="bf16", checkpoint="async", cost_basis="cloud", seq_len=None,
+                tokens=1e12, global_batch=None) -> dict[str, float]:
+    """Scalar run-model inputs for a model on one accelerator at one site."""
+    from .scenario import (
+        default_global_batch,
+        execution_defaults,
+        hardware_inputs,
+        model_inputs,
+        reliability_inputs,
+        site_inputs,
+    )
+
+    m = catalog.model(model) if isinstance(model, str) else model
+    acc = catalog.accelerator(hardware) if isinstance(hardware, str) else hardware
+    node = catalog.node(acc.node)
+    x = model_inputs(m, seq_len)
+    x.update(hardware_inputs(acc, node, precision))
+    x.update(site_inputs(catalog.site(site), cost_basis))
+    x.update(reliability_inputs(catalog.reliability_profile(reliability), checkpoint))
+    x.update(execution_defaults())
+    x["tokens"] = float(tokens)
+    x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
+    return x
+
+
+def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp) -> None:
+    """Raise CapplanError naming the broken rule of an explicit layout."""
+    from .errors import CapplanError
+
+    rules = [
+        (gpus >= 1, f"--gpus must be >= 1, got {gpus}"),
+        (min(tp, pp, cp, ep, vp, micro_batch) >= 1, "tp, pp, cp, ep, vp and micro-batch must be >= 1"),
+        (gpus % (tp * pp * cp) == 0,
+         f"TP*PP*CP = {tp}*{pp}*{cp} = {tp * pp * cp} does not divide --gpus {gpus}"),
+        (tp <= x["scale_up_domain_gpus"],
+         f"--tp {tp} exceeds the scale-up domain of {int(x['scale_up_domain_gpus'])} GPUs"),
+        (x["heads"] % tp == 0, f"--tp {tp} does not divide the {int(x['heads'])} heads"),
+        (x["layers"] % pp == 0,
+         f"--pp {pp} does not divide the {int(x['layers'])} layers (stages must be even)"),
+        ((x["layers"] / pp) % vp == 0,
+         f"--vp {vp} does not divide the {int(x['layers'] // pp)} layers per stage"),
+        (vp == 1 or pp > 1, "--vp > 1 needs --pp > 1"),
+        (x["global_batch"] % (dp * micro_batch) == 0,
+         f"global batch {int(x['global_batch'])} is not divisible by DP*micro-batch = "
+         f"{dp}*{micro_batch} = {dp * micro_batch}"),
+        (dp % ep == 0, f"--ep {ep} must divide the data-parallel size {dp}"),
+        (ep == 1 or x["experts"] % ep == 0,
+         f"--ep {ep} does not divide the {int(x['experts'])} experts"),
+    ]
+    for ok, message in rules:
+        if not ok:
+            raise CapplanError(message)
+
+
+def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batch=None,
+             micro_batch=1, seq_len=None, recompute="selective", zero=1,
+             sequence_parallel=None, precision="bf16", site="us-average",
+             tokens=1e12, checkpoint="async", cost_basis="cloud", flash_attention=True,
+             reliability="default", catalog=None, catalog_dirs=(), overrides=None):
+    """Evaluate one layout of ``model`` on ``hardware``; a one-row pandas DataFrame.
+
+    ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
+    run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
+    arrays evaluate many variants at once (one row each).
+    """
+    import pandas as pd
+
+    from .space import RECOMPUTE_CODES, layout_flags
+
+    if catalog is None:
+        from hardware_catalog import load_catalog
+
+        catalog = load_catalog(catalog_dirs)
+    x = base_inputs(catalog, model=model, hardware=hardware, site=site,
+                    reliability=reliability, precision=precision, checkpoint=checkpoint,
+                    cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
+                    global_batch=global_batch)
+    dp = gpus // max(tp * pp * cp, 1)
+    check_layout(x, gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch,
+                 dp=dp)
+    if recompute not in RECOMPUTE_CODES:
+        from .errors import CapplanError
+
+        raise CapplanError(f"--recompute '{recompute}' is not one of: none, selective, full")
+    if sequence_parallel is None:
+        sequence_parallel = tp > 1
+    layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vp": vp,
+              "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
+              "zero": zero, "sequence_parallel": int(bool(sequence_parallel))}
+    layout = {k: np.atleast_1d(v) for k, v in layout.items()}
+    x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                          flash_attention=flash_attention))
+    x.update(overrides or {})
+    out = evaluate_inputs(x)
+    n = len(out["step_time_s"])
+    meta = {"model": model if isinstance(model, str) else model.id,
+            "hardware": hardware if isinstance(hardware, str) else hardware.id,
+            "precision": precision, "site": site, "checkpoint": checkpoint,
+            "recompute": recompute, "zero": zero}
+    columns = {**meta, **{k: v for k, v in layout.items() if k not in ("recompute", "zero")},
+               **out}
+    return pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})

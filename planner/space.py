@@ -1,0 +1,128 @@
+"""The design space as arrays: every valid layout of a model on one accelerator.
+
+Candidates are columns of integer arrays (never a Python object per
+candidate), built as a masked Cartesian product:
+GPU count N = tp * pp * cp * dp (a multiple of the node size within the range,
+or a divisor of it), tensor parallel within the scale-up domain, pipeline
+stages dividing the layers, virtual stages dividing the layers per stage,
+micro-batch, recompute, ZeRO stage, sequence parallel, context parallel and
+(for MoE) expert parallel carved out of data parallel.  :func:`layout_flags`
+turns a layout into the 0/1 flags and shard counts of the run model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
+RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
+LAYOUT_COLUMNS = ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute",
+                  "zero", "sequence_parallel")
+
+
+@dataclass(frozen=True)
+class SpaceOptions:
+    """Which values each decision may take; ``None`` means derive from the model."""
+
+    min_gpus: int = 8
+    max_gpus: int = 16384
+    tp: tuple[int, ...] = (1, 2, 4, 8)
+    pp: tuple[int, ...] | None = None
+    vp: tuple[int, ...] = (1, 2, 4)
+    cp: tuple[int, ...] | None = None
+    ep: tuple[int, ...] | None = None
+    micro_batch: tuple[int, ...] = (1, 2, 4)
+    recompute: tuple[str, ...] = ("none", "selective", "full")
+    zero: tuple[int, ...] = (0, 1, 2, 3)
+    sequence_parallel: tuple[int, ...] = (0, 1)
+
+
+def divisors(n: int) -> list[int]:
+    """All positive divisors of ``n`` in increasing order."""
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def _cross(table: dict[str, np.ndarray], name: str, values) -> dict[str, np.ndarray]:
+    """Cartesian product of the rows of ``table`` with ``values`` for column ``name``."""
+    values = np.asarray(values, dtype=np.int64)
+    rows = len(next(iter(table.values()))) if table else 1
+    out = {k: np.repeat(v, len(values)) for k, v in table.items()}
+    out[name] = np.tile(values, rows)
+    return out
+
+
+def _keep(table: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: v[mask] for k, v in table.items()}
+
+
+def enumerate_layouts(*, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
+                      global_batch: int, gpus_per_node: int, scale_up_domain: int,
+                      options: SpaceOptions = SpaceOptions()) -> dict[str, np.ndarray]:
+    """Every valid layout, as a dict of equally long int64 arrays (``LAYOUT_COLUMNS``)."""
+    tp_values = [t for t in options.tp if t <= scale_up_domain and heads % t == 0
+                 and (kv_heads % t == 0 or t % kv_heads == 0)]
+    pp_values = options.pp or [p for p in divisors(layers) if p <= 128]
+    cp_values = options.cp or ([1, 2, 4, 8] if seq_len >= 32768 else [1, 2] if seq_len >= 8192
+                               else [1])
+    cp_values = [c for c in cp_values if seq_len % (2 * c) == 0 or c == 1]
+    ep_values = options.ep or ([e for e in divisors(experts) if e <= 64] if experts > 1 else [1])
+
+    t = _cross({}, "tp", tp_values)
+    t = _cross(t, "cp", cp_values)
+    t = _cross(t, "pp", [p for p in pp_values if layers % p == 0])
+    t = _cross(t, "vp", options.vp)
+    per_stage = layers // t["pp"]
+    t = _keep(t, (per_stage % t["vp"] == 0) & ((t["vp"] == 1) | (t["pp"] > 1)))
+    t = _cross(t, "micro_batch", options.micro_batch)
+    t = _cross(t, "dp", divisors(global_batch))
+    t["gpus"] = t["tp"] * t["pp"] * t["cp"] * t["dp"]
+    n = t["gpus"]
+    fits_node = (n % gpus_per_node == 0) | (gpus_per_node % n == 0)
+    microbatches = global_batch // np.maximum(t["dp"] * t["micro_batch"], 1)
+    ok = ((n >= options.min_gpus) & (n <= options.max_gpus) & fits_node
+          & (global_batch % (t["dp"] * t["micro_batch"]) == 0)
+          & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
+    t = _keep(t, ok)
+    t = _cross(t, "ep", ep_values)
+    t = _keep(t, (t["dp"] % t["ep"] == 0))
+    t = _cross(t, "recompute", [RECOMPUTE_CODES[r] for r in options.recompute])
+    t = _cross(t, "zero", options.zero)
+    # ZeRO needs data parallelism; DeepSpeed/Megatron do not combine ZeRO-3 with PP.
+    t = _keep(t, ((t["zero"] == 0) | (t["dp"] > 1)) & ((t["zero"] < 3) | (t["pp"] == 1)))
+    t = _cross(t, "sequence_parallel", options.sequence_parallel)
+    t = _keep(t, (t["sequence_parallel"] == 0) | (t["tp"] > 1))
+    return {k: t[k] for k in LAYOUT_COLUMNS}
+
+
+def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain,
+                 flash_attention: bool = True) -> dict[str, np.ndarray]:
+    """Run-model inputs derived from a layout: flags, shard counts and link placement.
+
+    Rank order follows Megatron-LM (tp fastest, then cp, dp, pp): a group is
+    inside the scale-up domain when the product of the sizes up to it fits.
+    """
+    f = {k: np.asarray(layout[k], dtype=float) for k in
+         ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
+    rec = np.asarray(layout["recompute"])
+    zero = np.asarray(layout["zero"])
+    dp = f["dp"]
+    domain = np.asarray(scale_up_domain, dtype=float)
+    # Flash attention never stores the s x s scores and recomputes them in its own
+    # backward pass, so selective recompute then adds no work (Dao et al. 2022, arXiv:2205.14135).
+    f["selective"] = ((rec == 1) & (not flash_attention)).astype(float)
+    f["attention_scores_stored"] = ((rec != 1) & (not flash_attention)).astype(float)
+    f["full_recompute"] = (rec == 2).astype(float)
+    f["sequence_parallel"] = np.asarray(layout["sequence_parallel"], dtype=float)
+    f["weight_shards"] = np.where(zero >= 3, dp, 1.0)
+    f["grad_shards"] = np.where(zero >= 2, dp, 1.0)
+    f["optimizer_shards"] = np.where(zero >= 1, dp, 1.0)
+    f["zero3"] = (zero >= 3).astype(float)
+    f["tp_intra"] = (f["tp"] <= domain).astype(float)
+    f["cp_intra"] = (f["tp"] * f["cp"] <= domain).astype(float)
+    f["ep_intra"] = (f["tp"] * f["cp"] * f["ep"] <= domain).astype(float)
+    f["pp_intra"] = (f["gpus"] <= domain).astype(float)
+    f["dp_intra_ranks"] = np.clip(np.floor(domain / (f["tp"] * f["cp"])), 1.0, dp)
+    return f

@@ -1,0 +1,368 @@
+"""Memory per GPU: model states (ZeRO sharding) and activations.
+
+Activations follow Korthikanti et al. (2022): 16-bit activations, 1-byte
+dropout masks, tensor parallelism t, optional sequence parallelism (sp) and
+selective recomputation (or flash attention), which drops the attention
+score matrices.  Sizes are per micro-batch of b sequences of s tokens.  Flags
+(sp, stored, recompute) are 0/1 numbers so that one expression covers all
+layouts.
+
+References
+----------
+.. [Korthikanti2022] V. Korthikanti et al., "Reducing Activation
+   Recomputation in Large Transformer Models", MLSys 2023, arXiv:2205.05198.
+.. [Rajbhandari2020] S. Rajbhandari et al., "ZeRO: Memory Optimizations
+   Toward Training Trillion Parameter Models", SC'20, arXiv:1910.02054.
+.. [Narayanan2021] D. Narayanan et al., "Efficient Large-Scale Language
+   Model Training on GPU Clusters Using Megatron-LM", SC'21, arXiv:2104.04473.
+"""
+
+from __future__ import annotations
+
+from .core import formula
+from .ops import minimum, where
+
+KORTHIKANTI = "Korthikanti et al. 2022, arXiv:2205.05198"
+ZERO = "Rajbhandari et al. 2020 (ZeRO), arXiv:1910.02054"
+
+_SYM = {
+    "params": r"\Psi", "bytes_per_param": "K", "shards": "n", "dp": "N_d",
+    "zero_stage": "z", "weight_bytes_per_param": "K_w", "grad_bytes_per_param": "K_g",
+    "optimizer_bytes_per_param": "K_o", "seq_len": "s", "micro_batch": "b",
+    "hidden": "h", "heads": "a", "kv_heads": "a_{kv}", "ffn": "f", "mlp_matrices": "n_m",
+    "tp": "t", "sequence_parallel": r"\sigma", "selective_recompute": r"\rho",
+    "attention_scores_stored": r"\chi", "vocab": "V", "pp": "p", "microbatches": "m",
+    "virtual_stages": "v",
+}
+
+
+# -- model states ----------------------------------------------------------------
+
+@formula(reference=ZERO + ", s5 (each state partitioned over its shards)",
+         domain={"params": ">=0", "bytes_per_param": ">=0", "shards": ">=1"},
+         symbols=_SYM, result_latex="M")
+def sharded_state_bytes(params, bytes_per_param, shards):
+    """Bytes per GPU of a per-parameter state split evenly over ``shards`` GPUs.
+
+    The planner computes the shard count outside (e.g. TP x PP for weights,
+    x DP when ZeRO/FSDP shards that state).
+
+    Parameters
+    ----------
+    params : numeric
+        Parameters Psi [1].
+    bytes_per_param : numeric
+        Bytes of this state per parameter K [B].
+    shards : numeric
+        GPUs the state is split over n [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per GPU [B].
+
+    .. math:: M = \\Psi K / n
+    """
+    return params * bytes_per_param / shards
+
+
+@formula(reference=ZERO + ", Fig. 1 and s5.1-5.3 (P_os, P_os+g, P_os+g+p)",
+         domain={"params": ">=0", "dp": ">=1", "zero_stage": ">=0",
+                 "weight_bytes_per_param": ">=0", "grad_bytes_per_param": ">=0",
+                 "optimizer_bytes_per_param": ">=0"},
+         symbols=_SYM, result_latex="M_{states}")
+def zero_state_bytes(params, dp, zero_stage, weight_bytes_per_param=2.0,
+                     grad_bytes_per_param=2.0, optimizer_bytes_per_param=12.0):
+    """Model-state bytes per GPU (weights, gradients, optimizer) under ZeRO stage 0-3.
+
+    Stage >= 1 shards the optimizer states over the dp data-parallel ranks,
+    stage >= 2 also the gradients, stage 3 (FSDP) also the weights.  A display
+    formula (Piecewise); hot paths use :func:`sharded_state_bytes`.  The
+    defaults are mixed-precision Adam (2 + 2 + 12 bytes per parameter).
+
+    Parameters
+    ----------
+    params : numeric
+        Parameters held by this model-parallel rank Psi [1].
+    dp : numeric
+        Data-parallel degree N_d [1].
+    zero_stage : numeric
+        ZeRO stage 0, 1, 2 or 3 [1].
+    weight_bytes_per_param : numeric
+        Bytes of weights per parameter [B].
+    grad_bytes_per_param : numeric
+        Bytes of gradients per parameter [B].
+    optimizer_bytes_per_param : numeric
+        Bytes of optimizer states (incl. fp32 master weights) per parameter [B].
+
+    Returns
+    -------
+    numeric
+        Bytes per GPU [B].
+
+    .. math:: M = \\Psi\\left(\\frac{K_w}{n_w} + \\frac{K_g}{n_g} + \\frac{K_o}{n_o}\\right),
+        \\; n_w = N_d^{[z\\ge3]}, n_g = N_d^{[z\\ge2]}, n_o = N_d^{[z\\ge1]}
+    """
+    return params * (weight_bytes_per_param / where(zero_stage >= 3, dp, 1)
+                     + grad_bytes_per_param / where(zero_stage >= 2, dp, 1)
+                     + optimizer_bytes_per_param / where(zero_stage >= 1, dp, 1))
+
+
+# -- activations -----------------------------------------------------------------
+
+@formula(reference=KORTHIKANTI + ", Table 2 (s4.2.2, s5)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "heads": ">=1",
+                 "tp": ">=1", "sequence_parallel": "[0,1]", "selective_recompute": "[0,1]"},
+         symbols=_SYM, result_latex="A_{layer}")
+def korthikanti_activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp,
+                                           sequence_parallel, selective_recompute):
+    """Activation bytes per GPU of one GPT layer for one micro-batch (Korthikanti Table 2).
+
+    16-bit activations, 1-byte dropout masks, MLP width 4h.  Sequence
+    parallelism splits the 10sbh that tensor parallelism replicates;
+    selective recomputation (or flash attention) drops the 5as^2b of
+    attention scores, softmax output and dropout mask.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    heads : numeric
+        Attention heads a [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+    selective_recompute : numeric
+        1 with selective recomputation or flash attention, 0 otherwise [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    .. math:: A = s b h \\left(10(1-\\sigma) + \\frac{24 + 10\\sigma}{t}
+        + \\frac{5 a s}{h t}(1-\\rho)\\right)
+    """
+    return seq_len * micro_batch * hidden * (
+        10 * (1 - sequence_parallel) + (24 + 10 * sequence_parallel) / tp
+        + 5 * heads * seq_len / (hidden * tp) * (1 - selective_recompute))
+
+
+@formula(reference=KORTHIKANTI + ", s4.1 term by term (attention 11sbh + 5as^2b, MLP 19sbh, "
+         "norms 4sbh), generalised to f, GQA and gated MLPs; reduces to Table 2",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "ffn": ">0",
+                 "heads": ">=1", "kv_heads": ">=1", "mlp_matrices": ">=1", "tp": ">=1",
+                 "sequence_parallel": "[0,1]", "attention_scores_stored": "[0,1]"},
+         symbols=_SYM, result_latex="A_{layer}")
+def activation_bytes_per_layer(seq_len, micro_batch, hidden, ffn, heads, kv_heads,
+                               mlp_matrices, tp, sequence_parallel, attention_scores_stored):
+    """Activation bytes per GPU of one transformer layer for one micro-batch.
+
+    Korthikanti's s4.1 accounting (16-bit tensors, 1-byte dropout masks),
+    term by term, with g = kv/a:
+
+    * replicated under TP (split by sequence parallelism), 10sbh: the two
+      norm inputs 4sbh, the QKV input 2sbh, the MLP input 2sbh, the two
+      residual dropout masks 2sbh;
+    * split by TP: Q 2sbh, K and V 2sbh g each, the output-projection input
+      2sbh, the MLP's n_m tensors of width f (GELU: activation input and
+      second-matmul input; gated: gate and up outputs and the down-projection
+      input) 2 n_m sbf, and, when stored, the attention scores, softmax output
+      and its dropout mask 5as^2b.
+
+    With f = 4h, g = 1 and n_m = 2 this is exactly
+    :func:`korthikanti_activation_bytes_per_layer`.  Flash attention's
+    softmax statistics (4asb bytes) are neglected.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    ffn : numeric
+        MLP intermediate width f [1].
+    heads : numeric
+        Query heads a [1].
+    kv_heads : numeric
+        Key/value heads [1].
+    mlp_matrices : numeric
+        MLP weight matrices: 2 (GELU) or 3 (SwiGLU/GeGLU) [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+    attention_scores_stored : numeric
+        1 if the s x s attention scores are kept, 0 with flash attention or
+        selective recomputation [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    .. math:: A = 10 s b h\\left(1 - \\sigma + \\frac{\\sigma}{t}\\right)
+        + \\frac{s b h (4 + 4 a_{kv}/a) + 2 n_m s b f + 5 a s^2 b \\chi}{t}
+    """
+    sbh = seq_len * micro_batch * hidden
+    replicated = 10 * sbh
+    split = sbh * (2 + 4 * kv_heads / heads) + 2 * sbh \
+        + 2 * mlp_matrices * seq_len * micro_batch * ffn \
+        + 5 * heads * seq_len**2 * micro_batch * attention_scores_stored
+    return replicated * (1 - sequence_parallel + sequence_parallel / tp) + split / tp
+
+
+@formula(reference=KORTHIKANTI + ", s5 (full recomputation keeps 2sbh per layer, or "
+         "2sbh/t if split over the TP ranks)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "tp": ">=1",
+                 "sequence_parallel": "[0,1]"},
+         symbols=_SYM, result_latex="A_{full}")
+def full_recompute_activation_bytes_per_layer(seq_len, micro_batch, hidden, tp,
+                                              sequence_parallel):
+    """Activation bytes per GPU kept per layer under full recomputation (the layer input).
+
+    With sequence parallelism the 16-bit layer input is split over the t
+    ranks; without it every rank keeps all of it.  The one layer being
+    recomputed at a time needs a further :func:`activation_bytes_per_layer`.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    .. math:: A = \\frac{2 s b h}{1 + \\sigma (t - 1)}
+    """
+    return 2 * seq_len * micro_batch * hidden / (1 + sequence_parallel * (tp - 1))
+
+
+@formula(reference=KORTHIKANTI + ", s4.3 (final norm 2sbh/t, output projection input 2sbh/t, "
+         "fp32 logits 4sbV/t)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "vocab": ">0",
+                 "tp": ">=1"},
+         symbols=_SYM, result_latex="A_{out}")
+def output_layer_activation_bytes(seq_len, micro_batch, hidden, vocab, tp):
+    """Activation bytes per GPU of the final norm, output projection and cross-entropy.
+
+    Held on the last pipeline stage, per micro-batch; assumes sequence
+    parallelism for the norm and a vocabulary-parallel output layer.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    vocab : numeric
+        Vocabulary size V [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per micro-batch [B].
+
+    .. math:: A_{out} = \\frac{4 s b h}{t}\\left(1 + \\frac{V}{h}\\right)
+    """
+    return 4 * seq_len * micro_batch * hidden / tp * (1 + vocab / hidden)
+
+
+@formula(reference=KORTHIKANTI + ", s4.3 (input-embedding dropout mask sbh/t per micro-batch)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "tp": ">=1"},
+         symbols=_SYM, result_latex="A_{emb}")
+def input_embedding_activation_bytes(seq_len, micro_batch, hidden, tp):
+    """Activation bytes per GPU of the input-embedding dropout mask (first stage).
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per micro-batch [B].
+
+    .. math:: A_{emb} = s b h / t
+    """
+    return seq_len * micro_batch * hidden / tp
+
+
+@formula(reference="Narayanan et al. 2021, arXiv:2104.04473 s2.2.1 (1F1B: at most p "
+         "micro-batches in flight); " + KORTHIKANTI + " s4.2.3",
+         domain={"pp": ">=1", "microbatches": ">=1"}, symbols=_SYM, result_latex="n_{inflight}")
+def inflight_microbatches_1f1b(pp, microbatches):
+    """Micro-batches whose activations the first pipeline stage holds at once under 1F1B.
+
+    Parameters
+    ----------
+    pp : numeric
+        Pipeline-parallel degree p [1].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        Micro-batches in flight [1].
+
+    .. math:: n = \\min(p, m)
+    """
+    return minimum(pp, microbatches)
+
+
+@formula(reference=KORTHIKANTI + ", s4.2.3 (interleaved schedule)",
+         domain={"pp": ">=1", "virtual_stages": ">=1"}, symbols=_SYM,
+         result_latex=r"\gamma")
+def interleaved_activation_factor(pp, virtual_stages):
+    """Extra activation memory of the first stage under the interleaved 1F1B schedule.
+
+    Multiplies the first stage's activation memory of the non-interleaved
+    1F1B schedule (L layers' worth).  With v >= 2 model chunks per GPU the
+    first stage holds 2(p-1) + (v-1)p + 1 chunk-micro-batches of L/(pv)
+    layers, i.e. 1 + (p-1)/(pv) times more; v = 1 means the plain 1F1B
+    schedule, factor 1 (the min(v-1, 1) switch; v is an integer).
+
+    Parameters
+    ----------
+    pp : numeric
+        Pipeline-parallel degree p [1].
+    virtual_stages : numeric
+        Model chunks per GPU (interleaving stages) v; 1 = not interleaved [1].
+
+    Returns
+    -------
+    numeric
+        Memory factor [1].
+
+    .. math:: \\gamma = 1 + \\frac{p - 1}{p v} \\min(v - 1, 1)
+    """
+    return 1 + (pp - 1) / (pp * virtual_stages) * minimum(virtual_stages - 1, 1)

@@ -1,0 +1,154 @@
+"""Pipeline parallelism: bubbles and point-to-point traffic of 1F1B schedules.
+
+p pipeline stages, m micro-batches per iteration (per pipeline), v model
+chunks per GPU (v = 1: plain 1F1B / PipeDream-Flush; v >= 2: Megatron's
+interleaved schedule).
+
+References
+----------
+.. [Narayanan2021] D. Narayanan et al., "Efficient Large-Scale Language Model
+   Training on GPU Clusters Using Megatron-LM", SC'21, arXiv:2104.04473,
+   doi:10.1145/3458817.3476209, s2.2 and s4.1.
+.. [Korthikanti2022] V. Korthikanti et al., "Reducing Activation
+   Recomputation in Large Transformer Models", arXiv:2205.05198, s4.2.2.
+"""
+
+from __future__ import annotations
+
+from .core import formula
+from .ops import minimum
+
+NARAYANAN = "Narayanan et al. 2021 (SC'21), arXiv:2104.04473, doi:10.1145/3458817.3476209"
+
+_SYM = {"pp": "p", "microbatches": "m", "virtual_stages": "v", "seq_len": "s",
+        "micro_batch": "b", "hidden": "h", "bytes_per_element": "e", "tp": "t",
+        "sequence_parallel": r"\sigma"}
+
+
+@formula(reference=NARAYANAN + ", s2.2.1",
+         domain={"pp": ">=1", "microbatches": ">=1"}, symbols=_SYM, result_latex=r"\beta")
+def bubble_fraction_1f1b(pp, microbatches):
+    """Pipeline bubble of the 1F1B (PipeDream-Flush) or GPipe schedule.
+
+    Idle time per iteration relative to the ideal compute time m(t_f + t_b):
+    the (p - 1) fill and drain slots.
+
+    Parameters
+    ----------
+    pp : numeric
+        Pipeline stages p [1].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        Bubble time / ideal compute time [1].
+
+    .. math:: \\beta = \\frac{p - 1}{m}
+    """
+    return (pp - 1) / microbatches
+
+
+@formula(reference=NARAYANAN + ", s2.2.2",
+         domain={"pp": ">=1", "microbatches": ">=1", "virtual_stages": ">=1"},
+         symbols=_SYM, result_latex=r"\beta")
+def bubble_fraction_interleaved(pp, microbatches, virtual_stages):
+    """Pipeline bubble of the interleaved 1F1B schedule with v model chunks per GPU.
+
+    Parameters
+    ----------
+    pp : numeric
+        Pipeline stages (GPUs per pipeline) p [1].
+    microbatches : numeric
+        Micro-batches per iteration m (Megatron requires m a multiple of p) [1].
+    virtual_stages : numeric
+        Model chunks per GPU v; v = 1 gives :func:`bubble_fraction_1f1b` [1].
+
+    Returns
+    -------
+    numeric
+        Bubble time / ideal compute time [1].
+
+    .. math:: \\beta = \\frac{p - 1}{v m}
+    """
+    return (pp - 1) / (virtual_stages * microbatches)
+
+
+@formula(reference=NARAYANAN + ", s4.1 (scatter/gather optimisation: each TP rank sends "
+         "sbh/t); Korthikanti et al. 2022, arXiv:2205.05198 s4.2.2 (sequence parallel)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0",
+                 "bytes_per_element": ">0", "tp": ">=1", "sequence_parallel": "[0,1]"},
+         symbols=_SYM, result_latex="S_{p2p}")
+def pipeline_p2p_bytes(seq_len, micro_batch, hidden, bytes_per_element, tp,
+                       sequence_parallel):
+    """Bytes one GPU sends to the next stage per micro-batch and per direction.
+
+    The boundary tensor is the b x s x h layer output (forward) or its
+    gradient (backward).  Convention: per GPU, over that GPU's own link.
+    ``sequence_parallel`` = 1 means every tensor-parallel rank sends only its
+    1/t slice, true with sequence parallelism and with Megatron's
+    scatter/gather optimisation (the receiving stage re-assembles the tensor
+    with an all-gather over NVLink, not counted here); 0 means every rank
+    sends the whole replicated tensor.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    bytes_per_element : numeric
+        Bytes per activation element (2 for bf16) e [B].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism or scatter/gather, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per GPU per micro-batch per direction [B].
+
+    .. math:: S_{p2p} = \\frac{s b h e}{1 + \\sigma (t - 1)}
+    """
+    return seq_len * micro_batch * hidden * bytes_per_element \
+        / (1 + sequence_parallel * (tp - 1))
+
+
+@formula(reference=NARAYANAN + ", s2.2 (schedules) and s4.1 (blocking point-to-point "
+         "send/receive between neighbouring stages)",
+         domain={"pp": ">=1", "microbatches": ">=1", "virtual_stages": ">=1"},
+         symbols=_SYM, result_latex="n_{p2p}")
+def pipeline_p2p_count(pp, microbatches, virtual_stages):
+    """Point-to-point transfers on the critical path of one iteration.
+
+    The iteration of a 1F1B schedule spans v m + p - 1 chunk slots (m per
+    chunk in the steady state, p - 1 to fill and drain; this is the bubble
+    (p-1)/(vm) of :func:`bubble_fraction_interleaved`).  Megatron's
+    send/receive are blocking and sit between consecutive compute steps, so
+    every slot waits for one activation transfer (forward) and one gradient
+    transfer (backward): 2(v m + p - 1) transfers of
+    :func:`pipeline_p2p_bytes` each.  Without pipelining (p = 1) there are
+    none (the min(p - 1, 1) switch; p is an integer).  Interleaving
+    multiplies the steady-state transfers by v, as Narayanan s2.2.2 notes.
+
+    Parameters
+    ----------
+    pp : numeric
+        Pipeline stages p [1].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+    virtual_stages : numeric
+        Model chunks per GPU v (1 = not interleaved) [1].
+
+    Returns
+    -------
+    numeric
+        Transfers on the critical path per iteration [1].
+
+    .. math:: n_{p2p} = 2 (v m + p - 1) \\min(p - 1, 1)
+    """
+    return 2 * (virtual_stages * microbatches + pp - 1) * minimum(pp - 1, 1)

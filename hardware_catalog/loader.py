@@ -1,0 +1,224 @@
+"""Load and validate catalog files; merge shipped data with user directories.
+
+Order (later overrides earlier by ``(kind, id)``): the shipped ``data/`` directory, then
+the directories in ``$CAPPLAN_CATALOG`` (``os.pathsep``-separated), then ``extra_dirs``.
+Every problem becomes one :class:`CatalogError` line: ``<file>: <key path>: <expected>``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import tomllib
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .errors import CatalogError
+from .schema import KIND_MODELS, KINDS, SCHEMA_VERSION, Quantity, _Entry
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+ENV_VAR = "CAPPLAN_CATALOG"
+PLURAL = {"accelerator": "accelerators", "node": "nodes", "site": "sites", "model": "models",
+          "reliability": "reliability"}
+SINGULAR = {v: k for k, v in PLURAL.items()}
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _fmt_input(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe(error: dict, model: type[_Entry]) -> str:
+    """One pydantic error -> '<key path>: <what was expected>'."""
+    loc = [str(p) for p in error.get("loc", ())]
+    etype = error.get("type", "")
+    msg = str(error.get("msg", "")).removeprefix("Value error, ")
+    key = ".".join(loc)
+    if etype == "extra_forbidden":
+        if len(loc) >= 2 and loc[0] in model.model_fields:
+            allowed = list(Quantity.model_fields)
+        else:
+            allowed = ["schema_version", "kind"] + [
+                k for k in model.model_fields if k not in ("schema_version", "kind")]
+        return f"{key}: unknown key; expected one of: {', '.join(allowed)}"
+    if etype == "missing":
+        return f"{key}: missing required key"
+    if etype in ("model_type", "model_attributes_type", "dict_type"):
+        return (f"{key}: expected a table {{ value = <number>, source = \"<document, table>\", "
+                f"as_of = YYYY-MM-DD }}, got {_fmt_input(error.get('input'))}")
+    if loc == ["schema_version"]:
+        return (f"schema_version: expected {SCHEMA_VERSION} (the version this capplan reads), "
+                f"got {_fmt_input(error.get('input'))}")
+    if not loc:  # a model-level check that already names its key
+        return msg
+    got = f", got {_fmt_input(error['input'])}" if "input" in error and not isinstance(
+        error["input"], dict) else ""
+    return f"{key}: {msg[0].lower() + msg[1:] if msg else 'invalid'}{got}"
+
+
+def parse_file(path: str | Path, expect_kind: str | None = None) -> _Entry:
+    """Read and validate one catalog TOML file; raise a one-line CatalogError."""
+    path = Path(path)
+    shown = _display(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogError(f"{shown}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{shown}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{shown}: invalid TOML: {exc}") from None
+    kind = data.get("kind")
+    if kind not in KIND_MODELS:
+        got = "missing" if kind is None else f"got {_fmt_input(kind)}"
+        raise CatalogError(f"{shown}: kind: expected one of {', '.join(KINDS)}; {got}")
+    if expect_kind is not None and kind != expect_kind:
+        raise CatalogError(f"{shown}: kind: expected '{expect_kind}', got '{kind}'")
+    model = KIND_MODELS[kind]
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        text = _describe(errors[0], model)
+        if len(errors) > 1:
+            text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+        raise CatalogError(f"{shown}: {text}") from None
+
+
+def suggest(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
+    """``unknown <kind> 'x'; did you mean: a, b?`` (prefix matches first, then similar)."""
+    choices = sorted(set(choices))
+    ranked = sorted(choices, key=lambda c: -difflib.SequenceMatcher(None, name, c).ratio())
+    close = [c for c in ranked if c.startswith(name)][:3] if name else []
+    if not close:
+        close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
+    if close:
+        return CatalogError(f"unknown {kind} '{name}'; did you mean: {', '.join(close)}?")
+    shown = ", ".join(choices[:15]) + (", ..." if len(choices) > 15 else "")
+    return CatalogError(f"unknown {kind} '{name}'; known: {shown or '(none)'}")
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.endswith(".toml") or os.sep in name or "/" in name
+
+
+class Catalog:
+    """Accelerators, nodes, sites, models and reliability profiles by id."""
+
+    def __init__(self, entries: dict[str, dict[str, _Entry]], origins: dict[tuple[str, str], Path],
+                 version: str, dirs: tuple[str, ...]):
+        self.accelerators = entries["accelerator"]
+        self.nodes = entries["node"]
+        self.sites = entries["site"]
+        self.models = entries["model"]
+        self.reliability = entries["reliability"]
+        self.origins = origins
+        self.version = version
+        self.dirs = dirs
+
+    def table(self, kind: str) -> dict[str, _Entry]:
+        kind = SINGULAR.get(kind, kind)
+        if kind not in KIND_MODELS:
+            raise suggest("kind", kind, list(PLURAL.values()))
+        return getattr(self, PLURAL[kind] if kind != "reliability" else "reliability")
+
+    def get(self, kind: str, name_or_path: str | Path) -> _Entry:
+        """An entry by id, or the entry in a TOML file (same schema) given by path."""
+        if isinstance(name_or_path, Path) or _looks_like_path(str(name_or_path)):
+            return parse_file(name_or_path, expect_kind=kind)
+        table = self.table(kind)
+        try:
+            return table[name_or_path]
+        except KeyError:
+            raise suggest(kind, str(name_or_path), table) from None
+
+    def accelerator(self, name_or_path):
+        return self.get("accelerator", name_or_path)
+
+    def node(self, name_or_path):
+        return self.get("node", name_or_path)
+
+    def site(self, name_or_path):
+        return self.get("site", name_or_path)
+
+    def model(self, name_or_path):
+        return self.get("model", name_or_path)
+
+    def reliability_profile(self, name_or_path="default"):
+        return self.get("reliability", name_or_path)
+
+    def find(self, name: str) -> list[tuple[str, _Entry]]:
+        """All ``(kind, entry)`` with this id, across kinds."""
+        return [(k, self.table(k)[name]) for k in KINDS if name in self.table(k)]
+
+    def all_ids(self) -> list[str]:
+        return sorted({i for k in KINDS for i in self.table(k)})
+
+    def origin(self, kind: str, id_: str) -> Path | None:
+        return self.origins.get((kind, id_))
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{len(self.table(k))} {PLURAL[k]}" for k in KINDS)
+        return f"<Catalog {self.version}: {counts}>"
+
+
+def _scan(directory: Path) -> list[Path]:
+    if not directory.exists():
+        raise CatalogError(f"{_display(directory)}: catalog directory does not exist")
+    if directory.is_file():
+        return [directory]
+    return sorted(p for p in directory.rglob("*.toml") if p.is_file())
+
+
+def catalog_dirs(extra_dirs: Sequence[str | Path] = ()) -> tuple[str, ...]:
+    """The user directories in load order: $CAPPLAN_CATALOG, then ``extra_dirs``."""
+    env = [d for d in os.environ.get(ENV_VAR, "").split(os.pathsep) if d.strip()]
+    return tuple(str(Path(d).expanduser().resolve()) for d in [*env, *extra_dirs])
+
+
+def load_catalog(extra_dirs: Sequence[str | Path] = ()) -> Catalog:
+    """Shipped data, then $CAPPLAN_CATALOG dirs, then ``extra_dirs`` (later wins by id)."""
+    return _load(catalog_dirs(extra_dirs))
+
+
+@lru_cache(maxsize=16)
+def _load(dirs: tuple[str, ...]) -> Catalog:
+    entries: dict[str, dict[str, _Entry]] = {k: {} for k in KINDS}
+    origins: dict[tuple[str, str], Path] = {}
+    digest = hashlib.sha256()
+    for layer, directory in enumerate([DATA_DIR, *map(Path, dirs)]):
+        seen: dict[tuple[str, str], Path] = {}
+        for path in _scan(directory):
+            entry = parse_file(path)
+            key = (entry.kind, entry.id)
+            if key in seen:
+                raise CatalogError(f"{_display(path)}: id: '{entry.id}' is already defined in "
+                                   f"{_display(seen[key])}")
+            seen[key] = path
+            entries[entry.kind][entry.id] = entry
+            origins[key] = path
+            rel = path.name if layer else str(path.relative_to(DATA_DIR))
+            digest.update(f"{layer}:{rel}\0".encode() + path.read_bytes())
+    for acc_id, acc in entries["accelerator"].items():
+        if acc.node not in entries["node"]:
+            err = suggest("node", acc.node, entries["node"])
+            raise CatalogError(f"{_display(origins[('accelerator', acc_id)])}: node: {err}")
+    version = f"{SCHEMA_VERSION}+{digest.hexdigest()[:12]}"
+    return Catalog({k: dict(sorted(v.items())) for k, v in entries.items()}, origins, version,
+                   dirs)
+
+
+def clear_cache() -> None:
+    """Forget loaded catalogs (after editing files in a running process)."""
+    _load.cache_clear()

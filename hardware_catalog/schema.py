@@ -1,0 +1,340 @@
+"""Pydantic schema of catalog entries (``schema_version = 1``).
+
+Units are SI and live in the field names (``_bytes``, ``_bytes_per_s``, ``_bits_per_s``,
+``_flops_per_s``, ``_w``, ``_s``, ``_usd``, ``_usd_per_gpu_hour``, ``_kg_co2e``,
+``_g_per_kwh``). Every number with provenance is a :class:`Quantity`: value, source
+(document and table/page), as_of date, and ``estimate = true`` where it is not a
+published figure. Unknown keys are rejected everywhere (``extra = "forbid"``).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+KINDS = ("accelerator", "node", "site", "model", "reliability")
+
+
+class Quantity(BaseModel):
+    """A number with provenance: ``{ value, source, as_of, estimate, note }``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float
+    source: str = Field(min_length=3)
+    as_of: date
+    estimate: bool = False
+    note: str | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("value must be a finite number")
+        return v
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1]
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    name: str
+    description: str | None = None
+
+    def quantities(self) -> dict[str, Quantity]:
+        """Every Quantity field that is set, by field name."""
+        return {k: v for k in type(self).model_fields
+                if isinstance(v := getattr(self, k), Quantity)}
+
+
+def _check(cond: bool, key: str, message: str) -> None:
+    if not cond:
+        raise ValueError(f"{key}: {message}")
+
+
+def _positive(entry: _Entry, *names: str) -> None:
+    for name in names:
+        q = getattr(entry, name)
+        if q is not None:
+            _check(q.value > 0, f"{name}.value", f"expected a number > 0, got {q.value:g}")
+
+
+def _fraction(entry: _Entry, *names: str) -> None:
+    for name in names:
+        q = getattr(entry, name)
+        if q is not None:
+            _check(0 < q.value <= 1, f"{name}.value",
+                   f"expected a fraction in (0, 1], got {q.value:g}")
+
+
+def _integral(entry: _Entry, *names: str) -> None:
+    for name in names:
+        q = getattr(entry, name)
+        if q is not None:
+            _check(float(q.value).is_integer() and q.value >= 1, f"{name}.value",
+                   f"expected a whole number >= 1, got {q.value:g}")
+
+
+class Accelerator(_Entry):
+    """One accelerator (per GPU / per chip; GB200 is counted per GPU)."""
+
+    kind: Literal["accelerator"]
+    vendor: str
+    release_date: date
+    node: str  # id of the default node type
+    peak_tf32_flops_per_s: Quantity | None = None  # dense; None when there is no TF32 path
+    peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
+    peak_fp8_flops_per_s: Quantity | None = None  # dense; None when unsupported
+    hbm_bytes: Quantity
+    hbm_bandwidth_bytes_per_s: Quantity
+    max_power_w: Quantity
+    idle_power_w: Quantity
+    scale_up_domain_gpus: Quantity
+    scale_up_bandwidth_bytes_per_s: Quantity  # per GPU, one direction
+    gemm_max_efficiency: Quantity
+    gemm_half_efficiency_dim: Quantity
+    hbm_efficiency: Quantity
+    scale_up_bus_efficiency: Quantity
+    scale_out_bus_efficiency: Quantity
+    purchase_price_usd: Quantity
+    cloud_price_usd_per_gpu_hour: Quantity
+    embodied_kg_co2e: Quantity
+    lifetime_years: Quantity
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        _positive(self, "peak_tf32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp8_flops_per_s",
+                  "hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w", "idle_power_w",
+                  "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
+                  "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
+                  "lifetime_years")
+        _fraction(self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
+                  "scale_out_bus_efficiency")
+        _integral(self, "scale_up_domain_gpus")
+        _check(self.idle_power_w.value < self.max_power_w.value, "idle_power_w.value",
+               f"expected idle power below max_power_w ({self.max_power_w.value:g} W), "
+               f"got {self.idle_power_w.value:g}")
+        bf16 = self.peak_bf16_flops_per_s.value
+        if self.peak_tf32_flops_per_s is not None:
+            _check(self.peak_tf32_flops_per_s.value <= bf16, "peak_tf32_flops_per_s.value",
+                   "expected TF32 peak <= BF16 peak")
+        if self.peak_fp8_flops_per_s is not None:
+            _check(self.peak_fp8_flops_per_s.value >= bf16, "peak_fp8_flops_per_s.value",
+                   "expected FP8 peak >= BF16 peak")
+        return self
+
+
+class Node(_Entry):
+    """A node (server / tray / TPU host) type and its fabric."""
+
+    kind: Literal["node"]
+    gpus_per_node: int = Field(ge=1)
+    nics_per_node: int = Field(ge=0)
+    nic_bandwidth_bits_per_s: Quantity  # per NIC, one direction
+    intra_node_latency_s: Quantity
+    inter_node_latency_s: Quantity
+    node_overhead_power_w: Quantity  # CPU, DRAM, NICs, fans, switches in the box; beyond GPUs
+    switch_power_per_port_w: Quantity
+    network_ports_per_node: int = Field(ge=0)
+    storage_write_bytes_per_s: Quantity  # aggregate per node, checkpoints
+    storage_read_bytes_per_s: Quantity
+    host_copy_bytes_per_s_per_gpu: Quantity  # device-to-host, async snapshots
+    embodied_kg_co2e: Quantity | None = None  # the node without its GPUs
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        _positive(self, "nic_bandwidth_bits_per_s", "intra_node_latency_s",
+                  "inter_node_latency_s", "node_overhead_power_w", "switch_power_per_port_w",
+                  "storage_write_bytes_per_s", "storage_read_bytes_per_s",
+                  "host_copy_bytes_per_s_per_gpu", "embodied_kg_co2e")
+        return self
+
+    @property
+    def scale_out_bytes_per_s_per_gpu(self) -> float:
+        """Injection bandwidth per GPU, one direction [B/s]."""
+        return self.nics_per_node * self.nic_bandwidth_bits_per_s.value / 8 / self.gpus_per_node
+
+
+class Site(_Entry):
+    """A data-centre location: efficiency, energy price, grid carbon intensity."""
+
+    kind: Literal["site"]
+    pue: Quantity
+    electricity_usd_per_kwh: Quantity
+    grid_intensity_g_per_kwh: Quantity
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        _check(1 <= self.pue.value <= 3, "pue.value", f"expected 1 <= PUE <= 3, got {self.pue.value:g}")
+        _positive(self, "electricity_usd_per_kwh", "grid_intensity_g_per_kwh")
+        return self
+
+
+class ModelSpec(_Entry):
+    """A transformer's shape. Dense unless ``experts > 0`` (MoE); MLA if ``kv_lora_rank``."""
+
+    kind: Literal["model"]
+    source: str = Field(min_length=3)
+    as_of: date
+    layers: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    kv_heads: int | None = Field(default=None, ge=1)  # default: heads (multi-head attention)
+    ffn: int | None = Field(default=None, ge=1)  # default: 4 * hidden
+    gated_mlp: bool = False  # SwiGLU / GeGLU: 3 matrices instead of 2
+    vocab: int = Field(ge=1)
+    seq_len: int = Field(ge=1)
+    tied_embeddings: bool = False
+    # mixture of experts
+    experts: int = Field(default=0, ge=0)
+    experts_per_token: int = Field(default=0, ge=0)
+    moe_ffn: int | None = Field(default=None, ge=1)
+    dense_layers: int = Field(default=0, ge=0)  # leading dense layers of an MoE model
+    shared_experts: int = Field(default=0, ge=0)
+    # multi-head latent attention (DeepSeek-V2/V3); all None for standard attention
+    q_lora_rank: int | None = Field(default=None, ge=1)
+    kv_lora_rank: int | None = Field(default=None, ge=1)
+    qk_rope_head_dim: int | None = Field(default=None, ge=1)
+    qk_nope_head_dim: int | None = Field(default=None, ge=1)
+    v_head_dim: int | None = Field(default=None, ge=1)
+    # published sizes, for the parameter-count check
+    params_published: Quantity
+    params_rounding: float = Field(default=0.0, ge=0)  # resolution of the published figure
+    active_params_published: Quantity | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data):
+        if isinstance(data, dict):
+            data = dict(data)
+            if data.get("kv_heads") is None and "heads" in data:
+                data["kv_heads"] = data["heads"]
+            if data.get("ffn") is None and isinstance(data.get("hidden"), int):
+                data["ffn"] = 4 * data["hidden"]
+        return data
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        _check(self.heads % self.kv_heads == 0, "kv_heads",
+               f"expected a divisor of heads ({self.heads}), got {self.kv_heads}")
+        if not self.is_mla:
+            _check(self.hidden % self.heads == 0, "heads",
+                   f"expected a divisor of hidden ({self.hidden}), got {self.heads}")
+        else:
+            for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+                _check(getattr(self, k) is not None, k, "required with kv_lora_rank (MLA)")
+        if self.experts:
+            _check(self.moe_ffn is not None, "moe_ffn", "required when experts > 0")
+            _check(1 <= self.experts_per_token <= self.experts, "experts_per_token",
+                   f"expected 1..experts ({self.experts}), got {self.experts_per_token}")
+            _check(self.dense_layers < self.layers, "dense_layers",
+                   f"expected fewer than layers ({self.layers})")
+        else:
+            for k in ("experts_per_token", "dense_layers", "shared_experts"):
+                _check(getattr(self, k) == 0, k, "expected 0 for a dense model (experts = 0)")
+        _positive(self, "params_published", "active_params_published")
+        return self
+
+    # --- derived ---------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.gated_mlp else 2
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    def attention_params(self) -> float:
+        """Weights of one attention block (no biases)."""
+        h = float(self.hidden)
+        if self.is_mla:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.heads * qk
+            else:
+                q = h * self.heads * qk
+            kv = (h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+                  + self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim))
+            o = self.heads * self.v_head_dim * h
+            return q + kv + o
+        return 2 * h * h + 2 * h * h * self.kv_heads / self.heads
+
+    def dense_mlp_params(self) -> float:
+        return float(self.mlp_matrices) * self.hidden * self.ffn
+
+    def moe_mlp_params(self, active: bool = False) -> float:
+        """Weights of one MoE block: routed (+ shared) experts and the router."""
+        routed = self.experts_per_token if active else self.experts
+        expert = float(self.mlp_matrices) * self.hidden * self.moe_ffn
+        return (routed + self.shared_experts) * expert + float(self.hidden) * self.experts
+
+    def embedding_params(self) -> float:
+        return float(self.vocab) * self.hidden * (1 if self.tied_embeddings else 2)
+
+    def param_count(self) -> float:
+        """Total parameters [count] (biases and learned position embeddings not counted)."""
+        return self._count(active=False)
+
+    def active_param_count(self) -> float:
+        """Parameters touched per token (= ``param_count`` for dense models)."""
+        return self._count(active=True)
+
+    def _count(self, active: bool) -> float:
+        h = float(self.hidden)
+        per_layer = self.attention_params() + 2 * h
+        n_moe = self.moe_layers
+        total = self.layers * per_layer + (self.layers - n_moe) * self.dense_mlp_params()
+        if n_moe:
+            total += n_moe * self.moe_mlp_params(active=active)
+        return total + self.embedding_params() + h  # + final norm
+
+
+class ReliabilityProfile(_Entry):
+    """Failure, restart and straggler defaults (see ../shared/validation/reliability.csv)."""
+
+    kind: Literal["reliability"]
+    gpu_mtbf_s: Quantity  # job-stopping failures, per GPU
+    node_mtbf_s: Quantity | None = None  # non-GPU node failures; None: all in gpu_mtbf_s
+    restart_overhead_s: Quantity
+    step_time_cv: Quantity
+    pause_probability_per_step: Quantity
+    pause_duration_s: Quantity
+    checkpoint_write_bytes_per_s: Quantity | None = None  # aggregate storage, whole job
+    checkpoint_read_bytes_per_s: Quantity | None = None
+    validation_rows: list[str] = Field(default_factory=list)  # ids in reliability.csv
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        _positive(self, "gpu_mtbf_s", "node_mtbf_s", "pause_duration_s",
+                  "checkpoint_write_bytes_per_s", "checkpoint_read_bytes_per_s")
+        _check(self.restart_overhead_s.value >= 0, "restart_overhead_s.value", "expected >= 0")
+        _check(self.step_time_cv.value >= 0, "step_time_cv.value", "expected >= 0")
+        p = self.pause_probability_per_step.value
+        _check(0 <= p <= 1, "pause_probability_per_step.value",
+               f"expected a probability in [0, 1], got {p:g}")
+        return self
+
+
+KIND_MODELS: dict[str, type[_Entry]] = {
+    "accelerator": Accelerator,
+    "node": Node,
+    "site": Site,
+    "model": ModelSpec,
+    "reliability": ReliabilityProfile,
+}

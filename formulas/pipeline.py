@@ -135,6 +135,11 @@ def pipeline_p2p_count(pp, microbatches, virtual_stages):
     none (the min(p - 1, 1) switch; p is an integer).  Interleaving
     multiplies the steady-state transfers by v, as Narayanan s2.2.2 notes.
 
+    Checked against a simulation of the non-interleaved schedule with
+    blocking sends (tests/test_pipeline.py): the count is conservative, by
+    exactly 3 transfers for p >= 3 (the first and last slots do not send),
+    and about 2x for p = 2, where the two stages' exchanges overlap (m + 1).
+
     Parameters
     ----------
     pp : numeric

@@ -501,7 +501,7 @@ def gemm_efficiency(min_dim, max_efficiency, half_efficiency_dim):
 
     .. math:: \\eta_c = \\eta_{max} \\frac{d}{d + d_{1/2}}
     """
-    return max_efficiency * min_dim / (min_dim + half_efficiency_dim)
+    return max_efficiency * (min_dim / (min_dim + half_efficiency_dim))
 
 
 @formula(reference="Williams et al. 2009, Commun. ACM 52(4):65-76, doi:10.1145/1498765.1498785",

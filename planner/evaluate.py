@@ -178,7 +178,8 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
     meta = {"model": model if isinstance(model, str) else model.id,
             "hardware": hardware if isinstance(hardware, str) else hardware.id,
             "precision": precision, "site": site, "checkpoint": checkpoint,
-            "recompute": recompute, "zero": zero}
+            "recompute": recompute, "zero": zero, "global_batch": x["global_batch"],
+            "seq_len": x["seq_len"], "tokens": x["tokens"]}
     columns = {**meta, **{k: v for k, v in layout.items() if k not in ("recompute", "zero")},
                **out}
     return pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})

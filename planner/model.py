@@ -293,7 +293,7 @@ def run_model(x: dict) -> dict:
     microbatches = x["global_batch"] / (dp * b)
     pp_bw, pp_lat = _link(x, x["pp_intra"])
     p2p = communication.p2p_time(
-        pipeline.pipeline_p2p_bytes(s / cp, b, h, elem, tp, x["sequence_parallel"]),
+        pipeline.pipeline_p2p_bytes(s / cp, b, h, elem, tp, 1.0),  # scatter/gather (Megatron)
         pp_bw, pp_lat)
     pp_comm = pipeline.pipeline_p2p_count(pp, microbatches, vp) * p2p
 

@@ -55,6 +55,7 @@ class PlanResult:
     seconds: float
     binding: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    catalog_version: str = ""
 
 
 def _group_best(keys: np.ndarray, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -115,6 +116,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         except CapplanError as exc:  # e.g. no fp8 on this accelerator
             skipped[hw] = str(exc)
             continue
+        x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
         layout = enumerate_layouts(
             layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
             seq_len=int(x["seq_len"]), experts=int(x["experts"]),
@@ -164,7 +166,8 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     result = PlanResult(
         scenario=s, frontier=frontier, best=best, per_hardware=per_hw,
         pareto=pareto_rows(feasible_rows), knee=knee, evaluated=evaluated, fitting=fitting,
-        seconds=time.perf_counter() - started, skipped=skipped)
+        seconds=time.perf_counter() - started, skipped=skipped,
+        catalog_version=str(getattr(catalog, "version", "")))
     if best[s.objective] is None:
         result.binding[s.objective] = explain_infeasible(s, frontier, min_memory)
     return result

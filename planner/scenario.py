@@ -48,6 +48,7 @@ class Scenario:
     objective: str = "cost"
     knee_threshold: float = 0.8
     catalog_dirs: tuple[str, ...] = ()
+    #: Run-model input overrides in SI units (see ``planner.model.INPUTS``).
     extra: dict = field(default_factory=dict)
 
     def with_(self, **changes) -> Scenario:

@@ -1,0 +1,97 @@
+"""The CLI end to end: JSON/CSV parsed and values asserted; errors are one line."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from planner.cli import main
+
+EVAL = ["evaluate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--gpus", "64",
+        "--tp", "1", "--pp", "1", "--global-batch", "512", "--micro-batch", "2",
+        "--tokens", "2e12"]
+
+
+def run(capsys, args):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_evaluate_json_has_the_promised_keys(capsys):
+    code, out, err = run(capsys, [*EVAL, "--format", "json"])
+    assert code == 0, err
+    data = json.loads(out)
+    for key in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_bytes",
+                "fits", "breakdown", "checkpoint_interval_s", "wall_days", "energy_kwh",
+                "cost_usd", "co2e_kg"):
+        assert key in data, key
+    assert 0 < data["mfu"] < 1 and data["fits"] is True
+    assert data["step_time_s"] == pytest.approx(sum(data["breakdown"].values()), rel=1e-9)
+    assert data["tokens_per_s"] == pytest.approx(512 * 4096 / data["step_time_s"], rel=1e-9)
+    assert data["inputs"]["dp"] == 64 and data["inputs"]["global_batch"] == 512
+
+
+def test_evaluate_csv_and_markdown(capsys):
+    code, out, _ = run(capsys, [*EVAL, "--format", "csv"])
+    assert code == 0
+    rows = {r["quantity"]: r["value"] for r in csv.DictReader(io.StringIO(out))}
+    assert float(rows["step_time_s"]) > 0
+    code, out, _ = run(capsys, [*EVAL, "--format", "markdown"])
+    assert code == 0 and out.startswith("### ") and "| step_time_s |" in out
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--gpus", "63"], "does not divide --gpus 63"),
+    (["--tp", "16"], "scale-up domain"),
+    (["--hardware", "h10"], "did you mean"),
+    (["--recompute", "some"], "recompute"),
+    (["--format", "jsno"], "did you mean: json"),
+])
+def test_evaluate_bad_input_is_one_line_exit_2(capsys, args, needle):
+    code, out, err = run(capsys, [*EVAL, *args])
+    assert code == 2
+    assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_plan_json(capsys):
+    code, out, err = run(capsys, ["plan", "--model", "llama2-7b", "--tokens", "1e12",
+                                  "--hardware", "h100-sxm,a100-80gb", "--max-gpus", "512",
+                                  "--format", "json"])
+    assert code == 0, err
+    data = json.loads(out)
+    assert set(data["best"]) == {"time", "cost", "energy", "carbon"}
+    for row in data["best"].values():
+        for key in ("hardware", "gpus", "tp", "pp", "dp", "micro_batch", "recompute", "zero",
+                    "wall_days", "cost_usd", "energy_mwh", "co2e_t", "mfu"):
+            assert key in row
+    assert data["best"]["time"]["wall_days"] <= data["best"]["cost"]["wall_days"]
+    assert set(data["per_hardware"]) == {"h100-sxm", "a100-80gb"}
+    assert data["pareto"] and data["scenario"]["model"] == "llama2-7b"
+
+
+def test_plan_infeasible_exit_1(capsys):
+    code, out, err = run(capsys, ["plan", "--model", "llama2-7b", "--tokens", "1e12",
+                                  "--hardware", "h100-sxm", "--max-gpus", "64",
+                                  "--deadline-days", "0.01", "--format", "json"])
+    assert code == 1
+    assert "deadline" in err and len(err.strip().splitlines()) == 1
+
+
+def test_checkpoint_json(capsys):
+    code, out, _ = run(capsys, ["checkpoint", "--format", "json"])
+    data = json.loads(out)
+    schemes = {row["scheme"]: row for row in data["schemes"]}
+    assert code == 0 and set(schemes) == {"sync", "async", "in-memory"}
+    assert schemes["async"]["stall_s"] < schemes["sync"]["stall_s"]
+    assert schemes["async"]["wall_days"] <= schemes["sync"]["wall_days"]
+
+
+def test_output_file_not_overwritten_without_force(capsys, tmp_path):
+    target = tmp_path / "out.json"
+    target.write_text("mine")
+    code, _, err = run(capsys, ["checkpoint", "-f", "json", "-o", str(target)])
+    assert code == 2 and "--force" in err and target.read_text() == "mine"
+    code, _, _ = run(capsys, ["checkpoint", "-f", "json", "-o", str(target), "--force"])
+    assert code == 0 and json.loads(target.read_text())["schemes"]

@@ -1,0 +1,56 @@
+"""The generated kernel is fresh and equals the directly composed model."""
+
+import numpy as np
+import pytest
+
+from planner import kernel as kernel_module
+from planner.evaluate import base_inputs, evaluate_inputs
+from planner.model import INPUTS, OUTPUTS, run_model
+from planner.space import SpaceOptions, enumerate_layouts, layout_flags
+
+
+def test_generated_kernel_is_fresh():
+    from planner import _kernel_generated
+
+    assert _kernel_generated.SOURCE_HASH == kernel_module.model_source_hash(), (
+        "planner/_kernel_generated.py is stale: run `python -m planner.kernel`")
+    assert _kernel_generated.INPUTS == tuple(INPUTS)
+    assert _kernel_generated.OUTPUTS == tuple(OUTPUTS)
+
+
+@pytest.mark.slow
+def test_generated_source_matches_symbolic_model():
+    from planner import _kernel_generated
+
+    assert kernel_module.generate_source() == open(_kernel_generated.__file__).read()
+
+
+def _inputs(catalog, model="llama3-70b", hardware="h100-sxm", max_gpus=2048):
+    x = base_inputs(catalog, model=model, hardware=hardware, tokens=1e12)
+    layout = enumerate_layouts(
+        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
+        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
+        global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
+        scale_up_domain=int(x["scale_up_domain_gpus"]),
+        options=SpaceOptions(min_gpus=64, max_gpus=max_gpus))
+    return {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"])}
+
+
+@pytest.mark.parametrize("model,hardware", [("llama3-70b", "h100-sxm"),
+                                            ("mixtral-8x7b", "mi300x"),
+                                            ("gpt3-175b", "a100-80gb")])
+def test_kernel_equals_direct_composition(catalog, model, hardware):
+    x = _inputs(catalog, model, hardware)
+    compiled = evaluate_inputs(x)
+    direct = run_model({k: (v if np.ndim(v) else float(v)) for k, v in x.items()})
+    for name in OUTPUTS:
+        np.testing.assert_allclose(compiled[name], np.broadcast_to(direct[name],
+                                   compiled[name].shape), rtol=1e-9, err_msg=name)
+
+
+def test_chunking_does_not_change_results(catalog):
+    x = _inputs(catalog)
+    whole = evaluate_inputs(x, chunk=10**9)
+    parts = evaluate_inputs(x, chunk=777)
+    for name in OUTPUTS:
+        np.testing.assert_array_equal(whole[name], parts[name])

@@ -1,0 +1,358 @@
+"""The catalog: every shipped file validates; derived facts; overrides; errors are one line."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from hardware_catalog import CatalogError, clear_cache, load_catalog, parse_file
+from hardware_catalog.loader import DATA_DIR, ENV_VAR
+from hardware_catalog.schema import KINDS, Quantity
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_FILES = sorted(DATA_DIR.rglob("*.toml"))
+FOLDER = {"accelerator": "accelerators", "node": "nodes", "site": "sites", "model": "models",
+          "reliability": "reliability"}
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    clear_cache()
+    yield
+    clear_cache()
+
+
+@pytest.fixture
+def cat():
+    return load_catalog()
+
+
+# --- every shipped file --------------------------------------------------------------------
+@pytest.mark.parametrize("path", DATA_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_shipped_file_validates(path):
+    entry = parse_file(path)
+    assert entry.schema_version == 1
+    assert path.stem == entry.id, "file name must be the id"
+    assert path.parent.name == FOLDER[entry.kind], "file must sit in its kind's folder"
+
+
+@pytest.mark.parametrize("path", DATA_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_quantity_has_source_and_date(path):
+    entry = parse_file(path)
+    quantities = entry.quantities()
+    assert quantities
+    for name, q in quantities.items():
+        assert isinstance(q, Quantity)
+        assert len(q.source) >= 10, f"{name}: source too short"
+        assert date(2015, 1, 1) <= q.as_of <= date(2027, 12, 31), name
+        if "capplan estimate" in q.source:
+            assert q.estimate, f"{name}: a capplan estimate must say estimate = true"
+
+
+def test_counts(cat):
+    assert len(cat.accelerators) >= 15
+    assert len(cat.models) >= 16
+    assert len(cat.sites) >= 8
+    assert len(cat.nodes) >= 8
+    assert {"default", "llama3-405b", "meta-rsc"} <= set(cat.reliability)
+    assert re.fullmatch(r"1\+[0-9a-f]{12}", cat.version)
+
+
+def test_required_ids_present(cat):
+    assert {"a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h800", "h200", "b200", "gb200",
+            "mi250x", "mi300x", "mi325x", "gaudi3", "tpu-v4", "tpu-v5p", "l40s"} <= set(
+        cat.accelerators)
+    assert {"gpt3-175b", "bloom-176b", "opt-175b", "llama2-7b", "llama2-13b", "llama2-70b",
+            "llama3-8b", "llama3-70b", "llama3.1-405b", "mixtral-8x7b", "deepseek-v3",
+            "megatron-1.7b", "megatron-1t"} <= set(cat.models)
+    assert {"us-average", "us-virginia", "quebec", "norway", "germany", "france", "ireland",
+            "singapore", "taiwan"} <= set(cat.sites)
+
+
+# --- derived facts ------------------------------------------------------------------------
+@pytest.mark.parametrize("acc, bf16, fp8", [
+    ("h100-sxm", 989e12, 1979e12),      # H100 whitepaper Table 3: 989.4 / 1978.9 dense
+    ("a100-40gb", 312e12, None),        # A100 whitepaper Table 1
+    ("a100-80gb", 312e12, None),
+    ("h200", 989e12, 1979e12),
+    ("mi300x", 1307.4e12, 2614.9e12),   # AMD datasheet
+    ("tpu-v4", 275e12, None),           # Cloud TPU docs
+    ("tpu-v5p", 459e12, 459e12),
+    ("gaudi3", 1835e12, 1835e12),       # Hot Chips 2024
+    ("b200", 2.25e15, 4.5e15),          # DGX B200 sparse / 8 / 2
+])
+def test_published_peaks(cat, acc, bf16, fp8):
+    a = cat.accelerator(acc)
+    assert a.peak_bf16_flops_per_s.value == pytest.approx(bf16, rel=1e-3)
+    if fp8 is None:
+        assert a.peak_fp8_flops_per_s is None
+    else:
+        assert a.peak_fp8_flops_per_s.value == pytest.approx(fp8, rel=1e-3)
+
+
+def test_accelerator_facts(cat):
+    h100 = cat.accelerator("h100-sxm")
+    assert h100.hbm_bandwidth_bytes_per_s.value == pytest.approx(3.35e12)
+    assert h100.max_power_w.value == 700
+    assert h100.scale_up_bandwidth_bytes_per_s.value == pytest.approx(450e9)
+    assert cat.accelerator("h800").scale_up_bandwidth_bytes_per_s.value == pytest.approx(200e9)
+    assert cat.accelerator("gb200").scale_up_domain_gpus.value == 72
+    assert cat.accelerator("tpu-v4").hbm_bytes.value == 32 * 2**30
+    for a in cat.accelerators.values():
+        assert a.node in cat.nodes
+        assert a.idle_power_w.value < a.max_power_w.value
+        assert 0 < a.gemm_max_efficiency.value <= 1
+        # estimates are labelled: prices, embodied carbon and lifetime are never datasheet facts
+        assert a.embodied_kg_co2e.estimate and a.lifetime_years.estimate
+        # eta(d) = eta_max * d / (d + d_half) is half of eta_max at d_half
+        d = a.gemm_half_efficiency_dim.value
+        assert a.gemm_max_efficiency.value * d / (d + d) == pytest.approx(
+            a.gemm_max_efficiency.value / 2)
+
+
+def test_every_model_matches_its_published_size(cat):
+    for m in cat.models.values():
+        pub = m.params_published.value
+        tol = 0.02 * pub + m.params_rounding / 2
+        assert abs(m.param_count() - pub) <= tol, (m.id, m.param_count(), pub)
+        if not m.is_moe:
+            assert m.active_param_count() == m.param_count()
+
+
+@pytest.mark.parametrize("model, total, active, rel", [
+    ("mixtral-8x7b", 46.7e9, 12.9e9, 0.02),   # Mistral AI: 46.7B total, 12.9B per token
+    ("deepseek-v3", 671e9, 37e9, 0.03),       # arXiv:2412.19437: 671B total, 37B activated
+])
+def test_moe_active_params(cat, model, total, active, rel):
+    m = cat.model(model)
+    assert m.param_count() == pytest.approx(total, rel=0.02)
+    assert m.active_param_count() == pytest.approx(active, rel=rel)
+    assert m.active_params_published.value == pytest.approx(active)
+
+
+def test_model_formula_by_hand(cat):
+    m = cat.model("llama2-70b")  # 80 x (2h^2 + 2h^2/8 + 3 h ffn + 2h) + 2 V h + h
+    h, f = 8192, 28672
+    expected = 80 * (2 * h * h + 2 * h * h * 8 / 64 + 3 * h * f + 2 * h) + 2 * 32000 * h + h
+    assert m.param_count() == expected == 68_976_648_192
+    g = cat.model("gpt3-175b")
+    assert g.kv_heads == g.heads and g.ffn == 4 * g.hidden and not g.gated_mlp
+    ds = cat.model("deepseek-v3")
+    assert ds.is_mla and ds.moe_layers == 58 and ds.dense_layers == 3
+
+
+def test_megatron_family(cat):
+    sizes = {"1.7b": 1.7, "3.6b": 3.6, "7.5b": 7.5, "18.4b": 18.4, "39.1b": 39.1,
+             "76.1b": 76.1, "145.6b": 145.6, "310.1b": 310.1, "529.6b": 529.6, "1t": 1008.0}
+    for size, billions in sizes.items():
+        m = cat.model(f"megatron-{size}")
+        assert m.params_published.value == pytest.approx(billions * 1e9)
+        assert m.vocab == 51200 and m.seq_len == 2048
+
+
+def test_sites_and_nodes_sane(cat):
+    for s in cat.sites.values():
+        assert 1 <= s.pue.value <= 2
+        assert 0 < s.electricity_usd_per_kwh.value < 1
+        assert 0 < s.grid_intensity_g_per_kwh.value < 1000
+    assert cat.site("france").grid_intensity_g_per_kwh.value < cat.site(
+        "germany").grid_intensity_g_per_kwh.value
+    dgx = cat.node("dgx-h100")
+    assert dgx.scale_out_bytes_per_s_per_gpu == pytest.approx(50e9)  # 400 Gb/s per GPU
+
+
+def test_reliability_llama3(cat):
+    p = cat.reliability_profile()
+    assert p.id == "default"
+    assert p.gpu_mtbf_s.value / 3600 == pytest.approx(54 * 24 * 16384 / 419, rel=1e-5)
+    assert 300 <= p.restart_overhead_s.value <= 1200
+    assert "l3-int" in p.validation_rows
+    known = set()
+    for line in (ROOT.parent / "shared/validation/reliability.csv").read_text().splitlines()[1:] \
+            if (ROOT.parent / "shared/validation/reliability.csv").exists() else []:
+        known.add(line.split(",", 1)[0])
+    for prof in cat.reliability.values():
+        if known:
+            assert set(prof.validation_rows) <= known, prof.id
+
+
+# --- errors are one line: file, key path, what was expected -----------------------------
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _copy_with(tmp_path, src_kind_folder, src_id, old, new, name=None) -> Path:
+    text = (DATA_DIR / src_kind_folder / f"{src_id}.toml").read_text()
+    assert old in text
+    return _write(tmp_path, name or f"{src_id}.toml", text.replace(old, new, 1))
+
+
+def _one_line(exc: pytest.ExceptionInfo) -> str:
+    msg = str(exc.value)
+    assert "\n" not in msg and "Traceback" not in msg
+    return msg
+
+
+def test_unknown_key_rejected_with_key_path(tmp_path):
+    p = _copy_with(tmp_path, "accelerators", "h100-sxm", "vendor = ", "colour = \"green\"\nvendor = ")
+    with pytest.raises(CatalogError) as exc:
+        parse_file(p)
+    msg = _one_line(exc)
+    assert msg.startswith(str(p)) or "h100-sxm.toml" in msg
+    assert "colour: unknown key" in msg
+
+
+def test_unknown_key_inside_quantity(tmp_path):
+    p = _copy_with(tmp_path, "sites", "france", "pue = { value = 1.5,", "pue = { value = 1.5, unit = \"x\",")
+    with pytest.raises(CatalogError) as exc:
+        parse_file(p)
+    msg = _one_line(exc)
+    assert "pue.unit: unknown key; expected one of: value, source, as_of, estimate, note" in msg
+
+
+def test_bare_number_instead_of_quantity(tmp_path):
+    p = _write(tmp_path, "s.toml", 'schema_version = 1\nkind = "site"\nid = "x"\nname = "X"\n'
+               'pue = 1.2\nelectricity_usd_per_kwh = 0.1\ngrid_intensity_g_per_kwh = 100\n')
+    with pytest.raises(CatalogError) as exc:
+        parse_file(p)
+    msg = _one_line(exc)
+    assert "s.toml: pue: expected a table { value" in msg and "more problems" in msg
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("schema_version = 1", "schema_version = 2", "schema_version: expected 1"),
+    ('kind = "site"', 'kind = "planet"', "kind: expected one of"),
+    ("value = 1.5,", "value = 0.5,", "pue.value: expected 1 <= PUE <= 3"),
+    ("value = 1.5,", 'value = "high",', "pue.value: input should be a valid number"),
+    ("as_of = 2023-12-31", "as_of = 2023-13-45", "invalid TOML"),
+])
+def test_malformed_site(tmp_path, old, new, expected):
+    p = _copy_with(tmp_path, "sites", "france", old, new)
+    with pytest.raises(CatalogError) as exc:
+        parse_file(p)
+    assert expected in _one_line(exc)
+
+
+def test_physical_sanity(tmp_path):
+    p = _copy_with(tmp_path, "accelerators", "h100-sxm", "idle_power_w = { value = 100,",
+                   "idle_power_w = { value = 800,")
+    with pytest.raises(CatalogError, match=r"idle_power_w.value: expected idle power below"):
+        parse_file(p)
+    p = _copy_with(tmp_path, "accelerators", "h100-sxm", "gemm_max_efficiency = { value = 0.75,",
+                   "gemm_max_efficiency = { value = 1.5,")
+    with pytest.raises(CatalogError, match=r"gemm_max_efficiency.value: expected a fraction"):
+        parse_file(p)
+    p = _copy_with(tmp_path, "models", "llama2-70b", "kv_heads = 8", "kv_heads = 7")
+    with pytest.raises(CatalogError, match=r"kv_heads: expected a divisor of heads"):
+        parse_file(p)
+    p = _copy_with(tmp_path, "models", "llama2-70b", "layers = 80", "layers = -1")
+    with pytest.raises(CatalogError, match=r"layers: input should be greater than or equal to 1"):
+        parse_file(p)
+
+
+def test_missing_key(tmp_path):
+    p = _copy_with(tmp_path, "models", "llama3-8b", "vocab = 128256\n", "")
+    with pytest.raises(CatalogError, match=r"llama3-8b.toml: vocab: missing required key"):
+        parse_file(p)
+
+
+def test_bad_file_in_user_dir_fails_load(tmp_path):
+    _copy_with(tmp_path, "sites", "france", "pue = {", "pue_x = {")
+    with pytest.raises(CatalogError, match=r"france.toml: pue"):
+        load_catalog([tmp_path])
+
+
+def test_duplicate_id_in_one_dir(tmp_path):
+    shutil.copy(DATA_DIR / "sites" / "france.toml", tmp_path / "a.toml")
+    shutil.copy(DATA_DIR / "sites" / "france.toml", tmp_path / "b.toml")
+    with pytest.raises(CatalogError, match=r"id: 'france' is already defined"):
+        load_catalog([tmp_path])
+
+
+def test_unknown_node_reference(tmp_path):
+    _copy_with(tmp_path, "accelerators", "h100-sxm", 'node = "dgx-h100"', 'node = "dgx-h10"')
+    with pytest.raises(CatalogError, match=r"node: unknown node 'dgx-h10'; did you mean: dgx-h100"):
+        load_catalog([tmp_path])
+
+
+# --- lookup, did-you-mean, overrides, single files ----------------------------------------
+def test_did_you_mean(cat):
+    with pytest.raises(CatalogError) as exc:
+        cat.accelerator("h10")
+    assert _one_line(exc) == "unknown accelerator 'h10'; did you mean: h100-sxm, h100-pcie?"
+    with pytest.raises(CatalogError, match=r"unknown model 'lama3-70b'; did you mean: llama3-70b"):
+        cat.model("lama3-70b")
+    with pytest.raises(CatalogError, match=r"unknown site 'zzz'; known: france"):
+        cat.site("zzz")
+
+
+def test_override_with_extra_dir(tmp_path):
+    base = load_catalog()
+    _copy_with(tmp_path, "accelerators", "h100-sxm", "value = 6.88,", "value = 1.99,")
+    _write(tmp_path, "extra-model.toml",
+           (ROOT / "docs/examples/my-model.toml").read_text())
+    cat = load_catalog([tmp_path])
+    assert cat.accelerator("h100-sxm").cloud_price_usd_per_gpu_hour.value == 1.99
+    assert base.accelerator("h100-sxm").cloud_price_usd_per_gpu_hour.value == 6.88
+    assert "my-llama-13b-gqa" in cat.models and "my-llama-13b-gqa" not in base.models
+    assert cat.version != base.version
+    assert cat.origin("accelerator", "h100-sxm") == tmp_path / "h100-sxm.toml"
+
+
+def test_override_with_env(tmp_path, monkeypatch):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    _copy_with(one, "sites", "norway", "value = 0.07,", "value = 0.05,")
+    _copy_with(two, "sites", "norway", "value = 0.07,", "value = 0.04,")
+    monkeypatch.setenv(ENV_VAR, str(one))
+    assert load_catalog().site("norway").electricity_usd_per_kwh.value == 0.05
+    # env first, then extra dirs: the explicit --catalog wins
+    assert load_catalog([two]).site("norway").electricity_usd_per_kwh.value == 0.04
+    import os
+
+    monkeypatch.setenv(ENV_VAR, os.pathsep.join([str(two), str(one)]))
+    assert load_catalog().site("norway").electricity_usd_per_kwh.value == 0.05
+
+
+def test_missing_catalog_dir(tmp_path):
+    with pytest.raises(CatalogError, match="catalog directory does not exist"):
+        load_catalog([tmp_path / "nope"])
+
+
+def test_cache(tmp_path):
+    assert load_catalog() is load_catalog()
+    assert load_catalog([tmp_path]) is not load_catalog()
+
+
+def test_single_file_path(cat):
+    gpu = cat.accelerator(str(ROOT / "docs/examples/my-gpu.toml"))
+    assert gpu.id == "my-h100-capped" and gpu.max_power_w.value == 500
+    assert gpu.node in cat.nodes
+    model = cat.model(ROOT / "docs/examples/my-model.toml")
+    pub = model.params_published.value
+    assert abs(model.param_count() - pub) <= 0.02 * pub + model.params_rounding / 2
+    with pytest.raises(CatalogError, match=r"my-gpu.toml: kind: expected 'model', got 'accelerator'"):
+        cat.model(str(ROOT / "docs/examples/my-gpu.toml"))
+    with pytest.raises(CatalogError, match=r"nothere.toml: no such file"):
+        cat.model("./nothere.toml")
+
+
+def test_examples_load_as_catalog_dir():
+    cat = load_catalog([ROOT / "docs/examples"])
+    assert "my-h100-capped" in cat.accelerators and "my-llama-13b-gqa" in cat.models
+
+
+def test_kinds_and_find(cat):
+    assert set(KINDS) == {"accelerator", "node", "site", "model", "reliability"}
+    assert cat.find("h100-sxm")[0][0] == "accelerator"
+    assert cat.find("bloom-176b") and {k for k, _ in cat.find("bloom-176b")} == {
+        "model", "reliability"}
+    assert cat.table("models") is cat.models

@@ -1,0 +1,174 @@
+"""``capplan catalog list|show`` through ``planner.cli.main`` (stdout data, stderr one line)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from hardware_catalog import clear_cache
+from hardware_catalog.loader import DATA_DIR, ENV_VAR
+from planner.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FORMATS = ["table", "json", "csv", "markdown"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    clear_cache()
+    yield
+    clear_cache()
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("kind", [None, "accelerators", "models", "sites", "nodes", "reliability"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_list_every_kind_every_format(capsys, kind, fmt):
+    args = ["catalog", "list"] + ([kind] if kind else []) + ["-f", fmt]
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert err == ""
+    if fmt == "json":
+        data = json.loads(out)
+        assert data["catalog_version"].startswith("1+")
+        assert data["entries"]
+    elif fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert rows and "id" in rows[0]
+    elif fmt == "markdown":
+        assert out.startswith("### ") and "|---|" in out
+    else:
+        assert "id" in out
+
+
+def test_list_accelerators_json_si(capsys):
+    code, out, _ = run(capsys, "catalog", "list", "accelerators", "--format", "json")
+    entries = {e["id"]: e for e in json.loads(out)["entries"]}
+    h100 = entries["h100-sxm"]
+    assert h100["kind"] == "accelerator"
+    assert h100["peak_bf16_flops_per_s"]["value"] == pytest.approx(989.4e12)
+    assert h100["peak_bf16_flops_per_s"]["as_of"] == "2022-03-22"
+    assert "whitepaper" in h100["peak_bf16_flops_per_s"]["source"]
+    assert h100["hbm_bandwidth_bytes_per_s"]["value"] == pytest.approx(3.35e12)
+    assert entries["a100-40gb"].get("peak_fp8_flops_per_s") is None
+    assert len(entries) >= 15
+
+
+def test_list_csv_is_si_and_table_is_display_units(capsys):
+    _, out, _ = run(capsys, "catalog", "list", "accelerators", "-f", "csv")
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert float(rows["h100-sxm"]["peak_bf16_flops_per_s"]) == pytest.approx(989.4e12)
+    _, out, _ = run(capsys, "catalog", "list", "accelerators")
+    assert "TFLOP/s" in out and "989" in out
+    _, out, _ = run(capsys, "catalog", "list", "models", "-f", "csv")
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert float(rows["mixtral-8x7b"]["active_param_count"]) == pytest.approx(12.9e9, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["h100-sxm", "dgx-h100", "germany", "deepseek-v3", "default"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_show_every_kind_every_format(capsys, name, fmt):
+    code, out, err = run(capsys, "catalog", "show", name, "-f", fmt)
+    assert code == 0, err
+    if fmt == "json":
+        data = json.loads(out)
+        assert data["id"] == name and data["file"].endswith(f"{name}.toml")
+    elif fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert {"field", "value", "unit", "estimate", "as_of", "source"} <= set(rows[0])
+    else:
+        assert name in out
+
+
+def test_show_json_values(capsys):
+    _, out, _ = run(capsys, "catalog", "show", "deepseek-v3", "-f", "json")
+    data = json.loads(out)
+    assert data["kind"] == "model"
+    assert data["derived"]["param_count"] == pytest.approx(671e9, rel=0.02)
+    assert data["derived"]["active_param_count"] == pytest.approx(37e9, rel=0.03)
+    assert data["params_published"]["value"] == 671e9
+    _, out, _ = run(capsys, "catalog", "show", "germany", "-f", "json")
+    site = json.loads(out)
+    assert site["grid_intensity_g_per_kwh"] == {
+        "value": 381.0, "source": site["grid_intensity_g_per_kwh"]["source"],
+        "as_of": "2023-12-31", "estimate": False}
+    _, out, _ = run(capsys, "catalog", "show", "default", "-f", "json")
+    assert json.loads(out)["gpu_mtbf_s"]["value"] / 3600 == pytest.approx(50677, rel=1e-4)
+
+
+def test_show_csv_units(capsys):
+    _, out, _ = run(capsys, "catalog", "show", "h100-sxm", "-f", "csv")
+    rows = {r["field"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert rows["hbm_bytes"]["unit"] == "B" and float(rows["hbm_bytes"]["value"]) == 80e9
+    assert rows["max_power_w"]["unit"] == "W"
+    assert rows["cloud_price_usd_per_gpu_hour"]["unit"] == "USD/GPU-h"
+    assert rows["purchase_price_usd"]["estimate"] == "True"
+
+
+def test_show_table_keeps_brackets(capsys):
+    _, out, _ = run(capsys, "catalog", "show", "h100-sxm", "-f", "table")
+    assert "TFLOP/s" in out and "whitepaper" in out
+
+
+def test_show_ambiguous_needs_kind(capsys):
+    code, out, err = run(capsys, "catalog", "show", "bloom-176b")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--kind" in err
+    code, out, err = run(capsys, "catalog", "show", "bloom-176b", "--kind", "reliability",
+                         "-f", "json")
+    assert code == 0 and json.loads(out)["kind"] == "reliability"
+
+
+def test_unknown_name_one_line_exit_2(capsys):
+    code, out, err = run(capsys, "catalog", "show", "h10")
+    assert code == 2 and out == ""
+    assert err == "capplan: error: unknown name 'h10'; did you mean: h100-sxm, h100-pcie?\n"
+    code, out, err = run(capsys, "catalog", "show", "h10", "--kind", "accelerator")
+    assert code == 2
+    assert err == ("capplan: error: unknown accelerator 'h10'; did you mean: h100-sxm, "
+                   "h100-pcie?\n")
+    code, out, err = run(capsys, "catalog", "list", "gpus")
+    assert code == 2 and err.count("\n") == 1 and "unknown kind 'gpus'" in err
+    code, out, err = run(capsys, "catalog", "list", "-f", "yaml")
+    assert code == 2 and "unknown format 'yaml'" in err
+
+
+def test_show_path_and_catalog_option(capsys, tmp_path, monkeypatch):
+    gpu = ROOT / "docs/examples/my-gpu.toml"
+    code, out, err = run(capsys, "catalog", "show", str(gpu), "-f", "json")
+    assert code == 0, err
+    assert json.loads(out)["max_power_w"]["value"] == 500
+    code, out, err = run(capsys, "catalog", "show", "my-llama-13b-gqa", "--catalog",
+                         str(ROOT / "docs/examples"), "-f", "json")
+    assert code == 0, err
+    assert json.loads(out)["kv_heads"] == 8
+    monkeypatch.setenv(ENV_VAR, str(ROOT / "docs/examples"))
+    clear_cache()
+    code, out, _ = run(capsys, "catalog", "list", "accelerators", "-f", "csv")
+    assert "my-h100-capped" in out
+
+
+def test_malformed_user_file_one_line(capsys, tmp_path):
+    text = (DATA_DIR / "sites" / "france.toml").read_text().replace("pue = {", "pue_x = {")
+    (tmp_path / "france.toml").write_text(text)
+    code, out, err = run(capsys, "catalog", "list", "sites", "--catalog", str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert "france.toml: pue" in err and "Traceback" not in err
+
+
+def test_output_file(capsys, tmp_path):
+    target = tmp_path / "sites.json"
+    code, _, err = run(capsys, "catalog", "list", "sites", "-f", "json", "-o", str(target))
+    assert code == 0 and "wrote" in err
+    assert len(json.loads(target.read_text())["entries"]) >= 8

@@ -1,0 +1,116 @@
+"""Money: cloud rental, energy bills and total cost of ownership of a job.
+
+References
+----------
+.. [Barroso2018] L. A. Barroso, U. Hoelzle, P. Ranganathan, "The Datacenter as a
+   Computer", 3rd ed., Morgan & Claypool, 2018, ch. 6 (cost: capex amortised over
+   the equipment lifetime plus opex). doi:10.2200/S00874ED3V01Y201809CAC046
+"""
+
+from __future__ import annotations
+
+from .core import formula
+
+BARROSO = ("Barroso, Hoelzle & Ranganathan 2018, The Datacenter as a Computer 3rd ed., ch. 6, "
+           "doi:10.2200/S00874ED3V01Y201809CAC046")
+SECONDS_PER_HOUR = 3600.0
+JOULES_PER_KWH = 3.6e6
+#: Julian year, 365.25 days (IAU).
+SECONDS_PER_YEAR = 365.25 * 86400.0
+
+
+@formula(reference="GPU-hours x on-demand/reserved price per GPU-hour (cloud price lists)",
+         domain={"gpus": ">=0", "time_s": ">=0", "price_usd_per_gpu_hour": ">=0"},
+         symbols={"gpus": "N", "time_s": "t", "price_usd_per_gpu_hour": "c_h"},
+         result_latex="C_{cloud}")
+def cloud_cost(gpus, time_s, price_usd_per_gpu_hour):
+    """Cost of renting GPUs for a job's wall time.
+
+    Parameters
+    ----------
+    gpus : numeric
+        GPUs rented, N [1].
+    time_s : numeric
+        Wall-clock time they are rented [s].
+    price_usd_per_gpu_hour : numeric
+        Price per GPU-hour, c_h [USD/h].
+
+    Returns
+    -------
+    numeric
+        Rental cost [USD].
+
+    .. math:: C = N \\frac{t}{3600} c_h
+    """
+    return gpus * time_s / SECONDS_PER_HOUR * price_usd_per_gpu_hour
+
+
+@formula(reference="Energy x tariff; " + BARROSO,
+         domain={"energy_j": ">=0", "electricity_usd_per_kwh": ">=0"},
+         symbols={"energy_j": "E", "electricity_usd_per_kwh": "c_e"}, result_latex="C_E")
+def energy_cost(energy_j, electricity_usd_per_kwh):
+    """Cost of the electricity a job draws.
+
+    Parameters
+    ----------
+    energy_j : numeric
+        Energy drawn from the grid (facility level, PUE included) [J].
+    electricity_usd_per_kwh : numeric
+        Electricity price, c_e [USD/kWh].
+
+    Returns
+    -------
+    numeric
+        Electricity cost [USD].
+
+    .. math:: C_E = \\frac{E}{3.6\\times 10^6} c_e
+    """
+    return energy_j / JOULES_PER_KWH * electricity_usd_per_kwh
+
+
+@formula(reference=BARROSO + " (capex amortised linearly over lifetime + opex)",
+         domain={"gpus": ">=0", "time_s": ">=0", "capex_usd_per_gpu": ">=0",
+                 "lifetime_s": ">0", "energy_j": ">=0", "electricity_usd_per_kwh": ">=0",
+                 "opex_fraction_per_year": ">=0"},
+         symbols={"gpus": "N", "time_s": "t", "capex_usd_per_gpu": "K", "lifetime_s": "L",
+                  "energy_j": "E", "electricity_usd_per_kwh": "c_e",
+                  "opex_fraction_per_year": "m"},
+         result_latex="C_{TCO}")
+def tco_cost(gpus, time_s, capex_usd_per_gpu, lifetime_s, energy_j, electricity_usd_per_kwh,
+             opex_fraction_per_year):
+    """Total cost of ownership charged to a job on owned hardware.
+
+    The job pays its share t/L of the capital cost (straight-line amortisation,
+    no interest), its electricity, and maintenance/operations priced as a
+    yearly fraction of the capital cost (1 year = 365.25 days).
+
+    Parameters
+    ----------
+    gpus : numeric
+        GPUs used, N [1].
+    time_s : numeric
+        Wall-clock time they are held [s].
+    capex_usd_per_gpu : numeric
+        Capital cost per GPU, its share of node, network, storage and
+        building included, K [USD].
+    lifetime_s : numeric
+        Depreciation lifetime, L [s].
+    energy_j : numeric
+        Energy drawn from the grid (facility level) [J].
+    electricity_usd_per_kwh : numeric
+        Electricity price, c_e [USD/kWh].
+    opex_fraction_per_year : numeric
+        Yearly maintenance and operations cost as a fraction of capex, m [1/year].
+
+    Returns
+    -------
+    numeric
+        Cost of the job [USD].
+
+    .. math::
+        C = N K \\left(\\frac{t}{L} + m \\frac{t}{1\\,\\mathrm{yr}}\\right)
+          + \\frac{E}{3.6\\times 10^6} c_e
+    """
+    capex = gpus * capex_usd_per_gpu
+    return capex * time_s / lifetime_s + energy_j / JOULES_PER_KWH * electricity_usd_per_kwh \
+        + capex * opex_fraction_per_year * time_s / SECONDS_PER_YEAR

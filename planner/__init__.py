@@ -14,7 +14,7 @@ __all__ = ["evaluate", "plan", "Scenario", "PlanResult"]
 
 def __getattr__(name):
     if name == "evaluate":
-        from .evaluate import evaluate
+        from .evaluator import evaluate
 
         return evaluate
     if name in ("plan", "PlanResult"):

@@ -77,7 +77,7 @@ def evaluate(
 ):
     """Evaluate one layout: step time and breakdown, memory, MFU, checkpointing, totals."""
     check_format(format)
-    from .evaluate import evaluate as run
+    from .evaluator import evaluate as run
     from .output import render, write
     from .scenario import CHECKPOINT_SCHEMES, COST_BASES, PRECISIONS
 

@@ -53,6 +53,9 @@ def plan_payload(result) -> dict:
 
 @app.command()
 def plan(
+    ctx: typer.Context,
+    scenario_file: str = typer.Option(None, "--scenario", "-s",
+                                      help="TOML scenario file (flags override it)."),
     model: str = typer.Option("llama3-70b", "--model", "-m", help="Model id or TOML file."),
     tokens: float = typer.Option(15e12, help="Training tokens D."),
     hardware: str = typer.Option("all", "--hardware", "-H",
@@ -80,25 +83,40 @@ def plan(
 
     With no options: Llama 3 70B on 15T tokens across the whole catalog, 8 to 16,384 GPUs.
     """
-    check_format(format)
+    from . import scenario_file as sf
     from .optimize import plan as run_plan
     from .optimize import require
     from .output import render, write
     from .scenario import Scenario
 
+    v = sf.merge(ctx, dict(model=model, tokens=tokens, hardware=hardware, min_gpus=min_gpus,
+                           max_gpus=max_gpus, global_batch=global_batch, seq_len=seq_len,
+                           deadline_days=deadline_days, budget_usd=budget_usd,
+                           max_power_mw=max_power_mw, site=site, objective=objective,
+                           precision=precision, checkpoint=checkpoint, cost_basis=cost_basis,
+                           reliability=reliability, knee_threshold=knee_threshold,
+                           catalog=catalog), scenario_file)
+    check_format(format)
+    model, tokens, hardware, catalog = v["model"], v["tokens"], v["hardware"], v["catalog"]
+
     scenario = Scenario(
-        model=model, tokens=tokens, global_batch=global_batch, seq_len=seq_len,
-        hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()), site=site,
-        reliability=reliability, precision=precision, checkpoint=checkpoint,
-        cost_basis=cost_basis, min_gpus=min_gpus, max_gpus=max_gpus,
-        deadline_days=deadline_days, budget_usd=budget_usd, max_power_mw=max_power_mw,
-        objective=objective, knee_threshold=knee_threshold,
-        catalog_dirs=tuple(catalog or ()))
+        model=model, tokens=tokens, global_batch=v["global_batch"], seq_len=v["seq_len"],
+        hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()), site=v["site"],
+        reliability=v["reliability"], precision=v["precision"], checkpoint=v["checkpoint"],
+        cost_basis=v["cost_basis"], min_gpus=v["min_gpus"], max_gpus=v["max_gpus"],
+        deadline_days=v["deadline_days"], budget_usd=v["budget_usd"],
+        max_power_mw=v["max_power_mw"], objective=v["objective"],
+        knee_threshold=v["knee_threshold"], catalog_dirs=tuple(catalog or ()))
     result = run_plan(scenario)
-    payload = plan_payload(result)
-    rows = [{"objective": obj, **(summarize(row) or {})} for obj, row in result.best.items()
-            if row is not None]
-    text = render(rows, format, title=f"Best plans for {model} on {tokens:.3g} tokens",
-                  payload=payload)
+    if format == "table":
+        from .report import render_plan
+
+        text = render_plan(result)
+    else:
+        from .report import winner_rows
+
+        text = render(winner_rows(result), format,
+                      title=f"Best plans for {model} on {tokens:.3g} tokens",
+                      payload=plan_payload(result))
     write(text, output, force)
-    require(result, objective)
+    require(result, scenario.objective)

@@ -113,6 +113,9 @@ INPUTS: dict[str, tuple[str, str]] = {
     "ep_overlap": ("1", "fraction of EP all-to-all hidden behind expert compute"),
     # reliability
     "gpu_mtbf_s": ("s", "mean time between job-stopping failures per GPU"),
+    "node_mtbf_s": ("s", "mean time between job-stopping failures per node, beyond its GPUs"),
+    "storage_write_cap_bytes_per_s": ("B/s", "aggregate checkpoint write bandwidth of storage"),
+    "storage_read_cap_bytes_per_s": ("B/s", "aggregate checkpoint read bandwidth of storage"),
     "restart_overhead_s": ("s", "detect, re-queue and warm up after a failure"),
     "ckpt_sync": ("1", "1 for synchronous checkpoints to storage"),
     "ckpt_async": ("1", "1 for asynchronous snapshots to host memory"),
@@ -160,6 +163,7 @@ OUTPUTS: dict[str, str] = {
     "waste_fraction": "1",
     "ettr": "1",
     "gpu_hours": "h",
+    "energy_gpu_j": "J",
     "energy_it_j": "J",
     "energy_facility_j": "J",
     "avg_power_w": "W",
@@ -370,13 +374,16 @@ def run_model(x: dict) -> dict:
 
     # ---- reliability and checkpointing --------------------------------------
     nodes = x["gpus"] / x["gpus_per_node"]
-    system_mtbf_s = checkpoint.system_mtbf(x["gpu_mtbf_s"], x["gpus"])
+    # independent failure sources add their rates
+    system_mtbf_s = 1 / (1 / checkpoint.system_mtbf(x["gpu_mtbf_s"], x["gpus"])
+                         + 1 / checkpoint.system_mtbf(x["node_mtbf_s"], nodes))
     checkpoint_bytes = checkpoint.checkpoint_size(params, x["checkpoint_bytes_per_param"])
     shard_bytes = checkpoint_bytes / x["gpus"]
-    write_s = checkpoint.checkpoint_write_time(
-        checkpoint_bytes, nodes * x["storage_write_bytes_per_s_per_node"])
-    read_s = checkpoint.checkpoint_write_time(
-        checkpoint_bytes, nodes * x["storage_read_bytes_per_s_per_node"])
+    # storage bandwidth: the nodes' clients, up to what the storage system sustains
+    write_s = checkpoint.checkpoint_write_time(checkpoint_bytes, minimum(
+        nodes * x["storage_write_bytes_per_s_per_node"], x["storage_write_cap_bytes_per_s"]))
+    read_s = checkpoint.checkpoint_write_time(checkpoint_bytes, minimum(
+        nodes * x["storage_read_bytes_per_s_per_node"], x["storage_read_cap_bytes_per_s"]))
     host_s = checkpoint.checkpoint_write_time(shard_bytes, x["host_copy_bytes_per_s_per_gpu"])
     peer_s = checkpoint.checkpoint_write_time(shard_bytes, x["scale_out_bandwidth_bytes_per_s"])
     checkpoint_stall_s = (x["ckpt_sync"] * write_s + x["ckpt_async"] * host_s
@@ -398,10 +405,10 @@ def run_model(x: dict) -> dict:
     # ---- energy, cost, carbon ----------------------------------------------
     busy = compute_s / step_time_s
     gpu_busy_w = energy.gpu_power(x["idle_power_w"], x["max_power_w"], busy)
-    gpu_energy_j = x["gpus"] * (energy.energy(gpu_busy_w, solve_time_s) + energy.energy(
+    energy_gpu_j = x["gpus"] * (energy.energy(gpu_busy_w, solve_time_s) + energy.energy(
         x["idle_power_w"], wall_time_s - solve_time_s))
     rest_w = nodes * (x["node_overhead_power_w"] + x["network_power_per_node_w"])
-    energy_it_j = gpu_energy_j + energy.energy(rest_w, wall_time_s)
+    energy_it_j = energy_gpu_j + energy.energy(rest_w, wall_time_s)
     energy_facility_j = energy.energy(
         energy.facility_power(energy_it_j / wall_time_s, x["pue"]), wall_time_s)
     avg_power_w = energy_facility_j / wall_time_s

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import INFEASIBLE, CapplanError
-from .evaluate import CHUNK, base_inputs, evaluate_inputs
+from .evaluator import CHUNK, base_inputs, evaluate_inputs
 from .scenario import OBJECTIVES, Scenario
 from .space import RECOMPUTE_NAMES, SpaceOptions, enumerate_layouts, layout_flags
 
@@ -34,7 +34,7 @@ KEEP_COLUMNS = (
     "tflops_per_gpu", "mfu", "hfu", "steps", "system_mtbf_s", "checkpoint_bytes",
     "checkpoint_stall_s", "checkpoint_interval_s", "young_interval_s", "restart_s",
     "expected_failures", "waste_fraction", "ettr", "solve_time_s", "wall_time_s", "wall_days",
-    "gpu_hours", "energy_kwh", "energy_it_kwh", "energy_mwh", "avg_power_mw", "peak_power_mw",
+    "gpu_hours", "energy_kwh", "energy_it_kwh", "energy_gpu_kwh", "energy_mwh", "avg_power_mw", "peak_power_mw",
     "cost_usd", "cost_cloud_usd", "cost_tco_usd", "co2e_kg", "co2e_operational_kg",
     "co2e_embodied_kg", "co2e_t",
 )
@@ -156,13 +156,13 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         frontier = frontier.drop_duplicates(
             subset=["hardware", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
                     "recompute", "zero", "sequence_parallel"]).reset_index(drop=True)
-    feasible_rows = frontier[frontier["feasible"]] if len(frontier) else frontier
+    feasible_rows = frontier.loc[frontier["feasible"].astype(bool)]
     best = {obj: _argmin_row(feasible_rows, col) for obj, col in OBJECTIVE_COLUMNS.items()}
     per_hw = {}
     for hw, group in feasible_rows.groupby("hardware", sort=True):
         per_hw[hw] = {obj: _argmin_row(group, col) for obj, col in OBJECTIVE_COLUMNS.items()}
     knee = {hw: knee_row(group, s.knee_threshold)
-            for hw, group in frontier[frontier["fits"]].groupby("hardware", sort=True)}
+            for hw, group in frontier.loc[frontier["fits"].astype(bool)].groupby("hardware", sort=True)}
     result = PlanResult(
         scenario=s, frontier=frontier, best=best, per_hardware=per_hw,
         pareto=pareto_rows(feasible_rows), knee=knee, evaluated=evaluated, fitting=fitting,
@@ -224,7 +224,7 @@ def marginal_efficiency(gpus: np.ndarray, times: np.ndarray) -> np.ndarray:
         while len(hull) >= 2:
             a, b = hull[-2], hull[-1]
             cross = (lx[b] - lx[a]) * (ly[i] - ly[a]) - (ly[b] - ly[a]) * (lx[i] - lx[a])
-            if cross <= 0:
+            if cross < -1e-12:  # keep collinear points
                 hull.pop()
             else:
                 break
@@ -252,7 +252,7 @@ def knee_row(frame, threshold: float) -> dict | None:
 
 def explain_infeasible(s: Scenario, frontier, min_memory) -> str:
     """One paragraph: which constraint binds and the nearest feasible alternative."""
-    fits = frontier[frontier["fits"]] if len(frontier) else frontier
+    fits = frontier.loc[frontier["fits"].astype(bool)]
     if len(fits) == 0:
         need, hw, hbm = (min_memory + (None, None))[:3]
         if hw is None:

@@ -70,6 +70,10 @@ class Scenario:
             raise CapplanError(f"--knee-threshold must be in (0, 1), got {self.knee_threshold}")
 
 
+NEVER_S = 1e18
+UNLIMITED_BYTES_PER_S = 1e18
+
+
 def value(quantity) -> float:
     """The number of a catalog Quantity (or a plain number)."""
     return float(getattr(quantity, "value", quantity))
@@ -99,8 +103,9 @@ def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
         "embedding_matrices": 1.0 if model.tied_embeddings else 2.0,
         "moe_layers": float(moe_layers),
         "experts": float(max(experts, 1)),
-        "experts_per_token": float(getattr(model, "experts_per_token", 0) or 0)
-        if experts else 0.0,
+        # dense models: one "expert" with moe_layers = 0, so MoE terms vanish
+        "experts_per_token": float(getattr(model, "experts_per_token", 0) or 1)
+        if experts else 1.0,
         "shared_experts": float(getattr(model, "shared_experts", 0) or 0) if experts else 0.0,
         "moe_ffn": float(getattr(model, "moe_ffn", 0) or model.ffn or 4 * model.hidden),
     }
@@ -165,6 +170,12 @@ def site_inputs(site, cost_basis: str = "cloud") -> dict[str, float]:
 def reliability_inputs(profile, scheme: str) -> dict[str, float]:
     return {
         "gpu_mtbf_s": value(profile.gpu_mtbf_s),
+        # absent rates/caps mean "never" / "unlimited" (a large finite number keeps checks on)
+        "node_mtbf_s": value(getattr(profile, "node_mtbf_s", None) or NEVER_S),
+        "storage_write_cap_bytes_per_s": value(
+            getattr(profile, "checkpoint_write_bytes_per_s", None) or UNLIMITED_BYTES_PER_S),
+        "storage_read_cap_bytes_per_s": value(
+            getattr(profile, "checkpoint_read_bytes_per_s", None) or UNLIMITED_BYTES_PER_S),
         "restart_overhead_s": value(profile.restart_overhead_s),
         "step_time_cv": value(profile.step_time_cv),
         "pause_probability": value(profile.pause_probability_per_step),

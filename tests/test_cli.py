@@ -43,7 +43,7 @@ def test_evaluate_csv_and_markdown(capsys):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--gpus", "63"], "does not divide --gpus 63"),
+    (["--gpus", "63", "--tp", "2"], "does not divide --gpus 63"),
     (["--tp", "16"], "scale-up domain"),
     (["--hardware", "h10"], "did you mean"),
     (["--recompute", "some"], "recompute"),
@@ -95,3 +95,42 @@ def test_output_file_not_overwritten_without_force(capsys, tmp_path):
     assert code == 2 and "--force" in err and target.read_text() == "mine"
     code, _, _ = run(capsys, ["checkpoint", "-f", "json", "-o", str(target), "--force"])
     assert code == 0 and json.loads(target.read_text())["schemes"]
+
+
+def test_init_writes_a_scenario_that_plan_reads(capsys, tmp_path):
+    path = tmp_path / "run.toml"
+    code, _, _ = run(capsys, ["init", str(path)])
+    assert code == 0 and "model = " in path.read_text()
+    code, _, err = run(capsys, ["init", str(path)])
+    assert code == 2 and "--force" in err
+    path.write_text('model = "llama2-7b"\ntokens = 1e12\nhardware = "h100-sxm"\n'
+                    'max_gpus = 256\nobjective = "time"\n')
+    code, out, err = run(capsys, ["plan", "--scenario", str(path), "--format", "json"])
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["scenario"]["model"] == "llama2-7b" and data["scenario"]["objective"] == "time"
+    # a flag typed on the command line overrides the file
+    code, out, _ = run(capsys, ["plan", "--scenario", str(path), "--objective", "energy",
+                                "--format", "json"])
+    assert json.loads(out)["scenario"]["objective"] == "energy"
+
+
+def test_scenario_file_unknown_key(capsys, tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('modle = "llama2-7b"\n')
+    code, _, err = run(capsys, ["plan", "--scenario", str(path)])
+    assert code == 2 and "did you mean: model" in err and len(err.splitlines()) == 1
+
+
+def test_sweep_csv_scaling_efficiency(capsys):
+    code, out, err = run(capsys, ["sweep", "--model", "llama2-7b", "--tokens", "1e12",
+                                  "--hardware", "h100-sxm", "--min-gpus", "64",
+                                  "--max-gpus", "1024", "--format", "csv"])
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    gpus = [int(r["gpus"]) for r in rows]
+    assert gpus == sorted(gpus) and gpus[0] == 64
+    assert float(rows[0]["scaling_efficiency"]) == pytest.approx(1.0)
+    days = [float(r["days"]) for r in rows]
+    assert days == sorted(days, reverse=True)
+    assert all(0 < float(r["scaling_efficiency"]) <= 1.0 + 1e-9 for r in rows)

@@ -72,6 +72,7 @@ def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
     out["wall_days"] = out["wall_time_s"] / 86400
     out["energy_kwh"] = out["energy_facility_j"] / 3.6e6
     out["energy_it_kwh"] = out["energy_it_j"] / 3.6e6
+    out["energy_gpu_kwh"] = out["energy_gpu_j"] / 3.6e6
     out["energy_mwh"] = out["energy_kwh"] / 1000
     out["avg_power_mw"] = out["avg_power_w"] / 1e6
     out["peak_power_mw"] = out["peak_power_w"] / 1e6

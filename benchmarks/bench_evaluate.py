@@ -16,7 +16,7 @@ import numpy as np
 
 def configs_per_second(repeats: int = 5) -> tuple[int, float]:
     from hardware_catalog import load_catalog
-    from planner.evaluate import base_inputs, evaluate_inputs
+    from planner.evaluator import base_inputs, evaluate_inputs
     from planner.space import SpaceOptions, enumerate_layouts, layout_flags
 
     catalog = load_catalog()

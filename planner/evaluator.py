@@ -18,7 +18,7 @@ import numpy as np
 from .model import INPUTS, OUTPUTS
 
 #: Candidates per kernel call; bounds memory whatever the size of the space.
-CHUNK = 65536
+CHUNK = 8192
 MEMORY_TERMS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activation_bytes",
                 "reserve_bytes")
 BREAKDOWN_TERMS = ("compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
@@ -67,8 +67,14 @@ def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
     hbm = np.broadcast_to(np.asarray(inputs["hbm_bytes"], dtype=float), (n,))
     out["hbm_bytes"] = np.array(hbm)
     out["fits"] = out["memory_per_gpu_bytes"] <= hbm
-    terms = np.stack([out[t] for t in MEMORY_TERMS])
-    out["largest_memory_term"] = np.asarray(MEMORY_TERMS)[np.argmax(terms, axis=0)]
+    # index into MEMORY_TERMS of the largest memory term (names only where shown)
+    largest = np.zeros(n, dtype=np.int8)
+    biggest = out[MEMORY_TERMS[0]]
+    for i, term in enumerate(MEMORY_TERMS[1:], start=1):
+        larger = out[term] > biggest
+        largest[larger] = i
+        biggest = np.maximum(biggest, out[term])
+    out["largest_memory_term_index"] = largest
     out["wall_days"] = out["wall_time_s"] / 86400
     out["energy_kwh"] = out["energy_facility_j"] / 3.6e6
     out["energy_it_kwh"] = out["energy_it_j"] / 3.6e6
@@ -181,6 +187,7 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
             "precision": precision, "site": site, "checkpoint": checkpoint,
             "recompute": recompute, "zero": zero, "global_batch": x["global_batch"],
             "seq_len": x["seq_len"], "tokens": x["tokens"]}
+    out["largest_memory_term"] = np.asarray(MEMORY_TERMS)[out.pop("largest_memory_term_index")]
     columns = {**meta, **{k: v for k, v in layout.items() if k not in ("recompute", "zero")},
                **out}
     return pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})

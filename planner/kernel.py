@@ -58,7 +58,7 @@ def generate_source() -> str:
     args = [syms[name] for name in INPUTS]
     outputs = [sympy.sympify(exprs[name]) for name in OUTPUTS]
     func = sympy.lambdify(args, outputs, modules=["scipy", "numpy"], cse=True,
-                          docstring_limit=0)
+                          docstring_limit=0, printer=_printer())
     body = inspect.getsource(func)
     body = body.replace("def _lambdifygenerated(", "def kernel(", 1)
     header = [
@@ -79,6 +79,28 @@ def generate_source() -> str:
         "",
     ]
     return "\n".join(header) + "\n" + body
+
+
+def _printer():
+    """SciPy printer that writes Min/Max as nested numpy.minimum/maximum (no reduce)."""
+    from sympy.printing.numpy import SciPyPrinter
+
+    class KernelPrinter(SciPyPrinter):
+        def _nested(self, func, args):
+            printed = [self._print(a) for a in args]
+            out = printed[0]
+            for item in printed[1:]:
+                out = f"numpy.{func}({out}, {item})"
+            return out
+
+        def _print_Min(self, expr):
+            return self._nested("minimum", expr.args)
+
+        def _print_Max(self, expr):
+            return self._nested("maximum", expr.args)
+
+    return KernelPrinter({"fully_qualified_modules": True, "inline": True,
+                          "allow_unknown_functions": True})
 
 
 def write_generated() -> Path:

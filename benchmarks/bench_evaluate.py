@@ -26,7 +26,8 @@ def configs_per_second(repeats: int = 5) -> tuple[int, float]:
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),
         global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
         scale_up_domain=int(x["scale_up_domain_gpus"]), options=SpaceOptions())
-    inputs = {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"])}
+    inputs = {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                                  layers=x["layers"])}
     n = len(layout["gpus"])
     evaluate_inputs(inputs)  # warm-up
     best = np.inf

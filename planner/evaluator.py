@@ -124,10 +124,9 @@ def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp) -> None:
         (tp <= x["scale_up_domain_gpus"],
          f"--tp {tp} exceeds the scale-up domain of {int(x['scale_up_domain_gpus'])} GPUs"),
         (x["heads"] % tp == 0, f"--tp {tp} does not divide the {int(x['heads'])} heads"),
-        (x["layers"] % pp == 0,
-         f"--pp {pp} does not divide the {int(x['layers'])} layers (stages must be even)"),
-        ((x["layers"] / pp) % vp == 0,
-         f"--vp {vp} does not divide the {int(x['layers'] // pp)} layers per stage"),
+        (pp <= x["layers"], f"--pp {pp} exceeds the {int(x['layers'])} layers"),
+        (vp == 1 or x["layers"] % (pp * vp) == 0,
+         f"--vp {vp} needs PP*VP = {pp * vp} to divide the {int(x['layers'])} layers"),
         (vp == 1 or pp > 1, "--vp > 1 needs --pp > 1"),
         (x["global_batch"] % (dp * micro_batch) == 0,
          f"global batch {int(x['global_batch'])} is not divisible by DP*micro-batch = "
@@ -177,7 +176,7 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
               "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
               "zero": zero, "sequence_parallel": int(bool(sequence_parallel))}
     layout = {k: np.atleast_1d(v) for k, v in layout.items()}
-    x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+    x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
                           flash_attention=flash_attention))
     x.update(overrides or {})
     out = evaluate_inputs(x)

@@ -53,6 +53,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "cp": ("1", "context-parallel size"),
     "ep": ("1", "expert-parallel size (within dp)"),
     "vp": ("1", "virtual pipeline stages per rank (interleaving)"),
+    "stage_layers": ("1", "layers on the fullest pipeline stage, ceil(layers / pp)"),
     "micro_batch": ("1", "micro-batch size b [sequences]"),
     "global_batch": ("1", "global batch B [sequences]"),
     "selective": ("1", "1 for selective recompute of the attention core (without flash attention)"),
@@ -203,7 +204,7 @@ def run_model(x: dict) -> dict:
     layers = x["layers"]
     moe_layers = x["moe_layers"]
     dense_layers = layers - moe_layers
-    layers_per_stage = layers / pp
+    layers_per_stage = x["stage_layers"]  # the fullest stage: ceil(layers / pp)
     moe_share = moe_layers / layers  # MoE layers are spread evenly over the stages
 
     # ---- parameters -------------------------------------------------------
@@ -248,6 +249,10 @@ def run_model(x: dict) -> dict:
         compute.gemm_efficiency(minimum(tokens_mb, s), x["gemm_max_efficiency"],
                                 x["gemm_half_efficiency_dim"]),
         x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+    # Without flash attention the s x s scores are materialised: softmax, dropout and its
+    # mask (5*a*s^2*b bytes per layer, Korthikanti et al. 2022 s4.1) are written and read.
+    t_scores = x["attention_scores_stored"] * 10 * (x["heads"] / tp) * (s / cp) * s * b / (
+        x["hbm_bandwidth_bytes_per_s"] * x["hbm_efficiency"])
     t_proj = _gemm_time(x, 2 * tokens_mb * h * h / tp, tokens_mb, h, h / tp,
                         minimum(minimum(tokens_mb, h), h / tp))
     ffn_tp = x["ffn"] / tp
@@ -264,7 +269,7 @@ def run_model(x: dict) -> dict:
     sp_div = 1 + x["sequence_parallel"] * (tp - 1)
     t_elem = elem * tokens_mb * (16 * h / sp_div + 4 * x["ffn"] / tp) / (
         x["hbm_bandwidth_bytes_per_s"] * x["hbm_efficiency"])
-    t_layer_fwd = t_qkv + t_core + t_proj + t_elem + (1 - moe_share) * t_mlp + moe_share * t_moe
+    t_layer_fwd = t_qkv + t_core + t_scores + t_proj + t_elem + (1 - moe_share) * t_mlp + moe_share * t_moe
     t_layer_recompute = x["full_recompute"] * t_layer_fwd + (
         1 - x["full_recompute"]) * x["selective"] * t_core
     t_logits_fwd = _gemm_time(x, 2 * tokens_mb * h * x["vocab"] / tp, tokens_mb,

@@ -125,7 +125,8 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         n = len(layout["gpus"])
         for start in range(0, n, CHUNK):
             part = {k: v[start:start + CHUNK] for k, v in layout.items()}
-            inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"])}
+            inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
+                                               layers=x["layers"])}
             out = evaluate_inputs(inputs)
             out.update(part)
             evaluated += len(part["gpus"])

@@ -97,7 +97,7 @@ def enumerate_layouts(*, layers: int, heads: int, kv_heads: int, seq_len: int, e
     return {k: t[k] for k in LAYOUT_COLUMNS}
 
 
-def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain,
+def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
                  flash_attention: bool = True) -> dict[str, np.ndarray]:
     """Run-model inputs derived from a layout: flags, shard counts and link placement.
 
@@ -112,6 +112,8 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain,
     domain = np.asarray(scale_up_domain, dtype=float)
     # Flash attention never stores the s x s scores and recomputes them in its own
     # backward pass, so selective recompute then adds no work (Dao et al. 2022, arXiv:2205.14135).
+    # uneven stages (Megatron-DeepSpeed allows them): the fullest stage sets the pace
+    f["stage_layers"] = np.ceil(float(layers) / f["pp"])
     f["selective"] = ((rec == 1) & (not flash_attention)).astype(float)
     f["attention_scores_stored"] = ((rec != 1) & (not flash_attention)).astype(float)
     f["full_recompute"] = (rec == 2).astype(float)

@@ -33,7 +33,8 @@ def _inputs(catalog, model="llama3-70b", hardware="h100-sxm", max_gpus=2048):
         global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
         scale_up_domain=int(x["scale_up_domain_gpus"]),
         options=SpaceOptions(min_gpus=64, max_gpus=max_gpus))
-    return {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"])}
+    return {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                                  layers=x["layers"])}
 
 
 @pytest.mark.parametrize("model,hardware", [("llama3-70b", "h100-sxm"),

@@ -64,7 +64,8 @@ def plan(
     max_gpus: int = typer.Option(16384, help="Largest cluster considered."),
     global_batch: int = typer.Option(None, help="Global batch [sequences] (default ~16M tokens)."),
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
-    deadline_days: float = typer.Option(None, help="Finish within this many days."),
+    deadline_days: float = typer.Option(
+        90.0, help="Finish within this many days ('inf' for no deadline)."),
     budget_usd: float = typer.Option(None, help="Spend at most this [USD]."),
     max_power_mw: float = typer.Option(None, help="Facility peak power cap [MW]."),
     site: str = typer.Option("us-average", help="Site id (PUE, price, grid carbon)."),
@@ -81,7 +82,8 @@ def plan(
 ):
     """Find the fastest, cheapest, least-energy and least-carbon cluster for a training run.
 
-    With no options: Llama 3 70B on 15T tokens across the whole catalog, 8 to 16,384 GPUs.
+    With no options: Llama 3 70B on 15T tokens across the whole catalog, 8 to 16,384 GPUs,
+    finishing within 90 days, cheapest first.
     """
     from . import scenario_file as sf
     from .optimize import plan as run_plan
@@ -104,10 +106,14 @@ def plan(
         hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()), site=v["site"],
         reliability=v["reliability"], precision=v["precision"], checkpoint=v["checkpoint"],
         cost_basis=v["cost_basis"], min_gpus=v["min_gpus"], max_gpus=v["max_gpus"],
-        deadline_days=v["deadline_days"], budget_usd=v["budget_usd"],
+        deadline_days=None if v["deadline_days"] in (None, float("inf")) else v["deadline_days"],
+        budget_usd=v["budget_usd"],
         max_power_mw=v["max_power_mw"], objective=v["objective"],
         knee_threshold=v["knee_threshold"], catalog_dirs=tuple(catalog or ()))
-    result = run_plan(scenario)
+    from .progress import search_progress
+
+    with search_progress() as progress:
+        result = run_plan(scenario, progress=progress)
     if format == "table":
         from .report import render_plan
 

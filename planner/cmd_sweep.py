@@ -81,7 +81,10 @@ def sweep(
                         precision=precision, checkpoint=checkpoint, min_gpus=min_gpus,
                         max_gpus=max_gpus, objective=objective,
                         catalog_dirs=tuple(catalog or ()))
-    result = run_plan(scenario)
+    from .progress import search_progress
+
+    with search_progress() as progress:
+        result = run_plan(scenario, progress=progress)
     rows = sweep_rows(result, objective, None if every else doubling(min_gpus, max_gpus))
     if not rows:
         raise CapplanError(f"no layout of {model} fits between {min_gpus} and {max_gpus} GPUs",

@@ -107,7 +107,10 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
                               "max_gpus": s.max_gpus})
     kept, evaluated, fitting, skipped = [], 0, 0, {}
     min_memory = (np.inf, None)
-    for hw in resolve_hardware(catalog, s.hardware):
+    names = resolve_hardware(catalog, s.hardware)
+    for position, hw in enumerate(names):
+        if progress is not None:
+            progress(position, len(names), hw)
         try:
             x = base_inputs(catalog, model=model, hardware=hw, site=s.site,
                             reliability=s.reliability, precision=s.precision,
@@ -147,8 +150,8 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
                 frame.insert(0, "hardware", hw)
                 frame["feasible"] = feasible[rows]
                 kept.append(frame)
-            if progress is not None:
-                progress(len(part["gpus"]))
+    if progress is not None:
+        progress(len(names), len(names), "")
     if not kept:
         frontier = pd.DataFrame(columns=["hardware", *KEEP_COLUMNS, "feasible"])
     else:

@@ -140,12 +140,35 @@ def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp) -> None:
             raise CapplanError(message)
 
 
+def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
+    """Vectorised :func:`check_layout`: the first broken layout raises with its rule."""
+    g, tp, pp, cp, ep, vp, mb, dp = (np.asarray(layout[k]) for k in (
+        "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "dp"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = ((g >= 1) & (np.minimum.reduce([tp, pp, cp, ep, vp, mb]) >= 1)
+              & (g % np.maximum(tp * pp * cp, 1) == 0) & (tp <= x["scale_up_domain_gpus"])
+              & (x["heads"] % np.maximum(tp, 1) == 0) & (pp <= x["layers"])
+              & ((vp == 1) | (x["layers"] % np.maximum(pp * vp, 1) == 0))
+              & ((vp == 1) | (pp > 1)) & (dp >= 1)
+              & (x["global_batch"] % np.maximum(dp * mb, 1) == 0)
+              & (dp % np.maximum(ep, 1) == 0) & ((ep == 1) | (x["experts"] % np.maximum(ep, 1) == 0)))
+    if not np.all(ok):
+        i = int(np.flatnonzero(~np.broadcast_to(ok, g.shape if g.ndim else (1,)))[0])
+        pick = {k: int(np.ravel(v)[i] if np.size(v) > 1 else np.ravel(v)[0])
+                for k, v in (("gpus", g), ("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep),
+                             ("vp", vp), ("micro_batch", mb), ("dp", dp))}
+        check_layout(x, **pick)
+
+
 def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batch=None,
              micro_batch=1, seq_len=None, recompute="selective", zero=1,
              sequence_parallel=None, precision="bf16", site="us-average",
              tokens=1e12, checkpoint="async", cost_basis="cloud", flash_attention=True,
              reliability="default", catalog=None, catalog_dirs=(), overrides=None):
-    """Evaluate one layout of ``model`` on ``hardware``; a one-row pandas DataFrame.
+    """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
+
+    Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
+    may be scalars or equally long arrays: arrays evaluate many layouts in one call.
 
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
@@ -163,19 +186,19 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
                     reliability=reliability, precision=precision, checkpoint=checkpoint,
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
                     global_batch=global_batch)
-    dp = gpus // max(tp * pp * cp, 1)
-    check_layout(x, gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp, micro_batch=micro_batch,
-                 dp=dp)
+    dp = np.asarray(gpus) // np.maximum(np.asarray(tp) * pp * cp, 1)
     if recompute not in RECOMPUTE_CODES:
         from .errors import CapplanError
 
         raise CapplanError(f"--recompute '{recompute}' is not one of: none, selective, full")
     if sequence_parallel is None:
-        sequence_parallel = tp > 1
+        sequence_parallel = np.asarray(tp) > 1
     layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vp": vp,
               "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
-              "zero": zero, "sequence_parallel": int(bool(sequence_parallel))}
-    layout = {k: np.atleast_1d(v) for k, v in layout.items()}
+              "zero": zero, "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
+    layout = dict(zip(layout, np.broadcast_arrays(*(np.atleast_1d(v) for v in layout.values())),
+                      strict=True))
+    check_layouts(x, layout)
     x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
                           flash_attention=flash_attention))
     x.update(overrides or {})

@@ -6,6 +6,7 @@ import typer
 
 from .cli_app import app
 from .errors import CapplanError
+from .layout_options import with_layout_options
 from .output import FORMATS
 
 BREAKDOWN_KEYS = ("compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
@@ -46,67 +47,25 @@ def evaluation_payload(row: dict, inputs: dict) -> dict:
 
 
 @app.command()
+@with_layout_options
 def evaluate(
-    model: str = typer.Option("llama3-70b", "--model", "-m", help="Model id or TOML file."),
-    hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
-                                 help="Accelerator id or TOML file."),
-    gpus: int = typer.Option(1024, "--gpus", "-n", help="GPUs in the job."),
-    tp: int = typer.Option(8, help="Tensor-parallel size."),
-    pp: int = typer.Option(4, help="Pipeline-parallel size."),
-    vp: int = typer.Option(1, help="Virtual pipeline stages per rank."),
-    cp: int = typer.Option(1, help="Context-parallel size."),
-    ep: int = typer.Option(1, help="Expert-parallel size (MoE)."),
-    global_batch: int = typer.Option(None, help="Global batch [sequences] (default ~16M tokens)."),
-    micro_batch: int = typer.Option(1, help="Micro-batch [sequences]."),
-    seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
-    recompute: str = typer.Option("selective", help="none | selective | full."),
-    zero: int = typer.Option(1, help="ZeRO stage 0-3 (3 = FSDP)."),
-    sequence_parallel: bool = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
-                                           help="Sequence parallelism (default: on when tp>1)."),
-    flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
-    precision: str = typer.Option("bf16", help="bf16 | fp8 | tf32."),
-    site: str = typer.Option("us-average", help="Site id (PUE, price, grid carbon)."),
-    tokens: float = typer.Option(15e12, help="Training tokens D."),
-    checkpoint: str = typer.Option("async", help="sync | async | in-memory."),
-    cost_basis: str = typer.Option("cloud", help="cloud | tco."),
-    reliability: str = typer.Option("default", help="Reliability profile id."),
-    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
     format: str = typer.Option("table", "--format", "-f", help="table | json | csv | markdown."),
     output: str = typer.Option(None, "--output", "-o", help="Write to FILE ('-' = stdout)."),
     force: bool = typer.Option(False, help="Overwrite --output if it exists."),
+    **options,
 ):
     """Evaluate one layout: step time and breakdown, memory, MFU, checkpointing, totals."""
     check_format(format)
-    from .evaluator import evaluate as run
+    from .layout_options import resolve
     from .output import render, write
-    from .scenario import CHECKPOINT_SCHEMES, COST_BASES, PRECISIONS
 
-    for name, val, allowed in [("precision", precision, PRECISIONS),
-                               ("checkpoint", checkpoint, CHECKPOINT_SCHEMES),
-                               ("cost-basis", cost_basis, COST_BASES)]:
-        if val not in allowed:
-            raise CapplanError(f"--{name} '{val}' is not one of: {', '.join(allowed)}")
-    if zero not in (0, 1, 2, 3):
-        raise CapplanError(f"--zero must be 0, 1, 2 or 3, got {zero}")
-    frame = run(model=model, hardware=hardware, gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
-                global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
-                recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
-                precision=precision, site=site, tokens=tokens, checkpoint=checkpoint,
-                cost_basis=cost_basis, flash_attention=flash_attention,
-                reliability=reliability, catalog_dirs=tuple(catalog or ()))
-    row = frame.iloc[0].to_dict()
-    inputs = {"model": model, "hardware": hardware, "gpus": gpus, "tp": tp, "pp": pp,
-              "dp": int(row["dp"]), "cp": cp, "ep": ep, "vp": vp,
-              "global_batch": int(row["global_batch"]), "micro_batch": micro_batch,
-              "seq_len": int(row["seq_len"]), "recompute": recompute,
-              "zero": zero, "sequence_parallel": bool(row["sequence_parallel"]),
-              "flash_attention": flash_attention, "precision": precision, "site": site,
-              "tokens": tokens, "checkpoint": checkpoint, "cost_basis": cost_basis,
-              "reliability": reliability}
-    payload = evaluation_payload(row, inputs)
+    run = resolve(options)
+    payload = evaluation_payload(run.row, run.echo)
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
             if k not in ("breakdown", "memory_breakdown", "inputs")]
     rows += [{"quantity": f"breakdown.{k}", "value": v} for k, v in payload["breakdown"].items()]
-    title = (f"{model} on {gpus:,} x {hardware}: TP{tp} PP{pp} DP{int(row['dp'])} CP{cp}"
-             f" EP{ep} VP{vp}, micro-batch {micro_batch}, recompute {recompute}, ZeRO-{zero}")
+    e = run.echo
+    title = (f"{e['model']} on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "
+             f"DP{e['dp']} CP{e['cp']} EP{e['ep']} VP{e['vp']}, micro-batch "
+             f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     write(render(rows, format, title=title, payload=payload), output, force)

@@ -164,7 +164,8 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
              micro_batch=1, seq_len=None, recompute="selective", zero=1,
              sequence_parallel=None, precision="bf16", site="us-average",
              tokens=1e12, checkpoint="async", cost_basis="cloud", flash_attention=True,
-             reliability="default", catalog=None, catalog_dirs=(), overrides=None):
+             reliability="default", catalog=None, catalog_dirs=(), overrides=None,
+             return_inputs=False):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
     Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
@@ -172,7 +173,8 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
 
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
-    arrays evaluate many variants at once (one row each).
+    arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
+    kernel inputs are returned too: ``(frame, inputs)``.
     """
     import pandas as pd
 
@@ -212,4 +214,5 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
     out["largest_memory_term"] = np.asarray(MEMORY_TERMS)[out.pop("largest_memory_term_index")]
     columns = {**meta, **{k: v for k, v in layout.items() if k not in ("recompute", "zero")},
                **out}
-    return pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})
+    frame = pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})
+    return (frame, x) if return_inputs else frame

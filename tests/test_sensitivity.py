@@ -1,0 +1,59 @@
+"""Symbolic elasticities agree with finite differences of the compiled kernel."""
+
+import json
+
+import numpy as np
+import pytest
+
+from planner import evaluate
+from planner.evaluator import evaluate_inputs
+from planner.kernel import model_source_hash
+from planner.sensitivity import OUTPUTS, UNCERTAIN_INPUTS, elasticity_table
+
+
+def test_generated_sensitivity_is_fresh():
+    from planner import _sensitivity_generated
+
+    assert _sensitivity_generated.SOURCE_HASH == model_source_hash(), (
+        "planner/_sensitivity_generated.py is stale: run `python -m planner.sensitivity`")
+
+
+@pytest.mark.parametrize("layout", [
+    dict(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4, checkpoint="sync"),
+    dict(model="llama2-7b", hardware="mi300x", gpus=256, tp=1, pp=1, global_batch=1024,
+         micro_batch=2, recompute="full", zero=2, cost_basis="tco"),
+])
+def test_elasticities_match_finite_differences(catalog, layout):
+    _, x = evaluate(catalog=catalog, return_inputs=True, **layout)
+    table = {r["input"]: r for r in elasticity_table(x)}
+    base = evaluate_inputs(x)
+    h = 1e-6
+    for name in UNCERTAIN_INPUTS:
+        if float(np.ravel(x[name])[0]) == 0:
+            continue  # elasticity of a zero input is 0 by definition
+        bumped = evaluate_inputs({**x, name: x[name] * (1 + h)})
+        for output, label in OUTPUTS.items():
+            fd = float((np.log(bumped[output]) - np.log(base[output]))[0] / np.log1p(h))
+            assert table[name][label] == pytest.approx(fd, rel=1e-3, abs=1e-6), (name, label)
+
+
+def test_known_elasticities(catalog):
+    _, x = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8,
+                    pp=4, return_inputs=True)
+    table = {r["input"]: r for r in elasticity_table(x)}
+    assert table["tokens"]["days"] == pytest.approx(1.0)
+    assert table["price_usd_per_gpu_hour"]["cost"] == pytest.approx(1.0)
+    assert table["pue"]["energy"] == pytest.approx(1.0)
+    assert -1 < table["peak_flops_per_s"]["days"] < 0
+
+
+def test_cli_sensitivity_json_and_plot(capsys, tmp_path):
+    from planner.cli import main
+
+    plot = tmp_path / "tornado.png"
+    code = main(["sensitivity", "--top", "5", "--format", "json", "--plot", str(plot)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = json.loads(out)["elasticities"]
+    assert len(rows) == 5 and rows[0]["input"] == "tokens"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

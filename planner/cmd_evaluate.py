@@ -52,6 +52,9 @@ def evaluate(
     format: str = typer.Option("table", "--format", "-f", help="table | json | csv | markdown."),
     output: str = typer.Option(None, "--output", "-o", help="Write to FILE ('-' = stdout)."),
     force: bool = typer.Option(False, help="Overwrite --output if it exists."),
+    uncertainty: bool = typer.Option(False, help="Add P10/P50/P90 from input uncertainty."),
+    draws: int = typer.Option(2000, help="Monte Carlo draws for --uncertainty."),
+    seed: int = typer.Option(0, help="Random seed for --uncertainty."),
     **options,
 ):
     """Evaluate one layout: step time and breakdown, memory, MFU, checkpointing, totals."""
@@ -63,6 +66,13 @@ def evaluate(
     payload = evaluation_payload(run.row, run.echo)
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
             if k not in ("breakdown", "memory_breakdown", "inputs")]
+    if uncertainty:
+        from .uncertainty import default_spreads, run_uncertainty
+
+        bands = run_uncertainty(run.inputs, default_spreads(), draws=draws, seed=seed)
+        payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
+        rows += [{"quantity": f"{q}.{p}", "value": v} for q, band in bands.items()
+                 for p, v in band.items()]
     rows += [{"quantity": f"breakdown.{k}", "value": v} for k, v in payload["breakdown"].items()]
     e = run.echo
     title = (f"{e['model']} on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "

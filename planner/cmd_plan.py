@@ -79,6 +79,10 @@ def plan(
     format: str = typer.Option("table", "--format", "-f", help="table | json | csv | markdown."),
     output: str = typer.Option(None, "--output", "-o", help="Write to FILE ('-' = stdout)."),
     force: bool = typer.Option(False, help="Overwrite --output if it exists."),
+    uncertainty: bool = typer.Option(
+        False, help="Propagate input uncertainty: P10/P50/P90 and win probabilities."),
+    draws: int = typer.Option(400, help="Monte Carlo draws for --uncertainty."),
+    seed: int = typer.Option(0, help="Random seed for --uncertainty."),
 ):
     """Find the fastest, cheapest, least-energy and least-carbon cluster for a training run.
 
@@ -97,7 +101,7 @@ def plan(
                            max_power_mw=max_power_mw, site=site, objective=objective,
                            precision=precision, checkpoint=checkpoint, cost_basis=cost_basis,
                            reliability=reliability, knee_threshold=knee_threshold,
-                           catalog=catalog), scenario_file)
+                           catalog=catalog, uncertainty=None), scenario_file)
     check_format(format)
     model, tokens, hardware, catalog = v["model"], v["tokens"], v["hardware"], v["catalog"]
 
@@ -114,15 +118,25 @@ def plan(
 
     with search_progress() as progress:
         result = run_plan(scenario, progress=progress)
+    payload = plan_payload(result)
+    if uncertainty and any(row is not None for row in result.best.values()):
+        from hardware_catalog import load_catalog
+
+        from .uncertainty import plan_uncertainty, spreads_from
+
+        payload["uncertainty"] = plan_uncertainty(
+            result, load_catalog(tuple(catalog or ())), spreads_from(v["uncertainty"]),
+            draws=draws, seed=seed)
     if format == "table":
-        from .report import render_plan
+        from .report import render_plan, render_uncertainty
 
         text = render_plan(result)
+        if "uncertainty" in payload:
+            text += render_uncertainty(payload["uncertainty"])
     else:
         from .report import winner_rows
 
         text = render(winner_rows(result), format,
-                      title=f"Best plans for {model} on {tokens:.3g} tokens",
-                      payload=plan_payload(result))
+                      title=f"Best plans for {model} on {tokens:.3g} tokens", payload=payload)
     write(text, output, force)
     require(result, scenario.objective)

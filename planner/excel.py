@@ -85,6 +85,10 @@ class NormSInv(sympy.Function):
     nargs = 1
 
 
+class _SqrtOfProduct(sympy.Function):
+    """Printing helper: SQRT of the product of the arguments, kept unevaluated."""
+
+
 #: sympy function -> Excel function with the same arguments.
 _FUNCTIONS = {
     "exp": "EXP", "log": "LN", "Abs": "ABS", "sign": "SIGN", "erf": "ERF",
@@ -234,6 +238,11 @@ class ExcelPrinter(StrPrinter):
     # -- arithmetic --------------------------------------------------------------
     def _print_Add(self, expr, order=None) -> str:
         terms = self._as_ordered_terms(expr, order=order)
+        # Lead with a positive term if there is one: "y - x^2" rather than "-(x^2) + y".
+        positive = [t for t in terms if not t.could_extract_minus_sign()]
+        if positive and terms[0].could_extract_minus_sign():
+            terms.remove(positive[0])
+            terms.insert(0, positive[0])
         out = [self._print(terms[0])]
         for term in terms[1:]:
             if term.could_extract_minus_sign():
@@ -262,6 +271,7 @@ class ExcelPrinter(StrPrinter):
                     denom.append(sympy.Pow(factor.base, -factor.exp, evaluate=False))
             else:
                 numer.append(factor)
+        numer, denom = self._merge_sqrt(numer), self._merge_sqrt(denom)
         mul = PRECEDENCE["Mul"]
         text = "*".join(self.parenthesize(f, mul) for f in numer) or "1"
         if len(denom) == 1:
@@ -274,6 +284,20 @@ class ExcelPrinter(StrPrinter):
         if numer and numer[0].is_Pow and not self._pow_is_call(numer[0]):
             return f"-({text})"
         return "-" + text
+
+    @staticmethod
+    def _merge_sqrt(factors: list) -> list:
+        """sqrt(a)*sqrt(b) -> one SQRT(a*b) when a, b are known >= 0 (sympy splits them)."""
+        roots = [f for f in factors if f.is_Pow and f.exp == sympy.S.Half
+                 and f.base.is_nonnegative]
+        if len(roots) < 2:
+            return factors
+        merged = _SqrtOfProduct(*(f.base for f in roots))
+        return [merged] + [f for f in factors if not any(f is r for r in roots)]
+
+    def _print__SqrtOfProduct(self, expr) -> str:
+        return "SQRT(" + "*".join(
+            self.parenthesize(a, PRECEDENCE["Mul"]) for a in expr.args) + ")"
 
     @staticmethod
     def _pow_is_call(expr) -> bool:

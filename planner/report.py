@@ -155,3 +155,39 @@ def _shares(parts: dict[str, float], total: float, scale: float, unit: str) -> s
         bar = "#" * max(1, round(30 * value / total))
         lines.append(f"{label:<34} {value / scale:>10,.2f} {unit} {value / total:>6.1%} {bar}")
     return "\n".join(lines)
+
+
+def render_uncertainty(report: dict, width: int = 120) -> str:
+    """Tables of P10/P50/P90 of the nominal winners and each accelerator's win probability."""
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    bands = Table(title=f"Uncertainty of the winners ({report['draws']} draws, seed "
+                  f"{report['seed']}): P10 / P50 / P90", header_style="bold")
+    for col in ("objective", "days", "USD", "MWh", "tCO2e"):
+        bands.add_column(col, justify="left" if col == "objective" else "right")
+    for objective, q in report["nominal_winners"].items():
+        bands.add_row(OBJECTIVE_LABELS[objective], *(
+            " / ".join(_short(q[k][p]) for p in ("p10", "p50", "p90"))
+            for k in ("wall_days", "cost_usd", "energy_mwh", "co2e_t")))
+    console.print(bands)
+    wins = Table(title="Probability of being the winner", header_style="bold")
+    wins.add_column("hardware")
+    for objective in report["win_probability"]:
+        wins.add_column(objective, justify="right")
+    names = sorted(next(iter(report["win_probability"].values())))
+    for hw in names:
+        probs = [report["win_probability"][o][hw] for o in report["win_probability"]]
+        if any(p > 0 for p in probs):
+            wins.add_row(hw, *(f"{p:.0%}" for p in probs))
+    console.print(wins)
+    return buf.getvalue()
+
+
+def _short(value: float) -> str:
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"

@@ -14,6 +14,7 @@ KEYS: dict[str, type] = {
     "max_power_mw": float, "site": str, "objective": str, "precision": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
     "catalog": list,
+    "uncertainty": dict,
 }
 
 EXAMPLE = '''\
@@ -42,6 +43,12 @@ knee_threshold = 0.8          # marginal scaling efficiency that defines the kne
 
 # Extra catalog directories with your own hardware/model/site files:
 # catalog = ["./my-catalog"]
+
+# Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
+# defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.
+# [uncertainty]
+# gpu_mtbf_s = { sigma = 0.5, scope = "shared" }
+# price_usd_per_gpu_hour = { sigma = 0.3, scope = "hardware" }
 '''
 
 

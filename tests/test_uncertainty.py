@@ -1,0 +1,70 @@
+"""Uncertainty propagation: bands collapse with zero spread, probabilities are sane."""
+
+import json
+
+import numpy as np
+import pytest
+
+from planner import evaluate, plan
+from planner.errors import CapplanError
+from planner.uncertainty import (
+    Spread,
+    default_spreads,
+    plan_uncertainty,
+    run_uncertainty,
+    spreads_from,
+)
+
+
+def test_zero_spread_collapses_to_point_estimate(catalog):
+    frame, x = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm", gpus=1024,
+                        tp=8, pp=4, return_inputs=True)
+    zero = {k: Spread(0.0, v.scope) for k, v in default_spreads().items()}
+    bands = run_uncertainty(x, zero, draws=50, seed=1)
+    for column, band in bands.items():
+        for p in ("p10", "p50", "p90"):
+            assert band[p] == pytest.approx(frame.loc[0, column], rel=1e-12)
+
+
+def test_bands_are_ordered_and_reproducible(catalog):
+    _, x = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm", gpus=1024,
+                    tp=8, pp=4, return_inputs=True)
+    a = run_uncertainty(x, default_spreads(), draws=500, seed=7)
+    b = run_uncertainty(x, default_spreads(), draws=500, seed=7)
+    assert a == b
+    for band in a.values():
+        assert band["p10"] < band["p50"] < band["p90"]
+
+
+def test_plan_win_probabilities(catalog):
+    result = plan(catalog=catalog, model="llama2-7b", tokens=1e12,
+                  hardware=["h100-sxm", "mi300x"], max_gpus=512)
+    report = plan_uncertainty(result, catalog, default_spreads(), draws=100, seed=0)
+    for objective, probs in report["win_probability"].items():
+        assert sum(probs.values()) == pytest.approx(1.0), objective
+    zero = {k: Spread(0.0, v.scope) for k, v in default_spreads().items()}
+    certain = plan_uncertainty(result, catalog, zero, draws=10, seed=0)
+    for objective, probs in certain["win_probability"].items():
+        assert probs[result.best[objective]["hardware"]] == 1.0
+        band = certain["nominal_winners"][objective]["cost_usd"]
+        assert band["p50"] == pytest.approx(result.best[objective]["cost_usd"], rel=1e-12)
+
+
+def test_scenario_uncertainty_overrides_are_checked():
+    assert spreads_from({"pue": {"sigma": 0.2}})["pue"].sigma == 0.2
+    with pytest.raises(CapplanError, match="did you mean"):
+        spreads_from({"pue_": {"sigma": 0.2}})
+    with pytest.raises(CapplanError, match="sigma"):
+        spreads_from({"pue": {"sigma": -1}})
+
+
+def test_cli_evaluate_uncertainty_json(capsys):
+    from planner.cli import main
+
+    code = main(["evaluate", "--uncertainty", "--draws", "200", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads(out)
+    band = data["uncertainty"]["wall_days"]
+    assert band["p10"] <= data["wall_days"] * 1.5 and band["p10"] < band["p90"]
+    assert np.isfinite(data["uncertainty"]["cost_usd"]["p50"])

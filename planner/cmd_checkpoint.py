@@ -73,8 +73,17 @@ def checkpoint(
     rows = compare_schemes(inputs)
     from dataclasses import asdict
 
-    from . import __name__ as _pkg  # noqa: F401
-    payload = {"inputs": asdict(inputs), "schemes": rows}
-    title = (f"Checkpointing {gpus:,} GPUs, system MTBF "
-             f"{rows[0]['system_mtbf_s'] / 3600:.2f} h, {train_days:g} days of compute")
-    write(render(rows, format, title=title, payload=payload), output, force)
+    from .cli import _version
+
+    payload = {"inputs": asdict(inputs), "schemes": rows, "version": _version()}
+    title = (f"Checkpointing {gpus:,} GPUs: {rows[0]['checkpoint_size_bytes'] / 1e12:.2f} TB "
+             f"checkpoint, system MTBF {rows[0]['system_mtbf_s'] / 3600:.2f} h, "
+             f"{train_days:g} days of compute")
+    shown = rows if format != "table" else [{
+        "scheme": r["scheme"], "stall s": r["stall_s"], "restart min": r["restart_s"] / 60,
+        "Young interval min": r["young_interval_s"] / 60,
+        "Daly interval min": r["daly_interval_s"] / 60,
+        "used interval min": r["interval_s"] / 60, "waste %": 100 * r["waste_fraction"],
+        "failures": r["expected_failures"], "wall days": r["wall_days"], "ETTR": r["ettr"],
+        "days saved vs sync": r["days_saved_vs_sync"]} for r in rows]
+    write(render(shown, format, title=title, payload=payload), output, force)

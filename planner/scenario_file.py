@@ -47,8 +47,8 @@ knee_threshold = 0.8          # marginal scaling efficiency that defines the kne
 # Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
 # defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.
 # [uncertainty]
-# gpu_mtbf_s = { sigma = 0.5, scope = "shared" }
-# price_usd_per_gpu_hour = { sigma = 0.3, scope = "hardware" }
+# gpu_mtbf_s = {{ sigma = 0.5, scope = "shared" }}
+# price_usd_per_gpu_hour = {{ sigma = 0.3, scope = "hardware" }}
 '''
 
 

@@ -152,7 +152,7 @@ def expected_max_lognormal(n, mu, sigma):
     fit in ln n (exact at n = 1, so n = 1 gives the lognormal mean
     exp(mu + sigma^2/2) exactly).  Relative error against exact numerical
     integration for integer n in 1..100000: <= 0.1 % for sigma <= 0.1,
-    <= 0.3 % for sigma <= 0.25, <= 0.9 % for sigma <= 0.5, <= 3.5 % for
+    <= 0.3 % for sigma <= 0.25, <= 0.9 % for sigma <= 0.5, <= 3.3 % for
     sigma <= 1.  Increases with integer n for sigma <= 3.
 
     Parameters

@@ -11,6 +11,7 @@ from .errors import CapplanError
 
 # Command modules register themselves on ``app`` when imported (one line each).
 from . import cmd_checkpoint  # noqa: E402,F401  isort: skip
+from . import cmd_formula  # noqa: E402,F401  isort: skip
 from . import cmd_catalog  # noqa: E402,F401  isort: skip
 from . import cmd_evaluate  # noqa: E402,F401  isort: skip
 from . import cmd_plan  # noqa: E402,F401  isort: skip

@@ -86,7 +86,7 @@ class NormSInv(sympy.Function):
 
 
 class _SqrtOfProduct(sympy.Function):
-    """Printing helper: SQRT of the product of the arguments, kept unevaluated."""
+    """Printing helper: SQRT of a product that sympy would split again."""
 
 
 #: sympy function -> Excel function with the same arguments.
@@ -287,17 +287,25 @@ class ExcelPrinter(StrPrinter):
 
     @staticmethod
     def _merge_sqrt(factors: list) -> list:
-        """sqrt(a)*sqrt(b) -> one SQRT(a*b) when a, b are known >= 0 (sympy splits them)."""
-        roots = [f for f in factors if f.is_Pow and f.exp == sympy.S.Half
-                 and f.base.is_nonnegative]
+        """sqrt(a)*sqrt(b) -> one SQRT(a*b), as sympy splits them, where that is exact.
+
+        Exact when every base is known >= 0, or when all but one are known > 0
+        (then the product has the sign of the remaining base: both forms are
+        #NUM! for a negative one).
+        """
+        roots = [f for f in factors if f.is_Pow and f.exp == sympy.S.Half]
+        known = [f for f in roots if f.base.is_nonnegative]
+        unknown = [f for f in roots if not f.base.is_nonnegative]
+        if len(unknown) == 1 and known and all(f.base.is_positive for f in known):
+            known = known + unknown
+        roots = known
         if len(roots) < 2:
             return factors
-        merged = _SqrtOfProduct(*(f.base for f in roots))
+        merged = _SqrtOfProduct(sympy.Mul(*(f.base for f in roots)))
         return [merged] + [f for f in factors if not any(f is r for r in roots)]
 
     def _print__SqrtOfProduct(self, expr) -> str:
-        return "SQRT(" + "*".join(
-            self.parenthesize(a, PRECEDENCE["Mul"]) for a in expr.args) + ")"
+        return f"SQRT({self._print(expr.args[0])})"
 
     @staticmethod
     def _pow_is_call(expr) -> bool:

@@ -39,7 +39,7 @@ def generate_source() -> str:
     """Source of ``elasticities(*inputs) -> tuple`` (outputs x uncertain inputs, row-major)."""
     import sympy
 
-    from .kernel import _printer, model_source_hash, symbolic_outputs, symbols
+    from .kernel import _printer, kernel_hash, symbolic_outputs, symbols
 
     syms = symbols()
     exprs = symbolic_outputs()
@@ -62,7 +62,7 @@ def generate_source() -> str:
         "from scipy.special import erfinv",
         "from numpy import *  # noqa: F401,F403",
         "",
-        f"SOURCE_HASH = {model_source_hash()!r}",
+        f"KERNEL_HASH = {kernel_hash()!r}",
         f"INPUTS = {tuple(INPUTS)!r}",
         f"OUTPUTS = {tuple(OUTPUTS)!r}",
         f"UNCERTAIN_INPUTS = {UNCERTAIN_INPUTS!r}",
@@ -74,8 +74,10 @@ def generate_source() -> str:
 def elasticity_table(inputs: dict) -> list[dict]:
     """Rows (input, output, elasticity) for one configuration, ranked by |elasticity|."""
     from . import _sensitivity_generated as gen
+    from .kernel import kernel_hash
 
-    if gen.INPUTS != tuple(INPUTS) or gen.UNCERTAIN_INPUTS != UNCERTAIN_INPUTS:
+    if (gen.INPUTS != tuple(INPUTS) or gen.UNCERTAIN_INPUTS != UNCERTAIN_INPUTS
+            or gen.KERNEL_HASH != kernel_hash()):
         raise RuntimeError("planner/_sensitivity_generated.py is stale: "
                            "run python -m planner.sensitivity")
     args = [float(np.ravel(inputs[name])[0]) for name in INPUTS]

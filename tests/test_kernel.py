@@ -10,19 +10,13 @@ from planner.space import SpaceOptions, enumerate_layouts, layout_flags
 
 
 def test_generated_kernel_is_fresh():
+    """The committed kernel is exactly what the symbolic model compiles to today."""
     from planner import _kernel_generated
 
-    assert _kernel_generated.SOURCE_HASH == kernel_module.model_source_hash(), (
-        "planner/_kernel_generated.py is stale: run `python -m planner.kernel`")
     assert _kernel_generated.INPUTS == tuple(INPUTS)
     assert _kernel_generated.OUTPUTS == tuple(OUTPUTS)
-
-
-@pytest.mark.slow
-def test_generated_source_matches_symbolic_model():
-    from planner import _kernel_generated
-
-    assert kernel_module.generate_source() == open(_kernel_generated.__file__).read()
+    assert kernel_module.generate_source() == open(_kernel_generated.__file__).read(), (
+        "planner/_kernel_generated.py is stale: run `python -m planner.kernel`")
 
 
 def _inputs(catalog, model="llama3-70b", hardware="h100-sxm", max_gpus=2048):

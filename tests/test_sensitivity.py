@@ -7,14 +7,14 @@ import pytest
 
 from planner import evaluate
 from planner.evaluator import evaluate_inputs
-from planner.kernel import model_source_hash
+from planner.kernel import kernel_hash
 from planner.sensitivity import OUTPUTS, UNCERTAIN_INPUTS, elasticity_table
 
 
 def test_generated_sensitivity_is_fresh():
     from planner import _sensitivity_generated
 
-    assert _sensitivity_generated.SOURCE_HASH == model_source_hash(), (
+    assert _sensitivity_generated.KERNEL_HASH == kernel_hash(), (
         "planner/_sensitivity_generated.py is stale: run `python -m planner.sensitivity`")
 
 

@@ -25,6 +25,13 @@ the residuals, and with ``--write`` updates the catalog TOMLs in place):
    tiny models, flash-attention efficiency at long sequences; docs/validation.md).  The
    other efficiencies keep their micro-benchmark values (nccl-tests, STREAM-like copies).
 
+Outcome (2026-11-23): the grid's optimum is A100 0.70 with step_time_cv 0 (SC21 MAPE 2.5 %),
+but a straggler-free profile contradicts the production evidence the default profile encodes and
+breaks tests/test_accuracy_sanity.py (which predicts SC21 with the default profile). The catalog
+therefore keeps A100 0.80 (SC21 MAPE 3.2 % with the default straggler values, which the
+``benchmark`` profile copies) and takes H100 0.50 from the H100 grid under those straggler values.
+Do not run ``--write`` without re-checking that trade-off.
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 600-780 of

@@ -183,7 +183,7 @@ def xl(expr, cells=CELLS):
 
 @pytest.mark.parametrize("expr, expected", [
     (sympy.sqrt(2 * x * y), "=SQRT(2*B2*B3)"),
-    (sympy.sqrt(2 * sympy.Symbol("x") * sympy.Symbol("y")), "=SQRT(2)*SQRT(B2*B3)"),
+    (sympy.sqrt(2 * sympy.Symbol("x") * sympy.Symbol("y")), "=SQRT(2*B2*B3)"),
     (sympy.sqrt(x) / sympy.sqrt(2 * y), "=SQRT(2*B2)/(2*SQRT(B3))"),
     (x + y, "=B2 + B3"),
     (x - y, "=B2 - B3"),

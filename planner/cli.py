@@ -20,7 +20,6 @@ from . import cmd_init  # noqa: E402,F401  isort: skip
 from . import cmd_sensitivity  # noqa: E402,F401  isort: skip
 from . import cmd_simulate  # noqa: E402,F401  isort: skip
 from . import cmd_validate  # noqa: E402,F401  isort: skip
-from . import cmd_validate  # noqa: E402,F401  isort: skip
 from . import cmd_export  # noqa: E402,F401  isort: skip
 from . import cmd_plot  # noqa: E402,F401  isort: skip
 

@@ -195,7 +195,7 @@ def _value_axis(axis, values, *, log: bool | None = None) -> bool:
         axis.set_major_locator(LogLocator(base=10, subs=subs))
         axis.set_minor_formatter(NullFormatter())
     else:
-        axis.set_major_locator(MaxNLocator(nbins=6))
+        axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
     axis.set_major_formatter(fmt)
     return log
 
@@ -295,7 +295,8 @@ def _draw_scaling(fig, result, *, legend: str | None = "outside right center"):
             curve = fits.loc[fits["hardware"] == hw].groupby("gpus")[column].min().sort_index()
             curves[hw] = curve
             best_values += list(curve.to_numpy(float))
-        log_y = _value_axis(ax.yaxis, best_values)
+        limit = {"wall_days": s.deadline_days, "cost_usd": s.budget_usd}.get(column)
+        log_y = _value_axis(ax.yaxis, best_values + ([limit] if limit else []))
         for hw in names:
             curve = curves[hw]
             x, y = curve.index.to_numpy(float), curve.to_numpy(float)
@@ -588,9 +589,8 @@ def plot_plan(result, path, *, force: bool = False) -> Path:
         ax = right.subplots()
         ax.axis("off")
         objective = result.scenario.objective
-        ax.text(0.5, 0.5, "No plan meets the constraints:\n" + _wrap(
-            result.binding.get(objective, "")), ha="center", va="center", fontsize=10,
-            transform=ax.transAxes)
+        ax.text(0.5, 0.5, _wrap(result.binding.get(objective, "No plan meets the constraints.")),
+                ha="center", va="center", fontsize=10, transform=ax.transAxes)
     fig.suptitle(_title(result), fontsize=11)
     _finish_labels(fig, jobs)
     return _save(fig, target)

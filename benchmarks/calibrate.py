@@ -29,7 +29,8 @@ Outcome (2026-11-23): the grid's optimum is A100 0.70 with step_time_cv 0 (SC21 
 but a straggler-free profile contradicts the production evidence the default profile encodes and
 breaks tests/test_accuracy_sanity.py (which predicts SC21 with the default profile). The catalog
 therefore keeps A100 0.80 (SC21 MAPE 3.2 % with the default straggler values, which the
-``benchmark`` profile copies) and takes H100 0.50 from the H100 grid under those straggler values.
+``benchmark`` profile copies) and keeps H100 at the cuBLAS value 0.75: the H100 grid under those
+straggler values prefers 0.50, which only absorbs missing flash-attention/FSDP terms.
 Do not run ``--write`` without re-checking that trade-off.
 
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw

@@ -42,8 +42,9 @@ so its MFU error equals the throughput error compared here.
 `benchmarks/calibrate.py` documents the procedure (grid search of the mean per-dataset
 MAPE over the FIT subset). Outcome: A100 `gemm_max_efficiency` kept at 0.80 (the grid's
 optimum 0.70 needs a straggler-free benchmark profile, which contradicts the production
-evidence and the sanity tests); H100 0.50 (fit MAPE 18.6 %, low against cuBLAS sweeps
-because it absorbs terms the model lacks). Other efficiencies keep their micro-benchmark
+evidence and the sanity tests); H100 kept at the cuBLAS-sweep value 0.75 although the
+llm-foundry fit prefers 0.50 (fit MAPE 18.6 % vs 37 %): 0.50 would only absorb the
+flash-attention and FSDP terms the model lacks and make GEMM-bound plans wrong. Other efficiencies keep their micro-benchmark
 values (nccl-tests busbw, STREAM-like copies). A least-squares fit of all five efficiencies
 per chip ran to the bounds - the signature of missing physics, listed below.
 
@@ -67,7 +68,7 @@ WEAK = """
 3. **Flash-attention efficiency** (llm-foundry at 16k-64k tokens, +40..+51 % on A100 125m/350m).
    The attention core runs at the GEMM efficiency of min(tokens, s); FlashAttention-2
    reaches ~50-70 % of peak forward and less backward. A separate attention efficiency
-   (catalog) is needed; meanwhile the H100 GEMM efficiency fitted low (0.50) to absorb it.
+   (catalog) is needed; a fit of the H100 GEMM efficiency runs to 0.50 to absorb it.
 4. **Stragglers on short benchmark steps**. The pause term (0.005 per rank per step x 1 s)
    costs 0.47 s per step at 128 GPUs whatever the step length; llm-foundry's sub-second
    128-GPU steps show no such loss (A100 125m: 124k vs 136k tokens/s/GPU from 8 to 128

@@ -19,7 +19,8 @@ JOULES_PER_KWH = 3.6e6
 SECONDS_PER_YEAR = 365.25 * 86400.0
 
 
-@formula(reference="GPU-hours x on-demand/reserved price per GPU-hour (cloud price lists)",
+@formula(reference="GPU-hours x price per GPU-hour, as billed per instance-hour in e.g. the AWS "
+         "EC2 On-Demand pricing page (p5.48xlarge = 8 GPUs); " + BARROSO + " ch. 6",
          domain={"gpus": ">=0", "time_s": ">=0", "price_usd_per_gpu_hour": ">=0"},
          symbols={"gpus": "N", "time_s": "t", "price_usd_per_gpu_hour": "c_h"},
          result_latex="C_{cloud}")

@@ -159,7 +159,8 @@ def facility_power(it_power_w, pue):
     return it_power_w * pue
 
 
-@formula(reference="Energy = average power x time (SI: 1 J = 1 W s)",
+@formula(reference="Energy = average power x time, 1 J = 1 W s (BIPM SI Brochure, 9th ed., "
+         "Table 4)",
          domain={"power_w": ">=0", "time_s": ">=0"},
          symbols={"power_w": "P", "time_s": "t"}, result_latex="E")
 def energy(power_w, time_s):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from .cli_app import app
@@ -79,6 +81,7 @@ def plan(
     format: str = typer.Option("table", "--format", "-f", help="table | json | csv | markdown."),
     output: str = typer.Option(None, "--output", "-o", help="Write to FILE ('-' = stdout)."),
     force: bool = typer.Option(False, help="Overwrite --output if it exists."),
+    plot: str = typer.Option(None, "--plot", help="Also write the plan figure (PNG/SVG/PDF)."),
     uncertainty: bool = typer.Option(
         False, help="Propagate input uncertainty: P10/P50/P90 and win probabilities."),
     draws: int = typer.Option(400, help="Monte Carlo draws for --uncertainty."),
@@ -139,4 +142,9 @@ def plan(
         text = render(winner_rows(result), format,
                       title=f"Best plans for {model} on {tokens:.3g} tokens", payload=payload)
     write(text, output, force)
+    if plot:
+        from .plot import plot_plan
+
+        plot_plan(result, plot, force=force)
+        print(f"capplan: wrote {plot}", file=sys.stderr)
     require(result, scenario.objective)

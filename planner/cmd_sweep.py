@@ -67,6 +67,7 @@ def sweep(
     format: str = typer.Option("table", "--format", "-f", help="table | json | csv | markdown."),
     output: str = typer.Option(None, "--output", "-o", help="Write to FILE ('-' = stdout)."),
     force: bool = typer.Option(False, help="Overwrite --output if it exists."),
+    plot: str = typer.Option(None, "--plot", help="Also write the scaling figure (PNG/SVG/PDF)."),
 ):
     """Scaling table: days, USD, MWh and scaling efficiency per GPU count."""
     check_format(format)
@@ -97,3 +98,10 @@ def sweep(
                "rows": rows, "version": _version(), "catalog_version": result.catalog_version}
     write(render(rows, format, title=f"Scaling {model} ({objective}-optimal layout per row)",
                  payload=payload), output, force)
+    if plot:
+        import sys
+
+        from .plot import plot_scaling
+
+        plot_scaling(result, plot, force=force)
+        print(f"capplan: wrote {plot}", file=sys.stderr)

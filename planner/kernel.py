@@ -98,6 +98,11 @@ def _printer():
         def _print_Max(self, expr):
             return self._nested("maximum", expr.args)
 
+        def _print_harmonic(self, expr):
+            # sympy's own printing drops the brackets around digamma + gamma
+            (n,) = expr.args
+            return f"(scipy.special.digamma({self._print(n)} + 1) + numpy.euler_gamma)"
+
     return KernelPrinter({"fully_qualified_modules": True, "inline": True,
                           "allow_unknown_functions": True})
 

@@ -231,6 +231,49 @@ def test_renewal_superposition_against_per_component_simulation(age):
     assert ff.mean() == pytest.approx(fb.mean(), rel=0.05)
 
 
+def _reference_run(spec, fail_times, rng):
+    """Event-driven reference: every rank of every step drawn, failures from a list."""
+    k = max(1, round(spec.checkpoint_interval_s / step_stats(spec).mean_step_s))
+    n_seg = -(-spec.steps // k)
+    t, seg, fi, fails, lost, restart = 0.0, 0, 0, 0, 0.0, False
+    while seg < n_seg:
+        nxt = fail_times[fi]
+        if restart:
+            if nxt < t + spec.restart_cost_s:
+                t, fi, fails = nxt, fi + 1, fails + 1
+                continue
+            t, restart = t + spec.restart_cost_s, False
+        m = k if seg < n_seg - 1 else spec.steps - (n_seg - 1) * k
+        ranks = rng.normal(spec.step_time_s, spec.step_time_std_s, (m, spec.sync_ranks))
+        paused = (rng.random((m, spec.sync_ranks)) < spec.pause_probability).any(axis=1)
+        dur = float(ranks.max(axis=1).sum() + spec.pause_duration_s * paused.sum()
+                    + spec.checkpoint_cost_s)
+        if nxt < t + dur:
+            lost += nxt - t
+            t, fi, fails, restart = nxt, fi + 1, fails + 1, True
+        else:
+            t, seg = t + dur, seg + 1
+    return t, fails, lost
+
+
+@pytest.mark.parametrize("age", ["stationary", "new"])
+def test_whole_run_against_event_driven_reference(age):
+    """Stragglers, pauses, Weibull components, checkpoints, restarts: all at once."""
+    spec = RunSpec(steps=600, step_time_s=10.0, step_time_std_s=1.0, sync_ranks=8,
+                   pause_probability=0.01, pause_duration_s=5.0, components=4,
+                   component_mtbf_s=4 * 3000.0, weibull_shape=0.6, checkpoint_interval_s=250.0,
+                   checkpoint_cost_s=60.0, restart_cost_s=120.0, component_age=age)
+    reps = 2_000
+    fast = simulate(spec, replicas=reps, seed=3)
+    rng = np.random.default_rng(4)
+    fails = _brute_force_failures(4, 12_000.0, 0.6, 200_000.0, reps, rng, age)
+    ref = np.array([_reference_run(spec, f, rng) for f in fails])
+    for col, name in enumerate(("wall_time_s", "failures", "lost_work_s")):
+        a, b = np.asarray(getattr(fast, name), float), ref[:, col]
+        se = math.hypot(a.std(), b.std()) / math.sqrt(reps)
+        assert abs(a.mean() - b.mean()) < 4 * se, name
+
+
 def test_same_seed_same_results_and_seed_reported():
     spec = replace(EXP, step_time_std_s=0.5, sync_ranks=4096, pause_probability=1e-6,
                    pause_duration_s=3.0, steps=20_000)

@@ -64,7 +64,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "grad_shards": ("1", "shards of the gradients (dp under ZeRO>=2, else 1)"),
     "optimizer_shards": ("1", "shards of the optimizer state (dp under ZeRO>=1, else 1)"),
     "zero3": ("1", "1 under ZeRO-3/FSDP (parameters all-gathered each pass)"),
-    "tp_intra": ("1", "1 if the TP group fits in the scale-up domain"),
+    "tp_intra_ranks": ("1", "TP ranks inside one scale-up domain, min(tp, domain)"),
     "pp_intra": ("1", "1 if pipeline neighbours share the scale-up domain"),
     "ep_intra": ("1", "1 if the EP group fits in the scale-up domain"),
     "cp_intra": ("1", "1 if the CP group (with its TP ranks) fits in the scale-up domain"),
@@ -112,6 +112,9 @@ INPUTS: dict[str, tuple[str, str]] = {
     "dp_overlap": ("1", "fraction of DP communication hidden behind the last backward"),
     "cp_overlap": ("1", "fraction of CP ring exchange hidden behind attention"),
     "ep_overlap": ("1", "fraction of EP all-to-all hidden behind expert compute"),
+    "attention_efficiency_factor": ("1", "attention-core efficiency relative to GEMMs"),
+    "layer_overhead_s": ("s", "fixed time per layer and forward pass (kernel launches, syncs)"),
+    "collective_overhead_s": ("s", "fixed time per collective call (launch, synchronisation)"),
     # reliability
     "gpu_mtbf_s": ("s", "mean time between job-stopping failures per GPU"),
     "node_mtbf_s": ("s", "mean time between job-stopping failures per node, beyond its GPUs"),
@@ -244,10 +247,11 @@ def run_model(x: dict) -> dict:
     t_qkv = _gemm_time(x, 2 * tokens_mb * h * qkv_out, tokens_mb, qkv_out, h,
                        minimum(minimum(tokens_mb, h), qkv_out))
     core_flops = 4 * tokens_mb * s * h / tp
+    # the attention core (fused/flash kernels) runs below GEMM efficiency
     t_core = compute.roofline_time(
         core_flops, elem * tokens_mb * (4 * h / tp), x["peak_flops_per_s"],
-        compute.gemm_efficiency(minimum(tokens_mb, s), x["gemm_max_efficiency"],
-                                x["gemm_half_efficiency_dim"]),
+        x["attention_efficiency_factor"] * compute.gemm_efficiency(
+            minimum(tokens_mb, s), x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"]),
         x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
     # Without flash attention the s x s scores are materialised: softmax, dropout and its
     # mask (5*a*s^2*b bytes per layer, Korthikanti et al. 2022 s4.1) are written and read.
@@ -269,7 +273,8 @@ def run_model(x: dict) -> dict:
     sp_div = 1 + x["sequence_parallel"] * (tp - 1)
     t_elem = elem * tokens_mb * (16 * h / sp_div + 4 * x["ffn"] / tp) / (
         x["hbm_bandwidth_bytes_per_s"] * x["hbm_efficiency"])
-    t_layer_fwd = t_qkv + t_core + t_scores + t_proj + t_elem + (1 - moe_share) * t_mlp + moe_share * t_moe
+    t_layer_fwd = (t_qkv + t_core + t_scores + t_proj + t_elem + (1 - moe_share) * t_mlp
+                   + moe_share * t_moe + x["layer_overhead_s"])
     t_layer_recompute = x["full_recompute"] * t_layer_fwd + (
         1 - x["full_recompute"]) * x["selective"] * t_core
     t_logits_fwd = _gemm_time(x, 2 * tokens_mb * h * x["vocab"] / tp, tokens_mb,
@@ -278,10 +283,15 @@ def run_model(x: dict) -> dict:
     compute_mb = layers_per_stage * (3 * t_layer_fwd + t_layer_recompute) + 3 * t_logits_fwd
 
     # ---- communication per micro-batch -------------------------------------
-    up_bw, up_lat = _link(x, x["tp_intra"])
+    up_bw = x["scale_up_bandwidth_bytes_per_s"] * x["scale_up_bus_efficiency"]
+    out_bw = x["scale_out_bandwidth_bytes_per_s"] * x["scale_out_bus_efficiency"]
     act_bytes = elem * tokens_mb * h
     tp_passes = 4 + 2 * x["full_recompute"]  # fwd 2, bwd 2, recomputed fwd 2 per layer
-    tp_comm_layer = tp_passes * communication.ring_allreduce_time(act_bytes, tp, up_bw, up_lat)
+    # hierarchical when the TP group spans scale-up domains (one ring per NIC across nodes)
+    tp_in = x["tp_intra_ranks"]
+    tp_comm_layer = tp_passes * (communication.hierarchical_allreduce_time(
+        act_bytes, tp_in, tp / tp_in, up_bw, out_bw, x["intra_latency_s"],
+        x["inter_latency_s"]) + x["collective_overhead_s"] * minimum(tp - 1, 1))
     tp_comm_mb = communication.exposed_comm_time(
         layers_per_stage * tp_comm_layer, compute_mb, x["tp_overlap"])
     # context parallelism: ring exchange of K and V chunks, fwd once, bwd twice

@@ -122,7 +122,7 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     f["grad_shards"] = np.where(zero >= 2, dp, 1.0)
     f["optimizer_shards"] = np.where(zero >= 1, dp, 1.0)
     f["zero3"] = (zero >= 3).astype(float)
-    f["tp_intra"] = (f["tp"] <= domain).astype(float)
+    f["tp_intra_ranks"] = np.minimum(f["tp"], domain)
     f["cp_intra"] = (f["tp"] * f["cp"] <= domain).astype(float)
     f["ep_intra"] = (f["tp"] * f["cp"] * f["ep"] <= domain).astype(float)
     f["pp_intra"] = (f["gpus"] <= domain).astype(float)

@@ -167,7 +167,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x151 = x146 + x148 + x150
     x152 = numpy.sqrt(x142*(2*x146 + 2*x148 + 2*x150))
     x153 = x151*((1/2)*x138 + (1/2)*x140)
-    x154 = numpy.maximum(ckpt_async*x147, numpy.select([numpy.greater(x142, (1/2)*x146 + (1/2)*x148 + (1/2)*x150),True], [-x151 + x152*((1/3)*numpy.sqrt(x153) + (1/9)*x153 + 1),x142], default=numpy.nan))
+    x154 = numpy.maximum(ckpt_async*x147, numpy.where(numpy.greater(x142, (1/2)*x146 + (1/2)*x148 + (1/2)*x150), -x151 + x152*((1/3)*numpy.sqrt(x153) + (1/9)*x153 + 1), x142))
     x155 = ckpt_in_memory*x149 + restart_overhead_s + x143*(1 - ckpt_in_memory)/numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node*x139)
     x156 = x116*x137
     x157 = x154**(-1.0)

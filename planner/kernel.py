@@ -82,6 +82,7 @@ def generate_source() -> str:
 
 def _printer():
     """SciPy printer that writes Min/Max as nested numpy.minimum/maximum (no reduce)."""
+    import sympy
     from sympy.printing.numpy import SciPyPrinter
 
     class KernelPrinter(SciPyPrinter):
@@ -97,6 +98,17 @@ def _printer():
 
         def _print_Max(self, expr):
             return self._nested("maximum", expr.args)
+
+        def _print_Piecewise(self, expr):
+            # numpy.where chains are faster than numpy.select for the usual 2 branches
+            *branches, (last, cond) = expr.args
+            if cond is not sympy.true:
+                return super()._print_Piecewise(expr)
+            out = self._print(last)
+            for value, condition in reversed(branches):
+                out = (f"numpy.where({self._print(condition)}, {self._print(value)}, "
+                       f"{out})")
+            return out
 
         def _print_harmonic(self, expr):
             # sympy's own printing drops the brackets around digamma + gamma

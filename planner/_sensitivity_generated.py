@@ -6,7 +6,7 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403
 
-KERNEL_HASH = 'af8629ec7293b0d2'
+KERNEL_HASH = '334cd91a405b79cc'
 INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('wall_time_s', 'cost_usd', 'energy_facility_j', 'co2e_kg')
 UNCERTAIN_INPUTS = ('tokens', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'gpu_mtbf_s', 'restart_overhead_s', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'tp_overlap', 'dp_overlap', 'checkpoint_bytes_per_param')
@@ -207,17 +207,17 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x192 = x49/peak_flops_per_s**2
     x193 = x62*x67*x68*x69
     x194 = -4*hidden*micro_batch*x35*x49*x50*x54*x67*x68*x69*x8 + x65
-    x195 = (numpy.select([numpy.greater(x194, 0),numpy.equal(x194, 0),True], [0,1/2,1], default=numpy.nan))
+    x195 = (numpy.where(numpy.greater(x194, 0), 0, numpy.where(numpy.equal(x194, 0), 1/2, 1)))
     x196 = 12*x195
     x197 = x149 - x150
-    x198 = cp_overlap*stage_layers*(numpy.select([numpy.less(x197, 0),numpy.equal(x197, 0),True], [0,1/2,1], default=numpy.nan))
+    x198 = cp_overlap*stage_layers*(numpy.where(numpy.less(x197, 0), 0, numpy.where(numpy.equal(x197, 0), 1/2, 1)))
     x199 = x198*x35*x7
     x200 = global_batch*x196*x199*x54
     x201 = x193*x200
     x202 = -2*hidden*micro_batch*moe_ffn*seq_len*x104*x105*x35*x49*x50*x8 + x102
-    x203 = (numpy.select([numpy.greater(x202, 0),numpy.equal(x202, 0),True], [0,1/2,1], default=numpy.nan))
+    x203 = (numpy.where(numpy.greater(x202, 0), 0, numpy.where(numpy.equal(x202, 0), 1/2, 1)))
     x204 = x160 + x181
-    x205 = ep_overlap*x108*x158*(numpy.select([numpy.greater(x204, 0),numpy.equal(x204, 0),True], [0,1/2,1], default=numpy.nan))
+    x205 = ep_overlap*x108*x158*(numpy.where(numpy.greater(x204, 0), 0, numpy.where(numpy.equal(x204, 0), 1/2, 1)))
     x206 = x203*x205
     x207 = x106*x206
     x208 = global_batch*seq_len
@@ -229,12 +229,12 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x214 = x212*x213
     x215 = x192*x84
     x216 = -2*micro_batch*seq_len*x18*x35*x49*x50*x8*x80*x81 + x78
-    x217 = (numpy.select([numpy.greater(x216, 0),numpy.equal(x216, 0),True], [0,1/2,1], default=numpy.nan))
+    x217 = (numpy.where(numpy.greater(x216, 0), 0, numpy.where(numpy.equal(x216, 0), 1/2, 1)))
     x218 = x80*x81
     x219 = x217*x218
     x220 = x17*x192
     x221 = -2*ffn*hidden*micro_batch*seq_len*x35*x49*x50*x8*x92*x93 + x90
-    x222 = x12*(numpy.select([numpy.greater(x221, 0),numpy.equal(x221, 0),True], [0,1/2,1], default=numpy.nan))
+    x222 = x12*(numpy.where(numpy.greater(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1/2, 1)))
     x223 = x222*x94
     x224 = x223*x88
     x225 = x108*x11
@@ -242,14 +242,14 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x227 = x106*x226
     x228 = x100*x227
     x229 = -2*micro_batch*seq_len*x111*x117*x118*x18*x35*x49*x50*x8 + x115
-    x230 = (numpy.select([numpy.greater(x229, 0),numpy.equal(x229, 0),True], [0,1/2,1], default=numpy.nan))
+    x230 = (numpy.where(numpy.greater(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1/2, 1)))
     x231 = x117*x118
     x232 = x111*x230*x231
     x233 = -x214 - x215*x219 - x215*x232 - x220*x224 - x220*x228
     x234 = x137 - x139
-    x235 = dp_overlap*x138*(numpy.select([numpy.less(x234, 0),numpy.equal(x234, 0),True], [0,1/2,1], default=numpy.nan))
+    x235 = dp_overlap*x138*(numpy.where(numpy.less(x234, 0), 0, numpy.where(numpy.equal(x234, 0), 1/2, 1)))
     x236 = -2*hidden*micro_batch*seq_len*vocab*x35*x47*x48*x49*x50*x8 + x45
-    x237 = (numpy.select([numpy.greater(x236, 0),numpy.equal(x236, 0),True], [0,1/2,1], default=numpy.nan))
+    x237 = (numpy.where(numpy.greater(x236, 0), 0, numpy.where(numpy.equal(x236, 0), 1/2, 1)))
     x238 = 6*x37
     x239 = x237*x238
     x240 = x239*x34*x47*x48
@@ -265,10 +265,10 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x250 = stage_layers*(full_recompute*x233 - x192*x243 - x192*x245 - x192*x247 - x192*x249 - x214*x75 - x241) - x192*x240
     x251 = x250*x30
     x252 = -stage_layers*x167*x168 + x123
-    x253 = tp_overlap*(numpy.select([numpy.greater(x252, 0),numpy.equal(x252, 0),True], [0,1/2,1], default=numpy.nan))
+    x253 = tp_overlap*(numpy.where(numpy.greater(x252, 0), 0, numpy.where(numpy.equal(x252, 0), 1/2, 1)))
     x254 = x250*x253
     x255 = -x124 + x33
-    x256 = dp_overlap*(numpy.select([numpy.less(x255, 0),numpy.equal(x255, 0),True], [0,1/2,1], default=numpy.nan))
+    x256 = dp_overlap*(numpy.where(numpy.less(x255, 0), 0, numpy.where(numpy.equal(x255, 0), 1/2, 1)))
     x257 = x207*x246
     x258 = x175*(x192*x257 + x198*x241 + x250 - x254) + x192*x201 + x192*x210 - x233*x235 - x251*x256 + x251 - x254*x30
     x259 = x188*x258 + x258
@@ -300,24 +300,24 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x285 = -x284
     x286 = hbm_bandwidth_bytes_per_s**(-2.0)
     x287 = x286*x42
-    x288 = (numpy.select([numpy.less(x194, 0),numpy.equal(x194, 0),True], [0,1/2,1], default=numpy.nan))
+    x288 = (numpy.where(numpy.less(x194, 0), 0, numpy.where(numpy.equal(x194, 0), 1/2, 1)))
     x289 = x286*x43
     x290 = x288*x289
     x291 = 12*x199*x208*x62
     x292 = 3*x289
-    x293 = x101*(numpy.select([numpy.less(x202, 0),numpy.equal(x202, 0),True], [0,1/2,1], default=numpy.nan))
+    x293 = x101*(numpy.where(numpy.less(x202, 0), 0, numpy.where(numpy.equal(x202, 0), 1/2, 1)))
     x294 = x205*x293
     x295 = x292*x294
     x296 = x287*x56
     x297 = x290*x64
-    x298 = x77*(numpy.select([numpy.less(x216, 0),numpy.equal(x216, 0),True], [0,1/2,1], default=numpy.nan))
+    x298 = x77*(numpy.where(numpy.less(x216, 0), 0, numpy.where(numpy.equal(x216, 0), 1/2, 1)))
     x299 = x289*x298
-    x300 = x12*x89*(numpy.select([numpy.less(x221, 0),numpy.equal(x221, 0),True], [0,1/2,1], default=numpy.nan))
+    x300 = x12*x89*(numpy.where(numpy.less(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1/2, 1)))
     x301 = x225*x293
-    x302 = x114*(numpy.select([numpy.less(x229, 0),numpy.equal(x229, 0),True], [0,1/2,1], default=numpy.nan))
+    x302 = x114*(numpy.where(numpy.less(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1/2, 1)))
     x303 = x289*x302
     x304 = -x289*x300 - x289*x301 - x289*x60 - 10*x296 - x297 - x299 - x303
-    x305 = x40*(numpy.select([numpy.less(x236, 0),numpy.equal(x236, 0),True], [0,1/2,1], default=numpy.nan))
+    x305 = x40*(numpy.where(numpy.less(x236, 0), 0, numpy.where(numpy.equal(x236, 0), 1/2, 1)))
     x306 = x292*x305
     x307 = 12*x63
     x308 = x290*x307
@@ -353,19 +353,19 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x338 = cp_intra*x148
     x339 = x146/x144**2
     x340 = x338*x339
-    x341 = cp_overlap*(numpy.select([numpy.greater(x197, 0),numpy.equal(x197, 0),True], [0,1/2,1], default=numpy.nan))
+    x341 = cp_overlap*(numpy.where(numpy.greater(x197, 0), 0, numpy.where(numpy.equal(x197, 0), 1/2, 1)))
     x342 = x338*x341
     x343 = x339*x342
     x344 = -scale_up_bus_efficiency*x340 + scale_up_bus_efficiency*x343
     x345 = stage_layers*x156*x16/x155**2
     x346 = ep_intra*x345
     x347 = scale_up_bus_efficiency*x346
-    x348 = ep_overlap*(numpy.select([numpy.less(x204, 0),numpy.equal(x204, 0),True], [0,1/2,1], default=numpy.nan))
+    x348 = ep_overlap*(numpy.where(numpy.less(x204, 0), 0, numpy.where(numpy.equal(x204, 0), 1/2, 1)))
     x349 = x347*x348 - x347
-    x350 = dp_overlap*(numpy.select([numpy.greater(x234, 0),numpy.equal(x234, 0),True], [0,1/2,1], default=numpy.nan))
+    x350 = dp_overlap*(numpy.where(numpy.greater(x234, 0), 0, numpy.where(numpy.equal(x234, 0), 1/2, 1)))
     x351 = x165*x169
     x352 = x336*x351
-    x353 = tp_overlap*(numpy.select([numpy.less(x252, 0),numpy.equal(x252, 0),True], [0,1/2,1], default=numpy.nan))
+    x353 = tp_overlap*(numpy.where(numpy.less(x252, 0), 0, numpy.where(numpy.equal(x252, 0), 1/2, 1)))
     x354 = x352*x353 - x352
     x355 = -scale_up_bus_efficiency*x335 + x175*(x344 + x349 + x354) + x30*x344 + x30*x349 + x30*x354 + x337*x350 - x337
     x356 = x188*x355 + x355
@@ -416,7 +416,7 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x401 = numpy.sqrt(x400)
     x402 = (1/9)*x400 + (1/3)*x401 + 1
     x403 = numpy.greater(x373, (1/2)*x392 + (1/2)*x394 + (1/2)*x395)
-    x404 = numpy.select([x403,True], [x397*x402 - x399,x373], default=numpy.nan)
+    x404 = numpy.where(x403, x397*x402 - x399, x373)
     x405 = numpy.maximum(x389, x404)
     x406 = x405**(-1.0)
     x407 = x399 + x405
@@ -441,7 +441,7 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x426 = x166*x412
     x427 = x353*x425
     x428 = -x425*x426 + x426*x427
-    x429 = dp_overlap*(numpy.select([numpy.greater(x255, 0),numpy.equal(x255, 0),True], [0,1/2,1], default=numpy.nan))
+    x429 = dp_overlap*(numpy.where(numpy.greater(x255, 0), 0, numpy.where(numpy.equal(x255, 0), 1/2, 1)))
     x430 = -scale_out_bus_efficiency*x411 + x135*x415*x424 - x136*x415 + x175*(x420 + x423 + x428) + x30*x420 + x30*x423 + x30*x428 + x414*x429 - x414
     x431 = x188*x430 + x430
     x432 = checkpoint_bytes_per_param*x375
@@ -454,13 +454,13 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x439 = x409*x438
     x440 = x437*x439
     x441 = x389 - x404
-    x442 = (numpy.select([numpy.greater(x441, 0),numpy.equal(x441, 0),True], [0,1/2,1], default=numpy.nan))
+    x442 = (numpy.where(numpy.greater(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1/2, 1)))
     x443 = (1/9)*x398
     x444 = (1/6)*x401/x399
     x445 = x396**(-1.0)
     x446 = x397*x402
     x447 = x445*x446
-    x448 = numpy.select([x403,True], [x397*(-x434*x443 - x434*x444) - x434*x447 + x434,0], default=numpy.nan)
+    x448 = numpy.where(x403, x397*(-x434*x443 - x434*x444) - x434*x447 + x434, 0)
     x449 = x373*x384*x409*x437/x405**2
     x450 = x442*x448*x449
     x451 = -x434 + x442*x448
@@ -492,24 +492,24 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x477 = x32*x5
     x478 = x130 + x175*(-x474 - x475 - x476) - x30*x474 - x30*x475 - x30*x476 + x410 - x424 - x429*x477 + x477
     x479 = x188*x478 + x478
-    x480 = (numpy.select([numpy.less(x441, 0),numpy.equal(x441, 0),True], [0,1/2,1], default=numpy.nan))
+    x480 = (numpy.where(numpy.less(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1/2, 1)))
     x481 = checkpoint_bytes_per_param*x374
-    x482 = x370*x481*(numpy.select([numpy.less(storage_write_cap_bytes_per_s - x385, 0),numpy.equal(storage_write_cap_bytes_per_s - x385, 0),True], [0,1/2,1], default=numpy.nan))/x386**2
+    x482 = x370*x481*(numpy.where(numpy.less(storage_write_cap_bytes_per_s - x385, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x385, 0), 1/2, 1)))/x386**2
     x483 = ckpt_sync*x482
-    x484 = ckpt_async*x480*x482 - x442*numpy.select([x403,True], [x397*(-x443*x483 - x444*x483) - x447*x483 + x483,0], default=numpy.nan)
+    x484 = ckpt_async*x480*x482 - x442*numpy.where(x403, x397*(-x443*x483 - x444*x483) - x447*x483 + x483, 0)
     x485 = x449*x484
     x486 = x408*x437*x438
     x487 = x486*(-x483 - x484)
     x488 = x485 + x487
     x489 = checkpoint_bytes_per_param*x372
-    x490 = x380*(numpy.select([numpy.less(storage_read_cap_bytes_per_s - x378, 0),numpy.equal(storage_read_cap_bytes_per_s - x378, 0),True], [0,1/2,1], default=numpy.nan))/x379**2
+    x490 = x380*(numpy.where(numpy.less(storage_read_cap_bytes_per_s - x378, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x378, 0), 1/2, 1)))/x379**2
     x491 = host_copy_bytes_per_s_per_gpu**(-2.0)
     x492 = ckpt_async*x432*x491
     x493 = x433*x491
     x494 = x492 + x493
     x495 = -x494
     x496 = (1/2)*x446
-    x497 = numpy.select([x403,True], [x397*(x443*x495 + x444*x495) + x445*x496*(-2*x492 - 2*x493) + x494,0], default=numpy.nan)
+    x497 = numpy.where(x403, x397*(x443*x495 + x444*x495) + x445*x496*(-2*x492 - 2*x493) + x494, 0)
     x498 = x442*x449*x497
     x499 = x486*(x442*x497 - x494)
     x500 = -x498 + x499
@@ -518,7 +518,7 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x503 = gpus*x502
     x504 = x501*x503
     x505 = x373*x503
-    x506 = x442*numpy.select([x403,True], [x397*(-1/18*x399*x503 - 1/12*x401*x503/x398) + x496*x505,x504], default=numpy.nan)
+    x506 = x442*numpy.where(x403, x397*(-1/18*x399*x503 - 1/12*x401*x503/x398) + x496*x505, x504)
     x507 = x449*x506
     x508 = x373*x486*(x372*x506 - x407*x503)
     x509 = -x382*x440*x505 + x440*x504 - x507 + x508
@@ -536,7 +536,7 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x521 = ckpt_async*x390
     x522 = ckpt_in_memory*(x376 + x390)
     x523 = x393 + x521 + x522
-    x524 = x388*x480 + x442*numpy.select([x403,True], [(1/2)*x397*x402*x445*(2*x393 + 2*x521 + 2*x522) + x397*(x443*x523 + x444*x523) - x523,0], default=numpy.nan)
+    x524 = x388*x480 + x442*numpy.where(x403, (1/2)*x397*x402*x445*(2*x393 + 2*x521 + 2*x522) + x397*(x443*x523 + x444*x523) - x523, 0)
     x525 = -x449*x524
     x526 = x486*(x523 + x524)
     x527 = x520 + x525 + x526

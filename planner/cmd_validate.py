@@ -61,10 +61,10 @@ WEAK = """
    -51 %; MAPE 15 % against the 12 % target). Time per layer and micro-batch grows with TP
    although the work shrinks: launch and NCCL latencies dominate. One fitted constant per
    layer and per collective captures the average, not the growth with TP.
-2. **ZeRO-3/FSDP traffic at scale** (OPT-175B -22 %; llm-foundry H100 13B at 32-64 GPUs
-   -35 %): the parameter all-gathers are charged per micro-batch at the per-GPU NIC rate
-   and hidden only by `dp_overlap`; FSDP prefetches layer by layer and real fabrics
-   differ (OPT ran on cloud hosts with failures mid-run).
+2. **ZeRO-3/FSDP traffic at scale** (OPT-175B -14 % against its "up to 147 TFLOP/s";
+   llm-foundry H100 13B at 32-64 GPUs -35 %): the parameter all-gathers are charged per
+   micro-batch at the per-GPU NIC rate and hidden only by `dp_overlap`; FSDP prefetches
+   layer by layer, and OPT's local batch is not published (8 sequences assumed).
 3. **Long sequences on flash attention** (llm-foundry 760m at 512 tokens +31 %, 30B at 8k
    +27 % on A100): one attention-efficiency factor for every sequence length and head
    size.

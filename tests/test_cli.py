@@ -134,3 +134,20 @@ def test_sweep_csv_scaling_efficiency(capsys):
     days = [float(r["days"]) for r in rows]
     assert days == sorted(days, reverse=True)
     assert all(0 < float(r["scaling_efficiency"]) <= 1.0 + 1e-9 for r in rows)
+
+
+def test_model_and_hardware_from_toml_files(capsys):
+    """Wherever an id is accepted, a TOML file of the same schema is too (docs/examples)."""
+    from pathlib import Path
+
+    examples = Path(__file__).parents[1] / "docs" / "examples"
+    code, out, err = run(capsys, ["evaluate", "--model", str(examples / "my-model.toml"),
+                                  "--hardware", str(examples / "my-gpu.toml"), "--gpus", "64",
+                                  "--tp", "4", "--pp", "2", "--format", "json"])
+    assert code == 0, err
+    assert json.loads(out)["step_time_s"] > 0
+    code, out, err = run(capsys, ["plan", "--model", str(examples / "my-model.toml"),
+                                  "--hardware", "h100-sxm", "--max-gpus", "256",
+                                  "--deadline-days", "inf", "--format", "json"])
+    assert code == 0, err
+    assert json.loads(out)["best"]["cost"]["hardware"] == "h100-sxm"

@@ -8,6 +8,7 @@ options; :func:`with_layout_options` gives a command this signature (typer reads
 from __future__ import annotations
 
 import inspect
+import typing
 from dataclasses import dataclass
 
 import typer
@@ -47,12 +48,22 @@ def _options(
 LAYOUT_OPTIONS = tuple(inspect.signature(_options).parameters)
 
 
+def prepend_options(holder, func):
+    """Give ``func`` the parameters of ``holder`` followed by its own (typer reads
+    ``__signature__``); ``func`` receives the holder's options as ``**kwargs``."""
+    def resolved(f):
+        hints = typing.get_type_hints(f)  # annotations are strings under __future__
+        return [p.replace(annotation=hints.get(p.name, p.annotation))
+                for p in inspect.signature(f).parameters.values()
+                if p.kind is not p.VAR_KEYWORD]
+
+    func.__signature__ = inspect.Signature(resolved(holder) + resolved(func))
+    return func
+
+
 def with_layout_options(func):
     """Prepend the run options to ``func``'s own options (it receives them as kwargs)."""
-    own = list(inspect.signature(func).parameters.values())
-    shared = list(inspect.signature(_options).parameters.values())
-    func.__signature__ = inspect.Signature(shared + [p for p in own if p.kind is not p.VAR_KEYWORD])
-    return func
+    return prepend_options(_options, func)
 
 
 @dataclass

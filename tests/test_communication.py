@@ -1,9 +1,8 @@
 """Collective communication formulas: explicit step counting, limits, properties, input kinds."""
 
 import numpy as np
-import pandas as pd
 import pytest
-import sympy as sp
+from formula_checks import check_input_kinds, check_symbolic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -199,26 +198,13 @@ def _random_point(f, rng):
 @pytest.mark.parametrize("f", ALL, ids=lambda f: f.name)
 def test_symbolic_equals_numeric(f):
     rng = np.random.default_rng(7)
-    symbols = f.symbols()
-    expr = f(**symbols)
-    assert isinstance(expr, sp.Basic)
-    for _ in range(20):
-        point = _random_point(f, rng)
-        value = float(expr.subs({symbols[k]: v for k, v in point.items()}).evalf(30))
-        assert value == pytest.approx(f(**point), rel=1e-9, abs=1e-300)
+    check_symbolic(f, [_random_point(f, rng) for _ in range(20)], rel=1e-9, abs=1e-300)
 
 
 @pytest.mark.parametrize("f", ALL, ids=lambda f: f.name)
 def test_scalar_array_series_agree(f):
     point = _random_point(f, np.random.default_rng(3))
-    scalar = f(**point)
-    arr = f(**{k: np.full(3, v) for k, v in point.items()})
-    ser = f(**{k: pd.Series([v] * 3, index=[4, 5, 6]) for k, v in point.items()})
-    assert isinstance(scalar, float)
-    assert isinstance(arr, np.ndarray) and arr.dtype == np.float64
-    assert isinstance(ser, pd.Series) and list(ser.index) == [4, 5, 6]
-    np.testing.assert_array_equal(arr, scalar)
-    np.testing.assert_array_equal(ser.to_numpy(), scalar)
+    check_input_kinds(f, [point] * 3, exact=True)
 
 
 @pytest.mark.parametrize("call,arg", [

@@ -6,9 +6,9 @@ Published values sit next to the computed ones, with their source.
 import itertools
 
 import numpy as np
-import pandas as pd
 import pytest
 import sympy as sp
+from formula_checks import check_input_kinds, check_symbolic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,28 +43,13 @@ def _sample(f, rng):
 @pytest.mark.parametrize("f", FORMULAS, ids=lambda f: f.name)
 def test_symbolic_equals_numeric(f):
     rng = np.random.default_rng(3)
-    symbols = f.symbols()
-    expr = f.expr()
-    fn = sp.lambdify([symbols[a.name] for a in f.arguments], expr, "numpy")
-    for _ in range(6):
-        point = _sample(f, rng)
-        numeric = f(**point)
-        assert float(fn(*point.values())) == pytest.approx(numeric, rel=1e-12, abs=1e-300)
-        exact = expr.subs({symbols[k]: sp.Float(v, 30) for k, v in point.items()}).evalf(30)
-        assert float(exact) == pytest.approx(numeric, rel=1e-12, abs=1e-300)
+    check_symbolic(f, [_sample(f, rng) for _ in range(6)], rel=1e-12, lambdified=True)
 
 
 @pytest.mark.parametrize("f", FORMULAS, ids=lambda f: f.name)
 def test_scalar_array_series_agree(f):
     rng = np.random.default_rng(5)
-    points = [_sample(f, rng) for _ in range(3)]
-    scalars = [f(**p) for p in points]
-    arr = f(**{k: np.array([p[k] for p in points]) for k in points[0]})
-    ser = f(**{k: pd.Series([p[k] for p in points], index=[4, 5, 6]) for k in points[0]})
-    assert isinstance(arr, np.ndarray) and arr.dtype == np.float64
-    assert isinstance(ser, pd.Series) and list(ser.index) == [4, 5, 6]
-    np.testing.assert_allclose(arr, scalars, rtol=1e-15)
-    np.testing.assert_allclose(ser.to_numpy(), scalars, rtol=1e-15)
+    check_input_kinds(f, [_sample(f, rng) for _ in range(3)])
 
 
 @pytest.mark.parametrize("f", FORMULAS, ids=lambda f: f.name)

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-import sympy as sp
+from formula_checks import check_input_kinds, check_symbolic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special
@@ -212,28 +212,13 @@ def _random_point(f, rng):
 @pytest.mark.parametrize("f", ALL, ids=lambda f: f.name)
 def test_symbolic_equals_numeric(f):
     rng = np.random.default_rng(11)
-    symbols = f.symbols()
-    expr = f(**symbols)
-    assert isinstance(expr, sp.Basic)
-    for _ in range(15):
-        point = _random_point(f, rng)
-        # Float n: sympy's harmonic(Integer) would build an exact rational of ~1e5 terms
-        subs = {symbols[k]: sp.Float(v, 30) for k, v in point.items()}
-        value = float(expr.subs(subs).evalf(30))
-        assert value == pytest.approx(f(**point), rel=1e-9, abs=1e-12)
+    check_symbolic(f, [_random_point(f, rng) for _ in range(15)], rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize("f", ALL, ids=lambda f: f.name)
 def test_scalar_array_series_agree(f):
     point = _random_point(f, np.random.default_rng(5))
-    scalar = f(**point)
-    arr = f(**{k: np.full(3, v) for k, v in point.items()})
-    ser = f(**{k: pd.Series([v] * 3, index=[4, 5, 6]) for k, v in point.items()})
-    assert isinstance(scalar, float)
-    assert isinstance(arr, np.ndarray) and arr.dtype == np.float64
-    assert isinstance(ser, pd.Series) and list(ser.index) == [4, 5, 6]
-    np.testing.assert_array_equal(arr, scalar)
-    np.testing.assert_array_equal(ser.to_numpy(), scalar)
+    check_input_kinds(f, [point] * 3, exact=True)
 
 
 def test_series_mixed_with_scalars_keeps_index():

@@ -177,7 +177,12 @@ class Formula:
             _check_domain(self.name, arg, value)
             checked[arg.name] = value
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return self.func(**checked)
+            result = self.func(**checked)
+        # scalars in, a plain Python float out (not numpy.float64 or a 0-d array)
+        if np.ndim(result) == 0 and not any(hasattr(v, "shape") and np.ndim(v) > 0
+                                            for v in checked.values()):
+            return float(result)
+        return result
 
     def __repr__(self) -> str:
         args = ", ".join(f"{a.name} [{a.unit}]" for a in self.arguments)

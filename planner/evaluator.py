@@ -7,7 +7,7 @@ accelerator, a pandas DataFrame back whose column names carry units.
 >>> from planner import evaluate
 >>> df = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
 ...               global_batch=512, micro_batch=2, tokens=2e12)
->>> bool(df.loc[0, "fits"]), 0 < df.loc[0, "mfu"] < 1
+>>> bool(df.loc[0, "fits"]), bool(0 < df.loc[0, "mfu"] < 1)
 (True, True)
 """
 

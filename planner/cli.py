@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         code = result if isinstance(result, int) else 0
     except (typer.Exit, getattr(click, "Exit", typer.Exit)) as exc:
         code = exc.exit_code
+        if code == 130:  # typer turns Ctrl-C into Exit(130)
+            print("capplan: interrupted", file=sys.stderr)
     except (typer.Abort, getattr(click, "Abort", typer.Abort)):
         print("capplan: aborted", file=sys.stderr)
         code = 130

@@ -151,3 +151,17 @@ def test_model_and_hardware_from_toml_files(capsys):
                                   "--deadline-days", "inf", "--format", "json"])
     assert code == 0, err
     assert json.loads(out)["best"]["cost"]["hardware"] == "h100-sxm"
+
+
+def test_ctrl_c_exits_130_and_debug_shows_traceback(capsys, monkeypatch):
+    import planner.optimize
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(planner.optimize, "plan", interrupted)
+    code, out, err = run(capsys, ["plan", "--format", "json"])
+    assert code == 130 and "interrupted" in err and "Traceback" not in err
+    monkeypatch.undo()
+    with pytest.raises(Exception, match="does not divide"):
+        main([*EVAL, "--gpus", "63", "--tp", "2", "--debug"])

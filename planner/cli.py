@@ -66,10 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=args, prog_name="capplan", standalone_mode=False)
         code = result if isinstance(result, int) else 0
+        if code == 130:  # click returns Ctrl-C as exit code 130 when not standalone
+            print("capplan: interrupted", file=sys.stderr)
     except (typer.Exit, getattr(click, "Exit", typer.Exit)) as exc:
         code = exc.exit_code
-        if code == 130:  # typer turns Ctrl-C into Exit(130)
-            print("capplan: interrupted", file=sys.stderr)
     except (typer.Abort, getattr(click, "Abort", typer.Abort)):
         print("capplan: aborted", file=sys.stderr)
         code = 130

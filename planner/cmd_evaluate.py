@@ -64,6 +64,7 @@ def evaluate(
 
     run = resolve(options)
     payload = evaluation_payload(run.row, run.echo)
+    payload["catalog_version"] = run.catalog_version
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
             if k not in ("breakdown", "memory_breakdown", "inputs")]
     if uncertainty:

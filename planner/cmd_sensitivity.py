@@ -32,7 +32,8 @@ def sensitivity(
 
     run = resolve(options)
     rows = elasticity_table(run.inputs)[:max(top, 1)]
-    payload = {"inputs": run.echo, "elasticities": rows, "version": _version()}
+    payload = {"inputs": run.echo, "elasticities": rows, "version": _version(),
+               "catalog_version": run.catalog_version}
     title = (f"Elasticities for {run.echo['model']} on {run.echo['gpus']:,} x "
              f"{run.echo['hardware']} (d ln output / d ln input)")
     write(render(rows, format, title=title, payload=payload), output, force)

@@ -87,7 +87,8 @@ def simulate(
                         if planner_value else float("nan")}
         rows.append({"quantity": name, **result[name]})
     payload = {"inputs": run.echo, "replicas": replicas, "seed": seed,
-               "weibull_shape": weibull_shape, "component_age": component_age, **result, "version": _version()}
+               "weibull_shape": weibull_shape, "component_age": component_age, **result, "version": _version(),
+               "catalog_version": run.catalog_version}
     title = (f"Simulated {replicas:,} runs (seed {seed}) of {run.echo['model']} on "
              f"{run.echo['gpus']:,} x {run.echo['hardware']} vs the closed forms")
     write(render(rows, format, title=title, payload=payload), output, force)

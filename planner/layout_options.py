@@ -74,6 +74,7 @@ class ResolvedRun:
     inputs: dict
     echo: dict
     frame: object
+    catalog_version: str = ""
 
 
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
@@ -96,4 +97,5 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     row = frame.iloc[0].to_dict()
     echo = {**o, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
-    return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame)
+    return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame,
+                       catalog_version=str(getattr(catalog, "version", "")))

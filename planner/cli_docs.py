@@ -71,16 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     check = "--check" in args
     args = [a for a in args if a != "--check"]
     target = Path(args[0]) if args else DOC
-    text = render_cli_markdown()
-    if check:
-        current = target.read_text() if target.exists() else ""
-        if current != text:
-            print(f"{target} is stale; run: python -m planner.cli_docs", file=sys.stderr)
-            return 1
-        return 0
-    target.write_text(text)
-    print(f"wrote {target}", file=sys.stderr)
-    return 0
+    from .output import write_or_check
+
+    return write_or_check(target, render_cli_markdown(), check=check,
+                          command="python -m planner.cli_docs")
 
 
 if __name__ == "__main__":

@@ -147,15 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.output == "-":
         sys.stdout.write(text)
         return 0
-    path = Path(args.output)
-    if args.check:
-        if not path.exists() or path.read_text() != text:
-            print(f"{path} is stale; run python -m planner.formula_docs", file=sys.stderr)
-            return 1
-        return 0
-    path.write_text(text)
-    print(f"wrote {path}", file=sys.stderr)
-    return 0
+    from .output import write_or_check
+
+    return write_or_check(Path(args.output), text, check=args.check,
+                          command="python -m planner.formula_docs")
 
 
 if __name__ == "__main__":

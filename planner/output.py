@@ -87,3 +87,15 @@ def write(text: str, output: str | None, force: bool = False) -> None:
         raise CapplanError(f"{output} exists; pass --force to overwrite it")
     path.write_text(text)
     print(f"capplan: wrote {output}", file=sys.stderr)
+
+
+def write_or_check(path: Path, text: str, *, check: bool, command: str) -> int:
+    """Write a generated document, or with ``check`` return 1 if the file differs from it."""
+    if check:
+        if not path.exists() or path.read_text() != text:
+            print(f"{path} is stale; run: {command}", file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(text)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0

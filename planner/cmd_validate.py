@@ -9,7 +9,6 @@ import typer
 from .cli_app import app
 from .errors import CapplanError
 
-VALIDATE_FORMATS = ("table", "json")
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 INTRO = """# Validation: predictions vs published measurements
 
@@ -177,7 +176,7 @@ def validate(
     dataset: list[str] = typer.Option(None, "--dataset", "-d",
                                       help="Dataset name(s), repeatable or comma list; "
                                       "default all."),
-    format: str = typer.Option("table", "--format", "-f", help="table | json."),
+    format: str = typer.Option("table", "--format", "-f", help="table | json | csv | markdown."),
     output: str = typer.Option(None, "--output", "-o", help="Write to FILE ('-' = stdout)."),
     force: bool = typer.Option(False, help="Overwrite --output/--plot if they exist."),
     plot_file: str = typer.Option(None, "--plot", help="Draw predicted vs measured to "
@@ -186,8 +185,9 @@ def validate(
                                     help="Regenerate docs/validation.md and docs/validation.png."),
 ):
     """Predict every published measurement with the catalog's parameters; report errors."""
-    if format not in VALIDATE_FORMATS:
-        raise CapplanError(f"--format '{format}' is not one of: {', '.join(VALIDATE_FORMATS)}")
+    from .cmd_evaluate import check_format
+
+    check_format(format)
     from . import validate as v
     from .output import render, write
 
@@ -203,8 +203,11 @@ def validate(
         all_pred, all_summary = (pred, summary) if set(names) == set(v.DATASETS) else run()
         plot(all_pred, str(DOCS / "validation.png"))
         (DOCS / "validation.md").write_text(docs_text(all_pred, all_summary, checks()))
+    from hardware_catalog import load_catalog
+
     from .cli import _version
 
-    payload = {"datasets": summary, "version": _version()}
+    payload = {"datasets": summary, "version": _version(),
+               "catalog_version": load_catalog().version}
     write(render(table_rows(summary), format, title="capplan validate: predicted vs measured",
                  payload=payload, width=160), output, force)

@@ -1,0 +1,51 @@
+"""Every command in every format: parseable output, data on stdout, exit code 0."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from planner.cli import main
+
+COMMANDS = {
+    "checkpoint": ["checkpoint", "--gpus", "4096"],
+    "evaluate": ["evaluate", "--model", "llama2-7b", "--gpus", "64", "--tp", "1", "--pp", "1",
+                 "--global-batch", "512"],
+    "plan": ["plan", "--model", "llama2-7b", "--tokens", "1e12", "--hardware", "h100-sxm",
+             "--max-gpus", "256"],
+    "sweep": ["sweep", "--model", "llama2-7b", "--tokens", "1e12", "--min-gpus", "64",
+              "--max-gpus", "256"],
+    "sensitivity": ["sensitivity", "--top", "5"],
+    "simulate": ["simulate", "--replicas", "200", "--tokens", "1e11"],
+    "validate": ["validate", "-d", "sc21"],
+    "catalog list": ["catalog", "list", "sites"],
+    "catalog show": ["catalog", "show", "h100-sxm"],
+    "formula list": ["formula", "list", "--module", "checkpoint"],
+    "formula show": ["formula", "show", "young_interval"],
+    "formula eval": ["formula", "eval", "young_interval", "checkpoint_cost_s=60",
+                     "mtbf_s=3600"],
+}
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_every_format(capsys, name, fmt):
+    code = main([*COMMANDS[name], "--format", fmt])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.strip(), "data goes to stdout"
+    if fmt == "json":
+        assert isinstance(json.loads(out), dict | list)
+    elif fmt == "csv":
+        rows = list(csv.reader(io.StringIO(out)))
+        assert len(rows) >= 2 and all(len(r) == len(rows[0]) for r in rows)
+    elif fmt == "markdown":
+        assert "|---" in out or out.lstrip().startswith(("#", "$$", "`"))
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_unknown_format_is_one_line(capsys, name):
+    code = main([*COMMANDS[name], "--format", "yaml"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err

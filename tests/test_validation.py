@@ -132,3 +132,15 @@ def test_cli_validate_plot(tmp_path):
     png = tmp_path / "v.png"
     assert main(["validate", "-d", "sc21,full-runs", "--plot", str(png)]) == 0
     assert png.stat().st_size > 1000
+
+
+def test_docs_validation_md_is_up_to_date():
+    """docs/validation.md is what `capplan validate --write-docs` writes today."""
+    from pathlib import Path
+
+    from planner.cmd_validate import checks, docs_text, run
+
+    pred, summary = run()
+    current = (Path(__file__).parents[1] / "docs" / "validation.md").read_text()
+    assert current == docs_text(pred, summary, checks()), (
+        "docs/validation.md is stale: run `capplan validate --write-docs`")

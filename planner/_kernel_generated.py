@@ -14,177 +14,231 @@ OUTPUTS = ('step_time_s', 'compute_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'p
 
 def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
     x0 = gpus + 0.474798
-    x1 = gpus**(-1.0)
-    x2 = x0**(-0.282765)
-    x3 = 3*cp - 3
+    x1 = gpus ** (-1.0)
+    x2 = x0 ** (-0.282765)
+    x3 = 3 * cp - 3
     x4 = 1 - cp_intra
-    x5 = tp**(-1.0)
-    x6 = scale_up_bandwidth_bytes_per_s*scale_up_bus_efficiency
-    x7 = scale_out_bandwidth_bytes_per_s*scale_out_bus_efficiency
-    x8 = kv_heads/heads
-    x9 = 2*hidden
-    x10 = micro_batch/cp
-    x11 = seq_len*x10
-    x12 = x11*x9
-    x13 = bytes_per_element*x12
-    x14 = cp_intra*intra_latency_s + inter_latency_s*x4 + x13*x5*x8/(cp_intra*x6 + x4*x7)
-    x15 = stage_layers*x14*x3
-    x16 = 1/(hbm_bandwidth_bytes_per_s*hbm_efficiency)
-    x17 = bytes_per_element*x16
-    x18 = hidden*x5
-    x19 = x11*x18
-    x20 = 4*x19
-    x21 = seq_len**2
+    x5 = tp ** (-1.0)
+    x6 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x7 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x8 = kv_heads / heads
+    x9 = 2 * hidden
+    x10 = micro_batch / cp
+    x11 = seq_len * x10
+    x12 = x11 * x9
+    x13 = bytes_per_element * x12
+    x14 = cp_intra * intra_latency_s + inter_latency_s * x4 + x13 * x5 * x8 / (cp_intra * x6 + x4 * x7)
+    del x4
+    x15 = stage_layers * x14 * x3
+    x16 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x17 = bytes_per_element * x16
+    x18 = hidden * x5
+    x19 = x11 * x18
+    x20 = 4 * x19
+    x21 = seq_len ** 2
     x22 = numpy.minimum(seq_len, x11)
-    x23 = peak_flops_per_s**(-1.0)
-    x24 = x23/gemm_max_efficiency
-    x25 = numpy.maximum(x17*x20, 4*x10*x18*x21*x24*(gemm_half_efficiency_dim + x22)/(attention_efficiency_factor*x22))
-    x26 = 3*x25
-    x27 = cp_overlap*numpy.minimum(x15, stage_layers*x26)
+    x23 = peak_flops_per_s ** (-1.0)
+    x24 = x23 / gemm_max_efficiency
+    x25 = numpy.maximum(x17 * x20, 4 * x10 * x18 * x21 * x24 * (gemm_half_efficiency_dim + x22) / (attention_efficiency_factor * x22))
+    del x22
+    x26 = 3 * x25
+    x27 = cp_overlap * numpy.minimum(x15, stage_layers * x26)
     x28 = 1 - ep_intra
-    x29 = 4*ep - 4
-    x30 = ep**(-1.0)
-    x31 = hidden*x11
-    x32 = bytes_per_element*experts_per_token*x29*x30*x31/(ep_intra*x6 + x28*x7) + x29*(ep_intra*intra_latency_s + inter_latency_s*x28)
-    x33 = layers**(-1.0)
-    x34 = moe_layers*x33
-    x35 = stage_layers*x34
-    x36 = x32*x35
+    x29 = 4 * ep - 4
+    x30 = ep ** (-1.0)
+    x31 = hidden * x11
+    x32 = bytes_per_element * experts_per_token * x29 * x30 * x31 / (ep_intra * x6 + x28 * x7) + x29 * (ep_intra * intra_latency_s + inter_latency_s * x28)
+    del x28, x29
+    x33 = layers ** (-1.0)
+    x34 = moe_layers * x33
+    x35 = stage_layers * x34
+    x36 = x32 * x35
     x37 = experts_per_token + shared_experts
-    x38 = moe_ffn*x5
-    x39 = x11*x38
-    x40 = numpy.minimum(numpy.minimum(hidden, x38), ep*experts_per_token*x11/experts)
-    x41 = x24*x9
-    x42 = mlp_matrices*x37*numpy.maximum(x17*(moe_ffn*x18 + x31 + x39), x39*x41*(gemm_half_efficiency_dim + x40)/x40)
-    x43 = ep_overlap*numpy.minimum(x36, 3*x35*x42)
-    x44 = hidden*vocab
-    x45 = x44*x5
-    x46 = vocab*x5
+    x38 = moe_ffn * x5
+    x39 = x11 * x38
+    x40 = numpy.minimum(numpy.minimum(hidden, x38), ep * experts_per_token * x11 / experts)
+    del x38
+    x41 = x24 * x9
+    x42 = mlp_matrices * x37 * numpy.maximum(x17 * (moe_ffn * x18 + x31 + x39), x39 * x41 * (gemm_half_efficiency_dim + x40) / x40)
+    del x39, x40
+    x43 = ep_overlap * numpy.minimum(x36, 3 * x35 * x42)
+    del x35
+    x44 = hidden * vocab
+    x45 = x44 * x5
+    x46 = vocab * x5
     x47 = numpy.minimum(numpy.minimum(hidden, x11), x46)
-    x48 = 2*x11
-    x49 = attention_scores_stored*heads*x21
-    x50 = x10*x16*x49*x5
-    x51 = ffn*x5
+    x48 = 2 * x11
+    x49 = attention_scores_stored * heads * x21
+    del x21
+    x50 = x10 * x16 * x49 * x5
+    del x10
+    x51 = ffn * x5
     x52 = tp - 1
-    x53 = (sequence_parallel*x52 + 1)**(-1.0)
-    x54 = x11*x17*(16*hidden*x53 + 4*x51)
+    x53 = (sequence_parallel * x52 + 1) ** (-1.0)
+    x54 = x11 * x17 * (16 * hidden * x53 + 4 * x51)
     x55 = 1 - full_recompute
-    x56 = selective*x55
-    x57 = hidden**2
-    x58 = x5*x57
+    x56 = selective * x55
+    x57 = hidden ** 2
+    x58 = x5 * x57
     x59 = numpy.minimum(numpy.minimum(hidden, x11), x18)
-    x60 = 2*x57
-    x61 = x11*x24*x5*x60
-    x62 = numpy.maximum(x17*(x19 + x31 + x58), x61*(gemm_half_efficiency_dim + x59)/x59)
-    x63 = x11*x51
+    x60 = 2 * x57
+    x61 = x11 * x24 * x5 * x60
+    x62 = numpy.maximum(x17 * (x19 + x31 + x58), x61 * (gemm_half_efficiency_dim + x59) / x59)
+    del x59
+    x63 = x11 * x51
     x64 = numpy.minimum(numpy.minimum(hidden, x11), x51)
-    x65 = mlp_matrices*(1 - x34)
-    x66 = x65*numpy.maximum(x17*(ffn*x18 + x31 + x63), x41*x63*(gemm_half_efficiency_dim + x64)/x64)
-    x67 = x34*x42
-    x68 = 2*x8 + 1
-    x69 = x18*x68
+    del x51
+    x65 = mlp_matrices * (1 - x34)
+    x66 = x65 * numpy.maximum(x17 * (ffn * x18 + x31 + x63), x41 * x63 * (gemm_half_efficiency_dim + x64) / x64)
+    del x41, x63, x64
+    x67 = x34 * x42
+    del x42
+    x68 = 2 * x8 + 1
+    x69 = x18 * x68
+    del x18
     x70 = numpy.minimum(numpy.minimum(hidden, x11), x69)
-    x71 = numpy.maximum(x61*x68*(gemm_half_efficiency_dim + x70)/x70, x17*(x11*x69 + x31 + x58*x68))
-    x72 = layer_overhead_s + x25 + 10*x50 + x54 + x62 + x66 + x67 + x71
-    x73 = stage_layers*(full_recompute*x72 + 3*layer_overhead_s + x25*x56 + x26 + 30*x50 + 3*x54 + 3*x62 + 3*x66 + 3*x67 + 3*x71) + 3*numpy.maximum(x17*(x11*x46 + x31 + x45), x24*x45*x48*(gemm_half_efficiency_dim + x47)/x47)
+    x71 = numpy.maximum(x61 * x68 * (gemm_half_efficiency_dim + x70) / x70, x17 * (x11 * x69 + x31 + x58 * x68))
+    del x58, x61, x68, x69, x70
+    x72 = layer_overhead_s + x25 + 10 * x50 + x54 + x62 + x66 + x67 + x71
+    x73 = stage_layers * (full_recompute * x72 + 3 * layer_overhead_s + x25 * x56 + x26 + 30 * x50 + 3 * x54 + 3 * x62 + 3 * x66 + 3 * x67 + 3 * x71) + 3 * numpy.maximum(x17 * (x11 * x46 + x31 + x45), x24 * x45 * x48 * (gemm_half_efficiency_dim + x47) / x47)
+    del x11, x17, x24, x25, x26, x45, x46, x47, x50, x54, x62, x66, x67, x71
     x74 = tp_intra_ranks - 1
-    x75 = 2*intra_latency_s
-    x76 = tp_intra_ranks**(-1.0)
-    x77 = 2*tp*x76 - 2
-    x78 = 1/(scale_up_bandwidth_bytes_per_s*scale_up_bus_efficiency)
-    x79 = scale_out_bandwidth_bytes_per_s**(-1.0)
-    x80 = scale_out_bus_efficiency**(-1.0)
-    x81 = bytes_per_element*x79*x80
-    x82 = stage_layers*(2*full_recompute + 4)*(collective_overhead_s*numpy.minimum(1, x52) + inter_latency_s*x77 + x13*x74*x76*x78 + x19*x77*x81 + x74*x75)
-    x83 = -tp_overlap*numpy.minimum(x73, x82) + x82
+    x75 = 2 * intra_latency_s
+    x76 = tp_intra_ranks ** (-1.0)
+    x77 = 2 * tp * x76 - 2
+    x78 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x79 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x80 = scale_out_bus_efficiency ** (-1.0)
+    x81 = bytes_per_element * x79 * x80
+    x82 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + inter_latency_s * x77 + x13 * x74 * x76 * x78 + x19 * x77 * x81 + x74 * x75)
+    del x13, x52, x74, x76, x77
+    x83 = -tp_overlap * numpy.minimum(x73, x82) + x82
+    del x82
     x84 = pp - 1
-    x85 = x84/vp
-    x86 = x85*(x15 - x27 + x36 - x43 + x73 + x83)
-    x87 = dp**(-1.0)
-    x88 = global_batch*x87/micro_batch
-    x89 = 2*x88
+    x85 = x84 / vp
+    x86 = x85 * (x15 - x27 + x36 - x43 + x73 + x83)
+    del x15, x36
+    x87 = dp ** (-1.0)
+    x88 = global_batch * x87 / micro_batch
+    x89 = 2 * x88
     x90 = 1 - pp_intra
-    x91 = (2*pp + vp*x89 - 2)*(1.0*bytes_per_element*x19/(pp_intra*x6 + x7*x90) + inter_latency_s*x90 + intra_latency_s*pp_intra)*numpy.minimum(1, x84)
-    x92 = x73*x88
-    x93 = x88*(stage_layers*x14*x3 - x27)
-    x94 = x88*(moe_layers*stage_layers*x32*x33 - x43)
-    x95 = x83*x88
-    x96 = ffn*hidden
-    x97 = experts*hidden
-    x98 = mlp_matrices*moe_ffn
-    x99 = hidden*x98
-    x100 = x97 + x99*(experts + shared_experts)
-    x101 = x60*x8 + x60 + x9
-    x102 = x5*(stage_layers*(x100*x30*x34 + x101 + x65*x96) + x44)
-    x103 = x102/optimizer_shards
-    x104 = x103*x16*(grad_bytes_per_param + 2*optimizer_bytes_per_param + weight_bytes_per_param)
+    x91 = (2 * pp + vp * x89 - 2) * (1.0 * bytes_per_element * x19 / (pp_intra * x6 + x7 * x90) + inter_latency_s * x90 + intra_latency_s * pp_intra) * numpy.minimum(1, x84)
+    del x19, x6, x7, x84, x90
+    x92 = x73 * x88
+    del x73
+    x93 = x88 * (stage_layers * x14 * x3 - x27)
+    del x14, x27, x3
+    x94 = x88 * (moe_layers * stage_layers * x32 * x33 - x43)
+    del x32, x33, x43
+    x95 = x83 * x88
+    del x83
+    x96 = ffn * hidden
+    x97 = experts * hidden
+    x98 = mlp_matrices * moe_ffn
+    x99 = hidden * x98
+    x100 = x97 + x99 * (experts + shared_experts)
+    x101 = x60 * x8 + x60 + x9
+    del x60
+    x102 = x5 * (stage_layers * (x100 * x30 * x34 + x101 + x65 * x96) + x44)
+    del x30, x34, x65
+    x103 = x102 / optimizer_shards
+    x104 = x103 * x16 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x16
     x105 = dp - 1
-    x106 = x102*x87
-    x107 = x89*zero3*(inter_latency_s*x105 + x105*x106*x81)
+    x106 = x102 * x87
+    del x87
+    x107 = x89 * zero3 * (inter_latency_s * x105 + x105 * x106 * x81)
+    del x105, x81, x89
     x108 = numpy.minimum(dp, dp_intra_ranks)
     x109 = x108 - 1
-    x110 = 2/x108
-    x111 = dp*x110 - 2
-    x112 = grad_comm_bytes_per_param*x102*x109*x110*x78 + grad_comm_bytes_per_param*x106*x111*x79*x80 + inter_latency_s*x111 + x109*x75
-    x113 = -dp_overlap*numpy.minimum(x107, x92) - dp_overlap*numpy.minimum(x112, 2*stage_layers*x72) + x107 + x112
+    x110 = 2 / x108
+    del x108
+    x111 = dp * x110 - 2
+    x112 = grad_comm_bytes_per_param * x102 * x109 * x110 * x78 + grad_comm_bytes_per_param * x106 * x111 * x79 * x80 + inter_latency_s * x111 + x109 * x75
+    del x106, x109, x110, x111, x75, x78, x80
+    x113 = -dp_overlap * numpy.minimum(x107, x92) - dp_overlap * numpy.minimum(x112, 2 * stage_layers * x72) + x107 + x112
+    del x107, x112, x72
     x114 = x104 + x113 + x86 + x91 + x92 + x93 + x94 + x95
-    x115 = pause_duration_s*(1 - (1 - pause_probability)**gpus) + step_time_cv*x114*numpy.maximum(0, -numpy.sqrt(2)*erfinv(1.71458910109456*x1*x2*(0.0686881539789491*x2 + 0.112063) - 1 + 1.16023/x0))
+    x115 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x114 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    del x0, x2
     x116 = x114 + x115
-    x117 = weight_bytes_per_param*x102/weight_shards
-    x118 = grad_bytes_per_param*x102/grad_shards
-    x119 = optimizer_bytes_per_param*x103
-    x120 = 10*x31*(sequence_parallel*x5 - sequence_parallel + 1) + x5*(ffn*mlp_matrices*x48 + x12 + x31*(4*x8 + 2) + 5*micro_batch*x49/cp**2)
-    x121 = full_recompute*x120 + stage_layers*(1 + x85*numpy.minimum(1, vp - 1)/pp)*(full_recompute*x12*x53 + x120*x55)*numpy.minimum(pp, x88) + x20*(1 + vocab/hidden)
-    x122 = mlp_matrices*(layers - moe_layers)
-    x123 = x122*x96
-    x124 = embedding_matrices*x44 + layers*x101 + x123
-    x125 = moe_layers*x100 + x124
-    x126 = x116**(-1.0)
-    x127 = global_batch*seq_len*x126
-    x128 = moe_layers*(experts*x9 + x37*x9*x98)
-    x129 = 4*hidden*seq_len
-    x130 = 4*x57
-    x131 = layers*(x129 + x130*x8 + x130)
-    x132 = 6*x123 + 3*x128 + 3*x131 + 6*x44
-    x133 = x1*x127
-    x134 = x132*x133
-    x135 = global_batch**(-1.0)
-    x136 = seq_len**(-1.0)
-    x137 = tokens*x135*x136
-    x138 = gpus/gpu_mtbf_s
-    x139 = gpus/gpus_per_node
-    x140 = x139/node_mtbf_s
+    del x114
+    x117 = weight_bytes_per_param * x102 / weight_shards
+    x118 = grad_bytes_per_param * x102 / grad_shards
+    del x102
+    x119 = optimizer_bytes_per_param * x103
+    del x103
+    x120 = 10 * x31 * (sequence_parallel * x5 - sequence_parallel + 1) + x5 * (ffn * mlp_matrices * x48 + x12 + x31 * (4 * x8 + 2) + 5 * micro_batch * x49 / cp ** 2)
+    del x31, x48, x49, x5
+    x121 = full_recompute * x120 + stage_layers * (1 + x85 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x12 * x53 + x120 * x55) * numpy.minimum(pp, x88) + x20 * (1 + vocab / hidden)
+    del x12, x120, x20, x53, x55, x85, x88
+    x122 = mlp_matrices * (layers - moe_layers)
+    x123 = x122 * x96
+    del x96
+    x124 = embedding_matrices * x44 + layers * x101 + x123
+    del x101
+    x125 = moe_layers * x100 + x124
+    del x100
+    x126 = x116 ** (-1.0)
+    x127 = global_batch * seq_len * x126
+    x128 = moe_layers * (experts * x9 + x37 * x9 * x98)
+    del x98
+    x129 = 4 * hidden * seq_len
+    x130 = 4 * x57
+    del x57
+    x131 = layers * (x129 + x130 * x8 + x130)
+    del x130, x8
+    x132 = 6 * x123 + 3 * x128 + 3 * x131 + 6 * x44
+    del x123, x44
+    x133 = x1 * x127
+    x134 = x132 * x133
+    x135 = global_batch ** (-1.0)
+    x136 = seq_len ** (-1.0)
+    x137 = tokens * x135 * x136
+    x138 = gpus / gpu_mtbf_s
+    x139 = gpus / gpus_per_node
+    x140 = x139 / node_mtbf_s
     x141 = x138 + x140
-    x142 = x141**(-1.0)
-    x143 = checkpoint_bytes_per_param*x125
-    x144 = x1*x143
-    x145 = x144/host_copy_bytes_per_s_per_gpu
-    x146 = ckpt_async*x145
-    x147 = x143/numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node*x139)
-    x148 = ckpt_sync*x147
-    x149 = x144*x79
-    x150 = ckpt_in_memory*(x145 + x149)
+    x142 = x141 ** (-1.0)
+    x143 = checkpoint_bytes_per_param * x125
+    x144 = x1 * x143
+    del x1
+    x145 = x144 / host_copy_bytes_per_s_per_gpu
+    x146 = ckpt_async * x145
+    x147 = x143 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x139)
+    x148 = ckpt_sync * x147
+    x149 = x144 * x79
+    del x144, x79
+    x150 = ckpt_in_memory * (x145 + x149)
+    del x145
     x151 = x146 + x148 + x150
-    x152 = numpy.sqrt(x142*(2*x146 + 2*x148 + 2*x150))
-    x153 = x151*((1/2)*x138 + (1/2)*x140)
-    x154 = numpy.maximum(ckpt_async*x147, numpy.where(numpy.greater(x142, (1/2)*x146 + (1/2)*x148 + (1/2)*x150), -x151 + x152*((1/3)*numpy.sqrt(x153) + (1/9)*x153 + 1), x142))
-    x155 = ckpt_in_memory*x149 + restart_overhead_s + x143*(1 - ckpt_in_memory)/numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node*x139)
-    x156 = x116*x137
-    x157 = x154**(-1.0)
-    x158 = numpy.exp(x141*(x151 + x154)) - 1
-    x159 = x141*x155
+    x152 = numpy.sqrt(x142 * (2 * x146 + 2 * x148 + 2 * x150))
+    x153 = x151 * (1 / 2 * x138 + 1 / 2 * x140)
+    del x138, x140
+    x154 = numpy.maximum(ckpt_async * x147, numpy.where(numpy.greater(x142, 1 / 2 * x146 + 1 / 2 * x148 + 1 / 2 * x150), -x151 + x152 * (1 / 3 * numpy.sqrt(x153) + 1 / 9 * x153 + 1), x142))
+    del x146, x147, x148, x150, x153
+    x155 = ckpt_in_memory * x149 + restart_overhead_s + x143 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x139)
+    del x149
+    x156 = x116 * x137
+    x157 = x154 ** (-1.0)
+    x158 = numpy.exp(x141 * (x151 + x154)) - 1
+    x159 = x141 * x155
     x160 = numpy.exp(x159)
-    x161 = x156*x157*x158*x160
-    x162 = x142*x161
-    x163 = x141*x154*numpy.exp(-x159)/x158
-    x164 = gpus*x162
-    x165 = gpus*(idle_power_w*(tokens*x116*x135*x136*x142*x157*x158*x160 - x156) + x156*(idle_power_w + x126*x92*(-idle_power_w + max_power_w)))
-    x166 = x139*(network_power_per_node_w + node_overhead_power_w)
-    x167 = x162*x166 + x165
-    x168 = pue*x167
-    x169 = 0.000277777777777778*price_usd_per_gpu_hour*x164
-    x170 = x164/lifetime_s
-    x171 = 3.16880878140289e-8*capex_usd_per_gpu*opex_fraction_per_year*x164 + capex_usd_per_gpu*x170 + 2.77777777777778e-7*electricity_usd_per_kwh*x168
-    x172 = 2.77777777777778e-10*grid_intensity_g_per_kwh*x168
-    x173 = embodied_kg_per_gpu*x170
-    return [x116, x92, x95, x93, x94, x91, x113, x86, x104, x115, x117, x118, x119, x121, memory_reserve_bytes, memory_reserve_bytes + x117 + x118 + x119 + x121, x125, moe_layers*(x37*x99 + x97) + x124, x127, x132, 1.0e-12*x134, x134*x23, x133*x23*(full_recompute*(ffn*x122*x9 + x128 + x131) + layers*x129*x56 + x132), x137, x142, x143, x151, x152, x154, x155, x156, x162, x161, 1 - x163, x163, (1/3600)*x164, x165, x167, x168, x127*x163*x168/tokens, pue*(gpus*max_power_w + x166), x169, x171, use_tco*x171 + x169*(1 - use_tco), x172, x173, x172 + x173]
+    x161 = x156 * x157 * x158 * x160
+    x162 = x142 * x161
+    x163 = x141 * x154 * numpy.exp(-x159) / x158
+    del x141, x159
+    x164 = gpus * x162
+    x165 = gpus * (idle_power_w * (tokens * x116 * x135 * x136 * x142 * x157 * x158 * x160 - x156) + x156 * (idle_power_w + x126 * x92 * (-idle_power_w + max_power_w)))
+    del x126, x135, x136, x157, x158, x160
+    x166 = x139 * (network_power_per_node_w + node_overhead_power_w)
+    del x139
+    x167 = x162 * x166 + x165
+    x168 = pue * x167
+    x169 = 0.000277777777777778 * price_usd_per_gpu_hour * x164
+    x170 = x164 / lifetime_s
+    x171 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x164 + capex_usd_per_gpu * x170 + 2.77777777777778e-07 * electricity_usd_per_kwh * x168
+    x172 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x168
+    x173 = embodied_kg_per_gpu * x170
+    del x170
+    return [x116, x92, x95, x93, x94, x91, x113, x86, x104, x115, x117, x118, x119, x121, memory_reserve_bytes, memory_reserve_bytes + x117 + x118 + x119 + x121, x125, moe_layers * (x37 * x99 + x97) + x124, x127, x132, 1e-12 * x134, x134 * x23, x133 * x23 * (full_recompute * (ffn * x122 * x9 + x128 + x131) + layers * x129 * x56 + x132), x137, x142, x143, x151, x152, x154, x155, x156, x162, x161, 1 - x163, x163, 1 / 3600 * x164, x165, x167, x168, x127 * x163 * x168 / tokens, pue * (gpus * max_power_w + x166), x169, x171, use_tco * x171 + x169 * (1 - use_tco), x172, x173, x172 + x173]

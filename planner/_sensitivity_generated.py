@@ -6,674 +6,944 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403
 
-KERNEL_HASH = '334cd91a405b79cc'
+KERNEL_HASH = '338f7d672080d873'
 INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('wall_time_s', 'cost_usd', 'energy_facility_j', 'co2e_kg')
 UNCERTAIN_INPUTS = ('tokens', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'gpu_mtbf_s', 'restart_overhead_s', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'tp_overlap', 'dp_overlap', 'checkpoint_bytes_per_param')
 
 def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
     x0 = 1 - pause_probability
-    x1 = x0**gpus
+    x1 = x0 ** gpus
     x2 = x1 - 1
     x3 = -x2
-    x4 = pause_duration_s*x3
+    x4 = pause_duration_s * x3
     x5 = dp - 1
-    x6 = scale_out_bandwidth_bytes_per_s**(-1.0)
-    x7 = dp**(-1.0)
-    x8 = tp**(-1.0)
-    x9 = hidden*vocab
-    x10 = layers**(-1.0)
-    x11 = moe_layers*x10
-    x12 = mlp_matrices*(1 - x11)
-    x13 = ffn*hidden
-    x14 = experts*hidden + hidden*mlp_matrices*moe_ffn*(experts + shared_experts)
-    x15 = ep**(-1.0)
-    x16 = x11*x15
-    x17 = 2*hidden
-    x18 = hidden**2
-    x19 = 2*x18
-    x20 = kv_heads/heads
-    x21 = x17 + x19*x20 + x19
-    x22 = x8*(stage_layers*(x12*x13 + x14*x16 + x21) + x9)
-    x23 = x22*x7
-    x24 = x23*x6
-    x25 = scale_out_bus_efficiency**(-1.0)
-    x26 = bytes_per_element*x25
-    x27 = x26*x5
-    x28 = micro_batch**(-1.0)
-    x29 = global_batch*x28
-    x30 = x29*x7
-    x31 = 2*x30
-    x32 = x31*zero3
-    x33 = x32*(inter_latency_s*x5 + x24*x27)
-    x34 = x8*x9
-    x35 = cp**(-1.0)
-    x36 = micro_batch*x35
-    x37 = seq_len*x36
-    x38 = hidden*x37
-    x39 = vocab*x8
-    x40 = x34 + x37*x39 + x38
-    x41 = hbm_bandwidth_bytes_per_s**(-1.0)
-    x42 = hbm_efficiency**(-1.0)
-    x43 = bytes_per_element*x42
-    x44 = x41*x43
-    x45 = x40*x44
+    x6 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x7 = dp ** (-1.0)
+    x8 = tp ** (-1.0)
+    x9 = hidden * vocab
+    x10 = layers ** (-1.0)
+    x11 = moe_layers * x10
+    x12 = mlp_matrices * (1 - x11)
+    x13 = ffn * hidden
+    x14 = experts * hidden + hidden * mlp_matrices * moe_ffn * (experts + shared_experts)
+    x15 = ep ** (-1.0)
+    x16 = x11 * x15
+    x17 = 2 * hidden
+    x18 = hidden ** 2
+    x19 = 2 * x18
+    x20 = kv_heads / heads
+    x21 = x17 + x19 * x20 + x19
+    x22 = x8 * (stage_layers * (x12 * x13 + x14 * x16 + x21) + x9)
+    x23 = x22 * x7
+    x24 = x23 * x6
+    x25 = scale_out_bus_efficiency ** (-1.0)
+    x26 = bytes_per_element * x25
+    x27 = x26 * x5
+    x28 = micro_batch ** (-1.0)
+    x29 = global_batch * x28
+    x30 = x29 * x7
+    x31 = 2 * x30
+    x32 = x31 * zero3
+    x33 = x32 * (inter_latency_s * x5 + x24 * x27)
+    x34 = x8 * x9
+    x35 = cp ** (-1.0)
+    x36 = micro_batch * x35
+    x37 = seq_len * x36
+    x38 = hidden * x37
+    x39 = vocab * x8
+    x40 = x34 + x37 * x39 + x38
+    x41 = hbm_bandwidth_bytes_per_s ** (-1.0)
+    x42 = hbm_efficiency ** (-1.0)
+    x43 = bytes_per_element * x42
+    x44 = x41 * x43
+    x45 = x40 * x44
     x46 = numpy.minimum(numpy.minimum(hidden, x37), x39)
+    del x39
     x47 = gemm_half_efficiency_dim + x46
-    x48 = x46**(-1.0)
-    x49 = gemm_max_efficiency**(-1.0)
-    x50 = peak_flops_per_s**(-1.0)
-    x51 = x49*x50
-    x52 = x34*x48*x51
-    x53 = x41*x42
-    x54 = seq_len**2
-    x55 = x36*x54
-    x56 = attention_scores_stored*heads*x55*x8
-    x57 = x53*x56
-    x58 = ffn*x8
+    x48 = x46 ** (-1.0)
+    del x46
+    x49 = gemm_max_efficiency ** (-1.0)
+    x50 = peak_flops_per_s ** (-1.0)
+    x51 = x49 * x50
+    x52 = x34 * x48 * x51
+    x53 = x41 * x42
+    x54 = seq_len ** 2
+    x55 = x36 * x54
+    del x36
+    x56 = attention_scores_stored * heads * x55 * x8
+    x57 = x53 * x56
+    x58 = ffn * x8
     x59 = tp - 1
-    x60 = x37*(16*hidden/(sequence_parallel*x59 + 1) + 4*x58)
-    x61 = x44*x60
-    x62 = hidden*x8
-    x63 = x37*x62
-    x64 = 4*x63
-    x65 = x44*x64
+    x60 = x37 * (16 * hidden / (sequence_parallel * x59 + 1) + 4 * x58)
+    x61 = x44 * x60
+    x62 = hidden * x8
+    x63 = x37 * x62
+    x64 = 4 * x63
+    x65 = x44 * x64
     x66 = numpy.minimum(seq_len, x37)
     x67 = gemm_half_efficiency_dim + x66
-    x68 = attention_efficiency_factor**(-1.0)
-    x69 = x66**(-1.0)
-    x70 = x51*x62*x68*x69
-    x71 = x55*x70
-    x72 = 4*x71
-    x73 = numpy.maximum(x65, x67*x72)
-    x74 = 3*x73
-    x75 = selective*(1 - full_recompute)
-    x76 = x18*x8
+    x68 = attention_efficiency_factor ** (-1.0)
+    x69 = x66 ** (-1.0)
+    del x66
+    x70 = x51 * x62 * x68 * x69
+    x71 = x55 * x70
+    x72 = 4 * x71
+    x73 = numpy.maximum(x65, x67 * x72)
+    x74 = 3 * x73
+    x75 = selective * (1 - full_recompute)
+    x76 = x18 * x8
     x77 = x38 + x63 + x76
-    x78 = x44*x77
+    x78 = x44 * x77
     x79 = numpy.minimum(numpy.minimum(hidden, x37), x62)
     x80 = gemm_half_efficiency_dim + x79
-    x81 = x79**(-1.0)
-    x82 = x51*x81
-    x83 = x37*x8
-    x84 = x19*x83
-    x85 = x82*x84
-    x86 = numpy.maximum(x78, x80*x85)
-    x87 = ffn*x62
-    x88 = x37*x58
+    x81 = x79 ** (-1.0)
+    del x79
+    x82 = x51 * x81
+    x83 = x37 * x8
+    x84 = x19 * x83
+    del x19
+    x85 = x82 * x84
+    x86 = numpy.maximum(x78, x80 * x85)
+    x87 = ffn * x62
+    x88 = x37 * x58
     x89 = x38 + x87 + x88
-    x90 = x44*x89
+    x90 = x44 * x89
     x91 = numpy.minimum(numpy.minimum(hidden, x37), x58)
-    x92 = x91**(-1.0)
+    del x58
+    x92 = x91 ** (-1.0)
     x93 = gemm_half_efficiency_dim + x91
-    x94 = x92*x93
-    x95 = x17*x51
-    x96 = x88*x95
-    x97 = x12*numpy.maximum(x90, x94*x96)
-    x98 = moe_ffn*x62
-    x99 = moe_ffn*x8
-    x100 = x37*x99
+    del x91
+    x94 = x92 * x93
+    x95 = x17 * x51
+    x96 = x88 * x95
+    x97 = x12 * numpy.maximum(x90, x94 * x96)
+    x98 = moe_ffn * x62
+    x99 = moe_ffn * x8
+    x100 = x37 * x99
     x101 = x100 + x38 + x98
-    x102 = x101*x44
-    x103 = numpy.minimum(numpy.minimum(hidden, x99), ep*experts_per_token*x37/experts)
-    x104 = x103**(-1.0)
+    x102 = x101 * x44
+    x103 = numpy.minimum(numpy.minimum(hidden, x99), ep * experts_per_token * x37 / experts)
+    del x99
+    x104 = x103 ** (-1.0)
     x105 = gemm_half_efficiency_dim + x103
-    x106 = x104*x105
-    x107 = x100*x95
-    x108 = mlp_matrices*(experts_per_token + shared_experts)
-    x109 = x108*numpy.maximum(x102, x106*x107)
-    x110 = x109*x11
-    x111 = 2*x20 + 1
-    x112 = x111*x76
-    x113 = x111*x62
-    x114 = x112 + x113*x37 + x38
-    x115 = x114*x44
+    del x103
+    x106 = x104 * x105
+    x107 = x100 * x95
+    del x95
+    x108 = mlp_matrices * (experts_per_token + shared_experts)
+    x109 = x108 * numpy.maximum(x102, x106 * x107)
+    x110 = x109 * x11
+    x111 = 2 * x20 + 1
+    x112 = x111 * x76
+    x113 = x111 * x62
+    x114 = x112 + x113 * x37 + x38
+    x115 = x114 * x44
+    del x44
     x116 = numpy.minimum(numpy.minimum(hidden, x113), x37)
+    del x113
     x117 = gemm_half_efficiency_dim + x116
-    x118 = x116**(-1.0)
-    x119 = x118*x51
-    x120 = x111*x119*x84
-    x121 = numpy.maximum(x115, x117*x120)
-    x122 = layer_overhead_s + x110 + x121 + 10*x57 + x61 + x73 + x86 + x97
-    x123 = stage_layers*(full_recompute*x122 + 3*layer_overhead_s + 3*x110 + 3*x121 + 30*x57 + 3*x61 + x73*x75 + x74 + 3*x86 + 3*x97) + 3*numpy.maximum(x45, 2*x37*x47*x52)
-    x124 = x123*x30
+    x118 = x116 ** (-1.0)
+    del x116
+    x119 = x118 * x51
+    x120 = x111 * x119 * x84
+    x121 = numpy.maximum(x115, x117 * x120)
+    x122 = layer_overhead_s + x110 + x121 + 10 * x57 + x61 + x73 + x86 + x97
+    x123 = stage_layers * (full_recompute * x122 + 3 * layer_overhead_s + 3 * x110 + 3 * x121 + 30 * x57 + 3 * x61 + x73 * x75 + x74 + 3 * x86 + 3 * x97) + 3 * numpy.maximum(x45, 2 * x37 * x47 * x52)
+    del x110, x121, x57, x61, x73, x86, x97
+    x124 = x123 * x30
     x125 = numpy.minimum(x124, x33)
     x126 = numpy.minimum(dp, dp_intra_ranks)
     x127 = x126 - 1
-    x128 = 2*intra_latency_s
-    x129 = 2/x126
-    x130 = dp*x129 - 2
-    x131 = scale_up_bandwidth_bytes_per_s**(-1.0)
-    x132 = scale_up_bus_efficiency**(-1.0)
-    x133 = x131*x132
-    x134 = grad_comm_bytes_per_param*x127*x129*x22
-    x135 = grad_comm_bytes_per_param*x25
-    x136 = x130*x135
-    x137 = inter_latency_s*x130 + x127*x128 + x133*x134 + x136*x24
-    x138 = 2*stage_layers
-    x139 = x122*x138
+    x128 = 2 * intra_latency_s
+    x129 = 2 / x126
+    x130 = dp * x129 - 2
+    x131 = scale_up_bandwidth_bytes_per_s ** (-1.0)
+    x132 = scale_up_bus_efficiency ** (-1.0)
+    x133 = x131 * x132
+    x134 = grad_comm_bytes_per_param * x127 * x129 * x22
+    del x129
+    x135 = grad_comm_bytes_per_param * x25
+    del x25
+    x136 = x130 * x135
+    x137 = inter_latency_s * x130 + x127 * x128 + x133 * x134 + x136 * x24
+    del x127
+    x138 = 2 * stage_layers
+    x139 = x122 * x138
+    del x122
     x140 = numpy.minimum(x137, x139)
     x141 = 1 - cp_intra
-    x142 = scale_up_bandwidth_bytes_per_s*scale_up_bus_efficiency
-    x143 = scale_out_bandwidth_bytes_per_s*scale_out_bus_efficiency
-    x144 = cp_intra*x142 + x141*x143
-    x145 = bytes_per_element*x17
-    x146 = x145*x20*x83
-    x147 = 3*cp - 3
-    x148 = stage_layers*x147
-    x149 = x148*(cp_intra*intra_latency_s + inter_latency_s*x141 + x146/x144)
-    x150 = stage_layers*x74
-    x151 = cp_overlap*numpy.minimum(x149, x150)
+    x142 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x143 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x144 = cp_intra * x142 + x141 * x143
+    x145 = bytes_per_element * x17
+    x146 = x145 * x20 * x83
+    del x20, x83
+    x147 = 3 * cp - 3
+    x148 = stage_layers * x147
+    x149 = x148 * (cp_intra * intra_latency_s + inter_latency_s * x141 + x146 / x144)
+    x150 = stage_layers * x74
+    del x74
+    x151 = cp_overlap * numpy.minimum(x149, x150)
     x152 = 1 - ep_intra
     x153 = ep - 1
-    x154 = 4*x153
-    x155 = ep_intra*x142 + x143*x152
-    x156 = bytes_per_element*experts_per_token*x154*x38
-    x157 = x15*x156/x155 + x154*(ep_intra*intra_latency_s + inter_latency_s*x152)
-    x158 = stage_layers*x11
-    x159 = x157*x158
-    x160 = 3*x109*x158
-    x161 = ep_overlap*numpy.minimum(x159, x160)
+    x154 = 4 * x153
+    x155 = ep_intra * x142 + x143 * x152
+    x156 = bytes_per_element * experts_per_token * x154 * x38
+    del x38
+    x157 = x15 * x156 / x155 + x154 * (ep_intra * intra_latency_s + inter_latency_s * x152)
+    del x15
+    x158 = stage_layers * x11
+    x159 = x157 * x158
+    x160 = 3 * x109 * x158
+    del x109
+    x161 = ep_overlap * numpy.minimum(x159, x160)
     x162 = tp_intra_ranks - 1
-    x163 = tp_intra_ranks**(-1.0)
-    x164 = 2*tp*x163 - 2
-    x165 = x145*x162*x163*x37
-    x166 = x26*x63
-    x167 = collective_overhead_s*numpy.minimum(1, x59) + inter_latency_s*x164 + x128*x162 + x133*x165 + x164*x166*x6
-    x168 = 2*full_recompute + 4
-    x169 = stage_layers*x168
-    x170 = x167*x169
+    x163 = tp_intra_ranks ** (-1.0)
+    x164 = 2 * tp * x163 - 2
+    x165 = x145 * x162 * x163 * x37
+    del x145, x163
+    x166 = x26 * x63
+    del x26
+    x167 = collective_overhead_s * numpy.minimum(1, x59) + inter_latency_s * x164 + x128 * x162 + x133 * x165 + x164 * x166 * x6
+    del x128, x133, x162, x59
+    x168 = 2 * full_recompute + 4
+    x169 = stage_layers * x168
+    x170 = x167 * x169
     x171 = numpy.minimum(x123, x170)
-    x172 = -tp_overlap*x171 + x170
-    x173 = vp**(-1.0)
+    x172 = -tp_overlap * x171 + x170
+    del x170
+    x173 = vp ** (-1.0)
     x174 = pp - 1
-    x175 = x173*x174
+    x175 = x173 * x174
     x176 = 1 - pp_intra
-    x177 = pp_intra*x142 + x143*x176
-    x178 = bytes_per_element*x63
-    x179 = 1.0*x178
-    x180 = (2*pp + vp*x31 - 2)*numpy.minimum(1, x174)
-    x181 = -moe_layers*stage_layers*x10*x157
-    x182 = x22*(grad_bytes_per_param + 2*optimizer_bytes_per_param + weight_bytes_per_param)/optimizer_shards
-    x183 = -dp_overlap*x125 - dp_overlap*x140 + x124 + x137 + x172*x30 + x175*(x123 + x149 - x151 + x159 - x161 + x172) + x180*(inter_latency_s*x176 + intra_latency_s*pp_intra + x179/x177) + x182*x53 + x30*(x149 - x151) + x30*(-x161 - x181) + x33
+    x177 = pp_intra * x142 + x143 * x176
+    del x142, x143
+    x178 = bytes_per_element * x63
+    x179 = 1.0 * x178
+    x180 = (2 * pp + vp * x31 - 2) * numpy.minimum(1, x174)
+    del x31
+    x181 = -moe_layers * stage_layers * x10 * x157
+    del x157
+    x182 = x22 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
+    x183 = -dp_overlap * x125 - dp_overlap * x140 + x124 + x137 + x172 * x30 + x175 * (x123 + x149 - x151 + x159 - x161 + x172) + x180 * (inter_latency_s * x176 + intra_latency_s * pp_intra + x179 / x177) + x182 * x53 + x30 * (x149 - x151) + x30 * (-x161 - x181) + x33
+    del x151, x159, x161, x172, x53
     x184 = gpus + 0.474798
-    x185 = gpus**(-1.0)
-    x186 = x184**(-0.282765)
-    x187 = numpy.maximum(0, -numpy.sqrt(2)*erfinv(1.71458910109456*x185*x186*(0.0686881539789491*x186 + 0.112063) - 1 + 1.16023/x184))
-    x188 = step_time_cv*x187
-    x189 = x183*x188
+    x185 = gpus ** (-1.0)
+    x186 = x184 ** (-0.282765)
+    x187 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x185 * x186 * (0.0686881539789491 * x186 + 0.112063) - 1 + 1.16023 / x184))
+    del x184, x186
+    x188 = step_time_cv * x187
+    x189 = x183 * x188
     x190 = x183 + x189 + x4
-    x191 = x190**(-1.0)
-    x192 = x49/peak_flops_per_s**2
-    x193 = x62*x67*x68*x69
-    x194 = -4*hidden*micro_batch*x35*x49*x50*x54*x67*x68*x69*x8 + x65
-    x195 = (numpy.where(numpy.greater(x194, 0), 0, numpy.where(numpy.equal(x194, 0), 1/2, 1)))
-    x196 = 12*x195
+    x191 = x190 ** (-1.0)
+    x192 = x49 / peak_flops_per_s ** 2
+    x193 = x62 * x67 * x68 * x69
+    x194 = -4 * hidden * micro_batch * x35 * x49 * x50 * x54 * x67 * x68 * x69 * x8 + x65
+    del x65, x67, x68, x69
+    x195 = numpy.where(numpy.greater(x194, 0), 0, numpy.where(numpy.equal(x194, 0), 1 / 2, 1))
+    x196 = 12 * x195
     x197 = x149 - x150
-    x198 = cp_overlap*stage_layers*(numpy.where(numpy.less(x197, 0), 0, numpy.where(numpy.equal(x197, 0), 1/2, 1)))
-    x199 = x198*x35*x7
-    x200 = global_batch*x196*x199*x54
-    x201 = x193*x200
-    x202 = -2*hidden*micro_batch*moe_ffn*seq_len*x104*x105*x35*x49*x50*x8 + x102
-    x203 = (numpy.where(numpy.greater(x202, 0), 0, numpy.where(numpy.equal(x202, 0), 1/2, 1)))
+    del x149, x150
+    x198 = cp_overlap * stage_layers * numpy.where(numpy.less(x197, 0), 0, numpy.where(numpy.equal(x197, 0), 1 / 2, 1))
+    x199 = x198 * x35 * x7
+    x200 = global_batch * x196 * x199 * x54
+    del x54
+    x201 = x193 * x200
+    x202 = -2 * hidden * micro_batch * moe_ffn * seq_len * x104 * x105 * x35 * x49 * x50 * x8 + x102
+    del x102, x105
+    x203 = numpy.where(numpy.greater(x202, 0), 0, numpy.where(numpy.equal(x202, 0), 1 / 2, 1))
     x204 = x160 + x181
-    x205 = ep_overlap*x108*x158*(numpy.where(numpy.greater(x204, 0), 0, numpy.where(numpy.equal(x204, 0), 1/2, 1)))
-    x206 = x203*x205
-    x207 = x106*x206
-    x208 = global_batch*seq_len
-    x209 = 6*x208*x35*x7*x98
-    x210 = x207*x209
-    x211 = x193*x55
-    x212 = x192*x211
-    x213 = 4*x195
-    x214 = x212*x213
-    x215 = x192*x84
-    x216 = -2*micro_batch*seq_len*x18*x35*x49*x50*x8*x80*x81 + x78
-    x217 = (numpy.where(numpy.greater(x216, 0), 0, numpy.where(numpy.equal(x216, 0), 1/2, 1)))
-    x218 = x80*x81
-    x219 = x217*x218
-    x220 = x17*x192
-    x221 = -2*ffn*hidden*micro_batch*seq_len*x35*x49*x50*x8*x92*x93 + x90
-    x222 = x12*(numpy.where(numpy.greater(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1/2, 1)))
-    x223 = x222*x94
-    x224 = x223*x88
-    x225 = x108*x11
-    x226 = x203*x225
-    x227 = x106*x226
-    x228 = x100*x227
-    x229 = -2*micro_batch*seq_len*x111*x117*x118*x18*x35*x49*x50*x8 + x115
-    x230 = (numpy.where(numpy.greater(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1/2, 1)))
-    x231 = x117*x118
-    x232 = x111*x230*x231
-    x233 = -x214 - x215*x219 - x215*x232 - x220*x224 - x220*x228
+    del x160, x181
+    x205 = ep_overlap * x108 * x158 * numpy.where(numpy.greater(x204, 0), 0, numpy.where(numpy.equal(x204, 0), 1 / 2, 1))
+    x206 = x203 * x205
+    x207 = x106 * x206
+    x208 = global_batch * seq_len
+    x209 = 6 * x208 * x35 * x7 * x98
+    x210 = x207 * x209
+    x211 = x193 * x55
+    del x193, x55
+    x212 = x192 * x211
+    x213 = 4 * x195
+    x214 = x212 * x213
+    x215 = x192 * x84
+    x216 = -2 * micro_batch * seq_len * x18 * x35 * x49 * x50 * x8 * x80 * x81 + x78
+    del x78
+    x217 = numpy.where(numpy.greater(x216, 0), 0, numpy.where(numpy.equal(x216, 0), 1 / 2, 1))
+    x218 = x80 * x81
+    del x80, x81
+    x219 = x217 * x218
+    x220 = x17 * x192
+    x221 = -2 * ffn * hidden * micro_batch * seq_len * x35 * x49 * x50 * x8 * x92 * x93 + x90
+    del x90, x93
+    x222 = x12 * numpy.where(numpy.greater(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1 / 2, 1))
+    x223 = x222 * x94
+    del x94
+    x224 = x223 * x88
+    del x88
+    x225 = x108 * x11
+    del x108, x11
+    x226 = x203 * x225
+    del x203
+    x227 = x106 * x226
+    del x106
+    x228 = x100 * x227
+    del x100
+    x229 = -2 * micro_batch * seq_len * x111 * x117 * x118 * x18 * x35 * x49 * x50 * x8 + x115
+    del x115, x18
+    x230 = numpy.where(numpy.greater(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1 / 2, 1))
+    x231 = x117 * x118
+    del x117, x118
+    x232 = x111 * x230 * x231
+    del x111
+    x233 = -x214 - x215 * x219 - x215 * x232 - x220 * x224 - x220 * x228
+    del x215, x220
     x234 = x137 - x139
-    x235 = dp_overlap*x138*(numpy.where(numpy.less(x234, 0), 0, numpy.where(numpy.equal(x234, 0), 1/2, 1)))
-    x236 = -2*hidden*micro_batch*seq_len*vocab*x35*x47*x48*x49*x50*x8 + x45
-    x237 = (numpy.where(numpy.greater(x236, 0), 0, numpy.where(numpy.equal(x236, 0), 1/2, 1)))
-    x238 = 6*x37
-    x239 = x237*x238
-    x240 = x239*x34*x47*x48
-    x241 = x196*x212
-    x242 = x217*x238*x76
-    x243 = x218*x242
-    x244 = x238*x87
-    x245 = x223*x244
-    x246 = x238*x98
-    x247 = x227*x246
-    x248 = x112*x230*x238
-    x249 = x231*x248
-    x250 = stage_layers*(full_recompute*x233 - x192*x243 - x192*x245 - x192*x247 - x192*x249 - x214*x75 - x241) - x192*x240
-    x251 = x250*x30
-    x252 = -stage_layers*x167*x168 + x123
-    x253 = tp_overlap*(numpy.where(numpy.greater(x252, 0), 0, numpy.where(numpy.equal(x252, 0), 1/2, 1)))
-    x254 = x250*x253
+    del x137, x139
+    x235 = dp_overlap * x138 * numpy.where(numpy.less(x234, 0), 0, numpy.where(numpy.equal(x234, 0), 1 / 2, 1))
+    del x138
+    x236 = -2 * hidden * micro_batch * seq_len * vocab * x35 * x47 * x48 * x49 * x50 * x8 + x45
+    del x45
+    x237 = numpy.where(numpy.greater(x236, 0), 0, numpy.where(numpy.equal(x236, 0), 1 / 2, 1))
+    x238 = 6 * x37
+    del x37
+    x239 = x237 * x238
+    x240 = x239 * x34 * x47 * x48
+    del x34, x47
+    x241 = x196 * x212
+    del x212
+    x242 = x217 * x238 * x76
+    del x76
+    x243 = x218 * x242
+    del x218
+    x244 = x238 * x87
+    del x87
+    x245 = x223 * x244
+    del x223
+    x246 = x238 * x98
+    del x98
+    x247 = x227 * x246
+    del x227
+    x248 = x112 * x230 * x238
+    del x112, x238
+    x249 = x231 * x248
+    del x231
+    x250 = stage_layers * (full_recompute * x233 - x192 * x243 - x192 * x245 - x192 * x247 - x192 * x249 - x214 * x75 - x241) - x192 * x240
+    del x214
+    x251 = x250 * x30
+    x252 = -stage_layers * x167 * x168 + x123
+    del x167
+    x253 = tp_overlap * numpy.where(numpy.greater(x252, 0), 0, numpy.where(numpy.equal(x252, 0), 1 / 2, 1))
+    x254 = x250 * x253
     x255 = -x124 + x33
-    x256 = dp_overlap*(numpy.where(numpy.less(x255, 0), 0, numpy.where(numpy.equal(x255, 0), 1/2, 1)))
-    x257 = x207*x246
-    x258 = x175*(x192*x257 + x198*x241 + x250 - x254) + x192*x201 + x192*x210 - x233*x235 - x251*x256 + x251 - x254*x30
-    x259 = x188*x258 + x258
-    x260 = x50/gemm_max_efficiency**2
-    x261 = x211*x260
-    x262 = x213*x261
-    x263 = x260*x84
-    x264 = x17*x260
-    x265 = -x219*x263 - x224*x264 - x228*x264 - x232*x263 - x262
-    x266 = x196*x261
-    x267 = stage_layers*(full_recompute*x265 - x243*x260 - x245*x260 - x247*x260 - x249*x260 - x262*x75 - x266) - x240*x260
-    x268 = x267*x30
-    x269 = x253*x267
-    x270 = x175*(x198*x266 + x257*x260 + x267 - x269) + x201*x260 + x210*x260 - x235*x265 - x256*x268 + x268 - x269*x30
-    x271 = x188*x270 + x270
-    x272 = x104*x206
-    x273 = x195*x72
-    x274 = x222*x92
-    x275 = x104*x226
-    x276 = x107*x275 + x120*x230 + x217*x85 + x273 + x274*x96
-    x277 = x196*x71
-    x278 = x246*x51
-    x279 = full_recompute*x276 + x119*x248 + x242*x82 + x244*x274*x51 + x273*x75 + x275*x278 + x277
-    x280 = stage_layers*x279 + x239*x52
-    x281 = x253*x280
-    x282 = x280*x30
-    x283 = -global_batch*x28*x280*x7 - x173*x174*(6*hidden*micro_batch*seq_len*vocab*x237*x35*x48*x49*x50*x8 + stage_layers*x279 - x198*x277 - x272*x278 - x281) + x200*x70 + x209*x272*x51 + x235*x276 + x256*x282 + x281*x30
-    x284 = step_time_cv*x187*x283 + x283
+    del x33
+    x256 = dp_overlap * numpy.where(numpy.less(x255, 0), 0, numpy.where(numpy.equal(x255, 0), 1 / 2, 1))
+    x257 = x207 * x246
+    del x207
+    x258 = x175 * (x192 * x257 + x198 * x241 + x250 - x254) + x192 * x201 + x192 * x210 - x233 * x235 - x251 * x256 + x251 - x254 * x30
+    del x192, x233, x241, x250, x254
+    x259 = x188 * x258 + x258
+    del x258
+    x260 = x50 / gemm_max_efficiency ** 2
+    x261 = x211 * x260
+    del x211
+    x262 = x213 * x261
+    del x213
+    x263 = x260 * x84
+    del x84
+    x264 = x17 * x260
+    del x17
+    x265 = -x219 * x263 - x224 * x264 - x228 * x264 - x232 * x263 - x262
+    del x219, x224, x228, x232, x263, x264
+    x266 = x196 * x261
+    del x261
+    x267 = stage_layers * (full_recompute * x265 - x243 * x260 - x245 * x260 - x247 * x260 - x249 * x260 - x262 * x75 - x266) - x240 * x260
+    del x240, x243, x245, x247, x249, x262
+    x268 = x267 * x30
+    x269 = x253 * x267
+    x270 = x175 * (x198 * x266 + x257 * x260 + x267 - x269) + x201 * x260 + x210 * x260 - x235 * x265 - x256 * x268 + x268 - x269 * x30
+    del x201, x210, x257, x260, x265, x266, x267, x269
+    x271 = x188 * x270 + x270
+    del x270
+    x272 = x104 * x206
+    del x206
+    x273 = x195 * x72
+    del x195, x72
+    x274 = x222 * x92
+    del x222, x92
+    x275 = x104 * x226
+    del x104, x226
+    x276 = x107 * x275 + x120 * x230 + x217 * x85 + x273 + x274 * x96
+    del x107, x120, x217, x230, x85, x96
+    x277 = x196 * x71
+    del x196, x71
+    x278 = x246 * x51
+    del x246
+    x279 = full_recompute * x276 + x119 * x248 + x242 * x82 + x244 * x274 * x51 + x273 * x75 + x275 * x278 + x277
+    del x119, x242, x244, x248, x273, x274, x275, x82
+    x280 = stage_layers * x279 + x239 * x52
+    del x239, x52
+    x281 = x253 * x280
+    x282 = x280 * x30
+    x283 = -global_batch * x28 * x280 * x7 - x173 * x174 * (6 * hidden * micro_batch * seq_len * vocab * x237 * x35 * x48 * x49 * x50 * x8 + stage_layers * x279 - x198 * x277 - x272 * x278 - x281) + x200 * x70 + x209 * x272 * x51 + x235 * x276 + x256 * x282 + x281 * x30
+    del x173, x174, x200, x209, x237, x272, x276, x277, x278, x279, x280, x281, x35, x48, x49, x50, x51, x70, x8
+    x284 = step_time_cv * x187 * x283 + x283
+    del x283
     x285 = -x284
-    x286 = hbm_bandwidth_bytes_per_s**(-2.0)
-    x287 = x286*x42
-    x288 = (numpy.where(numpy.less(x194, 0), 0, numpy.where(numpy.equal(x194, 0), 1/2, 1)))
-    x289 = x286*x43
-    x290 = x288*x289
-    x291 = 12*x199*x208*x62
-    x292 = 3*x289
-    x293 = x101*(numpy.where(numpy.less(x202, 0), 0, numpy.where(numpy.equal(x202, 0), 1/2, 1)))
-    x294 = x205*x293
-    x295 = x292*x294
-    x296 = x287*x56
-    x297 = x290*x64
-    x298 = x77*(numpy.where(numpy.less(x216, 0), 0, numpy.where(numpy.equal(x216, 0), 1/2, 1)))
-    x299 = x289*x298
-    x300 = x12*x89*(numpy.where(numpy.less(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1/2, 1)))
-    x301 = x225*x293
-    x302 = x114*(numpy.where(numpy.less(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1/2, 1)))
-    x303 = x289*x302
-    x304 = -x289*x300 - x289*x301 - x289*x60 - 10*x296 - x297 - x299 - x303
-    x305 = x40*(numpy.where(numpy.less(x236, 0), 0, numpy.where(numpy.equal(x236, 0), 1/2, 1)))
-    x306 = x292*x305
-    x307 = 12*x63
-    x308 = x290*x307
-    x309 = full_recompute*x304 - x292*x300 - x292*x301 - x292*x60 - 30*x296 - x297*x75 - 3*x299 - 3*x303 - x308
-    x310 = stage_layers*x309 - x306
-    x311 = x30*x310
-    x312 = x253*x310
-    x313 = x175*(stage_layers*x309 + x198*x308 + x295 - x306 - x312) - x182*x287 - x235*x304 - x256*x311 + x290*x291 + x295*x30 - x30*x312 + x311
-    x314 = x188*x313 + x313
-    x315 = x41/hbm_efficiency**2
-    x316 = bytes_per_element*x315
-    x317 = x288*x316
-    x318 = 3*x316
-    x319 = x294*x318
-    x320 = x315*x56
-    x321 = x317*x64
-    x322 = x298*x316
-    x323 = x302*x316
-    x324 = -x300*x316 - x301*x316 - x316*x60 - 10*x320 - x321 - x322 - x323
-    x325 = x305*x318
-    x326 = x307*x317
-    x327 = full_recompute*x324 - x300*x318 - x301*x318 - x318*x60 - 30*x320 - x321*x75 - 3*x322 - 3*x323 - x326
-    x328 = stage_layers*x327 - x325
-    x329 = x30*x328
-    x330 = x253*x328
-    x331 = x175*(stage_layers*x327 + x198*x326 + x319 - x325 - x330) - x182*x315 - x235*x324 - x256*x329 + x291*x317 + x30*x319 - x30*x330 + x329
-    x332 = x188*x331 + x331
-    x333 = pp_intra*x180
-    x334 = x179/x177**2
-    x335 = x333*x334
-    x336 = x132/scale_up_bandwidth_bytes_per_s**2
-    x337 = x134*x336
-    x338 = cp_intra*x148
-    x339 = x146/x144**2
-    x340 = x338*x339
-    x341 = cp_overlap*(numpy.where(numpy.greater(x197, 0), 0, numpy.where(numpy.equal(x197, 0), 1/2, 1)))
-    x342 = x338*x341
-    x343 = x339*x342
-    x344 = -scale_up_bus_efficiency*x340 + scale_up_bus_efficiency*x343
-    x345 = stage_layers*x156*x16/x155**2
-    x346 = ep_intra*x345
-    x347 = scale_up_bus_efficiency*x346
-    x348 = ep_overlap*(numpy.where(numpy.less(x204, 0), 0, numpy.where(numpy.equal(x204, 0), 1/2, 1)))
-    x349 = x347*x348 - x347
-    x350 = dp_overlap*(numpy.where(numpy.greater(x234, 0), 0, numpy.where(numpy.equal(x234, 0), 1/2, 1)))
-    x351 = x165*x169
-    x352 = x336*x351
-    x353 = tp_overlap*(numpy.where(numpy.less(x252, 0), 0, numpy.where(numpy.equal(x252, 0), 1/2, 1)))
-    x354 = x352*x353 - x352
-    x355 = -scale_up_bus_efficiency*x335 + x175*(x344 + x349 + x354) + x30*x344 + x30*x349 + x30*x354 + x337*x350 - x337
-    x356 = x188*x355 + x355
-    x357 = x131/scale_up_bus_efficiency**2
-    x358 = x134*x357
-    x359 = -scale_up_bandwidth_bytes_per_s*x340 + scale_up_bandwidth_bytes_per_s*x343
-    x360 = scale_up_bandwidth_bytes_per_s*x346
-    x361 = x348*x360 - x360
-    x362 = x351*x357
-    x363 = x353*x362 - x362
-    x364 = -scale_up_bandwidth_bytes_per_s*x335 + x175*(x359 + x361 + x363) + x30*x359 + x30*x361 + x30*x363 + x350*x358 - x358
-    x365 = x188*x364 + x364
-    x366 = global_batch**(-1.0)
-    x367 = seq_len**(-1.0)
-    x368 = gpus/gpu_mtbf_s
-    x369 = gpus_per_node**(-1.0)
-    x370 = gpus*x369
-    x371 = x370/node_mtbf_s
+    x286 = hbm_bandwidth_bytes_per_s ** (-2.0)
+    x287 = x286 * x42
+    del x42
+    x288 = numpy.where(numpy.less(x194, 0), 0, numpy.where(numpy.equal(x194, 0), 1 / 2, 1))
+    del x194
+    x289 = x286 * x43
+    del x286, x43
+    x290 = x288 * x289
+    x291 = 12 * x199 * x208 * x62
+    del x199, x62
+    x292 = 3 * x289
+    x293 = x101 * numpy.where(numpy.less(x202, 0), 0, numpy.where(numpy.equal(x202, 0), 1 / 2, 1))
+    del x101, x202
+    x294 = x205 * x293
+    del x205
+    x295 = x292 * x294
+    x296 = x287 * x56
+    x297 = x290 * x64
+    x298 = x77 * numpy.where(numpy.less(x216, 0), 0, numpy.where(numpy.equal(x216, 0), 1 / 2, 1))
+    del x216, x77
+    x299 = x289 * x298
+    x300 = x12 * x89 * numpy.where(numpy.less(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1 / 2, 1))
+    del x12, x221, x89
+    x301 = x225 * x293
+    del x225, x293
+    x302 = x114 * numpy.where(numpy.less(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1 / 2, 1))
+    del x114, x229
+    x303 = x289 * x302
+    x304 = -x289 * x300 - x289 * x301 - x289 * x60 - 10 * x296 - x297 - x299 - x303
+    del x289
+    x305 = x40 * numpy.where(numpy.less(x236, 0), 0, numpy.where(numpy.equal(x236, 0), 1 / 2, 1))
+    del x236, x40
+    x306 = x292 * x305
+    x307 = 12 * x63
+    del x63
+    x308 = x290 * x307
+    x309 = full_recompute * x304 - x292 * x300 - x292 * x301 - x292 * x60 - 30 * x296 - x297 * x75 - 3 * x299 - 3 * x303 - x308
+    del x292, x296, x297, x299, x303
+    x310 = stage_layers * x309 - x306
+    x311 = x30 * x310
+    x312 = x253 * x310
+    del x310
+    x313 = x175 * (stage_layers * x309 + x198 * x308 + x295 - x306 - x312) - x182 * x287 - x235 * x304 - x256 * x311 + x290 * x291 + x295 * x30 - x30 * x312 + x311
+    del x287, x290, x295, x304, x306, x308, x309, x312
+    x314 = x188 * x313 + x313
+    del x313
+    x315 = x41 / hbm_efficiency ** 2
+    del x41
+    x316 = bytes_per_element * x315
+    x317 = x288 * x316
+    del x288
+    x318 = 3 * x316
+    x319 = x294 * x318
+    del x294
+    x320 = x315 * x56
+    del x56
+    x321 = x317 * x64
+    del x64
+    x322 = x298 * x316
+    del x298
+    x323 = x302 * x316
+    del x302
+    x324 = -x300 * x316 - x301 * x316 - x316 * x60 - 10 * x320 - x321 - x322 - x323
+    del x316
+    x325 = x305 * x318
+    del x305
+    x326 = x307 * x317
+    del x307
+    x327 = full_recompute * x324 - x300 * x318 - x301 * x318 - x318 * x60 - 30 * x320 - x321 * x75 - 3 * x322 - 3 * x323 - x326
+    del x300, x301, x318, x320, x321, x322, x323, x60, x75
+    x328 = stage_layers * x327 - x325
+    x329 = x30 * x328
+    x330 = x253 * x328
+    del x253, x328
+    x331 = x175 * (stage_layers * x327 + x198 * x326 + x319 - x325 - x330) - x182 * x315 - x235 * x324 - x256 * x329 + x291 * x317 + x30 * x319 - x30 * x330 + x329
+    del x182, x198, x235, x256, x291, x315, x317, x319, x324, x325, x326, x327, x330
+    x332 = x188 * x331 + x331
+    del x331
+    x333 = pp_intra * x180
+    x334 = x179 / x177 ** 2
+    del x177, x179
+    x335 = x333 * x334
+    x336 = x132 / scale_up_bandwidth_bytes_per_s ** 2
+    del x132
+    x337 = x134 * x336
+    x338 = cp_intra * x148
+    x339 = x146 / x144 ** 2
+    del x144, x146
+    x340 = x338 * x339
+    x341 = cp_overlap * numpy.where(numpy.greater(x197, 0), 0, numpy.where(numpy.equal(x197, 0), 1 / 2, 1))
+    del x197
+    x342 = x338 * x341
+    del x338
+    x343 = x339 * x342
+    x344 = -scale_up_bus_efficiency * x340 + scale_up_bus_efficiency * x343
+    x345 = stage_layers * x156 * x16 / x155 ** 2
+    del x155, x156, x16
+    x346 = ep_intra * x345
+    x347 = scale_up_bus_efficiency * x346
+    x348 = ep_overlap * numpy.where(numpy.less(x204, 0), 0, numpy.where(numpy.equal(x204, 0), 1 / 2, 1))
+    del x204
+    x349 = x347 * x348 - x347
+    del x347
+    x350 = dp_overlap * numpy.where(numpy.greater(x234, 0), 0, numpy.where(numpy.equal(x234, 0), 1 / 2, 1))
+    del x234
+    x351 = x165 * x169
+    del x165
+    x352 = x336 * x351
+    del x336
+    x353 = tp_overlap * numpy.where(numpy.less(x252, 0), 0, numpy.where(numpy.equal(x252, 0), 1 / 2, 1))
+    del x252
+    x354 = x352 * x353 - x352
+    del x352
+    x355 = -scale_up_bus_efficiency * x335 + x175 * (x344 + x349 + x354) + x30 * x344 + x30 * x349 + x30 * x354 + x337 * x350 - x337
+    del x337, x344, x349, x354
+    x356 = x188 * x355 + x355
+    del x355
+    x357 = x131 / scale_up_bus_efficiency ** 2
+    del x131
+    x358 = x134 * x357
+    del x134
+    x359 = -scale_up_bandwidth_bytes_per_s * x340 + scale_up_bandwidth_bytes_per_s * x343
+    del x340, x343
+    x360 = scale_up_bandwidth_bytes_per_s * x346
+    del x346
+    x361 = x348 * x360 - x360
+    del x360
+    x362 = x351 * x357
+    del x351, x357
+    x363 = x353 * x362 - x362
+    del x362
+    x364 = -scale_up_bandwidth_bytes_per_s * x335 + x175 * (x359 + x361 + x363) + x30 * x359 + x30 * x361 + x30 * x363 + x350 * x358 - x358
+    del x335, x358, x359, x361, x363
+    x365 = x188 * x364 + x364
+    del x364
+    x366 = global_batch ** (-1.0)
+    x367 = seq_len ** (-1.0)
+    x368 = gpus / gpu_mtbf_s
+    x369 = gpus_per_node ** (-1.0)
+    x370 = gpus * x369
+    x371 = x370 / node_mtbf_s
     x372 = x368 + x371
-    x373 = x372**(-1.0)
-    x374 = embedding_matrices*x9 + layers*x21 + mlp_matrices*x13*(layers - moe_layers) + moe_layers*x14
-    x375 = x185*x374
-    x376 = x375*x6
-    x377 = checkpoint_bytes_per_param*x376
-    x378 = storage_read_bytes_per_s_per_node*x370
+    x373 = x372 ** (-1.0)
+    x374 = embedding_matrices * x9 + layers * x21 + mlp_matrices * x13 * (layers - moe_layers) + moe_layers * x14
+    del x13, x14, x21, x9
+    x375 = x185 * x374
+    del x185
+    x376 = x375 * x6
+    x377 = checkpoint_bytes_per_param * x376
+    x378 = storage_read_bytes_per_s_per_node * x370
     x379 = numpy.minimum(storage_read_cap_bytes_per_s, x378)
-    x380 = x374*(1 - ckpt_in_memory)
-    x381 = x380/x379
-    x382 = checkpoint_bytes_per_param*x381 + ckpt_in_memory*x377 + restart_overhead_s
-    x383 = x372*x382
+    x380 = x374 * (1 - ckpt_in_memory)
+    x381 = x380 / x379
+    x382 = checkpoint_bytes_per_param * x381 + ckpt_in_memory * x377 + restart_overhead_s
+    x383 = x372 * x382
     x384 = numpy.exp(x383)
-    x385 = storage_write_bytes_per_s_per_node*x370
+    x385 = storage_write_bytes_per_s_per_node * x370
     x386 = numpy.minimum(storage_write_cap_bytes_per_s, x385)
-    x387 = x374/x386
-    x388 = ckpt_async*x387
-    x389 = checkpoint_bytes_per_param*x388
-    x390 = x375/host_copy_bytes_per_s_per_gpu
-    x391 = checkpoint_bytes_per_param*x390
-    x392 = ckpt_async*x391
-    x393 = ckpt_sync*x387
-    x394 = checkpoint_bytes_per_param*x393
-    x395 = ckpt_in_memory*(x377 + x391)
-    x396 = 2*x392 + 2*x394 + 2*x395
-    x397 = numpy.sqrt(x373*x396)
-    x398 = (1/2)*x368 + (1/2)*x371
+    x387 = x374 / x386
+    x388 = ckpt_async * x387
+    x389 = checkpoint_bytes_per_param * x388
+    x390 = x375 / host_copy_bytes_per_s_per_gpu
+    x391 = checkpoint_bytes_per_param * x390
+    x392 = ckpt_async * x391
+    x393 = ckpt_sync * x387
+    del x387
+    x394 = checkpoint_bytes_per_param * x393
+    x395 = ckpt_in_memory * (x377 + x391)
+    del x377, x391
+    x396 = 2 * x392 + 2 * x394 + 2 * x395
+    x397 = numpy.sqrt(x373 * x396)
+    x398 = 1 / 2 * x368 + 1 / 2 * x371
+    del x368, x371
     x399 = x392 + x394 + x395
-    x400 = x398*x399
+    x400 = x398 * x399
     x401 = numpy.sqrt(x400)
-    x402 = (1/9)*x400 + (1/3)*x401 + 1
-    x403 = numpy.greater(x373, (1/2)*x392 + (1/2)*x394 + (1/2)*x395)
-    x404 = numpy.where(x403, x397*x402 - x399, x373)
+    x402 = 1 / 9 * x400 + 1 / 3 * x401 + 1
+    del x400
+    x403 = numpy.greater(x373, 1 / 2 * x392 + 1 / 2 * x394 + 1 / 2 * x395)
+    del x392, x394, x395
+    x404 = numpy.where(x403, x397 * x402 - x399, x373)
     x405 = numpy.maximum(x389, x404)
-    x406 = x405**(-1.0)
+    x406 = x405 ** (-1.0)
     x407 = x399 + x405
-    x408 = numpy.exp(x372*x407)
+    x408 = numpy.exp(x372 * x407)
     x409 = x408 - 1
-    x410 = x176*x180
-    x411 = x334*x410
-    x412 = scale_out_bandwidth_bytes_per_s**(-2.0)
-    x413 = 2*x22*x29*zero3/dp**2
-    x414 = x27*x412*x413
-    x415 = x23*x412
-    x416 = x141*x148
-    x417 = x339*x416
-    x418 = x341*x416
-    x419 = x339*x418
-    x420 = -scale_out_bus_efficiency*x417 + scale_out_bus_efficiency*x419
-    x421 = x152*x345
-    x422 = scale_out_bus_efficiency*x421
-    x423 = x348*x422 - x422
-    x424 = x130*x350
-    x425 = x164*x169
-    x426 = x166*x412
-    x427 = x353*x425
-    x428 = -x425*x426 + x426*x427
-    x429 = dp_overlap*(numpy.where(numpy.greater(x255, 0), 0, numpy.where(numpy.equal(x255, 0), 1/2, 1)))
-    x430 = -scale_out_bus_efficiency*x411 + x135*x415*x424 - x136*x415 + x175*(x420 + x423 + x428) + x30*x420 + x30*x423 + x30*x428 + x414*x429 - x414
-    x431 = x188*x430 + x430
-    x432 = checkpoint_bytes_per_param*x375
-    x433 = ckpt_in_memory*x432
-    x434 = x412*x433
-    x435 = x366*x367
-    x436 = x190*x435
-    x437 = tokens*x436
-    x438 = x384*x406
-    x439 = x409*x438
-    x440 = x437*x439
+    x410 = x176 * x180
+    del x176, x180
+    x411 = x334 * x410
+    del x334
+    x412 = scale_out_bandwidth_bytes_per_s ** (-2.0)
+    x413 = 2 * x22 * x29 * zero3 / dp ** 2
+    del x22, x29
+    x414 = x27 * x412 * x413
+    del x27
+    x415 = x23 * x412
+    del x23
+    x416 = x141 * x148
+    del x148
+    x417 = x339 * x416
+    x418 = x341 * x416
+    del x341, x416
+    x419 = x339 * x418
+    del x339
+    x420 = -scale_out_bus_efficiency * x417 + scale_out_bus_efficiency * x419
+    x421 = x152 * x345
+    del x345
+    x422 = scale_out_bus_efficiency * x421
+    x423 = x348 * x422 - x422
+    del x422
+    x424 = x130 * x350
+    x425 = x164 * x169
+    x426 = x166 * x412
+    del x166
+    x427 = x353 * x425
+    x428 = -x425 * x426 + x426 * x427
+    del x426
+    x429 = dp_overlap * numpy.where(numpy.greater(x255, 0), 0, numpy.where(numpy.equal(x255, 0), 1 / 2, 1))
+    del x255
+    x430 = -scale_out_bus_efficiency * x411 + x135 * x415 * x424 - x136 * x415 + x175 * (x420 + x423 + x428) + x30 * x420 + x30 * x423 + x30 * x428 + x414 * x429 - x414
+    del x135, x136, x414, x415, x420, x423, x428
+    x431 = x188 * x430 + x430
+    del x430
+    x432 = checkpoint_bytes_per_param * x375
+    del x375
+    x433 = ckpt_in_memory * x432
+    x434 = x412 * x433
+    x435 = x366 * x367
+    x436 = x190 * x435
+    x437 = tokens * x436
+    x438 = x384 * x406
+    x439 = x409 * x438
+    x440 = x437 * x439
     x441 = x389 - x404
-    x442 = (numpy.where(numpy.greater(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1/2, 1)))
-    x443 = (1/9)*x398
-    x444 = (1/6)*x401/x399
-    x445 = x396**(-1.0)
-    x446 = x397*x402
-    x447 = x445*x446
-    x448 = numpy.where(x403, x397*(-x434*x443 - x434*x444) - x434*x447 + x434, 0)
-    x449 = x373*x384*x409*x437/x405**2
-    x450 = x442*x448*x449
-    x451 = -x434 + x442*x448
-    x452 = -tokens*x190*x366*x367*x384*x406*x408*x451 - tokens*x366*x367*x373*x384*x406*x409*x431 + x434*x440 + x450
-    x453 = x191*x208*x405*numpy.exp(-x383)/(tokens*x409)
-    x454 = x372*x453
-    x455 = scale_out_bus_efficiency**(-2.0)
-    x456 = x455*x6
-    x457 = bytes_per_element*x413*x456*x5
-    x458 = grad_comm_bytes_per_param*x24*x455
-    x459 = -scale_out_bandwidth_bytes_per_s*x417 + scale_out_bandwidth_bytes_per_s*x419
-    x460 = scale_out_bandwidth_bytes_per_s*x421
-    x461 = x348*x460 - x460
-    x462 = x178*x456
-    x463 = -x425*x462 + x427*x462
-    x464 = -scale_out_bandwidth_bytes_per_s*x411 - x130*x458 + x175*(x459 + x461 + x463) + x30*x459 + x30*x461 + x30*x463 + x424*x458 + x429*x457 - x457
-    x465 = x188*x464 + x464
-    x466 = -cp_intra*stage_layers*x147 + x342
-    x467 = 2*tp_intra_ranks - 2
-    x468 = -stage_layers*x168*x467 + x169*x353*x467
-    x469 = x154*x158
-    x470 = -4*ep_intra*moe_layers*stage_layers*x10*x153 + ep_intra*x348*x469
-    x471 = 2*x126 - 2
-    x472 = x175*(-x466 - x468 - x470) - x30*x466 - x30*x468 - x30*x470 + x333 - x350*x471 + x471
-    x473 = x188*x472 + x472
-    x474 = -stage_layers*x141*x147 + x418
-    x475 = -stage_layers*x164*x168 + x427
-    x476 = -4*moe_layers*stage_layers*x10*x152*x153 + x152*x348*x469
-    x477 = x32*x5
-    x478 = x130 + x175*(-x474 - x475 - x476) - x30*x474 - x30*x475 - x30*x476 + x410 - x424 - x429*x477 + x477
-    x479 = x188*x478 + x478
-    x480 = (numpy.where(numpy.less(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1/2, 1)))
-    x481 = checkpoint_bytes_per_param*x374
-    x482 = x370*x481*(numpy.where(numpy.less(storage_write_cap_bytes_per_s - x385, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x385, 0), 1/2, 1)))/x386**2
-    x483 = ckpt_sync*x482
-    x484 = ckpt_async*x480*x482 - x442*numpy.where(x403, x397*(-x443*x483 - x444*x483) - x447*x483 + x483, 0)
-    x485 = x449*x484
-    x486 = x408*x437*x438
-    x487 = x486*(-x483 - x484)
+    del x389, x404
+    x442 = numpy.where(numpy.greater(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1 / 2, 1))
+    x443 = 1 / 9 * x398
+    x444 = 1 / 6 * x401 / x399
+    x445 = x396 ** (-1.0)
+    del x396
+    x446 = x397 * x402
+    x447 = x445 * x446
+    x448 = numpy.where(x403, x397 * (-x434 * x443 - x434 * x444) - x434 * x447 + x434, 0)
+    x449 = x373 * x384 * x409 * x437 / x405 ** 2
+    x450 = x442 * x448 * x449
+    x451 = -x434 + x442 * x448
+    del x448
+    x452 = -tokens * x190 * x366 * x367 * x384 * x406 * x408 * x451 - tokens * x366 * x367 * x373 * x384 * x406 * x409 * x431 + x434 * x440 + x450
+    del x434
+    x453 = x191 * x208 * x405 * numpy.exp(-x383) / (tokens * x409)
+    del x208, x383, x405
+    x454 = x372 * x453
+    x455 = scale_out_bus_efficiency ** (-2.0)
+    x456 = x455 * x6
+    del x6
+    x457 = bytes_per_element * x413 * x456 * x5
+    del x413
+    x458 = grad_comm_bytes_per_param * x24 * x455
+    del x24, x455
+    x459 = -scale_out_bandwidth_bytes_per_s * x417 + scale_out_bandwidth_bytes_per_s * x419
+    del x417, x419
+    x460 = scale_out_bandwidth_bytes_per_s * x421
+    del x421
+    x461 = x348 * x460 - x460
+    del x460
+    x462 = x178 * x456
+    del x178, x456
+    x463 = -x425 * x462 + x427 * x462
+    del x425, x462
+    x464 = -scale_out_bandwidth_bytes_per_s * x411 - x130 * x458 + x175 * (x459 + x461 + x463) + x30 * x459 + x30 * x461 + x30 * x463 + x424 * x458 + x429 * x457 - x457
+    del x411, x457, x458, x459, x461, x463
+    x465 = x188 * x464 + x464
+    del x464
+    x466 = -cp_intra * stage_layers * x147 + x342
+    del x342
+    x467 = 2 * tp_intra_ranks - 2
+    x468 = -stage_layers * x168 * x467 + x169 * x353 * x467
+    del x169, x353, x467
+    x469 = x154 * x158
+    del x154, x158
+    x470 = -4 * ep_intra * moe_layers * stage_layers * x10 * x153 + ep_intra * x348 * x469
+    x471 = 2 * x126 - 2
+    del x126
+    x472 = x175 * (-x466 - x468 - x470) - x30 * x466 - x30 * x468 - x30 * x470 + x333 - x350 * x471 + x471
+    del x333, x350, x466, x468, x470, x471
+    x473 = x188 * x472 + x472
+    del x472
+    x474 = -stage_layers * x141 * x147 + x418
+    del x141, x147, x418
+    x475 = -stage_layers * x164 * x168 + x427
+    del x164, x168, x427
+    x476 = -4 * moe_layers * stage_layers * x10 * x152 * x153 + x152 * x348 * x469
+    del x10, x152, x153, x348, x469
+    x477 = x32 * x5
+    del x32, x5
+    x478 = x130 + x175 * (-x474 - x475 - x476) - x30 * x474 - x30 * x475 - x30 * x476 + x410 - x424 - x429 * x477 + x477
+    del x130, x410, x424, x429, x474, x475, x476, x477
+    x479 = x188 * x478 + x478
+    del x188, x478
+    x480 = numpy.where(numpy.less(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1 / 2, 1))
+    del x441
+    x481 = checkpoint_bytes_per_param * x374
+    del x374
+    x482 = x370 * x481 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x385, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x385, 0), 1 / 2, 1)) / x386 ** 2
+    del x385, x386
+    x483 = ckpt_sync * x482
+    x484 = ckpt_async * x480 * x482 - x442 * numpy.where(x403, x397 * (-x443 * x483 - x444 * x483) - x447 * x483 + x483, 0)
+    del x447, x482
+    x485 = x449 * x484
+    x486 = x408 * x437 * x438
+    del x408, x438
+    x487 = x486 * (-x483 - x484)
+    del x483, x484
     x488 = x485 + x487
-    x489 = checkpoint_bytes_per_param*x372
-    x490 = x380*(numpy.where(numpy.less(storage_read_cap_bytes_per_s - x378, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x378, 0), 1/2, 1)))/x379**2
-    x491 = host_copy_bytes_per_s_per_gpu**(-2.0)
-    x492 = ckpt_async*x432*x491
-    x493 = x433*x491
+    x489 = checkpoint_bytes_per_param * x372
+    x490 = x380 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x378, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x378, 0), 1 / 2, 1)) / x379 ** 2
+    del x379, x380
+    x491 = host_copy_bytes_per_s_per_gpu ** (-2.0)
+    x492 = ckpt_async * x432 * x491
+    del x432
+    x493 = x433 * x491
+    del x433, x491
     x494 = x492 + x493
     x495 = -x494
-    x496 = (1/2)*x446
-    x497 = numpy.where(x403, x397*(x443*x495 + x444*x495) + x445*x496*(-2*x492 - 2*x493) + x494, 0)
-    x498 = x442*x449*x497
-    x499 = x486*(x442*x497 - x494)
+    x496 = 1 / 2 * x446
+    del x446
+    x497 = numpy.where(x403, x397 * (x443 * x495 + x444 * x495) + x445 * x496 * (-2 * x492 - 2 * x493) + x494, 0)
+    del x492, x493, x495
+    x498 = x442 * x449 * x497
+    x499 = x486 * (x442 * x497 - x494)
+    del x494, x497
     x500 = -x498 + x499
-    x501 = x372**(-2.0)
-    x502 = gpu_mtbf_s**(-2.0)
-    x503 = gpus*x502
-    x504 = x501*x503
-    x505 = x373*x503
-    x506 = x442*numpy.where(x403, x397*(-1/18*x399*x503 - 1/12*x401*x503/x398) + x496*x505, x504)
-    x507 = x449*x506
-    x508 = x373*x486*(x372*x506 - x407*x503)
-    x509 = -x382*x440*x505 + x440*x504 - x507 + x508
-    x510 = x0**(-1.0)
-    x511 = pause_duration_s*x1*x510
-    x512 = gpus*x511
-    x513 = x191*x512
-    x514 = x171*x175 + x171*x30
-    x515 = step_time_cv*x187*x514 + x514
+    x501 = x372 ** (-2.0)
+    x502 = gpu_mtbf_s ** (-2.0)
+    x503 = gpus * x502
+    x504 = x501 * x503
+    x505 = x373 * x503
+    x506 = x442 * numpy.where(x403, x397 * (-1 / 18 * x399 * x503 - 1 / 12 * x401 * x503 / x398) + x496 * x505, x504)
+    del x398, x399, x401, x496
+    x507 = x449 * x506
+    x508 = x373 * x486 * (x372 * x506 - x407 * x503)
+    del x407, x503, x506
+    x509 = -x382 * x440 * x505 + x440 * x504 - x507 + x508
+    del x504, x505
+    x510 = x0 ** (-1.0)
+    del x0
+    x511 = pause_duration_s * x1 * x510
+    x512 = gpus * x511
+    x513 = x191 * x512
+    x514 = x171 * x175 + x171 * x30
+    del x171, x175, x30
+    x515 = step_time_cv * x187 * x514 + x514
+    del x514
     x516 = -x515
     x517 = x125 + x140
-    x518 = step_time_cv*x187*x517 + x517
+    del x125, x140
+    x518 = step_time_cv * x187 * x517 + x517
+    del x517
     x519 = -x518
-    x520 = x440*(ckpt_in_memory*x376 + x381)
-    x521 = ckpt_async*x390
-    x522 = ckpt_in_memory*(x376 + x390)
+    x520 = x440 * (ckpt_in_memory * x376 + x381)
+    del x381
+    x521 = ckpt_async * x390
+    x522 = ckpt_in_memory * (x376 + x390)
+    del x376, x390
     x523 = x393 + x521 + x522
-    x524 = x388*x480 + x442*numpy.where(x403, (1/2)*x397*x402*x445*(2*x393 + 2*x521 + 2*x522) + x397*(x443*x523 + x444*x523) - x523, 0)
-    x525 = -x449*x524
-    x526 = x486*(x523 + x524)
+    x524 = x388 * x480 + x442 * numpy.where(x403, 1 / 2 * x397 * x402 * x445 * (2 * x393 + 2 * x521 + 2 * x522) + x397 * (x443 * x523 + x444 * x523) - x523, 0)
+    del x388, x393, x397, x402, x403, x442, x443, x444, x445, x480, x521, x522
+    x525 = -x449 * x524
+    del x449
+    x526 = x486 * (x523 + x524)
+    del x523, x524
     x527 = x520 + x525 + x526
-    x528 = x373*x439
-    x529 = x436*x528
-    x530 = gpus*x529
-    x531 = 0.000277777777777778*price_usd_per_gpu_hour*(1 - use_tco)
-    x532 = x530*x531
-    x533 = 3.16880878140289e-8*opex_fraction_per_year
-    x534 = capex_usd_per_gpu*x533
-    x535 = x530*x534
-    x536 = lifetime_s**(-1.0)
-    x537 = gpus*x536
-    x538 = capex_usd_per_gpu*x537
-    x539 = x529*x538
+    x528 = x373 * x439
+    del x439
+    x529 = x436 * x528
+    x530 = gpus * x529
+    x531 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
+    x532 = x530 * x531
+    x533 = 3.16880878140289e-08 * opex_fraction_per_year
+    x534 = capex_usd_per_gpu * x533
+    x535 = x530 * x534
+    del x530
+    x536 = lifetime_s ** (-1.0)
+    x537 = gpus * x536
+    x538 = capex_usd_per_gpu * x537
+    x539 = x529 * x538
     x540 = network_power_per_node_w + node_overhead_power_w
-    x541 = x370*x540
+    x541 = x370 * x540
     x542 = -idle_power_w + max_power_w
-    x543 = x124*x191
-    x544 = idle_power_w + x542*x543
-    x545 = gpus*(idle_power_w*(x190*x366*x367*x373*x384*x406*x409 - x436) + x436*x544) + x529*x541
-    x546 = 2.77777777777778e-7*electricity_usd_per_kwh
-    x547 = pue*x546
-    x548 = x437*x528
-    x549 = gpus*x548
-    x550 = gpus*(idle_power_w*(tokens*x190*x366*x367*x373*x384*x406*x409 - x437) + x437*x544) + x541*x548
-    x551 = pue*x550
-    x552 = x546*x551
-    x553 = (use_tco*(x534*x549 + x538*x548 + x552) + x531*x549)**(-1.0)
-    x554 = tokens*x553
-    x555 = tokens*x435
-    x556 = x259*x555
-    x557 = x528*x556
-    x558 = gpus*x557
-    x559 = x191*x542
-    x560 = x124*x542/x190**2
-    x561 = gpus*(idle_power_w*(tokens*x259*x366*x367*x373*x384*x406*x409 - x556) + x437*(x251*x559 - x259*x560) + x544*x556) + x541*x557
-    x562 = x271*x555
-    x563 = x528*x562
-    x564 = gpus*x563
-    x565 = gpus*(idle_power_w*(tokens*x271*x366*x367*x373*x384*x406*x409 - x562) + x437*(x268*x559 - x271*x560) + x544*x562) + x541*x563
-    x566 = x285*x555
-    x567 = x528*x566
-    x568 = gpus*x567
-    x569 = gpus*(idle_power_w*(tokens*x285*x366*x367*x373*x384*x406*x409 - x566) + x437*(x282*x559 + x284*x560) + x544*x566) + x541*x567
-    x570 = x314*x555
-    x571 = x528*x570
-    x572 = gpus*x571
-    x573 = gpus*(idle_power_w*(tokens*x314*x366*x367*x373*x384*x406*x409 - x570) + x437*(x311*x559 - x314*x560) + x544*x570) + x541*x571
-    x574 = x332*x555
-    x575 = x528*x574
-    x576 = gpus*x575
-    x577 = gpus*(idle_power_w*(tokens*x332*x366*x367*x373*x384*x406*x409 - x574) + x437*(x329*x559 - x332*x560) + x544*x574) + x541*x575
-    x578 = x356*x555
-    x579 = x528*x578
-    x580 = gpus*x579
-    x581 = x123*x28*x367*x7
-    x582 = tokens*x581
-    x583 = x559*x582
-    x584 = gpus*(idle_power_w*(tokens*x356*x366*x367*x373*x384*x406*x409 - x578) - x356*x583 + x544*x578) + x541*x579
-    x585 = x365*x555
-    x586 = x528*x585
-    x587 = gpus*x586
-    x588 = gpus*(idle_power_w*(tokens*x365*x366*x367*x373*x384*x406*x409 - x585) - x365*x583 + x544*x585) + x541*x586
-    x589 = x431*x555
-    x590 = x528*x589
-    x591 = gpus*x531
-    x592 = ckpt_in_memory*x412*x481
-    x593 = x440*x592
-    x594 = x451*x486
-    x595 = gpus*x534
-    x596 = capex_usd_per_gpu*x536
-    x597 = x369*x440*x540
-    x598 = gpus*(idle_power_w*(-x452 - x589) - x431*x583 + x544*x589) - x450*x541 + x541*x590 + x541*x594 - x592*x597
-    x599 = x465*x555
-    x600 = x528*x599
-    x601 = gpus*(idle_power_w*(tokens*x366*x367*x373*x384*x406*x409*x465 - x599) - x465*x583 + x544*x599) + x541*x600
-    x602 = x473*x555
-    x603 = x528*x602
-    x604 = gpus*(idle_power_w*(tokens*x366*x367*x373*x384*x406*x409*x473 - x602) - x473*x583 + x544*x602) + x541*x603
-    x605 = x479*x555
-    x606 = x528*x605
-    x607 = gpus*(idle_power_w*(tokens*x366*x367*x373*x384*x406*x409*x479 - x605) - x479*x583 + x544*x605) + x541*x606
-    x608 = use_tco*x553
-    x609 = gpus*idle_power_w
-    x610 = x609*(x437*(1 - x543) - x437 + x548)
-    x611 = gpus*max_power_w*x581
-    x612 = use_tco*x554
-    x613 = x547*x612
-    x614 = x370*x529
-    x615 = x613*x614
-    x616 = x485*x541 + x487*x541 + x488*x609
-    x617 = gpus**2
-    x618 = checkpoint_bytes_per_param*x440*x490*x617
-    x619 = x369*x618
-    x620 = -idle_power_w*x619 - x540*x618/gpus_per_node**2
-    x621 = -x498*x541 + x499*x541 + x500*x609
-    x622 = x537*x548
-    x623 = x552*x608
-    x624 = x502*x617
-    x625 = x501*x624
-    x626 = x440*x625
-    x627 = x382*x548*x624
-    x628 = x369*x540
-    x629 = -x507*x541 + x508*x541 + x509*x609 + x597*x625 - x627*x628
-    x630 = gpus*x440
-    x631 = x440*x541 + x440*x609
-    x632 = x183*x187
-    x633 = x555*x632
-    x634 = x528*x633
-    x635 = gpus*(idle_power_w*(tokens*x183*x187*x366*x367*x373*x384*x406*x409 - x633) + x544*x633 - x583*x632) + x541*x634
-    x636 = x511*x528*x555*x617
-    x637 = x512*x555
-    x638 = gpus*(idle_power_w*(gpus*pause_duration_s*tokens*x1*x366*x367*x373*x384*x406*x409*x510 - x637) - x513*x542*x582 + x544*x637) + x628*x636
-    x639 = x3*x555
-    x640 = x528*x639
-    x641 = gpus*(idle_power_w*(tokens*x3*x366*x367*x373*x384*x406*x409 - x639) + x2*x583 + x544*x639) + x541*x640
-    x642 = x516*x555
-    x643 = x528*x642
-    x644 = gpus*(idle_power_w*(tokens*x366*x367*x373*x384*x406*x409*x516 - x642) + x515*x583 + x544*x642) + x541*x643
-    x645 = x519*x555
-    x646 = x528*x645
-    x647 = gpus*(idle_power_w*(tokens*x366*x367*x373*x384*x406*x409*x519 - x645) + x518*x583 + x544*x645) + x541*x646
-    x648 = x520*x541 + x525*x541 + x526*x541 + x527*x609
-    x649 = x550**(-1.0)
-    x650 = tokens*x649
-    x651 = x614*x650
-    x652 = embodied_kg_per_gpu*x537
-    x653 = x529*x652
-    x654 = 2.77777777777778e-10*grid_intensity_g_per_kwh
-    x655 = pue*x654
-    x656 = x551*x654
-    x657 = (embodied_kg_per_gpu*x622 + x656)**(-1.0)
-    x658 = tokens*x657
-    x659 = embodied_kg_per_gpu*x536
-    x660 = x655*x658
-    x661 = x614*x660
-    x662 = x653*x658
-    x663 = x656*x657
-    return [1, peak_flops_per_s*x191*x259, gemm_max_efficiency*x191*x271, gemm_half_efficiency_dim*x191*x285, hbm_bandwidth_bytes_per_s*x191*x314, hbm_efficiency*x191*x332, scale_up_bandwidth_bytes_per_s*x191*x356, scale_up_bus_efficiency*x191*x365, -scale_out_bandwidth_bytes_per_s*x452*x454, scale_out_bus_efficiency*x191*x465, intra_latency_s*x191*x473, inter_latency_s*x191*x479, 0, 0, 0, 0, storage_write_bytes_per_s_per_node*x454*x488, -x378*x489*x490, host_copy_bytes_per_s_per_gpu*x454*x500, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s*x454*x509, restart_overhead_s*x372, x189*x191, pause_probability*x513, x191*x4, tp_overlap*x191*x516, dp_overlap*x191*x519, x453*x489*x527, x554*(use_tco*(x535 + x539 + x545*x547) + x532), peak_flops_per_s*x553*(use_tco*(x534*x558 + x538*x557 + x547*x561) + x531*x558), gemm_max_efficiency*x553*(use_tco*(x534*x564 + x538*x563 + x547*x565) + x531*x564), gemm_half_efficiency_dim*x553*(use_tco*(x534*x568 + x538*x567 + x547*x569) + x531*x568), hbm_bandwidth_bytes_per_s*x553*(use_tco*(x534*x572 + x538*x571 + x547*x573) + x531*x572), hbm_efficiency*x553*(use_tco*(x534*x576 + x538*x575 + x547*x577) + x531*x576), scale_up_bandwidth_bytes_per_s*x553*(use_tco*(x534*x580 + x538*x579 + x547*x584) + x531*x580), scale_up_bus_efficiency*x553*(use_tco*(x534*x587 + x538*x586 + x547*x588) + x531*x587), scale_out_bandwidth_bytes_per_s*x553*(use_tco*(-x450*x538 - x450*x595 - x534*x593 + x538*x590 + x538*x594 + x547*x598 + x590*x595 - x593*x596 + x594*x595) - x450*x591 - x531*x593 + x590*x591 + x591*x594), scale_out_bus_efficiency*x553*(use_tco*(x538*x600 + x547*x601 + x595*x600) + x591*x600), intra_latency_s*x553*(use_tco*(x538*x603 + x547*x604 + x595*x603) + x591*x603), inter_latency_s*x553*(use_tco*(x538*x606 + x547*x607 + x595*x606) + x591*x606), x547*x608*x610, x611*x613, node_overhead_power_w*x615, network_power_per_node_w*x615, storage_write_bytes_per_s_per_node*x553*(use_tco*(x485*x538 + x485*x595 + x487*x538 + x487*x595 + x547*x616) + x485*x591 + x487*x591), storage_read_bytes_per_s_per_node*x553*(use_tco*(2.77777777777778e-7*electricity_usd_per_kwh*pue*x620 - x534*x619 - x596*x619) - x531*x619), host_copy_bytes_per_s_per_gpu*x553*(use_tco*(-x498*x538 - x498*x595 + x499*x538 + x499*x595 + x547*x621) - x498*x591 + x499*x591), x532*x554, capex_usd_per_gpu*x608*(x533*x549 + x622), -x539*x612, x535*x612, 0, x623, x623, 0, gpu_mtbf_s*x553*(use_tco*(-x507*x538 - x507*x595 + x508*x538 + x508*x595 + x534*x626 - x534*x627 + x547*x629 + x596*x626 - x596*x627) - x507*x591 + x508*x591 + x531*x626 - x531*x627), restart_overhead_s*x553*(use_tco*(x440*x538 + x534*x630 + x547*x631) + x531*x630), step_time_cv*x553*(use_tco*(x538*x634 + x547*x635 + x595*x634) + x591*x634), pause_probability*x553*(use_tco*(x534*x636 + x547*x638 + x596*x636) + x531*x636), pause_duration_s*x553*(use_tco*(x538*x640 + x547*x641 + x595*x640) + x591*x640), tp_overlap*x553*(use_tco*(x538*x643 + x547*x644 + x595*x643) + x591*x643), dp_overlap*x553*(use_tco*(x538*x646 + x547*x647 + x595*x646) + x591*x646), checkpoint_bytes_per_param*x553*(use_tco*(x520*x538 + x520*x595 + x525*x538 + x525*x595 + x526*x538 + x526*x595 + x547*x648) + x520*x591 + x525*x591 + x526*x591), x545*x650, peak_flops_per_s*x561*x649, gemm_max_efficiency*x565*x649, gemm_half_efficiency_dim*x569*x649, hbm_bandwidth_bytes_per_s*x573*x649, hbm_efficiency*x577*x649, scale_up_bandwidth_bytes_per_s*x584*x649, scale_up_bus_efficiency*x588*x649, scale_out_bandwidth_bytes_per_s*x598*x649, scale_out_bus_efficiency*x601*x649, intra_latency_s*x604*x649, inter_latency_s*x607*x649, x610*x649, x611*x650, node_overhead_power_w*x651, network_power_per_node_w*x651, storage_write_bytes_per_s_per_node*x616*x649, storage_read_bytes_per_s_per_node*x620*x649, host_copy_bytes_per_s_per_gpu*x621*x649, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s*x629*x649, restart_overhead_s*x631*x649, step_time_cv*x635*x649, pause_probability*x638*x649, pause_duration_s*x641*x649, tp_overlap*x644*x649, dp_overlap*x647*x649, checkpoint_bytes_per_param*x648*x649, x658*(x545*x655 + x653), peak_flops_per_s*x657*(x557*x652 + x561*x655), gemm_max_efficiency*x657*(x563*x652 + x565*x655), gemm_half_efficiency_dim*x657*(x567*x652 + x569*x655), hbm_bandwidth_bytes_per_s*x657*(x571*x652 + x573*x655), hbm_efficiency*x657*(x575*x652 + x577*x655), scale_up_bandwidth_bytes_per_s*x657*(x579*x652 + x584*x655), scale_up_bus_efficiency*x657*(x586*x652 + x588*x655), scale_out_bandwidth_bytes_per_s*x657*(-x450*x652 + x590*x652 - x593*x659 + x594*x652 + x598*x655), scale_out_bus_efficiency*x657*(x600*x652 + x601*x655), intra_latency_s*x657*(x603*x652 + x604*x655), inter_latency_s*x657*(x606*x652 + x607*x655), x610*x655*x657, x611*x660, node_overhead_power_w*x661, network_power_per_node_w*x661, storage_write_bytes_per_s_per_node*x657*(x485*x652 + x487*x652 + x616*x655), storage_read_bytes_per_s_per_node*x657*(2.77777777777778e-10*grid_intensity_g_per_kwh*pue*x620 - x619*x659), host_copy_bytes_per_s_per_gpu*x657*(-x498*x652 + x499*x652 + x621*x655), 0, 0, -x662, 0, x662, x663, 0, x663, gpu_mtbf_s*x657*(-x507*x652 + x508*x652 + x626*x659 - x627*x659 + x629*x655), restart_overhead_s*x657*(x440*x652 + x631*x655), step_time_cv*x657*(x634*x652 + x635*x655), pause_probability*x657*(x636*x659 + x638*x655), pause_duration_s*x657*(x640*x652 + x641*x655), tp_overlap*x657*(x643*x652 + x644*x655), dp_overlap*x657*(x646*x652 + x647*x655), checkpoint_bytes_per_param*x657*(x520*x652 + x525*x652 + x526*x652 + x648*x655)]
+    x543 = x124 * x191
+    x544 = idle_power_w + x542 * x543
+    x545 = gpus * (idle_power_w * (x190 * x366 * x367 * x373 * x384 * x406 * x409 - x436) + x436 * x544) + x529 * x541
+    del x436
+    x546 = 2.77777777777778e-07 * electricity_usd_per_kwh
+    x547 = pue * x546
+    x548 = x437 * x528
+    x549 = gpus * x548
+    x550 = gpus * (idle_power_w * (tokens * x190 * x366 * x367 * x373 * x384 * x406 * x409 - x437) + x437 * x544) + x541 * x548
+    x551 = pue * x550
+    x552 = x546 * x551
+    del x546
+    x553 = (use_tco * (x534 * x549 + x538 * x548 + x552) + x531 * x549) ** (-1.0)
+    x554 = tokens * x553
+    x555 = tokens * x435
+    del x435
+    x556 = x259 * x555
+    x557 = x528 * x556
+    x558 = gpus * x557
+    x559 = x191 * x542
+    x560 = x124 * x542 / x190 ** 2
+    del x124, x190
+    x561 = gpus * (idle_power_w * (tokens * x259 * x366 * x367 * x373 * x384 * x406 * x409 - x556) + x437 * (x251 * x559 - x259 * x560) + x544 * x556) + x541 * x557
+    del x251, x556
+    x562 = x271 * x555
+    x563 = x528 * x562
+    x564 = gpus * x563
+    x565 = gpus * (idle_power_w * (tokens * x271 * x366 * x367 * x373 * x384 * x406 * x409 - x562) + x437 * (x268 * x559 - x271 * x560) + x544 * x562) + x541 * x563
+    del x268, x562
+    x566 = x285 * x555
+    x567 = x528 * x566
+    x568 = gpus * x567
+    x569 = gpus * (idle_power_w * (tokens * x285 * x366 * x367 * x373 * x384 * x406 * x409 - x566) + x437 * (x282 * x559 + x284 * x560) + x544 * x566) + x541 * x567
+    del x282, x284, x566
+    x570 = x314 * x555
+    x571 = x528 * x570
+    x572 = gpus * x571
+    x573 = gpus * (idle_power_w * (tokens * x314 * x366 * x367 * x373 * x384 * x406 * x409 - x570) + x437 * (x311 * x559 - x314 * x560) + x544 * x570) + x541 * x571
+    del x311, x570
+    x574 = x332 * x555
+    x575 = x528 * x574
+    x576 = gpus * x575
+    x577 = gpus * (idle_power_w * (tokens * x332 * x366 * x367 * x373 * x384 * x406 * x409 - x574) + x437 * (x329 * x559 - x332 * x560) + x544 * x574) + x541 * x575
+    del x329, x560, x574
+    x578 = x356 * x555
+    x579 = x528 * x578
+    x580 = gpus * x579
+    x581 = x123 * x28 * x367 * x7
+    del x123, x28, x7
+    x582 = tokens * x581
+    x583 = x559 * x582
+    del x559
+    x584 = gpus * (idle_power_w * (tokens * x356 * x366 * x367 * x373 * x384 * x406 * x409 - x578) - x356 * x583 + x544 * x578) + x541 * x579
+    del x578
+    x585 = x365 * x555
+    x586 = x528 * x585
+    x587 = gpus * x586
+    x588 = gpus * (idle_power_w * (tokens * x365 * x366 * x367 * x373 * x384 * x406 * x409 - x585) - x365 * x583 + x544 * x585) + x541 * x586
+    del x585
+    x589 = x431 * x555
+    x590 = x528 * x589
+    x591 = gpus * x531
+    x592 = ckpt_in_memory * x412 * x481
+    del x412, x481
+    x593 = x440 * x592
+    x594 = x451 * x486
+    del x451, x486
+    x595 = gpus * x534
+    x596 = capex_usd_per_gpu * x536
+    x597 = x369 * x440 * x540
+    x598 = gpus * (idle_power_w * (-x452 - x589) - x431 * x583 + x544 * x589) - x450 * x541 + x541 * x590 + x541 * x594 - x592 * x597
+    del x431, x589, x592
+    x599 = x465 * x555
+    x600 = x528 * x599
+    x601 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x465 - x599) - x465 * x583 + x544 * x599) + x541 * x600
+    del x599
+    x602 = x473 * x555
+    x603 = x528 * x602
+    x604 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x473 - x602) - x473 * x583 + x544 * x602) + x541 * x603
+    del x602
+    x605 = x479 * x555
+    x606 = x528 * x605
+    x607 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x479 - x605) - x479 * x583 + x544 * x605) + x541 * x606
+    del x605
+    x608 = use_tco * x553
+    x609 = gpus * idle_power_w
+    x610 = x609 * (x437 * (1 - x543) - x437 + x548)
+    del x437, x543
+    x611 = gpus * max_power_w * x581
+    del x581
+    x612 = use_tco * x554
+    x613 = x547 * x612
+    x614 = x370 * x529
+    del x370
+    x615 = x613 * x614
+    x616 = x485 * x541 + x487 * x541 + x488 * x609
+    x617 = gpus ** 2
+    x618 = checkpoint_bytes_per_param * x440 * x490 * x617
+    x619 = x369 * x618
+    x620 = -idle_power_w * x619 - x540 * x618 / gpus_per_node ** 2
+    del x618
+    x621 = -x498 * x541 + x499 * x541 + x500 * x609
+    x622 = x537 * x548
+    x623 = x552 * x608
+    del x552
+    x624 = x502 * x617
+    del x502
+    x625 = x501 * x624
+    del x501
+    x626 = x440 * x625
+    x627 = x382 * x548 * x624
+    del x382, x548, x624
+    x628 = x369 * x540
+    del x369, x540
+    x629 = -x507 * x541 + x508 * x541 + x509 * x609 + x597 * x625 - x627 * x628
+    del x597, x625
+    x630 = gpus * x440
+    x631 = x440 * x541 + x440 * x609
+    x632 = x183 * x187
+    x633 = x555 * x632
+    x634 = x528 * x633
+    x635 = gpus * (idle_power_w * (tokens * x183 * x187 * x366 * x367 * x373 * x384 * x406 * x409 - x633) + x544 * x633 - x583 * x632) + x541 * x634
+    del x183, x187, x632, x633
+    x636 = x511 * x528 * x555 * x617
+    del x511, x617
+    x637 = x512 * x555
+    del x512
+    x638 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x366 * x367 * x373 * x384 * x406 * x409 * x510 - x637) - x513 * x542 * x582 + x544 * x637) + x628 * x636
+    del x1, x510, x542, x582, x628, x637
+    x639 = x3 * x555
+    x640 = x528 * x639
+    x641 = gpus * (idle_power_w * (tokens * x3 * x366 * x367 * x373 * x384 * x406 * x409 - x639) + x2 * x583 + x544 * x639) + x541 * x640
+    del x2, x3, x639
+    x642 = x516 * x555
+    x643 = x528 * x642
+    x644 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x516 - x642) + x515 * x583 + x544 * x642) + x541 * x643
+    del x515, x642
+    x645 = x519 * x555
+    del x555
+    x646 = x528 * x645
+    del x528
+    x647 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x519 - x645) + x518 * x583 + x544 * x645) + x541 * x646
+    del x366, x367, x373, x384, x406, x409, x518, x544, x583, x645
+    x648 = x520 * x541 + x525 * x541 + x526 * x541 + x527 * x609
+    del x541, x609
+    x649 = x550 ** (-1.0)
+    del x550
+    x650 = tokens * x649
+    x651 = x614 * x650
+    x652 = embodied_kg_per_gpu * x537
+    del x537
+    x653 = x529 * x652
+    del x529
+    x654 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
+    x655 = pue * x654
+    x656 = x551 * x654
+    del x551, x654
+    x657 = (embodied_kg_per_gpu * x622 + x656) ** (-1.0)
+    x658 = tokens * x657
+    x659 = embodied_kg_per_gpu * x536
+    del x536
+    x660 = x655 * x658
+    x661 = x614 * x660
+    del x614
+    x662 = x653 * x658
+    x663 = x656 * x657
+    del x656
+    return [1, peak_flops_per_s * x191 * x259, gemm_max_efficiency * x191 * x271, gemm_half_efficiency_dim * x191 * x285, hbm_bandwidth_bytes_per_s * x191 * x314, hbm_efficiency * x191 * x332, scale_up_bandwidth_bytes_per_s * x191 * x356, scale_up_bus_efficiency * x191 * x365, -scale_out_bandwidth_bytes_per_s * x452 * x454, scale_out_bus_efficiency * x191 * x465, intra_latency_s * x191 * x473, inter_latency_s * x191 * x479, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x454 * x488, -x378 * x489 * x490, host_copy_bytes_per_s_per_gpu * x454 * x500, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x454 * x509, restart_overhead_s * x372, x189 * x191, pause_probability * x513, x191 * x4, tp_overlap * x191 * x516, dp_overlap * x191 * x519, x453 * x489 * x527, x554 * (use_tco * (x535 + x539 + x545 * x547) + x532), peak_flops_per_s * x553 * (use_tco * (x534 * x558 + x538 * x557 + x547 * x561) + x531 * x558), gemm_max_efficiency * x553 * (use_tco * (x534 * x564 + x538 * x563 + x547 * x565) + x531 * x564), gemm_half_efficiency_dim * x553 * (use_tco * (x534 * x568 + x538 * x567 + x547 * x569) + x531 * x568), hbm_bandwidth_bytes_per_s * x553 * (use_tco * (x534 * x572 + x538 * x571 + x547 * x573) + x531 * x572), hbm_efficiency * x553 * (use_tco * (x534 * x576 + x538 * x575 + x547 * x577) + x531 * x576), scale_up_bandwidth_bytes_per_s * x553 * (use_tco * (x534 * x580 + x538 * x579 + x547 * x584) + x531 * x580), scale_up_bus_efficiency * x553 * (use_tco * (x534 * x587 + x538 * x586 + x547 * x588) + x531 * x587), scale_out_bandwidth_bytes_per_s * x553 * (use_tco * (-x450 * x538 - x450 * x595 - x534 * x593 + x538 * x590 + x538 * x594 + x547 * x598 + x590 * x595 - x593 * x596 + x594 * x595) - x450 * x591 - x531 * x593 + x590 * x591 + x591 * x594), scale_out_bus_efficiency * x553 * (use_tco * (x538 * x600 + x547 * x601 + x595 * x600) + x591 * x600), intra_latency_s * x553 * (use_tco * (x538 * x603 + x547 * x604 + x595 * x603) + x591 * x603), inter_latency_s * x553 * (use_tco * (x538 * x606 + x547 * x607 + x595 * x606) + x591 * x606), x547 * x608 * x610, x611 * x613, node_overhead_power_w * x615, network_power_per_node_w * x615, storage_write_bytes_per_s_per_node * x553 * (use_tco * (x485 * x538 + x485 * x595 + x487 * x538 + x487 * x595 + x547 * x616) + x485 * x591 + x487 * x591), storage_read_bytes_per_s_per_node * x553 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x620 - x534 * x619 - x596 * x619) - x531 * x619), host_copy_bytes_per_s_per_gpu * x553 * (use_tco * (-x498 * x538 - x498 * x595 + x499 * x538 + x499 * x595 + x547 * x621) - x498 * x591 + x499 * x591), x532 * x554, capex_usd_per_gpu * x608 * (x533 * x549 + x622), -x539 * x612, x535 * x612, 0, x623, x623, 0, gpu_mtbf_s * x553 * (use_tco * (-x507 * x538 - x507 * x595 + x508 * x538 + x508 * x595 + x534 * x626 - x534 * x627 + x547 * x629 + x596 * x626 - x596 * x627) - x507 * x591 + x508 * x591 + x531 * x626 - x531 * x627), restart_overhead_s * x553 * (use_tco * (x440 * x538 + x534 * x630 + x547 * x631) + x531 * x630), step_time_cv * x553 * (use_tco * (x538 * x634 + x547 * x635 + x595 * x634) + x591 * x634), pause_probability * x553 * (use_tco * (x534 * x636 + x547 * x638 + x596 * x636) + x531 * x636), pause_duration_s * x553 * (use_tco * (x538 * x640 + x547 * x641 + x595 * x640) + x591 * x640), tp_overlap * x553 * (use_tco * (x538 * x643 + x547 * x644 + x595 * x643) + x591 * x643), dp_overlap * x553 * (use_tco * (x538 * x646 + x547 * x647 + x595 * x646) + x591 * x646), checkpoint_bytes_per_param * x553 * (use_tco * (x520 * x538 + x520 * x595 + x525 * x538 + x525 * x595 + x526 * x538 + x526 * x595 + x547 * x648) + x520 * x591 + x525 * x591 + x526 * x591), x545 * x650, peak_flops_per_s * x561 * x649, gemm_max_efficiency * x565 * x649, gemm_half_efficiency_dim * x569 * x649, hbm_bandwidth_bytes_per_s * x573 * x649, hbm_efficiency * x577 * x649, scale_up_bandwidth_bytes_per_s * x584 * x649, scale_up_bus_efficiency * x588 * x649, scale_out_bandwidth_bytes_per_s * x598 * x649, scale_out_bus_efficiency * x601 * x649, intra_latency_s * x604 * x649, inter_latency_s * x607 * x649, x610 * x649, x611 * x650, node_overhead_power_w * x651, network_power_per_node_w * x651, storage_write_bytes_per_s_per_node * x616 * x649, storage_read_bytes_per_s_per_node * x620 * x649, host_copy_bytes_per_s_per_gpu * x621 * x649, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x629 * x649, restart_overhead_s * x631 * x649, step_time_cv * x635 * x649, pause_probability * x638 * x649, pause_duration_s * x641 * x649, tp_overlap * x644 * x649, dp_overlap * x647 * x649, checkpoint_bytes_per_param * x648 * x649, x658 * (x545 * x655 + x653), peak_flops_per_s * x657 * (x557 * x652 + x561 * x655), gemm_max_efficiency * x657 * (x563 * x652 + x565 * x655), gemm_half_efficiency_dim * x657 * (x567 * x652 + x569 * x655), hbm_bandwidth_bytes_per_s * x657 * (x571 * x652 + x573 * x655), hbm_efficiency * x657 * (x575 * x652 + x577 * x655), scale_up_bandwidth_bytes_per_s * x657 * (x579 * x652 + x584 * x655), scale_up_bus_efficiency * x657 * (x586 * x652 + x588 * x655), scale_out_bandwidth_bytes_per_s * x657 * (-x450 * x652 + x590 * x652 - x593 * x659 + x594 * x652 + x598 * x655), scale_out_bus_efficiency * x657 * (x600 * x652 + x601 * x655), intra_latency_s * x657 * (x603 * x652 + x604 * x655), inter_latency_s * x657 * (x606 * x652 + x607 * x655), x610 * x655 * x657, x611 * x660, node_overhead_power_w * x661, network_power_per_node_w * x661, storage_write_bytes_per_s_per_node * x657 * (x485 * x652 + x487 * x652 + x616 * x655), storage_read_bytes_per_s_per_node * x657 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x620 - x619 * x659), host_copy_bytes_per_s_per_gpu * x657 * (-x498 * x652 + x499 * x652 + x621 * x655), 0, 0, -x662, 0, x662, x663, 0, x663, gpu_mtbf_s * x657 * (-x507 * x652 + x508 * x652 + x626 * x659 - x627 * x659 + x629 * x655), restart_overhead_s * x657 * (x440 * x652 + x631 * x655), step_time_cv * x657 * (x634 * x652 + x635 * x655), pause_probability * x657 * (x636 * x659 + x638 * x655), pause_duration_s * x657 * (x640 * x652 + x641 * x655), tp_overlap * x657 * (x643 * x652 + x644 * x655), dp_overlap * x657 * (x646 * x652 + x647 * x655), checkpoint_bytes_per_param * x657 * (x520 * x652 + x525 * x652 + x526 * x652 + x648 * x655)]

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import INFEASIBLE, CapplanError
-from .evaluator import CHUNK, base_inputs, evaluate_inputs
+from .evaluator import base_inputs, evaluate_inputs
 from .scenario import OBJECTIVES, Scenario
 from .space import RECOMPUTE_NAMES, SpaceOptions, enumerate_layouts, layout_flags
+
+#: Candidates reduced at a time (the kernel itself runs on smaller cache-sized chunks).
+PLAN_CHUNK = 65536
 
 #: Objective -> the column minimised.
 OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
@@ -126,8 +129,8 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
             scale_up_domain=int(x["scale_up_domain_gpus"]), options=options)
         n = len(layout["gpus"])
-        for start in range(0, n, CHUNK):
-            part = {k: v[start:start + CHUNK] for k, v in layout.items()}
+        for start in range(0, n, PLAN_CHUNK):
+            part = {k: v[start:start + PLAN_CHUNK] for k, v in layout.items()}
             inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
                                                layers=x["layers"])}
             out = evaluate_inputs(inputs)

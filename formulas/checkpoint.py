@@ -271,3 +271,38 @@ def expected_failures(wall_time_s, mtbf_s):
     .. math:: N_f = T_w / M
     """
     return wall_time_s / mtbf_s
+
+
+@formula(reference=DALY + " (the complete model's attempts: geometric, success probability "
+         "e^{-(tau+delta)/M}; each spends M(1 - e^{-tau/M}) computing)",
+         domain={"solve_time_s": ">=0", "interval_s": ">0", "checkpoint_cost_s": ">=0",
+                 "mtbf_s": ">0"},
+         symbols=_SYM, result_latex="T_c")
+def daly_compute_time(solve_time_s, interval_s, checkpoint_cost_s, mtbf_s):
+    """Expected time spent computing, including work later lost to failures.
+
+    In Daly's complete model a segment of tau compute plus a delta checkpoint is
+    retried until it completes without a failure; every attempt computes until
+    the failure or for tau.  The GPUs are busy for this time and idle in
+    checkpoints and restarts.
+
+    Parameters
+    ----------
+    solve_time_s : numeric
+        Failure-free compute time of the job, T_s [s].
+    interval_s : numeric
+        Compute time between checkpoints, tau [s].
+    checkpoint_cost_s : numeric
+        Blocking time of one checkpoint, delta [s].
+    mtbf_s : numeric
+        System mean time between failures, M [s].
+
+    Returns
+    -------
+    numeric
+        Expected compute time including lost work [s]; equals T_s when M is large.
+
+    .. math:: T_c = \\frac{T_s}{\\tau} M \\left(e^{(\\tau+\\delta)/M} - e^{\\delta/M}\\right)
+    """
+    return solve_time_s / interval_s * mtbf_s * (
+        exp((interval_s + checkpoint_cost_s) / mtbf_s) - exp(checkpoint_cost_s / mtbf_s))

@@ -220,25 +220,29 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x155 = ckpt_in_memory * x149 + restart_overhead_s + x143 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x139)
     del x149
     x156 = x116 * x137
-    x157 = x154 ** (-1.0)
-    x158 = numpy.exp(x141 * (x151 + x154)) - 1
+    x157 = numpy.exp(x141 * (x151 + x154))
+    x158 = x157 - 1
     x159 = x141 * x155
     x160 = numpy.exp(x159)
-    x161 = x156 * x157 * x158 * x160
-    x162 = x142 * x161
-    x163 = x141 * x154 * numpy.exp(-x159) / x158
-    del x141, x159
-    x164 = gpus * x162
-    x165 = gpus * (idle_power_w * (tokens * x116 * x135 * x136 * x142 * x157 * x158 * x160 - x156) + x156 * (idle_power_w + x126 * x92 * (-idle_power_w + max_power_w)))
-    del x126, x135, x136, x157, x158, x160
-    x166 = x139 * (network_power_per_node_w + node_overhead_power_w)
+    x161 = x154 ** (-1.0)
+    x162 = x156 * x161
+    x163 = x158 * x160 * x162
+    x164 = x142 * x163
+    x165 = x141 * x154 * numpy.exp(-x159) / x158
+    del x159
+    x166 = gpus * x164
+    x167 = x142 * x162 * (x157 - numpy.exp(x141 * x151))
+    del x141, x157, x162
+    x168 = gpus * (idle_power_w * (tokens * x116 * x135 * x136 * x142 * x158 * x160 * x161 - x167) + x167 * (idle_power_w + x126 * x92 * (-idle_power_w + max_power_w)))
+    del x126, x135, x136, x158, x160, x161, x167
+    x169 = x139 * (network_power_per_node_w + node_overhead_power_w)
     del x139
-    x167 = x162 * x166 + x165
-    x168 = pue * x167
-    x169 = 0.000277777777777778 * price_usd_per_gpu_hour * x164
-    x170 = x164 / lifetime_s
-    x171 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x164 + capex_usd_per_gpu * x170 + 2.77777777777778e-07 * electricity_usd_per_kwh * x168
-    x172 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x168
-    x173 = embodied_kg_per_gpu * x170
-    del x170
-    return [x116, x92, x95, x93, x94, x91, x113, x86, x104, x115, x117, x118, x119, x121, memory_reserve_bytes, memory_reserve_bytes + x117 + x118 + x119 + x121, x125, moe_layers * (x37 * x99 + x97) + x124, x127, x132, 1e-12 * x134, x134 * x23, x133 * x23 * (full_recompute * (ffn * x122 * x9 + x128 + x131) + layers * x129 * x56 + x132), x137, x142, x143, x151, x152, x154, x155, x156, x162, x161, 1 - x163, x163, 1 / 3600 * x164, x165, x167, x168, x127 * x163 * x168 / tokens, pue * (gpus * max_power_w + x166), x169, x171, use_tco * x171 + x169 * (1 - use_tco), x172, x173, x172 + x173]
+    x170 = x164 * x169 + x168
+    x171 = pue * x170
+    x172 = 0.000277777777777778 * price_usd_per_gpu_hour * x166
+    x173 = x166 / lifetime_s
+    x174 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x166 + capex_usd_per_gpu * x173 + 2.77777777777778e-07 * electricity_usd_per_kwh * x171
+    x175 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x171
+    x176 = embodied_kg_per_gpu * x173
+    del x173
+    return [x116, x92, x95, x93, x94, x91, x113, x86, x104, x115, x117, x118, x119, x121, memory_reserve_bytes, memory_reserve_bytes + x117 + x118 + x119 + x121, x125, moe_layers * (x37 * x99 + x97) + x124, x127, x132, 1e-12 * x134, x134 * x23, x133 * x23 * (full_recompute * (ffn * x122 * x9 + x128 + x131) + layers * x129 * x56 + x132), x137, x142, x143, x151, x152, x154, x155, x156, x164, x163, 1 - x165, x165, 1 / 3600 * x166, x168, x170, x171, x127 * x165 * x171 / tokens, pue * (gpus * max_power_w + x169), x172, x174, use_tco * x174 + x172 * (1 - use_tco), x175, x176, x175 + x176]

@@ -6,7 +6,7 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403
 
-KERNEL_HASH = '338f7d672080d873'
+KERNEL_HASH = '476da0c1619cc064'
 INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('wall_time_s', 'cost_usd', 'energy_facility_j', 'co2e_kg')
 UNCERTAIN_INPUTS = ('tokens', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'gpu_mtbf_s', 'restart_overhead_s', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'tp_overlap', 'dp_overlap', 'checkpoint_bytes_per_param')
@@ -617,12 +617,12 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     del x375
     x433 = ckpt_in_memory * x432
     x434 = x412 * x433
-    x435 = x366 * x367
-    x436 = x190 * x435
+    x435 = x384 * x409
+    x436 = x367 * x406
     x437 = tokens * x436
-    x438 = x384 * x406
-    x439 = x409 * x438
-    x440 = x437 * x439
+    x438 = x190 * x366
+    x439 = x437 * x438
+    x440 = x435 * x439
     x441 = x389 - x404
     del x389, x404
     x442 = numpy.where(numpy.greater(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1 / 2, 1))
@@ -633,317 +633,361 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x446 = x397 * x402
     x447 = x445 * x446
     x448 = numpy.where(x403, x397 * (-x434 * x443 - x434 * x444) - x434 * x447 + x434, 0)
-    x449 = x373 * x384 * x409 * x437 / x405 ** 2
-    x450 = x442 * x448 * x449
-    x451 = -x434 + x442 * x448
-    del x448
-    x452 = -tokens * x190 * x366 * x367 * x384 * x406 * x408 * x451 - tokens * x366 * x367 * x373 * x384 * x406 * x409 * x431 + x434 * x440 + x450
-    del x434
-    x453 = x191 * x208 * x405 * numpy.exp(-x383) / (tokens * x409)
+    x449 = x442 * x448
+    x450 = x405 ** (-2.0)
+    x451 = tokens * x367 * x438 * x450
+    del x438
+    x452 = x373 * x435 * x451
+    x453 = x449 * x452
+    x454 = -x434 + x442 * x448
+    x455 = -tokens * x190 * x366 * x367 * x384 * x406 * x408 * x454 - tokens * x366 * x367 * x373 * x384 * x406 * x409 * x431 + x434 * x440 + x453
+    x456 = x191 * x208 * x405 * numpy.exp(-x383) / (tokens * x409)
     del x208, x383, x405
-    x454 = x372 * x453
-    x455 = scale_out_bus_efficiency ** (-2.0)
-    x456 = x455 * x6
+    x457 = x372 * x456
+    x458 = scale_out_bus_efficiency ** (-2.0)
+    x459 = x458 * x6
     del x6
-    x457 = bytes_per_element * x413 * x456 * x5
+    x460 = bytes_per_element * x413 * x459 * x5
     del x413
-    x458 = grad_comm_bytes_per_param * x24 * x455
-    del x24, x455
-    x459 = -scale_out_bandwidth_bytes_per_s * x417 + scale_out_bandwidth_bytes_per_s * x419
+    x461 = grad_comm_bytes_per_param * x24 * x458
+    del x24, x458
+    x462 = -scale_out_bandwidth_bytes_per_s * x417 + scale_out_bandwidth_bytes_per_s * x419
     del x417, x419
-    x460 = scale_out_bandwidth_bytes_per_s * x421
+    x463 = scale_out_bandwidth_bytes_per_s * x421
     del x421
-    x461 = x348 * x460 - x460
-    del x460
-    x462 = x178 * x456
-    del x178, x456
-    x463 = -x425 * x462 + x427 * x462
-    del x425, x462
-    x464 = -scale_out_bandwidth_bytes_per_s * x411 - x130 * x458 + x175 * (x459 + x461 + x463) + x30 * x459 + x30 * x461 + x30 * x463 + x424 * x458 + x429 * x457 - x457
-    del x411, x457, x458, x459, x461, x463
-    x465 = x188 * x464 + x464
-    del x464
-    x466 = -cp_intra * stage_layers * x147 + x342
+    x464 = x348 * x463 - x463
+    del x463
+    x465 = x178 * x459
+    del x178, x459
+    x466 = -x425 * x465 + x427 * x465
+    del x425, x465
+    x467 = -scale_out_bandwidth_bytes_per_s * x411 - x130 * x461 + x175 * (x462 + x464 + x466) + x30 * x462 + x30 * x464 + x30 * x466 + x424 * x461 + x429 * x460 - x460
+    del x411, x460, x461, x462, x464, x466
+    x468 = x188 * x467 + x467
+    del x467
+    x469 = -cp_intra * stage_layers * x147 + x342
     del x342
-    x467 = 2 * tp_intra_ranks - 2
-    x468 = -stage_layers * x168 * x467 + x169 * x353 * x467
-    del x169, x353, x467
-    x469 = x154 * x158
+    x470 = 2 * tp_intra_ranks - 2
+    x471 = -stage_layers * x168 * x470 + x169 * x353 * x470
+    del x169, x353, x470
+    x472 = x154 * x158
     del x154, x158
-    x470 = -4 * ep_intra * moe_layers * stage_layers * x10 * x153 + ep_intra * x348 * x469
-    x471 = 2 * x126 - 2
+    x473 = -4 * ep_intra * moe_layers * stage_layers * x10 * x153 + ep_intra * x348 * x472
+    x474 = 2 * x126 - 2
     del x126
-    x472 = x175 * (-x466 - x468 - x470) - x30 * x466 - x30 * x468 - x30 * x470 + x333 - x350 * x471 + x471
-    del x333, x350, x466, x468, x470, x471
-    x473 = x188 * x472 + x472
-    del x472
-    x474 = -stage_layers * x141 * x147 + x418
+    x475 = x175 * (-x469 - x471 - x473) - x30 * x469 - x30 * x471 - x30 * x473 + x333 - x350 * x474 + x474
+    del x333, x350, x469, x471, x473, x474
+    x476 = x188 * x475 + x475
+    del x475
+    x477 = -stage_layers * x141 * x147 + x418
     del x141, x147, x418
-    x475 = -stage_layers * x164 * x168 + x427
+    x478 = -stage_layers * x164 * x168 + x427
     del x164, x168, x427
-    x476 = -4 * moe_layers * stage_layers * x10 * x152 * x153 + x152 * x348 * x469
-    del x10, x152, x153, x348, x469
-    x477 = x32 * x5
+    x479 = -4 * moe_layers * stage_layers * x10 * x152 * x153 + x152 * x348 * x472
+    del x10, x152, x153, x348, x472
+    x480 = x32 * x5
     del x32, x5
-    x478 = x130 + x175 * (-x474 - x475 - x476) - x30 * x474 - x30 * x475 - x30 * x476 + x410 - x424 - x429 * x477 + x477
-    del x130, x410, x424, x429, x474, x475, x476, x477
-    x479 = x188 * x478 + x478
-    del x188, x478
-    x480 = numpy.where(numpy.less(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1 / 2, 1))
+    x481 = x130 + x175 * (-x477 - x478 - x479) - x30 * x477 - x30 * x478 - x30 * x479 + x410 - x424 - x429 * x480 + x480
+    del x130, x410, x424, x429, x477, x478, x479, x480
+    x482 = x188 * x481 + x481
+    del x188, x481
+    x483 = numpy.where(numpy.less(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1 / 2, 1))
     del x441
-    x481 = checkpoint_bytes_per_param * x374
+    x484 = checkpoint_bytes_per_param * x374
     del x374
-    x482 = x370 * x481 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x385, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x385, 0), 1 / 2, 1)) / x386 ** 2
+    x485 = x370 * x484 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x385, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x385, 0), 1 / 2, 1)) / x386 ** 2
     del x385, x386
-    x483 = ckpt_sync * x482
-    x484 = ckpt_async * x480 * x482 - x442 * numpy.where(x403, x397 * (-x443 * x483 - x444 * x483) - x447 * x483 + x483, 0)
-    del x447, x482
-    x485 = x449 * x484
-    x486 = x408 * x437 * x438
-    del x408, x438
-    x487 = x486 * (-x483 - x484)
-    del x483, x484
-    x488 = x485 + x487
-    x489 = checkpoint_bytes_per_param * x372
-    x490 = x380 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x378, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x378, 0), 1 / 2, 1)) / x379 ** 2
+    x486 = ckpt_sync * x485
+    x487 = ckpt_async * x483 * x485 - x442 * numpy.where(x403, x397 * (-x443 * x486 - x444 * x486) - x447 * x486 + x486, 0)
+    del x447, x485
+    x488 = x452 * x487
+    x489 = -x486 - x487
+    x490 = x384 * x408 * x439
+    x491 = x489 * x490
+    x492 = x488 + x491
+    x493 = checkpoint_bytes_per_param * x372
+    x494 = x380 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x378, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x378, 0), 1 / 2, 1)) / x379 ** 2
     del x379, x380
-    x491 = host_copy_bytes_per_s_per_gpu ** (-2.0)
-    x492 = ckpt_async * x432 * x491
+    x495 = host_copy_bytes_per_s_per_gpu ** (-2.0)
+    x496 = ckpt_async * x432 * x495
     del x432
-    x493 = x433 * x491
-    del x433, x491
-    x494 = x492 + x493
-    x495 = -x494
-    x496 = 1 / 2 * x446
+    x497 = x433 * x495
+    del x433, x495
+    x498 = x496 + x497
+    x499 = -x498
+    x500 = 1 / 2 * x446
     del x446
-    x497 = numpy.where(x403, x397 * (x443 * x495 + x444 * x495) + x445 * x496 * (-2 * x492 - 2 * x493) + x494, 0)
-    del x492, x493, x495
-    x498 = x442 * x449 * x497
-    x499 = x486 * (x442 * x497 - x494)
-    del x494, x497
-    x500 = -x498 + x499
-    x501 = x372 ** (-2.0)
-    x502 = gpu_mtbf_s ** (-2.0)
-    x503 = gpus * x502
-    x504 = x501 * x503
-    x505 = x373 * x503
-    x506 = x442 * numpy.where(x403, x397 * (-1 / 18 * x399 * x503 - 1 / 12 * x401 * x503 / x398) + x496 * x505, x504)
-    del x398, x399, x401, x496
-    x507 = x449 * x506
-    x508 = x373 * x486 * (x372 * x506 - x407 * x503)
-    del x407, x503, x506
-    x509 = -x382 * x440 * x505 + x440 * x504 - x507 + x508
-    del x504, x505
-    x510 = x0 ** (-1.0)
+    x501 = numpy.where(x403, x397 * (x443 * x499 + x444 * x499) + x445 * x500 * (-2 * x496 - 2 * x497) + x498, 0)
+    del x496, x497
+    x502 = x442 * x501
+    x503 = x452 * x502
+    x504 = x442 * x501 - x498
+    del x498, x501
+    x505 = x490 * x504
+    x506 = -x503 + x505
+    x507 = x372 ** (-2.0)
+    x508 = gpu_mtbf_s ** (-2.0)
+    x509 = gpus * x508
+    x510 = x507 * x509
+    x511 = x373 * x509
+    x512 = x382 * x440 * x511
+    x513 = x399 * x509
+    x514 = numpy.where(x403, x397 * (-1 / 18 * x513 - 1 / 12 * x401 * x509 / x398) + x500 * x511, x510)
+    del x398, x401, x500, x511
+    x515 = x442 * x514
+    x516 = x452 * x515
+    x517 = x372 * x515 - x407 * x509
+    del x407, x509
+    x518 = x408 * x517
+    x519 = x366 * x367 * x373 * x406
+    x520 = x190 * x519
+    x521 = tokens * x520
+    x522 = x384 * x518 * x521
+    x523 = x0 ** (-1.0)
     del x0
-    x511 = pause_duration_s * x1 * x510
-    x512 = gpus * x511
-    x513 = x191 * x512
-    x514 = x171 * x175 + x171 * x30
+    x524 = pause_duration_s * x1 * x523
+    x525 = gpus * x524
+    x526 = x191 * x525
+    x527 = x171 * x175 + x171 * x30
     del x171, x175, x30
-    x515 = step_time_cv * x187 * x514 + x514
-    del x514
-    x516 = -x515
-    x517 = x125 + x140
+    x528 = step_time_cv * x187 * x527 + x527
+    del x527
+    x529 = -x528
+    x530 = x125 + x140
     del x125, x140
-    x518 = step_time_cv * x187 * x517 + x517
-    del x517
-    x519 = -x518
-    x520 = x440 * (ckpt_in_memory * x376 + x381)
-    del x381
-    x521 = ckpt_async * x390
-    x522 = ckpt_in_memory * (x376 + x390)
-    del x376, x390
-    x523 = x393 + x521 + x522
-    x524 = x388 * x480 + x442 * numpy.where(x403, 1 / 2 * x397 * x402 * x445 * (2 * x393 + 2 * x521 + 2 * x522) + x397 * (x443 * x523 + x444 * x523) - x523, 0)
-    del x388, x393, x397, x402, x403, x442, x443, x444, x445, x480, x521, x522
-    x525 = -x449 * x524
-    del x449
-    x526 = x486 * (x523 + x524)
-    del x523, x524
-    x527 = x520 + x525 + x526
-    x528 = x373 * x439
-    del x439
-    x529 = x436 * x528
-    x530 = gpus * x529
-    x531 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
-    x532 = x530 * x531
-    x533 = 3.16880878140289e-08 * opex_fraction_per_year
-    x534 = capex_usd_per_gpu * x533
-    x535 = x530 * x534
+    x531 = step_time_cv * x187 * x530 + x530
     del x530
-    x536 = lifetime_s ** (-1.0)
-    x537 = gpus * x536
-    x538 = capex_usd_per_gpu * x537
-    x539 = x529 * x538
-    x540 = network_power_per_node_w + node_overhead_power_w
-    x541 = x370 * x540
-    x542 = -idle_power_w + max_power_w
-    x543 = x124 * x191
-    x544 = idle_power_w + x542 * x543
-    x545 = gpus * (idle_power_w * (x190 * x366 * x367 * x373 * x384 * x406 * x409 - x436) + x436 * x544) + x529 * x541
-    del x436
-    x546 = 2.77777777777778e-07 * electricity_usd_per_kwh
-    x547 = pue * x546
-    x548 = x437 * x528
-    x549 = gpus * x548
-    x550 = gpus * (idle_power_w * (tokens * x190 * x366 * x367 * x373 * x384 * x406 * x409 - x437) + x437 * x544) + x541 * x548
-    x551 = pue * x550
-    x552 = x546 * x551
-    del x546
-    x553 = (use_tco * (x534 * x549 + x538 * x548 + x552) + x531 * x549) ** (-1.0)
-    x554 = tokens * x553
-    x555 = tokens * x435
-    del x435
-    x556 = x259 * x555
-    x557 = x528 * x556
-    x558 = gpus * x557
-    x559 = x191 * x542
-    x560 = x124 * x542 / x190 ** 2
-    del x124, x190
-    x561 = gpus * (idle_power_w * (tokens * x259 * x366 * x367 * x373 * x384 * x406 * x409 - x556) + x437 * (x251 * x559 - x259 * x560) + x544 * x556) + x541 * x557
-    del x251, x556
-    x562 = x271 * x555
-    x563 = x528 * x562
-    x564 = gpus * x563
-    x565 = gpus * (idle_power_w * (tokens * x271 * x366 * x367 * x373 * x384 * x406 * x409 - x562) + x437 * (x268 * x559 - x271 * x560) + x544 * x562) + x541 * x563
-    del x268, x562
-    x566 = x285 * x555
-    x567 = x528 * x566
-    x568 = gpus * x567
-    x569 = gpus * (idle_power_w * (tokens * x285 * x366 * x367 * x373 * x384 * x406 * x409 - x566) + x437 * (x282 * x559 + x284 * x560) + x544 * x566) + x541 * x567
-    del x282, x284, x566
-    x570 = x314 * x555
-    x571 = x528 * x570
-    x572 = gpus * x571
-    x573 = gpus * (idle_power_w * (tokens * x314 * x366 * x367 * x373 * x384 * x406 * x409 - x570) + x437 * (x311 * x559 - x314 * x560) + x544 * x570) + x541 * x571
-    del x311, x570
-    x574 = x332 * x555
-    x575 = x528 * x574
-    x576 = gpus * x575
-    x577 = gpus * (idle_power_w * (tokens * x332 * x366 * x367 * x373 * x384 * x406 * x409 - x574) + x437 * (x329 * x559 - x332 * x560) + x544 * x574) + x541 * x575
-    del x329, x560, x574
-    x578 = x356 * x555
-    x579 = x528 * x578
-    x580 = gpus * x579
-    x581 = x123 * x28 * x367 * x7
-    del x123, x28, x7
-    x582 = tokens * x581
-    x583 = x559 * x582
-    del x559
-    x584 = gpus * (idle_power_w * (tokens * x356 * x366 * x367 * x373 * x384 * x406 * x409 - x578) - x356 * x583 + x544 * x578) + x541 * x579
-    del x578
-    x585 = x365 * x555
-    x586 = x528 * x585
-    x587 = gpus * x586
-    x588 = gpus * (idle_power_w * (tokens * x365 * x366 * x367 * x373 * x384 * x406 * x409 - x585) - x365 * x583 + x544 * x585) + x541 * x586
-    del x585
-    x589 = x431 * x555
-    x590 = x528 * x589
-    x591 = gpus * x531
-    x592 = ckpt_in_memory * x412 * x481
-    del x412, x481
-    x593 = x440 * x592
-    x594 = x451 * x486
-    del x451, x486
-    x595 = gpus * x534
-    x596 = capex_usd_per_gpu * x536
-    x597 = x369 * x440 * x540
-    x598 = gpus * (idle_power_w * (-x452 - x589) - x431 * x583 + x544 * x589) - x450 * x541 + x541 * x590 + x541 * x594 - x592 * x597
-    del x431, x589, x592
-    x599 = x465 * x555
-    x600 = x528 * x599
-    x601 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x465 - x599) - x465 * x583 + x544 * x599) + x541 * x600
-    del x599
-    x602 = x473 * x555
-    x603 = x528 * x602
-    x604 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x473 - x602) - x473 * x583 + x544 * x602) + x541 * x603
-    del x602
-    x605 = x479 * x555
-    x606 = x528 * x605
-    x607 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x479 - x605) - x479 * x583 + x544 * x605) + x541 * x606
-    del x605
-    x608 = use_tco * x553
-    x609 = gpus * idle_power_w
-    x610 = x609 * (x437 * (1 - x543) - x437 + x548)
-    del x437, x543
-    x611 = gpus * max_power_w * x581
-    del x581
-    x612 = use_tco * x554
-    x613 = x547 * x612
-    x614 = x370 * x529
-    del x370
-    x615 = x613 * x614
-    x616 = x485 * x541 + x487 * x541 + x488 * x609
-    x617 = gpus ** 2
-    x618 = checkpoint_bytes_per_param * x440 * x490 * x617
-    x619 = x369 * x618
-    x620 = -idle_power_w * x619 - x540 * x618 / gpus_per_node ** 2
-    del x618
-    x621 = -x498 * x541 + x499 * x541 + x500 * x609
-    x622 = x537 * x548
-    x623 = x552 * x608
-    del x552
-    x624 = x502 * x617
-    del x502
-    x625 = x501 * x624
-    del x501
-    x626 = x440 * x625
-    x627 = x382 * x548 * x624
-    del x382, x548, x624
-    x628 = x369 * x540
-    del x369, x540
-    x629 = -x507 * x541 + x508 * x541 + x509 * x609 + x597 * x625 - x627 * x628
-    del x597, x625
-    x630 = gpus * x440
-    x631 = x440 * x541 + x440 * x609
-    x632 = x183 * x187
-    x633 = x555 * x632
-    x634 = x528 * x633
-    x635 = gpus * (idle_power_w * (tokens * x183 * x187 * x366 * x367 * x373 * x384 * x406 * x409 - x633) + x544 * x633 - x583 * x632) + x541 * x634
-    del x183, x187, x632, x633
-    x636 = x511 * x528 * x555 * x617
-    del x511, x617
-    x637 = x512 * x555
-    del x512
-    x638 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x366 * x367 * x373 * x384 * x406 * x409 * x510 - x637) - x513 * x542 * x582 + x544 * x637) + x628 * x636
-    del x1, x510, x542, x582, x628, x637
-    x639 = x3 * x555
-    x640 = x528 * x639
-    x641 = gpus * (idle_power_w * (tokens * x3 * x366 * x367 * x373 * x384 * x406 * x409 - x639) + x2 * x583 + x544 * x639) + x541 * x640
-    del x2, x3, x639
-    x642 = x516 * x555
-    x643 = x528 * x642
-    x644 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x516 - x642) + x515 * x583 + x544 * x642) + x541 * x643
-    del x515, x642
-    x645 = x519 * x555
-    del x555
-    x646 = x528 * x645
-    del x528
-    x647 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x519 - x645) + x518 * x583 + x544 * x645) + x541 * x646
-    del x366, x367, x373, x384, x406, x409, x518, x544, x583, x645
-    x648 = x520 * x541 + x525 * x541 + x526 * x541 + x527 * x609
-    del x541, x609
-    x649 = x550 ** (-1.0)
-    del x550
-    x650 = tokens * x649
-    x651 = x614 * x650
-    x652 = embodied_kg_per_gpu * x537
+    x532 = -x531
+    x533 = x440 * (ckpt_in_memory * x376 + x381)
+    del x381
+    x534 = ckpt_async * x390
+    x535 = ckpt_in_memory * (x376 + x390)
+    del x376, x390
+    x536 = x393 + x534 + x535
+    x537 = x388 * x483 + x442 * numpy.where(x403, 1 / 2 * x397 * x402 * x445 * (2 * x393 + 2 * x534 + 2 * x535) + x397 * (x443 * x536 + x444 * x536) - x536, 0)
+    del x388, x393, x397, x402, x403, x443, x444, x445, x483, x534, x535
+    x538 = -x537
+    x539 = x452 * x538
+    del x452
+    x540 = x536 + x537
     del x537
-    x653 = x529 * x652
-    del x529
-    x654 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
-    x655 = pue * x654
-    x656 = x551 * x654
-    del x551, x654
-    x657 = (embodied_kg_per_gpu * x622 + x656) ** (-1.0)
-    x658 = tokens * x657
-    x659 = embodied_kg_per_gpu * x536
-    del x536
-    x660 = x655 * x658
-    x661 = x614 * x660
-    del x614
-    x662 = x653 * x658
-    x663 = x656 * x657
-    del x656
-    return [1, peak_flops_per_s * x191 * x259, gemm_max_efficiency * x191 * x271, gemm_half_efficiency_dim * x191 * x285, hbm_bandwidth_bytes_per_s * x191 * x314, hbm_efficiency * x191 * x332, scale_up_bandwidth_bytes_per_s * x191 * x356, scale_up_bus_efficiency * x191 * x365, -scale_out_bandwidth_bytes_per_s * x452 * x454, scale_out_bus_efficiency * x191 * x465, intra_latency_s * x191 * x473, inter_latency_s * x191 * x479, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x454 * x488, -x378 * x489 * x490, host_copy_bytes_per_s_per_gpu * x454 * x500, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x454 * x509, restart_overhead_s * x372, x189 * x191, pause_probability * x513, x191 * x4, tp_overlap * x191 * x516, dp_overlap * x191 * x519, x453 * x489 * x527, x554 * (use_tco * (x535 + x539 + x545 * x547) + x532), peak_flops_per_s * x553 * (use_tco * (x534 * x558 + x538 * x557 + x547 * x561) + x531 * x558), gemm_max_efficiency * x553 * (use_tco * (x534 * x564 + x538 * x563 + x547 * x565) + x531 * x564), gemm_half_efficiency_dim * x553 * (use_tco * (x534 * x568 + x538 * x567 + x547 * x569) + x531 * x568), hbm_bandwidth_bytes_per_s * x553 * (use_tco * (x534 * x572 + x538 * x571 + x547 * x573) + x531 * x572), hbm_efficiency * x553 * (use_tco * (x534 * x576 + x538 * x575 + x547 * x577) + x531 * x576), scale_up_bandwidth_bytes_per_s * x553 * (use_tco * (x534 * x580 + x538 * x579 + x547 * x584) + x531 * x580), scale_up_bus_efficiency * x553 * (use_tco * (x534 * x587 + x538 * x586 + x547 * x588) + x531 * x587), scale_out_bandwidth_bytes_per_s * x553 * (use_tco * (-x450 * x538 - x450 * x595 - x534 * x593 + x538 * x590 + x538 * x594 + x547 * x598 + x590 * x595 - x593 * x596 + x594 * x595) - x450 * x591 - x531 * x593 + x590 * x591 + x591 * x594), scale_out_bus_efficiency * x553 * (use_tco * (x538 * x600 + x547 * x601 + x595 * x600) + x591 * x600), intra_latency_s * x553 * (use_tco * (x538 * x603 + x547 * x604 + x595 * x603) + x591 * x603), inter_latency_s * x553 * (use_tco * (x538 * x606 + x547 * x607 + x595 * x606) + x591 * x606), x547 * x608 * x610, x611 * x613, node_overhead_power_w * x615, network_power_per_node_w * x615, storage_write_bytes_per_s_per_node * x553 * (use_tco * (x485 * x538 + x485 * x595 + x487 * x538 + x487 * x595 + x547 * x616) + x485 * x591 + x487 * x591), storage_read_bytes_per_s_per_node * x553 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x620 - x534 * x619 - x596 * x619) - x531 * x619), host_copy_bytes_per_s_per_gpu * x553 * (use_tco * (-x498 * x538 - x498 * x595 + x499 * x538 + x499 * x595 + x547 * x621) - x498 * x591 + x499 * x591), x532 * x554, capex_usd_per_gpu * x608 * (x533 * x549 + x622), -x539 * x612, x535 * x612, 0, x623, x623, 0, gpu_mtbf_s * x553 * (use_tco * (-x507 * x538 - x507 * x595 + x508 * x538 + x508 * x595 + x534 * x626 - x534 * x627 + x547 * x629 + x596 * x626 - x596 * x627) - x507 * x591 + x508 * x591 + x531 * x626 - x531 * x627), restart_overhead_s * x553 * (use_tco * (x440 * x538 + x534 * x630 + x547 * x631) + x531 * x630), step_time_cv * x553 * (use_tco * (x538 * x634 + x547 * x635 + x595 * x634) + x591 * x634), pause_probability * x553 * (use_tco * (x534 * x636 + x547 * x638 + x596 * x636) + x531 * x636), pause_duration_s * x553 * (use_tco * (x538 * x640 + x547 * x641 + x595 * x640) + x591 * x640), tp_overlap * x553 * (use_tco * (x538 * x643 + x547 * x644 + x595 * x643) + x591 * x643), dp_overlap * x553 * (use_tco * (x538 * x646 + x547 * x647 + x595 * x646) + x591 * x646), checkpoint_bytes_per_param * x553 * (use_tco * (x520 * x538 + x520 * x595 + x525 * x538 + x525 * x595 + x526 * x538 + x526 * x595 + x547 * x648) + x520 * x591 + x525 * x591 + x526 * x591), x545 * x650, peak_flops_per_s * x561 * x649, gemm_max_efficiency * x565 * x649, gemm_half_efficiency_dim * x569 * x649, hbm_bandwidth_bytes_per_s * x573 * x649, hbm_efficiency * x577 * x649, scale_up_bandwidth_bytes_per_s * x584 * x649, scale_up_bus_efficiency * x588 * x649, scale_out_bandwidth_bytes_per_s * x598 * x649, scale_out_bus_efficiency * x601 * x649, intra_latency_s * x604 * x649, inter_latency_s * x607 * x649, x610 * x649, x611 * x650, node_overhead_power_w * x651, network_power_per_node_w * x651, storage_write_bytes_per_s_per_node * x616 * x649, storage_read_bytes_per_s_per_node * x620 * x649, host_copy_bytes_per_s_per_gpu * x621 * x649, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x629 * x649, restart_overhead_s * x631 * x649, step_time_cv * x635 * x649, pause_probability * x638 * x649, pause_duration_s * x641 * x649, tp_overlap * x644 * x649, dp_overlap * x647 * x649, checkpoint_bytes_per_param * x648 * x649, x658 * (x545 * x655 + x653), peak_flops_per_s * x657 * (x557 * x652 + x561 * x655), gemm_max_efficiency * x657 * (x563 * x652 + x565 * x655), gemm_half_efficiency_dim * x657 * (x567 * x652 + x569 * x655), hbm_bandwidth_bytes_per_s * x657 * (x571 * x652 + x573 * x655), hbm_efficiency * x657 * (x575 * x652 + x577 * x655), scale_up_bandwidth_bytes_per_s * x657 * (x579 * x652 + x584 * x655), scale_up_bus_efficiency * x657 * (x586 * x652 + x588 * x655), scale_out_bandwidth_bytes_per_s * x657 * (-x450 * x652 + x590 * x652 - x593 * x659 + x594 * x652 + x598 * x655), scale_out_bus_efficiency * x657 * (x600 * x652 + x601 * x655), intra_latency_s * x657 * (x603 * x652 + x604 * x655), inter_latency_s * x657 * (x606 * x652 + x607 * x655), x610 * x655 * x657, x611 * x660, node_overhead_power_w * x661, network_power_per_node_w * x661, storage_write_bytes_per_s_per_node * x657 * (x485 * x652 + x487 * x652 + x616 * x655), storage_read_bytes_per_s_per_node * x657 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x620 - x619 * x659), host_copy_bytes_per_s_per_gpu * x657 * (-x498 * x652 + x499 * x652 + x621 * x655), 0, 0, -x662, 0, x662, x663, 0, x663, gpu_mtbf_s * x657 * (-x507 * x652 + x508 * x652 + x626 * x659 - x627 * x659 + x629 * x655), restart_overhead_s * x657 * (x440 * x652 + x631 * x655), step_time_cv * x657 * (x634 * x652 + x635 * x655), pause_probability * x657 * (x636 * x659 + x638 * x655), pause_duration_s * x657 * (x640 * x652 + x641 * x655), tp_overlap * x657 * (x643 * x652 + x644 * x655), dp_overlap * x657 * (x646 * x652 + x647 * x655), checkpoint_bytes_per_param * x657 * (x520 * x652 + x525 * x652 + x526 * x652 + x648 * x655)]
+    x541 = x490 * x540
+    x542 = x533 + x539 + x541
+    x543 = x435 * x520
+    x544 = gpus * x543
+    x545 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
+    x546 = x544 * x545
+    x547 = 3.16880878140289e-08 * opex_fraction_per_year
+    x548 = capex_usd_per_gpu * x547
+    x549 = x544 * x548
+    del x544
+    x550 = lifetime_s ** (-1.0)
+    x551 = gpus * x550
+    x552 = capex_usd_per_gpu * x551
+    x553 = x543 * x552
+    x554 = network_power_per_node_w + node_overhead_power_w
+    x555 = x370 * x554
+    x556 = -idle_power_w + max_power_w
+    x557 = x124 * x191
+    x558 = idle_power_w + x556 * x557
+    x559 = numpy.exp(x372 * x399)
+    del x399
+    x560 = x408 - x559
+    x561 = x520 * x560
+    del x520
+    x562 = gpus * (idle_power_w * (x190 * x366 * x367 * x373 * x384 * x406 * x409 - x561) + x558 * x561) + x543 * x555
+    x563 = 2.77777777777778e-07 * electricity_usd_per_kwh
+    x564 = pue * x563
+    x565 = tokens * x543
+    x566 = gpus * x565
+    x567 = tokens * x561
+    del x561
+    x568 = gpus * (idle_power_w * (tokens * x190 * x366 * x367 * x373 * x384 * x406 * x409 - x567) + x558 * x567) + x555 * x565
+    x569 = pue * x568
+    x570 = x563 * x569
+    del x563
+    x571 = (use_tco * (x548 * x566 + x552 * x565 + x570) + x545 * x566) ** (-1.0)
+    x572 = tokens * x571
+    x573 = tokens * x519
+    del x519
+    x574 = x435 * x573
+    del x435
+    x575 = x259 * x574
+    x576 = gpus * x575
+    x577 = x560 * x573
+    del x573
+    x578 = x259 * x577
+    x579 = x191 * x556
+    x580 = x124 * x556 / x190 ** 2
+    del x124
+    x581 = gpus * (idle_power_w * (tokens * x259 * x366 * x367 * x373 * x384 * x406 * x409 - x578) + x558 * x578 + x567 * (x251 * x579 - x259 * x580)) + x555 * x575
+    del x251, x578
+    x582 = x271 * x574
+    x583 = gpus * x582
+    x584 = x271 * x577
+    x585 = gpus * (idle_power_w * (tokens * x271 * x366 * x367 * x373 * x384 * x406 * x409 - x584) + x558 * x584 + x567 * (x268 * x579 - x271 * x580)) + x555 * x582
+    del x268, x584
+    x586 = x285 * x574
+    x587 = gpus * x586
+    x588 = x285 * x577
+    x589 = gpus * (idle_power_w * (tokens * x285 * x366 * x367 * x373 * x384 * x406 * x409 - x588) + x558 * x588 + x567 * (x282 * x579 + x284 * x580)) + x555 * x586
+    del x282, x284, x588
+    x590 = x314 * x574
+    x591 = gpus * x590
+    x592 = x314 * x577
+    x593 = gpus * (idle_power_w * (tokens * x314 * x366 * x367 * x373 * x384 * x406 * x409 - x592) + x558 * x592 + x567 * (x311 * x579 - x314 * x580)) + x555 * x590
+    del x311, x592
+    x594 = x332 * x574
+    x595 = gpus * x594
+    x596 = x332 * x577
+    x597 = gpus * (idle_power_w * (tokens * x332 * x366 * x367 * x373 * x384 * x406 * x409 - x596) + x558 * x596 + x567 * (x329 * x579 - x332 * x580)) + x555 * x594
+    del x329, x580, x596
+    x598 = x356 * x574
+    x599 = gpus * x598
+    x600 = x356 * x577
+    x601 = x373 * x560
+    x602 = x123 * x28 * x601 * x7
+    del x123, x28, x7
+    x603 = x437 * x602
+    del x437
+    x604 = x579 * x603
+    del x579
+    x605 = gpus * (idle_power_w * (tokens * x356 * x366 * x367 * x373 * x384 * x406 * x409 - x600) - x356 * x604 + x558 * x600) + x555 * x598
+    del x600
+    x606 = x365 * x574
+    x607 = gpus * x606
+    x608 = x365 * x577
+    x609 = gpus * (idle_power_w * (tokens * x365 * x366 * x367 * x373 * x384 * x406 * x409 - x608) - x365 * x604 + x558 * x608) + x555 * x606
+    del x608
+    x610 = x431 * x574
+    x611 = gpus * x545
+    x612 = ckpt_in_memory * x412 * x484
+    del x412, x484
+    x613 = x440 * x612
+    x614 = x454 * x490
+    del x490
+    x615 = gpus * x548
+    x616 = capex_usd_per_gpu * x550
+    x617 = x369 * x440 * x554
+    x618 = x431 * x577
+    x619 = x451 * x601
+    del x451, x601
+    x620 = x372 * x559
+    x621 = x372 * x408
+    x622 = x521 * (x434 * x620 + x454 * x621)
+    del x434, x454
+    x623 = gpus * (idle_power_w * (tokens * x190 * x366 * x367 * x373 * x442 * x448 * x450 * x560 - x455 - x618 - x622) - x431 * x604 - x449 * x558 * x619 + x558 * x618 + x558 * x622) - x453 * x555 + x555 * x610 + x555 * x614 - x612 * x617
+    del x431, x448, x449, x612, x618, x622
+    x624 = x468 * x574
+    x625 = x468 * x577
+    x626 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x468 - x625) - x468 * x604 + x558 * x625) + x555 * x624
+    del x625
+    x627 = x476 * x574
+    x628 = x476 * x577
+    x629 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x476 - x628) - x476 * x604 + x558 * x628) + x555 * x627
+    del x628
+    x630 = x482 * x574
+    x631 = x482 * x577
+    x632 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x482 - x631) - x482 * x604 + x558 * x631) + x555 * x630
+    del x631
+    x633 = use_tco * x571
+    x634 = gpus * idle_power_w
+    x635 = x634 * (x565 + x567 * (1 - x557) - x567)
+    del x557, x567
+    x636 = gpus * max_power_w * x436 * x602
+    del x436, x602
+    x637 = use_tco * x572
+    x638 = x564 * x637
+    x639 = x370 * x543
+    del x370
+    x640 = x638 * x639
+    x641 = x487 * x619
+    del x487
+    x642 = x521 * (x486 * x620 + x489 * x621)
+    del x486, x489, x621
+    x643 = gpus * (idle_power_w * (x492 - x641 - x642) + x558 * x641 + x558 * x642) + x488 * x555 + x491 * x555
+    del x641, x642
+    x644 = gpus ** 2
+    x645 = checkpoint_bytes_per_param * x440 * x494 * x644
+    x646 = x369 * x645
+    x647 = -idle_power_w * x646 - x554 * x645 / gpus_per_node ** 2
+    del x645
+    x648 = x502 * x619
+    del x502
+    x649 = x521 * (x372 * x408 * x504 - x499 * x620)
+    del x499, x504
+    x650 = gpus * (idle_power_w * (x506 + x648 - x649) - x558 * x648 + x558 * x649) - x503 * x555 + x505 * x555
+    del x648, x649
+    x651 = x551 * x565
+    x652 = x570 * x633
+    del x570
+    x653 = x508 * x644
+    x654 = x507 * x653
+    x655 = x440 * x654
+    x656 = x382 * x565 * x653
+    del x382, x565, x653
+    x657 = x369 * x554
+    del x369, x554
+    x658 = x439 * x510 * x560
+    del x439
+    x659 = x521 * (x513 * x559 + x518)
+    del x513, x518, x559
+    x660 = gpus * (idle_power_w * (gpus * tokens * x190 * x366 * x367 * x384 * x406 * x409 * x507 * x508 + tokens * x190 * x366 * x367 * x373 * x384 * x406 * x408 * x517 + tokens * x190 * x366 * x367 * x373 * x442 * x450 * x514 * x560 - x512 - x516 - x658 - x659) - x515 * x558 * x619 + x558 * x658 + x558 * x659) - x516 * x555 + x522 * x555 + x617 * x654 - x656 * x657
+    del x190, x442, x450, x507, x508, x514, x515, x517, x560, x617, x654, x658, x659
+    x661 = gpus * x440
+    x662 = x440 * x555 + x440 * x634
+    del x634
+    x663 = x183 * x187
+    x664 = x574 * x663
+    x665 = x577 * x663
+    x666 = gpus * (idle_power_w * (tokens * x183 * x187 * x366 * x367 * x373 * x384 * x406 * x409 - x665) + x558 * x665 - x604 * x663) + x555 * x664
+    del x183, x187, x663, x665
+    x667 = x524 * x574 * x644
+    del x524, x644
+    x668 = x525 * x577
+    del x525
+    x669 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x366 * x367 * x373 * x384 * x406 * x409 * x523 - x668) - x526 * x556 * x603 + x558 * x668) + x657 * x667
+    del x1, x523, x556, x603, x657, x668
+    x670 = x3 * x574
+    x671 = x3 * x577
+    x672 = gpus * (idle_power_w * (tokens * x3 * x366 * x367 * x373 * x384 * x406 * x409 - x671) + x2 * x604 + x558 * x671) + x555 * x670
+    del x2, x3, x671
+    x673 = x529 * x574
+    x674 = x529 * x577
+    x675 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x529 - x674) + x528 * x604 + x558 * x674) + x555 * x673
+    del x528, x674
+    x676 = x532 * x574
+    del x574
+    x677 = x532 * x577
+    del x577
+    x678 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x532 - x677) + x531 * x604 + x558 * x677) + x555 * x676
+    del x366, x367, x373, x384, x406, x409, x531, x604, x677
+    x679 = x538 * x619
+    del x538, x619
+    x680 = x521 * (x372 * x408 * x540 - x536 * x620)
+    del x408, x521, x536, x540, x620
+    x681 = gpus * (idle_power_w * (x542 - x679 - x680) + x558 * x679 + x558 * x680) + x533 * x555 + x539 * x555 + x541 * x555
+    del x555, x558, x679, x680
+    x682 = x568 ** (-1.0)
+    del x568
+    x683 = tokens * x682
+    x684 = x639 * x683
+    x685 = embodied_kg_per_gpu * x551
+    del x551
+    x686 = x543 * x685
+    del x543
+    x687 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
+    x688 = pue * x687
+    x689 = x569 * x687
+    del x569, x687
+    x690 = (embodied_kg_per_gpu * x651 + x689) ** (-1.0)
+    x691 = tokens * x690
+    x692 = embodied_kg_per_gpu * x550
+    del x550
+    x693 = x688 * x691
+    x694 = x639 * x693
+    del x639
+    x695 = x686 * x691
+    x696 = x689 * x690
+    del x689
+    return [1, peak_flops_per_s * x191 * x259, gemm_max_efficiency * x191 * x271, gemm_half_efficiency_dim * x191 * x285, hbm_bandwidth_bytes_per_s * x191 * x314, hbm_efficiency * x191 * x332, scale_up_bandwidth_bytes_per_s * x191 * x356, scale_up_bus_efficiency * x191 * x365, -scale_out_bandwidth_bytes_per_s * x455 * x457, scale_out_bus_efficiency * x191 * x468, intra_latency_s * x191 * x476, inter_latency_s * x191 * x482, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x457 * x492, -x378 * x493 * x494, host_copy_bytes_per_s_per_gpu * x457 * x506, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x457 * (x440 * x510 - x512 - x516 + x522), restart_overhead_s * x372, x189 * x191, pause_probability * x526, x191 * x4, tp_overlap * x191 * x529, dp_overlap * x191 * x532, x456 * x493 * x542, x572 * (use_tco * (x549 + x553 + x562 * x564) + x546), peak_flops_per_s * x571 * (use_tco * (x548 * x576 + x552 * x575 + x564 * x581) + x545 * x576), gemm_max_efficiency * x571 * (use_tco * (x548 * x583 + x552 * x582 + x564 * x585) + x545 * x583), gemm_half_efficiency_dim * x571 * (use_tco * (x548 * x587 + x552 * x586 + x564 * x589) + x545 * x587), hbm_bandwidth_bytes_per_s * x571 * (use_tco * (x548 * x591 + x552 * x590 + x564 * x593) + x545 * x591), hbm_efficiency * x571 * (use_tco * (x548 * x595 + x552 * x594 + x564 * x597) + x545 * x595), scale_up_bandwidth_bytes_per_s * x571 * (use_tco * (x548 * x599 + x552 * x598 + x564 * x605) + x545 * x599), scale_up_bus_efficiency * x571 * (use_tco * (x548 * x607 + x552 * x606 + x564 * x609) + x545 * x607), scale_out_bandwidth_bytes_per_s * x571 * (use_tco * (-x453 * x552 - x453 * x615 - x548 * x613 + x552 * x610 + x552 * x614 + x564 * x623 + x610 * x615 - x613 * x616 + x614 * x615) - x453 * x611 - x545 * x613 + x610 * x611 + x611 * x614), scale_out_bus_efficiency * x571 * (use_tco * (x552 * x624 + x564 * x626 + x615 * x624) + x611 * x624), intra_latency_s * x571 * (use_tco * (x552 * x627 + x564 * x629 + x615 * x627) + x611 * x627), inter_latency_s * x571 * (use_tco * (x552 * x630 + x564 * x632 + x615 * x630) + x611 * x630), x564 * x633 * x635, x636 * x638, node_overhead_power_w * x640, network_power_per_node_w * x640, storage_write_bytes_per_s_per_node * x571 * (use_tco * (x488 * x552 + x488 * x615 + x491 * x552 + x491 * x615 + x564 * x643) + x488 * x611 + x491 * x611), storage_read_bytes_per_s_per_node * x571 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x647 - x548 * x646 - x616 * x646) - x545 * x646), host_copy_bytes_per_s_per_gpu * x571 * (use_tco * (-x503 * x552 - x503 * x615 + x505 * x552 + x505 * x615 + x564 * x650) - x503 * x611 + x505 * x611), x546 * x572, capex_usd_per_gpu * x633 * (x547 * x566 + x651), -x553 * x637, x549 * x637, 0, x652, x652, 0, gpu_mtbf_s * x571 * (use_tco * (-x516 * x552 - x516 * x615 + x522 * x552 + x522 * x615 + x548 * x655 - x548 * x656 + x564 * x660 + x616 * x655 - x616 * x656) - x516 * x611 + x522 * x611 + x545 * x655 - x545 * x656), restart_overhead_s * x571 * (use_tco * (x440 * x552 + x548 * x661 + x564 * x662) + x545 * x661), step_time_cv * x571 * (use_tco * (x552 * x664 + x564 * x666 + x615 * x664) + x611 * x664), pause_probability * x571 * (use_tco * (x548 * x667 + x564 * x669 + x616 * x667) + x545 * x667), pause_duration_s * x571 * (use_tco * (x552 * x670 + x564 * x672 + x615 * x670) + x611 * x670), tp_overlap * x571 * (use_tco * (x552 * x673 + x564 * x675 + x615 * x673) + x611 * x673), dp_overlap * x571 * (use_tco * (x552 * x676 + x564 * x678 + x615 * x676) + x611 * x676), checkpoint_bytes_per_param * x571 * (use_tco * (x533 * x552 + x533 * x615 + x539 * x552 + x539 * x615 + x541 * x552 + x541 * x615 + x564 * x681) + x533 * x611 + x539 * x611 + x541 * x611), x562 * x683, peak_flops_per_s * x581 * x682, gemm_max_efficiency * x585 * x682, gemm_half_efficiency_dim * x589 * x682, hbm_bandwidth_bytes_per_s * x593 * x682, hbm_efficiency * x597 * x682, scale_up_bandwidth_bytes_per_s * x605 * x682, scale_up_bus_efficiency * x609 * x682, scale_out_bandwidth_bytes_per_s * x623 * x682, scale_out_bus_efficiency * x626 * x682, intra_latency_s * x629 * x682, inter_latency_s * x632 * x682, x635 * x682, x636 * x683, node_overhead_power_w * x684, network_power_per_node_w * x684, storage_write_bytes_per_s_per_node * x643 * x682, storage_read_bytes_per_s_per_node * x647 * x682, host_copy_bytes_per_s_per_gpu * x650 * x682, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x660 * x682, restart_overhead_s * x662 * x682, step_time_cv * x666 * x682, pause_probability * x669 * x682, pause_duration_s * x672 * x682, tp_overlap * x675 * x682, dp_overlap * x678 * x682, checkpoint_bytes_per_param * x681 * x682, x691 * (x562 * x688 + x686), peak_flops_per_s * x690 * (x575 * x685 + x581 * x688), gemm_max_efficiency * x690 * (x582 * x685 + x585 * x688), gemm_half_efficiency_dim * x690 * (x586 * x685 + x589 * x688), hbm_bandwidth_bytes_per_s * x690 * (x590 * x685 + x593 * x688), hbm_efficiency * x690 * (x594 * x685 + x597 * x688), scale_up_bandwidth_bytes_per_s * x690 * (x598 * x685 + x605 * x688), scale_up_bus_efficiency * x690 * (x606 * x685 + x609 * x688), scale_out_bandwidth_bytes_per_s * x690 * (-x453 * x685 + x610 * x685 - x613 * x692 + x614 * x685 + x623 * x688), scale_out_bus_efficiency * x690 * (x624 * x685 + x626 * x688), intra_latency_s * x690 * (x627 * x685 + x629 * x688), inter_latency_s * x690 * (x630 * x685 + x632 * x688), x635 * x688 * x690, x636 * x693, node_overhead_power_w * x694, network_power_per_node_w * x694, storage_write_bytes_per_s_per_node * x690 * (x488 * x685 + x491 * x685 + x643 * x688), storage_read_bytes_per_s_per_node * x690 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x647 - x646 * x692), host_copy_bytes_per_s_per_gpu * x690 * (-x503 * x685 + x505 * x685 + x650 * x688), 0, 0, -x695, 0, x695, x696, 0, x696, gpu_mtbf_s * x690 * (-x516 * x685 + x522 * x685 + x655 * x692 - x656 * x692 + x660 * x688), restart_overhead_s * x690 * (x440 * x685 + x662 * x688), step_time_cv * x690 * (x664 * x685 + x666 * x688), pause_probability * x690 * (x667 * x692 + x669 * x688), pause_duration_s * x690 * (x670 * x685 + x672 * x688), tp_overlap * x690 * (x673 * x685 + x675 * x688), dp_overlap * x690 * (x676 * x685 + x678 * x688), checkpoint_bytes_per_param * x690 * (x533 * x685 + x539 * x685 + x541 * x685 + x681 * x688)]

@@ -420,8 +420,11 @@ def run_model(x: dict) -> dict:
     # ---- energy, cost, carbon ----------------------------------------------
     busy = compute_s / step_time_s
     gpu_busy_w = energy.gpu_power(x["idle_power_w"], x["max_power_w"], busy)
-    energy_gpu_j = x["gpus"] * (energy.energy(gpu_busy_w, solve_time_s) + energy.energy(
-        x["idle_power_w"], wall_time_s - solve_time_s))
+    # stepping (incl. work lost to failures) at step power; stalls and restarts idle
+    stepping_s = checkpoint.daly_compute_time(solve_time_s, checkpoint_interval_s,
+                                              checkpoint_stall_s, system_mtbf_s)
+    energy_gpu_j = x["gpus"] * (energy.energy(gpu_busy_w, stepping_s) + energy.energy(
+        x["idle_power_w"], wall_time_s - stepping_s))
     rest_w = nodes * (x["node_overhead_power_w"] + x["network_power_per_node_w"])
     energy_it_j = energy_gpu_j + energy.energy(rest_w, wall_time_s)
     energy_facility_j = energy.energy(

@@ -143,3 +143,22 @@ def test_bad_input_names_the_argument(call, arg):
 def test_integers_give_float64():
     assert isinstance(checkpoint_size(10**12, 14), float)
     assert checkpoint_size(np.array([10**12]), 14).dtype == np.float64
+
+
+def test_compute_time_monte_carlo_and_limit():
+    """Busy (computing) time of Daly's model vs a fixed-seed simulation, within 1%."""
+    from formulas.checkpoint import daly_compute_time
+
+    assert daly_compute_time(1e6, 600.0, 60.0, 1e12) == pytest.approx(1e6, rel=1e-6)
+    rng = np.random.default_rng(7)
+    mtbf, tau, delta, segments, replicas = 3600.0, 900.0, 120.0, 10, 50_000
+    busy = np.zeros(replicas)
+    for _ in range(segments):
+        pending = np.arange(replicas)
+        while pending.size:
+            t = rng.exponential(mtbf, pending.size)
+            busy[pending] += np.minimum(t, tau)  # computing until the failure or tau
+            pending = pending[t < tau + delta]   # failed during compute or checkpoint
+    expected = daly_compute_time(segments * tau, tau, delta, mtbf)
+    assert busy.mean() == pytest.approx(expected, rel=0.01)
+    assert expected > segments * tau

@@ -24,6 +24,8 @@ def test_simulated_means_match_the_planner_closed_forms(capsys):
     # exponential failures, independent stragglers: the closed forms hold within 1%
     assert data["wall_days"]["mean"] == pytest.approx(data["wall_days"]["closed_form"], rel=0.01)
     assert data["gpu_hours"]["mean"] == pytest.approx(data["gpu_hours"]["closed_form"], rel=0.01)
+    assert data["energy_kwh"]["mean"] == pytest.approx(data["energy_kwh"]["closed_form"],
+                                                       rel=0.01)
     # failures are a count: within 4 standard errors of the mean
     f = data["failures"]
     assert abs(f["mean"] - f["closed_form"]) < 4 * f["stderr"] + 1e-9

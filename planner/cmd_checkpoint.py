@@ -17,7 +17,12 @@ def _positive(name: str, value: float) -> float:
 
 @app.command()
 def checkpoint(
+    ctx: typer.Context,
     gpus: int = typer.Option(16384, help="GPUs in the job."),
+    reliability: str = typer.Option(
+        None, help="Take MTBF, restart overhead and storage bandwidth from this catalog "
+        "reliability profile (`capplan catalog list reliability`); flags override it."),
+    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
     gpu_mtbf_hours: float = typer.Option(
         50_675.0, help="Mean time between job-stopping failures per GPU [h] "
         "(default: Llama 3 405B, 419 unexpected interruptions in 54 days on 16,384 H100, "
@@ -50,6 +55,31 @@ def checkpoint(
 
     if format not in FORMATS:
         raise CapplanError(f"unknown format '{format}'; allowed: {', '.join(FORMATS)}")
+    if reliability:
+        from hardware_catalog import load_catalog
+
+        from .scenario import value
+
+        profile = load_catalog(tuple(catalog or ())).reliability_profile(reliability)
+        typed = {name for name in ("gpu_mtbf_hours", "node_mtbf_hours", "restart_minutes",
+                                   "storage_write_gbps", "storage_read_gbps")
+                 if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")}
+        taken = {"gpu_mtbf_hours": value(profile.gpu_mtbf_s) / 3600,
+                 "restart_minutes": value(profile.restart_overhead_s) / 60}
+        if getattr(profile, "node_mtbf_s", None) is not None:
+            taken["node_mtbf_hours"] = value(profile.node_mtbf_s) / 3600
+        for field, option in (("checkpoint_write_bytes_per_s", "storage_write_gbps"),
+                              ("checkpoint_read_bytes_per_s", "storage_read_gbps")):
+            if getattr(profile, field, None) is not None:
+                taken[option] = value(getattr(profile, field)) / 1e9
+        taken = {k: v for k, v in taken.items() if k not in typed}
+        gpu_mtbf_hours = taken.get("gpu_mtbf_hours", gpu_mtbf_hours)
+        restart_minutes = taken.get("restart_minutes", restart_minutes)
+        storage_write_gbps = taken.get("storage_write_gbps", storage_write_gbps)
+        storage_read_gbps = taken.get("storage_read_gbps", storage_read_gbps)
+        if "node_mtbf_hours" in taken:  # both sources fail the job: rates add per GPU
+            gpu_mtbf_hours = 1 / (1 / gpu_mtbf_hours
+                                  + 1 / (taken["node_mtbf_hours"] * gpus_per_node))
     if gpus < 1:
         raise CapplanError(f"--gpus must be >= 1, got {gpus}")
     if node_mtbf_hours is not None:

@@ -165,3 +165,17 @@ def test_ctrl_c_exits_130_and_debug_shows_traceback(capsys, monkeypatch):
     monkeypatch.undo()
     with pytest.raises(Exception, match="does not divide"):
         main([*EVAL, "--gpus", "63", "--tp", "2", "--debug"])
+
+
+def test_checkpoint_takes_a_reliability_profile(capsys):
+    code, out, _ = run(capsys, ["checkpoint", "--reliability", "meta-rsc", "--gpus", "1024",
+                                "--restart-minutes", "5", "-f", "json"])
+    data = json.loads(out)
+    from hardware_catalog import load_catalog
+
+    profile = load_catalog().reliability_profile("meta-rsc")
+    assert code == 0
+    assert data["inputs"]["restart_overhead_s"] == 300.0  # the typed flag wins
+    assert data["inputs"]["gpu_mtbf_s"] <= profile.gpu_mtbf_s.value  # profile rate (+ nodes)
+    code, _, err = run(capsys, ["checkpoint", "--reliability", "metarsc"])
+    assert code == 2 and "did you mean: meta-rsc" in err

@@ -38,3 +38,12 @@ def check_input_kinds(f, points, *, exact=False):
     else:
         np.testing.assert_allclose(arr, scalars, rtol=1e-15)
         np.testing.assert_allclose(ser.to_numpy(), scalars, rtol=1e-15)
+
+
+RANGES = {">0": (0.5, 5000.0), ">=0": (0.0, 5000.0), ">=1": (1.0, 64.0),
+          "[0,1]": (0.0, 1.0), "(0,1]": (0.05, 1.0), "real": (-10.0, 10.0)}
+
+
+def sample_point(f, rng) -> dict[str, float]:
+    """A random point inside every argument's declared domain."""
+    return {a.name: float(rng.uniform(*RANGES[a.domain])) for a in f.arguments}

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 import sympy as sp
-from formula_checks import check_input_kinds, check_symbolic
+from formula_checks import check_input_kinds, check_symbolic, sample_point
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,9 +32,7 @@ KORTHIKANTI_MODELS = {
 # -- generic: every formula ----------------------------------------------------------
 
 def _sample(f, rng):
-    ranges = {">0": (0.5, 5000.0), ">=0": (0.0, 5000.0), ">=1": (1.0, 64.0),
-              "[0,1]": (0.0, 1.0), "(0,1]": (0.05, 1.0), "real": (-10.0, 10.0)}
-    point = {a.name: float(rng.uniform(*ranges[a.domain])) for a in f.arguments}
+    point = sample_point(f, rng)
     if "zero_stage" in point:
         point["zero_stage"] = float(rng.integers(0, 4))
     return point

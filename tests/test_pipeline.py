@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from formula_checks import check_input_kinds, check_symbolic
+from formula_checks import check_input_kinds, check_symbolic, sample_point
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,22 +14,16 @@ FORMULAS = [f for f in vars(pl).values() if isinstance(f, Formula) and f.module 
 
 # -- generic: every formula ----------------------------------------------------------
 
-def _sample(f, rng):
-    ranges = {">0": (0.5, 5000.0), ">=0": (0.0, 5000.0), ">=1": (1.0, 64.0),
-              "[0,1]": (0.0, 1.0), "(0,1]": (0.05, 1.0), "real": (-10.0, 10.0)}
-    return {a.name: float(rng.uniform(*ranges[a.domain])) for a in f.arguments}
-
-
 @pytest.mark.parametrize("f", FORMULAS, ids=lambda f: f.name)
 def test_symbolic_equals_numeric(f):
     rng = np.random.default_rng(13)
-    check_symbolic(f, [_sample(f, rng) for _ in range(6)], rel=1e-12, lambdified=True)
+    check_symbolic(f, [sample_point(f, rng) for _ in range(6)], rel=1e-12, lambdified=True)
 
 
 @pytest.mark.parametrize("f", FORMULAS, ids=lambda f: f.name)
 def test_scalar_array_series_agree(f):
     rng = np.random.default_rng(17)
-    check_input_kinds(f, [_sample(f, rng) for _ in range(3)])
+    check_input_kinds(f, [sample_point(f, rng) for _ in range(3)])
 
 
 @pytest.mark.parametrize("f", FORMULAS, ids=lambda f: f.name)

@@ -46,6 +46,7 @@ _SYM = {
     "compute_efficiency": r"\eta_c", "memory_bandwidth_bytes_per_s": "\\beta",
     "memory_efficiency": r"\eta_m", "model_flops_per_s_per_gpu": "X_m",
     "hardware_flops_per_s_per_gpu": "X_h", "gpus": "n", "flops_per_s_per_gpu": "X",
+    "device_time_s": "t_d", "host_time_s": "t_h", "overlap_exponent": "k",
 }
 
 
@@ -502,6 +503,47 @@ def gemm_efficiency(min_dim, max_efficiency, half_efficiency_dim):
     .. math:: \\eta_c = \\eta_{max} \\frac{d}{d + d_{1/2}}
     """
     return max_efficiency * (min_dim / (min_dim + half_efficiency_dim))
+
+
+@formula(reference="Overhead-bound regime: H. He, 'Making Deep Learning Go Brrrr From First "
+         "Principles' (2022, horace.io/brrr_intro.html), PyTorch CUDA semantics "
+         "(asynchronous execution); smooth maximum as a generalised (power) mean, exponent "
+         "fitted to vTrain single-node runs (Bang et al., MICRO'24, arXiv:2312.12391)",
+         domain={"device_time_s": ">=0", "host_time_s": ">=0", "overlap_exponent": ">=1"},
+         symbols=_SYM, result_latex="t")
+def host_bound_time(device_time_s, host_time_s, overlap_exponent):
+    """Time of work the host launches asynchronously and the device executes.
+
+    The host enqueues kernels ahead of the device, so the slower of the two sets the
+    pace: device time for large kernels, host (launch and Python) time for small ones.
+    Near the crossover neither hides the other completely; a power mean of exponent
+    k blends the two (k -> infinity is the hard maximum).
+
+    Parameters
+    ----------
+    device_time_s : numeric
+        Device (GPU) busy time of the work, t_d [s].
+    host_time_s : numeric
+        Host time to issue the work, t_h [s].
+    overlap_exponent : numeric
+        Sharpness k of the smooth maximum [1].
+
+    Returns
+    -------
+    numeric
+        Elapsed time [s].
+
+    Examples
+    --------
+    >>> round(host_bound_time(3e-3, 1e-3, 4.0) * 1e3, 4)
+    3.0092
+    >>> round(host_bound_time(1e-3, 1e-3, 4.0) * 1e3, 4)
+    1.1892
+
+    .. math:: t = \\left(t_d^k + t_h^k\\right)^{1/k}
+    """
+    return (device_time_s**overlap_exponent + host_time_s**overlap_exponent) ** (
+        1 / overlap_exponent)
 
 
 @formula(reference="Williams et al. 2009, Commun. ACM 52(4):65-76, doi:10.1145/1498765.1498785",

@@ -9,10 +9,10 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403  (names used by sympy's printer)
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
-OUTPUTS = ('step_time_s', 'compute_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
+OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
     x0 = gpus + 0.474798
     x1 = gpus ** (-1.0)
     x2 = x0 ** (-0.282765)
@@ -21,228 +21,236 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x5 = tp ** (-1.0)
     x6 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
     x7 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x8 = kv_heads / heads
-    x9 = 2 * hidden
-    x10 = micro_batch / cp
-    x11 = seq_len * x10
-    x12 = x11 * x9
-    x13 = bytes_per_element * x12
-    x14 = cp_intra * intra_latency_s + inter_latency_s * x4 + x13 * x5 * x8 / (cp_intra * x6 + x4 * x7)
+    x8 = heads ** (-1.0)
+    x9 = kv_heads * x8
+    x10 = 2 * hidden
+    x11 = micro_batch / cp
+    x12 = seq_len * x11
+    x13 = x10 * x12
+    x14 = bytes_per_element * x13
+    x15 = cp_intra * intra_latency_s + inter_latency_s * x4 + x14 * x5 * x9 / (cp_intra * x6 + x4 * x7)
     del x4
-    x15 = stage_layers * x14 * x3
-    x16 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x17 = bytes_per_element * x16
-    x18 = hidden * x5
-    x19 = x11 * x18
-    x20 = 4 * x19
-    x21 = seq_len ** 2
-    x22 = numpy.minimum(seq_len, x11)
-    x23 = peak_flops_per_s ** (-1.0)
-    x24 = x23 / gemm_max_efficiency
-    x25 = numpy.maximum(x17 * x20, 4 * x10 * x18 * x21 * x24 * (gemm_half_efficiency_dim + x22) / (attention_efficiency_factor * x22))
-    del x22
-    x26 = 3 * x25
-    x27 = cp_overlap * numpy.minimum(x15, stage_layers * x26)
-    x28 = 1 - ep_intra
-    x29 = 4 * ep - 4
-    x30 = ep ** (-1.0)
-    x31 = hidden * x11
-    x32 = bytes_per_element * experts_per_token * x29 * x30 * x31 / (ep_intra * x6 + x28 * x7) + x29 * (ep_intra * intra_latency_s + inter_latency_s * x28)
-    del x28, x29
-    x33 = layers ** (-1.0)
-    x34 = moe_layers * x33
-    x35 = stage_layers * x34
-    x36 = x32 * x35
-    x37 = experts_per_token + shared_experts
-    x38 = moe_ffn * x5
-    x39 = x11 * x38
-    x40 = numpy.minimum(numpy.minimum(hidden, x38), ep * experts_per_token * x11 / experts)
-    del x38
-    x41 = x24 * x9
-    x42 = mlp_matrices * x37 * numpy.maximum(x17 * (moe_ffn * x18 + x31 + x39), x39 * x41 * (gemm_half_efficiency_dim + x40) / x40)
-    del x39, x40
-    x43 = ep_overlap * numpy.minimum(x36, 3 * x35 * x42)
-    del x35
-    x44 = hidden * vocab
-    x45 = x44 * x5
-    x46 = vocab * x5
-    x47 = numpy.minimum(numpy.minimum(hidden, x11), x46)
-    x48 = 2 * x11
-    x49 = attention_scores_stored * heads * x21
-    del x21
-    x50 = x10 * x16 * x49 * x5
-    del x10
-    x51 = ffn * x5
-    x52 = tp - 1
-    x53 = (sequence_parallel * x52 + 1) ** (-1.0)
-    x54 = x11 * x17 * (16 * hidden * x53 + 4 * x51)
-    x55 = 1 - full_recompute
-    x56 = selective * x55
-    x57 = hidden ** 2
-    x58 = x5 * x57
-    x59 = numpy.minimum(numpy.minimum(hidden, x11), x18)
-    x60 = 2 * x57
-    x61 = x11 * x24 * x5 * x60
-    x62 = numpy.maximum(x17 * (x19 + x31 + x58), x61 * (gemm_half_efficiency_dim + x59) / x59)
-    del x59
-    x63 = x11 * x51
-    x64 = numpy.minimum(numpy.minimum(hidden, x11), x51)
-    del x51
-    x65 = mlp_matrices * (1 - x34)
-    x66 = x65 * numpy.maximum(x17 * (ffn * x18 + x31 + x63), x41 * x63 * (gemm_half_efficiency_dim + x64) / x64)
-    del x41, x63, x64
-    x67 = x34 * x42
-    del x42
-    x68 = 2 * x8 + 1
-    x69 = x18 * x68
-    del x18
-    x70 = numpy.minimum(numpy.minimum(hidden, x11), x69)
-    x71 = numpy.maximum(x61 * x68 * (gemm_half_efficiency_dim + x70) / x70, x17 * (x11 * x69 + x31 + x58 * x68))
-    del x58, x61, x68, x69, x70
-    x72 = layer_overhead_s + x25 + 10 * x50 + x54 + x62 + x66 + x67 + x71
-    x73 = stage_layers * (full_recompute * x72 + 3 * layer_overhead_s + x25 * x56 + x26 + 30 * x50 + 3 * x54 + 3 * x62 + 3 * x66 + 3 * x67 + 3 * x71) + 3 * numpy.maximum(x17 * (x11 * x46 + x31 + x45), x24 * x45 * x48 * (gemm_half_efficiency_dim + x47) / x47)
-    del x11, x17, x24, x25, x26, x45, x46, x47, x50, x54, x62, x66, x67, x71
-    x74 = tp_intra_ranks - 1
-    x75 = 2 * intra_latency_s
-    x76 = tp_intra_ranks ** (-1.0)
-    x77 = 2 * tp * x76 - 2
-    x78 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x79 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x80 = scale_out_bus_efficiency ** (-1.0)
-    x81 = bytes_per_element * x79 * x80
-    x82 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + inter_latency_s * x77 + x13 * x74 * x76 * x78 + x19 * x77 * x81 + x74 * x75)
-    del x13, x52, x74, x76, x77
-    x83 = -tp_overlap * numpy.minimum(x73, x82) + x82
-    del x82
-    x84 = pp - 1
-    x85 = x84 / vp
-    x86 = x85 * (x15 - x27 + x36 - x43 + x73 + x83)
-    del x15, x36
-    x87 = dp ** (-1.0)
-    x88 = global_batch * x87 / micro_batch
-    x89 = 2 * x88
-    x90 = 1 - pp_intra
-    x91 = (2 * pp + vp * x89 - 2) * (1.0 * bytes_per_element * x19 / (pp_intra * x6 + x7 * x90) + inter_latency_s * x90 + intra_latency_s * pp_intra) * numpy.minimum(1, x84)
-    del x19, x6, x7, x84, x90
-    x92 = x73 * x88
-    del x73
-    x93 = x88 * (stage_layers * x14 * x3 - x27)
-    del x14, x27, x3
-    x94 = x88 * (moe_layers * stage_layers * x32 * x33 - x43)
-    del x32, x33, x43
-    x95 = x83 * x88
-    del x83
-    x96 = ffn * hidden
-    x97 = experts * hidden
-    x98 = mlp_matrices * moe_ffn
-    x99 = hidden * x98
-    x100 = x97 + x99 * (experts + shared_experts)
-    x101 = x60 * x8 + x60 + x9
+    x16 = stage_layers * x15 * x3
+    x17 = 1 - ep_intra
+    x18 = 4 * ep - 4
+    x19 = ep ** (-1.0)
+    x20 = hidden * x12
+    x21 = bytes_per_element * experts_per_token * x18 * x19 * x20 / (ep_intra * x6 + x17 * x7) + x18 * (ep_intra * intra_latency_s + inter_latency_s * x17)
+    del x17, x18
+    x22 = layers ** (-1.0)
+    x23 = moe_layers * x22
+    x24 = stage_layers * x23
+    x25 = x21 * x24
+    x26 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x27 = bytes_per_element * x26
+    x28 = hidden * x5
+    x29 = x12 * x28
+    x30 = 4 * x29
+    x31 = seq_len ** 2
+    x32 = peak_flops_per_s ** (-1.0)
+    x33 = attention_scores_stored + selective
+    x34 = numpy.minimum(seq_len, x12)
+    x35 = numpy.minimum(x12, hidden * x8)
+    del x8
+    x36 = numpy.maximum(x27 * x30, 4 * x11 * x28 * x31 * x32 / (attention_efficiency_factor * gemm_max_efficiency * x34 * (1 - x33) / (gemm_half_efficiency_dim + x34) + gemm_max_efficiency * x33 * x35 / (gemm_half_efficiency_dim + x35)))
+    del x33, x34, x35
+    x37 = 3 * x36
+    x38 = cp_overlap * numpy.minimum(x16, stage_layers * x37)
+    x39 = experts_per_token + shared_experts
+    x40 = moe_ffn * x5
+    x41 = x12 * x40
+    x42 = numpy.minimum(numpy.minimum(hidden, x40), ep * experts_per_token * x12 / experts)
+    del x40
+    x43 = x32 / gemm_max_efficiency
+    x44 = x10 * x43
+    x45 = mlp_matrices * x39 * numpy.maximum(x27 * (moe_ffn * x28 + x20 + x41), x41 * x44 * (gemm_half_efficiency_dim + x42) / x42)
+    del x41, x42
+    x46 = ep_overlap * numpy.minimum(x25, 3 * x24 * x45)
+    del x24
+    x47 = hidden * vocab
+    x48 = x47 * x5
+    x49 = vocab * x5
+    x50 = numpy.minimum(numpy.minimum(hidden, x12), x49)
+    x51 = 2 * x12
+    x52 = attention_scores_stored * heads * x31
+    del x31
+    x53 = x11 * x26 * x5 * x52
+    del x11
+    x54 = ffn * x5
+    x55 = tp - 1
+    x56 = (sequence_parallel * x55 + 1) ** (-1.0)
+    x57 = x12 * x27 * (16 * hidden * x56 + 4 * x54)
+    x58 = hidden ** 2
+    x59 = x5 * x58
+    x60 = numpy.minimum(numpy.minimum(hidden, x12), x28)
+    x61 = 2 * x58
+    x62 = x12 * x43 * x5 * x61
+    x63 = numpy.maximum(x27 * (x20 + x29 + x59), x62 * (gemm_half_efficiency_dim + x60) / x60)
     del x60
-    x102 = x5 * (stage_layers * (x100 * x30 * x34 + x101 + x65 * x96) + x44)
-    del x30, x34, x65
-    x103 = x102 / optimizer_shards
-    x104 = x103 * x16 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x16
-    x105 = dp - 1
-    x106 = x102 * x87
-    del x87
-    x107 = x89 * zero3 * (inter_latency_s * x105 + x105 * x106 * x81)
-    del x105, x81, x89
-    x108 = numpy.minimum(dp, dp_intra_ranks)
-    x109 = x108 - 1
-    x110 = 2 / x108
-    del x108
-    x111 = dp * x110 - 2
-    x112 = grad_comm_bytes_per_param * x102 * x109 * x110 * x78 + grad_comm_bytes_per_param * x106 * x111 * x79 * x80 + inter_latency_s * x111 + x109 * x75
-    del x106, x109, x110, x111, x75, x78, x80
-    x113 = -dp_overlap * numpy.minimum(x107, x92) - dp_overlap * numpy.minimum(x112, 2 * stage_layers * x72) + x107 + x112
-    del x107, x112, x72
-    x114 = x104 + x113 + x86 + x91 + x92 + x93 + x94 + x95
-    x115 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x114 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
-    del x0, x2
-    x116 = x114 + x115
+    x64 = x12 * x54
+    x65 = numpy.minimum(numpy.minimum(hidden, x12), x54)
+    del x54
+    x66 = mlp_matrices * (1 - x23)
+    x67 = x66 * numpy.maximum(x27 * (ffn * x28 + x20 + x64), x44 * x64 * (gemm_half_efficiency_dim + x65) / x65)
+    del x44, x64, x65
+    x68 = x23 * x45
+    del x45
+    x69 = 1 - full_recompute
+    x70 = selective * x69
+    x71 = 2 * x9 + 1
+    x72 = x28 * x71
+    del x28
+    x73 = numpy.minimum(numpy.minimum(hidden, x12), x72)
+    x74 = numpy.maximum(x62 * x71 * (gemm_half_efficiency_dim + x73) / x73, x27 * (x12 * x72 + x20 + x59 * x71))
+    del x59, x62, x71, x72, x73
+    x75 = x36 + 10 * x53 + x57 + x63 + x67 + x68 + x74
+    x76 = stage_layers * (full_recompute * x75 + x36 * x70 + x37 + 30 * x53 + 3 * x57 + 3 * x63 + 3 * x67 + 3 * x68 + 3 * x74) + 3 * numpy.maximum(x27 * (x12 * x49 + x20 + x48), x43 * x48 * x51 * (gemm_half_efficiency_dim + x50) / x50)
+    del x12, x27, x36, x37, x43, x48, x49, x50, x53, x57, x63, x67, x68, x74
+    x77 = tp_intra_ranks - 1
+    x78 = 2 * intra_latency_s
+    x79 = tp_intra_ranks ** (-1.0)
+    x80 = 2 * tp * x79 - 2
+    x81 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x82 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x83 = scale_out_bus_efficiency ** (-1.0)
+    x84 = bytes_per_element * x82 * x83
+    x85 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x55) + inter_latency_s * x80 + x14 * x77 * x79 * x81 + x29 * x80 * x84 + x77 * x78)
+    del x14, x55, x77, x79, x80
+    x86 = -tp_overlap * numpy.minimum(x76, x85) + x85
+    del x85
+    x87 = x76 + x86
+    x88 = (x87 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x89 = pp - 1
+    x90 = x89 / vp
+    x91 = x90 * (x16 + x25 - x38 - x46 + x88)
+    del x16, x25
+    x92 = dp ** (-1.0)
+    x93 = global_batch * x92 / micro_batch
+    x94 = 2 * x93
+    x95 = 1 - pp_intra
+    x96 = (2 * pp + vp * x94 - 2) * (1.0 * bytes_per_element * x29 / (pp_intra * x6 + x7 * x95) + inter_latency_s * x95 + intra_latency_s * pp_intra) * numpy.minimum(1, x89)
+    del x29, x6, x7, x89, x95
+    x97 = x76 * x93
+    del x76
+    x98 = x93 * (stage_layers * x15 * x3 - x38)
+    del x15, x3, x38
+    x99 = x93 * (moe_layers * stage_layers * x21 * x22 - x46)
+    del x21, x22, x46
+    x100 = x86 * x93
+    del x86
+    x101 = x93 * (-x87 + x88)
+    del x87, x88
+    x102 = ffn * hidden
+    x103 = experts * hidden
+    x104 = mlp_matrices * moe_ffn
+    x105 = hidden * x104
+    x106 = x103 + x105 * (experts + shared_experts)
+    x107 = x10 + x61 * x9 + x61
+    del x61
+    x108 = x5 * (stage_layers * (x102 * x66 + x106 * x19 * x23 + x107) + x47)
+    del x19, x23, x66
+    x109 = x108 / optimizer_shards
+    x110 = x109 * x26 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x26
+    x111 = dp - 1
+    x112 = x108 * x92
+    del x92
+    x113 = x94 * zero3 * (inter_latency_s * x111 + x111 * x112 * x84)
+    del x111, x84, x94
+    x114 = numpy.minimum(dp, dp_intra_ranks)
+    x115 = x114 - 1
+    x116 = 2 / x114
     del x114
-    x117 = weight_bytes_per_param * x102 / weight_shards
-    x118 = grad_bytes_per_param * x102 / grad_shards
+    x117 = dp * x116 - 2
+    x118 = grad_comm_bytes_per_param * x108 * x115 * x116 * x81 + grad_comm_bytes_per_param * x112 * x117 * x82 * x83 + inter_latency_s * x117 + x115 * x78
+    del x112, x115, x116, x117, x78, x81, x83
+    x119 = -dp_overlap * numpy.minimum(x113, x97) - dp_overlap * numpy.minimum(x118, 2 * stage_layers * x75) + x113 + x118
+    del x113, x118, x75
+    x120 = x100 + x101 + x110 + x119 + x91 + x96 + x97 + x98 + x99
+    x121 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x120 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    del x0, x2
+    x122 = x120 + x121
+    del x120
+    x123 = weight_bytes_per_param * x108 / weight_shards
+    x124 = grad_bytes_per_param * x108 / grad_shards
+    del x108
+    x125 = optimizer_bytes_per_param * x109
+    del x109
+    x126 = 10 * x20 * (sequence_parallel * x5 - sequence_parallel + 1) + x5 * (ffn * mlp_matrices * x51 + x13 + x20 * (4 * x9 + 2) + 5 * micro_batch * x52 / cp ** 2)
+    del x20, x5, x51, x52
+    x127 = full_recompute * x126 + stage_layers * (1 + x90 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x56 + x126 * x69) * numpy.minimum(pp, x93) + x30 * (1 + vocab / hidden)
+    del x126, x13, x30, x56, x69, x90, x93
+    x128 = mlp_matrices * (layers - moe_layers)
+    x129 = x102 * x128
     del x102
-    x119 = optimizer_bytes_per_param * x103
-    del x103
-    x120 = 10 * x31 * (sequence_parallel * x5 - sequence_parallel + 1) + x5 * (ffn * mlp_matrices * x48 + x12 + x31 * (4 * x8 + 2) + 5 * micro_batch * x49 / cp ** 2)
-    del x31, x48, x49, x5
-    x121 = full_recompute * x120 + stage_layers * (1 + x85 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x12 * x53 + x120 * x55) * numpy.minimum(pp, x88) + x20 * (1 + vocab / hidden)
-    del x12, x120, x20, x53, x55, x85, x88
-    x122 = mlp_matrices * (layers - moe_layers)
-    x123 = x122 * x96
-    del x96
-    x124 = embedding_matrices * x44 + layers * x101 + x123
-    del x101
-    x125 = moe_layers * x100 + x124
-    del x100
-    x126 = x116 ** (-1.0)
-    x127 = global_batch * seq_len * x126
-    x128 = moe_layers * (experts * x9 + x37 * x9 * x98)
-    del x98
-    x129 = 4 * hidden * seq_len
-    x130 = 4 * x57
-    del x57
-    x131 = layers * (x129 + x130 * x8 + x130)
-    del x130, x8
-    x132 = 6 * x123 + 3 * x128 + 3 * x131 + 6 * x44
-    del x123, x44
-    x133 = x1 * x127
-    x134 = x132 * x133
-    x135 = global_batch ** (-1.0)
-    x136 = seq_len ** (-1.0)
-    x137 = tokens * x135 * x136
-    x138 = gpus / gpu_mtbf_s
-    x139 = gpus / gpus_per_node
-    x140 = x139 / node_mtbf_s
-    x141 = x138 + x140
-    x142 = x141 ** (-1.0)
-    x143 = checkpoint_bytes_per_param * x125
-    x144 = x1 * x143
+    x130 = embedding_matrices * x47 + layers * x107 + x129
+    del x107
+    x131 = moe_layers * x106 + x130
+    del x106
+    x132 = x122 ** (-1.0)
+    x133 = global_batch * seq_len * x132
+    x134 = moe_layers * (experts * x10 + x10 * x104 * x39)
+    del x104
+    x135 = 4 * hidden * seq_len
+    x136 = 4 * x58
+    del x58
+    x137 = layers * (x135 + x136 * x9 + x136)
+    del x136, x9
+    x138 = 6 * x129 + 3 * x134 + 3 * x137 + 6 * x47
+    del x129, x47
+    x139 = x1 * x133
+    x140 = x138 * x139
+    x141 = global_batch ** (-1.0)
+    x142 = seq_len ** (-1.0)
+    x143 = tokens * x141 * x142
+    x144 = gpus / gpu_mtbf_s
+    x145 = gpus / gpus_per_node
+    x146 = x145 / node_mtbf_s
+    x147 = x144 + x146
+    x148 = x147 ** (-1.0)
+    x149 = checkpoint_bytes_per_param * x131
+    x150 = x1 * x149
     del x1
-    x145 = x144 / host_copy_bytes_per_s_per_gpu
-    x146 = ckpt_async * x145
-    x147 = x143 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x139)
-    x148 = ckpt_sync * x147
-    x149 = x144 * x79
-    del x144, x79
-    x150 = ckpt_in_memory * (x145 + x149)
+    x151 = x150 / host_copy_bytes_per_s_per_gpu
+    x152 = ckpt_async * x151
+    x153 = x149 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x145)
+    x154 = ckpt_sync * x153
+    x155 = x150 * x82
+    del x150, x82
+    x156 = ckpt_in_memory * (x151 + x155)
+    del x151
+    x157 = x152 + x154 + x156
+    x158 = numpy.sqrt(x148 * (2 * x152 + 2 * x154 + 2 * x156))
+    x159 = x157 * (1 / 2 * x144 + 1 / 2 * x146)
+    del x144, x146
+    x160 = numpy.maximum(ckpt_async * x153, numpy.where(numpy.greater(x148, 1 / 2 * x152 + 1 / 2 * x154 + 1 / 2 * x156), -x157 + x158 * (1 / 3 * numpy.sqrt(x159) + 1 / 9 * x159 + 1), x148))
+    del x152, x153, x154, x156, x159
+    x161 = ckpt_in_memory * x155 + restart_overhead_s + x149 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x145)
+    del x155
+    x162 = x122 * x143
+    x163 = numpy.exp(x147 * (x157 + x160))
+    x164 = x163 - 1
+    x165 = x147 * x161
+    x166 = numpy.exp(x165)
+    x167 = x160 ** (-1.0)
+    x168 = x162 * x167
+    x169 = x164 * x166 * x168
+    x170 = x148 * x169
+    x171 = x147 * x160 * numpy.exp(-x165) / x164
+    del x165
+    x172 = gpus * x170
+    x173 = x148 * x168 * (x163 - numpy.exp(x147 * x157))
+    del x147, x163, x168
+    x174 = gpus * (idle_power_w * (tokens * x122 * x141 * x142 * x148 * x164 * x166 * x167 - x173) + x173 * (idle_power_w + x132 * x97 * (-idle_power_w + max_power_w)))
+    del x132, x141, x142, x164, x166, x167, x173
+    x175 = x145 * (network_power_per_node_w + node_overhead_power_w)
     del x145
-    x151 = x146 + x148 + x150
-    x152 = numpy.sqrt(x142 * (2 * x146 + 2 * x148 + 2 * x150))
-    x153 = x151 * (1 / 2 * x138 + 1 / 2 * x140)
-    del x138, x140
-    x154 = numpy.maximum(ckpt_async * x147, numpy.where(numpy.greater(x142, 1 / 2 * x146 + 1 / 2 * x148 + 1 / 2 * x150), -x151 + x152 * (1 / 3 * numpy.sqrt(x153) + 1 / 9 * x153 + 1), x142))
-    del x146, x147, x148, x150, x153
-    x155 = ckpt_in_memory * x149 + restart_overhead_s + x143 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x139)
-    del x149
-    x156 = x116 * x137
-    x157 = numpy.exp(x141 * (x151 + x154))
-    x158 = x157 - 1
-    x159 = x141 * x155
-    x160 = numpy.exp(x159)
-    x161 = x154 ** (-1.0)
-    x162 = x156 * x161
-    x163 = x158 * x160 * x162
-    x164 = x142 * x163
-    x165 = x141 * x154 * numpy.exp(-x159) / x158
-    del x159
-    x166 = gpus * x164
-    x167 = x142 * x162 * (x157 - numpy.exp(x141 * x151))
-    del x141, x157, x162
-    x168 = gpus * (idle_power_w * (tokens * x116 * x135 * x136 * x142 * x158 * x160 * x161 - x167) + x167 * (idle_power_w + x126 * x92 * (-idle_power_w + max_power_w)))
-    del x126, x135, x136, x158, x160, x161, x167
-    x169 = x139 * (network_power_per_node_w + node_overhead_power_w)
-    del x139
-    x170 = x164 * x169 + x168
-    x171 = pue * x170
-    x172 = 0.000277777777777778 * price_usd_per_gpu_hour * x166
-    x173 = x166 / lifetime_s
-    x174 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x166 + capex_usd_per_gpu * x173 + 2.77777777777778e-07 * electricity_usd_per_kwh * x171
-    x175 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x171
-    x176 = embodied_kg_per_gpu * x173
-    del x173
-    return [x116, x92, x95, x93, x94, x91, x113, x86, x104, x115, x117, x118, x119, x121, memory_reserve_bytes, memory_reserve_bytes + x117 + x118 + x119 + x121, x125, moe_layers * (x37 * x99 + x97) + x124, x127, x132, 1e-12 * x134, x134 * x23, x133 * x23 * (full_recompute * (ffn * x122 * x9 + x128 + x131) + layers * x129 * x56 + x132), x137, x142, x143, x151, x152, x154, x155, x156, x164, x163, 1 - x165, x165, 1 / 3600 * x166, x168, x170, x171, x127 * x165 * x171 / tokens, pue * (gpus * max_power_w + x169), x172, x174, use_tco * x174 + x172 * (1 - use_tco), x175, x176, x175 + x176]
+    x176 = x170 * x175 + x174
+    x177 = pue * x176
+    x178 = 0.000277777777777778 * price_usd_per_gpu_hour * x172
+    x179 = x172 / lifetime_s
+    x180 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x172 + capex_usd_per_gpu * x179 + 2.77777777777778e-07 * electricity_usd_per_kwh * x177
+    x181 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x177
+    x182 = embodied_kg_per_gpu * x179
+    del x179
+    return [x122, x97, x101, x100, x98, x99, x96, x119, x91, x110, x121, x123, x124, x125, x127, memory_reserve_bytes, memory_reserve_bytes + x123 + x124 + x125 + x127, x131, moe_layers * (x103 + x105 * x39) + x130, x133, x138, 1e-12 * x140, x140 * x32, x139 * x32 * (full_recompute * (ffn * x10 * x128 + x134 + x137) + layers * x135 * x70 + x138), x143, x148, x149, x157, x158, x160, x161, x162, x170, x169, 1 - x171, x171, 1 / 3600 * x172, x174, x176, x177, x133 * x171 * x177 / tokens, pue * (gpus * max_power_w + x175), x178, x180, use_tco * x180 + x178 * (1 - use_tco), x181, x182, x181 + x182]

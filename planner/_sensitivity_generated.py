@@ -6,12 +6,12 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403
 
-KERNEL_HASH = '476da0c1619cc064'
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
+KERNEL_HASH = 'd85ee6f086e1ce66'
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('wall_time_s', 'cost_usd', 'energy_facility_j', 'co2e_kg')
 UNCERTAIN_INPUTS = ('tokens', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'gpu_mtbf_s', 'restart_overhead_s', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'tp_overlap', 'dp_overlap', 'checkpoint_bytes_per_param')
 
-def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
+def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
     x0 = 1 - pause_probability
     x1 = x0 ** gpus
     x2 = x1 - 1
@@ -32,962 +32,1025 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x17 = 2 * hidden
     x18 = hidden ** 2
     x19 = 2 * x18
-    x20 = kv_heads / heads
-    x21 = x17 + x19 * x20 + x19
-    x22 = x8 * (stage_layers * (x12 * x13 + x14 * x16 + x21) + x9)
-    x23 = x22 * x7
-    x24 = x23 * x6
-    x25 = scale_out_bus_efficiency ** (-1.0)
-    x26 = bytes_per_element * x25
-    x27 = x26 * x5
-    x28 = micro_batch ** (-1.0)
-    x29 = global_batch * x28
-    x30 = x29 * x7
-    x31 = 2 * x30
-    x32 = x31 * zero3
-    x33 = x32 * (inter_latency_s * x5 + x24 * x27)
-    x34 = x8 * x9
-    x35 = cp ** (-1.0)
-    x36 = micro_batch * x35
-    x37 = seq_len * x36
-    x38 = hidden * x37
-    x39 = vocab * x8
-    x40 = x34 + x37 * x39 + x38
-    x41 = hbm_bandwidth_bytes_per_s ** (-1.0)
-    x42 = hbm_efficiency ** (-1.0)
-    x43 = bytes_per_element * x42
-    x44 = x41 * x43
-    x45 = x40 * x44
-    x46 = numpy.minimum(numpy.minimum(hidden, x37), x39)
-    del x39
-    x47 = gemm_half_efficiency_dim + x46
-    x48 = x46 ** (-1.0)
-    del x46
-    x49 = gemm_max_efficiency ** (-1.0)
+    x20 = heads ** (-1.0)
+    x21 = kv_heads * x20
+    x22 = x17 + x19 * x21 + x19
+    x23 = x8 * (stage_layers * (x12 * x13 + x14 * x16 + x22) + x9)
+    x24 = x23 * x7
+    x25 = x24 * x6
+    x26 = scale_out_bus_efficiency ** (-1.0)
+    x27 = bytes_per_element * x26
+    x28 = x27 * x5
+    x29 = micro_batch ** (-1.0)
+    x30 = global_batch * x29
+    x31 = x30 * x7
+    x32 = 2 * x31
+    x33 = x32 * zero3
+    x34 = x33 * (inter_latency_s * x5 + x25 * x28)
+    x35 = x8 * x9
+    x36 = cp ** (-1.0)
+    x37 = micro_batch * x36
+    x38 = seq_len * x37
+    x39 = hidden * x38
+    x40 = vocab * x8
+    x41 = x35 + x38 * x40 + x39
+    x42 = hbm_bandwidth_bytes_per_s ** (-1.0)
+    x43 = hbm_efficiency ** (-1.0)
+    x44 = bytes_per_element * x43
+    x45 = x42 * x44
+    x46 = x41 * x45
+    x47 = numpy.minimum(numpy.minimum(hidden, x38), x40)
+    del x40
+    x48 = gemm_half_efficiency_dim + x47
+    x49 = x47 ** (-1.0)
+    del x47
     x50 = peak_flops_per_s ** (-1.0)
-    x51 = x49 * x50
-    x52 = x34 * x48 * x51
-    x53 = x41 * x42
-    x54 = seq_len ** 2
-    x55 = x36 * x54
-    del x36
-    x56 = attention_scores_stored * heads * x55 * x8
-    x57 = x53 * x56
-    x58 = ffn * x8
-    x59 = tp - 1
-    x60 = x37 * (16 * hidden / (sequence_parallel * x59 + 1) + 4 * x58)
-    x61 = x44 * x60
-    x62 = hidden * x8
-    x63 = x37 * x62
-    x64 = 4 * x63
-    x65 = x44 * x64
-    x66 = numpy.minimum(seq_len, x37)
-    x67 = gemm_half_efficiency_dim + x66
-    x68 = attention_efficiency_factor ** (-1.0)
-    x69 = x66 ** (-1.0)
-    del x66
-    x70 = x51 * x62 * x68 * x69
-    x71 = x55 * x70
-    x72 = 4 * x71
-    x73 = numpy.maximum(x65, x67 * x72)
-    x74 = 3 * x73
-    x75 = selective * (1 - full_recompute)
-    x76 = x18 * x8
-    x77 = x38 + x63 + x76
-    x78 = x44 * x77
-    x79 = numpy.minimum(numpy.minimum(hidden, x37), x62)
-    x80 = gemm_half_efficiency_dim + x79
-    x81 = x79 ** (-1.0)
-    del x79
-    x82 = x51 * x81
-    x83 = x37 * x8
-    x84 = x19 * x83
-    del x19
-    x85 = x82 * x84
-    x86 = numpy.maximum(x78, x80 * x85)
-    x87 = ffn * x62
-    x88 = x37 * x58
-    x89 = x38 + x87 + x88
-    x90 = x44 * x89
-    x91 = numpy.minimum(numpy.minimum(hidden, x37), x58)
-    del x58
-    x92 = x91 ** (-1.0)
-    x93 = gemm_half_efficiency_dim + x91
-    del x91
-    x94 = x92 * x93
-    x95 = x17 * x51
-    x96 = x88 * x95
-    x97 = x12 * numpy.maximum(x90, x94 * x96)
-    x98 = moe_ffn * x62
-    x99 = moe_ffn * x8
-    x100 = x37 * x99
-    x101 = x100 + x38 + x98
-    x102 = x101 * x44
-    x103 = numpy.minimum(numpy.minimum(hidden, x99), ep * experts_per_token * x37 / experts)
-    del x99
-    x104 = x103 ** (-1.0)
-    x105 = gemm_half_efficiency_dim + x103
-    del x103
-    x106 = x104 * x105
-    x107 = x100 * x95
-    del x95
-    x108 = mlp_matrices * (experts_per_token + shared_experts)
-    x109 = x108 * numpy.maximum(x102, x106 * x107)
-    x110 = x109 * x11
-    x111 = 2 * x20 + 1
-    x112 = x111 * x76
-    x113 = x111 * x62
-    x114 = x112 + x113 * x37 + x38
-    x115 = x114 * x44
-    del x44
-    x116 = numpy.minimum(numpy.minimum(hidden, x113), x37)
-    del x113
-    x117 = gemm_half_efficiency_dim + x116
-    x118 = x116 ** (-1.0)
-    del x116
-    x119 = x118 * x51
-    x120 = x111 * x119 * x84
-    x121 = numpy.maximum(x115, x117 * x120)
-    x122 = layer_overhead_s + x110 + x121 + 10 * x57 + x61 + x73 + x86 + x97
-    x123 = stage_layers * (full_recompute * x122 + 3 * layer_overhead_s + 3 * x110 + 3 * x121 + 30 * x57 + 3 * x61 + x73 * x75 + x74 + 3 * x86 + 3 * x97) + 3 * numpy.maximum(x45, 2 * x37 * x47 * x52)
-    del x110, x121, x57, x61, x73, x86, x97
-    x124 = x123 * x30
-    x125 = numpy.minimum(x124, x33)
-    x126 = numpy.minimum(dp, dp_intra_ranks)
-    x127 = x126 - 1
-    x128 = 2 * intra_latency_s
-    x129 = 2 / x126
-    x130 = dp * x129 - 2
-    x131 = scale_up_bandwidth_bytes_per_s ** (-1.0)
-    x132 = scale_up_bus_efficiency ** (-1.0)
-    x133 = x131 * x132
-    x134 = grad_comm_bytes_per_param * x127 * x129 * x22
-    del x129
-    x135 = grad_comm_bytes_per_param * x25
-    del x25
-    x136 = x130 * x135
-    x137 = inter_latency_s * x130 + x127 * x128 + x133 * x134 + x136 * x24
-    del x127
-    x138 = 2 * stage_layers
-    x139 = x122 * x138
-    del x122
-    x140 = numpy.minimum(x137, x139)
-    x141 = 1 - cp_intra
-    x142 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x143 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x144 = cp_intra * x142 + x141 * x143
-    x145 = bytes_per_element * x17
-    x146 = x145 * x20 * x83
-    del x20, x83
-    x147 = 3 * cp - 3
-    x148 = stage_layers * x147
-    x149 = x148 * (cp_intra * intra_latency_s + inter_latency_s * x141 + x146 / x144)
-    x150 = stage_layers * x74
-    del x74
-    x151 = cp_overlap * numpy.minimum(x149, x150)
-    x152 = 1 - ep_intra
-    x153 = ep - 1
-    x154 = 4 * x153
-    x155 = ep_intra * x142 + x143 * x152
-    x156 = bytes_per_element * experts_per_token * x154 * x38
-    del x38
-    x157 = x15 * x156 / x155 + x154 * (ep_intra * intra_latency_s + inter_latency_s * x152)
-    del x15
-    x158 = stage_layers * x11
-    x159 = x157 * x158
-    x160 = 3 * x109 * x158
-    del x109
-    x161 = ep_overlap * numpy.minimum(x159, x160)
-    x162 = tp_intra_ranks - 1
-    x163 = tp_intra_ranks ** (-1.0)
-    x164 = 2 * tp * x163 - 2
-    x165 = x145 * x162 * x163 * x37
-    del x145, x163
-    x166 = x26 * x63
-    del x26
-    x167 = collective_overhead_s * numpy.minimum(1, x59) + inter_latency_s * x164 + x128 * x162 + x133 * x165 + x164 * x166 * x6
-    del x128, x133, x162, x59
-    x168 = 2 * full_recompute + 4
-    x169 = stage_layers * x168
-    x170 = x167 * x169
-    x171 = numpy.minimum(x123, x170)
-    x172 = -tp_overlap * x171 + x170
-    del x170
-    x173 = vp ** (-1.0)
-    x174 = pp - 1
-    x175 = x173 * x174
-    x176 = 1 - pp_intra
-    x177 = pp_intra * x142 + x143 * x176
-    del x142, x143
-    x178 = bytes_per_element * x63
-    x179 = 1.0 * x178
-    x180 = (2 * pp + vp * x31 - 2) * numpy.minimum(1, x174)
-    del x31
-    x181 = -moe_layers * stage_layers * x10 * x157
-    del x157
-    x182 = x22 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
-    x183 = -dp_overlap * x125 - dp_overlap * x140 + x124 + x137 + x172 * x30 + x175 * (x123 + x149 - x151 + x159 - x161 + x172) + x180 * (inter_latency_s * x176 + intra_latency_s * pp_intra + x179 / x177) + x182 * x53 + x30 * (x149 - x151) + x30 * (-x161 - x181) + x33
-    del x151, x159, x161, x172, x53
-    x184 = gpus + 0.474798
-    x185 = gpus ** (-1.0)
-    x186 = x184 ** (-0.282765)
-    x187 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x185 * x186 * (0.0686881539789491 * x186 + 0.112063) - 1 + 1.16023 / x184))
-    del x184, x186
-    x188 = step_time_cv * x187
-    x189 = x183 * x188
-    x190 = x183 + x189 + x4
-    x191 = x190 ** (-1.0)
-    x192 = x49 / peak_flops_per_s ** 2
-    x193 = x62 * x67 * x68 * x69
-    x194 = -4 * hidden * micro_batch * x35 * x49 * x50 * x54 * x67 * x68 * x69 * x8 + x65
-    del x65, x67, x68, x69
-    x195 = numpy.where(numpy.greater(x194, 0), 0, numpy.where(numpy.equal(x194, 0), 1 / 2, 1))
-    x196 = 12 * x195
-    x197 = x149 - x150
-    del x149, x150
-    x198 = cp_overlap * stage_layers * numpy.where(numpy.less(x197, 0), 0, numpy.where(numpy.equal(x197, 0), 1 / 2, 1))
-    x199 = x198 * x35 * x7
-    x200 = global_batch * x196 * x199 * x54
-    del x54
-    x201 = x193 * x200
-    x202 = -2 * hidden * micro_batch * moe_ffn * seq_len * x104 * x105 * x35 * x49 * x50 * x8 + x102
-    del x102, x105
-    x203 = numpy.where(numpy.greater(x202, 0), 0, numpy.where(numpy.equal(x202, 0), 1 / 2, 1))
-    x204 = x160 + x181
-    del x160, x181
-    x205 = ep_overlap * x108 * x158 * numpy.where(numpy.greater(x204, 0), 0, numpy.where(numpy.equal(x204, 0), 1 / 2, 1))
-    x206 = x203 * x205
-    x207 = x106 * x206
-    x208 = global_batch * seq_len
-    x209 = 6 * x208 * x35 * x7 * x98
-    x210 = x207 * x209
-    x211 = x193 * x55
-    del x193, x55
-    x212 = x192 * x211
-    x213 = 4 * x195
-    x214 = x212 * x213
-    x215 = x192 * x84
-    x216 = -2 * micro_batch * seq_len * x18 * x35 * x49 * x50 * x8 * x80 * x81 + x78
-    del x78
-    x217 = numpy.where(numpy.greater(x216, 0), 0, numpy.where(numpy.equal(x216, 0), 1 / 2, 1))
-    x218 = x80 * x81
-    del x80, x81
-    x219 = x217 * x218
-    x220 = x17 * x192
-    x221 = -2 * ffn * hidden * micro_batch * seq_len * x35 * x49 * x50 * x8 * x92 * x93 + x90
-    del x90, x93
-    x222 = x12 * numpy.where(numpy.greater(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1 / 2, 1))
-    x223 = x222 * x94
-    del x94
-    x224 = x223 * x88
-    del x88
-    x225 = x108 * x11
-    del x108, x11
-    x226 = x203 * x225
-    del x203
-    x227 = x106 * x226
-    del x106
-    x228 = x100 * x227
-    del x100
-    x229 = -2 * micro_batch * seq_len * x111 * x117 * x118 * x18 * x35 * x49 * x50 * x8 + x115
-    del x115, x18
-    x230 = numpy.where(numpy.greater(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1 / 2, 1))
-    x231 = x117 * x118
-    del x117, x118
-    x232 = x111 * x230 * x231
-    del x111
-    x233 = -x214 - x215 * x219 - x215 * x232 - x220 * x224 - x220 * x228
-    del x215, x220
-    x234 = x137 - x139
-    del x137, x139
-    x235 = dp_overlap * x138 * numpy.where(numpy.less(x234, 0), 0, numpy.where(numpy.equal(x234, 0), 1 / 2, 1))
-    del x138
-    x236 = -2 * hidden * micro_batch * seq_len * vocab * x35 * x47 * x48 * x49 * x50 * x8 + x45
-    del x45
-    x237 = numpy.where(numpy.greater(x236, 0), 0, numpy.where(numpy.equal(x236, 0), 1 / 2, 1))
-    x238 = 6 * x37
+    x51 = gemm_max_efficiency ** (-1.0)
+    x52 = x50 * x51
+    x53 = x35 * x49 * x52
+    x54 = x42 * x43
+    x55 = seq_len ** 2
+    x56 = x37 * x55
     del x37
-    x239 = x237 * x238
-    x240 = x239 * x34 * x47 * x48
-    del x34, x47
-    x241 = x196 * x212
-    del x212
-    x242 = x217 * x238 * x76
-    del x76
-    x243 = x218 * x242
-    del x218
-    x244 = x238 * x87
-    del x87
-    x245 = x223 * x244
-    del x223
-    x246 = x238 * x98
-    del x98
-    x247 = x227 * x246
-    del x227
-    x248 = x112 * x230 * x238
-    del x112, x238
-    x249 = x231 * x248
-    del x231
-    x250 = stage_layers * (full_recompute * x233 - x192 * x243 - x192 * x245 - x192 * x247 - x192 * x249 - x214 * x75 - x241) - x192 * x240
-    del x214
-    x251 = x250 * x30
-    x252 = -stage_layers * x167 * x168 + x123
-    del x167
-    x253 = tp_overlap * numpy.where(numpy.greater(x252, 0), 0, numpy.where(numpy.equal(x252, 0), 1 / 2, 1))
-    x254 = x250 * x253
-    x255 = -x124 + x33
-    del x33
-    x256 = dp_overlap * numpy.where(numpy.less(x255, 0), 0, numpy.where(numpy.equal(x255, 0), 1 / 2, 1))
-    x257 = x207 * x246
-    del x207
-    x258 = x175 * (x192 * x257 + x198 * x241 + x250 - x254) + x192 * x201 + x192 * x210 - x233 * x235 - x251 * x256 + x251 - x254 * x30
-    del x192, x233, x241, x250, x254
-    x259 = x188 * x258 + x258
-    del x258
-    x260 = x50 / gemm_max_efficiency ** 2
-    x261 = x211 * x260
-    del x211
-    x262 = x213 * x261
-    del x213
-    x263 = x260 * x84
+    x57 = attention_scores_stored * heads * x56 * x8
+    x58 = x54 * x57
+    x59 = ffn * x8
+    x60 = tp - 1
+    x61 = x38 * (16 * hidden / (sequence_parallel * x60 + 1) + 4 * x59)
+    x62 = x45 * x61
+    x63 = x18 * x8
+    x64 = hidden * x8
+    x65 = x38 * x64
+    x66 = x39 + x63 + x65
+    x67 = x45 * x66
+    x68 = numpy.minimum(numpy.minimum(hidden, x38), x64)
+    x69 = gemm_half_efficiency_dim + x68
+    x70 = x68 ** (-1.0)
+    del x68
+    x71 = x52 * x70
+    x72 = x38 * x8
+    x73 = x19 * x72
+    del x19
+    x74 = x71 * x73
+    x75 = numpy.maximum(x67, x69 * x74)
+    x76 = ffn * x64
+    x77 = x38 * x59
+    x78 = x39 + x76 + x77
+    x79 = x45 * x78
+    x80 = numpy.minimum(numpy.minimum(hidden, x38), x59)
+    del x59
+    x81 = x80 ** (-1.0)
+    x82 = gemm_half_efficiency_dim + x80
+    del x80
+    x83 = x81 * x82
+    x84 = x17 * x52
+    x85 = x77 * x84
+    x86 = x12 * numpy.maximum(x79, x83 * x85)
+    x87 = moe_ffn * x64
+    x88 = moe_ffn * x8
+    x89 = x38 * x88
+    x90 = x39 + x87 + x89
+    x91 = x45 * x90
+    x92 = numpy.minimum(numpy.minimum(hidden, x88), ep * experts_per_token * x38 / experts)
+    del x88
+    x93 = x92 ** (-1.0)
+    x94 = gemm_half_efficiency_dim + x92
+    del x92
+    x95 = x93 * x94
+    x96 = x84 * x89
     del x84
-    x264 = x17 * x260
-    del x17
-    x265 = -x219 * x263 - x224 * x264 - x228 * x264 - x232 * x263 - x262
-    del x219, x224, x228, x232, x263, x264
-    x266 = x196 * x261
-    del x261
-    x267 = stage_layers * (full_recompute * x265 - x243 * x260 - x245 * x260 - x247 * x260 - x249 * x260 - x262 * x75 - x266) - x240 * x260
-    del x240, x243, x245, x247, x249, x262
-    x268 = x267 * x30
-    x269 = x253 * x267
-    x270 = x175 * (x198 * x266 + x257 * x260 + x267 - x269) + x201 * x260 + x210 * x260 - x235 * x265 - x256 * x268 + x268 - x269 * x30
-    del x201, x210, x257, x260, x265, x266, x267, x269
-    x271 = x188 * x270 + x270
-    del x270
-    x272 = x104 * x206
-    del x206
-    x273 = x195 * x72
-    del x195, x72
-    x274 = x222 * x92
-    del x222, x92
-    x275 = x104 * x226
-    del x104, x226
-    x276 = x107 * x275 + x120 * x230 + x217 * x85 + x273 + x274 * x96
-    del x107, x120, x217, x230, x85, x96
-    x277 = x196 * x71
-    del x196, x71
-    x278 = x246 * x51
-    del x246
-    x279 = full_recompute * x276 + x119 * x248 + x242 * x82 + x244 * x274 * x51 + x273 * x75 + x275 * x278 + x277
-    del x119, x242, x244, x248, x273, x274, x275, x82
-    x280 = stage_layers * x279 + x239 * x52
-    del x239, x52
-    x281 = x253 * x280
-    x282 = x280 * x30
-    x283 = -global_batch * x28 * x280 * x7 - x173 * x174 * (6 * hidden * micro_batch * seq_len * vocab * x237 * x35 * x48 * x49 * x50 * x8 + stage_layers * x279 - x198 * x277 - x272 * x278 - x281) + x200 * x70 + x209 * x272 * x51 + x235 * x276 + x256 * x282 + x281 * x30
-    del x173, x174, x200, x209, x237, x272, x276, x277, x278, x279, x280, x281, x35, x48, x49, x50, x51, x70, x8
-    x284 = step_time_cv * x187 * x283 + x283
-    del x283
-    x285 = -x284
-    x286 = hbm_bandwidth_bytes_per_s ** (-2.0)
-    x287 = x286 * x42
-    del x42
-    x288 = numpy.where(numpy.less(x194, 0), 0, numpy.where(numpy.equal(x194, 0), 1 / 2, 1))
-    del x194
-    x289 = x286 * x43
-    del x286, x43
-    x290 = x288 * x289
-    x291 = 12 * x199 * x208 * x62
-    del x199, x62
-    x292 = 3 * x289
-    x293 = x101 * numpy.where(numpy.less(x202, 0), 0, numpy.where(numpy.equal(x202, 0), 1 / 2, 1))
-    del x101, x202
-    x294 = x205 * x293
-    del x205
-    x295 = x292 * x294
-    x296 = x287 * x56
-    x297 = x290 * x64
-    x298 = x77 * numpy.where(numpy.less(x216, 0), 0, numpy.where(numpy.equal(x216, 0), 1 / 2, 1))
-    del x216, x77
-    x299 = x289 * x298
-    x300 = x12 * x89 * numpy.where(numpy.less(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1 / 2, 1))
-    del x12, x221, x89
-    x301 = x225 * x293
-    del x225, x293
-    x302 = x114 * numpy.where(numpy.less(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1 / 2, 1))
-    del x114, x229
-    x303 = x289 * x302
-    x304 = -x289 * x300 - x289 * x301 - x289 * x60 - 10 * x296 - x297 - x299 - x303
-    del x289
-    x305 = x40 * numpy.where(numpy.less(x236, 0), 0, numpy.where(numpy.equal(x236, 0), 1 / 2, 1))
-    del x236, x40
-    x306 = x292 * x305
-    x307 = 12 * x63
-    del x63
-    x308 = x290 * x307
-    x309 = full_recompute * x304 - x292 * x300 - x292 * x301 - x292 * x60 - 30 * x296 - x297 * x75 - 3 * x299 - 3 * x303 - x308
-    del x292, x296, x297, x299, x303
-    x310 = stage_layers * x309 - x306
-    x311 = x30 * x310
-    x312 = x253 * x310
-    del x310
-    x313 = x175 * (stage_layers * x309 + x198 * x308 + x295 - x306 - x312) - x182 * x287 - x235 * x304 - x256 * x311 + x290 * x291 + x295 * x30 - x30 * x312 + x311
-    del x287, x290, x295, x304, x306, x308, x309, x312
-    x314 = x188 * x313 + x313
-    del x313
-    x315 = x41 / hbm_efficiency ** 2
-    del x41
-    x316 = bytes_per_element * x315
-    x317 = x288 * x316
-    del x288
-    x318 = 3 * x316
-    x319 = x294 * x318
-    del x294
-    x320 = x315 * x56
-    del x56
-    x321 = x317 * x64
-    del x64
-    x322 = x298 * x316
-    del x298
-    x323 = x302 * x316
-    del x302
-    x324 = -x300 * x316 - x301 * x316 - x316 * x60 - 10 * x320 - x321 - x322 - x323
-    del x316
-    x325 = x305 * x318
-    del x305
-    x326 = x307 * x317
-    del x307
-    x327 = full_recompute * x324 - x300 * x318 - x301 * x318 - x318 * x60 - 30 * x320 - x321 * x75 - 3 * x322 - 3 * x323 - x326
-    del x300, x301, x318, x320, x321, x322, x323, x60, x75
-    x328 = stage_layers * x327 - x325
-    x329 = x30 * x328
-    x330 = x253 * x328
-    del x253, x328
-    x331 = x175 * (stage_layers * x327 + x198 * x326 + x319 - x325 - x330) - x182 * x315 - x235 * x324 - x256 * x329 + x291 * x317 + x30 * x319 - x30 * x330 + x329
-    del x182, x198, x235, x256, x291, x315, x317, x319, x324, x325, x326, x327, x330
-    x332 = x188 * x331 + x331
-    del x331
-    x333 = pp_intra * x180
-    x334 = x179 / x177 ** 2
-    del x177, x179
-    x335 = x333 * x334
-    x336 = x132 / scale_up_bandwidth_bytes_per_s ** 2
-    del x132
-    x337 = x134 * x336
-    x338 = cp_intra * x148
-    x339 = x146 / x144 ** 2
-    del x144, x146
-    x340 = x338 * x339
-    x341 = cp_overlap * numpy.where(numpy.greater(x197, 0), 0, numpy.where(numpy.equal(x197, 0), 1 / 2, 1))
-    del x197
-    x342 = x338 * x341
-    del x338
-    x343 = x339 * x342
-    x344 = -scale_up_bus_efficiency * x340 + scale_up_bus_efficiency * x343
-    x345 = stage_layers * x156 * x16 / x155 ** 2
-    del x155, x156, x16
-    x346 = ep_intra * x345
-    x347 = scale_up_bus_efficiency * x346
-    x348 = ep_overlap * numpy.where(numpy.less(x204, 0), 0, numpy.where(numpy.equal(x204, 0), 1 / 2, 1))
-    del x204
-    x349 = x347 * x348 - x347
-    del x347
-    x350 = dp_overlap * numpy.where(numpy.greater(x234, 0), 0, numpy.where(numpy.equal(x234, 0), 1 / 2, 1))
-    del x234
-    x351 = x165 * x169
-    del x165
-    x352 = x336 * x351
-    del x336
-    x353 = tp_overlap * numpy.where(numpy.less(x252, 0), 0, numpy.where(numpy.equal(x252, 0), 1 / 2, 1))
-    del x252
-    x354 = x352 * x353 - x352
-    del x352
-    x355 = -scale_up_bus_efficiency * x335 + x175 * (x344 + x349 + x354) + x30 * x344 + x30 * x349 + x30 * x354 + x337 * x350 - x337
-    del x337, x344, x349, x354
-    x356 = x188 * x355 + x355
-    del x355
-    x357 = x131 / scale_up_bus_efficiency ** 2
+    x97 = mlp_matrices * (experts_per_token + shared_experts)
+    x98 = x97 * numpy.maximum(x91, x95 * x96)
+    x99 = x11 * x98
+    x100 = 4 * x65
+    x101 = x100 * x45
+    x102 = numpy.minimum(seq_len, x38)
+    x103 = gemm_half_efficiency_dim + x102
+    x104 = attention_scores_stored + selective
+    x105 = attention_efficiency_factor * x102 * (1 - x104)
+    del x102
+    x106 = x105 / x103
+    x107 = numpy.minimum(x38, hidden * x20)
+    del x20
+    x108 = gemm_half_efficiency_dim + x107
+    x109 = x104 * x107
+    del x104, x107
+    x110 = x109 / x108
+    x111 = gemm_max_efficiency * x106 + gemm_max_efficiency * x110
+    x112 = x111 ** (-1.0)
+    x113 = x112 * x64
+    x114 = x113 * x56
+    x115 = 4 * x114
+    x116 = numpy.maximum(x101, x115 * x50)
+    x117 = 3 * x116
+    x118 = 1 - full_recompute
+    x119 = selective * x118
+    x120 = 2 * x21 + 1
+    x121 = x120 * x63
+    x122 = x120 * x64
+    x123 = x121 + x122 * x38 + x39
+    x124 = x123 * x45
+    del x45
+    x125 = numpy.minimum(numpy.minimum(hidden, x122), x38)
+    del x122
+    x126 = gemm_half_efficiency_dim + x125
+    x127 = x125 ** (-1.0)
+    del x125
+    x128 = x127 * x52
+    x129 = x120 * x128 * x73
+    x130 = numpy.maximum(x124, x126 * x129)
+    x131 = x116 + x130 + 10 * x58 + x62 + x75 + x86 + x99
+    x132 = stage_layers * (full_recompute * x131 + x116 * x119 + x117 + 3 * x130 + 30 * x58 + 3 * x62 + 3 * x75 + 3 * x86 + 3 * x99) + 3 * numpy.maximum(x46, 2 * x38 * x48 * x53)
+    del x116, x130, x58, x62, x75, x86, x99
+    x133 = x132 * x31
+    x134 = numpy.minimum(x133, x34)
+    x135 = numpy.minimum(dp, dp_intra_ranks)
+    x136 = x135 - 1
+    x137 = 2 * intra_latency_s
+    x138 = 2 / x135
+    x139 = dp * x138 - 2
+    x140 = scale_up_bandwidth_bytes_per_s ** (-1.0)
+    x141 = scale_up_bus_efficiency ** (-1.0)
+    x142 = x140 * x141
+    x143 = grad_comm_bytes_per_param * x136 * x138 * x23
+    del x138
+    x144 = grad_comm_bytes_per_param * x26
+    del x26
+    x145 = x139 * x144
+    x146 = inter_latency_s * x139 + x136 * x137 + x142 * x143 + x145 * x25
+    del x136
+    x147 = 2 * stage_layers
+    x148 = x131 * x147
     del x131
-    x358 = x134 * x357
-    del x134
-    x359 = -scale_up_bandwidth_bytes_per_s * x340 + scale_up_bandwidth_bytes_per_s * x343
-    del x340, x343
-    x360 = scale_up_bandwidth_bytes_per_s * x346
-    del x346
-    x361 = x348 * x360 - x360
-    del x360
-    x362 = x351 * x357
-    del x351, x357
-    x363 = x353 * x362 - x362
-    del x362
-    x364 = -scale_up_bandwidth_bytes_per_s * x335 + x175 * (x359 + x361 + x363) + x30 * x359 + x30 * x361 + x30 * x363 + x350 * x358 - x358
-    del x335, x358, x359, x361, x363
-    x365 = x188 * x364 + x364
-    del x364
-    x366 = global_batch ** (-1.0)
-    x367 = seq_len ** (-1.0)
-    x368 = gpus / gpu_mtbf_s
-    x369 = gpus_per_node ** (-1.0)
-    x370 = gpus * x369
-    x371 = x370 / node_mtbf_s
-    x372 = x368 + x371
-    x373 = x372 ** (-1.0)
-    x374 = embedding_matrices * x9 + layers * x21 + mlp_matrices * x13 * (layers - moe_layers) + moe_layers * x14
-    del x13, x14, x21, x9
-    x375 = x185 * x374
-    del x185
-    x376 = x375 * x6
-    x377 = checkpoint_bytes_per_param * x376
-    x378 = storage_read_bytes_per_s_per_node * x370
-    x379 = numpy.minimum(storage_read_cap_bytes_per_s, x378)
-    x380 = x374 * (1 - ckpt_in_memory)
-    x381 = x380 / x379
-    x382 = checkpoint_bytes_per_param * x381 + ckpt_in_memory * x377 + restart_overhead_s
-    x383 = x372 * x382
-    x384 = numpy.exp(x383)
-    x385 = storage_write_bytes_per_s_per_node * x370
-    x386 = numpy.minimum(storage_write_cap_bytes_per_s, x385)
-    x387 = x374 / x386
-    x388 = ckpt_async * x387
-    x389 = checkpoint_bytes_per_param * x388
-    x390 = x375 / host_copy_bytes_per_s_per_gpu
-    x391 = checkpoint_bytes_per_param * x390
-    x392 = ckpt_async * x391
-    x393 = ckpt_sync * x387
-    del x387
-    x394 = checkpoint_bytes_per_param * x393
-    x395 = ckpt_in_memory * (x377 + x391)
-    del x377, x391
-    x396 = 2 * x392 + 2 * x394 + 2 * x395
-    x397 = numpy.sqrt(x373 * x396)
-    x398 = 1 / 2 * x368 + 1 / 2 * x371
-    del x368, x371
-    x399 = x392 + x394 + x395
-    x400 = x398 * x399
-    x401 = numpy.sqrt(x400)
-    x402 = 1 / 9 * x400 + 1 / 3 * x401 + 1
-    del x400
-    x403 = numpy.greater(x373, 1 / 2 * x392 + 1 / 2 * x394 + 1 / 2 * x395)
-    del x392, x394, x395
-    x404 = numpy.where(x403, x397 * x402 - x399, x373)
-    x405 = numpy.maximum(x389, x404)
-    x406 = x405 ** (-1.0)
-    x407 = x399 + x405
-    x408 = numpy.exp(x372 * x407)
-    x409 = x408 - 1
-    x410 = x176 * x180
-    del x176, x180
-    x411 = x334 * x410
-    del x334
-    x412 = scale_out_bandwidth_bytes_per_s ** (-2.0)
-    x413 = 2 * x22 * x29 * zero3 / dp ** 2
-    del x22, x29
-    x414 = x27 * x412 * x413
+    x149 = numpy.minimum(x146, x148)
+    x150 = 1 - cp_intra
+    x151 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x152 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x153 = cp_intra * x151 + x150 * x152
+    x154 = bytes_per_element * x17
+    x155 = x154 * x21 * x72
+    del x21, x72
+    x156 = 3 * cp - 3
+    x157 = stage_layers * x156
+    x158 = x157 * (cp_intra * intra_latency_s + inter_latency_s * x150 + x155 / x153)
+    x159 = 1 - ep_intra
+    x160 = ep - 1
+    x161 = 4 * x160
+    x162 = ep_intra * x151 + x152 * x159
+    x163 = bytes_per_element * experts_per_token * x161 * x39
+    del x39
+    x164 = x15 * x163 / x162 + x161 * (ep_intra * intra_latency_s + inter_latency_s * x159)
+    del x15
+    x165 = stage_layers * x11
+    x166 = x164 * x165
+    x167 = stage_layers * x117
+    del x117
+    x168 = cp_overlap * numpy.minimum(x158, x167)
+    x169 = 3 * x165 * x98
+    del x98
+    x170 = ep_overlap * numpy.minimum(x166, x169)
+    x171 = tp_intra_ranks - 1
+    x172 = tp_intra_ranks ** (-1.0)
+    x173 = 2 * tp * x172 - 2
+    x174 = x154 * x171 * x172 * x38
+    del x154, x172
+    x175 = x27 * x65
     del x27
-    x415 = x23 * x412
-    del x23
-    x416 = x141 * x148
-    del x148
-    x417 = x339 * x416
-    x418 = x341 * x416
-    del x341, x416
-    x419 = x339 * x418
+    x176 = stage_layers * (2 * full_recompute + 4)
+    x177 = x176 * (collective_overhead_s * numpy.minimum(1, x60) + inter_latency_s * x173 + x137 * x171 + x142 * x174 + x173 * x175 * x6)
+    del x137, x142, x171, x60
+    x178 = numpy.minimum(x132, x177)
+    x179 = -tp_overlap * x178 + x177
+    x180 = x132 + x179
+    x181 = x180 ** host_overlap_exponent
+    x182 = x181 + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent
+    x183 = x182 ** host_overlap_exponent ** (-1.0)
+    x184 = vp ** (-1.0)
+    x185 = pp - 1
+    x186 = x184 * x185
+    x187 = 1 - pp_intra
+    x188 = pp_intra * x151 + x152 * x187
+    del x151, x152
+    x189 = bytes_per_element * x65
+    x190 = 1.0 * x189
+    x191 = (2 * pp + vp * x32 - 2) * numpy.minimum(1, x185)
+    del x32
+    x192 = -moe_layers * stage_layers * x10 * x164
+    del x164
+    x193 = x23 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
+    x194 = -dp_overlap * x134 - dp_overlap * x149 + x133 + x146 + x179 * x31 + x186 * (x158 + x166 - x168 - x170 + x183) + x191 * (inter_latency_s * x187 + intra_latency_s * pp_intra + x190 / x188) + x193 * x54 + x31 * (x158 - x168) + x31 * (-x170 - x192) + x31 * (-x180 + x183) + x34
+    del x166, x168, x170, x179, x54
+    x195 = gpus + 0.474798
+    x196 = gpus ** (-1.0)
+    x197 = x195 ** (-0.282765)
+    x198 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x196 * x197 * (0.0686881539789491 * x197 + 0.112063) - 1 + 1.16023 / x195))
+    del x195, x197
+    x199 = step_time_cv * x198
+    x200 = x194 * x199
+    x201 = x194 + x200 + x4
+    x202 = x201 ** (-1.0)
+    x203 = peak_flops_per_s ** (-2.0)
+    x204 = x203 * x51
+    x205 = -2 * hidden * micro_batch * moe_ffn * seq_len * x36 * x50 * x51 * x8 * x93 * x94 + x91
+    del x91, x94
+    x206 = numpy.where(numpy.greater(x205, 0), 0, numpy.where(numpy.equal(x205, 0), 1 / 2, 1))
+    x207 = x169 + x192
+    del x169, x192
+    x208 = ep_overlap * x165 * x97 * numpy.where(numpy.greater(x207, 0), 0, numpy.where(numpy.equal(x207, 0), 1 / 2, 1))
+    x209 = x206 * x208
+    x210 = x209 * x95
+    x211 = global_batch * seq_len
+    x212 = x36 * x7
+    x213 = 6 * x211 * x212 * x87
+    x214 = x210 * x213
+    x215 = -4 * hidden * micro_batch * x112 * x36 * x50 * x55 * x8 + x101
+    del x101, x112
+    x216 = numpy.where(numpy.greater(x215, 0), 0, numpy.where(numpy.equal(x215, 0), 1 / 2, 1))
+    x217 = x203 * x216
+    del x203
+    x218 = 12 * x217
+    x219 = x158 - x167
+    del x158, x167
+    x220 = cp_overlap * stage_layers * numpy.where(numpy.less(x219, 0), 0, numpy.where(numpy.equal(x219, 0), 1 / 2, 1))
+    x221 = x212 * x220
+    del x212
+    x222 = global_batch * x221 * x55
+    x223 = x204 * x73
+    x224 = -2 * micro_batch * seq_len * x18 * x36 * x50 * x51 * x69 * x70 * x8 + x67
+    del x67
+    x225 = numpy.where(numpy.greater(x224, 0), 0, numpy.where(numpy.equal(x224, 0), 1 / 2, 1))
+    x226 = x69 * x70
+    del x69, x70
+    x227 = x225 * x226
+    x228 = x17 * x204
+    x229 = -2 * ffn * hidden * micro_batch * seq_len * x36 * x50 * x51 * x8 * x81 * x82 + x79
+    del x79, x82
+    x230 = x12 * numpy.where(numpy.greater(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1 / 2, 1))
+    x231 = x230 * x83
+    del x83
+    x232 = x231 * x77
+    del x77
+    x233 = x11 * x97
+    del x11, x97
+    x234 = x206 * x233
+    del x206
+    x235 = x234 * x95
+    del x95
+    x236 = x235 * x89
+    del x89
+    x237 = x115 * x217
+    del x115, x217
+    x238 = -2 * micro_batch * seq_len * x120 * x126 * x127 * x18 * x36 * x50 * x51 * x8 + x124
+    del x124, x18
+    x239 = numpy.where(numpy.greater(x238, 0), 0, numpy.where(numpy.equal(x238, 0), 1 / 2, 1))
+    x240 = x126 * x127
+    del x126, x127
+    x241 = x120 * x239 * x240
+    del x120
+    x242 = -x223 * x227 - x223 * x241 - x228 * x232 - x228 * x236 - x237
+    del x223, x228
+    x243 = x146 - x148
+    del x146, x148
+    x244 = dp_overlap * x147 * numpy.where(numpy.less(x243, 0), 0, numpy.where(numpy.equal(x243, 0), 1 / 2, 1))
+    del x147
+    x245 = -2 * hidden * micro_batch * seq_len * vocab * x36 * x48 * x49 * x50 * x51 * x8 + x46
+    del x46, x51
+    x246 = 6 * x38
+    del x38
+    x247 = x246 * numpy.where(numpy.greater(x245, 0), 0, numpy.where(numpy.equal(x245, 0), 1 / 2, 1))
+    x248 = x247 * x35 * x48 * x49
+    del x35, x48, x49
+    x249 = x204 * x248
+    x250 = x225 * x246 * x63
+    del x63
+    x251 = x226 * x250
+    del x226
+    x252 = x246 * x76
+    del x76
+    x253 = x231 * x252
+    del x231
+    x254 = x246 * x87
+    del x87
+    x255 = x235 * x254
+    del x235
+    x256 = x114 * x218
+    del x114
+    x257 = x121 * x239 * x246
+    del x121, x246
+    x258 = x240 * x257
+    del x240
+    x259 = stage_layers * (full_recompute * x242 - x119 * x237 - x204 * x251 - x204 * x253 - x204 * x255 - x204 * x258 - x256)
+    del x237
+    x260 = -x249 + x259
+    x261 = x260 * x31
+    x262 = x132 - x177
+    del x177
+    x263 = tp_overlap * numpy.where(numpy.greater(x262, 0), 0, numpy.where(numpy.equal(x262, 0), 1 / 2, 1))
+    x264 = x260 * x263
+    del x260
+    x265 = -x133 + x34
+    del x34
+    x266 = dp_overlap * numpy.where(numpy.less(x265, 0), 0, numpy.where(numpy.equal(x265, 0), 1 / 2, 1))
+    x267 = x210 * x254
+    del x210
+    x268 = x249 - x259 + x264
+    del x249, x259
+    x269 = x182 ** (-1.0)
+    del x182
+    x270 = x180 ** (-1.0)
+    del x180
+    x271 = x181 * x183 * x269 * x270
+    x272 = -x268 * x271
+    x273 = x113 * x218 * x222 + x186 * (x204 * x267 + x220 * x256 + x272) + x204 * x214 - x242 * x244 - x261 * x266 + x261 - x264 * x31 + x31 * (x268 + x272)
+    del x113, x204, x218, x242, x256, x264, x268, x272
+    x274 = x199 * x273 + x273
+    del x273
+    x275 = x50 / gemm_max_efficiency ** 2
+    x276 = x214 * x275
+    del x214
+    x277 = -x106 - x110
+    del x106, x110
+    x278 = x111 ** (-2.0)
+    del x111
+    x279 = x216 * x278 * x50 * x64
+    x280 = 12 * x222 * x279
+    del x222
+    x281 = x277 * x280
+    x282 = x275 * x73
+    del x73
+    x283 = x17 * x275
+    del x17
+    x284 = 4 * hidden * micro_batch * x216 * x277 * x278 * x36 * x50 * x55 * x8 - x227 * x282 - x232 * x283 - x236 * x283 - x241 * x282
+    del x227, x232, x236, x241, x282, x283
+    x285 = x244 * x284
+    x286 = x248 * x275
+    del x248
+    x287 = stage_layers * (full_recompute * x284 + 4 * hidden * micro_batch * selective * x118 * x216 * x277 * x278 * x36 * x50 * x55 * x8 + 12 * hidden * micro_batch * x216 * x277 * x278 * x36 * x50 * x55 * x8 - x251 * x275 - x253 * x275 - x255 * x275 - x258 * x275)
+    del x118, x216, x251, x253, x255, x258, x278, x284, x36, x50, x55, x8
+    x288 = -x286 + x287
+    x289 = x288 * x31
+    x290 = x263 * x288
+    del x288
+    x291 = x290 * x31
+    x292 = x266 * x289
+    x293 = x279 * x56
+    del x279, x56
+    x294 = x286 - x287 + x290
+    del x286, x287, x290
+    x295 = -x271 * x294
+    x296 = x186 * (-12 * x220 * x277 * x293 + x267 * x275 + x295)
+    del x267, x275, x277
+    x297 = x31 * (x294 + x295)
+    del x294, x295
+    x298 = x199 * (x276 - x281 - x285 + x289 - x291 - x292 + x296 + x297) + x276 - x281 - x285 + x289 - x291 - x292 + x296 + x297
+    del x276, x281, x285, x291, x292, x296, x297
+    x299 = x209 * x93
+    del x209
+    x300 = gemm_max_efficiency * x109 / x108 ** 2 + gemm_max_efficiency * x105 / x103 ** 2
+    del x103, x105, x108, x109
+    x301 = x230 * x81
+    del x230, x81
+    x302 = x234 * x93
+    del x234, x93
+    x303 = x293 * x300
+    del x293
+    x304 = 4 * x303
+    x305 = x129 * x239 + x225 * x74 + x301 * x85 + x302 * x96 + x304
+    del x129, x225, x239, x74, x85, x96
+    x306 = x254 * x52
+    del x254
+    x307 = 12 * x303
+    del x303
+    x308 = stage_layers * (full_recompute * x305 + x119 * x304 + x128 * x257 + x250 * x71 + x252 * x301 * x52 + x302 * x306 + x307) + x247 * x53
+    del x128, x247, x250, x252, x257, x301, x302, x304, x53, x71
+    x309 = x263 * x308
+    x310 = x308 * x31
+    x311 = x308 - x309
+    x312 = -x181 * x183 * x269 * x270 * x311
+    del x181, x183, x269, x270
+    x313 = -global_batch * x29 * x308 * x7 - global_batch * x29 * x7 * (-x311 - x312) - x184 * x185 * (-x220 * x307 - x299 * x306 - x312) + x213 * x299 * x52 + x244 * x305 + x266 * x310 + x280 * x300 + x309 * x31
+    del x184, x185, x213, x280, x299, x300, x305, x306, x307, x308, x309, x311, x312, x52
+    x314 = step_time_cv * x198 * x313 + x313
+    del x313
+    x315 = -x314
+    x316 = hbm_bandwidth_bytes_per_s ** (-2.0)
+    x317 = x316 * x43
+    del x43
+    x318 = numpy.where(numpy.less(x215, 0), 0, numpy.where(numpy.equal(x215, 0), 1 / 2, 1))
+    del x215
+    x319 = x316 * x44
+    del x316, x44
+    x320 = x318 * x319
+    x321 = 12 * x211 * x221 * x64
+    del x221, x64
+    x322 = 3 * x319
+    x323 = x90 * numpy.where(numpy.less(x205, 0), 0, numpy.where(numpy.equal(x205, 0), 1 / 2, 1))
+    del x205, x90
+    x324 = x208 * x323
+    del x208
+    x325 = x322 * x324
+    x326 = x317 * x57
+    x327 = x66 * numpy.where(numpy.less(x224, 0), 0, numpy.where(numpy.equal(x224, 0), 1 / 2, 1))
+    del x224, x66
+    x328 = x319 * x327
+    x329 = x100 * x320
+    x330 = x12 * x78 * numpy.where(numpy.less(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1 / 2, 1))
+    del x12, x229, x78
+    x331 = x233 * x323
+    del x233, x323
+    x332 = x123 * numpy.where(numpy.less(x238, 0), 0, numpy.where(numpy.equal(x238, 0), 1 / 2, 1))
+    del x123, x238
+    x333 = x319 * x332
+    x334 = -x319 * x330 - x319 * x331 - x319 * x61 - 10 * x326 - x328 - x329 - x333
+    del x319
+    x335 = x41 * numpy.where(numpy.less(x245, 0), 0, numpy.where(numpy.equal(x245, 0), 1 / 2, 1))
+    del x245, x41
+    x336 = 12 * x65
+    del x65
+    x337 = x320 * x336
+    x338 = -stage_layers * (full_recompute * x334 - x119 * x329 - x322 * x330 - x322 * x331 - x322 * x61 - 30 * x326 - 3 * x328 - 3 * x333 - x337) + x322 * x335
+    del x322, x326, x328, x329, x333
+    x339 = -x338
+    x340 = x31 * x339
+    x341 = x263 * x339
     del x339
-    x420 = -scale_out_bus_efficiency * x417 + scale_out_bus_efficiency * x419
-    x421 = x152 * x345
-    del x345
-    x422 = scale_out_bus_efficiency * x421
-    x423 = x348 * x422 - x422
-    del x422
-    x424 = x130 * x350
-    x425 = x164 * x169
-    x426 = x166 * x412
-    del x166
-    x427 = x353 * x425
-    x428 = -x425 * x426 + x426 * x427
-    del x426
-    x429 = dp_overlap * numpy.where(numpy.greater(x255, 0), 0, numpy.where(numpy.equal(x255, 0), 1 / 2, 1))
-    del x255
-    x430 = -scale_out_bus_efficiency * x411 + x135 * x415 * x424 - x136 * x415 + x175 * (x420 + x423 + x428) + x30 * x420 + x30 * x423 + x30 * x428 + x414 * x429 - x414
-    del x135, x136, x414, x415, x420, x423, x428
-    x431 = x188 * x430 + x430
-    del x430
-    x432 = checkpoint_bytes_per_param * x375
-    del x375
-    x433 = ckpt_in_memory * x432
-    x434 = x412 * x433
-    x435 = x384 * x409
-    x436 = x367 * x406
-    x437 = tokens * x436
-    x438 = x190 * x366
-    x439 = x437 * x438
-    x440 = x435 * x439
-    x441 = x389 - x404
-    del x389, x404
-    x442 = numpy.where(numpy.greater(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1 / 2, 1))
-    x443 = 1 / 9 * x398
-    x444 = 1 / 6 * x401 / x399
-    x445 = x396 ** (-1.0)
-    del x396
-    x446 = x397 * x402
-    x447 = x445 * x446
-    x448 = numpy.where(x403, x397 * (-x434 * x443 - x434 * x444) - x434 * x447 + x434, 0)
-    x449 = x442 * x448
-    x450 = x405 ** (-2.0)
-    x451 = tokens * x367 * x438 * x450
-    del x438
-    x452 = x373 * x435 * x451
-    x453 = x449 * x452
-    x454 = -x434 + x442 * x448
-    x455 = -tokens * x190 * x366 * x367 * x384 * x406 * x408 * x454 - tokens * x366 * x367 * x373 * x384 * x406 * x409 * x431 + x434 * x440 + x453
-    x456 = x191 * x208 * x405 * numpy.exp(-x383) / (tokens * x409)
-    del x208, x383, x405
-    x457 = x372 * x456
-    x458 = scale_out_bus_efficiency ** (-2.0)
-    x459 = x458 * x6
+    x342 = x338 + x341
+    del x338
+    x343 = -x271 * x342
+    x344 = x186 * (x220 * x337 + x325 + x343) - x193 * x317 - x244 * x334 - x266 * x340 + x31 * x325 - x31 * x341 + x31 * (x342 + x343) + x320 * x321 + x340
+    del x317, x320, x325, x334, x337, x341, x342, x343
+    x345 = x199 * x344 + x344
+    del x344
+    x346 = x42 / hbm_efficiency ** 2
+    del x42
+    x347 = bytes_per_element * x346
+    x348 = x318 * x347
+    del x318
+    x349 = 3 * x347
+    x350 = x324 * x349
+    del x324
+    x351 = x346 * x57
+    del x57
+    x352 = x327 * x347
+    del x327
+    x353 = x100 * x348
+    del x100
+    x354 = x332 * x347
+    del x332
+    x355 = -x330 * x347 - x331 * x347 - x347 * x61 - 10 * x351 - x352 - x353 - x354
+    del x347
+    x356 = x336 * x348
+    del x336
+    x357 = -stage_layers * (full_recompute * x355 - x119 * x353 - x330 * x349 - x331 * x349 - x349 * x61 - 30 * x351 - 3 * x352 - 3 * x354 - x356) + x335 * x349
+    del x119, x330, x331, x335, x349, x351, x352, x353, x354, x61
+    x358 = -x357
+    x359 = x31 * x358
+    x360 = x263 * x358
+    del x263, x358
+    x361 = x357 + x360
+    del x357
+    x362 = -x271 * x361
+    x363 = x186 * (x220 * x356 + x350 + x362) - x193 * x346 - x244 * x355 - x266 * x359 + x31 * x350 - x31 * x360 + x31 * (x361 + x362) + x321 * x348 + x359
+    del x193, x220, x244, x266, x321, x346, x348, x350, x355, x356, x360, x361, x362
+    x364 = x199 * x363 + x363
+    del x363
+    x365 = pp_intra * x191
+    x366 = x190 / x188 ** 2
+    del x188, x190
+    x367 = x365 * x366
+    x368 = x141 / scale_up_bandwidth_bytes_per_s ** 2
+    del x141
+    x369 = x143 * x368
+    x370 = cp_intra * x157
+    x371 = x155 / x153 ** 2
+    del x153, x155
+    x372 = x370 * x371
+    x373 = cp_overlap * numpy.where(numpy.greater(x219, 0), 0, numpy.where(numpy.equal(x219, 0), 1 / 2, 1))
+    del x219
+    x374 = x370 * x373
+    x375 = x371 * x374
+    x376 = -scale_up_bus_efficiency * x372 + scale_up_bus_efficiency * x375
+    x377 = stage_layers * x16 * x163 / x162 ** 2
+    del x16, x162, x163
+    x378 = ep_intra * x377
+    x379 = scale_up_bus_efficiency * x378
+    x380 = ep_overlap * numpy.where(numpy.less(x207, 0), 0, numpy.where(numpy.equal(x207, 0), 1 / 2, 1))
+    del x207
+    x381 = x379 * x380 - x379
+    del x379
+    x382 = dp_overlap * numpy.where(numpy.greater(x243, 0), 0, numpy.where(numpy.equal(x243, 0), 1 / 2, 1))
+    del x243
+    x383 = x174 * x176
+    del x174
+    x384 = x368 * x383
+    del x368
+    x385 = tp_overlap * numpy.where(numpy.less(x262, 0), 0, numpy.where(numpy.equal(x262, 0), 1 / 2, 1))
+    del x262
+    x386 = x384 * x385
+    x387 = -x384 + x386
+    x388 = x271 * x387
+    x389 = -scale_up_bus_efficiency * x367 + x186 * (x376 + x381 + x388) + x31 * x376 + x31 * x381 + x31 * x387 + x31 * (x384 - x386 + x388) + x369 * x382 - x369
+    del x369, x376, x381, x384, x386, x387, x388
+    x390 = x199 * x389 + x389
+    del x389
+    x391 = x140 / scale_up_bus_efficiency ** 2
+    del x140
+    x392 = x143 * x391
+    del x143
+    x393 = -scale_up_bandwidth_bytes_per_s * x372 + scale_up_bandwidth_bytes_per_s * x375
+    del x372, x375
+    x394 = scale_up_bandwidth_bytes_per_s * x378
+    del x378
+    x395 = x380 * x394 - x394
+    del x394
+    x396 = x383 * x391
+    del x383, x391
+    x397 = x385 * x396
+    x398 = -x396 + x397
+    x399 = x271 * x398
+    x400 = -scale_up_bandwidth_bytes_per_s * x367 + x186 * (x393 + x395 + x399) + x31 * x393 + x31 * x395 + x31 * x398 + x31 * (x396 - x397 + x399) + x382 * x392 - x392
+    del x367, x392, x393, x395, x396, x397, x398, x399
+    x401 = x199 * x400 + x400
+    del x400
+    x402 = scale_out_bandwidth_bytes_per_s ** (-2.0)
+    x403 = embedding_matrices * x9 + layers * x22 + mlp_matrices * x13 * (layers - moe_layers) + moe_layers * x14
+    del x13, x14, x22, x9
+    x404 = x196 * x403
+    del x196
+    x405 = checkpoint_bytes_per_param * x404
+    x406 = ckpt_in_memory * x405
+    x407 = x402 * x406
+    x408 = gpus / gpu_mtbf_s
+    x409 = gpus_per_node ** (-1.0)
+    x410 = gpus * x409
+    x411 = x410 / node_mtbf_s
+    x412 = x408 + x411
+    x413 = storage_write_bytes_per_s_per_node * x410
+    x414 = numpy.minimum(storage_write_cap_bytes_per_s, x413)
+    x415 = x403 / x414
+    x416 = ckpt_async * x415
+    x417 = checkpoint_bytes_per_param * x416
+    x418 = x412 ** (-1.0)
+    x419 = x404 / host_copy_bytes_per_s_per_gpu
+    x420 = checkpoint_bytes_per_param * x419
+    x421 = ckpt_async * x420
+    x422 = ckpt_sync * x415
+    del x415
+    x423 = checkpoint_bytes_per_param * x422
+    x424 = x404 * x6
+    del x404
+    x425 = checkpoint_bytes_per_param * x424
+    x426 = ckpt_in_memory * (x420 + x425)
+    del x420
+    x427 = 2 * x421 + 2 * x423 + 2 * x426
+    x428 = numpy.sqrt(x418 * x427)
+    x429 = 1 / 2 * x408 + 1 / 2 * x411
+    del x408, x411
+    x430 = x421 + x423 + x426
+    x431 = x429 * x430
+    x432 = numpy.sqrt(x431)
+    x433 = 1 / 9 * x431 + 1 / 3 * x432 + 1
+    del x431
+    x434 = numpy.greater(x418, 1 / 2 * x421 + 1 / 2 * x423 + 1 / 2 * x426)
+    del x421, x423, x426
+    x435 = numpy.where(x434, x428 * x433 - x430, x418)
+    x436 = numpy.maximum(x417, x435)
+    x437 = x430 + x436
+    x438 = numpy.exp(x412 * x437)
+    x439 = x438 - 1
+    x440 = storage_read_bytes_per_s_per_node * x410
+    x441 = numpy.minimum(storage_read_cap_bytes_per_s, x440)
+    x442 = x403 * (1 - ckpt_in_memory)
+    x443 = x442 / x441
+    x444 = checkpoint_bytes_per_param * x443 + ckpt_in_memory * x425 + restart_overhead_s
+    del x425
+    x445 = x412 * x444
+    x446 = numpy.exp(x445)
+    x447 = x439 * x446
+    x448 = seq_len ** (-1.0)
+    x449 = x436 ** (-1.0)
+    x450 = x448 * x449
+    x451 = tokens * x450
+    x452 = global_batch ** (-1.0)
+    x453 = x201 * x452
+    x454 = x451 * x453
+    x455 = x447 * x454
+    x456 = x417 - x435
+    del x417, x435
+    x457 = numpy.where(numpy.greater(x456, 0), 0, numpy.where(numpy.equal(x456, 0), 1 / 2, 1))
+    x458 = 1 / 9 * x429
+    x459 = 1 / 6 * x432 / x430
+    x460 = x427 ** (-1.0)
+    del x427
+    x461 = x428 * x433
+    x462 = x460 * x461
+    x463 = numpy.where(x434, -x407 * x462 + x407 + x428 * (-x407 * x458 - x407 * x459), 0)
+    x464 = x457 * x463
+    x465 = x436 ** (-2.0)
+    x466 = tokens * x448 * x453 * x465
+    del x453
+    x467 = x418 * x447 * x466
+    x468 = x464 * x467
+    x469 = -x407 + x457 * x463
+    x470 = x187 * x191
+    del x187, x191
+    x471 = x366 * x470
+    del x366
+    x472 = 2 * x23 * x30 * zero3 / dp ** 2
+    del x23, x30
+    x473 = x28 * x402 * x472
+    del x28
+    x474 = x24 * x402
+    del x24
+    x475 = x150 * x157
+    del x157
+    x476 = x371 * x475
+    x477 = x373 * x475
+    del x373
+    x478 = x371 * x477
+    del x371
+    x479 = -scale_out_bus_efficiency * x476 + scale_out_bus_efficiency * x478
+    x480 = x159 * x377
+    del x377
+    x481 = scale_out_bus_efficiency * x480
+    x482 = x380 * x481 - x481
+    del x481
+    x483 = x139 * x382
+    x484 = x173 * x176
+    del x173
+    x485 = x175 * x402
+    del x175
+    x486 = x484 * x485
+    x487 = x385 * x484
+    x488 = x485 * x487
+    del x485
+    x489 = -x486 + x488
+    x490 = dp_overlap * numpy.where(numpy.greater(x265, 0), 0, numpy.where(numpy.equal(x265, 0), 1 / 2, 1))
+    del x265
+    x491 = x271 * x489
+    x492 = -scale_out_bus_efficiency * x471 + x144 * x474 * x483 - x145 * x474 + x186 * (x479 + x482 + x491) + x31 * x479 + x31 * x482 + x31 * x489 + x31 * (x486 - x488 + x491) + x473 * x490 - x473
+    del x144, x145, x473, x474, x479, x482, x486, x488, x489, x491
+    x493 = x199 * x492 + x492
+    del x492
+    x494 = -tokens * x201 * x438 * x446 * x448 * x449 * x452 * x469 - tokens * x418 * x439 * x446 * x448 * x449 * x452 * x493 + x407 * x455 + x468
+    x495 = x202 * x211 * x436 * numpy.exp(-x445) / (tokens * x439)
+    del x211, x436, x445
+    x496 = x412 * x495
+    x497 = scale_out_bus_efficiency ** (-2.0)
+    x498 = x497 * x6
     del x6
-    x460 = bytes_per_element * x413 * x459 * x5
-    del x413
-    x461 = grad_comm_bytes_per_param * x24 * x458
-    del x24, x458
-    x462 = -scale_out_bandwidth_bytes_per_s * x417 + scale_out_bandwidth_bytes_per_s * x419
-    del x417, x419
-    x463 = scale_out_bandwidth_bytes_per_s * x421
-    del x421
-    x464 = x348 * x463 - x463
-    del x463
-    x465 = x178 * x459
-    del x178, x459
-    x466 = -x425 * x465 + x427 * x465
-    del x425, x465
-    x467 = -scale_out_bandwidth_bytes_per_s * x411 - x130 * x461 + x175 * (x462 + x464 + x466) + x30 * x462 + x30 * x464 + x30 * x466 + x424 * x461 + x429 * x460 - x460
-    del x411, x460, x461, x462, x464, x466
-    x468 = x188 * x467 + x467
-    del x467
-    x469 = -cp_intra * stage_layers * x147 + x342
-    del x342
-    x470 = 2 * tp_intra_ranks - 2
-    x471 = -stage_layers * x168 * x470 + x169 * x353 * x470
-    del x169, x353, x470
-    x472 = x154 * x158
-    del x154, x158
-    x473 = -4 * ep_intra * moe_layers * stage_layers * x10 * x153 + ep_intra * x348 * x472
-    x474 = 2 * x126 - 2
-    del x126
-    x475 = x175 * (-x469 - x471 - x473) - x30 * x469 - x30 * x471 - x30 * x473 + x333 - x350 * x474 + x474
-    del x333, x350, x469, x471, x473, x474
-    x476 = x188 * x475 + x475
-    del x475
-    x477 = -stage_layers * x141 * x147 + x418
-    del x141, x147, x418
-    x478 = -stage_layers * x164 * x168 + x427
-    del x164, x168, x427
-    x479 = -4 * moe_layers * stage_layers * x10 * x152 * x153 + x152 * x348 * x472
-    del x10, x152, x153, x348, x472
-    x480 = x32 * x5
-    del x32, x5
-    x481 = x130 + x175 * (-x477 - x478 - x479) - x30 * x477 - x30 * x478 - x30 * x479 + x410 - x424 - x429 * x480 + x480
-    del x130, x410, x424, x429, x477, x478, x479, x480
-    x482 = x188 * x481 + x481
-    del x188, x481
-    x483 = numpy.where(numpy.less(x441, 0), 0, numpy.where(numpy.equal(x441, 0), 1 / 2, 1))
-    del x441
-    x484 = checkpoint_bytes_per_param * x374
-    del x374
-    x485 = x370 * x484 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x385, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x385, 0), 1 / 2, 1)) / x386 ** 2
-    del x385, x386
-    x486 = ckpt_sync * x485
-    x487 = ckpt_async * x483 * x485 - x442 * numpy.where(x403, x397 * (-x443 * x486 - x444 * x486) - x447 * x486 + x486, 0)
-    del x447, x485
-    x488 = x452 * x487
-    x489 = -x486 - x487
-    x490 = x384 * x408 * x439
-    x491 = x489 * x490
-    x492 = x488 + x491
-    x493 = checkpoint_bytes_per_param * x372
-    x494 = x380 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x378, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x378, 0), 1 / 2, 1)) / x379 ** 2
-    del x379, x380
-    x495 = host_copy_bytes_per_s_per_gpu ** (-2.0)
-    x496 = ckpt_async * x432 * x495
-    del x432
-    x497 = x433 * x495
-    del x433, x495
-    x498 = x496 + x497
-    x499 = -x498
-    x500 = 1 / 2 * x446
-    del x446
-    x501 = numpy.where(x403, x397 * (x443 * x499 + x444 * x499) + x445 * x500 * (-2 * x496 - 2 * x497) + x498, 0)
-    del x496, x497
-    x502 = x442 * x501
-    x503 = x452 * x502
-    x504 = x442 * x501 - x498
-    del x498, x501
-    x505 = x490 * x504
-    x506 = -x503 + x505
-    x507 = x372 ** (-2.0)
-    x508 = gpu_mtbf_s ** (-2.0)
-    x509 = gpus * x508
-    x510 = x507 * x509
-    x511 = x373 * x509
-    x512 = x382 * x440 * x511
-    x513 = x399 * x509
-    x514 = numpy.where(x403, x397 * (-1 / 18 * x513 - 1 / 12 * x401 * x509 / x398) + x500 * x511, x510)
-    del x398, x401, x500, x511
-    x515 = x442 * x514
-    x516 = x452 * x515
-    x517 = x372 * x515 - x407 * x509
-    del x407, x509
-    x518 = x408 * x517
-    x519 = x366 * x367 * x373 * x406
-    x520 = x190 * x519
-    x521 = tokens * x520
-    x522 = x384 * x518 * x521
-    x523 = x0 ** (-1.0)
-    del x0
-    x524 = pause_duration_s * x1 * x523
-    x525 = gpus * x524
-    x526 = x191 * x525
-    x527 = x171 * x175 + x171 * x30
-    del x171, x175, x30
-    x528 = step_time_cv * x187 * x527 + x527
-    del x527
-    x529 = -x528
-    x530 = x125 + x140
-    del x125, x140
-    x531 = step_time_cv * x187 * x530 + x530
-    del x530
-    x532 = -x531
-    x533 = x440 * (ckpt_in_memory * x376 + x381)
-    del x381
-    x534 = ckpt_async * x390
-    x535 = ckpt_in_memory * (x376 + x390)
-    del x376, x390
-    x536 = x393 + x534 + x535
-    x537 = x388 * x483 + x442 * numpy.where(x403, 1 / 2 * x397 * x402 * x445 * (2 * x393 + 2 * x534 + 2 * x535) + x397 * (x443 * x536 + x444 * x536) - x536, 0)
-    del x388, x393, x397, x402, x403, x443, x444, x445, x483, x534, x535
-    x538 = -x537
-    x539 = x452 * x538
-    del x452
-    x540 = x536 + x537
-    del x537
-    x541 = x490 * x540
-    x542 = x533 + x539 + x541
-    x543 = x435 * x520
-    x544 = gpus * x543
-    x545 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
-    x546 = x544 * x545
-    x547 = 3.16880878140289e-08 * opex_fraction_per_year
-    x548 = capex_usd_per_gpu * x547
-    x549 = x544 * x548
-    del x544
-    x550 = lifetime_s ** (-1.0)
-    x551 = gpus * x550
-    x552 = capex_usd_per_gpu * x551
-    x553 = x543 * x552
-    x554 = network_power_per_node_w + node_overhead_power_w
-    x555 = x370 * x554
-    x556 = -idle_power_w + max_power_w
-    x557 = x124 * x191
-    x558 = idle_power_w + x556 * x557
-    x559 = numpy.exp(x372 * x399)
-    del x399
-    x560 = x408 - x559
-    x561 = x520 * x560
-    del x520
-    x562 = gpus * (idle_power_w * (x190 * x366 * x367 * x373 * x384 * x406 * x409 - x561) + x558 * x561) + x543 * x555
-    x563 = 2.77777777777778e-07 * electricity_usd_per_kwh
-    x564 = pue * x563
-    x565 = tokens * x543
-    x566 = gpus * x565
-    x567 = tokens * x561
-    del x561
-    x568 = gpus * (idle_power_w * (tokens * x190 * x366 * x367 * x373 * x384 * x406 * x409 - x567) + x558 * x567) + x555 * x565
-    x569 = pue * x568
-    x570 = x563 * x569
-    del x563
-    x571 = (use_tco * (x548 * x566 + x552 * x565 + x570) + x545 * x566) ** (-1.0)
-    x572 = tokens * x571
-    x573 = tokens * x519
-    del x519
-    x574 = x435 * x573
-    del x435
-    x575 = x259 * x574
-    x576 = gpus * x575
-    x577 = x560 * x573
-    del x573
-    x578 = x259 * x577
-    x579 = x191 * x556
-    x580 = x124 * x556 / x190 ** 2
-    del x124
-    x581 = gpus * (idle_power_w * (tokens * x259 * x366 * x367 * x373 * x384 * x406 * x409 - x578) + x558 * x578 + x567 * (x251 * x579 - x259 * x580)) + x555 * x575
-    del x251, x578
-    x582 = x271 * x574
-    x583 = gpus * x582
-    x584 = x271 * x577
-    x585 = gpus * (idle_power_w * (tokens * x271 * x366 * x367 * x373 * x384 * x406 * x409 - x584) + x558 * x584 + x567 * (x268 * x579 - x271 * x580)) + x555 * x582
-    del x268, x584
-    x586 = x285 * x574
-    x587 = gpus * x586
-    x588 = x285 * x577
-    x589 = gpus * (idle_power_w * (tokens * x285 * x366 * x367 * x373 * x384 * x406 * x409 - x588) + x558 * x588 + x567 * (x282 * x579 + x284 * x580)) + x555 * x586
-    del x282, x284, x588
-    x590 = x314 * x574
-    x591 = gpus * x590
-    x592 = x314 * x577
-    x593 = gpus * (idle_power_w * (tokens * x314 * x366 * x367 * x373 * x384 * x406 * x409 - x592) + x558 * x592 + x567 * (x311 * x579 - x314 * x580)) + x555 * x590
-    del x311, x592
-    x594 = x332 * x574
-    x595 = gpus * x594
-    x596 = x332 * x577
-    x597 = gpus * (idle_power_w * (tokens * x332 * x366 * x367 * x373 * x384 * x406 * x409 - x596) + x558 * x596 + x567 * (x329 * x579 - x332 * x580)) + x555 * x594
-    del x329, x580, x596
-    x598 = x356 * x574
-    x599 = gpus * x598
-    x600 = x356 * x577
-    x601 = x373 * x560
-    x602 = x123 * x28 * x601 * x7
-    del x123, x28, x7
-    x603 = x437 * x602
-    del x437
-    x604 = x579 * x603
-    del x579
-    x605 = gpus * (idle_power_w * (tokens * x356 * x366 * x367 * x373 * x384 * x406 * x409 - x600) - x356 * x604 + x558 * x600) + x555 * x598
-    del x600
-    x606 = x365 * x574
-    x607 = gpus * x606
-    x608 = x365 * x577
-    x609 = gpus * (idle_power_w * (tokens * x365 * x366 * x367 * x373 * x384 * x406 * x409 - x608) - x365 * x604 + x558 * x608) + x555 * x606
-    del x608
-    x610 = x431 * x574
-    x611 = gpus * x545
-    x612 = ckpt_in_memory * x412 * x484
-    del x412, x484
-    x613 = x440 * x612
-    x614 = x454 * x490
-    del x490
-    x615 = gpus * x548
-    x616 = capex_usd_per_gpu * x550
-    x617 = x369 * x440 * x554
-    x618 = x431 * x577
-    x619 = x451 * x601
-    del x451, x601
-    x620 = x372 * x559
-    x621 = x372 * x408
-    x622 = x521 * (x434 * x620 + x454 * x621)
-    del x434, x454
-    x623 = gpus * (idle_power_w * (tokens * x190 * x366 * x367 * x373 * x442 * x448 * x450 * x560 - x455 - x618 - x622) - x431 * x604 - x449 * x558 * x619 + x558 * x618 + x558 * x622) - x453 * x555 + x555 * x610 + x555 * x614 - x612 * x617
-    del x431, x448, x449, x612, x618, x622
-    x624 = x468 * x574
-    x625 = x468 * x577
-    x626 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x468 - x625) - x468 * x604 + x558 * x625) + x555 * x624
-    del x625
-    x627 = x476 * x574
-    x628 = x476 * x577
-    x629 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x476 - x628) - x476 * x604 + x558 * x628) + x555 * x627
-    del x628
-    x630 = x482 * x574
-    x631 = x482 * x577
-    x632 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x482 - x631) - x482 * x604 + x558 * x631) + x555 * x630
-    del x631
-    x633 = use_tco * x571
-    x634 = gpus * idle_power_w
-    x635 = x634 * (x565 + x567 * (1 - x557) - x567)
-    del x557, x567
-    x636 = gpus * max_power_w * x436 * x602
-    del x436, x602
-    x637 = use_tco * x572
-    x638 = x564 * x637
-    x639 = x370 * x543
-    del x370
-    x640 = x638 * x639
-    x641 = x487 * x619
-    del x487
-    x642 = x521 * (x486 * x620 + x489 * x621)
-    del x486, x489, x621
-    x643 = gpus * (idle_power_w * (x492 - x641 - x642) + x558 * x641 + x558 * x642) + x488 * x555 + x491 * x555
-    del x641, x642
-    x644 = gpus ** 2
-    x645 = checkpoint_bytes_per_param * x440 * x494 * x644
-    x646 = x369 * x645
-    x647 = -idle_power_w * x646 - x554 * x645 / gpus_per_node ** 2
-    del x645
-    x648 = x502 * x619
+    x499 = bytes_per_element * x472 * x498 * x5
+    del x472
+    x500 = grad_comm_bytes_per_param * x25 * x497
+    del x25, x497
+    x501 = -scale_out_bandwidth_bytes_per_s * x476 + scale_out_bandwidth_bytes_per_s * x478
+    del x476, x478
+    x502 = scale_out_bandwidth_bytes_per_s * x480
+    del x480
+    x503 = x380 * x502 - x502
     del x502
-    x649 = x521 * (x372 * x408 * x504 - x499 * x620)
-    del x499, x504
-    x650 = gpus * (idle_power_w * (x506 + x648 - x649) - x558 * x648 + x558 * x649) - x503 * x555 + x505 * x555
-    del x648, x649
-    x651 = x551 * x565
-    x652 = x570 * x633
-    del x570
-    x653 = x508 * x644
-    x654 = x507 * x653
-    x655 = x440 * x654
-    x656 = x382 * x565 * x653
-    del x382, x565, x653
-    x657 = x369 * x554
-    del x369, x554
-    x658 = x439 * x510 * x560
-    del x439
-    x659 = x521 * (x513 * x559 + x518)
-    del x513, x518, x559
-    x660 = gpus * (idle_power_w * (gpus * tokens * x190 * x366 * x367 * x384 * x406 * x409 * x507 * x508 + tokens * x190 * x366 * x367 * x373 * x384 * x406 * x408 * x517 + tokens * x190 * x366 * x367 * x373 * x442 * x450 * x514 * x560 - x512 - x516 - x658 - x659) - x515 * x558 * x619 + x558 * x658 + x558 * x659) - x516 * x555 + x522 * x555 + x617 * x654 - x656 * x657
-    del x190, x442, x450, x507, x508, x514, x515, x517, x560, x617, x654, x658, x659
-    x661 = gpus * x440
-    x662 = x440 * x555 + x440 * x634
-    del x634
-    x663 = x183 * x187
-    x664 = x574 * x663
-    x665 = x577 * x663
-    x666 = gpus * (idle_power_w * (tokens * x183 * x187 * x366 * x367 * x373 * x384 * x406 * x409 - x665) + x558 * x665 - x604 * x663) + x555 * x664
-    del x183, x187, x663, x665
-    x667 = x524 * x574 * x644
-    del x524, x644
-    x668 = x525 * x577
-    del x525
-    x669 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x366 * x367 * x373 * x384 * x406 * x409 * x523 - x668) - x526 * x556 * x603 + x558 * x668) + x657 * x667
-    del x1, x523, x556, x603, x657, x668
-    x670 = x3 * x574
-    x671 = x3 * x577
-    x672 = gpus * (idle_power_w * (tokens * x3 * x366 * x367 * x373 * x384 * x406 * x409 - x671) + x2 * x604 + x558 * x671) + x555 * x670
-    del x2, x3, x671
-    x673 = x529 * x574
-    x674 = x529 * x577
-    x675 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x529 - x674) + x528 * x604 + x558 * x674) + x555 * x673
-    del x528, x674
-    x676 = x532 * x574
-    del x574
-    x677 = x532 * x577
-    del x577
-    x678 = gpus * (idle_power_w * (tokens * x366 * x367 * x373 * x384 * x406 * x409 * x532 - x677) + x531 * x604 + x558 * x677) + x555 * x676
-    del x366, x367, x373, x384, x406, x409, x531, x604, x677
-    x679 = x538 * x619
-    del x538, x619
-    x680 = x521 * (x372 * x408 * x540 - x536 * x620)
-    del x408, x521, x536, x540, x620
-    x681 = gpus * (idle_power_w * (x542 - x679 - x680) + x558 * x679 + x558 * x680) + x533 * x555 + x539 * x555 + x541 * x555
-    del x555, x558, x679, x680
-    x682 = x568 ** (-1.0)
-    del x568
-    x683 = tokens * x682
-    x684 = x639 * x683
-    x685 = embodied_kg_per_gpu * x551
-    del x551
-    x686 = x543 * x685
-    del x543
-    x687 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
-    x688 = pue * x687
-    x689 = x569 * x687
-    del x569, x687
-    x690 = (embodied_kg_per_gpu * x651 + x689) ** (-1.0)
-    x691 = tokens * x690
-    x692 = embodied_kg_per_gpu * x550
-    del x550
-    x693 = x688 * x691
-    x694 = x639 * x693
-    del x639
-    x695 = x686 * x691
-    x696 = x689 * x690
-    del x689
-    return [1, peak_flops_per_s * x191 * x259, gemm_max_efficiency * x191 * x271, gemm_half_efficiency_dim * x191 * x285, hbm_bandwidth_bytes_per_s * x191 * x314, hbm_efficiency * x191 * x332, scale_up_bandwidth_bytes_per_s * x191 * x356, scale_up_bus_efficiency * x191 * x365, -scale_out_bandwidth_bytes_per_s * x455 * x457, scale_out_bus_efficiency * x191 * x468, intra_latency_s * x191 * x476, inter_latency_s * x191 * x482, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x457 * x492, -x378 * x493 * x494, host_copy_bytes_per_s_per_gpu * x457 * x506, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x457 * (x440 * x510 - x512 - x516 + x522), restart_overhead_s * x372, x189 * x191, pause_probability * x526, x191 * x4, tp_overlap * x191 * x529, dp_overlap * x191 * x532, x456 * x493 * x542, x572 * (use_tco * (x549 + x553 + x562 * x564) + x546), peak_flops_per_s * x571 * (use_tco * (x548 * x576 + x552 * x575 + x564 * x581) + x545 * x576), gemm_max_efficiency * x571 * (use_tco * (x548 * x583 + x552 * x582 + x564 * x585) + x545 * x583), gemm_half_efficiency_dim * x571 * (use_tco * (x548 * x587 + x552 * x586 + x564 * x589) + x545 * x587), hbm_bandwidth_bytes_per_s * x571 * (use_tco * (x548 * x591 + x552 * x590 + x564 * x593) + x545 * x591), hbm_efficiency * x571 * (use_tco * (x548 * x595 + x552 * x594 + x564 * x597) + x545 * x595), scale_up_bandwidth_bytes_per_s * x571 * (use_tco * (x548 * x599 + x552 * x598 + x564 * x605) + x545 * x599), scale_up_bus_efficiency * x571 * (use_tco * (x548 * x607 + x552 * x606 + x564 * x609) + x545 * x607), scale_out_bandwidth_bytes_per_s * x571 * (use_tco * (-x453 * x552 - x453 * x615 - x548 * x613 + x552 * x610 + x552 * x614 + x564 * x623 + x610 * x615 - x613 * x616 + x614 * x615) - x453 * x611 - x545 * x613 + x610 * x611 + x611 * x614), scale_out_bus_efficiency * x571 * (use_tco * (x552 * x624 + x564 * x626 + x615 * x624) + x611 * x624), intra_latency_s * x571 * (use_tco * (x552 * x627 + x564 * x629 + x615 * x627) + x611 * x627), inter_latency_s * x571 * (use_tco * (x552 * x630 + x564 * x632 + x615 * x630) + x611 * x630), x564 * x633 * x635, x636 * x638, node_overhead_power_w * x640, network_power_per_node_w * x640, storage_write_bytes_per_s_per_node * x571 * (use_tco * (x488 * x552 + x488 * x615 + x491 * x552 + x491 * x615 + x564 * x643) + x488 * x611 + x491 * x611), storage_read_bytes_per_s_per_node * x571 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x647 - x548 * x646 - x616 * x646) - x545 * x646), host_copy_bytes_per_s_per_gpu * x571 * (use_tco * (-x503 * x552 - x503 * x615 + x505 * x552 + x505 * x615 + x564 * x650) - x503 * x611 + x505 * x611), x546 * x572, capex_usd_per_gpu * x633 * (x547 * x566 + x651), -x553 * x637, x549 * x637, 0, x652, x652, 0, gpu_mtbf_s * x571 * (use_tco * (-x516 * x552 - x516 * x615 + x522 * x552 + x522 * x615 + x548 * x655 - x548 * x656 + x564 * x660 + x616 * x655 - x616 * x656) - x516 * x611 + x522 * x611 + x545 * x655 - x545 * x656), restart_overhead_s * x571 * (use_tco * (x440 * x552 + x548 * x661 + x564 * x662) + x545 * x661), step_time_cv * x571 * (use_tco * (x552 * x664 + x564 * x666 + x615 * x664) + x611 * x664), pause_probability * x571 * (use_tco * (x548 * x667 + x564 * x669 + x616 * x667) + x545 * x667), pause_duration_s * x571 * (use_tco * (x552 * x670 + x564 * x672 + x615 * x670) + x611 * x670), tp_overlap * x571 * (use_tco * (x552 * x673 + x564 * x675 + x615 * x673) + x611 * x673), dp_overlap * x571 * (use_tco * (x552 * x676 + x564 * x678 + x615 * x676) + x611 * x676), checkpoint_bytes_per_param * x571 * (use_tco * (x533 * x552 + x533 * x615 + x539 * x552 + x539 * x615 + x541 * x552 + x541 * x615 + x564 * x681) + x533 * x611 + x539 * x611 + x541 * x611), x562 * x683, peak_flops_per_s * x581 * x682, gemm_max_efficiency * x585 * x682, gemm_half_efficiency_dim * x589 * x682, hbm_bandwidth_bytes_per_s * x593 * x682, hbm_efficiency * x597 * x682, scale_up_bandwidth_bytes_per_s * x605 * x682, scale_up_bus_efficiency * x609 * x682, scale_out_bandwidth_bytes_per_s * x623 * x682, scale_out_bus_efficiency * x626 * x682, intra_latency_s * x629 * x682, inter_latency_s * x632 * x682, x635 * x682, x636 * x683, node_overhead_power_w * x684, network_power_per_node_w * x684, storage_write_bytes_per_s_per_node * x643 * x682, storage_read_bytes_per_s_per_node * x647 * x682, host_copy_bytes_per_s_per_gpu * x650 * x682, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x660 * x682, restart_overhead_s * x662 * x682, step_time_cv * x666 * x682, pause_probability * x669 * x682, pause_duration_s * x672 * x682, tp_overlap * x675 * x682, dp_overlap * x678 * x682, checkpoint_bytes_per_param * x681 * x682, x691 * (x562 * x688 + x686), peak_flops_per_s * x690 * (x575 * x685 + x581 * x688), gemm_max_efficiency * x690 * (x582 * x685 + x585 * x688), gemm_half_efficiency_dim * x690 * (x586 * x685 + x589 * x688), hbm_bandwidth_bytes_per_s * x690 * (x590 * x685 + x593 * x688), hbm_efficiency * x690 * (x594 * x685 + x597 * x688), scale_up_bandwidth_bytes_per_s * x690 * (x598 * x685 + x605 * x688), scale_up_bus_efficiency * x690 * (x606 * x685 + x609 * x688), scale_out_bandwidth_bytes_per_s * x690 * (-x453 * x685 + x610 * x685 - x613 * x692 + x614 * x685 + x623 * x688), scale_out_bus_efficiency * x690 * (x624 * x685 + x626 * x688), intra_latency_s * x690 * (x627 * x685 + x629 * x688), inter_latency_s * x690 * (x630 * x685 + x632 * x688), x635 * x688 * x690, x636 * x693, node_overhead_power_w * x694, network_power_per_node_w * x694, storage_write_bytes_per_s_per_node * x690 * (x488 * x685 + x491 * x685 + x643 * x688), storage_read_bytes_per_s_per_node * x690 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x647 - x646 * x692), host_copy_bytes_per_s_per_gpu * x690 * (-x503 * x685 + x505 * x685 + x650 * x688), 0, 0, -x695, 0, x695, x696, 0, x696, gpu_mtbf_s * x690 * (-x516 * x685 + x522 * x685 + x655 * x692 - x656 * x692 + x660 * x688), restart_overhead_s * x690 * (x440 * x685 + x662 * x688), step_time_cv * x690 * (x664 * x685 + x666 * x688), pause_probability * x690 * (x667 * x692 + x669 * x688), pause_duration_s * x690 * (x670 * x685 + x672 * x688), tp_overlap * x690 * (x673 * x685 + x675 * x688), dp_overlap * x690 * (x676 * x685 + x678 * x688), checkpoint_bytes_per_param * x690 * (x533 * x685 + x539 * x685 + x541 * x685 + x681 * x688)]
+    x504 = x189 * x498
+    del x189, x498
+    x505 = x484 * x504
+    x506 = x487 * x504
+    del x504
+    x507 = -x505 + x506
+    x508 = x271 * x507
+    x509 = -scale_out_bandwidth_bytes_per_s * x471 - x139 * x500 + x186 * (x501 + x503 + x508) + x31 * x501 + x31 * x503 + x31 * x507 + x31 * (x505 - x506 + x508) + x483 * x500 + x490 * x499 - x499
+    del x471, x499, x500, x501, x503, x505, x506, x507, x508
+    x510 = x199 * x509 + x509
+    del x509
+    x511 = x161 * x165
+    del x161, x165
+    x512 = ep_intra * x511
+    x513 = x380 * x512
+    x514 = x176 * (2 * tp_intra_ranks - 2)
+    del x176
+    x515 = x385 * x514 - x514
+    del x385, x514
+    x516 = -x515
+    x517 = x271 * x516
+    x518 = 2 * x135 - 2
+    del x135
+    x519 = x186 * (x370 - x374 + x512 - x513 + x517) + x31 * x516 + x31 * (x515 + x517) + x31 * (cp_intra * stage_layers * x156 - x374) + x31 * (4 * ep_intra * moe_layers * stage_layers * x10 * x160 - x513) + x365 - x382 * x518 + x518
+    del x365, x370, x374, x382, x512, x513, x515, x516, x517, x518
+    x520 = x199 * x519 + x519
+    del x519
+    x521 = x159 * x511
+    del x511
+    x522 = x380 * x521
+    del x380
+    x523 = -x484 + x487
+    del x484, x487
+    x524 = -x523
+    x525 = x271 * x524
+    x526 = x33 * x5
+    del x33, x5
+    x527 = x139 + x186 * (x475 - x477 + x521 - x522 + x525) + x31 * x524 + x31 * (x523 + x525) + x31 * (stage_layers * x150 * x156 - x477) + x31 * (4 * moe_layers * stage_layers * x10 * x159 * x160 - x522) + x470 - x483 - x490 * x526 + x526
+    del x10, x139, x150, x156, x159, x160, x470, x475, x477, x483, x490, x521, x522, x523, x524, x525, x526
+    x528 = x199 * x527 + x527
+    del x527
+    x529 = numpy.where(numpy.less(x456, 0), 0, numpy.where(numpy.equal(x456, 0), 1 / 2, 1))
+    del x456
+    x530 = checkpoint_bytes_per_param * x403
+    del x403
+    x531 = x410 * x530 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x413, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x413, 0), 1 / 2, 1)) / x414 ** 2
+    del x413, x414
+    x532 = ckpt_sync * x531
+    x533 = ckpt_async * x529 * x531 - x457 * numpy.where(x434, x428 * (-x458 * x532 - x459 * x532) - x462 * x532 + x532, 0)
+    del x462, x531
+    x534 = x467 * x533
+    x535 = -x532 - x533
+    x536 = x438 * x446 * x454
+    x537 = x535 * x536
+    x538 = x534 + x537
+    x539 = checkpoint_bytes_per_param * x412
+    x540 = x442 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x440, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x440, 0), 1 / 2, 1)) / x441 ** 2
+    del x441, x442
+    x541 = host_copy_bytes_per_s_per_gpu ** (-2.0)
+    x542 = ckpt_async * x405 * x541
+    del x405
+    x543 = x406 * x541
+    del x406, x541
+    x544 = x542 + x543
+    x545 = -x544
+    x546 = 1 / 2 * x461
+    del x461
+    x547 = numpy.where(x434, x428 * (x458 * x545 + x459 * x545) + x460 * x546 * (-2 * x542 - 2 * x543) + x544, 0)
+    del x542, x543
+    x548 = x457 * x547
+    x549 = x467 * x548
+    x550 = x457 * x547 - x544
+    del x544, x547
+    x551 = x536 * x550
+    x552 = -x549 + x551
+    x553 = x412 ** (-2.0)
+    x554 = gpu_mtbf_s ** (-2.0)
+    x555 = gpus * x554
+    x556 = x553 * x555
+    x557 = x418 * x555
+    x558 = x444 * x455 * x557
+    x559 = x430 * x555
+    x560 = numpy.where(x434, x428 * (-1 / 18 * x559 - 1 / 12 * x432 * x555 / x429) + x546 * x557, x556)
+    del x429, x432, x546, x557
+    x561 = x457 * x560
+    x562 = x467 * x561
+    x563 = x412 * x561 - x437 * x555
+    del x437, x555
+    x564 = x438 * x563
+    x565 = x418 * x448 * x449 * x452
+    x566 = x201 * x565
+    x567 = tokens * x566
+    x568 = x446 * x564 * x567
+    x569 = x0 ** (-1.0)
+    del x0
+    x570 = pause_duration_s * x1 * x569
+    x571 = gpus * x570
+    x572 = x202 * x571
+    x573 = x178 * x31
+    x574 = x178 * x271
+    del x271
+    x575 = x186 * x574
+    del x186
+    x576 = x31 * (x178 - x574)
+    del x178, x31, x574
+    x577 = x199 * (-x573 - x575 + x576) - x573 - x575 + x576
+    del x199, x573, x575, x576
+    x578 = x134 + x149
+    del x134, x149
+    x579 = step_time_cv * x198 * x578 + x578
+    del x578
+    x580 = -x579
+    x581 = x455 * (ckpt_in_memory * x424 + x443)
+    del x443
+    x582 = ckpt_async * x419
+    x583 = ckpt_in_memory * (x419 + x424)
+    del x419, x424
+    x584 = x422 + x582 + x583
+    x585 = x416 * x529 + x457 * numpy.where(x434, 1 / 2 * x428 * x433 * x460 * (2 * x422 + 2 * x582 + 2 * x583) + x428 * (x458 * x584 + x459 * x584) - x584, 0)
+    del x416, x422, x428, x433, x434, x458, x459, x460, x529, x582, x583
+    x586 = -x585
+    x587 = x467 * x586
+    del x467
+    x588 = x584 + x585
+    del x585
+    x589 = x536 * x588
+    x590 = x581 + x587 + x589
+    x591 = x447 * x566
+    x592 = gpus * x591
+    x593 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
+    x594 = x592 * x593
+    x595 = 3.16880878140289e-08 * opex_fraction_per_year
+    x596 = capex_usd_per_gpu * x595
+    x597 = x592 * x596
+    del x592
+    x598 = lifetime_s ** (-1.0)
+    x599 = gpus * x598
+    x600 = capex_usd_per_gpu * x599
+    x601 = x591 * x600
+    x602 = network_power_per_node_w + node_overhead_power_w
+    x603 = x410 * x602
+    x604 = -idle_power_w + max_power_w
+    x605 = x133 * x202
+    x606 = idle_power_w + x604 * x605
+    x607 = numpy.exp(x412 * x430)
+    del x430
+    x608 = x438 - x607
+    x609 = x566 * x608
+    del x566
+    x610 = gpus * (idle_power_w * (x201 * x418 * x439 * x446 * x448 * x449 * x452 - x609) + x606 * x609) + x591 * x603
+    x611 = 2.77777777777778e-07 * electricity_usd_per_kwh
+    x612 = pue * x611
+    x613 = tokens * x591
+    x614 = gpus * x613
+    x615 = tokens * x609
+    del x609
+    x616 = gpus * (idle_power_w * (tokens * x201 * x418 * x439 * x446 * x448 * x449 * x452 - x615) + x606 * x615) + x603 * x613
+    x617 = pue * x616
+    x618 = x611 * x617
+    del x611
+    x619 = (use_tco * (x596 * x614 + x600 * x613 + x618) + x593 * x614) ** (-1.0)
+    x620 = tokens * x619
+    x621 = tokens * x565
+    del x565
+    x622 = x447 * x621
+    del x447
+    x623 = x274 * x622
+    x624 = gpus * x623
+    x625 = x608 * x621
+    del x621
+    x626 = x274 * x625
+    x627 = x202 * x604
+    x628 = x133 * x604 / x201 ** 2
+    del x133
+    x629 = gpus * (idle_power_w * (tokens * x274 * x418 * x439 * x446 * x448 * x449 * x452 - x626) + x606 * x626 + x615 * (x261 * x627 - x274 * x628)) + x603 * x623
+    del x261, x626
+    x630 = x298 * x622
+    x631 = gpus * x630
+    x632 = x298 * x625
+    x633 = gpus * (idle_power_w * (tokens * x298 * x418 * x439 * x446 * x448 * x449 * x452 - x632) + x606 * x632 + x615 * (x289 * x627 - x298 * x628)) + x603 * x630
+    del x289, x632
+    x634 = x315 * x622
+    x635 = gpus * x634
+    x636 = x315 * x625
+    x637 = gpus * (idle_power_w * (tokens * x315 * x418 * x439 * x446 * x448 * x449 * x452 - x636) + x606 * x636 + x615 * (x310 * x627 + x314 * x628)) + x603 * x634
+    del x310, x314, x636
+    x638 = x345 * x622
+    x639 = gpus * x638
+    x640 = x345 * x625
+    x641 = gpus * (idle_power_w * (tokens * x345 * x418 * x439 * x446 * x448 * x449 * x452 - x640) + x606 * x640 + x615 * (x340 * x627 - x345 * x628)) + x603 * x638
+    del x340, x640
+    x642 = x364 * x622
+    x643 = gpus * x642
+    x644 = x364 * x625
+    x645 = gpus * (idle_power_w * (tokens * x364 * x418 * x439 * x446 * x448 * x449 * x452 - x644) + x606 * x644 + x615 * (x359 * x627 - x364 * x628)) + x603 * x642
+    del x359, x628, x644
+    x646 = x390 * x622
+    x647 = gpus * x646
+    x648 = x418 * x608
+    x649 = x132 * x29 * x648 * x7
+    del x132, x29, x7
+    x650 = x451 * x649
+    del x451
+    x651 = x627 * x650
+    del x627
+    x652 = x390 * x625
+    x653 = gpus * (idle_power_w * (tokens * x390 * x418 * x439 * x446 * x448 * x449 * x452 - x652) - x390 * x651 + x606 * x652) + x603 * x646
+    del x652
+    x654 = x401 * x622
+    x655 = gpus * x654
+    x656 = x401 * x625
+    x657 = gpus * (idle_power_w * (tokens * x401 * x418 * x439 * x446 * x448 * x449 * x452 - x656) - x401 * x651 + x606 * x656) + x603 * x654
+    del x656
+    x658 = ckpt_in_memory * x402 * x530
+    del x402, x530
+    x659 = x455 * x658
+    x660 = gpus * x593
+    x661 = x469 * x536
+    del x536
+    x662 = x493 * x622
+    x663 = capex_usd_per_gpu * x598
+    x664 = gpus * x596
+    x665 = x409 * x455 * x602
+    x666 = x466 * x648
+    del x466, x648
+    x667 = x412 * x607
+    x668 = x412 * x438
+    x669 = x567 * (x407 * x667 + x469 * x668)
+    del x407, x469
+    x670 = x493 * x625
+    x671 = gpus * (idle_power_w * (tokens * x201 * x418 * x448 * x452 * x457 * x463 * x465 * x608 - x494 - x669 - x670) - x464 * x606 * x666 - x493 * x651 + x606 * x669 + x606 * x670) - x468 * x603 + x603 * x661 + x603 * x662 - x658 * x665
+    del x463, x464, x493, x658, x669, x670
+    x672 = x510 * x622
+    x673 = x510 * x625
+    x674 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x510 - x673) - x510 * x651 + x606 * x673) + x603 * x672
+    del x673
+    x675 = x520 * x622
+    x676 = x520 * x625
+    x677 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x520 - x676) - x520 * x651 + x606 * x676) + x603 * x675
+    del x676
+    x678 = x528 * x622
+    x679 = x528 * x625
+    x680 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x528 - x679) - x528 * x651 + x606 * x679) + x603 * x678
+    del x679
+    x681 = use_tco * x619
+    x682 = gpus * idle_power_w
+    x683 = x682 * (x613 + x615 * (1 - x605) - x615)
+    del x605, x615
+    x684 = gpus * max_power_w * x450 * x649
+    del x450, x649
+    x685 = use_tco * x620
+    x686 = x612 * x685
+    x687 = x410 * x591
+    del x410
+    x688 = x686 * x687
+    x689 = x533 * x666
+    del x533
+    x690 = x567 * (x532 * x667 + x535 * x668)
+    del x532, x535, x668
+    x691 = gpus * (idle_power_w * (x538 - x689 - x690) + x606 * x689 + x606 * x690) + x534 * x603 + x537 * x603
+    del x689, x690
+    x692 = gpus ** 2
+    x693 = checkpoint_bytes_per_param * x455 * x540 * x692
+    x694 = x409 * x693
+    x695 = -idle_power_w * x694 - x602 * x693 / gpus_per_node ** 2
+    del x693
+    x696 = x548 * x666
+    del x548
+    x697 = x567 * (x412 * x438 * x550 - x545 * x667)
+    del x545, x550
+    x698 = gpus * (idle_power_w * (x552 + x696 - x697) - x606 * x696 + x606 * x697) - x549 * x603 + x551 * x603
+    del x696, x697
+    x699 = x599 * x613
+    x700 = x618 * x681
+    del x618
+    x701 = x554 * x692
+    x702 = x553 * x701
+    x703 = x455 * x702
+    x704 = x444 * x613 * x701
+    del x444, x613, x701
+    x705 = x409 * x602
+    del x409, x602
+    x706 = x454 * x556 * x608
+    del x454
+    x707 = x567 * (x559 * x607 + x564)
+    del x559, x564, x607
+    x708 = gpus * (idle_power_w * (gpus * tokens * x201 * x439 * x446 * x448 * x449 * x452 * x553 * x554 + tokens * x201 * x418 * x438 * x446 * x448 * x449 * x452 * x563 + tokens * x201 * x418 * x448 * x452 * x457 * x465 * x560 * x608 - x558 - x562 - x706 - x707) - x561 * x606 * x666 + x606 * x706 + x606 * x707) - x562 * x603 + x568 * x603 + x665 * x702 - x704 * x705
+    del x201, x457, x465, x553, x554, x560, x561, x563, x608, x665, x702, x706, x707
+    x709 = gpus * x455
+    x710 = x455 * x603 + x455 * x682
+    del x682
+    x711 = x194 * x198
+    x712 = x622 * x711
+    x713 = x625 * x711
+    x714 = gpus * (idle_power_w * (tokens * x194 * x198 * x418 * x439 * x446 * x448 * x449 * x452 - x713) + x606 * x713 - x651 * x711) + x603 * x712
+    del x194, x198, x711, x713
+    x715 = x570 * x622 * x692
+    del x570, x692
+    x716 = x571 * x625
+    del x571
+    x717 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x418 * x439 * x446 * x448 * x449 * x452 * x569 - x716) - x572 * x604 * x650 + x606 * x716) + x705 * x715
+    del x1, x569, x604, x650, x705, x716
+    x718 = x3 * x622
+    x719 = x3 * x625
+    x720 = gpus * (idle_power_w * (tokens * x3 * x418 * x439 * x446 * x448 * x449 * x452 - x719) + x2 * x651 + x606 * x719) + x603 * x718
+    del x2, x3, x719
+    x721 = x577 * x622
+    x722 = x577 * x625
+    x723 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x577 - x722) - x577 * x651 + x606 * x722) + x603 * x721
+    del x722
+    x724 = x580 * x622
+    del x622
+    x725 = x580 * x625
+    del x625
+    x726 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x580 - x725) + x579 * x651 + x606 * x725) + x603 * x724
+    del x418, x439, x446, x448, x449, x452, x579, x651, x725
+    x727 = x586 * x666
+    del x586, x666
+    x728 = x567 * (x412 * x438 * x588 - x584 * x667)
+    del x438, x567, x584, x588, x667
+    x729 = gpus * (idle_power_w * (x590 - x727 - x728) + x606 * x727 + x606 * x728) + x581 * x603 + x587 * x603 + x589 * x603
+    del x603, x606, x727, x728
+    x730 = x616 ** (-1.0)
+    del x616
+    x731 = tokens * x730
+    x732 = x687 * x731
+    x733 = embodied_kg_per_gpu * x599
+    del x599
+    x734 = x591 * x733
+    del x591
+    x735 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
+    x736 = pue * x735
+    x737 = x617 * x735
+    del x617, x735
+    x738 = (embodied_kg_per_gpu * x699 + x737) ** (-1.0)
+    x739 = tokens * x738
+    x740 = embodied_kg_per_gpu * x598
+    del x598
+    x741 = x736 * x739
+    x742 = x687 * x741
+    del x687
+    x743 = x734 * x739
+    x744 = x737 * x738
+    del x737
+    return [1, peak_flops_per_s * x202 * x274, gemm_max_efficiency * x202 * x298, gemm_half_efficiency_dim * x202 * x315, hbm_bandwidth_bytes_per_s * x202 * x345, hbm_efficiency * x202 * x364, scale_up_bandwidth_bytes_per_s * x202 * x390, scale_up_bus_efficiency * x202 * x401, -scale_out_bandwidth_bytes_per_s * x494 * x496, scale_out_bus_efficiency * x202 * x510, intra_latency_s * x202 * x520, inter_latency_s * x202 * x528, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x496 * x538, -x440 * x539 * x540, host_copy_bytes_per_s_per_gpu * x496 * x552, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x496 * (x455 * x556 - x558 - x562 + x568), restart_overhead_s * x412, x200 * x202, pause_probability * x572, x202 * x4, tp_overlap * x202 * x577, dp_overlap * x202 * x580, x495 * x539 * x590, x620 * (use_tco * (x597 + x601 + x610 * x612) + x594), peak_flops_per_s * x619 * (use_tco * (x596 * x624 + x600 * x623 + x612 * x629) + x593 * x624), gemm_max_efficiency * x619 * (use_tco * (x596 * x631 + x600 * x630 + x612 * x633) + x593 * x631), gemm_half_efficiency_dim * x619 * (use_tco * (x596 * x635 + x600 * x634 + x612 * x637) + x593 * x635), hbm_bandwidth_bytes_per_s * x619 * (use_tco * (x596 * x639 + x600 * x638 + x612 * x641) + x593 * x639), hbm_efficiency * x619 * (use_tco * (x596 * x643 + x600 * x642 + x612 * x645) + x593 * x643), scale_up_bandwidth_bytes_per_s * x619 * (use_tco * (x596 * x647 + x600 * x646 + x612 * x653) + x593 * x647), scale_up_bus_efficiency * x619 * (use_tco * (x596 * x655 + x600 * x654 + x612 * x657) + x593 * x655), scale_out_bandwidth_bytes_per_s * x619 * (use_tco * (-x468 * x600 - x468 * x664 - x596 * x659 + x600 * x661 + x600 * x662 + x612 * x671 - x659 * x663 + x661 * x664 + x662 * x664) - x468 * x660 - x593 * x659 + x660 * x661 + x660 * x662), scale_out_bus_efficiency * x619 * (use_tco * (x600 * x672 + x612 * x674 + x664 * x672) + x660 * x672), intra_latency_s * x619 * (use_tco * (x600 * x675 + x612 * x677 + x664 * x675) + x660 * x675), inter_latency_s * x619 * (use_tco * (x600 * x678 + x612 * x680 + x664 * x678) + x660 * x678), x612 * x681 * x683, x684 * x686, node_overhead_power_w * x688, network_power_per_node_w * x688, storage_write_bytes_per_s_per_node * x619 * (use_tco * (x534 * x600 + x534 * x664 + x537 * x600 + x537 * x664 + x612 * x691) + x534 * x660 + x537 * x660), storage_read_bytes_per_s_per_node * x619 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x695 - x596 * x694 - x663 * x694) - x593 * x694), host_copy_bytes_per_s_per_gpu * x619 * (use_tco * (-x549 * x600 - x549 * x664 + x551 * x600 + x551 * x664 + x612 * x698) - x549 * x660 + x551 * x660), x594 * x620, capex_usd_per_gpu * x681 * (x595 * x614 + x699), -x601 * x685, x597 * x685, 0, x700, x700, 0, gpu_mtbf_s * x619 * (use_tco * (-x562 * x600 - x562 * x664 + x568 * x600 + x568 * x664 + x596 * x703 - x596 * x704 + x612 * x708 + x663 * x703 - x663 * x704) - x562 * x660 + x568 * x660 + x593 * x703 - x593 * x704), restart_overhead_s * x619 * (use_tco * (x455 * x600 + x596 * x709 + x612 * x710) + x593 * x709), step_time_cv * x619 * (use_tco * (x600 * x712 + x612 * x714 + x664 * x712) + x660 * x712), pause_probability * x619 * (use_tco * (x596 * x715 + x612 * x717 + x663 * x715) + x593 * x715), pause_duration_s * x619 * (use_tco * (x600 * x718 + x612 * x720 + x664 * x718) + x660 * x718), tp_overlap * x619 * (use_tco * (x600 * x721 + x612 * x723 + x664 * x721) + x660 * x721), dp_overlap * x619 * (use_tco * (x600 * x724 + x612 * x726 + x664 * x724) + x660 * x724), checkpoint_bytes_per_param * x619 * (use_tco * (x581 * x600 + x581 * x664 + x587 * x600 + x587 * x664 + x589 * x600 + x589 * x664 + x612 * x729) + x581 * x660 + x587 * x660 + x589 * x660), x610 * x731, peak_flops_per_s * x629 * x730, gemm_max_efficiency * x633 * x730, gemm_half_efficiency_dim * x637 * x730, hbm_bandwidth_bytes_per_s * x641 * x730, hbm_efficiency * x645 * x730, scale_up_bandwidth_bytes_per_s * x653 * x730, scale_up_bus_efficiency * x657 * x730, scale_out_bandwidth_bytes_per_s * x671 * x730, scale_out_bus_efficiency * x674 * x730, intra_latency_s * x677 * x730, inter_latency_s * x680 * x730, x683 * x730, x684 * x731, node_overhead_power_w * x732, network_power_per_node_w * x732, storage_write_bytes_per_s_per_node * x691 * x730, storage_read_bytes_per_s_per_node * x695 * x730, host_copy_bytes_per_s_per_gpu * x698 * x730, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x708 * x730, restart_overhead_s * x710 * x730, step_time_cv * x714 * x730, pause_probability * x717 * x730, pause_duration_s * x720 * x730, tp_overlap * x723 * x730, dp_overlap * x726 * x730, checkpoint_bytes_per_param * x729 * x730, x739 * (x610 * x736 + x734), peak_flops_per_s * x738 * (x623 * x733 + x629 * x736), gemm_max_efficiency * x738 * (x630 * x733 + x633 * x736), gemm_half_efficiency_dim * x738 * (x634 * x733 + x637 * x736), hbm_bandwidth_bytes_per_s * x738 * (x638 * x733 + x641 * x736), hbm_efficiency * x738 * (x642 * x733 + x645 * x736), scale_up_bandwidth_bytes_per_s * x738 * (x646 * x733 + x653 * x736), scale_up_bus_efficiency * x738 * (x654 * x733 + x657 * x736), scale_out_bandwidth_bytes_per_s * x738 * (-x468 * x733 - x659 * x740 + x661 * x733 + x662 * x733 + x671 * x736), scale_out_bus_efficiency * x738 * (x672 * x733 + x674 * x736), intra_latency_s * x738 * (x675 * x733 + x677 * x736), inter_latency_s * x738 * (x678 * x733 + x680 * x736), x683 * x736 * x738, x684 * x741, node_overhead_power_w * x742, network_power_per_node_w * x742, storage_write_bytes_per_s_per_node * x738 * (x534 * x733 + x537 * x733 + x691 * x736), storage_read_bytes_per_s_per_node * x738 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x695 - x694 * x740), host_copy_bytes_per_s_per_gpu * x738 * (-x549 * x733 + x551 * x733 + x698 * x736), 0, 0, -x743, 0, x743, x744, 0, x744, gpu_mtbf_s * x738 * (-x562 * x733 + x568 * x733 + x703 * x740 - x704 * x740 + x708 * x736), restart_overhead_s * x738 * (x455 * x733 + x710 * x736), step_time_cv * x738 * (x712 * x733 + x714 * x736), pause_probability * x738 * (x715 * x740 + x717 * x736), pause_duration_s * x738 * (x718 * x733 + x720 * x736), tp_overlap * x738 * (x721 * x733 + x723 * x736), dp_overlap * x738 * (x724 * x733 + x726 * x736), checkpoint_bytes_per_param * x738 * (x581 * x733 + x587 * x733 + x589 * x733 + x729 * x736)]

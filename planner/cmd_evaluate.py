@@ -9,7 +9,7 @@ from .errors import CapplanError
 from .layout_options import with_layout_options
 from .output import FORMATS
 
-BREAKDOWN_KEYS = ("compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
+BREAKDOWN_KEYS = ("compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
                   "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s")
 MEMORY_KEYS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activation_bytes",
                "reserve_bytes")

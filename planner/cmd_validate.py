@@ -38,40 +38,51 @@ so its MFU error equals the throughput error compared here.
 
 ## Calibration
 
-Procedure: coordinate-descent grid search of the mean per-dataset MAPE over the FIT
-subsets below (`benchmarks/calibrate.py` documents the earlier single-parameter grid; the
-joint fit is recorded in each value's `source`). Fitted jointly, once, for all runs:
-A100 `gemm_max_efficiency` 0.82 (cuBLAS sweeps: 0.80-0.90), H100 0.60 (below its cuBLAS
-sweeps of 0.71-0.79: training kernels run clock-throttled and smaller), and three
-software terms in `planner/execution.toml`: `attention_efficiency_factor` 0.6 (the flash
-attention core relative to GEMMs; FlashAttention-2 reports ~0.7), `layer_overhead_s`
-0.3 ms per layer and forward pass (kernel launches), `collective_overhead_s` 120 us per TP
-all-reduce (launch and rank synchronisation). The production straggler defaults
-(`step_time_cv` 0.005, pauses 3e-6 per rank and step) come from Llama 3 and MegaScale,
-not from this fit. Other efficiencies keep their micro-benchmark values (nccl-tests
-busbw, STREAM-like copies).
+Procedure: `python benchmarks/calibrate.py` runs a coordinate-descent grid search of the
+mean per-dataset MAPE over the FIT subsets below (each dataset counts once) and, with
+`--write`, records the values in the catalog; each value's `source` names the fit. Fitted
+jointly, once, for all runs: A100 `gemm_max_efficiency` 0.79 (cuBLAS sweeps: 0.80-0.90),
+H100 0.60 (below its cuBLAS sweeps of 0.71-0.79: training kernels run clock-throttled and
+smaller), and four software terms in `planner/execution.toml`: `layer_overhead_s` 0.9 ms,
+the host time to launch one layer's forward pass (backward counts twice, a recomputed
+forward once), combined with the GPU time by a smooth maximum
+(`formulas.compute.host_bound_time`, `host_overlap_exponent` 4: the host runs ahead of
+the GPU, so only the slower of the two shows); `collective_overhead_s` 80 us per TP
+all-reduce (launch and rank synchronisation); `attention_efficiency_factor` 0.6 (the flash
+attention core relative to GEMMs; FlashAttention-2 reports ~0.7). Unfused attention
+(Megatron without flash) is costed as batched GEMMs whose smallest dimension is the head
+size, with no factor. The production straggler defaults (`step_time_cv` 0.005, pauses 3e-6
+per rank and step) come from Llama 3 and MegaScale, not from this fit. Other efficiencies
+keep their micro-benchmark values (nccl-tests busbw, STREAM-like copies).
 
 """
 
 WEAK = """
 ## Where the model is weak, and why
 
-1. **Small models, many overheads** (vTrain single-node, h = 1024 at TP 4-8, down to
-   -51 %; MAPE 15 % against the 12 % target). Time per layer and micro-batch grows with TP
-   although the work shrinks: launch and NCCL latencies dominate. One fitted constant per
-   layer and per collective captures the average, not the growth with TP.
-2. **ZeRO-3/FSDP traffic at scale** (OPT-175B -14 % against its "up to 147 TFLOP/s";
-   llm-foundry H100 13B at 32-64 GPUs -35 %): the parameter all-gathers are charged per
-   micro-batch at the per-GPU NIC rate and hidden only by `dp_overlap`; FSDP prefetches
-   layer by layer, and OPT's local batch is not published (8 sequences assumed).
-3. **Long sequences on flash attention** (llm-foundry 760m at 512 tokens +31 %, 30B at 8k
-   +27 % on A100): one attention-efficiency factor for every sequence length and head
-   size.
-4. **TP across nodes** is now hierarchical (reduce-scatter inside the node, all-reduce
+1. **ZeRO-3/FSDP traffic at scale** (llm-foundry H100 13B at 32-64 GPUs -34 %): the
+   parameter all-gathers are charged per micro-batch at the per-GPU NIC rate and hidden
+   only by `dp_overlap`; FSDP prefetches layer by layer. Reduce-scattering the gradients
+   after every micro-batch as well (tried) made the H100 rows worse (MAPE 11 %).
+2. **OPT-175B** (+12 % against its "up to 147 TFLOP/s", which counts the recomputed
+   forward; strict xfail): the model costs only the collectives of 2021 fairscale FSDP,
+   mostly hidden at `dp_overlap` 0.9, and nothing for fp16 dynamic loss scaling or
+   parameter flattening.
+3. **Small models near the host-bound regime** (vTrain single-node h = 1024 at TP 8,
+   mb = 1: -30 %; llm-foundry 760m at 512 tokens +30 %): one launch time per layer for
+   every framework. Megatron-DeepSpeed without fused kernels launches more per layer than
+   llm-foundry; TP 8 adds rank synchronisation that grows with the group.
+4. **Long sequences on flash attention** (llm-foundry A100, 16k-64k tokens: -15 to -30 %):
+   one attention-efficiency factor for every sequence length and head size.
+5. **TP across nodes** is hierarchical (reduce-scatter inside the node, all-reduce
    across, all-gather inside); the vTrain TP = 16 rows remain the worst multi-node rows
-   (-46 %), where NCCL's per-channel rings behave better than the hierarchical estimate.
-5. **Energy**: OLMo rows lack their layouts; Llama 2 shapes and assumed GPU counts stand in
-   (OLMo 2 7B has a 100k vocabulary), so OLMo 2 energies are 22-38 % low (strict xfail).
+   (-44 %), where NCCL's per-channel rings behave better than the hierarchical estimate.
+6. **Whole-run energy** (OLMo: -24 to -42 % with the published layouts; strict xfail):
+   the model predicts steady-state steps (~42 % MFU for the 7B on H100, what OLMo-core
+   later measured) plus failures and checkpoints; the measured energies also pay for
+   in-loop evaluation, loss-spike restarts and the slower early code of these runs, which
+   no published number lets us cost. OLMo 2 13B ran with hybrid sharding (per-node
+   shards), which the planner has no layout for.
 """
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")

@@ -21,7 +21,7 @@ from .model import INPUTS, OUTPUTS
 CHUNK = 4096
 MEMORY_TERMS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activation_bytes",
                 "reserve_bytes")
-BREAKDOWN_TERMS = ("compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
+BREAKDOWN_TERMS = ("compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
                    "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s")
 
 _KERNEL = None

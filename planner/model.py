@@ -113,7 +113,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "cp_overlap": ("1", "fraction of CP ring exchange hidden behind attention"),
     "ep_overlap": ("1", "fraction of EP all-to-all hidden behind expert compute"),
     "attention_efficiency_factor": ("1", "attention-core efficiency relative to GEMMs"),
-    "layer_overhead_s": ("s", "fixed time per layer and forward pass (kernel launches, syncs)"),
+    "layer_overhead_s": ("s", "host time to launch one layer's forward pass (kernels, Python)"),
+    "host_overlap_exponent": ("1", "sharpness of the smooth max of host and device time"),
     "collective_overhead_s": ("s", "fixed time per collective call (launch, synchronisation)"),
     # reliability
     "gpu_mtbf_s": ("s", "mean time between job-stopping failures per GPU"),
@@ -133,6 +134,7 @@ INPUTS: dict[str, tuple[str, str]] = {
 OUTPUTS: dict[str, str] = {
     "step_time_s": "s",
     "compute_s": "s",
+    "launch_s": "s",
     "tp_comm_s": "s",
     "cp_comm_s": "s",
     "ep_comm_s": "s",
@@ -247,11 +249,16 @@ def run_model(x: dict) -> dict:
     t_qkv = _gemm_time(x, 2 * tokens_mb * h * qkv_out, tokens_mb, qkv_out, h,
                        minimum(minimum(tokens_mb, h), qkv_out))
     core_flops = 4 * tokens_mb * s * h / tp
-    # the attention core (fused/flash kernels) runs below GEMM efficiency
+    # Unfused attention runs two batched GEMMs whose smallest dimension is the head size;
+    # fused (flash) kernels run at a fraction of the large-GEMM efficiency.
+    head_dim = h / x["heads"]
+    unfused = x["selective"] + x["attention_scores_stored"]  # no flash attention
+    core_efficiency = unfused * compute.gemm_efficiency(
+        minimum(tokens_mb, head_dim), x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"]
+    ) + (1 - unfused) * x["attention_efficiency_factor"] * compute.gemm_efficiency(
+        minimum(tokens_mb, s), x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
     t_core = compute.roofline_time(
-        core_flops, elem * tokens_mb * (4 * h / tp), x["peak_flops_per_s"],
-        x["attention_efficiency_factor"] * compute.gemm_efficiency(
-            minimum(tokens_mb, s), x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"]),
+        core_flops, elem * tokens_mb * (4 * h / tp), x["peak_flops_per_s"], core_efficiency,
         x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
     # Without flash attention the s x s scores are materialised: softmax, dropout and its
     # mask (5*a*s^2*b bytes per layer, Korthikanti et al. 2022 s4.1) are written and read.
@@ -274,7 +281,7 @@ def run_model(x: dict) -> dict:
     t_elem = elem * tokens_mb * (16 * h / sp_div + 4 * x["ffn"] / tp) / (
         x["hbm_bandwidth_bytes_per_s"] * x["hbm_efficiency"])
     t_layer_fwd = (t_qkv + t_core + t_scores + t_proj + t_elem + (1 - moe_share) * t_mlp
-                   + moe_share * t_moe + x["layer_overhead_s"])
+                   + moe_share * t_moe)
     t_layer_recompute = x["full_recompute"] * t_layer_fwd + (
         1 - x["full_recompute"]) * x["selective"] * t_core
     t_logits_fwd = _gemm_time(x, 2 * tokens_mb * h * x["vocab"] / tp, tokens_mb,
@@ -316,8 +323,15 @@ def run_model(x: dict) -> dict:
         pp_bw, pp_lat)
     pp_comm = pipeline.pipeline_p2p_count(pp, microbatches, vp) * p2p
 
-    per_mb = compute_mb + tp_comm_mb + cp_comm_mb + ep_comm_mb
+    # The host launches each layer's kernels asynchronously (forward, backward ~ 2x, and
+    # recomputed forward); the GPU only runs ahead when its work outlasts the launches.
+    host_mb = layers_per_stage * (3 + x["full_recompute"]) * x["layer_overhead_s"]
+    device_mb = compute_mb + tp_comm_mb
+    launch_mb = compute.host_bound_time(device_mb, host_mb,
+                                        x["host_overlap_exponent"]) - device_mb
+    per_mb = compute_mb + launch_mb + tp_comm_mb + cp_comm_mb + ep_comm_mb
     compute_s = microbatches * compute_mb
+    launch_s = microbatches * launch_mb
     bubble_s = pipeline.bubble_fraction_interleaved(pp, microbatches, vp) * microbatches * per_mb
 
     # ---- data parallel gradient reduction (hierarchical) -------------------
@@ -349,7 +363,7 @@ def run_model(x: dict) -> dict:
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = microbatches * cp_comm_mb
     ep_comm_s = microbatches * ep_comm_mb
-    base_step = (compute_s + tp_comm_s + cp_comm_s + ep_comm_s + bubble_s + pp_comm
+    base_step = (compute_s + launch_s + tp_comm_s + cp_comm_s + ep_comm_s + bubble_s + pp_comm
                  + dp_comm_s + optimizer_s)
     # ---- stragglers: every iteration waits for the slowest of N ranks ------
     straggler_s = (straggler.expected_max_normal(x["gpus"], base_step,

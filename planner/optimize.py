@@ -30,7 +30,7 @@ OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energ
                      "carbon": "co2e_kg"}
 KEEP_COLUMNS = (
     "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute", "zero",
-    "sequence_parallel", "step_time_s", "compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s",
+    "sequence_parallel", "step_time_s", "compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s",
     "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s",
     "memory_per_gpu_bytes", "weights_bytes", "grads_bytes", "optimizer_state_bytes",
     "activation_bytes", "reserve_bytes", "hbm_bytes", "fits", "tokens_per_s",

@@ -6,7 +6,8 @@ import io
 
 from .optimize import PlanResult
 
-STEP_PARTS = (("compute", "compute_s"), ("TP communication", "tp_comm_s"),
+STEP_PARTS = (("compute", "compute_s"), ("host-bound launches", "launch_s"),
+              ("TP communication", "tp_comm_s"),
               ("CP communication", "cp_comm_s"), ("EP all-to-all", "ep_comm_s"),
               ("pipeline transfers", "pp_comm_s"), ("DP gradient sync", "dp_comm_s"),
               ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s"),

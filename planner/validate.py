@@ -212,14 +212,17 @@ def load_full_runs() -> pd.DataFrame:
               seq_len=2048, gpus=384, tp=4, pp=12, micro_batch=2, global_batch=2048,
               recompute="full", zero=1, scale_out_bytes_per_s=4 * 100e9 / 8 / 8,
               metric="step_time_s", measured=_num(b.step_time_s), source=b.source),
-        # OPT: Megatron TP 8 + FSDP over the rest (992 = 8 x 124), 2M tokens per batch
-        # (1024 sequences of 2048), no pipeline; "up to 147 TFLOP/s" per GPU (model FLOPs).
-        # 124 data-parallel ranks x 8 sequences = 992 sequences = 2.03M tokens, one
-        # micro-batch per step (no accumulation; the local batch is an assumption).
+        # OPT: Megatron TP 8 + FSDP over the rest (992 = 8 x 124), 2M tokens per batch, no
+        # pipeline, activation checkpointing (metaseq opt_baselines.py: --ddp-backend
+        # fully_sharded --checkpoint-activations). The launcher's local batch is
+        # 2M / 124 ranks / 2048 = 8 sequences with --update-freq 1: one micro-batch of 8.
+        # "Up to 147 TFLOP/s" counts the recomputed forward (Megatron's formula): the
+        # chronicles' 4.30e23 FLOPs = 96 B s l h^2 (1 + s/6h + V/16lh) over 300B tokens, and
+        # 4.30e23 / (33 days x 1,024 GPUs) = 147 TFLOP/s (projects/OPT/chronicles/final_update.md).
         _case(dataset="full-runs", case_id="opt-175b", hardware="a100-80gb",
               reliability="opt-175b", layers=96, hidden=12288, heads=96, vocab=50272,
               seq_len=2048, gpus=992, tp=8, pp=1, micro_batch=8, global_batch=992,
-              recompute="full", zero=3, metric="tflops_model_per_gpu",
+              recompute="full", zero=3, metric="tflops_per_gpu",
               measured=_num(o.tflops_per_gpu), source=o.source),
     ])
 
@@ -470,12 +473,19 @@ def reliability_check(catalog=None) -> list[dict]:
 
 #: OLMo measured GPU training energies (MWh, GPU power only) and the setups used to predict
 #: them (published_runs.csv rows olmo1-7b-a100, olmo2-7b, olmo2-13b; shapes from the
-#: catalog's Llama 2 entries, which share OLMo's layer shapes; FSDP, bf16, flash attention;
-#: GPU counts for OLMo 2 not in the row: 512 assumed - the energy barely depends on it).
-OLMO_RUNS = {  # id: (catalog model, hardware, gpus, seq_len, batch seqs, tokens, MWh)
-    "olmo1-7b-a100": ("llama2-7b", "a100-40gb", 216, 2048, 2160, 2.46e12, 104.0),
-    "olmo2-7b": ("llama2-7b", "h100-sxm", 512, 4096, 1024, 4.05e12, 131.0),
-    "olmo2-13b": ("llama2-13b", "h100-sxm", 512, 4096, 1024, 5.6e12, 257.0),
+#: catalog's Llama 2 entries, which share OLMo's layer shapes; FSDP full sharding, bf16,
+#: flash attention, no activation checkpointing unless stated). Layouts from allenai/OLMo:
+#: OLMo 1 on MosaicML: configs/mcli/v1_5-mix-medium-mitch-ish.yaml (gpu_num 216,
+#: a100_40gb, global_train_batch_size 2160) with configs/v1_5-mix-medium-mitch-ish-mcli.yaml
+#: (device_train_microbatch_size 2); OLMo 2: configs/official-1124/OLMo2-{7B,13B}-stage1.yaml
+#: (batch 1024 / 2048 x 4096, micro-batch 2) and the launch scripts
+#: scripts/beaker/peteish/peteish7-launch.sh (32 nodes on Jupiter) and
+#: scripts/augusta/peteish13-highlr-launch.sh (64 nodes, hybrid sharding per node, which the
+#: planner has no layout for: full sharding stands in).
+OLMO_RUNS = {  # id: (catalog model, hardware, gpus, seq_len, batch seqs, micro-batch, tokens, MWh)
+    "olmo1-7b-a100": ("llama2-7b", "a100-40gb", 216, 2048, 2160, 2, 2.46e12, 104.0),
+    "olmo2-7b": ("llama2-7b", "h100-sxm", 256, 4096, 1024, 2, 4.05e12, 131.0),
+    "olmo2-13b": ("llama2-13b", "h100-sxm", 512, 4096, 2048, 2, 5.6e12, 257.0),
 }
 
 
@@ -488,10 +498,9 @@ def energy_check(catalog=None) -> list[dict]:
 
         catalog = load_catalog()
     rows = []
-    for run, (model, hw, gpus, seq, batch, tokens, mwh) in OLMO_RUNS.items():
+    for run, (model, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
         r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, global_batch=batch,
-                     micro_batch=1 if hw == "a100-40gb" else 2, seq_len=seq,
-                     recompute="none" if hw == "h100-sxm" else "full", zero=3,
+                     micro_batch=micro, seq_len=seq, recompute="none", zero=3,
                      tokens=tokens, reliability="default").iloc[0]
         got = float(r["energy_gpu_kwh"]) / 1000
         rows.append({"check": f"{run} GPU energy [MWh]", "published": mwh, "predicted": got,

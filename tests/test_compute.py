@@ -219,3 +219,19 @@ def test_mfu_hfu():
     assert c.model_flops_utilization(156e12, 312e12) == pytest.approx(0.5)
     assert c.hardware_flops_utilization(
         c.hardware_flops_per_token(1.0, 1.0) * 39e12, 312e12) == pytest.approx(0.5)
+
+
+@given(st.floats(1e-9, 1e3), st.floats(1e-9, 1e3), st.floats(1, 16), st.floats(0, 10))
+def test_host_bound_time_between_max_and_sum_and_monotone(t_dev, t_host, k, more):
+    t = c.host_bound_time(t_dev, t_host, k)
+    assert max(t_dev, t_host) * (1 - 1e-12) <= t <= (t_dev + t_host) * (1 + 1e-12)
+    assert c.host_bound_time(t_dev + more, t_host, k) >= t * (1 - 1e-12)
+    assert c.host_bound_time(t_dev, t_host + more, k) >= t * (1 - 1e-12)
+
+
+def test_host_bound_time_limits():
+    # k = 1 adds the two (no overlap); a large k tends to the hard maximum
+    assert c.host_bound_time(3.0, 1.0, 1.0) == pytest.approx(4.0)
+    assert c.host_bound_time(3.0, 1.0, 64.0) == pytest.approx(3.0, rel=1e-12)
+    # well past the crossover the host's share vanishes as t_h^k / (k t_d^(k-1))
+    assert c.host_bound_time(10.0, 1.0, 4.0) - 10.0 == pytest.approx(1 / (4 * 10.0**3), rel=1e-2)

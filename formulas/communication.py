@@ -263,6 +263,69 @@ def hierarchical_allreduce_time(size_bytes, ranks_intra, ranks_inter,
     return 2 * intra + inter
 
 
+@formula(reference=THAKUR + ", s4.1 (ring all-gather), applied per level as in NCCL's "
+         "rail-aligned rings (Jeaugey, NCCL 2.0, GTC 2017); " + HOCKNEY,
+         domain={"size_bytes": ">=0", "ranks_intra": ">=1", "ranks_inter": ">=1",
+                 "bandwidth_intra_bytes_per_s": ">0", "bandwidth_inter_bytes_per_s": ">0",
+                 "latency_intra_s": ">=0", "latency_inter_s": ">=0"},
+         symbols={"size_bytes": "S", "ranks_intra": "n_a", "ranks_inter": "n_e",
+                  "bandwidth_intra_bytes_per_s": "B_a", "bandwidth_inter_bytes_per_s": "B_e",
+                  "latency_intra_s": r"\alpha_a", "latency_inter_s": r"\alpha_e"},
+         result_latex="T_{AG,hier}")
+def hierarchical_allgather_time(size_bytes, ranks_intra, ranks_inter,
+                                bandwidth_intra_bytes_per_s, bandwidth_inter_bytes_per_s,
+                                latency_intra_s, latency_inter_s):
+    """Two-level all-gather: across nodes among same-index ranks, then inside the node.
+
+    Each of the n_a ranks of a node gathers the chunks of its peers of the same local
+    index on the other n_e nodes (n_a rings in parallel, each on its own inter-node
+    bandwidth), so a node imports S (n_e - 1)/n_e over all its NICs together, not per
+    rank; then the node all-gathers its n_a pieces of S/n_a.  The reduce-scatter of
+    ZeRO-3/FSDP gradients is the mirror image and takes the same time.  With n_e = 1
+    this is :func:`allgather_time` over n_a ranks; with n_a = 1 the flat ring over n_e.
+
+    Parameters
+    ----------
+    size_bytes : numeric
+        Gathered output buffer, S [B].
+    ranks_intra : numeric
+        Ranks per node (scale-up domain), n_a [1].
+    ranks_inter : numeric
+        Nodes, n_e [1].
+    bandwidth_intra_bytes_per_s : numeric
+        Achievable per-rank intra-node bandwidth, B_a [B/s].
+    bandwidth_inter_bytes_per_s : numeric
+        Achievable per-rank inter-node bandwidth, B_e [B/s].
+    latency_intra_s : numeric
+        Intra-node per-message latency, alpha_a [s].
+    latency_inter_s : numeric
+        Inter-node per-message latency, alpha_e [s].
+
+    Returns
+    -------
+    numeric
+        Time of the all-gather [s].
+
+    Examples
+    --------
+    Eight nodes of eight GPUs gathering 26 GB (a 13B model in bf16) at 40 GB/s per NIC
+    and 240 GB/s per GPU over NVLink: 0.07 s across nodes plus 0.09 s inside, where a flat
+    ring over 64 ranks on the NICs alone would take 0.64 s.
+
+    >>> round(hierarchical_allgather_time(26e9, 8, 8, 240e9, 40e9, 0.0, 0.0), 3)
+    0.166
+
+    .. math::
+        T = (n_e-1)\\alpha_e + \\frac{n_e-1}{n_e}\\frac{S}{n_a B_e}
+          + (n_a-1)\\alpha_a + \\frac{n_a-1}{n_a}\\frac{S}{B_a}
+    """
+    inter = (ranks_inter - 1) * latency_inter_s + (ranks_inter - 1) / ranks_inter \
+        * size_bytes / (ranks_intra * bandwidth_inter_bytes_per_s)
+    intra = (ranks_intra - 1) * latency_intra_s \
+        + (ranks_intra - 1) / ranks_intra * size_bytes / bandwidth_intra_bytes_per_s
+    return inter + intra
+
+
 @formula(reference=NCCL_TESTS + ", AllReduce: busbw = algbw 2(n-1)/n",
          domain={"algorithm_bandwidth_bytes_per_s": ">=0", "ranks": ">=1"},
          symbols={"algorithm_bandwidth_bytes_per_s": r"B_{alg}", "ranks": "n"},

@@ -107,150 +107,157 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x76 = stage_layers * (full_recompute * x75 + x36 * x70 + x37 + 30 * x53 + 3 * x57 + 3 * x63 + 3 * x67 + 3 * x68 + 3 * x74) + 3 * numpy.maximum(x27 * (x12 * x49 + x20 + x48), x43 * x48 * x51 * (gemm_half_efficiency_dim + x50) / x50)
     del x12, x27, x36, x37, x43, x48, x49, x50, x53, x57, x63, x67, x68, x74
     x77 = tp_intra_ranks - 1
-    x78 = 2 * intra_latency_s
-    x79 = tp_intra_ranks ** (-1.0)
-    x80 = 2 * tp * x79 - 2
-    x81 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x82 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x83 = scale_out_bus_efficiency ** (-1.0)
-    x84 = bytes_per_element * x82 * x83
-    x85 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x55) + inter_latency_s * x80 + x14 * x77 * x79 * x81 + x29 * x80 * x84 + x77 * x78)
-    del x14, x55, x77, x79, x80
-    x86 = -tp_overlap * numpy.minimum(x76, x85) + x85
-    del x85
-    x87 = x76 + x86
-    x88 = (x87 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x89 = pp - 1
-    x90 = x89 / vp
-    x91 = x90 * (x16 + x25 - x38 - x46 + x88)
+    x78 = tp_intra_ranks ** (-1.0)
+    x79 = 2 * tp * x78 - 2
+    x80 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x81 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x82 = x81 / scale_out_bus_efficiency
+    x83 = bytes_per_element * x29
+    del x29
+    x84 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x55) + inter_latency_s * x79 + 2 * intra_latency_s * x77 + x14 * x77 * x78 * x80 + x79 * x82 * x83)
+    del x14, x55, x77, x78, x79
+    x85 = -tp_overlap * numpy.minimum(x76, x84) + x84
+    del x84
+    x86 = x76 + x85
+    x87 = (x86 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x88 = pp - 1
+    x89 = x88 / vp
+    x90 = x89 * (x16 + x25 - x38 - x46 + x87)
     del x16, x25
-    x92 = dp ** (-1.0)
-    x93 = global_batch * x92 / micro_batch
-    x94 = 2 * x93
-    x95 = 1 - pp_intra
-    x96 = (2 * pp + vp * x94 - 2) * (1.0 * bytes_per_element * x29 / (pp_intra * x6 + x7 * x95) + inter_latency_s * x95 + intra_latency_s * pp_intra) * numpy.minimum(1, x89)
-    del x29, x6, x7, x89, x95
-    x97 = x76 * x93
+    x91 = dp ** (-1.0)
+    x92 = global_batch * x91 / micro_batch
+    x93 = 2 * x92
+    x94 = 1 - pp_intra
+    x95 = (2 * pp + vp * x93 - 2) * (inter_latency_s * x94 + intra_latency_s * pp_intra + 1.0 * x83 / (pp_intra * x6 + x7 * x94)) * numpy.minimum(1, x88)
+    del x6, x7, x83, x88, x94
+    x96 = x76 * x92
     del x76
-    x98 = x93 * (stage_layers * x15 * x3 - x38)
+    x97 = x92 * (stage_layers * x15 * x3 - x38)
     del x15, x3, x38
-    x99 = x93 * (moe_layers * stage_layers * x21 * x22 - x46)
+    x98 = x92 * (moe_layers * stage_layers * x21 * x22 - x46)
     del x21, x22, x46
-    x100 = x86 * x93
-    del x86
-    x101 = x93 * (-x87 + x88)
-    del x87, x88
-    x102 = ffn * hidden
-    x103 = experts * hidden
-    x104 = mlp_matrices * moe_ffn
-    x105 = hidden * x104
-    x106 = x103 + x105 * (experts + shared_experts)
-    x107 = x10 + x61 * x9 + x61
+    x99 = x85 * x92
+    del x85
+    x100 = x92 * (-x86 + x87)
+    del x86, x87
+    x101 = ffn * hidden
+    x102 = experts * hidden
+    x103 = mlp_matrices * moe_ffn
+    x104 = hidden * x103
+    x105 = x102 + x104 * (experts + shared_experts)
+    x106 = x10 + x61 * x9 + x61
     del x61
-    x108 = x5 * (stage_layers * (x102 * x66 + x106 * x19 * x23 + x107) + x47)
+    x107 = x5 * (stage_layers * (x101 * x66 + x105 * x19 * x23 + x106) + x47)
     del x19, x23, x66
-    x109 = x108 / optimizer_shards
-    x110 = x109 * x26 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x108 = x107 / optimizer_shards
+    x109 = x108 * x26 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x26
-    x111 = dp - 1
-    x112 = x108 * x92
-    del x92
-    x113 = x94 * zero3 * (inter_latency_s * x111 + x111 * x112 * x84)
-    del x111, x84, x94
-    x114 = numpy.minimum(dp, dp_intra_ranks)
+    x110 = numpy.minimum(dp, dp_intra_ranks)
+    x111 = x110 - 1
+    x112 = intra_latency_s * x111
+    x113 = x110 ** (-1.0)
+    del x110
+    x114 = dp * x113
     x115 = x114 - 1
-    x116 = 2 / x114
+    x116 = bytes_per_element * x107
+    x117 = x111 * x113 * x80
+    del x111, x113, x80
+    x118 = x82 * x91
+    del x82, x91
+    x119 = x93 * zero3 * (inter_latency_s * x115 + x112 + x115 * x116 * x118 + x116 * x117)
+    del x115, x116, x93
+    x120 = 2 * x114 - 2
     del x114
-    x117 = dp * x116 - 2
-    x118 = grad_comm_bytes_per_param * x108 * x115 * x116 * x81 + grad_comm_bytes_per_param * x112 * x117 * x82 * x83 + inter_latency_s * x117 + x115 * x78
-    del x112, x115, x116, x117, x78, x81, x83
-    x119 = -dp_overlap * numpy.minimum(x113, x97) - dp_overlap * numpy.minimum(x118, 2 * stage_layers * x75) + x113 + x118
-    del x113, x118, x75
-    x120 = x100 + x101 + x110 + x119 + x91 + x96 + x97 + x98 + x99
-    x121 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x120 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    x121 = grad_comm_bytes_per_param * x107
+    x122 = inter_latency_s * x120 + 2 * x112 + 2 * x117 * x121 + x118 * x120 * x121
+    del x112, x117, x118, x120, x121
+    x123 = -dp_overlap * numpy.minimum(x119, x96) - dp_overlap * numpy.minimum(x122, 2 * stage_layers * x75) + x119 + x122
+    del x119, x122, x75
+    x124 = x100 + x109 + x123 + x90 + x95 + x96 + x97 + x98 + x99
+    x125 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x124 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
     del x0, x2
-    x122 = x120 + x121
-    del x120
-    x123 = weight_bytes_per_param * x108 / weight_shards
-    x124 = grad_bytes_per_param * x108 / grad_shards
-    del x108
-    x125 = optimizer_bytes_per_param * x109
-    del x109
-    x126 = 10 * x20 * (sequence_parallel * x5 - sequence_parallel + 1) + x5 * (ffn * mlp_matrices * x51 + x13 + x20 * (4 * x9 + 2) + 5 * micro_batch * x52 / cp ** 2)
-    del x20, x5, x51, x52
-    x127 = full_recompute * x126 + stage_layers * (1 + x90 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x56 + x126 * x69) * numpy.minimum(pp, x93) + x30 * (1 + vocab / hidden)
-    del x126, x13, x30, x56, x69, x90, x93
-    x128 = mlp_matrices * (layers - moe_layers)
-    x129 = x102 * x128
-    del x102
-    x130 = embedding_matrices * x47 + layers * x107 + x129
+    x126 = x124 + x125
+    del x124
+    x127 = weight_bytes_per_param * x107 / weight_shards
+    x128 = grad_bytes_per_param * x107 / grad_shards
     del x107
-    x131 = moe_layers * x106 + x130
+    x129 = optimizer_bytes_per_param * x108
+    del x108
+    x130 = 10 * x20 * (sequence_parallel * x5 - sequence_parallel + 1) + x5 * (ffn * mlp_matrices * x51 + x13 + x20 * (4 * x9 + 2) + 5 * micro_batch * x52 / cp ** 2)
+    del x20, x5, x51, x52
+    x131 = full_recompute * x130 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x56 + x130 * x69) * numpy.minimum(pp, x92) + x30 * (1 + vocab / hidden)
+    del x13, x130, x30, x56, x69, x89, x92
+    x132 = mlp_matrices * (layers - moe_layers)
+    x133 = x101 * x132
+    del x101
+    x134 = embedding_matrices * x47 + layers * x106 + x133
     del x106
-    x132 = x122 ** (-1.0)
-    x133 = global_batch * seq_len * x132
-    x134 = moe_layers * (experts * x10 + x10 * x104 * x39)
-    del x104
-    x135 = 4 * hidden * seq_len
-    x136 = 4 * x58
+    x135 = moe_layers * x105 + x134
+    del x105
+    x136 = x126 ** (-1.0)
+    x137 = global_batch * seq_len * x136
+    x138 = moe_layers * (experts * x10 + x10 * x103 * x39)
+    del x103
+    x139 = 4 * hidden * seq_len
+    x140 = 4 * x58
     del x58
-    x137 = layers * (x135 + x136 * x9 + x136)
-    del x136, x9
-    x138 = 6 * x129 + 3 * x134 + 3 * x137 + 6 * x47
-    del x129, x47
-    x139 = x1 * x133
-    x140 = x138 * x139
-    x141 = global_batch ** (-1.0)
-    x142 = seq_len ** (-1.0)
-    x143 = tokens * x141 * x142
-    x144 = gpus / gpu_mtbf_s
-    x145 = gpus / gpus_per_node
-    x146 = x145 / node_mtbf_s
-    x147 = x144 + x146
-    x148 = x147 ** (-1.0)
-    x149 = checkpoint_bytes_per_param * x131
-    x150 = x1 * x149
+    x141 = layers * (x139 + x140 * x9 + x140)
+    del x140, x9
+    x142 = 6 * x133 + 3 * x138 + 3 * x141 + 6 * x47
+    del x133, x47
+    x143 = x1 * x137
+    x144 = x142 * x143
+    x145 = global_batch ** (-1.0)
+    x146 = seq_len ** (-1.0)
+    x147 = tokens * x145 * x146
+    x148 = gpus / gpu_mtbf_s
+    x149 = gpus / gpus_per_node
+    x150 = x149 / node_mtbf_s
+    x151 = x148 + x150
+    x152 = x151 ** (-1.0)
+    x153 = checkpoint_bytes_per_param * x135
+    x154 = x1 * x153
     del x1
-    x151 = x150 / host_copy_bytes_per_s_per_gpu
-    x152 = ckpt_async * x151
-    x153 = x149 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x145)
-    x154 = ckpt_sync * x153
-    x155 = x150 * x82
-    del x150, x82
-    x156 = ckpt_in_memory * (x151 + x155)
-    del x151
-    x157 = x152 + x154 + x156
-    x158 = numpy.sqrt(x148 * (2 * x152 + 2 * x154 + 2 * x156))
-    x159 = x157 * (1 / 2 * x144 + 1 / 2 * x146)
-    del x144, x146
-    x160 = numpy.maximum(ckpt_async * x153, numpy.where(numpy.greater(x148, 1 / 2 * x152 + 1 / 2 * x154 + 1 / 2 * x156), -x157 + x158 * (1 / 3 * numpy.sqrt(x159) + 1 / 9 * x159 + 1), x148))
-    del x152, x153, x154, x156, x159
-    x161 = ckpt_in_memory * x155 + restart_overhead_s + x149 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x145)
+    x155 = x154 / host_copy_bytes_per_s_per_gpu
+    x156 = ckpt_async * x155
+    x157 = x153 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x149)
+    x158 = ckpt_sync * x157
+    x159 = x154 * x81
+    del x154, x81
+    x160 = ckpt_in_memory * (x155 + x159)
     del x155
-    x162 = x122 * x143
-    x163 = numpy.exp(x147 * (x157 + x160))
-    x164 = x163 - 1
-    x165 = x147 * x161
-    x166 = numpy.exp(x165)
-    x167 = x160 ** (-1.0)
-    x168 = x162 * x167
-    x169 = x164 * x166 * x168
-    x170 = x148 * x169
-    x171 = x147 * x160 * numpy.exp(-x165) / x164
-    del x165
-    x172 = gpus * x170
-    x173 = x148 * x168 * (x163 - numpy.exp(x147 * x157))
-    del x147, x163, x168
-    x174 = gpus * (idle_power_w * (tokens * x122 * x141 * x142 * x148 * x164 * x166 * x167 - x173) + x173 * (idle_power_w + x132 * x97 * (-idle_power_w + max_power_w)))
-    del x132, x141, x142, x164, x166, x167, x173
-    x175 = x145 * (network_power_per_node_w + node_overhead_power_w)
-    del x145
-    x176 = x170 * x175 + x174
-    x177 = pue * x176
-    x178 = 0.000277777777777778 * price_usd_per_gpu_hour * x172
-    x179 = x172 / lifetime_s
-    x180 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x172 + capex_usd_per_gpu * x179 + 2.77777777777778e-07 * electricity_usd_per_kwh * x177
-    x181 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x177
-    x182 = embodied_kg_per_gpu * x179
-    del x179
-    return [x122, x97, x101, x100, x98, x99, x96, x119, x91, x110, x121, x123, x124, x125, x127, memory_reserve_bytes, memory_reserve_bytes + x123 + x124 + x125 + x127, x131, moe_layers * (x103 + x105 * x39) + x130, x133, x138, 1e-12 * x140, x140 * x32, x139 * x32 * (full_recompute * (ffn * x10 * x128 + x134 + x137) + layers * x135 * x70 + x138), x143, x148, x149, x157, x158, x160, x161, x162, x170, x169, 1 - x171, x171, 1 / 3600 * x172, x174, x176, x177, x133 * x171 * x177 / tokens, pue * (gpus * max_power_w + x175), x178, x180, use_tco * x180 + x178 * (1 - use_tco), x181, x182, x181 + x182]
+    x161 = x156 + x158 + x160
+    x162 = numpy.sqrt(x152 * (2 * x156 + 2 * x158 + 2 * x160))
+    x163 = x161 * (1 / 2 * x148 + 1 / 2 * x150)
+    del x148, x150
+    x164 = numpy.maximum(ckpt_async * x157, numpy.where(numpy.greater(x152, 1 / 2 * x156 + 1 / 2 * x158 + 1 / 2 * x160), -x161 + x162 * (1 / 3 * numpy.sqrt(x163) + 1 / 9 * x163 + 1), x152))
+    del x156, x157, x158, x160, x163
+    x165 = ckpt_in_memory * x159 + restart_overhead_s + x153 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x149)
+    del x159
+    x166 = x126 * x147
+    x167 = numpy.exp(x151 * (x161 + x164))
+    x168 = x167 - 1
+    x169 = x151 * x165
+    x170 = numpy.exp(x169)
+    x171 = x164 ** (-1.0)
+    x172 = x166 * x171
+    x173 = x168 * x170 * x172
+    x174 = x152 * x173
+    x175 = x151 * x164 * numpy.exp(-x169) / x168
+    del x169
+    x176 = gpus * x174
+    x177 = x152 * x172 * (x167 - numpy.exp(x151 * x161))
+    del x151, x167, x172
+    x178 = gpus * (idle_power_w * (tokens * x126 * x145 * x146 * x152 * x168 * x170 * x171 - x177) + x177 * (idle_power_w + x136 * x96 * (-idle_power_w + max_power_w)))
+    del x136, x145, x146, x168, x170, x171, x177
+    x179 = x149 * (network_power_per_node_w + node_overhead_power_w)
+    del x149
+    x180 = x174 * x179 + x178
+    x181 = pue * x180
+    x182 = 0.000277777777777778 * price_usd_per_gpu_hour * x176
+    x183 = x176 / lifetime_s
+    x184 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x176 + capex_usd_per_gpu * x183 + 2.77777777777778e-07 * electricity_usd_per_kwh * x181
+    x185 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x181
+    x186 = embodied_kg_per_gpu * x183
+    del x183
+    return [x126, x96, x100, x99, x97, x98, x95, x123, x90, x109, x125, x127, x128, x129, x131, memory_reserve_bytes, memory_reserve_bytes + x127 + x128 + x129 + x131, x135, moe_layers * (x102 + x104 * x39) + x134, x137, x142, 1e-12 * x144, x144 * x32, x143 * x32 * (full_recompute * (ffn * x10 * x132 + x138 + x141) + layers * x139 * x70 + x142), x147, x152, x153, x161, x162, x164, x165, x166, x174, x173, 1 - x175, x175, 1 / 3600 * x176, x178, x180, x181, x137 * x175 * x181 / tokens, pue * (gpus * max_power_w + x179), x182, x184, use_tco * x184 + x182 * (1 - use_tco), x185, x186, x185 + x186]

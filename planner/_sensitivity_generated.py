@@ -6,7 +6,7 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403
 
-KERNEL_HASH = 'd85ee6f086e1ce66'
+KERNEL_HASH = 'c558bf5279a622d3'
 INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('wall_time_s', 'cost_usd', 'energy_facility_j', 'co2e_kg')
 UNCERTAIN_INPUTS = ('tokens', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'gpu_mtbf_s', 'restart_overhead_s', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'tp_overlap', 'dp_overlap', 'checkpoint_bytes_per_param')
@@ -17,1040 +17,1051 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x2 = x1 - 1
     x3 = -x2
     x4 = pause_duration_s * x3
-    x5 = dp - 1
-    x6 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x7 = dp ** (-1.0)
-    x8 = tp ** (-1.0)
-    x9 = hidden * vocab
-    x10 = layers ** (-1.0)
-    x11 = moe_layers * x10
-    x12 = mlp_matrices * (1 - x11)
-    x13 = ffn * hidden
-    x14 = experts * hidden + hidden * mlp_matrices * moe_ffn * (experts + shared_experts)
-    x15 = ep ** (-1.0)
-    x16 = x11 * x15
-    x17 = 2 * hidden
-    x18 = hidden ** 2
-    x19 = 2 * x18
-    x20 = heads ** (-1.0)
-    x21 = kv_heads * x20
-    x22 = x17 + x19 * x21 + x19
-    x23 = x8 * (stage_layers * (x12 * x13 + x14 * x16 + x22) + x9)
-    x24 = x23 * x7
-    x25 = x24 * x6
-    x26 = scale_out_bus_efficiency ** (-1.0)
+    x5 = numpy.minimum(dp, dp_intra_ranks)
+    x6 = x5 - 1
+    x7 = intra_latency_s * x6
+    x8 = x5 ** (-1.0)
+    x9 = dp * x8
+    x10 = x9 - 1
+    x11 = tp ** (-1.0)
+    x12 = hidden * vocab
+    x13 = layers ** (-1.0)
+    x14 = moe_layers * x13
+    x15 = mlp_matrices * (1 - x14)
+    x16 = ffn * hidden
+    x17 = experts * hidden + hidden * mlp_matrices * moe_ffn * (experts + shared_experts)
+    x18 = ep ** (-1.0)
+    x19 = x14 * x18
+    x20 = 2 * hidden
+    x21 = hidden ** 2
+    x22 = 2 * x21
+    x23 = heads ** (-1.0)
+    x24 = kv_heads * x23
+    x25 = x20 + x22 * x24 + x22
+    x26 = x11 * (stage_layers * (x15 * x16 + x17 * x19 + x25) + x12)
     x27 = bytes_per_element * x26
-    x28 = x27 * x5
-    x29 = micro_batch ** (-1.0)
-    x30 = global_batch * x29
-    x31 = x30 * x7
-    x32 = 2 * x31
-    x33 = x32 * zero3
-    x34 = x33 * (inter_latency_s * x5 + x25 * x28)
-    x35 = x8 * x9
-    x36 = cp ** (-1.0)
-    x37 = micro_batch * x36
-    x38 = seq_len * x37
-    x39 = hidden * x38
-    x40 = vocab * x8
-    x41 = x35 + x38 * x40 + x39
-    x42 = hbm_bandwidth_bytes_per_s ** (-1.0)
-    x43 = hbm_efficiency ** (-1.0)
-    x44 = bytes_per_element * x43
-    x45 = x42 * x44
-    x46 = x41 * x45
-    x47 = numpy.minimum(numpy.minimum(hidden, x38), x40)
-    del x40
-    x48 = gemm_half_efficiency_dim + x47
-    x49 = x47 ** (-1.0)
-    del x47
-    x50 = peak_flops_per_s ** (-1.0)
-    x51 = gemm_max_efficiency ** (-1.0)
-    x52 = x50 * x51
-    x53 = x35 * x49 * x52
-    x54 = x42 * x43
-    x55 = seq_len ** 2
-    x56 = x37 * x55
-    del x37
-    x57 = attention_scores_stored * heads * x56 * x8
-    x58 = x54 * x57
-    x59 = ffn * x8
-    x60 = tp - 1
-    x61 = x38 * (16 * hidden / (sequence_parallel * x60 + 1) + 4 * x59)
-    x62 = x45 * x61
-    x63 = x18 * x8
-    x64 = hidden * x8
-    x65 = x38 * x64
-    x66 = x39 + x63 + x65
-    x67 = x45 * x66
-    x68 = numpy.minimum(numpy.minimum(hidden, x38), x64)
-    x69 = gemm_half_efficiency_dim + x68
-    x70 = x68 ** (-1.0)
-    del x68
-    x71 = x52 * x70
-    x72 = x38 * x8
-    x73 = x19 * x72
-    del x19
-    x74 = x71 * x73
-    x75 = numpy.maximum(x67, x69 * x74)
-    x76 = ffn * x64
-    x77 = x38 * x59
-    x78 = x39 + x76 + x77
-    x79 = x45 * x78
-    x80 = numpy.minimum(numpy.minimum(hidden, x38), x59)
-    del x59
-    x81 = x80 ** (-1.0)
-    x82 = gemm_half_efficiency_dim + x80
-    del x80
-    x83 = x81 * x82
-    x84 = x17 * x52
-    x85 = x77 * x84
-    x86 = x12 * numpy.maximum(x79, x83 * x85)
-    x87 = moe_ffn * x64
-    x88 = moe_ffn * x8
-    x89 = x38 * x88
-    x90 = x39 + x87 + x89
-    x91 = x45 * x90
-    x92 = numpy.minimum(numpy.minimum(hidden, x88), ep * experts_per_token * x38 / experts)
-    del x88
-    x93 = x92 ** (-1.0)
-    x94 = gemm_half_efficiency_dim + x92
-    del x92
-    x95 = x93 * x94
-    x96 = x84 * x89
-    del x84
-    x97 = mlp_matrices * (experts_per_token + shared_experts)
-    x98 = x97 * numpy.maximum(x91, x95 * x96)
-    x99 = x11 * x98
-    x100 = 4 * x65
-    x101 = x100 * x45
-    x102 = numpy.minimum(seq_len, x38)
-    x103 = gemm_half_efficiency_dim + x102
-    x104 = attention_scores_stored + selective
-    x105 = attention_efficiency_factor * x102 * (1 - x104)
-    del x102
-    x106 = x105 / x103
-    x107 = numpy.minimum(x38, hidden * x20)
-    del x20
-    x108 = gemm_half_efficiency_dim + x107
-    x109 = x104 * x107
-    del x104, x107
-    x110 = x109 / x108
-    x111 = gemm_max_efficiency * x106 + gemm_max_efficiency * x110
-    x112 = x111 ** (-1.0)
-    x113 = x112 * x64
-    x114 = x113 * x56
-    x115 = 4 * x114
-    x116 = numpy.maximum(x101, x115 * x50)
-    x117 = 3 * x116
-    x118 = 1 - full_recompute
-    x119 = selective * x118
-    x120 = 2 * x21 + 1
-    x121 = x120 * x63
-    x122 = x120 * x64
-    x123 = x121 + x122 * x38 + x39
-    x124 = x123 * x45
-    del x45
-    x125 = numpy.minimum(numpy.minimum(hidden, x122), x38)
-    del x122
-    x126 = gemm_half_efficiency_dim + x125
-    x127 = x125 ** (-1.0)
-    del x125
-    x128 = x127 * x52
-    x129 = x120 * x128 * x73
-    x130 = numpy.maximum(x124, x126 * x129)
-    x131 = x116 + x130 + 10 * x58 + x62 + x75 + x86 + x99
-    x132 = stage_layers * (full_recompute * x131 + x116 * x119 + x117 + 3 * x130 + 30 * x58 + 3 * x62 + 3 * x75 + 3 * x86 + 3 * x99) + 3 * numpy.maximum(x46, 2 * x38 * x48 * x53)
-    del x116, x130, x58, x62, x75, x86, x99
-    x133 = x132 * x31
-    x134 = numpy.minimum(x133, x34)
-    x135 = numpy.minimum(dp, dp_intra_ranks)
-    x136 = x135 - 1
-    x137 = 2 * intra_latency_s
-    x138 = 2 / x135
-    x139 = dp * x138 - 2
-    x140 = scale_up_bandwidth_bytes_per_s ** (-1.0)
-    x141 = scale_up_bus_efficiency ** (-1.0)
-    x142 = x140 * x141
-    x143 = grad_comm_bytes_per_param * x136 * x138 * x23
-    del x138
-    x144 = grad_comm_bytes_per_param * x26
-    del x26
-    x145 = x139 * x144
-    x146 = inter_latency_s * x139 + x136 * x137 + x142 * x143 + x145 * x25
-    del x136
-    x147 = 2 * stage_layers
-    x148 = x131 * x147
-    del x131
-    x149 = numpy.minimum(x146, x148)
-    x150 = 1 - cp_intra
-    x151 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x152 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x153 = cp_intra * x151 + x150 * x152
-    x154 = bytes_per_element * x17
-    x155 = x154 * x21 * x72
-    del x21, x72
-    x156 = 3 * cp - 3
-    x157 = stage_layers * x156
-    x158 = x157 * (cp_intra * intra_latency_s + inter_latency_s * x150 + x155 / x153)
-    x159 = 1 - ep_intra
-    x160 = ep - 1
-    x161 = 4 * x160
-    x162 = ep_intra * x151 + x152 * x159
-    x163 = bytes_per_element * experts_per_token * x161 * x39
-    del x39
-    x164 = x15 * x163 / x162 + x161 * (ep_intra * intra_latency_s + inter_latency_s * x159)
-    del x15
-    x165 = stage_layers * x11
-    x166 = x164 * x165
-    x167 = stage_layers * x117
-    del x117
-    x168 = cp_overlap * numpy.minimum(x158, x167)
-    x169 = 3 * x165 * x98
-    del x98
-    x170 = ep_overlap * numpy.minimum(x166, x169)
-    x171 = tp_intra_ranks - 1
-    x172 = tp_intra_ranks ** (-1.0)
-    x173 = 2 * tp * x172 - 2
-    x174 = x154 * x171 * x172 * x38
-    del x154, x172
-    x175 = x27 * x65
-    del x27
-    x176 = stage_layers * (2 * full_recompute + 4)
-    x177 = x176 * (collective_overhead_s * numpy.minimum(1, x60) + inter_latency_s * x173 + x137 * x171 + x142 * x174 + x173 * x175 * x6)
-    del x137, x142, x171, x60
-    x178 = numpy.minimum(x132, x177)
-    x179 = -tp_overlap * x178 + x177
-    x180 = x132 + x179
-    x181 = x180 ** host_overlap_exponent
-    x182 = x181 + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent
-    x183 = x182 ** host_overlap_exponent ** (-1.0)
-    x184 = vp ** (-1.0)
-    x185 = pp - 1
-    x186 = x184 * x185
-    x187 = 1 - pp_intra
-    x188 = pp_intra * x151 + x152 * x187
-    del x151, x152
-    x189 = bytes_per_element * x65
-    x190 = 1.0 * x189
-    x191 = (2 * pp + vp * x32 - 2) * numpy.minimum(1, x185)
-    del x32
-    x192 = -moe_layers * stage_layers * x10 * x164
-    del x164
-    x193 = x23 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
-    x194 = -dp_overlap * x134 - dp_overlap * x149 + x133 + x146 + x179 * x31 + x186 * (x158 + x166 - x168 - x170 + x183) + x191 * (inter_latency_s * x187 + intra_latency_s * pp_intra + x190 / x188) + x193 * x54 + x31 * (x158 - x168) + x31 * (-x170 - x192) + x31 * (-x180 + x183) + x34
-    del x166, x168, x170, x179, x54
-    x195 = gpus + 0.474798
-    x196 = gpus ** (-1.0)
-    x197 = x195 ** (-0.282765)
-    x198 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x196 * x197 * (0.0686881539789491 * x197 + 0.112063) - 1 + 1.16023 / x195))
-    del x195, x197
-    x199 = step_time_cv * x198
-    x200 = x194 * x199
-    x201 = x194 + x200 + x4
-    x202 = x201 ** (-1.0)
-    x203 = peak_flops_per_s ** (-2.0)
-    x204 = x203 * x51
-    x205 = -2 * hidden * micro_batch * moe_ffn * seq_len * x36 * x50 * x51 * x8 * x93 * x94 + x91
-    del x91, x94
-    x206 = numpy.where(numpy.greater(x205, 0), 0, numpy.where(numpy.equal(x205, 0), 1 / 2, 1))
-    x207 = x169 + x192
-    del x169, x192
-    x208 = ep_overlap * x165 * x97 * numpy.where(numpy.greater(x207, 0), 0, numpy.where(numpy.equal(x207, 0), 1 / 2, 1))
-    x209 = x206 * x208
-    x210 = x209 * x95
-    x211 = global_batch * seq_len
-    x212 = x36 * x7
-    x213 = 6 * x211 * x212 * x87
-    x214 = x210 * x213
-    x215 = -4 * hidden * micro_batch * x112 * x36 * x50 * x55 * x8 + x101
-    del x101, x112
-    x216 = numpy.where(numpy.greater(x215, 0), 0, numpy.where(numpy.equal(x215, 0), 1 / 2, 1))
-    x217 = x203 * x216
-    del x203
-    x218 = 12 * x217
-    x219 = x158 - x167
-    del x158, x167
-    x220 = cp_overlap * stage_layers * numpy.where(numpy.less(x219, 0), 0, numpy.where(numpy.equal(x219, 0), 1 / 2, 1))
-    x221 = x212 * x220
-    del x212
-    x222 = global_batch * x221 * x55
-    x223 = x204 * x73
-    x224 = -2 * micro_batch * seq_len * x18 * x36 * x50 * x51 * x69 * x70 * x8 + x67
-    del x67
-    x225 = numpy.where(numpy.greater(x224, 0), 0, numpy.where(numpy.equal(x224, 0), 1 / 2, 1))
-    x226 = x69 * x70
-    del x69, x70
-    x227 = x225 * x226
-    x228 = x17 * x204
-    x229 = -2 * ffn * hidden * micro_batch * seq_len * x36 * x50 * x51 * x8 * x81 * x82 + x79
-    del x79, x82
-    x230 = x12 * numpy.where(numpy.greater(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1 / 2, 1))
-    x231 = x230 * x83
-    del x83
-    x232 = x231 * x77
-    del x77
-    x233 = x11 * x97
-    del x11, x97
-    x234 = x206 * x233
-    del x206
-    x235 = x234 * x95
-    del x95
-    x236 = x235 * x89
-    del x89
-    x237 = x115 * x217
-    del x115, x217
-    x238 = -2 * micro_batch * seq_len * x120 * x126 * x127 * x18 * x36 * x50 * x51 * x8 + x124
-    del x124, x18
-    x239 = numpy.where(numpy.greater(x238, 0), 0, numpy.where(numpy.equal(x238, 0), 1 / 2, 1))
-    x240 = x126 * x127
-    del x126, x127
-    x241 = x120 * x239 * x240
-    del x120
-    x242 = -x223 * x227 - x223 * x241 - x228 * x232 - x228 * x236 - x237
-    del x223, x228
-    x243 = x146 - x148
-    del x146, x148
-    x244 = dp_overlap * x147 * numpy.where(numpy.less(x243, 0), 0, numpy.where(numpy.equal(x243, 0), 1 / 2, 1))
-    del x147
-    x245 = -2 * hidden * micro_batch * seq_len * vocab * x36 * x48 * x49 * x50 * x51 * x8 + x46
-    del x46, x51
-    x246 = 6 * x38
-    del x38
-    x247 = x246 * numpy.where(numpy.greater(x245, 0), 0, numpy.where(numpy.equal(x245, 0), 1 / 2, 1))
-    x248 = x247 * x35 * x48 * x49
-    del x35, x48, x49
-    x249 = x204 * x248
-    x250 = x225 * x246 * x63
-    del x63
-    x251 = x226 * x250
-    del x226
-    x252 = x246 * x76
-    del x76
-    x253 = x231 * x252
-    del x231
-    x254 = x246 * x87
-    del x87
-    x255 = x235 * x254
-    del x235
-    x256 = x114 * x218
-    del x114
-    x257 = x121 * x239 * x246
-    del x121, x246
-    x258 = x240 * x257
-    del x240
-    x259 = stage_layers * (full_recompute * x242 - x119 * x237 - x204 * x251 - x204 * x253 - x204 * x255 - x204 * x258 - x256)
-    del x237
-    x260 = -x249 + x259
-    x261 = x260 * x31
-    x262 = x132 - x177
-    del x177
-    x263 = tp_overlap * numpy.where(numpy.greater(x262, 0), 0, numpy.where(numpy.equal(x262, 0), 1 / 2, 1))
-    x264 = x260 * x263
-    del x260
-    x265 = -x133 + x34
-    del x34
-    x266 = dp_overlap * numpy.where(numpy.less(x265, 0), 0, numpy.where(numpy.equal(x265, 0), 1 / 2, 1))
-    x267 = x210 * x254
-    del x210
-    x268 = x249 - x259 + x264
-    del x249, x259
-    x269 = x182 ** (-1.0)
-    del x182
-    x270 = x180 ** (-1.0)
-    del x180
-    x271 = x181 * x183 * x269 * x270
-    x272 = -x268 * x271
-    x273 = x113 * x218 * x222 + x186 * (x204 * x267 + x220 * x256 + x272) + x204 * x214 - x242 * x244 - x261 * x266 + x261 - x264 * x31 + x31 * (x268 + x272)
-    del x113, x204, x218, x242, x256, x264, x268, x272
-    x274 = x199 * x273 + x273
-    del x273
-    x275 = x50 / gemm_max_efficiency ** 2
-    x276 = x214 * x275
-    del x214
-    x277 = -x106 - x110
-    del x106, x110
-    x278 = x111 ** (-2.0)
-    del x111
-    x279 = x216 * x278 * x50 * x64
-    x280 = 12 * x222 * x279
-    del x222
-    x281 = x277 * x280
-    x282 = x275 * x73
-    del x73
-    x283 = x17 * x275
-    del x17
-    x284 = 4 * hidden * micro_batch * x216 * x277 * x278 * x36 * x50 * x55 * x8 - x227 * x282 - x232 * x283 - x236 * x283 - x241 * x282
-    del x227, x232, x236, x241, x282, x283
-    x285 = x244 * x284
-    x286 = x248 * x275
-    del x248
-    x287 = stage_layers * (full_recompute * x284 + 4 * hidden * micro_batch * selective * x118 * x216 * x277 * x278 * x36 * x50 * x55 * x8 + 12 * hidden * micro_batch * x216 * x277 * x278 * x36 * x50 * x55 * x8 - x251 * x275 - x253 * x275 - x255 * x275 - x258 * x275)
-    del x118, x216, x251, x253, x255, x258, x278, x284, x36, x50, x55, x8
-    x288 = -x286 + x287
-    x289 = x288 * x31
-    x290 = x263 * x288
-    del x288
-    x291 = x290 * x31
-    x292 = x266 * x289
-    x293 = x279 * x56
-    del x279, x56
-    x294 = x286 - x287 + x290
-    del x286, x287, x290
-    x295 = -x271 * x294
-    x296 = x186 * (-12 * x220 * x277 * x293 + x267 * x275 + x295)
-    del x267, x275, x277
-    x297 = x31 * (x294 + x295)
-    del x294, x295
-    x298 = x199 * (x276 - x281 - x285 + x289 - x291 - x292 + x296 + x297) + x276 - x281 - x285 + x289 - x291 - x292 + x296 + x297
-    del x276, x281, x285, x291, x292, x296, x297
-    x299 = x209 * x93
-    del x209
-    x300 = gemm_max_efficiency * x109 / x108 ** 2 + gemm_max_efficiency * x105 / x103 ** 2
-    del x103, x105, x108, x109
-    x301 = x230 * x81
-    del x230, x81
-    x302 = x234 * x93
-    del x234, x93
-    x303 = x293 * x300
-    del x293
-    x304 = 4 * x303
-    x305 = x129 * x239 + x225 * x74 + x301 * x85 + x302 * x96 + x304
-    del x129, x225, x239, x74, x85, x96
-    x306 = x254 * x52
-    del x254
-    x307 = 12 * x303
-    del x303
-    x308 = stage_layers * (full_recompute * x305 + x119 * x304 + x128 * x257 + x250 * x71 + x252 * x301 * x52 + x302 * x306 + x307) + x247 * x53
-    del x128, x247, x250, x252, x257, x301, x302, x304, x53, x71
-    x309 = x263 * x308
-    x310 = x308 * x31
-    x311 = x308 - x309
-    x312 = -x181 * x183 * x269 * x270 * x311
-    del x181, x183, x269, x270
-    x313 = -global_batch * x29 * x308 * x7 - global_batch * x29 * x7 * (-x311 - x312) - x184 * x185 * (-x220 * x307 - x299 * x306 - x312) + x213 * x299 * x52 + x244 * x305 + x266 * x310 + x280 * x300 + x309 * x31
-    del x184, x185, x213, x280, x299, x300, x305, x306, x307, x308, x309, x311, x312, x52
-    x314 = step_time_cv * x198 * x313 + x313
-    del x313
-    x315 = -x314
-    x316 = hbm_bandwidth_bytes_per_s ** (-2.0)
-    x317 = x316 * x43
-    del x43
-    x318 = numpy.where(numpy.less(x215, 0), 0, numpy.where(numpy.equal(x215, 0), 1 / 2, 1))
-    del x215
-    x319 = x316 * x44
-    del x316, x44
-    x320 = x318 * x319
-    x321 = 12 * x211 * x221 * x64
-    del x221, x64
-    x322 = 3 * x319
-    x323 = x90 * numpy.where(numpy.less(x205, 0), 0, numpy.where(numpy.equal(x205, 0), 1 / 2, 1))
-    del x205, x90
-    x324 = x208 * x323
-    del x208
-    x325 = x322 * x324
-    x326 = x317 * x57
-    x327 = x66 * numpy.where(numpy.less(x224, 0), 0, numpy.where(numpy.equal(x224, 0), 1 / 2, 1))
-    del x224, x66
-    x328 = x319 * x327
-    x329 = x100 * x320
-    x330 = x12 * x78 * numpy.where(numpy.less(x229, 0), 0, numpy.where(numpy.equal(x229, 0), 1 / 2, 1))
-    del x12, x229, x78
-    x331 = x233 * x323
-    del x233, x323
-    x332 = x123 * numpy.where(numpy.less(x238, 0), 0, numpy.where(numpy.equal(x238, 0), 1 / 2, 1))
-    del x123, x238
-    x333 = x319 * x332
-    x334 = -x319 * x330 - x319 * x331 - x319 * x61 - 10 * x326 - x328 - x329 - x333
-    del x319
-    x335 = x41 * numpy.where(numpy.less(x245, 0), 0, numpy.where(numpy.equal(x245, 0), 1 / 2, 1))
-    del x245, x41
-    x336 = 12 * x65
-    del x65
-    x337 = x320 * x336
-    x338 = -stage_layers * (full_recompute * x334 - x119 * x329 - x322 * x330 - x322 * x331 - x322 * x61 - 30 * x326 - 3 * x328 - 3 * x333 - x337) + x322 * x335
-    del x322, x326, x328, x329, x333
-    x339 = -x338
-    x340 = x31 * x339
-    x341 = x263 * x339
-    del x339
-    x342 = x338 + x341
-    del x338
-    x343 = -x271 * x342
-    x344 = x186 * (x220 * x337 + x325 + x343) - x193 * x317 - x244 * x334 - x266 * x340 + x31 * x325 - x31 * x341 + x31 * (x342 + x343) + x320 * x321 + x340
-    del x317, x320, x325, x334, x337, x341, x342, x343
-    x345 = x199 * x344 + x344
-    del x344
-    x346 = x42 / hbm_efficiency ** 2
-    del x42
-    x347 = bytes_per_element * x346
-    x348 = x318 * x347
-    del x318
-    x349 = 3 * x347
-    x350 = x324 * x349
-    del x324
-    x351 = x346 * x57
+    x28 = scale_up_bandwidth_bytes_per_s ** (-1.0)
+    x29 = scale_up_bus_efficiency ** (-1.0)
+    x30 = x28 * x29
+    x31 = x6 * x8
+    x32 = x30 * x31
+    x33 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x34 = dp ** (-1.0)
+    x35 = scale_out_bus_efficiency ** (-1.0)
+    x36 = x34 * x35
+    x37 = x33 * x36
+    x38 = x10 * x27
+    x39 = micro_batch ** (-1.0)
+    x40 = global_batch * x39
+    x41 = x34 * x40
+    x42 = 2 * x41
+    x43 = x42 * zero3
+    x44 = x43 * (inter_latency_s * x10 + x27 * x32 + x37 * x38 + x7)
+    x45 = x11 * x12
+    x46 = cp ** (-1.0)
+    x47 = micro_batch * x46
+    x48 = seq_len * x47
+    x49 = hidden * x48
+    x50 = vocab * x11
+    x51 = x45 + x48 * x50 + x49
+    x52 = hbm_bandwidth_bytes_per_s ** (-1.0)
+    x53 = hbm_efficiency ** (-1.0)
+    x54 = bytes_per_element * x53
+    x55 = x52 * x54
+    x56 = x51 * x55
+    x57 = numpy.minimum(numpy.minimum(hidden, x48), x50)
+    del x50
+    x58 = gemm_half_efficiency_dim + x57
+    x59 = x57 ** (-1.0)
     del x57
-    x352 = x327 * x347
-    del x327
-    x353 = x100 * x348
-    del x100
-    x354 = x332 * x347
-    del x332
-    x355 = -x330 * x347 - x331 * x347 - x347 * x61 - 10 * x351 - x352 - x353 - x354
-    del x347
-    x356 = x336 * x348
-    del x336
-    x357 = -stage_layers * (full_recompute * x355 - x119 * x353 - x330 * x349 - x331 * x349 - x349 * x61 - 30 * x351 - 3 * x352 - 3 * x354 - x356) + x335 * x349
-    del x119, x330, x331, x335, x349, x351, x352, x353, x354, x61
-    x358 = -x357
-    x359 = x31 * x358
-    x360 = x263 * x358
-    del x263, x358
-    x361 = x357 + x360
-    del x357
-    x362 = -x271 * x361
-    x363 = x186 * (x220 * x356 + x350 + x362) - x193 * x346 - x244 * x355 - x266 * x359 + x31 * x350 - x31 * x360 + x31 * (x361 + x362) + x321 * x348 + x359
-    del x193, x220, x244, x266, x321, x346, x348, x350, x355, x356, x360, x361, x362
-    x364 = x199 * x363 + x363
-    del x363
-    x365 = pp_intra * x191
-    x366 = x190 / x188 ** 2
-    del x188, x190
-    x367 = x365 * x366
-    x368 = x141 / scale_up_bandwidth_bytes_per_s ** 2
-    del x141
-    x369 = x143 * x368
-    x370 = cp_intra * x157
-    x371 = x155 / x153 ** 2
-    del x153, x155
-    x372 = x370 * x371
-    x373 = cp_overlap * numpy.where(numpy.greater(x219, 0), 0, numpy.where(numpy.equal(x219, 0), 1 / 2, 1))
-    del x219
-    x374 = x370 * x373
-    x375 = x371 * x374
-    x376 = -scale_up_bus_efficiency * x372 + scale_up_bus_efficiency * x375
-    x377 = stage_layers * x16 * x163 / x162 ** 2
-    del x16, x162, x163
-    x378 = ep_intra * x377
-    x379 = scale_up_bus_efficiency * x378
-    x380 = ep_overlap * numpy.where(numpy.less(x207, 0), 0, numpy.where(numpy.equal(x207, 0), 1 / 2, 1))
-    del x207
-    x381 = x379 * x380 - x379
-    del x379
-    x382 = dp_overlap * numpy.where(numpy.greater(x243, 0), 0, numpy.where(numpy.equal(x243, 0), 1 / 2, 1))
-    del x243
-    x383 = x174 * x176
-    del x174
-    x384 = x368 * x383
-    del x368
-    x385 = tp_overlap * numpy.where(numpy.less(x262, 0), 0, numpy.where(numpy.equal(x262, 0), 1 / 2, 1))
-    del x262
-    x386 = x384 * x385
-    x387 = -x384 + x386
-    x388 = x271 * x387
-    x389 = -scale_up_bus_efficiency * x367 + x186 * (x376 + x381 + x388) + x31 * x376 + x31 * x381 + x31 * x387 + x31 * (x384 - x386 + x388) + x369 * x382 - x369
-    del x369, x376, x381, x384, x386, x387, x388
-    x390 = x199 * x389 + x389
-    del x389
-    x391 = x140 / scale_up_bus_efficiency ** 2
-    del x140
-    x392 = x143 * x391
-    del x143
-    x393 = -scale_up_bandwidth_bytes_per_s * x372 + scale_up_bandwidth_bytes_per_s * x375
-    del x372, x375
-    x394 = scale_up_bandwidth_bytes_per_s * x378
-    del x378
-    x395 = x380 * x394 - x394
-    del x394
-    x396 = x383 * x391
-    del x383, x391
-    x397 = x385 * x396
-    x398 = -x396 + x397
-    x399 = x271 * x398
-    x400 = -scale_up_bandwidth_bytes_per_s * x367 + x186 * (x393 + x395 + x399) + x31 * x393 + x31 * x395 + x31 * x398 + x31 * (x396 - x397 + x399) + x382 * x392 - x392
-    del x367, x392, x393, x395, x396, x397, x398, x399
-    x401 = x199 * x400 + x400
-    del x400
-    x402 = scale_out_bandwidth_bytes_per_s ** (-2.0)
-    x403 = embedding_matrices * x9 + layers * x22 + mlp_matrices * x13 * (layers - moe_layers) + moe_layers * x14
-    del x13, x14, x22, x9
-    x404 = x196 * x403
-    del x196
-    x405 = checkpoint_bytes_per_param * x404
-    x406 = ckpt_in_memory * x405
-    x407 = x402 * x406
-    x408 = gpus / gpu_mtbf_s
-    x409 = gpus_per_node ** (-1.0)
-    x410 = gpus * x409
-    x411 = x410 / node_mtbf_s
-    x412 = x408 + x411
-    x413 = storage_write_bytes_per_s_per_node * x410
-    x414 = numpy.minimum(storage_write_cap_bytes_per_s, x413)
-    x415 = x403 / x414
-    x416 = ckpt_async * x415
-    x417 = checkpoint_bytes_per_param * x416
-    x418 = x412 ** (-1.0)
-    x419 = x404 / host_copy_bytes_per_s_per_gpu
-    x420 = checkpoint_bytes_per_param * x419
-    x421 = ckpt_async * x420
-    x422 = ckpt_sync * x415
-    del x415
-    x423 = checkpoint_bytes_per_param * x422
-    x424 = x404 * x6
-    del x404
-    x425 = checkpoint_bytes_per_param * x424
-    x426 = ckpt_in_memory * (x420 + x425)
-    del x420
-    x427 = 2 * x421 + 2 * x423 + 2 * x426
-    x428 = numpy.sqrt(x418 * x427)
-    x429 = 1 / 2 * x408 + 1 / 2 * x411
-    del x408, x411
-    x430 = x421 + x423 + x426
-    x431 = x429 * x430
-    x432 = numpy.sqrt(x431)
-    x433 = 1 / 9 * x431 + 1 / 3 * x432 + 1
-    del x431
-    x434 = numpy.greater(x418, 1 / 2 * x421 + 1 / 2 * x423 + 1 / 2 * x426)
-    del x421, x423, x426
-    x435 = numpy.where(x434, x428 * x433 - x430, x418)
-    x436 = numpy.maximum(x417, x435)
-    x437 = x430 + x436
-    x438 = numpy.exp(x412 * x437)
-    x439 = x438 - 1
-    x440 = storage_read_bytes_per_s_per_node * x410
-    x441 = numpy.minimum(storage_read_cap_bytes_per_s, x440)
-    x442 = x403 * (1 - ckpt_in_memory)
-    x443 = x442 / x441
-    x444 = checkpoint_bytes_per_param * x443 + ckpt_in_memory * x425 + restart_overhead_s
-    del x425
-    x445 = x412 * x444
-    x446 = numpy.exp(x445)
-    x447 = x439 * x446
-    x448 = seq_len ** (-1.0)
-    x449 = x436 ** (-1.0)
-    x450 = x448 * x449
-    x451 = tokens * x450
-    x452 = global_batch ** (-1.0)
-    x453 = x201 * x452
-    x454 = x451 * x453
-    x455 = x447 * x454
-    x456 = x417 - x435
-    del x417, x435
-    x457 = numpy.where(numpy.greater(x456, 0), 0, numpy.where(numpy.equal(x456, 0), 1 / 2, 1))
-    x458 = 1 / 9 * x429
-    x459 = 1 / 6 * x432 / x430
-    x460 = x427 ** (-1.0)
-    del x427
-    x461 = x428 * x433
-    x462 = x460 * x461
-    x463 = numpy.where(x434, -x407 * x462 + x407 + x428 * (-x407 * x458 - x407 * x459), 0)
-    x464 = x457 * x463
-    x465 = x436 ** (-2.0)
-    x466 = tokens * x448 * x453 * x465
-    del x453
-    x467 = x418 * x447 * x466
-    x468 = x464 * x467
-    x469 = -x407 + x457 * x463
-    x470 = x187 * x191
-    del x187, x191
-    x471 = x366 * x470
-    del x366
-    x472 = 2 * x23 * x30 * zero3 / dp ** 2
-    del x23, x30
-    x473 = x28 * x402 * x472
-    del x28
-    x474 = x24 * x402
-    del x24
-    x475 = x150 * x157
-    del x157
-    x476 = x371 * x475
-    x477 = x373 * x475
-    del x373
-    x478 = x371 * x477
-    del x371
-    x479 = -scale_out_bus_efficiency * x476 + scale_out_bus_efficiency * x478
-    x480 = x159 * x377
-    del x377
-    x481 = scale_out_bus_efficiency * x480
-    x482 = x380 * x481 - x481
-    del x481
-    x483 = x139 * x382
-    x484 = x173 * x176
-    del x173
-    x485 = x175 * x402
-    del x175
-    x486 = x484 * x485
-    x487 = x385 * x484
-    x488 = x485 * x487
-    del x485
-    x489 = -x486 + x488
-    x490 = dp_overlap * numpy.where(numpy.greater(x265, 0), 0, numpy.where(numpy.equal(x265, 0), 1 / 2, 1))
-    del x265
-    x491 = x271 * x489
-    x492 = -scale_out_bus_efficiency * x471 + x144 * x474 * x483 - x145 * x474 + x186 * (x479 + x482 + x491) + x31 * x479 + x31 * x482 + x31 * x489 + x31 * (x486 - x488 + x491) + x473 * x490 - x473
-    del x144, x145, x473, x474, x479, x482, x486, x488, x489, x491
-    x493 = x199 * x492 + x492
-    del x492
-    x494 = -tokens * x201 * x438 * x446 * x448 * x449 * x452 * x469 - tokens * x418 * x439 * x446 * x448 * x449 * x452 * x493 + x407 * x455 + x468
-    x495 = x202 * x211 * x436 * numpy.exp(-x445) / (tokens * x439)
-    del x211, x436, x445
-    x496 = x412 * x495
-    x497 = scale_out_bus_efficiency ** (-2.0)
-    x498 = x497 * x6
-    del x6
-    x499 = bytes_per_element * x472 * x498 * x5
-    del x472
-    x500 = grad_comm_bytes_per_param * x25 * x497
-    del x25, x497
-    x501 = -scale_out_bandwidth_bytes_per_s * x476 + scale_out_bandwidth_bytes_per_s * x478
-    del x476, x478
-    x502 = scale_out_bandwidth_bytes_per_s * x480
-    del x480
-    x503 = x380 * x502 - x502
-    del x502
-    x504 = x189 * x498
-    del x189, x498
-    x505 = x484 * x504
-    x506 = x487 * x504
-    del x504
-    x507 = -x505 + x506
-    x508 = x271 * x507
-    x509 = -scale_out_bandwidth_bytes_per_s * x471 - x139 * x500 + x186 * (x501 + x503 + x508) + x31 * x501 + x31 * x503 + x31 * x507 + x31 * (x505 - x506 + x508) + x483 * x500 + x490 * x499 - x499
-    del x471, x499, x500, x501, x503, x505, x506, x507, x508
-    x510 = x199 * x509 + x509
-    del x509
-    x511 = x161 * x165
-    del x161, x165
-    x512 = ep_intra * x511
-    x513 = x380 * x512
-    x514 = x176 * (2 * tp_intra_ranks - 2)
-    del x176
-    x515 = x385 * x514 - x514
-    del x385, x514
-    x516 = -x515
-    x517 = x271 * x516
-    x518 = 2 * x135 - 2
+    x60 = peak_flops_per_s ** (-1.0)
+    x61 = gemm_max_efficiency ** (-1.0)
+    x62 = x60 * x61
+    x63 = x45 * x59 * x62
+    x64 = x52 * x53
+    x65 = seq_len ** 2
+    x66 = x47 * x65
+    del x47
+    x67 = attention_scores_stored * heads * x11 * x66
+    x68 = x64 * x67
+    x69 = ffn * x11
+    x70 = tp - 1
+    x71 = x48 * (16 * hidden / (sequence_parallel * x70 + 1) + 4 * x69)
+    x72 = x55 * x71
+    x73 = x11 * x21
+    x74 = hidden * x11
+    x75 = x48 * x74
+    x76 = x49 + x73 + x75
+    x77 = x55 * x76
+    x78 = numpy.minimum(numpy.minimum(hidden, x48), x74)
+    x79 = gemm_half_efficiency_dim + x78
+    x80 = x78 ** (-1.0)
+    del x78
+    x81 = x62 * x80
+    x82 = x11 * x48
+    x83 = x22 * x82
+    del x22
+    x84 = x81 * x83
+    x85 = numpy.maximum(x77, x79 * x84)
+    x86 = ffn * x74
+    x87 = x48 * x69
+    x88 = x49 + x86 + x87
+    x89 = x55 * x88
+    x90 = numpy.minimum(numpy.minimum(hidden, x48), x69)
+    del x69
+    x91 = x90 ** (-1.0)
+    x92 = gemm_half_efficiency_dim + x90
+    del x90
+    x93 = x91 * x92
+    x94 = x20 * x62
+    x95 = x87 * x94
+    x96 = x15 * numpy.maximum(x89, x93 * x95)
+    x97 = moe_ffn * x74
+    x98 = moe_ffn * x11
+    x99 = x48 * x98
+    x100 = x49 + x97 + x99
+    x101 = x100 * x55
+    x102 = numpy.minimum(numpy.minimum(hidden, x98), ep * experts_per_token * x48 / experts)
+    del x98
+    x103 = x102 ** (-1.0)
+    x104 = gemm_half_efficiency_dim + x102
+    del x102
+    x105 = x103 * x104
+    x106 = x94 * x99
+    del x94
+    x107 = mlp_matrices * (experts_per_token + shared_experts)
+    x108 = x107 * numpy.maximum(x101, x105 * x106)
+    x109 = x108 * x14
+    x110 = 4 * x75
+    x111 = x110 * x55
+    x112 = numpy.minimum(seq_len, x48)
+    x113 = gemm_half_efficiency_dim + x112
+    x114 = attention_scores_stored + selective
+    x115 = attention_efficiency_factor * x112 * (1 - x114)
+    del x112
+    x116 = x115 / x113
+    x117 = numpy.minimum(x48, hidden * x23)
+    del x23
+    x118 = gemm_half_efficiency_dim + x117
+    x119 = x114 * x117
+    del x114, x117
+    x120 = x119 / x118
+    x121 = gemm_max_efficiency * x116 + gemm_max_efficiency * x120
+    x122 = x121 ** (-1.0)
+    x123 = x122 * x74
+    x124 = x123 * x66
+    x125 = 4 * x124
+    x126 = numpy.maximum(x111, x125 * x60)
+    x127 = 3 * x126
+    x128 = 1 - full_recompute
+    x129 = selective * x128
+    x130 = 2 * x24 + 1
+    x131 = x130 * x73
+    x132 = x130 * x74
+    x133 = x131 + x132 * x48 + x49
+    x134 = x133 * x55
+    del x55
+    x135 = numpy.minimum(numpy.minimum(hidden, x132), x48)
+    del x132
+    x136 = gemm_half_efficiency_dim + x135
+    x137 = x135 ** (-1.0)
     del x135
-    x519 = x186 * (x370 - x374 + x512 - x513 + x517) + x31 * x516 + x31 * (x515 + x517) + x31 * (cp_intra * stage_layers * x156 - x374) + x31 * (4 * ep_intra * moe_layers * stage_layers * x10 * x160 - x513) + x365 - x382 * x518 + x518
-    del x365, x370, x374, x382, x512, x513, x515, x516, x517, x518
-    x520 = x199 * x519 + x519
-    del x519
-    x521 = x159 * x511
-    del x511
-    x522 = x380 * x521
-    del x380
-    x523 = -x484 + x487
-    del x484, x487
-    x524 = -x523
-    x525 = x271 * x524
-    x526 = x33 * x5
-    del x33, x5
-    x527 = x139 + x186 * (x475 - x477 + x521 - x522 + x525) + x31 * x524 + x31 * (x523 + x525) + x31 * (stage_layers * x150 * x156 - x477) + x31 * (4 * moe_layers * stage_layers * x10 * x159 * x160 - x522) + x470 - x483 - x490 * x526 + x526
-    del x10, x139, x150, x156, x159, x160, x470, x475, x477, x483, x490, x521, x522, x523, x524, x525, x526
-    x528 = x199 * x527 + x527
-    del x527
-    x529 = numpy.where(numpy.less(x456, 0), 0, numpy.where(numpy.equal(x456, 0), 1 / 2, 1))
-    del x456
-    x530 = checkpoint_bytes_per_param * x403
-    del x403
-    x531 = x410 * x530 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x413, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x413, 0), 1 / 2, 1)) / x414 ** 2
-    del x413, x414
-    x532 = ckpt_sync * x531
-    x533 = ckpt_async * x529 * x531 - x457 * numpy.where(x434, x428 * (-x458 * x532 - x459 * x532) - x462 * x532 + x532, 0)
-    del x462, x531
-    x534 = x467 * x533
-    x535 = -x532 - x533
-    x536 = x438 * x446 * x454
-    x537 = x535 * x536
-    x538 = x534 + x537
-    x539 = checkpoint_bytes_per_param * x412
-    x540 = x442 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x440, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x440, 0), 1 / 2, 1)) / x441 ** 2
-    del x441, x442
-    x541 = host_copy_bytes_per_s_per_gpu ** (-2.0)
-    x542 = ckpt_async * x405 * x541
-    del x405
-    x543 = x406 * x541
-    del x406, x541
-    x544 = x542 + x543
-    x545 = -x544
-    x546 = 1 / 2 * x461
-    del x461
-    x547 = numpy.where(x434, x428 * (x458 * x545 + x459 * x545) + x460 * x546 * (-2 * x542 - 2 * x543) + x544, 0)
-    del x542, x543
-    x548 = x457 * x547
-    x549 = x467 * x548
-    x550 = x457 * x547 - x544
-    del x544, x547
-    x551 = x536 * x550
-    x552 = -x549 + x551
-    x553 = x412 ** (-2.0)
-    x554 = gpu_mtbf_s ** (-2.0)
-    x555 = gpus * x554
-    x556 = x553 * x555
-    x557 = x418 * x555
-    x558 = x444 * x455 * x557
-    x559 = x430 * x555
-    x560 = numpy.where(x434, x428 * (-1 / 18 * x559 - 1 / 12 * x432 * x555 / x429) + x546 * x557, x556)
-    del x429, x432, x546, x557
-    x561 = x457 * x560
-    x562 = x467 * x561
-    x563 = x412 * x561 - x437 * x555
-    del x437, x555
-    x564 = x438 * x563
-    x565 = x418 * x448 * x449 * x452
-    x566 = x201 * x565
-    x567 = tokens * x566
-    x568 = x446 * x564 * x567
-    x569 = x0 ** (-1.0)
-    del x0
-    x570 = pause_duration_s * x1 * x569
-    x571 = gpus * x570
-    x572 = x202 * x571
-    x573 = x178 * x31
-    x574 = x178 * x271
-    del x271
-    x575 = x186 * x574
+    x138 = x137 * x62
+    x139 = x130 * x138 * x83
+    x140 = numpy.maximum(x134, x136 * x139)
+    x141 = x109 + x126 + x140 + 10 * x68 + x72 + x85 + x96
+    x142 = stage_layers * (full_recompute * x141 + 3 * x109 + x126 * x129 + x127 + 3 * x140 + 30 * x68 + 3 * x72 + 3 * x85 + 3 * x96) + 3 * numpy.maximum(x56, 2 * x48 * x58 * x63)
+    del x109, x126, x140, x68, x72, x85, x96
+    x143 = x142 * x41
+    x144 = numpy.minimum(x143, x44)
+    x145 = 2 * x9 - 2
+    del x9
+    x146 = grad_comm_bytes_per_param * x26
+    x147 = 2 * x146
+    x148 = x145 * x146
+    x149 = inter_latency_s * x145 + x147 * x32 + x148 * x37 + 2 * x7
+    del x32, x37, x7
+    x150 = 2 * stage_layers
+    x151 = x141 * x150
+    del x141
+    x152 = numpy.minimum(x149, x151)
+    x153 = 1 - cp_intra
+    x154 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x155 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x156 = cp_intra * x154 + x153 * x155
+    x157 = bytes_per_element * x20
+    x158 = x157 * x24 * x82
+    del x24, x82
+    x159 = 3 * cp - 3
+    x160 = stage_layers * x159
+    x161 = x160 * (cp_intra * intra_latency_s + inter_latency_s * x153 + x158 / x156)
+    x162 = 1 - ep_intra
+    x163 = ep - 1
+    x164 = 4 * x163
+    x165 = ep_intra * x154 + x155 * x162
+    x166 = bytes_per_element * experts_per_token * x164 * x49
+    del x49
+    x167 = x164 * (ep_intra * intra_latency_s + inter_latency_s * x162) + x166 * x18 / x165
+    del x18
+    x168 = stage_layers * x14
+    x169 = x167 * x168
+    x170 = stage_layers * x127
+    del x127
+    x171 = cp_overlap * numpy.minimum(x161, x170)
+    x172 = 3 * x108 * x168
+    del x108
+    x173 = ep_overlap * numpy.minimum(x169, x172)
+    x174 = tp_intra_ranks - 1
+    x175 = tp_intra_ranks ** (-1.0)
+    x176 = 2 * tp * x175 - 2
+    x177 = x157 * x174 * x175 * x48
+    del x157, x175
+    x178 = bytes_per_element * x75
+    x179 = x178 * x35
+    x180 = stage_layers * (2 * full_recompute + 4)
+    x181 = x180 * (collective_overhead_s * numpy.minimum(1, x70) + inter_latency_s * x176 + 2 * intra_latency_s * x174 + x176 * x179 * x33 + x177 * x30)
+    del x174, x30, x70
+    x182 = numpy.minimum(x142, x181)
+    x183 = -tp_overlap * x182 + x181
+    x184 = x142 + x183
+    x185 = x184 ** host_overlap_exponent
+    x186 = x185 + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent
+    x187 = x186 ** host_overlap_exponent ** (-1.0)
+    x188 = vp ** (-1.0)
+    x189 = pp - 1
+    x190 = x188 * x189
+    x191 = 1 - pp_intra
+    x192 = pp_intra * x154 + x155 * x191
+    del x154, x155
+    x193 = 1.0 * x178
+    x194 = (2 * pp + vp * x42 - 2) * numpy.minimum(1, x189)
+    del x42
+    x195 = -moe_layers * stage_layers * x13 * x167
+    del x167
+    x196 = x26 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
+    del x26
+    x197 = -dp_overlap * x144 - dp_overlap * x152 + x143 + x149 + x183 * x41 + x190 * (x161 + x169 - x171 - x173 + x187) + x194 * (inter_latency_s * x191 + intra_latency_s * pp_intra + x193 / x192) + x196 * x64 + x41 * (x161 - x171) + x41 * (-x173 - x195) + x41 * (-x184 + x187) + x44
+    del x169, x171, x173, x183, x64
+    x198 = gpus + 0.474798
+    x199 = gpus ** (-1.0)
+    x200 = x198 ** (-0.282765)
+    x201 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x199 * x200 * (0.0686881539789491 * x200 + 0.112063) - 1 + 1.16023 / x198))
+    del x198, x200
+    x202 = step_time_cv * x201
+    x203 = x197 * x202
+    x204 = x197 + x203 + x4
+    x205 = x204 ** (-1.0)
+    x206 = peak_flops_per_s ** (-2.0)
+    x207 = x206 * x61
+    x208 = -2 * hidden * micro_batch * moe_ffn * seq_len * x103 * x104 * x11 * x46 * x60 * x61 + x101
+    del x101, x104
+    x209 = numpy.where(numpy.greater(x208, 0), 0, numpy.where(numpy.equal(x208, 0), 1 / 2, 1))
+    x210 = x172 + x195
+    del x172, x195
+    x211 = ep_overlap * x107 * x168 * numpy.where(numpy.greater(x210, 0), 0, numpy.where(numpy.equal(x210, 0), 1 / 2, 1))
+    x212 = x209 * x211
+    x213 = x105 * x212
+    x214 = global_batch * seq_len
+    x215 = x34 * x46
+    x216 = 6 * x214 * x215 * x97
+    x217 = x213 * x216
+    x218 = -4 * hidden * micro_batch * x11 * x122 * x46 * x60 * x65 + x111
+    del x111, x122
+    x219 = numpy.where(numpy.greater(x218, 0), 0, numpy.where(numpy.equal(x218, 0), 1 / 2, 1))
+    x220 = x206 * x219
+    del x206
+    x221 = 12 * x220
+    x222 = x161 - x170
+    del x161, x170
+    x223 = cp_overlap * stage_layers * numpy.where(numpy.less(x222, 0), 0, numpy.where(numpy.equal(x222, 0), 1 / 2, 1))
+    x224 = x215 * x223
+    del x215
+    x225 = global_batch * x224 * x65
+    x226 = x207 * x83
+    x227 = -2 * micro_batch * seq_len * x11 * x21 * x46 * x60 * x61 * x79 * x80 + x77
+    del x77
+    x228 = numpy.where(numpy.greater(x227, 0), 0, numpy.where(numpy.equal(x227, 0), 1 / 2, 1))
+    x229 = x79 * x80
+    del x79, x80
+    x230 = x228 * x229
+    x231 = x20 * x207
+    x232 = -2 * ffn * hidden * micro_batch * seq_len * x11 * x46 * x60 * x61 * x91 * x92 + x89
+    del x89, x92
+    x233 = x15 * numpy.where(numpy.greater(x232, 0), 0, numpy.where(numpy.equal(x232, 0), 1 / 2, 1))
+    x234 = x233 * x93
+    del x93
+    x235 = x234 * x87
+    del x87
+    x236 = x107 * x14
+    del x107, x14
+    x237 = x209 * x236
+    del x209
+    x238 = x105 * x237
+    del x105
+    x239 = x238 * x99
+    del x99
+    x240 = x125 * x220
+    del x125, x220
+    x241 = -2 * micro_batch * seq_len * x11 * x130 * x136 * x137 * x21 * x46 * x60 * x61 + x134
+    del x134, x21
+    x242 = numpy.where(numpy.greater(x241, 0), 0, numpy.where(numpy.equal(x241, 0), 1 / 2, 1))
+    x243 = x136 * x137
+    del x136, x137
+    x244 = x130 * x242 * x243
+    del x130
+    x245 = -x226 * x230 - x226 * x244 - x231 * x235 - x231 * x239 - x240
+    del x226, x231
+    x246 = x149 - x151
+    del x149, x151
+    x247 = dp_overlap * x150 * numpy.where(numpy.less(x246, 0), 0, numpy.where(numpy.equal(x246, 0), 1 / 2, 1))
+    del x150
+    x248 = -2 * hidden * micro_batch * seq_len * vocab * x11 * x46 * x58 * x59 * x60 * x61 + x56
+    del x56, x61
+    x249 = 6 * x48
+    del x48
+    x250 = x249 * numpy.where(numpy.greater(x248, 0), 0, numpy.where(numpy.equal(x248, 0), 1 / 2, 1))
+    x251 = x250 * x45 * x58 * x59
+    del x45, x58, x59
+    x252 = x207 * x251
+    x253 = x228 * x249 * x73
+    del x73
+    x254 = x229 * x253
+    del x229
+    x255 = x249 * x86
+    del x86
+    x256 = x234 * x255
+    del x234
+    x257 = x249 * x97
+    del x97
+    x258 = x238 * x257
+    del x238
+    x259 = x124 * x221
+    del x124
+    x260 = x131 * x242 * x249
+    del x131, x249
+    x261 = x243 * x260
+    del x243
+    x262 = stage_layers * (full_recompute * x245 - x129 * x240 - x207 * x254 - x207 * x256 - x207 * x258 - x207 * x261 - x259)
+    del x240
+    x263 = -x252 + x262
+    x264 = x263 * x41
+    x265 = x142 - x181
+    del x181
+    x266 = tp_overlap * numpy.where(numpy.greater(x265, 0), 0, numpy.where(numpy.equal(x265, 0), 1 / 2, 1))
+    x267 = x263 * x266
+    del x263
+    x268 = -x143 + x44
+    del x44
+    x269 = dp_overlap * numpy.where(numpy.less(x268, 0), 0, numpy.where(numpy.equal(x268, 0), 1 / 2, 1))
+    x270 = x213 * x257
+    del x213
+    x271 = x252 - x262 + x267
+    del x252, x262
+    x272 = x186 ** (-1.0)
     del x186
-    x576 = x31 * (x178 - x574)
-    del x178, x31, x574
-    x577 = x199 * (-x573 - x575 + x576) - x573 - x575 + x576
-    del x199, x573, x575, x576
-    x578 = x134 + x149
-    del x134, x149
-    x579 = step_time_cv * x198 * x578 + x578
-    del x578
-    x580 = -x579
-    x581 = x455 * (ckpt_in_memory * x424 + x443)
-    del x443
-    x582 = ckpt_async * x419
-    x583 = ckpt_in_memory * (x419 + x424)
-    del x419, x424
-    x584 = x422 + x582 + x583
-    x585 = x416 * x529 + x457 * numpy.where(x434, 1 / 2 * x428 * x433 * x460 * (2 * x422 + 2 * x582 + 2 * x583) + x428 * (x458 * x584 + x459 * x584) - x584, 0)
-    del x416, x422, x428, x433, x434, x458, x459, x460, x529, x582, x583
-    x586 = -x585
-    x587 = x467 * x586
-    del x467
-    x588 = x584 + x585
-    del x585
-    x589 = x536 * x588
-    x590 = x581 + x587 + x589
-    x591 = x447 * x566
-    x592 = gpus * x591
-    x593 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
-    x594 = x592 * x593
-    x595 = 3.16880878140289e-08 * opex_fraction_per_year
-    x596 = capex_usd_per_gpu * x595
-    x597 = x592 * x596
-    del x592
-    x598 = lifetime_s ** (-1.0)
-    x599 = gpus * x598
-    x600 = capex_usd_per_gpu * x599
-    x601 = x591 * x600
-    x602 = network_power_per_node_w + node_overhead_power_w
-    x603 = x410 * x602
-    x604 = -idle_power_w + max_power_w
-    x605 = x133 * x202
-    x606 = idle_power_w + x604 * x605
-    x607 = numpy.exp(x412 * x430)
-    del x430
-    x608 = x438 - x607
-    x609 = x566 * x608
-    del x566
-    x610 = gpus * (idle_power_w * (x201 * x418 * x439 * x446 * x448 * x449 * x452 - x609) + x606 * x609) + x591 * x603
-    x611 = 2.77777777777778e-07 * electricity_usd_per_kwh
-    x612 = pue * x611
-    x613 = tokens * x591
-    x614 = gpus * x613
-    x615 = tokens * x609
-    del x609
-    x616 = gpus * (idle_power_w * (tokens * x201 * x418 * x439 * x446 * x448 * x449 * x452 - x615) + x606 * x615) + x603 * x613
-    x617 = pue * x616
-    x618 = x611 * x617
-    del x611
-    x619 = (use_tco * (x596 * x614 + x600 * x613 + x618) + x593 * x614) ** (-1.0)
-    x620 = tokens * x619
-    x621 = tokens * x565
-    del x565
-    x622 = x447 * x621
-    del x447
-    x623 = x274 * x622
-    x624 = gpus * x623
-    x625 = x608 * x621
-    del x621
-    x626 = x274 * x625
-    x627 = x202 * x604
-    x628 = x133 * x604 / x201 ** 2
-    del x133
-    x629 = gpus * (idle_power_w * (tokens * x274 * x418 * x439 * x446 * x448 * x449 * x452 - x626) + x606 * x626 + x615 * (x261 * x627 - x274 * x628)) + x603 * x623
-    del x261, x626
-    x630 = x298 * x622
-    x631 = gpus * x630
-    x632 = x298 * x625
-    x633 = gpus * (idle_power_w * (tokens * x298 * x418 * x439 * x446 * x448 * x449 * x452 - x632) + x606 * x632 + x615 * (x289 * x627 - x298 * x628)) + x603 * x630
-    del x289, x632
-    x634 = x315 * x622
-    x635 = gpus * x634
-    x636 = x315 * x625
-    x637 = gpus * (idle_power_w * (tokens * x315 * x418 * x439 * x446 * x448 * x449 * x452 - x636) + x606 * x636 + x615 * (x310 * x627 + x314 * x628)) + x603 * x634
-    del x310, x314, x636
-    x638 = x345 * x622
-    x639 = gpus * x638
-    x640 = x345 * x625
-    x641 = gpus * (idle_power_w * (tokens * x345 * x418 * x439 * x446 * x448 * x449 * x452 - x640) + x606 * x640 + x615 * (x340 * x627 - x345 * x628)) + x603 * x638
-    del x340, x640
-    x642 = x364 * x622
-    x643 = gpus * x642
-    x644 = x364 * x625
-    x645 = gpus * (idle_power_w * (tokens * x364 * x418 * x439 * x446 * x448 * x449 * x452 - x644) + x606 * x644 + x615 * (x359 * x627 - x364 * x628)) + x603 * x642
-    del x359, x628, x644
-    x646 = x390 * x622
-    x647 = gpus * x646
-    x648 = x418 * x608
-    x649 = x132 * x29 * x648 * x7
-    del x132, x29, x7
-    x650 = x451 * x649
-    del x451
-    x651 = x627 * x650
-    del x627
-    x652 = x390 * x625
-    x653 = gpus * (idle_power_w * (tokens * x390 * x418 * x439 * x446 * x448 * x449 * x452 - x652) - x390 * x651 + x606 * x652) + x603 * x646
-    del x652
-    x654 = x401 * x622
-    x655 = gpus * x654
-    x656 = x401 * x625
-    x657 = gpus * (idle_power_w * (tokens * x401 * x418 * x439 * x446 * x448 * x449 * x452 - x656) - x401 * x651 + x606 * x656) + x603 * x654
-    del x656
-    x658 = ckpt_in_memory * x402 * x530
-    del x402, x530
-    x659 = x455 * x658
-    x660 = gpus * x593
-    x661 = x469 * x536
-    del x536
-    x662 = x493 * x622
-    x663 = capex_usd_per_gpu * x598
-    x664 = gpus * x596
-    x665 = x409 * x455 * x602
-    x666 = x466 * x648
-    del x466, x648
-    x667 = x412 * x607
-    x668 = x412 * x438
-    x669 = x567 * (x407 * x667 + x469 * x668)
-    del x407, x469
-    x670 = x493 * x625
-    x671 = gpus * (idle_power_w * (tokens * x201 * x418 * x448 * x452 * x457 * x463 * x465 * x608 - x494 - x669 - x670) - x464 * x606 * x666 - x493 * x651 + x606 * x669 + x606 * x670) - x468 * x603 + x603 * x661 + x603 * x662 - x658 * x665
-    del x463, x464, x493, x658, x669, x670
-    x672 = x510 * x622
-    x673 = x510 * x625
-    x674 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x510 - x673) - x510 * x651 + x606 * x673) + x603 * x672
-    del x673
-    x675 = x520 * x622
-    x676 = x520 * x625
-    x677 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x520 - x676) - x520 * x651 + x606 * x676) + x603 * x675
-    del x676
-    x678 = x528 * x622
-    x679 = x528 * x625
-    x680 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x528 - x679) - x528 * x651 + x606 * x679) + x603 * x678
-    del x679
-    x681 = use_tco * x619
-    x682 = gpus * idle_power_w
-    x683 = x682 * (x613 + x615 * (1 - x605) - x615)
-    del x605, x615
-    x684 = gpus * max_power_w * x450 * x649
-    del x450, x649
-    x685 = use_tco * x620
-    x686 = x612 * x685
-    x687 = x410 * x591
+    x273 = x184 ** (-1.0)
+    del x184
+    x274 = x185 * x187 * x272 * x273
+    x275 = -x271 * x274
+    x276 = x123 * x221 * x225 + x190 * (x207 * x270 + x223 * x259 + x275) + x207 * x217 - x245 * x247 - x264 * x269 + x264 - x267 * x41 + x41 * (x271 + x275)
+    del x123, x207, x221, x245, x259, x267, x271, x275
+    x277 = x202 * x276 + x276
+    del x276
+    x278 = x60 / gemm_max_efficiency ** 2
+    x279 = x217 * x278
+    del x217
+    x280 = -x116 - x120
+    del x116, x120
+    x281 = x121 ** (-2.0)
+    del x121
+    x282 = x219 * x281 * x60 * x74
+    x283 = 12 * x225 * x282
+    del x225
+    x284 = x280 * x283
+    x285 = x278 * x83
+    del x83
+    x286 = x20 * x278
+    del x20
+    x287 = 4 * hidden * micro_batch * x11 * x219 * x280 * x281 * x46 * x60 * x65 - x230 * x285 - x235 * x286 - x239 * x286 - x244 * x285
+    del x230, x235, x239, x244, x285, x286
+    x288 = x247 * x287
+    x289 = x251 * x278
+    del x251
+    x290 = stage_layers * (full_recompute * x287 + 4 * hidden * micro_batch * selective * x11 * x128 * x219 * x280 * x281 * x46 * x60 * x65 + 12 * hidden * micro_batch * x11 * x219 * x280 * x281 * x46 * x60 * x65 - x254 * x278 - x256 * x278 - x258 * x278 - x261 * x278)
+    del x11, x128, x219, x254, x256, x258, x261, x281, x287, x46, x60, x65
+    x291 = -x289 + x290
+    x292 = x291 * x41
+    x293 = x266 * x291
+    del x291
+    x294 = x293 * x41
+    x295 = x269 * x292
+    x296 = x282 * x66
+    del x282, x66
+    x297 = x289 - x290 + x293
+    del x289, x290, x293
+    x298 = -x274 * x297
+    x299 = x190 * (-12 * x223 * x280 * x296 + x270 * x278 + x298)
+    del x270, x278, x280
+    x300 = x41 * (x297 + x298)
+    del x297, x298
+    x301 = x202 * (x279 - x284 - x288 + x292 - x294 - x295 + x299 + x300) + x279 - x284 - x288 + x292 - x294 - x295 + x299 + x300
+    del x279, x284, x288, x294, x295, x299, x300
+    x302 = x103 * x212
+    del x212
+    x303 = gemm_max_efficiency * x119 / x118 ** 2 + gemm_max_efficiency * x115 / x113 ** 2
+    del x113, x115, x118, x119
+    x304 = x233 * x91
+    del x233, x91
+    x305 = x103 * x237
+    del x103, x237
+    x306 = x296 * x303
+    del x296
+    x307 = 4 * x306
+    x308 = x106 * x305 + x139 * x242 + x228 * x84 + x304 * x95 + x307
+    del x106, x139, x228, x242, x84, x95
+    x309 = x257 * x62
+    del x257
+    x310 = 12 * x306
+    del x306
+    x311 = stage_layers * (full_recompute * x308 + x129 * x307 + x138 * x260 + x253 * x81 + x255 * x304 * x62 + x305 * x309 + x310) + x250 * x63
+    del x138, x250, x253, x255, x260, x304, x305, x307, x63, x81
+    x312 = x266 * x311
+    x313 = x311 * x41
+    x314 = x311 - x312
+    x315 = -x185 * x187 * x272 * x273 * x314
+    del x185, x187, x272, x273
+    x316 = -global_batch * x311 * x34 * x39 - global_batch * x34 * x39 * (-x314 - x315) - x188 * x189 * (-x223 * x310 - x302 * x309 - x315) + x216 * x302 * x62 + x247 * x308 + x269 * x313 + x283 * x303 + x312 * x41
+    del x188, x189, x216, x283, x302, x303, x308, x309, x310, x311, x312, x314, x315, x62
+    x317 = step_time_cv * x201 * x316 + x316
+    del x316
+    x318 = -x317
+    x319 = hbm_bandwidth_bytes_per_s ** (-2.0)
+    x320 = x319 * x53
+    del x53
+    x321 = numpy.where(numpy.less(x218, 0), 0, numpy.where(numpy.equal(x218, 0), 1 / 2, 1))
+    del x218
+    x322 = x319 * x54
+    del x319, x54
+    x323 = x321 * x322
+    x324 = 12 * x214 * x224 * x74
+    del x224, x74
+    x325 = 3 * x322
+    x326 = x100 * numpy.where(numpy.less(x208, 0), 0, numpy.where(numpy.equal(x208, 0), 1 / 2, 1))
+    del x100, x208
+    x327 = x211 * x326
+    del x211
+    x328 = x325 * x327
+    x329 = x320 * x67
+    x330 = x76 * numpy.where(numpy.less(x227, 0), 0, numpy.where(numpy.equal(x227, 0), 1 / 2, 1))
+    del x227, x76
+    x331 = x322 * x330
+    x332 = x110 * x323
+    x333 = x15 * x88 * numpy.where(numpy.less(x232, 0), 0, numpy.where(numpy.equal(x232, 0), 1 / 2, 1))
+    del x15, x232, x88
+    x334 = x236 * x326
+    del x236, x326
+    x335 = x133 * numpy.where(numpy.less(x241, 0), 0, numpy.where(numpy.equal(x241, 0), 1 / 2, 1))
+    del x133, x241
+    x336 = x322 * x335
+    x337 = -x322 * x333 - x322 * x334 - x322 * x71 - 10 * x329 - x331 - x332 - x336
+    del x322
+    x338 = x51 * numpy.where(numpy.less(x248, 0), 0, numpy.where(numpy.equal(x248, 0), 1 / 2, 1))
+    del x248, x51
+    x339 = 12 * x75
+    del x75
+    x340 = x323 * x339
+    x341 = -stage_layers * (full_recompute * x337 - x129 * x332 - x325 * x333 - x325 * x334 - x325 * x71 - 30 * x329 - 3 * x331 - 3 * x336 - x340) + x325 * x338
+    del x325, x329, x331, x332, x336
+    x342 = -x341
+    x343 = x342 * x41
+    x344 = x266 * x342
+    del x342
+    x345 = x341 + x344
+    del x341
+    x346 = -x274 * x345
+    x347 = x190 * (x223 * x340 + x328 + x346) - x196 * x320 - x247 * x337 - x269 * x343 + x323 * x324 + x328 * x41 + x343 - x344 * x41 + x41 * (x345 + x346)
+    del x320, x323, x328, x337, x340, x344, x345, x346
+    x348 = x202 * x347 + x347
+    del x347
+    x349 = x52 / hbm_efficiency ** 2
+    del x52
+    x350 = bytes_per_element * x349
+    x351 = x321 * x350
+    del x321
+    x352 = 3 * x350
+    x353 = x327 * x352
+    del x327
+    x354 = x349 * x67
+    del x67
+    x355 = x330 * x350
+    del x330
+    x356 = x110 * x351
+    del x110
+    x357 = x335 * x350
+    del x335
+    x358 = -x333 * x350 - x334 * x350 - x350 * x71 - 10 * x354 - x355 - x356 - x357
+    del x350
+    x359 = x339 * x351
+    del x339
+    x360 = -stage_layers * (full_recompute * x358 - x129 * x356 - x333 * x352 - x334 * x352 - x352 * x71 - 30 * x354 - 3 * x355 - 3 * x357 - x359) + x338 * x352
+    del x129, x333, x334, x338, x352, x354, x355, x356, x357, x71
+    x361 = -x360
+    x362 = x361 * x41
+    x363 = x266 * x361
+    del x266, x361
+    x364 = x360 + x363
+    del x360
+    x365 = -x274 * x364
+    x366 = x190 * (x223 * x359 + x353 + x365) - x196 * x349 - x247 * x358 - x269 * x362 + x324 * x351 + x353 * x41 + x362 - x363 * x41 + x41 * (x364 + x365)
+    del x196, x223, x247, x269, x324, x349, x351, x353, x358, x359, x363, x364, x365
+    x367 = x202 * x366 + x366
+    del x366
+    x368 = pp_intra * x194
+    x369 = x193 / x192 ** 2
+    del x192, x193
+    x370 = x368 * x369
+    x371 = x147 * x31
+    del x147, x31
+    x372 = x29 / scale_up_bandwidth_bytes_per_s ** 2
+    del x29
+    x373 = x371 * x372
+    x374 = x43 * x6
+    del x6
+    x375 = x27 * x8
+    del x27, x8
+    x376 = x374 * x375
+    x377 = cp_intra * x160
+    x378 = x158 / x156 ** 2
+    del x156, x158
+    x379 = x377 * x378
+    x380 = cp_overlap * numpy.where(numpy.greater(x222, 0), 0, numpy.where(numpy.equal(x222, 0), 1 / 2, 1))
+    del x222
+    x381 = x377 * x380
+    x382 = x378 * x381
+    x383 = -scale_up_bus_efficiency * x379 + scale_up_bus_efficiency * x382
+    x384 = stage_layers * x166 * x19 / x165 ** 2
+    del x165, x166, x19
+    x385 = ep_intra * x384
+    x386 = scale_up_bus_efficiency * x385
+    x387 = ep_overlap * numpy.where(numpy.less(x210, 0), 0, numpy.where(numpy.equal(x210, 0), 1 / 2, 1))
+    del x210
+    x388 = x386 * x387 - x386
+    del x386
+    x389 = dp_overlap * numpy.where(numpy.greater(x246, 0), 0, numpy.where(numpy.equal(x246, 0), 1 / 2, 1))
+    del x246
+    x390 = x177 * x180
+    del x177
+    x391 = x372 * x390
+    x392 = tp_overlap * numpy.where(numpy.less(x265, 0), 0, numpy.where(numpy.equal(x265, 0), 1 / 2, 1))
+    del x265
+    x393 = x391 * x392
+    x394 = -x391 + x393
+    x395 = dp_overlap * numpy.where(numpy.greater(x268, 0), 0, numpy.where(numpy.equal(x268, 0), 1 / 2, 1))
+    del x268
+    x396 = x374 * x395
+    x397 = x375 * x396
+    del x375
+    x398 = x274 * x394
+    x399 = -scale_up_bus_efficiency * x370 + x190 * (x383 + x388 + x398) - x372 * x376 + x372 * x397 + x373 * x389 - x373 + x383 * x41 + x388 * x41 + x394 * x41 + x41 * (x391 - x393 + x398)
+    del x372, x373, x383, x388, x391, x393, x394, x398
+    x400 = x202 * x399 + x399
+    del x399
+    x401 = x28 / scale_up_bus_efficiency ** 2
+    del x28
+    x402 = x371 * x401
+    del x371
+    x403 = -scale_up_bandwidth_bytes_per_s * x379 + scale_up_bandwidth_bytes_per_s * x382
+    del x379, x382
+    x404 = scale_up_bandwidth_bytes_per_s * x385
+    del x385
+    x405 = x387 * x404 - x404
+    del x404
+    x406 = x390 * x401
+    del x390
+    x407 = x392 * x406
+    x408 = -x406 + x407
+    x409 = x274 * x408
+    x410 = -scale_up_bandwidth_bytes_per_s * x370 + x190 * (x403 + x405 + x409) - x376 * x401 + x389 * x402 + x397 * x401 - x402 + x403 * x41 + x405 * x41 + x408 * x41 + x41 * (x406 - x407 + x409)
+    del x370, x376, x397, x401, x402, x403, x405, x406, x407, x408, x409
+    x411 = x202 * x410 + x410
     del x410
-    x688 = x686 * x687
-    x689 = x533 * x666
-    del x533
-    x690 = x567 * (x532 * x667 + x535 * x668)
-    del x532, x535, x668
-    x691 = gpus * (idle_power_w * (x538 - x689 - x690) + x606 * x689 + x606 * x690) + x534 * x603 + x537 * x603
-    del x689, x690
-    x692 = gpus ** 2
-    x693 = checkpoint_bytes_per_param * x455 * x540 * x692
-    x694 = x409 * x693
-    x695 = -idle_power_w * x694 - x602 * x693 / gpus_per_node ** 2
-    del x693
-    x696 = x548 * x666
-    del x548
-    x697 = x567 * (x412 * x438 * x550 - x545 * x667)
-    del x545, x550
-    x698 = gpus * (idle_power_w * (x552 + x696 - x697) - x606 * x696 + x606 * x697) - x549 * x603 + x551 * x603
-    del x696, x697
-    x699 = x599 * x613
-    x700 = x618 * x681
+    x412 = scale_out_bandwidth_bytes_per_s ** (-2.0)
+    x413 = embedding_matrices * x12 + layers * x25 + mlp_matrices * x16 * (layers - moe_layers) + moe_layers * x17
+    del x12, x16, x17, x25
+    x414 = x199 * x413
+    del x199
+    x415 = checkpoint_bytes_per_param * x414
+    x416 = ckpt_in_memory * x415
+    x417 = x412 * x416
+    x418 = gpus / gpu_mtbf_s
+    x419 = gpus_per_node ** (-1.0)
+    x420 = gpus * x419
+    x421 = x420 / node_mtbf_s
+    x422 = x418 + x421
+    x423 = storage_write_bytes_per_s_per_node * x420
+    x424 = numpy.minimum(storage_write_cap_bytes_per_s, x423)
+    x425 = x413 / x424
+    x426 = ckpt_async * x425
+    x427 = checkpoint_bytes_per_param * x426
+    x428 = x422 ** (-1.0)
+    x429 = x414 / host_copy_bytes_per_s_per_gpu
+    x430 = checkpoint_bytes_per_param * x429
+    x431 = ckpt_async * x430
+    x432 = ckpt_sync * x425
+    del x425
+    x433 = checkpoint_bytes_per_param * x432
+    x434 = x33 * x414
+    del x414
+    x435 = checkpoint_bytes_per_param * x434
+    x436 = ckpt_in_memory * (x430 + x435)
+    del x430
+    x437 = 2 * x431 + 2 * x433 + 2 * x436
+    x438 = numpy.sqrt(x428 * x437)
+    x439 = 1 / 2 * x418 + 1 / 2 * x421
+    del x418, x421
+    x440 = x431 + x433 + x436
+    x441 = x439 * x440
+    x442 = numpy.sqrt(x441)
+    x443 = 1 / 9 * x441 + 1 / 3 * x442 + 1
+    del x441
+    x444 = numpy.greater(x428, 1 / 2 * x431 + 1 / 2 * x433 + 1 / 2 * x436)
+    del x431, x433, x436
+    x445 = numpy.where(x444, x438 * x443 - x440, x428)
+    x446 = numpy.maximum(x427, x445)
+    x447 = x440 + x446
+    x448 = numpy.exp(x422 * x447)
+    x449 = x448 - 1
+    x450 = storage_read_bytes_per_s_per_node * x420
+    x451 = numpy.minimum(storage_read_cap_bytes_per_s, x450)
+    x452 = x413 * (1 - ckpt_in_memory)
+    x453 = x452 / x451
+    x454 = checkpoint_bytes_per_param * x453 + ckpt_in_memory * x435 + restart_overhead_s
+    del x435
+    x455 = x422 * x454
+    x456 = numpy.exp(x455)
+    x457 = x449 * x456
+    x458 = seq_len ** (-1.0)
+    x459 = x446 ** (-1.0)
+    x460 = x458 * x459
+    x461 = tokens * x460
+    x462 = global_batch ** (-1.0)
+    x463 = x204 * x462
+    x464 = x461 * x463
+    x465 = x457 * x464
+    x466 = x427 - x445
+    del x427, x445
+    x467 = numpy.where(numpy.greater(x466, 0), 0, numpy.where(numpy.equal(x466, 0), 1 / 2, 1))
+    x468 = 1 / 9 * x439
+    x469 = 1 / 6 * x442 / x440
+    x470 = x437 ** (-1.0)
+    del x437
+    x471 = x438 * x443
+    x472 = x470 * x471
+    x473 = numpy.where(x444, -x417 * x472 + x417 + x438 * (-x417 * x468 - x417 * x469), 0)
+    x474 = x467 * x473
+    x475 = x446 ** (-2.0)
+    x476 = tokens * x458 * x463 * x475
+    del x463
+    x477 = x428 * x457 * x476
+    x478 = x474 * x477
+    x479 = -x417 + x467 * x473
+    x480 = x191 * x194
+    del x191, x194
+    x481 = x369 * x480
+    del x369
+    x482 = x36 * x412
+    del x36
+    x483 = 2 * x38 * x40 * zero3 / dp ** 2
+    del x38, x40
+    x484 = x35 * x412 * x483
+    del x35
+    x485 = x153 * x160
+    del x160
+    x486 = x378 * x485
+    x487 = x380 * x485
+    del x380
+    x488 = x378 * x487
+    del x378
+    x489 = -scale_out_bus_efficiency * x486 + scale_out_bus_efficiency * x488
+    x490 = x162 * x384
+    del x384
+    x491 = scale_out_bus_efficiency * x490
+    x492 = x387 * x491 - x491
+    del x491
+    x493 = x145 * x389
+    x494 = x146 * x493
+    del x146
+    x495 = x176 * x180
+    del x176
+    x496 = x179 * x412
+    del x179
+    x497 = x495 * x496
+    x498 = x392 * x495
+    x499 = x496 * x498
+    del x496
+    x500 = -x497 + x499
+    x501 = x274 * x500
+    x502 = -scale_out_bus_efficiency * x481 - x148 * x482 + x190 * (x489 + x492 + x501) + x395 * x484 + x41 * x489 + x41 * x492 + x41 * x500 + x41 * (x497 - x499 + x501) + x482 * x494 - x484
+    del x482, x484, x489, x492, x497, x499, x500, x501
+    x503 = x202 * x502 + x502
+    del x502
+    x504 = -tokens * x204 * x448 * x456 * x458 * x459 * x462 * x479 - tokens * x428 * x449 * x456 * x458 * x459 * x462 * x503 + x417 * x465 + x478
+    x505 = x205 * x214 * x446 * numpy.exp(-x455) / (tokens * x449)
+    del x214, x446, x455
+    x506 = x422 * x505
+    x507 = x33 / scale_out_bus_efficiency ** 2
+    del x33
+    x508 = x34 * x507
+    x509 = x483 * x507
+    del x483
+    x510 = -scale_out_bandwidth_bytes_per_s * x486 + scale_out_bandwidth_bytes_per_s * x488
+    del x486, x488
+    x511 = scale_out_bandwidth_bytes_per_s * x490
+    del x490
+    x512 = x387 * x511 - x511
+    del x511
+    x513 = x178 * x507
+    del x178, x507
+    x514 = x495 * x513
+    x515 = x498 * x513
+    del x513
+    x516 = -x514 + x515
+    x517 = x274 * x516
+    x518 = -scale_out_bandwidth_bytes_per_s * x481 - x148 * x508 + x190 * (x510 + x512 + x517) + x395 * x509 + x41 * x510 + x41 * x512 + x41 * x516 + x41 * (x514 - x515 + x517) + x494 * x508 - x509
+    del x148, x481, x494, x508, x509, x510, x512, x514, x515, x516, x517
+    x519 = x202 * x518 + x518
+    del x518
+    x520 = x164 * x168
+    del x164, x168
+    x521 = ep_intra * x520
+    x522 = x387 * x521
+    x523 = x180 * (2 * tp_intra_ranks - 2)
+    del x180
+    x524 = x392 * x523 - x523
+    del x392, x523
+    x525 = -x524
+    x526 = x274 * x525
+    x527 = 2 * x5 - 2
+    del x5
+    x528 = x190 * (x377 - x381 + x521 - x522 + x526) + x368 + x374 - x389 * x527 - x396 + x41 * x525 + x41 * (x524 + x526) + x41 * (cp_intra * stage_layers * x159 - x381) + x41 * (4 * ep_intra * moe_layers * stage_layers * x13 * x163 - x522) + x527
+    del x368, x374, x377, x381, x389, x396, x521, x522, x524, x525, x526, x527
+    x529 = x202 * x528 + x528
+    del x528
+    x530 = x162 * x520
+    del x520
+    x531 = x387 * x530
+    del x387
+    x532 = -x495 + x498
+    del x495, x498
+    x533 = -x532
+    x534 = x274 * x533
+    x535 = x10 * x43
+    del x10, x43
+    x536 = x145 + x190 * (x485 - x487 + x530 - x531 + x534) - x395 * x535 + x41 * x533 + x41 * (x532 + x534) + x41 * (stage_layers * x153 * x159 - x487) + x41 * (4 * moe_layers * stage_layers * x13 * x162 * x163 - x531) + x480 - x493 + x535
+    del x13, x145, x153, x159, x162, x163, x395, x480, x485, x487, x493, x530, x531, x532, x533, x534, x535
+    x537 = x202 * x536 + x536
+    del x536
+    x538 = numpy.where(numpy.less(x466, 0), 0, numpy.where(numpy.equal(x466, 0), 1 / 2, 1))
+    del x466
+    x539 = checkpoint_bytes_per_param * x413
+    del x413
+    x540 = x420 * x539 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x423, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x423, 0), 1 / 2, 1)) / x424 ** 2
+    del x423, x424
+    x541 = ckpt_sync * x540
+    x542 = ckpt_async * x538 * x540 - x467 * numpy.where(x444, x438 * (-x468 * x541 - x469 * x541) - x472 * x541 + x541, 0)
+    del x472, x540
+    x543 = x477 * x542
+    x544 = -x541 - x542
+    x545 = x448 * x456 * x464
+    x546 = x544 * x545
+    x547 = x543 + x546
+    x548 = checkpoint_bytes_per_param * x422
+    x549 = x452 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x450, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x450, 0), 1 / 2, 1)) / x451 ** 2
+    del x451, x452
+    x550 = host_copy_bytes_per_s_per_gpu ** (-2.0)
+    x551 = ckpt_async * x415 * x550
+    del x415
+    x552 = x416 * x550
+    del x416, x550
+    x553 = x551 + x552
+    x554 = -x553
+    x555 = 1 / 2 * x471
+    del x471
+    x556 = numpy.where(x444, x438 * (x468 * x554 + x469 * x554) + x470 * x555 * (-2 * x551 - 2 * x552) + x553, 0)
+    del x551, x552
+    x557 = x467 * x556
+    x558 = x477 * x557
+    x559 = x467 * x556 - x553
+    del x553, x556
+    x560 = x545 * x559
+    x561 = -x558 + x560
+    x562 = x422 ** (-2.0)
+    x563 = gpu_mtbf_s ** (-2.0)
+    x564 = gpus * x563
+    x565 = x562 * x564
+    x566 = x428 * x564
+    x567 = x454 * x465 * x566
+    x568 = x440 * x564
+    x569 = numpy.where(x444, x438 * (-1 / 18 * x568 - 1 / 12 * x442 * x564 / x439) + x555 * x566, x565)
+    del x439, x442, x555, x566
+    x570 = x467 * x569
+    x571 = x477 * x570
+    x572 = x422 * x570 - x447 * x564
+    del x447, x564
+    x573 = x448 * x572
+    x574 = x428 * x458 * x459 * x462
+    x575 = x204 * x574
+    x576 = tokens * x575
+    x577 = x456 * x573 * x576
+    x578 = x0 ** (-1.0)
+    del x0
+    x579 = pause_duration_s * x1 * x578
+    x580 = gpus * x579
+    x581 = x205 * x580
+    x582 = x182 * x41
+    x583 = x182 * x274
+    del x274
+    x584 = x190 * x583
+    del x190
+    x585 = x41 * (x182 - x583)
+    del x182, x41, x583
+    x586 = x202 * (-x582 - x584 + x585) - x582 - x584 + x585
+    del x202, x582, x584, x585
+    x587 = x144 + x152
+    del x144, x152
+    x588 = step_time_cv * x201 * x587 + x587
+    del x587
+    x589 = -x588
+    x590 = x465 * (ckpt_in_memory * x434 + x453)
+    del x453
+    x591 = ckpt_async * x429
+    x592 = ckpt_in_memory * (x429 + x434)
+    del x429, x434
+    x593 = x432 + x591 + x592
+    x594 = x426 * x538 + x467 * numpy.where(x444, 1 / 2 * x438 * x443 * x470 * (2 * x432 + 2 * x591 + 2 * x592) + x438 * (x468 * x593 + x469 * x593) - x593, 0)
+    del x426, x432, x438, x443, x444, x468, x469, x470, x538, x591, x592
+    x595 = -x594
+    x596 = x477 * x595
+    del x477
+    x597 = x593 + x594
+    del x594
+    x598 = x545 * x597
+    x599 = x590 + x596 + x598
+    x600 = x457 * x575
+    x601 = gpus * x600
+    x602 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
+    x603 = x601 * x602
+    x604 = 3.16880878140289e-08 * opex_fraction_per_year
+    x605 = capex_usd_per_gpu * x604
+    x606 = x601 * x605
+    del x601
+    x607 = lifetime_s ** (-1.0)
+    x608 = gpus * x607
+    x609 = capex_usd_per_gpu * x608
+    x610 = x600 * x609
+    x611 = network_power_per_node_w + node_overhead_power_w
+    x612 = x420 * x611
+    x613 = -idle_power_w + max_power_w
+    x614 = x143 * x205
+    x615 = idle_power_w + x613 * x614
+    x616 = numpy.exp(x422 * x440)
+    del x440
+    x617 = x448 - x616
+    x618 = x575 * x617
+    del x575
+    x619 = gpus * (idle_power_w * (x204 * x428 * x449 * x456 * x458 * x459 * x462 - x618) + x615 * x618) + x600 * x612
+    x620 = 2.77777777777778e-07 * electricity_usd_per_kwh
+    x621 = pue * x620
+    x622 = tokens * x600
+    x623 = gpus * x622
+    x624 = tokens * x618
     del x618
-    x701 = x554 * x692
-    x702 = x553 * x701
-    x703 = x455 * x702
-    x704 = x444 * x613 * x701
-    del x444, x613, x701
-    x705 = x409 * x602
-    del x409, x602
-    x706 = x454 * x556 * x608
-    del x454
-    x707 = x567 * (x559 * x607 + x564)
-    del x559, x564, x607
-    x708 = gpus * (idle_power_w * (gpus * tokens * x201 * x439 * x446 * x448 * x449 * x452 * x553 * x554 + tokens * x201 * x418 * x438 * x446 * x448 * x449 * x452 * x563 + tokens * x201 * x418 * x448 * x452 * x457 * x465 * x560 * x608 - x558 - x562 - x706 - x707) - x561 * x606 * x666 + x606 * x706 + x606 * x707) - x562 * x603 + x568 * x603 + x665 * x702 - x704 * x705
-    del x201, x457, x465, x553, x554, x560, x561, x563, x608, x665, x702, x706, x707
-    x709 = gpus * x455
-    x710 = x455 * x603 + x455 * x682
+    x625 = gpus * (idle_power_w * (tokens * x204 * x428 * x449 * x456 * x458 * x459 * x462 - x624) + x615 * x624) + x612 * x622
+    x626 = pue * x625
+    x627 = x620 * x626
+    del x620
+    x628 = (use_tco * (x605 * x623 + x609 * x622 + x627) + x602 * x623) ** (-1.0)
+    x629 = tokens * x628
+    x630 = tokens * x574
+    del x574
+    x631 = x457 * x630
+    del x457
+    x632 = x277 * x631
+    x633 = gpus * x632
+    x634 = x617 * x630
+    del x630
+    x635 = x277 * x634
+    x636 = x205 * x613
+    x637 = x143 * x613 / x204 ** 2
+    del x143
+    x638 = gpus * (idle_power_w * (tokens * x277 * x428 * x449 * x456 * x458 * x459 * x462 - x635) + x615 * x635 + x624 * (x264 * x636 - x277 * x637)) + x612 * x632
+    del x264, x635
+    x639 = x301 * x631
+    x640 = gpus * x639
+    x641 = x301 * x634
+    x642 = gpus * (idle_power_w * (tokens * x301 * x428 * x449 * x456 * x458 * x459 * x462 - x641) + x615 * x641 + x624 * (x292 * x636 - x301 * x637)) + x612 * x639
+    del x292, x641
+    x643 = x318 * x631
+    x644 = gpus * x643
+    x645 = x318 * x634
+    x646 = gpus * (idle_power_w * (tokens * x318 * x428 * x449 * x456 * x458 * x459 * x462 - x645) + x615 * x645 + x624 * (x313 * x636 + x317 * x637)) + x612 * x643
+    del x313, x317, x645
+    x647 = x348 * x631
+    x648 = gpus * x647
+    x649 = x348 * x634
+    x650 = gpus * (idle_power_w * (tokens * x348 * x428 * x449 * x456 * x458 * x459 * x462 - x649) + x615 * x649 + x624 * (x343 * x636 - x348 * x637)) + x612 * x647
+    del x343, x649
+    x651 = x367 * x631
+    x652 = gpus * x651
+    x653 = x367 * x634
+    x654 = gpus * (idle_power_w * (tokens * x367 * x428 * x449 * x456 * x458 * x459 * x462 - x653) + x615 * x653 + x624 * (x362 * x636 - x367 * x637)) + x612 * x651
+    del x362, x637, x653
+    x655 = x400 * x631
+    x656 = gpus * x655
+    x657 = x428 * x617
+    x658 = x142 * x34 * x39 * x657
+    del x142, x34, x39
+    x659 = x461 * x658
+    del x461
+    x660 = x636 * x659
+    del x636
+    x661 = x400 * x634
+    x662 = gpus * (idle_power_w * (tokens * x400 * x428 * x449 * x456 * x458 * x459 * x462 - x661) - x400 * x660 + x615 * x661) + x612 * x655
+    del x661
+    x663 = x411 * x631
+    x664 = gpus * x663
+    x665 = x411 * x634
+    x666 = gpus * (idle_power_w * (tokens * x411 * x428 * x449 * x456 * x458 * x459 * x462 - x665) - x411 * x660 + x615 * x665) + x612 * x663
+    del x665
+    x667 = ckpt_in_memory * x412 * x539
+    del x412, x539
+    x668 = x465 * x667
+    x669 = gpus * x602
+    x670 = x479 * x545
+    del x545
+    x671 = x503 * x631
+    x672 = capex_usd_per_gpu * x607
+    x673 = gpus * x605
+    x674 = x419 * x465 * x611
+    x675 = x476 * x657
+    del x476, x657
+    x676 = x422 * x616
+    x677 = x422 * x448
+    x678 = x576 * (x417 * x676 + x479 * x677)
+    del x417, x479
+    x679 = x503 * x634
+    x680 = gpus * (idle_power_w * (tokens * x204 * x428 * x458 * x462 * x467 * x473 * x475 * x617 - x504 - x678 - x679) - x474 * x615 * x675 - x503 * x660 + x615 * x678 + x615 * x679) - x478 * x612 + x612 * x670 + x612 * x671 - x667 * x674
+    del x473, x474, x503, x667, x678, x679
+    x681 = x519 * x631
+    x682 = x519 * x634
+    x683 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x519 - x682) - x519 * x660 + x615 * x682) + x612 * x681
     del x682
-    x711 = x194 * x198
-    x712 = x622 * x711
-    x713 = x625 * x711
-    x714 = gpus * (idle_power_w * (tokens * x194 * x198 * x418 * x439 * x446 * x448 * x449 * x452 - x713) + x606 * x713 - x651 * x711) + x603 * x712
-    del x194, x198, x711, x713
-    x715 = x570 * x622 * x692
-    del x570, x692
-    x716 = x571 * x625
-    del x571
-    x717 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x418 * x439 * x446 * x448 * x449 * x452 * x569 - x716) - x572 * x604 * x650 + x606 * x716) + x705 * x715
-    del x1, x569, x604, x650, x705, x716
-    x718 = x3 * x622
-    x719 = x3 * x625
-    x720 = gpus * (idle_power_w * (tokens * x3 * x418 * x439 * x446 * x448 * x449 * x452 - x719) + x2 * x651 + x606 * x719) + x603 * x718
-    del x2, x3, x719
-    x721 = x577 * x622
-    x722 = x577 * x625
-    x723 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x577 - x722) - x577 * x651 + x606 * x722) + x603 * x721
-    del x722
-    x724 = x580 * x622
-    del x622
-    x725 = x580 * x625
+    x684 = x529 * x631
+    x685 = x529 * x634
+    x686 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x529 - x685) - x529 * x660 + x615 * x685) + x612 * x684
+    del x685
+    x687 = x537 * x631
+    x688 = x537 * x634
+    x689 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x537 - x688) - x537 * x660 + x615 * x688) + x612 * x687
+    del x688
+    x690 = use_tco * x628
+    x691 = gpus * idle_power_w
+    x692 = x691 * (x622 + x624 * (1 - x614) - x624)
+    del x614, x624
+    x693 = gpus * max_power_w * x460 * x658
+    del x460, x658
+    x694 = use_tco * x629
+    x695 = x621 * x694
+    x696 = x420 * x600
+    del x420
+    x697 = x695 * x696
+    x698 = x542 * x675
+    del x542
+    x699 = x576 * (x541 * x676 + x544 * x677)
+    del x541, x544, x677
+    x700 = gpus * (idle_power_w * (x547 - x698 - x699) + x615 * x698 + x615 * x699) + x543 * x612 + x546 * x612
+    del x698, x699
+    x701 = gpus ** 2
+    x702 = checkpoint_bytes_per_param * x465 * x549 * x701
+    x703 = x419 * x702
+    x704 = -idle_power_w * x703 - x611 * x702 / gpus_per_node ** 2
+    del x702
+    x705 = x557 * x675
+    del x557
+    x706 = x576 * (x422 * x448 * x559 - x554 * x676)
+    del x554, x559
+    x707 = gpus * (idle_power_w * (x561 + x705 - x706) - x615 * x705 + x615 * x706) - x558 * x612 + x560 * x612
+    del x705, x706
+    x708 = x608 * x622
+    x709 = x627 * x690
+    del x627
+    x710 = x563 * x701
+    x711 = x562 * x710
+    x712 = x465 * x711
+    x713 = x454 * x622 * x710
+    del x454, x622, x710
+    x714 = x419 * x611
+    del x419, x611
+    x715 = x464 * x565 * x617
+    del x464
+    x716 = x576 * (x568 * x616 + x573)
+    del x568, x573, x616
+    x717 = gpus * (idle_power_w * (gpus * tokens * x204 * x449 * x456 * x458 * x459 * x462 * x562 * x563 + tokens * x204 * x428 * x448 * x456 * x458 * x459 * x462 * x572 + tokens * x204 * x428 * x458 * x462 * x467 * x475 * x569 * x617 - x567 - x571 - x715 - x716) - x570 * x615 * x675 + x615 * x715 + x615 * x716) - x571 * x612 + x577 * x612 + x674 * x711 - x713 * x714
+    del x204, x467, x475, x562, x563, x569, x570, x572, x617, x674, x711, x715, x716
+    x718 = gpus * x465
+    x719 = x465 * x612 + x465 * x691
+    del x691
+    x720 = x197 * x201
+    x721 = x631 * x720
+    x722 = x634 * x720
+    x723 = gpus * (idle_power_w * (tokens * x197 * x201 * x428 * x449 * x456 * x458 * x459 * x462 - x722) + x615 * x722 - x660 * x720) + x612 * x721
+    del x197, x201, x720, x722
+    x724 = x579 * x631 * x701
+    del x579, x701
+    x725 = x580 * x634
+    del x580
+    x726 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x428 * x449 * x456 * x458 * x459 * x462 * x578 - x725) - x581 * x613 * x659 + x615 * x725) + x714 * x724
+    del x1, x578, x613, x659, x714, x725
+    x727 = x3 * x631
+    x728 = x3 * x634
+    x729 = gpus * (idle_power_w * (tokens * x3 * x428 * x449 * x456 * x458 * x459 * x462 - x728) + x2 * x660 + x615 * x728) + x612 * x727
+    del x2, x3, x728
+    x730 = x586 * x631
+    x731 = x586 * x634
+    x732 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x586 - x731) - x586 * x660 + x615 * x731) + x612 * x730
+    del x731
+    x733 = x589 * x631
+    del x631
+    x734 = x589 * x634
+    del x634
+    x735 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x589 - x734) + x588 * x660 + x615 * x734) + x612 * x733
+    del x428, x449, x456, x458, x459, x462, x588, x660, x734
+    x736 = x595 * x675
+    del x595, x675
+    x737 = x576 * (x422 * x448 * x597 - x593 * x676)
+    del x448, x576, x593, x597, x676
+    x738 = gpus * (idle_power_w * (x599 - x736 - x737) + x615 * x736 + x615 * x737) + x590 * x612 + x596 * x612 + x598 * x612
+    del x612, x615, x736, x737
+    x739 = x625 ** (-1.0)
     del x625
-    x726 = gpus * (idle_power_w * (tokens * x418 * x439 * x446 * x448 * x449 * x452 * x580 - x725) + x579 * x651 + x606 * x725) + x603 * x724
-    del x418, x439, x446, x448, x449, x452, x579, x651, x725
-    x727 = x586 * x666
-    del x586, x666
-    x728 = x567 * (x412 * x438 * x588 - x584 * x667)
-    del x438, x567, x584, x588, x667
-    x729 = gpus * (idle_power_w * (x590 - x727 - x728) + x606 * x727 + x606 * x728) + x581 * x603 + x587 * x603 + x589 * x603
-    del x603, x606, x727, x728
-    x730 = x616 ** (-1.0)
-    del x616
-    x731 = tokens * x730
-    x732 = x687 * x731
-    x733 = embodied_kg_per_gpu * x599
-    del x599
-    x734 = x591 * x733
-    del x591
-    x735 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
-    x736 = pue * x735
-    x737 = x617 * x735
-    del x617, x735
-    x738 = (embodied_kg_per_gpu * x699 + x737) ** (-1.0)
-    x739 = tokens * x738
-    x740 = embodied_kg_per_gpu * x598
-    del x598
-    x741 = x736 * x739
-    x742 = x687 * x741
-    del x687
-    x743 = x734 * x739
-    x744 = x737 * x738
-    del x737
-    return [1, peak_flops_per_s * x202 * x274, gemm_max_efficiency * x202 * x298, gemm_half_efficiency_dim * x202 * x315, hbm_bandwidth_bytes_per_s * x202 * x345, hbm_efficiency * x202 * x364, scale_up_bandwidth_bytes_per_s * x202 * x390, scale_up_bus_efficiency * x202 * x401, -scale_out_bandwidth_bytes_per_s * x494 * x496, scale_out_bus_efficiency * x202 * x510, intra_latency_s * x202 * x520, inter_latency_s * x202 * x528, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x496 * x538, -x440 * x539 * x540, host_copy_bytes_per_s_per_gpu * x496 * x552, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x496 * (x455 * x556 - x558 - x562 + x568), restart_overhead_s * x412, x200 * x202, pause_probability * x572, x202 * x4, tp_overlap * x202 * x577, dp_overlap * x202 * x580, x495 * x539 * x590, x620 * (use_tco * (x597 + x601 + x610 * x612) + x594), peak_flops_per_s * x619 * (use_tco * (x596 * x624 + x600 * x623 + x612 * x629) + x593 * x624), gemm_max_efficiency * x619 * (use_tco * (x596 * x631 + x600 * x630 + x612 * x633) + x593 * x631), gemm_half_efficiency_dim * x619 * (use_tco * (x596 * x635 + x600 * x634 + x612 * x637) + x593 * x635), hbm_bandwidth_bytes_per_s * x619 * (use_tco * (x596 * x639 + x600 * x638 + x612 * x641) + x593 * x639), hbm_efficiency * x619 * (use_tco * (x596 * x643 + x600 * x642 + x612 * x645) + x593 * x643), scale_up_bandwidth_bytes_per_s * x619 * (use_tco * (x596 * x647 + x600 * x646 + x612 * x653) + x593 * x647), scale_up_bus_efficiency * x619 * (use_tco * (x596 * x655 + x600 * x654 + x612 * x657) + x593 * x655), scale_out_bandwidth_bytes_per_s * x619 * (use_tco * (-x468 * x600 - x468 * x664 - x596 * x659 + x600 * x661 + x600 * x662 + x612 * x671 - x659 * x663 + x661 * x664 + x662 * x664) - x468 * x660 - x593 * x659 + x660 * x661 + x660 * x662), scale_out_bus_efficiency * x619 * (use_tco * (x600 * x672 + x612 * x674 + x664 * x672) + x660 * x672), intra_latency_s * x619 * (use_tco * (x600 * x675 + x612 * x677 + x664 * x675) + x660 * x675), inter_latency_s * x619 * (use_tco * (x600 * x678 + x612 * x680 + x664 * x678) + x660 * x678), x612 * x681 * x683, x684 * x686, node_overhead_power_w * x688, network_power_per_node_w * x688, storage_write_bytes_per_s_per_node * x619 * (use_tco * (x534 * x600 + x534 * x664 + x537 * x600 + x537 * x664 + x612 * x691) + x534 * x660 + x537 * x660), storage_read_bytes_per_s_per_node * x619 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x695 - x596 * x694 - x663 * x694) - x593 * x694), host_copy_bytes_per_s_per_gpu * x619 * (use_tco * (-x549 * x600 - x549 * x664 + x551 * x600 + x551 * x664 + x612 * x698) - x549 * x660 + x551 * x660), x594 * x620, capex_usd_per_gpu * x681 * (x595 * x614 + x699), -x601 * x685, x597 * x685, 0, x700, x700, 0, gpu_mtbf_s * x619 * (use_tco * (-x562 * x600 - x562 * x664 + x568 * x600 + x568 * x664 + x596 * x703 - x596 * x704 + x612 * x708 + x663 * x703 - x663 * x704) - x562 * x660 + x568 * x660 + x593 * x703 - x593 * x704), restart_overhead_s * x619 * (use_tco * (x455 * x600 + x596 * x709 + x612 * x710) + x593 * x709), step_time_cv * x619 * (use_tco * (x600 * x712 + x612 * x714 + x664 * x712) + x660 * x712), pause_probability * x619 * (use_tco * (x596 * x715 + x612 * x717 + x663 * x715) + x593 * x715), pause_duration_s * x619 * (use_tco * (x600 * x718 + x612 * x720 + x664 * x718) + x660 * x718), tp_overlap * x619 * (use_tco * (x600 * x721 + x612 * x723 + x664 * x721) + x660 * x721), dp_overlap * x619 * (use_tco * (x600 * x724 + x612 * x726 + x664 * x724) + x660 * x724), checkpoint_bytes_per_param * x619 * (use_tco * (x581 * x600 + x581 * x664 + x587 * x600 + x587 * x664 + x589 * x600 + x589 * x664 + x612 * x729) + x581 * x660 + x587 * x660 + x589 * x660), x610 * x731, peak_flops_per_s * x629 * x730, gemm_max_efficiency * x633 * x730, gemm_half_efficiency_dim * x637 * x730, hbm_bandwidth_bytes_per_s * x641 * x730, hbm_efficiency * x645 * x730, scale_up_bandwidth_bytes_per_s * x653 * x730, scale_up_bus_efficiency * x657 * x730, scale_out_bandwidth_bytes_per_s * x671 * x730, scale_out_bus_efficiency * x674 * x730, intra_latency_s * x677 * x730, inter_latency_s * x680 * x730, x683 * x730, x684 * x731, node_overhead_power_w * x732, network_power_per_node_w * x732, storage_write_bytes_per_s_per_node * x691 * x730, storage_read_bytes_per_s_per_node * x695 * x730, host_copy_bytes_per_s_per_gpu * x698 * x730, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x708 * x730, restart_overhead_s * x710 * x730, step_time_cv * x714 * x730, pause_probability * x717 * x730, pause_duration_s * x720 * x730, tp_overlap * x723 * x730, dp_overlap * x726 * x730, checkpoint_bytes_per_param * x729 * x730, x739 * (x610 * x736 + x734), peak_flops_per_s * x738 * (x623 * x733 + x629 * x736), gemm_max_efficiency * x738 * (x630 * x733 + x633 * x736), gemm_half_efficiency_dim * x738 * (x634 * x733 + x637 * x736), hbm_bandwidth_bytes_per_s * x738 * (x638 * x733 + x641 * x736), hbm_efficiency * x738 * (x642 * x733 + x645 * x736), scale_up_bandwidth_bytes_per_s * x738 * (x646 * x733 + x653 * x736), scale_up_bus_efficiency * x738 * (x654 * x733 + x657 * x736), scale_out_bandwidth_bytes_per_s * x738 * (-x468 * x733 - x659 * x740 + x661 * x733 + x662 * x733 + x671 * x736), scale_out_bus_efficiency * x738 * (x672 * x733 + x674 * x736), intra_latency_s * x738 * (x675 * x733 + x677 * x736), inter_latency_s * x738 * (x678 * x733 + x680 * x736), x683 * x736 * x738, x684 * x741, node_overhead_power_w * x742, network_power_per_node_w * x742, storage_write_bytes_per_s_per_node * x738 * (x534 * x733 + x537 * x733 + x691 * x736), storage_read_bytes_per_s_per_node * x738 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x695 - x694 * x740), host_copy_bytes_per_s_per_gpu * x738 * (-x549 * x733 + x551 * x733 + x698 * x736), 0, 0, -x743, 0, x743, x744, 0, x744, gpu_mtbf_s * x738 * (-x562 * x733 + x568 * x733 + x703 * x740 - x704 * x740 + x708 * x736), restart_overhead_s * x738 * (x455 * x733 + x710 * x736), step_time_cv * x738 * (x712 * x733 + x714 * x736), pause_probability * x738 * (x715 * x740 + x717 * x736), pause_duration_s * x738 * (x718 * x733 + x720 * x736), tp_overlap * x738 * (x721 * x733 + x723 * x736), dp_overlap * x738 * (x724 * x733 + x726 * x736), checkpoint_bytes_per_param * x738 * (x581 * x733 + x587 * x733 + x589 * x733 + x729 * x736)]
+    x740 = tokens * x739
+    x741 = x696 * x740
+    x742 = embodied_kg_per_gpu * x608
+    del x608
+    x743 = x600 * x742
+    del x600
+    x744 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
+    x745 = pue * x744
+    x746 = x626 * x744
+    del x626, x744
+    x747 = (embodied_kg_per_gpu * x708 + x746) ** (-1.0)
+    x748 = tokens * x747
+    x749 = embodied_kg_per_gpu * x607
+    del x607
+    x750 = x745 * x748
+    x751 = x696 * x750
+    del x696
+    x752 = x743 * x748
+    x753 = x746 * x747
+    del x746
+    return [1, peak_flops_per_s * x205 * x277, gemm_max_efficiency * x205 * x301, gemm_half_efficiency_dim * x205 * x318, hbm_bandwidth_bytes_per_s * x205 * x348, hbm_efficiency * x205 * x367, scale_up_bandwidth_bytes_per_s * x205 * x400, scale_up_bus_efficiency * x205 * x411, -scale_out_bandwidth_bytes_per_s * x504 * x506, scale_out_bus_efficiency * x205 * x519, intra_latency_s * x205 * x529, inter_latency_s * x205 * x537, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x506 * x547, -x450 * x548 * x549, host_copy_bytes_per_s_per_gpu * x506 * x561, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x506 * (x465 * x565 - x567 - x571 + x577), restart_overhead_s * x422, x203 * x205, pause_probability * x581, x205 * x4, tp_overlap * x205 * x586, dp_overlap * x205 * x589, x505 * x548 * x599, x629 * (use_tco * (x606 + x610 + x619 * x621) + x603), peak_flops_per_s * x628 * (use_tco * (x605 * x633 + x609 * x632 + x621 * x638) + x602 * x633), gemm_max_efficiency * x628 * (use_tco * (x605 * x640 + x609 * x639 + x621 * x642) + x602 * x640), gemm_half_efficiency_dim * x628 * (use_tco * (x605 * x644 + x609 * x643 + x621 * x646) + x602 * x644), hbm_bandwidth_bytes_per_s * x628 * (use_tco * (x605 * x648 + x609 * x647 + x621 * x650) + x602 * x648), hbm_efficiency * x628 * (use_tco * (x605 * x652 + x609 * x651 + x621 * x654) + x602 * x652), scale_up_bandwidth_bytes_per_s * x628 * (use_tco * (x605 * x656 + x609 * x655 + x621 * x662) + x602 * x656), scale_up_bus_efficiency * x628 * (use_tco * (x605 * x664 + x609 * x663 + x621 * x666) + x602 * x664), scale_out_bandwidth_bytes_per_s * x628 * (use_tco * (-x478 * x609 - x478 * x673 - x605 * x668 + x609 * x670 + x609 * x671 + x621 * x680 - x668 * x672 + x670 * x673 + x671 * x673) - x478 * x669 - x602 * x668 + x669 * x670 + x669 * x671), scale_out_bus_efficiency * x628 * (use_tco * (x609 * x681 + x621 * x683 + x673 * x681) + x669 * x681), intra_latency_s * x628 * (use_tco * (x609 * x684 + x621 * x686 + x673 * x684) + x669 * x684), inter_latency_s * x628 * (use_tco * (x609 * x687 + x621 * x689 + x673 * x687) + x669 * x687), x621 * x690 * x692, x693 * x695, node_overhead_power_w * x697, network_power_per_node_w * x697, storage_write_bytes_per_s_per_node * x628 * (use_tco * (x543 * x609 + x543 * x673 + x546 * x609 + x546 * x673 + x621 * x700) + x543 * x669 + x546 * x669), storage_read_bytes_per_s_per_node * x628 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x704 - x605 * x703 - x672 * x703) - x602 * x703), host_copy_bytes_per_s_per_gpu * x628 * (use_tco * (-x558 * x609 - x558 * x673 + x560 * x609 + x560 * x673 + x621 * x707) - x558 * x669 + x560 * x669), x603 * x629, capex_usd_per_gpu * x690 * (x604 * x623 + x708), -x610 * x694, x606 * x694, 0, x709, x709, 0, gpu_mtbf_s * x628 * (use_tco * (-x571 * x609 - x571 * x673 + x577 * x609 + x577 * x673 + x605 * x712 - x605 * x713 + x621 * x717 + x672 * x712 - x672 * x713) - x571 * x669 + x577 * x669 + x602 * x712 - x602 * x713), restart_overhead_s * x628 * (use_tco * (x465 * x609 + x605 * x718 + x621 * x719) + x602 * x718), step_time_cv * x628 * (use_tco * (x609 * x721 + x621 * x723 + x673 * x721) + x669 * x721), pause_probability * x628 * (use_tco * (x605 * x724 + x621 * x726 + x672 * x724) + x602 * x724), pause_duration_s * x628 * (use_tco * (x609 * x727 + x621 * x729 + x673 * x727) + x669 * x727), tp_overlap * x628 * (use_tco * (x609 * x730 + x621 * x732 + x673 * x730) + x669 * x730), dp_overlap * x628 * (use_tco * (x609 * x733 + x621 * x735 + x673 * x733) + x669 * x733), checkpoint_bytes_per_param * x628 * (use_tco * (x590 * x609 + x590 * x673 + x596 * x609 + x596 * x673 + x598 * x609 + x598 * x673 + x621 * x738) + x590 * x669 + x596 * x669 + x598 * x669), x619 * x740, peak_flops_per_s * x638 * x739, gemm_max_efficiency * x642 * x739, gemm_half_efficiency_dim * x646 * x739, hbm_bandwidth_bytes_per_s * x650 * x739, hbm_efficiency * x654 * x739, scale_up_bandwidth_bytes_per_s * x662 * x739, scale_up_bus_efficiency * x666 * x739, scale_out_bandwidth_bytes_per_s * x680 * x739, scale_out_bus_efficiency * x683 * x739, intra_latency_s * x686 * x739, inter_latency_s * x689 * x739, x692 * x739, x693 * x740, node_overhead_power_w * x741, network_power_per_node_w * x741, storage_write_bytes_per_s_per_node * x700 * x739, storage_read_bytes_per_s_per_node * x704 * x739, host_copy_bytes_per_s_per_gpu * x707 * x739, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x717 * x739, restart_overhead_s * x719 * x739, step_time_cv * x723 * x739, pause_probability * x726 * x739, pause_duration_s * x729 * x739, tp_overlap * x732 * x739, dp_overlap * x735 * x739, checkpoint_bytes_per_param * x738 * x739, x748 * (x619 * x745 + x743), peak_flops_per_s * x747 * (x632 * x742 + x638 * x745), gemm_max_efficiency * x747 * (x639 * x742 + x642 * x745), gemm_half_efficiency_dim * x747 * (x643 * x742 + x646 * x745), hbm_bandwidth_bytes_per_s * x747 * (x647 * x742 + x650 * x745), hbm_efficiency * x747 * (x651 * x742 + x654 * x745), scale_up_bandwidth_bytes_per_s * x747 * (x655 * x742 + x662 * x745), scale_up_bus_efficiency * x747 * (x663 * x742 + x666 * x745), scale_out_bandwidth_bytes_per_s * x747 * (-x478 * x742 - x668 * x749 + x670 * x742 + x671 * x742 + x680 * x745), scale_out_bus_efficiency * x747 * (x681 * x742 + x683 * x745), intra_latency_s * x747 * (x684 * x742 + x686 * x745), inter_latency_s * x747 * (x687 * x742 + x689 * x745), x692 * x745 * x747, x693 * x750, node_overhead_power_w * x751, network_power_per_node_w * x751, storage_write_bytes_per_s_per_node * x747 * (x543 * x742 + x546 * x742 + x700 * x745), storage_read_bytes_per_s_per_node * x747 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x704 - x703 * x749), host_copy_bytes_per_s_per_gpu * x747 * (-x558 * x742 + x560 * x742 + x707 * x745), 0, 0, -x752, 0, x752, x753, 0, x753, gpu_mtbf_s * x747 * (-x571 * x742 + x577 * x742 + x712 * x749 - x713 * x749 + x717 * x745), restart_overhead_s * x747 * (x465 * x742 + x719 * x745), step_time_cv * x747 * (x721 * x742 + x723 * x745), pause_probability * x747 * (x724 * x749 + x726 * x745), pause_duration_s * x747 * (x727 * x742 + x729 * x745), tp_overlap * x747 * (x730 * x742 + x732 * x745), dp_overlap * x747 * (x733 * x742 + x735 * x745), checkpoint_bytes_per_param * x747 * (x590 * x742 + x596 * x742 + x598 * x742 + x738 * x745)]

@@ -42,7 +42,7 @@ Procedure: `python benchmarks/calibrate.py` runs a coordinate-descent grid searc
 mean per-dataset MAPE over the FIT subsets below (each dataset counts once) and, with
 `--write`, records the values in the catalog; each value's `source` names the fit. Fitted
 jointly, once, for all runs: A100 `gemm_max_efficiency` 0.79 (cuBLAS sweeps: 0.80-0.90),
-H100 0.60 (below its cuBLAS sweeps of 0.71-0.79: training kernels run clock-throttled and
+H100 0.575 (below its cuBLAS sweeps of 0.71-0.79: training kernels run clock-throttled and
 smaller), and four software terms in `planner/execution.toml`: `layer_overhead_s` 0.9 ms,
 the host time to launch one layer's forward pass (backward counts twice, a recomputed
 forward once), combined with the GPU time by a smooth maximum
@@ -60,8 +60,9 @@ keep their micro-benchmark values (nccl-tests busbw, STREAM-like copies).
 WEAK = """
 ## Where the model is weak, and why
 
-1. **ZeRO-3/FSDP traffic at scale** (llm-foundry H100 13B at 32-64 GPUs -34 %): the
-   parameter all-gathers are charged per micro-batch at the per-GPU NIC rate and hidden
+1. **ZeRO-3/FSDP traffic** (llm-foundry H100 13B/30B/70B at 128-512 GPUs -9 to -15 %,
+   13B at 16-64 GPUs +10 %): the parameter all-gathers are charged per micro-batch, two
+   levels deep (NVLink inside the node, every NIC of the node across nodes), and hidden
    only by `dp_overlap`; FSDP prefetches layer by layer. Reduce-scattering the gradients
    after every micro-batch as well (tried) made the H100 rows worse (MAPE 11 %).
 2. **OPT-175B** (+12 % against its "up to 147 TFLOP/s", which counts the recomputed

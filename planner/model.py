@@ -345,11 +345,14 @@ def run_model(x: dict) -> dict:
         x["scale_up_bandwidth_bytes_per_s"] * x["scale_up_bus_efficiency"],
         x["scale_out_bandwidth_bytes_per_s"] * x["scale_out_bus_efficiency"],
         x["intra_latency_s"], x["inter_latency_s"])
-    # ZeRO-3/FSDP all-gathers the parameters in forward and backward of every micro-batch
+    # ZeRO-3/FSDP all-gathers the parameters in forward and backward of every micro-batch,
+    # over NVLink inside the node and every NIC of the node across nodes
     gather_bytes = elem * stage_params
-    zero3_time = x["zero3"] * 2 * microbatches * communication.allgather_time(
-        gather_bytes, dp, x["scale_out_bandwidth_bytes_per_s"] * x["scale_out_bus_efficiency"],
-        x["inter_latency_s"])
+    zero3_time = x["zero3"] * 2 * microbatches * communication.hierarchical_allgather_time(
+        gather_bytes, intra, dp / intra,
+        x["scale_up_bandwidth_bytes_per_s"] * x["scale_up_bus_efficiency"],
+        x["scale_out_bandwidth_bytes_per_s"] * x["scale_out_bus_efficiency"],
+        x["intra_latency_s"], x["inter_latency_s"])
     dp_comm_s = communication.exposed_comm_time(
         dp_time, layers_per_stage * 2 * t_layer_fwd, x["dp_overlap"]) + \
         communication.exposed_comm_time(zero3_time, compute_s, x["dp_overlap"])

@@ -13,6 +13,7 @@ from formulas.communication import (
     allreduce_bus_bandwidth,
     alltoall_time,
     exposed_comm_time,
+    hierarchical_allgather_time,
     hierarchical_allreduce_time,
     p2p_time,
     reduce_scatter_time,
@@ -177,7 +178,7 @@ ALL = [f for f in vars(c).values() if isinstance(f, Formula)]
 
 
 def test_every_formula_is_documented():
-    assert len(ALL) == 10
+    assert len(ALL) == 11
     for f in ALL:
         assert f.reference and f.result_unit == f.units["return"] and f.result_unit, f.name
         assert all(a.unit for a in f.arguments), f.units
@@ -223,3 +224,25 @@ def test_scalar_array_series_agree(f):
 def test_bad_input_names_the_argument(call, arg):
     with pytest.raises(ValueError, match=arg):
         call()
+
+
+def test_hierarchical_allgather_reduces_to_flat_rings():
+    # one node: the ring inside it; one rank per node: the ring across nodes
+    assert hierarchical_allgather_time(26e9, 8, 1, 240e9, 40e9, 3e-6, 8e-6) == pytest.approx(
+        allgather_time(26e9, 8, 240e9, 3e-6), rel=1e-12)
+    assert hierarchical_allgather_time(26e9, 1, 64, 240e9, 40e9, 3e-6, 8e-6) == pytest.approx(
+        allgather_time(26e9, 64, 40e9, 8e-6), rel=1e-12)
+    # twice (gather + mirrored reduce-scatter) is the hierarchical all-reduce with the
+    # inter-node all-reduce split into its reduce-scatter and all-gather halves
+    assert 2 * hierarchical_allgather_time(26e9, 8, 8, 240e9, 40e9, 0, 0) == pytest.approx(
+        hierarchical_allreduce_time(26e9, 8, 8, 240e9, 40e9, 0, 0), rel=1e-12)
+
+
+@given(st.floats(1e6, 1e11), st.integers(1, 8), st.integers(1, 256),
+       st.floats(1e10, 1e12), st.floats(1e9, 1e11))
+def test_hierarchical_allgather_never_slower_than_nic_ring(size, na, ne, ba, be):
+    """With NVLink at least as fast as a NIC, using every NIC of a node beats one ring on
+    the per-rank NIC bandwidth (latency-free)."""
+    ba = max(ba, be)
+    hier = hierarchical_allgather_time(size, na, ne, ba, be, 0.0, 0.0)
+    assert hier <= allgather_time(size, na * ne, be, 0.0) * (1 + 1e-12)

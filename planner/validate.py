@@ -482,15 +482,22 @@ def reliability_check(catalog=None) -> list[dict]:
 #: scripts/beaker/peteish/peteish7-launch.sh (32 nodes on Jupiter) and
 #: scripts/augusta/peteish13-highlr-launch.sh (64 nodes, hybrid sharding per node, which the
 #: planner has no layout for: full sharding stands in).
-OLMO_RUNS = {  # id: (catalog model, hardware, gpus, seq_len, batch seqs, micro-batch, tokens, MWh)
-    "olmo1-7b-a100": ("llama2-7b", "a100-40gb", 216, 2048, 2160, 2, 2.46e12, 104.0),
-    "olmo2-7b": ("llama2-7b", "h100-sxm", 256, 4096, 1024, 2, 4.05e12, 131.0),
-    "olmo2-13b": ("llama2-13b", "h100-sxm", 512, 4096, 2048, 2, 5.6e12, 257.0),
+OLMO_RUNS = {  # id: (catalog model, vocab, hardware, gpus, seq_len, batch seqs, micro-batch,
+    #                  tokens, MWh); vocabularies as padded: embedding_size 50,304 (OLMo 1),
+    #                  the dolma2 tokenizer's 100,352 (OLMo 2)
+    "olmo1-7b-a100": ("llama2-7b", 50304, "a100-40gb", 216, 2048, 2160, 2, 2.46e12, 104.0),
+    "olmo2-7b": ("llama2-7b", 100352, "h100-sxm", 256, 4096, 1024, 2, 4.05e12, 131.0),
+    "olmo2-13b": ("llama2-13b", 100352, "h100-sxm", 512, 4096, 2048, 2, 5.6e12, 257.0),
 }
 
 
 def energy_check(catalog=None) -> list[dict]:
-    """Predicted GPU energy of the OLMo runs vs their measured GPU energy."""
+    """Predicted GPU energy of the OLMo runs vs their measured GPU energy.
+
+    The note turns each published energy into the wall time it implies at the predicted
+    mean GPU power, next to the predicted wall time: a ratio well above 1 is GPU time the
+    run spent outside steady-state steps, failures and checkpoints.
+    """
     from .evaluator import evaluate
 
     if catalog is None:
@@ -498,12 +505,59 @@ def energy_check(catalog=None) -> list[dict]:
 
         catalog = load_catalog()
     rows = []
-    for run, (model, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
+    for run, (model, vocab, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
         r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, global_batch=batch,
                      micro_batch=micro, seq_len=seq, recompute="none", zero=3,
-                     tokens=tokens, reliability="default").iloc[0]
+                     tokens=tokens, reliability="default",
+                     overrides={"vocab": vocab}).iloc[0]
         got = float(r["energy_gpu_kwh"]) / 1000
+        gpu_power_w = float(r["energy_gpu_j"]) / float(r["wall_time_s"]) / gpus
+        implied_days = mwh * 3.6e9 / (gpus * gpu_power_w) / 86400
         rows.append({"check": f"{run} GPU energy [MWh]", "published": mwh, "predicted": got,
                      "error": got / mwh - 1, "ok": abs(got / mwh - 1) <= 0.15,
-                     "note": f"{model} shape on {gpus} x {hw}, {tokens:.3g} tokens"})
+                     "note": (f"{model} shape, vocab {vocab:,}, on {gpus} x {hw}, {tokens:.3g} tokens; at the "
+                              f"predicted {gpu_power_w:.0f} W per GPU the published energy "
+                              f"means {implied_days:.0f} days, predicted "
+                              f"{float(r['wall_days']):.0f}")})
+    return rows
+
+
+#: OLMo-core's published steady-state throughput on H100 (tokens/s per GPU), the code base
+#: that trained OLMo 2. allenai/OLMo-core README.md "Official training scripts" tables
+#: (late 2024: 7B 9.7-10K TPS at 47-48 % MFU, 13B 4.4-4.6K at 41-42 %; the next version:
+#: 7B 10,000, Llama 8B 9,500, 13B 4,600; bf16, 4096 tokens). Layouts from the scripts
+#: (src/scripts/train/OLMo-7B.py @0164b605, OLMo-13B.py @09bcd205, Llama-8B.py @73b70c67):
+#: FSDP full sharding, no activation checkpointing, micro-batch 2 / 1 / 2 sequences, global
+#: batch 1024 / 2048 / 1024; the dolma2 tokenizer (vocabulary padded to 100,352) and one
+#: node, the defaults of src/olmo_core/internal/experiment.py. OLMo 2 shapes = Llama 2's.
+OLMO_CORE_THROUGHPUT = {  # id: (catalog model, micro-batch, global batch, published, range)
+    "olmo-core-7b": ("llama2-7b", 2, 1024, 9850.0, "9,700-10,000"),
+    "olmo-core-llama-8b": ("llama3-8b", 2, 1024, 9500.0, "9,500"),
+    "olmo-core-13b": ("llama2-13b", 1, 2048, 4500.0, "4,400-4,600"),
+}
+OLMO_CORE_GPUS = 8
+OLMO_CORE_VOCAB = 100352
+
+
+def steady_state_check(catalog=None) -> list[dict]:
+    """Predicted tokens/s per GPU vs OLMo-core's published H100 throughput."""
+    from .evaluator import evaluate
+
+    if catalog is None:
+        from hardware_catalog import load_catalog
+
+        catalog = load_catalog()
+    rows = []
+    for run, (model, micro, batch, published, span) in OLMO_CORE_THROUGHPUT.items():
+        r = evaluate(catalog=catalog, model=model, hardware="h100-sxm", gpus=OLMO_CORE_GPUS,
+                     global_batch=batch, micro_batch=micro, seq_len=4096, recompute="none",
+                     zero=3, reliability="benchmark",
+                     overrides={"vocab": OLMO_CORE_VOCAB}).iloc[0]
+        got = float(r["tokens_per_s"]) / OLMO_CORE_GPUS
+        rows.append({"check": f"{run} tokens/s per GPU", "published": published,
+                     "predicted": got, "error": got / published - 1,
+                     "ok": abs(got / published - 1) <= 0.15,
+                     "note": (f"{model} shape, vocab {OLMO_CORE_VOCAB:,}, {OLMO_CORE_GPUS} x "
+                              f"h100-sxm, FSDP, micro-batch {micro}; published {span}; "
+                              f"predicted MFU {float(r['mfu']):.0%}")})
     return rows

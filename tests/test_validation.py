@@ -94,9 +94,19 @@ def test_llama3_failure_rate_and_ettr(catalog):
 
 
 OLMO_XFAIL = pytest.mark.xfail(strict=True, reason=(
-    "OLMo energies under-predicted by 24-43% with the published layouts: the model predicts "
-    "steady-state steps (~42% MFU, as OLMo-core later measured) and has no term for in-loop "
-    "evaluation, loss-spike restarts or the slower early code of these runs"))
+    "OLMo energies under-predicted by 20-46% with the published layouts although the steady "
+    "state matches OLMo-core's published throughput (test below): the published energies "
+    "imply 1.2-1.8x the predicted GPU time, spent on in-loop evaluation, restarts and stalls "
+    "that no published number lets the model cost"))
+
+
+def test_olmo_core_steady_state_throughput(catalog):
+    # the llm-foundry target (MFU MAPE <= 10 %) for the code base that trained OLMo 2
+    rows = v.steady_state_check(catalog)
+    assert len(rows) == 3
+    mape = sum(abs(r["error"]) for r in rows) / len(rows)
+    assert mape <= 0.10, rows
+    assert all(r["ok"] for r in rows), rows  # each within 15 %
 
 
 @pytest.mark.parametrize("run", [

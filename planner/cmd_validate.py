@@ -205,6 +205,9 @@ def validate(
                                   "FILE.png or FILE.svg (needs matplotlib)."),
     write_docs: bool = typer.Option(False, "--write-docs",
                                     help="Regenerate docs/validation.md and docs/validation.png."),
+    with_checks: bool = typer.Option(False, "--checks",
+                                     help="Also report the memory, reliability, throughput and "
+                                     "energy checks (a table each; a 'checks' key in JSON)."),
 ):
     """Predict every published measurement with the catalog's parameters; report errors."""
     from .cmd_evaluate import check_format
@@ -221,15 +224,21 @@ def validate(
     pred, summary = run(names)
     if plot_file:
         plot(pred, plot_file)
+    extra = checks() if (write_docs or with_checks) else None
     if write_docs:
         all_pred, all_summary = (pred, summary) if set(names) == set(v.DATASETS) else run()
         plot(all_pred, str(DOCS / "validation.png"))
-        (DOCS / "validation.md").write_text(docs_text(all_pred, all_summary, checks()))
+        (DOCS / "validation.md").write_text(docs_text(all_pred, all_summary, extra))
     from hardware_catalog import load_catalog
 
     from .cli import _version
 
     payload = {"datasets": summary, "version": _version(),
                "catalog_version": load_catalog().version}
-    write(render(table_rows(summary), format, title="capplan validate: predicted vs measured",
-                 payload=payload, width=160), output, force)
+    text = render(table_rows(summary), format, title="capplan validate: predicted vs measured",
+                  payload=payload | ({"checks": extra} if with_checks else {}), width=160)
+    if with_checks and format != "json":
+        text += "".join(("\n" if format != "csv" else "") + render(rows, format, title=name,
+                                                                    width=160)
+                        for name, rows in extra.items())
+    write(text, output, force)

@@ -61,15 +61,17 @@ def render(rows: list[dict], fmt: str, *, title: str | None = None, payload=None
         lines += ["| " + " | ".join(_cell(r[c]) for c in columns) + " |" for r in rows]
         return "\n".join(lines) + "\n"
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, header_style="bold")
+    # escape: cells are data, not rich markup ('[h]' or '[s]' would vanish as style tags)
+    table = Table(title=escape(title) if title else None, header_style="bold")
     for c in columns:
         numeric = bool(rows) and isinstance(rows[0][c], int | float) and not isinstance(
             rows[0][c], bool)
-        table.add_column(c, justify="right" if numeric else "left")
+        table.add_column(escape(str(c)), justify="right" if numeric else "left")
     for r in rows:
-        table.add_row(*(_cell(r[c]) for c in columns))
+        table.add_row(*(escape(_cell(r[c])) for c in columns))
     buf = io.StringIO()
     Console(file=buf, width=width or 120, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()

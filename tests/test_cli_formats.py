@@ -49,3 +49,19 @@ def test_unknown_format_is_one_line(capsys, name):
     code = main([*COMMANDS[name], "--format", "yaml"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_table_cells_are_not_rich_markup():
+    from planner.output import render
+
+    text = render([{"check [h]": "MTTF [h]", "unit": "[s]"}], "table", title="t [s]")
+    assert "check [h]" in text and "MTTF [h]" in text and "[s]" in text and "t [s]" in text
+
+
+def test_validate_checks_in_every_format(capsys):
+    assert main(["validate", "-d", "sc21", "--checks", "-f", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["checks"]) == {"korthikanti", "reliability", "throughput", "energy"}
+    assert main(["validate", "-d", "sc21", "--checks"]) == 0
+    text = capsys.readouterr().out
+    assert "Meta RSC MTTF of a 1024-GPU job [h]" in text and "olmo2-7b GPU energy" in text

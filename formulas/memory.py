@@ -31,7 +31,8 @@ _SYM = {
     "optimizer_bytes_per_param": "K_o", "seq_len": "s", "micro_batch": "b",
     "hidden": "h", "heads": "a", "kv_heads": "a_{kv}", "ffn": "f", "mlp_matrices": "n_m",
     "tp": "t", "sequence_parallel": r"\sigma", "selective_recompute": r"\rho",
-    "attention_scores_stored": r"\chi", "vocab": "V", "pp": "p", "microbatches": "m",
+    "attention_scores_stored": r"\chi", "dropout_masks": r"\delta", "vocab": "V", "pp": "p",
+    "microbatches": "m",
     "virtual_stages": "v",
 }
 
@@ -157,26 +158,29 @@ def korthikanti_activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, 
          "norms 4sbh), generalised to f, GQA and gated MLPs; reduces to Table 2",
          domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "ffn": ">0",
                  "heads": ">=1", "kv_heads": ">=1", "mlp_matrices": ">=1", "tp": ">=1",
-                 "sequence_parallel": "[0,1]", "attention_scores_stored": "[0,1]"},
+                 "sequence_parallel": "[0,1]", "attention_scores_stored": "[0,1]",
+                 "dropout_masks": "[0,1]"},
          symbols=_SYM, result_latex="A_{layer}")
 def activation_bytes_per_layer(seq_len, micro_batch, hidden, ffn, heads, kv_heads,
-                               mlp_matrices, tp, sequence_parallel, attention_scores_stored):
+                               mlp_matrices, tp, sequence_parallel, attention_scores_stored,
+                               dropout_masks):
     """Activation bytes per GPU of one transformer layer for one micro-batch.
 
     Korthikanti's s4.1 accounting (16-bit tensors, 1-byte dropout masks),
     term by term, with g = kv/a:
 
-    * replicated under TP (split by sequence parallelism), 10sbh: the two
-      norm inputs 4sbh, the QKV input 2sbh, the MLP input 2sbh, the two
-      residual dropout masks 2sbh;
+    * replicated under TP (split by sequence parallelism), (8 + 2δ)sbh: the
+      two norm inputs 4sbh, the QKV input 2sbh, the MLP input 2sbh and, when
+      the model trains with dropout (δ = 1), the two residual dropout masks 2sbh;
     * split by TP: Q 2sbh, K and V 2sbh g each, the output-projection input
       2sbh, the MLP's n_m tensors of width f (GELU: activation input and
       second-matmul input; gated: gate and up outputs and the down-projection
-      input) 2 n_m sbf, and, when stored, the attention scores, softmax output
-      and its dropout mask 5as^2b.
+      input) 2 n_m sbf, and, when stored, the attention scores and softmax
+      output 4as^2b plus their dropout mask δas^2b.
 
-    With f = 4h, g = 1 and n_m = 2 this is exactly
-    :func:`korthikanti_activation_bytes_per_layer`.  Flash attention's
+    With f = 4h, g = 1, n_m = 2 and δ = 1 this is exactly
+    :func:`korthikanti_activation_bytes_per_layer`.  Models trained without
+    dropout (Llama, MPT, OLMo: δ = 0) store no masks.  Flash attention's
     softmax statistics (4asb bytes) are neglected.
 
     Parameters
@@ -202,20 +206,22 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, ffn, heads, kv_head
     attention_scores_stored : numeric
         1 if the s x s attention scores are kept, 0 with flash attention or
         selective recomputation [1].
+    dropout_masks : numeric
+        1 if the model trains with dropout (1-byte masks stored), 0 without [1].
 
     Returns
     -------
     numeric
         Bytes per layer per micro-batch [B].
 
-    .. math:: A = 10 s b h\\left(1 - \\sigma + \\frac{\\sigma}{t}\\right)
-        + \\frac{s b h (4 + 4 a_{kv}/a) + 2 n_m s b f + 5 a s^2 b \\chi}{t}
+    .. math:: A = (8 + 2\\delta) s b h\\left(1 - \\sigma + \\frac{\\sigma}{t}\\right)
+        + \\frac{s b h (4 + 4 a_{kv}/a) + 2 n_m s b f + (4 + \\delta) a s^2 b \\chi}{t}
     """
     sbh = seq_len * micro_batch * hidden
-    replicated = 10 * sbh
+    replicated = (8 + 2 * dropout_masks) * sbh
     split = sbh * (2 + 4 * kv_heads / heads) + 2 * sbh \
         + 2 * mlp_matrices * seq_len * micro_batch * ffn \
-        + 5 * heads * seq_len**2 * micro_batch * attention_scores_stored
+        + (4 + dropout_masks) * heads * seq_len**2 * micro_batch * attention_scores_stored
     return replicated * (1 - sequence_parallel + sequence_parallel / tp) + split / tp
 
 

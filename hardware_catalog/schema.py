@@ -190,6 +190,7 @@ class ModelSpec(_Entry):
     kv_heads: int | None = Field(default=None, ge=1)  # default: heads (multi-head attention)
     ffn: int | None = Field(default=None, ge=1)  # default: 4 * hidden
     gated_mlp: bool = False  # SwiGLU / GeGLU: 3 matrices instead of 2
+    dropout: bool = False  # trains with dropout: 1-byte masks kept for the backward pass
     vocab: int = Field(ge=1)
     seq_len: int = Field(ge=1)
     tied_embeddings: bool = False

@@ -28,7 +28,8 @@ so its MFU error equals the throughput error compared here.
 - Hardware: A100 rows -> `a100-80gb` (`a100-40gb` when the row says 40GB; vTrain's
   configs only say "A100"), H100 -> `h100-sxm`; fp16 and bf16 share the dense peak.
 - Megatron-LM / Megatron-DeepSpeed rows (SC21, GPT-3 example, vTrain, BLOOM, OPT): no flash
-  attention, recompute and ZeRO as published, no sequence parallelism; SC21 interleaving
+  attention, recompute and ZeRO as published, no sequence parallelism, dropout 0.1 (masks
+  stored; MPT trains without dropout); SC21 interleaving
   from the script's layers per virtual stage; vTrain runs without gradient bucketing
   (`use_gradient_bucket = false`: `dp_overlap = 0`) on nodes with 4 x 200 Gb/s HDR;
   BLOOM on 4 x 100 Gb/s Omni-Path per node.
@@ -51,7 +52,9 @@ the GPU, so only the slower of the two shows); `collective_overhead_s` 80 us per
 all-reduce (launch and rank synchronisation); `attention_efficiency_factor` 0.6 (the flash
 attention core relative to GEMMs; FlashAttention-2 reports ~0.7). Unfused attention
 (Megatron without flash) is costed as batched GEMMs whose smallest dimension is the head
-size, with no factor. The production straggler defaults (`step_time_cv` 0.005, pauses 3e-6
+size, with no factor. `memory_reserve_bytes` 2.8 GB is the largest reserve under which
+every measured run fits its HBM (the llm-foundry A100-40GB rows at their largest
+micro-batch bind it; see Memory below). The production straggler defaults (`step_time_cv` 0.005, pauses 3e-6
 per rank and step) come from Llama 3 and MegaScale, not from this fit. Other efficiencies
 keep their micro-benchmark values (nccl-tests busbw, STREAM-like copies).
 

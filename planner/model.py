@@ -44,6 +44,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "experts_per_token": ("1", "routed experts per token"),
     "shared_experts": ("1", "shared experts per MoE layer"),
     "moe_ffn": ("1", "inner size of one expert"),
+    "dropout_masks": ("1", "1 if the model trains with dropout (masks stored), 0 without"),
     "tokens": ("1", "training tokens D"),
     # layout
     "gpus": ("1", "GPUs N = tp*pp*cp*dp"),
@@ -384,7 +385,7 @@ def run_model(x: dict) -> dict:
         stage_params, x["optimizer_bytes_per_param"], x["optimizer_shards"])
     layer_act = memory.activation_bytes_per_layer(
         s / cp, b, h, x["ffn"], x["heads"], x["kv_heads"], x["mlp_matrices"], tp,
-        x["sequence_parallel"], x["attention_scores_stored"])
+        x["sequence_parallel"], x["attention_scores_stored"], x["dropout_masks"])
     stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
         s / cp, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
     inflight = memory.inflight_microbatches_1f1b(pp, microbatches) * \

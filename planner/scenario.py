@@ -98,6 +98,7 @@ def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
         "kv_heads": float(model.kv_heads or model.heads),
         "ffn": float(model.ffn or 4 * model.hidden),
         "mlp_matrices": 3.0 if model.gated_mlp else 2.0,
+        "dropout_masks": 1.0 if getattr(model, "dropout", False) else 0.0,
         "vocab": float(model.vocab),
         "seq_len": float(seq_len or model.seq_len),
         "embedding_matrices": 1.0 if model.tied_embeddings else 2.0,

@@ -99,8 +99,9 @@ def reliability_rows() -> pd.DataFrame:
 
 
 def _case(**kw) -> dict:
+    # dropout: Megatron-LM/-DeepSpeed and metaseq train with dropout 0.1 (masks stored)
     base = {"reliability": "benchmark", "vp": 1, "zero": 0, "flash": False, "dp_overlap": np.nan,
-            "scale_out_bytes_per_s": np.nan, "fit": False, "source": ""}
+            "scale_out_bytes_per_s": np.nan, "fit": False, "source": "", "dropout": 1}
     base.update(kw)
     return base
 
@@ -154,7 +155,7 @@ def _vtrain(path: str, dataset: str, every: int) -> pd.DataFrame:
         "seq_len": d["sequence length"].astype(int), "gpus": d["# GPUs"].astype(int), "tp": tp,
         "pp": d["pipeline parallelism"].astype(int), "vp": 1,
         "micro_batch": d["micro batch"].astype(int), "global_batch": d["global batch"].astype(int),
-        "recompute": "full", "zero": 0, "flash": False, "dp_overlap": 0.0,
+        "recompute": "full", "zero": 0, "flash": False, "dp_overlap": 0.0, "dropout": 1,
         "scale_out_bytes_per_s": VTRAIN_SCALE_OUT, "metric": "step_time_s",
         "measured": d["iteration time (ms)"].astype(float) / 1000,
         "fit": (np.arange(len(d)) % every == 0), "source": VTRAIN_SOURCE,
@@ -187,6 +188,7 @@ def _llm_foundry(gpu: str) -> pd.DataFrame:
                           global_batch=int(_num(r.global_batch_seqs)),
                           recompute="full" if r.act_recompute == "full" else "none",
                           zero=3 if "FULL_SHARD" in r.zero_fsdp else 2, flash=True,
+                          dropout=0,  # MPT: attn/resid/emb_pdrop 0.0
                           metric="tokens_per_s_per_gpu", measured=_num(r.tokens_per_s_per_gpu),
                           fit=gpus in (8, 64), source=r.source))
     return pd.DataFrame(rows)
@@ -296,7 +298,8 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
               "vocab": col["vocab"], "seq_len": col["seq_len"], "embedding_matrices": 1.0,
               "moe_layers": 0.0, "experts": 1.0, "experts_per_token": 1.0,
               "shared_experts": 0.0, "moe_ffn": 4 * col["hidden"],
-              "global_batch": col["global_batch"]})
+              "global_batch": col["global_batch"],
+              "dropout_masks": cases["dropout"].to_numpy(dtype=float)})
     for name, column in (("dp_overlap", "dp_overlap"),
                          ("scale_out_bandwidth_bytes_per_s", "scale_out_bytes_per_s")):
         v = cases[column].to_numpy(dtype=float)
@@ -419,7 +422,8 @@ def korthikanti_check(catalog=None) -> list[dict]:
         stage = L / p * m.inflight_microbatches_1f1b(p, 1e6) * m.interleaved_activation_factor(p, v)
         for label, sp_, stored, published in (("tp only", 0, 1, none_gib),
                                               ("seq-par + selective", 1, 0, seqsel_gib)):
-            per_layer = m.activation_bytes_per_layer(2048, b, h, 4 * h, a, a, 2, t, sp_, stored)
+            per_layer = m.activation_bytes_per_layer(2048, b, h, 4 * h, a, a, 2, t, sp_, stored,
+                                                     1)
             got = stage * per_layer / 2**30
             rows.append({"model": name, "case": label, "published_gib": published,
                          "predicted_gib": float(got), "error": float(got / published - 1)})

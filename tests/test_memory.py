@@ -60,8 +60,8 @@ def test_units_and_reference_declared(f):
 
 @pytest.mark.parametrize("call,arg", [
     (lambda: m.korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 0, 1, 1), "tp"),
-    (lambda: m.activation_bytes_per_layer(2048, 1, -1.0, 4, 1, 1, 2, 1, 0, 0), "hidden"),
-    (lambda: m.activation_bytes_per_layer(2048, 1, 8, 32, 8, 8, 2, 1, 2, 0),
+    (lambda: m.activation_bytes_per_layer(2048, 1, -1.0, 4, 1, 1, 2, 1, 0, 0, 1), "hidden"),
+    (lambda: m.activation_bytes_per_layer(2048, 1, 8, 32, 8, 8, 2, 1, 2, 0, 1),
      "sequence_parallel"),
     (lambda: m.zero_state_bytes(1e9, 0, 1), "dp"),
     (lambda: m.sharded_state_bytes(1e9, 2.0, np.array([1.0, 0.0])), "shards"),
@@ -147,11 +147,12 @@ def test_korthikanti_table2_rows():
 @pytest.mark.parametrize("sp_,stored", list(itertools.product([0, 1], [0, 1])))
 def test_general_reduces_to_korthikanti(sp_, stored):
     s, b, h, a, t = sp.symbols("s b h a t", positive=True)
-    general = m.activation_bytes_per_layer(s, b, h, 4 * h, a, a, 2, t, sp_, stored)
+    general = m.activation_bytes_per_layer(s, b, h, 4 * h, a, a, 2, t, sp_, stored, 1)
     korthikanti = m.korthikanti_activation_bytes_per_layer(s, b, h, a, t, sp_, 1 - stored)
     assert sp.simplify(general - korthikanti) == 0
     # and numerically on the 175B model
-    num = m.activation_bytes_per_layer(2048, 1, 12288, 4 * 12288, 96, 96, 2, 8, sp_, stored)
+    num = m.activation_bytes_per_layer(2048, 1, 12288, 4 * 12288, 96, 96, 2, 8, sp_, stored,
+                                       1)
     ref = m.korthikanti_activation_bytes_per_layer(2048, 1, 12288, 96, 8, sp_, 1 - stored)
     assert num == pytest.approx(ref, rel=1e-14)
 
@@ -159,12 +160,26 @@ def test_general_reduces_to_korthikanti(sp_, stored):
 def test_general_gqa_swiglu_by_hand():
     """Llama-2-70B layer (h=8192, f=28672, 64 heads, 8 KV heads, SwiGLU), s=4096, b=1,
     no TP, flash attention.  Tensors: 2 norm inputs, QKV input, Q, K, V (1/8 width),
-    out-proj input, MLP input, gate, up, down input, 2 dropout masks."""
+    out-proj input, MLP input, gate, up, down input; 2 dropout masks only with dropout."""
     s, b, h, f = 4096, 1, 8192, 28672
     sbh = s * b * h
     by_hand = (2 * 2 * sbh + 2 * sbh + 2 * sbh + 2 * 2 * sbh / 8 + 2 * sbh + 2 * sbh
                + 3 * 2 * s * b * f + 2 * sbh * 1)
-    assert m.activation_bytes_per_layer(s, b, h, f, 64, 8, 3, 1, 0, 0) == pytest.approx(by_hand)
+    assert m.activation_bytes_per_layer(s, b, h, f, 64, 8, 3, 1, 0, 0, 1) == pytest.approx(by_hand)
+    # Llama trains without dropout: no masks
+    assert m.activation_bytes_per_layer(s, b, h, f, 64, 8, 3, 1, 0, 0, 0) == pytest.approx(
+        by_hand - 2 * sbh)
+
+
+@pytest.mark.parametrize("sp_,stored", list(itertools.product([0, 1], [0, 1])))
+def test_dropout_masks_are_one_byte_each(sp_, stored):
+    """Without dropout the two residual masks (sbh each, split by SP) and the attention
+    mask (as^2b, split by TP, only when the scores are kept) are not stored."""
+    s, b, h, a, t = sp.symbols("s b h a t", positive=True)
+    diff = (m.activation_bytes_per_layer(s, b, h, 4 * h, a, a, 2, t, sp_, stored, 1)
+            - m.activation_bytes_per_layer(s, b, h, 4 * h, a, a, 2, t, sp_, stored, 0))
+    expected = 2 * s * b * h * (1 - sp_ + sp_ / t) + a * s**2 * b * stored / t
+    assert sp.simplify(diff - expected) == 0
 
 
 def test_output_layer_and_embedding():
@@ -204,21 +219,25 @@ _flag = st.sampled_from([0.0, 1.0])
 @given(st.sampled_from([512, 2048, 8192, 32768]), st.integers(1, 16),
        st.sampled_from([1024, 4096, 8192, 16384]), st.floats(1.0, 8.0),
        st.sampled_from([8, 32, 64, 128]), st.integers(0, 3), st.sampled_from([2, 3]),
-       st.integers(1, 64), st.integers(1, 64), _flag, _flag)
+       st.integers(1, 64), st.integers(1, 64), _flag, _flag, _flag)
 def test_more_tp_never_increases_activations(s, b, h, ffn_ratio, a, kv_pow, mats, t1, t2,
-                                             sp_, stored):
+                                             sp_, stored, drop):
     kv = max(a >> kv_pow, 1)
     lo, hi = sorted((t1, t2))
 
     def act(t):
-        return m.activation_bytes_per_layer(s, b, h, ffn_ratio * h, a, kv, mats, t, sp_, stored)
+        return m.activation_bytes_per_layer(s, b, h, ffn_ratio * h, a, kv, mats, t, sp_, stored,
+                                            drop)
 
     assert act(hi) <= act(lo) * (1 + 1e-12)
     # sequence parallelism and dropping the scores never increase memory either
-    assert m.activation_bytes_per_layer(s, b, h, ffn_ratio * h, a, kv, mats, lo, 1, stored) \
-        <= act(lo) * (1 + 1e-12)
-    assert m.activation_bytes_per_layer(s, b, h, ffn_ratio * h, a, kv, mats, lo, sp_, 0) \
-        <= act(lo) * (1 + 1e-12)
+    assert m.activation_bytes_per_layer(s, b, h, ffn_ratio * h, a, kv, mats, lo, 1, stored,
+                                        drop) <= act(lo) * (1 + 1e-12)
+    assert m.activation_bytes_per_layer(s, b, h, ffn_ratio * h, a, kv, mats, lo, sp_, 0,
+                                        drop) <= act(lo) * (1 + 1e-12)
+    # training without dropout never needs more memory
+    assert m.activation_bytes_per_layer(s, b, h, ffn_ratio * h, a, kv, mats, lo, sp_, stored,
+                                        0) <= act(lo) * (1 + 1e-12)
     # full recomputation keeps less than the whole layer
     assert m.full_recompute_activation_bytes_per_layer(s, b, h, lo, sp_) < act(lo)
 

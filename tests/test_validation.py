@@ -78,6 +78,9 @@ def test_memory_check_counts(pred):
     m = v.memory_check(pred)
     assert m["runs"] == len(pred)
     assert m["reported_oom_rows"] == 0  # the shared data reports no OOM layout yet
+    # every measured run ran, so none may be predicted not to fit (memory_reserve_bytes is
+    # the largest reserve for which this holds)
+    assert m["predicted_oom_for_runs_that_ran"] == 0, m["examples"]
 
 
 def test_korthikanti_activations_within_3_percent():

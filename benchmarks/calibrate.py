@@ -138,24 +138,23 @@ def toml_float(value: float) -> str:
     return text if "." in text else text + ".0"
 
 
+def replace_value(path: Path, pattern: str, value: float) -> None:
+    """Put ``value`` after the single match of ``pattern`` (its group 1) in ``path``."""
+    text, n = re.subn(pattern, rf"\g<1>{toml_float(value)}", path.read_text(), flags=re.M)
+    assert n == 1, (path, pattern)
+    path.write_text(text)
+
+
 def write_values(values: dict) -> None:
     """Replace the ``value`` of each fitted entry in place (sources are kept)."""
     for (owner, name), value in values.items():
         if owner == "*":
-            path = ROOT / "planner" / "execution.toml"
-            text = path.read_text()
-            text, n = re.subn(rf"(\[{name}\]\nvalue = )[^\n]+", rf"\g<1>{toml_float(value)}",
-                              text)
-            assert n == 1, (path, name)
-            path.write_text(text)
+            replace_value(ROOT / "planner" / "execution.toml", rf"(\[{name}\]\nvalue = )[^\n]+",
+                          value)
             continue
         for hw in owner:
-            path = ROOT / "hardware_catalog" / "data" / "accelerators" / f"{hw}.toml"
-            text = path.read_text()
-            text, n = re.subn(rf"^({name} = \{{ value = )[^,]+", rf"\g<1>{toml_float(value)}", text,
-                              flags=re.M)
-            assert n == 1, (path, name)
-            path.write_text(text)
+            replace_value(ROOT / "hardware_catalog" / "data" / "accelerators" / f"{hw}.toml",
+                          rf"^({name} = \{{ value = )[^,]+", value)
 
 
 def main(argv=None) -> int:

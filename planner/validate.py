@@ -502,12 +502,8 @@ def energy_check(catalog=None) -> list[dict]:
     mean GPU power, next to the predicted wall time: a ratio well above 1 is GPU time the
     run spent outside steady-state steps, failures and checkpoints.
     """
-    from .evaluator import evaluate
+    from .evaluator import evaluate  # loads the default catalog when catalog is None
 
-    if catalog is None:
-        from hardware_catalog import load_catalog
-
-        catalog = load_catalog()
     rows = []
     for run, (model, vocab, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
         r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, global_batch=batch,
@@ -519,10 +515,10 @@ def energy_check(catalog=None) -> list[dict]:
         implied_days = mwh * 3.6e9 / (gpus * gpu_power_w) / 86400
         rows.append({"check": f"{run} GPU energy [MWh]", "published": mwh, "predicted": got,
                      "error": got / mwh - 1, "ok": abs(got / mwh - 1) <= 0.15,
-                     "note": (f"{model} shape, vocab {vocab:,}, on {gpus} x {hw}, {tokens:.3g} tokens; at the "
-                              f"predicted {gpu_power_w:.0f} W per GPU the published energy "
-                              f"means {implied_days:.0f} days, predicted "
-                              f"{float(r['wall_days']):.0f}")})
+                     "note": (f"{model} shape, vocab {vocab:,}, on {gpus} x {hw}, "
+                              f"{tokens:.3g} tokens; at the predicted {gpu_power_w:.0f} W "
+                              f"per GPU the published energy means {implied_days:.0f} days, "
+                              f"predicted {float(r['wall_days']):.0f}")})
     return rows
 
 
@@ -545,12 +541,8 @@ OLMO_CORE_VOCAB = 100352
 
 def steady_state_check(catalog=None) -> list[dict]:
     """Predicted tokens/s per GPU vs OLMo-core's published H100 throughput."""
-    from .evaluator import evaluate
+    from .evaluator import evaluate  # loads the default catalog when catalog is None
 
-    if catalog is None:
-        from hardware_catalog import load_catalog
-
-        catalog = load_catalog()
     rows = []
     for run, (model, micro, batch, published, span) in OLMO_CORE_THROUGHPUT.items():
         r = evaluate(catalog=catalog, model=model, hardware="h100-sxm", gpus=OLMO_CORE_GPUS,

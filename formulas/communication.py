@@ -256,11 +256,11 @@ def hierarchical_allreduce_time(size_bytes, ranks_intra, ranks_inter,
         T = 2\\left[(n_a-1)\\alpha_a + \\frac{n_a-1}{n_a}\\frac{S}{B_a}\\right]
           + 2(n_e-1)\\alpha_e + \\frac{2(n_e-1)}{n_e}\\frac{S}{n_a B_e}
     """
-    intra = (ranks_intra - 1) * latency_intra_s \
-        + (ranks_intra - 1) / ranks_intra * size_bytes / bandwidth_intra_bytes_per_s
-    inter = 2 * (ranks_inter - 1) * latency_inter_s + 2 * (ranks_inter - 1) / ranks_inter \
-        * size_bytes / (ranks_intra * bandwidth_inter_bytes_per_s)
-    return 2 * intra + inter
+    # reduce-scatter then all-gather, each the mirror image of the other
+    return 2 * hierarchical_allgather_time(size_bytes, ranks_intra, ranks_inter,
+                                           bandwidth_intra_bytes_per_s,
+                                           bandwidth_inter_bytes_per_s,
+                                           latency_intra_s, latency_inter_s)
 
 
 @formula(reference=THAKUR + ", s4.1 (ring all-gather), applied per level as in NCCL's "

@@ -18,124 +18,123 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x2 = x0 ** (-0.282765)
     x3 = 3 * cp - 3
     x4 = 1 - cp_intra
-    x5 = tp ** (-1.0)
-    x6 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x7 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x8 = heads ** (-1.0)
-    x9 = kv_heads * x8
+    x5 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x6 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x7 = heads ** (-1.0)
+    x8 = kv_heads * x7
+    x9 = tp ** (-1.0)
     x10 = 2 * hidden
     x11 = micro_batch / cp
     x12 = seq_len * x11
     x13 = x10 * x12
     x14 = bytes_per_element * x13
-    x15 = cp_intra * intra_latency_s + inter_latency_s * x4 + x14 * x5 * x9 / (cp_intra * x6 + x4 * x7)
+    x15 = x14 * x9
+    x16 = cp_intra * intra_latency_s + inter_latency_s * x4 + x15 * x8 / (cp_intra * x5 + x4 * x6)
     del x4
-    x16 = stage_layers * x15 * x3
-    x17 = 1 - ep_intra
-    x18 = 4 * ep - 4
-    x19 = ep ** (-1.0)
-    x20 = hidden * x12
-    x21 = bytes_per_element * experts_per_token * x18 * x19 * x20 / (ep_intra * x6 + x17 * x7) + x18 * (ep_intra * intra_latency_s + inter_latency_s * x17)
-    del x17, x18
-    x22 = layers ** (-1.0)
-    x23 = moe_layers * x22
-    x24 = stage_layers * x23
-    x25 = x21 * x24
-    x26 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x27 = bytes_per_element * x26
-    x28 = hidden * x5
-    x29 = x12 * x28
-    x30 = 4 * x29
-    x31 = seq_len ** 2
-    x32 = peak_flops_per_s ** (-1.0)
-    x33 = attention_scores_stored + selective
-    x34 = numpy.minimum(seq_len, x12)
-    x35 = numpy.minimum(x12, hidden * x8)
-    del x8
-    x36 = numpy.maximum(x27 * x30, 4 * x11 * x28 * x31 * x32 / (attention_efficiency_factor * gemm_max_efficiency * x34 * (1 - x33) / (gemm_half_efficiency_dim + x34) + gemm_max_efficiency * x33 * x35 / (gemm_half_efficiency_dim + x35)))
-    del x33, x34, x35
-    x37 = 3 * x36
-    x38 = cp_overlap * numpy.minimum(x16, stage_layers * x37)
-    x39 = experts_per_token + shared_experts
-    x40 = moe_ffn * x5
-    x41 = x12 * x40
-    x42 = numpy.minimum(numpy.minimum(hidden, x40), ep * experts_per_token * x12 / experts)
-    del x40
-    x43 = x32 / gemm_max_efficiency
-    x44 = x10 * x43
-    x45 = mlp_matrices * x39 * numpy.maximum(x27 * (moe_ffn * x28 + x20 + x41), x41 * x44 * (gemm_half_efficiency_dim + x42) / x42)
-    del x41, x42
-    x46 = ep_overlap * numpy.minimum(x25, 3 * x24 * x45)
-    del x24
-    x47 = hidden * vocab
-    x48 = x47 * x5
-    x49 = vocab * x5
-    x50 = numpy.minimum(numpy.minimum(hidden, x12), x49)
-    x51 = 2 * x12
-    x52 = attention_scores_stored * heads * x31
-    del x31
-    x53 = x11 * x26 * x5 * x52
+    x17 = stage_layers * x16 * x3
+    x18 = 1 - ep_intra
+    x19 = 4 * ep - 4
+    x20 = ep ** (-1.0)
+    x21 = hidden * x12
+    x22 = bytes_per_element * experts_per_token * x19 * x20 * x21 / (ep_intra * x5 + x18 * x6) + x19 * (ep_intra * intra_latency_s + inter_latency_s * x18)
+    del x18, x19
+    x23 = layers ** (-1.0)
+    x24 = moe_layers * x23
+    x25 = stage_layers * x24
+    x26 = x22 * x25
+    x27 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x28 = bytes_per_element * x27
+    x29 = hidden * x9
+    x30 = x12 * x29
+    x31 = 4 * x30
+    x32 = seq_len ** 2
+    x33 = peak_flops_per_s ** (-1.0)
+    x34 = attention_scores_stored + selective
+    x35 = numpy.minimum(seq_len, x12)
+    x36 = numpy.minimum(x12, hidden * x7)
+    del x7
+    x37 = numpy.maximum(x28 * x31, 4 * x11 * x29 * x32 * x33 / (attention_efficiency_factor * gemm_max_efficiency * x35 * (1 - x34) / (gemm_half_efficiency_dim + x35) + gemm_max_efficiency * x34 * x36 / (gemm_half_efficiency_dim + x36)))
+    del x34, x35, x36
+    x38 = 3 * x37
+    x39 = cp_overlap * numpy.minimum(x17, stage_layers * x38)
+    x40 = experts_per_token + shared_experts
+    x41 = moe_ffn * x9
+    x42 = x12 * x41
+    x43 = numpy.minimum(numpy.minimum(hidden, x41), ep * experts_per_token * x12 / experts)
+    del x41
+    x44 = x33 / gemm_max_efficiency
+    x45 = x10 * x44
+    x46 = mlp_matrices * x40 * numpy.maximum(x28 * (moe_ffn * x29 + x21 + x42), x42 * x45 * (gemm_half_efficiency_dim + x43) / x43)
+    del x42, x43
+    x47 = ep_overlap * numpy.minimum(x26, 3 * x25 * x46)
+    del x25
+    x48 = hidden * vocab
+    x49 = x48 * x9
+    x50 = vocab * x9
+    x51 = numpy.minimum(numpy.minimum(hidden, x12), x50)
+    x52 = 2 * x12
+    x53 = attention_scores_stored * heads * x32
+    del x32
+    x54 = x11 * x27 * x53 * x9
     del x11
-    x54 = ffn * x5
-    x55 = tp - 1
-    x56 = (sequence_parallel * x55 + 1) ** (-1.0)
-    x57 = x12 * x27 * (16 * hidden * x56 + 4 * x54)
-    x58 = hidden ** 2
-    x59 = x5 * x58
-    x60 = numpy.minimum(numpy.minimum(hidden, x12), x28)
-    x61 = 2 * x58
-    x62 = x12 * x43 * x5 * x61
-    x63 = numpy.maximum(x27 * (x20 + x29 + x59), x62 * (gemm_half_efficiency_dim + x60) / x60)
-    del x60
-    x64 = x12 * x54
-    x65 = numpy.minimum(numpy.minimum(hidden, x12), x54)
-    del x54
-    x66 = mlp_matrices * (1 - x23)
-    x67 = x66 * numpy.maximum(x27 * (ffn * x28 + x20 + x64), x44 * x64 * (gemm_half_efficiency_dim + x65) / x65)
-    del x44, x64, x65
-    x68 = x23 * x45
-    del x45
-    x69 = 1 - full_recompute
-    x70 = selective * x69
-    x71 = 2 * x9 + 1
-    x72 = x28 * x71
-    del x28
-    x73 = numpy.minimum(numpy.minimum(hidden, x12), x72)
-    x74 = numpy.maximum(x62 * x71 * (gemm_half_efficiency_dim + x73) / x73, x27 * (x12 * x72 + x20 + x59 * x71))
-    del x59, x62, x71, x72, x73
-    x75 = x36 + 10 * x53 + x57 + x63 + x67 + x68 + x74
-    x76 = stage_layers * (full_recompute * x75 + x36 * x70 + x37 + 30 * x53 + 3 * x57 + 3 * x63 + 3 * x67 + 3 * x68 + 3 * x74) + 3 * numpy.maximum(x27 * (x12 * x49 + x20 + x48), x43 * x48 * x51 * (gemm_half_efficiency_dim + x50) / x50)
-    del x12, x27, x36, x37, x43, x48, x49, x50, x53, x57, x63, x67, x68, x74
-    x77 = tp_intra_ranks - 1
-    x78 = tp_intra_ranks ** (-1.0)
-    x79 = 2 * tp * x78 - 2
-    x80 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x81 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x82 = x81 / scale_out_bus_efficiency
-    x83 = bytes_per_element * x29
+    x55 = ffn * x9
+    x56 = tp - 1
+    x57 = (sequence_parallel * x56 + 1) ** (-1.0)
+    x58 = x12 * x28 * (16 * hidden * x57 + 4 * x55)
+    x59 = hidden ** 2
+    x60 = x59 * x9
+    x61 = numpy.minimum(numpy.minimum(hidden, x12), x29)
+    x62 = 2 * x59
+    x63 = x12 * x44 * x62 * x9
+    x64 = numpy.maximum(x28 * (x21 + x30 + x60), x63 * (gemm_half_efficiency_dim + x61) / x61)
+    del x61
+    x65 = x12 * x55
+    x66 = numpy.minimum(numpy.minimum(hidden, x12), x55)
+    del x55
+    x67 = mlp_matrices * (1 - x24)
+    x68 = x67 * numpy.maximum(x28 * (ffn * x29 + x21 + x65), x45 * x65 * (gemm_half_efficiency_dim + x66) / x66)
+    del x45, x65, x66
+    x69 = x24 * x46
+    del x46
+    x70 = 1 - full_recompute
+    x71 = selective * x70
+    x72 = 2 * x8 + 1
+    x73 = x29 * x72
     del x29
-    x84 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x55) + inter_latency_s * x79 + 2 * intra_latency_s * x77 + x14 * x77 * x78 * x80 + x79 * x82 * x83)
-    del x14, x55, x77, x78, x79
-    x85 = -tp_overlap * numpy.minimum(x76, x84) + x84
+    x74 = numpy.minimum(numpy.minimum(hidden, x12), x73)
+    x75 = numpy.maximum(x63 * x72 * (gemm_half_efficiency_dim + x74) / x74, x28 * (x12 * x73 + x21 + x60 * x72))
+    del x60, x63, x72, x73, x74
+    x76 = x37 + 10 * x54 + x58 + x64 + x68 + x69 + x75
+    x77 = stage_layers * (full_recompute * x76 + x37 * x71 + x38 + 30 * x54 + 3 * x58 + 3 * x64 + 3 * x68 + 3 * x69 + 3 * x75) + 3 * numpy.maximum(x28 * (x12 * x50 + x21 + x49), x44 * x49 * x52 * (gemm_half_efficiency_dim + x51) / x51)
+    del x12, x28, x37, x38, x44, x49, x50, x51, x54, x58, x64, x68, x69, x75
+    x78 = tp_intra_ranks - 1
+    x79 = tp_intra_ranks ** (-1.0)
+    x80 = tp * x79 - 1
+    x81 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x82 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x83 = x82 / scale_out_bus_efficiency
+    x84 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x56) + 2 * inter_latency_s * x80 + 2 * intra_latency_s * x78 + x14 * x78 * x79 * x81 + x15 * x80 * x83)
+    del x14, x15, x56, x78, x79, x80
+    x85 = -tp_overlap * numpy.minimum(x77, x84) + x84
     del x84
-    x86 = x76 + x85
+    x86 = x77 + x85
     x87 = (x86 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
     x88 = pp - 1
     x89 = x88 / vp
-    x90 = x89 * (x16 + x25 - x38 - x46 + x87)
-    del x16, x25
+    x90 = x89 * (x17 + x26 - x39 - x47 + x87)
+    del x17, x26
     x91 = dp ** (-1.0)
     x92 = global_batch * x91 / micro_batch
     x93 = 2 * x92
     x94 = 1 - pp_intra
-    x95 = (2 * pp + vp * x93 - 2) * (inter_latency_s * x94 + intra_latency_s * pp_intra + 1.0 * x83 / (pp_intra * x6 + x7 * x94)) * numpy.minimum(1, x88)
-    del x6, x7, x83, x88, x94
-    x96 = x76 * x92
-    del x76
-    x97 = x92 * (stage_layers * x15 * x3 - x38)
-    del x15, x3, x38
-    x98 = x92 * (moe_layers * stage_layers * x21 * x22 - x46)
-    del x21, x22, x46
+    x95 = (2 * pp + vp * x93 - 2) * (1.0 * bytes_per_element * x30 / (pp_intra * x5 + x6 * x94) + inter_latency_s * x94 + intra_latency_s * pp_intra) * numpy.minimum(1, x88)
+    del x30, x5, x6, x88, x94
+    x96 = x77 * x92
+    del x77
+    x97 = x92 * (stage_layers * x16 * x3 - x39)
+    del x16, x3, x39
+    x98 = x92 * (moe_layers * stage_layers * x22 * x23 - x47)
+    del x22, x23, x47
     x99 = x85 * x92
     del x85
     x100 = x92 * (-x86 + x87)
@@ -145,119 +144,117 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x103 = mlp_matrices * moe_ffn
     x104 = hidden * x103
     x105 = x102 + x104 * (experts + shared_experts)
-    x106 = x10 + x61 * x9 + x61
-    del x61
-    x107 = x5 * (stage_layers * (x101 * x66 + x105 * x19 * x23 + x106) + x47)
-    del x19, x23, x66
+    x106 = x10 + x62 * x8 + x62
+    del x62
+    x107 = x9 * (stage_layers * (x101 * x67 + x105 * x20 * x24 + x106) + x48)
+    del x20, x24, x67
     x108 = x107 / optimizer_shards
-    x109 = x108 * x26 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x26
+    x109 = x108 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x27
     x110 = numpy.minimum(dp, dp_intra_ranks)
     x111 = x110 - 1
     x112 = intra_latency_s * x111
     x113 = x110 ** (-1.0)
     del x110
-    x114 = dp * x113
-    x115 = x114 - 1
+    x114 = dp * x113 - 1
+    x115 = inter_latency_s * x114
     x116 = bytes_per_element * x107
-    x117 = x111 * x113 * x80
-    del x111, x113, x80
-    x118 = x82 * x91
-    del x82, x91
-    x119 = x93 * zero3 * (inter_latency_s * x115 + x112 + x115 * x116 * x118 + x116 * x117)
-    del x115, x116, x93
-    x120 = 2 * x114 - 2
-    del x114
-    x121 = grad_comm_bytes_per_param * x107
-    x122 = inter_latency_s * x120 + 2 * x112 + 2 * x117 * x121 + x118 * x120 * x121
-    del x112, x117, x118, x120, x121
-    x123 = -dp_overlap * numpy.minimum(x119, x96) - dp_overlap * numpy.minimum(x122, 2 * stage_layers * x75) + x119 + x122
-    del x119, x122, x75
-    x124 = x100 + x109 + x123 + x90 + x95 + x96 + x97 + x98 + x99
-    x125 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x124 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    x117 = x111 * x113 * x81
+    del x111, x113, x81
+    x118 = x114 * x83 * x91
+    del x114, x83, x91
+    x119 = x93 * zero3 * (x112 + x115 + x116 * x117 + x116 * x118)
+    del x116, x93
+    x120 = 2 * grad_comm_bytes_per_param * x107
+    x121 = 2 * x112 + 2 * x115 + x117 * x120 + x118 * x120
+    del x112, x115, x117, x118, x120
+    x122 = -dp_overlap * numpy.minimum(x119, x96) - dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) + x119 + x121
+    del x119, x121, x76
+    x123 = x100 + x109 + x122 + x90 + x95 + x96 + x97 + x98 + x99
+    x124 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x123 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
     del x0, x2
-    x126 = x124 + x125
-    del x124
-    x127 = weight_bytes_per_param * x107 / weight_shards
-    x128 = grad_bytes_per_param * x107 / grad_shards
+    x125 = x123 + x124
+    del x123
+    x126 = weight_bytes_per_param * x107 / weight_shards
+    x127 = grad_bytes_per_param * x107 / grad_shards
     del x107
-    x129 = optimizer_bytes_per_param * x108
+    x128 = optimizer_bytes_per_param * x108
     del x108
-    x130 = x20 * (2 * dropout_masks + 8) * (sequence_parallel * x5 - sequence_parallel + 1) + x5 * (ffn * mlp_matrices * x51 + x13 + x20 * (4 * x9 + 2) + micro_batch * x52 * (dropout_masks + 4) / cp ** 2)
-    del x20, x5, x51, x52
-    x131 = full_recompute * x130 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x56 + x130 * x69) * numpy.minimum(pp, x92) + x30 * (1 + vocab / hidden)
-    del x13, x130, x30, x56, x69, x89, x92
-    x132 = mlp_matrices * (layers - moe_layers)
-    x133 = x101 * x132
+    x129 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
+    del x21, x52, x53, x9
+    x130 = full_recompute * x129 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x129 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
+    del x129, x13, x31, x57, x70, x89, x92
+    x131 = mlp_matrices * (layers - moe_layers)
+    x132 = x101 * x131
     del x101
-    x134 = embedding_matrices * x47 + layers * x106 + x133
+    x133 = embedding_matrices * x48 + layers * x106 + x132
     del x106
-    x135 = moe_layers * x105 + x134
+    x134 = moe_layers * x105 + x133
     del x105
-    x136 = x126 ** (-1.0)
-    x137 = global_batch * seq_len * x136
-    x138 = moe_layers * (experts * x10 + x10 * x103 * x39)
+    x135 = x125 ** (-1.0)
+    x136 = global_batch * seq_len * x135
+    x137 = moe_layers * (experts * x10 + x10 * x103 * x40)
     del x103
-    x139 = 4 * hidden * seq_len
-    x140 = 4 * x58
-    del x58
-    x141 = layers * (x139 + x140 * x9 + x140)
-    del x140, x9
-    x142 = 6 * x133 + 3 * x138 + 3 * x141 + 6 * x47
-    del x133, x47
-    x143 = x1 * x137
-    x144 = x142 * x143
-    x145 = global_batch ** (-1.0)
-    x146 = seq_len ** (-1.0)
-    x147 = tokens * x145 * x146
-    x148 = gpus / gpu_mtbf_s
-    x149 = gpus / gpus_per_node
-    x150 = x149 / node_mtbf_s
-    x151 = x148 + x150
-    x152 = x151 ** (-1.0)
-    x153 = checkpoint_bytes_per_param * x135
-    x154 = x1 * x153
+    x138 = 4 * hidden * seq_len
+    x139 = 4 * x59
+    del x59
+    x140 = layers * (x138 + x139 * x8 + x139)
+    del x139, x8
+    x141 = 6 * x132 + 3 * x137 + 3 * x140 + 6 * x48
+    del x132, x48
+    x142 = x1 * x136
+    x143 = x141 * x142
+    x144 = global_batch ** (-1.0)
+    x145 = seq_len ** (-1.0)
+    x146 = tokens * x144 * x145
+    x147 = gpus / gpu_mtbf_s
+    x148 = gpus / gpus_per_node
+    x149 = x148 / node_mtbf_s
+    x150 = x147 + x149
+    x151 = x150 ** (-1.0)
+    x152 = checkpoint_bytes_per_param * x134
+    x153 = x1 * x152
     del x1
-    x155 = x154 / host_copy_bytes_per_s_per_gpu
-    x156 = ckpt_async * x155
-    x157 = x153 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x149)
-    x158 = ckpt_sync * x157
-    x159 = x154 * x81
-    del x154, x81
-    x160 = ckpt_in_memory * (x155 + x159)
-    del x155
-    x161 = x156 + x158 + x160
-    x162 = numpy.sqrt(x152 * (2 * x156 + 2 * x158 + 2 * x160))
-    x163 = x161 * (1 / 2 * x148 + 1 / 2 * x150)
-    del x148, x150
-    x164 = numpy.maximum(ckpt_async * x157, numpy.where(numpy.greater(x152, 1 / 2 * x156 + 1 / 2 * x158 + 1 / 2 * x160), -x161 + x162 * (1 / 3 * numpy.sqrt(x163) + 1 / 9 * x163 + 1), x152))
-    del x156, x157, x158, x160, x163
-    x165 = ckpt_in_memory * x159 + restart_overhead_s + x153 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x149)
-    del x159
-    x166 = x126 * x147
-    x167 = numpy.exp(x151 * (x161 + x164))
-    x168 = x167 - 1
-    x169 = x151 * x165
-    x170 = numpy.exp(x169)
-    x171 = x164 ** (-1.0)
-    x172 = x166 * x171
-    x173 = x168 * x170 * x172
-    x174 = x152 * x173
-    x175 = x151 * x164 * numpy.exp(-x169) / x168
-    del x169
-    x176 = gpus * x174
-    x177 = x152 * x172 * (x167 - numpy.exp(x151 * x161))
-    del x151, x167, x172
-    x178 = gpus * (idle_power_w * (tokens * x126 * x145 * x146 * x152 * x168 * x170 * x171 - x177) + x177 * (idle_power_w + x136 * x96 * (-idle_power_w + max_power_w)))
-    del x136, x145, x146, x168, x170, x171, x177
-    x179 = x149 * (network_power_per_node_w + node_overhead_power_w)
-    del x149
-    x180 = x174 * x179 + x178
-    x181 = pue * x180
-    x182 = 0.000277777777777778 * price_usd_per_gpu_hour * x176
-    x183 = x176 / lifetime_s
-    x184 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x176 + capex_usd_per_gpu * x183 + 2.77777777777778e-07 * electricity_usd_per_kwh * x181
-    x185 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x181
-    x186 = embodied_kg_per_gpu * x183
-    del x183
-    return [x126, x96, x100, x99, x97, x98, x95, x123, x90, x109, x125, x127, x128, x129, x131, memory_reserve_bytes, memory_reserve_bytes + x127 + x128 + x129 + x131, x135, moe_layers * (x102 + x104 * x39) + x134, x137, x142, 1e-12 * x144, x144 * x32, x143 * x32 * (full_recompute * (ffn * x10 * x132 + x138 + x141) + layers * x139 * x70 + x142), x147, x152, x153, x161, x162, x164, x165, x166, x174, x173, 1 - x175, x175, 1 / 3600 * x176, x178, x180, x181, x137 * x175 * x181 / tokens, pue * (gpus * max_power_w + x179), x182, x184, use_tco * x184 + x182 * (1 - use_tco), x185, x186, x185 + x186]
+    x154 = x153 / host_copy_bytes_per_s_per_gpu
+    x155 = ckpt_async * x154
+    x156 = x152 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x148)
+    x157 = ckpt_sync * x156
+    x158 = x153 * x82
+    del x153, x82
+    x159 = ckpt_in_memory * (x154 + x158)
+    del x154
+    x160 = x155 + x157 + x159
+    x161 = numpy.sqrt(x151 * (2 * x155 + 2 * x157 + 2 * x159))
+    x162 = x160 * (1 / 2 * x147 + 1 / 2 * x149)
+    del x147, x149
+    x163 = numpy.maximum(ckpt_async * x156, numpy.where(numpy.greater(x151, 1 / 2 * x155 + 1 / 2 * x157 + 1 / 2 * x159), -x160 + x161 * (1 / 3 * numpy.sqrt(x162) + 1 / 9 * x162 + 1), x151))
+    del x155, x156, x157, x159, x162
+    x164 = ckpt_in_memory * x158 + restart_overhead_s + x152 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x148)
+    del x158
+    x165 = x125 * x146
+    x166 = numpy.exp(x150 * (x160 + x163))
+    x167 = x166 - 1
+    x168 = x150 * x164
+    x169 = numpy.exp(x168)
+    x170 = x163 ** (-1.0)
+    x171 = x165 * x170
+    x172 = x167 * x169 * x171
+    x173 = x151 * x172
+    x174 = x150 * x163 * numpy.exp(-x168) / x167
+    del x168
+    x175 = gpus * x173
+    x176 = x151 * x171 * (x166 - numpy.exp(x150 * x160))
+    del x150, x166, x171
+    x177 = gpus * (idle_power_w * (tokens * x125 * x144 * x145 * x151 * x167 * x169 * x170 - x176) + x176 * (idle_power_w + x135 * x96 * (-idle_power_w + max_power_w)))
+    del x135, x144, x145, x167, x169, x170, x176
+    x178 = x148 * (network_power_per_node_w + node_overhead_power_w)
+    del x148
+    x179 = x173 * x178 + x177
+    x180 = pue * x179
+    x181 = 0.000277777777777778 * price_usd_per_gpu_hour * x175
+    x182 = x175 / lifetime_s
+    x183 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x175 + capex_usd_per_gpu * x182 + 2.77777777777778e-07 * electricity_usd_per_kwh * x180
+    x184 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x180
+    x185 = embodied_kg_per_gpu * x182
+    del x182
+    return [x125, x96, x100, x99, x97, x98, x95, x122, x90, x109, x124, x126, x127, x128, x130, memory_reserve_bytes, memory_reserve_bytes + x126 + x127 + x128 + x130, x134, moe_layers * (x102 + x104 * x40) + x133, x136, x141, 1e-12 * x143, x143 * x33, x142 * x33 * (full_recompute * (ffn * x10 * x131 + x137 + x140) + layers * x138 * x71 + x141), x146, x151, x152, x160, x161, x163, x164, x165, x173, x172, 1 - x174, x174, 1 / 3600 * x175, x177, x179, x180, x136 * x174 * x180 / tokens, pue * (gpus * max_power_w + x178), x181, x183, use_tco * x183 + x181 * (1 - use_tco), x184, x185, x184 + x185]

@@ -6,7 +6,7 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403
 
-KERNEL_HASH = '981feee63be3f000'
+KERNEL_HASH = '02030bc19505d82e'
 INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('wall_time_s', 'cost_usd', 'energy_facility_j', 'co2e_kg')
 UNCERTAIN_INPUTS = ('tokens', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'gpu_mtbf_s', 'restart_overhead_s', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'tp_overlap', 'dp_overlap', 'checkpoint_bytes_per_param')
@@ -23,1045 +23,1043 @@ def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_
     x8 = x5 ** (-1.0)
     x9 = dp * x8
     x10 = x9 - 1
-    x11 = tp ** (-1.0)
-    x12 = hidden * vocab
-    x13 = layers ** (-1.0)
-    x14 = moe_layers * x13
-    x15 = mlp_matrices * (1 - x14)
-    x16 = ffn * hidden
-    x17 = experts * hidden + hidden * mlp_matrices * moe_ffn * (experts + shared_experts)
-    x18 = ep ** (-1.0)
-    x19 = x14 * x18
-    x20 = 2 * hidden
-    x21 = hidden ** 2
-    x22 = 2 * x21
-    x23 = heads ** (-1.0)
-    x24 = kv_heads * x23
-    x25 = x20 + x22 * x24 + x22
-    x26 = x11 * (stage_layers * (x15 * x16 + x17 * x19 + x25) + x12)
-    x27 = bytes_per_element * x26
-    x28 = scale_up_bandwidth_bytes_per_s ** (-1.0)
-    x29 = scale_up_bus_efficiency ** (-1.0)
-    x30 = x28 * x29
-    x31 = x6 * x8
-    x32 = x30 * x31
-    x33 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x34 = dp ** (-1.0)
+    x11 = inter_latency_s * x10
+    x12 = tp ** (-1.0)
+    x13 = hidden * vocab
+    x14 = layers ** (-1.0)
+    x15 = moe_layers * x14
+    x16 = mlp_matrices * (1 - x15)
+    x17 = ffn * hidden
+    x18 = experts * hidden + hidden * mlp_matrices * moe_ffn * (experts + shared_experts)
+    x19 = ep ** (-1.0)
+    x20 = x15 * x19
+    x21 = 2 * hidden
+    x22 = hidden ** 2
+    x23 = 2 * x22
+    x24 = heads ** (-1.0)
+    x25 = kv_heads * x24
+    x26 = x21 + x23 * x25 + x23
+    x27 = x12 * (stage_layers * (x16 * x17 + x18 * x20 + x26) + x13)
+    x28 = bytes_per_element * x27
+    x29 = scale_up_bandwidth_bytes_per_s ** (-1.0)
+    x30 = scale_up_bus_efficiency ** (-1.0)
+    x31 = x29 * x30
+    x32 = x6 * x8
+    x33 = x31 * x32
+    x34 = scale_out_bandwidth_bytes_per_s ** (-1.0)
     x35 = scale_out_bus_efficiency ** (-1.0)
     x36 = x34 * x35
-    x37 = x33 * x36
-    x38 = x10 * x27
-    x39 = micro_batch ** (-1.0)
-    x40 = global_batch * x39
-    x41 = x34 * x40
-    x42 = 2 * x41
-    x43 = x42 * zero3
-    x44 = x43 * (inter_latency_s * x10 + x27 * x32 + x37 * x38 + x7)
-    x45 = x11 * x12
-    x46 = cp ** (-1.0)
-    x47 = micro_batch * x46
-    x48 = seq_len * x47
-    x49 = hidden * x48
-    x50 = vocab * x11
-    x51 = x45 + x48 * x50 + x49
-    x52 = hbm_bandwidth_bytes_per_s ** (-1.0)
-    x53 = hbm_efficiency ** (-1.0)
-    x54 = bytes_per_element * x53
-    x55 = x52 * x54
-    x56 = x51 * x55
-    x57 = numpy.minimum(numpy.minimum(hidden, x48), x50)
-    del x50
-    x58 = gemm_half_efficiency_dim + x57
-    x59 = x57 ** (-1.0)
-    del x57
-    x60 = peak_flops_per_s ** (-1.0)
-    x61 = gemm_max_efficiency ** (-1.0)
-    x62 = x60 * x61
-    x63 = x45 * x59 * x62
-    x64 = x52 * x53
-    x65 = seq_len ** 2
-    x66 = x47 * x65
-    del x47
-    x67 = attention_scores_stored * heads * x11 * x66
-    x68 = x64 * x67
-    x69 = ffn * x11
-    x70 = tp - 1
-    x71 = x48 * (16 * hidden / (sequence_parallel * x70 + 1) + 4 * x69)
-    x72 = x55 * x71
-    x73 = x11 * x21
-    x74 = hidden * x11
-    x75 = x48 * x74
-    x76 = x49 + x73 + x75
-    x77 = x55 * x76
-    x78 = numpy.minimum(numpy.minimum(hidden, x48), x74)
-    x79 = gemm_half_efficiency_dim + x78
-    x80 = x78 ** (-1.0)
-    del x78
-    x81 = x62 * x80
-    x82 = x11 * x48
-    x83 = x22 * x82
-    del x22
-    x84 = x81 * x83
-    x85 = numpy.maximum(x77, x79 * x84)
-    x86 = ffn * x74
-    x87 = x48 * x69
-    x88 = x49 + x86 + x87
-    x89 = x55 * x88
-    x90 = numpy.minimum(numpy.minimum(hidden, x48), x69)
-    del x69
-    x91 = x90 ** (-1.0)
-    x92 = gemm_half_efficiency_dim + x90
-    del x90
-    x93 = x91 * x92
-    x94 = x20 * x62
-    x95 = x87 * x94
-    x96 = x15 * numpy.maximum(x89, x93 * x95)
-    x97 = moe_ffn * x74
-    x98 = moe_ffn * x11
-    x99 = x48 * x98
-    x100 = x49 + x97 + x99
-    x101 = x100 * x55
-    x102 = numpy.minimum(numpy.minimum(hidden, x98), ep * experts_per_token * x48 / experts)
-    del x98
-    x103 = x102 ** (-1.0)
-    x104 = gemm_half_efficiency_dim + x102
-    del x102
-    x105 = x103 * x104
-    x106 = x94 * x99
-    del x94
-    x107 = mlp_matrices * (experts_per_token + shared_experts)
-    x108 = x107 * numpy.maximum(x101, x105 * x106)
-    x109 = x108 * x14
-    x110 = 4 * x75
-    x111 = x110 * x55
-    x112 = numpy.minimum(seq_len, x48)
-    x113 = gemm_half_efficiency_dim + x112
-    x114 = attention_scores_stored + selective
-    x115 = attention_efficiency_factor * x112 * (1 - x114)
-    del x112
-    x116 = x115 / x113
-    x117 = numpy.minimum(x48, hidden * x23)
-    del x23
-    x118 = gemm_half_efficiency_dim + x117
-    x119 = x114 * x117
-    del x114, x117
-    x120 = x119 / x118
-    x121 = gemm_max_efficiency * x116 + gemm_max_efficiency * x120
-    x122 = x121 ** (-1.0)
-    x123 = x122 * x74
-    x124 = x123 * x66
-    x125 = 4 * x124
-    x126 = numpy.maximum(x111, x125 * x60)
-    x127 = 3 * x126
-    x128 = 1 - full_recompute
-    x129 = selective * x128
-    x130 = 2 * x24 + 1
-    x131 = x130 * x73
-    x132 = x130 * x74
-    x133 = x131 + x132 * x48 + x49
-    x134 = x133 * x55
-    del x55
-    x135 = numpy.minimum(numpy.minimum(hidden, x132), x48)
-    del x132
-    x136 = gemm_half_efficiency_dim + x135
-    x137 = x135 ** (-1.0)
-    del x135
-    x138 = x137 * x62
-    x139 = x130 * x138 * x83
-    x140 = numpy.maximum(x134, x136 * x139)
-    x141 = x109 + x126 + x140 + 10 * x68 + x72 + x85 + x96
-    x142 = stage_layers * (full_recompute * x141 + 3 * x109 + x126 * x129 + x127 + 3 * x140 + 30 * x68 + 3 * x72 + 3 * x85 + 3 * x96) + 3 * numpy.maximum(x56, 2 * x48 * x58 * x63)
-    del x109, x126, x140, x68, x72, x85, x96
-    x143 = x142 * x41
-    x144 = numpy.minimum(x143, x44)
-    x145 = 2 * x9 - 2
-    del x9
-    x146 = grad_comm_bytes_per_param * x26
-    x147 = 2 * x146
-    x148 = x145 * x146
-    x149 = inter_latency_s * x145 + x147 * x32 + x148 * x37 + 2 * x7
-    del x32, x37, x7
-    x150 = 2 * stage_layers
-    x151 = x141 * x150
-    del x141
-    x152 = numpy.minimum(x149, x151)
-    x153 = 1 - cp_intra
-    x154 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x155 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x156 = cp_intra * x154 + x153 * x155
-    x157 = bytes_per_element * x20
-    x158 = x157 * x24 * x82
-    del x24, x82
-    x159 = 3 * cp - 3
-    x160 = stage_layers * x159
-    x161 = x160 * (cp_intra * intra_latency_s + inter_latency_s * x153 + x158 / x156)
-    x162 = 1 - ep_intra
-    x163 = ep - 1
-    x164 = 4 * x163
-    x165 = ep_intra * x154 + x155 * x162
-    x166 = bytes_per_element * experts_per_token * x164 * x49
-    del x49
-    x167 = x164 * (ep_intra * intra_latency_s + inter_latency_s * x162) + x166 * x18 / x165
-    del x18
-    x168 = stage_layers * x14
-    x169 = x167 * x168
-    x170 = stage_layers * x127
-    del x127
-    x171 = cp_overlap * numpy.minimum(x161, x170)
-    x172 = 3 * x108 * x168
-    del x108
-    x173 = ep_overlap * numpy.minimum(x169, x172)
-    x174 = tp_intra_ranks - 1
-    x175 = tp_intra_ranks ** (-1.0)
-    x176 = 2 * tp * x175 - 2
-    x177 = x157 * x174 * x175 * x48
-    del x157, x175
-    x178 = bytes_per_element * x75
-    x179 = x178 * x35
-    x180 = stage_layers * (2 * full_recompute + 4)
-    x181 = x180 * (collective_overhead_s * numpy.minimum(1, x70) + inter_latency_s * x176 + 2 * intra_latency_s * x174 + x176 * x179 * x33 + x177 * x30)
-    del x174, x30, x70
-    x182 = numpy.minimum(x142, x181)
-    x183 = -tp_overlap * x182 + x181
-    x184 = x142 + x183
-    x185 = x184 ** host_overlap_exponent
-    x186 = x185 + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent
-    x187 = x186 ** host_overlap_exponent ** (-1.0)
-    x188 = vp ** (-1.0)
-    x189 = pp - 1
-    x190 = x188 * x189
-    x191 = 1 - pp_intra
-    x192 = pp_intra * x154 + x155 * x191
-    del x154, x155
-    x193 = 1.0 * x178
-    x194 = (2 * pp + vp * x42 - 2) * numpy.minimum(1, x189)
-    del x42
-    x195 = -moe_layers * stage_layers * x13 * x167
-    del x167
-    x196 = x26 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
-    del x26
-    x197 = -dp_overlap * x144 - dp_overlap * x152 + x143 + x149 + x183 * x41 + x190 * (x161 + x169 - x171 - x173 + x187) + x194 * (inter_latency_s * x191 + intra_latency_s * pp_intra + x193 / x192) + x196 * x64 + x41 * (x161 - x171) + x41 * (-x173 - x195) + x41 * (-x184 + x187) + x44
-    del x169, x171, x173, x183, x64
-    x198 = gpus + 0.474798
-    x199 = gpus ** (-1.0)
-    x200 = x198 ** (-0.282765)
-    x201 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x199 * x200 * (0.0686881539789491 * x200 + 0.112063) - 1 + 1.16023 / x198))
-    del x198, x200
-    x202 = step_time_cv * x201
-    x203 = x197 * x202
-    x204 = x197 + x203 + x4
-    x205 = x204 ** (-1.0)
-    x206 = peak_flops_per_s ** (-2.0)
-    x207 = x206 * x61
-    x208 = -2 * hidden * micro_batch * moe_ffn * seq_len * x103 * x104 * x11 * x46 * x60 * x61 + x101
-    del x101, x104
-    x209 = numpy.where(numpy.greater(x208, 0), 0, numpy.where(numpy.equal(x208, 0), 1 / 2, 1))
-    x210 = x172 + x195
-    del x172, x195
-    x211 = ep_overlap * x107 * x168 * numpy.where(numpy.greater(x210, 0), 0, numpy.where(numpy.equal(x210, 0), 1 / 2, 1))
-    x212 = x209 * x211
-    x213 = x105 * x212
-    x214 = global_batch * seq_len
-    x215 = x34 * x46
-    x216 = 6 * x214 * x215 * x97
-    x217 = x213 * x216
-    x218 = -4 * hidden * micro_batch * x11 * x122 * x46 * x60 * x65 + x111
-    del x111, x122
-    x219 = numpy.where(numpy.greater(x218, 0), 0, numpy.where(numpy.equal(x218, 0), 1 / 2, 1))
-    x220 = x206 * x219
-    del x206
-    x221 = 12 * x220
-    x222 = x161 - x170
-    del x161, x170
-    x223 = cp_overlap * stage_layers * numpy.where(numpy.less(x222, 0), 0, numpy.where(numpy.equal(x222, 0), 1 / 2, 1))
-    x224 = x215 * x223
-    del x215
-    x225 = global_batch * x224 * x65
-    x226 = x207 * x83
-    x227 = -2 * micro_batch * seq_len * x11 * x21 * x46 * x60 * x61 * x79 * x80 + x77
-    del x77
-    x228 = numpy.where(numpy.greater(x227, 0), 0, numpy.where(numpy.equal(x227, 0), 1 / 2, 1))
-    x229 = x79 * x80
-    del x79, x80
-    x230 = x228 * x229
-    x231 = x20 * x207
-    x232 = -2 * ffn * hidden * micro_batch * seq_len * x11 * x46 * x60 * x61 * x91 * x92 + x89
-    del x89, x92
-    x233 = x15 * numpy.where(numpy.greater(x232, 0), 0, numpy.where(numpy.equal(x232, 0), 1 / 2, 1))
-    x234 = x233 * x93
-    del x93
-    x235 = x234 * x87
-    del x87
-    x236 = x107 * x14
-    del x107, x14
-    x237 = x209 * x236
-    del x209
-    x238 = x105 * x237
-    del x105
-    x239 = x238 * x99
-    del x99
-    x240 = x125 * x220
-    del x125, x220
-    x241 = -2 * micro_batch * seq_len * x11 * x130 * x136 * x137 * x21 * x46 * x60 * x61 + x134
-    del x134, x21
-    x242 = numpy.where(numpy.greater(x241, 0), 0, numpy.where(numpy.equal(x241, 0), 1 / 2, 1))
-    x243 = x136 * x137
-    del x136, x137
-    x244 = x130 * x242 * x243
-    del x130
-    x245 = -x226 * x230 - x226 * x244 - x231 * x235 - x231 * x239 - x240
-    del x226, x231
-    x246 = x149 - x151
-    del x149, x151
-    x247 = dp_overlap * x150 * numpy.where(numpy.less(x246, 0), 0, numpy.where(numpy.equal(x246, 0), 1 / 2, 1))
-    del x150
-    x248 = -2 * hidden * micro_batch * seq_len * vocab * x11 * x46 * x58 * x59 * x60 * x61 + x56
-    del x56, x61
-    x249 = 6 * x48
+    x37 = dp ** (-1.0)
+    x38 = x10 * x37
+    x39 = x36 * x38
+    x40 = micro_batch ** (-1.0)
+    x41 = global_batch * x40
+    x42 = x37 * x41
+    x43 = 2 * x42
+    x44 = x43 * zero3
+    x45 = x44 * (x11 + x28 * x33 + x28 * x39 + x7)
+    x46 = x12 * x13
+    x47 = cp ** (-1.0)
+    x48 = micro_batch * x47
+    x49 = seq_len * x48
+    x50 = hidden * x49
+    x51 = vocab * x12
+    x52 = x46 + x49 * x51 + x50
+    x53 = hbm_bandwidth_bytes_per_s ** (-1.0)
+    x54 = hbm_efficiency ** (-1.0)
+    x55 = bytes_per_element * x54
+    x56 = x53 * x55
+    x57 = x52 * x56
+    x58 = numpy.minimum(numpy.minimum(hidden, x49), x51)
+    del x51
+    x59 = gemm_half_efficiency_dim + x58
+    x60 = x58 ** (-1.0)
+    del x58
+    x61 = peak_flops_per_s ** (-1.0)
+    x62 = gemm_max_efficiency ** (-1.0)
+    x63 = x61 * x62
+    x64 = x46 * x60 * x63
+    x65 = x53 * x54
+    x66 = seq_len ** 2
+    x67 = x48 * x66
     del x48
-    x250 = x249 * numpy.where(numpy.greater(x248, 0), 0, numpy.where(numpy.equal(x248, 0), 1 / 2, 1))
-    x251 = x250 * x45 * x58 * x59
-    del x45, x58, x59
-    x252 = x207 * x251
-    x253 = x228 * x249 * x73
-    del x73
-    x254 = x229 * x253
-    del x229
-    x255 = x249 * x86
-    del x86
-    x256 = x234 * x255
-    del x234
-    x257 = x249 * x97
-    del x97
-    x258 = x238 * x257
-    del x238
-    x259 = x124 * x221
-    del x124
-    x260 = x131 * x242 * x249
-    del x131, x249
-    x261 = x243 * x260
-    del x243
-    x262 = stage_layers * (full_recompute * x245 - x129 * x240 - x207 * x254 - x207 * x256 - x207 * x258 - x207 * x261 - x259)
-    del x240
-    x263 = -x252 + x262
-    x264 = x263 * x41
-    x265 = x142 - x181
-    del x181
-    x266 = tp_overlap * numpy.where(numpy.greater(x265, 0), 0, numpy.where(numpy.equal(x265, 0), 1 / 2, 1))
-    x267 = x263 * x266
-    del x263
-    x268 = -x143 + x44
-    del x44
-    x269 = dp_overlap * numpy.where(numpy.less(x268, 0), 0, numpy.where(numpy.equal(x268, 0), 1 / 2, 1))
-    x270 = x213 * x257
-    del x213
-    x271 = x252 - x262 + x267
-    del x252, x262
-    x272 = x186 ** (-1.0)
-    del x186
-    x273 = x184 ** (-1.0)
-    del x184
-    x274 = x185 * x187 * x272 * x273
-    x275 = -x271 * x274
-    x276 = x123 * x221 * x225 + x190 * (x207 * x270 + x223 * x259 + x275) + x207 * x217 - x245 * x247 - x264 * x269 + x264 - x267 * x41 + x41 * (x271 + x275)
-    del x123, x207, x221, x245, x259, x267, x271, x275
-    x277 = x202 * x276 + x276
-    del x276
-    x278 = x60 / gemm_max_efficiency ** 2
-    x279 = x217 * x278
-    del x217
-    x280 = -x116 - x120
-    del x116, x120
-    x281 = x121 ** (-2.0)
-    del x121
-    x282 = x219 * x281 * x60 * x74
-    x283 = 12 * x225 * x282
-    del x225
-    x284 = x280 * x283
-    x285 = x278 * x83
+    x68 = attention_scores_stored * heads * x12 * x67
+    x69 = x65 * x68
+    x70 = ffn * x12
+    x71 = tp - 1
+    x72 = x49 * (16 * hidden / (sequence_parallel * x71 + 1) + 4 * x70)
+    x73 = x56 * x72
+    x74 = x12 * x22
+    x75 = hidden * x12
+    x76 = x49 * x75
+    x77 = x50 + x74 + x76
+    x78 = x56 * x77
+    x79 = numpy.minimum(numpy.minimum(hidden, x49), x75)
+    x80 = gemm_half_efficiency_dim + x79
+    x81 = x79 ** (-1.0)
+    del x79
+    x82 = x63 * x81
+    x83 = x12 * x49
+    x84 = x23 * x83
+    del x23
+    x85 = x82 * x84
+    x86 = numpy.maximum(x78, x80 * x85)
+    x87 = ffn * x75
+    x88 = x49 * x70
+    x89 = x50 + x87 + x88
+    x90 = x56 * x89
+    x91 = numpy.minimum(numpy.minimum(hidden, x49), x70)
+    del x70
+    x92 = x91 ** (-1.0)
+    x93 = gemm_half_efficiency_dim + x91
+    del x91
+    x94 = x92 * x93
+    x95 = x21 * x63
+    x96 = x88 * x95
+    x97 = x16 * numpy.maximum(x90, x94 * x96)
+    x98 = moe_ffn * x75
+    x99 = moe_ffn * x12
+    x100 = x49 * x99
+    x101 = x100 + x50 + x98
+    x102 = x101 * x56
+    x103 = numpy.minimum(numpy.minimum(hidden, x99), ep * experts_per_token * x49 / experts)
+    del x99
+    x104 = x103 ** (-1.0)
+    x105 = gemm_half_efficiency_dim + x103
+    del x103
+    x106 = x104 * x105
+    x107 = x100 * x95
+    del x95
+    x108 = mlp_matrices * (experts_per_token + shared_experts)
+    x109 = x108 * numpy.maximum(x102, x106 * x107)
+    x110 = x109 * x15
+    x111 = 4 * x76
+    x112 = x111 * x56
+    x113 = numpy.minimum(seq_len, x49)
+    x114 = gemm_half_efficiency_dim + x113
+    x115 = attention_scores_stored + selective
+    x116 = attention_efficiency_factor * x113 * (1 - x115)
+    del x113
+    x117 = x116 / x114
+    x118 = numpy.minimum(x49, hidden * x24)
+    del x24
+    x119 = gemm_half_efficiency_dim + x118
+    x120 = x115 * x118
+    del x115, x118
+    x121 = x120 / x119
+    x122 = gemm_max_efficiency * x117 + gemm_max_efficiency * x121
+    x123 = x122 ** (-1.0)
+    x124 = x123 * x75
+    x125 = x124 * x67
+    x126 = 4 * x125
+    x127 = numpy.maximum(x112, x126 * x61)
+    x128 = 3 * x127
+    x129 = 1 - full_recompute
+    x130 = selective * x129
+    x131 = 2 * x25 + 1
+    x132 = x131 * x74
+    x133 = x131 * x75
+    x134 = x132 + x133 * x49 + x50
+    x135 = x134 * x56
+    del x56
+    x136 = numpy.minimum(numpy.minimum(hidden, x133), x49)
+    del x133
+    x137 = gemm_half_efficiency_dim + x136
+    x138 = x136 ** (-1.0)
+    del x136
+    x139 = x138 * x63
+    x140 = x131 * x139 * x84
+    x141 = numpy.maximum(x135, x137 * x140)
+    x142 = x110 + x127 + x141 + 10 * x69 + x73 + x86 + x97
+    x143 = stage_layers * (full_recompute * x142 + 3 * x110 + x127 * x130 + x128 + 3 * x141 + 30 * x69 + 3 * x73 + 3 * x86 + 3 * x97) + 3 * numpy.maximum(x57, 2 * x49 * x59 * x64)
+    del x110, x127, x141, x69, x73, x86, x97
+    x144 = x143 * x42
+    x145 = numpy.minimum(x144, x45)
+    x146 = 2 * grad_comm_bytes_per_param * x27
+    x147 = 2 * x11 + x146 * x33 + x146 * x39 + 2 * x7
+    del x11, x33, x39, x7
+    x148 = 2 * stage_layers
+    x149 = x142 * x148
+    del x142
+    x150 = numpy.minimum(x147, x149)
+    x151 = 1 - cp_intra
+    x152 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x153 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x154 = cp_intra * x152 + x151 * x153
+    x155 = bytes_per_element * x21
+    x156 = x155 * x83
     del x83
-    x286 = x20 * x278
-    del x20
-    x287 = 4 * hidden * micro_batch * x11 * x219 * x280 * x281 * x46 * x60 * x65 - x230 * x285 - x235 * x286 - x239 * x286 - x244 * x285
-    del x230, x235, x239, x244, x285, x286
-    x288 = x247 * x287
-    x289 = x251 * x278
-    del x251
-    x290 = stage_layers * (full_recompute * x287 + 4 * hidden * micro_batch * selective * x11 * x128 * x219 * x280 * x281 * x46 * x60 * x65 + 12 * hidden * micro_batch * x11 * x219 * x280 * x281 * x46 * x60 * x65 - x254 * x278 - x256 * x278 - x258 * x278 - x261 * x278)
-    del x11, x128, x219, x254, x256, x258, x261, x281, x287, x46, x60, x65
-    x291 = -x289 + x290
-    x292 = x291 * x41
-    x293 = x266 * x291
-    del x291
-    x294 = x293 * x41
-    x295 = x269 * x292
-    x296 = x282 * x66
-    del x282, x66
-    x297 = x289 - x290 + x293
-    del x289, x290, x293
-    x298 = -x274 * x297
-    x299 = x190 * (-12 * x223 * x280 * x296 + x270 * x278 + x298)
-    del x270, x278, x280
-    x300 = x41 * (x297 + x298)
-    del x297, x298
-    x301 = x202 * (x279 - x284 - x288 + x292 - x294 - x295 + x299 + x300) + x279 - x284 - x288 + x292 - x294 - x295 + x299 + x300
-    del x279, x284, x288, x294, x295, x299, x300
-    x302 = x103 * x212
-    del x212
-    x303 = gemm_max_efficiency * x119 / x118 ** 2 + gemm_max_efficiency * x115 / x113 ** 2
-    del x113, x115, x118, x119
-    x304 = x233 * x91
-    del x233, x91
-    x305 = x103 * x237
-    del x103, x237
-    x306 = x296 * x303
-    del x296
-    x307 = 4 * x306
-    x308 = x106 * x305 + x139 * x242 + x228 * x84 + x304 * x95 + x307
-    del x106, x139, x228, x242, x84, x95
-    x309 = x257 * x62
-    del x257
-    x310 = 12 * x306
-    del x306
-    x311 = stage_layers * (full_recompute * x308 + x129 * x307 + x138 * x260 + x253 * x81 + x255 * x304 * x62 + x305 * x309 + x310) + x250 * x63
-    del x138, x250, x253, x255, x260, x304, x305, x307, x63, x81
-    x312 = x266 * x311
-    x313 = x311 * x41
-    x314 = x311 - x312
-    x315 = -x185 * x187 * x272 * x273 * x314
-    del x185, x187, x272, x273
-    x316 = -global_batch * x311 * x34 * x39 - global_batch * x34 * x39 * (-x314 - x315) - x188 * x189 * (-x223 * x310 - x302 * x309 - x315) + x216 * x302 * x62 + x247 * x308 + x269 * x313 + x283 * x303 + x312 * x41
-    del x188, x189, x216, x283, x302, x303, x308, x309, x310, x311, x312, x314, x315, x62
-    x317 = step_time_cv * x201 * x316 + x316
-    del x316
-    x318 = -x317
-    x319 = hbm_bandwidth_bytes_per_s ** (-2.0)
-    x320 = x319 * x53
-    del x53
-    x321 = numpy.where(numpy.less(x218, 0), 0, numpy.where(numpy.equal(x218, 0), 1 / 2, 1))
-    del x218
-    x322 = x319 * x54
-    del x319, x54
-    x323 = x321 * x322
-    x324 = 12 * x214 * x224 * x74
-    del x224, x74
-    x325 = 3 * x322
-    x326 = x100 * numpy.where(numpy.less(x208, 0), 0, numpy.where(numpy.equal(x208, 0), 1 / 2, 1))
-    del x100, x208
-    x327 = x211 * x326
-    del x211
-    x328 = x325 * x327
-    x329 = x320 * x67
-    x330 = x76 * numpy.where(numpy.less(x227, 0), 0, numpy.where(numpy.equal(x227, 0), 1 / 2, 1))
-    del x227, x76
-    x331 = x322 * x330
-    x332 = x110 * x323
-    x333 = x15 * x88 * numpy.where(numpy.less(x232, 0), 0, numpy.where(numpy.equal(x232, 0), 1 / 2, 1))
-    del x15, x232, x88
-    x334 = x236 * x326
-    del x236, x326
-    x335 = x133 * numpy.where(numpy.less(x241, 0), 0, numpy.where(numpy.equal(x241, 0), 1 / 2, 1))
-    del x133, x241
-    x336 = x322 * x335
-    x337 = -x322 * x333 - x322 * x334 - x322 * x71 - 10 * x329 - x331 - x332 - x336
-    del x322
-    x338 = x51 * numpy.where(numpy.less(x248, 0), 0, numpy.where(numpy.equal(x248, 0), 1 / 2, 1))
-    del x248, x51
-    x339 = 12 * x75
-    del x75
-    x340 = x323 * x339
-    x341 = -stage_layers * (full_recompute * x337 - x129 * x332 - x325 * x333 - x325 * x334 - x325 * x71 - 30 * x329 - 3 * x331 - 3 * x336 - x340) + x325 * x338
-    del x325, x329, x331, x332, x336
-    x342 = -x341
-    x343 = x342 * x41
-    x344 = x266 * x342
-    del x342
-    x345 = x341 + x344
-    del x341
-    x346 = -x274 * x345
-    x347 = x190 * (x223 * x340 + x328 + x346) - x196 * x320 - x247 * x337 - x269 * x343 + x323 * x324 + x328 * x41 + x343 - x344 * x41 + x41 * (x345 + x346)
-    del x320, x323, x328, x337, x340, x344, x345, x346
-    x348 = x202 * x347 + x347
-    del x347
-    x349 = x52 / hbm_efficiency ** 2
-    del x52
-    x350 = bytes_per_element * x349
-    x351 = x321 * x350
-    del x321
-    x352 = 3 * x350
-    x353 = x327 * x352
-    del x327
-    x354 = x349 * x67
-    del x67
-    x355 = x330 * x350
-    del x330
-    x356 = x110 * x351
-    del x110
-    x357 = x335 * x350
-    del x335
-    x358 = -x333 * x350 - x334 * x350 - x350 * x71 - 10 * x354 - x355 - x356 - x357
-    del x350
-    x359 = x339 * x351
-    del x339
-    x360 = -stage_layers * (full_recompute * x358 - x129 * x356 - x333 * x352 - x334 * x352 - x352 * x71 - 30 * x354 - 3 * x355 - 3 * x357 - x359) + x338 * x352
-    del x129, x333, x334, x338, x352, x354, x355, x356, x357, x71
-    x361 = -x360
-    x362 = x361 * x41
-    x363 = x266 * x361
-    del x266, x361
-    x364 = x360 + x363
-    del x360
-    x365 = -x274 * x364
-    x366 = x190 * (x223 * x359 + x353 + x365) - x196 * x349 - x247 * x358 - x269 * x362 + x324 * x351 + x353 * x41 + x362 - x363 * x41 + x41 * (x364 + x365)
-    del x196, x223, x247, x269, x324, x349, x351, x353, x358, x359, x363, x364, x365
-    x367 = x202 * x366 + x366
-    del x366
-    x368 = pp_intra * x194
-    x369 = x193 / x192 ** 2
-    del x192, x193
-    x370 = x368 * x369
-    x371 = x147 * x31
-    del x147, x31
-    x372 = x29 / scale_up_bandwidth_bytes_per_s ** 2
-    del x29
-    x373 = x371 * x372
-    x374 = x43 * x6
-    del x6
-    x375 = x27 * x8
-    del x27, x8
-    x376 = x374 * x375
-    x377 = cp_intra * x160
-    x378 = x158 / x156 ** 2
-    del x156, x158
-    x379 = x377 * x378
-    x380 = cp_overlap * numpy.where(numpy.greater(x222, 0), 0, numpy.where(numpy.equal(x222, 0), 1 / 2, 1))
-    del x222
-    x381 = x377 * x380
-    x382 = x378 * x381
-    x383 = -scale_up_bus_efficiency * x379 + scale_up_bus_efficiency * x382
-    x384 = stage_layers * x166 * x19 / x165 ** 2
-    del x165, x166, x19
-    x385 = ep_intra * x384
-    x386 = scale_up_bus_efficiency * x385
-    x387 = ep_overlap * numpy.where(numpy.less(x210, 0), 0, numpy.where(numpy.equal(x210, 0), 1 / 2, 1))
-    del x210
-    x388 = x386 * x387 - x386
-    del x386
-    x389 = dp_overlap * numpy.where(numpy.greater(x246, 0), 0, numpy.where(numpy.equal(x246, 0), 1 / 2, 1))
-    del x246
-    x390 = x177 * x180
-    del x177
-    x391 = x372 * x390
-    x392 = tp_overlap * numpy.where(numpy.less(x265, 0), 0, numpy.where(numpy.equal(x265, 0), 1 / 2, 1))
-    del x265
-    x393 = x391 * x392
-    x394 = -x391 + x393
-    x395 = dp_overlap * numpy.where(numpy.greater(x268, 0), 0, numpy.where(numpy.equal(x268, 0), 1 / 2, 1))
-    del x268
-    x396 = x374 * x395
-    x397 = x375 * x396
-    del x375
-    x398 = x274 * x394
-    x399 = -scale_up_bus_efficiency * x370 + x190 * (x383 + x388 + x398) - x372 * x376 + x372 * x397 + x373 * x389 - x373 + x383 * x41 + x388 * x41 + x394 * x41 + x41 * (x391 - x393 + x398)
-    del x372, x373, x383, x388, x391, x393, x394, x398
-    x400 = x202 * x399 + x399
-    del x399
-    x401 = x28 / scale_up_bus_efficiency ** 2
-    del x28
-    x402 = x371 * x401
-    del x371
-    x403 = -scale_up_bandwidth_bytes_per_s * x379 + scale_up_bandwidth_bytes_per_s * x382
-    del x379, x382
-    x404 = scale_up_bandwidth_bytes_per_s * x385
-    del x385
-    x405 = x387 * x404 - x404
-    del x404
-    x406 = x390 * x401
-    del x390
-    x407 = x392 * x406
-    x408 = -x406 + x407
-    x409 = x274 * x408
-    x410 = -scale_up_bandwidth_bytes_per_s * x370 + x190 * (x403 + x405 + x409) - x376 * x401 + x389 * x402 + x397 * x401 - x402 + x403 * x41 + x405 * x41 + x408 * x41 + x41 * (x406 - x407 + x409)
-    del x370, x376, x397, x401, x402, x403, x405, x406, x407, x408, x409
-    x411 = x202 * x410 + x410
-    del x410
-    x412 = scale_out_bandwidth_bytes_per_s ** (-2.0)
-    x413 = embedding_matrices * x12 + layers * x25 + mlp_matrices * x16 * (layers - moe_layers) + moe_layers * x17
-    del x12, x16, x17, x25
-    x414 = x199 * x413
-    del x199
-    x415 = checkpoint_bytes_per_param * x414
-    x416 = ckpt_in_memory * x415
-    x417 = x412 * x416
-    x418 = gpus / gpu_mtbf_s
-    x419 = gpus_per_node ** (-1.0)
-    x420 = gpus * x419
-    x421 = x420 / node_mtbf_s
-    x422 = x418 + x421
-    x423 = storage_write_bytes_per_s_per_node * x420
-    x424 = numpy.minimum(storage_write_cap_bytes_per_s, x423)
-    x425 = x413 / x424
-    x426 = ckpt_async * x425
-    x427 = checkpoint_bytes_per_param * x426
-    x428 = x422 ** (-1.0)
-    x429 = x414 / host_copy_bytes_per_s_per_gpu
-    x430 = checkpoint_bytes_per_param * x429
-    x431 = ckpt_async * x430
-    x432 = ckpt_sync * x425
-    del x425
-    x433 = checkpoint_bytes_per_param * x432
-    x434 = x33 * x414
-    del x414
-    x435 = checkpoint_bytes_per_param * x434
-    x436 = ckpt_in_memory * (x430 + x435)
-    del x430
-    x437 = 2 * x431 + 2 * x433 + 2 * x436
-    x438 = numpy.sqrt(x428 * x437)
-    x439 = 1 / 2 * x418 + 1 / 2 * x421
-    del x418, x421
-    x440 = x431 + x433 + x436
-    x441 = x439 * x440
-    x442 = numpy.sqrt(x441)
-    x443 = 1 / 9 * x441 + 1 / 3 * x442 + 1
-    del x441
-    x444 = numpy.greater(x428, 1 / 2 * x431 + 1 / 2 * x433 + 1 / 2 * x436)
-    del x431, x433, x436
-    x445 = numpy.where(x444, x438 * x443 - x440, x428)
-    x446 = numpy.maximum(x427, x445)
-    x447 = x440 + x446
-    x448 = numpy.exp(x422 * x447)
-    x449 = x448 - 1
-    x450 = storage_read_bytes_per_s_per_node * x420
-    x451 = numpy.minimum(storage_read_cap_bytes_per_s, x450)
-    x452 = x413 * (1 - ckpt_in_memory)
-    x453 = x452 / x451
-    x454 = checkpoint_bytes_per_param * x453 + ckpt_in_memory * x435 + restart_overhead_s
-    del x435
-    x455 = x422 * x454
-    x456 = numpy.exp(x455)
-    x457 = x449 * x456
-    x458 = seq_len ** (-1.0)
-    x459 = x446 ** (-1.0)
-    x460 = x458 * x459
-    x461 = tokens * x460
-    x462 = global_batch ** (-1.0)
-    x463 = x204 * x462
-    x464 = x461 * x463
-    x465 = x457 * x464
-    x466 = x427 - x445
-    del x427, x445
-    x467 = numpy.where(numpy.greater(x466, 0), 0, numpy.where(numpy.equal(x466, 0), 1 / 2, 1))
-    x468 = 1 / 9 * x439
-    x469 = 1 / 6 * x442 / x440
-    x470 = x437 ** (-1.0)
-    del x437
-    x471 = x438 * x443
-    x472 = x470 * x471
-    x473 = numpy.where(x444, -x417 * x472 + x417 + x438 * (-x417 * x468 - x417 * x469), 0)
-    x474 = x467 * x473
-    x475 = x446 ** (-2.0)
-    x476 = tokens * x458 * x463 * x475
-    del x463
-    x477 = x428 * x457 * x476
-    x478 = x474 * x477
-    x479 = -x417 + x467 * x473
-    x480 = x191 * x194
-    del x191, x194
-    x481 = x369 * x480
-    del x369
-    x482 = x36 * x412
-    del x36
-    x483 = 2 * x38 * x40 * zero3 / dp ** 2
-    del x38, x40
-    x484 = x35 * x412 * x483
-    del x35
-    x485 = x153 * x160
-    del x160
-    x486 = x378 * x485
-    x487 = x380 * x485
-    del x380
-    x488 = x378 * x487
-    del x378
-    x489 = -scale_out_bus_efficiency * x486 + scale_out_bus_efficiency * x488
-    x490 = x162 * x384
-    del x384
-    x491 = scale_out_bus_efficiency * x490
-    x492 = x387 * x491 - x491
-    del x491
-    x493 = x145 * x389
-    x494 = x146 * x493
-    del x146
-    x495 = x176 * x180
-    del x176
-    x496 = x179 * x412
-    del x179
-    x497 = x495 * x496
-    x498 = x392 * x495
-    x499 = x496 * x498
-    del x496
-    x500 = -x497 + x499
-    x501 = x274 * x500
-    x502 = -scale_out_bus_efficiency * x481 - x148 * x482 + x190 * (x489 + x492 + x501) + x395 * x484 + x41 * x489 + x41 * x492 + x41 * x500 + x41 * (x497 - x499 + x501) + x482 * x494 - x484
-    del x482, x484, x489, x492, x497, x499, x500, x501
-    x503 = x202 * x502 + x502
-    del x502
-    x504 = -tokens * x204 * x448 * x456 * x458 * x459 * x462 * x479 - tokens * x428 * x449 * x456 * x458 * x459 * x462 * x503 + x417 * x465 + x478
-    x505 = x205 * x214 * x446 * numpy.exp(-x455) / (tokens * x449)
-    del x214, x446, x455
-    x506 = x422 * x505
-    x507 = x33 / scale_out_bus_efficiency ** 2
-    del x33
-    x508 = x34 * x507
-    x509 = x483 * x507
-    del x483
-    x510 = -scale_out_bandwidth_bytes_per_s * x486 + scale_out_bandwidth_bytes_per_s * x488
-    del x486, x488
-    x511 = scale_out_bandwidth_bytes_per_s * x490
-    del x490
-    x512 = x387 * x511 - x511
-    del x511
-    x513 = x178 * x507
-    del x178, x507
-    x514 = x495 * x513
-    x515 = x498 * x513
-    del x513
-    x516 = -x514 + x515
-    x517 = x274 * x516
-    x518 = -scale_out_bandwidth_bytes_per_s * x481 - x148 * x508 + x190 * (x510 + x512 + x517) + x395 * x509 + x41 * x510 + x41 * x512 + x41 * x516 + x41 * (x514 - x515 + x517) + x494 * x508 - x509
-    del x148, x481, x494, x508, x509, x510, x512, x514, x515, x516, x517
-    x519 = x202 * x518 + x518
-    del x518
-    x520 = x164 * x168
-    del x164, x168
-    x521 = ep_intra * x520
-    x522 = x387 * x521
-    x523 = x180 * (2 * tp_intra_ranks - 2)
+    x157 = x156 * x25
+    del x25
+    x158 = 3 * cp - 3
+    x159 = stage_layers * x158
+    x160 = x159 * (cp_intra * intra_latency_s + inter_latency_s * x151 + x157 / x154)
+    x161 = 1 - ep_intra
+    x162 = ep - 1
+    x163 = 4 * x162
+    x164 = ep_intra * x152 + x153 * x161
+    x165 = bytes_per_element * experts_per_token * x163 * x50
+    del x50
+    x166 = x163 * (ep_intra * intra_latency_s + inter_latency_s * x161) + x165 * x19 / x164
+    del x19
+    x167 = stage_layers * x15
+    x168 = x166 * x167
+    x169 = stage_layers * x128
+    del x128
+    x170 = cp_overlap * numpy.minimum(x160, x169)
+    x171 = 3 * x109 * x167
+    del x109
+    x172 = ep_overlap * numpy.minimum(x168, x171)
+    x173 = tp_intra_ranks - 1
+    x174 = tp_intra_ranks ** (-1.0)
+    x175 = tp * x174
+    x176 = x175 - 1
+    x177 = x155 * x173 * x174 * x49
+    del x155, x174
+    x178 = x156 * x176
+    del x156
+    x179 = stage_layers * (2 * full_recompute + 4)
+    x180 = x179 * (collective_overhead_s * numpy.minimum(1, x71) + 2 * inter_latency_s * x176 + 2 * intra_latency_s * x173 + x177 * x31 + x178 * x36)
+    del x173, x176, x31, x36, x71
+    x181 = numpy.minimum(x143, x180)
+    x182 = -tp_overlap * x181 + x180
+    x183 = x143 + x182
+    x184 = x183 ** host_overlap_exponent
+    x185 = x184 + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent
+    x186 = x185 ** host_overlap_exponent ** (-1.0)
+    x187 = vp ** (-1.0)
+    x188 = pp - 1
+    x189 = x187 * x188
+    x190 = 1 - pp_intra
+    x191 = pp_intra * x152 + x153 * x190
+    del x152, x153
+    x192 = 1.0 * bytes_per_element * x76
+    x193 = (2 * pp + vp * x43 - 2) * numpy.minimum(1, x188)
+    del x43
+    x194 = -moe_layers * stage_layers * x14 * x166
+    del x166
+    x195 = x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
+    del x27
+    x196 = -dp_overlap * x145 - dp_overlap * x150 + x144 + x147 + x182 * x42 + x189 * (x160 + x168 - x170 - x172 + x186) + x193 * (inter_latency_s * x190 + intra_latency_s * pp_intra + x192 / x191) + x195 * x65 + x42 * (x160 - x170) + x42 * (-x172 - x194) + x42 * (-x183 + x186) + x45
+    del x168, x170, x172, x182, x65
+    x197 = gpus + 0.474798
+    x198 = gpus ** (-1.0)
+    x199 = x197 ** (-0.282765)
+    x200 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x198 * x199 * (0.0686881539789491 * x199 + 0.112063) - 1 + 1.16023 / x197))
+    del x197, x199
+    x201 = step_time_cv * x200
+    x202 = x196 * x201
+    x203 = x196 + x202 + x4
+    x204 = x203 ** (-1.0)
+    x205 = peak_flops_per_s ** (-2.0)
+    x206 = x205 * x62
+    x207 = -2 * hidden * micro_batch * moe_ffn * seq_len * x104 * x105 * x12 * x47 * x61 * x62 + x102
+    del x102, x105
+    x208 = numpy.where(numpy.greater(x207, 0), 0, numpy.where(numpy.equal(x207, 0), 1 / 2, 1))
+    x209 = x171 + x194
+    del x171, x194
+    x210 = ep_overlap * x108 * x167 * numpy.where(numpy.greater(x209, 0), 0, numpy.where(numpy.equal(x209, 0), 1 / 2, 1))
+    x211 = x208 * x210
+    x212 = x106 * x211
+    x213 = global_batch * seq_len
+    x214 = x37 * x47
+    x215 = 6 * x213 * x214 * x98
+    x216 = x212 * x215
+    x217 = -4 * hidden * micro_batch * x12 * x123 * x47 * x61 * x66 + x112
+    del x112, x123
+    x218 = numpy.where(numpy.greater(x217, 0), 0, numpy.where(numpy.equal(x217, 0), 1 / 2, 1))
+    x219 = x205 * x218
+    del x205
+    x220 = 12 * x219
+    x221 = x160 - x169
+    del x160, x169
+    x222 = cp_overlap * stage_layers * numpy.where(numpy.less(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1 / 2, 1))
+    x223 = x214 * x222
+    del x214
+    x224 = global_batch * x223 * x66
+    x225 = x206 * x84
+    x226 = -2 * micro_batch * seq_len * x12 * x22 * x47 * x61 * x62 * x80 * x81 + x78
+    del x78
+    x227 = numpy.where(numpy.greater(x226, 0), 0, numpy.where(numpy.equal(x226, 0), 1 / 2, 1))
+    x228 = x80 * x81
+    del x80, x81
+    x229 = x227 * x228
+    x230 = x206 * x21
+    x231 = -2 * ffn * hidden * micro_batch * seq_len * x12 * x47 * x61 * x62 * x92 * x93 + x90
+    del x90, x93
+    x232 = x16 * numpy.where(numpy.greater(x231, 0), 0, numpy.where(numpy.equal(x231, 0), 1 / 2, 1))
+    x233 = x232 * x94
+    del x94
+    x234 = x233 * x88
+    del x88
+    x235 = x108 * x15
+    del x108, x15
+    x236 = x208 * x235
+    del x208
+    x237 = x106 * x236
+    del x106
+    x238 = x100 * x237
+    del x100
+    x239 = x126 * x219
+    del x126, x219
+    x240 = -2 * micro_batch * seq_len * x12 * x131 * x137 * x138 * x22 * x47 * x61 * x62 + x135
+    del x135, x22
+    x241 = numpy.where(numpy.greater(x240, 0), 0, numpy.where(numpy.equal(x240, 0), 1 / 2, 1))
+    x242 = x137 * x138
+    del x137, x138
+    x243 = x131 * x241 * x242
+    del x131
+    x244 = -x225 * x229 - x225 * x243 - x230 * x234 - x230 * x238 - x239
+    del x225, x230
+    x245 = x147 - x149
+    del x147, x149
+    x246 = dp_overlap * x148 * numpy.where(numpy.less(x245, 0), 0, numpy.where(numpy.equal(x245, 0), 1 / 2, 1))
+    del x148
+    x247 = -2 * hidden * micro_batch * seq_len * vocab * x12 * x47 * x59 * x60 * x61 * x62 + x57
+    del x57, x62
+    x248 = 6 * x49
+    del x49
+    x249 = x248 * numpy.where(numpy.greater(x247, 0), 0, numpy.where(numpy.equal(x247, 0), 1 / 2, 1))
+    x250 = x249 * x46 * x59 * x60
+    del x46, x59, x60
+    x251 = x206 * x250
+    x252 = x227 * x248 * x74
+    del x74
+    x253 = x228 * x252
+    del x228
+    x254 = x248 * x87
+    del x87
+    x255 = x233 * x254
+    del x233
+    x256 = x248 * x98
+    del x98
+    x257 = x237 * x256
+    del x237
+    x258 = x125 * x220
+    del x125
+    x259 = x132 * x241 * x248
+    del x132, x248
+    x260 = x242 * x259
+    del x242
+    x261 = stage_layers * (full_recompute * x244 - x130 * x239 - x206 * x253 - x206 * x255 - x206 * x257 - x206 * x260 - x258)
+    del x239
+    x262 = -x251 + x261
+    x263 = x262 * x42
+    x264 = x143 - x180
     del x180
-    x524 = x392 * x523 - x523
-    del x392, x523
-    x525 = -x524
-    x526 = x274 * x525
-    x527 = 2 * x5 - 2
-    del x5
-    x528 = x190 * (x377 - x381 + x521 - x522 + x526) + x368 + x374 - x389 * x527 - x396 + x41 * x525 + x41 * (x524 + x526) + x41 * (cp_intra * stage_layers * x159 - x381) + x41 * (4 * ep_intra * moe_layers * stage_layers * x13 * x163 - x522) + x527
-    del x368, x374, x377, x381, x389, x396, x521, x522, x524, x525, x526, x527
-    x529 = x202 * x528 + x528
-    del x528
-    x530 = x162 * x520
-    del x520
-    x531 = x387 * x530
-    del x387
-    x532 = -x495 + x498
-    del x495, x498
-    x533 = -x532
-    x534 = x274 * x533
-    x535 = x10 * x43
-    del x10, x43
-    x536 = x145 + x190 * (x485 - x487 + x530 - x531 + x534) - x395 * x535 + x41 * x533 + x41 * (x532 + x534) + x41 * (stage_layers * x153 * x159 - x487) + x41 * (4 * moe_layers * stage_layers * x13 * x162 * x163 - x531) + x480 - x493 + x535
-    del x13, x145, x153, x159, x162, x163, x395, x480, x485, x487, x493, x530, x531, x532, x533, x534, x535
-    x537 = x202 * x536 + x536
-    del x536
-    x538 = numpy.where(numpy.less(x466, 0), 0, numpy.where(numpy.equal(x466, 0), 1 / 2, 1))
-    del x466
-    x539 = checkpoint_bytes_per_param * x413
+    x265 = tp_overlap * numpy.where(numpy.greater(x264, 0), 0, numpy.where(numpy.equal(x264, 0), 1 / 2, 1))
+    x266 = x262 * x265
+    del x262
+    x267 = -x144 + x45
+    del x45
+    x268 = dp_overlap * numpy.where(numpy.less(x267, 0), 0, numpy.where(numpy.equal(x267, 0), 1 / 2, 1))
+    x269 = x212 * x256
+    del x212
+    x270 = x251 - x261 + x266
+    del x251, x261
+    x271 = x185 ** (-1.0)
+    del x185
+    x272 = x183 ** (-1.0)
+    del x183
+    x273 = x184 * x186 * x271 * x272
+    x274 = -x270 * x273
+    x275 = x124 * x220 * x224 + x189 * (x206 * x269 + x222 * x258 + x274) + x206 * x216 - x244 * x246 - x263 * x268 + x263 - x266 * x42 + x42 * (x270 + x274)
+    del x124, x206, x220, x244, x258, x266, x270, x274
+    x276 = x201 * x275 + x275
+    del x275
+    x277 = x61 / gemm_max_efficiency ** 2
+    x278 = x216 * x277
+    del x216
+    x279 = -x117 - x121
+    del x117, x121
+    x280 = x122 ** (-2.0)
+    del x122
+    x281 = x218 * x280 * x61 * x75
+    x282 = 12 * x224 * x281
+    del x224
+    x283 = x279 * x282
+    x284 = x277 * x84
+    del x84
+    x285 = x21 * x277
+    del x21
+    x286 = 4 * hidden * micro_batch * x12 * x218 * x279 * x280 * x47 * x61 * x66 - x229 * x284 - x234 * x285 - x238 * x285 - x243 * x284
+    del x229, x234, x238, x243, x284, x285
+    x287 = x246 * x286
+    x288 = x250 * x277
+    del x250
+    x289 = stage_layers * (full_recompute * x286 + 4 * hidden * micro_batch * selective * x12 * x129 * x218 * x279 * x280 * x47 * x61 * x66 + 12 * hidden * micro_batch * x12 * x218 * x279 * x280 * x47 * x61 * x66 - x253 * x277 - x255 * x277 - x257 * x277 - x260 * x277)
+    del x12, x129, x218, x253, x255, x257, x260, x280, x286, x47, x61, x66
+    x290 = -x288 + x289
+    x291 = x290 * x42
+    x292 = x265 * x290
+    del x290
+    x293 = x292 * x42
+    x294 = x268 * x291
+    x295 = x281 * x67
+    del x281, x67
+    x296 = x288 - x289 + x292
+    del x288, x289, x292
+    x297 = -x273 * x296
+    x298 = x189 * (-12 * x222 * x279 * x295 + x269 * x277 + x297)
+    del x269, x277, x279
+    x299 = x42 * (x296 + x297)
+    del x296, x297
+    x300 = x201 * (x278 - x283 - x287 + x291 - x293 - x294 + x298 + x299) + x278 - x283 - x287 + x291 - x293 - x294 + x298 + x299
+    del x278, x283, x287, x293, x294, x298, x299
+    x301 = x104 * x211
+    del x211
+    x302 = gemm_max_efficiency * x120 / x119 ** 2 + gemm_max_efficiency * x116 / x114 ** 2
+    del x114, x116, x119, x120
+    x303 = x232 * x92
+    del x232, x92
+    x304 = x104 * x236
+    del x104, x236
+    x305 = x295 * x302
+    del x295
+    x306 = 4 * x305
+    x307 = x107 * x304 + x140 * x241 + x227 * x85 + x303 * x96 + x306
+    del x107, x140, x227, x241, x85, x96
+    x308 = x256 * x63
+    del x256
+    x309 = 12 * x305
+    del x305
+    x310 = stage_layers * (full_recompute * x307 + x130 * x306 + x139 * x259 + x252 * x82 + x254 * x303 * x63 + x304 * x308 + x309) + x249 * x64
+    del x139, x249, x252, x254, x259, x303, x304, x306, x64, x82
+    x311 = x265 * x310
+    x312 = x310 * x42
+    x313 = x310 - x311
+    x314 = -x184 * x186 * x271 * x272 * x313
+    del x184, x186, x271, x272
+    x315 = -global_batch * x310 * x37 * x40 - global_batch * x37 * x40 * (-x313 - x314) - x187 * x188 * (-x222 * x309 - x301 * x308 - x314) + x215 * x301 * x63 + x246 * x307 + x268 * x312 + x282 * x302 + x311 * x42
+    del x187, x188, x215, x282, x301, x302, x307, x308, x309, x310, x311, x313, x314, x63
+    x316 = step_time_cv * x200 * x315 + x315
+    del x315
+    x317 = -x316
+    x318 = hbm_bandwidth_bytes_per_s ** (-2.0)
+    x319 = x318 * x54
+    del x54
+    x320 = numpy.where(numpy.less(x217, 0), 0, numpy.where(numpy.equal(x217, 0), 1 / 2, 1))
+    del x217
+    x321 = x318 * x55
+    del x318, x55
+    x322 = x320 * x321
+    x323 = 12 * x213 * x223 * x75
+    del x223, x75
+    x324 = 3 * x321
+    x325 = x101 * numpy.where(numpy.less(x207, 0), 0, numpy.where(numpy.equal(x207, 0), 1 / 2, 1))
+    del x101, x207
+    x326 = x210 * x325
+    del x210
+    x327 = x324 * x326
+    x328 = x319 * x68
+    x329 = x77 * numpy.where(numpy.less(x226, 0), 0, numpy.where(numpy.equal(x226, 0), 1 / 2, 1))
+    del x226, x77
+    x330 = x321 * x329
+    x331 = x111 * x322
+    x332 = x16 * x89 * numpy.where(numpy.less(x231, 0), 0, numpy.where(numpy.equal(x231, 0), 1 / 2, 1))
+    del x16, x231, x89
+    x333 = x235 * x325
+    del x235, x325
+    x334 = x134 * numpy.where(numpy.less(x240, 0), 0, numpy.where(numpy.equal(x240, 0), 1 / 2, 1))
+    del x134, x240
+    x335 = x321 * x334
+    x336 = -x321 * x332 - x321 * x333 - x321 * x72 - 10 * x328 - x330 - x331 - x335
+    del x321
+    x337 = x52 * numpy.where(numpy.less(x247, 0), 0, numpy.where(numpy.equal(x247, 0), 1 / 2, 1))
+    del x247, x52
+    x338 = 12 * x76
+    del x76
+    x339 = x322 * x338
+    x340 = -stage_layers * (full_recompute * x336 - x130 * x331 - x324 * x332 - x324 * x333 - x324 * x72 - 30 * x328 - 3 * x330 - 3 * x335 - x339) + x324 * x337
+    del x324, x328, x330, x331, x335
+    x341 = -x340
+    x342 = x341 * x42
+    x343 = x265 * x341
+    del x341
+    x344 = x340 + x343
+    del x340
+    x345 = -x273 * x344
+    x346 = x189 * (x222 * x339 + x327 + x345) - x195 * x319 - x246 * x336 - x268 * x342 + x322 * x323 + x327 * x42 + x342 - x343 * x42 + x42 * (x344 + x345)
+    del x319, x322, x327, x336, x339, x343, x344, x345
+    x347 = x201 * x346 + x346
+    del x346
+    x348 = x53 / hbm_efficiency ** 2
+    del x53
+    x349 = bytes_per_element * x348
+    x350 = x320 * x349
+    del x320
+    x351 = 3 * x349
+    x352 = x326 * x351
+    del x326
+    x353 = x348 * x68
+    del x68
+    x354 = x329 * x349
+    del x329
+    x355 = x111 * x350
+    del x111
+    x356 = x334 * x349
+    del x334
+    x357 = -x332 * x349 - x333 * x349 - x349 * x72 - 10 * x353 - x354 - x355 - x356
+    del x349
+    x358 = x338 * x350
+    del x338
+    x359 = -stage_layers * (full_recompute * x357 - x130 * x355 - x332 * x351 - x333 * x351 - x351 * x72 - 30 * x353 - 3 * x354 - 3 * x356 - x358) + x337 * x351
+    del x130, x332, x333, x337, x351, x353, x354, x355, x356, x72
+    x360 = -x359
+    x361 = x360 * x42
+    x362 = x265 * x360
+    del x265, x360
+    x363 = x359 + x362
+    del x359
+    x364 = -x273 * x363
+    x365 = x189 * (x222 * x358 + x352 + x364) - x195 * x348 - x246 * x357 - x268 * x361 + x323 * x350 + x352 * x42 + x361 - x362 * x42 + x42 * (x363 + x364)
+    del x195, x222, x246, x268, x323, x348, x350, x352, x357, x358, x362, x363, x364
+    x366 = x201 * x365 + x365
+    del x365
+    x367 = pp_intra * x193
+    x368 = x192 / x191 ** 2
+    del x191, x192
+    x369 = x367 * x368
+    x370 = x146 * x32
+    del x32
+    x371 = x30 / scale_up_bandwidth_bytes_per_s ** 2
+    del x30
+    x372 = x370 * x371
+    x373 = x44 * x6
+    del x6
+    x374 = x28 * x8
+    del x8
+    x375 = x373 * x374
+    x376 = cp_intra * x159
+    x377 = x157 / x154 ** 2
+    del x154, x157
+    x378 = x376 * x377
+    x379 = cp_overlap * numpy.where(numpy.greater(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1 / 2, 1))
+    del x221
+    x380 = x376 * x379
+    x381 = x377 * x380
+    x382 = -scale_up_bus_efficiency * x378 + scale_up_bus_efficiency * x381
+    x383 = stage_layers * x165 * x20 / x164 ** 2
+    del x164, x165, x20
+    x384 = ep_intra * x383
+    x385 = scale_up_bus_efficiency * x384
+    x386 = ep_overlap * numpy.where(numpy.less(x209, 0), 0, numpy.where(numpy.equal(x209, 0), 1 / 2, 1))
+    del x209
+    x387 = x385 * x386 - x385
+    del x385
+    x388 = dp_overlap * numpy.where(numpy.greater(x245, 0), 0, numpy.where(numpy.equal(x245, 0), 1 / 2, 1))
+    del x245
+    x389 = x177 * x179
+    del x177
+    x390 = x371 * x389
+    x391 = tp_overlap * numpy.where(numpy.less(x264, 0), 0, numpy.where(numpy.equal(x264, 0), 1 / 2, 1))
+    del x264
+    x392 = x390 * x391
+    x393 = -x390 + x392
+    x394 = dp_overlap * numpy.where(numpy.greater(x267, 0), 0, numpy.where(numpy.equal(x267, 0), 1 / 2, 1))
+    del x267
+    x395 = x373 * x394
+    x396 = x374 * x395
+    del x374
+    x397 = x273 * x393
+    x398 = -scale_up_bus_efficiency * x369 + x189 * (x382 + x387 + x397) - x371 * x375 + x371 * x396 + x372 * x388 - x372 + x382 * x42 + x387 * x42 + x393 * x42 + x42 * (x390 - x392 + x397)
+    del x371, x372, x382, x387, x390, x392, x393, x397
+    x399 = x201 * x398 + x398
+    del x398
+    x400 = x29 / scale_up_bus_efficiency ** 2
+    del x29
+    x401 = x370 * x400
+    del x370
+    x402 = -scale_up_bandwidth_bytes_per_s * x378 + scale_up_bandwidth_bytes_per_s * x381
+    del x378, x381
+    x403 = scale_up_bandwidth_bytes_per_s * x384
+    del x384
+    x404 = x386 * x403 - x403
+    del x403
+    x405 = x389 * x400
+    del x389
+    x406 = x391 * x405
+    x407 = -x405 + x406
+    x408 = x273 * x407
+    x409 = -scale_up_bandwidth_bytes_per_s * x369 + x189 * (x402 + x404 + x408) - x375 * x400 + x388 * x401 + x396 * x400 - x401 + x402 * x42 + x404 * x42 + x407 * x42 + x42 * (x405 - x406 + x408)
+    del x369, x375, x396, x400, x401, x402, x404, x405, x406, x407, x408
+    x410 = x201 * x409 + x409
+    del x409
+    x411 = scale_out_bandwidth_bytes_per_s ** (-2.0)
+    x412 = embedding_matrices * x13 + layers * x26 + mlp_matrices * x17 * (layers - moe_layers) + moe_layers * x18
+    del x13, x17, x18, x26
+    x413 = x198 * x412
+    del x198
+    x414 = checkpoint_bytes_per_param * x413
+    x415 = ckpt_in_memory * x414
+    x416 = x411 * x415
+    x417 = gpus / gpu_mtbf_s
+    x418 = gpus_per_node ** (-1.0)
+    x419 = gpus * x418
+    x420 = x419 / node_mtbf_s
+    x421 = x417 + x420
+    x422 = storage_write_bytes_per_s_per_node * x419
+    x423 = numpy.minimum(storage_write_cap_bytes_per_s, x422)
+    x424 = x412 / x423
+    x425 = ckpt_async * x424
+    x426 = checkpoint_bytes_per_param * x425
+    x427 = x421 ** (-1.0)
+    x428 = x413 / host_copy_bytes_per_s_per_gpu
+    x429 = checkpoint_bytes_per_param * x428
+    x430 = ckpt_async * x429
+    x431 = ckpt_sync * x424
+    del x424
+    x432 = checkpoint_bytes_per_param * x431
+    x433 = x34 * x413
     del x413
-    x540 = x420 * x539 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x423, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x423, 0), 1 / 2, 1)) / x424 ** 2
-    del x423, x424
-    x541 = ckpt_sync * x540
-    x542 = ckpt_async * x538 * x540 - x467 * numpy.where(x444, x438 * (-x468 * x541 - x469 * x541) - x472 * x541 + x541, 0)
-    del x472, x540
-    x543 = x477 * x542
-    x544 = -x541 - x542
-    x545 = x448 * x456 * x464
-    x546 = x544 * x545
-    x547 = x543 + x546
-    x548 = checkpoint_bytes_per_param * x422
-    x549 = x452 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x450, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x450, 0), 1 / 2, 1)) / x451 ** 2
-    del x451, x452
-    x550 = host_copy_bytes_per_s_per_gpu ** (-2.0)
-    x551 = ckpt_async * x415 * x550
-    del x415
-    x552 = x416 * x550
-    del x416, x550
-    x553 = x551 + x552
-    x554 = -x553
-    x555 = 1 / 2 * x471
-    del x471
-    x556 = numpy.where(x444, x438 * (x468 * x554 + x469 * x554) + x470 * x555 * (-2 * x551 - 2 * x552) + x553, 0)
-    del x551, x552
-    x557 = x467 * x556
-    x558 = x477 * x557
-    x559 = x467 * x556 - x553
-    del x553, x556
-    x560 = x545 * x559
-    x561 = -x558 + x560
-    x562 = x422 ** (-2.0)
-    x563 = gpu_mtbf_s ** (-2.0)
-    x564 = gpus * x563
-    x565 = x562 * x564
-    x566 = x428 * x564
-    x567 = x454 * x465 * x566
-    x568 = x440 * x564
-    x569 = numpy.where(x444, x438 * (-1 / 18 * x568 - 1 / 12 * x442 * x564 / x439) + x555 * x566, x565)
-    del x439, x442, x555, x566
-    x570 = x467 * x569
-    x571 = x477 * x570
-    x572 = x422 * x570 - x447 * x564
-    del x447, x564
-    x573 = x448 * x572
-    x574 = x428 * x458 * x459 * x462
-    x575 = x204 * x574
-    x576 = tokens * x575
-    x577 = x456 * x573 * x576
-    x578 = x0 ** (-1.0)
-    del x0
-    x579 = pause_duration_s * x1 * x578
-    x580 = gpus * x579
-    x581 = x205 * x580
-    x582 = x182 * x41
-    x583 = x182 * x274
-    del x274
-    x584 = x190 * x583
-    del x190
-    x585 = x41 * (x182 - x583)
-    del x182, x41, x583
-    x586 = x202 * (-x582 - x584 + x585) - x582 - x584 + x585
-    del x202, x582, x584, x585
-    x587 = x144 + x152
-    del x144, x152
-    x588 = step_time_cv * x201 * x587 + x587
-    del x587
-    x589 = -x588
-    x590 = x465 * (ckpt_in_memory * x434 + x453)
-    del x453
-    x591 = ckpt_async * x429
-    x592 = ckpt_in_memory * (x429 + x434)
-    del x429, x434
-    x593 = x432 + x591 + x592
-    x594 = x426 * x538 + x467 * numpy.where(x444, 1 / 2 * x438 * x443 * x470 * (2 * x432 + 2 * x591 + 2 * x592) + x438 * (x468 * x593 + x469 * x593) - x593, 0)
-    del x426, x432, x438, x443, x444, x468, x469, x470, x538, x591, x592
-    x595 = -x594
-    x596 = x477 * x595
-    del x477
-    x597 = x593 + x594
-    del x594
-    x598 = x545 * x597
-    x599 = x590 + x596 + x598
-    x600 = x457 * x575
-    x601 = gpus * x600
-    x602 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
-    x603 = x601 * x602
-    x604 = 3.16880878140289e-08 * opex_fraction_per_year
-    x605 = capex_usd_per_gpu * x604
-    x606 = x601 * x605
-    del x601
-    x607 = lifetime_s ** (-1.0)
-    x608 = gpus * x607
-    x609 = capex_usd_per_gpu * x608
-    x610 = x600 * x609
-    x611 = network_power_per_node_w + node_overhead_power_w
-    x612 = x420 * x611
-    x613 = -idle_power_w + max_power_w
-    x614 = x143 * x205
-    x615 = idle_power_w + x613 * x614
-    x616 = numpy.exp(x422 * x440)
+    x434 = checkpoint_bytes_per_param * x433
+    x435 = ckpt_in_memory * (x429 + x434)
+    del x429
+    x436 = 2 * x430 + 2 * x432 + 2 * x435
+    x437 = numpy.sqrt(x427 * x436)
+    x438 = 1 / 2 * x417 + 1 / 2 * x420
+    del x417, x420
+    x439 = x430 + x432 + x435
+    x440 = x438 * x439
+    x441 = numpy.sqrt(x440)
+    x442 = 1 / 9 * x440 + 1 / 3 * x441 + 1
     del x440
-    x617 = x448 - x616
-    x618 = x575 * x617
-    del x575
-    x619 = gpus * (idle_power_w * (x204 * x428 * x449 * x456 * x458 * x459 * x462 - x618) + x615 * x618) + x600 * x612
-    x620 = 2.77777777777778e-07 * electricity_usd_per_kwh
-    x621 = pue * x620
-    x622 = tokens * x600
-    x623 = gpus * x622
-    x624 = tokens * x618
+    x443 = numpy.greater(x427, 1 / 2 * x430 + 1 / 2 * x432 + 1 / 2 * x435)
+    del x430, x432, x435
+    x444 = numpy.where(x443, x437 * x442 - x439, x427)
+    x445 = numpy.maximum(x426, x444)
+    x446 = x439 + x445
+    x447 = numpy.exp(x421 * x446)
+    x448 = x447 - 1
+    x449 = storage_read_bytes_per_s_per_node * x419
+    x450 = numpy.minimum(storage_read_cap_bytes_per_s, x449)
+    x451 = x412 * (1 - ckpt_in_memory)
+    x452 = x451 / x450
+    x453 = checkpoint_bytes_per_param * x452 + ckpt_in_memory * x434 + restart_overhead_s
+    del x434
+    x454 = x421 * x453
+    x455 = numpy.exp(x454)
+    x456 = x448 * x455
+    x457 = seq_len ** (-1.0)
+    x458 = x445 ** (-1.0)
+    x459 = x457 * x458
+    x460 = tokens * x459
+    x461 = global_batch ** (-1.0)
+    x462 = x203 * x461
+    x463 = x460 * x462
+    x464 = x456 * x463
+    x465 = x426 - x444
+    del x426, x444
+    x466 = numpy.where(numpy.greater(x465, 0), 0, numpy.where(numpy.equal(x465, 0), 1 / 2, 1))
+    x467 = 1 / 9 * x438
+    x468 = 1 / 6 * x441 / x439
+    x469 = x436 ** (-1.0)
+    del x436
+    x470 = x437 * x442
+    x471 = x469 * x470
+    x472 = numpy.where(x443, -x416 * x471 + x416 + x437 * (-x416 * x467 - x416 * x468), 0)
+    x473 = x466 * x472
+    x474 = x445 ** (-2.0)
+    x475 = tokens * x457 * x462 * x474
+    del x462
+    x476 = x427 * x456 * x475
+    x477 = x473 * x476
+    x478 = -x416 + x466 * x472
+    x479 = x190 * x193
+    del x190, x193
+    x480 = x368 * x479
+    del x368
+    x481 = x146 * x38
+    del x146, x38
+    x482 = x35 * x411
+    del x35
+    x483 = x481 * x482
+    x484 = 2 * x10 * x28 * x41 * zero3 / dp ** 2
+    del x28, x41
+    x485 = x482 * x484
+    x486 = x151 * x159
+    del x159
+    x487 = x377 * x486
+    x488 = x379 * x486
+    del x379
+    x489 = x377 * x488
+    del x377
+    x490 = -scale_out_bus_efficiency * x487 + scale_out_bus_efficiency * x489
+    x491 = x161 * x383
+    del x383
+    x492 = scale_out_bus_efficiency * x491
+    x493 = x386 * x492 - x492
+    del x492
+    x494 = x178 * x179
+    del x178
+    x495 = x482 * x494
+    del x482
+    x496 = x391 * x495
+    x497 = -x495 + x496
+    x498 = x273 * x497
+    x499 = -scale_out_bus_efficiency * x480 + x189 * (x490 + x493 + x498) + x388 * x483 + x394 * x485 + x42 * x490 + x42 * x493 + x42 * x497 + x42 * (x495 - x496 + x498) - x483 - x485
+    del x483, x485, x490, x493, x495, x496, x497, x498
+    x500 = x201 * x499 + x499
+    del x499
+    x501 = -tokens * x203 * x447 * x455 * x457 * x458 * x461 * x478 - tokens * x427 * x448 * x455 * x457 * x458 * x461 * x500 + x416 * x464 + x477
+    x502 = x204 * x213 * x445 * numpy.exp(-x454) / (tokens * x448)
+    del x213, x445, x454
+    x503 = x421 * x502
+    x504 = x34 / scale_out_bus_efficiency ** 2
+    del x34
+    x505 = x481 * x504
+    del x481
+    x506 = x484 * x504
+    del x484
+    x507 = -scale_out_bandwidth_bytes_per_s * x487 + scale_out_bandwidth_bytes_per_s * x489
+    del x487, x489
+    x508 = scale_out_bandwidth_bytes_per_s * x491
+    del x491
+    x509 = x386 * x508 - x508
+    del x508
+    x510 = x494 * x504
+    del x494, x504
+    x511 = x391 * x510
+    x512 = -x510 + x511
+    x513 = x273 * x512
+    x514 = -scale_out_bandwidth_bytes_per_s * x480 + x189 * (x507 + x509 + x513) + x388 * x505 + x394 * x506 + x42 * x507 + x42 * x509 + x42 * x512 + x42 * (x510 - x511 + x513) - x505 - x506
+    del x480, x505, x506, x507, x509, x510, x511, x512, x513
+    x515 = x201 * x514 + x514
+    del x514
+    x516 = x163 * x167
+    del x163, x167
+    x517 = ep_intra * x516
+    x518 = x386 * x517
+    x519 = x179 * (2 * tp_intra_ranks - 2)
+    x520 = x391 * x519 - x519
+    del x519
+    x521 = -x520
+    x522 = x273 * x521
+    x523 = 2 * x5 - 2
+    del x5
+    x524 = x189 * (x376 - x380 + x517 - x518 + x522) + x367 + x373 - x388 * x523 - x395 + x42 * x521 + x42 * (x520 + x522) + x42 * (cp_intra * stage_layers * x158 - x380) + x42 * (4 * ep_intra * moe_layers * stage_layers * x14 * x162 - x518) + x523
+    del x367, x373, x376, x380, x395, x517, x518, x520, x521, x522, x523
+    x525 = x201 * x524 + x524
+    del x524
+    x526 = x161 * x516
+    del x516
+    x527 = x386 * x526
+    del x386
+    x528 = x179 * (2 * x175 - 2)
+    del x175, x179
+    x529 = x391 * x528 - x528
+    del x391, x528
+    x530 = -x529
+    x531 = x273 * x530
+    x532 = 2 * x9 - 2
+    del x9
+    x533 = x10 * x44
+    del x10, x44
+    x534 = x189 * (x486 - x488 + x526 - x527 + x531) - x388 * x532 - x394 * x533 + x42 * x530 + x42 * (x529 + x531) + x42 * (stage_layers * x151 * x158 - x488) + x42 * (4 * moe_layers * stage_layers * x14 * x161 * x162 - x527) + x479 + x532 + x533
+    del x14, x151, x158, x161, x162, x388, x394, x479, x486, x488, x526, x527, x529, x530, x531, x532, x533
+    x535 = x201 * x534 + x534
+    del x534
+    x536 = numpy.where(numpy.less(x465, 0), 0, numpy.where(numpy.equal(x465, 0), 1 / 2, 1))
+    del x465
+    x537 = checkpoint_bytes_per_param * x412
+    del x412
+    x538 = x419 * x537 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x422, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x422, 0), 1 / 2, 1)) / x423 ** 2
+    del x422, x423
+    x539 = ckpt_sync * x538
+    x540 = ckpt_async * x536 * x538 - x466 * numpy.where(x443, x437 * (-x467 * x539 - x468 * x539) - x471 * x539 + x539, 0)
+    del x471, x538
+    x541 = x476 * x540
+    x542 = -x539 - x540
+    x543 = x447 * x455 * x463
+    x544 = x542 * x543
+    x545 = x541 + x544
+    x546 = checkpoint_bytes_per_param * x421
+    x547 = x451 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x449, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x449, 0), 1 / 2, 1)) / x450 ** 2
+    del x450, x451
+    x548 = host_copy_bytes_per_s_per_gpu ** (-2.0)
+    x549 = ckpt_async * x414 * x548
+    del x414
+    x550 = x415 * x548
+    del x415, x548
+    x551 = x549 + x550
+    x552 = -x551
+    x553 = 1 / 2 * x470
+    del x470
+    x554 = numpy.where(x443, x437 * (x467 * x552 + x468 * x552) + x469 * x553 * (-2 * x549 - 2 * x550) + x551, 0)
+    del x549, x550
+    x555 = x466 * x554
+    x556 = x476 * x555
+    x557 = x466 * x554 - x551
+    del x551, x554
+    x558 = x543 * x557
+    x559 = -x556 + x558
+    x560 = x421 ** (-2.0)
+    x561 = gpu_mtbf_s ** (-2.0)
+    x562 = gpus * x561
+    x563 = x560 * x562
+    x564 = x427 * x562
+    x565 = x453 * x464 * x564
+    x566 = x439 * x562
+    x567 = numpy.where(x443, x437 * (-1 / 18 * x566 - 1 / 12 * x441 * x562 / x438) + x553 * x564, x563)
+    del x438, x441, x553, x564
+    x568 = x466 * x567
+    x569 = x476 * x568
+    x570 = x421 * x568 - x446 * x562
+    del x446, x562
+    x571 = x447 * x570
+    x572 = x427 * x457 * x458 * x461
+    x573 = x203 * x572
+    x574 = tokens * x573
+    x575 = x455 * x571 * x574
+    x576 = x0 ** (-1.0)
+    del x0
+    x577 = pause_duration_s * x1 * x576
+    x578 = gpus * x577
+    x579 = x204 * x578
+    x580 = x181 * x42
+    x581 = x181 * x273
+    del x273
+    x582 = x189 * x581
+    del x189
+    x583 = x42 * (x181 - x581)
+    del x181, x42, x581
+    x584 = x201 * (-x580 - x582 + x583) - x580 - x582 + x583
+    del x201, x580, x582, x583
+    x585 = x145 + x150
+    del x145, x150
+    x586 = step_time_cv * x200 * x585 + x585
+    del x585
+    x587 = -x586
+    x588 = x464 * (ckpt_in_memory * x433 + x452)
+    del x452
+    x589 = ckpt_async * x428
+    x590 = ckpt_in_memory * (x428 + x433)
+    del x428, x433
+    x591 = x431 + x589 + x590
+    x592 = x425 * x536 + x466 * numpy.where(x443, 1 / 2 * x437 * x442 * x469 * (2 * x431 + 2 * x589 + 2 * x590) + x437 * (x467 * x591 + x468 * x591) - x591, 0)
+    del x425, x431, x437, x442, x443, x467, x468, x469, x536, x589, x590
+    x593 = -x592
+    x594 = x476 * x593
+    del x476
+    x595 = x591 + x592
+    del x592
+    x596 = x543 * x595
+    x597 = x588 + x594 + x596
+    x598 = x456 * x573
+    x599 = gpus * x598
+    x600 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
+    x601 = x599 * x600
+    x602 = 3.16880878140289e-08 * opex_fraction_per_year
+    x603 = capex_usd_per_gpu * x602
+    x604 = x599 * x603
+    del x599
+    x605 = lifetime_s ** (-1.0)
+    x606 = gpus * x605
+    x607 = capex_usd_per_gpu * x606
+    x608 = x598 * x607
+    x609 = network_power_per_node_w + node_overhead_power_w
+    x610 = x419 * x609
+    x611 = -idle_power_w + max_power_w
+    x612 = x144 * x204
+    x613 = idle_power_w + x611 * x612
+    x614 = numpy.exp(x421 * x439)
+    del x439
+    x615 = x447 - x614
+    x616 = x573 * x615
+    del x573
+    x617 = gpus * (idle_power_w * (x203 * x427 * x448 * x455 * x457 * x458 * x461 - x616) + x613 * x616) + x598 * x610
+    x618 = 2.77777777777778e-07 * electricity_usd_per_kwh
+    x619 = pue * x618
+    x620 = tokens * x598
+    x621 = gpus * x620
+    x622 = tokens * x616
+    del x616
+    x623 = gpus * (idle_power_w * (tokens * x203 * x427 * x448 * x455 * x457 * x458 * x461 - x622) + x613 * x622) + x610 * x620
+    x624 = pue * x623
+    x625 = x618 * x624
     del x618
-    x625 = gpus * (idle_power_w * (tokens * x204 * x428 * x449 * x456 * x458 * x459 * x462 - x624) + x615 * x624) + x612 * x622
-    x626 = pue * x625
-    x627 = x620 * x626
-    del x620
-    x628 = (use_tco * (x605 * x623 + x609 * x622 + x627) + x602 * x623) ** (-1.0)
-    x629 = tokens * x628
-    x630 = tokens * x574
-    del x574
-    x631 = x457 * x630
-    del x457
-    x632 = x277 * x631
-    x633 = gpus * x632
-    x634 = x617 * x630
-    del x630
-    x635 = x277 * x634
-    x636 = x205 * x613
-    x637 = x143 * x613 / x204 ** 2
-    del x143
-    x638 = gpus * (idle_power_w * (tokens * x277 * x428 * x449 * x456 * x458 * x459 * x462 - x635) + x615 * x635 + x624 * (x264 * x636 - x277 * x637)) + x612 * x632
-    del x264, x635
-    x639 = x301 * x631
-    x640 = gpus * x639
-    x641 = x301 * x634
-    x642 = gpus * (idle_power_w * (tokens * x301 * x428 * x449 * x456 * x458 * x459 * x462 - x641) + x615 * x641 + x624 * (x292 * x636 - x301 * x637)) + x612 * x639
-    del x292, x641
-    x643 = x318 * x631
-    x644 = gpus * x643
-    x645 = x318 * x634
-    x646 = gpus * (idle_power_w * (tokens * x318 * x428 * x449 * x456 * x458 * x459 * x462 - x645) + x615 * x645 + x624 * (x313 * x636 + x317 * x637)) + x612 * x643
-    del x313, x317, x645
-    x647 = x348 * x631
-    x648 = gpus * x647
-    x649 = x348 * x634
-    x650 = gpus * (idle_power_w * (tokens * x348 * x428 * x449 * x456 * x458 * x459 * x462 - x649) + x615 * x649 + x624 * (x343 * x636 - x348 * x637)) + x612 * x647
-    del x343, x649
-    x651 = x367 * x631
-    x652 = gpus * x651
-    x653 = x367 * x634
-    x654 = gpus * (idle_power_w * (tokens * x367 * x428 * x449 * x456 * x458 * x459 * x462 - x653) + x615 * x653 + x624 * (x362 * x636 - x367 * x637)) + x612 * x651
-    del x362, x637, x653
-    x655 = x400 * x631
-    x656 = gpus * x655
-    x657 = x428 * x617
-    x658 = x142 * x34 * x39 * x657
-    del x142, x34, x39
-    x659 = x461 * x658
-    del x461
-    x660 = x636 * x659
-    del x636
-    x661 = x400 * x634
-    x662 = gpus * (idle_power_w * (tokens * x400 * x428 * x449 * x456 * x458 * x459 * x462 - x661) - x400 * x660 + x615 * x661) + x612 * x655
-    del x661
-    x663 = x411 * x631
-    x664 = gpus * x663
-    x665 = x411 * x634
-    x666 = gpus * (idle_power_w * (tokens * x411 * x428 * x449 * x456 * x458 * x459 * x462 - x665) - x411 * x660 + x615 * x665) + x612 * x663
-    del x665
-    x667 = ckpt_in_memory * x412 * x539
-    del x412, x539
-    x668 = x465 * x667
-    x669 = gpus * x602
-    x670 = x479 * x545
-    del x545
-    x671 = x503 * x631
-    x672 = capex_usd_per_gpu * x607
-    x673 = gpus * x605
-    x674 = x419 * x465 * x611
-    x675 = x476 * x657
-    del x476, x657
-    x676 = x422 * x616
-    x677 = x422 * x448
-    x678 = x576 * (x417 * x676 + x479 * x677)
-    del x417, x479
-    x679 = x503 * x634
-    x680 = gpus * (idle_power_w * (tokens * x204 * x428 * x458 * x462 * x467 * x473 * x475 * x617 - x504 - x678 - x679) - x474 * x615 * x675 - x503 * x660 + x615 * x678 + x615 * x679) - x478 * x612 + x612 * x670 + x612 * x671 - x667 * x674
-    del x473, x474, x503, x667, x678, x679
-    x681 = x519 * x631
-    x682 = x519 * x634
-    x683 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x519 - x682) - x519 * x660 + x615 * x682) + x612 * x681
-    del x682
-    x684 = x529 * x631
-    x685 = x529 * x634
-    x686 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x529 - x685) - x529 * x660 + x615 * x685) + x612 * x684
-    del x685
-    x687 = x537 * x631
-    x688 = x537 * x634
-    x689 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x537 - x688) - x537 * x660 + x615 * x688) + x612 * x687
-    del x688
-    x690 = use_tco * x628
-    x691 = gpus * idle_power_w
-    x692 = x691 * (x622 + x624 * (1 - x614) - x624)
-    del x614, x624
-    x693 = gpus * max_power_w * x460 * x658
-    del x460, x658
-    x694 = use_tco * x629
-    x695 = x621 * x694
-    x696 = x420 * x600
-    del x420
-    x697 = x695 * x696
-    x698 = x542 * x675
-    del x542
-    x699 = x576 * (x541 * x676 + x544 * x677)
-    del x541, x544, x677
-    x700 = gpus * (idle_power_w * (x547 - x698 - x699) + x615 * x698 + x615 * x699) + x543 * x612 + x546 * x612
-    del x698, x699
-    x701 = gpus ** 2
-    x702 = checkpoint_bytes_per_param * x465 * x549 * x701
-    x703 = x419 * x702
-    x704 = -idle_power_w * x703 - x611 * x702 / gpus_per_node ** 2
-    del x702
-    x705 = x557 * x675
-    del x557
-    x706 = x576 * (x422 * x448 * x559 - x554 * x676)
-    del x554, x559
-    x707 = gpus * (idle_power_w * (x561 + x705 - x706) - x615 * x705 + x615 * x706) - x558 * x612 + x560 * x612
-    del x705, x706
-    x708 = x608 * x622
-    x709 = x627 * x690
-    del x627
-    x710 = x563 * x701
-    x711 = x562 * x710
-    x712 = x465 * x711
-    x713 = x454 * x622 * x710
-    del x454, x622, x710
-    x714 = x419 * x611
-    del x419, x611
-    x715 = x464 * x565 * x617
-    del x464
-    x716 = x576 * (x568 * x616 + x573)
-    del x568, x573, x616
-    x717 = gpus * (idle_power_w * (gpus * tokens * x204 * x449 * x456 * x458 * x459 * x462 * x562 * x563 + tokens * x204 * x428 * x448 * x456 * x458 * x459 * x462 * x572 + tokens * x204 * x428 * x458 * x462 * x467 * x475 * x569 * x617 - x567 - x571 - x715 - x716) - x570 * x615 * x675 + x615 * x715 + x615 * x716) - x571 * x612 + x577 * x612 + x674 * x711 - x713 * x714
-    del x204, x467, x475, x562, x563, x569, x570, x572, x617, x674, x711, x715, x716
-    x718 = gpus * x465
-    x719 = x465 * x612 + x465 * x691
-    del x691
-    x720 = x197 * x201
-    x721 = x631 * x720
-    x722 = x634 * x720
-    x723 = gpus * (idle_power_w * (tokens * x197 * x201 * x428 * x449 * x456 * x458 * x459 * x462 - x722) + x615 * x722 - x660 * x720) + x612 * x721
-    del x197, x201, x720, x722
-    x724 = x579 * x631 * x701
-    del x579, x701
-    x725 = x580 * x634
-    del x580
-    x726 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x428 * x449 * x456 * x458 * x459 * x462 * x578 - x725) - x581 * x613 * x659 + x615 * x725) + x714 * x724
-    del x1, x578, x613, x659, x714, x725
-    x727 = x3 * x631
-    x728 = x3 * x634
-    x729 = gpus * (idle_power_w * (tokens * x3 * x428 * x449 * x456 * x458 * x459 * x462 - x728) + x2 * x660 + x615 * x728) + x612 * x727
-    del x2, x3, x728
-    x730 = x586 * x631
-    x731 = x586 * x634
-    x732 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x586 - x731) - x586 * x660 + x615 * x731) + x612 * x730
-    del x731
-    x733 = x589 * x631
-    del x631
-    x734 = x589 * x634
+    x626 = (use_tco * (x603 * x621 + x607 * x620 + x625) + x600 * x621) ** (-1.0)
+    x627 = tokens * x626
+    x628 = tokens * x572
+    del x572
+    x629 = x456 * x628
+    del x456
+    x630 = x276 * x629
+    x631 = gpus * x630
+    x632 = x615 * x628
+    del x628
+    x633 = x276 * x632
+    x634 = x204 * x611
+    x635 = x144 * x611 / x203 ** 2
+    del x144
+    x636 = gpus * (idle_power_w * (tokens * x276 * x427 * x448 * x455 * x457 * x458 * x461 - x633) + x613 * x633 + x622 * (x263 * x634 - x276 * x635)) + x610 * x630
+    del x263, x633
+    x637 = x300 * x629
+    x638 = gpus * x637
+    x639 = x300 * x632
+    x640 = gpus * (idle_power_w * (tokens * x300 * x427 * x448 * x455 * x457 * x458 * x461 - x639) + x613 * x639 + x622 * (x291 * x634 - x300 * x635)) + x610 * x637
+    del x291, x639
+    x641 = x317 * x629
+    x642 = gpus * x641
+    x643 = x317 * x632
+    x644 = gpus * (idle_power_w * (tokens * x317 * x427 * x448 * x455 * x457 * x458 * x461 - x643) + x613 * x643 + x622 * (x312 * x634 + x316 * x635)) + x610 * x641
+    del x312, x316, x643
+    x645 = x347 * x629
+    x646 = gpus * x645
+    x647 = x347 * x632
+    x648 = gpus * (idle_power_w * (tokens * x347 * x427 * x448 * x455 * x457 * x458 * x461 - x647) + x613 * x647 + x622 * (x342 * x634 - x347 * x635)) + x610 * x645
+    del x342, x647
+    x649 = x366 * x629
+    x650 = gpus * x649
+    x651 = x366 * x632
+    x652 = gpus * (idle_power_w * (tokens * x366 * x427 * x448 * x455 * x457 * x458 * x461 - x651) + x613 * x651 + x622 * (x361 * x634 - x366 * x635)) + x610 * x649
+    del x361, x635, x651
+    x653 = x399 * x629
+    x654 = gpus * x653
+    x655 = x427 * x615
+    x656 = x143 * x37 * x40 * x655
+    del x143, x37, x40
+    x657 = x460 * x656
+    del x460
+    x658 = x634 * x657
     del x634
-    x735 = gpus * (idle_power_w * (tokens * x428 * x449 * x456 * x458 * x459 * x462 * x589 - x734) + x588 * x660 + x615 * x734) + x612 * x733
-    del x428, x449, x456, x458, x459, x462, x588, x660, x734
-    x736 = x595 * x675
-    del x595, x675
-    x737 = x576 * (x422 * x448 * x597 - x593 * x676)
-    del x448, x576, x593, x597, x676
-    x738 = gpus * (idle_power_w * (x599 - x736 - x737) + x615 * x736 + x615 * x737) + x590 * x612 + x596 * x612 + x598 * x612
-    del x612, x615, x736, x737
-    x739 = x625 ** (-1.0)
+    x659 = x399 * x632
+    x660 = gpus * (idle_power_w * (tokens * x399 * x427 * x448 * x455 * x457 * x458 * x461 - x659) - x399 * x658 + x613 * x659) + x610 * x653
+    del x659
+    x661 = x410 * x629
+    x662 = gpus * x661
+    x663 = x410 * x632
+    x664 = gpus * (idle_power_w * (tokens * x410 * x427 * x448 * x455 * x457 * x458 * x461 - x663) - x410 * x658 + x613 * x663) + x610 * x661
+    del x663
+    x665 = ckpt_in_memory * x411 * x537
+    del x411, x537
+    x666 = x464 * x665
+    x667 = gpus * x600
+    x668 = x478 * x543
+    del x543
+    x669 = x500 * x629
+    x670 = capex_usd_per_gpu * x605
+    x671 = gpus * x603
+    x672 = x418 * x464 * x609
+    x673 = x475 * x655
+    del x475, x655
+    x674 = x421 * x614
+    x675 = x421 * x447
+    x676 = x574 * (x416 * x674 + x478 * x675)
+    del x416, x478
+    x677 = x500 * x632
+    x678 = gpus * (idle_power_w * (tokens * x203 * x427 * x457 * x461 * x466 * x472 * x474 * x615 - x501 - x676 - x677) - x473 * x613 * x673 - x500 * x658 + x613 * x676 + x613 * x677) - x477 * x610 + x610 * x668 + x610 * x669 - x665 * x672
+    del x472, x473, x500, x665, x676, x677
+    x679 = x515 * x629
+    x680 = x515 * x632
+    x681 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x515 - x680) - x515 * x658 + x613 * x680) + x610 * x679
+    del x680
+    x682 = x525 * x629
+    x683 = x525 * x632
+    x684 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x525 - x683) - x525 * x658 + x613 * x683) + x610 * x682
+    del x683
+    x685 = x535 * x629
+    x686 = x535 * x632
+    x687 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x535 - x686) - x535 * x658 + x613 * x686) + x610 * x685
+    del x686
+    x688 = use_tco * x626
+    x689 = gpus * idle_power_w
+    x690 = x689 * (x620 + x622 * (1 - x612) - x622)
+    del x612, x622
+    x691 = gpus * max_power_w * x459 * x656
+    del x459, x656
+    x692 = use_tco * x627
+    x693 = x619 * x692
+    x694 = x419 * x598
+    del x419
+    x695 = x693 * x694
+    x696 = x540 * x673
+    del x540
+    x697 = x574 * (x539 * x674 + x542 * x675)
+    del x539, x542, x675
+    x698 = gpus * (idle_power_w * (x545 - x696 - x697) + x613 * x696 + x613 * x697) + x541 * x610 + x544 * x610
+    del x696, x697
+    x699 = gpus ** 2
+    x700 = checkpoint_bytes_per_param * x464 * x547 * x699
+    x701 = x418 * x700
+    x702 = -idle_power_w * x701 - x609 * x700 / gpus_per_node ** 2
+    del x700
+    x703 = x555 * x673
+    del x555
+    x704 = x574 * (x421 * x447 * x557 - x552 * x674)
+    del x552, x557
+    x705 = gpus * (idle_power_w * (x559 + x703 - x704) - x613 * x703 + x613 * x704) - x556 * x610 + x558 * x610
+    del x703, x704
+    x706 = x606 * x620
+    x707 = x625 * x688
     del x625
-    x740 = tokens * x739
-    x741 = x696 * x740
-    x742 = embodied_kg_per_gpu * x608
-    del x608
-    x743 = x600 * x742
-    del x600
-    x744 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
-    x745 = pue * x744
-    x746 = x626 * x744
-    del x626, x744
-    x747 = (embodied_kg_per_gpu * x708 + x746) ** (-1.0)
-    x748 = tokens * x747
-    x749 = embodied_kg_per_gpu * x607
-    del x607
-    x750 = x745 * x748
-    x751 = x696 * x750
-    del x696
-    x752 = x743 * x748
-    x753 = x746 * x747
-    del x746
-    return [1, peak_flops_per_s * x205 * x277, gemm_max_efficiency * x205 * x301, gemm_half_efficiency_dim * x205 * x318, hbm_bandwidth_bytes_per_s * x205 * x348, hbm_efficiency * x205 * x367, scale_up_bandwidth_bytes_per_s * x205 * x400, scale_up_bus_efficiency * x205 * x411, -scale_out_bandwidth_bytes_per_s * x504 * x506, scale_out_bus_efficiency * x205 * x519, intra_latency_s * x205 * x529, inter_latency_s * x205 * x537, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x506 * x547, -x450 * x548 * x549, host_copy_bytes_per_s_per_gpu * x506 * x561, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x506 * (x465 * x565 - x567 - x571 + x577), restart_overhead_s * x422, x203 * x205, pause_probability * x581, x205 * x4, tp_overlap * x205 * x586, dp_overlap * x205 * x589, x505 * x548 * x599, x629 * (use_tco * (x606 + x610 + x619 * x621) + x603), peak_flops_per_s * x628 * (use_tco * (x605 * x633 + x609 * x632 + x621 * x638) + x602 * x633), gemm_max_efficiency * x628 * (use_tco * (x605 * x640 + x609 * x639 + x621 * x642) + x602 * x640), gemm_half_efficiency_dim * x628 * (use_tco * (x605 * x644 + x609 * x643 + x621 * x646) + x602 * x644), hbm_bandwidth_bytes_per_s * x628 * (use_tco * (x605 * x648 + x609 * x647 + x621 * x650) + x602 * x648), hbm_efficiency * x628 * (use_tco * (x605 * x652 + x609 * x651 + x621 * x654) + x602 * x652), scale_up_bandwidth_bytes_per_s * x628 * (use_tco * (x605 * x656 + x609 * x655 + x621 * x662) + x602 * x656), scale_up_bus_efficiency * x628 * (use_tco * (x605 * x664 + x609 * x663 + x621 * x666) + x602 * x664), scale_out_bandwidth_bytes_per_s * x628 * (use_tco * (-x478 * x609 - x478 * x673 - x605 * x668 + x609 * x670 + x609 * x671 + x621 * x680 - x668 * x672 + x670 * x673 + x671 * x673) - x478 * x669 - x602 * x668 + x669 * x670 + x669 * x671), scale_out_bus_efficiency * x628 * (use_tco * (x609 * x681 + x621 * x683 + x673 * x681) + x669 * x681), intra_latency_s * x628 * (use_tco * (x609 * x684 + x621 * x686 + x673 * x684) + x669 * x684), inter_latency_s * x628 * (use_tco * (x609 * x687 + x621 * x689 + x673 * x687) + x669 * x687), x621 * x690 * x692, x693 * x695, node_overhead_power_w * x697, network_power_per_node_w * x697, storage_write_bytes_per_s_per_node * x628 * (use_tco * (x543 * x609 + x543 * x673 + x546 * x609 + x546 * x673 + x621 * x700) + x543 * x669 + x546 * x669), storage_read_bytes_per_s_per_node * x628 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x704 - x605 * x703 - x672 * x703) - x602 * x703), host_copy_bytes_per_s_per_gpu * x628 * (use_tco * (-x558 * x609 - x558 * x673 + x560 * x609 + x560 * x673 + x621 * x707) - x558 * x669 + x560 * x669), x603 * x629, capex_usd_per_gpu * x690 * (x604 * x623 + x708), -x610 * x694, x606 * x694, 0, x709, x709, 0, gpu_mtbf_s * x628 * (use_tco * (-x571 * x609 - x571 * x673 + x577 * x609 + x577 * x673 + x605 * x712 - x605 * x713 + x621 * x717 + x672 * x712 - x672 * x713) - x571 * x669 + x577 * x669 + x602 * x712 - x602 * x713), restart_overhead_s * x628 * (use_tco * (x465 * x609 + x605 * x718 + x621 * x719) + x602 * x718), step_time_cv * x628 * (use_tco * (x609 * x721 + x621 * x723 + x673 * x721) + x669 * x721), pause_probability * x628 * (use_tco * (x605 * x724 + x621 * x726 + x672 * x724) + x602 * x724), pause_duration_s * x628 * (use_tco * (x609 * x727 + x621 * x729 + x673 * x727) + x669 * x727), tp_overlap * x628 * (use_tco * (x609 * x730 + x621 * x732 + x673 * x730) + x669 * x730), dp_overlap * x628 * (use_tco * (x609 * x733 + x621 * x735 + x673 * x733) + x669 * x733), checkpoint_bytes_per_param * x628 * (use_tco * (x590 * x609 + x590 * x673 + x596 * x609 + x596 * x673 + x598 * x609 + x598 * x673 + x621 * x738) + x590 * x669 + x596 * x669 + x598 * x669), x619 * x740, peak_flops_per_s * x638 * x739, gemm_max_efficiency * x642 * x739, gemm_half_efficiency_dim * x646 * x739, hbm_bandwidth_bytes_per_s * x650 * x739, hbm_efficiency * x654 * x739, scale_up_bandwidth_bytes_per_s * x662 * x739, scale_up_bus_efficiency * x666 * x739, scale_out_bandwidth_bytes_per_s * x680 * x739, scale_out_bus_efficiency * x683 * x739, intra_latency_s * x686 * x739, inter_latency_s * x689 * x739, x692 * x739, x693 * x740, node_overhead_power_w * x741, network_power_per_node_w * x741, storage_write_bytes_per_s_per_node * x700 * x739, storage_read_bytes_per_s_per_node * x704 * x739, host_copy_bytes_per_s_per_gpu * x707 * x739, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x717 * x739, restart_overhead_s * x719 * x739, step_time_cv * x723 * x739, pause_probability * x726 * x739, pause_duration_s * x729 * x739, tp_overlap * x732 * x739, dp_overlap * x735 * x739, checkpoint_bytes_per_param * x738 * x739, x748 * (x619 * x745 + x743), peak_flops_per_s * x747 * (x632 * x742 + x638 * x745), gemm_max_efficiency * x747 * (x639 * x742 + x642 * x745), gemm_half_efficiency_dim * x747 * (x643 * x742 + x646 * x745), hbm_bandwidth_bytes_per_s * x747 * (x647 * x742 + x650 * x745), hbm_efficiency * x747 * (x651 * x742 + x654 * x745), scale_up_bandwidth_bytes_per_s * x747 * (x655 * x742 + x662 * x745), scale_up_bus_efficiency * x747 * (x663 * x742 + x666 * x745), scale_out_bandwidth_bytes_per_s * x747 * (-x478 * x742 - x668 * x749 + x670 * x742 + x671 * x742 + x680 * x745), scale_out_bus_efficiency * x747 * (x681 * x742 + x683 * x745), intra_latency_s * x747 * (x684 * x742 + x686 * x745), inter_latency_s * x747 * (x687 * x742 + x689 * x745), x692 * x745 * x747, x693 * x750, node_overhead_power_w * x751, network_power_per_node_w * x751, storage_write_bytes_per_s_per_node * x747 * (x543 * x742 + x546 * x742 + x700 * x745), storage_read_bytes_per_s_per_node * x747 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x704 - x703 * x749), host_copy_bytes_per_s_per_gpu * x747 * (-x558 * x742 + x560 * x742 + x707 * x745), 0, 0, -x752, 0, x752, x753, 0, x753, gpu_mtbf_s * x747 * (-x571 * x742 + x577 * x742 + x712 * x749 - x713 * x749 + x717 * x745), restart_overhead_s * x747 * (x465 * x742 + x719 * x745), step_time_cv * x747 * (x721 * x742 + x723 * x745), pause_probability * x747 * (x724 * x749 + x726 * x745), pause_duration_s * x747 * (x727 * x742 + x729 * x745), tp_overlap * x747 * (x730 * x742 + x732 * x745), dp_overlap * x747 * (x733 * x742 + x735 * x745), checkpoint_bytes_per_param * x747 * (x590 * x742 + x596 * x742 + x598 * x742 + x738 * x745)]
+    x708 = x561 * x699
+    x709 = x560 * x708
+    x710 = x464 * x709
+    x711 = x453 * x620 * x708
+    del x453, x620, x708
+    x712 = x418 * x609
+    del x418, x609
+    x713 = x463 * x563 * x615
+    del x463
+    x714 = x574 * (x566 * x614 + x571)
+    del x566, x571, x614
+    x715 = gpus * (idle_power_w * (gpus * tokens * x203 * x448 * x455 * x457 * x458 * x461 * x560 * x561 + tokens * x203 * x427 * x447 * x455 * x457 * x458 * x461 * x570 + tokens * x203 * x427 * x457 * x461 * x466 * x474 * x567 * x615 - x565 - x569 - x713 - x714) - x568 * x613 * x673 + x613 * x713 + x613 * x714) - x569 * x610 + x575 * x610 + x672 * x709 - x711 * x712
+    del x203, x466, x474, x560, x561, x567, x568, x570, x615, x672, x709, x713, x714
+    x716 = gpus * x464
+    x717 = x464 * x610 + x464 * x689
+    del x689
+    x718 = x196 * x200
+    x719 = x629 * x718
+    x720 = x632 * x718
+    x721 = gpus * (idle_power_w * (tokens * x196 * x200 * x427 * x448 * x455 * x457 * x458 * x461 - x720) + x613 * x720 - x658 * x718) + x610 * x719
+    del x196, x200, x718, x720
+    x722 = x577 * x629 * x699
+    del x577, x699
+    x723 = x578 * x632
+    del x578
+    x724 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x427 * x448 * x455 * x457 * x458 * x461 * x576 - x723) - x579 * x611 * x657 + x613 * x723) + x712 * x722
+    del x1, x576, x611, x657, x712, x723
+    x725 = x3 * x629
+    x726 = x3 * x632
+    x727 = gpus * (idle_power_w * (tokens * x3 * x427 * x448 * x455 * x457 * x458 * x461 - x726) + x2 * x658 + x613 * x726) + x610 * x725
+    del x2, x3, x726
+    x728 = x584 * x629
+    x729 = x584 * x632
+    x730 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x584 - x729) - x584 * x658 + x613 * x729) + x610 * x728
+    del x729
+    x731 = x587 * x629
+    del x629
+    x732 = x587 * x632
+    del x632
+    x733 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x587 - x732) + x586 * x658 + x613 * x732) + x610 * x731
+    del x427, x448, x455, x457, x458, x461, x586, x658, x732
+    x734 = x593 * x673
+    del x593, x673
+    x735 = x574 * (x421 * x447 * x595 - x591 * x674)
+    del x447, x574, x591, x595, x674
+    x736 = gpus * (idle_power_w * (x597 - x734 - x735) + x613 * x734 + x613 * x735) + x588 * x610 + x594 * x610 + x596 * x610
+    del x610, x613, x734, x735
+    x737 = x623 ** (-1.0)
+    del x623
+    x738 = tokens * x737
+    x739 = x694 * x738
+    x740 = embodied_kg_per_gpu * x606
+    del x606
+    x741 = x598 * x740
+    del x598
+    x742 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
+    x743 = pue * x742
+    x744 = x624 * x742
+    del x624, x742
+    x745 = (embodied_kg_per_gpu * x706 + x744) ** (-1.0)
+    x746 = tokens * x745
+    x747 = embodied_kg_per_gpu * x605
+    del x605
+    x748 = x743 * x746
+    x749 = x694 * x748
+    del x694
+    x750 = x741 * x746
+    x751 = x744 * x745
+    del x744
+    return [1, peak_flops_per_s * x204 * x276, gemm_max_efficiency * x204 * x300, gemm_half_efficiency_dim * x204 * x317, hbm_bandwidth_bytes_per_s * x204 * x347, hbm_efficiency * x204 * x366, scale_up_bandwidth_bytes_per_s * x204 * x399, scale_up_bus_efficiency * x204 * x410, -scale_out_bandwidth_bytes_per_s * x501 * x503, scale_out_bus_efficiency * x204 * x515, intra_latency_s * x204 * x525, inter_latency_s * x204 * x535, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x503 * x545, -x449 * x546 * x547, host_copy_bytes_per_s_per_gpu * x503 * x559, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x503 * (x464 * x563 - x565 - x569 + x575), restart_overhead_s * x421, x202 * x204, pause_probability * x579, x204 * x4, tp_overlap * x204 * x584, dp_overlap * x204 * x587, x502 * x546 * x597, x627 * (use_tco * (x604 + x608 + x617 * x619) + x601), peak_flops_per_s * x626 * (use_tco * (x603 * x631 + x607 * x630 + x619 * x636) + x600 * x631), gemm_max_efficiency * x626 * (use_tco * (x603 * x638 + x607 * x637 + x619 * x640) + x600 * x638), gemm_half_efficiency_dim * x626 * (use_tco * (x603 * x642 + x607 * x641 + x619 * x644) + x600 * x642), hbm_bandwidth_bytes_per_s * x626 * (use_tco * (x603 * x646 + x607 * x645 + x619 * x648) + x600 * x646), hbm_efficiency * x626 * (use_tco * (x603 * x650 + x607 * x649 + x619 * x652) + x600 * x650), scale_up_bandwidth_bytes_per_s * x626 * (use_tco * (x603 * x654 + x607 * x653 + x619 * x660) + x600 * x654), scale_up_bus_efficiency * x626 * (use_tco * (x603 * x662 + x607 * x661 + x619 * x664) + x600 * x662), scale_out_bandwidth_bytes_per_s * x626 * (use_tco * (-x477 * x607 - x477 * x671 - x603 * x666 + x607 * x668 + x607 * x669 + x619 * x678 - x666 * x670 + x668 * x671 + x669 * x671) - x477 * x667 - x600 * x666 + x667 * x668 + x667 * x669), scale_out_bus_efficiency * x626 * (use_tco * (x607 * x679 + x619 * x681 + x671 * x679) + x667 * x679), intra_latency_s * x626 * (use_tco * (x607 * x682 + x619 * x684 + x671 * x682) + x667 * x682), inter_latency_s * x626 * (use_tco * (x607 * x685 + x619 * x687 + x671 * x685) + x667 * x685), x619 * x688 * x690, x691 * x693, node_overhead_power_w * x695, network_power_per_node_w * x695, storage_write_bytes_per_s_per_node * x626 * (use_tco * (x541 * x607 + x541 * x671 + x544 * x607 + x544 * x671 + x619 * x698) + x541 * x667 + x544 * x667), storage_read_bytes_per_s_per_node * x626 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x702 - x603 * x701 - x670 * x701) - x600 * x701), host_copy_bytes_per_s_per_gpu * x626 * (use_tco * (-x556 * x607 - x556 * x671 + x558 * x607 + x558 * x671 + x619 * x705) - x556 * x667 + x558 * x667), x601 * x627, capex_usd_per_gpu * x688 * (x602 * x621 + x706), -x608 * x692, x604 * x692, 0, x707, x707, 0, gpu_mtbf_s * x626 * (use_tco * (-x569 * x607 - x569 * x671 + x575 * x607 + x575 * x671 + x603 * x710 - x603 * x711 + x619 * x715 + x670 * x710 - x670 * x711) - x569 * x667 + x575 * x667 + x600 * x710 - x600 * x711), restart_overhead_s * x626 * (use_tco * (x464 * x607 + x603 * x716 + x619 * x717) + x600 * x716), step_time_cv * x626 * (use_tco * (x607 * x719 + x619 * x721 + x671 * x719) + x667 * x719), pause_probability * x626 * (use_tco * (x603 * x722 + x619 * x724 + x670 * x722) + x600 * x722), pause_duration_s * x626 * (use_tco * (x607 * x725 + x619 * x727 + x671 * x725) + x667 * x725), tp_overlap * x626 * (use_tco * (x607 * x728 + x619 * x730 + x671 * x728) + x667 * x728), dp_overlap * x626 * (use_tco * (x607 * x731 + x619 * x733 + x671 * x731) + x667 * x731), checkpoint_bytes_per_param * x626 * (use_tco * (x588 * x607 + x588 * x671 + x594 * x607 + x594 * x671 + x596 * x607 + x596 * x671 + x619 * x736) + x588 * x667 + x594 * x667 + x596 * x667), x617 * x738, peak_flops_per_s * x636 * x737, gemm_max_efficiency * x640 * x737, gemm_half_efficiency_dim * x644 * x737, hbm_bandwidth_bytes_per_s * x648 * x737, hbm_efficiency * x652 * x737, scale_up_bandwidth_bytes_per_s * x660 * x737, scale_up_bus_efficiency * x664 * x737, scale_out_bandwidth_bytes_per_s * x678 * x737, scale_out_bus_efficiency * x681 * x737, intra_latency_s * x684 * x737, inter_latency_s * x687 * x737, x690 * x737, x691 * x738, node_overhead_power_w * x739, network_power_per_node_w * x739, storage_write_bytes_per_s_per_node * x698 * x737, storage_read_bytes_per_s_per_node * x702 * x737, host_copy_bytes_per_s_per_gpu * x705 * x737, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x715 * x737, restart_overhead_s * x717 * x737, step_time_cv * x721 * x737, pause_probability * x724 * x737, pause_duration_s * x727 * x737, tp_overlap * x730 * x737, dp_overlap * x733 * x737, checkpoint_bytes_per_param * x736 * x737, x746 * (x617 * x743 + x741), peak_flops_per_s * x745 * (x630 * x740 + x636 * x743), gemm_max_efficiency * x745 * (x637 * x740 + x640 * x743), gemm_half_efficiency_dim * x745 * (x641 * x740 + x644 * x743), hbm_bandwidth_bytes_per_s * x745 * (x645 * x740 + x648 * x743), hbm_efficiency * x745 * (x649 * x740 + x652 * x743), scale_up_bandwidth_bytes_per_s * x745 * (x653 * x740 + x660 * x743), scale_up_bus_efficiency * x745 * (x661 * x740 + x664 * x743), scale_out_bandwidth_bytes_per_s * x745 * (-x477 * x740 - x666 * x747 + x668 * x740 + x669 * x740 + x678 * x743), scale_out_bus_efficiency * x745 * (x679 * x740 + x681 * x743), intra_latency_s * x745 * (x682 * x740 + x684 * x743), inter_latency_s * x745 * (x685 * x740 + x687 * x743), x690 * x743 * x745, x691 * x748, node_overhead_power_w * x749, network_power_per_node_w * x749, storage_write_bytes_per_s_per_node * x745 * (x541 * x740 + x544 * x740 + x698 * x743), storage_read_bytes_per_s_per_node * x745 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x702 - x701 * x747), host_copy_bytes_per_s_per_gpu * x745 * (-x556 * x740 + x558 * x740 + x705 * x743), 0, 0, -x750, 0, x750, x751, 0, x751, gpu_mtbf_s * x745 * (-x569 * x740 + x575 * x740 + x710 * x747 - x711 * x747 + x715 * x743), restart_overhead_s * x745 * (x464 * x740 + x717 * x743), step_time_cv * x745 * (x719 * x740 + x721 * x743), pause_probability * x745 * (x722 * x747 + x724 * x743), pause_duration_s * x745 * (x725 * x740 + x727 * x743), tp_overlap * x745 * (x728 * x740 + x730 * x743), dp_overlap * x745 * (x731 * x740 + x733 * x743), checkpoint_bytes_per_param * x745 * (x588 * x740 + x594 * x740 + x596 * x740 + x736 * x743)]

@@ -17,9 +17,9 @@ import numpy as np
 def configs_per_second(repeats: int = 5) -> tuple[int, float, float]:
     """(layouts, rate with every output computed, rate with every output also stored)."""
     from hardware_catalog import load_catalog
-    from planner.evaluator import CHUNK, base_inputs, evaluate_inputs, kernel
-    from planner.model import INPUTS
-    from planner.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.evaluator import CHUNK, base_inputs, evaluate_inputs, kernel
+    from planner.engine.model import INPUTS
+    from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
     catalog = load_catalog()
     x = base_inputs(catalog, model="llama3-70b", hardware="h100-sxm", tokens=15e12)

@@ -1,4 +1,4 @@
-"""Benchmark: 10,000 replicas of a 60-day training run on 16,384 GPUs (planner.simulate).
+"""Benchmark: 10,000 replicas of a 60-day training run on 16,384 GPUs (planner.analysis.simulate).
 
 Run: python benchmarks/bench_simulate.py   (prints a markdown table for docs/performance-simulate.md)
 
@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from formulas import checkpoint as ck  # noqa: E402
-from planner.simulate import RunSpec, closed_form, simulate, step_stats  # noqa: E402
+from planner.analysis.simulate import RunSpec, closed_form, simulate, step_stats  # noqa: E402
 
 GPUS = 16_384
 DAYS = 60.0

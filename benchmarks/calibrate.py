@@ -4,9 +4,9 @@ Procedure (``python benchmarks/calibrate.py``; it prints the fitted values and t
 MAPE of every dataset, fit subset and held-out rows separately; ``--write`` puts the fitted
 values into the catalog and planner/execution.toml, keeping each entry's ``source`` text):
 
-1. Cases: :func:`planner.validate.load_cases` maps every measured run to kernel inputs
+1. Cases: :func:`planner.analysis.validate.load_cases` maps every measured run to kernel inputs
    (rules in docs/validation.md).  Only the FIT subset enters the objective
-   (``planner.validate.FIT_RULES``: SC21 rows 1, 3, 5, 7, 9; vTrain multi-node even rows;
+   (``planner.analysis.validate.FIT_RULES``: SC21 rows 1, 3, 5, 7, 9; vTrain multi-node even rows;
    every 10th vTrain single-node row; llm-foundry runs on 8 or 64 GPUs).  Everything else,
    plus BLOOM, OPT and the GPT-3 175B example, is held out.
 2. Parameters, one value each, shared by every run (no per-run knob):
@@ -55,8 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hardware_catalog import load_catalog  # noqa: E402
-from planner import validate as v  # noqa: E402
-from planner.scenario import execution_defaults  # noqa: E402
+from planner.analysis import validate as v  # noqa: E402
+from planner.engine.scenario import execution_defaults  # noqa: E402
 
 A100 = ("a100-80gb", "a100-40gb")
 H100 = ("h100-sxm", "h200", "h800")  # same GH100 silicon: one value
@@ -85,7 +85,7 @@ def start_values(catalog) -> dict:
 
 
 def to_params(values: dict) -> dict:
-    """``planner.validate.predict`` params: per accelerator id, "*" for execution terms."""
+    """``planner.analysis.validate.predict`` params: per accelerator id, "*" for execution terms."""
     params: dict[str, dict] = {}
     for (owner, name), value in values.items():
         for key in ((owner,) if owner == "*" else owner):
@@ -171,7 +171,7 @@ def main(argv=None) -> int:
               f"bias {s['bias']:+.3f}")
     if args.write:
         write_values(values)
-        print("wrote the values; regenerate: python -m planner.kernel is not needed (inputs), "
+        print("wrote the values; regenerate: python -m planner.engine.kernel is not needed (inputs), "
               "but run capplan validate --write-docs and the test suite")
     return 0
 

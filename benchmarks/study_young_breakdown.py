@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from formulas import checkpoint as ck  # noqa: E402
-from planner.simulate import RunSpec, closed_form, optimal_interval, simulate  # noqa: E402
+from planner.analysis.simulate import RunSpec, closed_form, optimal_interval, simulate  # noqa: E402
 
 M = 3600.0                       # system MTBF [s]
 STEP = M / 10_000                # step time [s]: intervals resolved to 0.01% of M
@@ -153,7 +153,7 @@ def render(sections, replicas, elapsed) -> str:
         f"System MTBF M = {M:g} s, failure-free compute T_s = {SOLVE / M:g} M, step "
         f"{STEP:g} s (= M/10,000, so intervals are resolved to 0.01% of M), checkpoint cost "
         "delta = (delta/M)·M, restart cost R = delta (reload at the checkpoint bandwidth). "
-        "Simulated with `planner.simulate` (see its module docstring for the model: "
+        "Simulated with `planner.analysis.simulate` (see its module docstring for the model: "
         "segments of tau compute + delta checkpoint, a failure during compute, checkpoint "
         "or restart loses everything since the last completed checkpoint, restarts can "
         "fail, exactly Daly's complete model for exponential failures).",

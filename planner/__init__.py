@@ -14,15 +14,15 @@ __all__ = ["evaluate", "plan", "Scenario", "PlanResult"]
 
 def __getattr__(name):
     if name == "evaluate":
-        from .evaluator import evaluate
+        from planner.engine.evaluator import evaluate
 
         return evaluate
     if name in ("plan", "PlanResult"):
-        from . import optimize
+        from planner.engine import optimize
 
         return getattr(optimize, name)
     if name == "Scenario":
-        from .scenario import Scenario
+        from planner.engine.scenario import Scenario
 
         return Scenario
     raise AttributeError(f"module 'planner' has no attribute {name!r}")

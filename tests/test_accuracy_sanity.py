@@ -67,7 +67,7 @@ def test_small_micro_batches_are_host_bound(catalog):
     launches, not the GPU, set the pace; the model's launch term must carry that."""
     import numpy as np
 
-    from planner import validate as v
+    from planner.analysis import validate as v
 
     cases = v.load_cases(["vtrain-single"])
     pick = cases[(cases.hidden == 1024) & (cases.tp == 8) & (cases.layers == 20)

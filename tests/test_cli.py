@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from planner.cli import main
+from planner.cli.main import main
 
 EVAL = ["evaluate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--gpus", "64",
         "--tp", "1", "--pp", "1", "--global-batch", "512", "--micro-batch", "2",
@@ -154,12 +154,12 @@ def test_model_and_hardware_from_toml_files(capsys):
 
 
 def test_ctrl_c_exits_130_and_debug_shows_traceback(capsys, monkeypatch):
-    import planner.optimize
+    import planner.engine.optimize
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(planner.optimize, "plan", interrupted)
+    monkeypatch.setattr(planner.engine.optimize, "plan", interrupted)
     code, out, err = run(capsys, ["plan", "--format", "json"])
     assert code == 130 and "interrupted" in err and "Traceback" not in err
     monkeypatch.undo()

@@ -2,20 +2,20 @@
 
 from pathlib import Path
 
-from planner.cli_docs import DOC, WIDTH, main, render_cli_markdown
+from planner.codegen.cli_docs import DOC, WIDTH, main, render_cli_markdown
 
 
 def test_docs_cli_md_is_up_to_date():
-    assert DOC.exists(), "docs/cli.md is missing; run: python -m planner.cli_docs"
+    assert DOC.exists(), "docs/cli.md is missing; run: python -m planner.codegen"
     assert DOC.read_text() == render_cli_markdown(), (
-        "docs/cli.md is stale; run: python -m planner.cli_docs")
+        "docs/cli.md is stale; run: python -m planner.codegen")
 
 
 def test_every_command_has_a_section():
     import typer.main
 
-    import planner.cli  # noqa: F401
-    from planner.cli_app import app
+    import planner.cli.main  # noqa: F401
+    from planner.cli.app import app
 
     text = render_cli_markdown()
     root = typer.main.get_command(app)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from planner.cli import main
+from planner.cli.main import main
 
 COMMANDS = {
     "checkpoint": ["checkpoint", "--gpus", "4096"],
@@ -52,7 +52,7 @@ def test_unknown_format_is_one_line(capsys, name):
 
 
 def test_table_cells_are_not_rich_markup():
-    from planner.output import render
+    from planner.report.output import render
 
     text = render([{"check [h]": "MTTF [h]", "unit": "[s]"}], "table", title="t [s]")
     assert "check [h]" in text and "MTTF [h]" in text and "[s]" in text and "t [s]" in text

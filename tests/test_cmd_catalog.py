@@ -1,4 +1,4 @@
-"""``capplan catalog list|show`` through ``planner.cli.main`` (stdout data, stderr one line)."""
+"""``capplan catalog list|show`` through ``planner.cli.main.main`` (stdout data, stderr one line)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from hardware_catalog import clear_cache
 from hardware_catalog.loader import DATA_DIR, ENV_VAR
-from planner.cli import main
+from planner.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ["table", "json", "csv", "markdown"]

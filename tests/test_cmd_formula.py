@@ -1,4 +1,4 @@
-"""``capplan formula list|show|eval`` through ``planner.cli.main`` (stdout data, stderr one line)."""
+"""``capplan formula list|show|eval`` through ``planner.cli.main.main`` (stdout data, stderr one line)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import formulas
-from planner.cli import main
+from planner.cli.main import main
 
 REGISTRY = formulas.registry()
 FORMATS = ["table", "json", "csv", "markdown"]
@@ -250,7 +250,7 @@ def test_output_file(capsys, tmp_path):
 
 
 def test_module_import_stays_light():
-    code = ("import sys, planner.cmd_formula; "
+    code = ("import sys, planner.cli.formula; "
             "print(any(m in sys.modules for m in ('sympy', 'numpy', 'formulas')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from planner.cli import main
+from planner.cli.main import main
 
 ARGS = ["simulate", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "4096",
         "--tp", "8", "--pp", "4", "--tokens", "2e12", "--checkpoint", "sync",

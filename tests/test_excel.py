@@ -1,4 +1,4 @@
-"""planner.excel: sympy -> Excel printer, checked against two spreadsheet engines.
+"""planner.report.excel: sympy -> Excel printer, checked against two spreadsheet engines.
 
 Engines: pycel (pure Python, ``pip install pycel``; NORM.S.INV, which pycel
 lacks, is supplied by :func:`norm_s_inv` below from the standard library, not
@@ -21,7 +21,7 @@ import pytest
 import sympy
 
 import formulas
-from planner.excel import (
+from planner.report.excel import (
     ExcelPrintError,
     ExcelUnsupportedError,
     harmonic_approximation,

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from planner.cli import main
+from planner.cli.main import main
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -34,7 +34,7 @@ def _recalculate(source, tmp_path):
 def test_workbook_recomputes_every_output(capsys, tmp_path, args):
     import openpyxl
 
-    from planner.model import INPUTS, OUTPUTS
+    from planner.engine.model import INPUTS, OUTPUTS
 
     path = tmp_path / "plan.xlsx"
     assert main(["export", "xlsx", *args, "-o", str(path)]) == 0, capsys.readouterr().err

@@ -6,13 +6,13 @@ import subprocess
 import sys
 
 import formulas
-from planner.formula_docs import DOCS_PATH, main, render_formulas_markdown
+from planner.report.formula_docs import DOCS_PATH, main, render_formulas_markdown
 
 
 def test_docs_formulas_md_is_up_to_date():
-    assert DOCS_PATH.exists(), "docs/formulas.md missing; run python -m planner.formula_docs"
+    assert DOCS_PATH.exists(), "docs/formulas.md missing; run python -m planner.codegen"
     assert DOCS_PATH.read_text() == render_formulas_markdown(), (
-        "docs/formulas.md is stale; regenerate with: python -m planner.formula_docs")
+        "docs/formulas.md is stale; regenerate with: python -m planner.codegen")
 
 
 def test_render_has_every_formula_grouped_by_module():
@@ -54,7 +54,10 @@ def test_check_mode(tmp_path, capsys):
     assert "stale" in capsys.readouterr().err
 
 
-def test_module_entry_point_prints_to_stdout():
-    result = subprocess.run([sys.executable, "-m", "planner.formula_docs", "-o", "-"],
-                            capture_output=True, text=True, check=True)
-    assert result.stdout == render_formulas_markdown()
+def test_codegen_entry_point_checks_the_docs():
+    """``python -m planner.codegen --check`` is the one entry point for generated files."""
+    result = subprocess.run([sys.executable, "-m", "planner.codegen", "--check", "--only",
+                             "formulas", "--only", "cli", "--only", "kernel"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "codegen: formulas" in result.stderr and "codegen: kernel" in result.stderr

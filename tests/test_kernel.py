@@ -3,20 +3,20 @@
 import numpy as np
 import pytest
 
-from planner import kernel as kernel_module
-from planner.evaluator import base_inputs, evaluate_inputs
-from planner.model import INPUTS, OUTPUTS, run_model
-from planner.space import SpaceOptions, enumerate_layouts, layout_flags
+from planner.codegen.kernel import generate_source
+from planner.engine.evaluator import base_inputs, evaluate_inputs
+from planner.engine.model import INPUTS, OUTPUTS, run_model
+from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 
 def test_generated_kernel_is_fresh():
     """The committed kernel is exactly what the symbolic model compiles to today."""
-    from planner import _kernel_generated
+    from planner.engine import _kernel_generated
 
     assert _kernel_generated.INPUTS == tuple(INPUTS)
     assert _kernel_generated.OUTPUTS == tuple(OUTPUTS)
-    assert kernel_module.generate_source() == open(_kernel_generated.__file__).read(), (
-        "planner/_kernel_generated.py is stale: run `python -m planner.kernel`")
+    assert generate_source() == open(_kernel_generated.__file__).read(), (
+        "planner/_kernel_generated.py is stale: run `python -m planner.codegen`")
 
 
 def _inputs(catalog, model="llama3-70b", hardware="h100-sxm", max_gpus=2048):

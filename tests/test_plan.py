@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from planner import evaluate, plan
+from planner.engine.optimize import marginal_efficiency, pareto_mask
 from planner.errors import CapplanError
-from planner.optimize import marginal_efficiency, pareto_mask
 
 SMALL = dict(model="llama2-7b", tokens=1e12, hardware=["h100-sxm", "a100-80gb"],
              min_gpus=8, max_gpus=1024)

@@ -5,12 +5,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from planner.cli import main
+from planner.cli.main import main
 from planner.errors import CapplanError
 
 pytest.importorskip("matplotlib")
 
-from planner import plot  # noqa: E402
+from planner.report import plot  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SMALL = ["--model", "llama2-7b", "--tokens", "1e12", "--hardware", "h100-sxm,a100-80gb",

@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 
 from planner import evaluate
-from planner.evaluator import evaluate_inputs
-from planner.kernel import kernel_hash
-from planner.sensitivity import OUTPUTS, UNCERTAIN_INPUTS, elasticity_table
+from planner.analysis.sensitivity import OUTPUTS, UNCERTAIN_INPUTS, elasticity_table
+from planner.engine.evaluator import evaluate_inputs
+from planner.engine.kernel import kernel_hash
 
 
 def test_generated_sensitivity_is_fresh():
-    from planner import _sensitivity_generated
+    from planner.analysis import _sensitivity_generated
 
     assert _sensitivity_generated.KERNEL_HASH == kernel_hash(), (
-        "planner/_sensitivity_generated.py is stale: run `python -m planner.sensitivity`")
+        "planner/analysis/_sensitivity_generated.py is stale: run `python -m planner.codegen`")
 
 
 @pytest.mark.parametrize("layout", [
@@ -48,7 +48,7 @@ def test_known_elasticities(catalog):
 
 
 def test_cli_sensitivity_json_and_plot(capsys, tmp_path):
-    from planner.cli import main
+    from planner.cli.main import main
 
     plot = tmp_path / "tornado.png"
     code = main(["sensitivity", "--top", "5", "--format", "json", "--plot", str(plot)])

@@ -1,4 +1,4 @@
-"""Monte Carlo simulation (planner.simulate) against the closed forms.
+"""Monte Carlo simulation (planner.analysis.simulate) against the closed forms.
 
 Tolerances are stated against the Monte Carlo standard error (s.e.): a check
 ``|sim - closed| < 4 s.e.`` fails by chance with probability ~6e-5; every test
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from formulas import checkpoint as ck
-from planner.simulate import (
+from planner.analysis.simulate import (
     RunSpec,
     closed_form,
     failure_times,

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from planner import evaluate, plan
-from planner.errors import CapplanError
-from planner.uncertainty import (
+from planner.analysis.uncertainty import (
     Spread,
     default_spreads,
     plan_uncertainty,
     run_uncertainty,
     spreads_from,
 )
+from planner.errors import CapplanError
 
 
 def test_zero_spread_collapses_to_point_estimate(catalog):
@@ -59,7 +59,7 @@ def test_scenario_uncertainty_overrides_are_checked():
 
 
 def test_cli_evaluate_uncertainty_json(capsys):
-    from planner.cli import main
+    from planner.cli.main import main
 
     code = main(["evaluate", "--uncertainty", "--draws", "200", "--format", "json"])
     out, err = capsys.readouterr()

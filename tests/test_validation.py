@@ -8,7 +8,7 @@ model closes the gap, so the marker is removed then. See docs/validation.md.
 import numpy as np
 import pytest
 
-from planner import validate as v
+from planner.analysis import validate as v
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def test_olmo_energy_within_15_percent(catalog, run):
 def test_cli_validate_json_and_unknown_dataset(tmp_path):
     import json
 
-    from planner.cli import main
+    from planner.cli.main import main
 
     out = tmp_path / "v.json"
     assert main(["validate", "-d", "sc21", "-f", "json", "-o", str(out)]) == 0
@@ -136,7 +136,7 @@ def test_cli_validate_json_and_unknown_dataset(tmp_path):
 
 def test_cli_validate_plot(tmp_path):
     pytest.importorskip("matplotlib")
-    from planner.cli import main
+    from planner.cli.main import main
 
     png = tmp_path / "v.png"
     assert main(["validate", "-d", "sc21,full-runs", "--plot", str(png)]) == 0
@@ -147,7 +147,7 @@ def test_docs_validation_md_is_up_to_date():
     """docs/validation.md is what `capplan validate --write-docs` writes today."""
     from pathlib import Path
 
-    from planner.cmd_validate import checks, docs_text, run
+    from planner.report.validation import checks, docs_text, run
 
     pred, summary = run()
     current = (Path(__file__).parents[1] / "docs" / "validation.md").read_text()

@@ -1,0 +1,158 @@
+"""Propagate input uncertainty through the vectorised evaluator.
+
+Each uncertain input is multiplied by a lognormal factor (median 1); draws are
+evaluated all at once by the compiled kernel.  For a plan, the candidate rows of the
+frontier (best layouts per accelerator, GPU count and objective) are re-evaluated
+under every draw, giving P10/P50/P90 of the nominal winners and the probability
+that each accelerator wins each objective.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import CapplanError
+
+QUANTITIES = {"wall_days": "days", "cost_usd": "USD", "energy_mwh": "MWh", "co2e_t": "tCO2e"}
+FRACTIONS = {"gemm_max_efficiency", "scale_up_bus_efficiency", "scale_out_bus_efficiency",
+             "hbm_efficiency", "dp_overlap", "tp_overlap"}
+
+
+@dataclass(frozen=True)
+class Spread:
+    sigma: float
+    scope: str  # "hardware" or "shared"
+
+
+@cache
+def default_spreads() -> dict[str, Spread]:
+    data = tomllib.loads(Path(__file__).with_name("uncertainty.toml").read_text())
+    return {k: Spread(float(v["sigma"]), v["scope"]) for k, v in data.items()
+            if isinstance(v, dict)}
+
+
+def spreads_from(overrides: dict | None) -> dict[str, Spread]:
+    """Defaults updated by a scenario file's ``[uncertainty]`` table."""
+    from planner.engine.model import INPUTS
+
+    spreads = dict(default_spreads())
+    for name, spec in (overrides or {}).items():
+        if name not in INPUTS:
+            from planner.errors import did_you_mean
+
+            raise did_you_mean("uncertain input", name, INPUTS)
+        if not isinstance(spec, dict) or not isinstance(spec.get("sigma"), int | float) \
+                or spec["sigma"] < 0:
+            raise CapplanError(f"uncertainty.{name}: expected {{sigma = <number >= 0>}}")
+        spreads[name] = Spread(float(spec["sigma"]), spec.get("scope", "shared"))
+    return spreads
+
+
+def factors(spreads: dict[str, Spread], draws: int, groups: int, seed: int
+            ) -> dict[str, np.ndarray]:
+    """Multiplicative factors, shape (draws, groups); shared inputs equal across groups."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name in sorted(spreads):
+        spread = spreads[name]
+        width = groups if spread.scope == "hardware" else 1
+        z = rng.standard_normal((draws, width))
+        out[name] = np.broadcast_to(np.exp(spread.sigma * z), (draws, groups))
+    return out
+
+
+def perturb(inputs: dict, name: str, factor: np.ndarray) -> np.ndarray:
+    value = np.asarray(inputs[name], dtype=float) * factor
+    return np.minimum(value, 1.0) if name in FRACTIONS else value
+
+
+def summarize(values: np.ndarray) -> dict[str, float]:
+    p10, p50, p90 = np.percentile(values, [10, 50, 90])
+    return {"p10": float(p10), "p50": float(p50), "p90": float(p90),
+            "mean": float(np.mean(values))}
+
+
+def run_uncertainty(inputs: dict, spreads: dict[str, Spread], draws: int = 2000,
+                    seed: int = 0) -> dict[str, dict]:
+    """P10/P50/P90 of days, cost, energy and CO2e for one configuration."""
+    from planner.engine.evaluator import evaluate_inputs
+
+    f = factors(spreads, draws, 1, seed)
+    x = {k: (np.full(draws, float(np.ravel(v)[0])) if np.size(v) == 1 else v)
+         for k, v in inputs.items()}
+    for name, factor in f.items():
+        x[name] = perturb(x, name, factor[:, 0])
+    out = evaluate_inputs(x)
+    return {q: summarize(out[q]) for q in QUANTITIES}
+
+
+def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 400,
+                     seed: int = 0) -> dict:
+    """Winner probabilities per accelerator and P10/50/90 of the nominal winners."""
+    from planner.engine.evaluator import base_inputs, evaluate_inputs
+    from planner.engine.optimize import OBJECTIVE_COLUMNS, _feasible
+    from planner.engine.space import RECOMPUTE_CODES, layout_flags
+
+    s = result.scenario
+    frontier = result.frontier.loc[result.frontier["fits"].astype(bool)].reset_index(drop=True)
+    if frontier.empty:
+        raise CapplanError("no feasible plan to propagate uncertainty through")
+    hardware = sorted(frontier["hardware"].unique())
+    f = factors(spreads, draws, len(hardware), seed)
+    columns = {c: [] for c in ("row", "draw")}
+    outs = []
+    for g, hw in enumerate(hardware):
+        rows = frontier.index[frontier["hardware"] == hw].to_numpy()
+        part = frontier.loc[rows]
+        x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
+                        reliability=s.reliability, precision=s.precision,
+                        checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
+                        tokens=s.tokens, global_batch=s.global_batch)
+        x.update(s.extra)
+        layout = {k: np.tile(part[k].to_numpy(), draws) for k in
+                  ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "zero",
+                   "sequence_parallel")}
+        layout["recompute"] = np.tile(part["recompute"].map(RECOMPUTE_CODES).to_numpy(), draws)
+        x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                              layers=x["layers"]))
+        for name, factor in f.items():
+            x[name] = perturb(x, name, np.repeat(factor[:, g], len(rows)))
+        outs.append(evaluate_inputs(x))
+        columns["row"].append(np.tile(rows, draws))
+        columns["draw"].append(np.repeat(np.arange(draws), len(rows)))
+    out = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
+    row = np.concatenate(columns["row"])
+    draw = np.concatenate(columns["draw"])
+    feasible = _feasible(out, s)
+    hw_of_row = frontier["hardware"].to_numpy()
+    report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
+              "win_probability": {}, "nominal_winners": {}}
+    for objective, column in OBJECTIVE_COLUMNS.items():
+        value = np.where(feasible, out[column], np.inf)
+        order = np.lexsort((value, draw))
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = draw[order][1:] != draw[order][:-1]
+        winners = order[first]
+        winners = winners[np.isfinite(value[winners])]
+        counts = {hw: 0 for hw in hardware}
+        for hw in hw_of_row[row[winners]]:
+            counts[hw] += 1
+        report["win_probability"][objective] = {hw: c / draws for hw, c in counts.items()}
+        best = result.best.get(objective)
+        if best is not None:
+            match = np.flatnonzero(
+                (frontier["hardware"] == best["hardware"]).to_numpy()
+                & np.all([frontier[k].to_numpy() == best[k] for k in
+                          ("gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "zero",
+                           "sequence_parallel")], axis=0)
+                & (frontier["recompute"] == best["recompute"]).to_numpy())
+            if match.size:
+                mask = row == match[0]
+                report["nominal_winners"][objective] = {
+                    q: summarize(out[q][mask]) for q in QUANTITIES}
+    return report

@@ -1,0 +1,558 @@
+"""Validation: predict every published measurement with the catalog's parameters.
+
+The measurements live in ``hardware_catalog/data/validation`` (copied from the
+project's shared validation set, with their ``source`` and ``verification``
+columns and, for vTrain, its MIT licence).  Each dataset loader turns rows into
+*cases*: one kernel input row (model shape, accelerator, layout, software
+flags) and one measured number.  :func:`predict` evaluates all cases of a
+dataset through the compiled kernel in one vectorised call per
+(accelerator, flash attention) group; :func:`summarise` gives count, MAPE, max
+error, signed bias and the worst rows.
+
+Mapping rules (also in docs/validation.md):
+
+* the model shape comes from the row (layers, hidden, heads, vocab, seq_len);
+  GPT-2 style MLP (ffn = 4h, 2 matrices), tied embeddings;
+* accelerator: A100 rows -> ``a100-80gb`` (``a100-40gb`` when the row says 40GB),
+  H100 rows -> ``h100-sxm``; fp16 and bf16 share the dense peak;
+* Megatron-LM / Megatron-DeepSpeed rows (SC21, GPT-3 example, vTrain, BLOOM):
+  no flash attention, full recompute as published, ZeRO as published, sequence
+  parallelism off (it did not exist yet); vTrain runs with
+  ``use_gradient_bucket = false`` so the gradient all-reduce is not overlapped
+  (``dp_overlap = 0``) and its nodes have 4 x 200 Gb/s HDR (12.5 GB/s per GPU);
+* llm-foundry rows: FSDP FULL_SHARD = ZeRO-3 (SHARD_GRAD_OP = ZeRO-2), TP = PP = 1,
+  flash attention, recompute as published;
+* benchmark rows use the ``benchmark`` reliability profile (short clean runs,
+  see its provenance); full production runs (BLOOM, OPT) use their own profile.
+
+Nothing here is fitted per run: the accelerator's efficiency parameters are
+the same for every row on that accelerator.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "hardware_catalog" / "data" / "validation"
+
+#: MPT model shapes (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml: d_model,
+#: n_heads, n_layers; vocab 50,368; expansion ratio 4; tied embeddings).
+MPT_SHAPES = {
+    "125m": (12, 768, 12), "350m": (24, 1024, 16), "760m": (24, 1536, 12),
+    "1b": (24, 2048, 16), "3b": (32, 2560, 20), "7b": (32, 4096, 32),
+    "13b": (40, 5120, 40), "30b": (48, 7168, 56), "70b": (80, 8192, 64),
+}
+MPT_VOCAB = 50368
+GPT2_VOCAB_PADDED = 51200  # Megatron-LM GPT-2 BPE vocabulary padded (SC21 paper, s5.1)
+
+#: Rows used to fit the efficiency parameters (the rest is held out).
+#: SC21 Table 1: odd rows (1.7B, 7.5B, 39.1B, 145.6B, 529.6B); vTrain multi-node: even
+#: rows (0, 2, 4, ... of the file); llm-foundry: runs whose GPU count is 8 or 64;
+#: vTrain single-node: every 10th row.  BLOOM, OPT and the GPT-3 example are held out.
+FIT_RULES = {
+    "sc21": "SC21 Table 1 rows 1, 3, 5, 7, 9 (1.7B, 7.5B, 39.1B, 145.6B, 529.6B)",
+    "vtrain-multi": "even rows of ground_truth_multi.csv (0, 2, 4, ...)",
+    "vtrain-single": "every 10th row of ground_truth_single.csv (0, 10, 20, ...)",
+    "llm-foundry-a100": "runs on 8 or 64 GPUs",
+    "llm-foundry-h100": "runs on 8 or 64 GPUs",
+}
+
+#: Case columns every loader fills (model shape, layout, software, measurement).
+CASE_COLUMNS = ("dataset", "case_id", "hardware", "reliability", "layers", "hidden", "heads",
+                "vocab", "seq_len", "gpus", "tp", "pp", "vp", "micro_batch", "global_batch",
+                "recompute", "zero", "flash", "dp_overlap", "scale_out_bytes_per_s",
+                "metric", "measured", "fit", "source")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    title: str
+    metric_label: str
+    loader: object
+    target_mape: float | None = None
+
+
+def _num(text) -> float:
+    """The first number in a CSV cell ('~32', '104.70 (it 85376)', '2 (1 early)')."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return float("nan")
+    m = re.search(r"[-+]?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?", str(text))
+    return float(m.group(0).replace(",", "")) if m else float("nan")
+
+
+@cache
+def published_runs() -> pd.DataFrame:
+    return pd.read_csv(DATA_DIR / "published_runs.csv", dtype=str)
+
+
+@cache
+def reliability_rows() -> pd.DataFrame:
+    return pd.read_csv(DATA_DIR / "reliability.csv", dtype=str)
+
+
+def _case(**kw) -> dict:
+    # dropout: Megatron-LM/-DeepSpeed and metaseq train with dropout 0.1 (masks stored)
+    base = {"reliability": "benchmark", "vp": 1, "zero": 0, "flash": False, "dp_overlap": np.nan,
+            "scale_out_bytes_per_s": np.nan, "fit": False, "source": "", "dropout": 1}
+    base.update(kw)
+    return base
+
+
+# ---- loaders -------------------------------------------------------------------------
+
+def load_sc21() -> pd.DataFrame:
+    """Megatron SC21 Table 1 (10 rows) + the Megatron-LM GPT-3 175B 1024-GPU example."""
+    runs = published_runs()
+    rows = []
+    sc21 = runs[runs.run_id.str.startswith("megatron-sc21-")]
+    for i, (_, r) in enumerate(sc21.iterrows()):
+        layers = int(_num(r.layers))
+        pp = int(_num(r.PP))
+        vp_text = str(r.VP)
+        per_virtual = _num(vp_text) if "virtual" in vp_text else float("nan")
+        vp = int(layers / pp / per_virtual) if per_virtual == per_virtual else 1
+        rows.append(_case(dataset="sc21", case_id=r.run_id, hardware="a100-80gb",
+                          layers=layers, hidden=int(_num(r.hidden)), heads=int(_num(r.heads)),
+                          vocab=int(_num(r.vocab)), seq_len=int(_num(r.seq_len)),
+                          gpus=int(_num(r.gpu_count)), tp=int(_num(r.TP)), pp=pp, vp=vp,
+                          micro_batch=int(_num(r.micro_batch)),
+                          global_batch=int(_num(r.global_batch_seqs)), recompute="full",
+                          metric="tflops_per_gpu", measured=_num(r.tflops_per_gpu),
+                          fit=(i % 2 == 0), source=r.source))
+    r = runs.set_index("run_id").loc["megatron-gpt3-175b-1024"]
+    rows.append(_case(dataset="sc21", case_id="megatron-gpt3-175b-1024", hardware="a100-80gb",
+                      layers=96, hidden=12288, heads=96, vocab=GPT2_VOCAB_PADDED, seq_len=2048,
+                      gpus=1024, tp=8, pp=16, micro_batch=1, global_batch=1536,
+                      recompute="full", metric="tflops_per_gpu",
+                      measured=_num(r.tflops_per_gpu), fit=False, source=r.source))
+    return pd.DataFrame(rows)
+
+
+VTRAIN_SOURCE = ("vTrain (Bang et al., MICRO'24, arXiv:2312.12391) measured Megatron-DeepSpeed "
+                 "iteration times, MIT licence (vtrain/LICENSE)")
+VTRAIN_SCALE_OUT = 4 * 200e9 / 8 / 8  # 4 x 200 Gb/s HDR per 8-GPU node -> B/s per GPU
+
+
+def _vtrain(path: str, dataset: str, every: int) -> pd.DataFrame:
+    d = pd.read_csv(DATA_DIR / "vtrain" / path, encoding="utf-8-sig")
+    d.columns = [c.strip() for c in d.columns]
+    tp = d["tensor parallelism"].astype(int)
+    return pd.DataFrame({
+        "dataset": dataset, "case_id": [f"{dataset}-{i}" for i in range(len(d))],
+        "hardware": "a100-80gb", "reliability": "benchmark",
+        "layers": d["# layers"].astype(int), "hidden": d["hidden size"].astype(int),
+        "heads": d["attention heads"].astype(int),
+        # GPT-2 BPE (50,257) padded to a multiple of 128 x TP (Megatron-DeepSpeed)
+        "vocab": np.ceil(50257 / (128 * tp)) * 128 * tp,
+        "seq_len": d["sequence length"].astype(int), "gpus": d["# GPUs"].astype(int), "tp": tp,
+        "pp": d["pipeline parallelism"].astype(int), "vp": 1,
+        "micro_batch": d["micro batch"].astype(int), "global_batch": d["global batch"].astype(int),
+        "recompute": "full", "zero": 0, "flash": False, "dp_overlap": 0.0, "dropout": 1,
+        "scale_out_bytes_per_s": VTRAIN_SCALE_OUT, "metric": "step_time_s",
+        "measured": d["iteration time (ms)"].astype(float) / 1000,
+        "fit": (np.arange(len(d)) % every == 0), "source": VTRAIN_SOURCE,
+    })
+
+
+def load_vtrain_multi() -> pd.DataFrame:
+    return _vtrain("ground_truth_multi.csv", "vtrain-multi", 2)
+
+
+def load_vtrain_single() -> pd.DataFrame:
+    return _vtrain("ground_truth_single.csv", "vtrain-single", 10)
+
+
+def _llm_foundry(gpu: str) -> pd.DataFrame:
+    runs = published_runs()
+    m = runs[runs.run_id.str.startswith("mpt-bench-") & runs.gpu_type.str.startswith(gpu)]
+    m = m[m.precision.isin(["bf16", "amp_bf16"])]
+    rows = []
+    for _, r in m.iterrows():
+        size = r.model.split()[-1]
+        layers, hidden, heads = MPT_SHAPES[size]
+        hardware = {"a100_40gb": "a100-40gb", "a100_80gb": "a100-80gb",
+                    "h100_80gb": "h100-sxm"}[r.gpu_type]
+        gpus = int(_num(r.gpu_count))
+        rows.append(_case(dataset=f"llm-foundry-{gpu}", case_id=r.run_id, hardware=hardware,
+                          layers=layers, hidden=hidden, heads=heads, vocab=MPT_VOCAB,
+                          seq_len=int(_num(r.seq_len)), gpus=gpus, tp=1, pp=1,
+                          micro_batch=int(_num(r.micro_batch)),
+                          global_batch=int(_num(r.global_batch_seqs)),
+                          recompute="full" if r.act_recompute == "full" else "none",
+                          zero=3 if "FULL_SHARD" in r.zero_fsdp else 2, flash=True,
+                          dropout=0,  # MPT: attn/resid/emb_pdrop 0.0
+                          metric="tokens_per_s_per_gpu", measured=_num(r.tokens_per_s_per_gpu),
+                          fit=gpus in (8, 64), source=r.source))
+    return pd.DataFrame(rows)
+
+
+def load_llm_foundry_a100() -> pd.DataFrame:
+    return _llm_foundry("a100")
+
+
+def load_llm_foundry_h100() -> pd.DataFrame:
+    return _llm_foundry("h100")
+
+
+def load_full_runs() -> pd.DataFrame:
+    """BLOOM-176B iteration time and OPT-175B per-GPU TFLOP/s (production runs)."""
+    runs = published_runs().set_index("run_id")
+    b, o = runs.loc["bloom-176b"], runs.loc["opt-175b"]
+    return pd.DataFrame([
+        # BLOOM: vocab padded to 250,880 (config.json); 2 x 100 Gb/s-class Omni-Path per
+        # node at 4 x 100 Gb/s = 6.25 GB/s per GPU; ZeRO-1; full recompute; bf16.
+        _case(dataset="full-runs", case_id="bloom-176b", hardware="a100-80gb",
+              reliability="bloom-176b", layers=70, hidden=14336, heads=112, vocab=250880,
+              seq_len=2048, gpus=384, tp=4, pp=12, micro_batch=2, global_batch=2048,
+              recompute="full", zero=1, scale_out_bytes_per_s=4 * 100e9 / 8 / 8,
+              metric="step_time_s", measured=_num(b.step_time_s), source=b.source),
+        # OPT: Megatron TP 8 + FSDP over the rest (992 = 8 x 124), 2M tokens per batch, no
+        # pipeline, activation checkpointing (metaseq opt_baselines.py: --ddp-backend
+        # fully_sharded --checkpoint-activations). The launcher's local batch is
+        # 2M / 124 ranks / 2048 = 8 sequences with --update-freq 1: one micro-batch of 8.
+        # "Up to 147 TFLOP/s" counts the recomputed forward (Megatron's formula): the
+        # chronicles' 4.30e23 FLOPs = 96 B s l h^2 (1 + s/6h + V/16lh) over 300B tokens, and
+        # 4.30e23 / (33 days x 1,024 GPUs) = 147 TFLOP/s (projects/OPT/chronicles/final_update.md).
+        _case(dataset="full-runs", case_id="opt-175b", hardware="a100-80gb",
+              reliability="opt-175b", layers=96, hidden=12288, heads=96, vocab=50272,
+              seq_len=2048, gpus=992, tp=8, pp=1, micro_batch=8, global_batch=992,
+              recompute="full", zero=3, metric="tflops_per_gpu",
+              measured=_num(o.tflops_per_gpu), source=o.source),
+    ])
+
+
+DATASETS: dict[str, Dataset] = {d.name: d for d in (
+    Dataset("sc21", "Megatron SC21 Table 1 + GPT-3 175B example (TFLOP/s per GPU)",
+            "TFLOP/s per GPU", load_sc21, 0.06),
+    Dataset("vtrain-multi", "vTrain multi-node, 64-512 A100 (iteration time)",
+            "iteration time [s]", load_vtrain_multi, 0.10),
+    Dataset("vtrain-single", "vTrain single-node, 2-8 A100 (iteration time)",
+            "iteration time [s]", load_vtrain_single, 0.12),
+    Dataset("llm-foundry-a100", "llm-foundry MPT, A100 bf16 (MFU = tokens/s per GPU)",
+            "tokens/s per GPU", load_llm_foundry_a100, 0.10),
+    Dataset("llm-foundry-h100", "llm-foundry MPT, H100 bf16 (MFU = tokens/s per GPU)",
+            "tokens/s per GPU", load_llm_foundry_h100, 0.10),
+    Dataset("full-runs", "Production runs: BLOOM-176B step time, OPT-175B TFLOP/s",
+            "s or TFLOP/s", load_full_runs, None),
+)}
+
+
+def resolve_names(names) -> list[str]:
+    """Dataset names from a list (each may be a comma list); did-you-mean on unknown."""
+    from planner.errors import did_you_mean
+
+    out = []
+    for item in names or ():
+        for name in (s.strip() for s in str(item).split(",")):
+            if not name:
+                continue
+            if name == "all":
+                out.extend(DATASETS)
+                continue
+            if name not in DATASETS:
+                raise did_you_mean("dataset", name, DATASETS)
+            out.append(name)
+    return list(dict.fromkeys(out)) or list(DATASETS)
+
+
+def load_cases(names=None) -> pd.DataFrame:
+    frames = [DATASETS[n].loader() for n in resolve_names(names)]
+    return pd.concat(frames, ignore_index=True)
+
+
+# ---- prediction ----------------------------------------------------------------------
+
+_MODEL_TEMPLATE = "megatron-1.7b"  # any catalog model; every shape input is overridden
+
+
+def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str, catalog,
+                params: dict | None) -> dict:
+    from planner.engine.evaluator import base_inputs
+    from planner.engine.space import RECOMPUTE_CODES, layout_flags
+
+    x = base_inputs(catalog, model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
+                    precision="bf16")
+    n = len(cases)
+    col = {k: cases[k].to_numpy(dtype=float) for k in
+           ("layers", "hidden", "heads", "vocab", "seq_len", "gpus", "tp", "pp", "vp",
+            "micro_batch", "global_batch", "zero")}
+    tpp = col["tp"] * col["pp"]
+    layout = {"gpus": col["gpus"], "tp": col["tp"], "pp": col["pp"], "dp": col["gpus"] // tpp,
+              "cp": np.ones(n), "ep": np.ones(n), "vp": col["vp"],
+              "micro_batch": col["micro_batch"],
+              "recompute": cases["recompute"].map(RECOMPUTE_CODES).to_numpy(),
+              "zero": col["zero"], "sequence_parallel": np.zeros(n)}
+    x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=1.0,
+                          flash_attention=flash))
+    x["stage_layers"] = np.ceil(col["layers"] / col["pp"])
+    x.update({"layers": col["layers"], "hidden": col["hidden"], "heads": col["heads"],
+              "kv_heads": col["heads"], "ffn": 4 * col["hidden"], "mlp_matrices": 2.0,
+              "vocab": col["vocab"], "seq_len": col["seq_len"], "embedding_matrices": 1.0,
+              "moe_layers": 0.0, "experts": 1.0, "experts_per_token": 1.0,
+              "shared_experts": 0.0, "moe_ffn": 4 * col["hidden"],
+              "global_batch": col["global_batch"],
+              "dropout_masks": cases["dropout"].to_numpy(dtype=float)})
+    for name, column in (("dp_overlap", "dp_overlap"),
+                         ("scale_out_bandwidth_bytes_per_s", "scale_out_bytes_per_s")):
+        v = cases[column].to_numpy(dtype=float)
+        if np.isfinite(v).any():
+            x[name] = np.where(np.isfinite(v), v, x[name])
+    for name, value in (params or {}).get(hardware, {}).items():
+        x[name] = value
+    for key in ("*", f"rel:{reliability}"):
+        for name, value in (params or {}).get(key, {}).items():
+            x[name] = value
+    return x
+
+
+def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd.DataFrame:
+    """Cases with ``predicted``, ``error`` (predicted/measured - 1) and model outputs.
+
+    ``params`` optionally replaces kernel inputs per accelerator id (``{"a100-80gb":
+    {"gemm_max_efficiency": 0.8}}``; key ``"*"`` for all, ``"rel:<profile>"`` for the
+    cases of one reliability profile) - used by the calibration.
+    """
+    from formulas.compute import narayanan_flops_per_iteration
+    from planner.engine.evaluator import BREAKDOWN_TERMS, evaluate_inputs
+
+    if catalog is None:
+        from hardware_catalog import load_catalog
+
+        catalog = load_catalog()
+    out = cases.copy()
+    outputs = ("step_time_s", "memory_per_gpu_bytes", "hbm_bytes", "activation_bytes", "mfu",
+               *BREAKDOWN_TERMS)
+    out["predicted"] = np.nan
+    for col in outputs:
+        out[col] = np.nan
+    out["fits"] = True
+    for (hw, flash, rel), idx in out.groupby(["hardware", "flash", "reliability"]).groups.items():
+        group = out.loc[idx]
+        x = _inputs_for(group, hw, bool(flash), rel, catalog, params)
+        r = evaluate_inputs(x)
+        step = r["step_time_s"]
+        g = group
+        flops_iter = narayanan_flops_per_iteration(
+            g.global_batch.to_numpy(float), g.seq_len.to_numpy(float), g.layers.to_numpy(float),
+            g.hidden.to_numpy(float), g.vocab.to_numpy(float),
+            (g.recompute == "full").to_numpy(float))
+        model_flops_iter = narayanan_flops_per_iteration(
+            g.global_batch.to_numpy(float), g.seq_len.to_numpy(float), g.layers.to_numpy(float),
+            g.hidden.to_numpy(float), g.vocab.to_numpy(float), 0.0)
+        gpus = g.gpus.to_numpy(float)
+        tokens = g.global_batch.to_numpy(float) * g.seq_len.to_numpy(float)
+        metric_values = {
+            "step_time_s": step,
+            "tflops_per_gpu": flops_iter / step / gpus / 1e12,
+            "tflops_model_per_gpu": model_flops_iter / step / gpus / 1e12,
+            "tokens_per_s_per_gpu": tokens / step / gpus,
+        }
+        pred = np.select([g.metric.to_numpy() == k for k in metric_values],
+                         list(metric_values.values()), np.nan)
+        out.loc[idx, "predicted"] = pred
+        for col in outputs:
+            out.loc[idx, col] = r[col]
+        out.loc[idx, "fits"] = r["fits"]
+    out["error"] = out["predicted"] / out["measured"] - 1
+    return out
+
+
+# ---- metrics -------------------------------------------------------------------------
+
+def metrics(errors) -> dict:
+    e = np.asarray(errors, dtype=float)
+    e = e[np.isfinite(e)]
+    if not len(e):
+        return {"count": 0, "mape": float("nan"), "max_error": float("nan"),
+                "bias": float("nan")}
+    return {"count": int(len(e)), "mape": float(np.mean(np.abs(e))),
+            "max_error": float(e[np.argmax(np.abs(e))]), "bias": float(np.mean(e))}
+
+
+def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
+    """Per dataset: all rows, fit subset, held-out subset; plus the worst rows."""
+    rows = []
+    for name, g in pred.groupby("dataset", sort=False):
+        m_all, m_fit, m_held = metrics(g.error), metrics(g.error[g.fit]), metrics(
+            g.error[~g.fit])
+        bad = g.reindex(g.error.abs().sort_values(ascending=False).index).head(worst)
+        ds = DATASETS.get(name)
+        rows.append({
+            "dataset": name, "count": m_all["count"], "mape": m_all["mape"],
+            "max_error": m_all["max_error"], "bias": m_all["bias"],
+            "fit_count": m_fit["count"], "fit_mape": m_fit["mape"],
+            "held_out_count": m_held["count"], "held_out_mape": m_held["mape"],
+            "held_out_bias": m_held["bias"],
+            "target_mape": ds.target_mape if ds else None,
+            "worst": [{"case": r.case_id, "measured": float(r.measured),
+                       "predicted": float(r.predicted), "error": float(r.error)}
+                      for r in bad.itertuples()],
+        })
+    return rows
+
+
+# ---- memory, reliability and energy checks --------------------------------------------
+
+#: Korthikanti et al. 2022 Fig. 1 activation memory per GPU (GiB; values as transcribed
+#: in calculon-ai/calculon validation) for the Table 3 configurations: tensor parallel only
+#: (no recompute) and sequence parallel + selective recompute; s = 2048.
+KORTHIKANTI_FIG1 = {  # name: (a, h, L, t, p, b, v, none GiB, seq+sel GiB)
+    "22B": (64, 6144, 48, 8, 1, 4, 1, 59.25, 9.5625),
+    "175B": (96, 12288, 96, 8, 8, 1, 3, 66.84375, 12.3515625),
+    "530B": (128, 20480, 105, 8, 35, 1, 3, 114.0234375, 23.076171875),
+    "1T": (160, 25600, 128, 8, 64, 1, 1, 131.25, 26.5625),
+}
+
+
+def korthikanti_check(catalog=None) -> list[dict]:
+    """Planner activation memory (first stage, layers only) vs Korthikanti Fig. 1."""
+    from formulas import memory as m
+
+    rows = []
+    for name, (a, h, L, t, p, b, v, none_gib, seqsel_gib) in KORTHIKANTI_FIG1.items():
+        stage = L / p * m.inflight_microbatches_1f1b(p, 1e6) * m.interleaved_activation_factor(p, v)
+        for label, sp_, stored, published in (("tp only", 0, 1, none_gib),
+                                              ("seq-par + selective", 1, 0, seqsel_gib)):
+            per_layer = m.activation_bytes_per_layer(2048, b, h, 4 * h, a, a, 2, t, sp_, stored,
+                                                     1)
+            got = stage * per_layer / 2**30
+            rows.append({"model": name, "case": label, "published_gib": published,
+                         "predicted_gib": float(got), "error": float(got / published - 1)})
+    return rows
+
+
+def memory_check(pred: pd.DataFrame) -> dict:
+    """Every measured run ran, so none may be predicted not to fit; OOM rows must not fit."""
+    ran = pred[pred.metric.notna()]
+    false_oom = ran[~ran.fits.astype(bool)]
+    return {"runs": int(len(ran)), "predicted_oom_for_runs_that_ran": int(len(false_oom)),
+            "examples": false_oom.case_id.head(5).tolist(),
+            "reported_oom_rows": 0, "predicted_fit_for_reported_oom": 0}
+
+
+def reliability_check(catalog=None) -> list[dict]:
+    """Llama 3 405B failure rate and ETTR; Meta RSC 1024-GPU MTTF vs the catalog."""
+    from planner.engine.evaluator import evaluate
+
+    if catalog is None:
+        from hardware_catalog import load_catalog
+
+        catalog = load_catalog()
+    rel = reliability_rows().set_index("id")
+    interruptions = _num(rel.loc["l3-int", "value"].split("=")[-1].split("+")[-1])
+    gpu_hours = 54 * 24 * 16384
+    mtbf_h = gpu_hours / interruptions
+    default = catalog.reliability_profile("default").gpu_mtbf_s.value / 3600
+    # Llama 3 405B: TP8 CP1 PP16 DP128 on 16,384 H100, 16M-token batches of 8192
+    # (arXiv:2407.21783 s3.3.2 Table 4; 15.6T tokens); asynchronous checkpoints.
+    r = evaluate(catalog=catalog, model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8,
+                 pp=16, global_batch=2048, micro_batch=1, seq_len=8192, recompute="none",
+                 zero=1, tokens=15.6e12, reliability="llama3-405b",
+                 checkpoint="async").iloc[0]
+    mttf_1024 = default / 1024
+    rsc = _num(rel.loc["rsc-mttf1024", "value"])
+    return [
+        {"check": "Llama 3 405B per-GPU MTBF [GPU-h]", "published": mtbf_h,
+         "predicted": default, "ok": abs(default / mtbf_h - 1) < 0.01,
+         "note": f"54 d x 24 h x 16,384 GPUs / {interruptions:.0f} unexpected interruptions"},
+        {"check": "Llama 3 405B effective training time ratio", "published": 0.90,
+         "predicted": float(r["ettr"]), "ok": bool(r["ettr"] > 0.90),
+         "note": "reported '>90%'; TP8 PP16 DP128, async checkpoints, llama3-405b profile"},
+        {"check": "Meta RSC MTTF of a 1024-GPU job [h]", "published": rsc,
+         "predicted": mttf_1024, "ok": 1 / 8 <= mttf_1024 / rsc <= 8,
+         "note": (f"default per-GPU rate / 1024; ratio {mttf_1024 / rsc:.1f}x - A100 research "
+                  "clusters (RSC) fail more often per GPU than the Llama 3 H100 fleet; "
+                  "stated tolerance: a factor of 8")},
+    ]
+
+
+#: OLMo measured GPU training energies (MWh, GPU power only) and the setups used to predict
+#: them (published_runs.csv rows olmo1-7b-a100, olmo2-7b, olmo2-13b; shapes from the
+#: catalog's Llama 2 entries, which share OLMo's layer shapes; FSDP full sharding, bf16,
+#: flash attention, no activation checkpointing unless stated). Layouts from allenai/OLMo:
+#: OLMo 1 on MosaicML: configs/mcli/v1_5-mix-medium-mitch-ish.yaml (gpu_num 216,
+#: a100_40gb, global_train_batch_size 2160) with configs/v1_5-mix-medium-mitch-ish-mcli.yaml
+#: (device_train_microbatch_size 2); OLMo 2: configs/official-1124/OLMo2-{7B,13B}-stage1.yaml
+#: (batch 1024 / 2048 x 4096, micro-batch 2) and the launch scripts
+#: scripts/beaker/peteish/peteish7-launch.sh (32 nodes on Jupiter) and
+#: scripts/augusta/peteish13-highlr-launch.sh (64 nodes, hybrid sharding per node, which the
+#: planner has no layout for: full sharding stands in).
+OLMO_RUNS = {  # id: (catalog model, vocab, hardware, gpus, seq_len, batch seqs, micro-batch,
+    #                  tokens, MWh); vocabularies as padded: embedding_size 50,304 (OLMo 1),
+    #                  the dolma2 tokenizer's 100,352 (OLMo 2)
+    "olmo1-7b-a100": ("llama2-7b", 50304, "a100-40gb", 216, 2048, 2160, 2, 2.46e12, 104.0),
+    "olmo2-7b": ("llama2-7b", 100352, "h100-sxm", 256, 4096, 1024, 2, 4.05e12, 131.0),
+    "olmo2-13b": ("llama2-13b", 100352, "h100-sxm", 512, 4096, 2048, 2, 5.6e12, 257.0),
+}
+
+
+def energy_check(catalog=None) -> list[dict]:
+    """Predicted GPU energy of the OLMo runs vs their measured GPU energy.
+
+    The note turns each published energy into the wall time it implies at the predicted
+    mean GPU power, next to the predicted wall time: a ratio well above 1 is GPU time the
+    run spent outside steady-state steps, failures and checkpoints.
+    """
+    from planner.engine.evaluator import evaluate  # loads the default catalog when catalog is None
+
+    rows = []
+    for run, (model, vocab, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
+        r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, global_batch=batch,
+                     micro_batch=micro, seq_len=seq, recompute="none", zero=3,
+                     tokens=tokens, reliability="default",
+                     overrides={"vocab": vocab}).iloc[0]
+        got = float(r["energy_gpu_kwh"]) / 1000
+        gpu_power_w = float(r["energy_gpu_j"]) / float(r["wall_time_s"]) / gpus
+        implied_days = mwh * 3.6e9 / (gpus * gpu_power_w) / 86400
+        rows.append({"check": f"{run} GPU energy [MWh]", "published": mwh, "predicted": got,
+                     "error": got / mwh - 1, "ok": abs(got / mwh - 1) <= 0.15,
+                     "note": (f"{model} shape, vocab {vocab:,}, on {gpus} x {hw}, "
+                              f"{tokens:.3g} tokens; at the predicted {gpu_power_w:.0f} W "
+                              f"per GPU the published energy means {implied_days:.0f} days, "
+                              f"predicted {float(r['wall_days']):.0f}")})
+    return rows
+
+
+#: OLMo-core's published steady-state throughput on H100 (tokens/s per GPU), the code base
+#: that trained OLMo 2. allenai/OLMo-core README.md "Official training scripts" tables
+#: (late 2024: 7B 9.7-10K TPS at 47-48 % MFU, 13B 4.4-4.6K at 41-42 %; the next version:
+#: 7B 10,000, Llama 8B 9,500, 13B 4,600; bf16, 4096 tokens). Layouts from the scripts
+#: (src/scripts/train/OLMo-7B.py @0164b605, OLMo-13B.py @09bcd205, Llama-8B.py @73b70c67):
+#: FSDP full sharding, no activation checkpointing, micro-batch 2 / 1 / 2 sequences, global
+#: batch 1024 / 2048 / 1024; the dolma2 tokenizer (vocabulary padded to 100,352) and one
+#: node, the defaults of src/olmo_core/internal/experiment.py. OLMo 2 shapes = Llama 2's.
+OLMO_CORE_THROUGHPUT = {  # id: (catalog model, micro-batch, global batch, published, range)
+    "olmo-core-7b": ("llama2-7b", 2, 1024, 9850.0, "9,700-10,000"),
+    "olmo-core-llama-8b": ("llama3-8b", 2, 1024, 9500.0, "9,500"),
+    "olmo-core-13b": ("llama2-13b", 1, 2048, 4500.0, "4,400-4,600"),
+}
+OLMO_CORE_GPUS = 8
+OLMO_CORE_VOCAB = 100352
+
+
+def steady_state_check(catalog=None) -> list[dict]:
+    """Predicted tokens/s per GPU vs OLMo-core's published H100 throughput."""
+    from planner.engine.evaluator import evaluate  # loads the default catalog when catalog is None
+
+    rows = []
+    for run, (model, micro, batch, published, span) in OLMO_CORE_THROUGHPUT.items():
+        r = evaluate(catalog=catalog, model=model, hardware="h100-sxm", gpus=OLMO_CORE_GPUS,
+                     global_batch=batch, micro_batch=micro, seq_len=4096, recompute="none",
+                     zero=3, reliability="benchmark",
+                     overrides={"vocab": OLMO_CORE_VOCAB}).iloc[0]
+        got = float(r["tokens_per_s"]) / OLMO_CORE_GPUS
+        rows.append({"check": f"{run} tokens/s per GPU", "published": published,
+                     "predicted": got, "error": got / published - 1,
+                     "ok": abs(got / published - 1) <= 0.15,
+                     "note": (f"{model} shape, vocab {OLMO_CORE_VOCAB:,}, {OLMO_CORE_GPUS} x "
+                              f"h100-sxm, FSDP, micro-batch {micro}; published {span}; "
+                              f"predicted MFU {float(r['mfu']):.0%}")})
+    return rows

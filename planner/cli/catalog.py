@@ -1,0 +1,252 @@
+"""``capplan catalog list|show``: browse accelerators, nodes, sites, models, reliability."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli.common import CONTEXT, ForceOption, FormatOption, OutputOption, output_format
+from planner.errors import CapplanError, did_you_mean
+
+catalog_app = typer.Typer(
+    name="catalog",
+    help="Browse the hardware, model, site and reliability catalog.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings=CONTEXT,
+)
+
+KIND_NAMES = {"accelerators": "accelerator", "nodes": "node", "sites": "site", "models": "model",
+              "reliability": "reliability"}
+_FORMAT_HELP = "table | json | csv | markdown (json and csv: SI units)."
+_CATALOG_HELP = ("Extra catalog directory (repeatable); adds or overrides entries by id. "
+                 "Also read from $CAPPLAN_CATALOG.")
+
+# (suffix of a field name, unit shown, scale for the table, unit in the table)
+_UNITS = [
+    ("_flops_per_s", "FLOP/s", 1e12, "TFLOP/s"),
+    ("_bytes_per_s_per_gpu", "B/s per GPU", 1e9, "GB/s per GPU"),
+    ("_bytes_per_s", "B/s", 1e9, "GB/s"),
+    ("_bits_per_s", "b/s", 1e9, "Gb/s"),
+    ("_bytes", "B", 1e9, "GB"),
+    ("_usd_per_gpu_hour", "USD/GPU-h", 1, "USD/GPU-h"),
+    ("_usd_per_kwh", "USD/kWh", 1, "USD/kWh"),
+    ("_usd", "USD", 1, "USD"),
+    ("_g_per_kwh", "gCO2e/kWh", 1, "gCO2e/kWh"),
+    ("_kg_co2e", "kgCO2e", 1, "kgCO2e"),
+    ("_mtbf_s", "s", 3600, "h"),
+    ("_latency_s", "s", 1e-6, "us"),
+    ("_s", "s", 1, "s"),
+    ("_w", "W", 1, "W"),
+    ("_years", "years", 1, "years"),
+    ("_gpus", "GPUs", 1, "GPUs"),
+    ("_dim", "elements", 1, "elements"),
+    ("_efficiency", "fraction", 1, "fraction"),
+    ("_probability_per_step", "per step", 1, "per step"),
+    ("_cv", "ratio", 1, "ratio"),
+    ("pue", "ratio", 1, "ratio"),
+]
+
+
+def unit_of(field: str) -> tuple[str, float, str]:
+    """(SI unit, table scale, table unit) of a catalog field, from its name."""
+    for suffix, si, scale, shown in _UNITS:
+        if field.endswith(suffix):
+            return si, scale, shown
+    return "", 1.0, ""
+
+
+
+
+def _load(catalog_dirs):
+    from hardware_catalog import load_catalog
+
+    return load_catalog(tuple(catalog_dirs or ()))
+
+
+def _kind(name: str | None) -> str | None:
+    if name is None:
+        return None
+    key = name.lower()
+    if key in KIND_NAMES:
+        return KIND_NAMES[key]
+    if key in KIND_NAMES.values():
+        return key
+    raise did_you_mean("kind", name, KIND_NAMES)
+
+
+def _q(entry, field: str):
+    q = getattr(entry, field, None)
+    return None if q is None else float(q.value)
+
+
+def _scaled(entry, field: str):
+    v = _q(entry, field)
+    return None if v is None else v / unit_of(field)[1]
+
+
+def _summary(kind: str, e, si: bool) -> dict:
+    """One row per entry; ``si``: raw SI fields (csv), else display units (table/markdown)."""
+    get = _q if si else _scaled
+
+    def col(field: str, label: str) -> tuple[str, object]:
+        return (field if si else f"{label} ({unit_of(field)[2]})"), get(e, field)
+
+    row: dict = {"id": e.id}
+    if si or kind not in ("accelerator", "model", "node"):
+        row["name"] = e.name
+    if kind == "accelerator":
+        fields = [("peak_bf16_flops_per_s", "bf16"), ("peak_fp8_flops_per_s", "fp8"),
+                  ("hbm_bytes", "HBM"), ("hbm_bandwidth_bytes_per_s", "HBM bw"),
+                  ("max_power_w", "max power"), ("scale_up_domain_gpus", "scale-up"),
+                  ("scale_up_bandwidth_bytes_per_s", "scale-up bw"),
+                  ("cloud_price_usd_per_gpu_hour", "cloud")]
+        row["vendor"] = e.vendor
+        row.update(col(f, label) for f, label in fields)
+        if si:
+            row["node"] = e.node
+    elif kind == "node":
+        row["gpus_per_node"] = e.gpus_per_node
+        row["nics_per_node"] = e.nics_per_node
+        row.update([col("nic_bandwidth_bits_per_s", "NIC"),
+                    col("node_overhead_power_w", "overhead"),
+                    col("storage_write_bytes_per_s", "ckpt write")])
+    elif kind == "site":
+        row.update([col("pue", "PUE"), col("electricity_usd_per_kwh", "price"),
+                    col("grid_intensity_g_per_kwh", "grid")])
+    elif kind == "model":
+        row.update(layers=e.layers, hidden=e.hidden, heads=e.heads, kv_heads=e.kv_heads,
+                   ffn=e.ffn, vocab=e.vocab, seq_len=e.seq_len, experts=e.experts)
+        if si:
+            row["param_count"] = e.param_count()
+            row["active_param_count"] = e.active_param_count()
+        else:
+            row["params (B)"] = e.param_count() / 1e9
+            row["active (B)"] = e.active_param_count() / 1e9
+    elif kind == "reliability":
+        row.update([col("gpu_mtbf_s", "GPU MTBF"), col("restart_overhead_s", "restart"),
+                    col("step_time_cv", "step cv")])
+    return row
+
+
+def _payload(catalog, kind: str, entry) -> dict:
+    data = {"kind": kind, **entry.model_dump(mode="json", exclude_none=True)}
+    if kind == "model":
+        data["derived"] = {"param_count": entry.param_count(),
+                           "active_param_count": entry.active_param_count(),
+                           "moe_layers": entry.moe_layers}
+    origin = catalog.origin(kind, entry.id)
+    if origin is not None:
+        data["file"] = str(origin)
+    return data
+
+
+@catalog_app.command("list")
+def list_(
+    kind: str = typer.Argument(None, help="accelerators | nodes | sites | models | reliability "
+                               "(default: everything, one row per entry)."),
+    format: FormatOption = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    catalog: list[str] = typer.Option(None, "--catalog", help=_CATALOG_HELP),  # noqa: B008
+):
+    """List catalog entries (all kinds, or one kind with its key numbers)."""
+    from hardware_catalog.schema import KINDS
+    from planner.report.output import render, write
+
+    format = output_format(format, output)
+    single = _kind(kind)
+    cat = _load(catalog)
+    kinds = [single] if single else list(KINDS)
+    if format == "json":
+        payload = {"catalog_version": cat.version,
+                   "entries": [_payload(cat, k, e) for k in kinds for e in cat.table(k).values()]}
+        write(render([], "json", payload=payload), output, force)
+        return
+    if single:
+        rows = [_summary(single, e, si=format == "csv") for e in cat.table(single).values()]
+        title = f"{len(rows)} {kind.lower() if kind.lower() in KIND_NAMES else single + 's'}"
+    else:
+        rows = [{"kind": k, "id": e.id, "name": e.name} for k in kinds
+                for e in cat.table(k).values()]
+        title = f"capplan catalog {cat.version}: {len(rows)} entries"
+    write(render(_escaped(rows, format), format, title=title), output, force)
+
+
+def _escaped(rows: list[dict], fmt: str) -> list[dict]:
+    """Rich reads '[x]' in cells as markup; escape strings for the table format."""
+    if fmt != "table":
+        return rows
+    from rich.markup import escape
+
+    return [{k: escape(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+
+
+@catalog_app.command("show")
+def show(
+    name: str = typer.Argument(..., help="An id (e.g. h100-sxm, llama3-70b) or a path to a "
+                               ".toml file."),
+    kind: str = typer.Option(None, "--kind", "-k", help="accelerator | node | site | model | "
+                             "reliability (needed when an id exists in several kinds)."),
+    format: FormatOption = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    catalog: list[str] = typer.Option(None, "--catalog", help=_CATALOG_HELP),  # noqa: B008
+):
+    """Show every field of one entry with unit, source, date and estimate flag."""
+    from hardware_catalog.loader import _looks_like_path, parse_file, suggest
+    from hardware_catalog.schema import Quantity
+    from planner.report.output import render, write
+
+    format = output_format(format, output)
+    wanted = _kind(kind)
+    cat = _load(catalog)
+    if _looks_like_path(name):
+        entry = parse_file(name, expect_kind=wanted)
+        found_kind = entry.kind
+    elif wanted:
+        entry, found_kind = cat.get(wanted, name), wanted
+    else:
+        hits = cat.find(name)
+        if not hits:
+            raise suggest("name", name, cat.all_ids())
+        if len(hits) > 1:
+            kinds = " and ".join(k for k, _ in hits)
+            raise CapplanError(f"'{name}' is both a {kinds}; pass --kind")
+        found_kind, entry = hits[0]
+
+    if format == "json":
+        write(render([], "json", payload={"catalog_version": cat.version,
+                                          **_payload(cat, found_kind, entry)}), output, force)
+        return
+    si = format == "csv"
+    rows = []
+    for field in type(entry).model_fields:
+        value = getattr(entry, field)
+        if value is None or field in ("schema_version",):
+            continue
+        if isinstance(value, Quantity):
+            unit, scale, shown = unit_of(field)
+            rows.append({"field": field,
+                         "value": value.value if si else value.value / scale,
+                         "unit": unit if si else shown,
+                         "estimate": value.estimate, "as_of": value.as_of.isoformat(),
+                         "source": value.source + (f" (note: {value.note})" if value.note else "")})
+        else:
+            text = ", ".join(value) if isinstance(value, list) else value
+            text = text.isoformat() if hasattr(text, "isoformat") else text
+            rows.append({"field": field, "value": text, "unit": "",
+                         "estimate": False if si else "", "as_of": "", "source": ""})
+    if found_kind == "model":
+        for field, count in (("param_count", entry.param_count()),
+                             ("active_param_count", entry.active_param_count())):
+            rows.append({"field": field, "value": count if si else count / 1e9,
+                         "unit": "parameters" if si else "billion parameters",
+                         "estimate": False if si else "", "as_of": "",
+                         "source": "derived (ModelSpec.param_count)"})
+    if not si:  # mixed-type value column: format here so the table stays readable
+        from planner.report.output import _cell
+
+        for r in rows:
+            r["value"] = _cell(r["value"])
+    write(render(_escaped(rows, format), format, title=f"{found_kind} {entry.id}: {entry.name}"),
+          output, force)

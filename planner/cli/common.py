@@ -1,0 +1,55 @@
+"""Options every command shares, declared once: output format, output file, --force.
+
+``FormatOption``/``OutputOption``/``ForceOption`` are ``Annotated`` types a command
+uses as parameter annotations; :func:`output_format` is the one format check.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import PurePath
+from typing import Annotated
+
+import typer
+
+from planner.errors import CapplanError
+
+#: Click context settings of every command and group.
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Format(str, Enum):
+    """Output formats of every command."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+FORMATS = tuple(f.value for f in Format)
+#: File extensions that choose a format when ``--format`` is not given.
+EXTENSION_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+
+FormatOption = Annotated[str, typer.Option(
+    "--format", "-f", help="table | json | csv | markdown (default: from the -o file's "
+    "extension, else table).")]
+OutputOption = Annotated[str, typer.Option(
+    "--output", "-o", help="Write to FILE ('-' = stdout).")]
+ForceOption = Annotated[bool, typer.Option(
+    "--force", help="Overwrite an existing output file.")]
+
+
+def output_format(fmt: str | None, output: str | None = None, allowed=FORMATS) -> str:
+    """The format to write: ``fmt`` if given (checked), else the ``-o`` file's extension."""
+    if fmt is None:
+        suffix = PurePath(output).suffix.lower() if output not in (None, "-") else ""
+        fmt = EXTENSION_FORMATS.get(suffix, "table")
+        return fmt if fmt in allowed else allowed[0]
+    if fmt not in allowed:
+        import difflib
+
+        close = difflib.get_close_matches(fmt, allowed, n=1)
+        hint = f"; did you mean: {close[0]}?" if close else ""
+        raise CapplanError(f"unknown format '{fmt}'; allowed: {', '.join(allowed)}{hint}")
+    return fmt

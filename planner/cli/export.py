@@ -1,0 +1,106 @@
+"""``capplan export xlsx``: a workbook whose Model sheet recomputes in Excel."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli.common import ForceOption
+from planner.cli.layout_options import with_layout_options
+
+export_app = typer.Typer(help="Export a configuration for spreadsheets.", no_args_is_help=True)
+
+#: Run-model input -> (catalog kind, field) for provenance in the Inputs sheet.
+CATALOG_FIELDS = {
+    "peak_flops_per_s": ("accelerator", None), "gemm_max_efficiency": ("accelerator", None),
+    "gemm_half_efficiency_dim": ("accelerator", None), "hbm_bytes": ("accelerator", None),
+    "hbm_bandwidth_bytes_per_s": ("accelerator", None), "hbm_efficiency": ("accelerator", None),
+    "scale_up_bandwidth_bytes_per_s": ("accelerator", None),
+    "scale_up_bus_efficiency": ("accelerator", None),
+    "scale_out_bus_efficiency": ("accelerator", None), "idle_power_w": ("accelerator", None),
+    "max_power_w": ("accelerator", None),
+    "price_usd_per_gpu_hour": ("accelerator", "cloud_price_usd_per_gpu_hour"),
+    "capex_usd_per_gpu": ("accelerator", "purchase_price_usd"),
+    "embodied_kg_per_gpu": ("accelerator", "embodied_kg_co2e"),
+    "intra_latency_s": ("node", "intra_node_latency_s"),
+    "inter_latency_s": ("node", "inter_node_latency_s"),
+    "node_overhead_power_w": ("node", None),
+    "storage_write_bytes_per_s_per_node": ("node", "storage_write_bytes_per_s"),
+    "storage_read_bytes_per_s_per_node": ("node", "storage_read_bytes_per_s"),
+    "host_copy_bytes_per_s_per_gpu": ("node", None),
+    "scale_out_bandwidth_bytes_per_s": ("node", "nic_bandwidth_bits_per_s"),
+    "pue": ("site", None), "electricity_usd_per_kwh": ("site", None),
+    "grid_intensity_g_per_kwh": ("site", None), "gpu_mtbf_s": ("reliability", None),
+    "restart_overhead_s": ("reliability", None), "step_time_cv": ("reliability", None),
+    "pause_probability": ("reliability", "pause_probability_per_step"),
+    "pause_duration_s": ("reliability", None),
+}
+
+
+def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
+    """Where each run-model input comes from (catalog source text, defaults file, layout)."""
+    from planner.engine.model import INPUTS
+    from planner.engine.scenario import execution_defaults
+
+    acc = catalog.accelerator(echo["hardware"])
+    entries = {"accelerator": acc, "node": catalog.node(acc.node),
+               "site": catalog.site(echo["site"]),
+               "reliability": catalog.reliability_profile(echo["reliability"])}
+    out = {}
+    for name in INPUTS:
+        if name in CATALOG_FIELDS:
+            kind, field = CATALOG_FIELDS[name]
+            field = field or (f"peak_{precision}_flops_per_s" if name == "peak_flops_per_s"
+                              else name)
+            quantity = getattr(entries[kind], field, None)
+            source = getattr(quantity, "source", "")
+            out[name] = f"{kind} '{entries[kind].id}'.{field}: {source}".strip()
+        elif name in execution_defaults():
+            out[name] = "planner/execution.toml (execution defaults)"
+        else:
+            out[name] = "model architecture / layout / derived from the command line"
+    return out
+
+
+@export_app.command("xlsx")
+@with_layout_options
+def export_xlsx(
+    output: str = typer.Option(..., "--output", "-o", help="Workbook to write (.xlsx)."),
+    force: ForceOption = False,
+    **options,
+):
+    """Write an .xlsx workbook: named inputs, the whole model as live Excel formulas
+    generated from the sympy expressions, and a GPU-count sweep."""
+    import sys
+
+    import numpy as np
+
+    from hardware_catalog import load_catalog
+    from planner.cli.layout_options import resolve
+    from planner.engine.evaluator import evaluate
+    from planner.report.xlsx import write_workbook
+
+    run = resolve(options)
+    e = run.echo
+    catalog = load_catalog(tuple(options.get("catalog") or ()))
+    per_replica = e["tp"] * e["pp"] * e["cp"]
+    dps = [d for d in 2 ** np.arange(0, 16) if e["global_batch"] % (d * e["micro_batch"]) == 0
+           and d % e["ep"] == 0]
+    sweep = evaluate(catalog=catalog, model=e["model"], hardware=e["hardware"],
+                     gpus=np.array(dps) * per_replica, tp=e["tp"], pp=e["pp"], cp=e["cp"],
+                     ep=e["ep"], vp=e["vp"], global_batch=e["global_batch"],
+                     micro_batch=e["micro_batch"], seq_len=e["seq_len"],
+                     recompute=e["recompute"], zero=e["zero"],
+                     sequence_parallel=e["sequence_parallel"],
+                     flash_attention=e["flash_attention"], precision=e["precision"],
+                     site=e["site"], tokens=e["tokens"], checkpoint=e["checkpoint"],
+                     cost_basis=e["cost_basis"], reliability=e["reliability"])
+    columns = ["gpus", "dp", "step_time_s", "mfu", "fits", "wall_days", "gpu_hours",
+               "energy_kwh", "cost_usd", "co2e_kg", "checkpoint_interval_s"]
+    sweep_rows = [{c: (bool(r[c]) if c == "fits" else float(r[c])) for c in columns}
+                  for _, r in sweep.iterrows()]
+    title = (f"capplan: {e['model']} on {e['gpus']:,} x {e['hardware']}, TP{e['tp']} "
+             f"PP{e['pp']} DP{e['dp']}, {e['tokens']:.3g} tokens")
+    values = {name: run.row[name] for name in run.row}
+    path = write_workbook(output, run.inputs, input_sources(catalog, e, e["precision"]),
+                          values, sweep_rows, title, force=force)
+    print(f"capplan: wrote {path}", file=sys.stderr)

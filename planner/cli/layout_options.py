@@ -1,0 +1,101 @@
+"""Command-line options that describe one run (model, hardware, layout, site ...).
+
+``capplan evaluate``, ``sensitivity``, ``simulate`` and ``export`` take the same
+options; :func:`with_layout_options` gives a command this signature (typer reads
+``__signature__``) and :func:`resolve` turns the options into an evaluated run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass
+
+import typer
+
+from planner.errors import CapplanError
+
+
+def _options(
+    model: str = typer.Option("llama3-70b", "--model", "-m", help="Model id or TOML file."),
+    hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
+                                 help="Accelerator id or TOML file."),
+    gpus: int = typer.Option(1024, "--gpus", "-n", help="GPUs in the job."),
+    tp: int = typer.Option(8, help="Tensor-parallel size."),
+    pp: int = typer.Option(4, help="Pipeline-parallel size."),
+    vp: int = typer.Option(1, help="Virtual pipeline stages per rank."),
+    cp: int = typer.Option(1, help="Context-parallel size."),
+    ep: int = typer.Option(1, help="Expert-parallel size (MoE)."),
+    global_batch: int = typer.Option(None, help="Global batch [sequences] (default ~16M tokens)."),
+    micro_batch: int = typer.Option(1, help="Micro-batch [sequences]."),
+    seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
+    recompute: str = typer.Option("selective", help="none | selective | full."),
+    zero: int = typer.Option(1, help="ZeRO stage 0-3 (3 = FSDP)."),
+    sequence_parallel: bool = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
+                                           help="Sequence parallelism (default: on when tp>1)."),
+    flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
+    precision: str = typer.Option("bf16", help="bf16 | fp8 | tf32."),
+    site: str = typer.Option("us-average", help="Site id (PUE, price, grid carbon)."),
+    tokens: float = typer.Option(15e12, help="Training tokens D."),
+    checkpoint: str = typer.Option("async", help="sync | async | in-memory."),
+    cost_basis: str = typer.Option("cloud", help="cloud | tco."),
+    reliability: str = typer.Option("default", help="Reliability profile id."),
+    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
+):
+    """Holder of the shared options (never called)."""
+
+
+LAYOUT_OPTIONS = tuple(inspect.signature(_options).parameters)
+
+
+def prepend_options(holder, func):
+    """Give ``func`` the parameters of ``holder`` followed by its own (typer reads
+    ``__signature__``); ``func`` receives the holder's options as ``**kwargs``."""
+    def resolved(f):
+        hints = typing.get_type_hints(f)  # annotations are strings under __future__
+        return [p.replace(annotation=hints.get(p.name, p.annotation))
+                for p in inspect.signature(f).parameters.values()
+                if p.kind is not p.VAR_KEYWORD]
+
+    func.__signature__ = inspect.Signature(resolved(holder) + resolved(func))
+    return func
+
+
+def with_layout_options(func):
+    """Prepend the run options to ``func``'s own options (it receives them as kwargs)."""
+    return prepend_options(_options, func)
+
+
+@dataclass
+class ResolvedRun:
+    """One evaluated run: its DataFrame row, the kernel inputs, the echo of the options."""
+
+    row: dict
+    inputs: dict
+    echo: dict
+    frame: object
+    catalog_version: str = ""
+
+
+def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
+    """Validate the run options and evaluate the run (one row)."""
+    from planner.engine.evaluator import evaluate
+    from planner.engine.scenario import CHECKPOINT_SCHEMES, COST_BASES, PRECISIONS
+
+    o = {k: options[k] for k in LAYOUT_OPTIONS}
+    for name, val, allowed in [("precision", o["precision"], PRECISIONS),
+                               ("checkpoint", o["checkpoint"], CHECKPOINT_SCHEMES),
+                               ("cost-basis", o["cost_basis"], COST_BASES)]:
+        if val not in allowed:
+            raise CapplanError(f"--{name} '{val}' is not one of: {', '.join(allowed)}")
+    if o["zero"] not in (0, 1, 2, 3):
+        raise CapplanError(f"--zero must be 0, 1, 2 or 3, got {o['zero']}")
+    from hardware_catalog import load_catalog
+
+    catalog = load_catalog(tuple(o.pop("catalog") or ()))
+    frame, inputs = evaluate(catalog=catalog, overrides=overrides, return_inputs=True, **o)
+    row = frame.iloc[0].to_dict()
+    echo = {**o, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
+            "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
+    return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame,
+                       catalog_version=str(getattr(catalog, "version", "")))

@@ -1,0 +1,109 @@
+"""``capplan plan``: the best cluster per objective across the catalog."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.scenario_options import with_scenario_options
+from planner.version import version
+
+SUMMARY = ("hardware", "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute",
+           "zero", "wall_days", "cost_usd", "energy_mwh", "co2e_t", "mfu", "step_time_s",
+           "memory_per_gpu_bytes", "peak_power_mw", "expected_failures", "ettr")
+
+
+def summarize(row: dict | None) -> dict | None:
+    """The user-facing fields of one plan row (plain Python values)."""
+    if row is None:
+        return None
+    out = {}
+    for key in SUMMARY:
+        value = row[key]
+        out[key] = value if isinstance(value, str) else (
+            int(value) if key in ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
+                                  "zero") else float(value))
+    return out
+
+
+def plan_payload(result) -> dict:
+    from dataclasses import asdict
+
+    scenario = asdict(result.scenario)
+    scenario.pop("extra", None)
+    return {
+        "scenario": scenario,
+        "best": {obj: summarize(row) for obj, row in result.best.items()},
+        "per_hardware": {hw: {obj: summarize(r) for obj, r in rows.items()}
+                         for hw, rows in result.per_hardware.items()},
+        "pareto": [summarize(r) for r in result.pareto],
+        "knee": {hw: (None if r is None else {**summarize(r),
+                                             "marginal_efficiency": r["marginal_efficiency"]})
+                 for hw, r in result.knee.items()},
+        "skipped": result.skipped,
+        "binding": result.binding,
+        "evaluated": result.evaluated,
+        "fitting": result.fitting,
+        "seconds": result.seconds,
+        "version": version(),
+        "catalog_version": result.catalog_version,
+    }
+
+
+@with_scenario_options
+def plan(
+    format: FormatOption = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    plot: str = typer.Option(None, "--plot", help="Also write the plan figure (PNG/SVG/PDF)."),
+    uncertainty: bool = typer.Option(
+        False, help="Propagate input uncertainty: P10/P50/P90 and win probabilities."),
+    draws: int = typer.Option(400, help="Monte Carlo draws for --uncertainty."),
+    seed: int = typer.Option(0, help="Random seed for --uncertainty."),
+    **options,
+):
+    """Find the fastest, cheapest, least-energy and least-carbon cluster for a training run.
+
+    With no options: Llama 3 70B on 15T tokens across the whole catalog, 8 to 16,384 GPUs,
+    finishing within 90 days, cheapest first.
+    """
+    from planner.cli.scenario_options import resolve_scenario
+    from planner.engine.optimize import plan as run_plan
+    from planner.engine.optimize import require
+    from planner.report.output import render, write
+
+    format = output_format(format, output)
+    scenario, v = resolve_scenario(options)
+    model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
+    from planner.report.progress import search_progress
+
+    with search_progress() as progress:
+        result = run_plan(scenario, progress=progress)
+    payload = plan_payload(result)
+    if uncertainty and any(row is not None for row in result.best.values()):
+        from hardware_catalog import load_catalog
+        from planner.analysis.uncertainty import plan_uncertainty, spreads_from
+
+        payload["uncertainty"] = plan_uncertainty(
+            result, load_catalog(tuple(catalog or ())), spreads_from(v["uncertainty"]),
+            draws=draws, seed=seed)
+    if format == "table":
+        from planner.report.tables import render_plan, render_uncertainty
+
+        text = render_plan(result)
+        if "uncertainty" in payload:
+            text += render_uncertainty(payload["uncertainty"])
+    else:
+        from planner.report.tables import winner_rows
+
+        text = render(winner_rows(result), format,
+                      title=f"Best plans for {model} on {tokens:.3g} tokens", payload=payload)
+    write(text, output, force)
+    if plot:
+        from planner.report.plot import plot_plan
+
+        plot_plan(result, plot, force=force)
+        print(f"capplan: wrote {plot}", file=sys.stderr)
+    require(result, scenario.objective)

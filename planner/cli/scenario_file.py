@@ -1,0 +1,89 @@
+"""TOML scenario files: every ``capplan plan`` input in one file (flags override it)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from planner.errors import CapplanError, did_you_mean
+
+#: Keys a scenario file may hold, with their Python type.
+KEYS: dict[str, type] = {
+    "model": str, "tokens": float, "hardware": str, "min_gpus": int, "max_gpus": int,
+    "global_batch": int, "seq_len": int, "deadline_days": float, "budget_usd": float,
+    "max_power_mw": float, "site": str, "objective": str, "precision": str,
+    "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
+    "catalog": list,
+    "uncertainty": dict,
+}
+
+EXAMPLE = '''\
+# capplan scenario: every input of `capplan plan`; command-line flags override these.
+# Run it with:  capplan plan --scenario {name}
+
+model = "llama3-70b"          # catalog id, or a path to a model TOML file
+tokens = 15e12                # training tokens D
+hardware = "all"              # "all" or comma-separated ids: "h100-sxm,mi300x,b200"
+min_gpus = 8
+max_gpus = 16384
+# global_batch = 2048         # sequences per step (default: ~16M tokens)
+# seq_len = 8192              # default: the model's
+site = "us-average"           # PUE, electricity price, grid carbon: `capplan catalog list sites`
+objective = "cost"            # time | cost | energy | carbon
+precision = "bf16"            # bf16 | fp8 | tf32
+checkpoint = "async"          # sync | async | in-memory
+cost_basis = "cloud"          # cloud (price per GPU-hour) | tco (capex + energy + opex)
+reliability = "default"       # failure/straggler profile: `capplan catalog list reliability`
+knee_threshold = 0.8          # marginal scaling efficiency that defines the knee
+
+# Constraints (remove the # to apply):
+# deadline_days = 90
+# budget_usd = 50e6
+# max_power_mw = 30
+
+# Extra catalog directories with your own hardware/model/site files:
+# catalog = ["./my-catalog"]
+
+# Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
+# defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.
+# [uncertainty]
+# gpu_mtbf_s = {{ sigma = 0.5, scope = "shared" }}
+# price_usd_per_gpu_hour = {{ sigma = 0.3, scope = "hardware" }}
+'''
+
+
+def load(path: str) -> dict:
+    """The scenario file as a dict of typed values; one-line errors on anything wrong."""
+    file = Path(path)
+    if not file.is_file():
+        raise CapplanError(f"scenario file {path} does not exist")
+    try:
+        data = tomllib.loads(file.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise CapplanError(f"{path}: not valid TOML: {exc}") from None
+    out = {}
+    for key, value in data.items():
+        if key not in KEYS:
+            raise CapplanError(f"{path}: {did_you_mean('key', key, KEYS)}")
+        kind = KEYS[key]
+        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            value = float(value)
+        elif kind is str and isinstance(value, list):
+            value = ",".join(map(str, value))
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CapplanError(f"{path}: {key} must be a {kind.__name__}, got {value!r}")
+        out[key] = value
+    return out
+
+
+def merge(ctx, values: dict, path: str | None) -> dict:
+    """Apply the scenario file under the command-line flags the user actually typed."""
+    if not path:
+        return values
+    from_file = load(path)
+    merged = dict(values)
+    for key, value in from_file.items():
+        source = ctx.get_parameter_source(key)
+        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
+            merged[key] = value
+    return merged

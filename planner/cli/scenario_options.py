@@ -1,0 +1,73 @@
+"""Command-line options of a planning scenario, shared by ``capplan plan`` and ``plot``.
+
+:func:`with_scenario_options` gives a command these options (after its own leading
+ones); :func:`resolve_scenario` applies a ``--scenario`` file under the flags the user
+typed and builds the :class:`~planner.scenario.Scenario`.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli.layout_options import prepend_options
+
+
+def _options(
+    ctx: typer.Context,
+    scenario_file: str = typer.Option(None, "--scenario", "-s",
+                                      help="TOML scenario file (flags override it)."),
+    model: str = typer.Option("llama3-70b", "--model", "-m", help="Model id or TOML file."),
+    tokens: float = typer.Option(15e12, help="Training tokens D."),
+    hardware: str = typer.Option("all", "--hardware", "-H",
+                                 help="Comma-separated accelerator ids, or 'all'."),
+    min_gpus: int = typer.Option(8, help="Smallest cluster considered."),
+    max_gpus: int = typer.Option(16384, help="Largest cluster considered."),
+    global_batch: int = typer.Option(None, help="Global batch [sequences] (default ~16M tokens)."),
+    seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
+    deadline_days: float = typer.Option(
+        90.0, help="Finish within this many days ('inf' for no deadline)."),
+    budget_usd: float = typer.Option(None, help="Spend at most this [USD]."),
+    max_power_mw: float = typer.Option(None, help="Facility peak power cap [MW]."),
+    site: str = typer.Option("us-average", help="Site id (PUE, price, grid carbon)."),
+    objective: str = typer.Option("cost", help="time | cost | energy | carbon (the headline)."),
+    precision: str = typer.Option("bf16", help="bf16 | fp8 | tf32."),
+    checkpoint: str = typer.Option("async", help="sync | async | in-memory."),
+    cost_basis: str = typer.Option("cloud", help="cloud | tco."),
+    reliability: str = typer.Option("default", help="Reliability profile id."),
+    knee_threshold: float = typer.Option(0.8, help="Marginal scaling efficiency of the knee."),
+    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
+):
+    """Holder of the shared options (never called)."""
+
+
+#: Scenario keys (everything but the typer context and the file itself).
+SCENARIO_KEYS = ("model", "tokens", "hardware", "min_gpus", "max_gpus", "global_batch",
+                 "seq_len", "deadline_days", "budget_usd", "max_power_mw", "site", "objective",
+                 "precision", "checkpoint", "cost_basis", "reliability", "knee_threshold",
+                 "catalog")
+
+
+def with_scenario_options(func):
+    """Put the scenario options first in ``func``'s signature (received as kwargs)."""
+    return prepend_options(_options, func)
+
+
+def resolve_scenario(options: dict):
+    """(Scenario, merged values) from the options, a ``--scenario`` file under the flags."""
+    from planner.cli import scenario_file as sf
+    from planner.engine.scenario import Scenario
+
+    values = {k: options[k] for k in SCENARIO_KEYS}
+    v = sf.merge(options["ctx"], {**values, "uncertainty": None}, options["scenario_file"])
+    deadline = v["deadline_days"]
+    scenario = Scenario(
+        model=v["model"], tokens=v["tokens"], global_batch=v["global_batch"],
+        seq_len=v["seq_len"],
+        hardware=tuple(h.strip() for h in v["hardware"].split(",") if h.strip()),
+        site=v["site"], reliability=v["reliability"], precision=v["precision"],
+        checkpoint=v["checkpoint"], cost_basis=v["cost_basis"], min_gpus=v["min_gpus"],
+        max_gpus=v["max_gpus"],
+        deadline_days=None if deadline in (None, float("inf")) else deadline,
+        budget_usd=v["budget_usd"], max_power_mw=v["max_power_mw"], objective=v["objective"],
+        knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()))
+    return scenario, v

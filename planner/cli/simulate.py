@@ -1,0 +1,92 @@
+"""``capplan simulate``: Monte Carlo check of the closed forms for one configuration."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.layout_options import with_layout_options
+from planner.errors import CapplanError
+from planner.version import version
+
+QUANTITIES = {"wall_days": "wall_days", "gpu_hours": "gpu_hours", "energy_kwh": "energy_kwh",
+              "failures": "expected_failures"}
+
+
+def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str = "stationary"):
+    """The simulator's RunSpec for an evaluated configuration (same inputs, SI units)."""
+    import math
+
+    from planner.analysis.simulate import RunSpec
+
+    def scalar(name):
+        import numpy as np
+
+        return float(np.ravel(x[name])[0])
+
+    gpus = int(row["gpus"])
+    base_step = row["step_time_s"] - row["straggler_s"]
+    nodes = gpus / scalar("gpus_per_node")
+    rest_w = nodes * (scalar("node_overhead_power_w") + scalar("network_power_per_node_w"))
+    busy = row["compute_s"] / row["step_time_s"]
+    idle_w, max_w, pue = scalar("idle_power_w"), scalar("max_power_w"), scalar("pue")
+    return RunSpec(
+        steps=max(1, math.ceil(row["steps"])), step_time_s=base_step,
+        step_time_std_s=scalar("step_time_cv") * base_step, sync_ranks=gpus,
+        pause_probability=scalar("pause_probability"),
+        pause_duration_s=scalar("pause_duration_s"), components=gpus,
+        component_mtbf_s=row["system_mtbf_s"] * gpus, weibull_shape=weibull_shape,
+        checkpoint_interval_s=row["checkpoint_interval_s"],
+        checkpoint_cost_s=row["checkpoint_stall_s"], restart_cost_s=row["restart_s"],
+        busy_power_w=pue * (gpus * (idle_w + (max_w - idle_w) * busy) + rest_w),
+        idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus, component_age=component_age)
+
+
+@with_layout_options
+def simulate(
+    replicas: int = typer.Option(10_000, help="Independent simulated runs."),
+    seed: int = typer.Option(0, help="Random seed (reported)."),
+    weibull_shape: float = typer.Option(
+        1.0, help="Shape k of per-GPU failure times (1 = exponential; < 1 infant mortality)."),
+    component_age: str = typer.Option(
+        "stationary", help="stationary (components in service) | new (all new at start; "
+        "Weibull k < 1 then front-loads failures)."),
+    format: FormatOption = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    **options,
+):
+    """Simulate the whole run (stragglers, failures, checkpoints, restarts) and compare
+    the distribution of wall time, GPU-hours, energy and failures with the closed forms."""
+    format = output_format(format, output)
+    if replicas < 1:
+        raise CapplanError(f"--replicas must be >= 1, got {replicas}")
+    if not weibull_shape > 0:
+        raise CapplanError(f"--weibull-shape must be > 0, got {weibull_shape:g}")
+    if component_age not in ("stationary", "new"):
+        raise CapplanError(f"--component-age '{component_age}' is not one of: stationary, new")
+    from planner.analysis.simulate import closed_form
+    from planner.analysis.simulate import simulate as run_simulation
+    from planner.cli.layout_options import resolve
+    from planner.report.output import render, write
+
+    run = resolve(options)
+    spec = run_spec(run.row, run.inputs, weibull_shape, component_age)
+    summary = run_simulation(spec, replicas=replicas, seed=seed).summary()
+    segmented = closed_form(spec)
+    result, rows = {}, []
+    for name, column in QUANTITIES.items():
+        sim = summary[name]
+        planner_value = float(run.row[column])
+        result[name] = {**{k: sim[k] for k in ("mean", "stderr", "p10", "p50", "p90")},
+                        "closed_form": planner_value,
+                        "closed_form_segmented": float(segmented[name]),
+                        "relative_difference": sim["mean"] / planner_value - 1
+                        if planner_value else float("nan")}
+        rows.append({"quantity": name, **result[name]})
+    payload = {"inputs": run.echo, "replicas": replicas, "seed": seed,
+               "weibull_shape": weibull_shape, "component_age": component_age, **result, "version": version(),
+               "catalog_version": run.catalog_version}
+    title = (f"Simulated {replicas:,} runs (seed {seed}) of {run.echo['model']} on "
+             f"{run.echo['gpus']:,} x {run.echo['hardware']} vs the closed forms")
+    write(render(rows, format, title=title, payload=payload), output, force)

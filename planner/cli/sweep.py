@@ -1,0 +1,104 @@
+"""``capplan sweep``: the scaling table over a GPU-count range."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.errors import CapplanError
+from planner.version import version
+
+
+def sweep_rows(result, objective: str = "time", counts=None) -> list[dict]:
+    """Best layout per accelerator and GPU count, with scaling efficiencies."""
+    import numpy as np
+
+    from planner.engine.optimize import OBJECTIVE_COLUMNS, marginal_efficiency, scaling_curve
+    from planner.report.tables import layout_text
+
+    column = OBJECTIVE_COLUMNS[objective]
+    rows = []
+    frontier = result.frontier.loc[result.frontier["fits"].astype(bool)]
+    for hw, group in frontier.groupby("hardware", sort=True):
+        best = group.loc[group.groupby("gpus")[column].idxmin()].sort_values("gpus")
+        if counts is not None:
+            best = best[best["gpus"].isin(counts)]
+        if best.empty:
+            continue
+        gpus_curve, times_curve = scaling_curve(group)
+        eff = dict(zip(gpus_curve, marginal_efficiency(gpus_curve, times_curve), strict=True))
+        base = best.iloc[0]
+        for _, r in best.iterrows():
+            speedup = base["wall_time_s"] / r["wall_time_s"]
+            rows.append({
+                "hardware": hw, "gpus": int(r["gpus"]), "layout": layout_text(r),
+                "days": float(r["wall_days"]), "usd": float(r["cost_usd"]),
+                "mwh": float(r["energy_mwh"]), "mfu": float(r["mfu"]),
+                "scaling_efficiency": float(speedup * base["gpus"] / r["gpus"]),
+                "marginal_efficiency": float(eff.get(r["gpus"], np.nan)),
+            })
+    return rows
+
+
+def doubling(lo: int, hi: int) -> list[int]:
+    counts, n = [], lo
+    while n <= hi:
+        counts.append(n)
+        n *= 2
+    return counts
+
+
+def sweep(
+    model: str = typer.Option("llama3-70b", "--model", "-m", help="Model id or TOML file."),
+    tokens: float = typer.Option(15e12, help="Training tokens D."),
+    hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
+                                 help="Comma-separated accelerator ids, or 'all'."),
+    min_gpus: int = typer.Option(128, help="Smallest cluster."),
+    max_gpus: int = typer.Option(16384, help="Largest cluster."),
+    every: bool = typer.Option(False, help="Every feasible GPU count, not only doublings."),
+    objective: str = typer.Option("time", help="Layout chosen per row by: time | cost | "
+                                  "energy | carbon."),
+    global_batch: int = typer.Option(None, help="Global batch [sequences]."),
+    site: str = typer.Option("us-average", help="Site id."),
+    precision: str = typer.Option("bf16", help="bf16 | fp8 | tf32."),
+    checkpoint: str = typer.Option("async", help="sync | async | in-memory."),
+    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
+    format: FormatOption = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    plot: str = typer.Option(None, "--plot", help="Also write the scaling figure (PNG/SVG/PDF)."),
+):
+    """Scaling table: days, USD, MWh and scaling efficiency per GPU count."""
+    format = output_format(format, output)
+    from planner.engine.optimize import plan as run_plan
+    from planner.engine.scenario import OBJECTIVES, Scenario
+    from planner.report.output import render, write
+
+    if objective not in OBJECTIVES:
+        raise CapplanError(f"--objective '{objective}' is not one of: {', '.join(OBJECTIVES)}")
+    scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
+                        hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()),
+                        precision=precision, checkpoint=checkpoint, min_gpus=min_gpus,
+                        max_gpus=max_gpus, objective=objective,
+                        catalog_dirs=tuple(catalog or ()))
+    from planner.report.progress import search_progress
+
+    with search_progress() as progress:
+        result = run_plan(scenario, progress=progress)
+    rows = sweep_rows(result, objective, None if every else doubling(min_gpus, max_gpus))
+    if not rows:
+        raise CapplanError(f"no layout of {model} fits between {min_gpus} and {max_gpus} GPUs",
+                           exit_code=1)
+    from dataclasses import asdict
+
+    payload = {"scenario": {k: v for k, v in asdict(scenario).items() if k != "extra"},
+               "rows": rows, "version": version(), "catalog_version": result.catalog_version}
+    write(render(rows, format, title=f"Scaling {model} ({objective}-optimal layout per row)",
+                 payload=payload), output, force)
+    if plot:
+        import sys
+
+        from planner.report.plot import plot_scaling
+
+        plot_scaling(result, plot, force=force)
+        print(f"capplan: wrote {plot}", file=sys.stderr)

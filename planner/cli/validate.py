@@ -1,0 +1,58 @@
+"""``capplan validate``: predict every published measurement, report the errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.errors import CapplanError
+from planner.version import version
+
+
+def validate(
+    dataset: list[str] = typer.Option(None, "--dataset", "-d",
+                                      help="Dataset name(s), repeatable or comma list; "
+                                      "default all."),
+    format: FormatOption = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+    plot_file: str = typer.Option(None, "--plot", help="Draw predicted vs measured to "
+                                  "FILE.png or FILE.svg (needs matplotlib)."),
+    write_docs: bool = typer.Option(False, "--write-docs",
+                                    help="Regenerate docs/validation.md and docs/validation.png."),
+    with_checks: bool = typer.Option(False, "--checks",
+                                     help="Also report the memory, reliability, throughput and "
+                                     "energy checks (a table each; a 'checks' key in JSON)."),
+):
+    """Predict every published measurement with the catalog's parameters; report errors."""
+
+    format = output_format(format, output)
+    from planner.analysis import validate as v
+    from planner.report.output import render, write
+    from planner.report.validation import checks, plot, run, table_rows, write_docs
+
+    names = v.resolve_names(dataset)
+    if plot_file and not plot_file.lower().endswith((".png", ".svg")):
+        raise CapplanError(f"--plot needs a .png or .svg file name, got '{plot_file}'")
+    if plot_file and Path(plot_file).exists() and not force:
+        raise CapplanError(f"{plot_file} exists; pass --force to overwrite it")
+    pred, summary = run(names)
+    if plot_file:
+        plot(pred, plot_file)
+    extra = checks() if (write_docs or with_checks) else None
+    if write_docs:
+        full = set(names) == set(v.DATASETS)
+        write_docs(pred=pred if full else None, summary=summary if full else None, extra=extra)
+    from hardware_catalog import load_catalog
+
+    payload = {"datasets": summary, "version": version(),
+               "catalog_version": load_catalog().version}
+    text = render(table_rows(summary), format, title="capplan validate: predicted vs measured",
+                  payload=payload | ({"checks": extra} if with_checks else {}), width=160)
+    if with_checks and format != "json":
+        text += "".join(("\n" if format != "csv" else "") + render(rows, format, title=name,
+                                                                    width=160)
+                        for name, rows in extra.items())
+    write(text, output, force)

@@ -1,0 +1,73 @@
+"""``python -m planner.codegen [--check] [--skip-sensitivity]``: regenerate (or check) every
+generated file in dependency order; see :mod:`planner.codegen`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _kernel(check: bool) -> int:
+    from planner.codegen.kernel import generate_source
+    from planner.engine.kernel import GENERATED
+    from planner.report.output import write_or_check
+
+    return write_or_check(GENERATED, generate_source(), check=check,
+                          command="python -m planner.codegen")
+
+
+def _sensitivity(check: bool) -> int:
+    from planner.analysis.sensitivity import GENERATED
+    from planner.codegen.sensitivity import generate_source
+    from planner.report.output import write_or_check
+
+    return write_or_check(GENERATED, generate_source(), check=check,
+                          command="python -m planner.codegen")
+
+
+def _formulas(check: bool) -> int:
+    from planner.report.formula_docs import main
+
+    return main(["--check"] if check else [])
+
+
+def _cli(check: bool) -> int:
+    from planner.codegen.cli_docs import main
+
+    return main(["--check"] if check else [])
+
+
+def _validation(check: bool) -> int:
+    from planner.report.validation import write_docs
+
+    return write_docs(check=check)
+
+
+STEPS = {"kernel": _kernel, "sensitivity": _sensitivity, "formulas": _formulas, "cli": _cli,
+         "validation": _validation}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m planner.codegen",
+                                     description="Regenerate every generated file, in order.")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if any generated file is stale")
+    parser.add_argument("--only", action="append", choices=list(STEPS),
+                        help="only these steps (repeatable); default all, in order")
+    args = parser.parse_args(argv)
+    if not (Path(__file__).resolve().parents[2] / "pyproject.toml").exists():
+        print("python -m planner.codegen: not a source checkout (no pyproject.toml beside "
+              "planner/); refusing to write into an installed package", file=sys.stderr)
+        return 2
+    failed = 0
+    for name, step in STEPS.items():
+        if args.only and name not in args.only:
+            continue
+        print(f"codegen: {name}", file=sys.stderr)
+        failed |= step(args.check)
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""Evaluate candidate training runs with the compiled kernel, in bounded chunks.
+
+``evaluate_inputs`` is the array engine (dict of arrays in, dict of arrays out);
+``evaluate`` is the notebook API: one or many layouts of a model on an
+accelerator, a pandas DataFrame back whose column names carry units.
+
+>>> from planner import evaluate
+>>> df = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
+...               global_batch=512, micro_batch=2, tokens=2e12)
+>>> bool(df.loc[0, "fits"]), bool(0 < df.loc[0, "mfu"] < 1)
+(True, True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.engine.model import INPUTS, OUTPUTS
+
+#: Candidates per kernel call; bounds memory whatever the size of the space.
+CHUNK = 4096
+MEMORY_TERMS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activation_bytes",
+                "reserve_bytes")
+BREAKDOWN_TERMS = ("compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
+                   "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s")
+
+_KERNEL = None
+
+
+def kernel():
+    global _KERNEL
+    if _KERNEL is None:
+        from planner.engine.kernel import load_kernel
+
+        _KERNEL = load_kernel()
+    return _KERNEL
+
+
+def _length(inputs: dict) -> int:
+    sizes = {np.size(v) for v in inputs.values() if np.ndim(v) > 0}
+    if len(sizes) > 1:
+        raise ValueError(f"input arrays have different lengths: {sorted(sizes)}")
+    return sizes.pop() if sizes else 1
+
+
+def evaluate_inputs(inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
+    """Run the kernel over candidates; every output is an array of the candidates' length."""
+    missing = [name for name in INPUTS if name not in inputs]
+    if missing:
+        raise KeyError(f"missing run-model inputs: {', '.join(missing)}")
+    n = _length(inputs)
+    f = kernel()
+    if n <= chunk:  # one chunk: no copy
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            values = f(*(inputs[name] for name in INPUTS))
+        out = {name: np.broadcast_to(np.asarray(v, dtype=float), (n,))
+               for name, v in zip(OUTPUTS, values, strict=True)}
+        return finish(out, inputs)
+    out = {name: np.empty(n) for name in OUTPUTS}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            args = [v[start:stop] if np.ndim(v) > 0 else float(v)
+                    for v in (inputs[name] for name in INPUTS)]
+            for name, values in zip(OUTPUTS, f(*args), strict=True):
+                out[name][start:stop] = values
+    return finish(out, inputs)
+
+
+def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
+    """Derived columns: fits, the overflowing memory term, conversions at the edge."""
+    n = len(out["step_time_s"])
+    hbm = np.broadcast_to(np.asarray(inputs["hbm_bytes"], dtype=float), (n,))
+    out["hbm_bytes"] = np.array(hbm)
+    out["fits"] = out["memory_per_gpu_bytes"] <= hbm
+    # index into MEMORY_TERMS of the largest memory term (names only where shown)
+    largest = np.zeros(n, dtype=np.int8)
+    biggest = out[MEMORY_TERMS[0]]
+    for i, term in enumerate(MEMORY_TERMS[1:], start=1):
+        larger = out[term] > biggest
+        largest[larger] = i
+        biggest = np.maximum(biggest, out[term])
+    out["largest_memory_term_index"] = largest
+    out["wall_days"] = out["wall_time_s"] / 86400
+    out["energy_kwh"] = out["energy_facility_j"] / 3.6e6
+    out["energy_it_kwh"] = out["energy_it_j"] / 3.6e6
+    out["energy_gpu_kwh"] = out["energy_gpu_j"] / 3.6e6
+    out["energy_mwh"] = out["energy_kwh"] / 1000
+    out["avg_power_mw"] = out["avg_power_w"] / 1e6
+    out["peak_power_mw"] = out["peak_power_w"] / 1e6
+    out["co2e_t"] = out["co2e_kg"] / 1000
+    return out
+
+
+def base_inputs(catalog, *, model, hardware, site="us-average", reliability="default",
+                precision="bf16", checkpoint="async", cost_basis="cloud", seq_len=None,
+                tokens=1e12, global_batch=None) -> dict[str, float]:
+    """Scalar run-model inputs for a model on one accelerator at one site."""
+    from planner.engine.scenario import (
+        default_global_batch,
+        execution_defaults,
+        hardware_inputs,
+        model_inputs,
+        reliability_inputs,
+        site_inputs,
+    )
+
+    m = catalog.model(model) if isinstance(model, str) else model
+    acc = catalog.accelerator(hardware) if isinstance(hardware, str) else hardware
+    node = catalog.node(acc.node)
+    x = model_inputs(m, seq_len)
+    x.update(hardware_inputs(acc, node, precision))
+    x.update(site_inputs(catalog.site(site), cost_basis))
+    x.update(reliability_inputs(catalog.reliability_profile(reliability), checkpoint))
+    x.update(execution_defaults())
+    x["tokens"] = float(tokens)
+    x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
+    return x
+
+
+def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp) -> None:
+    """Raise CapplanError naming the broken rule of an explicit layout."""
+    from planner.errors import CapplanError
+
+    rules = [
+        (gpus >= 1, f"--gpus must be >= 1, got {gpus}"),
+        (min(tp, pp, cp, ep, vp, micro_batch) >= 1, "tp, pp, cp, ep, vp and micro-batch must be >= 1"),
+        (gpus % (tp * pp * cp) == 0,
+         f"TP*PP*CP = {tp}*{pp}*{cp} = {tp * pp * cp} does not divide --gpus {gpus}"),
+        (tp <= x["scale_up_domain_gpus"],
+         f"--tp {tp} exceeds the scale-up domain of {int(x['scale_up_domain_gpus'])} GPUs"),
+        (x["heads"] % tp == 0, f"--tp {tp} does not divide the {int(x['heads'])} heads"),
+        (pp <= x["layers"], f"--pp {pp} exceeds the {int(x['layers'])} layers"),
+        (vp == 1 or x["layers"] % (pp * vp) == 0,
+         f"--vp {vp} needs PP*VP = {pp * vp} to divide the {int(x['layers'])} layers"),
+        (vp == 1 or pp > 1, "--vp > 1 needs --pp > 1"),
+        (x["global_batch"] % (dp * micro_batch) == 0,
+         f"global batch {int(x['global_batch'])} is not divisible by DP*micro-batch = "
+         f"{dp}*{micro_batch} = {dp * micro_batch}"),
+        (dp % ep == 0, f"--ep {ep} must divide the data-parallel size {dp}"),
+        (ep == 1 or x["experts"] % ep == 0,
+         f"--ep {ep} does not divide the {int(x['experts'])} experts"),
+    ]
+    for ok, message in rules:
+        if not ok:
+            raise CapplanError(message)
+
+
+def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
+    """Vectorised :func:`check_layout`: the first broken layout raises with its rule."""
+    g, tp, pp, cp, ep, vp, mb, dp = (np.asarray(layout[k]) for k in (
+        "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "dp"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = ((g >= 1) & (np.minimum.reduce([tp, pp, cp, ep, vp, mb]) >= 1)
+              & (g % np.maximum(tp * pp * cp, 1) == 0) & (tp <= x["scale_up_domain_gpus"])
+              & (x["heads"] % np.maximum(tp, 1) == 0) & (pp <= x["layers"])
+              & ((vp == 1) | (x["layers"] % np.maximum(pp * vp, 1) == 0))
+              & ((vp == 1) | (pp > 1)) & (dp >= 1)
+              & (x["global_batch"] % np.maximum(dp * mb, 1) == 0)
+              & (dp % np.maximum(ep, 1) == 0) & ((ep == 1) | (x["experts"] % np.maximum(ep, 1) == 0)))
+    if not np.all(ok):
+        i = int(np.flatnonzero(~np.broadcast_to(ok, g.shape if g.ndim else (1,)))[0])
+        pick = {k: int(np.ravel(v)[i] if np.size(v) > 1 else np.ravel(v)[0])
+                for k, v in (("gpus", g), ("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep),
+                             ("vp", vp), ("micro_batch", mb), ("dp", dp))}
+        check_layout(x, **pick)
+
+
+def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batch=None,
+             micro_batch=1, seq_len=None, recompute="selective", zero=1,
+             sequence_parallel=None, precision="bf16", site="us-average",
+             tokens=1e12, checkpoint="async", cost_basis="cloud", flash_attention=True,
+             reliability="default", catalog=None, catalog_dirs=(), overrides=None,
+             return_inputs=False):
+    """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
+
+    Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
+    may be scalars or equally long arrays: arrays evaluate many layouts in one call.
+
+    ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
+    run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
+    arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
+    kernel inputs are returned too: ``(frame, inputs)``.
+    """
+    import pandas as pd
+
+    from planner.engine.space import RECOMPUTE_CODES, layout_flags
+
+    if catalog is None:
+        from hardware_catalog import load_catalog
+
+        catalog = load_catalog(catalog_dirs)
+    x = base_inputs(catalog, model=model, hardware=hardware, site=site,
+                    reliability=reliability, precision=precision, checkpoint=checkpoint,
+                    cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
+                    global_batch=global_batch)
+    dp = np.asarray(gpus) // np.maximum(np.asarray(tp) * pp * cp, 1)
+    if recompute not in RECOMPUTE_CODES:
+        from planner.errors import CapplanError
+
+        raise CapplanError(f"--recompute '{recompute}' is not one of: none, selective, full")
+    if sequence_parallel is None:
+        sequence_parallel = np.asarray(tp) > 1
+    layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vp": vp,
+              "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
+              "zero": zero, "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
+    layout = dict(zip(layout, np.broadcast_arrays(*(np.atleast_1d(v) for v in layout.values())),
+                      strict=True))
+    check_layouts(x, layout)
+    x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
+                          flash_attention=flash_attention))
+    x.update(overrides or {})
+    out = evaluate_inputs(x)
+    n = len(out["step_time_s"])
+    meta = {"model": model if isinstance(model, str) else model.id,
+            "hardware": hardware if isinstance(hardware, str) else hardware.id,
+            "precision": precision, "site": site, "checkpoint": checkpoint,
+            "recompute": recompute, "zero": zero, "global_batch": x["global_batch"],
+            "seq_len": x["seq_len"], "tokens": x["tokens"]}
+    out["largest_memory_term"] = np.asarray(MEMORY_TERMS)[out.pop("largest_memory_term_index")]
+    columns = {**meta, **{k: v for k, v in layout.items() if k not in ("recompute", "zero")},
+               **out}
+    frame = pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})
+    return (frame, x) if return_inputs else frame

@@ -1,0 +1,193 @@
+"""Scenario: the user's question, resolved against the catalog into kernel inputs.
+
+A :class:`Scenario` holds names and numbers as the user gave them; the
+``*_inputs`` functions turn catalog entries into the SI inputs of
+:func:`planner.model.run_model`.  Nothing here evaluates the model.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+
+from planner.errors import CapplanError
+
+PRECISIONS = ("bf16", "fp8", "tf32")
+RECOMPUTE = ("none", "selective", "full")
+CHECKPOINT_SCHEMES = ("sync", "async", "in-memory")
+COST_BASES = ("cloud", "tco")
+OBJECTIVES = ("time", "cost", "energy", "carbon")
+
+#: The default scenario of ``capplan plan``: Llama 3 70B on 15T tokens (Meta, 2024).
+DEFAULT_MODEL = "llama3-70b"
+DEFAULT_TOKENS = 15e12
+DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3: 16M tokens per batch (arXiv:2407.21783)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One planning question (names resolved later against the catalog)."""
+
+    model: str = DEFAULT_MODEL
+    tokens: float = DEFAULT_TOKENS
+    global_batch: int | None = None  # sequences; default 16M tokens / seq_len
+    seq_len: int | None = None  # default: the model's
+    hardware: tuple[str, ...] = ("all",)
+    site: str = "us-average"
+    reliability: str = "default"
+    precision: str = "bf16"
+    checkpoint: str = "async"
+    cost_basis: str = "cloud"
+    min_gpus: int = 8
+    max_gpus: int = 16384
+    deadline_days: float | None = None
+    budget_usd: float | None = None
+    max_power_mw: float | None = None
+    objective: str = "cost"
+    knee_threshold: float = 0.8
+    catalog_dirs: tuple[str, ...] = ()
+    #: Run-model input overrides in SI units (see ``planner.model.INPUTS``).
+    extra: dict = field(default_factory=dict)
+
+    def with_(self, **changes) -> Scenario:
+        return replace(self, **changes)
+
+    def validate(self) -> None:
+        for name, value, allowed in [("precision", self.precision, PRECISIONS),
+                                     ("checkpoint", self.checkpoint, CHECKPOINT_SCHEMES),
+                                     ("cost-basis", self.cost_basis, COST_BASES),
+                                     ("objective", self.objective, OBJECTIVES)]:
+            if value not in allowed:
+                raise CapplanError(f"--{name} '{value}' is not one of: {', '.join(allowed)}")
+        if not self.tokens > 0:
+            raise CapplanError(f"--tokens must be > 0, got {self.tokens:g}")
+        if self.min_gpus < 1 or self.max_gpus < self.min_gpus:
+            raise CapplanError(
+                f"GPU range {self.min_gpus}..{self.max_gpus} is empty; need 1 <= min <= max")
+        if not 0 < self.knee_threshold < 1:
+            raise CapplanError(f"--knee-threshold must be in (0, 1), got {self.knee_threshold}")
+
+
+NEVER_S = 1e18
+UNLIMITED_BYTES_PER_S = 1e18
+
+
+def value(quantity) -> float:
+    """The number of a catalog Quantity (or a plain number)."""
+    return float(getattr(quantity, "value", quantity))
+
+
+@cache
+def execution_defaults() -> dict[str, float]:
+    """Software/efficiency defaults from planner/execution.toml (name -> SI value)."""
+    data = tomllib.loads((Path(__file__).with_name("execution.toml")).read_text())
+    return {k: float(v["value"]) for k, v in data.items() if isinstance(v, dict)}
+
+
+def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
+    """Kernel inputs describing the model architecture."""
+    experts = int(getattr(model, "experts", 0) or 0)
+    dense_layers = int(getattr(model, "dense_layers", 0) or 0)
+    moe_layers = (model.layers - dense_layers) if experts > 0 else 0
+    return {
+        "layers": float(model.layers),
+        "hidden": float(model.hidden),
+        "heads": float(model.heads),
+        "kv_heads": float(model.kv_heads or model.heads),
+        "ffn": float(model.ffn or 4 * model.hidden),
+        "mlp_matrices": 3.0 if model.gated_mlp else 2.0,
+        "dropout_masks": 1.0 if getattr(model, "dropout", False) else 0.0,
+        "vocab": float(model.vocab),
+        "seq_len": float(seq_len or model.seq_len),
+        "embedding_matrices": 1.0 if model.tied_embeddings else 2.0,
+        "moe_layers": float(moe_layers),
+        "experts": float(max(experts, 1)),
+        # dense models: one "expert" with moe_layers = 0, so MoE terms vanish
+        "experts_per_token": float(getattr(model, "experts_per_token", 0) or 1)
+        if experts else 1.0,
+        "shared_experts": float(getattr(model, "shared_experts", 0) or 0) if experts else 0.0,
+        "moe_ffn": float(getattr(model, "moe_ffn", 0) or model.ffn or 4 * model.hidden),
+    }
+
+
+def peak_flops(accelerator, precision: str) -> float:
+    """Dense peak FLOP/s of ``accelerator`` at ``precision``; error if unsupported."""
+    quantity = getattr(accelerator, f"peak_{precision}_flops_per_s", None)
+    if precision == "fp16":
+        quantity = accelerator.peak_bf16_flops_per_s
+    if quantity is None:
+        raise CapplanError(f"accelerator '{accelerator.id}' has no {precision} peak; "
+                           f"use --precision bf16")
+    return value(quantity)
+
+
+def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
+    """Kernel inputs describing one accelerator in its node and fabric."""
+    gpus_per_node = float(value(node.gpus_per_node))
+    nic_bytes_per_s = value(node.nics_per_node) * value(node.nic_bandwidth_bits_per_s) / 8
+    ports = value(getattr(node, "network_ports_per_node", node.nics_per_node))
+    lifetime_years = value(getattr(accelerator, "lifetime_years", 5.0))
+    return {
+        "peak_flops_per_s": peak_flops(accelerator, precision),
+        "gemm_max_efficiency": value(accelerator.gemm_max_efficiency),
+        "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
+        "hbm_bytes": value(accelerator.hbm_bytes),
+        "hbm_bandwidth_bytes_per_s": value(accelerator.hbm_bandwidth_bytes_per_s),
+        "hbm_efficiency": value(accelerator.hbm_efficiency),
+        "scale_up_bandwidth_bytes_per_s": value(accelerator.scale_up_bandwidth_bytes_per_s),
+        "scale_up_bus_efficiency": value(accelerator.scale_up_bus_efficiency),
+        "scale_out_bandwidth_bytes_per_s": nic_bytes_per_s / gpus_per_node,
+        "scale_out_bus_efficiency": value(accelerator.scale_out_bus_efficiency),
+        "intra_latency_s": value(node.intra_node_latency_s),
+        "inter_latency_s": value(node.inter_node_latency_s),
+        "gpus_per_node": gpus_per_node,
+        "scale_up_domain_gpus": value(accelerator.scale_up_domain_gpus),
+        "idle_power_w": value(accelerator.idle_power_w),
+        "max_power_w": value(accelerator.max_power_w),
+        "node_overhead_power_w": value(node.node_overhead_power_w),
+        "network_power_per_node_w": ports * value(node.switch_power_per_port_w),
+        "storage_write_bytes_per_s_per_node": value(node.storage_write_bytes_per_s),
+        "storage_read_bytes_per_s_per_node": value(node.storage_read_bytes_per_s),
+        "host_copy_bytes_per_s_per_gpu": value(node.host_copy_bytes_per_s_per_gpu),
+        "price_usd_per_gpu_hour": value(accelerator.cloud_price_usd_per_gpu_hour),
+        "capex_usd_per_gpu": value(accelerator.purchase_price_usd),
+        "lifetime_s": lifetime_years * 365.25 * 86400,
+        "opex_fraction_per_year": 0.05,
+        "embodied_kg_per_gpu": value(accelerator.embodied_kg_co2e),
+    }
+
+
+def site_inputs(site, cost_basis: str = "cloud") -> dict[str, float]:
+    return {
+        "pue": value(site.pue),
+        "electricity_usd_per_kwh": value(site.electricity_usd_per_kwh),
+        "grid_intensity_g_per_kwh": value(site.grid_intensity_g_per_kwh),
+        "use_tco": 1.0 if cost_basis == "tco" else 0.0,
+    }
+
+
+def reliability_inputs(profile, scheme: str) -> dict[str, float]:
+    return {
+        "gpu_mtbf_s": value(profile.gpu_mtbf_s),
+        # absent rates/caps mean "never" / "unlimited" (a large finite number keeps checks on)
+        "node_mtbf_s": value(getattr(profile, "node_mtbf_s", None) or NEVER_S),
+        "storage_write_cap_bytes_per_s": value(
+            getattr(profile, "checkpoint_write_bytes_per_s", None) or UNLIMITED_BYTES_PER_S),
+        "storage_read_cap_bytes_per_s": value(
+            getattr(profile, "checkpoint_read_bytes_per_s", None) or UNLIMITED_BYTES_PER_S),
+        "restart_overhead_s": value(profile.restart_overhead_s),
+        "step_time_cv": value(profile.step_time_cv),
+        "pause_probability": value(profile.pause_probability_per_step),
+        "pause_duration_s": value(profile.pause_duration_s),
+        "ckpt_sync": float(scheme == "sync"),
+        "ckpt_async": float(scheme == "async"),
+        "ckpt_in_memory": float(scheme == "in-memory"),
+    }
+
+
+def default_global_batch(seq_len: float) -> int:
+    """Sequences per batch for about 16M tokens (a power of two)."""
+    sequences = max(1, int(DEFAULT_GLOBAL_BATCH_TOKENS // seq_len))
+    return 1 << (sequences.bit_length() - 1)

@@ -1,0 +1,103 @@
+"""One output sink: records to table | json | csv | markdown, on stdout or a file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from pathlib import Path
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+def _cell(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-3):
+            return f"{value:.3g}"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.3g}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10000 else str(value)
+    return "" if value is None else str(value)
+
+
+def to_jsonable(value):
+    """Plain Python for json.dumps: numpy scalars -> float/int, NaN/inf -> None."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def render(rows: list[dict], fmt: str, *, title: str | None = None, payload=None,
+           width: int | None = None) -> str:
+    """Render ``rows`` (list of flat dicts) in ``fmt``; JSON uses ``payload`` if given."""
+    if fmt == "json":
+        return json.dumps(to_jsonable(payload if payload is not None else rows), indent=2) + "\n"
+    columns = list(rows[0]) if rows else []
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: to_jsonable(v) for k, v in row.items()})
+        return buf.getvalue()
+    if fmt == "markdown":
+        lines = [f"### {title}", ""] if title else []
+        lines.append("| " + " | ".join(columns) + " |")
+        lines.append("|" + "|".join("---" for _ in columns) + "|")
+        lines += ["| " + " | ".join(_cell(r[c]) for c in columns) + " |" for r in rows]
+        return "\n".join(lines) + "\n"
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    # escape: cells are data, not rich markup ('[h]' or '[s]' would vanish as style tags)
+    table = Table(title=escape(title) if title else None, header_style="bold")
+    for c in columns:
+        numeric = bool(rows) and isinstance(rows[0][c], int | float) and not isinstance(
+            rows[0][c], bool)
+        table.add_column(escape(str(c)), justify="right" if numeric else "left")
+    for r in rows:
+        table.add_row(*(escape(_cell(r[c])) for c in columns))
+    buf = io.StringIO()
+    Console(file=buf, width=width or 120, force_terminal=False, color_system=None).print(table)
+    return buf.getvalue()
+
+
+def write(text: str, output: str | None, force: bool = False) -> None:
+    """Write to stdout ('-' or None) or to a file (refusing to overwrite without ``force``)."""
+    if output in (None, "-"):
+        sys.stdout.write(text)
+        return
+    path = Path(output)
+    if path.exists() and not force:
+        from planner.errors import CapplanError
+
+        raise CapplanError(f"{output} exists; pass --force to overwrite it")
+    path.write_text(text)
+    print(f"capplan: wrote {output}", file=sys.stderr)
+
+
+def write_or_check(path: Path, text: str, *, check: bool, command: str) -> int:
+    """Write a generated document, or with ``check`` return 1 if the file differs from it."""
+    if check:
+        if not path.exists() or path.read_text() != text:
+            print(f"{path} is stale; run: {command}", file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(text)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,609 @@
+"""Figures of a plan result (matplotlib, the ``plot`` extra).
+
+* :func:`plot_scaling`: wall days, cost and energy against the GPU count, one line
+  per accelerator, the optimum of each objective and each accelerator's knee marked;
+* :func:`plot_pareto`: the Pareto front (time, cost, energy) as cost against energy,
+  coloured by wall days, the winners annotated;
+* :func:`plot_breakdown`: where the step time and the whole-run time of each
+  objective's winner go;
+* :func:`plot_plan`: the three in one figure (``capplan plan --plot FILE``).
+
+The format follows the file suffix (.png, .svg, .pdf); an existing file is only
+overwritten with ``force=True``.  matplotlib is imported inside the functions and
+always with the non-interactive Agg backend.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from planner.errors import INFEASIBLE, CapplanError
+
+SUFFIXES = (".png", ".svg", ".pdf")
+DPI = 150
+
+#: Objective -> (label, marker) of its winner.
+WINNER_STYLE = {"time": ("fastest", "*"), "cost": ("cheapest", "D"),
+                "energy": ("least energy", "s"), "carbon": ("least carbon", "^")}
+#: Scaling panels: (frontier column, axis label, objectives whose optimum is marked there).
+SCALING_PANELS = (("wall_days", "wall time [days]", ("time",)),
+                  ("cost_usd", "cost [USD]", ("cost",)),
+                  ("energy_mwh", "energy [MWh]", ("energy", "carbon")))
+HARDWARE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*", "8", "d", "H")
+#: Colour of each step-time and run-time part (tab20 indices), stable across figures.
+PART_COLOURS = {"compute": 0, "TP communication": 2, "CP communication": 4,
+                "EP all-to-all": 8, "pipeline transfers": 10, "DP gradient sync": 18,
+                "pipeline bubble": 14, "optimizer step": 16, "stragglers": 6,
+                "checkpoint stalls": 9, "failures and restarts": 7}
+
+
+# --------------------------------------------------------------------------- plumbing
+
+
+def check_target(path, force: bool = False) -> Path:
+    """The output path, after checking its suffix and that it may be written."""
+    target = Path(path)
+    if target.suffix.lower() not in SUFFIXES:
+        raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got '{target.name}'")
+    if target.exists() and not force:
+        raise CapplanError(f"{path} exists; pass --force to overwrite it")
+    if not target.parent.is_dir():
+        raise CapplanError(f"directory {target.parent} does not exist")
+    return target
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CapplanError("matplotlib is not installed; pip install 'capplan[plot]'") from None
+    return plt
+
+
+def _save(fig, target: Path) -> Path:
+    plt = _pyplot()
+    metadata = {"Date": None} if target.suffix.lower() in (".svg", ".pdf") else None
+    try:
+        fig.savefig(target, dpi=DPI, bbox_inches="tight", pad_inches=0.15, metadata=metadata)
+    finally:
+        plt.close(fig)
+    return target
+
+
+def _figure(size):
+    plt = _pyplot()
+    return plt.figure(figsize=size, dpi=DPI, layout="constrained")
+
+
+def gpu_label(n: float) -> str:
+    """128 -> '128', 1024 -> '1k', 16384 -> '16k', 1536 -> '1.5k'."""
+    n = int(round(n))
+    if n < 1024:
+        return str(n)
+    return f"{n / 1024:g}k"
+
+
+def si_label(value: float) -> str:
+    """150000 -> '150k', 1.2e6 -> '1.2M'."""
+    for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:g}{suffix}"
+    return f"{value:g}"
+
+
+def _title(result) -> str:
+    s = result.scenario
+    parts = [f"{s.model} on {s.tokens:.3g} tokens", f"site {s.site}", s.precision,
+             f"{s.checkpoint} checkpoints"]
+    for value, text in ((s.deadline_days, "deadline {:g} days"),
+                        (s.budget_usd, "budget {:,.0f} USD"),
+                        (s.max_power_mw, "power cap {:g} MW")):
+        if value is not None:
+            parts.append(text.format(value))
+    return ", ".join(parts)
+
+
+def _hardware_colours(names) -> dict:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {hw: cmap(i % cmap.N) for i, hw in enumerate(names)}
+
+
+def _linestyle(names, hw) -> str:
+    """Solid lines; with more than ten accelerators the light tab20 shades are dashed."""
+    return "--" if len(names) > 10 and sorted(names).index(hw) % 2 else "-"
+
+
+def _fits(result):
+    frame = result.frontier
+    fits = frame.loc[frame["fits"].astype(bool)] if len(frame) else frame
+    if len(fits) == 0:
+        s = result.scenario
+        raise CapplanError(f"nothing to plot: no layout of {s.model} fits in memory between "
+                           f"{s.min_gpus} and {s.max_gpus} GPUs", exit_code=INFEASIBLE)
+    return fits
+
+
+def winner_groups(result, objectives=None) -> list[tuple[list[str], dict]]:
+    """Winners of ``objectives`` (all by default), identical runs merged, in objective order."""
+    groups: list[tuple[list[str], dict]] = []
+    for objective in objectives or WINNER_STYLE:
+        row = result.best.get(objective)
+        if row is None:
+            continue
+        key = _row_key(row)
+        for objs, other in groups:
+            if _row_key(other) == key:
+                objs.append(objective)
+                break
+        else:
+            groups.append(([objective], row))
+    return groups
+
+
+def _row_key(row) -> tuple:
+    return tuple(str(row[k]) for k in ("hardware", "gpus", "tp", "pp", "dp", "cp", "ep", "vp",
+                                        "micro_batch", "recompute", "zero",
+                                        "sequence_parallel"))
+
+
+def _require_winners(result):
+    groups = winner_groups(result)
+    if not groups:
+        from planner.engine.optimize import explain_infeasible
+
+        objective = result.scenario.objective
+        text = result.binding.get(objective) or explain_infeasible(
+            result.scenario, result.frontier, (math.inf, None))
+        raise CapplanError(f"nothing to plot: {text}", exit_code=INFEASIBLE)
+    return groups
+
+
+def _gpu_axis(ax, lo: float, hi: float) -> None:
+    """Log-2 GPU axis with ticks at powers of two labelled 128, 1k, 16k."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ax.set_xscale("log", base=2)
+    first, last = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    ticks = [2.0**k for k in range(first, last + 1)]
+    step = 1 if len(ticks) <= 13 else 2
+    ticks = ticks[::step]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: gpu_label(v)))
+    ax.set_xlim(lo / 2**0.35, hi * 2**0.35)
+
+
+def _value_axis(axis, values, *, log: bool | None = None) -> bool:
+    """Linear or (for a wide range) log scale with 1-2-5 ticks labelled 150k, 1.2M."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+    values = [float(v) for v in values if v > 0 and math.isfinite(v)]
+    if log is None:
+        log = bool(values) and max(values) / min(values) > 15
+    setter = axis.axes.set_yscale if axis.axis_name == "y" else axis.axes.set_xscale
+    fmt = FuncFormatter(lambda v, _: si_label(v))
+    if log:
+        setter("log")
+        decades = math.log10(max(values) / min(values))
+        subs = (1.0, 2.0, 5.0) if decades < 4 else (1.0,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
+        axis.set_minor_formatter(NullFormatter())
+    else:
+        axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(fmt)
+    return log
+
+
+def _place_labels(ax, items, obstacles, fontsize=7.5):
+    """Annotate ``items`` [(x, y, text)] where they cover the fewest ``obstacles`` (data).
+
+    Eight candidate offsets around each point are scored in axes-fraction space by
+    the obstacle points under the text box and by leaving the axes; placed labels
+    become obstacles for the next ones.
+    """
+    import numpy as np
+
+    to_axes = ax.transScale + ax.transLimits
+    bbox = ax.get_window_extent()
+    width_pt = max(bbox.width, 1.0) * 72.0 / ax.figure.dpi
+    height_pt = max(bbox.height, 1.0) * 72.0 / ax.figure.dpi
+    pts = to_axes.transform(np.asarray(obstacles, dtype=float)) if len(obstacles) else (
+        np.empty((0, 2)))
+    placed = []
+    offsets = [(14, 12), (-14, 12), (14, -12), (-14, -12), (24, 0), (-24, 0), (0, 20),
+               (0, -20)]
+    for x, y, text in items:
+        lines = text.split("\n")
+        w = (max(len(line) for line in lines) * fontsize * 0.58 + 6) / width_pt
+        h = (len(lines) * fontsize * 1.25 + 4) / height_pt
+        px, py = to_axes.transform((x, y))
+        best = None
+        for rank, (dx, dy) in enumerate(offsets):
+            ox, oy = px + dx / width_pt, py + dy / height_pt
+            x0 = ox if dx > 0 else ox - w if dx < 0 else ox - w / 2
+            y0 = oy if dy > 0 else oy - h if dy < 0 else oy - h / 2
+            box = (x0, y0, x0 + w, y0 + h)
+            inside = ((pts[:, 0] > box[0]) & (pts[:, 0] < box[2]) & (pts[:, 1] > box[1])
+                      & (pts[:, 1] < box[3])).sum() if len(pts) else 0
+            overlap = sum(max(0.0, min(box[2], b[2]) - max(box[0], b[0]))
+                          * max(0.0, min(box[3], b[3]) - max(box[1], b[1])) for b in placed)
+            outside = (max(0.0, -box[0]) + max(0.0, box[2] - 1) + max(0.0, -box[1])
+                       + max(0.0, box[3] - 1))
+            score = inside + 400 * overlap / (w * h) + 1e4 * outside + 0.01 * rank
+            if best is None or score < best[0]:
+                best = (score, dx, dy, box)
+        _, dx, dy, box = best
+        placed.append(box)
+        ha = "left" if dx > 0 else "right" if dx < 0 else "center"
+        va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
+        note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha,
+                           va=va, fontsize=fontsize, zorder=6,
+                           bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.6", lw=0.6,
+                                     alpha=0.92),
+                           arrowprops=dict(arrowstyle="-", color="0.35", lw=0.6,
+                                           shrinkA=0, shrinkB=4))
+        note.set_in_layout(False)
+
+
+def _finish_labels(fig, jobs) -> None:
+    """Lay the figure out once, then place every pending label job (ax, items, obstacles)."""
+    root = fig.get_figure(root=True) if hasattr(fig, "get_figure") else fig
+    root.draw_without_rendering()
+    for ax, items, obstacles in jobs:
+        _place_labels(ax, items, obstacles)
+
+
+def _dense(x, y, log_x=True, log_y=False, n=12):
+    """Points along the polyline (x, y), for label placement to avoid lines."""
+    import numpy as np
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2:
+        return np.c_[x, y]
+    fx = np.log(x) if log_x else x
+    fy = np.log(y) if log_y else y
+    t = np.linspace(0, 1, n)[:, None]
+    sx = (fx[:-1] + t * (fx[1:] - fx[:-1])).ravel()
+    sy = (fy[:-1] + t * (fy[1:] - fy[:-1])).ravel()
+    return np.c_[np.exp(sx) if log_x else sx, np.exp(sy) if log_y else sy]
+
+
+# --------------------------------------------------------------------------- scaling
+
+
+def _draw_scaling(fig, result, *, legend: str | None = "outside right center"):
+    import numpy as np
+
+    fits = _fits(result)
+    names = sorted(fits["hardware"].unique())
+    colours = _hardware_colours(names)
+    axes = fig.subplots(len(SCALING_PANELS), 1, sharex=True)
+    lo, hi = float(fits["gpus"].min()), float(fits["gpus"].max())
+    s = result.scenario
+    jobs, drawn = [], []
+    for ax, (column, label, objectives) in zip(axes, SCALING_PANELS, strict=True):
+        obstacles = []
+        best_values = []
+        curves = {}
+        for hw in names:
+            curve = fits.loc[fits["hardware"] == hw].groupby("gpus")[column].min().sort_index()
+            curves[hw] = curve
+            best_values += list(curve.to_numpy(float))
+        limit = {"wall_days": s.deadline_days, "cost_usd": s.budget_usd}.get(column)
+        log_y = _value_axis(ax.yaxis, best_values + ([limit] if limit else []))
+        for hw in names:
+            curve = curves[hw]
+            x, y = curve.index.to_numpy(float), curve.to_numpy(float)
+            ax.plot(x, y, marker="o", markersize=3, lw=1.5, color=colours[hw], label=hw,
+                    ls=_linestyle(names, hw), zorder=3)
+            obstacles += _dense(x, y, log_y=log_y).tolist()
+        for hw in names:  # knee: ring on the line, dotted line through the panels
+            knee = result.knee.get(hw)
+            if knee is None:
+                continue
+            kx = float(knee["gpus"])
+            ky = float(curves[hw].get(knee["gpus"], knee[column]))
+            ax.axvline(kx, color=colours[hw], ls=":", lw=0.9, alpha=0.8, zorder=1)
+            ax.plot([kx], [ky], marker="o", markersize=9, mfc="none", mec=colours[hw], mew=1.6,
+                    zorder=4, label="_knee")
+        items = []
+        for objs, row in winner_groups(result, objectives):
+            x, y = float(row["gpus"]), float(row[column])
+            ax.plot([x], [y], marker=WINNER_STYLE[objs[0]][1], markersize=11, mfc="gold",
+                    mec="black", mew=0.9, zorder=5, label="_winner")
+            text = " & ".join(WINNER_STYLE[o][0] for o in objs)
+            if (WINNER_STYLE[objs[0]][1], text) not in drawn:
+                drawn.append((WINNER_STYLE[objs[0]][1], text))
+            items.append((x, y, f"{text}: {row['hardware']}\n{gpu_label(x)} GPUs, "
+                          f"{_metric_text(column, y)}"))
+        if column == "wall_days" and s.deadline_days is not None:
+            ax.axhline(s.deadline_days, color="crimson", ls="--", lw=1)
+            ax.annotate(f"deadline {s.deadline_days:g} d", (1, s.deadline_days),
+                        xycoords=("axes fraction", "data"), xytext=(-4, 3),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=7,
+                        color="crimson")
+        if column == "cost_usd" and s.budget_usd is not None:
+            ax.axhline(s.budget_usd, color="crimson", ls="--", lw=1)
+            ax.annotate(f"budget {si_label(s.budget_usd)} USD", (1, s.budget_usd),
+                        xycoords=("axes fraction", "data"), xytext=(-4, 3),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=7,
+                        color="crimson")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+        _gpu_axis(ax, lo, hi)
+        if log_y:  # room for the labels above and below the curves
+            ymin, ymax = ax.get_ylim()
+            ax.set_ylim(ymin / 1.4, ymax * 1.4)
+        else:
+            ymin, ymax = ax.get_ylim()
+            pad = 0.12 * (ymax - ymin)
+            ax.set_ylim(ymin - pad, ymax + pad)
+        jobs.append((ax, items, np.asarray(obstacles)))
+    axes[-1].set_xlabel("GPUs")
+    axes[0].set_title("Best layout per GPU count (layouts that fit in memory)", fontsize=10)
+    if legend:
+        _scaling_legend(fig, names, colours, result, drawn, loc=legend)
+    return jobs
+
+
+def _scaling_legend(fig, names, colours, result, drawn, loc="outside right center"):
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colours[hw], marker="o", markersize=3, lw=1.5, label=hw,
+                      ls=_linestyle(names, hw)) for hw in names]
+    handles.append(Line2D([], [], ls=":", color="0.3", marker="o", markersize=8, mfc="none",
+                          mec="0.3", label=f"knee (marginal scaling\nefficiency "
+                                           f"\u2265 {result.scenario.knee_threshold:g})"))
+    for marker, label in drawn:
+        handles.append(Line2D([], [], ls="none", marker=marker, markersize=9, mfc="gold",
+                              mec="black", label=label))
+    side = loc.split()[1] in ("right", "left")
+    fig.legend(handles=handles, loc=loc, fontsize=8, frameon=False,
+               ncols=1 if side else min(len(handles), 5))
+
+
+def sig3(value: float) -> str:
+    """Three significant digits without exponent: 3824.6 -> '3,820', 2.4016 -> '2.4'."""
+    rounded = float(f"{value:.3g}")
+    return f"{rounded:,.0f}" if abs(rounded) >= 100 else f"{rounded:g}"
+
+
+def _metric_text(column: str, value: float) -> str:
+    if column == "wall_days":
+        return f"{sig3(value)} days"
+    if column == "cost_usd":
+        return f"{si_label(float(f'{value:.3g}'))} USD"
+    if column == "energy_mwh":
+        return f"{sig3(value)} MWh"
+    return sig3(value)
+
+
+def plot_scaling(result, path, *, force: bool = False) -> Path:
+    """Wall days, cost [USD] and energy [MWh] against the GPU count (log x), one line
+    per accelerator (best layout per count among those that fit in memory); each
+    objective's optimum is marked and labelled, each accelerator's knee ringed."""
+    target = check_target(path, force)
+    fig = _figure((9.5, 9))
+    jobs = _draw_scaling(fig, result)
+    fig.suptitle(_title(result), fontsize=10)
+    _finish_labels(fig, jobs)
+    return _save(fig, target)
+
+
+# --------------------------------------------------------------------------- pareto
+
+
+def _draw_pareto(fig, result, *, legend: bool = True):
+    import numpy as np
+    import pandas as pd
+    from matplotlib.colors import LogNorm, Normalize
+
+    groups = _require_winners(result)
+    frontier = result.frontier
+    feasible = frontier.loc[frontier["feasible"].astype(bool)]
+    front = pd.DataFrame(result.pareto)
+    names = sorted(feasible["hardware"].unique())
+    markers = {hw: HARDWARE_MARKERS[i % len(HARDWARE_MARKERS)] for i, hw in enumerate(names)}
+    ax = fig.subplots()
+    ax.scatter(feasible["cost_usd"], feasible["energy_mwh"], s=10, color="0.82", zorder=1,
+               label="dominated candidates", edgecolors="none")
+    days = front["wall_days"].to_numpy(float)
+    norm = (LogNorm(days.min(), days.max()) if days.max() / days.min() > 10
+            else Normalize(days.min(), days.max()))
+    if days.max() == days.min():
+        norm = Normalize(days.min() * 0.9, days.max() * 1.1)
+    scatter = None
+    for hw in names:
+        part = front.loc[front["hardware"] == hw]
+        if part.empty:
+            continue
+        scatter = ax.scatter(part["cost_usd"], part["energy_mwh"], c=part["wall_days"],
+                             cmap="viridis", norm=norm, marker=markers[hw], s=42,
+                             edgecolors="black", linewidths=0.4, zorder=3, label=hw)
+    colorbar = fig.colorbar(scatter, ax=ax, pad=0.02)
+    colorbar.set_label("wall time [days]")
+    if isinstance(norm, LogNorm):
+        from matplotlib.ticker import FuncFormatter, LogLocator
+
+        colorbar.locator = LogLocator(subs=(1.0, 2.0, 5.0))
+        colorbar.formatter = FuncFormatter(lambda v, _: f"{v:g}")
+        colorbar.update_ticks()
+    all_cost = feasible["cost_usd"].to_numpy(float)
+    all_energy = feasible["energy_mwh"].to_numpy(float)
+    log_x = _value_axis(ax.xaxis, all_cost)
+    log_y = _value_axis(ax.yaxis, all_energy)
+    _pad_limits(ax, log_x, log_y)
+    items = []
+    for objs, row in groups:
+        x, y = float(row["cost_usd"]), float(row["energy_mwh"])
+        ax.plot([x], [y], marker="o", markersize=13, mfc="none", mec="crimson", mew=1.5,
+                zorder=4)
+        text = " & ".join(WINNER_STYLE[o][0] for o in objs)
+        items.append((x, y, f"{text}: {row['hardware']} \u00d7 {gpu_label(row['gpus'])}\n"
+                            f"{sig3(row['wall_days'])} days, {_metric_text('cost_usd', x)}, "
+                            f"{sig3(y)} MWh"))
+    jobs = [(ax, items, np.c_[all_cost, all_energy])]
+    ax.set_xlabel("cost [USD]")
+    ax.set_ylabel("energy [MWh]")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(f"Pareto front over time, cost and energy ({len(front)} plans)", fontsize=10)
+    if legend:
+        from matplotlib.lines import Line2D
+
+        handles = [Line2D([], [], ls="none", marker=markers[hw], color="0.5", mec="black",
+                          mew=0.4, markersize=6, label=hw)
+                   for hw in names if (front["hardware"] == hw).any()]
+        handles.append(Line2D([], [], ls="none", marker="o", color="0.82", markersize=4,
+                              label="dominated"))
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="none", mec="crimson",
+                              mew=1.5, markersize=9, label="winner"))
+        fig.legend(handles=handles, fontsize=8, loc="outside lower center", frameon=False,
+                   ncols=min(len(handles), 6))
+    return jobs
+
+
+def _pad_limits(ax, log_x: bool, log_y: bool, frac: float = 0.08) -> None:
+    for get, set_, log in ((ax.get_xlim, ax.set_xlim, log_x), (ax.get_ylim, ax.set_ylim, log_y)):
+        lo, hi = get()
+        if log:
+            f = (hi / lo) ** frac
+            set_(lo / f, hi * f)
+        else:
+            d = (hi - lo) * frac
+            set_(lo - d, hi + d)
+
+
+def plot_pareto(result, path, *, force: bool = False) -> Path:
+    """Pareto front (time, cost, energy) as cost against energy, coloured by wall days."""
+    target = check_target(path, force)
+    _require_winners(result)
+    fig = _figure((9, 6.5))
+    jobs = _draw_pareto(fig, result)
+    fig.suptitle(_title(result), fontsize=10)
+    _finish_labels(fig, jobs)
+    return _save(fig, target)
+
+
+# --------------------------------------------------------------------------- breakdown
+
+
+def breakdown_rows(result) -> list[tuple[str, dict, dict, dict]]:
+    """(label, row, step parts [s], run parts [s]) for each distinct winner."""
+    from planner.report.tables import STEP_PARTS, layout_text, time_breakdown
+
+    out = []
+    for objs, row in _require_winners(result):
+        label = (" & ".join(WINNER_STYLE[o][0] for o in objs) + "\n"
+                 + f"{row['hardware']} \u00d7 {gpu_label(row['gpus'])}\n{layout_text(row)}")
+        step = {name: max(0.0, float(row[key])) for name, key in STEP_PARTS}
+        run = {name: max(0.0, float(v)) for name, v in time_breakdown(row).items()}
+        out.append((label, row, step, run))
+    return out
+
+
+def _draw_breakdown(fig, result, *, legend: bool = True):
+    import matplotlib
+    import numpy as np
+
+    rows = breakdown_rows(result)
+    cmap = matplotlib.colormaps["tab20"]
+    axes = fig.subplots(1, 2, sharey=True)
+    y = np.arange(len(rows))[::-1]
+    used = {}
+    panels = ((2, "step time", lambda r: f"{r['step_time_s']:.3g} s"),
+              (3, "whole run (with checkpoints and failures)",
+               lambda r: f"{r['wall_days']:.3g} days"))
+    for ax, (index, title, total) in zip(axes, panels, strict=True):
+        for yi, entry in zip(y, rows, strict=True):
+            parts = entry[index]
+            whole = sum(parts.values()) or 1.0
+            left = 0.0
+            for name, value in parts.items():
+                share = 100.0 * value / whole
+                if share < 0.05:
+                    continue
+                colour = cmap(PART_COLOURS.get(name, 19))
+                ax.barh(yi, share, left=left, height=0.62, color=colour, edgecolor="white",
+                        linewidth=0.5)
+                used.setdefault(name, colour)
+                if share >= 7:
+                    r, g, b, _ = colour
+                    dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.55
+                    ax.text(left + share / 2, yi, f"{share:.0f}%", ha="center", va="center",
+                            fontsize=7, color="white" if dark else "black")
+                left += share
+            ax.text(101.5, yi, total(entry[1]), ha="left", va="center", fontsize=8)
+        ax.set_xlim(0, 122)
+        ax.set_xticks([0, 25, 50, 75, 100])
+        ax.set_xlabel(f"share of {title.split(' (')[0]} [%]")
+        ax.set_title(title, fontsize=9.5)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        ax.spines["bottom"].set_bounds(0, 100)
+    axes[0].set_yticks(y, [entry[0] for entry in rows], fontsize=7.5)
+    axes[0].set_ylim(-0.6, len(rows) - 0.4)
+    if legend:
+        from matplotlib.patches import Patch
+
+        order = [name for name in PART_COLOURS if name in used]
+        fig.legend(handles=[Patch(color=used[n], label=n) for n in order],
+                   loc="outside lower center", ncols=min(len(order), 5), fontsize=8,
+                   frameon=False)
+    return axes
+
+
+def plot_breakdown(result, path, *, force: bool = False) -> Path:
+    """Stacked bars of where the step time and the whole-run time of each winner go."""
+    target = check_target(path, force)
+    rows = breakdown_rows(result)
+    fig = _figure((10, 1.25 * len(rows) + 2.2))
+    _draw_breakdown(fig, result)
+    fig.suptitle(f"Where the time goes: {_title(result)}", fontsize=10)
+    return _save(fig, target)
+
+
+# --------------------------------------------------------------------------- all three
+
+
+def plot_plan(result, path, *, force: bool = False) -> Path:
+    """Scaling (left), Pareto front and time breakdown (right) in one figure."""
+    target = check_target(path, force)
+    _fits(result)
+    has_winners = bool(winner_groups(result))
+    fig = _figure((17, 10.5))
+    left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.05], wspace=0.02)
+    jobs = _draw_scaling(left, result, legend="outside lower center")
+    if has_winners:
+        top, bottom = right.subfigures(2, 1, height_ratios=[1.25, 1.0], hspace=0.02)
+        jobs += _draw_pareto(top, result)
+        _draw_breakdown(bottom, result)
+    else:
+        ax = right.subplots()
+        ax.axis("off")
+        objective = result.scenario.objective
+        ax.text(0.5, 0.5, _wrap(result.binding.get(objective, "No plan meets the constraints.")),
+                ha="center", va="center", fontsize=10, transform=ax.transAxes)
+    fig.suptitle(_title(result), fontsize=11)
+    _finish_labels(fig, jobs)
+    return _save(fig, target)
+
+
+def _wrap(text: str, width: int = 70) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+PLOTS = {"scaling": plot_scaling, "pareto": plot_pareto, "breakdown": plot_breakdown,
+         "plan": plot_plan}
+
+__all__ = ["plot_scaling", "plot_pareto", "plot_breakdown", "plot_plan", "check_target",
+           "PLOTS", "SUFFIXES"]

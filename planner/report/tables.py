@@ -1,0 +1,194 @@
+"""Human reports of plan results: where the time and the energy go, rich tables."""
+
+from __future__ import annotations
+
+import io
+
+from planner.engine.optimize import PlanResult
+
+STEP_PARTS = (("compute", "compute_s"), ("host-bound launches", "launch_s"),
+              ("TP communication", "tp_comm_s"),
+              ("CP communication", "cp_comm_s"), ("EP all-to-all", "ep_comm_s"),
+              ("pipeline transfers", "pp_comm_s"), ("DP gradient sync", "dp_comm_s"),
+              ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s"),
+              ("stragglers", "straggler_s"))
+OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
+                    "carbon": "least carbon"}
+
+
+def time_breakdown(row: dict) -> dict[str, float]:
+    """Wall time of the whole run split by cause [s]; parts sum to ``wall_time_s``."""
+    steps = row["steps"]
+    parts = {label: steps * row[key] for label, key in STEP_PARTS}
+    checkpoints = row["solve_time_s"] / row["checkpoint_interval_s"]
+    parts["checkpoint stalls"] = checkpoints * row["checkpoint_stall_s"]
+    parts["failures and restarts"] = (row["wall_time_s"] - row["solve_time_s"]
+                                      - parts["checkpoint stalls"])
+    return parts
+
+
+def energy_breakdown(row: dict) -> dict[str, float]:
+    """Facility energy split by consumer [kWh]; parts sum to ``energy_kwh``."""
+    return {
+        "GPUs": row["energy_gpu_kwh"],
+        "rest of nodes and network": row["energy_it_kwh"] - row["energy_gpu_kwh"],
+        "cooling and power delivery (PUE)": row["energy_kwh"] - row["energy_it_kwh"],
+    }
+
+
+def layout_text(row: dict) -> str:
+    text = f"TP{int(row['tp'])} PP{int(row['pp'])} DP{int(row['dp'])}"
+    for key, label in (("cp", "CP"), ("ep", "EP"), ("vp", "VP")):
+        if int(row[key]) > 1:
+            text += f" {label}{int(row[key])}"
+    return (f"{text} mb{int(row['micro_batch'])} {row['recompute']} ZeRO-{int(row['zero'])}")
+
+
+def winner_rows(result: PlanResult) -> list[dict]:
+    """One flat row per objective (csv/markdown/table)."""
+    rows = []
+    for objective, row in result.best.items():
+        if row is None:
+            continue
+        rows.append({"objective": objective, "hardware": row["hardware"],
+                     "gpus": int(row["gpus"]), "layout": layout_text(row),
+                     "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
+                     "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
+                     "mfu": float(row["mfu"])})
+    return rows
+
+
+def per_hardware_rows(result: PlanResult, objective: str) -> list[dict]:
+    rows = []
+    for hw, best in result.per_hardware.items():
+        row = best[objective]
+        knee = result.knee.get(hw)
+        rows.append({"hardware": hw, "gpus": int(row["gpus"]), "layout": layout_text(row),
+                     "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
+                     "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
+                     "mfu": float(row["mfu"]),
+                     "knee_gpus": int(knee["gpus"]) if knee else None})
+    return sorted(rows, key=lambda r: r[{"time": "days", "cost": "usd", "energy": "mwh",
+                                          "carbon": "tco2e"}[objective]])
+
+
+def _fmt_usd(v: float) -> str:
+    return f"{v / 1e6:,.2f} M" if v >= 1e6 else f"{v:,.0f}"
+
+
+def render_plan(result: PlanResult, width: int = 120) -> str:
+    """The rich ``capplan plan`` report as text."""
+    from rich.console import Console, Group
+    from rich.panel import Panel
+    from rich.table import Table
+
+    s = result.scenario
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    console.print(f"[bold]{s.model}[/bold] on {s.tokens:.3g} tokens, site {s.site}, "
+                  f"{s.precision}, {s.checkpoint} checkpoints, cost by {s.cost_basis}; "
+                  f"{result.evaluated:,} layouts evaluated ({result.fitting:,} fit) "
+                  f"in {result.seconds:.2f} s")
+    winners = Table(title="Winners per objective", header_style="bold")
+    for col, justify in (("objective", "left"), ("hardware", "left"), ("GPUs", "right"),
+                         ("layout", "left"), ("days", "right"), ("USD", "right"),
+                         ("MWh", "right"), ("tCO2e", "right"), ("MFU", "right")):
+        winners.add_column(col, justify=justify)
+    for r in winner_rows(result):
+        winners.add_row(OBJECTIVE_LABELS[r["objective"]], r["hardware"], f"{r['gpus']:,}",
+                        r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]),
+                        f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}")
+    console.print(winners)
+    if result.per_hardware:
+        table = Table(title=f"Best per accelerator ({s.objective})", header_style="bold")
+        for col in ("hardware", "GPUs", "layout", "days", "USD", "MWh", "tCO2e", "MFU",
+                    "knee GPUs"):
+            table.add_column(col, justify="left" if col in ("hardware", "layout") else "right")
+        for r in per_hardware_rows(result, s.objective):
+            table.add_row(r["hardware"], f"{r['gpus']:,}", r["layout"], f"{r['days']:.1f}",
+                          _fmt_usd(r["usd"]), f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}",
+                          f"{r['mfu']:.1%}", f"{r['knee_gpus']:,}" if r["knee_gpus"] else "-")
+        console.print(table)
+    head = result.best.get(s.objective)
+    if head is not None:
+        console.print(Group(
+            Panel(_shares(time_breakdown(head), head["wall_time_s"], 86400, "days"),
+                  title=f"Where the time goes ({OBJECTIVE_LABELS[s.objective]} plan)"),
+            Panel(_shares(energy_breakdown(head), head["energy_kwh"], 1000, "MWh"),
+                  title="Where the energy goes")))
+        knee = result.knee.get(head["hardware"])
+        if knee:
+            console.print(f"Knee on {head['hardware']}: {int(knee['gpus']):,} GPUs "
+                          f"(marginal scaling efficiency {knee['marginal_efficiency']:.2f} "
+                          f">= {s.knee_threshold}); beyond it adding GPUs stops paying.")
+    constraints = [f"deadline {s.deadline_days:g} days" if s.deadline_days else None,
+                   f"budget {s.budget_usd:,.0f} USD" if s.budget_usd else None,
+                   f"power cap {s.max_power_mw:g} MW" if s.max_power_mw else None]
+    constraints = [c for c in constraints if c]
+    if constraints and head is not None:
+        console.print(f"Constraints: {', '.join(constraints)}; binding: "
+                      f"{binding_constraint(result)}.")
+    for objective, text in result.binding.items():
+        console.print(f"[bold]{objective}[/bold]: {text}")
+    for hw, why in result.skipped.items():
+        console.print(f"skipped {hw}: {why}")
+    return buf.getvalue()
+
+
+def binding_constraint(result: PlanResult) -> str:
+    """Which constraint the headline plan presses against (within 2%), or 'none'."""
+    s, row = result.scenario, result.best[result.scenario.objective]
+    found = []
+    if s.deadline_days and row["wall_days"] >= 0.98 * s.deadline_days:
+        found.append("deadline")
+    if s.budget_usd and row["cost_usd"] >= 0.98 * s.budget_usd:
+        found.append("budget")
+    if s.max_power_mw and row["peak_power_mw"] >= 0.98 * s.max_power_mw:
+        found.append("power cap")
+    return ", ".join(found) or "none (the unconstrained optimum meets them)"
+
+
+def _shares(parts: dict[str, float], total: float, scale: float, unit: str) -> str:
+    lines = []
+    for label, value in sorted(parts.items(), key=lambda kv: -kv[1]):
+        if value <= 0 or value < 1e-4 * total:
+            continue
+        bar = "#" * max(1, round(30 * value / total))
+        lines.append(f"{label:<34} {value / scale:>10,.2f} {unit} {value / total:>6.1%} {bar}")
+    return "\n".join(lines)
+
+
+def render_uncertainty(report: dict, width: int = 120) -> str:
+    """Tables of P10/P50/P90 of the nominal winners and each accelerator's win probability."""
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    bands = Table(title=f"Uncertainty of the winners ({report['draws']} draws, seed "
+                  f"{report['seed']}): P10 / P50 / P90", header_style="bold")
+    for col in ("objective", "days", "USD", "MWh", "tCO2e"):
+        bands.add_column(col, justify="left" if col == "objective" else "right")
+    for objective, q in report["nominal_winners"].items():
+        bands.add_row(OBJECTIVE_LABELS[objective], *(
+            " / ".join(_short(q[k][p]) for p in ("p10", "p50", "p90"))
+            for k in ("wall_days", "cost_usd", "energy_mwh", "co2e_t")))
+    console.print(bands)
+    wins = Table(title="Probability of being the winner", header_style="bold")
+    wins.add_column("hardware")
+    for objective in report["win_probability"]:
+        wins.add_column(objective, justify="right")
+    names = sorted(next(iter(report["win_probability"].values())))
+    for hw in names:
+        probs = [report["win_probability"][o][hw] for o in report["win_probability"]]
+        if any(p > 0 for p in probs):
+            wins.add_row(hw, *(f"{p:.0%}" for p in probs))
+    console.print(wins)
+    return buf.getvalue()
+
+
+def _short(value: float) -> str:
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"

@@ -1,0 +1,114 @@
+"""Excel workbook with live formulas generated from the same sympy expressions.
+
+Sheets:
+
+* **Inputs** -- every run-model input as a named cell (value, unit, meaning, source);
+* **Model** -- every common subexpression and every output as a live Excel formula
+  printed from the symbolic run model by :mod:`planner.excel` (edit an input and
+  Excel recomputes everything); the value capplan computed sits beside each output;
+* **Sweep** -- the same layout evaluated by capplan over a range of GPU counts
+  (values; DP grows with the GPU count).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from planner.engine.model import INPUTS, OUTPUTS
+from planner.errors import CapplanError
+
+_CELL_LIKE = re.compile(r"^[A-Za-z]{1,3}\d+$|^[RrCc]$|^[Rr]\d*[Cc]\d*$")
+
+
+def excel_name(name: str) -> str:
+    """A defined name for ``name`` that Excel cannot mistake for a cell reference."""
+    return f"in_{name}" if _CELL_LIKE.match(name) else name
+
+
+def model_formulas():
+    """(intermediates, outputs): lists of (name, sympy expression) after CSE."""
+    import sympy
+
+    from planner.codegen.kernel import symbolic_outputs
+
+    exprs = symbolic_outputs()
+    names = list(OUTPUTS)
+    replacements, reduced = sympy.cse([sympy.sympify(exprs[n]) for n in names],
+                                      symbols=sympy.numbered_symbols("t_"))
+    return replacements, list(zip(names, reduced, strict=True))
+
+
+def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dict,
+                   sweep_rows: list[dict], title: str, force: bool = False) -> Path:
+    """Write the workbook; ``values`` are capplan's own outputs (shown beside Excel's)."""
+    try:
+        import openpyxl
+        from openpyxl.styles import Font
+        from openpyxl.workbook.defined_name import DefinedName
+    except ImportError:
+        raise CapplanError("openpyxl is not installed; pip install 'capplan[xlsx]'") from None
+    from planner.report.excel import to_excel, xlsx_formula
+
+    target = Path(path)
+    if target.suffix.lower() != ".xlsx":
+        raise CapplanError(f"the workbook must end in .xlsx, got '{target.name}'")
+    if target.exists() and not force:
+        raise CapplanError(f"{path} exists; pass --force to overwrite it")
+    wb = openpyxl.Workbook()
+    bold = Font(bold=True)
+
+    ws = wb.active
+    ws.title = "Inputs"
+    ws.append([title])
+    ws.append(["input", "value", "unit", "meaning", "source"])
+    for cell in ws[2]:
+        cell.font = bold
+    cell_of = {}
+    for row, name in enumerate(INPUTS, start=3):
+        unit, meaning = INPUTS[name]
+        ws.append([name, float(np.ravel(inputs[name])[0]), unit, meaning,
+                   sources.get(name, "")])
+        defined = excel_name(name)
+        wb.defined_names[defined] = DefinedName(defined, attr_text=f"Inputs!$B${row}")
+        cell_of[name] = defined
+
+    ms = wb.create_sheet("Model")
+    ms.append(["quantity", "formula (live)", "unit", "capplan value", "relative difference"])
+    for cell in ms[1]:
+        cell.font = bold
+    intermediates, outputs = model_formulas()
+    row = 2
+    for symbol, expr in intermediates:
+        name = str(symbol)
+        ms.append([name, xlsx_formula(to_excel(expr, cell_of)), "", None, None])
+        wb.defined_names[name] = DefinedName(name, attr_text=f"Model!$B${row}")
+        cell_of[name] = name
+        row += 1
+    ms.append([])
+    row += 1
+    for name, expr in outputs:
+        capplan = float(np.ravel(values[name])[0])
+        ms.append([name, xlsx_formula(to_excel(expr, cell_of)), OUTPUTS[name], capplan,
+                   f"=IF(D{row}=0,B{row}-D{row},B{row}/D{row}-1)"])
+        ms.cell(row=row, column=1).font = bold
+        wb.defined_names[f"out_{name}"] = DefinedName(f"out_{name}",
+                                                       attr_text=f"Model!$B${row}")
+        row += 1
+
+    ss = wb.create_sheet("Sweep")
+    if sweep_rows:
+        columns = list(sweep_rows[0])
+        ss.append(columns)
+        for cell in ss[1]:
+            cell.font = bold
+        for r in sweep_rows:
+            ss.append([r[c] for c in columns])
+    for sheet, widths in ((ws, (34, 18, 12, 60, 80)), (ms, (28, 60, 10, 20, 18)),
+                          (ss, (10,) * 12)):
+        for i, width in enumerate(widths):
+            sheet.column_dimensions[chr(ord("A") + i)].width = width
+    wb.save(target)
+    return target

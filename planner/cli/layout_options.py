@@ -52,7 +52,7 @@ def prepend_options(holder, func):
     """Give ``func`` the parameters of ``holder`` followed by its own (typer reads
     ``__signature__``); ``func`` receives the holder's options as ``**kwargs``."""
     def resolved(f):
-        hints = typing.get_type_hints(f)  # annotations are strings under __future__
+        hints = typing.get_type_hints(f, include_extras=True)  # strings under __future__
         return [p.replace(annotation=hints.get(p.name, p.annotation))
                 for p in inspect.signature(f).parameters.values()
                 if p.kind is not p.VAR_KEYWORD]

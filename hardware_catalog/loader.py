@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .errors import CatalogError
-from .schema import KIND_MODELS, KINDS, SCHEMA_VERSION, Quantity, _Entry
+from .schema import KIND_MODELS, KINDS, SCHEMA_VERSION, Entry, Quantity
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ENV_VAR = "CAPPLAN_CATALOG"
@@ -39,7 +39,7 @@ def _fmt_input(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(error: dict, model: type[_Entry]) -> str:
+def _describe(error: dict, model: type[Entry]) -> str:
     """One pydantic error -> '<key path>: <what was expected>'."""
     loc = [str(p) for p in error.get("loc", ())]
     etype = error.get("type", "")
@@ -67,7 +67,7 @@ def _describe(error: dict, model: type[_Entry]) -> str:
     return f"{key}: {msg[0].lower() + msg[1:] if msg else 'invalid'}{got}"
 
 
-def parse_file(path: str | Path, expect_kind: str | None = None) -> _Entry:
+def parse_file(path: str | Path, expect_kind: str | None = None) -> Entry:
     """Read and validate one catalog TOML file; raise a one-line CatalogError."""
     path = Path(path)
     shown = _display(path)
@@ -109,14 +109,14 @@ def suggest(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
     return CatalogError(f"unknown {kind} '{name}'; known: {shown or '(none)'}")
 
 
-def _looks_like_path(name: str) -> bool:
+def looks_like_path(name: str) -> bool:
     return name.endswith(".toml") or os.sep in name or "/" in name
 
 
 class Catalog:
     """Accelerators, nodes, sites, models and reliability profiles by id."""
 
-    def __init__(self, entries: dict[str, dict[str, _Entry]], origins: dict[tuple[str, str], Path],
+    def __init__(self, entries: dict[str, dict[str, Entry]], origins: dict[tuple[str, str], Path],
                  version: str, dirs: tuple[str, ...]):
         self.accelerators = entries["accelerator"]
         self.nodes = entries["node"]
@@ -127,15 +127,15 @@ class Catalog:
         self.version = version
         self.dirs = dirs
 
-    def table(self, kind: str) -> dict[str, _Entry]:
+    def table(self, kind: str) -> dict[str, Entry]:
         kind = SINGULAR.get(kind, kind)
         if kind not in KIND_MODELS:
             raise suggest("kind", kind, list(PLURAL.values()))
         return getattr(self, PLURAL[kind] if kind != "reliability" else "reliability")
 
-    def get(self, kind: str, name_or_path: str | Path) -> _Entry:
+    def get(self, kind: str, name_or_path: str | Path) -> Entry:
         """An entry by id, or the entry in a TOML file (same schema) given by path."""
-        if isinstance(name_or_path, Path) or _looks_like_path(str(name_or_path)):
+        if isinstance(name_or_path, Path) or looks_like_path(str(name_or_path)):
             return parse_file(name_or_path, expect_kind=kind)
         table = self.table(kind)
         try:
@@ -158,7 +158,7 @@ class Catalog:
     def reliability_profile(self, name_or_path="default"):
         return self.get("reliability", name_or_path)
 
-    def find(self, name: str) -> list[tuple[str, _Entry]]:
+    def find(self, name: str) -> list[tuple[str, Entry]]:
         """All ``(kind, entry)`` with this id, across kinds."""
         return [(k, self.table(k)[name]) for k in KINDS if name in self.table(k)]
 
@@ -194,7 +194,7 @@ def load_catalog(extra_dirs: Sequence[str | Path] = ()) -> Catalog:
 
 @lru_cache(maxsize=16)
 def _load(dirs: tuple[str, ...]) -> Catalog:
-    entries: dict[str, dict[str, _Entry]] = {k: {} for k in KINDS}
+    entries: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
     origins: dict[tuple[str, str], Path] = {}
     digest = hashlib.sha256()
     for layer, directory in enumerate([DATA_DIR, *map(Path, dirs)]):

@@ -41,7 +41,7 @@ class Quantity(BaseModel):
         return float(self.value)
 
 
-class _Entry(BaseModel):
+class Entry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: Literal[1]
@@ -60,14 +60,14 @@ def _check(cond: bool, key: str, message: str) -> None:
         raise ValueError(f"{key}: {message}")
 
 
-def _positive(entry: _Entry, *names: str) -> None:
+def _positive(entry: Entry, *names: str) -> None:
     for name in names:
         q = getattr(entry, name)
         if q is not None:
             _check(q.value > 0, f"{name}.value", f"expected a number > 0, got {q.value:g}")
 
 
-def _fraction(entry: _Entry, *names: str) -> None:
+def _fraction(entry: Entry, *names: str) -> None:
     for name in names:
         q = getattr(entry, name)
         if q is not None:
@@ -75,7 +75,7 @@ def _fraction(entry: _Entry, *names: str) -> None:
                    f"expected a fraction in (0, 1], got {q.value:g}")
 
 
-def _integral(entry: _Entry, *names: str) -> None:
+def _integral(entry: Entry, *names: str) -> None:
     for name in names:
         q = getattr(entry, name)
         if q is not None:
@@ -83,7 +83,7 @@ def _integral(entry: _Entry, *names: str) -> None:
                    f"expected a whole number >= 1, got {q.value:g}")
 
 
-class Accelerator(_Entry):
+class Accelerator(Entry):
     """One accelerator (per GPU / per chip; GB200 is counted per GPU)."""
 
     kind: Literal["accelerator"]
@@ -132,7 +132,7 @@ class Accelerator(_Entry):
         return self
 
 
-class Node(_Entry):
+class Node(Entry):
     """A node (server / tray / TPU host) type and its fabric."""
 
     kind: Literal["node"]
@@ -163,7 +163,7 @@ class Node(_Entry):
         return self.nics_per_node * self.nic_bandwidth_bits_per_s.value / 8 / self.gpus_per_node
 
 
-class Site(_Entry):
+class Site(Entry):
     """A data-centre location: efficiency, energy price, grid carbon intensity."""
 
     kind: Literal["site"]
@@ -178,7 +178,7 @@ class Site(_Entry):
         return self
 
 
-class ModelSpec(_Entry):
+class ModelSpec(Entry):
     """A transformer's shape. Dense unless ``experts > 0`` (MoE); MLA if ``kv_lora_rank``."""
 
     kind: Literal["model"]
@@ -306,7 +306,7 @@ class ModelSpec(_Entry):
         return total + self.embedding_params() + h  # + final norm
 
 
-class ReliabilityProfile(_Entry):
+class ReliabilityProfile(Entry):
     """Failure, restart and straggler defaults (see ../shared/validation/reliability.csv)."""
 
     kind: Literal["reliability"]
@@ -332,7 +332,7 @@ class ReliabilityProfile(_Entry):
         return self
 
 
-KIND_MODELS: dict[str, type[_Entry]] = {
+KIND_MODELS: dict[str, type[Entry]] = {
     "accelerator": Accelerator,
     "node": Node,
     "site": Site,

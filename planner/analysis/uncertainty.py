@@ -95,7 +95,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
                      seed: int = 0) -> dict:
     """Winner probabilities per accelerator and P10/50/90 of the nominal winners."""
     from planner.engine.evaluator import base_inputs, evaluate_inputs
-    from planner.engine.optimize import OBJECTIVE_COLUMNS, _feasible
+    from planner.engine.optimize import OBJECTIVE_COLUMNS, feasible_mask
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
 
     s = result.scenario
@@ -128,7 +128,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     out = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
     row = np.concatenate(columns["row"])
     draw = np.concatenate(columns["draw"])
-    feasible = _feasible(out, s)
+    feasible = feasible_mask(out, s)
     hw_of_row = frontier["hardware"].to_numpy()
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
               "win_probability": {}, "nominal_winners": {}}

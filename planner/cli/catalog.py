@@ -193,14 +193,14 @@ def show(
     catalog: list[str] = typer.Option(None, "--catalog", help=_CATALOG_HELP),  # noqa: B008
 ):
     """Show every field of one entry with unit, source, date and estimate flag."""
-    from hardware_catalog.loader import _looks_like_path, parse_file, suggest
+    from hardware_catalog.loader import looks_like_path, parse_file, suggest
     from hardware_catalog.schema import Quantity
     from planner.report.output import render, write
 
     format = output_format(format, output)
     wanted = _kind(kind)
     cat = _load(catalog)
-    if _looks_like_path(name):
+    if looks_like_path(name):
         entry = parse_file(name, expect_kind=wanted)
         found_kind = entry.kind
     elif wanted:
@@ -244,9 +244,9 @@ def show(
                          "estimate": False if si else "", "as_of": "",
                          "source": "derived (ModelSpec.param_count)"})
     if not si:  # mixed-type value column: format here so the table stays readable
-        from planner.report.output import _cell
+        from planner.report.output import format_cell
 
         for r in rows:
-            r["value"] = _cell(r["value"])
+            r["value"] = format_cell(r["value"])
     write(render(_escaped(rows, format), format, title=f"{found_kind} {entry.id}: {entry.name}"),
           output, force)

@@ -72,7 +72,7 @@ def _group_best(keys: np.ndarray, values: np.ndarray, mask: np.ndarray) -> np.nd
     return order[first]
 
 
-def _feasible(out: dict, s: Scenario) -> np.ndarray:
+def feasible_mask(out: dict, s: Scenario) -> np.ndarray:
     ok = out["fits"].copy()
     if s.deadline_days is not None:
         ok &= out["wall_days"] <= s.deadline_days
@@ -141,7 +141,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             if out["memory_per_gpu_bytes"][i] < min_memory[0]:
                 min_memory = (float(out["memory_per_gpu_bytes"][i]), hw,
                               float(out["hbm_bytes"][i]))
-            feasible = _feasible(out, s)
+            feasible = feasible_mask(out, s)
             keys = out["gpus"]
             rows = set()
             for column in OBJECTIVE_COLUMNS.values():

@@ -12,7 +12,7 @@ from pathlib import Path
 FORMATS = ("table", "json", "csv", "markdown")
 
 
-def _cell(value) -> str:
+def format_cell(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
@@ -58,7 +58,7 @@ def render(rows: list[dict], fmt: str, *, title: str | None = None, payload=None
         lines = [f"### {title}", ""] if title else []
         lines.append("| " + " | ".join(columns) + " |")
         lines.append("|" + "|".join("---" for _ in columns) + "|")
-        lines += ["| " + " | ".join(_cell(r[c]) for c in columns) + " |" for r in rows]
+        lines += ["| " + " | ".join(format_cell(r[c]) for c in columns) + " |" for r in rows]
         return "\n".join(lines) + "\n"
     from rich.console import Console
     from rich.markup import escape
@@ -71,7 +71,7 @@ def render(rows: list[dict], fmt: str, *, title: str | None = None, payload=None
             rows[0][c], bool)
         table.add_column(escape(str(c)), justify="right" if numeric else "left")
     for r in rows:
-        table.add_row(*(escape(_cell(r[c])) for c in columns))
+        table.add_row(*(escape(format_cell(r[c])) for c in columns))
     buf = io.StringIO()
     Console(file=buf, width=width or 120, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()

@@ -1,0 +1,121 @@
+"""The house rules of planner/ (and formulas/, hardware_catalog/): no import cycles, no private name used outside its module,
+a small package root (docs/architecture.md)."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "planner"
+
+
+PACKAGES = ("planner", "formulas", "hardware_catalog")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in (p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path):
+    """(imported module, imported names or None, line) for every planner import in a module,
+    at module level or inside functions (lazy imports count: a cycle is a cycle)."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES:
+                    yield alias.name, None, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([node.module] if node.module else []))
+            if base.split(".")[0] not in PACKAGES:
+                continue
+            names = [a.name for a in node.names]
+            yield base, names, node.lineno
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {name: set() for name in MODULES}
+    for name, path in MODULES.items():
+        for base, names, _ in _imports(name, path):
+            targets = [base] if names is None else [
+                f"{base}.{n}" if f"{base}.{n}" in MODULES else base for n in names]
+            for target in targets:
+                if target in MODULES and target != name and MODULES[target].name != "__init__.py":
+                    graph[name].add(target)
+    return graph
+
+
+def _cycle(graph):
+    colour, stack = {}, []
+
+    def visit(node):
+        colour[node] = "grey"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if colour.get(nxt) == "grey":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in colour and (found := visit(nxt)):
+                return found
+        colour[node] = "black"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in colour and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycles():
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_private_name_crosses_a_module():
+    """``from planner.x import _y`` (a private name) only inside planner.x's own package
+    for generated modules, never for functions or constants."""
+    offences = []
+    for name, path in MODULES.items():
+        for base, names, line in _imports(name, path):
+            for imported in names or []:
+                if not imported.startswith("_"):
+                    continue
+                target = f"{base}.{imported}"
+                same_package = base == name.rpartition(".")[0]
+                if target in MODULES and same_package:
+                    continue  # a package's private module, used inside the package
+                offences.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+        tree = ast.parse(path.read_text())
+        imported_modules = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in MODULES:
+                        imported_modules[a.asname or a.name] = f"{node.module}.{a.name}"
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in imported_modules and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                offences.append(f"{path.relative_to(ROOT)}:{node.lineno} uses "
+                                f"{imported_modules[node.value.id]}.{node.attr}")
+    assert not offences, "private names used outside their module:\n" + "\n".join(offences)
+
+
+def test_package_root_is_small():
+    assert len(list(PACKAGE.glob("*.py"))) <= 8

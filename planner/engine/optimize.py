@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.engine.evaluator import base_inputs, evaluate_inputs
+from planner.engine.reductions import GroupMinimum, pareto_mask
 from planner.engine.scenario import OBJECTIVES, Scenario
 from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions, enumerate_layouts, layout_flags
 from planner.errors import INFEASIBLE, CapplanError
@@ -59,17 +60,6 @@ class PlanResult:
     binding: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     catalog_version: str = ""
-
-
-def _group_best(keys: np.ndarray, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Indices of the minimum of ``values`` per distinct key among rows where ``mask``."""
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
-        return idx
-    order = idx[np.lexsort((values[idx], keys[idx]))]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = keys[order][1:] != keys[order][:-1]
-    return order[first]
 
 
 def feasible_mask(out: dict, s: Scenario) -> np.ndarray:
@@ -142,12 +132,9 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
                 min_memory = (float(out["memory_per_gpu_bytes"][i]), hw,
                               float(out["hbm_bytes"][i]))
             feasible = feasible_mask(out, s)
-            keys = out["gpus"]
-            rows = set()
-            for column in OBJECTIVE_COLUMNS.values():
-                rows.update(_group_best(keys, out[column], feasible).tolist())
-                rows.update(_group_best(keys, out[column], out["fits"]).tolist())
-            rows = np.array(sorted(rows), dtype=int)
+            groups = (GroupMinimum(out["gpus"], feasible), GroupMinimum(out["gpus"], out["fits"]))
+            rows = np.unique(np.concatenate([
+                g.argmin(out[column]) for column in OBJECTIVE_COLUMNS.values() for g in groups]))
             if rows.size:
                 frame = pd.DataFrame({c: out[c][rows] for c in KEEP_COLUMNS})
                 frame.insert(0, "hardware", hw)
@@ -184,19 +171,6 @@ def _argmin_row(frame, column) -> dict | None:
     if frame is None or len(frame) == 0:
         return None
     return frame.loc[frame[column].idxmin()].to_dict()
-
-
-def pareto_mask(values: np.ndarray) -> np.ndarray:
-    """True for rows of ``values`` (n x k, minimised) that no other row dominates."""
-    n = len(values)
-    keep = np.ones(n, dtype=bool)
-    for i in range(n):
-        if not keep[i]:
-            continue
-        dominated = np.all(values <= values[i], axis=1) & np.any(values < values[i], axis=1)
-        if dominated.any():
-            keep[i] = False
-    return keep
 
 
 def pareto_rows(frame) -> list[dict]:

@@ -1,0 +1,149 @@
+"""Reductions of candidate arrays in O(n log n): best row per group, Pareto front.
+
+The search (:mod:`planner.engine.optimize`) reduces every block of evaluated
+candidates to the best rows per GPU count and objective, and the kept rows to
+their Pareto front.  Both are written here as sorts and segmented ``reduceat``
+passes over numpy arrays, so their cost grows as n log n with the number of
+candidates (a lexsort per objective, and a pairwise dominance test, grew faster).
+
+>>> import numpy as np
+>>> GroupMinimum(np.array([8, 8, 16, 16]), np.array([True, True, True, False])).argmin(
+...     np.array([2.0, 1.0, 5.0, 0.5])).tolist()
+[1, 2]
+>>> pareto_mask(np.array([[1.0, 3.0], [2.0, 2.0], [2.0, 3.0], [3.0, 1.0]])).tolist()
+[True, True, False, True]
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+import numpy as np
+
+
+class GroupMinimum:
+    """Index of the minimum per distinct key, among the rows a mask selects.
+
+    Built once per (keys, mask) and reused for every column: the rows are cut
+    into runs of equal consecutive keys (the layout enumeration emits long runs
+    of one GPU count), each run is reduced with ``np.fmin.reduceat``, and only
+    the run minima are sorted.  Ties go to the lowest row index and NaN counts
+    as larger than every number, so the winners are those of a stable
+    lexicographic sort by (key, value).
+    """
+
+    def __init__(self, keys: np.ndarray, mask: np.ndarray | None = None):
+        keys = np.asarray(keys)
+        self.rows = np.arange(keys.size) if mask is None else np.flatnonzero(mask)
+        run_keys = keys[self.rows]
+        if run_keys.size:
+            self.starts = np.flatnonzero(np.r_[True, run_keys[1:] != run_keys[:-1]])
+            self.lengths = np.diff(np.r_[self.starts, run_keys.size])
+            self.run_keys = run_keys[self.starts]
+        else:
+            self.starts = self.lengths = self.run_keys = np.empty(0, dtype=np.intp)
+
+    def argmin(self, values: np.ndarray) -> np.ndarray:
+        """Row indices of the first minimum of ``values`` per key, in increasing key order."""
+        if self.rows.size == 0:
+            return self.rows
+        v = np.asarray(values)[self.rows]
+        run_min = np.fmin.reduceat(v, self.starts)  # NaN only where the whole run is NaN
+        expanded = np.repeat(run_min, self.lengths)
+        hits = np.flatnonzero((v == expanded) | np.isnan(expanded))
+        run_first = hits[np.searchsorted(hits, self.starts)]
+        # runs of one key: sort by (key, run minimum, run position); the first run per key wins
+        order = np.lexsort((run_min, self.run_keys))
+        keys = self.run_keys[order]
+        first = np.r_[True, keys[1:] != keys[:-1]]
+        return self.rows[run_first[order[first]]]
+
+
+def group_argmin(keys: np.ndarray, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the minimum of ``values`` per distinct key among rows where ``mask``."""
+    return GroupMinimum(keys, mask).argmin(values)
+
+
+def pareto_mask(values: np.ndarray) -> np.ndarray:
+    """True for rows of ``values`` (n x k, minimised) that no other row dominates.
+
+    Row j dominates row i when it is no worse in every column and better in
+    one; equal rows do not dominate each other and a row with a NaN neither
+    dominates nor is dominated.  One or two columns: a sort and a running
+    minimum; three: a sweep in the order of the first column keeping the
+    two-dimensional staircase of the rows seen so far (bisection, O(n log n)
+    comparisons); more: pairwise, block by block.
+    """
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    if values.ndim != 2:
+        raise ValueError(f"pareto_mask needs an n x k array, got shape {values.shape}")
+    keep = np.ones(n, dtype=bool)
+    finite = ~np.isnan(values).any(axis=1)
+    if n == 0 or not finite.any():
+        return keep
+    rows = np.flatnonzero(finite)
+    # distinct points in lexicographic order; duplicates share one verdict
+    points = values[rows]
+    order = np.lexsort(points.T[::-1])
+    ordered = points[order]
+    group = np.cumsum(np.r_[True, np.any(ordered[1:] != ordered[:-1], axis=1)]) - 1
+    unique = ordered[np.r_[True, group[1:] != group[:-1]]]
+    inverse = np.empty_like(group)
+    inverse[order] = group
+    k = unique.shape[1]
+    if k == 1:
+        dominated = np.arange(len(unique)) > 0
+    elif k == 2:
+        dominated = _dominated_2d(unique)
+    elif k == 3:
+        dominated = _dominated_3d(unique)
+    else:
+        dominated = _dominated_pairwise(unique)
+    keep[rows] = ~dominated[inverse]
+    return keep
+
+
+def _dominated_2d(points: np.ndarray) -> np.ndarray:
+    """Distinct points sorted lexicographically: dominated iff an earlier one has y <= this y."""
+    y = points[:, 1]
+    dominated = np.zeros(len(points), dtype=bool)
+    dominated[1:] = np.minimum.accumulate(y[:-1]) <= y[1:]
+    return dominated
+
+
+def _dominated_3d(points: np.ndarray) -> np.ndarray:
+    """Distinct points sorted lexicographically: dominated iff an earlier one is <= in y and z.
+
+    The earlier points are kept as their 2-D non-dominated staircase (y rising,
+    z falling), so one bisection finds the smallest z among those with y' <= y.
+    """
+    stair_y: list[float] = []
+    stair_z: list[float] = []
+    dominated = np.zeros(len(points), dtype=bool)
+    for i, (y, z) in enumerate(points[:, 1:].tolist()):
+        j = bisect_right(stair_y, y)
+        if j and stair_z[j - 1] <= z:
+            dominated[i] = True
+            continue
+        # insert (y, z); drop the staircase points it dominates (y' >= y and z' >= z)
+        lo = bisect_left(stair_y, y)
+        hi = lo
+        while hi < len(stair_z) and stair_z[hi] >= z:
+            hi += 1
+        stair_y[lo:hi] = [y]
+        stair_z[lo:hi] = [z]
+    return dominated
+
+
+def _dominated_pairwise(points: np.ndarray, block: int = 1024) -> np.ndarray:
+    dominated = np.zeros(len(points), dtype=bool)
+    for start in range(0, len(points), block):
+        p = points[start:start + block]
+        le = np.all(points[None, :, :] <= p[:, None, :], axis=2)
+        lt = np.any(points[None, :, :] < p[:, None, :], axis=2)
+        dominated[start:start + block] = np.any(le & lt, axis=1)
+    return dominated
+
+
+__all__ = ["GroupMinimum", "group_argmin", "pareto_mask"]

@@ -3,31 +3,9 @@
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_reductions import reference_group_best, reference_pareto_mask
 
 from planner.engine.reductions import GroupMinimum, group_argmin, pareto_mask
-
-
-def reference_group_best(keys, values, mask):
-    """The former implementation (a lexsort per call), kept as the reference."""
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
-        return idx
-    order = idx[np.lexsort((values[idx], keys[idx]))]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = keys[order][1:] != keys[order][:-1]
-    return order[first]
-
-
-def reference_pareto_mask(values):
-    """The former implementation (every row against all rows), kept as the reference."""
-    n = len(values)
-    keep = np.ones(n, dtype=bool)
-    for i in range(n):
-        dominated = np.all(values <= values[i], axis=1) & np.any(values < values[i], axis=1)
-        if dominated.any():
-            keep[i] = False
-    return keep
-
 
 # few distinct values so that ties, duplicates and runs of equal keys are common
 VALUES = st.sampled_from([0.0, -0.0, 1.0, 1.5, 2.0, 3.0, np.inf, -np.inf, np.nan, 1e300])

@@ -23,6 +23,11 @@ MEMORY_TERMS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activa
                 "reserve_bytes")
 BREAKDOWN_TERMS = ("compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
                    "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s")
+#: Columns derived by a change of unit, in order: (name, source column, divisor).
+UNIT_COLUMNS = (("wall_days", "wall_time_s", 86400), ("energy_kwh", "energy_facility_j", 3.6e6),
+                ("energy_it_kwh", "energy_it_j", 3.6e6), ("energy_gpu_kwh", "energy_gpu_j", 3.6e6),
+                ("energy_mwh", "energy_kwh", 1000), ("avg_power_mw", "avg_power_w", 1e6),
+                ("peak_power_mw", "peak_power_w", 1e6), ("co2e_t", "co2e_kg", 1000))
 
 _KERNEL = None
 
@@ -36,35 +41,71 @@ def kernel():
     return _KERNEL
 
 
-def _length(inputs: dict) -> int:
+def evaluate_inputs(inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
+    """Run the kernel over candidates; every output is an array of the candidates' length."""
+    missing = [name for name in INPUTS if name not in inputs]
+    if missing:
+        raise KeyError(f"missing run-model inputs: {', '.join(missing)}")
+    return finish(run_kernel(kernel(), INPUTS, OUTPUTS, inputs, chunk), inputs)
+
+
+def candidate_count(inputs: dict) -> int:
+    """The common length of the array inputs (1 when all are scalars)."""
     sizes = {np.size(v) for v in inputs.values() if np.ndim(v) > 0}
     if len(sizes) > 1:
         raise ValueError(f"input arrays have different lengths: {sorted(sizes)}")
     return sizes.pop() if sizes else 1
 
 
-def evaluate_inputs(inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
-    """Run the kernel over candidates; every output is an array of the candidates' length."""
-    missing = [name for name in INPUTS if name not in inputs]
-    if missing:
-        raise KeyError(f"missing run-model inputs: {', '.join(missing)}")
-    n = _length(inputs)
-    f = kernel()
+def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK) -> dict[str, np.ndarray]:
+    """Only ``columns`` (kernel outputs, ``fits`` or the unit columns of :func:`finish`).
+
+    Runs the part of the kernel these columns need (:func:`planner.engine.kernel.partial_kernel`),
+    so the values are bit-identical to :func:`evaluate_inputs`' at a fraction of the
+    work when few outputs are asked for (memory per GPU alone: ~7x faster).
+    """
+    from planner.engine.kernel import partial_kernel
+
+    derived = {name: (source, divisor) for name, source, divisor in UNIT_COLUMNS}
+    derived["fits"] = ("memory_per_gpu_bytes", None)
+    needed: list[str] = []
+    for column in columns:
+        while column in derived:
+            column = derived[column][0]
+        if column not in OUTPUTS:
+            raise KeyError(f"not an output column: {column}")
+        if column not in needed:
+            needed.append(column)
+    f, names = partial_kernel(tuple(needed))
+    out = run_kernel(f, names, needed, inputs, chunk)
+    for name, source, divisor in UNIT_COLUMNS:
+        if source in out:
+            out[name] = out[source] / divisor
+    if "fits" in columns:
+        out["fits"] = out["memory_per_gpu_bytes"] <= np.asarray(inputs["hbm_bytes"], dtype=float)
+    return {name: out[name] for name in columns}
+
+
+def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
+    """``f(*inputs[names])`` over chunks of ``chunk`` candidates into one array per output."""
+    n = candidate_count(inputs)
+    values = [inputs[name] for name in names]
+    is_array = [np.ndim(v) > 0 for v in values]
     if n <= chunk:  # one chunk: no copy
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            values = f(*(inputs[name] for name in INPUTS))
-        out = {name: np.broadcast_to(np.asarray(v, dtype=float), (n,))
-               for name, v in zip(OUTPUTS, values, strict=True)}
-        return finish(out, inputs)
-    out = {name: np.empty(n) for name in OUTPUTS}
+            result = f(*values)
+        return {name: np.broadcast_to(np.asarray(v, dtype=float), (n,))
+                for name, v in zip(outputs, result, strict=True)}
+    values = [v if a else float(v) for v, a in zip(values, is_array, strict=True)]
+    out = {name: np.empty(n) for name in outputs}
+    columns = [out[name] for name in outputs]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for start in range(0, n, chunk):
             stop = min(start + chunk, n)
-            args = [v[start:stop] if np.ndim(v) > 0 else float(v)
-                    for v in (inputs[name] for name in INPUTS)]
-            for name, values in zip(OUTPUTS, f(*args), strict=True):
-                out[name][start:stop] = values
-    return finish(out, inputs)
+            result = f(*[v[start:stop] if a else v for v, a in zip(values, is_array, strict=True)])
+            for column, v in zip(columns, result, strict=True):
+                column[start:stop] = v
+    return out
 
 
 def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
@@ -81,14 +122,8 @@ def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
         largest[larger] = i
         biggest = np.maximum(biggest, out[term])
     out["largest_memory_term_index"] = largest
-    out["wall_days"] = out["wall_time_s"] / 86400
-    out["energy_kwh"] = out["energy_facility_j"] / 3.6e6
-    out["energy_it_kwh"] = out["energy_it_j"] / 3.6e6
-    out["energy_gpu_kwh"] = out["energy_gpu_j"] / 3.6e6
-    out["energy_mwh"] = out["energy_kwh"] / 1000
-    out["avg_power_mw"] = out["avg_power_w"] / 1e6
-    out["peak_power_mw"] = out["peak_power_w"] / 1e6
-    out["co2e_t"] = out["co2e_kg"] / 1000
+    for name, source, divisor in UNIT_COLUMNS:
+        out[name] = out[source] / divisor
     return out
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.engine.evaluator import base_inputs, evaluate_inputs
+from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
 from planner.engine.reductions import GroupMinimum, pareto_mask
 from planner.engine.scenario import OBJECTIVES, Scenario
 from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions, enumerate_layouts, layout_flags
@@ -29,6 +29,9 @@ PLAN_CHUNK = 65536
 #: Objective -> the column minimised.
 OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
                      "carbon": "co2e_kg"}
+#: What the search computes for every candidate that fits: objectives and constraints.
+SEARCH_COLUMNS = tuple(dict.fromkeys((*OBJECTIVE_COLUMNS.values(), "wall_days", "cost_usd",
+                                      "peak_power_mw")))
 KEEP_COLUMNS = (
     "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute", "zero",
     "sequence_parallel", "step_time_s", "compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s",
@@ -60,6 +63,46 @@ class PlanResult:
     binding: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     catalog_version: str = ""
+
+
+@dataclass
+class BlockBest:
+    """The rows of one block of candidates that :func:`plan` keeps, and its statistics."""
+
+    rows: np.ndarray  # indices into the block: best per GPU count and objective
+    out: dict  # every output and layout column, for those rows only
+    feasible: np.ndarray  # per kept row
+    fitting: int  # candidates of the block that fit in memory
+    min_memory_bytes: float  # the leanest candidate's memory per GPU
+    min_memory_hbm_bytes: float  # and the HBM it had
+
+
+def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
+    """The best rows per GPU count for every objective, among fitting and among feasible rows.
+
+    Memory per GPU is computed for every candidate by the part of the kernel it
+    needs; the objectives and constraints only for the candidates that fit; all
+    outputs only for the rows kept.  Every value is bit-identical to a full
+    :func:`evaluate_inputs` of the block, so the rows are the same.
+    """
+    memory = evaluate_columns(inputs, ("memory_per_gpu_bytes",))["memory_per_gpu_bytes"]
+    hbm = np.broadcast_to(np.asarray(inputs["hbm_bytes"], dtype=float), memory.shape)
+    leanest = int(np.argmin(memory))
+    fit_rows = np.flatnonzero(memory <= hbm)
+    rows = fit_rows
+    if fit_rows.size:
+        fit_inputs = {k: v[fit_rows] if np.ndim(v) else v for k, v in inputs.items()}
+        out = evaluate_columns(fit_inputs, SEARCH_COLUMNS)
+        out["fits"] = np.ones(fit_rows.size, dtype=bool)
+        keys = np.asarray(part["gpus"])[fit_rows]
+        groups = (GroupMinimum(keys, feasible_mask(out, s)), GroupMinimum(keys))
+        rows = fit_rows[np.unique(np.concatenate([
+            g.argmin(out[column]) for column in OBJECTIVE_COLUMNS.values() for g in groups]))]
+    out = evaluate_inputs({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()})
+    out.update({k: np.asarray(v)[rows] for k, v in part.items()})
+    return BlockBest(rows=rows, out=out, feasible=feasible_mask(out, s), fitting=int(fit_rows.size),
+                     min_memory_bytes=float(memory[leanest]),
+                     min_memory_hbm_bytes=float(hbm[leanest]))
 
 
 def feasible_mask(out: dict, s: Scenario) -> np.ndarray:
@@ -123,22 +166,15 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             part = {k: v[start:start + PLAN_CHUNK] for k, v in layout.items()}
             inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
                                                layers=x["layers"])}
-            out = evaluate_inputs(inputs)
-            out.update(part)
+            block = reduce_block(inputs, part, s)
             evaluated += len(part["gpus"])
-            fitting += int(out["fits"].sum())
-            i = int(np.argmin(out["memory_per_gpu_bytes"]))
-            if out["memory_per_gpu_bytes"][i] < min_memory[0]:
-                min_memory = (float(out["memory_per_gpu_bytes"][i]), hw,
-                              float(out["hbm_bytes"][i]))
-            feasible = feasible_mask(out, s)
-            groups = (GroupMinimum(out["gpus"], feasible), GroupMinimum(out["gpus"], out["fits"]))
-            rows = np.unique(np.concatenate([
-                g.argmin(out[column]) for column in OBJECTIVE_COLUMNS.values() for g in groups]))
-            if rows.size:
-                frame = pd.DataFrame({c: out[c][rows] for c in KEEP_COLUMNS})
+            fitting += block.fitting
+            if block.min_memory_bytes < min_memory[0]:
+                min_memory = (block.min_memory_bytes, hw, block.min_memory_hbm_bytes)
+            if block.rows.size:
+                frame = pd.DataFrame({c: block.out[c] for c in KEEP_COLUMNS})
                 frame.insert(0, "hardware", hw)
-                frame["feasible"] = feasible[rows]
+                frame["feasible"] = block.feasible
                 kept.append(frame)
     if progress is not None:
         progress(len(names), len(names), "")

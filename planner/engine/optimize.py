@@ -172,16 +172,16 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             if block.min_memory_bytes < min_memory[0]:
                 min_memory = (block.min_memory_bytes, hw, block.min_memory_hbm_bytes)
             if block.rows.size:
-                frame = pd.DataFrame({c: block.out[c] for c in KEEP_COLUMNS})
-                frame.insert(0, "hardware", hw)
-                frame["feasible"] = block.feasible
-                kept.append(frame)
+                kept.append({"hardware": np.full(block.rows.size, hw, dtype=object),
+                             **{c: block.out[c] for c in KEEP_COLUMNS},
+                             "feasible": block.feasible})
     if progress is not None:
         progress(len(names), len(names), "")
     if not kept:
         frontier = pd.DataFrame(columns=["hardware", *KEEP_COLUMNS, "feasible"])
     else:
-        frontier = pd.concat(kept, ignore_index=True)
+        frontier = pd.DataFrame({c: np.concatenate([block[c] for block in kept])
+                                 for c in kept[0]})
         frontier["recompute"] = frontier["recompute"].map(RECOMPUTE_NAMES)
         frontier = frontier.drop_duplicates(
             subset=["hardware", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",

@@ -45,12 +45,19 @@ def divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def _cross(table: dict[str, np.ndarray], name: str, values) -> dict[str, np.ndarray]:
-    """Cartesian product of the rows of ``table`` with ``values`` for column ``name``."""
+def _cross(table: dict[str, np.ndarray], name: str, values, allowed=None) -> dict[str, np.ndarray]:
+    """Cartesian product of the rows of ``table`` with ``values`` for column ``name``.
+
+    ``allowed(table, values)`` -> a rows x values boolean matrix keeps only some
+    pairs, in the same order as filtering the full product, without building it.
+    """
     values = np.asarray(values, dtype=np.int64)
     rows = len(next(iter(table.values()))) if table else 1
-    out = {k: np.repeat(v, len(values)) for k, v in table.items()}
-    out[name] = np.tile(values, rows)
+    ok = np.ones((rows, len(values)), dtype=bool) if allowed is None else np.broadcast_to(
+        allowed(table, values[None, :]), (rows, len(values)))
+    row, column = np.nonzero(ok)  # row-major: each row's allowed values in order
+    out = {k: v.take(row) for k, v in table.items()}
+    out[name] = values.take(column)
     return out
 
 
@@ -86,14 +93,13 @@ def enumerate_layouts(*, layers: int, heads: int, kv_heads: int, seq_len: int, e
           & (global_batch % (t["dp"] * t["micro_batch"]) == 0)
           & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
     t = _keep(t, ok)
-    t = _cross(t, "ep", ep_values)
-    t = _keep(t, (t["dp"] % t["ep"] == 0))
+    t = _cross(t, "ep", ep_values, lambda t, ep: t["dp"][:, None] % ep == 0)
     t = _cross(t, "recompute", [RECOMPUTE_CODES[r] for r in options.recompute])
-    t = _cross(t, "zero", options.zero)
     # ZeRO needs data parallelism; DeepSpeed/Megatron do not combine ZeRO-3 with PP.
-    t = _keep(t, ((t["zero"] == 0) | (t["dp"] > 1)) & ((t["zero"] < 3) | (t["pp"] == 1)))
-    t = _cross(t, "sequence_parallel", options.sequence_parallel)
-    t = _keep(t, (t["sequence_parallel"] == 0) | (t["tp"] > 1))
+    t = _cross(t, "zero", options.zero, lambda t, zero: ((zero == 0) | (t["dp"][:, None] > 1))
+               & ((zero < 3) | (t["pp"][:, None] == 1)))
+    t = _cross(t, "sequence_parallel", options.sequence_parallel,
+               lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1))
     return {k: t[k] for k in LAYOUT_COLUMNS}
 
 

@@ -97,14 +97,21 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
         return {name: np.broadcast_to(np.asarray(v, dtype=float), (n,))
                 for name, v in zip(outputs, result, strict=True)}
     values = [v if a else float(v) for v, a in zip(values, is_array, strict=True)]
-    out = {name: np.empty(n) for name in outputs}
-    columns = [out[name] for name in outputs]
+    out, columns = {}, []
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for start in range(0, n, chunk):
             stop = min(start + chunk, n)
             result = f(*[v[start:stop] if a else v for v, a in zip(values, is_array, strict=True)])
+            if not columns:  # an output of scalar inputs only is one value: a broadcast view
+                for name, v in zip(outputs, result, strict=True):
+                    out[name] = (np.empty(n) if np.ndim(v) else
+                                 np.broadcast_to(np.asarray(v, dtype=float), (n,)))
+                columns = [out[name] if np.ndim(v) else None
+                           for name, v in zip(outputs, result, strict=True)]
             for column, v in zip(columns, result, strict=True):
-                column[start:stop] = v
+                if column is not None:
+                    column[start:stop] = v
+            del result, v  # free the chunk's arrays before the next call reuses their memory
     return out
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
 from planner.engine.reductions import GroupMinimum, pareto_mask
 from planner.engine.scenario import OBJECTIVES, Scenario
-from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions, enumerate_layouts, layout_flags
+from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions, layout_blocks, layout_flags
 from planner.errors import INFEASIBLE, CapplanError
 
 #: Candidates reduced at a time (the kernel itself runs on smaller cache-sized chunks).
@@ -156,14 +156,12 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             skipped[hw] = str(exc)
             continue
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
-        layout = enumerate_layouts(
+        blocks = layout_blocks(
             layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
             seq_len=int(x["seq_len"]), experts=int(x["experts"]),
             global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
-            scale_up_domain=int(x["scale_up_domain_gpus"]), options=options)
-        n = len(layout["gpus"])
-        for start in range(0, n, PLAN_CHUNK):
-            part = {k: v[start:start + PLAN_CHUNK] for k, v in layout.items()}
+            scale_up_domain=int(x["scale_up_domain_gpus"]), options=options, block=PLAN_CHUNK)
+        for part in blocks:
             inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
                                                layers=x["layers"])}
             block = reduce_block(inputs, part, s)

@@ -69,6 +69,52 @@ def enumerate_layouts(*, layers: int, heads: int, kv_heads: int, seq_len: int, e
                       global_batch: int, gpus_per_node: int, scale_up_domain: int,
                       options: SpaceOptions = SpaceOptions()) -> dict[str, np.ndarray]:
     """Every valid layout, as a dict of equally long int64 arrays (``LAYOUT_COLUMNS``)."""
+    blocks = list(layout_blocks(
+        layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
+        global_batch=global_batch, gpus_per_node=gpus_per_node, scale_up_domain=scale_up_domain,
+        options=options, block=np.iinfo(np.int64).max))
+    return blocks[0] if blocks else {k: np.empty(0, dtype=np.int64) for k in LAYOUT_COLUMNS}
+
+
+def layout_blocks(*, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
+                  global_batch: int, gpus_per_node: int, scale_up_domain: int,
+                  options: SpaceOptions = SpaceOptions(), block: int = 65536):
+    """:func:`enumerate_layouts` in consecutive blocks of ``block`` rows, built one at a time.
+
+    The layouts are the rows of a small table of (tp, cp, pp, vp, micro-batch, dp)
+    each crossed with its allowed EP, recompute, ZeRO and sequence-parallel
+    values; a block decodes its row numbers into a table row and a mixed-radix
+    index into those value lists, so the whole space is never held in memory.
+    """
+    head, tail = _layout_factors(
+        layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
+        global_batch=global_batch, gpus_per_node=gpus_per_node,
+        scale_up_domain=scale_up_domain, options=options)
+    rows = len(head["gpus"])
+    lists = []  # per tail column: its values, each head row's allowed value indices first, counts
+    for name, values, allowed in tail:
+        values = np.asarray(values, dtype=np.int64)
+        ok = np.ones((rows, len(values)), dtype=bool) if allowed is None else np.broadcast_to(
+            allowed(head, values[None, :]), (rows, len(values)))
+        lists.append((name, values, np.argsort(~ok, axis=1, kind="stable"), ok.sum(axis=1)))
+    per_row = np.prod([counts for *_, counts in lists], axis=0, dtype=np.int64)
+    ends = np.cumsum(per_row)
+    total = int(ends[-1]) if rows else 0
+    for start in range(0, total, block):
+        r = np.arange(start, min(start + block, total), dtype=np.int64)
+        h = np.searchsorted(ends, r, side="right")
+        index = r - (ends[h] - per_row[h])
+        out = {k: v[h] for k, v in head.items()}
+        for name, values, order, counts in reversed(lists):  # the last column varies fastest
+            count = counts[h]
+            out[name] = values[order[h, index % count]]
+            index //= count
+        yield {k: out[k] for k in LAYOUT_COLUMNS}
+
+
+def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, gpus_per_node,
+                    scale_up_domain, options):
+    """The table of (tp, cp, pp, vp, micro_batch, dp, gpus) and the columns crossed with it."""
     tp_values = [t for t in options.tp if t <= scale_up_domain and heads % t == 0
                  and (kv_heads % t == 0 or t % kv_heads == 0)]
     pp_values = options.pp or [p for p in divisors(layers) if p <= 128]
@@ -92,15 +138,16 @@ def enumerate_layouts(*, layers: int, heads: int, kv_heads: int, seq_len: int, e
     ok = ((n >= options.min_gpus) & (n <= options.max_gpus) & fits_node
           & (global_batch % (t["dp"] * t["micro_batch"]) == 0)
           & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
-    t = _keep(t, ok)
-    t = _cross(t, "ep", ep_values, lambda t, ep: t["dp"][:, None] % ep == 0)
-    t = _cross(t, "recompute", [RECOMPUTE_CODES[r] for r in options.recompute])
-    # ZeRO needs data parallelism; DeepSpeed/Megatron do not combine ZeRO-3 with PP.
-    t = _cross(t, "zero", options.zero, lambda t, zero: ((zero == 0) | (t["dp"][:, None] > 1))
-               & ((zero < 3) | (t["pp"][:, None] == 1)))
-    t = _cross(t, "sequence_parallel", options.sequence_parallel,
-               lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1))
-    return {k: t[k] for k in LAYOUT_COLUMNS}
+    tail = [
+        ("ep", ep_values, lambda t, ep: t["dp"][:, None] % ep == 0),
+        ("recompute", [RECOMPUTE_CODES[r] for r in options.recompute], None),
+        # ZeRO needs data parallelism; DeepSpeed/Megatron do not combine ZeRO-3 with PP.
+        ("zero", options.zero, lambda t, zero: ((zero == 0) | (t["dp"][:, None] > 1))
+         & ((zero < 3) | (t["pp"][:, None] == 1))),
+        ("sequence_parallel", options.sequence_parallel,
+         lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1)),
+    ]
+    return _keep(t, ok), tail
 
 
 def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,

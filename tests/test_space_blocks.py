@@ -1,0 +1,90 @@
+"""The layout space built block by block equals the former full Cartesian product, in order."""
+
+import numpy as np
+import pytest
+
+from planner.engine.space import (
+    LAYOUT_COLUMNS,
+    RECOMPUTE_CODES,
+    SpaceOptions,
+    divisors,
+    enumerate_layouts,
+    layout_blocks,
+)
+
+
+def _cross(table, name, values):
+    values = np.asarray(values, dtype=np.int64)
+    rows = len(next(iter(table.values()))) if table else 1
+    out = {k: np.repeat(v, len(values)) for k, v in table.items()}
+    out[name] = np.tile(values, rows)
+    return out
+
+
+def _keep(table, mask):
+    return {k: v[mask] for k, v in table.items()}
+
+
+def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch, gpus_per_node,
+                      scale_up_domain, options):
+    """The former enumeration: the full product, then each rule as a filter."""
+    tp_values = [t for t in options.tp if t <= scale_up_domain and heads % t == 0
+                 and (kv_heads % t == 0 or t % kv_heads == 0)]
+    pp_values = options.pp or [p for p in divisors(layers) if p <= 128]
+    cp_values = options.cp or ([1, 2, 4, 8] if seq_len >= 32768 else [1, 2] if seq_len >= 8192
+                               else [1])
+    cp_values = [c for c in cp_values if seq_len % (2 * c) == 0 or c == 1]
+    ep_values = options.ep or ([e for e in divisors(experts) if e <= 64] if experts > 1 else [1])
+    t = _cross({}, "tp", tp_values)
+    t = _cross(t, "cp", cp_values)
+    t = _cross(t, "pp", [p for p in pp_values if layers % p == 0])
+    t = _cross(t, "vp", options.vp)
+    t = _keep(t, ((layers // t["pp"]) % t["vp"] == 0) & ((t["vp"] == 1) | (t["pp"] > 1)))
+    t = _cross(t, "micro_batch", options.micro_batch)
+    t = _cross(t, "dp", divisors(global_batch))
+    t["gpus"] = n = t["tp"] * t["pp"] * t["cp"] * t["dp"]
+    microbatches = global_batch // np.maximum(t["dp"] * t["micro_batch"], 1)
+    t = _keep(t, (n >= options.min_gpus) & (n <= options.max_gpus)
+              & ((n % gpus_per_node == 0) | (gpus_per_node % n == 0))
+              & (global_batch % (t["dp"] * t["micro_batch"]) == 0)
+              & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
+    t = _cross(t, "ep", ep_values)
+    t = _keep(t, (t["dp"] % t["ep"] == 0))
+    t = _cross(t, "recompute", [RECOMPUTE_CODES[r] for r in options.recompute])
+    t = _cross(t, "zero", options.zero)
+    t = _keep(t, ((t["zero"] == 0) | (t["dp"] > 1)) & ((t["zero"] < 3) | (t["pp"] == 1)))
+    t = _cross(t, "sequence_parallel", options.sequence_parallel)
+    t = _keep(t, (t["sequence_parallel"] == 0) | (t["tp"] > 1))
+    return {k: t[k] for k in LAYOUT_COLUMNS}
+
+
+SPACES = [
+    dict(layers=80, heads=64, kv_heads=8, seq_len=8192, experts=1, global_batch=1024,
+         gpus_per_node=8, scale_up_domain=8, options=SpaceOptions(min_gpus=8, max_gpus=4096)),
+    dict(layers=32, heads=32, kv_heads=8, seq_len=32768, experts=8, global_batch=55440,
+         gpus_per_node=8, scale_up_domain=72, options=SpaceOptions(max_gpus=65536)),
+    dict(layers=96, heads=96, kv_heads=96, seq_len=2048, experts=1, global_batch=1536,
+         gpus_per_node=4, scale_up_domain=4,
+         options=SpaceOptions(min_gpus=1, max_gpus=512, zero=(0, 3), recompute=("full",),
+                              sequence_parallel=(0,))),
+    dict(layers=2, heads=2, kv_heads=2, seq_len=128, experts=4, global_batch=6,
+         gpus_per_node=8, scale_up_domain=8, options=SpaceOptions(min_gpus=1, max_gpus=8)),
+    dict(layers=32, heads=32, kv_heads=8, seq_len=4096, experts=1, global_batch=7,
+         gpus_per_node=8, scale_up_domain=8, options=SpaceOptions(min_gpus=4096)),  # empty
+]
+
+
+@pytest.mark.parametrize("space", SPACES)
+@pytest.mark.parametrize("block", [1, 1000, 65536])
+def test_blocks_concatenate_to_the_former_enumeration(space, block):
+    reference = reference_layouts(**space)
+    blocks = list(layout_blocks(**space, block=block))
+    n = len(reference["gpus"])
+    assert [len(b["gpus"]) for b in blocks] == [min(block, n - s) for s in range(0, n, block)]
+    whole = enumerate_layouts(**space)
+    for column in LAYOUT_COLUMNS:
+        joined = (np.concatenate([b[column] for b in blocks]) if blocks
+                  else np.empty(0, dtype=np.int64))
+        np.testing.assert_array_equal(joined, reference[column], err_msg=column)
+        np.testing.assert_array_equal(whole[column], reference[column], err_msg=column)
+        assert whole[column].dtype == np.int64

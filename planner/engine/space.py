@@ -84,31 +84,33 @@ def layout_blocks(*, layers: int, heads: int, kv_heads: int, seq_len: int, exper
     The layouts are the rows of a small table of (tp, cp, pp, vp, micro-batch, dp)
     each crossed with its allowed EP, recompute, ZeRO and sequence-parallel
     values; a block decodes its row numbers into a table row and a mixed-radix
-    index into those value lists, so the whole space is never held in memory.
+    index into its lists of allowed values, so the whole space is never held in memory.
     """
     head, tail = _layout_factors(
         layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
         global_batch=global_batch, gpus_per_node=gpus_per_node,
         scale_up_domain=scale_up_domain, options=options)
     rows = len(head["gpus"])
-    lists = []  # per tail column: its values, each head row's allowed value indices first, counts
+    lists = []  # per tail column: per head row its allowed values first (flat), width, counts
     for name, values, allowed in tail:
         values = np.asarray(values, dtype=np.int64)
         ok = np.ones((rows, len(values)), dtype=bool) if allowed is None else np.broadcast_to(
             allowed(head, values[None, :]), (rows, len(values)))
-        lists.append((name, values, np.argsort(~ok, axis=1, kind="stable"), ok.sum(axis=1)))
+        order = np.argsort(~ok, axis=1, kind="stable")  # each row's allowed values first
+        lists.append((name, values[order].ravel(), len(values), ok.sum(axis=1)))
     per_row = np.prod([counts for *_, counts in lists], axis=0, dtype=np.int64)
     ends = np.cumsum(per_row)
     total = int(ends[-1]) if rows else 0
     for start in range(0, total, block):
-        r = np.arange(start, min(start + block, total), dtype=np.int64)
-        h = np.searchsorted(ends, r, side="right")
-        index = r - (ends[h] - per_row[h])
+        stop = min(start + block, total)
+        first, last = np.searchsorted(ends, [start, stop - 1], side="right")
+        h = np.repeat(np.arange(first, last + 1), np.diff(
+            np.clip(np.r_[ends[first] - per_row[first], ends[first:last + 1]], start, stop)))
+        index = np.arange(start, stop, dtype=np.int64) - (ends[h] - per_row[h])
         out = {k: v[h] for k, v in head.items()}
-        for name, values, order, counts in reversed(lists):  # the last column varies fastest
-            count = counts[h]
-            out[name] = values[order[h, index % count]]
-            index //= count
+        for name, values, width, counts in reversed(lists):  # the last column varies fastest
+            index, position = np.divmod(index, counts[h])
+            out[name] = values[h * width + position]
         yield {k: out[k] for k in LAYOUT_COLUMNS}
 
 

@@ -157,11 +157,11 @@ def plot(pred, path: str) -> None:
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(6.5, 6))
-    # normalise each dataset's metric by its median so that all share one axis
+    # normalise each metric of a dataset by its median so that all share one axis
     for colour, (name, g) in zip(COLOURS * 3, pred.groupby("dataset", sort=False), strict=False):
-        scale = float(np.nanmedian(g.measured))
+        scale = g.groupby("metric").measured.transform("median")
         ax.scatter(g.measured / scale, g.predicted / scale, s=10, alpha=0.6, color=colour,
-                   label=f"{name} (n={len(g)})")
+                   label=f"{name} (n={int(g.predicted.notna().sum())})")
     ax.set_xscale("log")
     ax.set_yscale("log")
     span = np.array([0.05, 20])
@@ -170,8 +170,8 @@ def plot(pred, path: str) -> None:
     ax.plot(span, span / 1.1, "k:", lw=0.6)
     ax.set_xlim(0.05, 20)
     ax.set_ylim(0.05, 20)
-    ax.set_xlabel("measured / dataset median")
-    ax.set_ylabel("predicted / dataset median")
+    ax.set_xlabel("measured / median of its dataset and metric")
+    ax.set_ylabel("predicted / median of its dataset and metric")
     ax.set_title("capplan predictions vs published measurements (dotted: +-10%)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()

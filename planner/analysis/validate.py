@@ -295,7 +295,8 @@ def modern_shape(row, catalog) -> dict:
     layers, shared experts, tied embeddings); for a model outside the catalog, tied or
     untied embeddings by whichever parameter count is nearer the row's ``params``.
     """
-    experts = int(_num(row.experts) or 0)
+    experts = _num(row.experts)
+    experts = int(experts) if np.isfinite(experts) else 0  # an empty cell: dense
     hidden, layers = float(_num(row.hidden)), float(_num(row.layers))
     shape = {"layers": layers, "hidden": hidden, "heads": _num(row.heads),
              "kv_heads": _num(row.kv_heads), "ffn": _num(row.ffn),

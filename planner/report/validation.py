@@ -47,9 +47,9 @@ so its MFU error equals the throughput error compared here.
   when TP > 1; no dropout; a network the row's notes state ("4x100Gb RoCE per node",
   InternLM) replaces the catalog node's, as for vTrain and BLOOM; InternLM's ZeRO-1
   "sharded within 8 GPUs" (hybrid sharding, issue 13's HSDP) is costed as ZeRO-1 over all
-  data-parallel ranks, which changes only the optimizer-state memory and a ~10 ms optimizer
-  step. Rows the planner cannot express are listed with the reason and not predicted
-  (section below).
+  data-parallel ranks, which changes only the optimizer-state memory and a ~14 ms optimizer
+  step (of 2-5 s steps). Rows the planner cannot express are listed with the reason and not
+  predicted (section below).
 
 ## Calibration
 

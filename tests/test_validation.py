@@ -307,7 +307,7 @@ def _modern_mape(modern, group=None):
 # Issue 13's targets. Today's numbers (2026-11-23, baseline before the issue-13 physics) are in
 # each reason; when a target is met the strict xfail turns into a failure: remove the marker.
 @pytest.mark.xfail(strict=True, reason="modern-runs MAPE 21.2 % on the 24 predicted rows "
-                   "(bias +20 %, i.e. too slow); per group H100 BF16 36 %, MoE 21 %, A100 18 %, "
+                   "(bias +20 %); per group H100 BF16 36 %, MoE 21 %, A100 18 %, "
                    "H100 FP8 14 %, B200/GB200 7 %")
 def test_modern_runs_mape_within_10_percent(modern):
     assert _modern_mape(modern) <= 0.10

@@ -118,7 +118,11 @@ MAPE <= 10 % over the dataset, <= 15 % in each group below, no unexpressible row
 defined in `planner/analysis/validate.py` (`MODERN_GROUPS`, first match wins, so every row is
 in exactly one): MoE rows; A100 rows (InternLM on 4 x 100 Gb/s RoCE per 8-GPU node;
 torchtitan, whose network is not published, on the catalog's DGX A100 network); dense
-B200/GB200; dense H100 FP8; dense H100 BF16. MAPE counts the predicted rows only.
+B200/GB200; dense H100 FP8; dense H100 BF16. MAPE counts the predicted rows only. Errors
+are in each row's published metric, as for the other datasets: a positive error is a
+predicted step too slow (`step_time_s` rows: NeMo, Megatron-Core) or a predicted throughput
+too fast (`tokens_per_s_per_gpu` rows: InternLM, torchtitan, Megatron-Bridge), so the bias
+of a group that mixes both (B200/GB200) has no single direction.
 """
 
 MODERN_GAPS = """

@@ -173,6 +173,19 @@ def test_cli_validate_does_not_write_docs_unless_asked(tmp_path, monkeypatch):
     assert len(calls) == 1
 
 
+def test_older_datasets_keep_their_gpt_style_shape():
+    # the shape columns the modern loader fills default, for the older datasets, to what
+    # their mapping always was (GPT MLP 4h x 2 matrices, MHA, tied, dense, bf16, no CP/EP/SP)
+    cases = v.load_cases(["sc21", "vtrain-multi", "llm-foundry-h100", "full-runs"])
+    assert (cases.kv_heads == cases.heads).all() and (cases.ffn == 4 * cases.hidden).all()
+    assert (cases.moe_ffn == 4 * cases.hidden).all()
+    assert (cases.mlp_matrices == 2).all() and (cases.embedding_matrices == 1).all()
+    assert (cases.moe_layers == 0).all() and (cases.experts == 1).all()
+    assert (cases.cp == 1).all() and (cases.ep == 1).all()
+    assert (cases.sequence_parallel == 0).all() and (cases.precision == "bf16").all()
+    assert (cases.unexpressible == "").all()
+
+
 # ---- modern runs (issue 13): dataset, groups, unexpressible rows, targets ---------------
 
 MODERN_GROUP_NAMES = [name for name, _ in v.MODERN_GROUPS]

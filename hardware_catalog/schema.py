@@ -93,6 +93,9 @@ class Accelerator(Entry):
     peak_tf32_flops_per_s: Quantity | None = None  # dense; None when there is no TF32 path
     peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
     peak_fp8_flops_per_s: Quantity | None = None  # dense; None when unsupported
+    # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
+    # Catalog data only for now: the planner's precisions are bf16, fp8, tf32.
+    peak_fp4_flops_per_s: Quantity | None = None
     hbm_bytes: Quantity
     hbm_bandwidth_bytes_per_s: Quantity
     max_power_w: Quantity
@@ -112,6 +115,7 @@ class Accelerator(Entry):
     @model_validator(mode="after")
     def _sanity(self):
         _positive(self, "peak_tf32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp8_flops_per_s",
+                  "peak_fp4_flops_per_s",
                   "hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w", "idle_power_w",
                   "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
@@ -129,6 +133,10 @@ class Accelerator(Entry):
         if self.peak_fp8_flops_per_s is not None:
             _check(self.peak_fp8_flops_per_s.value >= bf16, "peak_fp8_flops_per_s.value",
                    "expected FP8 peak >= BF16 peak")
+        if self.peak_fp4_flops_per_s is not None:
+            floor = max(bf16, getattr(self.peak_fp8_flops_per_s, "value", bf16))
+            _check(self.peak_fp4_flops_per_s.value >= floor, "peak_fp4_flops_per_s.value",
+                   "expected FP4 peak >= FP8 (and BF16) peak")
         return self
 
 

@@ -227,3 +227,72 @@ def write_price_file(rows: list[dict], path: Path) -> None:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
+
+
+#: SkyPilot ``vms.csv`` columns ``capplan prices refresh`` reads (schema v8; v5/v6 alike).
+SKYPILOT_REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "SpotPrice", "Region")
+SKYPILOT_OPTIONAL = ("InstanceType", "GpuInfo")
+_MIB = re.compile(r"SizeInMiB['\"]?\s*:\s*([0-9.]+)")
+
+
+def _memory_gib(gpu_info: str, count: float) -> float | None:
+    """Per-accelerator memory from SkyPilot's GpuInfo (MiB per GPU; a few files store
+    GB in the MiB field, or the per-instance total: both corrected heuristically)."""
+    match = _MIB.search(gpu_info or "")
+    if not match:
+        return None
+    value = float(match.group(1))
+    gib = value / 1024 if value >= 1024 else value  # small values are GB, not MiB
+    return gib / count if gib > 200 and count > 1 else gib
+
+
+def rows_from_skypilot(path: str | Path, provider: str) -> list[dict]:
+    """Rows of :data:`COLUMNS` from a SkyPilot catalog ``vms.csv`` (accelerator rows only).
+
+    Availability-zone rows collapse to one per instance type and region: the lowest
+    on-demand and the lowest spot price over the region's zones.  Rows without an
+    ``AcceleratorName`` (CPU instances, GCP host VMs) or without any price are dropped.
+    """
+    path = Path(path)
+    provider = provider.strip().lower()
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in SKYPILOT_REQUIRED if c not in (reader.fieldnames or ())]
+            if missing:
+                raise CatalogError(
+                    f"{path}: not a SkyPilot vms.csv: lacks column(s) {', '.join(missing)}; "
+                    f"expected {', '.join(SKYPILOT_REQUIRED)} (and {', '.join(SKYPILOT_OPTIONAL)})")
+            records = list(reader)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot read: {exc}") from None
+    merged: dict[tuple, dict] = {}
+    for r in records:
+        name = (r.get("AcceleratorName") or "").strip()
+        try:
+            count = float(r.get("AcceleratorCount") or 0)
+        except ValueError:
+            continue
+        price, spot = _number(r.get("Price")), _number(r.get("SpotPrice"))
+        if not name or count <= 0 or (price is None and spot is None):
+            continue
+        key = (r.get("InstanceType", ""), name, count, r["Region"])
+        row = merged.setdefault(key, {
+            "provider": provider, "instance_type": key[0], "accelerator": name,
+            "accelerator_count": f"{count:g}",
+            "gpu_memory_gib": _memory_gib(r.get("GpuInfo", ""), count) or "",
+            "region": key[3], "on_demand_usd_per_hour": None, "spot_usd_per_hour": None,
+            "marketplace": "true" if provider in MARKETPLACES else "false",
+            "source_path": str(path.resolve()), "source_commit": "local"})
+        for column, value in (("on_demand_usd_per_hour", price), ("spot_usd_per_hour", spot)):
+            if value is not None and (row[column] is None or value < row[column]):
+                row[column] = value
+    out = []
+    for row in merged.values():
+        chips = chips_per_instance(row["accelerator"], float(row["accelerator_count"]))
+        for column in ("on_demand", "spot"):
+            total = row[f"{column}_usd_per_hour"]
+            row[f"{column}_usd_per_gpu_hour"] = "" if total is None else round(total / chips, 4)
+            row[f"{column}_usd_per_hour"] = "" if total is None else total
+        out.append(row)
+    return out

@@ -63,6 +63,9 @@ class PriceQuote:
         if self.provider == "median" and not self.estimate:
             who = (f"median of {self.providers} non-marketplace providers" if self.providers > 1
                    else f"the only non-marketplace provider listing it: {who}")
+        if self.tier == "owned":
+            return (f"owned: cost is the TCO cost basis; cloud price for comparison "
+                    f"${self.usd_per_gpu_hour:.2f}/GPU-h on-demand, {who}")
         text = f"${self.usd_per_gpu_hour:.2f}/GPU-h {self.tier}, {who}"
         if self.estimate:
             text += f" (estimate: {self.source})"

@@ -184,9 +184,10 @@ def _named(rows, accelerator, tier, priced_tier, provider, stats, extra) -> Pric
         raise CapplanError(f"--provider: {did_you_mean('provider', provider, [*known, *PROVIDER_CHOICES])}")
     mine = provider_medians(rows, accelerator, priced_tier, marketplace=None)
     if name not in mine:
-        listing = ", ".join(mine) or "none"
-        raise CapplanError(f"{name} lists no {priced_tier} price for {accelerator}; "
-                           f"providers that do: {listing}")
+        listing = (f"providers that do: {', '.join(mine)}" if mine else
+                   "no provider in the price data lists it (plans with --provider median use "
+                   "the catalog estimate)")
+        raise CapplanError(f"{name} lists no {priced_tier} price for {accelerator}; {listing}")
     if priced_tier.startswith("reserved"):
         d = discount(name, priced_tier)
         extra = {**extra, "discount_fraction": d.fraction, "discount_source": d.source}

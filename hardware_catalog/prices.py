@@ -25,6 +25,7 @@ from .errors import CatalogError
 PRICES_DIR = Path(__file__).resolve().parent / "data" / "prices"
 SHIPPED_FILE = PRICES_DIR / "gpu_cloud_prices.csv"
 DISCOUNTS_FILE = PRICES_DIR / "commitment_discounts.csv"
+INTERRUPTION_FILE = PRICES_DIR / "spot_interruption.csv"
 #: Columns of a price file (shipped and user files alike).
 COLUMNS = ("provider", "instance_type", "accelerator", "accelerator_count", "gpu_memory_gib",
            "region", "on_demand_usd_per_hour", "spot_usd_per_hour",
@@ -219,6 +220,15 @@ def load_discounts() -> tuple[Discount, ...]:
                               fraction=float(r["discount_fraction"]), source=r["source"],
                               as_of=r["as_of"], estimate=r["estimate"] == "true",
                               note=r["note"]) for r in csv.DictReader(handle))
+
+
+@lru_cache(maxsize=1)
+def load_interruption_buckets() -> dict[str, dict]:
+    """Spot interruption-frequency buckets (``data/prices/spot_interruption.csv``) by name."""
+    with INTERRUPTION_FILE.open(newline="", encoding="utf-8") as handle:
+        return {r["bucket"]: {**r, "interrupted_fraction_per_month":
+                              float(r["interrupted_fraction_per_month"])}
+                for r in csv.DictReader(handle)}
 
 
 def write_price_file(rows: list[dict], path: Path) -> None:

@@ -301,8 +301,12 @@ def test_evaluate_and_sweep_take_pricing_and_provider(capsys):
     assert code == 0, err
     spot = json.loads(out)
     assert spot["price"]["chosen_provider"] == "runpod" and spot["price"]["tier"] == "spot"
-    ratio = spot["price"]["usd_per_gpu_hour"] / on_demand["price"]["usd_per_gpu_hour"]
-    assert spot["cost_cloud_usd"] == pytest.approx(on_demand["cost_cloud_usd"] * ratio)
+    assert spot["price"]["usd_per_gpu_hour"] < on_demand["price"]["usd_per_gpu_hour"]
+    assert spot["cost_cloud_usd"] == pytest.approx(
+        64 * spot["wall_time_s"] / 3600 * spot["price"]["usd_per_gpu_hour"])
+    # preemptions (default bucket gt20) lengthen the run through the failure model
+    assert spot["expected_failures"] > on_demand["expected_failures"]
+    assert spot["price"]["interrupted_fraction_per_month"] == 0.25
     code, _, err = run(capsys, [*base, "--pricing", "reserved"])
     assert code == 2 and "unknown price tier 'reserved'" in err and err.count("\n") == 1
     code, out, err = run(capsys, ["sweep", "--model", "llama2-7b", "--tokens", "1e12",
@@ -329,3 +333,64 @@ def test_the_shipped_price_files_carry_their_provenance():
     with (folder / "commitment_discounts.csv").open(newline="") as handle:
         for d in csv.DictReader(handle):
             assert d["source"] and d["as_of"] and 0 < float(d["discount_fraction"]) < 1
+
+
+SPOT_RUN = dict(model="llama2-7b", hardware="h100-sxm", gpus=256, tp=1, pp=1, global_batch=512,
+                micro_batch=2, tokens=2e12, checkpoint="sync")
+
+
+def test_spot_wins_when_preemptions_are_rare_and_loses_when_frequent(catalog):
+    """Shipped prices (median spot $1.75 vs on-demand $2.95 per H100-hour): the AWS Spot
+    Advisor's lowest bucket keeps spot far cheaper; preemptions every few minutes do not."""
+    from planner.engine.evaluator import evaluate
+
+    od = evaluate(**SPOT_RUN, catalog=catalog).iloc[0]
+    rare = evaluate(**SPOT_RUN, catalog=catalog, pricing="spot", spot_interruption="lt5").iloc[0]
+    assert rare.cost_usd < od.cost_usd
+    assert rare.expected_failures > od.expected_failures  # preemptions are paid for
+    # 2,048 GPUs = 256 instances, each preempted ~27.6 times a month: one every ~6 minutes
+    big = {**SPOT_RUN, "gpus": 2048, "tp": 4, "micro_batch": 1}
+    od_big = evaluate(**big, catalog=catalog).iloc[0]
+    frequent = evaluate(**big, catalog=catalog, pricing="spot",
+                        spot_interruption=1 - 1e-12).iloc[0]
+    assert frequent.system_mtbf_s < 400
+    assert frequent.cost_usd > od_big.cost_usd and frequent.ettr < 0.5
+
+
+def test_spot_crossover_matches_the_closed_form(catalog):
+    """At a spot price 5 % under on-demand the kernel's break-even preemption rate (Daly's
+    complete model) matches Young's first-order closed form within 5 %."""
+    import math
+
+    from scipy.optimize import brentq
+
+    from formulas.cost import SECONDS_PER_MONTH, spot_breakeven_mtbf
+    from planner.engine.evaluator import evaluate
+
+    od = evaluate(**SPOT_RUN, catalog=catalog).iloc[0]
+    ratio = 0.95
+    spot_price = ratio * od.cost_usd / (od.gpus * od.wall_time_s / 3600)
+
+    def spot(fraction):
+        return evaluate(**SPOT_RUN, catalog=catalog, pricing="spot", spot_interruption=fraction,
+                        overrides={"price_usd_per_gpu_hour": spot_price}).iloc[0]
+
+    def fraction_of(log_rate):  # preemptions per instance-month -> monthly fraction
+        return -math.expm1(-math.exp(log_rate))
+
+    log_rate = brentq(lambda x: spot(fraction_of(x)).cost_usd - od.cost_usd, -8.0, 3.0,
+                      xtol=1e-12)
+    at_crossover = spot(fraction_of(log_rate))
+    w0 = od.wall_time_s / od.solve_time_s - 1
+    m_star = float(spot_breakeven_mtbf(ratio, at_crossover.checkpoint_stall_s,
+                                       at_crossover.restart_s, w0))
+    assert at_crossover.system_mtbf_s == pytest.approx(m_star, rel=0.05)
+
+    nodes = od.gpus / 8
+
+    def fraction_for(system_mtbf_s):  # monthly fraction giving this system MTBF on spot
+        per_node_rate = (1 / system_mtbf_s - 1 / od.system_mtbf_s) / nodes
+        return -math.expm1(-SECONDS_PER_MONTH * per_node_rate)
+
+    assert spot(fraction_for(1.2 * m_star)).cost_usd < od.cost_usd  # rarer: spot wins
+    assert spot(fraction_for(m_star / 1.2)).cost_usd > od.cost_usd  # more often: it loses

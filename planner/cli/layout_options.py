@@ -19,6 +19,8 @@ PRICING_HELP = ("Price tier: on-demand | spot | reserved-1y | reserved-3y | owne
                 "(owned = TCO cost basis).")
 PROVIDER_HELP = ("Cloud provider priced: median (of non-marketplace providers) | cheapest | "
                  "a provider name (see `capplan prices list`).")
+SPOT_HELP = ("With --pricing spot: preemptions per instance and month, an AWS Spot Advisor "
+             "bucket lt5 | 5-10 | 10-15 | 15-20 | gt20, or a fraction in (0, 1).")
 
 
 def _options(
@@ -48,6 +50,7 @@ def _options(
     catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
     pricing: str = typer.Option("on-demand", help=PRICING_HELP),
     provider: str = typer.Option("median", help=PROVIDER_HELP),
+    spot_interruption: str = typer.Option("gt20", help=SPOT_HELP),
 ):
     """Holder of the shared options (never called)."""
 
@@ -108,7 +111,8 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
     from planner.engine.pricing import price_quote
 
-    quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"], o["provider"])
+    quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"], o["provider"],
+                        o["spot_interruption"])
     return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame,
                        catalog_version=str(getattr(catalog, "version", "")),
                        price=quote.as_dict())

@@ -122,9 +122,10 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
                             reliability=s.reliability, precision=s.precision,
                             checkpoint=s.checkpoint, cost_basis=s.cost_basis,
                             seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch,
-                            pricing=s.pricing, provider=s.provider)
+                            pricing=s.pricing, provider=s.provider,
+                            spot_interruption=s.spot_interruption)
             prices[hw] = price_quote(catalog, catalog.accelerator(hw), s.pricing,
-                                     s.provider).as_dict()
+                                     s.provider, s.spot_interruption).as_dict()
         except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price
             skipped[hw] = str(exc)
             continue

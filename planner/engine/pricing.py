@@ -32,6 +32,7 @@ TIERS = ("on-demand", "spot", "reserved-1y", "reserved-3y", "owned")
 PROVIDER_CHOICES = ("median", "cheapest")
 DEFAULT_TIER = "on-demand"
 DEFAULT_PROVIDER = "median"
+DEFAULT_SPOT_INTERRUPTION = "gt20"
 DATA_LABEL = "SkyPilot catalog extract (hardware_catalog/data/prices, commits in SOURCE.md)"
 
 
@@ -53,6 +54,10 @@ class PriceQuote:
     discount_fraction: float | None = None  # reserved tiers
     discount_source: str | None = None
     note: str = ""
+    #: spot: preemptions added to the failure model (per instance = per node)
+    interrupted_fraction_per_month: float | None = None
+    preemption_mtbf_s_per_node: float | None = None
+    interruption_source: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -73,6 +78,34 @@ class PriceQuote:
             text += (f" (spread ${self.min_usd_per_gpu_hour:.2f}-"
                      f"${self.max_usd_per_gpu_hour:.2f})")
         return text
+
+
+def spot_interruption(choice: str | float) -> tuple[float, str]:
+    """(fraction of spot instances interrupted per month, its source) for a bucket name
+    (lt5, 5-10, 10-15, 15-20, gt20: AWS Spot Instance Advisor) or a fraction in (0, 1)."""
+    from hardware_catalog.prices import load_interruption_buckets
+
+    buckets = load_interruption_buckets()
+    text = str(choice).strip().lower()
+    if text in buckets:
+        b = buckets[text]
+        return b["interrupted_fraction_per_month"], f"{b['source']} ({b['note']})"
+    try:
+        fraction = float(text)
+    except ValueError:
+        fraction = float("nan")
+    if not 0 < fraction < 1:
+        raise CapplanError(f"--spot-interruption '{choice}' is neither a bucket "
+                           f"({', '.join(buckets)}) nor a monthly fraction in (0, 1)")
+    return fraction, "given by the user"
+
+
+def with_preemptions(node_mtbf_s: float, choice: str | float) -> float:
+    """Node MTBF with spot preemptions added (one instance = one node; rates add)."""
+    from formulas.cost import preemption_mtbf
+
+    fraction, _ = spot_interruption(choice)
+    return 1 / (1 / node_mtbf_s + 1 / float(preemption_mtbf(fraction)))
 
 
 def check_choice(tier: str, provider: str) -> None:
@@ -209,7 +242,8 @@ def _source(rows, accelerator: str, provider: str | None = None) -> str:
 
 
 def price_quote(catalog, accelerator, tier: str = DEFAULT_TIER,
-                provider: str = DEFAULT_PROVIDER) -> PriceQuote:
+                provider: str = DEFAULT_PROVIDER,
+                spot_interruption_choice: str = DEFAULT_SPOT_INTERRUPTION) -> PriceQuote:
     """The :class:`PriceQuote` of a catalog accelerator entry (price data of ``catalog``)."""
     from hardware_catalog.loader import DATA_DIR
     from hardware_catalog.prices import load_prices
@@ -220,5 +254,15 @@ def price_quote(catalog, accelerator, tier: str = DEFAULT_TIER,
     shipped = origin is not None and DATA_DIR in origin.resolve().parents
     q = accelerator.cloud_price_usd_per_gpu_hour
     fallback = (float(q.value), f"{q.source} ({q.as_of})")
-    return quote(rows, accelerator.id, tier, provider, fallback=fallback,
-                 own_price=not shipped and provider == DEFAULT_PROVIDER)
+    result = quote(rows, accelerator.id, tier, provider, fallback=fallback,
+                   own_price=not shipped and provider == DEFAULT_PROVIDER)
+    if tier != "spot":
+        return result
+    from dataclasses import replace
+
+    from formulas.cost import preemption_mtbf
+
+    fraction, source = spot_interruption(spot_interruption_choice)
+    return replace(result, interrupted_fraction_per_month=fraction,
+                   preemption_mtbf_s_per_node=float(preemption_mtbf(fraction)),
+                   interruption_source=source)

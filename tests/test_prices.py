@@ -394,3 +394,20 @@ def test_spot_crossover_matches_the_closed_form(catalog):
 
     assert spot(fraction_for(1.2 * m_star)).cost_usd < od.cost_usd  # rarer: spot wins
     assert spot(fraction_for(m_star / 1.2)).cost_usd > od.cost_usd  # more often: it loses
+
+
+def test_spot_plan_says_whether_spot_still_wins(capsys):
+    code, out, err = run(capsys, [*SMALL_PLAN, "-H", "h100-sxm", "--pricing", "spot", "-f",
+                                  "json"])
+    assert code == 0, err
+    data = json.loads(out)
+    for objective, c in data["spot_vs_on_demand"].items():
+        best = data["best"][objective]
+        assert c["spot_cost_usd"] == pytest.approx(best["cost_usd"])
+        assert c["spot_wins"] == (c["spot_cost_usd"] < c["on_demand_cost_usd"])
+        assert 0 < c["price_ratio"] < 1
+        # far from the boundary the first-order break-even agrees with the verdict
+        assert c["spot_wins"] == (c["system_mtbf_s"] > c["breakeven_system_mtbf_s"])
+        assert c["breakeven_preemptions_per_instance_month"] > 0.25
+    code, out, _ = run(capsys, [*SMALL_PLAN, "-H", "h100-sxm", "--pricing", "spot"])
+    assert "Spot vs on-demand (same layout)" in out and "spot wins" in out

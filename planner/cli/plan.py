@@ -45,6 +45,8 @@ def plan_payload(result) -> dict:
         "knee": {hw: (None if r is None else {**summarize(r),
                                              "marginal_efficiency": r["marginal_efficiency"]})
                  for hw, r in result.knee.items()},
+        **({"spot_vs_on_demand": result.spot_vs_on_demand} if result.spot_vs_on_demand
+           else {}),
         "skipped": result.skipped,
         "binding": result.binding,
         "evaluated": result.evaluated,

@@ -62,6 +62,8 @@ class PlanResult:
     catalog_version: str = ""
     #: accelerator id -> the resolved price (PriceQuote.as_dict()): tier, provider, source, spread
     prices: dict[str, dict] = field(default_factory=dict)
+    #: with --pricing spot: objective -> the winner against on-demand (planner.engine.spot)
+    spot_vs_on_demand: dict[str, dict | None] = field(default_factory=dict)
 
 
 def _group_best(keys: np.ndarray, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -184,6 +186,11 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         catalog_version=str(getattr(catalog, "version", "")), prices=prices)
     if best[s.objective] is None:
         result.binding[s.objective] = explain_infeasible(s, frontier, min_memory)
+    if s.pricing == "spot":
+        from planner.engine.spot import spot_versus_on_demand
+
+        result.spot_vs_on_demand = {obj: spot_versus_on_demand(catalog, s, row)
+                                    for obj, row in best.items() if row is not None}
     return result
 
 

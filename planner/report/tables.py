@@ -101,7 +101,7 @@ def render_plan(result: PlanResult, width: int = 120) -> str:
                         r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]),
                         f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}")
     console.print(winners)
-    for line in price_lines(result):
+    for line in price_lines(result) + spot_lines(result):
         console.print(line, highlight=False, markup=False)
     if result.per_hardware:
         table = Table(title=f"Best per accelerator ({s.objective})", header_style="bold")
@@ -146,6 +146,22 @@ def price_lines(result: PlanResult) -> list[str]:
     names = sorted({row["hardware"] for row in result.best.values() if row is not None})
     return [f"Price {hw}: {PriceQuote(**result.prices[hw]).label()}"
             for hw in names if hw in result.prices]
+
+
+def spot_lines(result: PlanResult) -> list[str]:
+    """With --pricing spot: does the headline plan still win once preemptions are paid?"""
+    c = result.spot_vs_on_demand.get(result.scenario.objective)
+    if not c:
+        return []
+    verdict = "spot wins" if c["spot_wins"] else "on-demand wins"
+    text = (f"Spot vs on-demand (same layout): {_fmt_usd(c['spot_cost_usd'])} vs "
+            f"{_fmt_usd(c['on_demand_cost_usd'])} USD, {verdict} with preemptions paid "
+            f"(system MTBF {c['system_mtbf_s'] / 3600:.1f} h)")
+    if c["breakeven_preemptions_per_instance_month"]:
+        text += (f"; break-even at {c['breakeven_preemptions_per_instance_month']:.2g} "
+                 f"preemptions per instance-month (system MTBF "
+                 f"{c['breakeven_system_mtbf_s'] / 60:.0f} min)")
+    return [text]
 
 
 def binding_constraint(result: PlanResult) -> str:

@@ -411,3 +411,14 @@ def test_spot_plan_says_whether_spot_still_wins(capsys):
         assert c["breakeven_preemptions_per_instance_month"] > 0.25
     code, out, _ = run(capsys, [*SMALL_PLAN, "-H", "h100-sxm", "--pricing", "spot"])
     assert "Spot vs on-demand (same layout)" in out and "spot wins" in out
+
+
+def test_a_user_accelerator_on_spot_reads_the_spot_data(tmp_path):
+    from hardware_catalog import load_catalog
+    from hardware_catalog.loader import DATA_DIR
+
+    (tmp_path / "h100.toml").write_text((DATA_DIR / "accelerators" / "h100-sxm.toml").read_text())
+    cat = load_catalog((str(tmp_path),))
+    spot = price_quote(cat, cat.accelerator("h100-sxm"), "spot")
+    assert not spot.estimate and spot.usd_per_gpu_hour == price_quote(
+        load_catalog(), load_catalog().accelerator("h100-sxm"), "spot").usd_per_gpu_hour

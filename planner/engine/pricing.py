@@ -113,8 +113,7 @@ def check_choice(tier: str, provider: str) -> None:
     if tier not in TIERS:
         from planner.errors import did_you_mean
 
-        raise CapplanError(f"--pricing: {did_you_mean('tier', tier, TIERS)}".replace(
-            "unknown tier", "unknown price tier"))
+        raise CapplanError(f"--pricing: {did_you_mean('price tier', tier, TIERS)}")
     if not provider or not provider.strip():
         raise CapplanError("--provider must be median, cheapest or a provider name")
 
@@ -255,7 +254,7 @@ def price_quote(catalog, accelerator, tier: str = DEFAULT_TIER,
     q = accelerator.cloud_price_usd_per_gpu_hour
     fallback = (float(q.value), f"{q.source} ({q.as_of})")
     result = quote(rows, accelerator.id, tier, provider, fallback=fallback,
-                   own_price=not shipped and provider == DEFAULT_PROVIDER)
+                   own_price=not shipped and provider == DEFAULT_PROVIDER and tier != "spot")
     if tier != "spot":
         return result
     from dataclasses import replace

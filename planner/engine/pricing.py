@@ -46,7 +46,7 @@ class PriceQuote:
     usd_per_gpu_hour: float
     chosen_provider: str | None  # the provider priced (None for the median)
     source: str
-    estimate: bool  # True: not from price data (catalog estimate)
+    estimate: bool  # True: not from price data (catalog estimate, or your own catalog entry)
     providers: int  # non-marketplace providers in the spread
     min_usd_per_gpu_hour: float | None  # spread of per-provider medians (same tier)
     median_usd_per_gpu_hour: float | None
@@ -73,7 +73,7 @@ class PriceQuote:
                     f"${self.usd_per_gpu_hour:.2f}/GPU-h on-demand, {who}")
         text = f"${self.usd_per_gpu_hour:.2f}/GPU-h {self.tier}, {who}"
         if self.estimate:
-            text += f" (estimate: {self.source})"
+            text += f" ({self.source})"
         elif self.providers > 1:
             text += (f" (spread ${self.min_usd_per_gpu_hour:.2f}-"
                      f"${self.max_usd_per_gpu_hour:.2f})")
@@ -109,7 +109,7 @@ def with_preemptions(node_mtbf_s: float, choice: str | float) -> float:
 
 
 def check_choice(tier: str, provider: str) -> None:
-    """Raise a one-line CapplanError for an unknown tier; owned is explained."""
+    """Raise a one-line CapplanError for an unknown tier or an empty provider."""
     if tier not in TIERS:
         from planner.errors import did_you_mean
 
@@ -196,8 +196,8 @@ def quote(rows, accelerator: str, tier: str = DEFAULT_TIER, provider: str = DEFA
     if provider == "median":
         return PriceQuote(accelerator=accelerator, tier=tier, provider=provider,
                           usd_per_gpu_hour=stats["median_usd_per_gpu_hour"],
-                          chosen_provider=next(iter(spread)) if len(spread) == 1 else None, source=_source(rows, accelerator),
-                          estimate=False, **stats, **extra)
+                          chosen_provider=next(iter(spread)) if len(spread) == 1 else None,
+                          source=_source(rows, accelerator), estimate=False, **stats, **extra)
     if provider == "cheapest":
         name = min(spread, key=spread.get)
         return PriceQuote(accelerator=accelerator, tier=tier, provider=provider,

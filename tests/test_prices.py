@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -360,8 +361,6 @@ def test_spot_wins_when_preemptions_are_rare_and_loses_when_frequent(catalog):
 def test_spot_crossover_matches_the_closed_form(catalog):
     """At a spot price 5 % under on-demand the kernel's break-even preemption rate (Daly's
     complete model) matches Young's first-order closed form within 5 %."""
-    import math
-
     from scipy.optimize import brentq
 
     from formulas.cost import SECONDS_PER_MONTH, spot_breakeven_mtbf
@@ -422,3 +421,34 @@ def test_a_user_accelerator_on_spot_reads_the_spot_data(tmp_path):
     spot = price_quote(cat, cat.accelerator("h100-sxm"), "spot")
     assert not spot.estimate and spot.usd_per_gpu_hour == price_quote(
         load_catalog(), load_catalog().accelerator("h100-sxm"), "spot").usd_per_gpu_hour
+
+
+def test_the_data_reproduces_published_list_prices(catalog):
+    """Two independent sources agree: AWS's p5.48xlarge list price after the June 2025 cut
+    ($55.04/h for 8 H100, the catalog's previous value) is the AWS minimum in the data,
+    and GCP's TPU v4 list price per chip-hour (the catalog's tpu-v4 value) its v4-8 price."""
+    rows = load_prices()
+    aws = [r.on_demand_usd_per_gpu_hour for r in rows
+           if r.provider == "aws" and r.accelerator == "h100-sxm" and r.on_demand_usd_per_gpu_hour]
+    assert min(aws) == pytest.approx(
+        catalog.accelerator("h100-sxm").cloud_price_usd_per_gpu_hour.value, abs=0.005)
+    v4 = next(r for r in rows if r.accelerator_name == "tpu-v4-8")
+    assert v4.on_demand_usd_per_gpu_hour == pytest.approx(
+        catalog.accelerator("tpu-v4").cloud_price_usd_per_gpu_hour.value, abs=0.005)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.floats(0.01, 0.98), st.floats(0.01, 0.98), st.floats(0.2, 0.99), st.floats(0.2, 0.99),
+       st.floats(0.1, 600.0), st.floats(10.0, 7200.0), st.floats(0.0, 0.5))
+def test_preemption_and_breakeven_formulas_are_monotone(f1, f2, r1, r2, delta, restart, w0):
+    from formulas.cost import preemption_mtbf, spot_breakeven_mtbf
+
+    lo, hi = sorted((f1, f2))
+    assert preemption_mtbf(lo) >= preemption_mtbf(hi)  # more interruptions, shorter MTBF
+    cheap, dear = sorted((r1, r2))
+    # a deeper discount tolerates more frequent preemptions (a shorter break-even MTBF)
+    assert spot_breakeven_mtbf(cheap, delta, restart, w0) <= spot_breakeven_mtbf(
+        dear, delta, restart, w0) * (1 + 1e-12)
+    # at the break-even MTBF the first-order costs are equal
+    m = spot_breakeven_mtbf(cheap, delta, restart, w0)
+    assert cheap * (1 + math.sqrt(2 * delta / m) + restart / m) == pytest.approx(1 + w0, rel=1e-9)

@@ -160,8 +160,9 @@ def refresh(
     """Write a user price file from a SkyPilot vms.csv already on disk (no network).
 
     Reads the columns AcceleratorName, AcceleratorCount, Price, SpotPrice, Region (and
-    InstanceType, GpuInfo if present); zone rows collapse to regions. Use the result with
-    `--catalog DIR`: it replaces the shipped rows of that provider.
+    InstanceType, GpuInfo if present); zone rows collapse to regions (lowest price per
+    region). The file has the shipped file's columns; its per-GPU prices are per chip for
+    TPU slices. Use it with `--catalog DIR`: it replaces the shipped rows of that provider.
     """
     from pathlib import Path
 

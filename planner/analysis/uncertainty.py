@@ -112,7 +112,8 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
         x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
                         reliability=s.reliability, precision=s.precision,
                         checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
-                        tokens=s.tokens, global_batch=s.global_batch)
+                        tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
+                        provider=s.provider, spot_interruption=s.spot_interruption)
         x.update(s.extra)
         layout = {k: np.tile(part[k].to_numpy(), draws) for k in
                   ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "zero",

@@ -55,8 +55,12 @@ def evaluate(
     run = resolve(options)
     payload = evaluation_payload(run.row, run.echo)
     payload["catalog_version"] = run.catalog_version
+    payload["price"] = run.price
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
-            if k not in ("breakdown", "memory_breakdown", "inputs")]
+            if k not in ("breakdown", "memory_breakdown", "inputs", "price")]
+    from planner.engine.pricing import PriceQuote
+
+    rows.append({"quantity": "price", "value": PriceQuote(**run.price).label()})
     if uncertainty:
         from planner.analysis.uncertainty import default_spreads, run_uncertainty
 

@@ -94,8 +94,16 @@ def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
 
 def base_inputs(catalog, *, model, hardware, site="us-average", reliability="default",
                 precision="bf16", checkpoint="async", cost_basis="cloud", seq_len=None,
-                tokens=1e12, global_batch=None) -> dict[str, float]:
-    """Scalar run-model inputs for a model on one accelerator at one site."""
+                tokens=1e12, global_batch=None, pricing="on-demand",
+                provider="median", spot_interruption="gt20") -> dict[str, float]:
+    """Scalar run-model inputs for a model on one accelerator at one site.
+
+    The price per GPU-hour is resolved by :func:`planner.engine.pricing.price_quote`
+    (tier ``pricing``, ``provider``); ``pricing="owned"`` selects the TCO cost basis;
+    ``pricing="spot"`` adds preemptions (``spot_interruption``: an interruption bucket or
+    a monthly fraction) to the node failure rate of the Young/Daly/restart model.
+    """
+    from planner.engine.pricing import price_quote, with_preemptions
     from planner.engine.scenario import (
         default_global_batch,
         execution_defaults,
@@ -110,8 +118,11 @@ def base_inputs(catalog, *, model, hardware, site="us-average", reliability="def
     node = catalog.node(acc.node)
     x = model_inputs(m, seq_len)
     x.update(hardware_inputs(acc, node, precision))
-    x.update(site_inputs(catalog.site(site), cost_basis))
+    x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, provider).usd_per_gpu_hour
+    x.update(site_inputs(catalog.site(site), "tco" if pricing == "owned" else cost_basis))
     x.update(reliability_inputs(catalog.reliability_profile(reliability), checkpoint))
+    if pricing == "spot":
+        x["node_mtbf_s"] = with_preemptions(x["node_mtbf_s"], spot_interruption)
     x.update(execution_defaults())
     x["tokens"] = float(tokens)
     x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
@@ -171,7 +182,8 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
              sequence_parallel=None, precision="bf16", site="us-average",
              tokens=1e12, checkpoint="async", cost_basis="cloud", flash_attention=True,
              reliability="default", catalog=None, catalog_dirs=(), overrides=None,
-             return_inputs=False):
+             return_inputs=False, pricing="on-demand", provider="median",
+             spot_interruption="gt20"):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
     Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
@@ -179,6 +191,7 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
 
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
+    ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.pricing``);
     arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
     kernel inputs are returned too: ``(frame, inputs)``.
     """
@@ -193,7 +206,8 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
     x = base_inputs(catalog, model=model, hardware=hardware, site=site,
                     reliability=reliability, precision=precision, checkpoint=checkpoint,
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
-                    global_batch=global_batch)
+                    global_batch=global_batch, pricing=pricing, provider=provider,
+                    spot_interruption=spot_interruption)
     dp = np.asarray(gpus) // np.maximum(np.asarray(tp) * pp * cp, 1)
     if recompute not in RECOMPUTE_CODES:
         from planner.errors import CapplanError

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.engine.evaluator import base_inputs, evaluate_inputs
+from planner.engine.pricing import price_quote
 from planner.engine.scenario import OBJECTIVES, Scenario
 from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions, enumerate_layouts, layout_flags
 from planner.errors import INFEASIBLE, CapplanError
@@ -59,6 +60,10 @@ class PlanResult:
     binding: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     catalog_version: str = ""
+    #: accelerator id -> the resolved price (PriceQuote.as_dict()): tier, provider, source, spread
+    prices: dict[str, dict] = field(default_factory=dict)
+    #: with --pricing spot: objective -> the winner against on-demand (planner.engine.spot)
+    spot_vs_on_demand: dict[str, dict | None] = field(default_factory=dict)
 
 
 def _group_best(keys: np.ndarray, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -108,7 +113,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     options = options or SpaceOptions()
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus,
                               "max_gpus": s.max_gpus})
-    kept, evaluated, fitting, skipped = [], 0, 0, {}
+    kept, evaluated, fitting, skipped, prices = [], 0, 0, {}, {}
     min_memory = (np.inf, None)
     names = resolve_hardware(catalog, s.hardware)
     for position, hw in enumerate(names):
@@ -118,8 +123,12 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             x = base_inputs(catalog, model=model, hardware=hw, site=s.site,
                             reliability=s.reliability, precision=s.precision,
                             checkpoint=s.checkpoint, cost_basis=s.cost_basis,
-                            seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch)
-        except CapplanError as exc:  # e.g. no fp8 on this accelerator
+                            seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch,
+                            pricing=s.pricing, provider=s.provider,
+                            spot_interruption=s.spot_interruption)
+            prices[hw] = price_quote(catalog, catalog.accelerator(hw), s.pricing,
+                                     s.provider, s.spot_interruption).as_dict()
+        except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price
             skipped[hw] = str(exc)
             continue
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
@@ -174,9 +183,14 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         scenario=s, frontier=frontier, best=best, per_hardware=per_hw,
         pareto=pareto_rows(feasible_rows), knee=knee, evaluated=evaluated, fitting=fitting,
         seconds=time.perf_counter() - started, skipped=skipped,
-        catalog_version=str(getattr(catalog, "version", "")))
+        catalog_version=str(getattr(catalog, "version", "")), prices=prices)
     if best[s.objective] is None:
         result.binding[s.objective] = explain_infeasible(s, frontier, min_memory)
+    if s.pricing == "spot":
+        from planner.engine.spot import spot_versus_on_demand
+
+        result.spot_vs_on_demand = {obj: spot_versus_on_demand(catalog, s, row)
+                                    for obj, row in best.items() if row is not None}
     return result
 
 

@@ -86,7 +86,9 @@ def render_plan(result: PlanResult, width: int = 120) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
     console.print(f"[bold]{s.model}[/bold] on {s.tokens:.3g} tokens, site {s.site}, "
-                  f"{s.precision}, {s.checkpoint} checkpoints, cost by {s.cost_basis}; "
+                  f"{s.precision}, {s.checkpoint} checkpoints, cost by "
+                  f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
+                  f"({s.provider}); "
                   f"{result.evaluated:,} layouts evaluated ({result.fitting:,} fit) "
                   f"in {result.seconds:.2f} s")
     winners = Table(title="Winners per objective", header_style="bold")
@@ -99,6 +101,8 @@ def render_plan(result: PlanResult, width: int = 120) -> str:
                         r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]),
                         f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}")
     console.print(winners)
+    for line in price_lines(result) + spot_lines(result):
+        console.print(line, highlight=False, markup=False)
     if result.per_hardware:
         table = Table(title=f"Best per accelerator ({s.objective})", header_style="bold")
         for col in ("hardware", "GPUs", "layout", "days", "USD", "MWh", "tCO2e", "MFU",
@@ -133,6 +137,31 @@ def render_plan(result: PlanResult, width: int = 120) -> str:
     for hw, why in result.skipped.items():
         console.print(f"skipped {hw}: {why}")
     return buf.getvalue()
+
+
+def price_lines(result: PlanResult) -> list[str]:
+    """'Price <accelerator>: <which $/GPU-h, from where, spread>' for each winner's accelerator."""
+    from planner.engine.pricing import PriceQuote
+
+    names = sorted({row["hardware"] for row in result.best.values() if row is not None})
+    return [f"Price {hw}: {PriceQuote(**result.prices[hw]).label()}"
+            for hw in names if hw in result.prices]
+
+
+def spot_lines(result: PlanResult) -> list[str]:
+    """With --pricing spot: does the headline plan still win once preemptions are paid?"""
+    c = result.spot_vs_on_demand.get(result.scenario.objective)
+    if not c:
+        return []
+    verdict = "spot wins" if c["spot_wins"] else "on-demand wins"
+    text = (f"Spot vs on-demand (same layout): {_fmt_usd(c['spot_cost_usd'])} vs "
+            f"{_fmt_usd(c['on_demand_cost_usd'])} USD, {verdict} with preemptions paid "
+            f"(system MTBF {c['system_mtbf_s'] / 3600:.1f} h)")
+    if c["breakeven_preemptions_per_instance_month"]:
+        text += (f"; break-even at {c['breakeven_preemptions_per_instance_month']:.2g} "
+                 f"preemptions per instance-month (system MTBF "
+                 f"{c['breakeven_system_mtbf_s'] / 60:.0f} min)")
+    return [text]
 
 
 def binding_constraint(result: PlanResult) -> str:

@@ -83,7 +83,7 @@ class Column:
 
 
 def _layout(name: str, label: str, *, dtype: str = "int", plan: bool = True) -> Column:
-    return Column(name, "" if dtype == "str" else "1", "layout", label, source=LAYOUT,
+    return Column(name, "1" if dtype == "int" else "", "layout", label, source=LAYOUT,
                   dtype=dtype, plan=plan, keep=True)
 
 

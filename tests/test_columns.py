@@ -152,6 +152,15 @@ def test_conversions_keep_the_dimension_and_follow_their_source():
     assert dict((n, d) for n, _, d in conversions)["energy_mwh"] == 1_000.0
 
 
+def test_docs_columns_md_is_up_to_date():
+    from planner.codegen.column_docs import DOC, render_columns_markdown
+
+    assert DOC.read_text() == render_columns_markdown(), (
+        "docs/columns.md is stale; run: python -m planner.codegen --only columns")
+    for c in COLUMNS:
+        assert f"| `{c.name}` |" in DOC.read_text()
+
+
 # --------------------------------------------------------------------------- what derives
 
 

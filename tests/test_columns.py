@@ -3,7 +3,8 @@
 The golden files under tests/data/columns/ are the JSON and CSV outputs of ``capplan
 evaluate`` and ``capplan plan`` captured before the registry existed (commit 8f2dc44);
 the registry must reproduce their keys and values.  Regenerate them only for an intended
-change of the numbers: ``python tests/test_columns.py --write-golden``.
+change of the numbers, from the repository root:
+``python -c "from tests.test_columns import write_golden; write_golden()"``.
 """
 
 import csv
@@ -327,6 +328,7 @@ def test_a_step_part_added_to_the_registry_alone_is_in_the_breakdown(capsys, mon
 
 
 def write_golden() -> None:  # pragma: no cover - run by hand, see the module docstring
+    """Rewrite the golden files from the code as it is (only for an intended change)."""
     import contextlib
 
     from planner.cli.main import main
@@ -339,9 +341,3 @@ def write_golden() -> None:  # pragma: no cover - run by hand, see the module do
         (GOLDEN / name).write_text(buffer.getvalue())
         print(f"wrote {GOLDEN / name}", file=sys.stderr)
 
-
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--write-golden"]:
-        write_golden()
-    else:
-        sys.exit(__doc__)

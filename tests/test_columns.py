@@ -18,7 +18,16 @@ import numpy as np
 import pytest
 
 from planner.engine import columns
-from planner.engine.columns import COLUMNS, FINISH, GROUPS, KERNEL, SOURCES, UNIT_IN_SI, Column
+from planner.engine.columns import (
+    COLUMNS,
+    FINISH,
+    GROUPS,
+    KERNEL,
+    LAYOUT,
+    SOURCES,
+    UNIT_IN_SI,
+    Column,
+)
 
 GOLDEN = Path(__file__).parent / "data" / "columns"
 
@@ -165,40 +174,52 @@ def test_docs_columns_md_is_up_to_date():
 # --------------------------------------------------------------------------- what derives
 
 
-@pytest.fixture(scope="module")
-def layouts(catalog):
-    """Dense layouts with TP, PP, VP and DP, and a MoE model with EP and CP, as frames."""
-    from planner.engine.evaluator import evaluate
+def design_space(catalog, model: str, hardware: str, max_gpus: int, **overrides) -> dict:
+    """Every layout the search enumerates for ``model`` on ``hardware`` up to ``max_gpus``,
+    evaluated at once: the kernel inputs and the evaluator's outputs (``finish`` included)."""
+    from planner.engine.evaluator import base_inputs, evaluate_inputs
+    from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
-    dense = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm",
-                     gpus=np.array([64, 512, 1024, 2048]), tp=np.array([8, 8, 4, 8]),
-                     pp=np.array([8, 4, 4, 8]), vp=np.array([1, 2, 1, 1]),
-                     micro_batch=np.array([1, 1, 2, 1]), tokens=15e12, global_batch=1024)
-    moe = evaluate(catalog=catalog, model="mixtral-8x7b", hardware="h100-sxm",
-                   gpus=np.array([128, 256]), tp=np.array([2, 4]), pp=np.array([2, 1]),
-                   cp=np.array([2, 2]), ep=np.array([2, 8]), tokens=2e12, global_batch=512,
-                   seq_len=8192, overrides={"cp_overlap": 0.0})  # CP exchange not hidden
+    x = base_inputs(catalog, model=model, hardware=hardware, tokens=1e12)
+    x.update(overrides)
+    layout = enumerate_layouts(
+        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
+        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
+        global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
+        scale_up_domain=int(x["scale_up_domain_gpus"]),
+        options=SpaceOptions(min_gpus=8, max_gpus=max_gpus))
+    inputs = {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                                  layers=x["layers"])}
+    return evaluate_inputs(inputs)
+
+
+@pytest.fixture(scope="module")
+def spaces(catalog):
+    """A dense model (TP, PP, VP, DP, recompute, ZeRO) and a MoE model at 32k context (EP,
+    CP; CP exchange not hidden, so that it shows): thousands of layouts each."""
+    dense = design_space(catalog, "llama3-70b", "h100-sxm", 1024)
+    moe = design_space(catalog, "mixtral-8x7b", "h100-sxm", 512, seq_len=32768.0,
+                       cp_overlap=0.0)
     return dense, moe
 
 
-def test_step_time_terms_sum_to_the_step_time(layouts):
+def test_step_time_terms_sum_to_the_step_time(spaces):
     terms = columns.step_time_terms()
     assert terms == tuple(key for _, key in columns.step_parts())
-    for frame in layouts:
-        parts = frame[list(terms)].to_numpy()
+    for out in spaces:
+        parts = np.array([out[t] for t in terms])
+        assert parts.shape[1] > 1000
         assert np.all(parts >= 0)
-        np.testing.assert_allclose(parts.sum(axis=1), frame["step_time_s"], rtol=1e-12)
-    moe = layouts[1]
-    assert (moe["ep_comm_s"] > 0).all() and (moe["cp_comm_s"] > 0).all()
+        np.testing.assert_allclose(parts.sum(axis=0), out["step_time_s"], rtol=1e-12)
+    moe = spaces[1]
+    assert (moe["ep_comm_s"] > 0).any() and (moe["cp_comm_s"] > 0).any()
 
 
-def test_memory_terms_sum_to_the_memory_per_gpu(layouts):
-    for frame in layouts:
-        parts = frame[list(columns.memory_terms())].to_numpy()
-        np.testing.assert_allclose(parts.sum(axis=1), frame["memory_per_gpu_bytes"],
-                                   rtol=1e-12)
-        largest = np.asarray(columns.memory_terms())[parts.argmax(axis=1)]
-        assert list(frame["largest_memory_term"]) == list(largest)
+def test_memory_terms_sum_to_the_memory_per_gpu(spaces):
+    for out in spaces:
+        parts = np.array([out[t] for t in columns.memory_terms()])
+        np.testing.assert_allclose(parts.sum(axis=0), out["memory_per_gpu_bytes"], rtol=1e-12)
+        np.testing.assert_array_equal(out["largest_memory_term_index"], parts.argmax(axis=0))
 
 
 def test_every_step_part_has_a_label_and_its_own_colour():
@@ -228,12 +249,25 @@ def test_plotted_parts_sum_to_the_step_and_wall_time(catalog):
         assert sum(run.values()) == pytest.approx(row["wall_time_s"], rel=1e-9)
 
 
-def test_evaluate_frame_has_every_engine_column_and_conversions_are_exact(layouts):
-    dense, _ = layouts
-    engine = {c.name for c in COLUMNS if c.source in (KERNEL, FINISH, "layout")}
-    assert engine <= set(dense.columns)
-    for name, of, divisor in columns.conversions():
-        np.testing.assert_array_equal(dense[name], dense[of] / divisor)
+def test_evaluator_returns_every_engine_column_and_conversions_are_exact(spaces):
+    from planner.engine.space import LAYOUT_COLUMNS
+
+    for out in spaces:
+        computed = {c.name for c in COLUMNS if c.source in (KERNEL, FINISH)}
+        assert computed - {"largest_memory_term"} <= set(out)  # named by evaluate()
+        for name, of, divisor in columns.conversions():
+            np.testing.assert_array_equal(out[name], out[of] / divisor)
+    assert set(columns.names(source=LAYOUT)) == set(LAYOUT_COLUMNS)
+
+
+def test_evaluate_frame_names_the_largest_memory_term(catalog):
+    from planner.engine.evaluator import evaluate
+
+    frame = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm",
+                     gpus=np.array([64, 1024]), tp=8, pp=np.array([8, 1]), zero=0)
+    engine = {c.name for c in COLUMNS if c.source in (KERNEL, FINISH, LAYOUT)}
+    assert engine <= set(frame.columns)
+    assert set(frame["largest_memory_term"]) <= set(columns.memory_terms())
 
 
 def test_frontier_keeps_the_kept_columns(catalog):

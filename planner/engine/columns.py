@@ -32,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Column", "COLUMNS", "GROUPS", "SOURCES", "KERNEL", "LAYOUT", "SEARCH", "FINISH",
-           "UNIT_IN_SI", "RUN_TIME_PART_COLOURS", "column", "names", "kernel_outputs",
+           "UNIT_IN_SI", "RUN_TIME_PART_COLOURS", "column", "names", "layout_columns",
+           "layout_key", "kernel_outputs",
            "step_time_terms", "memory_terms", "step_parts", "part_colours", "conversion_factor",
            "conversions", "kept", "evaluate_summary", "plan_summary"]
 
@@ -210,6 +211,16 @@ def names(*, source: str | None = None, group: str | None = None) -> tuple[str, 
     """Names of the columns, optionally of one source and/or group, in table order."""
     return tuple(c.name for c in COLUMNS
                  if (source is None or c.source == source) and (group is None or c.group == group))
+
+
+def layout_columns() -> tuple[str, ...]:
+    """The choices that make a layout (the design space's dimensions)."""
+    return names(source=LAYOUT)
+
+
+def layout_key() -> tuple[str, ...]:
+    """The columns that identify a candidate of a plan: the accelerator and its layout."""
+    return names(group="layout")
 
 
 def kernel_outputs() -> dict[str, str]:

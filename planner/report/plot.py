@@ -142,9 +142,9 @@ def winner_groups(result, objectives=None) -> list[tuple[list[str], dict]]:
 
 
 def _row_key(row) -> tuple:
-    return tuple(str(row[k]) for k in ("hardware", "gpus", "tp", "pp", "dp", "cp", "ep", "vp",
-                                        "micro_batch", "recompute", "zero",
-                                        "sequence_parallel"))
+    from planner.engine.columns import layout_key
+
+    return tuple(str(row[k]) for k in layout_key())
 
 
 def _require_winners(result):

@@ -34,13 +34,15 @@ A column's name ends in its unit where it has one (`step_time_s`, `hbm_bytes`,
 `energy_kwh`); values are SI inside (s, B, FLOP, W, J, USD) and converted only at the
 edge, the conversions stated below.  *Shown in*: **E** `capplan evaluate`'s summary
 (the step-time and memory breakdowns are listed apart), **P** each plan row of
-`capplan plan`'s JSON, **F** the frontier kept by the search.
+`capplan plan`'s JSON, **F** the frontier kept by the search (`plan(...).frontier`,
+which also holds `hardware` and the constraint check `feasible`).
 
 To add a column, add one line to the registry (a kernel column also needs the run model
 to compute it and `python -m planner.codegen --only kernel`), then regenerate this page.
 """
 
-_SOURCE = {KERNEL: "kernel", LAYOUT: "layout", SEARCH: "search", FINISH: "derived"}
+_SOURCE = {KERNEL: "run model (kernel)", LAYOUT: "layout choice",
+           SEARCH: "accelerator of the candidate", FINISH: "derived"}
 
 
 def _origin(c: Column) -> str:

@@ -40,7 +40,7 @@ __all__ = ["Column", "COLUMNS", "GROUPS", "SOURCES", "KERNEL", "LAYOUT", "SEARCH
 #: Sources of a column's value.
 KERNEL = "kernel"    # computed by the compiled run model (planner.engine.model)
 LAYOUT = "layout"    # a parallel layout choice (planner.engine.space)
-SEARCH = "search"    # set by the search (planner.engine.optimize)
+SEARCH = "search"    # the candidate's accelerator (evaluate's argument, plan's search loop)
 FINISH = "finish"    # derived after the kernel by planner.engine.evaluator.finish
 SOURCES = (KERNEL, LAYOUT, SEARCH, FINISH)
 

@@ -491,7 +491,8 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     cases of one reliability profile) - used by the calibration.
     """
     from formulas.compute import narayanan_flops_per_iteration
-    from planner.engine.evaluator import BREAKDOWN_TERMS, evaluate_inputs
+    from planner.engine.columns import step_time_terms
+    from planner.engine.evaluator import evaluate_inputs
 
     if catalog is None:
         from hardware_catalog import load_catalog
@@ -499,7 +500,7 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
         catalog = load_catalog()
     out = with_shape_defaults(cases)
     outputs = ("step_time_s", "memory_per_gpu_bytes", "hbm_bytes", "activation_bytes", "mfu",
-               *BREAKDOWN_TERMS)
+               *step_time_terms())
     out["predicted"] = np.nan
     for col in outputs:
         out[col] = np.nan

@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.engine.columns import conversions, memory_terms
 from planner.engine.model import INPUTS, OUTPUTS
 
 #: Candidates per kernel call; bounds memory whatever the size of the space.
 CHUNK = 4096
-MEMORY_TERMS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activation_bytes",
-                "reserve_bytes")
-BREAKDOWN_TERMS = ("compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
-                   "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s")
 
 _KERNEL = None
 
@@ -68,28 +65,27 @@ def evaluate_inputs(inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
 
 
 def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
-    """Derived columns: fits, the overflowing memory term, conversions at the edge."""
+    """The ``finish`` columns of :mod:`planner.engine.columns`: fits, the largest memory
+    term, and the unit conversions at the edge."""
     n = len(out["step_time_s"])
     hbm = np.broadcast_to(np.asarray(inputs["hbm_bytes"], dtype=float), (n,))
     out["hbm_bytes"] = np.array(hbm)
     out["fits"] = out["memory_per_gpu_bytes"] <= hbm
-    # index into MEMORY_TERMS of the largest memory term (names only where shown)
-    largest = np.zeros(n, dtype=np.int8)
-    biggest = out[MEMORY_TERMS[0]]
-    for i, term in enumerate(MEMORY_TERMS[1:], start=1):
+    out["largest_memory_term_index"] = largest_index(out, memory_terms())
+    for name, source, divisor in conversions():
+        out[name] = out[source] / divisor
+    return out
+
+
+def largest_index(out: dict[str, np.ndarray], terms: tuple[str, ...]) -> np.ndarray:
+    """Per candidate, the index into ``terms`` of the largest (the first of equals)."""
+    largest = np.zeros(len(out[terms[0]]), dtype=np.int8)
+    biggest = out[terms[0]]
+    for i, term in enumerate(terms[1:], start=1):
         larger = out[term] > biggest
         largest[larger] = i
         biggest = np.maximum(biggest, out[term])
-    out["largest_memory_term_index"] = largest
-    out["wall_days"] = out["wall_time_s"] / 86400
-    out["energy_kwh"] = out["energy_facility_j"] / 3.6e6
-    out["energy_it_kwh"] = out["energy_it_j"] / 3.6e6
-    out["energy_gpu_kwh"] = out["energy_gpu_j"] / 3.6e6
-    out["energy_mwh"] = out["energy_kwh"] / 1000
-    out["avg_power_mw"] = out["avg_power_w"] / 1e6
-    out["peak_power_mw"] = out["peak_power_w"] / 1e6
-    out["co2e_t"] = out["co2e_kg"] / 1000
-    return out
+    return largest
 
 
 def base_inputs(catalog, *, model, hardware, site="us-average", reliability="default",
@@ -231,7 +227,7 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
             "precision": precision, "site": site, "checkpoint": checkpoint,
             "recompute": recompute, "zero": zero, "global_batch": x["global_batch"],
             "seq_len": x["seq_len"], "tokens": x["tokens"]}
-    out["largest_memory_term"] = np.asarray(MEMORY_TERMS)[out.pop("largest_memory_term_index")]
+    out["largest_memory_term"] = np.asarray(memory_terms())[out.pop("largest_memory_term_index")]
     columns = {**meta, **{k: v for k, v in layout.items() if k not in ("recompute", "zero")},
                **out}
     frame = pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.engine.columns import kept
 from planner.engine.evaluator import base_inputs, evaluate_inputs
 from planner.engine.pricing import price_quote
 from planner.engine.scenario import OBJECTIVES, Scenario
@@ -29,19 +30,8 @@ PLAN_CHUNK = 65536
 #: Objective -> the column minimised.
 OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
                      "carbon": "co2e_kg"}
-KEEP_COLUMNS = (
-    "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute", "zero",
-    "sequence_parallel", "step_time_s", "compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s",
-    "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s",
-    "memory_per_gpu_bytes", "weights_bytes", "grads_bytes", "optimizer_state_bytes",
-    "activation_bytes", "reserve_bytes", "hbm_bytes", "fits", "tokens_per_s",
-    "tflops_per_gpu", "mfu", "hfu", "steps", "system_mtbf_s", "checkpoint_bytes",
-    "checkpoint_stall_s", "checkpoint_interval_s", "young_interval_s", "restart_s",
-    "expected_failures", "waste_fraction", "ettr", "solve_time_s", "wall_time_s", "wall_days",
-    "gpu_hours", "energy_kwh", "energy_it_kwh", "energy_gpu_kwh", "energy_mwh", "avg_power_mw", "peak_power_mw",
-    "cost_usd", "cost_cloud_usd", "cost_tco_usd", "co2e_kg", "co2e_operational_kg",
-    "co2e_embodied_kg", "co2e_t",
-)
+#: Columns kept for each candidate of the frontier, besides ``hardware`` (column registry).
+KEEP_COLUMNS = kept()
 
 
 @dataclass

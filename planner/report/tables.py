@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import io
 
+from planner.engine.columns import step_parts
 from planner.engine.optimize import PlanResult
 
-STEP_PARTS = (("compute", "compute_s"), ("host-bound launches", "launch_s"),
-              ("TP communication", "tp_comm_s"),
-              ("CP communication", "cp_comm_s"), ("EP all-to-all", "ep_comm_s"),
-              ("pipeline transfers", "pp_comm_s"), ("DP gradient sync", "dp_comm_s"),
-              ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s"),
-              ("stragglers", "straggler_s"))
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
                     "carbon": "least carbon"}
 
@@ -19,7 +14,7 @@ OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least ener
 def time_breakdown(row: dict) -> dict[str, float]:
     """Wall time of the whole run split by cause [s]; parts sum to ``wall_time_s``."""
     steps = row["steps"]
-    parts = {label: steps * row[key] for label, key in STEP_PARTS}
+    parts = {label: steps * row[key] for label, key in step_parts()}
     checkpoints = row["solve_time_s"] / row["checkpoint_interval_s"]
     parts["checkpoint stalls"] = checkpoints * row["checkpoint_stall_s"]
     parts["failures and restarts"] = (row["wall_time_s"] - row["solve_time_s"]

@@ -529,9 +529,12 @@ def gockpt_min_steps(state_bytes, gradient_bytes, host_bandwidth_bytes_per_s,
     3.963
 
     .. math:: k^* = \\max\\left(1, \\frac{\\ln(1 - G/(W B_h))}{\\ln(1 - G/S)}\\right)
+        \\quad (k^* = 1 \\text{ if } W B_h \\ge S)
     """
-    return maximum(log(1 - gradient_bytes / (overlap_window_s * host_bandwidth_bytes_per_s))
-                   / log(1 - gradient_bytes / state_bytes), 1)
+    window_bytes = overlap_window_s * host_bandwidth_bytes_per_s
+    return where(window_bytes >= state_bytes, 1,
+                 maximum(log(1 - gradient_bytes / window_bytes)
+                         / log(1 - gradient_bytes / state_bytes), 1))
 
 
 @formula(reference=GOCKPT + " (a checkpoint is complete after its k transfer steps and "

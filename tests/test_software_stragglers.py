@@ -19,6 +19,11 @@ from formulas.straggler import (
     slow_node_slowdown,
     straggler_waste_fraction,
 )
+from planner.analysis.simulate import (
+    StragglerSpec,
+    simulate_stragglers,
+    straggler_closed_form,
+)
 
 
 @pytest.mark.parametrize("ranks,step_s,gc_interval_s", [(8, 2.0, 30.0), (128, 4.0, 600.0),
@@ -123,3 +128,30 @@ def test_waste_of_the_published_tail():
     assert straggler_waste_fraction(1 / 0.55) == pytest.approx(0.45)
     assert 1 / (1 - 0.104) == pytest.approx(1.116, abs=5e-4)
     assert straggler_waste_fraction(1.0) == 0.0
+
+
+# ---- causes combined: closed form vs Monte Carlo -------------------------------------------
+
+SCENARIOS = {
+    "noise": dict(step_time_cv=0.005),
+    "slow-10%": dict(step_time_cv=0.02, slow_fraction=1e-4, slow_factor=1.1),
+    "slow-2%": dict(step_time_cv=0.005, slow_fraction=1e-3, slow_factor=1.02),
+    "gc": dict(step_time_cv=0.005, gc_interval_s=800.0, gc_pause_s=1.0),
+    "all": dict(step_time_cv=0.01, gc_interval_s=800.0, gc_pause_s=1.0, slow_fraction=1e-4,
+                slow_factor=1.1, layers=32, stages=8, microbatches=64,
+                last_stage_extra_layers=lm_head_layer_equivalents(128256, 4096, 8192)),
+}
+
+
+@pytest.mark.parametrize("ranks", [128, 1024, 4096, 16384])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_combined_causes_closed_form_matches_monte_carlo(ranks, name):
+    """4 s steps, 100k simulated steps (seed 1): within 0.3 % (0.13 % measured)."""
+    spec = StragglerSpec(ranks=ranks, step_time_s=4.0, **SCENARIOS[name])
+    closed = straggler_closed_form(spec)
+    mc = simulate_stragglers(spec, steps=100_000, seed=1)
+    assert closed["step_time_s"] == pytest.approx(mc["step_time_s"], rel=0.003)
+    assert closed["waste_fraction"] == pytest.approx(1 - 4.0 / closed["step_time_s"])
+    # each cause alone never exceeds the combination
+    for slowdown in closed["slowdown_by_cause"].values():
+        assert 1.0 <= slowdown <= closed["slowdown"] * (1 + 1e-12)

@@ -1003,3 +1003,115 @@ def failure_domains(profile, *, gpus: int, gpus_per_node: int) -> list[FailureDo
     if not out:
         raise ValueError(f"reliability profile {profile.id!r} states no failure domains")
     return out
+
+
+# ---------------------------------------------------------------------------
+# Software stragglers: causes combined
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StragglerSpec:
+    """A synchronising group and the straggler causes acting on it (SI units).
+
+    Rank i's step time is ``step_time_s * (1 + step_time_cv * Z_i)``, times
+    ``slow_factor`` if the rank is slow (probability ``slow_fraction``); the
+    group waits for its slowest rank, plus ``gc_pause_s`` if any rank collects
+    garbage during the step (Poisson collections, mean gap ``gc_interval_s``
+    per rank; ``inf``: none); the pipeline's last-stage imbalance multiplies
+    the whole step (``layers``, ``stages``, ``last_stage_extra_layers``,
+    ``microbatches``; 1 stage: none).
+    """
+
+    ranks: int
+    step_time_s: float
+    step_time_cv: float = 0.0
+    gc_interval_s: float = math.inf
+    gc_pause_s: float = 0.0
+    slow_fraction: float = 0.0
+    slow_factor: float = 1.0
+    layers: float = 1.0
+    stages: int = 1
+    last_stage_extra_layers: float = 0.0
+    microbatches: int = 1
+
+
+def straggler_closed_form(spec: StragglerSpec) -> dict:
+    """Expected step time and the slowdown of each cause, from :mod:`formulas.straggler`.
+
+    Combined step = pipeline slowdown x E[slowest rank] + GC pause delay, where
+    the slowest rank is, with probability q = 1 - (1 - f)^n, the largest of
+    the about n f / q slow ranks (S x E[max of n f / q normals]) unless the
+    n ranks' maximum is larger, and otherwise the maximum of n normals.
+    Taking the larger of the two expectations approximates the expected
+    maximum; :func:`simulate_stragglers` measures the error: at most 0.13 %
+    for 128-16,384 ranks, cv 0.5-2 %, slow fractions 1e-4-1e-3 slowed 2-10 %
+    (tests/test_software_stragglers.py).  ``slowdown_by_cause`` gives each
+    cause alone, from its own formula.
+    """
+    from formulas import straggler as sg
+
+    n, t = spec.ranks, spec.step_time_s
+    e_max = float(sg.expected_max_normal(n, t, spec.step_time_cv * t))
+    p_gc = 0.0 if math.isinf(spec.gc_interval_s) else float(
+        sg.gc_pause_probability(e_max, spec.gc_interval_s))
+    gc = float(sg.pause_delay(n, p_gc, spec.gc_pause_s))
+    slow = float(sg.slow_node_slowdown(n, spec.slow_fraction, spec.slow_factor))
+    pipe = float(sg.pipeline_imbalance_slowdown(spec.layers, spec.stages,
+                                                spec.last_stage_extra_layers,
+                                                spec.microbatches))
+    # the slowest rank: a slow one (at least one with probability q; about n f / q of
+    # them, whose own maximum is taken) or, if none, the maximum of all n
+    f = spec.slow_fraction
+    q = -math.expm1(n * math.log1p(-f)) if f < 1 else 1.0
+    if q > 0 and spec.slow_factor > 1:
+        e_slow = spec.slow_factor * float(sg.expected_max_normal(
+            max(1.0, n * f / q), t, spec.step_time_cv * t))
+        compute = (1 - q) * e_max + q * max(e_slow, e_max)
+    else:
+        compute = e_max
+    step = pipe * compute + gc
+    causes = {"noise": e_max / t, "gc": (e_max + gc) / e_max, "slow_nodes": slow,
+              "pipeline": pipe}
+    return {"step_time_s": step, "slowdown": step / t,
+            "waste_fraction": float(sg.straggler_waste_fraction(step / t)),
+            "slowdown_by_cause": causes,
+            "waste_by_cause": {k: float(sg.straggler_waste_fraction(v))
+                               for k, v in causes.items()}}
+
+
+def simulate_stragglers(spec: StragglerSpec, steps: int = 100_000, seed: int = 0) -> dict:
+    """Monte Carlo of :class:`StragglerSpec` step times (exact shortcuts, never per rank).
+
+    Per step: K ~ Binomial(n, f) slow ranks; the maxima of the K slow and of
+    the n - K other ranks' normal times drawn exactly (inverse CDF of the
+    maximum); the larger one, times the pipeline slowdown (the flow-shop
+    makespan ratio, deterministic); plus the pause if any rank collects
+    garbage, probability 1 - e^{-n E/I} with E the closed form's mean maximum.
+    """
+    from scipy.special import ndtri
+
+    from formulas import straggler as sg
+
+    rng = np.random.default_rng(seed)
+    n, t, sd = spec.ranks, spec.step_time_s, spec.step_time_cv * spec.step_time_s
+    slow = rng.binomial(n, spec.slow_fraction, steps)
+
+    def max_of(count, scale):
+        out = np.full(steps, -np.inf)
+        some = count > 0
+        with np.errstate(divide="ignore"):
+            tail = -np.expm1(np.log(rng.random(int(some.sum()))) / count[some])
+        out[some] = scale * (t - sd * ndtri(tail))
+        return out
+
+    compute = np.maximum(max_of(slow, spec.slow_factor), max_of(n - slow, 1.0))
+    pipe = float(sg.pipeline_imbalance_slowdown(spec.layers, spec.stages,
+                                                spec.last_stage_extra_layers,
+                                                spec.microbatches))
+    step = pipe * compute
+    if not math.isinf(spec.gc_interval_s) and spec.gc_pause_s > 0:
+        e_max = float(sg.expected_max_normal(n, t, sd))
+        q = -math.expm1(-n * e_max / spec.gc_interval_s)
+        step = step + spec.gc_pause_s * (rng.random(steps) < q)
+    return {"step_time_s": float(step.mean()),
+            "stderr_s": float(step.std(ddof=1) / math.sqrt(steps)), "seed": seed}

@@ -586,7 +586,10 @@ def expected_lost_work(interval_s, commit_latency_s):
     capture, plus a whole interval if it strikes before the commit.  Valid
     for L_c <= tau.  Async snapshot: L_c = S/B_h + P.  GoCkpt: the
     consistent version is that of its last part, captured one step before
-    the transfer ends, so L_c = T + P (plus the host-side update).
+    the transfer ends, so L_c = T + P (plus the host-side update).  To first
+    order the latency acts as extra restart cost: the waste is
+    :func:`first_order_waste_fraction` with R + L_c in place of R (Young's
+    interval is unchanged).
 
     Parameters
     ----------

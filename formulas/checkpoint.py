@@ -589,7 +589,7 @@ def expected_lost_work(interval_s, commit_latency_s):
     the transfer ends, so L_c = T + P (plus the host-side update).  To first
     order the latency acts as extra restart cost: the waste is
     :func:`first_order_waste_fraction` with R + L_c in place of R (Young's
-    interval is unchanged).
+    interval is unchanged); :func:`daly_wall_time_committed` is exact.
 
     Parameters
     ----------
@@ -645,3 +645,58 @@ def stall_throughput_gain(interval_s, base_stall_s, new_stall_s):
     .. math:: \\Delta X = \\frac{\\tau + \\delta_0}{\\tau + \\delta_1} - 1
     """
     return (interval_s + base_stall_s) / (interval_s + new_stall_s) - 1
+
+
+@formula(reference=DALY + ", eq. (20) extended here to checkpoints that commit L_c after "
+         "capture (async snapshots, " + GOCKPT + ")",
+         domain={"solve_time_s": ">=0", "interval_s": ">0", "checkpoint_cost_s": ">=0",
+                 "restart_cost_s": ">=0", "mtbf_s": ">0", "commit_latency_s": ">=0"},
+         symbols={**_SYM, "commit_latency_s": "L_c"}, result_latex="T_{w,c}")
+def daly_wall_time_committed(solve_time_s, interval_s, checkpoint_cost_s, restart_cost_s,
+                             mtbf_s, commit_latency_s):
+    """Expected wall time until the last checkpoint commits, with a commit latency.
+
+    Daly's complete model (exponential failures, restarts exposed to
+    failures) where a checkpoint protects the run only L_c after the end of
+    its segment (copy, consistency update, persistence), while the next
+    segment already computes.  From one commit the next needs tau + delta
+    failure-free time; after a failure it needs tau + delta + L_c from the
+    last committed segment.  Solving the two renewal equations: every segment
+    costs Daly's time times e^{L_c/M}, and the first commit adds
+    M e^{R/M}(e^{L_c/M} - 1).  Equals :func:`daly_wall_time` at L_c = 0.
+    Valid for L_c <= tau + delta (one checkpoint pending at a time).
+
+    Parameters
+    ----------
+    solve_time_s : numeric
+        Failure-free compute time of the job, a whole number of intervals, T_s [s].
+    interval_s : numeric
+        Compute time between checkpoints, tau [s].
+    checkpoint_cost_s : numeric
+        Blocking time of one checkpoint, delta [s].
+    restart_cost_s : numeric
+        Time from a failure until work resumes, R [s].
+    mtbf_s : numeric
+        System mean time between failures, M [s].
+    commit_latency_s : numeric
+        Time from the end of a segment until its checkpoint protects the run, L_c [s].
+
+    Returns
+    -------
+    numeric
+        Expected wall-clock time until the final checkpoint commits [s].
+
+    Examples
+    --------
+    >>> round(daly_wall_time_committed(36000.0, 600.0, 60.0, 120.0, 3600.0, 0.0), 1)
+    44935.5
+    >>> round(daly_wall_time_committed(36000.0, 600.0, 60.0, 120.0, 3600.0, 300.0), 1)
+    49164.1
+
+    .. math:: T_{w,c} = M e^{R/M}\\left[e^{L_c/M}\\left(e^{(\\tau+\\delta)/M} - 1\\right)
+        \\frac{T_s}{\\tau} + e^{L_c/M} - 1\\right]
+    """
+    latency = exp(commit_latency_s / mtbf_s)
+    return mtbf_s * exp(restart_cost_s / mtbf_s) * (
+        latency * (exp((interval_s + checkpoint_cost_s) / mtbf_s) - 1)
+        * solve_time_s / interval_s + latency - 1)

@@ -53,6 +53,13 @@ Exact distributional shortcuts (never per rank, never per step)
   materialised.  Validated against a brute-force per-component simulation in
   ``tests/test_simulate.py``.
 
+Two further checks live here, each a closed form next to its Monte Carlo:
+:func:`domains_closed_form` / :func:`simulate_domains` (failure domains that
+take several nodes out, hot spares that turn a re-queue into a swap, a
+compound-Poisson repair pool; :func:`optimal_spares`), and
+:func:`straggler_closed_form` / :func:`simulate_stragglers` (per-rank noise,
+garbage collection, slow nodes and pipeline imbalance together).
+
 Loop structure: one iteration per failure epoch (vectorised over replicas, with
 masks for finished ones).  Inside an epoch the completed segments before the
 failure are found by sampling the cumulative time of ``j0`` segments in one draw

@@ -326,12 +326,26 @@ class ReliabilityProfile(Entry):
     pause_duration_s: Quantity
     checkpoint_write_bytes_per_s: Quantity | None = None  # aggregate storage, whole job
     checkpoint_read_bytes_per_s: Quantity | None = None
+    # failure domains and hot spares (formulas/reliability.py); optional
+    domain_gpu_mtbf_s: Quantity | None = None  # per GPU; a failure takes its node out
+    domain_node_mtbf_s: Quantity | None = None  # per node, host (non-GPU, non-network) causes
+    domain_network_mtbf_s: Quantity | None = None  # per node, switch/cable/NIC causes
+    domain_software_mtbf_s: Quantity | None = None  # per job, job-wide software faults
+    failure_detection_s: Quantity | None = None
+    swap_restart_s: Quantity | None = None  # restart onto hot spares
+    requeue_restart_s: Quantity | None = None  # restart after waiting for replacement nodes
+    node_repair_s: Quantity | None = None  # until a failed node is healthy again
     validation_rows: list[str] = Field(default_factory=list)  # ids in reliability.csv
 
     @model_validator(mode="after")
     def _sanity(self):
         _positive(self, "gpu_mtbf_s", "node_mtbf_s", "pause_duration_s",
-                  "checkpoint_write_bytes_per_s", "checkpoint_read_bytes_per_s")
+                  "checkpoint_write_bytes_per_s", "checkpoint_read_bytes_per_s",
+                  "domain_gpu_mtbf_s", "domain_node_mtbf_s", "domain_network_mtbf_s",
+                  "domain_software_mtbf_s", "node_repair_s")
+        for name in ("failure_detection_s", "swap_restart_s", "requeue_restart_s"):
+            q = getattr(self, name)
+            _check(q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         _check(self.restart_overhead_s.value >= 0, "restart_overhead_s.value", "expected >= 0")
         _check(self.step_time_cv.value >= 0, "step_time_cv.value", "expected >= 0")
         p = self.pause_probability_per_step.value

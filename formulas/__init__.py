@@ -19,7 +19,7 @@ import importlib
 from .core import Formula, formula
 
 DOMAINS = (
-    "compute", "memory", "communication", "pipeline", "checkpoint", "straggler",
+    "compute", "memory", "communication", "pipeline", "checkpoint", "reliability", "straggler",
     "energy", "cost", "carbon",
 )
 

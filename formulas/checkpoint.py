@@ -11,12 +11,33 @@ References
 .. [Daly2006] J. T. Daly, "A higher order estimate of the optimum checkpoint
    interval for restart dumps", Future Gener. Comput. Syst. 22(3):303-312, 2006.
    doi:10.1016/j.future.2004.11.016
+.. [GoCkpt2025] K. Zhang, Y. Chen, Z. Hu, W. Lin, J. Xu, W. Chen, "GoCkpt:
+   Gradient-Assisted Multi-Step overlapped Checkpointing for Efficient LLM
+   Training", arXiv:2511.07035, 2025.
+
+Gradient-assisted multi-step checkpointing (GoCkpt)
+---------------------------------------------------
+An asynchronous snapshot copies the whole device state S (weights and
+optimizer state) to host memory before the next optimizer update may change
+it; what the host link B cannot move inside the step's overlap window W
+stalls the GPU.  GoCkpt spreads the copy over k steps: in step j it copies a
+part f_j S of the state, plus the gradient (G bytes for the whole model) of
+the previous step for the parts already on the host, and the host applies
+those gradients so that every part reaches the version the last part was
+copied at.  Choosing the parts so that every step carries the same traffic L
+(f_1 S = L, f_j S + G (f_1 + ... + f_{j-1}) = L, sum f_j = 1) gives
+L = G / (1 - (1 - G/S)^k) (:func:`gockpt_step_bytes`); k = 1 is the async
+snapshot.  The formulas below are this reading of the paper's abstract and
+method summary (the transfer split, the CPU-side update to one consistent
+version, the bandwidth-balancing "transfer optimization"); the paper's own
+equations and figures were not available to this derivation, see
+docs/model.md.
 """
 
 from __future__ import annotations
 
 from .core import formula
-from .ops import exp, sqrt, where
+from .ops import exp, log, maximum, minimum, sqrt, where
 
 YOUNG = "Young 1974, Commun. ACM 17(9):530, doi:10.1145/361147.361115"
 DALY = "Daly 2006, FGCS 22(3):303-312, doi:10.1016/j.future.2004.11.016"
@@ -306,3 +327,376 @@ def daly_compute_time(solve_time_s, interval_s, checkpoint_cost_s, mtbf_s):
     """
     return solve_time_s / interval_s * mtbf_s * (
         exp((interval_s + checkpoint_cost_s) / mtbf_s) - exp(checkpoint_cost_s / mtbf_s))
+
+
+GOCKPT = ("Zhang et al. 2025, GoCkpt, arXiv:2511.07035 (multi-step transfer of state parts "
+          "plus gradients, CPU-side update to one consistent version)")
+_GO_SYM = {"state_bytes": "S", "gradient_bytes": "G", "steps": "k",
+           "host_bandwidth_bytes_per_s": "B_h", "overlap_window_s": "W",
+           "size_bytes": "S", "step_time_s": "T", "persist_s": "P",
+           "interval_s": r"\tau", "commit_latency_s": "L_c",
+           "base_stall_s": r"\delta_0", "new_stall_s": r"\delta_1"}
+
+
+@formula(reference="Device-to-host snapshot overlapped with the next step's forward and "
+         "backward pass (CheckFreq, Mohan et al. 2021, FAST'21, usenix.org/conference/fast21; "
+         "the async baseline of " + GOCKPT + ")",
+         domain={"size_bytes": ">=0", "host_bandwidth_bytes_per_s": ">0",
+                 "overlap_window_s": ">=0"},
+         symbols=_GO_SYM, result_latex=r"\delta_{async}")
+def async_snapshot_stall(size_bytes, host_bandwidth_bytes_per_s, overlap_window_s):
+    """GPU stall of one asynchronous snapshot of the state to host memory.
+
+    The copy runs while the next step computes, but must end before that
+    step's optimizer update changes the state; what does not fit in the
+    overlap window stalls the GPU.  With no overlap (W = 0) this is the whole
+    copy time S/B, capplan's ``async`` scheme.
+
+    Parameters
+    ----------
+    size_bytes : numeric
+        Device state to copy per GPU (weights and optimizer state), S [B].
+    host_bandwidth_bytes_per_s : numeric
+        Device-to-host bandwidth per GPU (PCIe / C2C), B_h [B/s].
+    overlap_window_s : numeric
+        Time per step during which the copy runs without delaying compute, W [s].
+
+    Returns
+    -------
+    numeric
+        Stall per checkpoint [s].
+
+    Examples
+    --------
+    >>> async_snapshot_stall(40e9, 25e9, 0.5)  # 40 GB over 25 GB/s, 0.5 s hidden
+    1.1
+
+    .. math:: \\delta_{async} = \\max\\left(0, \\frac{S}{B_h} - W\\right)
+    """
+    return maximum(size_bytes / host_bandwidth_bytes_per_s - overlap_window_s, 0)
+
+
+@formula(reference=GOCKPT + "; equal per-step traffic (its bandwidth-balancing transfer "
+         "optimization) solved in closed form here",
+         domain={"state_bytes": ">0", "gradient_bytes": ">0", "steps": ">=1"},
+         symbols=_GO_SYM, result_latex="L_k")
+def gockpt_step_bytes(state_bytes, gradient_bytes, steps):
+    """Host-link traffic per step of a GoCkpt checkpoint spread over k steps.
+
+    Step j copies a part f_j of the state and the previous step's gradient of
+    the parts already on the host; equal traffic L in every step gives
+    f_1 S = L and F_j = F_{j-1} (1 - G/S) + L/S for the copied share F_j, so
+    F_k = 1 yields the closed form below.  k = 1 gives S (an async snapshot);
+    large k tends to G (the whole gradient every step).  Valid for G < S
+    (G/S is capped at 1, where L = G).
+
+    Parameters
+    ----------
+    state_bytes : numeric
+        Checkpointed device state per GPU, S [B].
+    gradient_bytes : numeric
+        Gradient of the same parameters per GPU and step, G [B].
+    steps : numeric
+        Steps the checkpoint is spread over, k [1].
+
+    Returns
+    -------
+    numeric
+        Bytes over the host link in each of the k steps [B].
+
+    Examples
+    --------
+    >>> round(gockpt_step_bytes(14.0, 2.0, 1), 12)  # 14 B/param state, 2 B/param bf16 grads
+    14.0
+    >>> round(gockpt_step_bytes(14.0, 2.0, 4), 4)
+    4.3457
+
+    .. math:: L_k = \\frac{G}{1 - \\left(1 - \\min(G/S, 1)\\right)^{k}}
+    """
+    return gradient_bytes / (1 - (1 - minimum(gradient_bytes / state_bytes, 1)) ** steps)
+
+
+@formula(reference=GOCKPT + "; total traffic k L_k minus the state",
+         domain={"state_bytes": ">0", "gradient_bytes": ">0", "steps": ">=1"},
+         symbols=_GO_SYM, result_latex=r"\Delta V")
+def gockpt_extra_bytes(state_bytes, gradient_bytes, steps):
+    """Extra host-link traffic of one GoCkpt checkpoint over an async snapshot.
+
+    The gradients sent to bring earlier parts to the final version:
+    k L_k - S; zero for k = 1, about (k - 1) G / 2 while k G << S.
+
+    Parameters
+    ----------
+    state_bytes : numeric
+        Checkpointed device state per GPU, S [B].
+    gradient_bytes : numeric
+        Gradient per GPU and step, G [B].
+    steps : numeric
+        Steps the checkpoint is spread over, k [1].
+
+    Returns
+    -------
+    numeric
+        Extra bytes per GPU and checkpoint [B].
+
+    Examples
+    --------
+    >>> round(gockpt_extra_bytes(14.0, 2.0, 4), 4)
+    3.3828
+
+    .. math:: \\Delta V = k L_k - S
+    """
+    return steps * gockpt_step_bytes.func(state_bytes, gradient_bytes, steps) - state_bytes
+
+
+@formula(reference=GOCKPT + "; per-step overlap as in the async snapshot",
+         domain={"state_bytes": ">0", "gradient_bytes": ">0", "steps": ">=1",
+                 "host_bandwidth_bytes_per_s": ">0", "overlap_window_s": ">=0"},
+         symbols=_GO_SYM, result_latex=r"\delta_{GoCkpt}")
+def gockpt_stall(state_bytes, gradient_bytes, steps, host_bandwidth_bytes_per_s,
+                 overlap_window_s):
+    """GPU stall of one GoCkpt checkpoint spread over k steps.
+
+    Each of the k steps moves L_k bytes (:func:`gockpt_step_bytes`); what does
+    not fit in the step's overlap window stalls it.  k = 1 is
+    :func:`async_snapshot_stall`.  Zero once L_k <= W B_h
+    (:func:`gockpt_min_steps`).
+
+    Parameters
+    ----------
+    state_bytes : numeric
+        Checkpointed device state per GPU, S [B].
+    gradient_bytes : numeric
+        Gradient per GPU and step, G [B].
+    steps : numeric
+        Steps the checkpoint is spread over, k [1].
+    host_bandwidth_bytes_per_s : numeric
+        Device-to-host bandwidth per GPU, B_h [B/s].
+    overlap_window_s : numeric
+        Time per step during which transfers do not delay compute, W [s].
+
+    Returns
+    -------
+    numeric
+        Stall per checkpoint [s].
+
+    Examples
+    --------
+    >>> round(gockpt_stall(40e9, 40e9 / 7, 1, 25e9, 0.5), 12)  # = the async snapshot stall
+    1.1
+    >>> round(gockpt_stall(40e9, 40e9 / 7, 3, 25e9, 0.5), 4)
+    0.352
+    >>> gockpt_stall(40e9, 40e9 / 7, 4, 25e9, 0.5)
+    0.0
+
+    .. math:: \\delta_{GoCkpt} = k \\max\\left(0, \\frac{L_k}{B_h} - W\\right)
+    """
+    per_step = gockpt_step_bytes.func(state_bytes, gradient_bytes, steps)
+    return steps * maximum(per_step / host_bandwidth_bytes_per_s - overlap_window_s, 0)
+
+
+@formula(reference=GOCKPT + "; L_k = W B_h solved for k",
+         domain={"state_bytes": ">0", "gradient_bytes": ">0",
+                 "host_bandwidth_bytes_per_s": ">0", "overlap_window_s": ">0"},
+         symbols=_GO_SYM, result_latex="k^*")
+def gockpt_min_steps(state_bytes, gradient_bytes, host_bandwidth_bytes_per_s,
+                     overlap_window_s):
+    """Fewest steps (real-valued; round up) that hide a GoCkpt checkpoint entirely.
+
+    Solves L_k = W B_h.  1 when one window already holds the whole state
+    (S <= W B_h); infinite when W B_h = G and NaN below: then even the gradient of one step
+    does not fit in a window and no k hides the checkpoint.  Valid for G < S.
+
+    Parameters
+    ----------
+    state_bytes : numeric
+        Checkpointed device state per GPU, S [B].
+    gradient_bytes : numeric
+        Gradient per GPU and step, G [B].
+    host_bandwidth_bytes_per_s : numeric
+        Device-to-host bandwidth per GPU, B_h [B/s].
+    overlap_window_s : numeric
+        Time per step during which transfers do not delay compute, W [s].
+
+    Returns
+    -------
+    numeric
+        Steps k* [1].
+
+    Examples
+    --------
+    >>> round(gockpt_min_steps(40e9, 40e9 / 7, 25e9, 0.5), 3)  # k = 4 hides it
+    3.963
+
+    .. math:: k^* = \\max\\left(1, \\frac{\\ln(1 - G/(W B_h))}{\\ln(1 - G/S)}\\right)
+        \\quad (k^* = 1 \\text{ if } W B_h \\ge S)
+    """
+    window_bytes = overlap_window_s * host_bandwidth_bytes_per_s
+    return where(window_bytes >= state_bytes, 1,
+                 maximum(log(1 - gradient_bytes / window_bytes)
+                         / log(1 - gradient_bytes / state_bytes), 1))
+
+
+@formula(reference=GOCKPT + " (a checkpoint is complete after its k transfer steps and "
+         "persistence to SSD/storage)",
+         domain={"steps": ">=1", "step_time_s": ">0", "persist_s": ">=0"},
+         symbols=_GO_SYM, result_latex=r"\tau_{min}")
+def gockpt_min_interval(steps, step_time_s, persist_s):
+    """Shortest time between the starts of two GoCkpt checkpoints.
+
+    The next checkpoint may start only when the previous one has been moved
+    (k steps) and written from host memory to storage (one host buffer).
+    k = 1 is the async snapshot's drain constraint.
+
+    Parameters
+    ----------
+    steps : numeric
+        Steps the checkpoint is spread over, k [1].
+    step_time_s : numeric
+        Training step time, T [s].
+    persist_s : numeric
+        Time to persist the host copy to storage (and finish the host-side
+        update), P [s].
+
+    Returns
+    -------
+    numeric
+        Minimum checkpoint interval [s].
+
+    Examples
+    --------
+    >>> gockpt_min_interval(4, 10.0, 60.0)
+    100.0
+
+    .. math:: \\tau_{min} = k T + P
+    """
+    return steps * step_time_s + persist_s
+
+
+@formula(reference="Failures uniform over the interval; a checkpoint counts only once "
+         "committed; cf. Daly 2006 s3, " + DALY,
+         domain={"interval_s": ">0", "commit_latency_s": ">=0"},
+         symbols=_GO_SYM, result_latex=r"E[W_{lost}]")
+def expected_lost_work(interval_s, commit_latency_s):
+    """Expected work a failure rolls back when checkpoints commit with a delay.
+
+    A checkpoint captures the state of one moment but protects the run only
+    once it is committed (copied, made consistent and persisted), L_c later.
+    A failure at a uniform time in the interval loses the time since the
+    capture, plus a whole interval if it strikes before the commit.  Valid
+    for L_c <= tau.  Async snapshot: L_c = S/B_h + P.  GoCkpt: the
+    consistent version is that of its last part, captured one step before
+    the transfer ends, so L_c = T + P (plus the host-side update).  To first
+    order the latency acts as extra restart cost: the waste is
+    :func:`first_order_waste_fraction` with R + L_c in place of R (Young's
+    interval is unchanged); :func:`daly_wall_time_committed` is exact.
+
+    Parameters
+    ----------
+    interval_s : numeric
+        Time between checkpoint captures, tau [s].
+    commit_latency_s : numeric
+        Time from capture to commit, L_c [s].
+
+    Returns
+    -------
+    numeric
+        Expected lost work per failure [s].
+
+    Examples
+    --------
+    >>> expected_lost_work(1800.0, 70.0)
+    970.0
+
+    .. math:: E[W_{lost}] = \\frac{\\tau}{2} + L_c
+    """
+    return interval_s / 2 + commit_latency_s
+
+
+@formula(reference="Throughput ratio of two checkpoint schemes at the same interval; "
+         "the comparison reported by " + GOCKPT,
+         domain={"interval_s": ">0", "base_stall_s": ">=0", "new_stall_s": ">=0"},
+         symbols=_GO_SYM, result_latex=r"\Delta X")
+def stall_throughput_gain(interval_s, base_stall_s, new_stall_s):
+    """Relative throughput gain from cutting the checkpoint stall.
+
+    With tau of compute per checkpoint, throughput is proportional to
+    1/(tau + delta).
+
+    Parameters
+    ----------
+    interval_s : numeric
+        Compute time between checkpoints, tau [s].
+    base_stall_s : numeric
+        Stall per checkpoint of the baseline scheme, delta_0 [s].
+    new_stall_s : numeric
+        Stall per checkpoint of the new scheme, delta_1 [s].
+
+    Returns
+    -------
+    numeric
+        Throughput gain, new over baseline, minus one [1].
+
+    Examples
+    --------
+    >>> round(stall_throughput_gain(10.0, 1.1, 0.0), 3)
+    0.11
+
+    .. math:: \\Delta X = \\frac{\\tau + \\delta_0}{\\tau + \\delta_1} - 1
+    """
+    return (interval_s + base_stall_s) / (interval_s + new_stall_s) - 1
+
+
+@formula(reference=DALY + ", eq. (20) extended here to checkpoints that commit L_c after "
+         "capture (async snapshots, " + GOCKPT + ")",
+         domain={"solve_time_s": ">=0", "interval_s": ">0", "checkpoint_cost_s": ">=0",
+                 "restart_cost_s": ">=0", "mtbf_s": ">0", "commit_latency_s": ">=0"},
+         symbols={**_SYM, "commit_latency_s": "L_c"}, result_latex="T_{w,c}")
+def daly_wall_time_committed(solve_time_s, interval_s, checkpoint_cost_s, restart_cost_s,
+                             mtbf_s, commit_latency_s):
+    """Expected wall time until the last checkpoint commits, with a commit latency.
+
+    Daly's complete model (exponential failures, restarts exposed to
+    failures) where a checkpoint protects the run only L_c after the end of
+    its segment (copy, consistency update, persistence), while the next
+    segment already computes.  From one commit the next needs tau + delta
+    failure-free time; after a failure it needs tau + delta + L_c from the
+    last committed segment.  Solving the two renewal equations: every segment
+    costs Daly's time times e^{L_c/M}, and the first commit adds
+    M e^{R/M}(e^{L_c/M} - 1).  Equals :func:`daly_wall_time` at L_c = 0.
+    Valid for L_c <= tau + delta (one checkpoint pending at a time).
+
+    Parameters
+    ----------
+    solve_time_s : numeric
+        Failure-free compute time of the job, a whole number of intervals, T_s [s].
+    interval_s : numeric
+        Compute time between checkpoints, tau [s].
+    checkpoint_cost_s : numeric
+        Blocking time of one checkpoint, delta [s].
+    restart_cost_s : numeric
+        Time from a failure until work resumes, R [s].
+    mtbf_s : numeric
+        System mean time between failures, M [s].
+    commit_latency_s : numeric
+        Time from the end of a segment until its checkpoint protects the run, L_c [s].
+
+    Returns
+    -------
+    numeric
+        Expected wall-clock time until the final checkpoint commits [s].
+
+    Examples
+    --------
+    >>> round(daly_wall_time_committed(36000.0, 600.0, 60.0, 120.0, 3600.0, 0.0), 1)
+    44935.5
+    >>> round(daly_wall_time_committed(36000.0, 600.0, 60.0, 120.0, 3600.0, 300.0), 1)
+    49164.1
+
+    .. math:: T_{w,c} = M e^{R/M}\\left[e^{L_c/M}\\left(e^{(\\tau+\\delta)/M} - 1\\right)
+        \\frac{T_s}{\\tau} + e^{L_c/M} - 1\\right]
+    """
+    latency = exp(commit_latency_s / mtbf_s)
+    return mtbf_s * exp(restart_cost_s / mtbf_s) * (
+        latency * (exp((interval_s + checkpoint_cost_s) / mtbf_s) - 1)
+        * solve_time_s / interval_s + latency - 1)

@@ -10,6 +10,7 @@ References
 from __future__ import annotations
 
 from .core import formula
+from .ops import log, sqrt
 
 BARROSO = ("Barroso, Hoelzle & Ranganathan 2018, The Datacenter as a Computer 3rd ed., ch. 6, "
            "doi:10.2200/S00874ED3V01Y201809CAC046")
@@ -17,6 +18,13 @@ SECONDS_PER_HOUR = 3600.0
 JOULES_PER_KWH = 3.6e6
 #: Julian year, 365.25 days (IAU).
 SECONDS_PER_YEAR = 365.25 * 86400.0
+#: Mean Gregorian month, 365.2425 / 12 days: the "trailing month" of spot interruption data.
+SECONDS_PER_MONTH = 365.2425 / 12 * 86400.0
+SPOT_ADVISOR = ("AWS EC2 Spot Instance Advisor documentation, "
+                "https://aws.amazon.com/ec2/spot/instance-advisor/: 'Frequency of interruption "
+                "represents the rate at which Spot has reclaimed capacity during the trailing "
+                "month', in ranges <5%, 5-10%, 10-15%, 15-20%, >20%")
+YOUNG = "Young 1974, Commun. ACM 17(9):530, doi:10.1145/361147.361115"
 
 
 @formula(reference="GPU-hours x price per GPU-hour, as billed per instance-hour in e.g. the AWS "
@@ -115,3 +123,80 @@ def tco_cost(gpus, time_s, capex_usd_per_gpu, lifetime_s, energy_j, electricity_
     capex = gpus * capex_usd_per_gpu
     return capex * time_s / lifetime_s + energy_j / JOULES_PER_KWH * electricity_usd_per_kwh \
         + capex * opex_fraction_per_year * time_s / SECONDS_PER_YEAR
+
+
+@formula(reference=SPOT_ADVISOR + "; interruptions taken as a Poisson process per instance",
+         domain={"interrupted_fraction": "(0,1)", "period_s": ">0"},
+         symbols={"interrupted_fraction": "f", "period_s": "T_p"}, result_latex="M_{spot}")
+def preemption_mtbf(interrupted_fraction, period_s=SECONDS_PER_MONTH):
+    """Mean time between preemptions of one spot instance.
+
+    A fraction ``f`` of instances reclaimed within a period ``T_p`` is, for a Poisson
+    process of rate 1/M, the probability of at least one event in ``T_p``:
+    ``f = 1 - exp(-T_p / M)``.
+
+    Parameters
+    ----------
+    interrupted_fraction : numeric
+        Fraction of instances interrupted per period, f [1].
+    period_s : numeric
+        The period the fraction refers to, T_p [s] (default one month).
+
+    Returns
+    -------
+    numeric
+        Mean time between preemptions of one instance [s].
+
+    Examples
+    --------
+    >>> round(float(preemption_mtbf(0.05)) / 86400, 1)  # 5 % a month
+    593.4
+
+    .. math:: M_{spot} = \\frac{-T_p}{\\ln(1 - f)}
+    """
+    return -period_s / log(1 - interrupted_fraction)
+
+
+@formula(reference=YOUNG + " (first-order waste sqrt(2 delta / M) + R / M at the Young "
+         "interval); break-even of price x expected wall time, capplan derivation",
+         domain={"price_ratio": "(0,1]", "checkpoint_cost_s": ">0", "restart_cost_s": ">0",
+                 "reference_waste": ">=0"},
+         symbols={"price_ratio": "r", "checkpoint_cost_s": r"\delta", "restart_cost_s": "R",
+                  "reference_waste": "w_0"}, result_latex="M^*")
+def spot_breakeven_mtbf(price_ratio, checkpoint_cost_s, restart_cost_s, reference_waste):
+    """System MTBF at which a cheaper, interruptible run costs as much as the reference run.
+
+    Cost is price x wall time.  To first order, at Young's interval the wall time per
+    unit of useful compute time is ``1 + sqrt(2 delta / M) + R / M``; a run priced at
+    ``r`` times the reference (waste ``w_0``) breaks even where
+    ``r (1 + sqrt(2 delta / M) + R / M) = 1 + w_0``, a quadratic in ``1 / sqrt(M)``.
+    Below ``M*`` (more frequent interruptions) the interruptible run costs more.
+
+    Parameters
+    ----------
+    price_ratio : numeric
+        Price of the interruptible run over the reference price, r [1].
+    checkpoint_cost_s : numeric
+        Blocking time of one checkpoint, delta [s].
+    restart_cost_s : numeric
+        Time from an interruption until work resumes, R [s].
+    reference_waste : numeric
+        Wasted time per unit of useful compute time of the reference run, w_0 [1].
+
+    Returns
+    -------
+    numeric
+        Break-even system mean time between interruptions, M* [s].
+
+    Examples
+    --------
+    >>> round(float(spot_breakeven_mtbf(0.5, 10.0, 600.0, 0.0)))  # half price, R = 10 min
+    720
+
+    .. math:: M^* = \\left(\\frac{2R}{\\sqrt{2\\delta + 4R(K - 1)} - \\sqrt{2\\delta}}
+              \\right)^2, \\quad K = \\frac{1 + w_0}{r}
+    """
+    k = (1 + reference_waste) / price_ratio
+    root = (sqrt(2 * checkpoint_cost_s + 4 * restart_cost_s * (k - 1))
+            - sqrt(2 * checkpoint_cost_s)) / (2 * restart_cost_s)
+    return 1 / root ** 2

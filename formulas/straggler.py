@@ -15,6 +15,16 @@ References
    31(2):161-165, 1982. doi:10.2307/2347982
 .. [Renyi1953] A. Renyi, "On the theory of order statistics", Acta Math. Acad.
    Sci. Hungar. 4:191-231, 1953. doi:10.1007/BF02127580
+.. [Lin2025] J. Lin et al., "Understanding Stragglers in Large Model Training
+   Using What-if Analysis", OSDI 2025, arXiv:2505.05713.
+.. [Narayanan2021] D. Narayanan et al., "Efficient Large-Scale Language Model
+   Training on GPU Clusters Using Megatron-LM", SC21, arXiv:2104.04473.
+
+Software stragglers (Lin et al. 2025): garbage-collection pauses, uneven
+pipeline stages (the last stage also computes the LM head and loss) and slow
+nodes.  Each cause below is a slowdown S = actual / straggler-free step time
+or an additive delay; the share of GPU-hours it wastes is 1 - 1/S
+(:func:`straggler_waste_fraction`, the paper's metric).
 """
 
 from __future__ import annotations
@@ -204,3 +214,215 @@ def pause_delay(ranks, probability, duration_s):
     .. math:: \\Delta T = d \\left(1 - (1 - p)^n\\right)
     """
     return duration_s * (1 - (1 - probability) ** ranks)
+
+
+LIN = ("Lin et al. 2025, Understanding Stragglers in Large Model Training Using What-if "
+       "Analysis, OSDI'25, arXiv:2505.05713")
+NARAYANAN = ("Narayanan et al. 2021, Megatron-LM on GPU clusters, SC21, arXiv:2104.04473, "
+             "eq. (3) (FLOPs per layer and of the logit layer)")
+_STRAG_SYM = {"step_time_s": "T", "gc_interval_s": "I_{gc}", "duration_s": "d",
+              "interval_steps": "K", "vocab": "V", "hidden": "h", "seq_len": "s",
+              "layers": "L", "stages": "p", "last_stage_extra_layers": "e",
+              "microbatches": "m", "ranks": "n", "slow_fraction": "f", "slowdown": "S"}
+
+
+@formula(reference="Poisson pauses on one rank: P(at least one in a step) = 1 - e^{-T/I}; "
+         "unsynchronised Python GC as a straggler cause: " + LIN,
+         domain={"step_time_s": ">=0", "gc_interval_s": ">0"}, symbols=_STRAG_SYM,
+         result_latex="p_{gc}")
+def gc_pause_probability(step_time_s, gc_interval_s):
+    """Per-rank, per-step probability of a garbage-collection pause.
+
+    Each rank's collector runs at random times (a Poisson process, mean gap
+    I); the probability that a step of length T contains at least one run.
+    Feed it to :func:`pause_delay` for the group's expected delay.
+
+    Parameters
+    ----------
+    step_time_s : numeric
+        Step time, T [s].
+    gc_interval_s : numeric
+        Mean time between collections on one rank, I_gc [s].
+
+    Returns
+    -------
+    numeric
+        Pause probability per rank and step [1].
+
+    Examples
+    --------
+    >>> round(gc_pause_probability(2.0, 60.0), 5)  # 2 s steps, a GC a minute
+    0.03278
+
+    .. math:: p_{gc} = 1 - e^{-T / I_{gc}}
+    """
+    return 1 - exp(-step_time_s / gc_interval_s)
+
+
+@formula(reference="Planned (synchronised) GC: every rank collects in the same step, every "
+         "K steps; the fix measured in " + LIN,
+         domain={"duration_s": ">=0", "interval_steps": ">=1"}, symbols=_STRAG_SYM,
+         result_latex=r"\Delta T_{planned}")
+def planned_gc_delay(duration_s, interval_steps):
+    """Expected extra step time of planned garbage collection.
+
+    All ranks collect together every K steps, so the pause costs its length
+    once, not the group's maximum over ranks; compare :func:`pause_delay`
+    with ``probability`` = 1/K.
+
+    Parameters
+    ----------
+    duration_s : numeric
+        Length of one collection, d [s].
+    interval_steps : numeric
+        Steps between planned collections, K [1].
+
+    Returns
+    -------
+    numeric
+        Extra time per step [s].
+
+    Examples
+    --------
+    >>> planned_gc_delay(0.5, 50)
+    0.01
+
+    .. math:: \\Delta T_{planned} = d / K
+    """
+    return duration_s / interval_steps
+
+
+@formula(reference=NARAYANAN + ": logit layer 6bshV vs 72bsh^2(1 + s/6h) per layer "
+         "(forward + backward)",
+         domain={"vocab": ">0", "hidden": ">0", "seq_len": ">=0"}, symbols=_STRAG_SYM,
+         result_latex="e")
+def lm_head_layer_equivalents(vocab, hidden, seq_len):
+    """Work of the LM head (logit projection) in units of one transformer layer.
+
+    The pipeline's last stage computes it on top of its layers.  FLOPs only;
+    the softmax and loss, memory-bound, add to it.
+
+    Parameters
+    ----------
+    vocab : numeric
+        Vocabulary size, V [1].
+    hidden : numeric
+        Hidden size, h [1].
+    seq_len : numeric
+        Sequence length, s [1].
+
+    Returns
+    -------
+    numeric
+        LM-head work in transformer-layer equivalents [1].
+
+    Examples
+    --------
+    >>> round(lm_head_layer_equivalents(128256, 4096, 8192), 3)  # Llama 3 8B shape
+    1.957
+
+    .. math:: e = \\frac{V}{12 h (1 + s / (6 h))}
+    """
+    return vocab / (12 * hidden * (1 + seq_len / (6 * hidden)))
+
+
+@formula(reference="Pipeline flow: m micro-batches through stages of times t_i take "
+         "sum t_i + (m - 1) max t_i (fill, steady state, drain; cf. GPipe, Huang et al. 2019, "
+         "arXiv:1811.06965); last-stage imbalance in 39.3 % of straggling jobs: " + LIN,
+         domain={"layers": ">0", "stages": ">=1", "last_stage_extra_layers": ">=0",
+                 "microbatches": ">=1"},
+         symbols=_STRAG_SYM, result_latex="S_{pp}")
+def pipeline_imbalance_slowdown(layers, stages, last_stage_extra_layers, microbatches):
+    """Step-time slowdown from a pipeline whose last stage carries extra work.
+
+    L layers split evenly over p stages; the last stage also does e
+    layer-equivalents (LM head, loss: :func:`lm_head_layer_equivalents`).
+    The step takes sum t_i + (m - 1) max t_i; a balanced split of the same
+    work takes (m + p - 1) mean t_i.  1 for p = 1, m = 1 or e = 0; tends to
+    (L + p e)/(L + e) for many micro-batches.
+
+    Parameters
+    ----------
+    layers : numeric
+        Transformer layers, L [1].
+    stages : numeric
+        Pipeline stages, p [1].
+    last_stage_extra_layers : numeric
+        Extra work of the last stage in layer-equivalents, e [1].
+    microbatches : numeric
+        Micro-batches per step and pipeline, m [1].
+
+    Returns
+    -------
+    numeric
+        Slowdown over a balanced pipeline [1].
+
+    Examples
+    --------
+    >>> round(pipeline_imbalance_slowdown(32, 4, 1.957, 64), 4)  # Llama 3 8B on 4 stages
+    1.1626
+
+    .. math:: S_{pp} = \\frac{p \\left(L + e + (m - 1)(L/p + e)\\right)}{(m + p - 1)(L + e)}
+    """
+    work = layers + last_stage_extra_layers
+    return stages * (work + (microbatches - 1) * (layers / stages + last_stage_extra_layers)) \
+        / ((microbatches + stages - 1) * work)
+
+
+@formula(reference="Probability that a group of n contains a slow rank, 1-(1-f)^n; single "
+         "slow hosts in production: Jiang et al. 2024 (MegaScale), arXiv:2402.15627 s6",
+         domain={"ranks": ">=1", "slow_fraction": "[0,1]", "slowdown": ">=1"},
+         symbols=_STRAG_SYM, result_latex=r"E[S_{slow}]")
+def slow_node_slowdown(ranks, slow_fraction, slowdown):
+    """Expected step-time factor from slow nodes in a synchronising group.
+
+    Each rank is independently slow (thermal throttling, a degraded link)
+    with probability f, by factor S; one slow rank holds the whole group.
+
+    Parameters
+    ----------
+    ranks : numeric
+        Ranks in the synchronising group, n [1].
+    slow_fraction : numeric
+        Share of ranks that are slow, f [1].
+    slowdown : numeric
+        Step-time factor of a slow rank, S [1].
+
+    Returns
+    -------
+    numeric
+        Expected slowdown of the group [1].
+
+    Examples
+    --------
+    >>> round(slow_node_slowdown(16384, 1e-4, 1.1), 4)
+    1.0806
+
+    .. math:: E[S_{slow}] = 1 + (S - 1)\\left(1 - (1 - f)^n\\right)
+    """
+    return 1 + (slowdown - 1) * (1 - (1 - slow_fraction) ** ranks)
+
+
+@formula(reference="Wasted share of GPU-hours of a job slowed down by S: " + LIN + " s3",
+         domain={"slowdown": ">=1"}, symbols=_STRAG_SYM, result_latex="w_{strag}")
+def straggler_waste_fraction(slowdown):
+    """Share of a job's GPU-hours lost to stragglers.
+
+    Parameters
+    ----------
+    slowdown : numeric
+        Actual over straggler-free job time, S [1].
+
+    Returns
+    -------
+    numeric
+        Wasted share of GPU-hours [1].
+
+    Examples
+    --------
+    >>> round(straggler_waste_fraction(1 / (1 - 0.45)), 12)  # 45 % waste is S = 1.82
+    0.45
+
+    .. math:: w_{strag} = 1 - 1/S
+    """
+    return 1 - 1 / slowdown

@@ -93,6 +93,9 @@ class Accelerator(Entry):
     peak_tf32_flops_per_s: Quantity | None = None  # dense; None when there is no TF32 path
     peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
     peak_fp8_flops_per_s: Quantity | None = None  # dense; None when unsupported
+    # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
+    # Catalog data only for now: the planner's precisions are bf16, fp8, tf32.
+    peak_fp4_flops_per_s: Quantity | None = None
     hbm_bytes: Quantity
     hbm_bandwidth_bytes_per_s: Quantity
     max_power_w: Quantity
@@ -112,6 +115,7 @@ class Accelerator(Entry):
     @model_validator(mode="after")
     def _sanity(self):
         _positive(self, "peak_tf32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp8_flops_per_s",
+                  "peak_fp4_flops_per_s",
                   "hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w", "idle_power_w",
                   "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
@@ -129,6 +133,10 @@ class Accelerator(Entry):
         if self.peak_fp8_flops_per_s is not None:
             _check(self.peak_fp8_flops_per_s.value >= bf16, "peak_fp8_flops_per_s.value",
                    "expected FP8 peak >= BF16 peak")
+        if self.peak_fp4_flops_per_s is not None:
+            floor = max(bf16, getattr(self.peak_fp8_flops_per_s, "value", bf16))
+            _check(self.peak_fp4_flops_per_s.value >= floor, "peak_fp4_flops_per_s.value",
+                   "expected FP4 peak >= FP8 (and BF16) peak")
         return self
 
 
@@ -318,12 +326,26 @@ class ReliabilityProfile(Entry):
     pause_duration_s: Quantity
     checkpoint_write_bytes_per_s: Quantity | None = None  # aggregate storage, whole job
     checkpoint_read_bytes_per_s: Quantity | None = None
+    # failure domains and hot spares (formulas/reliability.py); optional
+    domain_gpu_mtbf_s: Quantity | None = None  # per GPU; a failure takes its node out
+    domain_node_mtbf_s: Quantity | None = None  # per node, host (non-GPU, non-network) causes
+    domain_network_mtbf_s: Quantity | None = None  # per node, switch/cable/NIC causes
+    domain_software_mtbf_s: Quantity | None = None  # per job, job-wide software faults
+    failure_detection_s: Quantity | None = None
+    swap_restart_s: Quantity | None = None  # restart onto hot spares
+    requeue_restart_s: Quantity | None = None  # restart after waiting for replacement nodes
+    node_repair_s: Quantity | None = None  # until a failed node is healthy again
     validation_rows: list[str] = Field(default_factory=list)  # ids in reliability.csv
 
     @model_validator(mode="after")
     def _sanity(self):
         _positive(self, "gpu_mtbf_s", "node_mtbf_s", "pause_duration_s",
-                  "checkpoint_write_bytes_per_s", "checkpoint_read_bytes_per_s")
+                  "checkpoint_write_bytes_per_s", "checkpoint_read_bytes_per_s",
+                  "domain_gpu_mtbf_s", "domain_node_mtbf_s", "domain_network_mtbf_s",
+                  "domain_software_mtbf_s", "node_repair_s")
+        for name in ("failure_detection_s", "swap_restart_s", "requeue_restart_s"):
+            q = getattr(self, name)
+            _check(q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         _check(self.restart_overhead_s.value >= 0, "restart_overhead_s.value", "expected >= 0")
         _check(self.step_time_cv.value >= 0, "step_time_cv.value", "expected >= 0")
         p = self.pause_probability_per_step.value

@@ -357,3 +357,148 @@ def test_kinds_and_find(cat):
     assert cat.find("bloom-176b") and {k for k, _ in cat.find("bloom-176b")} == {
         "model", "reliability"}
     assert cat.table("models") is cat.models
+
+
+# --- 2025-2026 accelerators (issue 13): datasheet numbers, FP4 field, end to end -----------
+NEW_ACCELERATORS = ("gb300", "b300", "mi355x", "tpu-v6e", "trn2")
+
+#: (accelerator, field, value as the cited table prints it, converted to SI, relative
+#: tolerance, source). Rack or board figures are divided per GPU the way the file says.
+DATASHEET = [
+    # NVIDIA GB300 NVL72 product page, Specifications (sparse rack figures; dense = /2)
+    ("gb300", "peak_bf16_flops_per_s", 360e15 / 72 / 2, 1e-9, "FP16/BF16 360 PF sparse"),
+    ("gb300", "peak_fp8_flops_per_s", 720e15 / 72 / 2, 1e-9, "FP8/FP6 720 PF sparse"),
+    ("gb300", "peak_tf32_flops_per_s", 180e15 / 72 / 2, 1e-9, "TF32 180 PF sparse"),
+    ("gb300", "peak_fp4_flops_per_s", 1080e15 / 72, 1e-9, "FP4 1,080 PF dense"),
+    ("gb300", "hbm_bandwidth_bytes_per_s", 576e12 / 72, 1e-9, "576 TB/s HBM3e"),
+    ("gb300", "scale_up_bandwidth_bytes_per_s", 130e12 / 72 / 2, 0.005, "130 TB/s NVLink"),
+    ("gb300", "scale_up_domain_gpus", 72, 0, "72 GPUs"),
+    ("gb300", "hbm_bytes", 288e9, 0, "Blackwell Ultra blog: 288 GB HBM3e"),
+    ("gb300", "max_power_w", 1400, 0, "1.4 kW per GPU (Verda table)"),
+    # NVIDIA HGX B300 specifications table (8 GPUs; sparse; FP4 dense)
+    ("b300", "peak_bf16_flops_per_s", 36e15 / 8 / 2, 1e-9, "FP16/BF16 36 PF sparse"),
+    ("b300", "peak_fp8_flops_per_s", 72e15 / 8 / 2, 1e-9, "FP8/FP6 72 PF sparse"),
+    ("b300", "peak_tf32_flops_per_s", 18e15 / 8 / 2, 1e-9, "TF32 18 PF sparse"),
+    ("b300", "peak_fp4_flops_per_s", 108e15 / 8, 1e-9, "FP4 108 PF dense"),
+    ("b300", "scale_up_bandwidth_bytes_per_s", 14.4e12 / 8 / 2, 1e-9, "14.4 TB/s NVLink total"),
+    ("b300", "scale_up_domain_gpus", 8, 0, "8 GPUs"),
+    ("b300", "hbm_bytes", 288e9, 0, "Blackwell Ultra blog: 288 GB HBM3e"),
+    ("b300", "hbm_bandwidth_bytes_per_s", 8e12, 0, "Blackwell Ultra blog: 8 TB/s"),
+    ("b300", "max_power_w", 1100, 0, "1.1 kW per GPU (Verda table)"),
+    # AMD Instinct MI355X datasheet (dense matrix peaks)
+    ("mi355x", "peak_bf16_flops_per_s", 2.5e15, 0.01, "FP16/BF16 2.5 PF"),
+    ("mi355x", "peak_fp8_flops_per_s", 5.0e15, 0.01, "FP8 5.0 PF"),
+    ("mi355x", "peak_fp8_flops_per_s", 256 * 8192 * 2.4e9, 1e-3, "ISSCC: 256 CU x 8,192 x 2.4 GHz"),
+    ("mi355x", "peak_fp4_flops_per_s", 10.1e15, 0.01, "MXFP4 10.1 PF"),
+    ("mi355x", "hbm_bytes", 288e9, 0, "288 GB HBM3E"),
+    ("mi355x", "hbm_bandwidth_bytes_per_s", 8e12, 0, "8 TB/s"),
+    ("mi355x", "scale_up_bandwidth_bytes_per_s", 7 * 153.6e9 / 2, 1e-9, "7 links x 153.6 GB/s"),
+    ("mi355x", "max_power_w", 1400, 0, "1,400 W TBP"),
+    # Google Cloud TPU v6e page, key specifications
+    ("tpu-v6e", "peak_bf16_flops_per_s", 918e12, 0, "918 TFLOPs bf16"),
+    ("tpu-v6e", "hbm_bytes", 32e9, 0, "32 GB"),
+    ("tpu-v6e", "hbm_bandwidth_bytes_per_s", 1638e9, 0, "1,638 GBps"),
+    ("tpu-v6e", "scale_up_bandwidth_bytes_per_s", 800e9 / 2, 0, "800 GBps bidirectional ICI"),
+    ("tpu-v6e", "scale_up_domain_gpus", 256, 0, "256-chip pod"),
+    # AWS Neuron documentation, Trainium2 chip components / Trn2 instance table
+    ("trn2", "peak_bf16_flops_per_s", 667e12, 0, "667 BF16 TFLOPS"),
+    ("trn2", "peak_fp8_flops_per_s", 1299e12, 0, "1,299 FP8 TFLOPS"),
+    ("trn2", "peak_bf16_flops_per_s", 10.7e15 / 16, 0.01, "trn2.48xlarge 10.7 PF / 16"),
+    ("trn2", "peak_fp8_flops_per_s", 20.8e15 / 16, 0.01, "trn2.48xlarge 20.8 PF / 16"),
+    ("trn2", "hbm_bytes", 96 * 2**30, 0, "96 GiB"),
+    ("trn2", "hbm_bandwidth_bytes_per_s", 2.9e12, 0, "2.9 TB/s"),
+    ("trn2", "hbm_bandwidth_bytes_per_s", 46.4e12 / 16, 0.01, "trn2.48xlarge 46.4 TB/s / 16"),
+    ("trn2", "scale_up_bandwidth_bytes_per_s", 1.28e12 / 2, 0, "NeuronLink-v3 1.28 TB/s"),
+    ("trn2", "scale_up_domain_gpus", 16, 0, "16 chips per trn2.48xlarge"),
+]
+
+#: Scale-out bandwidth per accelerator [b/s, one direction]: the node's NICs / its GPUs.
+DATASHEET_NIC_BITS_PER_GPU = {
+    "gb300": 800e9,    # ConnectX-8 SuperNIC per GPU (GB300 NVL72 product page)
+    "b300": 800e9,     # 8 x ConnectX-8 800 Gb/s per HGX B300
+    "mi355x": 400e9,   # one 400 Gb/s NIC per GPU (estimate, as mi325x-8)
+    "tpu-v6e": 100e9,  # 4 x 200 Gb/s per 8-chip host
+    "trn2": 200e9,     # 3.2 Tb/s EFAv3 per 16-chip trn2.48xlarge
+}
+
+
+def test_new_accelerators_present(cat):
+    assert set(NEW_ACCELERATORS) <= set(cat.accelerators)
+    assert {"gb300-nvl72-tray", "hgx-b300", "mi355x-8", "tpu-v6e-host", "trn2-48xlarge"} <= set(
+        cat.nodes)
+
+
+@pytest.mark.parametrize("acc, field, cited, rel, label", DATASHEET,
+                         ids=[f"{a}-{f}-{i}" for i, (a, f, *_rest) in enumerate(DATASHEET)])
+def test_new_accelerator_datasheet_numbers(cat, acc, field, cited, rel, label):
+    q = getattr(cat.accelerator(acc), field)
+    assert q.value == pytest.approx(cited, rel=rel, abs=0), label
+    assert not q.estimate, f"{acc}.{field} is a cited figure, not an estimate"
+
+
+@pytest.mark.parametrize("acc", NEW_ACCELERATORS)
+def test_new_accelerator_network_per_gpu(cat, acc):
+    node = cat.node(cat.accelerator(acc).node)
+    per_gpu_bits = node.scale_out_bytes_per_s_per_gpu * 8
+    assert per_gpu_bits == pytest.approx(DATASHEET_NIC_BITS_PER_GPU[acc], rel=1e-9)
+
+
+@pytest.mark.parametrize("acc", NEW_ACCELERATORS)
+def test_new_accelerator_provenance(cat, acc):
+    a = cat.accelerator(acc)
+    for name, q in a.quantities().items():
+        assert q.as_of >= date(2022, 1, 1), name
+    # efficiencies without measurements say whose value they borrow
+    for name in ("gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency"):
+        q = getattr(a, name)
+        assert q.estimate and ("as " in q.source or "capplan estimate" in q.source), name
+    # prices are estimates with their basis (recalled list prices say so)
+    assert a.purchase_price_usd.estimate and a.cloud_price_usd_per_gpu_hour.estimate
+    assert len(a.cloud_price_usd_per_gpu_hour.source) > 30
+
+
+def test_fp4_peaks_and_precisions(cat):
+    # FP4 (NVFP4 / MXFP4) where the datasheet has it; TPU v6e and Trainium2 list none
+    assert cat.accelerator("tpu-v6e").peak_fp4_flops_per_s is None
+    assert cat.accelerator("tpu-v6e").peak_fp8_flops_per_s is None  # bf16 and int8 only
+    assert cat.accelerator("trn2").peak_fp4_flops_per_s is None
+    for acc in ("gb300", "b300", "mi355x"):
+        a = cat.accelerator(acc)
+        assert a.peak_fp4_flops_per_s.value >= 2 * a.peak_fp8_flops_per_s.value * 0.99
+    # older entries need no FP4 field: the field is optional
+    assert cat.accelerator("h100-sxm").peak_fp4_flops_per_s is None
+
+
+def test_fp4_peak_field_is_validated(tmp_path):
+    line = ('peak_fp4_flops_per_s = { value = %s, source = "test datasheet, table 1", '
+            'as_of = 2025-01-01, estimate = false }\npeak_bf16_flops_per_s = ')
+    ok = _copy_with(tmp_path, "accelerators", "h100-sxm", "peak_bf16_flops_per_s = ",
+                    line % "3958e12", name="ok.toml")
+    assert parse_file(ok).peak_fp4_flops_per_s.value == 3958e12
+    low = _copy_with(tmp_path, "accelerators", "h100-sxm", "peak_bf16_flops_per_s = ",
+                     line % "1000e12", name="low.toml")
+    with pytest.raises(CatalogError, match=r"peak_fp4_flops_per_s.value: expected FP4 peak >= FP8"):
+        parse_file(low)
+    neg = _copy_with(tmp_path, "accelerators", "h100-sxm", "peak_bf16_flops_per_s = ",
+                     line % "-1", name="neg.toml")
+    with pytest.raises(CatalogError, match=r"peak_fp4_flops_per_s.value: expected a number > 0"):
+        parse_file(neg)
+
+
+@pytest.mark.parametrize("acc", NEW_ACCELERATORS)
+def test_new_accelerator_evaluates_end_to_end(cat, acc):
+    from planner import evaluate
+
+    a = cat.accelerator(acc)
+    gpus = int(cat.node(a.node).gpus_per_node)
+    precisions = ["bf16"] + (["fp8"] if a.peak_fp8_flops_per_s is not None else [])
+    for precision in precisions:
+        r = evaluate(catalog=cat, model="llama3.2-1b", hardware=acc, gpus=gpus, tp=1,
+                     global_batch=8 * gpus, micro_batch=1, tokens=1e10,
+                     precision=precision, reliability="benchmark").iloc[0]
+        assert bool(r["fits"]), (acc, precision)
+        assert r["step_time_s"] > 0 and 0 < r["mfu"] < 1, (acc, precision)
+        assert r["cost_usd"] > 0 and r["energy_kwh"] > 0 and r["co2e_kg"] > 0
+        # the step never beats the accelerator's peak
+        assert r["tflops_per_gpu"] * 1e12 < a.peak_bf16_flops_per_s.value * (
+            2 if precision == "fp8" else 1)

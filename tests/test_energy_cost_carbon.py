@@ -171,7 +171,8 @@ def test_every_formula_is_documented():
     names = {f.name for f in ALL}
     assert names == {"gpu_power", "node_power", "cluster_it_power", "network_power",
                      "facility_power", "energy", "joules_to_kwh", "cloud_cost", "tco_cost",
-                     "energy_cost", "operational_co2e", "embodied_co2e"}
+                     "energy_cost", "operational_co2e", "embodied_co2e", "preemption_mtbf",
+                     "spot_breakeven_mtbf"}
     for f in ALL:
         assert f.reference and f.result_unit, f.name
         assert all(a.unit for a in f.arguments), f.units
@@ -186,6 +187,8 @@ def _random_point(f, rng):
             point[a.name] = float(rng.uniform(1, 3))
         elif a.domain == "[0,1]":
             point[a.name] = float(rng.uniform(0, 1))
+        elif a.domain in ("(0,1)", "(0,1]"):
+            point[a.name] = float(rng.uniform(0.05, 0.95))
         else:
             point[a.name] = float(10 ** rng.uniform(-2, 9))
     return point

@@ -25,7 +25,10 @@ def test_datasets_are_complete(pred):
     assert counts["vtrain-multi"] == 109 and counts["vtrain-single"] == 1440
     assert counts["sc21"] == 11
     assert counts["llm-foundry-a100"] > 100 and counts["llm-foundry-h100"] > 60
-    assert np.isfinite(pred.predicted).all()
+    assert counts["modern-runs"] == 31
+    expressible = pred.unexpressible == ""
+    assert np.isfinite(pred.predicted[expressible]).all()
+    assert (pred.unexpressible[pred.dataset != "modern-runs"] == "").all()
 
 
 def test_vtrain_licence_shipped():
@@ -75,8 +78,10 @@ def test_no_run_that_ran_is_predicted_out_of_memory(pred):
 
 
 def test_memory_check_counts(pred):
-    m = v.memory_check(pred)
-    assert m["runs"] == len(pred)
+    old = pred[pred.dataset != "modern-runs"]  # modern rows: test_modern_runs_fit_in_memory
+    m = v.memory_check(old)
+    assert m["runs"] == len(old)
+    assert v.memory_check(pred)["runs"] == int((pred.unexpressible == "").sum())
     assert m["reported_oom_rows"] == 0  # the shared data reports no OOM layout yet
     # every measured run ran, so none may be predicted not to fit (memory_reserve_bytes is
     # the largest reserve for which this holds)
@@ -153,3 +158,214 @@ def test_docs_validation_md_is_up_to_date():
     current = (Path(__file__).parents[1] / "docs" / "validation.md").read_text()
     assert current == docs_text(pred, summary, checks()), (
         "docs/validation.md is stale: run `capplan validate --write-docs`")
+
+
+def test_cli_validate_does_not_write_docs_unless_asked(tmp_path, monkeypatch):
+    import planner.report.validation as report
+    from planner.cli.main import main
+
+    calls = []
+    monkeypatch.setattr(report, "write_docs", lambda **kw: calls.append(kw) or 0)
+    assert main(["validate", "-d", "sc21", "-f", "json", "-o", str(tmp_path / "v.json")]) == 0
+    assert calls == []
+    assert main(["validate", "-d", "sc21", "--write-docs", "-f", "json",
+                 "-o", str(tmp_path / "w.json")]) == 0
+    assert len(calls) == 1
+
+
+def test_older_datasets_keep_their_gpt_style_shape():
+    # the shape columns the modern loader fills default, for the older datasets, to what
+    # their mapping always was (GPT MLP 4h x 2 matrices, MHA, tied, dense, bf16, no CP/EP/SP)
+    cases = v.load_cases(["sc21", "vtrain-multi", "llm-foundry-h100", "full-runs"])
+    assert (cases.kv_heads == cases.heads).all() and (cases.ffn == 4 * cases.hidden).all()
+    assert (cases.moe_ffn == 4 * cases.hidden).all()
+    assert (cases.mlp_matrices == 2).all() and (cases.embedding_matrices == 1).all()
+    assert (cases.moe_layers == 0).all() and (cases.experts == 1).all()
+    assert (cases.cp == 1).all() and (cases.ep == 1).all()
+    assert (cases.sequence_parallel == 0).all() and (cases.precision == "bf16").all()
+    assert (cases.unexpressible == "").all()
+
+
+# ---- modern runs (issue 13): dataset, groups, unexpressible rows, targets ---------------
+
+MODERN_GROUP_NAMES = [name for name, _ in v.MODERN_GROUPS]
+
+
+@pytest.fixture(scope="module")
+def modern(pred):
+    return pred[pred.dataset == "modern-runs"].set_index("case_id")
+
+
+@pytest.fixture(scope="module")
+def modern_summary(pred):
+    return next(s for s in v.summarise(pred) if s["dataset"] == "modern-runs")
+
+
+def test_modern_dataset_loads_and_every_row_is_predicted_or_listed(modern, modern_summary):
+    raw = v.pd.read_csv(v.DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
+    assert len(raw) == len(modern) == 31
+    assert {"source", "notes", "published"} <= set(raw.columns)
+    assert (raw.source.str.len() > 10).all()
+    predicted = np.isfinite(modern.predicted)
+    listed = modern.unexpressible != ""
+    assert (predicted ^ listed).all(), modern.index[~(predicted ^ listed)].tolist()
+    assert modern_summary["count"] == predicted.sum()
+    assert modern_summary["unexpressible_count"] == listed.sum()
+    assert {u["case"] for u in modern_summary["unexpressible"]} == set(modern.index[listed])
+    assert all(len(u["reason"]) > 10 for u in modern_summary["unexpressible"])
+    assert (modern.measured > 0).all()
+
+
+def test_modern_groups_partition_the_rows(modern, modern_summary):
+    assert set(modern.group) <= set(MODERN_GROUP_NAMES)
+    counts = modern.group.value_counts().to_dict()
+    # from the file: 7 MoE (Grok-1, DeepSeek-V3), 7 A100 (InternLM, torchtitan), 4 dense
+    # B200/GB200, 6 dense H100 FP8, 7 dense H100 BF16
+    assert counts == {"MoE": 7, "A100 on non-DGX networks": 7, "B200/GB200": 4,
+                      "H100 FP8": 6, "H100 BF16": 7}
+    rows = {g["group"]: g for g in modern_summary["groups"]}
+    assert sum(g["rows"] for g in rows.values()) == 31
+    for name, g in rows.items():
+        assert g["predicted"] + g["unexpressible"] == g["rows"] == counts[name]
+
+
+@pytest.mark.parametrize("case, group", [
+    (dict(experts=8, hardware="h100-sxm", precision="bf16"), "MoE"),
+    (dict(experts=256, hardware="a100-80gb", precision="bf16"), "MoE"),
+    (dict(experts=1, hardware="a100-80gb", precision="bf16"), "A100 on non-DGX networks"),
+    (dict(experts=1, hardware="gb200", precision="bf16"), "B200/GB200"),
+    (dict(experts=1, hardware="b200", precision="fp8"), "B200/GB200"),
+    (dict(experts=1, hardware="h100-sxm", precision="fp8"), "H100 FP8"),
+    (dict(experts=1, hardware="h100-sxm", precision="bf16"), "H100 BF16"),
+])
+def test_modern_group_definitions(case, group):
+    from types import SimpleNamespace
+
+    assert v.modern_group(SimpleNamespace(**case)) == group
+
+
+def test_modern_fit_split_by_model_family(modern):
+    fit_models = set(modern.model[modern.fit.astype(bool)])
+    held_models = set(modern.model[~modern.fit.astype(bool)])
+    assert all(m.startswith(("llama", "grok")) for m in fit_models)
+    assert held_models == {"nemotron4-15b", "nemotron4-340b", "deepseek-v3", "internlm-7b"}
+    for name in MODERN_GROUP_NAMES:  # every group has fit and held-out rows
+        g = modern[modern.group == name]
+        assert g.fit.astype(bool).any() and (~g.fit.astype(bool)).any(), name
+
+
+def test_modern_shapes_match_catalog_and_published_sizes(modern, catalog):
+    raw = v.pd.read_csv(v.DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
+    for r in raw.itertuples():
+        shape = v.modern_shape(r, catalog)
+        if r.model in catalog.models:  # the row and the catalog describe the same model
+            m = catalog.model(r.model)
+            assert (shape["layers"], shape["hidden"], shape["heads"], shape["kv_heads"],
+                    shape["ffn"], shape["vocab"]) == (m.layers, m.hidden, m.heads,
+                                                      m.kv_heads, m.ffn, m.vocab), r.case_id
+            assert shape["mlp_matrices"] == m.mlp_matrices
+            assert shape["experts"] == max(m.experts, 1)
+            if m.is_mla:  # DeepSeek-V3: the kernel has no MLA input; GQA-free attention
+                continue
+            assert v.shape_param_count(shape) == pytest.approx(m.param_count(), rel=1e-3)
+        else:  # the row's published size decides tied vs untied embeddings
+            assert v.shape_param_count(shape) == pytest.approx(float(r.params), rel=0.02)
+    assert modern.loc["dgxc-nemotron4-15b-bf16-h100-16", "embedding_matrices"] == 2
+    assert modern.loc["dgxc-grok1-bf16-h100-2048", "embedding_matrices"] == 1
+    assert modern.loc["dgxc-dsv3-bf16-h100-1024", "moe_layers"] == 58  # 3 dense-first layers
+
+
+def test_modern_layout_mapping(modern):
+    r = modern.loc["dgxc-l31-70b-bf16-h100-64"]
+    assert (r.tp, r.pp, r.vp, r.cp, r.ep, r.zero) == (4, 4, 5, 2, 1, 1)
+    assert r.sequence_parallel == 1 and r.precision == "bf16" and r.flash
+    assert modern.loc["dgxc-l31-8b-fp8-h100-128", "precision"] == "fp8"
+    # InternLM: 4 x 100 Gb/s RoCE per 8-GPU node (its notes) replaces the DGX network
+    internlm = modern[modern.model == "internlm-7b"]
+    assert (internlm.scale_out_bytes_per_s == 4 * 100e9 / 8 / 8).all()
+    assert not np.isfinite(modern.scale_out_bytes_per_s[modern.model != "internlm-7b"]).any()
+
+
+def _fake_case(**kw):
+    from types import SimpleNamespace
+
+    base = dict(hardware="h100-sxm", precision="bf16", gpus=64, tp=8, pp=2, cp=1, ep=1, vp=1,
+                micro_batch=1, global_batch=64, heads=64, layers=80, experts=1.0, notes="")
+    return SimpleNamespace(**(base | kw))
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({}, ""),
+    (dict(vp=8, pp=8, layers=126, gpus=512), "--vp 8 needs PP*VP = 64 to divide the 126 layers"),
+    (dict(ep=64, experts=256.0, gpus=256, tp=2, pp=4, global_batch=2048),
+     "--ep 64 must divide the data-parallel size 32"),
+    (dict(tp=16), "exceeds the scale-up domain of 8 GPUs"),
+    (dict(precision="fp4"), "precision fp4 has no peak on h100-sxm"),
+    (dict(hardware="a100-80gb", precision="fp8"), "precision fp8 has no peak on a100-80gb"),
+    (dict(notes="ETP=1", experts=8.0), "expert tensor parallelism ETP=1 differs from TP=8"),
+    (dict(notes="ETP=8", experts=8.0), ""),
+    (dict(notes="FP8-MX, with MTP (not modelled)"), "multi-token-prediction (MTP)"),
+    (dict(hardware="tpu-v9"), "accelerator 'tpu-v9' is not in the catalog"),
+])
+def test_modern_unexpressible_reasons(catalog, change, reason):
+    got = v.modern_unexpressible(_fake_case(**change), catalog)
+    assert (reason in got) if reason else got == ""
+
+
+def _modern_mape(modern, group=None):
+    rows = modern if group is None else modern[modern.group == group]
+    return v.metrics(rows.error)["mape"]
+
+
+# Issue 13's targets. Today's numbers (2026-11-23, baseline before the issue-13 physics) are in
+# each reason; when a target is met the strict xfail turns into a failure: remove the marker.
+@pytest.mark.xfail(strict=True, reason="modern-runs MAPE 21.2 % on the 24 predicted rows "
+                   "(bias +20 %); per group H100 BF16 36 %, MoE 21 %, A100 18 %, "
+                   "H100 FP8 14 %, B200/GB200 7 %")
+def test_modern_runs_mape_within_10_percent(modern):
+    assert _modern_mape(modern) <= 0.10
+
+
+@pytest.mark.parametrize("group", [
+    pytest.param("H100 BF16", marks=pytest.mark.xfail(strict=True, reason=(
+        "36.0 % (6 rows, all slow by 31-42 %): one H100 gemm_max_efficiency (0.575, fitted "
+        "on llm-foundry BF16) serves BF16 and FP8"))),
+    "H100 FP8",  # 13.7 % today (5 rows; 405B at PP8 x VP8 unexpressible)
+    "B200/GB200",  # 7.4 % today (2 rows; both 405B rows unexpressible)
+    pytest.param("MoE", marks=pytest.mark.xfail(strict=True, reason=(
+        "20.8 % (4 Grok-1 rows; the 3 DeepSeek-V3 rows unexpressible): expert GEMMs, routing "
+        "and permutation costed like dense GEMMs, cross-node all-to-all not overlapped"))),
+    pytest.param("A100 on non-DGX networks", marks=pytest.mark.xfail(strict=True, reason=(
+        "17.8 % (7 rows): InternLM 1,024 GPUs without gradient accumulation +54 % - the DP "
+        "reduction over 4 x 100 Gb/s RoCE per node is hidden behind the backward pass"))),
+])
+def test_modern_runs_group_mape_within_15_percent(modern, group):
+    assert _modern_mape(modern, group) <= 0.15
+
+
+@pytest.mark.xfail(strict=True, reason="7 of 31 rows unexpressible: 4 x Llama 3.1 405B at "
+                   "PP x VP = 64 (uneven stages), 2 x DeepSeek-V3 EP 64 > DP 32 (EP folding, "
+                   "ETP), 1 x DeepSeek-V3 with MTP")
+def test_modern_runs_no_unexpressible_row(modern_summary):
+    assert modern_summary["unexpressible_count"] == 0
+
+
+@pytest.mark.xfail(strict=True, reason="Llama 3.1 405B FP8 on 576 H100 (TP8 PP9 VP7 CP2, DP 4) "
+                   "ran but is predicted at 81.8 GB of 80 GB")
+def test_modern_runs_fit_in_memory(modern):
+    ran = modern[np.isfinite(modern.predicted)]
+    assert ran.fits.astype(bool).all(), ran.index[~ran.fits.astype(bool)].tolist()
+
+
+def test_cli_validate_modern_json_lists_groups_and_unexpressible(tmp_path):
+    import json
+
+    from planner.cli.main import main
+
+    out = tmp_path / "m.json"
+    assert main(["validate", "-d", "modern-runs", "-f", "json", "-o", str(out)]) == 0
+    data = json.loads(out.read_text())["datasets"][0]
+    assert data["dataset"] == "modern-runs"
+    assert [g["group"] for g in data["groups"]] == MODERN_GROUP_NAMES
+    assert data["unexpressible_count"] == len(data["unexpressible"])
+    assert data["count"] + data["unexpressible_count"] == 31

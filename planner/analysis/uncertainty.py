@@ -94,6 +94,7 @@ def run_uncertainty(inputs: dict, spreads: dict[str, Spread], draws: int = 2000,
 def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 400,
                      seed: int = 0) -> dict:
     """Winner probabilities per accelerator and P10/50/90 of the nominal winners."""
+    from planner.engine.columns import layout_columns, layout_key
     from planner.engine.evaluator import base_inputs, evaluate_inputs
     from planner.engine.optimize import OBJECTIVE_COLUMNS, feasible_mask
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
@@ -112,11 +113,11 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
         x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
                         reliability=s.reliability, precision=s.precision,
                         checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
-                        tokens=s.tokens, global_batch=s.global_batch)
+                        tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
+                        provider=s.provider, spot_interruption=s.spot_interruption)
         x.update(s.extra)
-        layout = {k: np.tile(part[k].to_numpy(), draws) for k in
-                  ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "zero",
-                   "sequence_parallel")}
+        layout = {k: np.tile(part[k].to_numpy(), draws) for k in layout_columns()
+                  if k != "recompute"}
         layout["recompute"] = np.tile(part["recompute"].map(RECOMPUTE_CODES).to_numpy(), draws)
         x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
                               layers=x["layers"]))
@@ -145,12 +146,8 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
         report["win_probability"][objective] = {hw: c / draws for hw, c in counts.items()}
         best = result.best.get(objective)
         if best is not None:
-            match = np.flatnonzero(
-                (frontier["hardware"] == best["hardware"]).to_numpy()
-                & np.all([frontier[k].to_numpy() == best[k] for k in
-                          ("gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "zero",
-                           "sequence_parallel")], axis=0)
-                & (frontier["recompute"] == best["recompute"]).to_numpy())
+            match = np.flatnonzero(np.all([(frontier[k] == best[k]).to_numpy()
+                                           for k in layout_key()], axis=0))
             if match.size:
                 mask = row == match[0]
                 report["nominal_winners"][objective] = {

@@ -23,7 +23,16 @@ Mapping rules (also in docs/validation.md):
 * llm-foundry rows: FSDP FULL_SHARD = ZeRO-3 (SHARD_GRAD_OP = ZeRO-2), TP = PP = 1,
   flash attention, recompute as published;
 * benchmark rows use the ``benchmark`` reliability profile (short clean runs,
-  see its provenance); full production runs (BLOOM, OPT) use their own profile.
+  see its provenance); full production runs (BLOOM, OPT) use their own profile;
+* modern rows (2024-2026 NeMo / Megatron-Core, Megatron-Bridge, InternLM, torchtitan;
+  :func:`load_modern_runs`): the whole shape from the row (GQA, gated MLP, MoE), what the
+  row does not state (dense-first layers, shared experts, tied embeddings) from the
+  catalog model of the same id, else tied or untied embeddings by whichever parameter
+  count is nearer the row's ``params``; precision, CP, EP, ZeRO as published; flash
+  attention; sequence parallelism when TP > 1 (Megatron-Core recipes); no dropout; a
+  network stated in ``notes`` ("4x100Gb RoCE per node") replaces the node's.  Rows the
+  planner cannot express are listed with the reason (:func:`modern_unexpressible`) and
+  not predicted.
 
 Nothing here is fitted per run: the accelerator's efficiency parameters are
 the same for every row on that accelerator.
@@ -62,6 +71,9 @@ FIT_RULES = {
     "vtrain-single": "every 10th row of ground_truth_single.csv (0, 10, 20, ...)",
     "llm-foundry-a100": "runs on 8 or 64 GPUs",
     "llm-foundry-h100": "runs on 8 or 64 GPUs",
+    "modern-runs": ("model families Llama 2/3/3.1 and Grok-1 (19 rows); the families the fit "
+                    "never sees - Nemotron-4, DeepSeek-V3, InternLM - are held out (12 rows), "
+                    "so every group has rows of both"),
 }
 
 #: Case columns every loader fills (model shape, layout, software, measurement).
@@ -69,6 +81,14 @@ CASE_COLUMNS = ("dataset", "case_id", "hardware", "reliability", "layers", "hidd
                 "vocab", "seq_len", "gpus", "tp", "pp", "vp", "micro_batch", "global_batch",
                 "recompute", "zero", "flash", "dp_overlap", "scale_out_bytes_per_s",
                 "metric", "measured", "fit", "source")
+
+#: Run-model inputs a loader may set per case beyond CASE_COLUMNS; a case without them
+#: gets the GPT-style defaults of the older datasets (ffn = 4h, 2 matrices, tied, dense).
+SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
+                  "embedding_matrices": 1.0, "moe_layers": 0.0, "experts": 1.0,
+                  "experts_per_token": 1.0, "shared_experts": 0.0, "moe_ffn": "4h",
+                  "cp": 1.0, "ep": 1.0, "sequence_parallel": 0.0, "precision": "bf16",
+                  "unexpressible": ""}
 
 
 @dataclass(frozen=True)
@@ -229,6 +249,144 @@ def load_full_runs() -> pd.DataFrame:
     ])
 
 
+# ---- modern runs (2024-2026 software stacks) ----------------------------------------
+
+#: Groups of the modern dataset, first match wins (every row is in exactly one group):
+#: (name, rule on a case row). Issue 13's targets: MAPE <= 15 % in each group.
+MODERN_GROUPS = (
+    ("MoE", lambda r: r.experts > 1),
+    ("A100 on non-DGX networks", lambda r: r.hardware.startswith("a100")),
+    ("B200/GB200", lambda r: r.hardware in ("b200", "gb200")),
+    ("H100 FP8", lambda r: r.hardware == "h100-sxm" and r.precision == "fp8"),
+    ("H100 BF16", lambda r: r.hardware == "h100-sxm" and r.precision == "bf16"),
+)
+#: Families whose rows fit the parameters; the others are held out (FIT_RULES).
+MODERN_FIT_FAMILIES = ("llama", "grok")
+MODERN_ETP = re.compile(r"\bETP\s*=\s*(\d+)")
+MODERN_MTP = re.compile(r"\bMTP\b")
+MODERN_NETWORK = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb\b[^;]*per node")
+
+
+def modern_group(case) -> str:
+    """The issue-13 group of one modern case (a row of :func:`load_modern_runs`)."""
+    return next(name for name, rule in MODERN_GROUPS if rule(case))
+
+
+def shape_param_count(shape: dict) -> float:
+    """Parameters of a kernel-input shape, counted as the run model counts them."""
+    from formulas import compute
+
+    h = shape["hidden"]
+    common = compute.attention_params(h, shape["heads"], shape["kv_heads"]) + \
+        compute.norm_params(h)
+    dense = compute.mlp_params(h, shape["ffn"], shape["mlp_matrices"])
+    moe = compute.moe_mlp_params(h, shape["moe_ffn"], shape["experts"], shape["shared_experts"],
+                                 shape["mlp_matrices"])
+    return (shape["layers"] * common + (shape["layers"] - shape["moe_layers"]) * dense
+            + shape["moe_layers"] * moe
+            + compute.embedding_params(shape["vocab"], h, shape["embedding_matrices"]))
+
+
+def modern_shape(row, catalog) -> dict:
+    """Run-model shape inputs of one modern_runs.csv row.
+
+    The row states layers, hidden, heads, KV heads, ffn, gated MLP, vocab and the MoE
+    shape; what it does not state comes from the catalog model of the same id (dense-first
+    layers, shared experts, tied embeddings); for a model outside the catalog, tied or
+    untied embeddings by whichever parameter count is nearer the row's ``params``.
+    """
+    experts = _num(row.experts)
+    experts = int(experts) if np.isfinite(experts) else 0  # an empty cell: dense
+    hidden, layers = float(_num(row.hidden)), float(_num(row.layers))
+    shape = {"layers": layers, "hidden": hidden, "heads": _num(row.heads),
+             "kv_heads": _num(row.kv_heads), "ffn": _num(row.ffn),
+             "mlp_matrices": 3.0 if str(row.gated_mlp).lower() == "true" else 2.0,
+             "vocab": _num(row.vocab), "seq_len": _num(row.seq_len), "dropout": 0,
+             "moe_layers": layers if experts else 0.0, "experts": float(max(experts, 1)),
+             "experts_per_token": _num(row.experts_per_token) if experts else 1.0,
+             "shared_experts": 0.0,
+             "moe_ffn": _num(row.moe_ffn) if experts else _num(row.ffn)}
+    if row.model in catalog.models:
+        m = catalog.model(row.model)
+        shape["moe_layers"] = float(m.moe_layers)
+        shape["shared_experts"] = float(m.shared_experts)
+        shape["embedding_matrices"] = 1.0 if m.tied_embeddings else 2.0
+    else:
+        published = _num(row.params)
+        shape["embedding_matrices"] = min((1.0, 2.0), key=lambda e: abs(
+            shape_param_count(shape | {"embedding_matrices": e}) - published))
+    return shape
+
+
+def modern_unexpressible(case, catalog) -> str:
+    """Why the planner cannot express a modern case ('' when it can): '; '-joined reasons.
+
+    The layout rules are the planner's own (``check_layout``, as ``capplan evaluate``
+    applies them); the rest are what the row's notes name that no input can state.
+    """
+    from planner.engine.evaluator import check_layout
+    from planner.engine.scenario import PRECISIONS
+    from planner.errors import CapplanError
+
+    reasons = []
+    if case.hardware not in catalog.accelerators:
+        return f"accelerator '{case.hardware}' is not in the catalog"
+    acc = catalog.accelerator(case.hardware)
+    if case.precision not in PRECISIONS or getattr(
+            acc, f"peak_{case.precision}_flops_per_s", None) is None:
+        reasons.append(f"precision {case.precision} has no peak on {case.hardware} "
+                       f"(planner precisions: {', '.join(PRECISIONS)})")
+    dp = case.gpus // (case.tp * case.pp * case.cp)
+    x = {"scale_up_domain_gpus": acc.scale_up_domain_gpus.value, "heads": case.heads,
+         "layers": case.layers, "global_batch": case.global_batch, "experts": case.experts}
+    try:
+        check_layout(x, gpus=int(case.gpus), tp=int(case.tp), pp=int(case.pp),
+                     cp=int(case.cp), ep=int(case.ep), vp=int(case.vp),
+                     micro_batch=int(case.micro_batch), dp=int(dp))
+    except CapplanError as exc:
+        reasons.append(f"layout: {exc}")
+    notes = str(case.notes)
+    etp = MODERN_ETP.search(notes)
+    if etp and int(etp.group(1)) != case.tp:
+        reasons.append(f"expert tensor parallelism ETP={etp.group(1)} differs from TP={int(case.tp)} "
+                       "(the planner shards experts like the dense layers)")
+    if MODERN_MTP.search(notes):
+        reasons.append("multi-token-prediction (MTP) layers are not modelled")
+    return "; ".join(reasons)
+
+
+def load_modern_runs() -> pd.DataFrame:
+    """modern_runs.csv: 31 rows of 2024-2026 stacks on H100, B200, GB200 and A100."""
+    from hardware_catalog import load_catalog
+
+    catalog = load_catalog()
+    runs = pd.read_csv(DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
+    rows = []
+    for r in runs.itertuples(index=False):
+        shape = modern_shape(r, catalog)
+        tp, pp, cp = int(_num(r.tp)), int(_num(r.pp)), int(_num(r.cp))
+        network = MODERN_NETWORK.search(r.notes)
+        scale_out = np.nan
+        if network and r.hardware in catalog.accelerators:
+            node = catalog.node(catalog.accelerator(r.hardware).node)
+            scale_out = (int(network.group(1)) * int(network.group(2)) * 1e9 / 8
+                         / node.gpus_per_node)
+        case = _case(dataset="modern-runs", case_id=r.case_id, hardware=r.hardware,
+                     **shape, gpus=int(_num(r.gpus)), tp=tp, pp=pp, vp=int(_num(r.vp)),
+                     cp=cp, ep=int(_num(r.ep)), micro_batch=int(_num(r.micro_batch)),
+                     global_batch=int(_num(r.global_batch)), recompute=r.recompute,
+                     zero=int(_num(r.zero)), flash=True, sequence_parallel=float(tp > 1),
+                     precision=r.precision, scale_out_bytes_per_s=scale_out,
+                     metric=r.metric, measured=_num(r.published), model=r.model,
+                     notes=r.notes, fit=r.model.startswith(MODERN_FIT_FAMILIES),
+                     source=r.source)
+        rows.append(case)
+    frame = pd.DataFrame(rows)
+    frame["group"] = [modern_group(c) for c in frame.itertuples()]
+    frame["unexpressible"] = [modern_unexpressible(c, catalog) for c in frame.itertuples()]
+    return frame
+
+
 DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("sc21", "Megatron SC21 Table 1 + GPT-3 175B example (TFLOP/s per GPU)",
             "TFLOP/s per GPU", load_sc21, 0.06),
@@ -242,6 +400,9 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
             "tokens/s per GPU", load_llm_foundry_h100, 0.10),
     Dataset("full-runs", "Production runs: BLOOM-176B step time, OPT-175B TFLOP/s",
             "s or TFLOP/s", load_full_runs, None),
+    Dataset("modern-runs", "2024-2026 stacks: NeMo/Megatron-Core, InternLM, torchtitan on "
+            "H100, B200, GB200, A100 (step time or tokens/s per GPU)",
+            "s or tokens/s per GPU", load_modern_runs, 0.10),
 )}
 
 
@@ -263,9 +424,21 @@ def resolve_names(names) -> list[str]:
     return list(dict.fromkeys(out)) or list(DATASETS)
 
 
+def with_shape_defaults(cases: pd.DataFrame) -> pd.DataFrame:
+    """Cases with every SHAPE_DEFAULTS column, missing values filled with the default."""
+    out = cases.copy()
+    for name, default in SHAPE_DEFAULTS.items():
+        fill = {"heads": out["heads"], "4h": 4 * out["hidden"]}.get(default, default)
+        if name not in out:
+            out[name] = fill
+        else:
+            out[name] = out[name].where(out[name].notna(), fill)
+    return out
+
+
 def load_cases(names=None) -> pd.DataFrame:
     frames = [DATASETS[n].loader() for n in resolve_names(names)]
-    return pd.concat(frames, ignore_index=True)
+    return with_shape_defaults(pd.concat(frames, ignore_index=True))
 
 
 # ---- prediction ----------------------------------------------------------------------
@@ -273,33 +446,30 @@ def load_cases(names=None) -> pd.DataFrame:
 _MODEL_TEMPLATE = "megatron-1.7b"  # any catalog model; every shape input is overridden
 
 
-def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str, catalog,
-                params: dict | None) -> dict:
+def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str,
+                precision: str, catalog, params: dict | None) -> dict:
     from planner.engine.evaluator import base_inputs
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
 
     x = base_inputs(catalog, model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
-                    precision="bf16")
-    n = len(cases)
+                    precision=precision)
+    shape = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp_matrices", "vocab", "seq_len",
+             "embedding_matrices", "moe_layers", "experts", "experts_per_token",
+             "shared_experts", "moe_ffn", "global_batch")
     col = {k: cases[k].to_numpy(dtype=float) for k in
-           ("layers", "hidden", "heads", "vocab", "seq_len", "gpus", "tp", "pp", "vp",
-            "micro_batch", "global_batch", "zero")}
-    tpp = col["tp"] * col["pp"]
-    layout = {"gpus": col["gpus"], "tp": col["tp"], "pp": col["pp"], "dp": col["gpus"] // tpp,
-              "cp": np.ones(n), "ep": np.ones(n), "vp": col["vp"],
+           (*shape, "gpus", "tp", "pp", "vp", "cp", "ep", "micro_batch", "zero",
+            "sequence_parallel")}
+    layout = {"gpus": col["gpus"], "tp": col["tp"], "pp": col["pp"],
+              "dp": col["gpus"] // (col["tp"] * col["pp"] * col["cp"]),
+              "cp": col["cp"], "ep": col["ep"], "vp": col["vp"],
               "micro_batch": col["micro_batch"],
               "recompute": cases["recompute"].map(RECOMPUTE_CODES).to_numpy(),
-              "zero": col["zero"], "sequence_parallel": np.zeros(n)}
+              "zero": col["zero"], "sequence_parallel": col["sequence_parallel"]}
     x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=1.0,
                           flash_attention=flash))
     x["stage_layers"] = np.ceil(col["layers"] / col["pp"])
-    x.update({"layers": col["layers"], "hidden": col["hidden"], "heads": col["heads"],
-              "kv_heads": col["heads"], "ffn": 4 * col["hidden"], "mlp_matrices": 2.0,
-              "vocab": col["vocab"], "seq_len": col["seq_len"], "embedding_matrices": 1.0,
-              "moe_layers": 0.0, "experts": 1.0, "experts_per_token": 1.0,
-              "shared_experts": 0.0, "moe_ffn": 4 * col["hidden"],
-              "global_batch": col["global_batch"],
-              "dropout_masks": cases["dropout"].to_numpy(dtype=float)})
+    x.update({k: col[k] for k in shape})
+    x["dropout_masks"] = cases["dropout"].to_numpy(dtype=float)
     for name, column in (("dp_overlap", "dp_overlap"),
                          ("scale_out_bandwidth_bytes_per_s", "scale_out_bytes_per_s")):
         v = cases[column].to_numpy(dtype=float)
@@ -321,22 +491,25 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     cases of one reliability profile) - used by the calibration.
     """
     from formulas.compute import narayanan_flops_per_iteration
-    from planner.engine.evaluator import BREAKDOWN_TERMS, evaluate_inputs
+    from planner.engine.columns import step_time_terms
+    from planner.engine.evaluator import evaluate_inputs
 
     if catalog is None:
         from hardware_catalog import load_catalog
 
         catalog = load_catalog()
-    out = cases.copy()
+    out = with_shape_defaults(cases)
     outputs = ("step_time_s", "memory_per_gpu_bytes", "hbm_bytes", "activation_bytes", "mfu",
-               *BREAKDOWN_TERMS)
+               *step_time_terms())
     out["predicted"] = np.nan
     for col in outputs:
         out[col] = np.nan
     out["fits"] = True
-    for (hw, flash, rel), idx in out.groupby(["hardware", "flash", "reliability"]).groups.items():
+    expressible = out[out.unexpressible == ""]  # the others are listed, not predicted
+    keys = ["hardware", "flash", "reliability", "precision"]
+    for (hw, flash, rel, precision), idx in expressible.groupby(keys).groups.items():
         group = out.loc[idx]
-        x = _inputs_for(group, hw, bool(flash), rel, catalog, params)
+        x = _inputs_for(group, hw, bool(flash), rel, precision, catalog, params)
         r = evaluate_inputs(x)
         step = r["step_time_s"]
         g = group
@@ -394,8 +567,27 @@ def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
             "target_mape": ds.target_mape if ds else None,
             "worst": [{"case": r.case_id, "measured": float(r.measured),
                        "predicted": float(r.predicted), "error": float(r.error)}
-                      for r in bad.itertuples()],
+                      for r in bad.itertuples() if np.isfinite(r.error)],
+            "unexpressible_count": int((g.unexpressible != "").sum()),
+            "unexpressible": [{"case": r.case_id, "reason": r.unexpressible}
+                              for r in g.itertuples() if r.unexpressible],
+            "groups": group_metrics(g),
         })
+    return rows
+
+
+def group_metrics(pred: pd.DataFrame) -> list[dict]:
+    """MAPE per group of a dataset's predictions (datasets with a ``group`` column)."""
+    if "group" not in pred or pred.group.isna().all():
+        return []
+    rows = []
+    for name, _ in MODERN_GROUPS:
+        g = pred[pred.group == name]
+        m = metrics(g.error)
+        rows.append({"group": name, "rows": int(len(g)), "predicted": m["count"],
+                     "unexpressible": int((g.unexpressible != "").sum()), "mape": m["mape"],
+                     "bias": m["bias"], "max_error": m["max_error"],
+                     "held_out_mape": metrics(g.error[~g.fit.astype(bool)])["mape"]})
     return rows
 
 
@@ -431,7 +623,7 @@ def korthikanti_check(catalog=None) -> list[dict]:
 
 def memory_check(pred: pd.DataFrame) -> dict:
     """Every measured run ran, so none may be predicted not to fit; OOM rows must not fit."""
-    ran = pred[pred.metric.notna()]
+    ran = pred[pred.metric.notna() & pred.predicted.notna()]  # unexpressible: not predicted
     false_oom = ran[~ran.fits.astype(bool)]
     return {"runs": int(len(ran)), "predicted_oom_for_runs_that_ran": int(len(false_oom)),
             "examples": false_oom.case_id.head(5).tolist(),

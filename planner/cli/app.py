@@ -32,6 +32,7 @@ def build_app() -> typer.Typer:
         init,
         plan,
         plot,
+        prices,
         sensitivity,
         simulate,
         sweep,
@@ -51,6 +52,7 @@ def build_app() -> typer.Typer:
     app.command()(checkpoint.checkpoint)
     app.add_typer(formula.formula_app, name="formula")
     app.add_typer(catalog.catalog_app, name="catalog")
+    app.add_typer(prices.prices_app, name="prices")
     app.command()(evaluate.evaluate)
     app.command()(plan.plan)
     app.command()(sweep.sweep)

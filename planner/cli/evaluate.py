@@ -6,32 +6,17 @@ import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
 from planner.cli.layout_options import with_layout_options
+from planner.engine.columns import column, evaluate_summary, memory_terms, step_time_terms
 from planner.version import version
-
-BREAKDOWN_KEYS = ("compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
-                  "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s")
-MEMORY_KEYS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activation_bytes",
-               "reserve_bytes")
-SUMMARY_KEYS = (
-    "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_bytes",
-    "hbm_bytes", "fits", "largest_memory_term", "params", "active_params", "steps",
-    "system_mtbf_s", "checkpoint_bytes", "checkpoint_stall_s", "checkpoint_interval_s",
-    "young_interval_s", "restart_s", "expected_failures", "waste_fraction", "ettr",
-    "solve_time_s", "wall_time_s", "wall_days", "gpu_hours", "energy_kwh", "energy_it_kwh",
-    "avg_power_mw", "peak_power_mw", "cost_usd", "cost_cloud_usd", "cost_tco_usd", "co2e_kg",
-    "co2e_operational_kg", "co2e_embodied_kg",
-)
-
-
 
 
 def evaluation_payload(row: dict, inputs: dict) -> dict:
-    """The JSON object of one evaluated layout (SI units, ratios in 0..1)."""
-
-    payload = {k: row[k] for k in SUMMARY_KEYS}
-    payload["fits"] = bool(payload["fits"])
-    payload["breakdown"] = {k: row[k] for k in BREAKDOWN_KEYS}
-    payload["memory_breakdown"] = {k: row[k] for k in MEMORY_KEYS}
+    """The JSON object of one evaluated layout (SI units, ratios in 0..1): the evaluate
+    summary of the column registry, then the step-time and memory breakdowns."""
+    payload = {c.key: bool(row[c.name]) if c.dtype == "bool" else row[c.name]
+               for c in evaluate_summary()}
+    payload["breakdown"] = {column(k).key: row[k] for k in step_time_terms()}
+    payload["memory_breakdown"] = {column(k).key: row[k] for k in memory_terms()}
     payload["inputs"] = inputs
     payload["version"] = version()
     return payload
@@ -55,8 +40,12 @@ def evaluate(
     run = resolve(options)
     payload = evaluation_payload(run.row, run.echo)
     payload["catalog_version"] = run.catalog_version
+    payload["price"] = run.price
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
-            if k not in ("breakdown", "memory_breakdown", "inputs")]
+            if k not in ("breakdown", "memory_breakdown", "inputs", "price")]
+    from planner.engine.pricing import PriceQuote
+
+    rows.append({"quantity": "price", "value": PriceQuote(**run.price).label()})
     if uncertainty:
         from planner.analysis.uncertainty import default_spreads, run_uncertainty
 

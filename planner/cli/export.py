@@ -93,7 +93,9 @@ def export_xlsx(
                      sequence_parallel=e["sequence_parallel"],
                      flash_attention=e["flash_attention"], precision=e["precision"],
                      site=e["site"], tokens=e["tokens"], checkpoint=e["checkpoint"],
-                     cost_basis=e["cost_basis"], reliability=e["reliability"])
+                     cost_basis=e["cost_basis"], reliability=e["reliability"],
+                     pricing=e["pricing"], provider=e["provider"],
+                     spot_interruption=e["spot_interruption"])
     columns = ["gpus", "dp", "step_time_s", "mfu", "fits", "wall_days", "gpu_hours",
                "energy_kwh", "cost_usd", "co2e_kg", "checkpoint_interval_s"]
     sweep_rows = [{c: (bool(r[c]) if c == "fits" else float(r[c])) for c in columns}
@@ -101,6 +103,10 @@ def export_xlsx(
     title = (f"capplan: {e['model']} on {e['gpus']:,} x {e['hardware']}, TP{e['tp']} "
              f"PP{e['pp']} DP{e['dp']}, {e['tokens']:.3g} tokens")
     values = {name: run.row[name] for name in run.row}
-    path = write_workbook(output, run.inputs, input_sources(catalog, e, e["precision"]),
-                          values, sweep_rows, title, force=force)
+    from planner.engine.pricing import PriceQuote
+
+    sources = input_sources(catalog, e, e["precision"])
+    sources["price_usd_per_gpu_hour"] = (f"{PriceQuote(**run.price).label()}; "
+                                         f"{run.price['source']}")
+    path = write_workbook(output, run.inputs, sources, values, sweep_rows, title, force=force)
     print(f"capplan: wrote {path}", file=sys.stderr)

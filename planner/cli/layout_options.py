@@ -15,6 +15,13 @@ import typer
 
 from planner.errors import CapplanError
 
+PRICING_HELP = ("Price tier: on-demand | spot | reserved-1y | reserved-3y | owned "
+                "(owned = TCO cost basis).")
+PROVIDER_HELP = ("Cloud provider priced: median (of non-marketplace providers) | cheapest | "
+                 "a provider name (see `capplan prices list`).")
+SPOT_HELP = ("With --pricing spot: preemptions per instance and month, an AWS Spot Advisor "
+             "bucket lt5 | 5-10 | 10-15 | 15-20 | gt20, or a fraction in (0, 1).")
+
 
 def _options(
     model: str = typer.Option("llama3-70b", "--model", "-m", help="Model id or TOML file."),
@@ -41,6 +48,9 @@ def _options(
     cost_basis: str = typer.Option("cloud", help="cloud | tco."),
     reliability: str = typer.Option("default", help="Reliability profile id."),
     catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
+    pricing: str = typer.Option("on-demand", help=PRICING_HELP),
+    provider: str = typer.Option("median", help=PROVIDER_HELP),
+    spot_interruption: str = typer.Option("gt20", help=SPOT_HELP),
 ):
     """Holder of the shared options (never called)."""
 
@@ -75,6 +85,8 @@ class ResolvedRun:
     echo: dict
     frame: object
     catalog_version: str = ""
+    #: the resolved price per GPU-hour (PriceQuote.as_dict()): tier, provider, source, spread
+    price: dict | None = None
 
 
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
@@ -97,5 +109,10 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     row = frame.iloc[0].to_dict()
     echo = {**o, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
+    from planner.engine.pricing import price_quote
+
+    quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"], o["provider"],
+                        o["spot_interruption"])
     return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame,
-                       catalog_version=str(getattr(catalog, "version", "")))
+                       catalog_version=str(getattr(catalog, "version", "")),
+                       price=quote.as_dict())

@@ -8,23 +8,20 @@ import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
 from planner.cli.scenario_options import with_scenario_options
+from planner.engine.columns import plan_summary
 from planner.version import version
 
-SUMMARY = ("hardware", "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute",
-           "zero", "wall_days", "cost_usd", "energy_mwh", "co2e_t", "mfu", "step_time_s",
-           "memory_per_gpu_bytes", "peak_power_mw", "expected_failures", "ettr")
 
-
-def summarize(row: dict | None) -> dict | None:
-    """The user-facing fields of one plan row (plain Python values)."""
+def summarize(row: dict | None, prices: dict | None = None) -> dict | None:
+    """The plan summary of the column registry for one plan row (plain Python values); with
+    ``prices`` (accelerator -> resolved price) the row's price tier, provider, source and
+    spread."""
     if row is None:
         return None
-    out = {}
-    for key in SUMMARY:
-        value = row[key]
-        out[key] = value if isinstance(value, str) else (
-            int(value) if key in ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
-                                  "zero") else float(value))
+    plain = {"str": str, "int": int, "bool": bool, "float": float}
+    out = {c.key: plain[c.dtype](row[c.name]) for c in plan_summary()}
+    if prices is not None and row["hardware"] in prices:
+        out["price"] = prices[row["hardware"]]
     return out
 
 
@@ -35,13 +32,15 @@ def plan_payload(result) -> dict:
     scenario.pop("extra", None)
     return {
         "scenario": scenario,
-        "best": {obj: summarize(row) for obj, row in result.best.items()},
-        "per_hardware": {hw: {obj: summarize(r) for obj, r in rows.items()}
+        "best": {obj: summarize(row, result.prices) for obj, row in result.best.items()},
+        "per_hardware": {hw: {obj: summarize(r, result.prices) for obj, r in rows.items()}
                          for hw, rows in result.per_hardware.items()},
         "pareto": [summarize(r) for r in result.pareto],
         "knee": {hw: (None if r is None else {**summarize(r),
                                              "marginal_efficiency": r["marginal_efficiency"]})
                  for hw, r in result.knee.items()},
+        **({"spot_vs_on_demand": result.spot_vs_on_demand} if result.spot_vs_on_demand
+           else {}),
         "skipped": result.skipped,
         "binding": result.binding,
         "evaluated": result.evaluated,

@@ -13,7 +13,8 @@ KEYS: dict[str, type] = {
     "global_batch": int, "seq_len": int, "deadline_days": float, "budget_usd": float,
     "max_power_mw": float, "site": str, "objective": str, "precision": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
-    "catalog": list,
+    "catalog": list, "pricing": str, "provider": str,
+    "spot_interruption": str,
     "uncertainty": dict,
 }
 
@@ -33,6 +34,9 @@ objective = "cost"            # time | cost | energy | carbon
 precision = "bf16"            # bf16 | fp8 | tf32
 checkpoint = "async"          # sync | async | in-memory
 cost_basis = "cloud"          # cloud (price per GPU-hour) | tco (capex + energy + opex)
+pricing = "on-demand"         # on-demand | spot | reserved-1y | reserved-3y | owned (= tco)
+provider = "median"           # median | cheapest | a provider: `capplan prices list`
+spot_interruption = "gt20"    # with spot: lt5 | 5-10 | 10-15 | 15-20 | gt20 (per month) or 0.07
 reliability = "default"       # failure/straggler profile: `capplan catalog list reliability`
 knee_threshold = 0.8          # marginal scaling efficiency that defines the knee
 

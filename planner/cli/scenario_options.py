@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.layout_options import prepend_options
+from planner.cli.layout_options import PRICING_HELP, PROVIDER_HELP, SPOT_HELP, prepend_options
 
 
 def _options(
@@ -36,6 +36,9 @@ def _options(
     reliability: str = typer.Option("default", help="Reliability profile id."),
     knee_threshold: float = typer.Option(0.8, help="Marginal scaling efficiency of the knee."),
     catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
+    pricing: str = typer.Option("on-demand", help=PRICING_HELP),
+    provider: str = typer.Option("median", help=PROVIDER_HELP),
+    spot_interruption: str = typer.Option("gt20", help=SPOT_HELP),
 ):
     """Holder of the shared options (never called)."""
 
@@ -44,7 +47,7 @@ def _options(
 SCENARIO_KEYS = ("model", "tokens", "hardware", "min_gpus", "max_gpus", "global_batch",
                  "seq_len", "deadline_days", "budget_usd", "max_power_mw", "site", "objective",
                  "precision", "checkpoint", "cost_basis", "reliability", "knee_threshold",
-                 "catalog")
+                 "catalog", "pricing", "provider", "spot_interruption")
 
 
 def with_scenario_options(func):
@@ -69,5 +72,6 @@ def resolve_scenario(options: dict):
         max_gpus=v["max_gpus"],
         deadline_days=None if deadline in (None, float("inf")) else deadline,
         budget_usd=v["budget_usd"], max_power_mw=v["max_power_mw"], objective=v["objective"],
-        knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()))
+        knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()),
+        pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"])
     return scenario, v

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.layout_options import PRICING_HELP, PROVIDER_HELP, SPOT_HELP
 from planner.errors import CapplanError
 from planner.version import version
 
@@ -63,6 +64,9 @@ def sweep(
     precision: str = typer.Option("bf16", help="bf16 | fp8 | tf32."),
     checkpoint: str = typer.Option("async", help="sync | async | in-memory."),
     catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
+    pricing: str = typer.Option("on-demand", help=PRICING_HELP),
+    provider: str = typer.Option("median", help=PROVIDER_HELP),
+    spot_interruption: str = typer.Option("gt20", help=SPOT_HELP),
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
@@ -80,7 +84,8 @@ def sweep(
                         hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()),
                         precision=precision, checkpoint=checkpoint, min_gpus=min_gpus,
                         max_gpus=max_gpus, objective=objective,
-                        catalog_dirs=tuple(catalog or ()))
+                        catalog_dirs=tuple(catalog or ()), pricing=pricing, provider=provider,
+                        spot_interruption=spot_interruption)
     from planner.report.progress import search_progress
 
     with search_progress() as progress:
@@ -92,7 +97,8 @@ def sweep(
     from dataclasses import asdict
 
     payload = {"scenario": {k: v for k, v in asdict(scenario).items() if k != "extra"},
-               "rows": rows, "version": version(), "catalog_version": result.catalog_version}
+               "rows": rows, "prices": result.prices, "version": version(),
+               "catalog_version": result.catalog_version}
     write(render(rows, format, title=f"Scaling {model} ({objective}-optimal layout per row)",
                  payload=payload), output, force)
     if plot:

@@ -31,7 +31,8 @@ def validate(
     format = output_format(format, output)
     from planner.analysis import validate as v
     from planner.report.output import render, write
-    from planner.report.validation import checks, plot, run, table_rows, write_docs
+    from planner.report.validation import checks, modern_group_rows, plot, run, table_rows
+    from planner.report.validation import write_docs as write_validation_docs
 
     names = v.resolve_names(dataset)
     if plot_file and not plot_file.lower().endswith((".png", ".svg")):
@@ -44,13 +45,17 @@ def validate(
     extra = checks() if (write_docs or with_checks) else None
     if write_docs:
         full = set(names) == set(v.DATASETS)
-        write_docs(pred=pred if full else None, summary=summary if full else None, extra=extra)
+        write_validation_docs(pred=pred if full else None, summary=summary if full else None,
+                              extra=extra)
     from hardware_catalog import load_catalog
 
     payload = {"datasets": summary, "version": version(),
                "catalog_version": load_catalog().version}
     text = render(table_rows(summary), format, title="capplan validate: predicted vs measured",
                   payload=payload | ({"checks": extra} if with_checks else {}), width=160)
+    groups = modern_group_rows(summary)
+    if groups and format in ("table", "markdown"):
+        text += "\n" + render(groups, format, title="modern-runs: MAPE per group", width=160)
     if with_checks and format != "json":
         text += "".join(("\n" if format != "csv" else "") + render(rows, format, title=name,
                                                                     width=160)

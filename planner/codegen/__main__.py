@@ -32,6 +32,12 @@ def _formulas(check: bool) -> int:
     return main(["--check"] if check else [])
 
 
+def _columns(check: bool) -> int:
+    from planner.codegen.column_docs import main
+
+    return main(["--check"] if check else [])
+
+
 def _cli(check: bool) -> int:
     from planner.codegen.cli_docs import main
 
@@ -44,8 +50,8 @@ def _validation(check: bool) -> int:
     return write_docs(check=check)
 
 
-STEPS = {"kernel": _kernel, "sensitivity": _sensitivity, "formulas": _formulas, "cli": _cli,
-         "validation": _validation}
+STEPS = {"kernel": _kernel, "sensitivity": _sensitivity, "formulas": _formulas,
+         "columns": _columns, "cli": _cli, "validation": _validation}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,19 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.engine.columns import conversions, memory_terms
 from planner.engine.model import INPUTS, OUTPUTS
 
 #: Candidates per kernel call; bounds memory whatever the size of the space.
 CHUNK = 4096
-MEMORY_TERMS = ("weights_bytes", "grads_bytes", "optimizer_state_bytes", "activation_bytes",
-                "reserve_bytes")
-BREAKDOWN_TERMS = ("compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
-                   "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s")
-#: Columns derived by a change of unit, in order: (name, source column, divisor).
-UNIT_COLUMNS = (("wall_days", "wall_time_s", 86400), ("energy_kwh", "energy_facility_j", 3.6e6),
-                ("energy_it_kwh", "energy_it_j", 3.6e6), ("energy_gpu_kwh", "energy_gpu_j", 3.6e6),
-                ("energy_mwh", "energy_kwh", 1000), ("avg_power_mw", "avg_power_w", 1e6),
-                ("peak_power_mw", "peak_power_w", 1e6), ("co2e_t", "co2e_kg", 1000))
 
 _KERNEL = None
 
@@ -66,7 +58,7 @@ def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK) -> dict[str, np.
     """
     from planner.engine.kernel import partial_kernel
 
-    derived = {name: (source, divisor) for name, source, divisor in UNIT_COLUMNS}
+    derived = {name: (source, divisor) for name, source, divisor in conversions()}
     derived["fits"] = ("memory_per_gpu_bytes", None)
     needed: list[str] = []
     for column in columns:
@@ -78,7 +70,7 @@ def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK) -> dict[str, np.
             needed.append(column)
     f, names = partial_kernel(tuple(needed))
     out = run_kernel(f, names, needed, inputs, chunk)
-    for name, source, divisor in UNIT_COLUMNS:
+    for name, source, divisor in conversions():
         if source in out:
             out[name] = out[source] / divisor
     if "fits" in columns:
@@ -116,28 +108,41 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
 
 
 def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
-    """Derived columns: fits, the overflowing memory term, conversions at the edge."""
+    """The ``finish`` columns of :mod:`planner.engine.columns`: fits, the largest memory
+    term, and the unit conversions at the edge."""
     n = len(out["step_time_s"])
     hbm = np.broadcast_to(np.asarray(inputs["hbm_bytes"], dtype=float), (n,))
     out["hbm_bytes"] = np.array(hbm)
     out["fits"] = out["memory_per_gpu_bytes"] <= hbm
-    # index into MEMORY_TERMS of the largest memory term (names only where shown)
-    largest = np.zeros(n, dtype=np.int8)
-    biggest = out[MEMORY_TERMS[0]]
-    for i, term in enumerate(MEMORY_TERMS[1:], start=1):
-        larger = out[term] > biggest
-        largest[larger] = i
-        biggest = np.maximum(biggest, out[term])
-    out["largest_memory_term_index"] = largest
-    for name, source, divisor in UNIT_COLUMNS:
+    out["largest_memory_term_index"] = largest_index(out, memory_terms())
+    for name, source, divisor in conversions():
         out[name] = out[source] / divisor
     return out
 
 
+def largest_index(out: dict[str, np.ndarray], terms: tuple[str, ...]) -> np.ndarray:
+    """Per candidate, the index into ``terms`` of the largest (the first of equals)."""
+    largest = np.zeros(len(out[terms[0]]), dtype=np.int8)
+    biggest = out[terms[0]]
+    for i, term in enumerate(terms[1:], start=1):
+        larger = out[term] > biggest
+        largest[larger] = i
+        biggest = np.maximum(biggest, out[term])
+    return largest
+
+
 def base_inputs(catalog, *, model, hardware, site="us-average", reliability="default",
                 precision="bf16", checkpoint="async", cost_basis="cloud", seq_len=None,
-                tokens=1e12, global_batch=None) -> dict[str, float]:
-    """Scalar run-model inputs for a model on one accelerator at one site."""
+                tokens=1e12, global_batch=None, pricing="on-demand",
+                provider="median", spot_interruption="gt20") -> dict[str, float]:
+    """Scalar run-model inputs for a model on one accelerator at one site.
+
+    The price per GPU-hour is resolved by :func:`planner.engine.pricing.price_quote`
+    (tier ``pricing``, ``provider``); ``pricing="owned"`` selects the TCO cost basis;
+    ``pricing="spot"`` adds preemptions (``spot_interruption``: an interruption bucket or
+    a monthly fraction) to the node failure rate of the Young/Daly/restart model.
+    """
+    from planner.engine.pricing import price_quote, with_preemptions
     from planner.engine.scenario import (
         default_global_batch,
         execution_defaults,
@@ -152,8 +157,11 @@ def base_inputs(catalog, *, model, hardware, site="us-average", reliability="def
     node = catalog.node(acc.node)
     x = model_inputs(m, seq_len)
     x.update(hardware_inputs(acc, node, precision))
-    x.update(site_inputs(catalog.site(site), cost_basis))
+    x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, provider).usd_per_gpu_hour
+    x.update(site_inputs(catalog.site(site), "tco" if pricing == "owned" else cost_basis))
     x.update(reliability_inputs(catalog.reliability_profile(reliability), checkpoint))
+    if pricing == "spot":
+        x["node_mtbf_s"] = with_preemptions(x["node_mtbf_s"], spot_interruption)
     x.update(execution_defaults())
     x["tokens"] = float(tokens)
     x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
@@ -213,7 +221,8 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
              sequence_parallel=None, precision="bf16", site="us-average",
              tokens=1e12, checkpoint="async", cost_basis="cloud", flash_attention=True,
              reliability="default", catalog=None, catalog_dirs=(), overrides=None,
-             return_inputs=False):
+             return_inputs=False, pricing="on-demand", provider="median",
+             spot_interruption="gt20"):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
     Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
@@ -221,6 +230,7 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
 
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
+    ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.pricing``);
     arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
     kernel inputs are returned too: ``(frame, inputs)``.
     """
@@ -235,7 +245,8 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
     x = base_inputs(catalog, model=model, hardware=hardware, site=site,
                     reliability=reliability, precision=precision, checkpoint=checkpoint,
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
-                    global_batch=global_batch)
+                    global_batch=global_batch, pricing=pricing, provider=provider,
+                    spot_interruption=spot_interruption)
     dp = np.asarray(gpus) // np.maximum(np.asarray(tp) * pp * cp, 1)
     if recompute not in RECOMPUTE_CODES:
         from planner.errors import CapplanError
@@ -259,7 +270,7 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
             "precision": precision, "site": site, "checkpoint": checkpoint,
             "recompute": recompute, "zero": zero, "global_batch": x["global_batch"],
             "seq_len": x["seq_len"], "tokens": x["tokens"]}
-    out["largest_memory_term"] = np.asarray(MEMORY_TERMS)[out.pop("largest_memory_term_index")]
+    out["largest_memory_term"] = np.asarray(memory_terms())[out.pop("largest_memory_term_index")]
     columns = {**meta, **{k: v for k, v in layout.items() if k not in ("recompute", "zero")},
                **out}
     frame = pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})

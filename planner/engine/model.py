@@ -26,6 +26,7 @@ from formulas import (
     straggler,
 )
 from formulas.ops import maximum, minimum
+from planner.engine.columns import kernel_outputs
 
 #: Inputs of the run model: name -> (unit, meaning).
 INPUTS: dict[str, tuple[str, str]] = {
@@ -131,57 +132,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "pause_duration_s": ("s", "length of such a pause"),
 }
 
-#: Outputs: name -> unit.  The order is the kernel's output order.
-OUTPUTS: dict[str, str] = {
-    "step_time_s": "s",
-    "compute_s": "s",
-    "launch_s": "s",
-    "tp_comm_s": "s",
-    "cp_comm_s": "s",
-    "ep_comm_s": "s",
-    "pp_comm_s": "s",
-    "dp_comm_s": "s",
-    "bubble_s": "s",
-    "optimizer_s": "s",
-    "straggler_s": "s",
-    "weights_bytes": "B",
-    "grads_bytes": "B",
-    "optimizer_state_bytes": "B",
-    "activation_bytes": "B",
-    "reserve_bytes": "B",
-    "memory_per_gpu_bytes": "B",
-    "params": "1",
-    "active_params": "1",
-    "tokens_per_s": "1/s",
-    "model_flops_per_token": "FLOP",
-    "tflops_per_gpu": "TFLOP/s",
-    "mfu": "1",
-    "hfu": "1",
-    "steps": "1",
-    "system_mtbf_s": "s",
-    "checkpoint_bytes": "B",
-    "checkpoint_stall_s": "s",
-    "young_interval_s": "s",
-    "checkpoint_interval_s": "s",
-    "restart_s": "s",
-    "solve_time_s": "s",
-    "wall_time_s": "s",
-    "expected_failures": "1",
-    "waste_fraction": "1",
-    "ettr": "1",
-    "gpu_hours": "h",
-    "energy_gpu_j": "J",
-    "energy_it_j": "J",
-    "energy_facility_j": "J",
-    "avg_power_w": "W",
-    "peak_power_w": "W",
-    "cost_cloud_usd": "USD",
-    "cost_tco_usd": "USD",
-    "cost_usd": "USD",
-    "co2e_operational_kg": "kgCO2e",
-    "co2e_embodied_kg": "kgCO2e",
-    "co2e_kg": "kgCO2e",
-}
+#: Outputs: name -> unit, in the kernel's output order (from the column registry).
+OUTPUTS: dict[str, str] = kernel_outputs()
 
 
 def _gemm_time(x, flops, m, n, k, min_dim):

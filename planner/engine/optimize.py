@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.engine.columns import kept
 from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
+from planner.engine.pricing import price_quote
 from planner.engine.reductions import GroupMinimum, pareto_mask
 from planner.engine.scenario import OBJECTIVES, Scenario
 from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions, layout_blocks, layout_flags
@@ -32,19 +34,8 @@ OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energ
 #: What the search computes for every candidate that fits: objectives and constraints.
 SEARCH_COLUMNS = tuple(dict.fromkeys((*OBJECTIVE_COLUMNS.values(), "wall_days", "cost_usd",
                                       "peak_power_mw")))
-KEEP_COLUMNS = (
-    "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute", "zero",
-    "sequence_parallel", "step_time_s", "compute_s", "launch_s", "tp_comm_s", "cp_comm_s", "ep_comm_s",
-    "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s", "straggler_s",
-    "memory_per_gpu_bytes", "weights_bytes", "grads_bytes", "optimizer_state_bytes",
-    "activation_bytes", "reserve_bytes", "hbm_bytes", "fits", "tokens_per_s",
-    "tflops_per_gpu", "mfu", "hfu", "steps", "system_mtbf_s", "checkpoint_bytes",
-    "checkpoint_stall_s", "checkpoint_interval_s", "young_interval_s", "restart_s",
-    "expected_failures", "waste_fraction", "ettr", "solve_time_s", "wall_time_s", "wall_days",
-    "gpu_hours", "energy_kwh", "energy_it_kwh", "energy_gpu_kwh", "energy_mwh", "avg_power_mw", "peak_power_mw",
-    "cost_usd", "cost_cloud_usd", "cost_tco_usd", "co2e_kg", "co2e_operational_kg",
-    "co2e_embodied_kg", "co2e_t",
-)
+#: Columns kept for each candidate of the frontier, besides ``hardware`` (column registry).
+KEEP_COLUMNS = kept()
 
 
 @dataclass
@@ -63,6 +54,10 @@ class PlanResult:
     binding: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     catalog_version: str = ""
+    #: accelerator id -> the resolved price (PriceQuote.as_dict()): tier, provider, source, spread
+    prices: dict[str, dict] = field(default_factory=dict)
+    #: with --pricing spot: objective -> the winner against on-demand (planner.engine.spot)
+    spot_vs_on_demand: dict[str, dict | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -141,7 +136,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     options = options or SpaceOptions()
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus,
                               "max_gpus": s.max_gpus})
-    kept, evaluated, fitting, skipped = [], 0, 0, {}
+    kept_blocks, evaluated, fitting, skipped, prices = [], 0, 0, {}, {}
     min_memory = (np.inf, None)
     names = resolve_hardware(catalog, s.hardware)
     for position, hw in enumerate(names):
@@ -151,8 +146,12 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             x = base_inputs(catalog, model=model, hardware=hw, site=s.site,
                             reliability=s.reliability, precision=s.precision,
                             checkpoint=s.checkpoint, cost_basis=s.cost_basis,
-                            seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch)
-        except CapplanError as exc:  # e.g. no fp8 on this accelerator
+                            seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch,
+                            pricing=s.pricing, provider=s.provider,
+                            spot_interruption=s.spot_interruption)
+            prices[hw] = price_quote(catalog, catalog.accelerator(hw), s.pricing,
+                                     s.provider, s.spot_interruption).as_dict()
+        except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price
             skipped[hw] = str(exc)
             continue
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
@@ -170,16 +169,16 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             if block.min_memory_bytes < min_memory[0]:
                 min_memory = (block.min_memory_bytes, hw, block.min_memory_hbm_bytes)
             if block.rows.size:
-                kept.append({"hardware": np.full(block.rows.size, hw, dtype=object),
+                kept_blocks.append({"hardware": np.full(block.rows.size, hw, dtype=object),
                              **{c: block.out[c] for c in KEEP_COLUMNS},
                              "feasible": block.feasible})
     if progress is not None:
         progress(len(names), len(names), "")
-    if not kept:
+    if not kept_blocks:
         frontier = pd.DataFrame(columns=["hardware", *KEEP_COLUMNS, "feasible"])
     else:
-        frontier = pd.DataFrame({c: np.concatenate([block[c] for block in kept])
-                                 for c in kept[0]})
+        frontier = pd.DataFrame({c: np.concatenate([block[c] for block in kept_blocks])
+                                 for c in kept_blocks[0]})
         frontier["recompute"] = frontier["recompute"].map(RECOMPUTE_NAMES)
         frontier = frontier.drop_duplicates(
             subset=["hardware", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
@@ -195,9 +194,14 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         scenario=s, frontier=frontier, best=best, per_hardware=per_hw,
         pareto=pareto_rows(feasible_rows), knee=knee, evaluated=evaluated, fitting=fitting,
         seconds=time.perf_counter() - started, skipped=skipped,
-        catalog_version=str(getattr(catalog, "version", "")))
+        catalog_version=str(getattr(catalog, "version", "")), prices=prices)
     if best[s.objective] is None:
         result.binding[s.objective] = explain_infeasible(s, frontier, min_memory)
+    if s.pricing == "spot":
+        from planner.engine.spot import spot_versus_on_demand
+
+        result.spot_vs_on_demand = {obj: spot_versus_on_demand(catalog, s, row)
+                                    for obj, row in best.items() if row is not None}
     return result
 
 

@@ -40,6 +40,9 @@ class Scenario:
     precision: str = "bf16"
     checkpoint: str = "async"
     cost_basis: str = "cloud"
+    pricing: str = "on-demand"  # price tier (planner.engine.pricing.TIERS)
+    provider: str = "median"  # median | cheapest | a provider name
+    spot_interruption: str = "gt20"  # spot preemption bucket or monthly fraction
     min_gpus: int = 8
     max_gpus: int = 16384
     deadline_days: float | None = None
@@ -61,6 +64,13 @@ class Scenario:
                                      ("objective", self.objective, OBJECTIVES)]:
             if value not in allowed:
                 raise CapplanError(f"--{name} '{value}' is not one of: {', '.join(allowed)}")
+        from planner.engine.pricing import check_choice
+
+        check_choice(self.pricing, self.provider)
+        if self.pricing == "spot":
+            from planner.engine.pricing import spot_interruption
+
+            spot_interruption(self.spot_interruption)
         if not self.tokens > 0:
             raise CapplanError(f"--tokens must be > 0, got {self.tokens:g}")
         if self.min_gpus < 1 or self.max_gpus < self.min_gpus:

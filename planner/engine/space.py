@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.engine.columns import layout_columns
+
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
-LAYOUT_COLUMNS = ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "recompute",
-                  "zero", "sequence_parallel")
+#: The design space's dimensions (the column registry's layout columns).
+LAYOUT_COLUMNS = layout_columns()
 
 
 @dataclass(frozen=True)

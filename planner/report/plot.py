@@ -31,11 +31,6 @@ SCALING_PANELS = (("wall_days", "wall time [days]", ("time",)),
                   ("cost_usd", "cost [USD]", ("cost",)),
                   ("energy_mwh", "energy [MWh]", ("energy", "carbon")))
 HARDWARE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*", "8", "d", "H")
-#: Colour of each step-time and run-time part (tab20 indices), stable across figures.
-PART_COLOURS = {"compute": 0, "TP communication": 2, "CP communication": 4,
-                "EP all-to-all": 8, "pipeline transfers": 10, "DP gradient sync": 18,
-                "pipeline bubble": 14, "optimizer step": 16, "stragglers": 6,
-                "checkpoint stalls": 9, "failures and restarts": 7}
 
 
 # --------------------------------------------------------------------------- plumbing
@@ -147,9 +142,9 @@ def winner_groups(result, objectives=None) -> list[tuple[list[str], dict]]:
 
 
 def _row_key(row) -> tuple:
-    return tuple(str(row[k]) for k in ("hardware", "gpus", "tp", "pp", "dp", "cp", "ep", "vp",
-                                        "micro_batch", "recompute", "zero",
-                                        "sequence_parallel"))
+    from planner.engine.columns import layout_key
+
+    return tuple(str(row[k]) for k in layout_key())
 
 
 def _require_winners(result):
@@ -495,13 +490,14 @@ def plot_pareto(result, path, *, force: bool = False) -> Path:
 
 def breakdown_rows(result) -> list[tuple[str, dict, dict, dict]]:
     """(label, row, step parts [s], run parts [s]) for each distinct winner."""
-    from planner.report.tables import STEP_PARTS, layout_text, time_breakdown
+    from planner.engine.columns import step_parts
+    from planner.report.tables import layout_text, time_breakdown
 
     out = []
     for objs, row in _require_winners(result):
         label = (" & ".join(WINNER_STYLE[o][0] for o in objs) + "\n"
                  + f"{row['hardware']} \u00d7 {gpu_label(row['gpus'])}\n{layout_text(row)}")
-        step = {name: max(0.0, float(row[key])) for name, key in STEP_PARTS}
+        step = {name: max(0.0, float(row[key])) for name, key in step_parts()}
         run = {name: max(0.0, float(v)) for name, v in time_breakdown(row).items()}
         out.append((label, row, step, run))
     return out
@@ -511,8 +507,11 @@ def _draw_breakdown(fig, result, *, legend: bool = True):
     import matplotlib
     import numpy as np
 
+    from planner.engine.columns import part_colours
+
     rows = breakdown_rows(result)
     cmap = matplotlib.colormaps["tab20"]
+    part_colour = part_colours()
     axes = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(rows))[::-1]
     used = {}
@@ -528,7 +527,7 @@ def _draw_breakdown(fig, result, *, legend: bool = True):
                 share = 100.0 * value / whole
                 if share < 0.05:
                     continue
-                colour = cmap(PART_COLOURS.get(name, 19))
+                colour = cmap(part_colour[name])
                 ax.barh(yi, share, left=left, height=0.62, color=colour, edgecolor="white",
                         linewidth=0.5)
                 used.setdefault(name, colour)
@@ -553,7 +552,7 @@ def _draw_breakdown(fig, result, *, legend: bool = True):
     if legend:
         from matplotlib.patches import Patch
 
-        order = [name for name in PART_COLOURS if name in used]
+        order = [name for name in part_colour if name in used]
         fig.legend(handles=[Patch(color=used[n], label=n) for n in order],
                    loc="outside lower center", ncols=min(len(order), 5), fontsize=8,
                    frameon=False)

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import io
 
+from planner.engine.columns import step_parts
 from planner.engine.optimize import PlanResult
 
-STEP_PARTS = (("compute", "compute_s"), ("host-bound launches", "launch_s"),
-              ("TP communication", "tp_comm_s"),
-              ("CP communication", "cp_comm_s"), ("EP all-to-all", "ep_comm_s"),
-              ("pipeline transfers", "pp_comm_s"), ("DP gradient sync", "dp_comm_s"),
-              ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s"),
-              ("stragglers", "straggler_s"))
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
                     "carbon": "least carbon"}
 
@@ -19,7 +14,7 @@ OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least ener
 def time_breakdown(row: dict) -> dict[str, float]:
     """Wall time of the whole run split by cause [s]; parts sum to ``wall_time_s``."""
     steps = row["steps"]
-    parts = {label: steps * row[key] for label, key in STEP_PARTS}
+    parts = {label: steps * row[key] for label, key in step_parts()}
     checkpoints = row["solve_time_s"] / row["checkpoint_interval_s"]
     parts["checkpoint stalls"] = checkpoints * row["checkpoint_stall_s"]
     parts["failures and restarts"] = (row["wall_time_s"] - row["solve_time_s"]
@@ -86,7 +81,9 @@ def render_plan(result: PlanResult, width: int = 120) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
     console.print(f"[bold]{s.model}[/bold] on {s.tokens:.3g} tokens, site {s.site}, "
-                  f"{s.precision}, {s.checkpoint} checkpoints, cost by {s.cost_basis}; "
+                  f"{s.precision}, {s.checkpoint} checkpoints, cost by "
+                  f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
+                  f"({s.provider}); "
                   f"{result.evaluated:,} layouts evaluated ({result.fitting:,} fit) "
                   f"in {result.seconds:.2f} s")
     winners = Table(title="Winners per objective", header_style="bold")
@@ -99,6 +96,8 @@ def render_plan(result: PlanResult, width: int = 120) -> str:
                         r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]),
                         f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}")
     console.print(winners)
+    for line in price_lines(result) + spot_lines(result):
+        console.print(line, highlight=False, markup=False)
     if result.per_hardware:
         table = Table(title=f"Best per accelerator ({s.objective})", header_style="bold")
         for col in ("hardware", "GPUs", "layout", "days", "USD", "MWh", "tCO2e", "MFU",
@@ -133,6 +132,31 @@ def render_plan(result: PlanResult, width: int = 120) -> str:
     for hw, why in result.skipped.items():
         console.print(f"skipped {hw}: {why}")
     return buf.getvalue()
+
+
+def price_lines(result: PlanResult) -> list[str]:
+    """'Price <accelerator>: <which $/GPU-h, from where, spread>' for each winner's accelerator."""
+    from planner.engine.pricing import PriceQuote
+
+    names = sorted({row["hardware"] for row in result.best.values() if row is not None})
+    return [f"Price {hw}: {PriceQuote(**result.prices[hw]).label()}"
+            for hw in names if hw in result.prices]
+
+
+def spot_lines(result: PlanResult) -> list[str]:
+    """With --pricing spot: does the headline plan still win once preemptions are paid?"""
+    c = result.spot_vs_on_demand.get(result.scenario.objective)
+    if not c:
+        return []
+    verdict = "spot wins" if c["spot_wins"] else "on-demand wins"
+    text = (f"Spot vs on-demand (same layout): {_fmt_usd(c['spot_cost_usd'])} vs "
+            f"{_fmt_usd(c['on_demand_cost_usd'])} USD, {verdict} with preemptions paid "
+            f"(system MTBF {c['system_mtbf_s'] / 3600:.1f} h)")
+    if c["breakeven_preemptions_per_instance_month"]:
+        text += (f"; break-even at {c['breakeven_preemptions_per_instance_month']:.2g} "
+                 f"preemptions per instance-month (system MTBF "
+                 f"{c['breakeven_system_mtbf_s'] / 60:.0f} min)")
+    return [text]
 
 
 def binding_constraint(result: PlanResult) -> str:

@@ -1,0 +1,250 @@
+"""Failure domains and hot spares: rates by domain, restarts by swap or re-queue.
+
+A synchronous job stops when any unit it spans fails.  Units come in nested
+domains -- a GPU, its node, a rack or scale-up domain (an NVL72 rack is 18
+nodes), a pod, and the job itself (software faults) -- each with its own rate,
+detection time and restart cost.  A failure of a domain takes all its nodes
+out at once.  With N hot-spare nodes the job swaps healthy spares in and
+restarts at once (a *swap*); when too few spares are healthy it waits for
+replacements (a *re-queue*).
+
+Failures are Poisson per unit (the superposition over units and domains is
+Poisson, rate the sum of the rates).  Spare availability: nodes leave for
+repair at the domains' combined node-loss rate and return after a repair time,
+so the number in repair has mean :func:`nodes_in_repair` (Little's law); a
+failure finds the spare pool as at a random time (PASTA).  The count in
+repair is a sum of Poisson batch counts (M/G/infinity), whose distribution
+:func:`planner.analysis.simulate.repair_pool_pmf` computes by convolution;
+the probability of a swap comes from it.
+
+References
+----------
+.. [Daly2006] J. T. Daly, Future Gener. Comput. Syst. 22(3):303-312, 2006.
+   doi:10.1016/j.future.2004.11.016
+.. [Little1961] J. D. C. Little, "A proof for the queuing formula L = lambda W",
+   Oper. Res. 9(3):383-387, 1961. doi:10.1287/opre.9.3.383
+.. [Takacs1962] L. Takacs, "Introduction to the Theory of Queues", Oxford
+   University Press, 1962 (M/G/infinity: Poisson number in service).
+"""
+
+from __future__ import annotations
+
+from .core import formula
+from .ops import ceil, exp, log
+
+DALY = "Daly 2006, FGCS 22(3):303-312, doi:10.1016/j.future.2004.11.016"
+LITTLE = "Little 1961, Oper. Res. 9(3):383, doi:10.1287/opre.9.3.383"
+
+_SYM = {"gpus": "N", "gpus_per_unit": "g_d", "units": "n_d", "unit_mtbf_s": "M_d",
+        "node_loss_rate_per_s": r"\Lambda_n", "repair_time_s": "T_r",
+        "detection_s": "t_d", "swap_restart_s": "R_s", "requeue_restart_s": "R_q",
+        "swap_probability": "p_s", "mtbf_s": "M", "job_nodes": "N_n", "spares": "N_s",
+        "gpus_per_node": "g", "wall_time_s": "T_w"}
+
+
+@formula(reference="A job of N GPUs spans ceil(N/g) units of g GPUs; e.g. NVIDIA GB200 "
+         "NVL72 datasheet (72 GPUs per rack-scale domain)",
+         domain={"gpus": ">=1", "gpus_per_unit": ">=1"}, symbols=_SYM, result_latex="n_d")
+def domain_units(gpus, gpus_per_unit):
+    """Units of a failure domain that a job spans (nodes, racks, pods).
+
+    Parameters
+    ----------
+    gpus : numeric
+        GPUs of the job, N [1].
+    gpus_per_unit : numeric
+        GPUs in one unit of the domain (8 per HGX node, 72 per NVL72 rack), g_d [1].
+
+    Returns
+    -------
+    numeric
+        Units the job spans [1].
+
+    Examples
+    --------
+    >>> domain_units(16384, 72)  # NVL72 racks for 16,384 GPUs
+    228.0
+
+    .. math:: n_d = \\lceil N / g_d \\rceil
+    """
+    return ceil(gpus / gpus_per_unit)
+
+
+@formula(reference="Failures of independent units add (Poisson superposition); " + DALY,
+         domain={"units": ">=0", "unit_mtbf_s": ">0"}, symbols=_SYM,
+         result_latex=r"\lambda_d")
+def domain_failure_rate(units, unit_mtbf_s):
+    """Rate of job-stopping failures from one domain.
+
+    Parameters
+    ----------
+    units : numeric
+        Units of the domain the job spans, n_d [1].
+    unit_mtbf_s : numeric
+        Mean time between failures of one unit, M_d [s].
+
+    Returns
+    -------
+    numeric
+        Failure rate [1/s].
+
+    Examples
+    --------
+    >>> round(domain_failure_rate(228, 3.0e8) * 86400, 4)  # failures per day
+    0.0657
+
+    .. math:: \\lambda_d = n_d / M_d
+    """
+    return units / unit_mtbf_s
+
+
+@formula(reference="Little's law, " + LITTLE + "; Poisson count in repair for single-node "
+         "losses: Takacs 1962, Introduction to the Theory of Queues (M/G/infinity)",
+         domain={"node_loss_rate_per_s": ">=0", "repair_time_s": ">=0"}, symbols=_SYM,
+         result_latex=r"\mu_r")
+def nodes_in_repair(node_loss_rate_per_s, repair_time_s):
+    """Mean number of nodes out for repair (or replacement) at a random time.
+
+    Parameters
+    ----------
+    node_loss_rate_per_s : numeric
+        Nodes taken out per second, sum over domains of rate x nodes lost,
+        Lambda_n [1/s].
+    repair_time_s : numeric
+        Mean time until a failed node is healthy again, T_r [s].
+
+    Returns
+    -------
+    numeric
+        Mean nodes in repair [1].
+
+    Examples
+    --------
+    >>> nodes_in_repair(2 / 86400, 4 * 3600.0)  # 2 nodes a day, 4 h repairs
+    0.3333333333333333
+
+    .. math:: \\mu_r = \\Lambda_n T_r
+    """
+    return node_loss_rate_per_s * repair_time_s
+
+
+@formula(reference="Mean restart of a failure that is detected, then either swapped onto "
+         "hot spares or re-queued; restart costs as in Kokolis et al. 2025, "
+         "arXiv:2410.21680",
+         domain={"detection_s": ">=0", "swap_restart_s": ">=0", "requeue_restart_s": ">=0",
+                 "swap_probability": "[0,1]"},
+         symbols=_SYM, result_latex=r"\bar R_d")
+def domain_restart_cost(detection_s, swap_restart_s, requeue_restart_s, swap_probability):
+    """Mean time from a failure until work resumes.
+
+    Parameters
+    ----------
+    detection_s : numeric
+        Time to detect the failure and stop the job, t_d [s].
+    swap_restart_s : numeric
+        Restart when healthy spares replace the lost nodes (reload,
+        warm-up), R_s [s].
+    requeue_restart_s : numeric
+        Restart when the job must wait for replacement nodes, R_q [s].
+    swap_probability : numeric
+        Probability that enough spares are healthy, p_s [1].
+
+    Returns
+    -------
+    numeric
+        Mean restart cost [s].
+
+    Examples
+    --------
+    >>> domain_restart_cost(60.0, 600.0, 7200.0, 0.9)
+    1320.0
+
+    .. math:: \\bar R_d = t_d + p_s R_s + (1 - p_s) R_q
+    """
+    return (detection_s + swap_probability * swap_restart_s
+            + (1 - swap_probability) * requeue_restart_s)
+
+
+@formula(reference=DALY + " eq. (20) (restart exposed to failures), with a restart cost "
+         "that depends on the failure: E[e^{R/M}] replaces e^{R/M}",
+         domain={"mtbf_s": ">0", "detection_s": ">=0", "swap_restart_s": ">=0",
+                 "requeue_restart_s": ">=0", "swap_probability": "[0,1]"},
+         symbols=_SYM, result_latex="R_d")
+def effective_restart_cost(mtbf_s, detection_s, swap_restart_s, requeue_restart_s,
+                           swap_probability):
+    """Restart cost to use in Daly's complete model when restarts are swaps or re-queues.
+
+    In Daly's model a restart is redone when a failure strikes it, and the
+    restart cost enters as e^{R/M}.  If a failure's restart is R_s with
+    probability p_s and R_q otherwise, and a failure during a restart starts
+    the restart of the new failure, the expected time to resume is
+    M (1/E[e^{-R/M}] - 1): the model holds with R_d = -M ln E[e^{-R/M}].
+    Between t_d + min(R_s, R_q) and the mean restart
+    (:func:`domain_restart_cost`), below the mean because a long restart is
+    the likelier to be cut short by a failure whose restart may be short;
+    equal to the mean when M is much longer than both.  Needs R/M below ~700
+    (exp underflow).  Several domains combine the
+    same way, with weights lambda_d / sum lambda.
+
+    Parameters
+    ----------
+    mtbf_s : numeric
+        System mean time between failures, M [s].
+    detection_s : numeric
+        Time to detect the failure, t_d [s].
+    swap_restart_s : numeric
+        Restart onto hot spares, R_s [s].
+    requeue_restart_s : numeric
+        Restart after waiting for replacement nodes, R_q [s].
+    swap_probability : numeric
+        Probability that enough spares are healthy, p_s [1].
+
+    Returns
+    -------
+    numeric
+        Effective restart cost R_d [s].
+
+    Examples
+    --------
+    >>> round(effective_restart_cost(3 * 3600.0, 60.0, 600.0, 7200.0, 0.9), 1)  # mean 1320
+    1165.5
+
+    .. math:: R_d = t_d - M \\ln\\left(p_s e^{-R_s/M} + (1 - p_s) e^{-R_q/M}\\right)
+    """
+    return detection_s - mtbf_s * log(swap_probability * exp(-swap_restart_s / mtbf_s)
+                                      + (1 - swap_probability)
+                                      * exp(-requeue_restart_s / mtbf_s))
+
+
+@formula(reference="GPU-hours billed for the job's nodes and its idle hot spares; "
+         "spare pools as in Zhang et al. 2022 (OPT-175B), arXiv:2205.01068 s2.5",
+         domain={"job_nodes": ">=1", "spares": ">=0", "gpus_per_node": ">=1",
+                 "wall_time_s": ">=0"},
+         symbols=_SYM, result_latex="H")
+def gpu_hours_with_spares(job_nodes, spares, gpus_per_node, wall_time_s):
+    """GPU-hours of a job that keeps hot-spare nodes reserved for its whole run.
+
+    Parameters
+    ----------
+    job_nodes : numeric
+        Nodes the job computes on, N_n [1].
+    spares : numeric
+        Hot-spare nodes reserved, N_s [1].
+    gpus_per_node : numeric
+        GPUs per node, g [1].
+    wall_time_s : numeric
+        Expected wall time of the job, T_w [s].
+
+    Returns
+    -------
+    numeric
+        Billed GPU-hours [GPU h].
+
+    Examples
+    --------
+    >>> gpu_hours_with_spares(2048, 16, 8, 54 * 86400.0)
+    21399552.0
+
+    .. math:: H = (N_n + N_s) g T_w / 3600
+    """
+    return (job_nodes + spares) * gpus_per_node * wall_time_s / 3600

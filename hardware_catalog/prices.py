@@ -1,0 +1,308 @@
+"""Cloud price data: $/GPU-hour by accelerator, provider, region and tier.
+
+The shipped table ``data/prices/gpu_cloud_prices.csv`` is an extract of the public
+SkyPilot catalog (github.com/skypilot-org/skypilot-catalog, schema v8; provenance,
+commits and caveats in ``data/prices/SOURCE.md``).  User price files written by
+``capplan prices refresh`` live in ``<catalog dir>/prices/*.csv`` with the same columns;
+a user file replaces the shipped rows of every provider it lists.
+
+Each row is mapped here to a catalog accelerator id (:func:`accelerator_id`) and
+normalised to USD per accelerator-hour: instance price / accelerators per instance
+(:func:`chips_per_instance`; TPU slices are priced per slice and split into chips).
+Only the csv module is used: this module is on the one-shot CLI path.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import CatalogError
+
+PRICES_DIR = Path(__file__).resolve().parent / "data" / "prices"
+SHIPPED_FILE = PRICES_DIR / "gpu_cloud_prices.csv"
+DISCOUNTS_FILE = PRICES_DIR / "commitment_discounts.csv"
+INTERRUPTION_FILE = PRICES_DIR / "spot_interruption.csv"
+#: Columns of a price file (shipped and user files alike).
+COLUMNS = ("provider", "instance_type", "accelerator", "accelerator_count", "gpu_memory_gib",
+           "region", "on_demand_usd_per_hour", "spot_usd_per_hour",
+           "on_demand_usd_per_gpu_hour", "spot_usd_per_gpu_hour", "marketplace",
+           "source_path", "source_commit")
+
+#: Providers that sell third parties' capacity at prices the suppliers or an auction set.
+#: The shipped CSV marks vast, shadeform and primeintellect; capplan adds two more:
+#: hyperbolic ("GPU Marketplace Pricing ... Suppliers set their own price",
+#: docs.hyperbolic.xyz/docs/gpu-marketplace-pricing, read 2026-11-23) and mithril
+#: (spot capacity "allocated through a real-time auction ... a unified marketplace",
+#: mithril.ai/blog/mithril-now-on-skypilot, read 2026-11-23; its file lists A100 and
+#: B200 at 0.01 $/GPU-h, an auction floor rather than a price).
+MARKETPLACES = frozenset({"vast", "shadeform", "primeintellect", "hyperbolic", "mithril"})
+
+#: Providers whose GPU rows price the accelerator only (host VM billed apart): GCP.
+ACCELERATOR_ONLY_PROVIDERS = frozenset({"gcp"})
+
+#: SkyPilot AcceleratorName -> catalog id, where the name alone decides.
+_NAMES = {
+    "a100-40gb": "a100-40gb", "a100-40gb-320gb": "a100-40gb",
+    "a100-80gb": "a100-80gb", "a100-80gb-160gb": "a100-80gb", "a100-80gb-320gb": "a100-80gb",
+    "a100-80gb-640gb": "a100-80gb",
+    "h100-sxm": "h100-sxm", "h100-mega": "h100-sxm",  # GCP a3-megagpu: H100 SXM, more NICs
+    "h200": "h200", "h200-sxm": "h200", "b200": "b200", "gb200": "gb200",
+    "mi300x": "mi300x", "l40s": "l40s",
+}
+#: Names seen in the data that match no catalog accelerator (kept, shown, never used).
+UNMAPPED_REASONS = {
+    "h100-nvl": "H100 NVL (94 GB, PCIe pair) is not in the catalog",
+    "gaudi hl-205": "Gaudi HL-205 is first-generation Gaudi (AWS dl1), not gaudi3",
+    "trainium": "AWS Trainium is not in the catalog",
+    "b300": "B300 is not in the catalog", "gb300": "GB300 is not in the catalog",
+    "mi355x": "MI355X is not in the catalog",
+}
+_TPU = re.compile(r"^tpu-(v4|v5p|v5litepod|v6e)-(\d+)$")
+#: TPU generations whose slice suffix counts TensorCores (2 per chip), per Google Cloud
+#: TPU docs ("v4-8" and "v5p-8" are 4 chips); v5e/v6e suffixes count chips.
+_TENSORCORES_PER_CHIP = {"v4": 2, "v5p": 2, "v5litepod": 1, "v6e": 1}
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    """One instance type in one region, normalised to USD per accelerator-hour."""
+
+    provider: str
+    instance_type: str
+    accelerator_name: str  # as written in the source file
+    accelerator: str | None  # catalog id, None when no catalog entry matches
+    chips: float  # accelerators the instance price covers
+    region: str
+    on_demand_usd_per_gpu_hour: float | None
+    spot_usd_per_gpu_hour: float | None
+    marketplace: bool
+    accelerator_only: bool  # price excludes the host VM (GCP GPU rows)
+    source: str  # "<file>@<commit>"
+
+
+def _number(text: str | None) -> float | None:
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def accelerator_id(name: str, instance_type: str = "", memory_gib: float | None = None,
+                   ) -> str | None:
+    """The catalog accelerator id of a SkyPilot ``AcceleratorName`` (None: no match).
+
+    Plain ``A100`` is split by memory (40 vs 80 GiB); plain ``H100`` by instance type
+    (``pcie`` -> h100-pcie, ``nvl`` or > 90 GiB -> H100 NVL, unmapped; else SXM, which is
+    what AWS p5, GCP a3, Lambda ``*_sxm5``, Nebius, OCI and Verda sell).  PCIe A100
+    rows (cudo, vast) are not the SXM4 parts of the catalog and stay unmapped.
+    """
+    key = name.strip().lower()
+    itype = instance_type.lower()
+    tpu = _TPU.match(key)
+    if tpu:
+        return {"v4": "tpu-v4", "v5p": "tpu-v5p"}.get(tpu.group(1))
+    if key in _NAMES:
+        return _NAMES[key]
+    if key == "a100":
+        if "pci" in itype:
+            return None
+        if memory_gib is None:
+            return None
+        return "a100-80gb" if memory_gib > 60 else "a100-40gb"
+    if key == "h100":
+        if "nvl" in itype or (memory_gib or 0) > 90:
+            return None
+        return "h100-pcie" if "pcie" in itype else "h100-sxm"
+    return None
+
+
+def chips_per_instance(name: str, accelerator_count: float) -> float:
+    """Accelerators an instance price covers (TPU slice names give TensorCores)."""
+    tpu = _TPU.match(name.strip().lower())
+    if tpu:
+        return int(tpu.group(2)) / _TENSORCORES_PER_CHIP[tpu.group(1)]
+    return accelerator_count
+
+
+def _row(record: dict, shown: str, line: int) -> PriceRow:
+    try:
+        count = float(record["accelerator_count"])
+    except (KeyError, TypeError, ValueError):
+        raise CatalogError(f"{shown}:{line}: accelerator_count: expected a number, "
+                           f"got {record.get('accelerator_count')!r}") from None
+    name = record["accelerator"]
+    chips = chips_per_instance(name, count)
+    if not chips > 0:
+        raise CatalogError(f"{shown}:{line}: accelerator_count must be > 0, got {count:g}")
+    on_demand, spot = (_number(record.get(k)) for k in ("on_demand_usd_per_hour",
+                                                        "spot_usd_per_hour"))
+    provider = record["provider"].strip().lower()
+    marketplace = (record.get("marketplace", "").strip().lower() == "true"
+                   or provider in MARKETPLACES)
+    return PriceRow(
+        provider=provider, instance_type=record.get("instance_type", ""),
+        accelerator_name=name,
+        accelerator=accelerator_id(name, record.get("instance_type", ""),
+                                   _number(record.get("gpu_memory_gib"))),
+        chips=chips, region=record.get("region", ""),
+        on_demand_usd_per_gpu_hour=None if on_demand is None else on_demand / chips,
+        spot_usd_per_gpu_hour=None if spot is None else spot / chips,
+        marketplace=marketplace,
+        accelerator_only=(provider in ACCELERATOR_ONLY_PROVIDERS and not record.get(
+            "instance_type") and not _TPU.match(name.strip().lower())),
+        source=f"{record.get('source_path', '')}@{record.get('source_commit', '')}")
+
+
+def read_price_file(path: str | Path) -> list[PriceRow]:
+    """Rows of one price CSV (the columns of :data:`COLUMNS`); one-line errors."""
+    path = Path(path)
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in ("provider", "accelerator", "accelerator_count",
+                                   "on_demand_usd_per_hour", "spot_usd_per_hour")
+                       if c not in (reader.fieldnames or ())]
+            if missing:
+                raise CatalogError(f"{path}: price file lacks column(s) {', '.join(missing)}; "
+                                   f"expected the columns: {', '.join(COLUMNS)}")
+            return [_row(r, str(path), i) for i, r in enumerate(reader, start=2)]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot read price file: {exc}") from None
+
+
+def user_price_files(dirs: tuple[str, ...]) -> list[Path]:
+    """``<dir>/prices/*.csv`` of each user catalog directory, in load order."""
+    files = []
+    for d in dirs:
+        folder = Path(d) / "prices"
+        if folder.is_dir():
+            files += sorted(folder.glob("*.csv"))
+    return files
+
+
+@lru_cache(maxsize=16)
+def load_prices(dirs: tuple[str, ...] = ()) -> tuple[PriceRow, ...]:
+    """Shipped price rows, with each user file replacing the rows of its providers."""
+    rows = read_price_file(SHIPPED_FILE)
+    for path in user_price_files(dirs):
+        extra = read_price_file(path)
+        replaced = {r.provider for r in extra}
+        rows = [r for r in rows if r.provider not in replaced] + extra
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
+class Discount:
+    """A commitment discount off the on-demand price, with its provenance."""
+
+    provider: str  # "*" = any provider without its own entry
+    tier: str
+    fraction: float
+    source: str
+    as_of: str
+    estimate: bool
+    note: str
+
+
+@lru_cache(maxsize=1)
+def load_discounts() -> tuple[Discount, ...]:
+    """Reserved-tier discounts (``data/prices/commitment_discounts.csv``)."""
+    with DISCOUNTS_FILE.open(newline="", encoding="utf-8") as handle:
+        return tuple(Discount(provider=r["provider"], tier=r["tier"],
+                              fraction=float(r["discount_fraction"]), source=r["source"],
+                              as_of=r["as_of"], estimate=r["estimate"] == "true",
+                              note=r["note"]) for r in csv.DictReader(handle))
+
+
+@lru_cache(maxsize=1)
+def load_interruption_buckets() -> dict[str, dict]:
+    """Spot interruption-frequency buckets (``data/prices/spot_interruption.csv``) by name."""
+    with INTERRUPTION_FILE.open(newline="", encoding="utf-8") as handle:
+        return {r["bucket"]: {**r, "interrupted_fraction_per_month":
+                              float(r["interrupted_fraction_per_month"])}
+                for r in csv.DictReader(handle)}
+
+
+def write_price_file(rows: list[dict], path: Path) -> None:
+    """Write rows (dicts with :data:`COLUMNS`) as a price CSV."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+#: SkyPilot ``vms.csv`` columns ``capplan prices refresh`` reads (schema v8; v5/v6 alike).
+SKYPILOT_REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "SpotPrice", "Region")
+SKYPILOT_OPTIONAL = ("InstanceType", "GpuInfo")
+_MIB = re.compile(r"SizeInMiB['\"]?\s*:\s*([0-9.]+)")
+
+
+def _memory_gib(gpu_info: str, count: float) -> float | None:
+    """Per-accelerator memory from SkyPilot's GpuInfo (MiB per GPU; a few files store
+    GB in the MiB field, or the per-instance total: both corrected heuristically)."""
+    match = _MIB.search(gpu_info or "")
+    if not match:
+        return None
+    value = float(match.group(1))
+    gib = value / 1024 if value >= 1024 else value  # small values are GB, not MiB
+    return gib / count if gib > 200 and count > 1 else gib
+
+
+def rows_from_skypilot(path: str | Path, provider: str) -> list[dict]:
+    """Rows of :data:`COLUMNS` from a SkyPilot catalog ``vms.csv`` (accelerator rows only).
+
+    Availability-zone rows collapse to one per instance type and region: the lowest
+    on-demand and the lowest spot price over the region's zones.  Rows without an
+    ``AcceleratorName`` (CPU instances, GCP host VMs) or without any price are dropped.
+    """
+    path = Path(path)
+    provider = provider.strip().lower()
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in SKYPILOT_REQUIRED if c not in (reader.fieldnames or ())]
+            if missing:
+                raise CatalogError(
+                    f"{path}: not a SkyPilot vms.csv: lacks column(s) {', '.join(missing)}; "
+                    f"expected {', '.join(SKYPILOT_REQUIRED)} (and {', '.join(SKYPILOT_OPTIONAL)})")
+            records = list(reader)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot read: {exc}") from None
+    merged: dict[tuple, dict] = {}
+    for r in records:
+        name = (r.get("AcceleratorName") or "").strip()
+        try:
+            count = float(r.get("AcceleratorCount") or 0)
+        except ValueError:
+            continue
+        price, spot = _number(r.get("Price")), _number(r.get("SpotPrice"))
+        if not name or count <= 0 or (price is None and spot is None):
+            continue
+        key = (r.get("InstanceType", ""), name, count, r["Region"])
+        row = merged.setdefault(key, {
+            "provider": provider, "instance_type": key[0], "accelerator": name,
+            "accelerator_count": f"{count:g}",
+            "gpu_memory_gib": _memory_gib(r.get("GpuInfo", ""), count) or "",
+            "region": key[3], "on_demand_usd_per_hour": None, "spot_usd_per_hour": None,
+            "marketplace": "true" if provider in MARKETPLACES else "false",
+            "source_path": str(path.resolve()), "source_commit": "local"})
+        for column, value in (("on_demand_usd_per_hour", price), ("spot_usd_per_hour", spot)):
+            if value is not None and (row[column] is None or value < row[column]):
+                row[column] = value
+    out = []
+    for row in merged.values():
+        chips = chips_per_instance(row["accelerator"], float(row["accelerator_count"]))
+        for column in ("on_demand", "spot"):
+            total = row[f"{column}_usd_per_hour"]
+            row[f"{column}_usd_per_gpu_hour"] = "" if total is None else round(total / chips, 4)
+            row[f"{column}_usd_per_hour"] = "" if total is None else total
+        out.append(row)
+    return out

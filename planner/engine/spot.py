@@ -1,0 +1,55 @@
+"""Does spot still win once preemptions are paid?  A spot plan row against on-demand.
+
+The same layout is evaluated at the on-demand price of the same provider choice (no
+preemptions); the break-even system MTBF is Young's first-order closed form
+:func:`formulas.cost.spot_breakeven_mtbf`, converted to preemptions per instance-month
+(one instance = one node) with the on-demand failures kept.
+"""
+
+from __future__ import annotations
+
+from formulas.cost import SECONDS_PER_MONTH, spot_breakeven_mtbf
+from planner.engine.evaluator import evaluate
+from planner.engine.scenario import value
+from planner.errors import CapplanError
+
+LAYOUT_KEYS = ("gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "zero")
+
+
+def spot_versus_on_demand(catalog, scenario, row: dict) -> dict | None:
+    """Spot and on-demand cost of ``row``'s layout, and the preemption rate where they meet.
+
+    None when the provider has no on-demand price for the accelerator.
+    """
+    s = scenario
+    try:
+        od = evaluate(model=s.model, hardware=row["hardware"], site=s.site,
+                      reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
+                      cost_basis=s.cost_basis, seq_len=s.seq_len, tokens=s.tokens,
+                      global_batch=s.global_batch, recompute=row["recompute"],
+                      sequence_parallel=bool(row["sequence_parallel"]), catalog=catalog,
+                      overrides=dict(s.extra) or None, provider=s.provider,
+                      **{k: int(row[k]) for k in LAYOUT_KEYS}).iloc[0]
+    except CapplanError:
+        return None
+    price_ratio = (row["cost_cloud_usd"] / row["wall_time_s"]) / (
+        od["cost_cloud_usd"] / od["wall_time_s"])
+    out = {"spot_cost_usd": float(row["cost_usd"]), "on_demand_cost_usd": float(od["cost_usd"]),
+           "spot_wins": bool(row["cost_usd"] < od["cost_usd"]),
+           "price_ratio": float(price_ratio),
+           "system_mtbf_s": float(row["system_mtbf_s"]),
+           "on_demand_system_mtbf_s": float(od["system_mtbf_s"]),
+           "breakeven_system_mtbf_s": None, "breakeven_preemptions_per_instance_month": None,
+           "method": "Young first-order break-even (formulas.cost.spot_breakeven_mtbf)"}
+    if price_ratio >= 1:
+        return out  # spot is not cheaper per hour: it never breaks even
+    waste = od["wall_time_s"] / od["solve_time_s"] - 1
+    m_star = float(spot_breakeven_mtbf(price_ratio, max(row["checkpoint_stall_s"], 1e-9),
+                                       row["restart_s"], waste))
+    gpus_per_node = value(catalog.node(catalog.accelerator(row["hardware"]).node).gpus_per_node)
+    nodes = row["gpus"] / gpus_per_node
+    per_node_rate = (1 / m_star - 1 / od["system_mtbf_s"]) / nodes
+    out["breakeven_system_mtbf_s"] = m_star
+    if per_node_rate > 0:
+        out["breakeven_preemptions_per_instance_month"] = per_node_rate * SECONDS_PER_MONTH
+    return out

@@ -55,6 +55,7 @@ def partial_kernel(outputs: tuple[str, ...]):
     unknown = [name for name in outputs if name not in OUTPUTS]
     if unknown:
         raise KeyError(f"not kernel outputs: {', '.join(unknown)}")
+    load_kernel()  # raises if the generated kernel is stale
     tree = ast.parse(GENERATED.read_text())
     func = next(node for node in tree.body
                 if isinstance(node, ast.FunctionDef) and node.name == "kernel")

@@ -177,7 +177,8 @@ def main() -> None:
         n2, _kept2 = current_plan_blocks(s, catalog)
         current = min(current, time.process_time() - start)
         assert n == n2
-    print(f"| search loop over {n:,} candidates ({s.model}, 15 accelerators): enumerate, "
+    print(f"| search loop over {n:,} candidates ({s.model}, {len(catalog.accelerators)} "
+          "accelerators): enumerate, "
           f"evaluate, reduce per block | {former:.1f} | {current:.1f} | {former / current:.2f} |")
     start = time.process_time()
     result = plan(s, catalog=catalog)

@@ -17,16 +17,20 @@ code give the same file.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from hardware_catalog import load_catalog
-from planner.engine.evaluator import base_inputs, evaluate_inputs
-from planner.engine.model import INPUTS, OUTPUTS
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's code, not an installed capplan
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "kernel_reference.npz"
+from hardware_catalog import load_catalog  # noqa: E402
+from planner.engine.evaluator import base_inputs, evaluate_inputs  # noqa: E402
+from planner.engine.model import INPUTS, OUTPUTS  # noqa: E402
+from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags  # noqa: E402
+
+OUT = ROOT / "tests" / "data" / "kernel_reference.npz"
 ROWS_PER_CASE = 24
 SEED = 20261123
 OVERLAPS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap")

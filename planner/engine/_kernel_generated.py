@@ -187,7 +187,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x131 = mlp_matrices * (layers - moe_layers)
     x132 = x101 * x131
     del x101
-    x133 = embedding_matrices * x48 + layers * x106 + x132
+    x133 = embedding_matrices * x48 + hidden + layers * x106 + x132
     del x106
     x134 = moe_layers * x105 + x133
     del x105

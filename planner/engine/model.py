@@ -213,6 +213,23 @@ def layout(x: dict, r: dict) -> dict:
     }
 
 
+def param_counts(x: dict) -> dict:
+    """Total parameters and those one token uses, of the model described by ``x``.
+
+    The one parameter count of capplan: the kernel's ``params``/``active_params``,
+    ``capplan catalog show`` and the Excel export all come from here.  ``x`` needs
+    only the model inputs (:func:`planner.engine.scenario.model_inputs`).
+    """
+    shape = (x["layers"], x["moe_layers"], x["hidden"], x["heads"], x["kv_heads"], x["ffn"],
+             x["mlp_matrices"], x["vocab"], x["embedding_matrices"], x["moe_ffn"])
+    return {
+        "params": compute.model_params(*shape, x["experts"], x["shared_experts"],
+                                       x["experts"]),
+        "active_params": compute.model_params(*shape, x["experts_per_token"],
+                                              x["shared_experts"], x["experts"]),
+    }
+
+
 def parameters(x: dict, r: dict) -> dict:
     """Parameters of the model, those a token uses, and those of one rank's stage."""
     h = x["hidden"]
@@ -220,24 +237,13 @@ def parameters(x: dict, r: dict) -> dict:
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
                                      x["mlp_matrices"])
-    moe_active = compute.moe_active_mlp_params(h, x["moe_ffn"], x["experts_per_token"],
-                                               x["shared_experts"], x["mlp_matrices"],
-                                               x["experts"])
-    embeddings = compute.embedding_params(x["vocab"], h, x["embedding_matrices"])
-    dense_layers = x["layers"] - x["moe_layers"]
     share = r["moe_share"]
     # the first stage, the fullest: its layers (MoE experts split over EP) and the input
     # embedding, split over TP
     stage = (x["stage_layers"] * (layer_common + (1 - share) * dense_mlp
                                   + share * moe_mlp / x["ep"])
              + compute.embedding_params(x["vocab"], h, 1)) / x["tp"]
-    return {
-        "params": (x["layers"] * layer_common + dense_layers * dense_mlp
-                   + x["moe_layers"] * moe_mlp + embeddings),
-        "active_params": (x["layers"] * layer_common + dense_layers * dense_mlp
-                          + x["moe_layers"] * moe_active + embeddings),
-        "stage_params": stage,
-    }
+    return {**param_counts(x), "stage_params": stage}
 
 
 def flops(x: dict, r: dict) -> dict:

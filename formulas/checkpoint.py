@@ -132,7 +132,7 @@ def combined_mtbf(mtbf_a_s, mtbf_b_s):
 
 @formula(reference="Aggregate parallel-file-system bandwidth scales with clients up to the "
          "servers' limit: Wang et al. 2023 (Gemini), doi:10.1145/3600006.3613145 s2; "
-         "Eisenman et al. 2022 (Check-N-Run), NSDI'22 s2",
+         "Eisenman et al. 2022 (Check-N-Run), NSDI'22",
          domain={"nodes": ">=1", "bandwidth_per_node_bytes_per_s": ">0",
                  "bandwidth_cap_bytes_per_s": ">0"},
          symbols={"nodes": "n", "bandwidth_per_node_bytes_per_s": "B_n",
@@ -166,8 +166,8 @@ def storage_bandwidth(nodes, bandwidth_per_node_bytes_per_s, bandwidth_cap_bytes
 
 
 @formula(reference="Synchronous: Young 1974 delta; asynchronous snapshot to host memory: Mohan "
-         "et al. 2021 (CheckFreq, FAST'21) s4; in-memory copy to a peer: Wang et al. 2023 "
-         "(Gemini), doi:10.1145/3600006.3613145 s3",
+         "et al. 2021 (CheckFreq, FAST'21); in-memory copy to a peer: Wang et al. 2023 "
+         "(Gemini), doi:10.1145/3600006.3613145",
          domain={"write_s": ">=0", "host_copy_s": ">=0", "peer_copy_s": ">=0",
                  "synchronous": "[0,1]", "asynchronous": "[0,1]", "in_memory": "[0,1]"},
          symbols={"write_s": "t_w", "host_copy_s": "t_h", "peer_copy_s": "t_p",
@@ -214,7 +214,7 @@ def checkpoint_stall_time(write_s, host_copy_s, peer_copy_s, synchronous, asynch
 
 @formula(reference="Restart = detect/re-queue/warm-up + reload: Daly 2006 eq. (9) R, " + DALY
          + "; reload from a peer's memory: Wang et al. 2023 (Gemini), "
-         "doi:10.1145/3600006.3613145 s3",
+         "doi:10.1145/3600006.3613145",
          domain={"restart_overhead_s": ">=0", "read_s": ">=0", "peer_copy_s": ">=0",
                  "in_memory": "[0,1]"},
          symbols={"restart_overhead_s": "R_0", "read_s": "t_r", "peer_copy_s": "t_p",
@@ -249,7 +249,7 @@ def checkpoint_restart_time(restart_overhead_s, read_s, peer_copy_s, in_memory):
     return restart_overhead_s + (1 - in_memory) * read_s + in_memory * peer_copy_s
 
 
-@formula(reference="Mohan et al. 2021 (CheckFreq, FAST'21) s4.2 (a snapshot waits until the "
+@formula(reference="Mohan et al. 2021 (CheckFreq, FAST'21) (a snapshot waits until the "
          "previous checkpoint is persisted)",
          domain={"interval_s": ">=0", "write_s": ">=0", "asynchronous": "[0,1]"},
          symbols={"interval_s": r"\tau", "write_s": "t_w", "asynchronous": "c_a"},

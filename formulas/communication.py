@@ -444,7 +444,7 @@ def achievable_bandwidth(link_bandwidth_bytes_per_s, bus_efficiency):
 
 
 @formula(reference="Group placement on the scale-up domain (NVLink) or the network: "
-         "Narayanan et al. 2021, arXiv:2104.04473 s3.3 (tensor parallelism inside a server, "
+         "Narayanan et al. 2021, arXiv:2104.04473 s3 (tensor parallelism inside a server, "
          "pipeline and data parallelism across servers)",
          domain={"intra": "[0,1]", "bandwidth_intra_bytes_per_s": ">0",
                  "bandwidth_inter_bytes_per_s": ">0"},
@@ -479,7 +479,7 @@ def group_bandwidth(intra, bandwidth_intra_bytes_per_s, bandwidth_inter_bytes_pe
 
 
 @formula(reference="Group placement as in group_bandwidth (Narayanan et al. 2021, "
-         "arXiv:2104.04473 s3.3); " + HOCKNEY,
+         "arXiv:2104.04473 s3); " + HOCKNEY,
          domain={"intra": "[0,1]", "latency_intra_s": ">=0", "latency_inter_s": ">=0"},
          symbols={"intra": "i", "latency_intra_s": r"\alpha_a", "latency_inter_s": r"\alpha_e"},
          result_latex=r"\alpha")
@@ -654,7 +654,7 @@ def kv_chunk_bytes(tokens, hidden, heads, kv_heads, tp, bytes_per_element):
     return 2 * bytes_per_element * tokens * hidden * (kv_heads / heads) / tp
 
 
-@formula(reference="Lepikhin et al. 2020 (GShard), arXiv:2006.16668 s2.2 (dispatch and combine "
+@formula(reference="Lepikhin et al. 2020 (GShard), arXiv:2006.16668 (dispatch and combine "
          "all-to-all per MoE layer); backward mirrors forward: Fedus et al. 2022 (Switch), "
          "arXiv:2101.03961 s2.2; " + THAKUR + ", s4.5",
          domain={"size_bytes": ">=0", "ranks": ">=1", "bandwidth_bytes_per_s": ">0",

@@ -899,7 +899,7 @@ def qkv_projection_width(hidden, heads, kv_heads, tp):
 
 @formula(reference="Balanced top-k routing (capacity factor 1): Fedus et al. 2022 (Switch), "
          "arXiv:2101.03961 s2.2; expert parallelism gathers the tokens of the EP group: "
-         "Lepikhin et al. 2020 (GShard), arXiv:2006.16668 s2.2",
+         "Lepikhin et al. 2020 (GShard), arXiv:2006.16668",
          domain={"tokens": ">0", "ep": ">=1", "experts_per_token": ">=1", "experts": ">=1"},
          symbols=_SYM_MB, result_latex="t_e")
 def tokens_per_expert(tokens, ep, experts_per_token, experts):
@@ -1067,7 +1067,7 @@ def attention_scores_bytes(seq_len, micro_batch, heads, tp, cp):
 
 
 @formula(reference="Derived (no published figure) from the element-wise op list of a "
-         "Megatron-LM GPT layer, Korthikanti et al. 2022, arXiv:2205.05198 s4.1 Fig. 4 (norms, "
+         "Megatron-LM GPT layer, Korthikanti et al. 2022, arXiv:2205.05198 s4.1 (norms, "
          "bias, dropout, residual, activation); sequence parallelism splits the h-wide ops: "
          "ibid. s4.2.2",
          domain={"hidden": ">0", "ffn": ">0", "tp": ">=1", "sequence_parallel": "[0,1]",
@@ -1076,7 +1076,7 @@ def attention_scores_bytes(seq_len, micro_batch, heads, tp, cp):
 def elementwise_bytes_per_token(hidden, ffn, tp, sequence_parallel, bytes_per_element):
     """HBM traffic per token of one layer's element-wise (memory-bound) forward ops.
 
-    The op list of a Megatron-LM GPT layer (Korthikanti et al. 2022, Fig. 4), each op
+    The op list of a Megatron-LM GPT layer (Korthikanti et al. 2022, s4.1), each op
     reading its input once and writing its output once (2 accesses per element):
 
     * 8 ops on h-wide vectors: input norm, attention-output bias, dropout, residual

@@ -122,6 +122,186 @@ def system_mtbf(component_mtbf_s, count):
     return component_mtbf_s / count
 
 
+@formula(reference="Independent failure processes add their rates (superposition of Poisson "
+         "processes); see Daly 2006 s2, " + DALY,
+         domain={"mtbf_a_s": ">0", "mtbf_b_s": ">0"},
+         symbols={"mtbf_a_s": "M_a", "mtbf_b_s": "M_b"}, result_latex="M")
+def combined_mtbf(mtbf_a_s, mtbf_b_s):
+    """Mean time between failures of two independent failure sources together.
+
+    Parameters
+    ----------
+    mtbf_a_s : numeric
+        MTBF of the first source (e.g. all GPUs of the job), M_a [s].
+    mtbf_b_s : numeric
+        MTBF of the second source (e.g. the rest of the nodes), M_b [s].
+
+    Returns
+    -------
+    numeric
+        MTBF of the job [s].
+
+    Examples
+    --------
+    >>> combined_mtbf(3600.0, 7200.0)
+    2400.0
+
+    .. math:: M = \\frac{1}{1/M_a + 1/M_b}
+    """
+    return 1 / (1 / mtbf_a_s + 1 / mtbf_b_s)
+
+
+@formula(reference="Aggregate parallel-file-system bandwidth scales with clients up to the "
+         "servers' limit: Wang et al. 2023 (Gemini), doi:10.1145/3600006.3613145 s2; "
+         "Eisenman et al. 2022 (Check-N-Run), NSDI'22",
+         domain={"nodes": ">=1", "bandwidth_per_node_bytes_per_s": ">0",
+                 "bandwidth_cap_bytes_per_s": ">0"},
+         symbols={"nodes": "n", "bandwidth_per_node_bytes_per_s": "B_n",
+                  "bandwidth_cap_bytes_per_s": "B_{max}"},
+         result_latex="B")
+def storage_bandwidth(nodes, bandwidth_per_node_bytes_per_s, bandwidth_cap_bytes_per_s):
+    """Checkpoint bandwidth of a job: its nodes' clients, up to what storage sustains.
+
+    Parameters
+    ----------
+    nodes : numeric
+        Nodes writing (or reading) in parallel, n [1].
+    bandwidth_per_node_bytes_per_s : numeric
+        Bandwidth one node's client reaches, B_n [B/s].
+    bandwidth_cap_bytes_per_s : numeric
+        Aggregate bandwidth the storage system sustains, B_max [B/s].
+
+    Returns
+    -------
+    numeric
+        Aggregate bandwidth [B/s].
+
+    Examples
+    --------
+    >>> storage_bandwidth(256, 2e9, 200e9)
+    200000000000.0
+
+    .. math:: B = \\min(n B_n, B_{max})
+    """
+    return minimum(nodes * bandwidth_per_node_bytes_per_s, bandwidth_cap_bytes_per_s)
+
+
+@formula(reference="Synchronous: Young 1974 delta; asynchronous snapshot to host memory: Mohan "
+         "et al. 2021 (CheckFreq, FAST'21); in-memory copy to a peer: Wang et al. 2023 "
+         "(Gemini), doi:10.1145/3600006.3613145",
+         domain={"write_s": ">=0", "host_copy_s": ">=0", "peer_copy_s": ">=0",
+                 "synchronous": "[0,1]", "asynchronous": "[0,1]", "in_memory": "[0,1]"},
+         symbols={"write_s": "t_w", "host_copy_s": "t_h", "peer_copy_s": "t_p",
+                  "synchronous": "c_s", "asynchronous": "c_a", "in_memory": "c_m"},
+         result_latex=r"\delta")
+def checkpoint_stall_time(write_s, host_copy_s, peer_copy_s, synchronous, asynchronous,
+                          in_memory):
+    """Training time blocked by one checkpoint, by scheme (one of the flags is 1).
+
+    Synchronous: the whole write to storage.  Asynchronous: the snapshot of the GPU's
+    shard to host memory (the write drains in the background).  In-memory: the
+    snapshot plus its copy to a peer node.
+
+    Parameters
+    ----------
+    write_s : numeric
+        Time to write the checkpoint to storage, t_w [s].
+    host_copy_s : numeric
+        Time to copy a GPU's shard to host memory, t_h [s].
+    peer_copy_s : numeric
+        Time to send a GPU's shard to a peer node, t_p [s].
+    synchronous : numeric
+        1 for synchronous checkpoints, c_s [1].
+    asynchronous : numeric
+        1 for asynchronous snapshots, c_a [1].
+    in_memory : numeric
+        1 for in-memory (peer) checkpoints, c_m [1].
+
+    Returns
+    -------
+    numeric
+        Blocking time per checkpoint [s].
+
+    Examples
+    --------
+    >>> checkpoint_stall_time(60.0, 2.0, 3.0, 0, 0, 1)
+    5.0
+
+    .. math:: \\delta = c_s t_w + c_a t_h + c_m (t_h + t_p)
+    """
+    return synchronous * write_s + asynchronous * host_copy_s \
+        + in_memory * (host_copy_s + peer_copy_s)
+
+
+@formula(reference="Restart = detect/re-queue/warm-up + reload: Daly 2006 eq. (9) R, " + DALY
+         + "; reload from a peer's memory: Wang et al. 2023 (Gemini), "
+         "doi:10.1145/3600006.3613145",
+         domain={"restart_overhead_s": ">=0", "read_s": ">=0", "peer_copy_s": ">=0",
+                 "in_memory": "[0,1]"},
+         symbols={"restart_overhead_s": "R_0", "read_s": "t_r", "peer_copy_s": "t_p",
+                  "in_memory": "c_m"},
+         result_latex="R")
+def checkpoint_restart_time(restart_overhead_s, read_s, peer_copy_s, in_memory):
+    """Time from a failure to training again: fixed overhead plus reloading the state.
+
+    Parameters
+    ----------
+    restart_overhead_s : numeric
+        Detect, re-queue and warm up, R_0 [s].
+    read_s : numeric
+        Time to read the checkpoint from storage, t_r [s].
+    peer_copy_s : numeric
+        Time to fetch a GPU's shard from a peer, t_p [s].
+    in_memory : numeric
+        1 if checkpoints are kept in peers' memory, c_m [1].
+
+    Returns
+    -------
+    numeric
+        Restart cost R [s].
+
+    Examples
+    --------
+    >>> checkpoint_restart_time(600.0, 120.0, 3.0, 0)
+    720.0
+
+    .. math:: R = R_0 + (1 - c_m) t_r + c_m t_p
+    """
+    return restart_overhead_s + (1 - in_memory) * read_s + in_memory * peer_copy_s
+
+
+@formula(reference="Mohan et al. 2021 (CheckFreq, FAST'21) (a snapshot waits until the "
+         "previous checkpoint is persisted)",
+         domain={"interval_s": ">=0", "write_s": ">=0", "asynchronous": "[0,1]"},
+         symbols={"interval_s": r"\tau", "write_s": "t_w", "asynchronous": "c_a"},
+         result_latex=r"\tau'")
+def drained_checkpoint_interval(interval_s, write_s, asynchronous):
+    """Checkpoint interval no shorter than an asynchronous write takes to drain.
+
+    Parameters
+    ----------
+    interval_s : numeric
+        Wanted interval (Young, Daly), tau [s].
+    write_s : numeric
+        Time to write a checkpoint to storage, t_w [s].
+    asynchronous : numeric
+        1 for asynchronous checkpoints, c_a [1].
+
+    Returns
+    -------
+    numeric
+        Interval used [s].
+
+    Examples
+    --------
+    >>> drained_checkpoint_interval(300.0, 500.0, 1), drained_checkpoint_interval(300.0, 500.0, 0)
+    (500.0, 300.0)
+
+    .. math:: \\tau' = \\max(\\tau, c_a t_w)
+    """
+    return maximum(interval_s, asynchronous * write_s)
+
+
 @formula(reference=YOUNG + ", eq. (5)", domain={"checkpoint_cost_s": ">0", "mtbf_s": ">0"},
          symbols=_SYM, result_latex=r"\tau_{Young}")
 def young_interval(checkpoint_cost_s, mtbf_s):

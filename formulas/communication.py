@@ -407,3 +407,351 @@ def exposed_comm_time(comm_time_s, compute_time_s, overlap_fraction):
     .. math:: T_{exp} = T_c - f \\min(T_c, T_x)
     """
     return comm_time_s - overlap_fraction * minimum(comm_time_s, compute_time_s)
+
+
+# -- which link a group uses -------------------------------------------------------------
+
+@formula(reference=NCCL_TESTS + ": achievable bus bandwidth = link bandwidth x measured "
+         "efficiency",
+         domain={"link_bandwidth_bytes_per_s": ">0", "bus_efficiency": "(0,1]"},
+         symbols={"link_bandwidth_bytes_per_s": "B_l", "bus_efficiency": r"\eta_b"},
+         result_latex="B")
+def achievable_bandwidth(link_bandwidth_bytes_per_s, bus_efficiency):
+    """Per-rank bandwidth a collective achieves on a link (nccl-tests bus bandwidth).
+
+    Parameters
+    ----------
+    link_bandwidth_bytes_per_s : numeric
+        Per-GPU link bandwidth, B_l [B/s].
+    bus_efficiency : numeric
+        Measured bus bandwidth over link bandwidth, eta_b [1].
+
+    Returns
+    -------
+    numeric
+        Achievable per-rank bandwidth [B/s].
+
+    Examples
+    --------
+    NVLink 4 (450 GB/s per direction) at 80 %:
+
+    >>> achievable_bandwidth(450e9, 0.8)
+    360000000000.0
+
+    .. math:: B = B_l \\eta_b
+    """
+    return link_bandwidth_bytes_per_s * bus_efficiency
+
+
+@formula(reference="Group placement on the scale-up domain (NVLink) or the network: "
+         "Narayanan et al. 2021, arXiv:2104.04473 s3 (tensor parallelism inside a server, "
+         "pipeline and data parallelism across servers)",
+         domain={"intra": "[0,1]", "bandwidth_intra_bytes_per_s": ">0",
+                 "bandwidth_inter_bytes_per_s": ">0"},
+         symbols={"intra": "i", "bandwidth_intra_bytes_per_s": "B_a",
+                  "bandwidth_inter_bytes_per_s": "B_e"},
+         result_latex="B")
+def group_bandwidth(intra, bandwidth_intra_bytes_per_s, bandwidth_inter_bytes_per_s):
+    """Per-rank bandwidth of a group inside (i = 1) or across (i = 0) scale-up domains.
+
+    Parameters
+    ----------
+    intra : numeric
+        1 if the whole group sits in one scale-up domain, 0 if not, i [1].
+    bandwidth_intra_bytes_per_s : numeric
+        Achievable scale-up bandwidth per rank, B_a [B/s].
+    bandwidth_inter_bytes_per_s : numeric
+        Achievable scale-out bandwidth per rank, B_e [B/s].
+
+    Returns
+    -------
+    numeric
+        Bandwidth the group's messages see [B/s].
+
+    Examples
+    --------
+    >>> group_bandwidth(0, 360e9, 40e9)
+    40000000000.0
+
+    .. math:: B = i B_a + (1 - i) B_e
+    """
+    return intra * bandwidth_intra_bytes_per_s + (1 - intra) * bandwidth_inter_bytes_per_s
+
+
+@formula(reference="Group placement as in group_bandwidth (Narayanan et al. 2021, "
+         "arXiv:2104.04473 s3); " + HOCKNEY,
+         domain={"intra": "[0,1]", "latency_intra_s": ">=0", "latency_inter_s": ">=0"},
+         symbols={"intra": "i", "latency_intra_s": r"\alpha_a", "latency_inter_s": r"\alpha_e"},
+         result_latex=r"\alpha")
+def group_latency(intra, latency_intra_s, latency_inter_s):
+    """Per-message latency of a group inside (i = 1) or across (i = 0) scale-up domains.
+
+    Parameters
+    ----------
+    intra : numeric
+        1 if the whole group sits in one scale-up domain, 0 if not, i [1].
+    latency_intra_s : numeric
+        Scale-up per-message latency, alpha_a [s].
+    latency_inter_s : numeric
+        Scale-out per-message latency, alpha_e [s].
+
+    Returns
+    -------
+    numeric
+        Latency the group's messages see [s].
+
+    Examples
+    --------
+    >>> group_latency(1, 3e-6, 10e-6)
+    3e-06
+
+    .. math:: \\alpha = i \\alpha_a + (1 - i) \\alpha_e
+    """
+    return intra * latency_intra_s + (1 - intra) * latency_inter_s
+
+
+# -- collectives of each kind of parallelism, per layer --------------------------------
+
+@formula(reference="Shoeybi et al. 2019 (Megatron-LM), arXiv:1909.08053 s3 Fig. 3-4 (operators "
+         "f and g: two all-reduces per layer forward, two backward); Korthikanti et al. "
+         "2022, arXiv:2205.05198 s4.2.2 and s5 (sequence parallel pairs move the same bytes; "
+         "full recomputation repeats the forward's)",
+         domain={"full_recompute": "[0,1]"}, symbols={"full_recompute": "r"},
+         result_latex="n_{TP}")
+def tp_collectives_per_layer(full_recompute):
+    """Tensor-parallel all-reduces (or all-gather + reduce-scatter pairs) per layer.
+
+    Parameters
+    ----------
+    full_recompute : numeric
+        1 with full activation recomputation, 0 without, r [1].
+
+    Returns
+    -------
+    numeric
+        Collectives per layer and micro-batch [1].
+
+    Examples
+    --------
+    >>> tp_collectives_per_layer(0), tp_collectives_per_layer(1)
+    (4.0, 6.0)
+
+    .. math:: n_{TP} = 4 + 2 r
+    """
+    return 4 + 2 * full_recompute
+
+
+@formula(reference="Fixed start-up cost per call, the alpha of " + HOCKNEY + " paid once per "
+         "collective call (value fitted: planner/engine/execution.toml)",
+         domain={"collective_overhead_s": ">=0", "ranks": ">=1"},
+         symbols={"collective_overhead_s": "t_c", "ranks": "n"}, result_latex="t_{call}")
+def collective_overhead_time(collective_overhead_s, ranks):
+    """Fixed launch and synchronisation time of one collective call; none for one rank.
+
+    Parameters
+    ----------
+    collective_overhead_s : numeric
+        Time per call, t_c [s].
+    ranks : numeric
+        Ranks of the group, an integer n [1].
+
+    Returns
+    -------
+    numeric
+        Overhead of the call [s].
+
+    Examples
+    --------
+    >>> collective_overhead_time(80e-6, 1), collective_overhead_time(80e-6, 8)
+    (0.0, 8e-05)
+
+    .. math:: t_{call} = t_c \\min(n - 1, 1)
+    """
+    return collective_overhead_s * minimum(ranks - 1, 1)
+
+
+@formula(reference="Liu et al. 2023 (Ring Attention), arXiv:2310.01889 s3 (K/V blocks passed "
+         "around the ring, c - 1 steps); backward passes K/V and their gradients: "
+         "Megatron-Core context parallelism (NVIDIA, Megatron-Core documentation, "
+         "context_parallel)",
+         domain={"kv_bytes": ">=0", "cp": ">=1", "bandwidth_bytes_per_s": ">0",
+                 "latency_s": ">=0"},
+         symbols={"kv_bytes": "S_{kv}", "cp": "c", "bandwidth_bytes_per_s": "B",
+                  "latency_s": r"\alpha"},
+         result_latex="T_{CP}")
+def ring_attention_comm_time(kv_bytes, cp, bandwidth_bytes_per_s, latency_s):
+    """Context-parallel ring exchange of one layer: forward once, backward twice.
+
+    The forward pass passes every rank's K/V chunk c - 1 steps around the ring; the
+    backward pass passes K/V again and their gradients back, 3 (c - 1) point-to-point
+    steps in all.
+
+    Parameters
+    ----------
+    kv_bytes : numeric
+        Bytes of a rank's K and V chunk, S_kv [B].
+    cp : numeric
+        Context-parallel ranks c [1].
+    bandwidth_bytes_per_s : numeric
+        Achievable per-rank bandwidth, B [B/s].
+    latency_s : numeric
+        Per-message latency, alpha [s].
+
+    Returns
+    -------
+    numeric
+        Communication time per layer and micro-batch [s].
+
+    Examples
+    --------
+    >>> round(ring_attention_comm_time(16e6, 4, 40e9, 10e-6) * 1e3, 3)
+    3.69
+
+    .. math:: T_{CP} = 3 (c - 1) \\left(\\alpha + \\frac{S_{kv}}{B}\\right)
+    """
+    return 3 * (cp - 1) * p2p_time(kv_bytes, bandwidth_bytes_per_s, latency_s)
+
+
+@formula(reference="K and V of a_kv heads: Ainslie et al. 2023 (GQA), arXiv:2305.13245; "
+         "chunks exchanged by ring attention: Liu et al. 2023, arXiv:2310.01889 s3",
+         domain={"tokens": ">0", "hidden": ">0", "heads": ">=1", "kv_heads": ">=1",
+                 "tp": ">=1", "bytes_per_element": ">0"},
+         symbols={"tokens": "t", "hidden": "h", "heads": "a", "kv_heads": "a_{kv}",
+                  "tp": "t_p", "bytes_per_element": "e"},
+         result_latex="S_{kv}")
+def kv_chunk_bytes(tokens, hidden, heads, kv_heads, tp, bytes_per_element):
+    """Bytes of the keys and values of ``tokens`` tokens on one tensor-parallel rank.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of the chunk t [1].
+    hidden : numeric
+        Hidden size h [1].
+    heads : numeric
+        Query heads a [1].
+    kv_heads : numeric
+        Key/value heads [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+    bytes_per_element : numeric
+        Bytes per element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes of K and V [B].
+
+    Examples
+    --------
+    8192 tokens of Llama 3 70B on TP 8, bf16:
+
+    >>> kv_chunk_bytes(8192, 8192, 64, 8, 8, 2)
+    4194304.0
+
+    .. math:: S_{kv} = \\frac{2 e t h a_{kv}}{a\\, t_p}
+    """
+    return 2 * bytes_per_element * tokens * hidden * (kv_heads / heads) / tp
+
+
+@formula(reference="Lepikhin et al. 2020 (GShard), arXiv:2006.16668 (dispatch and combine "
+         "all-to-all per MoE layer); backward mirrors forward: Fedus et al. 2022 (Switch), "
+         "arXiv:2101.03961 s2.2; " + THAKUR + ", s4.5",
+         domain={"size_bytes": ">=0", "ranks": ">=1", "bandwidth_bytes_per_s": ">0",
+                 "latency_s": ">=0"},
+         symbols=_SYM, result_latex="T_{EP}")
+def moe_alltoall_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s):
+    """Expert-parallel all-to-alls of one MoE layer: dispatch and combine, fwd and bwd.
+
+    Parameters
+    ----------
+    size_bytes : numeric
+        Bytes each rank dispatches per all-to-all, S [B].
+    ranks : numeric
+        Expert-parallel ranks n [1].
+    bandwidth_bytes_per_s : numeric
+        Achievable per-rank bandwidth, B [B/s].
+    latency_s : numeric
+        Per-message latency, alpha [s].
+
+    Returns
+    -------
+    numeric
+        Communication time per MoE layer and micro-batch [s].
+
+    Examples
+    --------
+    >>> round(moe_alltoall_time(64e6, 8, 40e9, 10e-6) * 1e3, 3)
+    5.88
+
+    .. math:: T_{EP} = 4 \\left[(n-1)\\alpha + \\frac{n-1}{n}\\frac{S}{B}\\right]
+    """
+    return 4 * alltoall_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s)
+
+
+@formula(reference="Top-k routing sends each token's h-vector to k experts: Fedus et al. 2022 "
+         "(Switch), arXiv:2101.03961 s2.2; Lepikhin et al. 2020, arXiv:2006.16668",
+         domain={"tokens": ">=0", "experts_per_token": ">=1", "hidden": ">0",
+                 "bytes_per_element": ">0"},
+         symbols={"tokens": "t", "experts_per_token": "k", "hidden": "h",
+                  "bytes_per_element": "e"},
+         result_latex="S_{a2a}")
+def moe_dispatch_bytes(tokens, experts_per_token, hidden, bytes_per_element):
+    """Bytes one rank sends in an expert-parallel dispatch (or combine) all-to-all.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of the rank's micro-batch t [1].
+    experts_per_token : numeric
+        Routed experts per token k [1].
+    hidden : numeric
+        Hidden size h [1].
+    bytes_per_element : numeric
+        Bytes per activation element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes per all-to-all [B].
+
+    Examples
+    --------
+    >>> moe_dispatch_bytes(4096, 2, 4096, 2)
+    67108864.0
+
+    .. math:: S_{a2a} = e\\, t\\, k\\, h
+    """
+    return bytes_per_element * tokens * experts_per_token * hidden
+
+
+@formula(reference="Rajbhandari et al. 2020 (ZeRO), arXiv:1910.02054 s5.3 (parameters "
+         "all-gathered before forward and before backward); Zhao et al. 2023 (PyTorch FSDP), "
+         "arXiv:2304.11277 s3.2",
+         domain={"allgather_time_s": ">=0", "microbatches": ">=1"},
+         symbols={"allgather_time_s": "T_{AG}", "microbatches": "m"},
+         result_latex="T_{Z3}")
+def zero3_gather_time(allgather_time_s, microbatches):
+    """Parameter all-gathers of ZeRO-3/FSDP in one iteration: forward and backward of each
+    micro-batch.
+
+    Parameters
+    ----------
+    allgather_time_s : numeric
+        Time to all-gather the stage's parameters once, T_AG [s].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        All-gather time per iteration [s].
+
+    Examples
+    --------
+    >>> zero3_gather_time(0.1, 8)
+    1.6
+
+    .. math:: T_{Z3} = 2 m T_{AG}
+    """
+    return 2 * microbatches * allgather_time_s

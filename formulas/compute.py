@@ -29,7 +29,7 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import maximum
+from .ops import maximum, minimum
 
 KAPLAN = "Kaplan et al. 2020, arXiv:2001.08361"
 NARAYANAN = "Narayanan et al. 2021 (SC'21), arXiv:2104.04473, doi:10.1145/3458817.3476209"
@@ -47,7 +47,27 @@ _SYM = {
     "memory_efficiency": r"\eta_m", "model_flops_per_s_per_gpu": "X_m",
     "hardware_flops_per_s_per_gpu": "X_h", "gpus": "n", "flops_per_s_per_gpu": "X",
     "device_time_s": "t_d", "host_time_s": "t_h", "overlap_exponent": "k",
+    "tp": "t_p", "ep": "e_p", "rows": "m", "cols": "n", "inner": "k",
+    "bytes_per_element": "e", "sequence_parallel": r"\sigma", "cp": "c",
+    "micro_batch": "b", "head_dim": "d_h", "unfused": "u",
+    "fused_efficiency_factor": r"\eta_{fa}", "forward_time_s": "t_f",
+    "recomputed_forward_time_s": "t_r", "layer_overhead_s": "t_o",
+    "full_recompute": "r", "weight_bytes_per_param": "K_w",
+    "grad_bytes_per_param": "K_g", "optimizer_bytes_per_param": "K_o",
+    "moe_layers": "l_e", "active_experts": "k_a",
 }
+
+#: Display symbols of formulas whose ``tokens`` are those of one micro-batch on one rank.
+_SYM_MB = {**_SYM, "tokens": "t"}
+
+#: Element-wise ops of one transformer layer's forward pass that touch an h-wide
+#: vector per token (see :func:`elementwise_bytes_per_token`), and f-wide ones.
+H_WIDE_ELEMENTWISE_OPS = 8
+F_WIDE_ELEMENTWISE_OPS = 2
+#: Every element-wise op reads its input once and writes its output once.
+ACCESSES_PER_ELEMENT = 2
+#: The backward pass of a layer costs twice its forward pass (Narayanan et al. 2021, s5.1).
+BACKWARD_PER_FORWARD = 2
 
 
 # -- parameter counts ----------------------------------------------------------
@@ -224,6 +244,109 @@ def moe_active_mlp_params(hidden, moe_ffn, experts_per_token, shared_experts, ml
     """
     return (experts_per_token + shared_experts) * mlp_matrices * hidden * moe_ffn \
         + hidden * experts
+
+
+@formula(reference="Zhang & Sennrich 2019, arXiv:1910.07467 (RMSNorm scale vector); pre-norm "
+         "transformers end with a final norm before the output layer: Radford et al. 2019 "
+         "(GPT-2 technical report) s2.3, Touvron et al. 2023 (Llama), arXiv:2302.13971 s2.2",
+         domain={"hidden": ">0"}, symbols=_SYM, result_latex="P_{norm,f}")
+def final_norm_params(hidden):
+    """Weights of the normalisation after the last transformer layer (pre-norm models).
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+
+    Returns
+    -------
+    numeric
+        Parameters [1].
+
+    Examples
+    --------
+    Llama 3 70B's ``model.norm.weight``:
+
+    >>> final_norm_params(8192)
+    8192.0
+
+    .. math:: P_{norm,f} = h
+    """
+    return 1 * hidden
+
+
+@formula(reference=NARAYANAN + " s5.1 (layer = attention + MLP + norms, plus embeddings); "
+         "MoE layers: Fedus et al. 2022 (Switch), arXiv:2101.03961 s2.1; GQA: Ainslie et al. "
+         "2023, arXiv:2305.13245",
+         domain={"layers": ">=1", "moe_layers": ">=0", "hidden": ">0", "heads": ">=1",
+                 "kv_heads": ">=1", "ffn": ">0", "mlp_matrices": ">=1", "vocab": ">0",
+                 "embedding_matrices": ">=1", "moe_ffn": ">0", "active_experts": ">=1",
+                 "shared_experts": ">=0", "experts": ">=1"},
+         symbols=_SYM, result_latex="P")
+def model_params(layers, moe_layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab,
+                 embedding_matrices, moe_ffn, active_experts, shared_experts, experts):
+    """Parameters of a decoder-only transformer, dense or mixture-of-experts.
+
+    Every layer has attention and two norms; dense layers have an MLP, MoE layers
+    ``active_experts`` routed experts (all E for the total count, the top-k for the
+    parameters a token uses), the shared experts and a router; then the embeddings
+    and the final norm.  Biases, learned position embeddings and multi-token-prediction
+    modules are not counted; multi-head latent attention (MLA) is counted as the
+    multi-head attention of the same h and a (an overestimate of 1.12 B for
+    DeepSeek-V3).
+
+    Parameters
+    ----------
+    layers : numeric
+        Transformer layers l [1].
+    moe_layers : numeric
+        Layers with a mixture-of-experts MLP, l_e (0 for dense models) [1].
+    hidden : numeric
+        Hidden size h [1].
+    heads : numeric
+        Query heads a [1].
+    kv_heads : numeric
+        Key/value heads [1].
+    ffn : numeric
+        MLP width of the dense layers f [1].
+    mlp_matrices : numeric
+        Weight matrices per MLP or expert: 2 (GELU) or 3 (SwiGLU) [1].
+    vocab : numeric
+        Vocabulary size V [1].
+    embedding_matrices : numeric
+        1 if input and output embeddings are tied, 2 if untied [1].
+    moe_ffn : numeric
+        Width of one expert f_e [1].
+    active_experts : numeric
+        Routed experts counted per MoE layer: E for all parameters, k for the
+        parameters one token uses [1].
+    shared_experts : numeric
+        Shared experts per MoE layer E_s [1].
+    experts : numeric
+        Routed experts E (the router's width) [1].
+
+    Returns
+    -------
+    numeric
+        Parameters [1].
+
+    Examples
+    --------
+    Llama 3 70B (published: 70,553,706,496 in the released checkpoint):
+
+    >>> int(model_params(80, 0, 8192, 64, 8, 28672, 3, 128256, 2, 28672, 1, 0, 1))
+    70553706496
+
+    .. math::
+        P = l (P_{attn} + P_{norm}) + (l - l_e) P_{mlp}
+          + l_e P_{moe}(k_a) + P_{emb} + P_{norm,f}
+    """
+    return (layers * (attention_params(hidden, heads, kv_heads) + norm_params(hidden))
+            + (layers - moe_layers) * mlp_params(hidden, ffn, mlp_matrices)
+            + moe_layers * moe_active_mlp_params(hidden, moe_ffn, active_experts,
+                                                 shared_experts, mlp_matrices, experts)
+            + embedding_params(vocab, hidden, embedding_matrices)
+            + final_norm_params(hidden))
 
 
 @formula(reference=NARAYANAN + ", eq. (2)",
@@ -424,6 +547,67 @@ def logits_forward_flops_per_token(hidden, vocab):
     return 2 * hidden * vocab
 
 
+@formula(reference="Fedus et al. 2022 (Switch), arXiv:2101.03961 s2.1 (router logits x W_r, "
+         "W_r of size h x E); 2 FLOP per multiply-add as in " + NARAYANAN,
+         domain={"hidden": ">0", "experts": ">=1"}, symbols=_SYM, result_latex="F_{router}")
+def router_forward_flops_per_token(hidden, experts):
+    """Forward FLOPs per token of a mixture-of-experts router (gating logits).
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+    experts : numeric
+        Routed experts E [1].
+
+    Returns
+    -------
+    numeric
+        Forward FLOPs per token per MoE layer [FLOP].
+
+    Examples
+    --------
+    Mixtral 8x7B (h = 4096, E = 8):
+
+    >>> router_forward_flops_per_token(4096, 8)
+    65536.0
+
+    .. math:: F_{router} = 2 h E
+    """
+    return 2 * hidden * experts
+
+
+@formula(reference=NARAYANAN + ", s5.1/Appendix (QK^T scores 2sh and attention over values "
+         "2sh FLOP per token and layer, non-causal counting)",
+         domain={"hidden": ">0", "seq_len": ">0"}, symbols=_SYM, result_latex="F_{core}")
+def attention_core_forward_flops_per_token(hidden, seq_len):
+    """Forward FLOPs per token of the attention core: scores QK^T and scores x V.
+
+    The part of :func:`attention_forward_flops_per_token` that grows with s, and the
+    part selective recomputation redoes.
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h (all heads together) [1].
+    seq_len : numeric
+        Sequence length s [1].
+
+    Returns
+    -------
+    numeric
+        Forward FLOPs per token per layer [FLOP].
+
+    Examples
+    --------
+    >>> attention_core_forward_flops_per_token(8192, 8192)
+    268435456.0
+
+    .. math:: F_{core} = 4 s h
+    """
+    return 4 * seq_len * hidden
+
+
 @formula(reference=NARAYANAN + ", s5.1 (backward pass = 2x forward); " + KAPLAN + " s2.1",
          domain={"forward_flops_per_token": ">=0"}, symbols=_SYM, result_latex="F_{train}")
 def training_flops_per_token(forward_flops_per_token):
@@ -579,6 +763,494 @@ def roofline_time(flops, bytes_moved, peak_flops_per_s, compute_efficiency,
     """
     return maximum(flops / (peak_flops_per_s * compute_efficiency),
                    bytes_moved / (memory_bandwidth_bytes_per_s * memory_efficiency))
+
+
+@formula(reference="Williams et al. 2009, Commun. ACM 52(4):65-76, doi:10.1145/1498765.1498785 "
+         "(the memory roof alone)",
+         domain={"bytes_moved": ">=0", "memory_bandwidth_bytes_per_s": ">0",
+                 "memory_efficiency": "(0,1]"},
+         symbols=_SYM, result_latex="t")
+def memory_bound_time(bytes_moved, memory_bandwidth_bytes_per_s, memory_efficiency):
+    """Time of an operation limited by memory bandwidth (element-wise ops, optimizer step).
+
+    Parameters
+    ----------
+    bytes_moved : numeric
+        Memory traffic to/from HBM Q [B].
+    memory_bandwidth_bytes_per_s : numeric
+        Peak memory bandwidth beta [B/s].
+    memory_efficiency : numeric
+        Achieved fraction of peak bandwidth [1].
+
+    Returns
+    -------
+    numeric
+        Operation time [s].
+
+    Examples
+    --------
+    1 GB at 80 % of 3.35 TB/s (H100 SXM):
+
+    >>> round(memory_bound_time(1e9, 3.35e12, 0.8) * 1e6, 1)
+    373.1
+
+    .. math:: t = \\frac{Q}{\\beta \\eta_m}
+    """
+    return bytes_moved / (memory_bandwidth_bytes_per_s * memory_efficiency)
+
+
+@formula(reference="Williams et al. 2009, doi:10.1145/1498765.1498785 (roofline); shape "
+         "efficiency: NVIDIA, Matrix Multiplication Background User's Guide, DU-09799-001 "
+         "(2023) ch. 2-3; 2 FLOP per multiply-add",
+         domain={"rows": ">0", "cols": ">0", "inner": ">0", "min_dim": ">0",
+                 "bytes_per_element": ">0", "peak_flops_per_s": ">0",
+                 "max_efficiency": "(0,1]", "half_efficiency_dim": ">=0",
+                 "memory_bandwidth_bytes_per_s": ">0", "memory_efficiency": "(0,1]"},
+         symbols=_SYM, result_latex="t_{GEMM}")
+def gemm_time(rows, cols, inner, min_dim, bytes_per_element, peak_flops_per_s, max_efficiency,
+              half_efficiency_dim, memory_bandwidth_bytes_per_s, memory_efficiency):
+    """Roofline time of one GEMM (m x k times k x n) at its shape's efficiency.
+
+    Work 2mnk; traffic: both operands read and the product written once; compute
+    efficiency :func:`gemm_efficiency` of the dimension that limits the tiling,
+    normally min(m, n, k) (for the grouped GEMMs of MoE experts, the tokens one
+    expert receives).
+
+    Parameters
+    ----------
+    rows : numeric
+        Rows m of the left operand and of the product (tokens) [1].
+    cols : numeric
+        Columns n of the right operand and of the product [1].
+    inner : numeric
+        Inner (reduction) dimension k [1].
+    min_dim : numeric
+        Dimension that sets the efficiency, d [1].
+    bytes_per_element : numeric
+        Bytes per element of the operands e [B].
+    peak_flops_per_s : numeric
+        Peak throughput at the GEMM's precision P [FLOP/s].
+    max_efficiency : numeric
+        Efficiency of very large GEMMs [1].
+    half_efficiency_dim : numeric
+        Dimension at which half of ``max_efficiency`` is reached, d_1/2 [1].
+    memory_bandwidth_bytes_per_s : numeric
+        Peak memory bandwidth beta [B/s].
+    memory_efficiency : numeric
+        Achieved fraction of peak bandwidth [1].
+
+    Returns
+    -------
+    numeric
+        GEMM time [s].
+
+    Examples
+    --------
+    An 8192-cube bf16 GEMM on an H100 SXM (989 TFLOP/s, eta_max 0.8, d_1/2 = 128):
+
+    >>> round(gemm_time(8192, 8192, 8192, 8192, 2, 989e12, 0.8, 128, 3.35e12, 0.8) * 1e3, 4)
+    1.4114
+
+    .. math::
+        t = \\max\\left(\\frac{2mnk}{P \\eta_c(d)},
+            \\frac{e (mk + kn + mn)}{\\beta \\eta_m}\\right)
+    """
+    efficiency = gemm_efficiency(min_dim, max_efficiency, half_efficiency_dim)
+    moved = bytes_per_element * (rows * inner + inner * cols + rows * cols)
+    return roofline_time(2 * rows * cols * inner, moved, peak_flops_per_s, efficiency,
+                         memory_bandwidth_bytes_per_s, memory_efficiency)
+
+
+@formula(reference="Q is h wide, K and V h a_kv/a wide each: Ainslie et al. 2023 (GQA), "
+         "arXiv:2305.13245 s2.2; Shoeybi et al. 2019, arXiv:1909.08053 s3 (column-parallel "
+         "QKV projection split over t ranks)",
+         domain={"hidden": ">0", "heads": ">=1", "kv_heads": ">=1", "tp": ">=1"},
+         symbols=_SYM, result_latex="n_{qkv}")
+def qkv_projection_width(hidden, heads, kv_heads, tp):
+    """Output width of one tensor-parallel rank's fused QKV projection.
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+    heads : numeric
+        Query heads a [1].
+    kv_heads : numeric
+        Key/value heads [1].
+    tp : numeric
+        Tensor-parallel ranks t [1].
+
+    Returns
+    -------
+    numeric
+        Columns of the rank's QKV GEMM [1].
+
+    Examples
+    --------
+    Llama 3 70B (h = 8192, 64 heads, 8 KV heads) on TP 8:
+
+    >>> qkv_projection_width(8192, 64, 8, 8)
+    1280.0
+
+    .. math:: n_{qkv} = \\frac{h (1 + 2 a_{kv}/a)}{t}
+    """
+    return hidden * (1 + 2 * (kv_heads / heads)) / tp
+
+
+@formula(reference="Balanced top-k routing (capacity factor 1): Fedus et al. 2022 (Switch), "
+         "arXiv:2101.03961 s2.2; expert parallelism gathers the tokens of the EP group: "
+         "Lepikhin et al. 2020 (GShard), arXiv:2006.16668",
+         domain={"tokens": ">0", "ep": ">=1", "experts_per_token": ">=1", "experts": ">=1"},
+         symbols=_SYM_MB, result_latex="t_e")
+def tokens_per_expert(tokens, ep, experts_per_token, experts):
+    """Tokens one expert processes when each of ``ep`` ranks routes ``tokens`` tokens.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens per rank and micro-batch t [1].
+    ep : numeric
+        Expert-parallel ranks exchanging tokens [1].
+    experts_per_token : numeric
+        Routed experts per token k [1].
+    experts : numeric
+        Routed experts E [1].
+
+    Returns
+    -------
+    numeric
+        Tokens per expert, the M of its GEMMs [1].
+
+    Examples
+    --------
+    Mixtral 8x7B (top-2 of 8) with 4096 tokens per rank on EP 8:
+
+    >>> tokens_per_expert(4096, 8, 2, 8)
+    8192.0
+
+    .. math:: t_e = \\frac{t \\, e_p k}{E}
+    """
+    return tokens * ep * experts_per_token / experts
+
+
+@formula(reference="Unfused attention as two batched GEMMs of inner dimension h/a: Vaswani et "
+         "al. 2017, arXiv:1706.03762 s3.2.1; fused kernels below large-GEMM efficiency: Dao "
+         "2023 (FlashAttention-2), arXiv:2307.08691 s4.1 (50-73 % of peak vs. GEMM)",
+         domain={"tokens": ">0", "head_dim": ">0", "seq_len": ">0", "unfused": "[0,1]",
+                 "fused_efficiency_factor": "(0,1]", "max_efficiency": "(0,1]",
+                 "half_efficiency_dim": ">=0"},
+         symbols=_SYM_MB, result_latex=r"\eta_{core}")
+def attention_core_efficiency(tokens, head_dim, seq_len, unfused, fused_efficiency_factor,
+                              max_efficiency, half_efficiency_dim):
+    """Achieved fraction of peak FLOP/s of the attention core (scores and values).
+
+    Without flash attention (u = 1) the core runs as batched GEMMs whose smallest
+    dimension is the head size; a fused (flash) kernel (u = 0) runs at a fixed
+    fraction of the efficiency of a GEMM as large as its tiles, min(t, s).
+
+    Parameters
+    ----------
+    tokens : numeric
+        Query tokens per rank and micro-batch t [1].
+    head_dim : numeric
+        Head size h/a, d_h [1].
+    seq_len : numeric
+        Sequence length s [1].
+    unfused : numeric
+        1 without flash attention (scores materialised), 0 with it [1].
+    fused_efficiency_factor : numeric
+        Efficiency of fused attention relative to GEMMs [1].
+    max_efficiency : numeric
+        Efficiency of very large GEMMs [1].
+    half_efficiency_dim : numeric
+        Dimension at which half of ``max_efficiency`` is reached, d_1/2 [1].
+
+    Returns
+    -------
+    numeric
+        Fraction of peak FLOP/s [1].
+
+    Examples
+    --------
+    >>> round(attention_core_efficiency(8192, 128, 8192, 1, 0.6, 0.8, 128), 4)
+    0.4
+    >>> round(attention_core_efficiency(8192, 128, 8192, 0, 0.6, 0.8, 128), 4)
+    0.4726
+
+    .. math::
+        \\eta_{core} = u\\,\\eta_c(\\min(t, d_h))
+            + (1 - u)\\,\\eta_{fa}\\,\\eta_c(\\min(t, s))
+    """
+    return unfused * gemm_efficiency(minimum(tokens, head_dim), max_efficiency,
+                                     half_efficiency_dim) \
+        + (1 - unfused) * fused_efficiency_factor * gemm_efficiency(
+            minimum(tokens, seq_len), max_efficiency, half_efficiency_dim)
+
+
+@formula(reference="Dao et al. 2022 (FlashAttention), arXiv:2205.14135 s3.2 (Q, K, V read and "
+         "O written once when the scores stay on chip); column-parallel heads: Shoeybi et "
+         "al. 2019, arXiv:1909.08053 s3",
+         domain={"tokens": ">0", "hidden": ">0", "tp": ">=1", "bytes_per_element": ">0"},
+         symbols=_SYM_MB, result_latex="Q_{core}")
+def attention_core_bytes(tokens, hidden, tp, bytes_per_element):
+    """HBM traffic of the attention core of one rank: Q, K, V read, output written.
+
+    K and V are counted at the query width h (an upper bound under GQA).
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens per rank and micro-batch t [1].
+    hidden : numeric
+        Hidden size h [1].
+    tp : numeric
+        Tensor-parallel ranks t_p (each holds a/t_p heads) [1].
+    bytes_per_element : numeric
+        Bytes per activation element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes moved per layer forward [B].
+
+    Examples
+    --------
+    >>> attention_core_bytes(4096, 8192, 8, 2)
+    33554432.0
+
+    .. math:: Q_{core} = \\frac{4 e t h}{t_p}
+    """
+    return bytes_per_element * tokens * (4 * hidden / tp)
+
+
+@formula(reference="Korthikanti et al. 2022, arXiv:2205.05198 s4.1 (softmax output 2as^2b, "
+         "dropout mask as^2b, dropout output 2as^2b bytes per layer, 16-bit activations)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "heads": ">=1", "tp": ">=1",
+                 "cp": ">=1"},
+         symbols=_SYM, result_latex="Q_{scores}")
+def attention_scores_bytes(seq_len, micro_batch, heads, tp, cp):
+    """HBM traffic of the materialised s x s attention scores (attention without flash).
+
+    Softmax output, dropout mask and dropout output, 5 a s^2 b bytes per layer in
+    Korthikanti's accounting, are each written once and read once: 10 a s^2 b.  Each
+    of t_p tensor-parallel ranks holds a/t_p heads; each of c context-parallel ranks
+    s/c query rows against all s keys.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    heads : numeric
+        Attention heads a [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+    cp : numeric
+        Context-parallel ranks c [1].
+
+    Returns
+    -------
+    numeric
+        Bytes moved per layer forward on one rank [B].
+
+    Examples
+    --------
+    GPT-3 175B (96 heads, s = 2048, b = 1) on TP 8:
+
+    >>> attention_scores_bytes(2048, 1, 96, 8, 1)
+    503316480.0
+
+    .. math:: Q_{scores} = \\frac{10\\, a s^2 b}{t_p c}
+    """
+    return 10 * (heads / tp) * (seq_len / cp) * seq_len * micro_batch
+
+
+@formula(reference="Derived (no published figure) from the element-wise op list of a "
+         "Megatron-LM GPT layer, Korthikanti et al. 2022, arXiv:2205.05198 s4.1 (norms, "
+         "bias, dropout, residual, activation); sequence parallelism splits the h-wide ops: "
+         "ibid. s4.2.2",
+         domain={"hidden": ">0", "ffn": ">0", "tp": ">=1", "sequence_parallel": "[0,1]",
+                 "bytes_per_element": ">0"},
+         symbols=_SYM, result_latex="Q_{elem}")
+def elementwise_bytes_per_token(hidden, ffn, tp, sequence_parallel, bytes_per_element):
+    """HBM traffic per token of one layer's element-wise (memory-bound) forward ops.
+
+    The op list of a Megatron-LM GPT layer (Korthikanti et al. 2022, s4.1), each op
+    reading its input once and writing its output once (2 accesses per element):
+
+    * 8 ops on h-wide vectors: input norm, attention-output bias, dropout, residual
+      add; post-attention norm, MLP-output bias, dropout, residual add -> 16 h;
+    * 2 ops on f-wide vectors: MLP bias and activation (GeLU) -> 4 f.
+
+    Not counted: the residual's second operand, 1-byte dropout masks, and the
+    gating product of a SwiGLU MLP (which would add f); sequence parallelism
+    splits the h-wide ops over the t TP ranks, tensor parallelism the f-wide ones.
+    No source prints these constants; the count above is the derivation.
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+    ffn : numeric
+        MLP width f [1].
+    tp : numeric
+        Tensor-parallel ranks t [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+    bytes_per_element : numeric
+        Bytes per activation element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes moved per token and layer forward on one rank [B].
+
+    Examples
+    --------
+    h = 8192, f = 28672, bf16, TP 8 without and with sequence parallelism:
+
+    >>> elementwise_bytes_per_token(8192, 28672, 8, 0, 2)
+    290816.0
+    >>> elementwise_bytes_per_token(8192, 28672, 8, 1, 2)
+    61440.0
+
+    .. math:: Q_{elem} = e \\left(\\frac{16 h}{1 + \\sigma (t - 1)} + \\frac{4 f}{t}\\right)
+    """
+    h_wide = ACCESSES_PER_ELEMENT * H_WIDE_ELEMENTWISE_OPS * hidden
+    f_wide = ACCESSES_PER_ELEMENT * F_WIDE_ELEMENTWISE_OPS * ffn
+    return bytes_per_element * (h_wide / (1 + sequence_parallel * (tp - 1)) + f_wide / tp)
+
+
+@formula(reference="Adam update (Kingma & Ba 2015, arXiv:1412.6980 Alg. 1) on mixed-precision "
+         "states (Micikevicius et al. 2018, arXiv:1710.03740 s3.1): fp32 master weights and "
+         "moments read and written, gradients read, 16-bit weights written; Rajbhandari et "
+         "al. 2020 (ZeRO), arXiv:1910.02054 s3.1 (K = 12)",
+         domain={"params": ">=0", "weight_bytes_per_param": ">=0",
+                 "grad_bytes_per_param": ">=0", "optimizer_bytes_per_param": ">=0"},
+         symbols=_SYM, result_latex="Q_{opt}")
+def optimizer_step_bytes(params, weight_bytes_per_param, grad_bytes_per_param,
+                         optimizer_bytes_per_param):
+    """HBM traffic of one optimizer step over ``params`` parameters (memory bound).
+
+    Parameters
+    ----------
+    params : numeric
+        Parameters this rank updates N [1].
+    weight_bytes_per_param : numeric
+        Bytes of the working (16-bit) weights, written, K_w [B].
+    grad_bytes_per_param : numeric
+        Bytes of the gradients, read, K_g [B].
+    optimizer_bytes_per_param : numeric
+        Bytes of the optimizer states (master weights, moments), read and written,
+        K_o [B].
+
+    Returns
+    -------
+    numeric
+        Bytes moved [B].
+
+    Examples
+    --------
+    One billion parameters with bf16 weights and gradients and 12-byte Adam states:
+
+    >>> optimizer_step_bytes(1e9, 2, 2, 12)
+    28000000000.0
+
+    .. math:: Q_{opt} = (2 K_o + K_w + K_g) N
+    """
+    return (optimizer_bytes_per_param * 2 + weight_bytes_per_param
+            + grad_bytes_per_param) * params
+
+
+@formula(reference=NARAYANAN + ", s5.1 (backward pass = 2x forward); recomputation adds "
+         "forward work: Korthikanti et al. 2022, arXiv:2205.05198 s5",
+         domain={"forward_time_s": ">=0", "recomputed_forward_time_s": ">=0"},
+         symbols=_SYM, result_latex="t_{train}")
+def training_pass_time(forward_time_s, recomputed_forward_time_s):
+    """Time of forward, backward (twice the forward) and recomputed forward work.
+
+    Parameters
+    ----------
+    forward_time_s : numeric
+        Forward time t_f [s].
+    recomputed_forward_time_s : numeric
+        Forward work executed again in the backward pass, t_r [s].
+
+    Returns
+    -------
+    numeric
+        Training time of the work [s].
+
+    Examples
+    --------
+    >>> training_pass_time(2e-3, 1e-3)
+    0.007
+
+    .. math:: t_{train} = 3 t_f + t_r
+    """
+    return (1 + BACKWARD_PER_FORWARD) * forward_time_s + recomputed_forward_time_s
+
+
+@formula(reference=NARAYANAN + ", s5.1 (backward pass = 2x forward: gradients of inputs and "
+         "of weights)",
+         domain={"forward_time_s": ">=0"}, symbols=_SYM, result_latex="t_{bwd}")
+def backward_time(forward_time_s):
+    """Time of the backward pass of work whose forward pass takes ``forward_time_s``.
+
+    Parameters
+    ----------
+    forward_time_s : numeric
+        Forward time t_f [s].
+
+    Returns
+    -------
+    numeric
+        Backward time [s].
+
+    Examples
+    --------
+    >>> backward_time(2e-3)
+    0.004
+
+    .. math:: t_{bwd} = 2 t_f
+    """
+    return BACKWARD_PER_FORWARD * forward_time_s
+
+
+@formula(reference="Asynchronous kernel launches (PyTorch CUDA semantics); per-layer launch "
+         "cost fitted to vTrain single-node runs (Bang et al., MICRO'24, arXiv:2312.12391); "
+         "backward launches twice the forward's kernels: " + NARAYANAN + " s5.1",
+         domain={"layers": ">=0", "layer_overhead_s": ">=0", "full_recompute": "[0,1]"},
+         symbols=_SYM, result_latex="t_h")
+def host_launch_time(layers, layer_overhead_s, full_recompute):
+    """Host time to issue one micro-batch's kernels on a pipeline stage.
+
+    Each layer costs t_o for its forward pass, twice that for its backward, and t_o
+    more when it is recomputed (full recomputation).
+
+    Parameters
+    ----------
+    layers : numeric
+        Layers of the stage l [1].
+    layer_overhead_s : numeric
+        Host time of one layer's forward pass t_o [s].
+    full_recompute : numeric
+        1 with full activation recomputation, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Host time per micro-batch [s].
+
+    Examples
+    --------
+    >>> round(host_launch_time(10, 0.9e-3, 1) * 1e3, 6)
+    36.0
+
+    .. math:: t_h = l (3 + r) t_o
+    """
+    return layers * (1 + BACKWARD_PER_FORWARD + full_recompute) * layer_overhead_s
 
 
 @formula(reference=PALM,

@@ -54,6 +54,35 @@ def cloud_cost(gpus, time_s, price_usd_per_gpu_hour):
     return gpus * time_s / SECONDS_PER_HOUR * price_usd_per_gpu_hour
 
 
+@formula(reference="GPU-hours as reported for training runs, e.g. Touvron et al. 2023 (Llama "
+         "2), arXiv:2307.09288 Table 2; 1 h = 3600 s (BIPM SI Brochure, 9th ed., Table 8)",
+         domain={"gpus": ">=0", "time_s": ">=0"},
+         symbols={"gpus": "N", "time_s": "t"}, result_latex="H")
+def gpu_hours(gpus, time_s):
+    """GPU-hours of a job occupying ``gpus`` GPUs for ``time_s`` seconds.
+
+    Parameters
+    ----------
+    gpus : numeric
+        GPUs, N [1].
+    time_s : numeric
+        Wall-clock time [s].
+
+    Returns
+    -------
+    numeric
+        GPU-hours [h].
+
+    Examples
+    --------
+    >>> gpu_hours(1024, 86400.0)
+    24576.0
+
+    .. math:: H = N \\frac{t}{3600}
+    """
+    return gpus * time_s / SECONDS_PER_HOUR
+
+
 @formula(reference="Energy x tariff; " + BARROSO,
          domain={"energy_j": ">=0", "electricity_usd_per_kwh": ">=0"},
          symbols={"energy_j": "E", "electricity_usd_per_kwh": "c_e"}, result_latex="C_E")

@@ -111,6 +111,40 @@ def cluster_it_power(nodes, node_power_w, network_power_w, storage_power_w):
     return nodes * node_power_w + network_power_w + storage_power_w
 
 
+@formula(reference="Sum of component powers; " + BARROSO + " s5.1 (server power breakdown: "
+         "CPU, DRAM, NICs, fans beyond the accelerators; network share per node)",
+         domain={"nodes": ">=0", "node_overhead_power_w": ">=0",
+                 "network_power_per_node_w": ">=0"},
+         symbols={"nodes": "n", "node_overhead_power_w": "P_o",
+                  "network_power_per_node_w": "P_{net}"},
+         result_latex="P_{rest}")
+def non_gpu_it_power(nodes, node_overhead_power_w, network_power_per_node_w):
+    """IT power of a job beyond its GPUs: the rest of each node and its network share.
+
+    Parameters
+    ----------
+    nodes : numeric
+        Nodes of the job, n [1].
+    node_overhead_power_w : numeric
+        Node power beyond the GPUs, P_o [W].
+    network_power_per_node_w : numeric
+        Switch power attributable to one node, P_net [W].
+
+    Returns
+    -------
+    numeric
+        Power [W].
+
+    Examples
+    --------
+    >>> non_gpu_it_power(128, 2500.0, 300.0)
+    358400.0
+
+    .. math:: P_{rest} = n (P_o + P_{net})
+    """
+    return nodes * (node_overhead_power_w + network_power_per_node_w)
+
+
 @formula(reference="Switch power scaling with port count; e.g. Abts et al. 2010, "
          "'Energy proportional datacenter networks', ISCA, doi:10.1145/1815961.1816004",
          domain={"ports": ">=0", "switch_power_per_port_w": ">=0"},

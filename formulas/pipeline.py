@@ -25,6 +25,36 @@ _SYM = {"pp": "p", "microbatches": "m", "virtual_stages": "v", "seq_len": "s",
         "sequence_parallel": r"\sigma"}
 
 
+@formula(reference=NARAYANAN + ", s2.2 (m = B / (d b) micro-batches per pipeline)",
+         domain={"global_batch": ">0", "dp": ">=1", "micro_batch": ">0"},
+         symbols={"global_batch": "B", "dp": "d", "micro_batch": "b"}, result_latex="m")
+def microbatches_per_pipeline(global_batch, dp, micro_batch):
+    """Micro-batches each pipeline (data-parallel replica) runs per iteration.
+
+    Parameters
+    ----------
+    global_batch : numeric
+        Global batch B [1] (sequences).
+    dp : numeric
+        Data-parallel replicas d [1].
+    micro_batch : numeric
+        Micro-batch size b [1] (sequences).
+
+    Returns
+    -------
+    numeric
+        Micro-batches per iteration m [1].
+
+    Examples
+    --------
+    >>> microbatches_per_pipeline(1536, 96, 1)
+    16.0
+
+    .. math:: m = \\frac{B}{d\\, b}
+    """
+    return global_batch / (dp * micro_batch)
+
+
 @formula(reference=NARAYANAN + ", s2.2.1",
          domain={"pp": ">=1", "microbatches": ">=1"}, symbols=_SYM, result_latex=r"\beta")
 def bubble_fraction_1f1b(pp, microbatches):

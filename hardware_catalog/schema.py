@@ -269,49 +269,7 @@ class ModelSpec(Entry):
     def moe_layers(self) -> int:
         return self.layers - self.dense_layers if self.is_moe else 0
 
-    def attention_params(self) -> float:
-        """Weights of one attention block (no biases)."""
-        h = float(self.hidden)
-        if self.is_mla:
-            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
-            if self.q_lora_rank:
-                q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.heads * qk
-            else:
-                q = h * self.heads * qk
-            kv = (h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
-                  + self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim))
-            o = self.heads * self.v_head_dim * h
-            return q + kv + o
-        return 2 * h * h + 2 * h * h * self.kv_heads / self.heads
-
-    def dense_mlp_params(self) -> float:
-        return float(self.mlp_matrices) * self.hidden * self.ffn
-
-    def moe_mlp_params(self, active: bool = False) -> float:
-        """Weights of one MoE block: routed (+ shared) experts and the router."""
-        routed = self.experts_per_token if active else self.experts
-        expert = float(self.mlp_matrices) * self.hidden * self.moe_ffn
-        return (routed + self.shared_experts) * expert + float(self.hidden) * self.experts
-
-    def embedding_params(self) -> float:
-        return float(self.vocab) * self.hidden * (1 if self.tied_embeddings else 2)
-
-    def param_count(self) -> float:
-        """Total parameters [count] (biases and learned position embeddings not counted)."""
-        return self._count(active=False)
-
-    def active_param_count(self) -> float:
-        """Parameters touched per token (= ``param_count`` for dense models)."""
-        return self._count(active=True)
-
-    def _count(self, active: bool) -> float:
-        h = float(self.hidden)
-        per_layer = self.attention_params() + 2 * h
-        n_moe = self.moe_layers
-        total = self.layers * per_layer + (self.layers - n_moe) * self.dense_mlp_params()
-        if n_moe:
-            total += n_moe * self.moe_mlp_params(active=active)
-        return total + self.embedding_params() + h  # + final norm
+    # Parameter counts are physics, not data: planner.engine.model.param_counts.
 
 
 class ReliabilityProfile(Entry):

@@ -273,18 +273,10 @@ def modern_group(case) -> str:
 
 
 def shape_param_count(shape: dict) -> float:
-    """Parameters of a kernel-input shape, counted as the run model counts them."""
-    from formulas import compute
+    """Parameters of a kernel-input shape: the run model's own count."""
+    from planner.engine.model import param_counts
 
-    h = shape["hidden"]
-    common = compute.attention_params(h, shape["heads"], shape["kv_heads"]) + \
-        compute.norm_params(h)
-    dense = compute.mlp_params(h, shape["ffn"], shape["mlp_matrices"])
-    moe = compute.moe_mlp_params(h, shape["moe_ffn"], shape["experts"], shape["shared_experts"],
-                                 shape["mlp_matrices"])
-    return (shape["layers"] * common + (shape["layers"] - shape["moe_layers"]) * dense
-            + shape["moe_layers"] * moe
-            + compute.embedding_params(shape["vocab"], h, shape["embedding_matrices"]))
+    return param_counts(shape)["params"]
 
 
 def modern_shape(row, catalog) -> dict:

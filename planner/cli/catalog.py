@@ -116,23 +116,33 @@ def _summary(kind: str, e, si: bool) -> dict:
     elif kind == "model":
         row.update(layers=e.layers, hidden=e.hidden, heads=e.heads, kv_heads=e.kv_heads,
                    ffn=e.ffn, vocab=e.vocab, seq_len=e.seq_len, experts=e.experts)
+        counts = param_counts_of(e)
         if si:
-            row["param_count"] = e.param_count()
-            row["active_param_count"] = e.active_param_count()
+            row["param_count"] = counts["params"]
+            row["active_param_count"] = counts["active_params"]
         else:
-            row["params (B)"] = e.param_count() / 1e9
-            row["active (B)"] = e.active_param_count() / 1e9
+            row["params (B)"] = counts["params"] / 1e9
+            row["active (B)"] = counts["active_params"] / 1e9
     elif kind == "reliability":
         row.update([col("gpu_mtbf_s", "GPU MTBF"), col("restart_overhead_s", "restart"),
                     col("step_time_cv", "step cv")])
     return row
 
 
+def param_counts_of(model) -> dict[str, float]:
+    """Total and active parameters of a catalog model: the run model's own count."""
+    from planner.engine.model import param_counts
+    from planner.engine.scenario import model_inputs
+
+    return param_counts(model_inputs(model))
+
+
 def _payload(catalog, kind: str, entry) -> dict:
     data = {"kind": kind, **entry.model_dump(mode="json", exclude_none=True)}
     if kind == "model":
-        data["derived"] = {"param_count": entry.param_count(),
-                           "active_param_count": entry.active_param_count(),
+        counts = param_counts_of(entry)
+        data["derived"] = {"param_count": counts["params"],
+                           "active_param_count": counts["active_params"],
                            "moe_layers": entry.moe_layers}
     origin = catalog.origin(kind, entry.id)
     if origin is not None:
@@ -237,12 +247,13 @@ def show(
             rows.append({"field": field, "value": text, "unit": "",
                          "estimate": False if si else "", "as_of": "", "source": ""})
     if found_kind == "model":
-        for field, count in (("param_count", entry.param_count()),
-                             ("active_param_count", entry.active_param_count())):
+        counts = param_counts_of(entry)
+        for field, count in (("param_count", counts["params"]),
+                             ("active_param_count", counts["active_params"])):
             rows.append({"field": field, "value": count if si else count / 1e9,
                          "unit": "parameters" if si else "billion parameters",
                          "estimate": False if si else "", "as_of": "",
-                         "source": "derived (ModelSpec.param_count)"})
+                         "source": "derived (planner.engine.model.param_counts)"})
     if not si:  # mixed-type value column: format here so the table stays readable
         from planner.report.output import format_cell
 

@@ -187,7 +187,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x131 = mlp_matrices * (layers - moe_layers)
     x132 = x101 * x131
     del x101
-    x133 = embedding_matrices * x48 + layers * x106 + x132
+    x133 = embedding_matrices * x48 + hidden + layers * x106 + x132
     del x106
     x134 = moe_layers * x105 + x133
     del x105
@@ -243,18 +243,20 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x174 = x150 * x163 * numpy.exp(-x168) / x167
     del x168
     x175 = gpus * x173
-    x176 = x151 * x171 * (x166 - numpy.exp(x150 * x160))
+    x176 = 0.000277777777777778 * x175
+    x177 = x151 * x171 * (x166 - numpy.exp(x150 * x160))
     del x150, x166, x171
-    x177 = gpus * (idle_power_w * (tokens * x125 * x144 * x145 * x151 * x167 * x169 * x170 - x176) + x176 * (idle_power_w + x135 * x96 * (-idle_power_w + max_power_w)))
-    del x135, x144, x145, x167, x169, x170, x176
-    x178 = x148 * (network_power_per_node_w + node_overhead_power_w)
+    x178 = gpus * (idle_power_w * (tokens * x125 * x144 * x145 * x151 * x167 * x169 * x170 - x177) + x177 * (idle_power_w + x135 * x96 * (-idle_power_w + max_power_w)))
+    del x135, x144, x145, x167, x169, x170, x177
+    x179 = x148 * (network_power_per_node_w + node_overhead_power_w)
     del x148
-    x179 = x173 * x178 + x177
-    x180 = pue * x179
-    x181 = 0.000277777777777778 * price_usd_per_gpu_hour * x175
-    x182 = x175 / lifetime_s
-    x183 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x175 + capex_usd_per_gpu * x182 + 2.77777777777778e-07 * electricity_usd_per_kwh * x180
-    x184 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x180
-    x185 = embodied_kg_per_gpu * x182
-    del x182
-    return [x125, x96, x100, x99, x97, x98, x95, x122, x90, x109, x124, x126, x127, x128, x130, memory_reserve_bytes, memory_reserve_bytes + x126 + x127 + x128 + x130, x134, moe_layers * (x102 + x104 * x40) + x133, x136, x141, 1e-12 * x143, x143 * x33, x142 * x33 * (full_recompute * (ffn * x10 * x131 + x137 + x140) + layers * x138 * x71 + x141), x146, x151, x152, x160, x161, x163, x164, x165, x173, x172, 1 - x174, x174, 1 / 3600 * x175, x177, x179, x180, x136 * x174 * x180 / tokens, pue * (gpus * max_power_w + x178), x181, x183, use_tco * x183 + x181 * (1 - use_tco), x184, x185, x184 + x185]
+    x180 = x173 * x179 + x178
+    x181 = pue * x180
+    x182 = price_usd_per_gpu_hour * x176
+    x183 = x175 / lifetime_s
+    x184 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x175 + capex_usd_per_gpu * x183 + 2.77777777777778e-07 * electricity_usd_per_kwh * x181
+    del x175
+    x185 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x181
+    x186 = embodied_kg_per_gpu * x183
+    del x183
+    return [x125, x96, x100, x99, x97, x98, x95, x122, x90, x109, x124, x126, x127, x128, x130, memory_reserve_bytes, memory_reserve_bytes + x126 + x127 + x128 + x130, x134, moe_layers * (x102 + x104 * x40) + x133, x136, x141, 1e-12 * x143, x143 * x33, x142 * x33 * (full_recompute * (ffn * x10 * x131 + x137 + x140) + layers * x138 * x71 + x141), x146, x151, x152, x160, x161, x163, x164, x165, x173, x172, 1 - x174, x174, x176, x178, x180, x181, x136 * x174 * x181 / tokens, pue * (gpus * max_power_w + x179), x182, x184, use_tco * x184 + x182 * (1 - use_tco), x185, x186, x185 + x186]

@@ -8,8 +8,20 @@ common subexpressions eliminated.  Discrete choices arrive as numbers: 0/1 flags
 (``selective``, ``full_recompute``, ``sequence_parallel``, ``ckpt_sync`` ...) and
 shard counts computed by :mod:`planner.space` from the ZeRO stage.
 
+The model runs as a pipeline of named stages (``STAGES``, in the manner of
+pvlib's ModelChain): layout -> parameters -> FLOPs -> attention and MLP op times ->
+compute time -> micro-batch and iteration communication -> step time ->
+throughput -> memory -> reliability -> energy -> cost and carbon.  Each stage is a
+short function ``stage(x, r)`` of the inputs ``x`` and the quantities ``r`` of the
+stages before it that returns a few named quantities and calls registered
+formulas only; every physical constant lives in :mod:`formulas`.
+:func:`run_stages` returns every named quantity, :func:`run_model` the outputs.
+
 Every input is in SI units (s, B, FLOP, W, J, USD); ``INPUTS`` lists them with
 their meaning.  The assumptions are documented in docs/model.md.
+
+>>> [stage.__name__ for stage in STAGES][:3]
+['layout', 'parameters', 'flops']
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ from formulas import (
     pipeline,
     straggler,
 )
-from formulas.ops import maximum, minimum
+from formulas.ops import minimum
 from planner.engine.columns import kernel_outputs
 
 #: Inputs of the run model: name -> (unit, meaning).
@@ -136,284 +148,378 @@ INPUTS: dict[str, tuple[str, str]] = {
 OUTPUTS: dict[str, str] = kernel_outputs()
 
 
-def _gemm_time(x, flops, m, n, k, min_dim):
-    """Roofline time of one GEMM (m x k times k x n) with shape-dependent efficiency."""
-    eta = compute.gemm_efficiency(min_dim, x["gemm_max_efficiency"],
-                                  x["gemm_half_efficiency_dim"])
-    moved = x["bytes_per_element"] * (m * k + k * n + m * n)
-    return compute.roofline_time(flops, moved, x["peak_flops_per_s"], eta,
-                                 x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+# ---- the stages ------------------------------------------------------------------------
+# Each stage takes the inputs ``x`` and the quantities ``r`` of the stages before it and
+# returns a few named quantities, calling registered formulas only.  Per micro-batch
+# quantities end in ``_mb``; times are those of the slowest (fullest) pipeline stage.
 
 
-def _link(x, intra_flag):
-    """Achievable per-rank bandwidth and latency of a group inside or across nodes."""
-    up = x["scale_up_bandwidth_bytes_per_s"] * x["scale_up_bus_efficiency"]
-    out = x["scale_out_bandwidth_bytes_per_s"] * x["scale_out_bus_efficiency"]
-    bandwidth = intra_flag * up + (1 - intra_flag) * out
-    latency = intra_flag * x["intra_latency_s"] + (1 - intra_flag) * x["inter_latency_s"]
-    return bandwidth, latency
+def layout(x: dict, r: dict) -> dict:
+    """Shape of the work on one rank: tokens per micro-batch, micro-batches, MoE share."""
+    return {
+        "tokens_mb": x["micro_batch"] * x["seq_len"] / x["cp"],  # tokens a rank processes
+        "microbatches": pipeline.microbatches_per_pipeline(x["global_batch"], x["dp"],
+                                                           x["micro_batch"]),
+        "moe_share": x["moe_layers"] / x["layers"],  # MoE layers spread evenly over stages
+        "nodes": x["gpus"] / x["gpus_per_node"],
+    }
+
+
+def param_counts(x: dict) -> dict:
+    """Total parameters and those one token uses, of the model described by ``x``.
+
+    The one parameter count of capplan: the kernel's ``params``/``active_params``,
+    ``capplan catalog show`` and the Excel export all come from here.  ``x`` needs
+    only the model inputs (:func:`planner.engine.scenario.model_inputs`).
+    """
+    shape = (x["layers"], x["moe_layers"], x["hidden"], x["heads"], x["kv_heads"], x["ffn"],
+             x["mlp_matrices"], x["vocab"], x["embedding_matrices"], x["moe_ffn"])
+    return {
+        "params": compute.model_params(*shape, x["experts"], x["shared_experts"],
+                                       x["experts"]),
+        "active_params": compute.model_params(*shape, x["experts_per_token"],
+                                              x["shared_experts"], x["experts"]),
+    }
+
+
+def parameters(x: dict, r: dict) -> dict:
+    """Parameters of the model, those a token uses, and those of one rank's stage."""
+    h = x["hidden"]
+    layer_common = compute.attention_params(h, x["heads"], x["kv_heads"]) + compute.norm_params(h)
+    dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
+    moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
+                                     x["mlp_matrices"])
+    share = r["moe_share"]
+    # the first stage, the fullest: its layers (MoE experts split over EP) and the input
+    # embedding, split over TP
+    stage = (x["stage_layers"] * (layer_common + (1 - share) * dense_mlp
+                                  + share * moe_mlp / x["ep"])
+             + compute.embedding_params(x["vocab"], h, 1)) / x["tp"]
+    return {**param_counts(x), "stage_params": stage}
+
+
+def flops(x: dict, r: dict) -> dict:
+    """Model FLOPs per token (Narayanan counting) and hardware FLOPs (with recompute)."""
+    h, s = x["hidden"], x["seq_len"]
+    moe_fwd = compute.mlp_forward_flops_per_token(
+        h, x["moe_ffn"] * (x["experts_per_token"] + x["shared_experts"]), x["mlp_matrices"]
+    ) + compute.router_forward_flops_per_token(h, x["experts"])
+    logits_fwd = compute.logits_forward_flops_per_token(h, x["vocab"])
+    fwd = (x["layers"] * compute.attention_forward_flops_per_token(h, x["heads"],
+                                                                   x["kv_heads"], s)
+           + (x["layers"] - x["moe_layers"]) * compute.mlp_forward_flops_per_token(
+               h, x["ffn"], x["mlp_matrices"])
+           + x["moe_layers"] * moe_fwd + logits_fwd)
+    # full recompute: every layer's forward again; selective: the attention core
+    recomputed = (x["full_recompute"] * (fwd - logits_fwd) + (1 - x["full_recompute"])
+                  * x["selective"] * x["layers"]
+                  * compute.attention_core_forward_flops_per_token(h, s))
+    return {
+        "model_flops_per_token": compute.training_flops_per_token(fwd),
+        "hardware_flops_per_token": compute.hardware_flops_per_token(fwd, recomputed),
+    }
+
+
+def _gemm(x: dict, rows, cols, inner, min_dim):
+    """:func:`formulas.compute.gemm_time` on this accelerator."""
+    return compute.gemm_time(rows, cols, inner, min_dim, x["bytes_per_element"],
+                             x["peak_flops_per_s"], x["gemm_max_efficiency"],
+                             x["gemm_half_efficiency_dim"], x["hbm_bandwidth_bytes_per_s"],
+                             x["hbm_efficiency"])
+
+
+def _memory_bound(x: dict, bytes_moved):
+    """:func:`formulas.compute.memory_bound_time` on this accelerator's HBM."""
+    return compute.memory_bound_time(bytes_moved, x["hbm_bandwidth_bytes_per_s"],
+                                     x["hbm_efficiency"])
+
+
+def attention_times(x: dict, r: dict) -> dict:
+    """Forward time of one layer's attention block on one rank, per micro-batch."""
+    h, s, tp, t = x["hidden"], x["seq_len"], x["tp"], r["tokens_mb"]
+    qkv = compute.qkv_projection_width(h, x["heads"], x["kv_heads"], tp)
+    unfused = x["selective"] + x["attention_scores_stored"]  # no flash attention
+    efficiency = compute.attention_core_efficiency(
+        t, h / x["heads"], s, unfused, x["attention_efficiency_factor"],
+        x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
+    core = compute.roofline_time(
+        t * compute.attention_core_forward_flops_per_token(h, s) / tp,
+        compute.attention_core_bytes(t, h, tp, x["bytes_per_element"]),
+        x["peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+    # without flash attention the s x s scores go through HBM
+    scores = x["attention_scores_stored"] * _memory_bound(x, compute.attention_scores_bytes(
+        s, x["micro_batch"], x["heads"], tp, x["cp"]))
+    return {
+        "t_qkv": _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv)),
+        "t_core": core,
+        "t_scores": scores,
+        "t_proj": _gemm(x, t, h, h / tp, minimum(minimum(t, h), h / tp)),
+    }
+
+
+def mlp_times(x: dict, r: dict) -> dict:
+    """Forward time of one layer's MLP (dense or MoE), element-wise ops and the logits."""
+    h, tp, t = x["hidden"], x["tp"], r["tokens_mb"]
+    ffn, moe_ffn, vocab = x["ffn"] / tp, x["moe_ffn"] / tp, x["vocab"] / tp
+    # each expert GEMM sees the tokens routed to it from the whole EP group
+    expert_tokens = compute.tokens_per_expert(t, x["ep"], x["experts_per_token"], x["experts"])
+    elementwise = t * compute.elementwise_bytes_per_token(
+        h, x["ffn"], tp, x["sequence_parallel"], x["bytes_per_element"])
+    return {
+        "t_mlp": x["mlp_matrices"] * _gemm(x, t, ffn, h, minimum(minimum(t, h), ffn)),
+        "t_moe": (x["experts_per_token"] + x["shared_experts"]) * x["mlp_matrices"] * _gemm(
+            x, t, moe_ffn, h, minimum(minimum(expert_tokens, h), moe_ffn)),
+        "t_elem": _memory_bound(x, elementwise),
+        "t_logits": _gemm(x, t, vocab, h, minimum(minimum(t, h), vocab)),
+    }
+
+
+def compute_time(x: dict, r: dict) -> dict:
+    """Compute time of one micro-batch: forward, backward and recomputed forward."""
+    share = r["moe_share"]
+    layer_fwd = (r["t_qkv"] + r["t_core"] + r["t_scores"] + r["t_proj"] + r["t_elem"]
+                 + (1 - share) * r["t_mlp"] + share * r["t_moe"])
+    layer_recompute = x["full_recompute"] * layer_fwd \
+        + (1 - x["full_recompute"]) * x["selective"] * r["t_core"]
+    compute_mb = x["stage_layers"] * compute.training_pass_time(layer_fwd, layer_recompute) \
+        + compute.training_pass_time(r["t_logits"], 0)
+    return {"t_layer_fwd": layer_fwd, "compute_mb": compute_mb,
+            "compute_s": r["microbatches"] * compute_mb}
+
+
+def _scale_up(x: dict):
+    return communication.achievable_bandwidth(x["scale_up_bandwidth_bytes_per_s"],
+                                              x["scale_up_bus_efficiency"])
+
+
+def _scale_out(x: dict):
+    return communication.achievable_bandwidth(x["scale_out_bandwidth_bytes_per_s"],
+                                              x["scale_out_bus_efficiency"])
+
+
+def _group_link(x: dict, intra):
+    """Bandwidth and latency of a group inside (1) or across (0) scale-up domains."""
+    return (communication.group_bandwidth(intra, _scale_up(x), _scale_out(x)),
+            communication.group_latency(intra, x["intra_latency_s"], x["inter_latency_s"]))
+
+
+def microbatch_communication(x: dict, r: dict) -> dict:
+    """Exposed TP, CP and EP communication of one micro-batch."""
+    h, tp, t, elem = x["hidden"], x["tp"], r["tokens_mb"], x["bytes_per_element"]
+    layers, share = x["stage_layers"], r["moe_share"]
+    # TP: hierarchical when the group spans scale-up domains (one ring per NIC across)
+    tp_in = x["tp_intra_ranks"]
+    tp_layer = communication.tp_collectives_per_layer(x["full_recompute"]) * (
+        communication.hierarchical_allreduce_time(
+            elem * t * h, tp_in, tp / tp_in, _scale_up(x), _scale_out(x),
+            x["intra_latency_s"], x["inter_latency_s"])
+        + communication.collective_overhead_time(x["collective_overhead_s"], tp))
+    # CP: ring exchange of K/V chunks, hidden behind the attention core (fwd + bwd)
+    cp_layer = communication.ring_attention_comm_time(
+        communication.kv_chunk_bytes(t, h, x["heads"], x["kv_heads"], tp, elem), x["cp"],
+        *_group_link(x, x["cp_intra"]))
+    # EP: dispatch and combine all-to-alls, hidden behind the experts (fwd + bwd)
+    ep_layer = communication.moe_alltoall_time(
+        communication.moe_dispatch_bytes(t, x["experts_per_token"], h, elem), x["ep"],
+        *_group_link(x, x["ep_intra"]))
+    return {
+        "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
+                                                      x["tp_overlap"]),
+        "cp_comm_mb": communication.exposed_comm_time(
+            layers * cp_layer, layers * compute.training_pass_time(r["t_core"], 0),
+            x["cp_overlap"]),
+        "ep_comm_mb": communication.exposed_comm_time(
+            layers * share * ep_layer,
+            layers * share * compute.training_pass_time(r["t_moe"], 0), x["ep_overlap"]),
+    }
+
+
+def iteration_communication(x: dict, r: dict) -> dict:
+    """Pipeline point-to-point transfers and the data-parallel reduction of an iteration."""
+    dp = x["dp"]
+    p2p = communication.p2p_time(
+        pipeline.pipeline_p2p_bytes(x["seq_len"] / x["cp"], x["micro_batch"], x["hidden"],
+                                    x["bytes_per_element"], x["tp"], 1.0),  # scatter/gather
+        *_group_link(x, x["pp_intra"]))
+    # DP: hierarchical all-reduce of the stage's gradients, behind the last backward
+    intra = minimum(x["dp_intra_ranks"], dp)
+    levels = (intra, dp / intra, _scale_up(x), _scale_out(x), x["intra_latency_s"],
+              x["inter_latency_s"])
+    reduce_s = communication.hierarchical_allreduce_time(
+        x["grad_comm_bytes_per_param"] * r["stage_params"], *levels)
+    # ZeRO-3/FSDP: parameter all-gathers in forward and backward of every micro-batch
+    gather_s = x["zero3"] * communication.zero3_gather_time(
+        communication.hierarchical_allgather_time(x["bytes_per_element"] * r["stage_params"],
+                                                  *levels),
+        r["microbatches"])
+    last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
+    return {
+        "pp_comm_s": pipeline.pipeline_p2p_count(x["pp"], r["microbatches"], x["vp"]) * p2p,
+        "dp_comm_s": communication.exposed_comm_time(reduce_s, last_backward, x["dp_overlap"])
+        + communication.exposed_comm_time(gather_s, r["compute_s"], x["dp_overlap"]),
+    }
+
+
+def step_time(x: dict, r: dict) -> dict:
+    """Time of one iteration: launches, communication, bubble, optimizer, stragglers."""
+    m = r["microbatches"]
+    # the host launches kernels asynchronously; the GPU waits when they outlast its work
+    device_mb = r["compute_mb"] + r["tp_comm_mb"]
+    launch_mb = compute.host_bound_time(
+        device_mb, compute.host_launch_time(x["stage_layers"], x["layer_overhead_s"],
+                                            x["full_recompute"]),
+        x["host_overlap_exponent"]) - device_mb
+    per_mb = r["compute_mb"] + launch_mb + r["tp_comm_mb"] + r["cp_comm_mb"] + r["ep_comm_mb"]
+    optimizer_s = _memory_bound(x, compute.optimizer_step_bytes(
+        r["stage_params"] / x["optimizer_shards"], x["weight_bytes_per_param"],
+        x["grad_bytes_per_param"], x["optimizer_bytes_per_param"]))
+    parts = {
+        "launch_s": m * launch_mb,
+        "tp_comm_s": m * r["tp_comm_mb"],
+        "cp_comm_s": m * r["cp_comm_mb"],
+        "ep_comm_s": m * r["ep_comm_mb"],
+        "bubble_s": pipeline.bubble_fraction_interleaved(x["pp"], m, x["vp"]) * m * per_mb,
+        "optimizer_s": optimizer_s,
+    }
+    base = (r["compute_s"] + parts["launch_s"] + parts["tp_comm_s"] + parts["cp_comm_s"]
+            + parts["ep_comm_s"] + parts["bubble_s"] + r["pp_comm_s"] + r["dp_comm_s"]
+            + optimizer_s)
+    # every iteration waits for the slowest of N ranks
+    straggler_s = (straggler.expected_max_normal(x["gpus"], base, x["step_time_cv"] * base)
+                   - base
+                   + straggler.pause_delay(x["gpus"], x["pause_probability"],
+                                           x["pause_duration_s"]))
+    return {**parts, "straggler_s": straggler_s, "step_time_s": base + straggler_s}
+
+
+def throughput(x: dict, r: dict) -> dict:
+    """Tokens per second and FLOP utilisation."""
+    tokens_per_s = x["global_batch"] * x["seq_len"] / r["step_time_s"]
+    model_flops_per_s = r["model_flops_per_token"] * tokens_per_s / x["gpus"]
+    return {
+        "tokens_per_s": tokens_per_s,
+        "tflops_per_gpu": model_flops_per_s / 1e12,  # FLOP/s -> TFLOP/s
+        "mfu": compute.model_flops_utilization(model_flops_per_s, x["peak_flops_per_s"]),
+        "hfu": compute.hardware_flops_utilization(
+            r["hardware_flops_per_token"] * tokens_per_s / x["gpus"], x["peak_flops_per_s"]),
+    }
+
+
+def memory_per_gpu(x: dict, r: dict) -> dict:
+    """Memory of one GPU of the first (fullest) pipeline stage."""
+    h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
+    stage = r["stage_params"]
+    layer_act = memory.activation_bytes_per_layer(
+        s, b, h, x["ffn"], x["heads"], x["kv_heads"], x["mlp_matrices"], tp,
+        x["sequence_parallel"], x["attention_scores_stored"], x["dropout_masks"])
+    # full recompute keeps each layer's input, plus one layer's working set
+    stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
+        s, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
+    inflight = memory.inflight_microbatches_1f1b(x["pp"], r["microbatches"]) \
+        * memory.interleaved_activation_factor(x["pp"], x["vp"])
+    terms = {
+        "weights_bytes": memory.sharded_state_bytes(stage, x["weight_bytes_per_param"],
+                                                    x["weight_shards"]),
+        "grads_bytes": memory.sharded_state_bytes(stage, x["grad_bytes_per_param"],
+                                                  x["grad_shards"]),
+        "optimizer_state_bytes": memory.sharded_state_bytes(
+            stage, x["optimizer_bytes_per_param"], x["optimizer_shards"]),
+        "activation_bytes": (x["stage_layers"] * stored_layer * inflight
+                             + x["full_recompute"] * layer_act
+                             + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)),
+        "reserve_bytes": x["memory_reserve_bytes"],
+    }
+    return {**terms, "memory_per_gpu_bytes": (
+        terms["weights_bytes"] + terms["grads_bytes"] + terms["optimizer_state_bytes"]
+        + terms["activation_bytes"] + terms["reserve_bytes"])}
+
+
+def reliability(x: dict, r: dict) -> dict:
+    """Failures, checkpoints and restarts: the wall time of the whole run (Daly)."""
+    nodes = r["nodes"]
+    mtbf = checkpoint.combined_mtbf(checkpoint.system_mtbf(x["gpu_mtbf_s"], x["gpus"]),
+                                    checkpoint.system_mtbf(x["node_mtbf_s"], nodes))
+    size = checkpoint.checkpoint_size(r["params"], x["checkpoint_bytes_per_param"])
+    shard = size / x["gpus"]
+    write_s = checkpoint.checkpoint_write_time(size, checkpoint.storage_bandwidth(
+        nodes, x["storage_write_bytes_per_s_per_node"], x["storage_write_cap_bytes_per_s"]))
+    read_s = checkpoint.checkpoint_write_time(size, checkpoint.storage_bandwidth(
+        nodes, x["storage_read_bytes_per_s_per_node"], x["storage_read_cap_bytes_per_s"]))
+    host_s = checkpoint.checkpoint_write_time(shard, x["host_copy_bytes_per_s_per_gpu"])
+    peer_s = checkpoint.checkpoint_write_time(shard, x["scale_out_bandwidth_bytes_per_s"])
+    stall = checkpoint.checkpoint_stall_time(write_s, host_s, peer_s, x["ckpt_sync"],
+                                             x["ckpt_async"], x["ckpt_in_memory"])
+    restart = checkpoint.checkpoint_restart_time(x["restart_overhead_s"], read_s, peer_s,
+                                                 x["ckpt_in_memory"])
+    interval = checkpoint.drained_checkpoint_interval(
+        checkpoint.daly_interval(stall, mtbf), write_s, x["ckpt_async"])
+    steps = x["tokens"] / (x["global_batch"] * x["seq_len"])
+    solve = steps * r["step_time_s"]
+    wall = checkpoint.daly_wall_time(solve, interval, stall, restart, mtbf)
+    return {
+        "system_mtbf_s": mtbf, "checkpoint_bytes": size, "checkpoint_stall_s": stall,
+        "young_interval_s": checkpoint.young_interval(stall, mtbf),
+        "checkpoint_interval_s": interval, "restart_s": restart, "steps": steps,
+        "solve_time_s": solve, "wall_time_s": wall,
+        "expected_failures": checkpoint.expected_failures(wall, mtbf),
+        "waste_fraction": 1 - solve / wall, "ettr": solve / wall,
+        # stepping, including work lost to failures (the rest is stalls and restarts)
+        "stepping_s": checkpoint.daly_compute_time(solve, interval, stall, mtbf),
+    }
+
+
+def energy_use(x: dict, r: dict) -> dict:
+    """Energy of GPUs, IT and facility; average and peak facility power."""
+    gpus, wall, stepping = x["gpus"], r["wall_time_s"], r["stepping_s"]
+    # GPUs draw step power while stepping, idle power in stalls and restarts
+    busy_w = energy.gpu_power(x["idle_power_w"], x["max_power_w"],
+                              r["compute_s"] / r["step_time_s"])
+    gpu_j = gpus * (energy.energy(busy_w, stepping)
+                    + energy.energy(x["idle_power_w"], wall - stepping))
+    rest_w = energy.non_gpu_it_power(r["nodes"], x["node_overhead_power_w"],
+                                     x["network_power_per_node_w"])
+    it_j = gpu_j + energy.energy(rest_w, wall)
+    facility_j = energy.energy(energy.facility_power(it_j / wall, x["pue"]), wall)
+    return {
+        "energy_gpu_j": gpu_j, "energy_it_j": it_j, "energy_facility_j": facility_j,
+        "avg_power_w": facility_j / wall,
+        "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w, x["pue"]),
+    }
+
+
+def cost_and_carbon(x: dict, r: dict) -> dict:
+    """GPU-hours, cloud or TCO cost, operational and embodied carbon."""
+    gpus, wall = x["gpus"], r["wall_time_s"]
+    cloud = cost.cloud_cost(gpus, wall, x["price_usd_per_gpu_hour"])
+    tco = cost.tco_cost(gpus, wall, x["capex_usd_per_gpu"], x["lifetime_s"],
+                        r["energy_facility_j"], x["electricity_usd_per_kwh"],
+                        x["opex_fraction_per_year"])
+    operational = carbon.operational_co2e(r["energy_facility_j"], x["grid_intensity_g_per_kwh"])
+    embodied = carbon.embodied_co2e(gpus, x["embodied_kg_per_gpu"], wall, x["lifetime_s"])
+    return {
+        "gpu_hours": cost.gpu_hours(gpus, wall),
+        "cost_cloud_usd": cloud, "cost_tco_usd": tco,
+        "cost_usd": x["use_tco"] * tco + (1 - x["use_tco"]) * cloud,
+        "co2e_operational_kg": operational, "co2e_embodied_kg": embodied,
+        "co2e_kg": operational + embodied,
+    }
+
+
+#: The run model, in order: each stage sees the inputs and everything before it.
+STAGES = (layout, parameters, flops, attention_times, mlp_times, compute_time,
+          microbatch_communication, iteration_communication, step_time, throughput,
+          memory_per_gpu, reliability, energy_use, cost_and_carbon)
+
+
+def run_stages(x: dict) -> dict:
+    """Every named quantity of every stage (outputs and intermediates)."""
+    results: dict = {}
+    for stage in STAGES:
+        results.update(stage(x, results))
+    return results
 
 
 def run_model(x: dict) -> dict:
     """Evaluate the model of a training run; see the module docstring."""
-    h, s, b = x["hidden"], x["seq_len"], x["micro_batch"]
-    tp, pp, dp, cp, ep, vp = x["tp"], x["pp"], x["dp"], x["cp"], x["ep"], x["vp"]
-    elem = x["bytes_per_element"]
-    layers = x["layers"]
-    moe_layers = x["moe_layers"]
-    dense_layers = layers - moe_layers
-    layers_per_stage = x["stage_layers"]  # the fullest stage: ceil(layers / pp)
-    moe_share = moe_layers / layers  # MoE layers are spread evenly over the stages
-
-    # ---- parameters -------------------------------------------------------
-    attn_params = compute.attention_params(h, x["heads"], x["kv_heads"])
-    dense_mlp_params = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
-    moe_params = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
-                                        x["mlp_matrices"])
-    moe_active = compute.moe_active_mlp_params(h, x["moe_ffn"], x["experts_per_token"],
-                                               x["shared_experts"], x["mlp_matrices"],
-                                               x["experts"])
-    layer_common = attn_params + compute.norm_params(h)
-    emb_params = compute.embedding_params(x["vocab"], h, x["embedding_matrices"])
-    params = (layers * layer_common + dense_layers * dense_mlp_params
-              + moe_layers * moe_params + emb_params)
-    active_params = (layers * layer_common + dense_layers * dense_mlp_params
-                     + moe_layers * moe_active + emb_params)
-
-    # ---- FLOPs (model FLOPs: Narayanan counting, recompute not included) ---
-    attn_fwd_tok = compute.attention_forward_flops_per_token(h, x["heads"], x["kv_heads"], s)
-    dense_mlp_fwd_tok = compute.mlp_forward_flops_per_token(h, x["ffn"], x["mlp_matrices"])
-    moe_fwd_tok = compute.mlp_forward_flops_per_token(
-        h, x["moe_ffn"] * (x["experts_per_token"] + x["shared_experts"]), x["mlp_matrices"]
-    ) + 2 * h * x["experts"]  # router
-    logits_fwd_tok = compute.logits_forward_flops_per_token(h, x["vocab"])
-    fwd_tok = (layers * attn_fwd_tok + dense_layers * dense_mlp_fwd_tok
-               + moe_layers * moe_fwd_tok + logits_fwd_tok)
-    model_flops_per_token = compute.training_flops_per_token(fwd_tok)
-    core_fwd_tok = 4 * s * h  # attention scores and values, the part selective recompute redoes
-    recompute_tok = (x["full_recompute"] * (fwd_tok - logits_fwd_tok)
-                     + (1 - x["full_recompute"]) * x["selective"] * layers * core_fwd_tok)
-    hardware_flops_per_token = compute.hardware_flops_per_token(fwd_tok, recompute_tok)
-
-    # ---- compute time of one micro-batch on the slowest stage --------------
-    tokens_mb = b * s / cp  # tokens a rank processes per micro-batch
-    kv_ratio = x["kv_heads"] / x["heads"]
-    qkv_out = h * (1 + 2 * kv_ratio) / tp
-    t_qkv = _gemm_time(x, 2 * tokens_mb * h * qkv_out, tokens_mb, qkv_out, h,
-                       minimum(minimum(tokens_mb, h), qkv_out))
-    core_flops = 4 * tokens_mb * s * h / tp
-    # Unfused attention runs two batched GEMMs whose smallest dimension is the head size;
-    # fused (flash) kernels run at a fraction of the large-GEMM efficiency.
-    head_dim = h / x["heads"]
-    unfused = x["selective"] + x["attention_scores_stored"]  # no flash attention
-    core_efficiency = unfused * compute.gemm_efficiency(
-        minimum(tokens_mb, head_dim), x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"]
-    ) + (1 - unfused) * x["attention_efficiency_factor"] * compute.gemm_efficiency(
-        minimum(tokens_mb, s), x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
-    t_core = compute.roofline_time(
-        core_flops, elem * tokens_mb * (4 * h / tp), x["peak_flops_per_s"], core_efficiency,
-        x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
-    # Without flash attention the s x s scores are materialised: softmax, dropout and its
-    # mask (5*a*s^2*b bytes per layer, Korthikanti et al. 2022 s4.1) are written and read.
-    t_scores = x["attention_scores_stored"] * 10 * (x["heads"] / tp) * (s / cp) * s * b / (
-        x["hbm_bandwidth_bytes_per_s"] * x["hbm_efficiency"])
-    t_proj = _gemm_time(x, 2 * tokens_mb * h * h / tp, tokens_mb, h, h / tp,
-                        minimum(minimum(tokens_mb, h), h / tp))
-    ffn_tp = x["ffn"] / tp
-    t_mlp = x["mlp_matrices"] * _gemm_time(x, 2 * tokens_mb * h * ffn_tp, tokens_mb, ffn_tp, h,
-                                           minimum(minimum(tokens_mb, h), ffn_tp))
-    # MoE: each expert GEMM sees the tokens routed to it from the whole EP group.
-    moe_ffn_tp = x["moe_ffn"] / tp
-    active_experts = x["experts_per_token"] + x["shared_experts"]
-    tokens_per_expert = tokens_mb * ep * x["experts_per_token"] / x["experts"]
-    t_moe = active_experts * x["mlp_matrices"] * _gemm_time(
-        x, 2 * tokens_mb * h * moe_ffn_tp, tokens_mb, moe_ffn_tp, h,
-        minimum(minimum(tokens_per_expert, h), moe_ffn_tp))
-    # Element-wise work (norms, activations, residuals, dropout): memory bound.
-    sp_div = 1 + x["sequence_parallel"] * (tp - 1)
-    t_elem = elem * tokens_mb * (16 * h / sp_div + 4 * x["ffn"] / tp) / (
-        x["hbm_bandwidth_bytes_per_s"] * x["hbm_efficiency"])
-    t_layer_fwd = (t_qkv + t_core + t_scores + t_proj + t_elem + (1 - moe_share) * t_mlp
-                   + moe_share * t_moe)
-    t_layer_recompute = x["full_recompute"] * t_layer_fwd + (
-        1 - x["full_recompute"]) * x["selective"] * t_core
-    t_logits_fwd = _gemm_time(x, 2 * tokens_mb * h * x["vocab"] / tp, tokens_mb,
-                              x["vocab"] / tp, h,
-                              minimum(minimum(tokens_mb, h), x["vocab"] / tp))
-    compute_mb = layers_per_stage * (3 * t_layer_fwd + t_layer_recompute) + 3 * t_logits_fwd
-
-    # ---- communication per micro-batch -------------------------------------
-    up_bw = x["scale_up_bandwidth_bytes_per_s"] * x["scale_up_bus_efficiency"]
-    out_bw = x["scale_out_bandwidth_bytes_per_s"] * x["scale_out_bus_efficiency"]
-    act_bytes = elem * tokens_mb * h
-    tp_passes = 4 + 2 * x["full_recompute"]  # fwd 2, bwd 2, recomputed fwd 2 per layer
-    # hierarchical when the TP group spans scale-up domains (one ring per NIC across nodes)
-    tp_in = x["tp_intra_ranks"]
-    tp_comm_layer = tp_passes * (communication.hierarchical_allreduce_time(
-        act_bytes, tp_in, tp / tp_in, up_bw, out_bw, x["intra_latency_s"],
-        x["inter_latency_s"]) + x["collective_overhead_s"] * minimum(tp - 1, 1))
-    tp_comm_mb = communication.exposed_comm_time(
-        layers_per_stage * tp_comm_layer, compute_mb, x["tp_overlap"])
-    # context parallelism: ring exchange of K and V chunks, fwd once, bwd twice
-    cp_bw, cp_lat = _link(x, x["cp_intra"])
-    kv_bytes = 2 * elem * tokens_mb * h * kv_ratio / tp
-    cp_comm_layer = 3 * (cp - 1) * communication.p2p_time(kv_bytes, cp_bw, cp_lat)
-    cp_comm_mb = communication.exposed_comm_time(
-        layers_per_stage * cp_comm_layer,
-        layers_per_stage * 3 * t_core, x["cp_overlap"])
-    # expert parallelism: dispatch and combine all-to-all in fwd and bwd
-    ep_bw, ep_lat = _link(x, x["ep_intra"])
-    a2a_bytes = elem * tokens_mb * x["experts_per_token"] * h
-    ep_comm_layer = 4 * communication.alltoall_time(a2a_bytes, ep, ep_bw, ep_lat)
-    ep_comm_mb = communication.exposed_comm_time(
-        layers_per_stage * moe_share * ep_comm_layer,
-        layers_per_stage * moe_share * 3 * t_moe, x["ep_overlap"])
-
-    microbatches = x["global_batch"] / (dp * b)
-    pp_bw, pp_lat = _link(x, x["pp_intra"])
-    p2p = communication.p2p_time(
-        pipeline.pipeline_p2p_bytes(s / cp, b, h, elem, tp, 1.0),  # scatter/gather (Megatron)
-        pp_bw, pp_lat)
-    pp_comm = pipeline.pipeline_p2p_count(pp, microbatches, vp) * p2p
-
-    # The host launches each layer's kernels asynchronously (forward, backward ~ 2x, and
-    # recomputed forward); the GPU only runs ahead when its work outlasts the launches.
-    host_mb = layers_per_stage * (3 + x["full_recompute"]) * x["layer_overhead_s"]
-    device_mb = compute_mb + tp_comm_mb
-    launch_mb = compute.host_bound_time(device_mb, host_mb,
-                                        x["host_overlap_exponent"]) - device_mb
-    per_mb = compute_mb + launch_mb + tp_comm_mb + cp_comm_mb + ep_comm_mb
-    compute_s = microbatches * compute_mb
-    launch_s = microbatches * launch_mb
-    bubble_s = pipeline.bubble_fraction_interleaved(pp, microbatches, vp) * microbatches * per_mb
-
-    # ---- data parallel gradient reduction (hierarchical) -------------------
-    stage_params = (layers_per_stage * (layer_common + (1 - moe_share) * dense_mlp_params
-                                        + moe_share * moe_params / ep)
-                    + x["vocab"] * h) / tp
-    grad_bytes = x["grad_comm_bytes_per_param"] * stage_params
-    intra = minimum(x["dp_intra_ranks"], dp)
-    dp_time = communication.hierarchical_allreduce_time(
-        grad_bytes, intra, dp / intra,
-        x["scale_up_bandwidth_bytes_per_s"] * x["scale_up_bus_efficiency"],
-        x["scale_out_bandwidth_bytes_per_s"] * x["scale_out_bus_efficiency"],
-        x["intra_latency_s"], x["inter_latency_s"])
-    # ZeRO-3/FSDP all-gathers the parameters in forward and backward of every micro-batch,
-    # over NVLink inside the node and every NIC of the node across nodes
-    gather_bytes = elem * stage_params
-    zero3_time = x["zero3"] * 2 * microbatches * communication.hierarchical_allgather_time(
-        gather_bytes, intra, dp / intra,
-        x["scale_up_bandwidth_bytes_per_s"] * x["scale_up_bus_efficiency"],
-        x["scale_out_bandwidth_bytes_per_s"] * x["scale_out_bus_efficiency"],
-        x["intra_latency_s"], x["inter_latency_s"])
-    dp_comm_s = communication.exposed_comm_time(
-        dp_time, layers_per_stage * 2 * t_layer_fwd, x["dp_overlap"]) + \
-        communication.exposed_comm_time(zero3_time, compute_s, x["dp_overlap"])
-
-    # ---- optimizer step: memory bound over the local shard -----------------
-    local_params = stage_params / x["optimizer_shards"]
-    optimizer_s = (x["optimizer_bytes_per_param"] * 2 + x["weight_bytes_per_param"]
-                   + x["grad_bytes_per_param"]) * local_params / (
-        x["hbm_bandwidth_bytes_per_s"] * x["hbm_efficiency"])
-
-    tp_comm_s = microbatches * tp_comm_mb
-    cp_comm_s = microbatches * cp_comm_mb
-    ep_comm_s = microbatches * ep_comm_mb
-    base_step = (compute_s + launch_s + tp_comm_s + cp_comm_s + ep_comm_s + bubble_s + pp_comm
-                 + dp_comm_s + optimizer_s)
-    # ---- stragglers: every iteration waits for the slowest of N ranks ------
-    straggler_s = (straggler.expected_max_normal(x["gpus"], base_step,
-                                                 x["step_time_cv"] * base_step) - base_step
-                   + straggler.pause_delay(x["gpus"], x["pause_probability"],
-                                           x["pause_duration_s"]))
-    step_time_s = base_step + straggler_s
-
-    # ---- memory per GPU (the first pipeline stage, the fullest) ------------
-    weights_bytes = memory.sharded_state_bytes(stage_params, x["weight_bytes_per_param"],
-                                               x["weight_shards"])
-    grads_bytes = memory.sharded_state_bytes(stage_params, x["grad_bytes_per_param"],
-                                             x["grad_shards"])
-    optimizer_state_bytes = memory.sharded_state_bytes(
-        stage_params, x["optimizer_bytes_per_param"], x["optimizer_shards"])
-    layer_act = memory.activation_bytes_per_layer(
-        s / cp, b, h, x["ffn"], x["heads"], x["kv_heads"], x["mlp_matrices"], tp,
-        x["sequence_parallel"], x["attention_scores_stored"], x["dropout_masks"])
-    stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
-        s / cp, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
-    inflight = memory.inflight_microbatches_1f1b(pp, microbatches) * \
-        memory.interleaved_activation_factor(pp, vp)
-    activation_bytes = (layers_per_stage * stored_layer * inflight
-                        + x["full_recompute"] * layer_act
-                        + memory.output_layer_activation_bytes(s / cp, b, h, x["vocab"], tp))
-    reserve_bytes = x["memory_reserve_bytes"]
-    memory_per_gpu_bytes = (weights_bytes + grads_bytes + optimizer_state_bytes
-                            + activation_bytes + reserve_bytes)
-
-    # ---- throughput ---------------------------------------------------------
-    tokens_per_step = x["global_batch"] * s
-    tokens_per_s = tokens_per_step / step_time_s
-    model_flops_per_s_per_gpu = model_flops_per_token * tokens_per_s / x["gpus"]
-    mfu = compute.model_flops_utilization(model_flops_per_s_per_gpu, x["peak_flops_per_s"])
-    hfu = compute.hardware_flops_utilization(
-        hardware_flops_per_token * tokens_per_s / x["gpus"], x["peak_flops_per_s"])
-
-    # ---- reliability and checkpointing --------------------------------------
-    nodes = x["gpus"] / x["gpus_per_node"]
-    # independent failure sources add their rates
-    system_mtbf_s = 1 / (1 / checkpoint.system_mtbf(x["gpu_mtbf_s"], x["gpus"])
-                         + 1 / checkpoint.system_mtbf(x["node_mtbf_s"], nodes))
-    checkpoint_bytes = checkpoint.checkpoint_size(params, x["checkpoint_bytes_per_param"])
-    shard_bytes = checkpoint_bytes / x["gpus"]
-    # storage bandwidth: the nodes' clients, up to what the storage system sustains
-    write_s = checkpoint.checkpoint_write_time(checkpoint_bytes, minimum(
-        nodes * x["storage_write_bytes_per_s_per_node"], x["storage_write_cap_bytes_per_s"]))
-    read_s = checkpoint.checkpoint_write_time(checkpoint_bytes, minimum(
-        nodes * x["storage_read_bytes_per_s_per_node"], x["storage_read_cap_bytes_per_s"]))
-    host_s = checkpoint.checkpoint_write_time(shard_bytes, x["host_copy_bytes_per_s_per_gpu"])
-    peer_s = checkpoint.checkpoint_write_time(shard_bytes, x["scale_out_bandwidth_bytes_per_s"])
-    checkpoint_stall_s = (x["ckpt_sync"] * write_s + x["ckpt_async"] * host_s
-                          + x["ckpt_in_memory"] * (host_s + peer_s))
-    restart_s = x["restart_overhead_s"] + (1 - x["ckpt_in_memory"]) * read_s \
-        + x["ckpt_in_memory"] * peer_s
-    young_interval_s = checkpoint.young_interval(checkpoint_stall_s, system_mtbf_s)
-    daly = checkpoint.daly_interval(checkpoint_stall_s, system_mtbf_s)
-    # an asynchronous write must drain before the next snapshot
-    checkpoint_interval_s = maximum(daly, x["ckpt_async"] * write_s)
-    steps = x["tokens"] / tokens_per_step
-    solve_time_s = steps * step_time_s
-    wall_time_s = checkpoint.daly_wall_time(solve_time_s, checkpoint_interval_s,
-                                            checkpoint_stall_s, restart_s, system_mtbf_s)
-    expected_failures = checkpoint.expected_failures(wall_time_s, system_mtbf_s)
-    waste_fraction = 1 - solve_time_s / wall_time_s
-    ettr = solve_time_s / wall_time_s
-
-    # ---- energy, cost, carbon ----------------------------------------------
-    busy = compute_s / step_time_s
-    gpu_busy_w = energy.gpu_power(x["idle_power_w"], x["max_power_w"], busy)
-    # stepping (incl. work lost to failures) at step power; stalls and restarts idle
-    stepping_s = checkpoint.daly_compute_time(solve_time_s, checkpoint_interval_s,
-                                              checkpoint_stall_s, system_mtbf_s)
-    energy_gpu_j = x["gpus"] * (energy.energy(gpu_busy_w, stepping_s) + energy.energy(
-        x["idle_power_w"], wall_time_s - stepping_s))
-    rest_w = nodes * (x["node_overhead_power_w"] + x["network_power_per_node_w"])
-    energy_it_j = energy_gpu_j + energy.energy(rest_w, wall_time_s)
-    energy_facility_j = energy.energy(
-        energy.facility_power(energy_it_j / wall_time_s, x["pue"]), wall_time_s)
-    avg_power_w = energy_facility_j / wall_time_s
-    peak_power_w = energy.facility_power(x["gpus"] * x["max_power_w"] + rest_w, x["pue"])
-    gpu_hours = x["gpus"] * wall_time_s / 3600
-    cost_cloud_usd = cost.cloud_cost(x["gpus"], wall_time_s, x["price_usd_per_gpu_hour"])
-    cost_tco_usd = cost.tco_cost(x["gpus"], wall_time_s, x["capex_usd_per_gpu"],
-                                 x["lifetime_s"], energy_facility_j,
-                                 x["electricity_usd_per_kwh"], x["opex_fraction_per_year"])
-    cost_usd = x["use_tco"] * cost_tco_usd + (1 - x["use_tco"]) * cost_cloud_usd
-    co2e_operational_kg = carbon.operational_co2e(energy_facility_j,
-                                                  x["grid_intensity_g_per_kwh"])
-    co2e_embodied_kg = carbon.embodied_co2e(x["gpus"], x["embodied_kg_per_gpu"], wall_time_s,
-                                            x["lifetime_s"])
-    co2e_kg = co2e_operational_kg + co2e_embodied_kg
-
-    pp_comm_s = pp_comm
-    tflops_per_gpu = model_flops_per_s_per_gpu / 1e12
-    out = locals()
-    return {name: out[name] for name in OUTPUTS}
+    results = run_stages(x)
+    return {name: results[name] for name in OUTPUTS}

@@ -1,0 +1,122 @@
+"""One parameter count: `catalog show`, `evaluate` and the Excel export agree, and match
+the released checkpoints.
+
+The count is :func:`planner.engine.model.param_counts` (the registered formula
+``formulas.compute.model_params``).  Before, the catalog (``ModelSpec.param_count``)
+and the kernel counted separately: the kernel left out the final norm (h, e.g. 8,192 for
+Llama 3 70B) and the catalog counted DeepSeek-V3's MLA projections, which the kernel
+models as multi-head attention (+1.12 B).
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from hardware_catalog import load_catalog
+from planner.cli.main import main
+from planner.engine.evaluator import evaluate
+from planner.engine.scenario import model_inputs
+
+CATALOG = load_catalog()
+MODELS = sorted(CATALOG.models)
+
+#: Parameter counts of the released checkpoints (sum of the tensor sizes in the
+#: safetensors files on Hugging Face), where the catalog's shapes describe them fully.
+RELEASED = {
+    "llama2-7b": 6_738_415_616,         # meta-llama/Llama-2-7b-hf
+    "llama2-13b": 13_015_864_320,       # meta-llama/Llama-2-13b-hf
+    "llama2-70b": 68_976_648_192,       # meta-llama/Llama-2-70b-hf
+    "llama3-8b": 8_030_261_248,         # meta-llama/Meta-Llama-3-8B
+    "llama3-70b": 70_553_706_496,       # meta-llama/Meta-Llama-3-70B
+    "llama3.1-405b": 405_853_388_800,   # meta-llama/Llama-3.1-405B
+    "llama3.2-1b": 1_235_814_400,       # meta-llama/Llama-3.2-1B (tied embeddings)
+    "tinyllama-1.1b": 1_100_048_384,    # TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T
+    "mixtral-8x7b": 46_702_792_704,     # mistralai/Mixtral-8x7B-v0.1
+}
+
+
+@pytest.fixture(scope="module")
+def catalog_counts():
+    """`capplan catalog show ID -f json`: the catalog's counts of every model."""
+    import contextlib
+    import io
+
+    counts = {}
+    for model_id in MODELS:
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            assert main(["catalog", "show", model_id, "--kind", "model", "-f", "json"]) == 0
+        derived = json.loads(buffer.getvalue())["derived"]
+        counts[model_id] = (derived["param_count"], derived["active_param_count"])
+    return counts
+
+
+def _evaluated(model_id):
+    frame = evaluate(model=model_id, hardware="h100-sxm", gpus=8, tp=1, pp=1, micro_batch=1,
+                     catalog=CATALOG)
+    return float(frame.loc[0, "params"]), float(frame.loc[0, "active_params"])
+
+
+@pytest.fixture(scope="module")
+def symbolic_counts():
+    """The Excel export's expressions (planner.report.xlsx builds on these)."""
+    import sympy
+
+    from planner.codegen.kernel import symbolic_outputs, symbols
+
+    exprs = symbolic_outputs()
+    syms = symbols()
+    out = {}
+    for name in ("params", "active_params"):
+        free = sorted(str(s) for s in exprs[name].free_symbols)
+        out[name] = (free, sympy.lambdify([syms[n] for n in free], exprs[name], "numpy"))
+    return out
+
+
+def test_count_depends_on_the_model_only(symbolic_counts):
+    model_names = set(model_inputs(CATALOG.model("llama3-70b")))
+    for free, _ in symbolic_counts.values():
+        assert set(free) <= model_names, free
+
+
+@pytest.mark.parametrize("model_id", MODELS)
+def test_catalog_evaluate_and_excel_agree(model_id, catalog_counts, symbolic_counts):
+    x = model_inputs(CATALOG.model(model_id))
+    excel = tuple(float(f(*(x[n] for n in free))) for free, f in
+                  (symbolic_counts["params"], symbolic_counts["active_params"]))
+    assert catalog_counts[model_id] == _evaluated(model_id) == excel
+
+
+@pytest.mark.parametrize("model_id", sorted(RELEASED))
+def test_count_equals_the_released_checkpoint(model_id, catalog_counts):
+    assert model_id in CATALOG.models
+    assert catalog_counts[model_id][0] == RELEASED[model_id]
+
+
+@pytest.mark.parametrize("model_id", MODELS)
+def test_count_within_two_percent_of_the_published_figure(model_id, catalog_counts):
+    """Published figures (params_published) within 2 % plus half their rounding step.
+
+    What the count leaves out: biases and learned position embeddings (GPT-2: 124.4 M
+    with them, 123.55 M without; GPT-3, OPT, BLOOM, Megatron: < 0.3 %), DeepSeek-V3's
+    14 B multi-token-prediction module (as the paper's 671 B does), and MLA, counted as
+    multi-head attention (DeepSeek-V3 +0.17 %).
+    """
+    model = CATALOG.model(model_id)
+    published = model.params_published.value
+    total = catalog_counts[model_id][0]
+    assert abs(total - published) <= 0.02 * published + model.params_rounding / 2
+
+
+def test_excel_workbook_shows_the_same_count(tmp_path, catalog_counts):
+    pytest.importorskip("openpyxl")
+    import openpyxl
+
+    path = tmp_path / "plan.xlsx"
+    assert main(["export", "xlsx", "--model", "llama3-70b", "--hardware", "h100-sxm",
+                 "--gpus", "64", "--tp", "8", "-o", str(path)]) == 0
+    rows = {r[0]: r for r in openpyxl.load_workbook(path)["Model"].iter_rows(values_only=True)
+            if r[0]}
+    assert rows["params"][3] == catalog_counts["llama3-70b"][0] == RELEASED["llama3-70b"]
+    assert np.isclose(rows["active_params"][3], catalog_counts["llama3-70b"][1], rtol=0)

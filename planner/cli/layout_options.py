@@ -99,6 +99,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     catalog = load_catalog(tuple(o.pop("catalog") or ()))
     frame, inputs = evaluate(catalog=catalog, overrides=overrides, return_inputs=True, **o)
     row = frame.iloc[0].to_dict()
+    check_finite(row)
     sizes = {k: int(row[k]) for k in PREFERRED_LAYOUT}
     asked = {**PREFERRED_LAYOUT, **{k: o[k] for k in PREFERRED_LAYOUT if o[k] is not None}}
     if sizes != asked:
@@ -112,6 +113,23 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
     return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame,
                        catalog_version=str(getattr(catalog, "version", "")))
+
+
+#: Totals every evaluated run must have finite (else no answer is printed).
+FINITE_TOTALS = ("step_time_s", "memory_per_gpu_bytes", "wall_time_s", "gpu_hours",
+                 "energy_facility_j", "cost_usd", "co2e_kg")
+
+
+def check_finite(row: dict) -> None:
+    """CapplanError when a total overflowed (e.g. failures faster than checkpoints)."""
+    import math
+
+    bad = [k for k in FINITE_TOTALS if not math.isfinite(float(row[k]))]
+    if bad:
+        raise CapplanError(
+            f"no finite {bad[0]} for this run (the inputs overflow the model: e.g. failures "
+            f"come faster than checkpoints, or --tokens is too large); step time "
+            f"{float(row['step_time_s']):.3g} s, system MTBF {float(row['system_mtbf_s']):.3g} s")
 
 
 def _layout_text(sizes: dict) -> str:

@@ -6,7 +6,7 @@ import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
 from planner.cli.layout_options import with_layout_options
-from planner.errors import CapplanError
+from planner.errors import CapplanError, shown
 from planner.version import version
 
 QUANTITIES = {"wall_days": "wall_days", "gpu_hours": "gpu_hours", "energy_kwh": "energy_kwh",
@@ -42,6 +42,31 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
         idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus, component_age=component_age)
 
 
+#: Most simulated failures (replicas x failures per run) one ``capplan simulate`` may take:
+#: at the 8 us (exponential) to 17 us (Weibull renewal) per failure measured on one core,
+#: 16-34 s.  The default run (Llama 3 70B, 1,024 H100, 10,000 replicas) needs 1.2e6.
+MAX_FAILURE_EVENTS = 2 * 10**6
+PILOT_REPLICAS = 32
+
+
+def check_work(spec, replicas: int, seed: int) -> None:
+    """Refuse a simulation whose failures would take minutes: a pilot of a few replicas
+    measures the failures per run (infant mortality, Weibull k < 1 with new components,
+    multiplies them) and the work is bounded by :data:`MAX_FAILURE_EVENTS`."""
+    if replicas <= PILOT_REPLICAS:
+        return
+    from planner.analysis.simulate import simulate as run_simulation
+
+    pilot = run_simulation(spec, replicas=PILOT_REPLICAS, seed=seed)
+    per_run = max(1.0, float(pilot.failures.mean()))
+    if replicas * per_run > MAX_FAILURE_EVENTS:
+        allowed = max(PILOT_REPLICAS, int(MAX_FAILURE_EVENTS / per_run))
+        raise CapplanError(
+            f"--replicas {replicas} would simulate about {replicas * per_run:.2g} failures "
+            f"({per_run:.0f} per run; at most {MAX_FAILURE_EVENTS:.0e} allowed): use "
+            f"--replicas {allowed} or fewer, or a larger --weibull-shape")
+
+
 @with_layout_options
 def simulate(
     replicas: int = typer.Option(10_000, help="Independent simulated runs."),
@@ -59,12 +84,12 @@ def simulate(
     """Simulate the whole run (stragglers, failures, checkpoints, restarts) and compare
     the distribution of wall time, GPU-hours, energy and failures with the closed forms."""
     format = output_format(format, output)
-    if replicas < 1:
-        raise CapplanError(f"--replicas must be >= 1, got {replicas}")
-    if not weibull_shape > 0:
-        raise CapplanError(f"--weibull-shape must be > 0, got {weibull_shape:g}")
+    from planner.engine.domains import check
+
+    check({"replicas": replicas, "seed": seed, "weibull_shape": weibull_shape})
     if component_age not in ("stationary", "new"):
-        raise CapplanError(f"--component-age '{component_age}' is not one of: stationary, new")
+        raise CapplanError(f"--component-age {shown(component_age)} is not one of: "
+                           "stationary, new")
     from planner.analysis.simulate import closed_form
     from planner.analysis.simulate import simulate as run_simulation
     from planner.cli.layout_options import resolve
@@ -72,6 +97,7 @@ def simulate(
 
     run = resolve(options)
     spec = run_spec(run.row, run.inputs, weibull_shape, component_age)
+    check_work(spec, replicas, seed)
     summary = run_simulation(spec, replicas=replicas, seed=seed).summary()
     segmented = closed_form(spec)
     result, rows = {}, []

@@ -24,16 +24,21 @@ def _options(
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
                                  help="Accelerator id or TOML file."),
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", help="GPUs in the job."),
-    tp: int = typer.Option(None, help=f"Tensor-parallel size [default: {_P['tp']}]."),
-    pp: int = typer.Option(None, help=f"Pipeline-parallel size [default: {_P['pp']}]."),
-    vp: int = typer.Option(None, help=f"Virtual pipeline stages per rank [default: {_P['vp']}]."),
-    cp: int = typer.Option(None, help=f"Context-parallel size [default: {_P['cp']}]."),
-    ep: int = typer.Option(None, help=f"Expert-parallel size (MoE) [default: {_P['ep']}]."),
+    tp: int = typer.Option(
+        None, help=f"Tensor-parallel size (default {_P['tp']} if the layout fits --gpus)."),
+    pp: int = typer.Option(
+        None, help=f"Pipeline-parallel size (default {_P['pp']} if the layout fits --gpus)."),
+    vp: int = typer.Option(
+        None, help=f"Virtual pipeline stages per rank (default {_P['vp']} if the layout fits --gpus)."),
+    cp: int = typer.Option(
+        None, help=f"Context-parallel size (default {_P['cp']} if the layout fits --gpus)."),
+    ep: int = typer.Option(
+        None, help=f"Expert-parallel size (MoE) (default {_P['ep']} if the layout fits --gpus)."),
     global_batch: int = typer.Option(None, help="Global batch [sequences] (default ~16M tokens)."),
     micro_batch: int = typer.Option(
-        None, help=f"Micro-batch [sequences] [default: {_P['micro_batch']}]. Sizes not given "
-        "take these defaults when they fit --gpus, else the fastest layout for --gpus "
-        "that keeps the sizes given (reported on stderr)."),
+        None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when "
+        "those fit --gpus, else the fastest layout for --gpus that keeps the sizes given "
+        f"(reported on stderr). Default {_P['micro_batch']}."),
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     recompute: str = typer.Option(DEFAULTS["recompute"], help="none | selective | full."),
     zero: int = typer.Option(DEFAULTS["zero"], help="ZeRO stage 0-3 (3 = FSDP)."),

@@ -76,6 +76,9 @@ def plan(
     from planner.report.output import render, write
 
     format = output_format(format, output)
+    from planner.engine.domains import check
+
+    check({"draws": draws, "seed": seed})
     scenario, v = resolve_scenario(options)
     to_file = output not in (None, "-")
     if to_file:  # a bad -o fails now, not after the search

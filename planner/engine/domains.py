@@ -31,8 +31,11 @@ MAX_GLOBAL_BATCH = 2**30
 MAX_DIM = 2**31
 #: Largest token count D: 1e18, some 70,000x Llama 3's 15T (keeps FLOP counts far from overflow).
 MAX_TOKENS = 1e18
-#: Largest Monte Carlo sample (replicas, draws): 10 million.
-MAX_SAMPLES = 10**7
+#: Most simulated runs (``simulate --replicas``): a million (the default is 10,000).
+MAX_REPLICAS = 10**6
+#: Most Monte Carlo draws (``--uncertainty --draws``): 100,000, some 0.7 GB of kernel
+#: inputs for one layout (the defaults are 2,000 and 400).
+MAX_DRAWS = 10**5
 
 
 @dataclass(frozen=True)
@@ -148,12 +151,12 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "budget_usd": POSITIVE, "max_power_mw": POSITIVE, "knee_threshold": Domain("(0,1)"),
     # evaluate / simulate / uncertainty
     "zero": Domain(">=0", integer=True, maximum=3), "top": COUNT,
-    "replicas": Domain(">=1", integer=True, maximum=MAX_SAMPLES),
+    "replicas": Domain(">=1", integer=True, maximum=MAX_REPLICAS),
     # Weibull shape of per-GPU failure times: published fits are 0.5-0.8 (Schroeder &
     # Gibson 2006, DOI 10.1109/DSN.2006.5); below 0.2 a component fails in bursts of
     # millions of near-zero gaps and the renewal simulation cannot finish.
     "weibull_shape": Domain(">0", minimum=0.2, maximum=20),
-    "draws": Domain(">=1", integer=True, maximum=MAX_SAMPLES),
+    "draws": Domain(">=1", integer=True, maximum=MAX_DRAWS),
     "seed": Domain(">=0", integer=True, maximum=2**63 - 1),
     # checkpoint
     "gpu_mtbf_hours": POSITIVE, "node_mtbf_hours": POSITIVE, "params": POSITIVE,

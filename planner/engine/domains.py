@@ -183,19 +183,15 @@ def _first_bad(domain: Domain, value):
     """The first value outside ``domain`` (``None`` when all are inside)."""
     if isinstance(value, str | bytes) or value is None:
         return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, np.generic):
-        value = int(value)
-        low = 0 if domain.spec in (">=0", "[0,1]") else 1
-        bad = value < max(low, domain.minimum or 0) or (
-            domain.maximum is not None and value > domain.maximum) or (
-            domain.spec == "[0,1]" and value > 1)
-        return value if bad else None
     if isinstance(value, numbers.Real) and not isinstance(value, np.generic):
         try:
-            value = float(value)
-        except OverflowError:
+            number = float(value)
+        except OverflowError:  # an integer beyond float range is never a finite input
             return value
-        return None if bool(domain.ok(value)) else value
+        if isinstance(value, numbers.Integral) and domain.maximum is not None and \
+                value > domain.maximum:  # exact, also beyond 2**53
+            return value
+        return None if bool(domain.ok(number)) else value
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         return value

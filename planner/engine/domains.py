@@ -92,6 +92,9 @@ COUNT0 = Domain(">=0", integer=True, maximum=MAX_DIM)
 GPU_COUNT = Domain(">=1", integer=True, maximum=MAX_GPUS)
 SHARDS = Domain(">=1", maximum=MAX_GPUS)
 
+#: A bandwidth flag in GB/s: 1 kB/s to 1 EB/s.
+BANDWIDTH_GBPS = Domain(">0", minimum=1e-6, maximum=1e9)
+
 #: Domain of every run-model input (``planner.engine.model.INPUTS``) and catalog-derived
 #: kernel input.  Model dimensions are integers; flags are 0 or 1.
 INPUT_DOMAINS: dict[str, Domain] = {
@@ -158,11 +161,13 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "weibull_shape": Domain(">0", minimum=0.2, maximum=20),
     "draws": Domain(">=1", integer=True, maximum=MAX_DRAWS),
     "seed": Domain(">=0", integer=True, maximum=2**63 - 1),
-    # checkpoint
-    "gpu_mtbf_hours": POSITIVE, "node_mtbf_hours": POSITIVE, "params": POSITIVE,
-    "bytes_per_param": POSITIVE, "storage_write_gbps": POSITIVE, "storage_read_gbps": POSITIVE,
-    "host_copy_gbps": POSITIVE, "peer_copy_gbps": POSITIVE, "restart_minutes": NON_NEGATIVE,
-    "train_days": POSITIVE,
+    # checkpoint: bounds keep every unit conversion and Daly term finite
+    "gpu_mtbf_hours": Domain(">0", maximum=1e12), "node_mtbf_hours": Domain(">0", maximum=1e12),
+    "gpus_per_node": GPU_COUNT, "params": Domain(">0", maximum=1e16),
+    "bytes_per_param": Domain(">0", maximum=1e3),
+    "storage_write_gbps": BANDWIDTH_GBPS, "storage_read_gbps": BANDWIDTH_GBPS,
+    "host_copy_gbps": BANDWIDTH_GBPS, "peer_copy_gbps": BANDWIDTH_GBPS,
+    "restart_minutes": Domain(">=0", maximum=1e7), "train_days": Domain(">0", maximum=1e6),
 }
 
 DOMAINS: dict[str, Domain] = {**INPUT_DOMAINS, **OPTION_DOMAINS}

@@ -60,7 +60,10 @@ def assert_usage_error(code, err, *needles):
     (["checkpoint", "--gpu-mtbf-hours", "1e400"], "--gpu-mtbf-hours must be a finite number"),
     (["checkpoint", "--gpus", "9223372036854775808"], "--gpus must be an integer"),
     (["checkpoint", "--peer-copy-gbps", "Infinity"], "--peer-copy-gbps"),
-    (["checkpoint", "--restart-minutes", "1e300"], "never finishes"),
+    (["checkpoint", "--restart-minutes", "1e300"], "--restart-minutes must be"),
+    (["checkpoint", "--train-days", "1e308"], "--train-days must be"),
+    (["checkpoint", "--host-copy-gbps", "1e308"], "--host-copy-gbps must be"),
+    (["checkpoint", "--gpu-mtbf-hours", "0.01"], "never finishes in expectation"),
     (["evaluate", "--draws", "0", "--uncertainty"], "--draws"),
 ])
 def test_bad_values_are_one_line_usage_errors(capsys, args, needle):

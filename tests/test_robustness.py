@@ -391,3 +391,34 @@ def test_write_docs_refuses_outside_a_source_checkout(capsys, monkeypatch, tmp_p
     monkeypatch.setattr(validation, "DOCS", Path(tmp_path) / "site-packages" / "docs")
     code, _, err = run(capsys, ["validate", "--write-docs"])
     assert_usage_error(code, err, "source checkout")
+
+
+sizes = st.one_of(st.integers(min_value=-2, max_value=70), st.sampled_from([2**24, 2**64]),
+                  st.floats(allow_nan=True, allow_infinity=True), st.none())
+
+
+@settings(max_examples=60, deadline=None)
+@given(gpus=sizes, tp=sizes, pp=sizes, micro_batch=sizes, tokens=sizes,
+       zero=st.integers(min_value=-1, max_value=4))
+def test_api_evaluate_answers_or_raises_capplan_error(catalog, gpus, tp, pp, micro_batch,
+                                                      tokens, zero):
+    """No ZeroDivisionError, IndexError or OverflowError reaches a notebook."""
+    from planner import evaluate
+
+    kwargs = {k: v for k, v in dict(gpus=gpus, tp=tp, pp=pp, micro_batch=micro_batch,
+                                    tokens=tokens).items() if v is not None}
+    try:
+        row = evaluate(catalog=catalog, model="tinyllama-1.1b", zero=zero, **kwargs).iloc[0]
+    except CapplanError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert row["gpus"] == row["tp"] * row["pp"] * row["cp"] * row["dp"] >= 1
+    for column in ("step_time_s", "wall_days", "cost_usd", "energy_kwh"):
+        assert math.isfinite(row[column]) and row[column] > 0, column
+
+
+def test_plan_api_takes_a_comma_separated_hardware_string(catalog):
+    from planner import plan
+
+    result = plan(catalog=catalog, model="tinyllama-1.1b", hardware="h100-sxm", max_gpus=16)
+    assert result.scenario.hardware == ("h100-sxm",)

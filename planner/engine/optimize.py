@@ -96,6 +96,8 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     """Best runs per objective across the catalog (see module docstring)."""
     import pandas as pd
 
+    if isinstance(changes.get("hardware"), str):  # "h100-sxm,mi300x" as on the command line
+        changes["hardware"] = [h.strip() for h in changes["hardware"].split(",") if h.strip()]
     s = (scenario or Scenario()).with_(**{k: tuple(v) if isinstance(v, list) else v
                                          for k, v in changes.items()})
     if s.deadline_days == float("inf"):  # the CLI's 'inf': no deadline

@@ -422,3 +422,13 @@ def test_plan_api_takes_a_comma_separated_hardware_string(catalog):
 
     result = plan(catalog=catalog, model="tinyllama-1.1b", hardware="h100-sxm", max_gpus=16)
     assert result.scenario.hardware == ("h100-sxm",)
+
+
+def test_a_user_model_file_value_outside_its_domain_names_the_entry(capsys, tmp_path):
+    shipped = Path(__file__).parents[1] / "hardware_catalog" / "data" / "models" / "llama3-8b.toml"
+    text = shipped.read_text().replace('id = "llama3-8b"', 'id = "my-8b"')
+    user = tmp_path / "my.toml"
+    user.write_text(text.replace("seq_len = 8192", "seq_len = 8192000000000"))
+    code, _, err = run(capsys, ["evaluate", "-m", str(user), "--gpus", "8", "--tp", "1",
+                                "--pp", "1"])
+    assert_usage_error(code, err, "model 'my-8b': seq_len must be an integer >= 1")

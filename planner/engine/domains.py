@@ -206,8 +206,9 @@ def _first_bad(domain: Domain, value):
     return np.ravel(array)[int(np.flatnonzero(~np.ravel(ok))[0])].item()
 
 
-def check_value(name: str, value, domain: Domain | None = None) -> None:
-    """Raise CapplanError unless ``value`` (number or array) lies in ``name``'s domain."""
+def check_value(name: str, value, domain: Domain | None = None, where: str = "") -> None:
+    """Raise CapplanError unless ``value`` (number or array) lies in ``name``'s domain;
+    ``where`` (e.g. ``"accelerator 'x'"``) prefixes the message."""
     domain = domain or DOMAINS[name]
     bad = _first_bad(domain, value)
     if bad is None and value is not None:
@@ -220,11 +221,12 @@ def check_value(name: str, value, domain: Domain | None = None) -> None:
     else:
         got = (str(bad) if len(str(bad)) <= 24 else _number(bad)) if isinstance(bad, int) \
             else f"{bad:g}"
-    raise CapplanError(f"{label(name)} must be {domain.text}, got {got}")
+    what = f"{where}: {name}" if where else label(name)  # a catalog/file value, or a flag
+    raise CapplanError(f"{what} must be {domain.text}, got {got}")
 
 
-def check(values: dict) -> None:
+def check(values: dict, where: str = "") -> None:
     """Check every value whose name has a domain (``None`` = not given, skipped)."""
     for name, value in values.items():
         if value is not None and name in DOMAINS:
-            check_value(name, value)
+            check_value(name, value, where=where)

@@ -93,9 +93,10 @@ def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:
     return out
 
 
-def base_inputs(catalog, *, model, hardware, site="us-average", reliability="default",
-                precision="bf16", checkpoint="async", cost_basis="cloud", seq_len=None,
-                tokens=DEFAULTS["tokens"], global_batch=None) -> dict[str, float]:
+def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
+                reliability=DEFAULTS["reliability"], precision=DEFAULTS["precision"],
+                checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
+                seq_len=None, tokens=DEFAULTS["tokens"], global_batch=None) -> dict[str, float]:
     """Scalar run-model inputs for a model on one accelerator at one site (domains checked)."""
     from planner.engine.domains import check
     from planner.engine.scenario import (
@@ -111,14 +112,20 @@ def base_inputs(catalog, *, model, hardware, site="us-average", reliability="def
     m = catalog.model(model) if isinstance(model, str) else model
     acc = catalog.accelerator(hardware) if isinstance(hardware, str) else hardware
     node = catalog.node(acc.node)
-    x = model_inputs(m, seq_len)
-    x.update(hardware_inputs(acc, node, precision))
-    x.update(site_inputs(catalog.site(site), cost_basis))
-    x.update(reliability_inputs(catalog.reliability_profile(reliability), checkpoint))
-    x.update(execution_defaults())
+    profile = catalog.reliability_profile(reliability)
+    # catalog values and user files too: one table, before any kernel call, naming the entry
+    x = {}
+    for where, part in ((f"model '{m.id}'", model_inputs(m, seq_len)),
+                        (f"accelerator '{acc.id}'", hardware_inputs(acc, node, precision)),
+                        (f"site '{site}'", site_inputs(catalog.site(site), cost_basis)),
+                        (f"reliability profile '{reliability}'",
+                         reliability_inputs(profile, checkpoint)),
+                        ("planner/engine/execution.toml", execution_defaults())):
+        check(part, where=where)
+        x.update(part)
     x["tokens"] = float(tokens)
     x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
-    check(x)  # catalog values and user files too: one table, before any kernel call
+    check({"global_batch": x["global_batch"]})
     return x
 
 

@@ -198,8 +198,11 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),
         global_batch=int(x["global_batch"]), gpus_per_node=1,  # any count is allowed here
         scale_up_domain=int(x["scale_up_domain_gpus"]), options=options)
-    # the requested recompute and ZeRO stage, or ZeRO-0 where there is no data parallelism
+    # the requested ZeRO stage, or ZeRO-0 where there is no data parallelism; sequence
+    # parallelism as evaluate() sets it by default (on when tp > 1)
     keep = (layout["zero"] == zero) | ((layout["dp"] == 1) & (layout["zero"] == 0))
+    if sequence_parallel is None:
+        keep &= layout["sequence_parallel"] == (layout["tp"] > 1)
     layout = {k: v[keep] for k, v in layout.items()}
     if layout["gpus"].size == 0:
         return None
@@ -319,10 +322,12 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
                     reliability=reliability, precision=precision, checkpoint=checkpoint,
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
                     global_batch=global_batch)
-    if any(np.ndim(v) > 0 for v in (gpus, zero, sequence_parallel, *sizes.values())):
+    if any(np.ndim(v) > 0 for v in (gpus, zero, sequence_parallel, *sizes.values(),
+                                     *(overrides or {}).values())):
         sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()}
-    else:
-        sizes = resolve_layout(x, gpus, sizes, recompute=RECOMPUTE_CODES[recompute],
+    else:  # one layout: choose it on the inputs the kernel will see
+        sizes = resolve_layout({**x, **(overrides or {})}, gpus, sizes,
+                               recompute=RECOMPUTE_CODES[recompute],
                                zero=int(zero), sequence_parallel=sequence_parallel,
                                flash_attention=flash_attention)
     tp, pp, cp, ep, vp, micro_batch = (sizes[k] for k in ("tp", "pp", "cp", "ep", "vp",

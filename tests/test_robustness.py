@@ -432,3 +432,19 @@ def test_a_user_model_file_value_outside_its_domain_names_the_entry(capsys, tmp_
     code, _, err = run(capsys, ["evaluate", "-m", str(user), "--gpus", "8", "--tp", "1",
                                 "--pp", "1"])
     assert_usage_error(code, err, "model 'my-8b': seq_len must be an integer >= 1")
+
+
+@pytest.mark.parametrize("options,needle", [
+    ({"tp": (0,)}, "--tp must be an integer >= 1"),
+    ({"micro_batch": ()}, "non-empty tuple"),
+    ({"zero": (4,)}, "--zero must be"),
+    ({"recompute": ("some",)}, "SpaceOptions.recompute"),
+])
+def test_plan_api_checks_space_options(catalog, options, needle):
+    from planner import plan
+    from planner.engine.space import SpaceOptions
+
+    with pytest.raises(CapplanError, match=None) as info:
+        plan(catalog=catalog, model="tinyllama-1.1b", hardware=["h100-sxm"], max_gpus=16,
+             options=SpaceOptions(**options))
+    assert needle in str(info.value)

@@ -112,6 +112,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     options = options or SpaceOptions()
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus,
                               "max_gpus": s.max_gpus})
+    options.validate()
     kept, evaluated, fitting, skipped = [], 0, 0, {}
     min_memory = (np.inf, None)
     names = resolve_hardware(catalog, s.hardware)

@@ -39,6 +39,25 @@ class SpaceOptions:
     zero: tuple[int, ...] = (0, 1, 2, 3)
     sequence_parallel: tuple[int, ...] = (0, 1)
 
+    def validate(self) -> None:
+        """CapplanError on the first value outside its domain (planner.engine.domains)."""
+        from planner.engine.domains import check
+        from planner.errors import CapplanError
+
+        check({"min_gpus": self.min_gpus, "max_gpus": self.max_gpus})
+        for name in ("tp", "pp", "vp", "cp", "ep", "micro_batch", "zero", "sequence_parallel"):
+            values = getattr(self, name)
+            if values is None:
+                continue
+            if not isinstance(values, tuple | list) or not values:
+                raise CapplanError(f"SpaceOptions.{name} must be a non-empty tuple, got "
+                                   f"{values!r}")
+            check({name: np.asarray(values)})
+        unknown = [r for r in self.recompute if r not in RECOMPUTE_CODES]
+        if unknown or not self.recompute:
+            raise CapplanError(f"SpaceOptions.recompute must hold none | selective | full, "
+                               f"got {self.recompute!r}")
+
 
 def divisors(n: int) -> list[int]:
     """All positive divisors of ``n`` in increasing order.

@@ -448,3 +448,15 @@ def test_plan_api_checks_space_options(catalog, options, needle):
         plan(catalog=catalog, model="tinyllama-1.1b", hardware=["h100-sxm"], max_gpus=16,
              options=SpaceOptions(**options))
     assert needle in str(info.value)
+
+
+def test_init_example_shows_the_default_scenario():
+    import tomllib
+
+    from planner.cli.scenario_file import EXAMPLE
+    from planner.engine.scenario import DEFAULTS
+
+    example = tomllib.loads(EXAMPLE.format(name="run.toml"))
+    for key, value in example.items():
+        assert value == DEFAULTS[key], key
+    assert example["deadline_days"] == DEFAULTS["deadline_days"] == 90

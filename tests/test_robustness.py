@@ -37,7 +37,8 @@ def assert_usage_error(code, err, *needles):
 # --------------------------------------------------------------------- bad values, exit 2
 
 @pytest.mark.parametrize("args,needle", [
-    (["evaluate", "--tokens", "-5"], "--tokens must be a finite number > 0"),
+    (["evaluate", "--tokens", "-5"], "--tokens must be a finite number >= 1"),
+    (["sensitivity", "--tokens", "1e-308"], "--tokens must be a finite number >= 1"),
     (["evaluate", "--tokens", "-inf"], "got -inf"),
     (["evaluate", "--tokens", "nan"], "got nan"),
     (["evaluate", "--gpus", "0"], "--gpus must be an integer >= 1"),

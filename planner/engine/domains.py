@@ -103,7 +103,7 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "mlp_matrices": COUNT, "vocab": COUNT, "seq_len": COUNT, "embedding_matrices": COUNT,
     "moe_layers": COUNT0, "experts": COUNT, "experts_per_token": COUNT,
     "shared_experts": COUNT0, "moe_ffn": COUNT, "dropout_masks": FLAG,
-    "tokens": Domain(">0", maximum=MAX_TOKENS),
+    "tokens": Domain(">=1", maximum=MAX_TOKENS),
     # layout
     "gpus": GPU_COUNT, "tp": GPU_COUNT, "pp": GPU_COUNT, "dp": GPU_COUNT, "cp": GPU_COUNT,
     "ep": GPU_COUNT, "vp": GPU_COUNT, "stage_layers": COUNT,

@@ -461,3 +461,10 @@ def test_init_example_shows_the_default_scenario():
     for key, value in example.items():
         assert value == DEFAULTS[key], key
     assert example["deadline_days"] == DEFAULTS["deadline_days"] == 90
+
+
+def test_simulating_a_run_with_millions_of_failures_is_refused_at_once(capsys):
+    code, _, err = run(capsys, ["simulate", "--replicas", "1", "-m", "tinyllama-1.1b",
+                                "--tokens", "1e18"])
+    assert_usage_error(code, err, "one run would see about 1.4e+06 failures",
+                       "lower --tokens or --gpus")

@@ -46,25 +46,43 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
 #: at the 8 us (exponential) to 17 us (Weibull renewal) per failure measured on one core,
 #: 16-34 s.  The default run (Llama 3 70B, 1,024 H100, 10,000 replicas) needs 1.2e6.
 MAX_FAILURE_EVENTS = 2 * 10**6
+#: Most failures in one simulated run: the simulator steps all replicas failure by
+#: failure, ~0.1 ms a step in Python, so 50,000 failures take some 5 s even for one replica.
+MAX_FAILURES_PER_RUN = 50_000
 PILOT_REPLICAS = 32
 
 
 def check_work(spec, replicas: int, seed: int) -> None:
-    """Refuse a simulation whose failures would take minutes: a pilot of a few replicas
-    measures the failures per run (infant mortality, Weibull k < 1 with new components,
-    multiplies them) and the work is bounded by :data:`MAX_FAILURE_EVENTS`."""
-    if replicas <= PILOT_REPLICAS:
-        return
+    """Refuse a simulation whose failures would take minutes.
+
+    The closed form's expected failures per run bound the work first (1e18 tokens mean
+    1.4 million failures in one run); Weibull failures (k != 1 or new components) are
+    then measured on a pilot of a few replicas, since infant mortality multiplies them
+    (k = 0.2, new: 34x the closed form).  The limit is :data:`MAX_FAILURE_EVENTS`.
+    """
+    from planner.analysis.simulate import closed_form
     from planner.analysis.simulate import simulate as run_simulation
 
+    per_run = max(1.0, float(closed_form(spec)["failures"]))
+    _refuse_above(replicas, per_run)
+    exponential = spec.weibull_shape == 1.0 and spec.component_age == "stationary"
+    if exponential or replicas <= PILOT_REPLICAS:
+        return
     pilot = run_simulation(spec, replicas=PILOT_REPLICAS, seed=seed)
-    per_run = max(1.0, float(pilot.failures.mean()))
+    _refuse_above(replicas, max(per_run, float(pilot.failures.mean())))
+
+
+def _refuse_above(replicas: int, per_run: float) -> None:
+    if per_run > MAX_FAILURES_PER_RUN:
+        raise CapplanError(
+            f"one run would see about {per_run:.2g} failures (at most {MAX_FAILURES_PER_RUN:,} "
+            "can be simulated per run): lower --tokens or --gpus, or raise --weibull-shape")
     if replicas * per_run > MAX_FAILURE_EVENTS:
-        allowed = max(PILOT_REPLICAS, int(MAX_FAILURE_EVENTS / per_run))
         raise CapplanError(
             f"--replicas {replicas} would simulate about {replicas * per_run:.2g} failures "
             f"({per_run:.0f} per run; at most {MAX_FAILURE_EVENTS:.0e} allowed): use "
-            f"--replicas {allowed} or fewer, or a larger --weibull-shape")
+            f"--replicas {int(MAX_FAILURE_EVENTS / per_run)} or fewer, or a larger "
+            "--weibull-shape")
 
 
 @with_layout_options

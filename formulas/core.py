@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 import re
 from dataclasses import dataclass
 
@@ -88,16 +89,31 @@ def _parse_units(doc: str) -> dict[str, str]:
     return units
 
 
-def _as_float(value):
-    """Integers and booleans become float64; everything else passes unchanged."""
-    if isinstance(value, bool | int | np.integer | np.bool_):
+def _as_float(fname: str, name: str, value):
+    """``value`` as float64 (a float, or an array/Series of the same kind).
+
+    Numbers, numeric arrays and numeric Series pass; anything else (a numeric string
+    like ``'60'``, ``None``, complex or object arrays) is a ``TypeError`` naming the
+    argument -- a string would otherwise be repeated by ``*`` instead of multiplied.
+    """
+    if isinstance(value, float | np.floating) and not isinstance(value, np.longdouble):
+        return value
+    if isinstance(value, bool | int | np.integer | np.bool_) or (
+            isinstance(value, numbers.Real) and not hasattr(value, "dtype")):
         return float(value)
+    if isinstance(value, list | tuple):
+        try:
+            value = np.asarray(value)
+        except ValueError:  # ragged
+            value = np.asarray(value, dtype=object)
     dtype = getattr(value, "dtype", None)
     if dtype is not None and dtype.kind in "iub":
         return value.astype("float64")
-    if isinstance(value, list | tuple):
-        return np.asarray(value, dtype=float)
-    return value
+    if dtype is not None and dtype.kind == "f":
+        return value if dtype == np.float64 else value.astype("float64")
+    raise TypeError(f"{fname}: {name} must be a real number or an array of real numbers, "
+                    f"got {type(value).__name__}"
+                    + (f" of {dtype}" if dtype is not None else f" {value!r}"[:60]))
 
 
 class Formula:
@@ -173,7 +189,7 @@ class Formula:
             return self.func(**values)
         checked = {}
         for arg in self.arguments:
-            value = _as_float(values[arg.name])
+            value = _as_float(self.name, arg.name, values[arg.name])
             _check_domain(self.name, arg, value)
             checked[arg.name] = value
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -203,6 +219,19 @@ def _check_domain(fname: str, arg: Argument, value) -> None:
         first = float(np.ravel(bad)[0])
         unit = f" [{arg.unit}]" if arg.unit else ""
         raise ValueError(f"{fname}: {arg.name}{unit} must be {text}, got {first:g}")
+
+
+def in_domain(spec: str, values) -> np.ndarray:
+    """True where ``values`` are finite and inside domain ``spec`` (e.g. ``">0"``)."""
+    check, _ = _DOMAINS[spec]
+    array = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(array) & check(array)
+
+
+def domain_text(spec: str) -> str:
+    """How domain ``spec`` reads in an error message (``"> 0"``, ``"in [0, 1]"`` ...)."""
+    return _DOMAINS[spec][1]
 
 
 def formula(*, reference: str, domain: dict[str, str] | None = None,

@@ -1,4 +1,13 @@
-"""Errors the CLI turns into one line on stderr and an exit code."""
+"""Errors the CLI turns into one line on stderr and an exit code.
+
+Exit codes of ``capplan`` (also in the README):
+
+* 0 -- success;
+* 1 -- :data:`INFEASIBLE`: no plan meets the constraints;
+* 2 -- :data:`USAGE`: a bad flag, value, file or output target;
+* 3 -- :data:`INTERNAL`: an unexpected exception (a bug: rerun with ``--debug``);
+* 130 -- interrupted.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +15,30 @@ import difflib
 
 USAGE = 2
 INFEASIBLE = 1
+INTERNAL = 3
 
 
-class CapplanError(Exception):
-    """A problem with the user's input or request; ``exit_code`` 2 (usage) or 1 (infeasible)."""
+class CapplanError(ValueError):
+    """A problem with the user's input or request; ``exit_code`` 2 (usage) or 1 (infeasible).
+
+    A ``ValueError``, so that notebook code catching ``ValueError`` catches it too.
+    """
 
     def __init__(self, message: str, exit_code: int = USAGE):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (repr-like)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shown(value) -> str:
+    """A user-supplied value for an error message: repr of strings, one line."""
+    return one_line(repr(value) if isinstance(value, str) else str(value))
 
 
 def did_you_mean(kind: str, name: str, choices) -> CapplanError:
@@ -22,7 +47,8 @@ def did_you_mean(kind: str, name: str, choices) -> CapplanError:
     close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
     if not close:
         close = [c for c in choices if c.startswith(name[:2])][:3]
+    name = one_line(name)
     if close:
         return CapplanError(f"unknown {kind} '{name}'; did you mean: {', '.join(close)}?")
-    shown = ", ".join(choices[:12]) + (", ..." if len(choices) > 12 else "")
-    return CapplanError(f"unknown {kind} '{name}'; allowed: {shown}")
+    listed = ", ".join(choices[:12]) + (", ..." if len(choices) > 12 else "")
+    return CapplanError(f"unknown {kind} '{name}'; allowed: {listed}")

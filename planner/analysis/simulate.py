@@ -154,6 +154,9 @@ class RunSpec:
                              f"{self.pause_probability}")
         if self.sync_ranks < 1 or self.components < 1:
             raise ValueError("sync_ranks and components must be >= 1")
+        from planner.engine.domains import check_value
+
+        check_value("weibull_shape", self.weibull_shape)  # [0.2, 20]: below, renewals never end
         if self.component_age not in ("stationary", "new"):
             raise ValueError(f"component_age must be 'stationary' or 'new', got "
                              f"{self.component_age!r}")

@@ -689,8 +689,8 @@ def energy_check(catalog=None) -> list[dict]:
 
     rows = []
     for run, (model, vocab, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
-        r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, global_batch=batch,
-                     micro_batch=micro, seq_len=seq, recompute="none", zero=3,
+        r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, tp=1, pp=1,
+                     global_batch=batch, micro_batch=micro, seq_len=seq, recompute="none", zero=3,
                      tokens=tokens, reliability="default",
                      overrides={"vocab": vocab}).iloc[0]
         got = float(r["energy_gpu_kwh"]) / 1000
@@ -729,7 +729,7 @@ def steady_state_check(catalog=None) -> list[dict]:
     rows = []
     for run, (model, micro, batch, published, span) in OLMO_CORE_THROUGHPUT.items():
         r = evaluate(catalog=catalog, model=model, hardware="h100-sxm", gpus=OLMO_CORE_GPUS,
-                     global_batch=batch, micro_batch=micro, seq_len=4096, recompute="none",
+                     tp=1, pp=1, global_batch=batch, micro_batch=micro, seq_len=4096, recompute="none",
                      zero=3, reliability="benchmark",
                      overrides={"vocab": OLMO_CORE_VOCAB}).iloc[0]
         got = float(r["tokens_per_s"]) / OLMO_CORE_GPUS

@@ -5,14 +5,7 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
-from planner.errors import CapplanError
 from planner.version import version
-
-
-def _positive(name: str, value: float) -> float:
-    if not value > 0:
-        raise CapplanError(f"--{name} must be > 0, got {value:g}")
-    return value
 
 
 def checkpoint(
@@ -77,19 +70,15 @@ def checkpoint(
         if "node_mtbf_hours" in taken:  # both sources fail the job: rates add per GPU
             gpu_mtbf_hours = 1 / (1 / gpu_mtbf_hours
                                   + 1 / (taken["node_mtbf_hours"] * gpus_per_node))
-    if gpus < 1:
-        raise CapplanError(f"--gpus must be >= 1, got {gpus}")
+    from planner.engine.domains import check
+
+    check({"gpus": gpus, "gpu_mtbf_hours": gpu_mtbf_hours, "node_mtbf_hours": node_mtbf_hours,
+           "gpus_per_node": gpus_per_node, "params": params, "bytes_per_param": bytes_per_param,
+           "storage_write_gbps": storage_write_gbps, "storage_read_gbps": storage_read_gbps,
+           "host_copy_gbps": host_copy_gbps, "peer_copy_gbps": peer_copy_gbps,
+           "restart_minutes": restart_minutes, "train_days": train_days})
     if node_mtbf_hours is not None:
-        gpu_mtbf_hours = _positive("node-mtbf-hours", node_mtbf_hours) * gpus_per_node
-    for name, value in [("gpu-mtbf-hours", gpu_mtbf_hours), ("params", params),
-                        ("bytes-per-param", bytes_per_param),
-                        ("storage-write-gbps", storage_write_gbps),
-                        ("storage-read-gbps", storage_read_gbps),
-                        ("host-copy-gbps", host_copy_gbps), ("peer-copy-gbps", peer_copy_gbps),
-                        ("train-days", train_days)]:
-        _positive(name, value)
-    if restart_minutes < 0:
-        raise CapplanError(f"--restart-minutes must be >= 0, got {restart_minutes:g}")
+        gpu_mtbf_hours = node_mtbf_hours * gpus_per_node
     inputs = CheckpointInputs(
         gpus=gpus, gpu_mtbf_s=gpu_mtbf_hours * 3600, params=params,
         bytes_per_param=bytes_per_param, storage_write_bytes_per_s=storage_write_gbps * 1e9,

@@ -35,8 +35,10 @@ def evaluate(
     """Evaluate one layout: step time and breakdown, memory, MFU, checkpointing, totals."""
     format = output_format(format, output)
     from planner.cli.layout_options import resolve
+    from planner.engine.domains import check
     from planner.report.output import render, write
 
+    check({"draws": draws, "seed": seed})
     run = resolve(options)
     payload = evaluation_payload(run.row, run.echo)
     payload["catalog_version"] = run.catalog_version

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 import typer
 
-from planner.errors import CapplanError
+from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
+from planner.errors import CapplanError, shown
+
+_P = PREFERRED_LAYOUT
 
 PRICING_HELP = ("Price tier: on-demand | spot | reserved-1y | reserved-3y | owned "
                 "(owned = TCO cost basis).")
@@ -24,29 +27,37 @@ SPOT_HELP = ("With --pricing spot: preemptions per instance and month, an AWS Sp
 
 
 def _options(
-    model: str = typer.Option("llama3-70b", "--model", "-m", help="Model id or TOML file."),
-    hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
+    model: str = typer.Option(DEFAULTS["model"], "--model", "-m", help="Model id or TOML file."),
+    hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
                                  help="Accelerator id or TOML file."),
-    gpus: int = typer.Option(1024, "--gpus", "-n", help="GPUs in the job."),
-    tp: int = typer.Option(8, help="Tensor-parallel size."),
-    pp: int = typer.Option(4, help="Pipeline-parallel size."),
-    vp: int = typer.Option(1, help="Virtual pipeline stages per rank."),
-    cp: int = typer.Option(1, help="Context-parallel size."),
-    ep: int = typer.Option(1, help="Expert-parallel size (MoE)."),
+    gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", help="GPUs in the job."),
+    tp: int = typer.Option(
+        None, help=f"Tensor-parallel size (default {_P['tp']} if the layout fits --gpus)."),
+    pp: int = typer.Option(
+        None, help=f"Pipeline-parallel size (default {_P['pp']} if the layout fits --gpus)."),
+    vp: int = typer.Option(
+        None, help=f"Virtual pipeline stages per rank (default {_P['vp']} if the layout fits --gpus)."),
+    cp: int = typer.Option(
+        None, help=f"Context-parallel size (default {_P['cp']} if the layout fits --gpus)."),
+    ep: int = typer.Option(
+        None, help=f"Expert-parallel size (MoE) (default {_P['ep']} if the layout fits --gpus)."),
     global_batch: int = typer.Option(None, help="Global batch [sequences] (default ~16M tokens)."),
-    micro_batch: int = typer.Option(1, help="Micro-batch [sequences]."),
+    micro_batch: int = typer.Option(
+        None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when "
+        "those fit --gpus, else the fastest layout for --gpus that keeps the sizes given "
+        f"(reported on stderr). Default {_P['micro_batch']}."),
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
-    recompute: str = typer.Option("selective", help="none | selective | full."),
-    zero: int = typer.Option(1, help="ZeRO stage 0-3 (3 = FSDP)."),
+    recompute: str = typer.Option(DEFAULTS["recompute"], help="none | selective | full."),
+    zero: int = typer.Option(DEFAULTS["zero"], help="ZeRO stage 0-3 (3 = FSDP)."),
     sequence_parallel: bool = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
                                            help="Sequence parallelism (default: on when tp>1)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
-    precision: str = typer.Option("bf16", help="bf16 | fp8 | tf32."),
-    site: str = typer.Option("us-average", help="Site id (PUE, price, grid carbon)."),
-    tokens: float = typer.Option(15e12, help="Training tokens D."),
-    checkpoint: str = typer.Option("async", help="sync | async | in-memory."),
-    cost_basis: str = typer.Option("cloud", help="cloud | tco."),
-    reliability: str = typer.Option("default", help="Reliability profile id."),
+    precision: str = typer.Option(DEFAULTS["precision"], help="bf16 | fp8 | tf32."),
+    site: str = typer.Option(DEFAULTS["site"], help="Site id (PUE, price, grid carbon)."),
+    tokens: float = typer.Option(DEFAULTS["tokens"], help="Training tokens D."),
+    checkpoint: str = typer.Option(DEFAULTS["checkpoint"], help="sync | async | in-memory."),
+    cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
+    reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
     catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
     pricing: str = typer.Option("on-demand", help=PRICING_HELP),
     provider: str = typer.Option("median", help=PROVIDER_HELP),
@@ -99,15 +110,23 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
                                ("checkpoint", o["checkpoint"], CHECKPOINT_SCHEMES),
                                ("cost-basis", o["cost_basis"], COST_BASES)]:
         if val not in allowed:
-            raise CapplanError(f"--{name} '{val}' is not one of: {', '.join(allowed)}")
-    if o["zero"] not in (0, 1, 2, 3):
-        raise CapplanError(f"--zero must be 0, 1, 2 or 3, got {o['zero']}")
+            raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
     from hardware_catalog import load_catalog
 
     catalog = load_catalog(tuple(o.pop("catalog") or ()))
     frame, inputs = evaluate(catalog=catalog, overrides=overrides, return_inputs=True, **o)
     row = frame.iloc[0].to_dict()
-    echo = {**o, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
+    check_finite(row)
+    sizes = {k: int(row[k]) for k in PREFERRED_LAYOUT}
+    asked = {**PREFERRED_LAYOUT, **{k: o[k] for k in PREFERRED_LAYOUT if o[k] is not None}}
+    if sizes != asked:
+        import sys
+
+        print(f"capplan: {_layout_text(asked)} does not fit --gpus {o['gpus']}; using the "
+              f"fastest layout for {o['gpus']} GPUs: {_layout_text(sizes)} "
+              "(pass --tp/--pp/--cp/--ep/--vp/--micro-batch to choose another)",
+              file=sys.stderr)
+    echo = {**o, **sizes, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
     from planner.engine.pricing import price_quote
 
@@ -116,3 +135,25 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame,
                        catalog_version=str(getattr(catalog, "version", "")),
                        price=quote.as_dict())
+
+
+#: Totals every evaluated run must have finite (else no answer is printed).
+FINITE_TOTALS = ("step_time_s", "memory_per_gpu_bytes", "wall_time_s", "gpu_hours",
+                 "energy_facility_j", "cost_usd", "co2e_kg")
+
+
+def check_finite(row: dict) -> None:
+    """CapplanError when a total overflowed (e.g. failures faster than checkpoints)."""
+    import math
+
+    bad = [k for k in FINITE_TOTALS if not math.isfinite(float(row[k]))]
+    if bad:
+        raise CapplanError(
+            f"no finite {bad[0]} for this run (the inputs overflow the model: e.g. failures "
+            f"come faster than checkpoints, or --tokens is too large); step time "
+            f"{float(row['step_time_s']):.3g} s, system MTBF {float(row['system_mtbf_s']):.3g} s")
+
+
+def _layout_text(sizes: dict) -> str:
+    return (f"TP{sizes['tp']} x PP{sizes['pp']} x CP{sizes['cp']} (EP{sizes['ep']}, "
+            f"VP{sizes['vp']}, micro-batch {sizes['micro_batch']})")

@@ -1,4 +1,11 @@
-"""Entry point of the ``capplan`` command: maps errors to one stderr line and an exit code."""
+"""Entry point of the ``capplan`` command: the one error boundary of the CLI.
+
+Every failure becomes one line on stderr and an exit code (see :mod:`planner.errors`):
+expected ones (bad values, files, permissions, encodings, infeasible plans) say what was
+wrong; anything else is a bug, reported as ``capplan: internal error: ...`` with exit
+code 3.  ``--debug`` shows the traceback instead.  Values in messages are escaped so the
+error stays on one line.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ import sys
 
 from hardware_catalog.errors import CatalogError
 from planner.cli.app import app
-from planner.errors import CapplanError
+from planner.errors import INTERNAL, USAGE, CapplanError, one_line
 from planner.version import version
 
 
@@ -16,6 +23,19 @@ def _click_exceptions():
     except ImportError:  # pragma: no cover - older typer uses click itself
         from click import exceptions
     return exceptions
+
+
+def _error(message: str) -> None:
+    print(f"capplan: error: {one_line(message)}", file=sys.stderr)
+
+
+def os_error_message(exc: OSError) -> str:
+    """``<file>: <reason>`` of a failed read or write (one line)."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is None:
+        return reason
+    name = exc.filename if isinstance(exc.filename, str) else str(exc.filename)
+    return f"{name!r}: {reason}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,19 +66,35 @@ def main(argv: list[str] | None = None) -> int:
         code = 130
     except getattr(click, "NoArgsIsHelpError", ()) as exc:
         print(exc.format_message(), file=sys.stderr)
-        code = 2
+        code = USAGE
     except click.ClickException as exc:
         if debug:
             raise
-        print(f"capplan: error: {exc.format_message()}", file=sys.stderr)
+        _error(exc.format_message())
         code = exc.exit_code
     except (CapplanError, CatalogError) as exc:
         if debug:
             raise
-        print(f"capplan: error: {exc}", file=sys.stderr)
+        _error(str(exc))
         code = exc.exit_code
     except BrokenPipeError:
         code = 0
+    except OSError as exc:  # unreadable input, unwritable output, full disk ...
+        if debug:
+            raise
+        _error(os_error_message(exc))
+        code = USAGE
+    except UnicodeError as exc:
+        if debug:
+            raise
+        _error(f"a file is not valid UTF-8 text ({getattr(exc, 'reason', exc)}); save it as UTF-8")
+        code = USAGE
+    except Exception as exc:  # a bug: one line, a distinct exit code
+        if debug:
+            raise
+        print(f"capplan: internal error: {type(exc).__name__}: {one_line(str(exc))} "
+              "(rerun with --debug and report it)", file=sys.stderr)
+        code = INTERNAL
     if argv is None:
         sys.exit(code)
     return code

@@ -66,7 +66,8 @@ def plan(
     """Find the fastest, cheapest, least-energy and least-carbon cluster for a training run.
 
     With no options: Llama 3 70B on 15T tokens across the whole catalog, 8 to 16,384 GPUs,
-    finishing within 90 days, cheapest first.
+    finishing within 90 days, cheapest first.  When no plan meets the constraints the
+    explanation goes to stderr (exit 1) and no -o/--plot file is written.
     """
     from planner.cli.scenario_options import resolve_scenario
     from planner.engine.optimize import plan as run_plan
@@ -74,7 +75,19 @@ def plan(
     from planner.report.output import render, write
 
     format = output_format(format, output)
+    from planner.engine.domains import check
+
+    check({"draws": draws, "seed": seed})
     scenario, v = resolve_scenario(options)
+    to_file = output not in (None, "-")
+    if to_file:  # a bad -o fails now, not after the search
+        from planner.report.output import check_target
+
+        check_target(output, force)
+    if plot:
+        from planner.report.plot import check_target as check_plot_target
+
+        check_plot_target(plot, force)
     model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
     from planner.report.progress import search_progress
 
@@ -99,8 +112,10 @@ def plan(
 
         text = render(winner_rows(result), format,
                       title=f"Best plans for {model} on {tokens:.3g} tokens", payload=payload)
-    write(text, output, force)
-    if plot:
+    feasible = result.best.get(scenario.objective) is not None
+    if feasible or not to_file:  # no output file when no plan meets the constraints
+        write(text, output, force)
+    if plot and feasible:
         from planner.report.plot import plot_plan
 
         plot_plan(result, plot, force=force)

@@ -40,8 +40,8 @@ spot_interruption = "gt20"    # with spot: lt5 | 5-10 | 10-15 | 15-20 | gt20 (pe
 reliability = "default"       # failure/straggler profile: `capplan catalog list reliability`
 knee_threshold = 0.8          # marginal scaling efficiency that defines the knee
 
-# Constraints (remove the # to apply):
-# deadline_days = 90
+# Constraints (remove the # to apply; the deadline applies by default, inf = none):
+deadline_days = 90
 # budget_usd = 50e6
 # max_power_mw = 30
 

@@ -6,7 +6,7 @@ import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
 from planner.cli.layout_options import with_layout_options
-from planner.errors import CapplanError
+from planner.errors import CapplanError, shown
 from planner.version import version
 
 QUANTITIES = {"wall_days": "wall_days", "gpu_hours": "gpu_hours", "energy_kwh": "energy_kwh",
@@ -42,12 +42,58 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
         idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus, component_age=component_age)
 
 
+#: Most simulated failures (replicas x failures per run) one ``capplan simulate`` may take:
+#: at the 8 us (exponential) to 17 us (Weibull renewal) per failure measured on one core,
+#: 16-34 s.  The default run (Llama 3 70B, 1,024 H100, 10,000 replicas) needs 1.2e6.
+MAX_FAILURE_EVENTS = 2 * 10**6
+#: Most failures in one simulated run: the simulator steps all replicas failure by
+#: failure, ~0.1 ms a step in Python, so 50,000 failures take some 5 s even for one replica.
+MAX_FAILURES_PER_RUN = 50_000
+PILOT_REPLICAS = 32
+
+
+def check_work(spec, replicas: int, seed: int) -> None:
+    """Refuse a simulation whose failures would take minutes.
+
+    The closed form's expected failures per run bound the work first (1e18 tokens mean
+    1.4 million failures in one run); Weibull failures (k != 1 or new components) are
+    then measured on a pilot of a few replicas, since infant mortality multiplies them
+    (k = 0.2, new: 34x the closed form).  The limit is :data:`MAX_FAILURE_EVENTS`.
+    """
+    from planner.analysis.simulate import closed_form
+    from planner.analysis.simulate import simulate as run_simulation
+
+    per_run = max(1.0, float(closed_form(spec)["failures"]))
+    _refuse_above(replicas, per_run)
+    exponential = spec.weibull_shape == 1.0 and spec.component_age == "stationary"
+    if exponential or replicas <= PILOT_REPLICAS:
+        return
+    pilot = run_simulation(spec, replicas=PILOT_REPLICAS, seed=seed)
+    _refuse_above(replicas, max(per_run, float(pilot.failures.mean())))
+
+
+def _refuse_above(replicas: int, per_run: float) -> None:
+    if per_run > MAX_FAILURES_PER_RUN:
+        raise CapplanError(
+            f"one run would see about {per_run:.2g} failures (at most {MAX_FAILURES_PER_RUN:,} "
+            "can be simulated per run): lower --tokens or --gpus, or raise --weibull-shape")
+    if replicas * per_run > MAX_FAILURE_EVENTS:
+        raise CapplanError(
+            f"--replicas {replicas} would simulate about {replicas * per_run:.2g} failures "
+            f"({per_run:.0f} per run; at most {MAX_FAILURE_EVENTS:.0e} allowed): use "
+            f"--replicas {int(MAX_FAILURE_EVENTS / per_run)} or fewer, or a larger "
+            "--weibull-shape")
+
+
 @with_layout_options
 def simulate(
-    replicas: int = typer.Option(10_000, help="Independent simulated runs."),
+    replicas: int = typer.Option(
+        10_000, help="Independent simulated runs (at most about 2e6 simulated failures in "
+        "all: a pilot of 32 runs measures the failures per run)."),
     seed: int = typer.Option(0, help="Random seed (reported)."),
     weibull_shape: float = typer.Option(
-        1.0, help="Shape k of per-GPU failure times (1 = exponential; < 1 infant mortality)."),
+        1.0, help="Shape k of per-GPU failure times, 0.2 to 20 (1 = exponential; < 1 infant "
+        "mortality)."),
     component_age: str = typer.Option(
         "stationary", help="stationary (components in service) | new (all new at start; "
         "Weibull k < 1 then front-loads failures)."),
@@ -59,12 +105,12 @@ def simulate(
     """Simulate the whole run (stragglers, failures, checkpoints, restarts) and compare
     the distribution of wall time, GPU-hours, energy and failures with the closed forms."""
     format = output_format(format, output)
-    if replicas < 1:
-        raise CapplanError(f"--replicas must be >= 1, got {replicas}")
-    if not weibull_shape > 0:
-        raise CapplanError(f"--weibull-shape must be > 0, got {weibull_shape:g}")
+    from planner.engine.domains import check
+
+    check({"replicas": replicas, "seed": seed, "weibull_shape": weibull_shape})
     if component_age not in ("stationary", "new"):
-        raise CapplanError(f"--component-age '{component_age}' is not one of: stationary, new")
+        raise CapplanError(f"--component-age {shown(component_age)} is not one of: "
+                           "stationary, new")
     from planner.analysis.simulate import closed_form
     from planner.analysis.simulate import simulate as run_simulation
     from planner.cli.layout_options import resolve
@@ -72,6 +118,7 @@ def simulate(
 
     run = resolve(options)
     spec = run_spec(run.row, run.inputs, weibull_shape, component_age)
+    check_work(spec, replicas, seed)
     summary = run_simulation(spec, replicas=replicas, seed=seed).summary()
     segmented = closed_form(spec)
     result, rows = {}, []

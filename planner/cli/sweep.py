@@ -83,7 +83,7 @@ def sweep(
     scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
                         hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()),
                         precision=precision, checkpoint=checkpoint, min_gpus=min_gpus,
-                        max_gpus=max_gpus, objective=objective,
+                        max_gpus=max_gpus, objective=objective, deadline_days=None,
                         catalog_dirs=tuple(catalog or ()), pricing=pricing, provider=provider,
                         spot_interruption=spot_interruption)
     from planner.report.progress import search_progress

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
@@ -37,8 +35,17 @@ def validate(
     names = v.resolve_names(dataset)
     if plot_file and not plot_file.lower().endswith((".png", ".svg")):
         raise CapplanError(f"--plot needs a .png or .svg file name, got '{plot_file}'")
-    if plot_file and Path(plot_file).exists() and not force:
-        raise CapplanError(f"{plot_file} exists; pass --force to overwrite it")
+    if plot_file:
+        from planner.report.output import check_target
+
+        check_target(plot_file, force)
+    if write_docs:
+        from planner.report.validation import DOCS
+
+        if not (DOCS.parent / "pyproject.toml").is_file():
+            raise CapplanError(
+                "--write-docs regenerates docs/ of a source checkout; this capplan is installed "
+                f"at {DOCS.parent} (no pyproject.toml there): run it from a git clone")
     pred, summary = run(names)
     if plot_file:
         plot(pred, plot_file)

@@ -19,7 +19,8 @@ HEADER = """\
 <!-- Generated from --help by `python -m planner.codegen`; do not edit by hand. -->
 
 Every command prints its help with `capplan COMMAND --help` (or `-h`). Errors are one
-line on stderr: exit code 2 for a usage problem, 1 when no plan meets the constraints.
+line on stderr: exit code 2 for a usage problem (bad flag, value, file or output target),
+1 when no plan meets the constraints, 3 for an internal error (a bug: rerun with --debug).
 """
 
 

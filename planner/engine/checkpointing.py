@@ -12,9 +12,11 @@ for the three schemes the product compares:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from formulas import checkpoint as ck
+from planner.errors import CapplanError
 
 SCHEMES = ("sync", "async", "in-memory")
 
@@ -57,6 +59,12 @@ def compare_schemes(inputs: CheckpointInputs) -> list[dict]:
         # An async write must have drained before the next snapshot starts.
         interval = max(daly, write_s) if scheme == "async" else daly
         wall_s = float(ck.daly_wall_time(solve_s, interval, delta, restart, mtbf_s))
+        if not math.isfinite(wall_s):
+            raise CapplanError(
+                f"with the {scheme} scheme the run never finishes in expectation: system MTBF "
+                f"{mtbf_s:.3g} s against a {delta:.3g} s checkpoint stall and a {restart:.3g} s "
+                "restart overflow Daly's expected wall time; raise the MTBF or the bandwidths, "
+                "or lower the restart time")
         rows.append({
             "scheme": scheme,
             "checkpoint_size_bytes": float(size_b),

@@ -17,6 +17,7 @@ import numpy as np
 
 from planner.engine.columns import conversions, memory_terms
 from planner.engine.model import INPUTS, OUTPUTS
+from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
 
 #: Candidates per kernel call; bounds memory whatever the size of the space.
 CHUNK = 4096
@@ -131,17 +132,20 @@ def largest_index(out: dict[str, np.ndarray], terms: tuple[str, ...]) -> np.ndar
     return largest
 
 
-def base_inputs(catalog, *, model, hardware, site="us-average", reliability="default",
-                precision="bf16", checkpoint="async", cost_basis="cloud", seq_len=None,
-                tokens=1e12, global_batch=None, pricing="on-demand",
-                provider="median", spot_interruption="gt20") -> dict[str, float]:
-    """Scalar run-model inputs for a model on one accelerator at one site.
+def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
+                reliability=DEFAULTS["reliability"], precision=DEFAULTS["precision"],
+                checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
+                seq_len=None, tokens=DEFAULTS["tokens"], global_batch=None,
+                pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
+                spot_interruption=DEFAULTS["spot_interruption"]) -> dict[str, float]:
+    """Scalar run-model inputs for a model on one accelerator at one site (domains checked).
 
     The price per GPU-hour is resolved by :func:`planner.engine.pricing.price_quote`
     (tier ``pricing``, ``provider``); ``pricing="owned"`` selects the TCO cost basis;
     ``pricing="spot"`` adds preemptions (``spot_interruption``: an interruption bucket or
     a monthly fraction) to the node failure rate of the Young/Daly/restart model.
     """
+    from planner.engine.domains import check
     from planner.engine.pricing import price_quote, with_preemptions
     from planner.engine.scenario import (
         default_global_batch,
@@ -152,31 +156,51 @@ def base_inputs(catalog, *, model, hardware, site="us-average", reliability="def
         site_inputs,
     )
 
+    check({"tokens": tokens, "global_batch": global_batch, "seq_len": seq_len})
     m = catalog.model(model) if isinstance(model, str) else model
     acc = catalog.accelerator(hardware) if isinstance(hardware, str) else hardware
     node = catalog.node(acc.node)
-    x = model_inputs(m, seq_len)
-    x.update(hardware_inputs(acc, node, precision))
+    profile = catalog.reliability_profile(reliability)
+    basis = "tco" if pricing == "owned" else cost_basis
+    # catalog values and user files too: one table, before any kernel call, naming the entry
+    x = {}
+    for where, part in ((f"model '{m.id}'", model_inputs(m, seq_len)),
+                        (f"accelerator '{acc.id}'", hardware_inputs(acc, node, precision)),
+                        (f"site '{site}'", site_inputs(catalog.site(site), basis)),
+                        (f"reliability profile '{reliability}'",
+                         reliability_inputs(profile, checkpoint)),
+                        ("planner/engine/execution.toml", execution_defaults())):
+        check(part, where=where)
+        x.update(part)
     x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, provider).usd_per_gpu_hour
-    x.update(site_inputs(catalog.site(site), "tco" if pricing == "owned" else cost_basis))
-    x.update(reliability_inputs(catalog.reliability_profile(reliability), checkpoint))
     if pricing == "spot":
         x["node_mtbf_s"] = with_preemptions(x["node_mtbf_s"], spot_interruption)
-    x.update(execution_defaults())
     x["tokens"] = float(tokens)
     x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
+    check({"global_batch": x["global_batch"]})
     return x
 
 
-def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp) -> None:
-    """Raise CapplanError naming the broken rule of an explicit layout."""
+def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None) -> None:
+    """Raise CapplanError naming the broken rule of an explicit layout.
+
+    Sizes are checked against their domains first and every divisibility before the
+    quotient it guards is used, so no rule divides by zero.
+    """
+    from planner.engine.domains import check
     from planner.errors import CapplanError
 
+    check({"gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "ep": ep, "vp": vp,
+           "micro_batch": micro_batch})
+    gpus, tp, pp, cp, ep, vp, micro_batch = (
+        int(v) for v in (gpus, tp, pp, cp, ep, vp, micro_batch))
+    replica = tp * pp * cp
+    if gpus % replica:
+        raise CapplanError(f"TP*PP*CP = {tp}*{pp}*{cp} = {replica} does not divide --gpus "
+                           f"{gpus}; change --tp/--pp/--cp or --gpus")
+    dp = gpus // replica
+    batch = int(x["global_batch"])
     rules = [
-        (gpus >= 1, f"--gpus must be >= 1, got {gpus}"),
-        (min(tp, pp, cp, ep, vp, micro_batch) >= 1, "tp, pp, cp, ep, vp and micro-batch must be >= 1"),
-        (gpus % (tp * pp * cp) == 0,
-         f"TP*PP*CP = {tp}*{pp}*{cp} = {tp * pp * cp} does not divide --gpus {gpus}"),
         (tp <= x["scale_up_domain_gpus"],
          f"--tp {tp} exceeds the scale-up domain of {int(x['scale_up_domain_gpus'])} GPUs"),
         (x["heads"] % tp == 0, f"--tp {tp} does not divide the {int(x['heads'])} heads"),
@@ -184,9 +208,10 @@ def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp) -> None:
         (vp == 1 or x["layers"] % (pp * vp) == 0,
          f"--vp {vp} needs PP*VP = {pp * vp} to divide the {int(x['layers'])} layers"),
         (vp == 1 or pp > 1, "--vp > 1 needs --pp > 1"),
-        (x["global_batch"] % (dp * micro_batch) == 0,
-         f"global batch {int(x['global_batch'])} is not divisible by DP*micro-batch = "
-         f"{dp}*{micro_batch} = {dp * micro_batch}"),
+        (batch % (dp * micro_batch) == 0,
+         f"global batch {batch} is not divisible by DP*micro-batch = "
+         f"{dp}*{micro_batch} = {dp * micro_batch}; change --micro-batch, --global-batch "
+         "or the GPU count"),
         (dp % ep == 0, f"--ep {ep} must divide the data-parallel size {dp}"),
         (ep == 1 or x["experts"] % ep == 0,
          f"--ep {ep} does not divide the {int(x['experts'])} experts"),
@@ -194,6 +219,85 @@ def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp) -> None:
     for ok, message in rules:
         if not ok:
             raise CapplanError(message)
+
+
+def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
+                sequence_parallel, flash_attention: bool = True,
+                objective: str = "wall_time_s") -> dict | None:
+    """The layout of ``gpus`` GPUs minimising ``objective`` among those that fit in memory
+    (the leanest when none fits), keeping the sizes in ``fixed``; ``None`` if no layout of
+    that many GPUs obeys the rules.  Reuses the design-space enumeration of ``plan``.
+    """
+    from planner.engine.space import (
+        RECOMPUTE_NAMES,
+        SpaceOptions,
+        enumerate_layouts,
+        layout_flags,
+    )
+
+    def only(name, default):
+        return (int(fixed[name]),) if fixed.get(name) is not None else default
+
+    base = SpaceOptions()
+    options = SpaceOptions(
+        min_gpus=gpus, max_gpus=gpus, tp=only("tp", tuple(2**i for i in range(8))),
+        pp=only("pp", None), vp=only("vp", base.vp), cp=only("cp", None),
+        ep=only("ep", None), micro_batch=only("micro_batch", base.micro_batch),
+        recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})),
+        sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
+    layout = enumerate_layouts(
+        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
+        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
+        global_batch=int(x["global_batch"]), gpus_per_node=1,  # any count is allowed here
+        scale_up_domain=int(x["scale_up_domain_gpus"]), options=options)
+    # the requested ZeRO stage, or ZeRO-0 where there is no data parallelism; sequence
+    # parallelism as evaluate() sets it by default (on when tp > 1)
+    keep = (layout["zero"] == zero) | ((layout["dp"] == 1) & (layout["zero"] == 0))
+    if sequence_parallel is None:
+        keep &= layout["sequence_parallel"] == (layout["tp"] > 1)
+    layout = {k: v[keep] for k, v in layout.items()}
+    if layout["gpus"].size == 0:
+        return None
+    out = evaluate_inputs({**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                                               layers=x["layers"],
+                                               flash_attention=flash_attention)})
+    fits = out["fits"]
+    score = np.where(fits, out[objective], np.inf) if fits.any() else out["memory_per_gpu_bytes"]
+    i = int(np.argmin(score))
+    return {k: int(v[i]) for k, v in layout.items()}
+
+
+def resolve_layout(x: dict, gpus, given: dict, *, recompute: int, zero: int,
+                   sequence_parallel=None, flash_attention: bool = True) -> dict:
+    """The layout sizes to evaluate: the caller's, completed by :data:`PREFERRED_LAYOUT`
+    when that is valid for ``gpus``, else the fastest valid layout keeping the given sizes.
+
+    Raises CapplanError naming the broken rule when the given sizes admit no layout.
+    """
+    from planner.errors import CapplanError
+
+    candidate = {**PREFERRED_LAYOUT, **{k: v for k, v in given.items() if v is not None}}
+    try:
+        check_layout(x, gpus=gpus, **candidate)
+        return candidate
+    except CapplanError as broken:
+        if all(given.get(k) is not None for k in PREFERRED_LAYOUT):
+            raise
+        from planner.engine.domains import check
+
+        check({"gpus": gpus, **given})
+        chosen = best_layout(x, int(gpus), given, recompute=recompute, zero=zero,
+                             sequence_parallel=sequence_parallel,
+                             flash_attention=flash_attention)
+        if chosen is None:
+            typed = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in given.items()
+                              if v is not None)
+            raise CapplanError(
+                f"{broken}; and no other layout of {int(gpus)} GPUs obeys the rules "
+                f"{'with ' + typed if typed else '(TP*PP*CP*DP = GPUs, DP*micro-batch dividing'}"
+                f"{'' if typed else ' the global batch of ' + str(int(x['global_batch'])) + ')'}"
+                ": try another --gpus") from None
+        return {k: chosen[k] for k in PREFERRED_LAYOUT}
 
 
 def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
@@ -216,17 +320,24 @@ def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
         check_layout(x, **pick)
 
 
-def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batch=None,
-             micro_batch=1, seq_len=None, recompute="selective", zero=1,
-             sequence_parallel=None, precision="bf16", site="us-average",
-             tokens=1e12, checkpoint="async", cost_basis="cloud", flash_attention=True,
-             reliability="default", catalog=None, catalog_dirs=(), overrides=None,
-             return_inputs=False, pricing="on-demand", provider="median",
-             spot_interruption="gt20"):
+def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"], gpus=DEFAULTS["gpus"],
+             tp=None, pp=None, cp=None, ep=None, vp=None, global_batch=None,
+             micro_batch=None, seq_len=None, recompute=DEFAULTS["recompute"],
+             zero=DEFAULTS["zero"], sequence_parallel=None, precision=DEFAULTS["precision"],
+             site=DEFAULTS["site"], tokens=DEFAULTS["tokens"],
+             checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
+             flash_attention=True, reliability=DEFAULTS["reliability"], catalog=None,
+             catalog_dirs=(), overrides=None, return_inputs=False,
+             pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
+             spot_interruption=DEFAULTS["spot_interruption"]):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
     Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
     may be scalars or equally long arrays: arrays evaluate many layouts in one call.
+    Sizes left out (``None``) are chosen: TP8 x PP4 (``scenario.PREFERRED_LAYOUT``,
+    other sizes 1) when that is valid for ``gpus``, else the fastest valid layout for
+    ``gpus`` keeping the sizes given.  Defaults come from ``planner.engine.scenario.DEFAULTS``
+    (the CLI's); every value is checked against ``planner.engine.domains``.
 
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
@@ -236,8 +347,28 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
     """
     import pandas as pd
 
+    from planner.engine.domains import check
+    from planner.engine.scenario import (
+        CHECKPOINT_SCHEMES,
+        COST_BASES,
+        PRECISIONS,
+        check_overrides,
+    )
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
+    from planner.errors import CapplanError, shown
 
+    for name, val, allowed in [("recompute", recompute, tuple(RECOMPUTE_CODES)),
+                               ("precision", precision, PRECISIONS),
+                               ("checkpoint", checkpoint, CHECKPOINT_SCHEMES),
+                               ("cost-basis", cost_basis, COST_BASES)]:
+        if not isinstance(val, str) or val not in allowed:
+            raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
+    sizes = {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vp": vp, "micro_batch": micro_batch}
+    check({"gpus": gpus, **sizes, "zero": zero, "tokens": tokens, "global_batch": global_batch,
+           "seq_len": seq_len})
+    if sequence_parallel is not None:
+        check({"sequence_parallel": np.asarray(sequence_parallel, dtype=float)})
+    check_overrides(overrides or {})
     if catalog is None:
         from hardware_catalog import load_catalog
 
@@ -247,11 +378,17 @@ def evaluate(*, model, hardware, gpus, tp=1, pp=1, cp=1, ep=1, vp=1, global_batc
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
                     global_batch=global_batch, pricing=pricing, provider=provider,
                     spot_interruption=spot_interruption)
+    if any(np.ndim(v) > 0 for v in (gpus, zero, sequence_parallel, *sizes.values(),
+                                     *(overrides or {}).values())):
+        sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()}
+    else:  # one layout: choose it on the inputs the kernel will see
+        sizes = resolve_layout({**x, **(overrides or {})}, gpus, sizes,
+                               recompute=RECOMPUTE_CODES[recompute],
+                               zero=int(zero), sequence_parallel=sequence_parallel,
+                               flash_attention=flash_attention)
+    tp, pp, cp, ep, vp, micro_batch = (sizes[k] for k in ("tp", "pp", "cp", "ep", "vp",
+                                                          "micro_batch"))
     dp = np.asarray(gpus) // np.maximum(np.asarray(tp) * pp * cp, 1)
-    if recompute not in RECOMPUTE_CODES:
-        from planner.errors import CapplanError
-
-        raise CapplanError(f"--recompute '{recompute}' is not one of: none, selective, full")
     if sequence_parallel is None:
         sequence_parallel = np.asarray(tp) > 1
     layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vp": vp,

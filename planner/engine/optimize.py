@@ -124,8 +124,12 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     """Best runs per objective across the catalog (see module docstring)."""
     import pandas as pd
 
+    if isinstance(changes.get("hardware"), str):  # "h100-sxm,mi300x" as on the command line
+        changes["hardware"] = [h.strip() for h in changes["hardware"].split(",") if h.strip()]
     s = (scenario or Scenario()).with_(**{k: tuple(v) if isinstance(v, list) else v
                                          for k, v in changes.items()})
+    if s.deadline_days == float("inf"):  # the CLI's 'inf': no deadline
+        s = s.with_(deadline_days=None)
     s.validate()
     if catalog is None:
         from hardware_catalog import load_catalog
@@ -136,6 +140,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     options = options or SpaceOptions()
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus,
                               "max_gpus": s.max_gpus})
+    options.validate()
     kept_blocks, evaluated, fitting, skipped, prices = [], 0, 0, {}, {}
     min_memory = (np.inf, None)
     names = resolve_hardware(catalog, s.hardware)
@@ -225,7 +230,7 @@ def scaling_curve(frame) -> tuple[np.ndarray, np.ndarray]:
     best = frame.groupby("gpus")["wall_time_s"].min().sort_index()
     gpus = best.index.to_numpy(dtype=float)
     times = best.to_numpy(dtype=float)
-    keep = times < np.minimum.accumulate(np.r_[np.inf, times[:-1]])
+    keep = (times < np.minimum.accumulate(np.r_[np.inf, times[:-1]])) & np.isfinite(times)
     return gpus[keep], times[keep]
 
 
@@ -259,6 +264,8 @@ def knee_row(frame, threshold: float) -> dict | None:
     if len(frame) == 0:
         return None
     gpus, times = scaling_curve(frame)
+    if gpus.size == 0:  # no finite wall time: no scaling curve, no knee
+        return None
     eff = marginal_efficiency(gpus, times)
     ok = np.flatnonzero(np.nan_to_num(eff, nan=-1) >= threshold)
     # the knee is the end of the last segment that still scales well; with none, the smallest
@@ -272,6 +279,8 @@ def knee_row(frame, threshold: float) -> dict | None:
 def explain_infeasible(s: Scenario, frontier, min_memory) -> str:
     """One paragraph: which constraint binds and the nearest feasible alternative."""
     fits = frontier.loc[frontier["fits"].astype(bool)]
+    finite = np.isfinite(fits[["wall_days", "cost_usd", "peak_power_mw"]].to_numpy(dtype=float))
+    fits = fits.loc[finite.all(axis=1)]  # rows whose totals overflowed explain nothing
     if len(fits) == 0:
         need, hw, hbm = (min_memory + (None, None))[:3]
         if hw is None:

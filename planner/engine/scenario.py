@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from planner.errors import CapplanError
+from planner.errors import CapplanError, shown
 
 PRECISIONS = ("bf16", "fp8", "tf32")
 RECOMPUTE = ("none", "selective", "full")
@@ -25,31 +25,51 @@ DEFAULT_MODEL = "llama3-70b"
 DEFAULT_TOKENS = 15e12
 DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3: 16M tokens per batch (arXiv:2407.21783)
 
+#: The one source of scenario defaults: the command-line options, scenario files and the
+#: Python API (:class:`Scenario`, :func:`planner.evaluate`, :func:`planner.plan`) all
+#: read them, so the same question gets the same answer everywhere.
+DEFAULTS: dict = {
+    "model": DEFAULT_MODEL, "tokens": DEFAULT_TOKENS, "hardware": "all",
+    "site": "us-average", "reliability": "default", "precision": "bf16",
+    "checkpoint": "async", "cost_basis": "cloud", "min_gpus": 8, "max_gpus": 16384,
+    "deadline_days": 90.0, "objective": "cost", "knee_threshold": 0.8,
+    # one run (capplan evaluate / sensitivity / simulate / export, planner.evaluate)
+    "evaluate_hardware": "h100-sxm", "gpus": 1024, "recompute": "selective", "zero": 1,
+    # prices (planner.engine.pricing): tier, provider, spot preemption bucket
+    "pricing": "on-demand", "provider": "median", "spot_interruption": "gt20",
+}
+
+#: The layout tried first by ``evaluate`` when the caller leaves layout sizes out
+#: (Llama 3 70B's TP8 x PP4, arXiv:2407.21783 Table 4); when it does not fit the GPU
+#: count, the fastest layout for that count is chosen instead.
+PREFERRED_LAYOUT: dict[str, int] = {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "vp": 1,
+                                    "micro_batch": 1}
+
 
 @dataclass(frozen=True)
 class Scenario:
     """One planning question (names resolved later against the catalog)."""
 
-    model: str = DEFAULT_MODEL
-    tokens: float = DEFAULT_TOKENS
+    model: str = DEFAULTS["model"]
+    tokens: float = DEFAULTS["tokens"]
     global_batch: int | None = None  # sequences; default 16M tokens / seq_len
     seq_len: int | None = None  # default: the model's
-    hardware: tuple[str, ...] = ("all",)
-    site: str = "us-average"
-    reliability: str = "default"
-    precision: str = "bf16"
-    checkpoint: str = "async"
-    cost_basis: str = "cloud"
-    pricing: str = "on-demand"  # price tier (planner.engine.pricing.TIERS)
-    provider: str = "median"  # median | cheapest | a provider name
-    spot_interruption: str = "gt20"  # spot preemption bucket or monthly fraction
-    min_gpus: int = 8
-    max_gpus: int = 16384
-    deadline_days: float | None = None
+    hardware: tuple[str, ...] = (DEFAULTS["hardware"],)
+    site: str = DEFAULTS["site"]
+    reliability: str = DEFAULTS["reliability"]
+    precision: str = DEFAULTS["precision"]
+    checkpoint: str = DEFAULTS["checkpoint"]
+    cost_basis: str = DEFAULTS["cost_basis"]
+    min_gpus: int = DEFAULTS["min_gpus"]
+    max_gpus: int = DEFAULTS["max_gpus"]
+    pricing: str = DEFAULTS["pricing"]  # price tier (planner.engine.pricing.TIERS)
+    provider: str = DEFAULTS["provider"]  # median | cheapest | a provider name
+    spot_interruption: str = DEFAULTS["spot_interruption"]  # spot preemption bucket or monthly fraction
+    deadline_days: float | None = DEFAULTS["deadline_days"]  # None: no deadline
     budget_usd: float | None = None
     max_power_mw: float | None = None
-    objective: str = "cost"
-    knee_threshold: float = 0.8
+    objective: str = DEFAULTS["objective"]
+    knee_threshold: float = DEFAULTS["knee_threshold"]
     catalog_dirs: tuple[str, ...] = ()
     #: Run-model input overrides in SI units (see ``planner.model.INPUTS``).
     extra: dict = field(default_factory=dict)
@@ -58,12 +78,15 @@ class Scenario:
         return replace(self, **changes)
 
     def validate(self) -> None:
+        """Raise CapplanError on the first value outside its domain (planner.engine.domains)."""
+        from planner.engine.domains import check
+
         for name, value, allowed in [("precision", self.precision, PRECISIONS),
                                      ("checkpoint", self.checkpoint, CHECKPOINT_SCHEMES),
                                      ("cost-basis", self.cost_basis, COST_BASES),
                                      ("objective", self.objective, OBJECTIVES)]:
             if value not in allowed:
-                raise CapplanError(f"--{name} '{value}' is not one of: {', '.join(allowed)}")
+                raise CapplanError(f"--{name} {shown(value)} is not one of: {', '.join(allowed)}")
         from planner.engine.pricing import check_choice
 
         check_choice(self.pricing, self.provider)
@@ -71,13 +94,28 @@ class Scenario:
             from planner.engine.pricing import spot_interruption
 
             spot_interruption(self.spot_interruption)
-        if not self.tokens > 0:
-            raise CapplanError(f"--tokens must be > 0, got {self.tokens:g}")
-        if self.min_gpus < 1 or self.max_gpus < self.min_gpus:
+        check({"tokens": self.tokens, "global_batch": self.global_batch,
+               "seq_len": self.seq_len, "min_gpus": self.min_gpus, "max_gpus": self.max_gpus,
+               "deadline_days": self.deadline_days, "budget_usd": self.budget_usd,
+               "max_power_mw": self.max_power_mw, "knee_threshold": self.knee_threshold})
+        if self.max_gpus < self.min_gpus:
             raise CapplanError(
-                f"GPU range {self.min_gpus}..{self.max_gpus} is empty; need 1 <= min <= max")
-        if not 0 < self.knee_threshold < 1:
-            raise CapplanError(f"--knee-threshold must be in (0, 1), got {self.knee_threshold}")
+                f"GPU range {self.min_gpus}..{self.max_gpus} is empty; need --min-gpus <= "
+                "--max-gpus")
+        if not isinstance(self.extra, dict):
+            raise CapplanError(f"extra must be a dict of run-model inputs, got {self.extra!r}")
+        check_overrides(self.extra)
+
+
+def check_overrides(overrides: dict) -> None:
+    """Run-model input overrides: known names (did you mean) inside their domains."""
+    from planner.engine.domains import INPUT_DOMAINS, check
+    from planner.errors import did_you_mean
+
+    for name in overrides:
+        if name not in INPUT_DOMAINS:
+            raise did_you_mean("run-model input", str(name), INPUT_DOMAINS)
+    check(overrides)
 
 
 NEVER_S = 1e18

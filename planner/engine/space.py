@@ -12,6 +12,7 @@ turns a layout into the 0/1 flags and shard counts of the run model.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,10 +41,39 @@ class SpaceOptions:
     zero: tuple[int, ...] = (0, 1, 2, 3)
     sequence_parallel: tuple[int, ...] = (0, 1)
 
+    def validate(self) -> None:
+        """CapplanError on the first value outside its domain (planner.engine.domains)."""
+        from planner.engine.domains import check
+        from planner.errors import CapplanError
+
+        check({"min_gpus": self.min_gpus, "max_gpus": self.max_gpus})
+        for name in ("tp", "pp", "vp", "cp", "ep", "micro_batch", "zero", "sequence_parallel"):
+            values = getattr(self, name)
+            if values is None:
+                continue
+            if not isinstance(values, tuple | list) or not values:
+                raise CapplanError(f"SpaceOptions.{name} must be a non-empty tuple, got "
+                                   f"{values!r}")
+            check({name: np.asarray(values)})
+        unknown = [r for r in self.recompute if r not in RECOMPUTE_CODES]
+        if unknown or not self.recompute:
+            raise CapplanError(f"SpaceOptions.recompute must hold none | selective | full, "
+                               f"got {self.recompute!r}")
+
 
 def divisors(n: int) -> list[int]:
-    """All positive divisors of ``n`` in increasing order."""
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    """All positive divisors of ``n`` in increasing order.
+
+    Trial division by 1..isqrt(n) as one numpy operation: 2**30 (the largest global
+    batch ``planner.engine.domains`` allows) takes 32,768 divisions.
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"divisors: n must be >= 1, got {n}")
+    if n >= 2**62:
+        raise ValueError(f"divisors: n must be < 2**62, got {n}")
+    candidates = np.arange(1, math.isqrt(n) + 1, dtype=np.int64)
+    small = candidates[n % candidates == 0].tolist()
     return sorted(set(small + [n // d for d in small]))
 
 

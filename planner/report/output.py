@@ -7,6 +7,7 @@ import io
 import json
 import math
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -77,17 +78,78 @@ def render(rows: list[dict], fmt: str, *, title: str | None = None, payload=None
     return buf.getvalue()
 
 
+def check_target(output: str, force: bool = False) -> Path:
+    """The file ``output`` may become, or one CapplanError (exit 2) saying why not.
+
+    Refused: an empty name, a directory, a missing parent directory, an existing file
+    without ``force`` (``--force`` is the only way to replace a file), a parent
+    directory this process may not write to.
+    """
+    import os
+
+    from planner.errors import CapplanError, shown
+
+    if not output or not str(output).strip():
+        raise CapplanError("--output needs a file name, got ''")
+    path = Path(output)
+    name = shown(str(output))
+    if path.is_dir():
+        raise CapplanError(f"--output {name} is a directory; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise CapplanError(f"--output {name}: directory {shown(str(parent))} does not exist; "
+                           "create it first")
+    if path.exists() or path.is_symlink():
+        if not force:
+            raise CapplanError(f"{name} exists; pass --force to overwrite it")
+        if not path.is_file():
+            raise CapplanError(f"--output {name} is not a regular file; not replacing it")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CapplanError(f"--output {name}: directory {shown(str(parent))} is not writable")
+    return path
+
+
+@contextmanager
+def atomic_target(output: str, force: bool = False):
+    """Yield a temporary path beside ``output`` (same suffix) to write the whole file to;
+    on success it replaces ``output`` in one ``os.replace``, on any error it is removed,
+    so a failing run never leaves a half-written file."""
+    import os
+    import tempfile
+
+    target = check_target(output, force)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}",
+                               dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        if target.exists() and not force:  # appeared while we were writing
+            from planner.errors import CapplanError
+
+            raise CapplanError(f"{output} appeared meanwhile; pass --force to overwrite it")
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write(text: str, output: str | None, force: bool = False) -> None:
-    """Write to stdout ('-' or None) or to a file (refusing to overwrite without ``force``)."""
-    if output in (None, "-"):
+    """Write to stdout ('-' or None) or atomically to a file (refusing to overwrite
+    without ``force``; see :func:`atomic_target`)."""
+    if output is None or output == "-":
         sys.stdout.write(text)
         return
-    path = Path(output)
-    if path.exists() and not force:
-        from planner.errors import CapplanError
-
-        raise CapplanError(f"{output} exists; pass --force to overwrite it")
-    path.write_text(text)
+    with atomic_target(output, force) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     print(f"capplan: wrote {output}", file=sys.stderr)
 
 

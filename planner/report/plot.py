@@ -38,14 +38,12 @@ HARDWARE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*", 
 
 def check_target(path, force: bool = False) -> Path:
     """The output path, after checking its suffix and that it may be written."""
-    target = Path(path)
-    if target.suffix.lower() not in SUFFIXES:
-        raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got '{target.name}'")
-    if target.exists() and not force:
-        raise CapplanError(f"{path} exists; pass --force to overwrite it")
-    if not target.parent.is_dir():
-        raise CapplanError(f"directory {target.parent} does not exist")
-    return target
+    from planner.report import output
+
+    if Path(path).suffix.lower() not in SUFFIXES:
+        raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got "
+                           f"'{Path(path).name}'")
+    return output.check_target(path, force)
 
 
 def _pyplot():
@@ -59,11 +57,15 @@ def _pyplot():
     return plt
 
 
-def _save(fig, target: Path) -> Path:
+def _save(fig, target: Path, force: bool = False) -> Path:
+    """Save ``fig`` atomically (a temporary file beside ``target``, then a rename)."""
+    from planner.report.output import atomic_target
+
     plt = _pyplot()
     metadata = {"Date": None} if target.suffix.lower() in (".svg", ".pdf") else None
     try:
-        fig.savefig(target, dpi=DPI, bbox_inches="tight", pad_inches=0.15, metadata=metadata)
+        with atomic_target(str(target), force) as tmp:
+            fig.savefig(tmp, dpi=DPI, bbox_inches="tight", pad_inches=0.15, metadata=metadata)
     finally:
         plt.close(fig)
     return target
@@ -388,7 +390,7 @@ def plot_scaling(result, path, *, force: bool = False) -> Path:
     jobs = _draw_scaling(fig, result)
     fig.suptitle(_title(result), fontsize=10)
     _finish_labels(fig, jobs)
-    return _save(fig, target)
+    return _save(fig, target, force)
 
 
 # --------------------------------------------------------------------------- pareto
@@ -482,7 +484,7 @@ def plot_pareto(result, path, *, force: bool = False) -> Path:
     jobs = _draw_pareto(fig, result)
     fig.suptitle(_title(result), fontsize=10)
     _finish_labels(fig, jobs)
-    return _save(fig, target)
+    return _save(fig, target, force)
 
 
 # --------------------------------------------------------------------------- breakdown
@@ -566,7 +568,7 @@ def plot_breakdown(result, path, *, force: bool = False) -> Path:
     fig = _figure((10, 1.25 * len(rows) + 2.2))
     _draw_breakdown(fig, result)
     fig.suptitle(f"Where the time goes: {_title(result)}", fontsize=10)
-    return _save(fig, target)
+    return _save(fig, target, force)
 
 
 # --------------------------------------------------------------------------- all three
@@ -592,7 +594,7 @@ def plot_plan(result, path, *, force: bool = False) -> Path:
                 ha="center", va="center", fontsize=10, transform=ax.transAxes)
     fig.suptitle(_title(result), fontsize=11)
     _finish_labels(fig, jobs)
-    return _save(fig, target)
+    return _save(fig, target, force)
 
 
 def _wrap(text: str, width: int = 70) -> str:

@@ -12,11 +12,12 @@ SUFFIXES = (".png", ".svg", ".pdf")
 def tornado(rows: list[dict], path: str, *, title: str = "", force: bool = False,
             outputs=("days", "cost", "energy", "co2e")) -> Path:
     """Horizontal bars of each input's elasticity on ``outputs``, largest on top."""
-    target = Path(path)
-    if target.suffix.lower() not in SUFFIXES:
-        raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got '{target.name}'")
-    if target.exists() and not force:
-        raise CapplanError(f"{path} exists; pass --force to overwrite it")
+    from planner.report.output import atomic_target, check_target
+
+    if Path(path).suffix.lower() not in SUFFIXES:
+        raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got "
+                           f"'{Path(path).name}'")
+    target = check_target(path, force)
     try:
         import matplotlib
 
@@ -40,6 +41,9 @@ def tornado(rows: list[dict], path: str, *, title: str = "", force: bool = False
     ax.legend(loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(target)
-    plt.close(fig)
+    try:
+        with atomic_target(path, force) as tmp:
+            fig.savefig(tmp)
+    finally:
+        plt.close(fig)
     return target

@@ -182,8 +182,13 @@ def plot(pred, path: str) -> None:
     ax.set_title("capplan predictions vs published measurements (dotted: +-10%)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from planner.report.output import atomic_target
+
+    try:  # the caller has already refused an existing file without --force
+        with atomic_target(str(path), force=True) as tmp:
+            fig.savefig(tmp, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def table_rows(summary) -> list[dict]:

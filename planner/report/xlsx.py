@@ -51,12 +51,11 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
     except ImportError:
         raise CapplanError("openpyxl is not installed; pip install 'capplan[xlsx]'") from None
     from planner.report.excel import to_excel, xlsx_formula
+    from planner.report.output import atomic_target, check_target
 
-    target = Path(path)
-    if target.suffix.lower() != ".xlsx":
-        raise CapplanError(f"the workbook must end in .xlsx, got '{target.name}'")
-    if target.exists() and not force:
-        raise CapplanError(f"{path} exists; pass --force to overwrite it")
+    if Path(path).suffix.lower() != ".xlsx":
+        raise CapplanError(f"the workbook must end in .xlsx, got '{Path(path).name}'")
+    target = check_target(path, force)
     wb = openpyxl.Workbook()
     bold = Font(bold=True)
 
@@ -110,5 +109,6 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
                           (ss, (10,) * 12)):
         for i, width in enumerate(widths):
             sheet.column_dimensions[chr(ord("A") + i)].width = width
-    wb.save(target)
+    with atomic_target(path, force) as tmp:
+        wb.save(tmp)
     return target

@@ -27,9 +27,10 @@ from planner.engine.scenario import Scenario
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 CASES = [
-    ("llama3-70b", "h100-sxm", {}),
+    ("llama3-70b", "h100-sxm", {"deadline_days": None}),  # no deadline (the default is 90 d)
     ("mixtral-8x7b", "mi300x", {"deadline_days": 30.0}),
-    ("gpt3-175b", "a100-80gb", {"budget_usd": 1.13e8, "max_power_mw": 2.0}),
+    ("gpt3-175b", "a100-80gb", {"budget_usd": 1.13e8, "max_power_mw": 2.0,
+                                "deadline_days": None}),
     ("llama2-7b", "l40s", {"deadline_days": 1e-3}),  # nothing feasible: fitting rows only
 ]
 

@@ -191,6 +191,11 @@ def test_api_and_cli_defaults_agree(capsys, catalog):
     assert (int(api["tp"]), int(api["pp"])) == (cli["inputs"]["tp"], cli["inputs"]["pp"])
 
 
+def _default(parameter):
+    """An option's default: typer.Option(default, ...) or a shared Annotated type's ``= default``."""
+    return getattr(parameter.default, "default", parameter.default)
+
+
 def test_scenario_defaults_are_the_cli_defaults():
     import inspect
 
@@ -202,10 +207,10 @@ def test_scenario_defaults_are_the_cli_defaults():
     for name in ("model", "tokens", "site", "reliability", "precision", "checkpoint",
                  "cost_basis", "min_gpus", "max_gpus", "deadline_days", "objective",
                  "knee_threshold"):
-        assert plan_options[name].default.default == getattr(scenario, name) == DEFAULTS[name]
+        assert _default(plan_options[name]) == getattr(scenario, name) == DEFAULTS[name]
     run_options = inspect.signature(layout_options._options).parameters
     for name in ("model", "tokens", "gpus", "recompute", "zero", "site"):
-        assert run_options[name].default.default == DEFAULTS[name]
+        assert _default(run_options[name]) == DEFAULTS[name]
     assert scenario.deadline_days == 90.0
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.common import CONTEXT, ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.common import (
+    CONTEXT,
+    CatalogOption,
+    ForceOption,
+    FormatOption,
+    OutputOption,
+    output_format,
+)
 from planner.errors import CapplanError, did_you_mean
 
 catalog_app = typer.Typer(
@@ -18,8 +25,6 @@ catalog_app = typer.Typer(
 KIND_NAMES = {"accelerators": "accelerator", "nodes": "node", "sites": "site", "models": "model",
               "reliability": "reliability"}
 _FORMAT_HELP = "table | json | csv | markdown (json and csv: SI units)."
-_CATALOG_HELP = ("Extra catalog directory (repeatable); adds or overrides entries by id. "
-                 "Also read from $CAPPLAN_CATALOG.")
 
 # (suffix of a field name, unit shown, scale for the table, unit in the table)
 _UNITS = [
@@ -157,7 +162,7 @@ def list_(
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
-    catalog: list[str] = typer.Option(None, "--catalog", help=_CATALOG_HELP),  # noqa: B008
+    catalog: CatalogOption = None,
 ):
     """List catalog entries (all kinds, or one kind with its key numbers)."""
     from hardware_catalog.schema import KINDS
@@ -200,7 +205,7 @@ def show(
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
-    catalog: list[str] = typer.Option(None, "--catalog", help=_CATALOG_HELP),  # noqa: B008
+    catalog: CatalogOption = None,
 ):
     """Show every field of one entry with unit, source, date and estimate flag."""
     from hardware_catalog.loader import looks_like_path, parse_file, suggest

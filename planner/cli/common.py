@@ -40,6 +40,27 @@ ForceOption = Annotated[bool, typer.Option(
     "--force", help="Overwrite an existing output file.")]
 
 
+# -- run options several commands share (defaults stay with each command) -------------------
+ModelOption = Annotated[str, typer.Option("--model", "-m", help="Model id or TOML file.")]
+TokensOption = Annotated[float, typer.Option(help="Training tokens D.")]
+GlobalBatchOption = Annotated[int, typer.Option(
+    help="Global batch [sequences] (default ~16M tokens).")]
+SiteOption = Annotated[str, typer.Option(help="Site id (PUE, price, grid carbon).")]
+PrecisionOption = Annotated[str, typer.Option(help="bf16 | fp8 | tf32.")]
+CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory.")]
+CatalogOption = Annotated[list[str], typer.Option(
+    "--catalog", help="Extra catalog directory (repeatable); adds or overrides entries by id.")]
+PricingOption = Annotated[str, typer.Option(
+    help="Price tier: on-demand | spot | reserved-1y | reserved-3y | owned "
+    "(owned = TCO cost basis).")]
+ProviderOption = Annotated[str, typer.Option(
+    help="Cloud provider priced: median (of non-marketplace providers) | cheapest | "
+    "a provider name (see `capplan prices list`).")]
+SpotInterruptionOption = Annotated[str, typer.Option(
+    help="With --pricing spot: preemptions per instance and month, an AWS Spot Advisor "
+    "bucket lt5 | 5-10 | 10-15 | 15-20 | gt20, or a fraction in (0, 1).")]
+
+
 def output_format(fmt: str | None, output: str | None = None, allowed=FORMATS) -> str:
     """The format to write: ``fmt`` if given (checked), else the ``-o`` file's extension."""
     if fmt is None:

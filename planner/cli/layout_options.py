@@ -13,21 +13,27 @@ from dataclasses import dataclass
 
 import typer
 
+from planner.cli.common import (
+    CatalogOption,
+    CheckpointOption,
+    GlobalBatchOption,
+    ModelOption,
+    PrecisionOption,
+    PricingOption,
+    ProviderOption,
+    SiteOption,
+    SpotInterruptionOption,
+    TokensOption,
+)
 from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
 from planner.errors import CapplanError, shown
 
 _P = PREFERRED_LAYOUT
 
-PRICING_HELP = ("Price tier: on-demand | spot | reserved-1y | reserved-3y | owned "
-                "(owned = TCO cost basis).")
-PROVIDER_HELP = ("Cloud provider priced: median (of non-marketplace providers) | cheapest | "
-                 "a provider name (see `capplan prices list`).")
-SPOT_HELP = ("With --pricing spot: preemptions per instance and month, an AWS Spot Advisor "
-             "bucket lt5 | 5-10 | 10-15 | 15-20 | gt20, or a fraction in (0, 1).")
 
 
 def _options(
-    model: str = typer.Option(DEFAULTS["model"], "--model", "-m", help="Model id or TOML file."),
+    model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
                                  help="Accelerator id or TOML file."),
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", help="GPUs in the job."),
@@ -41,7 +47,7 @@ def _options(
         None, help=f"Context-parallel size (default {_P['cp']} if the layout fits --gpus)."),
     ep: int = typer.Option(
         None, help=f"Expert-parallel size (MoE) (default {_P['ep']} if the layout fits --gpus)."),
-    global_batch: int = typer.Option(None, help="Global batch [sequences] (default ~16M tokens)."),
+    global_batch: GlobalBatchOption = None,
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when "
         "those fit --gpus, else the fastest layout for --gpus that keeps the sizes given "
@@ -52,16 +58,16 @@ def _options(
     sequence_parallel: bool = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
                                            help="Sequence parallelism (default: on when tp>1)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
-    precision: str = typer.Option(DEFAULTS["precision"], help="bf16 | fp8 | tf32."),
-    site: str = typer.Option(DEFAULTS["site"], help="Site id (PUE, price, grid carbon)."),
-    tokens: float = typer.Option(DEFAULTS["tokens"], help="Training tokens D."),
-    checkpoint: str = typer.Option(DEFAULTS["checkpoint"], help="sync | async | in-memory."),
+    precision: PrecisionOption = DEFAULTS["precision"],
+    site: SiteOption = DEFAULTS["site"],
+    tokens: TokensOption = DEFAULTS["tokens"],
+    checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
     cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
     reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
-    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
-    pricing: str = typer.Option("on-demand", help=PRICING_HELP),
-    provider: str = typer.Option("median", help=PROVIDER_HELP),
-    spot_interruption: str = typer.Option("gt20", help=SPOT_HELP),
+    catalog: CatalogOption = None,
+    pricing: PricingOption = DEFAULTS["pricing"],
+    provider: ProviderOption = DEFAULTS["provider"],
+    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
 ):
     """Holder of the shared options (never called)."""
 

@@ -9,7 +9,19 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.layout_options import PRICING_HELP, PROVIDER_HELP, SPOT_HELP, prepend_options
+from planner.cli.common import (
+    CatalogOption,
+    CheckpointOption,
+    GlobalBatchOption,
+    ModelOption,
+    PrecisionOption,
+    PricingOption,
+    ProviderOption,
+    SiteOption,
+    SpotInterruptionOption,
+    TokensOption,
+)
+from planner.cli.layout_options import prepend_options
 from planner.engine.scenario import DEFAULTS
 
 
@@ -17,29 +29,29 @@ def _options(
     ctx: typer.Context,
     scenario_file: str = typer.Option(None, "--scenario", "-s",
                                       help="TOML scenario file (flags override it)."),
-    model: str = typer.Option(DEFAULTS["model"], "--model", "-m", help="Model id or TOML file."),
-    tokens: float = typer.Option(DEFAULTS["tokens"], help="Training tokens D."),
+    model: ModelOption = DEFAULTS["model"],
+    tokens: TokensOption = DEFAULTS["tokens"],
     hardware: str = typer.Option(DEFAULTS["hardware"], "--hardware", "-H",
                                  help="Comma-separated accelerator ids, or 'all'."),
     min_gpus: int = typer.Option(DEFAULTS["min_gpus"], help="Smallest cluster considered."),
     max_gpus: int = typer.Option(DEFAULTS["max_gpus"], help="Largest cluster considered."),
-    global_batch: int = typer.Option(None, help="Global batch [sequences] (default ~16M tokens)."),
+    global_batch: GlobalBatchOption = None,
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     deadline_days: float = typer.Option(
         DEFAULTS["deadline_days"], help="Finish within this many days ('inf' for no deadline)."),
     budget_usd: float = typer.Option(None, help="Spend at most this [USD]."),
     max_power_mw: float = typer.Option(None, help="Facility peak power cap [MW]."),
-    site: str = typer.Option(DEFAULTS["site"], help="Site id (PUE, price, grid carbon)."),
+    site: SiteOption = DEFAULTS["site"],
     objective: str = typer.Option(DEFAULTS["objective"], help="time | cost | energy | carbon (the headline)."),
-    precision: str = typer.Option(DEFAULTS["precision"], help="bf16 | fp8 | tf32."),
-    checkpoint: str = typer.Option(DEFAULTS["checkpoint"], help="sync | async | in-memory."),
+    precision: PrecisionOption = DEFAULTS["precision"],
+    checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
     cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
     reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
     knee_threshold: float = typer.Option(DEFAULTS["knee_threshold"], help="Marginal scaling efficiency of the knee."),
-    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
-    pricing: str = typer.Option("on-demand", help=PRICING_HELP),
-    provider: str = typer.Option("median", help=PROVIDER_HELP),
-    spot_interruption: str = typer.Option("gt20", help=SPOT_HELP),
+    catalog: CatalogOption = None,
+    pricing: PricingOption = DEFAULTS["pricing"],
+    provider: ProviderOption = DEFAULTS["provider"],
+    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
 ):
     """Holder of the shared options (never called)."""
 

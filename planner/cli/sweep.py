@@ -4,8 +4,23 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
-from planner.cli.layout_options import PRICING_HELP, PROVIDER_HELP, SPOT_HELP
+from planner.cli.common import (
+    CatalogOption,
+    CheckpointOption,
+    ForceOption,
+    FormatOption,
+    GlobalBatchOption,
+    ModelOption,
+    OutputOption,
+    PrecisionOption,
+    PricingOption,
+    ProviderOption,
+    SiteOption,
+    SpotInterruptionOption,
+    TokensOption,
+    output_format,
+)
+from planner.engine.scenario import DEFAULTS
 from planner.errors import CapplanError
 from planner.version import version
 
@@ -50,8 +65,8 @@ def doubling(lo: int, hi: int) -> list[int]:
 
 
 def sweep(
-    model: str = typer.Option("llama3-70b", "--model", "-m", help="Model id or TOML file."),
-    tokens: float = typer.Option(15e12, help="Training tokens D."),
+    model: ModelOption = "llama3-70b",
+    tokens: TokensOption = 15e12,
     hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
                                  help="Comma-separated accelerator ids, or 'all'."),
     min_gpus: int = typer.Option(128, help="Smallest cluster."),
@@ -59,14 +74,14 @@ def sweep(
     every: bool = typer.Option(False, help="Every feasible GPU count, not only doublings."),
     objective: str = typer.Option("time", help="Layout chosen per row by: time | cost | "
                                   "energy | carbon."),
-    global_batch: int = typer.Option(None, help="Global batch [sequences]."),
-    site: str = typer.Option("us-average", help="Site id."),
-    precision: str = typer.Option("bf16", help="bf16 | fp8 | tf32."),
-    checkpoint: str = typer.Option("async", help="sync | async | in-memory."),
-    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
-    pricing: str = typer.Option("on-demand", help=PRICING_HELP),
-    provider: str = typer.Option("median", help=PROVIDER_HELP),
-    spot_interruption: str = typer.Option("gt20", help=SPOT_HELP),
+    global_batch: GlobalBatchOption = None,
+    site: SiteOption = "us-average",
+    precision: PrecisionOption = "bf16",
+    checkpoint: CheckpointOption = "async",
+    catalog: CatalogOption = None,
+    pricing: PricingOption = DEFAULTS["pricing"],
+    provider: ProviderOption = DEFAULTS["provider"],
+    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,

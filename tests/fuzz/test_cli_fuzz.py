@@ -19,6 +19,7 @@ import contextlib
 import importlib.util
 import math
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -250,3 +251,38 @@ def test_api_plan_valid_arguments(data):
         planner.plan(**kwargs)
     except Exception as exc:  # noqa: BLE001 - the type is the assertion
         assert _allowed(exc), f"{type(exc).__name__}: {exc} for {kwargs}"
+
+
+# --- the long script's machinery ---------------------------------------------------------------
+def test_script_runs_lines_in_workers_and_counts_them(tmp_path):
+    report, tmp = fuzz_cli.fuzz(count=4, seed=0, workers=1, timeout_s=60, memory_gb=0)
+    shutil.rmtree(tmp)
+    assert report.count == 4
+    assert sum(report.exit_codes.values()) == 4
+    assert 0 <= report.runs_failed <= 4
+    for name, argv in report.classes.items():
+        assert report.class_counts[name] >= 1 and argv
+    known = tmp_path / "known.txt"
+    known.write_text("# comment\ntraceback: ZeroDivisionError at x  # owner\n\nhang > 30 s\n")
+    assert fuzz_cli.read_known(str(known)) == ["traceback: ZeroDivisionError at x", "hang > 30 s"]
+
+
+def test_hang_is_cpu_time_with_a_wall_backstop(monkeypatch):
+    class Proc:
+        pid = 1
+
+    slot = {"proc": Proc(), "since": 0.0, "cpu": 10.0}
+    monkeypatch.setattr(fuzz_cli.time, "perf_counter", lambda: 100.0)  # 100 s of wall time
+    monkeypatch.setattr(fuzz_cli, "cpu_seconds", lambda pid: 25.0)  # 15 s of CPU
+    assert not fuzz_cli._hung(slot, 30.0)  # a starved worker is not a hang
+    monkeypatch.setattr(fuzz_cli, "cpu_seconds", lambda pid: 41.0)
+    assert fuzz_cli._hung(slot, 30.0)
+    monkeypatch.setattr(fuzz_cli, "cpu_seconds", lambda pid: 10.0)
+    monkeypatch.setattr(fuzz_cli.time, "perf_counter", lambda: 601.0)
+    assert fuzz_cli._hung(slot, 30.0)  # blocked for 20 x the limit
+
+
+def test_line_is_reproducible_from_seed_and_index(fixtures):
+    first = list(fuzz_cli.generate(3, 7, fixtures, start=5))
+    again = list(fuzz_cli.generate(1, 7, fixtures, start=6))
+    assert first[1] == again[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -88,13 +89,14 @@ def _user_defaults(data: dict, path: Path, kind: str) -> dict:
     """What a user's what-if file may leave out, filled in (the shipped catalog may not).
 
     ``schema_version`` (this capplan's), ``kind`` (from the flag or folder), ``id`` (the file
-    name), ``name`` (the id); a Quantity may be a bare number, and a missing ``source`` /
+    name, lower case, other characters than ``a-z0-9._-`` as ``-``), ``name`` (the id); a Quantity may be a bare number, and a missing ``source`` /
     ``as_of`` become "user file <name>" and the file's modification date.
     """
     data = dict(data)
     data.setdefault("schema_version", SCHEMA_VERSION)
     data.setdefault("kind", kind)
-    data.setdefault("id", path.stem)
+    data.setdefault("id", re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-._")
+                    or "user-file")
     data.setdefault("name", str(data["id"]))
     try:
         as_of = date.fromtimestamp(path.stat().st_mtime)

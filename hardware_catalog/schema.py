@@ -5,6 +5,11 @@ Units are SI and live in the field names (``_bytes``, ``_bytes_per_s``, ``_bits_
 ``_g_per_kwh``). Every number with provenance is a :class:`Quantity`: value, source
 (document and table/page), as_of date, and ``estimate = true`` where it is not a
 published figure. Unknown keys are rejected everywhere (``extra = "forbid"``).
+
+A user's own file (``--model ./my.toml``, a ``--catalog`` directory) may leave out the
+identity and provenance keys: :func:`hardware_catalog.loader.parse_file` fills them in
+before validation (``user=True``) and requires them, and the keys marked "required in the
+shipped catalog", for the shipped data. Model-level checks report every problem at once.
 """
 
 from __future__ import annotations

@@ -90,6 +90,11 @@ def test_user_file_defaults_are_recorded_honestly(tmp_path):
     assert entry.kv_heads == 4 and entry.ffn == 1024
 
 
+def test_id_from_an_awkward_file_name(tmp_path):
+    entry = parse_file(_write(tmp_path / "My Model (v2).toml", SHAPE), "model", user=True)
+    assert entry.id == "my-model-v2"
+
+
 def test_bare_number_accelerator_file_evaluates(tmp_path, capsys):
     chip = _write(tmp_path / "chip.toml", CHIP)
     entry = parse_file(chip, expect_kind="accelerator", user=True)

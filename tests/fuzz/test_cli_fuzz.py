@@ -286,3 +286,16 @@ def test_line_is_reproducible_from_seed_and_index(fixtures):
     first = list(fuzz_cli.generate(3, 7, fixtures, start=5))
     again = list(fuzz_cli.generate(1, 7, fixtures, start=6))
     assert first[1] == again[0]
+
+
+def test_validate_without_write_docs_writes_no_docs(monkeypatch, capsys):
+    """Found by the fuzz run: ``validate`` imported ``write_docs`` over its own ``--write-docs``
+    flag, so every ``capplan validate`` rewrote docs/validation.md."""
+    from planner.cli.main import main
+    from planner.report import validation
+
+    calls = []
+    monkeypatch.setattr(validation, "write_docs", lambda **kwargs: calls.append(kwargs))
+    assert main(["validate", "-d", "sc21", "-f", "json"]) == 0
+    capsys.readouterr()
+    assert calls == []

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from .errors import CatalogError
 from .schema import KIND_MODELS, KINDS, PROBLEM_SEP, SCHEMA_VERSION, Entry, Quantity
-from .textfile import read_utf8
+from .textfile import printable, read_utf8
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ENV_VAR = "CAPPLAN_CATALOG"
@@ -38,10 +38,11 @@ MAX_FILES = 2000
 
 
 def _display(path: Path) -> str:
+    """The path as the user knows it (relative to the working directory), on one line."""
     try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+        return printable(path.resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return printable(path)
 
 
 def _fmt_input(value) -> str:
@@ -88,9 +89,10 @@ def _one_line(shown: str, problems: list[str]) -> CatalogError:
 def _user_defaults(data: dict, path: Path, kind: str) -> dict:
     """What a user's what-if file may leave out, filled in (the shipped catalog may not).
 
-    ``schema_version`` (this capplan's), ``kind`` (from the flag or folder), ``id`` (the file
-    name, lower case, other characters than ``a-z0-9._-`` as ``-``), ``name`` (the id); a Quantity may be a bare number, and a missing ``source`` /
-    ``as_of`` become "user file <name>" and the file's modification date.
+    ``schema_version`` (this capplan's), ``kind`` (from the flag or folder), ``id`` (the
+    file name, lower case, other characters than ``a-z0-9._-`` as ``-``), ``name`` (the
+    id); a Quantity may be a bare number, and a missing ``source`` / ``as_of`` become
+    "user file <name>" and the file's modification date.
     """
     data = dict(data)
     data.setdefault("schema_version", SCHEMA_VERSION)
@@ -136,7 +138,7 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{shown}: invalid TOML: {exc}") from None
     kind = data.get("kind", (expect_kind or folder_kind) if user else None)
-    if kind not in KIND_MODELS:
+    if not isinstance(kind, str) or kind not in KIND_MODELS:
         got = "missing" if kind is None else f"got {_fmt_input(kind)}"
         raise CatalogError(f"{shown}: kind: expected one of {', '.join(KINDS)}; {got}")
     if expect_kind is not None and kind != expect_kind:

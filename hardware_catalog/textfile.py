@@ -22,6 +22,11 @@ _BOMS = [(codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
 _SAVE_AS = "save it as UTF-8"
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``): a name that stays on one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def decode_utf8(data: bytes, shown: str) -> str:
     """``data`` as text; a one-line :class:`CatalogError` naming ``shown`` if not UTF-8."""
     if data.startswith(codecs.BOM_UTF8):

@@ -272,3 +272,19 @@ def test_shipped_data_unchanged_by_copying(tmp_path):
     """A shipped file copied into a user directory still loads (strict files are valid user files)."""
     shutil.copytree(DATA_DIR / "models", tmp_path / "models")
     assert load_catalog([tmp_path]).model("llama3-8b").layers == 32
+
+
+def test_kind_that_is_not_a_string(tmp_path):
+    path = _write(tmp_path / "k.toml", "kind = [1, 2]\n" + SHAPE)
+    with pytest.raises(CatalogError, match=r"k.toml: kind: expected one of .*; got \[1, 2\]"):
+        parse_file(path, user=True)
+
+
+def test_file_name_with_a_newline_stays_on_one_line(tmp_path, capsys):
+    path = _write(tmp_path / "a\nb.toml", "layers = [\n")
+    code, _, err = _run(capsys, "evaluate", "-m", str(path))
+    assert code == 2
+    assert "a\\nb.toml: invalid TOML" in _error_line(err)
+    code, _, err = _run(capsys, "plan", "-s", str(path))
+    assert code == 2
+    assert "a\\nb.toml: not valid TOML" in _error_line(err)

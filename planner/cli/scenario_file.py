@@ -59,9 +59,10 @@ knee_threshold = 0.8          # marginal scaling efficiency that defines the kne
 def load(path: str) -> dict:
     """The scenario file as a dict of typed values; one-line errors on anything wrong."""
     from hardware_catalog.errors import CatalogError
-    from hardware_catalog.textfile import read_utf8
+    from hardware_catalog.textfile import printable, read_utf8
 
     file = Path(path)
+    path = printable(path)  # as shown in messages: one line
     if not file.exists():
         raise CapplanError(f"scenario file {path} does not exist")
     try:

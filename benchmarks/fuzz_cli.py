@@ -498,6 +498,7 @@ def run_in_process(argv: list[str], columns: int | None = None) -> Outcome:
     from planner.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
+    before = os.environ.get("COLUMNS")
     if columns:
         os.environ["COLUMNS"] = str(columns)
     start = time.perf_counter()
@@ -510,6 +511,11 @@ def run_in_process(argv: list[str], columns: int | None = None) -> Outcome:
             error = f"SystemExit({exc.code}) escaped main"
         except BaseException as exc:  # noqa: BLE001 - every escape is a finding
             error = where(exc)
+        finally:
+            if before is None:
+                os.environ.pop("COLUMNS", None)
+            else:
+                os.environ["COLUMNS"] = before
     return Outcome(list(argv), code, out.getvalue(), err.getvalue(), error,
                    time.perf_counter() - start)
 

@@ -299,3 +299,9 @@ def test_validate_without_write_docs_writes_no_docs(monkeypatch, capsys):
     assert main(["validate", "-d", "sc21", "-f", "json"]) == 0
     capsys.readouterr()
     assert calls == []
+
+
+def test_a_line_leaves_the_environment_as_it_was(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    fuzz_cli.run_in_process(["formula", "list"], columns=33)
+    assert os.environ["COLUMNS"] == "120"

@@ -166,7 +166,8 @@ def suggest(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
     ranked = sorted(choices, key=lambda c: -difflib.SequenceMatcher(None, name, c).ratio())
     close = [c for c in ranked if c.startswith(name)][:3] if name else []
     if not close:
-        close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(name.strip(), choices, n=3, cutoff=0.5)
+    name = printable(name)  # a name with a newline stays on one line
     if close:
         return CatalogError(f"unknown {kind} '{name}'; did you mean: {', '.join(close)}?")
     shown = ", ".join(choices[:15]) + (", ..." if len(choices) > 15 else "")

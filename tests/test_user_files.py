@@ -288,3 +288,15 @@ def test_file_name_with_a_newline_stays_on_one_line(tmp_path, capsys):
     code, _, err = _run(capsys, "plan", "-s", str(path))
     assert code == 2
     assert "a\\nb.toml: not valid TOML" in _error_line(err)
+
+
+@pytest.mark.parametrize("argv", [
+    ["catalog", "show", "h100-sxm\n"],
+    ["evaluate", "--model", "\nllama3-8b"],
+    ["evaluate", "--hardware", "h100\nsxm"],
+    ["catalog", "list", "--catalog", "\nmy-dir"],
+])
+def test_names_with_newlines_give_one_line(capsys, argv):
+    code, _, err = _run(capsys, *argv)
+    assert code == 2
+    assert "\\n" in _error_line(err)

@@ -733,8 +733,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="start no new line after this many seconds (a partial run)")
     parser.add_argument("--show", type=int, metavar="INDEX",
                         help="print line INDEX of --seed (as a shell command) and exit")
-    parser.add_argument("--known", help="file of failure-class prefixes (one a line, '#' "
-                        "comments) that do not fail the run: failures another change fixes")
+    parser.add_argument("--known", help="file of failure-class patterns (one a line, glob "
+                        "'*', '#' comments) that do not fail the run: what another change fixes")
     args = parser.parse_args(argv)
     if args.show is not None:
         tmp = tempfile.mkdtemp(prefix="capplan-fuzz-")
@@ -757,15 +757,22 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(report.as_dict(tmp), indent=2) + "\n")
     shutil.rmtree(tmp, ignore_errors=True)
     known = read_known(args.known) if args.known else []
-    new = [c for c in report.classes if not any(c.startswith(k) for k in known)]
+    new = [c for c in report.classes if not is_known(c, known)]
     if known:
         print(f"{len(report.classes) - len(new)} failure classes listed in {args.known} "
               f"(known), {len(new)} new" + (": " + "; ".join(new) if new else ""))
     return 1 if new else 0
 
 
+def is_known(failure_class: str, patterns: list[str]) -> bool:
+    """Whether a class starts with one of the glob ``patterns`` (``*`` any text)."""
+    import fnmatch
+
+    return any(fnmatch.fnmatchcase(failure_class, p + "*") for p in patterns)
+
+
 def read_known(path: str) -> list[str]:
-    """Failure-class prefixes of a known-failures file (text before '  #' on each line)."""
+    """Class patterns of a known-failures file (text before '  #' on each line)."""
     prefixes = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         text = line.split("  #", 1)[0].strip()

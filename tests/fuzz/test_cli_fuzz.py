@@ -263,8 +263,12 @@ def test_script_runs_lines_in_workers_and_counts_them(tmp_path):
     for name, argv in report.classes.items():
         assert report.class_counts[name] >= 1 and argv
     known = tmp_path / "known.txt"
-    known.write_text("# comment\ntraceback: ZeroDivisionError at x  # owner\n\nhang > 30 s\n")
-    assert fuzz_cli.read_known(str(known)) == ["traceback: ZeroDivisionError at x", "hang > 30 s"]
+    known.write_text("# comment\ntraceback: * at planner/x.py  # owner\n\nhang > 30 s\n")
+    patterns = fuzz_cli.read_known(str(known))
+    assert patterns == ["traceback: * at planner/x.py", "hang > 30 s"]
+    assert fuzz_cli.is_known("traceback: OSError at planner/x.py:90 (write)", patterns)
+    assert fuzz_cli.is_known("hang > 30 s in `plan`", patterns)
+    assert not fuzz_cli.is_known("traceback: OSError at planner/y.py:90 (write)", patterns)
 
 
 def test_hang_is_cpu_time_with_a_wall_backstop(monkeypatch):

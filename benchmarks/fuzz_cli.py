@@ -588,7 +588,8 @@ class Report:
         if self.classes:
             lines.append(f"{len(self.classes)} failure classes (count, shortest reproducer):")
         for name, count in self.class_counts.most_common():
-            lines.append(f"  {count:6d}  {name}\n          {show(self.classes[name])}")
+            lines.append(f"  {count:6d}  {name}   (line {self.indices.get(name, '?')})\n"
+                         f"          {show(self.classes[name])}")
         return "\n".join(lines)
 
     def as_dict(self, tmp: str) -> dict:

@@ -400,7 +400,7 @@ class Grammar:
 PHYSICAL = re.compile(r"(^|_)(days|usd|cost|energy|mwh|kwh|joules|co2e|t|s|w|mw|bytes|flops|"
                       r"tflops|mfu|hfu|ettr|failures|hours|gpus|power)(_|$)")
 NOT_PHYSICAL = re.compile(r"elasticit|delta|error|change|diff|pct|percent|slope|sensitiv|"
-                          r"rank|seed|log|z_|ratio|bias")
+                          r"rank|seed|log|z_|ratio|bias|saved|saving")  # signed by definition
 #: Subtrees that echo inputs (checked by the input domains, not here) or hold
 #: dimensionless derivatives named after outputs (sensitivity elasticities may be < 0).
 SKIP_KEYS = {"scenario", "inputs", "input", "arguments", "assignments", "elasticities"}

@@ -109,7 +109,8 @@ def test_catalog_and_model_files_behave(fixtures, data):
 def test_checks_can_fail():
     """The checks find what they look for (so a passing fuzz run means something)."""
     bad = fuzz_cli.Outcome(["evaluate", "-f", "json"], 0, '{"wall_days": -1, "cost_usd": NaN,'
-                           ' "inputs": {"tokens": -5}, "elasticities": [{"days": -0.4}]}', "")
+                           ' "inputs": {"tokens": -5}, "elasticities": [{"days": -0.4}],'
+                           ' "days_saved_vs_sync": -0.1}', "")
     assert fuzz_cli.failures(bad) == ["negative wall_days in `evaluate` output",
                                       "non-finite cost_usd in `evaluate` output"]
     two_lines = fuzz_cli.Outcome(["plan"], 2, "", "capplan: error: a\nb\n")

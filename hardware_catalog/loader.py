@@ -10,28 +10,39 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
+import stat
 import tomllib
 from collections.abc import Iterable, Sequence
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from .errors import CatalogError
-from .schema import KIND_MODELS, KINDS, SCHEMA_VERSION, Entry, Quantity
+from .schema import KIND_MODELS, KINDS, PROBLEM_SEP, SCHEMA_VERSION, Entry, Quantity
+from .textfile import printable, read_utf8
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ENV_VAR = "CAPPLAN_CATALOG"
 PLURAL = {"accelerator": "accelerators", "node": "nodes", "site": "sites", "model": "models",
           "reliability": "reliability"}
 SINGULAR = {v: k for k, v in PLURAL.items()}
+#: Keys the shipped catalog must give that a user's own file may leave out.
+SHIPPED_ONLY = {"accelerator": ("vendor", "release_date"), "model": ("params_published",)}
+#: Bounds of the walk of a ``--catalog DIR`` (a catalog holds tens of files).
+MAX_DEPTH = 6
+MAX_DIRS = 500
+MAX_FILES = 2000
 
 
 def _display(path: Path) -> str:
+    """The path as the user knows it (relative to the working directory), on one line."""
     try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+        return printable(path.resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return printable(path)
 
 
 def _fmt_input(value) -> str:
@@ -39,8 +50,8 @@ def _fmt_input(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(error: dict, model: type[Entry]) -> str:
-    """One pydantic error -> '<key path>: <what was expected>'."""
+def _describe(error: dict, model: type[Entry]) -> list[str]:
+    """One pydantic error -> '<key path>: <what was expected>' (several for a model check)."""
     loc = [str(p) for p in error.get("loc", ())]
     etype = error.get("type", "")
     msg = str(error.get("msg", "")).removeprefix("Value error, ")
@@ -51,49 +62,102 @@ def _describe(error: dict, model: type[Entry]) -> str:
         else:
             allowed = ["schema_version", "kind"] + [
                 k for k in model.model_fields if k not in ("schema_version", "kind")]
-        return f"{key}: unknown key; expected one of: {', '.join(allowed)}"
+        return [f"{key}: unknown key; expected one of: {', '.join(allowed)}"]
     if etype == "missing":
-        return f"{key}: missing required key"
+        return [f"{key}: missing required key"]
     if etype in ("model_type", "model_attributes_type", "dict_type"):
-        return (f"{key}: expected a table {{ value = <number>, source = \"<document, table>\", "
-                f"as_of = YYYY-MM-DD }}, got {_fmt_input(error.get('input'))}")
+        return [f"{key}: expected a table {{ value = <number>, source = \"<document, table>\", "
+                f"as_of = YYYY-MM-DD }}, got {_fmt_input(error.get('input'))}"]
     if loc == ["schema_version"]:
-        return (f"schema_version: expected {SCHEMA_VERSION} (the version this capplan reads), "
-                f"got {_fmt_input(error.get('input'))}")
-    if not loc:  # a model-level check that already names its key
-        return msg
+        return [f"schema_version: expected {SCHEMA_VERSION} (the version this capplan reads), "
+                f"got {_fmt_input(error.get('input'))}"]
+    if not loc:  # a model-level check: its problems already name their keys
+        return msg.split(PROBLEM_SEP)
     got = f", got {_fmt_input(error['input'])}" if "input" in error and not isinstance(
         error["input"], dict) else ""
-    return f"{key}: {msg[0].lower() + msg[1:] if msg else 'invalid'}{got}"
+    return [f"{key}: {msg[0].lower() + msg[1:] if msg else 'invalid'}{got}"]
 
 
-def parse_file(path: str | Path, expect_kind: str | None = None) -> Entry:
-    """Read and validate one catalog TOML file; raise a one-line CatalogError."""
+def _one_line(shown: str, problems: list[str]) -> CatalogError:
+    """``file: key: problem`` or ``file: N problems: key: problem; key: problem; ...``."""
+    problems = [" ".join(p.split()) for p in problems]  # a value with a newline stays on one line
+    if len(problems) == 1:
+        return CatalogError(f"{shown}: {problems[0]}")
+    return CatalogError(f"{shown}: {len(problems)} problems: {PROBLEM_SEP.join(problems)}")
+
+
+def _user_defaults(data: dict, path: Path, kind: str) -> dict:
+    """What a user's what-if file may leave out, filled in (the shipped catalog may not).
+
+    ``schema_version`` (this capplan's), ``kind`` (from the flag or folder), ``id`` (the
+    file name, lower case, other characters than ``a-z0-9._-`` as ``-``), ``name`` (the
+    id); a Quantity may be a bare number, and a missing ``source`` / ``as_of`` become
+    "user file <name>" and the file's modification date.
+    """
+    data = dict(data)
+    data.setdefault("schema_version", SCHEMA_VERSION)
+    data.setdefault("kind", kind)
+    data.setdefault("id", re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-._")
+                    or "user-file")
+    data.setdefault("name", str(data["id"]))
+    try:
+        as_of = date.fromtimestamp(path.stat().st_mtime)
+    except (OSError, OverflowError, ValueError):
+        as_of = date.today()
+    source = f"user file {path.name}"
+    model = KIND_MODELS[kind]
+    if kind == "model":
+        data.setdefault("source", source)
+        data.setdefault("as_of", as_of)
+    for name, field in model.model_fields.items():
+        if Quantity not in getattr(field.annotation, "__args__", (field.annotation,)):
+            continue
+        given = data.get(name)
+        if isinstance(given, int | float) and not isinstance(given, bool):
+            data[name] = {"value": given, "source": source, "as_of": as_of}
+        elif isinstance(given, dict):
+            data[name] = {"source": source, "as_of": as_of, **given}
+    return data
+
+
+def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool = False,
+               folder_kind: str | None = None) -> Entry:
+    """Read and validate one catalog TOML file; raise a one-line CatalogError.
+
+    ``user=True`` (a ``--model``/``--hardware`` file or one under ``--catalog DIR``) asks
+    only for what the engine needs (see :func:`_user_defaults`); the shipped catalog
+    (``user=False``) also needs every provenance key. ``folder_kind`` is the kind a
+    user file's folder names (``accelerators/`` ...), used when the file has no ``kind``.
+    Every problem of the file is listed, each with its key.
+    """
     path = Path(path)
     shown = _display(path)
+    text = read_utf8(path, shown)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogError(f"{shown}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{shown}: cannot read: {exc}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{shown}: invalid TOML: {exc}") from None
-    kind = data.get("kind")
-    if kind not in KIND_MODELS:
+    kind = data.get("kind", (expect_kind or folder_kind) if user else None)
+    if not isinstance(kind, str) or kind not in KIND_MODELS:
         got = "missing" if kind is None else f"got {_fmt_input(kind)}"
         raise CatalogError(f"{shown}: kind: expected one of {', '.join(KINDS)}; {got}")
     if expect_kind is not None and kind != expect_kind:
         raise CatalogError(f"{shown}: kind: expected '{expect_kind}', got '{kind}'")
     model = KIND_MODELS[kind]
+    problems = []
+    if user:
+        data = _user_defaults(data, path, kind)
+    else:
+        problems = [f"{k}: missing required key" for k in SHIPPED_ONLY.get(kind, ())
+                    if k not in data]
     try:
-        return model.model_validate(data)
+        entry = model.model_validate(data)
     except ValidationError as exc:
-        errors = exc.errors()
-        text = _describe(errors[0], model)
-        if len(errors) > 1:
-            text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-        raise CatalogError(f"{shown}: {text}") from None
+        for error in exc.errors():
+            problems.extend(_describe(error, model))
+    if problems:
+        raise _one_line(shown, problems)
+    return entry
 
 
 def suggest(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
@@ -102,7 +166,8 @@ def suggest(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
     ranked = sorted(choices, key=lambda c: -difflib.SequenceMatcher(None, name, c).ratio())
     close = [c for c in ranked if c.startswith(name)][:3] if name else []
     if not close:
-        close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(name.strip(), choices, n=3, cutoff=0.5)
+    name = printable(name)  # a name with a newline stays on one line
     if close:
         return CatalogError(f"unknown {kind} '{name}'; did you mean: {', '.join(close)}?")
     shown = ", ".join(choices[:15]) + (", ..." if len(choices) > 15 else "")
@@ -136,7 +201,7 @@ class Catalog:
     def get(self, kind: str, name_or_path: str | Path) -> Entry:
         """An entry by id, or the entry in a TOML file (same schema) given by path."""
         if isinstance(name_or_path, Path) or looks_like_path(str(name_or_path)):
-            return parse_file(name_or_path, expect_kind=kind)
+            return parse_file(name_or_path, expect_kind=kind, user=True)
         table = self.table(kind)
         try:
             return table[name_or_path]
@@ -173,12 +238,59 @@ class Catalog:
         return f"<Catalog {self.version}: {counts}>"
 
 
-def _scan(directory: Path) -> list[Path]:
-    if not directory.exists():
-        raise CatalogError(f"{_display(directory)}: catalog directory does not exist")
-    if directory.is_file():
-        return [directory]
-    return sorted(p for p in directory.rglob("*.toml") if p.is_file())
+def scan_dir(directory: Path) -> list[Path]:
+    """The ``*.toml`` files under ``directory``, sorted; a bounded, safe walk.
+
+    Symbolic links to directories are not followed (no loops), the walk stays on the
+    directory's file system (never into /proc, /sys, /dev or other mounts), skips hidden
+    folders, and stops with an error past MAX_DEPTH levels, MAX_DIRS folders or MAX_FILES
+    files: ``--catalog`` names a folder of catalog files, not a disk.
+    """
+    shown = _display(directory)
+    try:
+        root = os.stat(directory)
+    except FileNotFoundError:
+        raise CatalogError(f"{shown}: catalog directory does not exist") from None
+    except OSError as exc:
+        raise CatalogError(f"{shown}: cannot read catalog directory: "
+                           f"{exc.strerror or exc}") from None
+    if not stat.S_ISDIR(root.st_mode):
+        return [directory]  # one file: parse_file says what is wrong with it
+    found: list[Path] = []
+    pending = [(directory, 0)]
+    dirs_seen = 0
+    while pending:
+        folder, depth = pending.pop()
+        dirs_seen += 1
+        if dirs_seen > MAX_DIRS:
+            raise CatalogError(f"{shown}: more than {MAX_DIRS} folders under this catalog "
+                               f"directory; point --catalog at the folder of your .toml files")
+        try:
+            with os.scandir(folder) as entries:
+                listing = list(entries)
+        except OSError as exc:
+            raise CatalogError(f"{_display(folder)}: cannot read catalog directory: "
+                               f"{exc.strerror or exc}") from None
+        for entry in listing:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.stat(follow_symlinks=False).st_dev != root.st_dev:
+                        continue  # another file system: /proc, /sys, a network mount ...
+                    if depth + 1 > MAX_DEPTH:
+                        raise CatalogError(f"{_display(Path(entry.path))}: deeper than "
+                                           f"{MAX_DEPTH} levels under the catalog directory "
+                                           f"{shown}")
+                    pending.append((Path(entry.path), depth + 1))
+                elif entry.name.endswith(".toml") and entry.is_file(follow_symlinks=True):
+                    found.append(Path(entry.path))
+            except OSError:
+                continue  # vanished or dangling entry: not a catalog file
+            if len(found) > MAX_FILES:
+                raise CatalogError(f"{shown}: more than {MAX_FILES} .toml files under this "
+                                   f"catalog directory; point --catalog at your catalog folder")
+    return sorted(found)
 
 
 def catalog_dirs(extra_dirs: Sequence[str | Path] = ()) -> tuple[str, ...]:
@@ -199,8 +311,8 @@ def _load(dirs: tuple[str, ...]) -> Catalog:
     digest = hashlib.sha256()
     for layer, directory in enumerate([DATA_DIR, *map(Path, dirs)]):
         seen: dict[tuple[str, str], Path] = {}
-        for path in _scan(directory):
-            entry = parse_file(path)
+        for path in scan_dir(directory):
+            entry = parse_file(path, user=layer > 0, folder_kind=SINGULAR.get(path.parent.name))
             key = (entry.kind, entry.id)
             if key in seen:
                 raise CatalogError(f"{_display(path)}: id: '{entry.id}' is already defined in "

@@ -5,6 +5,11 @@ Units are SI and live in the field names (``_bytes``, ``_bytes_per_s``, ``_bits_
 ``_g_per_kwh``). Every number with provenance is a :class:`Quantity`: value, source
 (document and table/page), as_of date, and ``estimate = true`` where it is not a
 published figure. Unknown keys are rejected everywhere (``extra = "forbid"``).
+
+A user's own file (``--model ./my.toml``, a ``--catalog`` directory) may leave out the
+identity and provenance keys: :func:`hardware_catalog.loader.parse_file` fills them in
+before validation (``user=True``) and requires them, and the keys marked "required in the
+shipped catalog", for the shipped data. Model-level checks report every problem at once.
 """
 
 from __future__ import annotations
@@ -55,40 +60,55 @@ class Entry(BaseModel):
                 if isinstance(v := getattr(self, k), Quantity)}
 
 
-def _check(cond: bool, key: str, message: str) -> None:
+#: Separates the problems one model-level check reports in a single ValueError.
+PROBLEM_SEP = "; "
+
+
+def _check(problems: list[str], cond: bool, key: str, message: str) -> None:
     if not cond:
-        raise ValueError(f"{key}: {message}")
+        problems.append(f"{key}: {message}")
 
 
-def _positive(entry: Entry, *names: str) -> None:
+def _raise(problems: list[str]) -> None:
+    """Report every problem a model-level check found at once (joined by PROBLEM_SEP)."""
+    if problems:
+        raise ValueError(PROBLEM_SEP.join(problems))
+
+
+def _positive(problems: list[str], entry: Entry, *names: str) -> None:
     for name in names:
         q = getattr(entry, name)
         if q is not None:
-            _check(q.value > 0, f"{name}.value", f"expected a number > 0, got {q.value:g}")
+            _check(problems, q.value > 0, f"{name}.value",
+                   f"expected a number > 0, got {q.value:g}")
 
 
-def _fraction(entry: Entry, *names: str) -> None:
+def _fraction(problems: list[str], entry: Entry, *names: str) -> None:
     for name in names:
         q = getattr(entry, name)
         if q is not None:
-            _check(0 < q.value <= 1, f"{name}.value",
+            _check(problems, 0 < q.value <= 1, f"{name}.value",
                    f"expected a fraction in (0, 1], got {q.value:g}")
 
 
-def _integral(entry: Entry, *names: str) -> None:
+def _integral(problems: list[str], entry: Entry, *names: str) -> None:
     for name in names:
         q = getattr(entry, name)
         if q is not None:
-            _check(float(q.value).is_integer() and q.value >= 1, f"{name}.value",
+            _check(problems, float(q.value).is_integer() and q.value >= 1, f"{name}.value",
                    f"expected a whole number >= 1, got {q.value:g}")
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 class Accelerator(Entry):
     """One accelerator (per GPU / per chip; GB200 is counted per GPU)."""
 
     kind: Literal["accelerator"]
-    vendor: str
-    release_date: date
+    vendor: str | None = None  # required in the shipped catalog (loader)
+    release_date: date | None = None  # required in the shipped catalog (loader)
     node: str  # id of the default node type
     peak_tf32_flops_per_s: Quantity | None = None  # dense; None when there is no TF32 path
     peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
@@ -114,29 +134,31 @@ class Accelerator(Entry):
 
     @model_validator(mode="after")
     def _sanity(self):
-        _positive(self, "peak_tf32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp8_flops_per_s",
+        problems: list[str] = []
+        _positive(problems, self, "peak_tf32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp8_flops_per_s",
                   "peak_fp4_flops_per_s",
                   "hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w", "idle_power_w",
                   "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
                   "lifetime_years")
-        _fraction(self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
+        _fraction(problems, self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
                   "scale_out_bus_efficiency")
-        _integral(self, "scale_up_domain_gpus")
-        _check(self.idle_power_w.value < self.max_power_w.value, "idle_power_w.value",
+        _integral(problems, self, "scale_up_domain_gpus")
+        _check(problems, self.idle_power_w.value < self.max_power_w.value, "idle_power_w.value",
                f"expected idle power below max_power_w ({self.max_power_w.value:g} W), "
                f"got {self.idle_power_w.value:g}")
         bf16 = self.peak_bf16_flops_per_s.value
         if self.peak_tf32_flops_per_s is not None:
-            _check(self.peak_tf32_flops_per_s.value <= bf16, "peak_tf32_flops_per_s.value",
+            _check(problems, self.peak_tf32_flops_per_s.value <= bf16, "peak_tf32_flops_per_s.value",
                    "expected TF32 peak <= BF16 peak")
         if self.peak_fp8_flops_per_s is not None:
-            _check(self.peak_fp8_flops_per_s.value >= bf16, "peak_fp8_flops_per_s.value",
+            _check(problems, self.peak_fp8_flops_per_s.value >= bf16, "peak_fp8_flops_per_s.value",
                    "expected FP8 peak >= BF16 peak")
         if self.peak_fp4_flops_per_s is not None:
             floor = max(bf16, getattr(self.peak_fp8_flops_per_s, "value", bf16))
-            _check(self.peak_fp4_flops_per_s.value >= floor, "peak_fp4_flops_per_s.value",
+            _check(problems, self.peak_fp4_flops_per_s.value >= floor, "peak_fp4_flops_per_s.value",
                    "expected FP4 peak >= FP8 (and BF16) peak")
+        _raise(problems)
         return self
 
 
@@ -159,10 +181,12 @@ class Node(Entry):
 
     @model_validator(mode="after")
     def _sanity(self):
-        _positive(self, "nic_bandwidth_bits_per_s", "intra_node_latency_s",
+        problems: list[str] = []
+        _positive(problems, self, "nic_bandwidth_bits_per_s", "intra_node_latency_s",
                   "inter_node_latency_s", "node_overhead_power_w", "switch_power_per_port_w",
                   "storage_write_bytes_per_s", "storage_read_bytes_per_s",
                   "host_copy_bytes_per_s_per_gpu", "embodied_kg_co2e")
+        _raise(problems)
         return self
 
     @property
@@ -181,8 +205,10 @@ class Site(Entry):
 
     @model_validator(mode="after")
     def _sanity(self):
-        _check(1 <= self.pue.value <= 3, "pue.value", f"expected 1 <= PUE <= 3, got {self.pue.value:g}")
-        _positive(self, "electricity_usd_per_kwh", "grid_intensity_g_per_kwh")
+        problems: list[str] = []
+        _check(problems, 1 <= self.pue.value <= 3, "pue.value", f"expected 1 <= PUE <= 3, got {self.pue.value:g}")
+        _positive(problems, self, "electricity_usd_per_kwh", "grid_intensity_g_per_kwh")
+        _raise(problems)
         return self
 
 
@@ -215,7 +241,7 @@ class ModelSpec(Entry):
     qk_nope_head_dim: int | None = Field(default=None, ge=1)
     v_head_dim: int | None = Field(default=None, ge=1)
     # published sizes, for the parameter-count check
-    params_published: Quantity
+    params_published: Quantity | None = None  # required in the shipped catalog (loader)
     params_rounding: float = Field(default=0.0, ge=0)  # resolution of the published figure
     active_params_published: Quantity | None = None
 
@@ -224,32 +250,35 @@ class ModelSpec(Entry):
     def _defaults(cls, data):
         if isinstance(data, dict):
             data = dict(data)
-            if data.get("kv_heads") is None and "heads" in data:
+            # derived defaults only from valid values (an invalid one is reported once)
+            if data.get("kv_heads") is None and _whole(data.get("heads")):
                 data["kv_heads"] = data["heads"]
-            if data.get("ffn") is None and isinstance(data.get("hidden"), int):
+            if data.get("ffn") is None and _whole(data.get("hidden")):
                 data["ffn"] = 4 * data["hidden"]
         return data
 
     @model_validator(mode="after")
     def _sanity(self):
-        _check(self.heads % self.kv_heads == 0, "kv_heads",
+        problems: list[str] = []
+        _check(problems, self.heads % self.kv_heads == 0, "kv_heads",
                f"expected a divisor of heads ({self.heads}), got {self.kv_heads}")
         if not self.is_mla:
-            _check(self.hidden % self.heads == 0, "heads",
+            _check(problems, self.hidden % self.heads == 0, "heads",
                    f"expected a divisor of hidden ({self.hidden}), got {self.heads}")
         else:
             for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
-                _check(getattr(self, k) is not None, k, "required with kv_lora_rank (MLA)")
+                _check(problems, getattr(self, k) is not None, k, "required with kv_lora_rank (MLA)")
         if self.experts:
-            _check(self.moe_ffn is not None, "moe_ffn", "required when experts > 0")
-            _check(1 <= self.experts_per_token <= self.experts, "experts_per_token",
+            _check(problems, self.moe_ffn is not None, "moe_ffn", "required when experts > 0")
+            _check(problems, 1 <= self.experts_per_token <= self.experts, "experts_per_token",
                    f"expected 1..experts ({self.experts}), got {self.experts_per_token}")
-            _check(self.dense_layers < self.layers, "dense_layers",
+            _check(problems, self.dense_layers < self.layers, "dense_layers",
                    f"expected fewer than layers ({self.layers})")
         else:
             for k in ("experts_per_token", "dense_layers", "shared_experts"):
-                _check(getattr(self, k) == 0, k, "expected 0 for a dense model (experts = 0)")
-        _positive(self, "params_published", "active_params_published")
+                _check(problems, getattr(self, k) == 0, k, "expected 0 for a dense model (experts = 0)")
+        _positive(problems, self, "params_published", "active_params_published")
+        _raise(problems)
         return self
 
     # --- derived ---------------------------------------------------------------------------
@@ -297,18 +326,20 @@ class ReliabilityProfile(Entry):
 
     @model_validator(mode="after")
     def _sanity(self):
-        _positive(self, "gpu_mtbf_s", "node_mtbf_s", "pause_duration_s",
+        problems: list[str] = []
+        _positive(problems, self, "gpu_mtbf_s", "node_mtbf_s", "pause_duration_s",
                   "checkpoint_write_bytes_per_s", "checkpoint_read_bytes_per_s",
                   "domain_gpu_mtbf_s", "domain_node_mtbf_s", "domain_network_mtbf_s",
                   "domain_software_mtbf_s", "node_repair_s")
         for name in ("failure_detection_s", "swap_restart_s", "requeue_restart_s"):
             q = getattr(self, name)
-            _check(q is None or q.value >= 0, f"{name}.value", "expected >= 0")
-        _check(self.restart_overhead_s.value >= 0, "restart_overhead_s.value", "expected >= 0")
-        _check(self.step_time_cv.value >= 0, "step_time_cv.value", "expected >= 0")
+            _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
+        _check(problems, self.restart_overhead_s.value >= 0, "restart_overhead_s.value", "expected >= 0")
+        _check(problems, self.step_time_cv.value >= 0, "step_time_cv.value", "expected >= 0")
         p = self.pause_probability_per_step.value
-        _check(0 <= p <= 1, "pause_probability_per_step.value",
+        _check(problems, 0 <= p <= 1, "pause_probability_per_step.value",
                f"expected a probability in [0, 1], got {p:g}")
+        _raise(problems)
         return self
 
 

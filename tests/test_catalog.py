@@ -261,7 +261,9 @@ def test_bare_number_instead_of_quantity(tmp_path):
     with pytest.raises(CatalogError) as exc:
         parse_file(p)
     msg = _one_line(exc)
-    assert "s.toml: pue: expected a table { value" in msg and "more problems" in msg
+    assert "s.toml: 3 problems: pue: expected a table { value" in msg
+    assert "; electricity_usd_per_kwh: expected a table" in msg
+    assert "; grid_intensity_g_per_kwh: expected a table" in msg
 
 
 @pytest.mark.parametrize("old, new, expected", [
@@ -303,7 +305,7 @@ def test_missing_key(tmp_path):
 
 def test_bad_file_in_user_dir_fails_load(tmp_path):
     _copy_with(tmp_path, "sites", "france", "pue = {", "pue_x = {")
-    with pytest.raises(CatalogError, match=r"france.toml: pue"):
+    with pytest.raises(CatalogError, match=r"france.toml: 2 problems: pue: missing required key; pue_x: unknown key"):
         load_catalog([tmp_path])
 
 

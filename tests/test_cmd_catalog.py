@@ -171,7 +171,8 @@ def test_malformed_user_file_one_line(capsys, tmp_path):
     code, out, err = run(capsys, "catalog", "list", "sites", "--catalog", str(tmp_path))
     assert code == 2 and out == ""
     assert err.count("\n") == 1
-    assert "france.toml: pue" in err and "Traceback" not in err
+    assert "france.toml: 2 problems: pue: missing required key" in err
+    assert "Traceback" not in err
 
 
 def test_output_file(capsys, tmp_path):

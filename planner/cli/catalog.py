@@ -216,7 +216,7 @@ def show(
     wanted = _kind(kind)
     cat = _load(catalog)
     if looks_like_path(name):
-        entry = parse_file(name, expect_kind=wanted)
+        entry = parse_file(name, expect_kind=wanted, user=True)
         found_kind = entry.kind
     elif wanted:
         entry, found_kind = cat.get(wanted, name), wanted

@@ -1,4 +1,8 @@
-"""TOML scenario files: every ``capplan plan`` input in one file (flags override it)."""
+"""TOML scenario files: every ``capplan plan`` input in one file (flags override it).
+
+Files are UTF-8 (a UTF-8 byte-order mark is accepted); any other encoding is refused with
+one line naming the file and the first offending byte (:mod:`hardware_catalog.textfile`).
+"""
 
 from __future__ import annotations
 
@@ -58,11 +62,17 @@ deadline_days = 90
 
 def load(path: str) -> dict:
     """The scenario file as a dict of typed values; one-line errors on anything wrong."""
+    from hardware_catalog.errors import CatalogError
+    from hardware_catalog.textfile import printable, read_utf8
+
     file = Path(path)
-    if not file.is_file():
+    path = printable(path)  # as shown in messages: one line
+    if not file.exists():
         raise CapplanError(f"scenario file {path} does not exist")
     try:
-        data = tomllib.loads(file.read_text())
+        data = tomllib.loads(read_utf8(file, path))
+    except CatalogError as exc:  # unreadable, not a file, too large, not UTF-8
+        raise CapplanError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise CapplanError(f"{path}: not valid TOML: {exc}") from None
     out = {}

@@ -28,9 +28,9 @@ def validate(
 
     format = output_format(format, output)
     from planner.analysis import validate as v
+    from planner.report import validation as report
     from planner.report.output import render, write
     from planner.report.validation import checks, modern_group_rows, plot, run, table_rows
-    from planner.report.validation import write_docs as write_validation_docs
 
     names = v.resolve_names(dataset)
     if plot_file and not plot_file.lower().endswith((".png", ".svg")):
@@ -52,8 +52,8 @@ def validate(
     extra = checks() if (write_docs or with_checks) else None
     if write_docs:
         full = set(names) == set(v.DATASETS)
-        write_validation_docs(pred=pred if full else None, summary=summary if full else None,
-                              extra=extra)
+        report.write_docs(pred=pred if full else None, summary=summary if full else None,
+                          extra=extra)
     from hardware_catalog import load_catalog
 
     payload = {"datasets": summary, "version": version(),

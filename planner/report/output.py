@@ -61,20 +61,67 @@ def render(rows: list[dict], fmt: str, *, title: str | None = None, payload=None
         lines.append("|" + "|".join("---" for _ in columns) + "|")
         lines += ["| " + " | ".join(format_cell(r[c]) for c in columns) + " |" for r in rows]
         return "\n".join(lines) + "\n"
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    numeric = {c for c in columns if rows and isinstance(rows[0][c], int | float)
+               and not isinstance(rows[0][c], bool)}
+    cells = [[format_cell(r[c]) for c in columns] for r in rows]
+    return table_text([str(c) for c in columns], cells, title=title,
+                      width=width or terminal_width(), right=numeric)
 
-    # escape: cells are data, not rich markup ('[h]' or '[s]' would vanish as style tags)
-    table = Table(title=escape(title) if title else None, header_style="bold")
-    for c in columns:
-        numeric = bool(rows) and isinstance(rows[0][c], int | float) and not isinstance(
-            rows[0][c], bool)
-        table.add_column(escape(str(c)), justify="right" if numeric else "left")
-    for r in rows:
-        table.add_row(*(escape(format_cell(r[c])) for c in columns))
+
+#: Table width when stdout is no terminal and $COLUMNS is unset (pipes, files, CI logs).
+FALLBACK_WIDTH = 120
+#: Narrowest and widest table drawn, whatever $COLUMNS says [characters].
+MIN_WIDTH, MAX_WIDTH = 20, 1000
+
+
+def terminal_width() -> int:
+    """Characters per line for tables: $COLUMNS, else the terminal's, else FALLBACK_WIDTH."""
+    import shutil
+
+    columns = shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
+    return min(MAX_WIDTH, max(MIN_WIDTH, columns)) if columns > 0 else FALLBACK_WIDTH
+
+
+def natural_width(headers: list[str], rows: list[list[str]]) -> int:
+    """Width of the boxed table with every cell on one line [characters]."""
+    from rich.cells import cell_len
+
+    widths = [max([cell_len(line) for cell in [h, *(r[i] for r in rows)]
+                   for line in str(cell).splitlines() or [""]])
+              for i, h in enumerate(headers)]
+    return sum(widths) + 3 * len(widths) + 1  # "│ " before each cell, " " after, last "│"
+
+
+def table_text(headers: list[str], rows: list[list[str]], *, title: str | None = None,
+               width: int = FALLBACK_WIDTH, right=()) -> str:
+    """Formatted cells as a boxed table that fits ``width``, no cell ever cut short.
+
+    When every column fits on one line the table is drawn as usual (``right``: the
+    headers of right-aligned columns); otherwise as a vertical layout, one block of
+    ``header  value`` lines per row, where a value longer than the line wraps.  Cells are
+    data, not rich markup (``[h]`` stays ``[h]``).
+    """
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    if natural_width(headers, rows) <= width:
+        table = Table(title=Text(title) if title else None, header_style="bold")
+        for h in headers:
+            table.add_column(Text(h), justify="right" if h in right else "left", no_wrap=True)
+        for r in rows:
+            table.add_row(*(Text(c) for c in r))
+    else:
+        table = Table(title=Text(title) if title else None, show_header=False)
+        table.add_column(no_wrap=True, style="bold")
+        table.add_column(overflow="fold")
+        for n, r in enumerate(rows):
+            if n:
+                table.add_section()
+            for h, c in zip(headers, r, strict=True):
+                table.add_row(Text(h), Text(c))
     buf = io.StringIO()
-    Console(file=buf, width=width or 120, force_terminal=False, color_system=None).print(table)
+    Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
 
 

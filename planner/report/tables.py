@@ -71,12 +71,15 @@ def _fmt_usd(v: float) -> str:
     return f"{v / 1e6:,.2f} M" if v >= 1e6 else f"{v:,.0f}"
 
 
-def render_plan(result: PlanResult, width: int = 120) -> str:
-    """The rich ``capplan plan`` report as text."""
+def render_plan(result: PlanResult, width: int | None = None) -> str:
+    """The rich ``capplan plan`` report as text, ``width`` characters wide (default: the
+    terminal's, see :func:`planner.report.output.terminal_width`)."""
     from rich.console import Console, Group
     from rich.panel import Panel
-    from rich.table import Table
 
+    from planner.report.output import table_text, terminal_width
+
+    width = width or terminal_width()
     s = result.scenario
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
@@ -86,34 +89,30 @@ def render_plan(result: PlanResult, width: int = 120) -> str:
                   f"({s.provider}); "
                   f"{result.evaluated:,} layouts evaluated ({result.fitting:,} fit) "
                   f"in {result.seconds:.2f} s")
-    winners = Table(title="Winners per objective", header_style="bold")
-    for col, justify in (("objective", "left"), ("hardware", "left"), ("GPUs", "right"),
-                         ("layout", "left"), ("days", "right"), ("USD", "right"),
-                         ("MWh", "right"), ("tCO2e", "right"), ("MFU", "right")):
-        winners.add_column(col, justify=justify)
-    for r in winner_rows(result):
-        winners.add_row(OBJECTIVE_LABELS[r["objective"]], r["hardware"], f"{r['gpus']:,}",
-                        r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]),
-                        f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}")
-    console.print(winners)
+    numbers = {"GPUs", "days", "USD", "MWh", "tCO2e", "MFU", "knee GPUs"}
+    winners = [[OBJECTIVE_LABELS[r["objective"]], r["hardware"], f"{r['gpus']:,}",
+                r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]), f"{r['mwh']:,.0f}",
+                f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}"] for r in winner_rows(result)]
+    buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD", "MWh",
+                          "tCO2e", "MFU"], winners, title="Winners per objective",
+                         width=width, right=numbers))
     for line in price_lines(result) + spot_lines(result):
         console.print(line, highlight=False, markup=False)
     if result.per_hardware:
-        table = Table(title=f"Best per accelerator ({s.objective})", header_style="bold")
-        for col in ("hardware", "GPUs", "layout", "days", "USD", "MWh", "tCO2e", "MFU",
-                    "knee GPUs"):
-            table.add_column(col, justify="left" if col in ("hardware", "layout") else "right")
-        for r in per_hardware_rows(result, s.objective):
-            table.add_row(r["hardware"], f"{r['gpus']:,}", r["layout"], f"{r['days']:.1f}",
-                          _fmt_usd(r["usd"]), f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}",
-                          f"{r['mfu']:.1%}", f"{r['knee_gpus']:,}" if r["knee_gpus"] else "-")
-        console.print(table)
+        rows = [[r["hardware"], f"{r['gpus']:,}", r["layout"], f"{r['days']:.1f}",
+                 _fmt_usd(r["usd"]), f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}",
+                 f"{r['mfu']:.1%}", f"{r['knee_gpus']:,}" if r["knee_gpus"] else "-"]
+                for r in per_hardware_rows(result, s.objective)]
+        buf.write(table_text(["hardware", "GPUs", "layout", "days", "USD", "MWh", "tCO2e",
+                              "MFU", "knee GPUs"], rows,
+                             title=f"Best per accelerator ({s.objective})", width=width,
+                             right=numbers))
     head = result.best.get(s.objective)
     if head is not None:
         console.print(Group(
-            Panel(_shares(time_breakdown(head), head["wall_time_s"], 86400, "days"),
+            Panel(_shares(time_breakdown(head), head["wall_time_s"], 86400, "days"), expand=False,
                   title=f"Where the time goes ({OBJECTIVE_LABELS[s.objective]} plan)"),
-            Panel(_shares(energy_breakdown(head), head["energy_kwh"], 1000, "MWh"),
+            Panel(_shares(energy_breakdown(head), head["energy_kwh"], 1000, "MWh"), expand=False,
                   title="Where the energy goes")))
         knee = result.knee.get(head["hardware"])
         if knee:
@@ -182,33 +181,29 @@ def _shares(parts: dict[str, float], total: float, scale: float, unit: str) -> s
     return "\n".join(lines)
 
 
-def render_uncertainty(report: dict, width: int = 120) -> str:
+def render_uncertainty(report: dict, width: int | None = None) -> str:
     """Tables of P10/P50/P90 of the nominal winners and each accelerator's win probability."""
-    from rich.console import Console
-    from rich.table import Table
+    from planner.report.output import table_text, terminal_width
 
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    bands = Table(title=f"Uncertainty of the winners ({report['draws']} draws, seed "
-                  f"{report['seed']}): P10 / P50 / P90", header_style="bold")
-    for col in ("objective", "days", "USD", "MWh", "tCO2e"):
-        bands.add_column(col, justify="left" if col == "objective" else "right")
-    for objective, q in report["nominal_winners"].items():
-        bands.add_row(OBJECTIVE_LABELS[objective], *(
-            " / ".join(_short(q[k][p]) for p in ("p10", "p50", "p90"))
-            for k in ("wall_days", "cost_usd", "energy_mwh", "co2e_t")))
-    console.print(bands)
-    wins = Table(title="Probability of being the winner", header_style="bold")
-    wins.add_column("hardware")
-    for objective in report["win_probability"]:
-        wins.add_column(objective, justify="right")
+    width = width or terminal_width()
+    bands = [[OBJECTIVE_LABELS[objective], *(
+        " / ".join(_short(q[k][p]) for p in ("p10", "p50", "p90"))
+        for k in ("wall_days", "cost_usd", "energy_mwh", "co2e_t"))]
+        for objective, q in report["nominal_winners"].items()]
+    text = table_text(["objective", "days", "USD", "MWh", "tCO2e"], bands,
+                      title=f"Uncertainty of the winners ({report['draws']} draws, seed "
+                      f"{report['seed']}): P10 / P50 / P90", width=width,
+                      right={"days", "USD", "MWh", "tCO2e"})
+    objectives = list(report["win_probability"])
     names = sorted(next(iter(report["win_probability"].values())))
+    wins = []
     for hw in names:
-        probs = [report["win_probability"][o][hw] for o in report["win_probability"]]
+        probs = [report["win_probability"][o][hw] for o in objectives]
         if any(p > 0 for p in probs):
-            wins.add_row(hw, *(f"{p:.0%}" for p in probs))
-    console.print(wins)
-    return buf.getvalue()
+            wins.append([hw, *(f"{p:.0%}" for p in probs)])
+    return text + table_text(["hardware", *objectives], wins,
+                             title="Probability of being the winner", width=width,
+                             right=set(objectives))
 
 
 def _short(value: float) -> str:

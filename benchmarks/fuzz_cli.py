@@ -403,7 +403,8 @@ NOT_PHYSICAL = re.compile(r"elasticit|delta|error|change|diff|pct|percent|slope|
                           r"rank|seed|log|z_|ratio|bias|saved|saving")  # signed by definition
 #: Subtrees that echo inputs (checked by the input domains, not here) or hold
 #: dimensionless derivatives named after outputs (sensitivity elasticities may be < 0).
-SKIP_KEYS = {"scenario", "inputs", "input", "arguments", "assignments", "elasticities"}
+SKIP_KEYS = {"scenario", "inputs", "input", "arguments", "assignments", "elasticities",
+             "price", "prices"}  # resolved price inputs and their spread (null: no data)
 
 
 def physical_problems(data, path: str = "") -> list[tuple[str, str]]:
@@ -444,6 +445,10 @@ class Outcome:
     seconds: float = 0.0
 
 
+#: Commands that print catalog data, not model outputs (null there means "no data").
+DATA_COMMANDS = {"prices", "catalog"}
+
+
 def failures(outcome: Outcome) -> list[str]:
     """The failure classes of one run (empty: the run behaved)."""
     cmd = " ".join(a for a in outcome.argv[:2] if not a.startswith("-"))
@@ -465,7 +470,10 @@ def failures(outcome: Outcome) -> list[str]:
         except ValueError:
             found.append(f"-f json output is not JSON in `{cmd}`")
         else:
-            for kind, key in sorted(set(physical_problems(data))):
+            # catalog data (prices per provider, catalog entries) may be null: "no data";
+            # the physical outputs are those of the model's commands
+            checked = data if cmd.split(" ")[0] not in DATA_COMMANDS else {}
+            for kind, key in sorted(set(physical_problems(checked))):
                 found.append(f"{kind} {key} in `{cmd}` output")
     return found
 

@@ -5,22 +5,17 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import (
-    CONTEXT,
     CatalogOption,
     ForceOption,
     FormatOption,
     OutputOption,
+    command_group,
     output_format,
 )
 from planner.errors import CapplanError, did_you_mean
 
-catalog_app = typer.Typer(
-    name="catalog",
-    help="Browse the hardware, model, site and reliability catalog.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings=CONTEXT,
-)
+catalog_app = command_group(
+    "catalog", "Browse the hardware, model, site and reliability catalog.")
 
 KIND_NAMES = {"accelerators": "accelerator", "nodes": "node", "sites": "site", "models": "model",
               "reliability": "reliability"}

@@ -28,6 +28,12 @@ class Format(str, Enum):
 
 
 FORMATS = tuple(f.value for f in Format)
+
+
+def command_group(name: str, help: str) -> typer.Typer:
+    """A group of subcommands (``capplan catalog list|show`` ...), registered in app.py."""
+    return typer.Typer(name=name, help=help, no_args_is_help=True, rich_markup_mode=None,
+                       context_settings=CONTEXT)
 #: File extensions that choose a format when ``--format`` is not given.
 EXTENSION_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.common import ForceOption
+from planner.cli.common import ForceOption, command_group
 from planner.cli.layout_options import with_layout_options
 
-export_app = typer.Typer(help="Export a configuration for spreadsheets.", no_args_is_help=True)
+export_app = command_group("export", "Export a configuration for spreadsheets.")
 
 #: Run-model input -> (catalog kind, field) for provenance in the Inputs sheet.
 CATALOG_FIELDS = {

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.common import CONTEXT, ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.common import (
+    ForceOption,
+    FormatOption,
+    OutputOption,
+    command_group,
+    output_format,
+)
 from planner.errors import CapplanError, did_you_mean
 
-formula_app = typer.Typer(
-    name="formula",
-    help="List, show (LaTeX, Python, Excel, text) and evaluate the closed-form formulas.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings=CONTEXT,
-)
+formula_app = command_group(
+    "formula", "List, show (LaTeX, Python, Excel, text) and evaluate the closed-form formulas.")
 
 FORMS = ("text", "latex", "python", "excel")
 _FORMAT_HELP = "table | json | csv | markdown."

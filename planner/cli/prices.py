@@ -6,15 +6,16 @@ import sys
 
 import typer
 
-from planner.cli.common import CONTEXT, ForceOption, FormatOption, OutputOption, output_format
-
-prices_app = typer.Typer(
-    name="prices",
-    help="Cloud prices per GPU-hour by accelerator, provider and tier (SkyPilot catalog data).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings=CONTEXT,
+from planner.cli.common import (
+    ForceOption,
+    FormatOption,
+    OutputOption,
+    command_group,
+    output_format,
 )
+
+prices_app = command_group(
+    "prices", "Cloud prices per GPU-hour by accelerator, provider and tier (SkyPilot catalog data).")
 
 _CATALOG_HELP = ("Extra catalog directory (repeatable); its prices/*.csv files (from `capplan "
                  "prices refresh`) replace the shipped rows of their providers.")

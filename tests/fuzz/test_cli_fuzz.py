@@ -7,10 +7,9 @@ non-finite or negative physical output in a successful ``-f json`` answer.
 
 ``test_cli_lines_behave`` must pass: valid values, malformed values (empty, unknown ids,
 unicode, text for numbers) and user files (good, invalid, Latin-1, UTF-16, binary, bad
-TOML, catalog directories with loops, ``/``, ``/proc``).  The value classes another part
-of issue 18 fixes (input domains, output files, the error boundary, evaluate's layout for
---gpus) are fuzzed by their own tests below, marked ``xfail(strict=False)`` with the
-reason, so that they can be flipped to plain tests once those fixes are merged.
+TOML, catalog directories with loops, ``/``, ``/proc``).  The value classes of the
+other parts of issue 18 (input domains, output files, the error boundary, evaluate's
+layout for --gpus) are fuzzed by their own tests below.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 #: Known failures: no shrinking (their reproducers are in benchmarks/fuzz_cli.py's report).
 KNOWN = settings(FUZZ, phases=[Phase.explicit, Phase.generate], report_multiple_bugs=False)
-ROBUST = "issue 18 item {} (branch robust) not merged yet: {}"
 
 
 class HypothesisPick:
@@ -122,32 +120,24 @@ def test_checks_can_fail():
 
 
 # --- fixed on another branch (flip to plain tests after the merge) -------------------------
-@pytest.mark.xfail(strict=False, reason=ROBUST.format(2, "input domains reject 0, -1, nan, "
-                                                      "inf, 1e400, 2**63 at the flag"))
 @settings(KNOWN, max_examples=30)
 @given(data=st.data())
 def test_cli_extreme_numbers(fixtures, data):
     check_lines(data, fixtures, ("valid", "extreme"), bad_share=0.7)
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUST.format(3, "unwritable, missing-directory and "
-                                                      "directory -o targets are one-line errors"))
 @settings(KNOWN, max_examples=20)
 @given(data=st.data())
 def test_cli_output_targets(fixtures, data):
     check_lines(data, fixtures, ("valid", "outputs"), always=("output",))
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUST.format(1, "a value with a newline gives a "
-                                                      "one-line error"))
 @settings(KNOWN, max_examples=20)
 @given(data=st.data())
 def test_cli_values_with_newlines(fixtures, data):
     check_lines(data, fixtures, ("valid", "newline"), bad_share=0.5)
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUST.format(7, "evaluate chooses a layout that "
-                                                      "fits --gpus"))
 @settings(KNOWN, max_examples=20)
 @given(data=st.data())
 def test_cli_gpus_without_a_matching_layout(fixtures, data):
@@ -199,8 +189,6 @@ def test_api_evaluate_valid_layouts(data):
     _finite_outputs(frame)
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUST.format(8, "API arguments checked against the "
-                                                      "input domains (no ZeroDivisionError)"))
 @settings(KNOWN, max_examples=30)
 @given(data=st.data())
 def test_api_extreme_arguments(data):
@@ -218,8 +206,6 @@ def test_api_extreme_arguments(data):
     _finite_outputs(frame)
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUST.format(2, "plan() rejects non-finite tokens, "
-                                                      "deadlines and budgets"))
 @settings(KNOWN, max_examples=15)
 @given(data=st.data())
 def test_api_plan_extreme_arguments(data):

@@ -60,3 +60,20 @@ def test_cli_sensitivity_json_and_plot(capsys, tmp_path):
     rows = json.loads(out)["elasticities"]
     assert len(rows) == 5 and rows[0]["input"] == "tokens"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sensitivity_with_the_llama3_405b_profile_is_finite_and_signed(capsys):
+    """Issue 18 reproducer ``sensitivity --reliability llama3-405b``: the "days" column is
+    an elasticity d ln(days)/d ln(input), negative for inputs that shorten the run (peak
+    FLOP/s, bandwidths), not a number of days; every value is finite."""
+    from planner.cli.main import main
+
+    code = main(["sensitivity", "--reliability", "llama3-405b", "--top", "100", "-f", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = {r["input"]: r for r in json.loads(out)["elasticities"]}
+    assert all(np.isfinite(v) for r in rows.values() for k, v in r.items()
+               if k in ("days", "cost", "energy", "co2e"))
+    assert rows["tokens"]["days"] == pytest.approx(1.0, rel=1e-6)
+    assert rows["peak_flops_per_s"]["days"] < 0
+    assert rows["gpu_mtbf_s"]["days"] < 0  # rarer failures: a shorter run

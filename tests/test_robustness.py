@@ -473,3 +473,13 @@ def test_simulating_a_run_with_millions_of_failures_is_refused_at_once(capsys):
                                 "--tokens", "1e18"])
     assert_usage_error(code, err, "one run would see about 1.4e+06 failures",
                        "lower --tokens or --gpus")
+
+
+def test_export_checks_the_workbook_name_before_choosing_a_layout(capsys):
+    """Fuzz reproducer: a bad -o after a layout notice gave two stderr lines."""
+    from planner.cli.main import main
+
+    code = main(["export", "xlsx", "--output", "-", "--cp", "2", "--gpus", "8"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().splitlines() == [
+        "capplan: error: the workbook must end in .xlsx, got '-'"]

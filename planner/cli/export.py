@@ -77,8 +77,9 @@ def export_xlsx(
     from hardware_catalog import load_catalog
     from planner.cli.layout_options import resolve
     from planner.engine.evaluator import evaluate
-    from planner.report.xlsx import write_workbook
+    from planner.report.xlsx import check_workbook_target, write_workbook
 
+    check_workbook_target(output, force)  # before the run: one error line, no layout notice
     run = resolve(options)
     e = run.echo
     catalog = load_catalog(tuple(options.get("catalog") or ()))

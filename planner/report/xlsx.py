@@ -41,6 +41,15 @@ def model_formulas():
     return replacements, list(zip(names, reduced, strict=True))
 
 
+def check_workbook_target(path, force: bool = False) -> Path:
+    """The workbook's path if it can be written (``.xlsx``, directory exists, --force)."""
+    from planner.report.output import check_target
+
+    if Path(path).suffix.lower() != ".xlsx":
+        raise CapplanError(f"the workbook must end in .xlsx, got '{Path(path).name}'")
+    return check_target(path, force)
+
+
 def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dict,
                    sweep_rows: list[dict], title: str, force: bool = False) -> Path:
     """Write the workbook; ``values`` are capplan's own outputs (shown beside Excel's)."""
@@ -51,11 +60,9 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
     except ImportError:
         raise CapplanError("openpyxl is not installed; pip install 'capplan[xlsx]'") from None
     from planner.report.excel import to_excel, xlsx_formula
-    from planner.report.output import atomic_target, check_target
+    from planner.report.output import atomic_target
 
-    if Path(path).suffix.lower() != ".xlsx":
-        raise CapplanError(f"the workbook must end in .xlsx, got '{Path(path).name}'")
-    target = check_target(path, force)
+    target = check_workbook_target(path, force)
     wb = openpyxl.Workbook()
     bold = Font(bold=True)
 

@@ -30,6 +30,26 @@ class Format(str, Enum):
 FORMATS = tuple(f.value for f in Format)
 
 
+#: Notices for stderr (e.g. which layout evaluate chose), shown when the command succeeds;
+#: an error is then the only line on stderr.  :func:`planner.cli.main.main` flushes them.
+pending_notices: list[str] = []
+
+
+def notice(message: str) -> None:
+    """Queue one line for stderr, printed if the command succeeds."""
+    pending_notices.append(message)
+
+
+def flush_notices(show: bool) -> None:
+    """Print (``show``) or drop the queued notices."""
+    import sys
+
+    if show:
+        for message in pending_notices:
+            print(f"capplan: {message}", file=sys.stderr)
+    pending_notices.clear()
+
+
 def command_group(name: str, help: str) -> typer.Typer:
     """A group of subcommands (``capplan catalog list|show`` ...), registered in app.py."""
     return typer.Typer(name=name, help=help, no_args_is_help=True, rich_markup_mode=None,

@@ -126,12 +126,11 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     sizes = {k: int(row[k]) for k in PREFERRED_LAYOUT}
     asked = {**PREFERRED_LAYOUT, **{k: o[k] for k in PREFERRED_LAYOUT if o[k] is not None}}
     if sizes != asked:
-        import sys
+        from planner.cli.common import notice
 
-        print(f"capplan: {_layout_text(asked)} does not fit --gpus {o['gpus']}; using the "
-              f"fastest layout for {o['gpus']} GPUs: {_layout_text(sizes)} "
-              "(pass --tp/--pp/--cp/--ep/--vp/--micro-batch to choose another)",
-              file=sys.stderr)
+        notice(f"{_layout_text(asked)} does not fit --gpus {o['gpus']}; using the fastest "
+               f"layout for {o['gpus']} GPUs: {_layout_text(sizes)} "
+               "(pass --tp/--pp/--cp/--ep/--vp/--micro-batch to choose another)")
     echo = {**o, **sizes, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
     from planner.engine.pricing import price_quote

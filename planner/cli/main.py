@@ -13,7 +13,8 @@ import sys
 
 from hardware_catalog.errors import CatalogError
 from planner.cli.app import app
-from planner.errors import INTERNAL, USAGE, CapplanError, one_line
+from planner.cli.common import flush_notices
+from planner.errors import INFEASIBLE, INTERNAL, USAGE, CapplanError, one_line
 from planner.version import version
 
 
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if args in (["--version"], ["-V"]):
         print(f"capplan {version()}")
         return 0
+    flush_notices(show=False)
     try:
         result = app(args=args, prog_name="capplan", standalone_mode=False)
         code = result if isinstance(result, int) else 0
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"capplan: internal error: {type(exc).__name__}: {one_line(str(exc))} "
               "(rerun with --debug and report it)", file=sys.stderr)
         code = INTERNAL
+    flush_notices(show=code in (0, INFEASIBLE))
     if argv is None:
         sys.exit(code)
     return code

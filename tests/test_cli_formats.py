@@ -65,3 +65,20 @@ def test_validate_checks_in_every_format(capsys):
     assert main(["validate", "-d", "sc21", "--checks"]) == 0
     text = capsys.readouterr().out
     assert "Meta RSC MTTF of a 1024-GPU job [h]" in text and "olmo2-7b GPU energy" in text
+
+
+@pytest.mark.parametrize("suffix,check", [
+    (".json", lambda text: json.loads(text)["step_time_s"] > 0),
+    (".csv", lambda text: text.startswith("quantity,value\n")),
+    (".md", lambda text: text.startswith("### ")),
+    (".txt", lambda text: "step_time_s" in text and not text.startswith("{")),
+])
+def test_output_format_follows_the_file_extension(tmp_path, capsys, suffix, check):
+    """Issue 18: ``-o x.json`` without ``-f`` writes JSON, not a table (``-f`` still wins)."""
+    target = tmp_path / f"out{suffix}"
+    assert main(["evaluate", "-m", "llama3-8b", "--gpus", "8", "-o", str(target)]) == 0
+    assert check(target.read_text())
+    forced = tmp_path / "forced.json"
+    assert main(["evaluate", "-m", "llama3-8b", "--gpus", "8", "-f", "csv", "-o",
+                 str(forced)]) == 0
+    assert forced.read_text().startswith("quantity,value\n")

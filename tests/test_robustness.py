@@ -483,3 +483,16 @@ def test_export_checks_the_workbook_name_before_choosing_a_layout(capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.strip().splitlines() == [
         "capplan: error: the workbook must end in .xlsx, got '-'"]
+
+
+@pytest.mark.parametrize("command", [["sweep", "--max-gpus", "256"], ["sensitivity"]])
+def test_a_bad_plot_target_fails_before_any_file_is_written(tmp_path, capsys, command):
+    """Fuzz reproducer (sweep -o out.csv --plot no/such/dir/fig.png): -o was written,
+    then --plot failed; now both targets are checked before the work."""
+    from planner.cli.main import main
+
+    out = tmp_path / "out.csv"
+    code = main([*command, "-o", str(out), "--plot", str(tmp_path / "no" / "fig.png")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "does not exist" in err
+    assert not out.exists()

@@ -50,6 +50,19 @@ def flush_notices(show: bool) -> None:
     pending_notices.clear()
 
 
+def check_output_targets(output: str | None, force: bool, plot: str | None = None) -> None:
+    """Fail now, before any work, if ``-o`` or ``--plot`` cannot be written: a command
+    never writes one file and then fails on the other."""
+    if output not in (None, "-"):
+        from planner.report.output import check_target
+
+        check_target(output, force)
+    if plot:
+        from planner.report.plot import check_target as check_plot_target
+
+        check_plot_target(plot, force)
+
+
 def command_group(name: str, help: str) -> typer.Typer:
     """A group of subcommands (``capplan catalog list|show`` ...), registered in app.py."""
     return typer.Typer(name=name, help=help, no_args_is_help=True, rich_markup_mode=None,

@@ -6,7 +6,13 @@ import sys
 
 import typer
 
-from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.common import (
+    ForceOption,
+    FormatOption,
+    OutputOption,
+    check_output_targets,
+    output_format,
+)
 from planner.cli.scenario_options import with_scenario_options
 from planner.engine.columns import plan_summary
 from planner.version import version
@@ -80,14 +86,7 @@ def plan(
     check({"draws": draws, "seed": seed})
     scenario, v = resolve_scenario(options)
     to_file = output not in (None, "-")
-    if to_file:  # a bad -o fails now, not after the search
-        from planner.report.output import check_target
-
-        check_target(output, force)
-    if plot:
-        from planner.report.plot import check_target as check_plot_target
-
-        check_plot_target(plot, force)
+    check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
     model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
     from planner.report.progress import search_progress
 

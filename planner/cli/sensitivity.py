@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.common import (
+    ForceOption,
+    FormatOption,
+    OutputOption,
+    check_output_targets,
+    output_format,
+)
 from planner.cli.layout_options import with_layout_options
 from planner.version import version
 
@@ -28,6 +34,7 @@ def sensitivity(
     from planner.cli.layout_options import resolve
     from planner.report.output import render, write
 
+    check_output_targets(output, force, plot)
     run = resolve(options)
     rows = elasticity_table(run.inputs)[:max(top, 1)]
     payload = {"inputs": run.echo, "elasticities": rows, "version": version(),

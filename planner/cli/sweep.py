@@ -18,6 +18,7 @@ from planner.cli.common import (
     SiteOption,
     SpotInterruptionOption,
     TokensOption,
+    check_output_targets,
     output_format,
 )
 from planner.engine.scenario import DEFAULTS
@@ -101,6 +102,7 @@ def sweep(
                         max_gpus=max_gpus, objective=objective, deadline_days=None,
                         catalog_dirs=tuple(catalog or ()), pricing=pricing, provider=provider,
                         spot_interruption=spot_interruption)
+    check_output_targets(output, force, plot)  # before the search, not after -o is written
     from planner.report.progress import search_progress
 
     with search_progress() as progress:

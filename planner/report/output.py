@@ -125,7 +125,7 @@ def table_text(headers: list[str], rows: list[list[str]], *, title: str | None =
     return buf.getvalue()
 
 
-def check_target(output: str, force: bool = False) -> Path:
+def check_target(output: str, force: bool = False, flag: str = "--output") -> Path:
     """The file ``output`` may become, or one CapplanError (exit 2) saying why not.
 
     Refused: an empty name, a directory, a missing parent directory, an existing file
@@ -137,22 +137,22 @@ def check_target(output: str, force: bool = False) -> Path:
     from planner.errors import CapplanError, shown
 
     if not output or not str(output).strip():
-        raise CapplanError("--output needs a file name, got ''")
+        raise CapplanError(f"{flag} needs a file name, got ''")
     path = Path(output)
     name = shown(str(output))
     if path.is_dir():
-        raise CapplanError(f"--output {name} is a directory; give a file name")
+        raise CapplanError(f"{flag} {name} is a directory; give a file name")
     parent = path.parent
     if not parent.is_dir():
-        raise CapplanError(f"--output {name}: directory {shown(str(parent))} does not exist; "
+        raise CapplanError(f"{flag} {name}: directory {shown(str(parent))} does not exist; "
                            "create it first")
     if path.exists() or path.is_symlink():
         if not force:
             raise CapplanError(f"{name} exists; pass --force to overwrite it")
         if not path.is_file():
-            raise CapplanError(f"--output {name} is not a regular file; not replacing it")
+            raise CapplanError(f"{flag} {name} is not a regular file; not replacing it")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise CapplanError(f"--output {name}: directory {shown(str(parent))} is not writable")
+        raise CapplanError(f"{flag} {name}: directory {shown(str(parent))} is not writable")
     return path
 
 

@@ -43,7 +43,7 @@ def check_target(path, force: bool = False) -> Path:
     if Path(path).suffix.lower() not in SUFFIXES:
         raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got "
                            f"'{Path(path).name}'")
-    return output.check_target(path, force)
+    return output.check_target(path, force, flag="--plot")
 
 
 def _pyplot():

@@ -256,6 +256,9 @@ def scan_dir(directory: Path) -> list[Path]:
                            f"{exc.strerror or exc}") from None
     if not stat.S_ISDIR(root.st_mode):
         return [directory]  # one file: parse_file says what is wrong with it
+    if Path(directory).resolve() == Path(Path(directory).resolve().anchor):
+        raise CatalogError(f"{shown}: the file system root is not a catalog directory; "
+                           f"point --catalog at the folder of your .toml files")
     found: list[Path] = []
     pending = [(directory, 0)]
     dirs_seen = 0
@@ -279,9 +282,10 @@ def scan_dir(directory: Path) -> list[Path]:
                     if entry.stat(follow_symlinks=False).st_dev != root.st_dev:
                         continue  # another file system: /proc, /sys, a network mount ...
                     if depth + 1 > MAX_DEPTH:
-                        raise CatalogError(f"{_display(Path(entry.path))}: deeper than "
-                                           f"{MAX_DEPTH} levels under the catalog directory "
-                                           f"{shown}")
+                        raise CatalogError(f"{shown}: catalog directory has folders deeper "
+                                           f"than {MAX_DEPTH} levels (e.g. "
+                                           f"{_display(Path(entry.path))}); point --catalog "
+                                           f"at the folder of your .toml files")
                     pending.append((Path(entry.path), depth + 1))
                 elif entry.name.endswith(".toml") and entry.is_file(follow_symlinks=True):
                     found.append(Path(entry.path))

@@ -202,7 +202,7 @@ def test_walk_is_bounded(tmp_path, monkeypatch):
     for level in range(loader.MAX_DEPTH + 1):
         deep = deep / f"l{level}"
     deep.mkdir(parents=True)
-    with pytest.raises(CatalogError, match=r"deeper than \d+ levels under the catalog"):
+    with pytest.raises(CatalogError, match=r"catalog directory has folders deeper than \d+ levels"):
         loader.scan_dir(tmp_path / "d")
     monkeypatch.setattr(loader, "MAX_DIRS", 3)
     for i in range(4):

@@ -75,3 +75,109 @@ def embodied_co2e(gpus, embodied_kg_per_gpu, time_s, lifetime_s):
     .. math:: CO_2e = N C_{emb} \\frac{t}{L}
     """
     return gpus * embodied_kg_per_gpu * time_s / lifetime_s
+
+
+SCHNEIDER = ("Schneider, Xu, Benecke, Patterson, Huang, Ranganathan & Elsworth 2025, "
+             "'Life-Cycle Emissions of AI Hardware: A Cradle-To-Grave Approach and "
+             "Generational Trends', arXiv:2502.01671")
+CORDOBA = ("Elgamal et al., 'CORDOBA: Carbon-Efficient Optimization Framework for Computing "
+           "Systems', HPCA 2025, https://openreview.net/forum?id=IjhyMJ1PWy")
+
+
+@formula(reference=SCHNEIDER + " s3 (CCI = (embodied + operational CO2e) / useful FLOPs; "
+         "the paper states it in gCO2e per exaFLOP); here for one job: its share of the "
+         "embodied emissions plus its operational emissions over its model FLOPs",
+         domain={"co2e_kg": ">=0", "useful_flops": ">0"},
+         symbols={"co2e_kg": r"\mathrm{CO_2e}", "useful_flops": "F"},
+         result_latex=r"\mathrm{CCI}")
+def compute_carbon_intensity(co2e_kg, useful_flops):
+    """Compute carbon intensity (CCI): emissions per useful floating-point operation.
+
+    Parameters
+    ----------
+    co2e_kg : numeric
+        Emissions charged to the computation, embodied share plus operational [kgCO2e].
+    useful_flops : numeric
+        Useful floating-point operations performed, F (model FLOPs, recompute
+        excluded) [FLOP].
+
+    Returns
+    -------
+    numeric
+        Compute carbon intensity [kgCO2e/FLOP].
+
+    Examples
+    --------
+    >>> round(compute_carbon_intensity(1000.0, 1e24) * 1e21, 6)  # 1 t on 1e24 FLOP, g/EFLOP
+    1.0
+
+    .. math:: \\mathrm{CCI} = \\frac{\\mathrm{CO_2e}}{F}
+    """
+    return co2e_kg / useful_flops
+
+
+@formula(reference=CORDOBA + " (tCDP = total carbon x execution time)",
+         domain={"co2e_kg": ">=0", "time_s": ">=0"},
+         symbols={"co2e_kg": r"\mathrm{CO_2e}", "time_s": "t"},
+         result_latex=r"\mathrm{tCDP}")
+def carbon_delay_product(co2e_kg, time_s):
+    """Total carbon-delay product (tCDP): total emissions times the time to solution.
+
+    Lower is better; it penalises both a dirty run and a slow one, as the
+    energy-delay product does for energy.
+
+    Parameters
+    ----------
+    co2e_kg : numeric
+        Total emissions, embodied share plus operational [kgCO2e].
+    time_s : numeric
+        Time to solution (wall time of the run), t [s].
+
+    Returns
+    -------
+    numeric
+        Carbon-delay product [kgCO2e s].
+
+    Examples
+    --------
+    >>> carbon_delay_product(2.0, 86400.0)
+    172800.0
+
+    .. math:: \\mathrm{tCDP} = \\mathrm{CO_2e}\\, t
+    """
+    return co2e_kg * time_s
+
+
+@formula(reference="Per-accelerator share of a server's embodied emissions: Luccioni et al. "
+         "2022, arXiv:2211.02001 s4.1 (GPU and server node counted apart); Gupta et al. 2022, "
+         "ACT, ISCA doi:10.1145/3470496.3527408 (a system's embodied carbon is the sum of its "
+         "parts)",
+         domain={"accelerator_kg": ">=0", "node_kg": ">=0", "gpus_per_node": ">=1"},
+         symbols={"accelerator_kg": "C_{acc}", "node_kg": "C_{node}", "gpus_per_node": "g"},
+         result_latex="C_{emb}")
+def embodied_per_accelerator(accelerator_kg, node_kg, gpus_per_node):
+    """Embodied emissions per accelerator, its share of the host node included.
+
+    Parameters
+    ----------
+    accelerator_kg : numeric
+        Embodied emissions of one accelerator package and board [kgCO2e].
+    node_kg : numeric
+        Embodied emissions of the node without its accelerators (CPUs, DRAM,
+        storage, chassis) [kgCO2e].
+    gpus_per_node : numeric
+        Accelerators per node, g [1].
+
+    Returns
+    -------
+    numeric
+        Embodied emissions per accelerator [kgCO2e].
+
+    Examples
+    --------
+    >>> embodied_per_accelerator(150.0, 2500.0, 8)  # BLOOM's GPU + HPE Apollo node share
+    462.5
+
+    .. math:: C_{emb} = C_{acc} + \\frac{C_{node}}{g}
+    """
+    return accelerator_kg + node_kg / gpus_per_node

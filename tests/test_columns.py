@@ -95,19 +95,21 @@ def test_kernel_columns_are_the_generated_kernels_outputs_in_order():
 # FLOPs are counts here: the model derives them from dimensionless sizes.
 DIMENSIONS = ("time", "bytes", "money", "energy", "carbon")
 UNIT_DIMENSIONS = {"1": {}, "s": {"time": 1}, "h": {"time": 1}, "d": {"time": 1},
-                   "B": {"bytes": 1}, "FLOP": {}, "TFLOP": {}, "USD": {"money": 1},
+                   "B": {"bytes": 1}, "FLOP": {}, "TFLOP": {}, "EFLOP": {}, "USD": {"money": 1},
                    "J": {"energy": 1}, "kWh": {"energy": 1}, "MWh": {"energy": 1},
                    "W": {"energy": 1, "time": -1}, "MW": {"energy": 1, "time": -1},
                    "kgCO2e": {"carbon": 1}, "gCO2e": {"carbon": 1}, "tCO2e": {"carbon": 1}}
 
 
 def exponents(unit: str) -> dict[str, int]:
-    """Dimension exponents of a unit written ``num`` or ``num/den``."""
+    """Dimension exponents of a unit written ``num`` or ``num/den``; a space multiplies
+    (``kgCO2e s``)."""
     num, _, den = unit.partition("/")
     out = dict.fromkeys(DIMENSIONS, 0)
     for part, sign in ((num, 1), (den, -1)):
-        for dim, e in UNIT_DIMENSIONS[part or "1"].items():
-            out[dim] += sign * e
+        for factor in part.split() or ["1"]:
+            for dim, e in UNIT_DIMENSIONS[factor].items():
+                out[dim] += sign * e
     return out
 
 

@@ -172,7 +172,9 @@ def test_every_formula_is_documented():
     assert names == {"gpu_power", "node_power", "cluster_it_power", "network_power",
                      "facility_power", "energy", "joules_to_kwh", "cloud_cost", "tco_cost",
                      "energy_cost", "operational_co2e", "embodied_co2e", "preemption_mtbf",
-                     "spot_breakeven_mtbf", "non_gpu_it_power", "gpu_hours"}
+                     "spot_breakeven_mtbf", "non_gpu_it_power", "gpu_hours",
+                     "compute_carbon_intensity", "carbon_delay_product",
+                     "embodied_per_accelerator"}
     for f in ALL:
         assert f.reference and f.result_unit, f.name
         assert all(a.unit for a in f.arguments), f.units

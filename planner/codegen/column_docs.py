@@ -47,7 +47,9 @@ _SOURCE = {KERNEL: "run model (kernel)", LAYOUT: "layout choice",
 
 def _origin(c: Column) -> str:
     if c.of:
-        return (f"`{c.of}` / {conversion_factor(c):,.0f} "
+        factor = conversion_factor(c)
+        shown = f"{factor:,.0f}" if factor >= 1 else f"{factor:g}"
+        return (f"`{c.of}` / {shown} "
                 f"({column(c.of).unit} to {c.unit})")
     if c.source == FINISH:
         return f"derived: {c.derivation}"

@@ -53,7 +53,10 @@ GROUPS = ("layout", "step time", "step-time breakdown", "memory", "memory breakd
 #: Table 8: non-SI units accepted for use with the SI), 1 MWh = 1,000 kWh, 1 MW = 1e6 W,
 #: 1 tCO2e = 1,000 kgCO2e.
 UNIT_IN_SI = {"s": 1.0, "d": 86_400.0, "h": 3_600.0, "J": 1.0, "kWh": 3.6e6, "MWh": 3.6e9,
-              "W": 1.0, "MW": 1e6, "kgCO2e": 1.0, "tCO2e": 1e3}
+              "W": 1.0, "MW": 1e6, "kgCO2e": 1.0, "tCO2e": 1e3,
+              # carbon metrics: 1 gCO2e/EFLOP = 1e-3 kg / 1e18 FLOP; 1 tCO2e d = 1e3 kg x 86,400 s
+              "kgCO2e/FLOP": 1.0, "gCO2e/EFLOP": 1e-21, "kgCO2e s": 1.0,
+              "tCO2e d": 1e3 * 86_400.0}
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,14 @@ COLUMNS: tuple[Column, ...] = (
            "embodied CO2e (the run's share of the hardware's lifetime)", **EF),
     Column("co2e_kg", "kgCO2e", "carbon", "CO2e (operational + embodied)", **EF),
     _convert("co2e_t", "tCO2e", "co2e_kg", "CO2e (operational + embodied)", "carbon", **PF),
+    Column("cci_kg_per_flop", "kgCO2e/FLOP", "carbon",
+           "compute carbon intensity (CO2e per model FLOP, arXiv:2502.01671)"),
+    _convert("cci_g_per_eflop", "gCO2e/EFLOP", "cci_kg_per_flop",
+             "compute carbon intensity (CO2e per model FLOP, arXiv:2502.01671)", "carbon",
+             **EPF),
+    Column("tcdp_kg_s", "kgCO2e s", "carbon", "total carbon-delay product (CO2e x wall time)"),
+    _convert("tcdp_t_d", "tCO2e d", "tcdp_kg_s", "total carbon-delay product (CO2e x wall time)",
+             "carbon", **EPF),
 )
 
 #: Parts of the whole-run time beyond the step-time terms (``report.tables.time_breakdown``),

@@ -502,6 +502,9 @@ def cost_and_carbon(x: dict, r: dict) -> dict:
         "cost_usd": x["use_tco"] * tco + (1 - x["use_tco"]) * cloud,
         "co2e_operational_kg": operational, "co2e_embodied_kg": embodied,
         "co2e_kg": operational + embodied,
+        "cci_kg_per_flop": carbon.compute_carbon_intensity(
+            operational + embodied, r["model_flops_per_token"] * x["tokens"]),
+        "tcdp_kg_s": carbon.carbon_delay_product(operational + embodied, wall),
     }
 
 

@@ -30,7 +30,7 @@ PLAN_CHUNK = 65536
 
 #: Objective -> the column minimised.
 OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
-                     "carbon": "co2e_kg"}
+                     "carbon": "co2e_kg", "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}
 #: What the search computes for every candidate that fits: objectives and constraints.
 SEARCH_COLUMNS = tuple(dict.fromkeys((*OBJECTIVE_COLUMNS.values(), "wall_days", "cost_usd",
                                       "peak_power_mw")))

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
+from formulas.carbon import embodied_per_accelerator
 from planner.errors import CapplanError, shown
 
 PRECISIONS = ("bf16", "fp8", "tf32")
 RECOMPUTE = ("none", "selective", "full")
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory")
 COST_BASES = ("cloud", "tco")
-OBJECTIVES = ("time", "cost", "energy", "carbon")
+OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")
 
 #: The default scenario of ``capplan plan``: Llama 3 70B on 15T tokens (Meta, 2024).
 DEFAULT_MODEL = "llama3-70b"
@@ -203,7 +204,9 @@ def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
         "capex_usd_per_gpu": value(accelerator.purchase_price_usd),
         "lifetime_s": lifetime_years * 365.25 * 86400,
         "opex_fraction_per_year": 0.05,
-        "embodied_kg_per_gpu": value(accelerator.embodied_kg_co2e),
+        "embodied_kg_per_gpu": embodied_per_accelerator(
+            value(accelerator.embodied_kg_co2e), value(node.embodied_kg_co2e or 0.0),
+            gpus_per_node),
     }
 
 

@@ -25,7 +25,8 @@ DPI = 150
 
 #: Objective -> (label, marker) of its winner.
 WINNER_STYLE = {"time": ("fastest", "*"), "cost": ("cheapest", "D"),
-                "energy": ("least energy", "s"), "carbon": ("least carbon", "^")}
+                "energy": ("least energy", "s"), "carbon": ("least carbon", "^"),
+                "tcdp": ("least carbon x delay", "v"), "cci": ("least carbon per FLOP", "P")}
 #: Scaling panels: (frontier column, axis label, objectives whose optimum is marked there).
 SCALING_PANELS = (("wall_days", "wall time [days]", ("time",)),
                   ("cost_usd", "cost [USD]", ("cost",)),

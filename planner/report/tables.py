@@ -8,7 +8,8 @@ from planner.engine.columns import step_parts
 from planner.engine.optimize import PlanResult
 
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
-                    "carbon": "least carbon"}
+                    "carbon": "least carbon", "tcdp": "least carbon x delay",
+                    "cci": "least carbon per FLOP"}
 
 
 def time_breakdown(row: dict) -> dict[str, float]:
@@ -49,6 +50,8 @@ def winner_rows(result: PlanResult) -> list[dict]:
                      "gpus": int(row["gpus"]), "layout": layout_text(row),
                      "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
                      "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
+                     "tcdp_t_d": float(row["tcdp_t_d"]),
+                     "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
                      "mfu": float(row["mfu"])})
     return rows
 
@@ -61,10 +64,13 @@ def per_hardware_rows(result: PlanResult, objective: str) -> list[dict]:
         rows.append({"hardware": hw, "gpus": int(row["gpus"]), "layout": layout_text(row),
                      "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
                      "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
+                     "tcdp_t_d": float(row["tcdp_t_d"]),
+                     "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
                      "mfu": float(row["mfu"]),
                      "knee_gpus": int(knee["gpus"]) if knee else None})
-    return sorted(rows, key=lambda r: r[{"time": "days", "cost": "usd", "energy": "mwh",
-                                          "carbon": "tco2e"}[objective]])
+    order = {"time": "days", "cost": "usd", "energy": "mwh", "carbon": "tco2e",
+             "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}[objective]
+    return sorted(rows, key=lambda r: r[order])
 
 
 def _fmt_usd(v: float) -> str:

@@ -1,0 +1,73 @@
+"""Comparable carbon: CCI (arXiv:2502.01671), tCDP (CORDOBA, HPCA 2025), embodied node share."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formulas.carbon import (
+    carbon_delay_product,
+    compute_carbon_intensity,
+    embodied_per_accelerator,
+)
+
+
+def test_cci_unit_conversion_to_grams_per_exaflop():
+    # 1 tCO2e on 1e24 FLOP = 1e6 g / 1e6 EFLOP = 1 g/EFLOP
+    from planner.engine.columns import column, conversion_factor
+
+    kg_per_flop = compute_carbon_intensity(1000.0, 1e24)
+    assert kg_per_flop / conversion_factor(column("cci_g_per_eflop")) == pytest.approx(1.0)
+    assert carbon_delay_product(1000.0, 86400.0) / conversion_factor(
+        column("tcdp_t_d")) == pytest.approx(1.0)  # 1 t x 1 day
+
+
+def test_embodied_node_share_reproduces_bloom_per_gpu_inputs():
+    # Luccioni et al. 2022 (arXiv:2211.02001) s4.1: ~150 kg per GPU, ~2,500 kg per 8-GPU node
+    assert embodied_per_accelerator(150.0, 2500.0, 8) == pytest.approx(462.5, rel=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0, 1e9), st.floats(1e15, 1e27), st.floats(1.0, 100.0))
+def test_cci_and_tcdp_scale_linearly(co2e, flops, k):
+    assert compute_carbon_intensity(co2e * k, flops) == pytest.approx(
+        k * compute_carbon_intensity(co2e, flops), rel=1e-12, abs=1e-300)
+    assert compute_carbon_intensity(co2e, flops * k) <= compute_carbon_intensity(co2e, flops)
+    assert carbon_delay_product(co2e, 10.0 * k) == pytest.approx(k * carbon_delay_product(
+        co2e, 10.0), rel=1e-12)
+
+
+def test_kernel_cci_and_tcdp_match_the_formulas(catalog):
+    from planner.engine.evaluator import evaluate
+
+    r = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8,
+                 pp=4, tokens=15e12).iloc[0]
+    useful = float(r["model_flops_per_token"]) * 15e12
+    assert float(r["cci_kg_per_flop"]) == pytest.approx(float(r["co2e_kg"]) / useful, rel=1e-9)
+    assert float(r["tcdp_kg_s"]) == pytest.approx(
+        float(r["co2e_kg"]) * float(r["wall_time_s"]), rel=1e-9)
+    # the H100 embodied input now carries the DGX node's share: 150 + 2,500 / 8 kg per GPU
+    embodied = float(r["co2e_embodied_kg"]) * (4 * 365.25 * 86400) / (
+        1024 * float(r["wall_time_s"]))
+    assert embodied == pytest.approx(462.5, rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def small_plan(catalog):
+    from planner.engine.optimize import plan
+
+    return plan(model="llama2-7b", tokens=2e12, hardware=["h100-sxm", "a100-80gb"],
+                max_gpus=512, catalog=catalog)
+
+
+def test_tcdp_and_cci_objectives_are_the_minima_of_their_columns(small_plan):
+    frontier = small_plan.frontier
+    feasible = frontier[frontier["feasible"]]
+    for objective, col in (("tcdp", "tcdp_t_d"), ("cci", "cci_g_per_eflop")):
+        best = small_plan.best[objective]
+        assert best[col] == pytest.approx(float(np.min(feasible[col])), rel=1e-12)
+    # the job's useful FLOPs are fixed, so least CCI is least carbon (the same row)
+    assert small_plan.best["cci"]["co2e_t"] == pytest.approx(
+        small_plan.best["carbon"]["co2e_t"], rel=1e-12)
+    # tCDP trades carbon for time: never slower than the least-carbon plan
+    assert small_plan.best["tcdp"]["wall_days"] <= small_plan.best["carbon"]["wall_days"]

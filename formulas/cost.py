@@ -229,3 +229,206 @@ def spot_breakeven_mtbf(price_ratio, checkpoint_cost_s, restart_cost_s, referenc
     root = (sqrt(2 * checkpoint_cost_s + 4 * restart_cost_s * (k - 1))
             - sqrt(2 * checkpoint_cost_s)) / (2 * restart_cost_s)
     return 1 / root ** 2
+
+
+@formula(reference=BARROSO + " (facility capex and opex priced per watt of critical IT "
+         "power, amortised monthly); colocation priced per kW of IT capacity per month: CBRE, "
+         "North America Data Center Trends H2 2024",
+         domain={"facility_usd_per_kw_month": ">=0", "it_power_w": ">=0"},
+         symbols={"facility_usd_per_kw_month": "F", "it_power_w": "P_{IT}"},
+         result_latex="c_{fac}")
+def facility_usd_per_hour(facility_usd_per_kw_month, it_power_w):
+    """Facility (building, cooling, power plant) cost per hour for a provisioned IT power.
+
+    Parameters
+    ----------
+    facility_usd_per_kw_month : numeric
+        Facility cost or colocation rent per kW of IT capacity per month, F [USD/(kW month)].
+    it_power_w : numeric
+        IT power provisioned, at peak [W].
+
+    Returns
+    -------
+    numeric
+        Facility cost per hour [USD/h].
+
+    Examples
+    --------
+    >>> round(float(facility_usd_per_hour(184.06, 1300.0)), 4)  # one H100 with its node share
+    0.3276
+
+    .. math:: c_{fac} = F \\frac{P_{IT}}{1000} \\frac{3600}{T_{month}}
+    """
+    return facility_usd_per_kw_month * it_power_w / 1000 * SECONDS_PER_HOUR / SECONDS_PER_MONTH
+
+
+@formula(reference=BARROSO + " (TCO = capex depreciated over the equipment life + opex); "
+         "straight-line depreciation to a residual value",
+         domain={"capex_usd": ">=0", "residual_fraction": "[0,1)", "lifetime_s": ">0",
+                 "opex_fraction_per_year": ">=0", "facility_usd_per_hour": ">=0"},
+         symbols={"capex_usd": "K", "residual_fraction": r"\rho", "lifetime_s": "L",
+                  "opex_fraction_per_year": "m", "facility_usd_per_hour": "c_{fac}"},
+         result_latex="c_{own}")
+def ownership_usd_per_hour(capex_usd, residual_fraction, lifetime_s, opex_fraction_per_year,
+                           facility_usd_per_hour):
+    """Fixed cost of owning one accelerator per calendar hour, used or not.
+
+    Parameters
+    ----------
+    capex_usd : numeric
+        Capital cost of the accelerator with its share of node, network and storage, K [USD].
+    residual_fraction : numeric
+        Resale value at the end of the depreciation life as a fraction of K, rho [1].
+    lifetime_s : numeric
+        Depreciation life, L [s].
+    opex_fraction_per_year : numeric
+        Yearly maintenance and operations as a fraction of K, m [1].
+    facility_usd_per_hour : numeric
+        Facility cost of its provisioned power per hour [USD/h].
+
+    Returns
+    -------
+    numeric
+        Fixed cost per calendar hour [USD/h].
+
+    Examples
+    --------
+    >>> year = 365.25 * 86400
+    >>> round(float(ownership_usd_per_hour(44700.0, 0.25, 4 * year, 0.05, 0.3276)), 3)
+    1.539
+
+    .. math:: c_{own} = 3600 \\left(\\frac{K (1 - \\rho)}{L} + \\frac{m K}{1\\,\\mathrm{yr}}
+              \\right) + c_{fac}
+    """
+    return SECONDS_PER_HOUR * (capex_usd * (1 - residual_fraction) / lifetime_s
+                               + capex_usd * opex_fraction_per_year / SECONDS_PER_YEAR) \
+        + facility_usd_per_hour
+
+
+@formula(reference=BARROSO + " ch. 6 (the cost of a used hour is the fixed cost divided by "
+         "utilisation, plus energy)",
+         domain={"gpus": ">=0", "time_s": ">=0", "ownership_usd_per_hour": ">=0",
+                 "utilisation": "(0,1]", "energy_j": ">=0", "electricity_usd_per_kwh": ">=0"},
+         symbols={"gpus": "N", "time_s": "t", "ownership_usd_per_hour": "c_{own}",
+                  "utilisation": "u", "energy_j": "E", "electricity_usd_per_kwh": "c_e"},
+         result_latex="C_{own}")
+def owned_job_cost(gpus, time_s, ownership_usd_per_hour, utilisation, energy_j,
+                   electricity_usd_per_kwh):
+    """Cost of a job on an owned cluster that is busy a share ``u`` of its life.
+
+    The job pays its GPU-hours at the fixed cost per hour divided by the cluster's
+    utilisation (idle hours are paid by the work that runs), plus its own energy.
+
+    Parameters
+    ----------
+    gpus : numeric
+        GPUs used, N [1].
+    time_s : numeric
+        Wall-clock time they are held [s].
+    ownership_usd_per_hour : numeric
+        Fixed cost of one GPU per calendar hour, c_own [USD/h].
+    utilisation : numeric
+        Share of the cluster's life doing paid work, u [1].
+    energy_j : numeric
+        Energy the job draws from the grid (facility level) [J].
+    electricity_usd_per_kwh : numeric
+        Electricity price at the site, c_e [USD/kWh].
+
+    Returns
+    -------
+    numeric
+        Cost of the job [USD].
+
+    Examples
+    --------
+    >>> round(float(owned_job_cost(8, 3600.0, 1.5, 0.5, 3.6e7, 0.1)), 2)  # 8 GPU-h, 10 kWh
+    25.0
+
+    .. math:: C_{own} = \\frac{N t}{3600} \\frac{c_{own}}{u} + \\frac{E}{3.6\\times10^6} c_e
+    """
+    return gpus * time_s / SECONDS_PER_HOUR * ownership_usd_per_hour / utilisation \
+        + energy_j / JOULES_PER_KWH * electricity_usd_per_kwh
+
+
+@formula(reference="Break-even of owned_job_cost against cloud_cost per GPU-hour; " + BARROSO
+         + " ch. 6; capplan derivation",
+         domain={"ownership_usd_per_hour": ">=0", "cloud_usd_per_gpu_hour": ">0",
+                 "energy_usd_per_gpu_hour": ">=0"},
+         symbols={"ownership_usd_per_hour": "c_{own}", "cloud_usd_per_gpu_hour": "p",
+                  "energy_usd_per_gpu_hour": "c_E"},
+         result_latex="u^*")
+def breakeven_utilisation(ownership_usd_per_hour, cloud_usd_per_gpu_hour,
+                          energy_usd_per_gpu_hour):
+    """Utilisation of an owned cluster above which buying beats renting.
+
+    Owning costs ``c_own / u + c_E`` per used GPU-hour, renting ``p``; they are equal
+    at ``u* = c_own / (p - c_E)``.  A value above 1 means renting wins at any utilisation.
+
+    Parameters
+    ----------
+    ownership_usd_per_hour : numeric
+        Fixed cost of one owned GPU per calendar hour, c_own [USD/h].
+    cloud_usd_per_gpu_hour : numeric
+        Cloud price per GPU-hour, p [USD/h].
+    energy_usd_per_gpu_hour : numeric
+        Energy cost of one used GPU-hour on the owned cluster, c_E [USD/h].
+
+    Returns
+    -------
+    numeric
+        Break-even utilisation, u* [1].
+
+    Examples
+    --------
+    >>> round(float(breakeven_utilisation(1.539, 2.95, 0.12)), 3)
+    0.544
+
+    .. math:: u^* = \\frac{c_{own}}{p - c_E}
+    """
+    return ownership_usd_per_hour / (cloud_usd_per_gpu_hour - energy_usd_per_gpu_hour)
+
+
+@formula(reference="Simple payback period (capital over monthly savings, no resale, no "
+         "discounting); " + BARROSO + " ch. 6; capplan derivation",
+         domain={"capex_usd": ">=0", "cloud_usd_per_gpu_hour": ">0",
+                 "energy_usd_per_gpu_hour": ">=0", "running_usd_per_hour": ">=0",
+                 "utilisation": "(0,1]"},
+         symbols={"capex_usd": "K", "cloud_usd_per_gpu_hour": "p",
+                  "energy_usd_per_gpu_hour": "c_E", "running_usd_per_hour": "c_r",
+                  "utilisation": "u"},
+         result_latex="T^*")
+def payback_months(capex_usd, cloud_usd_per_gpu_hour, energy_usd_per_gpu_hour,
+                   running_usd_per_hour, utilisation):
+    """Months of use after which a bought accelerator has cost less than renting it.
+
+    Each month the owner saves the rent of the used hours, ``u p``, and pays their energy
+    ``u c_E`` and the running costs ``c_r`` (opex and facility) of every hour.  The
+    capital is paid back when the savings reach it.  Negative or infinite: never.
+
+    Parameters
+    ----------
+    capex_usd : numeric
+        Capital cost of the accelerator with its node, network and storage share, K [USD].
+    cloud_usd_per_gpu_hour : numeric
+        Cloud price per GPU-hour, p [USD/h].
+    energy_usd_per_gpu_hour : numeric
+        Energy cost of one used GPU-hour, c_E [USD/h].
+    running_usd_per_hour : numeric
+        Opex and facility cost per calendar hour, c_r [USD/h].
+    utilisation : numeric
+        Share of hours in use, u [1].
+
+    Returns
+    -------
+    numeric
+        Payback period [month].
+
+    Examples
+    --------
+    >>> round(float(payback_months(44700.0, 6.88, 0.12, 0.583, 0.9)))  # at AWS's H100 price
+    11
+
+    .. math:: T^* = \\frac{K}{(u (p - c_E) - c_r)\\, T_{month} / 3600}
+    """
+    return capex_usd / ((utilisation * (cloud_usd_per_gpu_hour - energy_usd_per_gpu_hour)
+                         - running_usd_per_hour) * SECONDS_PER_MONTH / SECONDS_PER_HOUR)

@@ -26,6 +26,7 @@ PRICES_DIR = Path(__file__).resolve().parent / "data" / "prices"
 SHIPPED_FILE = PRICES_DIR / "gpu_cloud_prices.csv"
 DISCOUNTS_FILE = PRICES_DIR / "commitment_discounts.csv"
 INTERRUPTION_FILE = PRICES_DIR / "spot_interruption.csv"
+OWNERSHIP_FILE = PRICES_DIR / "ownership.csv"
 #: Columns of a price file (shipped and user files alike).
 COLUMNS = ("provider", "instance_type", "accelerator", "accelerator_count", "gpu_memory_gib",
            "region", "on_demand_usd_per_hour", "spot_usd_per_hour",
@@ -228,6 +229,16 @@ def load_interruption_buckets() -> dict[str, dict]:
     with INTERRUPTION_FILE.open(newline="", encoding="utf-8") as handle:
         return {r["bucket"]: {**r, "interrupted_fraction_per_month":
                               float(r["interrupted_fraction_per_month"])}
+                for r in csv.DictReader(handle)}
+
+
+@lru_cache(maxsize=1)
+def load_ownership() -> dict[str, dict]:
+    """Owned-cluster defaults (``data/prices/ownership.csv``): parameter -> its row, with
+    ``value`` as a float (capex fractions, residual value, facility rent, utilisation)."""
+    with OWNERSHIP_FILE.open(newline="", encoding="utf-8") as handle:
+        return {r["parameter"]: {**r, "value": float(r["value"]),
+                                 "estimate": r["estimate"] == "true"}
                 for r in csv.DictReader(handle)}
 
 

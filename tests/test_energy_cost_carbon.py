@@ -174,7 +174,9 @@ def test_every_formula_is_documented():
                      "energy_cost", "operational_co2e", "embodied_co2e", "preemption_mtbf",
                      "spot_breakeven_mtbf", "non_gpu_it_power", "gpu_hours",
                      "compute_carbon_intensity", "carbon_delay_product",
-                     "embodied_per_accelerator"}
+                     "embodied_per_accelerator", "facility_usd_per_hour",
+                     "ownership_usd_per_hour", "owned_job_cost", "breakeven_utilisation",
+                     "payback_months"}
     for f in ALL:
         assert f.reference and f.result_unit, f.name
         assert all(a.unit for a in f.arguments), f.units
@@ -189,7 +191,7 @@ def _random_point(f, rng):
             point[a.name] = float(rng.uniform(1, 3))
         elif a.domain == "[0,1]":
             point[a.name] = float(rng.uniform(0, 1))
-        elif a.domain in ("(0,1)", "(0,1]"):
+        elif a.domain in ("(0,1)", "(0,1]", "[0,1)"):
             point[a.name] = float(rng.uniform(0.05, 0.95))
         else:
             point[a.name] = float(10 ** rng.uniform(-2, 9))

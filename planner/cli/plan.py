@@ -47,6 +47,7 @@ def plan_payload(result) -> dict:
                  for hw, r in result.knee.items()},
         **({"spot_vs_on_demand": result.spot_vs_on_demand} if result.spot_vs_on_demand
            else {}),
+        "rent_vs_buy": result.rent_vs_buy,
         "skipped": result.skipped,
         "binding": result.binding,
         "evaluated": result.evaluated,

@@ -19,7 +19,7 @@ KEYS: dict[str, type] = {
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
     "catalog": list, "pricing": str, "provider": str,
     "spot_interruption": str,
-    "uncertainty": dict,
+    "uncertainty": dict, "ownership": dict,
 }
 
 EXAMPLE = '''\
@@ -51,6 +51,13 @@ deadline_days = 90
 
 # Extra catalog directories with your own hardware/model/site files:
 # catalog = ["./my-catalog"]
+
+# Owned-cluster economics (rent vs buy beside every winner); defaults with sources in
+# hardware_catalog/data/prices/ownership.csv (`capplan prices` docs: docs/economics.md).
+# [ownership]
+# utilisation = 0.7             # share of the cluster's life doing paid work
+# residual_value_fraction = 0.25
+# facility_usd_per_kw_month = 184.06
 
 # Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
 # defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.

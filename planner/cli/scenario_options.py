@@ -74,7 +74,8 @@ def resolve_scenario(options: dict):
     from planner.engine.scenario import Scenario
 
     values = {k: options[k] for k in SCENARIO_KEYS}
-    v = sf.merge(options["ctx"], {**values, "uncertainty": None}, options["scenario_file"])
+    v = sf.merge(options["ctx"], {**values, "uncertainty": None, "ownership": None},
+                 options["scenario_file"])
     deadline = v["deadline_days"]
     scenario = Scenario(
         model=v["model"], tokens=v["tokens"], global_batch=v["global_batch"],
@@ -86,5 +87,6 @@ def resolve_scenario(options: dict):
         deadline_days=None if deadline in (None, float("inf")) else deadline,
         budget_usd=v["budget_usd"], max_power_mw=v["max_power_mw"], objective=v["objective"],
         knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()),
-        pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"])
+        pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"],
+        ownership=dict(v["ownership"] or {}))
     return scenario, v

@@ -58,6 +58,9 @@ class PlanResult:
     prices: dict[str, dict] = field(default_factory=dict)
     #: with --pricing spot: objective -> the winner against on-demand (planner.engine.spot)
     spot_vs_on_demand: dict[str, dict | None] = field(default_factory=dict)
+    #: objective -> the winner's owned-cluster cost beside its cloud cost
+    #: (planner.engine.ownership.rent_vs_buy)
+    rent_vs_buy: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -202,6 +205,11 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         catalog_version=str(getattr(catalog, "version", "")), prices=prices)
     if best[s.objective] is None:
         result.binding[s.objective] = explain_infeasible(s, frontier, min_memory)
+    if prices:
+        from planner.engine.ownership import rent_vs_buy
+
+        result.rent_vs_buy = {obj: rent_vs_buy(catalog, s, row, prices[row["hardware"]])
+                              for obj, row in best.items() if row is not None}
     if s.pricing == "spot":
         from planner.engine.spot import spot_versus_on_demand
 

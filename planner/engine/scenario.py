@@ -72,6 +72,8 @@ class Scenario:
     objective: str = DEFAULTS["objective"]
     knee_threshold: float = DEFAULTS["knee_threshold"]
     catalog_dirs: tuple[str, ...] = ()
+    #: Owned-cluster parameters overriding hardware_catalog/data/prices/ownership.csv.
+    ownership: dict = field(default_factory=dict)
     #: Run-model input overrides in SI units (see ``planner.model.INPUTS``).
     extra: dict = field(default_factory=dict)
 
@@ -106,6 +108,11 @@ class Scenario:
         if not isinstance(self.extra, dict):
             raise CapplanError(f"extra must be a dict of run-model inputs, got {self.extra!r}")
         check_overrides(self.extra)
+        if not isinstance(self.ownership, dict):
+            raise CapplanError(f"ownership must be a dict of parameters, got {self.ownership!r}")
+        from planner.engine.ownership import ownership_parameters
+
+        ownership_parameters(self.ownership)
 
 
 def check_overrides(overrides: dict) -> None:

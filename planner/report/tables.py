@@ -52,8 +52,35 @@ def winner_rows(result: PlanResult) -> list[dict]:
                      "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
                      "tcdp_t_d": float(row["tcdp_t_d"]),
                      "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
-                     "mfu": float(row["mfu"])})
+                     "mfu": float(row["mfu"]), **_rent_vs_buy_cells(result, objective)})
     return rows
+
+
+def _rent_vs_buy_cells(result: PlanResult, objective: str) -> dict:
+    """The owned-cluster cost and break-even utilisation of one winner (None: not computed
+    or renting wins at any utilisation)."""
+    rvb = result.rent_vs_buy.get(objective) or {}
+    return {"owned_usd": rvb.get("owned_usd"),
+            "breakeven_utilisation": rvb.get("breakeven_utilisation")}
+
+
+def rent_vs_buy_lines(result: PlanResult) -> list[str]:
+    """'Rent vs buy <objective>: ...' for each winner."""
+    lines = []
+    for objective, r in result.rent_vs_buy.items():
+        u_star = r["breakeven_utilisation"]
+        payback = r["payback_months"]
+        lines.append(
+            f"Rent vs buy ({OBJECTIVE_LABELS[objective]}): cloud {_fmt_usd(r['cloud_usd'])} USD "
+            f"at {r['cloud_usd_per_gpu_hour']:.2f} $/GPU-h ({r['cloud_tier']}) vs owned "
+            f"{_fmt_usd(r['owned_usd'])} USD (capex {_fmt_usd(r['cluster_capex_usd'])} USD, "
+            f"{r['ownership_usd_per_gpu_hour']:.2f} $/GPU-h fixed at "
+            f"{r['utilisation']:.0%} utilisation, energy {r['energy_usd_per_gpu_hour']:.2f} "
+            f"$/GPU-h at site {r['site']}); buying wins above "
+            + (f"{u_star:.0%} utilisation" if u_star is not None else "no utilisation (rent)")
+            + (f", pays back after {payback:.0f} months of use" if payback is not None
+               else ", never pays back at this utilisation") + ".")
+    return lines
 
 
 def per_hardware_rows(result: PlanResult, objective: str) -> list[dict]:
@@ -102,7 +129,7 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD", "MWh",
                           "tCO2e", "MFU"], winners, title="Winners per objective",
                          width=width, right=numbers))
-    for line in price_lines(result) + spot_lines(result):
+    for line in price_lines(result) + spot_lines(result) + rent_vs_buy_lines(result):
         console.print(line, highlight=False, markup=False)
     if result.per_hardware:
         rows = [[r["hardware"], f"{r['gpus']:,}", r["layout"], f"{r['days']:.1f}",

@@ -58,6 +58,45 @@ def plan_payload(result) -> dict:
     }
 
 
+def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
+    """The JSON of ``capplan plan --site a,b,c``: every site's plan, the ranking, winners."""
+    return {"ranking": ranking, "winners": winners,
+            "sites": {name: plan_payload(result) for name, result in results.items()}}
+
+
+def plan_several_sites(scenario, format, output, force, plot, uncertainty) -> None:
+    """``capplan plan --site a,b,c|all``: one search per site, the sites ranked."""
+    from hardware_catalog import load_catalog
+    from planner.engine.optimize import require
+    from planner.engine.sites import plan_sites, site_ranking, site_winners
+    from planner.errors import CapplanError
+    from planner.report.output import render, write
+    from planner.report.progress import search_progress
+    from planner.report.tables import render_sites, site_rows
+
+    for flag, given in (("--plot", plot), ("--uncertainty", uncertainty)):
+        if given:
+            raise CapplanError(f"{flag} takes one site; got --site {scenario.site!r} "
+                               "(run it once per site)")
+    catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
+    with search_progress() as progress:
+        results = plan_sites(scenario, catalog=catalog, progress=progress)
+    ranking = site_ranking(results, catalog)
+    winners = site_winners(ranking)
+    rows = site_rows(results, ranking, winners)
+    if format == "table":
+        text = render_sites(results, rows, winners)
+    else:
+        text = render(rows, format, title=f"Sites for {scenario.model} on "
+                      f"{scenario.tokens:.3g} tokens",
+                      payload=sites_payload(results, ranking, winners))
+    feasible = [r for r in results.values() if r.best.get(scenario.objective) is not None]
+    if feasible or output in (None, "-"):
+        write(text, output, force)
+    if not feasible:
+        require(next(iter(results.values())), scenario.objective)
+
+
 @with_scenario_options
 def plan(
     format: FormatOption = None,
@@ -88,6 +127,11 @@ def plan(
     scenario, v = resolve_scenario(options)
     to_file = output not in (None, "-")
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
+    from planner.engine.sites import is_several
+
+    if is_several(scenario.site):
+        plan_several_sites(scenario, format, output, force, plot, uncertainty)
+        return
     model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
     from planner.report.progress import search_progress
 

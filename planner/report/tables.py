@@ -244,3 +244,57 @@ def _short(value: float) -> str:
         if abs(value) >= limit:
             return f"{value / limit:.3g}{suffix}"
     return f"{value:.3g}"
+
+
+def site_rows(results: dict, ranking: list[dict], winners: dict) -> list[dict]:
+    """One flat row per site (csv/markdown/table): its inputs, the best value and accelerator
+    per objective, the objectives it wins, and its least-carbon plan."""
+    rows = []
+    for r in ranking:
+        carbon = results[r["site"]].best.get("carbon")
+        rows.append({**r, "wins": ",".join(o for o, sites in winners.items()
+                                          if r["site"] in sites),
+                     "least_carbon_gpus": None if carbon is None else int(carbon["gpus"]),
+                     "least_carbon_layout": None if carbon is None else layout_text(carbon),
+                     "least_carbon_days": None if carbon is None else float(carbon["wall_days"]),
+                     "least_carbon_usd": None if carbon is None else float(carbon["cost_usd"])})
+    return rows
+
+
+def render_sites(results: dict, rows: list[dict], winners: dict,
+                 width: int | None = None) -> str:
+    """The ``capplan plan --site a,b,c`` report: sites ranked, winners, least-carbon plans."""
+    from planner.report.output import table_text, terminal_width
+
+    width = width or terminal_width()
+    s = next(iter(results.values())).scenario
+    seconds = sum(r.seconds for r in results.values())
+    head = (f"{s.model} on {s.tokens:.3g} tokens at {len(results)} sites, cost by "
+            f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
+            f"({s.provider}); {len(results)} searches in {seconds:.1f} s\n")
+
+    def cell(value, fmt):
+        return "-" if value is None else fmt(value)
+
+    ranked = [[r["site"], f"{r['pue']:.2f}", f"{r['usd_per_kwh']:.3f}", f"{r['g_per_kwh']:,.0f}",
+               cell(r["best_cost_usd"], _fmt_usd) + f" {r['cost_hardware'] or ''}",
+               cell(r["best_energy_mwh"], lambda v: f"{v:,.0f}") + f" {r['energy_hardware'] or ''}",
+               cell(r["best_co2e_t"], lambda v: f"{v:,.0f}") + f" {r['carbon_hardware'] or ''}",
+               cell(r["best_tcdp_t_d"], lambda v: f"{v:,.0f}"), r["wins"] or "-"]
+              for r in rows]
+    text = head + table_text(
+        ["site", "PUE", "$/kWh", "gCO2/kWh", "best USD", "best MWh", "best tCO2e",
+         "best tCDP [t d]", "wins"], ranked,
+        title=f"Sites ranked by {s.objective}", width=width,
+        right={"PUE", "$/kWh", "gCO2/kWh", "best tCDP [t d]"})
+    text += "Winners: " + "; ".join(
+        f"{OBJECTIVE_LABELS[o]}: {', '.join(sites) if sites else 'none'}"
+        for o, sites in winners.items()) + "\n"
+    carbon = [[r["site"], r["carbon_hardware"] or "-", cell(r["least_carbon_gpus"], str),
+               r["least_carbon_layout"] or "-", cell(r["least_carbon_days"], lambda v: f"{v:.1f}"),
+               cell(r["best_co2e_t"], lambda v: f"{v:,.0f}"),
+               cell(r["least_carbon_usd"], _fmt_usd)] for r in rows]
+    text += table_text(["site", "hardware", "GPUs", "layout", "days", "tCO2e", "USD"], carbon,
+                       title="Least-carbon plan per site", width=width,
+                       right={"GPUs", "days", "tCO2e", "USD"})
+    return text

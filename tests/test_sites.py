@@ -1,0 +1,90 @@
+"""Several sites in one plan: --site a,b,c|all ranks sites by each objective."""
+
+import json
+
+import pytest
+
+from hardware_catalog.errors import CatalogError
+from planner.engine.scenario import Scenario
+from planner.engine.sites import plan_sites, site_names, site_ranking, site_winners
+from planner.errors import CapplanError
+
+SMALL = dict(model="llama2-7b", tokens=2e12, hardware=("h100-sxm", "a100-80gb"), max_gpus=64)
+SMALL_ARGS = ["-m", "llama2-7b", "--tokens", "2e12", "-H", "h100-sxm,a100-80gb",
+              "--max-gpus", "64"]
+
+
+def test_site_names(catalog):
+    assert site_names(catalog, "all") == sorted(catalog.table("site"))
+    assert site_names(catalog, " norway, quebec ,norway") == ["norway", "quebec"]
+    with pytest.raises(CatalogError, match="did you mean: quebec"):
+        site_names(catalog, "norway,quebc")
+    with pytest.raises(CapplanError, match="names no site"):
+        site_names(catalog, ",")
+
+
+@pytest.fixture(scope="module")
+def three(catalog):
+    results = plan_sites(Scenario(**SMALL, site="germany,norway,quebec"), catalog=catalog)
+    return results, site_ranking(results, catalog)
+
+
+def test_each_site_is_its_own_plan(three, catalog):
+    from planner.engine.optimize import plan
+
+    results, _ = three
+    alone = plan(Scenario(**SMALL, site="norway"), catalog=catalog)
+    for objective, row in alone.best.items():
+        assert results["norway"].best[objective]["co2e_t"] == pytest.approx(row["co2e_t"])
+
+
+def test_site_inputs_move_energy_and_carbon_optima(three, catalog):
+    results, ranking = three
+    by_site = {r["site"]: r for r in ranking}
+    # facility energy is IT energy x PUE and the IT optimum is site-independent
+    assert by_site["germany"]["best_energy_mwh"] / by_site["norway"]["best_energy_mwh"] \
+        == pytest.approx(1.5 / 1.2, rel=1e-9)
+    winners = site_winners(ranking)
+    assert winners["carbon"] == ["quebec"] and winners["energy"] == ["norway", "quebec"]
+    # on the cloud price the cost does not depend on the site: every site ties
+    assert winners["cost"] == ["germany", "norway", "quebec"]
+    # the ranking follows the scenario's objective (cost: a tie, then by name)
+    assert [r["site"] for r in ranking] == ["germany", "norway", "quebec"]
+
+
+def test_owned_pricing_ranks_sites_by_energy_price(catalog):
+    results = plan_sites(Scenario(**SMALL, site="germany,quebec", pricing="owned"),
+                         catalog=catalog)
+    ranking = site_ranking(results, catalog)
+    # TCO includes energy at the site's price x PUE: Quebec (0.045 x 1.2) beats Germany
+    assert [r["site"] for r in ranking] == ["quebec", "germany"]
+    assert site_winners(ranking)["cost"] == ["quebec"]
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
+def test_plan_site_all_every_format(capsys, tmp_path, fmt):
+    from planner.cli.main import main
+
+    out = tmp_path / f"sites.{ {'table': 'txt', 'markdown': 'md'}.get(fmt, fmt)}"
+    assert main(["plan", *SMALL_ARGS, "--site", "all", "-f", fmt, "-o", str(out)]) == 0
+    text = out.read_text()
+    if fmt == "json":
+        data = json.loads(text)
+        assert set(data["sites"]) == set(data["winners"]["cost"])  # cloud cost: all tie
+        assert data["winners"]["carbon"] == ["quebec"]
+        price = data["sites"]["quebec"]["best"]["cost"]["price"]
+        assert price["tier"] == "on-demand" and price["provider"] == "median" and price["source"]
+    else:
+        assert "quebec" in text and "norway" in text
+    # nothing the user wrote is overwritten without --force
+    assert main(["plan", *SMALL_ARGS, "--site", "all", "-f", fmt, "-o", str(out)]) == 2
+    assert "--force" in capsys.readouterr().err
+
+
+def test_plot_and_uncertainty_take_one_site(capsys):
+    from planner.cli.main import main
+
+    for extra in (["--plot", "x.png"], ["--uncertainty"]):
+        assert main(["plan", *SMALL_ARGS, "--site", "norway,quebec", *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "takes one site" in err[0]

@@ -55,6 +55,57 @@ def gpu_power(idle_power_w, max_power_w, busy_fraction):
     return idle_power_w + (max_power_w - idle_power_w) * busy_fraction
 
 
+@formula(reference="Phase-weighted linear power model: " + BARROSO + " s5.4 (power linear in "
+         "activity); phases of an LLM training step (compute near TDP, communication and "
+         "waits near idle): " + PATEL + "; Llama 3, arXiv:2407.21783 s3.3.4 (GPUs idle during "
+         "checkpoints and collectives)",
+         domain={"idle_power_w": ">=0", "max_power_w": ">=0", "compute_share": "[0,1]",
+                 "compute_power_fraction": "[0,1]", "comm_share": "[0,1]",
+                 "comm_power_fraction": "[0,1]"},
+         symbols={"idle_power_w": "P_{idle}", "max_power_w": "P_{max}", "compute_share": "s_c",
+                  "compute_power_fraction": "f_c", "comm_share": "s_m",
+                  "comm_power_fraction": "f_m"},
+         result_latex="P_{step}")
+def phase_gpu_power(idle_power_w, max_power_w, compute_share, compute_power_fraction,
+                    comm_share, comm_power_fraction):
+    """Average power of one GPU over a training step, weighted by the step's phases.
+
+    The step splits into compute (share ``s_c`` of its time, drawing ``f_c`` of the
+    range between idle and max power above idle), exposed communication (``s_m``, at
+    ``f_m``), and the rest (launch gaps, pipeline bubbles, straggler waits) at idle.
+    With ``f_c = 1, f_m = 0`` it is :func:`gpu_power` with ``u = s_c``.
+
+    Parameters
+    ----------
+    idle_power_w : numeric
+        Power while idle or waiting [W].
+    max_power_w : numeric
+        Maximum (TDP or power-cap) power [W].
+    compute_share : numeric
+        Share of the step spent computing, s_c [1].
+    compute_power_fraction : numeric
+        Power above idle while computing, as a share of max - idle, f_c [1].
+    comm_share : numeric
+        Share of the step spent in exposed communication, s_m [1].
+    comm_power_fraction : numeric
+        Power above idle during exposed communication, as a share of max - idle, f_m [1].
+
+    Returns
+    -------
+    numeric
+        Average GPU power over the step [W].
+
+    Examples
+    --------
+    >>> phase_gpu_power(100.0, 700.0, 0.9, 1.0, 0.05, 0.0)  # H100, 90 % compute
+    640.0
+
+    .. math:: P_{step} = P_{idle} + (P_{max} - P_{idle}) (f_c s_c + f_m s_m)
+    """
+    return idle_power_w + (max_power_w - idle_power_w) * (
+        compute_power_fraction * compute_share + comm_power_fraction * comm_share)
+
+
 @formula(reference="Sum of component powers; " + BARROSO + " s5.1 (server power breakdown)",
          domain={"gpus_per_node": ">=0", "gpu_power_w": ">=0", "node_overhead_w": ">=0"},
          symbols={"gpus_per_node": "g", "gpu_power_w": "P_{GPU}", "node_overhead_w": "P_{host}"},

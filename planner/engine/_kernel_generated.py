@@ -9,10 +9,10 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403  (names used by sympy's printer)
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
-OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
+OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
     x0 = gpus + 0.474798
     x1 = gpus ** (-1.0)
     x2 = x0 ** (-0.282765)
@@ -125,32 +125,32 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x17, x26
     x91 = dp ** (-1.0)
     x92 = global_batch * x91 / micro_batch
-    x93 = 2 * x92
-    x94 = 1 - pp_intra
-    x95 = (2 * pp + vp * x93 - 2) * (1.0 * bytes_per_element * x30 / (pp_intra * x5 + x6 * x94) + inter_latency_s * x94 + intra_latency_s * pp_intra) * numpy.minimum(1, x88)
-    del x30, x5, x6, x88, x94
-    x96 = x77 * x92
+    x93 = x77 * x92
     del x77
-    x97 = x92 * (stage_layers * x16 * x3 - x39)
-    del x16, x3, x39
-    x98 = x92 * (moe_layers * stage_layers * x22 * x23 - x47)
-    del x22, x23, x47
-    x99 = x85 * x92
-    del x85
-    x100 = x92 * (-x86 + x87)
+    x94 = x92 * (-x86 + x87)
     del x86, x87
-    x101 = ffn * hidden
-    x102 = experts * hidden
-    x103 = mlp_matrices * moe_ffn
-    x104 = hidden * x103
-    x105 = x102 + x104 * (experts + shared_experts)
-    x106 = x10 + x62 * x8 + x62
+    x95 = ffn * hidden
+    x96 = experts * hidden
+    x97 = mlp_matrices * moe_ffn
+    x98 = hidden * x97
+    x99 = x96 + x98 * (experts + shared_experts)
+    x100 = x10 + x62 * x8 + x62
     del x62
-    x107 = x9 * (stage_layers * (x101 * x67 + x105 * x20 * x24 + x106) + x48)
+    x101 = x9 * (stage_layers * (x100 + x20 * x24 * x99 + x67 * x95) + x48)
     del x20, x24, x67
-    x108 = x107 / optimizer_shards
-    x109 = x108 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x102 = x101 / optimizer_shards
+    x103 = x102 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x27
+    x104 = 2 * x92
+    x105 = 1 - pp_intra
+    x106 = (2 * pp + vp * x104 - 2) * (1.0 * bytes_per_element * x30 / (pp_intra * x5 + x105 * x6) + inter_latency_s * x105 + intra_latency_s * pp_intra) * numpy.minimum(1, x88)
+    del x105, x30, x5, x6, x88
+    x107 = x92 * (stage_layers * x16 * x3 - x39)
+    del x16, x3, x39
+    x108 = x92 * (moe_layers * stage_layers * x22 * x23 - x47)
+    del x22, x23, x47
+    x109 = x85 * x92
+    del x85
     x110 = numpy.minimum(dp, dp_intra_ranks)
     x111 = x110 - 1
     x112 = intra_latency_s * x111
@@ -158,107 +158,112 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x110
     x114 = dp * x113 - 1
     x115 = inter_latency_s * x114
-    x116 = bytes_per_element * x107
+    x116 = bytes_per_element * x101
     x117 = x111 * x113 * x81
     del x111, x113, x81
     x118 = x114 * x83 * x91
     del x114, x83, x91
-    x119 = x93 * zero3 * (x112 + x115 + x116 * x117 + x116 * x118)
-    del x116, x93
-    x120 = 2 * grad_comm_bytes_per_param * x107
+    x119 = x104 * zero3 * (x112 + x115 + x116 * x117 + x116 * x118)
+    del x104, x116
+    x120 = 2 * grad_comm_bytes_per_param * x101
     x121 = 2 * x112 + 2 * x115 + x117 * x120 + x118 * x120
     del x112, x115, x117, x118, x120
-    x122 = -dp_overlap * numpy.minimum(x119, x96) - dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) + x119 + x121
+    x122 = -dp_overlap * numpy.minimum(x119, x93) - dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) + x119 + x121
     del x119, x121, x76
-    x123 = x100 + x109 + x122 + x90 + x95 + x96 + x97 + x98 + x99
-    x124 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x123 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    x123 = x106 + x107 + x108 + x109 + x122
+    x124 = x103 + x123 + x90 + x93 + x94
+    x125 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x124 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
     del x0, x2
-    x125 = x123 + x124
-    del x123
-    x126 = weight_bytes_per_param * x107 / weight_shards
-    x127 = grad_bytes_per_param * x107 / grad_shards
-    del x107
-    x128 = optimizer_bytes_per_param * x108
-    del x108
-    x129 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
-    del x21, x52, x53, x9
-    x130 = full_recompute * x129 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x129 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
-    del x129, x13, x31, x57, x70, x89, x92
-    x131 = mlp_matrices * (layers - moe_layers)
-    x132 = x101 * x131
+    x126 = x124 + x125
+    del x124
+    x127 = weight_bytes_per_param * x101 / weight_shards
+    x128 = grad_bytes_per_param * x101 / grad_shards
     del x101
-    x133 = embedding_matrices * x48 + hidden + layers * x106 + x132
-    del x106
-    x134 = moe_layers * x105 + x133
-    del x105
-    x135 = x125 ** (-1.0)
-    x136 = global_batch * seq_len * x135
-    x137 = moe_layers * (experts * x10 + x10 * x103 * x40)
-    del x103
-    x138 = 4 * hidden * seq_len
-    x139 = 4 * x59
+    x129 = optimizer_bytes_per_param * x102
+    del x102
+    x130 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
+    del x21, x52, x53, x9
+    x131 = full_recompute * x130 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x130 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
+    del x13, x130, x31, x57, x70, x89, x92
+    x132 = mlp_matrices * (layers - moe_layers)
+    x133 = x132 * x95
+    del x95
+    x134 = embedding_matrices * x48 + hidden + layers * x100 + x133
+    del x100
+    x135 = moe_layers * x99 + x134
+    del x99
+    x136 = x126 ** (-1.0)
+    x137 = global_batch * seq_len * x136
+    x138 = moe_layers * (experts * x10 + x10 * x40 * x97)
+    del x97
+    x139 = 4 * hidden * seq_len
+    x140 = 4 * x59
     del x59
-    x140 = layers * (x138 + x139 * x8 + x139)
-    del x139, x8
-    x141 = 6 * x132 + 3 * x137 + 3 * x140 + 6 * x48
-    del x132, x48
-    x142 = x1 * x136
-    x143 = x141 * x142
-    x144 = global_batch ** (-1.0)
-    x145 = seq_len ** (-1.0)
-    x146 = tokens * x144 * x145
-    x147 = gpus / gpu_mtbf_s
-    x148 = gpus / gpus_per_node
-    x149 = x148 / node_mtbf_s
-    x150 = x147 + x149
-    x151 = x150 ** (-1.0)
-    x152 = checkpoint_bytes_per_param * x134
-    x153 = x1 * x152
+    x141 = layers * (x139 + x140 * x8 + x140)
+    del x140, x8
+    x142 = 6 * x133 + 3 * x138 + 3 * x141 + 6 * x48
+    del x133, x48
+    x143 = x1 * x137
+    x144 = x142 * x143
+    x145 = global_batch ** (-1.0)
+    x146 = seq_len ** (-1.0)
+    x147 = tokens * x145 * x146
+    x148 = gpus / gpu_mtbf_s
+    x149 = gpus / gpus_per_node
+    x150 = x149 / node_mtbf_s
+    x151 = x148 + x150
+    x152 = x151 ** (-1.0)
+    x153 = checkpoint_bytes_per_param * x135
+    x154 = x1 * x153
     del x1
-    x154 = x153 / host_copy_bytes_per_s_per_gpu
-    x155 = ckpt_async * x154
-    x156 = x152 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x148)
-    x157 = ckpt_sync * x156
-    x158 = x153 * x82
-    del x153, x82
-    x159 = ckpt_in_memory * (x154 + x158)
-    del x154
-    x160 = x155 + x157 + x159
-    x161 = numpy.sqrt(x151 * (2 * x155 + 2 * x157 + 2 * x159))
-    x162 = x160 * (1 / 2 * x147 + 1 / 2 * x149)
-    del x147, x149
-    x163 = numpy.maximum(ckpt_async * x156, numpy.where(numpy.greater(x151, 1 / 2 * x155 + 1 / 2 * x157 + 1 / 2 * x159), -x160 + x161 * (1 / 3 * numpy.sqrt(x162) + 1 / 9 * x162 + 1), x151))
-    del x155, x156, x157, x159, x162
-    x164 = ckpt_in_memory * x158 + restart_overhead_s + x152 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x148)
-    del x158
-    x165 = x125 * x146
-    x166 = numpy.exp(x150 * (x160 + x163))
-    x167 = x166 - 1
-    x168 = x150 * x164
-    x169 = numpy.exp(x168)
-    x170 = x163 ** (-1.0)
-    x171 = x165 * x170
-    x172 = x167 * x169 * x171
-    x173 = x151 * x172
-    x174 = x150 * x163 * numpy.exp(-x168) / x167
-    del x168
-    x175 = gpus * x173
-    x176 = 0.000277777777777778 * x175
-    x177 = x151 * x171 * (x166 - numpy.exp(x150 * x160))
-    del x150, x166, x171
-    x178 = gpus * (idle_power_w * (tokens * x125 * x144 * x145 * x151 * x167 * x169 * x170 - x177) + x177 * (idle_power_w + x135 * x96 * (-idle_power_w + max_power_w)))
-    del x135, x144, x145, x167, x169, x170, x177
-    x179 = x148 * (network_power_per_node_w + node_overhead_power_w)
-    del x148
-    x180 = x173 * x179 + x178
-    x181 = pue * x180
-    x182 = tokens ** (-1.0)
-    x183 = price_usd_per_gpu_hour * x176
-    x184 = x175 / lifetime_s
-    x185 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x175 + capex_usd_per_gpu * x184 + 2.77777777777778e-07 * electricity_usd_per_kwh * x181
-    del x175
-    x186 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x181
-    x187 = embodied_kg_per_gpu * x184
-    del x184
-    x188 = x186 + x187
-    return [x125, x96, x100, x99, x97, x98, x95, x122, x90, x109, x124, x126, x127, x128, x130, memory_reserve_bytes, memory_reserve_bytes + x126 + x127 + x128 + x130, x134, moe_layers * (x102 + x104 * x40) + x133, x136, x141, 1e-12 * x143, x143 * x33, x142 * x33 * (full_recompute * (ffn * x10 * x131 + x137 + x140) + layers * x138 * x71 + x141), x146, x151, x152, x160, x161, x163, x164, x165, x173, x172, 1 - x174, x174, x176, x178, x180, x181, x136 * x174 * x181 * x182, pue * (gpus * max_power_w + x179), x183, x185, use_tco * x185 + x183 * (1 - use_tco), x186, x187, x188, x182 * x188 / x141, x173 * x188]
+    x155 = x154 / host_copy_bytes_per_s_per_gpu
+    x156 = ckpt_async * x155
+    x157 = x153 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x149)
+    x158 = ckpt_sync * x157
+    x159 = x154 * x82
+    del x154, x82
+    x160 = ckpt_in_memory * (x155 + x159)
+    del x155
+    x161 = x156 + x158 + x160
+    x162 = numpy.sqrt(x152 * (2 * x156 + 2 * x158 + 2 * x160))
+    x163 = x161 * (1 / 2 * x148 + 1 / 2 * x150)
+    del x148, x150
+    x164 = numpy.maximum(ckpt_async * x157, numpy.where(numpy.greater(x152, 1 / 2 * x156 + 1 / 2 * x158 + 1 / 2 * x160), -x161 + x162 * (1 / 3 * numpy.sqrt(x163) + 1 / 9 * x163 + 1), x152))
+    del x156, x157, x158, x160, x163
+    x165 = ckpt_in_memory * x159 + restart_overhead_s + x153 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x149)
+    del x159
+    x166 = x126 * x147
+    x167 = numpy.exp(x151 * (x161 + x164))
+    x168 = x167 - 1
+    x169 = x151 * x165
+    x170 = numpy.exp(x169)
+    x171 = x164 ** (-1.0)
+    x172 = x166 * x171
+    x173 = x168 * x170 * x172
+    x174 = x152 * x173
+    x175 = x151 * x164 * numpy.exp(-x169) / x168
+    del x169
+    x176 = gpus * x174
+    x177 = 0.000277777777777778 * x176
+    x178 = x152 * x172 * (x167 - numpy.exp(x151 * x161))
+    del x151, x167, x172
+    x179 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x123 * x136 + compute_power_fraction * x136 * x93)
+    del x123, x136
+    x180 = idle_power_w * (tokens * x126 * x145 * x146 * x152 * x168 * x170 * x171 - x178) + x178 * x179
+    del x145, x146, x168, x170, x171, x178
+    x181 = gpus * x180
+    x182 = x149 * (network_power_per_node_w + node_overhead_power_w)
+    del x149
+    x183 = x174 * x182 + x181
+    x184 = pue * x183
+    x185 = tokens ** (-1.0)
+    x186 = x137 * x175 * x185
+    x187 = price_usd_per_gpu_hour * x177
+    x188 = x176 / lifetime_s
+    x189 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x176 + capex_usd_per_gpu * x188 + 2.77777777777778e-07 * electricity_usd_per_kwh * x184
+    del x176
+    x190 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x184
+    x191 = embodied_kg_per_gpu * x188
+    del x188
+    x192 = x190 + x191
+    return [x126, x93, x94, x109, x107, x108, x106, x122, x90, x103, x125, x127, x128, x129, x131, memory_reserve_bytes, memory_reserve_bytes + x127 + x128 + x129 + x131, x135, moe_layers * (x40 * x98 + x96) + x134, x137, x142, 1e-12 * x144, x144 * x33, x143 * x33 * (full_recompute * (ffn * x10 * x132 + x138 + x141) + layers * x139 * x71 + x142), x147, x152, x153, x161, x162, x164, x165, x166, x174, x173, 1 - x175, x175, x177, x181, x183, x184, x179, x180 * x186, x184 * x186, pue * (gpus * max_power_w + x182), x187, x189, use_tco * x189 + x187 * (1 - use_tco), x190, x191, x192, x185 * x192 / x142, x174 * x192]

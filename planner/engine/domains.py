@@ -127,7 +127,8 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "storage_read_bytes_per_s_per_node": POSITIVE, "host_copy_bytes_per_s_per_gpu": POSITIVE,
     "price_usd_per_gpu_hour": NON_NEGATIVE, "capex_usd_per_gpu": NON_NEGATIVE,
     "lifetime_s": POSITIVE, "opex_fraction_per_year": NON_NEGATIVE,
-    "embodied_kg_per_gpu": NON_NEGATIVE,
+    "embodied_kg_per_gpu": NON_NEGATIVE, "compute_power_fraction": FRACTION,
+    "comm_power_fraction": FRACTION,
     # site
     "pue": Domain(">=1"), "electricity_usd_per_kwh": NON_NEGATIVE,
     "grid_intensity_g_per_kwh": NON_NEGATIVE, "use_tco": FLAG,

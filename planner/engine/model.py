@@ -109,6 +109,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "lifetime_s": ("s", "depreciation lifetime"),
     "opex_fraction_per_year": ("1", "yearly maintenance/opex as a fraction of capex"),
     "embodied_kg_per_gpu": ("kgCO2e", "embodied carbon per GPU (incl. node share)"),
+    "compute_power_fraction": ("1", "GPU power above idle while computing, share of max - idle"),
+    "comm_power_fraction": ("1", "GPU power above idle during exposed communication, share"),
     # site
     "pue": ("1", "power usage effectiveness"),
     "electricity_usd_per_kwh": ("USD/kWh", "electricity price"),
@@ -470,10 +472,13 @@ def reliability(x: dict, r: dict) -> dict:
 
 def energy_use(x: dict, r: dict) -> dict:
     """Energy of GPUs, IT and facility; average and peak facility power."""
-    gpus, wall, stepping = x["gpus"], r["wall_time_s"], r["stepping_s"]
-    # GPUs draw step power while stepping, idle power in stalls and restarts
-    busy_w = energy.gpu_power(x["idle_power_w"], x["max_power_w"],
-                              r["compute_s"] / r["step_time_s"])
+    gpus, wall, stepping, step = x["gpus"], r["wall_time_s"], r["stepping_s"], r["step_time_s"]
+    # while stepping: compute and exposed communication at their power levels, launch gaps,
+    # bubbles and stragglers at idle; checkpoint stalls and restarts at idle
+    comm_s = r["tp_comm_s"] + r["cp_comm_s"] + r["ep_comm_s"] + r["pp_comm_s"] + r["dp_comm_s"]
+    busy_w = energy.phase_gpu_power(x["idle_power_w"], x["max_power_w"], r["compute_s"] / step,
+                                    x["compute_power_fraction"], comm_s / step,
+                                    x["comm_power_fraction"])
     gpu_j = gpus * (energy.energy(busy_w, stepping)
                     + energy.energy(x["idle_power_w"], wall - stepping))
     rest_w = energy.non_gpu_it_power(r["nodes"], x["node_overhead_power_w"],
@@ -482,6 +487,7 @@ def energy_use(x: dict, r: dict) -> dict:
     facility_j = energy.energy(energy.facility_power(it_j / wall, x["pue"]), wall)
     return {
         "energy_gpu_j": gpu_j, "energy_it_j": it_j, "energy_facility_j": facility_j,
+        "gpu_step_power_w": busy_w, "gpu_power_w": gpu_j / (gpus * wall),
         "avg_power_w": facility_j / wall,
         "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w, x["pue"]),
     }

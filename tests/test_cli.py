@@ -61,7 +61,7 @@ def test_plan_json(capsys):
                                   "--format", "json"])
     assert code == 0, err
     data = json.loads(out)
-    assert set(data["best"]) == {"time", "cost", "energy", "carbon"}
+    assert set(data["best"]) == {"time", "cost", "energy", "carbon", "tcdp", "cci"}
     for row in data["best"].values():
         for key in ("hardware", "gpus", "tp", "pp", "dp", "micro_batch", "recompute", "zero",
                     "wall_days", "cost_usd", "energy_mwh", "co2e_t", "mfu"):

@@ -64,3 +64,17 @@ def test_bad_values_give_one_error_line(capsys, bad, words):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("capplan: error:")
     assert all(w in err[0] for w in words)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_evaluate_shows_rent_vs_buy_in_every_format(capsys, fmt):
+    args = ["evaluate", "-m", "llama2-7b", "-H", "h100-sxm", "-n", "64", "--tokens", "1e12",
+            "--site", "norway", "-f", fmt]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    if fmt == "json":
+        rvb = json.loads(out)["rent_vs_buy"]
+        assert rvb["site"] == "norway" and rvb["owned_usd"] > 0
+        assert rvb["cloud_usd"] == pytest.approx(json.loads(out)["cost_usd"], rel=1e-9)
+    else:
+        assert "rent_vs_buy.owned_usd" in out and "rent_vs_buy.breakeven_utilisation" in out

@@ -43,11 +43,16 @@ def evaluate(
     payload = evaluation_payload(run.row, run.echo)
     payload["catalog_version"] = run.catalog_version
     payload["price"] = run.price
+    payload["rent_vs_buy"] = run.rent_vs_buy
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
-            if k not in ("breakdown", "memory_breakdown", "inputs", "price")]
+            if k not in ("breakdown", "memory_breakdown", "inputs", "price", "rent_vs_buy")]
     from planner.engine.pricing import PriceQuote
 
     rows.append({"quantity": "price", "value": PriceQuote(**run.price).label()})
+    rows += [{"quantity": f"rent_vs_buy.{k}", "value": run.rent_vs_buy[k]}
+             for k in ("cloud_usd", "owned_usd", "cluster_capex_usd",
+                       "ownership_usd_per_gpu_hour", "utilisation", "breakeven_utilisation",
+                       "payback_months")]
     if uncertainty:
         from planner.analysis.uncertainty import default_spreads, run_uncertainty
 

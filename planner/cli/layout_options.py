@@ -104,6 +104,8 @@ class ResolvedRun:
     catalog_version: str = ""
     #: the resolved price per GPU-hour (PriceQuote.as_dict()): tier, provider, source, spread
     price: dict | None = None
+    #: the owned-cluster cost beside the cloud cost (planner.engine.ownership.rent_vs_buy)
+    rent_vs_buy: dict | None = None
 
 
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
@@ -137,9 +139,14 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
 
     quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"], o["provider"],
                         o["spot_interruption"])
+    from planner.engine.ownership import rent_vs_buy
+    from planner.engine.scenario import Scenario
+
+    owned = rent_vs_buy(catalog, Scenario(site=o["site"]), {**row, "hardware": o["hardware"]},
+                        quote.as_dict())
     return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame,
                        catalog_version=str(getattr(catalog, "version", "")),
-                       price=quote.as_dict())
+                       price=quote.as_dict(), rent_vs_buy=owned)
 
 
 #: Totals every evaluated run must have finite (else no answer is printed).

@@ -88,3 +88,13 @@ def test_plot_and_uncertainty_take_one_site(capsys):
         assert main(["plan", *SMALL_ARGS, "--site", "norway,quebec", *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "takes one site" in err[0]
+
+
+def test_plot_takes_one_site(capsys, tmp_path):
+    from planner.cli.main import main
+
+    assert main(["plot", "plan", *SMALL_ARGS, "--site", "all", "-o",
+                 str(tmp_path / "p.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "takes one site" in err[0]
+    assert not (tmp_path / "p.png").exists()

@@ -85,6 +85,9 @@ TokensOption = Annotated[float, typer.Option(help="Training tokens D.")]
 GlobalBatchOption = Annotated[int, typer.Option(
     help="Global batch [sequences] (default ~16M tokens).")]
 SiteOption = Annotated[str, typer.Option(help="Site id (PUE, price, grid carbon).")]
+SitesOption = Annotated[str, typer.Option(
+    "--site", help="Site id (PUE, price, grid carbon); plan takes several, a,b,c or all, "
+    "and ranks them.")]
 PrecisionOption = Annotated[str, typer.Option(help="bf16 | fp8 | tf32.")]
 CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory.")]
 CatalogOption = Annotated[list[str], typer.Option(

@@ -39,6 +39,13 @@ def plot(
         raise did_you_mean("plot kind", kind, KINDS)
     check_target(output, force)  # fail before the search
     scenario, _ = resolve_scenario(options)
+    from planner.engine.sites import is_several
+
+    if is_several(scenario.site):
+        from planner.errors import CapplanError
+
+        raise CapplanError(f"capplan plot takes one site; got --site {scenario.site!r} "
+                           "(capplan plan ranks several)")
     with search_progress() as progress:
         result = run_plan(scenario, progress=progress)
     PLOTS[kind](result, output, force=force)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from formulas.carbon import embodied_per_accelerator
 from planner.errors import CapplanError, shown
 
 PRECISIONS = ("bf16", "fp8", "tf32")
@@ -181,6 +180,8 @@ def peak_flops(accelerator, precision: str) -> float:
 
 def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
     """Kernel inputs describing one accelerator in its node and fabric."""
+    from formulas.carbon import embodied_per_accelerator  # formulas import numpy: not at start-up
+
     gpus_per_node = float(value(node.gpus_per_node))
     nic_bytes_per_s = value(node.nics_per_node) * value(node.nic_bandwidth_bits_per_s) / 8
     ports = value(getattr(node, "network_ports_per_node", node.nics_per_node))

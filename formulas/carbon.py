@@ -181,3 +181,74 @@ def embodied_per_accelerator(accelerator_kg, node_kg, gpus_per_node):
     .. math:: C_{emb} = C_{acc} + \\frac{C_{node}}{g}
     """
     return accelerator_kg + node_kg / gpus_per_node
+
+
+ACT = ("Gupta, Elgamal, Hills, Wei, Lee, Brooks & Wu, 'ACT: Designing Sustainable Computer "
+       "Systems with an Architectural Carbon Modeling Tool', ISCA 2022, "
+       "doi:10.1145/3470496.3527408; inputs of its Table 1 as shipped in "
+       "github.com/facebookresearch/ACT act/models (logic/epa, gpa_95, gpa_99, materials, "
+       "dram/dram_hynix, carbon_intensity/location_2022; DEFAULT_FAB_YIELD 0.875, "
+       "CARBON_PER_IC_PACKAGE 150 g)")
+
+
+@formula(reference=ACT + ": embodied carbon of a logic die = area x (fab intensity x energy "
+         "per area + gas per area + materials per area) / yield, plus memory per GB and 150 g "
+         "per IC package",
+         domain={"die_area_cm2": ">=0", "fab_intensity_g_per_kwh": ">=0",
+                 "energy_per_area_kwh_per_cm2": ">=0", "gas_per_area_g_per_cm2": ">=0",
+                 "materials_per_area_g_per_cm2": ">=0", "fab_yield": "(0,1]",
+                 "memory_gb": ">=0", "memory_g_per_gb": ">=0", "packages": ">=0",
+                 "package_g": ">=0"},
+         symbols={"die_area_cm2": "A", "fab_intensity_g_per_kwh": "CI_{fab}",
+                  "energy_per_area_kwh_per_cm2": "EPA", "gas_per_area_g_per_cm2": "GPA",
+                  "materials_per_area_g_per_cm2": "MPA", "fab_yield": "Y",
+                  "memory_gb": "M", "memory_g_per_gb": "C_{mem}", "packages": "n",
+                  "package_g": "C_{pkg}"},
+         result_latex="C_{ACT}")
+def act_chip_embodied(die_area_cm2, fab_intensity_g_per_kwh, energy_per_area_kwh_per_cm2,
+                      gas_per_area_g_per_cm2, materials_per_area_g_per_cm2, fab_yield,
+                      memory_gb, memory_g_per_gb, packages, package_g=150.0):
+    """Embodied carbon of an accelerator's silicon by the ACT model (logic, memory, packages).
+
+    Only the integrated circuits: the board, heat sink, power delivery and the server
+    are outside it.
+
+    Parameters
+    ----------
+    die_area_cm2 : numeric
+        Logic die area, A [cm2].
+    fab_intensity_g_per_kwh : numeric
+        Carbon intensity of the fab's electricity, CI_fab [gCO2e/kWh].
+    energy_per_area_kwh_per_cm2 : numeric
+        Fab energy per die area of the process node, EPA [kWh/cm2].
+    gas_per_area_g_per_cm2 : numeric
+        Process-gas emissions per area after abatement, GPA [gCO2e/cm2].
+    materials_per_area_g_per_cm2 : numeric
+        Raw-material emissions per area, MPA [gCO2e/cm2].
+    fab_yield : numeric
+        Fab yield, Y [1].
+    memory_gb : numeric
+        Memory capacity on the package, M [GB].
+    memory_g_per_gb : numeric
+        Embodied carbon of memory per GB, C_mem [gCO2e/GB].
+    packages : numeric
+        IC packages (dies and memory stacks), n [1].
+    package_g : numeric
+        Embodied carbon per IC package, C_pkg [gCO2e].
+
+    Returns
+    -------
+    numeric
+        Embodied carbon of the silicon [kgCO2e].
+
+    Examples
+    --------
+    >>> # H100: 814 mm2 die on a 5 nm-class node, Taiwan grid, GPA97; 80 GB at ACT's DDR4
+    >>> round(float(act_chip_embodied(8.14, 583.0, 2.75, 327.5, 500.0, 0.875, 80.0, 65.0, 6)), 1)
+    28.7
+
+    .. math:: C_{ACT} = \\frac{A (CI_{fab} EPA + GPA + MPA)}{Y} + M C_{mem} + n C_{pkg}
+    """
+    logic_g = die_area_cm2 * (fab_intensity_g_per_kwh * energy_per_area_kwh_per_cm2
+                              + gas_per_area_g_per_cm2 + materials_per_area_g_per_cm2) / fab_yield
+    return (logic_g + memory_gb * memory_g_per_gb + packages * package_g) / 1000

@@ -71,3 +71,27 @@ def test_tcdp_and_cci_objectives_are_the_minima_of_their_columns(small_plan):
         small_plan.best["carbon"]["co2e_t"], rel=1e-12)
     # tCDP trades carbon for time: never slower than the least-carbon plan
     assert small_plan.best["tcdp"]["wall_days"] <= small_plan.best["carbon"]["wall_days"]
+
+
+def test_act_carbon_per_area_matches_the_act_model_inputs():
+    from formulas.carbon import act_chip_embodied
+
+    # ACT (facebookresearch/ACT act/models): 7 nm, EPA 2.15 kWh/cm2, GPA97 = (350 + 200) / 2,
+    # MPA 500 g/cm2, Taiwan 583 g/kWh, yield 0.875: LogicModel.get_cpa = 2,318.2 g/cm2
+    cpa_g = (583.0 * 2.15 + 275.0 + 500.0) / 0.875
+    assert cpa_g == pytest.approx(2318.2, abs=0.1)
+    assert act_chip_embodied(1.0, 583.0, 2.15, 275.0, 500.0, 0.875, 0.0, 65.0, 0) * 1000 \
+        == pytest.approx(cpa_g, rel=1e-12)
+    # plus 150 g per IC package and ACT's DDR4 65 g/GB
+    assert act_chip_embodied(0.0, 583.0, 2.15, 275.0, 500.0, 0.875, 80.0, 65.0, 6) \
+        == pytest.approx((80 * 65 + 6 * 150) / 1000, rel=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.1, 10), st.floats(0, 800), st.floats(1.0, 2.0))
+def test_act_grows_with_die_area_and_fab_intensity(area, ci, k):
+    from formulas.carbon import act_chip_embodied
+
+    base = act_chip_embodied(area, ci, 2.75, 327.5, 500.0, 0.875, 80.0, 65.0, 6)
+    assert act_chip_embodied(area * k, ci, 2.75, 327.5, 500.0, 0.875, 80.0, 65.0, 6) >= base
+    assert act_chip_embodied(area, ci * k + 1, 2.75, 327.5, 500.0, 0.875, 80.0, 65.0, 6) > base

@@ -22,6 +22,8 @@ x = 1.4616, where the value itself vanishes; relative elsewhere).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["erfinv", "ndtri", "digamma"]
@@ -109,6 +111,31 @@ def _quantile(q, tail):
     return out
 
 
+def _quantile_scalar(q: float, tail: float) -> float:
+    """:func:`_quantile` for one value, with Python floats (~50x faster than 1-element
+    arrays; the same operations in the same order, so the same result)."""
+    if not tail >= 0:  # NaN
+        return math.nan
+    if abs(q) <= 0.425:
+        r = 0.180625 - q * q
+        numerator, denominator = _CENTRAL
+        scale = q
+    elif tail == 0:
+        return math.copysign(math.inf, q)
+    else:
+        r = math.sqrt(-math.log(tail))
+        if r <= 5.0:
+            r, (numerator, denominator) = r - 1.6, _INTERMEDIATE
+        else:
+            r, (numerator, denominator) = r - 5.0, _FAR_TAIL
+        scale = math.copysign(1.0, q)
+    num, den = numerator[0], denominator[0]
+    for a, b in zip(numerator[1:], denominator[1:], strict=True):
+        num = num * r + a
+        den = den * r + b
+    return scale * (num / den)
+
+
 def _shaped(result, x):
     return float(result.reshape(-1)[0]) if np.ndim(x) == 0 else result.reshape(np.shape(x))
 
@@ -131,6 +158,9 @@ def ndtri(p):
     >>> round(ndtri(0.975), 9)
     1.959963985
     """
+    if isinstance(p, float | int):
+        tail = min(p, 1 - p) if 0 <= p <= 1 else math.nan
+        return _quantile_scalar(p - 0.5, tail)
     p = np.asarray(p, dtype=float)
     with np.errstate(invalid="ignore"):
         tail = np.where((p >= 0) & (p <= 1), np.minimum(p, 1 - p), np.nan)
@@ -158,6 +188,9 @@ def erfinv(x):
     >>> round(erfinv(0.5), 12)
     0.476936276204
     """
+    if isinstance(x, float | int):
+        tail = 0.5 - 0.5 * abs(x) if abs(x) <= 1 else math.nan
+        return _quantile_scalar(0.5 * x, tail) * math.sqrt(0.5)
     x = np.asarray(x, dtype=float)
     with np.errstate(invalid="ignore"):
         tail = np.atleast_1d(0.5 - 0.5 * np.abs(x))  # exact for |x| >= 0.5; NaN stays NaN

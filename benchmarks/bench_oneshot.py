@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,18 +46,22 @@ PEER_ARGS = ["-m", "llm_analysis.analysis", "train", "--model_name", "meta-llama
              "--hbm_memory_efficiency", "0.9", "--output_dir", "/tmp/bench_oneshot_peer"]
 
 
-def run_once(command: list[str]) -> float:
+def run_once(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + sys of the child) of one run."""
     root = ROOT
     if command[0] == "--in":  # ["--in", DIR, *command]: run another checkout's code
         root, command = Path(command[1]), command[2:]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=root, env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"failed ({done.returncode}): {' '.join(command)}\n{done.stderr}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def wall_times(commands: dict[str, list[str]], runs: int, batches: int) -> dict[str, list]:
@@ -109,14 +114,16 @@ def main() -> None:
     load_after = os.getloadavg()[0]
     print(f"{args.batches} batches x {args.runs} runs, interleaved; load average "
           f"{load_before:.1f} before, {load_after:.1f} after; {os.cpu_count()} cores\n")
-    print("| command | median wall [s] | min [s] | median per batch [s] |")
-    print("|---|---|---|---|")
+    print("| command | median wall [s] | min wall [s] | median wall per batch [s] | "
+          "median CPU (user+sys) [s] |")
+    print("|---|---|---|---|---|")
     medians = {}
     for name, batches in times.items():
-        every = [t for batch in batches for t in batch]
+        every = [wall for batch in batches for wall, _ in batch]
         medians[name] = statistics.median(every)
-        per_batch = ", ".join(f"{statistics.median(b):.3f}" for b in batches)
-        print(f"| {name} | {medians[name]:.3f} | {min(every):.3f} | {per_batch} |")
+        cpu = statistics.median(c for batch in batches for _, c in batch)
+        per_batch = ", ".join(f"{statistics.median(w for w, _ in b):.3f}" for b in batches)
+        print(f"| {name} | {medians[name]:.3f} | {min(every):.3f} | {per_batch} | {cpu:.3f} |")
     peer = [n for n in medians if n.startswith("llm-analysis")]
     print()
     for name in list(COMMANDS)[2:]:

@@ -12,7 +12,7 @@ context: ``python -c pass`` and ``python -c "import numpy"`` on the same interpr
 branch point: ``git archive f5b329f | tar -x -C /tmp/former``), for the ratio former / now
 in one run whatever the load.  ``--peer PYTHON`` adds llm-analysis' CLI (``python -m llm_analysis.analysis train``,
 installed in its own virtual environment, see benchmarks/peer_llm_analysis.py) on
-LLaMA-2 7B / 8 x A100-80GB; the ratio capplan / peer is taken within the same run.
+LLaMA-2 7B / 8 x A100-80GB, ZeRO-1, full recompute (it also writes its summary files); the ratio capplan / peer is taken within the same run.
 """
 
 from __future__ import annotations
@@ -39,11 +39,12 @@ COMMANDS = {
     "same, explicit layout `--tp 1 --pp 1 --cp 2` (table)": [*EVALUATE, *LAYOUT],
     "same, explicit layout, `-f json`": [*EVALUATE, *LAYOUT, "-f", "json"],
 }
-PEER_ARGS = ["-m", "llm_analysis.analysis", "train", "--model_name", "meta-llama/Llama-2-7b-hf",
+PEER_ARGS = ["-m", "llm_analysis.analysis", "train", "--model_name", "NousResearch_Llama-2-7b-hf",
              "--gpu_name", "a100-sxm-80gb", "--total_num_gpus", "8", "--tp_size", "1",
              "--pp_size", "1", "--batch_size_per_gpu", "1", "--seq_len", "4096",
              "--total_num_tokens", "1000000000", "--flops_efficiency", "0.5",
-             "--hbm_memory_efficiency", "0.9", "--output_dir", "/tmp/bench_oneshot_peer"]
+             "--hbm_memory_efficiency", "0.9", "--ds_zero", "1", "--activation_recomputation",
+             "2", "--output_dir", "/tmp/bench_oneshot_peer"]  # bundled config, fits in HBM
 
 
 def run_once(command: list[str]) -> tuple[float, float]:

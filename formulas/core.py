@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import numbers
 import re
 from dataclasses import dataclass
@@ -127,16 +128,7 @@ class Formula:
         self.reference = reference
         signature = inspect.signature(func)
         self.signature = signature
-        units = _parse_units(func.__doc__)
-        self.arguments = tuple(
-            Argument(
-                name=p,
-                unit=units.get(p, ""),
-                domain=domain.get(p, "real"),
-                latex=symbols.get(p, _default_latex(p)),
-            )
-            for p in signature.parameters
-        )
+        self._domain, self._symbols = domain, symbols
         unknown = set(domain) - set(signature.parameters)
         if unknown:
             raise TypeError(f"{self.name}: domain names unknown arguments {sorted(unknown)}")
@@ -144,8 +136,30 @@ class Formula:
             if spec not in _DOMAINS:
                 raise TypeError(f"{self.name}: unknown domain {spec!r}")
         self.result = result or self.name
-        self.result_unit = units.get("return", "")
         self.result_latex = result_latex or _default_latex(self.result)
+
+    # units are parsed from the docstring on first use: importing the ~120 formulas
+    # (every command does, through the run model) then costs no docstring parsing
+    @functools.cached_property
+    def _units(self) -> dict[str, str]:
+        return _parse_units(self.func.__doc__)
+
+    @functools.cached_property
+    def arguments(self) -> tuple[Argument, ...]:
+        """Name, unit, domain and display symbol of every argument, in order."""
+        return tuple(
+            Argument(
+                name=p,
+                unit=self._units.get(p, ""),
+                domain=self._domain.get(p, "real"),
+                latex=self._symbols.get(p, _default_latex(p)),
+            )
+            for p in self.signature.parameters
+        )
+
+    @functools.cached_property
+    def result_unit(self) -> str:
+        return self._units.get("return", "")
 
     # -- description -------------------------------------------------------
     @property
@@ -227,6 +241,12 @@ def in_domain(spec: str, values) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     with np.errstate(invalid="ignore"):
         return np.isfinite(array) & check(array)
+
+
+def number_in_domain(spec: str, value: float) -> bool:
+    """:func:`in_domain` for one Python float, without numpy calls (fast in loops)."""
+    check, _ = _DOMAINS[spec]
+    return math.isfinite(value) and bool(check(value))
 
 
 def domain_text(spec: str) -> str:

@@ -108,7 +108,7 @@ def ndtri(p):
     if is_symbolic(p):
         sp = _sympy()
         return sp.sqrt(2) * sp.erfinv(2 * p - 1)
-    from scipy.special import ndtri as _ndtri
+    from .special import ndtri as _ndtri
 
     return _series_like(_ndtri(p), p)
 
@@ -117,6 +117,6 @@ def harmonic(n):
     """Harmonic number H_n = sum_{k=1}^{n} 1/k, continued to real n by digamma."""
     if is_symbolic(n):
         return _sympy().harmonic(n)
-    from scipy.special import digamma
+    from .special import digamma
 
     return _series_like(digamma(np.asarray(n, dtype=float) + 1.0) + np.euler_gamma, n)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from . import toml_cache
 from .errors import CatalogError
 from .schema import KIND_MODELS, KINDS, PROBLEM_SEP, SCHEMA_VERSION, Entry, Quantity
 from .textfile import printable, read_utf8
@@ -134,7 +135,7 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
     shown = _display(path)
     text = read_utf8(path, shown)
     try:
-        data = tomllib.loads(text)
+        data = toml_cache.loads(text)  # tomllib.loads, cached by the text's hash
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{shown}: invalid TOML: {exc}") from None
     kind = data.get("kind", (expect_kind or folder_kind) if user else None)
@@ -330,6 +331,7 @@ def _load(dirs: tuple[str, ...]) -> Catalog:
         if acc.node not in entries["node"]:
             err = suggest("node", acc.node, entries["node"])
             raise CatalogError(f"{_display(origins[('accelerator', acc_id)])}: node: {err}")
+    toml_cache.save()
     version = f"{SCHEMA_VERSION}+{digest.hexdigest()[:12]}"
     return Catalog({k: dict(sorted(v.items())) for k, v in entries.items()}, origins, version,
                    dirs)
@@ -338,3 +340,4 @@ def _load(dirs: tuple[str, ...]) -> Catalog:
 def clear_cache() -> None:
     """Forget loaded catalogs (after editing files in a running process)."""
     _load.cache_clear()
+    toml_cache.forget()

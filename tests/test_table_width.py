@@ -82,3 +82,46 @@ def test_cli_tables_follow_columns(monkeypatch, capsys, columns):
     out = capsys.readouterr().out
     assert max(len(line) for line in _lines(out)) <= int(columns)
     assert "megatron-145.6b" in out and "\u2026" not in out
+
+
+def _rich_table(headers, rows, title, width, right):
+    """What table_text drew with rich before the ASCII renderer (the reference)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=Text(title) if title else None, header_style="bold")
+    for h in headers:
+        table.add_column(Text(h), justify="right" if h in right else "left", no_wrap=True)
+    for r in rows:
+        table.add_row(*(Text(c) for c in r))
+    buf = io.StringIO()
+    Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
+    return buf.getvalue()
+
+
+_ASCII = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), columns=st.integers(1, 4), n=st.integers(0, 4),
+       title=st.none() | _ASCII, width=st.integers(20, 120))
+def test_ascii_renderer_draws_what_rich_draws(data, columns, n, title, width):
+    headers = data.draw(st.lists(_ASCII.filter(bool), min_size=columns, max_size=columns,
+                                 unique=True))
+    rows = [data.draw(st.lists(_ASCII, min_size=columns, max_size=columns)) for _ in range(n)]
+    right = set(data.draw(st.lists(st.sampled_from(headers), max_size=columns)))
+    simple = output.ascii_cells_table(headers, rows, title=title or None, width=width,
+                                      right=right)
+    if simple is not None:
+        assert simple == _rich_table(headers, rows, title or None, width, right)
+
+
+def test_ascii_renderer_declines_what_it_cannot_draw():
+    assert output.ascii_cells_table(["a"], [["é"]]) is None  # not ASCII
+    assert output.ascii_cells_table(["a"], [["x\ny"]]) is None  # two lines
+    assert output.ascii_cells_table(["a"], [["x" * 200]], width=80) is None  # too wide
+    assert output.ascii_cells_table(["a"], [["x"]], title="a long title") is None  # wraps
+    assert output.ascii_cells_table(["a"], [["x"]], title="t") is not None

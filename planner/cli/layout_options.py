@@ -95,12 +95,12 @@ def with_layout_options(func):
 
 @dataclass
 class ResolvedRun:
-    """One evaluated run: its DataFrame row, the kernel inputs, the echo of the options."""
+    """One evaluated run: its row (column -> Python value), the kernel inputs, the echo
+    of the options."""
 
     row: dict
     inputs: dict
     echo: dict
-    frame: object
     catalog_version: str = ""
     #: the resolved price per GPU-hour (PriceQuote.as_dict()): tier, provider, source, spread
     price: dict | None = None
@@ -110,7 +110,7 @@ class ResolvedRun:
 
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     """Validate the run options and evaluate the run (one row)."""
-    from planner.engine.evaluator import evaluate
+    from planner.engine.evaluator import evaluate_run
     from planner.engine.scenario import CHECKPOINT_SCHEMES, COST_BASES, PRECISIONS
 
     o = {k: options[k] for k in LAYOUT_OPTIONS}
@@ -122,8 +122,9 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     from hardware_catalog import load_catalog
 
     catalog = load_catalog(tuple(o.pop("catalog") or ()))
-    frame, inputs = evaluate(catalog=catalog, overrides=overrides, return_inputs=True, **o)
-    row = frame.iloc[0].to_dict()
+    # the vectorised path (as plan's), without pandas: one-shot queries start fast
+    columns, inputs = evaluate_run(catalog=catalog, catalog_dirs=(), overrides=overrides, **o)
+    row = {k: v.item(0) if hasattr(v, "item") else v for k, v in columns.items()}
     check_finite(row)
     sizes = {k: int(row[k]) for k in PREFERRED_LAYOUT}
     asked = {**PREFERRED_LAYOUT, **{k: o[k] for k in PREFERRED_LAYOUT if o[k] is not None}}
@@ -144,7 +145,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
 
     owned = rent_vs_buy(catalog, Scenario(site=o["site"]), {**row, "hardware": o["hardware"]},
                         quote.as_dict())
-    return ResolvedRun(row=row, inputs=inputs, echo=echo, frame=frame,
+    return ResolvedRun(row=row, inputs=inputs, echo=echo,
                        catalog_version=str(getattr(catalog, "version", "")),
                        price=quote.as_dict(), rent_vs_buy=owned)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formulas.core import domain_text, in_domain
+from formulas.core import domain_text, in_domain, number_in_domain
 from planner.errors import CapplanError, shown
 
 #: Largest GPU count, parallel size or node size accepted: 16.7 M GPUs (2**24), some 170x
@@ -67,6 +67,13 @@ class Domain:
         if self.minimum is not None:
             good &= array >= self.minimum
         return good
+
+    def ok_number(self, value: float) -> bool:
+        """:meth:`ok` for one Python float, without numpy calls (the same rules)."""
+        return (number_in_domain(self.spec, value)
+                and (not self.integer or value.is_integer())
+                and (self.maximum is None or value <= self.maximum)
+                and (self.minimum is None or value >= self.minimum))
 
 
 def _number(value) -> str:
@@ -187,6 +194,11 @@ def label(name: str) -> str:
 
 def _first_bad(domain: Domain, value):
     """The first value outside ``domain`` (``None`` when all are inside)."""
+    if type(value) is float:  # the common cases, without the abc checks below
+        return None if domain.ok_number(value) else value
+    if type(value) is int and (domain.maximum is None or value <= domain.maximum) \
+            and abs(value) < 2**53:
+        return None if domain.ok_number(float(value)) else value
     if isinstance(value, str | bytes) or value is None:
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, np.generic):
@@ -197,7 +209,7 @@ def _first_bad(domain: Domain, value):
         if isinstance(value, numbers.Integral) and domain.maximum is not None and \
                 value > domain.maximum:  # exact, also beyond 2**53
             return value
-        return None if bool(domain.ok(number)) else value
+        return None if domain.ok_number(number) else value
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         return value

@@ -13,6 +13,9 @@ accelerator, a pandas DataFrame back whose column names carry units.
 
 from __future__ import annotations
 
+import math
+from functools import cache
+
 import numpy as np
 
 from planner.engine.columns import conversions, memory_terms
@@ -144,11 +147,67 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
     (tier ``pricing``, ``provider``); ``pricing="owned"`` selects the TCO cost basis;
     ``pricing="spot"`` adds preemptions (``spot_interruption``: an interruption bucket or
     a monthly fraction) to the node failure rate of the Young/Daly/restart model.
+    The catalog part is computed once per catalog and choice of entries (see
+    :func:`catalog_inputs`).
     """
+    from planner.engine.domains import check
+    from planner.engine.scenario import default_global_batch
+
+    check({"tokens": tokens, "global_batch": global_batch, "seq_len": seq_len})
+    x = catalog_inputs(catalog, model=model, hardware=hardware, site=site,
+                       reliability=reliability, precision=precision, checkpoint=checkpoint,
+                       cost_basis=cost_basis, seq_len=seq_len, pricing=pricing,
+                       provider=provider, spot_interruption=spot_interruption)
+    x["tokens"] = float(tokens)
+    x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
+    check({"global_batch": x["global_batch"]})
+    return x
+
+
+#: catalog_inputs of recent calls: key -> (catalog, inputs); bounded by CACHED_RUNS.
+_CATALOG_INPUTS: dict[tuple, tuple[object, dict[str, float]]] = {}
+CACHED_RUNS = 256
+
+
+def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, checkpoint,
+                   cost_basis, seq_len, pricing, provider, spot_interruption) -> dict[str, float]:
+    """The run-model inputs that come from catalog entries (a new dict each call).
+
+    Entries given by id are looked up, checked against their domains and priced once per
+    catalog object and choice; entries given as objects or TOML paths (a user file may
+    change between calls) are read every time.
+    """
+    from hardware_catalog.loader import looks_like_path
+
+    names = (model, hardware, site, reliability)
+    cacheable = all(isinstance(v, str) and not looks_like_path(v) for v in names)
+    key = (id(catalog), *names, precision, checkpoint, cost_basis, seq_len, pricing, provider,
+           spot_interruption)
+    try:
+        hash(key)
+    except TypeError:  # e.g. an array seq_len
+        cacheable = False
+    hit = _CATALOG_INPUTS.get(key) if cacheable else None
+    if hit is not None and hit[0] is catalog:
+        return dict(hit[1])
+    x = _read_catalog_inputs(catalog, model=model, hardware=hardware, site=site,
+                             reliability=reliability, precision=precision,
+                             checkpoint=checkpoint, cost_basis=cost_basis, seq_len=seq_len,
+                             pricing=pricing, provider=provider,
+                             spot_interruption=spot_interruption)
+    if cacheable:
+        if len(_CATALOG_INPUTS) >= CACHED_RUNS:
+            _CATALOG_INPUTS.clear()
+        _CATALOG_INPUTS[key] = (catalog, x)
+    return dict(x)
+
+
+def _read_catalog_inputs(catalog, *, model, hardware, site, reliability, precision,
+                         checkpoint, cost_basis, seq_len, pricing, provider,
+                         spot_interruption) -> dict[str, float]:
     from planner.engine.domains import check
     from planner.engine.pricing import price_quote, with_preemptions
     from planner.engine.scenario import (
-        default_global_batch,
         execution_defaults,
         hardware_inputs,
         model_inputs,
@@ -156,7 +215,6 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
         site_inputs,
     )
 
-    check({"tokens": tokens, "global_batch": global_batch, "seq_len": seq_len})
     m = catalog.model(model) if isinstance(model, str) else model
     acc = catalog.accelerator(hardware) if isinstance(hardware, str) else hardware
     node = catalog.node(acc.node)
@@ -175,9 +233,6 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
     x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, provider).usd_per_gpu_hour
     if pricing == "spot":
         x["node_mtbf_s"] = with_preemptions(x["node_mtbf_s"], spot_interruption)
-    x["tokens"] = float(tokens)
-    x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
-    check({"global_batch": x["global_batch"]})
     return x
 
 
@@ -329,7 +384,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
              flash_attention=True, reliability=DEFAULTS["reliability"], catalog=None,
              catalog_dirs=(), overrides=None, return_inputs=False,
              pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
-             spot_interruption=DEFAULTS["spot_interruption"]):
+             spot_interruption=DEFAULTS["spot_interruption"], as_frame=True):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
     Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
@@ -344,9 +399,43 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.pricing``);
     arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
     kernel inputs are returned too: ``(frame, inputs)``.
-    """
-    import pandas as pd
 
+    ``as_frame=False`` returns a light :class:`planner.engine.result.Evaluation` instead
+    (a dict of columns, ``.to_frame()`` for the DataFrame; pandas is not imported): for
+    one layout its values are Python scalars computed by the kernel on scalars (thousands
+    of calls per second), equal to the DataFrame's to rounding (``tests/test_evaluate_api.py``).
+
+    >>> r = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
+    ...              global_batch=512, micro_batch=2, tokens=2e12, as_frame=False)
+    >>> r["fits"], round(r["mfu"], 2) == round(float(r.to_frame().loc[0, "mfu"]), 2)
+    (True, True)
+    """
+    from planner.engine.result import Evaluation
+
+    columns, x = evaluate_run(
+        model=model, hardware=hardware, gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
+        global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
+        recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
+        precision=precision, site=site, tokens=tokens, checkpoint=checkpoint,
+        cost_basis=cost_basis, flash_attention=flash_attention, reliability=reliability,
+        catalog=catalog, catalog_dirs=catalog_dirs, overrides=overrides, pricing=pricing,
+        provider=provider, spot_interruption=spot_interruption, scalar=not as_frame)
+    result = Evaluation(columns)
+    if as_frame:
+        result = result.to_frame()
+    return (result, x) if return_inputs else result
+
+
+def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, micro_batch,
+                 seq_len, recompute, zero, sequence_parallel, precision, site, tokens,
+                 checkpoint, cost_basis, flash_attention, reliability, catalog, catalog_dirs,
+                 overrides, pricing, provider, spot_interruption,
+                 scalar: bool = False) -> tuple[dict, dict]:
+    """:func:`evaluate` without pandas: ``(columns, kernel inputs)``.
+
+    Columns are arrays of one entry per layout; with ``scalar`` and one layout, Python
+    scalars from the kernel run on numpy float64 scalars (:func:`evaluate_scalar`).
+    """
     from planner.engine.domains import check
     from planner.engine.scenario import (
         CHECKPOINT_SCHEMES,
@@ -378,14 +467,24 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
                     global_batch=global_batch, pricing=pricing, provider=provider,
                     spot_interruption=spot_interruption)
-    if any(np.ndim(v) > 0 for v in (gpus, zero, sequence_parallel, *sizes.values(),
-                                     *(overrides or {}).values())):
+    one = not any(type(v) not in _SCALARS and np.ndim(v) > 0
+                  for v in (gpus, zero, sequence_parallel, *sizes.values(),
+                            *(overrides or {}).values()))
+    if not one:
         sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()}
     else:  # one layout: choose it on the inputs the kernel will see
         sizes = resolve_layout({**x, **(overrides or {})}, gpus, sizes,
                                recompute=RECOMPUTE_CODES[recompute],
                                zero=int(zero), sequence_parallel=sequence_parallel,
                                flash_attention=flash_attention)
+    meta = {"model": model if isinstance(model, str) else model.id,
+            "hardware": hardware if isinstance(hardware, str) else hardware.id,
+            "precision": precision, "site": site, "checkpoint": checkpoint,
+            "recompute": recompute, "zero": zero}
+    if one and scalar:
+        return _evaluate_one(x, meta, gpus, sizes, recompute=RECOMPUTE_CODES[recompute],
+                             zero=zero, sequence_parallel=sequence_parallel,
+                             flash_attention=flash_attention, overrides=overrides or {}), x
     tp, pp, cp, ep, vp, micro_batch = (sizes[k] for k in ("tp", "pp", "cp", "ep", "vp",
                                                           "micro_batch"))
     dp = np.asarray(gpus) // np.maximum(np.asarray(tp) * pp * cp, 1)
@@ -400,15 +499,79 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
                           flash_attention=flash_attention))
     x.update(overrides or {})
+    meta.update({k: x[k] for k in META_INPUTS})
     out = evaluate_inputs(x)
-    n = len(out["step_time_s"])
-    meta = {"model": model if isinstance(model, str) else model.id,
-            "hardware": hardware if isinstance(hardware, str) else hardware.id,
-            "precision": precision, "site": site, "checkpoint": checkpoint,
-            "recompute": recompute, "zero": zero, "global_batch": x["global_batch"],
-            "seq_len": x["seq_len"], "tokens": x["tokens"]}
     out["largest_memory_term"] = np.asarray(memory_terms())[out.pop("largest_memory_term_index")]
-    columns = {**meta, **{k: v for k, v in layout.items() if k not in ("recompute", "zero")},
-               **out}
-    frame = pd.DataFrame({k: np.broadcast_to(v, (n,)) for k, v in columns.items()})
-    return (frame, x) if return_inputs else frame
+    shown_layout = {k: v for k, v in layout.items() if k not in ("recompute", "zero")}
+    return {**meta, **shown_layout, **out}, x
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+#: Kernel inputs shown among the leading columns of :func:`evaluate` (after overrides).
+META_INPUTS = ("global_batch", "seq_len", "tokens")
+
+
+def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zero,
+                  sequence_parallel, flash_attention: bool, overrides: dict) -> dict:
+    """The columns of one layout as Python scalars (updates ``x`` to the kernel inputs)."""
+    from planner.engine.space import layout_flags_one
+
+    layout = {"gpus": int(gpus), **{k: int(v) for k, v in sizes.items()}}
+    if overrides:  # else resolve_layout checked this layout on these very inputs
+        check_layout(x, **layout)
+    layout["dp"] = layout["gpus"] // (layout["tp"] * layout["pp"] * layout["cp"])
+    if sequence_parallel is None:
+        sequence_parallel = layout["tp"] > 1
+    layout["sequence_parallel"] = int(bool(sequence_parallel))
+    x.update(layout_flags_one({**layout, "recompute": recompute, "zero": int(zero)},
+                              scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
+                              flash_attention=flash_attention))
+    x.update(overrides)
+    meta = {**meta, **{k: x[k] for k in META_INPUTS}}
+    order = ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "sequence_parallel")
+    return {**{k: _plain(v) for k, v in meta.items()}, **{k: layout[k] for k in order},
+            **evaluate_scalar(x)}
+
+
+def _plain(value):
+    """A numpy scalar or 0-d array as the Python scalar; anything else unchanged."""
+    return value.item() if hasattr(value, "item") and np.ndim(value) == 0 else value
+
+
+def evaluate_scalar(inputs: dict) -> dict:
+    """Every output column of one candidate as Python scalars, in :func:`evaluate_inputs`'
+    order.  The kernel runs on numpy float64 scalars (inf/NaN as with arrays, ~50x less
+    overhead than 1-element arrays); the values agree with the array path to rounding
+    (a few ulp; up to ~1e-8 relative where the model subtracts nearly equal numbers).
+    """
+    missing = [name for name in INPUTS if name not in inputs]
+    if missing:
+        raise KeyError(f"missing run-model inputs: {', '.join(missing)}")
+    raw = [inputs[name] for name in INPUTS]
+    try:
+        values = list(np.array(raw, dtype=float))  # float64 scalars
+    except ValueError:  # some input is a 1-element array
+        values = [np.float64(np.ravel(v)[0]) for v in raw]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = {name: float(v) for name, v in zip(OUTPUTS, kernel()(*values), strict=True)}
+    terms, units = _finish_columns()
+    hbm = float(np.ravel(inputs["hbm_bytes"])[0])
+    out["hbm_bytes"] = hbm
+    out["fits"] = out["memory_per_gpu_bytes"] <= hbm
+    largest, biggest = 0, out[terms[0]]
+    for i, term in enumerate(terms[1:], start=1):  # as largest_index: first of equals, NaN
+        value = out[term]
+        if value > biggest:
+            largest = i
+        biggest = math.nan if math.isnan(biggest) or math.isnan(value) else max(biggest, value)
+    for name, source, divisor in units:
+        out[name] = out[source] / divisor
+    out["largest_memory_term"] = terms[largest]
+    return out
+
+
+@cache
+def _finish_columns() -> tuple[tuple[str, ...], tuple[tuple[str, str, float], ...]]:
+    """The memory terms and the unit conversions of :func:`finish` (constant)."""
+    return memory_terms(), conversions()

@@ -29,7 +29,7 @@ def kernel_hash() -> str:
 
 
 def load_kernel():
-    """The generated kernel function (imports numpy and scipy.special only)."""
+    """The generated kernel function (imports numpy and :mod:`formulas.special` only)."""
     from planner.engine import _kernel_generated
 
     if _kernel_generated.INPUTS != tuple(INPUTS) or _kernel_generated.OUTPUTS != tuple(OUTPUTS):

@@ -215,3 +215,28 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     f["pp_intra"] = (f["gpus"] <= domain).astype(float)
     f["dp_intra_ranks"] = np.clip(np.floor(domain / (f["tp"] * f["cp"])), 1.0, dp)
     return f
+
+
+def layout_flags_one(layout: dict, *, scale_up_domain, layers,
+                     flash_attention: bool = True) -> dict[str, float]:
+    """:func:`layout_flags` of one layout, as Python floats (the same rules, no numpy
+    calls: the per-call path of ``evaluate(..., as_frame=False)``; equal to
+    :func:`layout_flags` on every layout, ``tests/test_evaluate_api.py``)."""
+    f = {k: float(layout[k]) for k in ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
+    rec, zero, dp, domain = int(layout["recompute"]), int(layout["zero"]), f["dp"], \
+        float(scale_up_domain)
+    f["stage_layers"] = float(math.ceil(float(layers) / f["pp"]))
+    f["selective"] = float(rec == 1 and not flash_attention)
+    f["attention_scores_stored"] = float(rec != 1 and not flash_attention)
+    f["full_recompute"] = float(rec == 2)
+    f["sequence_parallel"] = float(layout["sequence_parallel"])
+    f["weight_shards"] = dp if zero >= 3 else 1.0
+    f["grad_shards"] = dp if zero >= 2 else 1.0
+    f["optimizer_shards"] = dp if zero >= 1 else 1.0
+    f["zero3"] = float(zero >= 3)
+    f["tp_intra_ranks"] = min(f["tp"], domain)
+    f["cp_intra"] = float(f["tp"] * f["cp"] <= domain)
+    f["ep_intra"] = float(f["tp"] * f["cp"] * f["ep"] <= domain)
+    f["pp_intra"] = float(f["gpus"] <= domain)
+    f["dp_intra_ranks"] = min(max(float(math.floor(domain / (f["tp"] * f["cp"]))), 1.0), dp)
+    return f

@@ -99,8 +99,12 @@ def table_text(headers: list[str], rows: list[list[str]], *, title: str | None =
     When every column fits on one line the table is drawn as usual (``right``: the
     headers of right-aligned columns); otherwise as a vertical layout, one block of
     ``header  value`` lines per row, where a value longer than the line wraps.  Cells are
-    data, not rich markup (``[h]`` stays ``[h]``).
+    data, not rich markup (``[h]`` stays ``[h]``).  Tables of printable ASCII that fit
+    are drawn by :func:`ascii_cells_table` without importing rich (the same text).
     """
+    simple = ascii_cells_table(headers, rows, title=title, width=width, right=right)
+    if simple is not None:
+        return simple
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -123,6 +127,48 @@ def table_text(headers: list[str], rows: list[list[str]], *, title: str | None =
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
+
+
+def _printable_ascii(text: str) -> bool:
+    """Printable ASCII without leading or trailing spaces (rich would strip those)."""
+    return text.isascii() and text.isprintable() and text == text.strip(" ")
+
+
+def ascii_cells_table(headers: list[str], rows: list[list[str]], *, title: str | None = None,
+                      width: int = FALLBACK_WIDTH, right=()) -> str | None:
+    """The boxed table :func:`table_text` draws with rich, drawn here, or ``None``.
+
+    Only for the common case, where rich's layout is simple: every header, cell and the
+    title printable ASCII (one character, one column) with no leading or trailing space, the table no wider than ``width``
+    and the title no wider than the table (rich would wrap it).  rich's default heavy-head
+    box, one space of padding, the title centred above (``tests/test_table_width.py``
+    compares both renderers).
+    """
+    texts = [*headers, *(c for r in rows for c in r), *([title] if title else [])]
+    if not all(isinstance(t, str) and _printable_ascii(t) for t in texts):
+        return None
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    total = sum(widths) + 3 * len(widths) + 1
+    if not headers or total > width or (title and len(title) > total):
+        return None
+
+    def line(left, fill, middle, end):
+        return left + middle.join(fill * (w + 2) for w in widths) + end
+
+    def cells(values, bar, align):
+        return bar + bar.join(f" {v.rjust(w) if align(h) else v.ljust(w)} "
+                              for v, w, h in zip(values, widths, headers, strict=True)) + bar
+
+    out = []
+    if title:
+        left = (total - len(title)) // 2
+        out.append(" " * left + title + " " * (total - len(title) - left))
+    out.append(line("┏", "━", "┳", "┓"))
+    out.append(cells(headers, "┃", lambda h: h in right))
+    out.append(line("┡", "━", "╇", "┩"))
+    out += [cells(r, "│", lambda h: h in right) for r in rows]
+    out.append(line("└", "─", "┴", "┘"))
+    return "\n".join(out) + "\n"
 
 
 def check_target(output: str, force: bool = False, flag: str = "--output") -> Path:

@@ -116,16 +116,23 @@ class SearchTask:
     scenario: Scenario  # for the constraints (deadline, budget, power cap)
 
 
-def search_tasks(label: str, inputs: dict, options: SpaceOptions, s: Scenario) -> list[SearchTask]:
-    """The tasks covering every layout of ``inputs``' model on its accelerator, in order."""
-    space = LayoutSpace(
+def search_tasks(label: str, inputs: dict, options: SpaceOptions, s: Scenario,
+                 space: LayoutSpace | None = None) -> list[SearchTask]:
+    """The tasks covering every layout of ``inputs``' model on its accelerator, in order
+    (``space``: that layout space, when the caller has it already)."""
+    space = space or layout_space(inputs, options)
+    return [SearchTask(label, inputs, space, start, min(start + TASK_ROWS, space.size), s)
+            for start in range(0, space.size, TASK_ROWS)]
+
+
+def layout_space(inputs: dict, options: SpaceOptions) -> LayoutSpace:
+    """The layout space of ``inputs``' model on its accelerator and node."""
+    return LayoutSpace(
         layers=int(inputs["layers"]), heads=int(inputs["heads"]),
         kv_heads=int(inputs["kv_heads"]), seq_len=int(inputs["seq_len"]),
         experts=int(inputs["experts"]), global_batch=int(inputs["global_batch"]),
         gpus_per_node=int(inputs["gpus_per_node"]),
         scale_up_domain=int(inputs["scale_up_domain_gpus"]), options=options)
-    return [SearchTask(label, inputs, space, start, min(start + TASK_ROWS, space.size), s)
-            for start in range(0, space.size, TASK_ROWS)]
 
 
 def search_slice(task: SearchTask) -> dict:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import warnings
 from collections.abc import Callable, Sequence
 
 from planner.errors import CapplanError, one_line
@@ -106,7 +107,9 @@ def _run_on_dask(function, tasks, scheduler, workers, progress, labels) -> list:
     client, cluster = _client(scheduler, workers)
     futures = []
     try:
-        futures = client.map(function, list(tasks), pure=False)
+        with warnings.catch_warnings():  # tasks carry their inputs; a large graph is expected
+            warnings.filterwarnings("ignore", message="Sending large graph")
+            futures = client.map(function, list(tasks), pure=False)
         position = {f.key: i for i, f in enumerate(futures)}
         if progress is not None:
             progress(0, len(futures), "")

@@ -90,7 +90,8 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
     fit_rows = np.flatnonzero(memory <= hbm)
     rows = fit_rows
     if fit_rows.size:
-        fit_inputs = {k: v[fit_rows] if np.ndim(v) else v for k, v in inputs.items()}
+        fit_inputs = {k: v.take(fit_rows) if isinstance(v, np.ndarray) and v.ndim else v
+                      for k, v in inputs.items()}
         out = evaluate_columns(fit_inputs, SEARCH_COLUMNS)
         out["fits"] = np.ones(fit_rows.size, dtype=bool)
         keys = np.asarray(part["gpus"])[fit_rows]

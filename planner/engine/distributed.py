@@ -92,13 +92,13 @@ def _client(scheduler: str, workers: int | None):
         except OSError as exc:
             raise CapplanError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     count = workers or os.cpu_count() or 1
-    if scheduler == "processes":
-        cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.CRITICAL)
-    else:
-        cluster = LocalCluster(n_workers=1, threads_per_worker=count, processes=False,
-                               dashboard_address=None, silence_logs=logging.CRITICAL)
-    return Client(cluster), cluster
+    shape = {"n_workers": count, "threads_per_worker": 1} if scheduler == "processes" else \
+        {"n_workers": 1, "threads_per_worker": count}
+    with warnings.catch_warnings():  # e.g. "port 8787 in use": the dashboard takes a free one
+        warnings.simplefilter("ignore")
+        cluster = LocalCluster(**shape, processes=scheduler == "processes",
+                               dashboard_address=":0", silence_logs=logging.CRITICAL)
+        return Client(cluster), cluster
 
 
 def _run_on_dask(function, tasks, scheduler, workers, progress, labels) -> list:

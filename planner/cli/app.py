@@ -26,6 +26,7 @@ def build_app() -> typer.Typer:
     from planner.cli import (
         catalog,
         checkpoint,
+        codesign,
         evaluate,
         export,
         formula,
@@ -56,6 +57,7 @@ def build_app() -> typer.Typer:
     app.command()(evaluate.evaluate)
     app.command()(plan.plan)
     app.command()(sweep.sweep)
+    app.command()(codesign.codesign)
     app.command()(init.init)
     app.command()(sensitivity.sensitivity)
     app.command()(simulate.simulate)

@@ -116,3 +116,13 @@ def output_format(fmt: str | None, output: str | None = None, allowed=FORMATS) -
         hint = f"; did you mean: {close[0]}?" if close else ""
         raise CapplanError(f"unknown format '{fmt}'; allowed: {', '.join(allowed)}{hint}")
     return fmt
+
+
+# -- where a search runs (planner.engine.distributed) ----------------------------------------
+SchedulerOption = Annotated[str, typer.Option(
+    "--scheduler", help="Where the search runs: in-process (default) | processes | threads | "
+    "tcp://HOST:PORT (a running Dask scheduler); all but in-process need capplan[dask]. "
+    "Results are the same on every scheduler.")]
+WorkersOption = Annotated[int, typer.Option(
+    "--workers", help="Worker processes (processes) or threads (threads) of the local Dask "
+    "cluster (default: the number of cores).")]

@@ -10,6 +10,8 @@ from planner.cli.common import (
     ForceOption,
     FormatOption,
     OutputOption,
+    SchedulerOption,
+    WorkersOption,
     check_output_targets,
     output_format,
 )
@@ -107,6 +109,8 @@ def plan(
         False, help="Propagate input uncertainty: P10/P50/P90 and win probabilities."),
     draws: int = typer.Option(400, help="Monte Carlo draws for --uncertainty."),
     seed: int = typer.Option(0, help="Random seed for --uncertainty."),
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = None,
     **options,
 ):
     """Find the fastest, cheapest, least-energy and least-carbon cluster for a training run.
@@ -124,6 +128,9 @@ def plan(
     from planner.engine.domains import check
 
     check({"draws": draws, "seed": seed})
+    from planner.engine.distributed import check_scheduler
+
+    check_scheduler(scheduler, workers)
     scenario, v = resolve_scenario(options)
     to_file = output not in (None, "-")
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
@@ -136,7 +143,7 @@ def plan(
     from planner.report.progress import search_progress
 
     with search_progress() as progress:
-        result = run_plan(scenario, progress=progress)
+        result = run_plan(scenario, progress=progress, scheduler=scheduler, workers=workers)
     payload = plan_payload(result)
     if uncertainty and any(row is not None for row in result.best.values()):
         from hardware_catalog import load_catalog

@@ -15,9 +15,11 @@ from planner.cli.common import (
     PrecisionOption,
     PricingOption,
     ProviderOption,
+    SchedulerOption,
     SiteOption,
     SpotInterruptionOption,
     TokensOption,
+    WorkersOption,
     check_output_targets,
     output_format,
 )
@@ -87,6 +89,8 @@ def sweep(
     output: OutputOption = None,
     force: ForceOption = False,
     plot: str = typer.Option(None, "--plot", help="Also write the scaling figure (PNG/SVG/PDF)."),
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = None,
 ):
     """Scaling table: days, USD, MWh and scaling efficiency per GPU count."""
     format = output_format(format, output)
@@ -103,10 +107,13 @@ def sweep(
                         catalog_dirs=tuple(catalog or ()), pricing=pricing, provider=provider,
                         spot_interruption=spot_interruption)
     check_output_targets(output, force, plot)  # before the search, not after -o is written
+    from planner.engine.distributed import check_scheduler
+
+    check_scheduler(scheduler, workers)
     from planner.report.progress import search_progress
 
     with search_progress() as progress:
-        result = run_plan(scenario, progress=progress)
+        result = run_plan(scenario, progress=progress, scheduler=scheduler, workers=workers)
     rows = sweep_rows(result, objective, None if every else doubling(min_gpus, max_gpus))
     if not rows:
         raise CapplanError(f"no layout of {model} fits between {min_gpus} and {max_gpus} GPUs",

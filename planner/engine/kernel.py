@@ -9,6 +9,7 @@ The kernel is generated from :func:`planner.engine.model.run_model` by
 from __future__ import annotations
 
 import hashlib
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -38,8 +39,21 @@ def load_kernel():
 
 
 
-@cache
+#: Builds partial kernels one at a time: threads of a Dask worker ask for the same ones at
+#: once, and compiling ASTs concurrently fails in CPython 3.11 ("AST constructor recursion
+#: depth mismatch").
+_BUILD_LOCK = threading.Lock()
+
+
 def partial_kernel(outputs: tuple[str, ...]):
+    """A kernel computing only ``outputs``: ``(function, its input names)`` (thread-safe,
+    built once per tuple of outputs; see :func:`build_partial_kernel`)."""
+    with _BUILD_LOCK:
+        return build_partial_kernel(outputs)
+
+
+@cache
+def build_partial_kernel(outputs: tuple[str, ...]):
     """A kernel computing only ``outputs``: ``(function, its input names)``.
 
     Cut out of the generated kernel by dropping every statement none of

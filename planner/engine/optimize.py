@@ -22,11 +22,15 @@ from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inp
 from planner.engine.pricing import price_quote
 from planner.engine.reductions import GroupMinimum, pareto_mask
 from planner.engine.scenario import OBJECTIVES, Scenario
-from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions, layout_blocks, layout_flags
+from planner.engine.space import RECOMPUTE_NAMES, LayoutSpace, SpaceOptions, layout_flags
 from planner.errors import INFEASIBLE, CapplanError
 
 #: Candidates reduced at a time (the kernel itself runs on smaller cache-sized chunks).
 PLAN_CHUNK = 65536
+
+#: Layouts per task of a search (16 blocks): a multiple of PLAN_CHUNK, so a task's blocks
+#: are the blocks of the whole space and every scheduler keeps the same rows.
+TASK_ROWS = 16 * PLAN_CHUNK
 
 #: Objective -> the column minimised.
 OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
@@ -89,7 +93,8 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
     fit_rows = np.flatnonzero(memory <= hbm)
     rows = fit_rows
     if fit_rows.size:
-        fit_inputs = {k: v[fit_rows] if np.ndim(v) else v for k, v in inputs.items()}
+        fit_inputs = {k: v.take(fit_rows) if isinstance(v, np.ndarray) and v.ndim else v
+                      for k, v in inputs.items()}
         out = evaluate_columns(fit_inputs, SEARCH_COLUMNS)
         out["fits"] = np.ones(fit_rows.size, dtype=bool)
         keys = np.asarray(part["gpus"])[fit_rows]
@@ -101,6 +106,89 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
     return BlockBest(rows=rows, out=out, feasible=feasible_mask(out, s), fitting=int(fit_rows.size),
                      min_memory_bytes=float(memory[leanest]),
                      min_memory_hbm_bytes=float(hbm[leanest]))
+
+
+@dataclass(frozen=True)
+class SearchTask:
+    """One slice of one accelerator's layout space: what a worker needs, nothing else."""
+
+    label: str  # the accelerator (or hardware point) searched
+    inputs: dict  # scalar run-model inputs (SI)
+    space: LayoutSpace
+    start: int
+    stop: int
+    scenario: Scenario  # for the constraints (deadline, budget, power cap)
+
+
+def search_tasks(label: str, inputs: dict, options: SpaceOptions, s: Scenario,
+                 space: LayoutSpace | None = None) -> list[SearchTask]:
+    """The tasks covering every layout of ``inputs``' model on its accelerator, in order
+    (``space``: that layout space, when the caller has it already)."""
+    space = space or layout_space(inputs, options)
+    return [SearchTask(label, inputs, space, start, min(start + TASK_ROWS, space.size), s)
+            for start in range(0, space.size, TASK_ROWS)]
+
+
+def layout_space(inputs: dict, options: SpaceOptions) -> LayoutSpace:
+    """The layout space of ``inputs``' model on its accelerator and node."""
+    return LayoutSpace(
+        layers=int(inputs["layers"]), heads=int(inputs["heads"]),
+        kv_heads=int(inputs["kv_heads"]), seq_len=int(inputs["seq_len"]),
+        experts=int(inputs["experts"]), global_batch=int(inputs["global_batch"]),
+        gpus_per_node=int(inputs["gpus_per_node"]),
+        scale_up_domain=int(inputs["scale_up_domain_gpus"]), options=options)
+
+
+def search_slice(task: SearchTask) -> dict:
+    """The partial reduction of one task: kept rows (``KEEP_COLUMNS``, ``feasible``) and counts.
+
+    Partial results combine by concatenation in task order (:func:`combine_slices`).
+    """
+    x = task.inputs
+    kept_blocks, evaluated, fitting, min_memory = [], 0, 0, (np.inf, np.nan)
+    for part in task.space.blocks(PLAN_CHUNK, task.start, task.stop):
+        inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
+                                      layers=x["layers"])}
+        block = reduce_block(inputs, part, task.scenario)
+        evaluated += len(part["gpus"])
+        fitting += block.fitting
+        if block.min_memory_bytes < min_memory[0]:
+            min_memory = (block.min_memory_bytes, block.min_memory_hbm_bytes)
+        if block.rows.size:
+            kept_blocks.append({**{c: block.out[c] for c in KEEP_COLUMNS},
+                                "feasible": block.feasible})
+    return {"label": task.label, "evaluated": evaluated, "fitting": fitting,
+            "min_memory": min_memory,
+            "rows": {c: np.concatenate([b[c] for b in kept_blocks]) for c in kept_blocks[0]}
+            if kept_blocks else None}
+
+
+def combine_slices(partials: list[dict]):
+    """(frontier DataFrame, evaluated, fitting, (min memory, its accelerator, its HBM)).
+
+    The frontier holds the kept rows of every partial in order, duplicates dropped.
+    """
+    import pandas as pd
+
+    evaluated = sum(p["evaluated"] for p in partials)
+    fitting = sum(p["fitting"] for p in partials)
+    min_memory = (np.inf, None)
+    for p in partials:
+        if p["min_memory"][0] < min_memory[0]:
+            min_memory = (p["min_memory"][0], p["label"], p["min_memory"][1])
+    kept = [p for p in partials if p["rows"] is not None]
+    if not kept:
+        return (pd.DataFrame(columns=["hardware", *KEEP_COLUMNS, "feasible"]), evaluated,
+                fitting, min_memory)
+    columns = {"hardware": np.concatenate([np.full(len(p["rows"]["feasible"]), p["label"],
+                                                   dtype=object) for p in kept])}
+    columns.update({c: np.concatenate([p["rows"][c] for p in kept]) for c in kept[0]["rows"]})
+    frontier = pd.DataFrame(columns)
+    frontier["recompute"] = frontier["recompute"].map(RECOMPUTE_NAMES)
+    frontier = frontier.drop_duplicates(
+        subset=["hardware", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
+                "recompute", "zero", "sequence_parallel"]).reset_index(drop=True)
+    return frontier, evaluated, fitting, min_memory
 
 
 def feasible_mask(out: dict, s: Scenario) -> np.ndarray:
@@ -123,10 +211,16 @@ def resolve_hardware(catalog, names) -> list[str]:
 
 
 def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
-         options: SpaceOptions | None = None, **changes) -> PlanResult:
-    """Best runs per objective across the catalog (see module docstring)."""
-    import pandas as pd
+         options: SpaceOptions | None = None, scheduler: str | None = None,
+         workers: int | None = None, **changes) -> PlanResult:
+    """Best runs per objective across the catalog (see module docstring).
 
+    ``scheduler``/``workers``: where the search tasks run (:mod:`planner.engine.distributed`);
+    the result is the same on every scheduler.
+    """
+    from planner.engine.distributed import check_scheduler, run_tasks
+
+    check_scheduler(scheduler, workers)
     if isinstance(changes.get("hardware"), str):  # "h100-sxm,mi300x" as on the command line
         changes["hardware"] = [h.strip() for h in changes["hardware"].split(",") if h.strip()]
     s = (scenario or Scenario()).with_(**{k: tuple(v) if isinstance(v, list) else v
@@ -144,12 +238,9 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus,
                               "max_gpus": s.max_gpus})
     options.validate()
-    kept_blocks, evaluated, fitting, skipped, prices = [], 0, 0, {}, {}
-    min_memory = (np.inf, None)
+    tasks, skipped, prices = [], {}, {}
     names = resolve_hardware(catalog, s.hardware)
-    for position, hw in enumerate(names):
-        if progress is not None:
-            progress(position, len(names), hw)
+    for hw in names:
         try:
             x = base_inputs(catalog, model=model, hardware=hw, site=s.site,
                             reliability=s.reliability, precision=s.precision,
@@ -163,34 +254,10 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             skipped[hw] = str(exc)
             continue
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
-        blocks = layout_blocks(
-            layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
-            seq_len=int(x["seq_len"]), experts=int(x["experts"]),
-            global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
-            scale_up_domain=int(x["scale_up_domain_gpus"]), options=options, block=PLAN_CHUNK)
-        for part in blocks:
-            inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
-                                               layers=x["layers"])}
-            block = reduce_block(inputs, part, s)
-            evaluated += len(part["gpus"])
-            fitting += block.fitting
-            if block.min_memory_bytes < min_memory[0]:
-                min_memory = (block.min_memory_bytes, hw, block.min_memory_hbm_bytes)
-            if block.rows.size:
-                kept_blocks.append({"hardware": np.full(block.rows.size, hw, dtype=object),
-                             **{c: block.out[c] for c in KEEP_COLUMNS},
-                             "feasible": block.feasible})
-    if progress is not None:
-        progress(len(names), len(names), "")
-    if not kept_blocks:
-        frontier = pd.DataFrame(columns=["hardware", *KEEP_COLUMNS, "feasible"])
-    else:
-        frontier = pd.DataFrame({c: np.concatenate([block[c] for block in kept_blocks])
-                                 for c in kept_blocks[0]})
-        frontier["recompute"] = frontier["recompute"].map(RECOMPUTE_NAMES)
-        frontier = frontier.drop_duplicates(
-            subset=["hardware", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
-                    "recompute", "zero", "sequence_parallel"]).reset_index(drop=True)
+        tasks += search_tasks(hw, x, options, s)
+    partials = run_tasks(search_slice, tasks, scheduler=scheduler, workers=workers,
+                         progress=progress, labels=[t.label for t in tasks])
+    frontier, evaluated, fitting, min_memory = combine_slices(partials)
     feasible_rows = frontier.loc[frontier["feasible"].astype(bool)]
     best = {obj: _argmin_row(feasible_rows, col) for obj, col in OBJECTIVE_COLUMNS.items()}
     per_hw = {}

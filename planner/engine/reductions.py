@@ -34,8 +34,9 @@ class GroupMinimum:
 
     def __init__(self, keys: np.ndarray, mask: np.ndarray | None = None):
         keys = np.asarray(keys)
+        self.all_rows = mask is None
         self.rows = np.arange(keys.size) if mask is None else np.flatnonzero(mask)
-        run_keys = keys[self.rows]
+        run_keys = keys if mask is None else keys.take(self.rows)
         if run_keys.size:
             self.starts = np.flatnonzero(np.r_[True, run_keys[1:] != run_keys[:-1]])
             self.lengths = np.diff(np.r_[self.starts, run_keys.size])
@@ -47,10 +48,14 @@ class GroupMinimum:
         """Row indices of the first minimum of ``values`` per key, in increasing key order."""
         if self.rows.size == 0:
             return self.rows
-        v = np.asarray(values)[self.rows]
+        v = np.asarray(values)
+        v = v if self.all_rows and v.size == self.rows.size else v.take(self.rows)
         run_min = np.fmin.reduceat(v, self.starts)  # NaN only where the whole run is NaN
         expanded = np.repeat(run_min, self.lengths)
-        hits = np.flatnonzero((v == expanded) | np.isnan(expanded))
+        hit = v == expanded
+        if np.isnan(run_min).any():  # an all-NaN run: its first row
+            hit |= np.isnan(expanded)
+        hits = np.flatnonzero(hit)
         run_first = hits[np.searchsorted(hits, self.starts)]
         # runs of one key: sort by (key, run minimum, run position); the first run per key wins
         order = np.lexsort((run_min, self.run_keys))

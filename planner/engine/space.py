@@ -110,40 +110,66 @@ def enumerate_layouts(*, layers: int, heads: int, kv_heads: int, seq_len: int, e
 
 def layout_blocks(*, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
                   global_batch: int, gpus_per_node: int, scale_up_domain: int,
-                  options: SpaceOptions = SpaceOptions(), block: int = 65536):
+                  options: SpaceOptions = SpaceOptions(), block: int = 65536,
+                  start: int = 0, stop: int | None = None):
     """:func:`enumerate_layouts` in consecutive blocks of ``block`` rows, built one at a time.
 
     The layouts are the rows of a small table of (tp, cp, pp, vp, micro-batch, dp)
     each crossed with its allowed EP, recompute, ZeRO and sequence-parallel
     values; a block decodes its row numbers into a table row and a mixed-radix
     index into its lists of allowed values, so the whole space is never held in memory.
+    ``start``/``stop`` (layout row numbers) enumerate one slice of the space, in blocks
+    starting at ``start``: a distributed search gives each task its own slice.
     """
-    head, tail = _layout_factors(
-        layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
-        global_batch=global_batch, gpus_per_node=gpus_per_node,
-        scale_up_domain=scale_up_domain, options=options)
-    rows = len(head["gpus"])
-    lists = []  # per tail column: per head row its allowed values first (flat), width, counts
-    for name, values, allowed in tail:
-        values = np.asarray(values, dtype=np.int64)
-        ok = np.ones((rows, len(values)), dtype=bool) if allowed is None else np.broadcast_to(
-            allowed(head, values[None, :]), (rows, len(values)))
-        order = np.argsort(~ok, axis=1, kind="stable")  # each row's allowed values first
-        lists.append((name, values[order].ravel(), len(values), ok.sum(axis=1)))
-    per_row = np.prod([counts for *_, counts in lists], axis=0, dtype=np.int64)
-    ends = np.cumsum(per_row)
-    total = int(ends[-1]) if rows else 0
-    for start in range(0, total, block):
-        stop = min(start + block, total)
-        first, last = np.searchsorted(ends, [start, stop - 1], side="right")
-        h = np.repeat(np.arange(first, last + 1), np.diff(
-            np.clip(np.r_[ends[first] - per_row[first], ends[first:last + 1]], start, stop)))
-        index = np.arange(start, stop, dtype=np.int64) - (ends[h] - per_row[h])
-        out = {k: v[h] for k, v in head.items()}
-        for name, values, width, counts in reversed(lists):  # the last column varies fastest
-            index, position = np.divmod(index, counts[h])
-            out[name] = values[h * width + position]
-        yield {k: out[k] for k in LAYOUT_COLUMNS}
+    space = LayoutSpace(layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len,
+                        experts=experts, global_batch=global_batch,
+                        gpus_per_node=gpus_per_node, scale_up_domain=scale_up_domain,
+                        options=options)
+    return space.blocks(block, start, stop)
+
+
+class LayoutSpace:
+    """Every valid layout of a model on one kind of node, as numbered rows (nothing enumerated).
+
+    ``size`` is the number of layouts; :meth:`blocks` decodes any slice of row numbers.
+    """
+
+    def __init__(self, *, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
+                 global_batch: int, gpus_per_node: int, scale_up_domain: int,
+                 options: SpaceOptions = SpaceOptions()):
+        head, tail = _layout_factors(
+            layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
+            global_batch=global_batch, gpus_per_node=gpus_per_node,
+            scale_up_domain=scale_up_domain, options=options)
+        rows = len(head["gpus"])
+        lists = []  # per tail column: per head row its allowed values first (flat), width, counts
+        for name, values, allowed in tail:
+            values = np.asarray(values, dtype=np.int64)
+            ok = np.ones((rows, len(values)), dtype=bool) if allowed is None else np.broadcast_to(
+                allowed(head, values[None, :]), (rows, len(values)))
+            order = np.argsort(~ok, axis=1, kind="stable")  # each row's allowed values first
+            lists.append((name, values[order].ravel(), len(values), ok.sum(axis=1)))
+        self.head, self.lists = head, lists
+        self.per_row = np.prod([counts for *_, counts in lists], axis=0, dtype=np.int64)
+        self.ends = np.cumsum(self.per_row)
+        self.size = int(self.ends[-1]) if rows else 0
+
+    def blocks(self, block: int = 65536, start: int = 0, stop: int | None = None):
+        """The layouts of rows ``start`` .. ``stop`` (default: the end) in blocks of ``block``."""
+        head, lists, per_row, ends = self.head, self.lists, self.per_row, self.ends
+        end = self.size if stop is None else min(int(stop), self.size)
+        for first_row in range(int(start), end, block):
+            last_row = min(first_row + block, end)
+            first, last = np.searchsorted(ends, [first_row, last_row - 1], side="right")
+            h = np.repeat(np.arange(first, last + 1), np.diff(
+                np.clip(np.r_[ends[first] - per_row[first], ends[first:last + 1]],
+                        first_row, last_row)))
+            index = np.arange(first_row, last_row, dtype=np.int64) - (ends[h] - per_row[h])
+            out = {k: v[h] for k, v in head.items()}
+            for name, values, width, counts in reversed(lists):  # the last column varies fastest
+                index, position = np.divmod(index, counts[h])
+                out[name] = values[h * width + position]
+            yield {k: out[k] for k in LAYOUT_COLUMNS}
 
 
 def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, gpus_per_node,

@@ -1,0 +1,165 @@
+"""``capplan codesign``: which hypothetical accelerator trains a model best (a grid around a catalog entry)."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli.common import (
+    CatalogOption,
+    CheckpointOption,
+    ForceOption,
+    FormatOption,
+    GlobalBatchOption,
+    ModelOption,
+    OutputOption,
+    PrecisionOption,
+    PricingOption,
+    ProviderOption,
+    SchedulerOption,
+    SiteOption,
+    SpotInterruptionOption,
+    TokensOption,
+    WorkersOption,
+    check_output_targets,
+    output_format,
+)
+from planner.engine.scenario import DEFAULTS
+from planner.version import version
+
+#: Objective -> (plan-summary key shown, label of the table column).
+SHOWN = {"time": ("wall_days", "days"), "cost": ("cost_usd", "usd"),
+         "energy": ("energy_mwh", "mwh"), "carbon": ("co2e_t", "co2e_t")}
+
+
+def codesign_payload(result, pareto: bool) -> dict:
+    """The JSON object: scenario, axes and per point the best plans, their ratio to point 0
+    (the catalog accelerator: > 1 is better) and the Pareto front (size, rows with ``pareto``)."""
+    from dataclasses import asdict
+
+    from planner.cli.plan import summarize
+
+    scenario = {k: v for k, v in asdict(result.scenario).items() if k != "extra"}
+    base = result.points[0]["best"]
+    points = []
+    for p in result.points:
+        best = {obj: summarize(row) for obj, row in p["best"].items()}
+        gain = {}
+        for obj, (key, _) in SHOWN.items():
+            here, ref = best.get(obj), base.get(obj)
+            gain[obj] = (summarize(ref)[key] / here[key]) if here and ref and here[key] > 0 \
+                else None
+        point = {"point": p["index"], "values": p["values"], "evaluated": p["evaluated"],
+                 "fitting": p["fitting"], "best": best, "gain_vs_catalog": gain,
+                 "pareto_size": len(p["pareto"])}
+        if pareto:
+            point["pareto"] = [summarize(row) for row in p["pareto"]]
+        points.append(point)
+    return {"scenario": scenario, "accelerator": result.hardware,
+            "vary": {a.name: list(a.values) for a in result.axes},
+            "points": points, "evaluated": result.evaluated, "version": version()}
+
+
+#: Table headers of the varied fields: their short --vary names.
+SHORT = {"peak_bf16_flops_per_s": "peak_bf16", "peak_fp8_flops_per_s": "peak_fp8",
+         "peak_tf32_flops_per_s": "peak_tf32", "hbm_bandwidth_bytes_per_s": "hbm_bandwidth",
+         "scale_up_domain_gpus": "scale_up_domain",
+         "scale_up_bandwidth_bytes_per_s": "scale_up_bandwidth",
+         "cloud_price_usd_per_gpu_hour": "price"}
+
+
+def codesign_rows(payload: dict, objective: str) -> list[dict]:
+    """One flat row per hardware point (table/csv/markdown)."""
+    from planner.report.tables import layout_text
+
+    rows = []
+    for p in payload["points"]:
+        row = {"point": p["point"] if p["point"] else "catalog"}
+        row.update({SHORT.get(name, name): value for name, value in p["values"].items()})
+        for obj, (key, label) in SHOWN.items():
+            best = p["best"][obj]
+            row[label] = best[key] if best else None
+        headline = p["best"][objective]
+        row["gpus"] = headline["gpus"] if headline else None
+        row["layout"] = layout_text(headline) if headline else "infeasible"
+        row[f"{objective}_gain"] = p["gain_vs_catalog"][objective]
+        row["pareto"] = p["pareto_size"]
+        rows.append(row)
+    return rows
+
+
+def codesign(
+    accelerator: str = typer.Option("h100-sxm", "--accelerator", "-a",
+                                    help="Catalog accelerator the grid varies around."),
+    vary: list[str] = typer.Option(
+        None, "--vary", help="NAME=VALUES (repeatable): an accelerator field (or nic_gbps, "
+        "peak_bf16, hbm_bandwidth, scale_up_domain, scale_up_bandwidth, price) and values "
+        "v1,v2,... or lo..hi:n (n geometric steps); 'x' marks a multiple of the catalog "
+        "value, e.g. peak_bf16=0.5x..2x:5 hbm_bytes=80e9,141e9 scale_up_domain=8,72."),
+    model: ModelOption = DEFAULTS["model"],
+    tokens: TokensOption = DEFAULTS["tokens"],
+    min_gpus: int = typer.Option(DEFAULTS["min_gpus"], help="Smallest cluster considered."),
+    max_gpus: int = typer.Option(DEFAULTS["max_gpus"], help="Largest cluster considered."),
+    global_batch: GlobalBatchOption = None,
+    deadline_days: float = typer.Option(
+        DEFAULTS["deadline_days"], help="Finish within this many days ('inf' for no deadline)."),
+    budget_usd: float = typer.Option(None, help="Spend at most this [USD]."),
+    max_power_mw: float = typer.Option(None, help="Facility peak power cap [MW]."),
+    objective: str = typer.Option(DEFAULTS["objective"],
+                                  help="time | cost | energy | carbon (layout and gain shown)."),
+    site: SiteOption = DEFAULTS["site"],
+    precision: PrecisionOption = DEFAULTS["precision"],
+    checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
+    catalog: CatalogOption = None,
+    pricing: PricingOption = DEFAULTS["pricing"],
+    provider: ProviderOption = DEFAULTS["provider"],
+    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
+    pareto: bool = typer.Option(False, "--pareto", help="JSON: list every point's Pareto rows "
+                                "(time, cost, energy), not only their number."),
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = None,
+    format: FormatOption = None,
+    output: OutputOption = None,
+    force: ForceOption = False,
+):
+    """Co-design: plan a run on a grid of hypothetical accelerators around a catalog entry.
+
+    Every point of the grid (the product of the --vary axes) is searched over every
+    layout and GPU count like `capplan plan`; each row gives the point's best days, USD,
+    MWh and t CO2e, the layout of the --objective winner and its gain over the catalog
+    accelerator (the row 'catalog'; > 1 is better).  Example: which change to an H100
+    buys most for a 70B model?  --vary hbm_bytes=1x,2x --vary hbm_bandwidth=1x,2x
+    --vary scale_up_domain=8,72.
+    """
+    format = output_format(format, output)
+    from planner.engine.codesign import codesign as run_codesign
+    from planner.engine.codesign import parse_vary
+    from planner.engine.distributed import check_scheduler
+    from planner.engine.scenario import OBJECTIVES, Scenario
+    from planner.errors import CapplanError
+    from planner.report.output import render, write
+
+    if objective not in OBJECTIVES:
+        raise CapplanError(f"--objective '{objective}' is not one of: {', '.join(OBJECTIVES)}")
+    if not vary:
+        raise CapplanError("give at least one --vary NAME=VALUES (e.g. --vary "
+                           "hbm_bytes=80e9,141e9,192e9)")
+    parse_vary(list(vary))  # bad names and values fail before anything runs
+    check_scheduler(scheduler, workers)
+    check_output_targets(output, force)
+    scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
+                        hardware=(accelerator,), precision=precision, checkpoint=checkpoint,
+                        min_gpus=min_gpus, max_gpus=max_gpus, objective=objective,
+                        deadline_days=None if deadline_days == float("inf") else deadline_days,
+                        budget_usd=budget_usd, max_power_mw=max_power_mw,
+                        catalog_dirs=tuple(catalog or ()), pricing=pricing, provider=provider,
+                        spot_interruption=spot_interruption)
+    from planner.report.progress import search_progress
+
+    with search_progress("co-design") as progress:
+        result = run_codesign(scenario, accelerator, list(vary), scheduler=scheduler,
+                              workers=workers, progress=progress)
+    payload = codesign_payload(result, pareto)
+    title = (f"Co-design around {accelerator} for {model} on {tokens:.3g} tokens "
+             f"({result.evaluated:,} configurations)")
+    write(render(codesign_rows(payload, objective), format, title=title, payload=payload),
+          output, force)

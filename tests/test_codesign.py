@@ -1,0 +1,180 @@
+"""``capplan codesign`` and the task schedulers: grids, reductions, Dask = in process."""
+
+import json
+
+import numpy as np
+import pytest
+
+from planner.cli.main import main
+from planner.engine.codesign import codesign, parse_vary
+from planner.engine.distributed import check_scheduler, run_tasks
+from planner.engine.optimize import plan
+from planner.engine.scenario import Scenario
+from planner.engine.space import LayoutSpace, SpaceOptions, enumerate_layouts
+from planner.errors import CapplanError
+
+SMALL = Scenario(model="llama2-7b", tokens=2e12, hardware=("h100-sxm",), min_gpus=8,
+                 max_gpus=128, deadline_days=None)
+CLI = ["codesign", "--model", "llama2-7b", "--tokens", "2e12", "--min-gpus", "8",
+       "--max-gpus", "64", "--deadline-days", "inf", "--vary", "hbm_bytes=1x,2x",
+       "--vary", "scale_up_domain=8,16", "--format", "json", "--pareto"]
+
+
+def run(capsys, args):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_parse_vary_lists_ranges_and_aliases():
+    axes = parse_vary(["hbm_bytes=80e9,141e9,192e9", "peak_bf16=0.5x..2x:5", "nic_gbps=400,800"])
+    assert axes[0].values == (80e9, 141e9, 192e9) and axes[0].relative == (False,) * 3
+    assert axes[1].name == "peak_bf16_flops_per_s" and all(axes[1].relative)
+    np.testing.assert_allclose(axes[1].values, [0.5, 2**-0.5, 1.0, 2**0.5, 2.0], rtol=1e-12)
+    assert axes[1].values[0] == 0.5 and axes[1].values[-1] == 2.0  # exact ends
+    assert axes[2].name == "nic_bandwidth_bits_per_s" and axes[2].values == (400e9, 800e9)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("hbm=1x", "did you mean: hbm_bytes"),
+    ("hbm_bytes", "is not NAME=VALUES"),
+    ("hbm_bytes=__import__('os')", "expected numbers"),
+    ("hbm_bytes=1..2x:3", "both relative or both absolute"),
+    ("hbm_bytes=0x,1x", "must be > 0"),
+    ("hbm_bytes=nan", "expected numbers"),
+    ("hbm_bytes=1x..2x:1", "n >= 2"),
+])
+def test_parse_vary_rejects_bad_specs(spec, message):
+    with pytest.raises(CapplanError, match=message):
+        parse_vary([spec])
+
+
+def test_parse_vary_rejects_the_same_field_twice():
+    with pytest.raises(CapplanError, match="varied twice"):
+        parse_vary(["hbm_bandwidth=1x", "hbm_bandwidth_bytes_per_s=2x"])
+
+
+def test_grid_values_are_checked(catalog):
+    with pytest.raises(CapplanError, match="whole numbers"):
+        codesign(SMALL, "h100-sxm", ["scale_up_domain=8.5"], catalog=catalog)
+    with pytest.raises(CapplanError, match="precision bf16"):
+        codesign(SMALL, "h100-sxm", ["peak_fp8=2x"], catalog=catalog)
+
+
+def test_catalog_point_equals_plan_and_grid_order(catalog):
+    result = codesign(SMALL, "h100-sxm", ["hbm_bytes=1x,2x", "scale_up_domain=8,16"],
+                      catalog=catalog)
+    assert [p["index"] for p in result.points] == [0, 1, 2, 3, 4]
+    assert [p["values"]["scale_up_domain_gpus"] for p in result.points] == [8, 8, 16, 8, 16]
+    assert [p["values"]["hbm_bytes"] for p in result.points] == [80e9, 80e9, 80e9, 160e9, 160e9]
+    reference = plan(SMALL, catalog=catalog)
+    base, same = result.points[0], result.points[1]  # point 1 is the catalog chip again
+    assert base["evaluated"] == reference.evaluated and base["fitting"] == reference.fitting
+    for objective, row in reference.best.items():
+        for key, value in base["best"][objective].items():
+            assert row[key] == value, (objective, key)
+        assert same["best"][objective] == base["best"][objective]
+    assert len(base["pareto"]) == len(reference.pareto)
+    for mine, theirs in zip(base["pareto"], reference.pareto, strict=True):
+        assert all(theirs[k] == v for k, v in mine.items())
+
+
+def test_more_memory_bandwidth_never_slows_the_best_plan(catalog):
+    result = codesign(SMALL, "h100-sxm", ["hbm_bandwidth=0.5x..2x:4"], catalog=catalog)
+    days = [p["best"]["time"]["wall_days"] for p in result.points[1:]]
+    assert all(a >= b for a, b in zip(days, days[1:], strict=False)), days
+    assert days[0] > days[-1]  # the search is not insensitive to the parameter
+
+
+def test_layout_space_slices_are_the_enumeration():
+    kwargs = dict(layers=32, heads=32, kv_heads=8, seq_len=8192, experts=8, global_batch=1024,
+                  gpus_per_node=8, scale_up_domain=8)
+    options = SpaceOptions(min_gpus=8, max_gpus=4096)
+    whole = enumerate_layouts(**kwargs, options=options)
+    space = LayoutSpace(**kwargs, options=options)
+    assert space.size == len(whole["gpus"]) > 3000
+    cuts = [0, 1000, 1001, 2500, space.size]
+    parts = [b for lo, hi in zip(cuts, cuts[1:], strict=False) for b in space.blocks(700, lo, hi)]
+    for column, values in whole.items():
+        np.testing.assert_array_equal(np.concatenate([p[column] for p in parts]), values)
+
+
+def test_scheduler_names_are_checked():
+    assert check_scheduler(None) == "in-process"
+    assert check_scheduler("tcp://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
+    with pytest.raises(CapplanError, match="did you mean: processes"):
+        check_scheduler("proceses")
+    with pytest.raises(CapplanError, match="tcp://HOST:PORT"):
+        check_scheduler("tcp://nohost")
+    with pytest.raises(CapplanError, match="--workers must be >= 1"):
+        check_scheduler("processes", 0)
+
+
+def test_cli_errors_are_one_line(capsys):
+    for args in (["codesign"], ["codesign", "--vary", "hbm=2x"],
+                 ["codesign", "--vary", "hbm_bytes=2x", "--scheduler", "mpi"],
+                 ["plan", "--scheduler", "proceses"], ["sweep", "--scheduler", "tcp://x"]):
+        code, out, err = run(capsys, args)
+        assert code == 2 and out == "", args
+        assert err.count("\n") == 1 and err.startswith("capplan: error: "), err
+
+
+def test_ctrl_c_exits_130_with_one_line(capsys, monkeypatch):
+    import planner.engine.codesign as engine
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "codesign", interrupted)
+    code, out, err = run(capsys, CLI)
+    assert code == 130 and out == "" and err == "capplan: interrupted\n"
+
+
+def _square(x):
+    return x * x
+
+
+def _has_dask() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("distributed") is not None
+
+
+needs_dask = pytest.mark.skipif(not _has_dask(), reason="capplan[dask] is not installed")
+
+
+@needs_dask
+def test_dask_runs_tasks_in_order_and_cancels_on_ctrl_c():
+    assert run_tasks(_square, list(range(7)), scheduler="threads", workers=2) == [
+        x * x for x in range(7)]
+
+    def progress(done, total, label):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_tasks(_square, list(range(50)), scheduler="threads", workers=2, progress=progress)
+
+
+@needs_dask
+def test_plan_on_dask_threads_equals_in_process(catalog):
+    from planner.engine.kernel import build_partial_kernel
+
+    s = SMALL.with_(hardware=("h100-sxm", "a100-80gb"))
+    build_partial_kernel.cache_clear()  # the threads build the partial kernels at once (a lock)
+    there = plan(s, catalog=catalog, scheduler="threads", workers=2)
+    here = plan(s, catalog=catalog)
+    assert here.frontier.equals(there.frontier)
+    assert here.best == there.best and here.evaluated == there.evaluated
+
+
+@needs_dask
+def test_codesign_json_is_byte_identical_on_two_dask_processes(capsys):
+    code, here, err = run(capsys, CLI)
+    assert code == 0, err
+    code, there, err = run(capsys, [*CLI, "--scheduler", "processes", "--workers", "2"])
+    assert code == 0 and err == "", err  # no Dask warnings or logs on stderr
+    assert here == there
+    data = json.loads(here)
+    assert len(data["points"]) == 5 and data["points"][0]["gain_vs_catalog"]["cost"] == 1.0
+    assert all(p["pareto_size"] == len(p["pareto"]) > 0 for p in data["points"])

@@ -9,254 +9,304 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403  (names used by sympy's printer)
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
     x0 = gpus + 0.474798
     x1 = gpus ** (-1.0)
     x2 = x0 ** (-0.282765)
     x3 = 3 * cp - 3
     x4 = 1 - cp_intra
-    x5 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x6 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x7 = heads ** (-1.0)
-    x8 = kv_heads * x7
-    x9 = tp ** (-1.0)
-    x10 = 2 * hidden
-    x11 = micro_batch / cp
-    x12 = seq_len * x11
-    x13 = x10 * x12
-    x14 = bytes_per_element * x13
-    x15 = x14 * x9
-    x16 = cp_intra * intra_latency_s + inter_latency_s * x4 + x15 * x8 / (cp_intra * x5 + x4 * x6)
+    x5 = head_dim + v_head_dim
+    x6 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x7 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x8 = tp ** (-1.0)
+    x9 = micro_batch / cp
+    x10 = seq_len * x9
+    x11 = x10 * x8
+    x12 = bytes_per_element * kv_heads * x11 * x5 / (cp_intra * x6 + x4 * x7) + cp_intra * intra_latency_s + inter_latency_s * x4
     del x4
-    x17 = stage_layers * x16 * x3
-    x18 = 1 - ep_intra
-    x19 = 4 * ep - 4
-    x20 = ep ** (-1.0)
-    x21 = hidden * x12
-    x22 = bytes_per_element * experts_per_token * x19 * x20 * x21 / (ep_intra * x5 + x18 * x6) + x19 * (ep_intra * intra_latency_s + inter_latency_s * x18)
-    del x18, x19
-    x23 = layers ** (-1.0)
-    x24 = moe_layers * x23
-    x25 = stage_layers * x24
-    x26 = x22 * x25
-    x27 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x28 = bytes_per_element * x27
-    x29 = hidden * x9
-    x30 = x12 * x29
-    x31 = 4 * x30
-    x32 = seq_len ** 2
-    x33 = peak_flops_per_s ** (-1.0)
-    x34 = attention_scores_stored + selective
-    x35 = numpy.minimum(seq_len, x12)
-    x36 = numpy.minimum(x12, hidden * x7)
-    del x7
-    x37 = numpy.maximum(x28 * x31, 4 * x11 * x29 * x32 * x33 / (attention_efficiency_factor * gemm_max_efficiency * x35 * (1 - x34) / (gemm_half_efficiency_dim + x35) + gemm_max_efficiency * x34 * x36 / (gemm_half_efficiency_dim + x36)))
-    del x34, x35, x36
-    x38 = 3 * x37
-    x39 = cp_overlap * numpy.minimum(x17, stage_layers * x38)
-    x40 = experts_per_token + shared_experts
-    x41 = moe_ffn * x9
-    x42 = x12 * x41
-    x43 = numpy.minimum(numpy.minimum(hidden, x41), ep * experts_per_token * x12 / experts)
-    del x41
-    x44 = x33 / gemm_max_efficiency
-    x45 = x10 * x44
-    x46 = mlp_matrices * x40 * numpy.maximum(x28 * (moe_ffn * x29 + x21 + x42), x42 * x45 * (gemm_half_efficiency_dim + x43) / x43)
-    del x42, x43
-    x47 = ep_overlap * numpy.minimum(x26, 3 * x25 * x46)
-    del x25
-    x48 = hidden * vocab
-    x49 = x48 * x9
-    x50 = vocab * x9
-    x51 = numpy.minimum(numpy.minimum(hidden, x12), x50)
-    x52 = 2 * x12
-    x53 = attention_scores_stored * heads * x32
-    del x32
-    x54 = x11 * x27 * x53 * x9
-    del x11
-    x55 = ffn * x9
-    x56 = tp - 1
-    x57 = (sequence_parallel * x56 + 1) ** (-1.0)
-    x58 = x12 * x28 * (16 * hidden * x57 + 4 * x55)
-    x59 = hidden ** 2
-    x60 = x59 * x9
-    x61 = numpy.minimum(numpy.minimum(hidden, x12), x29)
-    x62 = 2 * x59
-    x63 = x12 * x44 * x62 * x9
-    x64 = numpy.maximum(x28 * (x21 + x30 + x60), x63 * (gemm_half_efficiency_dim + x61) / x61)
-    del x61
-    x65 = x12 * x55
-    x66 = numpy.minimum(numpy.minimum(hidden, x12), x55)
-    del x55
-    x67 = mlp_matrices * (1 - x24)
-    x68 = x67 * numpy.maximum(x28 * (ffn * x29 + x21 + x65), x45 * x65 * (gemm_half_efficiency_dim + x66) / x66)
-    del x45, x65, x66
-    x69 = x24 * x46
-    del x46
-    x70 = 1 - full_recompute
-    x71 = selective * x70
-    x72 = 2 * x8 + 1
-    x73 = x29 * x72
-    del x29
-    x74 = numpy.minimum(numpy.minimum(hidden, x12), x73)
-    x75 = numpy.maximum(x63 * x72 * (gemm_half_efficiency_dim + x74) / x74, x28 * (x12 * x73 + x21 + x60 * x72))
-    del x60, x63, x72, x73, x74
-    x76 = x37 + 10 * x54 + x58 + x64 + x68 + x69 + x75
-    x77 = stage_layers * (full_recompute * x76 + x37 * x71 + x38 + 30 * x54 + 3 * x58 + 3 * x64 + 3 * x68 + 3 * x69 + 3 * x75) + 3 * numpy.maximum(x28 * (x12 * x50 + x21 + x49), x44 * x49 * x52 * (gemm_half_efficiency_dim + x51) / x51)
-    del x12, x28, x37, x38, x44, x49, x50, x51, x54, x58, x64, x68, x69, x75
-    x78 = tp_intra_ranks - 1
-    x79 = tp_intra_ranks ** (-1.0)
-    x80 = tp * x79 - 1
-    x81 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x82 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x83 = x82 / scale_out_bus_efficiency
-    x84 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x56) + 2 * inter_latency_s * x80 + 2 * intra_latency_s * x78 + x14 * x78 * x79 * x81 + x15 * x80 * x83)
-    del x14, x15, x56, x78, x79, x80
-    x85 = -tp_overlap * numpy.minimum(x77, x84) + x84
-    del x84
-    x86 = x77 + x85
-    x87 = (x86 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x88 = pp - 1
-    x89 = x88 / vp
-    x90 = x89 * (x17 + x26 - x39 - x47 + x87)
-    del x17, x26
-    x91 = dp ** (-1.0)
-    x92 = global_batch * x91 / micro_batch
-    x93 = 2 * x92
-    x94 = 1 - pp_intra
-    x95 = (2 * pp + vp * x93 - 2) * (1.0 * bytes_per_element * x30 / (pp_intra * x5 + x6 * x94) + inter_latency_s * x94 + intra_latency_s * pp_intra) * numpy.minimum(1, x88)
-    del x30, x5, x6, x88, x94
-    x96 = x77 * x92
-    del x77
-    x97 = x92 * (stage_layers * x16 * x3 - x39)
-    del x16, x3, x39
-    x98 = x92 * (moe_layers * stage_layers * x22 * x23 - x47)
-    del x22, x23, x47
-    x99 = x85 * x92
-    del x85
-    x100 = x92 * (-x86 + x87)
-    del x86, x87
-    x101 = ffn * hidden
-    x102 = experts * hidden
-    x103 = mlp_matrices * moe_ffn
-    x104 = hidden * x103
-    x105 = x102 + x104 * (experts + shared_experts)
-    x106 = x10 + x62 * x8 + x62
-    del x62
-    x107 = x9 * (stage_layers * (x101 * x67 + x105 * x20 * x24 + x106) + x48)
-    del x20, x24, x67
-    x108 = x107 / optimizer_shards
-    x109 = x108 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x27
-    x110 = numpy.minimum(dp, dp_intra_ranks)
-    x111 = x110 - 1
-    x112 = intra_latency_s * x111
-    x113 = x110 ** (-1.0)
-    del x110
-    x114 = dp * x113 - 1
-    x115 = inter_latency_s * x114
-    x116 = bytes_per_element * x107
-    x117 = x111 * x113 * x81
-    del x111, x113, x81
-    x118 = x114 * x83 * x91
-    del x114, x83, x91
-    x119 = x93 * zero3 * (x112 + x115 + x116 * x117 + x116 * x118)
-    del x116, x93
-    x120 = 2 * grad_comm_bytes_per_param * x107
-    x121 = 2 * x112 + 2 * x115 + x117 * x120 + x118 * x120
-    del x112, x115, x117, x118, x120
-    x122 = -dp_overlap * numpy.minimum(x119, x96) - dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) + x119 + x121
-    del x119, x121, x76
-    x123 = x100 + x109 + x122 + x90 + x95 + x96 + x97 + x98 + x99
-    x124 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x123 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
-    del x0, x2
-    x125 = x123 + x124
-    del x123
-    x126 = weight_bytes_per_param * x107 / weight_shards
-    x127 = grad_bytes_per_param * x107 / grad_shards
-    del x107
-    x128 = optimizer_bytes_per_param * x108
-    del x108
-    x129 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
-    del x21, x52, x53, x9
-    x130 = full_recompute * x129 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x129 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
-    del x129, x13, x31, x57, x70, x89, x92
-    x131 = mlp_matrices * (layers - moe_layers)
-    x132 = x101 * x131
+    x13 = stage_layers * x12 * x3
+    x14 = 1 - ep_intra
+    x15 = 4 * ep - 4
+    x16 = ep ** (-1.0)
+    x17 = hidden * x10
+    x18 = bytes_per_element * experts_per_token * x15 * x16 * x17 / (ep_intra * x6 + x14 * x7) + x15 * (ep_intra * intra_latency_s + inter_latency_s * x14)
+    del x14, x15
+    x19 = layers ** (-1.0)
+    x20 = moe_layers * x19
+    x21 = stage_layers * x20
+    x22 = x18 * x21
+    x23 = hidden * x8
+    x24 = moe_ffn * x8
+    x25 = x10 * x24
+    x26 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x27 = bytes_per_element * x26
+    x28 = numpy.minimum(numpy.minimum(hidden, x24), ep * experts_per_token * x10 / experts)
+    del x24
+    x29 = 2 * hidden
+    x30 = peak_flops_per_s ** (-1.0)
+    x31 = gemm_max_efficiency ** (-1.0)
+    x32 = x30 * x31
+    x33 = x29 * x32
+    x34 = experts_per_token + shared_experts
+    x35 = mlp_matrices * x34
+    x36 = x35 * numpy.maximum(x27 * (moe_ffn * x23 + x17 + x25), x25 * x33 * (gemm_half_efficiency_dim + x28) / x28)
+    del x25, x28
+    x37 = ep_overlap * numpy.minimum(x22, 3 * x21 * x36)
+    del x21
+    x38 = 2 * heads * x5
+    x39 = attention_scores_stored + selective
+    x40 = numpy.minimum(head_dim, x10)
+    x41 = numpy.minimum(seq_len, x10)
+    x42 = seq_len * x38
+    x43 = numpy.minimum(seq_len, window)
+    x44 = seq_len ** (-1.0)
+    x45 = window_layers * (2 * heads * x43 * x5 * (-x43 * x44 + 2) - x42)
+    del x43
+    x46 = x11 * x30
+    x47 = numpy.maximum(x11 * x27 * x38, x46 * (x19 * x45 + x42) / (attention_efficiency_factor * gemm_max_efficiency * x41 * (1 - x39) / (gemm_half_efficiency_dim + x41) + gemm_max_efficiency * x39 * x40 / (gemm_half_efficiency_dim + x40)))
+    del x11, x38, x39, x40, x41
+    x48 = 3 * x47
+    x49 = cp_overlap * numpy.minimum(x13, stage_layers * x48)
+    x50 = tp_intra_ranks - 1
+    x51 = tp - 1
+    x52 = tp_intra_ranks ** (-1.0)
+    x53 = tp * x52 - 1
+    x54 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x55 = x10 * x29
+    x56 = bytes_per_element * x55
+    x57 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x58 = x57 / scale_out_bus_efficiency
+    x59 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x51) + 2 * inter_latency_s * x53 + 2 * intra_latency_s * x50 + x50 * x52 * x54 * x56 + x53 * x56 * x58 * x8)
+    del x50, x52, x53, x56
+    x60 = hidden * vocab
+    x61 = x60 * x8
+    x62 = vocab * x8
+    x63 = numpy.minimum(numpy.minimum(hidden, x10), x62)
+    x64 = 2 * x10
+    x65 = x32 * x64
+    x66 = 3 * numpy.maximum(x27 * (x10 * x62 + x17 + x61), x61 * x65 * (gemm_half_efficiency_dim + x63) / x63)
+    del x61, x62, x63
+    x67 = 1 - x20
+    x68 = ffn * x8
+    x69 = x10 * x68
+    x70 = numpy.minimum(numpy.minimum(hidden, x10), x68)
+    x71 = mlp_matrices * numpy.maximum(x27 * (ffn * x23 + x17 + x69), x33 * x69 * (gemm_half_efficiency_dim + x70) / x70)
+    del x33, x69, x70
+    x72 = x67 * x71
+    x73 = x20 * x36
+    x74 = (sequence_parallel * x51 + 1) ** (-1.0)
+    del x51
+    x75 = x10 * x27 * (16 * hidden * x74 + 4 * x68)
+    del x68
+    x76 = attention_scores_stored * heads * seq_len ** 2
+    x77 = x26 * x76 * x8 * x9
+    del x9
+    x78 = numpy.minimum(1, kv_lora_rank)
+    x79 = head_dim * hidden
+    x80 = heads * x79
+    x81 = hidden * v_head_dim
+    x82 = (1 - x78) * (kv_heads * x79 + kv_heads * x81 + x80)
+    del x79
+    x83 = kv_lora_rank + qk_rope_head_dim
+    x84 = numpy.minimum(1, q_lora_rank)
+    x85 = x78 * (heads * kv_lora_rank * (-qk_rope_head_dim + x5) + hidden * x83 + x80 * (1 - x84) + x84 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x78, x80, x84
+    x86 = x82 + x85
+    x87 = x8 * x86
+    x88 = hidden ** (-1.0)
+    x89 = x87 * x88
+    x90 = numpy.minimum(numpy.minimum(hidden, x10), x89)
+    x91 = numpy.maximum(x27 * (x10 * x89 + x17 + x87), x65 * x87 * (gemm_half_efficiency_dim + x90) / x90)
+    del x65, x87, x89, x90
+    x92 = heads * v_head_dim
+    x93 = x8 * x92
+    x94 = numpy.minimum(numpy.minimum(hidden, x10), x93)
+    x95 = numpy.maximum(x27 * (x10 * x93 + x17 + x23 * x92), x32 * x55 * x93 * (gemm_half_efficiency_dim + x94) / x94)
+    del x32, x93, x94
+    x96 = x47 + x75 + 10 * x77 + x91 + x95
+    x97 = x72 + x73 + x96
+    x98 = 1 - full_recompute
+    x99 = selective * x98
+    x100 = x47 * x99 + x48 + 3 * x75 + 30 * x77 + 3 * x91 + 3 * x95
+    del x47, x48, x75, x77, x91, x95
+    x101 = hidden ** 2
+    x102 = 2.0 * x101
+    x103 = 2.0 * hidden
+    x104 = x10 * x23
+    x105 = numpy.minimum(numpy.minimum(x10, x103), x23)
+    del x23
+    x106 = 4.0 * x101
     del x101
-    x133 = embedding_matrices * x48 + hidden + layers * x106 + x132
-    del x106
-    x134 = moe_layers * x105 + x133
-    del x105
-    x135 = x125 ** (-1.0)
-    x136 = global_batch * seq_len * x135
-    x137 = moe_layers * (experts * x10 + x10 * x103 * x40)
-    del x103
-    x138 = 4 * hidden * seq_len
-    x139 = 4 * x59
+    x107 = numpy.minimum(1, moe_layers)
+    x108 = 1 - x107
+    x109 = x108 * x71
+    del x71
+    x110 = x107 * x36
+    del x36
+    x111 = mtp_layers * (full_recompute * (x109 + x110 + x96) + x100 + 3 * x109 + 3 * x110 + x66 + 3 * numpy.maximum(x27 * (x10 * x103 + x102 * x8 + x104), x106 * x31 * x46 * (gemm_half_efficiency_dim + x105) / x105)) + stage_layers * (full_recompute * x97 + x100 + 3 * x72 + 3 * x73) + x66
+    del x10, x100, x103, x105, x109, x110, x27, x31, x46, x66, x72, x73, x96
+    x112 = -tp_overlap * numpy.minimum(x111, x59) + x59
     del x59
-    x140 = layers * (x138 + x139 * x8 + x139)
-    del x139, x8
-    x141 = 6 * x132 + 3 * x137 + 3 * x140 + 6 * x48
-    del x132, x48
-    x142 = x1 * x136
-    x143 = x141 * x142
-    x144 = global_batch ** (-1.0)
-    x145 = seq_len ** (-1.0)
-    x146 = tokens * x144 * x145
-    x147 = gpus / gpu_mtbf_s
-    x148 = gpus / gpus_per_node
-    x149 = x148 / node_mtbf_s
-    x150 = x147 + x149
-    x151 = x150 ** (-1.0)
-    x152 = checkpoint_bytes_per_param * x134
-    x153 = x1 * x152
+    x113 = x111 + x112
+    x114 = (x113 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x115 = pp - 1
+    x116 = x115 / vp
+    x117 = x116 * (x114 + x13 + x22 - x37 - x49)
+    del x13, x22
+    x118 = dp ** (-1.0)
+    x119 = global_batch * x118 / micro_batch
+    x120 = 2 * x119
+    x121 = 1 - pp_intra
+    x122 = (2 * pp + vp * x120 - 2) * (1.0 * bytes_per_element * x104 / (pp_intra * x6 + x121 * x7) + inter_latency_s * x121 + intra_latency_s * pp_intra) * numpy.minimum(1, x115)
+    del x115, x121, x6, x7
+    x123 = x119 * (stage_layers * x12 * x3 - x49)
+    del x12, x3, x49
+    x124 = x119 * (moe_layers * stage_layers * x18 * x19 - x37)
+    del x18, x19, x37
+    x125 = x112 * x119
+    del x112
+    x126 = x111 * x119
+    del x111
+    x127 = x119 * (-x113 + x114)
+    del x113, x114
+    x128 = hidden * mlp_matrices
+    x129 = ffn * x128
+    x130 = experts * hidden
+    x131 = moe_ffn * x128
+    del x128
+    x132 = x130 + x131 * (experts + shared_experts)
+    x133 = heads * x81 + kv_lora_rank + 1.0 * q_lora_rank + x86
+    del x81, x86
+    x134 = x133 + x29
+    x135 = x107 * x132
+    x136 = 5 * hidden + x102 + x108 * x129 + x133
+    del x102, x133
+    x137 = x8 * (mtp_layers * (x135 * x16 + x136) + stage_layers * (x129 * x67 + x132 * x16 * x20 + x134) + x60)
+    del x16, x20, x67
+    x138 = x137 / optimizer_shards
+    x139 = x138 * x26 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x26
+    x140 = numpy.minimum(dp, dp_intra_ranks)
+    x141 = x140 - 1
+    x142 = intra_latency_s * x141
+    x143 = x140 ** (-1.0)
+    del x140
+    x144 = dp * x143 - 1
+    x145 = inter_latency_s * x144
+    x146 = bytes_per_element * x137
+    x147 = x141 * x143 * x54
+    del x141, x143, x54
+    x148 = x118 * x144 * x58
+    del x118, x144, x58
+    x149 = x120 * zero3 * (x142 + x145 + x146 * x147 + x146 * x148)
+    del x120, x146
+    x150 = 2 * grad_comm_bytes_per_param * x137
+    x151 = 2 * x142 + 2 * x145 + x147 * x150 + x148 * x150
+    del x142, x145, x147, x148, x150
+    x152 = -dp_overlap * numpy.minimum(x126, x149) - dp_overlap * numpy.minimum(x151, 2 * stage_layers * x97) + x149 + x151
+    del x149, x151, x97
+    x153 = x117 + x122 + x123 + x124 + x125 + x126 + x127 + x139 + x152
+    x154 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x153 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    del x0, x2
+    x155 = x153 + x154
+    del x153
+    x156 = weight_bytes_per_param * x137 / weight_shards
+    x157 = grad_bytes_per_param * x137 / grad_shards
+    del x137
+    x158 = optimizer_bytes_per_param * x138
+    del x138
+    x159 = 4 * x104 * (vocab * x88 + 1)
+    del x104, x88
+    x160 = kv_heads / heads
+    x161 = ffn * mlp_matrices
+    x162 = x17 * (2 * dropout_masks + 8) * (sequence_parallel * x8 - sequence_parallel + 1) + x64 * x8 * (-x29 * (x160 + 1) + x5 * (heads + kv_heads)) + x64 * (q_lora_rank + x83) + x8 * (x161 * x64 + x17 * (4 * x160 + 2) + x55 + micro_batch * x76 * (dropout_masks + 4) / cp ** 2)
+    del x160, x17, x64, x76, x8, x83
+    x163 = full_recompute * x55 * x74 + x162 * x98
+    del x55, x74, x98
+    x164 = full_recompute * x162 + mtp_layers * (x159 + x163) + stage_layers * x163 * (1 + x116 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x119) + x159
+    del x116, x119, x159, x162, x163
+    x165 = layers - moe_layers
+    x166 = x129 * x165
+    del x129
+    x167 = embedding_matrices * x60 + hidden + layers * x134 + x166
+    del x134
+    x168 = moe_layers * x132 + mtp_layers * (x135 + x136) + x167
+    del x132, x135
+    x169 = x130 + x131 * x34
+    del x131, x34
+    x170 = x155 ** (-1.0)
+    x171 = global_batch * seq_len * x170
+    x172 = moe_ffn * x29 * x35 + 2 * x130
+    del x130, x35
+    x173 = moe_layers * x172
+    x174 = x29 * x92 + 2 * x82 + 2 * x85
+    del x82, x85, x92
+    x175 = layers * x174
+    x176 = x161 * x29
+    del x161, x29
+    x177 = mtp_layers * (x106 + x107 * x172 + x108 * x176 + x174 + x42 + 2 * x60)
+    del x106, x108, x172, x174
+    x178 = 6 * heads * layers * seq_len * x5 + 6 * x166 + 3 * x173 + 3 * x175 + 3 * x177 + 3 * x45 + 6 * x60
+    del x166, x5, x60
+    x179 = x1 * x171
+    x180 = x178 * x179
+    x181 = layers * x42 + x45
+    del x42, x45
+    x182 = global_batch ** (-1.0)
+    x183 = tokens * x182 * x44
+    x184 = gpus / gpu_mtbf_s
+    x185 = gpus / gpus_per_node
+    x186 = x185 / node_mtbf_s
+    x187 = x184 + x186
+    x188 = x187 ** (-1.0)
+    x189 = checkpoint_bytes_per_param * x168
+    x190 = x1 * x189
     del x1
-    x154 = x153 / host_copy_bytes_per_s_per_gpu
-    x155 = ckpt_async * x154
-    x156 = x152 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x148)
-    x157 = ckpt_sync * x156
-    x158 = x153 * x82
-    del x153, x82
-    x159 = ckpt_in_memory * (x154 + x158)
-    del x154
-    x160 = x155 + x157 + x159
-    x161 = numpy.sqrt(x151 * (2 * x155 + 2 * x157 + 2 * x159))
-    x162 = x160 * (1 / 2 * x147 + 1 / 2 * x149)
-    del x147, x149
-    x163 = numpy.maximum(ckpt_async * x156, numpy.where(numpy.greater(x151, 1 / 2 * x155 + 1 / 2 * x157 + 1 / 2 * x159), -x160 + x161 * (1 / 3 * numpy.sqrt(x162) + 1 / 9 * x162 + 1), x151))
-    del x155, x156, x157, x159, x162
-    x164 = ckpt_in_memory * x158 + restart_overhead_s + x152 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x148)
-    del x158
-    x165 = x125 * x146
-    x166 = numpy.exp(x150 * (x160 + x163))
-    x167 = x166 - 1
-    x168 = x150 * x164
-    x169 = numpy.exp(x168)
-    x170 = x163 ** (-1.0)
-    x171 = x165 * x170
-    x172 = x167 * x169 * x171
-    x173 = x151 * x172
-    x174 = x150 * x163 * numpy.exp(-x168) / x167
-    del x168
-    x175 = gpus * x173
-    x176 = 0.000277777777777778 * x175
-    x177 = x151 * x171 * (x166 - numpy.exp(x150 * x160))
-    del x150, x166, x171
-    x178 = gpus * (idle_power_w * (tokens * x125 * x144 * x145 * x151 * x167 * x169 * x170 - x177) + x177 * (idle_power_w + x135 * x96 * (-idle_power_w + max_power_w)))
-    del x135, x144, x145, x167, x169, x170, x177
-    x179 = x148 * (network_power_per_node_w + node_overhead_power_w)
-    del x148
-    x180 = x173 * x179 + x178
-    x181 = pue * x180
-    x182 = price_usd_per_gpu_hour * x176
-    x183 = x175 / lifetime_s
-    x184 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x175 + capex_usd_per_gpu * x183 + 2.77777777777778e-07 * electricity_usd_per_kwh * x181
-    del x175
-    x185 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x181
-    x186 = embodied_kg_per_gpu * x183
-    del x183
-    return [x125, x96, x100, x99, x97, x98, x95, x122, x90, x109, x124, x126, x127, x128, x130, memory_reserve_bytes, memory_reserve_bytes + x126 + x127 + x128 + x130, x134, moe_layers * (x102 + x104 * x40) + x133, x136, x141, 1e-12 * x143, x143 * x33, x142 * x33 * (full_recompute * (ffn * x10 * x131 + x137 + x140) + layers * x138 * x71 + x141), x146, x151, x152, x160, x161, x163, x164, x165, x173, x172, 1 - x174, x174, x176, x178, x180, x181, x136 * x174 * x181 / tokens, pue * (gpus * max_power_w + x179), x182, x184, use_tco * x184 + x182 * (1 - use_tco), x185, x186, x185 + x186]
+    x191 = x190 / host_copy_bytes_per_s_per_gpu
+    x192 = ckpt_async * x191
+    x193 = x189 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x185)
+    x194 = ckpt_sync * x193
+    x195 = x190 * x57
+    del x190, x57
+    x196 = ckpt_in_memory * (x191 + x195)
+    del x191
+    x197 = x192 + x194 + x196
+    x198 = numpy.sqrt(x188 * (2 * x192 + 2 * x194 + 2 * x196))
+    x199 = x197 * (1 / 2 * x184 + 1 / 2 * x186)
+    del x184, x186
+    x200 = numpy.maximum(ckpt_async * x193, numpy.where(numpy.greater(x188, 1 / 2 * x192 + 1 / 2 * x194 + 1 / 2 * x196), -x197 + x198 * (1 / 3 * numpy.sqrt(x199) + 1 / 9 * x199 + 1), x188))
+    del x192, x193, x194, x196, x199
+    x201 = ckpt_in_memory * x195 + restart_overhead_s + x189 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x185)
+    del x195
+    x202 = x155 * x183
+    x203 = numpy.exp(x187 * (x197 + x200))
+    x204 = x203 - 1
+    x205 = x187 * x201
+    x206 = numpy.exp(x205)
+    x207 = x200 ** (-1.0)
+    x208 = x202 * x207
+    x209 = x204 * x206 * x208
+    x210 = x188 * x209
+    x211 = x187 * x200 * numpy.exp(-x205) / x204
+    del x205
+    x212 = gpus * x210
+    x213 = 0.000277777777777778 * x212
+    x214 = x188 * x208 * (x203 - numpy.exp(x187 * x197))
+    del x187, x203, x208
+    x215 = gpus * (idle_power_w * (tokens * x155 * x182 * x188 * x204 * x206 * x207 * x44 - x214) + x214 * (idle_power_w + x126 * x170 * (-idle_power_w + max_power_w)))
+    del x170, x182, x204, x206, x207, x214, x44
+    x216 = x185 * (network_power_per_node_w + node_overhead_power_w)
+    del x185
+    x217 = x210 * x216 + x215
+    x218 = pue * x217
+    x219 = price_usd_per_gpu_hour * x213
+    x220 = x212 / lifetime_s
+    x221 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x212 + capex_usd_per_gpu * x220 + 2.77777777777778e-07 * electricity_usd_per_kwh * x218
+    del x212
+    x222 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x218
+    x223 = embodied_kg_per_gpu * x220
+    del x220
+    return [x155, x126, x127, x125, x123, x124, x122, x152, x117, x139, x154, x156, x157, x158, x164, memory_reserve_bytes, memory_reserve_bytes + x156 + x157 + x158 + x164, x168, moe_layers * x169 + mtp_layers * (x107 * x169 + x136) + x167, x171, x178, 1e-12 * x180, x180 * x30, x179 * x30 * (full_recompute * (x165 * x176 + x173 + x175 + x177 + x181) + x178 + x181 * x99), x183, x188, x189, x197, x198, x200, x201, x202, x210, x209, 1 - x211, x211, x213, x215, x217, x218, x171 * x211 * x218 / tokens, pue * (gpus * max_power_w + x216), x219, x221, use_tco * x221 + x219 * (1 - use_tco), x222, x223, x222 + x223]

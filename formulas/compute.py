@@ -1682,3 +1682,47 @@ def mtp_module_params(block_params, hidden):
     .. math:: P_{mtp} = P_b + 2h^2 + 3h
     """
     return block_params + mtp_projection_params(hidden) + 3 * hidden
+
+
+@formula(reference=DEEPSEEK_V3 + ", s3.2.1 (the MTP modules run on the last pipeline stage, "
+         "with the output head); stages of ceil(l/p) layers, the last holding the rest: "
+         + NARAYANAN + ", s2.2",
+         domain={"layers": ">=1", "pp": ">=1", "stage_layers": ">=1", "mtp_layers": ">=0"},
+         symbols={**_SYM_SHAPE, "pp": "p", "stage_layers": "l_s", "mtp_layers": "D"},
+         result_latex="D_{crit}")
+def mtp_layers_beyond_fullest_stage(layers, pp, stage_layers, mtp_layers):
+    """MTP modules that lengthen the fullest pipeline stage, in layer equivalents.
+
+    The D modules sit on the last stage, which holds the l - (p - 1) l_s layers the
+    others leave; they cost time and memory on the critical stage only insofar as
+    the last stage then exceeds a full stage of l_s layers.  Without pipelining
+    (p = 1) all D count.
+
+    Parameters
+    ----------
+    layers : numeric
+        Transformer layers l [1].
+    pp : numeric
+        Pipeline stages p [1].
+    stage_layers : numeric
+        Layers of the fullest stage l_s = ceil(l / p) [1].
+    mtp_layers : numeric
+        MTP modules D [1].
+
+    Returns
+    -------
+    numeric
+        MTP modules charged to the fullest stage [1].
+
+    Examples
+    --------
+    DeepSeek-V3 (61 layers, D = 1) on PP 16 (stages of 4, the last of 1) and PP 1:
+
+    >>> mtp_layers_beyond_fullest_stage(61, 16, 4, 1)
+    0.0
+    >>> mtp_layers_beyond_fullest_stage(61, 1, 61, 1)
+    1.0
+
+    .. math:: D_{crit} = \\min\\left(D, \\max\\left(0, l - p\\,l_s + D\\right)\\right)
+    """
+    return minimum(mtp_layers, maximum(0.0, layers - pp * stage_layers + mtp_layers))

@@ -27,6 +27,7 @@ NEW = [compute.attention_input_params, compute.attention_output_params,
        compute.projection_width, compute.attended_keys_per_query,
        compute.attention_core_flops_per_token, compute.attention_core_head_bytes,
        compute.mtp_projection_params, compute.mtp_module_params,
+       compute.mtp_layers_beyond_fullest_stage,
        memory.attention_shape_activation_bytes, communication.kv_chunk_head_bytes]
 
 
@@ -191,10 +192,12 @@ def test_kernel_equals_direct_composition(model_id):
                                    atol=1e-12 * max(scale, 1.0), err_msg=name)
 
 
-def _one(model_id, **override):
-    """Outputs of one layout (the first of the enumerated ones), with inputs overridden."""
+def _one(model_id, with_pp=None, **override):
+    """Outputs of one layout (the first enumerated, of ``with_pp`` stages if given),
+    with inputs overridden."""
     x = _inputs(model_id)
-    first = {k: (v[:1] if np.ndim(v) else v) for k, v in x.items()}
+    i = 0 if with_pp is None else int(np.flatnonzero(x["pp"] == with_pp)[0])
+    first = {k: (v[i:i + 1] if np.ndim(v) else v) for k, v in x.items()}
     return evaluate_inputs({**first, **override})
 
 
@@ -216,14 +219,26 @@ def test_sliding_window_cuts_attention_flops_by_the_band():
 
 
 def test_mtp_module_costs_a_layer_and_logits():
-    with_mtp = _one("deepseek-v3")
-    without = _one("deepseek-v3", mtp_layers=0.0)
+    with_mtp = _one("deepseek-v3", with_pp=1)
+    without = _one("deepseek-v3", with_pp=1, mtp_layers=0.0)
     for name in ("step_time_s", "memory_per_gpu_bytes", "params", "checkpoint_bytes"):
         assert with_mtp[name][0] > without[name][0], name
     assert (with_mtp["params"] - without["params"])[0] == pytest.approx(11.61e9, rel=1e-3)
-    # one MoE layer + projection + logits on top of 61 layers + logits: 1-5 % more time
+    # one MoE layer + projection + logits on top of 61 layers + logits: 1-10 % more time
     ratio = with_mtp["step_time_s"][0] / without["step_time_s"][0]
     assert 1.005 < ratio < 1.10
+
+
+def test_mtp_module_on_a_light_last_stage_costs_no_time():
+    """PP 16: stages of 4 layers, the last of 1 + the MTP module, shorter than a full one."""
+    stages = {"pp": np.array([16.0]), "stage_layers": np.array([4.0])}  # 61 = 15 x 4 + 1
+    with_mtp = _one("deepseek-v3", with_pp=1, **stages)
+    without = _one("deepseek-v3", with_pp=1, mtp_layers=0.0, **stages)
+    assert with_mtp["step_time_s"][0] == without["step_time_s"][0]
+    assert with_mtp["params"][0] > without["params"][0]
+    assert compute.mtp_layers_beyond_fullest_stage(61, 16, 4, 1) == 0
+    assert compute.mtp_layers_beyond_fullest_stage(64, 16, 4, 1) == 1  # a full last stage
+    assert compute.mtp_layers_beyond_fullest_stage(63, 2, 32, 2) == 1  # 31 + 2 vs 32
 
 
 def test_head_dim_sets_the_attention_width():

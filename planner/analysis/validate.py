@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -305,9 +306,12 @@ def modern_shape(row, catalog) -> dict:
              "experts_per_token": _num(row.experts_per_token) if experts else 1.0,
              "shared_experts": 0.0,
              "moe_ffn": _num(row.moe_ffn) if experts else _num(row.ffn)}
-    if row.model in catalog.models:
-        from planner.engine.scenario import attention_shape_inputs
+    from planner.engine.scenario import attention_shape_inputs
 
+    # heads of h/a, no MLA, window or MTP unless the catalog model of the row has them
+    shape.update(attention_shape_inputs(SimpleNamespace(hidden=hidden, heads=shape["heads"]),
+                                        shape["seq_len"]))
+    if row.model in catalog.models:
         m = catalog.model(row.model)
         shape["moe_layers"] = float(m.moe_layers)
         shape["shared_experts"] = float(m.shared_experts)

@@ -38,275 +38,275 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x20 = moe_layers * x19
     x21 = stage_layers * x20
     x22 = x18 * x21
-    x23 = hidden * x8
-    x24 = moe_ffn * x8
-    x25 = x10 * x24
-    x26 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x27 = bytes_per_element * x26
-    x28 = numpy.minimum(numpy.minimum(hidden, x24), ep * experts_per_token * x10 / experts)
-    del x24
-    x29 = 2 * hidden
-    x30 = peak_flops_per_s ** (-1.0)
-    x31 = gemm_max_efficiency ** (-1.0)
-    x32 = x30 * x31
-    x33 = x29 * x32
-    x34 = experts_per_token + shared_experts
-    x35 = mlp_matrices * x34
-    x36 = x35 * numpy.maximum(x27 * (moe_ffn * x23 + x17 + x25), x25 * x33 * (gemm_half_efficiency_dim + x28) / x28)
-    del x25, x28
-    x37 = ep_overlap * numpy.minimum(x22, 3 * x21 * x36)
+    x23 = moe_ffn * x8
+    x24 = x10 * x23
+    x25 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x26 = bytes_per_element * x25
+    x27 = numpy.minimum(numpy.minimum(hidden, x23), ep * experts_per_token * x10 / experts)
+    x28 = 2 * hidden
+    x29 = peak_flops_per_s ** (-1.0)
+    x30 = gemm_max_efficiency ** (-1.0)
+    x31 = x29 * x30
+    x32 = x28 * x31
+    x33 = experts_per_token + shared_experts
+    x34 = mlp_matrices * x33
+    x35 = x34 * numpy.maximum(x26 * (hidden * x23 + x17 + x24), x24 * x32 * (gemm_half_efficiency_dim + x27) / x27)
+    del x23, x24, x27
+    x36 = ep_overlap * numpy.minimum(x22, 3 * x21 * x35)
     del x21
-    x38 = 2 * heads * x5
-    x39 = attention_scores_stored + selective
-    x40 = numpy.minimum(head_dim, x10)
-    x41 = numpy.minimum(seq_len, x10)
-    x42 = seq_len * x38
-    x43 = numpy.minimum(seq_len, window)
-    x44 = seq_len ** (-1.0)
-    x45 = window_layers * (2 * heads * x43 * x5 * (-x43 * x44 + 2) - x42)
-    del x43
-    x46 = x11 * x30
-    x47 = numpy.maximum(x11 * x27 * x38, x46 * (x19 * x45 + x42) / (attention_efficiency_factor * gemm_max_efficiency * x41 * (1 - x39) / (gemm_half_efficiency_dim + x41) + gemm_max_efficiency * x39 * x40 / (gemm_half_efficiency_dim + x40)))
-    del x11, x38, x39, x40, x41
-    x48 = 3 * x47
-    x49 = cp_overlap * numpy.minimum(x13, stage_layers * x48)
-    x50 = tp_intra_ranks - 1
-    x51 = tp - 1
-    x52 = tp_intra_ranks ** (-1.0)
-    x53 = tp * x52 - 1
-    x54 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x55 = x10 * x29
-    x56 = bytes_per_element * x55
-    x57 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x58 = x57 / scale_out_bus_efficiency
-    x59 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x51) + 2 * inter_latency_s * x53 + 2 * intra_latency_s * x50 + x50 * x52 * x54 * x56 + x53 * x56 * x58 * x8)
-    del x50, x52, x53, x56
-    x60 = hidden * vocab
-    x61 = x60 * x8
-    x62 = vocab * x8
-    x63 = numpy.minimum(numpy.minimum(hidden, x10), x62)
-    x64 = 2 * x10
-    x65 = x32 * x64
-    x66 = 3 * numpy.maximum(x27 * (x10 * x62 + x17 + x61), x61 * x65 * (gemm_half_efficiency_dim + x63) / x63)
-    del x61, x62, x63
-    x67 = 1 - x20
-    x68 = ffn * x8
-    x69 = x10 * x68
-    x70 = numpy.minimum(numpy.minimum(hidden, x10), x68)
-    x71 = mlp_matrices * numpy.maximum(x27 * (ffn * x23 + x17 + x69), x33 * x69 * (gemm_half_efficiency_dim + x70) / x70)
-    del x33, x69, x70
-    x72 = x67 * x71
-    x73 = x20 * x36
-    x74 = (sequence_parallel * x51 + 1) ** (-1.0)
-    del x51
-    x75 = x10 * x27 * (16 * hidden * x74 + 4 * x68)
-    del x68
-    x76 = attention_scores_stored * heads * seq_len ** 2
-    x77 = x26 * x76 * x8 * x9
+    x37 = 2 * heads * x5
+    x38 = attention_scores_stored + selective
+    x39 = numpy.minimum(head_dim, x10)
+    x40 = numpy.minimum(seq_len, x10)
+    x41 = seq_len * x37
+    x42 = numpy.minimum(seq_len, window)
+    x43 = seq_len ** (-1.0)
+    x44 = window_layers * (2 * heads * x42 * x5 * (-x42 * x43 + 2) - x41)
+    del x42
+    x45 = x11 * x29
+    x46 = numpy.maximum(x11 * x26 * x37, x45 * (x19 * x44 + x41) / (attention_efficiency_factor * gemm_max_efficiency * x40 * (1 - x38) / (gemm_half_efficiency_dim + x40) + gemm_max_efficiency * x38 * x39 / (gemm_half_efficiency_dim + x39)))
+    del x11, x37, x38, x39, x40
+    x47 = 3 * x46
+    x48 = cp_overlap * numpy.minimum(x13, stage_layers * x47)
+    x49 = tp_intra_ranks - 1
+    x50 = tp - 1
+    x51 = tp_intra_ranks ** (-1.0)
+    x52 = tp * x51 - 1
+    x53 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x54 = x10 * x28
+    x55 = bytes_per_element * x54
+    x56 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x57 = x56 / scale_out_bus_efficiency
+    x58 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x50) + 2 * inter_latency_s * x52 + 2 * intra_latency_s * x49 + x49 * x51 * x53 * x55 + x52 * x55 * x57 * x8)
+    del x49, x51, x52, x55
+    x59 = hidden * vocab
+    x60 = x59 * x8
+    x61 = vocab * x8
+    x62 = numpy.minimum(numpy.minimum(hidden, x10), x61)
+    x63 = 2 * x10
+    x64 = x31 * x63
+    x65 = 3 * numpy.maximum(x26 * (x10 * x61 + x17 + x60), x60 * x64 * (gemm_half_efficiency_dim + x62) / x62)
+    del x60, x61, x62
+    x66 = 1 - x20
+    x67 = ffn * x8
+    x68 = x10 * x67
+    x69 = numpy.minimum(numpy.minimum(hidden, x10), x67)
+    x70 = mlp_matrices * numpy.maximum(x26 * (hidden * x67 + x17 + x68), x32 * x68 * (gemm_half_efficiency_dim + x69) / x69)
+    del x32, x68, x69
+    x71 = x66 * x70
+    x72 = x20 * x35
+    x73 = (sequence_parallel * x50 + 1) ** (-1.0)
+    del x50
+    x74 = x10 * x26 * (16 * hidden * x73 + 4 * x67)
+    del x67
+    x75 = attention_scores_stored * heads * seq_len ** 2
+    x76 = x25 * x75 * x8 * x9
     del x9
-    x78 = numpy.minimum(1, kv_lora_rank)
-    x79 = head_dim * hidden
-    x80 = heads * x79
-    x81 = hidden * v_head_dim
-    x82 = (1 - x78) * (kv_heads * x79 + kv_heads * x81 + x80)
-    del x79
-    x83 = kv_lora_rank + qk_rope_head_dim
-    x84 = numpy.minimum(1, q_lora_rank)
-    x85 = x78 * (heads * kv_lora_rank * (-qk_rope_head_dim + x5) + hidden * x83 + x80 * (1 - x84) + x84 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x78, x80, x84
-    x86 = x82 + x85
-    x87 = x8 * x86
-    x88 = hidden ** (-1.0)
-    x89 = x87 * x88
-    x90 = numpy.minimum(numpy.minimum(hidden, x10), x89)
-    x91 = numpy.maximum(x27 * (x10 * x89 + x17 + x87), x65 * x87 * (gemm_half_efficiency_dim + x90) / x90)
-    del x65, x87, x89, x90
+    x77 = numpy.minimum(1, kv_lora_rank)
+    x78 = head_dim * hidden
+    x79 = heads * x78
+    x80 = hidden * v_head_dim
+    x81 = (1 - x77) * (kv_heads * x78 + kv_heads * x80 + x79)
+    del x78
+    x82 = kv_lora_rank + qk_rope_head_dim
+    x83 = numpy.minimum(1, q_lora_rank)
+    x84 = x77 * (heads * kv_lora_rank * (-qk_rope_head_dim + x5) + hidden * x82 + x79 * (1 - x83) + x83 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x77, x79, x83
+    x85 = x81 + x84
+    x86 = x8 * x85
+    x87 = hidden ** (-1.0)
+    x88 = x86 * x87
+    x89 = numpy.minimum(numpy.minimum(hidden, x10), x88)
+    x90 = numpy.maximum(x26 * (x10 * x88 + x17 + x86), x64 * x86 * (gemm_half_efficiency_dim + x89) / x89)
+    del x64, x86, x88, x89
+    x91 = hidden * x8
     x92 = heads * v_head_dim
     x93 = x8 * x92
     x94 = numpy.minimum(numpy.minimum(hidden, x10), x93)
-    x95 = numpy.maximum(x27 * (x10 * x93 + x17 + x23 * x92), x32 * x55 * x93 * (gemm_half_efficiency_dim + x94) / x94)
-    del x32, x93, x94
-    x96 = x47 + x75 + 10 * x77 + x91 + x95
-    x97 = x72 + x73 + x96
+    x95 = numpy.maximum(x26 * (x10 * x93 + x17 + x91 * x92), x31 * x54 * x93 * (gemm_half_efficiency_dim + x94) / x94)
+    del x31, x93, x94
+    x96 = x46 + x74 + 10 * x76 + x90 + x95
+    x97 = x71 + x72 + x96
     x98 = 1 - full_recompute
     x99 = selective * x98
-    x100 = x47 * x99 + x48 + 3 * x75 + 30 * x77 + 3 * x91 + 3 * x95
-    del x47, x48, x75, x77, x91, x95
-    x101 = hidden ** 2
-    x102 = 2.0 * x101
-    x103 = 2.0 * hidden
-    x104 = x10 * x23
-    x105 = numpy.minimum(numpy.minimum(x10, x103), x23)
-    del x23
-    x106 = 4.0 * x101
-    del x101
-    x107 = numpy.minimum(1, moe_layers)
-    x108 = 1 - x107
-    x109 = x108 * x71
-    del x71
-    x110 = x107 * x36
-    del x36
-    x111 = mtp_layers * (full_recompute * (x109 + x110 + x96) + x100 + 3 * x109 + 3 * x110 + x66 + 3 * numpy.maximum(x27 * (x10 * x103 + x102 * x8 + x104), x106 * x31 * x46 * (gemm_half_efficiency_dim + x105) / x105)) + stage_layers * (full_recompute * x97 + x100 + 3 * x72 + 3 * x73) + x66
-    del x10, x100, x103, x105, x109, x110, x27, x31, x46, x66, x72, x73, x96
-    x112 = -tp_overlap * numpy.minimum(x111, x59) + x59
-    del x59
-    x113 = x111 + x112
-    x114 = (x113 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x115 = pp - 1
-    x116 = x115 / vp
-    x117 = x116 * (x114 + x13 + x22 - x37 - x49)
+    x100 = x46 * x99 + x47 + 3 * x74 + 30 * x76 + 3 * x90 + 3 * x95
+    del x46, x47, x74, x76, x90, x95
+    x101 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x102 = hidden ** 2
+    x103 = 2.0 * x102
+    x104 = 2.0 * hidden
+    x105 = x10 * x91
+    x106 = numpy.minimum(numpy.minimum(x10, x104), x91)
+    del x91
+    x107 = 4.0 * x102
+    del x102
+    x108 = numpy.minimum(1, moe_layers)
+    x109 = 1 - x108
+    x110 = x109 * x70
+    del x70
+    x111 = x108 * x35
+    del x35
+    x112 = stage_layers * (full_recompute * x97 + x100 + 3 * x71 + 3 * x72) + x101 * (full_recompute * (x110 + x111 + x96) + x100 + 3 * x110 + 3 * x111 + x65 + 3 * numpy.maximum(x26 * (x10 * x104 + x103 * x8 + x105), x107 * x30 * x45 * (gemm_half_efficiency_dim + x106) / x106)) + x65
+    del x10, x100, x104, x106, x110, x111, x26, x30, x45, x65, x71, x72, x96
+    x113 = -tp_overlap * numpy.minimum(x112, x58) + x58
+    del x58
+    x114 = x112 + x113
+    x115 = (x114 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x116 = pp - 1
+    x117 = x116 / vp
+    x118 = x117 * (x115 + x13 + x22 - x36 - x48)
     del x13, x22
-    x118 = dp ** (-1.0)
-    x119 = global_batch * x118 / micro_batch
-    x120 = 2 * x119
-    x121 = 1 - pp_intra
-    x122 = (2 * pp + vp * x120 - 2) * (1.0 * bytes_per_element * x104 / (pp_intra * x6 + x121 * x7) + inter_latency_s * x121 + intra_latency_s * pp_intra) * numpy.minimum(1, x115)
-    del x115, x121, x6, x7
-    x123 = x119 * (stage_layers * x12 * x3 - x49)
-    del x12, x3, x49
-    x124 = x119 * (moe_layers * stage_layers * x18 * x19 - x37)
-    del x18, x19, x37
-    x125 = x112 * x119
+    x119 = dp ** (-1.0)
+    x120 = global_batch * x119 / micro_batch
+    x121 = 2 * x120
+    x122 = 1 - pp_intra
+    x123 = (2 * pp + vp * x121 - 2) * (1.0 * bytes_per_element * x105 / (pp_intra * x6 + x122 * x7) + inter_latency_s * x122 + intra_latency_s * pp_intra) * numpy.minimum(1, x116)
+    del x116, x122, x6, x7
+    x124 = x120 * (stage_layers * x12 * x3 - x48)
+    del x12, x3, x48
+    x125 = x120 * (moe_layers * stage_layers * x18 * x19 - x36)
+    del x18, x19, x36
+    x126 = x113 * x120
+    del x113
+    x127 = x112 * x120
     del x112
-    x126 = x111 * x119
-    del x111
-    x127 = x119 * (-x113 + x114)
-    del x113, x114
-    x128 = hidden * mlp_matrices
-    x129 = ffn * x128
-    x130 = experts * hidden
-    x131 = moe_ffn * x128
-    del x128
-    x132 = x130 + x131 * (experts + shared_experts)
-    x133 = heads * x81 + kv_lora_rank + 1.0 * q_lora_rank + x86
-    del x81, x86
-    x134 = x133 + x29
-    x135 = x107 * x132
-    x136 = 5 * hidden + x102 + x108 * x129 + x133
-    del x102, x133
-    x137 = x8 * (mtp_layers * (x135 * x16 + x136) + stage_layers * (x129 * x67 + x132 * x16 * x20 + x134) + x60)
-    del x16, x20, x67
-    x138 = x137 / optimizer_shards
-    x139 = x138 * x26 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x26
-    x140 = numpy.minimum(dp, dp_intra_ranks)
-    x141 = x140 - 1
-    x142 = intra_latency_s * x141
-    x143 = x140 ** (-1.0)
-    del x140
-    x144 = dp * x143 - 1
-    x145 = inter_latency_s * x144
-    x146 = bytes_per_element * x137
-    x147 = x141 * x143 * x54
-    del x141, x143, x54
-    x148 = x118 * x144 * x58
-    del x118, x144, x58
-    x149 = x120 * zero3 * (x142 + x145 + x146 * x147 + x146 * x148)
-    del x120, x146
-    x150 = 2 * grad_comm_bytes_per_param * x137
-    x151 = 2 * x142 + 2 * x145 + x147 * x150 + x148 * x150
-    del x142, x145, x147, x148, x150
-    x152 = -dp_overlap * numpy.minimum(x126, x149) - dp_overlap * numpy.minimum(x151, 2 * stage_layers * x97) + x149 + x151
-    del x149, x151, x97
-    x153 = x117 + x122 + x123 + x124 + x125 + x126 + x127 + x139 + x152
-    x154 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x153 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
-    del x0, x2
-    x155 = x153 + x154
-    del x153
-    x156 = weight_bytes_per_param * x137 / weight_shards
-    x157 = grad_bytes_per_param * x137 / grad_shards
-    del x137
-    x158 = optimizer_bytes_per_param * x138
-    del x138
-    x159 = 4 * x104 * (vocab * x88 + 1)
-    del x104, x88
-    x160 = kv_heads / heads
-    x161 = ffn * mlp_matrices
-    x162 = x17 * (2 * dropout_masks + 8) * (sequence_parallel * x8 - sequence_parallel + 1) + x64 * x8 * (-x29 * (x160 + 1) + x5 * (heads + kv_heads)) + x64 * (q_lora_rank + x83) + x8 * (x161 * x64 + x17 * (4 * x160 + 2) + x55 + micro_batch * x76 * (dropout_masks + 4) / cp ** 2)
-    del x160, x17, x64, x76, x8, x83
-    x163 = full_recompute * x55 * x74 + x162 * x98
-    del x55, x74, x98
-    x164 = full_recompute * x162 + mtp_layers * (x159 + x163) + stage_layers * x163 * (1 + x116 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x119) + x159
-    del x116, x119, x159, x162, x163
-    x165 = layers - moe_layers
-    x166 = x129 * x165
+    x128 = x120 * (-x114 + x115)
+    del x114, x115
+    x129 = hidden * mlp_matrices
+    x130 = ffn * x129
+    x131 = experts * hidden
+    x132 = moe_ffn * x129
     del x129
-    x167 = embedding_matrices * x60 + hidden + layers * x134 + x166
-    del x134
-    x168 = moe_layers * x132 + mtp_layers * (x135 + x136) + x167
-    del x132, x135
-    x169 = x130 + x131 * x34
-    del x131, x34
-    x170 = x155 ** (-1.0)
-    x171 = global_batch * seq_len * x170
-    x172 = moe_ffn * x29 * x35 + 2 * x130
-    del x130, x35
-    x173 = moe_layers * x172
-    x174 = x29 * x92 + 2 * x82 + 2 * x85
-    del x82, x85, x92
-    x175 = layers * x174
-    x176 = x161 * x29
-    del x161, x29
-    x177 = mtp_layers * (x106 + x107 * x172 + x108 * x176 + x174 + x42 + 2 * x60)
-    del x106, x108, x172, x174
-    x178 = 6 * heads * layers * seq_len * x5 + 6 * x166 + 3 * x173 + 3 * x175 + 3 * x177 + 3 * x45 + 6 * x60
-    del x166, x5, x60
-    x179 = x1 * x171
-    x180 = x178 * x179
-    x181 = layers * x42 + x45
-    del x42, x45
-    x182 = global_batch ** (-1.0)
-    x183 = tokens * x182 * x44
-    x184 = gpus / gpu_mtbf_s
-    x185 = gpus / gpus_per_node
-    x186 = x185 / node_mtbf_s
-    x187 = x184 + x186
-    x188 = x187 ** (-1.0)
-    x189 = checkpoint_bytes_per_param * x168
-    x190 = x1 * x189
+    x133 = x131 + x132 * (experts + shared_experts)
+    x134 = heads * x80 + kv_lora_rank + 1.0 * q_lora_rank + x85
+    del x80, x85
+    x135 = x134 + x28
+    x136 = x108 * x133
+    x137 = 5 * hidden + x103 + x109 * x130 + x134
+    del x103, x134
+    x138 = x8 * (stage_layers * (x130 * x66 + x133 * x16 * x20 + x135) + x101 * (x136 * x16 + x137) + x59)
+    del x16, x20, x66
+    x139 = x138 / optimizer_shards
+    x140 = x139 * x25 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x25
+    x141 = numpy.minimum(dp, dp_intra_ranks)
+    x142 = x141 - 1
+    x143 = intra_latency_s * x142
+    x144 = x141 ** (-1.0)
+    del x141
+    x145 = dp * x144 - 1
+    x146 = inter_latency_s * x145
+    x147 = bytes_per_element * x138
+    x148 = x142 * x144 * x53
+    del x142, x144, x53
+    x149 = x119 * x145 * x57
+    del x119, x145, x57
+    x150 = x121 * zero3 * (x143 + x146 + x147 * x148 + x147 * x149)
+    del x121, x147
+    x151 = 2 * grad_comm_bytes_per_param * x138
+    x152 = 2 * x143 + 2 * x146 + x148 * x151 + x149 * x151
+    del x143, x146, x148, x149, x151
+    x153 = -dp_overlap * numpy.minimum(x127, x150) - dp_overlap * numpy.minimum(x152, 2 * stage_layers * x97) + x150 + x152
+    del x150, x152, x97
+    x154 = x118 + x123 + x124 + x125 + x126 + x127 + x128 + x140 + x153
+    x155 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x154 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    del x0, x2
+    x156 = x154 + x155
+    del x154
+    x157 = weight_bytes_per_param * x138 / weight_shards
+    x158 = grad_bytes_per_param * x138 / grad_shards
+    del x138
+    x159 = optimizer_bytes_per_param * x139
+    del x139
+    x160 = 4 * x105 * (vocab * x87 + 1)
+    del x105, x87
+    x161 = kv_heads / heads
+    x162 = ffn * mlp_matrices
+    x163 = x17 * (2 * dropout_masks + 8) * (sequence_parallel * x8 - sequence_parallel + 1) + x63 * x8 * (-x28 * (x161 + 1) + x5 * (heads + kv_heads)) + x63 * (q_lora_rank + x82) + x8 * (x162 * x63 + x17 * (4 * x161 + 2) + x54 + micro_batch * x75 * (dropout_masks + 4) / cp ** 2)
+    del x161, x17, x63, x75, x8, x82
+    x164 = full_recompute * x54 * x73 + x163 * x98
+    del x54, x73, x98
+    x165 = full_recompute * x163 + stage_layers * x164 * (1 + x117 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x120) + x101 * (x160 + x164) + x160
+    del x101, x117, x120, x160, x163, x164
+    x166 = layers - moe_layers
+    x167 = x130 * x166
+    del x130
+    x168 = embedding_matrices * x59 + hidden + layers * x135 + x167
+    del x135
+    x169 = moe_layers * x133 + mtp_layers * (x136 + x137) + x168
+    del x133, x136
+    x170 = x131 + x132 * x33
+    del x131, x132, x33
+    x171 = x156 ** (-1.0)
+    x172 = global_batch * seq_len * x171
+    x173 = experts * x28 + moe_ffn * x28 * x34
+    del x34
+    x174 = moe_layers * x173
+    x175 = x28 * x92 + 2 * x81 + 2 * x84
+    del x81, x84, x92
+    x176 = layers * x175
+    x177 = x162 * x28
+    del x162, x28
+    x178 = mtp_layers * (x107 + x108 * x173 + x109 * x177 + x175 + x41 + 2 * x59)
+    del x107, x109, x173, x175
+    x179 = 6 * heads * layers * seq_len * x5 + 6 * x167 + 3 * x174 + 3 * x176 + 3 * x178 + 3 * x44 + 6 * x59
+    del x167, x5, x59
+    x180 = x1 * x172
+    x181 = x179 * x180
+    x182 = layers * x41 + x44
+    del x41, x44
+    x183 = global_batch ** (-1.0)
+    x184 = tokens * x183 * x43
+    x185 = gpus / gpu_mtbf_s
+    x186 = gpus / gpus_per_node
+    x187 = x186 / node_mtbf_s
+    x188 = x185 + x187
+    x189 = x188 ** (-1.0)
+    x190 = checkpoint_bytes_per_param * x169
+    x191 = x1 * x190
     del x1
-    x191 = x190 / host_copy_bytes_per_s_per_gpu
-    x192 = ckpt_async * x191
-    x193 = x189 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x185)
-    x194 = ckpt_sync * x193
-    x195 = x190 * x57
-    del x190, x57
-    x196 = ckpt_in_memory * (x191 + x195)
-    del x191
-    x197 = x192 + x194 + x196
-    x198 = numpy.sqrt(x188 * (2 * x192 + 2 * x194 + 2 * x196))
-    x199 = x197 * (1 / 2 * x184 + 1 / 2 * x186)
-    del x184, x186
-    x200 = numpy.maximum(ckpt_async * x193, numpy.where(numpy.greater(x188, 1 / 2 * x192 + 1 / 2 * x194 + 1 / 2 * x196), -x197 + x198 * (1 / 3 * numpy.sqrt(x199) + 1 / 9 * x199 + 1), x188))
-    del x192, x193, x194, x196, x199
-    x201 = ckpt_in_memory * x195 + restart_overhead_s + x189 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x185)
-    del x195
-    x202 = x155 * x183
-    x203 = numpy.exp(x187 * (x197 + x200))
-    x204 = x203 - 1
-    x205 = x187 * x201
-    x206 = numpy.exp(x205)
-    x207 = x200 ** (-1.0)
-    x208 = x202 * x207
-    x209 = x204 * x206 * x208
-    x210 = x188 * x209
-    x211 = x187 * x200 * numpy.exp(-x205) / x204
-    del x205
-    x212 = gpus * x210
-    x213 = 0.000277777777777778 * x212
-    x214 = x188 * x208 * (x203 - numpy.exp(x187 * x197))
-    del x187, x203, x208
-    x215 = gpus * (idle_power_w * (tokens * x155 * x182 * x188 * x204 * x206 * x207 * x44 - x214) + x214 * (idle_power_w + x126 * x170 * (-idle_power_w + max_power_w)))
-    del x170, x182, x204, x206, x207, x214, x44
-    x216 = x185 * (network_power_per_node_w + node_overhead_power_w)
-    del x185
-    x217 = x210 * x216 + x215
-    x218 = pue * x217
-    x219 = price_usd_per_gpu_hour * x213
-    x220 = x212 / lifetime_s
-    x221 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x212 + capex_usd_per_gpu * x220 + 2.77777777777778e-07 * electricity_usd_per_kwh * x218
-    del x212
-    x222 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x218
-    x223 = embodied_kg_per_gpu * x220
-    del x220
-    return [x155, x126, x127, x125, x123, x124, x122, x152, x117, x139, x154, x156, x157, x158, x164, memory_reserve_bytes, memory_reserve_bytes + x156 + x157 + x158 + x164, x168, moe_layers * x169 + mtp_layers * (x107 * x169 + x136) + x167, x171, x178, 1e-12 * x180, x180 * x30, x179 * x30 * (full_recompute * (x165 * x176 + x173 + x175 + x177 + x181) + x178 + x181 * x99), x183, x188, x189, x197, x198, x200, x201, x202, x210, x209, 1 - x211, x211, x213, x215, x217, x218, x171 * x211 * x218 / tokens, pue * (gpus * max_power_w + x216), x219, x221, use_tco * x221 + x219 * (1 - use_tco), x222, x223, x222 + x223]
+    x192 = x191 / host_copy_bytes_per_s_per_gpu
+    x193 = ckpt_async * x192
+    x194 = x190 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x186)
+    x195 = ckpt_sync * x194
+    x196 = x191 * x56
+    del x191, x56
+    x197 = ckpt_in_memory * (x192 + x196)
+    del x192
+    x198 = x193 + x195 + x197
+    x199 = numpy.sqrt(x189 * (2 * x193 + 2 * x195 + 2 * x197))
+    x200 = x198 * (1 / 2 * x185 + 1 / 2 * x187)
+    del x185, x187
+    x201 = numpy.maximum(ckpt_async * x194, numpy.where(numpy.greater(x189, 1 / 2 * x193 + 1 / 2 * x195 + 1 / 2 * x197), -x198 + x199 * (1 / 3 * numpy.sqrt(x200) + 1 / 9 * x200 + 1), x189))
+    del x193, x194, x195, x197, x200
+    x202 = ckpt_in_memory * x196 + restart_overhead_s + x190 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x186)
+    del x196
+    x203 = x156 * x184
+    x204 = numpy.exp(x188 * (x198 + x201))
+    x205 = x204 - 1
+    x206 = x188 * x202
+    x207 = numpy.exp(x206)
+    x208 = x201 ** (-1.0)
+    x209 = x203 * x208
+    x210 = x205 * x207 * x209
+    x211 = x189 * x210
+    x212 = x188 * x201 * numpy.exp(-x206) / x205
+    del x206
+    x213 = gpus * x211
+    x214 = 0.000277777777777778 * x213
+    x215 = x189 * x209 * (x204 - numpy.exp(x188 * x198))
+    del x188, x204, x209
+    x216 = gpus * (idle_power_w * (tokens * x156 * x183 * x189 * x205 * x207 * x208 * x43 - x215) + x215 * (idle_power_w + x127 * x171 * (-idle_power_w + max_power_w)))
+    del x171, x183, x205, x207, x208, x215, x43
+    x217 = x186 * (network_power_per_node_w + node_overhead_power_w)
+    del x186
+    x218 = x211 * x217 + x216
+    x219 = pue * x218
+    x220 = price_usd_per_gpu_hour * x214
+    x221 = x213 / lifetime_s
+    x222 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x213 + capex_usd_per_gpu * x221 + 2.77777777777778e-07 * electricity_usd_per_kwh * x219
+    del x213
+    x223 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x219
+    x224 = embodied_kg_per_gpu * x221
+    del x221
+    return [x156, x127, x128, x126, x124, x125, x123, x153, x118, x140, x155, x157, x158, x159, x165, memory_reserve_bytes, memory_reserve_bytes + x157 + x158 + x159 + x165, x169, moe_layers * x170 + mtp_layers * (x108 * x170 + x137) + x168, x172, x179, 1e-12 * x181, x181 * x29, x180 * x29 * (full_recompute * (x166 * x177 + x174 + x176 + x178 + x182) + x179 + x182 * x99), x184, x189, x190, x198, x199, x201, x202, x203, x211, x210, 1 - x212, x212, x214, x216, x218, x219, x172 * x212 * x219 / tokens, pue * (gpus * max_power_w + x217), x220, x222, use_tco * x222 + x220 * (1 - use_tco), x223, x224, x223 + x224]

@@ -182,6 +182,12 @@ def _attention_params(x: dict):
             + compute.latent_norm_params(x["q_lora_rank"], x["kv_lora_rank"]))
 
 
+def _mtp_on_fullest_stage(x: dict):
+    """MTP modules charged to the fullest stage (they sit on the last, with the loss)."""
+    return compute.mtp_layers_beyond_fullest_stage(x["layers"], x["pp"], x["stage_layers"],
+                                                   x["mtp_layers"])
+
+
 def _is_moe(x: dict):
     """1 for an MoE model (its MTP blocks are MoE like its last layers), 0 for a dense one."""
     return minimum(x["moe_layers"], 1)
@@ -223,9 +229,8 @@ def parameters(x: dict, r: dict) -> dict:
     moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
                                      x["mlp_matrices"])
     share = r["moe_share"]
-    # MTP modules sit with the loss on the last stage; like the logits they are charged to
-    # the fullest stage (an upper bound)
-    mtp = x["mtp_layers"] * compute.mtp_module_params(
+    # MTP modules sit with the loss on the last stage: charged by what that stage exceeds
+    mtp = _mtp_on_fullest_stage(x) * compute.mtp_module_params(
         layer_common + _is_moe(x) * moe_mlp / x["ep"] + (1 - _is_moe(x)) * dense_mlp, h)
     # the first stage, the fullest: its layers (MoE experts split over EP) and the input
     # embedding, split over TP
@@ -356,7 +361,7 @@ def _mtp_time(x: dict, r: dict, share):
     projection = _gemm(x, t, h / tp, inner, minimum(minimum(t, h / tp), inner))
     recompute = x["full_recompute"] * block_fwd \
         + (1 - x["full_recompute"]) * x["selective"] * r["t_core"]
-    return x["mtp_layers"] * (compute.training_pass_time(block_fwd, recompute)
+    return _mtp_on_fullest_stage(x) * (compute.training_pass_time(block_fwd, recompute)
                               + compute.training_pass_time(projection + r["t_logits"], 0))
 
 
@@ -505,7 +510,7 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
                              + x["full_recompute"] * layer_act
                              + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)
                              # MTP modules, with the loss: one micro-batch in flight
-                             + x["mtp_layers"] * (stored_layer + memory.output_layer_activation_bytes(
+                             + _mtp_on_fullest_stage(x) * (stored_layer + memory.output_layer_activation_bytes(
                                  s, b, h, x["vocab"], tp))),
         "reserve_bytes": x["memory_reserve_bytes"],
     }

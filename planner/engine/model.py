@@ -347,12 +347,12 @@ def compute_time(x: dict, r: dict) -> dict:
     layer_recompute = x["full_recompute"] * layer_fwd \
         + (1 - x["full_recompute"]) * x["selective"] * r["t_core"]
     compute_mb = x["stage_layers"] * compute.training_pass_time(layer_fwd, layer_recompute) \
-        + compute.training_pass_time(r["t_logits"], 0) + _mtp_time(x, r, share)
+        + compute.training_pass_time(r["t_logits"], 0) + _mtp_time(x, r)
     return {"t_layer_fwd": layer_fwd, "compute_mb": compute_mb,
             "compute_s": r["microbatches"] * compute_mb}
 
 
-def _mtp_time(x: dict, r: dict, share):
+def _mtp_time(x: dict, r: dict):
     """Forward + backward of the MTP modules on one micro-batch (with the loss's stage)."""
     h, t, tp = x["hidden"], r["tokens_mb"], x["tp"]
     block_fwd = (r["t_qkv"] + r["t_core"] + r["t_scores"] + r["t_proj"] + r["t_elem"]
@@ -361,8 +361,9 @@ def _mtp_time(x: dict, r: dict, share):
     projection = _gemm(x, t, h / tp, inner, minimum(minimum(t, h / tp), inner))
     recompute = x["full_recompute"] * block_fwd \
         + (1 - x["full_recompute"]) * x["selective"] * r["t_core"]
-    return _mtp_on_fullest_stage(x) * (compute.training_pass_time(block_fwd, recompute)
-                              + compute.training_pass_time(projection + r["t_logits"], 0))
+    return _mtp_on_fullest_stage(x) * (
+        compute.training_pass_time(block_fwd, recompute)
+        + compute.training_pass_time(projection + r["t_logits"], 0))
 
 
 def _scale_up(x: dict):
@@ -497,6 +498,9 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
     # full recompute keeps each layer's input, plus one layer's working set
     stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
         s, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
+    # MTP modules, with the loss on the last stage: one micro-batch in flight
+    mtp_act = _mtp_on_fullest_stage(x) * (
+        stored_layer + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp))
     inflight = memory.inflight_microbatches_1f1b(x["pp"], r["microbatches"]) \
         * memory.interleaved_activation_factor(x["pp"], x["vp"])
     terms = {
@@ -509,9 +513,7 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         "activation_bytes": (x["stage_layers"] * stored_layer * inflight
                              + x["full_recompute"] * layer_act
                              + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)
-                             # MTP modules, with the loss: one micro-batch in flight
-                             + _mtp_on_fullest_stage(x) * (stored_layer + memory.output_layer_activation_bytes(
-                                 s, b, h, x["vocab"], tp))),
+                             + mtp_act),
         "reserve_bytes": x["memory_reserve_bytes"],
     }
     return {**terms, "memory_per_gpu_bytes": (

@@ -323,3 +323,30 @@ def test_window_layers_default_to_all_layers(tmp_path):
     entry = parse_file(path, user=True)
     x = model_inputs(entry)
     assert (x["window"], x["window_layers"], x["head_dim"]) == (4096.0, 4.0, 32.0)
+
+
+def test_cli_bad_user_model_is_one_line(tmp_path, capsys):
+    from planner.cli.main import main
+
+    path = tmp_path / "bad.toml"
+    path.write_text(BASE + "head_dim = 32\nsliding_window = 128\nsliding_window_layers = 7\n"
+                    "mtp_layers = 5\n")
+    assert main(["evaluate", "--model", str(path), "--hardware", "h100-sxm", "--gpus", "8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("capplan: error: ")
+    assert "sliding_window_layers: expected 0..layers (4), got 7" in err
+    assert "mtp_layers: expected 0..layers (4), got 5" in err and "Traceback" not in err
+
+
+def test_cli_evaluates_the_example_windowed_model(capsys):
+    import json
+    from pathlib import Path
+
+    from planner.cli.main import main
+
+    example = Path(__file__).parent.parent / "docs/examples/my-windowed-model.toml"
+    assert main(["evaluate", "--model", str(example), "--hardware", "h100-sxm", "--gpus", "64",
+                 "-f", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    row = out[0] if isinstance(out, list) else out
+    assert row["params"] == pytest.approx(9.24e9, rel=1e-3)  # Gemma 2 9B, arXiv:2408.00118

@@ -192,11 +192,13 @@ def test_kernel_equals_direct_composition(model_id):
                                    atol=1e-12 * max(scale, 1.0), err_msg=name)
 
 
-def _one(model_id, with_pp=None, **override):
-    """Outputs of one layout (the first enumerated, of ``with_pp`` stages if given),
-    with inputs overridden."""
+def _one(model_id, where=None, **override):
+    """Outputs of one layout (the first enumerated with the sizes ``where``), overridden."""
     x = _inputs(model_id)
-    i = 0 if with_pp is None else int(np.flatnonzero(x["pp"] == with_pp)[0])
+    chosen = np.ones_like(x["pp"], dtype=bool)
+    for size, value in (where or {}).items():
+        chosen &= x[size] == value
+    i = int(np.flatnonzero(chosen)[0])
     first = {k: (v[i:i + 1] if np.ndim(v) else v) for k, v in x.items()}
     return evaluate_inputs({**first, **override})
 
@@ -219,10 +221,14 @@ def test_sliding_window_cuts_attention_flops_by_the_band():
 
 
 def test_mtp_module_costs_a_layer_and_logits():
-    with_mtp = _one("deepseek-v3", with_pp=1)
-    without = _one("deepseek-v3", with_pp=1, mtp_layers=0.0)
+    layout = {"pp": 1, "tp": 8, "ep": 8}
+    with_mtp = _one("deepseek-v3", layout)
+    without = _one("deepseek-v3", layout, mtp_layers=0.0)
     for name in ("step_time_s", "memory_per_gpu_bytes", "params", "checkpoint_bytes"):
         assert with_mtp[name][0] > without[name][0], name
+    # the MTP block's TP all-reduces and all-to-alls: one more layer's worth (62 vs 61)
+    assert without["tp_comm_s"][0] > 0 and without["ep_comm_s"][0] > 0
+    assert with_mtp["tp_comm_s"][0] / without["tp_comm_s"][0] == pytest.approx(62 / 61)
     assert (with_mtp["params"] - without["params"])[0] == pytest.approx(11.61e9, rel=1e-3)
     # one MoE layer + projection + logits on top of 61 layers + logits: 1-10 % more time
     ratio = with_mtp["step_time_s"][0] / without["step_time_s"][0]
@@ -232,8 +238,8 @@ def test_mtp_module_costs_a_layer_and_logits():
 def test_mtp_module_on_a_light_last_stage_costs_no_time():
     """PP 16: stages of 4 layers, the last of 1 + the MTP module, shorter than a full one."""
     stages = {"pp": np.array([16.0]), "stage_layers": np.array([4.0])}  # 61 = 15 x 4 + 1
-    with_mtp = _one("deepseek-v3", with_pp=1, **stages)
-    without = _one("deepseek-v3", with_pp=1, mtp_layers=0.0, **stages)
+    with_mtp = _one("deepseek-v3", {"pp": 1}, **stages)
+    without = _one("deepseek-v3", {"pp": 1}, mtp_layers=0.0, **stages)
     assert with_mtp["step_time_s"][0] == without["step_time_s"][0]
     assert with_mtp["params"][0] > without["params"][0]
     assert compute.mtp_layers_beyond_fullest_stage(61, 16, 4, 1) == 0

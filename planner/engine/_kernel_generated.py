@@ -17,296 +17,296 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x1 = gpus ** (-1.0)
     x2 = x0 ** (-0.282765)
     x3 = 3 * cp - 3
-    x4 = 1 - cp_intra
-    x5 = head_dim + v_head_dim
-    x6 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x7 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x8 = tp ** (-1.0)
-    x9 = micro_batch / cp
-    x10 = seq_len * x9
-    x11 = x10 * x8
-    x12 = bytes_per_element * kv_heads * x11 * x5 / (cp_intra * x6 + x4 * x7) + cp_intra * intra_latency_s + inter_latency_s * x4
-    del x4
-    x13 = stage_layers * x12 * x3
-    x14 = 1 - ep_intra
-    x15 = 4 * ep - 4
-    x16 = ep ** (-1.0)
-    x17 = hidden * x10
-    x18 = bytes_per_element * experts_per_token * x15 * x16 * x17 / (ep_intra * x6 + x14 * x7) + x15 * (ep_intra * intra_latency_s + inter_latency_s * x14)
-    del x14, x15
-    x19 = layers ** (-1.0)
-    x20 = moe_layers * x19
-    x21 = stage_layers * x20
-    x22 = x18 * x21
-    x23 = moe_ffn * x8
-    x24 = x10 * x23
-    x25 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x26 = bytes_per_element * x25
-    x27 = numpy.minimum(numpy.minimum(hidden, x23), ep * experts_per_token * x10 / experts)
-    x28 = 2 * hidden
-    x29 = peak_flops_per_s ** (-1.0)
-    x30 = gemm_max_efficiency ** (-1.0)
-    x31 = x29 * x30
-    x32 = x28 * x31
-    x33 = experts_per_token + shared_experts
-    x34 = mlp_matrices * x33
-    x35 = x34 * numpy.maximum(x26 * (hidden * x23 + x17 + x24), x24 * x32 * (gemm_half_efficiency_dim + x27) / x27)
-    del x23, x24, x27
-    x36 = ep_overlap * numpy.minimum(x22, 3 * x21 * x35)
-    del x21
-    x37 = 2 * heads * x5
-    x38 = attention_scores_stored + selective
-    x39 = numpy.minimum(head_dim, x10)
-    x40 = numpy.minimum(seq_len, x10)
-    x41 = seq_len * x37
-    x42 = numpy.minimum(seq_len, window)
-    x43 = seq_len ** (-1.0)
-    x44 = window_layers * (2 * heads * x42 * x5 * (-x42 * x43 + 2) - x41)
-    del x42
-    x45 = x11 * x29
-    x46 = numpy.maximum(x11 * x26 * x37, x45 * (x19 * x44 + x41) / (attention_efficiency_factor * gemm_max_efficiency * x40 * (1 - x38) / (gemm_half_efficiency_dim + x40) + gemm_max_efficiency * x38 * x39 / (gemm_half_efficiency_dim + x39)))
-    del x11, x37, x38, x39, x40
-    x47 = 3 * x46
-    x48 = cp_overlap * numpy.minimum(x13, stage_layers * x47)
-    x49 = tp_intra_ranks - 1
-    x50 = tp - 1
-    x51 = tp_intra_ranks ** (-1.0)
-    x52 = tp * x51 - 1
-    x53 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x54 = x10 * x28
-    x55 = bytes_per_element * x54
-    x56 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x57 = x56 / scale_out_bus_efficiency
-    x58 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x50) + 2 * inter_latency_s * x52 + 2 * intra_latency_s * x49 + x49 * x51 * x53 * x55 + x52 * x55 * x57 * x8)
-    del x49, x51, x52, x55
-    x59 = hidden * vocab
-    x60 = x59 * x8
-    x61 = vocab * x8
-    x62 = numpy.minimum(numpy.minimum(hidden, x10), x61)
-    x63 = 2 * x10
-    x64 = x31 * x63
-    x65 = 3 * numpy.maximum(x26 * (x10 * x61 + x17 + x60), x60 * x64 * (gemm_half_efficiency_dim + x62) / x62)
-    del x60, x61, x62
-    x66 = 1 - x20
-    x67 = ffn * x8
-    x68 = x10 * x67
-    x69 = numpy.minimum(numpy.minimum(hidden, x10), x67)
-    x70 = mlp_matrices * numpy.maximum(x26 * (hidden * x67 + x17 + x68), x32 * x68 * (gemm_half_efficiency_dim + x69) / x69)
-    del x32, x68, x69
-    x71 = x66 * x70
-    x72 = x20 * x35
-    x73 = (sequence_parallel * x50 + 1) ** (-1.0)
-    del x50
-    x74 = x10 * x26 * (16 * hidden * x73 + 4 * x67)
-    del x67
-    x75 = attention_scores_stored * heads * seq_len ** 2
-    x76 = x25 * x75 * x8 * x9
-    del x9
-    x77 = numpy.minimum(1, kv_lora_rank)
-    x78 = head_dim * hidden
-    x79 = heads * x78
-    x80 = hidden * v_head_dim
-    x81 = (1 - x77) * (kv_heads * x78 + kv_heads * x80 + x79)
-    del x78
-    x82 = kv_lora_rank + qk_rope_head_dim
-    x83 = numpy.minimum(1, q_lora_rank)
-    x84 = x77 * (heads * kv_lora_rank * (-qk_rope_head_dim + x5) + hidden * x82 + x79 * (1 - x83) + x83 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x77, x79, x83
-    x85 = x81 + x84
-    x86 = x8 * x85
-    x87 = hidden ** (-1.0)
-    x88 = x86 * x87
-    x89 = numpy.minimum(numpy.minimum(hidden, x10), x88)
-    x90 = numpy.maximum(x26 * (x10 * x88 + x17 + x86), x64 * x86 * (gemm_half_efficiency_dim + x89) / x89)
-    del x64, x86, x88, x89
-    x91 = hidden * x8
-    x92 = heads * v_head_dim
-    x93 = x8 * x92
-    x94 = numpy.minimum(numpy.minimum(hidden, x10), x93)
-    x95 = numpy.maximum(x26 * (x10 * x93 + x17 + x91 * x92), x31 * x54 * x93 * (gemm_half_efficiency_dim + x94) / x94)
-    del x31, x93, x94
-    x96 = x46 + x74 + 10 * x76 + x90 + x95
-    x97 = x71 + x72 + x96
-    x98 = 1 - full_recompute
-    x99 = selective * x98
-    x100 = x46 * x99 + x47 + 3 * x74 + 30 * x76 + 3 * x90 + 3 * x95
-    del x46, x47, x74, x76, x90, x95
-    x101 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x102 = hidden ** 2
-    x103 = 2.0 * x102
-    x104 = 2.0 * hidden
-    x105 = x10 * x91
-    x106 = numpy.minimum(numpy.minimum(x10, x104), x91)
-    del x91
-    x107 = 4.0 * x102
-    del x102
-    x108 = numpy.minimum(1, moe_layers)
-    x109 = 1 - x108
-    x110 = x109 * x70
-    del x70
-    x111 = x108 * x35
-    del x35
-    x112 = stage_layers * (full_recompute * x97 + x100 + 3 * x71 + 3 * x72) + x101 * (full_recompute * (x110 + x111 + x96) + x100 + 3 * x110 + 3 * x111 + x65 + 3 * numpy.maximum(x26 * (x10 * x104 + x103 * x8 + x105), x107 * x30 * x45 * (gemm_half_efficiency_dim + x106) / x106)) + x65
-    del x10, x100, x104, x106, x110, x111, x26, x30, x45, x65, x71, x72, x96
-    x113 = -tp_overlap * numpy.minimum(x112, x58) + x58
-    del x58
-    x114 = x112 + x113
-    x115 = (x114 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x116 = pp - 1
-    x117 = x116 / vp
-    x118 = x117 * (x115 + x13 + x22 - x36 - x48)
-    del x13, x22
-    x119 = dp ** (-1.0)
-    x120 = global_batch * x119 / micro_batch
-    x121 = 2 * x120
-    x122 = 1 - pp_intra
-    x123 = (2 * pp + vp * x121 - 2) * (1.0 * bytes_per_element * x105 / (pp_intra * x6 + x122 * x7) + inter_latency_s * x122 + intra_latency_s * pp_intra) * numpy.minimum(1, x116)
-    del x116, x122, x6, x7
-    x124 = x120 * (stage_layers * x12 * x3 - x48)
-    del x12, x3, x48
-    x125 = x120 * (moe_layers * stage_layers * x18 * x19 - x36)
-    del x18, x19, x36
-    x126 = x113 * x120
+    x4 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x5 = stage_layers + x4
+    x6 = 1 - cp_intra
+    x7 = head_dim + v_head_dim
+    x8 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x9 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x10 = tp ** (-1.0)
+    x11 = micro_batch / cp
+    x12 = seq_len * x11
+    x13 = x10 * x12
+    x14 = bytes_per_element * kv_heads * x13 * x7 / (cp_intra * x8 + x6 * x9) + cp_intra * intra_latency_s + inter_latency_s * x6
+    del x6
+    x15 = x14 * x3 * x5
+    x16 = 1 - ep_intra
+    x17 = 4 * ep - 4
+    x18 = ep ** (-1.0)
+    x19 = hidden * x12
+    x20 = bytes_per_element * experts_per_token * x17 * x18 * x19 / (ep_intra * x8 + x16 * x9) + x17 * (ep_intra * intra_latency_s + inter_latency_s * x16)
+    del x16, x17
+    x21 = layers ** (-1.0)
+    x22 = moe_layers * x21
+    x23 = x22 * x5
+    x24 = x20 * x23
+    x25 = moe_ffn * x10
+    x26 = x12 * x25
+    x27 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x28 = bytes_per_element * x27
+    x29 = numpy.minimum(numpy.minimum(hidden, x25), ep * experts_per_token * x12 / experts)
+    x30 = 2 * hidden
+    x31 = peak_flops_per_s ** (-1.0)
+    x32 = gemm_max_efficiency ** (-1.0)
+    x33 = x31 * x32
+    x34 = x30 * x33
+    x35 = experts_per_token + shared_experts
+    x36 = mlp_matrices * x35
+    x37 = x36 * numpy.maximum(x28 * (hidden * x25 + x19 + x26), x26 * x34 * (gemm_half_efficiency_dim + x29) / x29)
+    del x25, x26, x29
+    x38 = ep_overlap * numpy.minimum(x24, 3 * x23 * x37)
+    del x23
+    x39 = 2 * heads * x7
+    x40 = attention_scores_stored + selective
+    x41 = numpy.minimum(head_dim, x12)
+    x42 = numpy.minimum(seq_len, x12)
+    x43 = seq_len * x39
+    x44 = numpy.minimum(seq_len, window)
+    x45 = seq_len ** (-1.0)
+    x46 = window_layers * (2 * heads * x44 * x7 * (-x44 * x45 + 2) - x43)
+    del x44
+    x47 = x13 * x31
+    x48 = numpy.maximum(x13 * x28 * x39, x47 * (x21 * x46 + x43) / (attention_efficiency_factor * gemm_max_efficiency * x42 * (1 - x40) / (gemm_half_efficiency_dim + x42) + gemm_max_efficiency * x40 * x41 / (gemm_half_efficiency_dim + x41)))
+    del x13, x39, x40, x41, x42
+    x49 = 3 * x48
+    x50 = cp_overlap * numpy.minimum(x15, x49 * x5)
+    x51 = tp_intra_ranks - 1
+    x52 = tp - 1
+    x53 = tp_intra_ranks ** (-1.0)
+    x54 = tp * x53 - 1
+    x55 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x56 = x12 * x30
+    x57 = bytes_per_element * x56
+    x58 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x59 = x58 / scale_out_bus_efficiency
+    x60 = x5 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + 2 * inter_latency_s * x54 + 2 * intra_latency_s * x51 + x10 * x54 * x57 * x59 + x51 * x53 * x55 * x57)
+    del x51, x53, x54, x57
+    x61 = hidden * vocab
+    x62 = x10 * x61
+    x63 = vocab * x10
+    x64 = numpy.minimum(numpy.minimum(hidden, x12), x63)
+    x65 = 2 * x12
+    x66 = x33 * x65
+    x67 = 3 * numpy.maximum(x28 * (x12 * x63 + x19 + x62), x62 * x66 * (gemm_half_efficiency_dim + x64) / x64)
+    del x62, x63, x64
+    x68 = 1 - x22
+    x69 = ffn * x10
+    x70 = x12 * x69
+    x71 = numpy.minimum(numpy.minimum(hidden, x12), x69)
+    x72 = mlp_matrices * numpy.maximum(x28 * (hidden * x69 + x19 + x70), x34 * x70 * (gemm_half_efficiency_dim + x71) / x71)
+    del x34, x70, x71
+    x73 = x68 * x72
+    x74 = x22 * x37
+    x75 = (sequence_parallel * x52 + 1) ** (-1.0)
+    del x52
+    x76 = x12 * x28 * (16 * hidden * x75 + 4 * x69)
+    del x69
+    x77 = attention_scores_stored * heads * seq_len ** 2
+    x78 = x10 * x11 * x27 * x77
+    del x11
+    x79 = numpy.minimum(1, kv_lora_rank)
+    x80 = head_dim * hidden
+    x81 = heads * x80
+    x82 = hidden * v_head_dim
+    x83 = (1 - x79) * (kv_heads * x80 + kv_heads * x82 + x81)
+    del x80
+    x84 = kv_lora_rank + qk_rope_head_dim
+    x85 = numpy.minimum(1, q_lora_rank)
+    x86 = x79 * (heads * kv_lora_rank * (-qk_rope_head_dim + x7) + hidden * x84 + x81 * (1 - x85) + x85 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x79, x81, x85
+    x87 = x83 + x86
+    x88 = x10 * x87
+    x89 = hidden ** (-1.0)
+    x90 = x88 * x89
+    x91 = numpy.minimum(numpy.minimum(hidden, x12), x90)
+    x92 = numpy.maximum(x28 * (x12 * x90 + x19 + x88), x66 * x88 * (gemm_half_efficiency_dim + x91) / x91)
+    del x66, x88, x90, x91
+    x93 = hidden * x10
+    x94 = heads * v_head_dim
+    x95 = x10 * x94
+    x96 = numpy.minimum(numpy.minimum(hidden, x12), x95)
+    x97 = numpy.maximum(x28 * (x12 * x95 + x19 + x93 * x94), x33 * x56 * x95 * (gemm_half_efficiency_dim + x96) / x96)
+    del x33, x95, x96
+    x98 = x48 + x76 + 10 * x78 + x92 + x97
+    x99 = x73 + x74 + x98
+    x100 = 1 - full_recompute
+    x101 = selective * x100
+    x102 = x101 * x48 + x49 + 3 * x76 + 30 * x78 + 3 * x92 + 3 * x97
+    del x48, x49, x76, x78, x92, x97
+    x103 = hidden ** 2
+    x104 = 2.0 * x103
+    x105 = 2.0 * hidden
+    x106 = x12 * x93
+    x107 = numpy.minimum(numpy.minimum(x105, x12), x93)
+    del x93
+    x108 = 4.0 * x103
+    del x103
+    x109 = numpy.minimum(1, moe_layers)
+    x110 = 1 - x109
+    x111 = x110 * x72
+    del x72
+    x112 = x109 * x37
+    del x37
+    x113 = stage_layers * (full_recompute * x99 + x102 + 3 * x73 + 3 * x74) + x4 * (full_recompute * (x111 + x112 + x98) + x102 + 3 * x111 + 3 * x112 + x67 + 3 * numpy.maximum(x28 * (x10 * x104 + x105 * x12 + x106), x108 * x32 * x47 * (gemm_half_efficiency_dim + x107) / x107)) + x67
+    del x102, x105, x107, x111, x112, x12, x28, x32, x47, x67, x73, x74, x98
+    x114 = tp_overlap * numpy.minimum(x113, x60)
+    x115 = x113 - x114 + x60
+    x116 = (x115 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x117 = pp - 1
+    x118 = x117 / vp
+    x119 = x118 * (x116 + x15 + x24 - x38 - x50)
+    del x15, x24
+    x120 = dp ** (-1.0)
+    x121 = global_batch * x120 / micro_batch
+    x122 = 2 * x121
+    x123 = 1 - pp_intra
+    x124 = (2 * pp + vp * x122 - 2) * (1.0 * bytes_per_element * x106 / (pp_intra * x8 + x123 * x9) + inter_latency_s * x123 + intra_latency_s * pp_intra) * numpy.minimum(1, x117)
+    del x117, x123, x8, x9
+    x125 = x121 * (x14 * x3 * x5 - x50)
+    del x14, x3, x50
+    x126 = x121 * (moe_layers * x20 * x21 * x5 - x38)
+    del x20, x21, x38, x5
+    x127 = x121 * (-x114 + x60)
+    del x114, x60
+    x128 = x113 * x121
     del x113
-    x127 = x112 * x120
-    del x112
-    x128 = x120 * (-x114 + x115)
-    del x114, x115
-    x129 = hidden * mlp_matrices
-    x130 = ffn * x129
-    x131 = experts * hidden
-    x132 = moe_ffn * x129
-    del x129
-    x133 = x131 + x132 * (experts + shared_experts)
-    x134 = heads * x80 + kv_lora_rank + 1.0 * q_lora_rank + x85
-    del x80, x85
-    x135 = x134 + x28
-    x136 = x108 * x133
-    x137 = 5 * hidden + x103 + x109 * x130 + x134
-    del x103, x134
-    x138 = x8 * (stage_layers * (x130 * x66 + x133 * x16 * x20 + x135) + x101 * (x136 * x16 + x137) + x59)
-    del x16, x20, x66
-    x139 = x138 / optimizer_shards
-    x140 = x139 * x25 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x25
-    x141 = numpy.minimum(dp, dp_intra_ranks)
-    x142 = x141 - 1
-    x143 = intra_latency_s * x142
-    x144 = x141 ** (-1.0)
-    del x141
-    x145 = dp * x144 - 1
-    x146 = inter_latency_s * x145
-    x147 = bytes_per_element * x138
-    x148 = x142 * x144 * x53
-    del x142, x144, x53
-    x149 = x119 * x145 * x57
-    del x119, x145, x57
-    x150 = x121 * zero3 * (x143 + x146 + x147 * x148 + x147 * x149)
-    del x121, x147
-    x151 = 2 * grad_comm_bytes_per_param * x138
-    x152 = 2 * x143 + 2 * x146 + x148 * x151 + x149 * x151
-    del x143, x146, x148, x149, x151
-    x153 = -dp_overlap * numpy.minimum(x127, x150) - dp_overlap * numpy.minimum(x152, 2 * stage_layers * x97) + x150 + x152
-    del x150, x152, x97
-    x154 = x118 + x123 + x124 + x125 + x126 + x127 + x128 + x140 + x153
-    x155 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x154 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
-    del x0, x2
-    x156 = x154 + x155
-    del x154
-    x157 = weight_bytes_per_param * x138 / weight_shards
-    x158 = grad_bytes_per_param * x138 / grad_shards
-    del x138
-    x159 = optimizer_bytes_per_param * x139
-    del x139
-    x160 = 4 * x105 * (vocab * x87 + 1)
-    del x105, x87
-    x161 = kv_heads / heads
-    x162 = ffn * mlp_matrices
-    x163 = x17 * (2 * dropout_masks + 8) * (sequence_parallel * x8 - sequence_parallel + 1) + x63 * x8 * (-x28 * (x161 + 1) + x5 * (heads + kv_heads)) + x63 * (q_lora_rank + x82) + x8 * (x162 * x63 + x17 * (4 * x161 + 2) + x54 + micro_batch * x75 * (dropout_masks + 4) / cp ** 2)
-    del x161, x17, x63, x75, x8, x82
-    x164 = full_recompute * x54 * x73 + x163 * x98
-    del x54, x73, x98
-    x165 = full_recompute * x163 + stage_layers * x164 * (1 + x117 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x120) + x101 * (x160 + x164) + x160
-    del x101, x117, x120, x160, x163, x164
-    x166 = layers - moe_layers
-    x167 = x130 * x166
+    x129 = x121 * (-x115 + x116)
+    del x115, x116
+    x130 = hidden * mlp_matrices
+    x131 = ffn * x130
+    x132 = experts * hidden
+    x133 = moe_ffn * x130
     del x130
-    x168 = embedding_matrices * x59 + hidden + layers * x135 + x167
-    del x135
-    x169 = moe_layers * x133 + mtp_layers * (x136 + x137) + x168
-    del x133, x136
-    x170 = x131 + x132 * x33
-    del x131, x132, x33
-    x171 = x156 ** (-1.0)
-    x172 = global_batch * seq_len * x171
-    x173 = experts * x28 + moe_ffn * x28 * x34
-    del x34
-    x174 = moe_layers * x173
-    x175 = x28 * x92 + 2 * x81 + 2 * x84
-    del x81, x84, x92
-    x176 = layers * x175
-    x177 = x162 * x28
-    del x162, x28
-    x178 = mtp_layers * (x107 + x108 * x173 + x109 * x177 + x175 + x41 + 2 * x59)
-    del x107, x109, x173, x175
-    x179 = 6 * heads * layers * seq_len * x5 + 6 * x167 + 3 * x174 + 3 * x176 + 3 * x178 + 3 * x44 + 6 * x59
-    del x167, x5, x59
-    x180 = x1 * x172
-    x181 = x179 * x180
-    x182 = layers * x41 + x44
-    del x41, x44
-    x183 = global_batch ** (-1.0)
-    x184 = tokens * x183 * x43
-    x185 = gpus / gpu_mtbf_s
-    x186 = gpus / gpus_per_node
-    x187 = x186 / node_mtbf_s
-    x188 = x185 + x187
-    x189 = x188 ** (-1.0)
-    x190 = checkpoint_bytes_per_param * x169
-    x191 = x1 * x190
+    x134 = x132 + x133 * (experts + shared_experts)
+    x135 = heads * x82 + kv_lora_rank + 1.0 * q_lora_rank + x87
+    del x82, x87
+    x136 = x135 + x30
+    x137 = x109 * x134
+    x138 = 5 * hidden + x104 + x110 * x131 + x135
+    del x104, x135
+    x139 = x10 * (stage_layers * (x131 * x68 + x134 * x18 * x22 + x136) + x4 * (x137 * x18 + x138) + x61)
+    del x18, x22, x68
+    x140 = x139 / optimizer_shards
+    x141 = x140 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x27
+    x142 = numpy.minimum(dp, dp_intra_ranks)
+    x143 = x142 - 1
+    x144 = intra_latency_s * x143
+    x145 = x142 ** (-1.0)
+    del x142
+    x146 = dp * x145 - 1
+    x147 = inter_latency_s * x146
+    x148 = bytes_per_element * x139
+    x149 = x143 * x145 * x55
+    del x143, x145, x55
+    x150 = x120 * x146 * x59
+    del x120, x146, x59
+    x151 = x122 * zero3 * (x144 + x147 + x148 * x149 + x148 * x150)
+    del x122, x148
+    x152 = 2 * grad_comm_bytes_per_param * x139
+    x153 = 2 * x144 + 2 * x147 + x149 * x152 + x150 * x152
+    del x144, x147, x149, x150, x152
+    x154 = -dp_overlap * numpy.minimum(x128, x151) - dp_overlap * numpy.minimum(x153, 2 * stage_layers * x99) + x151 + x153
+    del x151, x153, x99
+    x155 = x119 + x124 + x125 + x126 + x127 + x128 + x129 + x141 + x154
+    x156 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x155 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    del x0, x2
+    x157 = x155 + x156
+    del x155
+    x158 = weight_bytes_per_param * x139 / weight_shards
+    x159 = grad_bytes_per_param * x139 / grad_shards
+    del x139
+    x160 = optimizer_bytes_per_param * x140
+    del x140
+    x161 = 4 * x106 * (vocab * x89 + 1)
+    del x106, x89
+    x162 = kv_heads / heads
+    x163 = ffn * mlp_matrices
+    x164 = x10 * x65 * (-x30 * (x162 + 1) + x7 * (heads + kv_heads)) + x10 * (x163 * x65 + x19 * (4 * x162 + 2) + x56 + micro_batch * x77 * (dropout_masks + 4) / cp ** 2) + x19 * (2 * dropout_masks + 8) * (sequence_parallel * x10 - sequence_parallel + 1) + x65 * (q_lora_rank + x84)
+    del x10, x162, x19, x65, x77, x84
+    x165 = full_recompute * x56 * x75 + x100 * x164
+    del x100, x56, x75
+    x166 = full_recompute * x164 + stage_layers * x165 * (1 + x118 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x121) + x161 + x4 * (x161 + x165)
+    del x118, x121, x161, x164, x165, x4
+    x167 = layers - moe_layers
+    x168 = x131 * x167
+    del x131
+    x169 = embedding_matrices * x61 + hidden + layers * x136 + x168
+    del x136
+    x170 = moe_layers * x134 + mtp_layers * (x137 + x138) + x169
+    del x134, x137
+    x171 = x132 + x133 * x35
+    del x132, x133, x35
+    x172 = x157 ** (-1.0)
+    x173 = global_batch * seq_len * x172
+    x174 = experts * x30 + moe_ffn * x30 * x36
+    del x36
+    x175 = moe_layers * x174
+    x176 = x30 * x94 + 2 * x83 + 2 * x86
+    del x83, x86, x94
+    x177 = layers * x176
+    x178 = x163 * x30
+    del x163, x30
+    x179 = mtp_layers * (x108 + x109 * x174 + x110 * x178 + x176 + x43 + 2 * x61)
+    del x108, x110, x174, x176
+    x180 = 6 * heads * layers * seq_len * x7 + 6 * x168 + 3 * x175 + 3 * x177 + 3 * x179 + 3 * x46 + 6 * x61
+    del x168, x61, x7
+    x181 = x1 * x173
+    x182 = x180 * x181
+    x183 = layers * x43 + x46
+    del x43, x46
+    x184 = global_batch ** (-1.0)
+    x185 = tokens * x184 * x45
+    x186 = gpus / gpu_mtbf_s
+    x187 = gpus / gpus_per_node
+    x188 = x187 / node_mtbf_s
+    x189 = x186 + x188
+    x190 = x189 ** (-1.0)
+    x191 = checkpoint_bytes_per_param * x170
+    x192 = x1 * x191
     del x1
-    x192 = x191 / host_copy_bytes_per_s_per_gpu
-    x193 = ckpt_async * x192
-    x194 = x190 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x186)
-    x195 = ckpt_sync * x194
-    x196 = x191 * x56
-    del x191, x56
-    x197 = ckpt_in_memory * (x192 + x196)
-    del x192
-    x198 = x193 + x195 + x197
-    x199 = numpy.sqrt(x189 * (2 * x193 + 2 * x195 + 2 * x197))
-    x200 = x198 * (1 / 2 * x185 + 1 / 2 * x187)
-    del x185, x187
-    x201 = numpy.maximum(ckpt_async * x194, numpy.where(numpy.greater(x189, 1 / 2 * x193 + 1 / 2 * x195 + 1 / 2 * x197), -x198 + x199 * (1 / 3 * numpy.sqrt(x200) + 1 / 9 * x200 + 1), x189))
-    del x193, x194, x195, x197, x200
-    x202 = ckpt_in_memory * x196 + restart_overhead_s + x190 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x186)
-    del x196
-    x203 = x156 * x184
-    x204 = numpy.exp(x188 * (x198 + x201))
-    x205 = x204 - 1
-    x206 = x188 * x202
-    x207 = numpy.exp(x206)
-    x208 = x201 ** (-1.0)
-    x209 = x203 * x208
-    x210 = x205 * x207 * x209
-    x211 = x189 * x210
-    x212 = x188 * x201 * numpy.exp(-x206) / x205
-    del x206
-    x213 = gpus * x211
-    x214 = 0.000277777777777778 * x213
-    x215 = x189 * x209 * (x204 - numpy.exp(x188 * x198))
-    del x188, x204, x209
-    x216 = gpus * (idle_power_w * (tokens * x156 * x183 * x189 * x205 * x207 * x208 * x43 - x215) + x215 * (idle_power_w + x127 * x171 * (-idle_power_w + max_power_w)))
-    del x171, x183, x205, x207, x208, x215, x43
-    x217 = x186 * (network_power_per_node_w + node_overhead_power_w)
-    del x186
-    x218 = x211 * x217 + x216
-    x219 = pue * x218
-    x220 = price_usd_per_gpu_hour * x214
-    x221 = x213 / lifetime_s
-    x222 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x213 + capex_usd_per_gpu * x221 + 2.77777777777778e-07 * electricity_usd_per_kwh * x219
-    del x213
-    x223 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x219
-    x224 = embodied_kg_per_gpu * x221
-    del x221
-    return [x156, x127, x128, x126, x124, x125, x123, x153, x118, x140, x155, x157, x158, x159, x165, memory_reserve_bytes, memory_reserve_bytes + x157 + x158 + x159 + x165, x169, moe_layers * x170 + mtp_layers * (x108 * x170 + x137) + x168, x172, x179, 1e-12 * x181, x181 * x29, x180 * x29 * (full_recompute * (x166 * x177 + x174 + x176 + x178 + x182) + x179 + x182 * x99), x184, x189, x190, x198, x199, x201, x202, x203, x211, x210, 1 - x212, x212, x214, x216, x218, x219, x172 * x212 * x219 / tokens, pue * (gpus * max_power_w + x217), x220, x222, use_tco * x222 + x220 * (1 - use_tco), x223, x224, x223 + x224]
+    x193 = x192 / host_copy_bytes_per_s_per_gpu
+    x194 = ckpt_async * x193
+    x195 = x191 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x187)
+    x196 = ckpt_sync * x195
+    x197 = x192 * x58
+    del x192, x58
+    x198 = ckpt_in_memory * (x193 + x197)
+    del x193
+    x199 = x194 + x196 + x198
+    x200 = numpy.sqrt(x190 * (2 * x194 + 2 * x196 + 2 * x198))
+    x201 = x199 * (1 / 2 * x186 + 1 / 2 * x188)
+    del x186, x188
+    x202 = numpy.maximum(ckpt_async * x195, numpy.where(numpy.greater(x190, 1 / 2 * x194 + 1 / 2 * x196 + 1 / 2 * x198), -x199 + x200 * (1 / 3 * numpy.sqrt(x201) + 1 / 9 * x201 + 1), x190))
+    del x194, x195, x196, x198, x201
+    x203 = ckpt_in_memory * x197 + restart_overhead_s + x191 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x187)
+    del x197
+    x204 = x157 * x185
+    x205 = numpy.exp(x189 * (x199 + x202))
+    x206 = x205 - 1
+    x207 = x189 * x203
+    x208 = numpy.exp(x207)
+    x209 = x202 ** (-1.0)
+    x210 = x204 * x209
+    x211 = x206 * x208 * x210
+    x212 = x190 * x211
+    x213 = x189 * x202 * numpy.exp(-x207) / x206
+    del x207
+    x214 = gpus * x212
+    x215 = 0.000277777777777778 * x214
+    x216 = x190 * x210 * (x205 - numpy.exp(x189 * x199))
+    del x189, x205, x210
+    x217 = gpus * (idle_power_w * (tokens * x157 * x184 * x190 * x206 * x208 * x209 * x45 - x216) + x216 * (idle_power_w + x128 * x172 * (-idle_power_w + max_power_w)))
+    del x172, x184, x206, x208, x209, x216, x45
+    x218 = x187 * (network_power_per_node_w + node_overhead_power_w)
+    del x187
+    x219 = x212 * x218 + x217
+    x220 = pue * x219
+    x221 = price_usd_per_gpu_hour * x215
+    x222 = x214 / lifetime_s
+    x223 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x214 + capex_usd_per_gpu * x222 + 2.77777777777778e-07 * electricity_usd_per_kwh * x220
+    del x214
+    x224 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x220
+    x225 = embodied_kg_per_gpu * x222
+    del x222
+    return [x157, x128, x129, x127, x125, x126, x124, x154, x119, x141, x156, x158, x159, x160, x166, memory_reserve_bytes, memory_reserve_bytes + x158 + x159 + x160 + x166, x170, moe_layers * x171 + mtp_layers * (x109 * x171 + x138) + x169, x173, x180, 1e-12 * x182, x182 * x31, x181 * x31 * (full_recompute * (x167 * x178 + x175 + x177 + x179 + x183) + x101 * x183 + x180), x185, x190, x191, x199, x200, x202, x203, x204, x212, x211, 1 - x213, x213, x215, x217, x219, x220, x173 * x213 * x220 / tokens, pue * (gpus * max_power_w + x218), x221, x223, use_tco * x223 + x221 * (1 - use_tco), x224, x225, x224 + x225]

@@ -385,7 +385,8 @@ def _group_link(x: dict, intra):
 def microbatch_communication(x: dict, r: dict) -> dict:
     """Exposed TP, CP and EP communication of one micro-batch."""
     h, tp, t, elem = x["hidden"], x["tp"], r["tokens_mb"], x["bytes_per_element"]
-    layers, share = x["stage_layers"], r["moe_share"]
+    # the fullest stage's layers and the MTP blocks charged to it (same collectives)
+    layers, share = x["stage_layers"] + _mtp_on_fullest_stage(x), r["moe_share"]
     # TP: hierarchical when the group spans scale-up domains (one ring per NIC across)
     tp_in = x["tp_intra_ranks"]
     tp_layer = communication.tp_collectives_per_layer(x["full_recompute"]) * (

@@ -654,6 +654,58 @@ def kv_chunk_bytes(tokens, hidden, heads, kv_heads, tp, bytes_per_element):
     return 2 * bytes_per_element * tokens * hidden * (kv_heads / heads) / tp
 
 
+@formula(reference="K of d_h and V of d_v per key/value head: Ainslie et al. 2023 (GQA), "
+         "arXiv:2305.13245; head sizes set apart from h/a: Qwen Team 2025, arXiv:2505.09388 "
+         "and DeepSeek-AI 2024, arXiv:2405.04434 s2.1 (MLA's K and V after the "
+         "up-projection, one per query head); chunks exchanged by ring attention: Liu et al. "
+         "2023, arXiv:2310.01889 s3",
+         domain={"tokens": ">0", "kv_heads": ">=1", "head_dim": ">0", "v_head_dim": ">0",
+                 "tp": ">=1", "bytes_per_element": ">0"},
+         symbols={"tokens": "t", "kv_heads": "a_{kv}", "head_dim": "d_h",
+                  "v_head_dim": "d_v", "tp": "t_p", "bytes_per_element": "e"},
+         result_latex="S_{kv}")
+def kv_chunk_head_bytes(tokens, kv_heads, head_dim, v_head_dim, tp, bytes_per_element):
+    """Bytes of the keys and values of ``tokens`` tokens on one tensor-parallel rank.
+
+    :func:`kv_chunk_bytes` when d_h = d_v = h/a.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of the chunk t [1].
+    kv_heads : numeric
+        Key/value heads a_kv (all query heads under MLA) [1].
+    head_dim : numeric
+        Key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+    bytes_per_element : numeric
+        Bytes per element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes of K and V [B].
+
+    Examples
+    --------
+    8192 tokens of Llama 3 70B on TP 8, bf16 (as :func:`kv_chunk_bytes`):
+
+    >>> kv_chunk_head_bytes(8192, 8, 128, 128, 8, 2)
+    4194304.0
+
+    DeepSeek-V3 (128 heads, K 192 and V 128 wide) on TP 2:
+
+    >>> kv_chunk_head_bytes(4096, 128, 192, 128, 2, 2)
+    167772160.0
+
+    .. math:: S_{kv} = \\frac{e t a_{kv} (d_h + d_v)}{t_p}
+    """
+    return bytes_per_element * tokens * kv_heads * (head_dim + v_head_dim) / tp
+
+
 @formula(reference="Lepikhin et al. 2020 (GShard), arXiv:2006.16668 (dispatch and combine "
          "all-to-all per MoE layer); backward mirrors forward: Fedus et al. 2022 (Switch), "
          "arXiv:2101.03961 s2.2; " + THAKUR + ", s4.5",

@@ -1297,3 +1297,432 @@ def hardware_flops_utilization(hardware_flops_per_s_per_gpu, peak_flops_per_s):
     .. math:: HFU = X_h / P
     """
     return hardware_flops_per_s_per_gpu / peak_flops_per_s
+
+
+# -- attention shapes: head size, multi-head latent attention, sliding window, MTP --------
+
+QWEN3 = "Qwen Team 2025, Qwen3 Technical Report, arXiv:2505.09388, Table 1-2"
+GPT_OSS = "OpenAI 2025, gpt-oss-120b & gpt-oss-20b Model Card, arXiv:2508.10925, s2.1"
+DEEPSEEK_V2 = "DeepSeek-AI 2024, DeepSeek-V2, arXiv:2405.04434, s2.1.2-2.1.3"
+DEEPSEEK_V3 = "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437"
+_SYM_SHAPE = {**_SYM, "head_dim": "d_h", "v_head_dim": "d_v", "q_lora_rank": "r_q",
+              "kv_lora_rank": "r_{kv}", "qk_rope_head_dim": "d_r", "window": "w",
+              "keys": "k", "weights": "P_w", "block_params": "P_b"}
+
+
+@formula(reference="Q, K, V of a d_h-wide heads, K/V shared by a_kv heads: Ainslie et al. "
+         "2023 (GQA), arXiv:2305.13245; head size set apart from h/a: " + QWEN3 + ", "
+         + GPT_OSS + "; multi-head latent attention (low-rank Q and joint KV compression "
+         "with a decoupled RoPE key): " + DEEPSEEK_V2 + ", eqs. (9)-(10), (12)-(17)",
+         domain={"hidden": ">0", "heads": ">=1", "kv_heads": ">=1", "head_dim": ">0",
+                 "v_head_dim": ">0", "q_lora_rank": ">=0", "kv_lora_rank": ">=0",
+                 "qk_rope_head_dim": ">=0"},
+         symbols=_SYM_SHAPE, result_latex="P_{qkv}")
+def attention_input_params(hidden, heads, kv_heads, head_dim, v_head_dim, q_lora_rank,
+                           kv_lora_rank, qk_rope_head_dim):
+    """Weights of the matrices that make Q, K and V from a layer's input (no biases).
+
+    Standard attention (r_kv = 0): Q is h x a d_h, K is h x a_kv d_h and V is
+    h x a_kv d_v.  With d_h = d_v = h/a this is the 2h^2 + 2h^2 a_kv/a of
+    :func:`attention_params` less the output projection.  Multi-head latent
+    attention (r_kv > 0, DeepSeek-V2/V3): Q through a rank-r_q bottleneck
+    (h x r_q, then r_q x a d_h; full rank h x a d_h when r_q = 0), K and V
+    through one joint compression h x (r_kv + d_r), whose d_r columns are the
+    RoPE key shared by all heads, then r_kv x a (d_h - d_r + d_v) up-projections;
+    d_h = qk_nope + qk_rope is the query/key head size.
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+    heads : numeric
+        Query heads a [1].
+    kv_heads : numeric
+        Key/value heads a_kv (not used by MLA) [1].
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    q_lora_rank : numeric
+        MLA query compression rank r_q (0: full-rank Q) [1].
+    kv_lora_rank : numeric
+        MLA key/value compression rank r_kv (0: standard attention) [1].
+    qk_rope_head_dim : numeric
+        MLA decoupled RoPE key size d_r (0 without MLA) [1].
+
+    Returns
+    -------
+    numeric
+        Parameters per layer [1].
+
+    Examples
+    --------
+    Qwen3-30B-A3B (h = 2048, 32 heads of 128, 4 KV heads):
+
+    >>> attention_input_params(2048, 32, 4, 128, 128, 0, 0, 0)
+    10485760.0
+
+    DeepSeek-V3 (MLA: r_q = 1536, r_kv = 512, d_r = 64, d_h = 128 + 64, d_v = 128):
+
+    >>> attention_input_params(7168, 128, 128, 192, 128, 1536, 512, 64)
+    69664768.0
+
+    .. math::
+        P_{qkv} = (1 - \\mu)\\,h d_h (a + a_{kv}) + (1 - \\mu)\\,h a_{kv} d_v
+            + \\mu \\left[\\rho (h r_q + r_q a d_h) + (1 - \\rho) h a d_h
+            + h (r_{kv} + d_r) + r_{kv} a (d_h - d_r + d_v)\\right],
+        \\quad \\mu = \\min(r_{kv}, 1),\\ \\rho = \\min(r_q, 1)
+    """
+    mla = minimum(kv_lora_rank, 1)  # ranks are whole numbers: 1 with MLA, 0 without
+    low_rank_q = minimum(q_lora_rank, 1)
+    standard = hidden * heads * head_dim + hidden * kv_heads * head_dim \
+        + hidden * kv_heads * v_head_dim
+    latent_q = low_rank_q * (hidden * q_lora_rank + q_lora_rank * heads * head_dim) \
+        + (1 - low_rank_q) * hidden * heads * head_dim
+    latent_kv = hidden * (kv_lora_rank + qk_rope_head_dim) \
+        + kv_lora_rank * heads * (head_dim - qk_rope_head_dim + v_head_dim)
+    return (1 - mla) * standard + mla * (latent_q + latent_kv)
+
+
+@formula(reference="Output projection a d_v x h: Vaswani et al. 2017, arXiv:1706.03762 "
+         "s3.2.2 (W^O); d_v set apart from h/a: " + DEEPSEEK_V2,
+         domain={"hidden": ">0", "heads": ">=1", "v_head_dim": ">0"},
+         symbols=_SYM_SHAPE, result_latex="P_o")
+def attention_output_params(hidden, heads, v_head_dim):
+    """Weights of the attention output projection (no bias).
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+    heads : numeric
+        Query heads a [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+
+    Returns
+    -------
+    numeric
+        Parameters per layer [1].
+
+    Examples
+    --------
+    >>> attention_output_params(7168, 128, 128)
+    117440512.0
+
+    .. math:: P_o = a d_v h
+    """
+    return heads * v_head_dim * hidden
+
+
+@formula(reference=DEEPSEEK_V2 + " (RMSNorm on the compressed latents c_Q and c_KV)",
+         domain={"q_lora_rank": ">=0", "kv_lora_rank": ">=0"},
+         symbols=_SYM_SHAPE, result_latex="P_{lat}")
+def latent_norm_params(q_lora_rank, kv_lora_rank):
+    """Weights of the RMSNorms of MLA's compressed query and key/value latents.
+
+    Parameters
+    ----------
+    q_lora_rank : numeric
+        Query compression rank r_q (0: none) [1].
+    kv_lora_rank : numeric
+        Key/value compression rank r_kv (0: standard attention) [1].
+
+    Returns
+    -------
+    numeric
+        Parameters per layer [1].
+
+    Examples
+    --------
+    >>> latent_norm_params(1536, 512)
+    2048.0
+
+    .. math:: P_{lat} = r_q + r_{kv}
+    """
+    return 1.0 * q_lora_rank + kv_lora_rank
+
+
+@formula(reference=NARAYANAN + ", s5.1 (a weight matrix costs 2 FLOP per weight per token, "
+         "one multiply-add)",
+         domain={"weights": ">=0"}, symbols=_SYM_SHAPE, result_latex="F_w")
+def matmul_forward_flops_per_token(weights):
+    """Forward FLOPs per token of the matrix multiplications with ``weights`` weights.
+
+    Parameters
+    ----------
+    weights : numeric
+        Weights of the matrices each token goes through, P_w [1].
+
+    Returns
+    -------
+    numeric
+        Forward FLOPs per token [FLOP].
+
+    Examples
+    --------
+    >>> matmul_forward_flops_per_token(4096 * 4096)
+    33554432.0
+
+    .. math:: F_w = 2 P_w
+    """
+    return 2 * weights
+
+
+@formula(reference="A column-parallel GEMM of input width h splits its output columns over "
+         "t ranks: Shoeybi et al. 2019, arXiv:1909.08053 s3",
+         domain={"weights": ">0", "hidden": ">0", "tp": ">=1"},
+         symbols=_SYM_SHAPE, result_latex="n_w")
+def projection_width(weights, hidden, tp):
+    """Output width of one tensor-parallel rank's GEMM of ``weights`` weights and input h.
+
+    MLA's down- and up-projections are taken as one GEMM of the same weights (and
+    FLOPs).
+
+    Parameters
+    ----------
+    weights : numeric
+        Weights of the projection P_w [1].
+    hidden : numeric
+        Input width h [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+
+    Returns
+    -------
+    numeric
+        Columns of the rank's GEMM [1].
+
+    Examples
+    --------
+    Qwen3-30B-A3B's QKV on TP 4:
+
+    >>> projection_width(10485760, 2048, 4)
+    1280.0
+
+    .. math:: n_w = \\frac{P_w}{h\\, t_p}
+    """
+    return weights / (hidden * tp)
+
+
+@formula(reference="Causal attention restricted to the last w keys (banded mask): Beltagy "
+         "et al. 2020 (Longformer), arXiv:2004.05150 s3.1; Jiang et al. 2023 (Mistral 7B), "
+         "arXiv:2310.06825 s2; Gemma Team 2024 (Gemma 2), arXiv:2408.00118 s2; " + GPT_OSS
+         + "; expressed in the non-causal counting of " + NARAYANAN,
+         domain={"seq_len": ">0", "window": ">0"}, symbols=_SYM_SHAPE, result_latex="k")
+def attended_keys_per_query(seq_len, window):
+    """Keys per query of sliding-window attention, in the non-causal counting.
+
+    capplan counts attention as every query against all s keys (Narayanan's
+    counting), twice the s^2/2 pairs a causal kernel computes.  A causal window of
+    w <= s keys computes s w - w^2/2 pairs; in the same counting that is
+    k = w (2 - w/s) keys per query, which is s when w >= s and about 2w when w << s.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    window : numeric
+        Sliding window w [1].
+
+    Returns
+    -------
+    numeric
+        Keys per query k [1].
+
+    Examples
+    --------
+    GPT-OSS's 128-token window in 4096-token sequences:
+
+    >>> attended_keys_per_query(4096, 128)
+    252.0
+    >>> attended_keys_per_query(4096, 8192)
+    4096.0
+
+    .. math:: k = w' \\left(2 - \\frac{w'}{s}\\right),\\quad w' = \\min(w, s)
+    """
+    w = minimum(window, seq_len)
+    return w * (2 - w / seq_len)
+
+
+@formula(reference=NARAYANAN + ", s5.1/Appendix (QK^T and attention over values, 2 FLOP per "
+         "multiply-add); per-head sizes d_h and d_v: " + DEEPSEEK_V2 + ", " + QWEN3,
+         domain={"keys": ">0", "heads": ">=1", "head_dim": ">0", "v_head_dim": ">0"},
+         symbols=_SYM_SHAPE, result_latex="F_{core}")
+def attention_core_flops_per_token(keys, heads, head_dim, v_head_dim):
+    """Forward FLOPs per token of the attention core with k keys per query.
+
+    Scores q k^T over a heads of size d_h and the weighted sum of the values of
+    size d_v.  With k = s and d_h = d_v = h/a this is the 4sh of
+    :func:`attention_core_forward_flops_per_token`.
+
+    Parameters
+    ----------
+    keys : numeric
+        Keys each query attends to, k (s for full attention) [1].
+    heads : numeric
+        Query heads a [1].
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+
+    Returns
+    -------
+    numeric
+        Forward FLOPs per token per layer [FLOP].
+
+    Examples
+    --------
+    >>> attention_core_flops_per_token(8192, 64, 128, 128)
+    268435456.0
+
+    .. math:: F_{core} = 2 k a (d_h + d_v)
+    """
+    return 2 * keys * heads * (head_dim + v_head_dim)
+
+
+@formula(reference="Dao et al. 2022 (FlashAttention), arXiv:2205.14135 s3.2 (Q, K, V read and "
+         "O written once); column-parallel heads: Shoeybi et al. 2019, arXiv:1909.08053 s3",
+         domain={"tokens": ">0", "heads": ">=1", "head_dim": ">0", "v_head_dim": ">0",
+                 "tp": ">=1", "bytes_per_element": ">0"},
+         symbols={**_SYM_SHAPE, "tokens": "t"}, result_latex="Q_{core}")
+def attention_core_head_bytes(tokens, heads, head_dim, v_head_dim, tp, bytes_per_element):
+    """HBM traffic of the attention core of one rank with head sizes d_h and d_v.
+
+    Q and K (d_h wide), V and the output (d_v wide), K and V counted at the query
+    heads (an upper bound under GQA), as :func:`attention_core_bytes`, which this is
+    when d_h = d_v = h/a.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens per rank and micro-batch t [1].
+    heads : numeric
+        Query heads a [1].
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+    bytes_per_element : numeric
+        Bytes per activation element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes moved per layer forward [B].
+
+    Examples
+    --------
+    >>> attention_core_head_bytes(4096, 64, 128, 128, 8, 2)
+    33554432.0
+
+    .. math:: Q_{core} = \\frac{2 e t a (d_h + d_v)}{t_p}
+    """
+    return bytes_per_element * tokens * (2 * heads * (head_dim + v_head_dim) / tp)
+
+
+@formula(reference=DEEPSEEK_V3 + ", s2.2 eq. (21) (projection matrix M_k of size d x 2d of "
+         "the concatenated hidden state and next-token embedding)",
+         domain={"hidden": ">0"}, symbols=_SYM_SHAPE, result_latex="P_M")
+def mtp_projection_params(hidden):
+    """Weights of the projection M_k of one multi-token-prediction module.
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+
+    Returns
+    -------
+    numeric
+        Parameters [1].
+
+    Examples
+    --------
+    >>> mtp_projection_params(7168)
+    102760448.0
+
+    .. math:: P_M = 2h^2
+    """
+    return 2.0 * hidden**2
+
+
+@formula(reference=DEEPSEEK_V3 + ", s2.2 eqs. (21)-(23) (MTP module k: RMSNorms of the "
+         "hidden state and the embedding, projection M_k of size d x 2d, transformer block "
+         "TRM_k; embedding and output head shared with the main model)",
+         domain={"block_params": ">=0", "hidden": ">0"}, symbols=_SYM_SHAPE,
+         result_latex="P_{mtp}")
+def mtp_module_params(block_params, hidden):
+    """Weights of one multi-token-prediction module beyond the shared embedding and head.
+
+    Its transformer block, the projection M_k (h x 2h) of the concatenated hidden
+    state and next-token embedding, their two RMSNorms and the norm before the
+    shared output head.
+
+    Parameters
+    ----------
+    block_params : numeric
+        Weights of the module's transformer block (attention, MLP or MoE, norms) [1].
+    hidden : numeric
+        Hidden size h [1].
+
+    Returns
+    -------
+    numeric
+        Parameters per MTP module [1].
+
+    Examples
+    --------
+    >>> mtp_module_params(0, 7168)
+    102781952.0
+
+    .. math:: P_{mtp} = P_b + 2h^2 + 3h
+    """
+    return block_params + mtp_projection_params(hidden) + 3 * hidden
+
+
+@formula(reference=DEEPSEEK_V3 + ", s3.2.1 (the MTP modules run on the last pipeline stage, "
+         "with the output head); stages of ceil(l/p) layers, the last holding the rest: "
+         + NARAYANAN + ", s2.2",
+         domain={"layers": ">=1", "pp": ">=1", "stage_layers": ">=1", "mtp_layers": ">=0"},
+         symbols={**_SYM_SHAPE, "pp": "p", "stage_layers": "l_s", "mtp_layers": "D"},
+         result_latex="D_{crit}")
+def mtp_layers_beyond_fullest_stage(layers, pp, stage_layers, mtp_layers):
+    """MTP modules that lengthen the fullest pipeline stage, in layer equivalents.
+
+    The D modules sit on the last stage, which holds the l - (p - 1) l_s layers the
+    others leave; they cost time and memory on the critical stage only insofar as
+    the last stage then exceeds a full stage of l_s layers.  Without pipelining
+    (p = 1) all D count.
+
+    Parameters
+    ----------
+    layers : numeric
+        Transformer layers l [1].
+    pp : numeric
+        Pipeline stages p [1].
+    stage_layers : numeric
+        Layers of the fullest stage l_s = ceil(l / p) [1].
+    mtp_layers : numeric
+        MTP modules D [1].
+
+    Returns
+    -------
+    numeric
+        MTP modules charged to the fullest stage [1].
+
+    Examples
+    --------
+    DeepSeek-V3 (61 layers, D = 1) on PP 16 (stages of 4, the last of 1) and PP 1:
+
+    >>> mtp_layers_beyond_fullest_stage(61, 16, 4, 1)
+    0.0
+    >>> mtp_layers_beyond_fullest_stage(61, 1, 61, 1)
+    1.0
+
+    .. math:: D_{crit} = \\min\\left(D, \\max\\left(0, l - p\\,l_s + D\\right)\\right)
+    """
+    return minimum(mtp_layers, maximum(0.0, layers - pp * stage_layers + mtp_layers))

@@ -372,3 +372,80 @@ def interleaved_activation_factor(pp, virtual_stages):
     .. math:: \\gamma = 1 + \\frac{p - 1}{p v} \\min(v - 1, 1)
     """
     return 1 + (pp - 1) / (pp * virtual_stages) * minimum(virtual_stages - 1, 1)
+
+
+@formula(reference=KORTHIKANTI + ", s4.1 (attention: Q, K, V and the output-projection input "
+         "stored, 2 bytes per element), with head sizes d_h and d_v set apart from h/a: "
+         "Qwen Team 2025, arXiv:2505.09388; multi-head latent attention stores the compressed "
+         "latents (inputs of the up-projections): DeepSeek-AI 2024, arXiv:2405.04434 s2.1.2",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "heads": ">=1",
+                 "kv_heads": ">=1", "head_dim": ">0", "v_head_dim": ">0",
+                 "q_lora_rank": ">=0", "kv_lora_rank": ">=0", "qk_rope_head_dim": ">=0",
+                 "tp": ">=1"},
+         symbols={**_SYM, "head_dim": "d_h", "v_head_dim": "d_v", "q_lora_rank": "r_q",
+                  "kv_lora_rank": "r_{kv}", "qk_rope_head_dim": "d_r"},
+         result_latex=r"\Delta A_{attn}")
+def attention_shape_activation_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
+                                     v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim,
+                                     tp):
+    """Activation bytes per GPU one layer stores beyond :func:`activation_bytes_per_layer`
+    when its heads are not h/a wide, or its attention is MLA.
+
+    :func:`activation_bytes_per_layer` stores Q (2sbh), K and V (2sbh a_kv/a each) and
+    the output-projection input (2sbh), i.e. heads of size h/a.  With query/key heads
+    of d_h and value heads of d_v these tensors are 2sb a d_h, 2sb a_kv d_h, 2sb a_kv d_v
+    and 2sb a d_v, split over t; this is the difference (0 when d_h = d_v = h/a, negative
+    when the heads are narrower).  MLA also keeps its compressed query and key/value
+    latents (with the RoPE key), r_q + r_kv + d_r wide, replicated on the TP ranks.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per context-parallel rank) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    heads : numeric
+        Query heads a [1].
+    kv_heads : numeric
+        Key/value heads [1].
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    q_lora_rank : numeric
+        MLA query compression rank r_q (0: none) [1].
+    kv_lora_rank : numeric
+        MLA key/value compression rank r_kv (0: standard attention) [1].
+    qk_rope_head_dim : numeric
+        MLA decoupled RoPE key size d_r (0 without MLA) [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    Llama 3 70B (d_h = d_v = h/a): nothing beyond the standard count.
+
+    >>> attention_shape_activation_bytes(8192, 1, 8192, 64, 8, 128, 128, 0, 0, 0, 8)
+    0.0
+
+    Qwen3-235B-A22B (h = 4096, 64 heads of 128 = 2h wide, 4 KV heads), TP 4:
+
+    >>> attention_shape_activation_bytes(4096, 1, 4096, 64, 4, 128, 128, 0, 0, 0, 4)
+    17825792.0
+
+    .. math::
+        \\Delta A_{attn} = \\frac{2 s b \\left[(a + a_{kv})(d_h + d_v)
+            - 2h (1 + a_{kv}/a)\\right]}{t} + 2 s b (r_q + r_{kv} + d_r)
+    """
+    sb = seq_len * micro_batch
+    heads_wide = (heads + kv_heads) * (head_dim + v_head_dim)
+    standard = 2 * hidden * (1 + kv_heads / heads)
+    return 2 * sb * (heads_wide - standard) / tp \
+        + 2 * sb * (q_lora_rank + kv_lora_rank + qk_rope_head_dim)

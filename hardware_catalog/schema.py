@@ -240,6 +240,16 @@ class ModelSpec(Entry):
     qk_rope_head_dim: int | None = Field(default=None, ge=1)
     qk_nope_head_dim: int | None = Field(default=None, ge=1)
     v_head_dim: int | None = Field(default=None, ge=1)
+    # attention head size when it is not hidden / heads (Qwen3, GPT-OSS, Gemma); not with MLA
+    head_dim: int | None = Field(default=None, ge=1)
+    # sliding-window (banded causal) attention: window in tokens, on sliding_window_layers of
+    # the layers (default: all). GPT-OSS alternates full / 128-token banded layers (half),
+    # Gemma 2 local:global 1:1 (half), Gemma 3 5:1 (5/6), Mistral 7B all layers.
+    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_window_layers: int | None = Field(default=None, ge=0)
+    # multi-token-prediction modules (DeepSeek-V3: 1), each a transformer block and a
+    # projection sharing the embedding and output head
+    mtp_layers: int = Field(default=0, ge=0)
     # published sizes, for the parameter-count check
     params_published: Quantity | None = None  # required in the shipped catalog (loader)
     params_rounding: float = Field(default=0.0, ge=0)  # resolution of the published figure
@@ -263,11 +273,27 @@ class ModelSpec(Entry):
         _check(problems, self.heads % self.kv_heads == 0, "kv_heads",
                f"expected a divisor of heads ({self.heads}), got {self.kv_heads}")
         if not self.is_mla:
-            _check(problems, self.hidden % self.heads == 0, "heads",
-                   f"expected a divisor of hidden ({self.hidden}), got {self.heads}")
+            if self.head_dim is None:
+                _check(problems, self.hidden % self.heads == 0, "heads",
+                       f"expected a divisor of hidden ({self.hidden}) unless head_dim is "
+                       f"given, got {self.heads}")
+            for k in ("q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+                _check(problems, getattr(self, k) is None, k,
+                       "MLA field given without kv_lora_rank; set kv_lora_rank or remove it")
         else:
             for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
                 _check(problems, getattr(self, k) is not None, k, "required with kv_lora_rank (MLA)")
+            _check(problems, self.head_dim is None, "head_dim",
+                   "not used with MLA (its head size is qk_nope_head_dim + qk_rope_head_dim); "
+                   "remove head_dim")
+        if self.sliding_window is None:
+            _check(problems, self.sliding_window_layers is None, "sliding_window_layers",
+                   "given without sliding_window; set the window in tokens or remove it")
+        elif self.sliding_window_layers is not None:
+            _check(problems, self.sliding_window_layers <= self.layers, "sliding_window_layers",
+                   f"expected 0..layers ({self.layers}), got {self.sliding_window_layers}")
+        _check(problems, self.mtp_layers <= self.layers, "mtp_layers",
+               f"expected 0..layers ({self.layers}), got {self.mtp_layers}")
         if self.experts:
             _check(problems, self.moe_ffn is not None, "moe_ffn", "required when experts > 0")
             _check(problems, 1 <= self.experts_per_token <= self.experts, "experts_per_token",
@@ -293,6 +319,13 @@ class ModelSpec(Entry):
     @property
     def mlp_matrices(self) -> int:
         return 3 if self.gated_mlp else 2
+
+    @property
+    def window_layers(self) -> int:
+        """Layers with sliding-window attention (all of them if only the window is given)."""
+        if self.sliding_window is None:
+            return 0
+        return self.layers if self.sliding_window_layers is None else self.sliding_window_layers
 
     @property
     def moe_layers(self) -> int:

@@ -123,18 +123,29 @@ def _counts(model) -> tuple[float, float]:
     return counts["params"], counts["active_params"]
 
 
+def _main_counts(model) -> tuple[float, float]:
+    """(total, active) parameters without the MTP modules: what papers publish."""
+    from planner.cli.catalog import param_counts_of
+    from planner.engine.model import param_counts
+    from planner.engine.scenario import model_inputs
+
+    main = param_counts({**model_inputs(model), "mtp_layers": 0.0})
+    assert main["params"] == param_counts_of(model)["params"] - param_counts_of(model)["mtp_params"]
+    return main["params"], main["active_params"]
+
+
 def test_every_model_matches_its_published_size(cat):
     for m in cat.models.values():
         pub = m.params_published.value
         tol = 0.02 * pub + m.params_rounding / 2
-        total, active = _counts(m)
+        total, active = _main_counts(m)
         assert abs(total - pub) <= tol, (m.id, total, pub)
         if not m.is_moe:
             assert active == total
 
 
 def mla_overcount(model) -> float:
-    """Parameters the count adds to an MLA model by counting its attention as MHA.
+    """Parameters counting an MLA model's attention as MHA would add (by hand).
 
     MLA projections of DeepSeek-V2/V3 (arXiv:2405.04434 s2.1, arXiv:2412.19437 s2.1.1):
     Q through a rank-q_lora bottleneck with its norm, joint KV compression to kv_lora (+ the
@@ -156,20 +167,30 @@ def mla_overcount(model) -> float:
 ])
 def test_moe_active_params(cat, model, total, active, rel):
     m = cat.model(model)
-    counted_total, counted_active = _counts(m)
-    over = mla_overcount(m) if m.is_mla else 0.0
-    assert counted_total - over == pytest.approx(total, rel=0.02)
-    assert counted_active - over == pytest.approx(active, rel=rel)
+    counted_total, counted_active = _main_counts(m)
+    assert counted_total == pytest.approx(total, rel=0.02)
+    assert counted_active == pytest.approx(active, rel=rel)
     assert m.active_params_published.value == pytest.approx(active)
 
 
-def test_deepseek_mla_overcount_is_the_whole_gap(cat):
-    """The one count exceeds DeepSeek-V3's MLA count by 18.4M per layer, 1.123B in all."""
+def test_deepseek_mla_is_counted_exactly(cat):
+    """MLA is counted as MLA (issue 13): 18.4M per layer, 1.123B in all, below MHA's count,
+    and the main model is the paper's 671B (0.005 %); the MTP module adds its own 11.6B."""
+    from planner.cli.catalog import param_counts_of
+    from planner.engine.model import param_counts
+    from planner.engine.scenario import model_inputs
+
     m = cat.model("deepseek-v3")
     assert mla_overcount(m) == 61 * 18_413_568 == 1_123_227_648
-    total, active = _counts(m)
-    assert total - mla_overcount(m) == pytest.approx(671.03e9, rel=1e-4)
-    assert active - mla_overcount(m) == pytest.approx(37.55e9, rel=1e-3)
+    x = {**model_inputs(m), "mtp_layers": 0.0}
+    mha = {**x, "kv_lora_rank": 0.0, "q_lora_rank": 0.0, "qk_rope_head_dim": 0.0,
+           "head_dim": m.hidden / m.heads, "v_head_dim": m.hidden / m.heads}
+    assert param_counts(mha)["params"] - param_counts(x)["params"] == mla_overcount(m)
+    total, active = _main_counts(m)
+    assert total == pytest.approx(671.03e9, rel=1e-4)
+    assert active == pytest.approx(37.55e9, rel=1e-3)
+    assert m.mtp_layers == 1
+    assert param_counts_of(m)["mtp_params"] == pytest.approx(11.61e9, rel=1e-3)
 
 
 def test_model_formula_by_hand(cat):

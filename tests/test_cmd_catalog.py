@@ -94,15 +94,11 @@ def test_show_json_values(capsys):
     _, out, _ = run(capsys, "catalog", "show", "deepseek-v3", "-f", "json")
     data = json.loads(out)
     assert data["kind"] == "model"
-    # MLA is counted as multi-head attention (see test_catalog.mla_overcount): minus that
-    # overcount the published 671B / 37B hold within the former tolerances
-    from test_catalog import mla_overcount
-
-    from hardware_catalog import load_catalog
-
-    over = mla_overcount(load_catalog().model("deepseek-v3"))
-    assert data["derived"]["param_count"] - over == pytest.approx(671e9, rel=0.02)
-    assert data["derived"]["active_param_count"] - over == pytest.approx(37e9, rel=0.03)
+    # MLA counted exactly; the published 671B is the main model, without the MTP module
+    derived = data["derived"]
+    assert derived["param_count"] - derived["mtp_param_count"] == pytest.approx(671e9, rel=1e-4)
+    assert derived["mtp_param_count"] == pytest.approx(11.61e9, rel=1e-3)
+    assert derived["active_param_count"] == pytest.approx(37e9, rel=0.05)
     assert data["params_published"]["value"] == 671e9
     _, out, _ = run(capsys, "catalog", "show", "germany", "-f", "json")
     site = json.loads(out)

@@ -145,7 +145,7 @@ def test_model_level_checks_are_all_listed(tmp_path):
         parse_file(path, expect_kind="model", user=True)
     msg = str(exc.value)
     assert "3 problems: kv_heads: expected a divisor of heads (8), got 3; " in msg
-    assert "; heads: expected a divisor of hidden (100), got 8; " in msg
+    assert "; heads: expected a divisor of hidden (100) unless head_dim is given, got 8; " in msg
     assert msg.endswith("; experts_per_token: expected 0 for a dense model (experts = 0)")
 
 

@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -88,7 +89,14 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   "embedding_matrices": 1.0, "moe_layers": 0.0, "experts": 1.0,
                   "experts_per_token": 1.0, "shared_experts": 0.0, "moe_ffn": "4h",
                   "cp": 1.0, "ep": 1.0, "sequence_parallel": 0.0, "precision": "bf16",
-                  "unexpressible": ""}
+                  "unexpressible": "",
+                  # heads of h/a, no MLA, no sliding window, no MTP modules
+                  "head_dim": "h/a", "v_head_dim": "h/a", "q_lora_rank": 0.0,
+                  "kv_lora_rank": 0.0, "qk_rope_head_dim": 0.0, "window": "seq_len",
+                  "window_layers": 0.0, "mtp_layers": 0.0}
+#: The shape inputs of SHAPE_DEFAULTS that describe the attention and the MTP modules.
+ATTENTION_SHAPE = ("head_dim", "v_head_dim", "q_lora_rank", "kv_lora_rank",
+                   "qk_rope_head_dim", "window", "window_layers", "mtp_layers")
 
 
 @dataclass(frozen=True)
@@ -298,11 +306,20 @@ def modern_shape(row, catalog) -> dict:
              "experts_per_token": _num(row.experts_per_token) if experts else 1.0,
              "shared_experts": 0.0,
              "moe_ffn": _num(row.moe_ffn) if experts else _num(row.ffn)}
+    from planner.engine.scenario import attention_shape_inputs
+
+    # heads of h/a, no MLA, window or MTP unless the catalog model of the row has them
+    shape.update(attention_shape_inputs(SimpleNamespace(hidden=hidden, heads=shape["heads"]),
+                                        shape["seq_len"]))
     if row.model in catalog.models:
         m = catalog.model(row.model)
         shape["moe_layers"] = float(m.moe_layers)
         shape["shared_experts"] = float(m.shared_experts)
         shape["embedding_matrices"] = 1.0 if m.tied_embeddings else 2.0
+        shape.update(attention_shape_inputs(m, shape["seq_len"]))
+        # MTP modules only where the row says the run trained them
+        shape["mtp_layers"] = float(max(m.mtp_layers, 1)) if MODERN_MTP.search(
+            str(row.notes)) else 0.0
     else:
         published = _num(row.params)
         shape["embedding_matrices"] = min((1.0, 2.0), key=lambda e: abs(
@@ -342,8 +359,6 @@ def modern_unexpressible(case, catalog) -> str:
     if etp and int(etp.group(1)) != case.tp:
         reasons.append(f"expert tensor parallelism ETP={etp.group(1)} differs from TP={int(case.tp)} "
                        "(the planner shards experts like the dense layers)")
-    if MODERN_MTP.search(notes):
-        reasons.append("multi-token-prediction (MTP) layers are not modelled")
     return "; ".join(reasons)
 
 
@@ -420,7 +435,9 @@ def with_shape_defaults(cases: pd.DataFrame) -> pd.DataFrame:
     """Cases with every SHAPE_DEFAULTS column, missing values filled with the default."""
     out = cases.copy()
     for name, default in SHAPE_DEFAULTS.items():
-        fill = {"heads": out["heads"], "4h": 4 * out["hidden"]}.get(default, default)
+        fill = {"heads": out["heads"], "4h": 4 * out["hidden"],
+                "h/a": out["hidden"] / out["heads"],
+                "seq_len": out["seq_len"]}.get(default, default)
         if name not in out:
             out[name] = fill
         else:
@@ -447,7 +464,7 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
                     precision=precision)
     shape = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp_matrices", "vocab", "seq_len",
              "embedding_matrices", "moe_layers", "experts", "experts_per_token",
-             "shared_experts", "moe_ffn", "global_batch")
+             "shared_experts", "moe_ffn", "global_batch", *ATTENTION_SHAPE)
     col = {k: cases[k].to_numpy(dtype=float) for k in
            (*shape, "gpus", "tp", "pp", "vp", "cp", "ep", "micro_batch", "zero",
             "sequence_parallel")}

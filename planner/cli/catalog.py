@@ -143,6 +143,7 @@ def _payload(catalog, kind: str, entry) -> dict:
         counts = param_counts_of(entry)
         data["derived"] = {"param_count": counts["params"],
                            "active_param_count": counts["active_params"],
+                           "mtp_param_count": counts["mtp_params"],
                            "moe_layers": entry.moe_layers}
     origin = catalog.origin(kind, entry.id)
     if origin is not None:
@@ -249,7 +250,8 @@ def show(
     if found_kind == "model":
         counts = param_counts_of(entry)
         for field, count in (("param_count", counts["params"]),
-                             ("active_param_count", counts["active_params"])):
+                             ("active_param_count", counts["active_params"]),
+                             ("mtp_param_count", counts["mtp_params"])):
             rows.append({"field": field, "value": count if si else count / 1e9,
                          "unit": "parameters" if si else "billion parameters",
                          "estimate": False if si else "", "as_of": "",

@@ -6,261 +6,311 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
     x0 = gpus + 0.474798
     x1 = gpus ** (-1.0)
     x2 = x0 ** (-0.282765)
     x3 = 3 * cp - 3
-    x4 = 1 - cp_intra
-    x5 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x6 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x7 = heads ** (-1.0)
-    x8 = kv_heads * x7
-    x9 = tp ** (-1.0)
-    x10 = 2 * hidden
+    x4 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x5 = stage_layers + x4
+    x6 = 1 - cp_intra
+    x7 = head_dim + v_head_dim
+    x8 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x9 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x10 = tp ** (-1.0)
     x11 = micro_batch / cp
     x12 = seq_len * x11
     x13 = x10 * x12
-    x14 = bytes_per_element * x13
-    x15 = x14 * x9
-    x16 = cp_intra * intra_latency_s + inter_latency_s * x4 + x15 * x8 / (cp_intra * x5 + x4 * x6)
-    del x4
-    x17 = stage_layers * x16 * x3
-    x18 = 1 - ep_intra
-    x19 = 4 * ep - 4
-    x20 = ep ** (-1.0)
-    x21 = hidden * x12
-    x22 = bytes_per_element * experts_per_token * x19 * x20 * x21 / (ep_intra * x5 + x18 * x6) + x19 * (ep_intra * intra_latency_s + inter_latency_s * x18)
-    del x18, x19
-    x23 = layers ** (-1.0)
-    x24 = moe_layers * x23
-    x25 = stage_layers * x24
-    x26 = x22 * x25
+    x14 = bytes_per_element * kv_heads * x13 * x7 / (cp_intra * x8 + x6 * x9) + cp_intra * intra_latency_s + inter_latency_s * x6
+    del x6
+    x15 = x14 * x3 * x5
+    x16 = 1 - ep_intra
+    x17 = 4 * ep - 4
+    x18 = ep ** (-1.0)
+    x19 = hidden * x12
+    x20 = bytes_per_element * experts_per_token * x17 * x18 * x19 / (ep_intra * x8 + x16 * x9) + x17 * (ep_intra * intra_latency_s + inter_latency_s * x16)
+    del x16, x17
+    x21 = layers ** (-1.0)
+    x22 = moe_layers * x21
+    x23 = x22 * x5
+    x24 = x20 * x23
+    x25 = moe_ffn * x10
+    x26 = x12 * x25
     x27 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
     x28 = bytes_per_element * x27
-    x29 = hidden * x9
-    x30 = x12 * x29
-    x31 = 4 * x30
-    x32 = seq_len ** 2
-    x33 = peak_flops_per_s ** (-1.0)
-    x34 = attention_scores_stored + selective
-    x35 = numpy.minimum(seq_len, x12)
-    x36 = numpy.minimum(x12, hidden * x7)
-    del x7
-    x37 = numpy.maximum(x28 * x31, 4 * x11 * x29 * x32 * x33 / (attention_efficiency_factor * gemm_max_efficiency * x35 * (1 - x34) / (gemm_half_efficiency_dim + x35) + gemm_max_efficiency * x34 * x36 / (gemm_half_efficiency_dim + x36)))
-    del x34, x35, x36
-    x38 = 3 * x37
-    x39 = cp_overlap * numpy.minimum(x17, stage_layers * x38)
-    x40 = experts_per_token + shared_experts
-    x41 = moe_ffn * x9
-    x42 = x12 * x41
-    x43 = numpy.minimum(numpy.minimum(hidden, x41), ep * experts_per_token * x12 / experts)
-    del x41
-    x44 = x33 / gemm_max_efficiency
-    x45 = x10 * x44
-    x46 = mlp_matrices * x40 * numpy.maximum(x28 * (moe_ffn * x29 + x21 + x42), x42 * x45 * (gemm_half_efficiency_dim + x43) / x43)
-    del x42, x43
-    x47 = ep_overlap * numpy.minimum(x26, 3 * x25 * x46)
-    del x25
-    x48 = hidden * vocab
-    x49 = x48 * x9
-    x50 = vocab * x9
-    x51 = numpy.minimum(numpy.minimum(hidden, x12), x50)
-    x52 = 2 * x12
-    x53 = attention_scores_stored * heads * x32
-    del x32
-    x54 = x11 * x27 * x53 * x9
+    x29 = numpy.minimum(numpy.minimum(hidden, x25), ep * experts_per_token * x12 / experts)
+    x30 = 2 * hidden
+    x31 = peak_flops_per_s ** (-1.0)
+    x32 = gemm_max_efficiency ** (-1.0)
+    x33 = x31 * x32
+    x34 = x30 * x33
+    x35 = experts_per_token + shared_experts
+    x36 = mlp_matrices * x35
+    x37 = x36 * numpy.maximum(x28 * (hidden * x25 + x19 + x26), x26 * x34 * (gemm_half_efficiency_dim + x29) / x29)
+    del x25, x26, x29
+    x38 = ep_overlap * numpy.minimum(x24, 3 * x23 * x37)
+    del x23
+    x39 = 2 * heads * x7
+    x40 = attention_scores_stored + selective
+    x41 = numpy.minimum(head_dim, x12)
+    x42 = numpy.minimum(seq_len, x12)
+    x43 = seq_len * x39
+    x44 = numpy.minimum(seq_len, window)
+    x45 = seq_len ** (-1.0)
+    x46 = window_layers * (2 * heads * x44 * x7 * (-x44 * x45 + 2) - x43)
+    del x44
+    x47 = x13 * x31
+    x48 = numpy.maximum(x13 * x28 * x39, x47 * (x21 * x46 + x43) / (attention_efficiency_factor * gemm_max_efficiency * x42 * (1 - x40) / (gemm_half_efficiency_dim + x42) + gemm_max_efficiency * x40 * x41 / (gemm_half_efficiency_dim + x41)))
+    del x13, x39, x40, x41, x42
+    x49 = 3 * x48
+    x50 = cp_overlap * numpy.minimum(x15, x49 * x5)
+    x51 = tp_intra_ranks - 1
+    x52 = tp - 1
+    x53 = tp_intra_ranks ** (-1.0)
+    x54 = tp * x53 - 1
+    x55 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x56 = x12 * x30
+    x57 = bytes_per_element * x56
+    x58 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x59 = x58 / scale_out_bus_efficiency
+    x60 = x5 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + 2 * inter_latency_s * x54 + 2 * intra_latency_s * x51 + x10 * x54 * x57 * x59 + x51 * x53 * x55 * x57)
+    del x51, x53, x54, x57
+    x61 = hidden * vocab
+    x62 = x10 * x61
+    x63 = vocab * x10
+    x64 = numpy.minimum(numpy.minimum(hidden, x12), x63)
+    x65 = 2 * x12
+    x66 = x33 * x65
+    x67 = 3 * numpy.maximum(x28 * (x12 * x63 + x19 + x62), x62 * x66 * (gemm_half_efficiency_dim + x64) / x64)
+    del x62, x63, x64
+    x68 = 1 - x22
+    x69 = ffn * x10
+    x70 = x12 * x69
+    x71 = numpy.minimum(numpy.minimum(hidden, x12), x69)
+    x72 = mlp_matrices * numpy.maximum(x28 * (hidden * x69 + x19 + x70), x34 * x70 * (gemm_half_efficiency_dim + x71) / x71)
+    del x34, x70, x71
+    x73 = x68 * x72
+    x74 = x22 * x37
+    x75 = (sequence_parallel * x52 + 1) ** (-1.0)
+    del x52
+    x76 = x12 * x28 * (16 * hidden * x75 + 4 * x69)
+    del x69
+    x77 = attention_scores_stored * heads * seq_len ** 2
+    x78 = x10 * x11 * x27 * x77
     del x11
-    x55 = ffn * x9
-    x56 = tp - 1
-    x57 = (sequence_parallel * x56 + 1) ** (-1.0)
-    x58 = x12 * x28 * (16 * hidden * x57 + 4 * x55)
-    x59 = hidden ** 2
-    x60 = x59 * x9
-    x61 = numpy.minimum(numpy.minimum(hidden, x12), x29)
-    x62 = 2 * x59
-    x63 = x12 * x44 * x62 * x9
-    x64 = numpy.maximum(x28 * (x21 + x30 + x60), x63 * (gemm_half_efficiency_dim + x61) / x61)
-    del x61
-    x65 = x12 * x55
-    x66 = numpy.minimum(numpy.minimum(hidden, x12), x55)
-    del x55
-    x67 = mlp_matrices * (1 - x24)
-    x68 = x67 * numpy.maximum(x28 * (ffn * x29 + x21 + x65), x45 * x65 * (gemm_half_efficiency_dim + x66) / x66)
-    del x45, x65, x66
-    x69 = x24 * x46
-    del x46
-    x70 = 1 - full_recompute
-    x71 = selective * x70
-    x72 = 2 * x8 + 1
-    x73 = x29 * x72
-    del x29
-    x74 = numpy.minimum(numpy.minimum(hidden, x12), x73)
-    x75 = numpy.maximum(x63 * x72 * (gemm_half_efficiency_dim + x74) / x74, x28 * (x12 * x73 + x21 + x60 * x72))
-    del x60, x63, x72, x73, x74
-    x76 = x37 + 10 * x54 + x58 + x64 + x68 + x69 + x75
-    x77 = stage_layers * (full_recompute * x76 + x37 * x71 + x38 + 30 * x54 + 3 * x58 + 3 * x64 + 3 * x68 + 3 * x69 + 3 * x75) + 3 * numpy.maximum(x28 * (x12 * x50 + x21 + x49), x44 * x49 * x52 * (gemm_half_efficiency_dim + x51) / x51)
-    del x12, x28, x37, x38, x44, x49, x50, x51, x54, x58, x64, x68, x69, x75
-    x78 = tp_intra_ranks - 1
-    x79 = tp_intra_ranks ** (-1.0)
-    x80 = tp * x79 - 1
-    x81 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x82 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x83 = x82 / scale_out_bus_efficiency
-    x84 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x56) + 2 * inter_latency_s * x80 + 2 * intra_latency_s * x78 + x14 * x78 * x79 * x81 + x15 * x80 * x83)
-    del x14, x15, x56, x78, x79, x80
-    x85 = -tp_overlap * numpy.minimum(x77, x84) + x84
-    del x84
-    x86 = x77 + x85
-    x87 = (x86 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x88 = pp - 1
-    x89 = x88 / vp
-    x90 = x89 * (x17 + x26 - x39 - x47 + x87)
-    del x17, x26
-    x91 = dp ** (-1.0)
-    x92 = global_batch * x91 / micro_batch
-    x93 = x77 * x92
-    del x77
-    x94 = x92 * (-x86 + x87)
-    del x86, x87
-    x95 = ffn * hidden
-    x96 = experts * hidden
-    x97 = mlp_matrices * moe_ffn
-    x98 = hidden * x97
-    x99 = x96 + x98 * (experts + shared_experts)
-    x100 = x10 + x62 * x8 + x62
-    del x62
-    x101 = x9 * (stage_layers * (x100 + x20 * x24 * x99 + x67 * x95) + x48)
-    del x20, x24, x67
-    x102 = x101 / optimizer_shards
-    x103 = x102 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x27
-    x104 = 2 * x92
-    x105 = 1 - pp_intra
-    x106 = (2 * pp + vp * x104 - 2) * (1.0 * bytes_per_element * x30 / (pp_intra * x5 + x105 * x6) + inter_latency_s * x105 + intra_latency_s * pp_intra) * numpy.minimum(1, x88)
-    del x105, x30, x5, x6, x88
-    x107 = x92 * (stage_layers * x16 * x3 - x39)
-    del x16, x3, x39
-    x108 = x92 * (moe_layers * stage_layers * x22 * x23 - x47)
-    del x22, x23, x47
-    x109 = x85 * x92
-    del x85
-    x110 = numpy.minimum(dp, dp_intra_ranks)
-    x111 = x110 - 1
-    x112 = intra_latency_s * x111
-    x113 = x110 ** (-1.0)
-    del x110
-    x114 = dp * x113 - 1
-    x115 = inter_latency_s * x114
-    x116 = bytes_per_element * x101
-    x117 = x111 * x113 * x81
-    del x111, x113, x81
-    x118 = x114 * x83 * x91
-    del x114, x83, x91
-    x119 = x104 * zero3 * (x112 + x115 + x116 * x117 + x116 * x118)
-    del x104, x116
-    x120 = 2 * grad_comm_bytes_per_param * x101
-    x121 = 2 * x112 + 2 * x115 + x117 * x120 + x118 * x120
-    del x112, x115, x117, x118, x120
-    x122 = -dp_overlap * numpy.minimum(x119, x93) - dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) + x119 + x121
-    del x119, x121, x76
-    x123 = x106 + x107 + x108 + x109 + x122
-    x124 = x103 + x123 + x90 + x93 + x94
-    x125 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x124 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
-    del x0, x2
-    x126 = x124 + x125
+    x79 = numpy.minimum(1, kv_lora_rank)
+    x80 = head_dim * hidden
+    x81 = heads * x80
+    x82 = hidden * v_head_dim
+    x83 = (1 - x79) * (kv_heads * x80 + kv_heads * x82 + x81)
+    del x80
+    x84 = kv_lora_rank + qk_rope_head_dim
+    x85 = numpy.minimum(1, q_lora_rank)
+    x86 = x79 * (heads * kv_lora_rank * (-qk_rope_head_dim + x7) + hidden * x84 + x81 * (1 - x85) + x85 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x79, x81, x85
+    x87 = x83 + x86
+    x88 = x10 * x87
+    x89 = hidden ** (-1.0)
+    x90 = x88 * x89
+    x91 = numpy.minimum(numpy.minimum(hidden, x12), x90)
+    x92 = numpy.maximum(x28 * (x12 * x90 + x19 + x88), x66 * x88 * (gemm_half_efficiency_dim + x91) / x91)
+    del x66, x88, x90, x91
+    x93 = hidden * x10
+    x94 = heads * v_head_dim
+    x95 = x10 * x94
+    x96 = numpy.minimum(numpy.minimum(hidden, x12), x95)
+    x97 = numpy.maximum(x28 * (x12 * x95 + x19 + x93 * x94), x33 * x56 * x95 * (gemm_half_efficiency_dim + x96) / x96)
+    del x33, x95, x96
+    x98 = x48 + x76 + 10 * x78 + x92 + x97
+    x99 = x73 + x74 + x98
+    x100 = 1 - full_recompute
+    x101 = selective * x100
+    x102 = x101 * x48 + x49 + 3 * x76 + 30 * x78 + 3 * x92 + 3 * x97
+    del x48, x49, x76, x78, x92, x97
+    x103 = hidden ** 2
+    x104 = 2.0 * x103
+    x105 = 2.0 * hidden
+    x106 = x12 * x93
+    x107 = numpy.minimum(numpy.minimum(x105, x12), x93)
+    del x93
+    x108 = 4.0 * x103
+    del x103
+    x109 = numpy.minimum(1, moe_layers)
+    x110 = 1 - x109
+    x111 = x110 * x72
+    del x72
+    x112 = x109 * x37
+    del x37
+    x113 = stage_layers * (full_recompute * x99 + x102 + 3 * x73 + 3 * x74) + x4 * (full_recompute * (x111 + x112 + x98) + x102 + 3 * x111 + 3 * x112 + x67 + 3 * numpy.maximum(x28 * (x10 * x104 + x105 * x12 + x106), x108 * x32 * x47 * (gemm_half_efficiency_dim + x107) / x107)) + x67
+    del x102, x105, x107, x111, x112, x12, x28, x32, x47, x67, x73, x74, x98
+    x114 = tp_overlap * numpy.minimum(x113, x60)
+    x115 = x113 - x114 + x60
+    x116 = (x115 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x117 = pp - 1
+    x118 = x117 / vp
+    x119 = x118 * (x116 + x15 + x24 - x38 - x50)
+    del x15, x24
+    x120 = dp ** (-1.0)
+    x121 = global_batch * x120 / micro_batch
+    x122 = x113 * x121
+    del x113
+    x123 = x121 * (-x115 + x116)
+    del x115, x116
+    x124 = hidden * mlp_matrices
+    x125 = ffn * x124
+    x126 = experts * hidden
+    x127 = moe_ffn * x124
     del x124
-    x127 = weight_bytes_per_param * x101 / weight_shards
-    x128 = grad_bytes_per_param * x101 / grad_shards
-    del x101
-    x129 = optimizer_bytes_per_param * x102
-    del x102
-    x130 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
-    del x21, x52, x53, x9
-    x131 = full_recompute * x130 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x130 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
-    del x13, x130, x31, x57, x70, x89, x92
-    x132 = mlp_matrices * (layers - moe_layers)
-    x133 = x132 * x95
-    del x95
-    x134 = embedding_matrices * x48 + hidden + layers * x100 + x133
-    del x100
-    x135 = moe_layers * x99 + x134
-    del x99
-    x136 = x126 ** (-1.0)
-    x137 = global_batch * seq_len * x136
-    x138 = moe_layers * (experts * x10 + x10 * x40 * x97)
-    del x97
-    x139 = 4 * hidden * seq_len
-    x140 = 4 * x59
-    del x59
-    x141 = layers * (x139 + x140 * x8 + x140)
-    del x140, x8
-    x142 = 6 * x133 + 3 * x138 + 3 * x141 + 6 * x48
-    del x133, x48
-    x143 = x1 * x137
-    x144 = x142 * x143
-    x145 = global_batch ** (-1.0)
-    x146 = seq_len ** (-1.0)
-    x147 = tokens * x145 * x146
-    x148 = gpus / gpu_mtbf_s
-    x149 = gpus / gpus_per_node
-    x150 = x149 / node_mtbf_s
-    x151 = x148 + x150
-    x152 = x151 ** (-1.0)
-    x153 = checkpoint_bytes_per_param * x135
-    x154 = x1 * x153
+    x128 = x126 + x127 * (experts + shared_experts)
+    x129 = heads * x82 + kv_lora_rank + 1.0 * q_lora_rank + x87
+    del x82, x87
+    x130 = x129 + x30
+    x131 = x109 * x128
+    x132 = 5 * hidden + x104 + x110 * x125 + x129
+    del x104, x129
+    x133 = x10 * (stage_layers * (x125 * x68 + x128 * x18 * x22 + x130) + x4 * (x131 * x18 + x132) + x61)
+    del x18, x22, x68
+    x134 = x133 / optimizer_shards
+    x135 = x134 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x27
+    x136 = 2 * x121
+    x137 = 1 - pp_intra
+    x138 = (2 * pp + vp * x136 - 2) * (1.0 * bytes_per_element * x106 / (pp_intra * x8 + x137 * x9) + inter_latency_s * x137 + intra_latency_s * pp_intra) * numpy.minimum(1, x117)
+    del x117, x137, x8, x9
+    x139 = x121 * (x14 * x3 * x5 - x50)
+    del x14, x3, x50
+    x140 = x121 * (moe_layers * x20 * x21 * x5 - x38)
+    del x20, x21, x38, x5
+    x141 = x121 * (-x114 + x60)
+    del x114, x60
+    x142 = numpy.minimum(dp, dp_intra_ranks)
+    x143 = x142 - 1
+    x144 = intra_latency_s * x143
+    x145 = x142 ** (-1.0)
+    del x142
+    x146 = dp * x145 - 1
+    x147 = inter_latency_s * x146
+    x148 = bytes_per_element * x133
+    x149 = x143 * x145 * x55
+    del x143, x145, x55
+    x150 = x120 * x146 * x59
+    del x120, x146, x59
+    x151 = x136 * zero3 * (x144 + x147 + x148 * x149 + x148 * x150)
+    del x136, x148
+    x152 = 2 * grad_comm_bytes_per_param * x133
+    x153 = 2 * x144 + 2 * x147 + x149 * x152 + x150 * x152
+    del x144, x147, x149, x150, x152
+    x154 = -dp_overlap * numpy.minimum(x122, x151) - dp_overlap * numpy.minimum(x153, 2 * stage_layers * x99) + x151 + x153
+    del x151, x153, x99
+    x155 = x138 + x139 + x140 + x141 + x154
+    x156 = x119 + x122 + x123 + x135 + x155
+    x157 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x156 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    del x0, x2
+    x158 = x156 + x157
+    del x156
+    x159 = weight_bytes_per_param * x133 / weight_shards
+    x160 = grad_bytes_per_param * x133 / grad_shards
+    del x133
+    x161 = optimizer_bytes_per_param * x134
+    del x134
+    x162 = 4 * x106 * (vocab * x89 + 1)
+    del x106, x89
+    x163 = kv_heads / heads
+    x164 = ffn * mlp_matrices
+    x165 = x10 * x65 * (-x30 * (x163 + 1) + x7 * (heads + kv_heads)) + x10 * (x164 * x65 + x19 * (4 * x163 + 2) + x56 + micro_batch * x77 * (dropout_masks + 4) / cp ** 2) + x19 * (2 * dropout_masks + 8) * (sequence_parallel * x10 - sequence_parallel + 1) + x65 * (q_lora_rank + x84)
+    del x10, x163, x19, x65, x77, x84
+    x166 = full_recompute * x56 * x75 + x100 * x165
+    del x100, x56, x75
+    x167 = full_recompute * x165 + stage_layers * x166 * (1 + x118 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x121) + x162 + x4 * (x162 + x166)
+    del x118, x121, x162, x165, x166, x4
+    x168 = layers - moe_layers
+    x169 = x125 * x168
+    del x125
+    x170 = embedding_matrices * x61 + hidden + layers * x130 + x169
+    del x130
+    x171 = moe_layers * x128 + mtp_layers * (x131 + x132) + x170
+    del x128, x131
+    x172 = x126 + x127 * x35
+    del x126, x127, x35
+    x173 = x158 ** (-1.0)
+    x174 = global_batch * seq_len * x173
+    x175 = experts * x30 + moe_ffn * x30 * x36
+    del x36
+    x176 = moe_layers * x175
+    x177 = x30 * x94 + 2 * x83 + 2 * x86
+    del x83, x86, x94
+    x178 = layers * x177
+    x179 = x164 * x30
+    del x164, x30
+    x180 = mtp_layers * (x108 + x109 * x175 + x110 * x179 + x177 + x43 + 2 * x61)
+    del x108, x110, x175, x177
+    x181 = 6 * heads * layers * seq_len * x7 + 6 * x169 + 3 * x176 + 3 * x178 + 3 * x180 + 3 * x46 + 6 * x61
+    del x169, x61, x7
+    x182 = x1 * x174
+    x183 = x181 * x182
+    x184 = layers * x43 + x46
+    del x43, x46
+    x185 = global_batch ** (-1.0)
+    x186 = tokens * x185 * x45
+    x187 = gpus / gpu_mtbf_s
+    x188 = gpus / gpus_per_node
+    x189 = x188 / node_mtbf_s
+    x190 = x187 + x189
+    x191 = x190 ** (-1.0)
+    x192 = checkpoint_bytes_per_param * x171
+    x193 = x1 * x192
     del x1
-    x155 = x154 / host_copy_bytes_per_s_per_gpu
-    x156 = ckpt_async * x155
-    x157 = x153 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x149)
-    x158 = ckpt_sync * x157
-    x159 = x154 * x82
-    del x154, x82
-    x160 = ckpt_in_memory * (x155 + x159)
-    del x155
-    x161 = x156 + x158 + x160
-    x162 = numpy.sqrt(x152 * (2 * x156 + 2 * x158 + 2 * x160))
-    x163 = x161 * (1 / 2 * x148 + 1 / 2 * x150)
-    del x148, x150
-    x164 = numpy.maximum(ckpt_async * x157, numpy.where(numpy.greater(x152, 1 / 2 * x156 + 1 / 2 * x158 + 1 / 2 * x160), -x161 + x162 * (1 / 3 * numpy.sqrt(x163) + 1 / 9 * x163 + 1), x152))
-    del x156, x157, x158, x160, x163
-    x165 = ckpt_in_memory * x159 + restart_overhead_s + x153 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x149)
-    del x159
-    x166 = x126 * x147
-    x167 = numpy.exp(x151 * (x161 + x164))
-    x168 = x167 - 1
-    x169 = x151 * x165
-    x170 = numpy.exp(x169)
-    x171 = x164 ** (-1.0)
-    x172 = x166 * x171
-    x173 = x168 * x170 * x172
-    x174 = x152 * x173
-    x175 = x151 * x164 * numpy.exp(-x169) / x168
-    del x169
-    x176 = gpus * x174
-    x177 = 0.000277777777777778 * x176
-    x178 = x152 * x172 * (x167 - numpy.exp(x151 * x161))
-    del x151, x167, x172
-    x179 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x123 * x136 + compute_power_fraction * x136 * x93)
-    del x123, x136
-    x180 = idle_power_w * (tokens * x126 * x145 * x146 * x152 * x168 * x170 * x171 - x178) + x178 * x179
-    del x145, x146, x168, x170, x171, x178
-    x181 = gpus * x180
-    x182 = x149 * (network_power_per_node_w + node_overhead_power_w)
-    del x149
-    x183 = x174 * x182 + x181
-    x184 = pue * x183
-    x185 = tokens ** (-1.0)
-    x186 = x137 * x175 * x185
-    x187 = price_usd_per_gpu_hour * x177
-    x188 = x176 / lifetime_s
-    x189 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x176 + capex_usd_per_gpu * x188 + 2.77777777777778e-07 * electricity_usd_per_kwh * x184
-    del x176
-    x190 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x184
-    x191 = embodied_kg_per_gpu * x188
+    x194 = x193 / host_copy_bytes_per_s_per_gpu
+    x195 = ckpt_async * x194
+    x196 = x192 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x188)
+    x197 = ckpt_sync * x196
+    x198 = x193 * x58
+    del x193, x58
+    x199 = ckpt_in_memory * (x194 + x198)
+    del x194
+    x200 = x195 + x197 + x199
+    x201 = numpy.sqrt(x191 * (2 * x195 + 2 * x197 + 2 * x199))
+    x202 = x200 * (1 / 2 * x187 + 1 / 2 * x189)
+    del x187, x189
+    x203 = numpy.maximum(ckpt_async * x196, numpy.where(numpy.greater(x191, 1 / 2 * x195 + 1 / 2 * x197 + 1 / 2 * x199), -x200 + x201 * (1 / 3 * numpy.sqrt(x202) + 1 / 9 * x202 + 1), x191))
+    del x195, x196, x197, x199, x202
+    x204 = ckpt_in_memory * x198 + restart_overhead_s + x192 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x188)
+    del x198
+    x205 = x158 * x186
+    x206 = numpy.exp(x190 * (x200 + x203))
+    x207 = x206 - 1
+    x208 = x190 * x204
+    x209 = numpy.exp(x208)
+    x210 = x203 ** (-1.0)
+    x211 = x205 * x210
+    x212 = x207 * x209 * x211
+    x213 = x191 * x212
+    x214 = x190 * x203 * numpy.exp(-x208) / x207
+    del x208
+    x215 = gpus * x213
+    x216 = 0.000277777777777778 * x215
+    x217 = x191 * x211 * (x206 - numpy.exp(x190 * x200))
+    del x190, x206, x211
+    x218 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x155 * x173 + compute_power_fraction * x122 * x173)
+    del x155, x173
+    x219 = idle_power_w * (tokens * x158 * x185 * x191 * x207 * x209 * x210 * x45 - x217) + x217 * x218
+    del x185, x207, x209, x210, x217, x45
+    x220 = gpus * x219
+    x221 = x188 * (network_power_per_node_w + node_overhead_power_w)
     del x188
-    x192 = x190 + x191
-    return [x126, x93, x94, x109, x107, x108, x106, x122, x90, x103, x125, x127, x128, x129, x131, memory_reserve_bytes, memory_reserve_bytes + x127 + x128 + x129 + x131, x135, moe_layers * (x40 * x98 + x96) + x134, x137, x142, 1e-12 * x144, x144 * x33, x143 * x33 * (full_recompute * (ffn * x10 * x132 + x138 + x141) + layers * x139 * x71 + x142), x147, x152, x153, x161, x162, x164, x165, x166, x174, x173, 1 - x175, x175, x177, x181, x183, x184, x179, x180 * x186, x184 * x186, pue * (gpus * max_power_w + x182), x187, x189, use_tco * x189 + x187 * (1 - use_tco), x190, x191, x192, x185 * x192 / x142, x174 * x192]
+    x222 = x213 * x221 + x220
+    x223 = pue * x222
+    x224 = tokens ** (-1.0)
+    x225 = x174 * x214 * x224
+    x226 = price_usd_per_gpu_hour * x216
+    x227 = x215 / lifetime_s
+    x228 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x215 + capex_usd_per_gpu * x227 + 2.77777777777778e-07 * electricity_usd_per_kwh * x223
+    del x215
+    x229 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x223
+    x230 = embodied_kg_per_gpu * x227
+    del x227
+    x231 = x229 + x230
+    return [x158, x122, x123, x141, x139, x140, x138, x154, x119, x135, x157, x159, x160, x161, x167, memory_reserve_bytes, memory_reserve_bytes + x159 + x160 + x161 + x167, x171, moe_layers * x172 + mtp_layers * (x109 * x172 + x132) + x170, x174, x181, 1e-12 * x183, x183 * x31, x182 * x31 * (full_recompute * (x168 * x179 + x176 + x178 + x180 + x184) + x101 * x184 + x181), x186, x191, x192, x200, x201, x203, x204, x205, x213, x212, 1 - x214, x214, x216, x220, x222, x223, x218, x219 * x225, x223 * x225, pue * (gpus * max_power_w + x221), x226, x228, use_tco * x228 + x226 * (1 - use_tco), x229, x230, x231, x224 * x231 / x181, x213 * x231]

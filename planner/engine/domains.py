@@ -111,6 +111,8 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "moe_layers": COUNT0, "experts": COUNT, "experts_per_token": COUNT,
     "shared_experts": COUNT0, "moe_ffn": COUNT, "dropout_masks": FLAG,
     "tokens": Domain(">=1", maximum=MAX_TOKENS),
+    "head_dim": COUNT, "v_head_dim": COUNT, "q_lora_rank": COUNT0, "kv_lora_rank": COUNT0,
+    "qk_rope_head_dim": COUNT0, "window": COUNT, "window_layers": COUNT0, "mtp_layers": COUNT0,
     # layout
     "gpus": GPU_COUNT, "tp": GPU_COUNT, "pp": GPU_COUNT, "dp": GPU_COUNT, "cp": GPU_COUNT,
     "ep": GPU_COUNT, "vp": GPU_COUNT, "stage_layers": COUNT,

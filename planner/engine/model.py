@@ -59,6 +59,14 @@ INPUTS: dict[str, tuple[str, str]] = {
     "moe_ffn": ("1", "inner size of one expert"),
     "dropout_masks": ("1", "1 if the model trains with dropout (masks stored), 0 without"),
     "tokens": ("1", "training tokens D"),
+    "head_dim": ("1", "query/key head size d_h (h/a unless set; MLA: qk_nope + qk_rope)"),
+    "v_head_dim": ("1", "value head size d_v (d_h unless MLA sets it)"),
+    "q_lora_rank": ("1", "MLA query compression rank (0: full-rank queries)"),
+    "kv_lora_rank": ("1", "MLA key/value compression rank (0: standard attention)"),
+    "qk_rope_head_dim": ("1", "MLA decoupled RoPE key size (0 without MLA)"),
+    "window": ("1", "sliding-window size w of the windowed layers [tokens]"),
+    "window_layers": ("1", "layers with sliding-window attention (0: none)"),
+    "mtp_layers": ("1", "multi-token-prediction modules (DeepSeek-V3: 1)"),
     # layout
     "gpus": ("1", "GPUs N = tp*pp*cp*dp"),
     "tp": ("1", "tensor-parallel size"),
@@ -167,59 +175,108 @@ def layout(x: dict, r: dict) -> dict:
     }
 
 
+def _attention_params(x: dict):
+    """Weights of one layer's attention block (head sizes and MLA from ``x``)."""
+    shape = (x["hidden"], x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
+             x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"])
+    return (compute.attention_input_params(*shape)
+            + compute.attention_output_params(x["hidden"], x["heads"], x["v_head_dim"])
+            + compute.latent_norm_params(x["q_lora_rank"], x["kv_lora_rank"]))
+
+
+def _mtp_on_fullest_stage(x: dict):
+    """MTP modules charged to the fullest stage (they sit on the last, with the loss)."""
+    return compute.mtp_layers_beyond_fullest_stage(x["layers"], x["pp"], x["stage_layers"],
+                                                   x["mtp_layers"])
+
+
+def _is_moe(x: dict):
+    """1 for an MoE model (its MTP blocks are MoE like its last layers), 0 for a dense one."""
+    return minimum(x["moe_layers"], 1)
+
+
 def param_counts(x: dict) -> dict:
     """Total parameters and those one token uses, of the model described by ``x``.
 
     The one parameter count of capplan: the kernel's ``params``/``active_params``,
     ``capplan catalog show`` and the Excel export all come from here.  ``x`` needs
-    only the model inputs (:func:`planner.engine.scenario.model_inputs`).
+    only the model inputs (:func:`planner.engine.scenario.model_inputs`).  The terms
+    of :func:`formulas.compute.model_params`, with the attention of the model's head
+    sizes (or MLA), plus its multi-token-prediction modules (``mtp_params``, part of
+    ``params``; their embedding and output head are shared).
     """
-    shape = (x["layers"], x["moe_layers"], x["hidden"], x["heads"], x["kv_heads"], x["ffn"],
-             x["mlp_matrices"], x["vocab"], x["embedding_matrices"], x["moe_ffn"])
-    return {
-        "params": compute.model_params(*shape, x["experts"], x["shared_experts"],
-                                       x["experts"]),
-        "active_params": compute.model_params(*shape, x["experts_per_token"],
-                                              x["shared_experts"], x["experts"]),
-    }
+    h, layers, moe_layers = x["hidden"], x["layers"], x["moe_layers"]
+    layer_common = _attention_params(x) + compute.norm_params(h)
+    dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
+    counts = {}
+    for name, active in (("params", x["experts"]), ("active_params", x["experts_per_token"])):
+        moe_mlp = compute.moe_active_mlp_params(h, x["moe_ffn"], active, x["shared_experts"],
+                                                x["mlp_matrices"], x["experts"])
+        mtp = x["mtp_layers"] * compute.mtp_module_params(
+            layer_common + _is_moe(x) * moe_mlp + (1 - _is_moe(x)) * dense_mlp, h)
+        counts[name] = (layers * layer_common + (layers - moe_layers) * dense_mlp
+                        + moe_layers * moe_mlp
+                        + compute.embedding_params(x["vocab"], h, x["embedding_matrices"])
+                        + compute.final_norm_params(h)) + mtp
+        if name == "params":
+            counts["mtp_params"] = mtp
+    return counts
 
 
 def parameters(x: dict, r: dict) -> dict:
     """Parameters of the model, those a token uses, and those of one rank's stage."""
     h = x["hidden"]
-    layer_common = compute.attention_params(h, x["heads"], x["kv_heads"]) + compute.norm_params(h)
+    layer_common = _attention_params(x) + compute.norm_params(h)
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
                                      x["mlp_matrices"])
     share = r["moe_share"]
+    # MTP modules sit with the loss on the last stage: charged by what that stage exceeds
+    mtp = _mtp_on_fullest_stage(x) * compute.mtp_module_params(
+        layer_common + _is_moe(x) * moe_mlp / x["ep"] + (1 - _is_moe(x)) * dense_mlp, h)
     # the first stage, the fullest: its layers (MoE experts split over EP) and the input
     # embedding, split over TP
     stage = (x["stage_layers"] * (layer_common + (1 - share) * dense_mlp
                                   + share * moe_mlp / x["ep"])
-             + compute.embedding_params(x["vocab"], h, 1)) / x["tp"]
+             + compute.embedding_params(x["vocab"], h, 1) + mtp) / x["tp"]
     return {**param_counts(x), "stage_params": stage}
 
 
 def flops(x: dict, r: dict) -> dict:
     """Model FLOPs per token (Narayanan counting) and hardware FLOPs (with recompute)."""
-    h, s = x["hidden"], x["seq_len"]
+    h, s, layers = x["hidden"], x["seq_len"], x["layers"]
     moe_fwd = compute.mlp_forward_flops_per_token(
         h, x["moe_ffn"] * (x["experts_per_token"] + x["shared_experts"]), x["mlp_matrices"]
     ) + compute.router_forward_flops_per_token(h, x["experts"])
+    dense_fwd = compute.mlp_forward_flops_per_token(h, x["ffn"], x["mlp_matrices"])
     logits_fwd = compute.logits_forward_flops_per_token(h, x["vocab"])
-    fwd = (x["layers"] * compute.attention_forward_flops_per_token(h, x["heads"],
-                                                                   x["kv_heads"], s)
-           + (x["layers"] - x["moe_layers"]) * compute.mlp_forward_flops_per_token(
-               h, x["ffn"], x["mlp_matrices"])
-           + x["moe_layers"] * moe_fwd + logits_fwd)
+    projections_fwd = compute.matmul_forward_flops_per_token(
+        _attention_params(x) - compute.latent_norm_params(x["q_lora_rank"],
+                                                          x["kv_lora_rank"]))
+    core_full = _core_flops(x, s)
+    # windowed layers attend to fewer keys
+    core_all = layers * core_full + x["window_layers"] * (
+        _core_flops(x, compute.attended_keys_per_query(s, x["window"])) - core_full)
+    # each MTP module: a layer (MoE in an MoE model), the projection M_k and the logits
+    mtp_fwd = x["mtp_layers"] * (
+        projections_fwd + core_full + _is_moe(x) * moe_fwd + (1 - _is_moe(x)) * dense_fwd
+        + compute.matmul_forward_flops_per_token(compute.mtp_projection_params(h))
+        + logits_fwd)
+    fwd = (layers * projections_fwd + core_all + (layers - x["moe_layers"]) * dense_fwd
+           + x["moe_layers"] * moe_fwd + logits_fwd) + mtp_fwd
     # full recompute: every layer's forward again; selective: the attention core
     recomputed = (x["full_recompute"] * (fwd - logits_fwd) + (1 - x["full_recompute"])
-                  * x["selective"] * x["layers"]
-                  * compute.attention_core_forward_flops_per_token(h, s))
+                  * x["selective"] * core_all)
     return {
         "model_flops_per_token": compute.training_flops_per_token(fwd),
         "hardware_flops_per_token": compute.hardware_flops_per_token(fwd, recomputed),
     }
+
+
+def _core_flops(x: dict, keys):
+    """Attention-core forward FLOPs per token of one layer whose queries see ``keys`` keys."""
+    return compute.attention_core_flops_per_token(keys, x["heads"], x["head_dim"],
+                                                  x["v_head_dim"])
 
 
 def _gemm(x: dict, rows, cols, inner, min_dim):
@@ -239,14 +296,22 @@ def _memory_bound(x: dict, bytes_moved):
 def attention_times(x: dict, r: dict) -> dict:
     """Forward time of one layer's attention block on one rank, per micro-batch."""
     h, s, tp, t = x["hidden"], x["seq_len"], x["tp"], r["tokens_mb"]
-    qkv = compute.qkv_projection_width(h, x["heads"], x["kv_heads"], tp)
+    qkv = compute.projection_width(compute.attention_input_params(
+        h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], x["q_lora_rank"],
+        x["kv_lora_rank"], x["qk_rope_head_dim"]), h, tp)
+    out_width = x["heads"] * x["v_head_dim"] / tp  # inner size of the output projection
     unfused = x["selective"] + x["attention_scores_stored"]  # no flash attention
     efficiency = compute.attention_core_efficiency(
-        t, h / x["heads"], s, unfused, x["attention_efficiency_factor"],
+        t, x["head_dim"], s, unfused, x["attention_efficiency_factor"],
         x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
+    # the average layer: windowed layers attend to fewer keys
+    core_full = _core_flops(x, s)
+    core_flops = core_full + x["window_layers"] / x["layers"] * (
+        _core_flops(x, compute.attended_keys_per_query(s, x["window"])) - core_full)
     core = compute.roofline_time(
-        t * compute.attention_core_forward_flops_per_token(h, s) / tp,
-        compute.attention_core_bytes(t, h, tp, x["bytes_per_element"]),
+        t * core_flops / tp,
+        compute.attention_core_head_bytes(t, x["heads"], x["head_dim"], x["v_head_dim"], tp,
+                                          x["bytes_per_element"]),
         x["peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
     # without flash attention the s x s scores go through HBM
     scores = x["attention_scores_stored"] * _memory_bound(x, compute.attention_scores_bytes(
@@ -255,7 +320,7 @@ def attention_times(x: dict, r: dict) -> dict:
         "t_qkv": _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv)),
         "t_core": core,
         "t_scores": scores,
-        "t_proj": _gemm(x, t, h, h / tp, minimum(minimum(t, h), h / tp)),
+        "t_proj": _gemm(x, t, h, out_width, minimum(minimum(t, h), out_width)),
     }
 
 
@@ -284,9 +349,23 @@ def compute_time(x: dict, r: dict) -> dict:
     layer_recompute = x["full_recompute"] * layer_fwd \
         + (1 - x["full_recompute"]) * x["selective"] * r["t_core"]
     compute_mb = x["stage_layers"] * compute.training_pass_time(layer_fwd, layer_recompute) \
-        + compute.training_pass_time(r["t_logits"], 0)
+        + compute.training_pass_time(r["t_logits"], 0) + _mtp_time(x, r)
     return {"t_layer_fwd": layer_fwd, "compute_mb": compute_mb,
             "compute_s": r["microbatches"] * compute_mb}
+
+
+def _mtp_time(x: dict, r: dict):
+    """Forward + backward of the MTP modules on one micro-batch (with the loss's stage)."""
+    h, t, tp = x["hidden"], r["tokens_mb"], x["tp"]
+    block_fwd = (r["t_qkv"] + r["t_core"] + r["t_scores"] + r["t_proj"] + r["t_elem"]
+                 + _is_moe(x) * r["t_moe"] + (1 - _is_moe(x)) * r["t_mlp"])
+    inner = compute.mtp_projection_params(h) / h  # M_k: the concatenation of two h-vectors
+    projection = _gemm(x, t, h / tp, inner, minimum(minimum(t, h / tp), inner))
+    recompute = x["full_recompute"] * block_fwd \
+        + (1 - x["full_recompute"]) * x["selective"] * r["t_core"]
+    return _mtp_on_fullest_stage(x) * (
+        compute.training_pass_time(block_fwd, recompute)
+        + compute.training_pass_time(projection + r["t_logits"], 0))
 
 
 def _scale_up(x: dict):
@@ -308,7 +387,8 @@ def _group_link(x: dict, intra):
 def microbatch_communication(x: dict, r: dict) -> dict:
     """Exposed TP, CP and EP communication of one micro-batch."""
     h, tp, t, elem = x["hidden"], x["tp"], r["tokens_mb"], x["bytes_per_element"]
-    layers, share = x["stage_layers"], r["moe_share"]
+    # the fullest stage's layers and the MTP blocks charged to it (same collectives)
+    layers, share = x["stage_layers"] + _mtp_on_fullest_stage(x), r["moe_share"]
     # TP: hierarchical when the group spans scale-up domains (one ring per NIC across)
     tp_in = x["tp_intra_ranks"]
     tp_layer = communication.tp_collectives_per_layer(x["full_recompute"]) * (
@@ -318,7 +398,8 @@ def microbatch_communication(x: dict, r: dict) -> dict:
         + communication.collective_overhead_time(x["collective_overhead_s"], tp))
     # CP: ring exchange of K/V chunks, hidden behind the attention core (fwd + bwd)
     cp_layer = communication.ring_attention_comm_time(
-        communication.kv_chunk_bytes(t, h, x["heads"], x["kv_heads"], tp, elem), x["cp"],
+        communication.kv_chunk_head_bytes(t, x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
+                                          elem), x["cp"],
         *_group_link(x, x["cp_intra"]))
     # EP: dispatch and combine all-to-alls, hidden behind the experts (fwd + bwd)
     ep_layer = communication.moe_alltoall_time(
@@ -413,10 +494,16 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
     stage = r["stage_params"]
     layer_act = memory.activation_bytes_per_layer(
         s, b, h, x["ffn"], x["heads"], x["kv_heads"], x["mlp_matrices"], tp,
-        x["sequence_parallel"], x["attention_scores_stored"], x["dropout_masks"])
+        x["sequence_parallel"], x["attention_scores_stored"], x["dropout_masks"]) \
+        + memory.attention_shape_activation_bytes(
+            s, b, h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
+            x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"], tp)
     # full recompute keeps each layer's input, plus one layer's working set
     stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
         s, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
+    # MTP modules, with the loss on the last stage: one micro-batch in flight
+    mtp_act = _mtp_on_fullest_stage(x) * (
+        stored_layer + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp))
     inflight = memory.inflight_microbatches_1f1b(x["pp"], r["microbatches"]) \
         * memory.interleaved_activation_factor(x["pp"], x["vp"])
     terms = {
@@ -428,7 +515,8 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
             stage, x["optimizer_bytes_per_param"], x["optimizer_shards"]),
         "activation_bytes": (x["stage_layers"] * stored_layer * inflight
                              + x["full_recompute"] * layer_act
-                             + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)),
+                             + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)
+                             + mtp_act),
         "reserve_bytes": x["memory_reserve_bytes"],
     }
     return {**terms, "memory_per_gpu_bytes": (

@@ -164,6 +164,34 @@ def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
         if experts else 1.0,
         "shared_experts": float(getattr(model, "shared_experts", 0) or 0) if experts else 0.0,
         "moe_ffn": float(getattr(model, "moe_ffn", 0) or model.ffn or 4 * model.hidden),
+        **attention_shape_inputs(model, seq_len or model.seq_len),
+    }
+
+
+def attention_shape_inputs(model, seq_len: float) -> dict[str, float]:
+    """Kernel inputs of the head sizes, MLA, sliding window and MTP modules of ``model``.
+
+    A model that sets none of them gets heads of h/a, no MLA, no window and no MTP,
+    which leave the kernel's outputs as they were before these inputs existed.
+    """
+    mla = getattr(model, "kv_lora_rank", None) is not None
+    if mla:
+        head_dim = float(model.qk_nope_head_dim + model.qk_rope_head_dim)
+        v_head_dim = float(model.v_head_dim)
+    else:
+        head_dim = float(getattr(model, "head_dim", None) or model.hidden / model.heads)
+        v_head_dim = head_dim
+    window = getattr(model, "sliding_window", None)
+    window_layers = getattr(model, "window_layers", 0) if window is not None else 0
+    return {
+        "head_dim": head_dim,
+        "v_head_dim": v_head_dim,
+        "q_lora_rank": float(getattr(model, "q_lora_rank", None) or 0) if mla else 0.0,
+        "kv_lora_rank": float(model.kv_lora_rank) if mla else 0.0,
+        "qk_rope_head_dim": float(model.qk_rope_head_dim) if mla else 0.0,
+        "window": float(window if window is not None else seq_len),
+        "window_layers": float(window_layers),
+        "mtp_layers": float(getattr(model, "mtp_layers", 0) or 0),
     }
 
 

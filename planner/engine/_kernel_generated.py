@@ -9,148 +9,147 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403  (names used by sympy's printer)
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
-OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
-    x0 = gpus + 0.474798
-    x1 = gpus ** (-1.0)
-    x2 = x0 ** (-0.282765)
-    x3 = 3 * cp - 3
-    x4 = 1 - cp_intra
-    x5 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x6 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x7 = heads ** (-1.0)
-    x8 = kv_heads * x7
-    x9 = tp ** (-1.0)
-    x10 = 2 * hidden
-    x11 = micro_batch / cp
-    x12 = seq_len * x11
-    x13 = x10 * x12
-    x14 = bytes_per_element * x13
-    x15 = x14 * x9
-    x16 = cp_intra * intra_latency_s + inter_latency_s * x4 + x15 * x8 / (cp_intra * x5 + x4 * x6)
-    del x4
-    x17 = stage_layers * x16 * x3
-    x18 = 1 - ep_intra
-    x19 = 4 * ep - 4
-    x20 = ep ** (-1.0)
-    x21 = hidden * x12
-    x22 = bytes_per_element * experts_per_token * x19 * x20 * x21 / (ep_intra * x5 + x18 * x6) + x19 * (ep_intra * intra_latency_s + inter_latency_s * x18)
-    del x18, x19
-    x23 = layers ** (-1.0)
-    x24 = moe_layers * x23
-    x25 = stage_layers * x24
-    x26 = x22 * x25
-    x27 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x28 = bytes_per_element * x27
-    x29 = hidden * x9
-    x30 = x12 * x29
-    x31 = 4 * x30
-    x32 = seq_len ** 2
-    x33 = peak_flops_per_s ** (-1.0)
-    x34 = attention_scores_stored + selective
-    x35 = numpy.minimum(seq_len, x12)
-    x36 = numpy.minimum(x12, hidden * x7)
-    del x7
-    x37 = numpy.maximum(x28 * x31, 4 * x11 * x29 * x32 * x33 / (attention_efficiency_factor * gemm_max_efficiency * x35 * (1 - x34) / (gemm_half_efficiency_dim + x35) + gemm_max_efficiency * x34 * x36 / (gemm_half_efficiency_dim + x36)))
-    del x34, x35, x36
-    x38 = 3 * x37
-    x39 = cp_overlap * numpy.minimum(x17, stage_layers * x38)
-    x40 = experts_per_token + shared_experts
-    x41 = moe_ffn * x9
-    x42 = x12 * x41
-    x43 = numpy.minimum(numpy.minimum(hidden, x41), ep * experts_per_token * x12 / experts)
-    del x41
-    x44 = x33 / gemm_max_efficiency
-    x45 = x10 * x44
-    x46 = mlp_matrices * x40 * numpy.maximum(x28 * (moe_ffn * x29 + x21 + x42), x42 * x45 * (gemm_half_efficiency_dim + x43) / x43)
-    del x42, x43
-    x47 = ep_overlap * numpy.minimum(x26, 3 * x25 * x46)
-    del x25
-    x48 = hidden * vocab
-    x49 = x48 * x9
-    x50 = vocab * x9
-    x51 = numpy.minimum(numpy.minimum(hidden, x12), x50)
-    x52 = 2 * x12
-    x53 = attention_scores_stored * heads * x32
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+    x0 = tp ** (-1.0)
+    x1 = micro_batch / cp
+    x2 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x3 = seq_len ** 2
+    x4 = attention_scores_stored * heads * x3
+    x5 = x0 * x1 * x2 * x4
+    x6 = ffn * x0
+    x7 = tp - 1
+    x8 = (sequence_parallel * x7 + 1) ** (-1.0)
+    x9 = seq_len * x1
+    x10 = bytes_per_element * x2
+    x11 = x10 * x9 * (16 * hidden * x8 + 4 * x6)
+    x12 = hidden ** 2
+    x13 = x0 * x12
+    x14 = hidden * x9
+    x15 = hidden * x0
+    x16 = x15 * x9
+    x17 = numpy.minimum(numpy.minimum(hidden, x15), x9)
+    x18 = 2 * x12
+    x19 = peak_flops_per_s ** (-1.0)
+    x20 = x19 / gemm_max_efficiency
+    x21 = x0 * x18 * x20 * x9
+    x22 = numpy.maximum(x10 * (x13 + x14 + x16), x21 * (gemm_half_efficiency_dim + x17) / x17)
+    del x17
+    x23 = x6 * x9
+    x24 = numpy.minimum(numpy.minimum(hidden, x6), x9)
+    del x6
+    x25 = 2 * hidden
+    x26 = x20 * x25
+    x27 = layers ** (-1.0)
+    x28 = moe_layers * x27
+    x29 = mlp_matrices * (1 - x28)
+    x30 = x29 * numpy.maximum(x10 * (ffn * x15 + x14 + x23), x23 * x26 * (gemm_half_efficiency_dim + x24) / x24)
+    del x23, x24
+    x31 = experts_per_token + shared_experts
+    x32 = moe_ffn * x0
+    x33 = x32 * x9
+    x34 = numpy.minimum(numpy.minimum(hidden, x32), ep * experts_per_token * x9 / experts)
     del x32
-    x54 = x11 * x27 * x53 * x9
-    del x11
-    x55 = ffn * x9
-    x56 = tp - 1
-    x57 = (sequence_parallel * x56 + 1) ** (-1.0)
-    x58 = x12 * x28 * (16 * hidden * x57 + 4 * x55)
-    x59 = hidden ** 2
-    x60 = x59 * x9
-    x61 = numpy.minimum(numpy.minimum(hidden, x12), x29)
-    x62 = 2 * x59
-    x63 = x12 * x44 * x62 * x9
-    x64 = numpy.maximum(x28 * (x21 + x30 + x60), x63 * (gemm_half_efficiency_dim + x61) / x61)
-    del x61
-    x65 = x12 * x55
-    x66 = numpy.minimum(numpy.minimum(hidden, x12), x55)
-    del x55
-    x67 = mlp_matrices * (1 - x24)
-    x68 = x67 * numpy.maximum(x28 * (ffn * x29 + x21 + x65), x45 * x65 * (gemm_half_efficiency_dim + x66) / x66)
-    del x45, x65, x66
-    x69 = x24 * x46
-    del x46
-    x70 = 1 - full_recompute
-    x71 = selective * x70
-    x72 = 2 * x8 + 1
-    x73 = x29 * x72
-    del x29
-    x74 = numpy.minimum(numpy.minimum(hidden, x12), x73)
-    x75 = numpy.maximum(x63 * x72 * (gemm_half_efficiency_dim + x74) / x74, x28 * (x12 * x73 + x21 + x60 * x72))
-    del x60, x63, x72, x73, x74
-    x76 = x37 + 10 * x54 + x58 + x64 + x68 + x69 + x75
-    x77 = stage_layers * (full_recompute * x76 + x37 * x71 + x38 + 30 * x54 + 3 * x58 + 3 * x64 + 3 * x68 + 3 * x69 + 3 * x75) + 3 * numpy.maximum(x28 * (x12 * x50 + x21 + x49), x44 * x49 * x52 * (gemm_half_efficiency_dim + x51) / x51)
-    del x12, x28, x37, x38, x44, x49, x50, x51, x54, x58, x64, x68, x69, x75
-    x78 = tp_intra_ranks - 1
-    x79 = tp_intra_ranks ** (-1.0)
-    x80 = tp * x79 - 1
-    x81 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x82 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x83 = x82 / scale_out_bus_efficiency
-    x84 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x56) + 2 * inter_latency_s * x80 + 2 * intra_latency_s * x78 + x14 * x78 * x79 * x81 + x15 * x80 * x83)
-    del x14, x15, x56, x78, x79, x80
-    x85 = -tp_overlap * numpy.minimum(x77, x84) + x84
-    del x84
-    x86 = x77 + x85
-    x87 = (x86 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x88 = pp - 1
-    x89 = x88 / vp
-    x90 = x89 * (x17 + x26 - x39 - x47 + x87)
-    del x17, x26
-    x91 = dp ** (-1.0)
-    x92 = global_batch * x91 / micro_batch
-    x93 = 2 * x92
+    x35 = mlp_matrices * x31 * numpy.maximum(x10 * (moe_ffn * x15 + x14 + x33), x26 * x33 * (gemm_half_efficiency_dim + x34) / x34)
+    del x26, x33, x34
+    x36 = x28 * x35
+    x37 = 4 * x16
+    x38 = attention_scores_stored + selective
+    x39 = numpy.minimum(seq_len, x9)
+    x40 = heads ** (-1.0)
+    x41 = numpy.minimum(x9, hidden * x40)
+    x42 = numpy.maximum(x10 * x37, 4 * x1 * x15 * x19 * x3 / (attention_efficiency_factor * gemm_max_efficiency * x39 * (1 - x38) / (gemm_half_efficiency_dim + x39) + gemm_max_efficiency * x38 * x41 / (gemm_half_efficiency_dim + x41)))
+    del x1, x3, x38, x39, x41
+    x43 = 3 * x42
+    x44 = 1 - full_recompute
+    x45 = selective * x44
+    x46 = kv_heads * x40
+    del x40
+    x47 = 2 * x46 + 1
+    x48 = x15 * x47
+    del x15
+    x49 = numpy.minimum(numpy.minimum(hidden, x48), x9)
+    x50 = numpy.maximum(x21 * x47 * (gemm_half_efficiency_dim + x49) / x49, x10 * (x13 * x47 + x14 + x48 * x9))
+    del x13, x21, x47, x48, x49
+    x51 = x11 + x22 + x30 + x36 + x42 + 10 * x5 + x50
+    x52 = full_recompute * x51 + 3 * x11 + 3 * x22 + 3 * x30 + 3 * x36 + x42 * x45 + x43 + 30 * x5 + 3 * x50
+    del x11, x22, x30, x36, x42, x5, x50
+    x53 = global_batch ** (-1.0)
+    x54 = pp - 1
+    x55 = x54 / vp
+    x56 = dp ** (-1.0)
+    x57 = global_batch * x56 / micro_batch
+    x58 = stage_extra_layers * x52 * x57 * (dp * micro_batch * x53 * x55 + 1)
+    x59 = 3 * cp - 3
+    x60 = 1 - cp_intra
+    x61 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x62 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x63 = x25 * x9
+    x64 = bytes_per_element * x63
+    x65 = x0 * x64
+    x66 = cp_intra * intra_latency_s + inter_latency_s * x60 + x46 * x65 / (cp_intra * x61 + x60 * x62)
+    del x60
+    x67 = stage_layers * x59 * x66
+    x68 = 1 - ep_intra
+    x69 = 4 * ep - 4
+    x70 = ep ** (-1.0)
+    x71 = bytes_per_element * experts_per_token * x14 * x69 * x70 / (ep_intra * x61 + x62 * x68) + x69 * (ep_intra * intra_latency_s + inter_latency_s * x68)
+    del x68, x69
+    x72 = stage_layers * x28
+    x73 = x71 * x72
+    x74 = cp_overlap * numpy.minimum(x67, stage_layers * x43)
+    del x43
+    x75 = ep_overlap * numpy.minimum(x73, 3 * x35 * x72)
+    del x35, x72
+    x76 = hidden * vocab
+    x77 = x0 * x76
+    x78 = vocab * x0
+    x79 = numpy.minimum(numpy.minimum(hidden, x78), x9)
+    x80 = 2 * x9
+    x81 = stage_layers * x52 + 3 * numpy.maximum(x10 * (x14 + x77 + x78 * x9), x20 * x77 * x80 * (gemm_half_efficiency_dim + x79) / x79)
+    del x10, x20, x52, x77, x78, x79, x9
+    x82 = tp_intra_ranks - 1
+    x83 = tp_intra_ranks ** (-1.0)
+    x84 = tp * x83 - 1
+    x85 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x86 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x87 = x86 / scale_out_bus_efficiency
+    x88 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x7) + 2 * inter_latency_s * x84 + 2 * intra_latency_s * x82 + x64 * x82 * x83 * x85 + x65 * x84 * x87)
+    del x64, x65, x7, x82, x83, x84
+    x89 = -tp_overlap * numpy.minimum(x81, x88) + x88
+    del x88
+    x90 = x81 + x89
+    x91 = (x90 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x92 = x55 * (x67 + x73 - x74 - x75 + x91)
+    del x67, x73
+    x93 = 2 * x57
     x94 = 1 - pp_intra
-    x95 = (2 * pp + vp * x93 - 2) * (1.0 * bytes_per_element * x30 / (pp_intra * x5 + x6 * x94) + inter_latency_s * x94 + intra_latency_s * pp_intra) * numpy.minimum(1, x88)
-    del x30, x5, x6, x88, x94
-    x96 = x77 * x92
-    del x77
-    x97 = x92 * (stage_layers * x16 * x3 - x39)
-    del x16, x3, x39
-    x98 = x92 * (moe_layers * stage_layers * x22 * x23 - x47)
-    del x22, x23, x47
-    x99 = x85 * x92
-    del x85
-    x100 = x92 * (-x86 + x87)
-    del x86, x87
+    x95 = (2 * pp + vp * x93 - 2) * (1.0 * bytes_per_element * x16 / (pp_intra * x61 + x62 * x94) + inter_latency_s * x94 + intra_latency_s * pp_intra) * numpy.minimum(1, x54)
+    del x16, x54, x61, x62, x94
+    x96 = x57 * x81
+    del x81
+    x97 = x57 * (stage_layers * x59 * x66 - x74)
+    del x59, x66, x74
+    x98 = x57 * (moe_layers * stage_layers * x27 * x71 - x75)
+    del x27, x71, x75
+    x99 = x57 * x89
+    del x89
+    x100 = x57 * (-x90 + x91)
+    del x90, x91
     x101 = ffn * hidden
     x102 = experts * hidden
     x103 = mlp_matrices * moe_ffn
     x104 = hidden * x103
     x105 = x102 + x104 * (experts + shared_experts)
-    x106 = x10 + x62 * x8 + x62
-    del x62
-    x107 = x9 * (stage_layers * (x101 * x67 + x105 * x20 * x24 + x106) + x48)
-    del x20, x24, x67
+    x106 = x18 * x46 + x18 + x25
+    del x18
+    x107 = x0 * (stage_layers * (x101 * x29 + x105 * x28 * x70 + x106) + x76)
+    del x28, x29, x70
     x108 = x107 / optimizer_shards
-    x109 = x108 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x27
+    x109 = x108 * x2 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x2
     x110 = numpy.minimum(dp, dp_intra_ranks)
     x111 = x110 - 1
     x112 = intra_latency_s * x111
@@ -159,104 +158,124 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x114 = dp * x113 - 1
     x115 = inter_latency_s * x114
     x116 = bytes_per_element * x107
-    x117 = x111 * x113 * x81
-    del x111, x113, x81
-    x118 = x114 * x83 * x91
-    del x114, x83, x91
+    x117 = x111 * x113 * x85
+    del x111, x113, x85
+    x118 = x114 * x56 * x87
+    del x114, x56, x87
     x119 = x93 * zero3 * (x112 + x115 + x116 * x117 + x116 * x118)
     del x116, x93
     x120 = 2 * grad_comm_bytes_per_param * x107
     x121 = 2 * x112 + 2 * x115 + x117 * x120 + x118 * x120
     del x112, x115, x117, x118, x120
-    x122 = -dp_overlap * numpy.minimum(x119, x96) - dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) + x119 + x121
-    del x119, x121, x76
-    x123 = x100 + x109 + x122 + x90 + x95 + x96 + x97 + x98 + x99
-    x124 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x123 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
-    del x0, x2
-    x125 = x123 + x124
+    x122 = -dp_overlap * numpy.minimum(x119, x96) - dp_overlap * numpy.minimum(x121, 2 * stage_layers * x51) + x119 + x121
+    del x119, x121, x51
+    x123 = x100 + x109 + x122 + x92 + x95 + x96 + x97 + x98 + x99
+    x124 = gpus + 0.474798
+    x125 = gpus ** (-1.0)
+    x126 = x124 ** (-0.282765)
+    x127 = gpus / gpus_per_node
+    x128 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x123 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x123 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x125 * x126 * (0.0686881539789491 * x126 + 0.112063) - 1 + 1.16023 / x124)) + x58 + (1 - (1 - slow_node_fraction) ** x127) * (slow_node_slowdown - 1) * (x123 + x58)
+    del x124, x126, x58
+    x129 = x123 + x128
     del x123
-    x126 = weight_bytes_per_param * x107 / weight_shards
-    x127 = grad_bytes_per_param * x107 / grad_shards
+    x130 = weight_bytes_per_param * x107 / weight_shards
+    x131 = grad_bytes_per_param * x107 / grad_shards
     del x107
-    x128 = optimizer_bytes_per_param * x108
+    x132 = optimizer_bytes_per_param * x108
     del x108
-    x129 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
-    del x21, x52, x53, x9
-    x130 = full_recompute * x129 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x129 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
-    del x129, x13, x31, x57, x70, x89, x92
-    x131 = mlp_matrices * (layers - moe_layers)
-    x132 = x101 * x131
+    x133 = x0 * (ffn * mlp_matrices * x80 + x14 * (4 * x46 + 2) + x63 + micro_batch * x4 * (dropout_masks + 4) / cp ** 2) + x14 * (2 * dropout_masks + 8) * (sequence_parallel * x0 - sequence_parallel + 1)
+    del x0, x14, x4, x80
+    x134 = full_recompute * x133 + stage_layers * (1 + x55 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x63 * x8 + x133 * x44) * numpy.minimum(pp, x57) + x37 * (1 + vocab / hidden)
+    del x133, x37, x44, x55, x57, x63, x8
+    x135 = mlp_matrices * (layers - moe_layers)
+    x136 = x101 * x135
     del x101
-    x133 = embedding_matrices * x48 + hidden + layers * x106 + x132
+    x137 = embedding_matrices * x76 + hidden + layers * x106 + x136
     del x106
-    x134 = moe_layers * x105 + x133
+    x138 = moe_layers * x105 + x137
     del x105
-    x135 = x125 ** (-1.0)
-    x136 = global_batch * seq_len * x135
-    x137 = moe_layers * (experts * x10 + x10 * x103 * x40)
+    x139 = x129 ** (-1.0)
+    x140 = global_batch * seq_len * x139
+    x141 = moe_layers * (experts * x25 + x103 * x25 * x31)
     del x103
-    x138 = 4 * hidden * seq_len
-    x139 = 4 * x59
-    del x59
-    x140 = layers * (x138 + x139 * x8 + x139)
-    del x139, x8
-    x141 = 6 * x132 + 3 * x137 + 3 * x140 + 6 * x48
-    del x132, x48
-    x142 = x1 * x136
-    x143 = x141 * x142
-    x144 = global_batch ** (-1.0)
-    x145 = seq_len ** (-1.0)
-    x146 = tokens * x144 * x145
-    x147 = gpus / gpu_mtbf_s
-    x148 = gpus / gpus_per_node
-    x149 = x148 / node_mtbf_s
-    x150 = x147 + x149
-    x151 = x150 ** (-1.0)
-    x152 = checkpoint_bytes_per_param * x134
-    x153 = x1 * x152
-    del x1
-    x154 = x153 / host_copy_bytes_per_s_per_gpu
-    x155 = ckpt_async * x154
-    x156 = x152 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x148)
-    x157 = ckpt_sync * x156
-    x158 = x153 * x82
-    del x153, x82
-    x159 = ckpt_in_memory * (x154 + x158)
-    del x154
-    x160 = x155 + x157 + x159
-    x161 = numpy.sqrt(x151 * (2 * x155 + 2 * x157 + 2 * x159))
-    x162 = x160 * (1 / 2 * x147 + 1 / 2 * x149)
-    del x147, x149
-    x163 = numpy.maximum(ckpt_async * x156, numpy.where(numpy.greater(x151, 1 / 2 * x155 + 1 / 2 * x157 + 1 / 2 * x159), -x160 + x161 * (1 / 3 * numpy.sqrt(x162) + 1 / 9 * x162 + 1), x151))
-    del x155, x156, x157, x159, x162
-    x164 = ckpt_in_memory * x158 + restart_overhead_s + x152 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x148)
-    del x158
-    x165 = x125 * x146
-    x166 = numpy.exp(x150 * (x160 + x163))
-    x167 = x166 - 1
-    x168 = x150 * x164
-    x169 = numpy.exp(x168)
-    x170 = x163 ** (-1.0)
-    x171 = x165 * x170
-    x172 = x167 * x169 * x171
-    x173 = x151 * x172
-    x174 = x150 * x163 * numpy.exp(-x168) / x167
-    del x168
-    x175 = gpus * x173
-    x176 = 0.000277777777777778 * x175
-    x177 = x151 * x171 * (x166 - numpy.exp(x150 * x160))
-    del x150, x166, x171
-    x178 = gpus * (idle_power_w * (tokens * x125 * x144 * x145 * x151 * x167 * x169 * x170 - x177) + x177 * (idle_power_w + x135 * x96 * (-idle_power_w + max_power_w)))
-    del x135, x144, x145, x167, x169, x170, x177
-    x179 = x148 * (network_power_per_node_w + node_overhead_power_w)
-    del x148
-    x180 = x173 * x179 + x178
-    x181 = pue * x180
-    x182 = price_usd_per_gpu_hour * x176
-    x183 = x175 / lifetime_s
-    x184 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x175 + capex_usd_per_gpu * x183 + 2.77777777777778e-07 * electricity_usd_per_kwh * x181
-    del x175
-    x185 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x181
-    x186 = embodied_kg_per_gpu * x183
-    del x183
-    return [x125, x96, x100, x99, x97, x98, x95, x122, x90, x109, x124, x126, x127, x128, x130, memory_reserve_bytes, memory_reserve_bytes + x126 + x127 + x128 + x130, x134, moe_layers * (x102 + x104 * x40) + x133, x136, x141, 1e-12 * x143, x143 * x33, x142 * x33 * (full_recompute * (ffn * x10 * x131 + x137 + x140) + layers * x138 * x71 + x141), x146, x151, x152, x160, x161, x163, x164, x165, x173, x172, 1 - x174, x174, x176, x178, x180, x181, x136 * x174 * x181 / tokens, pue * (gpus * max_power_w + x179), x182, x184, use_tco * x184 + x182 * (1 - use_tco), x185, x186, x185 + x186]
+    x142 = 4 * hidden * seq_len
+    x143 = 4 * x12
+    del x12
+    x144 = layers * (x142 + x143 * x46 + x143)
+    del x143, x46
+    x145 = 6 * x136 + 3 * x141 + 3 * x144 + 6 * x76
+    del x136, x76
+    x146 = x125 * x140
+    x147 = x145 * x146
+    x148 = seq_len ** (-1.0)
+    x149 = tokens * x148 * x53
+    x150 = software_mtbf_s ** (-1.0)
+    x151 = x127 / (rack_mtbf_s * rack_nodes)
+    x152 = gpus / gpu_mtbf_s
+    x153 = x127 / network_mtbf_s
+    x154 = x127 / node_mtbf_s
+    x155 = x152 + x153 + x154
+    x156 = x150 + x151 + x155
+    x157 = x156 ** (-1.0)
+    x158 = checkpoint_bytes_per_param * x138
+    x159 = x125 * x158
+    del x125
+    x160 = x159 / host_copy_bytes_per_s_per_gpu
+    x161 = ckpt_async * x160
+    x162 = x158 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x127)
+    x163 = ckpt_sync * x162
+    x164 = x159 * x86
+    del x159, x86
+    x165 = ckpt_in_memory * (x160 + x164)
+    del x160
+    x166 = x161 + x163 + x165
+    x167 = numpy.sqrt(x157 * (2 * x161 + 2 * x163 + 2 * x165))
+    x168 = x166 * (1 / 2 * x150 + 1 / 2 * x151 + 1 / 2 * x152 + 1 / 2 * x153 + 1 / 2 * x154)
+    del x152, x153, x154
+    x169 = numpy.maximum(ckpt_async * x162, numpy.where(numpy.greater(x157, 1 / 2 * x161 + 1 / 2 * x163 + 1 / 2 * x165), -x166 + x167 * (1 / 3 * numpy.sqrt(x168) + 1 / 9 * x168 + 1), x157))
+    del x161, x162, x163, x165, x168
+    x170 = node_repair_s * x151
+    x171 = numpy.exp(-x170)
+    x172 = -spare_nodes
+    x173 = rack_nodes + x172
+    x174 = node_repair_s * x155
+    x175 = 2 * rack_nodes + x172
+    x176 = x170 * x171
+    del x170
+    x177 = 3 * rack_nodes + x172
+    x178 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x171 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x179 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x171 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x180 = x157 * (x150 + x151 * (x171 * numpy.where(-x173 >= 0, scipy.special.pdtr(numpy.maximum(-x173, 0), x174), 0.0) + x176 * numpy.where(-x175 >= 0, scipy.special.pdtr(numpy.maximum(-x175, 0), x174), 0.0) + x178 * numpy.where(-x177 >= 0, scipy.special.pdtr(numpy.maximum(-x177, 0), x174), 0.0) + x179 * numpy.where(-4 * rack_nodes - x172 >= 0, scipy.special.pdtr(numpy.maximum(-4 * rack_nodes - x172, 0), x174), 0.0)) + x155 * (x171 * numpy.where(spare_nodes - 1 >= 0, scipy.special.pdtr(numpy.maximum(spare_nodes - 1, 0), x174), 0.0) + x176 * numpy.where(-x173 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x173 - 1, 0), x174), 0.0) + x178 * numpy.where(-x175 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x175 - 1, 0), x174), 0.0) + x179 * numpy.where(-x177 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x177 - 1, 0), x174), 0.0)))
+    del x150, x151, x155, x171, x172, x173, x174, x175, x176, x177, x178, x179
+    x181 = ckpt_in_memory * x164 + failure_detection_s - x157 * numpy.log(x180 * numpy.exp(-restart_overhead_s * x156) + (1 - x180) * numpy.exp(-requeue_restart_s * x156)) + x158 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x127)
+    del x164
+    x182 = x129 * x149
+    x183 = numpy.exp(x156 * (x166 + x169))
+    x184 = x183 - 1
+    x185 = x156 * x181
+    x186 = numpy.exp(x185)
+    x187 = x169 ** (-1.0)
+    x188 = x182 * x187
+    x189 = x184 * x186 * x188
+    x190 = x157 * x189
+    x191 = x156 * x169 * numpy.exp(-x185) / x184
+    del x185
+    x192 = x190 * (gpus + gpus_per_node * spare_nodes)
+    x193 = 0.000277777777777778 * x192
+    x194 = x157 * x188 * (x183 - numpy.exp(x156 * x166))
+    del x156, x183, x188
+    x195 = gpus * (idle_power_w * (tokens * x129 * x148 * x157 * x184 * x186 * x187 * x53 - x194) + x194 * (idle_power_w + x139 * x96 * (-idle_power_w + max_power_w)))
+    del x139, x148, x184, x186, x187, x194, x53
+    x196 = network_power_per_node_w + node_overhead_power_w
+    x197 = spare_nodes * (gpus_per_node * idle_power_w + x196) + x127 * x196
+    del x127, x196
+    x198 = x190 * x197 + x195
+    x199 = pue * x198
+    x200 = price_usd_per_gpu_hour * x193
+    x201 = x192 / lifetime_s
+    x202 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x192 + capex_usd_per_gpu * x201 + 2.77777777777778e-07 * electricity_usd_per_kwh * x199
+    del x192
+    x203 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x199
+    x204 = embodied_kg_per_gpu * x201
+    del x201
+    return [x129, x96, x100, x99, x97, x98, x95, x122, x92, x109, x128, x130, x131, x132, x134, memory_reserve_bytes, memory_reserve_bytes + x130 + x131 + x132 + x134, x138, moe_layers * (x102 + x104 * x31) + x137, x140, x145, 1e-12 * x147, x147 * x19, x146 * x19 * (full_recompute * (ffn * x135 * x25 + x141 + x144) + layers * x142 * x45 + x145), x149, x157, x158, x166, x167, x169, x181, x182, x190, x189, 1 - x191, x191, spare_nodes, x180, x193, x195, x198, x199, x140 * x191 * x199 / tokens, pue * (gpus * max_power_w + x197), x200, x202, use_tco * x202 + x200 * (1 - use_tco), x203, x204, x203 + x204]

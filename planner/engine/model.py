@@ -35,6 +35,7 @@ from formulas import (
     energy,
     memory,
     pipeline,
+    reliability as failures,
     straggler,
 )
 from formulas.ops import minimum
@@ -142,6 +143,21 @@ INPUTS: dict[str, tuple[str, str]] = {
     "step_time_cv": ("1", "coefficient of variation of a rank's iteration time"),
     "pause_probability": ("1", "per-rank per-iteration probability of a pause"),
     "pause_duration_s": ("s", "length of such a pause"),
+    "network_mtbf_s": ("s", "mean time between job-stopping network faults per node"),
+    "rack_mtbf_s": ("s", "mean time between failures of one rack (scale-up domain)"),
+    "software_mtbf_s": ("s", "mean time between job-wide software faults"),
+    "rack_nodes": ("1", "nodes of one rack (scale-up domain); a rack failure takes all out"),
+    "failure_detection_s": ("s", "time to detect a failure and stop the job"),
+    "requeue_restart_s": ("s", "restart when no hot spare is healthy (wait for nodes)"),
+    "node_repair_s": ("s", "time until a failed node is healthy again"),
+    "spare_nodes": ("1", "hot-spare nodes reserved for the job"),
+    "gc_interval_s": ("s", "mean time between unplanned GC pauses on one rank"),
+    "gc_duration_s": ("s", "length of one garbage collection"),
+    "gc_planned": ("1", "1 if every rank collects together (planned GC)"),
+    "gc_planned_steps": ("1", "steps between planned collections"),
+    "stage_extra_layers": ("1", "extra layer-equivalents on the slowest pipeline stage"),
+    "slow_node_fraction": ("1", "share of nodes that are slow"),
+    "slow_node_slowdown": ("1", "step-time factor of a slow node"),
 }
 
 #: Outputs: name -> unit, in the kernel's output order (from the column registry).
@@ -389,6 +405,21 @@ def step_time(x: dict, r: dict) -> dict:
                    - base
                    + straggler.pause_delay(x["gpus"], x["pause_probability"],
                                            x["pause_duration_s"]))
+    # software stragglers (Lin et al. OSDI'25): extra layers on the slowest stage stretch
+    # every micro-batch and the bubble; unplanned GC on any rank stalls the step, planned
+    # GC costs d/K; one slow node holds the whole group
+    layer_pass_mb = (r["compute_mb"] - compute.training_pass_time(r["t_logits"], 0)) \
+        / x["stage_layers"]
+    imbalance_s = x["stage_extra_layers"] * layer_pass_mb * m \
+        * (1 + pipeline.bubble_fraction_interleaved(x["pp"], m, x["vp"]))
+    gc_s = x["gc_planned"] * straggler.planned_gc_delay(x["gc_duration_s"],
+                                                        x["gc_planned_steps"]) \
+        + (1 - x["gc_planned"]) * straggler.pause_delay(
+            x["gpus"], straggler.gc_pause_probability(base, x["gc_interval_s"]),
+            x["gc_duration_s"])
+    slow_s = (straggler.slow_node_slowdown(r["nodes"], x["slow_node_fraction"],
+                                           x["slow_node_slowdown"]) - 1) * (base + imbalance_s)
+    straggler_s = straggler_s + imbalance_s + gc_s + slow_s
     return {**parts, "straggler_s": straggler_s, "step_time_s": base + straggler_s}
 
 
@@ -437,8 +468,25 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
 def reliability(x: dict, r: dict) -> dict:
     """Failures, checkpoints and restarts: the wall time of the whole run (Daly)."""
     nodes = r["nodes"]
-    mtbf = checkpoint.combined_mtbf(checkpoint.system_mtbf(x["gpu_mtbf_s"], x["gpus"]),
-                                    checkpoint.system_mtbf(x["node_mtbf_s"], nodes))
+    # failure domains (formulas.reliability): GPU, node and network faults take one node
+    # out, a rack failure its rack_nodes, a software fault none (restart in place)
+    single_rate = (failures.domain_failure_rate(x["gpus"], x["gpu_mtbf_s"])
+                   + failures.domain_failure_rate(nodes, x["node_mtbf_s"])
+                   + failures.domain_failure_rate(nodes, x["network_mtbf_s"]))
+    rack_rate = failures.domain_failure_rate(nodes / x["rack_nodes"], x["rack_mtbf_s"])
+    software_rate = failures.domain_failure_rate(1, x["software_mtbf_s"])
+    mtbf = 1 / (single_rate + rack_rate + software_rate)
+    in_repair = (failures.nodes_in_repair(single_rate, x["node_repair_s"]),
+                 failures.nodes_in_repair(rack_rate, x["node_repair_s"]))
+    swap_fraction = mtbf * (
+        single_rate * failures.pool_swap_probability(x["spare_nodes"], 1, *in_repair,
+                                                     x["rack_nodes"])
+        + rack_rate * failures.pool_swap_probability(x["spare_nodes"], x["rack_nodes"],
+                                                     *in_repair, x["rack_nodes"])
+        + software_rate)
+    failure_restart_s = failures.effective_restart_cost(
+        mtbf, x["failure_detection_s"], x["restart_overhead_s"], x["requeue_restart_s"],
+        swap_fraction)
     size = checkpoint.checkpoint_size(r["params"], x["checkpoint_bytes_per_param"])
     shard = size / x["gpus"]
     write_s = checkpoint.checkpoint_write_time(size, checkpoint.storage_bandwidth(
@@ -449,7 +497,7 @@ def reliability(x: dict, r: dict) -> dict:
     peer_s = checkpoint.checkpoint_write_time(shard, x["scale_out_bandwidth_bytes_per_s"])
     stall = checkpoint.checkpoint_stall_time(write_s, host_s, peer_s, x["ckpt_sync"],
                                              x["ckpt_async"], x["ckpt_in_memory"])
-    restart = checkpoint.checkpoint_restart_time(x["restart_overhead_s"], read_s, peer_s,
+    restart = checkpoint.checkpoint_restart_time(failure_restart_s, read_s, peer_s,
                                                  x["ckpt_in_memory"])
     interval = checkpoint.drained_checkpoint_interval(
         checkpoint.daly_interval(stall, mtbf), write_s, x["ckpt_async"])
@@ -465,6 +513,7 @@ def reliability(x: dict, r: dict) -> dict:
         "waste_fraction": 1 - solve / wall, "ettr": solve / wall,
         # stepping, including work lost to failures (the rest is stalls and restarts)
         "stepping_s": checkpoint.daly_compute_time(solve, interval, stall, mtbf),
+        "spare_nodes": x["spare_nodes"], "swap_fraction": swap_fraction,
     }
 
 
@@ -478,18 +527,23 @@ def energy_use(x: dict, r: dict) -> dict:
                     + energy.energy(x["idle_power_w"], wall - stepping))
     rest_w = energy.non_gpu_it_power(r["nodes"], x["node_overhead_power_w"],
                                      x["network_power_per_node_w"])
-    it_j = gpu_j + energy.energy(rest_w, wall)
+    # hot spares idle for the whole run
+    spare_w = x["spare_nodes"] * (x["gpus_per_node"] * x["idle_power_w"]
+                                  + x["node_overhead_power_w"] + x["network_power_per_node_w"])
+    it_j = gpu_j + energy.energy(rest_w + spare_w, wall)
     facility_j = energy.energy(energy.facility_power(it_j / wall, x["pue"]), wall)
     return {
         "energy_gpu_j": gpu_j, "energy_it_j": it_j, "energy_facility_j": facility_j,
         "avg_power_w": facility_j / wall,
-        "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w, x["pue"]),
+        "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w + spare_w,
+                                              x["pue"]),
     }
 
 
 def cost_and_carbon(x: dict, r: dict) -> dict:
     """GPU-hours, cloud or TCO cost, operational and embodied carbon."""
-    gpus, wall = x["gpus"], r["wall_time_s"]
+    # the job's GPUs and its hot spares' are billed, bought and built
+    gpus, wall = x["gpus"] + x["spare_nodes"] * x["gpus_per_node"], r["wall_time_s"]
     cloud = cost.cloud_cost(gpus, wall, x["price_usd_per_gpu_hour"])
     tco = cost.tco_cost(gpus, wall, x["capex_usd_per_gpu"], x["lifetime_s"],
                         r["energy_facility_j"], x["electricity_usd_per_kwh"],

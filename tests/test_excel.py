@@ -1,8 +1,8 @@
 """planner.report.excel: sympy -> Excel printer, checked against two spreadsheet engines.
 
 Engines: pycel (pure Python, ``pip install pycel``; NORM.S.INV and POISSON.DIST, which
-pycel lacks, are supplied by :func:`norm_s_inv` and :func:`poisson_dist` below from the standard library, not
-scipy) and LibreOffice Calc headless (``apt-get install libreoffice-calc-nogui``),
+pycel lacks, are supplied by :func:`norm_s_inv` and :func:`poisson_dist` below from
+the standard library, not scipy) and LibreOffice Calc headless (``apt-get install libreoffice-calc-nogui``),
 whose formula semantics (unary minus before ``^``, left-associative ``^``)
 follow Excel's.  Locally a missing engine skips its tests with the reason;
 under CI (``CI=true``) it fails them.

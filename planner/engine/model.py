@@ -35,8 +35,10 @@ from formulas import (
     energy,
     memory,
     pipeline,
-    reliability as failures,
     straggler,
+)
+from formulas import (
+    reliability as failures,
 )
 from formulas.ops import minimum
 from planner.engine.columns import kernel_outputs

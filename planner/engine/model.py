@@ -37,9 +37,7 @@ from formulas import (
     pipeline,
     straggler,
 )
-from formulas import (
-    reliability as failures,
-)
+from formulas import reliability as failures
 from formulas.ops import minimum
 from planner.engine.columns import kernel_outputs
 

@@ -15,8 +15,8 @@ import numpy as np
 
 __all__ = [
     "is_symbolic", "sqrt", "exp", "log", "log2", "maximum", "minimum", "where",
-    "ceil", "floor", "ndtri", "harmonic", "erf", "norm_cdf", "poisson_cdf", "pi",
-    "euler_gamma",
+    "ceil", "floor", "ndtri", "harmonic", "erf", "norm_cdf", "poisson_cdf", "expm1", "log1p",
+    "pi", "euler_gamma",
 ]
 
 pi = np.pi
@@ -56,6 +56,24 @@ def exp(x):
 
 def log(x):
     return _sympy().log(x) if is_symbolic(x) else np.log(x)
+
+
+def expm1(x):
+    """e^x - 1, accurate for small x."""
+    if is_symbolic(x):
+        from sympy.codegen.cfunctions import expm1 as _expm1
+
+        return _expm1(x)
+    return np.expm1(x)
+
+
+def log1p(x):
+    """ln(1 + x), accurate for small x."""
+    if is_symbolic(x):
+        from sympy.codegen.cfunctions import log1p as _log1p
+
+        return _log1p(x)
+    return np.log1p(x)
 
 
 def log2(x):

@@ -30,7 +30,7 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import ceil, exp, log, poisson_cdf
+from .ops import ceil, exp, expm1, log1p, maximum, minimum, poisson_cdf, where
 
 DALY = "Daly 2006, FGCS 22(3):303-312, doi:10.1016/j.future.2004.11.016"
 LITTLE = "Little 1961, Oper. Res. 9(3):383, doi:10.1287/opre.9.3.383"
@@ -182,12 +182,15 @@ def effective_restart_cost(mtbf_s, detection_s, swap_restart_s, requeue_restart_
     restart cost enters as e^{R/M}.  If a failure's restart is R_s with
     probability p_s and R_q otherwise, and a failure during a restart starts
     the restart of the new failure, the expected time to resume is
-    M (1/E[e^{-R/M}] - 1): the model holds with R_d = -M ln E[e^{-R/M}].
+    M (1/E[e^{-R/M}] - 1): the model holds with R_d = -M ln E[e^{-R/M}],
+    computed as t_d + R_l - M ln(1 + w (e^{(R_l - R_short)/M} - 1)) with R_l the longer
+    restart and w the probability of the shorter (log1p, expm1: no cancellation,
+    exactly t_d + R_s when R_q = R_s).
     Between t_d + min(R_s, R_q) and the mean restart
     (:func:`domain_restart_cost`), below the mean because a long restart is
     the likelier to be cut short by a failure whose restart may be short;
-    equal to the mean when M is much longer than both.  Needs R/M below ~700
-    (exp underflow).  Several domains combine the
+    equal to the mean when M is much longer than both.  Needs |R_q - R_s|/M
+    below ~700 (exp overflow).  Several domains combine the
     same way, with weights lambda_d / sum lambda.
 
     Parameters
@@ -215,9 +218,14 @@ def effective_restart_cost(mtbf_s, detection_s, swap_restart_s, requeue_restart_
 
     .. math:: R_d = t_d - M \\ln\\left(p_s e^{-R_s/M} + (1 - p_s) e^{-R_q/M}\\right)
     """
-    return detection_s - mtbf_s * log(swap_probability * exp(-swap_restart_s / mtbf_s)
-                                      + (1 - swap_probability)
-                                      * exp(-requeue_restart_s / mtbf_s))
+    # -M ln(p e^{-R_s/M} + (1-p) e^{-R_q/M}) shifted by the longer restart R_l:
+    # R_l - M ln(1 + w (e^{(R_l - R_short)/M} - 1)), w the shorter one's probability; the
+    # log1p argument is >= 0 (no cancellation), exactly t_d + R when R_s = R_q
+    longer = maximum(swap_restart_s, requeue_restart_s)
+    gap = longer - minimum(swap_restart_s, requeue_restart_s)
+    shorter_weight = where(swap_restart_s <= requeue_restart_s, swap_probability,
+                           1 - swap_probability)
+    return detection_s + longer - mtbf_s * log1p(shorter_weight * expm1(gap / mtbf_s))
 
 
 @formula(reference="GPU-hours billed for the job's nodes and its idle hot spares; "

@@ -234,48 +234,49 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x152, x153, x154
     x169 = numpy.maximum(ckpt_async * x162, numpy.where(numpy.greater(x157, 1 / 2 * x161 + 1 / 2 * x163 + 1 / 2 * x165), -x166 + x167 * (1 / 3 * numpy.sqrt(x168) + 1 / 9 * x168 + 1), x157))
     del x161, x162, x163, x165, x168
-    x170 = node_repair_s * x151
-    x171 = numpy.exp(-x170)
-    x172 = -spare_nodes
-    x173 = rack_nodes + x172
-    x174 = node_repair_s * x155
-    x175 = 2 * rack_nodes + x172
-    x176 = x170 * x171
-    del x170
-    x177 = 3 * rack_nodes + x172
-    x178 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x171 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x179 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x171 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x180 = x157 * (x150 + x151 * (x171 * numpy.where(-x173 >= 0, scipy.special.pdtr(numpy.maximum(-x173, 0), x174), 0.0) + x176 * numpy.where(-x175 >= 0, scipy.special.pdtr(numpy.maximum(-x175, 0), x174), 0.0) + x178 * numpy.where(-x177 >= 0, scipy.special.pdtr(numpy.maximum(-x177, 0), x174), 0.0) + x179 * numpy.where(-4 * rack_nodes - x172 >= 0, scipy.special.pdtr(numpy.maximum(-4 * rack_nodes - x172, 0), x174), 0.0)) + x155 * (x171 * numpy.where(spare_nodes - 1 >= 0, scipy.special.pdtr(numpy.maximum(spare_nodes - 1, 0), x174), 0.0) + x176 * numpy.where(-x173 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x173 - 1, 0), x174), 0.0) + x178 * numpy.where(-x175 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x175 - 1, 0), x174), 0.0) + x179 * numpy.where(-x177 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x177 - 1, 0), x174), 0.0)))
-    del x150, x151, x155, x171, x172, x173, x174, x175, x176, x177, x178, x179
-    x181 = ckpt_in_memory * x164 + failure_detection_s - x157 * numpy.log(x180 * numpy.exp(-restart_overhead_s * x156) + (1 - x180) * numpy.exp(-requeue_restart_s * x156)) + x158 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x127)
-    del x164
-    x182 = x129 * x149
-    x183 = numpy.exp(x156 * (x166 + x169))
-    x184 = x183 - 1
-    x185 = x156 * x181
-    x186 = numpy.exp(x185)
-    x187 = x169 ** (-1.0)
-    x188 = x182 * x187
-    x189 = x184 * x186 * x188
-    x190 = x157 * x189
-    x191 = x156 * x169 * numpy.exp(-x185) / x184
-    del x185
-    x192 = x190 * (gpus + gpus_per_node * spare_nodes)
-    x193 = 0.000277777777777778 * x192
-    x194 = x157 * x188 * (x183 - numpy.exp(x156 * x166))
-    del x156, x183, x188
-    x195 = gpus * (idle_power_w * (tokens * x129 * x148 * x157 * x184 * x186 * x187 * x53 - x194) + x194 * (idle_power_w + x139 * x96 * (-idle_power_w + max_power_w)))
-    del x139, x148, x184, x186, x187, x194, x53
-    x196 = network_power_per_node_w + node_overhead_power_w
-    x197 = spare_nodes * (gpus_per_node * idle_power_w + x196) + x127 * x196
-    del x127, x196
-    x198 = x190 * x197 + x195
-    x199 = pue * x198
-    x200 = price_usd_per_gpu_hour * x193
-    x201 = x192 / lifetime_s
-    x202 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x192 + capex_usd_per_gpu * x201 + 2.77777777777778e-07 * electricity_usd_per_kwh * x199
-    del x192
-    x203 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x199
-    x204 = embodied_kg_per_gpu * x201
-    del x201
-    return [x129, x96, x100, x99, x97, x98, x95, x122, x92, x109, x128, x130, x131, x132, x134, memory_reserve_bytes, memory_reserve_bytes + x130 + x131 + x132 + x134, x138, moe_layers * (x102 + x104 * x31) + x137, x140, x145, 1e-12 * x147, x147 * x19, x146 * x19 * (full_recompute * (ffn * x135 * x25 + x141 + x144) + layers * x142 * x45 + x145), x149, x157, x158, x166, x167, x169, x181, x182, x190, x189, 1 - x191, x191, spare_nodes, x180, x193, x195, x198, x199, x140 * x191 * x199 / tokens, pue * (gpus * max_power_w + x197), x200, x202, use_tco * x202 + x200 * (1 - use_tco), x203, x204, x203 + x204]
+    x170 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x171 = node_repair_s * x151
+    x172 = numpy.exp(-x171)
+    x173 = -spare_nodes
+    x174 = rack_nodes + x173
+    x175 = node_repair_s * x155
+    x176 = 2 * rack_nodes + x173
+    x177 = x171 * x172
+    del x171
+    x178 = 3 * rack_nodes + x173
+    x179 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x172 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x180 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x172 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x181 = x157 * (x150 + x151 * (x172 * numpy.where(-x174 >= 0, scipy.special.pdtr(numpy.maximum(-x174, 0), x175), 0.0) + x177 * numpy.where(-x176 >= 0, scipy.special.pdtr(numpy.maximum(-x176, 0), x175), 0.0) + x179 * numpy.where(-x178 >= 0, scipy.special.pdtr(numpy.maximum(-x178, 0), x175), 0.0) + x180 * numpy.where(-4 * rack_nodes - x173 >= 0, scipy.special.pdtr(numpy.maximum(-4 * rack_nodes - x173, 0), x175), 0.0)) + x155 * (x172 * numpy.where(spare_nodes - 1 >= 0, scipy.special.pdtr(numpy.maximum(spare_nodes - 1, 0), x175), 0.0) + x177 * numpy.where(-x174 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x174 - 1, 0), x175), 0.0) + x179 * numpy.where(-x176 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x176 - 1, 0), x175), 0.0) + x180 * numpy.where(-x178 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x178 - 1, 0), x175), 0.0)))
+    del x150, x151, x155, x172, x173, x174, x175, x176, x177, x178, x179, x180
+    x182 = ckpt_in_memory * x164 + failure_detection_s - x157 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x181, 1 - x181) * numpy.expm1(x156 * (x170 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x158 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x127) + x170
+    del x164, x170
+    x183 = x129 * x149
+    x184 = numpy.exp(x156 * (x166 + x169))
+    x185 = x184 - 1
+    x186 = x156 * x182
+    x187 = numpy.exp(x186)
+    x188 = x169 ** (-1.0)
+    x189 = x183 * x188
+    x190 = x185 * x187 * x189
+    x191 = x157 * x190
+    x192 = x156 * x169 * numpy.exp(-x186) / x185
+    del x186
+    x193 = x191 * (gpus + gpus_per_node * spare_nodes)
+    x194 = 0.000277777777777778 * x193
+    x195 = x157 * x189 * (x184 - numpy.exp(x156 * x166))
+    del x156, x184, x189
+    x196 = gpus * (idle_power_w * (tokens * x129 * x148 * x157 * x185 * x187 * x188 * x53 - x195) + x195 * (idle_power_w + x139 * x96 * (-idle_power_w + max_power_w)))
+    del x139, x148, x185, x187, x188, x195, x53
+    x197 = network_power_per_node_w + node_overhead_power_w
+    x198 = spare_nodes * (gpus_per_node * idle_power_w + x197) + x127 * x197
+    del x127, x197
+    x199 = x191 * x198 + x196
+    x200 = pue * x199
+    x201 = price_usd_per_gpu_hour * x194
+    x202 = x193 / lifetime_s
+    x203 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x193 + capex_usd_per_gpu * x202 + 2.77777777777778e-07 * electricity_usd_per_kwh * x200
+    del x193
+    x204 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x200
+    x205 = embodied_kg_per_gpu * x202
+    del x202
+    return [x129, x96, x100, x99, x97, x98, x95, x122, x92, x109, x128, x130, x131, x132, x134, memory_reserve_bytes, memory_reserve_bytes + x130 + x131 + x132 + x134, x138, moe_layers * (x102 + x104 * x31) + x137, x140, x145, 1e-12 * x147, x147 * x19, x146 * x19 * (full_recompute * (ffn * x135 * x25 + x141 + x144) + layers * x142 * x45 + x145), x149, x157, x158, x166, x167, x169, x182, x183, x191, x190, 1 - x192, x192, spare_nodes, x181, x194, x196, x199, x200, x140 * x192 * x200 / tokens, pue * (gpus * max_power_w + x198), x201, x203, use_tco * x203 + x201 * (1 - use_tco), x204, x205, x204 + x205]

@@ -348,6 +348,12 @@ class ExcelPrinter(StrPrinter):
     def _print_erfinv(self, expr) -> str:  # reached only if called without _rewrite
         return self._print(_rewrite(expr))
 
+    def _print_expm1(self, expr) -> str:  # sympy.codegen.cfunctions (formulas.ops.expm1)
+        return f"(EXP({self._print(expr.args[0])}) - 1)"
+
+    def _print_log1p(self, expr) -> str:
+        return f"LN(1 + {self._print(expr.args[0])})"
+
     def _print_PoissonCdf(self, expr) -> str:  # formulas.ops.poisson_cdf
         k, mu = (self._print(a) for a in expr.args)
         return f"IF({k} < 0, 0, POISSON.DIST({k}, {mu}, TRUE))"

@@ -43,7 +43,7 @@ _SYM = {"gpus": "N", "gpus_per_unit": "g_d", "units": "n_d", "unit_mtbf_s": "M_d
         "single_in_repair": r"\mu_1", "rack_in_repair": r"\mu_r", "rack_nodes": "m"}
 
 #: Rack failures counted in :func:`pool_swap_probability` (the Poisson sum is cut after this).
-RACK_TERMS = 4
+RACK_TERMS = 12
 
 
 @formula(reference="A job of N GPUs spans ceil(N/g) units of g GPUs; e.g. NVIDIA GB200 "
@@ -273,9 +273,9 @@ def pool_swap_probability(spares, nodes_lost, single_in_repair, rack_in_repair, 
 
     Nodes in repair: X = X_1 + m Y with X_1 ~ Poisson(mu_1) single nodes (GPU,
     host, network faults) and Y ~ Poisson(mu_r) racks of m nodes.  A failure
-    swaps when X + n_l <= N_s.  The sum over Y stops after ``RACK_TERMS`` = 4
-    terms: the error is at most P(Y >= 4) = 1 - P(Y <= 3) (below 3e-6 for
-    mu_r <= 0.1; mu_r = racks x rate x repair time).  The exact compound law
+    swaps when X + n_l <= N_s.  The sum over Y stops after ``RACK_TERMS`` = 12
+    terms: the error is at most P(Y >= 12), below 1.4e-6 for mu_r <= 2 and 1e-3
+    for mu_r <= 4 (mu_r = racks x rack failure rate x repair time).  The exact compound law
     is :func:`planner.analysis.simulate.repair_pool_pmf`.
 
     Parameters
@@ -303,7 +303,7 @@ def pool_swap_probability(spares, nodes_lost, single_in_repair, rack_in_repair, 
     >>> float(pool_swap_probability(0, 1, 1.5, 0.0, 18))
     0.0
 
-    .. math:: p_s = \\sum_{y=0}^{3} e^{-\\mu_r} \\frac{\\mu_r^y}{y!}
+    .. math:: p_s = \\sum_{y=0}^{11} e^{-\\mu_r} \\frac{\\mu_r^y}{y!}
               P\\left(X_1 \\le N_s - n_l - m y\\right)
     """
     total = 0

@@ -245,38 +245,54 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x171
     x178 = 3 * rack_nodes + x173
     x179 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x172 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x180 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x172 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x181 = x157 * (x150 + x151 * (x172 * numpy.where(-x174 >= 0, scipy.special.pdtr(numpy.maximum(-x174, 0), x175), 0.0) + x177 * numpy.where(-x176 >= 0, scipy.special.pdtr(numpy.maximum(-x176, 0), x175), 0.0) + x179 * numpy.where(-x178 >= 0, scipy.special.pdtr(numpy.maximum(-x178, 0), x175), 0.0) + x180 * numpy.where(-4 * rack_nodes - x173 >= 0, scipy.special.pdtr(numpy.maximum(-4 * rack_nodes - x173, 0), x175), 0.0)) + x155 * (x172 * numpy.where(spare_nodes - 1 >= 0, scipy.special.pdtr(numpy.maximum(spare_nodes - 1, 0), x175), 0.0) + x177 * numpy.where(-x174 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x174 - 1, 0), x175), 0.0) + x179 * numpy.where(-x176 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x176 - 1, 0), x175), 0.0) + x180 * numpy.where(-x178 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x178 - 1, 0), x175), 0.0)))
-    del x150, x151, x155, x172, x173, x174, x175, x176, x177, x178, x179, x180
-    x182 = ckpt_in_memory * x164 + failure_detection_s - x157 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x181, 1 - x181) * numpy.expm1(x156 * (x170 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x158 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x127) + x170
+    x180 = 4 * rack_nodes + x173
+    x181 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x172 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x182 = 5 * rack_nodes + x173
+    x183 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x172 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x184 = 6 * rack_nodes + x173
+    x185 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x172 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x186 = 7 * rack_nodes + x173
+    x187 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x172 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x188 = 8 * rack_nodes + x173
+    x189 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x172 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x190 = 9 * rack_nodes + x173
+    x191 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x172 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x192 = 10 * rack_nodes + x173
+    x193 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x172 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x194 = 11 * rack_nodes + x173
+    x195 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x172 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x196 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x172 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x197 = x157 * (x150 + x151 * (x172 * numpy.where(-x174 >= 0, scipy.special.pdtr(numpy.maximum(-x174, 0), x175), 0.0) + x177 * numpy.where(-x176 >= 0, scipy.special.pdtr(numpy.maximum(-x176, 0), x175), 0.0) + x179 * numpy.where(-x178 >= 0, scipy.special.pdtr(numpy.maximum(-x178, 0), x175), 0.0) + x181 * numpy.where(-x180 >= 0, scipy.special.pdtr(numpy.maximum(-x180, 0), x175), 0.0) + x183 * numpy.where(-x182 >= 0, scipy.special.pdtr(numpy.maximum(-x182, 0), x175), 0.0) + x185 * numpy.where(-x184 >= 0, scipy.special.pdtr(numpy.maximum(-x184, 0), x175), 0.0) + x187 * numpy.where(-x186 >= 0, scipy.special.pdtr(numpy.maximum(-x186, 0), x175), 0.0) + x189 * numpy.where(-x188 >= 0, scipy.special.pdtr(numpy.maximum(-x188, 0), x175), 0.0) + x191 * numpy.where(-x190 >= 0, scipy.special.pdtr(numpy.maximum(-x190, 0), x175), 0.0) + x193 * numpy.where(-x192 >= 0, scipy.special.pdtr(numpy.maximum(-x192, 0), x175), 0.0) + x195 * numpy.where(-x194 >= 0, scipy.special.pdtr(numpy.maximum(-x194, 0), x175), 0.0) + x196 * numpy.where(-12 * rack_nodes - x173 >= 0, scipy.special.pdtr(numpy.maximum(-12 * rack_nodes - x173, 0), x175), 0.0)) + x155 * (x172 * numpy.where(spare_nodes - 1 >= 0, scipy.special.pdtr(numpy.maximum(spare_nodes - 1, 0), x175), 0.0) + x177 * numpy.where(-x174 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x174 - 1, 0), x175), 0.0) + x179 * numpy.where(-x176 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x176 - 1, 0), x175), 0.0) + x181 * numpy.where(-x178 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x178 - 1, 0), x175), 0.0) + x183 * numpy.where(-x180 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x180 - 1, 0), x175), 0.0) + x185 * numpy.where(-x182 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x182 - 1, 0), x175), 0.0) + x187 * numpy.where(-x184 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x184 - 1, 0), x175), 0.0) + x189 * numpy.where(-x186 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x186 - 1, 0), x175), 0.0) + x191 * numpy.where(-x188 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x188 - 1, 0), x175), 0.0) + x193 * numpy.where(-x190 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x190 - 1, 0), x175), 0.0) + x195 * numpy.where(-x192 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x192 - 1, 0), x175), 0.0) + x196 * numpy.where(-x194 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x194 - 1, 0), x175), 0.0)))
+    del x150, x151, x155, x172, x173, x174, x175, x176, x177, x178, x179, x180, x181, x182, x183, x184, x185, x186, x187, x188, x189, x190, x191, x192, x193, x194, x195, x196
+    x198 = ckpt_in_memory * x164 + failure_detection_s - x157 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x197, 1 - x197) * numpy.expm1(x156 * (x170 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x158 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x127) + x170
     del x164, x170
-    x183 = x129 * x149
-    x184 = numpy.exp(x156 * (x166 + x169))
-    x185 = x184 - 1
-    x186 = x156 * x182
-    x187 = numpy.exp(x186)
-    x188 = x169 ** (-1.0)
-    x189 = x183 * x188
-    x190 = x185 * x187 * x189
-    x191 = x157 * x190
-    x192 = x156 * x169 * numpy.exp(-x186) / x185
-    del x186
-    x193 = x191 * (gpus + gpus_per_node * spare_nodes)
-    x194 = 0.000277777777777778 * x193
-    x195 = x157 * x189 * (x184 - numpy.exp(x156 * x166))
-    del x156, x184, x189
-    x196 = gpus * (idle_power_w * (tokens * x129 * x148 * x157 * x185 * x187 * x188 * x53 - x195) + x195 * (idle_power_w + x139 * x96 * (-idle_power_w + max_power_w)))
-    del x139, x148, x185, x187, x188, x195, x53
-    x197 = network_power_per_node_w + node_overhead_power_w
-    x198 = spare_nodes * (gpus_per_node * idle_power_w + x197) + x127 * x197
-    del x127, x197
-    x199 = x191 * x198 + x196
-    x200 = pue * x199
-    x201 = price_usd_per_gpu_hour * x194
-    x202 = x193 / lifetime_s
-    x203 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x193 + capex_usd_per_gpu * x202 + 2.77777777777778e-07 * electricity_usd_per_kwh * x200
-    del x193
-    x204 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x200
-    x205 = embodied_kg_per_gpu * x202
+    x199 = x129 * x149
+    x200 = numpy.exp(x156 * (x166 + x169))
+    x201 = x200 - 1
+    x202 = x156 * x198
+    x203 = numpy.exp(x202)
+    x204 = x169 ** (-1.0)
+    x205 = x199 * x204
+    x206 = x201 * x203 * x205
+    x207 = x157 * x206
+    x208 = x156 * x169 * numpy.exp(-x202) / x201
     del x202
-    return [x129, x96, x100, x99, x97, x98, x95, x122, x92, x109, x128, x130, x131, x132, x134, memory_reserve_bytes, memory_reserve_bytes + x130 + x131 + x132 + x134, x138, moe_layers * (x102 + x104 * x31) + x137, x140, x145, 1e-12 * x147, x147 * x19, x146 * x19 * (full_recompute * (ffn * x135 * x25 + x141 + x144) + layers * x142 * x45 + x145), x149, x157, x158, x166, x167, x169, x182, x183, x191, x190, 1 - x192, x192, spare_nodes, x181, x194, x196, x199, x200, x140 * x192 * x200 / tokens, pue * (gpus * max_power_w + x198), x201, x203, use_tco * x203 + x201 * (1 - use_tco), x204, x205, x204 + x205]
+    x209 = x207 * (gpus + gpus_per_node * spare_nodes)
+    x210 = 0.000277777777777778 * x209
+    x211 = x157 * x205 * (x200 - numpy.exp(x156 * x166))
+    del x156, x200, x205
+    x212 = gpus * (idle_power_w * (tokens * x129 * x148 * x157 * x201 * x203 * x204 * x53 - x211) + x211 * (idle_power_w + x139 * x96 * (-idle_power_w + max_power_w)))
+    del x139, x148, x201, x203, x204, x211, x53
+    x213 = network_power_per_node_w + node_overhead_power_w
+    x214 = spare_nodes * (gpus_per_node * idle_power_w + x213) + x127 * x213
+    del x127, x213
+    x215 = x207 * x214 + x212
+    x216 = pue * x215
+    x217 = price_usd_per_gpu_hour * x210
+    x218 = x209 / lifetime_s
+    x219 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x209 + capex_usd_per_gpu * x218 + 2.77777777777778e-07 * electricity_usd_per_kwh * x216
+    del x209
+    x220 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x216
+    x221 = embodied_kg_per_gpu * x218
+    del x218
+    return [x129, x96, x100, x99, x97, x98, x95, x122, x92, x109, x128, x130, x131, x132, x134, memory_reserve_bytes, memory_reserve_bytes + x130 + x131 + x132 + x134, x138, moe_layers * (x102 + x104 * x31) + x137, x140, x145, 1e-12 * x147, x147 * x19, x146 * x19 * (full_recompute * (ffn * x135 * x25 + x141 + x144) + layers * x142 * x45 + x145), x149, x157, x158, x166, x167, x169, x198, x199, x207, x206, 1 - x208, x208, spare_nodes, x197, x210, x212, x215, x216, x140 * x208 * x216 / tokens, pue * (gpus * max_power_w + x214), x217, x219, use_tco * x219 + x217 * (1 - use_tco), x220, x221, x220 + x221]

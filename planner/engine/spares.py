@@ -42,7 +42,7 @@ def optimal_spare_nodes(**x) -> np.ndarray:
     from formulas import reliability as rel
 
     def col(name):
-        return np.asarray(x[name], dtype=float)[:, None]
+        return np.atleast_1d(np.asarray(x[name], dtype=float))[:, None]
 
     nodes = col("gpus") / col("gpus_per_node")
     single = (rel.domain_failure_rate(col("gpus"), col("gpu_mtbf_s"))

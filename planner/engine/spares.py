@@ -71,8 +71,10 @@ def resolve_spares(inputs: dict) -> dict:
     auto = np.asarray(spares) == AUTO
     if not auto.any():
         return inputs
-    n = max((np.size(inputs[k]) for k in SPARE_INPUTS if np.ndim(inputs[k]) > 0), default=1)
-    n = max(n, np.size(spares))
+    sizes = [np.size(inputs[k]) for k in (*SPARE_INPUTS, "spare_nodes") if np.ndim(inputs[k])]
+    n = sizes[0] if sizes else 1
+    if n == 0:  # no candidates
+        return {**inputs, "spare_nodes": np.zeros(0)}
     table = np.stack([np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,))
                       for k in SPARE_INPUTS], axis=1)
     rows, inverse = np.unique(table, axis=0, return_inverse=True)

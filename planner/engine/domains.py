@@ -177,6 +177,11 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "storage_write_gbps": BANDWIDTH_GBPS, "storage_read_gbps": BANDWIDTH_GBPS,
     "host_copy_gbps": BANDWIDTH_GBPS, "peer_copy_gbps": BANDWIDTH_GBPS,
     "restart_minutes": Domain(">=0", maximum=1e7), "train_days": Domain(">0", maximum=1e6),
+    # software stragglers (planner/cli/fault_options.py), seconds
+    "gc_interval": Domain(">0", maximum=1e12), "gc_pause": Domain(">=0", maximum=1e7),
+    "gc_every_steps": Domain(">=1", integer=True, maximum=MAX_DIM),
+    "stage_imbalance": Domain(">=0", maximum=1e6), "slow_nodes": FRACTION,
+    "slow_node_slowdown": Domain(">=1", maximum=1e6),
 }
 
 DOMAINS: dict[str, Domain] = {**INPUT_DOMAINS, **OPTION_DOMAINS}

@@ -84,18 +84,22 @@ def stragglers(
     """How much of the cluster each software straggler cause wastes (GC pauses, pipeline
     stage imbalance, slow nodes, sequence imbalance, all together) as the job grows."""
     format = output_format(format, output)
-    from planner.engine.domains import Domain, check, check_value
+    from planner.engine.domains import Domain, check
 
     counts = parse_gpu_list(gpus)
     check({"gc_interval": gc_interval, "gc_pause": gc_pause, "gc_every_steps": gc_every_steps,
            "stage_imbalance": stage_imbalance, "slow_nodes": slow_nodes,
            "slow_node_slowdown": slow_node_slowdown, "seed": seed})
-    check_value("step_time", step_time, Domain(">0", maximum=1e9))
-    check_value("step_time_cv", step_time_cv, Domain(">=0", maximum=10))
-    check_value("stages", stages, Domain(">=1", integer=True, maximum=2**20))
-    check_value("microbatches", microbatches, Domain(">=1", integer=True, maximum=2**31))
-    check_value("sequence_slowdown", sequence_slowdown, Domain(">=1", maximum=1e6))
-    check_value("steps", steps, Domain(">=1", integer=True, maximum=10**7))
+    for name, value, domain in (
+            ("step_time", step_time, Domain(">0", maximum=1e9)),
+            ("step_time_cv", step_time_cv, Domain(">=0", maximum=10)),
+            ("stages", stages, Domain(">=1", integer=True, maximum=2**20)),
+            ("microbatches", microbatches, Domain(">=1", integer=True, maximum=2**31)),
+            ("sequence_slowdown", sequence_slowdown, Domain(">=1", maximum=1e6)),
+            ("steps", steps, Domain(">=1", integer=True, maximum=10**7))):
+        if not bool(domain.ok(value)):
+            raise CapplanError(f"--{name.replace('_', '-')} must be {domain.text}, "
+                               f"got {value:g}")
 
     import math
 

@@ -11,10 +11,10 @@ shard counts computed by :mod:`planner.space` from the ZeRO stage.
 The model runs as a pipeline of named stages (``STAGES``, in the manner of
 pvlib's ModelChain): layout -> parameters -> FLOPs -> attention and MLP op times ->
 compute time -> micro-batch and iteration communication -> step time ->
-throughput -> memory -> reliability -> energy -> cost and carbon.  Each stage is a
-short function ``stage(x, r)`` of the inputs ``x`` and the quantities ``r`` of the
-stages before it that returns a few named quantities and calls registered
-formulas only; every physical constant lives in :mod:`formulas`.
+throughput -> memory -> failure domains -> reliability -> energy -> cost and
+carbon.  Each stage is a short function ``stage(x, r)`` of the inputs ``x`` and
+the quantities ``r`` of the stages before it that returns a few named
+quantities and calls registered formulas only; every physical constant lives in :mod:`formulas`.
 :func:`run_stages` returns every named quantity, :func:`run_model` the outputs.
 
 Every input is in SI units (s, B, FLOP, W, J, USD); ``INPUTS`` lists them with
@@ -38,8 +38,9 @@ from formulas import (
     straggler,
 )
 from formulas import reliability as failures
-from formulas.ops import minimum
+from formulas.ops import is_symbolic, minimum
 from planner.engine.columns import kernel_outputs
+from planner.engine.spares import resolve_spares
 
 #: Inputs of the run model: name -> (unit, meaning).
 INPUTS: dict[str, tuple[str, str]] = {
@@ -465,11 +466,11 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         + terms["activation_bytes"] + terms["reserve_bytes"])}
 
 
-def reliability(x: dict, r: dict) -> dict:
-    """Failures, checkpoints and restarts: the wall time of the whole run (Daly)."""
+def failure_domains(x: dict, r: dict) -> dict:
+    """System MTBF, share of swaps and restart cost from the failure domains and spares."""
     nodes = r["nodes"]
-    # failure domains (formulas.reliability): GPU, node and network faults take one node
-    # out, a rack failure its rack_nodes, a software fault none (restart in place)
+    # GPU, node and network faults take one node out, a rack failure its rack_nodes, a
+    # software fault none (restart in place); formulas.reliability
     single_rate = (failures.domain_failure_rate(x["gpus"], x["gpu_mtbf_s"])
                    + failures.domain_failure_rate(nodes, x["node_mtbf_s"])
                    + failures.domain_failure_rate(nodes, x["network_mtbf_s"]))
@@ -484,9 +485,16 @@ def reliability(x: dict, r: dict) -> dict:
         + rack_rate * failures.pool_swap_probability(x["spare_nodes"], x["rack_nodes"],
                                                      *in_repair, x["rack_nodes"])
         + software_rate)
-    failure_restart_s = failures.effective_restart_cost(
-        mtbf, x["failure_detection_s"], x["restart_overhead_s"], x["requeue_restart_s"],
-        swap_fraction)
+    return {"system_mtbf_s": mtbf, "swap_fraction": swap_fraction,
+            "spare_nodes": x["spare_nodes"],
+            "failure_restart_s": failures.effective_restart_cost(
+                mtbf, x["failure_detection_s"], x["restart_overhead_s"],
+                x["requeue_restart_s"], swap_fraction)}
+
+
+def reliability(x: dict, r: dict) -> dict:
+    """Failures, checkpoints and restarts: the wall time of the whole run (Daly)."""
+    nodes, mtbf, failure_restart_s = r["nodes"], r["system_mtbf_s"], r["failure_restart_s"]
     size = checkpoint.checkpoint_size(r["params"], x["checkpoint_bytes_per_param"])
     shard = size / x["gpus"]
     write_s = checkpoint.checkpoint_write_time(size, checkpoint.storage_bandwidth(
@@ -505,7 +513,7 @@ def reliability(x: dict, r: dict) -> dict:
     solve = steps * r["step_time_s"]
     wall = checkpoint.daly_wall_time(solve, interval, stall, restart, mtbf)
     return {
-        "system_mtbf_s": mtbf, "checkpoint_bytes": size, "checkpoint_stall_s": stall,
+        "checkpoint_bytes": size, "checkpoint_stall_s": stall,
         "young_interval_s": checkpoint.young_interval(stall, mtbf),
         "checkpoint_interval_s": interval, "restart_s": restart, "steps": steps,
         "solve_time_s": solve, "wall_time_s": wall,
@@ -513,7 +521,6 @@ def reliability(x: dict, r: dict) -> dict:
         "waste_fraction": 1 - solve / wall, "ettr": solve / wall,
         # stepping, including work lost to failures (the rest is stalls and restarts)
         "stepping_s": checkpoint.daly_compute_time(solve, interval, stall, mtbf),
-        "spare_nodes": x["spare_nodes"], "swap_fraction": swap_fraction,
     }
 
 
@@ -562,11 +569,13 @@ def cost_and_carbon(x: dict, r: dict) -> dict:
 #: The run model, in order: each stage sees the inputs and everything before it.
 STAGES = (layout, parameters, flops, attention_times, mlp_times, compute_time,
           microbatch_communication, iteration_communication, step_time, throughput,
-          memory_per_gpu, reliability, energy_use, cost_and_carbon)
+          memory_per_gpu, failure_domains, reliability, energy_use, cost_and_carbon)
 
 
 def run_stages(x: dict) -> dict:
     """Every named quantity of every stage (outputs and intermediates)."""
+    if not is_symbolic(x.get("spare_nodes", 0.0)):  # numbers: --spares auto is resolved
+        x = resolve_spares(x)
     results: dict = {}
     for stage in STAGES:
         results.update(stage(x, results))

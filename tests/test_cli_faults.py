@@ -154,3 +154,22 @@ def test_bad_run_model_overrides_are_refused(name, value):
 
     with pytest.raises(CapplanError, match=name):
         check_overrides({name: value})
+
+
+@pytest.mark.parametrize("field,value", [("domain_rack_mtbf_s", -5), ("domain_rack_mtbf_s", 0),
+                                         ("domain_software_mtbf_s", 0),
+                                         ("node_repair_s", -1), ("requeue_restart_s", -60)])
+def test_a_user_profile_with_bad_domain_data_gives_one_line(capsys, tmp_path, field, value):
+    from pathlib import Path
+
+    source = Path(__file__).parents[1] / "hardware_catalog" / "data" / "reliability"
+    text = (source / "rack-domains.toml").read_text().replace('id = "rack-domains"',
+                                                               'id = "mine"')
+    lines = [f"{field} = {{ value = {value}" + line[line.index(","):]
+             if line.startswith(f"{field} = ") else line for line in text.splitlines()]
+    (tmp_path / "reliability").mkdir()
+    (tmp_path / "reliability" / "mine.toml").write_text("\n".join(lines) + "\n")
+    code, _, err = run(capsys, ["evaluate", "--catalog", str(tmp_path), "--reliability",
+                                "mine"])
+    assert code == USAGE, err
+    assert err.count("\n") == 1 and f"{field}.value" in err, err

@@ -9,11 +9,14 @@ display use.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 __all__ = [
     "is_symbolic", "sqrt", "exp", "log", "log2", "maximum", "minimum", "where",
-    "ceil", "floor", "ndtri", "harmonic", "erf", "norm_cdf", "pi", "euler_gamma",
+    "ceil", "floor", "ndtri", "harmonic", "erf", "norm_cdf", "poisson_cdf", "expm1", "log1p",
+    "pi", "euler_gamma",
 ]
 
 pi = np.pi
@@ -53,6 +56,24 @@ def exp(x):
 
 def log(x):
     return _sympy().log(x) if is_symbolic(x) else np.log(x)
+
+
+def expm1(x):
+    """e^x - 1, accurate for small x."""
+    if is_symbolic(x):
+        from sympy.codegen.cfunctions import expm1 as _expm1
+
+        return _expm1(x)
+    return np.expm1(x)
+
+
+def log1p(x):
+    """ln(1 + x), accurate for small x."""
+    if is_symbolic(x):
+        from sympy.codegen.cfunctions import log1p as _log1p
+
+        return _log1p(x)
+    return np.log1p(x)
 
 
 def log2(x):
@@ -120,3 +141,65 @@ def harmonic(n):
     from .special import digamma
 
     return _series_like(digamma(np.asarray(n, dtype=float) + 1.0) + np.euler_gamma, n)
+
+
+@cache
+def _poisson_cdf_function():
+    """The sympy function ``PoissonCdf(k, mu)`` (built once; sympy is imported lazily)."""
+    sp = _sympy()
+
+    class PoissonCdf(sp.Function):
+        """P(X <= k) for X ~ Poisson(mu); 0 for k < 0.  Printed by the kernel printer
+        (scipy.special.pdtr) and the Excel printer (POISSON.DIST)."""
+
+        nargs = 2
+
+        @classmethod
+        def eval(cls, k, mu):
+            if k.is_number and mu.is_number and not (k.has(sp.zoo, sp.nan)
+                                                     or mu.has(sp.zoo, sp.nan)):
+                return sp.Float(float(poisson_cdf(float(k), float(mu))))
+            return None
+
+        def _numpycode(self, printer):
+            """numpy/scipy code for lambdify and the generated kernel."""
+            k, mu = (printer._print(a) for a in self.args)
+            where, maximum = printer._module_format("numpy.where"), \
+                printer._module_format("numpy.maximum")
+            pdtr = printer._module_format("scipy.special.pdtr")
+            return f"{where}({k} >= 0, {pdtr}({maximum}({k}, 0), {mu}), 0.0)"
+
+        def _mpmathcode(self, printer):
+            """mpmath code (the registry test's independent path): regularised gamma."""
+            k, mu = (printer._print(a) for a in self.args)
+            gammainc, floor = (printer._module_format(f"mpmath.{n}") for n in ("gammainc",
+                                                                                 "floor"))
+            return (f"({gammainc}({floor}({k}) + 1, {mu}, {printer._module_format('mpmath.inf')}"
+                    f", regularized=True) if {k} >= 0 else 0)")
+
+        def fdiff(self, argindex=1):
+            k, mu = self.args
+            if argindex != 2:  # a step function of k: zero almost everywhere
+                return sp.S.Zero
+            whole = sp.floor(k)  # d/dmu P(X <= k) = -P(X = floor(k))
+            return -sp.Piecewise((sp.exp(whole * sp.log(mu) - mu - sp.loggamma(whole + 1)),
+                                  k >= 0), (0, True))
+
+    return PoissonCdf
+
+
+def poisson_cdf(k, mu):
+    """P(X <= k) for X ~ Poisson(mu), k real (floored), 0 for k < 0.
+
+    >>> round(poisson_cdf(2, 1.0), 6)
+    0.919699
+    >>> float(poisson_cdf(-1, 1.0))
+    0.0
+    """
+    if is_symbolic(k, mu):
+        return _poisson_cdf_function()(k, mu)
+    from scipy.special import pdtr
+
+    k_arr = np.asarray(k, dtype=float)
+    out = np.where(k_arr >= 0, pdtr(np.maximum(k_arr, 0.0), mu), 0.0)
+    return _series_like(out, k, mu)

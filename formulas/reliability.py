@@ -30,7 +30,7 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import ceil, exp, log
+from .ops import ceil, exp, expm1, log1p, maximum, minimum, poisson_cdf, where
 
 DALY = "Daly 2006, FGCS 22(3):303-312, doi:10.1016/j.future.2004.11.016"
 LITTLE = "Little 1961, Oper. Res. 9(3):383, doi:10.1287/opre.9.3.383"
@@ -39,7 +39,11 @@ _SYM = {"gpus": "N", "gpus_per_unit": "g_d", "units": "n_d", "unit_mtbf_s": "M_d
         "node_loss_rate_per_s": r"\Lambda_n", "repair_time_s": "T_r",
         "detection_s": "t_d", "swap_restart_s": "R_s", "requeue_restart_s": "R_q",
         "swap_probability": "p_s", "mtbf_s": "M", "job_nodes": "N_n", "spares": "N_s",
-        "gpus_per_node": "g", "wall_time_s": "T_w"}
+        "gpus_per_node": "g", "wall_time_s": "T_w", "nodes_lost": "n_l",
+        "single_in_repair": r"\mu_1", "rack_in_repair": r"\mu_r", "rack_nodes": "m"}
+
+#: Rack failures counted in :func:`pool_swap_probability` (the Poisson sum is cut after this).
+RACK_TERMS = 12
 
 
 @formula(reference="A job of N GPUs spans ceil(N/g) units of g GPUs; e.g. NVIDIA GB200 "
@@ -178,12 +182,15 @@ def effective_restart_cost(mtbf_s, detection_s, swap_restart_s, requeue_restart_
     restart cost enters as e^{R/M}.  If a failure's restart is R_s with
     probability p_s and R_q otherwise, and a failure during a restart starts
     the restart of the new failure, the expected time to resume is
-    M (1/E[e^{-R/M}] - 1): the model holds with R_d = -M ln E[e^{-R/M}].
+    M (1/E[e^{-R/M}] - 1): the model holds with R_d = -M ln E[e^{-R/M}],
+    computed as t_d + R_l - M ln(1 + w (e^{(R_l - R_short)/M} - 1)) with R_l the longer
+    restart and w the probability of the shorter (log1p, expm1: no cancellation,
+    exactly t_d + R_s when R_q = R_s).
     Between t_d + min(R_s, R_q) and the mean restart
     (:func:`domain_restart_cost`), below the mean because a long restart is
     the likelier to be cut short by a failure whose restart may be short;
-    equal to the mean when M is much longer than both.  Needs R/M below ~700
-    (exp underflow).  Several domains combine the
+    equal to the mean when M is much longer than both.  Needs |R_q - R_s|/M
+    below ~700 (exp overflow).  Several domains combine the
     same way, with weights lambda_d / sum lambda.
 
     Parameters
@@ -211,9 +218,14 @@ def effective_restart_cost(mtbf_s, detection_s, swap_restart_s, requeue_restart_
 
     .. math:: R_d = t_d - M \\ln\\left(p_s e^{-R_s/M} + (1 - p_s) e^{-R_q/M}\\right)
     """
-    return detection_s - mtbf_s * log(swap_probability * exp(-swap_restart_s / mtbf_s)
-                                      + (1 - swap_probability)
-                                      * exp(-requeue_restart_s / mtbf_s))
+    # -M ln(p e^{-R_s/M} + (1-p) e^{-R_q/M}) shifted by the longer restart R_l:
+    # R_l - M ln(1 + w (e^{(R_l - R_short)/M} - 1)), w the shorter one's probability; the
+    # log1p argument is >= 0 (no cancellation), exactly t_d + R when R_s = R_q
+    longer = maximum(swap_restart_s, requeue_restart_s)
+    gap = longer - minimum(swap_restart_s, requeue_restart_s)
+    shorter_weight = where(swap_restart_s <= requeue_restart_s, swap_probability,
+                           1 - swap_probability)
+    return detection_s + longer - mtbf_s * log1p(shorter_weight * expm1(gap / mtbf_s))
 
 
 @formula(reference="GPU-hours billed for the job's nodes and its idle hot spares; "
@@ -248,3 +260,57 @@ def gpu_hours_with_spares(job_nodes, spares, gpus_per_node, wall_time_s):
     .. math:: H = (N_n + N_s) g T_w / 3600
     """
     return (job_nodes + spares) * gpus_per_node * wall_time_s / 3600
+
+
+@formula(reference="M/G/infinity repair pool (Takacs 1962): single-node losses in repair "
+         "are Poisson(mu_1), rack losses m x Poisson(mu_r); Poisson arrivals see time "
+         "averages (Wolff 1982, Oper. Res. 30(2):223, doi:10.1287/opre.30.2.223)",
+         domain={"spares": ">=0", "nodes_lost": ">=0", "single_in_repair": ">=0",
+                 "rack_in_repair": ">=0", "rack_nodes": ">=1"},
+         symbols=_SYM, result_latex="p_s")
+def pool_swap_probability(spares, nodes_lost, single_in_repair, rack_in_repair, rack_nodes):
+    """Probability that a failure losing ``nodes_lost`` nodes finds enough healthy spares.
+
+    Nodes in repair: X = X_1 + m Y with X_1 ~ Poisson(mu_1) single nodes (GPU,
+    host, network faults) and Y ~ Poisson(mu_r) racks of m nodes.  A failure
+    swaps when X + n_l <= N_s.  The sum over Y stops after ``RACK_TERMS`` = 12
+    terms: the error is at most P(Y >= 12), below 1.4e-6 for mu_r <= 2 and 1e-3
+    for mu_r <= 4 (mu_r = racks x rack failure rate x repair time).  The exact compound law
+    is :func:`planner.analysis.simulate.repair_pool_pmf`.
+
+    Parameters
+    ----------
+    spares : numeric
+        Hot-spare nodes, N_s [1].
+    nodes_lost : numeric
+        Nodes the failure takes out, n_l [1].
+    single_in_repair : numeric
+        Mean single-node losses in repair, mu_1 [1].
+    rack_in_repair : numeric
+        Mean rack losses in repair, mu_r [1].
+    rack_nodes : numeric
+        Nodes of one rack (scale-up domain), m [1].
+
+    Returns
+    -------
+    numeric
+        Swap probability [1].
+
+    Examples
+    --------
+    >>> round(float(pool_swap_probability(4, 1, 1.5, 0.0, 18)), 4)  # P(Poisson(1.5) <= 3)
+    0.9344
+    >>> float(pool_swap_probability(0, 1, 1.5, 0.0, 18))
+    0.0
+
+    .. math:: p_s = \\sum_{y=0}^{11} e^{-\\mu_r} \\frac{\\mu_r^y}{y!}
+              P\\left(X_1 \\le N_s - n_l - m y\\right)
+    """
+    total = 0
+    factorial = 1
+    for y in range(RACK_TERMS):
+        factorial = factorial * max(y, 1)
+        weight = exp(-rack_in_repair) * rack_in_repair ** y / factorial
+        total = total + weight * poisson_cdf(spares - nodes_lost - rack_nodes * y,
+                                             single_in_repair)
+    return total

@@ -18,6 +18,7 @@ COMMANDS = {
               "--max-gpus", "256"],
     "sensitivity": ["sensitivity", "--top", "5"],
     "simulate": ["simulate", "--replicas", "200", "--tokens", "1e11"],
+    "stragglers": ["stragglers", "--gpus", "128,1024", "--gc-interval", "600"],
     "validate": ["validate", "-d", "sc21"],
     "catalog list": ["catalog", "list", "sites"],
     "catalog show": ["catalog", "show", "h100-sxm"],

@@ -1,8 +1,8 @@
 """planner.report.excel: sympy -> Excel printer, checked against two spreadsheet engines.
 
-Engines: pycel (pure Python, ``pip install pycel``; NORM.S.INV, which pycel
-lacks, is supplied by :func:`norm_s_inv` below from the standard library, not
-scipy) and LibreOffice Calc headless (``apt-get install libreoffice-calc-nogui``),
+Engines: pycel (pure Python, ``pip install pycel``; NORM.S.INV and POISSON.DIST, which
+pycel lacks, are supplied by :func:`norm_s_inv` and :func:`poisson_dist` below from
+the standard library, not scipy) and LibreOffice Calc headless (``apt-get install libreoffice-calc-nogui``),
 whose formula semantics (unary minus before ``^``, left-associative ``^``)
 follow Excel's.  Locally a missing engine skips its tests with the reason;
 under CI (``CI=true``) it fails them.
@@ -46,6 +46,14 @@ def norm_s_inv(p):
 
 
 # -- random valid points ------------------------------------------------------------
+def poisson_dist(k, mu, cumulative):
+    """POISSON.DIST for pycel (plugin found by name), summed in the standard library."""
+    assert cumulative
+    k = math.floor(k)
+    return sum(math.exp(j * math.log(mu) - mu - math.lgamma(j + 1)) if mu > 0 else float(j == 0)
+               for j in range(k + 1))
+
+
 def _draw(domain: str, rng, integer: bool) -> float:
     if domain == ">0":
         value = float(np.exp(rng.uniform(np.log(0.1), np.log(20.0))))

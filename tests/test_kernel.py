@@ -7,6 +7,7 @@ from planner.codegen.kernel import generate_source
 from planner.engine.evaluator import base_inputs, evaluate_inputs
 from planner.engine.model import INPUTS, OUTPUTS, run_model
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
+from planner.engine.spares import resolve_spares
 
 
 def test_generated_kernel_is_fresh():
@@ -37,7 +38,9 @@ def _inputs(catalog, model="llama3-70b", hardware="h100-sxm", max_gpus=2048):
 def test_kernel_equals_direct_composition(catalog, model, hardware):
     x = _inputs(catalog, model, hardware)
     compiled = evaluate_inputs(x)
-    direct = run_model({k: (v if np.ndim(v) else float(v)) for k, v in x.items()})
+    # --spares auto (spare_nodes -1) is resolved before the kernel, as evaluate_inputs does
+    direct = run_model({k: (v if np.ndim(v) else float(v))
+                        for k, v in resolve_spares(x).items()})
     for name in OUTPUTS:
         expected = np.broadcast_to(direct[name], compiled[name].shape)
         # relative 1e-9, and cancellation residue (~1e-16 of the scale) where a term is 0

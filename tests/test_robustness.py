@@ -471,7 +471,7 @@ def test_init_example_shows_the_default_scenario():
 def test_simulating_a_run_with_millions_of_failures_is_refused_at_once(capsys):
     code, _, err = run(capsys, ["simulate", "--replicas", "1", "-m", "tinyllama-1.1b",
                                 "--tokens", "1e18"])
-    assert_usage_error(code, err, "one run would see about 1.4e+06 failures",
+    assert_usage_error(code, err, "one run would see about 4.7e+06 failures",
                        "lower --tokens or --gpus")
 
 

@@ -287,12 +287,14 @@ def test_rest_of_it_power():
 def stage_results(catalog):
     from planner.engine.evaluator import base_inputs
     from planner.engine.space import layout_flags
+    from planner.engine.spares import resolve_spares
 
     x = base_inputs(catalog, model="mixtral-8x7b", hardware="h100-sxm", tokens=1e12)
     layout = {k: np.array([v]) for k, v in dict(
         gpus=256, tp=2, pp=4, dp=32, cp=1, ep=8, vp=2, micro_batch=1, recompute=1, zero=1,
         sequence_parallel=1).items()}
     x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"]))
+    x = resolve_spares(x)  # --spares auto -> a count, as run_stages and the evaluator do
     results = {}
     per_stage = []
     for stage in model.STAGES:

@@ -977,15 +977,17 @@ def simulate_domains(domains, *, spares: int, repair_time_s: float, solve_time_s
     return DomainSimulationResult(wall_time_s=finish, failures=fails, swaps=swaps, seed=seed)
 
 
-def failure_domains(profile, *, gpus: int, gpus_per_node: int) -> list[FailureDomain]:
+def failure_domains(profile, *, gpus: int, gpus_per_node: int,
+                    rack_gpus: int | None = None) -> list[FailureDomain]:
     """The failure domains of a catalog reliability profile for a job of ``gpus`` GPUs.
 
     Uses the profile's ``domain_*_mtbf_s``, ``failure_detection_s``,
     ``swap_restart_s`` and ``requeue_restart_s`` (see
     hardware_catalog/data/reliability/default.toml): GPU faults (per GPU, one
     node out), host and network faults (per node, one node out), software
-    faults (per job, restart in place).  Domains the profile does not state are
-    left out.
+    faults (per job, restart in place), rack faults (``domain_rack_mtbf_s``, per
+    rack of ``rack_gpus`` GPUs, all its nodes out; default: one node).  Domains
+    the profile does not state are left out.
     """
     from formulas.reliability import domain_units
 
@@ -1003,7 +1005,10 @@ def failure_domains(profile, *, gpus: int, gpus_per_node: int) -> list[FailureDo
     spec = (("gpu", "domain_gpu_mtbf_s", float(gpus), 1),
             ("node", "domain_node_mtbf_s", nodes, 1),
             ("network", "domain_network_mtbf_s", nodes, 1),
-            ("software", "domain_software_mtbf_s", 1.0, 0))
+            ("software", "domain_software_mtbf_s", 1.0, 0),
+            ("rack", "domain_rack_mtbf_s",
+             float(domain_units(gpus, rack_gpus or gpus_per_node)),
+             max(1, (rack_gpus or gpus_per_node) // gpus_per_node)))
     out = []
     for name, field_name, units, lost in spec:
         mtbf = value(field_name)

@@ -36,6 +36,7 @@ def build_app() -> typer.Typer:
         prices,
         sensitivity,
         simulate,
+        stragglers,
         sweep,
         validate,
     )
@@ -61,6 +62,7 @@ def build_app() -> typer.Typer:
     app.command()(init.init)
     app.command()(sensitivity.sensitivity)
     app.command()(simulate.simulate)
+    app.command()(stragglers.stragglers)
     app.command()(validate.validate)
     app.add_typer(export.export_app, name="export")
     app.command()(plot.plot)

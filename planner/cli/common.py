@@ -102,6 +102,24 @@ SpotInterruptionOption = Annotated[str, typer.Option(
     help="With --pricing spot: preemptions per instance and month, an AWS Spot Advisor "
     "bucket lt5 | 5-10 | 10-15 | 15-20 | gt20, or a fraction in (0, 1).")]
 
+# -- failure domains, hot spares and software stragglers (planner/cli/fault_options.py) -----
+SparesOption = Annotated[str, typer.Option(
+    help="Hot-spare nodes reserved for the job: a count, or auto (the count that "
+    "minimises billed GPU-hours, per candidate).")]
+GcIntervalOption = Annotated[float, typer.Option(
+    help="Unplanned garbage collection: mean seconds between collections on one rank "
+    "(default: none beyond the reliability profile's pauses).")]
+GcPauseOption = Annotated[float, typer.Option(help="Length of one garbage collection [s].")]
+GcEveryStepsOption = Annotated[int, typer.Option(
+    help="Planned GC: every rank collects together every K steps (replaces unplanned GC).")]
+StageImbalanceOption = Annotated[float, typer.Option(
+    help="Extra work on the slowest pipeline stage, in transformer-layer equivalents "
+    "(uneven partitions; the LM head is already counted).")]
+SlowNodesOption = Annotated[float, typer.Option(
+    help="Share of nodes that are slow, in [0, 1].")]
+SlowNodeSlowdownOption = Annotated[float, typer.Option(
+    help="Step-time factor of a slow node, >= 1.")]
+
 
 def output_format(fmt: str | None, output: str | None = None, allowed=FORMATS) -> str:
     """The format to write: ``fmt`` if given (checked), else the ``-o`` file's extension."""

@@ -24,6 +24,11 @@ CATALOG_FIELDS = {
     "intra_latency_s": ("node", "intra_node_latency_s"),
     "inter_latency_s": ("node", "inter_node_latency_s"),
     "node_overhead_power_w": ("node", None),
+    "network_mtbf_s": ("reliability", "domain_network_mtbf_s"),
+    "rack_mtbf_s": ("reliability", "domain_rack_mtbf_s"),
+    "software_mtbf_s": ("reliability", "domain_software_mtbf_s"),
+    "failure_detection_s": ("reliability", None), "requeue_restart_s": ("reliability", None),
+    "node_repair_s": ("reliability", None),
     "storage_write_bytes_per_s_per_node": ("node", "storage_write_bytes_per_s"),
     "storage_read_bytes_per_s_per_node": ("node", "storage_read_bytes_per_s"),
     "host_copy_bytes_per_s_per_gpu": ("node", None),
@@ -80,6 +85,9 @@ def export_xlsx(
     from planner.report.xlsx import check_workbook_target, write_workbook
 
     check_workbook_target(output, force)  # before the run: one error line, no layout notice
+    from planner.cli.fault_options import fault_inputs
+    from planner.engine.spares import resolve_spares
+
     run = resolve(options)
     e = run.echo
     catalog = load_catalog(tuple(options.get("catalog") or ()))
@@ -96,7 +104,7 @@ def export_xlsx(
                      site=e["site"], tokens=e["tokens"], checkpoint=e["checkpoint"],
                      cost_basis=e["cost_basis"], reliability=e["reliability"],
                      pricing=e["pricing"], provider=e["provider"],
-                     spot_interruption=e["spot_interruption"])
+                     spot_interruption=e["spot_interruption"], overrides=fault_inputs(options))
     columns = ["gpus", "dp", "step_time_s", "mfu", "fits", "wall_days", "gpu_hours",
                "energy_kwh", "cost_usd", "co2e_kg", "checkpoint_interval_s"]
     sweep_rows = [{c: (bool(r[c]) if c == "fits" else float(r[c])) for c in columns}
@@ -109,5 +117,6 @@ def export_xlsx(
     sources = input_sources(catalog, e, e["precision"])
     sources["price_usd_per_gpu_hour"] = (f"{PriceQuote(**run.price).label()}; "
                                          f"{run.price['source']}")
-    path = write_workbook(output, run.inputs, sources, values, sweep_rows, title, force=force)
+    # the workbook holds the chosen spare count (--spares auto is resolved per run)
+    path = write_workbook(output, resolve_spares(run.inputs), sources, values, sweep_rows, title, force=force)
     print(f"capplan: wrote {path}", file=sys.stderr)

@@ -16,15 +16,23 @@ import typer
 from planner.cli.common import (
     CatalogOption,
     CheckpointOption,
+    GcEveryStepsOption,
+    GcIntervalOption,
+    GcPauseOption,
     GlobalBatchOption,
     ModelOption,
     PrecisionOption,
     PricingOption,
     ProviderOption,
     SiteOption,
+    SlowNodeSlowdownOption,
+    SlowNodesOption,
+    SparesOption,
     SpotInterruptionOption,
+    StageImbalanceOption,
     TokensOption,
 )
+from planner.cli.fault_options import FAULT_DEFAULTS, FAULT_OPTIONS
 from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
 from planner.errors import CapplanError, shown
 
@@ -68,6 +76,13 @@ def _options(
     pricing: PricingOption = DEFAULTS["pricing"],
     provider: ProviderOption = DEFAULTS["provider"],
     spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
+    spares: SparesOption = FAULT_DEFAULTS["spares"],
+    gc_interval: GcIntervalOption = FAULT_DEFAULTS["gc_interval"],
+    gc_pause: GcPauseOption = FAULT_DEFAULTS["gc_pause"],
+    gc_every_steps: GcEveryStepsOption = FAULT_DEFAULTS["gc_every_steps"],
+    stage_imbalance: StageImbalanceOption = FAULT_DEFAULTS["stage_imbalance"],
+    slow_nodes: SlowNodesOption = FAULT_DEFAULTS["slow_nodes"],
+    slow_node_slowdown: SlowNodeSlowdownOption = FAULT_DEFAULTS["slow_node_slowdown"],
 ):
     """Holder of the shared options (never called)."""
 
@@ -110,10 +125,12 @@ class ResolvedRun:
 
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     """Validate the run options and evaluate the run (one row)."""
+    from planner.cli.fault_options import fault_inputs
     from planner.engine.evaluator import evaluate_run
     from planner.engine.scenario import CHECKPOINT_SCHEMES, COST_BASES, PRECISIONS
 
-    o = {k: options[k] for k in LAYOUT_OPTIONS}
+    o = {k: options[k] for k in LAYOUT_OPTIONS if k not in FAULT_OPTIONS}
+    overrides = {**fault_inputs(options), **(overrides or {})}
     for name, val, allowed in [("precision", o["precision"], PRECISIONS),
                                ("checkpoint", o["checkpoint"], CHECKPOINT_SCHEMES),
                                ("cost-basis", o["cost_basis"], COST_BASES)]:

@@ -20,6 +20,15 @@ KEYS: dict[str, type] = {
     "catalog": list, "pricing": str, "provider": str,
     "spot_interruption": str,
     "uncertainty": dict, "ownership": dict,
+    "faults": dict,
+}
+
+#: Keys of the ``[faults]`` section (the flags of the same names: --spares, --gc-interval
+#: ...); flags override them.
+FAULT_KEYS: dict[str, tuple] = {
+    "spares": (str, int), "gc_interval": (float,), "gc_pause": (float,),
+    "gc_every_steps": (int,), "stage_imbalance": (float,), "slow_nodes": (float,),
+    "slow_node_slowdown": (float,),
 }
 
 EXAMPLE = '''\
@@ -59,6 +68,16 @@ deadline_days = 90
 # residual_value_fraction = 0.25
 # facility_usd_per_kw_month = 184.06
 
+# Failure domains and software stragglers (flags of the same names override these):
+# [faults]
+# spares = "auto"             # hot-spare nodes: a count, or "auto" (least GPU-hours)
+# gc_interval = 1000.0        # unplanned GC: mean seconds between collections per rank
+# gc_pause = 1.0              # seconds one collection takes
+# gc_every_steps = 50         # planned GC every K steps instead (all ranks together)
+# stage_imbalance = 2.0       # extra layer-equivalents on the slowest pipeline stage
+# slow_nodes = 1e-4           # share of slow nodes
+# slow_node_slowdown = 1.1    # step-time factor of a slow node
+
 # Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
 # defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.
 # [uncertainty]
@@ -93,6 +112,25 @@ def load(path: str) -> dict:
             value = ",".join(map(str, value))
         if not isinstance(value, kind) or isinstance(value, bool):
             raise CapplanError(f"{path}: {key} must be a {kind.__name__}, got {value!r}")
+        if key == "faults":  # flattened: its keys are the flags' names
+            out.update(_faults(path, value))
+            continue
+        out[key] = value
+    return out
+
+
+def _faults(path: str, section: dict) -> dict:
+    """The ``[faults]`` section's values, typed like :data:`FAULT_KEYS`."""
+    out = {}
+    for key, value in section.items():
+        if key not in FAULT_KEYS:
+            raise CapplanError(f"{path}: [faults] {did_you_mean('key', key, FAULT_KEYS)}")
+        kinds = FAULT_KEYS[key]
+        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise CapplanError(f"{path}: [faults] {key} must be a {names}, got {value!r}")
         out[key] = value
     return out
 

@@ -12,15 +12,23 @@ import typer
 from planner.cli.common import (
     CatalogOption,
     CheckpointOption,
+    GcEveryStepsOption,
+    GcIntervalOption,
+    GcPauseOption,
     GlobalBatchOption,
     ModelOption,
     PrecisionOption,
     PricingOption,
     ProviderOption,
     SitesOption,
+    SlowNodeSlowdownOption,
+    SlowNodesOption,
+    SparesOption,
     SpotInterruptionOption,
+    StageImbalanceOption,
     TokensOption,
 )
+from planner.cli.fault_options import FAULT_DEFAULTS, FAULT_OPTIONS
 from planner.cli.layout_options import prepend_options
 from planner.engine.scenario import DEFAULTS
 
@@ -52,6 +60,13 @@ def _options(
     pricing: PricingOption = DEFAULTS["pricing"],
     provider: ProviderOption = DEFAULTS["provider"],
     spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
+    spares: SparesOption = FAULT_DEFAULTS["spares"],
+    gc_interval: GcIntervalOption = FAULT_DEFAULTS["gc_interval"],
+    gc_pause: GcPauseOption = FAULT_DEFAULTS["gc_pause"],
+    gc_every_steps: GcEveryStepsOption = FAULT_DEFAULTS["gc_every_steps"],
+    stage_imbalance: StageImbalanceOption = FAULT_DEFAULTS["stage_imbalance"],
+    slow_nodes: SlowNodesOption = FAULT_DEFAULTS["slow_nodes"],
+    slow_node_slowdown: SlowNodeSlowdownOption = FAULT_DEFAULTS["slow_node_slowdown"],
 ):
     """Holder of the shared options (never called)."""
 
@@ -60,7 +75,7 @@ def _options(
 SCENARIO_KEYS = ("model", "tokens", "hardware", "min_gpus", "max_gpus", "global_batch",
                  "seq_len", "deadline_days", "budget_usd", "max_power_mw", "site", "objective",
                  "precision", "checkpoint", "cost_basis", "reliability", "knee_threshold",
-                 "catalog", "pricing", "provider", "spot_interruption")
+                 "catalog", "pricing", "provider", "spot_interruption", *FAULT_OPTIONS)
 
 
 def with_scenario_options(func):
@@ -71,6 +86,7 @@ def with_scenario_options(func):
 def resolve_scenario(options: dict):
     """(Scenario, merged values) from the options, a ``--scenario`` file under the flags."""
     from planner.cli import scenario_file as sf
+    from planner.cli.fault_options import fault_inputs
     from planner.engine.scenario import Scenario
 
     values = {k: options[k] for k in SCENARIO_KEYS}
@@ -88,5 +104,6 @@ def resolve_scenario(options: dict):
         budget_usd=v["budget_usd"], max_power_mw=v["max_power_mw"], objective=v["objective"],
         knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()),
         pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"],
-        ownership=dict(v["ownership"] or {}))
+        ownership=dict(v["ownership"] or {}),
+        extra=fault_inputs(v))
     return scenario, v

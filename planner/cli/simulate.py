@@ -24,14 +24,26 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
 
         return float(np.ravel(x[name])[0])
 
+    from formulas.straggler import expected_max_normal, pause_delay
+
     gpus = int(row["gpus"])
     base_step = row["step_time_s"] - row["straggler_s"]
-    nodes = gpus / scalar("gpus_per_node")
-    rest_w = nodes * (scalar("node_overhead_power_w") + scalar("network_power_per_node_w"))
-    busy = row["compute_s"] / row["step_time_s"]
+    # the simulator draws the per-rank noise and pauses itself; the software stragglers
+    # (GC, stage imbalance, slow nodes: their expectation) stay in the step time
+    noise_and_pauses = (float(expected_max_normal(gpus, base_step,
+                                                  scalar("step_time_cv") * base_step))
+                        - base_step + float(pause_delay(gpus, scalar("pause_probability"),
+                                                        scalar("pause_duration_s"))))
+    software_s = max(0.0, row["straggler_s"] - noise_and_pauses)
+    gpn = scalar("gpus_per_node")
+    nodes, spares = gpus / gpn, float(row.get("spare_nodes", 0.0))
     idle_w, max_w, pue = scalar("idle_power_w"), scalar("max_power_w"), scalar("pue")
+    node_rest_w = scalar("node_overhead_power_w") + scalar("network_power_per_node_w")
+    # hot spares idle all run long, billed
+    rest_w = nodes * node_rest_w + spares * (gpn * idle_w + node_rest_w)
+    busy = row["compute_s"] / row["step_time_s"]
     return RunSpec(
-        steps=max(1, math.ceil(row["steps"])), step_time_s=base_step,
+        steps=max(1, math.ceil(row["steps"])), step_time_s=base_step + software_s,
         step_time_std_s=scalar("step_time_cv") * base_step, sync_ranks=gpus,
         pause_probability=scalar("pause_probability"),
         pause_duration_s=scalar("pause_duration_s"), components=gpus,
@@ -39,7 +51,8 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
         checkpoint_interval_s=row["checkpoint_interval_s"],
         checkpoint_cost_s=row["checkpoint_stall_s"], restart_cost_s=row["restart_s"],
         busy_power_w=pue * (gpus * (idle_w + (max_w - idle_w) * busy) + rest_w),
-        idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus, component_age=component_age)
+        idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus + int(spares * gpn),
+        component_age=component_age)
 
 
 #: Most simulated failures (replicas x failures per run) one ``capplan simulate`` may take:

@@ -4,188 +4,189 @@ Regenerate with: python -m planner.codegen
 """
 # ruff: noqa
 import numpy
+import scipy.special
 from formulas.special import erfinv
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
-OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
-    x0 = gpus + 0.474798
-    x1 = gpus ** (-1.0)
-    x2 = x0 ** (-0.282765)
-    x3 = 3 * cp - 3
-    x4 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x5 = stage_layers + x4
-    x6 = 1 - cp_intra
-    x7 = head_dim + v_head_dim
-    x8 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x9 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x10 = tp ** (-1.0)
-    x11 = micro_batch / cp
-    x12 = seq_len * x11
-    x13 = x10 * x12
-    x14 = bytes_per_element * kv_heads * x13 * x7 / (cp_intra * x8 + x6 * x9) + cp_intra * intra_latency_s + inter_latency_s * x6
-    del x6
-    x15 = x14 * x3 * x5
-    x16 = 1 - ep_intra
-    x17 = 4 * ep - 4
-    x18 = ep ** (-1.0)
-    x19 = hidden * x12
-    x20 = bytes_per_element * experts_per_token * x17 * x18 * x19 / (ep_intra * x8 + x16 * x9) + x17 * (ep_intra * intra_latency_s + inter_latency_s * x16)
-    del x16, x17
-    x21 = layers ** (-1.0)
-    x22 = moe_layers * x21
-    x23 = x22 * x5
-    x24 = x20 * x23
-    x25 = moe_ffn * x10
-    x26 = x12 * x25
-    x27 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x28 = bytes_per_element * x27
-    x29 = numpy.minimum(numpy.minimum(hidden, x25), ep * experts_per_token * x12 / experts)
-    x30 = 2 * hidden
-    x31 = peak_flops_per_s ** (-1.0)
-    x32 = gemm_max_efficiency ** (-1.0)
-    x33 = x31 * x32
-    x34 = x30 * x33
-    x35 = experts_per_token + shared_experts
-    x36 = mlp_matrices * x35
-    x37 = x36 * numpy.maximum(x28 * (hidden * x25 + x19 + x26), x26 * x34 * (gemm_half_efficiency_dim + x29) / x29)
-    del x25, x26, x29
-    x38 = ep_overlap * numpy.minimum(x24, 3 * x23 * x37)
-    del x23
-    x39 = 2 * heads * x7
-    x40 = attention_scores_stored + selective
-    x41 = numpy.minimum(head_dim, x12)
-    x42 = numpy.minimum(seq_len, x12)
-    x43 = seq_len * x39
-    x44 = numpy.minimum(seq_len, window)
-    x45 = seq_len ** (-1.0)
-    x46 = window_layers * (2 * heads * x44 * x7 * (-x44 * x45 + 2) - x43)
-    del x44
-    x47 = x13 * x31
-    x48 = numpy.maximum(x13 * x28 * x39, x47 * (x21 * x46 + x43) / (attention_efficiency_factor * gemm_max_efficiency * x42 * (1 - x40) / (gemm_half_efficiency_dim + x42) + gemm_max_efficiency * x40 * x41 / (gemm_half_efficiency_dim + x41)))
-    del x13, x39, x40, x41, x42
-    x49 = 3 * x48
-    x50 = cp_overlap * numpy.minimum(x15, x49 * x5)
-    x51 = tp_intra_ranks - 1
-    x52 = tp - 1
-    x53 = tp_intra_ranks ** (-1.0)
-    x54 = tp * x53 - 1
-    x55 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x56 = x12 * x30
-    x57 = bytes_per_element * x56
-    x58 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x59 = x58 / scale_out_bus_efficiency
-    x60 = x5 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + 2 * inter_latency_s * x54 + 2 * intra_latency_s * x51 + x10 * x54 * x57 * x59 + x51 * x53 * x55 * x57)
-    del x51, x53, x54, x57
-    x61 = hidden * vocab
-    x62 = x10 * x61
-    x63 = vocab * x10
-    x64 = numpy.minimum(numpy.minimum(hidden, x12), x63)
-    x65 = 2 * x12
-    x66 = x33 * x65
-    x67 = 3 * numpy.maximum(x28 * (x12 * x63 + x19 + x62), x62 * x66 * (gemm_half_efficiency_dim + x64) / x64)
-    del x62, x63, x64
-    x68 = 1 - x22
-    x69 = ffn * x10
-    x70 = x12 * x69
-    x71 = numpy.minimum(numpy.minimum(hidden, x12), x69)
-    x72 = mlp_matrices * numpy.maximum(x28 * (hidden * x69 + x19 + x70), x34 * x70 * (gemm_half_efficiency_dim + x71) / x71)
-    del x34, x70, x71
-    x73 = x68 * x72
-    x74 = x22 * x37
-    x75 = (sequence_parallel * x52 + 1) ** (-1.0)
-    del x52
-    x76 = x12 * x28 * (16 * hidden * x75 + 4 * x69)
-    del x69
-    x77 = attention_scores_stored * heads * seq_len ** 2
-    x78 = x10 * x11 * x27 * x77
-    del x11
-    x79 = numpy.minimum(1, kv_lora_rank)
-    x80 = head_dim * hidden
-    x81 = heads * x80
-    x82 = hidden * v_head_dim
-    x83 = (1 - x79) * (kv_heads * x80 + kv_heads * x82 + x81)
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+    x0 = global_batch ** (-1.0)
+    x1 = pp - 1
+    x2 = x1 / vp
+    x3 = layers ** (-1.0)
+    x4 = moe_layers * x3
+    x5 = 1 - x4
+    x6 = tp ** (-1.0)
+    x7 = ffn * x6
+    x8 = micro_batch / cp
+    x9 = seq_len * x8
+    x10 = hidden * x9
+    x11 = x7 * x9
+    x12 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x13 = bytes_per_element * x12
+    x14 = numpy.minimum(numpy.minimum(hidden, x7), x9)
+    x15 = 2 * hidden
+    x16 = peak_flops_per_s ** (-1.0)
+    x17 = gemm_max_efficiency ** (-1.0)
+    x18 = x16 * x17
+    x19 = x15 * x18
+    x20 = mlp_matrices * numpy.maximum(x13 * (hidden * x7 + x10 + x11), x11 * x19 * (gemm_half_efficiency_dim + x14) / x14)
+    del x11, x14
+    x21 = x20 * x5
+    x22 = moe_ffn * x6
+    x23 = x22 * x9
+    x24 = numpy.minimum(numpy.minimum(hidden, x22), ep * experts_per_token * x9 / experts)
+    x25 = experts_per_token + shared_experts
+    x26 = mlp_matrices * x25
+    x27 = x26 * numpy.maximum(x13 * (hidden * x22 + x10 + x23), x19 * x23 * (gemm_half_efficiency_dim + x24) / x24)
+    del x19, x22, x23, x24
+    x28 = x27 * x4
+    x29 = tp - 1
+    x30 = (sequence_parallel * x29 + 1) ** (-1.0)
+    x31 = x13 * x9 * (16 * hidden * x30 + 4 * x7)
+    del x7
+    x32 = attention_scores_stored * heads * seq_len ** 2
+    x33 = x12 * x32 * x6 * x8
+    del x8
+    x34 = numpy.minimum(1, kv_lora_rank)
+    x35 = head_dim * hidden
+    x36 = heads * x35
+    x37 = hidden * v_head_dim
+    x38 = (1 - x34) * (kv_heads * x35 + kv_heads * x37 + x36)
+    del x35
+    x39 = kv_lora_rank + qk_rope_head_dim
+    x40 = head_dim + v_head_dim
+    x41 = numpy.minimum(1, q_lora_rank)
+    x42 = x34 * (heads * kv_lora_rank * (-qk_rope_head_dim + x40) + hidden * x39 + x36 * (1 - x41) + x41 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x34, x36, x41
+    x43 = x38 + x42
+    x44 = x43 * x6
+    x45 = hidden ** (-1.0)
+    x46 = x44 * x45
+    x47 = numpy.minimum(numpy.minimum(hidden, x46), x9)
+    x48 = 2 * x9
+    x49 = x18 * x48
+    x50 = numpy.maximum(x13 * (x10 + x44 + x46 * x9), x44 * x49 * (gemm_half_efficiency_dim + x47) / x47)
+    del x44, x46, x47
+    x51 = hidden * x6
+    x52 = heads * v_head_dim
+    x53 = x52 * x6
+    x54 = numpy.minimum(numpy.minimum(hidden, x53), x9)
+    x55 = x15 * x9
+    x56 = numpy.maximum(x13 * (x10 + x51 * x52 + x53 * x9), x18 * x53 * x55 * (gemm_half_efficiency_dim + x54) / x54)
+    del x18, x53, x54
+    x57 = 2 * heads * x40
+    x58 = x6 * x9
+    x59 = attention_scores_stored + selective
+    x60 = numpy.minimum(head_dim, x9)
+    x61 = numpy.minimum(seq_len, x9)
+    x62 = seq_len * x57
+    x63 = numpy.minimum(seq_len, window)
+    x64 = seq_len ** (-1.0)
+    x65 = window_layers * (2 * heads * x40 * x63 * (-x63 * x64 + 2) - x62)
+    del x63
+    x66 = x16 * x58
+    x67 = numpy.maximum(x13 * x57 * x58, x66 * (x3 * x65 + x62) / (attention_efficiency_factor * gemm_max_efficiency * x61 * (1 - x59) / (gemm_half_efficiency_dim + x61) + gemm_max_efficiency * x59 * x60 / (gemm_half_efficiency_dim + x60)))
+    del x57, x59, x60, x61
+    x68 = x31 + 10 * x33 + x50 + x56 + x67
+    x69 = x21 + x28 + x68
+    x70 = 3 * x67
+    x71 = 1 - full_recompute
+    x72 = selective * x71
+    x73 = 3 * x31 + 30 * x33 + 3 * x50 + 3 * x56 + x67 * x72 + x70
+    del x31, x33, x50, x56, x67
+    x74 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x75 = hidden * vocab
+    x76 = x6 * x75
+    x77 = vocab * x6
+    x78 = numpy.minimum(numpy.minimum(hidden, x77), x9)
+    x79 = 3 * numpy.maximum(x13 * (x10 + x76 + x77 * x9), x49 * x76 * (gemm_half_efficiency_dim + x78) / x78)
+    del x49, x76, x77, x78
+    x80 = hidden ** 2
+    x81 = 2.0 * x80
+    x82 = 2.0 * hidden
+    x83 = x51 * x9
+    x84 = numpy.minimum(numpy.minimum(x51, x82), x9)
+    del x51
+    x85 = 4.0 * x80
     del x80
-    x84 = kv_lora_rank + qk_rope_head_dim
-    x85 = numpy.minimum(1, q_lora_rank)
-    x86 = x79 * (heads * kv_lora_rank * (-qk_rope_head_dim + x7) + hidden * x84 + x81 * (1 - x85) + x85 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x79, x81, x85
-    x87 = x83 + x86
-    x88 = x10 * x87
-    x89 = hidden ** (-1.0)
-    x90 = x88 * x89
-    x91 = numpy.minimum(numpy.minimum(hidden, x12), x90)
-    x92 = numpy.maximum(x28 * (x12 * x90 + x19 + x88), x66 * x88 * (gemm_half_efficiency_dim + x91) / x91)
-    del x66, x88, x90, x91
-    x93 = hidden * x10
-    x94 = heads * v_head_dim
-    x95 = x10 * x94
-    x96 = numpy.minimum(numpy.minimum(hidden, x12), x95)
-    x97 = numpy.maximum(x28 * (x12 * x95 + x19 + x93 * x94), x33 * x56 * x95 * (gemm_half_efficiency_dim + x96) / x96)
-    del x33, x95, x96
-    x98 = x48 + x76 + 10 * x78 + x92 + x97
-    x99 = x73 + x74 + x98
-    x100 = 1 - full_recompute
-    x101 = selective * x100
-    x102 = x101 * x48 + x49 + 3 * x76 + 30 * x78 + 3 * x92 + 3 * x97
-    del x48, x49, x76, x78, x92, x97
-    x103 = hidden ** 2
-    x104 = 2.0 * x103
-    x105 = 2.0 * hidden
-    x106 = x12 * x93
-    x107 = numpy.minimum(numpy.minimum(x105, x12), x93)
-    del x93
-    x108 = 4.0 * x103
-    del x103
-    x109 = numpy.minimum(1, moe_layers)
-    x110 = 1 - x109
-    x111 = x110 * x72
-    del x72
-    x112 = x109 * x37
-    del x37
-    x113 = stage_layers * (full_recompute * x99 + x102 + 3 * x73 + 3 * x74) + x4 * (full_recompute * (x111 + x112 + x98) + x102 + 3 * x111 + 3 * x112 + x67 + 3 * numpy.maximum(x28 * (x10 * x104 + x105 * x12 + x106), x108 * x32 * x47 * (gemm_half_efficiency_dim + x107) / x107)) + x67
-    del x102, x105, x107, x111, x112, x12, x28, x32, x47, x67, x73, x74, x98
-    x114 = tp_overlap * numpy.minimum(x113, x60)
-    x115 = x113 - x114 + x60
-    x116 = (x115 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x117 = pp - 1
-    x118 = x117 / vp
-    x119 = x118 * (x116 + x15 + x24 - x38 - x50)
-    del x15, x24
-    x120 = dp ** (-1.0)
-    x121 = global_batch * x120 / micro_batch
-    x122 = x113 * x121
-    del x113
-    x123 = x121 * (-x115 + x116)
-    del x115, x116
+    x86 = numpy.minimum(1, moe_layers)
+    x87 = 1 - x86
+    x88 = x20 * x87
+    del x20
+    x89 = x27 * x86
+    x90 = stage_layers * (full_recompute * x69 + 3 * x21 + 3 * x28 + x73) + x74 * (full_recompute * (x68 + x88 + x89) + x73 + x79 + 3 * x88 + 3 * x89 + 3 * numpy.maximum(x13 * (x6 * x81 + x82 * x9 + x83), x17 * x66 * x85 * (gemm_half_efficiency_dim + x84) / x84))
+    del x13, x17, x21, x28, x66, x68, x73, x82, x84, x88, x89, x9
+    x91 = dp ** (-1.0)
+    x92 = global_batch * x91 / micro_batch
+    x93 = stage_extra_layers * x90 * x92 * (dp * micro_batch * x0 * x2 + 1) / stage_layers
+    x94 = 3 * cp - 3
+    x95 = stage_layers + x74
+    x96 = 1 - cp_intra
+    x97 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x98 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x99 = bytes_per_element * kv_heads * x40 * x58 / (cp_intra * x97 + x96 * x98) + cp_intra * intra_latency_s + inter_latency_s * x96
+    del x58, x96
+    x100 = x94 * x95 * x99
+    x101 = 1 - ep_intra
+    x102 = 4 * ep - 4
+    x103 = ep ** (-1.0)
+    x104 = bytes_per_element * experts_per_token * x10 * x102 * x103 / (ep_intra * x97 + x101 * x98) + x102 * (ep_intra * intra_latency_s + inter_latency_s * x101)
+    del x101, x102
+    x105 = x4 * x95
+    x106 = x104 * x105
+    x107 = ep_overlap * numpy.minimum(x106, 3 * x105 * x27)
+    del x105, x27
+    x108 = cp_overlap * numpy.minimum(x100, x70 * x95)
+    del x70
+    x109 = tp_intra_ranks - 1
+    x110 = tp_intra_ranks ** (-1.0)
+    x111 = tp * x110 - 1
+    x112 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x113 = bytes_per_element * x55
+    x114 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x115 = x114 / scale_out_bus_efficiency
+    x116 = x95 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x29) + 2 * inter_latency_s * x111 + 2 * intra_latency_s * x109 + x109 * x110 * x112 * x113 + x111 * x113 * x115 * x6)
+    del x109, x110, x111, x113, x29
+    x117 = x79 + x90
+    del x79, x90
+    x118 = tp_overlap * numpy.minimum(x116, x117)
+    x119 = x116 + x117 - x118
+    x120 = (x119 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x121 = x2 * (x100 + x106 - x107 - x108 + x120)
+    del x100, x106
+    x122 = x117 * x92
+    del x117
+    x123 = x92 * (-x119 + x120)
+    del x119, x120
     x124 = hidden * mlp_matrices
     x125 = ffn * x124
     x126 = experts * hidden
     x127 = moe_ffn * x124
     del x124
     x128 = x126 + x127 * (experts + shared_experts)
-    x129 = heads * x82 + kv_lora_rank + 1.0 * q_lora_rank + x87
-    del x82, x87
-    x130 = x129 + x30
-    x131 = x109 * x128
-    x132 = 5 * hidden + x104 + x110 * x125 + x129
-    del x104, x129
-    x133 = x10 * (stage_layers * (x125 * x68 + x128 * x18 * x22 + x130) + x4 * (x131 * x18 + x132) + x61)
-    del x18, x22, x68
+    x129 = heads * x37 + kv_lora_rank + 1.0 * q_lora_rank + x43
+    del x37, x43
+    x130 = x129 + x15
+    x131 = x128 * x86
+    x132 = 5 * hidden + x125 * x87 + x129 + x81
+    del x129, x81
+    x133 = x6 * (stage_layers * (x103 * x128 * x4 + x125 * x5 + x130) + x74 * (x103 * x131 + x132) + x75)
+    del x103, x4, x5
     x134 = x133 / optimizer_shards
-    x135 = x134 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x27
-    x136 = 2 * x121
+    x135 = x12 * x134 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x12
+    x136 = 2 * x92
     x137 = 1 - pp_intra
-    x138 = (2 * pp + vp * x136 - 2) * (1.0 * bytes_per_element * x106 / (pp_intra * x8 + x137 * x9) + inter_latency_s * x137 + intra_latency_s * pp_intra) * numpy.minimum(1, x117)
-    del x117, x137, x8, x9
-    x139 = x121 * (x14 * x3 * x5 - x50)
-    del x14, x3, x50
-    x140 = x121 * (moe_layers * x20 * x21 * x5 - x38)
-    del x20, x21, x38, x5
-    x141 = x121 * (-x114 + x60)
-    del x114, x60
+    x138 = (2 * pp + vp * x136 - 2) * (1.0 * bytes_per_element * x83 / (pp_intra * x97 + x137 * x98) + inter_latency_s * x137 + intra_latency_s * pp_intra) * numpy.minimum(1, x1)
+    del x1, x137, x97, x98
+    x139 = x92 * (-x108 + x94 * x95 * x99)
+    del x108, x94, x99
+    x140 = x92 * (moe_layers * x104 * x3 * x95 - x107)
+    del x104, x107, x3, x95
+    x141 = x92 * (x116 - x118)
+    del x116, x118
     x142 = numpy.minimum(dp, dp_intra_ranks)
     x143 = x142 - 1
     x144 = intra_latency_s * x143
@@ -194,123 +195,160 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x146 = dp * x145 - 1
     x147 = inter_latency_s * x146
     x148 = bytes_per_element * x133
-    x149 = x143 * x145 * x55
-    del x143, x145, x55
-    x150 = x120 * x146 * x59
-    del x120, x146, x59
+    x149 = x112 * x143 * x145
+    del x112, x143, x145
+    x150 = x115 * x146 * x91
+    del x115, x146, x91
     x151 = x136 * zero3 * (x144 + x147 + x148 * x149 + x148 * x150)
     del x136, x148
     x152 = 2 * grad_comm_bytes_per_param * x133
     x153 = 2 * x144 + 2 * x147 + x149 * x152 + x150 * x152
     del x144, x147, x149, x150, x152
-    x154 = -dp_overlap * numpy.minimum(x122, x151) - dp_overlap * numpy.minimum(x153, 2 * stage_layers * x99) + x151 + x153
-    del x151, x153, x99
+    x154 = -dp_overlap * numpy.minimum(x122, x151) - dp_overlap * numpy.minimum(x153, 2 * stage_layers * x69) + x151 + x153
+    del x151, x153, x69
     x155 = x138 + x139 + x140 + x141 + x154
-    x156 = x119 + x122 + x123 + x135 + x155
-    x157 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x156 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
-    del x0, x2
-    x158 = x156 + x157
+    x156 = x121 + x122 + x123 + x135 + x155
+    x157 = gpus + 0.474798
+    x158 = gpus ** (-1.0)
+    x159 = x157 ** (-0.282765)
+    x160 = gpus / gpus_per_node
+    x161 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x156 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x156 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x158 * x159 * (0.0686881539789491 * x159 + 0.112063) - 1 + 1.16023 / x157)) + x93 + (1 - (1 - slow_node_fraction) ** x160) * (slow_node_slowdown - 1) * (x156 + x93)
+    del x157, x159, x93
+    x162 = x156 + x161
     del x156
-    x159 = weight_bytes_per_param * x133 / weight_shards
-    x160 = grad_bytes_per_param * x133 / grad_shards
+    x163 = weight_bytes_per_param * x133 / weight_shards
+    x164 = grad_bytes_per_param * x133 / grad_shards
     del x133
-    x161 = optimizer_bytes_per_param * x134
+    x165 = optimizer_bytes_per_param * x134
     del x134
-    x162 = 4 * x106 * (vocab * x89 + 1)
-    del x106, x89
-    x163 = kv_heads / heads
-    x164 = ffn * mlp_matrices
-    x165 = x10 * x65 * (-x30 * (x163 + 1) + x7 * (heads + kv_heads)) + x10 * (x164 * x65 + x19 * (4 * x163 + 2) + x56 + micro_batch * x77 * (dropout_masks + 4) / cp ** 2) + x19 * (2 * dropout_masks + 8) * (sequence_parallel * x10 - sequence_parallel + 1) + x65 * (q_lora_rank + x84)
-    del x10, x163, x19, x65, x77, x84
-    x166 = full_recompute * x56 * x75 + x100 * x165
-    del x100, x56, x75
-    x167 = full_recompute * x165 + stage_layers * x166 * (1 + x118 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x121) + x162 + x4 * (x162 + x166)
-    del x118, x121, x162, x165, x166, x4
-    x168 = layers - moe_layers
-    x169 = x125 * x168
+    x166 = 4 * x83 * (vocab * x45 + 1)
+    del x45, x83
+    x167 = kv_heads / heads
+    x168 = ffn * mlp_matrices
+    x169 = x10 * (2 * dropout_masks + 8) * (sequence_parallel * x6 - sequence_parallel + 1) + x48 * x6 * (-x15 * (x167 + 1) + x40 * (heads + kv_heads)) + x48 * (q_lora_rank + x39) + x6 * (x10 * (4 * x167 + 2) + x168 * x48 + x55 + micro_batch * x32 * (dropout_masks + 4) / cp ** 2)
+    del x10, x167, x32, x39, x48, x6
+    x170 = full_recompute * x30 * x55 + x169 * x71
+    del x30, x55, x71
+    x171 = full_recompute * x169 + stage_layers * x170 * (1 + x2 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x92) + x166 + x74 * (x166 + x170)
+    del x166, x169, x170, x2, x74, x92
+    x172 = layers - moe_layers
+    x173 = x125 * x172
     del x125
-    x170 = embedding_matrices * x61 + hidden + layers * x130 + x169
+    x174 = embedding_matrices * x75 + hidden + layers * x130 + x173
     del x130
-    x171 = moe_layers * x128 + mtp_layers * (x131 + x132) + x170
+    x175 = moe_layers * x128 + mtp_layers * (x131 + x132) + x174
     del x128, x131
-    x172 = x126 + x127 * x35
-    del x126, x127, x35
-    x173 = x158 ** (-1.0)
-    x174 = global_batch * seq_len * x173
-    x175 = experts * x30 + moe_ffn * x30 * x36
-    del x36
-    x176 = moe_layers * x175
-    x177 = x30 * x94 + 2 * x83 + 2 * x86
-    del x83, x86, x94
-    x178 = layers * x177
-    x179 = x164 * x30
-    del x164, x30
-    x180 = mtp_layers * (x108 + x109 * x175 + x110 * x179 + x177 + x43 + 2 * x61)
-    del x108, x110, x175, x177
-    x181 = 6 * heads * layers * seq_len * x7 + 6 * x169 + 3 * x176 + 3 * x178 + 3 * x180 + 3 * x46 + 6 * x61
-    del x169, x61, x7
-    x182 = x1 * x174
-    x183 = x181 * x182
-    x184 = layers * x43 + x46
-    del x43, x46
-    x185 = global_batch ** (-1.0)
-    x186 = tokens * x185 * x45
-    x187 = gpus / gpu_mtbf_s
-    x188 = gpus / gpus_per_node
-    x189 = x188 / node_mtbf_s
-    x190 = x187 + x189
-    x191 = x190 ** (-1.0)
-    x192 = checkpoint_bytes_per_param * x171
-    x193 = x1 * x192
-    del x1
-    x194 = x193 / host_copy_bytes_per_s_per_gpu
-    x195 = ckpt_async * x194
-    x196 = x192 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x188)
-    x197 = ckpt_sync * x196
-    x198 = x193 * x58
-    del x193, x58
-    x199 = ckpt_in_memory * (x194 + x198)
-    del x194
-    x200 = x195 + x197 + x199
-    x201 = numpy.sqrt(x191 * (2 * x195 + 2 * x197 + 2 * x199))
-    x202 = x200 * (1 / 2 * x187 + 1 / 2 * x189)
-    del x187, x189
-    x203 = numpy.maximum(ckpt_async * x196, numpy.where(numpy.greater(x191, 1 / 2 * x195 + 1 / 2 * x197 + 1 / 2 * x199), -x200 + x201 * (1 / 3 * numpy.sqrt(x202) + 1 / 9 * x202 + 1), x191))
-    del x195, x196, x197, x199, x202
-    x204 = ckpt_in_memory * x198 + restart_overhead_s + x192 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x188)
-    del x198
-    x205 = x158 * x186
-    x206 = numpy.exp(x190 * (x200 + x203))
-    x207 = x206 - 1
-    x208 = x190 * x204
-    x209 = numpy.exp(x208)
-    x210 = x203 ** (-1.0)
-    x211 = x205 * x210
-    x212 = x207 * x209 * x211
-    x213 = x191 * x212
-    x214 = x190 * x203 * numpy.exp(-x208) / x207
-    del x208
-    x215 = gpus * x213
-    x216 = 0.000277777777777778 * x215
-    x217 = x191 * x211 * (x206 - numpy.exp(x190 * x200))
-    del x190, x206, x211
-    x218 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x155 * x173 + compute_power_fraction * x122 * x173)
-    del x155, x173
-    x219 = idle_power_w * (tokens * x158 * x185 * x191 * x207 * x209 * x210 * x45 - x217) + x217 * x218
-    del x185, x207, x209, x210, x217, x45
-    x220 = gpus * x219
-    x221 = x188 * (network_power_per_node_w + node_overhead_power_w)
-    del x188
-    x222 = x213 * x221 + x220
-    x223 = pue * x222
-    x224 = tokens ** (-1.0)
-    x225 = x174 * x214 * x224
-    x226 = price_usd_per_gpu_hour * x216
-    x227 = x215 / lifetime_s
-    x228 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x215 + capex_usd_per_gpu * x227 + 2.77777777777778e-07 * electricity_usd_per_kwh * x223
-    del x215
-    x229 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x223
-    x230 = embodied_kg_per_gpu * x227
-    del x227
-    x231 = x229 + x230
-    return [x158, x122, x123, x141, x139, x140, x138, x154, x119, x135, x157, x159, x160, x161, x167, memory_reserve_bytes, memory_reserve_bytes + x159 + x160 + x161 + x167, x171, moe_layers * x172 + mtp_layers * (x109 * x172 + x132) + x170, x174, x181, 1e-12 * x183, x183 * x31, x182 * x31 * (full_recompute * (x168 * x179 + x176 + x178 + x180 + x184) + x101 * x184 + x181), x186, x191, x192, x200, x201, x203, x204, x205, x213, x212, 1 - x214, x214, x216, x220, x222, x223, x218, x219 * x225, x223 * x225, pue * (gpus * max_power_w + x221), x226, x228, use_tco * x228 + x226 * (1 - use_tco), x229, x230, x231, x224 * x231 / x181, x213 * x231]
+    x176 = x126 + x127 * x25
+    del x126, x127, x25
+    x177 = x162 ** (-1.0)
+    x178 = global_batch * seq_len * x177
+    x179 = experts * x15 + moe_ffn * x15 * x26
+    del x26
+    x180 = moe_layers * x179
+    x181 = x15 * x52 + 2 * x38 + 2 * x42
+    del x38, x42, x52
+    x182 = layers * x181
+    x183 = x15 * x168
+    del x15, x168
+    x184 = mtp_layers * (x179 * x86 + x181 + x183 * x87 + x62 + 2 * x75 + x85)
+    del x179, x181, x85, x87
+    x185 = 6 * heads * layers * seq_len * x40 + 6 * x173 + 3 * x180 + 3 * x182 + 3 * x184 + 3 * x65 + 6 * x75
+    del x173, x40, x75
+    x186 = x158 * x178
+    x187 = x185 * x186
+    x188 = layers * x62 + x65
+    del x62, x65
+    x189 = tokens * x0 * x64
+    x190 = software_mtbf_s ** (-1.0)
+    x191 = x160 / (rack_mtbf_s * rack_nodes)
+    x192 = gpus / gpu_mtbf_s
+    x193 = x160 / network_mtbf_s
+    x194 = x160 / node_mtbf_s
+    x195 = x192 + x193 + x194
+    x196 = x190 + x191 + x195
+    x197 = x196 ** (-1.0)
+    x198 = checkpoint_bytes_per_param * x175
+    x199 = x158 * x198
+    del x158
+    x200 = x199 / host_copy_bytes_per_s_per_gpu
+    x201 = ckpt_async * x200
+    x202 = x198 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x160)
+    x203 = ckpt_sync * x202
+    x204 = x114 * x199
+    del x114, x199
+    x205 = ckpt_in_memory * (x200 + x204)
+    del x200
+    x206 = x201 + x203 + x205
+    x207 = numpy.sqrt(x197 * (2 * x201 + 2 * x203 + 2 * x205))
+    x208 = x206 * (1 / 2 * x190 + 1 / 2 * x191 + 1 / 2 * x192 + 1 / 2 * x193 + 1 / 2 * x194)
+    del x192, x193, x194
+    x209 = numpy.maximum(ckpt_async * x202, numpy.where(numpy.greater(x197, 1 / 2 * x201 + 1 / 2 * x203 + 1 / 2 * x205), -x206 + x207 * (1 / 3 * numpy.sqrt(x208) + 1 / 9 * x208 + 1), x197))
+    del x201, x202, x203, x205, x208
+    x210 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x211 = node_repair_s * x191
+    x212 = numpy.exp(-x211)
+    x213 = -spare_nodes
+    x214 = rack_nodes + x213
+    x215 = node_repair_s * x195
+    x216 = 2 * rack_nodes + x213
+    x217 = x211 * x212
+    del x211
+    x218 = 3 * rack_nodes + x213
+    x219 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x212 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x220 = 4 * rack_nodes + x213
+    x221 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x212 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x222 = 5 * rack_nodes + x213
+    x223 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x212 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x224 = 6 * rack_nodes + x213
+    x225 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x212 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x226 = 7 * rack_nodes + x213
+    x227 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x212 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x228 = 8 * rack_nodes + x213
+    x229 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x212 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x230 = 9 * rack_nodes + x213
+    x231 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x212 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x232 = 10 * rack_nodes + x213
+    x233 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x212 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x234 = 11 * rack_nodes + x213
+    x235 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x212 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x236 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x212 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x237 = x197 * (x190 + x191 * (x212 * numpy.where(-x214 >= 0, scipy.special.pdtr(numpy.maximum(-x214, 0), x215), 0.0) + x217 * numpy.where(-x216 >= 0, scipy.special.pdtr(numpy.maximum(-x216, 0), x215), 0.0) + x219 * numpy.where(-x218 >= 0, scipy.special.pdtr(numpy.maximum(-x218, 0), x215), 0.0) + x221 * numpy.where(-x220 >= 0, scipy.special.pdtr(numpy.maximum(-x220, 0), x215), 0.0) + x223 * numpy.where(-x222 >= 0, scipy.special.pdtr(numpy.maximum(-x222, 0), x215), 0.0) + x225 * numpy.where(-x224 >= 0, scipy.special.pdtr(numpy.maximum(-x224, 0), x215), 0.0) + x227 * numpy.where(-x226 >= 0, scipy.special.pdtr(numpy.maximum(-x226, 0), x215), 0.0) + x229 * numpy.where(-x228 >= 0, scipy.special.pdtr(numpy.maximum(-x228, 0), x215), 0.0) + x231 * numpy.where(-x230 >= 0, scipy.special.pdtr(numpy.maximum(-x230, 0), x215), 0.0) + x233 * numpy.where(-x232 >= 0, scipy.special.pdtr(numpy.maximum(-x232, 0), x215), 0.0) + x235 * numpy.where(-x234 >= 0, scipy.special.pdtr(numpy.maximum(-x234, 0), x215), 0.0) + x236 * numpy.where(-12 * rack_nodes - x213 >= 0, scipy.special.pdtr(numpy.maximum(-12 * rack_nodes - x213, 0), x215), 0.0)) + x195 * (x212 * numpy.where(spare_nodes - 1 >= 0, scipy.special.pdtr(numpy.maximum(spare_nodes - 1, 0), x215), 0.0) + x217 * numpy.where(-x214 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x214 - 1, 0), x215), 0.0) + x219 * numpy.where(-x216 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x216 - 1, 0), x215), 0.0) + x221 * numpy.where(-x218 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x218 - 1, 0), x215), 0.0) + x223 * numpy.where(-x220 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x220 - 1, 0), x215), 0.0) + x225 * numpy.where(-x222 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x222 - 1, 0), x215), 0.0) + x227 * numpy.where(-x224 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x224 - 1, 0), x215), 0.0) + x229 * numpy.where(-x226 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x226 - 1, 0), x215), 0.0) + x231 * numpy.where(-x228 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x228 - 1, 0), x215), 0.0) + x233 * numpy.where(-x230 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x230 - 1, 0), x215), 0.0) + x235 * numpy.where(-x232 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x232 - 1, 0), x215), 0.0) + x236 * numpy.where(-x234 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x234 - 1, 0), x215), 0.0)))
+    del x190, x191, x195, x212, x213, x214, x215, x216, x217, x218, x219, x220, x221, x222, x223, x224, x225, x226, x227, x228, x229, x230, x231, x232, x233, x234, x235, x236
+    x238 = ckpt_in_memory * x204 + failure_detection_s - x197 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x237, 1 - x237) * numpy.expm1(x196 * (x210 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x198 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x160) + x210
+    del x204, x210
+    x239 = x162 * x189
+    x240 = numpy.exp(x196 * (x206 + x209))
+    x241 = x240 - 1
+    x242 = x196 * x238
+    x243 = numpy.exp(x242)
+    x244 = x209 ** (-1.0)
+    x245 = x239 * x244
+    x246 = x241 * x243 * x245
+    x247 = x197 * x246
+    x248 = x196 * x209 * numpy.exp(-x242) / x241
+    del x242
+    x249 = x247 * (gpus + gpus_per_node * spare_nodes)
+    x250 = 0.000277777777777778 * x249
+    x251 = x197 * x245 * (x240 - numpy.exp(x196 * x206))
+    del x196, x240, x245
+    x252 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x155 * x177 + compute_power_fraction * x122 * x177)
+    del x155, x177
+    x253 = idle_power_w * (tokens * x0 * x162 * x197 * x241 * x243 * x244 * x64 - x251) + x251 * x252
+    del x0, x241, x243, x244, x251, x64
+    x254 = gpus * x253
+    x255 = network_power_per_node_w + node_overhead_power_w
+    x256 = spare_nodes * (gpus_per_node * idle_power_w + x255) + x160 * x255
+    del x160, x255
+    x257 = x247 * x256 + x254
+    x258 = pue * x257
+    x259 = tokens ** (-1.0)
+    x260 = x178 * x248 * x259
+    x261 = price_usd_per_gpu_hour * x250
+    x262 = x249 / lifetime_s
+    x263 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x249 + capex_usd_per_gpu * x262 + 2.77777777777778e-07 * electricity_usd_per_kwh * x258
+    del x249
+    x264 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x258
+    x265 = embodied_kg_per_gpu * x262
+    del x262
+    x266 = x264 + x265
+    return [x162, x122, x123, x141, x139, x140, x138, x154, x121, x135, x161, x163, x164, x165, x171, memory_reserve_bytes, memory_reserve_bytes + x163 + x164 + x165 + x171, x175, moe_layers * x176 + mtp_layers * (x132 + x176 * x86) + x174, x178, x185, 1e-12 * x187, x16 * x187, x16 * x186 * (full_recompute * (x172 * x183 + x180 + x182 + x184 + x188) + x185 + x188 * x72), x189, x197, x198, x206, x207, x209, x238, x239, x247, x246, 1 - x248, x248, spare_nodes, x237, x250, x254, x257, x258, x252, x253 * x260, x258 * x260, pue * (gpus * max_power_w + x256), x261, x263, use_tco * x263 + x261 * (1 - use_tco), x264, x265, x266, x259 * x266 / x185, x247 * x266]

@@ -155,6 +155,15 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "ckpt_sync": FLAG, "ckpt_async": FLAG, "ckpt_in_memory": FLAG,
     "step_time_cv": NON_NEGATIVE, "pause_probability": FRACTION,
     "pause_duration_s": NON_NEGATIVE,
+    "network_mtbf_s": POSITIVE, "rack_mtbf_s": POSITIVE, "software_mtbf_s": POSITIVE,
+    "rack_nodes": Domain(">=1", maximum=MAX_GPUS), "failure_detection_s": NON_NEGATIVE,
+    "requeue_restart_s": NON_NEGATIVE, "node_repair_s": NON_NEGATIVE,
+    # -1: choose the optimal count per candidate (--spares auto)
+    "spare_nodes": Domain("real", integer=True, minimum=-1, maximum=MAX_GPUS),
+    "gc_interval_s": POSITIVE, "gc_duration_s": NON_NEGATIVE, "gc_planned": FLAG,
+    "gc_planned_steps": Domain(">=1", integer=True, maximum=MAX_DIM),
+    "stage_extra_layers": NON_NEGATIVE, "slow_node_fraction": FRACTION,
+    "slow_node_slowdown": Domain(">=1"),
 }
 
 #: Domains of user-facing numbers that are not run-model inputs (flag name, underscores).
@@ -178,6 +187,11 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "storage_write_gbps": BANDWIDTH_GBPS, "storage_read_gbps": BANDWIDTH_GBPS,
     "host_copy_gbps": BANDWIDTH_GBPS, "peer_copy_gbps": BANDWIDTH_GBPS,
     "restart_minutes": Domain(">=0", maximum=1e7), "train_days": Domain(">0", maximum=1e6),
+    # software stragglers (planner/cli/fault_options.py), seconds
+    "gc_interval": Domain(">0", maximum=1e12), "gc_pause": Domain(">=0", maximum=1e7),
+    "gc_every_steps": Domain(">=1", integer=True, maximum=MAX_DIM),
+    "stage_imbalance": Domain(">=0", maximum=1e6), "slow_nodes": FRACTION,
+    "slow_node_slowdown": Domain(">=1", maximum=1e6),
 }
 
 DOMAINS: dict[str, Domain] = {**INPUT_DOMAINS, **OPTION_DOMAINS}

@@ -83,7 +83,15 @@ def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK) -> dict[str, np.
 
 
 def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
-    """``f(*inputs[names])`` over chunks of ``chunk`` candidates into one array per output."""
+    """``f(*inputs[names])`` over chunks of ``chunk`` candidates into one array per output.
+
+    ``spare_nodes = -1`` (``--spares auto``) becomes each candidate's optimal spare count
+    first (:func:`planner.engine.spares.resolve_spares`).
+    """
+    if "spare_nodes" in names:
+        from planner.engine.spares import resolve_spares
+
+        inputs = resolve_spares(inputs)
     n = candidate_count(inputs)
     values = [inputs[name] for name in names]
     is_array = [np.ndim(v) > 0 for v in values]

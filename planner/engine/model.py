@@ -11,10 +11,10 @@ shard counts computed by :mod:`planner.space` from the ZeRO stage.
 The model runs as a pipeline of named stages (``STAGES``, in the manner of
 pvlib's ModelChain): layout -> parameters -> FLOPs -> attention and MLP op times ->
 compute time -> micro-batch and iteration communication -> step time ->
-throughput -> memory -> reliability -> energy -> cost and carbon.  Each stage is a
-short function ``stage(x, r)`` of the inputs ``x`` and the quantities ``r`` of the
-stages before it that returns a few named quantities and calls registered
-formulas only; every physical constant lives in :mod:`formulas`.
+throughput -> memory -> failure domains -> reliability -> energy -> cost and
+carbon.  Each stage is a short function ``stage(x, r)`` of the inputs ``x`` and
+the quantities ``r`` of the stages before it that returns a few named
+quantities and calls registered formulas only; every physical constant lives in :mod:`formulas`.
 :func:`run_stages` returns every named quantity, :func:`run_model` the outputs.
 
 Every input is in SI units (s, B, FLOP, W, J, USD); ``INPUTS`` lists them with
@@ -37,8 +37,10 @@ from formulas import (
     pipeline,
     straggler,
 )
-from formulas.ops import minimum
+from formulas import reliability as failures
+from formulas.ops import is_symbolic, minimum
 from planner.engine.columns import kernel_outputs
+from planner.engine.spares import resolve_spares
 
 #: Inputs of the run model: name -> (unit, meaning).
 INPUTS: dict[str, tuple[str, str]] = {
@@ -152,6 +154,21 @@ INPUTS: dict[str, tuple[str, str]] = {
     "step_time_cv": ("1", "coefficient of variation of a rank's iteration time"),
     "pause_probability": ("1", "per-rank per-iteration probability of a pause"),
     "pause_duration_s": ("s", "length of such a pause"),
+    "network_mtbf_s": ("s", "mean time between job-stopping network faults per node"),
+    "rack_mtbf_s": ("s", "mean time between failures of one rack (scale-up domain)"),
+    "software_mtbf_s": ("s", "mean time between job-wide software faults"),
+    "rack_nodes": ("1", "nodes of one rack (scale-up domain); a rack failure takes all out"),
+    "failure_detection_s": ("s", "time to detect a failure and stop the job"),
+    "requeue_restart_s": ("s", "restart when no hot spare is healthy (wait for nodes)"),
+    "node_repair_s": ("s", "time until a failed node is healthy again"),
+    "spare_nodes": ("1", "hot-spare nodes reserved for the job"),
+    "gc_interval_s": ("s", "mean time between unplanned GC pauses on one rank"),
+    "gc_duration_s": ("s", "length of one garbage collection"),
+    "gc_planned": ("1", "1 if every rank collects together (planned GC)"),
+    "gc_planned_steps": ("1", "steps between planned collections"),
+    "stage_extra_layers": ("1", "extra layer-equivalents on the slowest pipeline stage"),
+    "slow_node_fraction": ("1", "share of nodes that are slow"),
+    "slow_node_slowdown": ("1", "step-time factor of a slow node"),
 }
 
 #: Outputs: name -> unit, in the kernel's output order (from the column registry).
@@ -472,6 +489,21 @@ def step_time(x: dict, r: dict) -> dict:
                    - base
                    + straggler.pause_delay(x["gpus"], x["pause_probability"],
                                            x["pause_duration_s"]))
+    # software stragglers (Lin et al. OSDI'25): extra layers on the slowest stage stretch
+    # every micro-batch and the bubble; unplanned GC on any rank stalls the step, planned
+    # GC costs d/K; one slow node holds the whole group
+    layer_pass_mb = (r["compute_mb"] - compute.training_pass_time(r["t_logits"], 0)) \
+        / x["stage_layers"]
+    imbalance_s = x["stage_extra_layers"] * layer_pass_mb * m \
+        * (1 + pipeline.bubble_fraction_interleaved(x["pp"], m, x["vp"]))
+    gc_s = x["gc_planned"] * straggler.planned_gc_delay(x["gc_duration_s"],
+                                                        x["gc_planned_steps"]) \
+        + (1 - x["gc_planned"]) * straggler.pause_delay(
+            x["gpus"], straggler.gc_pause_probability(base, x["gc_interval_s"]),
+            x["gc_duration_s"])
+    slow_s = (straggler.slow_node_slowdown(r["nodes"], x["slow_node_fraction"],
+                                           x["slow_node_slowdown"]) - 1) * (base + imbalance_s)
+    straggler_s = straggler_s + imbalance_s + gc_s + slow_s
     return {**parts, "straggler_s": straggler_s, "step_time_s": base + straggler_s}
 
 
@@ -524,11 +556,35 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         + terms["activation_bytes"] + terms["reserve_bytes"])}
 
 
+def failure_domains(x: dict, r: dict) -> dict:
+    """System MTBF, share of swaps and restart cost from the failure domains and spares."""
+    nodes = r["nodes"]
+    # GPU, node and network faults take one node out, a rack failure its rack_nodes, a
+    # software fault none (restart in place); formulas.reliability
+    single_rate = (failures.domain_failure_rate(x["gpus"], x["gpu_mtbf_s"])
+                   + failures.domain_failure_rate(nodes, x["node_mtbf_s"])
+                   + failures.domain_failure_rate(nodes, x["network_mtbf_s"]))
+    rack_rate = failures.domain_failure_rate(nodes / x["rack_nodes"], x["rack_mtbf_s"])
+    software_rate = failures.domain_failure_rate(1, x["software_mtbf_s"])
+    mtbf = 1 / (single_rate + rack_rate + software_rate)
+    in_repair = (failures.nodes_in_repair(single_rate, x["node_repair_s"]),
+                 failures.nodes_in_repair(rack_rate, x["node_repair_s"]))
+    swap_fraction = mtbf * (
+        single_rate * failures.pool_swap_probability(x["spare_nodes"], 1, *in_repair,
+                                                     x["rack_nodes"])
+        + rack_rate * failures.pool_swap_probability(x["spare_nodes"], x["rack_nodes"],
+                                                     *in_repair, x["rack_nodes"])
+        + software_rate)
+    return {"system_mtbf_s": mtbf, "swap_fraction": swap_fraction,
+            "spare_nodes": x["spare_nodes"],
+            "failure_restart_s": failures.effective_restart_cost(
+                mtbf, x["failure_detection_s"], x["restart_overhead_s"],
+                x["requeue_restart_s"], swap_fraction)}
+
+
 def reliability(x: dict, r: dict) -> dict:
     """Failures, checkpoints and restarts: the wall time of the whole run (Daly)."""
-    nodes = r["nodes"]
-    mtbf = checkpoint.combined_mtbf(checkpoint.system_mtbf(x["gpu_mtbf_s"], x["gpus"]),
-                                    checkpoint.system_mtbf(x["node_mtbf_s"], nodes))
+    nodes, mtbf, failure_restart_s = r["nodes"], r["system_mtbf_s"], r["failure_restart_s"]
     size = checkpoint.checkpoint_size(r["params"], x["checkpoint_bytes_per_param"])
     shard = size / x["gpus"]
     write_s = checkpoint.checkpoint_write_time(size, checkpoint.storage_bandwidth(
@@ -539,7 +595,7 @@ def reliability(x: dict, r: dict) -> dict:
     peer_s = checkpoint.checkpoint_write_time(shard, x["scale_out_bandwidth_bytes_per_s"])
     stall = checkpoint.checkpoint_stall_time(write_s, host_s, peer_s, x["ckpt_sync"],
                                              x["ckpt_async"], x["ckpt_in_memory"])
-    restart = checkpoint.checkpoint_restart_time(x["restart_overhead_s"], read_s, peer_s,
+    restart = checkpoint.checkpoint_restart_time(failure_restart_s, read_s, peer_s,
                                                  x["ckpt_in_memory"])
     interval = checkpoint.drained_checkpoint_interval(
         checkpoint.daly_interval(stall, mtbf), write_s, x["ckpt_async"])
@@ -547,7 +603,7 @@ def reliability(x: dict, r: dict) -> dict:
     solve = steps * r["step_time_s"]
     wall = checkpoint.daly_wall_time(solve, interval, stall, restart, mtbf)
     return {
-        "system_mtbf_s": mtbf, "checkpoint_bytes": size, "checkpoint_stall_s": stall,
+        "checkpoint_bytes": size, "checkpoint_stall_s": stall,
         "young_interval_s": checkpoint.young_interval(stall, mtbf),
         "checkpoint_interval_s": interval, "restart_s": restart, "steps": steps,
         "solve_time_s": solve, "wall_time_s": wall,
@@ -571,19 +627,24 @@ def energy_use(x: dict, r: dict) -> dict:
                     + energy.energy(x["idle_power_w"], wall - stepping))
     rest_w = energy.non_gpu_it_power(r["nodes"], x["node_overhead_power_w"],
                                      x["network_power_per_node_w"])
-    it_j = gpu_j + energy.energy(rest_w, wall)
+    # hot spares idle for the whole run
+    spare_w = x["spare_nodes"] * (x["gpus_per_node"] * x["idle_power_w"]
+                                  + x["node_overhead_power_w"] + x["network_power_per_node_w"])
+    it_j = gpu_j + energy.energy(rest_w + spare_w, wall)
     facility_j = energy.energy(energy.facility_power(it_j / wall, x["pue"]), wall)
     return {
         "energy_gpu_j": gpu_j, "energy_it_j": it_j, "energy_facility_j": facility_j,
         "gpu_step_power_w": busy_w, "gpu_power_w": gpu_j / (gpus * wall),
         "avg_power_w": facility_j / wall,
-        "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w, x["pue"]),
+        "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w + spare_w,
+                                              x["pue"]),
     }
 
 
 def cost_and_carbon(x: dict, r: dict) -> dict:
     """GPU-hours, cloud or TCO cost, operational and embodied carbon."""
-    gpus, wall = x["gpus"], r["wall_time_s"]
+    # the job's GPUs and its hot spares' are billed, bought and built
+    gpus, wall = x["gpus"] + x["spare_nodes"] * x["gpus_per_node"], r["wall_time_s"]
     cloud = cost.cloud_cost(gpus, wall, x["price_usd_per_gpu_hour"])
     tco = cost.tco_cost(gpus, wall, x["capex_usd_per_gpu"], x["lifetime_s"],
                         r["energy_facility_j"], x["electricity_usd_per_kwh"],
@@ -605,11 +666,13 @@ def cost_and_carbon(x: dict, r: dict) -> dict:
 #: The run model, in order: each stage sees the inputs and everything before it.
 STAGES = (layout, parameters, flops, attention_times, mlp_times, compute_time,
           microbatch_communication, iteration_communication, step_time, throughput,
-          memory_per_gpu, reliability, energy_use, cost_and_carbon)
+          memory_per_gpu, failure_domains, reliability, energy_use, cost_and_carbon)
 
 
 def run_stages(x: dict) -> dict:
     """Every named quantity of every stage (outputs and intermediates)."""
+    if not is_symbolic(x.get("spare_nodes", 0.0)):  # numbers: --spares auto is resolved
+        x = resolve_spares(x)
     results: dict = {}
     for stage in STAGES:
         results.update(stage(x, results))

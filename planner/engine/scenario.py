@@ -127,6 +127,16 @@ def check_overrides(overrides: dict) -> None:
 
 NEVER_S = 1e18
 UNLIMITED_BYTES_PER_S = 1e18
+#: ``spare_nodes`` of ``--spares auto`` (planner.engine.spares.AUTO).
+SPARES_AUTO = -1.0
+
+#: Software stragglers an operator states (``--gc-interval``, ...); these defaults add
+#: none: no unplanned GC beyond the profile's pauses, balanced stages, no slow nodes.
+STRAGGLER_DEFAULTS: dict[str, float] = {
+    "gc_interval_s": NEVER_S, "gc_duration_s": 0.0, "gc_planned": 0.0,
+    "gc_planned_steps": 1.0, "stage_extra_layers": 0.0, "slow_node_fraction": 0.0,
+    "slow_node_slowdown": 1.0,
+}
 
 
 def value(quantity) -> float:
@@ -229,6 +239,9 @@ def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
         "inter_latency_s": value(node.inter_node_latency_s),
         "gpus_per_node": gpus_per_node,
         "scale_up_domain_gpus": value(accelerator.scale_up_domain_gpus),
+        # a rack (scale-up domain) failure takes all its nodes out
+        "rack_nodes": max(1.0, value(accelerator.scale_up_domain_gpus)
+                          / value(node.gpus_per_node)),
         "idle_power_w": value(accelerator.idle_power_w),
         "max_power_w": value(accelerator.max_power_w),
         "node_overhead_power_w": value(node.node_overhead_power_w),
@@ -256,15 +269,34 @@ def site_inputs(site, cost_basis: str = "cloud") -> dict[str, float]:
 
 
 def reliability_inputs(profile, scheme: str) -> dict[str, float]:
+    """Kernel inputs of a reliability profile and a checkpoint scheme.
+
+    A profile with failure domains (``domain_*_mtbf_s``, ``swap_restart_s``, ...) gives
+    the rates by domain; one without gives its GPU and node rates and one restart cost,
+    with no network, rack or software domain and re-queue = swap, which is the model
+    before failure domains, result for result.  Hot spares default to ``auto``.
+    """
+    def given(name):
+        return getattr(profile, name, None)
+
+    restart = value(given("swap_restart_s") or profile.restart_overhead_s)
     return {
-        "gpu_mtbf_s": value(profile.gpu_mtbf_s),
+        "gpu_mtbf_s": value(given("domain_gpu_mtbf_s") or profile.gpu_mtbf_s),
         # absent rates/caps mean "never" / "unlimited" (a large finite number keeps checks on)
-        "node_mtbf_s": value(getattr(profile, "node_mtbf_s", None) or NEVER_S),
+        "node_mtbf_s": value(given("domain_node_mtbf_s") or given("node_mtbf_s") or NEVER_S),
+        "network_mtbf_s": value(given("domain_network_mtbf_s") or NEVER_S),
+        "rack_mtbf_s": value(given("domain_rack_mtbf_s") or NEVER_S),
+        "software_mtbf_s": value(given("domain_software_mtbf_s") or NEVER_S),
+        "failure_detection_s": value(given("failure_detection_s") or 0.0),
+        "requeue_restart_s": value(given("requeue_restart_s") or restart),
+        "node_repair_s": value(given("node_repair_s") or 0.0),
+        "spare_nodes": SPARES_AUTO,
+        **STRAGGLER_DEFAULTS,
         "storage_write_cap_bytes_per_s": value(
             getattr(profile, "checkpoint_write_bytes_per_s", None) or UNLIMITED_BYTES_PER_S),
         "storage_read_cap_bytes_per_s": value(
             getattr(profile, "checkpoint_read_bytes_per_s", None) or UNLIMITED_BYTES_PER_S),
-        "restart_overhead_s": value(profile.restart_overhead_s),
+        "restart_overhead_s": restart,
         "step_time_cv": value(profile.step_time_cv),
         "pause_probability": value(profile.pause_probability_per_step),
         "pause_duration_s": value(profile.pause_duration_s),

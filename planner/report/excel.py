@@ -63,7 +63,7 @@ __all__ = [
 EXCEL_MAX_FORMULA_LENGTH = 8192
 
 #: Functions that need the ``_xlfn.`` prefix inside an .xlsx file.
-XLFN_FUNCTIONS = ("CEILING.MATH", "NORM.S.INV", "FLOOR.MATH")
+XLFN_FUNCTIONS = ("CEILING.MATH", "NORM.S.INV", "FLOOR.MATH", "POISSON.DIST")
 
 _HARMONIC_SHIFT = 6
 #: Bernoulli-number terms -B_2k/(2k m^2k), k = 1..4, of the asymptotic series of H_m.
@@ -347,6 +347,16 @@ class ExcelPrinter(StrPrinter):
 
     def _print_erfinv(self, expr) -> str:  # reached only if called without _rewrite
         return self._print(_rewrite(expr))
+
+    def _print_expm1(self, expr) -> str:  # sympy.codegen.cfunctions (formulas.ops.expm1)
+        return f"(EXP({self._print(expr.args[0])}) - 1)"
+
+    def _print_log1p(self, expr) -> str:
+        return f"LN(1 + {self._print(expr.args[0])})"
+
+    def _print_PoissonCdf(self, expr) -> str:  # formulas.ops.poisson_cdf
+        k, mu = (self._print(a) for a in expr.args)
+        return f"IF({k} < 0, 0, POISSON.DIST({k}, {mu}, TRUE))"
 
     _print_harmonic = _print_erfinv
     _print_erfc = _print_erfinv

@@ -1,0 +1,57 @@
+"""Failure-domain, hot-spare and software-straggler options of evaluate, plan and simulate.
+
+The flags (``--spares``, ``--gc-interval``, ``--gc-pause``, ``--gc-every-steps``,
+``--stage-imbalance``, ``--slow-nodes``, ``--slow-node-slowdown``) and the ``[faults]``
+section of a scenario file become run-model inputs (:data:`planner.engine.model.INPUTS`)
+through :func:`fault_inputs`, each checked with the flag's own name.
+"""
+
+from __future__ import annotations
+
+from planner.errors import CapplanError, shown
+
+#: Defaults of the flags (what the user states; ``None``: not stated).
+FAULT_DEFAULTS: dict = {
+    "spares": "auto", "gc_interval": None, "gc_pause": 1.0, "gc_every_steps": None,
+    "stage_imbalance": 0.0, "slow_nodes": 0.0, "slow_node_slowdown": 1.1,
+}
+FAULT_OPTIONS = tuple(FAULT_DEFAULTS)
+
+
+def parse_spares(text) -> float:
+    """``auto`` -> -1 (planner.engine.spares.AUTO), else a whole number of nodes >= 0."""
+    from planner.engine.domains import MAX_GPUS
+
+    if isinstance(text, str) and text.strip().lower() == "auto":
+        return -1.0
+    try:
+        count = float(text)
+    except (TypeError, ValueError):
+        count = float("nan")
+    if not (count >= 0 and count <= MAX_GPUS and count == int(count)):
+        import difflib
+
+        close = isinstance(text, str) and difflib.get_close_matches(text.lower(), ["auto"])
+        raise CapplanError(f"--spares must be a whole number of nodes >= 0 (at most "
+                           f"{MAX_GPUS:,}) or 'auto', got {shown(text)}"
+                           + ("; did you mean: auto?" if close else ""))
+    return count
+
+
+def fault_inputs(values: dict) -> dict[str, float]:
+    """Run-model inputs of the fault options in ``values`` (flag names, user units: s)."""
+    from planner.engine.domains import check
+
+    v = {**FAULT_DEFAULTS, **{k: values[k] for k in FAULT_OPTIONS if k in values}}
+    check({k: v[k] for k in FAULT_OPTIONS if k != "spares"})
+    out = {"spare_nodes": parse_spares(v["spares"]),
+           "stage_extra_layers": float(v["stage_imbalance"]),
+           "slow_node_fraction": float(v["slow_nodes"]),
+           "slow_node_slowdown": float(v["slow_node_slowdown"])}
+    if v["gc_every_steps"] is not None:
+        out.update(gc_planned=1.0, gc_planned_steps=float(v["gc_every_steps"]),
+                   gc_duration_s=float(v["gc_pause"]))
+    elif v["gc_interval"] is not None:
+        out.update(gc_planned=0.0, gc_interval_s=float(v["gc_interval"]),
+                   gc_duration_s=float(v["gc_pause"]))
+    return out

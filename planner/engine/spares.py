@@ -1,0 +1,85 @@
+"""Hot spares chosen per candidate: ``spare_nodes = -1`` (``--spares auto``) before the kernel.
+
+Daly's wall time is proportional to e^{R/M} (:func:`formulas.checkpoint.daly_wall_time`)
+and the effective restart cost of a swap-or-re-queue is
+R = t_d - M ln S(N_s), S = p_s e^{-R_s/M} + (1 - p_s) e^{-R_q/M}
+(:func:`formulas.reliability.effective_restart_cost`).  Neither the solve time, the
+checkpoint interval (a function of M only) nor the stall depends on the spares, so the
+billed GPU-hours (N_n + N_s) g T_w of :func:`planner.analysis.simulate.optimal_spares`
+are minimised by the N_s that minimises (N_n + N_s) / S(N_s): a search over whole spare
+counts that needs no kernel output.  It runs once per distinct set of failure inputs
+(in a plan, once per GPU count), as one numpy array of candidates x spare counts.
+
+>>> x = {"gpus": 16384.0, "gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0,
+...      "node_mtbf_s": 180285826.0, "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18,
+...      "software_mtbf_s": 74057.0, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
+...      "requeue_restart_s": 7200.0, "node_repair_s": 86400.0, "spare_nodes": -1.0}
+>>> int(resolve_spares(x)["spare_nodes"])  # the Llama 3 job (formulas in docs/model.md)
+16
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: ``spare_nodes`` value that asks for the optimal count.
+AUTO = -1.0
+
+#: Inputs the optimal count depends on (the failure domains and restart costs).
+SPARE_INPUTS = ("gpus", "gpus_per_node", "gpu_mtbf_s", "node_mtbf_s", "network_mtbf_s",
+                "rack_mtbf_s", "software_mtbf_s", "rack_nodes", "restart_overhead_s",
+                "requeue_restart_s", "node_repair_s")
+
+#: Largest spare count searched (a bound on memory; far above any optimum seen).
+MAX_SPARES = 4096
+
+
+def optimal_spare_nodes(**x) -> np.ndarray:
+    """Spare nodes minimising (nodes + spares) / S(spares), per row of the inputs.
+
+    ``x`` holds the :data:`SPARE_INPUTS` as numbers or equal-length arrays (SI units).
+    """
+    from formulas import reliability as rel
+
+    def col(name):
+        return np.atleast_1d(np.asarray(x[name], dtype=float))[:, None]
+
+    nodes = col("gpus") / col("gpus_per_node")
+    single = (rel.domain_failure_rate(col("gpus"), col("gpu_mtbf_s"))
+              + rel.domain_failure_rate(nodes, col("node_mtbf_s"))
+              + rel.domain_failure_rate(nodes, col("network_mtbf_s")))
+    rack = rel.domain_failure_rate(nodes / col("rack_nodes"), col("rack_mtbf_s"))
+    software = rel.domain_failure_rate(1.0, col("software_mtbf_s"))
+    mtbf = 1 / (single + rack + software)
+    mu1 = rel.nodes_in_repair(single, col("node_repair_s"))
+    mu_r = rel.nodes_in_repair(rack, col("node_repair_s"))
+    m = col("rack_nodes")
+    reach = mu1 + m * mu_r + 10 * np.sqrt(mu1 + m * m * mu_r) + 2 * m + 2
+    spares = np.arange(min(int(np.ceil(reach.max())), MAX_SPARES) + 1, dtype=float)[None, :]
+    swap = mtbf * (single * rel.pool_swap_probability(spares, 1, mu1, mu_r, m)
+                   + rack * rel.pool_swap_probability(spares, m, mu1, mu_r, m) + software)
+    survival = (swap * np.exp(-col("restart_overhead_s") / mtbf)
+                + (1 - swap) * np.exp(-col("requeue_restart_s") / mtbf))
+    with np.errstate(divide="ignore"):
+        billed = (nodes + spares) / survival
+    return spares[0, np.argmin(billed, axis=1)]
+
+
+def resolve_spares(inputs: dict) -> dict:
+    """``inputs`` with every ``spare_nodes`` of :data:`AUTO` replaced by the optimal count."""
+    spares = inputs.get("spare_nodes", 0.0)
+    auto = np.asarray(spares) == AUTO
+    if not auto.any():
+        return inputs
+    sizes = [np.size(inputs[k]) for k in (*SPARE_INPUTS, "spare_nodes") if np.ndim(inputs[k])]
+    n = sizes[0] if sizes else 1
+    if n == 0:  # no candidates
+        return {**inputs, "spare_nodes": np.zeros(0)}
+    table = np.stack([np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,))
+                      for k in SPARE_INPUTS], axis=1)
+    rows, inverse = np.unique(table, axis=0, return_inverse=True)
+    best = optimal_spare_nodes(**dict(zip(SPARE_INPUTS, rows.T, strict=True)))[
+        inverse.reshape(-1)]
+    chosen = np.where(auto, best, spares)
+    return {**inputs, "spare_nodes": float(chosen[0]) if n == 1 and np.ndim(spares) == 0
+            else chosen}

@@ -89,7 +89,7 @@ def test_unexpected_exception_is_an_internal_error_with_its_own_exit_code(capsys
     def broken(**_):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(evaluator, "evaluate", broken)
+    monkeypatch.setattr(evaluator, "evaluate_run", broken)  # what `capplan evaluate` calls
     code, _, err = run(capsys, ["evaluate"])
     assert code == INTERNAL == 3
     assert err == ("capplan: internal error: RuntimeError: boom\\nsecond line "

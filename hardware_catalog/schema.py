@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = 1
-KINDS = ("accelerator", "node", "site", "model", "reliability")
+KINDS = ("accelerator", "node", "site", "model", "reliability", "stack")
 
 
 class Quantity(BaseModel):
@@ -122,8 +122,11 @@ class Accelerator(Entry):
     idle_power_w: Quantity
     scale_up_domain_gpus: Quantity
     scale_up_bandwidth_bytes_per_s: Quantity  # per GPU, one direction
-    gemm_max_efficiency: Quantity
+    gemm_max_efficiency: Quantity  # bf16 (and fp16/tf32) large-GEMM fraction of peak
     gemm_half_efficiency_dim: Quantity
+    # fp8 large-GEMM fraction of the fp8 peak (per-tensor scaled, Transformer Engine);
+    # None: the bf16 value is used (planner.engine.scenario.gemm_efficiency)
+    gemm_max_efficiency_fp8: Quantity | None = None
     hbm_efficiency: Quantity
     scale_up_bus_efficiency: Quantity
     scale_out_bus_efficiency: Quantity
@@ -142,7 +145,7 @@ class Accelerator(Entry):
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
                   "lifetime_years")
         _fraction(problems, self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
-                  "scale_out_bus_efficiency")
+                  "scale_out_bus_efficiency", "gemm_max_efficiency_fp8")
         _integral(problems, self, "scale_up_domain_gpus")
         _check(problems, self.idle_power_w.value < self.max_power_w.value, "idle_power_w.value",
                f"expected idle power below max_power_w ({self.max_power_w.value:g} W), "
@@ -343,10 +346,38 @@ class ReliabilityProfile(Entry):
         return self
 
 
+class SoftwareStack(Entry):
+    """A training software stack: what its kernels and schedules overlap and fuse.
+
+    Each value is a run-model input of the same name (planner/engine/model.py ``INPUTS``);
+    the stack's values replace planner/engine/execution.toml's for the run.
+    """
+
+    kind: Literal["stack"]
+    tp_overlap: Quantity  # TP collectives hidden behind GEMMs (userbuffers / TP comm overlap)
+    dp_overlap: Quantity  # gradient reduce / parameter gather hidden (distributed optimizer)
+    cp_overlap: Quantity  # context-parallel ring exchange hidden behind attention
+    ep_overlap: Quantity  # MoE dispatch/combine all-to-all hidden behind expert compute
+    attention_efficiency_factor: Quantity  # fused attention kernel relative to large GEMMs
+    layer_overhead_s: Quantity  # host time to launch one layer's forward (CUDA graphs: less)
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        problems: list[str] = []
+        for name in ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap"):
+            v = getattr(self, name).value
+            _check(problems, 0 <= v <= 1, f"{name}.value", f"expected a fraction in [0, 1], got {v:g}")
+        _fraction(problems, self, "attention_efficiency_factor")
+        _check(problems, self.layer_overhead_s.value >= 0, "layer_overhead_s.value", "expected >= 0")
+        _raise(problems)
+        return self
+
+
 KIND_MODELS: dict[str, type[Entry]] = {
     "accelerator": Accelerator,
     "node": Node,
     "site": Site,
     "model": ModelSpec,
     "reliability": ReliabilityProfile,
+    "stack": SoftwareStack,
 }

@@ -16,7 +16,7 @@ from hardware_catalog.schema import KINDS, Quantity
 ROOT = Path(__file__).resolve().parents[1]
 DATA_FILES = sorted(DATA_DIR.rglob("*.toml"))
 FOLDER = {"accelerator": "accelerators", "node": "nodes", "site": "sites", "model": "models",
-          "reliability": "reliability"}
+          "reliability": "reliability", "stack": "stacks"}
 
 
 @pytest.fixture(autouse=True)
@@ -391,7 +391,7 @@ def test_examples_load_as_catalog_dir():
 
 
 def test_kinds_and_find(cat):
-    assert set(KINDS) == {"accelerator", "node", "site", "model", "reliability"}
+    assert set(KINDS) == {"accelerator", "node", "site", "model", "reliability", "stack"}
     assert cat.find("h100-sxm")[0][0] == "accelerator"
     assert cat.find("bloom-176b") and {k for k, _ in cat.find("bloom-176b")} == {
         "model", "reliability"}

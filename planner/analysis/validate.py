@@ -88,6 +88,7 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   "embedding_matrices": 1.0, "moe_layers": 0.0, "experts": 1.0,
                   "experts_per_token": 1.0, "shared_experts": 0.0, "moe_ffn": "4h",
                   "cp": 1.0, "ep": 1.0, "sequence_parallel": 0.0, "precision": "bf16",
+                  "stack": "megatron-lm-2021",
                   "unexpressible": ""}
 
 
@@ -120,7 +121,10 @@ def reliability_rows() -> pd.DataFrame:
 
 def _case(**kw) -> dict:
     # dropout: Megatron-LM/-DeepSpeed and metaseq train with dropout 0.1 (masks stored)
-    base = {"reliability": "benchmark", "vp": 1, "zero": 0, "flash": False, "dp_overlap": np.nan,
+    # stack: the software the rows ran on (hardware_catalog/data/stacks); Megatron-LM 2021
+    # unless the loader says otherwise
+    base = {"reliability": "benchmark", "stack": "megatron-lm-2021", "vp": 1, "zero": 0,
+            "flash": False, "dp_overlap": np.nan,
             "scale_out_bytes_per_s": np.nan, "fit": False, "source": "", "dropout": 1}
     base.update(kw)
     return base
@@ -208,6 +212,7 @@ def _llm_foundry(gpu: str) -> pd.DataFrame:
                           global_batch=int(_num(r.global_batch_seqs)),
                           recompute="full" if r.act_recompute == "full" else "none",
                           zero=3 if "FULL_SHARD" in r.zero_fsdp else 2, flash=True,
+                          stack="llm-foundry-2023",
                           dropout=0,  # MPT: attn/resid/emb_pdrop 0.0
                           metric="tokens_per_s_per_gpu", measured=_num(r.tokens_per_s_per_gpu),
                           fit=gpus in (8, 64), source=r.source))
@@ -265,6 +270,17 @@ MODERN_FIT_FAMILIES = ("llama", "grok")
 MODERN_ETP = re.compile(r"\bETP\s*=\s*(\d+)")
 MODERN_MTP = re.compile(r"\bMTP\b")
 MODERN_NETWORK = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb\b[^;]*per node")
+
+
+#: Software stack of a modern row, by the repository its source names (first match).
+MODERN_STACKS = (("InternLM/", "internevo-2023"), ("pytorch/torchtitan", "torchtitan-fsdp2"),
+                 ("NVIDIA", "megatron-core-2025"))
+
+
+def modern_stack(source: str) -> str:
+    """The software stack a modern row ran on (NeMo/Megatron-Core unless named otherwise)."""
+    return next((stack for prefix, stack in MODERN_STACKS if prefix in source),
+                "megatron-core-2025")
 
 
 def modern_group(case) -> str:
@@ -371,7 +387,7 @@ def load_modern_runs() -> pd.DataFrame:
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
                      metric=r.metric, measured=_num(r.published), model=r.model,
                      notes=r.notes, fit=r.model.startswith(MODERN_FIT_FAMILIES),
-                     source=r.source)
+                     source=r.source, stack=modern_stack(r.source))
         rows.append(case)
     frame = pd.DataFrame(rows)
     frame["group"] = [modern_group(c) for c in frame.itertuples()]
@@ -439,12 +455,12 @@ _MODEL_TEMPLATE = "megatron-1.7b"  # any catalog model; every shape input is ove
 
 
 def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str,
-                precision: str, catalog, params: dict | None) -> dict:
+                precision: str, stack: str, catalog, params: dict | None) -> dict:
     from planner.engine.evaluator import base_inputs
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
 
     x = base_inputs(catalog, model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
-                    precision=precision)
+                    precision=precision, stack=stack)
     shape = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp_matrices", "vocab", "seq_len",
              "embedding_matrices", "moe_layers", "experts", "experts_per_token",
              "shared_experts", "moe_ffn", "global_batch")
@@ -469,7 +485,9 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
             x[name] = np.where(np.isfinite(v), v, x[name])
     for name, value in (params or {}).get(hardware, {}).items():
         x[name] = value
-    for key in ("*", f"rel:{reliability}"):
+    for name, value in (params or {}).get(f"{hardware}:{precision}", {}).items():
+        x[name] = value
+    for key in ("*", f"rel:{reliability}", f"stack:{stack}"):
         for name, value in (params or {}).get(key, {}).items():
             x[name] = value
     return x
@@ -479,8 +497,9 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     """Cases with ``predicted``, ``error`` (predicted/measured - 1) and model outputs.
 
     ``params`` optionally replaces kernel inputs per accelerator id (``{"a100-80gb":
-    {"gemm_max_efficiency": 0.8}}``; key ``"*"`` for all, ``"rel:<profile>"`` for the
-    cases of one reliability profile) - used by the calibration.
+    {"gemm_max_efficiency": 0.8}}``, ``"<id>:<precision>"`` for one precision on it; key
+    ``"*"`` for all, ``"rel:<profile>"`` for the cases of one reliability profile,
+    ``"stack:<id>"`` for those of one software stack) - used by the calibration.
     """
     from formulas.compute import narayanan_flops_per_iteration
     from planner.engine.columns import step_time_terms
@@ -498,10 +517,10 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
         out[col] = np.nan
     out["fits"] = True
     expressible = out[out.unexpressible == ""]  # the others are listed, not predicted
-    keys = ["hardware", "flash", "reliability", "precision"]
-    for (hw, flash, rel, precision), idx in expressible.groupby(keys).groups.items():
+    keys = ["hardware", "flash", "reliability", "precision", "stack"]
+    for (hw, flash, rel, precision, stack), idx in expressible.groupby(keys).groups.items():
         group = out.loc[idx]
-        x = _inputs_for(group, hw, bool(flash), rel, precision, catalog, params)
+        x = _inputs_for(group, hw, bool(flash), rel, precision, stack, catalog, params)
         r = evaluate_inputs(x)
         step = r["step_time_s"]
         g = group

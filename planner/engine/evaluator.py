@@ -137,8 +137,12 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
                 checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
                 seq_len=None, tokens=DEFAULTS["tokens"], global_batch=None,
                 pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
-                spot_interruption=DEFAULTS["spot_interruption"]) -> dict[str, float]:
+                spot_interruption=DEFAULTS["spot_interruption"],
+                stack=DEFAULTS["stack"]) -> dict[str, float]:
     """Scalar run-model inputs for a model on one accelerator at one site (domains checked).
+
+    ``stack`` names the software stack (catalog kind ``stack``: overlaps, fused-attention
+    efficiency, launch overhead), or is a stack entry.
 
     The price per GPU-hour is resolved by :func:`planner.engine.pricing.price_quote`
     (tier ``pricing``, ``provider``); ``pricing="owned"`` selects the TCO cost basis;
@@ -154,6 +158,7 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
         model_inputs,
         reliability_inputs,
         site_inputs,
+        stack_inputs,
     )
 
     check({"tokens": tokens, "global_batch": global_batch, "seq_len": seq_len})
@@ -161,6 +166,7 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
     acc = catalog.accelerator(hardware) if isinstance(hardware, str) else hardware
     node = catalog.node(acc.node)
     profile = catalog.reliability_profile(reliability)
+    software = catalog.stack(stack) if isinstance(stack, str) else stack
     basis = "tco" if pricing == "owned" else cost_basis
     # catalog values and user files too: one table, before any kernel call, naming the entry
     x = {}
@@ -169,7 +175,8 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
                         (f"site '{site}'", site_inputs(catalog.site(site), basis)),
                         (f"reliability profile '{reliability}'",
                          reliability_inputs(profile, checkpoint)),
-                        ("planner/engine/execution.toml", execution_defaults())):
+                        ("planner/engine/execution.toml", execution_defaults()),
+                        (f"stack '{software.id}'", stack_inputs(software))):
         check(part, where=where)
         x.update(part)
     x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, provider).usd_per_gpu_hour

@@ -31,6 +31,7 @@ DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3: 16M tokens per batch (arXiv
 DEFAULTS: dict = {
     "model": DEFAULT_MODEL, "tokens": DEFAULT_TOKENS, "hardware": "all",
     "site": "us-average", "reliability": "default", "precision": "bf16",
+    "stack": "megatron-core-2025",  # software stack (hardware_catalog/data/stacks)
     "checkpoint": "async", "cost_basis": "cloud", "min_gpus": 8, "max_gpus": 16384,
     "deadline_days": 90.0, "objective": "cost", "knee_threshold": 0.8,
     # one run (capplan evaluate / sensitivity / simulate / export, planner.evaluate)
@@ -134,6 +135,16 @@ def execution_defaults() -> dict[str, float]:
     return {k: float(v["value"]) for k, v in data.items() if isinstance(v, dict)}
 
 
+#: Run-model inputs a software stack sets (hardware_catalog.schema.SoftwareStack).
+STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
+                "attention_efficiency_factor", "layer_overhead_s")
+
+
+def stack_inputs(stack) -> dict[str, float]:
+    """Kernel inputs of a software stack (catalog entry): overlaps, attention, launches."""
+    return {name: value(getattr(stack, name)) for name in STACK_INPUTS}
+
+
 def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
     """Kernel inputs describing the model architecture."""
     experts = int(getattr(model, "experts", 0) or 0)
@@ -171,6 +182,13 @@ def peak_flops(accelerator, precision: str) -> float:
     return value(quantity)
 
 
+def gemm_efficiency(accelerator, precision: str) -> float:
+    """Large-GEMM fraction of the peak at ``precision``: the accelerator's value for that
+    precision (``gemm_max_efficiency_fp8``), else its bf16 ``gemm_max_efficiency``."""
+    own = getattr(accelerator, f"gemm_max_efficiency_{precision}", None)
+    return value(own if own is not None else accelerator.gemm_max_efficiency)
+
+
 def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
     """Kernel inputs describing one accelerator in its node and fabric."""
     gpus_per_node = float(value(node.gpus_per_node))
@@ -179,7 +197,7 @@ def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
     lifetime_years = value(getattr(accelerator, "lifetime_years", 5.0))
     return {
         "peak_flops_per_s": peak_flops(accelerator, precision),
-        "gemm_max_efficiency": value(accelerator.gemm_max_efficiency),
+        "gemm_max_efficiency": gemm_efficiency(accelerator, precision),
         "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
         "hbm_bytes": value(accelerator.hbm_bytes),
         "hbm_bandwidth_bytes_per_s": value(accelerator.hbm_bandwidth_bytes_per_s),

@@ -755,3 +755,39 @@ def zero3_gather_time(allgather_time_s, microbatches):
     .. math:: T_{Z3} = 2 m T_{AG}
     """
     return 2 * microbatches * allgather_time_s
+
+
+@formula(reference="Rajbhandari et al. 2020 (ZeRO), arXiv:1910.02054 s5.2 (ZeRO-2: gradients "
+         "reduce-scattered as the backward produces them, each rank keeps its shard); Zhao "
+         "et al. 2023 (PyTorch FSDP), arXiv:2304.11277 s3.2 (reduce-scatter in every "
+         "backward, gradient accumulation without no_sync)",
+         domain={"allreduce_time_s": ">=0", "microbatches": ">=1"},
+         symbols={"allreduce_time_s": "T_{AR}", "microbatches": "m"},
+         result_latex="T_{RS}")
+def sharded_grad_reduce_time(allreduce_time_s, microbatches):
+    """Gradient reduce-scatters of one iteration when gradients are sharded (ZeRO-2/3, FSDP).
+
+    No rank keeps the full gradient between micro-batches, so each micro-batch's backward
+    reduce-scatters its gradients: half an all-reduce (ring: the reduce-scatter phase),
+    once per micro-batch, instead of one all-reduce of the accumulated gradients.
+
+    Parameters
+    ----------
+    allreduce_time_s : numeric
+        Time to all-reduce the stage's gradients once, T_AR [s].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        Reduce-scatter time per iteration [s].
+
+    Examples
+    --------
+    >>> sharded_grad_reduce_time(0.2, 8)
+    0.8
+
+    .. math:: T_{RS} = m T_{AR} / 2
+    """
+    return microbatches * allreduce_time_s / 2

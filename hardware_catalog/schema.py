@@ -346,6 +346,15 @@ class ReliabilityProfile(Entry):
         return self
 
 
+class StackOnAccelerator(BaseModel):
+    """A software stack's own factors on one accelerator (each optional)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    attention_efficiency_factor: Quantity | None = None
+    gemm_efficiency_factor: Quantity | None = None
+
+
 class SoftwareStack(Entry):
     """A training software stack: what its kernels and schedules overlap and fuse.
 
@@ -360,6 +369,12 @@ class SoftwareStack(Entry):
     ep_overlap: Quantity  # MoE dispatch/combine all-to-all hidden behind expert compute
     attention_efficiency_factor: Quantity  # fused attention kernel relative to large GEMMs
     layer_overhead_s: Quantity  # host time to launch one layer's forward (CUDA graphs: less)
+    # fraction of the accelerator's large-GEMM efficiency (gemm_max_efficiency*, measured
+    # with current cuBLAS / Transformer Engine) that the stack's GEMM path reaches
+    gemm_efficiency_factor: Quantity
+    # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
+    # on Hopper, without wgmma/TMA): accelerator id -> its own factors
+    on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _sanity(self):
@@ -367,7 +382,13 @@ class SoftwareStack(Entry):
         for name in ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap"):
             v = getattr(self, name).value
             _check(problems, 0 <= v <= 1, f"{name}.value", f"expected a fraction in [0, 1], got {v:g}")
-        _fraction(problems, self, "attention_efficiency_factor")
+        _fraction(problems, self, "attention_efficiency_factor", "gemm_efficiency_factor")
+        for acc, own in self.on_accelerator.items():
+            for name in ("attention_efficiency_factor", "gemm_efficiency_factor"):
+                q = getattr(own, name)
+                _check(problems, q is None or 0 < q.value <= 1,
+                       f"on_accelerator.{acc}.{name}.value",
+                       f"expected a fraction in (0, 1], got {getattr(q, 'value', 0):g}")
         _check(problems, self.layer_overhead_s.value >= 0, "layer_overhead_s.value", "expected >= 0")
         _raise(problems)
         return self

@@ -285,7 +285,7 @@ def test_physical_sanity(tmp_path):
                    "idle_power_w = { value = 800,")
     with pytest.raises(CatalogError, match=r"idle_power_w.value: expected idle power below"):
         parse_file(p)
-    p = _copy_with(tmp_path, "accelerators", "h100-sxm", "gemm_max_efficiency = { value = 0.575,",
+    p = _copy_with(tmp_path, "accelerators", "h100-sxm", "gemm_max_efficiency = { value = 0.8,",
                    "gemm_max_efficiency = { value = 1.5,")
     with pytest.raises(CatalogError, match=r"gemm_max_efficiency.value: expected a fraction"):
         parse_file(p)

@@ -487,9 +487,14 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
         x[name] = value
     for name, value in (params or {}).get(f"{hardware}:{precision}", {}).items():
         x[name] = value
-    for key in ("*", f"rel:{reliability}", f"stack:{stack}"):
+    factor = 1.0
+    for key in ("*", f"rel:{reliability}", f"stack:{stack}", f"stack:{stack}@{hardware}"):
         for name, value in (params or {}).get(key, {}).items():
-            x[name] = value
+            if name == "gemm_efficiency_factor":  # a stack's share of the GEMM efficiency
+                factor = value
+            else:
+                x[name] = value
+    x["gemm_max_efficiency"] = x["gemm_max_efficiency"] * factor
     return x
 
 
@@ -499,7 +504,10 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     ``params`` optionally replaces kernel inputs per accelerator id (``{"a100-80gb":
     {"gemm_max_efficiency": 0.8}}``, ``"<id>:<precision>"`` for one precision on it; key
     ``"*"`` for all, ``"rel:<profile>"`` for the cases of one reliability profile,
-    ``"stack:<id>"`` for those of one software stack) - used by the calibration.
+    ``"stack:<id>"`` for those of one software stack, ``"stack:<id>@<accelerator>"`` for
+    those of one stack on one accelerator) - used by the calibration.  A replaced
+    ``gemm_max_efficiency`` is the accelerator's own; a ``gemm_efficiency_factor`` given
+    for the stack then scales it (as the catalog's stack factor scales the catalog value).
     """
     from formulas.compute import narayanan_flops_per_iteration
     from planner.engine.columns import step_time_terms
@@ -741,6 +749,10 @@ OLMO_CORE_GPUS = 8
 OLMO_CORE_VOCAB = 100352
 
 
+#: OLMo-core trains with PyTorch FSDP2 and FlashAttention-2, the kernels of this stack.
+OLMO_CORE_STACK = "torchtitan-fsdp2"
+
+
 def steady_state_check(catalog=None) -> list[dict]:
     """Predicted tokens/s per GPU vs OLMo-core's published H100 throughput."""
     from planner.engine.evaluator import evaluate  # loads the default catalog when catalog is None
@@ -749,7 +761,7 @@ def steady_state_check(catalog=None) -> list[dict]:
     for run, (model, micro, batch, published, span) in OLMO_CORE_THROUGHPUT.items():
         r = evaluate(catalog=catalog, model=model, hardware="h100-sxm", gpus=OLMO_CORE_GPUS,
                      tp=1, pp=1, global_batch=batch, micro_batch=micro, seq_len=4096, recompute="none",
-                     zero=3, reliability="benchmark",
+                     zero=3, reliability="benchmark", stack=OLMO_CORE_STACK,
                      overrides={"vocab": OLMO_CORE_VOCAB}).iloc[0]
         got = float(r["tokens_per_s"]) / OLMO_CORE_GPUS
         rows.append({"check": f"{run} tokens/s per GPU", "published": published,

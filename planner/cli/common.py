@@ -86,6 +86,10 @@ GlobalBatchOption = Annotated[int, typer.Option(
     help="Global batch [sequences] (default ~16M tokens).")]
 SiteOption = Annotated[str, typer.Option(help="Site id (PUE, price, grid carbon).")]
 PrecisionOption = Annotated[str, typer.Option(help="bf16 | fp8 | tf32.")]
+StackOption = Annotated[str, typer.Option(
+    help="Software stack id (communication overlap, attention kernel, launch overhead; "
+    "'capplan catalog list stacks'), e.g. megatron-core-2025 (default), megatron-lm-2021, "
+    "torchtitan-fsdp2.")]
 CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory.")]
 CatalogOption = Annotated[list[str], typer.Option(
     "--catalog", help="Extra catalog directory (repeatable); adds or overrides entries by id.")]

@@ -23,6 +23,7 @@ from planner.cli.common import (
     ProviderOption,
     SiteOption,
     SpotInterruptionOption,
+    StackOption,
     TokensOption,
 )
 from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
@@ -59,6 +60,7 @@ def _options(
                                            help="Sequence parallelism (default: on when tp>1)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
     precision: PrecisionOption = DEFAULTS["precision"],
+    stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
     tokens: TokensOption = DEFAULTS["tokens"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],

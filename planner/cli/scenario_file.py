@@ -15,7 +15,7 @@ from planner.errors import CapplanError, did_you_mean
 KEYS: dict[str, type] = {
     "model": str, "tokens": float, "hardware": str, "min_gpus": int, "max_gpus": int,
     "global_batch": int, "seq_len": int, "deadline_days": float, "budget_usd": float,
-    "max_power_mw": float, "site": str, "objective": str, "precision": str,
+    "max_power_mw": float, "site": str, "objective": str, "precision": str, "stack": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
     "catalog": list, "pricing": str, "provider": str,
     "spot_interruption": str,
@@ -36,6 +36,7 @@ max_gpus = 16384
 site = "us-average"           # PUE, electricity price, grid carbon: `capplan catalog list sites`
 objective = "cost"            # time | cost | energy | carbon
 precision = "bf16"            # bf16 | fp8 | tf32
+stack = "megatron-core-2025"  # software stack: `capplan catalog list stacks`
 checkpoint = "async"          # sync | async | in-memory
 cost_basis = "cloud"          # cloud (price per GPU-hour) | tco (capex + energy + opex)
 pricing = "on-demand"         # on-demand | spot | reserved-1y | reserved-3y | owned (= tco)

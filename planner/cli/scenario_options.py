@@ -19,6 +19,7 @@ from planner.cli.common import (
     ProviderOption,
     SiteOption,
     SpotInterruptionOption,
+    StackOption,
     TokensOption,
 )
 from planner.cli.layout_options import prepend_options
@@ -44,6 +45,7 @@ def _options(
     site: SiteOption = DEFAULTS["site"],
     objective: str = typer.Option(DEFAULTS["objective"], help="time | cost | energy | carbon (the headline)."),
     precision: PrecisionOption = DEFAULTS["precision"],
+    stack: StackOption = DEFAULTS["stack"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
     cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
     reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
@@ -59,7 +61,7 @@ def _options(
 #: Scenario keys (everything but the typer context and the file itself).
 SCENARIO_KEYS = ("model", "tokens", "hardware", "min_gpus", "max_gpus", "global_batch",
                  "seq_len", "deadline_days", "budget_usd", "max_power_mw", "site", "objective",
-                 "precision", "checkpoint", "cost_basis", "reliability", "knee_threshold",
+                 "precision", "stack", "checkpoint", "cost_basis", "reliability", "knee_threshold",
                  "catalog", "pricing", "provider", "spot_interruption")
 
 
@@ -81,6 +83,7 @@ def resolve_scenario(options: dict):
         seq_len=v["seq_len"],
         hardware=tuple(h.strip() for h in v["hardware"].split(",") if h.strip()),
         site=v["site"], reliability=v["reliability"], precision=v["precision"],
+        stack=v["stack"],
         checkpoint=v["checkpoint"], cost_basis=v["cost_basis"], min_gpus=v["min_gpus"],
         max_gpus=v["max_gpus"],
         deadline_days=None if deadline in (None, float("inf")) else deadline,

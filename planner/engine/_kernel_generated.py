@@ -61,11 +61,10 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x41 = moe_ffn * x9
     x42 = x12 * x41
     x43 = numpy.minimum(numpy.minimum(hidden, x41), ep * experts_per_token * x12 / experts)
-    del x41
     x44 = x33 / gemm_max_efficiency
     x45 = x10 * x44
-    x46 = mlp_matrices * x40 * numpy.maximum(x28 * (moe_ffn * x29 + x21 + x42), x42 * x45 * (gemm_half_efficiency_dim + x43) / x43)
-    del x42, x43
+    x46 = mlp_matrices * x40 * numpy.maximum(x28 * (hidden * x41 + x21 + x42), x42 * x45 * (gemm_half_efficiency_dim + x43) / x43)
+    del x41, x42, x43
     x47 = ep_overlap * numpy.minimum(x26, 3 * x25 * x46)
     del x25
     x48 = hidden * vocab
@@ -90,10 +89,9 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x61
     x65 = x12 * x55
     x66 = numpy.minimum(numpy.minimum(hidden, x12), x55)
-    del x55
     x67 = mlp_matrices * (1 - x24)
-    x68 = x67 * numpy.maximum(x28 * (ffn * x29 + x21 + x65), x45 * x65 * (gemm_half_efficiency_dim + x66) / x66)
-    del x45, x65, x66
+    x68 = x67 * numpy.maximum(x28 * (hidden * x55 + x21 + x65), x45 * x65 * (gemm_half_efficiency_dim + x66) / x66)
+    del x45, x55, x65, x66
     x69 = x24 * x46
     del x46
     x70 = 1 - full_recompute
@@ -151,112 +149,114 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x108 = x107 / optimizer_shards
     x109 = x108 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x27
-    x110 = numpy.minimum(dp, dp_intra_ranks)
-    x111 = x110 - 1
-    x112 = intra_latency_s * x111
-    x113 = x110 ** (-1.0)
-    del x110
-    x114 = dp * x113 - 1
-    x115 = inter_latency_s * x114
-    x116 = bytes_per_element * x107
-    x117 = x111 * x113 * x81
-    del x111, x113, x81
-    x118 = x114 * x83 * x91
-    del x114, x83, x91
-    x119 = x93 * zero3 * (x112 + x115 + x116 * x117 + x116 * x118)
-    del x116, x93
-    x120 = 2 * grad_comm_bytes_per_param * x107
-    x121 = 2 * x112 + 2 * x115 + x117 * x120 + x118 * x120
-    del x112, x115, x117, x118, x120
-    x122 = -dp_overlap * numpy.minimum(x119, x96) - dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) + x119 + x121
-    del x119, x121, x76
-    x123 = x100 + x109 + x122 + x90 + x95 + x96 + x97 + x98 + x99
-    x124 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x123 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    x110 = numpy.minimum(1, grad_shards - 1)
+    x111 = numpy.minimum(dp, dp_intra_ranks)
+    x112 = x111 - 1
+    x113 = intra_latency_s * x112
+    x114 = x111 ** (-1.0)
+    del x111
+    x115 = dp * x114 - 1
+    x116 = inter_latency_s * x115
+    x117 = x112 * x114 * x81
+    del x112, x114, x81
+    x118 = 2 * grad_comm_bytes_per_param * x107
+    x119 = x115 * x83 * x91
+    del x115, x83, x91
+    x120 = 2 * x113 + 2 * x116 + x117 * x118 + x118 * x119
+    del x118
+    x121 = x120 * (1 - x110)
+    x122 = bytes_per_element * x107
+    x123 = 1 / 2 * x110 * x120 * x92 + x93 * zero3 * (x113 + x116 + x117 * x122 + x119 * x122)
+    del x110, x113, x116, x117, x119, x120, x122, x93
+    x124 = -dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) - dp_overlap * numpy.minimum(x123, x96) + x121 + x123
+    del x121, x123, x76
+    x125 = x100 + x109 + x124 + x90 + x95 + x96 + x97 + x98 + x99
+    x126 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x125 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
     del x0, x2
-    x125 = x123 + x124
-    del x123
-    x126 = weight_bytes_per_param * x107 / weight_shards
-    x127 = grad_bytes_per_param * x107 / grad_shards
+    x127 = x125 + x126
+    del x125
+    x128 = weight_bytes_per_param * x107 / weight_shards
+    x129 = grad_bytes_per_param * x107 / grad_shards
     del x107
-    x128 = optimizer_bytes_per_param * x108
+    x130 = optimizer_bytes_per_param * x108
     del x108
-    x129 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
+    x131 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
     del x21, x52, x53, x9
-    x130 = full_recompute * x129 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x129 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
-    del x129, x13, x31, x57, x70, x89, x92
-    x131 = mlp_matrices * (layers - moe_layers)
-    x132 = x101 * x131
+    x132 = full_recompute * x131 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x131 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
+    del x13, x131, x31, x57, x70, x89, x92
+    x133 = mlp_matrices * (layers - moe_layers)
+    x134 = x101 * x133
     del x101
-    x133 = embedding_matrices * x48 + hidden + layers * x106 + x132
+    x135 = embedding_matrices * x48 + hidden + layers * x106 + x134
     del x106
-    x134 = moe_layers * x105 + x133
+    x136 = moe_layers * x105 + x135
     del x105
-    x135 = x125 ** (-1.0)
-    x136 = global_batch * seq_len * x135
-    x137 = moe_layers * (experts * x10 + x10 * x103 * x40)
+    x137 = x127 ** (-1.0)
+    x138 = global_batch * seq_len * x137
+    x139 = moe_layers * (experts * x10 + x10 * x103 * x40)
     del x103
-    x138 = 4 * hidden * seq_len
-    x139 = 4 * x59
+    x140 = 4 * hidden * seq_len
+    x141 = 4 * x59
     del x59
-    x140 = layers * (x138 + x139 * x8 + x139)
-    del x139, x8
-    x141 = 6 * x132 + 3 * x137 + 3 * x140 + 6 * x48
-    del x132, x48
-    x142 = x1 * x136
-    x143 = x141 * x142
-    x144 = global_batch ** (-1.0)
-    x145 = seq_len ** (-1.0)
-    x146 = tokens * x144 * x145
-    x147 = gpus / gpu_mtbf_s
-    x148 = gpus / gpus_per_node
-    x149 = x148 / node_mtbf_s
-    x150 = x147 + x149
-    x151 = x150 ** (-1.0)
-    x152 = checkpoint_bytes_per_param * x134
-    x153 = x1 * x152
+    x142 = layers * (x140 + x141 * x8 + x141)
+    del x141, x8
+    x143 = 6 * x134 + 3 * x139 + 3 * x142 + 6 * x48
+    del x134, x48
+    x144 = x1 * x138
+    x145 = x143 * x144
+    x146 = global_batch ** (-1.0)
+    x147 = seq_len ** (-1.0)
+    x148 = tokens * x146 * x147
+    x149 = gpus / gpu_mtbf_s
+    x150 = gpus / gpus_per_node
+    x151 = x150 / node_mtbf_s
+    x152 = x149 + x151
+    x153 = x152 ** (-1.0)
+    x154 = checkpoint_bytes_per_param * x136
+    x155 = x1 * x154
     del x1
-    x154 = x153 / host_copy_bytes_per_s_per_gpu
-    x155 = ckpt_async * x154
-    x156 = x152 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x148)
-    x157 = ckpt_sync * x156
-    x158 = x153 * x82
-    del x153, x82
-    x159 = ckpt_in_memory * (x154 + x158)
-    del x154
-    x160 = x155 + x157 + x159
-    x161 = numpy.sqrt(x151 * (2 * x155 + 2 * x157 + 2 * x159))
-    x162 = x160 * (1 / 2 * x147 + 1 / 2 * x149)
-    del x147, x149
-    x163 = numpy.maximum(ckpt_async * x156, numpy.where(numpy.greater(x151, 1 / 2 * x155 + 1 / 2 * x157 + 1 / 2 * x159), -x160 + x161 * (1 / 3 * numpy.sqrt(x162) + 1 / 9 * x162 + 1), x151))
-    del x155, x156, x157, x159, x162
-    x164 = ckpt_in_memory * x158 + restart_overhead_s + x152 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x148)
-    del x158
-    x165 = x125 * x146
-    x166 = numpy.exp(x150 * (x160 + x163))
-    x167 = x166 - 1
-    x168 = x150 * x164
-    x169 = numpy.exp(x168)
-    x170 = x163 ** (-1.0)
-    x171 = x165 * x170
-    x172 = x167 * x169 * x171
-    x173 = x151 * x172
-    x174 = x150 * x163 * numpy.exp(-x168) / x167
-    del x168
-    x175 = gpus * x173
-    x176 = 0.000277777777777778 * x175
-    x177 = x151 * x171 * (x166 - numpy.exp(x150 * x160))
-    del x150, x166, x171
-    x178 = gpus * (idle_power_w * (tokens * x125 * x144 * x145 * x151 * x167 * x169 * x170 - x177) + x177 * (idle_power_w + x135 * x96 * (-idle_power_w + max_power_w)))
-    del x135, x144, x145, x167, x169, x170, x177
-    x179 = x148 * (network_power_per_node_w + node_overhead_power_w)
-    del x148
-    x180 = x173 * x179 + x178
-    x181 = pue * x180
-    x182 = price_usd_per_gpu_hour * x176
-    x183 = x175 / lifetime_s
-    x184 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x175 + capex_usd_per_gpu * x183 + 2.77777777777778e-07 * electricity_usd_per_kwh * x181
-    del x175
-    x185 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x181
-    x186 = embodied_kg_per_gpu * x183
-    del x183
-    return [x125, x96, x100, x99, x97, x98, x95, x122, x90, x109, x124, x126, x127, x128, x130, memory_reserve_bytes, memory_reserve_bytes + x126 + x127 + x128 + x130, x134, moe_layers * (x102 + x104 * x40) + x133, x136, x141, 1e-12 * x143, x143 * x33, x142 * x33 * (full_recompute * (ffn * x10 * x131 + x137 + x140) + layers * x138 * x71 + x141), x146, x151, x152, x160, x161, x163, x164, x165, x173, x172, 1 - x174, x174, x176, x178, x180, x181, x136 * x174 * x181 / tokens, pue * (gpus * max_power_w + x179), x182, x184, use_tco * x184 + x182 * (1 - use_tco), x185, x186, x185 + x186]
+    x156 = x155 / host_copy_bytes_per_s_per_gpu
+    x157 = ckpt_async * x156
+    x158 = x154 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x150)
+    x159 = ckpt_sync * x158
+    x160 = x155 * x82
+    del x155, x82
+    x161 = ckpt_in_memory * (x156 + x160)
+    del x156
+    x162 = x157 + x159 + x161
+    x163 = numpy.sqrt(x153 * (2 * x157 + 2 * x159 + 2 * x161))
+    x164 = x162 * (1 / 2 * x149 + 1 / 2 * x151)
+    del x149, x151
+    x165 = numpy.maximum(ckpt_async * x158, numpy.where(numpy.greater(x153, 1 / 2 * x157 + 1 / 2 * x159 + 1 / 2 * x161), -x162 + x163 * (1 / 3 * numpy.sqrt(x164) + 1 / 9 * x164 + 1), x153))
+    del x157, x158, x159, x161, x164
+    x166 = ckpt_in_memory * x160 + restart_overhead_s + x154 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x150)
+    del x160
+    x167 = x127 * x148
+    x168 = numpy.exp(x152 * (x162 + x165))
+    x169 = x168 - 1
+    x170 = x152 * x166
+    x171 = numpy.exp(x170)
+    x172 = x165 ** (-1.0)
+    x173 = x167 * x172
+    x174 = x169 * x171 * x173
+    x175 = x153 * x174
+    x176 = x152 * x165 * numpy.exp(-x170) / x169
+    del x170
+    x177 = gpus * x175
+    x178 = 0.000277777777777778 * x177
+    x179 = x153 * x173 * (x168 - numpy.exp(x152 * x162))
+    del x152, x168, x173
+    x180 = gpus * (idle_power_w * (tokens * x127 * x146 * x147 * x153 * x169 * x171 * x172 - x179) + x179 * (idle_power_w + x137 * x96 * (-idle_power_w + max_power_w)))
+    del x137, x146, x147, x169, x171, x172, x179
+    x181 = x150 * (network_power_per_node_w + node_overhead_power_w)
+    del x150
+    x182 = x175 * x181 + x180
+    x183 = pue * x182
+    x184 = price_usd_per_gpu_hour * x178
+    x185 = x177 / lifetime_s
+    x186 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x177 + capex_usd_per_gpu * x185 + 2.77777777777778e-07 * electricity_usd_per_kwh * x183
+    del x177
+    x187 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x183
+    x188 = embodied_kg_per_gpu * x185
+    del x185
+    return [x127, x96, x100, x99, x97, x98, x95, x124, x90, x109, x126, x128, x129, x130, x132, memory_reserve_bytes, memory_reserve_bytes + x128 + x129 + x130 + x132, x136, moe_layers * (x102 + x104 * x40) + x135, x138, x143, 1e-12 * x145, x145 * x33, x144 * x33 * (full_recompute * (ffn * x10 * x133 + x139 + x142) + layers * x140 * x71 + x143), x148, x153, x154, x162, x163, x165, x166, x167, x175, x174, 1 - x176, x176, x178, x180, x182, x183, x138 * x176 * x183 / tokens, pue * (gpus * max_power_w + x181), x184, x186, use_tco * x186 + x184 * (1 - use_tco), x187, x188, x187 + x188]

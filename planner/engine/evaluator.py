@@ -171,12 +171,12 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
     # catalog values and user files too: one table, before any kernel call, naming the entry
     x = {}
     for where, part in ((f"model '{m.id}'", model_inputs(m, seq_len)),
-                        (f"accelerator '{acc.id}'", hardware_inputs(acc, node, precision)),
+                        (f"accelerator '{acc.id}'", hardware_inputs(acc, node, precision, software)),
                         (f"site '{site}'", site_inputs(catalog.site(site), basis)),
                         (f"reliability profile '{reliability}'",
                          reliability_inputs(profile, checkpoint)),
                         ("planner/engine/execution.toml", execution_defaults()),
-                        (f"stack '{software.id}'", stack_inputs(software))):
+                        (f"stack '{software.id}'", stack_inputs(software, acc.id))):
         check(part, where=where)
         x.update(part)
     x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, provider).usd_per_gpu_hour
@@ -336,7 +336,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
              flash_attention=True, reliability=DEFAULTS["reliability"], catalog=None,
              catalog_dirs=(), overrides=None, return_inputs=False,
              pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
-             spot_interruption=DEFAULTS["spot_interruption"]):
+             spot_interruption=DEFAULTS["spot_interruption"], stack=DEFAULTS["stack"]):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
     Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
@@ -349,6 +349,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
     ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.pricing``);
+    ``stack`` the software stack (catalog id or entry: overlaps, attention, launches);
     arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
     kernel inputs are returned too: ``(frame, inputs)``.
     """
@@ -384,7 +385,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
                     reliability=reliability, precision=precision, checkpoint=checkpoint,
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
                     global_batch=global_batch, pricing=pricing, provider=provider,
-                    spot_interruption=spot_interruption)
+                    spot_interruption=spot_interruption, stack=stack)
     if any(np.ndim(v) > 0 for v in (gpus, zero, sequence_parallel, *sizes.values(),
                                      *(overrides or {}).values())):
         sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()}
@@ -411,7 +412,8 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     n = len(out["step_time_s"])
     meta = {"model": model if isinstance(model, str) else model.id,
             "hardware": hardware if isinstance(hardware, str) else hardware.id,
-            "precision": precision, "site": site, "checkpoint": checkpoint,
+            "precision": precision, "stack": stack if isinstance(stack, str) else stack.id,
+            "site": site, "checkpoint": checkpoint,
             "recompute": recompute, "zero": zero, "global_batch": x["global_batch"],
             "seq_len": x["seq_len"], "tokens": x["tokens"]}
     out["largest_memory_term"] = np.asarray(memory_terms())[out.pop("largest_memory_term_index")]

@@ -352,11 +352,17 @@ def iteration_communication(x: dict, r: dict) -> dict:
         communication.hierarchical_allgather_time(x["bytes_per_element"] * r["stage_params"],
                                                   *levels),
         r["microbatches"])
+    # sharded gradients (ZeRO-2/3, FSDP): a reduce-scatter in every micro-batch's backward,
+    # hidden behind all of them; else one all-reduce behind the last backward
+    sharded = minimum(x["grad_shards"] - 1, 1)  # 0 or 1
+    scatter_s = sharded * communication.sharded_grad_reduce_time(reduce_s, r["microbatches"])
     last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
     return {
         "pp_comm_s": pipeline.pipeline_p2p_count(x["pp"], r["microbatches"], x["vp"]) * p2p,
-        "dp_comm_s": communication.exposed_comm_time(reduce_s, last_backward, x["dp_overlap"])
-        + communication.exposed_comm_time(gather_s, r["compute_s"], x["dp_overlap"]),
+        "dp_comm_s": communication.exposed_comm_time((1 - sharded) * reduce_s, last_backward,
+                                                     x["dp_overlap"])
+        + communication.exposed_comm_time(gather_s + scatter_s, r["compute_s"],
+                                          x["dp_overlap"]),
     }
 
 

@@ -59,6 +59,7 @@ class Scenario:
     site: str = DEFAULTS["site"]
     reliability: str = DEFAULTS["reliability"]
     precision: str = DEFAULTS["precision"]
+    stack: str = DEFAULTS["stack"]  # software stack id (hardware_catalog/data/stacks)
     checkpoint: str = DEFAULTS["checkpoint"]
     cost_basis: str = DEFAULTS["cost_basis"]
     min_gpus: int = DEFAULTS["min_gpus"]
@@ -140,9 +141,22 @@ STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
                 "attention_efficiency_factor", "layer_overhead_s")
 
 
-def stack_inputs(stack) -> dict[str, float]:
-    """Kernel inputs of a software stack (catalog entry): overlaps, attention, launches."""
-    return {name: value(getattr(stack, name)) for name in STACK_INPUTS}
+def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:
+    """Kernel inputs of a software stack (catalog entry): overlaps, attention, launches.
+
+    The fused-attention factor is the stack's own on ``accelerator_id`` when the stack
+    names one for it (a kernel not written for that architecture), else its general one.
+    """
+    return {name: value(stack_factor(stack, name, accelerator_id)
+                        if name == "attention_efficiency_factor" else getattr(stack, name))
+            for name in STACK_INPUTS}
+
+
+def stack_factor(stack, name: str, accelerator_id: str | None = None):
+    """A stack's ``attention_efficiency_factor`` / ``gemm_efficiency_factor`` (Quantity):
+    its own on ``accelerator_id`` when it names one, else its general value."""
+    own = stack.on_accelerator.get(accelerator_id or "")
+    return getattr(own, name, None) or getattr(stack, name)
 
 
 def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
@@ -189,15 +203,21 @@ def gemm_efficiency(accelerator, precision: str) -> float:
     return value(own if own is not None else accelerator.gemm_max_efficiency)
 
 
-def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
-    """Kernel inputs describing one accelerator in its node and fabric."""
+def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, float]:
+    """Kernel inputs describing one accelerator in its node and fabric.
+
+    ``stack`` (a catalog software stack) scales the large-GEMM efficiency by the fraction
+    of it the stack's GEMM path reaches on this accelerator (``gemm_efficiency_factor``).
+    """
+    gemm_factor = 1.0 if stack is None else value(
+        stack_factor(stack, "gemm_efficiency_factor", accelerator.id))
     gpus_per_node = float(value(node.gpus_per_node))
     nic_bytes_per_s = value(node.nics_per_node) * value(node.nic_bandwidth_bits_per_s) / 8
     ports = value(getattr(node, "network_ports_per_node", node.nics_per_node))
     lifetime_years = value(getattr(accelerator, "lifetime_years", 5.0))
     return {
         "peak_flops_per_s": peak_flops(accelerator, precision),
-        "gemm_max_efficiency": gemm_efficiency(accelerator, precision),
+        "gemm_max_efficiency": gemm_efficiency(accelerator, precision) * gemm_factor,
         "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
         "hbm_bytes": value(accelerator.hbm_bytes),
         "hbm_bandwidth_bytes_per_s": value(accelerator.hbm_bandwidth_bytes_per_s),

@@ -1,0 +1,134 @@
+"""Software stacks and GEMM efficiency by precision (issue 13 items 3-4).
+
+A stack (hardware_catalog/data/stacks) sets the communication overlaps, the fused-attention
+efficiency and the launch overhead of a run, and what share of the accelerator's GEMM
+efficiency its kernels reach; ``--precision`` picks the accelerator's GEMM efficiency at
+that precision.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formulas.communication import sharded_grad_reduce_time
+from hardware_catalog import load_catalog
+from planner.cli.main import main
+from planner.engine.evaluator import base_inputs, evaluate
+from planner.engine.scenario import DEFAULTS, STACK_INPUTS, gemm_efficiency, stack_inputs
+
+EVAL = ["evaluate", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64",
+        "--tp", "8", "--pp", "2", "--global-batch", "128", "--micro-batch", "1",
+        "--tokens", "1e12", "--format", "json"]
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalog()
+
+
+def test_shipped_stacks_and_the_default(cat):
+    assert {"megatron-core-2025", "megatron-lm-2021", "torchtitan-fsdp2", "llm-foundry-2023",
+            "internevo-2023"} <= set(cat.stacks)
+    assert DEFAULTS["stack"] == "megatron-core-2025"
+    for stack in cat.stacks.values():
+        x = stack_inputs(stack)
+        assert set(x) == set(STACK_INPUTS)
+        assert all(0 <= x[k] <= 1 for k in ("tp_overlap", "dp_overlap", "cp_overlap",
+                                              "ep_overlap", "attention_efficiency_factor"))
+        for q in stack.quantities().values():
+            assert len(q.source) > 20  # every value says where it comes from
+
+
+def test_precision_picks_the_gemm_efficiency(cat):
+    h100 = cat.accelerator("h100-sxm")
+    assert gemm_efficiency(h100, "bf16") == h100.gemm_max_efficiency.value
+    assert gemm_efficiency(h100, "fp8") == h100.gemm_max_efficiency_fp8.value
+    assert gemm_efficiency(h100, "fp8") != gemm_efficiency(h100, "bf16")
+    mi300x = cat.accelerator("mi300x")  # no fp8 value of its own: the bf16 one
+    assert mi300x.gemm_max_efficiency_fp8 is None
+    assert gemm_efficiency(mi300x, "fp8") == mi300x.gemm_max_efficiency.value
+    fp8 = base_inputs(cat, model="llama3-8b", hardware="h100-sxm", precision="fp8")
+    assert fp8["gemm_max_efficiency"] == pytest.approx(h100.gemm_max_efficiency_fp8.value)
+
+
+def test_a_stack_on_one_accelerator(cat):
+    """llm-foundry's FlashAttention-2 on Hopper has its own factors; on A100 the general."""
+    stack = cat.stack("llm-foundry-2023")
+    own = stack.on_accelerator["h100-sxm"]
+    assert stack_inputs(stack, "h100-sxm")["attention_efficiency_factor"] \
+        == own.attention_efficiency_factor.value
+    assert stack_inputs(stack, "a100-80gb")["attention_efficiency_factor"] \
+        == stack.attention_efficiency_factor.value
+    x = base_inputs(cat, model="llama3-8b", hardware="h100-sxm", stack="llm-foundry-2023")
+    h100 = cat.accelerator("h100-sxm")
+    assert x["gemm_max_efficiency"] == pytest.approx(
+        h100.gemm_max_efficiency.value * own.gemm_efficiency_factor.value)
+    assert x["dp_overlap"] == stack.dp_overlap.value
+
+
+def test_the_stack_changes_the_step_time(cat):
+    old = evaluate(catalog=cat, model="llama3-70b", hardware="h100-sxm", gpus=64, tp=8, pp=2,
+                   global_batch=128, micro_batch=1, tokens=1e12, stack="megatron-lm-2021")
+    new = evaluate(catalog=cat, model="llama3-70b", hardware="h100-sxm", gpus=64, tp=8, pp=2,
+                   global_batch=128, micro_batch=1, tokens=1e12)
+    assert new["stack"].iloc[0] == "megatron-core-2025"
+    # the 2025 stack overlaps TP communication; the 2021 one does not
+    assert new["tp_comm_s"].iloc[0] < old["tp_comm_s"].iloc[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=2, max_size=6))
+def test_more_overlap_is_never_slower(overlaps):
+    """Step time is non-increasing in each overlap fraction (property)."""
+    cat = load_catalog()
+    values = np.sort(np.asarray(overlaps))
+    for name in ("tp_overlap", "dp_overlap", "ep_overlap"):
+        out = evaluate(catalog=cat, model="mixtral-8x7b", hardware="h100-sxm",
+                       gpus=np.full(values.size, 128), tp=2, pp=2, ep=8, global_batch=256,
+                       micro_batch=1, tokens=1e12, overrides={name: values})
+        step = out["step_time_s"].to_numpy()
+        assert np.all(np.diff(step) <= 1e-12 * step[:-1]), (name, values, step)
+
+
+def test_sharded_gradients_reduce_scatter_every_microbatch(cat):
+    """ZeRO-2: one reduce-scatter (half an all-reduce) per micro-batch (ZeRO arXiv:1910.02054
+    s5.2); ZeRO-1: one all-reduce per iteration. Without overlap the ratio is m / 2."""
+    assert sharded_grad_reduce_time(0.2, 8) == pytest.approx(0.8)
+    kw = dict(catalog=cat, model="llama3-8b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
+              global_batch=512, micro_batch=2, tokens=1e12, recompute="full",
+              overrides={"dp_overlap": 0.0})
+    z1, z2 = evaluate(zero=1, **kw).iloc[0], evaluate(zero=2, **kw).iloc[0]
+    microbatches = 512 / 64 / 2
+    assert z2["dp_comm_s"] == pytest.approx(z1["dp_comm_s"] * microbatches / 2, rel=1e-9)
+
+
+def test_cli_stack_flag(capsys):
+    assert main([*EVAL, "--stack", "megatron-lm-2021"]) == 0
+    old = json.loads(capsys.readouterr().out)
+    assert main(EVAL) == 0
+    new = json.loads(capsys.readouterr().out)
+    assert old["inputs"]["stack"] == "megatron-lm-2021"
+    assert new["inputs"]["stack"] == DEFAULTS["stack"]
+    assert new["step_time_s"] != old["step_time_s"]
+
+
+def test_cli_unknown_stack_is_one_line(capsys):
+    assert main([*EVAL, "--stack", "megatron-core-2052"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("capplan: error: unknown stack")
+    assert "megatron-core-2025" in err
+
+
+def test_plan_and_scenario_file_take_a_stack(capsys, tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('model = "llama3-8b"\nhardware = "h100-sxm"\nstack = "torchtitan-fsdp2"\n'
+                    "min_gpus = 8\nmax_gpus = 16\ntokens = 1e11\n")
+    assert main(["plan", "--scenario", str(path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["scenario"]["stack"] == "torchtitan-fsdp2"
+    assert main(["plan", "--scenario", str(path), "--stack", "nope", "--format", "json"]) == 2
+    assert "unknown stack 'nope'" in capsys.readouterr().err

@@ -25,7 +25,7 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import log2, minimum
+from .ops import log2, maximum, minimum
 
 HOCKNEY = "Hockney 1994, Parallel Computing 20(3):389, doi:10.1016/S0167-8191(06)80021-9"
 THAKUR = "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1):49-66, doi:10.1177/1094342005051521"
@@ -410,6 +410,51 @@ def exposed_comm_time(comm_time_s, compute_time_s, overlap_fraction):
 
 
 # -- which link a group uses -------------------------------------------------------------
+
+@formula(reference="Dubey et al. 2024 (Llama 3), arXiv:2407.21783 s3.3.1: 24K GPUs in pods "
+         "of 3,072 with full bisection inside a pod and a 1:7 oversubscription above it; "
+         "the parallelism order keeps TP, CP and PP inside pods, DP crosses them",
+         domain={"bandwidth_bytes_per_s": ">0", "oversubscription": ">=1",
+                 "group_span_gpus": ">=1", "pod_gpus": ">=1"},
+         symbols={"bandwidth_bytes_per_s": "B", "oversubscription": "R",
+                  "group_span_gpus": "n_g", "pod_gpus": "n_p"},
+         result_latex="B_{g}")
+def pod_bandwidth(bandwidth_bytes_per_s, oversubscription, group_span_gpus, pod_gpus):
+    """Per-GPU scale-out bandwidth of a group, thinned where it leaves its pod.
+
+    Inside a pod the fabric is non-blocking; above it the spine carries 1/R of the
+    injection bandwidth, so a collective whose ranks span more GPUs than a pod runs at
+    B/R per GPU (every rank's traffic crosses the spine in a ring or tree across pods).
+
+    Parameters
+    ----------
+    bandwidth_bytes_per_s : numeric
+        Per-GPU scale-out bandwidth inside a pod, B [B/s].
+    oversubscription : numeric
+        Oversubscription ratio above the pod, R (1 = non-blocking) [1].
+    group_span_gpus : numeric
+        GPUs the group's ranks are spread over, n_g [1].
+    pod_gpus : numeric
+        GPUs under one non-blocking pod, n_p [1].
+
+    Returns
+    -------
+    numeric
+        Per-GPU bandwidth of the group [B/s].
+
+    Examples
+    --------
+    >>> round(pod_bandwidth(50e9, 7, 16384, 3072) / 1e9, 3)
+    7.143
+    >>> pod_bandwidth(50e9, 7, 2048, 3072)
+    50000000000.0
+
+    .. math:: B_g = \\frac{B}{1 + (R - 1)\\,\\min(\\max(n_g - n_p, 0), 1)}
+    """
+    crosses = minimum(maximum(group_span_gpus - pod_gpus, 0), 1)  # 0 inside a pod, else 1
+    return bandwidth_bytes_per_s / (1 + (oversubscription - 1) * crosses)
+
+
 
 @formula(reference=NCCL_TESTS + ": achievable bus bandwidth = link bandwidth x measured "
          "efficiency",

@@ -181,6 +181,10 @@ class Node(Entry):
     storage_read_bytes_per_s: Quantity
     host_copy_bytes_per_s_per_gpu: Quantity  # device-to-host, async snapshots
     embodied_kg_co2e: Quantity | None = None  # the node without its GPUs
+    # the site's scale-out fabric above the node: non-blocking pods of pod_gpus GPUs with
+    # 1:oversubscription_ratio above them (Llama 3: 3,072 and 7); None: non-blocking
+    oversubscription_ratio: Quantity | None = None
+    pod_gpus: Quantity | None = None
 
     @model_validator(mode="after")
     def _sanity(self):
@@ -188,7 +192,11 @@ class Node(Entry):
         _positive(problems, self, "nic_bandwidth_bits_per_s", "intra_node_latency_s",
                   "inter_node_latency_s", "node_overhead_power_w", "switch_power_per_port_w",
                   "storage_write_bytes_per_s", "storage_read_bytes_per_s",
-                  "host_copy_bytes_per_s_per_gpu", "embodied_kg_co2e")
+                  "host_copy_bytes_per_s_per_gpu", "embodied_kg_co2e", "pod_gpus")
+        if self.oversubscription_ratio is not None:
+            _check(problems, self.oversubscription_ratio.value >= 1,
+                   "oversubscription_ratio.value",
+                   f"expected a ratio >= 1, got {self.oversubscription_ratio.value:g}")
         _raise(problems)
         return self
 

@@ -132,3 +132,74 @@ def test_plan_and_scenario_file_take_a_stack(capsys, tmp_path):
     assert data["scenario"]["stack"] == "torchtitan-fsdp2"
     assert main(["plan", "--scenario", str(path), "--stack", "nope", "--format", "json"]) == 2
     assert "unknown stack 'nope'" in capsys.readouterr().err
+
+
+# ---- site networks (issue 13 item 5) ---------------------------------------------------------
+
+def test_pod_bandwidth_llama3():
+    """Llama 3 (arXiv:2407.21783 s3.3.1): full bisection inside 3,072-GPU pods, 1:7 above."""
+    from formulas.communication import pod_bandwidth
+
+    assert pod_bandwidth(50e9, 7, 3072, 3072) == 50e9  # a pod: non-blocking
+    assert pod_bandwidth(50e9, 7, 3073, 3072) == pytest.approx(50e9 / 7, rel=1e-12)
+    assert pod_bandwidth(50e9, 1, 24576, 3072) == 50e9  # no taper
+
+
+def test_network_entry_and_flags(cat):
+    from planner.engine.scenario import network_overrides, node_network
+
+    node = cat.node("llama3-roce-24k")
+    assert node_network(node) == {"gpus_per_node": 8, "nic_gbps": pytest.approx(400.0),
+                                  "oversubscription": 7.0, "pod_gpus": 3072.0}
+    x = network_overrides("llama3-roce-24k", cat, oversubscription=None, nic_gbps=200.0)
+    assert x["scale_out_bandwidth_bytes_per_s"] == pytest.approx(25e9)  # the flag wins
+    assert x["oversubscription"] == 7.0 and x["pod_gpus"] == 3072.0
+
+
+def test_oversubscription_slows_only_groups_beyond_a_pod(cat):
+    """DP spans a pipeline stage's GPUs (gpus / pp): 16,384 / 2 crosses a 3,072-GPU pod,
+    16,384 / 8 = 2,048 does not."""
+    taper = {"oversubscription": 7.0, "pod_gpus": 3072.0}
+    kw = dict(catalog=cat, model="llama3-70b", hardware="h100-sxm", gpus=16384, tp=8,
+              global_batch=2048, micro_batch=1, tokens=1e12)
+    for pp, crosses in ((2, True), (8, False)):
+        flat = evaluate(pp=pp, **kw).iloc[0]
+        thin = evaluate(pp=pp, overrides=taper, **kw).iloc[0]
+        assert bool(thin["dp_comm_s"] > 2 * flat["dp_comm_s"]) is crosses
+        assert thin["tp_comm_s"] == flat["tp_comm_s"]  # TP stays inside the node
+
+
+def test_cli_network_flags(capsys):
+    args = ["evaluate", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "16384",
+            "--tp", "8", "--pp", "2", "--global-batch", "2048", "--format", "json"]
+    assert main(args) == 0
+    flat = json.loads(capsys.readouterr().out)
+    assert main([*args, "--network", "llama3-roce-24k"]) == 0
+    llama = json.loads(capsys.readouterr().out)
+    assert main([*args, "--oversubscription", "7", "--pod-gpus", "3072"]) == 0
+    flags = json.loads(capsys.readouterr().out)
+    assert llama["step_time_s"] == pytest.approx(flags["step_time_s"], rel=1e-12)
+    assert llama["step_time_s"] > flat["step_time_s"]
+    assert main([*args, "--nic-gbps", "100"]) == 0
+    thin = json.loads(capsys.readouterr().out)
+    assert thin["breakdown"]["dp_comm_s"] > flat["breakdown"]["dp_comm_s"]
+    # a node of 4 GPUs with a 4-GPU NVLink domain cannot hold TP 8
+    assert main([*args, "--gpus-per-node", "4", "--scale-up-domain", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "scale-up domain of 4 GPUs" in err
+    assert main([*args, "--nic-gbps", "-1"]) == 2
+    assert capsys.readouterr().err.startswith("capplan: error: --nic-gbps must be")
+
+
+def test_plan_takes_a_network(capsys):
+    base = ["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", "--min-gpus", "8",
+            "--max-gpus", "64", "--tokens", "1e11", "--format", "json"]
+    assert main([*base, "--nic-gbps", "25", "--gpus-per-node", "4"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["scenario"]["inputs"] == {"gpus_per_node": 4.0,
+                                          "scale_out_bandwidth_bytes_per_s": 25e9 / 8}
+    assert main(base) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert "inputs" not in default["scenario"]
+    thin, fat = data["best"]["time"], default["best"]["time"]
+    assert thin["step_time_s"] >= fat["step_time_s"]

@@ -103,7 +103,8 @@ def export_xlsx(
                      site=e["site"], tokens=e["tokens"], checkpoint=e["checkpoint"],
                      cost_basis=e["cost_basis"], reliability=e["reliability"],
                      pricing=e["pricing"], provider=e["provider"],
-                     spot_interruption=e["spot_interruption"], stack=e["stack"])
+                     spot_interruption=e["spot_interruption"], stack=e["stack"],
+                     overrides=e["network"] or None)
     columns = ["gpus", "dp", "step_time_s", "mfu", "fits", "wall_days", "gpu_hours",
                "energy_kwh", "cost_usd", "co2e_kg", "checkpoint_interval_s"]
     sweep_rows = [{c: (bool(r[c]) if c == "fits" else float(r[c])) for c in columns}

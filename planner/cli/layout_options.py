@@ -17,10 +17,16 @@ from planner.cli.common import (
     CatalogOption,
     CheckpointOption,
     GlobalBatchOption,
+    GpusPerNodeOption,
     ModelOption,
+    NetworkOption,
+    NicGbpsOption,
+    OversubscriptionOption,
+    PodGpusOption,
     PrecisionOption,
     PricingOption,
     ProviderOption,
+    ScaleUpDomainOption,
     SiteOption,
     SpotInterruptionOption,
     StackOption,
@@ -70,6 +76,12 @@ def _options(
     pricing: PricingOption = DEFAULTS["pricing"],
     provider: ProviderOption = DEFAULTS["provider"],
     spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
+    network: NetworkOption = None,
+    gpus_per_node: GpusPerNodeOption = None,
+    nic_gbps: NicGbpsOption = None,
+    scale_up_domain: ScaleUpDomainOption = None,
+    oversubscription: OversubscriptionOption = None,
+    pod_gpus: PodGpusOption = None,
 ):
     """Holder of the shared options (never called)."""
 
@@ -111,17 +123,26 @@ class ResolvedRun:
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     """Validate the run options and evaluate the run (one row)."""
     from planner.engine.evaluator import evaluate
-    from planner.engine.scenario import CHECKPOINT_SCHEMES, COST_BASES, PRECISIONS
+    from planner.engine.scenario import (
+        CHECKPOINT_SCHEMES,
+        COST_BASES,
+        NETWORK_FLAGS,
+        PRECISIONS,
+        network_overrides,
+    )
 
     o = {k: options[k] for k in LAYOUT_OPTIONS}
+    from hardware_catalog import load_catalog
+
+    catalog = load_catalog(tuple(o.pop("catalog") or ()))
+    network = network_overrides(o.pop("network"), catalog,
+                                **{k: o.pop(k) for k in NETWORK_FLAGS})
+    overrides = {**network, **(overrides or {})}
     for name, val, allowed in [("precision", o["precision"], PRECISIONS),
                                ("checkpoint", o["checkpoint"], CHECKPOINT_SCHEMES),
                                ("cost-basis", o["cost_basis"], COST_BASES)]:
         if val not in allowed:
             raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
-    from hardware_catalog import load_catalog
-
-    catalog = load_catalog(tuple(o.pop("catalog") or ()))
     frame, inputs = evaluate(catalog=catalog, overrides=overrides, return_inputs=True, **o)
     row = frame.iloc[0].to_dict()
     check_finite(row)
@@ -133,7 +154,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
         notice(f"{_layout_text(asked)} does not fit --gpus {o['gpus']}; using the fastest "
                f"layout for {o['gpus']} GPUs: {_layout_text(sizes)} "
                "(pass --tp/--pp/--cp/--ep/--vp/--micro-batch to choose another)")
-    echo = {**o, **sizes, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
+    echo = {**o, **sizes, "network": network, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
     from planner.engine.pricing import price_quote
 

@@ -18,7 +18,8 @@ KEYS: dict[str, type] = {
     "max_power_mw": float, "site": str, "objective": str, "precision": str, "stack": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
     "catalog": list, "pricing": str, "provider": str,
-    "spot_interruption": str,
+    "spot_interruption": str, "network": str, "gpus_per_node": int, "nic_gbps": float,
+    "scale_up_domain": int, "oversubscription": float, "pod_gpus": int,
     "uncertainty": dict,
 }
 
@@ -43,6 +44,13 @@ pricing = "on-demand"         # on-demand | spot | reserved-1y | reserved-3y | o
 provider = "median"           # median | cheapest | a provider: `capplan prices list`
 spot_interruption = "gt20"    # with spot: lt5 | 5-10 | 10-15 | 15-20 | gt20 (per month) or 0.07
 reliability = "default"       # failure/straggler profile: `capplan catalog list reliability`
+# Site network (default: the accelerator's node; Llama 3's: 400 Gb/s per GPU, 1:7 above 3,072):
+# network = "llama3-roce-24k"  # a catalog node's network; the keys below override it
+# gpus_per_node = 8
+# nic_gbps = 400              # scale-out bandwidth per GPU, one direction [Gb/s]
+# scale_up_domain = 8         # GPUs per NVLink domain
+# oversubscription = 7
+# pod_gpus = 3072
 knee_threshold = 0.8          # marginal scaling efficiency that defines the knee
 
 # Constraints (remove the # to apply; the deadline applies by default, inf = none):

@@ -13,10 +13,16 @@ from planner.cli.common import (
     CatalogOption,
     CheckpointOption,
     GlobalBatchOption,
+    GpusPerNodeOption,
     ModelOption,
+    NetworkOption,
+    NicGbpsOption,
+    OversubscriptionOption,
+    PodGpusOption,
     PrecisionOption,
     PricingOption,
     ProviderOption,
+    ScaleUpDomainOption,
     SiteOption,
     SpotInterruptionOption,
     StackOption,
@@ -54,6 +60,12 @@ def _options(
     pricing: PricingOption = DEFAULTS["pricing"],
     provider: ProviderOption = DEFAULTS["provider"],
     spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
+    network: NetworkOption = None,
+    gpus_per_node: GpusPerNodeOption = None,
+    nic_gbps: NicGbpsOption = None,
+    scale_up_domain: ScaleUpDomainOption = None,
+    oversubscription: OversubscriptionOption = None,
+    pod_gpus: PodGpusOption = None,
 ):
     """Holder of the shared options (never called)."""
 
@@ -62,7 +74,8 @@ def _options(
 SCENARIO_KEYS = ("model", "tokens", "hardware", "min_gpus", "max_gpus", "global_batch",
                  "seq_len", "deadline_days", "budget_usd", "max_power_mw", "site", "objective",
                  "precision", "stack", "checkpoint", "cost_basis", "reliability", "knee_threshold",
-                 "catalog", "pricing", "provider", "spot_interruption")
+                 "catalog", "pricing", "provider", "spot_interruption", "network", "gpus_per_node",
+                 "nic_gbps", "scale_up_domain", "oversubscription", "pod_gpus")
 
 
 def with_scenario_options(func):
@@ -70,10 +83,16 @@ def with_scenario_options(func):
     return prepend_options(_options, func)
 
 
+def _catalog(dirs):
+    from hardware_catalog import load_catalog
+
+    return load_catalog(tuple(dirs or ()))
+
+
 def resolve_scenario(options: dict):
     """(Scenario, merged values) from the options, a ``--scenario`` file under the flags."""
     from planner.cli import scenario_file as sf
-    from planner.engine.scenario import Scenario
+    from planner.engine.scenario import NETWORK_FLAGS, Scenario, network_overrides
 
     values = {k: options[k] for k in SCENARIO_KEYS}
     v = sf.merge(options["ctx"], {**values, "uncertainty": None}, options["scenario_file"])
@@ -89,5 +108,8 @@ def resolve_scenario(options: dict):
         deadline_days=None if deadline in (None, float("inf")) else deadline,
         budget_usd=v["budget_usd"], max_power_mw=v["max_power_mw"], objective=v["objective"],
         knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()),
-        pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"])
+        pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"],
+        extra=network_overrides(v["network"], _catalog(v["catalog"]),
+                                **{k: v[k] for k in NETWORK_FLAGS}) if v["network"] else
+        network_overrides(**{k: v[k] for k in NETWORK_FLAGS}))
     return scenario, v

@@ -9,10 +9,10 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403  (names used by sympy's printer)
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
     x0 = gpus + 0.474798
     x1 = gpus ** (-1.0)
     x2 = x0 ** (-0.282765)
@@ -160,103 +160,104 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x117 = x112 * x114 * x81
     del x112, x114, x81
     x118 = 2 * grad_comm_bytes_per_param * x107
-    x119 = x115 * x83 * x91
+    x119 = pp ** (-1.0)
+    x120 = x115 * x83 * x91 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x119 - pod_gpus)) + 1)
     del x115, x83, x91
-    x120 = 2 * x113 + 2 * x116 + x117 * x118 + x118 * x119
+    x121 = 2 * x113 + 2 * x116 + x117 * x118 + x118 * x120
     del x118
-    x121 = x120 * (1 - x110)
-    x122 = bytes_per_element * x107
-    x123 = 1 / 2 * x110 * x120 * x92 + x93 * zero3 * (x113 + x116 + x117 * x122 + x119 * x122)
-    del x110, x113, x116, x117, x119, x120, x122, x93
-    x124 = -dp_overlap * numpy.minimum(x121, 2 * stage_layers * x76) - dp_overlap * numpy.minimum(x123, x96) + x121 + x123
-    del x121, x123, x76
-    x125 = x100 + x109 + x124 + x90 + x95 + x96 + x97 + x98 + x99
-    x126 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x125 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    x122 = x121 * (1 - x110)
+    x123 = bytes_per_element * x107
+    x124 = 1 / 2 * x110 * x121 * x92 + x93 * zero3 * (x113 + x116 + x117 * x123 + x120 * x123)
+    del x110, x113, x116, x117, x120, x121, x123, x93
+    x125 = -dp_overlap * numpy.minimum(x122, 2 * stage_layers * x76) - dp_overlap * numpy.minimum(x124, x96) + x122 + x124
+    del x122, x124, x76
+    x126 = x100 + x109 + x125 + x90 + x95 + x96 + x97 + x98 + x99
+    x127 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x126 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
     del x0, x2
-    x127 = x125 + x126
-    del x125
-    x128 = weight_bytes_per_param * x107 / weight_shards
-    x129 = grad_bytes_per_param * x107 / grad_shards
+    x128 = x126 + x127
+    del x126
+    x129 = weight_bytes_per_param * x107 / weight_shards
+    x130 = grad_bytes_per_param * x107 / grad_shards
     del x107
-    x130 = optimizer_bytes_per_param * x108
+    x131 = optimizer_bytes_per_param * x108
     del x108
-    x131 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
+    x132 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
     del x21, x52, x53, x9
-    x132 = full_recompute * x131 + stage_layers * (1 + x89 * numpy.minimum(1, vp - 1) / pp) * (full_recompute * x13 * x57 + x131 * x70) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
-    del x13, x131, x31, x57, x70, x89, x92
-    x133 = mlp_matrices * (layers - moe_layers)
-    x134 = x101 * x133
+    x133 = full_recompute * x132 + stage_layers * (full_recompute * x13 * x57 + x132 * x70) * (x119 * x89 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
+    del x119, x13, x132, x31, x57, x70, x89, x92
+    x134 = mlp_matrices * (layers - moe_layers)
+    x135 = x101 * x134
     del x101
-    x135 = embedding_matrices * x48 + hidden + layers * x106 + x134
+    x136 = embedding_matrices * x48 + hidden + layers * x106 + x135
     del x106
-    x136 = moe_layers * x105 + x135
+    x137 = moe_layers * x105 + x136
     del x105
-    x137 = x127 ** (-1.0)
-    x138 = global_batch * seq_len * x137
-    x139 = moe_layers * (experts * x10 + x10 * x103 * x40)
+    x138 = x128 ** (-1.0)
+    x139 = global_batch * seq_len * x138
+    x140 = moe_layers * (experts * x10 + x10 * x103 * x40)
     del x103
-    x140 = 4 * hidden * seq_len
-    x141 = 4 * x59
+    x141 = 4 * hidden * seq_len
+    x142 = 4 * x59
     del x59
-    x142 = layers * (x140 + x141 * x8 + x141)
-    del x141, x8
-    x143 = 6 * x134 + 3 * x139 + 3 * x142 + 6 * x48
-    del x134, x48
-    x144 = x1 * x138
-    x145 = x143 * x144
-    x146 = global_batch ** (-1.0)
-    x147 = seq_len ** (-1.0)
-    x148 = tokens * x146 * x147
-    x149 = gpus / gpu_mtbf_s
-    x150 = gpus / gpus_per_node
-    x151 = x150 / node_mtbf_s
-    x152 = x149 + x151
-    x153 = x152 ** (-1.0)
-    x154 = checkpoint_bytes_per_param * x136
-    x155 = x1 * x154
+    x143 = layers * (x141 + x142 * x8 + x142)
+    del x142, x8
+    x144 = 6 * x135 + 3 * x140 + 3 * x143 + 6 * x48
+    del x135, x48
+    x145 = x1 * x139
+    x146 = x144 * x145
+    x147 = global_batch ** (-1.0)
+    x148 = seq_len ** (-1.0)
+    x149 = tokens * x147 * x148
+    x150 = gpus / gpu_mtbf_s
+    x151 = gpus / gpus_per_node
+    x152 = x151 / node_mtbf_s
+    x153 = x150 + x152
+    x154 = x153 ** (-1.0)
+    x155 = checkpoint_bytes_per_param * x137
+    x156 = x1 * x155
     del x1
-    x156 = x155 / host_copy_bytes_per_s_per_gpu
-    x157 = ckpt_async * x156
-    x158 = x154 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x150)
-    x159 = ckpt_sync * x158
-    x160 = x155 * x82
-    del x155, x82
-    x161 = ckpt_in_memory * (x156 + x160)
-    del x156
-    x162 = x157 + x159 + x161
-    x163 = numpy.sqrt(x153 * (2 * x157 + 2 * x159 + 2 * x161))
-    x164 = x162 * (1 / 2 * x149 + 1 / 2 * x151)
-    del x149, x151
-    x165 = numpy.maximum(ckpt_async * x158, numpy.where(numpy.greater(x153, 1 / 2 * x157 + 1 / 2 * x159 + 1 / 2 * x161), -x162 + x163 * (1 / 3 * numpy.sqrt(x164) + 1 / 9 * x164 + 1), x153))
-    del x157, x158, x159, x161, x164
-    x166 = ckpt_in_memory * x160 + restart_overhead_s + x154 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x150)
-    del x160
-    x167 = x127 * x148
-    x168 = numpy.exp(x152 * (x162 + x165))
-    x169 = x168 - 1
-    x170 = x152 * x166
-    x171 = numpy.exp(x170)
-    x172 = x165 ** (-1.0)
-    x173 = x167 * x172
-    x174 = x169 * x171 * x173
-    x175 = x153 * x174
-    x176 = x152 * x165 * numpy.exp(-x170) / x169
-    del x170
-    x177 = gpus * x175
-    x178 = 0.000277777777777778 * x177
-    x179 = x153 * x173 * (x168 - numpy.exp(x152 * x162))
-    del x152, x168, x173
-    x180 = gpus * (idle_power_w * (tokens * x127 * x146 * x147 * x153 * x169 * x171 * x172 - x179) + x179 * (idle_power_w + x137 * x96 * (-idle_power_w + max_power_w)))
-    del x137, x146, x147, x169, x171, x172, x179
-    x181 = x150 * (network_power_per_node_w + node_overhead_power_w)
-    del x150
-    x182 = x175 * x181 + x180
-    x183 = pue * x182
-    x184 = price_usd_per_gpu_hour * x178
-    x185 = x177 / lifetime_s
-    x186 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x177 + capex_usd_per_gpu * x185 + 2.77777777777778e-07 * electricity_usd_per_kwh * x183
-    del x177
-    x187 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x183
-    x188 = embodied_kg_per_gpu * x185
-    del x185
-    return [x127, x96, x100, x99, x97, x98, x95, x124, x90, x109, x126, x128, x129, x130, x132, memory_reserve_bytes, memory_reserve_bytes + x128 + x129 + x130 + x132, x136, moe_layers * (x102 + x104 * x40) + x135, x138, x143, 1e-12 * x145, x145 * x33, x144 * x33 * (full_recompute * (ffn * x10 * x133 + x139 + x142) + layers * x140 * x71 + x143), x148, x153, x154, x162, x163, x165, x166, x167, x175, x174, 1 - x176, x176, x178, x180, x182, x183, x138 * x176 * x183 / tokens, pue * (gpus * max_power_w + x181), x184, x186, use_tco * x186 + x184 * (1 - use_tco), x187, x188, x187 + x188]
+    x157 = x156 / host_copy_bytes_per_s_per_gpu
+    x158 = ckpt_async * x157
+    x159 = x155 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x151)
+    x160 = ckpt_sync * x159
+    x161 = x156 * x82
+    del x156, x82
+    x162 = ckpt_in_memory * (x157 + x161)
+    del x157
+    x163 = x158 + x160 + x162
+    x164 = numpy.sqrt(x154 * (2 * x158 + 2 * x160 + 2 * x162))
+    x165 = x163 * (1 / 2 * x150 + 1 / 2 * x152)
+    del x150, x152
+    x166 = numpy.maximum(ckpt_async * x159, numpy.where(numpy.greater(x154, 1 / 2 * x158 + 1 / 2 * x160 + 1 / 2 * x162), -x163 + x164 * (1 / 3 * numpy.sqrt(x165) + 1 / 9 * x165 + 1), x154))
+    del x158, x159, x160, x162, x165
+    x167 = ckpt_in_memory * x161 + restart_overhead_s + x155 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x151)
+    del x161
+    x168 = x128 * x149
+    x169 = numpy.exp(x153 * (x163 + x166))
+    x170 = x169 - 1
+    x171 = x153 * x167
+    x172 = numpy.exp(x171)
+    x173 = x166 ** (-1.0)
+    x174 = x168 * x173
+    x175 = x170 * x172 * x174
+    x176 = x154 * x175
+    x177 = x153 * x166 * numpy.exp(-x171) / x170
+    del x171
+    x178 = gpus * x176
+    x179 = 0.000277777777777778 * x178
+    x180 = x154 * x174 * (x169 - numpy.exp(x153 * x163))
+    del x153, x169, x174
+    x181 = gpus * (idle_power_w * (tokens * x128 * x147 * x148 * x154 * x170 * x172 * x173 - x180) + x180 * (idle_power_w + x138 * x96 * (-idle_power_w + max_power_w)))
+    del x138, x147, x148, x170, x172, x173, x180
+    x182 = x151 * (network_power_per_node_w + node_overhead_power_w)
+    del x151
+    x183 = x176 * x182 + x181
+    x184 = pue * x183
+    x185 = price_usd_per_gpu_hour * x179
+    x186 = x178 / lifetime_s
+    x187 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x178 + capex_usd_per_gpu * x186 + 2.77777777777778e-07 * electricity_usd_per_kwh * x184
+    del x178
+    x188 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x184
+    x189 = embodied_kg_per_gpu * x186
+    del x186
+    return [x128, x96, x100, x99, x97, x98, x95, x125, x90, x109, x127, x129, x130, x131, x133, memory_reserve_bytes, memory_reserve_bytes + x129 + x130 + x131 + x133, x137, moe_layers * (x102 + x104 * x40) + x136, x139, x144, 1e-12 * x146, x146 * x33, x145 * x33 * (full_recompute * (ffn * x10 * x134 + x140 + x143) + layers * x141 * x71 + x144), x149, x154, x155, x163, x164, x166, x167, x168, x176, x175, 1 - x177, x177, x179, x181, x183, x184, x139 * x177 * x184 / tokens, pue * (gpus * max_power_w + x182), x185, x187, use_tco * x187 + x185 * (1 - use_tco), x188, x189, x188 + x189]

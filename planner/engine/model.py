@@ -109,6 +109,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "lifetime_s": ("s", "depreciation lifetime"),
     "opex_fraction_per_year": ("1", "yearly maintenance/opex as a fraction of capex"),
     "embodied_kg_per_gpu": ("kgCO2e", "embodied carbon per GPU (incl. node share)"),
+    "oversubscription": ("1", "scale-out oversubscription above a pod (1 = non-blocking)"),
+    "pod_gpus": ("1", "GPUs under one non-blocking pod of the scale-out network"),
     # site
     "pue": ("1", "power usage effectiveness"),
     "electricity_usd_per_kwh": ("USD/kWh", "electricity price"),
@@ -341,9 +343,12 @@ def iteration_communication(x: dict, r: dict) -> dict:
         pipeline.pipeline_p2p_bytes(x["seq_len"] / x["cp"], x["micro_batch"], x["hidden"],
                                     x["bytes_per_element"], x["tp"], 1.0),  # scatter/gather
         *_group_link(x, x["pp_intra"]))
-    # DP: hierarchical all-reduce of the stage's gradients, behind the last backward
+    # DP: hierarchical all-reduce of the stage's gradients, behind the last backward; the
+    # DP group spans one pipeline stage's GPUs (TP x CP x DP), thinned above a pod
     intra = minimum(x["dp_intra_ranks"], dp)
-    levels = (intra, dp / intra, _scale_up(x), _scale_out(x), x["intra_latency_s"],
+    dp_out = communication.pod_bandwidth(_scale_out(x), x["oversubscription"],
+                                         x["gpus"] / x["pp"], x["pod_gpus"])
+    levels = (intra, dp / intra, _scale_up(x), dp_out, x["intra_latency_s"],
               x["inter_latency_s"])
     reduce_s = communication.hierarchical_allreduce_time(
         x["grad_comm_bytes_per_param"] * r["stage_params"], *levels)

@@ -109,6 +109,49 @@ class Scenario:
         check_overrides(self.extra)
 
 
+#: Site-network flags (``--gpus-per-node`` ...) -> (run-model input, factor to SI).
+NETWORK_FLAGS = {"gpus_per_node": ("gpus_per_node", 1.0),
+                 "nic_gbps": ("scale_out_bandwidth_bytes_per_s", 1e9 / 8),
+                 "scale_up_domain": ("scale_up_domain_gpus", 1.0),
+                 "oversubscription": ("oversubscription", 1.0),
+                 "pod_gpus": ("pod_gpus", 1.0)}
+
+
+def node_network(node) -> dict[str, float]:
+    """The site-network flags of a catalog node (``--network ID``): its GPUs per node,
+    NIC bandwidth per GPU [Gb/s], and the pod and oversubscription of its fabric."""
+    return {"gpus_per_node": node.gpus_per_node,
+            "nic_gbps": node.scale_out_bytes_per_s_per_gpu * 8 / 1e9,
+            "oversubscription": value(getattr(node, "oversubscription_ratio", None) or 1.0),
+            "pod_gpus": value(getattr(node, "pod_gpus", None) or NO_POD_LIMIT_GPUS)}
+
+
+def network_overrides(network=None, catalog=None, **flags) -> dict[str, float]:
+    """Run-model inputs of the site-network flags given (None = the node's own value);
+    ``network`` names a catalog node whose network the flags start from.
+
+    ``gpus_per_node``, ``nic_gbps`` (scale-out bandwidth per GPU, one direction [Gb/s]),
+    ``scale_up_domain`` (GPUs per NVLink/xGMI domain), ``oversubscription`` and
+    ``pod_gpus`` (a 1:R taper above pods of N GPUs, Llama 3: 7 and 3,072).
+    """
+    from planner.engine.domains import check
+
+    check(flags)
+    if network is not None:
+        if catalog is None:
+            from hardware_catalog import load_catalog
+
+            catalog = load_catalog()
+        flags = {**node_network(catalog.node(network)),
+                 **{k: v for k, v in flags.items() if v is not None}}
+    out = {}
+    for flag, given in flags.items():
+        if given is not None:
+            name, factor = NETWORK_FLAGS[flag]
+            out[name] = float(given) * factor
+    return out
+
+
 def check_overrides(overrides: dict) -> None:
     """Run-model input overrides: known names (did you mean) inside their domains."""
     from planner.engine.domains import INPUT_DOMAINS, check
@@ -121,6 +164,7 @@ def check_overrides(overrides: dict) -> None:
 
 
 NEVER_S = 1e18
+NO_POD_LIMIT_GPUS = 2.0**24  # a non-blocking fabric: one pod as large as any cluster
 UNLIMITED_BYTES_PER_S = 1e18
 
 
@@ -242,6 +286,8 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         "lifetime_s": lifetime_years * 365.25 * 86400,
         "opex_fraction_per_year": 0.05,
         "embodied_kg_per_gpu": value(accelerator.embodied_kg_co2e),
+        "oversubscription": value(getattr(node, "oversubscription_ratio", None) or 1.0),
+        "pod_gpus": value(getattr(node, "pod_gpus", None) or NO_POD_LIMIT_GPUS),
     }
 
 

@@ -114,7 +114,7 @@ class Accelerator(Entry):
     peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
     peak_fp8_flops_per_s: Quantity | None = None  # dense; None when unsupported
     # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
-    # Catalog data only for now: the planner's precisions are bf16, fp8, tf32.
+    # ``--precision fp4`` runs the GEMMs at this peak (planner.engine.scenario.PRECISIONS).
     peak_fp4_flops_per_s: Quantity | None = None
     hbm_bytes: Quantity
     hbm_bandwidth_bytes_per_s: Quantity
@@ -127,6 +127,8 @@ class Accelerator(Entry):
     # fp8 large-GEMM fraction of the fp8 peak (per-tensor scaled, Transformer Engine);
     # None: the bf16 value is used (planner.engine.scenario.gemm_efficiency)
     gemm_max_efficiency_fp8: Quantity | None = None
+    # fp4 (NVFP4 / MXFP4) large-GEMM fraction of the fp4 peak; None: the fp8 value
+    gemm_max_efficiency_fp4: Quantity | None = None
     hbm_efficiency: Quantity
     scale_up_bus_efficiency: Quantity
     scale_out_bus_efficiency: Quantity
@@ -145,7 +147,7 @@ class Accelerator(Entry):
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
                   "lifetime_years")
         _fraction(problems, self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
-                  "scale_out_bus_efficiency", "gemm_max_efficiency_fp8")
+                  "scale_out_bus_efficiency", "gemm_max_efficiency_fp8", "gemm_max_efficiency_fp4")
         _integral(problems, self, "scale_up_domain_gpus")
         _check(problems, self.idle_power_w.value < self.max_power_w.value, "idle_power_w.value",
                f"expected idle power below max_power_w ({self.max_power_w.value:g} W), "

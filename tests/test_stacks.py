@@ -203,3 +203,25 @@ def test_plan_takes_a_network(capsys):
     assert "inputs" not in default["scenario"]
     thin, fat = data["best"]["time"], default["best"]["time"]
     assert thin["step_time_s"] >= fat["step_time_s"]
+
+
+# ---- FP4 (NVFP4 / MXFP4) on Blackwell Ultra and MI355X ------------------------------------------
+
+def test_fp4_precision(cat, capsys):
+    """--precision fp4 runs the GEMMs at the FP4 peak; the efficiency falls back to the fp8
+    value where the accelerator has no fp4 one; memory keeps its bf16/fp32 bytes
+    (NVFP4 pretraining recipe, arXiv:2509.25149: GEMM inputs quantised, master weights and
+    optimizer state in high precision)."""
+    gb300 = cat.accelerator("gb300")
+    assert gb300.gemm_max_efficiency_fp4 is None
+    assert gemm_efficiency(gb300, "fp4") == gemm_efficiency(gb300, "fp8")
+    x = base_inputs(cat, model="llama3-70b", hardware="gb300", precision="fp4")
+    assert x["peak_flops_per_s"] == gb300.peak_fp4_flops_per_s.value
+    kw = dict(catalog=cat, model="llama3-70b", hardware="gb300", gpus=64, tp=4, pp=2,
+              tokens=1e12)
+    fp4, fp8 = (evaluate(precision=p, **kw).iloc[0] for p in ("fp4", "fp8"))
+    assert fp4["step_time_s"] < fp8["step_time_s"]
+    assert fp4["memory_per_gpu_bytes"] == fp8["memory_per_gpu_bytes"]
+    assert main(["evaluate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8",
+                 "--precision", "fp4"]) == 2
+    assert "has no fp4 peak" in capsys.readouterr().err

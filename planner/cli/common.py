@@ -85,7 +85,9 @@ TokensOption = Annotated[float, typer.Option(help="Training tokens D.")]
 GlobalBatchOption = Annotated[int, typer.Option(
     help="Global batch [sequences] (default ~16M tokens).")]
 SiteOption = Annotated[str, typer.Option(help="Site id (PUE, price, grid carbon).")]
-PrecisionOption = Annotated[str, typer.Option(help="bf16 | fp8 | tf32.")]
+PrecisionOption = Annotated[str, typer.Option(
+    help="GEMM precision: bf16 | fp8 | fp4 (NVFP4/MXFP4, where the accelerator has an FP4 "
+    "peak) | tf32.")]
 GpusPerNodeOption = Annotated[int, typer.Option(
     help="GPUs per node (default: the accelerator's node); NIC bandwidth per GPU is kept.")]
 NicGbpsOption = Annotated[float, typer.Option(

@@ -36,6 +36,17 @@ CATALOG_FIELDS = {
 }
 
 
+def _efficiency_field(acc, precision: str) -> str:
+    """The accelerator field the GEMM efficiency at ``precision`` comes from."""
+    from planner.engine.scenario import EFFICIENCY_FALLBACK
+
+    while precision in EFFICIENCY_FALLBACK:
+        if getattr(acc, f"gemm_max_efficiency_{precision}", None) is not None:
+            return f"gemm_max_efficiency_{precision}"
+        precision = EFFICIENCY_FALLBACK[precision]
+    return "gemm_max_efficiency"
+
+
 def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
     """Where each run-model input comes from (catalog source text, defaults file, layout)."""
     from planner.engine.model import INPUTS
@@ -55,9 +66,8 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
         elif name in CATALOG_FIELDS:
             kind, field = CATALOG_FIELDS[name]
             field = field or {"peak_flops_per_s": f"peak_{precision}_flops_per_s",
-                              "gemm_max_efficiency": f"gemm_max_efficiency_{precision}"
-                              if getattr(acc, f"gemm_max_efficiency_{precision}", None)
-                              else name}.get(name, name)
+                              "gemm_max_efficiency": _efficiency_field(acc, precision)
+                              }.get(name, name)
             quantity = getattr(entries[kind], field, None)
             source = getattr(quantity, "source", "")
             out[name] = f"{kind} '{entries[kind].id}'.{field}: {source}".strip()

@@ -14,7 +14,12 @@ from pathlib import Path
 
 from planner.errors import CapplanError, shown
 
-PRECISIONS = ("bf16", "fp8", "tf32")
+#: GEMM precisions: bf16 (and fp16), fp8 (per-tensor or MXFP8 block scaling), fp4 (NVFP4 /
+#: MXFP4 GEMM inputs; weights, gradients, optimizer state and stored activations keep their
+#: execution.toml bytes, as in NVIDIA's NVFP4 pretraining recipe, arXiv:2509.25149), tf32.
+PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
+#: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
+EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
 RECOMPUTE = ("none", "selective", "full")
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory")
 COST_BASES = ("cloud", "tco")
@@ -242,9 +247,14 @@ def peak_flops(accelerator, precision: str) -> float:
 
 def gemm_efficiency(accelerator, precision: str) -> float:
     """Large-GEMM fraction of the peak at ``precision``: the accelerator's value for that
-    precision (``gemm_max_efficiency_fp8``), else its bf16 ``gemm_max_efficiency``."""
-    own = getattr(accelerator, f"gemm_max_efficiency_{precision}", None)
-    return value(own if own is not None else accelerator.gemm_max_efficiency)
+    precision (``gemm_max_efficiency_fp8`` ...), else that of the next wider precision
+    (fp4 -> fp8 -> bf16, ``EFFICIENCY_FALLBACK``), else its bf16 ``gemm_max_efficiency``."""
+    while precision in EFFICIENCY_FALLBACK:
+        own = getattr(accelerator, f"gemm_max_efficiency_{precision}", None)
+        if own is not None:
+            return value(own)
+        precision = EFFICIENCY_FALLBACK[precision]
+    return value(accelerator.gemm_max_efficiency)
 
 
 def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, float]:

@@ -36,228 +36,237 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x19 = 4 * ep - 4
     x20 = ep ** (-1.0)
     x21 = hidden * x12
-    x22 = bytes_per_element * experts_per_token * x19 * x20 * x21 / (ep_intra * x5 + x18 * x6) + x19 * (ep_intra * intra_latency_s + inter_latency_s * x18)
+    x22 = experts_per_token * x21
+    x23 = bytes_per_element * x19 * x20 * x22 / (ep_intra * x5 + x18 * x6) + x19 * (ep_intra * intra_latency_s + inter_latency_s * x18)
     del x18, x19
-    x23 = layers ** (-1.0)
-    x24 = moe_layers * x23
-    x25 = stage_layers * x24
-    x26 = x22 * x25
-    x27 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x28 = bytes_per_element * x27
-    x29 = hidden * x9
-    x30 = x12 * x29
-    x31 = 4 * x30
-    x32 = seq_len ** 2
-    x33 = peak_flops_per_s ** (-1.0)
-    x34 = attention_scores_stored + selective
-    x35 = numpy.minimum(seq_len, x12)
-    x36 = numpy.minimum(x12, hidden * x7)
+    x24 = layers ** (-1.0)
+    x25 = moe_layers * x24
+    x26 = stage_layers * x25
+    x27 = x23 * x26
+    x28 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x29 = bytes_per_element * x28
+    x30 = hidden * x9
+    x31 = x12 * x30
+    x32 = 4 * x31
+    x33 = seq_len ** 2
+    x34 = peak_flops_per_s ** (-1.0)
+    x35 = attention_scores_stored + selective
+    x36 = numpy.minimum(seq_len, x12)
+    x37 = numpy.minimum(x12, hidden * x7)
     del x7
-    x37 = numpy.maximum(x28 * x31, 4 * x11 * x29 * x32 * x33 / (attention_efficiency_factor * gemm_max_efficiency * x35 * (1 - x34) / (gemm_half_efficiency_dim + x35) + gemm_max_efficiency * x34 * x36 / (gemm_half_efficiency_dim + x36)))
-    del x34, x35, x36
-    x38 = 3 * x37
-    x39 = cp_overlap * numpy.minimum(x17, stage_layers * x38)
-    x40 = experts_per_token + shared_experts
-    x41 = moe_ffn * x9
-    x42 = x12 * x41
-    x43 = numpy.minimum(numpy.minimum(hidden, x41), ep * experts_per_token * x12 / experts)
-    x44 = x33 / gemm_max_efficiency
-    x45 = x10 * x44
-    x46 = mlp_matrices * x40 * numpy.maximum(x28 * (hidden * x41 + x21 + x42), x42 * x45 * (gemm_half_efficiency_dim + x43) / x43)
-    del x41, x42, x43
-    x47 = ep_overlap * numpy.minimum(x26, 3 * x25 * x46)
-    del x25
-    x48 = hidden * vocab
-    x49 = x48 * x9
-    x50 = vocab * x9
-    x51 = numpy.minimum(numpy.minimum(hidden, x12), x50)
-    x52 = 2 * x12
-    x53 = attention_scores_stored * heads * x32
-    del x32
-    x54 = x11 * x27 * x53 * x9
+    x38 = numpy.maximum(x29 * x32, 4 * x11 * x30 * x33 * x34 / (attention_efficiency_factor * gemm_max_efficiency * x36 * (1 - x35) / (gemm_half_efficiency_dim + x36) + gemm_max_efficiency * x35 * x37 / (gemm_half_efficiency_dim + x37)))
+    del x35, x36, x37
+    x39 = 3 * x38
+    x40 = cp_overlap * numpy.minimum(x17, stage_layers * x39)
+    x41 = experts * hidden
+    x42 = numpy.minimum(numpy.minimum(experts, hidden), x12)
+    x43 = experts * x10
+    x44 = x34 / gemm_max_efficiency
+    x45 = x12 * x44
+    x46 = numpy.maximum(x29 * (experts * x12 + x21 + x41), x43 * x45 * (gemm_half_efficiency_dim + x42) / x42)
+    del x42
+    x47 = moe_ffn * x9
+    x48 = x12 * x47
+    x49 = experts_per_token * x12
+    x50 = numpy.minimum(numpy.minimum(hidden, x47), ep * x49 / experts)
+    x51 = x10 * x44
+    x52 = mlp_matrices * (experts_per_token + shared_experts)
+    x53 = x52 * numpy.maximum(x29 * (hidden * x47 + x21 + x48), x48 * x51 * (gemm_half_efficiency_dim + x50) / x50)
+    del x47, x48, x50
+    x54 = ep_overlap * numpy.minimum(x27, x26 * (12 * x22 * x29 + 3 * x46 + 3 * x53))
+    del x22, x26
+    x55 = hidden * vocab
+    x56 = x55 * x9
+    x57 = vocab * x9
+    x58 = numpy.minimum(numpy.minimum(hidden, x12), x57)
+    x59 = 2 * x12
+    x60 = attention_scores_stored * heads * x33
+    del x33
+    x61 = x11 * x28 * x60 * x9
     del x11
-    x55 = ffn * x9
-    x56 = tp - 1
-    x57 = (sequence_parallel * x56 + 1) ** (-1.0)
-    x58 = x12 * x28 * (16 * hidden * x57 + 4 * x55)
-    x59 = hidden ** 2
-    x60 = x59 * x9
-    x61 = numpy.minimum(numpy.minimum(hidden, x12), x29)
-    x62 = 2 * x59
-    x63 = x12 * x44 * x62 * x9
-    x64 = numpy.maximum(x28 * (x21 + x30 + x60), x63 * (gemm_half_efficiency_dim + x61) / x61)
-    del x61
-    x65 = x12 * x55
-    x66 = numpy.minimum(numpy.minimum(hidden, x12), x55)
-    x67 = mlp_matrices * (1 - x24)
-    x68 = x67 * numpy.maximum(x28 * (hidden * x55 + x21 + x65), x45 * x65 * (gemm_half_efficiency_dim + x66) / x66)
-    del x45, x55, x65, x66
-    x69 = x24 * x46
-    del x46
-    x70 = 1 - full_recompute
-    x71 = selective * x70
-    x72 = 2 * x8 + 1
-    x73 = x29 * x72
-    del x29
-    x74 = numpy.minimum(numpy.minimum(hidden, x12), x73)
-    x75 = numpy.maximum(x63 * x72 * (gemm_half_efficiency_dim + x74) / x74, x28 * (x12 * x73 + x21 + x60 * x72))
-    del x60, x63, x72, x73, x74
-    x76 = x37 + 10 * x54 + x58 + x64 + x68 + x69 + x75
-    x77 = stage_layers * (full_recompute * x76 + x37 * x71 + x38 + 30 * x54 + 3 * x58 + 3 * x64 + 3 * x68 + 3 * x69 + 3 * x75) + 3 * numpy.maximum(x28 * (x12 * x50 + x21 + x49), x44 * x49 * x52 * (gemm_half_efficiency_dim + x51) / x51)
-    del x12, x28, x37, x38, x44, x49, x50, x51, x54, x58, x64, x68, x69, x75
-    x78 = tp_intra_ranks - 1
-    x79 = tp_intra_ranks ** (-1.0)
-    x80 = tp * x79 - 1
-    x81 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x82 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x83 = x82 / scale_out_bus_efficiency
-    x84 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x56) + 2 * inter_latency_s * x80 + 2 * intra_latency_s * x78 + x14 * x78 * x79 * x81 + x15 * x80 * x83)
-    del x14, x15, x56, x78, x79, x80
-    x85 = -tp_overlap * numpy.minimum(x77, x84) + x84
-    del x84
-    x86 = x77 + x85
-    x87 = (x86 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x88 = pp - 1
-    x89 = x88 / vp
-    x90 = x89 * (x17 + x26 - x39 - x47 + x87)
-    del x17, x26
-    x91 = dp ** (-1.0)
-    x92 = global_batch * x91 / micro_batch
-    x93 = 2 * x92
-    x94 = 1 - pp_intra
-    x95 = (2 * pp + vp * x93 - 2) * (1.0 * bytes_per_element * x30 / (pp_intra * x5 + x6 * x94) + inter_latency_s * x94 + intra_latency_s * pp_intra) * numpy.minimum(1, x88)
-    del x30, x5, x6, x88, x94
-    x96 = x77 * x92
-    del x77
-    x97 = x92 * (stage_layers * x16 * x3 - x39)
-    del x16, x3, x39
-    x98 = x92 * (moe_layers * stage_layers * x22 * x23 - x47)
-    del x22, x23, x47
-    x99 = x85 * x92
+    x62 = ffn * x9
+    x63 = tp - 1
+    x64 = (sequence_parallel * x63 + 1) ** (-1.0)
+    x65 = x12 * x29 * (16 * hidden * x64 + 4 * x62)
+    x66 = hidden ** 2
+    x67 = x66 * x9
+    x68 = numpy.minimum(numpy.minimum(hidden, x12), x30)
+    x69 = 2 * x66
+    x70 = x45 * x69 * x9
+    del x45
+    x71 = numpy.maximum(x29 * (x21 + x31 + x67), x70 * (gemm_half_efficiency_dim + x68) / x68)
+    del x68
+    x72 = x12 * x62
+    x73 = numpy.minimum(numpy.minimum(hidden, x12), x62)
+    x74 = mlp_matrices * (1 - x25)
+    x75 = x74 * numpy.maximum(x29 * (hidden * x62 + x21 + x72), x51 * x72 * (gemm_half_efficiency_dim + x73) / x73)
+    del x51, x62, x72, x73
+    x76 = 1 - full_recompute
+    x77 = selective * x76
+    x78 = 2 * x8 + 1
+    x79 = x30 * x78
+    del x30
+    x80 = numpy.minimum(numpy.minimum(hidden, x12), x79)
+    x81 = numpy.maximum(x70 * x78 * (gemm_half_efficiency_dim + x80) / x80, x29 * (x12 * x79 + x21 + x67 * x78))
+    del x67, x70, x78, x79, x80
+    x82 = 4 * hidden
+    x83 = x25 * (x29 * x49 * x82 + x46 + x53)
+    del x46, x49, x53
+    x84 = x38 + 10 * x61 + x65 + x71 + x75 + x81 + x83
+    x85 = stage_layers * (full_recompute * x84 + x38 * x77 + x39 + 30 * x61 + 3 * x65 + 3 * x71 + 3 * x75 + 3 * x81 + 3 * x83) + 3 * numpy.maximum(x29 * (x12 * x57 + x21 + x56), x44 * x56 * x59 * (gemm_half_efficiency_dim + x58) / x58)
+    del x12, x29, x38, x39, x44, x56, x57, x58, x61, x65, x71, x75, x81, x83
+    x86 = tp_intra_ranks - 1
+    x87 = tp_intra_ranks ** (-1.0)
+    x88 = tp * x87 - 1
+    x89 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x90 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x91 = x90 / scale_out_bus_efficiency
+    x92 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x63) + 2 * inter_latency_s * x88 + 2 * intra_latency_s * x86 + x14 * x86 * x87 * x89 + x15 * x88 * x91)
+    del x14, x15, x63, x86, x87, x88
+    x93 = -tp_overlap * numpy.minimum(x85, x92) + x92
+    del x92
+    x94 = x85 + x93
+    x95 = (x94 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x96 = pp - 1
+    x97 = x96 / vp
+    x98 = x97 * (x17 + x27 - x40 - x54 + x95)
+    del x17, x27
+    x99 = dp ** (-1.0)
+    x100 = global_batch * x99 / micro_batch
+    x101 = 2 * x100
+    x102 = 1 - pp_intra
+    x103 = (2 * pp + vp * x101 - 2) * (1.0 * bytes_per_element * x31 / (pp_intra * x5 + x102 * x6) + inter_latency_s * x102 + intra_latency_s * pp_intra) * numpy.minimum(1, x96)
+    del x102, x31, x5, x6, x96
+    x104 = x100 * x85
     del x85
-    x100 = x92 * (-x86 + x87)
-    del x86, x87
-    x101 = ffn * hidden
-    x102 = experts * hidden
-    x103 = mlp_matrices * moe_ffn
-    x104 = hidden * x103
-    x105 = x102 + x104 * (experts + shared_experts)
-    x106 = x10 + x62 * x8 + x62
-    del x62
-    x107 = x9 * (stage_layers * (x101 * x67 + x105 * x20 * x24 + x106) + x48)
-    del x20, x24, x67
-    x108 = x107 / optimizer_shards
-    x109 = x108 * x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x27
-    x110 = numpy.minimum(1, grad_shards - 1)
-    x111 = numpy.minimum(dp, dp_intra_ranks)
-    x112 = x111 - 1
-    x113 = intra_latency_s * x112
-    x114 = x111 ** (-1.0)
-    del x111
-    x115 = dp * x114 - 1
-    x116 = inter_latency_s * x115
-    x117 = x112 * x114 * x81
-    del x112, x114, x81
-    x118 = 2 * grad_comm_bytes_per_param * x107
-    x119 = pp ** (-1.0)
-    x120 = x115 * x83 * x91 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x119 - pod_gpus)) + 1)
-    del x115, x83, x91
-    x121 = 2 * x113 + 2 * x116 + x117 * x118 + x118 * x120
-    del x118
-    x122 = x121 * (1 - x110)
-    x123 = bytes_per_element * x107
-    x124 = 1 / 2 * x110 * x121 * x92 + x93 * zero3 * (x113 + x116 + x117 * x123 + x120 * x123)
-    del x110, x113, x116, x117, x120, x121, x123, x93
-    x125 = -dp_overlap * numpy.minimum(x122, 2 * stage_layers * x76) - dp_overlap * numpy.minimum(x124, x96) + x122 + x124
-    del x122, x124, x76
-    x126 = x100 + x109 + x125 + x90 + x95 + x96 + x97 + x98 + x99
-    x127 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x126 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    x105 = x100 * (stage_layers * x16 * x3 - x40)
+    del x16, x3, x40
+    x106 = x100 * (moe_layers * stage_layers * x23 * x24 - x54)
+    del x23, x24, x54
+    x107 = x100 * x93
+    del x93
+    x108 = x100 * (-x94 + x95)
+    del x94, x95
+    x109 = ffn * hidden
+    x110 = hidden * moe_ffn
+    x111 = mlp_matrices * x110 * (experts + shared_experts) + x41
+    x112 = x10 + x69 * x8 + x69
+    del x69
+    x113 = x9 * (stage_layers * (x109 * x74 + x111 * x20 * x25 + x112) + x55)
+    del x20, x25, x74
+    x114 = x113 / optimizer_shards
+    x115 = x114 * x28 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x28
+    x116 = numpy.minimum(1, grad_shards - 1)
+    x117 = numpy.minimum(dp, dp_intra_ranks)
+    x118 = x117 - 1
+    x119 = intra_latency_s * x118
+    x120 = x117 ** (-1.0)
+    del x117
+    x121 = dp * x120 - 1
+    x122 = inter_latency_s * x121
+    x123 = x118 * x120 * x89
+    del x118, x120, x89
+    x124 = 2 * grad_comm_bytes_per_param * x113
+    x125 = pp ** (-1.0)
+    x126 = x121 * x91 * x99 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x125 - pod_gpus)) + 1)
+    del x121, x91, x99
+    x127 = 2 * x119 + 2 * x122 + x123 * x124 + x124 * x126
+    del x124
+    x128 = x127 * (1 - x116)
+    x129 = bytes_per_element * x113
+    x130 = 1 / 2 * x100 * x116 * x127 + x101 * zero3 * (x119 + x122 + x123 * x129 + x126 * x129)
+    del x101, x116, x119, x122, x123, x126, x127, x129
+    x131 = -dp_overlap * numpy.minimum(x104, x130) - dp_overlap * numpy.minimum(x128, 2 * stage_layers * x84) + x128 + x130
+    del x128, x130, x84
+    x132 = x103 + x104 + x105 + x106 + x107 + x108 + x115 + x131 + x98
+    x133 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x132 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
     del x0, x2
-    x128 = x126 + x127
-    del x126
-    x129 = weight_bytes_per_param * x107 / weight_shards
-    x130 = grad_bytes_per_param * x107 / grad_shards
-    del x107
-    x131 = optimizer_bytes_per_param * x108
-    del x108
-    x132 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x52 + x13 + x21 * (4 * x8 + 2) + micro_batch * x53 * (dropout_masks + 4) / cp ** 2)
-    del x21, x52, x53, x9
-    x133 = full_recompute * x132 + stage_layers * (full_recompute * x13 * x57 + x132 * x70) * (x119 * x89 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x92) + x31 * (1 + vocab / hidden)
-    del x119, x13, x132, x31, x57, x70, x89, x92
-    x134 = mlp_matrices * (layers - moe_layers)
-    x135 = x101 * x134
-    del x101
-    x136 = embedding_matrices * x48 + hidden + layers * x106 + x135
-    del x106
-    x137 = moe_layers * x105 + x136
-    del x105
-    x138 = x128 ** (-1.0)
-    x139 = global_batch * seq_len * x138
-    x140 = moe_layers * (experts * x10 + x10 * x103 * x40)
-    del x103
-    x141 = 4 * hidden * seq_len
-    x142 = 4 * x59
-    del x59
-    x143 = layers * (x141 + x142 * x8 + x142)
-    del x142, x8
-    x144 = 6 * x135 + 3 * x140 + 3 * x143 + 6 * x48
-    del x135, x48
-    x145 = x1 * x139
-    x146 = x144 * x145
-    x147 = global_batch ** (-1.0)
-    x148 = seq_len ** (-1.0)
-    x149 = tokens * x147 * x148
-    x150 = gpus / gpu_mtbf_s
-    x151 = gpus / gpus_per_node
-    x152 = x151 / node_mtbf_s
-    x153 = x150 + x152
-    x154 = x153 ** (-1.0)
-    x155 = checkpoint_bytes_per_param * x137
-    x156 = x1 * x155
+    x134 = x132 + x133
+    del x132
+    x135 = weight_bytes_per_param * x113 / weight_shards
+    x136 = grad_bytes_per_param * x113 / grad_shards
+    del x113
+    x137 = optimizer_bytes_per_param * x114
+    del x114
+    x138 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x59 + x13 + x21 * (4 * x8 + 2) + micro_batch * x60 * (dropout_masks + 4) / cp ** 2)
+    del x21, x59, x60, x9
+    x139 = full_recompute * x138 + stage_layers * (full_recompute * x13 * x64 + x138 * x76) * (x125 * x97 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x100) + x32 * (1 + vocab / hidden)
+    del x100, x125, x13, x138, x32, x64, x76, x97
+    x140 = mlp_matrices * (layers - moe_layers)
+    x141 = x109 * x140
+    del x109
+    x142 = embedding_matrices * x55 + hidden + layers * x112 + x141
+    del x112
+    x143 = moe_layers * x111 + x142
+    del x111
+    x144 = x134 ** (-1.0)
+    x145 = global_batch * seq_len * x144
+    x146 = moe_layers * (moe_ffn * x10 * x52 + x43)
+    del x43
+    x147 = seq_len * x82
+    del x82
+    x148 = 4 * x66
+    del x66
+    x149 = layers * (x147 + x148 * x8 + x148)
+    del x148, x8
+    x150 = 6 * x141 + 3 * x146 + 3 * x149 + 6 * x55
+    del x141, x55
+    x151 = x1 * x145
+    x152 = x150 * x151
+    x153 = global_batch ** (-1.0)
+    x154 = seq_len ** (-1.0)
+    x155 = tokens * x153 * x154
+    x156 = gpus / gpu_mtbf_s
+    x157 = gpus / gpus_per_node
+    x158 = x157 / node_mtbf_s
+    x159 = x156 + x158
+    x160 = x159 ** (-1.0)
+    x161 = checkpoint_bytes_per_param * x143
+    x162 = x1 * x161
     del x1
-    x157 = x156 / host_copy_bytes_per_s_per_gpu
-    x158 = ckpt_async * x157
-    x159 = x155 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x151)
-    x160 = ckpt_sync * x159
-    x161 = x156 * x82
-    del x156, x82
-    x162 = ckpt_in_memory * (x157 + x161)
+    x163 = x162 / host_copy_bytes_per_s_per_gpu
+    x164 = ckpt_async * x163
+    x165 = x161 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x157)
+    x166 = ckpt_sync * x165
+    x167 = x162 * x90
+    del x162, x90
+    x168 = ckpt_in_memory * (x163 + x167)
+    del x163
+    x169 = x164 + x166 + x168
+    x170 = numpy.sqrt(x160 * (2 * x164 + 2 * x166 + 2 * x168))
+    x171 = x169 * (1 / 2 * x156 + 1 / 2 * x158)
+    del x156, x158
+    x172 = numpy.maximum(ckpt_async * x165, numpy.where(numpy.greater(x160, 1 / 2 * x164 + 1 / 2 * x166 + 1 / 2 * x168), -x169 + x170 * (1 / 3 * numpy.sqrt(x171) + 1 / 9 * x171 + 1), x160))
+    del x164, x165, x166, x168, x171
+    x173 = ckpt_in_memory * x167 + restart_overhead_s + x161 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x157)
+    del x167
+    x174 = x134 * x155
+    x175 = numpy.exp(x159 * (x169 + x172))
+    x176 = x175 - 1
+    x177 = x159 * x173
+    x178 = numpy.exp(x177)
+    x179 = x172 ** (-1.0)
+    x180 = x174 * x179
+    x181 = x176 * x178 * x180
+    x182 = x160 * x181
+    x183 = x159 * x172 * numpy.exp(-x177) / x176
+    del x177
+    x184 = gpus * x182
+    x185 = 0.000277777777777778 * x184
+    x186 = x160 * x180 * (x175 - numpy.exp(x159 * x169))
+    del x159, x175, x180
+    x187 = gpus * (idle_power_w * (tokens * x134 * x153 * x154 * x160 * x176 * x178 * x179 - x186) + x186 * (idle_power_w + x104 * x144 * (-idle_power_w + max_power_w)))
+    del x144, x153, x154, x176, x178, x179, x186
+    x188 = x157 * (network_power_per_node_w + node_overhead_power_w)
     del x157
-    x163 = x158 + x160 + x162
-    x164 = numpy.sqrt(x154 * (2 * x158 + 2 * x160 + 2 * x162))
-    x165 = x163 * (1 / 2 * x150 + 1 / 2 * x152)
-    del x150, x152
-    x166 = numpy.maximum(ckpt_async * x159, numpy.where(numpy.greater(x154, 1 / 2 * x158 + 1 / 2 * x160 + 1 / 2 * x162), -x163 + x164 * (1 / 3 * numpy.sqrt(x165) + 1 / 9 * x165 + 1), x154))
-    del x158, x159, x160, x162, x165
-    x167 = ckpt_in_memory * x161 + restart_overhead_s + x155 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x151)
-    del x161
-    x168 = x128 * x149
-    x169 = numpy.exp(x153 * (x163 + x166))
-    x170 = x169 - 1
-    x171 = x153 * x167
-    x172 = numpy.exp(x171)
-    x173 = x166 ** (-1.0)
-    x174 = x168 * x173
-    x175 = x170 * x172 * x174
-    x176 = x154 * x175
-    x177 = x153 * x166 * numpy.exp(-x171) / x170
-    del x171
-    x178 = gpus * x176
-    x179 = 0.000277777777777778 * x178
-    x180 = x154 * x174 * (x169 - numpy.exp(x153 * x163))
-    del x153, x169, x174
-    x181 = gpus * (idle_power_w * (tokens * x128 * x147 * x148 * x154 * x170 * x172 * x173 - x180) + x180 * (idle_power_w + x138 * x96 * (-idle_power_w + max_power_w)))
-    del x138, x147, x148, x170, x172, x173, x180
-    x182 = x151 * (network_power_per_node_w + node_overhead_power_w)
-    del x151
-    x183 = x176 * x182 + x181
-    x184 = pue * x183
-    x185 = price_usd_per_gpu_hour * x179
-    x186 = x178 / lifetime_s
-    x187 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x178 + capex_usd_per_gpu * x186 + 2.77777777777778e-07 * electricity_usd_per_kwh * x184
-    del x178
-    x188 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x184
-    x189 = embodied_kg_per_gpu * x186
-    del x186
-    return [x128, x96, x100, x99, x97, x98, x95, x125, x90, x109, x127, x129, x130, x131, x133, memory_reserve_bytes, memory_reserve_bytes + x129 + x130 + x131 + x133, x137, moe_layers * (x102 + x104 * x40) + x136, x139, x144, 1e-12 * x146, x146 * x33, x145 * x33 * (full_recompute * (ffn * x10 * x134 + x140 + x143) + layers * x141 * x71 + x144), x149, x154, x155, x163, x164, x166, x167, x168, x176, x175, 1 - x177, x177, x179, x181, x183, x184, x139 * x177 * x184 / tokens, pue * (gpus * max_power_w + x182), x185, x187, use_tco * x187 + x185 * (1 - use_tco), x188, x189, x188 + x189]
+    x189 = x182 * x188 + x187
+    x190 = pue * x189
+    x191 = price_usd_per_gpu_hour * x185
+    x192 = x184 / lifetime_s
+    x193 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x184 + capex_usd_per_gpu * x192 + 2.77777777777778e-07 * electricity_usd_per_kwh * x190
+    del x184
+    x194 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x190
+    x195 = embodied_kg_per_gpu * x192
+    del x192
+    return [x134, x104, x108, x107, x105, x106, x103, x131, x98, x115, x133, x135, x136, x137, x139, memory_reserve_bytes, memory_reserve_bytes + x135 + x136 + x137 + x139, x143, moe_layers * (x110 * x52 + x41) + x142, x145, x150, 1e-12 * x152, x152 * x34, x151 * x34 * (full_recompute * (ffn * x10 * x140 + x146 + x149) + layers * x147 * x77 + x150), x155, x160, x161, x169, x170, x172, x173, x174, x182, x181, 1 - x183, x183, x185, x187, x189, x190, x145 * x183 * x190 / tokens, pue * (gpus * max_power_w + x188), x191, x193, use_tco * x193 + x191 * (1 - use_tco), x194, x195, x194 + x195]

@@ -267,10 +267,15 @@ def mlp_times(x: dict, r: dict) -> dict:
     expert_tokens = compute.tokens_per_expert(t, x["ep"], x["experts_per_token"], x["experts"])
     elementwise = t * compute.elementwise_bytes_per_token(
         h, x["ffn"], tp, x["sequence_parallel"], x["bytes_per_element"])
+    # MoE routing: the router GEMM (t x E, narrow), then the token permutation before the
+    # experts and the unpermutation after them (memory-bound copies of k h-vectors a token)
+    routing = _gemm(x, t, x["experts"], h, minimum(minimum(t, h), x["experts"])) \
+        + _memory_bound(x, compute.moe_permutation_bytes(t, x["experts_per_token"], h,
+                                                         x["bytes_per_element"]))
     return {
         "t_mlp": x["mlp_matrices"] * _gemm(x, t, ffn, h, minimum(minimum(t, h), ffn)),
         "t_moe": (x["experts_per_token"] + x["shared_experts"]) * x["mlp_matrices"] * _gemm(
-            x, t, moe_ffn, h, minimum(minimum(expert_tokens, h), moe_ffn)),
+            x, t, moe_ffn, h, minimum(minimum(expert_tokens, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),
         "t_logits": _gemm(x, t, vocab, h, minimum(minimum(t, h), vocab)),
     }

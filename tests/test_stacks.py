@@ -225,3 +225,17 @@ def test_fp4_precision(cat, capsys):
     assert main(["evaluate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8",
                  "--precision", "fp4"]) == 2
     assert "has no fp4 peak" in capsys.readouterr().err
+
+
+def test_catalog_lists_and_shows_stacks(capsys):
+    import csv
+    import io
+
+    assert main(["catalog", "list", "stacks", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert "megatron-core-2025" in {r["id"] for r in rows}
+    assert main(["catalog", "show", "llm-foundry-2023", "--format", "csv"]) == 0
+    shown = {r["field"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    own = shown["on_accelerator.h100-sxm.attention_efficiency_factor"]
+    assert float(own["value"]) < float(shown["attention_efficiency_factor"]["value"])
+    assert "arXiv:2407.08608" in own["source"]

@@ -234,8 +234,12 @@ def show(
         return
     si = format == "csv"
     rows = []
-    for field in type(entry).model_fields:
-        value = getattr(entry, field)
+    fields = [(f, getattr(entry, f)) for f in type(entry).model_fields]
+    if found_kind == "stack":  # its own values on some accelerators, one row each
+        fields = [(f, v) for f, v in fields if f != "on_accelerator"] + [
+            (f"on_accelerator.{acc}.{name}", q) for acc, own in entry.on_accelerator.items()
+            for name, q in own if q is not None]
+    for field, value in fields:
         if value is None or field in ("schema_version",):
             continue
         if isinstance(value, Quantity):

@@ -734,6 +734,78 @@ def moe_alltoall_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s):
     return 4 * alltoall_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s)
 
 
+@formula(reference="Megatron-Core MoE all-to-all token dispatcher with sequence parallelism: "
+         "each TP rank dispatches the tokens of its sequence shard over the EP group, then "
+         "the expert-tensor-parallel group all-gathers them (and reduce-scatters the expert "
+         "outputs on combine); Korthikanti et al. 2022, arXiv:2205.05198 s4.2.2 (sequence "
+         "parallelism shards the non-tensor-parallel regions by s/t)",
+         domain={"tokens": ">=0", "tp": ">=1", "sequence_parallel": "[0,1]"},
+         symbols={"tokens": "t", "tp": "t_p", "sequence_parallel": "s_p"},
+         result_latex="t_{ep}")
+def expert_dispatch_tokens(tokens, tp, sequence_parallel):
+    """Tokens one rank dispatches to the experts: its sequence shard under sequence
+    parallelism (t / TP), all t without it.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of the rank's micro-batch t [1].
+    tp : numeric
+        Tensor-parallel size t_p [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Tokens dispatched by one rank [1].
+
+    Examples
+    --------
+    >>> expert_dispatch_tokens(4096, 4, 1)
+    1024.0
+    >>> expert_dispatch_tokens(4096, 4, 0)
+    4096.0
+
+    .. math:: t_{ep} = t\\,(1 - s_p + s_p / t_p)
+    """
+    return tokens * (1 - sequence_parallel + sequence_parallel / tp)
+
+
+@formula(reference=THAKUR + ", s4.3 (ring all-gather and reduce-scatter); Megatron-Core MoE "
+         "all-to-all dispatcher with expert tensor parallelism (tokens gathered over the "
+         "expert-TP group after dispatch, outputs reduce-scattered before combine)",
+         domain=_DOM, symbols=_SYM, result_latex="T_{ETP}")
+def expert_tp_gather_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s):
+    """Expert-tensor-parallel all-gathers and reduce-scatters of one MoE layer's routed
+    tokens: after dispatch and before combine, forward and backward.
+
+    Parameters
+    ----------
+    size_bytes : numeric
+        Routed-token bytes gathered on each rank, S [B].
+    ranks : numeric
+        Expert-tensor-parallel ranks n [1].
+    bandwidth_bytes_per_s : numeric
+        Achievable per-rank bandwidth, B [B/s].
+    latency_s : numeric
+        Per-message latency, alpha [s].
+
+    Returns
+    -------
+    numeric
+        Communication time per MoE layer and micro-batch; 0 for one rank [s].
+
+    Examples
+    --------
+    >>> round(expert_tp_gather_time(64e6, 4, 360e9, 3e-6) * 1e3, 3)
+    0.569
+
+    .. math:: T_{ETP} = 4 \\left[(n-1)\\alpha + \\frac{n-1}{n}\\frac{S}{B}\\right]
+    """
+    return 4 * allgather_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s)
+
+
 @formula(reference="Top-k routing sends each token's h-vector to k experts: Fedus et al. 2022 "
          "(Switch), arXiv:2101.03961 s2.2; Lepikhin et al. 2020, arXiv:2006.16668",
          domain={"tokens": ">=0", "experts_per_token": ">=1", "hidden": ">0",

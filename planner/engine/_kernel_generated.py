@@ -36,237 +36,241 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x19 = 4 * ep - 4
     x20 = ep ** (-1.0)
     x21 = hidden * x12
-    x22 = experts_per_token * x21
-    x23 = bytes_per_element * x19 * x20 * x22 / (ep_intra * x5 + x18 * x6) + x19 * (ep_intra * intra_latency_s + inter_latency_s * x18)
-    del x18, x19
-    x24 = layers ** (-1.0)
-    x25 = moe_layers * x24
-    x26 = stage_layers * x25
-    x27 = x23 * x26
-    x28 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x22 = x21 * (sequence_parallel * x9 - sequence_parallel + 1)
+    x23 = tp_intra_ranks * x9
+    x24 = 1 - x23
+    x25 = tp - 1
+    x26 = 4 * x25
+    x27 = hidden * x9
+    x28 = x12 * x27
     x29 = bytes_per_element * x28
-    x30 = hidden * x9
-    x31 = x12 * x30
-    x32 = 4 * x31
-    x33 = seq_len ** 2
-    x34 = peak_flops_per_s ** (-1.0)
-    x35 = attention_scores_stored + selective
-    x36 = numpy.minimum(seq_len, x12)
-    x37 = numpy.minimum(x12, hidden * x7)
+    x30 = bytes_per_element * experts_per_token * x19 * x20 * x22 / (ep_intra * x5 + x18 * x6) + sequence_parallel * (experts_per_token * x26 * x29 / (x23 * x5 + x24 * x6) + x26 * (inter_latency_s * x24 + intra_latency_s * x23)) + x19 * (ep_intra * intra_latency_s + inter_latency_s * x18)
+    del x18, x19, x23, x24, x26
+    x31 = layers ** (-1.0)
+    x32 = moe_layers * x31
+    x33 = stage_layers * x32
+    x34 = x30 * x33
+    x35 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x36 = bytes_per_element * x35
+    x37 = 4 * x28
+    x38 = seq_len ** 2
+    x39 = peak_flops_per_s ** (-1.0)
+    x40 = attention_scores_stored + selective
+    x41 = numpy.minimum(seq_len, x12)
+    x42 = numpy.minimum(x12, hidden * x7)
     del x7
-    x38 = numpy.maximum(x29 * x32, 4 * x11 * x30 * x33 * x34 / (attention_efficiency_factor * gemm_max_efficiency * x36 * (1 - x35) / (gemm_half_efficiency_dim + x36) + gemm_max_efficiency * x35 * x37 / (gemm_half_efficiency_dim + x37)))
-    del x35, x36, x37
-    x39 = 3 * x38
-    x40 = cp_overlap * numpy.minimum(x17, stage_layers * x39)
-    x41 = experts * hidden
-    x42 = numpy.minimum(numpy.minimum(experts, hidden), x12)
-    x43 = experts * x10
-    x44 = x34 / gemm_max_efficiency
-    x45 = x12 * x44
-    x46 = numpy.maximum(x29 * (experts * x12 + x21 + x41), x43 * x45 * (gemm_half_efficiency_dim + x42) / x42)
-    del x42
-    x47 = moe_ffn * x9
-    x48 = x12 * x47
-    x49 = experts_per_token * x12
-    x50 = numpy.minimum(numpy.minimum(hidden, x47), ep * x49 / experts)
-    x51 = x10 * x44
-    x52 = mlp_matrices * (experts_per_token + shared_experts)
-    x53 = x52 * numpy.maximum(x29 * (hidden * x47 + x21 + x48), x48 * x51 * (gemm_half_efficiency_dim + x50) / x50)
-    del x47, x48, x50
-    x54 = ep_overlap * numpy.minimum(x27, x26 * (12 * x22 * x29 + 3 * x46 + 3 * x53))
-    del x22, x26
-    x55 = hidden * vocab
-    x56 = x55 * x9
-    x57 = vocab * x9
-    x58 = numpy.minimum(numpy.minimum(hidden, x12), x57)
-    x59 = 2 * x12
-    x60 = attention_scores_stored * heads * x33
+    x43 = numpy.maximum(x36 * x37, 4 * x11 * x27 * x38 * x39 / (attention_efficiency_factor * gemm_max_efficiency * x41 * (1 - x40) / (gemm_half_efficiency_dim + x41) + gemm_max_efficiency * x40 * x42 / (gemm_half_efficiency_dim + x42)))
+    del x40, x41, x42
+    x44 = 3 * x43
+    x45 = cp_overlap * numpy.minimum(x17, stage_layers * x44)
+    x46 = experts * hidden
+    x47 = numpy.minimum(numpy.minimum(experts, hidden), x12)
+    x48 = experts * x10
+    x49 = x39 / gemm_max_efficiency
+    x50 = x12 * x49
+    x51 = numpy.maximum(x36 * (experts * x12 + x21 + x46), x48 * x50 * (gemm_half_efficiency_dim + x47) / x47)
+    del x47
+    x52 = moe_ffn * x9
+    x53 = x12 * x52
+    x54 = experts_per_token * x12
+    x55 = numpy.minimum(numpy.minimum(hidden, x52), ep * x54 / experts)
+    x56 = x10 * x49
+    x57 = mlp_matrices * (experts_per_token + shared_experts)
+    x58 = x57 * numpy.maximum(x36 * (hidden * x52 + x21 + x53), x53 * x56 * (gemm_half_efficiency_dim + x55) / x55)
+    del x52, x53, x55
+    x59 = ep_overlap * numpy.minimum(x34, x33 * (12 * experts_per_token * x21 * x36 + 3 * x51 + 3 * x58))
     del x33
-    x61 = x11 * x28 * x60 * x9
+    x60 = hidden * vocab
+    x61 = x60 * x9
+    x62 = vocab * x9
+    x63 = numpy.minimum(numpy.minimum(hidden, x12), x62)
+    x64 = 2 * x12
+    x65 = attention_scores_stored * heads * x38
+    del x38
+    x66 = x11 * x35 * x65 * x9
     del x11
-    x62 = ffn * x9
-    x63 = tp - 1
-    x64 = (sequence_parallel * x63 + 1) ** (-1.0)
-    x65 = x12 * x29 * (16 * hidden * x64 + 4 * x62)
-    x66 = hidden ** 2
-    x67 = x66 * x9
-    x68 = numpy.minimum(numpy.minimum(hidden, x12), x30)
-    x69 = 2 * x66
-    x70 = x45 * x69 * x9
-    del x45
-    x71 = numpy.maximum(x29 * (x21 + x31 + x67), x70 * (gemm_half_efficiency_dim + x68) / x68)
-    del x68
-    x72 = x12 * x62
-    x73 = numpy.minimum(numpy.minimum(hidden, x12), x62)
-    x74 = mlp_matrices * (1 - x25)
-    x75 = x74 * numpy.maximum(x29 * (hidden * x62 + x21 + x72), x51 * x72 * (gemm_half_efficiency_dim + x73) / x73)
-    del x51, x62, x72, x73
-    x76 = 1 - full_recompute
-    x77 = selective * x76
-    x78 = 2 * x8 + 1
-    x79 = x30 * x78
-    del x30
-    x80 = numpy.minimum(numpy.minimum(hidden, x12), x79)
-    x81 = numpy.maximum(x70 * x78 * (gemm_half_efficiency_dim + x80) / x80, x29 * (x12 * x79 + x21 + x67 * x78))
-    del x67, x70, x78, x79, x80
-    x82 = 4 * hidden
-    x83 = x25 * (x29 * x49 * x82 + x46 + x53)
-    del x46, x49, x53
-    x84 = x38 + 10 * x61 + x65 + x71 + x75 + x81 + x83
-    x85 = stage_layers * (full_recompute * x84 + x38 * x77 + x39 + 30 * x61 + 3 * x65 + 3 * x71 + 3 * x75 + 3 * x81 + 3 * x83) + 3 * numpy.maximum(x29 * (x12 * x57 + x21 + x56), x44 * x56 * x59 * (gemm_half_efficiency_dim + x58) / x58)
-    del x12, x29, x38, x39, x44, x56, x57, x58, x61, x65, x71, x75, x81, x83
-    x86 = tp_intra_ranks - 1
-    x87 = tp_intra_ranks ** (-1.0)
-    x88 = tp * x87 - 1
-    x89 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x90 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x91 = x90 / scale_out_bus_efficiency
-    x92 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x63) + 2 * inter_latency_s * x88 + 2 * intra_latency_s * x86 + x14 * x86 * x87 * x89 + x15 * x88 * x91)
-    del x14, x15, x63, x86, x87, x88
-    x93 = -tp_overlap * numpy.minimum(x85, x92) + x92
-    del x92
-    x94 = x85 + x93
-    x95 = (x94 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x96 = pp - 1
-    x97 = x96 / vp
-    x98 = x97 * (x17 + x27 - x40 - x54 + x95)
-    del x17, x27
-    x99 = dp ** (-1.0)
-    x100 = global_batch * x99 / micro_batch
-    x101 = 2 * x100
-    x102 = 1 - pp_intra
-    x103 = (2 * pp + vp * x101 - 2) * (1.0 * bytes_per_element * x31 / (pp_intra * x5 + x102 * x6) + inter_latency_s * x102 + intra_latency_s * pp_intra) * numpy.minimum(1, x96)
-    del x102, x31, x5, x6, x96
-    x104 = x100 * x85
-    del x85
-    x105 = x100 * (stage_layers * x16 * x3 - x40)
-    del x16, x3, x40
-    x106 = x100 * (moe_layers * stage_layers * x23 * x24 - x54)
-    del x23, x24, x54
-    x107 = x100 * x93
-    del x93
-    x108 = x100 * (-x94 + x95)
-    del x94, x95
-    x109 = ffn * hidden
-    x110 = hidden * moe_ffn
-    x111 = mlp_matrices * x110 * (experts + shared_experts) + x41
-    x112 = x10 + x69 * x8 + x69
-    del x69
-    x113 = x9 * (stage_layers * (x109 * x74 + x111 * x20 * x25 + x112) + x55)
-    del x20, x25, x74
-    x114 = x113 / optimizer_shards
-    x115 = x114 * x28 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x28
-    x116 = numpy.minimum(1, grad_shards - 1)
-    x117 = numpy.minimum(dp, dp_intra_ranks)
-    x118 = x117 - 1
-    x119 = intra_latency_s * x118
-    x120 = x117 ** (-1.0)
-    del x117
-    x121 = dp * x120 - 1
-    x122 = inter_latency_s * x121
-    x123 = x118 * x120 * x89
-    del x118, x120, x89
-    x124 = 2 * grad_comm_bytes_per_param * x113
-    x125 = pp ** (-1.0)
-    x126 = x121 * x91 * x99 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x125 - pod_gpus)) + 1)
-    del x121, x91, x99
-    x127 = 2 * x119 + 2 * x122 + x123 * x124 + x124 * x126
-    del x124
-    x128 = x127 * (1 - x116)
-    x129 = bytes_per_element * x113
-    x130 = 1 / 2 * x100 * x116 * x127 + x101 * zero3 * (x119 + x122 + x123 * x129 + x126 * x129)
-    del x101, x116, x119, x122, x123, x126, x127, x129
-    x131 = -dp_overlap * numpy.minimum(x104, x130) - dp_overlap * numpy.minimum(x128, 2 * stage_layers * x84) + x128 + x130
-    del x128, x130, x84
-    x132 = x103 + x104 + x105 + x106 + x107 + x108 + x115 + x131 + x98
-    x133 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x132 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
+    x67 = ffn * x9
+    x68 = (sequence_parallel * x25 + 1) ** (-1.0)
+    x69 = x12 * x36 * (16 * hidden * x68 + 4 * x67)
+    x70 = hidden ** 2
+    x71 = x70 * x9
+    x72 = numpy.minimum(numpy.minimum(hidden, x12), x27)
+    x73 = 2 * x70
+    x74 = x50 * x73 * x9
+    del x50
+    x75 = numpy.maximum(x36 * (x21 + x28 + x71), x74 * (gemm_half_efficiency_dim + x72) / x72)
+    del x28, x72
+    x76 = x12 * x67
+    x77 = numpy.minimum(numpy.minimum(hidden, x12), x67)
+    x78 = mlp_matrices * (1 - x32)
+    x79 = x78 * numpy.maximum(x36 * (hidden * x67 + x21 + x76), x56 * x76 * (gemm_half_efficiency_dim + x77) / x77)
+    del x56, x67, x76, x77
+    x80 = 1 - full_recompute
+    x81 = selective * x80
+    x82 = 2 * x8 + 1
+    x83 = x27 * x82
+    del x27
+    x84 = numpy.minimum(numpy.minimum(hidden, x12), x83)
+    x85 = numpy.maximum(x74 * x82 * (gemm_half_efficiency_dim + x84) / x84, x36 * (x12 * x83 + x21 + x71 * x82))
+    del x71, x74, x82, x83, x84
+    x86 = 4 * hidden
+    x87 = x32 * (x36 * x54 * x86 + x51 + x58)
+    del x51, x54, x58
+    x88 = x43 + 10 * x66 + x69 + x75 + x79 + x85 + x87
+    x89 = stage_layers * (full_recompute * x88 + x43 * x81 + x44 + 30 * x66 + 3 * x69 + 3 * x75 + 3 * x79 + 3 * x85 + 3 * x87) + 3 * numpy.maximum(x36 * (x12 * x62 + x21 + x61), x49 * x61 * x64 * (gemm_half_efficiency_dim + x63) / x63)
+    del x12, x36, x43, x44, x49, x61, x62, x63, x66, x69, x75, x79, x85, x87
+    x90 = tp_intra_ranks - 1
+    x91 = tp_intra_ranks ** (-1.0)
+    x92 = tp * x91 - 1
+    x93 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x94 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x95 = x94 / scale_out_bus_efficiency
+    x96 = stage_layers * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x25) + 2 * inter_latency_s * x92 + 2 * intra_latency_s * x90 + x14 * x90 * x91 * x93 + x15 * x92 * x95)
+    del x14, x15, x25, x90, x91, x92
+    x97 = -tp_overlap * numpy.minimum(x89, x96) + x96
+    del x96
+    x98 = x89 + x97
+    x99 = (x98 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x100 = pp - 1
+    x101 = x100 / vp
+    x102 = x101 * (x17 + x34 - x45 - x59 + x99)
+    del x17, x34
+    x103 = dp ** (-1.0)
+    x104 = global_batch * x103 / micro_batch
+    x105 = 2 * x104
+    x106 = 1 - pp_intra
+    x107 = (2 * pp + vp * x105 - 2) * (inter_latency_s * x106 + intra_latency_s * pp_intra + 1.0 * x29 / (pp_intra * x5 + x106 * x6)) * numpy.minimum(1, x100)
+    del x100, x106, x29, x5, x6
+    x108 = x104 * x89
+    del x89
+    x109 = x104 * (stage_layers * x16 * x3 - x45)
+    del x16, x3, x45
+    x110 = x104 * (moe_layers * stage_layers * x30 * x31 - x59)
+    del x30, x31, x59
+    x111 = x104 * x97
+    del x97
+    x112 = x104 * (-x98 + x99)
+    del x98, x99
+    x113 = ffn * hidden
+    x114 = hidden * moe_ffn
+    x115 = mlp_matrices * x114 * (experts + shared_experts) + x46
+    x116 = x10 + x73 * x8 + x73
+    del x73
+    x117 = x9 * (stage_layers * (x113 * x78 + x115 * x20 * x32 + x116) + x60)
+    del x20, x32, x78
+    x118 = x117 / optimizer_shards
+    x119 = x118 * x35 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x35
+    x120 = numpy.minimum(1, grad_shards - 1)
+    x121 = numpy.minimum(dp, dp_intra_ranks)
+    x122 = x121 - 1
+    x123 = intra_latency_s * x122
+    x124 = x121 ** (-1.0)
+    del x121
+    x125 = dp * x124 - 1
+    x126 = inter_latency_s * x125
+    x127 = x122 * x124 * x93
+    del x122, x124, x93
+    x128 = 2 * grad_comm_bytes_per_param * x117
+    x129 = pp ** (-1.0)
+    x130 = x103 * x125 * x95 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x129 - pod_gpus)) + 1)
+    del x103, x125, x95
+    x131 = 2 * x123 + 2 * x126 + x127 * x128 + x128 * x130
+    del x128
+    x132 = x131 * (1 - x120)
+    x133 = bytes_per_element * x117
+    x134 = 1 / 2 * x104 * x120 * x131 + x105 * zero3 * (x123 + x126 + x127 * x133 + x130 * x133)
+    del x105, x120, x123, x126, x127, x130, x131, x133
+    x135 = -dp_overlap * numpy.minimum(x108, x134) - dp_overlap * numpy.minimum(x132, 2 * stage_layers * x88) + x132 + x134
+    del x132, x134, x88
+    x136 = x102 + x107 + x108 + x109 + x110 + x111 + x112 + x119 + x135
+    x137 = pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x136 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x1 * x2 * (0.0686881539789491 * x2 + 0.112063) - 1 + 1.16023 / x0))
     del x0, x2
-    x134 = x132 + x133
-    del x132
-    x135 = weight_bytes_per_param * x113 / weight_shards
-    x136 = grad_bytes_per_param * x113 / grad_shards
+    x138 = x136 + x137
+    del x136
+    x139 = weight_bytes_per_param * x117 / weight_shards
+    x140 = grad_bytes_per_param * x117 / grad_shards
+    del x117
+    x141 = optimizer_bytes_per_param * x118
+    del x118
+    x142 = x22 * (2 * dropout_masks + 8) + x9 * (ffn * mlp_matrices * x64 + x13 + x21 * (4 * x8 + 2) + micro_batch * x65 * (dropout_masks + 4) / cp ** 2)
+    del x21, x22, x64, x65, x9
+    x143 = full_recompute * x142 + stage_layers * (full_recompute * x13 * x68 + x142 * x80) * (x101 * x129 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x104) + x37 * (1 + vocab / hidden)
+    del x101, x104, x129, x13, x142, x37, x68, x80
+    x144 = mlp_matrices * (layers - moe_layers)
+    x145 = x113 * x144
     del x113
-    x137 = optimizer_bytes_per_param * x114
-    del x114
-    x138 = x21 * (2 * dropout_masks + 8) * (sequence_parallel * x9 - sequence_parallel + 1) + x9 * (ffn * mlp_matrices * x59 + x13 + x21 * (4 * x8 + 2) + micro_batch * x60 * (dropout_masks + 4) / cp ** 2)
-    del x21, x59, x60, x9
-    x139 = full_recompute * x138 + stage_layers * (full_recompute * x13 * x64 + x138 * x76) * (x125 * x97 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x100) + x32 * (1 + vocab / hidden)
-    del x100, x125, x13, x138, x32, x64, x76, x97
-    x140 = mlp_matrices * (layers - moe_layers)
-    x141 = x109 * x140
-    del x109
-    x142 = embedding_matrices * x55 + hidden + layers * x112 + x141
-    del x112
-    x143 = moe_layers * x111 + x142
-    del x111
-    x144 = x134 ** (-1.0)
-    x145 = global_batch * seq_len * x144
-    x146 = moe_layers * (moe_ffn * x10 * x52 + x43)
-    del x43
-    x147 = seq_len * x82
-    del x82
-    x148 = 4 * x66
-    del x66
-    x149 = layers * (x147 + x148 * x8 + x148)
-    del x148, x8
-    x150 = 6 * x141 + 3 * x146 + 3 * x149 + 6 * x55
-    del x141, x55
-    x151 = x1 * x145
-    x152 = x150 * x151
-    x153 = global_batch ** (-1.0)
-    x154 = seq_len ** (-1.0)
-    x155 = tokens * x153 * x154
-    x156 = gpus / gpu_mtbf_s
-    x157 = gpus / gpus_per_node
-    x158 = x157 / node_mtbf_s
-    x159 = x156 + x158
-    x160 = x159 ** (-1.0)
-    x161 = checkpoint_bytes_per_param * x143
-    x162 = x1 * x161
+    x146 = embedding_matrices * x60 + hidden + layers * x116 + x145
+    del x116
+    x147 = moe_layers * x115 + x146
+    del x115
+    x148 = x138 ** (-1.0)
+    x149 = global_batch * seq_len * x148
+    x150 = moe_layers * (moe_ffn * x10 * x57 + x48)
+    del x48
+    x151 = seq_len * x86
+    del x86
+    x152 = 4 * x70
+    del x70
+    x153 = layers * (x151 + x152 * x8 + x152)
+    del x152, x8
+    x154 = 6 * x145 + 3 * x150 + 3 * x153 + 6 * x60
+    del x145, x60
+    x155 = x1 * x149
+    x156 = x154 * x155
+    x157 = global_batch ** (-1.0)
+    x158 = seq_len ** (-1.0)
+    x159 = tokens * x157 * x158
+    x160 = gpus / gpu_mtbf_s
+    x161 = gpus / gpus_per_node
+    x162 = x161 / node_mtbf_s
+    x163 = x160 + x162
+    x164 = x163 ** (-1.0)
+    x165 = checkpoint_bytes_per_param * x147
+    x166 = x1 * x165
     del x1
-    x163 = x162 / host_copy_bytes_per_s_per_gpu
-    x164 = ckpt_async * x163
-    x165 = x161 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x157)
-    x166 = ckpt_sync * x165
-    x167 = x162 * x90
-    del x162, x90
-    x168 = ckpt_in_memory * (x163 + x167)
-    del x163
-    x169 = x164 + x166 + x168
-    x170 = numpy.sqrt(x160 * (2 * x164 + 2 * x166 + 2 * x168))
-    x171 = x169 * (1 / 2 * x156 + 1 / 2 * x158)
-    del x156, x158
-    x172 = numpy.maximum(ckpt_async * x165, numpy.where(numpy.greater(x160, 1 / 2 * x164 + 1 / 2 * x166 + 1 / 2 * x168), -x169 + x170 * (1 / 3 * numpy.sqrt(x171) + 1 / 9 * x171 + 1), x160))
-    del x164, x165, x166, x168, x171
-    x173 = ckpt_in_memory * x167 + restart_overhead_s + x161 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x157)
+    x167 = x166 / host_copy_bytes_per_s_per_gpu
+    x168 = ckpt_async * x167
+    x169 = x165 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x161)
+    x170 = ckpt_sync * x169
+    x171 = x166 * x94
+    del x166, x94
+    x172 = ckpt_in_memory * (x167 + x171)
     del x167
-    x174 = x134 * x155
-    x175 = numpy.exp(x159 * (x169 + x172))
-    x176 = x175 - 1
-    x177 = x159 * x173
-    x178 = numpy.exp(x177)
-    x179 = x172 ** (-1.0)
-    x180 = x174 * x179
-    x181 = x176 * x178 * x180
-    x182 = x160 * x181
-    x183 = x159 * x172 * numpy.exp(-x177) / x176
-    del x177
-    x184 = gpus * x182
-    x185 = 0.000277777777777778 * x184
-    x186 = x160 * x180 * (x175 - numpy.exp(x159 * x169))
-    del x159, x175, x180
-    x187 = gpus * (idle_power_w * (tokens * x134 * x153 * x154 * x160 * x176 * x178 * x179 - x186) + x186 * (idle_power_w + x104 * x144 * (-idle_power_w + max_power_w)))
-    del x144, x153, x154, x176, x178, x179, x186
-    x188 = x157 * (network_power_per_node_w + node_overhead_power_w)
-    del x157
-    x189 = x182 * x188 + x187
-    x190 = pue * x189
-    x191 = price_usd_per_gpu_hour * x185
-    x192 = x184 / lifetime_s
-    x193 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x184 + capex_usd_per_gpu * x192 + 2.77777777777778e-07 * electricity_usd_per_kwh * x190
-    del x184
-    x194 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x190
-    x195 = embodied_kg_per_gpu * x192
-    del x192
-    return [x134, x104, x108, x107, x105, x106, x103, x131, x98, x115, x133, x135, x136, x137, x139, memory_reserve_bytes, memory_reserve_bytes + x135 + x136 + x137 + x139, x143, moe_layers * (x110 * x52 + x41) + x142, x145, x150, 1e-12 * x152, x152 * x34, x151 * x34 * (full_recompute * (ffn * x10 * x140 + x146 + x149) + layers * x147 * x77 + x150), x155, x160, x161, x169, x170, x172, x173, x174, x182, x181, 1 - x183, x183, x185, x187, x189, x190, x145 * x183 * x190 / tokens, pue * (gpus * max_power_w + x188), x191, x193, use_tco * x193 + x191 * (1 - use_tco), x194, x195, x194 + x195]
+    x173 = x168 + x170 + x172
+    x174 = numpy.sqrt(x164 * (2 * x168 + 2 * x170 + 2 * x172))
+    x175 = x173 * (1 / 2 * x160 + 1 / 2 * x162)
+    del x160, x162
+    x176 = numpy.maximum(ckpt_async * x169, numpy.where(numpy.greater(x164, 1 / 2 * x168 + 1 / 2 * x170 + 1 / 2 * x172), -x173 + x174 * (1 / 3 * numpy.sqrt(x175) + 1 / 9 * x175 + 1), x164))
+    del x168, x169, x170, x172, x175
+    x177 = ckpt_in_memory * x171 + restart_overhead_s + x165 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x161)
+    del x171
+    x178 = x138 * x159
+    x179 = numpy.exp(x163 * (x173 + x176))
+    x180 = x179 - 1
+    x181 = x163 * x177
+    x182 = numpy.exp(x181)
+    x183 = x176 ** (-1.0)
+    x184 = x178 * x183
+    x185 = x180 * x182 * x184
+    x186 = x164 * x185
+    x187 = x163 * x176 * numpy.exp(-x181) / x180
+    del x181
+    x188 = gpus * x186
+    x189 = 0.000277777777777778 * x188
+    x190 = x164 * x184 * (x179 - numpy.exp(x163 * x173))
+    del x163, x179, x184
+    x191 = gpus * (idle_power_w * (tokens * x138 * x157 * x158 * x164 * x180 * x182 * x183 - x190) + x190 * (idle_power_w + x108 * x148 * (-idle_power_w + max_power_w)))
+    del x148, x157, x158, x180, x182, x183, x190
+    x192 = x161 * (network_power_per_node_w + node_overhead_power_w)
+    del x161
+    x193 = x186 * x192 + x191
+    x194 = pue * x193
+    x195 = price_usd_per_gpu_hour * x189
+    x196 = x188 / lifetime_s
+    x197 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x188 + capex_usd_per_gpu * x196 + 2.77777777777778e-07 * electricity_usd_per_kwh * x194
+    del x188
+    x198 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x194
+    x199 = embodied_kg_per_gpu * x196
+    del x196
+    return [x138, x108, x112, x111, x109, x110, x107, x135, x102, x119, x137, x139, x140, x141, x143, memory_reserve_bytes, memory_reserve_bytes + x139 + x140 + x141 + x143, x147, moe_layers * (x114 * x57 + x46) + x146, x149, x154, 1e-12 * x156, x156 * x39, x155 * x39 * (full_recompute * (ffn * x10 * x144 + x150 + x153) + layers * x151 * x81 + x154), x159, x164, x165, x173, x174, x176, x177, x178, x186, x185, 1 - x187, x187, x189, x191, x193, x194, x149 * x187 * x194 / tokens, pue * (gpus * max_power_w + x192), x195, x197, use_tco * x197 + x195 * (1 - use_tco), x198, x199, x198 + x199]

@@ -325,10 +325,16 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     cp_layer = communication.ring_attention_comm_time(
         communication.kv_chunk_bytes(t, h, x["heads"], x["kv_heads"], tp, elem), x["cp"],
         *_group_link(x, x["cp_intra"]))
-    # EP: dispatch and combine all-to-alls, hidden behind the experts (fwd + bwd)
+    # EP: dispatch and combine all-to-alls of each TP rank's sequence shard, then the
+    # expert-TP group gathers the routed tokens (and reduce-scatters on combine); hidden
+    # behind the experts (fwd + bwd)
+    k = x["experts_per_token"]
+    dispatched = communication.expert_dispatch_tokens(t, tp, x["sequence_parallel"])
     ep_layer = communication.moe_alltoall_time(
-        communication.moe_dispatch_bytes(t, x["experts_per_token"], h, elem), x["ep"],
-        *_group_link(x, x["ep_intra"]))
+        communication.moe_dispatch_bytes(dispatched, k, h, elem), x["ep"],
+        *_group_link(x, x["ep_intra"])) \
+        + x["sequence_parallel"] * communication.expert_tp_gather_time(
+            communication.moe_dispatch_bytes(t, k, h, elem), tp, *_group_link(x, tp_in / tp))
     return {
         "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
                                                       x["tp_overlap"]),

@@ -39,7 +39,10 @@ Tried and rejected: Megatron-Core ``dp_overlap`` in the grid - the fit took 0.2 
 points on modern-runs, against the documented per-layer chunked overlap of the
 distributed optimizer; kept at 0.9 and out of the grid.  One FlashAttention-2 factor on
 A100 and H100 (llm-foundry A100 or H100 13 % off); one H100 bf16 efficiency without a
-stack GEMM share (llm-foundry H100 12-15 % or NeMo BF16 up to 36 % off).
+stack GEMM share (llm-foundry H100 12-15 % or NeMo BF16 up to 36 % off).  A refit after
+the MoE dispatch term (expert_dispatch_tokens): fit subset 5.1 -> 4.85 %, but held-out
+modern-runs 14.5 -> 16.6 % and B200/GB200 held-out 8 -> 12 %, with collective_overhead_s at
+160 us and Blackwell bf16 0.70 - overfitting; not written, the values above stand.
 
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),

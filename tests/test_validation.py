@@ -322,7 +322,7 @@ def _modern_mape(modern, group=None):
 # Issue 13's targets. Baseline before the issue-13 calibration (2026-11-23): MAPE 21.2 %,
 # H100 BF16 36.0 %, MoE 20.8 %, A100 17.8 %, H100 FP8 13.7 %, B200/GB200 7.4 %. After the
 # per-precision GEMM efficiencies and software stacks (benchmarks/calibrate.py): 9.1 %,
-# 3.3 %, 9.4 %, 17 %, 6.6 %, 4.1 %. A target still missed is a strict xfail naming the gap.
+# 3.3 %, 8.5 %, 17 %, 6.6 %, 4.1 %. A target still missed is a strict xfail naming the gap.
 def test_modern_runs_mape_within_10_percent(modern):
     assert _modern_mape(modern) <= 0.10
 

@@ -143,12 +143,13 @@ MODERN_GAPS = """
 Before this calibration (one `gemm_max_efficiency` per accelerator for every precision and
 stack, no stacks): MAPE 21.2 % on 24 rows, H100 BF16 36.0 %, H100 FP8 13.7 %, B200/GB200
 7.4 %, MoE 20.8 %, A100 on non-DGX networks 17.8 %. After it: 9.1 %; H100 BF16 3.3 %,
-H100 FP8 6.6 %, B200/GB200 4.1 %, MoE 9.4 %, A100 17.0 %. Still missing: InternLM's rows are
+H100 FP8 6.6 %, B200/GB200 4.1 %, MoE 8.5 %, A100 17.0 %. Still missing: InternLM's rows are
 predicted too fast (+14 % on one node, +53 % at 1,024 GPUs without gradient accumulation,
 where a data-parallel reduction over 4 x 100 Gb RoCE per 8 GPUs is more exposed than the
-model's overlap says); Grok-1 on H100 is predicted 15 % slow (its cross-node all-to-all is
-charged for every token of the micro-batch, not the 1/TP share sequence parallelism
-dispatches); Llama 3.1 405B in FP8 on 576 H100 (PP 9, VP 7, CP 2, DP 4) ran but is
+model's overlap says); Grok-1 on H100 is predicted 10-18 % fast once each TP rank
+dispatches only its sequence shard (Megatron-Core's all-to-all dispatcher): the EP group
+(TP 4 x CP 2 apart, across nodes) and its all-to-all congestion are costed as a plain
+ring; Llama 3.1 405B in FP8 on 576 H100 (PP 9, VP 7, CP 2, DP 4) ran but is
 predicted just over its 80 GB. Unexpressible rows need uneven pipeline stages (126 layers
 on PP x VP = 64), expert parallelism folded over TP x CP x DP (EP 64 > DP 32) with its own
 expert tensor parallelism, and multi-token-prediction layers.

@@ -40,8 +40,8 @@ points on modern-runs, against the documented per-layer chunked overlap of the
 distributed optimizer; kept at 0.9 and out of the grid.  One FlashAttention-2 factor on
 A100 and H100 (llm-foundry A100 or H100 13 % off); one H100 bf16 efficiency without a
 stack GEMM share (llm-foundry H100 12-15 % or NeMo BF16 up to 36 % off).  A refit after
-the MoE dispatch term (expert_dispatch_tokens): fit subset 5.1 -> 4.85 %, but held-out
-modern-runs 14.5 -> 16.6 % and B200/GB200 held-out 8 -> 12 %, with collective_overhead_s at
+the MoE dispatch term (expert_dispatch_tokens): modern-runs fit rows 4.8 -> 4.3 %, but
+held-out 15.8 -> 16.6 % and B200/GB200 held-out 8 -> 12 %, with collective_overhead_s at
 160 us and Blackwell bf16 0.70 - overfitting; not written, the values above stand.
 
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw

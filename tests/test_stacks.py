@@ -132,6 +132,11 @@ def test_plan_and_scenario_file_take_a_stack(capsys, tmp_path):
     assert data["scenario"]["stack"] == "torchtitan-fsdp2"
     assert main(["plan", "--scenario", str(path), "--stack", "nope", "--format", "json"]) == 2
     assert "unknown stack 'nope'" in capsys.readouterr().err
+    path.write_text(path.read_text() + 'network = "llama3-roce-24k"\nnic_gbps = 200\n')
+    assert main(["plan", "--scenario", str(path), "--format", "json"]) == 0
+    inputs = json.loads(capsys.readouterr().out)["scenario"]["inputs"]
+    assert inputs["oversubscription"] == 7 and inputs["pod_gpus"] == 3072
+    assert inputs["scale_out_bandwidth_bytes_per_s"] == pytest.approx(25e9)  # the key wins
 
 
 # ---- site networks (issue 13 item 5) ---------------------------------------------------------

@@ -244,3 +244,17 @@ def test_catalog_lists_and_shows_stacks(capsys):
     own = shown["on_accelerator.h100-sxm.attention_efficiency_factor"]
     assert float(own["value"]) < float(shown["attention_efficiency_factor"]["value"])
     assert "arXiv:2407.08608" in own["source"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1e9, 1e12), st.floats(1.0, 16.0), st.floats(1.0, 16.0),
+       st.integers(1, 2**20), st.integers(1, 2**20), st.integers(1, 2**16))
+def test_pod_bandwidth_never_grows_with_taper_or_span(bw, r1, r2, span1, span2, pod):
+    """More oversubscription or a wider group never gives more bandwidth; never above B."""
+    from formulas.communication import pod_bandwidth
+
+    lo_r, hi_r = sorted((r1, r2))
+    lo_s, hi_s = sorted((span1, span2))
+    assert pod_bandwidth(bw, hi_r, lo_s, pod) <= pod_bandwidth(bw, lo_r, lo_s, pod) * (1 + 1e-12)
+    assert pod_bandwidth(bw, hi_r, hi_s, pod) <= pod_bandwidth(bw, hi_r, lo_s, pod) * (1 + 1e-12)
+    assert bw / hi_r * (1 - 1e-12) <= pod_bandwidth(bw, hi_r, hi_s, pod) <= bw

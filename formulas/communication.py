@@ -25,7 +25,7 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import log2, minimum
+from .ops import log2, maximum, minimum
 
 HOCKNEY = "Hockney 1994, Parallel Computing 20(3):389, doi:10.1016/S0167-8191(06)80021-9"
 THAKUR = "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1):49-66, doi:10.1177/1094342005051521"
@@ -411,6 +411,51 @@ def exposed_comm_time(comm_time_s, compute_time_s, overlap_fraction):
 
 # -- which link a group uses -------------------------------------------------------------
 
+@formula(reference="Dubey et al. 2024 (Llama 3), arXiv:2407.21783 s3.3.1: 24K GPUs in pods "
+         "of 3,072 with full bisection inside a pod and a 1:7 oversubscription above it; "
+         "the parallelism order keeps TP, CP and PP inside pods, DP crosses them",
+         domain={"bandwidth_bytes_per_s": ">0", "oversubscription": ">=1",
+                 "group_span_gpus": ">=1", "pod_gpus": ">=1"},
+         symbols={"bandwidth_bytes_per_s": "B", "oversubscription": "R",
+                  "group_span_gpus": "n_g", "pod_gpus": "n_p"},
+         result_latex="B_{g}")
+def pod_bandwidth(bandwidth_bytes_per_s, oversubscription, group_span_gpus, pod_gpus):
+    """Per-GPU scale-out bandwidth of a group, thinned where it leaves its pod.
+
+    Inside a pod the fabric is non-blocking; above it the spine carries 1/R of the
+    injection bandwidth, so a collective whose ranks span more GPUs than a pod runs at
+    B/R per GPU (every rank's traffic crosses the spine in a ring or tree across pods).
+
+    Parameters
+    ----------
+    bandwidth_bytes_per_s : numeric
+        Per-GPU scale-out bandwidth inside a pod, B [B/s].
+    oversubscription : numeric
+        Oversubscription ratio above the pod, R (1 = non-blocking) [1].
+    group_span_gpus : numeric
+        GPUs the group's ranks are spread over, n_g [1].
+    pod_gpus : numeric
+        GPUs under one non-blocking pod, n_p [1].
+
+    Returns
+    -------
+    numeric
+        Per-GPU bandwidth of the group [B/s].
+
+    Examples
+    --------
+    >>> round(pod_bandwidth(50e9, 7, 16384, 3072) / 1e9, 3)
+    7.143
+    >>> pod_bandwidth(50e9, 7, 2048, 3072)
+    50000000000.0
+
+    .. math:: B_g = \\frac{B}{1 + (R - 1)\\,\\min(\\max(n_g - n_p, 0), 1)}
+    """
+    crosses = minimum(maximum(group_span_gpus - pod_gpus, 0), 1)  # 0 inside a pod, else 1
+    return bandwidth_bytes_per_s / (1 + (oversubscription - 1) * crosses)
+
+
+
 @formula(reference=NCCL_TESTS + ": achievable bus bandwidth = link bandwidth x measured "
          "efficiency",
          domain={"link_bandwidth_bytes_per_s": ">0", "bus_efficiency": "(0,1]"},
@@ -741,6 +786,78 @@ def moe_alltoall_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s):
     return 4 * alltoall_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s)
 
 
+@formula(reference="Megatron-Core MoE all-to-all token dispatcher with sequence parallelism: "
+         "each TP rank dispatches the tokens of its sequence shard over the EP group, then "
+         "the expert-tensor-parallel group all-gathers them (and reduce-scatters the expert "
+         "outputs on combine); Korthikanti et al. 2022, arXiv:2205.05198 s4.2.2 (sequence "
+         "parallelism shards the non-tensor-parallel regions by s/t)",
+         domain={"tokens": ">=0", "tp": ">=1", "sequence_parallel": "[0,1]"},
+         symbols={"tokens": "t", "tp": "t_p", "sequence_parallel": "s_p"},
+         result_latex="t_{ep}")
+def expert_dispatch_tokens(tokens, tp, sequence_parallel):
+    """Tokens one rank dispatches to the experts: its sequence shard under sequence
+    parallelism (t / TP), all t without it.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of the rank's micro-batch t [1].
+    tp : numeric
+        Tensor-parallel size t_p [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Tokens dispatched by one rank [1].
+
+    Examples
+    --------
+    >>> expert_dispatch_tokens(4096, 4, 1)
+    1024.0
+    >>> expert_dispatch_tokens(4096, 4, 0)
+    4096.0
+
+    .. math:: t_{ep} = t\\,(1 - s_p + s_p / t_p)
+    """
+    return tokens * (1 - sequence_parallel + sequence_parallel / tp)
+
+
+@formula(reference=THAKUR + ", s4.3 (ring all-gather and reduce-scatter); Megatron-Core MoE "
+         "all-to-all dispatcher with expert tensor parallelism (tokens gathered over the "
+         "expert-TP group after dispatch, outputs reduce-scattered before combine)",
+         domain=_DOM, symbols=_SYM, result_latex="T_{ETP}")
+def expert_tp_gather_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s):
+    """Expert-tensor-parallel all-gathers and reduce-scatters of one MoE layer's routed
+    tokens: after dispatch and before combine, forward and backward.
+
+    Parameters
+    ----------
+    size_bytes : numeric
+        Routed-token bytes gathered on each rank, S [B].
+    ranks : numeric
+        Expert-tensor-parallel ranks n [1].
+    bandwidth_bytes_per_s : numeric
+        Achievable per-rank bandwidth, B [B/s].
+    latency_s : numeric
+        Per-message latency, alpha [s].
+
+    Returns
+    -------
+    numeric
+        Communication time per MoE layer and micro-batch; 0 for one rank [s].
+
+    Examples
+    --------
+    >>> round(expert_tp_gather_time(64e6, 4, 360e9, 3e-6) * 1e3, 3)
+    0.569
+
+    .. math:: T_{ETP} = 4 \\left[(n-1)\\alpha + \\frac{n-1}{n}\\frac{S}{B}\\right]
+    """
+    return 4 * allgather_time(size_bytes, ranks, bandwidth_bytes_per_s, latency_s)
+
+
 @formula(reference="Top-k routing sends each token's h-vector to k experts: Fedus et al. 2022 "
          "(Switch), arXiv:2101.03961 s2.2; Lepikhin et al. 2020, arXiv:2006.16668",
          domain={"tokens": ">=0", "experts_per_token": ">=1", "hidden": ">0",
@@ -807,3 +924,39 @@ def zero3_gather_time(allgather_time_s, microbatches):
     .. math:: T_{Z3} = 2 m T_{AG}
     """
     return 2 * microbatches * allgather_time_s
+
+
+@formula(reference="Rajbhandari et al. 2020 (ZeRO), arXiv:1910.02054 s5.2 (ZeRO-2: gradients "
+         "reduce-scattered as the backward produces them, each rank keeps its shard); Zhao "
+         "et al. 2023 (PyTorch FSDP), arXiv:2304.11277 s3.2 (reduce-scatter in every "
+         "backward, gradient accumulation without no_sync)",
+         domain={"allreduce_time_s": ">=0", "microbatches": ">=1"},
+         symbols={"allreduce_time_s": "T_{AR}", "microbatches": "m"},
+         result_latex="T_{RS}")
+def sharded_grad_reduce_time(allreduce_time_s, microbatches):
+    """Gradient reduce-scatters of one iteration when gradients are sharded (ZeRO-2/3, FSDP).
+
+    No rank keeps the full gradient between micro-batches, so each micro-batch's backward
+    reduce-scatters its gradients: half an all-reduce (ring: the reduce-scatter phase),
+    once per micro-batch, instead of one all-reduce of the accumulated gradients.
+
+    Parameters
+    ----------
+    allreduce_time_s : numeric
+        Time to all-reduce the stage's gradients once, T_AR [s].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        Reduce-scatter time per iteration [s].
+
+    Examples
+    --------
+    >>> sharded_grad_reduce_time(0.2, 8)
+    0.8
+
+    .. math:: T_{RS} = m T_{AR} / 2
+    """
+    return microbatches * allreduce_time_s / 2

@@ -933,6 +933,48 @@ def tokens_per_expert(tokens, ep, experts_per_token, experts):
     return tokens * ep * experts_per_token / experts
 
 
+@formula(reference="Token permutation of expert parallelism: each routed copy of a token is "
+         "gathered into its expert's contiguous block before the expert GEMMs and scattered "
+         "back (weighted) after them - memory-bound copies (Megatron-Core MoE token "
+         "dispatcher permute/unpermute; Gale et al. 2023 MegaBlocks, arXiv:2211.15841 s3; "
+         "Rajbhandari et al. 2022 DeepSpeed-MoE, arXiv:2201.05596 s5.3)",
+         domain={"tokens": ">=0", "experts_per_token": ">=1", "hidden": ">0",
+                 "bytes_per_element": ">0"},
+         symbols={**_SYM_MB, "experts_per_token": "k", "bytes_per_element": "e"},
+         result_latex="S_{perm}")
+def moe_permutation_bytes(tokens, experts_per_token, hidden, bytes_per_element):
+    """HBM bytes of one MoE layer's token permutation and unpermutation (forward).
+
+    Permutation reads each token's h-vector once per routed expert and writes the copy;
+    unpermutation reads the k expert outputs and writes their weighted sum: 4 t k h
+    elements moved.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of the rank's micro-batch t [1].
+    experts_per_token : numeric
+        Routed experts per token k [1].
+    hidden : numeric
+        Hidden size h [1].
+    bytes_per_element : numeric
+        Bytes per activation element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes read and written [B].
+
+    Examples
+    --------
+    >>> moe_permutation_bytes(4096, 8, 7168, 2)
+    1879048192.0
+
+    .. math:: S_{perm} = 4\\, e\\, t\\, k\\, h
+    """
+    return 4 * bytes_per_element * tokens * experts_per_token * hidden
+
+
 @formula(reference="Unfused attention as two batched GEMMs of inner dimension h/a: Vaswani et "
          "al. 2017, arXiv:1706.03762 s3.2.1; fused kernels below large-GEMM efficiency: Dao "
          "2023 (FlashAttention-2), arXiv:2307.08691 s4.1 (50-73 % of peak vs. GEMM)",

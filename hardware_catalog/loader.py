@@ -28,7 +28,7 @@ from .textfile import printable, read_utf8
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ENV_VAR = "CAPPLAN_CATALOG"
 PLURAL = {"accelerator": "accelerators", "node": "nodes", "site": "sites", "model": "models",
-          "reliability": "reliability"}
+          "reliability": "reliability", "stack": "stacks"}
 SINGULAR = {v: k for k, v in PLURAL.items()}
 #: Keys the shipped catalog must give that a user's own file may leave out.
 SHIPPED_ONLY = {"accelerator": ("vendor", "release_date"), "model": ("params_published",)}
@@ -180,7 +180,7 @@ def looks_like_path(name: str) -> bool:
 
 
 class Catalog:
-    """Accelerators, nodes, sites, models and reliability profiles by id."""
+    """Accelerators, nodes, sites, models, reliability profiles and software stacks by id."""
 
     def __init__(self, entries: dict[str, dict[str, Entry]], origins: dict[tuple[str, str], Path],
                  version: str, dirs: tuple[str, ...]):
@@ -189,6 +189,7 @@ class Catalog:
         self.sites = entries["site"]
         self.models = entries["model"]
         self.reliability = entries["reliability"]
+        self.stacks = entries["stack"]
         self.origins = origins
         self.version = version
         self.dirs = dirs
@@ -223,6 +224,9 @@ class Catalog:
 
     def reliability_profile(self, name_or_path="default"):
         return self.get("reliability", name_or_path)
+
+    def stack(self, name_or_path):
+        return self.get("stack", name_or_path)
 
     def find(self, name: str) -> list[tuple[str, Entry]]:
         """All ``(kind, entry)`` with this id, across kinds."""

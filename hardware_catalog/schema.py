@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = 1
-KINDS = ("accelerator", "node", "site", "model", "reliability")
+KINDS = ("accelerator", "node", "site", "model", "reliability", "stack")
 
 
 class Quantity(BaseModel):
@@ -114,7 +114,7 @@ class Accelerator(Entry):
     peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
     peak_fp8_flops_per_s: Quantity | None = None  # dense; None when unsupported
     # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
-    # Catalog data only for now: the planner's precisions are bf16, fp8, tf32.
+    # ``--precision fp4`` runs the GEMMs at this peak (planner.engine.scenario.PRECISIONS).
     peak_fp4_flops_per_s: Quantity | None = None
     hbm_bytes: Quantity
     hbm_bandwidth_bytes_per_s: Quantity
@@ -122,8 +122,13 @@ class Accelerator(Entry):
     idle_power_w: Quantity
     scale_up_domain_gpus: Quantity
     scale_up_bandwidth_bytes_per_s: Quantity  # per GPU, one direction
-    gemm_max_efficiency: Quantity
+    gemm_max_efficiency: Quantity  # bf16 (and fp16/tf32) large-GEMM fraction of peak
     gemm_half_efficiency_dim: Quantity
+    # fp8 large-GEMM fraction of the fp8 peak (per-tensor scaled, Transformer Engine);
+    # None: the bf16 value is used (planner.engine.scenario.gemm_efficiency)
+    gemm_max_efficiency_fp8: Quantity | None = None
+    # fp4 (NVFP4 / MXFP4) large-GEMM fraction of the fp4 peak; None: the fp8 value
+    gemm_max_efficiency_fp4: Quantity | None = None
     hbm_efficiency: Quantity
     scale_up_bus_efficiency: Quantity
     scale_out_bus_efficiency: Quantity
@@ -142,7 +147,7 @@ class Accelerator(Entry):
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
                   "lifetime_years")
         _fraction(problems, self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
-                  "scale_out_bus_efficiency")
+                  "scale_out_bus_efficiency", "gemm_max_efficiency_fp8", "gemm_max_efficiency_fp4")
         _integral(problems, self, "scale_up_domain_gpus")
         _check(problems, self.idle_power_w.value < self.max_power_w.value, "idle_power_w.value",
                f"expected idle power below max_power_w ({self.max_power_w.value:g} W), "
@@ -178,6 +183,10 @@ class Node(Entry):
     storage_read_bytes_per_s: Quantity
     host_copy_bytes_per_s_per_gpu: Quantity  # device-to-host, async snapshots
     embodied_kg_co2e: Quantity | None = None  # the node without its GPUs
+    # the site's scale-out fabric above the node: non-blocking pods of pod_gpus GPUs with
+    # 1:oversubscription_ratio above them (Llama 3: 3,072 and 7); None: non-blocking
+    oversubscription_ratio: Quantity | None = None
+    pod_gpus: Quantity | None = None
 
     @model_validator(mode="after")
     def _sanity(self):
@@ -185,7 +194,11 @@ class Node(Entry):
         _positive(problems, self, "nic_bandwidth_bits_per_s", "intra_node_latency_s",
                   "inter_node_latency_s", "node_overhead_power_w", "switch_power_per_port_w",
                   "storage_write_bytes_per_s", "storage_read_bytes_per_s",
-                  "host_copy_bytes_per_s_per_gpu", "embodied_kg_co2e")
+                  "host_copy_bytes_per_s_per_gpu", "embodied_kg_co2e", "pod_gpus")
+        if self.oversubscription_ratio is not None:
+            _check(problems, self.oversubscription_ratio.value >= 1,
+                   "oversubscription_ratio.value",
+                   f"expected a ratio >= 1, got {self.oversubscription_ratio.value:g}")
         _raise(problems)
         return self
 
@@ -377,10 +390,59 @@ class ReliabilityProfile(Entry):
         return self
 
 
+class StackOnAccelerator(BaseModel):
+    """A software stack's own factors on one accelerator (each optional)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    attention_efficiency_factor: Quantity | None = None
+    gemm_efficiency_factor: Quantity | None = None
+
+
+class SoftwareStack(Entry):
+    """A training software stack: what its kernels and schedules overlap and fuse.
+
+    Each value is a run-model input of the same name (planner/engine/model.py ``INPUTS``);
+    the stack's values replace planner/engine/execution.toml's for the run.
+    """
+
+    kind: Literal["stack"]
+    tp_overlap: Quantity  # TP collectives hidden behind GEMMs (userbuffers / TP comm overlap)
+    dp_overlap: Quantity  # gradient reduce / parameter gather hidden (distributed optimizer)
+    cp_overlap: Quantity  # context-parallel ring exchange hidden behind attention
+    ep_overlap: Quantity  # MoE dispatch/combine all-to-all hidden behind expert compute
+    attention_efficiency_factor: Quantity  # fused attention kernel relative to large GEMMs
+    layer_overhead_s: Quantity  # host time to launch one layer's forward (CUDA graphs: less)
+    # fraction of the accelerator's large-GEMM efficiency (gemm_max_efficiency*, measured
+    # with current cuBLAS / Transformer Engine) that the stack's GEMM path reaches
+    gemm_efficiency_factor: Quantity
+    # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
+    # on Hopper, without wgmma/TMA): accelerator id -> its own factors
+    on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        problems: list[str] = []
+        for name in ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap"):
+            v = getattr(self, name).value
+            _check(problems, 0 <= v <= 1, f"{name}.value", f"expected a fraction in [0, 1], got {v:g}")
+        _fraction(problems, self, "attention_efficiency_factor", "gemm_efficiency_factor")
+        for acc, own in self.on_accelerator.items():
+            for name in ("attention_efficiency_factor", "gemm_efficiency_factor"):
+                q = getattr(own, name)
+                _check(problems, q is None or 0 < q.value <= 1,
+                       f"on_accelerator.{acc}.{name}.value",
+                       f"expected a fraction in (0, 1], got {getattr(q, 'value', 0):g}")
+        _check(problems, self.layer_overhead_s.value >= 0, "layer_overhead_s.value", "expected >= 0")
+        _raise(problems)
+        return self
+
+
 KIND_MODELS: dict[str, type[Entry]] = {
     "accelerator": Accelerator,
     "node": Node,
     "site": Site,
     "model": ModelSpec,
     "reliability": ReliabilityProfile,
+    "stack": SoftwareStack,
 }

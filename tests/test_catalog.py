@@ -16,7 +16,7 @@ from hardware_catalog.schema import KINDS, Quantity
 ROOT = Path(__file__).resolve().parents[1]
 DATA_FILES = sorted(DATA_DIR.rglob("*.toml"))
 FOLDER = {"accelerator": "accelerators", "node": "nodes", "site": "sites", "model": "models",
-          "reliability": "reliability"}
+          "reliability": "reliability", "stack": "stacks"}
 
 
 @pytest.fixture(autouse=True)
@@ -306,7 +306,7 @@ def test_physical_sanity(tmp_path):
                    "idle_power_w = { value = 800,")
     with pytest.raises(CatalogError, match=r"idle_power_w.value: expected idle power below"):
         parse_file(p)
-    p = _copy_with(tmp_path, "accelerators", "h100-sxm", "gemm_max_efficiency = { value = 0.575,",
+    p = _copy_with(tmp_path, "accelerators", "h100-sxm", "gemm_max_efficiency = { value = 0.8,",
                    "gemm_max_efficiency = { value = 1.5,")
     with pytest.raises(CatalogError, match=r"gemm_max_efficiency.value: expected a fraction"):
         parse_file(p)
@@ -412,7 +412,7 @@ def test_examples_load_as_catalog_dir():
 
 
 def test_kinds_and_find(cat):
-    assert set(KINDS) == {"accelerator", "node", "site", "model", "reliability"}
+    assert set(KINDS) == {"accelerator", "node", "site", "model", "reliability", "stack"}
     assert cat.find("h100-sxm")[0][0] == "accelerator"
     assert cat.find("bloom-176b") and {k for k, _ in cat.find("bloom-176b")} == {
         "model", "reliability"}

@@ -114,7 +114,8 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
                         reliability=s.reliability, precision=s.precision,
                         checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
                         tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
-                        provider=s.provider, spot_interruption=s.spot_interruption)
+                        provider=s.provider, spot_interruption=s.spot_interruption,
+                        stack=s.stack)
         x.update(s.extra)
         layout = {k: np.tile(part[k].to_numpy(), draws) for k in layout_columns()
                   if k != "recompute"}

@@ -89,7 +89,7 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   "embedding_matrices": 1.0, "moe_layers": 0.0, "experts": 1.0,
                   "experts_per_token": 1.0, "shared_experts": 0.0, "moe_ffn": "4h",
                   "cp": 1.0, "ep": 1.0, "sequence_parallel": 0.0, "precision": "bf16",
-                  "unexpressible": "",
+                  "stack": "megatron-lm-2021", "unexpressible": "",
                   # heads of h/a, no MLA, no sliding window, no MTP modules
                   "head_dim": "h/a", "v_head_dim": "h/a", "q_lora_rank": 0.0,
                   "kv_lora_rank": 0.0, "qk_rope_head_dim": 0.0, "window": "seq_len",
@@ -128,7 +128,10 @@ def reliability_rows() -> pd.DataFrame:
 
 def _case(**kw) -> dict:
     # dropout: Megatron-LM/-DeepSpeed and metaseq train with dropout 0.1 (masks stored)
-    base = {"reliability": "benchmark", "vp": 1, "zero": 0, "flash": False, "dp_overlap": np.nan,
+    # stack: the software the rows ran on (hardware_catalog/data/stacks); Megatron-LM 2021
+    # unless the loader says otherwise
+    base = {"reliability": "benchmark", "stack": "megatron-lm-2021", "vp": 1, "zero": 0,
+            "flash": False, "dp_overlap": np.nan,
             "scale_out_bytes_per_s": np.nan, "fit": False, "source": "", "dropout": 1}
     base.update(kw)
     return base
@@ -216,6 +219,7 @@ def _llm_foundry(gpu: str) -> pd.DataFrame:
                           global_batch=int(_num(r.global_batch_seqs)),
                           recompute="full" if r.act_recompute == "full" else "none",
                           zero=3 if "FULL_SHARD" in r.zero_fsdp else 2, flash=True,
+                          stack="llm-foundry-2023",
                           dropout=0,  # MPT: attn/resid/emb_pdrop 0.0
                           metric="tokens_per_s_per_gpu", measured=_num(r.tokens_per_s_per_gpu),
                           fit=gpus in (8, 64), source=r.source))
@@ -273,6 +277,17 @@ MODERN_FIT_FAMILIES = ("llama", "grok")
 MODERN_ETP = re.compile(r"\bETP\s*=\s*(\d+)")
 MODERN_MTP = re.compile(r"\bMTP\b")
 MODERN_NETWORK = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb\b[^;]*per node")
+
+
+#: Software stack of a modern row, by the repository its source names (first match).
+MODERN_STACKS = (("InternLM/", "internevo-2023"), ("pytorch/torchtitan", "torchtitan-fsdp2"),
+                 ("NVIDIA", "megatron-core-2025"))
+
+
+def modern_stack(source: str) -> str:
+    """The software stack a modern row ran on (NeMo/Megatron-Core unless named otherwise)."""
+    return next((stack for prefix, stack in MODERN_STACKS if prefix in source),
+                "megatron-core-2025")
 
 
 def modern_group(case) -> str:
@@ -386,7 +401,7 @@ def load_modern_runs() -> pd.DataFrame:
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
                      metric=r.metric, measured=_num(r.published), model=r.model,
                      notes=r.notes, fit=r.model.startswith(MODERN_FIT_FAMILIES),
-                     source=r.source)
+                     source=r.source, stack=modern_stack(r.source))
         rows.append(case)
     frame = pd.DataFrame(rows)
     frame["group"] = [modern_group(c) for c in frame.itertuples()]
@@ -456,12 +471,12 @@ _MODEL_TEMPLATE = "megatron-1.7b"  # any catalog model; every shape input is ove
 
 
 def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str,
-                precision: str, catalog, params: dict | None) -> dict:
+                precision: str, stack: str, catalog, params: dict | None) -> dict:
     from planner.engine.evaluator import base_inputs
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
 
     x = base_inputs(catalog, model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
-                    precision=precision)
+                    precision=precision, stack=stack)
     shape = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp_matrices", "vocab", "seq_len",
              "embedding_matrices", "moe_layers", "experts", "experts_per_token",
              "shared_experts", "moe_ffn", "global_batch", *ATTENTION_SHAPE)
@@ -486,9 +501,16 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
             x[name] = np.where(np.isfinite(v), v, x[name])
     for name, value in (params or {}).get(hardware, {}).items():
         x[name] = value
-    for key in ("*", f"rel:{reliability}"):
+    for name, value in (params or {}).get(f"{hardware}:{precision}", {}).items():
+        x[name] = value
+    factor = 1.0
+    for key in ("*", f"rel:{reliability}", f"stack:{stack}", f"stack:{stack}@{hardware}"):
         for name, value in (params or {}).get(key, {}).items():
-            x[name] = value
+            if name == "gemm_efficiency_factor":  # a stack's share of the GEMM efficiency
+                factor = value
+            else:
+                x[name] = value
+    x["gemm_max_efficiency"] = x["gemm_max_efficiency"] * factor
     return x
 
 
@@ -496,8 +518,12 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     """Cases with ``predicted``, ``error`` (predicted/measured - 1) and model outputs.
 
     ``params`` optionally replaces kernel inputs per accelerator id (``{"a100-80gb":
-    {"gemm_max_efficiency": 0.8}}``; key ``"*"`` for all, ``"rel:<profile>"`` for the
-    cases of one reliability profile) - used by the calibration.
+    {"gemm_max_efficiency": 0.8}}``, ``"<id>:<precision>"`` for one precision on it; key
+    ``"*"`` for all, ``"rel:<profile>"`` for the cases of one reliability profile,
+    ``"stack:<id>"`` for those of one software stack, ``"stack:<id>@<accelerator>"`` for
+    those of one stack on one accelerator) - used by the calibration.  A replaced
+    ``gemm_max_efficiency`` is the accelerator's own; a ``gemm_efficiency_factor`` given
+    for the stack then scales it (as the catalog's stack factor scales the catalog value).
     """
     from formulas.compute import narayanan_flops_per_iteration
     from planner.engine.columns import step_time_terms
@@ -515,10 +541,10 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
         out[col] = np.nan
     out["fits"] = True
     expressible = out[out.unexpressible == ""]  # the others are listed, not predicted
-    keys = ["hardware", "flash", "reliability", "precision"]
-    for (hw, flash, rel, precision), idx in expressible.groupby(keys).groups.items():
+    keys = ["hardware", "flash", "reliability", "precision", "stack"]
+    for (hw, flash, rel, precision, stack), idx in expressible.groupby(keys).groups.items():
         group = out.loc[idx]
-        x = _inputs_for(group, hw, bool(flash), rel, precision, catalog, params)
+        x = _inputs_for(group, hw, bool(flash), rel, precision, stack, catalog, params)
         r = evaluate_inputs(x)
         step = r["step_time_s"]
         g = group
@@ -739,6 +765,10 @@ OLMO_CORE_GPUS = 8
 OLMO_CORE_VOCAB = 100352
 
 
+#: OLMo-core trains with PyTorch FSDP2 and FlashAttention-2, the kernels of this stack.
+OLMO_CORE_STACK = "torchtitan-fsdp2"
+
+
 def steady_state_check(catalog=None) -> list[dict]:
     """Predicted tokens/s per GPU vs OLMo-core's published H100 throughput."""
     from planner.engine.evaluator import evaluate  # loads the default catalog when catalog is None
@@ -747,7 +777,7 @@ def steady_state_check(catalog=None) -> list[dict]:
     for run, (model, micro, batch, published, span) in OLMO_CORE_THROUGHPUT.items():
         r = evaluate(catalog=catalog, model=model, hardware="h100-sxm", gpus=OLMO_CORE_GPUS,
                      tp=1, pp=1, global_batch=batch, micro_batch=micro, seq_len=4096, recompute="none",
-                     zero=3, reliability="benchmark",
+                     zero=3, reliability="benchmark", stack=OLMO_CORE_STACK,
                      overrides={"vocab": OLMO_CORE_VOCAB}).iloc[0]
         got = float(r["tokens_per_s"]) / OLMO_CORE_GPUS
         rows.append({"check": f"{run} tokens/s per GPU", "published": published,

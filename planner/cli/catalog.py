@@ -18,7 +18,7 @@ catalog_app = command_group(
     "catalog", "Browse the hardware, model, site and reliability catalog.")
 
 KIND_NAMES = {"accelerators": "accelerator", "nodes": "node", "sites": "site", "models": "model",
-              "reliability": "reliability"}
+              "reliability": "reliability", "stacks": "stack"}
 _FORMAT_HELP = "table | json | csv | markdown (json and csv: SI units)."
 
 # (suffix of a field name, unit shown, scale for the table, unit in the table)
@@ -126,6 +126,10 @@ def _summary(kind: str, e, si: bool) -> dict:
     elif kind == "reliability":
         row.update([col("gpu_mtbf_s", "GPU MTBF"), col("restart_overhead_s", "restart"),
                     col("step_time_cv", "step cv")])
+    elif kind == "stack":
+        row.update((f, _q(e, f)) for f in ("tp_overlap", "dp_overlap", "ep_overlap",
+                                            "attention_efficiency_factor"))
+        row.update([col("layer_overhead_s", "layer launch")])
     return row
 
 
@@ -153,7 +157,7 @@ def _payload(catalog, kind: str, entry) -> dict:
 
 @catalog_app.command("list")
 def list_(
-    kind: str = typer.Argument(None, help="accelerators | nodes | sites | models | reliability "
+    kind: str = typer.Argument(None, help="accelerators | nodes | sites | models | reliability | stacks "
                                "(default: everything, one row per entry)."),
     format: FormatOption = None,
     output: OutputOption = None,
@@ -231,8 +235,12 @@ def show(
         return
     si = format == "csv"
     rows = []
-    for field in type(entry).model_fields:
-        value = getattr(entry, field)
+    fields = [(f, getattr(entry, f)) for f in type(entry).model_fields]
+    if found_kind == "stack":  # its own values on some accelerators, one row each
+        fields = [(f, v) for f, v in fields if f != "on_accelerator"] + [
+            (f"on_accelerator.{acc}.{name}", q) for acc, own in entry.on_accelerator.items()
+            for name, q in own if q is not None]
+    for field, value in fields:
         if value is None or field in ("schema_version",):
             continue
         if isinstance(value, Quantity):

@@ -88,7 +88,26 @@ SiteOption = Annotated[str, typer.Option(help="Site id (PUE, price, grid carbon)
 SitesOption = Annotated[str, typer.Option(
     "--site", help="Site id (PUE, price, grid carbon); plan takes several, a,b,c or all, "
     "and ranks them.")]
-PrecisionOption = Annotated[str, typer.Option(help="bf16 | fp8 | tf32.")]
+PrecisionOption = Annotated[str, typer.Option(
+    help="GEMM precision: bf16 | fp8 | fp4 (NVFP4/MXFP4, where the accelerator has an FP4 "
+    "peak) | tf32.")]
+GpusPerNodeOption = Annotated[int, typer.Option(
+    help="GPUs per node (default: the accelerator's node); NIC bandwidth per GPU is kept.")]
+NicGbpsOption = Annotated[float, typer.Option(
+    help="Scale-out (NIC) bandwidth per GPU, one direction [Gb/s] (DGX H100: 400).")]
+ScaleUpDomainOption = Annotated[int, typer.Option(
+    help="GPUs per scale-up (NVLink/xGMI) domain (default: the accelerator's).")]
+OversubscriptionOption = Annotated[float, typer.Option(
+    help="Scale-out oversubscription R above a pod (1 = non-blocking; Llama 3: 7).")]
+NetworkOption = Annotated[str, typer.Option(
+    help="Site network from a catalog node id or file (its GPUs per node, NICs, pod and "
+    "oversubscription; e.g. llama3-roce-24k); the flags below override it.")]
+PodGpusOption = Annotated[int, typer.Option(
+    help="GPUs under one non-blocking pod; above it the fabric is 1:R (Llama 3: 3072).")]
+StackOption = Annotated[str, typer.Option(
+    help="Software stack id (communication overlap, attention kernel, launch overhead; "
+    "'capplan catalog list stacks'), e.g. megatron-core-2025 (default), megatron-lm-2021, "
+    "torchtitan-fsdp2.")]
 CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory.")]
 CatalogOption = Annotated[list[str], typer.Option(
     "--catalog", help="Extra catalog directory (repeatable); adds or overrides entries by id.")]

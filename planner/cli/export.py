@@ -41,21 +41,38 @@ CATALOG_FIELDS = {
 }
 
 
+def _efficiency_field(acc, precision: str) -> str:
+    """The accelerator field the GEMM efficiency at ``precision`` comes from."""
+    from planner.engine.scenario import EFFICIENCY_FALLBACK
+
+    while precision in EFFICIENCY_FALLBACK:
+        if getattr(acc, f"gemm_max_efficiency_{precision}", None) is not None:
+            return f"gemm_max_efficiency_{precision}"
+        precision = EFFICIENCY_FALLBACK[precision]
+    return "gemm_max_efficiency"
+
+
 def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
     """Where each run-model input comes from (catalog source text, defaults file, layout)."""
     from planner.engine.model import INPUTS
-    from planner.engine.scenario import execution_defaults
+    from planner.engine.scenario import STACK_INPUTS, execution_defaults, stack_factor
 
     acc = catalog.accelerator(echo["hardware"])
     entries = {"accelerator": acc, "node": catalog.node(acc.node),
                "site": catalog.site(echo["site"]),
                "reliability": catalog.reliability_profile(echo["reliability"])}
+    stack = catalog.stack(echo["stack"])
     out = {}
     for name in INPUTS:
-        if name in CATALOG_FIELDS:
+        if name in STACK_INPUTS:
+            quantity = (stack_factor(stack, name, acc.id) if name.endswith("_factor")
+                        else getattr(stack, name))
+            out[name] = f"stack '{stack.id}'.{name}: {quantity.source}"
+        elif name in CATALOG_FIELDS:
             kind, field = CATALOG_FIELDS[name]
-            field = field or (f"peak_{precision}_flops_per_s" if name == "peak_flops_per_s"
-                              else name)
+            field = field or {"peak_flops_per_s": f"peak_{precision}_flops_per_s",
+                              "gemm_max_efficiency": _efficiency_field(acc, precision)
+                              }.get(name, name)
             quantity = getattr(entries[kind], field, None)
             source = getattr(quantity, "source", "")
             out[name] = f"{kind} '{entries[kind].id}'.{field}: {source}".strip()
@@ -104,7 +121,8 @@ def export_xlsx(
                      site=e["site"], tokens=e["tokens"], checkpoint=e["checkpoint"],
                      cost_basis=e["cost_basis"], reliability=e["reliability"],
                      pricing=e["pricing"], provider=e["provider"],
-                     spot_interruption=e["spot_interruption"], overrides=fault_inputs(options))
+                     spot_interruption=e["spot_interruption"], stack=e["stack"],
+                     overrides={**fault_inputs(options), **(e["network"] or {})})
     columns = ["gpus", "dp", "step_time_s", "mfu", "fits", "wall_days", "gpu_hours",
                "energy_kwh", "cost_usd", "co2e_kg", "checkpoint_interval_s"]
     sweep_rows = [{c: (bool(r[c]) if c == "fits" else float(r[c])) for c in columns}

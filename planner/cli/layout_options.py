@@ -20,15 +20,22 @@ from planner.cli.common import (
     GcIntervalOption,
     GcPauseOption,
     GlobalBatchOption,
+    GpusPerNodeOption,
     ModelOption,
+    NetworkOption,
+    NicGbpsOption,
+    OversubscriptionOption,
+    PodGpusOption,
     PrecisionOption,
     PricingOption,
     ProviderOption,
+    ScaleUpDomainOption,
     SiteOption,
     SlowNodeSlowdownOption,
     SlowNodesOption,
     SparesOption,
     SpotInterruptionOption,
+    StackOption,
     StageImbalanceOption,
     TokensOption,
 )
@@ -67,6 +74,7 @@ def _options(
                                            help="Sequence parallelism (default: on when tp>1)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
     precision: PrecisionOption = DEFAULTS["precision"],
+    stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
     tokens: TokensOption = DEFAULTS["tokens"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
@@ -83,6 +91,12 @@ def _options(
     stage_imbalance: StageImbalanceOption = FAULT_DEFAULTS["stage_imbalance"],
     slow_nodes: SlowNodesOption = FAULT_DEFAULTS["slow_nodes"],
     slow_node_slowdown: SlowNodeSlowdownOption = FAULT_DEFAULTS["slow_node_slowdown"],
+    network: NetworkOption = None,
+    gpus_per_node: GpusPerNodeOption = None,
+    nic_gbps: NicGbpsOption = None,
+    scale_up_domain: ScaleUpDomainOption = None,
+    oversubscription: OversubscriptionOption = None,
+    pod_gpus: PodGpusOption = None,
 ):
     """Holder of the shared options (never called)."""
 
@@ -127,18 +141,26 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     """Validate the run options and evaluate the run (one row)."""
     from planner.cli.fault_options import fault_inputs
     from planner.engine.evaluator import evaluate_run
-    from planner.engine.scenario import CHECKPOINT_SCHEMES, COST_BASES, PRECISIONS
+    from planner.engine.scenario import (
+        CHECKPOINT_SCHEMES,
+        COST_BASES,
+        NETWORK_FLAGS,
+        PRECISIONS,
+        network_overrides,
+    )
 
     o = {k: options[k] for k in LAYOUT_OPTIONS if k not in FAULT_OPTIONS}
-    overrides = {**fault_inputs(options), **(overrides or {})}
+    from hardware_catalog import load_catalog
+
+    catalog = load_catalog(tuple(o.pop("catalog") or ()))
+    network = network_overrides(o.pop("network"), catalog,
+                                **{k: o.pop(k) for k in NETWORK_FLAGS})
+    overrides = {**fault_inputs(options), **network, **(overrides or {})}
     for name, val, allowed in [("precision", o["precision"], PRECISIONS),
                                ("checkpoint", o["checkpoint"], CHECKPOINT_SCHEMES),
                                ("cost-basis", o["cost_basis"], COST_BASES)]:
         if val not in allowed:
             raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
-    from hardware_catalog import load_catalog
-
-    catalog = load_catalog(tuple(o.pop("catalog") or ()))
     # the vectorised path (as plan's), without pandas: one-shot queries start fast
     columns, inputs = evaluate_run(catalog=catalog, catalog_dirs=(), overrides=overrides, **o)
     row = {k: v.item(0) if hasattr(v, "item") else v for k, v in columns.items()}
@@ -151,7 +173,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
         notice(f"{_layout_text(asked)} does not fit --gpus {o['gpus']}; using the fastest "
                f"layout for {o['gpus']} GPUs: {_layout_text(sizes)} "
                "(pass --tp/--pp/--cp/--ep/--vp/--micro-batch to choose another)")
-    echo = {**o, **sizes, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
+    echo = {**o, **sizes, "network": network, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
     from planner.engine.pricing import price_quote
 

@@ -37,7 +37,9 @@ def plan_payload(result) -> dict:
     from dataclasses import asdict
 
     scenario = asdict(result.scenario)
-    scenario.pop("extra", None)
+    extra = scenario.pop("extra", None)
+    if extra:  # run-model inputs the flags set (site network), in SI units
+        scenario["inputs"] = extra
     return {
         "scenario": scenario,
         "best": {obj: summarize(row, result.prices) for obj, row in result.best.items()},

@@ -15,10 +15,11 @@ from planner.errors import CapplanError, did_you_mean
 KEYS: dict[str, type] = {
     "model": str, "tokens": float, "hardware": str, "min_gpus": int, "max_gpus": int,
     "global_batch": int, "seq_len": int, "deadline_days": float, "budget_usd": float,
-    "max_power_mw": float, "site": str, "objective": str, "precision": str,
+    "max_power_mw": float, "site": str, "objective": str, "precision": str, "stack": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
     "catalog": list, "pricing": str, "provider": str,
-    "spot_interruption": str,
+    "spot_interruption": str, "network": str, "gpus_per_node": int, "nic_gbps": float,
+    "scale_up_domain": int, "oversubscription": float, "pod_gpus": int,
     "uncertainty": dict, "ownership": dict,
     "faults": dict,
 }
@@ -44,13 +45,21 @@ max_gpus = 16384
 # seq_len = 8192              # default: the model's
 site = "us-average"           # PUE, electricity price, grid carbon: `capplan catalog list sites`
 objective = "cost"            # time | cost | energy | carbon
-precision = "bf16"            # bf16 | fp8 | tf32
+precision = "bf16"            # bf16 | fp8 | fp4 | tf32
+stack = "megatron-core-2025"  # software stack: `capplan catalog list stacks`
 checkpoint = "async"          # sync | async | in-memory
 cost_basis = "cloud"          # cloud (price per GPU-hour) | tco (capex + energy + opex)
 pricing = "on-demand"         # on-demand | spot | reserved-1y | reserved-3y | owned (= tco)
 provider = "median"           # median | cheapest | a provider: `capplan prices list`
 spot_interruption = "gt20"    # with spot: lt5 | 5-10 | 10-15 | 15-20 | gt20 (per month) or 0.07
 reliability = "default"       # failure/straggler profile: `capplan catalog list reliability`
+# Site network (default: the accelerator's node; Llama 3's: 400 Gb/s per GPU, 1:7 above 3,072):
+# network = "llama3-roce-24k"  # a catalog node's network; the keys below override it
+# gpus_per_node = 8
+# nic_gbps = 400              # scale-out bandwidth per GPU, one direction [Gb/s]
+# scale_up_domain = 8         # GPUs per NVLink domain
+# oversubscription = 7
+# pod_gpus = 3072
 knee_threshold = 0.8          # marginal scaling efficiency that defines the knee
 
 # Constraints (remove the # to apply; the deadline applies by default, inf = none):

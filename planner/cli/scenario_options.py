@@ -16,15 +16,22 @@ from planner.cli.common import (
     GcIntervalOption,
     GcPauseOption,
     GlobalBatchOption,
+    GpusPerNodeOption,
     ModelOption,
+    NetworkOption,
+    NicGbpsOption,
+    OversubscriptionOption,
+    PodGpusOption,
     PrecisionOption,
     PricingOption,
     ProviderOption,
+    ScaleUpDomainOption,
     SitesOption,
     SlowNodeSlowdownOption,
     SlowNodesOption,
     SparesOption,
     SpotInterruptionOption,
+    StackOption,
     StageImbalanceOption,
     TokensOption,
 )
@@ -52,6 +59,7 @@ def _options(
     site: SitesOption = DEFAULTS["site"],
     objective: str = typer.Option(DEFAULTS["objective"], help="time | cost | energy | carbon | tcdp | cci (the headline)."),
     precision: PrecisionOption = DEFAULTS["precision"],
+    stack: StackOption = DEFAULTS["stack"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
     cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
     reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
@@ -67,6 +75,12 @@ def _options(
     stage_imbalance: StageImbalanceOption = FAULT_DEFAULTS["stage_imbalance"],
     slow_nodes: SlowNodesOption = FAULT_DEFAULTS["slow_nodes"],
     slow_node_slowdown: SlowNodeSlowdownOption = FAULT_DEFAULTS["slow_node_slowdown"],
+    network: NetworkOption = None,
+    gpus_per_node: GpusPerNodeOption = None,
+    nic_gbps: NicGbpsOption = None,
+    scale_up_domain: ScaleUpDomainOption = None,
+    oversubscription: OversubscriptionOption = None,
+    pod_gpus: PodGpusOption = None,
 ):
     """Holder of the shared options (never called)."""
 
@@ -74,8 +88,10 @@ def _options(
 #: Scenario keys (everything but the typer context and the file itself).
 SCENARIO_KEYS = ("model", "tokens", "hardware", "min_gpus", "max_gpus", "global_batch",
                  "seq_len", "deadline_days", "budget_usd", "max_power_mw", "site", "objective",
-                 "precision", "checkpoint", "cost_basis", "reliability", "knee_threshold",
-                 "catalog", "pricing", "provider", "spot_interruption", *FAULT_OPTIONS)
+                 "precision", "stack", "checkpoint", "cost_basis", "reliability",
+                 "knee_threshold", "catalog", "pricing", "provider", "spot_interruption",
+                 "network", "gpus_per_node", "nic_gbps", "scale_up_domain", "oversubscription",
+                 "pod_gpus", *FAULT_OPTIONS)
 
 
 def with_scenario_options(func):
@@ -83,11 +99,17 @@ def with_scenario_options(func):
     return prepend_options(_options, func)
 
 
+def _catalog(dirs):
+    from hardware_catalog import load_catalog
+
+    return load_catalog(tuple(dirs or ()))
+
+
 def resolve_scenario(options: dict):
     """(Scenario, merged values) from the options, a ``--scenario`` file under the flags."""
     from planner.cli import scenario_file as sf
     from planner.cli.fault_options import fault_inputs
-    from planner.engine.scenario import Scenario
+    from planner.engine.scenario import NETWORK_FLAGS, Scenario, network_overrides
 
     values = {k: options[k] for k in SCENARIO_KEYS}
     v = sf.merge(options["ctx"], {**values, "uncertainty": None, "ownership": None},
@@ -98,6 +120,7 @@ def resolve_scenario(options: dict):
         seq_len=v["seq_len"],
         hardware=tuple(h.strip() for h in v["hardware"].split(",") if h.strip()),
         site=v["site"], reliability=v["reliability"], precision=v["precision"],
+        stack=v["stack"],
         checkpoint=v["checkpoint"], cost_basis=v["cost_basis"], min_gpus=v["min_gpus"],
         max_gpus=v["max_gpus"],
         deadline_days=None if deadline in (None, float("inf")) else deadline,
@@ -105,5 +128,7 @@ def resolve_scenario(options: dict):
         knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()),
         pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"],
         ownership=dict(v["ownership"] or {}),
-        extra=fault_inputs(v))
+        extra={**fault_inputs(v), **network_overrides(
+            v["network"], _catalog(v["catalog"]) if v["network"] else None,
+            **{k: v[k] for k in NETWORK_FLAGS})})
     return scenario, v

@@ -18,6 +18,7 @@ from planner.cli.common import (
     SchedulerOption,
     SiteOption,
     SpotInterruptionOption,
+    StackOption,
     TokensOption,
     WorkersOption,
     check_output_targets,
@@ -80,6 +81,7 @@ def sweep(
     global_batch: GlobalBatchOption = None,
     site: SiteOption = "us-average",
     precision: PrecisionOption = "bf16",
+    stack: StackOption = DEFAULTS["stack"],
     checkpoint: CheckpointOption = "async",
     catalog: CatalogOption = None,
     pricing: PricingOption = DEFAULTS["pricing"],
@@ -102,7 +104,8 @@ def sweep(
         raise CapplanError(f"--objective '{objective}' is not one of: {', '.join(OBJECTIVES)}")
     scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
                         hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()),
-                        precision=precision, checkpoint=checkpoint, min_gpus=min_gpus,
+                        precision=precision, stack=stack, checkpoint=checkpoint,
+                        min_gpus=min_gpus,
                         max_gpus=max_gpus, objective=objective, deadline_days=None,
                         catalog_dirs=tuple(catalog or ()), pricing=pricing, provider=provider,
                         spot_interruption=spot_interruption)

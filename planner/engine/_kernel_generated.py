@@ -7,10 +7,10 @@ import numpy
 import scipy.special
 from formulas.special import erfinv
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = x1 / vp
@@ -34,321 +34,337 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x20 = mlp_matrices * numpy.maximum(x13 * (hidden * x7 + x10 + x11), x11 * x19 * (gemm_half_efficiency_dim + x14) / x14)
     del x11, x14
     x21 = x20 * x5
-    x22 = moe_ffn * x6
-    x23 = x22 * x9
-    x24 = numpy.minimum(numpy.minimum(hidden, x22), ep * experts_per_token * x9 / experts)
-    x25 = experts_per_token + shared_experts
-    x26 = mlp_matrices * x25
-    x27 = x26 * numpy.maximum(x13 * (hidden * x22 + x10 + x23), x19 * x23 * (gemm_half_efficiency_dim + x24) / x24)
-    del x19, x22, x23, x24
-    x28 = x27 * x4
-    x29 = tp - 1
-    x30 = (sequence_parallel * x29 + 1) ** (-1.0)
-    x31 = x13 * x9 * (16 * hidden * x30 + 4 * x7)
+    x22 = experts_per_token * x10 * x13
+    x23 = experts * hidden
+    x24 = numpy.minimum(numpy.minimum(experts, hidden), x9)
+    x25 = experts * x15
+    x26 = numpy.maximum(x13 * (experts * x9 + x10 + x23), x18 * x25 * x9 * (gemm_half_efficiency_dim + x24) / x24)
+    del x24
+    x27 = moe_ffn * x6
+    x28 = x27 * x9
+    x29 = numpy.minimum(numpy.minimum(hidden, x27), ep * experts_per_token * x9 / experts)
+    x30 = mlp_matrices * (experts_per_token + shared_experts)
+    x31 = x30 * numpy.maximum(x13 * (hidden * x27 + x10 + x28), x19 * x28 * (gemm_half_efficiency_dim + x29) / x29)
+    del x19, x27, x28, x29
+    x32 = 4 * x22 + x26 + x31
+    x33 = x32 * x4
+    x34 = tp - 1
+    x35 = (sequence_parallel * x34 + 1) ** (-1.0)
+    x36 = x13 * x9
+    x37 = x36 * (16 * hidden * x35 + 4 * x7)
     del x7
-    x32 = attention_scores_stored * heads * seq_len ** 2
-    x33 = x12 * x32 * x6 * x8
+    x38 = attention_scores_stored * heads * seq_len ** 2
+    x39 = x12 * x38 * x6 * x8
     del x8
-    x34 = numpy.minimum(1, kv_lora_rank)
-    x35 = head_dim * hidden
-    x36 = heads * x35
-    x37 = hidden * v_head_dim
-    x38 = (1 - x34) * (kv_heads * x35 + kv_heads * x37 + x36)
-    del x35
-    x39 = kv_lora_rank + qk_rope_head_dim
-    x40 = head_dim + v_head_dim
-    x41 = numpy.minimum(1, q_lora_rank)
-    x42 = x34 * (heads * kv_lora_rank * (-qk_rope_head_dim + x40) + hidden * x39 + x36 * (1 - x41) + x41 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x34, x36, x41
-    x43 = x38 + x42
-    x44 = x43 * x6
-    x45 = hidden ** (-1.0)
-    x46 = x44 * x45
-    x47 = numpy.minimum(numpy.minimum(hidden, x46), x9)
-    x48 = 2 * x9
-    x49 = x18 * x48
-    x50 = numpy.maximum(x13 * (x10 + x44 + x46 * x9), x44 * x49 * (gemm_half_efficiency_dim + x47) / x47)
-    del x44, x46, x47
-    x51 = hidden * x6
-    x52 = heads * v_head_dim
-    x53 = x52 * x6
-    x54 = numpy.minimum(numpy.minimum(hidden, x53), x9)
-    x55 = x15 * x9
-    x56 = numpy.maximum(x13 * (x10 + x51 * x52 + x53 * x9), x18 * x53 * x55 * (gemm_half_efficiency_dim + x54) / x54)
-    del x18, x53, x54
-    x57 = 2 * heads * x40
-    x58 = x6 * x9
-    x59 = attention_scores_stored + selective
-    x60 = numpy.minimum(head_dim, x9)
-    x61 = numpy.minimum(seq_len, x9)
-    x62 = seq_len * x57
-    x63 = numpy.minimum(seq_len, window)
-    x64 = seq_len ** (-1.0)
-    x65 = window_layers * (2 * heads * x40 * x63 * (-x63 * x64 + 2) - x62)
-    del x63
-    x66 = x16 * x58
-    x67 = numpy.maximum(x13 * x57 * x58, x66 * (x3 * x65 + x62) / (attention_efficiency_factor * gemm_max_efficiency * x61 * (1 - x59) / (gemm_half_efficiency_dim + x61) + gemm_max_efficiency * x59 * x60 / (gemm_half_efficiency_dim + x60)))
-    del x57, x59, x60, x61
-    x68 = x31 + 10 * x33 + x50 + x56 + x67
-    x69 = x21 + x28 + x68
-    x70 = 3 * x67
-    x71 = 1 - full_recompute
-    x72 = selective * x71
-    x73 = 3 * x31 + 30 * x33 + 3 * x50 + 3 * x56 + x67 * x72 + x70
-    del x31, x33, x50, x56, x67
-    x74 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x75 = hidden * vocab
-    x76 = x6 * x75
-    x77 = vocab * x6
-    x78 = numpy.minimum(numpy.minimum(hidden, x77), x9)
-    x79 = 3 * numpy.maximum(x13 * (x10 + x76 + x77 * x9), x49 * x76 * (gemm_half_efficiency_dim + x78) / x78)
-    del x49, x76, x77, x78
-    x80 = hidden ** 2
-    x81 = 2.0 * x80
-    x82 = 2.0 * hidden
-    x83 = x51 * x9
-    x84 = numpy.minimum(numpy.minimum(x51, x82), x9)
-    del x51
-    x85 = 4.0 * x80
-    del x80
-    x86 = numpy.minimum(1, moe_layers)
-    x87 = 1 - x86
-    x88 = x20 * x87
+    x40 = numpy.minimum(1, kv_lora_rank)
+    x41 = head_dim * hidden
+    x42 = heads * x41
+    x43 = hidden * v_head_dim
+    x44 = (1 - x40) * (kv_heads * x41 + kv_heads * x43 + x42)
+    del x41
+    x45 = kv_lora_rank + qk_rope_head_dim
+    x46 = head_dim + v_head_dim
+    x47 = numpy.minimum(1, q_lora_rank)
+    x48 = x40 * (heads * kv_lora_rank * (-qk_rope_head_dim + x46) + hidden * x45 + x42 * (1 - x47) + x47 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x40, x42, x47
+    x49 = x44 + x48
+    x50 = x49 * x6
+    x51 = hidden ** (-1.0)
+    x52 = x50 * x51
+    x53 = numpy.minimum(numpy.minimum(hidden, x52), x9)
+    x54 = 2 * x9
+    x55 = x18 * x54
+    x56 = numpy.maximum(x13 * (x10 + x50 + x52 * x9), x50 * x55 * (gemm_half_efficiency_dim + x53) / x53)
+    del x50, x52, x53
+    x57 = hidden * x6
+    x58 = heads * v_head_dim
+    x59 = x58 * x6
+    x60 = numpy.minimum(numpy.minimum(hidden, x59), x9)
+    x61 = x15 * x9
+    x62 = numpy.maximum(x13 * (x10 + x57 * x58 + x59 * x9), x18 * x59 * x61 * (gemm_half_efficiency_dim + x60) / x60)
+    del x18, x59, x60
+    x63 = 2 * heads * x46
+    x64 = attention_scores_stored + selective
+    x65 = numpy.minimum(head_dim, x9)
+    x66 = numpy.minimum(seq_len, x9)
+    x67 = seq_len * x63
+    x68 = numpy.minimum(seq_len, window)
+    x69 = seq_len ** (-1.0)
+    x70 = window_layers * (2 * heads * x46 * x68 * (-x68 * x69 + 2) - x67)
+    del x68
+    x71 = x6 * x9
+    x72 = x16 * x71
+    x73 = numpy.maximum(x36 * x6 * x63, x72 * (x3 * x70 + x67) / (attention_efficiency_factor * gemm_max_efficiency * x66 * (1 - x64) / (gemm_half_efficiency_dim + x66) + gemm_max_efficiency * x64 * x65 / (gemm_half_efficiency_dim + x65)))
+    del x36, x63, x64, x65, x66
+    x74 = x37 + 10 * x39 + x56 + x62 + x73
+    x75 = x21 + x33 + x74
+    x76 = 3 * x73
+    x77 = 1 - full_recompute
+    x78 = selective * x77
+    x79 = 3 * x37 + 30 * x39 + 3 * x56 + 3 * x62 + x73 * x78 + x76
+    del x37, x39, x56, x62, x73
+    x80 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x81 = hidden * vocab
+    x82 = x6 * x81
+    x83 = vocab * x6
+    x84 = numpy.minimum(numpy.minimum(hidden, x83), x9)
+    x85 = 3 * numpy.maximum(x13 * (x10 + x82 + x83 * x9), x55 * x82 * (gemm_half_efficiency_dim + x84) / x84)
+    del x55, x82, x83, x84
+    x86 = hidden ** 2
+    x87 = 2.0 * x86
+    x88 = 2.0 * hidden
+    x89 = x57 * x9
+    x90 = numpy.minimum(numpy.minimum(x57, x88), x9)
+    del x57
+    x91 = 4.0 * x86
+    del x86
+    x92 = numpy.minimum(1, moe_layers)
+    x93 = x32 * x92
+    del x32
+    x94 = 1 - x92
+    x95 = x20 * x94
     del x20
-    x89 = x27 * x86
-    x90 = stage_layers * (full_recompute * x69 + 3 * x21 + 3 * x28 + x73) + x74 * (full_recompute * (x68 + x88 + x89) + x73 + x79 + 3 * x88 + 3 * x89 + 3 * numpy.maximum(x13 * (x6 * x81 + x82 * x9 + x83), x17 * x66 * x85 * (gemm_half_efficiency_dim + x84) / x84))
-    del x13, x17, x21, x28, x66, x68, x73, x82, x84, x88, x89, x9
-    x91 = dp ** (-1.0)
-    x92 = global_batch * x91 / micro_batch
-    x93 = stage_extra_layers * x90 * x92 * (dp * micro_batch * x0 * x2 + 1) / stage_layers
-    x94 = 3 * cp - 3
-    x95 = stage_layers + x74
-    x96 = 1 - cp_intra
-    x97 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x98 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x99 = bytes_per_element * kv_heads * x40 * x58 / (cp_intra * x97 + x96 * x98) + cp_intra * intra_latency_s + inter_latency_s * x96
-    del x58, x96
-    x100 = x94 * x95 * x99
-    x101 = 1 - ep_intra
-    x102 = 4 * ep - 4
-    x103 = ep ** (-1.0)
-    x104 = bytes_per_element * experts_per_token * x10 * x102 * x103 / (ep_intra * x97 + x101 * x98) + x102 * (ep_intra * intra_latency_s + inter_latency_s * x101)
-    del x101, x102
-    x105 = x4 * x95
-    x106 = x104 * x105
-    x107 = ep_overlap * numpy.minimum(x106, 3 * x105 * x27)
-    del x105, x27
-    x108 = cp_overlap * numpy.minimum(x100, x70 * x95)
-    del x70
-    x109 = tp_intra_ranks - 1
-    x110 = tp_intra_ranks ** (-1.0)
-    x111 = tp * x110 - 1
-    x112 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x113 = bytes_per_element * x55
-    x114 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x115 = x114 / scale_out_bus_efficiency
-    x116 = x95 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x29) + 2 * inter_latency_s * x111 + 2 * intra_latency_s * x109 + x109 * x110 * x112 * x113 + x111 * x113 * x115 * x6)
-    del x109, x110, x111, x113, x29
-    x117 = x79 + x90
-    del x79, x90
-    x118 = tp_overlap * numpy.minimum(x116, x117)
-    x119 = x116 + x117 - x118
-    x120 = (x119 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x121 = x2 * (x100 + x106 - x107 - x108 + x120)
-    del x100, x106
-    x122 = x117 * x92
-    del x117
-    x123 = x92 * (-x119 + x120)
-    del x119, x120
-    x124 = hidden * mlp_matrices
-    x125 = ffn * x124
-    x126 = experts * hidden
-    x127 = moe_ffn * x124
-    del x124
-    x128 = x126 + x127 * (experts + shared_experts)
-    x129 = heads * x37 + kv_lora_rank + 1.0 * q_lora_rank + x43
-    del x37, x43
-    x130 = x129 + x15
-    x131 = x128 * x86
-    x132 = 5 * hidden + x125 * x87 + x129 + x81
-    del x129, x81
-    x133 = x6 * (stage_layers * (x103 * x128 * x4 + x125 * x5 + x130) + x74 * (x103 * x131 + x132) + x75)
-    del x103, x4, x5
-    x134 = x133 / optimizer_shards
-    x135 = x12 * x134 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x96 = stage_layers * (full_recompute * x75 + 3 * x21 + 3 * x33 + x79) + x80 * (full_recompute * (x74 + x93 + x95) + x79 + x85 + 3 * x93 + 3 * x95 + 3 * numpy.maximum(x13 * (x6 * x87 + x88 * x9 + x89), x17 * x72 * x91 * (gemm_half_efficiency_dim + x90) / x90))
+    del x13, x17, x21, x33, x72, x74, x79, x88, x9, x90, x93, x95
+    x97 = dp ** (-1.0)
+    x98 = global_batch * x97 / micro_batch
+    x99 = stage_extra_layers * x96 * x98 * (dp * micro_batch * x0 * x2 + 1) / stage_layers
+    x100 = 3 * cp - 3
+    x101 = stage_layers + x80
+    x102 = 1 - cp_intra
+    x103 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x104 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x105 = bytes_per_element * kv_heads * x46 * x71 / (cp_intra * x103 + x102 * x104) + cp_intra * intra_latency_s + inter_latency_s * x102
+    del x102, x71
+    x106 = x100 * x101 * x105
+    x107 = 1 - ep_intra
+    x108 = 4 * ep - 4
+    x109 = ep ** (-1.0)
+    x110 = x10 * (sequence_parallel * x6 - sequence_parallel + 1)
+    x111 = tp_intra_ranks * x6
+    x112 = 1 - x111
+    x113 = 4 * x34
+    x114 = bytes_per_element * x89
+    x115 = bytes_per_element * experts_per_token * x108 * x109 * x110 / (ep_intra * x103 + x104 * x107) + sequence_parallel * (experts_per_token * x113 * x114 / (x103 * x111 + x104 * x112) + x113 * (inter_latency_s * x112 + intra_latency_s * x111)) + x108 * (ep_intra * intra_latency_s + inter_latency_s * x107)
+    del x107, x108, x111, x112, x113
+    x116 = x101 * x4
+    x117 = x115 * x116
+    x118 = cp_overlap * numpy.minimum(x106, x101 * x76)
+    del x76
+    x119 = ep_overlap * numpy.minimum(x117, x116 * (12 * x22 + 3 * x26 + 3 * x31))
+    del x116, x22, x26, x31
+    x120 = tp_intra_ranks - 1
+    x121 = tp_intra_ranks ** (-1.0)
+    x122 = tp * x121 - 1
+    x123 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x124 = bytes_per_element * x61
+    x125 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x126 = x125 / scale_out_bus_efficiency
+    x127 = x101 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x34) + 2 * inter_latency_s * x122 + 2 * intra_latency_s * x120 + x120 * x121 * x123 * x124 + x122 * x124 * x126 * x6)
+    del x120, x121, x122, x124, x34
+    x128 = x85 + x96
+    del x85, x96
+    x129 = tp_overlap * numpy.minimum(x127, x128)
+    x130 = x127 + x128 - x129
+    x131 = (x130 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x132 = x2 * (x106 + x117 - x118 - x119 + x131)
+    del x106, x117
+    x133 = x128 * x98
+    del x128
+    x134 = x98 * (-x130 + x131)
+    del x130, x131
+    x135 = hidden * mlp_matrices
+    x136 = ffn * x135
+    x137 = moe_ffn * x135 * (experts + shared_experts) + x23
+    del x135
+    x138 = heads * x43 + kv_lora_rank + 1.0 * q_lora_rank + x49
+    del x43, x49
+    x139 = x138 + x15
+    x140 = x137 * x92
+    x141 = 5 * hidden + x136 * x94 + x138 + x87
+    del x138, x87
+    x142 = x6 * (stage_layers * (x109 * x137 * x4 + x136 * x5 + x139) + x80 * (x109 * x140 + x141) + x81)
+    del x109, x4, x5
+    x143 = x142 / optimizer_shards
+    x144 = x12 * x143 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x12
-    x136 = 2 * x92
-    x137 = 1 - pp_intra
-    x138 = (2 * pp + vp * x136 - 2) * (1.0 * bytes_per_element * x83 / (pp_intra * x97 + x137 * x98) + inter_latency_s * x137 + intra_latency_s * pp_intra) * numpy.minimum(1, x1)
-    del x1, x137, x97, x98
-    x139 = x92 * (-x108 + x94 * x95 * x99)
-    del x108, x94, x99
-    x140 = x92 * (moe_layers * x104 * x3 * x95 - x107)
-    del x104, x107, x3, x95
-    x141 = x92 * (x116 - x118)
-    del x116, x118
-    x142 = numpy.minimum(dp, dp_intra_ranks)
-    x143 = x142 - 1
-    x144 = intra_latency_s * x143
-    x145 = x142 ** (-1.0)
+    x145 = 2 * x98
+    x146 = 1 - pp_intra
+    x147 = (2 * pp + vp * x145 - 2) * (inter_latency_s * x146 + intra_latency_s * pp_intra + 1.0 * x114 / (pp_intra * x103 + x104 * x146)) * numpy.minimum(1, x1)
+    del x1, x103, x104, x114, x146
+    x148 = x98 * (x100 * x101 * x105 - x118)
+    del x100, x105, x118
+    x149 = x98 * (moe_layers * x101 * x115 * x3 - x119)
+    del x101, x115, x119, x3
+    x150 = x98 * (x127 - x129)
+    del x127, x129
+    x151 = numpy.minimum(1, grad_shards - 1)
+    x152 = numpy.minimum(dp, dp_intra_ranks)
+    x153 = x152 - 1
+    x154 = intra_latency_s * x153
+    x155 = x152 ** (-1.0)
+    del x152
+    x156 = dp * x155 - 1
+    x157 = inter_latency_s * x156
+    x158 = x123 * x153 * x155
+    del x123, x153, x155
+    x159 = 2 * grad_comm_bytes_per_param * x142
+    x160 = pp ** (-1.0)
+    x161 = x126 * x156 * x97 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x160 - pod_gpus)) + 1)
+    del x126, x156, x97
+    x162 = 2 * x154 + 2 * x157 + x158 * x159 + x159 * x161
+    del x159
+    x163 = x162 * (1 - x151)
+    x164 = bytes_per_element * x142
+    x165 = x145 * zero3 * (x154 + x157 + x158 * x164 + x161 * x164) + 1 / 2 * x151 * x162 * x98
+    del x145, x151, x154, x157, x158, x161, x162, x164
+    x166 = -dp_overlap * numpy.minimum(x133, x165) - dp_overlap * numpy.minimum(x163, 2 * stage_layers * x75) + x163 + x165
+    del x163, x165, x75
+    x167 = x147 + x148 + x149 + x150 + x166
+    x168 = x132 + x133 + x134 + x144 + x167
+    x169 = gpus + 0.474798
+    x170 = gpus ** (-1.0)
+    x171 = x169 ** (-0.282765)
+    x172 = gpus / gpus_per_node
+    x173 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x168 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x168 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x170 * x171 * (0.0686881539789491 * x171 + 0.112063) - 1 + 1.16023 / x169)) + x99 + (1 - (1 - slow_node_fraction) ** x172) * (slow_node_slowdown - 1) * (x168 + x99)
+    del x169, x171, x99
+    x174 = x168 + x173
+    del x168
+    x175 = weight_bytes_per_param * x142 / weight_shards
+    x176 = grad_bytes_per_param * x142 / grad_shards
     del x142
-    x146 = dp * x145 - 1
-    x147 = inter_latency_s * x146
-    x148 = bytes_per_element * x133
-    x149 = x112 * x143 * x145
-    del x112, x143, x145
-    x150 = x115 * x146 * x91
-    del x115, x146, x91
-    x151 = x136 * zero3 * (x144 + x147 + x148 * x149 + x148 * x150)
-    del x136, x148
-    x152 = 2 * grad_comm_bytes_per_param * x133
-    x153 = 2 * x144 + 2 * x147 + x149 * x152 + x150 * x152
-    del x144, x147, x149, x150, x152
-    x154 = -dp_overlap * numpy.minimum(x122, x151) - dp_overlap * numpy.minimum(x153, 2 * stage_layers * x69) + x151 + x153
-    del x151, x153, x69
-    x155 = x138 + x139 + x140 + x141 + x154
-    x156 = x121 + x122 + x123 + x135 + x155
-    x157 = gpus + 0.474798
-    x158 = gpus ** (-1.0)
-    x159 = x157 ** (-0.282765)
-    x160 = gpus / gpus_per_node
-    x161 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x156 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x156 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x158 * x159 * (0.0686881539789491 * x159 + 0.112063) - 1 + 1.16023 / x157)) + x93 + (1 - (1 - slow_node_fraction) ** x160) * (slow_node_slowdown - 1) * (x156 + x93)
-    del x157, x159, x93
-    x162 = x156 + x161
-    del x156
-    x163 = weight_bytes_per_param * x133 / weight_shards
-    x164 = grad_bytes_per_param * x133 / grad_shards
-    del x133
-    x165 = optimizer_bytes_per_param * x134
-    del x134
-    x166 = 4 * x83 * (vocab * x45 + 1)
-    del x45, x83
-    x167 = kv_heads / heads
-    x168 = ffn * mlp_matrices
-    x169 = x10 * (2 * dropout_masks + 8) * (sequence_parallel * x6 - sequence_parallel + 1) + x48 * x6 * (-x15 * (x167 + 1) + x40 * (heads + kv_heads)) + x48 * (q_lora_rank + x39) + x6 * (x10 * (4 * x167 + 2) + x168 * x48 + x55 + micro_batch * x32 * (dropout_masks + 4) / cp ** 2)
-    del x10, x167, x32, x39, x48, x6
-    x170 = full_recompute * x30 * x55 + x169 * x71
-    del x30, x55, x71
-    x171 = full_recompute * x169 + stage_layers * x170 * (1 + x2 * numpy.minimum(1, vp - 1) / pp) * numpy.minimum(pp, x92) + x166 + x74 * (x166 + x170)
-    del x166, x169, x170, x2, x74, x92
-    x172 = layers - moe_layers
-    x173 = x125 * x172
-    del x125
-    x174 = embedding_matrices * x75 + hidden + layers * x130 + x173
-    del x130
-    x175 = moe_layers * x128 + mtp_layers * (x131 + x132) + x174
-    del x128, x131
-    x176 = x126 + x127 * x25
-    del x126, x127, x25
-    x177 = x162 ** (-1.0)
-    x178 = global_batch * seq_len * x177
-    x179 = experts * x15 + moe_ffn * x15 * x26
-    del x26
-    x180 = moe_layers * x179
-    x181 = x15 * x52 + 2 * x38 + 2 * x42
-    del x38, x42, x52
-    x182 = layers * x181
-    x183 = x15 * x168
-    del x15, x168
-    x184 = mtp_layers * (x179 * x86 + x181 + x183 * x87 + x62 + 2 * x75 + x85)
-    del x179, x181, x85, x87
-    x185 = 6 * heads * layers * seq_len * x40 + 6 * x173 + 3 * x180 + 3 * x182 + 3 * x184 + 3 * x65 + 6 * x75
-    del x173, x40, x75
-    x186 = x158 * x178
-    x187 = x185 * x186
-    x188 = layers * x62 + x65
-    del x62, x65
-    x189 = tokens * x0 * x64
-    x190 = software_mtbf_s ** (-1.0)
-    x191 = x160 / (rack_mtbf_s * rack_nodes)
-    x192 = gpus / gpu_mtbf_s
-    x193 = x160 / network_mtbf_s
-    x194 = x160 / node_mtbf_s
-    x195 = x192 + x193 + x194
-    x196 = x190 + x191 + x195
-    x197 = x196 ** (-1.0)
-    x198 = checkpoint_bytes_per_param * x175
-    x199 = x158 * x198
-    del x158
-    x200 = x199 / host_copy_bytes_per_s_per_gpu
-    x201 = ckpt_async * x200
-    x202 = x198 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x160)
-    x203 = ckpt_sync * x202
-    x204 = x114 * x199
-    del x114, x199
-    x205 = ckpt_in_memory * (x200 + x204)
-    del x200
-    x206 = x201 + x203 + x205
-    x207 = numpy.sqrt(x197 * (2 * x201 + 2 * x203 + 2 * x205))
-    x208 = x206 * (1 / 2 * x190 + 1 / 2 * x191 + 1 / 2 * x192 + 1 / 2 * x193 + 1 / 2 * x194)
-    del x192, x193, x194
-    x209 = numpy.maximum(ckpt_async * x202, numpy.where(numpy.greater(x197, 1 / 2 * x201 + 1 / 2 * x203 + 1 / 2 * x205), -x206 + x207 * (1 / 3 * numpy.sqrt(x208) + 1 / 9 * x208 + 1), x197))
-    del x201, x202, x203, x205, x208
-    x210 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x211 = node_repair_s * x191
-    x212 = numpy.exp(-x211)
-    x213 = -spare_nodes
-    x214 = rack_nodes + x213
-    x215 = node_repair_s * x195
-    x216 = 2 * rack_nodes + x213
-    x217 = x211 * x212
-    del x211
-    x218 = 3 * rack_nodes + x213
-    x219 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x212 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x220 = 4 * rack_nodes + x213
-    x221 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x212 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x222 = 5 * rack_nodes + x213
-    x223 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x212 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x224 = 6 * rack_nodes + x213
-    x225 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x212 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x226 = 7 * rack_nodes + x213
-    x227 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x212 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x228 = 8 * rack_nodes + x213
-    x229 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x212 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x230 = 9 * rack_nodes + x213
-    x231 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x212 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x232 = 10 * rack_nodes + x213
-    x233 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x212 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x234 = 11 * rack_nodes + x213
-    x235 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x212 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x236 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x212 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x237 = x197 * (x190 + x191 * (x212 * numpy.where(-x214 >= 0, scipy.special.pdtr(numpy.maximum(-x214, 0), x215), 0.0) + x217 * numpy.where(-x216 >= 0, scipy.special.pdtr(numpy.maximum(-x216, 0), x215), 0.0) + x219 * numpy.where(-x218 >= 0, scipy.special.pdtr(numpy.maximum(-x218, 0), x215), 0.0) + x221 * numpy.where(-x220 >= 0, scipy.special.pdtr(numpy.maximum(-x220, 0), x215), 0.0) + x223 * numpy.where(-x222 >= 0, scipy.special.pdtr(numpy.maximum(-x222, 0), x215), 0.0) + x225 * numpy.where(-x224 >= 0, scipy.special.pdtr(numpy.maximum(-x224, 0), x215), 0.0) + x227 * numpy.where(-x226 >= 0, scipy.special.pdtr(numpy.maximum(-x226, 0), x215), 0.0) + x229 * numpy.where(-x228 >= 0, scipy.special.pdtr(numpy.maximum(-x228, 0), x215), 0.0) + x231 * numpy.where(-x230 >= 0, scipy.special.pdtr(numpy.maximum(-x230, 0), x215), 0.0) + x233 * numpy.where(-x232 >= 0, scipy.special.pdtr(numpy.maximum(-x232, 0), x215), 0.0) + x235 * numpy.where(-x234 >= 0, scipy.special.pdtr(numpy.maximum(-x234, 0), x215), 0.0) + x236 * numpy.where(-12 * rack_nodes - x213 >= 0, scipy.special.pdtr(numpy.maximum(-12 * rack_nodes - x213, 0), x215), 0.0)) + x195 * (x212 * numpy.where(spare_nodes - 1 >= 0, scipy.special.pdtr(numpy.maximum(spare_nodes - 1, 0), x215), 0.0) + x217 * numpy.where(-x214 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x214 - 1, 0), x215), 0.0) + x219 * numpy.where(-x216 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x216 - 1, 0), x215), 0.0) + x221 * numpy.where(-x218 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x218 - 1, 0), x215), 0.0) + x223 * numpy.where(-x220 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x220 - 1, 0), x215), 0.0) + x225 * numpy.where(-x222 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x222 - 1, 0), x215), 0.0) + x227 * numpy.where(-x224 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x224 - 1, 0), x215), 0.0) + x229 * numpy.where(-x226 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x226 - 1, 0), x215), 0.0) + x231 * numpy.where(-x228 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x228 - 1, 0), x215), 0.0) + x233 * numpy.where(-x230 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x230 - 1, 0), x215), 0.0) + x235 * numpy.where(-x232 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x232 - 1, 0), x215), 0.0) + x236 * numpy.where(-x234 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x234 - 1, 0), x215), 0.0)))
-    del x190, x191, x195, x212, x213, x214, x215, x216, x217, x218, x219, x220, x221, x222, x223, x224, x225, x226, x227, x228, x229, x230, x231, x232, x233, x234, x235, x236
-    x238 = ckpt_in_memory * x204 + failure_detection_s - x197 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x237, 1 - x237) * numpy.expm1(x196 * (x210 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x198 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x160) + x210
-    del x204, x210
-    x239 = x162 * x189
-    x240 = numpy.exp(x196 * (x206 + x209))
-    x241 = x240 - 1
-    x242 = x196 * x238
-    x243 = numpy.exp(x242)
-    x244 = x209 ** (-1.0)
-    x245 = x239 * x244
-    x246 = x241 * x243 * x245
-    x247 = x197 * x246
-    x248 = x196 * x209 * numpy.exp(-x242) / x241
-    del x242
-    x249 = x247 * (gpus + gpus_per_node * spare_nodes)
-    x250 = 0.000277777777777778 * x249
-    x251 = x197 * x245 * (x240 - numpy.exp(x196 * x206))
-    del x196, x240, x245
-    x252 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x155 * x177 + compute_power_fraction * x122 * x177)
-    del x155, x177
-    x253 = idle_power_w * (tokens * x0 * x162 * x197 * x241 * x243 * x244 * x64 - x251) + x251 * x252
-    del x0, x241, x243, x244, x251, x64
-    x254 = gpus * x253
-    x255 = network_power_per_node_w + node_overhead_power_w
-    x256 = spare_nodes * (gpus_per_node * idle_power_w + x255) + x160 * x255
-    del x160, x255
-    x257 = x247 * x256 + x254
-    x258 = pue * x257
-    x259 = tokens ** (-1.0)
-    x260 = x178 * x248 * x259
-    x261 = price_usd_per_gpu_hour * x250
-    x262 = x249 / lifetime_s
-    x263 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x249 + capex_usd_per_gpu * x262 + 2.77777777777778e-07 * electricity_usd_per_kwh * x258
-    del x249
-    x264 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x258
-    x265 = embodied_kg_per_gpu * x262
+    x177 = optimizer_bytes_per_param * x143
+    del x143
+    x178 = 4 * x89 * (vocab * x51 + 1)
+    del x51, x89
+    x179 = kv_heads / heads
+    x180 = ffn * mlp_matrices
+    x181 = x110 * (2 * dropout_masks + 8) + x54 * x6 * (-x15 * (x179 + 1) + x46 * (heads + kv_heads)) + x54 * (q_lora_rank + x45) + x6 * (x10 * (4 * x179 + 2) + x180 * x54 + x61 + micro_batch * x38 * (dropout_masks + 4) / cp ** 2)
+    del x10, x110, x179, x38, x45, x54, x6
+    x182 = full_recompute * x35 * x61 + x181 * x77
+    del x35, x61, x77
+    x183 = full_recompute * x181 + stage_layers * x182 * (x160 * x2 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x98) + x178 + x80 * (x178 + x182)
+    del x160, x178, x181, x182, x2, x80, x98
+    x184 = layers - moe_layers
+    x185 = x136 * x184
+    del x136
+    x186 = embedding_matrices * x81 + hidden + layers * x139 + x185
+    del x139
+    x187 = moe_layers * x137 + mtp_layers * (x140 + x141) + x186
+    del x137, x140
+    x188 = moe_ffn * x30
+    del x30
+    x189 = hidden * x188 + x23
+    del x23
+    x190 = x174 ** (-1.0)
+    x191 = global_batch * seq_len * x190
+    x192 = x15 * x188 + x25
+    del x188, x25
+    x193 = moe_layers * x192
+    x194 = x15 * x58 + 2 * x44 + 2 * x48
+    del x44, x48, x58
+    x195 = layers * x194
+    x196 = x15 * x180
+    del x15, x180
+    x197 = mtp_layers * (x192 * x92 + x194 + x196 * x94 + x67 + 2 * x81 + x91)
+    del x192, x194, x91, x94
+    x198 = 6 * heads * layers * seq_len * x46 + 6 * x185 + 3 * x193 + 3 * x195 + 3 * x197 + 3 * x70 + 6 * x81
+    del x185, x46, x81
+    x199 = x170 * x191
+    x200 = x198 * x199
+    x201 = layers * x67 + x70
+    del x67, x70
+    x202 = tokens * x0 * x69
+    x203 = software_mtbf_s ** (-1.0)
+    x204 = x172 / (rack_mtbf_s * rack_nodes)
+    x205 = gpus / gpu_mtbf_s
+    x206 = x172 / network_mtbf_s
+    x207 = x172 / node_mtbf_s
+    x208 = x205 + x206 + x207
+    x209 = x203 + x204 + x208
+    x210 = x209 ** (-1.0)
+    x211 = checkpoint_bytes_per_param * x187
+    x212 = x170 * x211
+    del x170
+    x213 = x212 / host_copy_bytes_per_s_per_gpu
+    x214 = ckpt_async * x213
+    x215 = x211 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x172)
+    x216 = ckpt_sync * x215
+    x217 = x125 * x212
+    del x125, x212
+    x218 = ckpt_in_memory * (x213 + x217)
+    del x213
+    x219 = x214 + x216 + x218
+    x220 = numpy.sqrt(x210 * (2 * x214 + 2 * x216 + 2 * x218))
+    x221 = x219 * (1 / 2 * x203 + 1 / 2 * x204 + 1 / 2 * x205 + 1 / 2 * x206 + 1 / 2 * x207)
+    del x205, x206, x207
+    x222 = numpy.maximum(ckpt_async * x215, numpy.where(numpy.greater(x210, 1 / 2 * x214 + 1 / 2 * x216 + 1 / 2 * x218), -x219 + x220 * (1 / 3 * numpy.sqrt(x221) + 1 / 9 * x221 + 1), x210))
+    del x214, x215, x216, x218, x221
+    x223 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x224 = node_repair_s * x204
+    x225 = numpy.exp(-x224)
+    x226 = -spare_nodes
+    x227 = rack_nodes + x226
+    x228 = node_repair_s * x208
+    x229 = 2 * rack_nodes + x226
+    x230 = x224 * x225
+    del x224
+    x231 = 3 * rack_nodes + x226
+    x232 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x225 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x233 = 4 * rack_nodes + x226
+    x234 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x225 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x235 = 5 * rack_nodes + x226
+    x236 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x225 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x237 = 6 * rack_nodes + x226
+    x238 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x225 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x239 = 7 * rack_nodes + x226
+    x240 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x225 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x241 = 8 * rack_nodes + x226
+    x242 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x225 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x243 = 9 * rack_nodes + x226
+    x244 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x225 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x245 = 10 * rack_nodes + x226
+    x246 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x225 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x247 = 11 * rack_nodes + x226
+    x248 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x225 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x249 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x225 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x250 = x210 * (x203 + x204 * (x225 * numpy.where(-x227 >= 0, scipy.special.pdtr(numpy.maximum(-x227, 0), x228), 0.0) + x230 * numpy.where(-x229 >= 0, scipy.special.pdtr(numpy.maximum(-x229, 0), x228), 0.0) + x232 * numpy.where(-x231 >= 0, scipy.special.pdtr(numpy.maximum(-x231, 0), x228), 0.0) + x234 * numpy.where(-x233 >= 0, scipy.special.pdtr(numpy.maximum(-x233, 0), x228), 0.0) + x236 * numpy.where(-x235 >= 0, scipy.special.pdtr(numpy.maximum(-x235, 0), x228), 0.0) + x238 * numpy.where(-x237 >= 0, scipy.special.pdtr(numpy.maximum(-x237, 0), x228), 0.0) + x240 * numpy.where(-x239 >= 0, scipy.special.pdtr(numpy.maximum(-x239, 0), x228), 0.0) + x242 * numpy.where(-x241 >= 0, scipy.special.pdtr(numpy.maximum(-x241, 0), x228), 0.0) + x244 * numpy.where(-x243 >= 0, scipy.special.pdtr(numpy.maximum(-x243, 0), x228), 0.0) + x246 * numpy.where(-x245 >= 0, scipy.special.pdtr(numpy.maximum(-x245, 0), x228), 0.0) + x248 * numpy.where(-x247 >= 0, scipy.special.pdtr(numpy.maximum(-x247, 0), x228), 0.0) + x249 * numpy.where(-12 * rack_nodes - x226 >= 0, scipy.special.pdtr(numpy.maximum(-12 * rack_nodes - x226, 0), x228), 0.0)) + x208 * (x225 * numpy.where(spare_nodes - 1 >= 0, scipy.special.pdtr(numpy.maximum(spare_nodes - 1, 0), x228), 0.0) + x230 * numpy.where(-x227 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x227 - 1, 0), x228), 0.0) + x232 * numpy.where(-x229 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x229 - 1, 0), x228), 0.0) + x234 * numpy.where(-x231 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x231 - 1, 0), x228), 0.0) + x236 * numpy.where(-x233 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x233 - 1, 0), x228), 0.0) + x238 * numpy.where(-x235 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x235 - 1, 0), x228), 0.0) + x240 * numpy.where(-x237 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x237 - 1, 0), x228), 0.0) + x242 * numpy.where(-x239 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x239 - 1, 0), x228), 0.0) + x244 * numpy.where(-x241 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x241 - 1, 0), x228), 0.0) + x246 * numpy.where(-x243 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x243 - 1, 0), x228), 0.0) + x248 * numpy.where(-x245 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x245 - 1, 0), x228), 0.0) + x249 * numpy.where(-x247 - 1 >= 0, scipy.special.pdtr(numpy.maximum(-x247 - 1, 0), x228), 0.0)))
+    del x203, x204, x208, x225, x226, x227, x228, x229, x230, x231, x232, x233, x234, x235, x236, x237, x238, x239, x240, x241, x242, x243, x244, x245, x246, x247, x248, x249
+    x251 = ckpt_in_memory * x217 + failure_detection_s - x210 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x250, 1 - x250) * numpy.expm1(x209 * (x223 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x211 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x172) + x223
+    del x217, x223
+    x252 = x174 * x202
+    x253 = numpy.exp(x209 * (x219 + x222))
+    x254 = x253 - 1
+    x255 = x209 * x251
+    x256 = numpy.exp(x255)
+    x257 = x222 ** (-1.0)
+    x258 = x252 * x257
+    x259 = x254 * x256 * x258
+    x260 = x210 * x259
+    x261 = x209 * x222 * numpy.exp(-x255) / x254
+    del x255
+    x262 = x260 * (gpus + gpus_per_node * spare_nodes)
+    x263 = 0.000277777777777778 * x262
+    x264 = x210 * x258 * (x253 - numpy.exp(x209 * x219))
+    del x209, x253, x258
+    x265 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x167 * x190 + compute_power_fraction * x133 * x190)
+    del x167, x190
+    x266 = idle_power_w * (tokens * x0 * x174 * x210 * x254 * x256 * x257 * x69 - x264) + x264 * x265
+    del x0, x254, x256, x257, x264, x69
+    x267 = gpus * x266
+    x268 = network_power_per_node_w + node_overhead_power_w
+    x269 = spare_nodes * (gpus_per_node * idle_power_w + x268) + x172 * x268
+    del x172, x268
+    x270 = x260 * x269 + x267
+    x271 = pue * x270
+    x272 = tokens ** (-1.0)
+    x273 = x191 * x261 * x272
+    x274 = price_usd_per_gpu_hour * x263
+    x275 = x262 / lifetime_s
+    x276 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x262 + capex_usd_per_gpu * x275 + 2.77777777777778e-07 * electricity_usd_per_kwh * x271
     del x262
-    x266 = x264 + x265
-    return [x162, x122, x123, x141, x139, x140, x138, x154, x121, x135, x161, x163, x164, x165, x171, memory_reserve_bytes, memory_reserve_bytes + x163 + x164 + x165 + x171, x175, moe_layers * x176 + mtp_layers * (x132 + x176 * x86) + x174, x178, x185, 1e-12 * x187, x16 * x187, x16 * x186 * (full_recompute * (x172 * x183 + x180 + x182 + x184 + x188) + x185 + x188 * x72), x189, x197, x198, x206, x207, x209, x238, x239, x247, x246, 1 - x248, x248, spare_nodes, x237, x250, x254, x257, x258, x252, x253 * x260, x258 * x260, pue * (gpus * max_power_w + x256), x261, x263, use_tco * x263 + x261 * (1 - use_tco), x264, x265, x266, x259 * x266 / x185, x247 * x266]
+    x277 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x271
+    x278 = embodied_kg_per_gpu * x275
+    del x275
+    x279 = x277 + x278
+    return [x174, x133, x134, x150, x148, x149, x147, x166, x132, x144, x173, x175, x176, x177, x183, memory_reserve_bytes, memory_reserve_bytes + x175 + x176 + x177 + x183, x187, moe_layers * x189 + mtp_layers * (x141 + x189 * x92) + x186, x191, x198, 1e-12 * x200, x16 * x200, x16 * x199 * (full_recompute * (x184 * x196 + x193 + x195 + x197 + x201) + x198 + x201 * x78), x202, x210, x211, x219, x220, x222, x251, x252, x260, x259, 1 - x261, x261, spare_nodes, x250, x263, x267, x270, x271, x265, x266 * x273, x271 * x273, pue * (gpus * max_power_w + x269), x274, x276, use_tco * x276 + x274 * (1 - use_tco), x277, x278, x279, x272 * x279 / x198, x260 * x279]

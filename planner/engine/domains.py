@@ -138,6 +138,7 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "lifetime_s": POSITIVE, "opex_fraction_per_year": NON_NEGATIVE,
     "embodied_kg_per_gpu": NON_NEGATIVE, "compute_power_fraction": FRACTION,
     "comm_power_fraction": FRACTION,
+    "oversubscription": Domain(">=1", maximum=1e3), "pod_gpus": GPU_COUNT,
     # site
     "pue": Domain(">=1"), "electricity_usd_per_kwh": NON_NEGATIVE,
     "grid_intensity_g_per_kwh": NON_NEGATIVE, "use_tco": FLAG,
@@ -192,13 +193,16 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "gc_every_steps": Domain(">=1", integer=True, maximum=MAX_DIM),
     "stage_imbalance": Domain(">=0", maximum=1e6), "slow_nodes": FRACTION,
     "slow_node_slowdown": Domain(">=1", maximum=1e6),
+    # site network (capplan evaluate / plan): per-GPU NIC bandwidth, scale-up domain
+    "nic_gbps": BANDWIDTH_GBPS, "scale_up_domain": GPU_COUNT,
 }
 
 DOMAINS: dict[str, Domain] = {**INPUT_DOMAINS, **OPTION_DOMAINS}
 
 #: Run-model inputs a user sets directly with a flag of the same name.
 FLAG_INPUTS = frozenset({"tokens", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
-                         "global_batch", "seq_len", "gpus_per_node"})
+                         "global_batch", "seq_len", "gpus_per_node", "oversubscription",
+                         "pod_gpus"})
 
 
 def label(name: str) -> str:

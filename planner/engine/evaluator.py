@@ -148,8 +148,12 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
                 checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
                 seq_len=None, tokens=DEFAULTS["tokens"], global_batch=None,
                 pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
-                spot_interruption=DEFAULTS["spot_interruption"]) -> dict[str, float]:
+                spot_interruption=DEFAULTS["spot_interruption"],
+                stack=DEFAULTS["stack"]) -> dict[str, float]:
     """Scalar run-model inputs for a model on one accelerator at one site (domains checked).
+
+    ``stack`` names the software stack (catalog kind ``stack``: overlaps, fused-attention
+    efficiency, launch overhead), or is a stack entry.
 
     The price per GPU-hour is resolved by :func:`planner.engine.pricing.price_quote`
     (tier ``pricing``, ``provider``); ``pricing="owned"`` selects the TCO cost basis;
@@ -165,7 +169,7 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
     x = catalog_inputs(catalog, model=model, hardware=hardware, site=site,
                        reliability=reliability, precision=precision, checkpoint=checkpoint,
                        cost_basis=cost_basis, seq_len=seq_len, pricing=pricing,
-                       provider=provider, spot_interruption=spot_interruption)
+                       provider=provider, spot_interruption=spot_interruption, stack=stack)
     x["tokens"] = float(tokens)
     x["global_batch"] = float(global_batch or default_global_batch(x["seq_len"]))
     check({"global_batch": x["global_batch"]})
@@ -178,7 +182,8 @@ CACHED_RUNS = 256
 
 
 def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, checkpoint,
-                   cost_basis, seq_len, pricing, provider, spot_interruption) -> dict[str, float]:
+                   cost_basis, seq_len, pricing, provider, spot_interruption,
+                   stack=DEFAULTS["stack"]) -> dict[str, float]:
     """The run-model inputs that come from catalog entries (a new dict each call).
 
     Entries given by id are looked up, checked against their domains and priced once per
@@ -187,7 +192,7 @@ def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, ch
     """
     from hardware_catalog.loader import looks_like_path
 
-    names = (model, hardware, site, reliability)
+    names = (model, hardware, site, reliability, stack)
     cacheable = all(isinstance(v, str) and not looks_like_path(v) for v in names)
     key = (id(catalog), *names, precision, checkpoint, cost_basis, seq_len, pricing, provider,
            spot_interruption)
@@ -202,7 +207,7 @@ def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, ch
                              reliability=reliability, precision=precision,
                              checkpoint=checkpoint, cost_basis=cost_basis, seq_len=seq_len,
                              pricing=pricing, provider=provider,
-                             spot_interruption=spot_interruption)
+                             spot_interruption=spot_interruption, stack=stack)
     if cacheable:
         if len(_CATALOG_INPUTS) >= CACHED_RUNS:
             _CATALOG_INPUTS.clear()
@@ -212,7 +217,7 @@ def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, ch
 
 def _read_catalog_inputs(catalog, *, model, hardware, site, reliability, precision,
                          checkpoint, cost_basis, seq_len, pricing, provider,
-                         spot_interruption) -> dict[str, float]:
+                         spot_interruption, stack) -> dict[str, float]:
     from planner.engine.domains import check
     from planner.engine.pricing import price_quote, with_preemptions
     from planner.engine.scenario import (
@@ -221,21 +226,24 @@ def _read_catalog_inputs(catalog, *, model, hardware, site, reliability, precisi
         model_inputs,
         reliability_inputs,
         site_inputs,
+        stack_inputs,
     )
 
     m = catalog.model(model) if isinstance(model, str) else model
     acc = catalog.accelerator(hardware) if isinstance(hardware, str) else hardware
     node = catalog.node(acc.node)
     profile = catalog.reliability_profile(reliability)
+    software = catalog.stack(stack) if isinstance(stack, str) else stack
     basis = "tco" if pricing == "owned" else cost_basis
     # catalog values and user files too: one table, before any kernel call, naming the entry
     x = {}
     for where, part in ((f"model '{m.id}'", model_inputs(m, seq_len)),
-                        (f"accelerator '{acc.id}'", hardware_inputs(acc, node, precision)),
+                        (f"accelerator '{acc.id}'", hardware_inputs(acc, node, precision, software)),
                         (f"site '{site}'", site_inputs(catalog.site(site), basis)),
                         (f"reliability profile '{reliability}'",
                          reliability_inputs(profile, checkpoint)),
-                        ("planner/engine/execution.toml", execution_defaults())):
+                        ("planner/engine/execution.toml", execution_defaults()),
+                        (f"stack '{software.id}'", stack_inputs(software, acc.id))):
         check(part, where=where)
         x.update(part)
     x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, provider).usd_per_gpu_hour
@@ -392,7 +400,8 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
              flash_attention=True, reliability=DEFAULTS["reliability"], catalog=None,
              catalog_dirs=(), overrides=None, return_inputs=False,
              pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
-             spot_interruption=DEFAULTS["spot_interruption"], as_frame=True):
+             spot_interruption=DEFAULTS["spot_interruption"], stack=DEFAULTS["stack"],
+             as_frame=True):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
     Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
@@ -405,6 +414,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
     ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.pricing``);
+    ``stack`` the software stack (catalog id or entry: overlaps, attention, launches);
     arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
     kernel inputs are returned too: ``(frame, inputs)``.
 
@@ -427,7 +437,8 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
         precision=precision, site=site, tokens=tokens, checkpoint=checkpoint,
         cost_basis=cost_basis, flash_attention=flash_attention, reliability=reliability,
         catalog=catalog, catalog_dirs=catalog_dirs, overrides=overrides, pricing=pricing,
-        provider=provider, spot_interruption=spot_interruption, scalar=not as_frame)
+        provider=provider, spot_interruption=spot_interruption, stack=stack,
+        scalar=not as_frame)
     result = Evaluation(columns)
     if as_frame:
         result = result.to_frame()
@@ -437,7 +448,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
 def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, micro_batch,
                  seq_len, recompute, zero, sequence_parallel, precision, site, tokens,
                  checkpoint, cost_basis, flash_attention, reliability, catalog, catalog_dirs,
-                 overrides, pricing, provider, spot_interruption,
+                 overrides, pricing, provider, spot_interruption, stack=DEFAULTS["stack"],
                  scalar: bool = False) -> tuple[dict, dict]:
     """:func:`evaluate` without pandas: ``(columns, kernel inputs)``.
 
@@ -474,7 +485,7 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
                     reliability=reliability, precision=precision, checkpoint=checkpoint,
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
                     global_batch=global_batch, pricing=pricing, provider=provider,
-                    spot_interruption=spot_interruption)
+                    spot_interruption=spot_interruption, stack=stack)
     one = not any(type(v) not in _SCALARS and np.ndim(v) > 0
                   for v in (gpus, zero, sequence_parallel, *sizes.values(),
                             *(overrides or {}).values()))
@@ -487,8 +498,8 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
                                flash_attention=flash_attention)
     meta = {"model": model if isinstance(model, str) else model.id,
             "hardware": hardware if isinstance(hardware, str) else hardware.id,
-            "precision": precision, "site": site, "checkpoint": checkpoint,
-            "recompute": recompute, "zero": zero}
+            "precision": precision, "stack": stack if isinstance(stack, str) else stack.id,
+            "site": site, "checkpoint": checkpoint, "recompute": recompute, "zero": zero}
     if one and scalar:
         return _evaluate_one(x, meta, gpus, sizes, recompute=RECOMPUTE_CODES[recompute],
                              zero=zero, sequence_parallel=sequence_parallel,

@@ -121,6 +121,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "embodied_kg_per_gpu": ("kgCO2e", "embodied carbon per GPU (incl. node share)"),
     "compute_power_fraction": ("1", "GPU power above idle while computing, share of max - idle"),
     "comm_power_fraction": ("1", "GPU power above idle during exposed communication, share"),
+    "oversubscription": ("1", "scale-out oversubscription above a pod (1 = non-blocking)"),
+    "pod_gpus": ("1", "GPUs under one non-blocking pod of the scale-out network"),
     # site
     "pue": ("1", "power usage effectiveness"),
     "electricity_usd_per_kwh": ("USD/kWh", "electricity price"),
@@ -349,10 +351,15 @@ def mlp_times(x: dict, r: dict) -> dict:
     expert_tokens = compute.tokens_per_expert(t, x["ep"], x["experts_per_token"], x["experts"])
     elementwise = t * compute.elementwise_bytes_per_token(
         h, x["ffn"], tp, x["sequence_parallel"], x["bytes_per_element"])
+    # MoE routing: the router GEMM (t x E, narrow), then the token permutation before the
+    # experts and the unpermutation after them (memory-bound copies of k h-vectors a token)
+    routing = _gemm(x, t, x["experts"], h, minimum(minimum(t, h), x["experts"])) \
+        + _memory_bound(x, compute.moe_permutation_bytes(t, x["experts_per_token"], h,
+                                                         x["bytes_per_element"]))
     return {
         "t_mlp": x["mlp_matrices"] * _gemm(x, t, ffn, h, minimum(minimum(t, h), ffn)),
         "t_moe": (x["experts_per_token"] + x["shared_experts"]) * x["mlp_matrices"] * _gemm(
-            x, t, moe_ffn, h, minimum(minimum(expert_tokens, h), moe_ffn)),
+            x, t, moe_ffn, h, minimum(minimum(expert_tokens, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),
         "t_logits": _gemm(x, t, vocab, h, minimum(minimum(t, h), vocab)),
     }
@@ -418,10 +425,16 @@ def microbatch_communication(x: dict, r: dict) -> dict:
         communication.kv_chunk_head_bytes(t, x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
                                           elem), x["cp"],
         *_group_link(x, x["cp_intra"]))
-    # EP: dispatch and combine all-to-alls, hidden behind the experts (fwd + bwd)
+    # EP: dispatch and combine all-to-alls of each TP rank's sequence shard, then the
+    # expert-TP group gathers the routed tokens (and reduce-scatters on combine); hidden
+    # behind the experts (fwd + bwd)
+    k = x["experts_per_token"]
+    dispatched = communication.expert_dispatch_tokens(t, tp, x["sequence_parallel"])
     ep_layer = communication.moe_alltoall_time(
-        communication.moe_dispatch_bytes(t, x["experts_per_token"], h, elem), x["ep"],
-        *_group_link(x, x["ep_intra"]))
+        communication.moe_dispatch_bytes(dispatched, k, h, elem), x["ep"],
+        *_group_link(x, x["ep_intra"])) \
+        + x["sequence_parallel"] * communication.expert_tp_gather_time(
+            communication.moe_dispatch_bytes(t, k, h, elem), tp, *_group_link(x, tp_in / tp))
     return {
         "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
                                                       x["tp_overlap"]),
@@ -441,9 +454,12 @@ def iteration_communication(x: dict, r: dict) -> dict:
         pipeline.pipeline_p2p_bytes(x["seq_len"] / x["cp"], x["micro_batch"], x["hidden"],
                                     x["bytes_per_element"], x["tp"], 1.0),  # scatter/gather
         *_group_link(x, x["pp_intra"]))
-    # DP: hierarchical all-reduce of the stage's gradients, behind the last backward
+    # DP: hierarchical all-reduce of the stage's gradients, behind the last backward; the
+    # DP group spans one pipeline stage's GPUs (TP x CP x DP), thinned above a pod
     intra = minimum(x["dp_intra_ranks"], dp)
-    levels = (intra, dp / intra, _scale_up(x), _scale_out(x), x["intra_latency_s"],
+    dp_out = communication.pod_bandwidth(_scale_out(x), x["oversubscription"],
+                                         x["gpus"] / x["pp"], x["pod_gpus"])
+    levels = (intra, dp / intra, _scale_up(x), dp_out, x["intra_latency_s"],
               x["inter_latency_s"])
     reduce_s = communication.hierarchical_allreduce_time(
         x["grad_comm_bytes_per_param"] * r["stage_params"], *levels)
@@ -452,11 +468,17 @@ def iteration_communication(x: dict, r: dict) -> dict:
         communication.hierarchical_allgather_time(x["bytes_per_element"] * r["stage_params"],
                                                   *levels),
         r["microbatches"])
+    # sharded gradients (ZeRO-2/3, FSDP): a reduce-scatter in every micro-batch's backward,
+    # hidden behind all of them; else one all-reduce behind the last backward
+    sharded = minimum(x["grad_shards"] - 1, 1)  # 0 or 1
+    scatter_s = sharded * communication.sharded_grad_reduce_time(reduce_s, r["microbatches"])
     last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
     return {
         "pp_comm_s": pipeline.pipeline_p2p_count(x["pp"], r["microbatches"], x["vp"]) * p2p,
-        "dp_comm_s": communication.exposed_comm_time(reduce_s, last_backward, x["dp_overlap"])
-        + communication.exposed_comm_time(gather_s, r["compute_s"], x["dp_overlap"]),
+        "dp_comm_s": communication.exposed_comm_time((1 - sharded) * reduce_s, last_backward,
+                                                     x["dp_overlap"])
+        + communication.exposed_comm_time(gather_s + scatter_s, r["compute_s"],
+                                          x["dp_overlap"]),
     }
 
 

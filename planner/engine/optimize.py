@@ -247,7 +247,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
                             checkpoint=s.checkpoint, cost_basis=s.cost_basis,
                             seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch,
                             pricing=s.pricing, provider=s.provider,
-                            spot_interruption=s.spot_interruption)
+                            spot_interruption=s.spot_interruption, stack=s.stack)
             prices[hw] = price_quote(catalog, catalog.accelerator(hw), s.pricing,
                                      s.provider, s.spot_interruption).as_dict()
         except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price

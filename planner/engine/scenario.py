@@ -14,7 +14,12 @@ from pathlib import Path
 
 from planner.errors import CapplanError, shown
 
-PRECISIONS = ("bf16", "fp8", "tf32")
+#: GEMM precisions: bf16 (and fp16), fp8 (per-tensor or MXFP8 block scaling), fp4 (NVFP4 /
+#: MXFP4 GEMM inputs; weights, gradients, optimizer state and stored activations keep their
+#: execution.toml bytes, as in NVIDIA's NVFP4 pretraining recipe, arXiv:2509.25149), tf32.
+PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
+#: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
+EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
 RECOMPUTE = ("none", "selective", "full")
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory")
 COST_BASES = ("cloud", "tco")
@@ -31,6 +36,7 @@ DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3: 16M tokens per batch (arXiv
 DEFAULTS: dict = {
     "model": DEFAULT_MODEL, "tokens": DEFAULT_TOKENS, "hardware": "all",
     "site": "us-average", "reliability": "default", "precision": "bf16",
+    "stack": "megatron-core-2025",  # software stack (hardware_catalog/data/stacks)
     "checkpoint": "async", "cost_basis": "cloud", "min_gpus": 8, "max_gpus": 16384,
     "deadline_days": 90.0, "objective": "cost", "knee_threshold": 0.8,
     # one run (capplan evaluate / sensitivity / simulate / export, planner.evaluate)
@@ -58,6 +64,7 @@ class Scenario:
     site: str = DEFAULTS["site"]
     reliability: str = DEFAULTS["reliability"]
     precision: str = DEFAULTS["precision"]
+    stack: str = DEFAULTS["stack"]  # software stack id (hardware_catalog/data/stacks)
     checkpoint: str = DEFAULTS["checkpoint"]
     cost_basis: str = DEFAULTS["cost_basis"]
     min_gpus: int = DEFAULTS["min_gpus"]
@@ -114,6 +121,49 @@ class Scenario:
         ownership_parameters(self.ownership)
 
 
+#: Site-network flags (``--gpus-per-node`` ...) -> (run-model input, factor to SI).
+NETWORK_FLAGS = {"gpus_per_node": ("gpus_per_node", 1.0),
+                 "nic_gbps": ("scale_out_bandwidth_bytes_per_s", 1e9 / 8),
+                 "scale_up_domain": ("scale_up_domain_gpus", 1.0),
+                 "oversubscription": ("oversubscription", 1.0),
+                 "pod_gpus": ("pod_gpus", 1.0)}
+
+
+def node_network(node) -> dict[str, float]:
+    """The site-network flags of a catalog node (``--network ID``): its GPUs per node,
+    NIC bandwidth per GPU [Gb/s], and the pod and oversubscription of its fabric."""
+    return {"gpus_per_node": node.gpus_per_node,
+            "nic_gbps": node.scale_out_bytes_per_s_per_gpu * 8 / 1e9,
+            "oversubscription": value(getattr(node, "oversubscription_ratio", None) or 1.0),
+            "pod_gpus": value(getattr(node, "pod_gpus", None) or NO_POD_LIMIT_GPUS)}
+
+
+def network_overrides(network=None, catalog=None, **flags) -> dict[str, float]:
+    """Run-model inputs of the site-network flags given (None = the node's own value);
+    ``network`` names a catalog node whose network the flags start from.
+
+    ``gpus_per_node``, ``nic_gbps`` (scale-out bandwidth per GPU, one direction [Gb/s]),
+    ``scale_up_domain`` (GPUs per NVLink/xGMI domain), ``oversubscription`` and
+    ``pod_gpus`` (a 1:R taper above pods of N GPUs, Llama 3: 7 and 3,072).
+    """
+    from planner.engine.domains import check
+
+    check(flags)
+    if network is not None:
+        if catalog is None:
+            from hardware_catalog import load_catalog
+
+            catalog = load_catalog()
+        flags = {**node_network(catalog.node(network)),
+                 **{k: v for k, v in flags.items() if v is not None}}
+    out = {}
+    for flag, given in flags.items():
+        if given is not None:
+            name, factor = NETWORK_FLAGS[flag]
+            out[name] = float(given) * factor
+    return out
+
+
 def check_overrides(overrides: dict) -> None:
     """Run-model input overrides: known names (did you mean) inside their domains."""
     from planner.engine.domains import INPUT_DOMAINS, check
@@ -126,6 +176,7 @@ def check_overrides(overrides: dict) -> None:
 
 
 NEVER_S = 1e18
+NO_POD_LIMIT_GPUS = 2.0**24  # a non-blocking fabric: one pod as large as any cluster
 UNLIMITED_BYTES_PER_S = 1e18
 #: ``spare_nodes`` of ``--spares auto`` (planner.engine.spares.AUTO).
 SPARES_AUTO = -1.0
@@ -149,6 +200,29 @@ def execution_defaults() -> dict[str, float]:
     """Software/efficiency defaults from planner/execution.toml (name -> SI value)."""
     data = tomllib.loads((Path(__file__).with_name("execution.toml")).read_text())
     return {k: float(v["value"]) for k, v in data.items() if isinstance(v, dict)}
+
+
+#: Run-model inputs a software stack sets (hardware_catalog.schema.SoftwareStack).
+STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
+                "attention_efficiency_factor", "layer_overhead_s")
+
+
+def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:
+    """Kernel inputs of a software stack (catalog entry): overlaps, attention, launches.
+
+    The fused-attention factor is the stack's own on ``accelerator_id`` when the stack
+    names one for it (a kernel not written for that architecture), else its general one.
+    """
+    return {name: value(stack_factor(stack, name, accelerator_id)
+                        if name == "attention_efficiency_factor" else getattr(stack, name))
+            for name in STACK_INPUTS}
+
+
+def stack_factor(stack, name: str, accelerator_id: str | None = None):
+    """A stack's ``attention_efficiency_factor`` / ``gemm_efficiency_factor`` (Quantity):
+    its own on ``accelerator_id`` when it names one, else its general value."""
+    own = stack.on_accelerator.get(accelerator_id or "")
+    return getattr(own, name, None) or getattr(stack, name)
 
 
 def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
@@ -216,17 +290,35 @@ def peak_flops(accelerator, precision: str) -> float:
     return value(quantity)
 
 
-def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
-    """Kernel inputs describing one accelerator in its node and fabric."""
+def gemm_efficiency(accelerator, precision: str) -> float:
+    """Large-GEMM fraction of the peak at ``precision``: the accelerator's value for that
+    precision (``gemm_max_efficiency_fp8`` ...), else that of the next wider precision
+    (fp4 -> fp8 -> bf16, ``EFFICIENCY_FALLBACK``), else its bf16 ``gemm_max_efficiency``."""
+    while precision in EFFICIENCY_FALLBACK:
+        own = getattr(accelerator, f"gemm_max_efficiency_{precision}", None)
+        if own is not None:
+            return value(own)
+        precision = EFFICIENCY_FALLBACK[precision]
+    return value(accelerator.gemm_max_efficiency)
+
+
+def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, float]:
+    """Kernel inputs describing one accelerator in its node and fabric.
+
+    ``stack`` (a catalog software stack) scales the large-GEMM efficiency by the fraction
+    of it the stack's GEMM path reaches on this accelerator (``gemm_efficiency_factor``).
+    """
     from formulas.carbon import embodied_per_accelerator  # formulas import numpy: not at start-up
 
+    gemm_factor = 1.0 if stack is None else value(
+        stack_factor(stack, "gemm_efficiency_factor", accelerator.id))
     gpus_per_node = float(value(node.gpus_per_node))
     nic_bytes_per_s = value(node.nics_per_node) * value(node.nic_bandwidth_bits_per_s) / 8
     ports = value(getattr(node, "network_ports_per_node", node.nics_per_node))
     lifetime_years = value(getattr(accelerator, "lifetime_years", 5.0))
     return {
         "peak_flops_per_s": peak_flops(accelerator, precision),
-        "gemm_max_efficiency": value(accelerator.gemm_max_efficiency),
+        "gemm_max_efficiency": gemm_efficiency(accelerator, precision) * gemm_factor,
         "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
         "hbm_bytes": value(accelerator.hbm_bytes),
         "hbm_bandwidth_bytes_per_s": value(accelerator.hbm_bandwidth_bytes_per_s),
@@ -256,6 +348,8 @@ def hardware_inputs(accelerator, node, precision: str) -> dict[str, float]:
         "embodied_kg_per_gpu": embodied_per_accelerator(
             value(accelerator.embodied_kg_co2e), value(node.embodied_kg_co2e or 0.0),
             gpus_per_node),
+        "oversubscription": value(getattr(node, "oversubscription_ratio", None) or 1.0),
+        "pod_gpus": value(getattr(node, "pod_gpus", None) or NO_POD_LIMIT_GPUS),
     }
 
 

@@ -567,6 +567,11 @@ def evaluate_scalar(inputs: dict) -> dict:
     missing = [name for name in INPUTS if name not in inputs]
     if missing:
         raise KeyError(f"missing run-model inputs: {', '.join(missing)}")
+    from planner.engine.spares import AUTO, resolve_spares
+
+    if np.ravel(inputs["spare_nodes"])[0] == AUTO:  # --spares auto: the optimal count
+        resolved = resolve_spares(inputs)["spare_nodes"]
+        inputs = {**inputs, "spare_nodes": float(np.ravel(resolved)[0])}
     raw = [inputs[name] for name in INPUTS]
     try:
         values = list(np.array(raw, dtype=float))  # float64 scalars

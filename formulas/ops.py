@@ -150,7 +150,7 @@ def _poisson_cdf_function():
 
     class PoissonCdf(sp.Function):
         """P(X <= k) for X ~ Poisson(mu); 0 for k < 0.  Printed by the kernel printer
-        (scipy.special.pdtr) and the Excel printer (POISSON.DIST)."""
+        (formulas.special.poisson_cdf) and the Excel printer (POISSON.DIST)."""
 
         nargs = 2
 
@@ -162,12 +162,10 @@ def _poisson_cdf_function():
             return None
 
         def _numpycode(self, printer):
-            """numpy/scipy code for lambdify and the generated kernel."""
+            """numpy code for lambdify and the generated kernel: the numpy-only
+            :func:`formulas.special.poisson_cdf` (no scipy import)."""
             k, mu = (printer._print(a) for a in self.args)
-            where, maximum = printer._module_format("numpy.where"), \
-                printer._module_format("numpy.maximum")
-            pdtr = printer._module_format("scipy.special.pdtr")
-            return f"{where}({k} >= 0, {pdtr}({maximum}({k}, 0), {mu}), 0.0)"
+            return f"{printer._module_format('formulas.special.poisson_cdf')}({k}, {mu})"
 
         def _mpmathcode(self, printer):
             """mpmath code (the registry test's independent path): regularised gamma."""
@@ -198,8 +196,6 @@ def poisson_cdf(k, mu):
     """
     if is_symbolic(k, mu):
         return _poisson_cdf_function()(k, mu)
-    from scipy.special import pdtr
+    from .special import poisson_cdf as _poisson_cdf
 
-    k_arr = np.asarray(k, dtype=float)
-    out = np.where(k_arr >= 0, pdtr(np.maximum(k_arr, 0.0), mu), 0.0)
-    return _series_like(out, k, mu)
+    return _series_like(_poisson_cdf(k, mu), k, mu)

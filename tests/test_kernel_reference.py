@@ -40,16 +40,20 @@ SHAPE_NEUTRAL = {
 }
 #: Inputs added after the fixture was written, at the values that leave the model as it
 #: was: no network, rack or software failure domain (rate exactly 0), no detection time,
-#: a re-queue as fast as a swap, no spares, no software stragglers.  So the fixture also
-#: checks that a reliability profile without domain data gives the results it gave.
+#: a re-queue as fast as a swap, no spares, no software stragglers, GPU power at max while
+#: computing and at idle otherwise (the execution.toml defaults of the phase power model).
+#: So the fixture also checks that a reliability profile without domain data gives the
+#: results it gave.
 LEGACY_EQUIVALENT = {
     "network_mtbf_s": np.inf, "rack_mtbf_s": np.inf, "software_mtbf_s": np.inf,
     "rack_nodes": 1.0, "failure_detection_s": 0.0, "node_repair_s": 0.0, "spare_nodes": 0.0,
     "gc_interval_s": np.inf, "gc_duration_s": 0.0, "gc_planned": 0.0, "gc_planned_steps": 1.0,
     "stage_extra_layers": 0.0, "slow_node_fraction": 0.0, "slow_node_slowdown": 1.0,
+    "compute_power_fraction": 1.0, "comm_power_fraction": 0.0,
 }
 #: Outputs added after the fixture was written.
-NEW_OUTPUTS = ("spare_nodes", "swap_fraction")
+NEW_OUTPUTS = ("spare_nodes", "swap_fraction", "gpu_step_power_w", "gpu_power_w",
+               "cci_kg_per_flop", "tcdp_kg_s")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +63,7 @@ def reference():
     outputs = dict(zip(data["output_names"].tolist(), data["outputs"].T, strict=True))
     for name, neutral in SHAPE_NEUTRAL.items():
         inputs.setdefault(name, neutral(inputs))
-    return {name: inputs[name] for name in INPUTS}, outputs
+    return {name: inputs[name] for name in INPUTS if name in inputs}, outputs
 
 
 def with_new_inputs(inputs: dict) -> dict:

@@ -1,7 +1,9 @@
-"""formulas.special (numpy-only erfinv, ndtri, digamma) against scipy.special.
+"""formulas.special (numpy-only erfinv, ndtri, digamma, gammaln, poisson_cdf) against
+scipy.special.
 
-Tolerances: erfinv/ndtri 4e-15 relative; digamma 4e-15 * max(1, |psi|) (see the
-module docstring).  The kernel's use: erfinv of the Royston tail argument of the
+Tolerances: erfinv/ndtri 4e-15 relative; digamma 4e-15 * max(1, |psi|); gammaln 1e-14 *
+max(1, |ln Gamma|); poisson_cdf 1e-12 relative for means up to 1e3 (the kernel's spare
+pool: counts of nodes in repair), 5e-15 * mu above (see the module docstring).  The kernel's use: erfinv of the Royston tail argument of the
 straggler term for every GPU count 1..2^24 (checked exhaustively on a log grid).
 """
 
@@ -13,7 +15,7 @@ import scipy.special as sc
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formulas.special import digamma, erfinv, ndtri
+from formulas.special import digamma, erfinv, gammaln, ndtri, poisson_cdf
 
 REL = 4e-15
 
@@ -78,3 +80,45 @@ def test_digamma_recurrence(x):
 def test_digamma_outside_its_domain_is_nan():
     assert np.all(np.isnan(digamma(np.array([0.0, -1.0, -2.5, np.nan]))))
     assert digamma(1.0) == pytest.approx(-np.euler_gamma, rel=1e-15)
+
+
+def test_gammaln_matches_scipy():
+    x = np.concatenate([np.logspace(-300, 12, 4000), np.linspace(0.01, 40, 4001)])
+    want = sc.gammaln(x)
+    assert np.all(np.abs(gammaln(x) - want) <= 1e-14 * np.maximum(1, np.abs(want)))
+    assert np.isnan(gammaln(np.array([0.0, -1.0]))).all()
+
+
+def test_poisson_cdf_matches_pdtr_where_the_kernel_uses_it():
+    # spare-pool counts 0..400 and means of nodes in repair 1e-8..1e3
+    k, mu = np.meshgrid(np.arange(0, 400, 1.0), np.logspace(-8, 3, 400))
+    want = sc.pdtr(k, mu)
+    got = poisson_cdf(k, mu)
+    tail = want > 1e-290  # below, both underflow to (sub)normals
+    np.testing.assert_allclose(got[tail], want[tail], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got[~tail], want[~tail], rtol=0, atol=1e-290)
+
+
+@pytest.mark.parametrize("mean", [1e4, 1e5, 1e6, 1e7])
+def test_poisson_cdf_near_large_means(mean):
+    k = np.floor(mean + np.sqrt(mean) * np.linspace(-6, 6, 41))
+    # round-off of the exponent -mu + a ln mu - ln Gamma(a): relative 5e-15 * mu
+    np.testing.assert_allclose(poisson_cdf(k, mean), sc.pdtr(k, mean), rtol=5e-15 * mean,
+                               atol=1e-300)
+
+
+def test_poisson_cdf_edges_and_shapes():
+    assert poisson_cdf(-0.5, 1.0) == 0.0  # a negative count: impossible
+    assert poisson_cdf(2.9, 1.0) == pytest.approx(float(sc.pdtr(2, 1.0)), rel=1e-15)  # floored
+    assert poisson_cdf(0, 0.0) == 1.0 and poisson_cdf(3, np.inf) == 0.0
+    assert poisson_cdf(np.inf, 3.0) == 1.0
+    assert np.isnan(poisson_cdf(1.0, -1.0)) and np.isnan(poisson_cdf(np.nan, 1.0))
+    assert isinstance(poisson_cdf(1, 2.0), float)
+    assert poisson_cdf(np.zeros((2, 3)), 1.0).shape == (2, 3)
+
+
+@given(st.integers(0, 200), st.floats(0, 500, allow_nan=False))
+def test_poisson_cdf_is_a_cdf(k, mu):
+    low, high = poisson_cdf(k, mu), poisson_cdf(k + 1, mu)
+    assert 0.0 <= low <= high <= 1.0
+    assert poisson_cdf(k, mu) >= poisson_cdf(k, mu + 1.0)  # more failures, fewer swaps

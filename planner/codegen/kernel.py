@@ -62,7 +62,7 @@ def generate_source() -> str:
 
 #: Names the kernel takes from :mod:`formulas.special` (numpy only) instead of scipy.special,
 #: whose import cost a one-shot ``capplan evaluate`` ~0.2-0.3 s.
-SPECIAL = ("digamma", "erfinv")
+SPECIAL = ("digamma", "erfinv", "poisson_cdf")
 
 
 def import_lines(body: str) -> list[str]:
@@ -138,6 +138,13 @@ def kernel_printer():
             # sympy's own printing drops the brackets around digamma + gamma
             (n,) = expr.args
             return f"(digamma({self._print(n)} + 1) + numpy.euler_gamma)"
+
+        def _module_format(self, fqn, register=True):
+            # formulas.special functions by their bare name (import_lines imports them)
+            module, _, name = fqn.rpartition(".")
+            if module == "formulas.special" and name in SPECIAL:
+                return name
+            return super()._module_format(fqn, register)
 
         def _print_erfinv(self, expr):
             (x,) = expr.args

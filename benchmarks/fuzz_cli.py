@@ -403,7 +403,7 @@ NOT_PHYSICAL = re.compile(r"elasticit|delta|error|change|diff|pct|percent|slope|
                           r"rank|seed|log|z_|ratio|bias|saved|saving")  # signed by definition
 #: Subtrees that echo inputs (checked by the input domains, not here) or hold
 #: dimensionless derivatives named after outputs (sensitivity elasticities may be < 0).
-SKIP_KEYS = {"scenario", "inputs", "input", "arguments", "assignments", "elasticities",
+SKIP_KEYS = {"scenario", "setting", "inputs", "input", "arguments", "assignments", "elasticities",
              "price", "prices"}  # resolved price inputs and their spread (null: no data)
 
 

@@ -1,0 +1,2 @@
+"""Analyses around the engine: Monte Carlo simulation, sensitivity, uncertainty,
+stragglers and validation against published runs."""

@@ -1,0 +1,1 @@
+"""Reports: tables, output files, plots, spreadsheets and generated documentation."""

@@ -11,14 +11,23 @@ References
    doi:10.1145/3458817.3476209, s2.2 and s4.1.
 .. [Korthikanti2022] V. Korthikanti et al., "Reducing Activation
    Recomputation in Large Transformer Models", arXiv:2205.05198, s4.2.2.
+.. [MCore] NVIDIA Megatron-Core, ``TransformerConfig`` options
+   ``account_for_embedding_in_pipeline_split``, ``account_for_loss_in_pipeline_split``,
+   ``num_layers_in_first_pipeline_stage`` and ``num_layers_in_last_pipeline_stage``
+   (megatron/core/transformer/transformer_config.py, core_r0.12.0 and later): uneven
+   pipeline stages, as in NVIDIA's Llama 3.1 405B recipe (126 layers, PP 8 x VP 8).
 """
 
 from __future__ import annotations
 
 from .core import formula
-from .ops import minimum
+from .ops import ceil, minimum
 
 NARAYANAN = "Narayanan et al. 2021 (SC'21), arXiv:2104.04473, doi:10.1145/3458817.3476209"
+
+MCORE_SPLIT = ("Megatron-Core TransformerConfig: account_for_embedding_in_pipeline_split, "
+               "account_for_loss_in_pipeline_split, num_layers_in_first/last_pipeline_stage "
+               "(megatron/core/transformer/transformer_config.py, core_r0.12.0)")
 
 _SYM = {"pp": "p", "microbatches": "m", "virtual_stages": "v", "seq_len": "s",
         "micro_batch": "b", "hidden": "h", "bytes_per_element": "e", "tp": "t",
@@ -187,3 +196,42 @@ def pipeline_p2p_count(pp, microbatches, virtual_stages):
     .. math:: n_{p2p} = 2 (v m + p - 1) \\min(p - 1, 1)
     """
     return 2 * (virtual_stages * microbatches + pp - 1) * minimum(pp - 1, 1)
+
+
+@formula(reference=MCORE_SPLIT + "; " + NARAYANAN + ", s2.2.2 (v model chunks per GPU)",
+         domain={"layers": ">=1", "pp": ">=1", "virtual_stages": ">=1"},
+         symbols={"layers": "L", "pp": "p", "virtual_stages": "v"}, result_latex="l_s")
+def fullest_stage_layers(layers, pp, virtual_stages):
+    """Transformer layers on the fullest pipeline stage, which sets the pipeline's pace.
+
+    The L layers are split over p v virtual stages (v model chunks per GPU). When p v
+    divides L every stage holds L / p. Otherwise the stages are uneven: Megatron-Core
+    counts the embedding and the loss as stage units (L + 1 or L + 2 units; NVIDIA's
+    Llama 3.1 405B recipe: 126 + 2 = 128 units over PP 8 x VP 8), or gives the first
+    and last stage fewer layers; either way the fullest virtual stage holds
+    ceil(L / (p v)) layers and the fullest GPU v of them.
+
+    Parameters
+    ----------
+    layers : numeric
+        Transformer layers L [1].
+    pp : numeric
+        Pipeline stages p [1].
+    virtual_stages : numeric
+        Model chunks per GPU v [1].
+
+    Returns
+    -------
+    numeric
+        Layers on the fullest stage [1].
+
+    Examples
+    --------
+    >>> float(fullest_stage_layers(126, 8, 8))  # Llama 3.1 405B, 128 units / 64
+    16.0
+    >>> float(fullest_stage_layers(80, 4, 1))  # even: L / p
+    20.0
+
+    .. math:: l_s = v \\left\\lceil \\frac{L}{p v} \\right\\rceil
+    """
+    return virtual_stages * ceil(layers / (pp * virtual_stages))

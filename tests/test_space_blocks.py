@@ -1,4 +1,5 @@
-"""The layout space built block by block equals the former full Cartesian product, in order."""
+"""The layout space built block by block equals the full Cartesian product filtered by each
+rule (uneven pipeline splits included), in order."""
 
 import numpy as np
 import pytest
@@ -30,16 +31,21 @@ def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch
     """The former enumeration: the full product, then each rule as a filter."""
     tp_values = [t for t in options.tp if t <= scale_up_domain and heads % t == 0
                  and (kv_heads % t == 0 or t % kv_heads == 0)]
-    pp_values = options.pp or [p for p in divisors(layers) if p <= 128]
+    # even splits and Megatron-Core's uneven ones (loss, or embedding and loss, as units)
+    pp_values = options.pp or [p for p in range(1, min(128, layers) + 1)
+                               if any(u % p == 0 for u in (layers, layers + 1, layers + 2))]
     cp_values = options.cp or ([1, 2, 4, 8] if seq_len >= 32768 else [1, 2] if seq_len >= 8192
                                else [1])
     cp_values = [c for c in cp_values if seq_len % (2 * c) == 0 or c == 1]
     ep_values = options.ep or ([e for e in divisors(experts) if e <= 64] if experts > 1 else [1])
     t = _cross({}, "tp", tp_values)
     t = _cross(t, "cp", cp_values)
-    t = _cross(t, "pp", [p for p in pp_values if layers % p == 0])
+    t = _cross(t, "pp", [p for p in pp_values if p <= layers])
     t = _cross(t, "vp", options.vp)
-    t = _keep(t, ((layers // t["pp"]) % t["vp"] == 0) & ((t["vp"] == 1) | (t["pp"] > 1)))
+    stages = t["pp"] * t["vp"]
+    t = _keep(t, ((layers % stages == 0) | ((layers + 1) % stages == 0)
+                  | ((layers + 2) % stages == 0)) & (stages <= layers)
+              & ((t["vp"] == 1) | (t["pp"] > 1)))
     t = _cross(t, "micro_batch", options.micro_batch)
     t = _cross(t, "dp", divisors(global_batch))
     t["gpus"] = n = t["tp"] * t["pp"] * t["cp"] * t["dp"]

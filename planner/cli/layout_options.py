@@ -173,6 +173,13 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
         notice(f"{_layout_text(asked)} does not fit --gpus {o['gpus']}; using the fastest "
                f"layout for {o['gpus']} GPUs: {_layout_text(sizes)} "
                "(pass --tp/--pp/--cp/--ep/--vp/--micro-batch to choose another)")
+    from planner.engine.space import pipeline_split_text
+
+    split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
+    if split:
+        from planner.cli.common import notice
+
+        notice(split)
     echo = {**o, **sizes, "network": network, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
     from planner.engine.pricing import price_quote

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formulas.pipeline import fullest_stage_layers
 from planner.engine.columns import layout_columns
 
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
@@ -177,7 +178,11 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     """The table of (tp, cp, pp, vp, micro_batch, dp, gpus) and the columns crossed with it."""
     tp_values = [t for t in options.tp if t <= scale_up_domain and heads % t == 0
                  and (kv_heads % t == 0 or t % kv_heads == 0)]
-    pp_values = options.pp or [p for p in divisors(layers) if p <= 128]
+    # even splits, and Megatron-Core's uneven ones with the loss (L + 1 units) or the
+    # embedding and the loss (L + 2) as pipeline-stage units (formulas.pipeline)
+    units = (layers, layers + 1, layers + 2)
+    pp_values = options.pp or sorted({p for u in units for p in divisors(u)
+                                      if p <= min(128, layers)})
     cp_values = options.cp or ([1, 2, 4, 8] if seq_len >= 32768 else [1, 2] if seq_len >= 8192
                                else [1])
     cp_values = [c for c in cp_values if seq_len % (2 * c) == 0 or c == 1]
@@ -185,10 +190,11 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
 
     t = _cross({}, "tp", tp_values)
     t = _cross(t, "cp", cp_values)
-    t = _cross(t, "pp", [p for p in pp_values if layers % p == 0])
+    t = _cross(t, "pp", [p for p in pp_values if p <= layers])
     t = _cross(t, "vp", options.vp)
-    per_stage = layers // t["pp"]
-    t = _keep(t, (per_stage % t["vp"] == 0) & ((t["vp"] == 1) | (t["pp"] > 1)))
+    stages = t["pp"] * t["vp"]
+    split = (layers % stages == 0) | ((layers + 1) % stages == 0) | ((layers + 2) % stages == 0)
+    t = _keep(t, split & (stages <= layers) & ((t["vp"] == 1) | (t["pp"] > 1)))
     t = _cross(t, "micro_batch", options.micro_batch)
     t = _cross(t, "dp", divisors(global_batch))
     t["gpus"] = t["tp"] * t["pp"] * t["cp"] * t["dp"]
@@ -225,8 +231,8 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     domain = np.asarray(scale_up_domain, dtype=float)
     # Flash attention never stores the s x s scores and recomputes them in its own
     # backward pass, so selective recompute then adds no work (Dao et al. 2022, arXiv:2205.14135).
-    # uneven stages (Megatron-DeepSpeed allows them): the fullest stage sets the pace
-    f["stage_layers"] = np.ceil(float(layers) / f["pp"])
+    # uneven stages (Megatron-Core's split): the fullest stage sets the pace
+    f["stage_layers"] = fullest_stage_layers(float(layers), f["pp"], f["vp"])
     f["selective"] = ((rec == 1) & (not flash_attention)).astype(float)
     f["attention_scores_stored"] = ((rec != 1) & (not flash_attention)).astype(float)
     f["full_recompute"] = (rec == 2).astype(float)
@@ -251,7 +257,8 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
     f = {k: float(layout[k]) for k in ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
     rec, zero, dp, domain = int(layout["recompute"]), int(layout["zero"]), f["dp"], \
         float(scale_up_domain)
-    f["stage_layers"] = float(math.ceil(float(layers) / f["pp"]))
+    # formulas.pipeline.fullest_stage_layers on floats
+    f["stage_layers"] = f["vp"] * float(math.ceil(float(layers) / (f["pp"] * f["vp"])))
     f["selective"] = float(rec == 1 and not flash_attention)
     f["attention_scores_stored"] = float(rec != 1 and not flash_attention)
     f["full_recompute"] = float(rec == 2)
@@ -266,3 +273,37 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
     f["pp_intra"] = float(f["gpus"] <= domain)
     f["dp_intra_ranks"] = min(max(float(math.floor(domain / (f["tp"] * f["cp"]))), 1.0), dp)
     return f
+
+
+def pipeline_split_text(layers: int, pp: int, vp: int) -> str:
+    """How Megatron-Core splits ``layers`` over PP x VP uneven stages ('' when even).
+
+    With L + 2 (or L + 1) divisible by PP*VP it counts the embedding and the loss (or
+    the loss) as stage units (``account_for_embedding_in_pipeline_split``,
+    ``account_for_loss_in_pipeline_split``); otherwise the first and last stages take
+    fewer layers (``num_layers_in_first/last_pipeline_stage``).  The fullest stage
+    (formulas.pipeline.fullest_stage_layers) sets the pace either way.
+    """
+    stages = pp * vp
+    if layers % stages == 0:
+        return ""
+    per_stage = math.ceil(layers / stages)
+    fullest = vp * per_stage
+    where = f"PP*VP = {stages} virtual stages" if vp > 1 else f"PP = {pp} stages"
+    if (layers + 2) % stages == 0:
+        how = (f"the embedding and the loss counted as stage units ({layers + 2} units, "
+               f"{per_stage} per virtual stage; the first and last hold {_layers(per_stage - 1)} "
+               "each)")
+    elif (layers + 1) % stages == 0:
+        how = (f"the loss counted as a stage unit ({layers + 1} units, {per_stage} per "
+               f"virtual stage; the last holds {_layers(per_stage - 1)})")
+    else:
+        short = stages * per_stage - layers
+        how = (f"{per_stage} layers per virtual stage, {short} fewer in all on the first and "
+               "last stages")
+    return (f"the {layers} layers do not split evenly over {where}: using Megatron-Core's "
+            f"uneven split, {how}; the fullest GPU holds {fullest} layers")
+
+
+def _layers(count: int) -> str:
+    return f"{count} layer" + ("" if count == 1 else "s")

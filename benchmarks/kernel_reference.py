@@ -4,7 +4,7 @@ The fixture pins the numbers the generated kernel produces, so that a refactorin
 the run model (planner/engine/model.py) can be checked to change nothing
 (tests/test_kernel_reference.py, relative tolerance 1e-12).  It spans dense, MoE, GQA
 and tied-embedding models, eight accelerators, every recompute mode, ZeRO stage,
-TP/PP/CP/EP/VP, flash attention on/off, the three checkpoint schemes, both cost bases,
+TP/PP/CP/EP/VP, flash attention on/off, the four checkpoint schemes, both cost bases,
 several sites, reliability profiles and precisions.
 
 A deliberate physics change regenerates it (and says so in its commit)::
@@ -49,6 +49,7 @@ CASES = [
     ("tinyllama-1.1b", "gaudi3", {"site": "singapore"}, True),
     ("llama3.1-405b", "b200", {"seq_len": 16384, "reliability": "meta-rsc"}, True),
     ("megatron-18.4b", "mi250x", {"checkpoint": "sync", "site": "quebec"}, False),
+    ("llama3-8b", "h200", {"checkpoint": "gockpt"}, True),                # GoCkpt
 ]
 
 

@@ -37,7 +37,7 @@ docs/model.md.
 from __future__ import annotations
 
 from .core import formula
-from .ops import exp, log, maximum, minimum, sqrt, where
+from .ops import ceil, exp, log, maximum, minimum, sqrt, where
 
 YOUNG = "Young 1974, Commun. ACM 17(9):530, doi:10.1145/361147.361115"
 DALY = "Daly 2006, FGCS 22(3):303-312, doi:10.1016/j.future.2004.11.016"
@@ -299,7 +299,8 @@ def drained_checkpoint_interval(interval_s, write_s, asynchronous):
 
     .. math:: \\tau' = \\max(\\tau, c_a t_w)
     """
-    return maximum(interval_s, asynchronous * write_s)
+    # unsimplified: both arguments may hold the step time (GoCkpt's k steps)
+    return maximum(interval_s, asynchronous * write_s, simplify=False)
 
 
 @formula(reference=YOUNG + ", eq. (5)", domain={"checkpoint_cost_s": ">0", "mtbf_s": ">0"},
@@ -672,7 +673,9 @@ def gockpt_stall(state_bytes, gradient_bytes, steps, host_bandwidth_bytes_per_s,
     .. math:: \\delta_{GoCkpt} = k \\max\\left(0, \\frac{L_k}{B_h} - W\\right)
     """
     per_step = gockpt_step_bytes.func(state_bytes, gradient_bytes, steps)
-    return steps * maximum(per_step / host_bandwidth_bytes_per_s - overlap_window_s, 0)
+    # unsimplified: the window holds the run model's step time
+    return steps * maximum(per_step / host_bandwidth_bytes_per_s - overlap_window_s, 0,
+                           simplify=False)
 
 
 @formula(reference=GOCKPT + "; L_k = W B_h solved for k",
@@ -880,3 +883,96 @@ def daly_wall_time_committed(solve_time_s, interval_s, checkpoint_cost_s, restar
     return mtbf_s * exp(restart_cost_s / mtbf_s) * (
         latency * (exp((interval_s + checkpoint_cost_s) / mtbf_s) - 1)
         * solve_time_s / interval_s + latency - 1)
+
+
+@formula(reference=GOCKPT + "; k = ceil(k*) of gockpt_min_steps, at most the stack's limit",
+         domain={"state_bytes": ">0", "gradient_bytes": ">0",
+                 "host_bandwidth_bytes_per_s": ">0", "overlap_window_s": ">=0",
+                 "max_steps": ">=1"},
+         symbols={**_GO_SYM, "max_steps": "k_{max}"}, result_latex="k")
+def gockpt_steps(state_bytes, gradient_bytes, host_bandwidth_bytes_per_s, overlap_window_s,
+                 max_steps):
+    """Steps a GoCkpt checkpoint is spread over: the fewest that hide it, at most k_max.
+
+    The whole number of steps at or above :func:`gockpt_min_steps`; k_max where no k
+    hides the checkpoint (the gradient of one step alone overflows a step's window,
+    G >= W B_h) or more steps than k_max would be needed.
+
+    Parameters
+    ----------
+    state_bytes : numeric
+        Checkpointed device state per GPU, S [B].
+    gradient_bytes : numeric
+        Gradient per GPU and step, G [B].
+    host_bandwidth_bytes_per_s : numeric
+        Device-to-host bandwidth per GPU, B_h [B/s].
+    overlap_window_s : numeric
+        Time per step during which transfers do not delay compute, W [s].
+    max_steps : numeric
+        Most steps one checkpoint may be spread over, k_max [1].
+
+    Returns
+    -------
+    numeric
+        Steps k [1].
+
+    Examples
+    --------
+    >>> float(gockpt_steps(40e9, 40e9 / 7, 25e9, 0.5, 16))  # k* = 3.96
+    4.0
+    >>> float(gockpt_steps(40e9, 40e9 / 7, 25e9, 0.1, 16))  # G > W B_h: not hideable
+    16.0
+
+    .. math:: k = \\min\\left(k_{max}, \\lceil k^* \\rceil\\right),
+        \\quad k^* = \\frac{\\ln(1 - G/(W B_h))}{\\ln(1 - G/S)}
+    """
+    window_bytes = overlap_window_s * host_bandwidth_bytes_per_s
+    # G / (W B_h) clamped below 1: where no k hides the checkpoint k* is ~ 35 / (G / S) or
+    # more, above any k_max; where one window holds the state (W B_h >= S) k* <= 1
+    # unsimplified Min, Max and ceiling: the window holds the run model's step time
+    fits = minimum(gradient_bytes / maximum(window_bytes, 1e-300, simplify=False),
+                   1 - 1e-15, simplify=False)
+    needed = log(1 - fits) / log(1 - minimum(gradient_bytes / state_bytes, 1 - 1e-15))
+    return minimum(maximum(ceil(needed, simplify=False), 1, simplify=False), max_steps,
+                   simplify=False)
+
+
+@formula(reference="Async snapshot: persisted after the background write, Mohan et al. 2021 "
+         "(CheckFreq, FAST'21); " + GOCKPT + " (consistent after the last part's step and "
+         "the host-side update, then persisted)",
+         domain={"write_s": ">=0", "step_time_s": ">=0", "asynchronous": "[0,1]",
+                 "gockpt": "[0,1]"},
+         symbols={"write_s": "t_w", "step_time_s": "T", "asynchronous": "c_a",
+                  "gockpt": "c_g"}, result_latex="L_c")
+def checkpoint_commit_latency(write_s, step_time_s, asynchronous, gockpt):
+    """Time from a checkpoint's capture until it protects the run, by scheme.
+
+    Synchronous and in-memory checkpoints protect the run when the stall ends (0).
+    An async snapshot is persisted by a background write, t_w later; a GoCkpt
+    checkpoint is consistent one step after its capture (its last part and the
+    host-side update) and then persisted.
+
+    Parameters
+    ----------
+    write_s : numeric
+        Time to persist the checkpoint to storage, t_w [s].
+    step_time_s : numeric
+        Training step time, T [s].
+    asynchronous : numeric
+        1 for asynchronous snapshots, c_a [1].
+    gockpt : numeric
+        1 for GoCkpt, c_g [1].
+
+    Returns
+    -------
+    numeric
+        Commit latency [s].
+
+    Examples
+    --------
+    >>> checkpoint_commit_latency(60.0, 10.0, 0, 1)
+    70.0
+
+    .. math:: L_c = c_a t_w + c_g (T + t_w)
+    """
+    return asynchronous * write_s + gockpt * (step_time_s + write_s)

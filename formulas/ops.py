@@ -83,15 +83,19 @@ def log2(x):
     return np.log2(x)
 
 
-def maximum(a, b):
+def maximum(a, b, *, simplify=True):
+    """Element-wise maximum; sympy ``Max`` for symbols.  ``simplify=False`` keeps ``Max``
+    as written: sympy compares its arguments to drop redundant ones, which takes minutes
+    when both hold the run model's step-time expression."""
     if is_symbolic(a, b):
-        return _sympy().Max(a, b)
+        return _sympy().Max(a, b, evaluate=simplify)
     return np.maximum(a, b)
 
 
-def minimum(a, b):
+def minimum(a, b, *, simplify=True):
+    """Element-wise minimum; sympy ``Min`` for symbols (``simplify`` as in :func:`maximum`)."""
     if is_symbolic(a, b):
-        return _sympy().Min(a, b)
+        return _sympy().Min(a, b, evaluate=simplify)
     return np.minimum(a, b)
 
 
@@ -103,8 +107,10 @@ def where(condition, if_true, if_false):
     return _series_like(np.where(condition, if_true, if_false), condition, if_true, if_false)
 
 
-def ceil(x):
-    return _sympy().ceiling(x) if is_symbolic(x) else np.ceil(x)
+def ceil(x, *, simplify=True):
+    """Element-wise ceiling; sympy ``ceiling`` for symbols (``simplify=False``: as written,
+    see :func:`maximum`)."""
+    return _sympy().ceiling(x, evaluate=simplify) if is_symbolic(x) else np.ceil(x)
 
 
 def floor(x):

@@ -80,21 +80,23 @@ def test_plan_infeasible_exit_1(capsys):
 
 
 def test_checkpoint_json(capsys):
-    code, out, _ = run(capsys, ["checkpoint", "--format", "json"])
+    code, out, _ = run(capsys, ["checkpoint", "--gpus", "4096", "--format", "json"])
     data = json.loads(out)
-    schemes = {row["scheme"]: row for row in data["schemes"]}
-    assert code == 0 and set(schemes) == {"sync", "async", "in-memory"}
+    schemes = {row["scheme"]: row for row in data["rows"]}
+    assert code == 0 and set(schemes) == {"sync", "async", "in-memory", "gockpt"}
     assert schemes["async"]["stall_s"] < schemes["sync"]["stall_s"]
     assert schemes["async"]["wall_days"] <= schemes["sync"]["wall_days"]
+    assert schemes["async"]["days_saved_vs_async"] == 0
 
 
 def test_output_file_not_overwritten_without_force(capsys, tmp_path):
     target = tmp_path / "out.json"
     target.write_text("mine")
-    code, _, err = run(capsys, ["checkpoint", "-f", "json", "-o", str(target)])
+    code, _, err = run(capsys, ["checkpoint", "-n", "1024", "-f", "json", "-o", str(target)])
     assert code == 2 and "--force" in err and target.read_text() == "mine"
-    code, _, _ = run(capsys, ["checkpoint", "-f", "json", "-o", str(target), "--force"])
-    assert code == 0 and json.loads(target.read_text())["schemes"]
+    code, _, _ = run(capsys, ["checkpoint", "-n", "1024", "-f", "json", "-o", str(target),
+                              "--force"])
+    assert code == 0 and json.loads(target.read_text())["rows"]
 
 
 def test_init_writes_a_scenario_that_plan_reads(capsys, tmp_path):
@@ -175,7 +177,10 @@ def test_checkpoint_takes_a_reliability_profile(capsys):
 
     profile = load_catalog().reliability_profile("meta-rsc")
     assert code == 0
-    assert data["inputs"]["restart_overhead_s"] == 300.0  # the typed flag wins
-    assert data["inputs"]["gpu_mtbf_s"] <= profile.gpu_mtbf_s.value  # profile rate (+ nodes)
+    assert data["study"]["overrides"]["restart_overhead_s"] == 300.0  # the typed flag wins
+    rows = {r["scheme"]: r for r in data["rows"]}
+    assert rows["sync"]["gpu_mtbf_hours"] == pytest.approx(profile.gpu_mtbf_s.value / 3600)
+    # the restart: 5 min plus reading the checkpoint back (sync, async) or from a peer
+    assert 300.0 < rows["sync"]["restart_s"] and 300.0 < rows["in-memory"]["restart_s"]
     code, _, err = run(capsys, ["checkpoint", "--reliability", "metarsc"])
     assert code == 2 and "did you mean: meta-rsc" in err

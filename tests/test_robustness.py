@@ -60,12 +60,17 @@ def assert_usage_error(code, err, *needles):
       "18446744073709551616"], "--global-batch must be an integer >= 1 and <= 2**30"),
     (["plan", *TINY, "--max-gpus", "9223372036854775808"], "--max-gpus"),
     (["checkpoint", "--gpu-mtbf-hours", "1e400"], "--gpu-mtbf-hours must be a finite number"),
-    (["checkpoint", "--gpus", "9223372036854775808"], "--gpus must be an integer"),
-    (["checkpoint", "--peer-copy-gbps", "Infinity"], "--peer-copy-gbps"),
+    (["checkpoint", "--gpus", "9223372036854775808"], "--gpus takes whole GPU counts"),
+    (["checkpoint", "--storage-write-gbps", "Infinity"], "--storage-write-gbps"),
     (["checkpoint", "--restart-minutes", "1e300"], "--restart-minutes must be"),
-    (["checkpoint", "--train-days", "1e308"], "--train-days must be"),
+    (["checkpoint", "--tokens", "1e308"], "--tokens must be"),
     (["checkpoint", "--host-copy-gbps", "1e308"], "--host-copy-gbps must be"),
-    (["checkpoint", "--gpu-mtbf-hours", "0.01"], "never finishes in expectation"),
+    (["checkpoint", "--gpu-mtbf-hours", "1e-6", "-n", "16384"],
+     "never finishes in expectation"),
+    (["checkpoint", "--gpus", "0"], "--gpus takes whole GPU counts"),
+    (["checkpoint", "--gpus", "16384..128"], "--gpus takes whole GPU counts"),
+    (["checkpoint", "--schemes", "gocpt"], "did you mean: gockpt"),
+    (["checkpoint", "--gockpt-steps", "0"], "--gockpt-steps must be"),
     (["evaluate", "--draws", "0", "--uncertainty"], "--draws"),
 ])
 def test_bad_values_are_one_line_usage_errors(capsys, args, needle):
@@ -347,7 +352,7 @@ def test_simulation_work_is_bounded_and_says_what_is_allowed():
 # ---------------------------------------------------------------------- output files
 
 def test_output_target_errors(capsys, tmp_path):
-    base = ["checkpoint", "-f", "csv"]
+    base = ["checkpoint", "-n", "1024", "-f", "csv"]
     code, _, err = run(capsys, [*base, "-o", ""])
     assert_usage_error(code, err, "--output needs a file name")
     code, _, err = run(capsys, [*base, "-o", str(tmp_path / "no" / "such" / "out.csv")])
@@ -357,10 +362,10 @@ def test_output_target_errors(capsys, tmp_path):
     target = tmp_path / "out.csv"
     assert run(capsys, [*base, "-o", str(target)])[0] == 0
     first = target.read_text()
-    code, _, err = run(capsys, [*base, "--gpus", "8", "-o", str(target)])
+    code, _, err = run(capsys, [*base, "--schemes", "sync", "-o", str(target)])
     assert_usage_error(code, err, "exists; pass --force")
     assert target.read_text() == first
-    assert run(capsys, [*base, "--gpus", "8", "-o", str(target), "--force"])[0] == 0
+    assert run(capsys, [*base, "--schemes", "sync", "-o", str(target), "--force"])[0] == 0
     assert target.read_text() != first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]  # no temporary left
 

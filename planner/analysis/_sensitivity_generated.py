@@ -6,1060 +6,1488 @@ import scipy.special
 from scipy.special import erfinv
 from numpy import *  # noqa: F401,F403
 
-KERNEL_HASH = '81d1f851f6f2b4c9'
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s')
+KERNEL_HASH = 'ddaa86893dc76fc4'
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('wall_time_s', 'cost_usd', 'energy_facility_j', 'co2e_kg')
 UNCERTAIN_INPUTS = ('tokens', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'gpu_mtbf_s', 'restart_overhead_s', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'tp_overlap', 'dp_overlap', 'checkpoint_bytes_per_param')
 
-def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s):
+def elasticities(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = 1 - pause_probability
     x1 = x0 ** gpus
     x2 = x1 - 1
     x3 = -x2
     x4 = pause_duration_s * x3
-    x5 = numpy.minimum(dp, dp_intra_ranks)
-    x6 = x5 - 1
-    x7 = intra_latency_s * x6
-    x8 = x5 ** (-1.0)
-    x9 = dp * x8
-    x10 = x9 - 1
-    x11 = inter_latency_s * x10
-    x12 = tp ** (-1.0)
-    x13 = hidden * vocab
-    x14 = layers ** (-1.0)
-    x15 = moe_layers * x14
-    x16 = mlp_matrices * (1 - x15)
-    x17 = ffn * hidden
-    x18 = experts * hidden + hidden * mlp_matrices * moe_ffn * (experts + shared_experts)
-    x19 = ep ** (-1.0)
-    x20 = x15 * x19
-    x21 = 2 * hidden
-    x22 = hidden ** 2
-    x23 = 2 * x22
-    x24 = heads ** (-1.0)
-    x25 = kv_heads * x24
-    x26 = x21 + x23 * x25 + x23
-    x27 = x12 * (stage_layers * (x16 * x17 + x18 * x20 + x26) + x13)
-    x28 = bytes_per_element * x27
-    x29 = scale_up_bandwidth_bytes_per_s ** (-1.0)
-    x30 = scale_up_bus_efficiency ** (-1.0)
-    x31 = x29 * x30
-    x32 = x6 * x8
-    x33 = x31 * x32
-    x34 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x35 = scale_out_bus_efficiency ** (-1.0)
-    x36 = x34 * x35
-    x37 = dp ** (-1.0)
-    x38 = x10 * x37
-    x39 = x36 * x38
-    x40 = micro_batch ** (-1.0)
-    x41 = global_batch * x40
-    x42 = x37 * x41
-    x43 = 2 * x42
-    x44 = x43 * zero3
-    x45 = x44 * (x11 + x28 * x33 + x28 * x39 + x7)
-    x46 = x12 * x13
-    x47 = cp ** (-1.0)
-    x48 = micro_batch * x47
-    x49 = seq_len * x48
-    x50 = hidden * x49
-    x51 = vocab * x12
-    x52 = x46 + x49 * x51 + x50
-    x53 = hbm_bandwidth_bytes_per_s ** (-1.0)
-    x54 = hbm_efficiency ** (-1.0)
-    x55 = bytes_per_element * x54
-    x56 = x53 * x55
-    x57 = x52 * x56
-    x58 = numpy.minimum(numpy.minimum(hidden, x49), x51)
-    del x51
-    x59 = gemm_half_efficiency_dim + x58
-    x60 = x58 ** (-1.0)
-    del x58
-    x61 = peak_flops_per_s ** (-1.0)
-    x62 = gemm_max_efficiency ** (-1.0)
-    x63 = x61 * x62
-    x64 = x46 * x60 * x63
-    x65 = x53 * x54
-    x66 = seq_len ** 2
-    x67 = x48 * x66
-    del x48
-    x68 = attention_scores_stored * heads * x12 * x67
-    x69 = x65 * x68
-    x70 = ffn * x12
-    x71 = tp - 1
-    x72 = x49 * (16 * hidden / (sequence_parallel * x71 + 1) + 4 * x70)
-    x73 = x56 * x72
-    x74 = x12 * x22
-    x75 = hidden * x12
-    x76 = x49 * x75
-    x77 = x50 + x74 + x76
-    x78 = x56 * x77
-    x79 = numpy.minimum(numpy.minimum(hidden, x49), x75)
-    x80 = gemm_half_efficiency_dim + x79
-    x81 = x79 ** (-1.0)
-    del x79
-    x82 = x63 * x81
-    x83 = x12 * x49
-    x84 = x23 * x83
-    del x23
-    x85 = x82 * x84
-    x86 = numpy.maximum(x78, x80 * x85)
-    x87 = ffn * x75
-    x88 = x49 * x70
-    x89 = x50 + x87 + x88
-    x90 = x56 * x89
-    x91 = numpy.minimum(numpy.minimum(hidden, x49), x70)
-    del x70
-    x92 = x91 ** (-1.0)
-    x93 = gemm_half_efficiency_dim + x91
-    del x91
-    x94 = x92 * x93
-    x95 = x21 * x63
-    x96 = x88 * x95
-    x97 = x16 * numpy.maximum(x90, x94 * x96)
-    x98 = moe_ffn * x75
-    x99 = moe_ffn * x12
-    x100 = x49 * x99
-    x101 = x100 + x50 + x98
-    x102 = x101 * x56
-    x103 = numpy.minimum(numpy.minimum(hidden, x99), ep * experts_per_token * x49 / experts)
-    del x99
-    x104 = x103 ** (-1.0)
-    x105 = gemm_half_efficiency_dim + x103
-    del x103
-    x106 = x104 * x105
-    x107 = x100 * x95
-    del x95
-    x108 = mlp_matrices * (experts_per_token + shared_experts)
-    x109 = x108 * numpy.maximum(x102, x106 * x107)
-    x110 = x109 * x15
-    x111 = 4 * x76
-    x112 = x111 * x56
-    x113 = numpy.minimum(seq_len, x49)
-    x114 = gemm_half_efficiency_dim + x113
-    x115 = attention_scores_stored + selective
-    x116 = attention_efficiency_factor * x113 * (1 - x115)
-    del x113
-    x117 = x116 / x114
-    x118 = numpy.minimum(x49, hidden * x24)
-    del x24
-    x119 = gemm_half_efficiency_dim + x118
-    x120 = x115 * x118
-    del x115, x118
-    x121 = x120 / x119
-    x122 = gemm_max_efficiency * x117 + gemm_max_efficiency * x121
-    x123 = x122 ** (-1.0)
-    x124 = x123 * x75
-    x125 = x124 * x67
-    x126 = 4 * x125
-    x127 = numpy.maximum(x112, x126 * x61)
-    x128 = 3 * x127
-    x129 = 1 - full_recompute
-    x130 = selective * x129
-    x131 = 2 * x25 + 1
-    x132 = x131 * x74
-    x133 = x131 * x75
-    x134 = x132 + x133 * x49 + x50
-    x135 = x134 * x56
-    del x56
-    x136 = numpy.minimum(numpy.minimum(hidden, x133), x49)
-    del x133
-    x137 = gemm_half_efficiency_dim + x136
-    x138 = x136 ** (-1.0)
-    del x136
-    x139 = x138 * x63
-    x140 = x131 * x139 * x84
-    x141 = numpy.maximum(x135, x137 * x140)
-    x142 = x110 + x127 + x141 + 10 * x69 + x73 + x86 + x97
-    x143 = stage_layers * (full_recompute * x142 + 3 * x110 + x127 * x130 + x128 + 3 * x141 + 30 * x69 + 3 * x73 + 3 * x86 + 3 * x97) + 3 * numpy.maximum(x57, 2 * x49 * x59 * x64)
-    del x110, x127, x141, x69, x73, x86, x97
-    x144 = x143 * x42
-    x145 = numpy.minimum(x144, x45)
-    x146 = 2 * grad_comm_bytes_per_param * x27
-    x147 = 2 * x11 + x146 * x33 + x146 * x39 + 2 * x7
-    del x11, x33, x39, x7
-    x148 = 2 * stage_layers
-    x149 = x142 * x148
-    del x142
-    x150 = numpy.minimum(x147, x149)
-    x151 = 1 - cp_intra
-    x152 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x153 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x154 = cp_intra * x152 + x151 * x153
-    x155 = bytes_per_element * x21
-    x156 = x155 * x83
-    del x83
-    x157 = x156 * x25
-    del x25
-    x158 = 3 * cp - 3
-    x159 = stage_layers * x158
-    x160 = x159 * (cp_intra * intra_latency_s + inter_latency_s * x151 + x157 / x154)
-    x161 = 1 - ep_intra
-    x162 = ep - 1
-    x163 = 4 * x162
-    x164 = ep_intra * x152 + x153 * x161
-    x165 = bytes_per_element * experts_per_token * x163 * x50
+    x5 = gc_interval_s ** (-1.0)
+    x6 = 1 - cp_intra
+    x7 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x8 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x9 = cp_intra * x7 + x6 * x8
+    x10 = head_dim + v_head_dim
+    x11 = tp ** (-1.0)
+    x12 = cp ** (-1.0)
+    x13 = micro_batch * x12
+    x14 = seq_len * x13
+    x15 = x11 * x14
+    x16 = bytes_per_element * x15
+    x17 = kv_heads * x10 * x16
+    x18 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x19 = stage_layers + x18
+    x20 = 3 * cp - 3
+    x21 = x19 * x20
+    x22 = x21 * (cp_intra * intra_latency_s + inter_latency_s * x6 + x17 / x9)
+    x23 = 1 - ep_intra
+    x24 = 4 * ep - 4
+    x25 = ep_intra * x7 + x23 * x8
+    x26 = ep ** (-1.0)
+    x27 = hidden * x14
+    x28 = experts_per_token * x27
+    x29 = bytes_per_element * x28
+    x30 = x26 * x29 * (sequence_parallel * x11 - sequence_parallel + 1)
+    x31 = tp_intra_ranks * x11
+    x32 = 1 - x31
+    x33 = tp - 1
+    x34 = 4 * x33
+    x35 = x31 * x7 + x32 * x8
+    x36 = hidden * x11
+    x37 = x14 * x36
+    x38 = bytes_per_element * x37
+    x39 = experts_per_token * x38
+    x40 = sequence_parallel * (x34 * (inter_latency_s * x32 + intra_latency_s * x31) + x34 * x39 / x35) + x24 * (ep_intra * intra_latency_s + inter_latency_s * x23) + x24 * x30 / x25
+    del x34
+    x41 = layers ** (-1.0)
+    x42 = moe_layers * x41
+    x43 = x19 * x42
+    x44 = x40 * x43
+    x45 = hbm_bandwidth_bytes_per_s ** (-1.0)
+    x46 = hbm_efficiency ** (-1.0)
+    x47 = bytes_per_element * x46
+    x48 = x45 * x47
+    x49 = heads * x10
+    x50 = 2 * x49
+    x51 = x15 * x50
+    x52 = x48 * x51
+    x53 = peak_flops_per_s ** (-1.0)
+    x54 = x15 * x53
+    x55 = numpy.minimum(head_dim, x14)
+    x56 = gemm_half_efficiency_dim + x55
+    x57 = attention_scores_stored + selective
+    x58 = x55 * x57
+    del x55
+    x59 = x58 / x56
+    x60 = numpy.minimum(seq_len, x14)
+    x61 = gemm_half_efficiency_dim + x60
+    x62 = attention_efficiency_factor * x60 * (1 - x57)
+    del x57, x60
+    x63 = x62 / x61
+    x64 = gemm_max_efficiency * x59 + gemm_max_efficiency * x63
+    x65 = x64 ** (-1.0)
+    x66 = seq_len * x50
     del x50
-    x166 = x163 * (ep_intra * intra_latency_s + inter_latency_s * x161) + x165 * x19 / x164
-    del x19
-    x167 = stage_layers * x15
-    x168 = x166 * x167
-    x169 = stage_layers * x128
-    del x128
-    x170 = cp_overlap * numpy.minimum(x160, x169)
-    x171 = 3 * x109 * x167
-    del x109
-    x172 = ep_overlap * numpy.minimum(x168, x171)
-    x173 = tp_intra_ranks - 1
-    x174 = tp_intra_ranks ** (-1.0)
-    x175 = tp * x174
-    x176 = x175 - 1
-    x177 = x155 * x173 * x174 * x49
-    del x155, x174
-    x178 = x156 * x176
-    del x156
-    x179 = stage_layers * (2 * full_recompute + 4)
-    x180 = x179 * (collective_overhead_s * numpy.minimum(1, x71) + 2 * inter_latency_s * x176 + 2 * intra_latency_s * x173 + x177 * x31 + x178 * x36)
-    del x173, x176, x31, x36, x71
-    x181 = numpy.minimum(x143, x180)
-    x182 = -tp_overlap * x181 + x180
-    x183 = x143 + x182
-    x184 = x183 ** host_overlap_exponent
-    x185 = x184 + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent
-    x186 = x185 ** host_overlap_exponent ** (-1.0)
-    x187 = vp ** (-1.0)
-    x188 = pp - 1
-    x189 = x187 * x188
-    x190 = 1 - pp_intra
-    x191 = pp_intra * x152 + x153 * x190
-    del x152, x153
-    x192 = 1.0 * bytes_per_element * x76
-    x193 = (2 * pp + vp * x43 - 2) * numpy.minimum(1, x188)
-    del x43
-    x194 = -moe_layers * stage_layers * x14 * x166
-    del x166
-    x195 = x27 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
-    del x27
-    x196 = -dp_overlap * x145 - dp_overlap * x150 + x144 + x147 + x182 * x42 + x189 * (x160 + x168 - x170 - x172 + x186) + x193 * (inter_latency_s * x190 + intra_latency_s * pp_intra + x192 / x191) + x195 * x65 + x42 * (x160 - x170) + x42 * (-x172 - x194) + x42 * (-x183 + x186) + x45
-    del x168, x170, x172, x182, x65
-    x197 = gpus + 0.474798
-    x198 = gpus ** (-1.0)
-    x199 = x197 ** (-0.282765)
-    x200 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x198 * x199 * (0.0686881539789491 * x199 + 0.112063) - 1 + 1.16023 / x197))
-    del x197, x199
-    x201 = step_time_cv * x200
-    x202 = x196 * x201
-    x203 = x196 + x202 + x4
-    x204 = x203 ** (-1.0)
-    x205 = peak_flops_per_s ** (-2.0)
-    x206 = x205 * x62
-    x207 = -2 * hidden * micro_batch * moe_ffn * seq_len * x104 * x105 * x12 * x47 * x61 * x62 + x102
-    del x102, x105
-    x208 = numpy.where(numpy.greater(x207, 0), 0, numpy.where(numpy.equal(x207, 0), 1 / 2, 1))
-    x209 = x171 + x194
-    del x171, x194
-    x210 = ep_overlap * x108 * x167 * numpy.where(numpy.greater(x209, 0), 0, numpy.where(numpy.equal(x209, 0), 1 / 2, 1))
-    x211 = x208 * x210
-    x212 = x106 * x211
-    x213 = global_batch * seq_len
-    x214 = x37 * x47
-    x215 = 6 * x213 * x214 * x98
-    x216 = x212 * x215
-    x217 = -4 * hidden * micro_batch * x12 * x123 * x47 * x61 * x66 + x112
-    del x112, x123
-    x218 = numpy.where(numpy.greater(x217, 0), 0, numpy.where(numpy.equal(x217, 0), 1 / 2, 1))
-    x219 = x205 * x218
-    del x205
-    x220 = 12 * x219
-    x221 = x160 - x169
-    del x160, x169
-    x222 = cp_overlap * stage_layers * numpy.where(numpy.less(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1 / 2, 1))
-    x223 = x214 * x222
-    del x214
-    x224 = global_batch * x223 * x66
-    x225 = x206 * x84
-    x226 = -2 * micro_batch * seq_len * x12 * x22 * x47 * x61 * x62 * x80 * x81 + x78
-    del x78
-    x227 = numpy.where(numpy.greater(x226, 0), 0, numpy.where(numpy.equal(x226, 0), 1 / 2, 1))
-    x228 = x80 * x81
-    del x80, x81
-    x229 = x227 * x228
-    x230 = x206 * x21
-    x231 = -2 * ffn * hidden * micro_batch * seq_len * x12 * x47 * x61 * x62 * x92 * x93 + x90
-    del x90, x93
-    x232 = x16 * numpy.where(numpy.greater(x231, 0), 0, numpy.where(numpy.equal(x231, 0), 1 / 2, 1))
-    x233 = x232 * x94
+    x67 = numpy.minimum(seq_len, window)
+    x68 = seq_len ** (-1.0)
+    x69 = window_layers * x41 * (2 * heads * x10 * x67 * (-x67 * x68 + 2) - x66) + x66
+    del x66, x67
+    x70 = x65 * x69
+    x71 = numpy.maximum(x52, x54 * x70)
+    x72 = 3 * x71
+    x73 = x19 * x72
+    x74 = cp_overlap * numpy.minimum(x22, x73)
+    x75 = x28 * x48
+    x76 = experts * hidden
+    x77 = experts * x14
+    x78 = x27 + x76 + x77
+    x79 = x48 * x78
+    x80 = numpy.minimum(numpy.minimum(experts, hidden), x14)
+    x81 = gemm_half_efficiency_dim + x80
+    x82 = 2 * hidden
+    x83 = x80 ** (-1.0)
+    del x80
+    x84 = gemm_max_efficiency ** (-1.0)
+    x85 = x53 * x84
+    x86 = x83 * x85
+    x87 = x77 * x82 * x86
+    x88 = numpy.maximum(x79, x81 * x87)
+    x89 = moe_ffn * x11
+    x90 = hidden * x89
+    x91 = x14 * x89
+    x92 = x27 + x90 + x91
+    x93 = x48 * x92
+    x94 = numpy.minimum(numpy.minimum(hidden, x89), ep * experts_per_token * x14 / experts)
+    del x89
+    x95 = x94 ** (-1.0)
+    x96 = gemm_half_efficiency_dim + x94
     del x94
-    x234 = x233 * x88
-    del x88
-    x235 = x108 * x15
-    del x108, x15
-    x236 = x208 * x235
-    del x208
-    x237 = x106 * x236
-    del x106
-    x238 = x100 * x237
-    del x100
-    x239 = x126 * x219
-    del x126, x219
-    x240 = -2 * micro_batch * seq_len * x12 * x131 * x137 * x138 * x22 * x47 * x61 * x62 + x135
-    del x135, x22
-    x241 = numpy.where(numpy.greater(x240, 0), 0, numpy.where(numpy.equal(x240, 0), 1 / 2, 1))
-    x242 = x137 * x138
-    del x137, x138
-    x243 = x131 * x241 * x242
-    del x131
-    x244 = -x225 * x229 - x225 * x243 - x230 * x234 - x230 * x238 - x239
-    del x225, x230
-    x245 = x147 - x149
-    del x147, x149
-    x246 = dp_overlap * x148 * numpy.where(numpy.less(x245, 0), 0, numpy.where(numpy.equal(x245, 0), 1 / 2, 1))
-    del x148
-    x247 = -2 * hidden * micro_batch * seq_len * vocab * x12 * x47 * x59 * x60 * x61 * x62 + x57
-    del x57, x62
-    x248 = 6 * x49
-    del x49
-    x249 = x248 * numpy.where(numpy.greater(x247, 0), 0, numpy.where(numpy.equal(x247, 0), 1 / 2, 1))
-    x250 = x249 * x46 * x59 * x60
-    del x46, x59, x60
-    x251 = x206 * x250
-    x252 = x227 * x248 * x74
-    del x74
-    x253 = x228 * x252
-    del x228
-    x254 = x248 * x87
-    del x87
-    x255 = x233 * x254
-    del x233
-    x256 = x248 * x98
-    del x98
-    x257 = x237 * x256
-    del x237
-    x258 = x125 * x220
+    x97 = x95 * x96
+    x98 = x82 * x85
+    x99 = x91 * x98
+    x100 = mlp_matrices * (experts_per_token + shared_experts)
+    x101 = x100 * numpy.maximum(x93, x97 * x99)
+    x102 = x43 * (3 * x101 + 12 * x75 + 3 * x88)
+    x103 = ep_overlap * numpy.minimum(x102, x44)
+    x104 = tp_intra_ranks - 1
+    x105 = tp_intra_ranks ** (-1.0)
+    x106 = tp * x105
+    x107 = x106 - 1
+    x108 = scale_up_bandwidth_bytes_per_s ** (-1.0)
+    x109 = scale_up_bus_efficiency ** (-1.0)
+    x110 = x108 * x109
+    x111 = bytes_per_element * x104 * x105 * x14 * x82
+    del x105
+    x112 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x113 = scale_out_bus_efficiency ** (-1.0)
+    x114 = x112 * x113
+    x115 = x107 * x16 * x82
+    del x16
+    x116 = x19 * (2 * full_recompute + 4)
+    x117 = x116 * (collective_overhead_s * numpy.minimum(1, x33) + 2 * inter_latency_s * x107 + 2 * intra_latency_s * x104 + x110 * x111 + x114 * x115)
+    del x104, x107
+    x118 = hidden * vocab
+    x119 = x11 * x118
+    x120 = vocab * x11
+    x121 = x119 + x120 * x14 + x27
+    x122 = x121 * x48
+    x123 = x14 * x85
+    del x85
+    x124 = 2 * x123
+    x125 = numpy.minimum(numpy.minimum(hidden, x120), x14)
+    del x120
+    x126 = gemm_half_efficiency_dim + x125
+    x127 = x125 ** (-1.0)
     del x125
-    x259 = x132 * x241 * x248
-    del x132, x248
-    x260 = x242 * x259
-    del x242
-    x261 = stage_layers * (full_recompute * x244 - x130 * x239 - x206 * x253 - x206 * x255 - x206 * x257 - x206 * x260 - x258)
-    del x239
-    x262 = -x251 + x261
-    x263 = x262 * x42
-    x264 = x143 - x180
-    del x180
-    x265 = tp_overlap * numpy.where(numpy.greater(x264, 0), 0, numpy.where(numpy.equal(x264, 0), 1 / 2, 1))
-    x266 = x262 * x265
-    del x262
-    x267 = -x144 + x45
-    del x45
-    x268 = dp_overlap * numpy.where(numpy.less(x267, 0), 0, numpy.where(numpy.equal(x267, 0), 1 / 2, 1))
-    x269 = x212 * x256
-    del x212
-    x270 = x251 - x261 + x266
-    del x251, x261
-    x271 = x185 ** (-1.0)
-    del x185
-    x272 = x183 ** (-1.0)
-    del x183
-    x273 = x184 * x186 * x271 * x272
-    x274 = -x270 * x273
-    x275 = x124 * x220 * x224 + x189 * (x206 * x269 + x222 * x258 + x274) + x206 * x216 - x244 * x246 - x263 * x268 + x263 - x266 * x42 + x42 * (x270 + x274)
-    del x124, x206, x220, x244, x258, x266, x270, x274
-    x276 = x201 * x275 + x275
-    del x275
-    x277 = x61 / gemm_max_efficiency ** 2
-    x278 = x216 * x277
-    del x216
-    x279 = -x117 - x121
-    del x117, x121
-    x280 = x122 ** (-2.0)
-    del x122
-    x281 = x218 * x280 * x61 * x75
-    x282 = 12 * x224 * x281
-    del x224
-    x283 = x279 * x282
-    x284 = x277 * x84
-    del x84
-    x285 = x21 * x277
-    del x21
-    x286 = 4 * hidden * micro_batch * x12 * x218 * x279 * x280 * x47 * x61 * x66 - x229 * x284 - x234 * x285 - x238 * x285 - x243 * x284
-    del x229, x234, x238, x243, x284, x285
-    x287 = x246 * x286
-    x288 = x250 * x277
-    del x250
-    x289 = stage_layers * (full_recompute * x286 + 4 * hidden * micro_batch * selective * x12 * x129 * x218 * x279 * x280 * x47 * x61 * x66 + 12 * hidden * micro_batch * x12 * x218 * x279 * x280 * x47 * x61 * x66 - x253 * x277 - x255 * x277 - x257 * x277 - x260 * x277)
-    del x12, x129, x218, x253, x255, x257, x260, x280, x286, x47, x61, x66
-    x290 = -x288 + x289
-    x291 = x290 * x42
-    x292 = x265 * x290
-    del x290
-    x293 = x292 * x42
-    x294 = x268 * x291
-    x295 = x281 * x67
-    del x281, x67
-    x296 = x288 - x289 + x292
-    del x288, x289, x292
-    x297 = -x273 * x296
-    x298 = x189 * (-12 * x222 * x279 * x295 + x269 * x277 + x297)
-    del x269, x277, x279
-    x299 = x42 * (x296 + x297)
-    del x296, x297
-    x300 = x201 * (x278 - x283 - x287 + x291 - x293 - x294 + x298 + x299) + x278 - x283 - x287 + x291 - x293 - x294 + x298 + x299
-    del x278, x283, x287, x293, x294, x298, x299
-    x301 = x104 * x211
-    del x211
-    x302 = gemm_max_efficiency * x120 / x119 ** 2 + gemm_max_efficiency * x116 / x114 ** 2
-    del x114, x116, x119, x120
-    x303 = x232 * x92
-    del x232, x92
-    x304 = x104 * x236
-    del x104, x236
-    x305 = x295 * x302
-    del x295
-    x306 = 4 * x305
-    x307 = x107 * x304 + x140 * x241 + x227 * x85 + x303 * x96 + x306
-    del x107, x140, x227, x241, x85, x96
-    x308 = x256 * x63
-    del x256
-    x309 = 12 * x305
-    del x305
-    x310 = stage_layers * (full_recompute * x307 + x130 * x306 + x139 * x259 + x252 * x82 + x254 * x303 * x63 + x304 * x308 + x309) + x249 * x64
-    del x139, x249, x252, x254, x259, x303, x304, x306, x64, x82
-    x311 = x265 * x310
-    x312 = x310 * x42
-    x313 = x310 - x311
-    x314 = -x184 * x186 * x271 * x272 * x313
-    del x184, x186, x271, x272
-    x315 = -global_batch * x310 * x37 * x40 - global_batch * x37 * x40 * (-x313 - x314) - x187 * x188 * (-x222 * x309 - x301 * x308 - x314) + x215 * x301 * x63 + x246 * x307 + x268 * x312 + x282 * x302 + x311 * x42
-    del x187, x188, x215, x282, x301, x302, x307, x308, x309, x310, x311, x313, x314, x63
-    x316 = step_time_cv * x200 * x315 + x315
-    del x315
-    x317 = -x316
-    x318 = hbm_bandwidth_bytes_per_s ** (-2.0)
-    x319 = x318 * x54
-    del x54
-    x320 = numpy.where(numpy.less(x217, 0), 0, numpy.where(numpy.equal(x217, 0), 1 / 2, 1))
-    del x217
-    x321 = x318 * x55
-    del x318, x55
-    x322 = x320 * x321
-    x323 = 12 * x213 * x223 * x75
-    del x223, x75
-    x324 = 3 * x321
-    x325 = x101 * numpy.where(numpy.less(x207, 0), 0, numpy.where(numpy.equal(x207, 0), 1 / 2, 1))
-    del x101, x207
-    x326 = x210 * x325
-    del x210
-    x327 = x324 * x326
-    x328 = x319 * x68
-    x329 = x77 * numpy.where(numpy.less(x226, 0), 0, numpy.where(numpy.equal(x226, 0), 1 / 2, 1))
-    del x226, x77
-    x330 = x321 * x329
-    x331 = x111 * x322
-    x332 = x16 * x89 * numpy.where(numpy.less(x231, 0), 0, numpy.where(numpy.equal(x231, 0), 1 / 2, 1))
-    del x16, x231, x89
-    x333 = x235 * x325
-    del x235, x325
-    x334 = x134 * numpy.where(numpy.less(x240, 0), 0, numpy.where(numpy.equal(x240, 0), 1 / 2, 1))
-    del x134, x240
-    x335 = x321 * x334
-    x336 = -x321 * x332 - x321 * x333 - x321 * x72 - 10 * x328 - x330 - x331 - x335
-    del x321
-    x337 = x52 * numpy.where(numpy.less(x247, 0), 0, numpy.where(numpy.equal(x247, 0), 1 / 2, 1))
-    del x247, x52
-    x338 = 12 * x76
-    del x76
-    x339 = x322 * x338
-    x340 = -stage_layers * (full_recompute * x336 - x130 * x331 - x324 * x332 - x324 * x333 - x324 * x72 - 30 * x328 - 3 * x330 - 3 * x335 - x339) + x324 * x337
-    del x324, x328, x330, x331, x335
-    x341 = -x340
-    x342 = x341 * x42
-    x343 = x265 * x341
-    del x341
-    x344 = x340 + x343
-    del x340
-    x345 = -x273 * x344
-    x346 = x189 * (x222 * x339 + x327 + x345) - x195 * x319 - x246 * x336 - x268 * x342 + x322 * x323 + x327 * x42 + x342 - x343 * x42 + x42 * (x344 + x345)
-    del x319, x322, x327, x336, x339, x343, x344, x345
-    x347 = x201 * x346 + x346
-    del x346
-    x348 = x53 / hbm_efficiency ** 2
-    del x53
-    x349 = bytes_per_element * x348
-    x350 = x320 * x349
-    del x320
-    x351 = 3 * x349
-    x352 = x326 * x351
-    del x326
-    x353 = x348 * x68
-    del x68
-    x354 = x329 * x349
-    del x329
-    x355 = x111 * x350
-    del x111
-    x356 = x334 * x349
-    del x334
-    x357 = -x332 * x349 - x333 * x349 - x349 * x72 - 10 * x353 - x354 - x355 - x356
-    del x349
-    x358 = x338 * x350
-    del x338
-    x359 = -stage_layers * (full_recompute * x357 - x130 * x355 - x332 * x351 - x333 * x351 - x351 * x72 - 30 * x353 - 3 * x354 - 3 * x356 - x358) + x337 * x351
-    del x130, x332, x333, x337, x351, x353, x354, x355, x356, x72
-    x360 = -x359
-    x361 = x360 * x42
-    x362 = x265 * x360
-    del x265, x360
-    x363 = x359 + x362
-    del x359
-    x364 = -x273 * x363
-    x365 = x189 * (x222 * x358 + x352 + x364) - x195 * x348 - x246 * x357 - x268 * x361 + x323 * x350 + x352 * x42 + x361 - x362 * x42 + x42 * (x363 + x364)
-    del x195, x222, x246, x268, x323, x348, x350, x352, x357, x358, x362, x363, x364
-    x366 = x201 * x365 + x365
-    del x365
-    x367 = pp_intra * x193
-    x368 = x192 / x191 ** 2
-    del x191, x192
-    x369 = x367 * x368
-    x370 = x146 * x32
-    del x32
-    x371 = x30 / scale_up_bandwidth_bytes_per_s ** 2
-    del x30
-    x372 = x370 * x371
-    x373 = x44 * x6
-    del x6
-    x374 = x28 * x8
-    del x8
-    x375 = x373 * x374
-    x376 = cp_intra * x159
-    x377 = x157 / x154 ** 2
-    del x154, x157
-    x378 = x376 * x377
-    x379 = cp_overlap * numpy.where(numpy.greater(x221, 0), 0, numpy.where(numpy.equal(x221, 0), 1 / 2, 1))
+    x128 = x119 * x127
+    del x119
+    x129 = x126 * x128
+    x130 = 3 * numpy.maximum(x122, x124 * x129)
+    x131 = 1 - x42
+    x132 = ffn * x11
+    x133 = hidden * x132
+    x134 = x132 * x14
+    x135 = x133 + x134 + x27
+    x136 = x135 * x48
+    x137 = numpy.minimum(numpy.minimum(hidden, x132), x14)
+    x138 = x137 ** (-1.0)
+    x139 = gemm_half_efficiency_dim + x137
+    del x137
+    x140 = x138 * x139
+    x141 = x134 * x98
+    x142 = mlp_matrices * numpy.maximum(x136, x140 * x141)
+    x143 = x131 * x142
+    x144 = x101 + 4 * x75 + x88
+    del x101, x75, x88
+    x145 = x144 * x42
+    x146 = sequence_parallel * x33
+    del x33
+    x147 = x14 * (16 * hidden / (x146 + 1) + 4 * x132)
+    del x132
+    x148 = x147 * x48
+    x149 = x45 * x46
+    x150 = attention_scores_stored * heads * seq_len ** 2 * x11 * x13
+    del x13
+    x151 = x149 * x150
+    x152 = numpy.minimum(1, kv_lora_rank)
+    x153 = head_dim * hidden
+    x154 = heads * x153
+    x155 = hidden * v_head_dim
+    x156 = numpy.minimum(1, q_lora_rank)
+    x157 = x152 * (heads * kv_lora_rank * (-qk_rope_head_dim + x10) + hidden * (kv_lora_rank + qk_rope_head_dim) + x154 * (1 - x156) + x156 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank)) + (1 - x152) * (kv_heads * x153 + kv_heads * x155 + x154)
+    del x10, x152, x153, x154, x156
+    x158 = x11 * x157
+    x159 = x158 / hidden
+    x160 = x14 * x159 + x158 + x27
+    x161 = x160 * x48
+    x162 = numpy.minimum(numpy.minimum(hidden, x14), x159)
+    del x159
+    x163 = gemm_half_efficiency_dim + x162
+    x164 = x162 ** (-1.0)
+    del x162
+    x165 = x158 * x164
+    del x158
+    x166 = x163 * x165
+    x167 = numpy.maximum(x161, x124 * x166)
+    x168 = heads * v_head_dim
+    x169 = x168 * x36
+    x170 = x11 * x168
+    del x168
+    x171 = x14 * x170
+    x172 = x169 + x171 + x27
+    del x27
+    x173 = x172 * x48
+    x174 = numpy.minimum(numpy.minimum(hidden, x14), x170)
+    del x170
+    x175 = x174 ** (-1.0)
+    x176 = gemm_half_efficiency_dim + x174
+    del x174
+    x177 = x175 * x176
+    x178 = x171 * x98
+    del x98
+    x179 = numpy.maximum(x173, x177 * x178)
+    x180 = x148 + 10 * x151 + x167 + x179 + x71
+    x181 = x143 + x145 + x180
+    x182 = 1 - full_recompute
+    x183 = selective * x182
+    x184 = 3 * x148 + 30 * x151 + 3 * x167 + 3 * x179 + x183 * x71 + x72
+    del x148, x151, x167, x179, x71, x72
+    x185 = hidden ** 2
+    x186 = 2.0 * x185
+    x187 = 2.0 * hidden
+    x188 = x11 * x186 + x14 * x187 + x37
+    del x37
+    x189 = x188 * x48
+    del x48
+    x190 = numpy.minimum(numpy.minimum(x14, x187), x36)
+    del x187, x36
+    x191 = gemm_half_efficiency_dim + x190
+    x192 = x190 ** (-1.0)
+    del x190
+    x193 = x185 * x192 * x54 * x84
+    x194 = numpy.minimum(1, moe_layers)
+    x195 = x144 * x194
+    del x144
+    x196 = 1 - x194
+    x197 = x142 * x196
+    del x142
+    x198 = stage_layers * (full_recompute * x181 + 3 * x143 + 3 * x145 + x184) + x18 * (full_recompute * (x180 + x195 + x197) + x130 + x184 + 3 * x195 + 3 * x197 + 3 * numpy.maximum(x189, 4.0 * x191 * x193))
+    del x143, x145, x180, x184, x195, x197
+    x199 = x130 + x198
+    del x130
+    x200 = numpy.minimum(x117, x199)
+    x201 = tp_overlap * x200
+    x202 = x117 + x199 - x201
+    x203 = x202 ** host_overlap_exponent
+    x204 = x203 + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent
+    x205 = x204 ** host_overlap_exponent ** (-1.0)
+    x206 = vp ** (-1.0)
+    x207 = pp - 1
+    x208 = x206 * x207
+    x209 = dp ** (-1.0)
+    x210 = micro_batch ** (-1.0)
+    x211 = global_batch * x210
+    x212 = x209 * x211
+    x213 = x199 * x212
+    x214 = hidden * mlp_matrices
+    x215 = ffn * x214
+    x216 = moe_ffn * x214 * (experts + shared_experts) + x76
+    del x214
+    x217 = heads * x155 + kv_lora_rank + 1.0 * q_lora_rank + x157
+    del x155
+    x218 = x217 + x82
+    x219 = x194 * x216
+    x220 = 5 * hidden + x186 + x196 * x215 + x217
+    del x186, x217
+    x221 = x11 * (stage_layers * (x131 * x215 + x216 * x26 * x42 + x218) + x118 + x18 * (x219 * x26 + x220))
+    del x26
+    x222 = x221 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param) / optimizer_shards
+    x223 = numpy.minimum(1, grad_shards - 1)
+    x224 = 1 - x223
+    x225 = numpy.minimum(dp, dp_intra_ranks)
+    x226 = x225 - 1
+    x227 = intra_latency_s * x226
+    x228 = x225 ** (-1.0)
+    x229 = dp * x228
+    x230 = x229 - 1
+    x231 = inter_latency_s * x230
+    x232 = x226 * x228
+    x233 = x110 * x232
+    del x110
+    x234 = grad_comm_bytes_per_param * x221
+    x235 = 2 * x234
+    x236 = x230 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    x237 = x209 * x236
+    x238 = x114 * x237
+    del x114
+    x239 = 2 * x227 + 2 * x231 + x233 * x235 + x235 * x238
+    x240 = x224 * x239
+    x241 = 2 * stage_layers
+    x242 = x181 * x241
+    del x181
+    x243 = numpy.minimum(x240, x242)
+    x244 = bytes_per_element * x221
     del x221
-    x380 = x376 * x379
-    x381 = x377 * x380
-    x382 = -scale_up_bus_efficiency * x378 + scale_up_bus_efficiency * x381
-    x383 = stage_layers * x165 * x20 / x164 ** 2
-    del x164, x165, x20
-    x384 = ep_intra * x383
-    x385 = scale_up_bus_efficiency * x384
-    x386 = ep_overlap * numpy.where(numpy.less(x209, 0), 0, numpy.where(numpy.equal(x209, 0), 1 / 2, 1))
-    del x209
-    x387 = x385 * x386 - x385
-    del x385
-    x388 = dp_overlap * numpy.where(numpy.greater(x245, 0), 0, numpy.where(numpy.equal(x245, 0), 1 / 2, 1))
+    x245 = 2 * x212
+    x246 = x245 * zero3
+    x247 = x212 * x223
+    x248 = 1 / 2 * x247
+    x249 = x239 * x248 + x246 * (x227 + x231 + x233 * x244 + x238 * x244)
+    del x227, x231, x233, x238, x239
+    x250 = numpy.minimum(x213, x249)
+    x251 = 1 - pp_intra
+    x252 = pp_intra * x7 + x251 * x8
+    del x7, x8
+    x253 = 1.0 * x38
+    del x38
+    x254 = (2 * pp + vp * x245 - 2) * numpy.minimum(1, x207)
     del x245
-    x389 = x177 * x179
+    x255 = -moe_layers * x19 * x40 * x41
+    del x40
+    x256 = -x117
+    del x117
+    x257 = -dp_overlap * x243 - dp_overlap * x250 + x212 * (-x103 - x255) + x212 * (-x201 - x256) + x212 * (x22 - x74) + x240 + x249 + x254 * (inter_latency_s * x251 + intra_latency_s * pp_intra + x253 / x252)
+    del x201
+    x258 = x149 * x222 + x208 * (-x103 + x205 + x22 + x44 - x74) + x212 * (-x202 + x205) + x213 + x257
+    del x103, x149, x44, x74
+    x259 = numpy.exp(-x258 * x5) ** gpus
+    x260 = gc_duration_s * (1 - gc_planned)
+    x261 = gpus + 0.474798
+    x262 = gpus ** (-1.0)
+    x263 = x261 ** (-0.282765)
+    x264 = numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x262 * x263 * (0.0686881539789491 * x263 + 0.112063) - 1 + 1.16023 / x261))
+    del x261, x263
+    x265 = step_time_cv * x264
+    x266 = x258 * x265
+    x267 = stage_layers ** (-1.0)
+    x268 = global_batch ** (-1.0)
+    x269 = dp * micro_batch * x208 * x268 + 1
+    x270 = stage_extra_layers * x212 * x267 * x269
+    x271 = x198 * x270 + x258
+    del x198
+    x272 = gpus_per_node ** (-1.0)
+    x273 = gpus * x272
+    x274 = 1 - (1 - slow_node_fraction) ** x273
+    x275 = slow_node_slowdown - 1
+    x276 = x274 * x275
+    x277 = gc_duration_s * gc_planned / gc_planned_steps + x260 * (1 - x259) + x266 + x271 * x276 + x271 + x4
+    del x271
+    x278 = x277 ** (-1.0)
+    x279 = peak_flops_per_s ** (-2.0)
+    x280 = x15 * x279
+    x281 = -micro_batch * seq_len * x11 * x12 * x53 * x65 * x69 + x52
+    del x52, x65
+    x282 = numpy.where(numpy.greater(x281, 0), 0, numpy.where(numpy.equal(x281, 0), 1 / 2, 1))
+    x283 = x282 * x70
+    del x70
+    x284 = x280 * x283
+    x285 = 3 * x284
+    x286 = x22 - x73
+    del x22, x73
+    x287 = cp_overlap * x19 * numpy.where(numpy.less(x286, 0), 0, numpy.where(numpy.equal(x286, 0), 1 / 2, 1))
+    x288 = x279 * x84
+    x289 = -2 * experts * hidden * micro_batch * seq_len * x12 * x53 * x81 * x83 * x84 + x79
+    del x79
+    x290 = numpy.where(numpy.greater(x289, 0), 0, numpy.where(numpy.equal(x289, 0), 1 / 2, 1))
+    x291 = 6 * x14
+    x292 = x290 * x291 * x76
+    del x76
+    x293 = x81 * x83
+    del x81, x83
+    x294 = x292 * x293
+    x295 = x288 * x291
+    x296 = -2 * hidden * micro_batch * moe_ffn * seq_len * x11 * x12 * x53 * x84 * x95 * x96 + x93
+    del x93, x96
+    x297 = x100 * numpy.where(numpy.greater(x296, 0), 0, numpy.where(numpy.equal(x296, 0), 1 / 2, 1))
+    x298 = x297 * x97
+    del x97
+    x299 = x298 * x90
+    x300 = x102 + x255
+    del x102, x255
+    x301 = ep_overlap * x43 * numpy.where(numpy.greater(x300, 0), 0, numpy.where(numpy.equal(x300, 0), 1 / 2, 1))
+    x302 = x301 * (-x288 * x294 - x295 * x299)
+    x303 = -2 * hidden * micro_batch * seq_len * vocab * x11 * x12 * x126 * x127 * x53 * x84 + x122
+    del x122, x126, x127
+    x304 = numpy.where(numpy.greater(x303, 0), 0, numpy.where(numpy.equal(x303, 0), 1 / 2, 1))
+    x305 = x129 * x304
+    del x129
+    x306 = x295 * x305
+    x307 = x288 * x82
+    x308 = x290 * x293 * x77
+    del x293, x77
+    x309 = x298 * x91
+    del x298, x91
+    x310 = -x307 * x308 - x307 * x309
+    x311 = mlp_matrices * x131
+    del x131
+    x312 = -2 * ffn * hidden * micro_batch * seq_len * x11 * x12 * x138 * x139 * x53 * x84 + x136
+    del x136, x139
+    x313 = numpy.where(numpy.greater(x312, 0), 0, numpy.where(numpy.equal(x312, 0), 1 / 2, 1))
+    x314 = x140 * x313
+    del x140
+    x315 = x311 * x314
+    x316 = x134 * x307
+    x317 = -2 * micro_batch * seq_len * x11 * x12 * x157 * x163 * x164 * x53 * x84 + x161
+    del x157, x161, x163, x164
+    x318 = numpy.where(numpy.greater(x317, 0), 0, numpy.where(numpy.equal(x317, 0), 1 / 2, 1))
+    x319 = x166 * x318
+    del x166
+    x320 = x288 * x319
+    del x288
+    x321 = 2 * x14
+    del x14
+    x322 = -2 * heads * hidden * micro_batch * seq_len * v_head_dim * x11 * x12 * x175 * x176 * x53 * x84 + x173
+    del x173, x176
+    x323 = numpy.where(numpy.greater(x322, 0), 0, numpy.where(numpy.equal(x322, 0), 1 / 2, 1))
+    x324 = x177 * x323
     del x177
-    x390 = x371 * x389
-    x391 = tp_overlap * numpy.where(numpy.less(x264, 0), 0, numpy.where(numpy.equal(x264, 0), 1 / 2, 1))
-    del x264
-    x392 = x390 * x391
-    x393 = -x390 + x392
-    x394 = dp_overlap * numpy.where(numpy.greater(x267, 0), 0, numpy.where(numpy.equal(x267, 0), 1 / 2, 1))
-    del x267
-    x395 = x373 * x394
-    x396 = x374 * x395
-    del x374
-    x397 = x273 * x393
-    x398 = -scale_up_bus_efficiency * x369 + x189 * (x382 + x387 + x397) - x371 * x375 + x371 * x396 + x372 * x388 - x372 + x382 * x42 + x387 * x42 + x393 * x42 + x42 * (x390 - x392 + x397)
-    del x371, x372, x382, x387, x390, x392, x393, x397
-    x399 = x201 * x398 + x398
-    del x398
-    x400 = x29 / scale_up_bus_efficiency ** 2
-    del x29
+    x325 = x171 * x324
+    del x171
+    x326 = x284 + x307 * x325 + x320 * x321
+    del x307
+    x327 = moe_layers * x310 * x41 - x315 * x316 - x326
+    x328 = x133 * x295
+    x329 = x169 * x324
+    del x324
+    x330 = x183 * x284 + x285 + x291 * x320 + x295 * x329
+    del x284, x295, x320
+    x331 = stage_layers * (full_recompute * x327 + 3 * moe_layers * x310 * x41 - x315 * x328 - x330)
+    x332 = mlp_matrices * x196
+    del x196
+    x333 = x314 * x332
+    del x314
+    x334 = -4.0 * micro_batch * seq_len * x11 * x12 * x185 * x191 * x192 * x53 * x84 + x189
+    del x189
+    x335 = 12.0 * numpy.where(numpy.greater(x334, 0), 0, numpy.where(numpy.equal(x334, 0), 1 / 2, 1))
+    x336 = x185 * x191 * x192 * x335
+    del x185, x191, x192
+    x337 = x18 * (full_recompute * (x194 * x310 - x316 * x333 - x326) + 3 * x194 * x310 - x280 * x336 * x84 - x306 - x328 * x333 - x330)
+    del x280, x310, x316, x326, x328, x330, x84
+    x338 = x331 + x337
+    x339 = -x306 + x338
+    x340 = x199 + x256
+    del x199, x256
+    x341 = tp_overlap * numpy.where(numpy.greater(x340, 0), 0, numpy.where(numpy.equal(x340, 0), 1 / 2, 1))
+    x342 = x339 * x341
+    x343 = x204 ** (-1.0)
+    del x204
+    x344 = x202 ** (-1.0)
+    del x202
+    x345 = x203 * x205 * x343 * x344
+    x346 = x345 * (x339 - x342)
+    x347 = x208 * (x285 * x287 - x302 + x346)
+    del x285
+    x348 = x212 * x339
+    del x339
+    x349 = x212 * (x306 - x331 - x337 + x342 + x346)
+    del x306, x331, x337, x346
+    x350 = global_batch * seq_len
+    x351 = x11 * x12 * x209 * x287 * x350
+    x352 = 3 * x351
+    x353 = x279 * x283 * x352
+    del x279, x283
+    x354 = x212 * x302
+    del x302
+    x355 = -x240 + x242
+    del x240, x242
+    x356 = dp_overlap * x241 * numpy.where(numpy.greater(x355, 0), 0, numpy.where(numpy.equal(x355, 0), 1 / 2, 1))
+    del x241
+    x357 = x327 * x356
+    del x327
+    x358 = x212 * x342
+    del x342
+    x359 = -x213 + x249
+    del x249
+    x360 = dp_overlap * numpy.where(numpy.less(x359, 0), 0, numpy.where(numpy.equal(x359, 0), 1 / 2, 1))
+    x361 = x348 * x360
+    x362 = -x353 + x354 + x357 + x358 + x361
+    x363 = -x347 - x348 - x349 + x362
+    x364 = x270 * x338 + x347 + x348 + x349 + x353 - x354 - x357 - x358 - x361
+    del x338, x347, x349, x353, x354, x357, x358, x361
+    x365 = gpus * x259 * x260 * x5
+    del x259, x260, x5
+    x366 = -x265 * x363 + x276 * x364 - x363 * x365 + x364
+    del x363, x364
+    x367 = -x59 - x63
+    del x59, x63
+    x368 = x64 ** (-2.0)
+    del x64
+    x369 = x282 * x368 * x69
+    x370 = x369 * x54
+    x371 = x367 * x370
+    x372 = 3 * x371
+    x373 = gemm_max_efficiency ** (-2.0)
+    x374 = x373 * x53
+    x375 = x291 * x374
+    x376 = x301 * (-x294 * x374 - x299 * x375)
+    del x294, x299
+    x377 = x305 * x375
+    del x305
+    x378 = x329 * x375
+    del x329
+    x379 = x133 * x375
+    del x375
+    x380 = x374 * x82
+    del x82
+    x381 = -x308 * x380 - x309 * x380
+    del x308, x309
+    x382 = x319 * x374
+    del x319, x374
+    x383 = x291 * x382
+    del x291
+    x384 = x134 * x380
+    del x134
+    x385 = -micro_batch * seq_len * x11 * x12 * x282 * x367 * x368 * x53 * x69 + x321 * x382 + x325 * x380
+    del x321, x325, x380, x382
+    x386 = moe_layers * x381 * x41 - x315 * x384 - x385
+    x387 = stage_layers * (full_recompute * x386 + x183 * x371 - x315 * x379 + x372 - x378 + 3 * x381 * x42 - x383)
+    del x315, x371
+    x388 = x18 * (full_recompute * (x194 * x381 - x333 * x384 - x385) + micro_batch * selective * seq_len * x11 * x12 * x182 * x282 * x367 * x368 * x53 * x69 + 3 * micro_batch * seq_len * x11 * x12 * x282 * x367 * x368 * x53 * x69 + 3 * x194 * x381 - x333 * x379 - x336 * x373 * x54 - x377 - x378 - x383)
+    del x11, x12, x182, x282, x333, x336, x368, x373, x378, x379, x381, x383, x384, x385, x54, x69
+    x389 = x387 + x388
+    x390 = -x377 + x389
+    x391 = x341 * x390
+    x392 = x390 - x391
+    x393 = x352 * x369 * x53
+    del x352, x369, x53
+    x394 = x212 * x390
+    x395 = x212 * x376 + x212 * x391 + x356 * x386 + x360 * x394 + x367 * x393
+    del x367, x386
+    x396 = -global_batch * x209 * x210 * x390 - global_batch * x209 * x210 * (x345 * x392 + x377 - x387 - x388 + x391) - x206 * x207 * (x203 * x205 * x343 * x344 * x392 - x287 * x372 - x376) + x395
+    del x372, x376, x377, x387, x388, x390, x391, x392
+    x397 = -global_batch * stage_extra_layers * x209 * x210 * x267 * x269 * x389 + x396
+    del x389
+    x398 = step_time_cv * x264 * x396 + x274 * x275 * x397 + x365 * x396 + x397
+    del x396, x397
+    x399 = -x398
+    x400 = gemm_max_efficiency * x62 / x61 ** 2 + gemm_max_efficiency * x58 / x56 ** 2
+    del x56, x58, x61, x62
     x401 = x370 * x400
     del x370
-    x402 = -scale_up_bandwidth_bytes_per_s * x378 + scale_up_bandwidth_bytes_per_s * x381
-    del x378, x381
-    x403 = scale_up_bandwidth_bytes_per_s * x384
-    del x384
-    x404 = x386 * x403 - x403
-    del x403
-    x405 = x389 * x400
-    del x389
-    x406 = x391 * x405
-    x407 = -x405 + x406
-    x408 = x273 * x407
-    x409 = -scale_up_bandwidth_bytes_per_s * x369 + x189 * (x402 + x404 + x408) - x375 * x400 + x388 * x401 + x396 * x400 - x401 + x402 * x42 + x404 * x42 + x407 * x42 + x42 * (x405 - x406 + x408)
-    del x369, x375, x396, x400, x401, x402, x404, x405, x406, x407, x408
-    x410 = x201 * x409 + x409
+    x402 = 3 * x401
+    x403 = 6 * x123
+    del x123
+    x404 = x297 * x95
+    del x297, x95
+    x405 = x301 * (x292 * x86 + x403 * x404 * x90)
+    del x292, x86, x90
+    x406 = x128 * x304 * x403
+    del x128, x304
+    x407 = x290 * x87 + x404 * x99
+    del x290, x404, x87, x99
+    x408 = x407 * x42
+    del x42
+    x409 = x138 * x313
+    del x138, x313
+    x410 = x311 * x409
+    x411 = x165 * x318
+    del x165, x318
+    x412 = x175 * x323
+    del x175, x323
+    x413 = x124 * x411 + x178 * x412 + x401
+    del x124, x178
+    x414 = x141 * x410 + x408 + x413
+    x415 = x133 * x403
+    del x133
+    x416 = x169 * x403 * x412 + x183 * x401 + x402 + x403 * x411
+    del x169, x401, x403, x411, x412
+    x417 = x194 * x407
+    del x407
+    x418 = x332 * x409
     del x409
-    x411 = scale_out_bandwidth_bytes_per_s ** (-2.0)
-    x412 = embedding_matrices * x13 + hidden + layers * x26 + mlp_matrices * x17 * (layers - moe_layers) + moe_layers * x18
-    del x13, x17, x18, x26
-    x413 = x198 * x412
-    del x198
-    x414 = checkpoint_bytes_per_param * x413
-    x415 = ckpt_in_memory * x414
-    x416 = x411 * x415
-    x417 = gpus / gpu_mtbf_s
-    x418 = gpus_per_node ** (-1.0)
-    x419 = gpus * x418
-    x420 = x419 / node_mtbf_s
-    x421 = x417 + x420
-    x422 = storage_write_bytes_per_s_per_node * x419
-    x423 = numpy.minimum(storage_write_cap_bytes_per_s, x422)
-    x424 = x412 / x423
-    x425 = ckpt_async * x424
-    x426 = checkpoint_bytes_per_param * x425
-    x427 = x421 ** (-1.0)
-    x428 = x413 / host_copy_bytes_per_s_per_gpu
-    x429 = checkpoint_bytes_per_param * x428
-    x430 = ckpt_async * x429
-    x431 = ckpt_sync * x424
-    del x424
-    x432 = checkpoint_bytes_per_param * x431
-    x433 = x34 * x413
-    del x413
-    x434 = checkpoint_bytes_per_param * x433
-    x435 = ckpt_in_memory * (x429 + x434)
-    del x429
-    x436 = 2 * x430 + 2 * x432 + 2 * x435
-    x437 = numpy.sqrt(x427 * x436)
-    x438 = 1 / 2 * x417 + 1 / 2 * x420
-    del x417, x420
-    x439 = x430 + x432 + x435
-    x440 = x438 * x439
-    x441 = numpy.sqrt(x440)
-    x442 = 1 / 9 * x440 + 1 / 3 * x441 + 1
-    del x440
-    x443 = numpy.greater(x427, 1 / 2 * x430 + 1 / 2 * x432 + 1 / 2 * x435)
-    del x430, x432, x435
-    x444 = numpy.where(x443, x437 * x442 - x439, x427)
-    x445 = numpy.maximum(x426, x444)
-    x446 = x439 + x445
-    x447 = numpy.exp(x421 * x446)
-    x448 = x447 - 1
-    x449 = storage_read_bytes_per_s_per_node * x419
-    x450 = numpy.minimum(storage_read_cap_bytes_per_s, x449)
-    x451 = x412 * (1 - ckpt_in_memory)
-    x452 = x451 / x450
-    x453 = checkpoint_bytes_per_param * x452 + ckpt_in_memory * x434 + restart_overhead_s
-    del x434
-    x454 = x421 * x453
-    x455 = numpy.exp(x454)
-    x456 = x448 * x455
-    x457 = seq_len ** (-1.0)
-    x458 = x445 ** (-1.0)
-    x459 = x457 * x458
-    x460 = tokens * x459
-    x461 = global_batch ** (-1.0)
-    x462 = x203 * x461
-    x463 = x460 * x462
-    x464 = x456 * x463
-    x465 = x426 - x444
-    del x426, x444
-    x466 = numpy.where(numpy.greater(x465, 0), 0, numpy.where(numpy.equal(x465, 0), 1 / 2, 1))
-    x467 = 1 / 9 * x438
-    x468 = 1 / 6 * x441 / x439
-    x469 = x436 ** (-1.0)
+    x419 = stage_layers * (full_recompute * x414 + 3 * x408 + x410 * x415 + x416) + x18 * (full_recompute * (x141 * x418 + x413 + x417) + x193 * x335 + x406 + x415 * x418 + x416 + 3 * x417)
+    del x141, x193, x335, x408, x410, x413, x415, x416, x417, x418
+    x420 = x406 + x419
+    del x406
+    x421 = x341 * x420
+    x422 = x420 - x421
+    x423 = -x203 * x205 * x343 * x344 * x422
+    del x203, x205, x343, x344
+    x424 = x212 * x420
+    x425 = x212 * x405 + x212 * x421 + x356 * x414 + x360 * x424 + x393 * x400
+    del x393, x400, x414, x421
+    x426 = -global_batch * x209 * x210 * x420 - global_batch * x209 * x210 * (-x422 - x423) - x206 * x207 * (-x287 * x402 - x405 - x423) + x425
+    del x206, x207, x402, x405, x420, x422, x423
+    x427 = -global_batch * stage_extra_layers * x209 * x210 * x267 * x269 * x419 + x426
+    del x267, x269, x419
+    x428 = step_time_cv * x264 * x426 + x274 * x275 * x427 + x365 * x426 + x427
+    del x426, x427
+    x429 = -x428
+    x430 = numpy.where(numpy.less(x281, 0), 0, numpy.where(numpy.equal(x281, 0), 1 / 2, 1))
+    del x281
+    x431 = hbm_bandwidth_bytes_per_s ** (-2.0)
+    x432 = x431 * x47
+    del x47
+    x433 = x430 * x432
+    x434 = 6 * x49
+    del x49
+    x435 = x15 * x434
+    del x15
+    x436 = x433 * x435
+    x437 = x28 * x432
+    x438 = x78 * numpy.where(numpy.less(x289, 0), 0, numpy.where(numpy.equal(x289, 0), 1 / 2, 1))
+    del x289, x78
+    x439 = x432 * x438
+    x440 = 3 * x432
+    x441 = x100 * x92 * numpy.where(numpy.less(x296, 0), 0, numpy.where(numpy.equal(x296, 0), 1 / 2, 1))
+    del x100, x296, x92
+    x442 = x301 * (-12 * x437 - 3 * x439 - x440 * x441)
+    x443 = x121 * numpy.where(numpy.less(x303, 0), 0, numpy.where(numpy.equal(x303, 0), 1 / 2, 1))
+    del x121, x303
+    x444 = x440 * x443
+    x445 = -x432 * x441 - 4 * x437 - x439
+    del x437, x439
+    x446 = x135 * numpy.where(numpy.less(x312, 0), 0, numpy.where(numpy.equal(x312, 0), 1 / 2, 1))
+    del x135, x312
+    x447 = x432 * x446
+    x448 = x160 * numpy.where(numpy.less(x317, 0), 0, numpy.where(numpy.equal(x317, 0), 1 / 2, 1))
+    del x160, x317
+    x449 = x432 * x448
+    x450 = x172 * numpy.where(numpy.less(x322, 0), 0, numpy.where(numpy.equal(x322, 0), 1 / 2, 1))
+    del x172, x322
+    x451 = x432 * x450
+    x452 = x431 * x46
+    del x431, x46
+    x453 = x150 * x452
+    x454 = x433 * x51
+    x455 = x147 * x432 + x449 + x451 + 10 * x453 + x454
+    del x432
+    x456 = moe_layers * x41 * x445 - x311 * x447 - x455
+    x457 = x440 * x446
+    x458 = x147 * x440 + x183 * x454 + x436 + 3 * x449 + 3 * x451 + 30 * x453
+    del x449, x451, x453, x454
+    x459 = stage_layers * (full_recompute * x456 + 3 * moe_layers * x41 * x445 - x311 * x457 - x458)
+    x460 = x188 * numpy.where(numpy.less(x334, 0), 0, numpy.where(numpy.equal(x334, 0), 1 / 2, 1))
+    del x188, x334
+    x461 = x18 * (full_recompute * (x194 * x445 - x332 * x447 - x455) + 3 * x194 * x445 - x332 * x457 - x440 * x460 - x444 - x458)
+    del x440, x445, x447, x455, x457, x458
+    x462 = x459 + x461
+    x463 = -x444 + x462
+    x464 = x341 * x463
+    x465 = x444 - x459 - x461 + x464
+    del x444, x459, x461
+    x466 = -x345 * x465
+    x467 = x208 * (x287 * x436 - x442 + x466)
     del x436
-    x470 = x437 * x442
-    x471 = x469 * x470
-    x472 = numpy.where(x443, -x416 * x471 + x416 + x437 * (-x416 * x467 - x416 * x468), 0)
-    x473 = x466 * x472
-    x474 = x445 ** (-2.0)
-    x475 = tokens * x457 * x462 * x474
-    del x462
-    x476 = x427 * x456 * x475
-    x477 = x473 * x476
-    x478 = -x416 + x466 * x472
-    x479 = x190 * x193
-    del x190, x193
-    x480 = x368 * x479
-    del x368
-    x481 = x146 * x38
-    del x146, x38
-    x482 = x35 * x411
-    del x35
-    x483 = x481 * x482
-    x484 = 2 * x10 * x28 * x41 * zero3 / dp ** 2
-    del x28, x41
-    x485 = x482 * x484
-    x486 = x151 * x159
-    del x159
-    x487 = x377 * x486
-    x488 = x379 * x486
-    del x379
-    x489 = x377 * x488
-    del x377
-    x490 = -scale_out_bus_efficiency * x487 + scale_out_bus_efficiency * x489
-    x491 = x161 * x383
-    del x383
-    x492 = scale_out_bus_efficiency * x491
-    x493 = x386 * x492 - x492
-    del x492
-    x494 = x178 * x179
-    del x178
-    x495 = x482 * x494
-    del x482
-    x496 = x391 * x495
-    x497 = -x495 + x496
-    x498 = x273 * x497
-    x499 = -scale_out_bus_efficiency * x480 + x189 * (x490 + x493 + x498) + x388 * x483 + x394 * x485 + x42 * x490 + x42 * x493 + x42 * x497 + x42 * (x495 - x496 + x498) - x483 - x485
-    del x483, x485, x490, x493, x495, x496, x497, x498
-    x500 = x201 * x499 + x499
-    del x499
-    x501 = -tokens * x203 * x447 * x455 * x457 * x458 * x461 * x478 - tokens * x427 * x448 * x455 * x457 * x458 * x461 * x500 + x416 * x464 + x477
-    x502 = x204 * x213 * x445 * numpy.exp(-x454) / (tokens * x448)
-    del x213, x445, x454
-    x503 = x421 * x502
-    x504 = x34 / scale_out_bus_efficiency ** 2
-    del x34
-    x505 = x481 * x504
-    del x481
-    x506 = x484 * x504
-    del x484
-    x507 = -scale_out_bandwidth_bytes_per_s * x487 + scale_out_bandwidth_bytes_per_s * x489
-    del x487, x489
-    x508 = scale_out_bandwidth_bytes_per_s * x491
-    del x491
-    x509 = x386 * x508 - x508
-    del x508
-    x510 = x494 * x504
-    del x494, x504
-    x511 = x391 * x510
-    x512 = -x510 + x511
-    x513 = x273 * x512
-    x514 = -scale_out_bandwidth_bytes_per_s * x480 + x189 * (x507 + x509 + x513) + x388 * x505 + x394 * x506 + x42 * x507 + x42 * x509 + x42 * x512 + x42 * (x510 - x511 + x513) - x505 - x506
-    del x480, x505, x506, x507, x509, x510, x511, x512, x513
-    x515 = x201 * x514 + x514
-    del x514
-    x516 = x163 * x167
-    del x163, x167
-    x517 = ep_intra * x516
-    x518 = x386 * x517
-    x519 = x179 * (2 * tp_intra_ranks - 2)
-    x520 = x391 * x519 - x519
-    del x519
-    x521 = -x520
-    x522 = x273 * x521
-    x523 = 2 * x5 - 2
-    del x5
-    x524 = x189 * (x376 - x380 + x517 - x518 + x522) + x367 + x373 - x388 * x523 - x395 + x42 * x521 + x42 * (x520 + x522) + x42 * (cp_intra * stage_layers * x158 - x380) + x42 * (4 * ep_intra * moe_layers * stage_layers * x14 * x162 - x518) + x523
-    del x367, x373, x376, x380, x395, x517, x518, x520, x521, x522, x523
-    x525 = x201 * x524 + x524
-    del x524
-    x526 = x161 * x516
-    del x516
-    x527 = x386 * x526
-    del x386
-    x528 = x179 * (2 * x175 - 2)
-    del x175, x179
-    x529 = x391 * x528 - x528
-    del x391, x528
-    x530 = -x529
-    x531 = x273 * x530
-    x532 = 2 * x9 - 2
-    del x9
-    x533 = x10 * x44
-    del x10, x44
-    x534 = x189 * (x486 - x488 + x526 - x527 + x531) - x388 * x532 - x394 * x533 + x42 * x530 + x42 * (x529 + x531) + x42 * (stage_layers * x151 * x158 - x488) + x42 * (4 * moe_layers * stage_layers * x14 * x161 * x162 - x527) + x479 + x532 + x533
-    del x14, x151, x158, x161, x162, x388, x394, x479, x486, x488, x526, x527, x529, x530, x531, x532, x533
-    x535 = x201 * x534 + x534
-    del x534
-    x536 = numpy.where(numpy.less(x465, 0), 0, numpy.where(numpy.equal(x465, 0), 1 / 2, 1))
-    del x465
-    x537 = checkpoint_bytes_per_param * x412
-    del x412
-    x538 = x419 * x537 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x422, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x422, 0), 1 / 2, 1)) / x423 ** 2
-    del x422, x423
-    x539 = ckpt_sync * x538
-    x540 = ckpt_async * x536 * x538 - x466 * numpy.where(x443, x437 * (-x467 * x539 - x468 * x539) - x471 * x539 + x539, 0)
-    del x471, x538
-    x541 = x476 * x540
-    x542 = -x539 - x540
-    x543 = x447 * x455 * x463
-    x544 = x542 * x543
-    x545 = x541 + x544
-    x546 = checkpoint_bytes_per_param * x421
-    x547 = x451 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x449, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x449, 0), 1 / 2, 1)) / x450 ** 2
-    del x450, x451
-    x548 = host_copy_bytes_per_s_per_gpu ** (-2.0)
-    x549 = ckpt_async * x414 * x548
-    del x414
-    x550 = x415 * x548
-    del x415, x548
-    x551 = x549 + x550
-    x552 = -x551
-    x553 = 1 / 2 * x470
-    del x470
-    x554 = numpy.where(x443, x437 * (x467 * x552 + x468 * x552) + x469 * x553 * (-2 * x549 - 2 * x550) + x551, 0)
-    del x549, x550
-    x555 = x466 * x554
-    x556 = x476 * x555
-    x557 = x466 * x554 - x551
-    del x551, x554
-    x558 = x543 * x557
-    x559 = -x556 + x558
-    x560 = x421 ** (-2.0)
-    x561 = gpu_mtbf_s ** (-2.0)
-    x562 = gpus * x561
-    x563 = x560 * x562
-    x564 = x427 * x562
-    x565 = x453 * x464 * x564
-    x566 = x439 * x562
-    x567 = numpy.where(x443, x437 * (-1 / 18 * x566 - 1 / 12 * x441 * x562 / x438) + x553 * x564, x563)
-    del x438, x441, x553, x564
-    x568 = x466 * x567
-    x569 = x476 * x568
-    x570 = x421 * x568 - x446 * x562
-    del x446, x562
-    x571 = x447 * x570
-    x572 = x427 * x457 * x458 * x461
-    x573 = x203 * x572
-    x574 = tokens * x573
-    x575 = x455 * x571 * x574
-    x576 = x0 ** (-1.0)
-    del x0
-    x577 = pause_duration_s * x1 * x576
-    x578 = gpus * x577
-    x579 = x204 * x578
-    x580 = x181 * x42
-    x581 = x181 * x273
-    del x273
-    x582 = x189 * x581
-    del x189
-    x583 = x42 * (x181 - x581)
-    del x181, x42, x581
-    x584 = x201 * (-x580 - x582 + x583) - x580 - x582 + x583
-    del x201, x580, x582, x583
-    x585 = x145 + x150
-    del x145, x150
-    x586 = step_time_cv * x200 * x585 + x585
-    del x585
-    x587 = -x586
-    x588 = x464 * (ckpt_in_memory * x433 + x452)
-    del x452
-    x589 = ckpt_async * x428
-    x590 = ckpt_in_memory * (x428 + x433)
-    del x428, x433
-    x591 = x431 + x589 + x590
-    x592 = x425 * x536 + x466 * numpy.where(x443, 1 / 2 * x437 * x442 * x469 * (2 * x431 + 2 * x589 + 2 * x590) + x437 * (x467 * x591 + x468 * x591) - x591, 0)
-    del x425, x431, x437, x442, x443, x467, x468, x469, x536, x589, x590
-    x593 = -x592
-    x594 = x476 * x593
-    del x476
-    x595 = x591 + x592
-    del x592
-    x596 = x543 * x595
-    x597 = x588 + x594 + x596
-    x598 = x456 * x573
-    x599 = gpus * x598
-    x600 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
-    x601 = x599 * x600
-    x602 = 3.16880878140289e-08 * opex_fraction_per_year
-    x603 = capex_usd_per_gpu * x602
-    x604 = x599 * x603
-    del x599
-    x605 = lifetime_s ** (-1.0)
-    x606 = gpus * x605
-    x607 = capex_usd_per_gpu * x606
-    x608 = x598 * x607
-    x609 = network_power_per_node_w + node_overhead_power_w
-    x610 = x419 * x609
-    x611 = -idle_power_w + max_power_w
-    x612 = x144 * x204
-    x613 = idle_power_w + x611 * x612
-    x614 = numpy.exp(x421 * x439)
-    del x439
-    x615 = x447 - x614
-    x616 = x573 * x615
-    del x573
-    x617 = gpus * (idle_power_w * (x203 * x427 * x448 * x455 * x457 * x458 * x461 - x616) + x613 * x616) + x598 * x610
-    x618 = 2.77777777777778e-07 * electricity_usd_per_kwh
-    x619 = pue * x618
-    x620 = tokens * x598
-    x621 = gpus * x620
-    x622 = tokens * x616
-    del x616
-    x623 = gpus * (idle_power_w * (tokens * x203 * x427 * x448 * x455 * x457 * x458 * x461 - x622) + x613 * x622) + x610 * x620
-    x624 = pue * x623
-    x625 = x618 * x624
-    del x618
-    x626 = (use_tco * (x603 * x621 + x607 * x620 + x625) + x600 * x621) ** (-1.0)
-    x627 = tokens * x626
-    x628 = tokens * x572
-    del x572
-    x629 = x456 * x628
-    del x456
-    x630 = x276 * x629
-    x631 = gpus * x630
-    x632 = x615 * x628
-    del x628
-    x633 = x276 * x632
-    x634 = x204 * x611
-    x635 = x144 * x611 / x203 ** 2
-    del x144
-    x636 = gpus * (idle_power_w * (tokens * x276 * x427 * x448 * x455 * x457 * x458 * x461 - x633) + x613 * x633 + x622 * (x263 * x634 - x276 * x635)) + x610 * x630
-    del x263, x633
-    x637 = x300 * x629
-    x638 = gpus * x637
-    x639 = x300 * x632
-    x640 = gpus * (idle_power_w * (tokens * x300 * x427 * x448 * x455 * x457 * x458 * x461 - x639) + x613 * x639 + x622 * (x291 * x634 - x300 * x635)) + x610 * x637
-    del x291, x639
-    x641 = x317 * x629
-    x642 = gpus * x641
-    x643 = x317 * x632
-    x644 = gpus * (idle_power_w * (tokens * x317 * x427 * x448 * x455 * x457 * x458 * x461 - x643) + x613 * x643 + x622 * (x312 * x634 + x316 * x635)) + x610 * x641
-    del x312, x316, x643
-    x645 = x347 * x629
-    x646 = gpus * x645
-    x647 = x347 * x632
-    x648 = gpus * (idle_power_w * (tokens * x347 * x427 * x448 * x455 * x457 * x458 * x461 - x647) + x613 * x647 + x622 * (x342 * x634 - x347 * x635)) + x610 * x645
-    del x342, x647
-    x649 = x366 * x629
-    x650 = gpus * x649
-    x651 = x366 * x632
-    x652 = gpus * (idle_power_w * (tokens * x366 * x427 * x448 * x455 * x457 * x458 * x461 - x651) + x613 * x651 + x622 * (x361 * x634 - x366 * x635)) + x610 * x649
-    del x361, x635, x651
-    x653 = x399 * x629
-    x654 = gpus * x653
-    x655 = x427 * x615
-    x656 = x143 * x37 * x40 * x655
-    del x143, x37, x40
-    x657 = x460 * x656
-    del x460
-    x658 = x634 * x657
-    del x634
-    x659 = x399 * x632
-    x660 = gpus * (idle_power_w * (tokens * x399 * x427 * x448 * x455 * x457 * x458 * x461 - x659) - x399 * x658 + x613 * x659) + x610 * x653
-    del x659
-    x661 = x410 * x629
-    x662 = gpus * x661
-    x663 = x410 * x632
-    x664 = gpus * (idle_power_w * (tokens * x410 * x427 * x448 * x455 * x457 * x458 * x461 - x663) - x410 * x658 + x613 * x663) + x610 * x661
-    del x663
-    x665 = ckpt_in_memory * x411 * x537
-    del x411, x537
-    x666 = x464 * x665
-    x667 = gpus * x600
-    x668 = x478 * x543
-    del x543
-    x669 = x500 * x629
-    x670 = capex_usd_per_gpu * x605
-    x671 = gpus * x603
-    x672 = x418 * x464 * x609
-    x673 = x475 * x655
-    del x475, x655
-    x674 = x421 * x614
-    x675 = x421 * x447
-    x676 = x574 * (x416 * x674 + x478 * x675)
-    del x416, x478
-    x677 = x500 * x632
-    x678 = gpus * (idle_power_w * (tokens * x203 * x427 * x457 * x461 * x466 * x472 * x474 * x615 - x501 - x676 - x677) - x473 * x613 * x673 - x500 * x658 + x613 * x676 + x613 * x677) - x477 * x610 + x610 * x668 + x610 * x669 - x665 * x672
-    del x472, x473, x500, x665, x676, x677
-    x679 = x515 * x629
-    x680 = x515 * x632
-    x681 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x515 - x680) - x515 * x658 + x613 * x680) + x610 * x679
-    del x680
-    x682 = x525 * x629
-    x683 = x525 * x632
-    x684 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x525 - x683) - x525 * x658 + x613 * x683) + x610 * x682
-    del x683
-    x685 = x535 * x629
-    x686 = x535 * x632
-    x687 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x535 - x686) - x535 * x658 + x613 * x686) + x610 * x685
-    del x686
-    x688 = use_tco * x626
-    x689 = gpus * idle_power_w
-    x690 = x689 * (x620 + x622 * (1 - x612) - x622)
-    del x612, x622
-    x691 = gpus * max_power_w * x459 * x656
-    del x459, x656
-    x692 = use_tco * x627
-    x693 = x619 * x692
-    x694 = x419 * x598
-    del x419
-    x695 = x693 * x694
-    x696 = x540 * x673
-    del x540
-    x697 = x574 * (x539 * x674 + x542 * x675)
-    del x539, x542, x675
-    x698 = gpus * (idle_power_w * (x545 - x696 - x697) + x613 * x696 + x613 * x697) + x541 * x610 + x544 * x610
-    del x696, x697
-    x699 = gpus ** 2
-    x700 = checkpoint_bytes_per_param * x464 * x547 * x699
-    x701 = x418 * x700
-    x702 = -idle_power_w * x701 - x609 * x700 / gpus_per_node ** 2
-    del x700
-    x703 = x555 * x673
-    del x555
-    x704 = x574 * (x421 * x447 * x557 - x552 * x674)
-    del x552, x557
-    x705 = gpus * (idle_power_w * (x559 + x703 - x704) - x613 * x703 + x613 * x704) - x556 * x610 + x558 * x610
-    del x703, x704
-    x706 = x606 * x620
-    x707 = x625 * x688
-    del x625
-    x708 = x561 * x699
-    x709 = x560 * x708
-    x710 = x464 * x709
-    x711 = x453 * x620 * x708
-    del x453, x620, x708
-    x712 = x418 * x609
-    del x418, x609
-    x713 = x463 * x563 * x615
+    x468 = x212 * x463
     del x463
-    x714 = x574 * (x566 * x614 + x571)
-    del x566, x571, x614
-    x715 = gpus * (idle_power_w * (gpus * tokens * x203 * x448 * x455 * x457 * x458 * x461 * x560 * x561 + tokens * x203 * x427 * x447 * x455 * x457 * x458 * x461 * x570 + tokens * x203 * x427 * x457 * x461 * x466 * x474 * x567 * x615 - x565 - x569 - x713 - x714) - x568 * x613 * x673 + x613 * x713 + x613 * x714) - x569 * x610 + x575 * x610 + x672 * x709 - x711 * x712
-    del x203, x466, x474, x560, x561, x567, x568, x570, x615, x672, x709, x713, x714
-    x716 = gpus * x464
-    x717 = x464 * x610 + x464 * x689
-    del x689
-    x718 = x196 * x200
-    x719 = x629 * x718
-    x720 = x632 * x718
-    x721 = gpus * (idle_power_w * (tokens * x196 * x200 * x427 * x448 * x455 * x457 * x458 * x461 - x720) + x613 * x720 - x658 * x718) + x610 * x719
-    del x196, x200, x718, x720
-    x722 = x577 * x629 * x699
-    del x577, x699
-    x723 = x578 * x632
-    del x578
-    x724 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x427 * x448 * x455 * x457 * x458 * x461 * x576 - x723) - x579 * x611 * x657 + x613 * x723) + x712 * x722
-    del x1, x576, x611, x657, x712, x723
-    x725 = x3 * x629
-    x726 = x3 * x632
-    x727 = gpus * (idle_power_w * (tokens * x3 * x427 * x448 * x455 * x457 * x458 * x461 - x726) + x2 * x658 + x613 * x726) + x610 * x725
-    del x2, x3, x726
-    x728 = x584 * x629
-    x729 = x584 * x632
-    x730 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x584 - x729) - x584 * x658 + x613 * x729) + x610 * x728
+    x469 = x212 * (x465 + x466)
+    del x465, x466
+    x470 = x222 * x452
+    del x452
+    x471 = x351 * x434
+    del x351, x434
+    x472 = x433 * x471
+    del x433
+    x473 = x212 * x442
+    del x442
+    x474 = x356 * x456
+    del x456
+    x475 = x212 * x464
+    del x464
+    x476 = x360 * x468
+    x477 = -x472 + x473 + x474 + x475 + x476
+    x478 = -x467 - x468 - x469 + x470 + x477
+    x479 = x270 * x462 + x467 + x468 + x469 - x470 + x472 - x473 - x474 - x475 - x476
+    del x462, x467, x469, x470, x472, x473, x474, x475, x476
+    x480 = -x265 * x478 + x276 * x479 - x365 * x478 + x479
+    del x478, x479
+    x481 = x45 / hbm_efficiency ** 2
+    del x45
+    x482 = bytes_per_element * x481
+    x483 = x430 * x482
+    del x430
+    x484 = x435 * x483
+    del x435
+    x485 = x28 * x482
+    del x28
+    x486 = x438 * x482
+    del x438
+    x487 = 3 * x482
+    x488 = x301 * (-x441 * x487 - 12 * x485 - 3 * x486)
+    del x301
+    x489 = x443 * x487
+    del x443
+    x490 = -x441 * x482 - 4 * x485 - x486
+    del x441, x485, x486
+    x491 = x446 * x482
+    x492 = x448 * x482
+    del x448
+    x493 = x450 * x482
+    del x450
+    x494 = x150 * x481
+    del x150
+    x495 = x483 * x51
+    del x51
+    x496 = x147 * x482 + x492 + x493 + 10 * x494 + x495
+    del x482
+    x497 = moe_layers * x41 * x490 - x311 * x491 - x496
+    x498 = x446 * x487
+    del x446
+    x499 = x147 * x487 + x183 * x495 + x484 + 3 * x492 + 3 * x493 + 30 * x494
+    del x147, x183, x492, x493, x494, x495
+    x500 = stage_layers * (full_recompute * x497 + 3 * moe_layers * x41 * x490 - x311 * x498 - x499)
+    del x311
+    x501 = x18 * (full_recompute * (x194 * x490 - x332 * x491 - x496) + 3 * x194 * x490 - x332 * x498 - x460 * x487 - x489 - x499)
+    del x18, x194, x332, x460, x487, x490, x491, x496, x498, x499
+    x502 = x500 + x501
+    x503 = -x489 + x502
+    x504 = x341 * x503
+    del x341
+    x505 = x489 - x500 - x501 + x504
+    del x489, x500, x501
+    x506 = -x345 * x505
+    x507 = x208 * (x287 * x484 - x488 + x506)
+    del x287, x484
+    x508 = x212 * x503
+    del x503
+    x509 = x212 * (x505 + x506)
+    del x505, x506
+    x510 = x222 * x481
+    del x222, x481
+    x511 = x471 * x483
+    del x471, x483
+    x512 = x212 * x488
+    del x488
+    x513 = x356 * x497
+    del x356, x497
+    x514 = x212 * x504
+    del x504
+    x515 = x360 * x508
+    del x360
+    x516 = -x511 + x512 + x513 + x514 + x515
+    x517 = -x507 - x508 - x509 + x510 + x516
+    x518 = x270 * x502 + x507 + x508 + x509 - x510 + x511 - x512 - x513 - x514 - x515
+    del x270, x502, x507, x509, x510, x511, x512, x513, x514, x515
+    x519 = -x265 * x517 + x276 * x518 - x365 * x517 + x518
+    del x517, x518
+    x520 = pp_intra * x254
+    x521 = x253 / x252 ** 2
+    del x252, x253
+    x522 = x520 * x521
+    x523 = scale_up_bus_efficiency * x522
+    x524 = x109 / scale_up_bandwidth_bytes_per_s ** 2
+    del x109
+    x525 = x226 * x246
+    del x226
+    x526 = x228 * x244 * x525
+    del x228
+    x527 = x524 * x526
+    x528 = x224 * x235
+    del x235
+    x529 = x232 * x528
+    x530 = x524 * x529
+    x531 = x232 * x234 * x247
+    del x232, x247
+    x532 = x524 * x531
+    x533 = cp_intra * x21
+    x534 = x17 / x9 ** 2
+    del x17, x9
+    x535 = x533 * x534
+    x536 = cp_overlap * numpy.where(numpy.greater(x286, 0), 0, numpy.where(numpy.equal(x286, 0), 1 / 2, 1))
+    del x286
+    x537 = x533 * x536
+    x538 = x534 * x537
+    x539 = -scale_up_bus_efficiency * x535 + scale_up_bus_efficiency * x538
+    x540 = x212 * x539
+    x541 = x35 ** (-2.0)
+    del x35
+    x542 = 4 * x146
+    del x146
+    x543 = tp_intra_ranks * x29 * x541 * x542 / tp ** 2
+    del x29
+    x544 = ep_intra * x24
+    x545 = x30 / x25 ** 2
+    del x25, x30
+    x546 = x544 * x545
+    x547 = -scale_up_bus_efficiency * x543 - scale_up_bus_efficiency * x546
+    x548 = x43 * x547
+    x549 = ep_overlap * numpy.where(numpy.less(x300, 0), 0, numpy.where(numpy.equal(x300, 0), 1 / 2, 1))
+    del x300
+    x550 = x548 * x549
+    x551 = x212 * (moe_layers * x19 * x41 * x547 - x550)
+    del x547
+    x552 = dp_overlap * numpy.where(numpy.less(x355, 0), 0, numpy.where(numpy.equal(x355, 0), 1 / 2, 1))
+    del x355
+    x553 = x530 * x552
+    x554 = x111 * x116
+    del x111
+    x555 = x524 * x554
+    del x524
+    x556 = tp_overlap * numpy.where(numpy.less(x340, 0), 0, numpy.where(numpy.equal(x340, 0), 1 / 2, 1))
+    del x340
+    x557 = x555 * x556
+    x558 = -x555 + x557
+    x559 = x212 * x558
+    x560 = x527 + x532
+    x561 = dp_overlap * numpy.where(numpy.greater(x359, 0), 0, numpy.where(numpy.equal(x359, 0), 1 / 2, 1))
+    del x359
+    x562 = -x560 * x561
+    x563 = x345 * x558
+    del x558
+    x564 = x208 * (x539 + x548 - x550 + x563) + x212 * (x555 - x557 + x563) - x523 - x527 - x530 - x532 + x540 + x551 + x553 + x559 - x562
+    del x527, x532, x539, x548, x550, x555, x557, x563
+    x565 = x265 * x564 + x276 * x564 + x365 * x564 + x564
+    del x564
+    x566 = scale_up_bandwidth_bytes_per_s * x522
+    del x522
+    x567 = x108 / scale_up_bus_efficiency ** 2
+    del x108
+    x568 = x526 * x567
+    del x526
+    x569 = x529 * x567
+    del x529
+    x570 = x531 * x567
+    del x531
+    x571 = -scale_up_bandwidth_bytes_per_s * x535 + scale_up_bandwidth_bytes_per_s * x538
+    del x535, x538
+    x572 = x212 * x571
+    x573 = -scale_up_bandwidth_bytes_per_s * x543 - scale_up_bandwidth_bytes_per_s * x546
+    del x543, x546
+    x574 = x43 * x573
+    x575 = x549 * x574
+    x576 = x212 * (moe_layers * x19 * x41 * x573 - x575)
+    del x573
+    x577 = x552 * x569
+    x578 = x554 * x567
+    del x554, x567
+    x579 = x556 * x578
+    x580 = -x578 + x579
+    x581 = x212 * x580
+    x582 = x568 + x570
+    x583 = -x561 * x582
+    x584 = x345 * x580
+    del x580
+    x585 = x208 * (x571 + x574 - x575 + x584) + x212 * (x578 - x579 + x584) - x566 - x568 - x569 - x570 + x572 + x576 + x577 + x581 - x583
+    del x568, x570, x571, x574, x575, x578, x579, x584
+    x586 = x265 * x585 + x276 * x585 + x365 * x585 + x585
+    del x585
+    x587 = scale_out_bandwidth_bytes_per_s ** (-2.0)
+    x588 = embedding_matrices * x118 + hidden + layers * x218 + moe_layers * x216 + mtp_layers * (x219 + x220) + x215 * (layers - moe_layers)
+    del x118, x215, x216, x218, x219, x220
+    x589 = x262 * x588
+    del x262
+    x590 = checkpoint_bytes_per_param * x589
+    x591 = ckpt_in_memory * x590
+    x592 = x587 * x591
+    x593 = software_mtbf_s ** (-1.0)
+    x594 = 1 / (rack_mtbf_s * rack_nodes)
+    x595 = x273 * x594
+    x596 = gpus / gpu_mtbf_s
+    x597 = x273 / network_mtbf_s
+    x598 = x273 / node_mtbf_s
+    x599 = x596 + x597 + x598
+    x600 = x593 + x595 + x599
+    x601 = storage_write_bytes_per_s_per_node * x273
+    x602 = numpy.minimum(storage_write_cap_bytes_per_s, x601)
+    x603 = x588 / x602
+    x604 = ckpt_async * x603
+    x605 = checkpoint_bytes_per_param * x604
+    x606 = x600 ** (-1.0)
+    x607 = x589 / host_copy_bytes_per_s_per_gpu
+    x608 = checkpoint_bytes_per_param * x607
+    x609 = ckpt_async * x608
+    x610 = ckpt_sync * x603
+    del x603
+    x611 = checkpoint_bytes_per_param * x610
+    x612 = x112 * x589
+    del x589
+    x613 = checkpoint_bytes_per_param * x612
+    x614 = ckpt_in_memory * (x608 + x613)
+    del x608
+    x615 = 2 * x609 + 2 * x611 + 2 * x614
+    x616 = numpy.sqrt(x606 * x615)
+    x617 = 1 / 2 * x593 + 1 / 2 * x595 + 1 / 2 * x596 + 1 / 2 * x597 + 1 / 2 * x598
+    del x596, x597, x598
+    x618 = x609 + x611 + x614
+    x619 = x617 * x618
+    x620 = numpy.sqrt(x619)
+    x621 = 1 / 9 * x619 + 1 / 3 * x620 + 1
+    del x619
+    x622 = numpy.greater(x606, 1 / 2 * x609 + 1 / 2 * x611 + 1 / 2 * x614)
+    del x609, x611, x614
+    x623 = numpy.where(x622, x616 * x621 - x618, x606)
+    x624 = numpy.maximum(x605, x623)
+    x625 = x618 + x624
+    x626 = numpy.exp(x600 * x625)
+    x627 = x626 - 1
+    x628 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x629 = storage_read_bytes_per_s_per_node * x273
+    x630 = numpy.minimum(storage_read_cap_bytes_per_s, x629)
+    x631 = x588 * (1 - ckpt_in_memory)
+    x632 = x631 / x630
+    x633 = x628 - numpy.minimum(requeue_restart_s, restart_overhead_s)
+    x634 = x600 * x633
+    x635 = numpy.expm1(x634)
+    x636 = node_repair_s * x595
+    x637 = numpy.exp(-x636)
+    x638 = -spare_nodes
+    x639 = rack_nodes + x638
+    x640 = -x639
+    x641 = node_repair_s * x599
+    x642 = 2 * rack_nodes + x638
+    x643 = -x642
+    x644 = x636 * x637
+    del x636
+    x645 = 3 * rack_nodes + x638
+    x646 = -x645
+    x647 = gpus ** 2
+    x648 = node_repair_s ** 2 * x637 * x647
+    x649 = 1 / 2 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x650 = x648 * x649
+    x651 = 4 * rack_nodes + x638
+    x652 = -x651
+    x653 = gpus ** 3 * node_repair_s ** 3 * x637
+    x654 = 1 / 6 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x655 = x653 * x654
+    x656 = 5 * rack_nodes + x638
+    x657 = -x656
+    x658 = gpus ** 4 * node_repair_s ** 4 * x637
+    x659 = 1 / 24 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x660 = x658 * x659
+    x661 = 6 * rack_nodes + x638
+    x662 = -x661
+    x663 = gpus ** 5 * node_repair_s ** 5 * x637
+    x664 = 1 / 120 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x665 = x663 * x664
+    x666 = 7 * rack_nodes + x638
+    x667 = -x666
+    x668 = gpus ** 6 * node_repair_s ** 6 * x637
+    x669 = 1 / 720 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x670 = x668 * x669
+    x671 = 8 * rack_nodes + x638
+    x672 = -x671
+    x673 = gpus ** 7 * node_repair_s ** 7 * x637
+    x674 = 1 / 5040 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x675 = x673 * x674
+    x676 = 9 * rack_nodes + x638
+    x677 = -x676
+    x678 = gpus ** 8 * node_repair_s ** 8 * x637
+    x679 = 1 / 40320 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x680 = x678 * x679
+    x681 = 10 * rack_nodes + x638
+    x682 = -x681
+    x683 = gpus ** 9 * node_repair_s ** 9 * x637
+    x684 = 1 / 362880 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x685 = x683 * x684
+    x686 = 11 * rack_nodes + x638
+    x687 = -x686
+    x688 = gpus ** 10 * node_repair_s ** 10 * x637
+    x689 = 1 / 3628800 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x690 = x688 * x689
+    x691 = 12 * rack_nodes + x638
+    del x638
+    x692 = -x691
+    x693 = gpus ** 11 * node_repair_s ** 11 * x637
+    x694 = 1 / 39916800 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x695 = x693 * x694
+    x696 = x637 * poisson_cdf(spare_nodes - 1, x641) + x644 * poisson_cdf(-x639 - 1, x641) + x650 * poisson_cdf(-x642 - 1, x641) + x655 * poisson_cdf(-x645 - 1, x641) + x660 * poisson_cdf(-x651 - 1, x641) + x665 * poisson_cdf(-x656 - 1, x641) + x670 * poisson_cdf(-x661 - 1, x641) + x675 * poisson_cdf(-x666 - 1, x641) + x680 * poisson_cdf(-x671 - 1, x641) + x685 * poisson_cdf(-x676 - 1, x641) + x690 * poisson_cdf(-x681 - 1, x641) + x695 * poisson_cdf(-x686 - 1, x641)
+    x697 = x593 + x595 * (x637 * poisson_cdf(x640, x641) + x644 * poisson_cdf(x643, x641) + x650 * poisson_cdf(x646, x641) + x655 * poisson_cdf(x652, x641) + x660 * poisson_cdf(x657, x641) + x665 * poisson_cdf(x662, x641) + x670 * poisson_cdf(x667, x641) + x675 * poisson_cdf(x672, x641) + x680 * poisson_cdf(x677, x641) + x685 * poisson_cdf(x682, x641) + x690 * poisson_cdf(x687, x641) + x695 * poisson_cdf(x692, x641)) + x599 * x696
+    del x593, x644, x650, x655, x660, x665, x670, x675, x680, x685, x690, x695
+    x698 = x606 * x697
+    x699 = numpy.greater_equal(requeue_restart_s, restart_overhead_s)
+    x700 = numpy.where(x699, x698, 1 - x698)
+    del x698
+    x701 = x635 * x700
+    x702 = numpy.log1p(x701)
+    x703 = checkpoint_bytes_per_param * x632 + ckpt_in_memory * x613 + failure_detection_s - x606 * x702 + x628
+    del x613, x628
+    x704 = x600 * x703
+    x705 = numpy.exp(x704)
+    x706 = x627 * x705
+    x707 = x624 ** (-1.0)
+    x708 = tokens * x268 * x277 * x68
+    x709 = x707 * x708
+    x710 = x706 * x709
+    x711 = x592 * x710
+    x712 = x605 - x623
+    del x605, x623
+    x713 = numpy.where(numpy.greater(x712, 0), 0, numpy.where(numpy.equal(x712, 0), 1 / 2, 1))
+    x714 = 1 / 9 * x617
+    x715 = 1 / 6 * x620 / x618
+    x716 = x615 ** (-1.0)
+    del x615
+    x717 = x616 * x621
+    x718 = x716 * x717
+    x719 = numpy.where(x622, -x592 * x718 + x592 + x616 * (-x592 * x714 - x592 * x715), 0)
+    x720 = x713 * x719
+    x721 = x624 ** (-2.0)
+    x722 = x606 * x708 * x721
+    del x708
+    x723 = x706 * x722
+    x724 = x720 * x723
+    x725 = -x592 + x713 * x719
+    x726 = x251 * x254
+    del x251, x254
+    x727 = x521 * x726
+    del x521
+    x728 = scale_out_bus_efficiency * x727
+    x729 = x113 * x587
+    del x113, x587
+    x730 = x211 * x236 / dp ** 2
+    del x211, x236
+    x731 = x729 * x730
+    x732 = 2 * x244 * zero3
+    del x244
+    x733 = x731 * x732
+    x734 = x237 * x528
+    del x237, x528
+    x735 = x729 * x734
+    x736 = x223 * x234
+    del x223, x234
+    x737 = x731 * x736
+    del x731
+    x738 = x21 * x6
+    del x21
+    x739 = x534 * x738
+    x740 = x536 * x738
+    del x536
+    x741 = x534 * x740
+    del x534
+    x742 = -scale_out_bus_efficiency * x739 + scale_out_bus_efficiency * x741
+    x743 = x212 * x742
+    x744 = x23 * x24
+    del x23, x24
+    x745 = x545 * x744
+    del x545
+    x746 = x32 * x542
+    del x32
+    x747 = x39 * x541 * x746
+    del x39, x541
+    x748 = -scale_out_bus_efficiency * x745 - scale_out_bus_efficiency * x747
+    x749 = x43 * x748
+    x750 = x549 * x749
+    x751 = x212 * (moe_layers * x19 * x41 * x748 - x750)
+    del x748
+    x752 = x552 * x735
+    x753 = x115 * x116
+    del x115
+    x754 = x729 * x753
     del x729
-    x731 = x587 * x629
-    del x629
-    x732 = x587 * x632
+    x755 = x556 * x754
+    x756 = -x754 + x755
+    x757 = x212 * x756
+    x758 = x733 + x737
+    x759 = -x561 * x758
+    x760 = x345 * x756
+    del x756
+    x761 = x208 * (x742 + x749 - x750 + x760) + x212 * (x754 - x755 + x760) - x728 - x733 - x735 - x737 + x743 + x751 + x752 + x757 - x759
+    del x733, x737, x742, x749, x750, x754, x755, x760
+    x762 = x265 * x761 + x276 * x761 + x365 * x761 + x761
+    del x761
+    x763 = -tokens * x268 * x277 * x626 * x68 * x705 * x707 * x725 - tokens * x268 * x606 * x627 * x68 * x705 * x707 * x762 + x711 + x724
+    x764 = x278 * x350 * x624 * numpy.exp(-x704) / (tokens * x627)
+    del x350, x624, x704
+    x765 = x600 * x764
+    x766 = scale_out_bandwidth_bytes_per_s * x727
+    del x727
+    x767 = x112 / scale_out_bus_efficiency ** 2
+    del x112
+    x768 = x730 * x767
+    del x730
+    x769 = x732 * x768
+    del x732
+    x770 = x734 * x767
+    del x734
+    x771 = x736 * x768
+    del x736, x768
+    x772 = -scale_out_bandwidth_bytes_per_s * x739 + scale_out_bandwidth_bytes_per_s * x741
+    del x739, x741
+    x773 = x212 * x772
+    x774 = -scale_out_bandwidth_bytes_per_s * x745 - scale_out_bandwidth_bytes_per_s * x747
+    del x745, x747
+    x775 = x43 * x774
+    x776 = x549 * x775
+    x777 = x212 * (moe_layers * x19 * x41 * x774 - x776)
+    del x774
+    x778 = x552 * x770
+    x779 = x753 * x767
+    del x753, x767
+    x780 = x556 * x779
+    x781 = -x779 + x780
+    x782 = x212 * x781
+    x783 = x769 + x771
+    x784 = -x561 * x783
+    x785 = x345 * x781
+    del x781
+    x786 = x208 * (x772 + x775 - x776 + x785) + x212 * (x779 - x780 + x785) - x766 - x769 - x770 - x771 + x773 + x777 + x778 + x782 - x784
+    del x769, x771, x772, x775, x776, x779, x780, x785
+    x787 = x265 * x786 + x276 * x786 + x365 * x786 + x786
+    del x786
+    x788 = x31 * x542 + x544
+    del x31, x542, x544
+    x789 = x43 * x788
+    x790 = x549 * x789
+    x791 = x116 * (2 * tp_intra_ranks - 2)
+    x792 = x556 * x791 - x791
+    del x791
+    x793 = -x792
+    x794 = x345 * x793
+    x795 = 2 * x225 - 2
+    del x225
+    x796 = x224 * x795
+    x797 = x248 * x795 + x525
+    del x525, x795
+    x798 = x212 * x793 + x212 * (cp_intra * x19 * x20 - x537) + x212 * (moe_layers * x19 * x41 * x788 - x790) + x520 - x552 * x796 - x561 * x797 + x796 + x797
+    del x520, x788, x793, x796, x797
+    x799 = x208 * (x533 - x537 + x789 - x790 + x794) + x212 * (x792 + x794) + x798
+    del x533, x537, x789, x790, x792, x794
+    x800 = x265 * x799 + x276 * x799 + x365 * x799 + x799
+    del x799
+    x801 = x744 + x746
+    del x744, x746
+    x802 = x43 * x801
+    del x43
+    x803 = x549 * x802
+    del x549
+    x804 = x116 * (2 * x106 - 2)
+    del x106, x116
+    x805 = x556 * x804 - x804
+    del x556, x804
+    x806 = -x805
+    x807 = x345 * x806
+    x808 = 2 * x229 - 2
+    del x229
+    x809 = x224 * x808
+    del x224
+    x810 = x230 * x246 + x248 * x808
+    del x230, x246, x248, x808
+    x811 = x212 * x806 + x212 * (x19 * x20 * x6 - x740) + x212 * (moe_layers * x19 * x41 * x801 - x803) - x552 * x809 - x561 * x810 + x726 + x809 + x810
+    del x19, x20, x41, x552, x561, x6, x726, x801, x806, x809, x810
+    x812 = x208 * (x738 - x740 + x802 - x803 + x807) + x212 * (x805 + x807) + x811
+    del x738, x740, x802, x803, x805, x807
+    x813 = x265 * x812 + x276 * x812 + x365 * x812 + x812
+    del x265, x276, x812
+    x814 = numpy.where(numpy.less(x712, 0), 0, numpy.where(numpy.equal(x712, 0), 1 / 2, 1))
+    del x712
+    x815 = checkpoint_bytes_per_param * x273
+    x816 = x588 * x815 * numpy.where(numpy.less(storage_write_cap_bytes_per_s - x601, 0), 0, numpy.where(numpy.equal(storage_write_cap_bytes_per_s - x601, 0), 1 / 2, 1)) / x602 ** 2
+    del x588, x601, x602
+    x817 = ckpt_sync * x816
+    x818 = ckpt_async * x814 * x816 - x713 * numpy.where(x622, x616 * (-x714 * x817 - x715 * x817) - x718 * x817 + x817, 0)
+    del x718, x816
+    x819 = x723 * x818
+    x820 = -x817 - x818
+    x821 = x626 * x705 * x709
+    x822 = x820 * x821
+    x823 = checkpoint_bytes_per_param * x600
+    x824 = x631 * numpy.where(numpy.less(storage_read_cap_bytes_per_s - x629, 0), 0, numpy.where(numpy.equal(storage_read_cap_bytes_per_s - x629, 0), 1 / 2, 1)) / x630 ** 2
+    del x630, x631
+    x825 = host_copy_bytes_per_s_per_gpu ** (-2.0)
+    x826 = ckpt_async * x590 * x825
+    del x590
+    x827 = x591 * x825
+    del x591, x825
+    x828 = x826 + x827
+    x829 = -x828
+    x830 = 1 / 2 * x717
+    del x717
+    x831 = numpy.where(x622, x616 * (x714 * x829 + x715 * x829) + x716 * x830 * (-2 * x826 - 2 * x827) + x828, 0)
+    del x826, x827
+    x832 = x713 * x831
+    x833 = x723 * x832
+    x834 = x713 * x831 - x828
+    del x828
+    x835 = -tokens * x268 * x277 * x626 * x68 * x705 * x707 * x834 + x833
+    x836 = gpu_mtbf_s ** (-2.0)
+    x837 = gpus * x836
+    x838 = x837 / x600 ** 2
+    x839 = x710 * x838
+    x840 = x618 * x837
+    x841 = x713 * numpy.where(x622, x606 * x830 * x837 + x616 * (-1 / 18 * x840 - 1 / 12 * x620 * x837 / x617), x838)
+    del x617, x620, x830
+    x842 = x723 * x841
+    x843 = x626 * (x600 * x841 - x625 * x837)
+    del x625
+    x844 = x268 * x606 * x68 * x707
+    x845 = x277 * x844
+    x846 = tokens * x845
+    x847 = x705 * x843 * x846
+    x848 = (x701 + 1) ** (-1.0)
+    del x701
+    x849 = x700 * numpy.exp(x634)
+    del x634, x700
+    x850 = numpy.floor(spare_nodes)
+    x851 = numpy.log(x641)
+    x852 = node_repair_s * x637 * x837
+    x853 = numpy.floor(x640)
+    del x640
+    x854 = x272 * x594 * x648 * x836
+    del x594, x648
+    x855 = numpy.floor(x643)
+    del x643
+    x856 = x649 * x653 * x836
+    del x649, x653
+    x857 = numpy.floor(x646)
+    del x646
+    x858 = x654 * x658 * x836
+    del x654, x658
+    x859 = numpy.floor(x652)
+    del x652
+    x860 = x659 * x663 * x836
+    del x659, x663
+    x861 = numpy.floor(x657)
+    del x657
+    x862 = x664 * x668 * x836
+    del x664, x668
+    x863 = numpy.floor(x662)
+    del x662
+    x864 = x669 * x673 * x836
+    del x669, x673
+    x865 = numpy.floor(x667)
+    del x667
+    x866 = x674 * x678 * x836
+    del x674, x678
+    x867 = numpy.floor(x672)
+    del x672
+    x868 = x679 * x683 * x836
+    del x679, x683
+    x869 = numpy.floor(x677)
+    del x677
+    x870 = x684 * x688 * x836
+    del x684, x688
+    x871 = numpy.floor(x682)
+    del x682
+    x872 = x689 * x693 * x836
+    del x689, x693
+    x873 = numpy.floor(x687)
+    del x687
+    x874 = gpus ** 12 * node_repair_s ** 12 * x637 * x694 * x836
+    del x637, x694, x836
+    x875 = numpy.floor(x692)
+    del x692
+    x876 = x606 * (x595 * (x852 * numpy.where(numpy.less_equal(x639, 0), numpy.exp(-x641 + x851 * x853 - scipy.special.gammaln(x853 + 1)), 0) + x854 * numpy.where(numpy.less_equal(x642, 0), numpy.exp(-x641 + x851 * x855 - scipy.special.gammaln(x855 + 1)), 0) + x856 * numpy.where(numpy.less_equal(x645, 0), numpy.exp(-x641 + x851 * x857 - scipy.special.gammaln(x857 + 1)), 0) + x858 * numpy.where(numpy.less_equal(x651, 0), numpy.exp(-x641 + x851 * x859 - scipy.special.gammaln(x859 + 1)), 0) + x860 * numpy.where(numpy.less_equal(x656, 0), numpy.exp(-x641 + x851 * x861 - scipy.special.gammaln(x861 + 1)), 0) + x862 * numpy.where(numpy.less_equal(x661, 0), numpy.exp(-x641 + x851 * x863 - scipy.special.gammaln(x863 + 1)), 0) + x864 * numpy.where(numpy.less_equal(x666, 0), numpy.exp(-x641 + x851 * x865 - scipy.special.gammaln(x865 + 1)), 0) + x866 * numpy.where(numpy.less_equal(x671, 0), numpy.exp(-x641 + x851 * x867 - scipy.special.gammaln(x867 + 1)), 0) + x868 * numpy.where(numpy.less_equal(x676, 0), numpy.exp(-x641 + x851 * x869 - scipy.special.gammaln(x869 + 1)), 0) + x870 * numpy.where(numpy.less_equal(x681, 0), numpy.exp(-x641 + x851 * x871 - scipy.special.gammaln(x871 + 1)), 0) + x872 * numpy.where(numpy.less_equal(x686, 0), numpy.exp(-x641 + x851 * x873 - scipy.special.gammaln(x873 + 1)), 0) + x874 * numpy.where(numpy.less_equal(x691, 0), numpy.exp(-x641 + x851 * x875 - scipy.special.gammaln(x875 + 1)), 0)) + x599 * (x852 * numpy.where(numpy.greater_equal(spare_nodes, 1), numpy.exp(-x641 + x851 * (x850 - 1) - scipy.special.gammaln(x850)), 0) + x854 * numpy.where(numpy.less_equal(x639, -1), numpy.exp(-x641 + x851 * (x853 - 1) - scipy.special.gammaln(x853)), 0) + x856 * numpy.where(numpy.less_equal(x642, -1), numpy.exp(-x641 + x851 * (x855 - 1) - scipy.special.gammaln(x855)), 0) + x858 * numpy.where(numpy.less_equal(x645, -1), numpy.exp(-x641 + x851 * (x857 - 1) - scipy.special.gammaln(x857)), 0) + x860 * numpy.where(numpy.less_equal(x651, -1), numpy.exp(-x641 + x851 * (x859 - 1) - scipy.special.gammaln(x859)), 0) + x862 * numpy.where(numpy.less_equal(x656, -1), numpy.exp(-x641 + x851 * (x861 - 1) - scipy.special.gammaln(x861)), 0) + x864 * numpy.where(numpy.less_equal(x661, -1), numpy.exp(-x641 + x851 * (x863 - 1) - scipy.special.gammaln(x863)), 0) + x866 * numpy.where(numpy.less_equal(x666, -1), numpy.exp(-x641 + x851 * (x865 - 1) - scipy.special.gammaln(x865)), 0) + x868 * numpy.where(numpy.less_equal(x671, -1), numpy.exp(-x641 + x851 * (x867 - 1) - scipy.special.gammaln(x867)), 0) + x870 * numpy.where(numpy.less_equal(x676, -1), numpy.exp(-x641 + x851 * (x869 - 1) - scipy.special.gammaln(x869)), 0) + x872 * numpy.where(numpy.less_equal(x681, -1), numpy.exp(-x641 + x851 * (x871 - 1) - scipy.special.gammaln(x871)), 0) + x874 * numpy.where(numpy.less_equal(x686, -1), numpy.exp(-x641 + x851 * (x873 - 1) - scipy.special.gammaln(x873)), 0)) - x696 * x837) + x697 * x838
+    del x595, x599, x639, x641, x642, x645, x651, x656, x661, x666, x671, x676, x681, x686, x691, x696, x697, x850, x851, x852, x853, x854, x855, x856, x857, x858, x859, x860, x861, x862, x863, x864, x865, x866, x867, x868, x869, x870, x871, x872, x873, x874, x875
+    x877 = x706 * x845
+    x878 = tokens * x877
+    x879 = x878 * (x600 * (-x606 * x848 * (-x633 * x837 * x849 + x635 * numpy.where(x699, x876, -x876)) - x702 * x838) - x703 * x837)
+    del x633, x635, x699, x702, x703, x837, x876
+    x880 = x839 - x842 + x847 + x879
+    x881 = requeue_restart_s - restart_overhead_s
+    x882 = numpy.where(numpy.greater(x881, 0), 0, numpy.where(numpy.equal(x881, 0), 1 / 2, 1))
+    x883 = -x848 * x849 * (x882 - numpy.where(numpy.less(x881, 0), 0, numpy.where(numpy.equal(x881, 0), 1 / 2, 1))) + x882
+    del x848, x849, x881, x882
+    x884 = x0 ** (-1.0)
+    del x0
+    x885 = gpus * pause_duration_s * x1 * x884
+    x886 = x200 * x212
+    del x212
+    x887 = x200 * x345
+    del x345
+    x888 = -global_batch * x209 * x210 * (x200 - x887) + x208 * x887 + x886
+    del x200, x208, x209, x210, x887
+    x889 = -x888
+    x890 = -step_time_cv * x264 * x889 - x274 * x275 * x889 + x365 * x888 + x888
+    del x888, x889
+    x891 = -x890
+    x892 = x243 + x250
+    del x243, x250
+    x893 = -x892
+    x894 = -step_time_cv * x264 * x893 - x274 * x275 * x893 + x365 * x892 + x892
+    del x274, x275, x365, x892
+    x895 = -x894
+    x896 = x710 * (ckpt_in_memory * x612 + x632)
     del x632
-    x733 = gpus * (idle_power_w * (tokens * x427 * x448 * x455 * x457 * x458 * x461 * x587 - x732) + x586 * x658 + x613 * x732) + x610 * x731
-    del x427, x448, x455, x457, x458, x461, x586, x658, x732
-    x734 = x593 * x673
-    del x593, x673
-    x735 = x574 * (x421 * x447 * x595 - x591 * x674)
-    del x447, x574, x591, x595, x674
-    x736 = gpus * (idle_power_w * (x597 - x734 - x735) + x613 * x734 + x613 * x735) + x588 * x610 + x594 * x610 + x596 * x610
-    del x610, x613, x734, x735
-    x737 = x623 ** (-1.0)
-    del x623
-    x738 = tokens * x737
-    x739 = x694 * x738
-    x740 = embodied_kg_per_gpu * x606
-    del x606
-    x741 = x598 * x740
-    del x598
-    x742 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
-    x743 = pue * x742
-    x744 = x624 * x742
-    del x624, x742
-    x745 = (embodied_kg_per_gpu * x706 + x744) ** (-1.0)
-    x746 = tokens * x745
-    x747 = embodied_kg_per_gpu * x605
-    del x605
-    x748 = x743 * x746
-    x749 = x694 * x748
-    del x694
-    x750 = x741 * x746
-    x751 = x744 * x745
-    del x744
-    return [1, peak_flops_per_s * x204 * x276, gemm_max_efficiency * x204 * x300, gemm_half_efficiency_dim * x204 * x317, hbm_bandwidth_bytes_per_s * x204 * x347, hbm_efficiency * x204 * x366, scale_up_bandwidth_bytes_per_s * x204 * x399, scale_up_bus_efficiency * x204 * x410, -scale_out_bandwidth_bytes_per_s * x501 * x503, scale_out_bus_efficiency * x204 * x515, intra_latency_s * x204 * x525, inter_latency_s * x204 * x535, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x503 * x545, -x449 * x546 * x547, host_copy_bytes_per_s_per_gpu * x503 * x559, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x503 * (x464 * x563 - x565 - x569 + x575), restart_overhead_s * x421, x202 * x204, pause_probability * x579, x204 * x4, tp_overlap * x204 * x584, dp_overlap * x204 * x587, x502 * x546 * x597, x627 * (use_tco * (x604 + x608 + x617 * x619) + x601), peak_flops_per_s * x626 * (use_tco * (x603 * x631 + x607 * x630 + x619 * x636) + x600 * x631), gemm_max_efficiency * x626 * (use_tco * (x603 * x638 + x607 * x637 + x619 * x640) + x600 * x638), gemm_half_efficiency_dim * x626 * (use_tco * (x603 * x642 + x607 * x641 + x619 * x644) + x600 * x642), hbm_bandwidth_bytes_per_s * x626 * (use_tco * (x603 * x646 + x607 * x645 + x619 * x648) + x600 * x646), hbm_efficiency * x626 * (use_tco * (x603 * x650 + x607 * x649 + x619 * x652) + x600 * x650), scale_up_bandwidth_bytes_per_s * x626 * (use_tco * (x603 * x654 + x607 * x653 + x619 * x660) + x600 * x654), scale_up_bus_efficiency * x626 * (use_tco * (x603 * x662 + x607 * x661 + x619 * x664) + x600 * x662), scale_out_bandwidth_bytes_per_s * x626 * (use_tco * (-x477 * x607 - x477 * x671 - x603 * x666 + x607 * x668 + x607 * x669 + x619 * x678 - x666 * x670 + x668 * x671 + x669 * x671) - x477 * x667 - x600 * x666 + x667 * x668 + x667 * x669), scale_out_bus_efficiency * x626 * (use_tco * (x607 * x679 + x619 * x681 + x671 * x679) + x667 * x679), intra_latency_s * x626 * (use_tco * (x607 * x682 + x619 * x684 + x671 * x682) + x667 * x682), inter_latency_s * x626 * (use_tco * (x607 * x685 + x619 * x687 + x671 * x685) + x667 * x685), x619 * x688 * x690, x691 * x693, node_overhead_power_w * x695, network_power_per_node_w * x695, storage_write_bytes_per_s_per_node * x626 * (use_tco * (x541 * x607 + x541 * x671 + x544 * x607 + x544 * x671 + x619 * x698) + x541 * x667 + x544 * x667), storage_read_bytes_per_s_per_node * x626 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x702 - x603 * x701 - x670 * x701) - x600 * x701), host_copy_bytes_per_s_per_gpu * x626 * (use_tco * (-x556 * x607 - x556 * x671 + x558 * x607 + x558 * x671 + x619 * x705) - x556 * x667 + x558 * x667), x601 * x627, capex_usd_per_gpu * x688 * (x602 * x621 + x706), -x608 * x692, x604 * x692, 0, x707, x707, 0, gpu_mtbf_s * x626 * (use_tco * (-x569 * x607 - x569 * x671 + x575 * x607 + x575 * x671 + x603 * x710 - x603 * x711 + x619 * x715 + x670 * x710 - x670 * x711) - x569 * x667 + x575 * x667 + x600 * x710 - x600 * x711), restart_overhead_s * x626 * (use_tco * (x464 * x607 + x603 * x716 + x619 * x717) + x600 * x716), step_time_cv * x626 * (use_tco * (x607 * x719 + x619 * x721 + x671 * x719) + x667 * x719), pause_probability * x626 * (use_tco * (x603 * x722 + x619 * x724 + x670 * x722) + x600 * x722), pause_duration_s * x626 * (use_tco * (x607 * x725 + x619 * x727 + x671 * x725) + x667 * x725), tp_overlap * x626 * (use_tco * (x607 * x728 + x619 * x730 + x671 * x728) + x667 * x728), dp_overlap * x626 * (use_tco * (x607 * x731 + x619 * x733 + x671 * x731) + x667 * x731), checkpoint_bytes_per_param * x626 * (use_tco * (x588 * x607 + x588 * x671 + x594 * x607 + x594 * x671 + x596 * x607 + x596 * x671 + x619 * x736) + x588 * x667 + x594 * x667 + x596 * x667), x617 * x738, peak_flops_per_s * x636 * x737, gemm_max_efficiency * x640 * x737, gemm_half_efficiency_dim * x644 * x737, hbm_bandwidth_bytes_per_s * x648 * x737, hbm_efficiency * x652 * x737, scale_up_bandwidth_bytes_per_s * x660 * x737, scale_up_bus_efficiency * x664 * x737, scale_out_bandwidth_bytes_per_s * x678 * x737, scale_out_bus_efficiency * x681 * x737, intra_latency_s * x684 * x737, inter_latency_s * x687 * x737, x690 * x737, x691 * x738, node_overhead_power_w * x739, network_power_per_node_w * x739, storage_write_bytes_per_s_per_node * x698 * x737, storage_read_bytes_per_s_per_node * x702 * x737, host_copy_bytes_per_s_per_gpu * x705 * x737, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x715 * x737, restart_overhead_s * x717 * x737, step_time_cv * x721 * x737, pause_probability * x724 * x737, pause_duration_s * x727 * x737, tp_overlap * x730 * x737, dp_overlap * x733 * x737, checkpoint_bytes_per_param * x736 * x737, x746 * (x617 * x743 + x741), peak_flops_per_s * x745 * (x630 * x740 + x636 * x743), gemm_max_efficiency * x745 * (x637 * x740 + x640 * x743), gemm_half_efficiency_dim * x745 * (x641 * x740 + x644 * x743), hbm_bandwidth_bytes_per_s * x745 * (x645 * x740 + x648 * x743), hbm_efficiency * x745 * (x649 * x740 + x652 * x743), scale_up_bandwidth_bytes_per_s * x745 * (x653 * x740 + x660 * x743), scale_up_bus_efficiency * x745 * (x661 * x740 + x664 * x743), scale_out_bandwidth_bytes_per_s * x745 * (-x477 * x740 - x666 * x747 + x668 * x740 + x669 * x740 + x678 * x743), scale_out_bus_efficiency * x745 * (x679 * x740 + x681 * x743), intra_latency_s * x745 * (x682 * x740 + x684 * x743), inter_latency_s * x745 * (x685 * x740 + x687 * x743), x690 * x743 * x745, x691 * x748, node_overhead_power_w * x749, network_power_per_node_w * x749, storage_write_bytes_per_s_per_node * x745 * (x541 * x740 + x544 * x740 + x698 * x743), storage_read_bytes_per_s_per_node * x745 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x702 - x701 * x747), host_copy_bytes_per_s_per_gpu * x745 * (-x556 * x740 + x558 * x740 + x705 * x743), 0, 0, -x750, 0, x750, x751, 0, x751, gpu_mtbf_s * x745 * (-x569 * x740 + x575 * x740 + x710 * x747 - x711 * x747 + x715 * x743), restart_overhead_s * x745 * (x464 * x740 + x717 * x743), step_time_cv * x745 * (x719 * x740 + x721 * x743), pause_probability * x745 * (x722 * x747 + x724 * x743), pause_duration_s * x745 * (x725 * x740 + x727 * x743), tp_overlap * x745 * (x728 * x740 + x730 * x743), dp_overlap * x745 * (x731 * x740 + x733 * x743), checkpoint_bytes_per_param * x745 * (x588 * x740 + x594 * x740 + x596 * x740 + x736 * x743)]
+    x897 = ckpt_async * x607
+    x898 = ckpt_in_memory * (x607 + x612)
+    del x607, x612
+    x899 = x610 + x897 + x898
+    x900 = x604 * x814 + x713 * numpy.where(x622, 1 / 2 * x616 * x621 * x716 * (2 * x610 + 2 * x897 + 2 * x898) + x616 * (x714 * x899 + x715 * x899) - x899, 0)
+    del x604, x610, x616, x621, x622, x714, x715, x716, x814, x897, x898
+    x901 = -x900
+    x902 = x723 * x901
+    del x723
+    x903 = x899 + x900
+    del x900
+    x904 = x821 * x903
+    x905 = x896 + x902 + x904
+    x906 = gpus_per_node * spare_nodes
+    x907 = gpus + x906
+    x908 = x877 * x907
+    x909 = 0.000277777777777778 * price_usd_per_gpu_hour * (1 - use_tco)
+    x910 = x908 * x909
+    x911 = 3.16880878140289e-08 * opex_fraction_per_year
+    x912 = capex_usd_per_gpu * x911
+    x913 = x908 * x912
+    del x908
+    x914 = x907 / lifetime_s
+    x915 = x877 * x914
+    x916 = capex_usd_per_gpu * x915
+    x917 = network_power_per_node_w + node_overhead_power_w
+    x918 = spare_nodes * (gpus_per_node * idle_power_w + x917) + x273 * x917
+    del x917
+    x919 = numpy.exp(x600 * x618)
+    del x618
+    x920 = x626 - x919
+    x921 = x845 * x920
+    del x845
+    x922 = -idle_power_w + max_power_w
+    x923 = compute_power_fraction * x278
+    x924 = comm_power_fraction * x278
+    x925 = x213 * x923 + x257 * x924
+    x926 = idle_power_w + x922 * x925
+    x927 = gpus * (idle_power_w * (x268 * x277 * x606 * x627 * x68 * x705 * x707 - x921) + x921 * x926) + x877 * x918
+    x928 = 2.77777777777778e-07 * electricity_usd_per_kwh
+    x929 = pue * x928
+    x930 = x878 * x907
+    x931 = x878 * x914
+    x932 = tokens * x921
+    x933 = gpus * (idle_power_w * (tokens * x268 * x277 * x606 * x627 * x68 * x705 * x707 - x932) + x926 * x932) + x878 * x918
+    x934 = pue * x933
+    x935 = x928 * x934
+    del x928
+    x936 = (use_tco * (capex_usd_per_gpu * x931 + x912 * x930 + x935) + x909 * x930) ** (-1.0)
+    x937 = tokens * x936
+    x938 = tokens * x844
+    del x844
+    x939 = x706 * x938
+    del x706
+    x940 = x366 * x939
+    x941 = x907 * x940
+    x942 = capex_usd_per_gpu * x914
+    x943 = x920 * x938
+    del x938
+    x944 = x366 * x943
+    x945 = x277 ** (-2.0)
+    x946 = -x366 * x945
+    x947 = compute_power_fraction * x213
+    del x213
+    x948 = comm_power_fraction * x257
+    del x257
+    x949 = x922 * x932
+    del x922
+    x950 = gpus * (idle_power_w * (tokens * x268 * x366 * x606 * x627 * x68 * x705 * x707 - x944) + x926 * x944 + x949 * (x348 * x923 - x362 * x924 + x946 * x947 + x946 * x948)) + x918 * x940
+    del x348, x362, x944, x946
+    x951 = x399 * x939
+    x952 = x907 * x951
+    x953 = x399 * x943
+    x954 = x945 * x947
+    del x947
+    x955 = x945 * x948
+    del x945, x948
+    x956 = gpus * (idle_power_w * (tokens * x268 * x399 * x606 * x627 * x68 * x705 * x707 - x953) + x926 * x953 + x949 * (x394 * x923 - x395 * x924 + x398 * x954 + x398 * x955)) + x918 * x951
+    del x394, x395, x398, x953
+    x957 = x429 * x939
+    x958 = x907 * x957
+    x959 = x429 * x943
+    x960 = gpus * (idle_power_w * (tokens * x268 * x429 * x606 * x627 * x68 * x705 * x707 - x959) + x926 * x959 + x949 * (x424 * x923 - x425 * x924 + x428 * x954 + x428 * x955)) + x918 * x957
+    del x424, x425, x428, x959
+    x961 = x480 * x939
+    x962 = x907 * x961
+    x963 = x480 * x943
+    x964 = -x480
+    x965 = gpus * (idle_power_w * (tokens * x268 * x480 * x606 * x627 * x68 * x705 * x707 - x963) + x926 * x963 + x949 * (x468 * x923 - x477 * x924 + x954 * x964 + x955 * x964)) + x918 * x961
+    del x468, x477, x963, x964
+    x966 = x519 * x939
+    x967 = x907 * x966
+    x968 = x519 * x943
+    x969 = -x519
+    x970 = gpus * (idle_power_w * (tokens * x268 * x519 * x606 * x627 * x68 * x705 * x707 - x968) + x926 * x968 + x949 * (x508 * x923 - x516 * x924 + x954 * x969 + x955 * x969)) + x918 * x966
+    del x508, x516, x923, x968, x969
+    x971 = x565 * x939
+    x972 = x907 * x971
+    x973 = x565 * x943
+    x974 = -x565
+    x975 = gpus * (idle_power_w * (tokens * x268 * x565 * x606 * x627 * x68 * x705 * x707 - x973) + x926 * x973 + x949 * (x924 * (-x523 - x530 + x540 + x551 + x553 + x559 - x560 - x562) + x954 * x974 + x955 * x974)) + x918 * x971
+    del x523, x530, x540, x551, x553, x559, x560, x562, x973, x974
+    x976 = x586 * x939
+    x977 = x907 * x976
+    x978 = x586 * x943
+    x979 = -x586
+    x980 = gpus * (idle_power_w * (tokens * x268 * x586 * x606 * x627 * x68 * x705 * x707 - x978) + x926 * x978 + x949 * (x924 * (-x566 - x569 + x572 + x576 + x577 + x581 - x582 - x583) + x954 * x979 + x955 * x979)) + x918 * x976
+    del x566, x569, x572, x576, x577, x581, x582, x583, x978, x979
+    x981 = x907 * x909
+    x982 = x725 * x821
+    x983 = x762 * x939
+    x984 = x907 * x912
+    del x907
+    x985 = x722 * x920
+    del x722
+    x986 = x600 * x919
+    x987 = x600 * x626
+    x988 = x846 * (x592 * x986 + x725 * x987)
+    del x592, x725
+    x989 = x762 * x943
+    x990 = -x762
+    del x762
+    x991 = gpus * (idle_power_w * (tokens * x268 * x277 * x606 * x68 * x713 * x719 * x721 * x920 - x763 - x988 - x989) - x720 * x926 * x985 + x926 * x988 + x926 * x989 + x949 * (x924 * (-x728 - x735 + x743 + x751 + x752 + x757 - x758 - x759) + x954 * x990 + x955 * x990)) - x711 * x918 - x724 * x918 + x918 * x982 + x918 * x983
+    del x719, x720, x728, x735, x743, x751, x752, x757, x758, x759, x988, x989, x990
+    x992 = x787 * x939
+    x993 = x787 * x943
+    x994 = -x787
+    x995 = gpus * (idle_power_w * (tokens * x268 * x606 * x627 * x68 * x705 * x707 * x787 - x993) + x926 * x993 + x949 * (x924 * (-x766 - x770 + x773 + x777 + x778 + x782 - x783 - x784) + x954 * x994 + x955 * x994)) + x918 * x992
+    del x766, x770, x773, x777, x778, x782, x783, x784, x993, x994
+    x996 = x800 * x939
+    x997 = x800 * x943
+    x998 = -x800
+    x999 = gpus * (idle_power_w * (tokens * x268 * x606 * x627 * x68 * x705 * x707 * x800 - x997) + x926 * x997 + x949 * (x798 * x924 + x954 * x998 + x955 * x998)) + x918 * x996
+    del x798, x997, x998
+    x1000 = x813 * x939
+    x1001 = x813 * x943
+    x1002 = -x813
+    x1003 = gpus * (idle_power_w * (tokens * x268 * x606 * x627 * x68 * x705 * x707 * x813 - x1001) + x1001 * x926 + x949 * (x1002 * x954 + x1002 * x955 + x811 * x924)) + x1000 * x918
+    del x1001, x1002, x811
+    x1004 = idle_power_w * (gpus * (x878 + x932 * (1 - x925) - x932) + x878 * x906)
+    del x878, x906, x932
+    x1005 = use_tco * x936
+    x1006 = gpus * max_power_w * x921 * x925
+    del x921, x925
+    x1007 = use_tco * x937
+    x1008 = x1007 * x929
+    x1009 = x877 * (spare_nodes + x273)
+    del x273, x877
+    x1010 = x1008 * x1009
+    x1011 = x818 * x985
+    x1012 = x846 * (x817 * x986 + x820 * x987)
+    del x817, x987
+    x1013 = gpus * (idle_power_w * (tokens * x268 * x277 * x606 * x627 * x68 * x705 * x721 * x818 + tokens * x268 * x277 * x626 * x68 * x705 * x707 * x820 - x1011 - x1012) + x1011 * x926 + x1012 * x926) + x819 * x918 + x822 * x918
+    del x1011, x1012, x818, x820
+    x1014 = x710 * x824
+    x1015 = x1014 * x815
+    del x815
+    x1016 = -checkpoint_bytes_per_param * idle_power_w * x1014 * x272 * x647 - x1015 * x918
+    del x1014, x272, x647
+    x1017 = x821 * x834
+    del x821
+    x1018 = x846 * (x600 * x626 * x834 - x829 * x986)
+    del x829, x834
+    x1019 = gpus * (idle_power_w * (tokens * x268 * x277 * x606 * x68 * x713 * x721 * x831 * x920 - x1018 - x835) + x1018 * x926 - x832 * x926 * x985) + x1017 * x918 - x833 * x918
+    del x1018, x277, x713, x721, x831, x832
+    x1020 = x1005 * x935
+    del x935
+    x1021 = x709 * x838 * x920
+    del x709, x838, x920
+    x1022 = x841 * x985
+    del x841
+    x1023 = x846 * (x840 * x919 + x843)
+    del x840, x843, x919
+    x1024 = gpus * (idle_power_w * (-x1021 + x1022 - x1023 + x880) + x1021 * x926 - x1022 * x926 + x1023 * x926) + x839 * x918 - x842 * x918 + x847 * x918 + x879 * x918
+    del x1021, x1022, x1023
+    x1025 = x710 * x883
+    del x710
+    x1026 = gpus * idle_power_w * x1025 + x1025 * x918
+    x1027 = x258 * x264
+    x1028 = x1027 * x939
+    x1029 = x1027 * x943
+    x1030 = gpus * (idle_power_w * (tokens * x258 * x264 * x268 * x606 * x627 * x68 * x705 * x707 - x1029) + x1029 * x926 + x949 * (-x1027 * x954 - x1027 * x955)) + x1028 * x918
+    del x1027, x1029, x258, x264
+    x1031 = x885 * x939
+    x1032 = x885 * x943
+    x1033 = gpus * (idle_power_w * (gpus * pause_duration_s * tokens * x1 * x268 * x606 * x627 * x68 * x705 * x707 * x884 - x1032) + x1032 * x926 + x949 * (-x885 * x954 - x885 * x955)) + x1031 * x918
+    del x1, x1032, x884
+    x1034 = x3 * x939
+    x1035 = x3 * x943
+    x1036 = gpus * (idle_power_w * (tokens * x268 * x3 * x606 * x627 * x68 * x705 * x707 - x1035) + x1035 * x926 + x949 * (x2 * x954 + x2 * x955)) + x1034 * x918
+    del x1035, x2, x3
+    x1037 = x891 * x939
+    x1038 = x891 * x943
+    x1039 = gpus * (idle_power_w * (tokens * x268 * x606 * x627 * x68 * x705 * x707 * x891 - x1038) + x1038 * x926 + x949 * (-x886 * x924 + x890 * x954 + x890 * x955)) + x1037 * x918
+    del x1038, x886, x890
+    x1040 = x895 * x939
+    del x939
+    x1041 = x895 * x943
+    del x943
+    x1042 = gpus * (idle_power_w * (tokens * x268 * x606 * x627 * x68 * x705 * x707 * x895 - x1041) + x1041 * x926 + x949 * (x893 * x924 + x894 * x954 + x894 * x955)) + x1040 * x918
+    del x1041, x268, x606, x627, x68, x705, x707, x893, x894, x924, x949, x954, x955
+    x1043 = x901 * x985
+    del x901, x985
+    x1044 = x846 * (x600 * x626 * x903 - x899 * x986)
+    del x626, x846, x899, x903, x986
+    x1045 = gpus * (idle_power_w * (-x1043 - x1044 + x905) + x1043 * x926 + x1044 * x926) + x896 * x918 + x902 * x918 + x904 * x918
+    del x1043, x1044, x918, x926
+    x1046 = x933 ** (-1.0)
+    del x933
+    x1047 = tokens * x1046
+    x1048 = x1009 * x1047
+    x1049 = embodied_kg_per_gpu * x915
+    del x915
+    x1050 = 2.77777777777778e-10 * grid_intensity_g_per_kwh
+    x1051 = pue * x1050
+    x1052 = x1050 * x934
+    del x1050, x934
+    x1053 = (embodied_kg_per_gpu * x931 + x1052) ** (-1.0)
+    x1054 = tokens * x1053
+    x1055 = embodied_kg_per_gpu * x914
+    del x914
+    x1056 = x1051 * x1054
+    x1057 = x1009 * x1056
+    del x1009
+    x1058 = x1049 * x1054
+    x1059 = x1052 * x1053
+    del x1052
+    return [1, peak_flops_per_s * x278 * x366, gemm_max_efficiency * x278 * x399, gemm_half_efficiency_dim * x278 * x429, hbm_bandwidth_bytes_per_s * x278 * x480, hbm_efficiency * x278 * x519, scale_up_bandwidth_bytes_per_s * x278 * x565, scale_up_bus_efficiency * x278 * x586, -scale_out_bandwidth_bytes_per_s * x763 * x765, scale_out_bus_efficiency * x278 * x787, intra_latency_s * x278 * x800, inter_latency_s * x278 * x813, 0, 0, 0, 0, storage_write_bytes_per_s_per_node * x765 * (x819 + x822), -x629 * x823 * x824, -host_copy_bytes_per_s_per_gpu * x765 * x835, 0, 0, 0, 0, 0, 0, 0, 0, gpu_mtbf_s * x765 * x880, restart_overhead_s * x600 * x883, x266 * x278, pause_probability * x278 * x885, x278 * x4, tp_overlap * x278 * x891, dp_overlap * x278 * x895, x764 * x823 * x905, x937 * (use_tco * (x913 + x916 + x927 * x929) + x910), peak_flops_per_s * x936 * (use_tco * (x912 * x941 + x929 * x950 + x940 * x942) + x909 * x941), gemm_max_efficiency * x936 * (use_tco * (x912 * x952 + x929 * x956 + x942 * x951) + x909 * x952), gemm_half_efficiency_dim * x936 * (use_tco * (x912 * x958 + x929 * x960 + x942 * x957) + x909 * x958), hbm_bandwidth_bytes_per_s * x936 * (use_tco * (x912 * x962 + x929 * x965 + x942 * x961) + x909 * x962), hbm_efficiency * x936 * (use_tco * (x912 * x967 + x929 * x970 + x942 * x966) + x909 * x967), scale_up_bandwidth_bytes_per_s * x936 * (use_tco * (x912 * x972 + x929 * x975 + x942 * x971) + x909 * x972), scale_up_bus_efficiency * x936 * (use_tco * (x912 * x977 + x929 * x980 + x942 * x976) + x909 * x977), scale_out_bandwidth_bytes_per_s * x936 * (use_tco * (-x711 * x942 - x711 * x984 - x724 * x942 - x724 * x984 + x929 * x991 + x942 * x982 + x942 * x983 + x982 * x984 + x983 * x984) - x711 * x981 - x724 * x981 + x981 * x982 + x981 * x983), scale_out_bus_efficiency * x936 * (use_tco * (x929 * x995 + x942 * x992 + x984 * x992) + x981 * x992), intra_latency_s * x936 * (use_tco * (x929 * x999 + x942 * x996 + x984 * x996) + x981 * x996), inter_latency_s * x936 * (use_tco * (x1000 * x942 + x1000 * x984 + x1003 * x929) + x1000 * x981), x1004 * x1005 * x929, x1006 * x1008, node_overhead_power_w * x1010, network_power_per_node_w * x1010, storage_write_bytes_per_s_per_node * x936 * (use_tco * (x1013 * x929 + x819 * x942 + x819 * x984 + x822 * x942 + x822 * x984) + x819 * x981 + x822 * x981), storage_read_bytes_per_s_per_node * x936 * (use_tco * (2.77777777777778e-07 * electricity_usd_per_kwh * pue * x1016 - x1015 * x942 - x1015 * x984) - x1015 * x981), host_copy_bytes_per_s_per_gpu * x936 * (use_tco * (x1017 * x942 + x1017 * x984 + x1019 * x929 - x833 * x942 - x833 * x984) + x1017 * x981 - x833 * x981), x910 * x937, capex_usd_per_gpu * x1005 * (x911 * x930 + x931), -x1007 * x916, x1007 * x913, 0, x1020, x1020, 0, gpu_mtbf_s * x936 * (use_tco * (x1024 * x929 + x839 * x942 + x839 * x984 - x842 * x942 - x842 * x984 + x847 * x942 + x847 * x984 + x879 * x942 + x879 * x984) + x839 * x981 - x842 * x981 + x847 * x981 + x879 * x981), restart_overhead_s * x936 * (use_tco * (x1025 * x942 + x1025 * x984 + x1026 * x929) + x1025 * x981), step_time_cv * x936 * (use_tco * (x1028 * x942 + x1028 * x984 + x1030 * x929) + x1028 * x981), pause_probability * x936 * (use_tco * (x1031 * x942 + x1031 * x984 + x1033 * x929) + x1031 * x981), pause_duration_s * x936 * (use_tco * (x1034 * x942 + x1034 * x984 + x1036 * x929) + x1034 * x981), tp_overlap * x936 * (use_tco * (x1037 * x942 + x1037 * x984 + x1039 * x929) + x1037 * x981), dp_overlap * x936 * (use_tco * (x1040 * x942 + x1040 * x984 + x1042 * x929) + x1040 * x981), checkpoint_bytes_per_param * x936 * (use_tco * (x1045 * x929 + x896 * x942 + x896 * x984 + x902 * x942 + x902 * x984 + x904 * x942 + x904 * x984) + x896 * x981 + x902 * x981 + x904 * x981), x1047 * x927, peak_flops_per_s * x1046 * x950, gemm_max_efficiency * x1046 * x956, gemm_half_efficiency_dim * x1046 * x960, hbm_bandwidth_bytes_per_s * x1046 * x965, hbm_efficiency * x1046 * x970, scale_up_bandwidth_bytes_per_s * x1046 * x975, scale_up_bus_efficiency * x1046 * x980, scale_out_bandwidth_bytes_per_s * x1046 * x991, scale_out_bus_efficiency * x1046 * x995, intra_latency_s * x1046 * x999, inter_latency_s * x1003 * x1046, x1004 * x1046, x1006 * x1047, node_overhead_power_w * x1048, network_power_per_node_w * x1048, storage_write_bytes_per_s_per_node * x1013 * x1046, storage_read_bytes_per_s_per_node * x1016 * x1046, host_copy_bytes_per_s_per_gpu * x1019 * x1046, 0, 0, 0, 0, 0, 1, 0, 0, gpu_mtbf_s * x1024 * x1046, restart_overhead_s * x1026 * x1046, step_time_cv * x1030 * x1046, pause_probability * x1033 * x1046, pause_duration_s * x1036 * x1046, tp_overlap * x1039 * x1046, dp_overlap * x1042 * x1046, checkpoint_bytes_per_param * x1045 * x1046, x1054 * (x1049 + x1051 * x927), peak_flops_per_s * x1053 * (x1051 * x950 + x1055 * x940), gemm_max_efficiency * x1053 * (x1051 * x956 + x1055 * x951), gemm_half_efficiency_dim * x1053 * (x1051 * x960 + x1055 * x957), hbm_bandwidth_bytes_per_s * x1053 * (x1051 * x965 + x1055 * x961), hbm_efficiency * x1053 * (x1051 * x970 + x1055 * x966), scale_up_bandwidth_bytes_per_s * x1053 * (x1051 * x975 + x1055 * x971), scale_up_bus_efficiency * x1053 * (x1051 * x980 + x1055 * x976), scale_out_bandwidth_bytes_per_s * x1053 * (x1051 * x991 - x1055 * x711 - x1055 * x724 + x1055 * x982 + x1055 * x983), scale_out_bus_efficiency * x1053 * (x1051 * x995 + x1055 * x992), intra_latency_s * x1053 * (x1051 * x999 + x1055 * x996), inter_latency_s * x1053 * (x1000 * x1055 + x1003 * x1051), x1004 * x1051 * x1053, x1006 * x1056, node_overhead_power_w * x1057, network_power_per_node_w * x1057, storage_write_bytes_per_s_per_node * x1053 * (x1013 * x1051 + x1055 * x819 + x1055 * x822), storage_read_bytes_per_s_per_node * x1053 * (2.77777777777778e-10 * grid_intensity_g_per_kwh * pue * x1016 - x1015 * x1055), host_copy_bytes_per_s_per_gpu * x1053 * (x1017 * x1055 + x1019 * x1051 - x1055 * x833), 0, 0, -x1058, 0, x1058, x1059, 0, x1059, gpu_mtbf_s * x1053 * (x1024 * x1051 + x1055 * x839 - x1055 * x842 + x1055 * x847 + x1055 * x879), restart_overhead_s * x1053 * (x1025 * x1055 + x1026 * x1051), step_time_cv * x1053 * (x1028 * x1055 + x1030 * x1051), pause_probability * x1053 * (x1031 * x1055 + x1033 * x1051), pause_duration_s * x1053 * (x1034 * x1055 + x1036 * x1051), tp_overlap * x1053 * (x1037 * x1055 + x1039 * x1051), dp_overlap * x1053 * (x1040 * x1055 + x1042 * x1051), checkpoint_bytes_per_param * x1053 * (x1045 * x1051 + x1055 * x896 + x1055 * x902 + x1055 * x904)]

@@ -112,6 +112,11 @@ class RunSpec:
         Blocking time of one checkpoint, delta [s].
     restart_cost_s : float
         Time from a failure until work resumes, R [s].
+    commit_latency_s : float
+        Time from the end of a segment until its checkpoint protects the run (the
+        write of an async snapshot, GoCkpt's last step and write), L_c <= tau [s]: a
+        failure within L_c of a segment's end rolls back that segment too, and the run
+        ends when its last checkpoint commits.
     busy_power_w, idle_power_w : float
         Cluster power while stepping / during checkpoints and restarts [W].
     gpus : int or None
@@ -133,6 +138,7 @@ class RunSpec:
     checkpoint_interval_s: float = 3600.0
     checkpoint_cost_s: float = 0.0
     restart_cost_s: float = 0.0
+    commit_latency_s: float = 0.0
     busy_power_w: float = 0.0
     idle_power_w: float = 0.0
     gpus: int | None = None
@@ -146,7 +152,7 @@ class RunSpec:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         for name in ("step_time_std_s", "pause_duration_s", "checkpoint_cost_s",
-                     "restart_cost_s", "busy_power_w", "idle_power_w"):
+                     "restart_cost_s", "commit_latency_s", "busy_power_w", "idle_power_w"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.pause_probability <= 1:
@@ -488,6 +494,16 @@ def _segment_layout(spec: RunSpec, stats: StepStats) -> tuple[int, int, int]:
     return k, n_seg, spec.steps - (n_seg - 1) * k
 
 
+def _roll_back(rows, seg_w, comp, lost, busy, a, prev_x, delta) -> None:
+    """Rows whose last completed segment had not committed when they failed: that
+    segment is lost too (its compute, still busy time, and its stall)."""
+    if rows.size:
+        seg_w[rows] -= 1
+        comp[rows] -= prev_x[rows]
+        busy[a[rows]] += prev_x[rows]
+        lost[a[rows]] += prev_x[rows] + delta
+
+
 def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
              failure_method: str = "auto") -> SimulationResult:
     """Simulate ``replicas`` independent runs of ``spec`` (see module docstring).
@@ -509,10 +525,11 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
     """
     stats = step_stats(spec)
     k, n_seg, k_last = _segment_layout(spec, stats)
-    delta, restart = spec.checkpoint_cost_s, spec.restart_cost_s
+    delta, restart, commit = spec.checkpoint_cost_s, spec.restart_cost_s, spec.commit_latency_s
     fail_ss, work_ss = np.random.SeedSequence(seed).spawn(2)
     rng = np.random.default_rng(work_ss)
-    horizon = 1.5 * closed_form(spec, stats=stats)["wall_time_s"] + 20 * delta + 10 * restart
+    horizon = (1.5 * closed_form(spec, stats=stats)["wall_time_s"] + 20 * delta + 10 * restart
+               + 10 * commit)
     if not math.isfinite(horizon):
         horizon = 1e6 * spec.system_mtbf_s
     failures_src = _make_failures(spec, np.random.default_rng(fail_ss), replicas,
@@ -563,7 +580,11 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
             todo = todo[over]
             j0[todo] //= 2
             todo = todo[j0[todo] > 0]
-        seg_w = seg[a] + j0
+        seg_start = seg[a]
+        seg_w = seg_start + j0
+        # the last segment completed in this attempt (the bulk's: its mean compute),
+        # which a failure within the commit latency of its end rolls back as well
+        prev_x = np.full(a.size, k * stats.mean_step_s)
         # --- walk segment by segment to the crossing ---
         walk = np.arange(a.size)
         while walk.size:
@@ -574,18 +595,27 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
             ok, ko = walk[fits], walk[~fits]
             elapsed[ok] += d[fits]
             comp[ok] += x[fits]
+            prev_x[ok] = x[fits]
             seg_w[ok] += 1
-            # failure inside this segment: roll back to the last checkpoint
+            # failure inside this segment: roll back to the last committed checkpoint
             rem = b[ko] - elapsed[ko]
             lost[a[ko]] += rem
             busy[a[ko]] += np.minimum(rem, x[~fits])
+            _roll_back(ko[(rem < commit) & (seg_w[ko] > seg_start[ko])], seg_w, comp, lost,
+                       busy, a, prev_x, delta)
             walk = ok[seg_w[ok] < n_seg]
+        # the run ends when its last checkpoint commits; a failure before rolls it back
+        done = np.nonzero(seg_w == n_seg)[0]
+        late = done[elapsed[done] + commit > b[done]]
+        if late.size:
+            lost[a[late]] += b[late] - elapsed[late]
+            _roll_back(late, seg_w, comp, lost, busy, a, prev_x, delta)
         ra = a
         seg[ra] = seg_w
         useful[ra] += comp
         busy[ra] += comp
         finished = seg_w == n_seg
-        t[ra] = np.where(finished, t0 + elapsed, f_at)
+        t[ra] = np.where(finished, t0 + elapsed + commit, f_at)
         fails[ra[~finished]] += 1
         need_restart[ra[~finished]] = True
         need_restart[active[in_restart]] = True
@@ -639,23 +669,31 @@ def closed_form(spec: RunSpec, *, stats: StepStats | None = None) -> dict:
     k, n_seg, k_last = _segment_layout(spec, stats)
     tau, tau_last = k * e_step, k_last * e_step
     delta, restart, m = spec.checkpoint_cost_s, spec.restart_cost_s, spec.system_mtbf_s
+    commit = spec.commit_latency_s
     solve = spec.steps * e_step
     if math.isfinite(m):
-        wall = float(ck.daly_wall_time((n_seg - 1) * tau, tau, delta, restart, m)
-                     + ck.daly_wall_time(tau_last, tau_last, delta, restart, m))
-        busy = m * ((n_seg - 1) * (math.exp((tau + delta) / m) - math.exp(delta / m))
-                    + math.exp((tau_last + delta) / m) - math.exp(delta / m))
-        attempts_failed = ((n_seg - 1) * math.expm1((tau + delta) / m)
-                           + math.expm1((tau_last + delta) / m))
+        # Daly's complete model with the commit latency (daly_wall_time_committed): every
+        # segment's expected cost times e^{L_c/M}, plus the wait for the last commit
+        wall = float(ck.daly_wall_time_committed((n_seg - 1) * tau, tau, delta, restart, m,
+                                                 commit)
+                     + ck.daly_wall_time_committed(tau_last, tau_last, delta, restart, m,
+                                                   commit)
+                     - m * math.exp(restart / m) * math.expm1(commit / m))
+        latency = math.exp(commit / m)
+        busy = latency * m * ((n_seg - 1) * (math.exp((tau + delta) / m) - math.exp(delta / m))
+                              + math.exp((tau_last + delta) / m) - math.exp(delta / m))
+        attempts_failed = latency * ((n_seg - 1) * math.expm1((tau + delta) / m)
+                                     + math.expm1((tau_last + delta) / m)) + math.expm1(
+            commit / m)
         restart_time = attempts_failed * m * math.expm1(restart / m)
         failures = wall / m
         young = float(ck.young_interval(delta, m)) if delta > 0 else 0.0
         daly = float(ck.daly_interval(delta, m)) if delta > 0 else 0.0
     else:
-        wall = solve + n_seg * delta
+        wall = solve + n_seg * delta + commit
         busy, restart_time, failures = solve, 0.0, 0.0
         young = daly = math.inf
-    lost = wall - solve - n_seg * delta - restart_time
+    lost = wall - solve - n_seg * delta - restart_time - commit
     energy = spec.busy_power_w * busy + spec.idle_power_w * (wall - busy)
     return {
         "mean_step_time_s": e_step,

@@ -50,6 +50,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from formulas.pipeline import fullest_stage_layers
+
 DATA_DIR = Path(__file__).resolve().parents[2] / "hardware_catalog" / "data" / "validation"
 
 #: MPT model shapes (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml: d_model,
@@ -491,7 +493,7 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
               "zero": col["zero"], "sequence_parallel": col["sequence_parallel"]}
     x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=1.0,
                           flash_attention=flash))
-    x["stage_layers"] = np.ceil(col["layers"] / col["pp"])
+    x["stage_layers"] = fullest_stage_layers(col["layers"], col["pp"], col["vp"])
     x.update({k: col[k] for k in shape})
     x["dropout_masks"] = cases["dropout"].to_numpy(dtype=float)
     for name, column in (("dp_overlap", "dp_overlap"),

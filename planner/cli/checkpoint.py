@@ -1,103 +1,145 @@
-"""``capplan checkpoint``: what faster checkpointing is worth at scale."""
+"""``capplan checkpoint``: what faster checkpointing is worth, from 128 to 16,384 GPUs."""
 
 from __future__ import annotations
 
 import typer
 
-from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.common import (
+    CatalogOption,
+    ForceOption,
+    FormatOption,
+    ModelOption,
+    OutputOption,
+    check_output_targets,
+    output_format,
+)
 from planner.version import version
 
 
 def checkpoint(
-    ctx: typer.Context,
-    gpus: int = typer.Option(16384, help="GPUs in the job."),
+    model: ModelOption = "llama3.1-405b",
+    hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
+                                 help="Accelerator id or TOML file."),
+    gpus: str = typer.Option(
+        "128,1024,4096,16384", "--gpus", "-n",
+        help="GPU counts: a list (128,1024,4096) or a doubling range (128..16384)."),
+    schemes: str = typer.Option(
+        "all", help="Checkpoint schemes, comma list or all: sync, async, in-memory, gockpt "
+        "(GoCkpt, arXiv:2511.07035)."),
+    gpu_mtbf_hours: str = typer.Option(
+        None, help="Per-GPU MTBF [h], one value or a comma list (one study each); default: "
+        "the reliability profile's."),
+    tokens: float = typer.Option(None, help="Training tokens D (default: as plan, 15e12)."),
     reliability: str = typer.Option(
-        None, help="Take MTBF, restart overhead and storage bandwidth from this catalog "
-        "reliability profile (`capplan catalog list reliability`); flags override it."),
-    catalog: list[str] = typer.Option(None, "--catalog", help="Extra catalog directory."),
-    gpu_mtbf_hours: float = typer.Option(
-        50_675.0, help="Mean time between job-stopping failures per GPU [h] "
-        "(default: Llama 3 405B, 419 unexpected interruptions in 54 days on 16,384 H100, "
-        "arXiv:2407.21783 s3.3.4)."),
-    node_mtbf_hours: float = typer.Option(
-        None, help="Per-node MTBF [h] instead of per GPU (8 GPUs per node unless --gpus-per-node)."),
-    gpus_per_node: int = typer.Option(8, help="GPUs per node, with --node-mtbf-hours."),
-    params: float = typer.Option(405e9, help="Model parameters."),
+        None, help="Reliability profile (`capplan catalog list reliability`): failure "
+        "domains, restarts, storage bandwidth."),
+    node_mtbf_hours: float = typer.Option(None, help="Per-node MTBF beyond its GPUs [h]."),
     bytes_per_param: float = typer.Option(
-        14.0, help="Checkpointed bytes per parameter [B] (bf16 weights + fp32 Adam states)."),
+        None, help="Checkpointed bytes per parameter [B] (default 14: bf16 weights + fp32 "
+        "Adam states)."),
     storage_write_gbps: float = typer.Option(
-        2000.0, help="Aggregate storage write bandwidth [GB/s] (Llama 3: 2 TB/s sustained)."),
-    storage_read_gbps: float = typer.Option(2000.0, help="Aggregate storage read bandwidth [GB/s]."),
+        None, help="Aggregate storage write bandwidth [GB/s] (Llama 3: 2 TB/s)."),
+    storage_read_gbps: float = typer.Option(
+        None, help="Aggregate storage read bandwidth [GB/s]."),
     host_copy_gbps: float = typer.Option(
-        25.0, help="Per-GPU device-to-host copy bandwidth [GB/s] (async snapshot)."),
-    peer_copy_gbps: float = typer.Option(
-        25.0, help="Per-GPU bandwidth to a peer's memory [GB/s] (in-memory scheme)."),
+        None, help="Per-GPU device-to-host bandwidth [GB/s] (async snapshot, GoCkpt)."),
     restart_minutes: float = typer.Option(
-        10.0, help="Restart overhead before reloading: detect, re-queue, warm up [min] "
-        "(Meta RSC: 5-20 min, arXiv:2410.21680)."),
-    train_days: float = typer.Option(54.0, help="Failure-free compute time of the job [days]."),
+        None, help="Restart overhead before reloading: detect, re-queue, warm up [min]."),
+    gockpt_steps: int = typer.Option(
+        None, help="Steps one GoCkpt checkpoint is spread over (default 7, the paper's)."),
+    catalog: CatalogOption = None,
+    plot: str = typer.Option(
+        None, "--plot", help="Also draw wall time, energy and cost against GPU count, one "
+        "line per scheme (PNG/SVG/PDF; needs matplotlib)."),
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
 ):
-    """Compare synchronous, asynchronous and in-memory checkpointing: stall, optimal
-    interval (Young, Daly), waste, expected failures and wall time."""
-    from planner.engine.checkpointing import CheckpointInputs, compare_schemes
+    """Compare checkpoint schemes (sync, async, in-memory, GoCkpt) across GPU counts and
+    MTBFs through the run model: wall time, ETTR, energy, cost, carbon, the energy spent on
+    fault tolerance, and each scheme's savings against asynchronous checkpointing."""
+    import sys
+
+    from planner.analysis.checkpoint_study import (
+        Study,
+        parse_gpu_counts,
+        parse_schemes,
+        run_study,
+    )
+    from planner.engine.domains import check
     from planner.report.output import render, write
 
     format = output_format(format, output)
-    if reliability:
-        from hardware_catalog import load_catalog
-        from planner.engine.scenario import value
+    counts = parse_gpu_counts(gpus)
+    chosen = parse_schemes(schemes)
+    mtbfs = _mtbf_list(gpu_mtbf_hours)
+    flags = {"tokens": tokens, "node_mtbf_hours": node_mtbf_hours,
+             "bytes_per_param": bytes_per_param, "storage_write_gbps": storage_write_gbps,
+             "storage_read_gbps": storage_read_gbps, "host_copy_gbps": host_copy_gbps,
+             "restart_minutes": restart_minutes, "gockpt_steps": gockpt_steps}
+    check({k: v for k, v in flags.items() if v is not None})
+    check_output_targets(output, force, plot)
+    scale = {"node_mtbf_hours": ("node_mtbf_s", 3600.0),
+             "bytes_per_param": ("checkpoint_bytes_per_param", 1.0),
+             "storage_write_gbps": ("storage_write_cap_bytes_per_s", 1e9),
+             "storage_read_gbps": ("storage_read_cap_bytes_per_s", 1e9),
+             "host_copy_gbps": ("host_copy_bytes_per_s_per_gpu", 1e9),
+             "restart_minutes": ("restart_overhead_s", 60.0),
+             "gockpt_steps": ("gockpt_steps", 1.0)}
+    overrides = {name: float(flags[flag]) * factor for flag, (name, factor) in scale.items()
+                 if flags[flag] is not None}
+    if restart_minutes is not None:  # a re-queue is no faster than the stated restart
+        overrides["requeue_restart_s"] = overrides["restart_overhead_s"]
+    from hardware_catalog import load_catalog
 
-        profile = load_catalog(tuple(catalog or ())).reliability_profile(reliability)
-        typed = {name for name in ("gpu_mtbf_hours", "node_mtbf_hours", "restart_minutes",
-                                   "storage_write_gbps", "storage_read_gbps")
-                 if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")}
-        taken = {"gpu_mtbf_hours": value(profile.gpu_mtbf_s) / 3600,
-                 "restart_minutes": value(profile.restart_overhead_s) / 60}
-        if getattr(profile, "node_mtbf_s", None) is not None:
-            taken["node_mtbf_hours"] = value(profile.node_mtbf_s) / 3600
-        for field, option in (("checkpoint_write_bytes_per_s", "storage_write_gbps"),
-                              ("checkpoint_read_bytes_per_s", "storage_read_gbps")):
-            if getattr(profile, field, None) is not None:
-                taken[option] = value(getattr(profile, field)) / 1e9
-        taken = {k: v for k, v in taken.items() if k not in typed}
-        gpu_mtbf_hours = taken.get("gpu_mtbf_hours", gpu_mtbf_hours)
-        restart_minutes = taken.get("restart_minutes", restart_minutes)
-        storage_write_gbps = taken.get("storage_write_gbps", storage_write_gbps)
-        storage_read_gbps = taken.get("storage_read_gbps", storage_read_gbps)
-        if "node_mtbf_hours" in taken:  # both sources fail the job: rates add per GPU
-            gpu_mtbf_hours = 1 / (1 / gpu_mtbf_hours
-                                  + 1 / (taken["node_mtbf_hours"] * gpus_per_node))
-    from planner.engine.domains import check
-
-    check({"gpus": gpus, "gpu_mtbf_hours": gpu_mtbf_hours, "node_mtbf_hours": node_mtbf_hours,
-           "gpus_per_node": gpus_per_node, "params": params, "bytes_per_param": bytes_per_param,
-           "storage_write_gbps": storage_write_gbps, "storage_read_gbps": storage_read_gbps,
-           "host_copy_gbps": host_copy_gbps, "peer_copy_gbps": peer_copy_gbps,
-           "restart_minutes": restart_minutes, "train_days": train_days})
-    if node_mtbf_hours is not None:
-        gpu_mtbf_hours = node_mtbf_hours * gpus_per_node
-    inputs = CheckpointInputs(
-        gpus=gpus, gpu_mtbf_s=gpu_mtbf_hours * 3600, params=params,
-        bytes_per_param=bytes_per_param, storage_write_bytes_per_s=storage_write_gbps * 1e9,
-        storage_read_bytes_per_s=storage_read_gbps * 1e9,
-        host_copy_bytes_per_s_per_gpu=host_copy_gbps * 1e9,
-        peer_copy_bytes_per_s_per_gpu=peer_copy_gbps * 1e9,
-        restart_overhead_s=restart_minutes * 60, train_days=train_days)
-    rows = compare_schemes(inputs)
+    study = Study(model=model, hardware=hardware, gpus=counts, schemes=chosen,
+                  gpu_mtbf_s=mtbfs, tokens=tokens, reliability=reliability,
+                  overrides=overrides)
+    rows = run_study(study, load_catalog(tuple(catalog or ())))
     from dataclasses import asdict
 
-    payload = {"inputs": asdict(inputs), "schemes": rows, "version": version()}
-    title = (f"Checkpointing {gpus:,} GPUs: {rows[0]['checkpoint_size_bytes'] / 1e12:.2f} TB "
-             f"checkpoint, system MTBF {rows[0]['system_mtbf_s'] / 3600:.2f} h, "
-             f"{train_days:g} days of compute")
-    shown = rows if format != "table" else [{
-        "scheme": r["scheme"], "stall s": r["stall_s"], "restart min": r["restart_s"] / 60,
-        "Young interval min": r["young_interval_s"] / 60,
-        "Daly interval min": r["daly_interval_s"] / 60,
-        "used interval min": r["interval_s"] / 60, "waste %": 100 * r["waste_fraction"],
-        "failures": r["expected_failures"], "wall days": r["wall_days"], "ETTR": r["ettr"],
-        "days saved vs sync": r["days_saved_vs_sync"]} for r in rows]
-    write(render(shown, format, title=title, payload=payload), output, force)
+    payload = {"study": {**asdict(study), "gpus": list(counts), "schemes": list(chosen),
+                         "gpu_mtbf_s": list(mtbfs)},
+               "rows": rows, "version": version()}
+    first = rows[0]
+    title = (f"Checkpointing {model} on {hardware}: {first['checkpoint_bytes'] / 1e12:.2f} TB "
+             f"checkpoint; savings against async")
+    shown_rows = rows if format != "table" else [_table_row(r) for r in rows]
+    write(render(shown_rows, format, title=title, payload=payload), output, force)
+    if plot:
+        from planner.report.plot import plot_checkpoint_study
+
+        plot_checkpoint_study(rows, plot, title=f"{model} on {hardware}", force=force)
+        print(f"capplan: wrote {plot}", file=sys.stderr)
+
+
+def _mtbf_list(text: str | None) -> tuple[float | None, ...]:
+    """Per-GPU MTBFs in seconds from ``--gpu-mtbf-hours`` (``(None,)``: the profile's)."""
+    if text is None:
+        return (None,)
+    from planner.engine.domains import check
+    from planner.errors import CapplanError, shown
+
+    try:
+        hours = [float(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        hours = []
+    if not hours or len(hours) > 16:
+        raise CapplanError(f"--gpu-mtbf-hours takes up to 16 MTBFs in hours as a comma list, "
+                           f"got {shown(text)}")
+    for value in hours:
+        check({"gpu_mtbf_hours": value})
+    return tuple(dict.fromkeys(h * 3600.0 for h in hours))
+
+
+def _table_row(r: dict) -> dict:
+    return {"GPUs": r["gpus"], "scheme": r["scheme"], "MTBF/GPU h": r["gpu_mtbf_hours"],
+            "stall s": r["stall_s"], "k steps": r["checkpoint_steps"],
+            "interval min": r["interval_s"] / 60, "commit s": r["commit_latency_s"],
+            "failures": r["expected_failures"], "wall days": r["wall_days"], "ETTR": r["ettr"],
+            "MWh": r["energy_mwh"], "FT MWh": r["fault_tolerance_mwh"],
+            "M USD": r["cost_usd"] / 1e6, "tCO2e": r["co2e_t"],
+            "days saved": r.get("days_saved_vs_async"),
+            "MWh saved": r.get("mwh_saved_vs_async"),
+            "k USD saved": (r["usd_saved_vs_async"] / 1e3
+                            if "usd_saved_vs_async" in r else None)}

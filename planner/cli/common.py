@@ -108,7 +108,7 @@ StackOption = Annotated[str, typer.Option(
     help="Software stack id (communication overlap, attention kernel, launch overhead; "
     "'capplan catalog list stacks'), e.g. megatron-core-2025 (default), megatron-lm-2021, "
     "torchtitan-fsdp2.")]
-CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory.")]
+CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory | gockpt.")]
 CatalogOption = Annotated[list[str], typer.Option(
     "--catalog", help="Extra catalog directory (repeatable); adds or overrides entries by id.")]
 PricingOption = Annotated[str, typer.Option(

@@ -50,6 +50,7 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
         component_mtbf_s=row["system_mtbf_s"] * gpus, weibull_shape=weibull_shape,
         checkpoint_interval_s=row["checkpoint_interval_s"],
         checkpoint_cost_s=row["checkpoint_stall_s"], restart_cost_s=row["restart_s"],
+        commit_latency_s=min(row["commit_latency_s"], row["checkpoint_interval_s"]),
         busy_power_w=pue * (gpus * (idle_w + (max_w - idle_w) * busy) + rest_w),
         idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus + int(spares * gpn),
         component_age=component_age)

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
-OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = x1 / vp
@@ -128,75 +128,76 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x97 = dp ** (-1.0)
     x98 = global_batch * x97 / micro_batch
     x99 = stage_extra_layers * x96 * x98 * (dp * micro_batch * x0 * x2 + 1) / stage_layers
-    x100 = 3 * cp - 3
-    x101 = stage_layers + x80
-    x102 = 1 - cp_intra
-    x103 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x104 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x105 = bytes_per_element * kv_heads * x46 * x71 / (cp_intra * x103 + x102 * x104) + cp_intra * intra_latency_s + inter_latency_s * x102
-    del x102, x71
-    x106 = x100 * x101 * x105
-    x107 = 1 - ep_intra
-    x108 = 4 * ep - 4
-    x109 = ep ** (-1.0)
-    x110 = x10 * (sequence_parallel * x6 - sequence_parallel + 1)
-    x111 = tp_intra_ranks * x6
-    x112 = 1 - x111
-    x113 = 4 * x34
-    x114 = bytes_per_element * x89
-    x115 = bytes_per_element * experts_per_token * x108 * x109 * x110 / (ep_intra * x103 + x104 * x107) + sequence_parallel * (experts_per_token * x113 * x114 / (x103 * x111 + x104 * x112) + x113 * (inter_latency_s * x112 + intra_latency_s * x111)) + x108 * (ep_intra * intra_latency_s + inter_latency_s * x107)
-    del x107, x108, x111, x112, x113
-    x116 = x101 * x4
-    x117 = x115 * x116
-    x118 = cp_overlap * numpy.minimum(x106, x101 * x76)
-    del x76
-    x119 = ep_overlap * numpy.minimum(x117, x116 * (12 * x22 + 3 * x26 + 3 * x31))
-    del x116, x22, x26, x31
-    x120 = tp_intra_ranks - 1
-    x121 = tp_intra_ranks ** (-1.0)
-    x122 = tp * x121 - 1
-    x123 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x124 = bytes_per_element * x61
-    x125 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x126 = x125 / scale_out_bus_efficiency
-    x127 = x101 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x34) + 2 * inter_latency_s * x122 + 2 * intra_latency_s * x120 + x120 * x121 * x123 * x124 + x122 * x124 * x126 * x6)
-    del x120, x121, x122, x124, x34
-    x128 = x85 + x96
-    del x85, x96
-    x129 = tp_overlap * numpy.minimum(x127, x128)
-    x130 = x127 + x128 - x129
-    x131 = (x130 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x132 = x2 * (x106 + x117 - x118 - x119 + x131)
-    del x106, x117
-    x133 = x128 * x98
-    del x128
-    x134 = x98 * (-x130 + x131)
-    del x130, x131
-    x135 = hidden * mlp_matrices
-    x136 = ffn * x135
-    x137 = moe_ffn * x135 * (experts + shared_experts) + x23
-    del x135
-    x138 = heads * x43 + kv_lora_rank + 1.0 * q_lora_rank + x49
+    x100 = hidden * mlp_matrices
+    x101 = ffn * x100
+    x102 = moe_ffn * x100 * (experts + shared_experts) + x23
+    del x100
+    x103 = ep ** (-1.0)
+    x104 = heads * x43 + kv_lora_rank + 1.0 * q_lora_rank + x49
     del x43, x49
-    x139 = x138 + x15
-    x140 = x137 * x92
-    x141 = 5 * hidden + x136 * x94 + x138 + x87
-    del x138, x87
-    x142 = x6 * (stage_layers * (x109 * x137 * x4 + x136 * x5 + x139) + x80 * (x109 * x140 + x141) + x81)
-    del x109, x4, x5
-    x143 = x142 / optimizer_shards
-    x144 = x12 * x143 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x105 = x104 + x15
+    x106 = x102 * x92
+    x107 = 5 * hidden + x101 * x94 + x104 + x87
+    del x104, x87
+    x108 = x6 * (stage_layers * (x101 * x5 + x102 * x103 * x4 + x105) + x80 * (x103 * x106 + x107) + x81)
+    del x5
+    x109 = x108 / optimizer_shards
+    x110 = x109 * x12 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x12
+    x111 = 3 * cp - 3
+    x112 = stage_layers + x80
+    x113 = 1 - cp_intra
+    x114 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x115 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x116 = bytes_per_element * kv_heads * x46 * x71 / (cp_intra * x114 + x113 * x115) + cp_intra * intra_latency_s + inter_latency_s * x113
+    del x113, x71
+    x117 = x111 * x112 * x116
+    x118 = 1 - ep_intra
+    x119 = 4 * ep - 4
+    x120 = x10 * (sequence_parallel * x6 - sequence_parallel + 1)
+    x121 = tp_intra_ranks * x6
+    x122 = 1 - x121
+    x123 = 4 * x34
+    x124 = bytes_per_element * x89
+    x125 = bytes_per_element * experts_per_token * x103 * x119 * x120 / (ep_intra * x114 + x115 * x118) + sequence_parallel * (experts_per_token * x123 * x124 / (x114 * x121 + x115 * x122) + x123 * (inter_latency_s * x122 + intra_latency_s * x121)) + x119 * (ep_intra * intra_latency_s + inter_latency_s * x118)
+    del x103, x118, x119, x121, x122, x123
+    x126 = x112 * x4
+    del x4
+    x127 = x125 * x126
+    x128 = cp_overlap * numpy.minimum(x117, x112 * x76)
+    del x76
+    x129 = ep_overlap * numpy.minimum(x127, x126 * (12 * x22 + 3 * x26 + 3 * x31))
+    del x126, x22, x26, x31
+    x130 = tp_intra_ranks - 1
+    x131 = tp_intra_ranks ** (-1.0)
+    x132 = tp * x131 - 1
+    x133 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x134 = bytes_per_element * x61
+    x135 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x136 = x135 / scale_out_bus_efficiency
+    x137 = x112 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x34) + 2 * inter_latency_s * x132 + 2 * intra_latency_s * x130 + x130 * x131 * x133 * x134 + x132 * x134 * x136 * x6)
+    del x130, x131, x132, x134, x34
+    x138 = x85 + x96
+    del x85, x96
+    x139 = tp_overlap * numpy.minimum(x137, x138)
+    x140 = x137 + x138 - x139
+    x141 = (x140 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x142 = x2 * (x117 + x127 - x128 - x129 + x141)
+    del x117, x127
+    x143 = x138 * x98
+    del x138
+    x144 = x98 * (-x140 + x141)
+    del x140, x141
     x145 = 2 * x98
     x146 = 1 - pp_intra
-    x147 = (2 * pp + vp * x145 - 2) * (inter_latency_s * x146 + intra_latency_s * pp_intra + 1.0 * x114 / (pp_intra * x103 + x104 * x146)) * numpy.minimum(1, x1)
-    del x1, x103, x104, x114, x146
-    x148 = x98 * (x100 * x101 * x105 - x118)
-    del x100, x105, x118
-    x149 = x98 * (moe_layers * x101 * x115 * x3 - x119)
-    del x101, x115, x119, x3
-    x150 = x98 * (x127 - x129)
-    del x127, x129
+    x147 = (2 * pp + vp * x145 - 2) * (inter_latency_s * x146 + intra_latency_s * pp_intra + 1.0 * x124 / (pp_intra * x114 + x115 * x146)) * numpy.minimum(1, x1)
+    del x1, x114, x115, x124, x146
+    x148 = x98 * (x111 * x112 * x116 - x128)
+    del x111, x116, x128
+    x149 = x98 * (moe_layers * x112 * x125 * x3 - x129)
+    del x112, x125, x129, x3
+    x150 = x98 * (x137 - x139)
+    del x137, x139
     x151 = numpy.minimum(1, grad_shards - 1)
     x152 = numpy.minimum(dp, dp_intra_ranks)
     x153 = x152 - 1
@@ -205,165 +206,178 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x152
     x156 = dp * x155 - 1
     x157 = inter_latency_s * x156
-    x158 = x123 * x153 * x155
-    del x123, x153, x155
-    x159 = 2 * grad_comm_bytes_per_param * x142
+    x158 = x133 * x153 * x155
+    del x133, x153, x155
+    x159 = 2 * grad_comm_bytes_per_param * x108
     x160 = pp ** (-1.0)
-    x161 = x126 * x156 * x97 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x160 - pod_gpus)) + 1)
-    del x126, x156, x97
+    x161 = x136 * x156 * x97 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x160 - pod_gpus)) + 1)
+    del x136, x156, x97
     x162 = 2 * x154 + 2 * x157 + x158 * x159 + x159 * x161
     del x159
     x163 = x162 * (1 - x151)
-    x164 = bytes_per_element * x142
+    x164 = bytes_per_element * x108
     x165 = x145 * zero3 * (x154 + x157 + x158 * x164 + x161 * x164) + 1 / 2 * x151 * x162 * x98
     del x145, x151, x154, x157, x158, x161, x162, x164
-    x166 = -dp_overlap * numpy.minimum(x133, x165) - dp_overlap * numpy.minimum(x163, 2 * stage_layers * x75) + x163 + x165
+    x166 = -dp_overlap * numpy.minimum(x143, x165) - dp_overlap * numpy.minimum(x163, 2 * stage_layers * x75) + x163 + x165
     del x163, x165, x75
     x167 = x147 + x148 + x149 + x150 + x166
-    x168 = x132 + x133 + x134 + x144 + x167
-    x169 = gpus + 0.474798
-    x170 = gpus ** (-1.0)
-    x171 = x169 ** (-0.282765)
-    x172 = gpus / gpus_per_node
-    x173 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x168 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x168 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x170 * x171 * (0.0686881539789491 * x171 + 0.112063) - 1 + 1.16023 / x169)) + x99 + (1 - (1 - slow_node_fraction) ** x172) * (slow_node_slowdown - 1) * (x168 + x99)
-    del x169, x171, x99
-    x174 = x168 + x173
-    del x168
-    x175 = weight_bytes_per_param * x142 / weight_shards
-    x176 = grad_bytes_per_param * x142 / grad_shards
-    del x142
-    x177 = optimizer_bytes_per_param * x143
-    del x143
-    x178 = 4 * x89 * (vocab * x51 + 1)
+    x168 = x142 + x143 + x144 + x167
+    x169 = x110 + x168
+    x170 = gpus + 0.474798
+    x171 = gpus ** (-1.0)
+    x172 = x170 ** (-0.282765)
+    x173 = gpus / gpus_per_node
+    x174 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x169 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x169 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x171 * x172 * (0.0686881539789491 * x172 + 0.112063) - 1 + 1.16023 / x170)) + x99 + (1 - (1 - slow_node_fraction) ** x173) * (slow_node_slowdown - 1) * (x169 + x99)
+    del x170, x172, x99
+    x175 = x169 + x174
+    del x169
+    x176 = weight_bytes_per_param * x108 / weight_shards
+    x177 = grad_bytes_per_param * x108 / grad_shards
+    del x108
+    x178 = optimizer_bytes_per_param * x109
+    del x109
+    x179 = 4 * x89 * (vocab * x51 + 1)
     del x51, x89
-    x179 = kv_heads / heads
-    x180 = ffn * mlp_matrices
-    x181 = x110 * (2 * dropout_masks + 8) + x54 * x6 * (-x15 * (x179 + 1) + x46 * (heads + kv_heads)) + x54 * (q_lora_rank + x45) + x6 * (x10 * (4 * x179 + 2) + x180 * x54 + x61 + micro_batch * x38 * (dropout_masks + 4) / cp ** 2)
-    del x10, x110, x179, x38, x45, x54, x6
-    x182 = full_recompute * x35 * x61 + x181 * x77
+    x180 = kv_heads / heads
+    x181 = ffn * mlp_matrices
+    x182 = x120 * (2 * dropout_masks + 8) + x54 * x6 * (-x15 * (x180 + 1) + x46 * (heads + kv_heads)) + x54 * (q_lora_rank + x45) + x6 * (x10 * (4 * x180 + 2) + x181 * x54 + x61 + micro_batch * x38 * (dropout_masks + 4) / cp ** 2)
+    del x10, x120, x180, x38, x45, x54, x6
+    x183 = full_recompute * x35 * x61 + x182 * x77
     del x35, x61, x77
-    x183 = full_recompute * x181 + stage_layers * x182 * (x160 * x2 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x98) + x178 + x80 * (x178 + x182)
-    del x160, x178, x181, x182, x2, x80, x98
-    x184 = layers - moe_layers
-    x185 = x136 * x184
-    del x136
-    x186 = embedding_matrices * x81 + hidden + layers * x139 + x185
-    del x139
-    x187 = moe_layers * x137 + mtp_layers * (x140 + x141) + x186
-    del x137, x140
-    x188 = moe_ffn * x30
+    x184 = full_recompute * x182 + stage_layers * x183 * (x160 * x2 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x98) + x179 + x80 * (x179 + x183)
+    del x160, x179, x182, x183, x2, x80, x98
+    x185 = layers - moe_layers
+    x186 = x101 * x185
+    del x101
+    x187 = embedding_matrices * x81 + hidden + layers * x105 + x186
+    del x105
+    x188 = moe_layers * x102 + mtp_layers * (x106 + x107) + x187
+    del x102, x106
+    x189 = moe_ffn * x30
     del x30
-    x189 = hidden * x188 + x23
+    x190 = hidden * x189 + x23
     del x23
-    x190 = x174 ** (-1.0)
-    x191 = global_batch * seq_len * x190
-    x192 = x15 * x188 + x25
-    del x188, x25
-    x193 = moe_layers * x192
-    x194 = x15 * x58 + 2 * x44 + 2 * x48
+    x191 = x175 ** (-1.0)
+    x192 = global_batch * seq_len * x191
+    x193 = x15 * x189 + x25
+    del x189, x25
+    x194 = moe_layers * x193
+    x195 = x15 * x58 + 2 * x44 + 2 * x48
     del x44, x48, x58
-    x195 = layers * x194
-    x196 = x15 * x180
-    del x15, x180
-    x197 = mtp_layers * (x192 * x92 + x194 + x196 * x94 + x67 + 2 * x81 + x91)
-    del x192, x194, x91, x94
-    x198 = 6 * heads * layers * seq_len * x46 + 6 * x185 + 3 * x193 + 3 * x195 + 3 * x197 + 3 * x70 + 6 * x81
-    del x185, x46, x81
-    x199 = x170 * x191
-    x200 = x198 * x199
-    x201 = layers * x67 + x70
+    x196 = layers * x195
+    x197 = x15 * x181
+    del x15, x181
+    x198 = mtp_layers * (x193 * x92 + x195 + x197 * x94 + x67 + 2 * x81 + x91)
+    del x193, x195, x91, x94
+    x199 = 6 * heads * layers * seq_len * x46 + 6 * x186 + 3 * x194 + 3 * x196 + 3 * x198 + 3 * x70 + 6 * x81
+    del x186, x46, x81
+    x200 = x171 * x192
+    x201 = x199 * x200
+    x202 = layers * x67 + x70
     del x67, x70
-    x202 = tokens * x0 * x69
-    x203 = software_mtbf_s ** (-1.0)
-    x204 = x172 / (rack_mtbf_s * rack_nodes)
-    x205 = gpus / gpu_mtbf_s
-    x206 = x172 / network_mtbf_s
-    x207 = x172 / node_mtbf_s
-    x208 = x205 + x206 + x207
-    x209 = x203 + x204 + x208
-    x210 = x209 ** (-1.0)
-    x211 = checkpoint_bytes_per_param * x187
-    x212 = x170 * x211
-    del x170
-    x213 = x212 / host_copy_bytes_per_s_per_gpu
-    x214 = ckpt_async * x213
-    x215 = x211 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x172)
-    x216 = ckpt_sync * x215
-    x217 = x125 * x212
-    del x125, x212
-    x218 = ckpt_in_memory * (x213 + x217)
+    x203 = tokens * x0 * x69
+    del x0, x69
+    x204 = software_mtbf_s ** (-1.0)
+    x205 = x173 / (rack_mtbf_s * rack_nodes)
+    x206 = gpus / gpu_mtbf_s
+    x207 = x173 / network_mtbf_s
+    x208 = x173 / node_mtbf_s
+    x209 = x206 + x207 + x208
+    x210 = x204 + x205 + x209
+    x211 = x210 ** (-1.0)
+    x212 = checkpoint_bytes_per_param * x188
+    x213 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x214 = x171 * x212
+    x215 = x213 * x214
+    x216 = ckpt_async * x215
+    x217 = x212 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x173)
+    x218 = ckpt_sync * x217
+    x219 = x135 * x214
+    del x135, x214
+    x220 = ckpt_in_memory * (x215 + x219)
+    del x215
+    x221 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x222 = x168 + x174
+    del x168
+    x223 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x171 * x188 * x213 / (1 - (1 - numpy.minimum(1, x221)) ** gockpt_steps) - x222)
     del x213
-    x219 = x214 + x216 + x218
-    x220 = numpy.sqrt(x210 * (2 * x214 + 2 * x216 + 2 * x218))
-    x221 = x219 * (1 / 2 * x203 + 1 / 2 * x204 + 1 / 2 * x205 + 1 / 2 * x206 + 1 / 2 * x207)
-    del x205, x206, x207
-    x222 = numpy.maximum(ckpt_async * x215, numpy.where(numpy.greater(x210, 1 / 2 * x214 + 1 / 2 * x216 + 1 / 2 * x218), -x219 + x220 * (1 / 3 * numpy.sqrt(x221) + 1 / 9 * x221 + 1), x210))
-    del x214, x215, x216, x218, x221
-    x223 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x224 = node_repair_s * x204
-    x225 = numpy.exp(-x224)
-    x226 = -spare_nodes
-    x227 = rack_nodes + x226
-    x228 = node_repair_s * x208
-    x229 = 2 * rack_nodes + x226
-    x230 = x224 * x225
-    del x224
-    x231 = 3 * rack_nodes + x226
-    x232 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x225 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x233 = 4 * rack_nodes + x226
-    x234 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x225 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x235 = 5 * rack_nodes + x226
-    x236 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x225 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x237 = 6 * rack_nodes + x226
-    x238 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x225 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x239 = 7 * rack_nodes + x226
-    x240 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x225 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x241 = 8 * rack_nodes + x226
-    x242 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x225 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x243 = 9 * rack_nodes + x226
-    x244 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x225 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x245 = 10 * rack_nodes + x226
-    x246 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x225 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x247 = 11 * rack_nodes + x226
-    x248 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x225 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x249 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x225 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x250 = x210 * (x203 + x204 * (x225 * poisson_cdf(-x227, x228) + x230 * poisson_cdf(-x229, x228) + x232 * poisson_cdf(-x231, x228) + x234 * poisson_cdf(-x233, x228) + x236 * poisson_cdf(-x235, x228) + x238 * poisson_cdf(-x237, x228) + x240 * poisson_cdf(-x239, x228) + x242 * poisson_cdf(-x241, x228) + x244 * poisson_cdf(-x243, x228) + x246 * poisson_cdf(-x245, x228) + x248 * poisson_cdf(-x247, x228) + x249 * poisson_cdf(-12 * rack_nodes - x226, x228)) + x208 * (x225 * poisson_cdf(spare_nodes - 1, x228) + x230 * poisson_cdf(-x227 - 1, x228) + x232 * poisson_cdf(-x229 - 1, x228) + x234 * poisson_cdf(-x231 - 1, x228) + x236 * poisson_cdf(-x233 - 1, x228) + x238 * poisson_cdf(-x235 - 1, x228) + x240 * poisson_cdf(-x237 - 1, x228) + x242 * poisson_cdf(-x239 - 1, x228) + x244 * poisson_cdf(-x241 - 1, x228) + x246 * poisson_cdf(-x243 - 1, x228) + x248 * poisson_cdf(-x245 - 1, x228) + x249 * poisson_cdf(-x247 - 1, x228)))
-    del x203, x204, x208, x225, x226, x227, x228, x229, x230, x231, x232, x233, x234, x235, x236, x237, x238, x239, x240, x241, x242, x243, x244, x245, x246, x247, x248, x249
-    x251 = ckpt_in_memory * x217 + failure_detection_s - x210 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x250, 1 - x250) * numpy.expm1(x209 * (x223 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x211 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x172) + x223
-    del x217, x223
-    x252 = x174 * x202
-    x253 = numpy.exp(x209 * (x219 + x222))
-    x254 = x253 - 1
-    x255 = x209 * x251
-    x256 = numpy.exp(x255)
-    x257 = x222 ** (-1.0)
-    x258 = x252 * x257
-    x259 = x254 * x256 * x258
-    x260 = x210 * x259
-    x261 = x209 * x222 * numpy.exp(-x255) / x254
-    del x255
-    x262 = x260 * (gpus + gpus_per_node * spare_nodes)
-    x263 = 0.000277777777777778 * x262
-    x264 = x210 * x258 * (x253 - numpy.exp(x209 * x219))
-    del x209, x253, x258
-    x265 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x167 * x190 + compute_power_fraction * x133 * x190)
-    del x167, x190
-    x266 = idle_power_w * (tokens * x0 * x174 * x210 * x254 * x256 * x257 * x69 - x264) + x264 * x265
-    del x0, x254, x256, x257, x264, x69
-    x267 = gpus * x266
-    x268 = network_power_per_node_w + node_overhead_power_w
-    x269 = spare_nodes * (gpus_per_node * idle_power_w + x268) + x172 * x268
-    del x172, x268
-    x270 = x260 * x269 + x267
-    x271 = pue * x270
-    x272 = tokens ** (-1.0)
-    x273 = x191 * x261 * x272
-    x274 = price_usd_per_gpu_hour * x263
-    x275 = x262 / lifetime_s
-    x276 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x262 + capex_usd_per_gpu * x275 + 2.77777777777778e-07 * electricity_usd_per_kwh * x271
+    x224 = x216 + x218 + x220 + x223
+    x225 = numpy.sqrt(x211 * (2 * x216 + 2 * x218 + 2 * x220 + 2 * x223))
+    x226 = ckpt_async * x217
+    x227 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999999, grad_bytes_per_param * x171 * x188 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x222))) / numpy.log(1 - numpy.minimum(0.999999999999999, x221))))) - 1) + 1
+    del x171, x221, x222
+    x228 = x224 * (1 / 2 * x204 + 1 / 2 * x205 + 1 / 2 * x206 + 1 / 2 * x207 + 1 / 2 * x208)
+    del x206, x207, x208
+    x229 = numpy.maximum((ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x175 * x227 + x217) + x226), numpy.where(numpy.greater(x211, 1 / 2 * x216 + 1 / 2 * x218 + 1 / 2 * x220 + 1 / 2 * x223), -x224 + x225 * (1 / 3 * numpy.sqrt(x228) + 1 / 9 * x228 + 1), x211))
+    del x216, x218, x220, x223, x228
+    x230 = ckpt_gockpt * (x175 + x217) + x226
+    del x217, x226
+    x231 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x232 = node_repair_s * x205
+    x233 = numpy.exp(-x232)
+    x234 = -spare_nodes
+    x235 = rack_nodes + x234
+    x236 = node_repair_s * x209
+    x237 = 2 * rack_nodes + x234
+    x238 = x232 * x233
+    del x232
+    x239 = 3 * rack_nodes + x234
+    x240 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x233 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x241 = 4 * rack_nodes + x234
+    x242 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x233 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x243 = 5 * rack_nodes + x234
+    x244 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x233 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x245 = 6 * rack_nodes + x234
+    x246 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x233 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x247 = 7 * rack_nodes + x234
+    x248 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x233 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x249 = 8 * rack_nodes + x234
+    x250 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x233 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x251 = 9 * rack_nodes + x234
+    x252 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x233 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x253 = 10 * rack_nodes + x234
+    x254 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x233 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x255 = 11 * rack_nodes + x234
+    x256 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x233 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x257 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x233 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x258 = x211 * (x204 + x205 * (x233 * poisson_cdf(-x235, x236) + x238 * poisson_cdf(-x237, x236) + x240 * poisson_cdf(-x239, x236) + x242 * poisson_cdf(-x241, x236) + x244 * poisson_cdf(-x243, x236) + x246 * poisson_cdf(-x245, x236) + x248 * poisson_cdf(-x247, x236) + x250 * poisson_cdf(-x249, x236) + x252 * poisson_cdf(-x251, x236) + x254 * poisson_cdf(-x253, x236) + x256 * poisson_cdf(-x255, x236) + x257 * poisson_cdf(-12 * rack_nodes - x234, x236)) + x209 * (x233 * poisson_cdf(spare_nodes - 1, x236) + x238 * poisson_cdf(-x235 - 1, x236) + x240 * poisson_cdf(-x237 - 1, x236) + x242 * poisson_cdf(-x239 - 1, x236) + x244 * poisson_cdf(-x241 - 1, x236) + x246 * poisson_cdf(-x243 - 1, x236) + x248 * poisson_cdf(-x245 - 1, x236) + x250 * poisson_cdf(-x247 - 1, x236) + x252 * poisson_cdf(-x249 - 1, x236) + x254 * poisson_cdf(-x251 - 1, x236) + x256 * poisson_cdf(-x253 - 1, x236) + x257 * poisson_cdf(-x255 - 1, x236)))
+    del x204, x205, x209, x233, x234, x235, x236, x237, x238, x239, x240, x241, x242, x243, x244, x245, x246, x247, x248, x249, x250, x251, x252, x253, x254, x255, x256, x257
+    x259 = ckpt_in_memory * x219 + failure_detection_s - x211 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x258, 1 - x258) * numpy.expm1(x210 * (x231 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x212 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x173) + x231
+    del x219, x231
+    x260 = x175 * x203
+    x261 = x210 * x259
+    x262 = numpy.exp(x210 * x230)
+    x263 = numpy.exp(x210 * (x224 + x229))
+    x264 = x260 * x262 / x229
+    x265 = x262 + x264 * (x263 - 1) - 1
     del x262
-    x277 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x271
-    x278 = embodied_kg_per_gpu * x275
-    del x275
-    x279 = x277 + x278
-    return [x174, x133, x134, x150, x148, x149, x147, x166, x132, x144, x173, x175, x176, x177, x183, memory_reserve_bytes, memory_reserve_bytes + x175 + x176 + x177 + x183, x187, moe_layers * x189 + mtp_layers * (x141 + x189 * x92) + x186, x191, x198, 1e-12 * x200, x16 * x200, x16 * x199 * (full_recompute * (x184 * x196 + x193 + x195 + x197 + x201) + x198 + x201 * x78), x202, x210, x211, x219, x220, x222, x251, x252, x260, x259, 1 - x261, x261, spare_nodes, x250, x263, x267, x270, x271, x265, x266 * x273, x271 * x273, pue * (gpus * max_power_w + x269), x274, x276, use_tco * x276 + x274 * (1 - use_tco), x277, x278, x279, x272 * x279 / x198, x260 * x279]
+    x266 = x265 * numpy.exp(x261)
+    x267 = x211 * x266
+    x268 = x210 * numpy.exp(-x261) / x265
+    del x261, x265
+    x269 = x260 * x268
+    x270 = x267 * (gpus + gpus_per_node * spare_nodes)
+    x271 = 0.000277777777777778 * x270
+    x272 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x167 * x191 + compute_power_fraction * x143 * x191)
+    del x167, x191
+    x273 = x211 * x264 * (x263 - numpy.exp(x210 * x224))
+    del x210, x263, x264
+    x274 = idle_power_w * (x267 - x273) + x272 * x273
+    del x273
+    x275 = gpus * x274
+    x276 = network_power_per_node_w + node_overhead_power_w
+    x277 = x173 * x276
+    del x173
+    x278 = spare_nodes * (gpus_per_node * idle_power_w + x276) + x277
+    del x276
+    x279 = x267 * x278 + x275
+    x280 = pue * x279
+    x281 = price_usd_per_gpu_hour * x271
+    x282 = x270 / lifetime_s
+    x283 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x270 + capex_usd_per_gpu * x282 + 2.77777777777778e-07 * electricity_usd_per_kwh * x280
+    del x270
+    x284 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x280
+    x285 = embodied_kg_per_gpu * x282
+    del x282
+    x286 = x284 + x285
+    return [x175, x143, x144, x150, x148, x149, x147, x166, x142, x110, x174, x176, x177, x178, x184, memory_reserve_bytes, memory_reserve_bytes + x176 + x177 + x178 + x184, x188, moe_layers * x190 + mtp_layers * (x107 + x190 * x92) + x187, x192, x199, 1e-12 * x201, x16 * x201, x16 * x200 * (full_recompute * (x185 * x197 + x194 + x196 + x198 + x202) + x199 + x202 * x78), x203, x211, x212, x224, x225, x229, x227, x230, x259, x260, x267, x266, 1 - x269, x269, spare_nodes, x258, x271, x275, x279, x280, -pue * x260 * (gpus * x272 + x277) + x280, x272, x268 * x274, x268 * x280, pue * (gpus * max_power_w + x278), x281, x283, use_tco * x283 + x281 * (1 - use_tco), x284, x285, x286, x286 / (tokens * x199), x267 * x286]

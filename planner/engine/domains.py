@@ -153,7 +153,8 @@ INPUT_DOMAINS: dict[str, Domain] = {
     # reliability
     "gpu_mtbf_s": POSITIVE, "node_mtbf_s": POSITIVE, "storage_write_cap_bytes_per_s": POSITIVE,
     "storage_read_cap_bytes_per_s": POSITIVE, "restart_overhead_s": NON_NEGATIVE,
-    "ckpt_sync": FLAG, "ckpt_async": FLAG, "ckpt_in_memory": FLAG,
+    "ckpt_sync": FLAG, "ckpt_async": FLAG, "ckpt_in_memory": FLAG, "ckpt_gockpt": FLAG,
+    "gockpt_steps": Domain(">=1", maximum=1e6),
     "step_time_cv": NON_NEGATIVE, "pause_probability": FRACTION,
     "pause_duration_s": NON_NEGATIVE,
     "network_mtbf_s": POSITIVE, "rack_mtbf_s": POSITIVE, "software_mtbf_s": POSITIVE,
@@ -200,7 +201,7 @@ OPTION_DOMAINS: dict[str, Domain] = {
 DOMAINS: dict[str, Domain] = {**INPUT_DOMAINS, **OPTION_DOMAINS}
 
 #: Run-model inputs a user sets directly with a flag of the same name.
-FLAG_INPUTS = frozenset({"tokens", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
+FLAG_INPUTS = frozenset({"gockpt_steps", "tokens", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
                          "global_batch", "seq_len", "gpus_per_node", "oversubscription",
                          "pod_gpus"})
 

@@ -38,7 +38,7 @@ from formulas import (
     straggler,
 )
 from formulas import reliability as failures
-from formulas.ops import is_symbolic, minimum
+from formulas.ops import exp, is_symbolic, minimum
 from planner.engine.columns import kernel_outputs
 from planner.engine.spares import resolve_spares
 
@@ -153,6 +153,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "ckpt_sync": ("1", "1 for synchronous checkpoints to storage"),
     "ckpt_async": ("1", "1 for asynchronous snapshots to host memory"),
     "ckpt_in_memory": ("1", "1 for in-memory copies to a peer"),
+    "ckpt_gockpt": ("1", "1 for GoCkpt: the snapshot spread over k steps with gradients"),
+    "gockpt_steps": ("1", "most steps one GoCkpt checkpoint is spread over"),
     "step_time_cv": ("1", "coefficient of variation of a rank's iteration time"),
     "pause_probability": ("1", "per-rank per-iteration probability of a pause"),
     "pause_duration_s": ("s", "length of such a pause"),
@@ -615,24 +617,43 @@ def reliability(x: dict, r: dict) -> dict:
         nodes, x["storage_read_bytes_per_s_per_node"], x["storage_read_cap_bytes_per_s"]))
     host_s = checkpoint.checkpoint_write_time(shard, x["host_copy_bytes_per_s_per_gpu"])
     peer_s = checkpoint.checkpoint_write_time(shard, x["scale_out_bandwidth_bytes_per_s"])
+    # GoCkpt: the shard moves over k steps with the gradients of the parts already on
+    # the host, overlapped with each step's forward and backward (not its optimizer)
+    step_s, gockpt, host_bw = r["step_time_s"], x["ckpt_gockpt"], \
+        x["host_copy_bytes_per_s_per_gpu"]
+    grad_shard = x["grad_bytes_per_param"] * r["params"] / x["gpus"]
+    window_s = step_s - r["optimizer_s"]
+    # the fewest steps that hide the copy (at most the stack's limit); the stall is the one
+    # at the limit: zero wherever fewer steps hide it, and the limit's where none do
+    k = 1 + gockpt * (checkpoint.gockpt_steps(shard, grad_shard, host_bw, window_s,
+                                              x["gockpt_steps"]) - 1)
     stall = checkpoint.checkpoint_stall_time(write_s, host_s, peer_s, x["ckpt_sync"],
-                                             x["ckpt_async"], x["ckpt_in_memory"])
+                                             x["ckpt_async"], x["ckpt_in_memory"]) \
+        + gockpt * checkpoint.gockpt_stall(shard, grad_shard, x["gockpt_steps"], host_bw,
+                                           window_s)
     restart = checkpoint.checkpoint_restart_time(failure_restart_s, read_s, peer_s,
                                                  x["ckpt_in_memory"])
+    # an async write drains, a GoCkpt checkpoint moves and persists, before the next one
     interval = checkpoint.drained_checkpoint_interval(
-        checkpoint.daly_interval(stall, mtbf), write_s, x["ckpt_async"])
+        checkpoint.daly_interval(stall, mtbf),
+        x["ckpt_async"] * write_s + gockpt * checkpoint.gockpt_min_interval(k, step_s, write_s),
+        x["ckpt_async"] + gockpt)
+    commit_s = checkpoint.checkpoint_commit_latency(write_s, step_s, x["ckpt_async"], gockpt)
     steps = x["tokens"] / (x["global_batch"] * x["seq_len"])
-    solve = steps * r["step_time_s"]
-    wall = checkpoint.daly_wall_time(solve, interval, stall, restart, mtbf)
+    solve = steps * step_s
+    wall = checkpoint.daly_wall_time_committed(solve, interval, stall, restart, mtbf, commit_s)
     return {
         "checkpoint_bytes": size, "checkpoint_stall_s": stall,
         "young_interval_s": checkpoint.young_interval(stall, mtbf),
-        "checkpoint_interval_s": interval, "restart_s": restart, "steps": steps,
+        "checkpoint_interval_s": interval, "checkpoint_steps": k,
+        "commit_latency_s": commit_s, "restart_s": restart, "steps": steps,
         "solve_time_s": solve, "wall_time_s": wall,
         "expected_failures": checkpoint.expected_failures(wall, mtbf),
         "waste_fraction": 1 - solve / wall, "ettr": solve / wall,
-        # stepping, including work lost to failures (the rest is stalls and restarts)
-        "stepping_s": checkpoint.daly_compute_time(solve, interval, stall, mtbf),
+        # stepping, including work lost to failures (the rest is stalls and restarts);
+        # a commit latency multiplies every segment's attempts by e^{L_c/M}
+        "stepping_s": checkpoint.daly_compute_time(solve, interval, stall, mtbf)
+        * exp(commit_s / mtbf),
     }
 
 
@@ -654,8 +675,13 @@ def energy_use(x: dict, r: dict) -> dict:
                                   + x["node_overhead_power_w"] + x["network_power_per_node_w"])
     it_j = gpu_j + energy.energy(rest_w + spare_w, wall)
     facility_j = energy.energy(energy.facility_power(it_j / wall, x["pue"]), wall)
+    # what fault tolerance costs: beyond the failure- and checkpoint-free run (stalls, lost
+    # work, restarts, commit waits and idle hot spares)
+    ideal_j = energy.energy(energy.facility_power(gpus * busy_w + rest_w, x["pue"]),
+                            r["solve_time_s"])
     return {
         "energy_gpu_j": gpu_j, "energy_it_j": it_j, "energy_facility_j": facility_j,
+        "energy_fault_tolerance_j": facility_j - ideal_j,
         "gpu_step_power_w": busy_w, "gpu_power_w": gpu_j / (gpus * wall),
         "avg_power_w": facility_j / wall,
         "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w + spare_w,

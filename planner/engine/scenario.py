@@ -21,7 +21,7 @@ PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
 #: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
 EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
 RECOMPUTE = ("none", "selective", "full")
-CHECKPOINT_SCHEMES = ("sync", "async", "in-memory")
+CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
 COST_BASES = ("cloud", "tco")
 OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")
 
@@ -397,6 +397,7 @@ def reliability_inputs(profile, scheme: str) -> dict[str, float]:
         "ckpt_sync": float(scheme == "sync"),
         "ckpt_async": float(scheme == "async"),
         "ckpt_in_memory": float(scheme == "in-memory"),
+        "ckpt_gockpt": float(scheme == "gockpt"),
     }
 
 

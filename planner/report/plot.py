@@ -609,3 +609,50 @@ PLOTS = {"scaling": plot_scaling, "pareto": plot_pareto, "breakdown": plot_break
 
 __all__ = ["plot_scaling", "plot_pareto", "plot_breakdown", "plot_plan", "check_target",
            "PLOTS", "SUFFIXES"]
+
+
+# --------------------------------------------------------------------------- checkpointing
+
+#: Panels of the checkpointing study: (row key, y label, scale to the shown unit).
+CHECKPOINT_PANELS = (
+    ("waste_pct", "wall time lost to fault tolerance [%]", 1.0),
+    ("fault_tolerance_mwh", "energy spent on fault tolerance [MWh]", 1.0),
+    ("fault_tolerance_usd", "cost of fault tolerance [M USD]", 1e-6),
+)
+SCHEME_COLOURS = {"sync": "#d62728", "async": "#1f77b4", "in-memory": "#2ca02c",
+                  "gockpt": "#9467bd"}
+
+
+def plot_checkpoint_study(rows: list[dict], path, *, title: str = "",
+                          force: bool = False) -> Path:
+    """Three panels against GPU count, one line per scheme (and line style per MTBF):
+    the wall-time share, the energy and the cost that fault tolerance takes."""
+    target = check_target(path, force)
+    fig = _figure((12.0, 3.9))
+    axes = fig.subplots(1, 3)
+    mtbfs = list(dict.fromkeys(r["gpu_mtbf_hours"] for r in rows))
+    styles = ["-", "--", ":", "-."]
+    counts = sorted({r["gpus"] for r in rows})
+    for ax, (key, label, scale) in zip(axes, CHECKPOINT_PANELS, strict=True):
+        values = []
+        for scheme in dict.fromkeys(r["scheme"] for r in rows):
+            for i, mtbf in enumerate(mtbfs):
+                line = sorted((r for r in rows if r["scheme"] == scheme
+                               and r["gpu_mtbf_hours"] == mtbf), key=lambda r: r["gpus"])
+                x = [r["gpus"] for r in line]
+                y = [(100 * (1 - r["ettr"]) if key == "waste_pct" else r[key]) * scale
+                     for r in line]
+                values += y
+                name = scheme if len(mtbfs) == 1 else f"{scheme}, {mtbf:,.0f} h/GPU"
+                ax.plot(x, y, styles[i % len(styles)], marker="o", markersize=3.5,
+                        color=SCHEME_COLOURS.get(scheme), label=name)
+        _gpu_axis(ax, counts[0], counts[-1])
+        _value_axis(ax.yaxis, values)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].legend(fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(f"Checkpointing {title}: what fault tolerance costs, by scheme",
+                     fontsize=11)
+    return _save(fig, target, force)

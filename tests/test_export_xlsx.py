@@ -30,6 +30,8 @@ def _recalculate(source, tmp_path):
      "--pp", "4", "--checkpoint", "sync"],
     ["--model", "mixtral-8x7b", "--hardware", "mi300x", "--gpus", "256", "--tp", "2",
      "--pp", "2", "--ep", "4", "--recompute", "full", "--zero", "2", "--cost-basis", "tco"],
+    ["--model", "llama3-8b", "--hardware", "h200", "--gpus", "256", "--tp", "2",
+     "--pp", "2", "--checkpoint", "gockpt"],
 ])
 def test_workbook_recomputes_every_output(capsys, tmp_path, args):
     import openpyxl

@@ -927,12 +927,13 @@ def gockpt_steps(state_bytes, gradient_bytes, host_bandwidth_bytes_per_s, overla
         \\quad k^* = \\frac{\\ln(1 - G/(W B_h))}{\\ln(1 - G/S)}
     """
     window_bytes = overlap_window_s * host_bandwidth_bytes_per_s
-    # G / (W B_h) clamped below 1: where no k hides the checkpoint k* is ~ 35 / (G / S) or
-    # more, above any k_max; where one window holds the state (W B_h >= S) k* <= 1
+    # G / (W B_h) clamped at 1 - 1e-12 (a spreadsheet's subtraction snaps closer values to
+    # 0): where no k hides the checkpoint, k* >= 27.6 / -ln(1 - G/S), above k_max for any
+    # G <= 0.9 S and k_max <= 12; where one window holds the state (W B_h >= S) k* <= 1
     # unsimplified Min, Max and ceiling: the window holds the run model's step time
     fits = minimum(gradient_bytes / maximum(window_bytes, 1e-300, simplify=False),
-                   1 - 1e-15, simplify=False)
-    needed = log(1 - fits) / log(1 - minimum(gradient_bytes / state_bytes, 1 - 1e-15))
+                   1 - 1e-12, simplify=False)
+    needed = log(1 - fits) / log(1 - minimum(gradient_bytes / state_bytes, 1 - 1e-12))
     return minimum(maximum(ceil(needed, simplify=False), 1, simplify=False), max_steps,
                    simplify=False)
 

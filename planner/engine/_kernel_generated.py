@@ -304,7 +304,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x224 = x216 + x218 + x220 + x223
     x225 = numpy.sqrt(x211 * (2 * x216 + 2 * x218 + 2 * x220 + 2 * x223))
     x226 = ckpt_async * x217
-    x227 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999999, grad_bytes_per_param * x171 * x188 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x222))) / numpy.log(1 - numpy.minimum(0.999999999999999, x221))))) - 1) + 1
+    x227 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x171 * x188 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x222))) / numpy.log(1 - numpy.minimum(0.999999999999, x221))))) - 1) + 1
     del x171, x221, x222
     x228 = x224 * (1 / 2 * x204 + 1 / 2 * x205 + 1 / 2 * x206 + 1 / 2 * x207 + 1 / 2 * x208)
     del x206, x207, x208

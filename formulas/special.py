@@ -355,6 +355,10 @@ def poisson_cdf(k, mu):
     >>> round(poisson_cdf(2, 1.0), 12)  # e^-1 (1 + 1 + 1/2)
     0.919698602929
     """
+    if np.ndim(k) == 0 and np.ndim(mu) == 0:
+        scalar = _poisson_cdf_scalar(float(k), float(mu))
+        if scalar is not None:
+            return scalar
     k_arr, mu_arr = np.broadcast_arrays(np.asarray(k, dtype=float),
                                         np.asarray(mu, dtype=float))
     a = (np.floor(k_arr) + 1).ravel()
@@ -376,3 +380,27 @@ def poisson_cdf(k, mu):
     if np.ndim(k) == 0 and np.ndim(mu) == 0:
         return float(result[0])
     return result.reshape(k_arr.shape)
+
+
+def _poisson_cdf_scalar(k: float, mu: float) -> float | None:
+    """:func:`poisson_cdf` of two floats by the direct sum e^-mu sum_{j<=k} mu^j / j! (the
+    kernel's per-call path: ~1 us instead of ~25 us of array code); ``None`` where the sum
+    would be long or underflow (k > 200 or mu > 500: the array code then)."""
+    if math.isnan(k):
+        return math.nan
+    if k < 0:
+        return 0.0
+    if math.isnan(mu) or mu < 0:
+        return math.nan
+    if mu == 0 or math.isinf(k):
+        return 1.0
+    if math.isinf(mu):
+        return 0.0
+    count = math.floor(k)
+    if count > 200 or mu > 500:
+        return None
+    term = total = math.exp(-mu)
+    for j in range(1, count + 1):
+        term *= mu / j
+        total += term
+    return min(total, 1.0)

@@ -120,5 +120,5 @@ def test_poisson_cdf_edges_and_shapes():
 @given(st.integers(0, 200), st.floats(0, 500, allow_nan=False))
 def test_poisson_cdf_is_a_cdf(k, mu):
     low, high = poisson_cdf(k, mu), poisson_cdf(k + 1, mu)
-    assert 0.0 <= low <= high <= 1.0
-    assert poisson_cdf(k, mu) >= poisson_cdf(k, mu + 1.0)  # more failures, fewer swaps
+    assert 0.0 <= low <= high + 1e-14 and high <= 1.0  # to round-off of sums near 1
+    assert poisson_cdf(k, mu) >= poisson_cdf(k, mu + 1.0) - 1e-14  # more failures, fewer swaps

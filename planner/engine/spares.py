@@ -20,6 +20,8 @@ counts that needs no kernel output.  It runs once per distinct set of failure in
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 #: ``spare_nodes`` value that asks for the optimal count.
@@ -75,6 +77,11 @@ def resolve_spares(inputs: dict) -> dict:
     n = sizes[0] if sizes else 1
     if n == 0:  # no candidates
         return {**inputs, "spare_nodes": np.zeros(0)}
+    if n == 1:  # one candidate (evaluate's per-call path): its failure inputs are cached
+        key = tuple(float(np.ravel(inputs[k])[0]) for k in SPARE_INPUTS)
+        chosen = np.where(auto, _optimal_one(key), spares)
+        return {**inputs, "spare_nodes": float(np.ravel(chosen)[0]) if np.ndim(spares) == 0
+                else chosen}
     table = np.stack([np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,))
                       for k in SPARE_INPUTS], axis=1)
     rows, inverse = np.unique(table, axis=0, return_inverse=True)
@@ -83,3 +90,10 @@ def resolve_spares(inputs: dict) -> dict:
     chosen = np.where(auto, best, spares)
     return {**inputs, "spare_nodes": float(chosen[0]) if n == 1 and np.ndim(spares) == 0
             else chosen}
+
+
+@lru_cache(maxsize=4096)
+def _optimal_one(key: tuple[float, ...]) -> float:
+    """:func:`optimal_spare_nodes` of one set of :data:`SPARE_INPUTS` values (cached: a
+    loop of ``evaluate()`` calls on one cluster searches the spare count once)."""
+    return float(optimal_spare_nodes(**dict(zip(SPARE_INPUTS, key, strict=True)))[0])

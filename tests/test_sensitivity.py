@@ -1,4 +1,5 @@
-"""Symbolic elasticities agree with finite differences of the compiled kernel."""
+"""Elasticities (central differences of the compiled kernel) are consistent across step
+sizes, exact where the model is linear in an input, and finite on every command."""
 
 import json
 
@@ -8,14 +9,6 @@ import pytest
 from planner import evaluate
 from planner.analysis.sensitivity import OUTPUTS, UNCERTAIN_INPUTS, elasticity_table
 from planner.engine.evaluator import evaluate_inputs
-from planner.engine.kernel import kernel_hash
-
-
-def test_generated_sensitivity_is_fresh():
-    from planner.analysis import _sensitivity_generated
-
-    assert _sensitivity_generated.KERNEL_HASH == kernel_hash(), (
-        "planner/analysis/_sensitivity_generated.py is stale: run `python -m planner.codegen`")
 
 
 @pytest.mark.parametrize("layout", [
@@ -26,9 +19,9 @@ def test_generated_sensitivity_is_fresh():
 def test_elasticities_match_finite_differences(catalog, layout):
     _, x = evaluate(catalog=catalog, return_inputs=True, **layout)
     table = {r["input"]: r for r in elasticity_table(x)}
-    # central differences: truncation error O(h^2) ~ 1e-8 and round-off ~ 1e-12 / h ~ 1e-8
-    # (a one-sided step of 1e-6 left ~1e-6 of round-off noise, the size of the tolerance)
-    h = 1e-4
+    # the table's central differences (h = 1e-4) against ten times the step: both within
+    # O(h^2) ~ 1e-6 of the derivative where the model is smooth, so they agree to 1e-3
+    h = 1e-3
     for name in UNCERTAIN_INPUTS:
         if float(np.ravel(x[name])[0]) == 0:
             continue  # elasticity of a zero input is 0 by definition
@@ -58,7 +51,9 @@ def test_cli_sensitivity_json_and_plot(capsys, tmp_path):
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = json.loads(out)["elasticities"]
-    assert len(rows) == 5 and rows[0]["input"] == "tokens"
+    # tokens (days, cost) and the price (cost) both have elasticity 1: either ranks first
+    assert len(rows) == 5 and rows[0]["input"] in ("tokens", "price_usd_per_gpu_hour")
+    assert "tokens" in {r["input"] for r in rows}
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -1,20 +1,24 @@
-"""Elasticities d ln(output) / d ln(input) from the symbolic run model.
+"""Elasticities d ln(output) / d ln(input) of the run model, by central differences of
+the generated kernel.
 
-The derivatives are taken by sympy on the same expressions the kernel is compiled
-from, and compiled once into ``planner/analysis/_sensitivity_generated.py`` by
-:mod:`planner.codegen.sensitivity` (regenerate with ``python -m planner.codegen``), so ``capplan sensitivity`` needs no sympy.
-An elasticity of 0.5 means: 1% more of the input gives 0.5% more of the output.
+Each uncertain input is scaled by 1 +- h (h = 1e-4) with every other input held, and
+the elasticity is (ln y+ - ln y-) / (ln(1 + h) - ln(1 - h)): truncation error O(h^2)
+~ 1e-8, round-off ~ 1e-12 / h. All 2 x 35 variants run in one kernel call, so
+``capplan sensitivity`` needs no sympy. (Until 2026-11 the derivatives were taken by
+sympy and compiled; since the GoCkpt terms put the step time inside Min/Max/ceiling that
+took over 50 CPU-minutes, and the derivative of ceiling is not defined for printing.)
+The hot-spare count is resolved once at the unperturbed point and held. An elasticity
+of 0.5 means: 1% more of the input gives 0.5% more of the output.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 
 from planner.engine.model import INPUTS
 
-GENERATED = Path(__file__).with_name("_sensitivity_generated.py")
+#: Relative step of the central differences.
+STEP = 1e-4
 
 #: Outputs whose sensitivity is reported, with the label shown.
 OUTPUTS = {"wall_time_s": "days", "cost_usd": "cost", "energy_facility_j": "energy",
@@ -35,22 +39,29 @@ UNCERTAIN_INPUTS = (
 )
 
 
+def elasticities(inputs: dict) -> dict[str, dict[str, float]]:
+    """``{input: {label: elasticity}}`` of one configuration (kernel inputs, SI units)."""
+    from planner.engine.evaluator import evaluate_inputs
+    from planner.engine.spares import resolve_spares
+
+    base = resolve_spares({k: float(np.ravel(inputs[k])[0]) for k in INPUTS})
+    n = len(UNCERTAIN_INPUTS)
+    batch = {k: np.full(2 * n, v) for k, v in base.items()}
+    for j, name in enumerate(UNCERTAIN_INPUTS):
+        batch[name][2 * j] *= 1 + STEP
+        batch[name][2 * j + 1] *= 1 - STEP
+    with np.errstate(all="ignore"):
+        out = evaluate_inputs(batch)
+        scale = np.log1p(STEP) - np.log1p(-STEP)
+        return {name: {label: float((np.log(out[output][2 * j]) - np.log(out[output][2 * j + 1]))
+                                    / scale)
+                       for output, label in OUTPUTS.items()}
+                for j, name in enumerate(UNCERTAIN_INPUTS)}
+
+
 def elasticity_table(inputs: dict) -> list[dict]:
     """Rows (input, output, elasticity) for one configuration, ranked by |elasticity|."""
-    from planner.analysis import _sensitivity_generated as gen
-    from planner.engine.kernel import kernel_hash
-
-    if (gen.INPUTS != tuple(INPUTS) or gen.UNCERTAIN_INPUTS != UNCERTAIN_INPUTS
-            or gen.KERNEL_HASH != kernel_hash()):
-        raise RuntimeError("planner/analysis/_sensitivity_generated.py is stale: "
-                           "run python -m planner.codegen")
-    args = [float(np.ravel(inputs[name])[0]) for name in INPUTS]
-    with np.errstate(all="ignore"):
-        values = [float(np.ravel(v)[0]) for v in gen.elasticities(*args)]
-    per_input = {}
-    for i, out in enumerate(OUTPUTS):
-        for j, name in enumerate(UNCERTAIN_INPUTS):
-            per_input.setdefault(name, {})[OUTPUTS[out]] = values[i * len(UNCERTAIN_INPUTS) + j]
+    per_input = elasticities(inputs)
     rows = [{"input": name, "value": float(np.ravel(inputs[name])[0]),
              "unit": INPUTS[name][0], **{k: (0.0 if np.isnan(v) else v) for k, v in e.items()}}
             for name, e in per_input.items()]

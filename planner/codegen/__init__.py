@@ -1,7 +1,6 @@
 """Everything the project generates, behind one command: ``python -m planner.codegen``.
 
 In dependency order: the run-model kernel (``planner/engine/_kernel_generated.py``),
-the sensitivity kernel derived from it (``planner/analysis/_sensitivity_generated.py``),
 then docs/formulas.md, docs/columns.md, docs/cli.md and docs/validation.md (+ its figure).
 ``--check`` writes nothing and exits 1 naming every stale file (CI runs it).
 """

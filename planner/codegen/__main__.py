@@ -1,4 +1,4 @@
-"""``python -m planner.codegen [--check] [--skip-sensitivity]``: regenerate (or check) every
+"""``python -m planner.codegen [--check]``: regenerate (or check) every
 generated file in dependency order; see :mod:`planner.codegen`."""
 
 from __future__ import annotations
@@ -11,15 +11,6 @@ from pathlib import Path
 def _kernel(check: bool) -> int:
     from planner.codegen.kernel import generate_source
     from planner.engine.kernel import GENERATED
-    from planner.report.output import write_or_check
-
-    return write_or_check(GENERATED, generate_source(), check=check,
-                          command="python -m planner.codegen")
-
-
-def _sensitivity(check: bool) -> int:
-    from planner.analysis.sensitivity import GENERATED
-    from planner.codegen.sensitivity import generate_source
     from planner.report.output import write_or_check
 
     return write_or_check(GENERATED, generate_source(), check=check,
@@ -50,7 +41,7 @@ def _validation(check: bool) -> int:
     return write_docs(check=check)
 
 
-STEPS = {"kernel": _kernel, "sensitivity": _sensitivity, "formulas": _formulas,
+STEPS = {"kernel": _kernel, "formulas": _formulas,
          "columns": _columns, "cli": _cli, "validation": _validation}
 
 

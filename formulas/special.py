@@ -235,21 +235,29 @@ def digamma(x):
     -0.577215664902
     """
     x = np.asarray(x, dtype=float)
-    y = np.where(x > 0, x, np.nan)
-    shift = np.zeros_like(y)
+    y, shift = _recur_up(x, lambda v: 1 / v)
     with np.errstate(invalid="ignore"):
-        while True:
-            low = y < _DIGAMMA_SHIFT
-            if not low.any():
-                break
-            shift = shift - np.where(low, 1 / np.where(low, y, 1.0), 0.0)
-            y = np.where(low, y + 1, y)
         inverse_square = 1 / (y * y)
         series = np.full_like(y, _DIGAMMA_SERIES[-1])
         for c in reversed(_DIGAMMA_SERIES[:-1]):
             series = series * inverse_square + c
         result = np.log(y) - 0.5 / y - series * inverse_square + shift
     return _shaped(result, x)
+
+
+def _recur_up(x, term):
+    """``(y, shift)``: y = x + k, the first of x, x + 1, ... at or above 10 (NaN for
+    x <= 0), and shift = -sum_{i<k} term(x + i), the recurrence that carries digamma
+    (term 1/v) and ln Gamma (term ln v) from x up to y."""
+    y = np.where(x > 0, x, np.nan)
+    shift = np.zeros_like(y)
+    with np.errstate(invalid="ignore"):
+        while True:
+            low = y < _DIGAMMA_SHIFT
+            if not low.any():
+                return y, shift
+            shift = shift - np.where(low, term(np.where(low, y, 1.0)), 0.0)
+            y = np.where(low, y + 1, y)
 
 
 def gammaln(x):
@@ -275,15 +283,8 @@ def gammaln(x):
     3.178053830348
     """
     x = np.asarray(x, dtype=float)
-    y = np.where(x > 0, x, np.nan)
-    shift = np.zeros_like(y)
+    y, shift = _recur_up(x, np.log)
     with np.errstate(invalid="ignore"):
-        while True:
-            low = y < _DIGAMMA_SHIFT
-            if not low.any():
-                break
-            shift = shift - np.where(low, np.log(np.where(low, y, 1.0)), 0.0)
-            y = np.where(low, y + 1, y)
         inverse_square = 1 / (y * y)
         series = np.full_like(y, _LGAMMA_SERIES[-1])
         for c in reversed(_LGAMMA_SERIES[:-1]):

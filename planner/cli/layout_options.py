@@ -7,44 +7,25 @@ options; :func:`with_layout_options` gives a command this signature (typer reads
 
 from __future__ import annotations
 
-import inspect
-import typing
 from dataclasses import dataclass
 
 import typer
 
 from planner.cli.common import (
-    CatalogOption,
     CheckpointOption,
-    GcEveryStepsOption,
-    GcIntervalOption,
-    GcPauseOption,
     GlobalBatchOption,
-    GpusPerNodeOption,
     ModelOption,
-    NetworkOption,
-    NicGbpsOption,
-    OversubscriptionOption,
-    PodGpusOption,
     PrecisionOption,
-    PricingOption,
-    ProviderOption,
-    ScaleUpDomainOption,
     SiteOption,
-    SlowNodeSlowdownOption,
-    SlowNodesOption,
-    SparesOption,
-    SpotInterruptionOption,
     StackOption,
-    StageImbalanceOption,
     TokensOption,
 )
-from planner.cli.fault_options import FAULT_DEFAULTS, FAULT_OPTIONS
+from planner.cli.environment_options import environment_options, option_names, prepend_options
+from planner.cli.fault_options import FAULT_OPTIONS
 from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
 from planner.errors import CapplanError, shown
 
 _P = PREFERRED_LAYOUT
-
 
 
 def _options(
@@ -78,48 +59,17 @@ def _options(
     site: SiteOption = DEFAULTS["site"],
     tokens: TokensOption = DEFAULTS["tokens"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
-    cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
-    reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
-    catalog: CatalogOption = None,
-    pricing: PricingOption = DEFAULTS["pricing"],
-    provider: ProviderOption = DEFAULTS["provider"],
-    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
-    spares: SparesOption = FAULT_DEFAULTS["spares"],
-    gc_interval: GcIntervalOption = FAULT_DEFAULTS["gc_interval"],
-    gc_pause: GcPauseOption = FAULT_DEFAULTS["gc_pause"],
-    gc_every_steps: GcEveryStepsOption = FAULT_DEFAULTS["gc_every_steps"],
-    stage_imbalance: StageImbalanceOption = FAULT_DEFAULTS["stage_imbalance"],
-    slow_nodes: SlowNodesOption = FAULT_DEFAULTS["slow_nodes"],
-    slow_node_slowdown: SlowNodeSlowdownOption = FAULT_DEFAULTS["slow_node_slowdown"],
-    network: NetworkOption = None,
-    gpus_per_node: GpusPerNodeOption = None,
-    nic_gbps: NicGbpsOption = None,
-    scale_up_domain: ScaleUpDomainOption = None,
-    oversubscription: OversubscriptionOption = None,
-    pod_gpus: PodGpusOption = None,
 ):
-    """Holder of the shared options (never called)."""
+    """Holder of the layout options (never called); the environment options follow."""
 
 
-LAYOUT_OPTIONS = tuple(inspect.signature(_options).parameters)
-
-
-def prepend_options(holder, func):
-    """Give ``func`` the parameters of ``holder`` followed by its own (typer reads
-    ``__signature__``); ``func`` receives the holder's options as ``**kwargs``."""
-    def resolved(f):
-        hints = typing.get_type_hints(f, include_extras=True)  # strings under __future__
-        return [p.replace(annotation=hints.get(p.name, p.annotation))
-                for p in inspect.signature(f).parameters.values()
-                if p.kind is not p.VAR_KEYWORD]
-
-    func.__signature__ = inspect.Signature(resolved(holder) + resolved(func))
-    return func
+#: Names of every option of a one-layout command (layout, then environment).
+LAYOUT_OPTIONS = option_names(_options, environment_options)
 
 
 def with_layout_options(func):
     """Prepend the run options to ``func``'s own options (it receives them as kwargs)."""
-    return prepend_options(_options, func)
+    return prepend_options((_options, environment_options), func)
 
 
 @dataclass

@@ -10,33 +10,15 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import (
-    CatalogOption,
     CheckpointOption,
-    GcEveryStepsOption,
-    GcIntervalOption,
-    GcPauseOption,
     GlobalBatchOption,
-    GpusPerNodeOption,
     ModelOption,
-    NetworkOption,
-    NicGbpsOption,
-    OversubscriptionOption,
-    PodGpusOption,
     PrecisionOption,
-    PricingOption,
-    ProviderOption,
-    ScaleUpDomainOption,
     SitesOption,
-    SlowNodeSlowdownOption,
-    SlowNodesOption,
-    SparesOption,
-    SpotInterruptionOption,
     StackOption,
-    StageImbalanceOption,
     TokensOption,
 )
-from planner.cli.fault_options import FAULT_DEFAULTS, FAULT_OPTIONS
-from planner.cli.layout_options import prepend_options
+from planner.cli.environment_options import environment_options, option_names, prepend_options
 from planner.engine.scenario import DEFAULTS
 
 
@@ -61,42 +43,19 @@ def _options(
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
-    cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
-    reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
     knee_threshold: float = typer.Option(DEFAULTS["knee_threshold"], help="Marginal scaling efficiency of the knee."),
-    catalog: CatalogOption = None,
-    pricing: PricingOption = DEFAULTS["pricing"],
-    provider: ProviderOption = DEFAULTS["provider"],
-    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
-    spares: SparesOption = FAULT_DEFAULTS["spares"],
-    gc_interval: GcIntervalOption = FAULT_DEFAULTS["gc_interval"],
-    gc_pause: GcPauseOption = FAULT_DEFAULTS["gc_pause"],
-    gc_every_steps: GcEveryStepsOption = FAULT_DEFAULTS["gc_every_steps"],
-    stage_imbalance: StageImbalanceOption = FAULT_DEFAULTS["stage_imbalance"],
-    slow_nodes: SlowNodesOption = FAULT_DEFAULTS["slow_nodes"],
-    slow_node_slowdown: SlowNodeSlowdownOption = FAULT_DEFAULTS["slow_node_slowdown"],
-    network: NetworkOption = None,
-    gpus_per_node: GpusPerNodeOption = None,
-    nic_gbps: NicGbpsOption = None,
-    scale_up_domain: ScaleUpDomainOption = None,
-    oversubscription: OversubscriptionOption = None,
-    pod_gpus: PodGpusOption = None,
 ):
-    """Holder of the shared options (never called)."""
+    """Holder of the search options (never called); the environment options follow."""
 
 
 #: Scenario keys (everything but the typer context and the file itself).
-SCENARIO_KEYS = ("model", "tokens", "hardware", "min_gpus", "max_gpus", "global_batch",
-                 "seq_len", "deadline_days", "budget_usd", "max_power_mw", "site", "objective",
-                 "precision", "stack", "checkpoint", "cost_basis", "reliability",
-                 "knee_threshold", "catalog", "pricing", "provider", "spot_interruption",
-                 "network", "gpus_per_node", "nic_gbps", "scale_up_domain", "oversubscription",
-                 "pod_gpus", *FAULT_OPTIONS)
+SCENARIO_KEYS = tuple(k for k in option_names(_options, environment_options)
+                      if k != "scenario_file")
 
 
 def with_scenario_options(func):
     """Put the scenario options first in ``func``'s signature (received as kwargs)."""
-    return prepend_options(_options, func)
+    return prepend_options((_options, environment_options), func)
 
 
 def _catalog(dirs):

@@ -1,0 +1,87 @@
+"""Command-line options of the environment a run lives in, shared by every run command.
+
+Cost basis, reliability profile, catalog and prices, failure domains, hot spares and
+software stragglers, and the network overrides mean the same in ``capplan evaluate``,
+``sensitivity``, ``simulate``, ``export`` (one layout) and ``plan``, ``plot`` (a search);
+:func:`environment_options` holds them once and :func:`prepend_options` gives a command
+the options of one or more such holders (typer reads ``__signature__``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+
+import typer
+
+from planner.cli.common import (
+    CatalogOption,
+    GcEveryStepsOption,
+    GcIntervalOption,
+    GcPauseOption,
+    GpusPerNodeOption,
+    NetworkOption,
+    NicGbpsOption,
+    OversubscriptionOption,
+    PodGpusOption,
+    PricingOption,
+    ProviderOption,
+    ScaleUpDomainOption,
+    SlowNodeSlowdownOption,
+    SlowNodesOption,
+    SparesOption,
+    SpotInterruptionOption,
+    StageImbalanceOption,
+)
+from planner.cli.fault_options import FAULT_DEFAULTS
+from planner.engine.scenario import DEFAULTS
+
+
+def environment_options(
+    cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
+    reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
+    catalog: CatalogOption = None,
+    pricing: PricingOption = DEFAULTS["pricing"],
+    provider: ProviderOption = DEFAULTS["provider"],
+    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
+    spares: SparesOption = FAULT_DEFAULTS["spares"],
+    gc_interval: GcIntervalOption = FAULT_DEFAULTS["gc_interval"],
+    gc_pause: GcPauseOption = FAULT_DEFAULTS["gc_pause"],
+    gc_every_steps: GcEveryStepsOption = FAULT_DEFAULTS["gc_every_steps"],
+    stage_imbalance: StageImbalanceOption = FAULT_DEFAULTS["stage_imbalance"],
+    slow_nodes: SlowNodesOption = FAULT_DEFAULTS["slow_nodes"],
+    slow_node_slowdown: SlowNodeSlowdownOption = FAULT_DEFAULTS["slow_node_slowdown"],
+    network: NetworkOption = None,
+    gpus_per_node: GpusPerNodeOption = None,
+    nic_gbps: NicGbpsOption = None,
+    scale_up_domain: ScaleUpDomainOption = None,
+    oversubscription: OversubscriptionOption = None,
+    pod_gpus: PodGpusOption = None,
+):
+    """Holder of the environment options (never called)."""
+
+
+#: Names of the environment options, in --help order.
+ENVIRONMENT_OPTIONS = tuple(inspect.signature(environment_options).parameters)
+
+
+def option_names(*holders) -> tuple[str, ...]:
+    """Parameter names of the holders, in order (the typer context excluded)."""
+    return tuple(name for holder in holders for name in inspect.signature(holder).parameters
+                 if name != "ctx")
+
+
+def prepend_options(holders, func):
+    """Give ``func`` the parameters of ``holders`` (one holder or a tuple of them, in
+    order) followed by its own (typer reads ``__signature__``); ``func`` receives the
+    holders' options as ``**kwargs``."""
+    def resolved(f):
+        hints = typing.get_type_hints(f, include_extras=True)  # strings under __future__
+        return [p.replace(annotation=hints.get(p.name, p.annotation))
+                for p in inspect.signature(f).parameters.values()
+                if p.kind is not p.VAR_KEYWORD]
+
+    holders = holders if isinstance(holders, tuple) else (holders,)
+    func.__signature__ = inspect.Signature(
+        [p for holder in holders for p in resolved(holder)] + resolved(func))
+    return func

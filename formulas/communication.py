@@ -824,6 +824,48 @@ def expert_dispatch_tokens(tokens, tp, sequence_parallel):
     return tokens * (1 - sequence_parallel + sequence_parallel / tp)
 
 
+@formula(reference="MoE parallel folding in Megatron-Core: the expert grid ETP x EP x EDP spans "
+         "the attention grid TP x CP x DP, and the expert-tensor-parallel group all-gathers "
+         "its ranks' dispatched tokens; Liu et al. 2025, arXiv:2504.14960 s3; without "
+         "sequence parallelism every TP rank holds all t tokens (Korthikanti et al. 2022, "
+         "arXiv:2205.05198 s4.2.2)",
+         domain={"tokens": ">=0", "tp": ">=1", "etp": ">=1", "sequence_parallel": "[0,1]"},
+         symbols={"tokens": "t", "tp": "t_p", "etp": "t_e", "sequence_parallel": "s_p"},
+         result_latex="t_x")
+def expert_rank_tokens(tokens, tp, etp, sequence_parallel):
+    """Tokens one rank's expert GEMMs see (before routing multiplies them by k / E x EP):
+    under sequence parallelism the ETP group gathers ETP sequence shards of t / TP.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of the rank's micro-batch t [1].
+    tp : numeric
+        Tensor-parallel size of the attention t_p [1].
+    etp : numeric
+        Expert-tensor-parallel size t_e [1]; Megatron-Core's default is t_p.
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Tokens of the expert-TP group a rank computes on [1].
+
+    Examples
+    --------
+    ETP = TP (the default) keeps every token of the TP group; ETP 1 under TP 2 half of them:
+
+    >>> expert_rank_tokens(4096, 2, 2, 1)
+    4096.0
+    >>> expert_rank_tokens(4096, 2, 1, 1)
+    2048.0
+
+    .. math:: t_x = t\\,(1 - s_p + s_p\\, t_e / t_p)
+    """
+    return tokens * (1 - sequence_parallel + sequence_parallel * etp / tp)
+
+
 @formula(reference=THAKUR + ", s4.3 (ring all-gather and reduce-scatter); Megatron-Core MoE "
          "all-to-all dispatcher with expert tensor parallelism (tokens gathered over the "
          "expert-TP group after dispatch, outputs reduce-scattered before combine)",

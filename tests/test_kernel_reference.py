@@ -91,6 +91,8 @@ def test_fixture_spans_the_design_space(reference):
         assert np.max(inputs[size]) > 1, size
     assert set(np.unique(inputs["embedding_matrices"])) == {1.0, 2.0}
     assert np.any(inputs["moe_layers"] > 0) and np.any(inputs["moe_layers"] == 0)
+    # MoE parallel folding: ETP other than TP, and EP beyond DP
+    assert np.any(inputs["etp"] != inputs["tp"]) and np.any(inputs["ep"] > inputs["dp"])
     assert np.any(inputs["kv_heads"] < inputs["heads"])
 
 

@@ -55,7 +55,10 @@ def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch
               & (global_batch % (t["dp"] * t["micro_batch"]) == 0)
               & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
     t = _cross(t, "ep", ep_values)
-    t = _keep(t, (t["dp"] % t["ep"] == 0))
+    # expert TP: TP (the default) and, for MoE, 1; EP x ETP folds over TP x CP x DP
+    t = _cross(t, "etp", sorted(set(tp_values) | ({1} if experts > 1 else set())))
+    t = _keep(t, ((t["etp"] == t["tp"]) | ((experts > 1) & (t["etp"] == 1)))
+              & ((t["tp"] * t["cp"] * t["dp"]) % (t["ep"] * t["etp"]) == 0))
     t = _cross(t, "recompute", [RECOMPUTE_CODES[r] for r in options.recompute])
     t = _cross(t, "zero", options.zero)
     t = _keep(t, ((t["zero"] == 0) | (t["dp"] > 1)) & ((t["zero"] < 3) | (t["pp"] == 1)))

@@ -68,3 +68,21 @@ def test_cli_evaluate_uncertainty_json(capsys):
     band = data["uncertainty"]["wall_days"]
     assert band["p10"] <= data["wall_days"] * 1.5 and band["p10"] < band["p90"]
     assert np.isfinite(data["uncertainty"]["cost_usd"]["p50"])
+
+
+def test_plan_uncertainty_blocks_do_not_change_the_report(monkeypatch):
+    # the draws are evaluated in blocks and reduced per block: any block size, one report
+    from hardware_catalog import load_catalog
+    from planner.analysis import uncertainty as u
+    from planner.engine.optimize import plan
+
+    catalog = load_catalog()
+    result = plan(catalog=catalog, model="llama2-7b", max_gpus=256,
+                  hardware=("h100-sxm", "a100-80gb", "b200"))
+    spreads = u.default_spreads()
+    whole = u.plan_uncertainty(result, catalog, spreads, draws=60, seed=3)
+    monkeypatch.setattr(u, "UNCERTAINTY_BLOCK", 7)  # fewer rows than one draw: 1 draw a block
+    assert u.plan_uncertainty(result, catalog, spreads, draws=60, seed=3) == whole
+    monkeypatch.setattr(u, "UNCERTAINTY_BLOCK", 1000)
+    assert u.plan_uncertainty(result, catalog, spreads, draws=60, seed=3) == whole
+    assert all(abs(sum(p.values()) - 1) < 1e-12 for p in whole["win_probability"].values())

@@ -91,13 +91,26 @@ def run_uncertainty(inputs: dict, spreads: dict[str, Spread], draws: int = 2000,
     return {q: summarize(out[q]) for q in QUANTITIES}
 
 
+#: Frontier rows x draws evaluated at once by :func:`plan_uncertainty` (bounds its memory).
+UNCERTAINTY_BLOCK = 1 << 18
+
+
 def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 400,
                      seed: int = 0) -> dict:
-    """Winner probabilities per accelerator and P10/50/90 of the nominal winners."""
+    """Winner probabilities per accelerator and P10/50/90 of the nominal winners.
+
+    Every feasible frontier row is evaluated under every draw, in blocks of about
+    :data:`UNCERTAINTY_BLOCK` rows x draws and only for the columns the objectives,
+    constraints and reported quantities need (the partial kernel: bit-identical values);
+    each block is reduced at once to its best value per accelerator, objective and draw.
+    Ties go to the accelerator first in name order.  ``--spares auto`` is resolved once
+    per row on the nominal inputs and held in every draw (spares are bought up front).
+    """
     from planner.engine.columns import layout_columns, layout_key
-    from planner.engine.evaluator import base_inputs, evaluate_inputs
-    from planner.engine.optimize import OBJECTIVE_COLUMNS, feasible_mask
+    from planner.engine.evaluator import base_inputs, evaluate_columns
+    from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
+    from planner.engine.spares import resolve_spares
 
     s = result.scenario
     frontier = result.frontier.loc[result.frontier["fits"].astype(bool)].reset_index(drop=True)
@@ -105,8 +118,18 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
         raise CapplanError("no feasible plan to propagate uncertainty through")
     hardware = sorted(frontier["hardware"].unique())
     f = factors(spreads, draws, len(hardware), seed)
-    columns = {c: [] for c in ("row", "draw")}
-    outs = []
+    # the nominal winner of each objective: its frontier row
+    nominal = {}
+    for objective in OBJECTIVE_COLUMNS:
+        best = result.best.get(objective)
+        if best is not None:
+            match = np.flatnonzero(np.all([(frontier[k] == best[k]).to_numpy()
+                                           for k in layout_key()], axis=0))
+            if match.size:
+                nominal[objective] = int(match[0])
+    wanted = tuple(dict.fromkeys(("fits", *SEARCH_COLUMNS, *QUANTITIES)))
+    best_value = {o: np.full((len(hardware), draws), np.inf) for o in OBJECTIVE_COLUMNS}
+    nominal_values = {o: {q: np.empty(draws) for q in QUANTITIES} for o in nominal}
     for g, hw in enumerate(hardware):
         rows = frontier.index[frontier["hardware"] == hw].to_numpy()
         part = frontier.loc[rows]
@@ -117,40 +140,40 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
                         provider=s.provider, spot_interruption=s.spot_interruption,
                         stack=s.stack)
         x.update(s.extra)
-        layout = {k: np.tile(part[k].to_numpy(), draws) for k in layout_columns()
-                  if k != "recompute"}
-        layout["recompute"] = np.tile(part["recompute"].map(RECOMPUTE_CODES).to_numpy(), draws)
+        layout = {k: part[k].to_numpy() for k in layout_columns() if k != "recompute"}
+        layout["recompute"] = part["recompute"].map(RECOMPUTE_CODES).to_numpy()
         x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
                               layers=x["layers"]))
-        for name, factor in f.items():
-            x[name] = perturb(x, name, np.repeat(factor[:, g], len(rows)))
-        outs.append(evaluate_inputs(x))
-        columns["row"].append(np.tile(rows, draws))
-        columns["draw"].append(np.repeat(np.arange(draws), len(rows)))
-    out = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
-    row = np.concatenate(columns["row"])
-    draw = np.concatenate(columns["draw"])
-    feasible = feasible_mask(out, s)
-    hw_of_row = frontier["hardware"].to_numpy()
+        # hot spares are provisioned once, for the nominal inputs: held in every draw
+        x = resolve_spares(x)
+        here = {o: int(np.flatnonzero(rows == r)[0]) for o, r in nominal.items() if r in rows}
+        step = max(1, UNCERTAINTY_BLOCK // len(rows))
+        for first in range(0, draws, step):
+            last = min(draws, first + step)
+            n = last - first
+            xi = {k: np.tile(v, n) if isinstance(v, np.ndarray) and v.ndim else v
+                  for k, v in x.items()}
+            for name, factor in f.items():
+                xi[name] = perturb(xi, name, np.repeat(factor[first:last, g], len(rows)))
+            out = evaluate_columns(xi, wanted)
+            feasible = feasible_mask(out, s).reshape(n, len(rows))
+            for objective, column in OBJECTIVE_COLUMNS.items():
+                value = np.where(feasible, out[column].reshape(n, len(rows)), np.inf)
+                value = np.where(np.isnan(value), np.inf, value)
+                best_value[objective][g, first:last] = value.min(axis=1)
+            for objective, i in here.items():
+                for q in QUANTITIES:
+                    nominal_values[objective][q][first:last] = out[q].reshape(n, len(rows))[:, i]
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
               "win_probability": {}, "nominal_winners": {}}
-    for objective, column in OBJECTIVE_COLUMNS.items():
-        value = np.where(feasible, out[column], np.inf)
-        order = np.lexsort((value, draw))
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = draw[order][1:] != draw[order][:-1]
-        winners = order[first]
-        winners = winners[np.isfinite(value[winners])]
-        counts = {hw: 0 for hw in hardware}
-        for hw in hw_of_row[row[winners]]:
-            counts[hw] += 1
-        report["win_probability"][objective] = {hw: c / draws for hw, c in counts.items()}
-        best = result.best.get(objective)
-        if best is not None:
-            match = np.flatnonzero(np.all([(frontier[k] == best[k]).to_numpy()
-                                           for k in layout_key()], axis=0))
-            if match.size:
-                mask = row == match[0]
-                report["nominal_winners"][objective] = {
-                    q: summarize(out[q][mask]) for q in QUANTITIES}
+    for objective in OBJECTIVE_COLUMNS:
+        values = best_value[objective]
+        winner = np.argmin(values, axis=0)  # the first accelerator on ties
+        won = np.isfinite(values.min(axis=0))
+        counts = np.bincount(winner[won], minlength=len(hardware))
+        report["win_probability"][objective] = {hw: int(c) / draws
+                                                for hw, c in zip(hardware, counts, strict=True)}
+        if objective in nominal_values:
+            report["nominal_winners"][objective] = {
+                q: summarize(v) for q, v in nominal_values[objective].items()}
     return report

@@ -368,15 +368,15 @@ def modern_unexpressible(case, catalog) -> str:
     try:
         check_layout(x, gpus=int(case.gpus), tp=int(case.tp), pp=int(case.pp),
                      cp=int(case.cp), ep=int(case.ep), vp=int(case.vp),
-                     micro_batch=int(case.micro_batch), dp=int(dp))
+                     micro_batch=int(case.micro_batch), dp=int(dp), etp=int(case.etp))
     except CapplanError as exc:
         reasons.append(f"layout: {exc}")
-    notes = str(case.notes)
-    etp = MODERN_ETP.search(notes)
-    if etp and int(etp.group(1)) != case.tp:
-        reasons.append(f"expert tensor parallelism ETP={etp.group(1)} differs from TP={int(case.tp)} "
-                       "(the planner shards experts like the dense layers)")
     return "; ".join(reasons)
+
+
+def _default_etp(tp: int, cp: int, dp: int, ep: int) -> int:
+    """Megatron-Core's expert-TP default (= TP) when EP x TP divides TP x CP x DP, else 1."""
+    return tp if (tp * cp * dp) % (ep * tp) == 0 else 1
 
 
 def load_modern_runs() -> pd.DataFrame:
@@ -395,9 +395,15 @@ def load_modern_runs() -> pd.DataFrame:
             node = catalog.node(catalog.accelerator(r.hardware).node)
             scale_out = (int(network.group(1)) * int(network.group(2)) * 1e9 / 8
                          / node.gpus_per_node)
+        # ETP as the source states it (notes "ETP=1"), else Megatron-Core's default (TP)
+        # when EP x TP folds over TP x CP x DP, else 1: the only size the layout allows
+        etp = MODERN_ETP.search(r.notes)
+        etp = int(etp.group(1)) if etp else _default_etp(tp, cp, int(_num(r.gpus)) // (
+            tp * pp * cp), int(_num(r.ep)))
         case = _case(dataset="modern-runs", case_id=r.case_id, hardware=r.hardware,
                      **shape, gpus=int(_num(r.gpus)), tp=tp, pp=pp, vp=int(_num(r.vp)),
-                     cp=cp, ep=int(_num(r.ep)), micro_batch=int(_num(r.micro_batch)),
+                     cp=cp, ep=int(_num(r.ep)), etp=etp,
+                     micro_batch=int(_num(r.micro_batch)),
                      global_batch=int(_num(r.global_batch)), recompute=r.recompute,
                      zero=int(_num(r.zero)), flash=True, sequence_parallel=float(tp > 1),
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
@@ -488,9 +494,13 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
     layout = {"gpus": col["gpus"], "tp": col["tp"], "pp": col["pp"],
               "dp": col["gpus"] // (col["tp"] * col["pp"] * col["cp"]),
               "cp": col["cp"], "ep": col["ep"], "vp": col["vp"],
+              # expert TP: the case's, else Megatron-Core's default (= TP)
+              "etp": (cases["etp"].to_numpy(dtype=float) if "etp" in cases else
+                      np.full_like(col["tp"], np.nan)),
               "micro_batch": col["micro_batch"],
               "recompute": cases["recompute"].map(RECOMPUTE_CODES).to_numpy(),
               "zero": col["zero"], "sequence_parallel": col["sequence_parallel"]}
+    layout["etp"] = np.where(np.isnan(layout["etp"]), col["tp"], layout["etp"])
     x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=1.0,
                           flash_attention=flash))
     x["stage_layers"] = fullest_stage_layers(col["layers"], col["pp"], col["vp"])

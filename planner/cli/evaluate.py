@@ -63,6 +63,6 @@ def evaluate(
     rows += [{"quantity": f"breakdown.{k}", "value": v} for k, v in payload["breakdown"].items()]
     e = run.echo
     title = (f"{e['model']} on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "
-             f"DP{e['dp']} CP{e['cp']} EP{e['ep']} VP{e['vp']}, micro-batch "
+             f"DP{e['dp']} CP{e['cp']} EP{e['ep']} ETP{e['etp']} VP{e['vp']}, micro-batch "
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     write(render(rows, format, title=title, payload=payload), output, force)

@@ -110,10 +110,10 @@ def export_xlsx(
     catalog = load_catalog(tuple(options.get("catalog") or ()))
     per_replica = e["tp"] * e["pp"] * e["cp"]
     dps = [d for d in 2 ** np.arange(0, 16) if e["global_batch"] % (d * e["micro_batch"]) == 0
-           and d % e["ep"] == 0]
+           and (e["tp"] * e["cp"] * d) % (e["ep"] * e["etp"]) == 0]
     sweep = evaluate(catalog=catalog, model=e["model"], hardware=e["hardware"],
                      gpus=np.array(dps) * per_replica, tp=e["tp"], pp=e["pp"], cp=e["cp"],
-                     ep=e["ep"], vp=e["vp"], global_batch=e["global_batch"],
+                     ep=e["ep"], etp=e["etp"], vp=e["vp"], global_batch=e["global_batch"],
                      micro_batch=e["micro_batch"], seq_len=e["seq_len"],
                      recompute=e["recompute"], zero=e["zero"],
                      sequence_parallel=e["sequence_parallel"],

@@ -43,6 +43,9 @@ def _options(
         None, help=f"Context-parallel size (default {_P['cp']} if the layout fits --gpus)."),
     ep: int = typer.Option(
         None, help=f"Expert-parallel size (MoE) (default {_P['ep']} if the layout fits --gpus)."),
+    etp: int = typer.Option(
+        None, help="Expert-tensor-parallel size (MoE): the experts' GEMMs split over ETP ranks; "
+        "EP x ETP folds over TP x CP x DP (Megatron-Core parallel folding). Default: --tp."),
     global_batch: GlobalBatchOption = None,
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when "
@@ -130,7 +133,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
         from planner.cli.common import notice
 
         notice(split)
-    echo = {**o, **sizes, "network": network, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
+    echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
     from planner.engine.pricing import price_quote
 
@@ -164,5 +167,6 @@ def check_finite(row: dict) -> None:
 
 
 def _layout_text(sizes: dict) -> str:
-    return (f"TP{sizes['tp']} x PP{sizes['pp']} x CP{sizes['cp']} (EP{sizes['ep']}, "
+    return (f"TP{sizes['tp']} x PP{sizes['pp']} x CP{sizes['cp']} (EP{sizes['ep']}"
+            + (f", ETP{sizes['etp']}" if sizes.get("etp") is not None else "") + ", "
             f"VP{sizes['vp']}, micro-batch {sizes['micro_batch']})")

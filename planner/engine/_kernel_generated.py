@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = x1 / vp
@@ -41,343 +41,361 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x24
     x27 = moe_ffn * x6
     x28 = x27 * x9
-    x29 = numpy.minimum(numpy.minimum(hidden, x27), ep * experts_per_token * x9 / experts)
-    x30 = mlp_matrices * (experts_per_token + shared_experts)
-    x31 = x30 * numpy.maximum(x13 * (hidden * x27 + x10 + x28), x19 * x28 * (gemm_half_efficiency_dim + x29) / x29)
+    x29 = numpy.minimum(numpy.minimum(hidden, x27), x9)
+    x30 = mlp_matrices * shared_experts * numpy.maximum(x13 * (hidden * x27 + x10 + x28), x19 * x28 * (gemm_half_efficiency_dim + x29) / x29)
     del x19, x27, x28, x29
-    x32 = 4 * x22 + x26 + x31
-    x33 = x32 * x4
-    x34 = tp - 1
-    x35 = (sequence_parallel * x34 + 1) ** (-1.0)
-    x36 = x13 * x9
-    x37 = x36 * (16 * hidden * x35 + 4 * x7)
+    x31 = etp ** (-1.0)
+    x32 = moe_ffn * x31
+    x33 = sequence_parallel * x6
+    x34 = 1 - sequence_parallel
+    x35 = etp * x33 + x34
+    x36 = x35 * x9
+    x37 = numpy.minimum(numpy.minimum(hidden, x32), ep * experts_per_token * x36 / experts)
+    x38 = x15 * x9
+    x39 = x18 * x38
+    x40 = experts_per_token * mlp_matrices * numpy.maximum(x32 * x35 * x39 * (gemm_half_efficiency_dim + x37) / x37, x13 * (hidden * x32 + x10 * x35 + x32 * x36))
+    del x35, x36, x37
+    x41 = 4 * x22 + x26 + x30 + x40
+    x42 = x4 * x41
+    x43 = tp - 1
+    x44 = (sequence_parallel * x43 + 1) ** (-1.0)
+    x45 = x13 * x9
+    x46 = x45 * (16 * hidden * x44 + 4 * x7)
     del x7
-    x38 = attention_scores_stored * heads * seq_len ** 2
-    x39 = x12 * x38 * x6 * x8
+    x47 = attention_scores_stored * heads * seq_len ** 2
+    x48 = x12 * x47 * x6 * x8
     del x8
-    x40 = numpy.minimum(1, kv_lora_rank)
-    x41 = head_dim * hidden
-    x42 = heads * x41
-    x43 = hidden * v_head_dim
-    x44 = (1 - x40) * (kv_heads * x41 + kv_heads * x43 + x42)
-    del x41
-    x45 = kv_lora_rank + qk_rope_head_dim
-    x46 = head_dim + v_head_dim
-    x47 = numpy.minimum(1, q_lora_rank)
-    x48 = x40 * (heads * kv_lora_rank * (-qk_rope_head_dim + x46) + hidden * x45 + x42 * (1 - x47) + x47 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x40, x42, x47
-    x49 = x44 + x48
-    x50 = x49 * x6
-    x51 = hidden ** (-1.0)
-    x52 = x50 * x51
-    x53 = numpy.minimum(numpy.minimum(hidden, x52), x9)
-    x54 = 2 * x9
-    x55 = x18 * x54
-    x56 = numpy.maximum(x13 * (x10 + x50 + x52 * x9), x50 * x55 * (gemm_half_efficiency_dim + x53) / x53)
-    del x50, x52, x53
-    x57 = hidden * x6
-    x58 = heads * v_head_dim
+    x49 = numpy.minimum(1, kv_lora_rank)
+    x50 = head_dim * hidden
+    x51 = heads * x50
+    x52 = hidden * v_head_dim
+    x53 = (1 - x49) * (kv_heads * x50 + kv_heads * x52 + x51)
+    del x50
+    x54 = kv_lora_rank + qk_rope_head_dim
+    x55 = head_dim + v_head_dim
+    x56 = numpy.minimum(1, q_lora_rank)
+    x57 = x49 * (heads * kv_lora_rank * (-qk_rope_head_dim + x55) + hidden * x54 + x51 * (1 - x56) + x56 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x49, x51, x56
+    x58 = x53 + x57
     x59 = x58 * x6
-    x60 = numpy.minimum(numpy.minimum(hidden, x59), x9)
-    x61 = x15 * x9
-    x62 = numpy.maximum(x13 * (x10 + x57 * x58 + x59 * x9), x18 * x59 * x61 * (gemm_half_efficiency_dim + x60) / x60)
-    del x18, x59, x60
-    x63 = 2 * heads * x46
-    x64 = attention_scores_stored + selective
-    x65 = numpy.minimum(head_dim, x9)
-    x66 = numpy.minimum(seq_len, x9)
-    x67 = seq_len * x63
-    x68 = numpy.minimum(seq_len, window)
-    x69 = seq_len ** (-1.0)
-    x70 = window_layers * (2 * heads * x46 * x68 * (-x68 * x69 + 2) - x67)
-    del x68
-    x71 = x6 * x9
-    x72 = x16 * x71
-    x73 = numpy.maximum(x36 * x6 * x63, x72 * (x3 * x70 + x67) / (attention_efficiency_factor * gemm_max_efficiency * x66 * (1 - x64) / (gemm_half_efficiency_dim + x66) + gemm_max_efficiency * x64 * x65 / (gemm_half_efficiency_dim + x65)))
-    del x36, x63, x64, x65, x66
-    x74 = x37 + 10 * x39 + x56 + x62 + x73
-    x75 = x21 + x33 + x74
-    x76 = 3 * x73
-    x77 = 1 - full_recompute
-    x78 = selective * x77
-    x79 = 3 * x37 + 30 * x39 + 3 * x56 + 3 * x62 + x73 * x78 + x76
-    del x37, x39, x56, x62, x73
-    x80 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x81 = hidden * vocab
-    x82 = x6 * x81
-    x83 = vocab * x6
-    x84 = numpy.minimum(numpy.minimum(hidden, x83), x9)
-    x85 = 3 * numpy.maximum(x13 * (x10 + x82 + x83 * x9), x55 * x82 * (gemm_half_efficiency_dim + x84) / x84)
-    del x55, x82, x83, x84
-    x86 = hidden ** 2
-    x87 = 2.0 * x86
-    x88 = 2.0 * hidden
-    x89 = x57 * x9
-    x90 = numpy.minimum(numpy.minimum(x57, x88), x9)
-    del x57
-    x91 = 4.0 * x86
-    del x86
-    x92 = numpy.minimum(1, moe_layers)
-    x93 = x32 * x92
-    del x32
-    x94 = 1 - x92
-    x95 = x20 * x94
-    del x20
-    x96 = stage_layers * (full_recompute * x75 + 3 * x21 + 3 * x33 + x79) + x80 * (full_recompute * (x74 + x93 + x95) + x79 + x85 + 3 * x93 + 3 * x95 + 3 * numpy.maximum(x13 * (x6 * x87 + x88 * x9 + x89), x17 * x72 * x91 * (gemm_half_efficiency_dim + x90) / x90))
-    del x13, x17, x21, x33, x72, x74, x79, x88, x9, x90, x93, x95
-    x97 = dp ** (-1.0)
-    x98 = global_batch * x97 / micro_batch
-    x99 = stage_extra_layers * x96 * x98 * (dp * micro_batch * x0 * x2 + 1) / stage_layers
-    x100 = hidden * mlp_matrices
-    x101 = ffn * x100
-    x102 = moe_ffn * x100 * (experts + shared_experts) + x23
-    del x100
-    x103 = ep ** (-1.0)
-    x104 = heads * x43 + kv_lora_rank + 1.0 * q_lora_rank + x49
-    del x43, x49
-    x105 = x104 + x15
-    x106 = x102 * x92
-    x107 = 5 * hidden + x101 * x94 + x104 + x87
-    del x104, x87
-    x108 = x6 * (stage_layers * (x101 * x5 + x102 * x103 * x4 + x105) + x80 * (x103 * x106 + x107) + x81)
-    del x5
-    x109 = x108 / optimizer_shards
-    x110 = x109 * x12 * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x12
-    x111 = 3 * cp - 3
-    x112 = stage_layers + x80
-    x113 = 1 - cp_intra
-    x114 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x115 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x116 = bytes_per_element * kv_heads * x46 * x71 / (cp_intra * x114 + x113 * x115) + cp_intra * intra_latency_s + inter_latency_s * x113
-    del x113, x71
-    x117 = x111 * x112 * x116
-    x118 = 1 - ep_intra
-    x119 = 4 * ep - 4
-    x120 = x10 * (sequence_parallel * x6 - sequence_parallel + 1)
-    x121 = tp_intra_ranks * x6
-    x122 = 1 - x121
-    x123 = 4 * x34
-    x124 = bytes_per_element * x89
-    x125 = bytes_per_element * experts_per_token * x103 * x119 * x120 / (ep_intra * x114 + x115 * x118) + sequence_parallel * (experts_per_token * x123 * x124 / (x114 * x121 + x115 * x122) + x123 * (inter_latency_s * x122 + intra_latency_s * x121)) + x119 * (ep_intra * intra_latency_s + inter_latency_s * x118)
-    del x103, x118, x119, x121, x122, x123
-    x126 = x112 * x4
-    del x4
-    x127 = x125 * x126
-    x128 = cp_overlap * numpy.minimum(x117, x112 * x76)
+    x60 = hidden ** (-1.0)
+    x61 = x59 * x60
+    x62 = numpy.minimum(numpy.minimum(hidden, x61), x9)
+    x63 = 2 * x9
+    x64 = x18 * x63
+    del x18
+    x65 = numpy.maximum(x13 * (x10 + x59 + x61 * x9), x59 * x64 * (gemm_half_efficiency_dim + x62) / x62)
+    del x59, x61, x62
+    x66 = hidden * x6
+    x67 = heads * v_head_dim
+    x68 = x6 * x67
+    x69 = numpy.minimum(numpy.minimum(hidden, x68), x9)
+    x70 = numpy.maximum(x39 * x68 * (gemm_half_efficiency_dim + x69) / x69, x13 * (x10 + x66 * x67 + x68 * x9))
+    del x39, x68, x69
+    x71 = 2 * heads * x55
+    x72 = attention_scores_stored + selective
+    x73 = numpy.minimum(head_dim, x9)
+    x74 = numpy.minimum(seq_len, x9)
+    x75 = seq_len * x71
+    x76 = numpy.minimum(seq_len, window)
+    x77 = seq_len ** (-1.0)
+    x78 = window_layers * (2 * heads * x55 * x76 * (-x76 * x77 + 2) - x75)
     del x76
-    x129 = ep_overlap * numpy.minimum(x127, x126 * (12 * x22 + 3 * x26 + 3 * x31))
-    del x126, x22, x26, x31
-    x130 = tp_intra_ranks - 1
-    x131 = tp_intra_ranks ** (-1.0)
-    x132 = tp * x131 - 1
-    x133 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x134 = bytes_per_element * x61
-    x135 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x136 = x135 / scale_out_bus_efficiency
-    x137 = x112 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x34) + 2 * inter_latency_s * x132 + 2 * intra_latency_s * x130 + x130 * x131 * x133 * x134 + x132 * x134 * x136 * x6)
-    del x130, x131, x132, x134, x34
-    x138 = x85 + x96
-    del x85, x96
-    x139 = tp_overlap * numpy.minimum(x137, x138)
-    x140 = x137 + x138 - x139
-    x141 = (x140 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x142 = x2 * (x117 + x127 - x128 - x129 + x141)
-    del x117, x127
-    x143 = x138 * x98
-    del x138
-    x144 = x98 * (-x140 + x141)
-    del x140, x141
-    x145 = 2 * x98
-    x146 = 1 - pp_intra
-    x147 = (2 * pp + vp * x145 - 2) * (inter_latency_s * x146 + intra_latency_s * pp_intra + 1.0 * x124 / (pp_intra * x114 + x115 * x146)) * numpy.minimum(1, x1)
-    del x1, x114, x115, x124, x146
-    x148 = x98 * (x111 * x112 * x116 - x128)
-    del x111, x116, x128
-    x149 = x98 * (moe_layers * x112 * x125 * x3 - x129)
-    del x112, x125, x129, x3
-    x150 = x98 * (x137 - x139)
-    del x137, x139
-    x151 = numpy.minimum(1, grad_shards - 1)
-    x152 = numpy.minimum(dp, dp_intra_ranks)
-    x153 = x152 - 1
-    x154 = intra_latency_s * x153
-    x155 = x152 ** (-1.0)
-    del x152
-    x156 = dp * x155 - 1
-    x157 = inter_latency_s * x156
-    x158 = x133 * x153 * x155
-    del x133, x153, x155
-    x159 = 2 * grad_comm_bytes_per_param * x108
-    x160 = pp ** (-1.0)
-    x161 = x136 * x156 * x97 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x160 - pod_gpus)) + 1)
-    del x136, x156, x97
-    x162 = 2 * x154 + 2 * x157 + x158 * x159 + x159 * x161
-    del x159
-    x163 = x162 * (1 - x151)
-    x164 = bytes_per_element * x108
-    x165 = x145 * zero3 * (x154 + x157 + x158 * x164 + x161 * x164) + 1 / 2 * x151 * x162 * x98
-    del x145, x151, x154, x157, x158, x161, x162, x164
-    x166 = -dp_overlap * numpy.minimum(x143, x165) - dp_overlap * numpy.minimum(x163, 2 * stage_layers * x75) + x163 + x165
-    del x163, x165, x75
-    x167 = x147 + x148 + x149 + x150 + x166
-    x168 = x142 + x143 + x144 + x167
-    x169 = x110 + x168
-    x170 = gpus + 0.474798
-    x171 = gpus ** (-1.0)
-    x172 = x170 ** (-0.282765)
-    x173 = gpus / gpus_per_node
-    x174 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x169 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x169 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x171 * x172 * (0.0686881539789491 * x172 + 0.112063) - 1 + 1.16023 / x170)) + x99 + (1 - (1 - slow_node_fraction) ** x173) * (slow_node_slowdown - 1) * (x169 + x99)
-    del x170, x172, x99
-    x175 = x169 + x174
-    del x169
-    x176 = weight_bytes_per_param * x108 / weight_shards
-    x177 = grad_bytes_per_param * x108 / grad_shards
-    del x108
-    x178 = optimizer_bytes_per_param * x109
+    x79 = x6 * x9
+    x80 = x16 * x79
+    x81 = numpy.maximum(x45 * x6 * x71, x80 * (x3 * x78 + x75) / (attention_efficiency_factor * gemm_max_efficiency * x74 * (1 - x72) / (gemm_half_efficiency_dim + x74) + gemm_max_efficiency * x72 * x73 / (gemm_half_efficiency_dim + x73)))
+    del x45, x71, x72, x73, x74
+    x82 = x46 + 10 * x48 + x65 + x70 + x81
+    x83 = x21 + x42 + x82
+    x84 = 3 * x81
+    x85 = 1 - full_recompute
+    x86 = selective * x85
+    x87 = 3 * x46 + 30 * x48 + 3 * x65 + 3 * x70 + x81 * x86 + x84
+    del x46, x48, x65, x70, x81
+    x88 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x89 = hidden * vocab
+    x90 = x6 * x89
+    x91 = vocab * x6
+    x92 = numpy.minimum(numpy.minimum(hidden, x9), x91)
+    x93 = 3 * numpy.maximum(x13 * (x10 + x9 * x91 + x90), x64 * x90 * (gemm_half_efficiency_dim + x92) / x92)
+    del x64, x90, x91, x92
+    x94 = hidden ** 2
+    x95 = 2.0 * x94
+    x96 = 2.0 * hidden
+    x97 = x66 * x9
+    x98 = numpy.minimum(numpy.minimum(x66, x9), x96)
+    del x66
+    x99 = 4.0 * x94
+    del x94
+    x100 = numpy.minimum(1, moe_layers)
+    x101 = x100 * x41
+    del x41
+    x102 = 1 - x100
+    x103 = x102 * x20
+    del x20
+    x104 = stage_layers * (full_recompute * x83 + 3 * x21 + 3 * x42 + x87) + x88 * (full_recompute * (x101 + x103 + x82) + 3 * x101 + 3 * x103 + x87 + x93 + 3 * numpy.maximum(x13 * (x6 * x95 + x9 * x96 + x97), x17 * x80 * x99 * (gemm_half_efficiency_dim + x98) / x98))
+    del x101, x103, x13, x17, x21, x42, x80, x82, x87, x9, x96, x98
+    x105 = dp ** (-1.0)
+    x106 = global_batch * x105 / micro_batch
+    x107 = stage_extra_layers * x104 * x106 * (dp * micro_batch * x0 * x2 + 1) / stage_layers
+    x108 = ep ** (-1.0)
+    x109 = mlp_matrices * x108 * x23 * x32
+    del x32
+    x110 = stage_layers * x109 * x4
+    x111 = x110 / expert_optimizer_shards
+    x112 = mlp_matrices * moe_ffn
+    x113 = hidden * x112
+    x114 = x113 * (experts + shared_experts) + x23
+    x115 = tp * x109 - x112 * x23 + x114
     del x109
-    x179 = 4 * x89 * (vocab * x51 + 1)
-    del x51, x89
-    x180 = kv_heads / heads
-    x181 = ffn * mlp_matrices
-    x182 = x120 * (2 * dropout_masks + 8) + x54 * x6 * (-x15 * (x180 + 1) + x46 * (heads + kv_heads)) + x54 * (q_lora_rank + x45) + x6 * (x10 * (4 * x180 + 2) + x181 * x54 + x61 + micro_batch * x38 * (dropout_masks + 4) / cp ** 2)
-    del x10, x120, x180, x38, x45, x54, x6
-    x183 = full_recompute * x35 * x61 + x182 * x77
-    del x35, x61, x77
-    x184 = full_recompute * x182 + stage_layers * x183 * (x160 * x2 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x98) + x179 + x80 * (x179 + x183)
-    del x160, x179, x182, x183, x2, x80, x98
-    x185 = layers - moe_layers
-    x186 = x101 * x185
-    del x101
-    x187 = embedding_matrices * x81 + hidden + layers * x105 + x186
-    del x105
-    x188 = moe_layers * x102 + mtp_layers * (x106 + x107) + x187
-    del x102, x106
-    x189 = moe_ffn * x30
-    del x30
-    x190 = hidden * x189 + x23
-    del x23
-    x191 = x175 ** (-1.0)
-    x192 = global_batch * seq_len * x191
-    x193 = x15 * x189 + x25
-    del x189, x25
-    x194 = moe_layers * x193
-    x195 = x15 * x58 + 2 * x44 + 2 * x48
-    del x44, x48, x58
-    x196 = layers * x195
-    x197 = x15 * x181
-    del x15, x181
-    x198 = mtp_layers * (x193 * x92 + x195 + x197 * x94 + x67 + 2 * x81 + x91)
-    del x193, x195, x91, x94
-    x199 = 6 * heads * layers * seq_len * x46 + 6 * x186 + 3 * x194 + 3 * x196 + 3 * x198 + 3 * x70 + 6 * x81
-    del x186, x46, x81
-    x200 = x171 * x192
-    x201 = x199 * x200
-    x202 = layers * x67 + x70
-    del x67, x70
-    x203 = tokens * x0 * x69
-    del x0, x69
-    x204 = software_mtbf_s ** (-1.0)
-    x205 = x173 / (rack_mtbf_s * rack_nodes)
-    x206 = gpus / gpu_mtbf_s
-    x207 = x173 / network_mtbf_s
-    x208 = x173 / node_mtbf_s
-    x209 = x206 + x207 + x208
-    x210 = x204 + x205 + x209
-    x211 = x210 ** (-1.0)
-    x212 = checkpoint_bytes_per_param * x188
-    x213 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x214 = x171 * x212
-    x215 = x213 * x214
-    x216 = ckpt_async * x215
-    x217 = x212 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x173)
-    x218 = ckpt_sync * x217
-    x219 = x135 * x214
-    del x135, x214
-    x220 = ckpt_in_memory * (x215 + x219)
-    del x215
-    x221 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x222 = x168 + x174
-    del x168
-    x223 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x171 * x188 * x213 / (1 - (1 - numpy.minimum(1, x221)) ** gockpt_steps) - x222)
-    del x213
-    x224 = x216 + x218 + x220 + x223
-    x225 = numpy.sqrt(x211 * (2 * x216 + 2 * x218 + 2 * x220 + 2 * x223))
-    x226 = ckpt_async * x217
-    x227 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x171 * x188 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x222))) / numpy.log(1 - numpy.minimum(0.999999999999, x221))))) - 1) + 1
-    del x171, x221, x222
-    x228 = x224 * (1 / 2 * x204 + 1 / 2 * x205 + 1 / 2 * x206 + 1 / 2 * x207 + 1 / 2 * x208)
-    del x206, x207, x208
-    x229 = numpy.maximum((ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x175 * x227 + x217) + x226), numpy.where(numpy.greater(x211, 1 / 2 * x216 + 1 / 2 * x218 + 1 / 2 * x220 + 1 / 2 * x223), -x224 + x225 * (1 / 3 * numpy.sqrt(x228) + 1 / 9 * x228 + 1), x211))
-    del x216, x218, x220, x223, x228
-    x230 = ckpt_gockpt * (x175 + x217) + x226
-    del x217, x226
-    x231 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x232 = node_repair_s * x205
-    x233 = numpy.exp(-x232)
-    x234 = -spare_nodes
-    x235 = rack_nodes + x234
-    x236 = node_repair_s * x209
-    x237 = 2 * rack_nodes + x234
-    x238 = x232 * x233
-    del x232
-    x239 = 3 * rack_nodes + x234
-    x240 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x233 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x241 = 4 * rack_nodes + x234
-    x242 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x233 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x243 = 5 * rack_nodes + x234
-    x244 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x233 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x245 = 6 * rack_nodes + x234
-    x246 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x233 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x247 = 7 * rack_nodes + x234
-    x248 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x233 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x249 = 8 * rack_nodes + x234
-    x250 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x233 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x251 = 9 * rack_nodes + x234
-    x252 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x233 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x253 = 10 * rack_nodes + x234
-    x254 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x233 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x255 = 11 * rack_nodes + x234
-    x256 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x233 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x257 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x233 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x258 = x211 * (x204 + x205 * (x233 * poisson_cdf(-x235, x236) + x238 * poisson_cdf(-x237, x236) + x240 * poisson_cdf(-x239, x236) + x242 * poisson_cdf(-x241, x236) + x244 * poisson_cdf(-x243, x236) + x246 * poisson_cdf(-x245, x236) + x248 * poisson_cdf(-x247, x236) + x250 * poisson_cdf(-x249, x236) + x252 * poisson_cdf(-x251, x236) + x254 * poisson_cdf(-x253, x236) + x256 * poisson_cdf(-x255, x236) + x257 * poisson_cdf(-12 * rack_nodes - x234, x236)) + x209 * (x233 * poisson_cdf(spare_nodes - 1, x236) + x238 * poisson_cdf(-x235 - 1, x236) + x240 * poisson_cdf(-x237 - 1, x236) + x242 * poisson_cdf(-x239 - 1, x236) + x244 * poisson_cdf(-x241 - 1, x236) + x246 * poisson_cdf(-x243 - 1, x236) + x248 * poisson_cdf(-x245 - 1, x236) + x250 * poisson_cdf(-x247 - 1, x236) + x252 * poisson_cdf(-x249 - 1, x236) + x254 * poisson_cdf(-x251 - 1, x236) + x256 * poisson_cdf(-x253 - 1, x236) + x257 * poisson_cdf(-x255 - 1, x236)))
-    del x204, x205, x209, x233, x234, x235, x236, x237, x238, x239, x240, x241, x242, x243, x244, x245, x246, x247, x248, x249, x250, x251, x252, x253, x254, x255, x256, x257
-    x259 = ckpt_in_memory * x219 + failure_detection_s - x211 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x258, 1 - x258) * numpy.expm1(x210 * (x231 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x212 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x173) + x231
-    del x219, x231
-    x260 = x175 * x203
-    x261 = x210 * x259
-    x262 = numpy.exp(x210 * x230)
-    x263 = numpy.exp(x210 * (x224 + x229))
-    x264 = x260 * x262 / x229
-    x265 = x262 + x264 * (x263 - 1) - 1
-    del x262
-    x266 = x265 * numpy.exp(x261)
-    x267 = x211 * x266
-    x268 = x210 * numpy.exp(-x261) / x265
-    del x261, x265
-    x269 = x260 * x268
-    x270 = x267 * (gpus + gpus_per_node * spare_nodes)
-    x271 = 0.000277777777777778 * x270
-    x272 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x167 * x191 + compute_power_fraction * x143 * x191)
-    del x167, x191
-    x273 = x211 * x264 * (x263 - numpy.exp(x210 * x224))
-    del x210, x263, x264
-    x274 = idle_power_w * (x267 - x273) + x272 * x273
-    del x273
-    x275 = gpus * x274
-    x276 = network_power_per_node_w + node_overhead_power_w
-    x277 = x173 * x276
+    x116 = ffn * mlp_matrices
+    x117 = hidden * x116
+    x118 = heads * x52 + kv_lora_rank + 1.0 * q_lora_rank + x58
+    del x52, x58
+    x119 = x118 + x15
+    x120 = 5 * hidden + x102 * x117 + x118 + x95
+    del x118, x95
+    x121 = x6 * (stage_layers * (x115 * x4 + x117 * x5 + x119) + x88 * (x100 * x115 + x120) + x89)
+    del x115, x5
+    x122 = -x110 + x121
+    x123 = x122 / optimizer_shards
+    x124 = x12 * (x111 + x123) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x12
+    x125 = 3 * cp - 3
+    x126 = stage_layers + x88
+    x127 = 1 - cp_intra
+    x128 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x129 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x130 = bytes_per_element * kv_heads * x55 * x79 / (cp_intra * x128 + x127 * x129) + cp_intra * intra_latency_s + inter_latency_s * x127
+    del x127, x79
+    x131 = x125 * x126 * x130
+    x132 = 1 - ep_intra
+    x133 = 4 * ep - 4
+    x134 = x10 * (x33 + x34)
+    del x33, x34
+    x135 = x31 * numpy.minimum(etp, tp_intra_ranks)
+    del x31
+    x136 = 1 - x135
+    x137 = 4 * etp - 4
+    x138 = bytes_per_element * x97
+    x139 = bytes_per_element * experts_per_token * x108 * x133 * x134 / (ep_intra * x128 + x129 * x132) + sequence_parallel * (experts_per_token * x137 * x138 / (x128 * x135 + x129 * x136) + x137 * (inter_latency_s * x136 + intra_latency_s * x135)) + x133 * (ep_intra * intra_latency_s + inter_latency_s * x132)
+    del x108, x132, x133, x135, x136, x137
+    x140 = x126 * x4
+    del x4
+    x141 = x139 * x140
+    x142 = cp_overlap * numpy.minimum(x131, x126 * x84)
+    del x84
+    x143 = ep_overlap * numpy.minimum(x141, x140 * (12 * x22 + 3 * x26 + 3 * x30 + 3 * x40))
+    del x140, x22, x26, x30, x40
+    x144 = tp_intra_ranks - 1
+    x145 = tp_intra_ranks ** (-1.0)
+    x146 = tp * x145 - 1
+    x147 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x148 = bytes_per_element * x38
+    x149 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x150 = x149 / scale_out_bus_efficiency
+    x151 = x126 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x43) + 2 * inter_latency_s * x146 + 2 * intra_latency_s * x144 + x144 * x145 * x147 * x148 + x146 * x148 * x150 * x6)
+    del x144, x145, x146, x148, x43
+    x152 = x104 + x93
+    del x104, x93
+    x153 = tp_overlap * numpy.minimum(x151, x152)
+    x154 = x151 + x152 - x153
+    x155 = (x154 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x156 = x2 * (x131 + x141 - x142 - x143 + x155)
+    del x131, x141
+    x157 = x106 * x152
+    del x152
+    x158 = x106 * (-x154 + x155)
+    del x154, x155
+    x159 = 2 * x106
+    x160 = 1 - pp_intra
+    x161 = (2 * pp + vp * x159 - 2) * (inter_latency_s * x160 + intra_latency_s * pp_intra + 1.0 * x138 / (pp_intra * x128 + x129 * x160)) * numpy.minimum(1, x1)
+    del x1, x128, x129, x138, x160
+    x162 = x106 * (x125 * x126 * x130 - x142)
+    del x125, x130, x142
+    x163 = x106 * (moe_layers * x126 * x139 * x3 - x143)
+    del x126, x139, x143, x3
+    x164 = x106 * (x151 - x153)
+    del x151, x153
+    x165 = numpy.minimum(1, grad_shards - 1)
+    x166 = numpy.minimum(dp, dp_intra_ranks)
+    x167 = x166 - 1
+    x168 = intra_latency_s * x167
+    x169 = x166 ** (-1.0)
+    del x166
+    x170 = dp * x169 - 1
+    x171 = inter_latency_s * x170
+    x172 = x147 * x167 * x169
+    del x147, x167, x169
+    x173 = 2 * grad_comm_bytes_per_param * x121
+    x174 = pp ** (-1.0)
+    x175 = x105 * x150 * x170 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x174 - pod_gpus)) + 1)
+    del x105, x150, x170
+    x176 = 2 * x168 + 2 * x171 + x172 * x173 + x173 * x175
     del x173
-    x278 = spare_nodes * (gpus_per_node * idle_power_w + x276) + x277
-    del x276
-    x279 = x267 * x278 + x275
-    x280 = pue * x279
-    x281 = price_usd_per_gpu_hour * x271
-    x282 = x270 / lifetime_s
-    x283 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x270 + capex_usd_per_gpu * x282 + 2.77777777777778e-07 * electricity_usd_per_kwh * x280
-    del x270
-    x284 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x280
-    x285 = embodied_kg_per_gpu * x282
-    del x282
-    x286 = x284 + x285
-    return [x175, x143, x144, x150, x148, x149, x147, x166, x142, x110, x174, x176, x177, x178, x184, memory_reserve_bytes, memory_reserve_bytes + x176 + x177 + x178 + x184, x188, moe_layers * x190 + mtp_layers * (x107 + x190 * x92) + x187, x192, x199, 1e-12 * x201, x16 * x201, x16 * x200 * (full_recompute * (x185 * x197 + x194 + x196 + x198 + x202) + x199 + x202 * x78), x203, x211, x212, x224, x225, x229, x227, x230, x259, x260, x267, x266, 1 - x269, x269, spare_nodes, x258, x271, x275, x279, x280, -pue * x260 * (gpus * x272 + x277) + x280, x272, x268 * x274, x268 * x280, pue * (gpus * max_power_w + x278), x281, x283, use_tco * x283 + x281 * (1 - use_tco), x284, x285, x286, x286 / (tokens * x199), x267 * x286]
+    x177 = x176 * (1 - x165)
+    x178 = bytes_per_element * x121
+    del x121
+    x179 = 1 / 2 * x106 * x165 * x176 + x159 * zero3 * (x168 + x171 + x172 * x178 + x175 * x178)
+    del x159, x165, x168, x171, x172, x175, x176, x178
+    x180 = -dp_overlap * numpy.minimum(x157, x179) - dp_overlap * numpy.minimum(x177, 2 * stage_layers * x83) + x177 + x179
+    del x177, x179, x83
+    x181 = x161 + x162 + x163 + x164 + x180
+    x182 = x156 + x157 + x158 + x181
+    x183 = x124 + x182
+    x184 = gpus + 0.474798
+    x185 = gpus ** (-1.0)
+    x186 = x184 ** (-0.282765)
+    x187 = gpus / gpus_per_node
+    x188 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x183 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x183 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x185 * x186 * (0.0686881539789491 * x186 + 0.112063) - 1 + 1.16023 / x184)) + x107 + (1 - (1 - slow_node_fraction) ** x187) * (slow_node_slowdown - 1) * (x107 + x183)
+    del x107, x184, x186
+    x189 = x183 + x188
+    del x183
+    x190 = weight_bytes_per_param * x122 / weight_shards + weight_bytes_per_param * x110 / expert_weight_shards
+    x191 = grad_bytes_per_param * x122 / grad_shards + grad_bytes_per_param * x110 / expert_grad_shards
+    del x110, x122
+    x192 = optimizer_bytes_per_param * x111 + optimizer_bytes_per_param * x123
+    del x111, x123
+    x193 = 4 * x97 * (vocab * x60 + 1)
+    del x60, x97
+    x194 = kv_heads / heads
+    x195 = x134 * (2 * dropout_masks + 8) + x6 * x63 * (-x15 * (x194 + 1) + x55 * (heads + kv_heads)) + x6 * (x10 * (4 * x194 + 2) + x116 * x63 + x38 + micro_batch * x47 * (dropout_masks + 4) / cp ** 2) + x63 * (q_lora_rank + x54)
+    del x10, x134, x194, x47, x54, x6, x63
+    x196 = full_recompute * x38 * x44 + x195 * x85
+    del x38, x44, x85
+    x197 = full_recompute * x195 + stage_layers * x196 * (x174 * x2 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x106) + x193 + x88 * (x193 + x196)
+    del x106, x174, x193, x195, x196, x2, x88
+    x198 = layers - moe_layers
+    x199 = x117 * x198
+    del x117
+    x200 = embedding_matrices * x89 + hidden + layers * x119 + x199
+    del x119
+    x201 = moe_layers * x114 + mtp_layers * (x100 * x114 + x120) + x200
+    del x114
+    x202 = experts_per_token + shared_experts
+    x203 = x113 * x202 + x23
+    del x113, x23
+    x204 = x189 ** (-1.0)
+    x205 = global_batch * seq_len * x204
+    x206 = x112 * x15 * x202 + x25
+    del x112, x202, x25
+    x207 = moe_layers * x206
+    x208 = x15 * x67 + 2 * x53 + 2 * x57
+    del x53, x57, x67
+    x209 = layers * x208
+    x210 = x116 * x15
+    del x116, x15
+    x211 = mtp_layers * (x100 * x206 + x102 * x210 + x208 + x75 + 2 * x89 + x99)
+    del x102, x206, x208, x99
+    x212 = 6 * heads * layers * seq_len * x55 + 6 * x199 + 3 * x207 + 3 * x209 + 3 * x211 + 3 * x78 + 6 * x89
+    del x199, x55, x89
+    x213 = x185 * x205
+    x214 = x212 * x213
+    x215 = layers * x75 + x78
+    del x75, x78
+    x216 = tokens * x0 * x77
+    del x0, x77
+    x217 = software_mtbf_s ** (-1.0)
+    x218 = x187 / (rack_mtbf_s * rack_nodes)
+    x219 = gpus / gpu_mtbf_s
+    x220 = x187 / network_mtbf_s
+    x221 = x187 / node_mtbf_s
+    x222 = x219 + x220 + x221
+    x223 = x217 + x218 + x222
+    x224 = x223 ** (-1.0)
+    x225 = checkpoint_bytes_per_param * x201
+    x226 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x227 = x185 * x225
+    x228 = x226 * x227
+    x229 = ckpt_async * x228
+    x230 = x225 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x187)
+    x231 = ckpt_sync * x230
+    x232 = x149 * x227
+    del x149, x227
+    x233 = ckpt_in_memory * (x228 + x232)
+    del x228
+    x234 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x235 = x182 + x188
+    del x182
+    x236 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x185 * x201 * x226 / (1 - (1 - numpy.minimum(1, x234)) ** gockpt_steps) - x235)
+    del x226
+    x237 = x229 + x231 + x233 + x236
+    x238 = numpy.sqrt(x224 * (2 * x229 + 2 * x231 + 2 * x233 + 2 * x236))
+    x239 = ckpt_async * x230
+    x240 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x185 * x201 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x235))) / numpy.log(1 - numpy.minimum(0.999999999999, x234))))) - 1) + 1
+    del x185, x234, x235
+    x241 = x237 * (1 / 2 * x217 + 1 / 2 * x218 + 1 / 2 * x219 + 1 / 2 * x220 + 1 / 2 * x221)
+    del x219, x220, x221
+    x242 = numpy.maximum((ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x189 * x240 + x230) + x239), numpy.where(numpy.greater(x224, 1 / 2 * x229 + 1 / 2 * x231 + 1 / 2 * x233 + 1 / 2 * x236), -x237 + x238 * (1 / 3 * numpy.sqrt(x241) + 1 / 9 * x241 + 1), x224))
+    del x229, x231, x233, x236, x241
+    x243 = ckpt_gockpt * (x189 + x230) + x239
+    del x230, x239
+    x244 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x245 = node_repair_s * x218
+    x246 = numpy.exp(-x245)
+    x247 = -spare_nodes
+    x248 = rack_nodes + x247
+    x249 = node_repair_s * x222
+    x250 = 2 * rack_nodes + x247
+    x251 = x245 * x246
+    del x245
+    x252 = 3 * rack_nodes + x247
+    x253 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x246 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x254 = 4 * rack_nodes + x247
+    x255 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x246 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x256 = 5 * rack_nodes + x247
+    x257 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x246 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x258 = 6 * rack_nodes + x247
+    x259 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x246 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x260 = 7 * rack_nodes + x247
+    x261 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x246 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x262 = 8 * rack_nodes + x247
+    x263 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x246 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x264 = 9 * rack_nodes + x247
+    x265 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x246 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x266 = 10 * rack_nodes + x247
+    x267 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x246 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x268 = 11 * rack_nodes + x247
+    x269 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x246 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x270 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x246 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x271 = x224 * (x217 + x218 * (x246 * poisson_cdf(-x248, x249) + x251 * poisson_cdf(-x250, x249) + x253 * poisson_cdf(-x252, x249) + x255 * poisson_cdf(-x254, x249) + x257 * poisson_cdf(-x256, x249) + x259 * poisson_cdf(-x258, x249) + x261 * poisson_cdf(-x260, x249) + x263 * poisson_cdf(-x262, x249) + x265 * poisson_cdf(-x264, x249) + x267 * poisson_cdf(-x266, x249) + x269 * poisson_cdf(-x268, x249) + x270 * poisson_cdf(-12 * rack_nodes - x247, x249)) + x222 * (x246 * poisson_cdf(spare_nodes - 1, x249) + x251 * poisson_cdf(-x248 - 1, x249) + x253 * poisson_cdf(-x250 - 1, x249) + x255 * poisson_cdf(-x252 - 1, x249) + x257 * poisson_cdf(-x254 - 1, x249) + x259 * poisson_cdf(-x256 - 1, x249) + x261 * poisson_cdf(-x258 - 1, x249) + x263 * poisson_cdf(-x260 - 1, x249) + x265 * poisson_cdf(-x262 - 1, x249) + x267 * poisson_cdf(-x264 - 1, x249) + x269 * poisson_cdf(-x266 - 1, x249) + x270 * poisson_cdf(-x268 - 1, x249)))
+    del x217, x218, x222, x246, x247, x248, x249, x250, x251, x252, x253, x254, x255, x256, x257, x258, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270
+    x272 = ckpt_in_memory * x232 + failure_detection_s - x224 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x271, 1 - x271) * numpy.expm1(x223 * (x244 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x225 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x187) + x244
+    del x232, x244
+    x273 = x189 * x216
+    x274 = x223 * x272
+    x275 = numpy.exp(x223 * x243)
+    x276 = numpy.exp(x223 * (x237 + x242))
+    x277 = x273 * x275 / x242
+    x278 = x275 + x277 * (x276 - 1) - 1
+    del x275
+    x279 = x278 * numpy.exp(x274)
+    x280 = x224 * x279
+    x281 = x223 * numpy.exp(-x274) / x278
+    del x274, x278
+    x282 = x273 * x281
+    x283 = x280 * (gpus + gpus_per_node * spare_nodes)
+    x284 = 0.000277777777777778 * x283
+    x285 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x181 * x204 + compute_power_fraction * x157 * x204)
+    del x181, x204
+    x286 = x224 * x277 * (x276 - numpy.exp(x223 * x237))
+    del x223, x276, x277
+    x287 = idle_power_w * (x280 - x286) + x285 * x286
+    del x286
+    x288 = gpus * x287
+    x289 = network_power_per_node_w + node_overhead_power_w
+    x290 = x187 * x289
+    del x187
+    x291 = spare_nodes * (gpus_per_node * idle_power_w + x289) + x290
+    del x289
+    x292 = x280 * x291 + x288
+    x293 = pue * x292
+    x294 = price_usd_per_gpu_hour * x284
+    x295 = x283 / lifetime_s
+    x296 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x283 + capex_usd_per_gpu * x295 + 2.77777777777778e-07 * electricity_usd_per_kwh * x293
+    del x283
+    x297 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x293
+    x298 = embodied_kg_per_gpu * x295
+    del x295
+    x299 = x297 + x298
+    return [x189, x157, x158, x164, x162, x163, x161, x180, x156, x124, x188, x190, x191, x192, x197, memory_reserve_bytes, memory_reserve_bytes + x190 + x191 + x192 + x197, x201, moe_layers * x203 + mtp_layers * (x100 * x203 + x120) + x200, x205, x212, 1e-12 * x214, x16 * x214, x16 * x213 * (full_recompute * (x198 * x210 + x207 + x209 + x211 + x215) + x212 + x215 * x86), x216, x224, x225, x237, x238, x242, x240, x243, x272, x273, x280, x279, 1 - x282, x282, spare_nodes, x271, x284, x288, x292, x293, -pue * x273 * (gpus * x285 + x290) + x293, x285, x281 * x287, x281 * x293, pue * (gpus * max_power_w + x291), x294, x296, use_tco * x296 + x294 * (1 - use_tco), x297, x298, x299, x299 / (tokens * x212), x280 * x299]

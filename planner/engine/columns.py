@@ -120,6 +120,7 @@ COLUMNS: tuple[Column, ...] = (
     _layout("dp", "data-parallel size"),
     _layout("cp", "context-parallel size"),
     _layout("ep", "expert-parallel size"),
+    _layout("etp", "expert-tensor-parallel size"),
     _layout("vp", "virtual pipeline stages per rank"),
     _layout("micro_batch", "micro-batch [sequences]"),
     _layout("recompute", "activation recompute", dtype="str"),

@@ -115,12 +115,13 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "qk_rope_head_dim": COUNT0, "window": COUNT, "window_layers": COUNT0, "mtp_layers": COUNT0,
     # layout
     "gpus": GPU_COUNT, "tp": GPU_COUNT, "pp": GPU_COUNT, "dp": GPU_COUNT, "cp": GPU_COUNT,
-    "ep": GPU_COUNT, "vp": GPU_COUNT, "stage_layers": COUNT,
+    "ep": GPU_COUNT, "etp": GPU_COUNT, "vp": GPU_COUNT, "stage_layers": COUNT,
     "micro_batch": Domain(">=1", integer=True, maximum=MAX_GLOBAL_BATCH),
     "global_batch": Domain(">=1", integer=True, maximum=MAX_GLOBAL_BATCH),
     "selective": FLAG, "attention_scores_stored": FLAG, "full_recompute": FLAG,
     "sequence_parallel": FLAG, "weight_shards": SHARDS, "grad_shards": SHARDS,
-    "optimizer_shards": SHARDS, "zero3": FLAG, "tp_intra_ranks": SHARDS, "pp_intra": FLAG,
+    "optimizer_shards": SHARDS, "expert_weight_shards": SHARDS, "expert_grad_shards": SHARDS,
+    "expert_optimizer_shards": SHARDS, "zero3": FLAG, "tp_intra_ranks": SHARDS, "pp_intra": FLAG,
     "ep_intra": FLAG, "cp_intra": FLAG, "dp_intra_ranks": SHARDS,
     # hardware
     "peak_flops_per_s": POSITIVE, "gemm_max_efficiency": EFFICIENCY,
@@ -201,7 +202,8 @@ OPTION_DOMAINS: dict[str, Domain] = {
 DOMAINS: dict[str, Domain] = {**INPUT_DOMAINS, **OPTION_DOMAINS}
 
 #: Run-model inputs a user sets directly with a flag of the same name.
-FLAG_INPUTS = frozenset({"gockpt_steps", "tokens", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
+FLAG_INPUTS = frozenset({"gockpt_steps", "tokens", "gpus", "tp", "pp", "cp", "ep", "etp", "vp",
+                         "micro_batch",
                          "global_batch", "seq_len", "gpus_per_node", "oversubscription",
                          "pod_gpus"})
 

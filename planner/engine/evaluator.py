@@ -252,19 +252,21 @@ def _read_catalog_inputs(catalog, *, model, hardware, site, reliability, precisi
     return x
 
 
-def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None) -> None:
+def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None,
+                 etp=None) -> None:
     """Raise CapplanError naming the broken rule of an explicit layout.
 
     Sizes are checked against their domains first and every divisibility before the
-    quotient it guards is used, so no rule divides by zero.
+    quotient it guards is used, so no rule divides by zero.  ``etp`` None: ``tp``.
     """
     from planner.engine.domains import check
     from planner.errors import CapplanError
 
-    check({"gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "ep": ep, "vp": vp,
+    etp = tp if etp is None else etp
+    check({"gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "ep": ep, "etp": etp, "vp": vp,
            "micro_batch": micro_batch})
-    gpus, tp, pp, cp, ep, vp, micro_batch = (
-        int(v) for v in (gpus, tp, pp, cp, ep, vp, micro_batch))
+    gpus, tp, pp, cp, ep, etp, vp, micro_batch = (
+        int(v) for v in (gpus, tp, pp, cp, ep, etp, vp, micro_batch))
     replica = tp * pp * cp
     if gpus % replica:
         raise CapplanError(f"TP*PP*CP = {tp}*{pp}*{cp} = {replica} does not divide --gpus "
@@ -283,7 +285,10 @@ def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None) -> 
          f"global batch {batch} is not divisible by DP*micro-batch = "
          f"{dp}*{micro_batch} = {dp * micro_batch}; change --micro-batch, --global-batch "
          "or the GPU count"),
-        (dp % ep == 0, f"--ep {ep} must divide the data-parallel size {dp}"),
+        ((tp * cp * dp) % (ep * etp) == 0,
+         f"EP*ETP = {ep}*{etp} = {ep * etp} must divide TP*CP*DP = {tp}*{cp}*{dp} = "
+         f"{tp * cp * dp} (the experts' grid ETP x EP x EDP folds over the attention's "
+         "TP x CP x DP); change --ep or --etp"),
         (ep == 1 or x["experts"] % ep == 0,
          f"--ep {ep} does not divide the {int(x['experts'])} experts"),
     ]
@@ -313,7 +318,8 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
     options = SpaceOptions(
         min_gpus=gpus, max_gpus=gpus, tp=only("tp", tuple(2**i for i in range(8))),
         pp=only("pp", None), vp=only("vp", base.vp), cp=only("cp", None),
-        ep=only("ep", None), micro_batch=only("micro_batch", base.micro_batch),
+        ep=only("ep", None), etp=only("etp", None),
+        micro_batch=only("micro_batch", base.micro_batch),
         recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})),
         sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
     layout = enumerate_layouts(
@@ -348,6 +354,7 @@ def resolve_layout(x: dict, gpus, given: dict, *, recompute: int, zero: int,
     from planner.errors import CapplanError
 
     candidate = {**PREFERRED_LAYOUT, **{k: v for k, v in given.items() if v is not None}}
+    candidate["etp"] = _expert_tp(x, candidate["tp"], given.get("etp"))
     try:
         check_layout(x, gpus=gpus, **candidate)
         return candidate
@@ -368,32 +375,41 @@ def resolve_layout(x: dict, gpus, given: dict, *, recompute: int, zero: int,
                 f"{'with ' + typed if typed else '(TP*PP*CP*DP = GPUs, DP*micro-batch dividing'}"
                 f"{'' if typed else ' the global batch of ' + str(int(x['global_batch'])) + ')'}"
                 ": try another --gpus") from None
-        return {k: chosen[k] for k in PREFERRED_LAYOUT}
+        return {k: chosen[k] for k in (*PREFERRED_LAYOUT, "etp")}
+
+
+def _expert_tp(x: dict, tp, etp):
+    """The expert-tensor-parallel size: ``etp`` for an MoE model when given, else ``tp``
+    (Megatron-Core's default; a dense model has no experts to split)."""
+    if etp is None or x["experts"] <= 1:
+        return tp
+    return etp
 
 
 def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
     """Vectorised :func:`check_layout`: the first broken layout raises with its rule."""
-    g, tp, pp, cp, ep, vp, mb, dp = (np.asarray(layout[k]) for k in (
-        "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "dp"))
+    g, tp, pp, cp, ep, etp, vp, mb, dp = (np.asarray(layout[k]) for k in (
+        "gpus", "tp", "pp", "cp", "ep", "etp", "vp", "micro_batch", "dp"))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ok = ((g >= 1) & (np.minimum.reduce([tp, pp, cp, ep, vp, mb]) >= 1)
+        ok = ((g >= 1) & (np.minimum.reduce([tp, pp, cp, ep, etp, vp, mb]) >= 1)
               & (g % np.maximum(tp * pp * cp, 1) == 0) & (tp <= x["scale_up_domain_gpus"])
               & (x["heads"] % np.maximum(tp, 1) == 0) & (pp <= x["layers"])
               & (pp * vp <= x["layers"])
               & ((vp == 1) | (pp > 1)) & (dp >= 1)
               & (x["global_batch"] % np.maximum(dp * mb, 1) == 0)
-              & (dp % np.maximum(ep, 1) == 0) & ((ep == 1) | (x["experts"] % np.maximum(ep, 1) == 0)))
+              & ((tp * cp * dp) % np.maximum(ep * etp, 1) == 0)
+              & ((ep == 1) | (x["experts"] % np.maximum(ep, 1) == 0)))
     if not np.all(ok):
         i = int(np.flatnonzero(~np.broadcast_to(ok, g.shape if g.ndim else (1,)))[0])
         pick = {k: int(np.ravel(v)[i] if np.size(v) > 1 else np.ravel(v)[0])
                 for k, v in (("gpus", g), ("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep),
-                             ("vp", vp), ("micro_batch", mb), ("dp", dp))}
+                             ("etp", etp), ("vp", vp), ("micro_batch", mb), ("dp", dp))}
         check_layout(x, **pick)
 
 
 def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"], gpus=DEFAULTS["gpus"],
              tp=None, pp=None, cp=None, ep=None, vp=None, global_batch=None,
-             micro_batch=None, seq_len=None, recompute=DEFAULTS["recompute"],
+             micro_batch=None, seq_len=None, recompute=DEFAULTS["recompute"], etp=None,
              zero=DEFAULTS["zero"], sequence_parallel=None, precision=DEFAULTS["precision"],
              site=DEFAULTS["site"], tokens=DEFAULTS["tokens"],
              checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
@@ -404,8 +420,10 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
              as_frame=True):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
-    Layout arguments (gpus, tp, pp, cp, ep, vp, micro_batch, zero, sequence_parallel)
-    may be scalars or equally long arrays: arrays evaluate many layouts in one call.
+    Layout arguments (gpus, tp, pp, cp, ep, etp, vp, micro_batch, zero,
+    sequence_parallel) may be scalars or equally long arrays: arrays evaluate many layouts
+    in one call.  ``etp`` (expert tensor parallelism, MoE) defaults to ``tp``; EP x ETP
+    folds over TP x CP x DP (Megatron-Core's parallel folding).
     Sizes left out (``None``) are chosen: TP8 x PP4 (``scenario.PREFERRED_LAYOUT``,
     other sizes 1) when that is valid for ``gpus``, else the fastest valid layout for
     ``gpus`` keeping the sizes given.  Defaults come from ``planner.engine.scenario.DEFAULTS``
@@ -432,7 +450,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
 
     columns, x = evaluate_run(
         model=model, hardware=hardware, gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
-        global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
+        etp=etp, global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
         recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
         precision=precision, site=site, tokens=tokens, checkpoint=checkpoint,
         cost_basis=cost_basis, flash_attention=flash_attention, reliability=reliability,
@@ -449,7 +467,7 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
                  seq_len, recompute, zero, sequence_parallel, precision, site, tokens,
                  checkpoint, cost_basis, flash_attention, reliability, catalog, catalog_dirs,
                  overrides, pricing, provider, spot_interruption, stack=DEFAULTS["stack"],
-                 scalar: bool = False) -> tuple[dict, dict]:
+                 etp=None, scalar: bool = False) -> tuple[dict, dict]:
     """:func:`evaluate` without pandas: ``(columns, kernel inputs)``.
 
     Columns are arrays of one entry per layout; with ``scalar`` and one layout, Python
@@ -471,7 +489,8 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
                                ("cost-basis", cost_basis, COST_BASES)]:
         if not isinstance(val, str) or val not in allowed:
             raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
-    sizes = {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vp": vp, "micro_batch": micro_batch}
+    sizes = {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vp": vp, "micro_batch": micro_batch,
+             "etp": etp}
     check({"gpus": gpus, **sizes, "zero": zero, "tokens": tokens, "global_batch": global_batch,
            "seq_len": seq_len})
     if sequence_parallel is not None:
@@ -490,7 +509,9 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
                   for v in (gpus, zero, sequence_parallel, *sizes.values(),
                             *(overrides or {}).values()))
     if not one:
-        sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()}
+        sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()
+                 if k != "etp"}
+        sizes["etp"] = _expert_tp(x, sizes["tp"], etp)
     else:  # one layout: choose it on the inputs the kernel will see
         sizes = resolve_layout({**x, **(overrides or {})}, gpus, sizes,
                                recompute=RECOMPUTE_CODES[recompute],
@@ -504,13 +525,13 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
         return _evaluate_one(x, meta, gpus, sizes, recompute=RECOMPUTE_CODES[recompute],
                              zero=zero, sequence_parallel=sequence_parallel,
                              flash_attention=flash_attention, overrides=overrides or {}), x
-    tp, pp, cp, ep, vp, micro_batch = (sizes[k] for k in ("tp", "pp", "cp", "ep", "vp",
-                                                          "micro_batch"))
+    tp, pp, cp, ep, etp, vp, micro_batch = (sizes[k] for k in ("tp", "pp", "cp", "ep", "etp",
+                                                               "vp", "micro_batch"))
     dp = np.asarray(gpus) // np.maximum(np.asarray(tp) * pp * cp, 1)
     if sequence_parallel is None:
         sequence_parallel = np.asarray(tp) > 1
-    layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vp": vp,
-              "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
+    layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "etp": etp,
+              "vp": vp, "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
               "zero": zero, "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
     layout = dict(zip(layout, np.broadcast_arrays(*(np.atleast_1d(v) for v in layout.values())),
                       strict=True))
@@ -548,7 +569,8 @@ def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zer
                               flash_attention=flash_attention))
     x.update(overrides)
     meta = {**meta, **{k: x[k] for k in META_INPUTS}}
-    order = ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "sequence_parallel")
+    order = ("gpus", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch",
+             "sequence_parallel")
     return {**{k: _plain(v) for k, v in meta.items()}, **{k: layout[k] for k in order},
             **evaluate_scalar(x)}
 

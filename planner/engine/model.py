@@ -75,7 +75,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "pp": ("1", "pipeline-parallel size"),
     "dp": ("1", "data-parallel size"),
     "cp": ("1", "context-parallel size"),
-    "ep": ("1", "expert-parallel size (within dp)"),
+    "ep": ("1", "expert-parallel size (folded over tp*cp*dp with etp)"),
+    "etp": ("1", "expert-tensor-parallel size (Megatron-Core default: tp)"),
     "vp": ("1", "virtual pipeline stages per rank (interleaving)"),
     "stage_layers": ("1", "layers on the fullest pipeline stage, ceil(layers / pp)"),
     "micro_batch": ("1", "micro-batch size b [sequences]"),
@@ -87,10 +88,14 @@ INPUTS: dict[str, tuple[str, str]] = {
     "weight_shards": ("1", "shards of the weights (dp under ZeRO-3, else 1)"),
     "grad_shards": ("1", "shards of the gradients (dp under ZeRO>=2, else 1)"),
     "optimizer_shards": ("1", "shards of the optimizer state (dp under ZeRO>=1, else 1)"),
+    "expert_weight_shards": ("1", "shards of the routed experts' weights (edp under ZeRO-3)"),
+    "expert_grad_shards": ("1", "shards of the routed experts' gradients (edp under ZeRO>=2)"),
+    "expert_optimizer_shards": ("1", "shards of the routed experts' optimizer state (edp = "
+                                "tp*cp*dp/(etp*ep) under ZeRO>=1)"),
     "zero3": ("1", "1 under ZeRO-3/FSDP (parameters all-gathered each pass)"),
     "tp_intra_ranks": ("1", "TP ranks inside one scale-up domain, min(tp, domain)"),
     "pp_intra": ("1", "1 if pipeline neighbours share the scale-up domain"),
-    "ep_intra": ("1", "1 if the EP group fits in the scale-up domain"),
+    "ep_intra": ("1", "1 if the EP group (etp*ep ranks) fits in the scale-up domain"),
     "cp_intra": ("1", "1 if the CP group (with its TP ranks) fits in the scale-up domain"),
     "dp_intra_ranks": ("1", "DP ranks inside one scale-up domain"),
     # hardware
@@ -251,16 +256,19 @@ def parameters(x: dict, r: dict) -> dict:
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
                                      x["mlp_matrices"])
+    # routed experts split over ETP x EP (parallel folding); shared experts and the router
+    # over TP like the dense layers
+    routed = x["experts"] * compute.mlp_params(h, x["moe_ffn"], x["mlp_matrices"])
+    moe_rank = moe_mlp - routed + routed * x["tp"] / (x["ep"] * x["etp"])  # x tp
     share = r["moe_share"]
     # MTP modules sit with the loss on the last stage: charged by what that stage exceeds
     mtp = _mtp_on_fullest_stage(x) * compute.mtp_module_params(
-        layer_common + _is_moe(x) * moe_mlp / x["ep"] + (1 - _is_moe(x)) * dense_mlp, h)
-    # the first stage, the fullest: its layers (MoE experts split over EP) and the input
-    # embedding, split over TP
-    stage = (x["stage_layers"] * (layer_common + (1 - share) * dense_mlp
-                                  + share * moe_mlp / x["ep"])
+        layer_common + _is_moe(x) * moe_rank + (1 - _is_moe(x)) * dense_mlp, h)
+    # the first stage, the fullest: its layers and the input embedding, split over TP
+    stage = (x["stage_layers"] * (layer_common + (1 - share) * dense_mlp + share * moe_rank)
              + compute.embedding_params(x["vocab"], h, 1) + mtp) / x["tp"]
-    return {**param_counts(x), "stage_params": stage}
+    return {**param_counts(x), "stage_params": stage,
+            "stage_expert_params": x["stage_layers"] * share * routed / (x["ep"] * x["etp"])}
 
 
 def flops(x: dict, r: dict) -> dict:
@@ -349,8 +357,12 @@ def mlp_times(x: dict, r: dict) -> dict:
     """Forward time of one layer's MLP (dense or MoE), element-wise ops and the logits."""
     h, tp, t = x["hidden"], x["tp"], r["tokens_mb"]
     ffn, moe_ffn, vocab = x["ffn"] / tp, x["moe_ffn"] / tp, x["vocab"] / tp
-    # each expert GEMM sees the tokens routed to it from the whole EP group
-    expert_tokens = compute.tokens_per_expert(t, x["ep"], x["experts_per_token"], x["experts"])
+    # routed experts: split over ETP, each GEMM sees the tokens routed to it from the ETP x
+    # EP grid (parallel folding); shared experts: TP-split, on every token
+    expert_ffn = x["moe_ffn"] / x["etp"]
+    rank_tokens = communication.expert_rank_tokens(t, tp, x["etp"], x["sequence_parallel"])
+    expert_tokens = compute.tokens_per_expert(rank_tokens, x["ep"], x["experts_per_token"],
+                                              x["experts"])
     elementwise = t * compute.elementwise_bytes_per_token(
         h, x["ffn"], tp, x["sequence_parallel"], x["bytes_per_element"])
     # MoE routing: the router GEMM (t x E, narrow), then the token permutation before the
@@ -360,8 +372,10 @@ def mlp_times(x: dict, r: dict) -> dict:
                                                          x["bytes_per_element"]))
     return {
         "t_mlp": x["mlp_matrices"] * _gemm(x, t, ffn, h, minimum(minimum(t, h), ffn)),
-        "t_moe": (x["experts_per_token"] + x["shared_experts"]) * x["mlp_matrices"] * _gemm(
-            x, t, moe_ffn, h, minimum(minimum(expert_tokens, h), moe_ffn)) + routing,
+        "t_moe": x["experts_per_token"] * x["mlp_matrices"] * _gemm(
+            x, rank_tokens, expert_ffn, h, minimum(minimum(expert_tokens, h), expert_ffn))
+        + x["shared_experts"] * x["mlp_matrices"] * _gemm(
+            x, t, moe_ffn, h, minimum(minimum(t, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),
         "t_logits": _gemm(x, t, vocab, h, minimum(minimum(t, h), vocab)),
     }
@@ -428,15 +442,17 @@ def microbatch_communication(x: dict, r: dict) -> dict:
                                           elem), x["cp"],
         *_group_link(x, x["cp_intra"]))
     # EP: dispatch and combine all-to-alls of each TP rank's sequence shard, then the
-    # expert-TP group gathers the routed tokens (and reduce-scatters on combine); hidden
-    # behind the experts (fwd + bwd)
+    # expert-TP group (ETP ranks) gathers the routed tokens (and reduce-scatters on
+    # combine); hidden behind the experts (fwd + bwd)
     k = x["experts_per_token"]
     dispatched = communication.expert_dispatch_tokens(t, tp, x["sequence_parallel"])
     ep_layer = communication.moe_alltoall_time(
         communication.moe_dispatch_bytes(dispatched, k, h, elem), x["ep"],
         *_group_link(x, x["ep_intra"])) \
         + x["sequence_parallel"] * communication.expert_tp_gather_time(
-            communication.moe_dispatch_bytes(t, k, h, elem), tp, *_group_link(x, tp_in / tp))
+            communication.moe_dispatch_bytes(
+                communication.expert_rank_tokens(t, tp, x["etp"], 1), k, h, elem),
+            x["etp"], *_group_link(x, minimum(tp_in, x["etp"]) / x["etp"]))
     return {
         "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
                                                       x["tp_overlap"]),
@@ -495,7 +511,8 @@ def step_time(x: dict, r: dict) -> dict:
         x["host_overlap_exponent"]) - device_mb
     per_mb = r["compute_mb"] + launch_mb + r["tp_comm_mb"] + r["cp_comm_mb"] + r["ep_comm_mb"]
     optimizer_s = _memory_bound(x, compute.optimizer_step_bytes(
-        r["stage_params"] / x["optimizer_shards"], x["weight_bytes_per_param"],
+        (r["stage_params"] - r["stage_expert_params"]) / x["optimizer_shards"]
+        + r["stage_expert_params"] / x["expert_optimizer_shards"], x["weight_bytes_per_param"],
         x["grad_bytes_per_param"], x["optimizer_bytes_per_param"]))
     parts = {
         "launch_s": m * launch_mb,
@@ -562,13 +579,19 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         stored_layer + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp))
     inflight = memory.inflight_microbatches_1f1b(x["pp"], r["microbatches"]) \
         * memory.interleaved_activation_factor(x["pp"], x["vp"])
+    # routed experts are sharded over the expert-data-parallel group (parallel folding)
+    experts = r["stage_expert_params"]
+
+    def state(per_param, shards, expert_shards):
+        return (memory.sharded_state_bytes(stage - experts, x[per_param], x[shards])
+                + memory.sharded_state_bytes(experts, x[per_param], x[expert_shards]))
+
     terms = {
-        "weights_bytes": memory.sharded_state_bytes(stage, x["weight_bytes_per_param"],
-                                                    x["weight_shards"]),
-        "grads_bytes": memory.sharded_state_bytes(stage, x["grad_bytes_per_param"],
-                                                  x["grad_shards"]),
-        "optimizer_state_bytes": memory.sharded_state_bytes(
-            stage, x["optimizer_bytes_per_param"], x["optimizer_shards"]),
+        "weights_bytes": state("weight_bytes_per_param", "weight_shards",
+                               "expert_weight_shards"),
+        "grads_bytes": state("grad_bytes_per_param", "grad_shards", "expert_grad_shards"),
+        "optimizer_state_bytes": state("optimizer_bytes_per_param", "optimizer_shards",
+                                       "expert_optimizer_shards"),
         "activation_bytes": (x["stage_layers"] * stored_layer * inflight
                              + x["full_recompute"] * layer_act
                              + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)

@@ -6,7 +6,8 @@ GPU count N = tp * pp * cp * dp (a multiple of the node size within the range,
 or a divisor of it), tensor parallel within the scale-up domain, pipeline
 stages dividing the layers, virtual stages dividing the layers per stage,
 micro-batch, recompute, ZeRO stage, sequence parallel, context parallel and
-(for MoE) expert parallel carved out of data parallel.  :func:`layout_flags`
+(for MoE) expert parallel and expert tensor parallel folded over TP x CP x DP
+(Megatron-Core's parallel folding, arXiv:2504.14960).  :func:`layout_flags`
 turns a layout into the 0/1 flags and shard counts of the run model.
 """
 
@@ -22,6 +23,9 @@ from planner.engine.columns import layout_columns
 
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
+#: EP and ETP share one column of the enumeration, code = ep * EXPERT_RADIX + etp (their
+#: rule couples them: etp * ep divides tp * cp * dp)
+EXPERT_RADIX = 1 << 20
 #: The design space's dimensions (the column registry's layout columns).
 LAYOUT_COLUMNS = layout_columns()
 
@@ -37,6 +41,8 @@ class SpaceOptions:
     vp: tuple[int, ...] = (1, 2, 4)
     cp: tuple[int, ...] | None = None
     ep: tuple[int, ...] | None = None
+    #: expert-tensor-parallel sizes; None: Megatron-Core's default (= tp) and 1 (MoE only)
+    etp: tuple[int, ...] | None = None
     micro_batch: tuple[int, ...] = (1, 2, 4)
     recompute: tuple[str, ...] = ("none", "selective", "full")
     zero: tuple[int, ...] = (0, 1, 2, 3)
@@ -48,7 +54,8 @@ class SpaceOptions:
         from planner.errors import CapplanError
 
         check({"min_gpus": self.min_gpus, "max_gpus": self.max_gpus})
-        for name in ("tp", "pp", "vp", "cp", "ep", "micro_batch", "zero", "sequence_parallel"):
+        for name in ("tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero",
+                     "sequence_parallel"):
             values = getattr(self, name)
             if values is None:
                 continue
@@ -170,6 +177,7 @@ class LayoutSpace:
             for name, values, width, counts in reversed(lists):  # the last column varies fastest
                 index, position = np.divmod(index, counts[h])
                 out[name] = values[h * width + position]
+            out["ep"], out["etp"] = np.divmod(out.pop("ep_etp"), EXPERT_RADIX)
             yield {k: out[k] for k in LAYOUT_COLUMNS}
 
 
@@ -187,6 +195,16 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
                                else [1])
     cp_values = [c for c in cp_values if seq_len % (2 * c) == 0 or c == 1]
     ep_values = options.ep or ([e for e in divisors(experts) if e <= 64] if experts > 1 else [1])
+    # ETP: the default (= TP) and, for MoE, 1 (Megatron-Core's --expert-tensor-parallel-size)
+    etp_values = tp_values if experts <= 1 else sorted(set(options.etp or ()) or {*tp_values, 1})
+    expert_codes = [e * EXPERT_RADIX + x for e in ep_values for x in etp_values]
+
+    def expert_allowed(t, code):
+        ep, etp = np.divmod(code, EXPERT_RADIX)
+        tp = t["tp"][:, None]
+        chosen = (etp == tp) if experts <= 1 else (
+            np.isin(etp, options.etp) if options.etp else (etp == tp) | (etp == 1))
+        return chosen & ((tp * t["cp"][:, None] * t["dp"][:, None]) % (ep * etp) == 0)
 
     t = _cross({}, "tp", tp_values)
     t = _cross(t, "cp", cp_values)
@@ -205,7 +223,7 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
           & (global_batch % (t["dp"] * t["micro_batch"]) == 0)
           & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
     tail = [
-        ("ep", ep_values, lambda t, ep: t["dp"][:, None] % ep == 0),
+        ("ep_etp", expert_codes, expert_allowed),
         ("recompute", [RECOMPUTE_CODES[r] for r in options.recompute], None),
         # ZeRO needs data parallelism; DeepSpeed/Megatron do not combine ZeRO-3 with PP.
         ("zero", options.zero, lambda t, zero: ((zero == 0) | (t["dp"][:, None] > 1))
@@ -220,11 +238,13 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
                  flash_attention: bool = True) -> dict[str, np.ndarray]:
     """Run-model inputs derived from a layout: flags, shard counts and link placement.
 
-    Rank order follows Megatron-LM (tp fastest, then cp, dp, pp): a group is
-    inside the scale-up domain when the product of the sizes up to it fits.
+    Rank order follows Megatron-LM (tp fastest, then cp, dp, pp; the experts' grid: etp
+    fastest, then ep, edp, pp): a group is inside the scale-up domain when the product of
+    the sizes up to it fits.
     """
     f = {k: np.asarray(layout[k], dtype=float) for k in
          ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
+    f["etp"] = np.asarray(layout.get("etp", layout["tp"]), dtype=float)
     rec = np.asarray(layout["recompute"])
     zero = np.asarray(layout["zero"])
     dp = f["dp"]
@@ -241,9 +261,14 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     f["grad_shards"] = np.where(zero >= 2, dp, 1.0)
     f["optimizer_shards"] = np.where(zero >= 1, dp, 1.0)
     f["zero3"] = (zero >= 3).astype(float)
+    # routed experts: sharded over the expert-data-parallel group (parallel folding)
+    edp = f["tp"] * f["cp"] * dp / (f["etp"] * f["ep"])
+    f["expert_weight_shards"] = np.where(zero >= 3, edp, 1.0)
+    f["expert_grad_shards"] = np.where(zero >= 2, edp, 1.0)
+    f["expert_optimizer_shards"] = np.where(zero >= 1, edp, 1.0)
     f["tp_intra_ranks"] = np.minimum(f["tp"], domain)
     f["cp_intra"] = (f["tp"] * f["cp"] <= domain).astype(float)
-    f["ep_intra"] = (f["tp"] * f["cp"] * f["ep"] <= domain).astype(float)
+    f["ep_intra"] = (f["etp"] * f["ep"] <= domain).astype(float)
     f["pp_intra"] = (f["gpus"] <= domain).astype(float)
     f["dp_intra_ranks"] = np.clip(np.floor(domain / (f["tp"] * f["cp"])), 1.0, dp)
     return f
@@ -255,6 +280,7 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
     calls: the per-call path of ``evaluate(..., as_frame=False)``; equal to
     :func:`layout_flags` on every layout, ``tests/test_evaluate_api.py``)."""
     f = {k: float(layout[k]) for k in ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
+    f["etp"] = float(layout.get("etp", layout["tp"]))
     rec, zero, dp, domain = int(layout["recompute"]), int(layout["zero"]), f["dp"], \
         float(scale_up_domain)
     # formulas.pipeline.fullest_stage_layers on floats
@@ -267,9 +293,13 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
     f["grad_shards"] = dp if zero >= 2 else 1.0
     f["optimizer_shards"] = dp if zero >= 1 else 1.0
     f["zero3"] = float(zero >= 3)
+    edp = f["tp"] * f["cp"] * dp / (f["etp"] * f["ep"])
+    f["expert_weight_shards"] = edp if zero >= 3 else 1.0
+    f["expert_grad_shards"] = edp if zero >= 2 else 1.0
+    f["expert_optimizer_shards"] = edp if zero >= 1 else 1.0
     f["tp_intra_ranks"] = min(f["tp"], domain)
     f["cp_intra"] = float(f["tp"] * f["cp"] <= domain)
-    f["ep_intra"] = float(f["tp"] * f["cp"] * f["ep"] <= domain)
+    f["ep_intra"] = float(f["etp"] * f["ep"] <= domain)
     f["pp_intra"] = float(f["gpus"] <= domain)
     f["dp_intra_ranks"] = min(max(float(math.floor(domain / (f["tp"] * f["cp"]))), 1.0), dp)
     return f

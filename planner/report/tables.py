@@ -37,6 +37,8 @@ def layout_text(row: dict) -> str:
     for key, label in (("cp", "CP"), ("ep", "EP"), ("vp", "VP")):
         if int(row[key]) > 1:
             text += f" {label}{int(row[key])}"
+    if int(row["ep"]) > 1 and int(row.get("etp", row["tp"])) != int(row["tp"]):
+        text += f" ETP{int(row['etp'])}"
     return (f"{text} mb{int(row['micro_batch'])} {row['recompute']} ZeRO-{int(row['zero'])}")
 
 

@@ -41,8 +41,11 @@ def generate_source() -> str:
     exprs = symbolic_outputs()
     args = [syms[name] for name in INPUTS]
     outputs = [sympy.sympify(exprs[name]) for name in OUTPUTS]
+    # use_imps=False: no implemented_function is used, and sympy's search for them walks
+    # the expression as a tree, not a DAG (exponential in the shared Min/Max nesting of
+    # the step time: minutes of the ~4-min generation)
     func = sympy.lambdify(args, outputs, modules=["scipy", "numpy"], cse=True,
-                          docstring_limit=0, printer=kernel_printer())
+                          docstring_limit=0, printer=kernel_printer(), use_imps=False)
     body = free_dead_temporaries(inspect.getsource(func))
     body = body.replace("def _lambdifygenerated(", "def kernel(", 1)
     header = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import (
-    CatalogOption,
     CheckpointOption,
     ForceOption,
     FormatOption,
@@ -13,16 +12,14 @@ from planner.cli.common import (
     ModelOption,
     OutputOption,
     PrecisionOption,
-    PricingOption,
-    ProviderOption,
     SchedulerOption,
     SiteOption,
-    SpotInterruptionOption,
     TokensOption,
     WorkersOption,
     check_output_targets,
     output_format,
 )
+from planner.cli.environment_options import scenario_prices, with_price_options
 from planner.engine.scenario import DEFAULTS
 from planner.version import version
 
@@ -87,6 +84,7 @@ def codesign_rows(payload: dict, objective: str) -> list[dict]:
     return rows
 
 
+@with_price_options
 def codesign(
     accelerator: str = typer.Option("h100-sxm", "--accelerator", "-a",
                                     help="Catalog accelerator the grid varies around."),
@@ -109,10 +107,6 @@ def codesign(
     site: SiteOption = DEFAULTS["site"],
     precision: PrecisionOption = DEFAULTS["precision"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
-    catalog: CatalogOption = None,
-    pricing: PricingOption = DEFAULTS["pricing"],
-    provider: ProviderOption = DEFAULTS["provider"],
-    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
     pareto: bool = typer.Option(False, "--pareto", help="JSON: list every point's Pareto rows "
                                 "(time, cost, energy), not only their number."),
     scheduler: SchedulerOption = None,
@@ -120,6 +114,7 @@ def codesign(
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
+    **prices,
 ):
     """Co-design: plan a run on a grid of hypothetical accelerators around a catalog entry.
 
@@ -151,8 +146,7 @@ def codesign(
                         min_gpus=min_gpus, max_gpus=max_gpus, objective=objective,
                         deadline_days=None if deadline_days == float("inf") else deadline_days,
                         budget_usd=budget_usd, max_power_mw=max_power_mw,
-                        catalog_dirs=tuple(catalog or ()), pricing=pricing, provider=provider,
-                        spot_interruption=spot_interruption)
+                        **scenario_prices(prices))
     from planner.report.progress import search_progress
 
     with search_progress("co-design") as progress:

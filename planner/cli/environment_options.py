@@ -3,8 +3,10 @@
 Cost basis, reliability profile, catalog and prices, failure domains, hot spares and
 software stragglers, and the network overrides mean the same in ``capplan evaluate``,
 ``sensitivity``, ``simulate``, ``export`` (one layout) and ``plan``, ``plot`` (a search);
-:func:`environment_options` holds them once and :func:`prepend_options` gives a command
-the options of one or more such holders (typer reads ``__signature__``).
+the holders of :data:`ENVIRONMENT` hold them once, and :func:`prepend_options` gives a
+command the options of one or more such holders (typer reads ``__signature__``).
+``capplan sweep`` and ``codesign`` take the catalog and price options only
+(:func:`price_options`, after their own).
 """
 
 from __future__ import annotations
@@ -37,13 +39,23 @@ from planner.cli.fault_options import FAULT_DEFAULTS
 from planner.engine.scenario import DEFAULTS
 
 
-def environment_options(
+def cost_options(
     cost_basis: str = typer.Option(DEFAULTS["cost_basis"], help="cloud | tco."),
     reliability: str = typer.Option(DEFAULTS["reliability"], help="Reliability profile id."),
+):
+    """Holder of the cost-basis and reliability options (never called)."""
+
+
+def price_options(
     catalog: CatalogOption = None,
     pricing: PricingOption = DEFAULTS["pricing"],
     provider: ProviderOption = DEFAULTS["provider"],
     spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
+):
+    """Holder of the catalog and price options (never called)."""
+
+
+def fault_network_options(
     spares: SparesOption = FAULT_DEFAULTS["spares"],
     gc_interval: GcIntervalOption = FAULT_DEFAULTS["gc_interval"],
     gc_pause: GcPauseOption = FAULT_DEFAULTS["gc_pause"],
@@ -58,11 +70,11 @@ def environment_options(
     oversubscription: OversubscriptionOption = None,
     pod_gpus: PodGpusOption = None,
 ):
-    """Holder of the environment options (never called)."""
+    """Holder of the failure-domain, spare, straggler and network options (never called)."""
 
 
-#: Names of the environment options, in --help order.
-ENVIRONMENT_OPTIONS = tuple(inspect.signature(environment_options).parameters)
+#: The holders of a run command's environment options, in --help order.
+ENVIRONMENT = (cost_options, price_options, fault_network_options)
 
 
 def option_names(*holders) -> tuple[str, ...]:
@@ -71,17 +83,35 @@ def option_names(*holders) -> tuple[str, ...]:
                  if name != "ctx")
 
 
-def prepend_options(holders, func):
-    """Give ``func`` the parameters of ``holders`` (one holder or a tuple of them, in
-    order) followed by its own (typer reads ``__signature__``); ``func`` receives the
-    holders' options as ``**kwargs``."""
-    def resolved(f):
-        hints = typing.get_type_hints(f, include_extras=True)  # strings under __future__
-        return [p.replace(annotation=hints.get(p.name, p.annotation))
-                for p in inspect.signature(f).parameters.values()
-                if p.kind is not p.VAR_KEYWORD]
+#: Names of the environment options, in --help order.
+ENVIRONMENT_OPTIONS = option_names(*ENVIRONMENT)
 
+
+def _resolved(f) -> list[inspect.Parameter]:
+    """``f``'s parameters with their annotations resolved (strings under __future__)."""
+    hints = typing.get_type_hints(f, include_extras=True)
+    return [p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(f).parameters.values() if p.kind is not p.VAR_KEYWORD]
+
+
+def prepend_options(holders, func, after=()):
+    """Give ``func`` the parameters of ``holders`` (one holder or a tuple of them, in
+    order), then its own, then those of the holders ``after`` (typer reads
+    ``__signature__``); ``func`` receives the holders' options as ``**kwargs``."""
     holders = holders if isinstance(holders, tuple) else (holders,)
     func.__signature__ = inspect.Signature(
-        [p for holder in holders for p in resolved(holder)] + resolved(func))
+        [p for holder in holders for p in _resolved(holder)] + _resolved(func)
+        + [p for holder in after for p in _resolved(holder)])
     return func
+
+
+def with_price_options(func):
+    """Append the catalog and price options to ``func``'s own (received as kwargs)."""
+    return prepend_options((), func, after=(price_options,))
+
+
+def scenario_prices(prices: dict) -> dict:
+    """The :class:`~planner.engine.scenario.Scenario` fields of :func:`price_options`'
+    values (``--catalog`` becomes ``catalog_dirs``)."""
+    return {"catalog_dirs": tuple(prices["catalog"] or ()), "pricing": prices["pricing"],
+            "provider": prices["provider"], "spot_interruption": prices["spot_interruption"]}

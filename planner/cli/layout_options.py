@@ -20,7 +20,7 @@ from planner.cli.common import (
     StackOption,
     TokensOption,
 )
-from planner.cli.environment_options import environment_options, option_names, prepend_options
+from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
 from planner.cli.fault_options import FAULT_OPTIONS
 from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
 from planner.errors import CapplanError, shown
@@ -67,12 +67,12 @@ def _options(
 
 
 #: Names of every option of a one-layout command (layout, then environment).
-LAYOUT_OPTIONS = option_names(_options, environment_options)
+LAYOUT_OPTIONS = option_names(_options, *ENVIRONMENT)
 
 
 def with_layout_options(func):
     """Prepend the run options to ``func``'s own options (it receives them as kwargs)."""
-    return prepend_options((_options, environment_options), func)
+    return prepend_options((_options, *ENVIRONMENT), func)
 
 
 @dataclass

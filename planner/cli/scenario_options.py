@@ -18,7 +18,7 @@ from planner.cli.common import (
     StackOption,
     TokensOption,
 )
-from planner.cli.environment_options import environment_options, option_names, prepend_options
+from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
 from planner.engine.scenario import DEFAULTS
 
 
@@ -49,13 +49,13 @@ def _options(
 
 
 #: Scenario keys (everything but the typer context and the file itself).
-SCENARIO_KEYS = tuple(k for k in option_names(_options, environment_options)
+SCENARIO_KEYS = tuple(k for k in option_names(_options, *ENVIRONMENT)
                       if k != "scenario_file")
 
 
 def with_scenario_options(func):
     """Put the scenario options first in ``func``'s signature (received as kwargs)."""
-    return prepend_options((_options, environment_options), func)
+    return prepend_options((_options, *ENVIRONMENT), func)
 
 
 def _catalog(dirs):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import (
-    CatalogOption,
     CheckpointOption,
     ForceOption,
     FormatOption,
@@ -13,17 +12,15 @@ from planner.cli.common import (
     ModelOption,
     OutputOption,
     PrecisionOption,
-    PricingOption,
-    ProviderOption,
     SchedulerOption,
     SiteOption,
-    SpotInterruptionOption,
     StackOption,
     TokensOption,
     WorkersOption,
     check_output_targets,
     output_format,
 )
+from planner.cli.environment_options import scenario_prices, with_price_options
 from planner.engine.scenario import DEFAULTS
 from planner.errors import CapplanError
 from planner.version import version
@@ -68,6 +65,7 @@ def doubling(lo: int, hi: int) -> list[int]:
     return counts
 
 
+@with_price_options
 def sweep(
     model: ModelOption = "llama3-70b",
     tokens: TokensOption = 15e12,
@@ -83,16 +81,13 @@ def sweep(
     precision: PrecisionOption = "bf16",
     stack: StackOption = DEFAULTS["stack"],
     checkpoint: CheckpointOption = "async",
-    catalog: CatalogOption = None,
-    pricing: PricingOption = DEFAULTS["pricing"],
-    provider: ProviderOption = DEFAULTS["provider"],
-    spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
     plot: str = typer.Option(None, "--plot", help="Also write the scaling figure (PNG/SVG/PDF)."),
     scheduler: SchedulerOption = None,
     workers: WorkersOption = None,
+    **prices,
 ):
     """Scaling table: days, USD, MWh and scaling efficiency per GPU count."""
     format = output_format(format, output)
@@ -107,8 +102,7 @@ def sweep(
                         precision=precision, stack=stack, checkpoint=checkpoint,
                         min_gpus=min_gpus,
                         max_gpus=max_gpus, objective=objective, deadline_days=None,
-                        catalog_dirs=tuple(catalog or ()), pricing=pricing, provider=provider,
-                        spot_interruption=spot_interruption)
+                        **scenario_prices(prices))
     check_output_targets(output, force, plot)  # before the search, not after -o is written
     from planner.engine.distributed import check_scheduler
 

@@ -205,17 +205,19 @@ def _default(parameter):
 def test_scenario_defaults_are_the_cli_defaults():
     import inspect
 
-    from planner.cli import layout_options, scenario_options
+    from planner.cli.evaluate import evaluate as evaluate_command
+    from planner.cli.plan import plan as plan_command
     from planner.engine.scenario import DEFAULTS, Scenario
 
-    plan_options = inspect.signature(scenario_options._options).parameters
+    plan_options = inspect.signature(plan_command).parameters  # search + environment options
     scenario = Scenario()
     for name in ("model", "tokens", "site", "reliability", "precision", "checkpoint",
                  "cost_basis", "min_gpus", "max_gpus", "deadline_days", "objective",
                  "knee_threshold"):
         assert _default(plan_options[name]) == getattr(scenario, name) == DEFAULTS[name]
-    run_options = inspect.signature(layout_options._options).parameters
-    for name in ("model", "tokens", "gpus", "recompute", "zero", "site"):
+    run_options = inspect.signature(evaluate_command).parameters  # layout + environment
+    for name in ("model", "tokens", "gpus", "recompute", "zero", "site", "reliability",
+                 "cost_basis", "pricing"):
         assert _default(run_options[name]) == DEFAULTS[name]
     assert scenario.deadline_days == 90.0
 

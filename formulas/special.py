@@ -333,6 +333,29 @@ def _upper_gamma_fraction(a, x):
     return h * np.exp(-x + a * np.log(x) - gammaln(a))
 
 
+#: Shape a above which :func:`_per_distinct` evaluates each distinct (a, x) pair once: the
+#: series and fraction loops run ~8.5 sqrt(a) times near x = a, for the slowest element.
+_DISTINCT_MIN_A = 400.0
+
+
+def _per_distinct(f, a, x):
+    """``f(a, x)`` of an elementwise ``f``, evaluated once per distinct pair (a, x).
+
+    The kernel's Poisson CDFs take one (spare count, nodes in repair) pair per candidate,
+    and a block of candidates holds few distinct pairs; past :data:`_DISTINCT_MIN_A` the
+    loops of ``f`` cost more than sorting the pairs.  Every value is the one ``f`` gives
+    the pair alone (each element's loop stops at its own convergence).
+    """
+    if a.size < 2 or not a.max() > _DISTINCT_MIN_A:
+        return f(a, x)
+    pairs = np.empty(a.size, dtype=complex)
+    pairs.real, pairs.imag = a, x
+    distinct, inverse = np.unique(pairs, return_inverse=True)
+    if distinct.size == a.size:
+        return f(a, x)
+    return f(distinct.real.copy(), distinct.imag.copy())[inverse.reshape(-1)]
+
+
 def poisson_cdf(k, mu):
     """P(X <= k) for X ~ Poisson(mu), k real (floored); 0 for k < 0, 1 for mu = 0.
 
@@ -374,9 +397,9 @@ def poisson_cdf(k, mu):
         series = valid & (x > 0) & np.isfinite(a) & (x < a + 1)
         fraction = valid & np.isfinite(x) & np.isfinite(a) & (x >= a + 1)
         if series.any():
-            result[series] = 1 - _lower_gamma_series(a[series], x[series])
+            result[series] = 1 - _per_distinct(_lower_gamma_series, a[series], x[series])
         if fraction.any():
-            result[fraction] = _upper_gamma_fraction(a[fraction], x[fraction])
+            result[fraction] = _per_distinct(_upper_gamma_fraction, a[fraction], x[fraction])
         result = np.clip(result, 0.0, 1.0)
     if np.ndim(k) == 0 and np.ndim(mu) == 0:
         return float(result[0])

@@ -122,3 +122,13 @@ def test_poisson_cdf_is_a_cdf(k, mu):
     low, high = poisson_cdf(k, mu), poisson_cdf(k + 1, mu)
     assert 0.0 <= low <= high + 1e-14 and high <= 1.0  # to round-off of sums near 1
     assert poisson_cdf(k, mu) >= poisson_cdf(k, mu + 1.0) - 1e-14  # more failures, fewer swaps
+
+
+@given(st.lists(st.tuples(st.integers(-3, 3000), st.sampled_from([0.5, 37.0, 401.5, 2500.0])),
+                min_size=1, max_size=300), st.integers(1, 40))
+def test_poisson_cdf_of_repeated_pairs_equals_each_pair_alone(pairs, repeats):
+    # large arrays of few distinct (k, mu) pairs take the per-distinct path
+    # (formulas.special._per_distinct); every value must be the one the pair gives alone
+    k, mu = (np.repeat(np.array(column, dtype=float), repeats) for column in zip(*pairs))
+    alone = np.array([poisson_cdf(np.array([a]), np.array([b]))[0] for a, b in pairs])
+    np.testing.assert_array_equal(poisson_cdf(k, mu), np.repeat(alone, repeats))

@@ -342,3 +342,20 @@ def test_no_physical_constant_inline_in_the_model():
 
 def test_run_model_does_not_return_locals():
     assert "locals()" not in inspect.getsource(model)
+
+
+def test_resolved_spares_do_not_depend_on_the_other_rows():
+    # one cached search per distinct set of failure inputs, over that set's own range:
+    # a candidate's spare count is the same alone and among others (blocks of a plan differ)
+    from planner.engine.spares import SPARE_INPUTS, optimal_spare_nodes, resolve_spares
+
+    base = {"gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0, "node_mtbf_s": 180285826.0,
+            "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18, "software_mtbf_s": 74057.0,
+            "rack_nodes": 1.0, "restart_overhead_s": 600.0, "requeue_restart_s": 7200.0,
+            "node_repair_s": 86400.0}
+    gpus = np.array([64.0, 16384.0, 1013760.0, 16384.0, 64.0])
+    batch = resolve_spares({**base, "gpus": gpus, "spare_nodes": -1.0})["spare_nodes"]
+    alone = [optimal_spare_nodes(**{**base, "gpus": g})[0] for g in gpus]
+    np.testing.assert_array_equal(batch, alone)
+    assert set(SPARE_INPUTS) == {*base, "gpus"}
+    assert batch[2] > batch[1] > batch[0]  # more nodes, more in repair, more spares

@@ -8,7 +8,8 @@ checkpoint interval (a function of M only) nor the stall depends on the spares, 
 billed GPU-hours (N_n + N_s) g T_w of :func:`planner.analysis.simulate.optimal_spares`
 are minimised by the N_s that minimises (N_n + N_s) / S(N_s): a search over whole spare
 counts that needs no kernel output.  It runs once per distinct set of failure inputs
-(in a plan, once per GPU count), as one numpy array of candidates x spare counts.
+(in a plan, once per GPU count; cached across blocks, accelerators with the same failure
+profile and co-design points), over that set's own range of spare counts.
 
 >>> x = {"gpus": 16384.0, "gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0,
 ...      "node_mtbf_s": 180285826.0, "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18,
@@ -85,8 +86,9 @@ def resolve_spares(inputs: dict) -> dict:
     table = np.stack([np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,))
                       for k in SPARE_INPUTS], axis=1)
     rows, inverse = np.unique(table, axis=0, return_inverse=True)
-    best = optimal_spare_nodes(**dict(zip(SPARE_INPUTS, rows.T, strict=True)))[
-        inverse.reshape(-1)]
+    # one cached search per distinct set of failure inputs (in a plan, per GPU count: the
+    # blocks of one accelerator, and the points of a co-design grid, share them)
+    best = np.array([_optimal_one(tuple(map(float, row))) for row in rows])[inverse.reshape(-1)]
     chosen = np.where(auto, best, spares)
     return {**inputs, "spare_nodes": float(chosen[0]) if n == 1 and np.ndim(spares) == 0
             else chosen}

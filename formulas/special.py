@@ -333,27 +333,37 @@ def _upper_gamma_fraction(a, x):
     return h * np.exp(-x + a * np.log(x) - gammaln(a))
 
 
-#: Shape a above which :func:`_per_distinct` evaluates each distinct (a, x) pair once: the
-#: series and fraction loops run ~8.5 sqrt(a) times near x = a, for the slowest element.
-_DISTINCT_MIN_A = 400.0
+#: Values of the incomplete-gamma loops by pair (a, x), per loop function; cleared when
+#: :data:`_PAIR_CACHE_SIZE` pairs are held.  The kernel asks for the same few pairs (a
+#: spare count and the nodes in repair of a GPU count) for every candidate of a search.
+_PAIR_CACHE: dict = {}
+_PAIR_CACHE_SIZE = 1 << 16
 
 
 def _per_distinct(f, a, x):
-    """``f(a, x)`` of an elementwise ``f``, evaluated once per distinct pair (a, x).
+    """``f(a, x)`` of an elementwise ``f``, computed once per distinct pair (a, x) and
+    remembered across calls.
 
-    The kernel's Poisson CDFs take one (spare count, nodes in repair) pair per candidate,
-    and a block of candidates holds few distinct pairs; past :data:`_DISTINCT_MIN_A` the
-    loops of ``f`` cost more than sorting the pairs.  Every value is the one ``f`` gives
-    the pair alone (each element's loop stops at its own convergence).
+    The series and fraction loops run for their slowest element (~8.5 sqrt(a) passes near
+    x = a) and each pass costs the same whatever the array's size, so a search that asks
+    for the same pairs in every block of candidates paid them again and again.  Every
+    value is the one ``f`` gives the pair alone (each element's loop stops at its own
+    convergence; ``tests/test_special.py``).
     """
-    if a.size < 2 or not a.max() > _DISTINCT_MIN_A:
-        return f(a, x)
     pairs = np.empty(a.size, dtype=complex)
     pairs.real, pairs.imag = a, x
     distinct, inverse = np.unique(pairs, return_inverse=True)
-    if distinct.size == a.size:
-        return f(a, x)
-    return f(distinct.real.copy(), distinct.imag.copy())[inverse.reshape(-1)]
+    keys = distinct.tolist()
+    cache = _PAIR_CACHE.setdefault(f.__name__, {})
+    missing = [i for i, key in enumerate(keys) if key not in cache]
+    if len(cache) + len(missing) > _PAIR_CACHE_SIZE:  # full: start again with this call's
+        cache.clear()
+        missing = list(range(len(keys)))
+    if missing:
+        new = distinct[missing]
+        cache.update(zip((keys[i] for i in missing),
+                         f(new.real.copy(), new.imag.copy()).tolist(), strict=True))
+    return np.array([cache[key] for key in keys])[inverse.reshape(-1)]
 
 
 def poisson_cdf(k, mu):

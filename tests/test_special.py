@@ -127,8 +127,21 @@ def test_poisson_cdf_is_a_cdf(k, mu):
 @given(st.lists(st.tuples(st.integers(-3, 3000), st.sampled_from([0.5, 37.0, 401.5, 2500.0])),
                 min_size=1, max_size=300), st.integers(1, 40))
 def test_poisson_cdf_of_repeated_pairs_equals_each_pair_alone(pairs, repeats):
-    # large arrays of few distinct (k, mu) pairs take the per-distinct path
-    # (formulas.special._per_distinct); every value must be the one the pair gives alone
-    k, mu = (np.repeat(np.array(column, dtype=float), repeats) for column in zip(*pairs))
+    # the series and fraction values are computed once per distinct (k, mu) pair and
+    # remembered (formulas.special._per_distinct); each must be the one the pair gives alone
+    k, mu = (np.repeat(np.array(column, dtype=float), repeats)
+             for column in zip(*pairs, strict=True))
     alone = np.array([poisson_cdf(np.array([a]), np.array([b]))[0] for a, b in pairs])
     np.testing.assert_array_equal(poisson_cdf(k, mu), np.repeat(alone, repeats))
+
+
+def test_poisson_cdf_pair_cache_refills_when_full(monkeypatch):
+    from formulas import special
+
+    monkeypatch.setattr(special, "_PAIR_CACHE", {})
+    monkeypatch.setattr(special, "_PAIR_CACHE_SIZE", 5)
+    k = np.arange(3.0, 11.0)  # 8 distinct series pairs: more than the cache holds
+    first = poisson_cdf(k, 2.5)
+    np.testing.assert_array_equal(poisson_cdf(k[:3], 2.5), first[:3])  # served, then full
+    np.testing.assert_array_equal(poisson_cdf(k, 2.5), first)
+    assert len(special._PAIR_CACHE["_lower_gamma_series"]) <= 8

@@ -359,3 +359,11 @@ def test_resolved_spares_do_not_depend_on_the_other_rows():
     np.testing.assert_array_equal(batch, alone)
     assert set(SPARE_INPUTS) == {*base, "gpus"}
     assert batch[2] > batch[1] > batch[0]  # more nodes, more in repair, more spares
+    # two inputs varying (a co-design grid of GPU MTBFs), and none (one spare column)
+    mtbf = np.array([285228322.0, 1e7, 285228322.0, 1e7, 5e7])
+    both = resolve_spares({**base, "gpus": gpus, "gpu_mtbf_s": mtbf, "spare_nodes": -1.0})
+    alone = [optimal_spare_nodes(**{**base, "gpus": g, "gpu_mtbf_s": m})[0]
+             for g, m in zip(gpus, mtbf, strict=True)]
+    np.testing.assert_array_equal(both["spare_nodes"], alone)
+    none = resolve_spares({**base, "gpus": 16384.0, "spare_nodes": np.array([-1.0, 3.0])})
+    np.testing.assert_array_equal(none["spare_nodes"], [batch[1], 3.0])

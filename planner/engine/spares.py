@@ -83,12 +83,28 @@ def resolve_spares(inputs: dict) -> dict:
         chosen = np.where(auto, _optimal_one(key), spares)
         return {**inputs, "spare_nodes": float(np.ravel(chosen)[0]) if np.ndim(spares) == 0
                 else chosen}
-    table = np.stack([np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,))
-                      for k in SPARE_INPUTS], axis=1)
-    rows, inverse = np.unique(table, axis=0, return_inverse=True)
     # one cached search per distinct set of failure inputs (in a plan, per GPU count: the
-    # blocks of one accelerator, and the points of a co-design grid, share them)
-    best = np.array([_optimal_one(tuple(map(float, row))) for row in rows])[inverse.reshape(-1)]
+    # blocks of one accelerator, and the points of a co-design grid, share them); only the
+    # inputs that vary are sorted (a plan's: the GPU count)
+    varying = [k for k in SPARE_INPUTS if np.ndim(inputs[k])]
+    fixed = {k: float(inputs[k]) for k in SPARE_INPUTS if k not in varying}
+    if not varying:
+        rows, inverse = [()], np.zeros(n, dtype=int)
+    elif len(varying) == 1:
+        distinct, inverse = np.unique(np.broadcast_to(np.asarray(inputs[varying[0]], dtype=float),
+                                                      (n,)), return_inverse=True)
+        rows = distinct[:, None].tolist()
+    else:
+        table = np.stack([np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,))
+                          for k in varying], axis=1)
+        rows, inverse = np.unique(table, axis=0, return_inverse=True)
+        rows = rows.tolist()
+
+    def failure_inputs(row) -> tuple[float, ...]:
+        values = {**fixed, **dict(zip(varying, row, strict=True))}
+        return tuple(float(values[k]) for k in SPARE_INPUTS)
+
+    best = np.array([_optimal_one(failure_inputs(row)) for row in rows])[inverse.reshape(-1)]
     chosen = np.where(auto, best, spares)
     return {**inputs, "spare_nodes": float(chosen[0]) if n == 1 and np.ndim(spares) == 0
             else chosen}

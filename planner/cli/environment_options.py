@@ -83,10 +83,6 @@ def option_names(*holders) -> tuple[str, ...]:
                  if name != "ctx")
 
 
-#: Names of the environment options, in --help order.
-ENVIRONMENT_OPTIONS = option_names(*ENVIRONMENT)
-
-
 def _resolved(f) -> list[inspect.Parameter]:
     """``f``'s parameters with their annotations resolved (strings under __future__)."""
     hints = typing.get_type_hints(f, include_extras=True)

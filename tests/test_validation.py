@@ -337,12 +337,9 @@ def _modern_mape(modern, group=None):
 # Issue 13's targets. Baseline before the issue-13 calibration (2026-11-23): MAPE 21.2 %,
 # H100 BF16 36.0 %, MoE 20.8 %, A100 17.8 %, H100 FP8 13.7 %, B200/GB200 7.4 %. After the
 # per-precision GEMM efficiencies and software stacks (benchmarks/calibrate.py): 9.1 %,
-# 3.3 %, 8.5 %, 17 %, 6.6 %, 4.1 %. A target still missed is a strict xfail naming the gap.
-@pytest.mark.xfail(strict=True, reason=(
-    "11.5 % on 31 rows since MoE parallel folding made the last two rows expressible: "
-    "DeepSeek-V3 BF16 on 256 GB200 (TP2 PP4, EP64 folded over TP x DP with ETP 1) is "
-    "predicted at 12.5 s against 34.2 s measured (-63 %; the same recipe on 1,024 H100 is "
-    "within -5.5 %); the 29 rows expressible before stay at 9.9 %"))
+# 3.3 %, 8.5 %, 17 %, 6.6 %, 4.1 %. 2026-11-25, InternLM's ZeRO-1 sharing llm-foundry's
+# fitted dp_overlap (31 rows): 9.1 %, A100 group 6.3 %, MoE 22.1 %. A target still missed
+# is a strict xfail naming the gap.
 def test_modern_runs_mape_within_10_percent(modern):
     assert _modern_mape(modern) <= 0.10
 
@@ -356,10 +353,7 @@ def test_modern_runs_mape_within_10_percent(modern):
         "FP8 on 256 B200 (EP8 x PP16) +52 % in tokens/s and BF16 on 256 GB200 (EP64 folded "
         "over TP2 x DP32, ETP 1) -63 % in step time; on 1,024 H100 the folded recipe is "
         "within -5.5 %"))),
-    pytest.param("A100 on non-DGX networks", marks=pytest.mark.xfail(strict=True, reason=(
-        "17 % (7 rows): InternLM predicted too fast, +14 % on one node and +53 % at 1,024 "
-        "GPUs without gradient accumulation - the DP reduction over 4 x 100 Gb/s RoCE per "
-        "node is more exposed than the stack's overlap says"))),
+    "A100 on non-DGX networks",
 ])
 def test_modern_runs_group_mape_within_15_percent(modern, group):
     assert _modern_mape(modern, group) <= 0.15

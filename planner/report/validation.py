@@ -67,8 +67,11 @@ enter it. Fitted jointly, once, for all runs (2026-11-23):
   overlap 0.5 (userbuffers), cuDNN fused attention 0.6 of the GEMM efficiency; the
   FlashAttention-2 stacks 0.65 on A100 and, on Hopper (FA2 lacks wgmma/TMA: 35 % of peak,
   arXiv:2407.08608), 0.4 with 0.9 of the GEMM efficiency for llm-foundry's 2023 PyTorch
-  path; FSDP overlap 0.0 (llm-foundry) and 0.3 (torchtitan FSDP2): NCCL kernels share SMs
-  and HBM with compute. One host launch time per layer forward for every eager stack,
+  path; data-parallel overlap 0.0 for the 2023 eager stacks (llm-foundry's FSDP and,
+  refitted 2026-11-25 as one value with it, InternLM's ZeRO-1; InternLM's own table agrees:
+  without gradient accumulation its 1,024-GPU step is 1.75 s against 4.52 s with four
+  micro-batches, ~0.8 s of exposed reduction) and 0.3 for torchtitan FSDP2: NCCL kernels
+  share SMs and HBM with compute. One host launch time per layer forward for every eager stack,
   0.85 ms, combined with GPU time by a smooth maximum (`formulas.compute.host_bound_time`,
   `host_overlap_exponent` 3); `collective_overhead_s` 80 us per TP all-reduce.
 * Tried and rejected: Megatron-Core `dp_overlap` fitted to 0.2 (-0.7 pt on modern-runs) -

@@ -29,7 +29,7 @@ def _keep(table, mask):
 def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch, gpus_per_node,
                       scale_up_domain, options):
     """The former enumeration: the full product, then each rule as a filter."""
-    tp_values = [t for t in options.tp if t <= scale_up_domain and heads % t == 0
+    tp_values = [t for t in (options.tp or (1, 2, 4, 8, 16, 32, 64, 128)) if t <= scale_up_domain and heads % t == 0
                  and (kv_heads % t == 0 or t % kv_heads == 0)]
     # even splits and Megatron-Core's uneven ones (loss, or embedding and loss, as units)
     pp_values = options.pp or [p for p in range(1, min(128, layers) + 1)

@@ -36,7 +36,9 @@ class SpaceOptions:
 
     min_gpus: int = 8
     max_gpus: int = 16384
-    tp: tuple[int, ...] = (1, 2, 4, 8)
+    #: tensor-parallel sizes; None: the powers of two up to the scale-up domain (NVL72: up
+    #: to 64), of which the head counts allow
+    tp: tuple[int, ...] | None = None
     pp: tuple[int, ...] | None = None
     vp: tuple[int, ...] = (1, 2, 4)
     cp: tuple[int, ...] | None = None
@@ -181,10 +183,29 @@ class LayoutSpace:
             yield {k: out[k] for k in LAYOUT_COLUMNS}
 
 
+def default_tp_sizes(scale_up_domain: int, largest: int = 128) -> tuple[int, ...]:
+    """The tensor-parallel sizes the search tries: powers of two inside the scale-up domain.
+
+    Tensor parallelism splits every layer's GEMMs and all-reduces their outputs twice per
+    layer and pass, so it lives where the links are fastest (Shoeybi et al. 2019,
+    arXiv:1909.08053 s3; Narayanan et al. 2021, arXiv:2104.04473 s3.2): an 8-GPU board
+    allows 1-8, an NVL72 rack 1-64.  ``largest`` (no model has more heads) bounds
+    domains of thousands of chips (TPU pods).
+
+    >>> default_tp_sizes(8)
+    (1, 2, 4, 8)
+    >>> default_tp_sizes(72)
+    (1, 2, 4, 8, 16, 32, 64)
+    """
+    top = min(int(scale_up_domain), largest)
+    return tuple(1 << i for i in range(top.bit_length()) if 1 << i <= top)
+
+
 def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, gpus_per_node,
                     scale_up_domain, options):
     """The table of (tp, cp, pp, vp, micro_batch, dp, gpus) and the columns crossed with it."""
-    tp_values = [t for t in options.tp if t <= scale_up_domain and heads % t == 0
+    tp_values = [t for t in (options.tp or default_tp_sizes(scale_up_domain))
+                 if t <= scale_up_domain and heads % t == 0
                  and (kv_heads % t == 0 or t % kv_heads == 0)]
     # even splits, and Megatron-Core's uneven ones with the loss (L + 1 units) or the
     # embedding and the loss (L + 2) as pipeline-stage units (formulas.pipeline)

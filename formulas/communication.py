@@ -1002,3 +1002,70 @@ def sharded_grad_reduce_time(allreduce_time_s, microbatches):
     .. math:: T_{RS} = m T_{AR} / 2
     """
     return microbatches * allreduce_time_s / 2
+
+
+@formula(reference="Zhao et al. 2023 (PyTorch FSDP), arXiv:2304.11277 s3.2.2 (hybrid sharding: "
+         "shard within a group, all-reduce the gradient shards across its replicas); Megatron-"
+         "Core distributed optimizer instances (num_distributed_optimizer_instances); the "
+         "all-reduce is " + THAKUR + " composed over two levels as in "
+         "hierarchical_allreduce_time",
+         domain={"size_bytes": ">=0", "shard_ranks": ">=1", "dp": ">=1",
+                 "replica_intra_ranks": ">=1", "bandwidth_intra_bytes_per_s": ">0",
+                 "bandwidth_inter_bytes_per_s": ">0", "latency_intra_s": ">=0",
+                 "latency_inter_s": ">=0"},
+         symbols={"size_bytes": "S", "shard_ranks": "n_s", "dp": "d",
+                  "replica_intra_ranks": "r_a", "bandwidth_intra_bytes_per_s": "B_a",
+                  "bandwidth_inter_bytes_per_s": "B_e", "latency_intra_s": r"\alpha_a",
+                  "latency_inter_s": r"\alpha_e"},
+         result_latex="T_{HSDP}")
+def hsdp_replica_allreduce_time(size_bytes, shard_ranks, dp, replica_intra_ranks,
+                                bandwidth_intra_bytes_per_s, bandwidth_inter_bytes_per_s,
+                                latency_intra_s, latency_inter_s):
+    """All-reduce of each gradient shard across the replicas of hybrid sharding (HSDP).
+
+    Under HSDP the ZeRO state is sharded over a group of n_s data-parallel ranks and
+    replicated d / n_s times; after the group's reduce-scatters every rank all-reduces
+    its S / n_s bytes with the ranks of the same shard in the other replicas, once per
+    iteration.  Of those d / n_s replicas r_a share a scale-up domain.  With n_s = d
+    (plain ZeRO/FSDP) there is one replica and no traffic.
+
+    Parameters
+    ----------
+    size_bytes : numeric
+        Gradient bytes of the stage, S [B].
+    shard_ranks : numeric
+        Data-parallel ranks of one shard group, n_s [1].
+    dp : numeric
+        Data-parallel size, d [1].
+    replica_intra_ranks : numeric
+        Replicas of one shard inside one scale-up domain, r_a [1].
+    bandwidth_intra_bytes_per_s : numeric
+        Achievable per-rank scale-up bandwidth, B_a [B/s].
+    bandwidth_inter_bytes_per_s : numeric
+        Achievable per-rank scale-out bandwidth, B_e [B/s].
+    latency_intra_s : numeric
+        Scale-up per-message latency, alpha_a [s].
+    latency_inter_s : numeric
+        Scale-out per-message latency, alpha_e [s].
+
+    Returns
+    -------
+    numeric
+        Time of the replicas' all-reduce per iteration [s].
+
+    Examples
+    --------
+    >>> hsdp_replica_allreduce_time(8e9, 64, 64, 1, 3e11, 5e10, 0.0, 0.0)
+    0.0
+    >>> round(hsdp_replica_allreduce_time(8e9, 8, 64, 1, 3e11, 5e10, 0.0, 0.0), 6)
+    0.035
+
+    .. math::
+        T = T_{AR,hier}\\left(\\frac{S}{n_s}, r_a, \\max\\left(\\frac{d}{n_s r_a}, 1\\right)\\right)
+    """
+    # at least one replica and one domain of them (d >= n_s r_a in every valid layout)
+    domains = maximum(dp / (shard_ranks * replica_intra_ranks), 1)
+    return hierarchical_allreduce_time(size_bytes / shard_ranks, replica_intra_ranks, domains,
+                                       bandwidth_intra_bytes_per_s,
+                                       bandwidth_inter_bytes_per_s, latency_intra_s,
+                                       latency_inter_s)

@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-__all__ = ["erfinv", "ndtri", "digamma", "gammaln", "poisson_cdf"]
+__all__ = ["erfinv", "ndtri", "digamma", "gammaln", "poisson_cdf", "poisson_cdf_float"]
 
 # AS 241 (PPND16) numerator / denominator coefficients, highest power first.
 _CENTRAL = (
@@ -414,6 +414,18 @@ def poisson_cdf(k, mu):
     if np.ndim(k) == 0 and np.ndim(mu) == 0:
         return float(result[0])
     return result.reshape(k_arr.shape)
+
+
+def poisson_cdf_float(k: float, mu: float) -> float:
+    """:func:`poisson_cdf` of two floats (the one-candidate kernel's path, no numpy checks).
+
+    Examples
+    --------
+    >>> poisson_cdf_float(2.0, 1.0) == poisson_cdf(2, 1.0)
+    True
+    """
+    value = _poisson_cdf_scalar(k, mu)
+    return value if value is not None else poisson_cdf(k, mu)
 
 
 def _poisson_cdf_scalar(k: float, mu: float) -> float | None:

@@ -69,8 +69,11 @@ def reference():
 
 def with_new_inputs(inputs: dict) -> dict:
     """The fixture's inputs, and :data:`LEGACY_EQUIVALENT` (re-queue = swap restart) for
-    the inputs it predates."""
-    return {**LEGACY_EQUIVALENT, "requeue_restart_s": inputs["restart_overhead_s"], **inputs}
+    the inputs it predates; ZeRO shards over all DP ranks, as before HSDP."""
+    return {**LEGACY_EQUIVALENT, "requeue_restart_s": inputs["restart_overhead_s"],
+            # ZeRO sharded over every DP rank (no HSDP): one replica
+            "shard_ranks": inputs["dp"], "replica_intra_ranks": np.ones_like(inputs["dp"]),
+            **inputs}
 
 
 def test_fixture_matches_the_model_signature(reference):
@@ -110,3 +113,42 @@ def test_kernel_reproduces_reference(reference, name):
     np.testing.assert_allclose(got[nonzero], expected[nonzero], rtol=RTOL, atol=RTOL * scale,
                                err_msg=name)
     np.testing.assert_allclose(got[~nonzero], 0.0, rtol=0, atol=RTOL * scale, err_msg=name)
+
+
+def test_float_kernel_reproduces_reference(reference):
+    # the one-candidate path (planner.engine.kernel.float_kernel on Python floats, the
+    # numpy kernel where floats raise) on each of the reference layouts
+    from planner.engine.evaluator import evaluate_scalar
+
+    inputs, outputs = reference
+    full = with_new_inputs(inputs)
+    columns = np.column_stack([np.broadcast_to(np.asarray(full[name], dtype=float),
+                                               outputs["step_time_s"].shape)
+                               for name in INPUTS])
+    for row, values in enumerate(columns):
+        got = evaluate_scalar(dict(zip(INPUTS, values.tolist(), strict=True)))
+        for name, expected in outputs.items():
+            want = float(expected[row])
+            if np.isnan(want):
+                assert np.isnan(got[name]), (row, name)
+            else:
+                assert got[name] == pytest.approx(want, rel=1e-9, abs=1e-9), (row, name)
+
+
+def test_float_kernel_falls_back_where_floats_raise():
+    # a division by zero: floats raise, the numpy kernel gives inf or NaN as arrays do
+    from planner.engine.evaluator import _scalar_outputs
+    from planner.engine.kernel import float_kernel
+
+    data = np.load(FIXTURE)
+    inputs = dict(zip(data["input_names"].tolist(), data["inputs"][0], strict=True))
+    for name, neutral in SHAPE_NEUTRAL.items():
+        inputs.setdefault(name, neutral(inputs))
+    values = {**with_new_inputs(inputs), "peak_flops_per_s": 0.0}
+    ordered = [float(values[name]) for name in INPUTS]
+    with pytest.raises(ZeroDivisionError):
+        float_kernel()(*ordered)
+    got = _scalar_outputs(ordered)
+    array = evaluate_inputs({k: np.array([v]) for k, v in values.items()})
+    assert got["step_time_s"] == float(array["step_time_s"][0]) or (
+        np.isnan(got["step_time_s"]) and np.isnan(array["step_time_s"][0]))

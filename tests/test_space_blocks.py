@@ -29,7 +29,8 @@ def _keep(table, mask):
 def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch, gpus_per_node,
                       scale_up_domain, options):
     """The former enumeration: the full product, then each rule as a filter."""
-    tp_values = [t for t in (options.tp or (1, 2, 4, 8, 16, 32, 64, 128)) if t <= scale_up_domain and heads % t == 0
+    tp_values = [t for t in (options.tp or (1, 2, 4, 8, 16, 32, 64, 128))
+                 if t <= scale_up_domain and heads % t == 0
                  and (kv_heads % t == 0 or t % kv_heads == 0)]
     # even splits and Megatron-Core's uneven ones (loss, or embedding and loss, as units)
     pp_values = options.pp or [p for p in range(1, min(128, layers) + 1)
@@ -62,6 +63,13 @@ def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch
     t = _cross(t, "recompute", [RECOMPUTE_CODES[r] for r in options.recompute])
     t = _cross(t, "zero", options.zero)
     t = _keep(t, ((t["zero"] == 0) | (t["dp"] > 1)) & ((t["zero"] < 3) | (t["pp"] == 1)))
+    # HSDP: under ZeRO-2/3 also shard within the DP ranks of one scale-up domain
+    t = _cross(t, "hsdp", options.hsdp)
+    domain_dp = np.clip(scale_up_domain // (t["tp"] * t["cp"]), 1, t["dp"])
+    t = _keep(t, (t["hsdp"] == 0) | ((t["zero"] >= 2) & (domain_dp < t["dp"])
+                                      & (t["dp"] % domain_dp == 0)))
+    domain_dp = np.clip(scale_up_domain // (t["tp"] * t["cp"]), 1, t["dp"])
+    t["shard_group"] = np.where(t["hsdp"] == 1, domain_dp, t["dp"])
     t = _cross(t, "sequence_parallel", options.sequence_parallel)
     t = _keep(t, (t["sequence_parallel"] == 0) | (t["tp"] > 1))
     return {k: t[k] for k in LAYOUT_COLUMNS}

@@ -91,6 +91,8 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   "embedding_matrices": 1.0, "moe_layers": 0.0, "experts": 1.0,
                   "experts_per_token": 1.0, "shared_experts": 0.0, "moe_ffn": "4h",
                   "cp": 1.0, "ep": 1.0, "sequence_parallel": 0.0, "precision": "bf16",
+                  # ZeRO sharded over every DP rank unless a row shards within a group (HSDP)
+                  "shard_group": "dp",
                   "stack": "megatron-lm-2021", "unexpressible": "",
                   # heads of h/a, no MLA, no sliding window, no MTP modules
                   "head_dim": "h/a", "v_head_dim": "h/a", "q_lora_rank": 0.0,
@@ -279,6 +281,8 @@ MODERN_FIT_FAMILIES = ("llama", "grok")
 MODERN_ETP = re.compile(r"\bETP\s*=\s*(\d+)")
 MODERN_MTP = re.compile(r"\bMTP\b")
 MODERN_NETWORK = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb\b[^;]*per node")
+#: Hybrid sharding as a row's notes state it ("ZeRO-1 sharded within 8 GPUs")
+MODERN_SHARD = re.compile(r"sharded within (\d+) GPUs")
 
 
 #: Software stack of a modern row, by the repository its source names (first match).
@@ -400,12 +404,16 @@ def load_modern_runs() -> pd.DataFrame:
         etp = MODERN_ETP.search(r.notes)
         etp = int(etp.group(1)) if etp else _default_etp(tp, cp, int(_num(r.gpus)) // (
             tp * pp * cp), int(_num(r.ep)))
+        # HSDP: the ZeRO state sharded within the GPUs the notes name (InternLM: a node)
+        shard = MODERN_SHARD.search(r.notes)
+        shard_group = int(shard.group(1)) // (tp * cp) if shard else np.nan
         case = _case(dataset="modern-runs", case_id=r.case_id, hardware=r.hardware,
                      **shape, gpus=int(_num(r.gpus)), tp=tp, pp=pp, vp=int(_num(r.vp)),
                      cp=cp, ep=int(_num(r.ep)), etp=etp,
                      micro_batch=int(_num(r.micro_batch)),
                      global_batch=int(_num(r.global_batch)), recompute=r.recompute,
-                     zero=int(_num(r.zero)), flash=True, sequence_parallel=float(tp > 1),
+                     zero=int(_num(r.zero)), shard_group=shard_group, flash=True,
+                     sequence_parallel=float(tp > 1),
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
                      metric=r.metric, measured=_num(r.published), model=r.model,
                      notes=r.notes, fit=r.model.startswith(MODERN_FIT_FAMILIES),
@@ -459,6 +467,7 @@ def with_shape_defaults(cases: pd.DataFrame) -> pd.DataFrame:
     out = cases.copy()
     for name, default in SHAPE_DEFAULTS.items():
         fill = {"heads": out["heads"], "4h": 4 * out["hidden"],
+                "dp": out["gpus"] // (out["tp"] * out["pp"] * out.get("cp", 1.0)),
                 "h/a": out["hidden"] / out["heads"],
                 "seq_len": out["seq_len"]}.get(default, default)
         if name not in out:
@@ -490,7 +499,7 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
              "shared_experts", "moe_ffn", "global_batch", *ATTENTION_SHAPE)
     col = {k: cases[k].to_numpy(dtype=float) for k in
            (*shape, "gpus", "tp", "pp", "vp", "cp", "ep", "micro_batch", "zero",
-            "sequence_parallel")}
+            "shard_group", "sequence_parallel")}
     layout = {"gpus": col["gpus"], "tp": col["tp"], "pp": col["pp"],
               "dp": col["gpus"] // (col["tp"] * col["pp"] * col["cp"]),
               "cp": col["cp"], "ep": col["ep"], "vp": col["vp"],
@@ -499,7 +508,8 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
                       np.full_like(col["tp"], np.nan)),
               "micro_batch": col["micro_batch"],
               "recompute": cases["recompute"].map(RECOMPUTE_CODES).to_numpy(),
-              "zero": col["zero"], "sequence_parallel": col["sequence_parallel"]}
+              "zero": col["zero"], "shard_group": col["shard_group"],
+              "sequence_parallel": col["sequence_parallel"]}
     layout["etp"] = np.where(np.isnan(layout["etp"]), col["tp"], layout["etp"])
     x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=1.0,
                           flash_attention=flash))
@@ -722,8 +732,8 @@ def reliability_check(catalog=None) -> list[dict]:
 #: (device_train_microbatch_size 2); OLMo 2: configs/official-1124/OLMo2-{7B,13B}-stage1.yaml
 #: (batch 1024 / 2048 x 4096, micro-batch 2) and the launch scripts
 #: scripts/beaker/peteish/peteish7-launch.sh (32 nodes on Jupiter) and
-#: scripts/augusta/peteish13-highlr-launch.sh (64 nodes, hybrid sharding per node, which the
-#: planner has no layout for: full sharding stands in).
+#: scripts/augusta/peteish13-highlr-launch.sh (64 nodes, hybrid sharding per node:
+#: ``OLMO_SHARD_GROUP``).
 OLMO_RUNS = {  # id: (catalog model, vocab, hardware, gpus, seq_len, batch seqs, micro-batch,
     #                  tokens, MWh); vocabularies as padded: embedding_size 50,304 (OLMo 1),
     #                  the dolma2 tokenizer's 100,352 (OLMo 2)
@@ -731,6 +741,10 @@ OLMO_RUNS = {  # id: (catalog model, vocab, hardware, gpus, seq_len, batch seqs,
     "olmo2-7b": ("llama2-7b", 100352, "h100-sxm", 256, 4096, 1024, 2, 4.05e12, 131.0),
     "olmo2-13b": ("llama2-13b", 100352, "h100-sxm", 512, 4096, 2048, 2, 5.6e12, 257.0),
 }
+
+
+#: HSDP shard groups of the OLMo runs (DP ranks): OLMo 2 13B sharded within each 8-GPU node.
+OLMO_SHARD_GROUP = {"olmo2-13b": 8}
 
 
 def energy_check(catalog=None) -> list[dict]:
@@ -746,7 +760,7 @@ def energy_check(catalog=None) -> list[dict]:
     for run, (model, vocab, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
         r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, tp=1, pp=1,
                      global_batch=batch, micro_batch=micro, seq_len=seq, recompute="none", zero=3,
-                     tokens=tokens, reliability="default",
+                     shard_group=OLMO_SHARD_GROUP.get(run), tokens=tokens, reliability="default",
                      overrides={"vocab": vocab}).iloc[0]
         got = float(r["energy_gpu_kwh"]) / 1000
         gpu_power_w = float(r["energy_gpu_j"]) / float(r["wall_time_s"]) / gpus

@@ -54,6 +54,10 @@ def _options(
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     recompute: str = typer.Option(DEFAULTS["recompute"], help="none | selective | full."),
     zero: int = typer.Option(DEFAULTS["zero"], help="ZeRO stage 0-3 (3 = FSDP)."),
+    shard_group: int = typer.Option(
+        None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate "
+        "it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all "
+        "DP ranks."),
     sequence_parallel: bool = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
                                            help="Sequence parallelism (default: on when tp>1)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = x1 / vp
@@ -188,214 +188,229 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x143 = ep_overlap * numpy.minimum(x141, x140 * (12 * x22 + 3 * x26 + 3 * x30 + 3 * x40))
     del x140, x22, x26, x30, x40
     x144 = tp_intra_ranks - 1
-    x145 = tp_intra_ranks ** (-1.0)
-    x146 = tp * x145 - 1
-    x147 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x148 = bytes_per_element * x38
-    x149 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x150 = x149 / scale_out_bus_efficiency
-    x151 = x126 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x43) + 2 * inter_latency_s * x146 + 2 * intra_latency_s * x144 + x144 * x145 * x147 * x148 + x146 * x148 * x150 * x6)
-    del x144, x145, x146, x148, x43
-    x152 = x104 + x93
+    x145 = 2 * intra_latency_s
+    x146 = tp_intra_ranks ** (-1.0)
+    x147 = tp * x146 - 1
+    x148 = 2 * inter_latency_s
+    x149 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x150 = bytes_per_element * x38
+    x151 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x152 = x151 / scale_out_bus_efficiency
+    x153 = x126 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x43) + x144 * x145 + x144 * x146 * x149 * x150 + x147 * x148 + x147 * x150 * x152 * x6)
+    del x144, x146, x147, x150, x43
+    x154 = x104 + x93
     del x104, x93
-    x153 = tp_overlap * numpy.minimum(x151, x152)
-    x154 = x151 + x152 - x153
-    x155 = (x154 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x156 = x2 * (x131 + x141 - x142 - x143 + x155)
+    x155 = tp_overlap * numpy.minimum(x153, x154)
+    x156 = x153 + x154 - x155
+    x157 = (x156 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x158 = x2 * (x131 + x141 - x142 - x143 + x157)
     del x131, x141
-    x157 = x106 * x152
-    del x152
-    x158 = x106 * (-x154 + x155)
-    del x154, x155
-    x159 = 2 * x106
-    x160 = 1 - pp_intra
-    x161 = (2 * pp + vp * x159 - 2) * (inter_latency_s * x160 + intra_latency_s * pp_intra + 1.0 * x138 / (pp_intra * x128 + x129 * x160)) * numpy.minimum(1, x1)
-    del x1, x128, x129, x138, x160
-    x162 = x106 * (x125 * x126 * x130 - x142)
+    x159 = x106 * x154
+    del x154
+    x160 = x106 * (-x156 + x157)
+    del x156, x157
+    x161 = 2 * x106
+    x162 = 1 - pp_intra
+    x163 = (2 * pp + vp * x161 - 2) * (inter_latency_s * x162 + intra_latency_s * pp_intra + 1.0 * x138 / (pp_intra * x128 + x129 * x162)) * numpy.minimum(1, x1)
+    del x1, x128, x129, x138, x162
+    x164 = x106 * (x125 * x126 * x130 - x142)
     del x125, x130, x142
-    x163 = x106 * (moe_layers * x126 * x139 * x3 - x143)
+    x165 = x106 * (moe_layers * x126 * x139 * x3 - x143)
     del x126, x139, x143, x3
-    x164 = x106 * (x151 - x153)
-    del x151, x153
-    x165 = numpy.minimum(1, grad_shards - 1)
-    x166 = numpy.minimum(dp, dp_intra_ranks)
-    x167 = x166 - 1
-    x168 = intra_latency_s * x167
-    x169 = x166 ** (-1.0)
-    del x166
-    x170 = dp * x169 - 1
-    x171 = inter_latency_s * x170
-    x172 = x147 * x167 * x169
-    del x147, x167, x169
-    x173 = 2 * grad_comm_bytes_per_param * x121
+    x166 = x106 * (x153 - x155)
+    del x153, x155
+    x167 = numpy.minimum(1, grad_shards - 1)
+    x168 = numpy.minimum(dp, dp_intra_ranks)
+    x169 = x168 - 1
+    x170 = x168 ** (-1.0)
+    del x168
+    x171 = dp * x170 - 1
+    x172 = 2 * grad_comm_bytes_per_param * x121
+    x173 = x149 * x172
     x174 = pp ** (-1.0)
-    x175 = x105 * x150 * x170 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x174 - pod_gpus)) + 1)
-    del x105, x150, x170
-    x176 = 2 * x168 + 2 * x171 + x172 * x173 + x173 * x175
-    del x173
-    x177 = x176 * (1 - x165)
-    x178 = bytes_per_element * x121
-    del x121
-    x179 = 1 / 2 * x106 * x165 * x176 + x159 * zero3 * (x168 + x171 + x172 * x178 + x175 * x178)
-    del x159, x165, x168, x171, x172, x175, x176, x178
-    x180 = -dp_overlap * numpy.minimum(x157, x179) - dp_overlap * numpy.minimum(x177, 2 * stage_layers * x83) + x177 + x179
-    del x177, x179, x83
-    x181 = x161 + x162 + x163 + x164 + x180
-    x182 = x156 + x157 + x158 + x181
-    x183 = x124 + x182
-    x184 = gpus + 0.474798
-    x185 = gpus ** (-1.0)
-    x186 = x184 ** (-0.282765)
-    x187 = gpus / gpus_per_node
-    x188 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x183 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x183 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x185 * x186 * (0.0686881539789491 * x186 + 0.112063) - 1 + 1.16023 / x184)) + x107 + (1 - (1 - slow_node_fraction) ** x187) * (slow_node_slowdown - 1) * (x107 + x183)
-    del x107, x184, x186
-    x189 = x183 + x188
+    x175 = x152 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x174 - pod_gpus)) + 1)
+    del x152
+    x176 = x172 * x175
+    x177 = replica_intra_ranks - 1
+    x178 = shard_ranks ** (-1.0)
+    x179 = x178 / replica_intra_ranks
+    x180 = numpy.maximum(1, dp * x179)
+    x181 = x180 - 1
+    x182 = x167 * (x145 * x177 + x148 * x181 + x173 * x177 * x179 + x176 * x179 * x181 / x180) + (1 - x167) * (x105 * x171 * x176 + x145 * x169 + x148 * x171 + x169 * x170 * x173)
+    del x105, x145, x148, x169, x170, x171, x173, x176, x177, x179, x180, x181
+    x183 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x184 = x183 - 1
+    x185 = intra_latency_s * x184
+    x186 = x183 ** (-1.0)
     del x183
-    x190 = weight_bytes_per_param * x122 / weight_shards + weight_bytes_per_param * x110 / expert_weight_shards
-    x191 = grad_bytes_per_param * x122 / grad_shards + grad_bytes_per_param * x110 / expert_grad_shards
+    x187 = shard_ranks * x186 - 1
+    x188 = inter_latency_s * x187
+    x189 = bytes_per_element * x121
+    del x121
+    x190 = x149 * x184 * x186
+    del x149, x184, x186
+    x191 = x175 * x178 * x187
+    del x175, x178, x187
+    x192 = 1 / 2 * x106 * x167 * (x172 * x190 + x172 * x191 + 2 * x185 + 2 * x188) + x161 * zero3 * (x185 + x188 + x189 * x190 + x189 * x191)
+    del x161, x167, x172, x185, x188, x189, x190, x191
+    x193 = -dp_overlap * numpy.minimum(x159, x192) - dp_overlap * numpy.minimum(x182, 2 * stage_layers * x83) + x182 + x192
+    del x182, x192, x83
+    x194 = x163 + x164 + x165 + x166 + x193
+    x195 = x158 + x159 + x160 + x194
+    x196 = x124 + x195
+    x197 = gpus + 0.474798
+    x198 = gpus ** (-1.0)
+    x199 = x197 ** (-0.282765)
+    x200 = gpus / gpus_per_node
+    x201 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x196 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x196 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x198 * x199 * (0.0686881539789491 * x199 + 0.112063) - 1 + 1.16023 / x197)) + x107 + (1 - (1 - slow_node_fraction) ** x200) * (slow_node_slowdown - 1) * (x107 + x196)
+    del x107, x197, x199
+    x202 = x196 + x201
+    del x196
+    x203 = weight_bytes_per_param * x122 / weight_shards + weight_bytes_per_param * x110 / expert_weight_shards
+    x204 = grad_bytes_per_param * x122 / grad_shards + grad_bytes_per_param * x110 / expert_grad_shards
     del x110, x122
-    x192 = optimizer_bytes_per_param * x111 + optimizer_bytes_per_param * x123
+    x205 = optimizer_bytes_per_param * x111 + optimizer_bytes_per_param * x123
     del x111, x123
-    x193 = 4 * x97 * (vocab * x60 + 1)
+    x206 = 4 * x97 * (vocab * x60 + 1)
     del x60, x97
-    x194 = kv_heads / heads
-    x195 = x134 * (2 * dropout_masks + 8) + x6 * x63 * (-x15 * (x194 + 1) + x55 * (heads + kv_heads)) + x6 * (x10 * (4 * x194 + 2) + x116 * x63 + x38 + micro_batch * x47 * (dropout_masks + 4) / cp ** 2) + x63 * (q_lora_rank + x54)
-    del x10, x134, x194, x47, x54, x6, x63
-    x196 = full_recompute * x38 * x44 + x195 * x85
+    x207 = kv_heads / heads
+    x208 = x134 * (2 * dropout_masks + 8) + x6 * x63 * (-x15 * (x207 + 1) + x55 * (heads + kv_heads)) + x6 * (x10 * (4 * x207 + 2) + x116 * x63 + x38 + micro_batch * x47 * (dropout_masks + 4) / cp ** 2) + x63 * (q_lora_rank + x54)
+    del x10, x134, x207, x47, x54, x6, x63
+    x209 = full_recompute * x38 * x44 + x208 * x85
     del x38, x44, x85
-    x197 = full_recompute * x195 + stage_layers * x196 * (x174 * x2 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x106) + x193 + x88 * (x193 + x196)
-    del x106, x174, x193, x195, x196, x2, x88
-    x198 = layers - moe_layers
-    x199 = x117 * x198
+    x210 = full_recompute * x208 + stage_layers * x209 * (x174 * x2 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x106) + x206 + x88 * (x206 + x209)
+    del x106, x174, x2, x206, x208, x209, x88
+    x211 = layers - moe_layers
+    x212 = x117 * x211
     del x117
-    x200 = embedding_matrices * x89 + hidden + layers * x119 + x199
+    x213 = embedding_matrices * x89 + hidden + layers * x119 + x212
     del x119
-    x201 = moe_layers * x114 + mtp_layers * (x100 * x114 + x120) + x200
+    x214 = moe_layers * x114 + mtp_layers * (x100 * x114 + x120) + x213
     del x114
-    x202 = experts_per_token + shared_experts
-    x203 = x113 * x202 + x23
+    x215 = experts_per_token + shared_experts
+    x216 = x113 * x215 + x23
     del x113, x23
-    x204 = x189 ** (-1.0)
-    x205 = global_batch * seq_len * x204
-    x206 = x112 * x15 * x202 + x25
-    del x112, x202, x25
-    x207 = moe_layers * x206
-    x208 = x15 * x67 + 2 * x53 + 2 * x57
+    x217 = x202 ** (-1.0)
+    x218 = global_batch * seq_len * x217
+    x219 = x112 * x15 * x215 + x25
+    del x112, x215, x25
+    x220 = moe_layers * x219
+    x221 = x15 * x67 + 2 * x53 + 2 * x57
     del x53, x57, x67
-    x209 = layers * x208
-    x210 = x116 * x15
+    x222 = layers * x221
+    x223 = x116 * x15
     del x116, x15
-    x211 = mtp_layers * (x100 * x206 + x102 * x210 + x208 + x75 + 2 * x89 + x99)
-    del x102, x206, x208, x99
-    x212 = 6 * heads * layers * seq_len * x55 + 6 * x199 + 3 * x207 + 3 * x209 + 3 * x211 + 3 * x78 + 6 * x89
-    del x199, x55, x89
-    x213 = x185 * x205
-    x214 = x212 * x213
-    x215 = layers * x75 + x78
+    x224 = mtp_layers * (x100 * x219 + x102 * x223 + x221 + x75 + 2 * x89 + x99)
+    del x102, x219, x221, x99
+    x225 = 6 * heads * layers * seq_len * x55 + 6 * x212 + 3 * x220 + 3 * x222 + 3 * x224 + 3 * x78 + 6 * x89
+    del x212, x55, x89
+    x226 = x198 * x218
+    x227 = x225 * x226
+    x228 = layers * x75 + x78
     del x75, x78
-    x216 = tokens * x0 * x77
+    x229 = tokens * x0 * x77
     del x0, x77
-    x217 = software_mtbf_s ** (-1.0)
-    x218 = x187 / (rack_mtbf_s * rack_nodes)
-    x219 = gpus / gpu_mtbf_s
-    x220 = x187 / network_mtbf_s
-    x221 = x187 / node_mtbf_s
-    x222 = x219 + x220 + x221
-    x223 = x217 + x218 + x222
-    x224 = x223 ** (-1.0)
-    x225 = checkpoint_bytes_per_param * x201
-    x226 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x227 = x185 * x225
-    x228 = x226 * x227
-    x229 = ckpt_async * x228
-    x230 = x225 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x187)
-    x231 = ckpt_sync * x230
-    x232 = x149 * x227
-    del x149, x227
-    x233 = ckpt_in_memory * (x228 + x232)
-    del x228
-    x234 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x235 = x182 + x188
-    del x182
-    x236 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x185 * x201 * x226 / (1 - (1 - numpy.minimum(1, x234)) ** gockpt_steps) - x235)
-    del x226
-    x237 = x229 + x231 + x233 + x236
-    x238 = numpy.sqrt(x224 * (2 * x229 + 2 * x231 + 2 * x233 + 2 * x236))
-    x239 = ckpt_async * x230
-    x240 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x185 * x201 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x235))) / numpy.log(1 - numpy.minimum(0.999999999999, x234))))) - 1) + 1
-    del x185, x234, x235
-    x241 = x237 * (1 / 2 * x217 + 1 / 2 * x218 + 1 / 2 * x219 + 1 / 2 * x220 + 1 / 2 * x221)
-    del x219, x220, x221
-    x242 = numpy.maximum((ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x189 * x240 + x230) + x239), numpy.where(numpy.greater(x224, 1 / 2 * x229 + 1 / 2 * x231 + 1 / 2 * x233 + 1 / 2 * x236), -x237 + x238 * (1 / 3 * numpy.sqrt(x241) + 1 / 9 * x241 + 1), x224))
-    del x229, x231, x233, x236, x241
-    x243 = ckpt_gockpt * (x189 + x230) + x239
-    del x230, x239
-    x244 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x245 = node_repair_s * x218
-    x246 = numpy.exp(-x245)
-    x247 = -spare_nodes
-    x248 = rack_nodes + x247
-    x249 = node_repair_s * x222
-    x250 = 2 * rack_nodes + x247
-    x251 = x245 * x246
-    del x245
-    x252 = 3 * rack_nodes + x247
-    x253 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x246 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x254 = 4 * rack_nodes + x247
-    x255 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x246 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x256 = 5 * rack_nodes + x247
-    x257 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x246 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x258 = 6 * rack_nodes + x247
-    x259 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x246 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x260 = 7 * rack_nodes + x247
-    x261 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x246 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x262 = 8 * rack_nodes + x247
-    x263 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x246 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x264 = 9 * rack_nodes + x247
-    x265 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x246 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x266 = 10 * rack_nodes + x247
-    x267 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x246 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x268 = 11 * rack_nodes + x247
-    x269 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x246 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x270 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x246 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x271 = x224 * (x217 + x218 * (x246 * poisson_cdf(-x248, x249) + x251 * poisson_cdf(-x250, x249) + x253 * poisson_cdf(-x252, x249) + x255 * poisson_cdf(-x254, x249) + x257 * poisson_cdf(-x256, x249) + x259 * poisson_cdf(-x258, x249) + x261 * poisson_cdf(-x260, x249) + x263 * poisson_cdf(-x262, x249) + x265 * poisson_cdf(-x264, x249) + x267 * poisson_cdf(-x266, x249) + x269 * poisson_cdf(-x268, x249) + x270 * poisson_cdf(-12 * rack_nodes - x247, x249)) + x222 * (x246 * poisson_cdf(spare_nodes - 1, x249) + x251 * poisson_cdf(-x248 - 1, x249) + x253 * poisson_cdf(-x250 - 1, x249) + x255 * poisson_cdf(-x252 - 1, x249) + x257 * poisson_cdf(-x254 - 1, x249) + x259 * poisson_cdf(-x256 - 1, x249) + x261 * poisson_cdf(-x258 - 1, x249) + x263 * poisson_cdf(-x260 - 1, x249) + x265 * poisson_cdf(-x262 - 1, x249) + x267 * poisson_cdf(-x264 - 1, x249) + x269 * poisson_cdf(-x266 - 1, x249) + x270 * poisson_cdf(-x268 - 1, x249)))
-    del x217, x218, x222, x246, x247, x248, x249, x250, x251, x252, x253, x254, x255, x256, x257, x258, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270
-    x272 = ckpt_in_memory * x232 + failure_detection_s - x224 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x271, 1 - x271) * numpy.expm1(x223 * (x244 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x225 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x187) + x244
-    del x232, x244
-    x273 = x189 * x216
-    x274 = x223 * x272
-    x275 = numpy.exp(x223 * x243)
-    x276 = numpy.exp(x223 * (x237 + x242))
-    x277 = x273 * x275 / x242
-    x278 = x275 + x277 * (x276 - 1) - 1
-    del x275
-    x279 = x278 * numpy.exp(x274)
-    x280 = x224 * x279
-    x281 = x223 * numpy.exp(-x274) / x278
-    del x274, x278
-    x282 = x273 * x281
-    x283 = x280 * (gpus + gpus_per_node * spare_nodes)
-    x284 = 0.000277777777777778 * x283
-    x285 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x181 * x204 + compute_power_fraction * x157 * x204)
-    del x181, x204
-    x286 = x224 * x277 * (x276 - numpy.exp(x223 * x237))
-    del x223, x276, x277
-    x287 = idle_power_w * (x280 - x286) + x285 * x286
-    del x286
-    x288 = gpus * x287
-    x289 = network_power_per_node_w + node_overhead_power_w
-    x290 = x187 * x289
-    del x187
-    x291 = spare_nodes * (gpus_per_node * idle_power_w + x289) + x290
-    del x289
-    x292 = x280 * x291 + x288
-    x293 = pue * x292
-    x294 = price_usd_per_gpu_hour * x284
-    x295 = x283 / lifetime_s
-    x296 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x283 + capex_usd_per_gpu * x295 + 2.77777777777778e-07 * electricity_usd_per_kwh * x293
-    del x283
-    x297 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x293
-    x298 = embodied_kg_per_gpu * x295
-    del x295
-    x299 = x297 + x298
-    return [x189, x157, x158, x164, x162, x163, x161, x180, x156, x124, x188, x190, x191, x192, x197, memory_reserve_bytes, memory_reserve_bytes + x190 + x191 + x192 + x197, x201, moe_layers * x203 + mtp_layers * (x100 * x203 + x120) + x200, x205, x212, 1e-12 * x214, x16 * x214, x16 * x213 * (full_recompute * (x198 * x210 + x207 + x209 + x211 + x215) + x212 + x215 * x86), x216, x224, x225, x237, x238, x242, x240, x243, x272, x273, x280, x279, 1 - x282, x282, spare_nodes, x271, x284, x288, x292, x293, -pue * x273 * (gpus * x285 + x290) + x293, x285, x281 * x287, x281 * x293, pue * (gpus * max_power_w + x291), x294, x296, use_tco * x296 + x294 * (1 - use_tco), x297, x298, x299, x299 / (tokens * x212), x280 * x299]
+    x230 = software_mtbf_s ** (-1.0)
+    x231 = x200 / (rack_mtbf_s * rack_nodes)
+    x232 = gpus / gpu_mtbf_s
+    x233 = x200 / network_mtbf_s
+    x234 = x200 / node_mtbf_s
+    x235 = x232 + x233 + x234
+    x236 = x230 + x231 + x235
+    x237 = x236 ** (-1.0)
+    x238 = checkpoint_bytes_per_param * x214
+    x239 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x240 = x198 * x238
+    x241 = x239 * x240
+    x242 = ckpt_async * x241
+    x243 = x238 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x200)
+    x244 = ckpt_sync * x243
+    x245 = x151 * x240
+    del x151, x240
+    x246 = ckpt_in_memory * (x241 + x245)
+    del x241
+    x247 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x248 = x195 + x201
+    del x195
+    x249 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x198 * x214 * x239 / (1 - (1 - numpy.minimum(1, x247)) ** gockpt_steps) - x248)
+    del x239
+    x250 = x242 + x244 + x246 + x249
+    x251 = numpy.sqrt(x237 * (2 * x242 + 2 * x244 + 2 * x246 + 2 * x249))
+    x252 = ckpt_async * x243
+    x253 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x198 * x214 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x248))) / numpy.log(1 - numpy.minimum(0.999999999999, x247))))) - 1) + 1
+    del x198, x247, x248
+    x254 = x250 * (1 / 2 * x230 + 1 / 2 * x231 + 1 / 2 * x232 + 1 / 2 * x233 + 1 / 2 * x234)
+    del x232, x233, x234
+    x255 = numpy.maximum((ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x202 * x253 + x243) + x252), numpy.where(numpy.greater(x237, 1 / 2 * x242 + 1 / 2 * x244 + 1 / 2 * x246 + 1 / 2 * x249), -x250 + x251 * (1 / 3 * numpy.sqrt(x254) + 1 / 9 * x254 + 1), x237))
+    del x242, x244, x246, x249, x254
+    x256 = ckpt_gockpt * (x202 + x243) + x252
+    del x243, x252
+    x257 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x258 = node_repair_s * x231
+    x259 = numpy.exp(-x258)
+    x260 = -spare_nodes
+    x261 = rack_nodes + x260
+    x262 = node_repair_s * x235
+    x263 = 2 * rack_nodes + x260
+    x264 = x258 * x259
+    del x258
+    x265 = 3 * rack_nodes + x260
+    x266 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x259 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x267 = 4 * rack_nodes + x260
+    x268 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x259 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x269 = 5 * rack_nodes + x260
+    x270 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x259 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x271 = 6 * rack_nodes + x260
+    x272 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x259 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x273 = 7 * rack_nodes + x260
+    x274 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x259 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x275 = 8 * rack_nodes + x260
+    x276 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x259 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x277 = 9 * rack_nodes + x260
+    x278 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x259 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x279 = 10 * rack_nodes + x260
+    x280 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x259 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x281 = 11 * rack_nodes + x260
+    x282 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x259 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x283 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x259 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x284 = x237 * (x230 + x231 * (x259 * poisson_cdf(-x261, x262) + x264 * poisson_cdf(-x263, x262) + x266 * poisson_cdf(-x265, x262) + x268 * poisson_cdf(-x267, x262) + x270 * poisson_cdf(-x269, x262) + x272 * poisson_cdf(-x271, x262) + x274 * poisson_cdf(-x273, x262) + x276 * poisson_cdf(-x275, x262) + x278 * poisson_cdf(-x277, x262) + x280 * poisson_cdf(-x279, x262) + x282 * poisson_cdf(-x281, x262) + x283 * poisson_cdf(-12 * rack_nodes - x260, x262)) + x235 * (x259 * poisson_cdf(spare_nodes - 1, x262) + x264 * poisson_cdf(-x261 - 1, x262) + x266 * poisson_cdf(-x263 - 1, x262) + x268 * poisson_cdf(-x265 - 1, x262) + x270 * poisson_cdf(-x267 - 1, x262) + x272 * poisson_cdf(-x269 - 1, x262) + x274 * poisson_cdf(-x271 - 1, x262) + x276 * poisson_cdf(-x273 - 1, x262) + x278 * poisson_cdf(-x275 - 1, x262) + x280 * poisson_cdf(-x277 - 1, x262) + x282 * poisson_cdf(-x279 - 1, x262) + x283 * poisson_cdf(-x281 - 1, x262)))
+    del x230, x231, x235, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283
+    x285 = ckpt_in_memory * x245 + failure_detection_s - x237 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x284, 1 - x284) * numpy.expm1(x236 * (x257 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x238 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x200) + x257
+    del x245, x257
+    x286 = x202 * x229
+    x287 = x236 * x285
+    x288 = numpy.exp(x236 * x256)
+    x289 = numpy.exp(x236 * (x250 + x255))
+    x290 = x286 * x288 / x255
+    x291 = x288 + x290 * (x289 - 1) - 1
+    del x288
+    x292 = x291 * numpy.exp(x287)
+    x293 = x237 * x292
+    x294 = x236 * numpy.exp(-x287) / x291
+    del x287, x291
+    x295 = x286 * x294
+    x296 = x293 * (gpus + gpus_per_node * spare_nodes)
+    x297 = 0.000277777777777778 * x296
+    x298 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x194 * x217 + compute_power_fraction * x159 * x217)
+    del x194, x217
+    x299 = x237 * x290 * (x289 - numpy.exp(x236 * x250))
+    del x236, x289, x290
+    x300 = idle_power_w * (x293 - x299) + x298 * x299
+    del x299
+    x301 = gpus * x300
+    x302 = network_power_per_node_w + node_overhead_power_w
+    x303 = x200 * x302
+    del x200
+    x304 = spare_nodes * (gpus_per_node * idle_power_w + x302) + x303
+    del x302
+    x305 = x293 * x304 + x301
+    x306 = pue * x305
+    x307 = price_usd_per_gpu_hour * x297
+    x308 = x296 / lifetime_s
+    x309 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x296 + capex_usd_per_gpu * x308 + 2.77777777777778e-07 * electricity_usd_per_kwh * x306
+    del x296
+    x310 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x306
+    x311 = embodied_kg_per_gpu * x308
+    del x308
+    x312 = x310 + x311
+    return [x202, x159, x160, x166, x164, x165, x163, x193, x158, x124, x201, x203, x204, x205, x210, memory_reserve_bytes, memory_reserve_bytes + x203 + x204 + x205 + x210, x214, moe_layers * x216 + mtp_layers * (x100 * x216 + x120) + x213, x218, x225, 1e-12 * x227, x16 * x227, x16 * x226 * (full_recompute * (x211 * x223 + x220 + x222 + x224 + x228) + x225 + x228 * x86), x229, x237, x238, x250, x251, x255, x253, x256, x285, x286, x293, x292, 1 - x295, x295, spare_nodes, x284, x297, x301, x305, x306, -pue * x286 * (gpus * x298 + x303) + x306, x298, x294 * x300, x294 * x306, pue * (gpus * max_power_w + x304), x307, x309, use_tco * x309 + x307 * (1 - use_tco), x310, x311, x312, x312 / (tokens * x225), x293 * x312]

@@ -125,6 +125,7 @@ COLUMNS: tuple[Column, ...] = (
     _layout("micro_batch", "micro-batch [sequences]"),
     _layout("recompute", "activation recompute", dtype="str"),
     _layout("zero", "ZeRO stage"),
+    _layout("shard_group", "ZeRO shard group [DP ranks] (< dp: HSDP)"),
     _layout("sequence_parallel", "sequence parallelism", dtype="bool", plan=False),
     Column("step_time_s", "s", "step time", "step time", **EPF),
     _part("compute_s", "compute", 0),

@@ -123,6 +123,7 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "optimizer_shards": SHARDS, "expert_weight_shards": SHARDS, "expert_grad_shards": SHARDS,
     "expert_optimizer_shards": SHARDS, "zero3": FLAG, "tp_intra_ranks": SHARDS, "pp_intra": FLAG,
     "ep_intra": FLAG, "cp_intra": FLAG, "dp_intra_ranks": SHARDS,
+    "shard_ranks": SHARDS, "replica_intra_ranks": SHARDS,
     # hardware
     "peak_flops_per_s": POSITIVE, "gemm_max_efficiency": EFFICIENCY,
     "gemm_half_efficiency_dim": NON_NEGATIVE, "hbm_bytes": POSITIVE,
@@ -175,7 +176,7 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "min_gpus": GPU_COUNT, "max_gpus": GPU_COUNT, "deadline_days": POSITIVE,
     "budget_usd": POSITIVE, "max_power_mw": POSITIVE, "knee_threshold": Domain("(0,1)"),
     # evaluate / simulate / uncertainty
-    "zero": Domain(">=0", integer=True, maximum=3), "top": COUNT,
+    "zero": Domain(">=0", integer=True, maximum=3), "shard_group": GPU_COUNT, "top": COUNT,
     "replicas": Domain(">=1", integer=True, maximum=MAX_REPLICAS),
     # Weibull shape of per-GPU failure times: published fits are 0.5-0.8 (Schroeder &
     # Gibson 2006, DOI 10.1109/DSN.2006.5); below 0.2 a component fails in bursts of

@@ -320,7 +320,7 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         pp=only("pp", None), vp=only("vp", base.vp), cp=only("cp", None),
         ep=only("ep", None), etp=only("etp", None),
         micro_batch=only("micro_batch", base.micro_batch),
-        recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})),
+        recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})), hsdp=(0,),
         sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
@@ -407,11 +407,35 @@ def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
         check_layout(x, **pick)
 
 
+def check_shard_group(dp: int, shard_group: int, zero: int) -> None:
+    """Raise CapplanError unless ``shard_group`` DP ranks can hold one copy of the ZeRO state."""
+    from planner.errors import CapplanError
+
+    if shard_group == dp:
+        return
+    if zero < 1:
+        raise CapplanError(f"--shard-group {shard_group} needs --zero 1, 2 or 3 (ZeRO-0 "
+                           "shards nothing); drop --shard-group or set --zero")
+    if shard_group > dp or dp % shard_group:
+        raise CapplanError(f"--shard-group {shard_group} must divide the data-parallel size "
+                           f"{dp} (the ZeRO state is sharded over groups of that many DP "
+                           "ranks and replicated across them)")
+
+
+def check_shard_groups(layout: dict[str, np.ndarray]) -> None:
+    """Vectorised :func:`check_shard_group`: the first broken layout raises."""
+    dp, shard, zero = (np.asarray(layout[k]) for k in ("dp", "shard_group", "zero"))
+    bad = (shard != dp) & ((zero < 1) | (shard > dp) | (dp % np.maximum(shard, 1) != 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        check_shard_group(int(dp[i]), int(shard[i]), int(zero[i]))
+
+
 def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"], gpus=DEFAULTS["gpus"],
              tp=None, pp=None, cp=None, ep=None, vp=None, global_batch=None,
              micro_batch=None, seq_len=None, recompute=DEFAULTS["recompute"], etp=None,
              zero=DEFAULTS["zero"], sequence_parallel=None, precision=DEFAULTS["precision"],
-             site=DEFAULTS["site"], tokens=DEFAULTS["tokens"],
+             site=DEFAULTS["site"], tokens=DEFAULTS["tokens"], shard_group=None,
              checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
              flash_attention=True, reliability=DEFAULTS["reliability"], catalog=None,
              catalog_dirs=(), overrides=None, return_inputs=False,
@@ -420,10 +444,12 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
              as_frame=True):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
-    Layout arguments (gpus, tp, pp, cp, ep, etp, vp, micro_batch, zero,
+    Layout arguments (gpus, tp, pp, cp, ep, etp, vp, micro_batch, zero, shard_group,
     sequence_parallel) may be scalars or equally long arrays: arrays evaluate many layouts
     in one call.  ``etp`` (expert tensor parallelism, MoE) defaults to ``tp``; EP x ETP
-    folds over TP x CP x DP (Megatron-Core's parallel folding).
+    folds over TP x CP x DP (Megatron-Core's parallel folding).  ``shard_group`` (ZeRO
+    1-3) shards the ZeRO state over that many DP ranks and replicates it across the others
+    (HSDP); default: all DP ranks.
     Sizes left out (``None``) are chosen: TP8 x PP4 (``scenario.PREFERRED_LAYOUT``,
     other sizes 1) when that is valid for ``gpus``, else the fastest valid layout for
     ``gpus`` keeping the sizes given.  Defaults come from ``planner.engine.scenario.DEFAULTS``
@@ -456,7 +482,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
         cost_basis=cost_basis, flash_attention=flash_attention, reliability=reliability,
         catalog=catalog, catalog_dirs=catalog_dirs, overrides=overrides, pricing=pricing,
         provider=provider, spot_interruption=spot_interruption, stack=stack,
-        scalar=not as_frame)
+        shard_group=shard_group, scalar=not as_frame)
     result = Evaluation(columns)
     if as_frame:
         result = result.to_frame()
@@ -467,7 +493,7 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
                  seq_len, recompute, zero, sequence_parallel, precision, site, tokens,
                  checkpoint, cost_basis, flash_attention, reliability, catalog, catalog_dirs,
                  overrides, pricing, provider, spot_interruption, stack=DEFAULTS["stack"],
-                 etp=None, scalar: bool = False) -> tuple[dict, dict]:
+                 etp=None, shard_group=None, scalar: bool = False) -> tuple[dict, dict]:
     """:func:`evaluate` without pandas: ``(columns, kernel inputs)``.
 
     Columns are arrays of one entry per layout; with ``scalar`` and one layout, Python
@@ -492,7 +518,7 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
     sizes = {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vp": vp, "micro_batch": micro_batch,
              "etp": etp}
     check({"gpus": gpus, **sizes, "zero": zero, "tokens": tokens, "global_batch": global_batch,
-           "seq_len": seq_len})
+           "seq_len": seq_len, "shard_group": shard_group})
     if sequence_parallel is not None:
         check({"sequence_parallel": np.asarray(sequence_parallel, dtype=float)})
     check_overrides(overrides or {})
@@ -506,7 +532,7 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
                     global_batch=global_batch, pricing=pricing, provider=provider,
                     spot_interruption=spot_interruption, stack=stack)
     one = not any(type(v) not in _SCALARS and np.ndim(v) > 0
-                  for v in (gpus, zero, sequence_parallel, *sizes.values(),
+                  for v in (gpus, zero, sequence_parallel, shard_group, *sizes.values(),
                             *(overrides or {}).values()))
     if not one:
         sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()
@@ -523,7 +549,8 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
             "site": site, "checkpoint": checkpoint, "recompute": recompute, "zero": zero}
     if one and scalar:
         return _evaluate_one(x, meta, gpus, sizes, recompute=RECOMPUTE_CODES[recompute],
-                             zero=zero, sequence_parallel=sequence_parallel,
+                             zero=zero, shard_group=shard_group,
+                             sequence_parallel=sequence_parallel,
                              flash_attention=flash_attention, overrides=overrides or {}), x
     tp, pp, cp, ep, etp, vp, micro_batch = (sizes[k] for k in ("tp", "pp", "cp", "ep", "etp",
                                                                "vp", "micro_batch"))
@@ -532,10 +559,12 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
         sequence_parallel = np.asarray(tp) > 1
     layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "etp": etp,
               "vp": vp, "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
-              "zero": zero, "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
+              "zero": zero, "shard_group": dp if shard_group is None else shard_group,
+              "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
     layout = dict(zip(layout, np.broadcast_arrays(*(np.atleast_1d(v) for v in layout.values())),
                       strict=True))
     check_layouts(x, layout)
+    check_shard_groups(layout)
     x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
                           flash_attention=flash_attention))
     x.update(overrides or {})
@@ -553,7 +582,8 @@ META_INPUTS = ("global_batch", "seq_len", "tokens")
 
 
 def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zero,
-                  sequence_parallel, flash_attention: bool, overrides: dict) -> dict:
+                  sequence_parallel, flash_attention: bool, overrides: dict,
+                  shard_group=None) -> dict:
     """The columns of one layout as Python scalars (updates ``x`` to the kernel inputs)."""
     from planner.engine.space import layout_flags_one
 
@@ -561,6 +591,8 @@ def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zer
     if overrides:  # else resolve_layout checked this layout on these very inputs
         check_layout(x, **layout)
     layout["dp"] = layout["gpus"] // (layout["tp"] * layout["pp"] * layout["cp"])
+    layout["shard_group"] = layout["dp"] if shard_group is None else int(shard_group)
+    check_shard_group(layout["dp"], layout["shard_group"], int(zero))
     if sequence_parallel is None:
         sequence_parallel = layout["tp"] > 1
     layout["sequence_parallel"] = int(bool(sequence_parallel))
@@ -569,7 +601,7 @@ def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zer
                               flash_attention=flash_attention))
     x.update(overrides)
     meta = {**meta, **{k: x[k] for k in META_INPUTS}}
-    order = ("gpus", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch",
+    order = ("gpus", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "shard_group",
              "sequence_parallel")
     return {**{k: _plain(v) for k, v in meta.items()}, **{k: layout[k] for k in order},
             **evaluate_scalar(x)}
@@ -582,9 +614,10 @@ def _plain(value):
 
 def evaluate_scalar(inputs: dict) -> dict:
     """Every output column of one candidate as Python scalars, in :func:`evaluate_inputs`'
-    order.  The kernel runs on numpy float64 scalars (inf/NaN as with arrays, ~50x less
-    overhead than 1-element arrays); the values agree with the array path to rounding
-    (a few ulp; up to ~1e-8 relative where the model subtracts nearly equal numbers).
+    order.  The kernel runs on Python floats (:func:`planner.engine.kernel.float_kernel`;
+    on numpy float64 scalars where floats raise, inf/NaN as with arrays); the values agree
+    with the array path to rounding (a few ulp; up to ~1e-8 relative where the model
+    subtracts nearly equal numbers).
     """
     missing = [name for name in INPUTS if name not in inputs]
     if missing:
@@ -596,11 +629,10 @@ def evaluate_scalar(inputs: dict) -> dict:
         inputs = {**inputs, "spare_nodes": float(np.ravel(resolved)[0])}
     raw = [inputs[name] for name in INPUTS]
     try:
-        values = list(np.array(raw, dtype=float))  # float64 scalars
+        values = np.array(raw, dtype=float).tolist()  # Python floats
     except ValueError:  # some input is a 1-element array
-        values = [np.float64(np.ravel(v)[0]) for v in raw]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        out = {name: float(v) for name, v in zip(OUTPUTS, kernel()(*values), strict=True)}
+        values = [float(np.ravel(v)[0]) for v in raw]
+    out = _scalar_outputs(values)
     terms, units = _finish_columns()
     hbm = float(np.ravel(inputs["hbm_bytes"])[0])
     out["hbm_bytes"] = hbm
@@ -615,6 +647,22 @@ def evaluate_scalar(inputs: dict) -> dict:
         out[name] = out[source] / divisor
     out["largest_memory_term"] = terms[largest]
     return out
+
+
+def _scalar_outputs(values: list[float]) -> dict[str, float]:
+    """The kernel's outputs for one candidate: the float kernel, else (where Python raises
+    on a division by zero, a log of 0, an overflow, or meets a complex power) the numpy
+    kernel on float64 scalars, which gives inf/NaN as the array path does."""
+    from planner.engine.kernel import float_kernel
+
+    try:
+        return {name: float(v) for name, v in zip(OUTPUTS, float_kernel()(*values),
+                                                  strict=True)}
+    except (ArithmeticError, ValueError, TypeError):
+        pass
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return {name: float(v) for name, v in zip(OUTPUTS, kernel()(*np.array(values)),
+                                                  strict=True)}
 
 
 @cache

@@ -9,6 +9,7 @@ The kernel is generated from :func:`planner.engine.model.run_model` by
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from functools import cache
 from pathlib import Path
@@ -98,3 +99,72 @@ def build_partial_kernel(outputs: tuple[str, ...]):
     exec(compile(ast.fix_missing_locations(ast.Module(body=[func], type_ignores=[])),  # noqa: S102
                  str(GENERATED), "exec"), namespace)
     return namespace["kernel"], tuple(a.arg for a in func.args.args)
+
+
+#: numpy calls of the generated kernel and their float counterparts (:func:`float_kernel`)
+_MATH_CALLS = frozenset({"exp", "log", "log1p", "expm1", "sqrt", "ceil"})
+_COMPARISONS = {"greater": "Gt", "greater_equal": "GtE", "less": "Lt", "less_equal": "LtE"}
+
+
+@cache
+def float_kernel():
+    """The generated kernel rewritten for Python floats: one candidate, ~3x faster.
+
+    The same statements with ``numpy.minimum``/``maximum`` as NaN-propagating float
+    helpers, ``numpy.where`` as a conditional expression, comparisons as operators, the
+    ``math`` functions and scalar special functions, and no ``del``.  Where numpy would
+    return inf or NaN (a division by zero, the log of 0, an overflow) Python raises
+    instead: :func:`planner.engine.evaluator.evaluate_scalar` then runs the numpy kernel
+    on float64 scalars, so the values never depend on which path ran.
+    """
+    import ast
+
+    from formulas.special import erfinv, poisson_cdf_float
+
+    load_kernel()  # raises if the generated kernel is stale
+    tree = ast.parse(GENERATED.read_text())
+    func = next(node for node in tree.body
+                if isinstance(node, ast.FunctionDef) and node.name == "kernel")
+
+    class ToFloats(ast.NodeTransformer):
+        def visit_Delete(self, node):
+            return None
+
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            f = node.func
+            if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                    and f.value.id == "numpy"):
+                if isinstance(f, ast.Name) and f.id == "poisson_cdf":
+                    node.func = ast.Name("poisson_cdf_float", ast.Load())
+                return node
+            if f.attr in _MATH_CALLS:
+                node.func = ast.Attribute(ast.Name("math", ast.Load()), f.attr, ast.Load())
+                return node
+            if f.attr in ("minimum", "maximum"):
+                node.func = ast.Name(f"_float_{f.attr}", ast.Load())
+                return node
+            if f.attr == "where":
+                condition, yes, no = node.args
+                return ast.IfExp(condition, yes, no)
+            if f.attr in _COMPARISONS:
+                left, right = node.args
+                return ast.Compare(left, [getattr(ast, _COMPARISONS[f.attr])()], [right])
+            raise ValueError(f"float_kernel: no float form of numpy.{f.attr}")
+
+    func = ToFloats().visit(func)
+    namespace = {"math": math, "erfinv": erfinv, "poisson_cdf_float": poisson_cdf_float,
+                 "_float_minimum": _float_minimum, "_float_maximum": _float_maximum}
+    exec(compile(ast.fix_missing_locations(ast.Module(body=[func], type_ignores=[])),  # noqa: S102
+                 str(GENERATED), "exec"), namespace)
+    return namespace["kernel"]
+
+
+def _float_minimum(a: float, b: float) -> float:
+    """``numpy.minimum`` of two floats: NaN if either is NaN."""
+    return a if a <= b else b if b < a else math.nan
+
+
+def _float_maximum(a: float, b: float) -> float:
+    """``numpy.maximum`` of two floats: NaN if either is NaN."""
+    return a if a >= b else b if b > a else math.nan

@@ -85,9 +85,10 @@ INPUTS: dict[str, tuple[str, str]] = {
     "attention_scores_stored": ("1", "1 if the s x s attention scores are kept (no flash/selective)"),
     "full_recompute": ("1", "1 for full activation recompute"),
     "sequence_parallel": ("1", "1 if sequence parallelism is on"),
-    "weight_shards": ("1", "shards of the weights (dp under ZeRO-3, else 1)"),
-    "grad_shards": ("1", "shards of the gradients (dp under ZeRO>=2, else 1)"),
-    "optimizer_shards": ("1", "shards of the optimizer state (dp under ZeRO>=1, else 1)"),
+    "shard_ranks": ("1", "DP ranks sharing one copy of the ZeRO state (dp; fewer under HSDP)"),
+    "weight_shards": ("1", "shards of the weights (the shard group under ZeRO-3, else 1)"),
+    "grad_shards": ("1", "shards of the gradients (the shard group under ZeRO>=2, else 1)"),
+    "optimizer_shards": ("1", "shards of the optimizer state (the shard group under ZeRO>=1)"),
     "expert_weight_shards": ("1", "shards of the routed experts' weights (edp under ZeRO-3)"),
     "expert_grad_shards": ("1", "shards of the routed experts' gradients (edp under ZeRO>=2)"),
     "expert_optimizer_shards": ("1", "shards of the routed experts' optimizer state (edp = "
@@ -98,6 +99,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "ep_intra": ("1", "1 if the EP group (etp*ep ranks) fits in the scale-up domain"),
     "cp_intra": ("1", "1 if the CP group (with its TP ranks) fits in the scale-up domain"),
     "dp_intra_ranks": ("1", "DP ranks inside one scale-up domain"),
+    "replica_intra_ranks": ("1", "HSDP replicas of one shard inside one scale-up domain"),
     # hardware
     "peak_flops_per_s": ("FLOP/s", "dense peak at the chosen precision"),
     "gemm_max_efficiency": ("1", "fraction of peak reached by large GEMMs"),
@@ -477,24 +479,33 @@ def iteration_communication(x: dict, r: dict) -> dict:
     intra = minimum(x["dp_intra_ranks"], dp)
     dp_out = communication.pod_bandwidth(_scale_out(x), x["oversubscription"],
                                          x["gpus"] / x["pp"], x["pod_gpus"])
-    levels = (intra, dp / intra, _scale_up(x), dp_out, x["intra_latency_s"],
-              x["inter_latency_s"])
-    reduce_s = communication.hierarchical_allreduce_time(
-        x["grad_comm_bytes_per_param"] * r["stage_params"], *levels)
+    links = (_scale_up(x), dp_out, x["intra_latency_s"], x["inter_latency_s"])
+    levels = (intra, dp / intra, *links)
+    grad_bytes = x["grad_comm_bytes_per_param"] * r["stage_params"]
+    reduce_s = communication.hierarchical_allreduce_time(grad_bytes, *levels)
+    # ZeRO-2/3 collectives run within the shard group: all DP ranks, or under HSDP the DP
+    # ranks of one scale-up domain, whose replicas all-reduce their shard once a step
+    shard = x["shard_ranks"]
+    shard_intra = minimum(x["dp_intra_ranks"], shard)
+    shard_levels = (shard_intra, shard / shard_intra, *links)
     # ZeRO-3/FSDP: parameter all-gathers in forward and backward of every micro-batch
     gather_s = x["zero3"] * communication.zero3_gather_time(
         communication.hierarchical_allgather_time(x["bytes_per_element"] * r["stage_params"],
-                                                  *levels),
+                                                  *shard_levels),
         r["microbatches"])
     # sharded gradients (ZeRO-2/3, FSDP): a reduce-scatter in every micro-batch's backward,
     # hidden behind all of them; else one all-reduce behind the last backward
     sharded = minimum(x["grad_shards"] - 1, 1)  # 0 or 1
-    scatter_s = sharded * communication.sharded_grad_reduce_time(reduce_s, r["microbatches"])
+    scatter_s = sharded * communication.sharded_grad_reduce_time(
+        communication.hierarchical_allreduce_time(grad_bytes, *shard_levels),
+        r["microbatches"])
+    replica_s = sharded * communication.hsdp_replica_allreduce_time(
+        grad_bytes, shard, x["dp"], x["replica_intra_ranks"], *links)
     last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
     return {
         "pp_comm_s": pipeline.pipeline_p2p_count(x["pp"], r["microbatches"], x["vp"]) * p2p,
-        "dp_comm_s": communication.exposed_comm_time((1 - sharded) * reduce_s, last_backward,
-                                                     x["dp_overlap"])
+        "dp_comm_s": communication.exposed_comm_time((1 - sharded) * reduce_s + replica_s,
+                                                     last_backward, x["dp_overlap"])
         + communication.exposed_comm_time(gather_s + scatter_s, r["compute_s"],
                                           x["dp_overlap"]),
     }

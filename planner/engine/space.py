@@ -48,6 +48,10 @@ class SpaceOptions:
     micro_batch: tuple[int, ...] = (1, 2, 4)
     recompute: tuple[str, ...] = ("none", "selective", "full")
     zero: tuple[int, ...] = (0, 1, 2, 3)
+    #: 0: ZeRO state sharded over all DP ranks; 1: HSDP (ZeRO-2/3), sharded over the DP
+    #: ranks inside one scale-up domain and replicated across domains (when those are
+    #: fewer than DP)
+    hsdp: tuple[int, ...] = (0, 1)
     sequence_parallel: tuple[int, ...] = (0, 1)
 
     def validate(self) -> None:
@@ -56,7 +60,7 @@ class SpaceOptions:
         from planner.errors import CapplanError
 
         check({"min_gpus": self.min_gpus, "max_gpus": self.max_gpus})
-        for name in ("tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero",
+        for name in ("tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "hsdp",
                      "sequence_parallel"):
             values = getattr(self, name)
             if values is None:
@@ -180,6 +184,8 @@ class LayoutSpace:
                 index, position = np.divmod(index, counts[h])
                 out[name] = values[h * width + position]
             out["ep"], out["etp"] = np.divmod(out.pop("ep_etp"), EXPERT_RADIX)
+            out["zero"], hsdp = np.divmod(out.pop("zero_hsdp"), 2)
+            out["shard_group"] = np.where(hsdp == 1, out["domain_dp"], out["dp"])
             yield {k: out[k] for k in LAYOUT_COLUMNS}
 
 
@@ -237,6 +243,7 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     t = _cross(t, "micro_batch", options.micro_batch)
     t = _cross(t, "dp", divisors(global_batch))
     t["gpus"] = t["tp"] * t["pp"] * t["cp"] * t["dp"]
+    t["domain_dp"] = domain_dp_ranks(t["tp"], t["cp"], t["dp"], scale_up_domain)
     n = t["gpus"]
     fits_node = (n % gpus_per_node == 0) | (gpus_per_node % n == 0)
     microbatches = global_batch // np.maximum(t["dp"] * t["micro_batch"], 1)
@@ -247,12 +254,35 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
         ("ep_etp", expert_codes, expert_allowed),
         ("recompute", [RECOMPUTE_CODES[r] for r in options.recompute], None),
         # ZeRO needs data parallelism; DeepSpeed/Megatron do not combine ZeRO-3 with PP.
-        ("zero", options.zero, lambda t, zero: ((zero == 0) | (t["dp"][:, None] > 1))
-         & ((zero < 3) | (t["pp"][:, None] == 1))),
+        # HSDP (code zero * 2 + 1): ZeRO-2/3 shards within a scale-up domain's DP ranks, when
+        # those are fewer than DP and divide it: the per-micro-batch reduce-scatters and
+        # gathers stay in the domain.  (Under ZeRO-1 HSDP only costs memory in this model:
+        # the one gradient all-reduce is hierarchical either way; evaluate still takes it.)
+        ("zero_hsdp", [2 * z + h for z in options.zero for h in options.hsdp], _zero_allowed),
         ("sequence_parallel", options.sequence_parallel,
          lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1)),
     ]
     return _keep(t, ok), tail
+
+
+def _zero_allowed(t, code):
+    zero, hsdp = np.divmod(code, 2)
+    dp, domain_dp = t["dp"][:, None], t["domain_dp"][:, None]
+    return (((zero == 0) | (dp > 1)) & ((zero < 3) | (t["pp"][:, None] == 1))
+            & ((hsdp == 0) | ((zero >= 2) & (domain_dp < dp) & (dp % domain_dp == 0))))
+
+
+def domain_dp_ranks(tp, cp, dp, scale_up_domain):
+    """Data-parallel ranks inside one scale-up domain: floor(domain / (TP x CP)), 1..DP.
+
+    Ranks are ordered TP fastest, then CP, then DP (Megatron-LM), so a domain holds the
+    TP x CP groups of that many consecutive DP ranks.
+
+    >>> int(domain_dp_ranks(2, 1, 64, 8))
+    4
+    """
+    return np.clip(np.asarray(scale_up_domain) // (np.asarray(tp) * np.asarray(cp)), 1,
+                   np.asarray(dp))
 
 
 def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
@@ -278,12 +308,16 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     f["attention_scores_stored"] = ((rec != 1) & (not flash_attention)).astype(float)
     f["full_recompute"] = (rec == 2).astype(float)
     f["sequence_parallel"] = np.asarray(layout["sequence_parallel"], dtype=float)
-    f["weight_shards"] = np.where(zero >= 3, dp, 1.0)
-    f["grad_shards"] = np.where(zero >= 2, dp, 1.0)
-    f["optimizer_shards"] = np.where(zero >= 1, dp, 1.0)
+    # ZeRO shards over the shard group (all DP ranks; fewer under HSDP, replicated across)
+    shard = np.asarray(layout.get("shard_group", dp), dtype=float)
+    f["shard_ranks"] = shard
+    f["weight_shards"] = np.where(zero >= 3, shard, 1.0)
+    f["grad_shards"] = np.where(zero >= 2, shard, 1.0)
+    f["optimizer_shards"] = np.where(zero >= 1, shard, 1.0)
     f["zero3"] = (zero >= 3).astype(float)
-    # routed experts: sharded over the expert-data-parallel group (parallel folding)
-    edp = f["tp"] * f["cp"] * dp / (f["etp"] * f["ep"])
+    # routed experts: sharded over the expert-data-parallel group (parallel folding), of
+    # which HSDP keeps the shard group's share
+    edp = np.maximum(f["tp"] * f["cp"] * shard / (f["etp"] * f["ep"]), 1.0)
     f["expert_weight_shards"] = np.where(zero >= 3, edp, 1.0)
     f["expert_grad_shards"] = np.where(zero >= 2, edp, 1.0)
     f["expert_optimizer_shards"] = np.where(zero >= 1, edp, 1.0)
@@ -292,6 +326,9 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     f["ep_intra"] = (f["etp"] * f["ep"] <= domain).astype(float)
     f["pp_intra"] = (f["gpus"] <= domain).astype(float)
     f["dp_intra_ranks"] = np.clip(np.floor(domain / (f["tp"] * f["cp"])), 1.0, dp)
+    # the replicas of one shard are TP x CP x shard ranks apart
+    f["replica_intra_ranks"] = np.clip(np.floor(domain / (f["tp"] * f["cp"] * shard)), 1.0,
+                                       dp / shard)
     return f
 
 
@@ -310,11 +347,13 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
     f["attention_scores_stored"] = float(rec != 1 and not flash_attention)
     f["full_recompute"] = float(rec == 2)
     f["sequence_parallel"] = float(layout["sequence_parallel"])
-    f["weight_shards"] = dp if zero >= 3 else 1.0
-    f["grad_shards"] = dp if zero >= 2 else 1.0
-    f["optimizer_shards"] = dp if zero >= 1 else 1.0
+    shard = float(layout.get("shard_group", dp))
+    f["shard_ranks"] = shard
+    f["weight_shards"] = shard if zero >= 3 else 1.0
+    f["grad_shards"] = shard if zero >= 2 else 1.0
+    f["optimizer_shards"] = shard if zero >= 1 else 1.0
     f["zero3"] = float(zero >= 3)
-    edp = f["tp"] * f["cp"] * dp / (f["etp"] * f["ep"])
+    edp = max(f["tp"] * f["cp"] * shard / (f["etp"] * f["ep"]), 1.0)
     f["expert_weight_shards"] = edp if zero >= 3 else 1.0
     f["expert_grad_shards"] = edp if zero >= 2 else 1.0
     f["expert_optimizer_shards"] = edp if zero >= 1 else 1.0
@@ -323,6 +362,8 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
     f["ep_intra"] = float(f["etp"] * f["ep"] <= domain)
     f["pp_intra"] = float(f["gpus"] <= domain)
     f["dp_intra_ranks"] = min(max(float(math.floor(domain / (f["tp"] * f["cp"]))), 1.0), dp)
+    f["replica_intra_ranks"] = min(max(float(math.floor(domain / (f["tp"] * f["cp"] * shard))),
+                                       1.0), dp / shard)
     return f
 
 

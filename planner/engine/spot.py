@@ -13,7 +13,7 @@ from planner.engine.evaluator import evaluate
 from planner.engine.scenario import value
 from planner.errors import CapplanError
 
-LAYOUT_KEYS = ("gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "zero")
+LAYOUT_KEYS = ("gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "zero", "shard_group")
 
 
 def spot_versus_on_demand(catalog, scenario, row: dict) -> dict | None:

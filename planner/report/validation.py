@@ -46,9 +46,8 @@ so its MFU error equals the throughput error compared here.
   3), batch, sequence and recompute as published; flash attention; sequence parallelism
   when TP > 1; no dropout; a network the row's notes state ("4x100Gb RoCE per node",
   InternLM) replaces the catalog node's, as for vTrain and BLOOM; InternLM's ZeRO-1
-  "sharded within 8 GPUs" (hybrid sharding, issue 13's HSDP) is costed as ZeRO-1 over all
-  data-parallel ranks, which changes only the optimizer-state memory and a ~14 ms optimizer
-  step (of 2-5 s steps). Rows the planner cannot express are listed with the reason and not
+  "sharded within 8 GPUs" is hybrid sharding (HSDP, `--shard-group 8`): the optimizer state
+  sharded within each node and replicated across nodes. Rows the planner cannot express are listed with the reason and not
   predicted (section below).
 
 ## Calibration
@@ -123,7 +122,7 @@ WEAK = """
    steps), loss-spike restarts, stalls and the slower early code of these runs - and no
    published number splits it. The sources disagree for OLMo 2 (Morrison et al.,
    arXiv:2503.05804, list 157 and 230 MWh: -47 % and -10 % against those). OLMo 2 13B
-   ran with hybrid sharding (per-node shards), which the planner has no layout for.
+   ran with hybrid sharding (per-node shards), predicted as such (`--shard-group 8`).
 """
 
 MODERN = """

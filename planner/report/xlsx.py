@@ -13,6 +13,7 @@ Sheets:
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +29,10 @@ def excel_name(name: str) -> str:
     return f"in_{name}" if _CELL_LIKE.match(name) else name
 
 
+@cache
 def model_formulas():
-    """(intermediates, outputs): lists of (name, sympy expression) after CSE."""
+    """(intermediates, outputs): lists of (name, sympy expression) after CSE (computed once
+    per process: the expressions do not change, and CSE takes about a minute)."""
     import sympy
 
     from planner.codegen.kernel import symbolic_outputs

@@ -13,6 +13,10 @@ branch point: ``git archive f5b329f | tar -x -C /tmp/former``), for the ratio fo
 in one run whatever the load.  ``--peer PYTHON`` adds llm-analysis' CLI (``python -m llm_analysis.analysis train``,
 installed in its own virtual environment, see benchmarks/peer_llm_analysis.py) on
 LLaMA-2 7B / 8 x A100-80GB, ZeRO-1, full recompute (it also writes its summary files); the ratio capplan / peer is taken within the same run.
+``--installed VENV`` adds the evaluate commands run by the ``capplan`` script of a virtual
+environment with capplan installed as a user installs it (``python -m venv VENV &&
+VENV/bin/pip install .``: no editable-install finder on the path), with that
+environment's ``python -c pass`` as its floor.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ def run_once(command: list[str]) -> tuple[float, float]:
     if command[0] == "--in":  # ["--in", DIR, *command]: run another checkout's code
         root, command = Path(command[1]), command[2:]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
+    if command[0] == "--installed":  # ["--installed", *command]: the environment's own code
+        command, root = command[1:], Path("/")
+        env.pop("PYTHONPATH")
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: pip writes every .pyc
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -103,11 +110,19 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--peer", help="python of a virtual environment with llm-analysis")
     parser.add_argument("--former", help="another checkout to compare with (same commands)")
+    parser.add_argument("--installed", help="a virtual environment with capplan installed")
     args = parser.parse_args()
     commands = dict(COMMANDS)
     if args.former:
         for name in list(COMMANDS)[2:]:
             commands[f"former: {name}"] = ["--in", args.former, *COMMANDS[name]]
+    if args.installed:
+        venv = Path(args.installed)
+        commands["installed: `python -c pass` (floor)"] = [
+            "--installed", str(venv / "bin" / "python"), "-c", "pass"]
+        for name in list(COMMANDS)[2:]:
+            commands[f"installed: {name}"] = ["--installed", str(venv / "bin" / "capplan"),
+                                              *COMMANDS[name][3:]]
     if args.peer:
         commands["llm-analysis 0.2.2 CLI, `train` (LLaMA-2 7B, 8 x A100)"] = [args.peer,
                                                                                *PEER_ARGS]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from hardware_catalog.errors import CatalogError
-from planner.cli.app import app
+from planner.cli.app import app_for
 from planner.cli.common import flush_notices
 from planner.errors import INFEASIBLE, INTERNAL, USAGE, CapplanError, one_line
 from planner.version import version
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     flush_notices(show=False)
     try:
-        result = app(args=args, prog_name="capplan", standalone_mode=False)
+        result = app_for(args)(args=args, prog_name="capplan", standalone_mode=False)
         code = result if isinstance(result, int) else 0
         if code == 130:  # click returns Ctrl-C as exit code 130 when not standalone
             print("capplan: interrupted", file=sys.stderr)

@@ -66,7 +66,9 @@ class PriceQuote:
         """One line for reports: '$2.95/GPU-h on-demand, median of 9 providers ...'."""
         who = self.chosen_provider or self.provider
         if self.provider == "median" and not self.estimate:
-            who = (f"median of {self.providers} non-marketplace providers" if self.providers > 1
+            # "providers": the non-marketplace ones (--provider help, docs/economics.md); short
+            # enough that evaluate's table fits 120 columns without rich
+            who = (f"median of {self.providers} providers" if self.providers > 1
                    else f"the only non-marketplace provider listing it: {who}")
         if self.tier == "owned":
             return (f"owned: cost is the TCO cost basis; cloud price for comparison "
@@ -75,7 +77,7 @@ class PriceQuote:
         if self.estimate:
             text += f" ({self.source})"
         elif self.providers > 1:
-            text += (f" (spread ${self.min_usd_per_gpu_hour:.2f}-"
+            text += (f" (${self.min_usd_per_gpu_hour:.2f}-"
                      f"${self.max_usd_per_gpu_hour:.2f})")
         return text
 

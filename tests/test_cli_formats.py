@@ -62,7 +62,8 @@ def test_table_cells_are_not_rich_markup():
 def test_validate_checks_in_every_format(capsys):
     assert main(["validate", "-d", "sc21", "--checks", "-f", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data["checks"]) == {"korthikanti", "reliability", "throughput", "energy"}
+    assert set(data["checks"]) == {"korthikanti", "reliability", "throughput", "energy",
+                                   "later_stack"}
     assert main(["validate", "-d", "sc21", "--checks"]) == 0
     text = capsys.readouterr().out
     assert "Meta RSC MTTF of a 1024-GPU job [h]" in text and "olmo2-7b GPU energy" in text

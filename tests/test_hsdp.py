@@ -226,3 +226,35 @@ def test_cli_bad_shard_group_is_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert code != 0 and "Traceback" not in err
     assert err.count("\n") == 0 and "--shard-group 8 needs --zero" in err
+
+
+# ---- plans: the new layouts appear where they win ------------------------------------
+
+def test_plan_picks_hsdp_across_tpu_pods(catalog):
+    # TPU v6e: 256-chip ICI pods joined by the data-centre network; the fastest run of a
+    # 7B model on 2,048 chips shards within a pod and replicates across pods (as JAX
+    # multislice training does)
+    from planner.engine.optimize import plan
+
+    result = plan(model="llama2-7b", hardware=["tpu-v6e"], max_gpus=2048, catalog=catalog)
+    fastest = result.best["time"]
+    assert fastest["shard_group"] < fastest["dp"] and fastest["zero"] >= 2
+    assert fastest["shard_group"] * fastest["tp"] * fastest["cp"] <= 256
+
+
+def test_plan_picks_tensor_parallelism_beyond_eight_on_nvl72(catalog):
+    # a 405B model with a small global batch (64 sequences): data parallelism stops at
+    # 64, so the fastest run on GB200 NVL72 splits layers over more than 8 GPUs
+    from planner.engine.optimize import plan
+
+    result = plan(model="llama3.1-405b", hardware=["gb200"], global_batch=64, tokens=1e11,
+                  max_gpus=8192, catalog=catalog)
+    assert result.best["time"]["tp"] > 8
+
+
+def test_workbook_sweep_keeps_the_shard_group_where_it_divides_dp():
+    from planner.cli.export import _swept_shard_groups
+
+    dps = np.array([1, 2, 4, 8, 16, 64])
+    assert _swept_shard_groups(dps, None) is None
+    assert _swept_shard_groups(dps, 8).tolist() == [1, 2, 4, 8, 8, 8]

@@ -813,3 +813,39 @@ def steady_state_check(catalog=None) -> list[dict]:
                               f"h100-sxm, FSDP, micro-batch {micro}; published {span}; "
                               f"predicted MFU {float(r['mfu']):.0%}")})
     return rows
+
+
+#: DeepSeek-V3 on the same Blackwell chips under a later stack: NVIDIA-NeMo/Megatron-Bridge
+#: docs/performance-summary-archive.md, "25.11 NeMo Container" tables (DGX-GB200,
+#: DGX-GB300; DeepSeekV3 w/o MTP, sequence 4,096, micro-batch 1, TP 1, force-balanced
+#: dropless routing). Not part of modern-runs: they show how much of the dgxc v25.04 GB200
+#: row's error is that early software (3,139 against 958 tokens/s per GPU on the same chip).
+LATER_STACK_RUNS = {  # id: (hardware, precision, global batch, pp, vp, ep, tokens/s per GPU)
+    "mb2511-dsv3-bf16-gb200-256": ("gb200", "bf16", 4096, 4, 4, 64, 3139.0),
+    "mb2511-dsv3-fp8mx-gb200-256": ("gb200", "fp8", 4096, 8, 4, 32, 4018.0),
+    "mb2511-dsv3-bf16-gb300-256": ("gb300", "bf16", 4096, 2, 4, 32, 3848.0),
+    "mb2511-dsv3-fp8mx-gb300-256": ("gb300", "fp8", 4096, 2, 4, 32, 4357.0),
+}
+
+
+def later_stack_check(catalog=None) -> list[dict]:
+    """Predicted tokens/s per GPU vs Megatron-Bridge 25.11's DeepSeek-V3 on GB200/GB300."""
+    from planner.engine.evaluator import evaluate  # loads the default catalog when catalog is None
+
+    rows = []
+    for run, (hw, precision, batch, pp, vp, ep, published) in LATER_STACK_RUNS.items():
+        r = evaluate(catalog=catalog, model="deepseek-v3", hardware=hw, gpus=256, tp=1,
+                     pp=pp, vp=vp, cp=1, ep=ep, etp=1, global_batch=batch, micro_batch=1,
+                     seq_len=4096, recompute="selective", zero=1, precision=precision,
+                     reliability="benchmark", stack="megatron-core-2025",
+                     overrides={"mtp_layers": 0.0}).iloc[0]
+        got = float(r["tokens_per_s"]) / 256
+        rows.append({"check": f"{run} tokens/s per GPU", "published": published,
+                     "predicted": got, "error": got / published - 1,
+                     "ok": abs(got / published - 1) <= 0.15,
+                     "note": (f"256 x {hw}, "
+                              f"{'MXFP8 (at the FP8 peak)' if precision == 'fp8' else 'BF16'}, "
+                              f"TP1 PP{pp} "
+                              f"VP{vp} EP{ep} (ETP 1), global batch {batch}, no MTP; "
+                              f"predicted MFU {float(r['mfu']):.0%}")})
+    return rows

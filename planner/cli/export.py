@@ -116,6 +116,8 @@ def export_xlsx(
                      ep=e["ep"], etp=e["etp"], vp=e["vp"], global_batch=e["global_batch"],
                      micro_batch=e["micro_batch"], seq_len=e["seq_len"],
                      recompute=e["recompute"], zero=e["zero"],
+                     # HSDP: the run's shard group wherever it divides the swept DP
+                     shard_group=_swept_shard_groups(np.array(dps), e.get("shard_group")),
                      sequence_parallel=e["sequence_parallel"],
                      flash_attention=e["flash_attention"], precision=e["precision"],
                      site=e["site"], tokens=e["tokens"], checkpoint=e["checkpoint"],
@@ -138,3 +140,13 @@ def export_xlsx(
     # the workbook holds the chosen spare count (--spares auto is resolved per run)
     path = write_workbook(output, resolve_spares(run.inputs), sources, values, sweep_rows, title, force=force)
     print(f"capplan: wrote {path}", file=sys.stderr)
+
+
+def _swept_shard_groups(dps, shard_group):
+    """Per swept data-parallel size: the run's HSDP shard group where it divides it, else
+    every DP rank (None: every DP rank throughout)."""
+    import numpy as np
+
+    if shard_group is None:
+        return None
+    return np.where(dps % shard_group == 0, shard_group, dps)

@@ -95,6 +95,13 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
     n = candidate_count(inputs)
     values = [inputs[name] for name in names]
     is_array = [np.ndim(v) > 0 for v in values]
+    if n >= SPLIT_MIN:  # the GPU-count terms once per distinct GPU count of each chunk
+        from planner.engine.kernel import split_kernel
+
+        split = split_kernel(tuple(outputs), frozenset(
+            k for k, a in zip(names, is_array, strict=True) if a))
+        if split is not None:
+            f, names = _SplitCall(split, inputs, names), names
     if n <= chunk:  # one chunk: no copy
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             result = f(*values)
@@ -117,6 +124,55 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
                     column[start:stop] = v
             del result, v  # free the chunk's arrays before the next call reuses their memory
     return out
+
+
+#: Candidates from which :func:`run_kernel` runs the split kernel (a few distinct GPU
+#: counts among many candidates; below this the grouping costs more than it saves).
+SPLIT_MIN = 256
+
+
+class _SplitCall:
+    """``f(*values)`` of :func:`run_kernel` by the split kernel
+    (:func:`planner.engine.kernel.build_split_kernel`): the prelude on the distinct
+    (GPU count, spare count) pairs of the candidates, spread back, then the main part."""
+
+    def __init__(self, split, inputs: dict, names):
+        self.prelude, self.prelude_names, self.main, self.main_names, _ = split
+        self.names = list(names)
+        #: the prelude's values per (GPU count, spare count) pair, across the chunks of
+        #: one run_kernel call (its scalar inputs are the same for every chunk)
+        self.known: dict[complex, list[float]] = {}
+
+    def __call__(self, *values):
+        from planner.engine.kernel import SPLIT_GROUP
+
+        given = dict(zip(self.names, values, strict=True))
+        keys = [np.asarray(given[k], dtype=float) for k in SPLIT_GROUP
+                if k in given and np.ndim(given[k]) > 0]
+        n = max(np.size(k) for k in keys)
+        pairs = np.zeros(n, dtype=complex)
+        pairs.real = np.broadcast_to(keys[0], (n,))
+        if len(keys) > 1:
+            pairs.imag = np.broadcast_to(keys[1], (n,))
+        # equal_nan=False: a NaN key is its own group, as it is its own candidate
+        distinct, first, inverse = np.unique(pairs, return_index=True, return_inverse=True,
+                                             equal_nan=False)
+        keys = distinct.tolist()
+        new = [i for i, key in enumerate(keys) if key not in self.known or key != key]
+        if new:
+            rows = first[new]
+            values = [given[k][rows] if np.ndim(given[k]) > 0 else given[k]
+                      for k in self.prelude_names]
+            computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(new),))
+                        for v in self.prelude(*values)]
+            for j, i in enumerate(new):
+                self.known[keys[i]] = [c[j] for c in computed]
+        table = np.array([self.known[key] for key in keys], dtype=float).reshape(len(keys), -1)
+        if any(key != key for key in keys):  # NaN keys: this call's own values
+            for j, i in enumerate(new):
+                table[i] = [c[j] for c in computed]
+        shared = table[inverse.reshape(-1)].T
+        return self.main(*(given[k] for k in self.main_names), *shared)
 
 
 def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:

@@ -168,3 +168,112 @@ def _float_minimum(a: float, b: float) -> float:
 def _float_maximum(a: float, b: float) -> float:
     """``numpy.maximum`` of two floats: NaN if either is NaN."""
     return a if a >= b else b if b > a else math.nan
+
+
+#: The array inputs a split kernel groups candidates by (:func:`split_kernel`): in a search
+#: the failure-domain terms vary only with the GPU count (and the spare count chosen for it).
+SPLIT_GROUP = ("gpus", "spare_nodes")
+
+
+def split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
+    """:func:`build_split_kernel`, thread-safe."""
+    with _BUILD_LOCK:
+        return build_split_kernel(tuple(outputs), frozenset(array_inputs))
+
+
+@cache
+def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
+    """The kernel for ``outputs`` cut in two at the values that vary only with the GPU count.
+
+    Returns ``None`` when nothing worth it can be split off, else ``(prelude, prelude
+    inputs, main, main inputs, shared names)``: ``prelude(*inputs)`` computes the
+    ``shared`` values - every statement whose array inputs (of ``array_inputs``) are only
+    :data:`SPLIT_GROUP` members, the spare pool's Poisson CDFs among them - and
+    ``main(*inputs, *shared)`` the rest.  Run on the distinct (GPU count, spare count)
+    pairs of a chunk and spread back to its candidates, the prelude does the same
+    operations on the same values as the whole kernel, so every output is bit-identical
+    (elementwise code; ``tests/test_kernel.py``), at a fraction of the cost: a chunk of
+    4,096 layouts of a plan holds a few dozen GPU counts.
+    """
+    import ast
+
+    load_kernel()  # raises if the generated kernel is stale
+    tree = ast.parse(GENERATED.read_text())
+    func = next(node for node in tree.body
+                if isinstance(node, ast.FunctionDef) and node.name == "kernel")
+    *statements, returned = func.body
+    elements = returned.value.elts
+    results = [elements[list(OUTPUTS).index(name)] for name in outputs]
+    group = frozenset(SPLIT_GROUP) & array_inputs
+    if not group:
+        return None
+
+    def loads(node) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)}
+
+    # the array inputs each name depends on
+    arrays = {a.arg: frozenset({a.arg}) & array_inputs for a in func.args.args}
+    assigns = [s for s in statements if isinstance(s, ast.Assign)]
+    for s in assigns:
+        arrays[s.targets[0].id] = frozenset().union(*(arrays.get(u, frozenset())
+                                                      for u in loads(s.value)))
+    # (values of scalar inputs only go with them: the prelude needs some, the main part
+    # receives them as arguments)
+    hoisted = {s.targets[0].id for s in assigns if arrays[s.targets[0].id] <= group}
+    expensive = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                    and n.func.id == "poisson_cdf"
+                    for s in assigns if s.targets[0].id in hoisted for n in ast.walk(s))
+    if not expensive:
+        return None
+    # what the outputs need (backward liveness), split into the two parts
+    needed = set().union(*(loads(r) for r in results))
+    for s in reversed(assigns):
+        if s.targets[0].id in needed:
+            needed |= loads(s.value)
+    main_body = [s for s in assigns if s.targets[0].id in needed
+                 and s.targets[0].id not in hoisted]
+    main_loads = set().union(*(loads(r) for r in results), *(loads(s.value) for s in main_body))
+    shared = [s.targets[0].id for s in assigns if s.targets[0].id in hoisted
+              and s.targets[0].id in main_loads]
+    prelude_needed = set(shared)
+    for s in reversed(assigns):
+        if s.targets[0].id in prelude_needed:
+            prelude_needed |= loads(s.value)
+    prelude_body = [s for s in assigns if s.targets[0].id in hoisted
+                    and s.targets[0].id in prelude_needed]
+    arguments = [a.arg for a in func.args.args]
+
+    def function(name, body, args, returns, keep_alive):
+        assigned = {s.targets[0].id for s in body}
+        out = []
+        for statement in statements:  # the kernel's order, with its frees of dead values
+            if isinstance(statement, ast.Assign) and statement in body:
+                out.append(statement)
+            elif isinstance(statement, ast.Delete):
+                dead = [t for t in statement.targets
+                        if (t.id in assigned or t.id in args) and t.id not in keep_alive]
+                if dead:
+                    out.append(ast.Delete(targets=dead))
+        out.append(ast.Return(ast.Tuple(returns, ast.Load())))
+        node = ast.FunctionDef(
+            name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in args],
+                                          kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=out, decorator_list=[], returns=None, type_params=[])
+        return node
+
+    prelude_loads = set().union(*(loads(s.value) for s in prelude_body))
+    prelude_args = [a for a in arguments if a in prelude_loads]
+    main_args = [a for a in arguments if a in main_loads]
+    prelude = function("prelude", prelude_body, prelude_args,
+                       [ast.Name(n, ast.Load()) for n in shared], set(shared))
+    # main: the shared values arrive as arguments; frees of dead values as in the kernel
+    main = function("kernel", main_body, [*main_args, *shared], results, set())
+    from planner.engine import _kernel_generated
+
+    namespace = dict(vars(_kernel_generated))
+    module = ast.Module(body=[prelude, main], type_ignores=[])
+    exec(compile(ast.fix_missing_locations(module), str(GENERATED), "exec"),  # noqa: S102
+         namespace)
+    return namespace["prelude"], tuple(prelude_args), namespace["kernel"], tuple(main_args), \
+        tuple(shared)

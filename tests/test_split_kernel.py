@@ -1,0 +1,80 @@
+"""The split kernel (planner.engine.kernel.build_split_kernel): the terms that vary only
+with the GPU count (the spare pool's Poisson CDFs among them) computed once per distinct
+(GPU count, spare count) and spread back give bit-identical outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.engine import evaluator
+from planner.engine.evaluator import evaluate_columns, evaluate_inputs
+from planner.engine.kernel import build_split_kernel
+from planner.engine.model import OUTPUTS
+from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
+
+
+def _space_inputs(catalog, model, hardware, **options):
+    x = evaluator.base_inputs(catalog, model=model, hardware=hardware, tokens=15e12)
+    layout = enumerate_layouts(
+        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
+        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
+        global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
+        scale_up_domain=int(x["scale_up_domain_gpus"]), options=SpaceOptions(**options))
+    return {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                                layers=x["layers"])}
+
+
+def _same(a: dict, b: dict):
+    assert a.keys() == b.keys()
+    for name in a:
+        x, y = np.asarray(a[name]), np.asarray(b[name])
+        if x.dtype.kind == "f":
+            assert np.array_equal(x, y, equal_nan=True), name
+        else:
+            assert (x == y).all(), name
+
+
+def _unsplit(monkeypatch, call):
+    monkeypatch.setattr(evaluator, "SPLIT_MIN", 1 << 62)
+    try:
+        return call()
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("model, hardware, options", [
+    ("llama3-70b", "h100-sxm", {"max_gpus": 4096}),
+    ("mixtral-8x7b", "gb200", {"max_gpus": 2048, "recompute": ("selective",)}),
+])
+def test_split_kernel_outputs_are_bit_identical(catalog, monkeypatch, model, hardware, options):
+    inputs = _space_inputs(catalog, model, hardware, **options)
+    assert len(inputs["gpus"]) > evaluator.CHUNK  # several chunks share GPU counts
+    split = evaluate_inputs(inputs)
+    whole = _unsplit(monkeypatch, lambda: evaluate_inputs(inputs))
+    _same(split, whole)
+    columns = ("memory_per_gpu_bytes", "wall_time_s", "cost_usd", "energy_facility_j")
+    _same(evaluate_columns(inputs, columns),
+          _unsplit(monkeypatch, lambda: evaluate_columns(inputs, columns)))
+
+
+def test_split_groups_by_spare_count_too(catalog, monkeypatch):
+    # spare counts that vary independently of the GPU count (an explicit array)
+    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
+    n = len(inputs["gpus"])
+    inputs["spare_nodes"] = np.arange(n, dtype=float) % 7
+    _same(evaluate_inputs(inputs), _unsplit(monkeypatch, lambda: evaluate_inputs(inputs)))
+
+
+def test_nothing_to_split_without_array_gpu_counts():
+    assert build_split_kernel(tuple(OUTPUTS), frozenset({"tp", "pp"})) is None
+    # failure inputs that vary beyond the group (an uncertainty study) keep the whole kernel
+    split = build_split_kernel(tuple(OUTPUTS), frozenset({"gpus", "node_mtbf_s"}))
+    assert split is None
+
+
+def test_split_parts_cover_the_kernel():
+    prelude, prelude_args, main, main_args, shared = build_split_kernel(
+        tuple(OUTPUTS), frozenset({"gpus", "tp", "dp", "spare_nodes"}))
+    assert "gpus" in prelude_args and shared
+    assert not set(shared) & set(main_args)

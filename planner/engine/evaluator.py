@@ -101,7 +101,7 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
         split = split_kernel(tuple(outputs), frozenset(
             k for k, a in zip(names, is_array, strict=True) if a))
         if split is not None:
-            f, names = _SplitCall(split, inputs, names), names
+            f = _SplitCall(split, names)
     if n <= chunk:  # one chunk: no copy
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             result = f(*values)
@@ -136,7 +136,7 @@ class _SplitCall:
     (:func:`planner.engine.kernel.build_split_kernel`): the prelude on the distinct
     (GPU count, spare count) pairs of the candidates, spread back, then the main part."""
 
-    def __init__(self, split, inputs: dict, names):
+    def __init__(self, split, names):
         self.prelude, self.prelude_names, self.main, self.main_names, _ = split
         self.names = list(names)
         #: the prelude's values per (GPU count, spare count) pair, across the chunks of

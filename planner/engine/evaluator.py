@@ -147,30 +147,29 @@ class _SplitCall:
         from planner.engine.kernel import SPLIT_GROUP
 
         given = dict(zip(self.names, values, strict=True))
-        keys = [np.asarray(given[k], dtype=float) for k in SPLIT_GROUP
-                if k in given and np.ndim(given[k]) > 0]
-        n = max(np.size(k) for k in keys)
+        columns = [np.asarray(given[k], dtype=float) for k in SPLIT_GROUP
+                   if k in given and np.ndim(given[k]) > 0]
+        n = max(np.size(c) for c in columns)
         pairs = np.zeros(n, dtype=complex)
-        pairs.real = np.broadcast_to(keys[0], (n,))
-        if len(keys) > 1:
-            pairs.imag = np.broadcast_to(keys[1], (n,))
+        pairs.real = np.broadcast_to(columns[0], (n,))
+        if len(columns) > 1:
+            pairs.imag = np.broadcast_to(columns[1], (n,))
         # equal_nan=False: a NaN key is its own group, as it is its own candidate
         distinct, first, inverse = np.unique(pairs, return_index=True, return_inverse=True,
                                              equal_nan=False)
         keys = distinct.tolist()
-        new = [i for i, key in enumerate(keys) if key not in self.known or key != key]
-        if new:
-            rows = first[new]
-            values = [given[k][rows] if np.ndim(given[k]) > 0 else given[k]
-                      for k in self.prelude_names]
-            computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(new),))
-                        for v in self.prelude(*values)]
-            for j, i in enumerate(new):
-                self.known[keys[i]] = [c[j] for c in computed]
-        table = np.array([self.known[key] for key in keys], dtype=float).reshape(len(keys), -1)
-        if any(key != key for key in keys):  # NaN keys: this call's own values
-            for j, i in enumerate(new):
-                table[i] = [c[j] for c in computed]
+        rows = {i: None for i, key in enumerate(keys) if key not in self.known or key != key}
+        if rows:
+            picked = first[list(rows)]
+            computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(rows),))
+                        for v in self.prelude(*(given[k][picked] if np.ndim(given[k]) > 0
+                                                else given[k] for k in self.prelude_names))]
+            for j, i in enumerate(rows):
+                rows[i] = [c[j] for c in computed]
+                if keys[i] == keys[i]:  # a NaN key is never the same key again
+                    self.known[keys[i]] = rows[i]
+        table = np.array([rows[i] if i in rows else self.known[key]
+                          for i, key in enumerate(keys)], dtype=float)
         shared = table[inverse.reshape(-1)].T
         return self.main(*(given[k] for k in self.main_names), *shared)
 

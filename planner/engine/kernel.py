@@ -46,6 +46,43 @@ def load_kernel():
 _BUILD_LOCK = threading.Lock()
 
 
+def _kernel_tree():
+    """A fresh syntax tree of the committed kernel function (callers rewrite it)."""
+    import ast
+
+    load_kernel()  # raises if the generated kernel is stale
+    tree = ast.parse(GENERATED.read_text())
+    return next(node for node in tree.body
+                if isinstance(node, ast.FunctionDef) and node.name == "kernel")
+
+
+def _loaded_names(node) -> set[str]:
+    """The names ``node`` reads."""
+    import ast
+
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)}
+
+
+def _live_names(assigns, wanted: set[str]) -> set[str]:
+    """``wanted`` and every name their values are computed from (backward liveness over
+    the kernel's straight-line assignments)."""
+    live = set(wanted)
+    for statement in reversed(assigns):
+        if statement.targets[0].id in live:
+            live |= _loaded_names(statement.value)
+    return live
+
+
+def _compile(functions, namespace: dict) -> dict:
+    """``namespace`` with ``functions`` (rewritten kernel syntax trees) defined in it."""
+    import ast
+
+    module = ast.fix_missing_locations(ast.Module(body=list(functions), type_ignores=[]))
+    exec(compile(module, str(GENERATED), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
 def partial_kernel(outputs: tuple[str, ...]):
     """A kernel computing only ``outputs``: ``(function, its input names)`` (thread-safe,
     built once per tuple of outputs; see :func:`build_partial_kernel`)."""
@@ -70,35 +107,36 @@ def build_partial_kernel(outputs: tuple[str, ...]):
     unknown = [name for name in outputs if name not in OUTPUTS]
     if unknown:
         raise KeyError(f"not kernel outputs: {', '.join(unknown)}")
-    load_kernel()  # raises if the generated kernel is stale
-    tree = ast.parse(GENERATED.read_text())
-    func = next(node for node in tree.body
-                if isinstance(node, ast.FunctionDef) and node.name == "kernel")
+    func = _kernel_tree()
     *statements, returned = func.body
     elements = returned.value.elts
     returned.value.elts = [elements[list(OUTPUTS).index(name)] for name in outputs]
-    needed = {node.id for node in ast.walk(returned) if isinstance(node, ast.Name)}
-    kept = []
-    for statement in reversed(statements):
-        if isinstance(statement, ast.Assign) and statement.targets[0].id in needed:
-            kept.append(statement)
-            needed |= {node.id for node in ast.walk(statement.value) if isinstance(node, ast.Name)}
-        elif isinstance(statement, ast.Delete):
-            kept.append(statement)
-    assigned = {s.targets[0].id for s in kept if isinstance(s, ast.Assign)}
-    body = []
-    for statement in reversed(kept):
-        if isinstance(statement, ast.Delete):
-            statement.targets = [t for t in statement.targets if t.id in assigned]
-            if not statement.targets:
-                continue
-        body.append(statement)
-    func.body = [*body, returned]
+    assigns = [s for s in statements if isinstance(s, ast.Assign)]
+    needed = _live_names(assigns, _loaded_names(returned))
+    body = [s for s in assigns if s.targets[0].id in needed]
+    func.body = [*_with_frees(statements, body, set(), set()), returned]
     func.args.args = [a for a in func.args.args if a.arg in needed]
-    namespace = dict(vars(_kernel_generated))
-    exec(compile(ast.fix_missing_locations(ast.Module(body=[func], type_ignores=[])),  # noqa: S102
-                 str(GENERATED), "exec"), namespace)
+    namespace = _compile([func], dict(vars(_kernel_generated)))
     return namespace["kernel"], tuple(a.arg for a in func.args.args)
+
+
+def _with_frees(statements, body, args: set[str], keep_alive: set[str]) -> list:
+    """``body`` (assignments of the kernel) in the kernel's order, each followed by the
+    kernel's ``del`` of the values ``body`` or ``args`` hold that are dead there (but not
+    ``keep_alive``): numpy reuses their memory while it is still in cache."""
+    import ast
+
+    chosen = {id(s) for s in body}
+    held = {s.targets[0].id for s in body} | args
+    out = []
+    for statement in statements:
+        if isinstance(statement, ast.Assign) and id(statement) in chosen:
+            out.append(statement)
+        elif isinstance(statement, ast.Delete):
+            dead = [t for t in statement.targets if t.id in held and t.id not in keep_alive]
+            if dead:
+                out.append(ast.Delete(targets=dead))
+    return out
 
 
 #: numpy calls of the generated kernel and their float counterparts (:func:`float_kernel`)
@@ -121,10 +159,7 @@ def float_kernel():
 
     from formulas.special import erfinv, poisson_cdf_float
 
-    load_kernel()  # raises if the generated kernel is stale
-    tree = ast.parse(GENERATED.read_text())
-    func = next(node for node in tree.body
-                if isinstance(node, ast.FunctionDef) and node.name == "kernel")
+    func = _kernel_tree()
 
     class ToFloats(ast.NodeTransformer):
         def visit_Delete(self, node):
@@ -152,11 +187,9 @@ def float_kernel():
                 return ast.Compare(left, [getattr(ast, _COMPARISONS[f.attr])()], [right])
             raise ValueError(f"float_kernel: no float form of numpy.{f.attr}")
 
-    func = ToFloats().visit(func)
-    namespace = {"math": math, "erfinv": erfinv, "poisson_cdf_float": poisson_cdf_float,
-                 "_float_minimum": _float_minimum, "_float_maximum": _float_maximum}
-    exec(compile(ast.fix_missing_locations(ast.Module(body=[func], type_ignores=[])),  # noqa: S102
-                 str(GENERATED), "exec"), namespace)
+    namespace = _compile([ToFloats().visit(func)], {
+        "math": math, "erfinv": erfinv, "poisson_cdf_float": poisson_cdf_float,
+        "_float_minimum": _float_minimum, "_float_maximum": _float_maximum})
     return namespace["kernel"]
 
 
@@ -192,32 +225,24 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     ``main(*inputs, *shared)`` the rest.  Run on the distinct (GPU count, spare count)
     pairs of a chunk and spread back to its candidates, the prelude does the same
     operations on the same values as the whole kernel, so every output is bit-identical
-    (elementwise code; ``tests/test_kernel.py``), at a fraction of the cost: a chunk of
+    (elementwise code; ``tests/test_split_kernel.py``), at a fraction of the cost: a chunk of
     4,096 layouts of a plan holds a few dozen GPU counts.
     """
     import ast
 
-    load_kernel()  # raises if the generated kernel is stale
-    tree = ast.parse(GENERATED.read_text())
-    func = next(node for node in tree.body
-                if isinstance(node, ast.FunctionDef) and node.name == "kernel")
-    *statements, returned = func.body
-    elements = returned.value.elts
-    results = [elements[list(OUTPUTS).index(name)] for name in outputs]
     group = frozenset(SPLIT_GROUP) & array_inputs
     if not group:
         return None
-
-    def loads(node) -> set[str]:
-        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Load)}
-
+    func = _kernel_tree()
+    *statements, returned = func.body
+    elements = returned.value.elts
+    results = [elements[list(OUTPUTS).index(name)] for name in outputs]
     # the array inputs each name depends on
     arrays = {a.arg: frozenset({a.arg}) & array_inputs for a in func.args.args}
     assigns = [s for s in statements if isinstance(s, ast.Assign)]
     for s in assigns:
         arrays[s.targets[0].id] = frozenset().union(*(arrays.get(u, frozenset())
-                                                      for u in loads(s.value)))
+                                                      for u in _loaded_names(s.value)))
     # (values of scalar inputs only go with them: the prelude needs some, the main part
     # receives them as arguments)
     hoisted = {s.targets[0].id for s in assigns if arrays[s.targets[0].id] <= group}
@@ -226,54 +251,36 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
                     for s in assigns if s.targets[0].id in hoisted for n in ast.walk(s))
     if not expensive:
         return None
-    # what the outputs need (backward liveness), split into the two parts
-    needed = set().union(*(loads(r) for r in results))
-    for s in reversed(assigns):
-        if s.targets[0].id in needed:
-            needed |= loads(s.value)
+    # what the outputs need, split into the two parts
+    needed = _live_names(assigns, set().union(*(_loaded_names(r) for r in results)))
     main_body = [s for s in assigns if s.targets[0].id in needed
                  and s.targets[0].id not in hoisted]
-    main_loads = set().union(*(loads(r) for r in results), *(loads(s.value) for s in main_body))
+    main_loads = set().union(*(_loaded_names(r) for r in results),
+                             *(_loaded_names(s.value) for s in main_body))
     shared = [s.targets[0].id for s in assigns if s.targets[0].id in hoisted
               and s.targets[0].id in main_loads]
-    prelude_needed = set(shared)
-    for s in reversed(assigns):
-        if s.targets[0].id in prelude_needed:
-            prelude_needed |= loads(s.value)
+    prelude_needed = _live_names(assigns, set(shared))
     prelude_body = [s for s in assigns if s.targets[0].id in hoisted
                     and s.targets[0].id in prelude_needed]
+    prelude_loads = set().union(*(_loaded_names(s.value) for s in prelude_body))
     arguments = [a.arg for a in func.args.args]
-
-    def function(name, body, args, returns, keep_alive):
-        assigned = {s.targets[0].id for s in body}
-        out = []
-        for statement in statements:  # the kernel's order, with its frees of dead values
-            if isinstance(statement, ast.Assign) and statement in body:
-                out.append(statement)
-            elif isinstance(statement, ast.Delete):
-                dead = [t for t in statement.targets
-                        if (t.id in assigned or t.id in args) and t.id not in keep_alive]
-                if dead:
-                    out.append(ast.Delete(targets=dead))
-        out.append(ast.Return(ast.Tuple(returns, ast.Load())))
-        node = ast.FunctionDef(
-            name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in args],
-                                          kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=out, decorator_list=[], returns=None, type_params=[])
-        return node
-
-    prelude_loads = set().union(*(loads(s.value) for s in prelude_body))
     prelude_args = [a for a in arguments if a in prelude_loads]
     main_args = [a for a in arguments if a in main_loads]
+
+    def function(name, body, args, returns, keep_alive):
+        return ast.FunctionDef(
+            name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in args],
+                                          kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[*_with_frees(statements, body, set(args), keep_alive),
+                  ast.Return(ast.Tuple(returns, ast.Load()))],
+            decorator_list=[], returns=None, type_params=[])
+
+    # the prelude keeps the shared values to return them; main receives them as arguments
     prelude = function("prelude", prelude_body, prelude_args,
                        [ast.Name(n, ast.Load()) for n in shared], set(shared))
-    # main: the shared values arrive as arguments; frees of dead values as in the kernel
     main = function("kernel", main_body, [*main_args, *shared], results, set())
     from planner.engine import _kernel_generated
 
-    namespace = dict(vars(_kernel_generated))
-    module = ast.Module(body=[prelude, main], type_ignores=[])
-    exec(compile(ast.fix_missing_locations(module), str(GENERATED), "exec"),  # noqa: S102
-         namespace)
+    namespace = _compile([prelude, main], dict(vars(_kernel_generated)))
     return namespace["prelude"], tuple(prelude_args), namespace["kernel"], tuple(main_args), \
         tuple(shared)

@@ -325,7 +325,7 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     f["cp_intra"] = (f["tp"] * f["cp"] <= domain).astype(float)
     f["ep_intra"] = (f["etp"] * f["ep"] <= domain).astype(float)
     f["pp_intra"] = (f["gpus"] <= domain).astype(float)
-    f["dp_intra_ranks"] = np.clip(np.floor(domain / (f["tp"] * f["cp"])), 1.0, dp)
+    f["dp_intra_ranks"] = domain_dp_ranks(f["tp"], f["cp"], dp, domain)
     # the replicas of one shard are TP x CP x shard ranks apart
     f["replica_intra_ranks"] = np.clip(np.floor(domain / (f["tp"] * f["cp"] * shard)), 1.0,
                                        dp / shard)

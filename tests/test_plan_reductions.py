@@ -101,28 +101,63 @@ def test_evaluate_columns_is_bit_identical_to_the_full_kernel(catalog):
         evaluate_columns(inputs, ("step_time_days",))
 
 
+def _reference_frontier(catalog, s: Scenario, hardware) -> pd.DataFrame:
+    """The former full evaluation of the whole space, reduced once: per GPU count and
+    objective, the first minimum among feasible and among fitting rows (a lexsort each)."""
+    outs = []
+    for inputs, part in _blocks(catalog, s, hardware):
+        out = evaluate_inputs(inputs)
+        out.update(part)
+        outs.append(out)
+    out = {c: np.concatenate([o[c] for o in outs]) for c in (*KEEP_COLUMNS, "fits")}
+    feasible = feasible_mask(out, s)
+    rows = set()
+    for column in OBJECTIVE_COLUMNS.values():
+        rows.update(reference_group_best(out["gpus"], out[column], feasible).tolist())
+        rows.update(reference_group_best(out["gpus"], out[column], out["fits"]).tolist())
+    rows = np.array(sorted(rows), dtype=int)
+    frame = pd.DataFrame({c: out[c][rows] for c in KEEP_COLUMNS})
+    frame["feasible"] = feasible[rows]
+    return frame
+
+
 @pytest.mark.parametrize("model,hardware,constraints", CASES[:3])
-def test_plan_pareto_and_knee_equal_the_reference(catalog, model, hardware, constraints):
+def test_plan_frontier_pareto_and_knee_equal_the_reference(catalog, model, hardware,
+                                                           constraints):
     result = plan(model=model, hardware=[hardware], max_gpus=2048, catalog=catalog,
                   **constraints)
-    feasible = result.frontier.loc[result.frontier["feasible"].astype(bool)]
-    objectives = ["wall_time_s", "cost_usd", "energy_kwh"]
-    reference = feasible[reference_pareto_mask(feasible[objectives].to_numpy(dtype=float))]
-    reference = reference.sort_values(objectives)
-    got = pd.DataFrame(result.pareto)
-    assert len(got) == len(reference) >= 1
-    assert got[objectives].to_numpy().tolist() == reference[objectives].to_numpy().tolist()
-    # the knee of the reference frontier (every block reduced the former way)
-    rows = []
     s = result.scenario
-    for inputs, part in _blocks(catalog, s, hardware):
-        picked, out, _ = _reference_block(inputs, part, s)
-        rows.append(pd.DataFrame({c: out[c][picked] for c in KEEP_COLUMNS}))
-    frontier = pd.concat(rows, ignore_index=True).drop_duplicates(
-        subset=["gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "recompute", "zero",
-                "sequence_parallel"])
-    assert len(frontier) == len(result.frontier)
-    knee = knee_row(frontier.loc[frontier["fits"].astype(bool)], s.knee_threshold)
+    reference = _reference_frontier(catalog, s, hardware)
+    # the same rows, in search order, with the same values
+    assert len(result.frontier) == len(reference)
+    for column in ("gpus", "tp", "pp", "cp", "ep", "etp", "vp", "micro_batch", "zero",
+                   "shard_group", "sequence_parallel", *OBJECTIVE_COLUMNS.values()):
+        np.testing.assert_array_equal(result.frontier[column].to_numpy(),
+                                      reference[column].to_numpy(), err_msg=column)
+    objectives = ["wall_time_s", "cost_usd", "energy_kwh"]
+    feasible = reference.loc[reference["feasible"].astype(bool)]
+    front = feasible[reference_pareto_mask(feasible[objectives].to_numpy(dtype=float))]
+    front = front.sort_values(objectives)
+    got = pd.DataFrame(result.pareto)
+    assert len(got) == len(front) >= 1
+    assert got[objectives].to_numpy().tolist() == front[objectives].to_numpy().tolist()
+    knee = knee_row(reference.loc[reference["fits"].astype(bool)], s.knee_threshold)
     for key in ("gpus", "wall_time_s", "cost_usd", "tp", "pp", "marginal_efficiency"):
         assert result.knee[hardware][key] == knee[key] or (
             np.isnan(knee[key]) and np.isnan(result.knee[hardware][key])), key
+
+
+def test_frontier_does_not_depend_on_the_block_size(catalog, monkeypatch):
+    # blocks keep their own best rows; the frontier is the best over all of them, so
+    # other block boundaries (or tasks) give the same rows
+    from planner.engine import optimize
+
+    kwargs = dict(model="mixtral-8x7b", hardware=["h100-sxm"], max_gpus=1024,
+                  catalog=catalog, deadline_days=None)
+    whole = plan(**kwargs)
+    monkeypatch.setattr(optimize, "PLAN_CHUNK", 3001)
+    monkeypatch.setattr(optimize, "TASK_ROWS", 7 * 3001)
+    pieces = plan(**kwargs)
+    assert pieces.evaluated == whole.evaluated
+    pd.testing.assert_frame_equal(pieces.frontier, whole.frontier)
+    assert [r.to_dict() for r in pieces.pareto] == [r.to_dict() for r in whole.pareto]

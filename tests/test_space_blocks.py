@@ -60,7 +60,9 @@ def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch
     t = _cross(t, "etp", sorted(set(tp_values) | ({1} if experts > 1 else set())))
     t = _keep(t, ((t["etp"] == t["tp"]) | ((experts > 1) & (t["etp"] == 1)))
               & ((t["tp"] * t["cp"] * t["dp"]) % (t["ep"] * t["etp"]) == 0))
-    t = _cross(t, "recompute", [RECOMPUTE_CODES[r] for r in options.recompute])
+    # selective only where none is not searched: the same run under flash attention
+    t = _cross(t, "recompute", [RECOMPUTE_CODES[r] for r in options.recompute
+                                if r != "selective" or "none" not in options.recompute])
     t = _cross(t, "zero", options.zero)
     t = _keep(t, ((t["zero"] == 0) | (t["dp"] > 1)) & ((t["zero"] < 3) | (t["pp"] == 1)))
     # HSDP: under ZeRO-2/3 also shard within the DP ranks of one scale-up domain
@@ -111,3 +113,36 @@ def test_blocks_concatenate_to_the_former_enumeration(space, block):
         np.testing.assert_array_equal(joined, reference[column], err_msg=column)
         np.testing.assert_array_equal(whole[column], reference[column], err_msg=column)
         assert whole[column].dtype == np.int64
+
+
+def test_gpu_counts_of_a_slice_are_those_its_blocks_hold():
+    from planner.engine.space import LayoutSpace
+
+    space = LayoutSpace(layers=80, heads=64, kv_heads=8, seq_len=8192, experts=1,
+                        global_batch=1024, gpus_per_node=8, scale_up_domain=8,
+                        options=SpaceOptions(max_gpus=4096))
+    for start, stop in ((0, None), (0, 1), (12345, 40000), (space.size - 3, space.size)):
+        held = np.unique(np.concatenate([b["gpus"] for b in space.blocks(5000, start, stop)]))
+        np.testing.assert_array_equal(space.gpu_counts(start, stop), held)
+    assert space.gpu_counts(10, 10).size == 0
+
+
+def test_selective_is_searched_only_as_the_same_run_as_none():
+    # the search leaves out selective recompute when none is tried: under flash attention
+    # (every search's) their run-model inputs are equal, so no winner is lost
+    from planner.engine.space import layout_flags, search_recompute_codes
+
+    assert search_recompute_codes(("none", "selective", "full")) == [0, 2]
+    assert search_recompute_codes(("selective", "full")) == [1, 2]
+    layout = next(layout_blocks(**SPACES[1], block=5000))
+    as_none = layout_flags({**layout, "recompute": np.zeros_like(layout["recompute"])},
+                           scale_up_domain=72, layers=32)
+    as_selective = layout_flags({**layout, "recompute": np.ones_like(layout["recompute"])},
+                                scale_up_domain=72, layers=32)
+    assert as_none.keys() == as_selective.keys()
+    for name in as_none:
+        np.testing.assert_array_equal(as_none[name], as_selective[name], err_msg=name)
+    # without flash attention they differ (and evaluate takes either)
+    differ = layout_flags({**layout, "recompute": np.ones_like(layout["recompute"])},
+                          scale_up_domain=72, layers=32, flash_attention=False)
+    assert not np.array_equal(differ["selective"], as_none["selective"])

@@ -78,3 +78,33 @@ def test_split_parts_cover_the_kernel():
         tuple(OUTPUTS), frozenset({"gpus", "tp", "dp", "spare_nodes"}))
     assert "gpus" in prelude_args and shared
     assert not set(shared) & set(main_args)
+
+
+def test_prelude_values_remembered_across_calls_are_each_inputs_own(catalog, monkeypatch):
+    # the prelude's values are remembered per (prelude, scalar inputs): a second call with
+    # the same inputs reuses them, one with other failure inputs (same GPU counts) must not
+    monkeypatch.setattr(evaluator, "_PRELUDE_VALUES", {})
+    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=2048)
+    other = {**inputs, "node_mtbf_s": inputs["node_mtbf_s"] / 7}
+    first = evaluate_inputs(inputs)
+    remembered = evaluate_inputs(inputs)
+    assert evaluator._PRELUDE_VALUES  # something was remembered
+    _same(first, remembered)
+    mixed = evaluate_inputs(other)
+    alone = _unsplit(monkeypatch, lambda: evaluate_inputs(other))
+    _same(mixed, alone)
+    assert not np.array_equal(mixed["wall_time_s"], first["wall_time_s"])
+    # a small call (a plan's kept rows) takes the remembered values too
+    rows = np.arange(0, len(inputs["gpus"]), 97)
+    few = {k: v[rows] if np.ndim(v) else v for k, v in inputs.items()}
+    assert evaluator.SPLIT_MIN <= len(rows) < evaluator.CHUNK
+    _same(evaluate_inputs(few), {k: np.asarray(v)[rows] for k, v in first.items()})
+
+
+def test_prelude_memory_is_bounded(catalog, monkeypatch):
+    monkeypatch.setattr(evaluator, "_PRELUDE_VALUES", {})
+    monkeypatch.setattr(evaluator, "_PRELUDE_KEYS", 2)
+    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=256)
+    for mtbf in (1e7, 2e7, 3e7):
+        evaluate_columns({**inputs, "node_mtbf_s": mtbf}, ("wall_time_s",))
+    assert len(evaluator._PRELUDE_VALUES) == 2

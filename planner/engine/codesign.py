@@ -30,6 +30,7 @@ from planner.engine.columns import plan_summary
 from planner.engine.optimize import (
     OBJECTIVE_COLUMNS,
     TASK_ROWS,
+    frontier_rows,
     layout_space,
     search_slice,
     search_tasks,
@@ -259,6 +260,8 @@ def reduce_point(point: HardwarePoint, task: PointsTask) -> dict:
         result["best"] = dict.fromkeys(OBJECTIVE_COLUMNS)
         return result
     rows = {c: np.concatenate([k[c] for k in kept]) for c in kept[0]}
+    frontier = frontier_rows(rows)  # the best per GPU count and objective, as plan keeps
+    rows = {c: v[frontier] for c, v in rows.items()}
     feasible = np.flatnonzero(rows["feasible"].astype(bool))
     for objective, column in OBJECTIVE_COLUMNS.items():
         values = rows[column][feasible]

@@ -14,6 +14,7 @@ accelerator, a pandas DataFrame back whose column names carry units.
 from __future__ import annotations
 
 import math
+import threading
 from functools import cache
 
 import numpy as np
@@ -102,6 +103,7 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
             k for k, a in zip(names, is_array, strict=True) if a))
         if split is not None:
             f = _SplitCall(split, names)
+            f.prepare(*values)
     if n <= chunk:  # one chunk: no copy
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             result = f(*values)
@@ -128,25 +130,28 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
 
 #: Candidates from which :func:`run_kernel` runs the split kernel (a few distinct GPU
 #: counts among many candidates; below this the grouping costs more than it saves).
-SPLIT_MIN = 256
+SPLIT_MIN = 64
 
 
 class _SplitCall:
     """``f(*values)`` of :func:`run_kernel` by the split kernel
     (:func:`planner.engine.kernel.build_split_kernel`): the prelude on the distinct
-    (GPU count, spare count) pairs of the candidates, spread back, then the main part."""
+    (GPU count, spare count) pairs of the candidates, spread back, then the main part.
+
+    :meth:`prepare` runs the prelude once on every pair of the whole call that is not
+    known yet; the values are remembered per prelude and scalar inputs
+    (:data:`_PRELUDE_VALUES`), so the blocks of a search compute each GPU count's terms
+    once, not once per chunk and call.
+    """
 
     def __init__(self, split, names):
         self.prelude, self.prelude_names, self.main, self.main_names, _ = split
         self.names = list(names)
-        #: the prelude's values per (GPU count, spare count) pair, across the chunks of
-        #: one run_kernel call (its scalar inputs are the same for every chunk)
-        self.known: dict[complex, list[float]] = {}
+        self.known: dict[complex, list[float]] | None = None
 
-    def __call__(self, *values):
+    def _pairs(self, given: dict) -> np.ndarray:
         from planner.engine.kernel import SPLIT_GROUP
 
-        given = dict(zip(self.names, values, strict=True))
         columns = [np.asarray(given[k], dtype=float) for k in SPLIT_GROUP
                    if k in given and np.ndim(given[k]) > 0]
         n = max(np.size(c) for c in columns)
@@ -154,24 +159,64 @@ class _SplitCall:
         pairs.real = np.broadcast_to(columns[0], (n,))
         if len(columns) > 1:
             pairs.imag = np.broadcast_to(columns[1], (n,))
+        return pairs
+
+    def _memo(self, given: dict) -> dict:
+        """The remembered prelude values for these scalar inputs (a new dict if none)."""
+        scalars = tuple(float(given[k]) for k in self.prelude_names if np.ndim(given[k]) == 0)
+        key = (self.prelude, scalars)
+        with _PRELUDE_LOCK:  # the threads of a Dask worker share it
+            known = _PRELUDE_VALUES.pop(key, None)
+            if known is None or len(known) > _PRELUDE_PAIRS:
+                known = {}
+            _PRELUDE_VALUES[key] = known  # most recently used last
+            while len(_PRELUDE_VALUES) > _PRELUDE_KEYS:
+                del _PRELUDE_VALUES[next(iter(_PRELUDE_VALUES))]
+        return known
+
+    def prepare(self, *values) -> None:
+        """Run the prelude on the pairs of ``values`` (the whole call's inputs) not known."""
+        given = dict(zip(self.names, values, strict=True))
+        self.known = self._memo(given)
+        self._fill(given, self._pairs(given))
+
+    def _fill(self, given: dict, pairs: np.ndarray):
+        """(distinct keys, inverse): the prelude run on the keys of ``pairs`` not known."""
         # equal_nan=False: a NaN key is its own group, as it is its own candidate
         distinct, first, inverse = np.unique(pairs, return_index=True, return_inverse=True,
                                              equal_nan=False)
         keys = distinct.tolist()
-        rows = {i: None for i, key in enumerate(keys) if key not in self.known or key != key}
-        if rows:
-            picked = first[list(rows)]
-            computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(rows),))
+        new = [i for i, key in enumerate(keys) if key not in self.known or key != key]
+        fresh = {}
+        if new:
+            picked = first[new]
+            computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(new),))
                         for v in self.prelude(*(given[k][picked] if np.ndim(given[k]) > 0
                                                 else given[k] for k in self.prelude_names))]
-            for j, i in enumerate(rows):
-                rows[i] = [c[j] for c in computed]
+            for j, i in enumerate(new):
+                fresh[i] = [c[j] for c in computed]
                 if keys[i] == keys[i]:  # a NaN key is never the same key again
-                    self.known[keys[i]] = rows[i]
-        table = np.array([rows[i] if i in rows else self.known[key]
+                    self.known[keys[i]] = fresh[i]
+        return keys, inverse, fresh
+
+    def __call__(self, *values):
+        given = dict(zip(self.names, values, strict=True))
+        if self.known is None:
+            self.known = self._memo(given)
+        keys, inverse, fresh = self._fill(given, self._pairs(given))
+        table = np.array([fresh[i] if i in fresh else self.known[key]
                           for i, key in enumerate(keys)], dtype=float)
         shared = table[inverse.reshape(-1)].T
         return self.main(*(given[k] for k in self.main_names), *shared)
+
+
+#: Prelude values remembered across calls: (prelude, its scalar inputs) -> {pair: values}.
+#: At most this many sets of scalar inputs (least recently used dropped) ...
+_PRELUDE_KEYS = 64
+#: ... and this many pairs per set (a set grown past it starts again).
+_PRELUDE_PAIRS = 1 << 16
+_PRELUDE_VALUES: dict = {}
+_PRELUDE_LOCK = threading.Lock()
 
 
 def finish(out: dict[str, np.ndarray], inputs: dict) -> dict[str, np.ndarray]:

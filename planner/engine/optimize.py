@@ -23,6 +23,7 @@ from planner.engine.pricing import price_quote
 from planner.engine.reductions import GroupMinimum, pareto_mask
 from planner.engine.scenario import OBJECTIVES, Scenario
 from planner.engine.space import RECOMPUTE_NAMES, LayoutSpace, SpaceOptions, layout_flags
+from planner.engine.spares import resolve_spares
 from planner.errors import INFEASIBLE, CapplanError
 
 #: Candidates reduced at a time (the kernel itself runs on smaller cache-sized chunks).
@@ -145,6 +146,9 @@ def search_slice(task: SearchTask) -> dict:
     Partial results combine by concatenation in task order (:func:`combine_slices`).
     """
     x = task.inputs
+    # --spares auto: the spare counts of all the task's GPU counts searched together
+    # first (batched; the blocks then find them cached, planner.engine.spares)
+    resolve_spares({**x, "gpus": task.space.gpu_counts(task.start, task.stop).astype(float)})
     kept_blocks, evaluated, fitting, min_memory = [], 0, 0, (np.inf, np.nan)
     for part in task.space.blocks(PLAN_CHUNK, task.start, task.stop):
         inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
@@ -166,7 +170,8 @@ def search_slice(task: SearchTask) -> dict:
 def combine_slices(partials: list[dict]):
     """(frontier DataFrame, evaluated, fitting, (min memory, its accelerator, its HBM)).
 
-    The frontier holds the kept rows of every partial in order, duplicates dropped.
+    The frontier holds the best row per (accelerator, GPU count) for every objective,
+    among feasible rows and among all fitting rows (:func:`frontier_rows`), in search order.
     """
     import pandas as pd
 
@@ -183,12 +188,28 @@ def combine_slices(partials: list[dict]):
     columns = {"hardware": np.concatenate([np.full(len(p["rows"]["feasible"]), p["label"],
                                                    dtype=object) for p in kept])}
     columns.update({c: np.concatenate([p["rows"][c] for p in kept]) for c in kept[0]["rows"]})
-    frontier = pd.DataFrame(columns)
+    rows = frontier_rows(columns)
+    frontier = pd.DataFrame({k: v[rows] for k, v in columns.items()})
     frontier["recompute"] = frontier["recompute"].map(RECOMPUTE_NAMES)
-    frontier = frontier.drop_duplicates(
-        subset=["hardware", "gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch",
-                "recompute", "zero", "sequence_parallel"]).reset_index(drop=True)
     return frontier, evaluated, fitting, min_memory
+
+
+def frontier_rows(columns: dict) -> np.ndarray:
+    """Indices of the rows kept by the whole search, increasing: per (accelerator, GPU
+    count; GPU count alone without a ``hardware`` column) and objective, the first minimum among feasible rows and among all rows.
+
+    Each block kept its own best rows (:func:`reduce_block`), which hold every group's
+    best over the whole search; reducing them once more keeps exactly those, so the
+    frontier (and its Pareto front) does not depend on where blocks or tasks begin.
+    """
+    keys = np.asarray(columns["gpus"], dtype=np.int64)
+    if "hardware" in columns:  # several accelerators: one group per (accelerator, GPU count)
+        _, codes = np.unique(columns["hardware"].astype(str), return_inverse=True)
+        keys = codes.reshape(-1).astype(np.int64) * (1 << 40) + keys
+    groups = (GroupMinimum(keys, np.asarray(columns["feasible"], dtype=bool)),
+              GroupMinimum(keys))
+    return np.unique(np.concatenate([g.argmin(columns[column])
+                                     for column in OBJECTIVE_COLUMNS.values() for g in groups]))
 
 
 def feasible_mask(out: dict, s: Scenario) -> np.ndarray:

@@ -168,6 +168,14 @@ class LayoutSpace:
         self.ends = np.cumsum(self.per_row)
         self.size = int(self.ends[-1]) if rows else 0
 
+    def gpu_counts(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """The distinct GPU counts of layout rows ``start`` .. ``stop``, increasing."""
+        end = self.size if stop is None else min(int(stop), self.size)
+        if end <= start:
+            return np.empty(0, dtype=np.int64)
+        first, last = np.searchsorted(self.ends, [int(start), end - 1], side="right")
+        return np.unique(self.head["gpus"][first:last + 1])
+
     def blocks(self, block: int = 65536, start: int = 0, stop: int | None = None):
         """The layouts of rows ``start`` .. ``stop`` (default: the end) in blocks of ``block``."""
         head, lists, per_row, ends = self.head, self.lists, self.per_row, self.ends
@@ -252,7 +260,7 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
           & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
     tail = [
         ("ep_etp", expert_codes, expert_allowed),
-        ("recompute", [RECOMPUTE_CODES[r] for r in options.recompute], None),
+        ("recompute", search_recompute_codes(options.recompute), None),
         # ZeRO needs data parallelism; DeepSpeed/Megatron do not combine ZeRO-3 with PP.
         # HSDP (code zero * 2 + 1): ZeRO-2/3 shards within a scale-up domain's DP ranks, when
         # those are fewer than DP and divide it: the per-micro-batch reduce-scatters and
@@ -263,6 +271,25 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
          lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1)),
     ]
     return _keep(t, ok), tail
+
+
+def search_recompute_codes(recompute) -> list[int]:
+    """The recompute codes a search tries: ``selective`` only when ``none`` is not tried.
+
+    A search runs with flash attention (:func:`layout_flags`' default), under which
+    selective recomputation (of the attention core, Korthikanti et al. 2022,
+    arXiv:2205.05198 s5) adds no work and stores nothing more: its layouts have the same
+    run-model inputs as ``none``'s, hence the same outputs, and lose every tie to them
+    (they come later).  Leaving them out drops a third of the space and no winner.
+
+    >>> search_recompute_codes(("none", "selective", "full"))
+    [0, 2]
+    >>> search_recompute_codes(("selective",))
+    [1]
+    """
+    codes = [RECOMPUTE_CODES[r] for r in recompute]
+    none, selective = RECOMPUTE_CODES["none"], RECOMPUTE_CODES["selective"]
+    return [c for c in codes if c != selective or none not in codes]
 
 
 def _zero_allowed(t, code):

@@ -21,8 +21,6 @@ profile and co-design points), over that set's own range of spare counts.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 #: ``spare_nodes`` value that asks for the optimal count.
@@ -41,6 +39,8 @@ def optimal_spare_nodes(**x) -> np.ndarray:
     """Spare nodes minimising (nodes + spares) / S(spares), per row of the inputs.
 
     ``x`` holds the :data:`SPARE_INPUTS` as numbers or equal-length arrays (SI units).
+    Each row is searched over its own range of spare counts (0 to its reach), so a row's
+    count is the same alone and in a batch.
     """
     from formulas import reliability as rel
 
@@ -58,13 +58,15 @@ def optimal_spare_nodes(**x) -> np.ndarray:
     mu_r = rel.nodes_in_repair(rack, col("node_repair_s"))
     m = col("rack_nodes")
     reach = mu1 + m * mu_r + 10 * np.sqrt(mu1 + m * m * mu_r) + 2 * m + 2
-    spares = np.arange(min(int(np.ceil(reach.max())), MAX_SPARES) + 1, dtype=float)[None, :]
+    top = np.minimum(np.ceil(reach), MAX_SPARES)  # each row's own range: 0 .. top
+    spares = np.arange(int(np.nanmax(top, initial=0.0)) + 1, dtype=float)[None, :]
     swap = mtbf * (single * rel.pool_swap_probability(spares, 1, mu1, mu_r, m)
                    + rack * rel.pool_swap_probability(spares, m, mu1, mu_r, m) + software)
     survival = (swap * np.exp(-col("restart_overhead_s") / mtbf)
                 + (1 - swap) * np.exp(-col("requeue_restart_s") / mtbf))
     with np.errstate(divide="ignore"):
         billed = (nodes + spares) / survival
+    billed = np.where(spares <= top, billed, np.inf)
     return spares[0, np.argmin(billed, axis=1)]
 
 
@@ -104,14 +106,39 @@ def resolve_spares(inputs: dict) -> dict:
         values = {**fixed, **dict(zip(varying, row, strict=True))}
         return tuple(float(values[k]) for k in SPARE_INPUTS)
 
-    best = np.array([_optimal_one(failure_inputs(row)) for row in rows])[inverse.reshape(-1)]
+    best = np.array(_optimal_many([failure_inputs(row) for row in rows]))[inverse.reshape(-1)]
     chosen = np.where(auto, best, spares)
     return {**inputs, "spare_nodes": float(chosen[0]) if n == 1 and np.ndim(spares) == 0
             else chosen}
 
 
-@lru_cache(maxsize=4096)
+#: Optimal spare counts found, by their failure inputs (at most _CACHE_SIZE, oldest first out).
+_CACHE: dict[tuple[float, ...], float] = {}
+_CACHE_SIZE = 4096
+#: Failure-input sets searched in one batch (rows x spare counts stay a few MB).
+_BATCH_ROWS = 16
+
+
 def _optimal_one(key: tuple[float, ...]) -> float:
     """:func:`optimal_spare_nodes` of one set of :data:`SPARE_INPUTS` values (cached: a
     loop of ``evaluate()`` calls on one cluster searches the spare count once)."""
-    return float(optimal_spare_nodes(**dict(zip(SPARE_INPUTS, key, strict=True)))[0])
+    return _optimal_many([key])[0]
+
+
+def _optimal_many(keys: list[tuple[float, ...]]) -> list[float]:
+    """:func:`_optimal_one` of each key; the ones not cached searched together, in batches
+    (one vectorised search instead of one per GPU count: the same counts, each row over its
+    own range)."""
+    # by GPU count, so a batch's rows have similar ranges of spare counts
+    missing = sorted((k for k in dict.fromkeys(keys) if k not in _CACHE),
+                     key=lambda k: k[SPARE_INPUTS.index("gpus")])
+    for start in range(0, len(missing), _BATCH_ROWS):
+        batch = missing[start:start + _BATCH_ROWS]
+        columns = np.array(batch, dtype=float).T
+        found = optimal_spare_nodes(**dict(zip(SPARE_INPUTS, columns, strict=True)))
+        for key, count in zip(batch, found.tolist(), strict=True):
+            _CACHE[key] = count
+    values = [_CACHE[k] for k in keys]
+    while len(_CACHE) > _CACHE_SIZE:  # thread-safe enough: a lost entry is searched again
+        _CACHE.pop(next(iter(_CACHE)), None)
+    return values

@@ -139,6 +139,23 @@ software (its GB200 steps are 34.2 s at 128, 256 and 512 GPUs alike, EP 32 or 64
 no stack profile separates yet. The rows are not added to modern-runs, whose groups and
 targets stay as the issue set them.
 
+The other MoE outlier, DeepSeek-V3 in MXFP8 on 256 B200 from the same 25.11 tables (+52 %:
+3,251 tokens/s per GPU predicted, 2,139 published, 557 TFLOP/s), ran NVIDIA's *baseline*
+MoE configuration: Megatron-Bridge's B200 workload config
+(`scripts/performance/configs/deepseek/workload_base_configs.py`) sets no CUDA graphs, no
+DeepEP/HybridEP dispatcher (NCCL all-to-all with explicit token permutes), no all-to-all
+overlap, and recomputes the MLA up-projection, with the MTP module on. NVIDIA's DeepSeek-V3
+GB200 optimisation guide (NVIDIA/Megatron-LM `docs/discussions/deepseek-v3-gb200-optimization`,
+commit 1d9edcf) measured that configuration at 494 TFLOP/s per GPU on 256 GB200, host-bound
+("the CPU kernel launch speed cannot keep up with the kernel execution speed on GPU"), and
+970 TFLOP/s after kernel fusions, CUDA graphs, CPU binding and HybridEP: the level of the
+GB200 25.11 rows above, which the planner predicts. The stack profile describes that tuned
+level. A host-bound profile for fine-grained MoE in FP8 (launches growing with the local
+experts and their quantisation kernels) would need measurements that separate its terms,
+and no fit row has them (Grok-1's 8 experts at EP 8 put one expert on each GPU); fitted to
+these two held-out rows it would be a per-run factor. Both stay as they are, and the MoE
+group's 15 % target stays missed (22 %; 7.9 % on its other five rows).
+
 """
 
 MODERN = """

@@ -21,6 +21,8 @@ profile and co-design points), over that set's own range of spare counts.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 #: ``spare_nodes`` value that asks for the optimal count.
@@ -114,6 +116,7 @@ def resolve_spares(inputs: dict) -> dict:
 
 #: Optimal spare counts found, by their failure inputs (at most _CACHE_SIZE, oldest first out).
 _CACHE: dict[tuple[float, ...], float] = {}
+_CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 4096
 #: Failure-input sets searched in one batch (rows x spare counts stay a few MB).
 _BATCH_ROWS = 16
@@ -128,17 +131,17 @@ def _optimal_one(key: tuple[float, ...]) -> float:
 def _optimal_many(keys: list[tuple[float, ...]]) -> list[float]:
     """:func:`_optimal_one` of each key; the ones not cached searched together, in batches
     (one vectorised search instead of one per GPU count: the same counts, each row over its
-    own range)."""
-    # by GPU count, so a batch's rows have similar ranges of spare counts
-    missing = sorted((k for k in dict.fromkeys(keys) if k not in _CACHE),
-                     key=lambda k: k[SPARE_INPUTS.index("gpus")])
-    for start in range(0, len(missing), _BATCH_ROWS):
-        batch = missing[start:start + _BATCH_ROWS]
-        columns = np.array(batch, dtype=float).T
-        found = optimal_spare_nodes(**dict(zip(SPARE_INPUTS, columns, strict=True)))
-        for key, count in zip(batch, found.tolist(), strict=True):
-            _CACHE[key] = count
-    values = [_CACHE[k] for k in keys]
-    while len(_CACHE) > _CACHE_SIZE:  # thread-safe enough: a lost entry is searched again
-        _CACHE.pop(next(iter(_CACHE)), None)
+    own range).  One thread at a time: the threads of a Dask worker share the cache."""
+    with _CACHE_LOCK:
+        # by GPU count, so a batch's rows have similar ranges of spare counts
+        missing = sorted((k for k in dict.fromkeys(keys) if k not in _CACHE),
+                         key=lambda k: k[SPARE_INPUTS.index("gpus")])
+        for start in range(0, len(missing), _BATCH_ROWS):
+            batch = missing[start:start + _BATCH_ROWS]
+            columns = np.array(batch, dtype=float).T
+            found = optimal_spare_nodes(**dict(zip(SPARE_INPUTS, columns, strict=True)))
+            _CACHE.update(zip(batch, found.tolist(), strict=True))
+        values = [_CACHE[k] for k in keys]
+        while len(_CACHE) > _CACHE_SIZE:  # the oldest first
+            del _CACHE[next(iter(_CACHE))]
     return values

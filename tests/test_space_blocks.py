@@ -146,3 +146,19 @@ def test_selective_is_searched_only_as_the_same_run_as_none():
     differ = layout_flags({**layout, "recompute": np.ones_like(layout["recompute"])},
                           scale_up_domain=72, layers=32, flash_attention=False)
     assert not np.array_equal(differ["selective"], as_none["selective"])
+
+
+def test_a_space_pickles_as_its_arguments():
+    # a Dask task carries its space: a few hundred bytes, rebuilt once per worker process
+    import pickle
+
+    from planner.engine.space import LayoutSpace
+
+    space = LayoutSpace(**{**SPACES[1], "options": SpaceOptions(max_gpus=65536)})
+    data = pickle.dumps(space)
+    assert len(data) < 2000
+    again = pickle.loads(data)
+    assert again.size == space.size
+    for a, b in zip(space.blocks(100000), again.blocks(100000), strict=True):
+        for column in LAYOUT_COLUMNS:
+            np.testing.assert_array_equal(a[column], b[column])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -151,6 +152,11 @@ class LayoutSpace:
     def __init__(self, *, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
                  global_batch: int, gpus_per_node: int, scale_up_domain: int,
                  options: SpaceOptions = SpaceOptions()):
+        self.arguments = (("layers", int(layers)), ("heads", int(heads)),
+                          ("kv_heads", int(kv_heads)), ("seq_len", int(seq_len)),
+                          ("experts", int(experts)), ("global_batch", int(global_batch)),
+                          ("gpus_per_node", int(gpus_per_node)),
+                          ("scale_up_domain", int(scale_up_domain)), ("options", options))
         head, tail = _layout_factors(
             layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
             global_batch=global_batch, gpus_per_node=gpus_per_node,
@@ -167,6 +173,11 @@ class LayoutSpace:
         self.per_row = np.prod([counts for *_, counts in lists], axis=0, dtype=np.int64)
         self.ends = np.cumsum(self.per_row)
         self.size = int(self.ends[-1]) if rows else 0
+
+    def __reduce__(self):
+        """Pickled as its arguments (a few hundred bytes, not the tens of MB of its tables):
+        a Dask worker rebuilds it once per process (:func:`_rebuilt_space`)."""
+        return _rebuilt_space, (self.arguments,)
 
     def gpu_counts(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """The distinct GPU counts of layout rows ``start`` .. ``stop``, increasing."""
@@ -195,6 +206,12 @@ class LayoutSpace:
             out["zero"], hsdp = np.divmod(out.pop("zero_hsdp"), 2)
             out["shard_group"] = np.where(hsdp == 1, out["domain_dp"], out["dp"])
             yield {k: out[k] for k in LAYOUT_COLUMNS}
+
+
+@lru_cache(maxsize=64)
+def _rebuilt_space(arguments: tuple) -> LayoutSpace:
+    """The :class:`LayoutSpace` of ``arguments`` (its ``arguments``), built once per process."""
+    return LayoutSpace(**dict(arguments))
 
 
 def default_tp_sizes(scale_up_domain: int, largest: int = 128) -> tuple[int, ...]:

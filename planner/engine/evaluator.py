@@ -96,7 +96,7 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
     n = candidate_count(inputs)
     values = [inputs[name] for name in names]
     is_array = [np.ndim(v) > 0 for v in values]
-    if n >= SPLIT_MIN:  # the GPU-count terms once per distinct GPU count of each chunk
+    if n >= SPLIT_MIN:  # the GPU-count terms once per distinct GPU count of the call
         from planner.engine.kernel import split_kernel
 
         split = split_kernel(tuple(outputs), frozenset(
@@ -106,7 +106,7 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
             f.prepare(*values)
     if n <= chunk:  # one chunk: no copy
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            result = f(*values)
+            result = f(*values)  # a split call: rows = all
         return {name: np.broadcast_to(np.asarray(v, dtype=float), (n,))
                 for name, v in zip(outputs, result, strict=True)}
     values = [v if a else float(v) for v, a in zip(values, is_array, strict=True)]
@@ -114,7 +114,8 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for start in range(0, n, chunk):
             stop = min(start + chunk, n)
-            result = f(*[v[start:stop] if a else v for v, a in zip(values, is_array, strict=True)])
+            args = [v[start:stop] if a else v for v, a in zip(values, is_array, strict=True)]
+            result = f(*args, rows=slice(start, stop)) if isinstance(f, _SplitCall) else f(*args)
             if not columns:  # an output of scalar inputs only is one value: a broadcast view
                 for name, v in zip(outputs, result, strict=True):
                     out[name] = (np.empty(n) if np.ndim(v) else
@@ -138,20 +139,22 @@ class _SplitCall:
     (:func:`planner.engine.kernel.build_split_kernel`): the prelude on the distinct
     (GPU count, spare count) pairs of the candidates, spread back, then the main part.
 
-    :meth:`prepare` runs the prelude once on every pair of the whole call that is not
-    known yet; the values are remembered per prelude and scalar inputs
+    :meth:`prepare` groups the whole call's candidates by pair once and runs the prelude
+    on the pairs not known yet; the values are remembered per prelude and scalar inputs
     (:data:`_PRELUDE_VALUES`), so the blocks of a search compute each GPU count's terms
-    once, not once per chunk and call.
+    once.  A chunk (``rows`` of the call) then only looks its pairs' values up.
     """
 
     def __init__(self, split, names):
         self.prelude, self.prelude_names, self.main, self.main_names, _ = split
         self.names = list(names)
-        self.known: dict[complex, list[float]] | None = None
 
-    def _pairs(self, given: dict) -> np.ndarray:
+    def prepare(self, *values) -> None:
+        """Group the candidates of ``values`` (the whole call's inputs) by pair: a table of
+        the prelude's values per distinct pair, and each candidate's row in it."""
         from planner.engine.kernel import SPLIT_GROUP
 
+        given = dict(zip(self.names, values, strict=True))
         columns = [np.asarray(given[k], dtype=float) for k in SPLIT_GROUP
                    if k in given and np.ndim(given[k]) > 0]
         n = max(np.size(c) for c in columns)
@@ -159,34 +162,13 @@ class _SplitCall:
         pairs.real = np.broadcast_to(columns[0], (n,))
         if len(columns) > 1:
             pairs.imag = np.broadcast_to(columns[1], (n,))
-        return pairs
-
-    def _memo(self, given: dict) -> dict:
-        """The remembered prelude values for these scalar inputs (a new dict if none)."""
-        scalars = tuple(float(given[k]) for k in self.prelude_names if np.ndim(given[k]) == 0)
-        key = (self.prelude, scalars)
-        with _PRELUDE_LOCK:  # the threads of a Dask worker share it
-            known = _PRELUDE_VALUES.pop(key, None)
-            if known is None or len(known) > _PRELUDE_PAIRS:
-                known = {}
-            _PRELUDE_VALUES[key] = known  # most recently used last
-            while len(_PRELUDE_VALUES) > _PRELUDE_KEYS:
-                del _PRELUDE_VALUES[next(iter(_PRELUDE_VALUES))]
-        return known
-
-    def prepare(self, *values) -> None:
-        """Run the prelude on the pairs of ``values`` (the whole call's inputs) not known."""
-        given = dict(zip(self.names, values, strict=True))
-        self.known = self._memo(given)
-        self._fill(given, self._pairs(given))
-
-    def _fill(self, given: dict, pairs: np.ndarray):
-        """(distinct keys, inverse): the prelude run on the keys of ``pairs`` not known."""
         # equal_nan=False: a NaN key is its own group, as it is its own candidate
         distinct, first, inverse = np.unique(pairs, return_index=True, return_inverse=True,
                                              equal_nan=False)
         keys = distinct.tolist()
-        new = [i for i, key in enumerate(keys) if key not in self.known or key != key]
+        known = _remembered(self.prelude, tuple(
+            float(given[k]) for k in self.prelude_names if np.ndim(given[k]) == 0))
+        new = [i for i, key in enumerate(keys) if key not in known or key != key]
         fresh = {}
         if new:
             picked = first[new]
@@ -196,18 +178,29 @@ class _SplitCall:
             for j, i in enumerate(new):
                 fresh[i] = [c[j] for c in computed]
                 if keys[i] == keys[i]:  # a NaN key is never the same key again
-                    self.known[keys[i]] = fresh[i]
-        return keys, inverse, fresh
+                    known[keys[i]] = fresh[i]
+        self.table = np.array([fresh[i] if i in fresh else known[key]
+                               for i, key in enumerate(keys)], dtype=float)
+        self.inverse = inverse.reshape(-1)
 
-    def __call__(self, *values):
+    def __call__(self, *values, rows=slice(None)):
+        """The outputs of the candidates ``rows`` of the prepared call (``values``: theirs)."""
         given = dict(zip(self.names, values, strict=True))
-        if self.known is None:
-            self.known = self._memo(given)
-        keys, inverse, fresh = self._fill(given, self._pairs(given))
-        table = np.array([fresh[i] if i in fresh else self.known[key]
-                          for i, key in enumerate(keys)], dtype=float)
-        shared = table[inverse.reshape(-1)].T
+        shared = self.table[self.inverse[rows]].T
         return self.main(*(given[k] for k in self.main_names), *shared)
+
+
+def _remembered(prelude, scalars: tuple) -> dict:
+    """The remembered values of ``prelude`` for these scalar inputs (a new dict if none)."""
+    key = (prelude, scalars)
+    with _PRELUDE_LOCK:  # the threads of a Dask worker share it
+        known = _PRELUDE_VALUES.pop(key, None)
+        if known is None or len(known) > _PRELUDE_PAIRS:
+            known = {}
+        _PRELUDE_VALUES[key] = known  # most recently used last
+        while len(_PRELUDE_VALUES) > _PRELUDE_KEYS:
+            del _PRELUDE_VALUES[next(iter(_PRELUDE_VALUES))]
+    return known
 
 
 #: Prelude values remembered across calls: (prelude, its scalar inputs) -> {pair: values}.

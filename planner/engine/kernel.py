@@ -214,6 +214,51 @@ def split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
         return build_split_kernel(tuple(outputs), frozenset(array_inputs))
 
 
+def _group_calls_apart(statements, arrays: dict, group: frozenset) -> list:
+    """``statements`` with each largest sub-expression of a statement that varies beyond
+    ``group`` - one that calls a function and whose array inputs are ``group`` members
+    only - assigned to a name of its own just before it (``arrays``: each name's array
+    inputs, extended with the new names).  The same operations on the same values."""
+    import ast
+
+    out = []
+    for statement in statements:
+        if isinstance(statement, ast.Assign) and not arrays[statement.targets[0].id] <= group:
+            apart = _CallsApart(arrays, group, f"_{statement.targets[0].id}_g")
+            statement.value = apart.visit(statement.value)
+            out.extend(apart.extracted)
+        out.append(statement)
+    return out
+
+
+class _CallsApart:
+    """The rewriting of :func:`_group_calls_apart` for one statement (names ``prefix`` + i)."""
+
+    def __init__(self, arrays: dict, group: frozenset, prefix: str):
+        self.arrays, self.group, self.prefix, self.extracted = arrays, group, prefix, []
+
+    def visit(self, node):
+        import ast
+
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Name | ast.Constant):
+            used = frozenset().union(*(self.arrays.get(u, frozenset())
+                                       for u in _loaded_names(node)))
+            if used and used <= self.group and any(isinstance(n, ast.Call)
+                                                   for n in ast.walk(node)):
+                name = f"{self.prefix}{len(self.extracted)}"
+                self.arrays[name] = used
+                self.extracted.append(ast.Assign(targets=[ast.Name(name, ast.Store())],
+                                                 value=node))
+                return ast.Name(name, ast.Load())
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v
+                                      for v in value])
+            elif isinstance(value, ast.AST):
+                setattr(node, field, self.visit(value))
+        return node
+
+
 @cache
 def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     """The kernel for ``outputs`` cut in two at the values that vary only with the GPU count.
@@ -243,6 +288,10 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     for s in assigns:
         arrays[s.targets[0].id] = frozenset().union(*(arrays.get(u, frozenset())
                                                       for u in _loaded_names(s.value)))
+    # calls inside the other statements whose arguments vary only with the group (the
+    # straggler term's erfinv of the GPU count) become statements of their own, hoisted too
+    statements = _group_calls_apart(statements, arrays, group)
+    assigns = [s for s in statements if isinstance(s, ast.Assign)]
     # (values of scalar inputs only go with them: the prelude needs some, the main part
     # receives them as arguments)
     hoisted = {s.targets[0].id for s in assigns if arrays[s.targets[0].id] <= group}

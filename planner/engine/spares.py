@@ -104,9 +104,14 @@ def resolve_spares(inputs: dict) -> dict:
         rows, inverse = np.unique(table, axis=0, return_inverse=True)
         rows = rows.tolist()
 
+    # each row's key: the fixed values with the varying ones put in their places
+    template = [fixed.get(k) for k in SPARE_INPUTS]
+    places = [SPARE_INPUTS.index(k) for k in varying]
+
     def failure_inputs(row) -> tuple[float, ...]:
-        values = {**fixed, **dict(zip(varying, row, strict=True))}
-        return tuple(float(values[k]) for k in SPARE_INPUTS)
+        for place, value in zip(places, row, strict=True):
+            template[place] = float(value)
+        return tuple(template)
 
     best = np.array(_optimal_many([failure_inputs(row) for row in rows]))[inverse.reshape(-1)]
     chosen = np.where(auto, best, spares)

@@ -82,8 +82,8 @@ def _client(scheduler: str, workers: int | None):
                            f"({exc})") from None
     # Dask's nanny exports MALLOC_TRIM_THRESHOLD_=65536 to the workers it spawns; set at all,
     # it freezes glibc's mmap threshold, so every block's arrays are fresh mmaps, page-faulted
-    # and returned: a third of a search's CPU time went to the kernel (73 s system of 215 s
-    # on the Mixtral plan). Unset (None), the workers allocate as this process does.
+    # and returned: a third of a search's CPU time was system time (73 of 215 s on the
+    # Mixtral plan). Unset (None), the workers allocate as this process does.
     dask.config.set({"logging.distributed": "error", "distributed.admin.tick.limit": "1h",
                      "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
     import logging

@@ -196,7 +196,8 @@ def combine_slices(partials: list[dict]):
 
 def frontier_rows(columns: dict) -> np.ndarray:
     """Indices of the rows kept by the whole search, increasing: per (accelerator, GPU
-    count; GPU count alone without a ``hardware`` column) and objective, the first minimum among feasible rows and among all rows.
+    count) - GPU count alone without a ``hardware`` column - and objective, the first
+    minimum among feasible rows and among all rows.
 
     Each block kept its own best rows (:func:`reduce_block`), which hold every group's
     best over the whole search; reducing them once more keeps exactly those, so the

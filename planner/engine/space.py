@@ -156,7 +156,10 @@ class LayoutSpace:
                           ("kv_heads", int(kv_heads)), ("seq_len", int(seq_len)),
                           ("experts", int(experts)), ("global_batch", int(global_batch)),
                           ("gpus_per_node", int(gpus_per_node)),
-                          ("scale_up_domain", int(scale_up_domain)), ("options", options))
+                          ("scale_up_domain", int(scale_up_domain)),
+                          ("options", SpaceOptions(**{  # hashable: lists as tuples
+                              k: tuple(v) if isinstance(v, list) else v
+                              for k, v in options.__dict__.items()})))
         head, tail = _layout_factors(
             layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
             global_batch=global_batch, gpus_per_node=gpus_per_node,

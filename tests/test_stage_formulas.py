@@ -367,3 +367,62 @@ def test_resolved_spares_do_not_depend_on_the_other_rows():
     np.testing.assert_array_equal(both["spare_nodes"], alone)
     none = resolve_spares({**base, "gpus": 16384.0, "spare_nodes": np.array([-1.0, 3.0])})
     np.testing.assert_array_equal(none["spare_nodes"], [batch[1], 3.0])
+
+
+def _spares_over_the_whole_range(**x) -> np.ndarray:
+    """The former search (every spare count of each row's range, one argmin): the reference
+    of the windowed search with its stopping bound."""
+    from formulas import reliability as rel
+    from planner.engine.spares import MAX_SPARES
+
+    def col(name):
+        return np.atleast_1d(np.asarray(x[name], dtype=float))[:, None]
+
+    nodes = col("gpus") / col("gpus_per_node")
+    single = (rel.domain_failure_rate(col("gpus"), col("gpu_mtbf_s"))
+              + rel.domain_failure_rate(nodes, col("node_mtbf_s"))
+              + rel.domain_failure_rate(nodes, col("network_mtbf_s")))
+    rack = rel.domain_failure_rate(nodes / col("rack_nodes"), col("rack_mtbf_s"))
+    software = rel.domain_failure_rate(1.0, col("software_mtbf_s"))
+    mtbf = 1 / (single + rack + software)
+    mu1 = rel.nodes_in_repair(single, col("node_repair_s"))
+    mu_r = rel.nodes_in_repair(rack, col("node_repair_s"))
+    m = col("rack_nodes")
+    reach = mu1 + m * mu_r + 10 * np.sqrt(mu1 + m * m * mu_r) + 2 * m + 2
+    top = np.minimum(np.ceil(reach), MAX_SPARES)
+    spares = np.arange(int(np.nanmax(top)) + 1, dtype=float)[None, :]
+    swap = mtbf * (single * rel.pool_swap_probability(spares, 1, mu1, mu_r, m)
+                   + rack * rel.pool_swap_probability(spares, m, mu1, mu_r, m) + software)
+    survival = (swap * np.exp(-col("restart_overhead_s") / mtbf)
+                + (1 - swap) * np.exp(-col("requeue_restart_s") / mtbf))
+    with np.errstate(divide="ignore"):
+        billed = (nodes + spares) / survival
+    billed = np.where(spares <= top, billed, np.inf)
+    return spares[0, np.argmin(billed, axis=1)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(gpus=st.lists(st.sampled_from([8.0, 64.0, 1024.0, 16384.0, 110592.0, 1013760.0]),
+                     min_size=1, max_size=6),
+       gpus_per_node=st.sampled_from([4.0, 8.0]),
+       gpu_mtbf_s=st.floats(1e6, 1e9), node_mtbf_s=st.floats(1e6, 1e9),
+       rack_nodes=st.sampled_from([1.0, 18.0, 64.0, 1536.0]),
+       rack_mtbf_s=st.sampled_from([1e18, 3e7, 3e6]),
+       software_mtbf_s=st.floats(1e4, 1e7), restart_overhead_s=st.floats(60.0, 3600.0),
+       requeue_restart_s=st.floats(60.0, 36000.0), node_repair_s=st.floats(3600.0, 1e6))
+def test_windowed_spare_search_equals_the_whole_range(gpus, gpus_per_node, gpu_mtbf_s,
+                                                      node_mtbf_s, rack_nodes, rack_mtbf_s,
+                                                      software_mtbf_s, restart_overhead_s,
+                                                      requeue_restart_s, node_repair_s):
+    # the stopping bound (the swap probability is at most 1) never cuts off the optimum,
+    # whichever restart is cheaper (a re-queue may be: then the survival falls with swaps)
+    from planner.engine.spares import optimal_spare_nodes
+
+    n = len(gpus)
+    x = {"gpus": np.array(gpus), "gpus_per_node": gpus_per_node, "gpu_mtbf_s": gpu_mtbf_s,
+         "node_mtbf_s": node_mtbf_s, "network_mtbf_s": 2.7e8, "rack_mtbf_s": rack_mtbf_s,
+         "software_mtbf_s": software_mtbf_s, "rack_nodes": rack_nodes,
+         "restart_overhead_s": restart_overhead_s, "requeue_restart_s": requeue_restart_s,
+         "node_repair_s": node_repair_s}
+    x = {k: np.broadcast_to(np.asarray(v, dtype=float), (n,)) for k, v in x.items()}
+    np.testing.assert_array_equal(optimal_spare_nodes(**x), _spares_over_the_whole_range(**x))

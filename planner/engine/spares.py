@@ -42,7 +42,13 @@ def optimal_spare_nodes(**x) -> np.ndarray:
 
     ``x`` holds the :data:`SPARE_INPUTS` as numbers or equal-length arrays (SI units).
     Each row is searched over its own range of spare counts (0 to its reach), so a row's
-    count is the same alone and in a batch.
+    count is the same alone and in a batch: the first minimum over that range (the first
+    NaN, if any, as ``numpy.argmin``).  The range is walked in windows of
+    :data:`SPARE_WINDOW` counts, and a row stops at the first window where
+    (nodes + spares) / max(e^{-R_s/M}, e^{-R_q/M}) - a lower bound of every later
+    value, as the swap probability is at most 1 - exceeds its minimum so far: the same
+    count as the whole range gives (``tests/test_stage_formulas.py``), at a fraction of
+    the Poisson CDFs where the reach is far above the optimum (a TPU pod as the rack).
     """
     from formulas import reliability as rel
 
@@ -61,15 +67,41 @@ def optimal_spare_nodes(**x) -> np.ndarray:
     m = col("rack_nodes")
     reach = mu1 + m * mu_r + 10 * np.sqrt(mu1 + m * m * mu_r) + 2 * m + 2
     top = np.minimum(np.ceil(reach), MAX_SPARES)  # each row's own range: 0 .. top
-    spares = np.arange(int(np.nanmax(top, initial=0.0)) + 1, dtype=float)[None, :]
-    swap = mtbf * (single * rel.pool_swap_probability(spares, 1, mu1, mu_r, m)
-                   + rack * rel.pool_swap_probability(spares, m, mu1, mu_r, m) + software)
-    survival = (swap * np.exp(-col("restart_overhead_s") / mtbf)
-                + (1 - swap) * np.exp(-col("requeue_restart_s") / mtbf))
-    with np.errstate(divide="ignore"):
-        billed = (nodes + spares) / survival
-    billed = np.where(spares <= top, billed, np.inf)
-    return spares[0, np.argmin(billed, axis=1)]
+    swapped = np.exp(-col("restart_overhead_s") / mtbf)  # survival of a swap ...
+    requeued = np.exp(-col("requeue_restart_s") / mtbf)  # ... and of a re-queue
+    per_row = (nodes, single, rack, software, mtbf, mu1, mu_r, m, top, swapped, requeued)
+    # S <= max(swapped, requeued), so (nodes + s) / that bounds every value from s on
+    ceiling = np.maximum(swapped, requeued)[:, 0] * (1 + _BOUND_SLACK)
+    rows = nodes.shape[0]
+    best, chosen = np.full(rows, np.inf), np.zeros(rows)
+    active, first = np.arange(rows), 0
+    while active.size:
+        n, p1, pr, sw, mt, m1, mr, mm, tp, a, b = (v[active] for v in per_row)
+        last = int(np.nanmax(tp, initial=0.0))
+        spares = np.arange(first, min(first + SPARE_WINDOW, last + 1), dtype=float)[None, :]
+        swap = mt * (p1 * rel.pool_swap_probability(spares, 1, m1, mr, mm)
+                     + pr * rel.pool_swap_probability(spares, mm, m1, mr, mm) + sw)
+        survival = swap * a + (1 - swap) * b
+        with np.errstate(divide="ignore", invalid="ignore"):
+            billed = (n + spares) / survival
+        billed = np.where(spares <= tp, billed, np.inf)
+        at = np.argmin(billed, axis=1)
+        low = billed[np.arange(active.size), at]
+        nan = np.isnan(low)  # argmin's first NaN: that row's answer, as over the whole range
+        better = nan | (low < best[active])
+        best[active[better]] = low[better]
+        chosen[active[better]] = spares[0, at[better]]
+        first += spares.shape[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            beyond = (n[:, 0] + first) / ceiling[active] > best[active]
+        active = active[~(nan | beyond | (first > tp[:, 0]) | (spares.shape[1] == 0))]
+    return chosen
+
+
+#: Spare counts evaluated at a time by :func:`optimal_spare_nodes`.
+SPARE_WINDOW = 64
+#: Relative slack of its stopping bound, far above the rounding of the survival.
+_BOUND_SLACK = 1e-9
 
 
 def resolve_spares(inputs: dict) -> dict:
@@ -123,8 +155,8 @@ def resolve_spares(inputs: dict) -> dict:
 _CACHE: dict[tuple[float, ...], float] = {}
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 4096
-#: Failure-input sets searched in one batch (rows x spare counts stay a few MB).
-_BATCH_ROWS = 16
+#: Failure-input sets searched in one batch (rows x a window of spare counts: small arrays).
+_BATCH_ROWS = 256
 
 
 def _optimal_one(key: tuple[float, ...]) -> float:

@@ -214,6 +214,11 @@ def split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
         return build_split_kernel(tuple(outputs), frozenset(array_inputs))
 
 
+def _array_inputs(node, arrays: dict) -> frozenset:
+    """The array inputs ``node``'s value depends on (``arrays``: each name's)."""
+    return frozenset().union(*(arrays.get(u, frozenset()) for u in _loaded_names(node)))
+
+
 def _group_calls_apart(statements, arrays: dict, group: frozenset) -> list:
     """``statements`` with each largest sub-expression of a statement that varies beyond
     ``group`` - one that calls a function and whose array inputs are ``group`` members
@@ -221,42 +226,30 @@ def _group_calls_apart(statements, arrays: dict, group: frozenset) -> list:
     inputs, extended with the new names).  The same operations on the same values."""
     import ast
 
+    class CallsApart(ast.NodeTransformer):
+        def __init__(self, prefix: str):
+            self.prefix, self.extracted = prefix, []
+
+        def visit(self, node):
+            if isinstance(node, ast.expr) and not isinstance(node, ast.Name | ast.Constant):
+                used = _array_inputs(node, arrays)
+                if used and used <= group and any(isinstance(n, ast.Call)
+                                                  for n in ast.walk(node)):
+                    name = f"{self.prefix}{len(self.extracted)}"
+                    arrays[name] = used
+                    self.extracted.append(ast.Assign(targets=[ast.Name(name, ast.Store())],
+                                                     value=node))
+                    return ast.Name(name, ast.Load())
+            return self.generic_visit(node)
+
     out = []
     for statement in statements:
         if isinstance(statement, ast.Assign) and not arrays[statement.targets[0].id] <= group:
-            apart = _CallsApart(arrays, group, f"_{statement.targets[0].id}_g")
+            apart = CallsApart(f"_{statement.targets[0].id}_g")
             statement.value = apart.visit(statement.value)
             out.extend(apart.extracted)
         out.append(statement)
     return out
-
-
-class _CallsApart:
-    """The rewriting of :func:`_group_calls_apart` for one statement (names ``prefix`` + i)."""
-
-    def __init__(self, arrays: dict, group: frozenset, prefix: str):
-        self.arrays, self.group, self.prefix, self.extracted = arrays, group, prefix, []
-
-    def visit(self, node):
-        import ast
-
-        if isinstance(node, ast.expr) and not isinstance(node, ast.Name | ast.Constant):
-            used = frozenset().union(*(self.arrays.get(u, frozenset())
-                                       for u in _loaded_names(node)))
-            if used and used <= self.group and any(isinstance(n, ast.Call)
-                                                   for n in ast.walk(node)):
-                name = f"{self.prefix}{len(self.extracted)}"
-                self.arrays[name] = used
-                self.extracted.append(ast.Assign(targets=[ast.Name(name, ast.Store())],
-                                                 value=node))
-                return ast.Name(name, ast.Load())
-        for field, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v
-                                      for v in value])
-            elif isinstance(value, ast.AST):
-                setattr(node, field, self.visit(value))
-        return node
 
 
 @cache
@@ -268,10 +261,10 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     ``shared`` values - every statement whose array inputs (of ``array_inputs``) are only
     :data:`SPLIT_GROUP` members, the spare pool's Poisson CDFs among them - and
     ``main(*inputs, *shared)`` the rest.  Run on the distinct (GPU count, spare count)
-    pairs of a chunk and spread back to its candidates, the prelude does the same
+    pairs of a call and spread back to its candidates, the prelude does the same
     operations on the same values as the whole kernel, so every output is bit-identical
-    (elementwise code; ``tests/test_split_kernel.py``), at a fraction of the cost: a chunk of
-    4,096 layouts of a plan holds a few dozen GPU counts.
+    (elementwise code; ``tests/test_split_kernel.py``), at a fraction of the cost: a block of
+    65,536 layouts of a plan holds a few dozen GPU counts.
     """
     import ast
 
@@ -286,8 +279,7 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     arrays = {a.arg: frozenset({a.arg}) & array_inputs for a in func.args.args}
     assigns = [s for s in statements if isinstance(s, ast.Assign)]
     for s in assigns:
-        arrays[s.targets[0].id] = frozenset().union(*(arrays.get(u, frozenset())
-                                                      for u in _loaded_names(s.value)))
+        arrays[s.targets[0].id] = _array_inputs(s.value, arrays)
     # calls inside the other statements whose arguments vary only with the group (the
     # straggler term's erfinv of the GPU count) become statements of their own, hoisted too
     statements = _group_calls_apart(statements, arrays, group)

@@ -372,33 +372,11 @@ def test_resolved_spares_do_not_depend_on_the_other_rows():
 def _spares_over_the_whole_range(**x) -> np.ndarray:
     """The former search (every spare count of each row's range, one argmin): the reference
     of the windowed search with its stopping bound."""
-    from formulas import reliability as rel
-    from planner.engine.spares import MAX_SPARES
+    from planner.engine.spares import billed_nodes, pool_terms
 
-    def col(name):
-        return np.atleast_1d(np.asarray(x[name], dtype=float))[:, None]
-
-    nodes = col("gpus") / col("gpus_per_node")
-    single = (rel.domain_failure_rate(col("gpus"), col("gpu_mtbf_s"))
-              + rel.domain_failure_rate(nodes, col("node_mtbf_s"))
-              + rel.domain_failure_rate(nodes, col("network_mtbf_s")))
-    rack = rel.domain_failure_rate(nodes / col("rack_nodes"), col("rack_mtbf_s"))
-    software = rel.domain_failure_rate(1.0, col("software_mtbf_s"))
-    mtbf = 1 / (single + rack + software)
-    mu1 = rel.nodes_in_repair(single, col("node_repair_s"))
-    mu_r = rel.nodes_in_repair(rack, col("node_repair_s"))
-    m = col("rack_nodes")
-    reach = mu1 + m * mu_r + 10 * np.sqrt(mu1 + m * m * mu_r) + 2 * m + 2
-    top = np.minimum(np.ceil(reach), MAX_SPARES)
-    spares = np.arange(int(np.nanmax(top)) + 1, dtype=float)[None, :]
-    swap = mtbf * (single * rel.pool_swap_probability(spares, 1, mu1, mu_r, m)
-                   + rack * rel.pool_swap_probability(spares, m, mu1, mu_r, m) + software)
-    survival = (swap * np.exp(-col("restart_overhead_s") / mtbf)
-                + (1 - swap) * np.exp(-col("requeue_restart_s") / mtbf))
-    with np.errstate(divide="ignore"):
-        billed = (nodes + spares) / survival
-    billed = np.where(spares <= top, billed, np.inf)
-    return spares[0, np.argmin(billed, axis=1)]
+    terms = pool_terms(**x)
+    spares = np.arange(int(np.nanmax(terms["top"])) + 1, dtype=float)[None, :]
+    return spares[0, np.argmin(billed_nodes(terms, spares), axis=1)]
 
 
 @settings(max_examples=40, deadline=None)

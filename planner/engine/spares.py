@@ -50,6 +50,33 @@ def optimal_spare_nodes(**x) -> np.ndarray:
     count as the whole range gives (``tests/test_stage_formulas.py``), at a fraction of
     the Poisson CDFs where the reach is far above the optimum (a TPU pod as the rack).
     """
+    terms = pool_terms(**x)
+    # S <= max(swapped, requeued), so (nodes + s) / that bounds every value from s on
+    ceiling = np.maximum(terms["swapped"], terms["requeued"])[:, 0] * (1 + _BOUND_SLACK)
+    nodes, top = terms["nodes"][:, 0], terms["top"][:, 0]
+    best, chosen = np.full(nodes.size, np.inf), np.zeros(nodes.size)
+    active, first = np.arange(nodes.size), 0
+    while active.size:
+        last = int(np.nanmax(top[active], initial=0.0))
+        spares = np.arange(first, min(first + SPARE_WINDOW, last + 1), dtype=float)[None, :]
+        billed = billed_nodes({k: v[active] for k, v in terms.items()}, spares)
+        at = np.argmin(billed, axis=1)
+        low = billed[np.arange(active.size), at]
+        nan = np.isnan(low)  # argmin's first NaN: that row's answer, as over the whole range
+        better = nan | (low < best[active])
+        best[active[better]] = low[better]
+        chosen[active[better]] = spares[0, at[better]]
+        first += spares.shape[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            beyond = (nodes[active] + first) / ceiling[active] > best[active]
+        active = active[~(nan | beyond | (first > top[active]) | (spares.shape[1] == 0))]
+    return chosen
+
+
+def pool_terms(**x) -> dict[str, np.ndarray]:
+    """The per-row terms of the spare-count search (columns of shape rows x 1): nodes,
+    failure rates, MTBF, nodes in repair, the range's top and the survivals of a swap
+    and of a re-queue (``x``: the :data:`SPARE_INPUTS`, SI units)."""
     from formulas import reliability as rel
 
     def col(name):
@@ -66,36 +93,26 @@ def optimal_spare_nodes(**x) -> np.ndarray:
     mu_r = rel.nodes_in_repair(rack, col("node_repair_s"))
     m = col("rack_nodes")
     reach = mu1 + m * mu_r + 10 * np.sqrt(mu1 + m * m * mu_r) + 2 * m + 2
-    top = np.minimum(np.ceil(reach), MAX_SPARES)  # each row's own range: 0 .. top
-    swapped = np.exp(-col("restart_overhead_s") / mtbf)  # survival of a swap ...
-    requeued = np.exp(-col("requeue_restart_s") / mtbf)  # ... and of a re-queue
-    per_row = (nodes, single, rack, software, mtbf, mu1, mu_r, m, top, swapped, requeued)
-    # S <= max(swapped, requeued), so (nodes + s) / that bounds every value from s on
-    ceiling = np.maximum(swapped, requeued)[:, 0] * (1 + _BOUND_SLACK)
-    rows = nodes.shape[0]
-    best, chosen = np.full(rows, np.inf), np.zeros(rows)
-    active, first = np.arange(rows), 0
-    while active.size:
-        n, p1, pr, sw, mt, m1, mr, mm, tp, a, b = (v[active] for v in per_row)
-        last = int(np.nanmax(tp, initial=0.0))
-        spares = np.arange(first, min(first + SPARE_WINDOW, last + 1), dtype=float)[None, :]
-        swap = mt * (p1 * rel.pool_swap_probability(spares, 1, m1, mr, mm)
-                     + pr * rel.pool_swap_probability(spares, mm, m1, mr, mm) + sw)
-        survival = swap * a + (1 - swap) * b
-        with np.errstate(divide="ignore", invalid="ignore"):
-            billed = (n + spares) / survival
-        billed = np.where(spares <= tp, billed, np.inf)
-        at = np.argmin(billed, axis=1)
-        low = billed[np.arange(active.size), at]
-        nan = np.isnan(low)  # argmin's first NaN: that row's answer, as over the whole range
-        better = nan | (low < best[active])
-        best[active[better]] = low[better]
-        chosen[active[better]] = spares[0, at[better]]
-        first += spares.shape[1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            beyond = (n[:, 0] + first) / ceiling[active] > best[active]
-        active = active[~(nan | beyond | (first > tp[:, 0]) | (spares.shape[1] == 0))]
-    return chosen
+    return {"nodes": nodes, "single": single, "rack": rack, "software": software,
+            "mtbf": mtbf, "mu1": mu1, "mu_r": mu_r, "rack_nodes": m,
+            "top": np.minimum(np.ceil(reach), MAX_SPARES),  # each row's range: 0 .. top
+            "swapped": np.exp(-col("restart_overhead_s") / mtbf),
+            "requeued": np.exp(-col("requeue_restart_s") / mtbf)}
+
+
+def billed_nodes(terms: dict[str, np.ndarray], spares: np.ndarray) -> np.ndarray:
+    """(nodes + spares) / S(spares) of each row of :func:`pool_terms` for the spare counts
+    ``spares`` (a 1 x k row); +inf past the row's range."""
+    from formulas import reliability as rel
+
+    t, m = terms, terms["rack_nodes"]
+    swap = t["mtbf"] * (t["single"] * rel.pool_swap_probability(spares, 1, t["mu1"], t["mu_r"], m)
+                        + t["rack"] * rel.pool_swap_probability(spares, m, t["mu1"], t["mu_r"], m)
+                        + t["software"])
+    survival = swap * t["swapped"] + (1 - swap) * t["requeued"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        billed = (t["nodes"] + spares) / survival
+    return np.where(spares <= t["top"], billed, np.inf)
 
 
 #: Spare counts evaluated at a time by :func:`optimal_spare_nodes`.

@@ -43,7 +43,7 @@ def cpu_seconds(call, repeats: int) -> float:
 
 def former_plan_blocks(scenario, catalog) -> tuple[int, int]:
     """The former search loop: all outputs of every block stored, a lexsort per objective."""
-    from reference_reductions import reference_group_best
+    from reference_reductions import reference_kept_rows
 
     from planner.engine.evaluator import base_inputs, evaluate_inputs
     from planner.engine.optimize import KEEP_COLUMNS, OBJECTIVE_COLUMNS, PLAN_CHUNK, feasible_mask
@@ -67,12 +67,8 @@ def former_plan_blocks(scenario, catalog) -> tuple[int, int]:
             out = evaluate_inputs({**x, **layout_flags(
                 part, scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"])})
             out.update(part)
-            feasible = feasible_mask(out, s)
-            rows = set()
-            for column in OBJECTIVE_COLUMNS.values():
-                rows.update(reference_group_best(out["gpus"], out[column], feasible).tolist())
-                rows.update(reference_group_best(out["gpus"], out[column], out["fits"]).tolist())
-            rows = np.array(sorted(rows), dtype=int)
+            rows = reference_kept_rows(out["gpus"], [out[c] for c in OBJECTIVE_COLUMNS.values()],
+                                       (feasible_mask(out, s), out["fits"]))
             {c: out[c][rows] for c in KEEP_COLUMNS}  # noqa: B018  (the former copy of kept rows)
             evaluated += len(part["gpus"])
             kept += rows.size

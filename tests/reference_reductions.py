@@ -14,6 +14,16 @@ def reference_group_best(keys, values, mask):
     return order[first]
 
 
+def reference_kept_rows(keys, values, masks) -> np.ndarray:
+    """Sorted row indices: per key, the first minimum of each array of ``values`` among the
+    rows of each mask of ``masks`` (:func:`reference_group_best` of every pair)."""
+    rows = set()
+    for column in values:
+        for mask in masks:
+            rows.update(reference_group_best(keys, column, mask).tolist())
+    return np.array(sorted(rows), dtype=int)
+
+
 def reference_pareto_mask(values):
     """The former implementation (every row against all rows), kept as the reference."""
     n = len(values)

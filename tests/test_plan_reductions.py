@@ -10,7 +10,7 @@ values, and the plan's Pareto set and knee must equal the reference ones.
 import numpy as np
 import pandas as pd
 import pytest
-from reference_reductions import reference_group_best, reference_pareto_mask
+from reference_reductions import reference_kept_rows, reference_pareto_mask
 
 from planner import plan
 from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
@@ -59,11 +59,9 @@ def _reference_block(inputs, part, s):
     out = evaluate_inputs(inputs)
     out.update(part)
     feasible = feasible_mask(out, s)
-    rows = set()
-    for column in OBJECTIVE_COLUMNS.values():
-        rows.update(reference_group_best(out["gpus"], out[column], feasible).tolist())
-        rows.update(reference_group_best(out["gpus"], out[column], out["fits"]).tolist())
-    return np.array(sorted(rows), dtype=int), out, feasible
+    rows = reference_kept_rows(out["gpus"], [out[c] for c in OBJECTIVE_COLUMNS.values()],
+                               (feasible, out["fits"]))
+    return rows, out, feasible
 
 
 @pytest.mark.parametrize("model,hardware,constraints", CASES)
@@ -111,11 +109,8 @@ def _reference_frontier(catalog, s: Scenario, hardware) -> pd.DataFrame:
         outs.append(out)
     out = {c: np.concatenate([o[c] for o in outs]) for c in (*KEEP_COLUMNS, "fits")}
     feasible = feasible_mask(out, s)
-    rows = set()
-    for column in OBJECTIVE_COLUMNS.values():
-        rows.update(reference_group_best(out["gpus"], out[column], feasible).tolist())
-        rows.update(reference_group_best(out["gpus"], out[column], out["fits"]).tolist())
-    rows = np.array(sorted(rows), dtype=int)
+    rows = reference_kept_rows(out["gpus"], [out[c] for c in OBJECTIVE_COLUMNS.values()],
+                               (feasible, out["fits"]))
     frame = pd.DataFrame({c: out[c][rows] for c in KEEP_COLUMNS})
     frame["feasible"] = feasible[rows]
     return frame

@@ -33,13 +33,21 @@ _entries: dict[str, str] | None = None
 _changed = False
 
 
-def cache_file() -> Path | None:
-    """Where the cache lives, or ``None`` when disabled."""
+def cache_dir() -> Path | None:
+    """capplan's cache folder (this cache's, and the compiled kernels' of
+    :mod:`planner.engine.native`), or ``None`` when disabled."""
     setting = os.environ.get(ENV_VAR)
     if setting is not None and setting.strip().lower() in ("off", "0", "none", ""):
         return None
-    base = Path(setting).expanduser() if setting else (
+    return Path(setting).expanduser() if setting else (
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "capplan")
+
+
+def cache_file() -> Path | None:
+    """Where the cache lives, or ``None`` when disabled."""
+    base = cache_dir()
+    if base is None:
+        return None
     return base / f"catalog-toml-{FORMAT}-py{sys.version_info[0]}{sys.version_info[1]}.json"
 
 

@@ -27,6 +27,10 @@ from planner.engine.space import (
 
 REL = 1e-13
 REL_ILL = 1e-6
+#: The compiled kernel (planner.engine.native) takes exp/log/pow from glibc's libmvec,
+#: the light path from libm: values chained through several of them (the wall time
+#: through the waste fraction) agree to this.
+REL_COMPILED = 1e-12
 
 RUNS = [
     dict(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1, global_batch=512,
@@ -84,10 +88,12 @@ def test_light_result_to_frame_is_the_default_frame(catalog, run):
     assert len(again) == 1
 
 
-def test_most_values_agree_to_rounding(catalog):
+@pytest.mark.parametrize("kernel, rel", [("numpy", REL), ("auto", REL_COMPILED)])
+def test_most_values_agree_to_rounding(catalog, monkeypatch, kernel, rel):
+    monkeypatch.setenv("CAPPLAN_KERNEL", kernel)
     frame = evaluate(catalog=catalog, **RUNS[1]).iloc[0]
     light = evaluate(catalog=catalog, as_frame=False, **RUNS[1])
-    close = [n for n, v in light.items() if isinstance(v, float) and _close(frame[n], v, REL)]
+    close = [n for n, v in light.items() if isinstance(v, float) and _close(frame[n], v, rel)]
     floats = [n for n, v in light.items() if isinstance(v, float)]
     assert len(close) >= 0.8 * len(floats)
 

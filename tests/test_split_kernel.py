@@ -14,6 +14,12 @@ from planner.engine.model import OUTPUTS
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 
+@pytest.fixture(autouse=True)
+def numpy_kernel(monkeypatch):
+    """These are the numpy kernel's own properties (the compiled one: tests/test_native.py)."""
+    monkeypatch.setenv("CAPPLAN_KERNEL", "numpy")
+
+
 def _space_inputs(catalog, model, hardware, **options):
     x = evaluator.base_inputs(catalog, model=model, hardware=hardware, tokens=15e12)
     layout = enumerate_layouts(
@@ -36,11 +42,13 @@ def _same(a: dict, b: dict):
 
 
 def _unsplit(monkeypatch, call):
-    monkeypatch.setattr(evaluator, "SPLIT_MIN", 1 << 62)
+    """``call()`` with the whole kernel (the split one for no call)."""
+    split_min = evaluator.SPLIT_MIN
+    evaluator.SPLIT_MIN = 1 << 62
     try:
         return call()
     finally:
-        monkeypatch.undo()
+        evaluator.SPLIT_MIN = split_min
 
 
 @pytest.mark.parametrize("model, hardware, options", [

@@ -48,10 +48,17 @@ def evaluate_inputs(inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
 
 def candidate_count(inputs: dict) -> int:
     """The common length of the array inputs (1 when all are scalars)."""
-    sizes = {np.size(v) for v in inputs.values() if np.ndim(v) > 0}
+    sizes = {np.size(v) for v in inputs.values() if _is_array(v)}
     if len(sizes) > 1:
         raise ValueError(f"input arrays have different lengths: {sorted(sizes)}")
     return sizes.pop() if sizes else 1
+
+
+def _is_array(value) -> bool:
+    """Whether an input holds one value per candidate (``np.ndim`` is slow on floats)."""
+    if type(value) in (float, int, np.float64):
+        return False
+    return value.ndim > 0 if isinstance(value, np.ndarray) else np.ndim(value) > 0
 
 
 def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK) -> dict[str, np.ndarray]:
@@ -63,17 +70,8 @@ def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK) -> dict[str, np.
     """
     from planner.engine.kernel import partial_kernel
 
-    derived = {name: (source, divisor) for name, source, divisor in conversions()}
-    derived["fits"] = ("memory_per_gpu_bytes", None)
-    needed: list[str] = []
-    for column in columns:
-        while column in derived:
-            column = derived[column][0]
-        if column not in OUTPUTS:
-            raise KeyError(f"not an output column: {column}")
-        if column not in needed:
-            needed.append(column)
-    f, names = partial_kernel(tuple(needed))
+    needed = _needed_outputs(tuple(columns))
+    f, names = partial_kernel(needed)
     out = run_kernel(f, names, needed, inputs, chunk)
     for name, source, divisor in conversions():
         if source in out:
@@ -81,6 +79,22 @@ def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK) -> dict[str, np.
     if "fits" in columns:
         out["fits"] = out["memory_per_gpu_bytes"] <= np.asarray(inputs["hbm_bytes"], dtype=float)
     return {name: out[name] for name in columns}
+
+
+@cache
+def _needed_outputs(columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The kernel outputs :func:`evaluate_columns` computes for ``columns``."""
+    derived = {name: source for name, source, _ in conversions()}
+    derived["fits"] = "memory_per_gpu_bytes"
+    needed: list[str] = []
+    for column in columns:
+        while column in derived:
+            column = derived[column]
+        if column not in OUTPUTS:
+            raise KeyError(f"not an output column: {column}")
+        if column not in needed:
+            needed.append(column)
+    return tuple(needed)
 
 
 def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
@@ -95,7 +109,20 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
         inputs = resolve_spares(inputs)
     n = candidate_count(inputs)
     values = [inputs[name] for name in names]
-    is_array = [np.ndim(v) > 0 for v in values]
+    is_array = [_is_array(v) for v in values]
+    compiled = native_kernel(tuple(outputs), frozenset(
+        k for k, a in zip(names, is_array, strict=True) if a)) if any(is_array) else None
+    if compiled is not None:  # the C kernel: every candidate at once, no temporaries
+        split, function = compiled
+        given = dict(zip(names, values, strict=True))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if split is None:
+                result = function(n, given)
+            else:
+                call = _SplitCall(split, names)
+                call.prepare(*values)
+                result = function(n, given, call.inverse, call.table)
+        return dict(zip(outputs, result, strict=True))
     if n >= SPLIT_MIN:  # the GPU-count terms once per distinct GPU count of the call
         from planner.engine.kernel import split_kernel
 
@@ -129,6 +156,40 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
     return out
 
 
+def native_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
+    """The compiled kernel for ``outputs`` with these array inputs
+    (:mod:`planner.engine.native`): ``(split kernel or None, compiled function)``, or
+    ``None`` where the compiled backend is off or unavailable.
+
+    With the GPU count among the array inputs it is the split kernel's main part, fed
+    the prelude's values (computed by numpy, once per GPU count) through a table;
+    otherwise the partial kernel of ``outputs``.  Built once per process and pair.
+    """
+    from planner.engine import native
+
+    if native.mode() == "numpy":
+        return None
+    key = (outputs, array_inputs)
+    with _NATIVE_LOCK:
+        if key not in _NATIVE:
+            from planner.engine.kernel import partial_kernel_tree, split_kernel, split_kernel_trees
+
+            trees = split_kernel_trees(outputs, array_inputs)
+            if trees is None:
+                function = native.native_kernel(partial_kernel_tree(outputs), array_inputs)
+                _NATIVE[key] = None if function is None else (None, function)
+            else:
+                _, main, shared = trees
+                function = native.native_kernel(main, array_inputs, shared)
+                _NATIVE[key] = None if function is None else (
+                    split_kernel(outputs, array_inputs), function)
+        return _NATIVE[key]
+
+
+_NATIVE: dict = {}
+_NATIVE_LOCK = threading.Lock()
+
+
 #: Candidates from which :func:`run_kernel` runs the split kernel (a few distinct GPU
 #: counts among many candidates; below this the grouping costs more than it saves).
 SPLIT_MIN = 64
@@ -158,14 +219,8 @@ class _SplitCall:
         columns = [np.asarray(given[k], dtype=float) for k in SPLIT_GROUP
                    if k in given and np.ndim(given[k]) > 0]
         n = max(np.size(c) for c in columns)
-        pairs = np.zeros(n, dtype=complex)
-        pairs.real = np.broadcast_to(columns[0], (n,))
-        if len(columns) > 1:
-            pairs.imag = np.broadcast_to(columns[1], (n,))
-        # equal_nan=False: a NaN key is its own group, as it is its own candidate
-        distinct, first, inverse = np.unique(pairs, return_index=True, return_inverse=True,
-                                             equal_nan=False)
-        keys = distinct.tolist()
+        first, inverse = _group_pairs(*(np.broadcast_to(c, (n,)) for c in columns))
+        keys = [complex(*pair) for pair in zip(*(c[first].tolist() for c in columns), strict=True)]
         known = _remembered(self.prelude, tuple(
             float(given[k]) for k in self.prelude_names if np.ndim(given[k]) == 0))
         new = [i for i, key in enumerate(keys) if key not in known or key != key]
@@ -188,6 +243,28 @@ class _SplitCall:
         given = dict(zip(self.names, values, strict=True))
         shared = self.table[self.inverse[rows]].T
         return self.main(*(given[k] for k in self.main_names), *shared)
+
+
+#: Pairs of whole numbers below this are grouped by one float key (exact below 2**53).
+_PAIR_SCALE = float(1 << 26)
+
+
+def _group_pairs(a: np.ndarray, b: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``(a, b)`` pairs: the first row of each and every row's pair, as
+    :func:`numpy.unique` gives them (a NaN is a pair of its own, as it is a candidate of
+    its own).  Whole numbers in ``[0, 2**26)`` (GPU and spare counts) are sorted as one
+    float key, several times faster than complex pairs."""
+    b = np.zeros_like(a) if b is None else b
+    if (np.all((a >= 0) & (a < _PAIR_SCALE) & (b >= 0) & (b < _PAIR_SCALE))
+            and np.array_equal(a, np.rint(a)) and np.array_equal(b, np.rint(b))):
+        _, first, inverse = np.unique(a * _PAIR_SCALE + b, return_index=True,
+                                      return_inverse=True)
+    else:
+        pairs = np.empty(len(a), dtype=complex)
+        pairs.real, pairs.imag = a, b
+        _, first, inverse = np.unique(pairs, return_index=True, return_inverse=True,
+                                      equal_nan=False)
+    return first, inverse.reshape(-1)
 
 
 def _remembered(prelude, scalars: tuple) -> dict:

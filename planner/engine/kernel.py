@@ -100,9 +100,16 @@ def build_partial_kernel(outputs: tuple[str, ...]):
     is bit-identical to it.  The search uses it to compute memory for every
     candidate and everything else only for those that fit.
     """
-    import ast
-
     from planner.engine import _kernel_generated
+
+    func = partial_kernel_tree(outputs)
+    namespace = _compile([func], dict(vars(_kernel_generated)))
+    return namespace["kernel"], tuple(a.arg for a in func.args.args)
+
+
+def partial_kernel_tree(outputs: tuple[str, ...]):
+    """The syntax tree of :func:`build_partial_kernel`'s function (a fresh one per call)."""
+    import ast
 
     unknown = [name for name in outputs if name not in OUTPUTS]
     if unknown:
@@ -116,8 +123,7 @@ def build_partial_kernel(outputs: tuple[str, ...]):
     body = [s for s in assigns if s.targets[0].id in needed]
     func.body = [*_with_frees(statements, body, set(), set()), returned]
     func.args.args = [a for a in func.args.args if a.arg in needed]
-    namespace = _compile([func], dict(vars(_kernel_generated)))
-    return namespace["kernel"], tuple(a.arg for a in func.args.args)
+    return func
 
 
 def _with_frees(statements, body, args: set[str], keep_alive: set[str]) -> list:
@@ -266,6 +272,21 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     (elementwise code; ``tests/test_split_kernel.py``), at a fraction of the cost: a block of
     65,536 layouts of a plan holds a few dozen GPU counts.
     """
+    trees = split_kernel_trees(outputs, array_inputs)
+    if trees is None:
+        return None
+    prelude, main, shared = trees
+    from planner.engine import _kernel_generated
+
+    namespace = _compile([prelude, main], dict(vars(_kernel_generated)))
+    return (namespace["prelude"], tuple(a.arg for a in prelude.args.args), namespace["kernel"],
+            tuple(a.arg for a in main.args.args[:len(main.args.args) - len(shared)]), shared)
+
+
+def split_kernel_trees(outputs: tuple[str, ...], array_inputs: frozenset[str]):
+    """The syntax trees of :func:`build_split_kernel`'s functions (fresh ones per call):
+    ``None``, or ``(prelude, main, shared names)``; ``main``'s last arguments are the
+    shared values."""
     import ast
 
     group = frozenset(SPLIT_GROUP) & array_inputs
@@ -284,9 +305,11 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     # straggler term's erfinv of the GPU count) become statements of their own, hoisted too
     statements = _group_calls_apart(statements, arrays, group)
     assigns = [s for s in statements if isinstance(s, ast.Assign)]
-    # (values of scalar inputs only go with them: the prelude needs some, the main part
-    # receives them as arguments)
-    hoisted = {s.targets[0].id for s in assigns if arrays[s.targets[0].id] <= group}
+    # the statements that vary with the group only; those of scalar inputs only go to
+    # whichever part needs them (computed once per call, as Python floats)
+    hoisted = {s.targets[0].id for s in assigns if arrays[s.targets[0].id]
+               and arrays[s.targets[0].id] <= group}
+    scalar = {s.targets[0].id for s in assigns if not arrays[s.targets[0].id]}
     expensive = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                     and n.func.id == "poisson_cdf"
                     for s in assigns if s.targets[0].id in hoisted for n in ast.walk(s))
@@ -301,7 +324,7 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     shared = [s.targets[0].id for s in assigns if s.targets[0].id in hoisted
               and s.targets[0].id in main_loads]
     prelude_needed = _live_names(assigns, set(shared))
-    prelude_body = [s for s in assigns if s.targets[0].id in hoisted
+    prelude_body = [s for s in assigns if s.targets[0].id in hoisted | scalar
                     and s.targets[0].id in prelude_needed]
     prelude_loads = set().union(*(_loaded_names(s.value) for s in prelude_body))
     arguments = [a.arg for a in func.args.args]
@@ -320,8 +343,4 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     prelude = function("prelude", prelude_body, prelude_args,
                        [ast.Name(n, ast.Load()) for n in shared], set(shared))
     main = function("kernel", main_body, [*main_args, *shared], results, set())
-    from planner.engine import _kernel_generated
-
-    namespace = _compile([prelude, main], dict(vars(_kernel_generated)))
-    return namespace["prelude"], tuple(prelude_args), namespace["kernel"], tuple(main_args), \
-        tuple(shared)
+    return prelude, main, tuple(shared)

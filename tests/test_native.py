@@ -185,13 +185,30 @@ def test_a_failed_compile_is_remembered(monkeypatch, tmp_path):
 @needs_compiler
 def test_a_candidates_values_do_not_depend_on_its_call(catalog, compiled):
     """The same bits for a candidate evaluated in a block, alone, or among a few at any
-    offset (the vectorised loop and its padded tail: no scalar remainder loop)."""
+    offset (the vectorised loop and its padded tail: no scalar remainder loop), as a
+    search's kept rows are (``compiled=True``: small calls run numpy otherwise)."""
     inputs = _space_inputs(catalog, "mixtral-8x7b", "h200", max_gpus=1024)
     block = evaluate_inputs(inputs)
     rng = np.random.default_rng(7)
     n = len(inputs["gpus"])
     for size in (1, 3, 15, 16, 17, 64, 101):
         rows = np.sort(rng.choice(n, size=size, replace=False))
-        few = evaluate_inputs({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()})
+        few = evaluate_inputs({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()},
+                              compiled=True)
         for name, values in few.items():
             assert np.array_equal(values, np.asarray(block[name])[rows], equal_nan=True), name
+
+
+@needs_compiler
+def test_small_calls_run_numpy_unless_asked(catalog, monkeypatch):
+    """A one-shot query's few candidates need no compiled kernel built."""
+    monkeypatch.setenv("CAPPLAN_KERNEL", "auto")
+    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
+    rows = np.arange(evaluator.NATIVE_MIN - 1)
+    few = {k: v[rows] if np.ndim(v) else v for k, v in inputs.items()}
+    built = []
+    monkeypatch.setattr(evaluator, "native_kernel", lambda *a: built.append(a))
+    evaluate_inputs(few)
+    assert built == []
+    evaluate_inputs(few, compiled=True)
+    assert len(built) == 1

@@ -38,12 +38,15 @@ def kernel():
     return _KERNEL
 
 
-def evaluate_inputs(inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
-    """Run the kernel over candidates; every output is an array of the candidates' length."""
+def evaluate_inputs(inputs: dict, chunk: int = CHUNK, *,
+                    compiled: bool | None = None) -> dict[str, np.ndarray]:
+    """Run the kernel over candidates; every output is an array of the candidates' length
+    (``compiled``: see :func:`run_kernel`)."""
     missing = [name for name in INPUTS if name not in inputs]
     if missing:
         raise KeyError(f"missing run-model inputs: {', '.join(missing)}")
-    return finish(run_kernel(kernel(), INPUTS, OUTPUTS, inputs, chunk), inputs)
+    return finish(run_kernel(kernel(), INPUTS, OUTPUTS, inputs, chunk, compiled=compiled),
+                  inputs)
 
 
 def candidate_count(inputs: dict) -> int:
@@ -61,18 +64,20 @@ def _is_array(value) -> bool:
     return value.ndim > 0 if isinstance(value, np.ndarray) else np.ndim(value) > 0
 
 
-def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK) -> dict[str, np.ndarray]:
+def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK, *,
+                     compiled: bool | None = None) -> dict[str, np.ndarray]:
     """Only ``columns`` (kernel outputs, ``fits`` or the unit columns of :func:`finish`).
 
     Runs the part of the kernel these columns need (:func:`planner.engine.kernel.partial_kernel`),
     so the values are bit-identical to :func:`evaluate_inputs`' at a fraction of the
     work when few outputs are asked for (memory per GPU alone: ~7x faster).
+    ``compiled``: see :func:`run_kernel`.
     """
     from planner.engine.kernel import partial_kernel
 
     needed = _needed_outputs(tuple(columns))
     f, names = partial_kernel(needed)
-    out = run_kernel(f, names, needed, inputs, chunk)
+    out = run_kernel(f, names, needed, inputs, chunk, compiled=compiled)
     for name, source, divisor in conversions():
         if source in out:
             out[name] = out[source] / divisor
@@ -97,8 +102,16 @@ def _needed_outputs(columns: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(needed)
 
 
-def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str, np.ndarray]:
+def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK, *,
+               compiled: bool | None = None) -> dict[str, np.ndarray]:
     """``f(*inputs[names])`` over chunks of ``chunk`` candidates into one array per output.
+
+    Calls of :data:`NATIVE_MIN` candidates or more run the compiled kernel where it is
+    available (:func:`native_kernel`); smaller ones run numpy (a one-shot query would
+    otherwise spend more on building the compiled kernel, ~0.1 s per process and kernel,
+    than on its few hundred candidates), unless ``compiled=True``: then any call with
+    array inputs runs it, as the rows a search keeps do, so their values are the bits
+    that selected them.
 
     ``spare_nodes = -1`` (``--spares auto``) becomes each candidate's optimal spare count
     first (:func:`planner.engine.spares.resolve_spares`).
@@ -110,10 +123,11 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK) -> dict[str,
     n = candidate_count(inputs)
     values = [inputs[name] for name in names]
     is_array = [_is_array(v) for v in values]
-    compiled = native_kernel(tuple(outputs), frozenset(
-        k for k, a in zip(names, is_array, strict=True) if a)) if any(is_array) else None
-    if compiled is not None:  # the C kernel: every candidate at once, no temporaries
-        split, function = compiled
+    wanted = any(is_array) and (n >= NATIVE_MIN if compiled is None else compiled)
+    native = native_kernel(tuple(outputs), frozenset(
+        k for k, a in zip(names, is_array, strict=True) if a)) if wanted else None
+    if native is not None:  # the C kernel: every candidate at once, no temporaries
+        split, function = native
         given = dict(zip(names, values, strict=True))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if split is None:
@@ -172,23 +186,24 @@ def native_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     key = (outputs, array_inputs)
     with _NATIVE_LOCK:
         if key not in _NATIVE:
-            from planner.engine.kernel import partial_kernel_tree, split_kernel, split_kernel_trees
+            from planner.engine import kernel as generated
 
-            trees = split_kernel_trees(outputs, array_inputs)
-            if trees is None:
-                function = native.native_kernel(partial_kernel_tree(outputs), array_inputs)
-                _NATIVE[key] = None if function is None else (None, function)
-            else:
-                _, main, shared = trees
-                function = native.native_kernel(main, array_inputs, shared)
-                _NATIVE[key] = None if function is None else (
-                    split_kernel(outputs, array_inputs), function)
+            split = generated.split_kernel(outputs, array_inputs)
+            with generated.BUILD_LOCK:  # the syntax trees (built with the split kernel)
+                trees = generated.split_kernel_trees(outputs, array_inputs)
+                tree, table = (generated.partial_kernel_tree(outputs), ()) if trees is None \
+                    else (trees[1], trees[2])
+            function = native.native_kernel(tree, array_inputs, table)
+            _NATIVE[key] = None if function is None else (split, function)
         return _NATIVE[key]
 
 
 _NATIVE: dict = {}
 _NATIVE_LOCK = threading.Lock()
 
+
+#: Candidates from which :func:`run_kernel` runs the compiled kernel unless told.
+NATIVE_MIN = CHUNK
 
 #: Candidates from which :func:`run_kernel` runs the split kernel (a few distinct GPU
 #: counts among many candidates; below this the grouping costs more than it saves).

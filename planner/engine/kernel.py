@@ -43,7 +43,7 @@ def load_kernel():
 #: Builds partial kernels one at a time: threads of a Dask worker ask for the same ones at
 #: once, and compiling ASTs concurrently fails in CPython 3.11 ("AST constructor recursion
 #: depth mismatch").
-_BUILD_LOCK = threading.Lock()
+BUILD_LOCK = threading.Lock()
 
 
 def _kernel_tree():
@@ -86,7 +86,7 @@ def _compile(functions, namespace: dict) -> dict:
 def partial_kernel(outputs: tuple[str, ...]):
     """A kernel computing only ``outputs``: ``(function, its input names)`` (thread-safe,
     built once per tuple of outputs; see :func:`build_partial_kernel`)."""
-    with _BUILD_LOCK:
+    with BUILD_LOCK:
         return build_partial_kernel(outputs)
 
 
@@ -216,7 +216,7 @@ SPLIT_GROUP = ("gpus", "spare_nodes")
 
 def split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     """:func:`build_split_kernel`, thread-safe."""
-    with _BUILD_LOCK:
+    with BUILD_LOCK:
         return build_split_kernel(tuple(outputs), frozenset(array_inputs))
 
 
@@ -283,10 +283,11 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
             tuple(a.arg for a in main.args.args[:len(main.args.args) - len(shared)]), shared)
 
 
+@cache
 def split_kernel_trees(outputs: tuple[str, ...], array_inputs: frozenset[str]):
-    """The syntax trees of :func:`build_split_kernel`'s functions (fresh ones per call):
-    ``None``, or ``(prelude, main, shared names)``; ``main``'s last arguments are the
-    shared values."""
+    """The syntax trees of :func:`build_split_kernel`'s functions, built once (callers
+    must not rewrite them): ``None``, or ``(prelude, main, shared names)``; ``main``'s
+    last arguments are the shared values."""
     import ast
 
     group = frozenset(SPLIT_GROUP) & array_inputs

@@ -94,7 +94,7 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
 
     compiled = native.available()
     columns = ("memory_per_gpu_bytes", *SEARCH_COLUMNS) if compiled else ("memory_per_gpu_bytes",)
-    every = evaluate_columns(inputs, columns)
+    every = evaluate_columns(inputs, columns, compiled=compiled)
     memory = every["memory_per_gpu_bytes"]
     hbm = np.broadcast_to(np.asarray(inputs["hbm_bytes"], dtype=float), memory.shape)
     leanest = int(np.argmin(memory))
@@ -106,13 +106,14 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
         else:
             fit_inputs = {k: v.take(fit_rows) if isinstance(v, np.ndarray) and v.ndim else v
                           for k, v in inputs.items()}
-            out = evaluate_columns(fit_inputs, SEARCH_COLUMNS)
+            out = evaluate_columns(fit_inputs, SEARCH_COLUMNS, compiled=False)
         out["fits"] = np.ones(fit_rows.size, dtype=bool)
         keys = np.asarray(part["gpus"])[fit_rows]
         groups = (GroupMinimum(keys, feasible_mask(out, s)), GroupMinimum(keys))
         rows = fit_rows[np.unique(np.concatenate([
             g.argmin(out[column]) for column in OBJECTIVE_COLUMNS.values() for g in groups]))]
-    out = evaluate_inputs({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()})
+    out = evaluate_inputs({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()},
+                          compiled=compiled)
     out.update({k: np.asarray(v)[rows] for k, v in part.items()})
     return BlockBest(rows=rows, out=out, feasible=feasible_mask(out, s), fitting=int(fit_rows.size),
                      min_memory_bytes=float(memory[leanest]),

@@ -32,7 +32,7 @@ candidate, 2.7x numpy with every output stored and 8x computed
   (``$CAPPLAN_CACHE_DIR``, else ``$XDG_CACHE_HOME/capplan``, else ``~/.cache/capplan``;
   with ``CAPPLAN_CACHE_DIR=off``, once per process), named by a hash of the source,
   flags and processor, and loaded with :mod:`ctypes`, which releases the GIL during the
-  call: 1-4 s per kernel the first time, a few ms after.
+  call: 1-2 s per kernel the first time (a plan builds two), a few ms after.
 * **Optional.** ``CAPPLAN_KERNEL=auto`` (default) uses it where a compiler works and
   numpy elsewhere (no compiler, a compile error, glibc without libmvec: then the scalar
   ``libm`` functions); ``CAPPLAN_KERNEL=numpy`` turns it off, ``CAPPLAN_KERNEL=c`` makes

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_reductions import reference_group_best, reference_pareto_mask
 
-from planner.engine.reductions import GroupMinimum, group_argmin, pareto_mask
+from planner.engine.reductions import GroupMinimum, group_argmin, pareto_mask, unique_runs
 
 # few distinct values so that ties, duplicates and runs of equal keys are common
 VALUES = st.sampled_from([0.0, -0.0, 1.0, 1.5, 2.0, 3.0, np.inf, -np.inf, np.nan, 1e300])
@@ -87,3 +87,13 @@ def test_pareto_front_is_mutually_non_dominated():
     le = np.all(front[None] <= front[:, None], axis=2)
     lt = np.any(front[None] < front[:, None], axis=2)
     assert not np.any(le & lt)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([1.0, 2.0, 8.0, 64.0, 0.0, -0.0, np.nan, np.inf]), max_size=60))
+def test_unique_runs_equals_numpy_unique(values):
+    a = np.array(values, dtype=float)
+    got = unique_runs(a)
+    want = np.unique(a, return_index=True, return_inverse=True)
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w.reshape(g.shape) if w.size else w, equal_nan=True)

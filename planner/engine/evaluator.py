@@ -272,8 +272,9 @@ def _group_pairs(a: np.ndarray, b: np.ndarray | None = None) -> tuple[np.ndarray
     b = np.zeros_like(a) if b is None else b
     if (np.all((a >= 0) & (a < _PAIR_SCALE) & (b >= 0) & (b < _PAIR_SCALE))
             and np.array_equal(a, np.rint(a)) and np.array_equal(b, np.rint(b))):
-        _, first, inverse = np.unique(a * _PAIR_SCALE + b, return_index=True,
-                                      return_inverse=True)
+        from planner.engine.reductions import unique_runs
+
+        _, first, inverse = unique_runs(a * _PAIR_SCALE + b)
     else:
         pairs = np.empty(len(a), dtype=complex)
         pairs.real, pairs.imag = a, b

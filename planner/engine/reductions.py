@@ -64,6 +64,24 @@ class GroupMinimum:
         return self.rows[run_first[order[first]]]
 
 
+def unique_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(values, return_index=True, return_inverse=True)`` of a 1-D array, sorting
+    only the first value of each run of equal consecutive values: a block of layouts holds
+    a few hundred runs of one GPU count among 65,536 rows.
+
+    >>> [a.tolist() for a in unique_runs(np.array([8.0, 8.0, 4.0, 4.0, 8.0]))]
+    [[4.0, 8.0], [2, 0], [1, 1, 0, 0, 1]]
+    """
+    values = np.asarray(values)
+    if values.size == 0:
+        return np.unique(values, return_index=True, return_inverse=True)
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    distinct, first_run, run_inverse = np.unique(values[starts], return_index=True,
+                                                 return_inverse=True)
+    lengths = np.diff(np.r_[starts, values.size])
+    return distinct, starts[first_run], np.repeat(run_inverse.reshape(-1), lengths)
+
+
 def group_argmin(keys: np.ndarray, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """Indices of the minimum of ``values`` per distinct key among rows where ``mask``."""
     return GroupMinimum(keys, mask).argmin(values)

@@ -25,6 +25,8 @@ import threading
 
 import numpy as np
 
+from planner.engine.reductions import unique_runs
+
 #: ``spare_nodes`` value that asks for the optimal count.
 AUTO = -1.0
 
@@ -144,8 +146,8 @@ def resolve_spares(inputs: dict) -> dict:
     if not varying:
         rows, inverse = [()], np.zeros(n, dtype=int)
     elif len(varying) == 1:
-        distinct, inverse = np.unique(np.broadcast_to(np.asarray(inputs[varying[0]], dtype=float),
-                                                      (n,)), return_inverse=True)
+        distinct, _, inverse = unique_runs(np.broadcast_to(
+            np.asarray(inputs[varying[0]], dtype=float), (n,)))
         rows = distinct[:, None].tolist()
     else:
         table = np.stack([np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,))

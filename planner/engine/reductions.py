@@ -26,8 +26,10 @@ class GroupMinimum:
 
     Built once per (keys, mask) and reused for every column: the rows are cut
     into runs of equal consecutive keys (the layout enumeration emits long runs
-    of one GPU count), each run is reduced with ``np.fmin.reduceat``, and only
-    the run minima are sorted.  Ties go to the lowest row index and NaN counts
+    of one GPU count) and the runs of each key are grouped once (a stable sort of
+    the run keys); a column is then reduced twice with ``np.fmin.reduceat``, over
+    the rows of each run and over the runs of each key, and nothing is sorted per
+    column.  Ties go to the lowest row index and NaN counts
     as larger than every number, so the winners are those of a stable
     lexicographic sort by (key, value).
     """
@@ -41,6 +43,11 @@ class GroupMinimum:
             self.starts = np.flatnonzero(np.r_[True, run_keys[1:] != run_keys[:-1]])
             self.lengths = np.diff(np.r_[self.starts, run_keys.size])
             self.run_keys = run_keys[self.starts]
+            # the runs of each key together, in run order: sorted once, for every column
+            self.key_order = np.argsort(self.run_keys, kind="stable")
+            keys = self.run_keys[self.key_order]
+            self.key_starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            self.key_lengths = np.diff(np.r_[self.key_starts, keys.size])
         else:
             self.starts = self.lengths = self.run_keys = np.empty(0, dtype=np.intp)
 
@@ -50,18 +57,23 @@ class GroupMinimum:
             return self.rows
         v = np.asarray(values)
         v = v if self.all_rows and v.size == self.rows.size else v.take(self.rows)
-        run_min = np.fmin.reduceat(v, self.starts)  # NaN only where the whole run is NaN
-        expanded = np.repeat(run_min, self.lengths)
-        hit = v == expanded
-        if np.isnan(run_min).any():  # an all-NaN run: its first row
-            hit |= np.isnan(expanded)
-        hits = np.flatnonzero(hit)
-        run_first = hits[np.searchsorted(hits, self.starts)]
-        # runs of one key: sort by (key, run minimum, run position); the first run per key wins
-        order = np.lexsort((run_min, self.run_keys))
-        keys = self.run_keys[order]
-        first = np.r_[True, keys[1:] != keys[:-1]]
-        return self.rows[run_first[order[first]]]
+        run_min, run_first = _first_minima(v, self.starts, self.lengths)
+        # the runs of one key: the first of those holding the key's minimum
+        _, key_first = _first_minima(run_min[self.key_order], self.key_starts,
+                                     self.key_lengths)
+        return self.rows[run_first[self.key_order[key_first]]]
+
+
+def _first_minima(v: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
+    """Per segment of ``v`` (``starts``, ``lengths``): its minimum (NaN only if all NaN)
+    and the index of its first element equal to it (its first element if all NaN)."""
+    minima = np.fmin.reduceat(v, starts)
+    expanded = np.repeat(minima, lengths)
+    hit = v == expanded
+    if np.isnan(minima).any():  # an all-NaN segment: its first element
+        hit |= np.isnan(expanded)
+    hits = np.flatnonzero(hit)
+    return minima, hits[np.searchsorted(hits, starts)]
 
 
 def unique_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

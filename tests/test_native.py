@@ -212,3 +212,25 @@ def test_small_calls_run_numpy_unless_asked(catalog, monkeypatch):
     assert built == []
     evaluate_inputs(few, compiled=True)
     assert len(built) == 1
+
+
+@needs_compiler
+def test_cache_off_builds_in_a_folder_of_the_process(monkeypatch):
+    monkeypatch.setattr(native, "_LOADED", {})
+    monkeypatch.setattr(native, "_PROCESS_DIR", None)
+    monkeypatch.setenv("CAPPLAN_CACHE_DIR", "off")
+    monkeypatch.setenv("CAPPLAN_KERNEL", "c")
+    tree = partial_kernel_tree(("memory_per_gpu_bytes",))
+    assert native.native_kernel(tree, frozenset({"tp"})) is not None
+    assert native._PROCESS_DIR is not None
+    assert [p.suffix for p in native._PROCESS_DIR.iterdir()] == [".so"]
+
+
+def test_an_unwritable_cache_falls_back_to_numpy(monkeypatch, tmp_path):
+    monkeypatch.setattr(native, "_LOADED", {})
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("CAPPLAN_CACHE_DIR", str(blocked / "capplan"))
+    monkeypatch.setenv("CAPPLAN_KERNEL", "auto")
+    assert native.native_kernel(partial_kernel_tree(("memory_per_gpu_bytes",)),
+                                frozenset({"tp"})) is None

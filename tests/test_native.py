@@ -234,3 +234,15 @@ def test_an_unwritable_cache_falls_back_to_numpy(monkeypatch, tmp_path):
     monkeypatch.setenv("CAPPLAN_KERNEL", "auto")
     assert native.native_kernel(partial_kernel_tree(("memory_per_gpu_bytes",)),
                                 frozenset({"tp"})) is None
+
+
+@needs_compiler
+def test_a_table_past_the_32_bit_index_runs_numpy(catalog, compiled, monkeypatch):
+    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
+    fast = evaluate_inputs(inputs)
+    monkeypatch.setattr(evaluator, "TABLE_LIMIT", 1)
+    capped = evaluate_inputs(inputs)
+    monkeypatch.setenv("CAPPLAN_KERNEL", "numpy")
+    assert all(np.array_equal(capped[k], v, equal_nan=True)
+               for k, v in evaluate_inputs(inputs).items())
+    _close(fast, capped)

@@ -131,12 +131,12 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK, *,
         given = dict(zip(names, values, strict=True))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if split is None:
-                result = function(n, given)
-            else:
-                call = _SplitCall(split, names)
-                call.prepare(*values)
-                result = function(n, given, call.inverse, call.table)
-        return dict(zip(outputs, result, strict=True))
+                return dict(zip(outputs, function(n, given), strict=True))
+            call = _SplitCall(split, names)
+            call.prepare(*values)
+            if call.table.size < TABLE_LIMIT:  # the C index is 32-bit
+                return dict(zip(outputs, function(n, given, call.inverse, call.table),
+                                strict=True))
     if n >= SPLIT_MIN:  # the GPU-count terms once per distinct GPU count of the call
         from planner.engine.kernel import split_kernel
 
@@ -204,6 +204,9 @@ _NATIVE_LOCK = threading.Lock()
 
 #: Candidates from which :func:`run_kernel` runs the compiled kernel unless told.
 NATIVE_MIN = CHUNK
+#: Values in a split call's table up to which the compiled kernel reads it (its row index
+#: is a 32-bit int; beyond, ~10^7 distinct GPU counts in one call, numpy runs).
+TABLE_LIMIT = 1 << 31
 
 #: Candidates from which :func:`run_kernel` runs the split kernel (a few distinct GPU
 #: counts among many candidates; below this the grouping costs more than it saves).

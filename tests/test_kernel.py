@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from spaces import space_inputs
 
 from planner.codegen.kernel import generate_source
-from planner.engine.evaluator import base_inputs, evaluate_inputs
+from planner.engine.evaluator import evaluate_inputs
 from planner.engine.model import INPUTS, OUTPUTS, run_model
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 from planner.engine.spares import resolve_spares
 
 
@@ -21,15 +21,7 @@ def test_generated_kernel_is_fresh():
 
 
 def _inputs(catalog, model="llama3-70b", hardware="h100-sxm", max_gpus=2048):
-    x = base_inputs(catalog, model=model, hardware=hardware, tokens=1e12)
-    layout = enumerate_layouts(
-        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
-        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
-        global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
-        scale_up_domain=int(x["scale_up_domain_gpus"]),
-        options=SpaceOptions(min_gpus=64, max_gpus=max_gpus))
-    return {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
-                                  layers=x["layers"])}
+    return space_inputs(catalog, model, hardware, tokens=1e12, min_gpus=64, max_gpus=max_gpus)
 
 
 @pytest.mark.parametrize("model,hardware", [("llama3-70b", "h100-sxm"),

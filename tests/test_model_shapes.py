@@ -10,15 +10,15 @@ import pytest
 from formula_checks import check_input_kinds, check_symbolic, sample_point
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from spaces import space_inputs
 
 from formulas import communication, compute, memory
 from hardware_catalog import load_catalog
 from hardware_catalog.errors import CatalogError
 from hardware_catalog.loader import parse_file
-from planner.engine.evaluator import base_inputs, evaluate_inputs
+from planner.engine.evaluator import evaluate_inputs
 from planner.engine.model import INPUTS, OUTPUTS, param_counts, run_model
 from planner.engine.scenario import model_inputs
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 CATALOG = load_catalog()
 
@@ -169,15 +169,8 @@ def test_deepseek_mtp_module_is_the_model_card_14b():
 # ---- the kernel follows the new inputs -------------------------------------------------------
 
 def _inputs(model_id, hardware="h100-sxm", max_gpus=512):
-    x = base_inputs(CATALOG, model=model_id, hardware=hardware, tokens=1e12)
-    layout = enumerate_layouts(
-        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
-        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
-        global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
-        scale_up_domain=int(x["scale_up_domain_gpus"]),
-        options=SpaceOptions(min_gpus=64, max_gpus=max_gpus))
-    return {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
-                                  layers=x["layers"])}
+    return space_inputs(CATALOG, model_id, hardware, tokens=1e12, min_gpus=64,
+                        max_gpus=max_gpus)
 
 
 @pytest.mark.parametrize("model_id", ["gpt-oss-120b", "qwen3-30b-a3b", "deepseek-v3"])

@@ -10,11 +10,11 @@ import shutil
 
 import numpy as np
 import pytest
+from spaces import space_inputs
 
 from planner.engine import evaluator, native
 from planner.engine.evaluator import evaluate_columns, evaluate_inputs
 from planner.engine.kernel import partial_kernel_tree, split_kernel_trees
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 needs_compiler = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None,
                                     reason="no C compiler")
@@ -24,17 +24,6 @@ needs_compiler = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is 
 #: SIMD loops) may differ in the last bits, which a few outputs amplify - the waste
 #: fraction (1 - e^-x for small x) to ~2e-11 on the blocks below.
 RTOL = 1e-10
-
-
-def _space_inputs(catalog, model, hardware, **options):
-    x = evaluator.base_inputs(catalog, model=model, hardware=hardware, tokens=15e12)
-    layout = enumerate_layouts(
-        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
-        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
-        global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
-        scale_up_domain=int(x["scale_up_domain_gpus"]), options=SpaceOptions(**options))
-    return {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
-                                layers=x["layers"])}
 
 
 def _close(compiled: dict, numpy_out: dict):
@@ -67,7 +56,7 @@ def compiled(monkeypatch):
 ])
 def test_compiled_outputs_match_numpy(catalog, monkeypatch, compiled, model, hardware,
                                       options):
-    inputs = _space_inputs(catalog, model, hardware, **options)
+    inputs = space_inputs(catalog, model, hardware, **options)
     key = (tuple(evaluator.OUTPUTS), frozenset(k for k, v in inputs.items() if np.ndim(v)))
     fast = evaluate_inputs(inputs)
     assert evaluator.native_kernel(*key) is not None  # the C kernel ran
@@ -189,7 +178,7 @@ def test_a_candidates_values_do_not_depend_on_its_call(catalog, compiled):
     """The same bits for a candidate evaluated in a block, alone, or among a few at any
     offset (the vectorised loop and its padded tail: no scalar remainder loop), as a
     search's kept rows are (``compiled=True``: small calls run numpy otherwise)."""
-    inputs = _space_inputs(catalog, "mixtral-8x7b", "h200", max_gpus=1024)
+    inputs = space_inputs(catalog, "mixtral-8x7b", "h200", max_gpus=1024)
     block = evaluate_inputs(inputs)
     rng = np.random.default_rng(7)
     n = len(inputs["gpus"])
@@ -205,7 +194,7 @@ def test_a_candidates_values_do_not_depend_on_its_call(catalog, compiled):
 def test_small_calls_run_numpy_unless_asked(catalog, monkeypatch):
     """A one-shot query's few candidates need no compiled kernel built."""
     monkeypatch.setenv("CAPPLAN_KERNEL", "auto")
-    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
+    inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
     rows = np.arange(evaluator.NATIVE_MIN - 1)
     few = {k: v[rows] if np.ndim(v) else v for k, v in inputs.items()}
     built = []
@@ -240,7 +229,7 @@ def test_an_unwritable_cache_falls_back_to_numpy(monkeypatch, tmp_path):
 
 @needs_compiler
 def test_a_table_past_the_32_bit_index_runs_numpy(catalog, compiled, monkeypatch):
-    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
+    inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
     fast = evaluate_inputs(inputs)
     monkeypatch.setattr(evaluator, "TABLE_LIMIT", 1)
     capped = evaluate_inputs(inputs)

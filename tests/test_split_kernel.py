@@ -6,29 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from spaces import space_inputs
 
 from planner.engine import evaluator
 from planner.engine.evaluator import evaluate_columns, evaluate_inputs
 from planner.engine.kernel import build_split_kernel
 from planner.engine.model import OUTPUTS
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 
 @pytest.fixture(autouse=True)
 def numpy_kernel(monkeypatch):
     """These are the numpy kernel's own properties (the compiled one: tests/test_native.py)."""
     monkeypatch.setenv("CAPPLAN_KERNEL", "numpy")
-
-
-def _space_inputs(catalog, model, hardware, **options):
-    x = evaluator.base_inputs(catalog, model=model, hardware=hardware, tokens=15e12)
-    layout = enumerate_layouts(
-        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
-        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
-        global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
-        scale_up_domain=int(x["scale_up_domain_gpus"]), options=SpaceOptions(**options))
-    return {**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
-                                layers=x["layers"])}
 
 
 def _same(a: dict, b: dict):
@@ -56,7 +45,7 @@ def _unsplit(monkeypatch, call):
     ("mixtral-8x7b", "gb200", {"max_gpus": 2048, "recompute": ("selective",)}),
 ])
 def test_split_kernel_outputs_are_bit_identical(catalog, monkeypatch, model, hardware, options):
-    inputs = _space_inputs(catalog, model, hardware, **options)
+    inputs = space_inputs(catalog, model, hardware, **options)
     assert len(inputs["gpus"]) > evaluator.CHUNK  # several chunks share GPU counts
     split = evaluate_inputs(inputs)
     whole = _unsplit(monkeypatch, lambda: evaluate_inputs(inputs))
@@ -68,7 +57,7 @@ def test_split_kernel_outputs_are_bit_identical(catalog, monkeypatch, model, har
 
 def test_split_groups_by_spare_count_too(catalog, monkeypatch):
     # spare counts that vary independently of the GPU count (an explicit array)
-    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
+    inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
     n = len(inputs["gpus"])
     inputs["spare_nodes"] = np.arange(n, dtype=float) % 7
     _same(evaluate_inputs(inputs), _unsplit(monkeypatch, lambda: evaluate_inputs(inputs)))
@@ -92,7 +81,7 @@ def test_prelude_values_remembered_across_calls_are_each_inputs_own(catalog, mon
     # the prelude's values are remembered per (prelude, scalar inputs): a second call with
     # the same inputs reuses them, one with other failure inputs (same GPU counts) must not
     monkeypatch.setattr(evaluator, "_PRELUDE_VALUES", {})
-    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=2048)
+    inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=2048)
     other = {**inputs, "node_mtbf_s": inputs["node_mtbf_s"] / 7}
     first = evaluate_inputs(inputs)
     remembered = evaluate_inputs(inputs)
@@ -112,7 +101,7 @@ def test_prelude_values_remembered_across_calls_are_each_inputs_own(catalog, mon
 def test_prelude_memory_is_bounded(catalog, monkeypatch):
     monkeypatch.setattr(evaluator, "_PRELUDE_VALUES", {})
     monkeypatch.setattr(evaluator, "_PRELUDE_KEYS", 2)
-    inputs = _space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=256)
+    inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=256)
     for mtbf in (1e7, 2e7, 3e7):
         evaluate_columns({**inputs, "node_mtbf_s": mtbf}, ("wall_time_s",))
     assert len(evaluator._PRELUDE_VALUES) == 2

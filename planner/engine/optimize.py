@@ -108,10 +108,8 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
                           for k, v in inputs.items()}
             out = evaluate_columns(fit_inputs, SEARCH_COLUMNS, compiled=False)
         out["fits"] = np.ones(fit_rows.size, dtype=bool)
-        keys = np.asarray(part["gpus"])[fit_rows]
-        groups = (GroupMinimum(keys, feasible_mask(out, s)), GroupMinimum(keys))
-        rows = fit_rows[np.unique(np.concatenate([
-            g.argmin(out[column]) for column in OBJECTIVE_COLUMNS.values() for g in groups]))]
+        rows = fit_rows[best_rows(np.asarray(part["gpus"])[fit_rows], feasible_mask(out, s),
+                                  out)]
     out = evaluate_inputs({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()},
                           compiled=compiled)
     out.update({k: np.asarray(v)[rows] for k, v in part.items()})
@@ -218,8 +216,13 @@ def frontier_rows(columns: dict) -> np.ndarray:
     if "hardware" in columns:  # several accelerators: one group per (accelerator, GPU count)
         _, codes = np.unique(columns["hardware"].astype(str), return_inverse=True)
         keys = codes.reshape(-1).astype(np.int64) * (1 << 40) + keys
-    groups = (GroupMinimum(keys, np.asarray(columns["feasible"], dtype=bool)),
-              GroupMinimum(keys))
+    return best_rows(keys, np.asarray(columns["feasible"], dtype=bool), columns)
+
+
+def best_rows(keys: np.ndarray, feasible: np.ndarray, columns: dict) -> np.ndarray:
+    """Indices of the rows that are, per key and objective (``columns``: the objectives'
+    values), the first minimum among the ``feasible`` rows or among all rows; increasing."""
+    groups = (GroupMinimum(keys, feasible), GroupMinimum(keys))
     return np.unique(np.concatenate([g.argmin(columns[column])
                                      for column in OBJECTIVE_COLUMNS.values() for g in groups]))
 

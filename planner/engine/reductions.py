@@ -181,4 +181,4 @@ def _dominated_pairwise(points: np.ndarray, block: int = 1024) -> np.ndarray:
     return dominated
 
 
-__all__ = ["GroupMinimum", "group_argmin", "pareto_mask"]
+__all__ = ["GroupMinimum", "group_argmin", "pareto_mask", "unique_runs"]

@@ -56,7 +56,7 @@ def _kernel_tree():
                 if isinstance(node, ast.FunctionDef) and node.name == "kernel")
 
 
-def _loaded_names(node) -> set[str]:
+def loaded_names(node) -> set[str]:
     """The names ``node`` reads."""
     import ast
 
@@ -70,7 +70,7 @@ def _live_names(assigns, wanted: set[str]) -> set[str]:
     live = set(wanted)
     for statement in reversed(assigns):
         if statement.targets[0].id in live:
-            live |= _loaded_names(statement.value)
+            live |= loaded_names(statement.value)
     return live
 
 
@@ -119,7 +119,7 @@ def partial_kernel_tree(outputs: tuple[str, ...]):
     elements = returned.value.elts
     returned.value.elts = [elements[list(OUTPUTS).index(name)] for name in outputs]
     assigns = [s for s in statements if isinstance(s, ast.Assign)]
-    needed = _live_names(assigns, _loaded_names(returned))
+    needed = _live_names(assigns, loaded_names(returned))
     body = [s for s in assigns if s.targets[0].id in needed]
     func.body = [*_with_frees(statements, body, set(), set()), returned]
     func.args.args = [a for a in func.args.args if a.arg in needed]
@@ -222,7 +222,7 @@ def split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
 
 def _array_inputs(node, arrays: dict) -> frozenset:
     """The array inputs ``node``'s value depends on (``arrays``: each name's)."""
-    return frozenset().union(*(arrays.get(u, frozenset()) for u in _loaded_names(node)))
+    return frozenset().union(*(arrays.get(u, frozenset()) for u in loaded_names(node)))
 
 
 def _group_calls_apart(statements, arrays: dict, group: frozenset) -> list:
@@ -317,17 +317,17 @@ def split_kernel_trees(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     if not expensive:
         return None
     # what the outputs need, split into the two parts
-    needed = _live_names(assigns, set().union(*(_loaded_names(r) for r in results)))
+    needed = _live_names(assigns, set().union(*(loaded_names(r) for r in results)))
     main_body = [s for s in assigns if s.targets[0].id in needed
                  and s.targets[0].id not in hoisted]
-    main_loads = set().union(*(_loaded_names(r) for r in results),
-                             *(_loaded_names(s.value) for s in main_body))
+    main_loads = set().union(*(loaded_names(r) for r in results),
+                             *(loaded_names(s.value) for s in main_body))
     shared = [s.targets[0].id for s in assigns if s.targets[0].id in hoisted
               and s.targets[0].id in main_loads]
     prelude_needed = _live_names(assigns, set(shared))
     prelude_body = [s for s in assigns if s.targets[0].id in hoisted | scalar
                     and s.targets[0].id in prelude_needed]
-    prelude_loads = set().union(*(_loaded_names(s.value) for s in prelude_body))
+    prelude_loads = set().union(*(loaded_names(s.value) for s in prelude_body))
     arguments = [a.arg for a in func.args.args]
     prelude_args = [a for a in arguments if a in prelude_loads]
     main_args = [a for a in arguments if a in main_loads]

@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.engine.kernel import loaded_names
+
 #: Compiler flags: IEEE semantics (no contraction into FMAs, no fast-math; errno is never
 #: read), vectorised for this machine's processor (``#pragma omp simd`` vectorises the
 #: loop at -O1 too: as fast as -O2 here, and a third quicker to build).
@@ -168,8 +170,8 @@ def c_source(func: ast.FunctionDef, per_row: frozenset[str], table: tuple[str, .
 
     ``per_row``: the arguments that are arrays of the candidates; ``table``: the
     arguments read from a table of shared rows (``func``'s last ones: the split kernel's
-    values per GPU count), ``table[index[i] * len(table) + j]`` for candidate ``i`` (``index``: 32-bit); the
-    other arguments are scalars.  The function is::
+    values per GPU count), ``table[index[i] * len(table) + j]`` for candidate ``i``
+    (``index``: 32-bit); the other arguments are scalars.  The function is::
 
         void name(long n, const double *scalars, const double *const *arrays,
                   const int *index, const double *table, double *const *out)
@@ -185,7 +187,7 @@ def c_source(func: ast.FunctionDef, per_row: frozenset[str], table: tuple[str, .
     assigns = [s for s in statements if isinstance(s, ast.Assign)]
     varies = set(arrays) | set(table)
     for s in assigns:
-        if any(isinstance(n, ast.Name) and n.id in varies for n in ast.walk(s.value)):
+        if loaded_names(s.value) & varies:
             varies.add(s.targets[0].id)
     results = returned.value.elts
     looped = [s for s in assigns if s.targets[0].id in varies]
@@ -223,8 +225,7 @@ class _Invariants(ast.NodeTransformer):
     def visit(self, node):
         if isinstance(node, ast.expr) \
                 and not isinstance(node, ast.Name | ast.Constant | ast.Attribute) \
-                and not any(isinstance(n, ast.Name) and n.id in self.varies
-                            for n in ast.walk(node)):
+                and not loaded_names(node) & self.varies:
             name = f"_h{len(self.hoisted)}"
             self.hoisted.append((name, node))
             return ast.Name(name, ast.Load())

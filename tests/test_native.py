@@ -15,6 +15,7 @@ from spaces import space_inputs
 from planner.engine import evaluator, native
 from planner.engine.evaluator import evaluate_columns, evaluate_inputs
 from planner.engine.kernel import partial_kernel_tree, split_kernel_trees
+from planner.errors import CapplanError
 
 needs_compiler = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None,
                                     reason="no C compiler")
@@ -143,8 +144,11 @@ def test_translation_leaves_the_tree_unchanged():
 def test_numpy_mode_turns_the_backend_off(monkeypatch):
     monkeypatch.setenv("CAPPLAN_KERNEL", "numpy")
     assert evaluator.native_kernel(("memory_per_gpu_bytes",), frozenset({"tp"})) is None
-    monkeypatch.setenv("CAPPLAN_KERNEL", "fast")
-    with pytest.raises(ValueError, match="allowed are auto, numpy, c"):
+    monkeypatch.setenv("CAPPLAN_KERNEL", "nmpy")
+    with pytest.raises(CapplanError, match="unknown CAPPLAN_KERNEL value 'nmpy'; did you mean: numpy"):
+        native.mode()
+    monkeypatch.setenv("CAPPLAN_KERNEL", "xyz")
+    with pytest.raises(CapplanError, match="unknown CAPPLAN_KERNEL value 'xyz'; allowed: auto, c, numpy"):
         native.mode()
 
 

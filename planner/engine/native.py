@@ -290,9 +290,15 @@ class NativeKernel:
 def mode() -> str:
     """``CAPPLAN_KERNEL``: ``auto`` (default: C where a compiler works), ``numpy`` or ``c``."""
     value = os.environ.get("CAPPLAN_KERNEL", "auto").strip().lower() or "auto"
-    if value not in ("auto", "numpy", "c"):
-        raise ValueError(f"CAPPLAN_KERNEL={value!r}: allowed are auto, numpy, c")
+    if value not in MODES:
+        from planner.errors import did_you_mean
+
+        raise did_you_mean("CAPPLAN_KERNEL value", value, MODES)
     return value
+
+
+#: The values of ``CAPPLAN_KERNEL``.
+MODES = ("auto", "numpy", "c")
 
 
 def available() -> bool:

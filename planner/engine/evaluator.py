@@ -231,36 +231,44 @@ class _SplitCall:
     def prepare(self, *values) -> None:
         """Group the candidates of ``values`` (the whole call's inputs) by pair: a table of
         the prelude's values per distinct pair, and each candidate's row in it."""
-        from planner.engine.kernel import SPLIT_GROUP
-
-        given = dict(zip(self.names, values, strict=True))
-        columns = [np.asarray(given[k], dtype=float) for k in SPLIT_GROUP
-                   if k in given and np.ndim(given[k]) > 0]
-        n = max(np.size(c) for c in columns)
-        first, inverse = _group_pairs(*(np.broadcast_to(c, (n,)) for c in columns))
-        keys = [complex(*pair) for pair in zip(*(c[first].tolist() for c in columns), strict=True)]
-        known = _remembered(self.prelude, tuple(
-            float(given[k]) for k in self.prelude_names if np.ndim(given[k]) == 0))
-        new = [i for i, key in enumerate(keys) if key not in known or key != key]
-        fresh = {}
-        if new:
-            picked = first[new]
-            computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(new),))
-                        for v in self.prelude(*(given[k][picked] if np.ndim(given[k]) > 0
-                                                else given[k] for k in self.prelude_names))]
-            for j, i in enumerate(new):
-                fresh[i] = [c[j] for c in computed]
-                if keys[i] == keys[i]:  # a NaN key is never the same key again
-                    known[keys[i]] = fresh[i]
-        self.table = np.array([fresh[i] if i in fresh else known[key]
-                               for i, key in enumerate(keys)], dtype=float)
-        self.inverse = inverse.reshape(-1)
+        self.table, self.inverse = prelude_table(self.prelude, self.prelude_names,
+                                                 dict(zip(self.names, values, strict=True)))
 
     def __call__(self, *values, rows=slice(None)):
         """The outputs of the candidates ``rows`` of the prepared call (``values``: theirs)."""
         given = dict(zip(self.names, values, strict=True))
         shared = self.table[self.inverse[rows]].T
         return self.main(*(given[k] for k in self.main_names), *shared)
+
+
+def prelude_table(prelude, prelude_names, given: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``(table, inverse)``: the split kernel's ``prelude`` values (a row per distinct
+    (GPU count, spare count) pair of ``given``, the inputs by name) and each candidate's
+    row in it.  Values are remembered per prelude and scalar inputs (:func:`_remembered`),
+    so the blocks of a search compute each GPU count's terms once."""
+    from planner.engine.kernel import SPLIT_GROUP
+
+    columns = [np.asarray(given[k], dtype=float) for k in SPLIT_GROUP
+               if k in given and np.ndim(given[k]) > 0]
+    n = max(np.size(c) for c in columns)
+    first, inverse = _group_pairs(*(np.broadcast_to(c, (n,)) for c in columns))
+    keys = [complex(*pair) for pair in zip(*(c[first].tolist() for c in columns), strict=True)]
+    known = _remembered(prelude, tuple(
+        float(given[k]) for k in prelude_names if np.ndim(given[k]) == 0))
+    new = [i for i, key in enumerate(keys) if key not in known or key != key]
+    fresh = {}
+    if new:
+        picked = first[new]
+        computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(new),))
+                    for v in prelude(*(given[k][picked] if np.ndim(given[k]) > 0
+                                       else given[k] for k in prelude_names))]
+        for j, i in enumerate(new):
+            fresh[i] = [c[j] for c in computed]
+            if keys[i] == keys[i]:  # a NaN key is never the same key again
+                known[keys[i]] = fresh[i]
+    table = np.array([fresh[i] if i in fresh else known[key] for i, key in enumerate(keys)],
+                     dtype=float)
+    return table, inverse.reshape(-1)
 
 
 #: Pairs of whole numbers below this are grouped by one float key (exact below 2**53).

@@ -164,7 +164,8 @@ def _power(base, exponent) -> str:
 
 
 def c_source(func: ast.FunctionDef, per_row: frozenset[str], table: tuple[str, ...],
-             name: str = "capplan_kernel") -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+             name: str = "capplan_kernel", storage: str = "",
+             ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """The C function of kernel ``func``: ``(source, scalar argument names, array argument
     names)``.
 
@@ -194,7 +195,7 @@ def c_source(func: ast.FunctionDef, per_row: frozenset[str], table: tuple[str, .
     hoist = _Invariants(varies)
     looped = [(s.targets[0].id, hoist.visit(s.value)) for s in looped]
     results = [hoist.visit(r) for r in results]
-    lines = [f"void {name}(long n, const double *restrict scalars,",
+    lines = [f"{storage + ' ' if storage else ''}void {name}(long n, const double *restrict scalars,",
              "          const double *const *restrict arrays, const int *restrict index,",
              "          const double *restrict table, double *const *restrict out)", "{"]
     lines += [f"    const double v_{a} = scalars[{k}];" for k, a in enumerate(scalars)]
@@ -320,12 +321,10 @@ def native_kernel(func: ast.FunctionDef, per_row: frozenset[str],
         source, scalars, arrays = c_source(func, per_row, table)
     except Untranslatable:
         return None
-    with _LOCK:
-        function = _LOADED.get(source)
-        if function is None:
-            function = _load(source)
-            _LOADED[source] = function
-    if function is False:
+    import ctypes
+
+    function = load(source, "capplan_kernel", [ctypes.c_long] + [ctypes.c_void_p] * 5)
+    if function is None:
         return None
     return NativeKernel(function, scalars, arrays, len(func.body[-1].value.elts))
 
@@ -357,10 +356,10 @@ def cache_dir() -> Path:
 _PROCESS_DIR: Path | None = None
 
 
-def _load(source: str):
-    """The ``capplan_kernel`` function of ``source``, compiled once per machine (with
-    libmvec's vector math where that links, else without); ``False`` where neither
-    compiles (``CAPPLAN_KERNEL=c``: raises)."""
+def _load(source: str, symbol: str = "capplan_kernel", argtypes=None, restype=None):
+    """The function ``symbol`` of ``source`` (default: a kernel of :func:`c_source`),
+    compiled once per machine (with libmvec's vector math where that links, else
+    without); ``False`` where neither compiles (``CAPPLAN_KERNEL=c``: raises)."""
     import ctypes
 
     errors = []
@@ -368,16 +367,28 @@ def _load(source: str):
                              ("-lmvec", "-lm")), (source, ("-lm",))):
         try:
             library = _compiled(text, libraries)
-            function = ctypes.CDLL(str(library)).capplan_kernel
-        except (OSError, RuntimeError) as error:
+            function = getattr(ctypes.CDLL(str(library)), symbol)
+        except (OSError, RuntimeError, AttributeError) as error:
             errors.append(str(error))
             continue
-        function.restype = None
-        function.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * 5
+        function.restype = restype
+        function.argtypes = argtypes if argtypes is not None else \
+            [ctypes.c_long] + [ctypes.c_void_p] * 5
         return function
     if mode() == "c":
         raise RuntimeError(f"CAPPLAN_KERNEL=c: cannot compile the kernel: {errors[-1]}")
     return False
+
+
+def load(source: str, symbol: str, argtypes, restype=None):
+    """:func:`_load` once per process and source (thread-safe): the compiled function, or
+    ``None`` where it cannot be built (``CAPPLAN_KERNEL=c``: raises)."""
+    with _LOCK:
+        function = _LOADED.get((source, symbol))
+        if function is None:
+            function = _load(source, symbol, argtypes, restype)
+            _LOADED[(source, symbol)] = function
+    return function or None
 
 
 def _compiled(source: str, libraries: tuple[str, ...]) -> Path:

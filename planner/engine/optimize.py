@@ -158,6 +158,9 @@ def search_slice(task: SearchTask) -> dict:
     # --spares auto: the spare counts of all the task's GPU counts searched together
     # first (batched; the blocks then find them cached, planner.engine.spares)
     resolve_spares({**x, "gpus": task.space.gpu_counts(task.start, task.stop).astype(float)})
+    compiled = compiled_slice(task)
+    if compiled is not None:
+        return compiled
     kept_blocks, evaluated, fitting, min_memory = [], 0, 0, (np.inf, np.nan)
     for part in task.space.blocks(PLAN_CHUNK, task.start, task.stop):
         inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
@@ -174,6 +177,45 @@ def search_slice(task: SearchTask) -> dict:
             "min_memory": min_memory,
             "rows": {c: np.concatenate([b[c] for b in kept_blocks]) for c in kept_blocks[0]}
             if kept_blocks else None}
+
+
+def compiled_slice(task: SearchTask) -> dict | None:
+    """:func:`search_slice` by the compiled search loop (:mod:`planner.engine.native_search`),
+    or ``None`` where it cannot run.  It keeps each of the task's groups' best rows over
+    the whole task rather than over each block: the rows :func:`frontier_rows` keeps of
+    them are the same."""
+    from planner.engine import native, native_search
+    from planner.engine.evaluator import _needed_outputs
+
+    if not native.available():
+        return None
+    s, x = task.scenario, task.inputs
+    found = native_search.search(
+        task.space, x, task.start, task.stop,
+        outputs=_needed_outputs(("memory_per_gpu_bytes", *SEARCH_COLUMNS)),
+        objectives=tuple(OBJECTIVE_COLUMNS.values()),
+        constraints=("wall_days", "cost_usd", "peak_power_mw"),
+        limits=(s.deadline_days, s.budget_usd, s.max_power_mw))
+    if found is None:
+        return None
+    rows = None
+    if found.rows.size:
+        out, feasible = evaluate_rows(x, task.space.take(found.rows), s, compiled=True)
+        rows = {**{c: out[c] for c in KEEP_COLUMNS}, "feasible": feasible}
+    min_memory = (np.inf, np.nan) if found.min_memory_row < 0 else \
+        (found.min_memory_bytes, float(x["hbm_bytes"]))
+    return {"label": task.label, "evaluated": task.stop - task.start, "fitting": found.fitting,
+            "min_memory": min_memory, "rows": rows}
+
+
+def evaluate_rows(x: dict, part: dict, s: Scenario, *, compiled: bool | None = None):
+    """Every output of the layouts ``part`` (with their layout columns) and which are
+    feasible under ``s``: the values of the rows a search keeps."""
+    inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
+                                  layers=x["layers"])}
+    out = evaluate_inputs(inputs, compiled=compiled)
+    out.update(part)
+    return out, feasible_mask(out, s)
 
 
 def combine_slices(partials: list[dict]):

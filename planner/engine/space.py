@@ -192,7 +192,7 @@ class LayoutSpace:
 
     def blocks(self, block: int = 65536, start: int = 0, stop: int | None = None):
         """The layouts of rows ``start`` .. ``stop`` (default: the end) in blocks of ``block``."""
-        head, lists, per_row, ends = self.head, self.lists, self.per_row, self.ends
+        per_row, ends = self.per_row, self.ends
         end = self.size if stop is None else min(int(stop), self.size)
         for first_row in range(int(start), end, block):
             last_row = min(first_row + block, end)
@@ -200,15 +200,28 @@ class LayoutSpace:
             h = np.repeat(np.arange(first, last + 1), np.diff(
                 np.clip(np.r_[ends[first] - per_row[first], ends[first:last + 1]],
                         first_row, last_row)))
-            index = np.arange(first_row, last_row, dtype=np.int64) - (ends[h] - per_row[h])
-            out = {k: v[h] for k, v in head.items()}
-            for name, values, width, counts in reversed(lists):  # the last column varies fastest
-                index, position = np.divmod(index, counts[h])
-                out[name] = values[h * width + position]
-            out["ep"], out["etp"] = np.divmod(out.pop("ep_etp"), EXPERT_RADIX)
-            out["zero"], hsdp = np.divmod(out.pop("zero_hsdp"), 2)
-            out["shard_group"] = np.where(hsdp == 1, out["domain_dp"], out["dp"])
-            yield {k: out[k] for k in LAYOUT_COLUMNS}
+            yield self._decode(h, np.arange(first_row, last_row, dtype=np.int64))
+
+    def take(self, rows) -> dict[str, np.ndarray]:
+        """The layouts of the row numbers ``rows`` (any order; each in ``0 .. size - 1``)."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.size):
+            raise IndexError(f"layout rows must be in 0 .. {self.size - 1}")
+        return self._decode(np.searchsorted(self.ends, rows, side="right"), rows)
+
+    def _decode(self, h: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The layouts of row numbers ``rows``, which lie in the table rows ``h``: the
+        row's mixed-radix index into its lists of allowed values, last column fastest."""
+        head, lists, per_row, ends = self.head, self.lists, self.per_row, self.ends
+        index = rows - (ends[h] - per_row[h])
+        out = {k: v[h] for k, v in head.items()}
+        for name, values, width, counts in reversed(lists):  # the last column varies fastest
+            index, position = np.divmod(index, counts[h])
+            out[name] = values[h * width + position]
+        out["ep"], out["etp"] = np.divmod(out.pop("ep_etp"), EXPERT_RADIX)
+        out["zero"], hsdp = np.divmod(out.pop("zero_hsdp"), 2)
+        out["shard_group"] = np.where(hsdp == 1, out["domain_dp"], out["dp"])
+        return {k: out[k] for k in LAYOUT_COLUMNS}
 
 
 @lru_cache(maxsize=64)

@@ -355,15 +355,18 @@ def _per_distinct(f, a, x):
     distinct, inverse = np.unique(pairs, return_inverse=True)
     keys = distinct.tolist()
     cache = _PAIR_CACHE.setdefault(f.__name__, {})
-    missing = [i for i, key in enumerate(keys) if key not in cache]
-    if len(cache) + len(missing) > _PAIR_CACHE_SIZE:  # full: start again with this call's
-        cache.clear()
-        missing = list(range(len(keys)))
+    # this call's values are read once (another thread may clear the cache meanwhile)
+    values = [cache.get(key) for key in keys]
+    missing = [i for i, value in enumerate(values) if value is None]
     if missing:
         new = distinct[missing]
-        cache.update(zip((keys[i] for i in missing),
-                         f(new.real.copy(), new.imag.copy()).tolist(), strict=True))
-    return np.array([cache[key] for key in keys])[inverse.reshape(-1)]
+        computed = f(new.real.copy(), new.imag.copy()).tolist()
+        for i, value in zip(missing, computed, strict=True):
+            values[i] = value
+        if len(cache) + len(missing) > _PAIR_CACHE_SIZE:  # full: start again with these
+            cache.clear()
+        cache.update(zip((keys[i] for i in missing), computed, strict=True))
+    return np.array(values, dtype=float)[inverse.reshape(-1)]
 
 
 def poisson_cdf(k, mu):

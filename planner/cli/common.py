@@ -161,5 +161,6 @@ SchedulerOption = Annotated[str, typer.Option(
     "tcp://HOST:PORT (a running Dask scheduler); all but in-process need capplan[dask]. "
     "Results are the same on every scheduler.")]
 WorkersOption = Annotated[int, typer.Option(
-    "--workers", help="Worker processes (processes) or threads (threads) of the local Dask "
-    "cluster (default: the number of cores).")]
+    "--workers", help="Threads of the in-process search, or worker processes (processes) or "
+    "threads (threads) of the local Dask cluster (default: the number of cores; 1: one "
+    "thread).")]

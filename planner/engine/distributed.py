@@ -8,7 +8,10 @@ Dask cluster gives exactly the in-process answer.
 
 Schedulers:
 
-* ``None`` or ``"in-process"``: a plain loop in this process (no Dask);
+* ``None`` or ``"in-process"``: this process (no Dask), on ``workers`` threads (default:
+  the cores this process may use; 1: a plain loop).  The compiled search loop
+  (:mod:`planner.engine.native_search`) releases the GIL, so a plan's tasks run side by
+  side; the numpy parts take turns;
 * ``"processes"``: a ``distributed.LocalCluster`` of ``workers`` processes, one thread each;
 * ``"threads"``: a ``LocalCluster`` of one process with ``workers`` threads;
 * ``"tcp://HOST:PORT"``: an existing cluster's scheduler (``dask scheduler`` /
@@ -61,6 +64,9 @@ def run_tasks(function: Callable, tasks: Sequence, *, scheduler: str | None = No
     scheduler = check_scheduler(scheduler, workers)
     labels = list(labels) if labels is not None else [""] * len(tasks)
     if scheduler == "in-process":
+        threads = min(workers or usable_cores(), len(tasks))
+        if threads > 1:
+            return _run_on_threads(function, tasks, threads, progress, labels)
         results = []
         for done, task in enumerate(tasks):
             if progress is not None:
@@ -70,6 +76,38 @@ def run_tasks(function: Callable, tasks: Sequence, *, scheduler: str | None = No
             progress(len(tasks), len(tasks), "")
         return results
     return _run_on_dask(function, tasks, scheduler, workers, progress, labels)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; ``os.cpu_count()`` elsewhere)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _run_on_threads(function, tasks, threads: int, progress, labels) -> list:
+    """The in-process run on a pool of ``threads`` threads; on an error or Ctrl-C the tasks
+    not started are cancelled (those running finish their current call first)."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="capplan-search")
+    try:
+        futures = [pool.submit(function, task) for task in tasks]
+        position = {f: i for i, f in enumerate(futures)}
+        if progress is not None:
+            progress(0, len(futures), "")
+        pending, done = set(futures), 0
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=position.__getitem__):
+                future.result()  # raises the task's exception here
+                done += 1
+                if progress is not None:
+                    progress(done, len(futures), labels[position[future]])
+        return [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _client(scheduler: str, workers: int | None):

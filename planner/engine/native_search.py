@@ -254,13 +254,10 @@ def compiled_search(outputs: tuple[str, ...], array_inputs: frozenset[str],
     the columns ``objectives`` (kernel outputs or their unit conversions) under the
     ``constraints`` (deadline, budget and power columns); ``None`` where it cannot be built."""
     key = (outputs, array_inputs, objectives, constraints, memory)
-    with _LOCK:
-        if key in _BUILT:
-            return _BUILT[key]
-    built = _build(*key)
-    with _LOCK:
-        _BUILT[key] = built
-    return built
+    with _BUILD_LOCK:  # threads of one search wait for its one build
+        if key not in _BUILT:
+            _BUILT[key] = _build(*key)
+        return _BUILT[key]
 
 
 def _build(outputs, array_inputs, objectives, constraints, memory) -> CompiledSearch | None:
@@ -297,6 +294,7 @@ def _build(outputs, array_inputs, objectives, constraints, memory) -> CompiledSe
 
 
 _BUILT: dict = {}
+_BUILD_LOCK = threading.Lock()
 _LOCK = threading.Lock()
 
 

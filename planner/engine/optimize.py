@@ -22,7 +22,13 @@ from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inp
 from planner.engine.pricing import price_quote
 from planner.engine.reductions import GroupMinimum, pareto_mask
 from planner.engine.scenario import OBJECTIVES, Scenario
-from planner.engine.space import RECOMPUTE_NAMES, LayoutSpace, SpaceOptions, layout_flags
+from planner.engine.space import (
+    RECOMPUTE_NAMES,
+    LayoutSpace,
+    SpaceOptions,
+    layout_flags,
+    shared_layout_space,
+)
 from planner.engine.spares import resolve_spares
 from planner.errors import INFEASIBLE, CapplanError
 
@@ -140,8 +146,9 @@ def search_tasks(label: str, inputs: dict, options: SpaceOptions, s: Scenario,
 
 
 def layout_space(inputs: dict, options: SpaceOptions) -> LayoutSpace:
-    """The layout space of ``inputs``' model on its accelerator and node."""
-    return LayoutSpace(
+    """The layout space of ``inputs``' model on its accelerator and node (built once per
+    process for each set of arguments: most accelerators of a catalog share one)."""
+    return shared_layout_space(
         layers=int(inputs["layers"]), heads=int(inputs["heads"]),
         kv_heads=int(inputs["kv_heads"]), seq_len=int(inputs["seq_len"]),
         experts=int(inputs["experts"]), global_batch=int(inputs["global_batch"]),

@@ -230,6 +230,20 @@ def _rebuilt_space(arguments: tuple) -> LayoutSpace:
     return LayoutSpace(**dict(arguments))
 
 
+def shared_layout_space(*, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
+                        global_batch: int, gpus_per_node: int, scale_up_domain: int,
+                        options: SpaceOptions = SpaceOptions()) -> LayoutSpace:
+    """:class:`LayoutSpace` of these arguments, built once per process (read-only: the
+    accelerators of one node shape share it, as the tasks of a Dask worker do)."""
+    options = SpaceOptions(**{k: tuple(v) if isinstance(v, list) else v
+                              for k, v in options.__dict__.items()})
+    return _rebuilt_space((("layers", int(layers)), ("heads", int(heads)),
+                           ("kv_heads", int(kv_heads)), ("seq_len", int(seq_len)),
+                           ("experts", int(experts)), ("global_batch", int(global_batch)),
+                           ("gpus_per_node", int(gpus_per_node)),
+                           ("scale_up_domain", int(scale_up_domain)), ("options", options)))
+
+
 def default_tp_sizes(scale_up_domain: int, largest: int = 128) -> tuple[int, ...]:
     """The tensor-parallel sizes the search tries: powers of two inside the scale-up domain.
 

@@ -111,9 +111,9 @@ def _driver(arrays: tuple[str, ...], outputs: int, columns: list[tuple[int, tupl
             text = f"({text} / {d!r})"
         return text
 
-    buffers = "\n".join(f"    double *restrict b_{name} = buffer + {k} * CHUNK;"
+    buffers = "\n".join(f"    double *restrict b_{name} = buffer + {k} * STRIDE;"
                         for k, name in enumerate(_BUFFER_NAMES))
-    outs = "\n".join(f"    double *restrict o_{k} = buffer + {len(_BUFFER_NAMES) + k} * CHUNK;"
+    outs = "\n".join(f"    double *restrict o_{k} = buffer + {len(_BUFFER_NAMES) + k} * STRIDE;"
                      for k in range(outputs))
     array_list = ", ".join(f"b_{BUFFERS[a]}" for a in arrays) or "0"
     out_list = ", ".join(f"o_{k}" for k in range(outputs))
@@ -129,6 +129,9 @@ def _driver(arrays: tuple[str, ...], outputs: int, columns: list[tuple[int, tupl
 #include <stdlib.h>
 
 #define CHUNK {CHUNK}
+/* buffers 3 cache lines further apart than CHUNK doubles (a multiple of 4 KiB): the ~40
+   streams of the loops then fall in different L1 sets */
+#define STRIDE (CHUNK + 24)
 #define LANES {LANES}
 #define NTAIL {len(TAIL_COLUMNS)}
 #define NHEAD {len(HEAD_COLUMNS)}
@@ -159,7 +162,7 @@ int capplan_search(long long first, long long last, long long heads,
     const int use_deadline = params[3] != 0.0, use_budget = params[5] != 0.0,
               use_power = params[7] != 0.0;
     const double deadline = params[4], budget = params[6], power = params[8];
-    double *buffer = malloc(sizeof(double) * CHUNK * ({len(_BUFFER_NAMES)} + {outputs}));
+    double *buffer = malloc(sizeof(double) * STRIDE * ({len(_BUFFER_NAMES)} + {outputs}));
     int *index = malloc(sizeof(int) * CHUNK);
     int *groups = malloc(sizeof(int) * CHUNK);
     if (!buffer || !index || !groups) {{ free(buffer); free(index); free(groups); return -1; }}

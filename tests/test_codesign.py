@@ -178,3 +178,34 @@ def test_codesign_json_is_byte_identical_on_two_dask_processes(capsys):
     data = json.loads(here)
     assert len(data["points"]) == 5 and data["points"][0]["gain_vs_catalog"]["cost"] == 1.0
     assert all(p["pareto_size"] == len(p["pareto"]) > 0 for p in data["points"])
+
+
+def _fails_at_three(x):
+    if x == 3:
+        raise ValueError("task 3")
+    return x
+
+
+def test_in_process_threads_keep_task_order_progress_and_errors():
+    from planner.engine.distributed import usable_cores
+
+    assert usable_cores() >= 1
+    seen = []
+    results = run_tasks(_square, list(range(9)), workers=3,
+                        progress=lambda done, total, label: seen.append((done, total)),
+                        labels=[str(i) for i in range(9)])
+    assert results == [x * x for x in range(9)]
+    assert seen[0] == (0, 9) and seen[-1] == (9, 9)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert run_tasks(_square, [4], workers=4) == [16]  # one task: no pool
+    with pytest.raises(ValueError, match="task 3"):
+        run_tasks(_fails_at_three, list(range(8)), workers=2)
+    with pytest.raises(ValueError, match="task 3"):
+        run_tasks(_fails_at_three, list(range(8)), workers=1)
+
+    def interrupt(done, total, label):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_tasks(_square, list(range(50)), workers=2, progress=interrupt)

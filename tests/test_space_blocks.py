@@ -162,3 +162,29 @@ def test_a_space_pickles_as_its_arguments():
     for a, b in zip(space.blocks(100000), again.blocks(100000), strict=True):
         for column in LAYOUT_COLUMNS:
             np.testing.assert_array_equal(a[column], b[column])
+
+
+@pytest.mark.parametrize("space", [SPACES[0], SPACES[2], SPACES[3]])
+def test_take_decodes_any_rows_as_the_blocks_do(space):
+    from planner.engine.space import LayoutSpace
+
+    layouts = LayoutSpace(**space)
+    whole = enumerate_layouts(**space)
+    rows = np.random.default_rng(7).integers(0, layouts.size, 3000)
+    rows[:2] = (0, layouts.size - 1)
+    taken = layouts.take(rows)
+    for column in LAYOUT_COLUMNS:
+        np.testing.assert_array_equal(taken[column], whole[column][rows], err_msg=column)
+    with pytest.raises(IndexError):
+        layouts.take([layouts.size])
+
+
+def test_shared_layout_space_is_built_once_per_arguments():
+    from planner.engine.space import LayoutSpace, shared_layout_space
+
+    a = shared_layout_space(**SPACES[2])
+    assert a is shared_layout_space(**SPACES[2])
+    assert a.arguments == LayoutSpace(**SPACES[2]).arguments
+    options = SPACES[2]["options"]
+    listed = SpaceOptions(**{**options.__dict__, "zero": list(options.zero)})
+    assert shared_layout_space(**{**SPACES[2], "options": listed}) is a  # lists as tuples

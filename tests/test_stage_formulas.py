@@ -404,3 +404,23 @@ def test_windowed_spare_search_equals_the_whole_range(gpus, gpus_per_node, gpu_m
          "node_repair_s": node_repair_s}
     x = {k: np.broadcast_to(np.asarray(v, dtype=float), (n,)) for k, v in x.items()}
     np.testing.assert_array_equal(optimal_spare_nodes(**x), _spares_over_the_whole_range(**x))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 6), window=st.integers(1, 80), first=st.integers(0, 300),
+       single=st.floats(0.0, 400.0), rack=st.floats(0.0, 6.0),
+       rack_nodes=st.sampled_from([1.0, 2.0, 18.0, 64.0, 1536.0]))
+def test_batched_pool_cdfs_equal_the_formula_bit_for_bit(rows, window, first, single, rack,
+                                                        rack_nodes):
+    # the spare search computes both pools' 24 Poisson CDFs in one call
+    from formulas.reliability import pool_swap_probability
+    from planner.engine.spares import pool_swap_probabilities
+
+    spares = np.arange(first, first + window, dtype=float)[None, :]
+    mu1 = np.linspace(single, single * 1.5 + 1.0, rows)[:, None]
+    mu_r = np.linspace(rack, rack * 0.5, rows)[:, None]
+    m = np.full((rows, 1), rack_nodes)
+    batched = pool_swap_probabilities(spares, (1, m), mu1, mu_r, m)
+    for found, lost in zip(batched, (1, m), strict=True):
+        expected = pool_swap_probability(spares, lost, mu1, mu_r, m)
+        np.testing.assert_array_equal(found, expected)

@@ -75,7 +75,7 @@ def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK, *,
     """
     from planner.engine.kernel import partial_kernel
 
-    needed = _needed_outputs(tuple(columns))
+    needed = needed_outputs(tuple(columns))
     f, names = partial_kernel(needed)
     out = run_kernel(f, names, needed, inputs, chunk, compiled=compiled)
     for name, source, divisor in conversions():
@@ -87,7 +87,7 @@ def evaluate_columns(inputs: dict, columns, chunk: int = CHUNK, *,
 
 
 @cache
-def _needed_outputs(columns: tuple[str, ...]) -> tuple[str, ...]:
+def needed_outputs(columns: tuple[str, ...]) -> tuple[str, ...]:
     """The kernel outputs :func:`evaluate_columns` computes for ``columns``."""
     derived = {name: source for name, source, _ in conversions()}
     derived["fits"] = "memory_per_gpu_bytes"

@@ -49,7 +49,8 @@ HEAD_COLUMNS = ("tp", "cp", "pp", "vp", "micro_batch", "dp", "gpus", "domain_dp"
 #: Its crossed lists, in enumeration order (the last varies fastest).
 TAIL_COLUMNS = ("ep_etp", "recompute", "zero_hsdp", "sequence_parallel")
 
-#: Kernel inputs the loop computes per candidate -> its C buffer.
+#: Kernel inputs the loop computes per candidate -> its C buffer (``spare_nodes``: the
+#: candidate's GPU count's).
 BUFFERS = {
     "gpus": "gpus", "tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep",
     "etp": "etp", "vp": "vp", "micro_batch": "micro_batch", "stage_layers": "stage_layers",
@@ -98,9 +99,10 @@ _FLAGS = """
 
 def _driver(arrays: tuple[str, ...], outputs: int, columns: list[tuple[int, tuple[float, ...]]],
             constraints: list[tuple[int, tuple[float, ...]]], memory: int) -> str:
-    """The C of ``capplan_search`` around the kernel ``search_kernel`` (``arrays``: its
-    array arguments; ``columns``/``constraints``: (output index, divisors) of each
-    objective and of the deadline, budget and power constraints)."""
+    """The C of ``capplan_search`` and ``capplan_layouts`` around the kernel
+    ``search_kernel`` (``arrays``: its array arguments; ``columns``/``constraints``:
+    (output index, divisors) of each objective and of the deadline, budget and power
+    constraints)."""
     from planner.engine.native import LANES
     from planner.engine.space import EXPERT_RADIX
 
@@ -117,8 +119,7 @@ def _driver(arrays: tuple[str, ...], outputs: int, columns: list[tuple[int, tupl
                      for k in range(outputs))
     array_list = ", ".join(f"b_{BUFFERS[a]}" for a in arrays) or "0"
     out_list = ", ".join(f"o_{k}" for k in range(outputs))
-    names = [f"b_{name}" for name in _BUFFER_NAMES]
-    pad = "\n".join(f"            {b}[i] = {b}[n - 1];" for b in names)
+    pad = "\n".join(f"        b_{name}[i] = b_{name}[n - 1];" for name in _BUFFER_NAMES)
     objectives = "\n".join(
         f"            {{ const double v = {value(c)};\n"
         f"              keep_first_min(bv + {2 * k}, br + {2 * k}, v, r);\n"
@@ -130,13 +131,90 @@ def _driver(arrays: tuple[str, ...], outputs: int, columns: list[tuple[int, tupl
 
 #define CHUNK {CHUNK}
 /* buffers 3 cache lines further apart than CHUNK doubles (a multiple of 4 KiB): the ~40
-   streams of the loops then fall in different L1 sets */
+   streams of the loops then fall in different L1 sets (at CHUNK apart, 4 KiB aliasing
+   made decoding alone cost 70 ns a row) */
 #define STRIDE (CHUNK + 24)
+#define BUFFERS {len(_BUFFER_NAMES)}
 #define LANES {LANES}
 #define NTAIL {len(TAIL_COLUMNS)}
 #define NHEAD {len(HEAD_COLUMNS)}
 #define NCOLUMNS {len(columns)}
 #define RADIX {EXPERT_RADIX}LL
+
+/* A layout space's tables (planner.engine.space.LayoutSpace) and a task's GPU counts. */
+struct space {{
+    long long heads;                       /* table rows */
+    const long long *ends, *per_row;       /* per table row: its last layout + 1, its layouts */
+    const double *head;                    /* table rows x NHEAD */
+    const int *group;                      /* per table row: its GPU count's group */
+    const long long *const *tail_values;   /* per list: allowed values, per table row */
+    const long long *tail_widths;
+    const long long *const *tail_counts;   /* per list: allowed values per table row */
+    const double *group_spares;            /* per group: spare nodes */
+    const int *group_row;                  /* per group: its row of the kernel's table */
+    double domain, layers;                 /* scale-up domain [GPUs], transformer layers */
+}};
+
+/* Where the walk through the rows stands: a table row and each list's position. */
+struct cursor {{ long long h, pos[NTAIL]; }};
+
+static void seek(const struct space *s, struct cursor *c, long long first)
+{{
+    long long lo = 0, hi = s->heads;
+    while (lo < hi) {{ const long long mid = lo + (hi - lo) / 2;
+                      if (s->ends[mid] > first) hi = mid; else lo = mid + 1; }}
+    c->h = lo;
+    long long rest = first - (s->ends[lo] - s->per_row[lo]);
+    for (int k = NTAIL - 1; k >= 0; k--) {{
+        const long long count = s->tail_counts[k][lo];
+        c->pos[k] = rest % count; rest /= count;
+    }}
+}}
+
+/* The next n rows (n <= CHUNK) into the buffers: layout, flags, each row's kernel-table
+   row (index) and group; rows n .. padded - 1 copy row n - 1.  Returns padded. */
+static long fill(const struct space *s, struct cursor *c, long n, double *restrict buffer,
+                 int *restrict index, int *restrict groups)
+{{
+    const double domain = s->domain, layers = s->layers;
+{buffers}
+    long long h = c->h;
+    for (long i = 0; i < n; i++) {{
+        const double *row = s->head + h * NHEAD;
+        b_tp[i] = row[0]; b_cp[i] = row[1]; b_pp[i] = row[2]; b_vp[i] = row[3];
+        b_micro_batch[i] = row[4]; b_dp[i] = row[5]; b_gpus[i] = row[6];
+        const long long expert = s->tail_values[0][h * s->tail_widths[0] + c->pos[0]];
+        const long long zero_hsdp = s->tail_values[2][h * s->tail_widths[2] + c->pos[2]];
+        b_ep[i] = (double)(expert / RADIX);
+        b_etp[i] = (double)(expert % RADIX);
+        b_rec[i] = (double)s->tail_values[1][h * s->tail_widths[1] + c->pos[1]];
+        b_zero[i] = (double)(zero_hsdp / 2);
+        b_shard[i] = zero_hsdp % 2 == 1 ? row[7] : row[5];
+        b_sp[i] = (double)s->tail_values[3][h * s->tail_widths[3] + c->pos[3]];
+        const int g = s->group[h];
+        groups[i] = g;
+        index[i] = s->group_row[g];
+        b_spare_nodes[i] = s->group_spares[g];
+        int k = NTAIL - 1;  /* the next row: the last list's position first */
+        for (; k >= 0; k--) {{
+            if (++c->pos[k] < s->tail_counts[k][h]) break;
+            c->pos[k] = 0;
+        }}
+        if (k < 0) {{
+            do h++; while (h < s->heads && s->per_row[h] == 0);
+        }}
+    }}
+    c->h = h;
+    /* every row through the vectorised loops: the tail padded with the last row */
+    const long padded = (n + LANES - 1) / LANES * LANES;
+    for (long i = n; i < padded; i++) {{
+{pad}
+        index[i] = index[n - 1];
+        groups[i] = groups[n - 1];
+    }}
+{_FLAGS}
+    return padded;
+}}
 
 /* the first minimum: NaN is larger than every number, ties keep the earlier row */
 static inline void keep_first_min(double *best, long long *row, double v, long long r)
@@ -148,21 +226,16 @@ static inline void keep_first_min(double *best, long long *row, double v, long l
    best_value / best_row: groups x NCOLUMNS x (fitting, feasible), updated in place;
    stats: (fitting candidates, leanest memory, its row), updated in place.
    Returns 0, or -1 if the buffers could not be allocated. */
-int capplan_search(long long first, long long last, long long heads,
-    const long long *restrict ends, const long long *restrict per_row,
-    const double *restrict head, const int *restrict group,
-    const long long *const *restrict tail_values, const long long *restrict tail_widths,
-    const long long *const *restrict tail_counts,
+int capplan_search(long long first, long long last, const struct space *restrict s,
     const double *restrict scalars, const double *restrict params,
-    const double *restrict group_spares, const int *restrict group_row,
     const double *restrict table,
     double *restrict best_value, long long *restrict best_row, double *restrict stats)
 {{
-    const double domain = params[0], layers = params[1], hbm = params[2];
-    const int use_deadline = params[3] != 0.0, use_budget = params[5] != 0.0,
-              use_power = params[7] != 0.0;
-    const double deadline = params[4], budget = params[6], power = params[8];
-    double *buffer = malloc(sizeof(double) * STRIDE * ({len(_BUFFER_NAMES)} + {outputs}));
+    const double hbm = params[0];
+    const int use_deadline = params[1] != 0.0, use_budget = params[3] != 0.0,
+              use_power = params[5] != 0.0;
+    const double deadline = params[2], budget = params[4], power = params[6];
+    double *buffer = malloc(sizeof(double) * STRIDE * (BUFFERS + {outputs}));
     int *index = malloc(sizeof(int) * CHUNK);
     int *groups = malloc(sizeof(int) * CHUNK);
     if (!buffer || !index || !groups) {{ free(buffer); free(index); free(groups); return -1; }}
@@ -170,52 +243,12 @@ int capplan_search(long long first, long long last, long long heads,
 {outs}
     const double *arrays[] = {{{array_list}}};
     double *out[] = {{{out_list}}};
-
-    /* the first row's table row and its position in each list */
-    long long lo = 0, hi = heads;
-    while (lo < hi) {{ const long long mid = lo + (hi - lo) / 2;
-                      if (ends[mid] > first) hi = mid; else lo = mid + 1; }}
-    long long h = lo, pos[NTAIL];
-    long long rest = first - (ends[h] - per_row[h]);
-    for (int k = NTAIL - 1; k >= 0; k--) {{
-        const long long c = tail_counts[k][h];
-        pos[k] = rest % c; rest /= c;
-    }}
+    struct cursor c;
+    seek(s, &c, first);
     long long fitting = 0;
     for (long long start = first; start < last; start += CHUNK) {{
         const long n = last - start < CHUNK ? (long)(last - start) : CHUNK;
-        for (long i = 0; i < n; i++) {{
-            const double *row = head + h * NHEAD;
-            b_tp[i] = row[0]; b_cp[i] = row[1]; b_pp[i] = row[2]; b_vp[i] = row[3];
-            b_micro_batch[i] = row[4]; b_dp[i] = row[5]; b_gpus[i] = row[6];
-            const long long expert = tail_values[0][h * tail_widths[0] + pos[0]];
-            const long long zero_hsdp = tail_values[2][h * tail_widths[2] + pos[2]];
-            b_ep[i] = (double)(expert / RADIX);
-            b_etp[i] = (double)(expert % RADIX);
-            b_rec[i] = (double)tail_values[1][h * tail_widths[1] + pos[1]];
-            b_zero[i] = (double)(zero_hsdp / 2);
-            b_shard[i] = zero_hsdp % 2 == 1 ? row[7] : row[5];
-            b_sp[i] = (double)tail_values[3][h * tail_widths[3] + pos[3]];
-            const int g = group[h];
-            groups[i] = g;
-            index[i] = group_row[g];
-            b_spare_nodes[i] = group_spares[g];
-            int k = NTAIL - 1;  /* the next row: the last list's position first */
-            for (; k >= 0; k--) {{
-                if (++pos[k] < tail_counts[k][h]) break;
-                pos[k] = 0;
-            }}
-            if (k < 0) {{
-                do h++; while (h < heads && per_row[h] == 0);
-            }}
-        }}
-        /* every row through the vectorised loops: the tail padded with the last row */
-        const long padded = (n + LANES - 1) / LANES * LANES;
-        for (long i = n; i < padded; i++) {{
-{pad}
-            index[i] = index[n - 1];
-        }}
-{_FLAGS}
+        const long padded = fill(s, &c, n, buffer, index, groups);
         search_kernel(padded, scalars, arrays, index, table, out);
         for (long i = 0; i < n; i++) {{
             const long long r = start + i;
@@ -237,17 +270,55 @@ int capplan_search(long long first, long long last, long long heads,
     free(buffer); free(index); free(groups);
     return 0;
 }}
+
+/* The kernel inputs of rows first .. last - 1 as the search computes them: out holds
+   BUFFERS arrays of last - first values, in the order of native_search._BUFFER_NAMES,
+   then the rows' kernel-table rows (as doubles).  Returns 0, or -1 (no memory). */
+int capplan_layouts(long long first, long long last, const struct space *restrict s,
+                    double *const *restrict out)
+{{
+    double *buffer = malloc(sizeof(double) * STRIDE * BUFFERS);
+    int *index = malloc(sizeof(int) * CHUNK);
+    int *groups = malloc(sizeof(int) * CHUNK);
+    if (!buffer || !index || !groups) {{ free(buffer); free(index); free(groups); return -1; }}
+    struct cursor c;
+    seek(s, &c, first);
+    for (long long start = first; start < last; start += CHUNK) {{
+        const long n = last - start < CHUNK ? (long)(last - start) : CHUNK;
+        fill(s, &c, n, buffer, index, groups);
+        for (int b = 0; b < BUFFERS; b++)
+            for (long i = 0; i < n; i++) out[b][start - first + i] = buffer[b * STRIDE + i];
+        for (long i = 0; i < n; i++) out[BUFFERS][start - first + i] = (double)index[i];
+    }}
+    free(buffer); free(index); free(groups);
+    return 0;
+}}
 """
 
 
 class CompiledSearch:
-    """``capplan_search`` for one kernel: the C function and what it reads, in order."""
+    """The compiled search for one kernel: ``capplan_search``, ``capplan_layouts`` and what
+    they read (the kernel's scalar inputs in order; the split kernel's prelude)."""
 
-    def __init__(self, function, scalars: tuple[str, ...], split, columns: tuple[str, ...]):
-        self.function, self.scalars, self.split, self.columns = function, scalars, split, columns
+    def __init__(self, search, layouts, scalars: tuple[str, ...], split):
+        self.search, self.layouts, self.scalars, self.split = search, layouts, scalars, split
 
 
-_ARGTYPES = [ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong] + [ctypes.c_void_p] * 15
+class _Space(ctypes.Structure):
+    """``struct space`` of the C source."""
+
+    _fields_ = [("heads", ctypes.c_longlong), ("ends", ctypes.c_void_p),
+                ("per_row", ctypes.c_void_p), ("head", ctypes.c_void_p),
+                ("group", ctypes.c_void_p), ("tail_values", ctypes.c_void_p),
+                ("tail_widths", ctypes.c_void_p), ("tail_counts", ctypes.c_void_p),
+                ("group_spares", ctypes.c_void_p), ("group_row", ctypes.c_void_p),
+                ("domain", ctypes.c_double), ("layers", ctypes.c_double)]
+
+
+_SEARCH_ARGTYPES = [ctypes.c_longlong, ctypes.c_longlong, ctypes.POINTER(_Space)] + \
+    [ctypes.c_void_p] * 6
+_LAYOUTS_ARGTYPES = [ctypes.c_longlong, ctypes.c_longlong, ctypes.POINTER(_Space),
+                     ctypes.c_void_p]
 
 
 def compiled_search(outputs: tuple[str, ...], array_inputs: frozenset[str],
@@ -255,9 +326,14 @@ def compiled_search(outputs: tuple[str, ...], array_inputs: frozenset[str],
                     memory: str = "memory_per_gpu_bytes") -> CompiledSearch | None:
     """The compiled search for kernel ``outputs`` with these per-candidate inputs, reducing
     the columns ``objectives`` (kernel outputs or their unit conversions) under the
-    ``constraints`` (deadline, budget and power columns); ``None`` where it cannot be built."""
+    ``constraints`` (deadline, budget and power columns); ``None`` where it cannot be
+    built.  Built once per process (and compiled once per machine)."""
+    from planner.engine import native
+
+    if native.mode() == "numpy":
+        return None
     key = (outputs, array_inputs, objectives, constraints, memory)
-    with _BUILD_LOCK:  # threads of one search wait for its one build
+    with _BUILD_LOCK:  # the threads of one search wait for its one build
         if key not in _BUILT:
             _BUILT[key] = _build(*key)
         return _BUILT[key]
@@ -268,7 +344,7 @@ def _build(outputs, array_inputs, objectives, constraints, memory) -> CompiledSe
     from planner.engine import native
     from planner.engine.columns import conversions
 
-    if native.mode() == "numpy" or not array_inputs <= set(BUFFERS):
+    if not array_inputs <= set(BUFFERS):
         return None
     split = generated.split_kernel(outputs, array_inputs)
     with generated.BUILD_LOCK:
@@ -292,39 +368,36 @@ def _build(outputs, array_inputs, objectives, constraints, memory) -> CompiledSe
 
     source = kernel + _driver(arrays, len(outputs), [spec(c) for c in objectives],
                               [spec(c) for c in constraints], outputs.index(memory))
-    function = native.load(source, "capplan_search", _ARGTYPES, ctypes.c_int)
-    return None if function is None else CompiledSearch(function, scalars, split, objectives)
+    search = native.load(source, "capplan_search", _SEARCH_ARGTYPES, ctypes.c_int)
+    layouts = native.load(source, "capplan_layouts", _LAYOUTS_ARGTYPES, ctypes.c_int)
+    if search is None or layouts is None:
+        return None
+    return CompiledSearch(search, layouts, scalars, split)
 
 
 _BUILT: dict = {}
 _BUILD_LOCK = threading.Lock()
-_LOCK = threading.Lock()
 
 
 class _SpaceTables:
-    """A layout space's tables as the C function reads them (contiguous, typed)."""
+    """A layout space's tables as the C code reads them (contiguous, typed); built once
+    per space (:func:`_tables`)."""
 
     def __init__(self, space):
         self.ends = np.ascontiguousarray(space.ends, dtype=np.int64)
         self.per_row = np.ascontiguousarray(space.per_row, dtype=np.int64)
         self.head = np.ascontiguousarray(np.stack(
             [np.asarray(space.head[c], dtype=float) for c in HEAD_COLUMNS], axis=1))
-        names = tuple(name for name, *_ in space.lists)
-        if names != TAIL_COLUMNS:
-            raise ValueError(f"layout space lists {names}, the C search reads {TAIL_COLUMNS}")
         self.values = [np.ascontiguousarray(v, dtype=np.int64) for _, v, _, _ in space.lists]
         self.counts = [np.ascontiguousarray(c, dtype=np.int64) for *_, c in space.lists]
         self.widths = np.array([w for _, _, w, _ in space.lists], dtype=np.int64)
-        self.value_pointers = _pointers(self.values, np.uintp)
-        self.count_pointers = _pointers(self.counts, np.uintp)
-
-
-def _pointers(arrays, dtype) -> np.ndarray:
-    return np.array([a.ctypes.data for a in arrays], dtype=dtype)
+        self.value_pointers = np.array([a.ctypes.data for a in self.values], dtype=np.uintp)
+        self.count_pointers = np.array([a.ctypes.data for a in self.counts], dtype=np.uintp)
+        self.gpus = np.asarray(space.head["gpus"], dtype=float)
 
 
 def _tables(space) -> _SpaceTables:
-    with _LOCK:
+    with _TABLES_LOCK:
         tables = _TABLES.get(space)
         if tables is None:
             tables = _TABLES[space] = _SpaceTables(space)
@@ -332,14 +405,73 @@ def _tables(space) -> _SpaceTables:
 
 
 _TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_TABLES_LOCK = threading.Lock()
+
+
+class _Call:
+    """What one call of the C code reads besides its rows: the compiled search, the
+    space and GPU-count tables (kept alive for the call) and the kernel's inputs."""
+
+    def __init__(self, compiled: CompiledSearch, space, inputs: dict, gpus: np.ndarray,
+                 spares, table: np.ndarray, group_row: np.ndarray):
+        tables = _tables(space)
+        self.compiled, self.tables = compiled, tables
+        self.group = np.searchsorted(gpus, tables.gpus).clip(0, gpus.size - 1).astype(np.int32)
+        self.group_spares = np.ascontiguousarray(
+            np.broadcast_to(np.asarray(spares, dtype=float), gpus.shape))
+        self.group_row = np.ascontiguousarray(group_row, dtype=np.int32)
+        self.table = np.ascontiguousarray(table, dtype=float)
+        self.scalars = np.array([float(inputs[k]) for k in compiled.scalars], dtype=float)
+        self.space = _Space(
+            tables.gpus.size, tables.ends.ctypes.data, tables.per_row.ctypes.data,
+            tables.head.ctypes.data, self.group.ctypes.data, tables.value_pointers.ctypes.data,
+            tables.widths.ctypes.data, tables.count_pointers.ctypes.data,
+            self.group_spares.ctypes.data, self.group_row.ctypes.data,
+            float(inputs["scale_up_domain_gpus"]), float(inputs["layers"]))
+
+
+def _prepare(space, inputs: dict, start: int, stop: int, outputs: tuple[str, ...],
+             objectives: tuple[str, ...], constraints: tuple[str, str, str]):
+    """``(gpus, call)`` for rows ``start`` .. ``stop``: the distinct GPU counts and the
+    :class:`_Call` (``None`` where the compiled search cannot run; no GPU count: no call)."""
+    from planner.engine.evaluator import prelude_table
+    from planner.engine.kernel import partial_kernel
+    from planner.engine.spares import resolve_spares
+
+    if tuple(name for name, *_ in space.lists) != TAIL_COLUMNS:
+        return None
+    _, names = partial_kernel(outputs)
+    per_candidate = set(BUFFERS) - {"spare_nodes"}
+    if any(np.ndim(inputs[k]) for k in names if k not in per_candidate) \
+            or any(np.ndim(inputs[k]) for k in ("scale_up_domain_gpus", "layers", "hbm_bytes")):
+        return None  # an input varies per candidate that the loop does not decode
+    gpus = space.gpu_counts(start, stop).astype(float)
+    if gpus.size == 0:
+        return gpus, None
+    spares = resolve_spares({**inputs, "gpus": gpus})["spare_nodes"]
+    array_inputs = frozenset(k for k in names if k in per_candidate
+                             or (k == "spare_nodes" and np.ndim(spares)))
+    compiled = compiled_search(outputs, array_inputs, objectives, constraints)
+    if compiled is None:
+        return None
+    prelude, prelude_names = compiled.split[0], compiled.split[1]
+    table, group_row = prelude_table(prelude, prelude_names,
+                                     {**inputs, "gpus": gpus, "spare_nodes": spares})
+    return gpus, _Call(compiled, space, inputs, gpus, spares, table, group_row)
 
 
 class SearchResult:
-    """What :func:`search` found in a slice: the kept rows and the slice's statistics."""
+    """What :func:`search` found in a slice: the kept rows and the slice's statistics.
 
-    def __init__(self, rows: np.ndarray, fitting: int, min_memory_bytes: float,
+    ``best_rows``/``best_values``: per GPU count (``gpus``), objective and {fitting,
+    feasible} (the last axis), the row kept (-1: none) and its value.
+    """
+
+    def __init__(self, gpus, best_rows, best_values, fitting: int, min_memory_bytes: float,
                  min_memory_row: int):
-        self.rows, self.fitting = rows, fitting
+        self.gpus, self.best_rows, self.best_values = gpus, best_rows, best_values
+        self.rows = np.unique(best_rows[best_rows >= 0])
+        self.fitting = fitting
         self.min_memory_bytes, self.min_memory_row = min_memory_bytes, min_memory_row
 
 
@@ -354,50 +486,47 @@ def search(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ..
     ``limits``: the deadline, budget and power cap in the constraint columns' units
     (``None``: no limit).  ``None`` where the compiled search cannot run.
     """
-    from planner.engine.evaluator import prelude_table
-    from planner.engine.kernel import partial_kernel
-    from planner.engine.spares import resolve_spares
-
-    _, names = partial_kernel(outputs)
-    per_candidate = set(BUFFERS) - {"spare_nodes"}
-    if any(np.ndim(inputs[k]) for k in names if k not in per_candidate):
-        return None  # an input varies per candidate that the loop does not decode
-    gpus = space.gpu_counts(start, stop).astype(float)
-    if gpus.size == 0:
-        return SearchResult(np.empty(0, dtype=np.int64), 0, np.inf, -1)
-    spares = resolve_spares({**inputs, "gpus": gpus})["spare_nodes"]
-    array_inputs = frozenset(k for k in names if k in per_candidate
-                             or (k == "spare_nodes" and np.ndim(spares)))
-    compiled = compiled_search(outputs, array_inputs, objectives, constraints)
-    if compiled is None:
+    prepared = _prepare(space, inputs, start, stop, outputs, objectives, constraints)
+    if prepared is None:
         return None
-    tables = _tables(space)
-    prelude, prelude_names = compiled.split[0], compiled.split[1]
-    table, group_row = prelude_table(prelude, prelude_names,
-                                     {**inputs, "gpus": gpus, "spare_nodes": spares})
-    group = np.searchsorted(gpus, space.head["gpus"]).clip(0, gpus.size - 1).astype(np.int32)
-    scalars = np.array([float(inputs[k]) for k in compiled.scalars], dtype=float)
-    domain = float(inputs["scale_up_domain_gpus"])
-    params = np.array([domain, float(inputs["layers"]), float(inputs["hbm_bytes"]),
-                       *(v for limit in limits
-                         for v in ((0.0, 0.0) if limit is None else (1.0, float(limit))))],
-                      dtype=float)
-    group_spares = np.ascontiguousarray(np.broadcast_to(np.asarray(spares, dtype=float),
-                                                        gpus.shape))
-    group_row = np.ascontiguousarray(group_row, dtype=np.int32)
-    table = np.ascontiguousarray(table, dtype=float)
-    slots = gpus.size * 2 * len(objectives)
-    best_value = np.full(slots, np.nan)
-    best_row = np.full(slots, -1, dtype=np.int64)
+    gpus, call = prepared
+    shape = (gpus.size, len(objectives), 2)
+    best_value, best_row = np.full(shape, np.nan), np.full(shape, -1, dtype=np.int64)
     stats = np.array([0.0, np.nan, -1.0])
-    status = compiled.function(
-        int(start), int(stop), int(space.head["gpus"].size),
-        tables.ends.ctypes.data, tables.per_row.ctypes.data, tables.head.ctypes.data,
-        group.ctypes.data, tables.value_pointers.ctypes.data, tables.widths.ctypes.data,
-        tables.count_pointers.ctypes.data, scalars.ctypes.data, params.ctypes.data,
-        group_spares.ctypes.data, group_row.ctypes.data, table.ctypes.data,
-        best_value.ctypes.data, best_row.ctypes.data, stats.ctypes.data)
-    if status != 0:
-        raise MemoryError("capplan_search: cannot allocate its chunk buffers")
-    rows = np.unique(best_row[best_row >= 0])
-    return SearchResult(rows, int(stats[0]), float(stats[1]), int(stats[2]))
+    if call is not None:
+        params = np.array([float(inputs["hbm_bytes"]),
+                           *(v for limit in limits
+                             for v in ((0.0, 0.0) if limit is None else (1.0, float(limit))))],
+                          dtype=float)
+        status = call.compiled.search(
+            int(start), int(stop), ctypes.byref(call.space), call.scalars.ctypes.data,
+            params.ctypes.data, call.table.ctypes.data, best_value.ctypes.data,
+            best_row.ctypes.data, stats.ctypes.data)
+        if status != 0:
+            raise MemoryError("capplan_search: cannot allocate its chunk buffers")
+    return SearchResult(gpus, best_row, best_value, int(stats[0]), float(stats[1]),
+                        int(stats[2]))
+
+
+def layouts(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ...],
+            objectives: tuple[str, ...], constraints: tuple[str, str, str]) -> dict | None:
+    """The kernel inputs the compiled search computes for rows ``start`` .. ``stop``: the
+    decoded layout and its flags by kernel input name (see :data:`BUFFERS`), ``rec`` and
+    ``zero`` (codes), and ``table_row`` (each row's row of the GPU-count table); ``None``
+    where the compiled search cannot run.  For tests: they must equal
+    :func:`planner.engine.space.layout_flags` of :meth:`LayoutSpace.blocks`, bit for bit."""
+    prepared = _prepare(space, inputs, start, stop, outputs, objectives, constraints)
+    if prepared is None:
+        return None
+    _, call = prepared
+    n = max(int(stop) - int(start), 0)
+    out = np.empty((len(_BUFFER_NAMES) + 1, n))
+    if call is not None and n:
+        pointers = np.array([row.ctypes.data for row in out], dtype=np.uintp)
+        if call.compiled.layouts(int(start), int(stop), ctypes.byref(call.space),
+                                 pointers.ctypes.data) != 0:
+            raise MemoryError("capplan_layouts: cannot allocate its chunk buffers")
+    columns = dict(zip(_BUFFER_NAMES, out[:-1], strict=True))
+    found = {name: columns[buffer] for name, buffer in BUFFERS.items()}
+    found.update(rec=columns["rec"], zero=columns["zero"], table_row=out[-1])
+    return found

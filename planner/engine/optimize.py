@@ -192,14 +192,14 @@ def compiled_slice(task: SearchTask) -> dict | None:
     the whole task rather than over each block: the rows :func:`frontier_rows` keeps of
     them are the same."""
     from planner.engine import native, native_search
-    from planner.engine.evaluator import _needed_outputs
+    from planner.engine.evaluator import needed_outputs
 
     if not native.available():
         return None
     s, x = task.scenario, task.inputs
     found = native_search.search(
         task.space, x, task.start, task.stop,
-        outputs=_needed_outputs(("memory_per_gpu_bytes", *SEARCH_COLUMNS)),
+        outputs=needed_outputs(("memory_per_gpu_bytes", *SEARCH_COLUMNS)),
         objectives=tuple(OBJECTIVE_COLUMNS.values()),
         constraints=("wall_days", "cost_usd", "peak_power_mw"),
         limits=(s.deadline_days, s.budget_usd, s.max_power_mw))

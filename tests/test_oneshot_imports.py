@@ -51,3 +51,42 @@ def test_the_probe_sees_heavy_imports():
     loaded, _ = _loaded(["plan", "--model", "llama2-7b", "--max-gpus", "8", "-f", "json"],
                         code=1)
     assert "pandas" in loaded
+
+
+def test_evaluate_builds_no_split_kernel():
+    # the split kernel's syntax-tree work (~50 ms) does not pay for the ~100 candidate
+    # layouts a one-shot query compares (run_kernel's SPLIT_BUILD_MIN); the values are the
+    # same without it
+    probe = ("import sys\n"
+             "from planner.cli.main import main\n"
+             "code = main(sys.argv[1:])\n"
+             "from planner.engine import kernel\n"
+             "print('BUILT=%d' % kernel.build_split_kernel.cache_info().currsize, file=sys.stderr)\n"
+             "sys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", probe, "evaluate", "--model", "llama3-8b",
+                           "--gpus", "8", "-f", "json"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert "BUILT=0" in done.stderr.splitlines()
+
+
+def test_small_calls_give_the_split_kernels_values(monkeypatch):
+    # so whether a call of SPLIT_MIN .. SPLIT_BUILD_MIN candidates takes the split kernel
+    # (built already by a larger call) or the whole one changes no value
+    import numpy as np
+    from spaces import space_inputs
+
+    from hardware_catalog import load_catalog
+    from planner.engine import evaluator
+    from planner.engine.evaluator import evaluate_inputs
+
+    inputs = space_inputs(load_catalog(), "llama3-8b", "h100-sxm", max_gpus=64)
+    small = {k: v[:300] if np.ndim(v) else v for k, v in inputs.items()}
+    monkeypatch.setattr(evaluator, "SPLIT_MIN", 10**9)  # the whole kernel
+    whole = evaluate_inputs(small, compiled=False)
+    monkeypatch.setattr(evaluator, "SPLIT_MIN", 64)
+    monkeypatch.setattr(evaluator, "SPLIT_BUILD_MIN", 0)  # the split kernel, built here
+    split = evaluate_inputs(small, compiled=False)
+    for name in whole:
+        assert np.array_equal(whole[name], split[name], equal_nan=True), name

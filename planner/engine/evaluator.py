@@ -141,8 +141,8 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK, *,
         from planner.engine.kernel import split_kernel
 
         split = split_kernel(tuple(outputs), frozenset(
-            k for k, a in zip(names, is_array, strict=True) if a))
-        if split is not None:
+            k for k, a in zip(names, is_array, strict=True) if a), build=n >= SPLIT_BUILD_MIN)
+        if split:
             f = _SplitCall(split, names)
             f.prepare(*values)
     if n <= chunk:  # one chunk: no copy
@@ -209,8 +209,11 @@ NATIVE_MIN = CHUNK
 TABLE_LIMIT = 1 << 31
 
 #: Candidates from which :func:`run_kernel` runs the split kernel (a few distinct GPU
-#: counts among many candidates; below this the grouping costs more than it saves).
+#: counts among many candidates; below this the grouping costs more than it saves) ...
 SPLIT_MIN = 64
+#: ... and from which it builds it if not built yet (the same values either way: a
+#: one-shot query's ~100 candidate layouts do not pay for the build).
+SPLIT_BUILD_MIN = 1024
 
 
 class _SplitCall:

@@ -214,10 +214,20 @@ def _float_maximum(a: float, b: float) -> float:
 SPLIT_GROUP = ("gpus", "spare_nodes")
 
 
-def split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
-    """:func:`build_split_kernel`, thread-safe."""
+def split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str], *,
+                 build: bool = True):
+    """:func:`build_split_kernel`, thread-safe; with ``build=False`` only if it was built
+    already (else ``False``): building takes ~50 ms of syntax-tree work, more than a call
+    of a few hundred candidates saves with it."""
+    key = (tuple(outputs), frozenset(array_inputs))
     with BUILD_LOCK:
-        return build_split_kernel(tuple(outputs), frozenset(array_inputs))
+        if build or key in _SPLIT_BUILT:
+            _SPLIT_BUILT.add(key)
+            return build_split_kernel(*key)
+    return False
+
+
+_SPLIT_BUILT: set = set()
 
 
 def _array_inputs(node, arrays: dict) -> frozenset:

@@ -438,8 +438,9 @@ def _prepare(space, inputs: dict, start: int, stop: int, outputs: tuple[str, ...
     from planner.engine.kernel import partial_kernel
     from planner.engine.spares import resolve_spares
 
-    if tuple(name for name, *_ in space.lists) != TAIL_COLUMNS:
-        return None
+    if tuple(name for name, *_ in space.lists) != TAIL_COLUMNS \
+            or not set(HEAD_COLUMNS) <= set(space.head):
+        return None  # a space of another shape than the C code decodes
     _, names = partial_kernel(outputs)
     per_candidate = set(BUFFERS) - {"spare_nodes"}
     if any(np.ndim(inputs[k]) for k in names if k not in per_candidate) \

@@ -370,6 +370,10 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     Rank order follows Megatron-LM (tp fastest, then cp, dp, pp; the experts' grid: etp
     fastest, then ep, edp, pp): a group is inside the scale-up domain when the product of
     the sizes up to it fits.
+
+    The compiled search loop computes the same flags in C
+    (:data:`planner.engine.native_search._FLAGS`, flash attention on): a rule changed here
+    must change there too (``tests/test_native_search.py`` compares them bit for bit).
     """
     f = {k: np.asarray(layout[k], dtype=float) for k in
          ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}

@@ -186,6 +186,9 @@ def _plans(monkeypatch, **scenario):
     {"model": "llama3-70b", "hardware": ["h100-sxm", "mi300x", "tpu-v5p"], "max_gpus": 4096,
      "deadline_days": 40.0, "budget_usd": 9e6},
     {"model": "llama3-70b", "hardware": ["h100-sxm"], "max_gpus": 64},  # nothing fits
+    # a fixed spare count (a scalar input, not per GPU count) and an overridden input
+    {"model": "mixtral-8x7b", "hardware": ["h100-sxm", "tpu-v5p"], "max_gpus": 2048,
+     "extra": {"spare_nodes": 4.0, "gpu_mtbf_s": 1e7}},
 ])
 def test_plan_through_the_compiled_search_equals_the_block_loop(catalog, monkeypatch,
                                                                 scenario):

@@ -225,6 +225,15 @@ def evaluate_rows(x: dict, part: dict, s: Scenario, *, compiled: bool | None = N
     return out, feasible_mask(out, s)
 
 
+def side_by_side(tasks: list[SearchTask]) -> list[int]:
+    """The order in which ``tasks`` are handed out: every accelerator's first slice, then
+    every one's second, and so on.  Threads then search different accelerators at once
+    rather than one's slices, whose first waits for the spare-count searches and GPU-count
+    terms the others share (the Mixtral plan: 7.9 s instead of 8.1-8.7 s on two threads).
+    The results are combined in search order whatever the order of the work."""
+    return sorted(range(len(tasks)), key=lambda i: (tasks[i].start, i))
+
+
 def combine_slices(partials: list[dict]):
     """(frontier DataFrame, evaluated, fitting, (min memory, its accelerator, its HBM)).
 
@@ -340,8 +349,13 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             continue
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
         tasks += search_tasks(hw, x, options, s)
-    partials = run_tasks(search_slice, tasks, scheduler=scheduler, workers=workers,
-                         progress=progress, labels=[t.label for t in tasks])
+    order = side_by_side(tasks)
+    handed_out = run_tasks(search_slice, [tasks[i] for i in order], scheduler=scheduler,
+                           workers=workers, progress=progress,
+                           labels=[tasks[i].label for i in order])
+    partials = [None] * len(tasks)
+    for i, partial in zip(order, handed_out, strict=True):
+        partials[i] = partial  # back in search order
     frontier, evaluated, fitting, min_memory = combine_slices(partials)
     feasible_rows = frontier.loc[frontier["feasible"].astype(bool)]
     best = {obj: _argmin_row(feasible_rows, col) for obj, col in OBJECTIVE_COLUMNS.items()}

@@ -108,6 +108,8 @@ def test_scheduler_names_are_checked():
         check_scheduler("tcp://nohost")
     with pytest.raises(CapplanError, match="--workers must be >= 1"):
         check_scheduler("processes", 0)
+    with pytest.raises(CapplanError, match="--workers must be <= 4,096"):
+        check_scheduler(None, 10**23)
 
 
 def test_cli_errors_are_one_line(capsys):

@@ -29,6 +29,9 @@ from collections.abc import Callable, Sequence
 from planner.errors import CapplanError, one_line
 
 SCHEDULERS = ("in-process", "processes", "threads", "tcp://HOST:PORT")
+#: Most threads or local worker processes one run starts (a cluster's own workers are
+#: started by its operator, not counted here).
+MAX_WORKERS = 4096
 _ADDRESS = re.compile(r"^tcp://[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
 
 
@@ -36,6 +39,9 @@ def check_scheduler(scheduler: str | None, workers: int | None = None) -> str:
     """The scheduler name (``in-process`` for None); CapplanError naming what is allowed."""
     if workers is not None and workers < 1:
         raise CapplanError(f"--workers must be >= 1, got {workers}")
+    if workers is not None and workers > MAX_WORKERS:
+        raise CapplanError(f"--workers must be <= {MAX_WORKERS:,} (threads or local worker "
+                           f"processes), got {workers:,}")
     if scheduler in (None, "in-process"):
         return "in-process"
     if scheduler in ("processes", "threads"):

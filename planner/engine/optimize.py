@@ -116,10 +116,11 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
         out["fits"] = np.ones(fit_rows.size, dtype=bool)
         rows = fit_rows[best_rows(np.asarray(part["gpus"])[fit_rows], feasible_mask(out, s),
                                   out)]
-    out = evaluate_inputs({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()},
-                          compiled=compiled)
-    out.update({k: np.asarray(v)[rows] for k, v in part.items()})
-    return BlockBest(rows=rows, out=out, feasible=feasible_mask(out, s), fitting=int(fit_rows.size),
+    # the kept rows' inputs (their flags recomputed from their layouts: the same values)
+    out, feasible = evaluate_rows({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()},
+                                  {k: np.asarray(v)[rows] for k, v in part.items()}, s,
+                                  compiled=compiled)
+    return BlockBest(rows=rows, out=out, feasible=feasible, fitting=int(fit_rows.size),
                      min_memory_bytes=float(memory[leanest]),
                      min_memory_hbm_bytes=float(hbm[leanest]))
 
@@ -161,13 +162,13 @@ def search_slice(task: SearchTask) -> dict:
 
     Partial results combine by concatenation in task order (:func:`combine_slices`).
     """
+    compiled = compiled_slice(task)  # it resolves the task's spare counts itself
+    if compiled is not None:
+        return compiled
     x = task.inputs
     # --spares auto: the spare counts of all the task's GPU counts searched together
     # first (batched; the blocks then find them cached, planner.engine.spares)
     resolve_spares({**x, "gpus": task.space.gpu_counts(task.start, task.stop).astype(float)})
-    compiled = compiled_slice(task)
-    if compiled is not None:
-        return compiled
     kept_blocks, evaluated, fitting, min_memory = [], 0, 0, (np.inf, np.nan)
     for part in task.space.blocks(PLAN_CHUNK, task.start, task.stop):
         inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
@@ -217,7 +218,8 @@ def compiled_slice(task: SearchTask) -> dict | None:
 
 def evaluate_rows(x: dict, part: dict, s: Scenario, *, compiled: bool | None = None):
     """Every output of the layouts ``part`` (with their layout columns) and which are
-    feasible under ``s``: the values of the rows a search keeps."""
+    feasible under ``s``: the values of the rows a search keeps.  ``x``: the scalar inputs
+    (any flags in it, e.g. a whole block's, are replaced by ``part``'s)."""
     inputs = {**x, **layout_flags(part, scale_up_domain=x["scale_up_domain_gpus"],
                                   layers=x["layers"])}
     out = evaluate_inputs(inputs, compiled=compiled)

@@ -152,14 +152,10 @@ class LayoutSpace:
     def __init__(self, *, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
                  global_batch: int, gpus_per_node: int, scale_up_domain: int,
                  options: SpaceOptions = SpaceOptions()):
-        self.arguments = (("layers", int(layers)), ("heads", int(heads)),
-                          ("kv_heads", int(kv_heads)), ("seq_len", int(seq_len)),
-                          ("experts", int(experts)), ("global_batch", int(global_batch)),
-                          ("gpus_per_node", int(gpus_per_node)),
-                          ("scale_up_domain", int(scale_up_domain)),
-                          ("options", SpaceOptions(**{  # hashable: lists as tuples
-                              k: tuple(v) if isinstance(v, list) else v
-                              for k, v in options.__dict__.items()})))
+        self.arguments = space_arguments(
+            layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
+            global_batch=global_batch, gpus_per_node=gpus_per_node,
+            scale_up_domain=scale_up_domain, options=options)
         head, tail = _layout_factors(
             layers=layers, heads=heads, kv_heads=kv_heads, seq_len=seq_len, experts=experts,
             global_batch=global_batch, gpus_per_node=gpus_per_node,
@@ -230,18 +226,24 @@ def _rebuilt_space(arguments: tuple) -> LayoutSpace:
     return LayoutSpace(**dict(arguments))
 
 
-def shared_layout_space(*, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
-                        global_batch: int, gpus_per_node: int, scale_up_domain: int,
-                        options: SpaceOptions = SpaceOptions()) -> LayoutSpace:
-    """:class:`LayoutSpace` of these arguments, built once per process (read-only: the
-    accelerators of one node shape share it, as the tasks of a Dask worker do)."""
-    options = SpaceOptions(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in options.__dict__.items()})
-    return _rebuilt_space((("layers", int(layers)), ("heads", int(heads)),
-                           ("kv_heads", int(kv_heads)), ("seq_len", int(seq_len)),
-                           ("experts", int(experts)), ("global_batch", int(global_batch)),
-                           ("gpus_per_node", int(gpus_per_node)),
-                           ("scale_up_domain", int(scale_up_domain)), ("options", options)))
+def space_arguments(*, layers: int, heads: int, kv_heads: int, seq_len: int, experts: int,
+                    global_batch: int, gpus_per_node: int, scale_up_domain: int,
+                    options: SpaceOptions = SpaceOptions()) -> tuple:
+    """:class:`LayoutSpace`'s arguments as a hashable tuple of (name, value) pairs
+    (whole numbers as ``int``, the options' lists as tuples): its ``arguments``."""
+    return (("layers", int(layers)), ("heads", int(heads)), ("kv_heads", int(kv_heads)),
+            ("seq_len", int(seq_len)), ("experts", int(experts)),
+            ("global_batch", int(global_batch)), ("gpus_per_node", int(gpus_per_node)),
+            ("scale_up_domain", int(scale_up_domain)),
+            ("options", SpaceOptions(**{k: tuple(v) if isinstance(v, list) else v
+                                        for k, v in options.__dict__.items()})))
+
+
+def shared_layout_space(**arguments) -> LayoutSpace:
+    """:class:`LayoutSpace` of these arguments (:func:`space_arguments`), built once per
+    process (read-only: the accelerators of one node shape share it, as the tasks of a
+    Dask worker do)."""
+    return _rebuilt_space(space_arguments(**arguments))
 
 
 def default_tp_sizes(scale_up_domain: int, largest: int = 128) -> tuple[int, ...]:

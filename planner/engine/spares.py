@@ -105,7 +105,6 @@ def pool_terms(**x) -> dict[str, np.ndarray]:
 def billed_nodes(terms: dict[str, np.ndarray], spares: np.ndarray) -> np.ndarray:
     """(nodes + spares) / S(spares) of each row of :func:`pool_terms` for the spare counts
     ``spares`` (a 1 x k row); +inf past the row's range."""
-
     t, m = terms, terms["rack_nodes"]
     single, rack = pool_swap_probabilities(spares, (1, m), t["mu1"], t["mu_r"], m)
     swap = t["mtbf"] * (t["single"] * single + t["rack"] * rack + t["software"])

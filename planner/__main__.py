@@ -1,3 +1,5 @@
+import sys
+
 from planner.cli.main import main
 
-main()
+sys.exit(main())

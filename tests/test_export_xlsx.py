@@ -25,6 +25,7 @@ def _recalculate(source, tmp_path):
     return out / source.name
 
 
+@pytest.mark.slow  # the first export builds the workbook's formulas with sympy (~1.5-3 min)
 @pytest.mark.parametrize("args", [
     ["--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "1024", "--tp", "8",
      "--pp", "4", "--checkpoint", "sync"],
@@ -61,6 +62,7 @@ def test_workbook_recomputes_every_output(capsys, tmp_path, args):
     assert sweep[0][0] == "gpus" and len(sweep) > 2
 
 
+@pytest.mark.slow
 def test_editing_an_input_recomputes(tmp_path, capsys):
     """Double the price per GPU-hour in the Inputs sheet: Excel's cost doubles."""
     import openpyxl

@@ -110,6 +110,7 @@ def test_count_within_two_percent_of_the_published_figure(model_id, catalog_coun
     assert abs(total - published) <= 0.02 * published + model.params_rounding / 2
 
 
+@pytest.mark.slow  # builds the workbook's formulas with sympy (~1.5-3 min)
 def test_excel_workbook_shows_the_same_count(tmp_path, catalog_counts):
     pytest.importorskip("openpyxl")
     import openpyxl

@@ -51,6 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         args.remove("--debug")
     if args in (["--version"], ["-V"]):
         print(f"capplan {version()}")
+        from planner.engine import native
+
+        try:
+            print(native.describe())
+        except CapplanError as error:  # a bad CAPPLAN_KERNEL value
+            print(f"capplan: {error}", file=sys.stderr)
+            return 2
         return 0
     flush_notices(show=False)
     try:

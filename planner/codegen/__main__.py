@@ -17,6 +17,19 @@ def _kernel(check: bool) -> int:
                           command="python -m planner.codegen")
 
 
+def _native(check: bool) -> int:
+    from planner.codegen.native_source import MANIFEST, SOURCE, generate
+    from planner.report.output import write_or_check
+
+    source, manifest = generate()
+    changed = not SOURCE.exists() or SOURCE.read_text() != source
+    failed = write_or_check(SOURCE, source, check=check, command="python -m planner.codegen")
+    failed |= write_or_check(MANIFEST, manifest, check=check, command="python -m planner.codegen")
+    if changed and not check:  # the installed extension is now stale: numpy runs until then
+        print("codegen: rebuild the compiled extension: pip install -e .", file=sys.stderr)
+    return failed
+
+
 def _formulas(check: bool) -> int:
     from planner.report.formula_docs import main
 
@@ -41,7 +54,7 @@ def _validation(check: bool) -> int:
     return write_docs(check=check)
 
 
-STEPS = {"kernel": _kernel, "formulas": _formulas,
+STEPS = {"kernel": _kernel, "native": _native, "formulas": _formulas,
          "columns": _columns, "cli": _cli, "validation": _validation}
 
 

@@ -124,19 +124,18 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK, *,
     values = [inputs[name] for name in names]
     is_array = [_is_array(v) for v in values]
     wanted = any(is_array) and (n >= NATIVE_MIN if compiled is None else compiled)
-    native = native_kernel(tuple(outputs), frozenset(
-        k for k, a in zip(names, is_array, strict=True) if a)) if wanted else None
+    native = native_kernel(tuple(outputs), inputs) if wanted else None
     if native is not None:  # the C kernel: every candidate at once, no temporaries
         split, function = native
-        given = dict(zip(names, values, strict=True))
+        # the kernel's array inputs given as one value are spread over the candidates
+        given = {**inputs, **{k: np.broadcast_to(np.asarray(inputs[k], dtype=float), (n,))
+                              for k in function.arrays if not _is_array(inputs[k])}}
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if split is None:
-                return dict(zip(outputs, function(n, given), strict=True))
-            call = _SplitCall(split, names)
-            call.prepare(*values)
-            if call.table.size < TABLE_LIMIT:  # the C index is 32-bit
-                return dict(zip(outputs, function(n, given, call.inverse, call.table),
-                                strict=True))
+            table, inverse = prelude_table(split[0], split[1], given)
+            if table.size < TABLE_LIMIT:  # the C index is 32-bit
+                every = dict(zip(function.outputs, function(n, given, inverse, table),
+                                 strict=True))
+                return {name: every[name] for name in outputs}
     if n >= SPLIT_MIN:  # the GPU-count terms once per distinct GPU count of the call
         from planner.engine.kernel import split_kernel
 
@@ -170,32 +169,35 @@ def run_kernel(f, names, outputs, inputs: dict, chunk: int = CHUNK, *,
     return out
 
 
-def native_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
-    """The compiled kernel for ``outputs`` with these array inputs
-    (:mod:`planner.engine.native`): ``(split kernel or None, compiled function)``, or
-    ``None`` where the compiled backend is off or unavailable.
+def native_kernel(outputs: tuple[str, ...], inputs: dict):
+    """The compiled kernel that computes ``outputs`` for ``inputs``
+    (:func:`planner.engine.native.rows_kernel`: every output, for candidates whose array
+    inputs are among its own): ``(split kernel, compiled function)``, or ``None`` on the
+    numpy backend or where an input it reads as one value varies per candidate.
 
-    With the GPU count among the array inputs it is the split kernel's main part, fed
-    the prelude's values (computed by numpy, once per GPU count) through a table;
-    otherwise the partial kernel of ``outputs``.  Built once per process and pair.
+    The compiled kernel is the split kernel's main part, fed the prelude's values
+    (computed by numpy, once per GPU count) through a table.
     """
     from planner.engine import native
 
-    if native.mode() == "numpy":
+    if not native.available():
         return None
-    key = (outputs, array_inputs)
+    rows = native.manifest.ROWS
+    if not set(outputs) <= set(rows["outputs"]):
+        return None
     with _NATIVE_LOCK:
-        if key not in _NATIVE:
+        if "rows" not in _NATIVE:
             from planner.engine import kernel as generated
 
-            split = generated.split_kernel(outputs, array_inputs)
-            with generated.BUILD_LOCK:  # the syntax trees (built with the split kernel)
-                trees = generated.split_kernel_trees(outputs, array_inputs)
-                tree, table = (generated.partial_kernel_tree(outputs), ()) if trees is None \
-                    else (trees[1], trees[2])
-            function = native.native_kernel(tree, array_inputs, table)
-            _NATIVE[key] = None if function is None else (split, function)
-        return _NATIVE[key]
+            _NATIVE["rows"] = (generated.split_kernel(rows["outputs"],
+                                                      frozenset(rows["array_set"])),
+                               native.rows_kernel())
+        found = _NATIVE["rows"]
+    split, function = found
+    one_value = set(function.scalars) | (set(split[1]) - set(rows["array_set"]))
+    if any(_is_array(inputs[k]) for k in one_value):
+        return None
+    return found
 
 
 _NATIVE: dict = {}

@@ -20,7 +20,7 @@ import numpy as np
 from planner.engine.columns import kept
 from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
 from planner.engine.pricing import price_quote
-from planner.engine.reductions import GroupMinimum, pareto_mask
+from planner.engine.reductions import GroupMinimum, pareto_mask, tie_key
 from planner.engine.scenario import OBJECTIVES, Scenario
 from planner.engine.space import (
     RECOMPUTE_NAMES,
@@ -283,7 +283,7 @@ def best_rows(keys: np.ndarray, feasible: np.ndarray, columns: dict) -> np.ndarr
     """Indices of the rows that are, per key and objective (``columns``: the objectives'
     values), the first minimum among the ``feasible`` rows or among all rows; increasing."""
     groups = (GroupMinimum(keys, feasible), GroupMinimum(keys))
-    return np.unique(np.concatenate([g.argmin(columns[column])
+    return np.unique(np.concatenate([g.argmin(tie_key(columns[column]))
                                      for column in OBJECTIVE_COLUMNS.values() for g in groups]))
 
 
@@ -387,16 +387,18 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
 
 
 def _argmin_row(frame, column) -> dict | None:
+    """The row of the least ``column`` (near-ties, :func:`tie_key`, to the first row)."""
     if frame is None or len(frame) == 0:
         return None
-    return frame.loc[frame[column].idxmin()].to_dict()
+    return frame.iloc[int(np.argmin(np.nan_to_num(tie_key(frame[column].to_numpy(dtype=float)),
+                                                  nan=np.inf)))].to_dict()
 
 
 def pareto_rows(frame) -> list[dict]:
     """Non-dominated rows over (wall time, cost, energy), fastest first."""
     if len(frame) == 0:
         return []
-    values = frame[["wall_time_s", "cost_usd", "energy_kwh"]].to_numpy(dtype=float)
+    values = tie_key(frame[["wall_time_s", "cost_usd", "energy_kwh"]].to_numpy(dtype=float))
     front = frame[pareto_mask(values)].sort_values(["wall_time_s", "cost_usd", "energy_kwh"])
     return [row for _, row in front.iterrows()]
 

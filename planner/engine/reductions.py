@@ -20,6 +20,26 @@ from bisect import bisect_left, bisect_right
 
 import numpy as np
 
+#: Significant bits an objective keeps when the search compares candidates: values equal
+#: to 1 part in 2**20 (~1e-6) are ties, which go to the earlier row.  The compiled and the
+#: numpy backends differ by at most ``planner.engine.native.RELATIVE_TOLERANCE`` (1e-10),
+#: so they round a value to the same key, and choose the same layout, unless it lies
+#: within 1e-10 of a rounding boundary (a chance of ~1e-4 per near-tie).
+TIE_BITS = 20
+
+
+def tie_key(values):
+    """``values`` rounded to :data:`TIE_BITS` significant bits (half to even; NaN, inf and
+    0 unchanged): what the search compares, in numpy and in the generated C alike
+    (``frexp``, ``nearbyint``, ``ldexp``: the same bits).
+
+    >>> tie_key(np.array([1.0, 1.0 + 2.0**-30, 3.0, np.nan])).tolist()
+    [1.0, 1.0, 3.0, nan]
+    """
+    mantissa, exponent = np.frexp(np.asarray(values, dtype=float))
+    with np.errstate(over="ignore"):  # the largest doubles round up to inf, as in C
+        return np.ldexp(np.round(mantissa * 2.0**TIE_BITS), exponent - TIE_BITS)
+
 
 class GroupMinimum:
     """Index of the minimum per distinct key, among the rows a mask selects.
@@ -181,4 +201,4 @@ def _dominated_pairwise(points: np.ndarray, block: int = 1024) -> np.ndarray:
     return dominated
 
 
-__all__ = ["GroupMinimum", "group_argmin", "pareto_mask", "unique_runs"]
+__all__ = ["TIE_BITS", "GroupMinimum", "group_argmin", "pareto_mask", "tie_key", "unique_runs"]

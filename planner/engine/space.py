@@ -16,11 +16,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
-from formulas.pipeline import fullest_stage_layers
 from planner.engine.columns import layout_columns
+from planner.engine.layout_rules import FLOATS, NUMPY, derived_inputs
 
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
@@ -367,87 +368,33 @@ def domain_dp_ranks(tp, cp, dp, scale_up_domain):
 
 def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
                  flash_attention: bool = True) -> dict[str, np.ndarray]:
-    """Run-model inputs derived from a layout: flags, shard counts and link placement.
-
-    Rank order follows Megatron-LM (tp fastest, then cp, dp, pp; the experts' grid: etp
-    fastest, then ep, edp, pp): a group is inside the scale-up domain when the product of
-    the sizes up to it fits.
-
-    The compiled search loop computes the same flags in C
-    (:data:`planner.engine.native_search._FLAGS`, flash attention on): a rule changed here
-    must change there too (``tests/test_native_search.py`` compares them bit for bit).
-    """
+    """Run-model inputs derived from arrays of layouts: flags, shard counts and link
+    placement (the rules: :func:`planner.engine.layout_rules.derived_inputs`, the one
+    place they are written; the compiled search loop runs the same rules, traced to C)."""
     f = {k: np.asarray(layout[k], dtype=float) for k in
          ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
     f["etp"] = np.asarray(layout.get("etp", layout["tp"]), dtype=float)
-    rec = np.asarray(layout["recompute"])
-    zero = np.asarray(layout["zero"])
-    dp = f["dp"]
-    domain = np.asarray(scale_up_domain, dtype=float)
-    # Flash attention never stores the s x s scores and recomputes them in its own
-    # backward pass, so selective recompute then adds no work (Dao et al. 2022, arXiv:2205.14135).
-    # uneven stages (Megatron-Core's split): the fullest stage sets the pace
-    f["stage_layers"] = fullest_stage_layers(float(layers), f["pp"], f["vp"])
-    f["selective"] = ((rec == 1) & (not flash_attention)).astype(float)
-    f["attention_scores_stored"] = ((rec != 1) & (not flash_attention)).astype(float)
-    f["full_recompute"] = (rec == 2).astype(float)
     f["sequence_parallel"] = np.asarray(layout["sequence_parallel"], dtype=float)
-    # ZeRO shards over the shard group (all DP ranks; fewer under HSDP, replicated across)
-    shard = np.asarray(layout.get("shard_group", dp), dtype=float)
-    f["shard_ranks"] = shard
-    f["weight_shards"] = np.where(zero >= 3, shard, 1.0)
-    f["grad_shards"] = np.where(zero >= 2, shard, 1.0)
-    f["optimizer_shards"] = np.where(zero >= 1, shard, 1.0)
-    f["zero3"] = (zero >= 3).astype(float)
-    # routed experts: sharded over the expert-data-parallel group (parallel folding), of
-    # which HSDP keeps the shard group's share
-    edp = np.maximum(f["tp"] * f["cp"] * shard / (f["etp"] * f["ep"]), 1.0)
-    f["expert_weight_shards"] = np.where(zero >= 3, edp, 1.0)
-    f["expert_grad_shards"] = np.where(zero >= 2, edp, 1.0)
-    f["expert_optimizer_shards"] = np.where(zero >= 1, edp, 1.0)
-    f["tp_intra_ranks"] = np.minimum(f["tp"], domain)
-    f["cp_intra"] = (f["tp"] * f["cp"] <= domain).astype(float)
-    f["ep_intra"] = (f["etp"] * f["ep"] <= domain).astype(float)
-    f["pp_intra"] = (f["gpus"] <= domain).astype(float)
-    f["dp_intra_ranks"] = domain_dp_ranks(f["tp"], f["cp"], dp, domain)
-    # the replicas of one shard are TP x CP x shard ranks apart
-    f["replica_intra_ranks"] = np.clip(np.floor(domain / (f["tp"] * f["cp"] * shard)), 1.0,
-                                       dp / shard)
+    v = SimpleNamespace(**{k: f[k] for k in ("gpus", "tp", "cp", "pp", "dp", "vp", "ep", "etp")},
+                        shard=np.asarray(layout.get("shard_group", f["dp"]), dtype=float),
+                        rec=np.asarray(layout["recompute"]), zero=np.asarray(layout["zero"]),
+                        domain=np.asarray(scale_up_domain, dtype=float), layers=float(layers))
+    f.update(derived_inputs(v, NUMPY, flash_attention))
     return f
 
 
 def layout_flags_one(layout: dict, *, scale_up_domain, layers,
                      flash_attention: bool = True) -> dict[str, float]:
     """:func:`layout_flags` of one layout, as Python floats (the same rules, no numpy
-    calls: the per-call path of ``evaluate(..., as_frame=False)``; equal to
-    :func:`layout_flags` on every layout, ``tests/test_evaluate_api.py``)."""
+    call: the per-call path of ``evaluate(..., as_frame=False)``)."""
     f = {k: float(layout[k]) for k in ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
     f["etp"] = float(layout.get("etp", layout["tp"]))
-    rec, zero, dp, domain = int(layout["recompute"]), int(layout["zero"]), f["dp"], \
-        float(scale_up_domain)
-    # formulas.pipeline.fullest_stage_layers on floats
-    f["stage_layers"] = f["vp"] * float(math.ceil(float(layers) / (f["pp"] * f["vp"])))
-    f["selective"] = float(rec == 1 and not flash_attention)
-    f["attention_scores_stored"] = float(rec != 1 and not flash_attention)
-    f["full_recompute"] = float(rec == 2)
     f["sequence_parallel"] = float(layout["sequence_parallel"])
-    shard = float(layout.get("shard_group", dp))
-    f["shard_ranks"] = shard
-    f["weight_shards"] = shard if zero >= 3 else 1.0
-    f["grad_shards"] = shard if zero >= 2 else 1.0
-    f["optimizer_shards"] = shard if zero >= 1 else 1.0
-    f["zero3"] = float(zero >= 3)
-    edp = max(f["tp"] * f["cp"] * shard / (f["etp"] * f["ep"]), 1.0)
-    f["expert_weight_shards"] = edp if zero >= 3 else 1.0
-    f["expert_grad_shards"] = edp if zero >= 2 else 1.0
-    f["expert_optimizer_shards"] = edp if zero >= 1 else 1.0
-    f["tp_intra_ranks"] = min(f["tp"], domain)
-    f["cp_intra"] = float(f["tp"] * f["cp"] <= domain)
-    f["ep_intra"] = float(f["etp"] * f["ep"] <= domain)
-    f["pp_intra"] = float(f["gpus"] <= domain)
-    f["dp_intra_ranks"] = min(max(float(math.floor(domain / (f["tp"] * f["cp"]))), 1.0), dp)
-    f["replica_intra_ranks"] = min(max(float(math.floor(domain / (f["tp"] * f["cp"] * shard))),
-                                       1.0), dp / shard)
+    v = SimpleNamespace(**{k: f[k] for k in ("gpus", "tp", "cp", "pp", "dp", "vp", "ep", "etp")},
+                        shard=float(layout.get("shard_group", f["dp"])),
+                        rec=float(int(layout["recompute"])), zero=float(int(layout["zero"])),
+                        domain=float(scale_up_domain), layers=float(layers))
+    f.update(derived_inputs(v, FLOATS, flash_attention))
     return f
 
 

@@ -1,0 +1,135 @@
+"""The run-model inputs a layout implies (flags, shard counts, link placement): the rules,
+written once.
+
+:func:`derived_inputs` is the only place these rules are written.  It is run three ways,
+by the ``ops`` it is given:
+
+* :data:`NUMPY` - arrays of layouts (:func:`planner.engine.space.layout_flags`);
+* :data:`FLOATS` - one layout as Python floats, no numpy call
+  (:func:`planner.engine.space.layout_flags_one`, the per-call path of
+  ``evaluate(..., as_frame=False)``);
+* traced into C by :mod:`planner.codegen.native_source` for the compiled search loop,
+  which decodes layouts and computes their flags itself.
+
+Each rule is one expression of the layout's sizes, evaluated in the same order by all
+three, so they give the same bits (``tests/test_native_search.py`` compares the C with
+:data:`NUMPY` on whole layout spaces, ``tests/test_evaluate_api.py`` :data:`FLOATS` with
+:data:`NUMPY`).
+
+Rank order follows Megatron-LM (TP fastest, then CP, DP, PP; the experts' grid: ETP
+fastest, then EP, EDP, PP): a group is inside the scale-up domain when the product of the
+sizes up to it fits.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+#: What :func:`derived_inputs` reads: the layout's sizes and codes, in this order.
+#: ``shard``: the ZeRO shard group (DP ranks; fewer under HSDP); ``rec``: recompute code
+#: (0 none, 1 selective, 2 full); ``zero``: ZeRO stage 0-3.
+LAYOUT_NAMES = ("gpus", "tp", "cp", "pp", "dp", "vp", "ep", "etp", "shard", "rec", "zero")
+#: The scalars of the model and node it reads.
+CONTEXT_NAMES = ("domain", "layers")
+
+#: The run-model inputs it returns, in this order.
+DERIVED = ("stage_layers", "selective", "attention_scores_stored", "full_recompute",
+           "shard_ranks", "weight_shards", "grad_shards", "optimizer_shards", "zero3",
+           "expert_weight_shards", "expert_grad_shards", "expert_optimizer_shards",
+           "tp_intra_ranks", "cp_intra", "ep_intra", "pp_intra", "dp_intra_ranks",
+           "replica_intra_ranks")
+
+
+def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
+    """The run-model inputs of a layout ``v`` (an object with the attributes
+    :data:`LAYOUT_NAMES` and :data:`CONTEXT_NAMES`), computed with ``ops``
+    (:data:`NUMPY`, :data:`FLOATS` or the C tracer): name -> value, in :data:`DERIVED`'s
+    order."""
+    shard = v.shard
+    f = {}
+    # uneven stages (Megatron-Core's split, formulas.pipeline.fullest_stage_layers): the
+    # fullest virtual stage holds ceil(L / (PP VP)) layers, the fullest GPU VP of them
+    f["stage_layers"] = v.vp * ops.ceil(v.layers / (v.pp * v.vp))
+    # Flash attention never stores the s x s scores and recomputes them in its own
+    # backward pass, so selective recompute then adds no work (Dao et al. 2022,
+    # arXiv:2205.14135)
+    if flash_attention:
+        f["selective"] = ops.zero(v.rec)
+        f["attention_scores_stored"] = ops.zero(v.rec)
+    else:
+        f["selective"] = ops.flag(ops.eq(v.rec, 1.0))
+        f["attention_scores_stored"] = ops.flag(ops.ne(v.rec, 1.0))
+    f["full_recompute"] = ops.flag(ops.eq(v.rec, 2.0))
+    # ZeRO shards over the shard group (all DP ranks; fewer under HSDP, replicated across)
+    f["shard_ranks"] = shard
+    f["weight_shards"] = ops.where(ops.ge(v.zero, 3.0), shard, 1.0)
+    f["grad_shards"] = ops.where(ops.ge(v.zero, 2.0), shard, 1.0)
+    f["optimizer_shards"] = ops.where(ops.ge(v.zero, 1.0), shard, 1.0)
+    f["zero3"] = ops.flag(ops.ge(v.zero, 3.0))
+    # routed experts: sharded over the expert-data-parallel group (parallel folding), of
+    # which HSDP keeps the shard group's share
+    edp = ops.maximum(((v.tp * v.cp) * shard) / (v.etp * v.ep), 1.0)
+    f["expert_weight_shards"] = ops.where(ops.ge(v.zero, 3.0), edp, 1.0)
+    f["expert_grad_shards"] = ops.where(ops.ge(v.zero, 2.0), edp, 1.0)
+    f["expert_optimizer_shards"] = ops.where(ops.ge(v.zero, 1.0), edp, 1.0)
+    f["tp_intra_ranks"] = ops.minimum(v.tp, v.domain)
+    f["cp_intra"] = ops.flag(ops.le(v.tp * v.cp, v.domain))
+    f["ep_intra"] = ops.flag(ops.le(v.etp * v.ep, v.domain))
+    f["pp_intra"] = ops.flag(ops.le(v.gpus, v.domain))
+    # data-parallel ranks inside one domain: floor(domain / (TP CP)), 1..DP
+    # (floor(a / b), not a // b: whole counts far below 2**52 never round onto an integer)
+    f["dp_intra_ranks"] = ops.minimum(ops.maximum(ops.floor(v.domain / (v.tp * v.cp)), 1.0),
+                                      v.dp)
+    # the replicas of one shard are TP x CP x shard ranks apart
+    f["replica_intra_ranks"] = ops.minimum(
+        ops.maximum(ops.floor(v.domain / ((v.tp * v.cp) * shard)), 1.0), v.dp / shard)
+    return f
+
+
+def _np_flag(condition):
+    return np.asarray(condition).astype(float)
+
+
+def _np_zero(like):
+    return np.zeros(np.shape(like))
+
+
+#: numpy over arrays of layouts.  ``minimum``/``maximum`` are numpy's (NaN-propagating),
+#: which the C tracer prints as ``np_minimum``/``np_maximum`` with the same semantics.
+NUMPY = SimpleNamespace(
+    where=np.where, minimum=np.minimum, maximum=np.maximum, floor=np.floor, ceil=np.ceil,
+    flag=_np_flag, zero=_np_zero, eq=np.equal, ne=np.not_equal, ge=np.greater_equal,
+    le=np.less_equal)
+
+
+def _float_minimum(a: float, b: float) -> float:
+    """numpy.minimum of two floats: NaN if either is NaN."""
+    if a != a or b != b:
+        return math.nan
+    return a if a < b else b
+
+
+def _float_maximum(a: float, b: float) -> float:
+    """numpy.maximum of two floats: NaN if either is NaN."""
+    if a != a or b != b:
+        return math.nan
+    return a if a > b else b
+
+
+def _float_floor(x: float) -> float:
+    return float(math.floor(x)) if math.isfinite(x) else x
+
+
+def _float_ceil(x: float) -> float:
+    return float(math.ceil(x)) if math.isfinite(x) else x
+
+
+#: Python floats, one layout (no numpy call: ~1 us for all rules).
+FLOATS = SimpleNamespace(
+    where=lambda c, a, b: a if c else b, minimum=_float_minimum, maximum=_float_maximum,
+    floor=_float_floor, ceil=_float_ceil,
+    flag=float, zero=lambda like: 0.0, eq=lambda a, b: a == b, ne=lambda a, b: a != b,
+    ge=lambda a, b: a >= b, le=lambda a, b: a <= b)

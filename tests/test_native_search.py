@@ -186,6 +186,9 @@ def _plans(monkeypatch, **scenario):
     {"model": "llama3-70b", "hardware": ["h100-sxm", "mi300x", "tpu-v5p"], "max_gpus": 4096,
      "deadline_days": 40.0, "budget_usd": 9e6},
     {"model": "llama3-70b", "hardware": ["h100-sxm"], "max_gpus": 64},  # nothing fits
+    # a power cap alone: the loop keeps the least peak power too (planner.engine.explain)
+    {"model": "llama3-70b", "hardware": ["h100-sxm", "mi300x"], "max_gpus": 4096,
+     "deadline_days": None, "max_power_mw": 3.0},
     # a fixed spare count (a scalar input, not per GPU count) and an overridden input
     {"model": "mixtral-8x7b", "hardware": ["h100-sxm", "tpu-v5p"], "max_gpus": 2048,
      "extra": {"spare_nodes": 4.0, "gpu_mtbf_s": 1e7}},
@@ -200,7 +203,9 @@ def test_plan_through_the_compiled_search_equals_the_block_loop(catalog, monkeyp
         (a is None and b is None) or a == b for a, b in zip(compiled.best.values(),
                                                            loop.best.values(), strict=True))
     assert len(compiled.pareto) == len(loop.pareto)
-    assert compiled.binding == loop.binding
+    assert {o: (b.constraints, b.together) for o, b in compiled.binding.items()} == \
+        {o: (b.constraints, b.together) for o, b in loop.binding.items()}
+    assert compiled.infeasible == loop.infeasible
 
 
 @needs_compiler

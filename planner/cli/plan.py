@@ -33,8 +33,18 @@ def summarize(row: dict | None, prices: dict | None = None) -> dict | None:
     return out
 
 
+def binding_payload(b) -> dict:
+    """One objective's binding constraints (planner.engine.explain.Binding) as JSON: their
+    names, whether only all together bind, and the optima without them."""
+    return {"constraints": list(b.constraints), "together": b.together,
+            "unconstrained": summarize(b.unconstrained),
+            "without": {c: summarize(row) for c, row in b.without.items()}}
+
+
 def plan_payload(result) -> dict:
     from dataclasses import asdict
+
+    from planner.engine.explain import accelerator_verdicts
 
     scenario = asdict(result.scenario)
     extra = scenario.pop("extra", None)
@@ -53,7 +63,9 @@ def plan_payload(result) -> dict:
            else {}),
         "rent_vs_buy": result.rent_vs_buy,
         "skipped": result.skipped,
-        "binding": result.binding,
+        "binding": {obj: binding_payload(b) for obj, b in result.binding.items()},
+        "infeasible": result.infeasible,
+        "accelerators": accelerator_verdicts(result),
         "evaluated": result.evaluated,
         "fitting": result.fitting,
         "seconds": result.seconds,

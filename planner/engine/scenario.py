@@ -24,6 +24,9 @@ RECOMPUTE = ("none", "selective", "full")
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
 COST_BASES = ("cloud", "tco")
 OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")
+#: Objective -> the column a search minimises for it.
+OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
+                     "carbon": "co2e_kg", "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}
 
 #: The default scenario of ``capplan plan``: Llama 3 70B on 15T tokens (Meta, 2024).
 DEFAULT_MODEL = "llama3-70b"

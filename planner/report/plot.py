@@ -156,7 +156,7 @@ def _require_winners(result):
         from planner.engine.optimize import explain_infeasible
 
         objective = result.scenario.objective
-        text = result.binding.get(objective) or explain_infeasible(
+        text = result.infeasible.get(objective) or explain_infeasible(
             result.scenario, result.frontier, (math.inf, None))
         raise CapplanError(f"nothing to plot: {text}", exit_code=INFEASIBLE)
     return groups
@@ -591,7 +591,7 @@ def plot_plan(result, path, *, force: bool = False) -> Path:
         ax = right.subplots()
         ax.axis("off")
         objective = result.scenario.objective
-        ax.text(0.5, 0.5, _wrap(result.binding.get(objective, "No plan meets the constraints.")),
+        ax.text(0.5, 0.5, _wrap(result.infeasible.get(objective, "No plan meets the constraints.")),
                 ha="center", va="center", fontsize=10, transform=ax.transAxes)
     fig.suptitle(_title(result), fontsize=11)
     _finish_labels(fig, jobs)

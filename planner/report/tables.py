@@ -5,6 +5,11 @@ from __future__ import annotations
 import io
 
 from planner.engine.columns import step_parts
+from planner.engine.explain import (
+    accelerator_verdicts,
+    active_constraints,
+    plan_and_value_text,
+)
 from planner.engine.optimize import PlanResult
 
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
@@ -154,18 +159,46 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
             console.print(f"Knee on {head['hardware']}: {int(knee['gpus']):,} GPUs "
                           f"(marginal scaling efficiency {knee['marginal_efficiency']:.2f} "
                           f">= {s.knee_threshold}); beyond it adding GPUs stops paying.")
-    constraints = [f"deadline {s.deadline_days:g} days" if s.deadline_days else None,
-                   f"budget {s.budget_usd:,.0f} USD" if s.budget_usd else None,
-                   f"power cap {s.max_power_mw:g} MW" if s.max_power_mw else None]
-    constraints = [c for c in constraints if c]
-    if constraints and head is not None:
-        console.print(f"Constraints: {', '.join(constraints)}; binding: "
-                      f"{binding_constraint(result)}.")
-    for objective, text in result.binding.items():
+    if active_constraints(s) and head is not None:
+        buf.write(table_text(["objective", "binding", "unconstrained optimum"],
+                             [[OBJECTIVE_LABELS[r["objective"]], r["binding"], r["unconstrained"]]
+                              for r in binding_rows(result)],
+                             title=f"What bound each winner ({constraints_text(s)})",
+                             width=width))
+    buf.write(table_text(["hardware", "verdict", "reason"],
+                         [[r["hardware"], r["verdict"], r["reason"]]
+                          for r in accelerator_verdicts(result)],
+                         title=f"Why each accelerator won or lost ({s.objective})",
+                         width=width))
+    for objective, text in result.infeasible.items():
         console.print(f"[bold]{objective}[/bold]: {text}")
-    for hw, why in result.skipped.items():
-        console.print(f"skipped {hw}: {why}")
     return buf.getvalue()
+
+
+def constraints_text(s) -> str:
+    """'deadline 90 days, budget 5,000,000 USD, power cap 20 MW' (the constraints set)."""
+    parts = [f"deadline {s.deadline_days:g} days" if s.deadline_days is not None else None,
+             f"budget {s.budget_usd:,.0f} USD" if s.budget_usd is not None else None,
+             f"power cap {s.max_power_mw:g} MW" if s.max_power_mw is not None else None]
+    return ", ".join(p for p in parts if p) or "no constraints"
+
+
+def binding_rows(result: PlanResult) -> list[dict]:
+    """Per objective with a winner: the constraints that moved its optimum and the
+    unconstrained optimum (planner.engine.explain.binding)."""
+    rows = []
+    for objective, b in result.binding.items():
+        if b.best is None:
+            continue
+        if b.constraints:
+            verdict = ", ".join(b.names())
+        else:
+            verdict = "all together" if b.together else "none"
+        free = b.unconstrained
+        rows.append({"objective": objective, "binding": verdict,
+                     "unconstrained": "-" if free is None else
+                     plan_and_value_text(free, objective)})
+    return rows
 
 
 def price_lines(result: PlanResult) -> list[str]:
@@ -191,19 +224,6 @@ def spot_lines(result: PlanResult) -> list[str]:
                  f"preemptions per instance-month (system MTBF "
                  f"{c['breakeven_system_mtbf_s'] / 60:.0f} min)")
     return [text]
-
-
-def binding_constraint(result: PlanResult) -> str:
-    """Which constraint the headline plan presses against (within 2%), or 'none'."""
-    s, row = result.scenario, result.best[result.scenario.objective]
-    found = []
-    if s.deadline_days and row["wall_days"] >= 0.98 * s.deadline_days:
-        found.append("deadline")
-    if s.budget_usd and row["cost_usd"] >= 0.98 * s.budget_usd:
-        found.append("budget")
-    if s.max_power_mw and row["peak_power_mw"] >= 0.98 * s.max_power_mw:
-        found.append("power cap")
-    return ", ".join(found) or "none (the unconstrained optimum meets them)"
 
 
 def _shares(parts: dict[str, float], total: float, scale: float, unit: str) -> str:

@@ -211,3 +211,26 @@ def test_in_process_threads_keep_task_order_progress_and_errors():
 
     with pytest.raises(KeyboardInterrupt):
         run_tasks(_square, list(range(50)), workers=2, progress=interrupt)
+
+
+@pytest.mark.parametrize("objective", ["cost", "time", "energy"])
+def test_each_table_row_is_one_plan(capsys, objective):
+    """No row mixes objectives: GPUs, layout, days, USD, MWh and tCO2e are all the
+    --objective winner's (the fastest plan's days beside the cheapest plan's USD was a bug)."""
+    cli = [a for a in CLI if a != "--pareto"]
+    code, out, err = run(capsys, [*cli, "--objective", objective])
+    assert code == 0, err
+    payload = json.loads(out)
+    code, out, err = run(capsys, [*cli[:-2], "--format", "csv", "--objective", objective])
+    assert code == 0, err
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == len(payload["points"])
+    for row, point in zip(rows, payload["points"], strict=True):
+        winner = point["best"][objective]
+        assert int(row["gpus"]) == winner["gpus"]
+        for label, key in (("days", "wall_days"), ("usd", "cost_usd"), ("mwh", "energy_mwh"),
+                           ("co2e_t", "co2e_t")):
+            assert float(row[label]) == pytest.approx(winner[key], rel=1e-12), label

@@ -74,6 +74,22 @@ def plan_payload(result) -> dict:
     }
 
 
+def explanation_markdown(result) -> str:
+    """The binding constraints per objective and each accelerator's verdict, as Markdown."""
+    from planner.engine.explain import accelerator_verdicts
+    from planner.report.output import render
+    from planner.report.tables import binding_rows, constraints_text
+
+    text = ""
+    rows = binding_rows(result)
+    if rows:
+        text += "\n" + render(rows, "markdown", title="What bound each winner ("
+                              f"{constraints_text(result.scenario)})")
+    return text + "\n" + render(accelerator_verdicts(result), "markdown",
+                                title="Why each accelerator won or lost "
+                                f"({result.scenario.objective})")
+
+
 def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
     """The JSON of ``capplan plan --site a,b,c``: every site's plan, the ranking, winners."""
     return {"ranking": ranking, "winners": winners,
@@ -177,6 +193,8 @@ def plan(
 
         text = render(winner_rows(result), format,
                       title=f"Best plans for {model} on {tokens:.3g} tokens", payload=payload)
+        if format == "markdown":  # the explanations as tables of their own
+            text += explanation_markdown(result)
     feasible = result.best.get(scenario.objective) is not None
     if feasible or not to_file:  # no output file when no plan meets the constraints
         write(text, output, force)

@@ -259,7 +259,7 @@ def _verdict(s: Scenario, objective: str, winner: dict | None, hw: str, stats: d
         others = tuple(k for k in active if k != c)
         row = optimum(frame, s, others, NEAREST_COLUMNS[c])
         if row is not None:
-            blamed.append((c, f"{CONSTRAINT_WORDS[c][1]} "
+            blamed.append((c, f"{short_limit(s, c)} missed; {CONSTRAINT_WORDS[c][1]} "
                               + (f"meeting {', '.join(short_limit(s, k) for k in others)}"
                                  if others else "that fits")
                               + f": {plan_text(row, hardware=False)}"))

@@ -130,6 +130,7 @@ def codesign(
     from planner.engine.codesign import codesign as run_codesign
     from planner.engine.codesign import parse_vary
     from planner.engine.distributed import check_scheduler
+    from planner.engine.readable import count_text
     from planner.engine.scenario import OBJECTIVES, Scenario
     from planner.errors import CapplanError
     from planner.report.output import render, write
@@ -154,7 +155,7 @@ def codesign(
         result = run_codesign(scenario, accelerator, list(vary), scheduler=scheduler,
                               workers=workers, progress=progress)
     payload = codesign_payload(result, pareto)
-    title = (f"Co-design around {accelerator} for {model} on {tokens:.3g} tokens "
+    title = (f"Co-design around {accelerator} for {model} on {count_text(tokens)} tokens "
              f"({result.evaluated:,} configurations)")
     write(render(codesign_rows(payload, objective), format, title=title, payload=payload),
           output, force)

@@ -17,6 +17,7 @@ from planner.cli.common import (
 )
 from planner.cli.scenario_options import with_scenario_options
 from planner.engine.columns import plan_summary
+from planner.engine.readable import count_text
 from planner.version import version
 
 
@@ -62,6 +63,7 @@ def plan_payload(result) -> dict:
         **({"spot_vs_on_demand": result.spot_vs_on_demand} if result.spot_vs_on_demand
            else {}),
         "rent_vs_buy": result.rent_vs_buy,
+        "cost_parts": result.cost_parts,
         "skipped": result.skipped,
         "binding": {obj: binding_payload(b) for obj, b in result.binding.items()},
         "infeasible": result.infeasible,
@@ -120,7 +122,7 @@ def plan_several_sites(scenario, format, output, force, plot, uncertainty) -> No
         text = render_sites(results, rows, winners)
     else:
         text = render(rows, format, title=f"Sites for {scenario.model} on "
-                      f"{scenario.tokens:.3g} tokens",
+                      f"{count_text(scenario.tokens)} tokens",
                       payload=sites_payload(results, ranking, winners))
     feasible = [r for r in results.values() if r.best.get(scenario.objective) is not None]
     if feasible or output in (None, "-"):
@@ -192,7 +194,7 @@ def plan(
         from planner.report.tables import winner_rows
 
         text = render(winner_rows(result), format,
-                      title=f"Best plans for {model} on {tokens:.3g} tokens", payload=payload)
+                      title=f"Best plans for {model} on {count_text(tokens)} tokens", payload=payload)
         if format == "markdown":  # the explanations as tables of their own
             text += explanation_markdown(result)
     feasible = result.best.get(scenario.objective) is not None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.engine.readable import usd_text
 from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
 
 #: Constraint -> (the column it limits, the Scenario field holding its limit).
@@ -143,9 +144,6 @@ def plan_text(row: dict, *, hardware: bool = True) -> str:
             f"{usd_text(row['cost_usd'])}, {row['peak_power_mw']:,.2f} MW")
 
 
-def usd_text(usd: float) -> str:
-    """'6.52 M USD' from a million up, else '41,730 USD'."""
-    return f"{usd / 1e6:,.2f} M USD" if abs(usd) >= 1e6 else f"{usd:,.0f} USD"
 
 
 def objective_value_text(row: dict, objective: str) -> str:

@@ -28,6 +28,7 @@ from planner.engine.explain import (
     meets,
     reduced_columns,
 )
+from planner.engine.ownership import ownership_inputs
 from planner.engine.pricing import price_quote
 from planner.engine.reductions import GroupMinimum, pareto_mask
 from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
@@ -83,6 +84,8 @@ class PlanResult:
     #: objective -> the winner's owned-cluster cost beside its cloud cost
     #: (planner.engine.ownership.rent_vs_buy)
     rent_vs_buy: dict[str, dict] = field(default_factory=dict)
+    #: objective -> the winner's cost split into its parts (planner.engine.ownership.cost_parts)
+    cost_parts: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -366,6 +369,9 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price
             skipped[hw] = str(exc)
             continue
+        if s.ownership:  # [ownership] of a scenario file: the owned cluster's parameters
+            x.update(ownership_inputs(float(catalog.accelerator(hw).purchase_price_usd.value),
+                                      s.ownership))
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
         tasks += search_tasks(hw, x, options, s)
     order = side_by_side(tasks)
@@ -393,10 +399,12 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     if best[s.objective] is None:
         result.infeasible[s.objective] = explain_infeasible(s, frontier, min_memory)
     if prices:
-        from planner.engine.ownership import rent_vs_buy
+        from planner.engine.ownership import cost_parts, rent_vs_buy
 
         result.rent_vs_buy = {obj: rent_vs_buy(catalog, s, row, prices[row["hardware"]])
                               for obj, row in best.items() if row is not None}
+        result.cost_parts = {obj: cost_parts(catalog, s, row)
+                             for obj, row in best.items() if row is not None}
     if s.pricing == "spot":
         from planner.engine.spot import spot_versus_on_demand
 

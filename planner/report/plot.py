@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from planner.engine.readable import count_text
 from planner.errors import INFEASIBLE, CapplanError
 
 SUFFIXES = (".png", ".svg", ".pdf")
@@ -95,7 +96,7 @@ def si_label(value: float) -> str:
 
 def _title(result) -> str:
     s = result.scenario
-    parts = [f"{s.model} on {s.tokens:.3g} tokens", f"site {s.site}", s.precision,
+    parts = [f"{s.model} on {count_text(s.tokens)} tokens", f"site {s.site}", s.precision,
              f"{s.checkpoint} checkpoints"]
     for value, text in ((s.deadline_days, "deadline {:g} days"),
                         (s.budget_usd, "budget {:,.0f} USD"),

@@ -11,6 +11,7 @@ from planner.engine.explain import (
     plan_and_value_text,
 )
 from planner.engine.optimize import PlanResult
+from planner.engine.readable import count_text
 
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
                     "carbon": "least carbon", "tcdp": "least carbon x delay",
@@ -37,6 +38,13 @@ def energy_breakdown(row: dict) -> dict[str, float]:
     }
 
 
+def money_breakdown(parts: dict[str, float]) -> dict[str, float]:
+    """The cost parts (planner.engine.ownership.cost_parts) by their labels [USD]."""
+    from planner.engine.ownership import COST_PART_LABELS
+
+    return {COST_PART_LABELS[part]: usd for part, usd in parts.items()}
+
+
 def layout_text(row: dict) -> str:
     text = f"TP{int(row['tp'])} PP{int(row['pp'])} DP{int(row['dp'])}"
     for key, label in (("cp", "CP"), ("ep", "EP"), ("vp", "VP")):
@@ -59,7 +67,9 @@ def winner_rows(result: PlanResult) -> list[dict]:
                      "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
                      "tcdp_t_d": float(row["tcdp_t_d"]),
                      "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
-                     "mfu": float(row["mfu"]), **_rent_vs_buy_cells(result, objective)})
+                     "mfu": float(row["mfu"]), **_rent_vs_buy_cells(result, objective),
+                     **{f"usd_{part}": usd
+                        for part, usd in result.cost_parts.get(objective, {}).items()}})
     return rows
 
 
@@ -72,15 +82,19 @@ def _rent_vs_buy_cells(result: PlanResult, objective: str) -> dict:
 
 
 def rent_vs_buy_lines(result: PlanResult) -> list[str]:
-    """'Rent vs buy <objective>: ...' for each winner."""
+    """'Rent vs buy <objective>: ...' for each winner; the cost on the plan's basis is the
+    winners table's (both count the job's GPUs and its hot spares)."""
     lines = []
     for objective, r in result.rent_vs_buy.items():
         u_star = r["breakeven_utilisation"]
         payback = r["payback_months"]
+        mark = {"cloud": "", "tco": ""}
+        mark[r.get("basis", "cloud")] = " (this plan's cost)"
         lines.append(
-            f"Rent vs buy ({OBJECTIVE_LABELS[objective]}): cloud {_fmt_usd(r['cloud_usd'])} USD "
-            f"at {r['cloud_usd_per_gpu_hour']:.2f} $/GPU-h ({r['cloud_tier']}) vs owned "
-            f"{_fmt_usd(r['owned_usd'])} USD (capex {_fmt_usd(r['cluster_capex_usd'])} USD, "
+            f"Rent vs buy ({OBJECTIVE_LABELS[objective]}): cloud {_fmt_usd(r['cloud_usd'])} USD"
+            f"{mark['cloud']} at {r['cloud_usd_per_gpu_hour']:.2f} $/GPU-h ({r['cloud_tier']}) "
+            f"vs owned {_fmt_usd(r['owned_usd'])} USD{mark['tco']} "
+            f"(capex {_fmt_usd(r['cluster_capex_usd'])} USD, "
             f"{r['ownership_usd_per_gpu_hour']:.2f} $/GPU-h fixed at "
             f"{r['utilisation']:.0%} utilisation, energy {r['energy_usd_per_gpu_hour']:.2f} "
             f"$/GPU-h at site {r['site']}); buying wins above "
@@ -123,7 +137,7 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     s = result.scenario
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    console.print(f"[bold]{s.model}[/bold] on {s.tokens:.3g} tokens, site {s.site}, "
+    console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, site {s.site}, "
                   f"{s.precision}, {s.checkpoint} checkpoints, cost by "
                   f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
                   f"({s.provider}); "
@@ -149,11 +163,18 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
                              right=numbers))
     head = result.best.get(s.objective)
     if head is not None:
-        console.print(Group(
+        panels = [
             Panel(_shares(time_breakdown(head), head["wall_time_s"], 86400, "days"), expand=False,
                   title=f"Where the time goes ({OBJECTIVE_LABELS[s.objective]} plan)"),
             Panel(_shares(energy_breakdown(head), head["energy_kwh"], 1000, "MWh"), expand=False,
-                  title="Where the energy goes")))
+                  title="Where the energy goes")]
+        parts = result.cost_parts.get(s.objective)
+        if parts:
+            panels.append(Panel(_shares(money_breakdown(parts), head["cost_usd"], 1e6, "M USD"),
+                                expand=False, title="Where the money goes ("
+                                f"{result.rent_vs_buy[s.objective]['basis']}; sums to the "
+                                "winners table's USD)"))
+        console.print(Group(*panels))
         knee = result.knee.get(head["hardware"])
         if knee:
             console.print(f"Knee on {head['hardware']}: {int(knee['gpus']):,} GPUs "
@@ -291,7 +312,7 @@ def render_sites(results: dict, rows: list[dict], winners: dict,
     width = width or terminal_width()
     s = next(iter(results.values())).scenario
     seconds = sum(r.seconds for r in results.values())
-    head = (f"{s.model} on {s.tokens:.3g} tokens at {len(results)} sites, cost by "
+    head = (f"{s.model} on {count_text(s.tokens)} tokens at {len(results)} sites, cost by "
             f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
             f"({s.provider}); {len(results)} searches in {seconds:.1f} s\n")
 

@@ -234,3 +234,21 @@ def test_each_table_row_is_one_plan(capsys, objective):
         for label, key in (("days", "wall_days"), ("usd", "cost_usd"), ("mwh", "energy_mwh"),
                            ("co2e_t", "co2e_t")):
             assert float(row[label]) == pytest.approx(winner[key], rel=1e-12), label
+
+
+def test_purchase_price_sets_the_capital_with_its_node_share(catalog):
+    """An absolute purchase price is the accelerator's: the capital per GPU the run model
+    reads adds the node, network and storage share, as for the catalog accelerator."""
+    from planner.engine.codesign import hardware_points
+    from planner.engine.evaluator import base_inputs
+    from planner.engine.ownership import ownership_inputs
+
+    acc = catalog.accelerator("h100-sxm")
+    x = base_inputs(catalog, model="llama2-7b", hardware="h100-sxm")
+    points = hardware_points(x, parse_vary(["purchase_price_usd=30000,1x"]),
+                             catalog.node(acc.node), "bf16")
+    price = float(acc.purchase_price_usd.value)
+    assert points[0].values["purchase_price_usd"] == pytest.approx(price)
+    assert points[1].inputs["capex_usd_per_gpu"] == pytest.approx(
+        ownership_inputs(30000.0)["capex_usd_per_gpu"])
+    assert points[2].inputs["capex_usd_per_gpu"] == pytest.approx(x["capex_usd_per_gpu"])

@@ -57,3 +57,13 @@ def test_evaluate_echoes_its_assumptions_in_one_line(capsys):
         assert part in line, (part, line)
     _, err = run(capsys, [*EVALUATE, "--tokens", "2e12", "--cost-basis", "tco", "-f", "json"])
     assert "2T tokens" in err and "cost by TCO (owned cluster)" in err
+
+
+def test_codesign_table_is_human_and_csv_is_raw(capsys):
+    args = ["codesign", "--model", "llama2-7b", "--tokens", "2e12", "--max-gpus", "64",
+            "--deadline-days", "inf", "--vary", "hbm_bytes=1x,2x"]
+    table, _ = run(capsys, args)
+    assert "80 GB" in table and "160 GB" in table and "M USD" not in table.split("usd")[0]
+    assert "2T tokens" in table
+    rows = list(csv.DictReader(io.StringIO(run(capsys, [*args, "-f", "csv"])[0])))
+    assert float(rows[0]["hbm_bytes"]) == 80e9

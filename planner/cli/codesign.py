@@ -157,5 +157,22 @@ def codesign(
     payload = codesign_payload(result, pareto)
     title = (f"Co-design around {accelerator} for {model} on {count_text(tokens)} tokens "
              f"({result.evaluated:,} configurations)")
-    write(render(codesign_rows(payload, objective), format, title=title, payload=payload),
-          output, force)
+    rows = codesign_rows(payload, objective)
+    if format == "table":  # human units; JSON and CSV keep the stored values
+        rows = readable_codesign_rows(rows)
+    write(render(rows, format, title=title, payload=payload), output, force)
+
+
+#: Table column -> the unit of its value (the varied fields: their parameter's unit).
+ROW_UNITS = {"days": "d", "usd": "USD", "mwh": "MWh", "co2e_t": "t CO2e"}
+
+
+def readable_codesign_rows(rows: list[dict]) -> list[dict]:
+    """The codesign rows with values in human units (planner.engine.readable)."""
+    from planner.engine.codesign import PARAMETERS
+    from planner.engine.readable import quantity_text
+
+    units = {**{SHORT.get(name, name): p.unit for name, p in PARAMETERS.items()
+                if p.unit not in ("GPUs", "1")}, **ROW_UNITS}
+    return [{k: quantity_text(v, units[k]) if k in units and v is not None else v
+             for k, v in row.items()} for row in rows]

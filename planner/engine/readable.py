@@ -70,6 +70,10 @@ _SHOWN = {
     "1": lambda v: count_text(v) if abs(v) >= 1e6 else _number(v),
     "1/s": lambda v: _number(v) + " /s",
     "USD/h": lambda v: f"{v:.2f} USD/GPU-h",
+    "USD/GPU-h": lambda v: f"{v:.2f} USD/GPU-h",
+    "MWh": lambda v: _number(v) + " MWh",
+    "B/s": lambda v: bytes_text(v) + "/s",
+    "FLOP/s": lambda v: f"{v / 1e12:,.0f} TFLOP/s",
 }
 
 

@@ -89,7 +89,8 @@ def explanation_markdown(result) -> str:
                               f"{constraints_text(result.scenario)})")
     return text + "\n" + render(accelerator_verdicts(result), "markdown",
                                 title="Why each accelerator won or lost "
-                                f"({result.scenario.objective})")
+                                f"({result.scenario.objective}; "
+                                f"{constraints_text(result.scenario)})")
 
 
 def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:

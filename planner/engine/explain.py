@@ -257,20 +257,20 @@ def _verdict(s: Scenario, objective: str, winner: dict | None, hw: str, stats: d
         others = tuple(k for k in active if k != c)
         row = optimum(frame, s, others, NEAREST_COLUMNS[c])
         if row is not None:
-            blamed.append((c, f"{short_limit(s, c)} missed; {CONSTRAINT_WORDS[c][1]} "
-                              + (f"meeting {', '.join(short_limit(s, k) for k in others)}"
-                                 if others else "that fits")
-                              + f": {plan_text(row, hardware=False)}"))
-    if not blamed:  # no constraint alone: the ones it cannot meet even alone
-        for c in active:
-            if optimum(frame, s, (c,), NEAREST_COLUMNS[c]) is None:
-                row = optimum(frame, s, (), NEAREST_COLUMNS[c])
-                blamed.append((c, f"{short_limit(s, c)} out of reach" + (
-                    "" if row is None else f", {CONSTRAINT_WORDS[c][1]}: "
-                    f"{plan_text(row, hardware=False)}")))
+            meeting = " + ".join(CONSTRAINT_WORDS[k][0] for k in others) or "memory"
+            blamed.append((c, f"{CONSTRAINT_WORDS[c][1]} meeting {meeting}: "
+                              f"{plan_text(row, hardware=False)}"))
+    if blamed:
+        return "+".join(c for c, _ in blamed), "; ".join(text for _, text in blamed)
+    for c in active:  # no constraint alone to blame: the ones it cannot meet even alone
+        if optimum(frame, s, (c,), NEAREST_COLUMNS[c]) is None:
+            row = optimum(frame, s, (), NEAREST_COLUMNS[c])
+            blamed.append((c, f"{CONSTRAINT_WORDS[c][1]}: " + (
+                "none" if row is None else plan_text(row, hardware=False))))
     if not blamed:
         return "+".join(active), "no plan meets all but any one of the constraints"
-    return "+".join(c for c, _ in blamed), "; ".join(text for _, text in blamed)
+    return ("+".join(c for c, _ in blamed),
+            "out of reach even alone; " + "; ".join(text for _, text in blamed))
 
 
 __all__ = ["CONSTRAINTS", "Binding", "accelerator_verdicts", "active_constraints", "binding",

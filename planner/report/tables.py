@@ -147,9 +147,10 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     winners = [[OBJECTIVE_LABELS[r["objective"]], r["hardware"], f"{r['gpus']:,}",
                 r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]), f"{r['mwh']:,.0f}",
                 f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}"] for r in winner_rows(result)]
-    buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD", "MWh",
-                          "tCO2e", "MFU"], winners, title="Winners per objective",
-                         width=width, right=numbers))
+    if winners:
+        buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD", "MWh",
+                              "tCO2e", "MFU"], winners, title="Winners per objective",
+                             width=width, right=numbers))
     for line in price_lines(result) + spot_lines(result) + rent_vs_buy_lines(result):
         console.print(line, highlight=False, markup=False)
     if result.per_hardware:
@@ -187,9 +188,10 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
                              title=f"What bound each winner ({constraints_text(s)})",
                              width=width))
     buf.write(table_text(["hardware", "verdict", "reason"],
-                         [[r["hardware"], r["verdict"], r["reason"]]
+                         [[r["hardware"], r["verdict"], r["reason"].replace("; ", "\n")]
                           for r in accelerator_verdicts(result)],
-                         title=f"Why each accelerator won or lost ({s.objective})",
+                         title=f"Why each accelerator won or lost ({s.objective}; "
+                         f"{constraints_text(s)})",
                          width=width))
     for objective, text in result.infeasible.items():
         console.print(f"[bold]{objective}[/bold]: {text}")

@@ -128,22 +128,12 @@ def limit_text(s: Scenario, constraint: str) -> str:
     return f"the {CONSTRAINT_WORDS[constraint][0]} of {amount}"
 
 
-def short_limit(s: Scenario, constraint: str) -> str:
-    """'deadline 90 days', 'budget 5.00 M USD', 'power cap 20 MW'."""
-    value = getattr(s, CONSTRAINTS[constraint][1])
-    amount = {"deadline": f"{value:g} days", "budget": f"{value / 1e6:,.2f} M USD",
-              "power": f"{value:g} MW"}[constraint]
-    return f"{CONSTRAINT_WORDS[constraint][0]} {amount}"
-
-
 def plan_text(row: dict, *, hardware: bool = True) -> str:
     """'mi355x x 1,024 GPUs: 76.8 days, 6.52 M USD, 3.24 MW' (``hardware``: with its
     accelerator)."""
     head = f"{row['hardware']} x " if hardware else ""
     return (f"{head}{int(row['gpus']):,} GPUs: {row['wall_days']:,.1f} days, "
             f"{usd_text(row['cost_usd'])}, {row['peak_power_mw']:,.2f} MW")
-
-
 
 
 def objective_value_text(row: dict, objective: str) -> str:
@@ -159,21 +149,6 @@ def plan_and_value_text(row: dict, objective: str, *, hardware: bool = True) -> 
     if objective in ("time", "cost"):
         return text
     return f"{text}, {objective_value_text(row, objective)}"
-
-
-def binding_text(b: Binding, s: Scenario) -> str:
-    """One sentence: what bound ``b``'s objective, with the unconstrained optimum."""
-    if not active_constraints(s):
-        return "no constraints"
-    if b.unconstrained is None:
-        return "no plan fits in memory"
-    free = f"unconstrained optimum {plan_and_value_text(b.unconstrained, b.objective)}"
-    if b.constraints:
-        names = " and ".join(b.names())
-        return f"{names} {'bind' if len(b.constraints) > 1 else 'binds'}; {free}"
-    if b.together:
-        return f"the constraints together bind (no one alone); {free}"
-    return f"none: the unconstrained optimum meets every constraint ({free})"
 
 
 def _others_text(s: Scenario, others: tuple[str, ...]) -> str:
@@ -274,4 +249,4 @@ def _verdict(s: Scenario, objective: str, winner: dict | None, hw: str, stats: d
 
 
 __all__ = ["CONSTRAINTS", "Binding", "accelerator_verdicts", "active_constraints", "binding",
-           "binding_text", "constraint_sets", "explain_infeasible", "meets", "reduced_columns"]
+           "constraint_sets", "explain_infeasible", "meets", "reduced_columns"]

@@ -211,3 +211,44 @@ def test_in_process_threads_keep_task_order_progress_and_errors():
 
     with pytest.raises(KeyboardInterrupt):
         run_tasks(_square, list(range(50)), workers=2, progress=interrupt)
+
+
+@pytest.mark.parametrize("objective", ["cost", "time", "energy"])
+def test_each_table_row_is_one_plan(capsys, objective):
+    """No row mixes objectives: GPUs, layout, days, USD, MWh and tCO2e are all the
+    --objective winner's (the fastest plan's days beside the cheapest plan's USD was a bug)."""
+    cli = [a for a in CLI if a != "--pareto"]
+    code, out, err = run(capsys, [*cli, "--objective", objective])
+    assert code == 0, err
+    payload = json.loads(out)
+    code, out, err = run(capsys, [*cli[:-2], "--format", "csv", "--objective", objective])
+    assert code == 0, err
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == len(payload["points"])
+    for row, point in zip(rows, payload["points"], strict=True):
+        winner = point["best"][objective]
+        assert int(row["gpus"]) == winner["gpus"]
+        for label, key in (("days", "wall_days"), ("usd", "cost_usd"), ("mwh", "energy_mwh"),
+                           ("co2e_t", "co2e_t")):
+            assert float(row[label]) == pytest.approx(winner[key], rel=1e-12), label
+
+
+def test_purchase_price_sets_the_capital_with_its_node_share(catalog):
+    """An absolute purchase price is the accelerator's: the capital per GPU the run model
+    reads adds the node, network and storage share, as for the catalog accelerator."""
+    from planner.engine.codesign import hardware_points
+    from planner.engine.evaluator import base_inputs
+    from planner.engine.ownership import ownership_inputs
+
+    acc = catalog.accelerator("h100-sxm")
+    x = base_inputs(catalog, model="llama2-7b", hardware="h100-sxm")
+    points = hardware_points(x, parse_vary(["purchase_price_usd=30000,1x"]),
+                             catalog.node(acc.node), "bf16")
+    price = float(acc.purchase_price_usd.value)
+    assert points[0].values["purchase_price_usd"] == pytest.approx(price)
+    assert points[1].inputs["capex_usd_per_gpu"] == pytest.approx(
+        ownership_inputs(30000.0)["capex_usd_per_gpu"])
+    assert points[2].inputs["capex_usd_per_gpu"] == pytest.approx(x["capex_usd_per_gpu"])

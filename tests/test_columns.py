@@ -98,6 +98,7 @@ UNIT_DIMENSIONS = {"1": {}, "s": {"time": 1}, "h": {"time": 1}, "d": {"time": 1}
                    "B": {"bytes": 1}, "FLOP": {}, "TFLOP": {}, "EFLOP": {}, "USD": {"money": 1},
                    "J": {"energy": 1}, "kWh": {"energy": 1}, "MWh": {"energy": 1},
                    "W": {"energy": 1, "time": -1}, "MW": {"energy": 1, "time": -1},
+                   "kW": {"energy": 1, "time": -1}, "month": {"time": 1},
                    "kgCO2e": {"carbon": 1}, "gCO2e": {"carbon": 1}, "tCO2e": {"carbon": 1}}
 
 

@@ -42,7 +42,9 @@ SHAPE_NEUTRAL = {
 #: Inputs added after the fixture was written, at the values that leave the model as it
 #: was: no network, rack or software failure domain (rate exactly 0), no detection time,
 #: a re-queue as fast as a swap, no spares, no software stragglers, GPU power at max while
-#: computing and at idle otherwise (the execution.toml defaults of the phase power model).
+#: computing and at idle otherwise (the execution.toml defaults of the phase power model),
+#: an owned cluster without resale value or facility rent, busy all its life (the TCO
+#: cost basis before it became planner.engine.ownership's owned-cluster cost).
 #: So the fixture also checks that a reliability profile without domain data gives the
 #: results it gave.
 LEGACY_EQUIVALENT = {
@@ -52,6 +54,7 @@ LEGACY_EQUIVALENT = {
     "stage_extra_layers": 0.0, "slow_node_fraction": 0.0, "slow_node_slowdown": 1.0,
     "compute_power_fraction": 1.0, "comm_power_fraction": 0.0,
     "ckpt_gockpt": 0.0, "gockpt_steps": 7.0,
+    "residual_value_fraction": 0.0, "facility_usd_per_kw_month": 0.0, "utilisation": 1.0,
 }
 #: Outputs added after the fixture was written.
 NEW_OUTPUTS: tuple[str, ...] = ()

@@ -70,7 +70,8 @@ def test_layouts_and_flags_equal_layout_flags_bit_for_bit(catalog, compiled, mod
     x, space = _space(catalog, model, hardware, options)
     # a slice that starts and ends inside table rows and inside a chunk
     start, stop = 37, min(space.size, 37 + 3 * native_search.CHUNK + 101)
-    found = native_search.layouts(space, x, start, stop, **KEYWORDS)
+    found = native_search.layouts(space, x, start, stop, outputs=OUTPUTS,
+                                  constraints=CONSTRAINTS)
     part, reference = _block_inputs(x, space, start, stop)
     for name in native_search.BUFFERS:
         assert np.array_equal(found[name], np.asarray(reference[name], dtype=float)), name
@@ -85,7 +86,8 @@ def test_layouts_and_flags_equal_layout_flags_bit_for_bit(catalog, compiled, mod
 def test_layouts_of_a_whole_space(catalog, compiled):
     """Every row of a space (crossing every table row, the last chunk partial)."""
     x, space = _space(catalog, "mixtral-8x7b", "h100-sxm", {"max_gpus": 256})
-    found = native_search.layouts(space, x, 0, space.size, **KEYWORDS)
+    found = native_search.layouts(space, x, 0, space.size, outputs=OUTPUTS,
+                                  constraints=CONSTRAINTS)
     _, reference = _block_inputs(x, space, 0, space.size)
     for name in native_search.BUFFERS:
         assert np.array_equal(found[name], np.asarray(reference[name], dtype=float)), name
@@ -187,6 +189,9 @@ def _plans(monkeypatch, **scenario):
     {"model": "llama3-70b", "hardware": ["h100-sxm", "mi300x", "tpu-v5p"], "max_gpus": 4096,
      "deadline_days": 40.0, "budget_usd": 9e6},
     {"model": "llama3-70b", "hardware": ["h100-sxm"], "max_gpus": 64},  # nothing fits
+    # a power cap alone: the loop keeps the least peak power too (planner.engine.explain)
+    {"model": "llama3-70b", "hardware": ["h100-sxm", "mi300x"], "max_gpus": 4096,
+     "deadline_days": None, "max_power_mw": 3.0},
     # a fixed spare count (a scalar input, not per GPU count) and an overridden input
     {"model": "mixtral-8x7b", "hardware": ["h100-sxm", "tpu-v5p"], "max_gpus": 2048,
      "extra": {"spare_nodes": 4.0, "gpu_mtbf_s": 1e7}},
@@ -201,7 +206,9 @@ def test_plan_through_the_compiled_search_equals_the_block_loop(catalog, monkeyp
         (a is None and b is None) or a == b for a, b in zip(compiled.best.values(),
                                                            loop.best.values(), strict=True))
     assert len(compiled.pareto) == len(loop.pareto)
-    assert compiled.binding == loop.binding
+    assert {o: (b.constraints, b.together) for o, b in compiled.binding.items()} == \
+        {o: (b.constraints, b.together) for o, b in loop.binding.items()}
+    assert compiled.infeasible == loop.infeasible
 
 
 @needs_compiler

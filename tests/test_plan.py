@@ -46,8 +46,8 @@ def test_deadline_respected_and_infeasible_explained(catalog, small_plan):
     assert ok.best["cost"]["wall_days"] <= fastest_days * 1.5
     impossible = plan(catalog=catalog, deadline_days=fastest_days / 2, **SMALL)
     assert impossible.best["cost"] is None
-    assert "deadline" in impossible.binding["cost"]
-    assert f"{fastest_days:.1f} days" in impossible.binding["cost"]
+    assert "deadline" in impossible.infeasible["cost"]
+    assert f"{fastest_days:.1f} days" in impossible.infeasible["cost"]
 
 
 def test_checkpoint_interval_shrinks_as_cluster_grows(catalog):
@@ -69,7 +69,7 @@ def test_nothing_fits_is_explained(catalog):
     result = plan(catalog=catalog, model="llama3.1-405b", tokens=1e12, hardware=["l40s"],
                   min_gpus=8, max_gpus=16)
     assert result.best["cost"] is None
-    assert "memory" in result.binding["cost"]
+    assert "memory" in result.infeasible["cost"]
 
 
 def test_invalid_layout_names_the_rule(catalog):

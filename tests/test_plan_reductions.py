@@ -14,6 +14,7 @@ from reference_reductions import reference_kept_rows, reference_pareto_mask
 
 from planner import plan
 from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
+from planner.engine.explain import constraint_sets, meets, reduced_columns
 from planner.engine.model import OUTPUTS
 from planner.engine.optimize import (
     KEEP_COLUMNS,
@@ -59,8 +60,8 @@ def _reference_block(inputs, part, s):
     out = evaluate_inputs(inputs)
     out.update(part)
     feasible = feasible_mask(out, s)
-    rows = reference_kept_rows(out["gpus"], [out[c] for c in OBJECTIVE_COLUMNS.values()],
-                               (feasible, out["fits"]))
+    rows = reference_kept_rows(out["gpus"], [out[c] for c in reduced_columns(s)],
+                               [meets(out, s, c) for c in constraint_sets(s)])
     return rows, out, feasible
 
 
@@ -101,7 +102,8 @@ def test_evaluate_columns_is_bit_identical_to_the_full_kernel(catalog):
 
 def _reference_frontier(catalog, s: Scenario, hardware) -> pd.DataFrame:
     """The former full evaluation of the whole space, reduced once: per GPU count and
-    objective, the first minimum among feasible and among fitting rows (a lexsort each)."""
+    objective, the first minimum among the rows meeting each constraint set - fitting,
+    feasible, all constraints but one - (a lexsort each)."""
     outs = []
     for inputs, part in _blocks(catalog, s, hardware):
         out = evaluate_inputs(inputs)
@@ -109,8 +111,8 @@ def _reference_frontier(catalog, s: Scenario, hardware) -> pd.DataFrame:
         outs.append(out)
     out = {c: np.concatenate([o[c] for o in outs]) for c in (*KEEP_COLUMNS, "fits")}
     feasible = feasible_mask(out, s)
-    rows = reference_kept_rows(out["gpus"], [out[c] for c in OBJECTIVE_COLUMNS.values()],
-                               (feasible, out["fits"]))
+    rows = reference_kept_rows(out["gpus"], [out[c] for c in reduced_columns(s)],
+                               [meets(out, s, c) for c in constraint_sets(s)])
     frame = pd.DataFrame({c: out[c][rows] for c in KEEP_COLUMNS})
     frame["feasible"] = feasible[rows]
     return frame

@@ -127,6 +127,7 @@ def test_evaluate_8_gpus_picks_a_layout_that_fits_and_says_so(capsys):
     e = json.loads(out)["inputs"]
     assert e["tp"] * e["pp"] * e["cp"] * e["dp"] == 8
     assert "TP8 x PP4" in err and "does not fit --gpus 8" in err
+    assert "layout: " in err and "the fastest for 8 GPUs" in err  # a notice, not an error
     assert f"TP{e['tp']} x PP{e['pp']} x CP{e['cp']}" in err
 
 

@@ -86,7 +86,9 @@ def test_evaluate_states_the_split(capsys):
                  "--pp", "8", "--vp", "8", "--cp", "2", "--global-batch", "512", "-f", "json"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "Megatron-Core's uneven split" in err and len(err.strip().splitlines()) == 1
+    lines = err.strip().splitlines()  # the split, then the assumptions the query used
+    assert len(lines) == 2 and "Megatron-Core's uneven split" in lines[0], err
+    assert lines[1].startswith("capplan: assumed: ")
     import json
 
     assert json.loads(out)["step_time_s"] > 0

@@ -65,20 +65,20 @@ SHORT = {"peak_bf16_flops_per_s": "peak_bf16", "peak_fp8_flops_per_s": "peak_fp8
 
 
 def codesign_rows(payload: dict, objective: str) -> list[dict]:
-    """One flat row per hardware point (table/csv/markdown)."""
+    """One flat row per hardware point (table/csv/markdown): the point's --objective
+    winner, every number of that one plan (the other objectives' winners are in the JSON)."""
     from planner.report.tables import layout_text
 
     rows = []
     for p in payload["points"]:
         row = {"point": p["point"] if p["point"] else "catalog"}
         row.update({SHORT.get(name, name): value for name, value in p["values"].items()})
-        for obj, (key, label) in SHOWN.items():
-            best = p["best"][obj]
-            row[label] = best[key] if best else None
         headline = p["best"][objective]
         row["gpus"] = headline["gpus"] if headline else None
         row["layout"] = layout_text(headline) if headline else "infeasible"
-        row[f"{objective}_gain"] = p["gain_vs_catalog"][objective]
+        for key, label in SHOWN.values():
+            row[label] = headline[key] if headline else None
+        row[f"{objective}_gain"] = p["gain_vs_catalog"].get(objective)
         row["pareto"] = p["pareto_size"]
         rows.append(row)
     return rows
@@ -119,9 +119,10 @@ def codesign(
     """Co-design: plan a run on a grid of hypothetical accelerators around a catalog entry.
 
     Every point of the grid (the product of the --vary axes) is searched over every
-    layout and GPU count like `capplan plan`; each row gives the point's best days, USD,
-    MWh and t CO2e, the layout of the --objective winner and its gain over the catalog
-    accelerator (the row 'catalog'; > 1 is better).  Example: which change to an H100
+    layout and GPU count like `capplan plan`; each row is the point's --objective winner
+    (its GPUs, layout, days, USD, MWh and t CO2e: one plan, never several objectives'
+    winners mixed) and its gain over the catalog accelerator (the row 'catalog'; > 1 is
+    better; the other objectives' winners are in -f json).  Example: which change to an H100
     buys most for a 70B model?  --vary hbm_bytes=1x,2x --vary hbm_bandwidth=1x,2x
     --vary scale_up_domain=8,72.
     """
@@ -129,6 +130,7 @@ def codesign(
     from planner.engine.codesign import codesign as run_codesign
     from planner.engine.codesign import parse_vary
     from planner.engine.distributed import check_scheduler
+    from planner.engine.readable import count_text
     from planner.engine.scenario import OBJECTIVES, Scenario
     from planner.errors import CapplanError
     from planner.report.output import render, write
@@ -153,7 +155,24 @@ def codesign(
         result = run_codesign(scenario, accelerator, list(vary), scheduler=scheduler,
                               workers=workers, progress=progress)
     payload = codesign_payload(result, pareto)
-    title = (f"Co-design around {accelerator} for {model} on {tokens:.3g} tokens "
+    title = (f"Co-design around {accelerator} for {model} on {count_text(tokens)} tokens "
              f"({result.evaluated:,} configurations)")
-    write(render(codesign_rows(payload, objective), format, title=title, payload=payload),
-          output, force)
+    rows = codesign_rows(payload, objective)
+    if format == "table":  # human units; JSON and CSV keep the stored values
+        rows = readable_codesign_rows(rows)
+    write(render(rows, format, title=title, payload=payload), output, force)
+
+
+#: Table column -> the unit of its value (the varied fields: their parameter's unit).
+ROW_UNITS = {"days": "d", "usd": "USD", "mwh": "MWh", "co2e_t": "t CO2e"}
+
+
+def readable_codesign_rows(rows: list[dict]) -> list[dict]:
+    """The codesign rows with values in human units (planner.engine.readable)."""
+    from planner.engine.codesign import PARAMETERS
+    from planner.engine.readable import quantity_text
+
+    units = {**{SHORT.get(name, name): p.unit for name, p in PARAMETERS.items()
+                if p.unit not in ("GPUs", "1")}, **ROW_UNITS}
+    return [{k: quantity_text(v, units[k]) if k in units and v is not None else v
+             for k, v in row.items()} for row in rows]

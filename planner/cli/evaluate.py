@@ -65,4 +65,31 @@ def evaluate(
     title = (f"{e['model']} on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "
              f"DP{e['dp']} CP{e['cp']} EP{e['ep']} ETP{e['etp']} VP{e['vp']}, micro-batch "
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
+    from planner.cli.common import notice
+
+    notice(assumptions_text(e, PriceQuote(**run.price).label()))
+    if format == "table":  # human units; JSON and CSV keep the stored (SI) values
+        rows = readable_rows(rows)
     write(render(rows, format, title=title, payload=payload), output, force)
+
+
+def assumptions_text(echo: dict, price: str) -> str:
+    """One line: the assumptions of a one-shot run the user did not necessarily type."""
+    from planner.engine.readable import count_text
+
+    batch = echo["global_batch"] * echo["seq_len"]
+    basis = "TCO (owned cluster)" if echo["cost_basis"] == "tco" or echo["pricing"] == "owned" \
+        else "cloud"
+    return (f"assumed: {count_text(echo['tokens'])} tokens, global batch "
+            f"{echo['global_batch']:,} x {echo['seq_len']:,}-token sequences "
+            f"({count_text(batch)} tokens a step), site {echo['site']}, cost by {basis} "
+            f"at {price}")
+
+
+def readable_rows(rows: list[dict]) -> list[dict]:
+    """The rows with each value in a human unit (planner.engine.readable)."""
+    from planner.engine.readable import quantity_text, unit_of
+
+    return [{"quantity": r["quantity"],
+             "value": quantity_text(r["value"], unit_of(r["quantity"].rpartition(".")[2]))}
+            for r in rows]

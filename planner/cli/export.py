@@ -19,7 +19,7 @@ CATALOG_FIELDS = {
     "scale_out_bus_efficiency": ("accelerator", None), "idle_power_w": ("accelerator", None),
     "max_power_w": ("accelerator", None),
     "price_usd_per_gpu_hour": ("accelerator", "cloud_price_usd_per_gpu_hour"),
-    "capex_usd_per_gpu": ("accelerator", "purchase_price_usd"),
+    "capex_usd_per_gpu": ("accelerator", "purchase_price_usd"),  # x (1 + ownership fractions)
     "embodied_kg_per_gpu": ("accelerator", "embodied_kg_co2e"),
     "intra_latency_s": ("node", "intra_node_latency_s"),
     "inter_latency_s": ("node", "inter_node_latency_s"),
@@ -39,6 +39,11 @@ CATALOG_FIELDS = {
     "pause_probability": ("reliability", "pause_probability_per_step"),
     "pause_duration_s": ("reliability", None),
 }
+
+
+#: Run-model inputs of an owned cluster set from hardware_catalog/data/prices/ownership.csv.
+OWNERSHIP_INPUTS = frozenset({"opex_fraction_per_year", "residual_value_fraction",
+                              "facility_usd_per_kw_month", "utilisation"})
 
 
 def _efficiency_field(acc, precision: str) -> str:
@@ -76,6 +81,9 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
             quantity = getattr(entries[kind], field, None)
             source = getattr(quantity, "source", "")
             out[name] = f"{kind} '{entries[kind].id}'.{field}: {source}".strip()
+        elif name in OWNERSHIP_INPUTS:
+            out[name] = ("hardware_catalog/data/prices/ownership.csv (owned-cluster defaults, "
+                         "[ownership] of a scenario file)")
         elif name in execution_defaults():
             out[name] = "planner/execution.toml (execution defaults)"
         else:
@@ -103,6 +111,7 @@ def export_xlsx(
 
     check_workbook_target(output, force)  # before the run: one error line, no layout notice
     from planner.cli.fault_options import fault_inputs
+    from planner.engine.readable import count_text
     from planner.engine.spares import resolve_spares
 
     run = resolve(options)
@@ -130,7 +139,7 @@ def export_xlsx(
     sweep_rows = [{c: (bool(r[c]) if c == "fits" else float(r[c])) for c in columns}
                   for _, r in sweep.iterrows()]
     title = (f"capplan: {e['model']} on {e['gpus']:,} x {e['hardware']}, TP{e['tp']} "
-             f"PP{e['pp']} DP{e['dp']}, {e['tokens']:.3g} tokens")
+             f"PP{e['pp']} DP{e['dp']}, {count_text(e['tokens'])} tokens")
     values = {name: run.row[name] for name in run.row}
     from planner.engine.pricing import PriceQuote
 

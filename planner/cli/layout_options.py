@@ -127,9 +127,9 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     if sizes != asked:
         from planner.cli.common import notice
 
-        notice(f"{_layout_text(asked)} does not fit --gpus {o['gpus']}; using the fastest "
-               f"layout for {o['gpus']} GPUs: {_layout_text(sizes)} "
-               "(pass --tp/--pp/--cp/--ep/--vp/--micro-batch to choose another)")
+        notice(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs "
+               f"(the preferred {_layout_text(asked)} does not fit --gpus {o['gpus']}; "
+               "--tp/--pp/--cp/--ep/--vp/--micro-batch choose another)")
     from planner.engine.space import pipeline_split_text
 
     split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])

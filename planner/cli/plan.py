@@ -17,6 +17,7 @@ from planner.cli.common import (
 )
 from planner.cli.scenario_options import with_scenario_options
 from planner.engine.columns import plan_summary
+from planner.engine.readable import count_text
 from planner.version import version
 
 
@@ -33,8 +34,18 @@ def summarize(row: dict | None, prices: dict | None = None) -> dict | None:
     return out
 
 
+def binding_payload(b) -> dict:
+    """One objective's binding constraints (planner.engine.explain.Binding) as JSON: their
+    names, whether only all together bind, and the optima without them."""
+    return {"constraints": list(b.constraints), "together": b.together,
+            "unconstrained": summarize(b.unconstrained),
+            "without": {c: summarize(row) for c, row in b.without.items()}}
+
+
 def plan_payload(result) -> dict:
     from dataclasses import asdict
+
+    from planner.engine.explain import accelerator_verdicts
 
     scenario = asdict(result.scenario)
     extra = scenario.pop("extra", None)
@@ -52,14 +63,34 @@ def plan_payload(result) -> dict:
         **({"spot_vs_on_demand": result.spot_vs_on_demand} if result.spot_vs_on_demand
            else {}),
         "rent_vs_buy": result.rent_vs_buy,
+        "cost_parts": result.cost_parts,
         "skipped": result.skipped,
-        "binding": result.binding,
+        "binding": {obj: binding_payload(b) for obj, b in result.binding.items()},
+        "infeasible": result.infeasible,
+        "accelerators": accelerator_verdicts(result),
         "evaluated": result.evaluated,
         "fitting": result.fitting,
         "seconds": result.seconds,
         "version": version(),
         "catalog_version": result.catalog_version,
     }
+
+
+def explanation_markdown(result) -> str:
+    """The binding constraints per objective and each accelerator's verdict, as Markdown."""
+    from planner.engine.explain import accelerator_verdicts
+    from planner.report.output import render
+    from planner.report.tables import binding_rows, constraints_text
+
+    text = ""
+    rows = binding_rows(result)
+    if rows:
+        text += "\n" + render(rows, "markdown", title="What bound each winner ("
+                              f"{constraints_text(result.scenario)})")
+    return text + "\n" + render(accelerator_verdicts(result), "markdown",
+                                title="Why each accelerator won or lost "
+                                f"({result.scenario.objective}; "
+                                f"{constraints_text(result.scenario)})")
 
 
 def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
@@ -92,7 +123,7 @@ def plan_several_sites(scenario, format, output, force, plot, uncertainty) -> No
         text = render_sites(results, rows, winners)
     else:
         text = render(rows, format, title=f"Sites for {scenario.model} on "
-                      f"{scenario.tokens:.3g} tokens",
+                      f"{count_text(scenario.tokens)} tokens",
                       payload=sites_payload(results, ranking, winners))
     feasible = [r for r in results.values() if r.best.get(scenario.objective) is not None]
     if feasible or output in (None, "-"):
@@ -164,7 +195,9 @@ def plan(
         from planner.report.tables import winner_rows
 
         text = render(winner_rows(result), format,
-                      title=f"Best plans for {model} on {tokens:.3g} tokens", payload=payload)
+                      title=f"Best plans for {model} on {count_text(tokens)} tokens", payload=payload)
+        if format == "markdown":  # the explanations as tables of their own
+            text += explanation_markdown(result)
     feasible = result.best.get(scenario.objective) is not None
     if feasible or not to_file:  # no output file when no plan meets the constraints
         write(text, output, force)

@@ -47,7 +47,7 @@ from planner.engine.native_search import (
     TAIL_COLUMNS,
 )
 from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS
-from planner.engine.reductions import TIE_BITS
+from planner.engine.reductions import TIE_DROP
 from planner.engine.space import EXPERT_RADIX
 
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
@@ -59,15 +59,25 @@ MANIFEST = ENGINE / "_native_manifest.py"
 ROW_ARRAYS = frozenset(BUFFERS)
 #: The search's outputs (memory and the sources of its objective and constraint columns).
 SEARCH_OUTPUTS = needed_outputs(("memory_per_gpu_bytes", *SEARCH_COLUMNS))
-SEARCH_OBJECTIVES = tuple(OBJECTIVE_COLUMNS.values())
+#: The columns whose minima the search keeps: the objectives', and the peak power (the
+#: plan nearest to a power cap, planner.engine.explain).
+SEARCH_OBJECTIVES = (*OBJECTIVE_COLUMNS.values(), "peak_power_mw")
+#: The deadline, budget and power columns the constraints limit.
 SEARCH_CONSTRAINTS = ("wall_days", "cost_usd", "peak_power_mw")
+#: The sets of rows the search keeps minima among (planner.engine.native_search.SETS):
+#: those that fit; that also meet every constraint; every constraint but the deadline,
+#: but the budget, but the power cap.  An unset constraint is met by every row.
+SEARCH_SETS = ("1", "met_d && met_b && met_p", "met_b && met_p", "met_d && met_p",
+               "met_d && met_b")
 
 #: Vector math functions taken from glibc's libmvec where the build links it.
 VECTOR_MATH = ("exp", "log", "log1p", "expm1", "pow")
 
 #: The C every generated function needs: numpy's minimum/maximum and square.
 C_PRELUDE = """#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* numpy.minimum / numpy.maximum: NaN if either argument is NaN, the second of equals */
 static inline double np_minimum(double a, double b) { const double m = a < b ? a : b; return a == a ? m : a; }
@@ -171,11 +181,13 @@ def search_driver(arrays: tuple[str, ...]) -> str:
     array_list = ", ".join(f"b_{BUFFERS[a]}" for a in arrays) or "0"
     out_list = ", ".join(f"o_{k}" for k in range(outputs))
     pad = "\n".join(f"        b_{name}[i] = b_{name}[n - 1];" for name in BUFFER_NAMES)
-    objectives = "\n".join(
-        f"            {{ const double v = tie_key({_divided(c)});\n"
-        f"              keep_first_min(bv + {2 * k}, br + {2 * k}, v, r);\n"
-        f"              if (ok) keep_first_min(bv + {2 * k + 1}, br + {2 * k + 1}, v, r); }}"
-        for k, c in enumerate(columns))
+    keys = "\n".join(
+        f"        t_{k}[i] = tie_key({_divided(c)});" for k, c in enumerate(columns))
+    key_buffers = "\n".join(
+        f"    double *restrict t_{k} = buffer + {len(BUFFER_NAMES) + outputs + k} * STRIDE;"
+        for k in range(len(columns)))
+    sets = ", ".join(SEARCH_SETS)
+    key_list = ", ".join(f"t_{k}" for k in range(len(columns)))
     return f"""
 #define CHUNK {CHUNK}
 /* buffers 3 cache lines further apart than CHUNK doubles (a multiple of 4 KiB): the ~40
@@ -187,6 +199,7 @@ def search_driver(arrays: tuple[str, ...]) -> str:
 #define NTAIL {len(TAIL_COLUMNS)}
 #define NHEAD {len(HEAD_COLUMNS)}
 #define NCOLUMNS {len(columns)}
+#define NSETS {len(SEARCH_SETS)}
 #define RADIX {EXPERT_RADIX}LL
 
 /* A layout space's tables (planner.engine.space.LayoutSpace) and a task's GPU counts. */
@@ -267,23 +280,41 @@ static long fill(const struct space *s, struct cursor *c, long n, double *restri
 }}
 
 /* planner.engine.reductions.tie_key: v rounded to TIE_BITS significant bits, half to
-   even (the default rounding mode), as numpy's frexp/round/ldexp give it */
+   even, on its binary form; NaN and infinities unchanged (the same integer operations) */
 static inline double tie_key(double v)
 {{
-    int e;
-    const double m = frexp(v, &e);
-    return ldexp(nearbyint(m * {float(2 ** TIE_BITS)!r}), e - {TIE_BITS});
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    const uint64_t rounded = (u + {(1 << (TIE_DROP - 1)) - 1}ULL + ((u >> {TIE_DROP}) & 1ULL))
+                             & ~{(1 << TIE_DROP) - 1}ULL;
+    u = (u & 0x7FF0000000000000ULL) == 0x7FF0000000000000ULL ? u : rounded;
+    memcpy(&v, &u, sizeof v);
+    return v;
 }}
 
-/* the first minimum: NaN is larger than every number, ties keep the earlier row */
+/* the first minimum: NaN is larger than every number, ties keep the earlier row (the
+   values compared are tie keys) */
 static inline void keep_first_min(double *best, long long *row, double v, long long r)
 {{
     if (*row < 0 || (*best != *best && v == v) || v < *best) {{ *best = v; *row = r; }}
 }}
 
+/* The compared columns' tie keys of a chunk, in one vectorised pass. */
+CAPPLAN_CLONES
+static void tie_keys(long n, {', '.join(f"const double *restrict o_{k}" for k in range(outputs))},
+                     {', '.join(f"double *restrict t_{k}" for k in range(len(columns)))})
+{{
+    #pragma omp simd
+    for (long i = 0; i < n; i++) {{
+{keys}
+    }}
+}}
+
 /* Rows first .. last - 1 of the layout space: decode, flags, kernel, per-group minima.
-   best_value / best_row: groups x NCOLUMNS x (fitting, feasible), updated in place (the
-   values as compared: their tie keys);
+   params: HBM bytes, then (in use, limit) of the deadline, budget and power cap, then
+   whether each of the NSETS sets and each of the NCOLUMNS columns is kept.
+   best_value / best_row: groups x NCOLUMNS x NSETS, updated in place (the values as
+   compared: their tie keys);
    stats: (fitting candidates, leanest memory, its row), updated in place.
    Returns 0, or -1 if the buffers could not be allocated. */
 int capplan_search(long long first, long long last, const struct space *restrict s,
@@ -295,12 +326,18 @@ int capplan_search(long long first, long long last, const struct space *restrict
     const int use_deadline = params[1] != 0.0, use_budget = params[3] != 0.0,
               use_power = params[5] != 0.0;
     const double deadline = params[2], budget = params[4], power = params[6];
-    double *buffer = malloc(sizeof(double) * STRIDE * (BUFFERS + {outputs}));
+    int used_sets[NSETS], used_columns[NCOLUMNS], nsets = 0, ncolumns = 0;
+    for (int j = 0; j < NSETS; j++) if (params[7 + j] != 0.0) used_sets[nsets++] = j;
+    for (int k = 0; k < NCOLUMNS; k++)
+        if (params[7 + NSETS + k] != 0.0) used_columns[ncolumns++] = k;
+    double *buffer = malloc(sizeof(double) * STRIDE * (BUFFERS + {outputs} + NCOLUMNS));
     int *index = malloc(sizeof(int) * CHUNK);
     int *groups = malloc(sizeof(int) * CHUNK);
     if (!buffer || !index || !groups) {{ free(buffer); free(index); free(groups); return -1; }}
 {buffers}
 {outs}
+{key_buffers}
+    const double *keys[] = {{{key_list}}};
     const double *arrays[] = {{{array_list}}};
     double *out[] = {{{out_list}}};
     struct cursor c;
@@ -310,6 +347,7 @@ int capplan_search(long long first, long long last, const struct space *restrict
         const long n = last - start < CHUNK ? (long)(last - start) : CHUNK;
         const long padded = fill(s, &c, n, buffer, index, groups);
         search_kernel(padded, scalars, arrays, index, table, out);
+        tie_keys(padded, {', '.join(f"o_{k}" for k in range(outputs))}, {', '.join(f"t_{k}" for k in range(len(columns)))});
         for (long i = 0; i < n; i++) {{
             const long long r = start + i;
             const double m = o_{memory}[i];
@@ -318,12 +356,20 @@ int capplan_search(long long first, long long last, const struct space *restrict
             }}
             if (!(m <= hbm)) continue;
             fitting++;
-            const int ok = (!use_deadline || {deadline} <= deadline)
-                && (!use_budget || {budget} <= budget)
-                && (!use_power || {power} <= power);
-            double *bv = best_value + (long long)groups[i] * 2 * NCOLUMNS;
-            long long *br = best_row + (long long)groups[i] * 2 * NCOLUMNS;
-{objectives}
+            const int met_d = !use_deadline || {deadline} <= deadline;
+            const int met_b = !use_budget || {budget} <= budget;
+            const int met_p = !use_power || {power} <= power;
+            const int in[NSETS] = {{{sets}}};
+            double *bv = best_value + (long long)groups[i] * NCOLUMNS * NSETS;
+            long long *br = best_row + (long long)groups[i] * NCOLUMNS * NSETS;
+            for (int q = 0; q < nsets; q++) {{
+                const int j = used_sets[q];
+                if (!in[j]) continue;
+                for (int c = 0; c < ncolumns; c++) {{
+                    const int k = used_columns[c];
+                    keep_first_min(bv + k * NSETS + j, br + k * NSETS + j, keys[k][i], r);
+                }}
+            }}
         }}
     }}
     stats[0] += (double)fitting;
@@ -361,7 +407,8 @@ def generate() -> tuple[str, str]:
     rows, rows_entry = _kernel_part(tuple(OUTPUTS), "capplan_rows", "CAPPLAN_CLONES")
     search, search_entry = _kernel_part(SEARCH_OUTPUTS, "search_kernel",
                                         "CAPPLAN_CLONES static")
-    search_entry.update(objectives=SEARCH_OBJECTIVES, constraints=SEARCH_CONSTRAINTS)
+    search_entry.update(objectives=SEARCH_OBJECTIVES, constraints=SEARCH_CONSTRAINTS,
+                        sets=len(SEARCH_SETS))
     body = "\n".join([_HEADER, "/* every output, for candidates of the search's arrays */",
                       rows, "", "/* the search's objectives and constraints */", search,
                       search_driver(search_entry["arrays"]), _MODULE])

@@ -24,7 +24,9 @@ double pow(double, double) __attribute__((simd("notinbranch")));
 #endif
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* numpy.minimum / numpy.maximum: NaN if either argument is NaN, the second of equals */
 static inline double np_minimum(double a, double b) { const double m = a < b ? a : b; return a == a ? m : a; }
@@ -72,56 +74,58 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double v_scale_out_bus_efficiency = scalars[33];
     const double v_intra_latency_s = scalars[34];
     const double v_inter_latency_s = scalars[35];
-    const double v_gpus_per_node = scalars[36];
-    const double v_idle_power_w = scalars[37];
-    const double v_max_power_w = scalars[38];
-    const double v_node_overhead_power_w = scalars[39];
-    const double v_network_power_per_node_w = scalars[40];
-    const double v_host_copy_bytes_per_s_per_gpu = scalars[41];
-    const double v_price_usd_per_gpu_hour = scalars[42];
-    const double v_capex_usd_per_gpu = scalars[43];
-    const double v_lifetime_s = scalars[44];
-    const double v_opex_fraction_per_year = scalars[45];
-    const double v_embodied_kg_per_gpu = scalars[46];
-    const double v_compute_power_fraction = scalars[47];
-    const double v_comm_power_fraction = scalars[48];
-    const double v_oversubscription = scalars[49];
-    const double v_pod_gpus = scalars[50];
-    const double v_pue = scalars[51];
-    const double v_electricity_usd_per_kwh = scalars[52];
-    const double v_grid_intensity_g_per_kwh = scalars[53];
-    const double v_use_tco = scalars[54];
-    const double v_bytes_per_element = scalars[55];
-    const double v_weight_bytes_per_param = scalars[56];
-    const double v_grad_bytes_per_param = scalars[57];
-    const double v_optimizer_bytes_per_param = scalars[58];
-    const double v_grad_comm_bytes_per_param = scalars[59];
-    const double v_checkpoint_bytes_per_param = scalars[60];
-    const double v_memory_reserve_bytes = scalars[61];
-    const double v_tp_overlap = scalars[62];
-    const double v_dp_overlap = scalars[63];
-    const double v_cp_overlap = scalars[64];
-    const double v_ep_overlap = scalars[65];
-    const double v_attention_efficiency_factor = scalars[66];
-    const double v_layer_overhead_s = scalars[67];
-    const double v_host_overlap_exponent = scalars[68];
-    const double v_collective_overhead_s = scalars[69];
-    const double v_restart_overhead_s = scalars[70];
-    const double v_ckpt_async = scalars[71];
-    const double v_ckpt_gockpt = scalars[72];
-    const double v_gockpt_steps = scalars[73];
-    const double v_step_time_cv = scalars[74];
-    const double v_pause_probability = scalars[75];
-    const double v_pause_duration_s = scalars[76];
-    const double v_software_mtbf_s = scalars[77];
-    const double v_requeue_restart_s = scalars[78];
-    const double v_gc_interval_s = scalars[79];
-    const double v_gc_duration_s = scalars[80];
-    const double v_gc_planned = scalars[81];
-    const double v_gc_planned_steps = scalars[82];
-    const double v_stage_extra_layers = scalars[83];
-    const double v_slow_node_fraction = scalars[84];
-    const double v_slow_node_slowdown = scalars[85];
+    const double v_idle_power_w = scalars[36];
+    const double v_max_power_w = scalars[37];
+    const double v_node_overhead_power_w = scalars[38];
+    const double v_network_power_per_node_w = scalars[39];
+    const double v_host_copy_bytes_per_s_per_gpu = scalars[40];
+    const double v_price_usd_per_gpu_hour = scalars[41];
+    const double v_capex_usd_per_gpu = scalars[42];
+    const double v_lifetime_s = scalars[43];
+    const double v_opex_fraction_per_year = scalars[44];
+    const double v_residual_value_fraction = scalars[45];
+    const double v_facility_usd_per_kw_month = scalars[46];
+    const double v_utilisation = scalars[47];
+    const double v_embodied_kg_per_gpu = scalars[48];
+    const double v_compute_power_fraction = scalars[49];
+    const double v_comm_power_fraction = scalars[50];
+    const double v_oversubscription = scalars[51];
+    const double v_pod_gpus = scalars[52];
+    const double v_pue = scalars[53];
+    const double v_electricity_usd_per_kwh = scalars[54];
+    const double v_grid_intensity_g_per_kwh = scalars[55];
+    const double v_use_tco = scalars[56];
+    const double v_bytes_per_element = scalars[57];
+    const double v_weight_bytes_per_param = scalars[58];
+    const double v_grad_bytes_per_param = scalars[59];
+    const double v_optimizer_bytes_per_param = scalars[60];
+    const double v_grad_comm_bytes_per_param = scalars[61];
+    const double v_checkpoint_bytes_per_param = scalars[62];
+    const double v_memory_reserve_bytes = scalars[63];
+    const double v_tp_overlap = scalars[64];
+    const double v_dp_overlap = scalars[65];
+    const double v_cp_overlap = scalars[66];
+    const double v_ep_overlap = scalars[67];
+    const double v_attention_efficiency_factor = scalars[68];
+    const double v_layer_overhead_s = scalars[69];
+    const double v_host_overlap_exponent = scalars[70];
+    const double v_collective_overhead_s = scalars[71];
+    const double v_restart_overhead_s = scalars[72];
+    const double v_ckpt_async = scalars[73];
+    const double v_ckpt_gockpt = scalars[74];
+    const double v_gockpt_steps = scalars[75];
+    const double v_step_time_cv = scalars[76];
+    const double v_pause_probability = scalars[77];
+    const double v_pause_duration_s = scalars[78];
+    const double v_software_mtbf_s = scalars[79];
+    const double v_requeue_restart_s = scalars[80];
+    const double v_gc_interval_s = scalars[81];
+    const double v_gc_duration_s = scalars[82];
+    const double v_gc_planned = scalars[83];
+    const double v_gc_planned_steps = scalars[84];
+    const double v_stage_extra_layers = scalars[85];
+    const double v_slow_node_fraction = scalars[86];
+    const double v_slow_node_slowdown = scalars[87];
     const double *restrict p_gpus = arrays[0];
     const double *restrict p_tp = arrays[1];
     const double *restrict p_pp = arrays[2];
@@ -281,7 +285,8 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double v_x239 = (1.0 / v_host_copy_bytes_per_s_per_gpu);
     const double v_x247 = (v_grad_bytes_per_param / v_checkpoint_bytes_per_param);
     const double v_x257 = np_maximum(v_requeue_restart_s, v_restart_overhead_s);
-    const double v_x302 = (v_network_power_per_node_w + v_node_overhead_power_w);
+    const double v_x303 = (v_network_power_per_node_w + v_node_overhead_power_w);
+    const double v_x310 = (1.0 / v_lifetime_s);
     const double v__h0 = (-1.0);
     const double v__h1 = np_minimum(v_experts, v_hidden);
     const double v__h2 = (v_x18 * v_x25);
@@ -339,17 +344,18 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double v__h54 = (1.0 / 3.0);
     const double v__h55 = (1.0 / 9.0);
     const double v__h56 = ((-v_idle_power_w) + v_max_power_w);
-    const double v__h57 = ((3.16880878140289e-08 * v_capex_usd_per_gpu) * v_opex_fraction_per_year);
-    const double v__h58 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
-    const double v__h59 = (2.77777777777778e-10 * v_grid_intensity_g_per_kwh);
-    const double v__h60 = (((v_moe_layers * v_x216) + (v_mtp_layers * ((v_x100 * v_x216) + v_x120))) + v_x213);
-    const double v__h61 = (((((v_x211 * v_x223) + v_x220) + v_x222) + v_x224) + v_x228);
-    const double v__h62 = (-v_pue);
-    const double v__h63 = (1.0 - v_use_tco);
-    const double v__h64 = (v_tokens * v_x225);
+    const double v__h57 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
+    const double v__h58 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x310) * (1.0 - v_residual_value_fraction)));
+    const double v__h59 = (1.36895350349425e-06 * v_facility_usd_per_kw_month);
+    const double v__h60 = (2.77777777777778e-10 * v_grid_intensity_g_per_kwh);
+    const double v__h61 = (((v_moe_layers * v_x216) + (v_mtp_layers * ((v_x100 * v_x216) + v_x120))) + v_x213);
+    const double v__h62 = (((((v_x211 * v_x223) + v_x220) + v_x222) + v_x224) + v_x228);
+    const double v__h63 = (-v_pue);
+    const double v__h64 = (1.0 - v_use_tco);
+    const double v__h65 = (v_tokens * v_x225);
     #pragma omp simd
     for (long i = 0; i < n; i++) {
-        const int row = index[i] * 21;
+        const int row = index[i] * 23;
         const double v_x198 = table[row + 0];
         const double v_x200 = table[row + 1];
         const double v__x201_g0 = table[row + 2];
@@ -369,8 +375,10 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x285 = table[row + 16];
         const double v__x292_g0 = table[row + 17];
         const double v__x294_g0 = table[row + 18];
-        const double v_x303 = table[row + 19];
+        const double v_x296 = table[row + 19];
         const double v_x304 = table[row + 20];
+        const double v_x305 = table[row + 21];
+        const double v_x308 = table[row + 22];
         const double v_gpus = p_gpus[i];
         const double v_tp = p_tp[i];
         const double v_pp = p_pp[i];
@@ -575,20 +583,19 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x293 = (v_x237 * v_x292);
         const double v_x294 = (v__x294_g0 / v_x291);
         const double v_x295 = (v_x286 * v_x294);
-        const double v_x296 = (v_x293 * (v_gpus + (v_gpus_per_node * v_spare_nodes)));
-        const double v_x297 = (0.000277777777777778 * v_x296);
-        const double v_x298 = (v_idle_power_w + (v__h56 * (((v_comm_power_fraction * v_x194) * v_x217) + ((v_compute_power_fraction * v_x159) * v_x217))));
-        const double v_x299 = ((v_x237 * v_x290) * (v_x289 - exp((v_x236 * v_x250))));
-        const double v_x300 = ((v_idle_power_w * (v_x293 - v_x299)) + (v_x298 * v_x299));
-        const double v_x301 = (v_gpus * v_x300);
-        const double v_x305 = ((v_x293 * v_x304) + v_x301);
-        const double v_x306 = (v_pue * v_x305);
-        const double v_x307 = (v_price_usd_per_gpu_hour * v_x297);
-        const double v_x308 = (v_x296 / v_lifetime_s);
-        const double v_x309 = (((v__h57 * v_x296) + (v_capex_usd_per_gpu * v_x308)) + (v__h58 * v_x306));
-        const double v_x310 = (v__h59 * v_x306);
-        const double v_x311 = (v_embodied_kg_per_gpu * v_x308);
-        const double v_x312 = (v_x310 + v_x311);
+        const double v_x297 = (v_x293 * v_x296);
+        const double v_x298 = (0.000277777777777778 * v_x297);
+        const double v_x299 = (v_idle_power_w + (v__h56 * (((v_comm_power_fraction * v_x194) * v_x217) + ((v_compute_power_fraction * v_x159) * v_x217))));
+        const double v_x300 = ((v_x237 * v_x290) * (v_x289 - exp((v_x236 * v_x250))));
+        const double v_x301 = ((v_idle_power_w * (v_x293 - v_x300)) + (v_x299 * v_x300));
+        const double v_x302 = (v_gpus * v_x301);
+        const double v_x306 = ((v_x293 * v_x305) + v_x302);
+        const double v_x307 = (v_pue * v_x306);
+        const double v_x309 = (v_price_usd_per_gpu_hour * v_x298);
+        const double v_x311 = ((v__h57 * v_x307) + ((v_x298 * (v__h58 + ((v__h59 * v_x308) / v_x296))) / v_utilisation));
+        const double v_x312 = (v__h60 * v_x307);
+        const double v_x313 = ((v_embodied_kg_per_gpu * v_x297) * v_x310);
+        const double v_x314 = (v_x312 + v_x313);
         o_0[i] = v_x202;
         o_1[i] = v_x159;
         o_2[i] = v_x160;
@@ -607,12 +614,12 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         o_15[i] = v_memory_reserve_bytes;
         o_16[i] = ((((v_memory_reserve_bytes + v_x203) + v_x204) + v_x205) + v_x210);
         o_17[i] = v_x214;
-        o_18[i] = v__h60;
+        o_18[i] = v__h61;
         o_19[i] = v_x218;
         o_20[i] = v_x225;
         o_21[i] = (1e-12 * v_x227);
         o_22[i] = (v_x16 * v_x227);
-        o_23[i] = ((v_x16 * v_x226) * (((v_full_recompute * v__h61) + v_x225) + (v_x228 * v_x86)));
+        o_23[i] = ((v_x16 * v_x226) * (((v_full_recompute * v__h62) + v_x225) + (v_x228 * v_x86)));
         o_24[i] = v_x229;
         o_25[i] = v_x237;
         o_26[i] = v_x238;
@@ -629,23 +636,23 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         o_37[i] = v_x295;
         o_38[i] = v_spare_nodes;
         o_39[i] = v_x284;
-        o_40[i] = v_x297;
-        o_41[i] = v_x301;
-        o_42[i] = v_x305;
-        o_43[i] = v_x306;
-        o_44[i] = (((v__h62 * v_x286) * ((v_gpus * v_x298) + v_x303)) + v_x306);
-        o_45[i] = v_x298;
-        o_46[i] = (v_x294 * v_x300);
-        o_47[i] = (v_x294 * v_x306);
-        o_48[i] = (v_pue * ((v_gpus * v_max_power_w) + v_x304));
-        o_49[i] = v_x307;
-        o_50[i] = v_x309;
-        o_51[i] = ((v_use_tco * v_x309) + (v_x307 * v__h63));
-        o_52[i] = v_x310;
-        o_53[i] = v_x311;
-        o_54[i] = v_x312;
-        o_55[i] = (v_x312 / v__h64);
-        o_56[i] = (v_x293 * v_x312);
+        o_40[i] = v_x298;
+        o_41[i] = v_x302;
+        o_42[i] = v_x306;
+        o_43[i] = v_x307;
+        o_44[i] = (((v__h63 * v_x286) * ((v_gpus * v_x299) + v_x304)) + v_x307);
+        o_45[i] = v_x299;
+        o_46[i] = (v_x294 * v_x301);
+        o_47[i] = (v_x294 * v_x307);
+        o_48[i] = (v_pue * v_x308);
+        o_49[i] = v_x309;
+        o_50[i] = v_x311;
+        o_51[i] = ((v_use_tco * v_x311) + (v_x309 * v__h64));
+        o_52[i] = v_x312;
+        o_53[i] = v_x313;
+        o_54[i] = v_x314;
+        o_55[i] = (v_x314 / v__h65);
+        o_56[i] = (v_x293 * v_x314);
     }
 }
 
@@ -691,56 +698,58 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double v_scale_out_bus_efficiency = scalars[33];
     const double v_intra_latency_s = scalars[34];
     const double v_inter_latency_s = scalars[35];
-    const double v_gpus_per_node = scalars[36];
-    const double v_idle_power_w = scalars[37];
-    const double v_max_power_w = scalars[38];
-    const double v_node_overhead_power_w = scalars[39];
-    const double v_network_power_per_node_w = scalars[40];
-    const double v_host_copy_bytes_per_s_per_gpu = scalars[41];
-    const double v_price_usd_per_gpu_hour = scalars[42];
-    const double v_capex_usd_per_gpu = scalars[43];
-    const double v_lifetime_s = scalars[44];
-    const double v_opex_fraction_per_year = scalars[45];
-    const double v_embodied_kg_per_gpu = scalars[46];
-    const double v_compute_power_fraction = scalars[47];
-    const double v_comm_power_fraction = scalars[48];
-    const double v_oversubscription = scalars[49];
-    const double v_pod_gpus = scalars[50];
-    const double v_pue = scalars[51];
-    const double v_electricity_usd_per_kwh = scalars[52];
-    const double v_grid_intensity_g_per_kwh = scalars[53];
-    const double v_use_tco = scalars[54];
-    const double v_bytes_per_element = scalars[55];
-    const double v_weight_bytes_per_param = scalars[56];
-    const double v_grad_bytes_per_param = scalars[57];
-    const double v_optimizer_bytes_per_param = scalars[58];
-    const double v_grad_comm_bytes_per_param = scalars[59];
-    const double v_checkpoint_bytes_per_param = scalars[60];
-    const double v_memory_reserve_bytes = scalars[61];
-    const double v_tp_overlap = scalars[62];
-    const double v_dp_overlap = scalars[63];
-    const double v_cp_overlap = scalars[64];
-    const double v_ep_overlap = scalars[65];
-    const double v_attention_efficiency_factor = scalars[66];
-    const double v_layer_overhead_s = scalars[67];
-    const double v_host_overlap_exponent = scalars[68];
-    const double v_collective_overhead_s = scalars[69];
-    const double v_restart_overhead_s = scalars[70];
-    const double v_ckpt_async = scalars[71];
-    const double v_ckpt_gockpt = scalars[72];
-    const double v_gockpt_steps = scalars[73];
-    const double v_step_time_cv = scalars[74];
-    const double v_pause_probability = scalars[75];
-    const double v_pause_duration_s = scalars[76];
-    const double v_software_mtbf_s = scalars[77];
-    const double v_requeue_restart_s = scalars[78];
-    const double v_gc_interval_s = scalars[79];
-    const double v_gc_duration_s = scalars[80];
-    const double v_gc_planned = scalars[81];
-    const double v_gc_planned_steps = scalars[82];
-    const double v_stage_extra_layers = scalars[83];
-    const double v_slow_node_fraction = scalars[84];
-    const double v_slow_node_slowdown = scalars[85];
+    const double v_idle_power_w = scalars[36];
+    const double v_max_power_w = scalars[37];
+    const double v_node_overhead_power_w = scalars[38];
+    const double v_network_power_per_node_w = scalars[39];
+    const double v_host_copy_bytes_per_s_per_gpu = scalars[40];
+    const double v_price_usd_per_gpu_hour = scalars[41];
+    const double v_capex_usd_per_gpu = scalars[42];
+    const double v_lifetime_s = scalars[43];
+    const double v_opex_fraction_per_year = scalars[44];
+    const double v_residual_value_fraction = scalars[45];
+    const double v_facility_usd_per_kw_month = scalars[46];
+    const double v_utilisation = scalars[47];
+    const double v_embodied_kg_per_gpu = scalars[48];
+    const double v_compute_power_fraction = scalars[49];
+    const double v_comm_power_fraction = scalars[50];
+    const double v_oversubscription = scalars[51];
+    const double v_pod_gpus = scalars[52];
+    const double v_pue = scalars[53];
+    const double v_electricity_usd_per_kwh = scalars[54];
+    const double v_grid_intensity_g_per_kwh = scalars[55];
+    const double v_use_tco = scalars[56];
+    const double v_bytes_per_element = scalars[57];
+    const double v_weight_bytes_per_param = scalars[58];
+    const double v_grad_bytes_per_param = scalars[59];
+    const double v_optimizer_bytes_per_param = scalars[60];
+    const double v_grad_comm_bytes_per_param = scalars[61];
+    const double v_checkpoint_bytes_per_param = scalars[62];
+    const double v_memory_reserve_bytes = scalars[63];
+    const double v_tp_overlap = scalars[64];
+    const double v_dp_overlap = scalars[65];
+    const double v_cp_overlap = scalars[66];
+    const double v_ep_overlap = scalars[67];
+    const double v_attention_efficiency_factor = scalars[68];
+    const double v_layer_overhead_s = scalars[69];
+    const double v_host_overlap_exponent = scalars[70];
+    const double v_collective_overhead_s = scalars[71];
+    const double v_restart_overhead_s = scalars[72];
+    const double v_ckpt_async = scalars[73];
+    const double v_ckpt_gockpt = scalars[74];
+    const double v_gockpt_steps = scalars[75];
+    const double v_step_time_cv = scalars[76];
+    const double v_pause_probability = scalars[77];
+    const double v_pause_duration_s = scalars[78];
+    const double v_software_mtbf_s = scalars[79];
+    const double v_requeue_restart_s = scalars[80];
+    const double v_gc_interval_s = scalars[81];
+    const double v_gc_duration_s = scalars[82];
+    const double v_gc_planned = scalars[83];
+    const double v_gc_planned_steps = scalars[84];
+    const double v_stage_extra_layers = scalars[85];
+    const double v_slow_node_fraction = scalars[86];
+    const double v_slow_node_slowdown = scalars[87];
     const double *restrict p_gpus = arrays[0];
     const double *restrict p_tp = arrays[1];
     const double *restrict p_pp = arrays[2];
@@ -769,7 +778,6 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double *restrict p_cp_intra = arrays[25];
     const double *restrict p_dp_intra_ranks = arrays[26];
     const double *restrict p_replica_intra_ranks = arrays[27];
-    const double *restrict p_spare_nodes = arrays[28];
     double *restrict o_0 = out[0];
     double *restrict o_1 = out[1];
     double *restrict o_2 = out[2];
@@ -849,7 +857,8 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double v_x239 = (1.0 / v_host_copy_bytes_per_s_per_gpu);
     const double v_x247 = (v_grad_bytes_per_param / v_checkpoint_bytes_per_param);
     const double v_x257 = np_maximum(v_requeue_restart_s, v_restart_overhead_s);
-    const double v_x302 = (v_network_power_per_node_w + v_node_overhead_power_w);
+    const double v_x303 = (v_network_power_per_node_w + v_node_overhead_power_w);
+    const double v_x310 = (1.0 / v_lifetime_s);
     const double v__h0 = (-1.0);
     const double v__h1 = np_minimum(v_experts, v_hidden);
     const double v__h2 = (v_x18 * v_x25);
@@ -906,14 +915,15 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double v__h53 = (1.0 / 3.0);
     const double v__h54 = (1.0 / 9.0);
     const double v__h55 = ((-v_idle_power_w) + v_max_power_w);
-    const double v__h56 = ((3.16880878140289e-08 * v_capex_usd_per_gpu) * v_opex_fraction_per_year);
-    const double v__h57 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
-    const double v__h58 = (2.77777777777778e-10 * v_grid_intensity_g_per_kwh);
-    const double v__h59 = (1.0 - v_use_tco);
-    const double v__h60 = (v_tokens * v_x225);
+    const double v__h56 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
+    const double v__h57 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x310) * (1.0 - v_residual_value_fraction)));
+    const double v__h58 = (1.36895350349425e-06 * v_facility_usd_per_kw_month);
+    const double v__h59 = (2.77777777777778e-10 * v_grid_intensity_g_per_kwh);
+    const double v__h60 = (1.0 - v_use_tco);
+    const double v__h61 = (v_tokens * v_x225);
     #pragma omp simd
     for (long i = 0; i < n; i++) {
-        const int row = index[i] * 17;
+        const int row = index[i] * 19;
         const double v_x198 = table[row + 0];
         const double v_x200 = table[row + 1];
         const double v__x201_g0 = table[row + 2];
@@ -930,7 +940,9 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v__x249_g0 = table[row + 13];
         const double v_x252 = table[row + 14];
         const double v__x292_g0 = table[row + 15];
-        const double v_x304 = table[row + 16];
+        const double v_x296 = table[row + 16];
+        const double v_x305 = table[row + 17];
+        const double v_x308 = table[row + 18];
         const double v_gpus = p_gpus[i];
         const double v_tp = p_tp[i];
         const double v_pp = p_pp[i];
@@ -959,7 +971,6 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_cp_intra = p_cp_intra[i];
         const double v_dp_intra_ranks = p_dp_intra_ranks[i];
         const double v_replica_intra_ranks = p_replica_intra_ranks[i];
-        const double v_spare_nodes = p_spare_nodes[i];
         const double v_x1 = (v_pp - 1.0);
         const double v_x2 = (v_x1 / v_vp);
         const double v_x6 = pow(v_tp, v__h0);
@@ -1130,28 +1141,27 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x291 = ((v_x288 + (v_x290 * (v_x289 - 1.0))) - 1.0);
         const double v_x292 = (v_x291 * v__x292_g0);
         const double v_x293 = (v_x237 * v_x292);
-        const double v_x296 = (v_x293 * (v_gpus + (v_gpus_per_node * v_spare_nodes)));
-        const double v_x297 = (0.000277777777777778 * v_x296);
-        const double v_x298 = (v_idle_power_w + (v__h55 * (((v_comm_power_fraction * v_x194) * v_x217) + ((v_compute_power_fraction * v_x159) * v_x217))));
-        const double v_x299 = ((v_x237 * v_x290) * (v_x289 - exp((v_x236 * v_x250))));
-        const double v_x300 = ((v_idle_power_w * (v_x293 - v_x299)) + (v_x298 * v_x299));
-        const double v_x301 = (v_gpus * v_x300);
-        const double v_x305 = ((v_x293 * v_x304) + v_x301);
-        const double v_x306 = (v_pue * v_x305);
-        const double v_x307 = (v_price_usd_per_gpu_hour * v_x297);
-        const double v_x308 = (v_x296 / v_lifetime_s);
-        const double v_x309 = (((v__h56 * v_x296) + (v_capex_usd_per_gpu * v_x308)) + (v__h57 * v_x306));
-        const double v_x310 = (v__h58 * v_x306);
-        const double v_x311 = (v_embodied_kg_per_gpu * v_x308);
-        const double v_x312 = (v_x310 + v_x311);
+        const double v_x297 = (v_x293 * v_x296);
+        const double v_x298 = (0.000277777777777778 * v_x297);
+        const double v_x299 = (v_idle_power_w + (v__h55 * (((v_comm_power_fraction * v_x194) * v_x217) + ((v_compute_power_fraction * v_x159) * v_x217))));
+        const double v_x300 = ((v_x237 * v_x290) * (v_x289 - exp((v_x236 * v_x250))));
+        const double v_x301 = ((v_idle_power_w * (v_x293 - v_x300)) + (v_x299 * v_x300));
+        const double v_x302 = (v_gpus * v_x301);
+        const double v_x306 = ((v_x293 * v_x305) + v_x302);
+        const double v_x307 = (v_pue * v_x306);
+        const double v_x309 = (v_price_usd_per_gpu_hour * v_x298);
+        const double v_x311 = ((v__h56 * v_x307) + ((v_x298 * (v__h57 + ((v__h58 * v_x308) / v_x296))) / v_utilisation));
+        const double v_x312 = (v__h59 * v_x307);
+        const double v_x313 = ((v_embodied_kg_per_gpu * v_x297) * v_x310);
+        const double v_x314 = (v_x312 + v_x313);
         o_0[i] = ((((v_memory_reserve_bytes + v_x203) + v_x204) + v_x205) + v_x210);
         o_1[i] = v_x293;
-        o_2[i] = ((v_use_tco * v_x309) + (v_x307 * v__h59));
-        o_3[i] = v_x306;
-        o_4[i] = v_x312;
-        o_5[i] = (v_x293 * v_x312);
-        o_6[i] = (v_x312 / v__h60);
-        o_7[i] = (v_pue * ((v_gpus * v_max_power_w) + v_x304));
+        o_2[i] = ((v_use_tco * v_x311) + (v_x309 * v__h60));
+        o_3[i] = v_x307;
+        o_4[i] = v_x314;
+        o_5[i] = (v_x293 * v_x314);
+        o_6[i] = (v_x314 / v__h61);
+        o_7[i] = (v_pue * v_x308);
     }
 }
 
@@ -1165,7 +1175,8 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
 #define LANES 16
 #define NTAIL 4
 #define NHEAD 8
-#define NCOLUMNS 6
+#define NCOLUMNS 7
+#define NSETS 5
 #define RADIX 1048576LL
 
 /* A layout space's tables (planner.engine.space.LayoutSpace) and a task's GPU counts. */
@@ -1326,23 +1337,47 @@ static long fill(const struct space *s, struct cursor *c, long n, double *restri
 }
 
 /* planner.engine.reductions.tie_key: v rounded to TIE_BITS significant bits, half to
-   even (the default rounding mode), as numpy's frexp/round/ldexp give it */
+   even, on its binary form; NaN and infinities unchanged (the same integer operations) */
 static inline double tie_key(double v)
 {
-    int e;
-    const double m = frexp(v, &e);
-    return ldexp(nearbyint(m * 1048576.0), e - 20);
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    const uint64_t rounded = (u + 4294967295ULL + ((u >> 33) & 1ULL))
+                             & ~8589934591ULL;
+    u = (u & 0x7FF0000000000000ULL) == 0x7FF0000000000000ULL ? u : rounded;
+    memcpy(&v, &u, sizeof v);
+    return v;
 }
 
-/* the first minimum: NaN is larger than every number, ties keep the earlier row */
+/* the first minimum: NaN is larger than every number, ties keep the earlier row (the
+   values compared are tie keys) */
 static inline void keep_first_min(double *best, long long *row, double v, long long r)
 {
     if (*row < 0 || (*best != *best && v == v) || v < *best) { *best = v; *row = r; }
 }
 
+/* The compared columns' tie keys of a chunk, in one vectorised pass. */
+CAPPLAN_CLONES
+static void tie_keys(long n, const double *restrict o_0, const double *restrict o_1, const double *restrict o_2, const double *restrict o_3, const double *restrict o_4, const double *restrict o_5, const double *restrict o_6, const double *restrict o_7,
+                     double *restrict t_0, double *restrict t_1, double *restrict t_2, double *restrict t_3, double *restrict t_4, double *restrict t_5, double *restrict t_6)
+{
+    #pragma omp simd
+    for (long i = 0; i < n; i++) {
+        t_0[i] = tie_key(o_1[i]);
+        t_1[i] = tie_key(o_2[i]);
+        t_2[i] = tie_key((o_3[i] / 3600000.0));
+        t_3[i] = tie_key(o_4[i]);
+        t_4[i] = tie_key((o_5[i] / 86400000.0));
+        t_5[i] = tie_key((o_6[i] / 1e-21));
+        t_6[i] = tie_key((o_7[i] / 1000000.0));
+    }
+}
+
 /* Rows first .. last - 1 of the layout space: decode, flags, kernel, per-group minima.
-   best_value / best_row: groups x NCOLUMNS x (fitting, feasible), updated in place (the
-   values as compared: their tie keys);
+   params: HBM bytes, then (in use, limit) of the deadline, budget and power cap, then
+   whether each of the NSETS sets and each of the NCOLUMNS columns is kept.
+   best_value / best_row: groups x NCOLUMNS x NSETS, updated in place (the values as
+   compared: their tie keys);
    stats: (fitting candidates, leanest memory, its row), updated in place.
    Returns 0, or -1 if the buffers could not be allocated. */
 int capplan_search(long long first, long long last, const struct space *restrict s,
@@ -1354,7 +1389,11 @@ int capplan_search(long long first, long long last, const struct space *restrict
     const int use_deadline = params[1] != 0.0, use_budget = params[3] != 0.0,
               use_power = params[5] != 0.0;
     const double deadline = params[2], budget = params[4], power = params[6];
-    double *buffer = malloc(sizeof(double) * STRIDE * (BUFFERS + 8));
+    int used_sets[NSETS], used_columns[NCOLUMNS], nsets = 0, ncolumns = 0;
+    for (int j = 0; j < NSETS; j++) if (params[7 + j] != 0.0) used_sets[nsets++] = j;
+    for (int k = 0; k < NCOLUMNS; k++)
+        if (params[7 + NSETS + k] != 0.0) used_columns[ncolumns++] = k;
+    double *buffer = malloc(sizeof(double) * STRIDE * (BUFFERS + 8 + NCOLUMNS));
     int *index = malloc(sizeof(int) * CHUNK);
     int *groups = malloc(sizeof(int) * CHUNK);
     if (!buffer || !index || !groups) { free(buffer); free(index); free(groups); return -1; }
@@ -1397,7 +1436,15 @@ int capplan_search(long long first, long long last, const struct space *restrict
     double *restrict o_5 = buffer + 36 * STRIDE;
     double *restrict o_6 = buffer + 37 * STRIDE;
     double *restrict o_7 = buffer + 38 * STRIDE;
-    const double *arrays[] = {b_gpus, b_tp, b_pp, b_dp, b_cp, b_ep, b_etp, b_vp, b_stage_layers, b_micro_batch, b_selective, b_attention_scores_stored, b_full_recompute, b_sp, b_shard, b_weight_shards, b_grad_shards, b_optimizer_shards, b_expert_weight_shards, b_expert_grad_shards, b_expert_optimizer_shards, b_zero3, b_tp_intra_ranks, b_pp_intra, b_ep_intra, b_cp_intra, b_dp_intra_ranks, b_replica_intra_ranks, b_spare_nodes};
+    double *restrict t_0 = buffer + 39 * STRIDE;
+    double *restrict t_1 = buffer + 40 * STRIDE;
+    double *restrict t_2 = buffer + 41 * STRIDE;
+    double *restrict t_3 = buffer + 42 * STRIDE;
+    double *restrict t_4 = buffer + 43 * STRIDE;
+    double *restrict t_5 = buffer + 44 * STRIDE;
+    double *restrict t_6 = buffer + 45 * STRIDE;
+    const double *keys[] = {t_0, t_1, t_2, t_3, t_4, t_5, t_6};
+    const double *arrays[] = {b_gpus, b_tp, b_pp, b_dp, b_cp, b_ep, b_etp, b_vp, b_stage_layers, b_micro_batch, b_selective, b_attention_scores_stored, b_full_recompute, b_sp, b_shard, b_weight_shards, b_grad_shards, b_optimizer_shards, b_expert_weight_shards, b_expert_grad_shards, b_expert_optimizer_shards, b_zero3, b_tp_intra_ranks, b_pp_intra, b_ep_intra, b_cp_intra, b_dp_intra_ranks, b_replica_intra_ranks};
     double *out[] = {o_0, o_1, o_2, o_3, o_4, o_5, o_6, o_7};
     struct cursor c;
     seek(s, &c, first);
@@ -1406,6 +1453,7 @@ int capplan_search(long long first, long long last, const struct space *restrict
         const long n = last - start < CHUNK ? (long)(last - start) : CHUNK;
         const long padded = fill(s, &c, n, buffer, index, groups);
         search_kernel(padded, scalars, arrays, index, table, out);
+        tie_keys(padded, o_0, o_1, o_2, o_3, o_4, o_5, o_6, o_7, t_0, t_1, t_2, t_3, t_4, t_5, t_6);
         for (long i = 0; i < n; i++) {
             const long long r = start + i;
             const double m = o_0[i];
@@ -1414,29 +1462,20 @@ int capplan_search(long long first, long long last, const struct space *restrict
             }
             if (!(m <= hbm)) continue;
             fitting++;
-            const int ok = (!use_deadline || (o_1[i] / 86400.0) <= deadline)
-                && (!use_budget || o_2[i] <= budget)
-                && (!use_power || (o_7[i] / 1000000.0) <= power);
-            double *bv = best_value + (long long)groups[i] * 2 * NCOLUMNS;
-            long long *br = best_row + (long long)groups[i] * 2 * NCOLUMNS;
-            { const double v = tie_key(o_1[i]);
-              keep_first_min(bv + 0, br + 0, v, r);
-              if (ok) keep_first_min(bv + 1, br + 1, v, r); }
-            { const double v = tie_key(o_2[i]);
-              keep_first_min(bv + 2, br + 2, v, r);
-              if (ok) keep_first_min(bv + 3, br + 3, v, r); }
-            { const double v = tie_key((o_3[i] / 3600000.0));
-              keep_first_min(bv + 4, br + 4, v, r);
-              if (ok) keep_first_min(bv + 5, br + 5, v, r); }
-            { const double v = tie_key(o_4[i]);
-              keep_first_min(bv + 6, br + 6, v, r);
-              if (ok) keep_first_min(bv + 7, br + 7, v, r); }
-            { const double v = tie_key((o_5[i] / 86400000.0));
-              keep_first_min(bv + 8, br + 8, v, r);
-              if (ok) keep_first_min(bv + 9, br + 9, v, r); }
-            { const double v = tie_key((o_6[i] / 1e-21));
-              keep_first_min(bv + 10, br + 10, v, r);
-              if (ok) keep_first_min(bv + 11, br + 11, v, r); }
+            const int met_d = !use_deadline || (o_1[i] / 86400.0) <= deadline;
+            const int met_b = !use_budget || o_2[i] <= budget;
+            const int met_p = !use_power || (o_7[i] / 1000000.0) <= power;
+            const int in[NSETS] = {1, met_d && met_b && met_p, met_b && met_p, met_d && met_p, met_d && met_b};
+            double *bv = best_value + (long long)groups[i] * NCOLUMNS * NSETS;
+            long long *br = best_row + (long long)groups[i] * NCOLUMNS * NSETS;
+            for (int q = 0; q < nsets; q++) {
+                const int j = used_sets[q];
+                if (!in[j]) continue;
+                for (int c = 0; c < ncolumns; c++) {
+                    const int k = used_columns[c];
+                    keep_first_min(bv + k * NSETS + j, br + k * NSETS + j, keys[k][i], r);
+                }
+            }
         }
     }
     stats[0] += (double)fitting;
@@ -1475,4 +1514,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "c1c0782bdc8c58a3"; }
+const char *capplan_source_hash(void) { return "d982d7e5ccb7618b"; }

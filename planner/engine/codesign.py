@@ -68,7 +68,7 @@ PARAMETERS = {p.name: p for p in (
     Parameter("gemm_max_efficiency", "gemm_max_efficiency", "1"),
     Parameter("hbm_efficiency", "hbm_efficiency", "1"),
     Parameter("cloud_price_usd_per_gpu_hour", "price_usd_per_gpu_hour", "USD/GPU-h"),
-    Parameter("purchase_price_usd", "capex_usd_per_gpu", "USD"),
+    Parameter("purchase_price_usd", "capex_usd_per_gpu", "USD", per_user_unit="capex"),
     Parameter("embodied_kg_co2e", "embodied_kg_per_gpu", "kg"),
 )}
 
@@ -158,9 +158,14 @@ def _values(name: str, text: str) -> tuple[tuple[float, ...], tuple[bool, ...]]:
 
 
 def input_scale(parameter: Parameter, node) -> float:
-    """Kernel-input units per field unit (the per-GPU scale-out bandwidth of a NIC speed)."""
+    """Kernel-input units per field unit (the per-GPU scale-out bandwidth of a NIC speed;
+    the capital per GPU of a purchase price, with its node, network and storage share)."""
     if parameter.per_user_unit == "nic":
         return float(node.nics_per_node) / 8.0 / float(node.gpus_per_node)
+    if parameter.per_user_unit == "capex":
+        from planner.engine.ownership import ownership_inputs
+
+        return ownership_inputs(1.0)["capex_usd_per_gpu"]
     return 1.0
 
 

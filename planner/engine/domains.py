@@ -138,6 +138,8 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "storage_read_bytes_per_s_per_node": POSITIVE, "host_copy_bytes_per_s_per_gpu": POSITIVE,
     "price_usd_per_gpu_hour": NON_NEGATIVE, "capex_usd_per_gpu": NON_NEGATIVE,
     "lifetime_s": POSITIVE, "opex_fraction_per_year": NON_NEGATIVE,
+    "residual_value_fraction": Domain("[0,1)"), "facility_usd_per_kw_month": NON_NEGATIVE,
+    "utilisation": Domain("(0,1]"),
     "embodied_kg_per_gpu": NON_NEGATIVE, "compute_power_fraction": FRACTION,
     "comm_power_fraction": FRACTION,
     "oversubscription": Domain(">=1", maximum=1e3), "pod_gpus": GPU_COUNT,

@@ -122,9 +122,13 @@ INPUTS: dict[str, tuple[str, str]] = {
     "storage_read_bytes_per_s_per_node": ("B/s", "checkpoint read bandwidth per node"),
     "host_copy_bytes_per_s_per_gpu": ("B/s", "device-to-host copy bandwidth"),
     "price_usd_per_gpu_hour": ("USD/h", "cloud price per GPU-hour"),
-    "capex_usd_per_gpu": ("USD", "purchase price per GPU (incl. its share of the node)"),
+    "capex_usd_per_gpu": ("USD", "capital per GPU: its purchase price and its share of the "
+                          "node, network and storage"),
     "lifetime_s": ("s", "depreciation lifetime"),
     "opex_fraction_per_year": ("1", "yearly maintenance/opex as a fraction of capex"),
+    "residual_value_fraction": ("1", "resale value at the end of the life, share of capex"),
+    "facility_usd_per_kw_month": ("USD/kW month", "facility rent per kW of peak IT power"),
+    "utilisation": ("1", "share of an owned cluster's life doing paid work"),
     "embodied_kg_per_gpu": ("kgCO2e", "embodied carbon per GPU (incl. node share)"),
     "compute_power_fraction": ("1", "GPU power above idle while computing, share of max - idle"),
     "comm_power_fraction": ("1", "GPU power above idle during exposed communication, share"),
@@ -724,13 +728,22 @@ def energy_use(x: dict, r: dict) -> dict:
 
 
 def cost_and_carbon(x: dict, r: dict) -> dict:
-    """GPU-hours, cloud or TCO cost, operational and embodied carbon."""
+    """GPU-hours, cloud or TCO cost, operational and embodied carbon.
+
+    TCO is the cost of the job on an owned cluster (planner.engine.ownership): each GPU's
+    fixed cost per hour (capital less its resale value over its life, opex, the facility
+    rent of its share of the peak IT power) over the cluster's utilisation, plus the job's
+    electricity.
+    """
     # the job's GPUs and its hot spares' are billed, bought and built
     gpus, wall = x["gpus"] + x["spare_nodes"] * x["gpus_per_node"], r["wall_time_s"]
     cloud = cost.cloud_cost(gpus, wall, x["price_usd_per_gpu_hour"])
-    tco = cost.tco_cost(gpus, wall, x["capex_usd_per_gpu"], x["lifetime_s"],
-                        r["energy_facility_j"], x["electricity_usd_per_kwh"],
-                        x["opex_fraction_per_year"])
+    facility = cost.facility_usd_per_hour(x["facility_usd_per_kw_month"],
+                                          r["peak_power_w"] / x["pue"] / gpus)
+    fixed = cost.ownership_usd_per_hour(x["capex_usd_per_gpu"], x["residual_value_fraction"],
+                                        x["lifetime_s"], x["opex_fraction_per_year"], facility)
+    tco = cost.owned_job_cost(gpus, wall, fixed, x["utilisation"], r["energy_facility_j"],
+                              x["electricity_usd_per_kwh"])
     operational = carbon.operational_co2e(r["energy_facility_j"], x["grid_intensity_g_per_kwh"])
     embodied = carbon.embodied_co2e(gpus, x["embodied_kg_per_gpu"], wall, x["lifetime_s"])
     return {

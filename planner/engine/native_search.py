@@ -170,7 +170,7 @@ class _Call:
 
 
 def _prepare(space, inputs: dict, start: int, stop: int, outputs: tuple[str, ...],
-             objectives: tuple[str, ...], constraints: tuple[str, str, str]):
+             constraints: tuple[str, str, str]):
     """``(gpus, call)`` for rows ``start`` .. ``stop``: the distinct GPU counts and the
     :class:`_Call` (``None`` where the compiled search cannot run; no GPU count: no call)."""
     from planner.engine import native
@@ -179,8 +179,7 @@ def _prepare(space, inputs: dict, start: int, stop: int, outputs: tuple[str, ...
     from planner.engine.spares import resolve_spares
 
     spec = native.manifest.SEARCH
-    if (tuple(outputs), tuple(objectives), tuple(constraints)) != \
-            (spec["outputs"], spec["objectives"], spec["constraints"]):
+    if (tuple(outputs), tuple(constraints)) != (spec["outputs"], spec["constraints"]):
         return None  # another search than the one the extension was generated for
     if tuple(name for name, *_ in space.lists) != TAIL_COLUMNS \
             or not set(HEAD_COLUMNS) <= set(space.head):
@@ -204,11 +203,31 @@ def _prepare(space, inputs: dict, start: int, stop: int, outputs: tuple[str, ...
     return gpus, _Call(compiled, space, inputs, gpus, spares, table, group_row)
 
 
+#: The sets of rows the compiled search keeps minima among, by the constraints they meet
+#: (``planner.codegen.native_source.SEARCH_SETS``): every fitting row, the rows meeting
+#: all constraints, all but the deadline, all but the budget, all but the power cap.
+SETS = ("fitting", "all", "all but deadline", "all but budget", "all but power")
+#: The constraints, in the order of the search's ``constraints`` columns and limits.
+CONSTRAINT_NAMES = ("deadline", "budget", "power")
+
+
+def set_slot(active: tuple[str, ...], constraints: tuple[str, ...]) -> int:
+    """The index in :data:`SETS` of the rows meeting ``constraints`` (of the ``active``
+    ones; an unset constraint is met by every row)."""
+    if set(constraints) == set(active):
+        return 1
+    if not constraints:
+        return 0
+    (left,) = set(active) - set(constraints)  # all but one
+    return 2 + CONSTRAINT_NAMES.index(left)
+
+
 class SearchResult:
     """What :func:`search` found in a slice: the kept rows and the slice's statistics.
 
-    ``best_rows``/``best_values``: per GPU count (``gpus``), objective and {fitting,
-    feasible} (the last axis), the row kept (-1: none) and its value.
+    ``best_rows``/``best_values``: per GPU count (``gpus``), column of ``objectives`` and
+    set of rows (the last axis, in the order of ``sets``), the row kept (-1: none) and its
+    tie key (:func:`planner.engine.reductions.tie_key`, the value compared).
     """
 
     def __init__(self, gpus, best_rows, best_values, fitting: int, min_memory_bytes: float,
@@ -221,45 +240,60 @@ class SearchResult:
 
 def search(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ...],
            objectives: tuple[str, ...], constraints: tuple[str, str, str],
-           limits: tuple[float | None, float | None, float | None]) -> SearchResult | None:
+           limits: tuple[float | None, float | None, float | None],
+           sets: tuple[tuple[str, ...], ...] | None = None) -> SearchResult | None:
     """The rows ``start`` .. ``stop`` of ``space`` reduced in C (module docstring): per GPU
-    count and objective column, the first minimum among fitting and among feasible rows.
+    count and column of ``objectives``, the first minimum among the rows of each set.
 
     ``inputs``: the run model's scalar inputs (``spare_nodes`` may be ``-1``, auto);
     ``outputs``: the kernel outputs computed (memory and the columns' sources);
     ``limits``: the deadline, budget and power cap in the constraint columns' units
-    (``None``: no limit).  ``None`` where the compiled search cannot run.
+    (``None``: no limit); ``sets``: the sets of constraints (names of
+    :data:`CONSTRAINT_NAMES`) whose rows' minima are kept, default the fitting rows and
+    those meeting every constraint.  ``None`` where the compiled search cannot run.
     """
-    prepared = _prepare(space, inputs, start, stop, outputs, objectives, constraints)
+    from planner.engine import native
+
+    spec = native.manifest.SEARCH
+    if not set(objectives) <= set(spec.get("objectives", ())):
+        return None
+    active = tuple(c for c, limit in zip(CONSTRAINT_NAMES, limits, strict=True)
+                   if limit is not None)
+    sets = ((), active) if sets is None else sets
+    slots = [set_slot(active, c) for c in sets]
+    prepared = _prepare(space, inputs, start, stop, outputs, constraints)
     if prepared is None:
         return None
     gpus, call = prepared
-    shape = (gpus.size, len(objectives), 2)
+    shape = (gpus.size, len(spec["objectives"]), spec["sets"])
     best_value, best_row = np.full(shape, np.nan), np.full(shape, -1, dtype=np.int64)
     stats = np.array([0.0, np.nan, -1.0])
     if call is not None:
         params = np.array([float(inputs["hbm_bytes"]),
                            *(v for limit in limits
-                             for v in ((0.0, 0.0) if limit is None else (1.0, float(limit))))],
-                          dtype=float)
+                             for v in ((0.0, 0.0) if limit is None else (1.0, float(limit)))),
+                           *(float(j in slots) for j in range(spec["sets"])),
+                           *(float(c in objectives) for c in spec["objectives"])], dtype=float)
         status = call.compiled.search(
             int(start), int(stop), ctypes.byref(call.space), call.scalars.ctypes.data,
             params.ctypes.data, call.table.ctypes.data, best_value.ctypes.data,
             best_row.ctypes.data, stats.ctypes.data)
         if status != 0:
             raise MemoryError("capplan_search: cannot allocate its chunk buffers")
-    return SearchResult(gpus, best_row, best_value, int(stats[0]), float(stats[1]),
-                        int(stats[2]))
+    columns = [spec["objectives"].index(c) for c in objectives]
+    picked = np.ix_(np.arange(gpus.size), columns, slots)
+    return SearchResult(gpus, best_row[picked], best_value[picked], int(stats[0]),
+                        float(stats[1]), int(stats[2]))
 
 
 def layouts(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ...],
-            objectives: tuple[str, ...], constraints: tuple[str, str, str]) -> dict | None:
+            constraints: tuple[str, str, str]) -> dict | None:
     """The kernel inputs the compiled search computes for rows ``start`` .. ``stop``: the
     decoded layout and its flags by kernel input name (see :data:`BUFFERS`), ``rec`` and
     ``zero`` (codes), and ``table_row`` (each row's row of the GPU-count table); ``None``
     where the compiled search cannot run.  For tests: they must equal
     :func:`planner.engine.space.layout_flags` of :meth:`LayoutSpace.blocks`, bit for bit."""
-    prepared = _prepare(space, inputs, start, stop, outputs, objectives, constraints)
+    prepared = _prepare(space, inputs, start, stop, outputs, constraints)
     if prepared is None:
         return None
     _, call = prepared

@@ -19,9 +19,19 @@ import numpy as np
 
 from planner.engine.columns import kept
 from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
+from planner.engine.explain import (
+    Binding,
+    active_constraints,
+    binding,
+    constraint_sets,
+    explain_infeasible,
+    meets,
+    reduced_columns,
+)
+from planner.engine.ownership import ownership_inputs
 from planner.engine.pricing import price_quote
 from planner.engine.reductions import GroupMinimum, pareto_mask, tie_key
-from planner.engine.scenario import OBJECTIVES, Scenario
+from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
 from planner.engine.space import (
     RECOMPUTE_NAMES,
     LayoutSpace,
@@ -39,9 +49,6 @@ PLAN_CHUNK = 65536
 #: are the blocks of the whole space and every scheduler keeps the same rows.
 TASK_ROWS = 16 * PLAN_CHUNK
 
-#: Objective -> the column minimised.
-OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
-                     "carbon": "co2e_kg", "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}
 #: What the search computes for every candidate that fits: objectives and constraints.
 SEARCH_COLUMNS = tuple(dict.fromkeys((*OBJECTIVE_COLUMNS.values(), "wall_days", "cost_usd",
                                       "peak_power_mw")))
@@ -62,8 +69,13 @@ class PlanResult:
     evaluated: int
     fitting: int
     seconds: float
-    binding: dict[str, str] = field(default_factory=dict)
+    #: objective -> which constraints moved its optimum (planner.engine.explain.binding)
+    binding: dict[str, Binding] = field(default_factory=dict)
+    #: objective -> why no plan meets the constraints (planner.engine.explain)
+    infeasible: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: accelerator searched -> its layouts evaluated, fitting, and leanest memory per GPU
+    searched: dict[str, dict] = field(default_factory=dict)
     catalog_version: str = ""
     #: accelerator id -> the resolved price (PriceQuote.as_dict()): tier, provider, source, spread
     prices: dict[str, dict] = field(default_factory=dict)
@@ -72,6 +84,8 @@ class PlanResult:
     #: objective -> the winner's owned-cluster cost beside its cloud cost
     #: (planner.engine.ownership.rent_vs_buy)
     rent_vs_buy: dict[str, dict] = field(default_factory=dict)
+    #: objective -> the winner's cost split into its parts (planner.engine.ownership.cost_parts)
+    cost_parts: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -87,7 +101,9 @@ class BlockBest:
 
 
 def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
-    """The best rows per GPU count for every objective, among fitting and among feasible rows.
+    """The best rows per GPU count for every objective, among the rows meeting each set of
+    constraints of :func:`planner.engine.explain.constraint_sets` (fitting, feasible, all
+    but one constraint).
 
     Memory per GPU is computed for every candidate by the part of the kernel it
     needs; the objectives and constraints only for the candidates that fit (with the
@@ -114,8 +130,9 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
                           for k, v in inputs.items()}
             out = evaluate_columns(fit_inputs, SEARCH_COLUMNS, compiled=False)
         out["fits"] = np.ones(fit_rows.size, dtype=bool)
-        rows = fit_rows[best_rows(np.asarray(part["gpus"])[fit_rows], feasible_mask(out, s),
-                                  out)]
+        masks = [meets(out, s, constraints) for constraints in constraint_sets(s)]
+        rows = fit_rows[best_rows(np.asarray(part["gpus"])[fit_rows], masks, out,
+                                  reduced_columns(s))]
     # the kept rows' inputs (their flags recomputed from their layouts: the same values)
     out, feasible = evaluate_rows({k: v[rows] if np.ndim(v) else v for k, v in inputs.items()},
                                   {k: np.asarray(v)[rows] for k, v in part.items()}, s,
@@ -195,15 +212,15 @@ def compiled_slice(task: SearchTask) -> dict | None:
     from planner.engine import native, native_search
     from planner.engine.evaluator import needed_outputs
 
+    s, x = task.scenario, task.inputs
     if not native.available():
         return None
-    s, x = task.scenario, task.inputs
     found = native_search.search(
         task.space, x, task.start, task.stop,
         outputs=needed_outputs(("memory_per_gpu_bytes", *SEARCH_COLUMNS)),
-        objectives=tuple(OBJECTIVE_COLUMNS.values()),
+        objectives=reduced_columns(s),
         constraints=("wall_days", "cost_usd", "peak_power_mw"),
-        limits=(s.deadline_days, s.budget_usd, s.max_power_mw))
+        limits=(s.deadline_days, s.budget_usd, s.max_power_mw), sets=constraint_sets(s))
     if found is None:
         return None
     rows = None
@@ -236,11 +253,12 @@ def side_by_side(tasks: list[SearchTask]) -> list[int]:
     return sorted(range(len(tasks)), key=lambda i: (tasks[i].start, i))
 
 
-def combine_slices(partials: list[dict]):
+def combine_slices(partials: list[dict], s: Scenario | None = None):
     """(frontier DataFrame, evaluated, fitting, (min memory, its accelerator, its HBM)).
 
     The frontier holds the best row per (accelerator, GPU count) for every objective,
-    among feasible rows and among all fitting rows (:func:`frontier_rows`), in search order.
+    among feasible rows and among all fitting rows - with ``s``, among the rows meeting
+    each of its constraint sets (:func:`frontier_rows`) - in search order.
     """
     import pandas as pd
 
@@ -257,16 +275,17 @@ def combine_slices(partials: list[dict]):
     columns = {"hardware": np.concatenate([np.full(len(p["rows"]["feasible"]), p["label"],
                                                    dtype=object) for p in kept])}
     columns.update({c: np.concatenate([p["rows"][c] for p in kept]) for c in kept[0]["rows"]})
-    rows = frontier_rows(columns)
+    rows = frontier_rows(columns, s)
     frontier = pd.DataFrame({k: v[rows] for k, v in columns.items()})
     frontier["recompute"] = frontier["recompute"].map(RECOMPUTE_NAMES)
     return frontier, evaluated, fitting, min_memory
 
 
-def frontier_rows(columns: dict) -> np.ndarray:
+def frontier_rows(columns: dict, s: Scenario | None = None) -> np.ndarray:
     """Indices of the rows kept by the whole search, increasing: per (accelerator, GPU
     count) - GPU count alone without a ``hardware`` column - and objective, the first
-    minimum among feasible rows and among all rows.
+    minimum among feasible rows and among all rows; with ``s``, among the rows meeting
+    each of its constraint sets (:func:`planner.engine.explain.constraint_sets`).
 
     Each block kept its own best rows (:func:`reduce_block`), which hold every group's
     best over the whole search; reducing them once more keeps exactly those, so the
@@ -276,26 +295,26 @@ def frontier_rows(columns: dict) -> np.ndarray:
     if "hardware" in columns:  # several accelerators: one group per (accelerator, GPU count)
         _, codes = np.unique(columns["hardware"].astype(str), return_inverse=True)
         keys = codes.reshape(-1).astype(np.int64) * (1 << 40) + keys
-    return best_rows(keys, np.asarray(columns["feasible"], dtype=bool), columns)
+    if s is None:
+        return best_rows(keys, [np.asarray(columns["feasible"], dtype=bool), None], columns)
+    return best_rows(keys, [meets(columns, s, c) for c in constraint_sets(s)], columns,
+                     reduced_columns(s))
 
 
-def best_rows(keys: np.ndarray, feasible: np.ndarray, columns: dict) -> np.ndarray:
-    """Indices of the rows that are, per key and objective (``columns``: the objectives'
-    values), the first minimum among the ``feasible`` rows or among all rows; increasing."""
-    groups = (GroupMinimum(keys, feasible), GroupMinimum(keys))
+def best_rows(keys: np.ndarray, masks: list, columns: dict,
+              names: tuple[str, ...] = tuple(OBJECTIVE_COLUMNS.values())) -> np.ndarray:
+    """Indices of the rows that are, per key and column of ``names`` (``columns``: their
+    values), the first minimum among the rows of each mask of ``masks`` (None: all rows);
+    increasing.  Values are compared by their tie keys
+    (:func:`planner.engine.reductions.tie_key`): near-ties go to the earlier row."""
+    groups = [GroupMinimum(keys, mask) for mask in masks]
     return np.unique(np.concatenate([g.argmin(tie_key(columns[column]))
-                                     for column in OBJECTIVE_COLUMNS.values() for g in groups]))
+                                     for column in names for g in groups]))
 
 
 def feasible_mask(out: dict, s: Scenario) -> np.ndarray:
-    ok = out["fits"].copy()
-    if s.deadline_days is not None:
-        ok &= out["wall_days"] <= s.deadline_days
-    if s.budget_usd is not None:
-        ok &= out["cost_usd"] <= s.budget_usd
-    if s.max_power_mw is not None:
-        ok &= out["peak_power_mw"] <= s.max_power_mw
-    return ok
+    """The rows that fit and meet every constraint of ``s``."""
+    return meets(out, s, active_constraints(s))
 
 
 def resolve_hardware(catalog, names) -> list[str]:
@@ -349,6 +368,9 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price
             skipped[hw] = str(exc)
             continue
+        if s.ownership:  # [ownership] of a scenario file: the owned cluster's parameters
+            x.update(ownership_inputs(float(catalog.accelerator(hw).purchase_price_usd.value),
+                                      s.ownership))
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
         tasks += search_tasks(hw, x, options, s)
     order = side_by_side(tasks)
@@ -358,7 +380,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     partials = [None] * len(tasks)
     for i, partial in zip(order, handed_out, strict=True):
         partials[i] = partial  # back in search order
-    frontier, evaluated, fitting, min_memory = combine_slices(partials)
+    frontier, evaluated, fitting, min_memory = combine_slices(partials, s)
     feasible_rows = frontier.loc[frontier["feasible"].astype(bool)]
     best = {obj: _argmin_row(feasible_rows, col) for obj, col in OBJECTIVE_COLUMNS.items()}
     per_hw = {}
@@ -370,20 +392,39 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         scenario=s, frontier=frontier, best=best, per_hardware=per_hw,
         pareto=pareto_rows(feasible_rows), knee=knee, evaluated=evaluated, fitting=fitting,
         seconds=time.perf_counter() - started, skipped=skipped,
-        catalog_version=str(getattr(catalog, "version", "")), prices=prices)
+        catalog_version=str(getattr(catalog, "version", "")), prices=prices,
+        searched=searched_counts([hw for hw in names if hw not in skipped], partials))
+    result.binding = {obj: binding(frontier, s, obj) for obj in OBJECTIVE_COLUMNS}
     if best[s.objective] is None:
-        result.binding[s.objective] = explain_infeasible(s, frontier, min_memory)
+        result.infeasible[s.objective] = explain_infeasible(s, frontier, min_memory)
     if prices:
-        from planner.engine.ownership import rent_vs_buy
+        from planner.engine.ownership import cost_parts, rent_vs_buy
 
         result.rent_vs_buy = {obj: rent_vs_buy(catalog, s, row, prices[row["hardware"]])
                               for obj, row in best.items() if row is not None}
+        result.cost_parts = {obj: cost_parts(catalog, s, row)
+                             for obj, row in best.items() if row is not None}
     if s.pricing == "spot":
         from planner.engine.spot import spot_versus_on_demand
 
         result.spot_vs_on_demand = {obj: spot_versus_on_demand(catalog, s, row)
                                     for obj, row in best.items() if row is not None}
     return result
+
+
+def searched_counts(names: list[str], partials: list[dict]) -> dict[str, dict]:
+    """Accelerator -> layouts evaluated, fitting, and the leanest memory per GPU with its
+    HBM, over its slices (``names``: the accelerators searched, in order)."""
+    counts = {}
+    for p in partials:
+        c = counts.setdefault(p["label"], {"evaluated": 0, "fitting": 0,
+                                           "min_memory_bytes": np.inf, "hbm_bytes": np.nan})
+        c["evaluated"] += p["evaluated"]
+        c["fitting"] += p["fitting"]
+        if p["min_memory"][0] < c["min_memory_bytes"]:
+            c["min_memory_bytes"], c["hbm_bytes"] = p["min_memory"]
+    empty = {"evaluated": 0, "fitting": 0, "min_memory_bytes": np.inf, "hbm_bytes": np.nan}
+    return {hw: counts.get(hw, dict(empty)) for hw in names}  # no slice: no layout
 
 
 def _argmin_row(frame, column) -> dict | None:
@@ -454,55 +495,14 @@ def knee_row(frame, threshold: float) -> dict | None:
     return row
 
 
-def explain_infeasible(s: Scenario, frontier, min_memory) -> str:
-    """One paragraph: which constraint binds and the nearest feasible alternative."""
-    fits = frontier.loc[frontier["fits"].astype(bool)]
-    finite = np.isfinite(fits[["wall_days", "cost_usd", "peak_power_mw"]].to_numpy(dtype=float))
-    fits = fits.loc[finite.all(axis=1)]  # rows whose totals overflowed explain nothing
-    if len(fits) == 0:
-        need, hw, hbm = (min_memory + (None, None))[:3]
-        if hw is None:
-            return (f"No layout of {s.model} exists for GPU counts {s.min_gpus}..{s.max_gpus} "
-                    "with this global batch; widen the GPU range or change --global-batch.")
-        return (f"Nothing fits in memory: the leanest layout of {s.model} needs "
-                f"{need / 1e9:.1f} GB per GPU (on {hw}, {hbm / 1e9:.0f} GB HBM). "
-                "Allow more GPUs (--max-gpus), full recompute, ZeRO-3, or larger-memory "
-                "accelerators.")
-    parts = []
-    if s.deadline_days is not None:
-        row = fits.loc[fits["wall_days"].idxmin()]
-        if row["wall_days"] > s.deadline_days:
-            parts.append(f"the deadline of {s.deadline_days:g} days binds: the fastest plan "
-                         f"takes {row['wall_days']:.1f} days ({row['hardware']}, "
-                         f"{int(row['gpus']):,} GPUs, {row['cost_usd']:,.0f} USD)")
-    if s.budget_usd is not None:
-        row = fits.loc[fits["cost_usd"].idxmin()]
-        if row["cost_usd"] > s.budget_usd:
-            parts.append(f"the budget of {s.budget_usd:,.0f} USD binds: the cheapest plan "
-                         f"costs {row['cost_usd']:,.0f} USD ({row['hardware']}, "
-                         f"{int(row['gpus']):,} GPUs, {row['wall_days']:.1f} days)")
-    if s.max_power_mw is not None:
-        row = fits.loc[fits["peak_power_mw"].idxmin()]
-        if row["peak_power_mw"] > s.max_power_mw:
-            parts.append(f"the power cap of {s.max_power_mw:g} MW binds: the leanest plan "
-                         f"peaks at {row['peak_power_mw']:.2f} MW")
-    if not parts:
-        parts.append("the constraints together bind (each alone can be met)")
-        for column, label in (("wall_days", "fastest"), ("cost_usd", "cheapest")):
-            row = fits.loc[fits[column].idxmin()]
-            parts.append(f"the {label} plan is {row['hardware']} x {int(row['gpus']):,}: "
-                         f"{row['wall_days']:.1f} days, {row['cost_usd']:,.0f} USD")
-    return "No plan meets the constraints: " + "; ".join(parts) + "."
-
-
 def require(result: PlanResult, objective: str) -> dict:
     """The best row for ``objective`` or a CapplanError (exit 1) explaining why not."""
     row = result.best.get(objective)
     if row is None:
-        raise CapplanError(result.binding.get(objective) or explain_infeasible(
+        raise CapplanError(result.infeasible.get(objective) or explain_infeasible(
             result.scenario, result.frontier, (np.inf, None)), exit_code=INFEASIBLE)
     return row
 
 
 __all__ = ["plan", "PlanResult", "OBJECTIVES", "pareto_mask", "marginal_efficiency",
-           "knee_row", "require"]
+           "knee_row", "require", "explain_infeasible"]

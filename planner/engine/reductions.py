@@ -26,19 +26,28 @@ import numpy as np
 #: so they round a value to the same key, and choose the same layout, unless it lies
 #: within 1e-10 of a rounding boundary (a chance of ~1e-4 per near-tie).
 TIE_BITS = 20
+#: The low bits of a double's 52-bit fraction that :func:`tie_key` rounds away.
+TIE_DROP = 52 - (TIE_BITS - 1)
+_EXPONENT = np.uint64(0x7FF0000000000000)
+_LOW = np.uint64((1 << TIE_DROP) - 1)
+_HALF_LESS_ONE = np.uint64((1 << (TIE_DROP - 1)) - 1)
 
 
 def tie_key(values):
-    """``values`` rounded to :data:`TIE_BITS` significant bits (half to even; NaN, inf and
-    0 unchanged): what the search compares, in numpy and in the generated C alike
-    (``frexp``, ``nearbyint``, ``ldexp``: the same bits).
+    """``values`` rounded to :data:`TIE_BITS` significant bits, half to even, on their
+    binary form (NaN and infinities unchanged; the largest doubles round up to infinity;
+    subnormals keep their leading fraction bits): what the search compares.  The generated
+    C does the same integer operations on the same bits
+    (:mod:`planner.codegen.native_source`), so both give the same keys.
 
-    >>> tie_key(np.array([1.0, 1.0 + 2.0**-30, 3.0, np.nan])).tolist()
-    [1.0, 1.0, 3.0, nan]
+    >>> tie_key(np.array([1.0, 1.0 + 2.0**-30, 3.0, -2.5, np.nan, np.inf])).tolist()
+    [1.0, 1.0, 3.0, -2.5, nan, inf]
     """
-    mantissa, exponent = np.frexp(np.asarray(values, dtype=float))
-    with np.errstate(over="ignore"):  # the largest doubles round up to inf, as in C
-        return np.ldexp(np.round(mantissa * 2.0**TIE_BITS), exponent - TIE_BITS)
+    bits = np.array(values, dtype=float, ndmin=1).view(np.uint64)
+    odd = (bits >> np.uint64(TIE_DROP)) & np.uint64(1)
+    rounded = (bits + _HALF_LESS_ONE + odd) & ~_LOW
+    key = np.where((bits & _EXPONENT) == _EXPONENT, bits, rounded).view(float)
+    return key if np.ndim(values) else float(key[0])
 
 
 class GroupMinimum:
@@ -201,4 +210,4 @@ def _dominated_pairwise(points: np.ndarray, block: int = 1024) -> np.ndarray:
     return dominated
 
 
-__all__ = ["TIE_BITS", "GroupMinimum", "group_argmin", "pareto_mask", "tie_key", "unique_runs"]
+__all__ = ["TIE_BITS", "TIE_DROP", "GroupMinimum", "group_argmin", "pareto_mask", "tie_key", "unique_runs"]

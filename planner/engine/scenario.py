@@ -24,6 +24,9 @@ RECOMPUTE = ("none", "selective", "full")
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
 COST_BASES = ("cloud", "tco")
 OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")
+#: Objective -> the column a search minimises for it.
+OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
+                     "carbon": "co2e_kg", "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}
 
 #: The default scenario of ``capplan plan``: Llama 3 70B on 15T tokens (Meta, 2024).
 DEFAULT_MODEL = "llama3-70b"
@@ -309,6 +312,7 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
     of it the stack's GEMM path reaches on this accelerator (``gemm_efficiency_factor``).
     """
     from formulas.carbon import embodied_per_accelerator  # formulas import numpy: not at start-up
+    from planner.engine.ownership import ownership_inputs
 
     gemm_factor = 1.0 if stack is None else value(
         stack_factor(stack, "gemm_efficiency_factor", accelerator.id))
@@ -342,9 +346,8 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         "storage_read_bytes_per_s_per_node": value(node.storage_read_bytes_per_s),
         "host_copy_bytes_per_s_per_gpu": value(node.host_copy_bytes_per_s_per_gpu),
         "price_usd_per_gpu_hour": value(accelerator.cloud_price_usd_per_gpu_hour),
-        "capex_usd_per_gpu": value(accelerator.purchase_price_usd),
         "lifetime_s": lifetime_years * 365.25 * 86400,
-        "opex_fraction_per_year": 0.05,
+        **ownership_inputs(value(accelerator.purchase_price_usd)),  # the catalog defaults
         "embodied_kg_per_gpu": embodied_per_accelerator(
             value(accelerator.embodied_kg_co2e), value(node.embodied_kg_co2e or 0.0),
             gpus_per_node),

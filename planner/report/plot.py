@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from planner.engine.readable import count_text
 from planner.errors import INFEASIBLE, CapplanError
 
 SUFFIXES = (".png", ".svg", ".pdf")
@@ -95,7 +96,7 @@ def si_label(value: float) -> str:
 
 def _title(result) -> str:
     s = result.scenario
-    parts = [f"{s.model} on {s.tokens:.3g} tokens", f"site {s.site}", s.precision,
+    parts = [f"{s.model} on {count_text(s.tokens)} tokens", f"site {s.site}", s.precision,
              f"{s.checkpoint} checkpoints"]
     for value, text in ((s.deadline_days, "deadline {:g} days"),
                         (s.budget_usd, "budget {:,.0f} USD"),
@@ -156,7 +157,7 @@ def _require_winners(result):
         from planner.engine.optimize import explain_infeasible
 
         objective = result.scenario.objective
-        text = result.binding.get(objective) or explain_infeasible(
+        text = result.infeasible.get(objective) or explain_infeasible(
             result.scenario, result.frontier, (math.inf, None))
         raise CapplanError(f"nothing to plot: {text}", exit_code=INFEASIBLE)
     return groups
@@ -591,7 +592,7 @@ def plot_plan(result, path, *, force: bool = False) -> Path:
         ax = right.subplots()
         ax.axis("off")
         objective = result.scenario.objective
-        ax.text(0.5, 0.5, _wrap(result.binding.get(objective, "No plan meets the constraints.")),
+        ax.text(0.5, 0.5, _wrap(result.infeasible.get(objective, "No plan meets the constraints.")),
                 ha="center", va="center", fontsize=10, transform=ax.transAxes)
     fig.suptitle(_title(result), fontsize=11)
     _finish_labels(fig, jobs)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import io
 
 from planner.engine.columns import step_parts
+from planner.engine.explain import (
+    accelerator_verdicts,
+    active_constraints,
+    plan_and_value_text,
+)
 from planner.engine.optimize import PlanResult
+from planner.engine.readable import count_text
 
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
                     "carbon": "least carbon", "tcdp": "least carbon x delay",
@@ -32,6 +38,13 @@ def energy_breakdown(row: dict) -> dict[str, float]:
     }
 
 
+def money_breakdown(parts: dict[str, float]) -> dict[str, float]:
+    """The cost parts (planner.engine.ownership.cost_parts) by their labels [USD]."""
+    from planner.engine.ownership import COST_PART_LABELS
+
+    return {COST_PART_LABELS[part]: usd for part, usd in parts.items()}
+
+
 def layout_text(row: dict) -> str:
     text = f"TP{int(row['tp'])} PP{int(row['pp'])} DP{int(row['dp'])}"
     for key, label in (("cp", "CP"), ("ep", "EP"), ("vp", "VP")):
@@ -54,7 +67,9 @@ def winner_rows(result: PlanResult) -> list[dict]:
                      "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
                      "tcdp_t_d": float(row["tcdp_t_d"]),
                      "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
-                     "mfu": float(row["mfu"]), **_rent_vs_buy_cells(result, objective)})
+                     "mfu": float(row["mfu"]), **_rent_vs_buy_cells(result, objective),
+                     **{f"usd_{part}": usd
+                        for part, usd in result.cost_parts.get(objective, {}).items()}})
     return rows
 
 
@@ -67,15 +82,19 @@ def _rent_vs_buy_cells(result: PlanResult, objective: str) -> dict:
 
 
 def rent_vs_buy_lines(result: PlanResult) -> list[str]:
-    """'Rent vs buy <objective>: ...' for each winner."""
+    """'Rent vs buy <objective>: ...' for each winner; the cost on the plan's basis is the
+    winners table's (both count the job's GPUs and its hot spares)."""
     lines = []
     for objective, r in result.rent_vs_buy.items():
         u_star = r["breakeven_utilisation"]
         payback = r["payback_months"]
+        mark = {"cloud": "", "tco": ""}
+        mark[r.get("basis", "cloud")] = " (this plan's cost)"
         lines.append(
-            f"Rent vs buy ({OBJECTIVE_LABELS[objective]}): cloud {_fmt_usd(r['cloud_usd'])} USD "
-            f"at {r['cloud_usd_per_gpu_hour']:.2f} $/GPU-h ({r['cloud_tier']}) vs owned "
-            f"{_fmt_usd(r['owned_usd'])} USD (capex {_fmt_usd(r['cluster_capex_usd'])} USD, "
+            f"Rent vs buy ({OBJECTIVE_LABELS[objective]}): cloud {_fmt_usd(r['cloud_usd'])} USD"
+            f"{mark['cloud']} at {r['cloud_usd_per_gpu_hour']:.2f} $/GPU-h ({r['cloud_tier']}) "
+            f"vs owned {_fmt_usd(r['owned_usd'])} USD{mark['tco']} "
+            f"(capex {_fmt_usd(r['cluster_capex_usd'])} USD, "
             f"{r['ownership_usd_per_gpu_hour']:.2f} $/GPU-h fixed at "
             f"{r['utilisation']:.0%} utilisation, energy {r['energy_usd_per_gpu_hour']:.2f} "
             f"$/GPU-h at site {r['site']}); buying wins above "
@@ -118,7 +137,7 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     s = result.scenario
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    console.print(f"[bold]{s.model}[/bold] on {s.tokens:.3g} tokens, site {s.site}, "
+    console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, site {s.site}, "
                   f"{s.precision}, {s.checkpoint} checkpoints, cost by "
                   f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
                   f"({s.provider}); "
@@ -128,9 +147,10 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     winners = [[OBJECTIVE_LABELS[r["objective"]], r["hardware"], f"{r['gpus']:,}",
                 r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]), f"{r['mwh']:,.0f}",
                 f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}"] for r in winner_rows(result)]
-    buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD", "MWh",
-                          "tCO2e", "MFU"], winners, title="Winners per objective",
-                         width=width, right=numbers))
+    if winners:
+        buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD", "MWh",
+                              "tCO2e", "MFU"], winners, title="Winners per objective",
+                             width=width, right=numbers))
     for line in price_lines(result) + spot_lines(result) + rent_vs_buy_lines(result):
         console.print(line, highlight=False, markup=False)
     if result.per_hardware:
@@ -144,28 +164,64 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
                              right=numbers))
     head = result.best.get(s.objective)
     if head is not None:
-        console.print(Group(
+        panels = [
             Panel(_shares(time_breakdown(head), head["wall_time_s"], 86400, "days"), expand=False,
                   title=f"Where the time goes ({OBJECTIVE_LABELS[s.objective]} plan)"),
             Panel(_shares(energy_breakdown(head), head["energy_kwh"], 1000, "MWh"), expand=False,
-                  title="Where the energy goes")))
+                  title="Where the energy goes")]
+        parts = result.cost_parts.get(s.objective)
+        if parts:
+            panels.append(Panel(_shares(money_breakdown(parts), head["cost_usd"], 1e6, "M USD"),
+                                expand=False, title="Where the money goes ("
+                                f"{result.rent_vs_buy[s.objective]['basis']}; sums to the "
+                                "winners table's USD)"))
+        console.print(Group(*panels))
         knee = result.knee.get(head["hardware"])
         if knee:
             console.print(f"Knee on {head['hardware']}: {int(knee['gpus']):,} GPUs "
                           f"(marginal scaling efficiency {knee['marginal_efficiency']:.2f} "
                           f">= {s.knee_threshold}); beyond it adding GPUs stops paying.")
-    constraints = [f"deadline {s.deadline_days:g} days" if s.deadline_days else None,
-                   f"budget {s.budget_usd:,.0f} USD" if s.budget_usd else None,
-                   f"power cap {s.max_power_mw:g} MW" if s.max_power_mw else None]
-    constraints = [c for c in constraints if c]
-    if constraints and head is not None:
-        console.print(f"Constraints: {', '.join(constraints)}; binding: "
-                      f"{binding_constraint(result)}.")
-    for objective, text in result.binding.items():
+    if active_constraints(s) and head is not None:
+        buf.write(table_text(["objective", "binding", "unconstrained optimum"],
+                             [[OBJECTIVE_LABELS[r["objective"]], r["binding"], r["unconstrained"]]
+                              for r in binding_rows(result)],
+                             title=f"What bound each winner ({constraints_text(s)})",
+                             width=width))
+    buf.write(table_text(["hardware", "verdict", "reason"],
+                         [[r["hardware"], r["verdict"], r["reason"].replace("; ", "\n")]
+                          for r in accelerator_verdicts(result)],
+                         title=f"Why each accelerator won or lost ({s.objective}; "
+                         f"{constraints_text(s)})",
+                         width=width))
+    for objective, text in result.infeasible.items():
         console.print(f"[bold]{objective}[/bold]: {text}")
-    for hw, why in result.skipped.items():
-        console.print(f"skipped {hw}: {why}")
     return buf.getvalue()
+
+
+def constraints_text(s) -> str:
+    """'deadline 90 days, budget 5,000,000 USD, power cap 20 MW' (the constraints set)."""
+    parts = [f"deadline {s.deadline_days:g} days" if s.deadline_days is not None else None,
+             f"budget {s.budget_usd:,.0f} USD" if s.budget_usd is not None else None,
+             f"power cap {s.max_power_mw:g} MW" if s.max_power_mw is not None else None]
+    return ", ".join(p for p in parts if p) or "no constraints"
+
+
+def binding_rows(result: PlanResult) -> list[dict]:
+    """Per objective with a winner: the constraints that moved its optimum and the
+    unconstrained optimum (planner.engine.explain.binding)."""
+    rows = []
+    for objective, b in result.binding.items():
+        if b.best is None:
+            continue
+        if b.constraints:
+            verdict = ", ".join(b.names())
+        else:
+            verdict = "all together" if b.together else "none"
+        free = b.unconstrained
+        rows.append({"objective": objective, "binding": verdict,
+                     "unconstrained": "-" if free is None else
+                     plan_and_value_text(free, objective)})
+    return rows
 
 
 def price_lines(result: PlanResult) -> list[str]:
@@ -191,19 +247,6 @@ def spot_lines(result: PlanResult) -> list[str]:
                  f"preemptions per instance-month (system MTBF "
                  f"{c['breakeven_system_mtbf_s'] / 60:.0f} min)")
     return [text]
-
-
-def binding_constraint(result: PlanResult) -> str:
-    """Which constraint the headline plan presses against (within 2%), or 'none'."""
-    s, row = result.scenario, result.best[result.scenario.objective]
-    found = []
-    if s.deadline_days and row["wall_days"] >= 0.98 * s.deadline_days:
-        found.append("deadline")
-    if s.budget_usd and row["cost_usd"] >= 0.98 * s.budget_usd:
-        found.append("budget")
-    if s.max_power_mw and row["peak_power_mw"] >= 0.98 * s.max_power_mw:
-        found.append("power cap")
-    return ", ".join(found) or "none (the unconstrained optimum meets them)"
 
 
 def _shares(parts: dict[str, float], total: float, scale: float, unit: str) -> str:
@@ -271,7 +314,7 @@ def render_sites(results: dict, rows: list[dict], winners: dict,
     width = width or terminal_width()
     s = next(iter(results.values())).scenario
     seconds = sum(r.seconds for r in results.values())
-    head = (f"{s.model} on {s.tokens:.3g} tokens at {len(results)} sites, cost by "
+    head = (f"{s.model} on {count_text(s.tokens)} tokens at {len(results)} sites, cost by "
             f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
             f"({s.provider}); {len(results)} searches in {seconds:.1f} s\n")
 

@@ -58,7 +58,6 @@ def checkpoint(
     """Compare checkpoint schemes (sync, async, in-memory, GoCkpt) across GPU counts and
     MTBFs through the run model: wall time, ETTR, energy, cost, carbon, the energy spent on
     fault tolerance, and each scheme's savings against asynchronous checkpointing."""
-    import sys
 
     from planner.analysis.checkpoint_study import (
         Study,
@@ -105,12 +104,14 @@ def checkpoint(
     title = (f"Checkpointing {model} on {hardware}: {first['checkpoint_bytes'] / 1e12:.2f} TB "
              f"checkpoint; savings against async")
     shown_rows = rows if format != "table" else [_table_row(r) for r in rows]
-    write(render(shown_rows, format, title=title, payload=payload), output, force)
-    if plot:
-        from planner.report.plot import plot_checkpoint_study
+    from planner.report.output import committed_together
 
-        plot_checkpoint_study(rows, plot, title=f"{model} on {hardware}", force=force)
-        print(f"capplan: wrote {plot}", file=sys.stderr)
+    with committed_together(force):  # -o and --plot together or not at all
+        write(render(shown_rows, format, title=title, payload=payload), output, force)
+        if plot:
+            from planner.report.plot import plot_checkpoint_study
+
+            plot_checkpoint_study(rows, plot, title=f"{model} on {hardware}", force=force)
 
 
 def _mtbf_list(text: str | None) -> tuple[float | None, ...]:

@@ -30,6 +30,23 @@ def _error(message: str) -> None:
     print(f"capplan: error: {one_line(message)}", file=sys.stderr)
 
 
+def _ignore_further_interrupts(whole_process: bool) -> None:
+    """After the first Ctrl-C the command is over: a second one while the process exits
+    must not print a traceback (only for the ``capplan`` process, not an in-process call)."""
+    if whole_process:
+        import signal
+
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            pass
+
+
+def _interrupted(whole_process: bool) -> None:
+    _ignore_further_interrupts(whole_process)
+    print("capplan: interrupted", file=sys.stderr)
+
+
 def os_error_message(exc: OSError) -> str:
     """``<file>: <reason>`` of a failed read or write (one line)."""
     reason = exc.strerror or str(exc)
@@ -57,14 +74,15 @@ def main(argv: list[str] | None = None) -> int:
         result = app_for(args)(args=args, prog_name="capplan", standalone_mode=False)
         code = result if isinstance(result, int) else 0
         if code == 130:  # click returns Ctrl-C as exit code 130 when not standalone
-            print("capplan: interrupted", file=sys.stderr)
+            _interrupted(argv is None)
     except (typer.Exit, getattr(click, "Exit", typer.Exit)) as exc:
         code = exc.exit_code
     except (typer.Abort, getattr(click, "Abort", typer.Abort)):
+        _ignore_further_interrupts(argv is None)
         print("capplan: aborted", file=sys.stderr)
         code = 130
     except KeyboardInterrupt:
-        print("capplan: interrupted", file=sys.stderr)
+        _interrupted(argv is None)
         code = 130
     except getattr(click, "NoArgsIsHelpError", ()) as exc:
         print(exc.format_message(), file=sys.stderr)
@@ -99,5 +117,21 @@ def main(argv: list[str] | None = None) -> int:
         code = INTERNAL
     flush_notices(show=code in (0, INFEASIBLE))
     if argv is None:
+        if code == 130:
+            _exit_now(code)
         sys.exit(code)
     return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process at once after Ctrl-C: the files it wrote were removed or committed
+    on the way here, and a search thread inside a long compiled or numpy call would
+    otherwise hold up the interpreter's shutdown (1-2 s) by keeping the lock it needs."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

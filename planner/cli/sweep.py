@@ -120,12 +120,12 @@ def sweep(
     payload = {"scenario": {k: v for k, v in asdict(scenario).items() if k != "extra"},
                "rows": rows, "prices": result.prices, "version": version(),
                "catalog_version": result.catalog_version}
-    write(render(rows, format, title=f"Scaling {model} ({objective}-optimal layout per row)",
-                 payload=payload), output, force)
-    if plot:
-        import sys
+    from planner.report.output import committed_together
 
-        from planner.report.plot import plot_scaling
+    with committed_together(force):  # -o and --plot together or not at all
+        write(render(rows, format, title=f"Scaling {model} ({objective}-optimal layout per "
+                     "row)", payload=payload), output, force)
+        if plot:
+            from planner.report.plot import plot_scaling
 
-        plot_scaling(result, plot, force=force)
-        print(f"capplan: wrote {plot}", file=sys.stderr)
+            plot_scaling(result, plot, force=force)

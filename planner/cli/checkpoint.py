@@ -13,6 +13,7 @@ from planner.cli.common import (
     check_output_targets,
     output_format,
 )
+from planner.cli.numbers import si_float
 from planner.version import version
 
 
@@ -29,7 +30,8 @@ def checkpoint(
     gpu_mtbf_hours: str = typer.Option(
         None, help="Per-GPU MTBF [h], one value or a comma list (one study each); default: "
         "the reliability profile's."),
-    tokens: float = typer.Option(None, help="Training tokens D (default: as plan, 15e12)."),
+    tokens: float = typer.Option(None, parser=si_float,
+                                 help="Training tokens D (default: as plan, 15T = 15e12)."),
     reliability: str = typer.Option(
         None, help="Reliability profile (`capplan catalog list reliability`): failure "
         "domains, restarts, storage bandwidth."),

@@ -45,16 +45,29 @@ def check_scheduler(scheduler: str | None, workers: int | None = None) -> str:
     if scheduler in (None, "in-process"):
         return "in-process"
     if scheduler in ("processes", "threads"):
+        _require_dask(scheduler)
         return scheduler
     if scheduler.startswith("tcp://"):
         if not _ADDRESS.match(scheduler):
             raise CapplanError(f"--scheduler '{one_line(scheduler)}' is not an address "
                                "tcp://HOST:PORT (e.g. tcp://10.0.0.5:8786)")
+        _require_dask(scheduler)
         return scheduler
     close = difflib.get_close_matches(scheduler, SCHEDULERS[:3], n=1)
     hint = f"; did you mean: {close[0]}?" if close else ""
     raise CapplanError(f"unknown --scheduler '{one_line(scheduler)}'; allowed: "
                        f"{' | '.join(SCHEDULERS)}{hint}")
+
+
+def _require_dask(scheduler: str) -> None:
+    """One install hint (exit 2) before any work when Dask is not installed."""
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise CapplanError(f"--scheduler {scheduler} needs Dask, which is not installed "
+                           f"({exc.name or exc}): pip install 'capplan[dask]', or leave "
+                           "--scheduler out to search in this process") from None
 
 
 def run_tasks(function: Callable, tasks: Sequence, *, scheduler: str | None = None,

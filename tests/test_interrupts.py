@@ -186,3 +186,32 @@ def test_a_file_that_appears_meanwhile_is_not_overwritten(tmp_path):
         target.write_text("someone else's")
     assert target.read_text() == "someone else's"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def test_ctrl_c_while_the_command_is_still_importing_is_quiet(tmp_path):
+    """Before main() can catch KeyboardInterrupt (the imports of the capplan script)."""
+    code = ("import os, signal, sys, time\n"
+            "sys.argv[0] = '/usr/bin/capplan'\n"
+            "import planner.cli.main as cli\n"
+            "assert signal.getsignal(signal.SIGINT) is cli.interrupted_while_starting\n"
+            "os.kill(os.getpid(), signal.SIGINT)\n"
+            "time.sleep(30)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stderr) == (130, "capplan: interrupted\n")
+
+
+def test_main_restores_ctrl_c_once_started(tmp_path):
+    """Once main() runs, Ctrl-C is a KeyboardInterrupt again (so files are cleaned up)."""
+    code = ("import signal, sys\n"
+            "sys.argv[0] = '/usr/bin/capplan'\n"
+            "import planner.cli.main as cli\n"
+            "sys.argv[1:] = ['--help']\n"
+            "try:\n"
+            "    cli.main()\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr

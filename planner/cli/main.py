@@ -9,13 +9,26 @@ error stays on one line.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
-from hardware_catalog.errors import CatalogError
-from planner.cli.app import app_for
-from planner.cli.common import flush_notices
-from planner.errors import INFEASIBLE, INTERNAL, USAGE, CapplanError, one_line
-from planner.version import version
+
+def interrupted_while_starting(signum, frame) -> None:
+    """SIGINT handler while the ``capplan`` process imports its modules (before
+    :func:`main` can catch ``KeyboardInterrupt``): one line, exit 130, no traceback."""
+    os.write(2, b"capplan: interrupted\n")
+    os._exit(130)
+
+
+if os.path.basename(sys.argv[0]) == "capplan":  # the console script (python -m planner: its
+    signal.signal(signal.SIGINT, interrupted_while_starting)  # __main__ does the same)
+
+from hardware_catalog.errors import CatalogError  # noqa: E402
+from planner.cli.app import app_for  # noqa: E402
+from planner.cli.common import flush_notices  # noqa: E402
+from planner.errors import INFEASIBLE, INTERNAL, USAGE, CapplanError, one_line  # noqa: E402
+from planner.version import version  # noqa: E402
 
 
 def _click_exceptions():
@@ -62,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     click = _click_exceptions()
 
+    if argv is None and signal.getsignal(signal.SIGINT) is interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # started: Ctrl-C cleans up
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if debug:

@@ -26,6 +26,9 @@ from hardware_catalog.loader import DATA_DIR
 ROOT = Path(__file__).resolve().parents[1]
 H100 = DATA_DIR / "accelerators" / "h100-sxm.toml"
 OTHER_UID = 54321
+#: Giving a file to another account needs root (the tests run as root here; elsewhere the
+#: wrong-owner case is covered by test_wrong_owner_by_uid_is_ignored).
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 EVALUATE = ["evaluate", "-m", "llama3-8b", "-H", "h100-sxm", "-n", "64", "--tp", "8",
             "--pp", "1", "-f", "json"]
 
@@ -133,6 +136,7 @@ def test_a_clean_cache_is_used_without_a_warning(cache_dir, capsys, monkeypatch)
 
 # -------------------------------------------------------------- untrusted files: a miss
 
+@needs_root
 def test_planted_entry_of_another_user_is_ignored(cache_dir, capsys):
     path = _planted_file(cache_dir)
     os.chown(path, OTHER_UID, -1)
@@ -163,6 +167,7 @@ def test_symlinked_file_is_ignored(cache_dir, capsys, tmp_path):
     assert len(warnings) == 1 and "symbolic link" in warnings[0]
 
 
+@needs_root
 def test_foreign_or_open_folder_is_neither_read_nor_written(cache_dir, capsys):
     path = _planted_file(cache_dir)
     os.chown(cache_dir, OTHER_UID, -1)
@@ -263,6 +268,7 @@ def _capplan(args, cache: Path, timeout_s: float = 120) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=timeout_s)
 
 
+@needs_root
 def test_cli_answers_the_same_with_a_planted_or_fifo_cache(tmp_path):
     clean = _capplan(EVALUATE, tmp_path / "clean")
     assert clean.returncode == 0, clean.stderr

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         code = INTERNAL
     flush_notices(show=code in (0, INFEASIBLE))
     if argv is None:
-        if code == 130:
+        if code == 130 and "distributed" not in sys.modules:  # Dask cleans up at exit
             _exit_now(code)
         sys.exit(code)
     return code

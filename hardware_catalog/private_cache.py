@@ -5,7 +5,9 @@ home, ``/tmp``).  What is read from it is trusted only when nobody else could ha
 written it:
 
 - the folder is created ``0700`` (whatever the umask) and used only if it is a folder
-  owned by this user and not writable by the group or others (:func:`private_folder`);
+  owned by this user (:func:`private_folder`).  A folder of the user's that others may
+  write to (made ``0775`` under a umask of 002 by an older capplan, or the user's own
+  choice) is not changed and still used: what others put there is refused file by file;
 - a file is used only if it is a regular file (not a symlink, FIFO, device ...), owned
   by this user and not writable by the group or others; it is opened with
   ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` on the open descriptor, so a
@@ -52,9 +54,8 @@ def _check_owner_and_mode(info: os.stat_result, what: str) -> None:
 def private_folder(folder: Path, *, create: bool) -> Path:
     """``folder``, checked (and with ``create``, made ``0700`` with missing parents).
 
-    Raises :class:`Untrusted` (not a folder, another owner, group/world-writable) or
-    ``OSError`` (cannot be created); ``FileNotFoundError`` when it is missing and not
-    ``create``.
+    Raises :class:`Untrusted` (not a folder, another owner) or ``OSError`` (cannot be
+    created); ``FileNotFoundError`` when it is missing and not ``create``.
     """
     if create and not folder.exists():
         for parent in reversed([folder, *folder.parents]):
@@ -67,7 +68,9 @@ def private_folder(folder: Path, *, create: bool) -> Path:
     info = os.stat(folder)  # a link to a folder of ours is fine; the owner decides
     if not stat.S_ISDIR(info.st_mode):
         raise Untrusted(f"{folder} is not a folder")
-    _check_owner_and_mode(info, f"cache folder {folder}")
+    if info.st_uid != _my_uid():
+        raise Untrusted(f"cache folder {folder} is owned by uid {info.st_uid}, not by you "
+                        f"(uid {_my_uid()})")
     return folder
 
 

@@ -168,18 +168,30 @@ def test_symlinked_file_is_ignored(cache_dir, capsys, tmp_path):
 
 
 @needs_root
-def test_foreign_or_open_folder_is_neither_read_nor_written(cache_dir, capsys):
+def test_foreign_folder_is_neither_read_nor_written(cache_dir, capsys):
     path = _planted_file(cache_dir)
     os.chown(cache_dir, OTHER_UID, -1)
     warnings = _loads_h100_correctly(capsys)
     assert len(warnings) == 1 and "cache folder" in warnings[0]
     toml_cache.save()
     assert path.read_text(encoding="utf-8").count("0.5")  # not rewritten by us
-    os.chown(cache_dir, os.getuid(), -1)
-    os.chmod(cache_dir, 0o777)
+
+
+@needs_root
+def test_in_an_open_folder_of_ours_only_our_files_are_used(cache_dir, capsys, monkeypatch):
+    path = _planted_file(cache_dir)
+    os.chmod(cache_dir, 0o777)  # e.g. made 0775 under umask 002: not ours to change
+    os.chown(path, OTHER_UID, -1)  # planted by someone who may write there
+    assert len(_loads_h100_correctly(capsys)) == 1
+    toml_cache.save()  # replaced by our own 0600 file
+    assert path.stat().st_uid == os.getuid()
+    assert stat.S_IMODE(cache_dir.stat().st_mode) == 0o777
     toml_cache.forget()
     private_cache.reset_warning()
-    assert len(_loads_h100_correctly(capsys)) == 1
+    expected = tomllib.loads(_h100_text())
+    monkeypatch.setattr(tomllib, "loads", None)  # served from our file
+    assert toml_cache.loads(_h100_text()) == expected
+    assert _warnings(capsys.readouterr().err) == []
 
 
 def test_fifo_is_ignored_without_blocking(cache_dir, capsys):

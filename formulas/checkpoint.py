@@ -271,12 +271,20 @@ def checkpoint_restart_time(restart_overhead_s, read_s, peer_copy_s, in_memory):
 
 
 @formula(reference="Mohan et al. 2021 (CheckFreq, FAST'21) (a snapshot waits until the "
-         "previous checkpoint is persisted)",
-         domain={"interval_s": ">=0", "write_s": ">=0", "asynchronous": "[0,1]"},
-         symbols={"interval_s": r"\tau", "write_s": "t_w", "asynchronous": "c_a"},
+         "previous checkpoint is persisted; its frequency is a whole number of iterations, "
+         "so checkpoints are at least one step apart)",
+         domain={"interval_s": ">=0", "write_s": ">=0", "asynchronous": "[0,1]",
+                 "step_time_s": ">=0"},
+         symbols={"interval_s": r"\tau", "write_s": "t_w", "asynchronous": "c_a",
+                  "step_time_s": "t_s"},
          result_latex=r"\tau'")
-def drained_checkpoint_interval(interval_s, write_s, asynchronous):
-    """Checkpoint interval no shorter than an asynchronous write takes to drain.
+def drained_checkpoint_interval(interval_s, write_s, asynchronous, step_time_s):
+    """Checkpoint interval no shorter than one step nor than an asynchronous write takes
+    to drain.
+
+    A checkpoint is taken between training steps, so two checkpoints are at least one
+    step apart however short the wanted interval (a Daly interval below the step time:
+    one checkpoint per step).
 
     Parameters
     ----------
@@ -286,6 +294,8 @@ def drained_checkpoint_interval(interval_s, write_s, asynchronous):
         Time to write a checkpoint to storage, t_w [s].
     asynchronous : numeric
         1 for asynchronous checkpoints, c_a [1].
+    step_time_s : numeric
+        Time of one training step, t_s [s].
 
     Returns
     -------
@@ -294,13 +304,18 @@ def drained_checkpoint_interval(interval_s, write_s, asynchronous):
 
     Examples
     --------
-    >>> drained_checkpoint_interval(300.0, 500.0, 1), drained_checkpoint_interval(300.0, 500.0, 0)
-    (500.0, 300.0)
+    >>> drained_checkpoint_interval(300.0, 500.0, 1, 10.0)
+    500.0
+    >>> drained_checkpoint_interval(300.0, 500.0, 0, 10.0)
+    300.0
+    >>> drained_checkpoint_interval(165.0, 0.2, 1, 279.0)
+    279.0
 
-    .. math:: \\tau' = \\max(\\tau, c_a t_w)
+    .. math:: \\tau' = \\max(\\tau, t_s, c_a t_w)
     """
-    # unsimplified: both arguments may hold the step time (GoCkpt's k steps)
-    return maximum(interval_s, asynchronous * write_s, simplify=False)
+    # unsimplified: the arguments may hold the step time (GoCkpt's k steps)
+    return maximum(maximum(interval_s, step_time_s, simplify=False), asynchronous * write_s,
+                   simplify=False)
 
 
 @formula(reference=YOUNG + ", eq. (5)", domain={"checkpoint_cost_s": ">0", "mtbf_s": ">0"},

@@ -42,7 +42,7 @@ def _display(path: Path) -> str:
     """The path as the user knows it (relative to the working directory), on one line."""
     try:
         return printable(path.resolve().relative_to(Path.cwd()))
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (< 3.13)
         return printable(path)
 
 
@@ -138,6 +138,9 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
         data = toml_cache.loads(text)  # tomllib.loads, cached by the text's hash
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{shown}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise CatalogError(f"{shown}: invalid TOML: tables or arrays nested too deeply "
+                           "for a catalog entry") from None
     kind = data.get("kind", (expect_kind or folder_kind) if user else None)
     if not isinstance(kind, str) or kind not in KIND_MODELS:
         got = "missing" if kind is None else f"got {_fmt_input(kind)}"
@@ -305,7 +308,16 @@ def scan_dir(directory: Path) -> list[Path]:
 def catalog_dirs(extra_dirs: Sequence[str | Path] = ()) -> tuple[str, ...]:
     """The user directories in load order: $CAPPLAN_CATALOG, then ``extra_dirs``."""
     env = [d for d in os.environ.get(ENV_VAR, "").split(os.pathsep) if d.strip()]
-    return tuple(str(Path(d).expanduser().resolve()) for d in [*env, *extra_dirs])
+    return tuple(_absolute(Path(d).expanduser()) for d in [*env, *extra_dirs])
+
+
+def _absolute(path: Path) -> str:
+    """``path`` resolved; only made absolute where it cannot be (a symlink loop: the
+    folder listing then says what is wrong)."""
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return os.path.abspath(path)
 
 
 def load_catalog(extra_dirs: Sequence[str | Path] = ()) -> Catalog:

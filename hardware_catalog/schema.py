@@ -35,7 +35,7 @@ KINDS = ("accelerator", "node", "site", "model", "reliability", "stack")
 class Quantity(BaseModel):
     """A number with provenance: ``{ value, source, as_of, estimate, note }``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     value: float
     source: str = Field(min_length=3)
@@ -55,7 +55,7 @@ class Quantity(BaseModel):
 
 
 class Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     schema_version: Literal[1]
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
@@ -83,10 +83,44 @@ def _raise(problems: list[str]) -> None:
         raise ValueError(PROBLEM_SEP.join(problems))
 
 
+#: Physical ranges of catalog numbers: what hardware, a site or a failure profile can be,
+#: some 1,000x beyond today's parts either way.  Values outside (5e-324 FLOP/s, a 1e308 W
+#: GPU, a 5e-324-year lifetime) are typos that would overflow the model; they are refused
+#: here, naming the file's key.  Numbers without a range need only be > 0.
+RANGES: dict[str, tuple[float, float]] = {
+    "peak_tf32_flops_per_s": (1e9, 1e18), "peak_bf16_flops_per_s": (1e9, 1e18),
+    "peak_fp8_flops_per_s": (1e9, 1e18), "peak_fp4_flops_per_s": (1e9, 1e18),
+    "hbm_bytes": (1e6, 1e15), "hbm_bandwidth_bytes_per_s": (1e6, 1e15),
+    "scale_up_bandwidth_bytes_per_s": (1e6, 1e15), "max_power_w": (1e-3, 1e5),
+    "idle_power_w": (1e-3, 1e5), "gemm_half_efficiency_dim": (1e-3, 1e6),
+    "purchase_price_usd": (1e-3, 1e9), "cloud_price_usd_per_gpu_hour": (1e-6, 1e5),
+    "embodied_kg_co2e": (1e-3, 1e6), "lifetime_years": (0.1, 100),
+    "nic_bandwidth_bits_per_s": (1e3, 1e15), "intra_node_latency_s": (1e-12, 1e3),
+    "inter_node_latency_s": (1e-12, 1e3), "node_overhead_power_w": (1e-3, 1e7),
+    "switch_power_per_port_w": (1e-3, 1e5), "storage_write_bytes_per_s": (1e3, 1e15),
+    "storage_read_bytes_per_s": (1e3, 1e15), "host_copy_bytes_per_s_per_gpu": (1e3, 1e15),
+    "electricity_usd_per_kwh": (1e-6, 1e3), "grid_intensity_g_per_kwh": (1e-6, 1e4),
+    "gpu_mtbf_s": (1, 1e15), "node_mtbf_s": (1, 1e15), "domain_gpu_mtbf_s": (1, 1e15),
+    "domain_node_mtbf_s": (1, 1e15), "domain_network_mtbf_s": (1, 1e15),
+    "domain_software_mtbf_s": (1, 1e15), "domain_rack_mtbf_s": (1, 1e15),
+    "pause_duration_s": (1e-9, 1e7), "node_repair_s": (1e-3, 1e10),
+    "checkpoint_write_bytes_per_s": (1e3, 1e18), "checkpoint_read_bytes_per_s": (1e3, 1e18),
+}
+#: Smallest efficiency (a fraction of a peak) accepted: 0.1 %.
+MIN_EFFICIENCY = 1e-3
+
+
 def _positive(problems: list[str], entry: Entry, *names: str) -> None:
+    """Each named number > 0, and inside its physical range (:data:`RANGES`) if it has one."""
     for name in names:
         q = getattr(entry, name)
-        if q is not None:
+        if q is None:
+            continue
+        if name in RANGES:
+            low, high = RANGES[name]
+            _check(problems, low <= q.value <= high, f"{name}.value",
+                   f"expected a number from {low:g} to {high:g}, got {q.value:g}")
+        else:
             _check(problems, q.value > 0, f"{name}.value",
                    f"expected a number > 0, got {q.value:g}")
 
@@ -95,8 +129,8 @@ def _fraction(problems: list[str], entry: Entry, *names: str) -> None:
     for name in names:
         q = getattr(entry, name)
         if q is not None:
-            _check(problems, 0 < q.value <= 1, f"{name}.value",
-                   f"expected a fraction in (0, 1], got {q.value:g}")
+            _check(problems, MIN_EFFICIENCY <= q.value <= 1, f"{name}.value",
+                   f"expected a fraction from {MIN_EFFICIENCY:g} to 1, got {q.value:g}")
 
 
 def _integral(problems: list[str], entry: Entry, *names: str) -> None:
@@ -401,7 +435,7 @@ class ReliabilityProfile(Entry):
 class StackOnAccelerator(BaseModel):
     """A software stack's own factors on one accelerator (each optional)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     attention_efficiency_factor: Quantity | None = None
     gemm_efficiency_factor: Quantity | None = None

@@ -3,11 +3,18 @@
 Every command loads the whole catalog (~80 files); ``tomllib`` is pure Python and took
 about a third of a one-shot ``capplan evaluate``'s catalog time.  :func:`loads` returns
 exactly what ``tomllib.loads`` returns (dates, datetimes and times included; a fresh
-object each call), looked up by the SHA-256 of the text in one JSON file under
+object each call), looked up by the SHA-256 of the text's bytes in one JSON file under
 ``$CAPPLAN_CACHE_DIR`` (default ``$XDG_CACHE_HOME/capplan`` or ``~/.cache/capplan``);
 ``CAPPLAN_CACHE_DIR=off`` disables it.  Validation is never cached: every entry is
-validated by the schema on every load.  A cache that cannot be read or written is
-ignored (the file is parsed), and it is replaced atomically.
+validated by the schema on every load.
+
+The cache cannot be turned against the user (:mod:`hardware_catalog.private_cache`):
+the folder is created ``0700``, the file is read only if it is a regular file of this
+user that nobody else can write (opened without following links or blocking), and each
+entry is used only if it decodes to TOML's types (tables, arrays, strings, numbers,
+booleans, valid dates and times, at most :data:`MAX_DEPTH` deep).  Anything else - a
+planted, truncated, foreign, symlinked, FIFO or malformed cache - is a cache miss (the
+file is parsed) with at most one warning line on stderr; writes are atomic (``0600``).
 """
 
 from __future__ import annotations
@@ -20,17 +27,27 @@ import sys
 import tomllib
 from pathlib import Path
 
+from .private_cache import Untrusted, private_folder, read_private, warn_once, write_private
+
 ENV_VAR = "CAPPLAN_CACHE_DIR"
 #: Bump when the stored form changes.
 FORMAT = 1
 #: Most files remembered; beyond, the cache starts afresh.
 MAX_ENTRIES = 4096
+#: Largest cache file read (the shipped catalog takes ~0.3 MB).
+MAX_FILE_BYTES = 64 << 20
+#: Deepest nesting of tables and arrays stored or accepted from the cache.
+MAX_DEPTH = 64
 
 _TAGS = {"$date": datetime.date.fromisoformat, "$datetime": datetime.datetime.fromisoformat,
          "$time": datetime.time.fromisoformat}
 
 _entries: dict[str, str] | None = None
 _changed = False
+
+
+class _Malformed(ValueError):
+    """A cache entry that does not decode to TOML's types."""
 
 
 def cache_dir() -> Path | None:
@@ -51,18 +68,46 @@ def cache_file() -> Path | None:
     return base / f"catalog-toml-{FORMAT}-py{sys.version_info[0]}{sys.version_info[1]}.json"
 
 
+def _ignore(path: Path, reason: str) -> None:
+    warn_once(f"ignoring the catalog cache {path}: {reason}; reading the catalog's files")
+
+
+def _read_stored(path: Path) -> dict[str, str]:
+    """The entries of the cache file; ``{}`` when missing, untrusted or malformed."""
+    try:
+        private_folder(path.parent, create=False)
+        raw = read_private(path, max_bytes=MAX_FILE_BYTES)
+    except FileNotFoundError:
+        return {}
+    except Untrusted as exc:
+        _ignore(path, str(exc))
+        return {}
+    except OSError as exc:
+        _ignore(path, exc.strerror or str(exc))
+        return {}
+    try:
+        stored = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # invalid UTF-8 or JSON, truncated, too deep
+        _ignore(path, "not a valid cache file")
+        return {}
+    if not isinstance(stored, dict):
+        _ignore(path, "not a valid cache file")
+        return {}
+    entries = {k: v for k, v in stored.items() if _is_digest(k) and isinstance(v, str)}
+    if len(entries) != len(stored):
+        _ignore(path, f"{len(stored) - len(entries)} malformed entries")
+    return entries
+
+
+def _is_digest(key: str) -> bool:
+    return len(key) == 64 and all(c in "0123456789abcdef" for c in key)
+
+
 def _load_entries() -> dict[str, str]:
     global _entries
     if _entries is None:
-        _entries = {}
         path = cache_file()
-        if path is not None:
-            try:
-                stored = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(stored, dict) and all(isinstance(v, str) for v in stored.values()):
-                    _entries = stored
-            except (OSError, ValueError):
-                pass  # missing or unreadable: start afresh
+        _entries = {} if path is None else _read_stored(path)
     return _entries
 
 
@@ -77,18 +122,54 @@ def _encode(value):
 def _decode(obj: dict):
     if len(obj) == 1:
         (key, value), = obj.items()
-        if key in _TAGS and isinstance(value, str):
-            return _TAGS[key](value)
+        if key in _TAGS:
+            if not isinstance(value, str):
+                raise _Malformed(f"{key} is not a string")
+            return _TAGS[key](value)  # ValueError on a bad date
     return obj
 
 
-def _taggable(data) -> bool:
-    """False if a table of ``data`` has a key that the stored form reserves (``$...``)."""
-    if isinstance(data, dict):
-        return all(not k.startswith("$") and _taggable(v) for k, v in data.items())
-    if isinstance(data, list):
-        return all(_taggable(v) for v in data)
+def _check_toml_types(value, depth: int = 0) -> None:
+    """Raise :class:`_Malformed` unless ``value`` is made of TOML's types only."""
+    if depth > MAX_DEPTH:
+        raise _Malformed("nested too deep")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key.startswith("$"):
+                raise _Malformed(f"reserved key {key!r}")
+            _check_toml_types(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_toml_types(item, depth + 1)
+    elif not isinstance(value, (str, bool, int, float, datetime.date, datetime.time)):
+        raise _Malformed(f"not a TOML value: {type(value).__name__}")
+
+
+def _storable(data) -> bool:
+    """False if ``data`` has a key the stored form reserves (``$...``) or is too deep."""
+    try:
+        _check_toml_types(data)
+    except _Malformed:
+        return False
     return True
+
+
+def _from_cache(key: str, stored: str) -> dict | None:
+    """The table stored under ``key``, or ``None`` (and the entry dropped) if malformed."""
+    try:
+        data = json.loads(stored, object_hook=_decode)
+        if not isinstance(data, dict):
+            raise _Malformed("not a table")
+        _check_toml_types(data)
+        return data
+    except (ValueError, RecursionError):  # _Malformed, bad JSON or date, too deep
+        global _changed
+        del _entries[key]
+        _changed = True  # rewritten without it
+        path = cache_file()
+        if path is not None:
+            _ignore(path, "a malformed entry")
+        return None
 
 
 def loads(text: str) -> dict:
@@ -101,9 +182,11 @@ def loads(text: str) -> dict:
     key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     stored = entries.get(key)
     if stored is not None:
-        return json.loads(stored, object_hook=_decode)
+        data = _from_cache(key, stored)
+        if data is not None:
+            return data
     data = tomllib.loads(text)
-    if cache_file() is not None and _taggable(data):
+    if cache_file() is not None and _storable(data):
         if len(entries) >= MAX_ENTRIES:
             entries.clear()
         entries[key] = json.dumps(data, default=_encode, ensure_ascii=False)
@@ -118,24 +201,14 @@ def forget() -> None:
 
 
 def save() -> None:
-    """Write the entries parsed in this process (atomically; errors are ignored)."""
+    """Write the entries parsed in this process (atomically, ``0600`` in a ``0700``
+    folder; errors are ignored: a read-only or full disk parses again next time)."""
     global _changed
     path = cache_file()
     if not _changed or path is None or _entries is None:
         return
-    import tempfile
-
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".catalog-toml-",
-                                         suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(_entries, out, ensure_ascii=False)
-            os.replace(temporary, path)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        write_private(path, json.dumps(_entries, ensure_ascii=False).encode("utf-8"))
         _changed = False
-    except OSError:
-        pass  # a read-only or full disk: parse again next time
+    except (OSError, Untrusted):
+        pass

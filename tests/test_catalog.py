@@ -541,7 +541,7 @@ def test_fp4_peak_field_is_validated(tmp_path):
         parse_file(low)
     neg = _copy_with(tmp_path, "accelerators", "h100-sxm", "peak_bf16_flops_per_s = ",
                      line % "-1", name="neg.toml")
-    with pytest.raises(CatalogError, match=r"peak_fp4_flops_per_s.value: expected a number > 0"):
+    with pytest.raises(CatalogError, match=r"peak_fp4_flops_per_s.value: expected a number from 1e\+09 to 1e\+18, got -1"):
         parse_file(neg)
 
 

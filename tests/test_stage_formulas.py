@@ -263,9 +263,12 @@ def test_checkpoint_schemes():
     assert checkpoint.checkpoint_stall_time(w, h, p, 0, 0, 1) == h + p
     assert checkpoint.checkpoint_restart_time(600.0, 120.0, 3.0, 0) == 720.0
     assert checkpoint.checkpoint_restart_time(600.0, 120.0, 3.0, 1) == 603.0
-    assert checkpoint.drained_checkpoint_interval(300.0, 500.0, 1) == 500.0
-    assert checkpoint.drained_checkpoint_interval(300.0, 500.0, 0) == 300.0
-    assert checkpoint.drained_checkpoint_interval(900.0, 500.0, 1) == 900.0
+    assert checkpoint.drained_checkpoint_interval(300.0, 500.0, 1, 10.0) == 500.0
+    assert checkpoint.drained_checkpoint_interval(300.0, 500.0, 0, 10.0) == 300.0
+    assert checkpoint.drained_checkpoint_interval(900.0, 500.0, 1, 10.0) == 900.0
+    # never shorter than one step (issue 29: 165 s against a 279 s step)
+    assert checkpoint.drained_checkpoint_interval(165.0, 0.2, 1, 279.0) == 279.0
+    assert checkpoint.drained_checkpoint_interval(165.0, 0.2, 0, 279.0) == 279.0
 
 
 def test_microbatches_narayanan_table1():

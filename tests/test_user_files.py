@@ -133,7 +133,7 @@ def test_every_problem_is_listed_with_its_key(tmp_path, capsys):
         "bad.toml: 4 problems: layers: missing required key; "
         "hidden: input should be greater than or equal to 1, got -1; "
         "heads: input should be greater than or equal to 1, got 0; "
-        "vocab: input should be a valid integer, unable to parse string as an integer, got 'x'")
+        "vocab: input should be a valid integer, got 'x'")
     code, _, err = _run(capsys, "evaluate", "-m", str(path))
     assert code == 2
     assert _error_line(err).startswith("capplan: error: ") and "4 problems: layers:" in err

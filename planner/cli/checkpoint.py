@@ -13,6 +13,7 @@ from planner.cli.common import (
     check_output_targets,
     output_format,
 )
+from planner.cli.numbers import si_float
 from planner.version import version
 
 
@@ -29,7 +30,8 @@ def checkpoint(
     gpu_mtbf_hours: str = typer.Option(
         None, help="Per-GPU MTBF [h], one value or a comma list (one study each); default: "
         "the reliability profile's."),
-    tokens: float = typer.Option(None, help="Training tokens D (default: as plan, 15e12)."),
+    tokens: float = typer.Option(None, parser=si_float,
+                                 help="Training tokens D (default: as plan, 15T = 15e12)."),
     reliability: str = typer.Option(
         None, help="Reliability profile (`capplan catalog list reliability`): failure "
         "domains, restarts, storage bandwidth."),
@@ -58,7 +60,6 @@ def checkpoint(
     """Compare checkpoint schemes (sync, async, in-memory, GoCkpt) across GPU counts and
     MTBFs through the run model: wall time, ETTR, energy, cost, carbon, the energy spent on
     fault tolerance, and each scheme's savings against asynchronous checkpointing."""
-    import sys
 
     from planner.analysis.checkpoint_study import (
         Study,
@@ -105,12 +106,14 @@ def checkpoint(
     title = (f"Checkpointing {model} on {hardware}: {first['checkpoint_bytes'] / 1e12:.2f} TB "
              f"checkpoint; savings against async")
     shown_rows = rows if format != "table" else [_table_row(r) for r in rows]
-    write(render(shown_rows, format, title=title, payload=payload), output, force)
-    if plot:
-        from planner.report.plot import plot_checkpoint_study
+    from planner.report.output import committed_together
 
-        plot_checkpoint_study(rows, plot, title=f"{model} on {hardware}", force=force)
-        print(f"capplan: wrote {plot}", file=sys.stderr)
+    with committed_together(force):  # -o and --plot together or not at all
+        write(render(shown_rows, format, title=title, payload=payload), output, force)
+        if plot:
+            from planner.report.plot import plot_checkpoint_study
+
+            plot_checkpoint_study(rows, plot, title=f"{model} on {hardware}", force=force)
 
 
 def _mtbf_list(text: str | None) -> tuple[float | None, ...]:

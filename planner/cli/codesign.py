@@ -20,6 +20,7 @@ from planner.cli.common import (
     output_format,
 )
 from planner.cli.environment_options import scenario_prices, with_price_options
+from planner.cli.numbers import si_count, si_float
 from planner.engine.scenario import DEFAULTS
 from planner.version import version
 
@@ -95,12 +96,15 @@ def codesign(
         "value, e.g. peak_bf16=0.5x..2x:5 hbm_bytes=80e9,141e9 scale_up_domain=8,72."),
     model: ModelOption = DEFAULTS["model"],
     tokens: TokensOption = DEFAULTS["tokens"],
-    min_gpus: int = typer.Option(DEFAULTS["min_gpus"], help="Smallest cluster considered."),
-    max_gpus: int = typer.Option(DEFAULTS["max_gpus"], help="Largest cluster considered."),
+    min_gpus: int = typer.Option(DEFAULTS["min_gpus"], parser=si_count,
+                                 help="Smallest cluster considered."),
+    max_gpus: int = typer.Option(DEFAULTS["max_gpus"], parser=si_count,
+                                 help="Largest cluster considered (16k = 16,000)."),
     global_batch: GlobalBatchOption = None,
     deadline_days: float = typer.Option(
         DEFAULTS["deadline_days"], help="Finish within this many days ('inf' for no deadline)."),
-    budget_usd: float = typer.Option(None, help="Spend at most this [USD]."),
+    budget_usd: float = typer.Option(None, parser=si_float,
+                                     help="Spend at most this [USD] (5M = 5e6)."),
     max_power_mw: float = typer.Option(None, help="Facility peak power cap [MW]."),
     objective: str = typer.Option(DEFAULTS["objective"],
                                   help="time | cost | energy | carbon (layout and gain shown)."),

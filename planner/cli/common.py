@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from planner.cli.numbers import si_count, si_float
 from planner.errors import CapplanError
 
 #: Click context settings of every command and group.
@@ -69,6 +70,18 @@ def command_group(name: str, help: str) -> typer.Typer:
                        context_settings=CONTEXT)
 #: File extensions that choose a format when ``--format`` is not given.
 EXTENSION_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+#: Extensions of files that ``-o`` (text: table, JSON, CSV, Markdown) cannot write, and
+#: what writes them instead.
+_WORKBOOK = "for a live workbook: capplan export xlsx FILE"
+_FIGURE = "for a figure: --plot FILE (plan, sweep, checkpoint, sensitivity) or capplan plot"
+NOT_TEXT_EXTENSIONS = {
+    **dict.fromkeys((".xlsx", ".xlsm", ".xls", ".ods"), _WORKBOOK),
+    **dict.fromkeys((".png", ".svg", ".pdf", ".jpg", ".jpeg", ".gif", ".webp", ".tif",
+                     ".tiff", ".eps", ".ps"), _FIGURE),
+    **dict.fromkeys((".html", ".htm", ".docx", ".pptx", ".parquet", ".feather", ".pkl",
+                     ".pickle", ".npy", ".npz", ".h5", ".hdf5", ".zip", ".gz", ".bz2",
+                     ".xz"), ""),
+}
 
 FormatOption = Annotated[str, typer.Option(
     "--format", "-f", help="table | json | csv | markdown (default: from the -o file's "
@@ -81,9 +94,10 @@ ForceOption = Annotated[bool, typer.Option(
 
 # -- run options several commands share (defaults stay with each command) -------------------
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="Model id or TOML file.")]
-TokensOption = Annotated[float, typer.Option(help="Training tokens D.")]
+TokensOption = Annotated[float, typer.Option(
+    parser=si_float, help="Training tokens D (15T = 15e12; suffixes k, M, G/B, T, P).")]
 GlobalBatchOption = Annotated[int, typer.Option(
-    help="Global batch [sequences] (default ~16M tokens).")]
+    parser=si_count, help="Global batch [sequences] (default ~16M tokens).")]
 SiteOption = Annotated[str, typer.Option(help="Site id (PUE, price, grid carbon).")]
 SitesOption = Annotated[str, typer.Option(
     "--site", help="Site id (PUE, price, grid carbon); plan takes several, a,b,c or all, "
@@ -141,7 +155,12 @@ SlowNodeSlowdownOption = Annotated[float, typer.Option(
 
 
 def output_format(fmt: str | None, output: str | None = None, allowed=FORMATS) -> str:
-    """The format to write: ``fmt`` if given (checked), else the ``-o`` file's extension."""
+    """The format to write: ``fmt`` if given (checked), else the ``-o`` file's extension.
+
+    An ``-o`` file whose extension names a format no command writes as text (``.xlsx``,
+    ``.png`` ...) is refused with what writes it, rather than written as a text table.
+    """
+    _check_text_extension(output, allowed)
     if fmt is None:
         suffix = PurePath(output).suffix.lower() if output not in (None, "-") else ""
         fmt = EXTENSION_FORMATS.get(suffix, "table")
@@ -153,6 +172,21 @@ def output_format(fmt: str | None, output: str | None = None, allowed=FORMATS) -
         hint = f"; did you mean: {close[0]}?" if close else ""
         raise CapplanError(f"unknown format '{fmt}'; allowed: {', '.join(allowed)}{hint}")
     return fmt
+
+
+def _check_text_extension(output: str | None, allowed) -> None:
+    if output in (None, "-"):
+        return
+    suffix = PurePath(output).suffix.lower()
+    if suffix not in NOT_TEXT_EXTENSIONS:
+        return
+    from planner.errors import shown
+
+    names = {"table": ".txt", "json": ".json", "csv": ".csv", "markdown": ".md"}
+    kinds = ", ".join(f"{f} ({names[f]})" if f in names else f for f in allowed)
+    hint = NOT_TEXT_EXTENSIONS[suffix]
+    raise CapplanError(f"-o {shown(str(output))}: this command cannot write {suffix} files; "
+                       f"-o writes text: {kinds}" + (f"; {hint}" if hint else ""))
 
 
 # -- where a search runs (planner.engine.distributed) ----------------------------------------

@@ -22,6 +22,7 @@ from planner.cli.common import (
 )
 from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
 from planner.cli.fault_options import FAULT_OPTIONS
+from planner.cli.numbers import si_count
 from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
 from planner.errors import CapplanError, shown
 
@@ -32,7 +33,8 @@ def _options(
     model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
                                  help="Accelerator id or TOML file."),
-    gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", help="GPUs in the job."),
+    gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
+                             help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
         None, help=f"Tensor-parallel size (default {_P['tp']} if the layout fits --gpus)."),
     pp: int = typer.Option(

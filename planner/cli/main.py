@@ -9,13 +9,26 @@ error stays on one line.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
-from hardware_catalog.errors import CatalogError
-from planner.cli.app import app_for
-from planner.cli.common import flush_notices
-from planner.errors import INFEASIBLE, INTERNAL, USAGE, CapplanError, one_line
-from planner.version import version
+
+def interrupted_while_starting(signum, frame) -> None:
+    """SIGINT handler while the ``capplan`` process imports its modules (before
+    :func:`main` can catch ``KeyboardInterrupt``): one line, exit 130, no traceback."""
+    os.write(2, b"capplan: interrupted\n")
+    os._exit(130)
+
+
+if os.path.basename(sys.argv[0]) == "capplan":  # the console script (python -m planner: its
+    signal.signal(signal.SIGINT, interrupted_while_starting)  # __main__ does the same)
+
+from hardware_catalog.errors import CatalogError  # noqa: E402
+from planner.cli.app import app_for  # noqa: E402
+from planner.cli.common import flush_notices  # noqa: E402
+from planner.errors import INFEASIBLE, INTERNAL, USAGE, CapplanError, one_line  # noqa: E402
+from planner.version import version  # noqa: E402
 
 
 def _click_exceptions():
@@ -28,6 +41,23 @@ def _click_exceptions():
 
 def _error(message: str) -> None:
     print(f"capplan: error: {one_line(message)}", file=sys.stderr)
+
+
+def _ignore_further_interrupts(whole_process: bool) -> None:
+    """After the first Ctrl-C the command is over: a second one while the process exits
+    must not print a traceback (only for the ``capplan`` process, not an in-process call)."""
+    if whole_process:
+        import signal
+
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            pass
+
+
+def _interrupted(whole_process: bool) -> None:
+    _ignore_further_interrupts(whole_process)
+    print("capplan: interrupted", file=sys.stderr)
 
 
 def os_error_message(exc: OSError) -> str:
@@ -45,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     click = _click_exceptions()
 
+    if argv is None and signal.getsignal(signal.SIGINT) is interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # started: Ctrl-C cleans up
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if debug:
@@ -64,14 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         result = app_for(args)(args=args, prog_name="capplan", standalone_mode=False)
         code = result if isinstance(result, int) else 0
         if code == 130:  # click returns Ctrl-C as exit code 130 when not standalone
-            print("capplan: interrupted", file=sys.stderr)
+            _interrupted(argv is None)
     except (typer.Exit, getattr(click, "Exit", typer.Exit)) as exc:
         code = exc.exit_code
     except (typer.Abort, getattr(click, "Abort", typer.Abort)):
+        _ignore_further_interrupts(argv is None)
         print("capplan: aborted", file=sys.stderr)
         code = 130
     except KeyboardInterrupt:
-        print("capplan: interrupted", file=sys.stderr)
+        _interrupted(argv is None)
         code = 130
     except getattr(click, "NoArgsIsHelpError", ()) as exc:
         print(exc.format_message(), file=sys.stderr)
@@ -106,5 +139,21 @@ def main(argv: list[str] | None = None) -> int:
         code = INTERNAL
     flush_notices(show=code in (0, INFEASIBLE))
     if argv is None:
+        if code == 130 and "distributed" not in sys.modules:  # Dask cleans up at exit
+            _exit_now(code)
         sys.exit(code)
     return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process at once after Ctrl-C: the files it wrote were removed or committed
+    on the way here, and a search thread inside a long compiled or numpy call would
+    otherwise hold up the interpreter's shutdown (1-2 s) by keeping the lock it needs."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

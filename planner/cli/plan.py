@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from planner.cli.common import (
@@ -199,11 +197,13 @@ def plan(
         if format == "markdown":  # the explanations as tables of their own
             text += explanation_markdown(result)
     feasible = result.best.get(scenario.objective) is not None
-    if feasible or not to_file:  # no output file when no plan meets the constraints
-        write(text, output, force)
-    if plot and feasible:
-        from planner.report.plot import plot_plan
+    from planner.report.output import committed_together
 
-        plot_plan(result, plot, force=force)
-        print(f"capplan: wrote {plot}", file=sys.stderr)
+    with committed_together(force):  # -o and --plot together or not at all
+        if feasible or not to_file:  # no output file when no plan meets the constraints
+            write(text, output, force)
+        if plot and feasible:
+            from planner.report.plot import plot_plan
+
+            plot_plan(result, plot, force=force)
     require(result, scenario.objective)

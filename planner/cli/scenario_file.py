@@ -6,6 +6,7 @@ one line naming the file and the first offending byte (:mod:`hardware_catalog.te
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -102,7 +103,7 @@ def load(path: str) -> dict:
 
     file = Path(path)
     path = printable(path)  # as shown in messages: one line
-    if not file.exists():
+    if not os.path.lexists(file):
         raise CapplanError(f"scenario file {path} does not exist")
     try:
         data = tomllib.loads(read_utf8(file, path))
@@ -110,6 +111,9 @@ def load(path: str) -> dict:
         raise CapplanError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise CapplanError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise CapplanError(f"{path}: not valid TOML: tables or arrays nested too deeply "
+                           "for a scenario") from None
     out = {}
     for key, value in data.items():
         if key not in KEYS:

@@ -19,6 +19,7 @@ from planner.cli.common import (
     TokensOption,
 )
 from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
+from planner.cli.numbers import si_count, si_float
 from planner.engine.scenario import DEFAULTS
 
 
@@ -30,13 +31,16 @@ def _options(
     tokens: TokensOption = DEFAULTS["tokens"],
     hardware: str = typer.Option(DEFAULTS["hardware"], "--hardware", "-H",
                                  help="Comma-separated accelerator ids, or 'all'."),
-    min_gpus: int = typer.Option(DEFAULTS["min_gpus"], help="Smallest cluster considered."),
-    max_gpus: int = typer.Option(DEFAULTS["max_gpus"], help="Largest cluster considered."),
+    min_gpus: int = typer.Option(DEFAULTS["min_gpus"], parser=si_count,
+                                 help="Smallest cluster considered."),
+    max_gpus: int = typer.Option(DEFAULTS["max_gpus"], parser=si_count,
+                                 help="Largest cluster considered (16k = 16,000)."),
     global_batch: GlobalBatchOption = None,
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     deadline_days: float = typer.Option(
         DEFAULTS["deadline_days"], help="Finish within this many days ('inf' for no deadline)."),
-    budget_usd: float = typer.Option(None, help="Spend at most this [USD]."),
+    budget_usd: float = typer.Option(None, parser=si_float,
+                                     help="Spend at most this [USD] (5M = 5e6)."),
     max_power_mw: float = typer.Option(None, help="Facility peak power cap [MW]."),
     site: SitesOption = DEFAULTS["site"],
     objective: str = typer.Option(DEFAULTS["objective"], help="time | cost | energy | carbon | tcdp | cci (the headline)."),

@@ -41,8 +41,11 @@ def sensitivity(
                "catalog_version": run.catalog_version}
     title = (f"Elasticities for {run.echo['model']} on {run.echo['gpus']:,} x "
              f"{run.echo['hardware']} (d ln output / d ln input)")
-    write(render(rows, format, title=title, payload=payload), output, force)
-    if plot:
-        from planner.report.tornado import tornado
+    from planner.report.output import committed_together
 
-        tornado(rows, plot, title=title, force=force)
+    with committed_together(force):  # -o and --plot together or not at all
+        write(render(rows, format, title=title, payload=payload), output, force)
+        if plot:
+            from planner.report.tornado import tornado
+
+            tornado(rows, plot, title=title, force=force)

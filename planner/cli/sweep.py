@@ -21,6 +21,7 @@ from planner.cli.common import (
     output_format,
 )
 from planner.cli.environment_options import scenario_prices, with_price_options
+from planner.cli.numbers import si_count
 from planner.engine.scenario import DEFAULTS
 from planner.errors import CapplanError
 from planner.version import version
@@ -71,8 +72,10 @@ def sweep(
     tokens: TokensOption = 15e12,
     hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
                                  help="Comma-separated accelerator ids, or 'all'."),
-    min_gpus: int = typer.Option(128, help="Smallest cluster."),
-    max_gpus: int = typer.Option(16384, help="Largest cluster."),
+    min_gpus: int = typer.Option(DEFAULTS["min_gpus"], parser=si_count,
+                                 help="Smallest cluster (as plan's)."),
+    max_gpus: int = typer.Option(DEFAULTS["max_gpus"], parser=si_count,
+                                 help="Largest cluster (as plan's; 16k = 16,000)."),
     every: bool = typer.Option(False, help="Every feasible GPU count, not only doublings."),
     objective: str = typer.Option("time", help="Layout chosen per row by: time | cost | "
                                   "energy | carbon."),
@@ -120,12 +123,12 @@ def sweep(
     payload = {"scenario": {k: v for k, v in asdict(scenario).items() if k != "extra"},
                "rows": rows, "prices": result.prices, "version": version(),
                "catalog_version": result.catalog_version}
-    write(render(rows, format, title=f"Scaling {model} ({objective}-optimal layout per row)",
-                 payload=payload), output, force)
-    if plot:
-        import sys
+    from planner.report.output import committed_together
 
-        from planner.report.plot import plot_scaling
+    with committed_together(force):  # -o and --plot together or not at all
+        write(render(rows, format, title=f"Scaling {model} ({objective}-optimal layout per "
+                     "row)", payload=payload), output, force)
+        if plot:
+            from planner.report.plot import plot_scaling
 
-        plot_scaling(result, plot, force=force)
-        print(f"capplan: wrote {plot}", file=sys.stderr)
+            plot_scaling(result, plot, force=force)

@@ -341,7 +341,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x198, x247, x248
     x254 = x250 * (1 / 2 * x230 + 1 / 2 * x231 + 1 / 2 * x232 + 1 / 2 * x233 + 1 / 2 * x234)
     del x232, x233, x234
-    x255 = numpy.maximum((ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x202 * x253 + x243) + x252), numpy.where(numpy.greater(x237, 1 / 2 * x242 + 1 / 2 * x244 + 1 / 2 * x246 + 1 / 2 * x249), -x250 + x251 * (1 / 3 * numpy.sqrt(x254) + 1 / 9 * x254 + 1), x237))
+    x255 = numpy.maximum(numpy.maximum(x202, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x202 * x253 + x243) + x252)), numpy.where(numpy.greater(x237, 1 / 2 * x242 + 1 / 2 * x244 + 1 / 2 * x246 + 1 / 2 * x249), -x250 + x251 * (1 / 3 * numpy.sqrt(x254) + 1 / 9 * x254 + 1), x237))
     del x242, x244, x246, x249, x254
     x256 = ckpt_gockpt * (x202 + x243) + x252
     del x243, x252

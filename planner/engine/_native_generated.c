@@ -572,7 +572,7 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x251 = sqrt((v_x237 * ((((2.0 * v_x242) + (2.0 * v_x244)) + (2.0 * v_x246)) + (2.0 * v_x249))));
         const double v_x253 = ((v_ckpt_gockpt * (np_minimum(v_gockpt_steps, np_maximum(1.0, ceil((log((1.0 - np_minimum(0.999999999999, (((v_grad_bytes_per_param * v_x198) * v_x214) / np_maximum(1e-300, (v_host_copy_bytes_per_s_per_gpu * v_x248)))))) / v__h43)))) - 1.0)) + 1.0);
         const double v_x254 = (v_x250 * ((((v__h44 + (v__h45 * v_x231)) + (v__h46 * v_x232)) + (v__h47 * v_x233)) + (v__h48 * v_x234)));
-        const double v_x255 = np_maximum((v__h49 * ((v_ckpt_gockpt * ((v_x202 * v_x253) + v_x243)) + v_x252)), ((v_x237 > ((((v__h50 * v_x242) + (v__h51 * v_x244)) + (v__h52 * v_x246)) + (v__h53 * v_x249))) ? ((-v_x250) + (v_x251 * (((v__h54 * sqrt(v_x254)) + (v__h55 * v_x254)) + 1.0))) : v_x237));
+        const double v_x255 = np_maximum(np_maximum(v_x202, (v__h49 * ((v_ckpt_gockpt * ((v_x202 * v_x253) + v_x243)) + v_x252))), ((v_x237 > ((((v__h50 * v_x242) + (v__h51 * v_x244)) + (v__h52 * v_x246)) + (v__h53 * v_x249))) ? ((-v_x250) + (v_x251 * (((v__h54 * sqrt(v_x254)) + (v__h55 * v_x254)) + 1.0))) : v_x237));
         const double v_x256 = ((v_ckpt_gockpt * (v_x202 + v_x243)) + v_x252);
         const double v_x286 = (v_x202 * v_x229);
         const double v_x288 = exp((v_x236 * v_x256));
@@ -1132,7 +1132,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x251 = sqrt((v_x237 * ((((2.0 * v_x242) + (2.0 * v_x244)) + (2.0 * v_x246)) + (2.0 * v_x249))));
         const double v_x253 = ((v_ckpt_gockpt * (np_minimum(v_gockpt_steps, np_maximum(1.0, ceil((log((1.0 - np_minimum(0.999999999999, (((v_grad_bytes_per_param * v_x198) * v_x214) / np_maximum(1e-300, (v_host_copy_bytes_per_s_per_gpu * v_x248)))))) / v__h42)))) - 1.0)) + 1.0);
         const double v_x254 = (v_x250 * ((((v__h43 + (v__h44 * v_x231)) + (v__h45 * v_x232)) + (v__h46 * v_x233)) + (v__h47 * v_x234)));
-        const double v_x255 = np_maximum((v__h48 * ((v_ckpt_gockpt * ((v_x202 * v_x253) + v_x243)) + v_x252)), ((v_x237 > ((((v__h49 * v_x242) + (v__h50 * v_x244)) + (v__h51 * v_x246)) + (v__h52 * v_x249))) ? ((-v_x250) + (v_x251 * (((v__h53 * sqrt(v_x254)) + (v__h54 * v_x254)) + 1.0))) : v_x237));
+        const double v_x255 = np_maximum(np_maximum(v_x202, (v__h48 * ((v_ckpt_gockpt * ((v_x202 * v_x253) + v_x243)) + v_x252))), ((v_x237 > ((((v__h49 * v_x242) + (v__h50 * v_x244)) + (v__h51 * v_x246)) + (v__h52 * v_x249))) ? ((-v_x250) + (v_x251 * (((v__h53 * sqrt(v_x254)) + (v__h54 * v_x254)) + 1.0))) : v_x237));
         const double v_x256 = ((v_ckpt_gockpt * (v_x202 + v_x243)) + v_x252);
         const double v_x286 = (v_x202 * v_x229);
         const double v_x288 = exp((v_x236 * v_x256));
@@ -1514,4 +1514,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "d982d7e5ccb7618b"; }
+const char *capplan_source_hash(void) { return "fb28755087a68188"; }

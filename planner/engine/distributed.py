@@ -45,16 +45,29 @@ def check_scheduler(scheduler: str | None, workers: int | None = None) -> str:
     if scheduler in (None, "in-process"):
         return "in-process"
     if scheduler in ("processes", "threads"):
+        _require_dask(scheduler)
         return scheduler
     if scheduler.startswith("tcp://"):
         if not _ADDRESS.match(scheduler):
             raise CapplanError(f"--scheduler '{one_line(scheduler)}' is not an address "
                                "tcp://HOST:PORT (e.g. tcp://10.0.0.5:8786)")
+        _require_dask(scheduler)
         return scheduler
     close = difflib.get_close_matches(scheduler, SCHEDULERS[:3], n=1)
     hint = f"; did you mean: {close[0]}?" if close else ""
     raise CapplanError(f"unknown --scheduler '{one_line(scheduler)}'; allowed: "
                        f"{' | '.join(SCHEDULERS)}{hint}")
+
+
+def _require_dask(scheduler: str) -> None:
+    """One install hint (exit 2) before any work when Dask is not installed."""
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise CapplanError(f"--scheduler {scheduler} needs Dask, which is not installed "
+                           f"({exc.name or exc}): pip install 'capplan[dask]', or leave "
+                           "--scheduler out to search in this process") from None
 
 
 def run_tasks(function: Callable, tasks: Sequence, *, scheduler: str | None = None,
@@ -93,27 +106,49 @@ def usable_cores() -> int:
 
 
 def _run_on_threads(function, tasks, threads: int, progress, labels) -> list:
-    """The in-process run on a pool of ``threads`` threads; on an error or Ctrl-C the tasks
-    not started are cancelled (those running finish their current call first)."""
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+    """The in-process run on ``threads`` daemon threads, results in task order.
 
-    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="capplan-search")
+    On an error or Ctrl-C the tasks not started are never started, and the process does
+    not wait for those running: a compiled search call cannot be interrupted, and a
+    thread pool's threads would be joined at exit (a Ctrl-C then took 7-10 s to end
+    the process).  Daemon threads are dropped when the process exits.
+    """
+    import queue
+    import threading
+
+    total = len(tasks)
+    order = iter(range(total))
+    order_lock = threading.Lock()
+    stop = threading.Event()
+    finished: queue.Queue = queue.Queue()  # (index, result, exception); get() sees Ctrl-C
+
+    def work() -> None:
+        while not stop.is_set():
+            with order_lock:
+                index = next(order, None)
+            if index is None:
+                return
+            try:
+                finished.put((index, function(tasks[index]), None))
+            except BaseException as exc:  # handed to the caller's thread
+                finished.put((index, None, exc))
+
+    for number in range(threads):
+        threading.Thread(target=work, name=f"capplan-search-{number}", daemon=True).start()
+    results = [None] * total
     try:
-        futures = [pool.submit(function, task) for task in tasks]
-        position = {f: i for i, f in enumerate(futures)}
         if progress is not None:
-            progress(0, len(futures), "")
-        pending, done = set(futures), 0
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in sorted(finished, key=position.__getitem__):
-                future.result()  # raises the task's exception here
-                done += 1
-                if progress is not None:
-                    progress(done, len(futures), labels[position[future]])
-        return [f.result() for f in futures]
+            progress(0, total, "")
+        for done in range(1, total + 1):
+            index, result, error = finished.get()
+            if error is not None:
+                raise error
+            results[index] = result
+            if progress is not None:
+                progress(done, total, labels[index])
+        return results
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        stop.set()
 
 
 def _client(scheduler: str, workers: int | None):

@@ -187,7 +187,9 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "draws": Domain(">=1", integer=True, maximum=MAX_DRAWS),
     "seed": Domain(">=0", integer=True, maximum=2**63 - 1),
     # checkpoint: bounds keep every unit conversion and Daly term finite
-    "gpu_mtbf_hours": Domain(">0", maximum=1e12), "node_mtbf_hours": Domain(">0", maximum=1e12),
+    # (an MTBF below 3.6 ms, e.g. 5e-324 h, makes the failure rate overflow to inf)
+    "gpu_mtbf_hours": Domain(">0", minimum=1e-6, maximum=1e12),
+    "node_mtbf_hours": Domain(">0", minimum=1e-6, maximum=1e12),
     "gpus_per_node": GPU_COUNT, "params": Domain(">0", maximum=1e16),
     "bytes_per_param": Domain(">0", maximum=1e3),
     "storage_write_gbps": BANDWIDTH_GBPS, "storage_read_gbps": BANDWIDTH_GBPS,

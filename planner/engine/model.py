@@ -671,11 +671,12 @@ def reliability(x: dict, r: dict) -> dict:
                                            window_s)
     restart = checkpoint.checkpoint_restart_time(failure_restart_s, read_s, peer_s,
                                                  x["ckpt_in_memory"])
-    # an async write drains, a GoCkpt checkpoint moves and persists, before the next one
+    # an async write drains, a GoCkpt checkpoint moves and persists, before the next one;
+    # checkpoints are at least one step apart
     interval = checkpoint.drained_checkpoint_interval(
         checkpoint.daly_interval(stall, mtbf),
         x["ckpt_async"] * write_s + gockpt * checkpoint.gockpt_min_interval(k, step_s, write_s),
-        x["ckpt_async"] + gockpt)
+        x["ckpt_async"] + gockpt, step_s)
     commit_s = checkpoint.checkpoint_commit_latency(write_s, step_s, x["ckpt_async"], gockpt)
     steps = x["tokens"] / (x["global_batch"] * x["seq_len"])
     solve = steps * step_s

@@ -202,11 +202,17 @@ def check_target(output: str, force: bool = False, flag: str = "--output") -> Pa
     return path
 
 
+#: Files written inside :func:`committed_together`, not yet renamed into place:
+#: (temporary path, target, name as given); ``None`` outside such a block.
+_staged: list[tuple[Path, Path, str]] | None = None
+
+
 @contextmanager
 def atomic_target(output: str, force: bool = False):
     """Yield a temporary path beside ``output`` (same suffix) to write the whole file to;
     on success it replaces ``output`` in one ``os.replace``, on any error it is removed,
-    so a failing run never leaves a half-written file."""
+    so a failing run never leaves a half-written file.  Inside
+    :func:`committed_together` the rename waits for the end of that block."""
     import os
     import tempfile
 
@@ -216,15 +222,68 @@ def atomic_target(output: str, force: bool = False):
     os.close(fd)
     try:
         yield Path(tmp)
-        if target.exists() and not force:  # appeared while we were writing
-            from planner.errors import CapplanError
-
-            raise CapplanError(f"{output} appeared meanwhile; pass --force to overwrite it")
+        if _staged is not None:
+            _staged.append((Path(tmp), target, output))
+            return
+        _check_not_appeared(target, output, force)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _check_not_appeared(target: Path, output: str, force: bool) -> None:
+    if target.exists() and not force:  # appeared while we were writing
+        from planner.errors import CapplanError
+
+        raise CapplanError(f"{output} appeared meanwhile; pass --force to overwrite it")
+
+
+@contextmanager
+def committed_together(force: bool = False):
+    """The files a command writes inside this block (its ``-o`` file and its ``--plot``
+    figure) are all renamed into place at the block's end, or none is: an error, a full
+    disk or Ctrl-C while the figure is drawn leaves no ``-o`` file behind.  Each is
+    announced (``capplan: wrote ...``) once it is in place."""
+    global _staged
+    if _staged is not None:  # nested: the outer block commits
+        yield
+        return
+    _staged = []
+    try:
+        yield
+        staged = _staged
+        _commit(staged, force)
+    except BaseException:
+        for tmp, _, _ in _staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        _staged = None
+    for _, _, output in staged:
+        print(f"capplan: wrote {output}", file=sys.stderr)
+
+
+def _commit(staged: list[tuple[Path, Path, str]], force: bool) -> None:
+    """Rename every staged file into place with Ctrl-C held back (delivered after the
+    last rename), so the files land together."""
+    import os
+    import signal
+
+    for _, target, output in staged:
+        _check_not_appeared(target, output, force)
+    mode = 0o666 & ~_umask()
+    can_block = hasattr(signal, "pthread_sigmask")
+    if can_block:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        for tmp, target, _ in staged:
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+    finally:
+        if can_block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _umask() -> int:
@@ -243,7 +302,8 @@ def write(text: str, output: str | None, force: bool = False) -> None:
         return
     with atomic_target(output, force) as tmp:
         tmp.write_text(text, encoding="utf-8")
-    print(f"capplan: wrote {output}", file=sys.stderr)
+    if _staged is None:  # else announced when committed
+        print(f"capplan: wrote {output}", file=sys.stderr)
 
 
 def write_or_check(path: Path, text: str, *, check: bool, command: str) -> int:

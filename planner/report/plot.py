@@ -45,7 +45,9 @@ def check_target(path, force: bool = False) -> Path:
     if Path(path).suffix.lower() not in SUFFIXES:
         raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got "
                            f"'{Path(path).name}'")
-    return output.check_target(path, force, flag="--plot")
+    target = output.check_target(path, force, flag="--plot")
+    _pyplot()  # matplotlib missing: the install hint now, before any work
+    return target
 
 
 def _pyplot():

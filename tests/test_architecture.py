@@ -119,3 +119,43 @@ def test_no_private_name_crosses_a_module():
 
 def test_package_root_is_small():
     assert len(list(PACKAGE.glob("*.py"))) <= 8
+
+
+#: The package layers, lowest first: a module may import its own layer and those below,
+#: never one above (docs/architecture.md: cli -> analysis, report -> engine -> formulas,
+#: catalog).  planner.codegen is a build tool: it reads every layer, and no layer reads it.
+LAYERS = (
+    ("formulas", "hardware_catalog", "planner.errors", "planner.version"),
+    ("planner.engine",),
+    ("planner.analysis", "planner.report"),
+    ("planner", "planner.cli", "planner.__main__"),
+    ("planner.codegen",),
+)
+
+
+def _layer(module: str) -> int:
+    """The layer of ``module``: that of the longest package prefix listed in LAYERS."""
+    best, found = -1, None
+    for level, packages in enumerate(LAYERS):
+        for package in packages:
+            if (module == package or module.startswith(package + ".")) and len(package) > best:
+                best, found = len(package), level
+    assert found is not None, f"{module} is in no layer of LAYERS"
+    return found
+
+
+def test_imports_point_down_the_package_layers():
+    """cli -> analysis/report -> engine -> formulas/catalog, lazy imports included (a
+    function-level import is still a dependency), and formulas and hardware_catalog do not
+    know each other."""
+    upward = []
+    for name, path in MODULES.items():
+        for base, _, line in _imports(name, path):
+            if base.split(".")[0] not in PACKAGES:
+                continue
+            if _layer(base) > _layer(name):
+                upward.append(f"{path.relative_to(ROOT)}:{line} imports {base}")
+            for a, b in (("formulas", "hardware_catalog"), ("hardware_catalog", "formulas")):
+                if name.split(".")[0] == a and base.split(".")[0] == b:
+                    upward.append(f"{path.relative_to(ROOT)}:{line} imports {base}")
+    assert not upward, "imports against the package layers:\n" + "\n".join(upward)

@@ -64,7 +64,7 @@ def symbolic_counts():
     """The Excel export's expressions (planner.report.xlsx builds on these)."""
     import sympy
 
-    from planner.codegen.kernel import symbolic_outputs, symbols
+    from planner.engine.symbolic import symbolic_outputs, symbols
 
     exprs = symbolic_outputs()
     syms = symbols()

@@ -11,26 +11,11 @@ that module and never imports sympy; ``python -m planner.codegen --check`` (and
 from __future__ import annotations
 
 import inspect
-from functools import cache
 from pathlib import Path
 
 from planner.engine.kernel import GENERATED
 from planner.engine.model import INPUTS, OUTPUTS
-
-
-def symbols():
-    """One sympy Symbol per run-model input (non-negative reals)."""
-    import sympy
-
-    return {name: sympy.Symbol(name, nonnegative=True, real=True) for name in INPUTS}
-
-
-@cache
-def symbolic_outputs() -> dict:
-    """Every output of the run model as a sympy expression of the inputs."""
-    from planner.engine.model import run_model
-
-    return run_model(symbols())
+from planner.engine.symbolic import symbolic_outputs, symbols
 
 
 def generate_source() -> str:

@@ -35,7 +35,7 @@ def model_formulas():
     per process: the expressions do not change, and CSE takes about a minute)."""
     import sympy
 
-    from planner.codegen.kernel import symbolic_outputs
+    from planner.engine.symbolic import symbolic_outputs
 
     exprs = symbolic_outputs()
     names = list(OUTPUTS)

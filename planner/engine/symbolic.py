@@ -1,0 +1,26 @@
+"""The run model as sympy expressions: every output of
+:func:`planner.engine.model.run_model` called with one sympy Symbol per input.
+
+The source of the generated kernel (:mod:`planner.codegen.kernel`) and of the live
+formulas of the Excel export (:mod:`planner.report.xlsx`).  Imports sympy: never on the
+one-shot path.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from planner.engine.model import INPUTS, run_model
+
+
+def symbols() -> dict:
+    """One sympy Symbol per run-model input (non-negative reals)."""
+    import sympy
+
+    return {name: sympy.Symbol(name, nonnegative=True, real=True) for name in INPUTS}
+
+
+@cache
+def symbolic_outputs() -> dict:
+    """Every output of the run model as a sympy expression of the inputs."""
+    return run_model(symbols())

@@ -552,6 +552,8 @@ def load_moe_runs() -> pd.DataFrame:
             etp = _default_etp(int(tp), int(cp), int(dp), int(ep)) if np.isfinite(dp) else 1
         precision = "bf16" if r.precision.strip().lower() == "bf16" else "fp8"
         recompute = next((k for k in ("selective", "full") if r.recompute.startswith(k)), "none")
+        if not r.recompute and "activation_checkpointing true" in r.notes:
+            recompute = "full"  # NeMo AutoModel configs: whole-layer activation checkpointing
         metric = {"tflops_per_gpu": "model_tflops_per_gpu"}.get(r.metric, r.metric)
         case = _case(dataset="moe-runs", case_id=r.case_id,
                      hardware=MOE_HARDWARE.get(r.hardware, r.hardware.lower()),
@@ -1024,4 +1026,50 @@ def later_stack_check(catalog=None) -> list[dict]:
                               f"TP1 PP{pp} "
                               f"VP{vp} EP{ep} (ETP 1), global batch {batch}, no MTP; "
                               f"predicted MFU {float(r['mfu']):.0%}")})
+    return rows
+
+
+#: Published layouts the memory model must fit (issue 27): (label, evaluate arguments,
+#: source). Meta's Llama 3 405B: TP 8, PP 16 with interleaving (126 layers over 128 stage
+#: units: the embedding and the loss as units), CP 1, DP 128 of 16 sequences of 8,192 tokens,
+#: no activation recompute, FSDP sharding the gradients and optimizer states but not the
+#: weights (= ZeRO-2) - arXiv:2407.21783 s3.3.1-3.3.2, Table 4. DeepSeek-V3: 2,048 H800,
+#: PP 16, EP 64 (ETP 1), no TP, ZeRO-1, FP8, the final batch of 15,360 sequences of 4,096
+#: tokens, 14.8T tokens, on the HAI-LLM stack - arXiv:2412.19437 s3.1-3.3, s4.2, Table 1
+#: (2.664M H800 GPU-hours of pre-training). Micro-batch 1 (not published).
+PUBLISHED_LAYOUTS = {
+    "Llama 3 405B (Meta), 16,384 H100": dict(
+        model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=16, vp=8, cp=1,
+        global_batch=2048, micro_batch=1, seq_len=8192, recompute="none", zero=2,
+        precision="bf16", stack="megatron-core-2025", tokens=15.6e12),
+    "DeepSeek-V3, 2,048 H800": dict(
+        model="deepseek-v3", hardware="h800", gpus=2048, tp=1, pp=16, vp=1, cp=1, ep=64, etp=1,
+        global_batch=15360, micro_batch=1, seq_len=4096, recompute="selective", zero=1,
+        precision="fp8", stack="deepseek-hai-llm-2024", tokens=14.8e12),
+}
+DEEPSEEK_V3_PRETRAIN_GPU_HOURS = 2.664e6  # arXiv:2412.19437 Table 1
+
+
+def published_layout_check(catalog=None) -> list[dict]:
+    """Memory per GPU of the published layouts (each ran), and DeepSeek-V3's GPU-hours."""
+    from planner.engine.evaluator import evaluate
+
+    rows = []
+    for label, args in PUBLISHED_LAYOUTS.items():
+        r = evaluate(catalog=catalog, reliability="benchmark", **args).iloc[0]
+        note = (f"weights {r['weights_bytes'] / 1e9:.1f}, grads {r['grads_bytes'] / 1e9:.1f}, "
+                f"optimizer {r['optimizer_state_bytes'] / 1e9:.1f}, activations "
+                f"{r['activation_bytes'] / 1e9:.1f} GB; {args['stack']}")
+        rows.append({"check": f"{label}: memory per GPU [GB]",
+                     "published": float(r["hbm_bytes"]) / 1e9,
+                     "predicted": float(r["memory_per_gpu_bytes"]) / 1e9,
+                     "ok": bool(r["fits"]), "note": f"ran; HBM as published; {note}"})
+        if args["model"] == "deepseek-v3":
+            hours = float(r["gpu_hours"])
+            rows.append({"check": f"{label}: pre-training GPU-hours [M]",
+                         "published": DEEPSEEK_V3_PRETRAIN_GPU_HOURS / 1e6,
+                         "predicted": hours / 1e6,
+                         "ok": 0.8 <= hours / DEEPSEEK_V3_PRETRAIN_GPU_HOURS <= 1.25,
+                         "note": ("14.8T tokens at the final batch (the report ramps it from "
+                                  "3,072); DualPipe run as 1F1B with the all-to-all hidden")})
     return rows

@@ -251,6 +251,17 @@ baseline 14.0 %), 8 rows unexpressible. Rows whose `software` cell shows neither
 graphs nor DeepEP/HybridEP (including Megatron-Bridge rows whose settings are "not in
 configs of the period") run on the baseline stack; a cell that says "same" takes the
 stack of the row above it (the same table).
+
+Memory (issue 27 item 6, docs/model.md): MoE layers keep their experts' tensors (the
+dispatched token copies, k h-vectors a token, with the expert widths), FP8 recipes keep
+GEMM inputs at one byte, the pipeline holds Megatron-Core's count of chunk-micro-batches,
+and stacks state MLA up-projection and norm recomputation and BF16 optimizer moments (the
+Megatron-Core MoE stacks recompute the MLA up-projections, as NVIDIA's DeepSeek-V3 recipes
+do). Rows that ran but are predicted over their HBM: DGXC-06 and ModelZoo's eight
+long-sequence rows recompute whole MoE layers (recompute modules `moe`, `mlp`), which no
+input states yet; AUTOMODEL-05, the superseded AutoModel config, states no checkpointing.
+AutoModel's configs checkpoint every layer (`activation_checkpointing true`): full
+recompute.
 """
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
@@ -325,7 +336,8 @@ def checks():
 
     return {"korthikanti": v.korthikanti_check(), "reliability": v.reliability_check(),
             "throughput": v.steady_state_check(), "energy": v.energy_check(),
-            "later_stack": v.later_stack_check()}
+            "later_stack": v.later_stack_check(),
+            "published_layouts": v.published_layout_check()}
 
 
 def docs_text(pred, summary, extra) -> str:
@@ -357,6 +369,9 @@ def docs_text(pred, summary, extra) -> str:
     parts.append(md(extra["later_stack"]))
     parts.append("\n## Memory\n")
     parts.append(md(extra["korthikanti"], title="Korthikanti et al. 2022 Fig. 1 activations"))
+    parts.append("\nPublished layouts that ran (issue 27; `validate --checks`): the memory per "
+                 "GPU must fit the HBM the accelerator has (`published` column):\n")
+    parts.append(md(extra["published_layouts"]))
     mem = v.memory_check(pred)
     parts.append(f"\nRuns that ran but are predicted not to fit in HBM: "
                  f"{mem['predicted_oom_for_runs_that_ran']} of {mem['runs']} "

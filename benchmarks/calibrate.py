@@ -50,6 +50,14 @@ the MoE dispatch term (expert_dispatch_tokens): modern-runs fit rows 4.8 -> 4.3 
 held-out 15.8 -> 16.6 % and B200/GB200 held-out 8 -> 12 %, with collective_overhead_s at
 160 us and Blackwell bf16 0.70 - overfitting; not written, the values above stand.
 
+2026-11-26 (issue 27): the grid, objective and search moved to
+planner/analysis/calibration.py (``capplan validate`` cross-validates with them: each model
+family's rows predicted by a refit without that family, ``leave_one_family_out``);
+moe-runs (111 MoE rows) joins the fit datasets, counted once per group; three Megatron-Core
+MoE stacks (baseline, tuned, all-to-all overlap) share the Megatron-Core attention factor
+and TP overlap and have their own launch times, the overlap stack its ``ep_overlap``.
+``--lofo`` prints the leave-one-family-out refits.
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of
@@ -62,7 +70,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,125 +77,18 @@ sys.path.insert(0, str(ROOT))
 
 from hardware_catalog import load_catalog  # noqa: E402
 from planner.analysis import validate as v  # noqa: E402
-from planner.engine.scenario import execution_defaults, stack_factor  # noqa: E402
-
-A100 = ("a100-80gb", "a100-40gb")
-HOPPER = ("h100-sxm", "h200", "h800")  # same GH100 silicon: one value
-BLACKWELL = ("b200", "gb200", "b300", "gb300")  # B200/GB200 measured; B300/GB300 share it
-#: Stacks by attention kernel and launch path: FlashAttention-2 (eager PyTorch) stacks share
-#: one fused-attention factor; every stack launches eagerly (no CUDA graphs): one overhead.
-FA2_STACKS = ("stack:llm-foundry-2023", "stack:torchtitan-fsdp2", "stack:internevo-2023",
-              "stack:megatron-lm-2021")
-EAGER_STACKS = (*FA2_STACKS, "stack:megatron-core-2025")
-MCORE = ("stack:megatron-core-2025",)
-#: The 2023 eager PyTorch data-parallel stacks (llm-foundry's FSDP, InternLM's ZeRO-1): NCCL
-#: reductions on a side stream, competing with backward for SMs and HBM - one overlap.
-EAGER_ZERO_2023 = ("stack:llm-foundry-2023", "stack:internevo-2023")
-FIT_DATASETS = ("sc21", "vtrain-multi", "vtrain-single", "llm-foundry-a100", "llm-foundry-h100",
-                "modern-runs")
-
-#: (owners, parameter) -> candidate values.  Owners: accelerator ids, "stack:<id>" (a
-#: software stack in hardware_catalog/data/stacks) or "*" (planner/engine/execution.toml).
-#: A ``gemm_max_efficiency_<precision>`` parameter is the kernel's ``gemm_max_efficiency``
-#: for the cases of that precision.
-GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
-    (A100, "gemm_max_efficiency"): [0.74, 0.76, 0.78, 0.79, 0.80, 0.81, 0.82, 0.84, 0.86],
-    (HOPPER, "gemm_max_efficiency"): [0.55, 0.575, 0.60, 0.625, 0.65, 0.675, 0.70, 0.725,
-                                      0.75, 0.775, 0.80],
-    (HOPPER, "gemm_max_efficiency_fp8"): [0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70],
-    (BLACKWELL, "gemm_max_efficiency"): [0.50, 0.55, 0.575, 0.60, 0.65, 0.70, 0.75],
-    (BLACKWELL, "gemm_max_efficiency_fp8"): [0.40, 0.45, 0.50, 0.55, 0.60, 0.65],
-    (EAGER_STACKS, "layer_overhead_s"): [3e-4, 5e-4, 7e-4, 8e-4, 8.5e-4, 9e-4, 9.5e-4, 1e-3,
-                                         1.2e-3],
-    (("*",), "host_overlap_exponent"): [2.0, 3.0, 4.0, 6.0],
-    (("*",), "collective_overhead_s"): [0.0, 4e-5, 8e-5, 1.2e-4, 1.6e-4, 2e-4],
-    (FA2_STACKS, "attention_efficiency_factor"): [0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7,
-                                                  0.8],
-    (tuple(f"stack:llm-foundry-2023@{hw}" for hw in HOPPER), "attention_efficiency_factor"):
-        [0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6],
-    (tuple(f"stack:llm-foundry-2023@{hw}" for hw in HOPPER), "gemm_efficiency_factor"):
-        [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
-    (MCORE, "attention_efficiency_factor"): [0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-    (MCORE, "tp_overlap"): [0.0, 0.25, 0.5, 0.75, 0.9],
-    (EAGER_ZERO_2023, "dp_overlap"): [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
-    (("stack:torchtitan-fsdp2",), "dp_overlap"): [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
-}
-PRECISION_SUFFIX = "gemm_max_efficiency_"
-
-
-def start_values(catalog) -> dict:
-    execution = execution_defaults()
-    out = {}
-    for owners, name in GRID:
-        first = owners[0]
-        if first == "*":
-            out[(owners, name)] = execution[name]
-        elif first.startswith("stack:"):
-            stack, _, hw = first[6:].partition("@")
-            out[(owners, name)] = stack_factor(catalog.stack(stack), name, hw or None).value \
-                if name.endswith("_factor") else getattr(catalog.stack(stack), name).value
-        else:
-            acc = catalog.accelerator(first)
-            q = getattr(acc, name, None)
-            out[(owners, name)] = (q or acc.gemm_max_efficiency).value
-    return out
-
-
-def to_params(values: dict) -> dict:
-    """``planner.analysis.validate.predict`` params: per accelerator id (``id:precision``
-    for one precision), ``stack:<id>`` per software stack, "*" for execution terms."""
-    params: dict[str, dict] = {}
-    for (owners, name), value in values.items():
-        for key in owners:
-            if name.startswith(PRECISION_SUFFIX):
-                key, name_in = f"{key}:{name[len(PRECISION_SUFFIX):]}", "gemm_max_efficiency"
-            else:
-                name_in = name
-            params.setdefault(key, {})[name_in] = float(value)
-    return params
-
-
-def case_errors(pred):
-    """Absolute relative errors with the set each counts in: the dataset, and for
-    modern-runs its issue-13 group (each group counts once, as each dataset does)."""
-    err = (pred.predicted / pred.measured - 1).abs()
-    label = pred.dataset.where(pred.dataset != "modern-runs",
-                               "modern-runs/" + pred.get("group", "").astype(str))
-    return err, label
-
-
-def objective(cases, catalog, values) -> float:
-    """Mean over datasets (modern-runs: over its groups) of the fit-subset MAPE."""
-    pred = v.predict(cases, catalog=catalog, params=to_params(values))
-    err, label = case_errors(pred)
-    return float(err.groupby(label).mean().mean())
-
-
-def fit(catalog=None, verbose=True, rounds: int = 4):
-    """Coordinate descent over GRID from the catalog's current values."""
-    catalog = catalog or load_catalog()
-    cases = v.load_cases(FIT_DATASETS)
-    fit_cases = cases[cases.fit & (cases.unexpressible == "")]
-    values = start_values(catalog)
-    best = objective(fit_cases, catalog, values)
-    evaluations, t = 1, time.perf_counter()
-    for _ in range(rounds):
-        changed = False
-        for key, grid in GRID.items():
-            for candidate in grid:
-                trial = {**values, key: candidate}
-                score = objective(fit_cases, catalog, trial)
-                evaluations += 1
-                if score < best - 1e-6:
-                    best, values, changed = score, trial, True
-        if not changed:
-            break
-    if verbose:
-        print(f"fit: {evaluations} evaluations, {time.perf_counter() - t:.1f} s; "
-              f"mean fit-subset MAPE {best:.4f}")
-        for (owners, name), value in values.items():
-            print(f"  {'/'.join(owners)[:40]:40s} {name:28s} {value:.4g}")
-    return values, best
+from planner.analysis.calibration import (  # noqa: E402,F401 - the calibration's parts
+    FIT_DATASETS,
+    GRID,
+    GRIDS,
+    LOFO_GRID,
+    case_errors,
+    fit,
+    leave_one_family_out,
+    objective,
+    start_values,
+    to_params,
+)
 
 
 def toml_float(value: float) -> str:
@@ -234,9 +134,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true",
                     help="write the fitted values into the catalog and execution.toml")
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="all",
+                    help="the parameters to fit: all of GRID, or only the MoE stacks' own")
+    ap.add_argument("--lofo", action="store_true",
+                    help="also run the leave-one-family-out refits and print what moved")
     args = ap.parse_args(argv)
     catalog = load_catalog()
-    values, _ = fit(catalog)
+    values, _ = fit(catalog, grid=GRIDS[args.grid])
     pred = v.predict(v.load_cases(), catalog=catalog, params=to_params(values))
     err, label = case_errors(pred)
     fit_rows = pred.fit & pred.predicted.notna()
@@ -248,8 +152,16 @@ def main(argv=None) -> int:
         print(f"  {s['dataset']:18s} fit MAPE {s['fit_mape']:.3f} (n={s['fit_count']})  "
               f"held-out MAPE {s['held_out_mape']:.3f} (n={s['held_out_count']})  "
               f"bias {s['bias']:+.3f}")
+    if args.lofo:
+        cases = v.load_cases()
+        lofo = leave_one_family_out(cases, catalog, verbose=True)
+        err = (lofo / cases.measured - 1).abs()
+        for name, e in err.groupby(cases.dataset + "/" + cases.get("group", "").astype(str)):
+            if e.notna().any():
+                print(f"  {name:40s} leave-one-family-out MAPE {e.mean():.3f} "
+                      f"(n={int(e.notna().sum())})")
     if args.write:
-        write_values(values)
+        write_values({k: values[k] for k in GRIDS[args.grid]})
         print("wrote the values (inputs only, the kernel is unchanged); regenerate the docs: "
               "python -m planner.codegen --only validation")
     return 0

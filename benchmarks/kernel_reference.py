@@ -61,7 +61,10 @@ def case_inputs(catalog, model, hardware, kwargs, flash, rng) -> dict[str, np.nd
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),
         global_batch=int(x["global_batch"]), gpus_per_node=int(x["gpus_per_node"]),
         scale_up_domain=int(x["scale_up_domain_gpus"]),
-        options=SpaceOptions(min_gpus=8, max_gpus=16384))
+        # without flash attention, selective recompute differs from none: draw it there
+        # (a search drops it where none is tried: space.search_recompute_codes)
+        options=SpaceOptions(min_gpus=8, max_gpus=16384,
+                             **({} if flash else {"recompute": ("selective", "full")})))
     n = len(layout["gpus"])
     pick = np.sort(rng.choice(n, size=min(ROWS_PER_CASE, n), replace=False))
     layout = {k: v[pick] for k, v in layout.items()}

@@ -449,3 +449,270 @@ def attention_shape_activation_bytes(seq_len, micro_batch, hidden, heads, kv_hea
     standard = 2 * hidden * (1 + kv_heads / heads)
     return 2 * sb * (heads_wide - standard) / tp \
         + 2 * sb * (q_lora_rank + kv_lora_rank + qk_rope_head_dim)
+
+
+MCORE_SCHEDULE = ("Megatron-Core megatron/core/pipeline_parallel/schedules.py "
+                  "(NVIDIA/Megatron-LM@d98e8a64dd), get_pp_rank_microbatches: warm-up "
+                  "2(p - r - 1) + (v - 1) N forward chunks on rank r (N = "
+                  "microbatch_group_size_per_vp_stage, default p), capped at the m v chunks "
+                  "of the iteration; max_outstanding_backprops = warm-up + 1")
+
+
+@formula(reference=MCORE_SCHEDULE + "; " + KORTHIKANTI + " s4.2.3 (1 + (p - 1)/(p v))",
+         domain={"pp": ">=1", "virtual_stages": ">=1", "microbatches": ">=1"},
+         symbols=_SYM, result_latex="n_{chunks}")
+def pipeline_inflight_chunks(pp, virtual_stages, microbatches):
+    """Model-chunk micro-batches whose activations the first pipeline rank holds at once.
+
+    Each of the v model chunks of a rank holds 1/v of its layers.  Under
+    1F1B (v = 1) the first rank holds min(p, m) micro-batches.  Under the
+    interleaved schedule it runs 2(p - 1) + (v - 1)p forward chunks before
+    its first backward and holds one more in the steady state: v p + p - 1
+    chunks, i.e. Korthikanti's factor 1 + (p - 1)/(p v) of p micro-batches
+    of all its layers - unless the iteration has fewer chunks (m v), when
+    every chunk of every micro-batch is in flight before the first backward.
+    With m = p (Llama 3 405B at 16,384 GPUs: 16 micro-batches on PP 16) the
+    interleaved schedule therefore holds no more than 1F1B.
+
+    Parameters
+    ----------
+    pp : numeric
+        Pipeline-parallel degree p [1].
+    virtual_stages : numeric
+        Model chunks per rank v (1: not interleaved) [1].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        Chunk micro-batches in flight on the first rank [1].
+
+    Examples
+    --------
+    >>> float(pipeline_inflight_chunks(16, 1, 64))  # 1F1B: p micro-batches
+    16.0
+    >>> float(pipeline_inflight_chunks(16, 8, 64))  # interleaved: 2(p-1) + (v-1)p + 1
+    143.0
+    >>> float(pipeline_inflight_chunks(16, 8, 16))  # capped at m v
+    128.0
+
+    .. math:: n = \\min\\left(v p + (p - 1)\\min(v - 1, 1),\\; m v\\right)
+    """
+    return minimum(virtual_stages * pp + (pp - 1) * minimum(virtual_stages - 1, 1),
+                   microbatches * virtual_stages)
+
+
+@formula(reference=KORTHIKANTI + ", s4.1 (MLP: 2 n_m s b f / t of the split tensors)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "ffn": ">=0", "mlp_matrices": ">=1",
+                 "tp": ">=1"},
+         symbols=_SYM, result_latex="A_{mlp}")
+def mlp_activation_bytes(seq_len, micro_batch, ffn, mlp_matrices, tp):
+    """Activation bytes per GPU of a dense MLP's f-wide tensors, one layer and micro-batch.
+
+    The term of :func:`activation_bytes_per_layer` that an MoE layer replaces
+    by :func:`moe_mlp_activation_bytes`: the n_m tensors of width f (GELU:
+    activation input and second-matmul input; gated: gate and up outputs and
+    the down-projection input), 16-bit, split over the t TP ranks.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    ffn : numeric
+        MLP intermediate width f [1].
+    mlp_matrices : numeric
+        MLP weight matrices: 2 (GELU) or 3 (SwiGLU/GeGLU) [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    >>> float(mlp_activation_bytes(4096, 1, 18432, 3, 1)) / 2**20  # DeepSeek-V3 dense layer
+    432.0
+
+    .. math:: A_{mlp} = \\frac{2 n_m s b f}{t}
+    """
+    return 2 * mlp_matrices * seq_len * micro_batch * ffn / tp
+
+
+@formula(reference=KORTHIKANTI + ", s4.1 term by term for the experts' tensors; "
+         "dispatched copies of each token: Lepikhin et al. 2020 (GShard), arXiv:2006.16668 "
+         "s2.2; Linear inputs cached in FP8 for the backward pass: DeepSeek-AI 2024, "
+         "DeepSeek-V3, arXiv:2412.19437 s3.3.2 and NVIDIA Transformer Engine "
+         "(transformer_engine/pytorch/module/linear.py saves the quantised input of an FP8 "
+         "GEMM for its weight gradient)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "moe_ffn": ">0",
+                 "experts_per_token": ">=1", "shared_experts": ">=0", "mlp_matrices": ">=1",
+                 "tp": ">=1", "etp": ">=1", "sequence_parallel": "[0,1]",
+                 "linear_input_bytes": ">0"},
+         symbols={**_SYM, "moe_ffn": "f_e", "experts_per_token": "k",
+                  "shared_experts": "n_s", "etp": "t_e", "linear_input_bytes": "c"},
+         result_latex="A_{moe}")
+def moe_mlp_activation_bytes(seq_len, micro_batch, hidden, moe_ffn, experts_per_token,
+                             shared_experts, mlp_matrices, tp, etp, sequence_parallel,
+                             linear_input_bytes):
+    """Activation bytes per GPU of one MoE layer's experts, one micro-batch.
+
+    A rank holds s b (1 - σ + σ/t) tokens of the sequence (sequence
+    parallelism splits them over the t TP ranks) and, with balanced routing,
+    as many routed (token, expert) pairs times k; the expert-TP group of
+    t_e ranks gathers its pairs, each rank keeping an f_e/t_e-wide slice.
+    Per pair the backward pass needs the expert's input (an h-vector, the
+    dispatched copy of the token, gathered over t_e), its first GEMM's
+    n_m - 1 outputs (gated: gate and up; GELU: the activation input) of
+    width f_e/t_e and the down-projection input of width f_e/t_e.  Linear
+    inputs are kept at c bytes per element (2: BF16; 1: cached in FP8 as
+    DeepSeek-V3 and Transformer Engine's FP8 recipes do), the rest at 2.
+    Shared experts are dense MLPs of width n_s f_e split over the TP ranks.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per CP rank) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    moe_ffn : numeric
+        Inner width of one expert f_e [1].
+    experts_per_token : numeric
+        Routed experts per token k [1].
+    shared_experts : numeric
+        Shared experts n_s [1].
+    mlp_matrices : numeric
+        Weight matrices of an expert: 2 (GELU) or 3 (SwiGLU) [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    etp : numeric
+        Expert-tensor-parallel degree t_e [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+    linear_input_bytes : numeric
+        Bytes per element of a cached Linear input c (2 BF16, 1 FP8) [B].
+
+    Returns
+    -------
+    numeric
+        Bytes per MoE layer per micro-batch [B].
+
+    Examples
+    --------
+    DeepSeek-V3 (h 7,168, 8 routed + 1 shared expert of 2,048), 4,096 tokens,
+    TP 1, BF16 and FP8-cached:
+
+    >>> round(float(moe_mlp_activation_bytes(4096, 1, 7168, 2048, 8, 1, 3, 1, 1, 0, 2)) / 2**20)
+    880
+    >>> round(float(moe_mlp_activation_bytes(4096, 1, 7168, 2048, 8, 1, 3, 1, 1, 0, 1)) / 2**20)
+    584
+
+    .. math::
+        A_{moe} = s b \\left(1 - \\sigma + \\frac{\\sigma}{t}\\right) k
+            \\left[c\\, t_e h + \\frac{f_e}{t_e}\\left(2 (n_m - 1) + c\\right)\\right]
+            + \\frac{s b\\, n_s f_e \\left(2 (n_m - 1) + c\\right)}{t}
+    """
+    tokens = seq_len * micro_batch * (1 - sequence_parallel + sequence_parallel / tp)
+    per_width = 2 * (mlp_matrices - 1) + linear_input_bytes
+    routed = tokens * experts_per_token * (linear_input_bytes * etp * hidden
+                                          + moe_ffn / etp * per_width)
+    shared = seq_len * micro_batch * shared_experts * moe_ffn * per_width / tp
+    return routed + shared
+
+
+@formula(reference="DeepSeek-AI 2024, DeepSeek-V3, arXiv:2412.19437 s3.2.3 ('we recompute "
+         "all RMSNorm operations and MLA up-projections during back-propagation'); "
+         "Megatron-Core --recompute-modules mla_up_proj; " + KORTHIKANTI + " s4.1",
+         domain={"seq_len": ">0", "micro_batch": ">0", "heads": ">=1", "head_dim": ">0",
+                 "v_head_dim": ">0", "tp": ">=1"},
+         symbols={**_SYM, "head_dim": "d_h", "v_head_dim": "d_v"},
+         result_latex=r"A_{up}")
+def mla_up_projection_activation_bytes(seq_len, micro_batch, heads, head_dim, v_head_dim, tp):
+    """Activation bytes per GPU of the MLA up-projection outputs, one layer and micro-batch.
+
+    Multi-head latent attention up-projects compressed latents into per-head
+    queries (a d_h), keys (a d_h) and values (a d_v); the attention core
+    keeps them for its backward pass.  Recomputing the up-projections in the
+    backward pass frees them: only the latents (already counted by
+    :func:`attention_shape_activation_bytes`) and the attention output stay.
+    These are the bytes a layer does not keep under that recomputation.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    heads : numeric
+        Query heads a [1].
+    head_dim : numeric
+        Query/key head size d_h (MLA: nope + rope) [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    DeepSeek-V3 (128 heads, d_h 192, d_v 128), 4,096 tokens, TP 1:
+
+    >>> float(mla_up_projection_activation_bytes(4096, 1, 128, 192, 128, 1)) / 2**20
+    512.0
+
+    .. math:: A_{up} = \\frac{2 s b\\, a (2 d_h + d_v)}{t}
+    """
+    return 2 * seq_len * micro_batch * heads * (2 * head_dim + v_head_dim) / tp
+
+
+@formula(reference=KORTHIKANTI + ", s4.1 (the QKV-projection input 2sbh and the MLP input "
+         "2sbh: the two norms' outputs, split by sequence parallelism)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "tp": ">=1",
+                 "sequence_parallel": "[0,1]"},
+         symbols=_SYM, result_latex="A_{norm}")
+def norm_output_activation_bytes(seq_len, micro_batch, hidden, tp, sequence_parallel):
+    """16-bit activation bytes per GPU of one layer's two norm outputs, one micro-batch.
+
+    The outputs of the attention and MLP norms are the inputs of the QKV
+    projection and of the MLP's first GEMM; Korthikanti's count keeps both
+    (2sbh each).  They are what FP8 recipes cache at one byte (the quantised
+    GEMM inputs) and what recomputing the norms in the backward pass frees
+    (DeepSeek-V3, arXiv:2412.19437 s3.2.3; Megatron-Core's recompute module
+    ``layernorm``).
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    >>> float(norm_output_activation_bytes(4096, 1, 7168, 1, 0)) / 2**20  # DeepSeek-V3
+    112.0
+
+    .. math:: A_{norm} = 4 s b h \\left(1 - \\sigma + \\frac{\\sigma}{t}\\right)
+    """
+    return 4 * seq_len * micro_batch * hidden * (1 - sequence_parallel + sequence_parallel / tp)

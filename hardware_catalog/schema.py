@@ -458,6 +458,15 @@ class SoftwareStack(Entry):
     # fraction of the accelerator's large-GEMM efficiency (gemm_max_efficiency*, measured
     # with current cuBLAS / Transformer Engine) that the stack's GEMM path reaches
     gemm_efficiency_factor: Quantity
+    # 1 if the stack recomputes the MLA up-projections in the backward pass (DeepSeek-V3
+    # arXiv:2412.19437 s3.2.3; Megatron-Core --recompute-modules mla_up_proj), else 0
+    recompute_mla_up_proj: Quantity
+    # 1 if the stack recomputes the norms in the backward pass (their outputs not kept:
+    # DeepSeek-V3 s3.2.3; Megatron-Core --recompute-modules layernorm), else 0
+    recompute_norms: Quantity
+    # optimizer-state bytes per parameter: fp32 master weights and Adam moments (12), or
+    # BF16 moments (8: DeepSeek-V3 s3.3.1; Megatron-Core's precision-aware optimizer)
+    optimizer_bytes_per_param: Quantity
     # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
     # on Hopper, without wgmma/TMA): accelerator id -> its own factors
     on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
@@ -476,6 +485,11 @@ class SoftwareStack(Entry):
                        f"on_accelerator.{acc}.{name}.value",
                        f"expected a fraction in (0, 1], got {getattr(q, 'value', 0):g}")
         _check(problems, self.layer_overhead_s.value >= 0, "layer_overhead_s.value", "expected >= 0")
+        for name in ("recompute_mla_up_proj", "recompute_norms"):
+            _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
+                   "expected 0 or 1")
+        _check(problems, self.optimizer_bytes_per_param.value > 0,
+               "optimizer_bytes_per_param.value", "expected > 0")
         _raise(problems)
         return self
 

@@ -256,3 +256,74 @@ def test_interleaving_factor_bounds(p, v):
     factor = m.interleaved_activation_factor(p, v)
     assert 1.0 <= factor < 1.5 + 1e-12
     assert m.interleaved_activation_factor(p, v + 1) <= factor
+
+
+# ---- issue 27: the published MoE and 405B layouts ---------------------------------------
+
+def test_inflight_chunks_follow_megatron_core_schedule():
+    # schedules.py get_pp_rank_microbatches (NVIDIA/Megatron-LM@d98e8a64dd): rank 0 warms
+    # up 2(p - 1) + (v - 1)p chunks, holds one more, never more than the m v of an iteration
+    for p, v, m_ in [(16, 1, 64), (16, 8, 64), (16, 8, 16), (4, 2, 3), (8, 1, 3)]:
+        warmup = (p - 1) if v == 1 else 2 * (p - 1) + (v - 1) * p
+        expected = min(warmup + 1, m_ * v)
+        assert float(m.pipeline_inflight_chunks(p, v, m_)) == expected
+    # with many micro-batches it is Korthikanti's factor (s4.2.3) on p micro-batches of L
+    for p, v in [(8, 2), (16, 8), (35, 3)]:
+        chunks = float(m.pipeline_inflight_chunks(p, v, 10_000))
+        assert chunks / v == pytest.approx(p * m.interleaved_activation_factor(p, v))
+
+
+def test_moe_activation_by_hand():
+    # DeepSeek-V3 MoE layer, 4,096 tokens, TP 1: 8 routed pairs a token of
+    # c*h (dispatched copy) + f_e*(2*2 + c) (gate, up, down input), one shared expert
+    s, h, fe = 4096, 7168, 2048
+    for c in (2, 1):
+        by_hand = s * (8 * (c * h + fe * (4 + c)) + fe * (4 + c))
+        assert m.moe_mlp_activation_bytes(s, 1, h, fe, 8, 1, 3, 1, 1, 0, c) == by_hand
+    # sequence parallelism splits the routed tokens over TP, ETP gathers them back
+    full = m.moe_mlp_activation_bytes(s, 1, h, fe, 8, 0, 3, 4, 4, 1, 2)
+    assert full == s / 4 * 8 * (2 * 4 * h + fe / 4 * 6)
+    # a dense MLP is the MoE formula's shared part with k = 0 at c = 2
+    assert m.mlp_activation_bytes(s, 1, 18432, 3, 2) == pytest.approx(
+        s * 18432 * 6 / 2)
+
+
+def test_mla_and_norm_recompute_bytes():
+    # DeepSeek-V3: Q and K of 128 x 192, V of 128 x 128, 16-bit, per token
+    assert m.mla_up_projection_activation_bytes(4096, 1, 128, 192, 128, 1) == \
+        4096 * 2 * 128 * (192 + 192 + 128)
+    assert m.norm_output_activation_bytes(4096, 1, 7168, 8, 1) == 4 * 4096 * 7168 / 8
+
+
+def _published(name):
+    from planner.analysis import validate as v
+    from planner.engine.evaluator import evaluate
+
+    return evaluate(reliability="benchmark", **v.PUBLISHED_LAYOUTS[name]).iloc[0]
+
+
+def test_llama3_405b_interleaved_layout_fits_where_meta_ran_it():
+    # arXiv:2407.21783 s3.3.1-3.3.2, Table 4: TP 8, PP 16 interleaved (126 layers on 128
+    # stage units), DP 128 of 16 micro-batches of 8,192 tokens, no activation checkpointing,
+    # FSDP sharding gradients and optimizer states (ZeRO-2) - on 80 GB H100
+    r = _published("Llama 3 405B (Meta), 16,384 H100")
+    assert r["fits"], r["memory_per_gpu_bytes"] / 1e9
+    # m v = 128 chunks <= the 143 of the warm-up: the interleaved schedule holds the same
+    # 16 micro-batches of 8 layers as 1F1B would
+    assert 60e9 < r["activation_bytes"] < 72e9
+    assert r["memory_per_gpu_bytes"] <= 80e9
+
+
+def test_deepseek_v3_published_layout_fits_on_h800():
+    # arXiv:2412.19437 s3.2-3.3: 2,048 H800, PP 16, EP 64, no TP, ZeRO-1, FP8 caching,
+    # RMSNorm and MLA up-projection recompute, BF16 Adam moments (before: 107 GB)
+    r = _published("DeepSeek-V3, 2,048 H800")
+    assert r["fits"], r["memory_per_gpu_bytes"] / 1e9
+    assert r["optimizer_state_bytes"] < r["weights_bytes"]  # 8 bytes over DP 128 / EDP 2
+    # the same layout kept in BF16 without those recomputations does not fit
+    from planner.analysis import validate as v
+    from planner.engine.evaluator import evaluate
+
+    args = {**v.PUBLISHED_LAYOUTS["DeepSeek-V3, 2,048 H800"], "precision": "bf16",
+            "stack": "megatron-core-2025"}
+    assert not evaluate(reliability="benchmark", **args).iloc[0]["fits"]

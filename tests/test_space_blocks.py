@@ -45,7 +45,7 @@ def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch
     t = _cross(t, "vp", options.vp)
     stages = t["pp"] * t["vp"]
     t = _keep(t, ((layers % stages == 0) | ((layers + 1) % stages == 0)
-                  | ((layers + 2) % stages == 0)) & (stages <= layers)
+                  | ((layers + 2) % stages == 0)) & (stages <= layers + 2)
               & ((t["vp"] == 1) | (t["pp"] > 1)))
     t = _cross(t, "micro_batch", options.micro_batch)
     t = _cross(t, "dp", divisors(global_batch))

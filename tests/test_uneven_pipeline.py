@@ -75,7 +75,8 @@ def test_search_takes_only_megatron_core_splits():
                                options=SpaceOptions(min_gpus=8, max_gpus=4096))
     stages = layout["pp"] * layout["vp"]
     assert np.all((126 % stages == 0) | (127 % stages == 0) | (128 % stages == 0))
-    assert np.all(stages <= 126)
+    # up to 126 + 2 units (the embedding and the loss as stage units), Meta's PP 16 x VP 8
+    assert np.all(stages <= 128) and np.any(stages == 128)
     assert 16 in set(layout["pp"].tolist())  # 128 / 16: uneven, searched
 
 
@@ -106,12 +107,25 @@ def test_too_many_virtual_stages_is_one_line(capsys):
     from planner.cli.main import main
 
     code = main(["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n", "512", "--tp", "8",
-                 "--pp", "8", "--vp", "16", "-f", "json"])
+                 "--pp", "8", "--vp", "17", "-f", "json"])
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1
-    assert err.startswith("capplan: error: --vp 16: PP*VP = 128 virtual stages exceed the "
+    # up to 126 + 2 stage units (the embedding and the loss): 136 is too many
+    assert err.startswith("capplan: error: --vp 17: PP*VP = 136 virtual stages exceed the "
                           "126 layers")
+
+
+def test_embedding_and_loss_as_stage_units_allow_layers_plus_two_virtual_stages():
+    # Meta's Llama 3 405B layout: 126 layers on PP 16 x VP 8 = 128 virtual stages, the first
+    # and the last chunk holding the embedding and the loss (arXiv:2407.21783 s3.3.2;
+    # Megatron-Core transformer_block.get_num_layers_to_build)
+    from planner.engine.evaluator import evaluate
+
+    r = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=2048, tp=8, pp=16, vp=8,
+                 cp=1, micro_batch=1, global_batch=256, seq_len=8192, zero=2,
+                 recompute="none").iloc[0]
+    assert r["step_time_s"] > 0
 
 
 def test_uneven_split_costs_the_fullest_stage():

@@ -28,7 +28,9 @@ def test_datasets_are_complete(pred):
     assert counts["modern-runs"] == 31
     expressible = pred.unexpressible == ""
     assert np.isfinite(pred.predicted[expressible]).all()
-    assert (pred.unexpressible[pred.dataset != "modern-runs"] == "").all()
+    assert counts["moe-runs"] == 111
+    grouped = pred.dataset.isin(["modern-runs", "moe-runs"])
+    assert (pred.unexpressible[~grouped] == "").all()
 
 
 def test_vtrain_licence_shipped():
@@ -78,7 +80,8 @@ def test_no_run_that_ran_is_predicted_out_of_memory(pred):
 
 
 def test_memory_check_counts(pred):
-    old = pred[pred.dataset != "modern-runs"]  # modern rows: test_modern_runs_fit_in_memory
+    # modern rows: test_modern_runs_fit_in_memory; MoE rows: test_moe_runs_fit_in_memory
+    old = pred[~pred.dataset.isin(["modern-runs", "moe-runs"])]
     m = v.memory_check(old)
     assert m["runs"] == len(old)
     assert v.memory_check(pred)["runs"] == int((pred.unexpressible == "").sum())
@@ -321,7 +324,9 @@ def _fake_case(**kw):
     ({}, ""),
     # uneven stages: Megatron-Core's split (embedding and loss as stage units) is expressible
     (dict(vp=8, pp=8, layers=126, gpus=512), ""),
-    (dict(vp=16, pp=8, layers=126, gpus=512), "PP*VP = 128 virtual stages exceed the 126 layers"),
+    # up to L + 2 virtual stages (the embedding and the loss as stage units)
+    (dict(vp=16, pp=8, layers=126, gpus=512), ""),
+    (dict(vp=17, pp=8, layers=126, gpus=512), "PP*VP = 136 virtual stages exceed the 126 layers"),
     # MoE parallel folding: EP 64 over TP 2 x DP 32 with ETP 1, not with ETP = TP
     (dict(ep=64, experts=256.0, gpus=256, tp=2, pp=4, global_batch=2048, etp=1), ""),
     (dict(ep=64, experts=256.0, gpus=256, tp=2, pp=4, global_batch=2048, etp=2),
@@ -406,3 +411,119 @@ def test_cli_validate_modern_json_lists_groups_and_unexpressible(tmp_path):
     assert [g["group"] for g in data["groups"]] == MODERN_GROUP_NAMES
     assert data["unexpressible_count"] == len(data["unexpressible"])
     assert data["count"] + data["unexpressible_count"] == 31
+
+
+# ---- MoE runs (issue 27): dataset, stacks, exclusions, leave-one-family-out ------------
+
+@pytest.fixture(scope="module")
+def moe(pred):
+    return pred[pred.dataset == "moe-runs"].set_index("case_id")
+
+
+def test_moe_dataset_keeps_its_sources_and_lists_every_exclusion(moe):
+    raw = v.pd.read_csv(v.DATA_DIR / "moe_runs.csv", dtype=str, keep_default_na=False)
+    assert len(raw) == len(moe) == 111
+    shared = v.DATA_DIR.parents[3] / "shared" / "validation" / "moe_runs.csv"
+    if shared.is_file():  # every source column of the shared file, plus `excluded`
+        src = v.pd.read_csv(shared, dtype=str, keep_default_na=False)
+        assert list(raw.columns) == [*src.columns, "excluded"]
+        assert (raw[src.columns].to_numpy() == src.to_numpy()).all()
+    predicted = np.isfinite(moe.predicted)
+    listed = moe.unexpressible != ""
+    assert (predicted ^ listed).all(), moe.index[~(predicted ^ listed)].tolist()
+    # the source does not pin the measurement down (data file) or no input can state it
+    assert set(raw.case_id[raw.excluded != ""]) == {"MLMREADME-01", "MLMREADME-02",
+                                                    "MEGASCALE-01"}
+    assert set(moe.index[listed]) == {"MLMREADME-01", "MLMREADME-02", "MEGASCALE-01",
+                                      "MZOO-06", "DSV3PAPER-01",
+                                      # EP 64 in the 32 ranks of one stage (256 / PP 8)
+                                      "MB2511D-01", "MB2509-02",
+                                      # PP 32 x VP 3 = 96 stage units of 94 layers
+                                      "MZOO-04"} - set(moe.index[predicted])
+    assert "EP*ETP = 64*1 = 64 must divide" in moe.loc["MB2509-02", "unexpressible"]
+    assert all(len(r) > 20 for r in moe.unexpressible[listed])
+
+
+@pytest.mark.parametrize("case, stack", [
+    ("MLMGB200-01", "megatron-core-moe-baseline"),  # guide step 1: NCCL A2A, no graphs
+    ("MLMGB200-04", "megatron-core-moe-tuned"),     # step 4: DeepEP
+    ("MLMGB200-13", "megatron-core-moe-tuned"),     # step 13: HybridEP + CUDA graphs
+    ("MB2511-11", "megatron-core-moe-baseline"),    # B200 baseline config (Bridge 25.11)
+    ("MB2511-06", "megatron-core-moe-tuned"),       # hybridep + TE CUDA graphs
+    ("MB2511-17", "megatron-core-moe-a2a-overlap"),  # moe_a2a_overlap=True
+    ("MZOO-02", "megatron-core-moe-a2a-overlap"),   # EP A2A 1F1B overlap on
+    ("DGXC-15", "megatron-core-moe-tuned"),         # "CUDA graphs true"
+    ("DGXC-14", "megatron-core-moe-baseline"),      # "CUDA graphs false"
+    ("MB2509-04", "megatron-core-moe-tuned"),       # "same yaml settings" as MB2509-03
+    ("MB2509-08", "megatron-core-moe-baseline"),    # "same" as MB2509-07
+    ("AUTOMODEL-01", "torchtitan-fsdp2"),           # PyTorch FSDP2
+])
+def test_moe_rows_run_on_the_stack_their_software_names(moe, case, stack):
+    assert moe.loc[case, "stack"] == stack
+
+
+def test_moe_row_mapping(moe):
+    r = moe.loc["MB2511-06"]  # DeepSeek-V3 w/o MTP, 256 GB200, TP1 PP4 VP4 EP64
+    assert (r.tp, r.pp, r.vp, r.ep, r.etp, r.zero) == (1, 4, 4, 64, 1, 1)
+    assert r.mtp_layers == 0 and r.moe_layers == 58 and r.precision == "bf16"
+    assert moe.loc["MB2511-11", "mtp_layers"] == 1  # 'DeepSeekV3 (w/ MTP)'
+    assert moe.loc["MB2509-12", "mtp_layers"] == 1  # pipeline layout with an MTP stage
+    assert moe.loc["MB2511-02", "precision"] == "fp8"  # MXFP8 at the FP8 peak
+    assert moe.loc["AUTOMODEL-01", "zero"] == 3  # fsdp2
+    assert moe.loc["MZOO-07", "micro_batch"] == 1  # not stated: Megatron's default
+    assert moe.loc["MLMGB200-01", "metric"] == "model_tflops_per_gpu"
+    assert moe.loc["DGXC-14", "vp"] == 1 and moe.loc["DGXC-17", "cp"] == 2
+    assert moe.loc["NEMODOCS-03", "model"] == "Mixtral-8x22B"
+    assert moe.loc["AUTOMODEL-03", "family"] == "kimi"
+
+
+def test_moe_mape_recorded_in_docs(pred):
+    # the honest "before" of issue 27 (29.0 % on 103 rows) is in docs/validation.md
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "validation.md").read_text()
+    assert "moe-runs MAPE 29.0 % on 103 predicted" in text
+    assert np.isfinite(mape(pred, "moe-runs"))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 items 1-5: the run model has no dispatch "
+                   "kernels, grouped-GEMM shapes, load imbalance, memory-bound MoE passes or "
+                   "per-expert launches yet; moe-runs is at ~25 %")
+def test_moe_runs_mape_within_15_percent(pred):
+    assert mape(pred, "moe-runs") <= 0.15
+
+
+def test_leave_one_family_out_never_fits_on_the_family_it_predicts(catalog, monkeypatch):
+    from planner.analysis import calibration as c
+
+    cases = v.load_cases(["modern-runs", "moe-runs"])
+    seen = []
+    real_fit = c.fit
+
+    def spy(catalog=None, verbose=True, rounds=4, cases=None, grid=None, values=None):
+        seen.append(set(cases.family.dropna()))
+        return values, 0.0  # the catalog's values: the predictions are the plain ones
+
+    monkeypatch.setattr(c, "fit", spy)
+    lofo = c.leave_one_family_out(cases, catalog)
+    families = set(cases.family[cases.unexpressible == ""].dropna())
+    assert len(seen) == len(families) >= 9
+    for trained, name in zip(seen, sorted(families), strict=True):
+        assert name not in trained and trained <= families and len(trained) >= 5
+    plain = v.predict(cases, catalog=catalog).predicted
+    ok = np.isfinite(plain)
+    assert np.allclose(lofo[ok], plain[ok])
+    assert real_fit is not spy
+
+
+def test_moe_runs_fit_in_memory(moe):
+    # every row ran; those still predicted over their HBM recompute modules no input states
+    # yet ('moe', 'mlp' module recompute: DGXC-06, ModelZoo's long-sequence rows) or are the
+    # superseded AutoModel config without its checkpointing setting (AUTOMODEL-05)
+    ran = moe[np.isfinite(moe.predicted)]
+    over = set(ran.index[~ran.fits.astype(bool)])
+    assert over == {"DGXC-06", "AUTOMODEL-05", *(f"MZOO-{i:02d}" for i in range(7, 15))}
+    for case in over - {"AUTOMODEL-05"}:
+        assert "moe" in v.pd.read_csv(v.DATA_DIR / "moe_runs.csv", dtype=str,
+                                      keep_default_na=False).set_index("case_id").loc[
+            case, "recompute"]

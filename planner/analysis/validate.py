@@ -77,6 +77,9 @@ FIT_RULES = {
     "modern-runs": ("model families Llama 2/3/3.1 and Grok-1 (19 rows); the families the fit "
                     "never sees - Nemotron-4, DeepSeek-V3, InternLM - are held out (12 rows), "
                     "so every group has rows of both"),
+    "moe-runs": ("every expressible row (the MoE stacks' launch times and all-to-all overlap "
+                 "are fitted on them); the cross-validated error is leave-one-model-family-out "
+                 "(planner/analysis/calibration.py)"),
 }
 
 #: Case columns every loader fills (model shape, layout, software, measurement).
@@ -417,11 +420,160 @@ def load_modern_runs() -> pd.DataFrame:
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
                      metric=r.metric, measured=_num(r.published), model=r.model,
                      notes=r.notes, fit=r.model.startswith(MODERN_FIT_FAMILIES),
+                     family=re.match(r"[a-z]*", r.model.lower()).group(0),
                      source=r.source, stack=modern_stack(r.source))
         rows.append(case)
     frame = pd.DataFrame(rows)
     frame["group"] = [modern_group(c) for c in frame.itertuples()]
     frame["unexpressible"] = [modern_unexpressible(c, catalog) for c in frame.itertuples()]
+    return frame
+
+
+# ---- MoE runs (issue 27): moe_runs.csv ------------------------------------------------
+
+#: Model of a moe_runs.csv row -> (catalog model id, family).  Families are the units of the
+#: leave-one-family-out error: a family's rows are predicted by a calibration that never saw
+#: them (Kimi K2 is DeepSeek-V3's architecture from another lab: a family of its own).
+MOE_MODELS = {
+    "DeepSeek-V3": ("deepseek-v3", "deepseek"), "Kimi-K2": ("kimi-k2", "kimi"),
+    "Qwen3-30B-A3B": ("qwen3-30b-a3b", "qwen3"), "Qwen3-235B-A22B": ("qwen3-235b-a22b", "qwen3"),
+    "Grok-1-314B": ("grok1-314b", "grok"), "Mixtral-8x7B": ("mixtral-8x7b", "mixtral"),
+    "Mixtral-8x22B": ("mixtral-8x22b", "mixtral"),
+    "Llama4-Maverick-400B(E128)": ("llama4-maverick", "llama4"),
+    "Llama4-Scout(E16)": ("llama4-scout", "llama4"),
+}
+MOE_HARDWARE = {"H100": "h100-sxm", "H800": "h800", "B200": "b200", "GB200": "gb200",
+                "GB300": "gb300"}
+#: What no planner input can state yet (the data-file column ``excluded`` holds the rows
+#: whose source does not pin the measurement down).
+MOE_UNEXPRESSIBLE = {
+    "MZOO-06": ("Qwen3-Next-80B-A3B is a hybrid of gated linear attention and full attention "
+                "(moe_models.csv): the run model has no linear-attention layer"),
+    "DSV3PAPER-01": ("DualPipe (bidirectional pipeline holding two copies of each stage) is not "
+                     "a planner schedule, and the figure is a whole-run average over a batch-"
+                     "size ramp (3,072 -> 15,360) with no micro-batch size published"),
+}
+#: Groups of moe-runs (first match wins): the stack a row runs on, by accelerator generation.
+MOE_GROUPS = (
+    ("MoE Blackwell tuned", lambda r: r.hardware in BLACKWELL_IDS
+     and r.stack != "megatron-core-moe-baseline"),
+    ("MoE Blackwell baseline", lambda r: r.hardware in BLACKWELL_IDS),
+    ("MoE Hopper tuned", lambda r: r.stack != "megatron-core-moe-baseline"),
+    ("MoE Hopper baseline", lambda r: True),
+)
+BLACKWELL_IDS = ("b200", "gb200", "b300", "gb300")
+#: Evidence in a row's ``software`` cell: CUDA graphs on (TE partial graphs, cuda_graphs true,
+#: CUDA_GRAPH default true, "run with CUDA Graphs enabled"), the DeepEP / HybridEP dispatcher,
+#: the EP all-to-all 1F1B overlap; and of graphs off, which wins over a mention of graphs.
+MOE_GRAPHS_ON = re.compile(r"cuda[_ ]graphs? ?(?:true|=attn|scope|default true)|TE (?:partial )?"
+                           r"cuda graphs|cuda_graph_impl=transformer_engine|CUDA Graphs enabled"
+                           r"|CUDA graphs true", re.I)
+MOE_GRAPHS_OFF = re.compile(r"cuda[_ ]graphs?\s*[= ]\s*(?:false|none)|CUDA_GRAPH default false",
+                            re.I)
+MOE_FAST_A2A = re.compile(r"deepep|hybridep", re.I)
+MOE_A2A_OVERLAP = re.compile(r"moe_a2a_overlap=True|1F1B overlap on|A2A 1F1B overlap", re.I)
+MOE_FSDP2 = re.compile(r"FSDP2", re.I)
+MOE_SAME = re.compile(r";\s*same(?: yaml settings)?\s*$")
+
+
+def moe_stack(software: str) -> str:
+    """The software stack (``--stack``) a moe_runs.csv row ran on, from its ``software`` cell.
+
+    PyTorch FSDP2 (NeMo AutoModel) -> ``torchtitan-fsdp2``; the EP all-to-all overlap on ->
+    ``megatron-core-moe-a2a-overlap``; CUDA graphs or a DeepEP/HybridEP dispatcher ->
+    ``megatron-core-moe-tuned``; neither -> ``megatron-core-moe-baseline`` (NVIDIA's baseline
+    MoE configuration: eager launches, NCCL all-to-all).
+    """
+    if MOE_FSDP2.search(software):
+        return "torchtitan-fsdp2"
+    if MOE_A2A_OVERLAP.search(software):
+        return "megatron-core-moe-a2a-overlap"
+    graphs = MOE_GRAPHS_ON.search(software) and not MOE_GRAPHS_OFF.search(software)
+    if graphs or MOE_FAST_A2A.search(software):
+        return "megatron-core-moe-tuned"
+    return "megatron-core-moe-baseline"
+
+
+def _moe_mtp(notes: str, software: str) -> float:
+    """MTP modules trained: 1 where the row says so ('w/ MTP', 'with MTP', 'MTP D=1', a
+    pipeline layout with an 'm' stage), else 0 ('w/o MTP', '(no MTP)', or nothing said)."""
+    text = f"{notes} {software}"
+    if re.search(r"w/o MTP|no MTP", text):
+        return 0.0
+    if re.search(r"w/ MTP|with MTP|MTP D=1|includes MTP|\(tt\|\)\*\d+mL", text):
+        return 1.0
+    return 0.0
+
+
+def _moe_zero(text: str) -> int:
+    """ZeRO stage of a row: FSDP -> 3; otherwise the distributed optimizer (ZeRO-1), which
+    every Megatron-Core / NeMo / Megatron-Bridge recipe and HAI-LLM's ZeRO-1 DP use."""
+    return 3 if "fsdp" in str(text).lower() and "FSDP=0" not in str(text) else 1
+
+
+def _moe_value(cell, default: float) -> float:
+    v = _num(cell)
+    return v if np.isfinite(v) else default
+
+
+def load_moe_runs() -> pd.DataFrame:
+    """moe_runs.csv: 111 MoE rows (Megatron-Bridge, Megatron-LM guide, dgxc, ModelZoo, ...).
+
+    Each row as a user would state it: ``--model`` (the catalog model of its name),
+    ``--hardware``, TP/PP/VP/CP/EP/ETP, ZeRO, global and micro-batch, sequence, precision
+    (every FP8 recipe - per-tensor, MXFP8, blockwise - at the FP8 peak), recompute (a
+    selective module list = selective) and ``--stack`` from its ``software`` cell
+    (:func:`moe_stack`).  Empty VP/CP = 1; empty ETP = Megatron-Core's default; an empty
+    micro-batch (ModelZoo's long-sequence rows) = 1, Megatron's default.  Every row is fit
+    (the calibration sees them all); the cross-validated error is leave-one-family-out
+    (:mod:`planner.analysis.calibration`).
+    """
+    from hardware_catalog import load_catalog
+    from planner.engine.scenario import model_inputs
+
+    catalog = load_catalog()
+    runs = pd.read_csv(DATA_DIR / "moe_runs.csv", dtype=str, keep_default_na=False)
+    rows, stack = [], ""
+    for r in runs.itertuples(index=False):
+        model_id, family = MOE_MODELS.get(r.model, ("", r.model.split("-")[0].lower()))
+        # a cell ending "same" / "same yaml settings" refers to the row above (same table)
+        stack = stack if MOE_SAME.search(r.software) else moe_stack(r.software)
+        seq = _moe_value(r.seq_len, 4096.0)
+        shape = {}
+        if model_id:
+            shape = model_inputs(catalog.model(model_id), int(seq))
+            shape["mtp_layers"] = _moe_mtp(r.notes, r.software) if shape["mtp_layers"] else 0.0
+        tp, pp, cp = (_moe_value(r.tp, 1.0), _moe_value(r.pp, 1.0), _moe_value(r.cp, 1.0))
+        gpus = _moe_value(r.gpus, np.nan)
+        ep = _moe_value(r.ep, 1.0)
+        dp = gpus // (tp * pp * cp) if np.isfinite(gpus) else np.nan
+        etp = _moe_value(r.etp, np.nan)
+        if not np.isfinite(etp):
+            etp = _default_etp(int(tp), int(cp), int(dp), int(ep)) if np.isfinite(dp) else 1
+        precision = "bf16" if r.precision.strip().lower() == "bf16" else "fp8"
+        recompute = next((k for k in ("selective", "full") if r.recompute.startswith(k)), "none")
+        if not r.recompute and "activation_checkpointing true" in r.notes:
+            recompute = "full"  # NeMo AutoModel configs: whole-layer activation checkpointing
+        metric = {"tflops_per_gpu": "model_tflops_per_gpu"}.get(r.metric, r.metric)
+        case = _case(dataset="moe-runs", case_id=r.case_id,
+                     hardware=MOE_HARDWARE.get(r.hardware, r.hardware.lower()),
+                     **shape, gpus=gpus, tp=tp, pp=pp, vp=_moe_value(r.vp, 1.0), cp=cp, ep=ep,
+                     etp=etp, micro_batch=_moe_value(r.micro_batch, 1.0),
+                     global_batch=_moe_value(r.global_batch, np.nan), recompute=recompute,
+                     zero=_moe_zero(r.zero), flash=True, sequence_parallel=float(tp > 1),
+                     precision=precision, metric=metric, measured=_num(r.published),
+                     model=r.model, family=family, notes=r.notes, fit=True, source=r.source,
+                     stack=stack)
+        reason = r.excluded or MOE_UNEXPRESSIBLE.get(r.case_id, "")
+        if not reason and not model_id:
+            reason = f"model '{r.model}' is not in the catalog"
+        case["unexpressible"] = reason
+        rows.append(case)
+    frame = pd.DataFrame(rows)
+    frame["group"] = [next(n for n, rule in MOE_GROUPS if rule(c)) for c in frame.itertuples()]
+    todo = frame.unexpressible == ""
+    frame.loc[todo, "unexpressible"] = [modern_unexpressible(c, catalog)
+                                        for c in frame[todo].itertuples()]
     return frame
 
 
@@ -441,6 +593,9 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("modern-runs", "2024-2026 stacks: NeMo/Megatron-Core, InternLM, torchtitan on "
             "H100, B200, GB200, A100 (step time or tokens/s per GPU)",
             "s or tokens/s per GPU", load_modern_runs, 0.10),
+    Dataset("moe-runs", "2025 MoE training: Megatron-Bridge, Megatron-LM's GB200 guide, dgxc, "
+            "ModelZoo, AutoModel on H100, B200, GB200, GB300 (tokens/s, step time or model "
+            "TFLOP/s per GPU)", "tokens/s, s or TFLOP/s per GPU", load_moe_runs, 0.15),
 )}
 
 
@@ -525,9 +680,22 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
         x[name] = value
     for name, value in (params or {}).get(f"{hardware}:{precision}", {}).items():
         x[name] = value
+    # a replaced accelerator efficiency is the accelerator's own: the stack's share of it
+    # (catalog, else the one given below) applies again
+    replaced = any("gemm_max_efficiency" in (params or {}).get(k, {})
+                   for k in (hardware, f"{hardware}:{precision}"))
     factor = 1.0
+    if replaced and stack in catalog.stacks:
+        from planner.engine.scenario import stack_factor
+
+        factor = stack_factor(catalog.stack(stack), "gemm_efficiency_factor", hardware).value
+    # a stack's own factor on this accelerator (catalog on_accelerator) is not replaced by
+    # a value given for the stack in general, only by one given for it on this accelerator
+    own = catalog.stack(stack).on_accelerator.get(hardware) if stack in catalog.stacks else None
     for key in ("*", f"rel:{reliability}", f"stack:{stack}", f"stack:{stack}@{hardware}"):
         for name, value in (params or {}).get(key, {}).items():
+            if key == f"stack:{stack}" and getattr(own, name, None) is not None:
+                continue
             if name == "gemm_efficiency_factor":  # a stack's share of the GEMM efficiency
                 factor = value
             else:
@@ -558,14 +726,15 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     out = with_shape_defaults(cases)
     outputs = ("step_time_s", "memory_per_gpu_bytes", "hbm_bytes", "activation_bytes", "mfu",
                *step_time_terms())
-    out["predicted"] = np.nan
-    for col in outputs:
-        out[col] = np.nan
-    out["fits"] = True
-    expressible = out[out.unexpressible == ""]  # the others are listed, not predicted
+    # filled per group by position, assigned to the frame once (pandas .loc per group is slow)
+    columns = {col: np.full(len(out), np.nan) for col in ("predicted", *outputs)}
+    columns["fits"] = np.ones(len(out), bool)
+    expressible = out[(out.unexpressible == "").to_numpy()]
+    position = pd.Series(np.arange(len(out)), index=out.index)
     keys = ["hardware", "flash", "reliability", "precision", "stack"]
     for (hw, flash, rel, precision, stack), idx in expressible.groupby(keys).groups.items():
         group = out.loc[idx]
+        at = position[idx].to_numpy()
         x = _inputs_for(group, hw, bool(flash), rel, precision, stack, catalog, params)
         r = evaluate_inputs(x)
         step = r["step_time_s"]
@@ -583,14 +752,18 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
             "step_time_s": step,
             "tflops_per_gpu": flops_iter / step / gpus / 1e12,
             "tflops_model_per_gpu": model_flops_iter / step / gpus / 1e12,
+            # the run model's own model-FLOP count (MoE: routed and shared experts, router;
+            # MLA; MTP): what Megatron-Core's num_floating_point_operations reports
+            "model_tflops_per_gpu": r["tflops_per_gpu"],
             "tokens_per_s_per_gpu": tokens / step / gpus,
         }
         pred = np.select([g.metric.to_numpy() == k for k in metric_values],
                          list(metric_values.values()), np.nan)
-        out.loc[idx, "predicted"] = pred
+        columns["predicted"][at] = pred
         for col in outputs:
-            out.loc[idx, col] = r[col]
-        out.loc[idx, "fits"] = r["fits"]
+            columns[col][at] = r[col]
+        columns["fits"][at] = r["fits"]
+    out = out.assign(**columns)
     out["error"] = out["predicted"] / out["measured"] - 1
     return out
 
@@ -613,6 +786,7 @@ def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
     for name, g in pred.groupby("dataset", sort=False):
         m_all, m_fit, m_held = metrics(g.error), metrics(g.error[g.fit]), metrics(
             g.error[~g.fit])
+        m_lofo = metrics(g["lofo_error"]) if "lofo_error" in g else metrics([])
         bad = g.reindex(g.error.abs().sort_values(ascending=False).index).head(worst)
         ds = DATASETS.get(name)
         rows.append({
@@ -621,6 +795,8 @@ def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
             "fit_count": m_fit["count"], "fit_mape": m_fit["mape"],
             "held_out_count": m_held["count"], "held_out_mape": m_held["mape"],
             "held_out_bias": m_held["bias"],
+            "lofo_count": m_lofo["count"], "lofo_mape": m_lofo["mape"],
+            "lofo_bias": m_lofo["bias"],
             "target_mape": ds.target_mape if ds else None,
             "worst": [{"case": r.case_id, "measured": float(r.measured),
                        "predicted": float(r.predicted), "error": float(r.error)}
@@ -638,13 +814,15 @@ def group_metrics(pred: pd.DataFrame) -> list[dict]:
     if "group" not in pred or pred.group.isna().all():
         return []
     rows = []
-    for name, _ in MODERN_GROUPS:
+    names = [n for n, _ in (*MODERN_GROUPS, *MOE_GROUPS)]
+    for name in (n for n in names if (pred.group == n).any()):
         g = pred[pred.group == name]
         m = metrics(g.error)
         rows.append({"group": name, "rows": int(len(g)), "predicted": m["count"],
                      "unexpressible": int((g.unexpressible != "").sum()), "mape": m["mape"],
                      "bias": m["bias"], "max_error": m["max_error"],
-                     "held_out_mape": metrics(g.error[~g.fit.astype(bool)])["mape"]})
+                     "held_out_mape": metrics(g.error[~g.fit.astype(bool)])["mape"],
+                     "lofo_mape": metrics(g["lofo_error"] if "lofo_error" in g else [])["mape"]})
     return rows
 
 
@@ -848,4 +1026,50 @@ def later_stack_check(catalog=None) -> list[dict]:
                               f"TP1 PP{pp} "
                               f"VP{vp} EP{ep} (ETP 1), global batch {batch}, no MTP; "
                               f"predicted MFU {float(r['mfu']):.0%}")})
+    return rows
+
+
+#: Published layouts the memory model must fit (issue 27): (label, evaluate arguments,
+#: source). Meta's Llama 3 405B: TP 8, PP 16 with interleaving (126 layers over 128 stage
+#: units: the embedding and the loss as units), CP 1, DP 128 of 16 sequences of 8,192 tokens,
+#: no activation recompute, FSDP sharding the gradients and optimizer states but not the
+#: weights (= ZeRO-2) - arXiv:2407.21783 s3.3.1-3.3.2, Table 4. DeepSeek-V3: 2,048 H800,
+#: PP 16, EP 64 (ETP 1), no TP, ZeRO-1, FP8, the final batch of 15,360 sequences of 4,096
+#: tokens, 14.8T tokens, on the HAI-LLM stack - arXiv:2412.19437 s3.1-3.3, s4.2, Table 1
+#: (2.664M H800 GPU-hours of pre-training). Micro-batch 1 (not published).
+PUBLISHED_LAYOUTS = {
+    "Llama 3 405B (Meta), 16,384 H100": dict(
+        model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=16, vp=8, cp=1,
+        global_batch=2048, micro_batch=1, seq_len=8192, recompute="none", zero=2,
+        precision="bf16", stack="megatron-core-2025", tokens=15.6e12),
+    "DeepSeek-V3, 2,048 H800": dict(
+        model="deepseek-v3", hardware="h800", gpus=2048, tp=1, pp=16, vp=1, cp=1, ep=64, etp=1,
+        global_batch=15360, micro_batch=1, seq_len=4096, recompute="selective", zero=1,
+        precision="fp8", stack="deepseek-hai-llm-2024", tokens=14.8e12),
+}
+DEEPSEEK_V3_PRETRAIN_GPU_HOURS = 2.664e6  # arXiv:2412.19437 Table 1
+
+
+def published_layout_check(catalog=None) -> list[dict]:
+    """Memory per GPU of the published layouts (each ran), and DeepSeek-V3's GPU-hours."""
+    from planner.engine.evaluator import evaluate
+
+    rows = []
+    for label, args in PUBLISHED_LAYOUTS.items():
+        r = evaluate(catalog=catalog, reliability="benchmark", **args).iloc[0]
+        note = (f"weights {r['weights_bytes'] / 1e9:.1f}, grads {r['grads_bytes'] / 1e9:.1f}, "
+                f"optimizer {r['optimizer_state_bytes'] / 1e9:.1f}, activations "
+                f"{r['activation_bytes'] / 1e9:.1f} GB; {args['stack']}")
+        rows.append({"check": f"{label}: memory per GPU [GB]",
+                     "published": float(r["hbm_bytes"]) / 1e9,
+                     "predicted": float(r["memory_per_gpu_bytes"]) / 1e9,
+                     "ok": bool(r["fits"]), "note": f"ran; HBM as published; {note}"})
+        if args["model"] == "deepseek-v3":
+            hours = float(r["gpu_hours"])
+            rows.append({"check": f"{label}: pre-training GPU-hours [M]",
+                         "published": DEEPSEEK_V3_PRETRAIN_GPU_HOURS / 1e6,
+                         "predicted": hours / 1e6,
+                         "ok": 0.8 <= hours / DEEPSEEK_V3_PRETRAIN_GPU_HOURS <= 1.25,
+                         "note": ("14.8T tokens at the final batch (the report ramps it from "
+                                  "3,072); DualPipe run as 1F1B with the all-to-all hidden")})
     return rows

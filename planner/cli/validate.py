@@ -60,9 +60,10 @@ def validate(
                "catalog_version": load_catalog().version}
     text = render(table_rows(summary), format, title="capplan validate: predicted vs measured",
                   payload=payload | ({"checks": extra} if with_checks else {}), width=160)
-    groups = modern_group_rows(summary)
-    if groups and format in ("table", "markdown"):
-        text += "\n" + render(groups, format, title="modern-runs: MAPE per group", width=160)
+    for name in ("modern-runs", "moe-runs"):
+        groups = modern_group_rows(summary, name)
+        if groups and format in ("table", "markdown"):
+            text += "\n" + render(groups, format, title=f"{name}: MAPE per group", width=160)
     if with_checks and format != "json":
         text += "".join(("\n" if format != "csv" else "") + render(rows, format, title=name,
                                                                     width=160)

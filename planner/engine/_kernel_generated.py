@@ -6,414 +6,420 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
-    x2 = x1 / vp
-    x3 = layers ** (-1.0)
-    x4 = moe_layers * x3
-    x5 = 1 - x4
-    x6 = tp ** (-1.0)
-    x7 = ffn * x6
-    x8 = micro_batch / cp
-    x9 = seq_len * x8
-    x10 = hidden * x9
-    x11 = x7 * x9
-    x12 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x13 = bytes_per_element * x12
-    x14 = numpy.minimum(numpy.minimum(hidden, x7), x9)
-    x15 = 2 * hidden
-    x16 = peak_flops_per_s ** (-1.0)
-    x17 = gemm_max_efficiency ** (-1.0)
-    x18 = x16 * x17
-    x19 = x15 * x18
-    x20 = mlp_matrices * numpy.maximum(x13 * (hidden * x7 + x10 + x11), x11 * x19 * (gemm_half_efficiency_dim + x14) / x14)
-    del x11, x14
-    x21 = x20 * x5
-    x22 = experts_per_token * x10 * x13
-    x23 = experts * hidden
-    x24 = numpy.minimum(numpy.minimum(experts, hidden), x9)
-    x25 = experts * x15
-    x26 = numpy.maximum(x13 * (experts * x9 + x10 + x23), x18 * x25 * x9 * (gemm_half_efficiency_dim + x24) / x24)
-    del x24
-    x27 = moe_ffn * x6
-    x28 = x27 * x9
-    x29 = numpy.minimum(numpy.minimum(hidden, x27), x9)
-    x30 = mlp_matrices * shared_experts * numpy.maximum(x13 * (hidden * x27 + x10 + x28), x19 * x28 * (gemm_half_efficiency_dim + x29) / x29)
-    del x19, x27, x28, x29
-    x31 = etp ** (-1.0)
-    x32 = moe_ffn * x31
-    x33 = sequence_parallel * x6
-    x34 = 1 - sequence_parallel
-    x35 = etp * x33 + x34
-    x36 = x35 * x9
-    x37 = numpy.minimum(numpy.minimum(hidden, x32), ep * experts_per_token * x36 / experts)
-    x38 = x15 * x9
-    x39 = x18 * x38
-    x40 = experts_per_token * mlp_matrices * numpy.maximum(x32 * x35 * x39 * (gemm_half_efficiency_dim + x37) / x37, x13 * (hidden * x32 + x10 * x35 + x32 * x36))
-    del x35, x36, x37
-    x41 = 4 * x22 + x26 + x30 + x40
-    x42 = x4 * x41
-    x43 = tp - 1
-    x44 = (sequence_parallel * x43 + 1) ** (-1.0)
-    x45 = x13 * x9
-    x46 = x45 * (16 * hidden * x44 + 4 * x7)
-    del x7
-    x47 = attention_scores_stored * heads * seq_len ** 2
-    x48 = x12 * x47 * x6 * x8
+    x2 = vp ** (-1.0)
+    x3 = x1 * x2
+    x4 = layers ** (-1.0)
+    x5 = moe_layers * x4
+    x6 = 1 - x5
+    x7 = tp ** (-1.0)
+    x8 = ffn * x7
+    x9 = micro_batch / cp
+    x10 = seq_len * x9
+    x11 = hidden * x10
+    x12 = x10 * x8
+    x13 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x14 = bytes_per_element * x13
+    x15 = numpy.minimum(numpy.minimum(hidden, x10), x8)
+    x16 = 2 * hidden
+    x17 = peak_flops_per_s ** (-1.0)
+    x18 = gemm_max_efficiency ** (-1.0)
+    x19 = x17 * x18
+    x20 = x16 * x19
+    x21 = mlp_matrices * numpy.maximum(x14 * (hidden * x8 + x11 + x12), x12 * x20 * (gemm_half_efficiency_dim + x15) / x15)
+    del x15
+    x22 = x21 * x6
+    x23 = experts_per_token * x11 * x14
+    x24 = experts * hidden
+    x25 = numpy.minimum(numpy.minimum(experts, hidden), x10)
+    x26 = experts * x16
+    x27 = numpy.maximum(x14 * (experts * x10 + x11 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
+    del x25
+    x28 = moe_ffn * x7
+    x29 = x10 * x28
+    x30 = numpy.minimum(numpy.minimum(hidden, x10), x28)
+    x31 = mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x28 + x11 + x29), x20 * x29 * (gemm_half_efficiency_dim + x30) / x30)
+    del x20, x28, x30
+    x32 = etp ** (-1.0)
+    x33 = moe_ffn * x32
+    x34 = sequence_parallel * x7
+    x35 = 1 - sequence_parallel
+    x36 = etp * x34 + x35
+    x37 = x10 * x36
+    x38 = numpy.minimum(numpy.minimum(hidden, x33), ep * experts_per_token * x37 / experts)
+    x39 = x10 * x16
+    x40 = x19 * x39
+    x41 = experts_per_token * mlp_matrices * numpy.maximum(x33 * x36 * x40 * (gemm_half_efficiency_dim + x38) / x38, x14 * (hidden * x33 + x11 * x36 + x33 * x37))
+    del x36, x37, x38
+    x42 = 4 * x23 + x27 + x31 + x41
+    x43 = x42 * x5
+    x44 = tp - 1
+    x45 = (sequence_parallel * x44 + 1) ** (-1.0)
+    x46 = x10 * x14
+    x47 = x46 * (16 * hidden * x45 + 4 * x8)
     del x8
-    x49 = numpy.minimum(1, kv_lora_rank)
-    x50 = head_dim * hidden
-    x51 = heads * x50
-    x52 = hidden * v_head_dim
-    x53 = (1 - x49) * (kv_heads * x50 + kv_heads * x52 + x51)
-    del x50
-    x54 = kv_lora_rank + qk_rope_head_dim
-    x55 = head_dim + v_head_dim
-    x56 = numpy.minimum(1, q_lora_rank)
-    x57 = x49 * (heads * kv_lora_rank * (-qk_rope_head_dim + x55) + hidden * x54 + x51 * (1 - x56) + x56 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x49, x51, x56
-    x58 = x53 + x57
-    x59 = x58 * x6
-    x60 = hidden ** (-1.0)
-    x61 = x59 * x60
-    x62 = numpy.minimum(numpy.minimum(hidden, x61), x9)
-    x63 = 2 * x9
-    x64 = x18 * x63
-    del x18
-    x65 = numpy.maximum(x13 * (x10 + x59 + x61 * x9), x59 * x64 * (gemm_half_efficiency_dim + x62) / x62)
-    del x59, x61, x62
-    x66 = hidden * x6
-    x67 = heads * v_head_dim
-    x68 = x6 * x67
-    x69 = numpy.minimum(numpy.minimum(hidden, x68), x9)
-    x70 = numpy.maximum(x39 * x68 * (gemm_half_efficiency_dim + x69) / x69, x13 * (x10 + x66 * x67 + x68 * x9))
-    del x39, x68, x69
-    x71 = 2 * heads * x55
-    x72 = attention_scores_stored + selective
-    x73 = numpy.minimum(head_dim, x9)
-    x74 = numpy.minimum(seq_len, x9)
-    x75 = seq_len * x71
-    x76 = numpy.minimum(seq_len, window)
-    x77 = seq_len ** (-1.0)
-    x78 = window_layers * (2 * heads * x55 * x76 * (-x76 * x77 + 2) - x75)
-    del x76
-    x79 = x6 * x9
-    x80 = x16 * x79
-    x81 = numpy.maximum(x45 * x6 * x71, x80 * (x3 * x78 + x75) / (attention_efficiency_factor * gemm_max_efficiency * x74 * (1 - x72) / (gemm_half_efficiency_dim + x74) + gemm_max_efficiency * x72 * x73 / (gemm_half_efficiency_dim + x73)))
-    del x45, x71, x72, x73, x74
-    x82 = x46 + 10 * x48 + x65 + x70 + x81
-    x83 = x21 + x42 + x82
-    x84 = 3 * x81
-    x85 = 1 - full_recompute
-    x86 = selective * x85
-    x87 = 3 * x46 + 30 * x48 + 3 * x65 + 3 * x70 + x81 * x86 + x84
-    del x46, x48, x65, x70, x81
-    x88 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x89 = hidden * vocab
-    x90 = x6 * x89
-    x91 = vocab * x6
-    x92 = numpy.minimum(numpy.minimum(hidden, x9), x91)
-    x93 = 3 * numpy.maximum(x13 * (x10 + x9 * x91 + x90), x64 * x90 * (gemm_half_efficiency_dim + x92) / x92)
-    del x64, x90, x91, x92
-    x94 = hidden ** 2
-    x95 = 2.0 * x94
-    x96 = 2.0 * hidden
-    x97 = x66 * x9
-    x98 = numpy.minimum(numpy.minimum(x66, x9), x96)
-    del x66
-    x99 = 4.0 * x94
-    del x94
-    x100 = numpy.minimum(1, moe_layers)
-    x101 = x100 * x41
-    del x41
-    x102 = 1 - x100
-    x103 = x102 * x20
-    del x20
-    x104 = stage_layers * (full_recompute * x83 + 3 * x21 + 3 * x42 + x87) + x88 * (full_recompute * (x101 + x103 + x82) + 3 * x101 + 3 * x103 + x87 + x93 + 3 * numpy.maximum(x13 * (x6 * x95 + x9 * x96 + x97), x17 * x80 * x99 * (gemm_half_efficiency_dim + x98) / x98))
-    del x101, x103, x13, x17, x21, x42, x80, x82, x87, x9, x96, x98
-    x105 = dp ** (-1.0)
-    x106 = global_batch * x105 / micro_batch
-    x107 = stage_extra_layers * x104 * x106 * (dp * micro_batch * x0 * x2 + 1) / stage_layers
-    x108 = ep ** (-1.0)
-    x109 = mlp_matrices * x108 * x23 * x32
+    x48 = attention_scores_stored * heads * seq_len ** 2
+    x49 = x13 * x48 * x7 * x9
+    del x9
+    x50 = numpy.minimum(1, kv_lora_rank)
+    x51 = head_dim * hidden
+    x52 = heads * x51
+    x53 = hidden * v_head_dim
+    x54 = (1 - x50) * (kv_heads * x51 + kv_heads * x53 + x52)
+    del x51
+    x55 = kv_lora_rank + qk_rope_head_dim
+    x56 = head_dim + v_head_dim
+    x57 = numpy.minimum(1, q_lora_rank)
+    x58 = x50 * (heads * kv_lora_rank * (-qk_rope_head_dim + x56) + hidden * x55 + x52 * (1 - x57) + x57 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x52, x57
+    x59 = x54 + x58
+    x60 = x59 * x7
+    x61 = hidden ** (-1.0)
+    x62 = x60 * x61
+    x63 = numpy.minimum(numpy.minimum(hidden, x10), x62)
+    x64 = 2 * x10
+    x65 = x19 * x64
+    del x19
+    x66 = numpy.maximum(x14 * (x10 * x62 + x11 + x60), x60 * x65 * (gemm_half_efficiency_dim + x63) / x63)
+    del x60, x62, x63
+    x67 = hidden * x7
+    x68 = heads * v_head_dim
+    x69 = x68 * x7
+    x70 = numpy.minimum(numpy.minimum(hidden, x10), x69)
+    x71 = numpy.maximum(x40 * x69 * (gemm_half_efficiency_dim + x70) / x70, x14 * (x10 * x69 + x11 + x67 * x68))
+    del x40, x69, x70
+    x72 = 2 * heads
+    x73 = x56 * x72
+    x74 = attention_scores_stored + selective
+    x75 = numpy.minimum(head_dim, x10)
+    x76 = numpy.minimum(seq_len, x10)
+    x77 = seq_len * x73
+    x78 = numpy.minimum(seq_len, window)
+    x79 = seq_len ** (-1.0)
+    x80 = window_layers * (2 * heads * x56 * x78 * (-x78 * x79 + 2) - x77)
+    del x78
+    x81 = x10 * x7
+    x82 = x17 * x81
+    x83 = numpy.maximum(x46 * x7 * x73, x82 * (x4 * x80 + x77) / (attention_efficiency_factor * gemm_max_efficiency * x76 * (1 - x74) / (gemm_half_efficiency_dim + x76) + gemm_max_efficiency * x74 * x75 / (gemm_half_efficiency_dim + x75)))
+    del x46, x73, x74, x75, x76
+    x84 = x47 + 10 * x49 + x66 + x71 + x83
+    x85 = x22 + x43 + x84
+    x86 = 3 * x83
+    x87 = 1 - full_recompute
+    x88 = selective * x87
+    x89 = 3 * x47 + 30 * x49 + 3 * x66 + 3 * x71 + x83 * x88 + x86
+    del x47, x49, x66, x71, x83
+    x90 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x91 = hidden * vocab
+    x92 = x7 * x91
+    x93 = vocab * x7
+    x94 = numpy.minimum(numpy.minimum(hidden, x10), x93)
+    x95 = 3 * numpy.maximum(x14 * (x10 * x93 + x11 + x92), x65 * x92 * (gemm_half_efficiency_dim + x94) / x94)
+    del x65, x92, x93, x94
+    x96 = hidden ** 2
+    x97 = 2.0 * x96
+    x98 = 2.0 * hidden
+    x99 = x10 * x67
+    x100 = numpy.minimum(numpy.minimum(x10, x67), x98)
+    del x67
+    x101 = 4.0 * x96
+    del x96
+    x102 = numpy.minimum(1, moe_layers)
+    x103 = x102 * x42
+    del x42
+    x104 = 1 - x102
+    x105 = x104 * x21
+    del x21
+    x106 = stage_layers * (full_recompute * x85 + 3 * x22 + 3 * x43 + x89) + x90 * (full_recompute * (x103 + x105 + x84) + 3 * x103 + 3 * x105 + x89 + x95 + 3 * numpy.maximum(x14 * (x10 * x98 + x7 * x97 + x99), x101 * x18 * x82 * (gemm_half_efficiency_dim + x100) / x100))
+    del x100, x103, x105, x14, x18, x22, x43, x82, x84, x89, x98
+    x107 = dp ** (-1.0)
+    x108 = micro_batch ** (-1.0)
+    x109 = global_batch * x107 * x108
+    x110 = stage_extra_layers * x106 * x109 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
+    x111 = ep ** (-1.0)
+    x112 = mlp_matrices * x111 * x24 * x33
+    x113 = stage_layers * x112 * x5
+    x114 = x113 / expert_optimizer_shards
+    x115 = mlp_matrices * moe_ffn
+    x116 = hidden * x115
+    x117 = x116 * (experts + shared_experts) + x24
+    x118 = tp * x112 - x115 * x24 + x117
+    del x112
+    x119 = ffn * mlp_matrices
+    x120 = hidden * x119
+    x121 = heads * x53 + kv_lora_rank + 1.0 * q_lora_rank + x59
+    del x53, x59
+    x122 = x121 + x16
+    x123 = 5 * hidden + x104 * x120 + x121 + x97
+    del x121, x97
+    x124 = x7 * (stage_layers * (x118 * x5 + x120 * x6 + x122) + x90 * (x102 * x118 + x123) + x91)
+    del x118
+    x125 = -x113 + x124
+    x126 = x125 / optimizer_shards
+    x127 = x13 * (x114 + x126) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x13
+    x128 = 3 * cp - 3
+    x129 = stage_layers + x90
+    x130 = 1 - cp_intra
+    x131 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x132 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x133 = bytes_per_element * kv_heads * x56 * x81 / (cp_intra * x131 + x130 * x132) + cp_intra * intra_latency_s + inter_latency_s * x130
+    del x130
+    x134 = x128 * x129 * x133
+    x135 = 1 - ep_intra
+    x136 = 4 * ep - 4
+    x137 = x34 + x35
+    del x34, x35
+    x138 = experts_per_token * x137
+    x139 = x32 * numpy.minimum(etp, tp_intra_ranks)
     del x32
-    x110 = stage_layers * x109 * x4
-    x111 = x110 / expert_optimizer_shards
-    x112 = mlp_matrices * moe_ffn
-    x113 = hidden * x112
-    x114 = x113 * (experts + shared_experts) + x23
-    x115 = tp * x109 - x112 * x23 + x114
-    del x109
-    x116 = ffn * mlp_matrices
-    x117 = hidden * x116
-    x118 = heads * x52 + kv_lora_rank + 1.0 * q_lora_rank + x58
-    del x52, x58
-    x119 = x118 + x15
-    x120 = 5 * hidden + x102 * x117 + x118 + x95
-    del x118, x95
-    x121 = x6 * (stage_layers * (x115 * x4 + x117 * x5 + x119) + x88 * (x100 * x115 + x120) + x89)
-    del x115, x5
-    x122 = -x110 + x121
-    x123 = x122 / optimizer_shards
-    x124 = x12 * (x111 + x123) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x12
-    x125 = 3 * cp - 3
-    x126 = stage_layers + x88
-    x127 = 1 - cp_intra
-    x128 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x129 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x130 = bytes_per_element * kv_heads * x55 * x79 / (cp_intra * x128 + x127 * x129) + cp_intra * intra_latency_s + inter_latency_s * x127
-    del x127, x79
-    x131 = x125 * x126 * x130
-    x132 = 1 - ep_intra
-    x133 = 4 * ep - 4
-    x134 = x10 * (x33 + x34)
-    del x33, x34
-    x135 = x31 * numpy.minimum(etp, tp_intra_ranks)
-    del x31
-    x136 = 1 - x135
-    x137 = 4 * etp - 4
-    x138 = bytes_per_element * x97
-    x139 = bytes_per_element * experts_per_token * x108 * x133 * x134 / (ep_intra * x128 + x129 * x132) + sequence_parallel * (experts_per_token * x137 * x138 / (x128 * x135 + x129 * x136) + x137 * (inter_latency_s * x136 + intra_latency_s * x135)) + x133 * (ep_intra * intra_latency_s + inter_latency_s * x132)
-    del x108, x132, x133, x135, x136, x137
-    x140 = x126 * x4
-    del x4
-    x141 = x139 * x140
-    x142 = cp_overlap * numpy.minimum(x131, x126 * x84)
-    del x84
-    x143 = ep_overlap * numpy.minimum(x141, x140 * (12 * x22 + 3 * x26 + 3 * x30 + 3 * x40))
-    del x140, x22, x26, x30, x40
-    x144 = tp_intra_ranks - 1
-    x145 = 2 * intra_latency_s
-    x146 = tp_intra_ranks ** (-1.0)
-    x147 = tp * x146 - 1
-    x148 = 2 * inter_latency_s
-    x149 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x150 = bytes_per_element * x38
-    x151 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x152 = x151 / scale_out_bus_efficiency
-    x153 = x126 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x43) + x144 * x145 + x144 * x146 * x149 * x150 + x147 * x148 + x147 * x150 * x152 * x6)
-    del x144, x146, x147, x150, x43
-    x154 = x104 + x93
-    del x104, x93
-    x155 = tp_overlap * numpy.minimum(x153, x154)
-    x156 = x153 + x154 - x155
-    x157 = (x156 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x158 = x2 * (x131 + x141 - x142 - x143 + x157)
-    del x131, x141
-    x159 = x106 * x154
-    del x154
-    x160 = x106 * (-x156 + x157)
-    del x156, x157
-    x161 = 2 * x106
-    x162 = 1 - pp_intra
-    x163 = (2 * pp + vp * x161 - 2) * (inter_latency_s * x162 + intra_latency_s * pp_intra + 1.0 * x138 / (pp_intra * x128 + x129 * x162)) * numpy.minimum(1, x1)
-    del x1, x128, x129, x138, x162
-    x164 = x106 * (x125 * x126 * x130 - x142)
-    del x125, x130, x142
-    x165 = x106 * (moe_layers * x126 * x139 * x3 - x143)
-    del x126, x139, x143, x3
-    x166 = x106 * (x153 - x155)
-    del x153, x155
-    x167 = numpy.minimum(1, grad_shards - 1)
-    x168 = numpy.minimum(dp, dp_intra_ranks)
-    x169 = x168 - 1
-    x170 = x168 ** (-1.0)
-    del x168
-    x171 = dp * x170 - 1
-    x172 = 2 * grad_comm_bytes_per_param * x121
-    x173 = x149 * x172
-    x174 = pp ** (-1.0)
-    x175 = x152 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus * x174 - pod_gpus)) + 1)
-    del x152
-    x176 = x172 * x175
-    x177 = replica_intra_ranks - 1
-    x178 = shard_ranks ** (-1.0)
-    x179 = x178 / replica_intra_ranks
-    x180 = numpy.maximum(1, dp * x179)
-    x181 = x180 - 1
-    x182 = x167 * (x145 * x177 + x148 * x181 + x173 * x177 * x179 + x176 * x179 * x181 / x180) + (1 - x167) * (x105 * x171 * x176 + x145 * x169 + x148 * x171 + x169 * x170 * x173)
-    del x105, x145, x148, x169, x170, x171, x173, x176, x177, x179, x180, x181
-    x183 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x140 = 1 - x139
+    x141 = 4 * etp - 4
+    x142 = bytes_per_element * x99
+    x143 = bytes_per_element * x11 * x111 * x136 * x138 / (ep_intra * x131 + x132 * x135) + sequence_parallel * (experts_per_token * x141 * x142 / (x131 * x139 + x132 * x140) + x141 * (inter_latency_s * x140 + intra_latency_s * x139)) + x136 * (ep_intra * intra_latency_s + inter_latency_s * x135)
+    del x111, x135, x136, x139, x140, x141
+    x144 = x129 * x5
+    x145 = x143 * x144
+    x146 = cp_overlap * numpy.minimum(x134, x129 * x86)
+    del x86
+    x147 = ep_overlap * numpy.minimum(x145, x144 * (12 * x23 + 3 * x27 + 3 * x31 + 3 * x41))
+    del x144, x23, x27, x31, x41
+    x148 = tp_intra_ranks - 1
+    x149 = 2 * intra_latency_s
+    x150 = tp_intra_ranks ** (-1.0)
+    x151 = tp * x150 - 1
+    x152 = 2 * inter_latency_s
+    x153 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x154 = bytes_per_element * x39
+    x155 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x156 = x155 / scale_out_bus_efficiency
+    x157 = x129 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x44) + x148 * x149 + x148 * x150 * x153 * x154 + x151 * x152 + x151 * x154 * x156 * x7)
+    del x148, x150, x151, x154, x44
+    x158 = x106 + x95
+    del x106, x95
+    x159 = tp_overlap * numpy.minimum(x157, x158)
+    x160 = x157 + x158 - x159
+    x161 = (x160 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x162 = x3 * (x134 + x145 - x146 - x147 + x161)
+    del x134, x145, x3
+    x163 = x109 * x158
+    x164 = x109 * (-x160 + x161)
+    del x160, x161
+    x165 = vp * x109
+    x166 = 1 - pp_intra
+    x167 = (2 * pp + 2 * x165 - 2) * (inter_latency_s * x166 + intra_latency_s * pp_intra + 1.0 * x142 / (pp_intra * x131 + x132 * x166)) * numpy.minimum(1, x1)
+    del x131, x132, x142, x166
+    x168 = x109 * (x128 * x129 * x133 - x146)
+    del x128, x133, x146
+    x169 = x109 * (moe_layers * x129 * x143 * x4 - x147)
+    del x129, x143, x147, x4
+    x170 = x109 * (x157 - x159)
+    del x157, x159
+    x171 = numpy.minimum(1, grad_shards - 1)
+    x172 = numpy.minimum(dp, dp_intra_ranks)
+    x173 = x172 - 1
+    x174 = x172 ** (-1.0)
+    del x172
+    x175 = dp * x174 - 1
+    x176 = 2 * grad_comm_bytes_per_param * x124
+    x177 = x153 * x176
+    x178 = x156 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x156
+    x179 = x176 * x178
+    x180 = replica_intra_ranks - 1
+    x181 = shard_ranks ** (-1.0)
+    x182 = x181 / replica_intra_ranks
+    x183 = numpy.maximum(1, dp * x182)
     x184 = x183 - 1
-    x185 = intra_latency_s * x184
-    x186 = x183 ** (-1.0)
-    del x183
-    x187 = shard_ranks * x186 - 1
-    x188 = inter_latency_s * x187
-    x189 = bytes_per_element * x121
-    del x121
-    x190 = x149 * x184 * x186
-    del x149, x184, x186
-    x191 = x175 * x178 * x187
-    del x175, x178, x187
-    x192 = 1 / 2 * x106 * x167 * (x172 * x190 + x172 * x191 + 2 * x185 + 2 * x188) + x161 * zero3 * (x185 + x188 + x189 * x190 + x189 * x191)
-    del x161, x167, x172, x185, x188, x189, x190, x191
-    x193 = -dp_overlap * numpy.minimum(x159, x192) - dp_overlap * numpy.minimum(x182, 2 * stage_layers * x83) + x182 + x192
-    del x182, x192, x83
-    x194 = x163 + x164 + x165 + x166 + x193
-    x195 = x158 + x159 + x160 + x194
-    x196 = x124 + x195
-    x197 = gpus + 0.474798
-    x198 = gpus ** (-1.0)
-    x199 = x197 ** (-0.282765)
-    x200 = gpus / gpus_per_node
-    x201 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x196 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x196 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x198 * x199 * (0.0686881539789491 * x199 + 0.112063) - 1 + 1.16023 / x197)) + x107 + (1 - (1 - slow_node_fraction) ** x200) * (slow_node_slowdown - 1) * (x107 + x196)
-    del x107, x197, x199
-    x202 = x196 + x201
-    del x196
-    x203 = weight_bytes_per_param * x122 / weight_shards + weight_bytes_per_param * x110 / expert_weight_shards
-    x204 = grad_bytes_per_param * x122 / grad_shards + grad_bytes_per_param * x110 / expert_grad_shards
-    del x110, x122
-    x205 = optimizer_bytes_per_param * x111 + optimizer_bytes_per_param * x123
-    del x111, x123
-    x206 = 4 * x97 * (vocab * x60 + 1)
-    del x60, x97
-    x207 = kv_heads / heads
-    x208 = x134 * (2 * dropout_masks + 8) + x6 * x63 * (-x15 * (x207 + 1) + x55 * (heads + kv_heads)) + x6 * (x10 * (4 * x207 + 2) + x116 * x63 + x38 + micro_batch * x47 * (dropout_masks + 4) / cp ** 2) + x63 * (q_lora_rank + x54)
-    del x10, x134, x207, x47, x54, x6, x63
-    x209 = full_recompute * x38 * x44 + x208 * x85
-    del x38, x44, x85
-    x210 = full_recompute * x208 + stage_layers * x209 * (x174 * x2 * numpy.minimum(1, vp - 1) + 1) * numpy.minimum(pp, x106) + x206 + x88 * (x206 + x209)
-    del x106, x174, x2, x206, x208, x209, x88
-    x211 = layers - moe_layers
-    x212 = x117 * x211
+    x185 = x171 * (x149 * x180 + x152 * x184 + x177 * x180 * x182 + x179 * x182 * x184 / x183) + (1 - x171) * (x107 * x175 * x179 + x149 * x173 + x152 * x175 + x173 * x174 * x177)
+    del x149, x152, x173, x174, x175, x177, x179, x180, x182, x183, x184
+    x186 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x187 = x186 - 1
+    x188 = intra_latency_s * x187
+    x189 = x186 ** (-1.0)
+    del x186
+    x190 = shard_ranks * x189 - 1
+    x191 = inter_latency_s * x190
+    x192 = bytes_per_element * x124
+    del x124
+    x193 = x153 * x187 * x189
+    del x153, x187, x189
+    x194 = x178 * x181 * x190
+    del x178, x181, x190
+    x195 = 1 / 2 * x109 * x171 * (x176 * x193 + x176 * x194 + 2 * x188 + 2 * x191) + 2 * x109 * zero3 * (x188 + x191 + x192 * x193 + x192 * x194)
+    del x109, x171, x176, x188, x191, x192, x193, x194
+    x196 = -dp_overlap * numpy.minimum(x163, x195) - dp_overlap * numpy.minimum(x185, 2 * stage_layers * x85) + x185 + x195
+    del x185, x195, x85
+    x197 = x167 + x168 + x169 + x170 + x196
+    x198 = x162 + x163 + x164 + x197
+    x199 = x127 + x198
+    x200 = gpus + 0.474798
+    x201 = gpus ** (-1.0)
+    x202 = x200 ** (-0.282765)
+    x203 = gpus / gpus_per_node
+    x204 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x199 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x199 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x201 * x202 * (0.0686881539789491 * x202 + 0.112063) - 1 + 1.16023 / x200)) + x110 + (1 - (1 - slow_node_fraction) ** x203) * (slow_node_slowdown - 1) * (x110 + x199)
+    del x110, x200, x202
+    x205 = x199 + x204
+    del x199
+    x206 = weight_bytes_per_param * x125 / weight_shards + weight_bytes_per_param * x113 / expert_weight_shards
+    x207 = grad_bytes_per_param * x125 / grad_shards + grad_bytes_per_param * x113 / expert_grad_shards
+    del x113, x125
+    x208 = optimizer_bytes_per_param * x114 + optimizer_bytes_per_param * x126
+    del x114, x126
+    x209 = 4 * x99 * (vocab * x61 + 1)
+    del x61, x99
+    x210 = x11 * x137
+    del x137
+    x211 = 4 * x210
+    x212 = kv_heads / heads
+    x213 = 2 * mlp_matrices
+    x214 = linear_input_bytes + x213 - 2
+    x215 = -recompute_mla_up_proj * x50 * x72 * x81 * (2 * head_dim + v_head_dim) - recompute_norms * x211 + x210 * (2 * dropout_masks + 8) + x5 * (shared_experts * x214 * x29 + x10 * x138 * (etp * hidden * linear_input_bytes + x214 * x33) - x12 * x213) + x64 * x7 * (-x16 * (x212 + 1) + x56 * (heads + kv_heads)) + x64 * (q_lora_rank + x55) + x7 * (ffn * x10 * x213 + x11 * (4 * x212 + 2) + x39 + micro_batch * x48 * (dropout_masks + 4) / cp ** 2) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x211 * (1 - recompute_norms))
+    del x10, x11, x12, x138, x210, x211, x212, x213, x214, x29, x33, x48, x5, x50, x55, x6, x64, x7, x72, x81
+    x216 = full_recompute * x39 * x45 + x215 * x87
+    del x39, x45, x87
+    x217 = full_recompute * x215 + stage_layers * x2 * x216 * numpy.minimum(x165, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x209 + x90 * (x209 + x216)
+    del x1, x165, x2, x209, x215, x216, x90
+    x218 = layers - moe_layers
+    x219 = x120 * x218
+    del x120
+    x220 = embedding_matrices * x91 + hidden + layers * x122 + x219
+    del x122
+    x221 = moe_layers * x117 + mtp_layers * (x102 * x117 + x123) + x220
     del x117
-    x213 = embedding_matrices * x89 + hidden + layers * x119 + x212
-    del x119
-    x214 = moe_layers * x114 + mtp_layers * (x100 * x114 + x120) + x213
-    del x114
-    x215 = experts_per_token + shared_experts
-    x216 = x113 * x215 + x23
-    del x113, x23
-    x217 = x202 ** (-1.0)
-    x218 = global_batch * seq_len * x217
-    x219 = x112 * x15 * x215 + x25
-    del x112, x215, x25
-    x220 = moe_layers * x219
-    x221 = x15 * x67 + 2 * x53 + 2 * x57
-    del x53, x57, x67
-    x222 = layers * x221
-    x223 = x116 * x15
-    del x116, x15
-    x224 = mtp_layers * (x100 * x219 + x102 * x223 + x221 + x75 + 2 * x89 + x99)
-    del x102, x219, x221, x99
-    x225 = 6 * heads * layers * seq_len * x55 + 6 * x212 + 3 * x220 + 3 * x222 + 3 * x224 + 3 * x78 + 6 * x89
-    del x212, x55, x89
-    x226 = x198 * x218
-    x227 = x225 * x226
-    x228 = layers * x75 + x78
-    del x75, x78
-    x229 = tokens * x0 * x77
-    del x0, x77
-    x230 = software_mtbf_s ** (-1.0)
-    x231 = x200 / (rack_mtbf_s * rack_nodes)
-    x232 = gpus / gpu_mtbf_s
-    x233 = x200 / network_mtbf_s
-    x234 = x200 / node_mtbf_s
-    x235 = x232 + x233 + x234
-    x236 = x230 + x231 + x235
-    x237 = x236 ** (-1.0)
-    x238 = checkpoint_bytes_per_param * x214
-    x239 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x240 = x198 * x238
-    x241 = x239 * x240
-    x242 = ckpt_async * x241
-    x243 = x238 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x200)
-    x244 = ckpt_sync * x243
-    x245 = x151 * x240
-    del x151, x240
-    x246 = ckpt_in_memory * (x241 + x245)
-    del x241
-    x247 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x248 = x195 + x201
-    del x195
-    x249 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x198 * x214 * x239 / (1 - (1 - numpy.minimum(1, x247)) ** gockpt_steps) - x248)
-    del x239
-    x250 = x242 + x244 + x246 + x249
-    x251 = numpy.sqrt(x237 * (2 * x242 + 2 * x244 + 2 * x246 + 2 * x249))
-    x252 = ckpt_async * x243
-    x253 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x198 * x214 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x248))) / numpy.log(1 - numpy.minimum(0.999999999999, x247))))) - 1) + 1
-    del x198, x247, x248
-    x254 = x250 * (1 / 2 * x230 + 1 / 2 * x231 + 1 / 2 * x232 + 1 / 2 * x233 + 1 / 2 * x234)
-    del x232, x233, x234
-    x255 = numpy.maximum(numpy.maximum(x202, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x202 * x253 + x243) + x252)), numpy.where(numpy.greater(x237, 1 / 2 * x242 + 1 / 2 * x244 + 1 / 2 * x246 + 1 / 2 * x249), -x250 + x251 * (1 / 3 * numpy.sqrt(x254) + 1 / 9 * x254 + 1), x237))
-    del x242, x244, x246, x249, x254
-    x256 = ckpt_gockpt * (x202 + x243) + x252
-    del x243, x252
-    x257 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x258 = node_repair_s * x231
-    x259 = numpy.exp(-x258)
-    x260 = -spare_nodes
-    x261 = rack_nodes + x260
-    x262 = node_repair_s * x235
-    x263 = 2 * rack_nodes + x260
-    x264 = x258 * x259
-    del x258
-    x265 = 3 * rack_nodes + x260
-    x266 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x259 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x267 = 4 * rack_nodes + x260
-    x268 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x259 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x269 = 5 * rack_nodes + x260
-    x270 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x259 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x271 = 6 * rack_nodes + x260
-    x272 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x259 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x273 = 7 * rack_nodes + x260
-    x274 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x259 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x275 = 8 * rack_nodes + x260
-    x276 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x259 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x277 = 9 * rack_nodes + x260
-    x278 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x259 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x279 = 10 * rack_nodes + x260
-    x280 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x259 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x281 = 11 * rack_nodes + x260
-    x282 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x259 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x283 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x259 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x284 = x237 * (x230 + x231 * (x259 * poisson_cdf(-x261, x262) + x264 * poisson_cdf(-x263, x262) + x266 * poisson_cdf(-x265, x262) + x268 * poisson_cdf(-x267, x262) + x270 * poisson_cdf(-x269, x262) + x272 * poisson_cdf(-x271, x262) + x274 * poisson_cdf(-x273, x262) + x276 * poisson_cdf(-x275, x262) + x278 * poisson_cdf(-x277, x262) + x280 * poisson_cdf(-x279, x262) + x282 * poisson_cdf(-x281, x262) + x283 * poisson_cdf(-12 * rack_nodes - x260, x262)) + x235 * (x259 * poisson_cdf(spare_nodes - 1, x262) + x264 * poisson_cdf(-x261 - 1, x262) + x266 * poisson_cdf(-x263 - 1, x262) + x268 * poisson_cdf(-x265 - 1, x262) + x270 * poisson_cdf(-x267 - 1, x262) + x272 * poisson_cdf(-x269 - 1, x262) + x274 * poisson_cdf(-x271 - 1, x262) + x276 * poisson_cdf(-x273 - 1, x262) + x278 * poisson_cdf(-x275 - 1, x262) + x280 * poisson_cdf(-x277 - 1, x262) + x282 * poisson_cdf(-x279 - 1, x262) + x283 * poisson_cdf(-x281 - 1, x262)))
-    del x230, x231, x235, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283
-    x285 = ckpt_in_memory * x245 + failure_detection_s - x237 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x284, 1 - x284) * numpy.expm1(x236 * (x257 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x238 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x200) + x257
-    del x245, x257
-    x286 = x202 * x229
-    x287 = x236 * x285
-    x288 = numpy.exp(x236 * x256)
-    x289 = numpy.exp(x236 * (x250 + x255))
-    x290 = x286 * x288 / x255
-    x291 = x288 + x290 * (x289 - 1) - 1
-    del x288
-    x292 = x291 * numpy.exp(x287)
-    x293 = x237 * x292
-    x294 = x236 * numpy.exp(-x287) / x291
-    del x287, x291
-    x295 = x286 * x294
-    x296 = gpus + gpus_per_node * spare_nodes
-    x297 = x293 * x296
-    x298 = 0.000277777777777778 * x297
-    x299 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x194 * x217 + compute_power_fraction * x159 * x217)
-    del x194, x217
-    x300 = x237 * x290 * (x289 - numpy.exp(x236 * x250))
-    del x236, x289, x290
-    x301 = idle_power_w * (x293 - x300) + x299 * x300
-    del x300
-    x302 = gpus * x301
-    x303 = network_power_per_node_w + node_overhead_power_w
-    x304 = x200 * x303
-    del x200
-    x305 = spare_nodes * (gpus_per_node * idle_power_w + x303) + x304
-    del x303
-    x306 = x293 * x305 + x302
-    x307 = pue * x306
-    x308 = gpus * max_power_w + x305
-    del x305
-    x309 = price_usd_per_gpu_hour * x298
-    x310 = lifetime_s ** (-1.0)
-    x311 = 2.77777777777778e-07 * electricity_usd_per_kwh * x307 + x298 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x310 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x308 / x296) / utilisation
+    x222 = experts_per_token + shared_experts
+    x223 = x116 * x222 + x24
+    del x116, x24
+    x224 = x205 ** (-1.0)
+    x225 = global_batch * x224
+    x226 = seq_len * x225
+    x227 = x115 * x16 * x222 + x26
+    del x115, x222, x26
+    x228 = moe_layers * x227
+    x229 = x16 * x68 + 2 * x54 + 2 * x58
+    del x54, x58, x68
+    x230 = layers * x229
+    x231 = x119 * x16
+    del x119, x16
+    x232 = mtp_layers * (x101 + x102 * x227 + x104 * x231 + x229 + x77 + 2 * x91)
+    del x101, x104, x227, x229
+    x233 = 6 * heads * layers * seq_len * x56 + 6 * x219 + 3 * x228 + 3 * x230 + 3 * x232 + 3 * x80 + 6 * x91
+    del x219, x56, x91
+    x234 = x201 * x226
+    x235 = x233 * x234
+    x236 = layers * x77 + x80
+    del x77, x80
+    x237 = tokens * x0 * x79
+    del x0, x79
+    x238 = software_mtbf_s ** (-1.0)
+    x239 = x203 / (rack_mtbf_s * rack_nodes)
+    x240 = gpus / gpu_mtbf_s
+    x241 = x203 / network_mtbf_s
+    x242 = x203 / node_mtbf_s
+    x243 = x240 + x241 + x242
+    x244 = x238 + x239 + x243
+    x245 = x244 ** (-1.0)
+    x246 = checkpoint_bytes_per_param * x221
+    x247 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x248 = x201 * x246
+    x249 = x247 * x248
+    x250 = ckpt_async * x249
+    x251 = x246 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x203)
+    x252 = ckpt_sync * x251
+    x253 = x155 * x248
+    del x155, x248
+    x254 = ckpt_in_memory * (x249 + x253)
+    del x249
+    x255 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x256 = x198 + x204
+    del x198
+    x257 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x201 * x221 * x247 / (1 - (1 - numpy.minimum(1, x255)) ** gockpt_steps) - x256)
+    del x247
+    x258 = x250 + x252 + x254 + x257
+    x259 = numpy.sqrt(x245 * (2 * x250 + 2 * x252 + 2 * x254 + 2 * x257))
+    x260 = ckpt_async * x251
+    x261 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x201 * x221 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x256))) / numpy.log(1 - numpy.minimum(0.999999999999, x255))))) - 1) + 1
+    del x201, x255, x256
+    x262 = x258 * (1 / 2 * x238 + 1 / 2 * x239 + 1 / 2 * x240 + 1 / 2 * x241 + 1 / 2 * x242)
+    del x240, x241, x242
+    x263 = numpy.maximum(numpy.maximum(x205, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x205 * x261 + x251) + x260)), numpy.where(numpy.greater(x245, 1 / 2 * x250 + 1 / 2 * x252 + 1 / 2 * x254 + 1 / 2 * x257), -x258 + x259 * (1 / 3 * numpy.sqrt(x262) + 1 / 9 * x262 + 1), x245))
+    del x250, x252, x254, x257, x262
+    x264 = ckpt_gockpt * (x205 + x251) + x260
+    del x251, x260
+    x265 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x266 = node_repair_s * x239
+    x267 = numpy.exp(-x266)
+    x268 = -spare_nodes
+    x269 = rack_nodes + x268
+    x270 = node_repair_s * x243
+    x271 = 2 * rack_nodes + x268
+    x272 = x266 * x267
+    del x266
+    x273 = 3 * rack_nodes + x268
+    x274 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x267 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x275 = 4 * rack_nodes + x268
+    x276 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x267 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x277 = 5 * rack_nodes + x268
+    x278 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x267 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x279 = 6 * rack_nodes + x268
+    x280 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x267 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x281 = 7 * rack_nodes + x268
+    x282 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x267 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x283 = 8 * rack_nodes + x268
+    x284 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x267 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x285 = 9 * rack_nodes + x268
+    x286 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x267 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x287 = 10 * rack_nodes + x268
+    x288 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x267 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x289 = 11 * rack_nodes + x268
+    x290 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x267 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x291 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x267 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x292 = x245 * (x238 + x239 * (x267 * poisson_cdf(-x269, x270) + x272 * poisson_cdf(-x271, x270) + x274 * poisson_cdf(-x273, x270) + x276 * poisson_cdf(-x275, x270) + x278 * poisson_cdf(-x277, x270) + x280 * poisson_cdf(-x279, x270) + x282 * poisson_cdf(-x281, x270) + x284 * poisson_cdf(-x283, x270) + x286 * poisson_cdf(-x285, x270) + x288 * poisson_cdf(-x287, x270) + x290 * poisson_cdf(-x289, x270) + x291 * poisson_cdf(-12 * rack_nodes - x268, x270)) + x243 * (x267 * poisson_cdf(spare_nodes - 1, x270) + x272 * poisson_cdf(-x269 - 1, x270) + x274 * poisson_cdf(-x271 - 1, x270) + x276 * poisson_cdf(-x273 - 1, x270) + x278 * poisson_cdf(-x275 - 1, x270) + x280 * poisson_cdf(-x277 - 1, x270) + x282 * poisson_cdf(-x279 - 1, x270) + x284 * poisson_cdf(-x281 - 1, x270) + x286 * poisson_cdf(-x283 - 1, x270) + x288 * poisson_cdf(-x285 - 1, x270) + x290 * poisson_cdf(-x287 - 1, x270) + x291 * poisson_cdf(-x289 - 1, x270)))
+    del x238, x239, x243, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283, x284, x285, x286, x287, x288, x289, x290, x291
+    x293 = ckpt_in_memory * x253 + failure_detection_s - x245 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x292, 1 - x292) * numpy.expm1(x244 * (x265 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x246 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x203) + x265
+    del x253, x265
+    x294 = x205 * x237
+    x295 = x244 * x293
+    x296 = numpy.exp(x244 * x264)
+    x297 = numpy.exp(x244 * (x258 + x263))
+    x298 = x294 * x296 / x263
+    x299 = x296 + x298 * (x297 - 1) - 1
     del x296
-    x312 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x307
-    x313 = embodied_kg_per_gpu * x297 * x310
-    del x297, x310
-    x314 = x312 + x313
-    return [x202, x159, x160, x166, x164, x165, x163, x193, x158, x124, x201, x203, x204, x205, x210, memory_reserve_bytes, memory_reserve_bytes + x203 + x204 + x205 + x210, x214, moe_layers * x216 + mtp_layers * (x100 * x216 + x120) + x213, x218, x225, 1e-12 * x227, x16 * x227, x16 * x226 * (full_recompute * (x211 * x223 + x220 + x222 + x224 + x228) + x225 + x228 * x86), x229, x237, x238, x250, x251, x255, x253, x256, x285, x286, x293, x292, 1 - x295, x295, spare_nodes, x284, x298, x302, x306, x307, -pue * x286 * (gpus * x299 + x304) + x307, x299, x294 * x301, x294 * x307, pue * x308, x309, x311, use_tco * x311 + x309 * (1 - use_tco), x312, x313, x314, x314 / (tokens * x225), x293 * x314]
+    x300 = x299 * numpy.exp(x295)
+    x301 = x245 * x300
+    x302 = x244 * numpy.exp(-x295) / x299
+    del x295, x299
+    x303 = x294 * x302
+    x304 = gpus + gpus_per_node * spare_nodes
+    x305 = x301 * x304
+    x306 = 0.000277777777777778 * x305
+    x307 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x197 * x224 + compute_power_fraction * x107 * x108 * x158 * x225)
+    del x107, x108, x158, x197, x224, x225
+    x308 = x245 * x298 * (x297 - numpy.exp(x244 * x258))
+    del x244, x297, x298
+    x309 = idle_power_w * (x301 - x308) + x307 * x308
+    del x308
+    x310 = gpus * x309
+    x311 = network_power_per_node_w + node_overhead_power_w
+    x312 = x203 * x311
+    del x203
+    x313 = spare_nodes * (gpus_per_node * idle_power_w + x311) + x312
+    del x311
+    x314 = x301 * x313 + x310
+    x315 = pue * x314
+    x316 = gpus * max_power_w + x313
+    del x313
+    x317 = price_usd_per_gpu_hour * x306
+    x318 = lifetime_s ** (-1.0)
+    x319 = 2.77777777777778e-07 * electricity_usd_per_kwh * x315 + x306 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x318 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x316 / x304) / utilisation
+    del x304
+    x320 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x315
+    x321 = embodied_kg_per_gpu * x305 * x318
+    del x305, x318
+    x322 = x320 + x321
+    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x245, x246, x258, x259, x263, x261, x264, x293, x294, x301, x300, 1 - x303, x303, spare_nodes, x292, x306, x310, x314, x315, -pue * x294 * (gpus * x307 + x312) + x315, x307, x302 * x309, x302 * x315, pue * x316, x317, x319, use_tco * x319 + x317 * (1 - use_tco), x320, x321, x322, x322 / (tokens * x233), x301 * x322]

@@ -480,8 +480,11 @@ def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None,
          f"--tp {tp} exceeds the scale-up domain of {int(x['scale_up_domain_gpus'])} GPUs"),
         (x["heads"] % tp == 0, f"--tp {tp} does not divide the {int(x['heads'])} heads"),
         (pp <= x["layers"], f"--pp {pp} exceeds the {int(x['layers'])} layers"),
-        (pp * vp <= x["layers"],
-         f"--vp {vp}: PP*VP = {pp * vp} virtual stages exceed the {int(x['layers'])} layers"),
+        # the embedding and the loss may be stage units of their own (Megatron-Core's
+        # account_for_embedding/loss_in_pipeline_split): L + 2 virtual stages at most
+        (pp * vp <= x["layers"] + 2,
+         f"--vp {vp}: PP*VP = {pp * vp} virtual stages exceed the {int(x['layers'])} layers "
+         "and the embedding and loss stage units"),
         (vp == 1 or pp > 1, "--vp > 1 needs --pp > 1"),
         (batch % (dp * micro_batch) == 0,
          f"global batch {batch} is not divisible by DP*micro-batch = "
@@ -596,7 +599,7 @@ def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
         ok = ((g >= 1) & (np.minimum.reduce([tp, pp, cp, ep, etp, vp, mb]) >= 1)
               & (g % np.maximum(tp * pp * cp, 1) == 0) & (tp <= x["scale_up_domain_gpus"])
               & (x["heads"] % np.maximum(tp, 1) == 0) & (pp <= x["layers"])
-              & (pp * vp <= x["layers"])
+              & (pp * vp <= x["layers"] + 2)
               & ((vp == 1) | (pp > 1)) & (dp >= 1)
               & (x["global_batch"] % np.maximum(dp * mb, 1) == 0)
               & ((tp * cp * dp) % np.maximum(ep * etp, 1) == 0)

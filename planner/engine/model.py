@@ -147,6 +147,9 @@ INPUTS: dict[str, tuple[str, str]] = {
     "grad_comm_bytes_per_param": ("B", "bytes per parameter in the gradient reduction"),
     "checkpoint_bytes_per_param": ("B", "checkpointed bytes per parameter"),
     "memory_reserve_bytes": ("B", "memory not available to the model (context, NCCL, allocator)"),
+    "linear_input_bytes": ("B", "bytes per element of a Linear input kept for backward (FP8: 1)"),
+    "recompute_mla_up_proj": ("1", "1 if the MLA up-projections are recomputed in backward"),
+    "recompute_norms": ("1", "1 if the norms are recomputed in backward (outputs not kept)"),
     "tp_overlap": ("1", "fraction of TP communication hidden behind compute"),
     "dp_overlap": ("1", "fraction of DP communication hidden behind the last backward"),
     "cp_overlap": ("1", "fraction of CP ring exchange hidden behind attention"),
@@ -580,20 +583,40 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
     """Memory of one GPU of the first (fullest) pipeline stage."""
     h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
     stage = r["stage_params"]
+    # MoE layers keep their experts' tensors (dispatched token copies, expert widths, Linear
+    # inputs at linear_input_bytes) instead of the dense MLP's; MLA layers whose
+    # up-projections are recomputed keep the latents, not the per-head Q, K and V
+    moe_mlp = memory.moe_mlp_activation_bytes(
+        s, b, h, x["moe_ffn"], x["experts_per_token"], x["shared_experts"],
+        x["mlp_matrices"], tp, x["etp"], x["sequence_parallel"], x["linear_input_bytes"]) \
+        - memory.mlp_activation_bytes(s, b, x["ffn"], x["mlp_matrices"], tp)
+    mla_recomputed = minimum(x["kv_lora_rank"], 1) * x["recompute_mla_up_proj"] \
+        * memory.mla_up_projection_activation_bytes(s, b, x["heads"], x["head_dim"],
+                                                    x["v_head_dim"], tp)
     layer_act = memory.activation_bytes_per_layer(
         s, b, h, x["ffn"], x["heads"], x["kv_heads"], x["mlp_matrices"], tp,
         x["sequence_parallel"], x["attention_scores_stored"], x["dropout_masks"]) \
         + memory.attention_shape_activation_bytes(
             s, b, h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
-            x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"], tp)
+            x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"], tp) \
+        + r["moe_share"] * moe_mlp - mla_recomputed
+    # the two norm outputs (QKV and MLP inputs) and a dense MLP's down-projection input are
+    # GEMM inputs: kept at linear_input_bytes (FP8 recipes: 1), or not at all when the norms
+    # are recomputed (DeepSeek-V3 s3.2.3)
+    norms = memory.norm_output_activation_bytes(s, b, h, tp, x["sequence_parallel"])
+    layer_act = layer_act - x["recompute_norms"] * norms - (1 - x["linear_input_bytes"] / 2) * (
+        (1 - x["recompute_norms"]) * norms
+        + (1 - r["moe_share"]) * memory.mlp_activation_bytes(s, b, x["ffn"], 1, tp))
     # full recompute keeps each layer's input, plus one layer's working set
     stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
         s, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
     # MTP modules, with the loss on the last stage: one micro-batch in flight
     mtp_act = _mtp_on_fullest_stage(x) * (
         stored_layer + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp))
-    inflight = memory.inflight_microbatches_1f1b(x["pp"], r["microbatches"]) \
-        * memory.interleaved_activation_factor(x["pp"], x["vp"])
+    # layer-micro-batches the first rank holds: v chunks of stage_layers / v layers each,
+    # as many chunk-micro-batches as Megatron-Core's (interleaved) 1F1B schedule keeps
+    inflight_layers = x["stage_layers"] / x["vp"] * memory.pipeline_inflight_chunks(
+        x["pp"], x["vp"], r["microbatches"])
     # routed experts are sharded over the expert-data-parallel group (parallel folding)
     experts = r["stage_expert_params"]
 
@@ -607,7 +630,7 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         "grads_bytes": state("grad_bytes_per_param", "grad_shards", "expert_grad_shards"),
         "optimizer_state_bytes": state("optimizer_bytes_per_param", "optimizer_shards",
                                        "expert_optimizer_shards"),
-        "activation_bytes": (x["stage_layers"] * stored_layer * inflight
+        "activation_bytes": (inflight_layers * stored_layer
                              + x["full_recompute"] * layer_act
                              + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)
                              + mtp_act),

@@ -207,7 +207,8 @@ def execution_defaults() -> dict[str, float]:
 
 #: Run-model inputs a software stack sets (hardware_catalog.schema.SoftwareStack).
 STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
-                "attention_efficiency_factor", "layer_overhead_s")
+                "attention_efficiency_factor", "layer_overhead_s", "recompute_mla_up_proj", "recompute_norms",
+                "optimizer_bytes_per_param")
 
 
 def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:
@@ -322,6 +323,10 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
     lifetime_years = value(getattr(accelerator, "lifetime_years", 5.0))
     return {
         "peak_flops_per_s": peak_flops(accelerator, precision),
+        # Linear inputs kept for the backward pass in the GEMM precision: FP8 (and FP4)
+        # recipes cache the quantised input their weight-gradient GEMM reads (Transformer
+        # Engine; DeepSeek-V3 arXiv:2412.19437 s3.3.2), BF16 and TF32 runs keep 2 bytes
+        "linear_input_bytes": 1.0 if precision in ("fp8", "fp4") else 2.0,
         "gemm_max_efficiency": gemm_efficiency(accelerator, precision) * gemm_factor,
         "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
         "hbm_bytes": value(accelerator.hbm_bytes),

@@ -297,7 +297,10 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     t = _cross(t, "vp", options.vp)
     stages = t["pp"] * t["vp"]
     split = (layers % stages == 0) | ((layers + 1) % stages == 0) | ((layers + 2) % stages == 0)
-    t = _keep(t, split & (stages <= layers) & ((t["vp"] == 1) | (t["pp"] > 1)))
+    # up to L + 2 virtual stages: with the embedding and the loss as stage units the first
+    # and last chunk may hold no transformer layer (Megatron-Core transformer_block.py
+    # get_num_layers_to_build: num_layers_to_build >= 0 after removing them)
+    t = _keep(t, split & (stages <= layers + 2) & ((t["vp"] == 1) | (t["pp"] > 1)))
     t = _cross(t, "micro_batch", options.micro_batch)
     t = _cross(t, "dp", divisors(global_batch))
     t["gpus"] = t["tp"] * t["pp"] * t["cp"] * t["dp"]

@@ -32,6 +32,8 @@ from __future__ import annotations
 from .core import formula
 from .ops import ceil, exp, expm1, log1p, maximum, minimum, poisson_cdf, where
 
+KOKOLIS = ("Kokolis et al. 2025, Revisiting Reliability in Large-Scale Machine Learning "
+           "Research Clusters, HPCA'25, arXiv:2410.21680")
 DALY = "Daly 2006, FGCS 22(3):303-312, doi:10.1016/j.future.2004.11.016"
 LITTLE = "Little 1961, Oper. Res. 9(3):383, doi:10.1287/opre.9.3.383"
 
@@ -40,6 +42,8 @@ _SYM = {"gpus": "N", "gpus_per_unit": "g_d", "units": "n_d", "unit_mtbf_s": "M_d
         "detection_s": "t_d", "swap_restart_s": "R_s", "requeue_restart_s": "R_q",
         "swap_probability": "p_s", "mtbf_s": "M", "job_nodes": "N_n", "spares": "N_s",
         "gpus_per_node": "g", "wall_time_s": "T_w", "nodes_lost": "n_l",
+        "nodes": "n", "job_mtbf_s": "M_j", "internode_mtbf_s": "M_c",
+        "node_exponent": r"\beta",
         "single_in_repair": r"\mu_1", "rack_in_repair": r"\mu_r", "rack_nodes": "m"}
 
 #: Rack failures counted in :func:`pool_swap_probability` (the Poisson sum is cut after this).
@@ -100,6 +104,53 @@ def domain_failure_rate(units, unit_mtbf_s):
     .. math:: \\lambda_d = n_d / M_d
     """
     return units / unit_mtbf_s
+
+
+@formula(reference="Job-wide software faults: a per-job term plus inter-node faults (NCCL "
+         "hangs, collective timeouts) growing as a power of the nodes beyond the first; "
+         "exponent fitted to the job MTTF at 8, 1,024 and 16,384 GPUs of " + KOKOLIS
+         + "; Llama 3 Table 5, arXiv:2407.21783",
+         domain={"nodes": ">0", "job_mtbf_s": ">0", "internode_mtbf_s": ">0",
+                 "node_exponent": "(0,1]"}, symbols=_SYM, result_latex=r"\lambda_s")
+def software_failure_rate(nodes, job_mtbf_s, internode_mtbf_s, node_exponent):
+    """Rate of job-wide software faults of a job spanning ``nodes`` nodes.
+
+    A job fails from its own code (user code, dependencies, data loaders) at a
+    rate that does not depend on its size, 1/M_j, and from faults between its
+    nodes (NCCL hangs and watchdog timeouts, collective errors) that a
+    single-node job does not have and that grow with the nodes beyond the
+    first as (n - 1)^beta.  beta < 1: a hang stops the whole job whichever
+    rank triggers it, and Kokolis et al.'s job MTTF falls 145-fold from 8 to
+    1,024 GPUs but only 4.4-fold from 1,024 to 16,384, which no rate linear in
+    the nodes reproduces (the per-node hardware rate alone gives the 16,384-GPU
+    point).  M_c is the mean time between such faults of a two-node job.
+
+    Parameters
+    ----------
+    nodes : numeric
+        Nodes of the job, n [1].
+    job_mtbf_s : numeric
+        Mean time between size-independent software faults of one job, M_j [s].
+    internode_mtbf_s : numeric
+        Mean time between inter-node software faults of a two-node job, M_c [s].
+    node_exponent : numeric
+        Growth of inter-node faults with the nodes beyond the first, beta [1].
+
+    Returns
+    -------
+    numeric
+        Software failure rate of the job [1/s].
+
+    Examples
+    --------
+    >>> round(software_failure_rate(1, 5.973e6, 2.4e5, 0.3) * 3600, 6)  # one node: M_j only
+    0.000603
+    >>> round(1 / software_failure_rate(2048, 5.973e6, 7.387e5, 0.3) / 3600, 1)  # Llama 3
+    20.6
+
+    .. math:: \\lambda_s = \\frac{1}{M_j} + \\frac{\\max(n - 1, 0)^\\beta}{M_c}
+    """
+    return 1 / job_mtbf_s + maximum(nodes - 1, 0) ** node_exponent / internode_mtbf_s
 
 
 @formula(reference="Little's law, " + LITTLE + "; Poisson count in repair for single-node "

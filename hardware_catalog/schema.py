@@ -371,7 +371,11 @@ class ReliabilityProfile(Entry):
     domain_gpu_mtbf_s: Quantity | None = None  # per GPU; a failure takes its node out
     domain_node_mtbf_s: Quantity | None = None  # per node, host (non-GPU, non-network) causes
     domain_network_mtbf_s: Quantity | None = None  # per node, switch/cable/NIC causes
-    domain_software_mtbf_s: Quantity | None = None  # per job, job-wide software faults
+    domain_software_mtbf_s: Quantity | None = None  # per job, size-independent software faults
+    # inter-node software faults (NCCL hangs, timeouts): per two-node job, growing as
+    # (nodes - 1)^exponent (formulas.reliability.software_failure_rate)
+    domain_software_internode_mtbf_s: Quantity | None = None
+    domain_software_node_exponent: Quantity | None = None  # in (0, 1]
     domain_rack_mtbf_s: Quantity | None = None  # per rack (scale-up domain); takes it all out
     failure_detection_s: Quantity | None = None
     swap_restart_s: Quantity | None = None  # restart onto hot spares
@@ -385,7 +389,11 @@ class ReliabilityProfile(Entry):
         _positive(problems, self, "gpu_mtbf_s", "node_mtbf_s", "pause_duration_s",
                   "checkpoint_write_bytes_per_s", "checkpoint_read_bytes_per_s",
                   "domain_gpu_mtbf_s", "domain_node_mtbf_s", "domain_network_mtbf_s",
-                  "domain_software_mtbf_s", "domain_rack_mtbf_s", "node_repair_s")
+                  "domain_software_mtbf_s", "domain_rack_mtbf_s", "node_repair_s",
+                  "domain_software_internode_mtbf_s")
+        beta = self.domain_software_node_exponent
+        _check(problems, beta is None or 0 < beta.value <= 1,
+               "domain_software_node_exponent.value", "expected in (0, 1]")
         for name in ("failure_detection_s", "swap_restart_s", "requeue_restart_s"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")

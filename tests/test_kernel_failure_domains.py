@@ -135,7 +135,7 @@ def test_spares_shorten_a_domain_profile_run():
     assert some.swap_fraction > 0.99 > 0.2 > none.swap_fraction
 
 
-@pytest.mark.parametrize("profile", ["benchmark", "bloom-176b", "meta-rsc", "opt-175b"])
+@pytest.mark.parametrize("profile", ["benchmark", "bloom-176b", "opt-175b"])
 def test_profiles_without_domains_are_unchanged_by_spares(profile):
     """No domain data: MTBF from GPUs and nodes only, restart = the profile's, and
     spares change nothing but their own bill (auto chooses none)."""
@@ -157,7 +157,8 @@ def test_more_spares_never_hurt_the_restart(gpus, spares, repair_h, requeue_h):
     bills more GPU-hours than no spares."""
     x = {"gpus": np.float64(gpus), "gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0,
          "node_mtbf_s": 180285826.0, "network_mtbf_s": 273004251.0, "rack_mtbf_s": 5.156e9,
-         "software_mtbf_s": 74057.0, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
+         "software_mtbf_s": 5.9733e6, "software_internode_mtbf_s": 7.387e5,
+         "software_node_exponent": 0.3, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
          "requeue_restart_s": 600.0 + requeue_h * 3600, "node_repair_s": repair_h * 3600}
     from formulas import reliability as rel
 
@@ -167,7 +168,8 @@ def test_more_spares_never_hurt_the_restart(gpus, spares, repair_h, requeue_h):
     mu_r = nodes / x["rack_mtbf_s"] * x["node_repair_s"]
     p = [float(rel.pool_swap_probability(s, 1, mu1, mu_r, 1.0)) for s in (spares, spares + 1)]
     assert 0 <= p[0] <= p[1] <= 1 + 1e-12  # a sum of probabilities: rounding above 1
-    mtbf = 1 / (single + nodes / x["rack_mtbf_s"] + 1 / x["software_mtbf_s"])
+    software = 1 / x["software_mtbf_s"] + max(nodes - 1, 0) ** 0.3 / x["software_internode_mtbf_s"]
+    mtbf = 1 / (single + nodes / x["rack_mtbf_s"] + software)
     r = [effective_restart_cost(mtbf, 30.0, 600.0, x["requeue_restart_s"], min(q, 1.0))
          for q in p]
     assert r[1] <= r[0] + 1e-9

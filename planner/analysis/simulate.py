@@ -1023,7 +1023,9 @@ def failure_domains(profile, *, gpus: int, gpus_per_node: int,
     ``swap_restart_s`` and ``requeue_restart_s`` (see
     hardware_catalog/data/reliability/default.toml): GPU faults (per GPU, one
     node out), host and network faults (per node, one node out), software
-    faults (per job, restart in place), rack faults (``domain_rack_mtbf_s``, per
+    faults (per job, restart in place; inter-node software faults,
+    ``domain_software_internode_mtbf_s``, count (nodes - 1)^beta units as in
+    :func:`formulas.reliability.software_failure_rate`), rack faults (``domain_rack_mtbf_s``, per
     rack of ``rack_gpus`` GPUs, all its nodes out; default: one node).  Domains
     the profile does not state are left out.
     """
@@ -1044,6 +1046,9 @@ def failure_domains(profile, *, gpus: int, gpus_per_node: int,
             ("node", "domain_node_mtbf_s", nodes, 1),
             ("network", "domain_network_mtbf_s", nodes, 1),
             ("software", "domain_software_mtbf_s", 1.0, 0),
+            # inter-node software faults: (nodes - 1)^beta "units" of a two-node job's rate
+            ("software-internode", "domain_software_internode_mtbf_s",
+             max(nodes - 1.0, 0.0) ** (value("domain_software_node_exponent") or 1.0), 0),
             ("rack", "domain_rack_mtbf_s",
              float(domain_units(gpus, rack_gpus or gpus_per_node)),
              max(1, (rack_gpus or gpus_per_node) // gpus_per_node)))

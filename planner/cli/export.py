@@ -27,6 +27,8 @@ CATALOG_FIELDS = {
     "network_mtbf_s": ("reliability", "domain_network_mtbf_s"),
     "rack_mtbf_s": ("reliability", "domain_rack_mtbf_s"),
     "software_mtbf_s": ("reliability", "domain_software_mtbf_s"),
+    "software_internode_mtbf_s": ("reliability", "domain_software_internode_mtbf_s"),
+    "software_node_exponent": ("reliability", "domain_software_node_exponent"),
     "failure_detection_s": ("reliability", None), "requeue_restart_s": ("reliability", None),
     "node_repair_s": ("reliability", None),
     "storage_write_bytes_per_s_per_node": ("node", "storage_write_bytes_per_s"),

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = x1 / vp
@@ -310,107 +310,109 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x75, x78
     x229 = tokens * x0 * x77
     del x0, x77
-    x230 = software_mtbf_s ** (-1.0)
-    x231 = x200 / (rack_mtbf_s * rack_nodes)
-    x232 = gpus / gpu_mtbf_s
-    x233 = x200 / network_mtbf_s
-    x234 = x200 / node_mtbf_s
-    x235 = x232 + x233 + x234
-    x236 = x230 + x231 + x235
-    x237 = x236 ** (-1.0)
-    x238 = checkpoint_bytes_per_param * x214
-    x239 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x240 = x198 * x238
-    x241 = x239 * x240
-    x242 = ckpt_async * x241
-    x243 = x238 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x200)
-    x244 = ckpt_sync * x243
-    x245 = x151 * x240
-    del x151, x240
-    x246 = ckpt_in_memory * (x241 + x245)
-    del x241
-    x247 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x248 = x195 + x201
+    x230 = x200 / (rack_mtbf_s * rack_nodes)
+    x231 = gpus / gpu_mtbf_s
+    x232 = x200 / network_mtbf_s
+    x233 = x200 / node_mtbf_s
+    x234 = x231 + x232 + x233
+    x235 = software_mtbf_s ** (-1.0)
+    x236 = numpy.maximum(0, x200 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x237 = x235 + x236
+    x238 = x230 + x234 + x237
+    x239 = x238 ** (-1.0)
+    x240 = checkpoint_bytes_per_param * x214
+    x241 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x242 = x198 * x240
+    x243 = x241 * x242
+    x244 = ckpt_async * x243
+    x245 = x240 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x200)
+    x246 = ckpt_sync * x245
+    x247 = x151 * x242
+    del x151, x242
+    x248 = ckpt_in_memory * (x243 + x247)
+    del x243
+    x249 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x250 = x195 + x201
     del x195
-    x249 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x198 * x214 * x239 / (1 - (1 - numpy.minimum(1, x247)) ** gockpt_steps) - x248)
-    del x239
-    x250 = x242 + x244 + x246 + x249
-    x251 = numpy.sqrt(x237 * (2 * x242 + 2 * x244 + 2 * x246 + 2 * x249))
-    x252 = ckpt_async * x243
-    x253 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x198 * x214 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x248))) / numpy.log(1 - numpy.minimum(0.999999999999, x247))))) - 1) + 1
-    del x198, x247, x248
-    x254 = x250 * (1 / 2 * x230 + 1 / 2 * x231 + 1 / 2 * x232 + 1 / 2 * x233 + 1 / 2 * x234)
-    del x232, x233, x234
-    x255 = numpy.maximum((ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x202 * x253 + x243) + x252), numpy.where(numpy.greater(x237, 1 / 2 * x242 + 1 / 2 * x244 + 1 / 2 * x246 + 1 / 2 * x249), -x250 + x251 * (1 / 3 * numpy.sqrt(x254) + 1 / 9 * x254 + 1), x237))
-    del x242, x244, x246, x249, x254
-    x256 = ckpt_gockpt * (x202 + x243) + x252
-    del x243, x252
-    x257 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x258 = node_repair_s * x231
-    x259 = numpy.exp(-x258)
-    x260 = -spare_nodes
-    x261 = rack_nodes + x260
-    x262 = node_repair_s * x235
-    x263 = 2 * rack_nodes + x260
-    x264 = x258 * x259
-    del x258
-    x265 = 3 * rack_nodes + x260
-    x266 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x259 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x267 = 4 * rack_nodes + x260
-    x268 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x259 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x269 = 5 * rack_nodes + x260
-    x270 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x259 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x271 = 6 * rack_nodes + x260
-    x272 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x259 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x273 = 7 * rack_nodes + x260
-    x274 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x259 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x275 = 8 * rack_nodes + x260
-    x276 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x259 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x277 = 9 * rack_nodes + x260
-    x278 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x259 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x279 = 10 * rack_nodes + x260
-    x280 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x259 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x281 = 11 * rack_nodes + x260
-    x282 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x259 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x283 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x259 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x284 = x237 * (x230 + x231 * (x259 * poisson_cdf(-x261, x262) + x264 * poisson_cdf(-x263, x262) + x266 * poisson_cdf(-x265, x262) + x268 * poisson_cdf(-x267, x262) + x270 * poisson_cdf(-x269, x262) + x272 * poisson_cdf(-x271, x262) + x274 * poisson_cdf(-x273, x262) + x276 * poisson_cdf(-x275, x262) + x278 * poisson_cdf(-x277, x262) + x280 * poisson_cdf(-x279, x262) + x282 * poisson_cdf(-x281, x262) + x283 * poisson_cdf(-12 * rack_nodes - x260, x262)) + x235 * (x259 * poisson_cdf(spare_nodes - 1, x262) + x264 * poisson_cdf(-x261 - 1, x262) + x266 * poisson_cdf(-x263 - 1, x262) + x268 * poisson_cdf(-x265 - 1, x262) + x270 * poisson_cdf(-x267 - 1, x262) + x272 * poisson_cdf(-x269 - 1, x262) + x274 * poisson_cdf(-x271 - 1, x262) + x276 * poisson_cdf(-x273 - 1, x262) + x278 * poisson_cdf(-x275 - 1, x262) + x280 * poisson_cdf(-x277 - 1, x262) + x282 * poisson_cdf(-x279 - 1, x262) + x283 * poisson_cdf(-x281 - 1, x262)))
-    del x230, x231, x235, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283
-    x285 = ckpt_in_memory * x245 + failure_detection_s - x237 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x284, 1 - x284) * numpy.expm1(x236 * (x257 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x238 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x200) + x257
-    del x245, x257
-    x286 = x202 * x229
-    x287 = x236 * x285
-    x288 = numpy.exp(x236 * x256)
-    x289 = numpy.exp(x236 * (x250 + x255))
-    x290 = x286 * x288 / x255
-    x291 = x288 + x290 * (x289 - 1) - 1
-    del x288
-    x292 = x291 * numpy.exp(x287)
-    x293 = x237 * x292
-    x294 = x236 * numpy.exp(-x287) / x291
-    del x287, x291
-    x295 = x286 * x294
-    x296 = x293 * (gpus + gpus_per_node * spare_nodes)
-    x297 = 0.000277777777777778 * x296
-    x298 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x194 * x217 + compute_power_fraction * x159 * x217)
+    x251 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x198 * x214 * x241 / (1 - (1 - numpy.minimum(1, x249)) ** gockpt_steps) - x250)
+    del x241
+    x252 = x244 + x246 + x248 + x251
+    x253 = numpy.sqrt(x239 * (2 * x244 + 2 * x246 + 2 * x248 + 2 * x251))
+    x254 = ckpt_async * x245
+    x255 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x198 * x214 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x250))) / numpy.log(1 - numpy.minimum(0.999999999999, x249))))) - 1) + 1
+    del x198, x249, x250
+    x256 = x252 * (1 / 2 * x230 + 1 / 2 * x231 + 1 / 2 * x232 + 1 / 2 * x233 + 1 / 2 * x235 + 1 / 2 * x236)
+    del x231, x232, x233, x235, x236
+    x257 = numpy.maximum((ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x202 * x255 + x245) + x254), numpy.where(numpy.greater(x239, 1 / 2 * x244 + 1 / 2 * x246 + 1 / 2 * x248 + 1 / 2 * x251), -x252 + x253 * (1 / 3 * numpy.sqrt(x256) + 1 / 9 * x256 + 1), x239))
+    del x244, x246, x248, x251, x256
+    x258 = ckpt_gockpt * (x202 + x245) + x254
+    del x245, x254
+    x259 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x260 = node_repair_s * x230
+    x261 = numpy.exp(-x260)
+    x262 = node_repair_s * x234
+    x263 = -spare_nodes
+    x264 = rack_nodes + x263
+    x265 = x260 * x261
+    del x260
+    x266 = 2 * rack_nodes + x263
+    x267 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x261 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x268 = 3 * rack_nodes + x263
+    x269 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x261 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x270 = 4 * rack_nodes + x263
+    x271 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x261 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x272 = 5 * rack_nodes + x263
+    x273 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x261 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x274 = 6 * rack_nodes + x263
+    x275 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x261 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x276 = 7 * rack_nodes + x263
+    x277 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x261 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x278 = 8 * rack_nodes + x263
+    x279 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x261 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x280 = 9 * rack_nodes + x263
+    x281 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x261 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x282 = 10 * rack_nodes + x263
+    x283 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x261 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x284 = 11 * rack_nodes + x263
+    x285 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x261 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x286 = x239 * (x230 * (x261 * poisson_cdf(-x264, x262) + x265 * poisson_cdf(-x266, x262) + x267 * poisson_cdf(-x268, x262) + x269 * poisson_cdf(-x270, x262) + x271 * poisson_cdf(-x272, x262) + x273 * poisson_cdf(-x274, x262) + x275 * poisson_cdf(-x276, x262) + x277 * poisson_cdf(-x278, x262) + x279 * poisson_cdf(-x280, x262) + x281 * poisson_cdf(-x282, x262) + x283 * poisson_cdf(-x284, x262) + x285 * poisson_cdf(-12 * rack_nodes - x263, x262)) + x234 * (x261 * poisson_cdf(spare_nodes - 1, x262) + x265 * poisson_cdf(-x264 - 1, x262) + x267 * poisson_cdf(-x266 - 1, x262) + x269 * poisson_cdf(-x268 - 1, x262) + x271 * poisson_cdf(-x270 - 1, x262) + x273 * poisson_cdf(-x272 - 1, x262) + x275 * poisson_cdf(-x274 - 1, x262) + x277 * poisson_cdf(-x276 - 1, x262) + x279 * poisson_cdf(-x278 - 1, x262) + x281 * poisson_cdf(-x280 - 1, x262) + x283 * poisson_cdf(-x282 - 1, x262) + x285 * poisson_cdf(-x284 - 1, x262)) + x237)
+    del x230, x234, x237, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283, x284, x285
+    x287 = ckpt_in_memory * x247 + failure_detection_s - x239 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x286, 1 - x286) * numpy.expm1(x238 * (x259 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x240 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x200) + x259
+    del x247, x259
+    x288 = x202 * x229
+    x289 = x238 * x287
+    x290 = numpy.exp(x238 * x258)
+    x291 = numpy.exp(x238 * (x252 + x257))
+    x292 = x288 * x290 / x257
+    x293 = x290 + x292 * (x291 - 1) - 1
+    del x290
+    x294 = x293 * numpy.exp(x289)
+    x295 = x239 * x294
+    x296 = x238 * numpy.exp(-x289) / x293
+    del x289, x293
+    x297 = x288 * x296
+    x298 = x295 * (gpus + gpus_per_node * spare_nodes)
+    x299 = 0.000277777777777778 * x298
+    x300 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x194 * x217 + compute_power_fraction * x159 * x217)
     del x194, x217
-    x299 = x237 * x290 * (x289 - numpy.exp(x236 * x250))
-    del x236, x289, x290
-    x300 = idle_power_w * (x293 - x299) + x298 * x299
-    del x299
-    x301 = gpus * x300
-    x302 = network_power_per_node_w + node_overhead_power_w
-    x303 = x200 * x302
+    x301 = x239 * x292 * (x291 - numpy.exp(x238 * x252))
+    del x238, x291, x292
+    x302 = idle_power_w * (x295 - x301) + x300 * x301
+    del x301
+    x303 = gpus * x302
+    x304 = network_power_per_node_w + node_overhead_power_w
+    x305 = x200 * x304
     del x200
-    x304 = spare_nodes * (gpus_per_node * idle_power_w + x302) + x303
-    del x302
-    x305 = x293 * x304 + x301
-    x306 = pue * x305
-    x307 = price_usd_per_gpu_hour * x297
-    x308 = x296 / lifetime_s
-    x309 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x296 + capex_usd_per_gpu * x308 + 2.77777777777778e-07 * electricity_usd_per_kwh * x306
-    del x296
-    x310 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x306
-    x311 = embodied_kg_per_gpu * x308
-    del x308
-    x312 = x310 + x311
-    return [x202, x159, x160, x166, x164, x165, x163, x193, x158, x124, x201, x203, x204, x205, x210, memory_reserve_bytes, memory_reserve_bytes + x203 + x204 + x205 + x210, x214, moe_layers * x216 + mtp_layers * (x100 * x216 + x120) + x213, x218, x225, 1e-12 * x227, x16 * x227, x16 * x226 * (full_recompute * (x211 * x223 + x220 + x222 + x224 + x228) + x225 + x228 * x86), x229, x237, x238, x250, x251, x255, x253, x256, x285, x286, x293, x292, 1 - x295, x295, spare_nodes, x284, x297, x301, x305, x306, -pue * x286 * (gpus * x298 + x303) + x306, x298, x294 * x300, x294 * x306, pue * (gpus * max_power_w + x304), x307, x309, use_tco * x309 + x307 * (1 - use_tco), x310, x311, x312, x312 / (tokens * x225), x293 * x312]
+    x306 = spare_nodes * (gpus_per_node * idle_power_w + x304) + x305
+    del x304
+    x307 = x295 * x306 + x303
+    x308 = pue * x307
+    x309 = price_usd_per_gpu_hour * x299
+    x310 = x298 / lifetime_s
+    x311 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x298 + capex_usd_per_gpu * x310 + 2.77777777777778e-07 * electricity_usd_per_kwh * x308
+    del x298
+    x312 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x308
+    x313 = embodied_kg_per_gpu * x310
+    del x310
+    x314 = x312 + x313
+    return [x202, x159, x160, x166, x164, x165, x163, x193, x158, x124, x201, x203, x204, x205, x210, memory_reserve_bytes, memory_reserve_bytes + x203 + x204 + x205 + x210, x214, moe_layers * x216 + mtp_layers * (x100 * x216 + x120) + x213, x218, x225, 1e-12 * x227, x16 * x227, x16 * x226 * (full_recompute * (x211 * x223 + x220 + x222 + x224 + x228) + x225 + x228 * x86), x229, x239, x240, x252, x253, x257, x255, x258, x287, x288, x295, x294, 1 - x297, x297, spare_nodes, x286, x299, x303, x307, x308, -pue * x288 * (gpus * x300 + x305) + x308, x300, x296 * x302, x296 * x308, pue * (gpus * max_power_w + x306), x309, x311, use_tco * x311 + x309 * (1 - use_tco), x312, x313, x314, x314 / (tokens * x225), x295 * x314]

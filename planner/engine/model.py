@@ -167,7 +167,11 @@ INPUTS: dict[str, tuple[str, str]] = {
     "pause_duration_s": ("s", "length of such a pause"),
     "network_mtbf_s": ("s", "mean time between job-stopping network faults per node"),
     "rack_mtbf_s": ("s", "mean time between failures of one rack (scale-up domain)"),
-    "software_mtbf_s": ("s", "mean time between job-wide software faults"),
+    "software_mtbf_s": ("s", "mean time between size-independent software faults of a job"),
+    "software_internode_mtbf_s": ("s", "mean time between inter-node software faults (NCCL "
+                                  "hangs, timeouts) of a two-node job"),
+    "software_node_exponent": ("1", "growth of inter-node software faults with the nodes "
+                               "beyond the first"),
     "rack_nodes": ("1", "nodes of one rack (scale-up domain); a rack failure takes all out"),
     "failure_detection_s": ("s", "time to detect a failure and stop the job"),
     "requeue_restart_s": ("s", "restart when no hot spare is healthy (wait for nodes)"),
@@ -623,7 +627,10 @@ def failure_domains(x: dict, r: dict) -> dict:
                    + failures.domain_failure_rate(nodes, x["node_mtbf_s"])
                    + failures.domain_failure_rate(nodes, x["network_mtbf_s"]))
     rack_rate = failures.domain_failure_rate(nodes / x["rack_nodes"], x["rack_mtbf_s"])
-    software_rate = failures.domain_failure_rate(1, x["software_mtbf_s"])
+    # job-wide software faults: per job, plus inter-node faults growing with the nodes
+    software_rate = failures.software_failure_rate(nodes, x["software_mtbf_s"],
+                                                   x["software_internode_mtbf_s"],
+                                                   x["software_node_exponent"])
     mtbf = 1 / (single_rate + rack_rate + software_rate)
     in_repair = (failures.nodes_in_repair(single_rate, x["node_repair_s"]),
                  failures.nodes_in_repair(rack_rate, x["node_repair_s"]))

@@ -381,6 +381,9 @@ def reliability_inputs(profile, scheme: str) -> dict[str, float]:
         "network_mtbf_s": value(given("domain_network_mtbf_s") or NEVER_S),
         "rack_mtbf_s": value(given("domain_rack_mtbf_s") or NEVER_S),
         "software_mtbf_s": value(given("domain_software_mtbf_s") or NEVER_S),
+        "software_internode_mtbf_s": value(given("domain_software_internode_mtbf_s")
+                                           or NEVER_S),
+        "software_node_exponent": value(given("domain_software_node_exponent") or 1.0),
         "failure_detection_s": value(given("failure_detection_s") or 0.0),
         "requeue_restart_s": value(given("requeue_restart_s") or restart),
         "node_repair_s": value(given("node_repair_s") or 0.0),

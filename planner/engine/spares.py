@@ -13,7 +13,8 @@ profile and co-design points), over that set's own range of spare counts.
 
 >>> x = {"gpus": 16384.0, "gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0,
 ...      "node_mtbf_s": 180285826.0, "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18,
-...      "software_mtbf_s": 74057.0, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
+...      "software_mtbf_s": 5.973e6, "software_internode_mtbf_s": 7.387e5,
+...      "software_node_exponent": 0.3, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
 ...      "requeue_restart_s": 7200.0, "node_repair_s": 86400.0, "spare_nodes": -1.0}
 >>> int(resolve_spares(x)["spare_nodes"])  # the Llama 3 job (formulas in docs/model.md)
 16
@@ -32,7 +33,8 @@ AUTO = -1.0
 
 #: Inputs the optimal count depends on (the failure domains and restart costs).
 SPARE_INPUTS = ("gpus", "gpus_per_node", "gpu_mtbf_s", "node_mtbf_s", "network_mtbf_s",
-                "rack_mtbf_s", "software_mtbf_s", "rack_nodes", "restart_overhead_s",
+                "rack_mtbf_s", "software_mtbf_s", "software_internode_mtbf_s",
+                "software_node_exponent", "rack_nodes", "restart_overhead_s",
                 "requeue_restart_s", "node_repair_s")
 
 #: Largest spare count searched (a bound on memory; far above any optimum seen).
@@ -89,7 +91,9 @@ def pool_terms(**x) -> dict[str, np.ndarray]:
               + rel.domain_failure_rate(nodes, col("node_mtbf_s"))
               + rel.domain_failure_rate(nodes, col("network_mtbf_s")))
     rack = rel.domain_failure_rate(nodes / col("rack_nodes"), col("rack_mtbf_s"))
-    software = rel.domain_failure_rate(1.0, col("software_mtbf_s"))
+    software = rel.software_failure_rate(nodes, col("software_mtbf_s"),
+                                         col("software_internode_mtbf_s"),
+                                         col("software_node_exponent"))
     mtbf = 1 / (single + rack + software)
     mu1 = rel.nodes_in_repair(single, col("node_repair_s"))
     mu_r = rel.nodes_in_repair(rack, col("node_repair_s"))

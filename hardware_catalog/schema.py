@@ -29,7 +29,7 @@ _PLUGINS_SETTING = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
 os.environ["PYDANTIC_DISABLE_PLUGINS"] = "1"
 
 SCHEMA_VERSION = 1
-KINDS = ("accelerator", "node", "site", "model", "reliability", "stack")
+KINDS = ("accelerator", "node", "site", "site_class", "model", "reliability", "stack")
 
 
 class Quantity(BaseModel):
@@ -229,6 +229,23 @@ class Site(Entry):
         problems: list[str] = []
         _check(problems, 1 <= self.pue.value <= 3, "pue.value", f"expected 1 <= PUE <= 3, got {self.pue.value:g}")
         _positive(problems, self, "electricity_usd_per_kwh", "grid_intensity_g_per_kwh")
+        _raise(problems)
+        return self
+
+
+class SiteClass(Entry):
+    """A class of data centre (hyperscale, HPC centre, colocation, enterprise): its
+    annual power usage effectiveness.  The site (``--site``) gives the grid and the price;
+    the class (``--site-class``) the PUE."""
+
+    kind: Literal["site_class"]
+    pue: Quantity
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        problems: list[str] = []
+        _check(problems, 1 <= self.pue.value <= 3, "pue.value",
+               f"expected 1 <= PUE <= 3, got {self.pue.value:g}")
         _raise(problems)
         return self
 
@@ -458,6 +475,7 @@ KIND_MODELS: dict[str, type[Entry]] = {
     "accelerator": Accelerator,
     "node": Node,
     "site": Site,
+    "site_class": SiteClass,
     "model": ModelSpec,
     "reliability": ReliabilityProfile,
     "stack": SoftwareStack,

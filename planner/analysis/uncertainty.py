@@ -134,7 +134,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
         rows = frontier.index[frontier["hardware"] == hw].to_numpy()
         part = frontier.loc[rows]
         x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
-                        reliability=s.reliability, precision=s.precision,
+                        site_class=s.site_class, reliability=s.reliability, precision=s.precision,
                         checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
                         tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
                         provider=s.provider, spot_interruption=s.spot_interruption,

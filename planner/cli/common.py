@@ -84,10 +84,14 @@ ModelOption = Annotated[str, typer.Option("--model", "-m", help="Model id or TOM
 TokensOption = Annotated[float, typer.Option(help="Training tokens D.")]
 GlobalBatchOption = Annotated[int, typer.Option(
     help="Global batch [sequences] (default ~16M tokens).")]
-SiteOption = Annotated[str, typer.Option(help="Site id (PUE, price, grid carbon).")]
+SiteOption = Annotated[str, typer.Option(help="Site id (electricity price, grid carbon).")]
+SiteClassOption = Annotated[str, typer.Option(
+    help="Class of data centre, which sets the PUE: hyperscale (1.10) | hpc (1.2) | "
+    "colocation (1.4) | enterprise (1.58), `capplan catalog list site_classes`; 'site' for "
+    "the site entry's own regional PUE.")]
 SitesOption = Annotated[str, typer.Option(
-    "--site", help="Site id (PUE, price, grid carbon); plan takes several, a,b,c or all, "
-    "and ranks them.")]
+    "--site", help="Site id (electricity price, grid carbon); plan takes several, a,b,c or "
+    "all, and ranks them.")]
 PrecisionOption = Annotated[str, typer.Option(
     help="GEMM precision: bf16 | fp8 | fp4 (NVFP4/MXFP4, where the accelerator has an FP4 "
     "peak) | tf32.")]

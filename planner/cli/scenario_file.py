@@ -15,7 +15,7 @@ from planner.errors import CapplanError, did_you_mean
 KEYS: dict[str, type] = {
     "model": str, "tokens": float, "hardware": str, "min_gpus": int, "max_gpus": int,
     "global_batch": int, "seq_len": int, "deadline_days": float, "budget_usd": float,
-    "max_power_mw": float, "site": str, "objective": str, "precision": str, "stack": str,
+    "max_power_mw": float, "site": str, "site_class": str, "objective": str, "precision": str, "stack": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
     "catalog": list, "pricing": str, "provider": str,
     "spot_interruption": str, "network": str, "gpus_per_node": int, "nic_gbps": float,

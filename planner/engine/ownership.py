@@ -57,7 +57,8 @@ def rent_vs_buy(catalog, scenario, row: dict, price: dict) -> dict:
     acc = catalog.accelerator(row["hardware"])
     site = catalog.site(scenario.site)
     gpus, wall_s = float(row["gpus"]), float(row["wall_time_s"])
-    pue, usd_per_kwh = float(site.pue.value), float(site.electricity_usd_per_kwh.value)
+    pue = float(catalog.pue_entry(scenario.site_class, site).pue.value)
+    usd_per_kwh = float(site.electricity_usd_per_kwh.value)
     capex = float(acc.purchase_price_usd.value) * (
         1 + p["node_capex_fraction"] + p["network_capex_fraction"] + p["storage_capex_fraction"])
     lifetime_s = float(acc.lifetime_years.value) * cost.SECONDS_PER_YEAR

@@ -216,6 +216,25 @@ charged its 63 software faults per job whatever the size (8 GPUs: 20.5 h, 1,024:
 and meta-rsc had one per-GPU rate (8 GPUs: 154 d, 1,024: 28.8 h, 16,384: 1.8 h).
 """
 
+ENERGY_TEXT = """
+### Whole-run energy and carbon
+
+GPU, IT (GPUs, the rest of the nodes, the network) and facility (IT x PUE) energy of three
+published runs, each with its published layout, reliability profile, site (grid) and class
+of data centre (PUE: `--site-class`, `hardware_catalog/data/site_classes`; default
+hyperscale, 1.10). `ratio_before` is the ratio before the measured-average accounting
+(commit be4fedc: the site's own PUE, 1.50 in France and 1.58 for the US average, and the
+node power beside the GPUs at the DGX nameplate maximum, 3.3 kW per DGX A100 and 4.6 kW per
+DGX H100, now 1.7 and 2.4 kW: Latif et al. arXiv:2412.08602, Newkirk et al.
+arXiv:2506.14551). BLOOM's 690 MWh (GPU plus idle infrastructure, Luccioni et al.) is
+compared with the facility energy. BLOOM's published GPU energy is GPU-hours x 400 W TDP, not
+a measurement; capplan's is 0.72x of it because its wall time is 0.84x of the published
+118 days (the phases, evaluations and restarts of a whole run are not modelled yet) and its
+GPUs draw a phase-weighted 338 W, not the TDP. Llama 3's power notes (row l3-power: swings of
+tens of MW) match an average facility power of 12.3 MW and a peak of 18.5 MW at 16,384 H100
+(24.9 and 33.8 MW before).
+"""
+
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
            "tab:pink")
 
@@ -332,7 +351,7 @@ def checks():
     from planner.analysis import validate as v
 
     return {"korthikanti": v.korthikanti_check(), "reliability": v.reliability_check(),
-            "mttf_curve": v.mttf_curve(),
+            "mttf_curve": v.mttf_curve(), "whole_run_energy": v.whole_run_energy_check(),
             "throughput": v.steady_state_check(), "energy": v.energy_check(),
             "later_stack": v.later_stack_check()}
 
@@ -381,6 +400,8 @@ def docs_text(pred, summary, extra) -> str:
     parts.append(md(extra["throughput"]))
     parts.append("\n")
     parts.append(md(extra["energy"]))
+    parts.append(ENERGY_TEXT)
+    parts.append(md(extra["whole_run_energy"], title="Whole-run energy and carbon"))
     parts.append(WEAK)
     return "\n".join(parts)
 

@@ -43,7 +43,8 @@ _SYM = {"gpus": "N", "gpus_per_unit": "g_d", "units": "n_d", "unit_mtbf_s": "M_d
         "swap_probability": "p_s", "mtbf_s": "M", "job_nodes": "N_n", "spares": "N_s",
         "gpus_per_node": "g", "wall_time_s": "T_w", "nodes_lost": "n_l",
         "nodes": "n", "job_mtbf_s": "M_j", "internode_mtbf_s": "M_c",
-        "node_exponent": r"\beta",
+        "node_exponent": r"\beta", "automatic_restart_s": "R_a",
+        "manual_restart_s": "R_m", "manual_fraction": "p_m",
         "single_in_repair": r"\mu_1", "rack_in_repair": r"\mu_r", "rack_nodes": "m"}
 
 #: Rack failures counted in :func:`pool_swap_probability` (the Poisson sum is cut after this).
@@ -277,6 +278,51 @@ def effective_restart_cost(mtbf_s, detection_s, swap_restart_s, requeue_restart_
     shorter_weight = where(swap_restart_s <= requeue_restart_s, swap_probability,
                            1 - swap_probability)
     return detection_s + longer - mtbf_s * log1p(shorter_weight * expm1(gap / mtbf_s))
+
+
+@formula(reference=DALY + " eq. (20) with E[e^{-R/M}] over automatic and manual restarts; "
+         "manual share: Llama 3 arXiv:2407.21783 s3.3.4 (3 of 419 interruptions needed "
+         "significant manual intervention)",
+         domain={"mtbf_s": ">0", "automatic_restart_s": ">=0", "manual_restart_s": ">=0",
+                 "manual_fraction": "[0,1]"},
+         symbols=_SYM, result_latex="R")
+def manual_restart_cost(mtbf_s, automatic_restart_s, manual_restart_s, manual_fraction):
+    """Restart cost in Daly's model when a share of failures needs a person.
+
+    A failure restarts automatically (an effective cost R_a, e.g.
+    :func:`effective_restart_cost` of swaps and re-queues, detection included) or,
+    with probability p_m, by hand after R_m (detection, diagnosis, restart).  As in
+    :func:`effective_restart_cost`, the model holds with
+    R = -M ln((1 - p_m) e^{-R_a/M} + p_m e^{-R_m/M}), computed as
+    R_a - M ln(1 + p_m (e^{(R_a - R_m)/M} - 1)) (log1p, expm1): exactly R_a when p_m = 0.
+
+    Parameters
+    ----------
+    mtbf_s : numeric
+        System mean time between failures, M [s].
+    automatic_restart_s : numeric
+        Effective cost of an automatic restart, R_a [s].
+    manual_restart_s : numeric
+        Restart of a failure that needs manual intervention, R_m [s].
+    manual_fraction : numeric
+        Share of failures that need it, p_m [1].
+
+    Returns
+    -------
+    numeric
+        Effective restart cost R [s].
+
+    Examples
+    --------
+    >>> round(manual_restart_cost(3 * 3600.0, 630.0, 8 * 3600.0, 3 / 419), 1)  # Llama 3
+    701.9
+    >>> manual_restart_cost(3 * 3600.0, 630.0, 8 * 3600.0, 0.0)
+    630.0
+
+    .. math:: R = -M \\ln\\left((1 - p_m) e^{-R_a/M} + p_m e^{-R_m/M}\\right)
+    """
+    return automatic_restart_s - mtbf_s * log1p(
+        manual_fraction * expm1((automatic_restart_s - manual_restart_s) / mtbf_s))
 
 
 @formula(reference="GPU-hours billed for the job's nodes and its idle hot spares; "

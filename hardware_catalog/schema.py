@@ -398,6 +398,9 @@ class ReliabilityProfile(Entry):
     swap_restart_s: Quantity | None = None  # restart onto hot spares
     requeue_restart_s: Quantity | None = None  # restart after waiting for replacement nodes
     node_repair_s: Quantity | None = None  # until a failed node is healthy again
+    # restarts that need a person (manual intervention) instead of the automatic one
+    manual_restart_fraction: Quantity | None = None  # share of failures, in [0, 1]
+    manual_restart_s: Quantity | None = None
     validation_rows: list[str] = Field(default_factory=list)  # ids in reliability.csv
 
     @model_validator(mode="after")
@@ -411,7 +414,9 @@ class ReliabilityProfile(Entry):
         beta = self.domain_software_node_exponent
         _check(problems, beta is None or 0 < beta.value <= 1,
                "domain_software_node_exponent.value", "expected in (0, 1]")
-        for name in ("failure_detection_s", "swap_restart_s", "requeue_restart_s"):
+        _fraction(problems, self, "manual_restart_fraction")
+        for name in ("failure_detection_s", "swap_restart_s", "requeue_restart_s",
+                     "manual_restart_s"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         _check(problems, self.restart_overhead_s.value >= 0, "restart_overhead_s.value", "expected >= 0")

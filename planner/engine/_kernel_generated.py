@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = x1 / vp
@@ -377,42 +377,43 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x285 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x261 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
     x286 = x239 * (x230 * (x261 * poisson_cdf(-x264, x262) + x265 * poisson_cdf(-x266, x262) + x267 * poisson_cdf(-x268, x262) + x269 * poisson_cdf(-x270, x262) + x271 * poisson_cdf(-x272, x262) + x273 * poisson_cdf(-x274, x262) + x275 * poisson_cdf(-x276, x262) + x277 * poisson_cdf(-x278, x262) + x279 * poisson_cdf(-x280, x262) + x281 * poisson_cdf(-x282, x262) + x283 * poisson_cdf(-x284, x262) + x285 * poisson_cdf(-12 * rack_nodes - x263, x262)) + x234 * (x261 * poisson_cdf(spare_nodes - 1, x262) + x265 * poisson_cdf(-x264 - 1, x262) + x267 * poisson_cdf(-x266 - 1, x262) + x269 * poisson_cdf(-x268 - 1, x262) + x271 * poisson_cdf(-x270 - 1, x262) + x273 * poisson_cdf(-x272 - 1, x262) + x275 * poisson_cdf(-x274 - 1, x262) + x277 * poisson_cdf(-x276 - 1, x262) + x279 * poisson_cdf(-x278 - 1, x262) + x281 * poisson_cdf(-x280 - 1, x262) + x283 * poisson_cdf(-x282 - 1, x262) + x285 * poisson_cdf(-x284 - 1, x262)) + x237)
     del x230, x234, x237, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283, x284, x285
-    x287 = ckpt_in_memory * x247 + failure_detection_s - x239 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x286, 1 - x286) * numpy.expm1(x238 * (x259 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x240 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x200) + x259
-    del x247, x259
-    x288 = x202 * x229
-    x289 = x238 * x287
-    x290 = numpy.exp(x238 * x258)
-    x291 = numpy.exp(x238 * (x252 + x257))
-    x292 = x288 * x290 / x257
-    x293 = x290 + x292 * (x291 - 1) - 1
-    del x290
-    x294 = x293 * numpy.exp(x289)
-    x295 = x239 * x294
-    x296 = x238 * numpy.exp(-x289) / x293
-    del x289, x293
-    x297 = x288 * x296
-    x298 = x295 * (gpus + gpus_per_node * spare_nodes)
-    x299 = 0.000277777777777778 * x298
-    x300 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x194 * x217 + compute_power_fraction * x159 * x217)
+    x287 = x239 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x286, 1 - x286) * numpy.expm1(x238 * (x259 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x288 = ckpt_in_memory * x247 + failure_detection_s - x239 * numpy.log1p(manual_restart_fraction * numpy.expm1(x238 * (-manual_restart_s + x259 - x287))) + x240 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x200) + x259 - x287
+    del x247, x259, x287
+    x289 = x202 * x229
+    x290 = x238 * x288
+    x291 = numpy.exp(x238 * x258)
+    x292 = numpy.exp(x238 * (x252 + x257))
+    x293 = x289 * x291 / x257
+    x294 = x291 + x293 * (x292 - 1) - 1
+    del x291
+    x295 = x294 * numpy.exp(x290)
+    x296 = x239 * x295
+    x297 = x238 * numpy.exp(-x290) / x294
+    del x290, x294
+    x298 = x289 * x297
+    x299 = x296 * (gpus + gpus_per_node * spare_nodes)
+    x300 = 0.000277777777777778 * x299
+    x301 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x194 * x217 + compute_power_fraction * x159 * x217)
     del x194, x217
-    x301 = x239 * x292 * (x291 - numpy.exp(x238 * x252))
-    del x238, x291, x292
-    x302 = idle_power_w * (x295 - x301) + x300 * x301
-    del x301
-    x303 = gpus * x302
-    x304 = network_power_per_node_w + node_overhead_power_w
-    x305 = x200 * x304
+    x302 = x239 * x293 * (x292 - numpy.exp(x238 * x252))
+    del x238, x292, x293
+    x303 = idle_power_w * (x296 - x302) + x301 * x302
+    del x302
+    x304 = gpus * x303
+    x305 = network_power_per_node_w + node_overhead_power_w
+    x306 = x200 * x305
     del x200
-    x306 = spare_nodes * (gpus_per_node * idle_power_w + x304) + x305
-    del x304
-    x307 = x295 * x306 + x303
-    x308 = pue * x307
-    x309 = price_usd_per_gpu_hour * x299
-    x310 = x298 / lifetime_s
-    x311 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x298 + capex_usd_per_gpu * x310 + 2.77777777777778e-07 * electricity_usd_per_kwh * x308
-    del x298
-    x312 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x308
-    x313 = embodied_kg_per_gpu * x310
-    del x310
-    x314 = x312 + x313
-    return [x202, x159, x160, x166, x164, x165, x163, x193, x158, x124, x201, x203, x204, x205, x210, memory_reserve_bytes, memory_reserve_bytes + x203 + x204 + x205 + x210, x214, moe_layers * x216 + mtp_layers * (x100 * x216 + x120) + x213, x218, x225, 1e-12 * x227, x16 * x227, x16 * x226 * (full_recompute * (x211 * x223 + x220 + x222 + x224 + x228) + x225 + x228 * x86), x229, x239, x240, x252, x253, x257, x255, x258, x287, x288, x295, x294, 1 - x297, x297, spare_nodes, x286, x299, x303, x307, x308, -pue * x288 * (gpus * x300 + x305) + x308, x300, x296 * x302, x296 * x308, pue * (gpus * max_power_w + x306), x309, x311, use_tco * x311 + x309 * (1 - use_tco), x312, x313, x314, x314 / (tokens * x225), x295 * x314]
+    x307 = spare_nodes * (gpus_per_node * idle_power_w + x305) + x306
+    del x305
+    x308 = x296 * x307 + x304
+    x309 = pue * x308
+    x310 = price_usd_per_gpu_hour * x300
+    x311 = x299 / lifetime_s
+    x312 = 3.16880878140289e-08 * capex_usd_per_gpu * opex_fraction_per_year * x299 + capex_usd_per_gpu * x311 + 2.77777777777778e-07 * electricity_usd_per_kwh * x309
+    del x299
+    x313 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x309
+    x314 = embodied_kg_per_gpu * x311
+    del x311
+    x315 = x313 + x314
+    return [x202, x159, x160, x166, x164, x165, x163, x193, x158, x124, x201, x203, x204, x205, x210, memory_reserve_bytes, memory_reserve_bytes + x203 + x204 + x205 + x210, x214, moe_layers * x216 + mtp_layers * (x100 * x216 + x120) + x213, x218, x225, 1e-12 * x227, x16 * x227, x16 * x226 * (full_recompute * (x211 * x223 + x220 + x222 + x224 + x228) + x225 + x228 * x86), x229, x239, x240, x252, x253, x257, x255, x258, x288, x289, x296, x295, 1 - x298, x298, spare_nodes, x286, x300, x304, x308, x309, -pue * x289 * (gpus * x301 + x306) + x309, x301, x297 * x303, x297 * x309, pue * (gpus * max_power_w + x307), x310, x312, use_tco * x312 + x310 * (1 - use_tco), x313, x314, x315, x315 / (tokens * x225), x296 * x315]

@@ -175,6 +175,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "rack_nodes": ("1", "nodes of one rack (scale-up domain); a rack failure takes all out"),
     "failure_detection_s": ("s", "time to detect a failure and stop the job"),
     "requeue_restart_s": ("s", "restart when no hot spare is healthy (wait for nodes)"),
+    "manual_restart_fraction": ("1", "share of failures whose restart needs a person"),
+    "manual_restart_s": ("s", "restart of a failure that needs manual intervention"),
     "node_repair_s": ("s", "time until a failed node is healthy again"),
     "spare_nodes": ("1", "hot-spare nodes reserved for the job"),
     "gc_interval_s": ("s", "mean time between unplanned GC pauses on one rank"),
@@ -640,11 +642,16 @@ def failure_domains(x: dict, r: dict) -> dict:
         + rack_rate * failures.pool_swap_probability(x["spare_nodes"], x["rack_nodes"],
                                                      *in_repair, x["rack_nodes"])
         + software_rate)
+    # automatic restarts: a swap or a re-queue; a share of failures needs a person instead
+    # (manual intervention, detected the same way)
+    automatic_s = failures.effective_restart_cost(
+        mtbf, x["failure_detection_s"], x["restart_overhead_s"], x["requeue_restart_s"],
+        swap_fraction)
     return {"system_mtbf_s": mtbf, "swap_fraction": swap_fraction,
             "spare_nodes": x["spare_nodes"],
-            "failure_restart_s": failures.effective_restart_cost(
-                mtbf, x["failure_detection_s"], x["restart_overhead_s"],
-                x["requeue_restart_s"], swap_fraction)}
+            "failure_restart_s": failures.manual_restart_cost(
+                mtbf, automatic_s, x["failure_detection_s"] + x["manual_restart_s"],
+                x["manual_restart_fraction"])}
 
 
 def reliability(x: dict, r: dict) -> dict:

@@ -393,6 +393,8 @@ def reliability_inputs(profile, scheme: str) -> dict[str, float]:
         "failure_detection_s": value(given("failure_detection_s") or 0.0),
         "requeue_restart_s": value(given("requeue_restart_s") or restart),
         "node_repair_s": value(given("node_repair_s") or 0.0),
+        "manual_restart_fraction": value(given("manual_restart_fraction") or 0.0),
+        "manual_restart_s": value(given("manual_restart_s") or 0.0),
         "spare_nodes": SPARES_AUTO,
         **STRAGGLER_DEFAULTS,
         "storage_write_cap_bytes_per_s": value(

@@ -15,7 +15,8 @@ profile and co-design points), over that set's own range of spare counts.
 ...      "node_mtbf_s": 180285826.0, "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18,
 ...      "software_mtbf_s": 5.973e6, "software_internode_mtbf_s": 7.387e5,
 ...      "software_node_exponent": 0.3, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
-...      "requeue_restart_s": 7200.0, "node_repair_s": 86400.0, "spare_nodes": -1.0}
+...      "requeue_restart_s": 7200.0, "node_repair_s": 86400.0, "spare_nodes": -1.0,
+...      "manual_restart_fraction": 0.00716, "manual_restart_s": 28800.0}
 >>> int(resolve_spares(x)["spare_nodes"])  # the Llama 3 job (formulas in docs/model.md)
 16
 """
@@ -35,7 +36,8 @@ AUTO = -1.0
 SPARE_INPUTS = ("gpus", "gpus_per_node", "gpu_mtbf_s", "node_mtbf_s", "network_mtbf_s",
                 "rack_mtbf_s", "software_mtbf_s", "software_internode_mtbf_s",
                 "software_node_exponent", "rack_nodes", "restart_overhead_s",
-                "requeue_restart_s", "node_repair_s")
+                "requeue_restart_s", "node_repair_s", "manual_restart_fraction",
+                "manual_restart_s")
 
 #: Largest spare count searched (a bound on memory; far above any optimum seen).
 MAX_SPARES = 4096
@@ -56,7 +58,8 @@ def optimal_spare_nodes(**x) -> np.ndarray:
     """
     terms = pool_terms(**x)
     # S <= max(swapped, requeued), so (nodes + s) / that bounds every value from s on
-    ceiling = np.maximum(terms["swapped"], terms["requeued"])[:, 0] * (1 + _BOUND_SLACK)
+    ceiling = ((1 - terms["manual_share"]) * np.maximum(terms["swapped"], terms["requeued"])
+               + terms["manual_share"] * terms["manual"])[:, 0] * (1 + _BOUND_SLACK)
     nodes, top = terms["nodes"][:, 0], terms["top"][:, 0]
     best, chosen = np.full(nodes.size, np.inf), np.zeros(nodes.size)
     active, first = np.arange(nodes.size), 0
@@ -103,7 +106,10 @@ def pool_terms(**x) -> dict[str, np.ndarray]:
             "mtbf": mtbf, "mu1": mu1, "mu_r": mu_r, "rack_nodes": m,
             "top": np.minimum(np.ceil(reach), MAX_SPARES),  # each row's range: 0 .. top
             "swapped": np.exp(-col("restart_overhead_s") / mtbf),
-            "requeued": np.exp(-col("requeue_restart_s") / mtbf)}
+            "requeued": np.exp(-col("requeue_restart_s") / mtbf),
+            # a share of failures restarts by hand whatever the spares
+            "manual_share": col("manual_restart_fraction"),
+            "manual": np.exp(-col("manual_restart_s") / mtbf)}
 
 
 def billed_nodes(terms: dict[str, np.ndarray], spares: np.ndarray) -> np.ndarray:
@@ -112,7 +118,8 @@ def billed_nodes(terms: dict[str, np.ndarray], spares: np.ndarray) -> np.ndarray
     t, m = terms, terms["rack_nodes"]
     single, rack = pool_swap_probabilities(spares, (1, m), t["mu1"], t["mu_r"], m)
     swap = t["mtbf"] * (t["single"] * single + t["rack"] * rack + t["software"])
-    survival = swap * t["swapped"] + (1 - swap) * t["requeued"]
+    survival = ((1 - t["manual_share"]) * (swap * t["swapped"] + (1 - swap) * t["requeued"])
+                + t["manual_share"] * t["manual"])
     with np.errstate(divide="ignore", invalid="ignore"):
         billed = (t["nodes"] + spares) / survival
     return np.where(spares <= t["top"], billed, np.inf)

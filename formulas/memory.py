@@ -716,3 +716,33 @@ def norm_output_activation_bytes(seq_len, micro_batch, hidden, tp, sequence_para
     .. math:: A_{norm} = 4 s b h \\left(1 - \\sigma + \\frac{\\sigma}{t}\\right)
     """
     return 4 * seq_len * micro_batch * hidden * (1 - sequence_parallel + sequence_parallel / tp)
+
+
+@formula(reference="Transformer Engine FP8 recipes (GEMM inputs cached quantised); "
+         "DeepSeek-V3 arXiv:2412.19437 s3.3.2 (activations cached in FP8)",
+         domain={"linear_input_bytes": ">0"}, symbols={**_SYM, "linear_input_bytes": "c"},
+         result_latex=r"\phi")
+def cached_input_saving_fraction(linear_input_bytes):
+    """Share of a 16-bit activation's bytes saved by keeping a Linear input at c bytes.
+
+    Korthikanti's activation counts assume 2-byte (BF16/FP16) tensors; a GEMM input
+    cached in FP8 keeps 1 byte of the 2.
+
+    Parameters
+    ----------
+    linear_input_bytes : numeric
+        Bytes per element of a cached Linear input c (2 BF16, 1 FP8) [B].
+
+    Returns
+    -------
+    numeric
+        Fraction of the 16-bit bytes saved [1].
+
+    Examples
+    --------
+    >>> float(cached_input_saving_fraction(1)), float(cached_input_saving_fraction(2))
+    (0.5, 0.0)
+
+    .. math:: \\phi = 1 - \\frac{c}{2}
+    """
+    return 1 - linear_input_bytes / 2

@@ -32,6 +32,8 @@ from __future__ import annotations
 from .core import formula
 from .ops import ceil, exp, expm1, log1p, maximum, minimum, poisson_cdf, where
 
+KOKOLIS = ("Kokolis et al. 2025, Revisiting Reliability in Large-Scale Machine Learning "
+           "Research Clusters, HPCA'25, arXiv:2410.21680")
 DALY = "Daly 2006, FGCS 22(3):303-312, doi:10.1016/j.future.2004.11.016"
 LITTLE = "Little 1961, Oper. Res. 9(3):383, doi:10.1287/opre.9.3.383"
 
@@ -40,6 +42,9 @@ _SYM = {"gpus": "N", "gpus_per_unit": "g_d", "units": "n_d", "unit_mtbf_s": "M_d
         "detection_s": "t_d", "swap_restart_s": "R_s", "requeue_restart_s": "R_q",
         "swap_probability": "p_s", "mtbf_s": "M", "job_nodes": "N_n", "spares": "N_s",
         "gpus_per_node": "g", "wall_time_s": "T_w", "nodes_lost": "n_l",
+        "nodes": "n", "job_mtbf_s": "M_j", "internode_mtbf_s": "M_c",
+        "node_exponent": r"\beta", "automatic_restart_s": "R_a",
+        "manual_restart_s": "R_m", "manual_fraction": "p_m",
         "single_in_repair": r"\mu_1", "rack_in_repair": r"\mu_r", "rack_nodes": "m"}
 
 #: Rack failures counted in :func:`pool_swap_probability` (the Poisson sum is cut after this).
@@ -100,6 +105,53 @@ def domain_failure_rate(units, unit_mtbf_s):
     .. math:: \\lambda_d = n_d / M_d
     """
     return units / unit_mtbf_s
+
+
+@formula(reference="Job-wide software faults: a per-job term plus inter-node faults (NCCL "
+         "hangs, collective timeouts) growing as a power of the nodes beyond the first; "
+         "exponent fitted to the job MTTF at 8, 1,024 and 16,384 GPUs of " + KOKOLIS
+         + "; Llama 3 Table 5, arXiv:2407.21783",
+         domain={"nodes": ">0", "job_mtbf_s": ">0", "internode_mtbf_s": ">0",
+                 "node_exponent": "(0,1]"}, symbols=_SYM, result_latex=r"\lambda_s")
+def software_failure_rate(nodes, job_mtbf_s, internode_mtbf_s, node_exponent):
+    """Rate of job-wide software faults of a job spanning ``nodes`` nodes.
+
+    A job fails from its own code (user code, dependencies, data loaders) at a
+    rate that does not depend on its size, 1/M_j, and from faults between its
+    nodes (NCCL hangs and watchdog timeouts, collective errors) that a
+    single-node job does not have and that grow with the nodes beyond the
+    first as (n - 1)^beta.  beta < 1: a hang stops the whole job whichever
+    rank triggers it, and Kokolis et al.'s job MTTF falls 145-fold from 8 to
+    1,024 GPUs but only 4.4-fold from 1,024 to 16,384, which no rate linear in
+    the nodes reproduces (the per-node hardware rate alone gives the 16,384-GPU
+    point).  M_c is the mean time between such faults of a two-node job.
+
+    Parameters
+    ----------
+    nodes : numeric
+        Nodes of the job, n [1].
+    job_mtbf_s : numeric
+        Mean time between size-independent software faults of one job, M_j [s].
+    internode_mtbf_s : numeric
+        Mean time between inter-node software faults of a two-node job, M_c [s].
+    node_exponent : numeric
+        Growth of inter-node faults with the nodes beyond the first, beta [1].
+
+    Returns
+    -------
+    numeric
+        Software failure rate of the job [1/s].
+
+    Examples
+    --------
+    >>> round(software_failure_rate(1, 5.973e6, 2.4e5, 0.3) * 3600, 6)  # one node: M_j only
+    0.000603
+    >>> round(1 / software_failure_rate(2048, 5.973e6, 7.387e5, 0.3) / 3600, 1)  # Llama 3
+    20.6
+
+    .. math:: \\lambda_s = \\frac{1}{M_j} + \\frac{\\max(n - 1, 0)^\\beta}{M_c}
+    """
+    return 1 / job_mtbf_s + maximum(nodes - 1, 0) ** node_exponent / internode_mtbf_s
 
 
 @formula(reference="Little's law, " + LITTLE + "; Poisson count in repair for single-node "
@@ -226,6 +278,51 @@ def effective_restart_cost(mtbf_s, detection_s, swap_restart_s, requeue_restart_
     shorter_weight = where(swap_restart_s <= requeue_restart_s, swap_probability,
                            1 - swap_probability)
     return detection_s + longer - mtbf_s * log1p(shorter_weight * expm1(gap / mtbf_s))
+
+
+@formula(reference=DALY + " eq. (20) with E[e^{-R/M}] over automatic and manual restarts; "
+         "manual share: Llama 3 arXiv:2407.21783 s3.3.4 (3 of 419 interruptions needed "
+         "significant manual intervention)",
+         domain={"mtbf_s": ">0", "automatic_restart_s": ">=0", "manual_restart_s": ">=0",
+                 "manual_fraction": "[0,1]"},
+         symbols=_SYM, result_latex="R")
+def manual_restart_cost(mtbf_s, automatic_restart_s, manual_restart_s, manual_fraction):
+    """Restart cost in Daly's model when a share of failures needs a person.
+
+    A failure restarts automatically (an effective cost R_a, e.g.
+    :func:`effective_restart_cost` of swaps and re-queues, detection included) or,
+    with probability p_m, by hand after R_m (detection, diagnosis, restart).  As in
+    :func:`effective_restart_cost`, the model holds with
+    R = -M ln((1 - p_m) e^{-R_a/M} + p_m e^{-R_m/M}), computed as
+    R_a - M ln(1 + p_m (e^{(R_a - R_m)/M} - 1)) (log1p, expm1): exactly R_a when p_m = 0.
+
+    Parameters
+    ----------
+    mtbf_s : numeric
+        System mean time between failures, M [s].
+    automatic_restart_s : numeric
+        Effective cost of an automatic restart, R_a [s].
+    manual_restart_s : numeric
+        Restart of a failure that needs manual intervention, R_m [s].
+    manual_fraction : numeric
+        Share of failures that need it, p_m [1].
+
+    Returns
+    -------
+    numeric
+        Effective restart cost R [s].
+
+    Examples
+    --------
+    >>> round(manual_restart_cost(3 * 3600.0, 630.0, 8 * 3600.0, 3 / 419), 1)  # Llama 3
+    701.9
+    >>> manual_restart_cost(3 * 3600.0, 630.0, 8 * 3600.0, 0.0)
+    630.0
+
+    .. math:: R = -M \\ln\\left((1 - p_m) e^{-R_a/M} + p_m e^{-R_m/M}\\right)
+    """
+    return automatic_restart_s - mtbf_s * log1p(
+        manual_fraction * expm1((automatic_restart_s - manual_restart_s) / mtbf_s))
 
 
 @formula(reference="GPU-hours billed for the job's nodes and its idle hot spares; "

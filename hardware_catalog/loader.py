@@ -27,9 +27,12 @@ from .textfile import printable, read_utf8
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ENV_VAR = "CAPPLAN_CATALOG"
-PLURAL = {"accelerator": "accelerators", "node": "nodes", "site": "sites", "model": "models",
-          "reliability": "reliability", "stack": "stacks"}
+PLURAL = {"accelerator": "accelerators", "node": "nodes", "site": "sites",
+          "site_class": "site_classes", "model": "models", "reliability": "reliability",
+          "stack": "stacks"}
 SINGULAR = {v: k for k, v in PLURAL.items()}
+#: Site class that takes the PUE the site entry states (``--site-class site``).
+SITE_OWN_PUE = "site"
 #: Keys the shipped catalog must give that a user's own file may leave out.
 SHIPPED_ONLY = {"accelerator": ("vendor", "release_date"), "model": ("params_published",)}
 #: Bounds of the walk of a ``--catalog DIR`` (a catalog holds tens of files).
@@ -190,6 +193,7 @@ class Catalog:
         self.accelerators = entries["accelerator"]
         self.nodes = entries["node"]
         self.sites = entries["site"]
+        self.site_classes = entries["site_class"]
         self.models = entries["model"]
         self.reliability = entries["reliability"]
         self.stacks = entries["stack"]
@@ -221,6 +225,18 @@ class Catalog:
 
     def site(self, name_or_path):
         return self.get("site", name_or_path)
+
+    def site_class(self, name_or_path):
+        return self.get("site_class", name_or_path)
+
+    def pue_entry(self, site_class: str, site: Entry | None = None) -> Entry:
+        """The entry whose PUE applies: the site class ``site_class`` (an id or a TOML
+        path), or ``site`` itself for :data:`SITE_OWN_PUE` (its region's stated PUE)."""
+        if site_class == SITE_OWN_PUE:
+            if site is None:
+                raise CatalogError("site class 'site' needs a site")
+            return site
+        return self.site_class(site_class)
 
     def model(self, name_or_path):
         return self.get("model", name_or_path)

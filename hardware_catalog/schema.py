@@ -29,7 +29,7 @@ _PLUGINS_SETTING = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
 os.environ["PYDANTIC_DISABLE_PLUGINS"] = "1"
 
 SCHEMA_VERSION = 1
-KINDS = ("accelerator", "node", "site", "model", "reliability", "stack")
+KINDS = ("accelerator", "node", "site", "site_class", "model", "reliability", "stack")
 
 
 class Quantity(BaseModel):
@@ -267,6 +267,23 @@ class Site(Entry):
         return self
 
 
+class SiteClass(Entry):
+    """A class of data centre (hyperscale, HPC centre, colocation, enterprise): its
+    annual power usage effectiveness.  The site (``--site``) gives the grid and the price;
+    the class (``--site-class``) the PUE."""
+
+    kind: Literal["site_class"]
+    pue: Quantity
+
+    @model_validator(mode="after")
+    def _sanity(self):
+        problems: list[str] = []
+        _check(problems, 1 <= self.pue.value <= 3, "pue.value",
+               f"expected 1 <= PUE <= 3, got {self.pue.value:g}")
+        _raise(problems)
+        return self
+
+
 class ModelSpec(Entry):
     """A transformer's shape. Dense unless ``experts > 0`` (MoE); MLA if ``kv_lora_rank``."""
 
@@ -405,12 +422,19 @@ class ReliabilityProfile(Entry):
     domain_gpu_mtbf_s: Quantity | None = None  # per GPU; a failure takes its node out
     domain_node_mtbf_s: Quantity | None = None  # per node, host (non-GPU, non-network) causes
     domain_network_mtbf_s: Quantity | None = None  # per node, switch/cable/NIC causes
-    domain_software_mtbf_s: Quantity | None = None  # per job, job-wide software faults
+    domain_software_mtbf_s: Quantity | None = None  # per job, size-independent software faults
+    # inter-node software faults (NCCL hangs, timeouts): per two-node job, growing as
+    # (nodes - 1)^exponent (formulas.reliability.software_failure_rate)
+    domain_software_internode_mtbf_s: Quantity | None = None
+    domain_software_node_exponent: Quantity | None = None  # in (0, 1]
     domain_rack_mtbf_s: Quantity | None = None  # per rack (scale-up domain); takes it all out
     failure_detection_s: Quantity | None = None
     swap_restart_s: Quantity | None = None  # restart onto hot spares
     requeue_restart_s: Quantity | None = None  # restart after waiting for replacement nodes
     node_repair_s: Quantity | None = None  # until a failed node is healthy again
+    # restarts that need a person (manual intervention) instead of the automatic one
+    manual_restart_fraction: Quantity | None = None  # share of failures, in [0, 1]
+    manual_restart_s: Quantity | None = None
     validation_rows: list[str] = Field(default_factory=list)  # ids in reliability.csv
 
     @model_validator(mode="after")
@@ -419,8 +443,14 @@ class ReliabilityProfile(Entry):
         _positive(problems, self, "gpu_mtbf_s", "node_mtbf_s", "pause_duration_s",
                   "checkpoint_write_bytes_per_s", "checkpoint_read_bytes_per_s",
                   "domain_gpu_mtbf_s", "domain_node_mtbf_s", "domain_network_mtbf_s",
-                  "domain_software_mtbf_s", "domain_rack_mtbf_s", "node_repair_s")
-        for name in ("failure_detection_s", "swap_restart_s", "requeue_restart_s"):
+                  "domain_software_mtbf_s", "domain_rack_mtbf_s", "node_repair_s",
+                  "domain_software_internode_mtbf_s")
+        beta = self.domain_software_node_exponent
+        _check(problems, beta is None or 0 < beta.value <= 1,
+               "domain_software_node_exponent.value", "expected in (0, 1]")
+        _fraction(problems, self, "manual_restart_fraction")
+        for name in ("failure_detection_s", "swap_restart_s", "requeue_restart_s",
+                     "manual_restart_s"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         _check(problems, self.restart_overhead_s.value >= 0, "restart_overhead_s.value", "expected >= 0")
@@ -498,6 +528,7 @@ KIND_MODELS: dict[str, type[Entry]] = {
     "accelerator": Accelerator,
     "node": Node,
     "site": Site,
+    "site_class": SiteClass,
     "model": ModelSpec,
     "reliability": ReliabilityProfile,
     "stack": SoftwareStack,

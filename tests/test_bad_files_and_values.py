@@ -140,8 +140,11 @@ def test_checkpoint_interval_is_never_shorter_than_a_step(capsys):
     code, out, err = _run(
         capsys, "evaluate", "-m", "llama3-70b", "-H", "h100-sxm", "--recompute", "selective",
         "--precision", "tf32", "--tp", "4", "--pp", "4", "--cp", "2", "-n", "128",
-        "--micro-batch", "1", "--zero", "3", "--tokens", "1e14", "-f", "json")
+        "--micro-batch", "1", "--zero", "3", "--tokens", "1e14", "--reliability", "meta-rsc",
+        "-f", "json")
     assert code == 0, err
     row = json.loads(out)
-    assert row["young_interval_s"] < row["step_time_s"]  # the case of the issue
+    # the case of the issue (there on the default profile, whose 128-GPU jobs now fail
+    # less often: issue 26's failure model; RSC's rates keep Young's interval below a step)
+    assert row["young_interval_s"] < row["step_time_s"]
     assert row["checkpoint_interval_s"] >= row["step_time_s"] == pytest.approx(279, rel=0.01)

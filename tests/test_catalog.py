@@ -15,8 +15,9 @@ from hardware_catalog.schema import KINDS, Quantity
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_FILES = sorted(DATA_DIR.rglob("*.toml"))
-FOLDER = {"accelerator": "accelerators", "node": "nodes", "site": "sites", "model": "models",
-          "reliability": "reliability", "stack": "stacks"}
+FOLDER = {"accelerator": "accelerators", "node": "nodes", "site": "sites",
+          "site_class": "site_classes", "model": "models", "reliability": "reliability",
+          "stack": "stacks"}
 
 
 @pytest.fixture(autouse=True)
@@ -412,7 +413,9 @@ def test_examples_load_as_catalog_dir():
 
 
 def test_kinds_and_find(cat):
-    assert set(KINDS) == {"accelerator", "node", "site", "model", "reliability", "stack"}
+    assert set(KINDS) == {"accelerator", "node", "site", "site_class", "model", "reliability",
+                          "stack"}
+    assert cat.table("site_classes") is cat.site_classes
     assert cat.find("h100-sxm")[0][0] == "accelerator"
     assert cat.find("bloom-176b") and {k for k, _ in cat.find("bloom-176b")} == {
         "model", "reliability"}

@@ -179,7 +179,8 @@ def test_checkpoint_takes_a_reliability_profile(capsys):
     assert code == 0
     assert data["study"]["overrides"]["restart_overhead_s"] == 300.0  # the typed flag wins
     rows = {r["scheme"]: r for r in data["rows"]}
-    assert rows["sync"]["gpu_mtbf_hours"] == pytest.approx(profile.gpu_mtbf_s.value / 3600)
+    # the kernel's per-GPU rate: the profile's GPU failure domain
+    assert rows["sync"]["gpu_mtbf_hours"] == pytest.approx(profile.domain_gpu_mtbf_s.value / 3600)
     # the restart: 5 min plus reading the checkpoint back (sync, async) or from a peer
     assert 300.0 < rows["sync"]["restart_s"] and 300.0 < rows["in-memory"]["restart_s"]
     code, _, err = run(capsys, ["checkpoint", "--reliability", "metarsc"])

@@ -63,10 +63,12 @@ def test_validate_checks_in_every_format(capsys):
     assert main(["validate", "-d", "sc21", "--checks", "-f", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data["checks"]) == {"korthikanti", "reliability", "throughput", "energy",
-                                   "later_stack"}
+                                   "later_stack", "mttf_curve", "whole_run_energy",
+                                   "published_layouts"}
     assert main(["validate", "-d", "sc21", "--checks"]) == 0
     text = capsys.readouterr().out
-    assert "Meta RSC MTTF of a 1024-GPU job [h]" in text and "olmo2-7b GPU energy" in text
+    assert "Meta RSC job MTTF, 1,024 GPUs [h]" in text and "olmo2-7b GPU energy" in text
+    assert "energy_total_mwh" in text
 
 
 @pytest.mark.parametrize("suffix,check", [

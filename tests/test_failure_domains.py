@@ -47,8 +47,10 @@ def test_llama3_domains_reproduce_the_419_interruptions(llama_domains):
     rate = sum(d.rate_per_s for d in llama_domains)
     assert rate * 54 * 86400 == pytest.approx(419, rel=1e-6)
     by_name = {d.name: d.rate_per_s * 54 * 86400 for d in llama_domains}
+    # software: a per-job term plus inter-node faults, 63 together at 2,048 nodes
+    by_name["software"] += by_name.pop("software-internode")
     assert by_name == pytest.approx({"gpu": 268, "node": 53, "network": 35, "software": 63},
-                                    rel=1e-5)  # catalog values rounded to whole seconds
+                                    rel=1e-4)  # catalog values rounded
     # and the folded per-GPU rate of the profile agrees
     profile = load_catalog().reliability_profile("llama3-405b")
     assert 16384 / profile.gpu_mtbf_s.value == pytest.approx(rate, rel=1e-6)
@@ -209,15 +211,15 @@ def _point(f, rng):
     for a in f.arguments:
         if a.domain == ">=1":
             out[a.name] = float(rng.integers(1, 5000))
-        elif a.domain == "[0,1]":
-            out[a.name] = float(rng.uniform(0, 1))
+        elif a.domain in ("[0,1]", "(0,1]"):
+            out[a.name] = float(rng.uniform(1e-3, 1))
         else:
             out[a.name] = float(rng.uniform(1.0, 5000.0))
     return out
 
 
 def test_every_formula_is_documented():
-    assert len(ALL) == 7
+    assert len(ALL) == 9
     for f in ALL:
         assert f.reference and f.result_unit and all(a.unit for a in f.arguments), f.name
 

@@ -38,11 +38,22 @@ def _run(hardware, profile, gpus=16384, **overrides):
     return frame.loc[0], x
 
 
+def _read_s(row, x):
+    """The kernel's checkpoint read: its restart minus the failure's (automatic swap or
+    re-queue, or a manual restart)."""
+    from formulas.reliability import manual_restart_cost
+
+    automatic = effective_restart_cost(row.system_mtbf_s, x["failure_detection_s"],
+                                       x["restart_overhead_s"], x["requeue_restart_s"],
+                                       row.swap_fraction)
+    return row.restart_s - manual_restart_cost(
+        row.system_mtbf_s, automatic, x["failure_detection_s"] + x["manual_restart_s"],
+        x["manual_restart_fraction"])
+
+
 def _domains_as_kernel(catalog, row, x, profile, rack_mtbf_s=None):
     """The profile's domains with the kernel's checkpoint read added to every restart."""
-    read_s = row.restart_s - effective_restart_cost(
-        row.system_mtbf_s, x["failure_detection_s"], x["restart_overhead_s"],
-        x["requeue_restart_s"], row.swap_fraction)
+    read_s = _read_s(row, x)
     gpn = int(x["gpus_per_node"])
     out = []
     for d in failure_domains(catalog.reliability_profile(profile), gpus=int(row.gpus),
@@ -78,7 +89,10 @@ def test_monte_carlo_reproduces_the_kernel_with_spares(catalog, name):
     mc = simulate_domains(_domains_as_kernel(catalog, row, x, profile, rack_mtbf),
                           spares=int(row.spare_nodes), repair_time_s=x["node_repair_s"],
                           solve_time_s=solve, interval_s=tau, checkpoint_cost_s=stall,
-                          replicas=1000, seed=7).summary()
+                          replicas=1000, seed=7,
+                          manual_fraction=float(x["manual_restart_fraction"]),
+                          manual_restart_s=float(x["manual_restart_s"]) + _read_s(row, x)
+                          ).summary()
     assert abs(mc["wall_time_s"] - kernel) <= 0.01 * kernel + 4 * mc["wall_time_stderr_s"]
     assert mc["swap_fraction"] == pytest.approx(row.swap_fraction, abs=0.02)
     assert row.wall_time_s == pytest.approx(daly_wall_time_committed(
@@ -96,7 +110,9 @@ def test_auto_spares_equal_the_closed_form_search(catalog):
     for solve_days, interval_s in ((54, 1800.0), (200, 60.0)):
         best = optimal_spares(doms, job_nodes=2048, gpus_per_node=8, max_spares=64,
                               repair_time_s=86400.0, solve_time_s=solve_days * 86400.0,
-                              interval_s=interval_s, checkpoint_cost_s=30.0)
+                              interval_s=interval_s, checkpoint_cost_s=30.0,
+                              manual_fraction=x["manual_restart_fraction"],
+                              manual_restart_s=x["manual_restart_s"])
         assert best["best_spares"] == row.spare_nodes
 
 
@@ -135,7 +151,7 @@ def test_spares_shorten_a_domain_profile_run():
     assert some.swap_fraction > 0.99 > 0.2 > none.swap_fraction
 
 
-@pytest.mark.parametrize("profile", ["benchmark", "bloom-176b", "meta-rsc", "opt-175b"])
+@pytest.mark.parametrize("profile", ["benchmark", "bloom-176b", "opt-175b"])
 def test_profiles_without_domains_are_unchanged_by_spares(profile):
     """No domain data: MTBF from GPUs and nodes only, restart = the profile's, and
     spares change nothing but their own bill (auto chooses none)."""
@@ -157,8 +173,10 @@ def test_more_spares_never_hurt_the_restart(gpus, spares, repair_h, requeue_h):
     bills more GPU-hours than no spares."""
     x = {"gpus": np.float64(gpus), "gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0,
          "node_mtbf_s": 180285826.0, "network_mtbf_s": 273004251.0, "rack_mtbf_s": 5.156e9,
-         "software_mtbf_s": 74057.0, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
-         "requeue_restart_s": 600.0 + requeue_h * 3600, "node_repair_s": repair_h * 3600}
+         "software_mtbf_s": 5.9733e6, "software_internode_mtbf_s": 7.387e5,
+         "software_node_exponent": 0.3, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
+         "requeue_restart_s": 600.0 + requeue_h * 3600, "node_repair_s": repair_h * 3600,
+         "manual_restart_fraction": 0.0, "manual_restart_s": 0.0}
     from formulas import reliability as rel
 
     nodes = gpus / 8
@@ -167,7 +185,8 @@ def test_more_spares_never_hurt_the_restart(gpus, spares, repair_h, requeue_h):
     mu_r = nodes / x["rack_mtbf_s"] * x["node_repair_s"]
     p = [float(rel.pool_swap_probability(s, 1, mu1, mu_r, 1.0)) for s in (spares, spares + 1)]
     assert 0 <= p[0] <= p[1] <= 1 + 1e-12  # a sum of probabilities: rounding above 1
-    mtbf = 1 / (single + nodes / x["rack_mtbf_s"] + 1 / x["software_mtbf_s"])
+    software = 1 / x["software_mtbf_s"] + max(nodes - 1, 0) ** 0.3 / x["software_internode_mtbf_s"]
+    mtbf = 1 / (single + nodes / x["rack_mtbf_s"] + software)
     r = [effective_restart_cost(mtbf, 30.0, 600.0, x["requeue_restart_s"], min(q, 1.0))
          for q in p]
     assert r[1] <= r[0] + 1e-9

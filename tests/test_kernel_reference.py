@@ -49,6 +49,9 @@ SHAPE_NEUTRAL = {
 #: results it gave.
 LEGACY_EQUIVALENT = {
     "network_mtbf_s": np.inf, "rack_mtbf_s": np.inf, "software_mtbf_s": np.inf,
+    # finite "never" (the spare search checks its inputs), as scenario.reliability_inputs
+    "software_internode_mtbf_s": 1e300, "software_node_exponent": 1.0,
+    "manual_restart_fraction": 0.0, "manual_restart_s": 0.0,
     "rack_nodes": 1.0, "failure_detection_s": 0.0, "node_repair_s": 0.0, "spare_nodes": 0.0,
     "gc_interval_s": np.inf, "gc_duration_s": 0.0, "gc_planned": 0.0, "gc_planned_steps": 1.0,
     "stage_extra_layers": 0.0, "slow_node_fraction": 0.0, "slow_node_slowdown": 1.0,

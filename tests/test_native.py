@@ -52,6 +52,16 @@ def _close(compiled: dict, numpy_out: dict):
             scale = np.abs(numpy_out["step_time_s"])
             assert np.all(np.abs(c - r) <= 1e-13 * scale), name
             continue
+        if name == "waste_fraction":  # 1 - ETTR: compared against the ETTR it complements
+            # (small where failures are rare: 0.4 % on one node)
+            assert np.all(np.abs(c - r) <= RTOL), name
+            continue
+        if name == "energy_fault_tolerance_j":  # facility energy minus the ideal run's:
+            # near-equal terms where failures are rare (an 8-GPU job fails every ~2 months),
+            # so compared against the facility energy it is part of
+            scale = np.abs(numpy_out["energy_facility_j"])
+            assert np.all(np.abs(c - r) <= RTOL * scale), name
+            continue
         np.testing.assert_allclose(c, r, rtol=RTOL, atol=0, equal_nan=True, err_msg=name)
 
 

@@ -25,7 +25,9 @@ def test_site_names(catalog):
 
 @pytest.fixture(scope="module")
 def three(catalog):
-    results = plan_sites(Scenario(**SMALL, site="germany,norway,quebec"), catalog=catalog)
+    # the sites' own regional PUEs (--site-class site)
+    results = plan_sites(Scenario(**SMALL, site="germany,norway,quebec", site_class="site"),
+                         catalog=catalog)
     return results, site_ranking(results, catalog)
 
 
@@ -33,7 +35,7 @@ def test_each_site_is_its_own_plan(three, catalog):
     from planner.engine.optimize import plan
 
     results, _ = three
-    alone = plan(Scenario(**SMALL, site="norway"), catalog=catalog)
+    alone = plan(Scenario(**SMALL, site="norway", site_class="site"), catalog=catalog)
     for objective, row in alone.best.items():
         assert results["norway"].best[objective]["co2e_t"] == pytest.approx(row["co2e_t"])
 
@@ -52,9 +54,26 @@ def test_site_inputs_move_energy_and_carbon_optima(three, catalog):
     assert [r["site"] for r in ranking] == ["germany", "norway", "quebec"]
 
 
+def test_default_site_class_sets_one_pue_for_every_site(catalog):
+    """The default class (hyperscale, PUE 1.10) applies whatever the site: the energy
+    optimum is the same everywhere and only the grid moves the carbon."""
+    results = plan_sites(Scenario(**SMALL, site="germany,singapore"), catalog=catalog)
+    ranking = {r["site"]: r for r in site_ranking(results, catalog)}
+    assert [r["pue"] for r in ranking.values()] == [1.10, 1.10]
+    assert catalog.site_class("hyperscale").pue.value == 1.10
+    assert ranking["germany"]["best_energy_mwh"] == pytest.approx(
+        ranking["singapore"]["best_energy_mwh"], rel=1e-12)
+    best = results["germany"].best["energy"]
+    assert best["energy_mwh"] == pytest.approx(1.10 * best["energy_it_mwh"], rel=1e-9)
+    enterprise = plan_sites(Scenario(**SMALL, site="germany", site_class="enterprise"),
+                            catalog=catalog)["germany"].best["energy"]
+    assert enterprise["energy_mwh"] == pytest.approx(1.58 / 1.10 * best["energy_mwh"],
+                                                     rel=1e-9)
+
+
 def test_owned_pricing_ranks_sites_by_energy_price(catalog):
-    results = plan_sites(Scenario(**SMALL, site="germany,quebec", pricing="owned"),
-                         catalog=catalog)
+    results = plan_sites(Scenario(**SMALL, site="germany,quebec", pricing="owned",
+                                  site_class="site"), catalog=catalog)
     ranking = site_ranking(results, catalog)
     # TCO includes energy at the site's price x PUE: Quebec (0.045 x 1.2) beats Germany
     assert [r["site"] for r in ranking] == ["quebec", "germany"]

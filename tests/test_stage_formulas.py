@@ -353,7 +353,9 @@ def test_resolved_spares_do_not_depend_on_the_other_rows():
     from planner.engine.spares import SPARE_INPUTS, optimal_spare_nodes, resolve_spares
 
     base = {"gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0, "node_mtbf_s": 180285826.0,
-            "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18, "software_mtbf_s": 74057.0,
+            "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18, "software_mtbf_s": 5.9733e6,
+            "software_internode_mtbf_s": 7.387e5, "software_node_exponent": 0.3,
+            "manual_restart_fraction": 0.00716, "manual_restart_s": 28800.0,
             "rack_nodes": 1.0, "restart_overhead_s": 600.0, "requeue_restart_s": 7200.0,
             "node_repair_s": 86400.0}
     gpus = np.array([64.0, 16384.0, 1013760.0, 16384.0, 64.0])
@@ -402,9 +404,11 @@ def test_windowed_spare_search_equals_the_whole_range(gpus, gpus_per_node, gpu_m
     n = len(gpus)
     x = {"gpus": np.array(gpus), "gpus_per_node": gpus_per_node, "gpu_mtbf_s": gpu_mtbf_s,
          "node_mtbf_s": node_mtbf_s, "network_mtbf_s": 2.7e8, "rack_mtbf_s": rack_mtbf_s,
-         "software_mtbf_s": software_mtbf_s, "rack_nodes": rack_nodes,
+         "software_mtbf_s": software_mtbf_s, "software_internode_mtbf_s": 4 * software_mtbf_s,
+         "software_node_exponent": 0.3, "rack_nodes": rack_nodes,
          "restart_overhead_s": restart_overhead_s, "requeue_restart_s": requeue_restart_s,
-         "node_repair_s": node_repair_s}
+         "node_repair_s": node_repair_s, "manual_restart_fraction": 0.00716,
+         "manual_restart_s": 28800.0}
     x = {k: np.broadcast_to(np.asarray(v, dtype=float), (n,)) for k, v in x.items()}
     np.testing.assert_array_equal(optimal_spare_nodes(**x), _spares_over_the_whole_range(**x))
 

@@ -1,5 +1,7 @@
 """Uncertainty propagation: bands collapse with zero spread, probabilities are sane."""
 
+import csv
+import io
 import json
 
 import numpy as np
@@ -86,3 +88,34 @@ def test_plan_uncertainty_blocks_do_not_change_the_report(monkeypatch):
     monkeypatch.setattr(u, "UNCERTAINTY_BLOCK", 1000)
     assert u.plan_uncertainty(result, catalog, spreads, draws=60, seed=3) == whole
     assert all(abs(sum(p.values()) - 1) < 1e-12 for p in whole["win_probability"].values())
+
+
+def test_a_winner_that_misses_its_deadline_at_p90_is_flagged_in_every_format(capsys):
+    """A plan sized to meet the deadline at P50 can miss it at P90 (issue 29): the JSON
+    carries the risk, the CSV a column, the table a warning line."""
+    from planner.cli.main import main
+
+    args = ["plan", "--model", "llama3-8b", "--tokens", "2e12", "--hardware", "h100-sxm",
+            "--uncertainty", "--draws", "200", "--max-gpus", "512"]
+    assert main([*args, "-f", "json"]) == 0
+    nominal = json.loads(capsys.readouterr().out)
+    cost_days = nominal["uncertainty"]["nominal_winners"]["cost"]["wall_days"]
+    # a deadline between the cheapest plan's P50 and P90: met at P50, missed at P90
+    deadline = (cost_days["p50"] + cost_days["p90"]) / 2
+    assert main([*args, "--deadline-days", str(deadline), "-f", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    risk = data["uncertainty"]["constraint_risk"]["cost"]["deadline"]
+    assert risk["limit"] == deadline and risk["missed_at_quantile"]
+    assert risk["value_at_quantile"] > deadline and 0 < risk["miss_probability"] < 0.5
+    assert data["best"]["cost"]["wall_days"] <= deadline  # met at P50: the plan stands
+    assert main([*args, "--deadline-days", str(deadline), "-f", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["objective"]: r["missed_at_p90"] for r in rows}["cost"] == "deadline"
+    assert main([*args, "--deadline-days", str(deadline)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: the cheapest plan misses the deadline at P90" in out
+    # a generous deadline: no warning, nothing flagged
+    assert main([*args, "--deadline-days", str(2 * cost_days["p90"]), "-f", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert not any(r["missed_at_quantile"] for risks in data["uncertainty"]["constraint_risk"]
+                   .values() for r in risks.values())

@@ -174,8 +174,8 @@ def test_catalog_dir_file_without_kind_outside_a_kind_folder(tmp_path, capsys):
     _write(tmp_path / "loose.toml", SHAPE)
     code, _, err = _run(capsys, "catalog", "list", "--catalog", str(tmp_path))
     assert code == 2
-    assert "loose.toml: kind: expected one of accelerator, node, site, model, reliability, " \
-        "stack; missing" in _error_line(err)
+    assert "loose.toml: kind: expected one of accelerator, node, site, site_class, model, " \
+        "reliability, stack; missing" in _error_line(err)
 
 
 # --- catalog directories are walked safely -----------------------------------------------------

@@ -97,11 +97,18 @@ def test_korthikanti_activations_within_3_percent():
 
 
 def test_llama3_failure_rate_and_ettr(catalog):
-    mtbf, ettr, rsc = v.reliability_check(catalog)
-    assert mtbf["predicted"] == pytest.approx(54 * 24 * 16384 / 419, rel=1e-4)
-    assert ettr["predicted"] > 0.90
-    # Meta RSC 7.9 h at 1024 GPUs vs the catalog default rate: within a factor of 8
-    assert 1 / 8 <= rsc["predicted"] / rsc["published"] <= 8
+    # rows rsc-mttf1024, rsc-mttf16k (Kokolis et al.), l3-int (Llama 3 Table 5): the kernel's
+    # job MTTF within 0.67-1.5x at 8, 1,024 and 16,384 GPUs (tests/test_reliability_scaling.py)
+    rows = {r["check"]: r for r in v.reliability_check(catalog)}
+    for name, published in (("Meta RSC job MTTF, 8 GPUs [h]", 47.7 * 24),
+                            ("Meta RSC job MTTF, 1,024 GPUs [h]", 7.9),
+                            ("Meta RSC job MTTF, 16,384 GPUs [h]", 1.8),
+                            ("Llama 3 405B job MTTF, 16,384 GPUs [h]", 54 * 24 / 419)):
+        assert rows[name]["published"] == pytest.approx(published, rel=1e-9)
+        assert 1 / 1.5 <= rows[name]["predicted"] / published <= 1.5, name
+    assert rows["default profile, 8-GPU job MTTF [d]"]["predicted"] >= 10
+    assert rows["Llama 3 405B effective training time ratio"]["predicted"] > 0.90
+    assert all(r["ok"] for r in rows.values())
 
 
 OLMO_XFAIL = pytest.mark.xfail(strict=True, reason=(

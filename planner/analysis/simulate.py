@@ -830,7 +830,8 @@ def spare_swap_probability(spares, nodes_lost: int, pool_pmf: np.ndarray):
 
 
 def domains_closed_form(domains, *, spares, repair_time_s: float, solve_time_s: float,
-                        interval_s: float, checkpoint_cost_s: float) -> dict:
+                        interval_s: float, checkpoint_cost_s: float,
+                        manual_fraction: float = 0.0, manual_restart_s: float = 0.0) -> dict:
     """Expected wall time of a job under domain failures with ``spares`` hot-spare nodes.
 
     System rate = sum of the domains' rates; each failure restarts after its
@@ -847,7 +848,9 @@ def domains_closed_form(domains, *, spares, repair_time_s: float, solve_time_s: 
     failures deplete the pool for the rest of the run (Monte Carlo, 2,048
     nodes, Llama 3 domain rates, 8 spares, 1-day repairs: +0.6 % at a
     500-hour job, +10 % at a 25-hour job; tests/test_failure_domains.py).
-    ``spares`` may be an array (the outputs are then arrays).
+    ``spares`` may be an array (the outputs are then arrays).  A share
+    ``manual_fraction`` of failures (any domain) restarts after its detection plus
+    ``manual_restart_s`` instead (manual intervention), as in the kernel.
     """
     from formulas import checkpoint as ck
     from formulas import reliability as rel
@@ -866,11 +869,14 @@ def domains_closed_form(domains, *, spares, repair_time_s: float, solve_time_s: 
     for rate, d in zip(rates, domains, strict=True):
         weight = rate / total
         p = spare_swap_probability(spares, d.nodes_lost, pmf)
-        r_d = rel.effective_restart_cost(mtbf, d.detection_s, d.swap_restart_s,
-                                         d.requeue_restart_s, p)
-        survival = survival + weight * np.exp(-np.asarray(r_d) / mtbf)
-        mean_restart = mean_restart + weight * np.asarray(
-            rel.domain_restart_cost(d.detection_s, d.swap_restart_s, d.requeue_restart_s, p))
+        r_d = rel.effective_restart_cost(mtbf, 0.0, d.swap_restart_s, d.requeue_restart_s, p)
+        survival = survival + weight * np.exp(-d.detection_s / mtbf) * (
+            (1 - manual_fraction) * np.exp(-np.asarray(r_d) / mtbf)
+            + manual_fraction * np.exp(-manual_restart_s / mtbf))
+        mean_restart = mean_restart + weight * (
+            (1 - manual_fraction) * np.asarray(rel.domain_restart_cost(
+                d.detection_s, d.swap_restart_s, d.requeue_restart_s, p))
+            + manual_fraction * (d.detection_s + manual_restart_s))
         swap_share = swap_share + weight * p
     restart = -mtbf * np.log(survival)
     wall = ck.daly_wall_time(solve_time_s, interval_s, checkpoint_cost_s, restart, mtbf)
@@ -883,18 +889,22 @@ def domains_closed_form(domains, *, spares, repair_time_s: float, solve_time_s: 
 
 def optimal_spares(domains, *, job_nodes: int, gpus_per_node: int, max_spares: int,
                    repair_time_s: float, solve_time_s: float, interval_s: float,
-                   checkpoint_cost_s: float) -> dict:
+                   checkpoint_cost_s: float, manual_fraction: float = 0.0,
+                   manual_restart_s: float = 0.0) -> dict:
     """Spare count minimising billed GPU-hours (job nodes + spares) x expected wall time.
 
     A 1-D search over 0..``max_spares`` evaluated as one numpy array.  Spares
-    shorten restarts (swap instead of re-queue) but are paid for while idle.
+    shorten restarts (swap instead of re-queue) but are paid for while idle;
+    manual restarts (:func:`domains_closed_form`) are the same with any count.
     """
     from formulas.reliability import gpu_hours_with_spares
 
     candidates = np.arange(int(max_spares) + 1, dtype=float)
     closed = domains_closed_form(domains, spares=candidates, repair_time_s=repair_time_s,
                                  solve_time_s=solve_time_s, interval_s=interval_s,
-                                 checkpoint_cost_s=checkpoint_cost_s)
+                                 checkpoint_cost_s=checkpoint_cost_s,
+                                 manual_fraction=manual_fraction,
+                                 manual_restart_s=manual_restart_s)
     hours = gpu_hours_with_spares(job_nodes, candidates, gpus_per_node, closed["wall_time_s"])
     best = int(np.argmin(hours))
     return {"spares": candidates.astype(int), "wall_time_s": closed["wall_time_s"],
@@ -949,7 +959,8 @@ def _in_repair_before(times, lost, repair_time_s):
 
 def simulate_domains(domains, *, spares: int, repair_time_s: float, solve_time_s: float,
                      interval_s: float, checkpoint_cost_s: float, replicas: int = 20_000,
-                     seed: int = 0) -> DomainSimulationResult:
+                     seed: int = 0, manual_fraction: float = 0.0,
+                     manual_restart_s: float = 0.0) -> DomainSimulationResult:
     """Monte Carlo of a job under domain failures with a pool of hot spares.
 
     Hardware fails whatever the job does: each replica's failures are a Poisson
@@ -962,7 +973,8 @@ def simulate_domains(domains, *, spares: int, repair_time_s: float, solve_time_s
     rolls back to the last completed checkpoint and the restart (detection +
     swap or re-queue) starts; a failure during a restart starts that failure's
     restart instead (Daly's complete model).  ``solve_time_s`` must be a whole
-    number of intervals.
+    number of intervals.  Each failure needs manual intervention with probability
+    ``manual_fraction``: its restart is then detection + ``manual_restart_s``.
     """
     segments = solve_time_s / interval_s
     if not math.isclose(segments, round(segments)) or segments < 1:
@@ -971,9 +983,11 @@ def simulate_domains(domains, *, spares: int, repair_time_s: float, solve_time_s
     seg_s = interval_s + checkpoint_cost_s
     closed = domains_closed_form(domains, spares=spares, repair_time_s=repair_time_s,
                                  solve_time_s=solve_time_s, interval_s=interval_s,
-                                 checkpoint_cost_s=checkpoint_cost_s)
+                                 checkpoint_cost_s=checkpoint_cost_s,
+                                 manual_fraction=manual_fraction,
+                                 manual_restart_s=manual_restart_s)
     horizon = 3.0 * float(closed["wall_time_s"]) + 10 * max(
-        d.detection_s + d.requeue_restart_s for d in domains)
+        d.detection_s + max(d.requeue_restart_s, manual_restart_s) for d in domains)
     rng = np.random.default_rng(seed)
     # failures from -repair_time_s on: the spare pool is in its steady state at t = 0
     times, kind = _failure_timelines(rng, domains, replicas, horizon + repair_time_s)
@@ -984,6 +998,9 @@ def simulate_domains(domains, *, spares: int, repair_time_s: float, solve_time_s
     detect = np.array([d.detection_s for d in domains])[kind]
     restart = detect + np.where(swap, np.array([d.swap_restart_s for d in domains])[kind],
                                 np.array([d.requeue_restart_s for d in domains])[kind])
+    if manual_fraction > 0:  # drawn only then: the random stream is unchanged without
+        restart = np.where(rng.random(restart.shape) < manual_fraction,
+                           detect + manual_restart_s, restart)
 
     resume = np.zeros(replicas)          # when work (re)starts
     done_segments = np.zeros(replicas)
@@ -1023,7 +1040,9 @@ def failure_domains(profile, *, gpus: int, gpus_per_node: int,
     ``swap_restart_s`` and ``requeue_restart_s`` (see
     hardware_catalog/data/reliability/default.toml): GPU faults (per GPU, one
     node out), host and network faults (per node, one node out), software
-    faults (per job, restart in place), rack faults (``domain_rack_mtbf_s``, per
+    faults (per job, restart in place; inter-node software faults,
+    ``domain_software_internode_mtbf_s``, count (nodes - 1)^beta units as in
+    :func:`formulas.reliability.software_failure_rate`), rack faults (``domain_rack_mtbf_s``, per
     rack of ``rack_gpus`` GPUs, all its nodes out; default: one node).  Domains
     the profile does not state are left out.
     """
@@ -1044,6 +1063,9 @@ def failure_domains(profile, *, gpus: int, gpus_per_node: int,
             ("node", "domain_node_mtbf_s", nodes, 1),
             ("network", "domain_network_mtbf_s", nodes, 1),
             ("software", "domain_software_mtbf_s", 1.0, 0),
+            # inter-node software faults: (nodes - 1)^beta "units" of a two-node job's rate
+            ("software-internode", "domain_software_internode_mtbf_s",
+             max(nodes - 1.0, 0.0) ** (value("domain_software_node_exponent") or 1.0), 0),
             ("rack", "domain_rack_mtbf_s",
              float(domain_units(gpus, rack_gpus or gpus_per_node)),
              max(1, (rack_gpus or gpus_per_node) // gpus_per_node)))

@@ -18,7 +18,14 @@ import numpy as np
 
 from planner.errors import CapplanError
 
-QUANTITIES = {"wall_days": "days", "cost_usd": "USD", "energy_mwh": "MWh", "co2e_t": "tCO2e"}
+QUANTITIES = {"wall_days": "days", "cost_usd": "USD", "energy_mwh": "MWh", "co2e_t": "tCO2e",
+              "peak_power_mw": "MW"}
+#: Constraint -> (the quantity it limits, the Scenario field of its limit).
+CONSTRAINT_QUANTITIES = {"deadline": ("wall_days", "deadline_days"),
+                         "budget": ("cost_usd", "budget_usd"),
+                         "power": ("peak_power_mw", "max_power_mw")}
+#: The quantile at which a winner's constraints are checked under uncertainty.
+RISK_QUANTILE = 0.9
 FRACTIONS = {"gemm_max_efficiency", "scale_up_bus_efficiency", "scale_out_bus_efficiency",
              "hbm_efficiency", "dp_overlap", "tp_overlap"}
 
@@ -134,7 +141,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
         rows = frontier.index[frontier["hardware"] == hw].to_numpy()
         part = frontier.loc[rows]
         x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
-                        reliability=s.reliability, precision=s.precision,
+                        site_class=s.site_class, reliability=s.reliability, precision=s.precision,
                         checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
                         tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
                         provider=s.provider, spot_interruption=s.spot_interruption,
@@ -176,4 +183,45 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
         if objective in nominal_values:
             report["nominal_winners"][objective] = {
                 q: summarize(v) for q, v in nominal_values[objective].items()}
+    report["constraint_risk"] = {o: constraint_risk(v, s) for o, v in nominal_values.items()}
     return report
+
+
+def constraint_risk(values: dict[str, np.ndarray], s) -> dict[str, dict]:
+    """For each constraint ``s`` sets: its limit, the winner's value at
+    :data:`RISK_QUANTILE` over the draws (``values``: quantity -> per-draw values), the
+    share of draws that miss the limit, and whether the quantile misses it (a plan sized
+    to meet the deadline at P50 can miss it at P90)."""
+    risk = {}
+    for constraint, (quantity, field) in CONSTRAINT_QUANTITIES.items():
+        limit = getattr(s, field)
+        if limit is None:
+            continue
+        drawn = np.asarray(values[quantity], dtype=float)
+        at_quantile = float(np.quantile(drawn, RISK_QUANTILE))
+        risk[constraint] = {"limit": float(limit), "quantile": RISK_QUANTILE,
+                            "value_at_quantile": at_quantile,
+                            "miss_probability": float(np.mean(~(drawn <= limit))),
+                            "missed_at_quantile": bool(not at_quantile <= limit)}
+    return risk
+
+
+def risk_lines(report: dict, labels: dict[str, str] | None = None) -> list[str]:
+    """One line per winner and constraint missed at the risk quantile (none: no line);
+    ``labels``: objective -> how the winner is named (default 'the <objective> winner')."""
+    from planner.engine.readable import usd_text
+
+    units = {"deadline": lambda v: f"{v:,.1f} days", "budget": usd_text,
+             "power": lambda v: f"{v:,.2f} MW"}
+    lines = []
+    for objective, risks in report.get("constraint_risk", {}).items():
+        for constraint, r in risks.items():
+            if r["missed_at_quantile"]:
+                show = units[constraint]
+                name = (labels or {}).get(objective, f"the {objective} winner")
+                lines.append(
+                    f"warning: {name} misses the {constraint} at "
+                    f"P{round(100 * r['quantile'])}: {show(r['value_at_quantile'])} against "
+                    f"{show(r['limit'])} ({r['miss_probability']:.0%} of {report['draws']} "
+                    "draws miss it)")
+    return lines

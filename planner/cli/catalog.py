@@ -17,8 +17,9 @@ from planner.errors import CapplanError, did_you_mean
 catalog_app = command_group(
     "catalog", "Browse the hardware, model, site and reliability catalog.")
 
-KIND_NAMES = {"accelerators": "accelerator", "nodes": "node", "sites": "site", "models": "model",
-              "reliability": "reliability", "stacks": "stack"}
+KIND_NAMES = {"accelerators": "accelerator", "nodes": "node", "sites": "site",
+              "site_classes": "site_class", "models": "model", "reliability": "reliability",
+              "stacks": "stack"}
 _FORMAT_HELP = "table | json | csv | markdown (json and csv: SI units)."
 
 # (suffix of a field name, unit shown, scale for the table, unit in the table)
@@ -113,6 +114,8 @@ def _summary(kind: str, e, si: bool) -> dict:
     elif kind == "site":
         row.update([col("pue", "PUE"), col("electricity_usd_per_kwh", "price"),
                     col("grid_intensity_g_per_kwh", "grid")])
+    elif kind == "site_class":
+        row.update([col("pue", "PUE")])
     elif kind == "model":
         row.update(layers=e.layers, hidden=e.hidden, heads=e.heads, kv_heads=e.kv_heads,
                    ffn=e.ffn, vocab=e.vocab, seq_len=e.seq_len, experts=e.experts)

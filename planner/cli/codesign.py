@@ -13,6 +13,7 @@ from planner.cli.common import (
     OutputOption,
     PrecisionOption,
     SchedulerOption,
+    SiteClassOption,
     SiteOption,
     TokensOption,
     WorkersOption,
@@ -109,6 +110,7 @@ def codesign(
     objective: str = typer.Option(DEFAULTS["objective"],
                                   help="time | cost | energy | carbon (layout and gain shown)."),
     site: SiteOption = DEFAULTS["site"],
+    site_class: SiteClassOption = DEFAULTS["site_class"],
     precision: PrecisionOption = DEFAULTS["precision"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
     pareto: bool = typer.Option(False, "--pareto", help="JSON: list every point's Pareto rows "
@@ -148,6 +150,7 @@ def codesign(
     check_scheduler(scheduler, workers)
     check_output_targets(output, force)
     scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
+                        site_class=site_class,
                         hardware=(accelerator,), precision=precision, checkpoint=checkpoint,
                         min_gpus=min_gpus, max_gpus=max_gpus, objective=objective,
                         deadline_days=None if deadline_days == float("inf") else deadline_days,

@@ -98,10 +98,14 @@ TokensOption = Annotated[float, typer.Option(
     parser=si_float, help="Training tokens D (15T = 15e12; suffixes k, M, G/B, T, P).")]
 GlobalBatchOption = Annotated[int, typer.Option(
     parser=si_count, help="Global batch [sequences] (default ~16M tokens).")]
-SiteOption = Annotated[str, typer.Option(help="Site id (PUE, price, grid carbon).")]
+SiteOption = Annotated[str, typer.Option(help="Site id (electricity price, grid carbon).")]
+SiteClassOption = Annotated[str, typer.Option(
+    help="Class of data centre, which sets the PUE: hyperscale (1.10) | hpc (1.2) | "
+    "colocation (1.4) | enterprise (1.58), `capplan catalog list site_classes`; 'site' for "
+    "the site entry's own regional PUE.")]
 SitesOption = Annotated[str, typer.Option(
-    "--site", help="Site id (PUE, price, grid carbon); plan takes several, a,b,c or all, "
-    "and ranks them.")]
+    "--site", help="Site id (electricity price, grid carbon); plan takes several, a,b,c or "
+    "all, and ranks them.")]
 PrecisionOption = Annotated[str, typer.Option(
     help="GEMM precision: bf16 | fp8 | fp4 (NVFP4/MXFP4, where the accelerator has an FP4 "
     "peak) | tf32.")]

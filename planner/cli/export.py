@@ -27,13 +27,16 @@ CATALOG_FIELDS = {
     "network_mtbf_s": ("reliability", "domain_network_mtbf_s"),
     "rack_mtbf_s": ("reliability", "domain_rack_mtbf_s"),
     "software_mtbf_s": ("reliability", "domain_software_mtbf_s"),
+    "software_internode_mtbf_s": ("reliability", "domain_software_internode_mtbf_s"),
+    "software_node_exponent": ("reliability", "domain_software_node_exponent"),
     "failure_detection_s": ("reliability", None), "requeue_restart_s": ("reliability", None),
-    "node_repair_s": ("reliability", None),
+    "node_repair_s": ("reliability", None), "manual_restart_fraction": ("reliability", None),
+    "manual_restart_s": ("reliability", None),
     "storage_write_bytes_per_s_per_node": ("node", "storage_write_bytes_per_s"),
     "storage_read_bytes_per_s_per_node": ("node", "storage_read_bytes_per_s"),
     "host_copy_bytes_per_s_per_gpu": ("node", None),
     "scale_out_bandwidth_bytes_per_s": ("node", "nic_bandwidth_bits_per_s"),
-    "pue": ("site", None), "electricity_usd_per_kwh": ("site", None),
+    "pue": ("site_class", "pue"), "electricity_usd_per_kwh": ("site", None),
     "grid_intensity_g_per_kwh": ("site", None), "gpu_mtbf_s": ("reliability", None),
     "restart_overhead_s": ("reliability", None), "step_time_cv": ("reliability", None),
     "pause_probability": ("reliability", "pause_probability_per_step"),
@@ -60,11 +63,13 @@ def _efficiency_field(acc, precision: str) -> str:
 def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
     """Where each run-model input comes from (catalog source text, defaults file, layout)."""
     from planner.engine.model import INPUTS
-    from planner.engine.scenario import STACK_INPUTS, execution_defaults, stack_factor
+    from planner.engine.scenario import DEFAULTS, STACK_INPUTS, execution_defaults, stack_factor
 
     acc = catalog.accelerator(echo["hardware"])
-    entries = {"accelerator": acc, "node": catalog.node(acc.node),
-               "site": catalog.site(echo["site"]),
+    site = catalog.site(echo["site"])
+    entries = {"accelerator": acc, "node": catalog.node(acc.node), "site": site,
+               "site_class": catalog.pue_entry(echo.get("site_class", DEFAULTS["site_class"]),
+                                               site),
                "reliability": catalog.reliability_profile(echo["reliability"])}
     stack = catalog.stack(echo["stack"])
     out = {}
@@ -129,13 +134,15 @@ def export_xlsx(
                      shard_group=_swept_shard_groups(np.array(dps), e.get("shard_group")),
                      sequence_parallel=e["sequence_parallel"],
                      flash_attention=e["flash_attention"], precision=e["precision"],
-                     site=e["site"], tokens=e["tokens"], checkpoint=e["checkpoint"],
+                     site=e["site"], site_class=e["site_class"], tokens=e["tokens"],
+                     checkpoint=e["checkpoint"],
                      cost_basis=e["cost_basis"], reliability=e["reliability"],
                      pricing=e["pricing"], provider=e["provider"],
                      spot_interruption=e["spot_interruption"], stack=e["stack"],
                      overrides={**fault_inputs(options), **(e["network"] or {})})
     columns = ["gpus", "dp", "step_time_s", "mfu", "fits", "wall_days", "gpu_hours",
-               "energy_kwh", "cost_usd", "co2e_kg", "checkpoint_interval_s"]
+               "energy_gpu_kwh", "energy_it_kwh", "energy_kwh", "cost_usd", "co2e_kg",
+               "checkpoint_interval_s"]
     sweep_rows = [{c: (bool(r[c]) if c == "fits" else float(r[c])) for c in columns}
                   for _, r in sweep.iterrows()]
     title = (f"capplan: {e['model']} on {e['gpus']:,} x {e['hardware']}, TP{e['tp']} "

@@ -16,6 +16,7 @@ from planner.cli.common import (
     GlobalBatchOption,
     ModelOption,
     PrecisionOption,
+    SiteClassOption,
     SiteOption,
     StackOption,
     TokensOption,
@@ -66,6 +67,7 @@ def _options(
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
+    site_class: SiteClassOption = DEFAULTS["site_class"],
     tokens: TokensOption = DEFAULTS["tokens"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
 ):
@@ -148,7 +150,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     from planner.engine.ownership import rent_vs_buy
     from planner.engine.scenario import Scenario
 
-    owned = rent_vs_buy(catalog, Scenario(site=o["site"]), {**row, "hardware": o["hardware"]},
+    owned = rent_vs_buy(catalog, Scenario(site=o["site"], site_class=o["site_class"]), {**row, "hardware": o["hardware"]},
                         quote.as_dict())
     return ResolvedRun(row=row, inputs=inputs, echo=echo,
                        catalog_version=str(getattr(catalog, "version", "")),

@@ -192,7 +192,13 @@ def plan(
     else:
         from planner.report.tables import winner_rows
 
-        text = render(winner_rows(result), format,
+        rows = winner_rows(result)
+        if "uncertainty" in payload:  # the constraints each winner misses at P90
+            risk = payload["uncertainty"]["constraint_risk"]
+            rows = [{**r, "missed_at_p90": ",".join(
+                c for c, v in risk.get(r["objective"], {}).items() if v["missed_at_quantile"])}
+                for r in rows]
+        text = render(rows, format,
                       title=f"Best plans for {model} on {count_text(tokens)} tokens", payload=payload)
         if format == "markdown":  # the explanations as tables of their own
             text += explanation_markdown(result)

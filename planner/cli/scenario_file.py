@@ -16,7 +16,8 @@ from planner.errors import CapplanError, did_you_mean
 KEYS: dict[str, type] = {
     "model": str, "tokens": float, "hardware": str, "min_gpus": int, "max_gpus": int,
     "global_batch": int, "seq_len": int, "deadline_days": float, "budget_usd": float,
-    "max_power_mw": float, "site": str, "objective": str, "precision": str, "stack": str,
+    "max_power_mw": float, "site": str, "site_class": str, "objective": str, "precision": str,
+    "stack": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
     "catalog": list, "pricing": str, "provider": str,
     "spot_interruption": str, "network": str, "gpus_per_node": int, "nic_gbps": float,
@@ -44,7 +45,8 @@ min_gpus = 8
 max_gpus = 16384
 # global_batch = 2048         # sequences per step (default: ~16M tokens)
 # seq_len = 8192              # default: the model's
-site = "us-average"           # PUE, electricity price, grid carbon: `capplan catalog list sites`
+site = "us-average"           # electricity price, grid carbon: `capplan catalog list sites`
+site_class = "hyperscale"     # PUE: hyperscale | hpc | colocation | enterprise | site
 objective = "cost"            # time | cost | energy | carbon
 precision = "bf16"            # bf16 | fp8 | fp4 | tf32
 stack = "megatron-core-2025"  # software stack: `capplan catalog list stacks`

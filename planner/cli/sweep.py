@@ -13,6 +13,7 @@ from planner.cli.common import (
     OutputOption,
     PrecisionOption,
     SchedulerOption,
+    SiteClassOption,
     SiteOption,
     StackOption,
     TokensOption,
@@ -81,6 +82,7 @@ def sweep(
                                   "energy | carbon."),
     global_batch: GlobalBatchOption = None,
     site: SiteOption = "us-average",
+    site_class: SiteClassOption = DEFAULTS["site_class"],
     precision: PrecisionOption = "bf16",
     stack: StackOption = DEFAULTS["stack"],
     checkpoint: CheckpointOption = "async",
@@ -101,6 +103,7 @@ def sweep(
     if objective not in OBJECTIVES:
         raise CapplanError(f"--objective '{objective}' is not one of: {', '.join(OBJECTIVES)}")
     scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
+                        site_class=site_class,
                         hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()),
                         precision=precision, stack=stack, checkpoint=checkpoint,
                         min_gpus=min_gpus,

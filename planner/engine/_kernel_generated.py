@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, rack_nodes, failure_detection_s, requeue_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = vp ** (-1.0)
@@ -316,110 +316,113 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x77, x80
     x237 = tokens * x0 * x79
     del x0, x79
-    x238 = software_mtbf_s ** (-1.0)
-    x239 = x203 / (rack_mtbf_s * rack_nodes)
-    x240 = gpus / gpu_mtbf_s
-    x241 = x203 / network_mtbf_s
-    x242 = x203 / node_mtbf_s
-    x243 = x240 + x241 + x242
-    x244 = x238 + x239 + x243
-    x245 = x244 ** (-1.0)
-    x246 = checkpoint_bytes_per_param * x221
-    x247 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x248 = x201 * x246
-    x249 = x247 * x248
-    x250 = ckpt_async * x249
-    x251 = x246 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x203)
-    x252 = ckpt_sync * x251
-    x253 = x155 * x248
-    del x155, x248
-    x254 = ckpt_in_memory * (x249 + x253)
-    del x249
-    x255 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x256 = x198 + x204
+    x238 = x203 / (rack_mtbf_s * rack_nodes)
+    x239 = gpus / gpu_mtbf_s
+    x240 = x203 / network_mtbf_s
+    x241 = x203 / node_mtbf_s
+    x242 = x239 + x240 + x241
+    x243 = software_mtbf_s ** (-1.0)
+    x244 = numpy.maximum(0, x203 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x245 = x243 + x244
+    x246 = x238 + x242 + x245
+    x247 = x246 ** (-1.0)
+    x248 = checkpoint_bytes_per_param * x221
+    x249 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x250 = x201 * x248
+    x251 = x249 * x250
+    x252 = ckpt_async * x251
+    x253 = x248 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x203)
+    x254 = ckpt_sync * x253
+    x255 = x155 * x250
+    del x155, x250
+    x256 = ckpt_in_memory * (x251 + x255)
+    del x251
+    x257 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x258 = x198 + x204
     del x198
-    x257 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x201 * x221 * x247 / (1 - (1 - numpy.minimum(1, x255)) ** gockpt_steps) - x256)
-    del x247
-    x258 = x250 + x252 + x254 + x257
-    x259 = numpy.sqrt(x245 * (2 * x250 + 2 * x252 + 2 * x254 + 2 * x257))
-    x260 = ckpt_async * x251
-    x261 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x201 * x221 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x256))) / numpy.log(1 - numpy.minimum(0.999999999999, x255))))) - 1) + 1
-    del x201, x255, x256
-    x262 = x258 * (1 / 2 * x238 + 1 / 2 * x239 + 1 / 2 * x240 + 1 / 2 * x241 + 1 / 2 * x242)
-    del x240, x241, x242
-    x263 = numpy.maximum(numpy.maximum(x205, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x205 * x261 + x251) + x260)), numpy.where(numpy.greater(x245, 1 / 2 * x250 + 1 / 2 * x252 + 1 / 2 * x254 + 1 / 2 * x257), -x258 + x259 * (1 / 3 * numpy.sqrt(x262) + 1 / 9 * x262 + 1), x245))
-    del x250, x252, x254, x257, x262
-    x264 = ckpt_gockpt * (x205 + x251) + x260
-    del x251, x260
-    x265 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x266 = node_repair_s * x239
-    x267 = numpy.exp(-x266)
-    x268 = -spare_nodes
-    x269 = rack_nodes + x268
-    x270 = node_repair_s * x243
-    x271 = 2 * rack_nodes + x268
-    x272 = x266 * x267
-    del x266
-    x273 = 3 * rack_nodes + x268
-    x274 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x267 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x275 = 4 * rack_nodes + x268
-    x276 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x267 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x277 = 5 * rack_nodes + x268
-    x278 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x267 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x279 = 6 * rack_nodes + x268
-    x280 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x267 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x281 = 7 * rack_nodes + x268
-    x282 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x267 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x283 = 8 * rack_nodes + x268
-    x284 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x267 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x285 = 9 * rack_nodes + x268
-    x286 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x267 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x287 = 10 * rack_nodes + x268
-    x288 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x267 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x289 = 11 * rack_nodes + x268
-    x290 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x267 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x291 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x267 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x292 = x245 * (x238 + x239 * (x267 * poisson_cdf(-x269, x270) + x272 * poisson_cdf(-x271, x270) + x274 * poisson_cdf(-x273, x270) + x276 * poisson_cdf(-x275, x270) + x278 * poisson_cdf(-x277, x270) + x280 * poisson_cdf(-x279, x270) + x282 * poisson_cdf(-x281, x270) + x284 * poisson_cdf(-x283, x270) + x286 * poisson_cdf(-x285, x270) + x288 * poisson_cdf(-x287, x270) + x290 * poisson_cdf(-x289, x270) + x291 * poisson_cdf(-12 * rack_nodes - x268, x270)) + x243 * (x267 * poisson_cdf(spare_nodes - 1, x270) + x272 * poisson_cdf(-x269 - 1, x270) + x274 * poisson_cdf(-x271 - 1, x270) + x276 * poisson_cdf(-x273 - 1, x270) + x278 * poisson_cdf(-x275 - 1, x270) + x280 * poisson_cdf(-x277 - 1, x270) + x282 * poisson_cdf(-x279 - 1, x270) + x284 * poisson_cdf(-x281 - 1, x270) + x286 * poisson_cdf(-x283 - 1, x270) + x288 * poisson_cdf(-x285 - 1, x270) + x290 * poisson_cdf(-x287 - 1, x270) + x291 * poisson_cdf(-x289 - 1, x270)))
-    del x238, x239, x243, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283, x284, x285, x286, x287, x288, x289, x290, x291
-    x293 = ckpt_in_memory * x253 + failure_detection_s - x245 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x292, 1 - x292) * numpy.expm1(x244 * (x265 - numpy.minimum(requeue_restart_s, restart_overhead_s)))) + x246 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x203) + x265
-    del x253, x265
-    x294 = x205 * x237
-    x295 = x244 * x293
-    x296 = numpy.exp(x244 * x264)
-    x297 = numpy.exp(x244 * (x258 + x263))
-    x298 = x294 * x296 / x263
-    x299 = x296 + x298 * (x297 - 1) - 1
-    del x296
-    x300 = x299 * numpy.exp(x295)
-    x301 = x245 * x300
-    x302 = x244 * numpy.exp(-x295) / x299
-    del x295, x299
-    x303 = x294 * x302
-    x304 = gpus + gpus_per_node * spare_nodes
-    x305 = x301 * x304
-    x306 = 0.000277777777777778 * x305
-    x307 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x197 * x224 + compute_power_fraction * x107 * x108 * x158 * x225)
+    x259 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x201 * x221 * x249 / (1 - (1 - numpy.minimum(1, x257)) ** gockpt_steps) - x258)
+    del x249
+    x260 = x252 + x254 + x256 + x259
+    x261 = numpy.sqrt(x247 * (2 * x252 + 2 * x254 + 2 * x256 + 2 * x259))
+    x262 = ckpt_async * x253
+    x263 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x201 * x221 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x258))) / numpy.log(1 - numpy.minimum(0.999999999999, x257))))) - 1) + 1
+    del x201, x257, x258
+    x264 = x260 * (1 / 2 * x238 + 1 / 2 * x239 + 1 / 2 * x240 + 1 / 2 * x241 + 1 / 2 * x243 + 1 / 2 * x244)
+    del x239, x240, x241, x243, x244
+    x265 = numpy.maximum(numpy.maximum(x205, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x205 * x263 + x253) + x262)), numpy.where(numpy.greater(x247, 1 / 2 * x252 + 1 / 2 * x254 + 1 / 2 * x256 + 1 / 2 * x259), -x260 + x261 * (1 / 3 * numpy.sqrt(x264) + 1 / 9 * x264 + 1), x247))
+    del x252, x254, x256, x259, x264
+    x266 = ckpt_gockpt * (x205 + x253) + x262
+    del x253, x262
+    x267 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x268 = node_repair_s * x238
+    x269 = numpy.exp(-x268)
+    x270 = node_repair_s * x242
+    x271 = -spare_nodes
+    x272 = rack_nodes + x271
+    x273 = x268 * x269
+    del x268
+    x274 = 2 * rack_nodes + x271
+    x275 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x269 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x276 = 3 * rack_nodes + x271
+    x277 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x269 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x278 = 4 * rack_nodes + x271
+    x279 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x269 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x280 = 5 * rack_nodes + x271
+    x281 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x269 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x282 = 6 * rack_nodes + x271
+    x283 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x269 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x284 = 7 * rack_nodes + x271
+    x285 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x269 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x286 = 8 * rack_nodes + x271
+    x287 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x269 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x288 = 9 * rack_nodes + x271
+    x289 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x269 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x290 = 10 * rack_nodes + x271
+    x291 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x269 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x292 = 11 * rack_nodes + x271
+    x293 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x269 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x294 = x247 * (x238 * (x269 * poisson_cdf(-x272, x270) + x273 * poisson_cdf(-x274, x270) + x275 * poisson_cdf(-x276, x270) + x277 * poisson_cdf(-x278, x270) + x279 * poisson_cdf(-x280, x270) + x281 * poisson_cdf(-x282, x270) + x283 * poisson_cdf(-x284, x270) + x285 * poisson_cdf(-x286, x270) + x287 * poisson_cdf(-x288, x270) + x289 * poisson_cdf(-x290, x270) + x291 * poisson_cdf(-x292, x270) + x293 * poisson_cdf(-12 * rack_nodes - x271, x270)) + x242 * (x269 * poisson_cdf(spare_nodes - 1, x270) + x273 * poisson_cdf(-x272 - 1, x270) + x275 * poisson_cdf(-x274 - 1, x270) + x277 * poisson_cdf(-x276 - 1, x270) + x279 * poisson_cdf(-x278 - 1, x270) + x281 * poisson_cdf(-x280 - 1, x270) + x283 * poisson_cdf(-x282 - 1, x270) + x285 * poisson_cdf(-x284 - 1, x270) + x287 * poisson_cdf(-x286 - 1, x270) + x289 * poisson_cdf(-x288 - 1, x270) + x291 * poisson_cdf(-x290 - 1, x270) + x293 * poisson_cdf(-x292 - 1, x270)) + x245)
+    del x238, x242, x245, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283, x284, x285, x286, x287, x288, x289, x290, x291, x292, x293
+    x295 = x247 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x294, 1 - x294) * numpy.expm1(x246 * (x267 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x296 = ckpt_in_memory * x255 + failure_detection_s - x247 * numpy.log1p(manual_restart_fraction * numpy.expm1(x246 * (-manual_restart_s + x267 - x295))) + x248 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x203) + x267 - x295
+    del x255, x267, x295
+    x297 = x205 * x237
+    x298 = x246 * x296
+    x299 = numpy.exp(x246 * x266)
+    x300 = numpy.exp(x246 * (x260 + x265))
+    x301 = x297 * x299 / x265
+    x302 = x299 + x301 * (x300 - 1) - 1
+    del x299
+    x303 = x302 * numpy.exp(x298)
+    x304 = x247 * x303
+    x305 = x246 * numpy.exp(-x298) / x302
+    del x298, x302
+    x306 = x297 * x305
+    x307 = gpus + gpus_per_node * spare_nodes
+    x308 = x304 * x307
+    x309 = 0.000277777777777778 * x308
+    x310 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x197 * x224 + compute_power_fraction * x107 * x108 * x158 * x225)
     del x107, x108, x158, x197, x224, x225
-    x308 = x245 * x298 * (x297 - numpy.exp(x244 * x258))
-    del x244, x297, x298
-    x309 = idle_power_w * (x301 - x308) + x307 * x308
-    del x308
-    x310 = gpus * x309
-    x311 = network_power_per_node_w + node_overhead_power_w
-    x312 = x203 * x311
-    del x203
-    x313 = spare_nodes * (gpus_per_node * idle_power_w + x311) + x312
+    x311 = x247 * x301 * (x300 - numpy.exp(x246 * x260))
+    del x246, x300, x301
+    x312 = idle_power_w * (x304 - x311) + x310 * x311
     del x311
-    x314 = x301 * x313 + x310
-    x315 = pue * x314
-    x316 = gpus * max_power_w + x313
-    del x313
-    x317 = price_usd_per_gpu_hour * x306
-    x318 = lifetime_s ** (-1.0)
-    x319 = 2.77777777777778e-07 * electricity_usd_per_kwh * x315 + x306 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x318 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x316 / x304) / utilisation
-    del x304
-    x320 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x315
-    x321 = embodied_kg_per_gpu * x305 * x318
-    del x305, x318
-    x322 = x320 + x321
-    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x245, x246, x258, x259, x263, x261, x264, x293, x294, x301, x300, 1 - x303, x303, spare_nodes, x292, x306, x310, x314, x315, -pue * x294 * (gpus * x307 + x312) + x315, x307, x302 * x309, x302 * x315, pue * x316, x317, x319, use_tco * x319 + x317 * (1 - use_tco), x320, x321, x322, x322 / (tokens * x233), x301 * x322]
+    x313 = gpus * x312
+    x314 = network_power_per_node_w + node_overhead_power_w
+    x315 = x203 * x314
+    del x203
+    x316 = spare_nodes * (gpus_per_node * idle_power_w + x314) + x315
+    del x314
+    x317 = x304 * x316 + x313
+    x318 = pue * x317
+    x319 = gpus * max_power_w + x316
+    del x316
+    x320 = price_usd_per_gpu_hour * x309
+    x321 = lifetime_s ** (-1.0)
+    x322 = 2.77777777777778e-07 * electricity_usd_per_kwh * x318 + x309 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x321 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x319 / x307) / utilisation
+    del x307
+    x323 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x318
+    x324 = embodied_kg_per_gpu * x308 * x321
+    del x308, x321
+    x325 = x323 + x324
+    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x247, x248, x260, x261, x265, x263, x266, x296, x297, x304, x303, 1 - x306, x306, spare_nodes, x294, x309, x313, x317, x318, -pue * x297 * (gpus * x310 + x315) + x318, x310, x305 * x312, x305 * x318, pue * x319, x320, x322, use_tco * x322 + x320 * (1 - use_tco), x323, x324, x325, x325 / (tokens * x233), x304 * x325]

@@ -327,7 +327,7 @@ def codesign(scenario: Scenario, hardware: str, vary: list[str], *, catalog=None
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus, "max_gpus": s.max_gpus})
     options.validate()
     x = base_inputs(catalog, model=s.model, hardware=hardware, site=s.site,
-                    reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
+                    site_class=s.site_class, reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
                     cost_basis=s.cost_basis, seq_len=s.seq_len, tokens=s.tokens,
                     global_batch=s.global_batch, pricing=s.pricing, provider=s.provider,
                     spot_interruption=s.spot_interruption)

@@ -164,8 +164,10 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "step_time_cv": NON_NEGATIVE, "pause_probability": FRACTION,
     "pause_duration_s": NON_NEGATIVE,
     "network_mtbf_s": POSITIVE, "rack_mtbf_s": POSITIVE, "software_mtbf_s": POSITIVE,
+    "software_internode_mtbf_s": POSITIVE, "software_node_exponent": Domain("(0,1]"),
     "rack_nodes": Domain(">=1", maximum=MAX_GPUS), "failure_detection_s": NON_NEGATIVE,
     "requeue_restart_s": NON_NEGATIVE, "node_repair_s": NON_NEGATIVE,
+    "manual_restart_fraction": FRACTION, "manual_restart_s": NON_NEGATIVE,
     # -1: choose the optimal count per candidate (--spares auto)
     "spare_nodes": Domain("real", integer=True, minimum=-1, maximum=MAX_GPUS),
     "gc_interval_s": POSITIVE, "gc_duration_s": NON_NEGATIVE, "gc_planned": FLAG,

@@ -346,7 +346,7 @@ def largest_index(out: dict[str, np.ndarray], terms: tuple[str, ...]) -> np.ndar
 
 
 def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
-                reliability=DEFAULTS["reliability"], precision=DEFAULTS["precision"],
+                site_class=DEFAULTS["site_class"], reliability=DEFAULTS["reliability"], precision=DEFAULTS["precision"],
                 checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
                 seq_len=None, tokens=DEFAULTS["tokens"], global_batch=None,
                 pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
@@ -369,7 +369,7 @@ def base_inputs(catalog, *, model, hardware, site=DEFAULTS["site"],
 
     check({"tokens": tokens, "global_batch": global_batch, "seq_len": seq_len})
     x = catalog_inputs(catalog, model=model, hardware=hardware, site=site,
-                       reliability=reliability, precision=precision, checkpoint=checkpoint,
+                       site_class=site_class, reliability=reliability, precision=precision, checkpoint=checkpoint,
                        cost_basis=cost_basis, seq_len=seq_len, pricing=pricing,
                        provider=provider, spot_interruption=spot_interruption, stack=stack)
     x["tokens"] = float(tokens)
@@ -385,7 +385,8 @@ CACHED_RUNS = 256
 
 def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, checkpoint,
                    cost_basis, seq_len, pricing, provider, spot_interruption,
-                   stack=DEFAULTS["stack"]) -> dict[str, float]:
+                   stack=DEFAULTS["stack"], site_class=DEFAULTS["site_class"]
+                   ) -> dict[str, float]:
     """The run-model inputs that come from catalog entries (a new dict each call).
 
     Entries given by id are looked up, checked against their domains and priced once per
@@ -394,7 +395,7 @@ def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, ch
     """
     from hardware_catalog.loader import looks_like_path
 
-    names = (model, hardware, site, reliability, stack)
+    names = (model, hardware, site, site_class, reliability, stack)
     cacheable = all(isinstance(v, str) and not looks_like_path(v) for v in names)
     key = (id(catalog), *names, precision, checkpoint, cost_basis, seq_len, pricing, provider,
            spot_interruption)
@@ -406,7 +407,7 @@ def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, ch
     if hit is not None and hit[0] is catalog:
         return dict(hit[1])
     x = _read_catalog_inputs(catalog, model=model, hardware=hardware, site=site,
-                             reliability=reliability, precision=precision,
+                             site_class=site_class, reliability=reliability, precision=precision,
                              checkpoint=checkpoint, cost_basis=cost_basis, seq_len=seq_len,
                              pricing=pricing, provider=provider,
                              spot_interruption=spot_interruption, stack=stack)
@@ -417,7 +418,7 @@ def catalog_inputs(catalog, *, model, hardware, site, reliability, precision, ch
     return dict(x)
 
 
-def _read_catalog_inputs(catalog, *, model, hardware, site, reliability, precision,
+def _read_catalog_inputs(catalog, *, model, hardware, site, site_class, reliability, precision,
                          checkpoint, cost_basis, seq_len, pricing, provider,
                          spot_interruption, stack) -> dict[str, float]:
     from planner.engine.domains import check
@@ -437,11 +438,14 @@ def _read_catalog_inputs(catalog, *, model, hardware, site, reliability, precisi
     profile = catalog.reliability_profile(reliability)
     software = catalog.stack(stack) if isinstance(stack, str) else stack
     basis = "tco" if pricing == "owned" else cost_basis
+    site_entry = catalog.site(site)
     # catalog values and user files too: one table, before any kernel call, naming the entry
     x = {}
     for where, part in ((f"model '{m.id}'", model_inputs(m, seq_len)),
                         (f"accelerator '{acc.id}'", hardware_inputs(acc, node, precision, software)),
-                        (f"site '{site}'", site_inputs(catalog.site(site), basis)),
+                        (f"site '{site}', site class '{site_class}'",
+                         site_inputs(site_entry, basis,
+                                     catalog.pue_entry(site_class, site_entry))),
                         (f"reliability profile '{reliability}'",
                          reliability_inputs(profile, checkpoint)),
                         ("planner/engine/execution.toml", execution_defaults()),
@@ -642,7 +646,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
              zero=DEFAULTS["zero"], sequence_parallel=None, precision=DEFAULTS["precision"],
              site=DEFAULTS["site"], tokens=DEFAULTS["tokens"], shard_group=None,
              checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
-             flash_attention=True, reliability=DEFAULTS["reliability"], catalog=None,
+             site_class=DEFAULTS["site_class"], flash_attention=True, reliability=DEFAULTS["reliability"], catalog=None,
              catalog_dirs=(), overrides=None, return_inputs=False,
              pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
              spot_interruption=DEFAULTS["spot_interruption"], stack=DEFAULTS["stack"],
@@ -683,8 +687,9 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
         model=model, hardware=hardware, gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
         etp=etp, global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
         recompute=recompute, zero=zero, sequence_parallel=sequence_parallel,
-        precision=precision, site=site, tokens=tokens, checkpoint=checkpoint,
-        cost_basis=cost_basis, flash_attention=flash_attention, reliability=reliability,
+        precision=precision, site=site, site_class=site_class, tokens=tokens,
+        checkpoint=checkpoint, cost_basis=cost_basis, flash_attention=flash_attention,
+        reliability=reliability,
         catalog=catalog, catalog_dirs=catalog_dirs, overrides=overrides, pricing=pricing,
         provider=provider, spot_interruption=spot_interruption, stack=stack,
         shard_group=shard_group, scalar=not as_frame)
@@ -698,7 +703,8 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
                  seq_len, recompute, zero, sequence_parallel, precision, site, tokens,
                  checkpoint, cost_basis, flash_attention, reliability, catalog, catalog_dirs,
                  overrides, pricing, provider, spot_interruption, stack=DEFAULTS["stack"],
-                 etp=None, shard_group=None, scalar: bool = False) -> tuple[dict, dict]:
+                 etp=None, shard_group=None, scalar: bool = False,
+                 site_class=DEFAULTS["site_class"]) -> tuple[dict, dict]:
     """:func:`evaluate` without pandas: ``(columns, kernel inputs)``.
 
     Columns are arrays of one entry per layout; with ``scalar`` and one layout, Python
@@ -732,7 +738,8 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
 
         catalog = load_catalog(catalog_dirs)
     x = base_inputs(catalog, model=model, hardware=hardware, site=site,
-                    reliability=reliability, precision=precision, checkpoint=checkpoint,
+                    site_class=site_class, reliability=reliability, precision=precision,
+                    checkpoint=checkpoint,
                     cost_basis=cost_basis, seq_len=seq_len, tokens=tokens,
                     global_batch=global_batch, pricing=pricing, provider=provider,
                     spot_interruption=spot_interruption, stack=stack)
@@ -751,7 +758,7 @@ def evaluate_run(*, model, hardware, gpus, tp, pp, cp, ep, vp, global_batch, mic
     meta = {"model": model if isinstance(model, str) else model.id,
             "hardware": hardware if isinstance(hardware, str) else hardware.id,
             "precision": precision, "stack": stack if isinstance(stack, str) else stack.id,
-            "site": site, "checkpoint": checkpoint, "recompute": recompute, "zero": zero}
+            "site": site, "site_class": site_class, "checkpoint": checkpoint, "recompute": recompute, "zero": zero}
     if one and scalar:
         return _evaluate_one(x, meta, gpus, sizes, recompute=RECOMPUTE_CODES[recompute],
                              zero=zero, shard_group=shard_group,

@@ -174,10 +174,16 @@ INPUTS: dict[str, tuple[str, str]] = {
     "pause_duration_s": ("s", "length of such a pause"),
     "network_mtbf_s": ("s", "mean time between job-stopping network faults per node"),
     "rack_mtbf_s": ("s", "mean time between failures of one rack (scale-up domain)"),
-    "software_mtbf_s": ("s", "mean time between job-wide software faults"),
+    "software_mtbf_s": ("s", "mean time between size-independent software faults of a job"),
+    "software_internode_mtbf_s": ("s", "mean time between inter-node software faults (NCCL "
+                                  "hangs, timeouts) of a two-node job"),
+    "software_node_exponent": ("1", "growth of inter-node software faults with the nodes "
+                               "beyond the first"),
     "rack_nodes": ("1", "nodes of one rack (scale-up domain); a rack failure takes all out"),
     "failure_detection_s": ("s", "time to detect a failure and stop the job"),
     "requeue_restart_s": ("s", "restart when no hot spare is healthy (wait for nodes)"),
+    "manual_restart_fraction": ("1", "share of failures whose restart needs a person"),
+    "manual_restart_s": ("s", "restart of a failure that needs manual intervention"),
     "node_repair_s": ("s", "time until a failed node is healthy again"),
     "spare_nodes": ("1", "hot-spare nodes reserved for the job"),
     "gc_interval_s": ("s", "mean time between unplanned GC pauses on one rank"),
@@ -579,10 +585,10 @@ def throughput(x: dict, r: dict) -> dict:
     }
 
 
-def memory_per_gpu(x: dict, r: dict) -> dict:
-    """Memory of one GPU of the first (fullest) pipeline stage."""
-    h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
-    stage = r["stage_params"]
+def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
+    """Activation bytes one transformer layer keeps for backward, one micro-batch, without
+    full recompute: Korthikanti's count with the attention's shape, the MoE layers' experts,
+    MLA up-projection and norm recomputation and FP8-cached GEMM inputs."""
     # MoE layers keep their experts' tensors (dispatched token copies, expert widths, Linear
     # inputs at linear_input_bytes) instead of the dense MLP's; MLA layers whose
     # up-projections are recomputed keep the latents, not the per-head Q, K and V
@@ -604,9 +610,18 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
     # GEMM inputs: kept at linear_input_bytes (FP8 recipes: 1), or not at all when the norms
     # are recomputed (DeepSeek-V3 s3.2.3)
     norms = memory.norm_output_activation_bytes(s, b, h, tp, x["sequence_parallel"])
-    layer_act = layer_act - x["recompute_norms"] * norms - (1 - x["linear_input_bytes"] / 2) * (
+    layer_act = layer_act - x["recompute_norms"] * norms \
+        - memory.cached_input_saving_fraction(x["linear_input_bytes"]) * (
         (1 - x["recompute_norms"]) * norms
         + (1 - r["moe_share"]) * memory.mlp_activation_bytes(s, b, x["ffn"], 1, tp))
+    return layer_act
+
+
+def memory_per_gpu(x: dict, r: dict) -> dict:
+    """Memory of one GPU of the first (fullest) pipeline stage."""
+    h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
+    stage = r["stage_params"]
+    layer_act = _layer_activation_bytes(x, r, s, b, h, tp)
     # full recompute keeps each layer's input, plus one layer's working set
     stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
         s, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
@@ -650,7 +665,10 @@ def failure_domains(x: dict, r: dict) -> dict:
                    + failures.domain_failure_rate(nodes, x["node_mtbf_s"])
                    + failures.domain_failure_rate(nodes, x["network_mtbf_s"]))
     rack_rate = failures.domain_failure_rate(nodes / x["rack_nodes"], x["rack_mtbf_s"])
-    software_rate = failures.domain_failure_rate(1, x["software_mtbf_s"])
+    # job-wide software faults: per job, plus inter-node faults growing with the nodes
+    software_rate = failures.software_failure_rate(nodes, x["software_mtbf_s"],
+                                                   x["software_internode_mtbf_s"],
+                                                   x["software_node_exponent"])
     mtbf = 1 / (single_rate + rack_rate + software_rate)
     in_repair = (failures.nodes_in_repair(single_rate, x["node_repair_s"]),
                  failures.nodes_in_repair(rack_rate, x["node_repair_s"]))
@@ -660,11 +678,16 @@ def failure_domains(x: dict, r: dict) -> dict:
         + rack_rate * failures.pool_swap_probability(x["spare_nodes"], x["rack_nodes"],
                                                      *in_repair, x["rack_nodes"])
         + software_rate)
+    # automatic restarts: a swap or a re-queue; a share of failures needs a person instead
+    # (manual intervention, detected the same way)
+    automatic_s = failures.effective_restart_cost(
+        mtbf, x["failure_detection_s"], x["restart_overhead_s"], x["requeue_restart_s"],
+        swap_fraction)
     return {"system_mtbf_s": mtbf, "swap_fraction": swap_fraction,
             "spare_nodes": x["spare_nodes"],
-            "failure_restart_s": failures.effective_restart_cost(
-                mtbf, x["failure_detection_s"], x["restart_overhead_s"],
-                x["requeue_restart_s"], swap_fraction)}
+            "failure_restart_s": failures.manual_restart_cost(
+                mtbf, automatic_s, x["failure_detection_s"] + x["manual_restart_s"],
+                x["manual_restart_fraction"])}
 
 
 def reliability(x: dict, r: dict) -> dict:

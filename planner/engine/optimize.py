@@ -358,7 +358,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     for hw in names:
         try:
             x = base_inputs(catalog, model=model, hardware=hw, site=s.site,
-                            reliability=s.reliability, precision=s.precision,
+                            site_class=s.site_class, reliability=s.reliability, precision=s.precision,
                             checkpoint=s.checkpoint, cost_basis=s.cost_basis,
                             seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch,
                             pricing=s.pricing, provider=s.provider,

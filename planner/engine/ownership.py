@@ -121,7 +121,8 @@ def _owned_terms(catalog, scenario, row: dict) -> dict:
     x = ownership_inputs(float(acc.purchase_price_usd.value), scenario.ownership)
     lifetime_s = float(acc.lifetime_years.value) * cost.SECONDS_PER_YEAR
     billed = float(row["gpu_hours"]) * cost.SECONDS_PER_HOUR / float(row["wall_time_s"])
-    it_peak_w = float(row["peak_power_mw"]) * 1e6 / float(site.pue.value) / billed  # per GPU
+    pue = float(catalog.pue_entry(scenario.site_class, site).pue.value)
+    it_peak_w = float(row["peak_power_mw"]) * 1e6 / pue / billed  # per GPU
     facility = cost.facility_usd_per_hour(x["facility_usd_per_kw_month"], it_peak_w)
     fixed = cost.ownership_usd_per_hour(x["capex_usd_per_gpu"], x["residual_value_fraction"],
                                         lifetime_s, x["opex_fraction_per_year"], facility)

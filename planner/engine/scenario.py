@@ -39,6 +39,8 @@ DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3: 16M tokens per batch (arXiv
 DEFAULTS: dict = {
     "model": DEFAULT_MODEL, "tokens": DEFAULT_TOKENS, "hardware": "all",
     "site": "us-average", "reliability": "default", "precision": "bf16",
+    # the PUE's class of data centre (hardware_catalog/data/site_classes); "site": the site's
+    "site_class": "hyperscale",
     "stack": "megatron-core-2025",  # software stack (hardware_catalog/data/stacks)
     "checkpoint": "async", "cost_basis": "cloud", "min_gpus": 8, "max_gpus": 16384,
     "deadline_days": 90.0, "objective": "cost", "knee_threshold": 0.8,
@@ -65,6 +67,7 @@ class Scenario:
     seq_len: int | None = None  # default: the model's
     hardware: tuple[str, ...] = (DEFAULTS["hardware"],)
     site: str = DEFAULTS["site"]
+    site_class: str = DEFAULTS["site_class"]  # PUE by class of data centre, or "site"
     reliability: str = DEFAULTS["reliability"]
     precision: str = DEFAULTS["precision"]
     stack: str = DEFAULTS["stack"]  # software stack id (hardware_catalog/data/stacks)
@@ -361,9 +364,12 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
     }
 
 
-def site_inputs(site, cost_basis: str = "cloud") -> dict[str, float]:
+def site_inputs(site, cost_basis: str = "cloud", site_class=None) -> dict[str, float]:
+    """Kernel inputs of a site (grid, price) and the PUE of its class of data centre
+    (``site_class``: the entry ``Catalog.pue_entry`` gives; None: the site's own PUE)."""
+    pue_from = site if site_class is None else site_class
     return {
-        "pue": value(site.pue),
+        "pue": value(pue_from.pue),
         "electricity_usd_per_kwh": value(site.electricity_usd_per_kwh),
         "grid_intensity_g_per_kwh": value(site.grid_intensity_g_per_kwh),
         "use_tco": 1.0 if cost_basis == "tco" else 0.0,
@@ -389,9 +395,14 @@ def reliability_inputs(profile, scheme: str) -> dict[str, float]:
         "network_mtbf_s": value(given("domain_network_mtbf_s") or NEVER_S),
         "rack_mtbf_s": value(given("domain_rack_mtbf_s") or NEVER_S),
         "software_mtbf_s": value(given("domain_software_mtbf_s") or NEVER_S),
+        "software_internode_mtbf_s": value(given("domain_software_internode_mtbf_s")
+                                           or NEVER_S),
+        "software_node_exponent": value(given("domain_software_node_exponent") or 1.0),
         "failure_detection_s": value(given("failure_detection_s") or 0.0),
         "requeue_restart_s": value(given("requeue_restart_s") or restart),
         "node_repair_s": value(given("node_repair_s") or 0.0),
+        "manual_restart_fraction": value(given("manual_restart_fraction") or 0.0),
+        "manual_restart_s": value(given("manual_restart_s") or 0.0),
         "spare_nodes": SPARES_AUTO,
         **STRAGGLER_DEFAULTS,
         "storage_write_cap_bytes_per_s": value(

@@ -55,7 +55,8 @@ def site_ranking(results: dict, catalog) -> list[dict]:
     rows = []
     for name, result in results.items():
         site = catalog.site(name)
-        row = {"site": name, "pue": float(site.pue.value),
+        pue = catalog.pue_entry(result.scenario.site_class, site).pue.value
+        row = {"site": name, "pue": float(pue),
                "usd_per_kwh": float(site.electricity_usd_per_kwh.value),
                "g_per_kwh": float(site.grid_intensity_g_per_kwh.value)}
         for objective, (column, key) in RANKED.items():

@@ -13,8 +13,10 @@ profile and co-design points), over that set's own range of spare counts.
 
 >>> x = {"gpus": 16384.0, "gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0,
 ...      "node_mtbf_s": 180285826.0, "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18,
-...      "software_mtbf_s": 74057.0, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
-...      "requeue_restart_s": 7200.0, "node_repair_s": 86400.0, "spare_nodes": -1.0}
+...      "software_mtbf_s": 5.973e6, "software_internode_mtbf_s": 7.387e5,
+...      "software_node_exponent": 0.3, "rack_nodes": 1.0, "restart_overhead_s": 600.0,
+...      "requeue_restart_s": 7200.0, "node_repair_s": 86400.0, "spare_nodes": -1.0,
+...      "manual_restart_fraction": 0.00716, "manual_restart_s": 28800.0}
 >>> int(resolve_spares(x)["spare_nodes"])  # the Llama 3 job (formulas in docs/model.md)
 16
 """
@@ -32,8 +34,10 @@ AUTO = -1.0
 
 #: Inputs the optimal count depends on (the failure domains and restart costs).
 SPARE_INPUTS = ("gpus", "gpus_per_node", "gpu_mtbf_s", "node_mtbf_s", "network_mtbf_s",
-                "rack_mtbf_s", "software_mtbf_s", "rack_nodes", "restart_overhead_s",
-                "requeue_restart_s", "node_repair_s")
+                "rack_mtbf_s", "software_mtbf_s", "software_internode_mtbf_s",
+                "software_node_exponent", "rack_nodes", "restart_overhead_s",
+                "requeue_restart_s", "node_repair_s", "manual_restart_fraction",
+                "manual_restart_s")
 
 #: Largest spare count searched (a bound on memory; far above any optimum seen).
 MAX_SPARES = 4096
@@ -54,7 +58,8 @@ def optimal_spare_nodes(**x) -> np.ndarray:
     """
     terms = pool_terms(**x)
     # S <= max(swapped, requeued), so (nodes + s) / that bounds every value from s on
-    ceiling = np.maximum(terms["swapped"], terms["requeued"])[:, 0] * (1 + _BOUND_SLACK)
+    ceiling = ((1 - terms["manual_share"]) * np.maximum(terms["swapped"], terms["requeued"])
+               + terms["manual_share"] * terms["manual"])[:, 0] * (1 + _BOUND_SLACK)
     nodes, top = terms["nodes"][:, 0], terms["top"][:, 0]
     best, chosen = np.full(nodes.size, np.inf), np.zeros(nodes.size)
     active, first = np.arange(nodes.size), 0
@@ -89,7 +94,9 @@ def pool_terms(**x) -> dict[str, np.ndarray]:
               + rel.domain_failure_rate(nodes, col("node_mtbf_s"))
               + rel.domain_failure_rate(nodes, col("network_mtbf_s")))
     rack = rel.domain_failure_rate(nodes / col("rack_nodes"), col("rack_mtbf_s"))
-    software = rel.domain_failure_rate(1.0, col("software_mtbf_s"))
+    software = rel.software_failure_rate(nodes, col("software_mtbf_s"),
+                                         col("software_internode_mtbf_s"),
+                                         col("software_node_exponent"))
     mtbf = 1 / (single + rack + software)
     mu1 = rel.nodes_in_repair(single, col("node_repair_s"))
     mu_r = rel.nodes_in_repair(rack, col("node_repair_s"))
@@ -99,7 +106,10 @@ def pool_terms(**x) -> dict[str, np.ndarray]:
             "mtbf": mtbf, "mu1": mu1, "mu_r": mu_r, "rack_nodes": m,
             "top": np.minimum(np.ceil(reach), MAX_SPARES),  # each row's range: 0 .. top
             "swapped": np.exp(-col("restart_overhead_s") / mtbf),
-            "requeued": np.exp(-col("requeue_restart_s") / mtbf)}
+            "requeued": np.exp(-col("requeue_restart_s") / mtbf),
+            # a share of failures restarts by hand whatever the spares
+            "manual_share": col("manual_restart_fraction"),
+            "manual": np.exp(-col("manual_restart_s") / mtbf)}
 
 
 def billed_nodes(terms: dict[str, np.ndarray], spares: np.ndarray) -> np.ndarray:
@@ -108,7 +118,8 @@ def billed_nodes(terms: dict[str, np.ndarray], spares: np.ndarray) -> np.ndarray
     t, m = terms, terms["rack_nodes"]
     single, rack = pool_swap_probabilities(spares, (1, m), t["mu1"], t["mu_r"], m)
     swap = t["mtbf"] * (t["single"] * single + t["rack"] * rack + t["software"])
-    survival = swap * t["swapped"] + (1 - swap) * t["requeued"]
+    survival = ((1 - t["manual_share"]) * (swap * t["swapped"] + (1 - swap) * t["requeued"])
+                + t["manual_share"] * t["manual"])
     with np.errstate(divide="ignore", invalid="ignore"):
         billed = (t["nodes"] + spares) / survival
     return np.where(spares <= t["top"], billed, np.inf)

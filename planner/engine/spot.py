@@ -24,7 +24,7 @@ def spot_versus_on_demand(catalog, scenario, row: dict) -> dict | None:
     s = scenario
     try:
         od = evaluate(model=s.model, hardware=row["hardware"], site=s.site,
-                      reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
+                      site_class=s.site_class, reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
                       cost_basis=s.cost_basis, seq_len=s.seq_len, tokens=s.tokens,
                       global_batch=s.global_batch, recompute=row["recompute"],
                       sequence_parallel=bool(row["sequence_parallel"]), catalog=catalog,

@@ -64,6 +64,8 @@ def winner_rows(result: PlanResult) -> list[dict]:
         rows.append({"objective": objective, "hardware": row["hardware"],
                      "gpus": int(row["gpus"]), "layout": layout_text(row),
                      "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
+                     "gpu_mwh": float(row["energy_gpu_mwh"]),
+                     "it_mwh": float(row["energy_it_mwh"]),
                      "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
                      "tcdp_t_d": float(row["tcdp_t_d"]),
                      "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
@@ -111,6 +113,8 @@ def per_hardware_rows(result: PlanResult, objective: str) -> list[dict]:
         knee = result.knee.get(hw)
         rows.append({"hardware": hw, "gpus": int(row["gpus"]), "layout": layout_text(row),
                      "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
+                     "gpu_mwh": float(row["energy_gpu_mwh"]),
+                     "it_mwh": float(row["energy_it_mwh"]),
                      "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
                      "tcdp_t_d": float(row["tcdp_t_d"]),
                      "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
@@ -119,6 +123,14 @@ def per_hardware_rows(result: PlanResult, objective: str) -> list[dict]:
     order = {"time": "days", "cost": "usd", "energy": "mwh", "carbon": "tco2e",
              "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}[objective]
     return sorted(rows, key=lambda r: r[order])
+
+
+#: Headers of the three energy columns of the plan tables (winner_rows' gpu_mwh, it_mwh, mwh).
+ENERGY_HEADERS = ("GPU MWh", "IT MWh", "facility MWh")
+
+
+def _energy_cells(r: dict) -> list[str]:
+    return [f"{r[k]:,.0f}" for k in ("gpu_mwh", "it_mwh", "mwh")]
 
 
 def _fmt_usd(v: float) -> str:
@@ -137,29 +149,31 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     s = result.scenario
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, site {s.site}, "
+    console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, site {s.site} "
+                  f"({s.site_class} PUE), "
                   f"{s.precision}, {s.checkpoint} checkpoints, cost by "
                   f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
                   f"({s.provider}); "
                   f"{result.evaluated:,} layouts evaluated ({result.fitting:,} fit) "
                   f"in {result.seconds:.2f} s")
-    numbers = {"GPUs", "days", "USD", "MWh", "tCO2e", "MFU", "knee GPUs"}
+    # energy in three columns: GPUs, IT (GPUs, rest of nodes, network), facility (IT x PUE)
+    numbers = {"GPUs", "days", "USD", *ENERGY_HEADERS, "tCO2e", "MFU", "knee GPUs"}
     winners = [[OBJECTIVE_LABELS[r["objective"]], r["hardware"], f"{r['gpus']:,}",
-                r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]), f"{r['mwh']:,.0f}",
+                r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]), *_energy_cells(r),
                 f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}"] for r in winner_rows(result)]
     if winners:
-        buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD", "MWh",
-                              "tCO2e", "MFU"], winners, title="Winners per objective",
-                             width=width, right=numbers))
+        buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD",
+                              *ENERGY_HEADERS, "tCO2e", "MFU"], winners,
+                             title="Winners per objective", width=width, right=numbers))
     for line in price_lines(result) + spot_lines(result) + rent_vs_buy_lines(result):
         console.print(line, highlight=False, markup=False)
     if result.per_hardware:
         rows = [[r["hardware"], f"{r['gpus']:,}", r["layout"], f"{r['days']:.1f}",
-                 _fmt_usd(r["usd"]), f"{r['mwh']:,.0f}", f"{r['tco2e']:,.0f}",
+                 _fmt_usd(r["usd"]), *_energy_cells(r), f"{r['tco2e']:,.0f}",
                  f"{r['mfu']:.1%}", f"{r['knee_gpus']:,}" if r["knee_gpus"] else "-"]
                 for r in per_hardware_rows(result, s.objective)]
-        buf.write(table_text(["hardware", "GPUs", "layout", "days", "USD", "MWh", "tCO2e",
-                              "MFU", "knee GPUs"], rows,
+        buf.write(table_text(["hardware", "GPUs", "layout", "days", "USD", *ENERGY_HEADERS,
+                              "tCO2e", "MFU", "knee GPUs"], rows,
                              title=f"Best per accelerator ({s.objective})", width=width,
                              right=numbers))
     head = result.best.get(s.objective)
@@ -279,9 +293,13 @@ def render_uncertainty(report: dict, width: int | None = None) -> str:
         probs = [report["win_probability"][o][hw] for o in objectives]
         if any(p > 0 for p in probs):
             wins.append([hw, *(f"{p:.0%}" for p in probs)])
+    from planner.analysis.uncertainty import risk_lines
+
+    labels = {o: f"the {label} plan" for o, label in OBJECTIVE_LABELS.items()}
+    risks = "".join(f"{line}\n" for line in risk_lines(report, labels))
     return text + table_text(["hardware", *objectives], wins,
                              title="Probability of being the winner", width=width,
-                             right=set(objectives))
+                             right=set(objectives)) + risks
 
 
 def _short(value: float) -> str:

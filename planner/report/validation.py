@@ -264,6 +264,44 @@ AutoModel's configs checkpoint every layer (`activation_checkpointing true`): fu
 recompute.
 """
 
+MTTF_TEXT = """
+### Job MTTF against job size
+
+The kernel's system MTBF (`system_mtbf_s`, the one Young/Daly intervals, spare pools and
+fault-tolerance energy use) from 8 to 16,384 GPUs. Failures add by domain
+(`formulas/reliability.py`): GPU faults per GPU, host and network faults per node, and
+job-wide software faults, a per-job term plus inter-node faults (NCCL hangs, timeouts)
+growing as (nodes - 1)^0.3 (`software_failure_rate`). The `meta-rsc` profile is RSC-1's
+6.50 hardware failures per 1000 node-days (row rsc-rate), its 8-GPU job MTTF's remainder as
+the per-job software rate and the inter-node term fitted to 1,024 and 16,384 GPUs; Kokolis
+et al.'s MTTF falls 145-fold from 8 to 1,024 GPUs but only 4.4-fold from 1,024 to 16,384,
+which no rate linear in the nodes reproduces (linear growth through the 8- and 1,024-GPU
+points gives 0.5 h at 16,384). The `default` profile keeps Llama 3's 419 unexpected
+interruptions in 54 days at 16,384 GPUs (Table 5's causes: 268 GPU, 53 host, 35 network,
+63 software) with the software share split the same way. Before (2026-11-26): the default
+charged its 63 software faults per job whatever the size (8 GPUs: 20.5 h, 1,024: 15.2 h),
+and meta-rsc had one per-GPU rate (8 GPUs: 154 d, 1,024: 28.8 h, 16,384: 1.8 h).
+"""
+
+ENERGY_TEXT = """
+### Whole-run energy and carbon
+
+GPU, IT (GPUs, the rest of the nodes, the network) and facility (IT x PUE) energy of three
+published runs, each with its published layout, reliability profile, site (grid) and class
+of data centre (PUE: `--site-class`, `hardware_catalog/data/site_classes`; default
+hyperscale, 1.10). `ratio_before` is the ratio before the measured-average accounting
+(commit be4fedc: the site's own PUE, 1.50 in France and 1.58 for the US average, and the
+node power beside the GPUs at the DGX nameplate maximum, 3.3 kW per DGX A100 and 4.6 kW per
+DGX H100, now 1.7 and 2.4 kW: Latif et al. arXiv:2412.08602, Newkirk et al.
+arXiv:2506.14551). BLOOM's 690 MWh (GPU plus idle infrastructure, Luccioni et al.) is
+compared with the facility energy. BLOOM's published GPU energy is GPU-hours x 400 W TDP, not
+a measurement; capplan's is 0.72x of it because its wall time is 0.84x of the published
+118 days (the phases, evaluations and restarts of a whole run are not modelled yet) and its
+GPUs draw a phase-weighted 338 W, not the TDP. Llama 3's power notes (row l3-power: swings of
+tens of MW) match an average facility power of 12.3 MW and a peak of 18.5 MW at 16,384 H100
+(24.9 and 33.8 MW before).
+"""
+
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
            "tab:pink")
 
@@ -320,6 +358,57 @@ def plot(pred, path: str) -> None:
         plt.close(fig)
 
 
+def plot_mttf_curve(rows: list[dict], path: str) -> None:
+    """The MTTF-vs-GPUs curve of :func:`mttf_curve` as a log-log PNG."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise CapplanError("matplotlib is not installed; pip install 'capplan[plot]'") from exc
+    from planner.report.output import atomic_target
+
+    gpus = [r["gpus"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    from planner.analysis.validate import MTTF_PROFILES
+
+    for profile, colour in zip(MTTF_PROFILES, ("tab:blue", "tab:orange"), strict=True):
+        ax.plot(gpus, [r[f"{profile}_h"] for r in rows], "-", color=colour,
+                label=f"capplan, {profile} profile")
+    rsc = [(r["gpus"], r["published_rsc_h"]) for r in rows if r["published_rsc_h"]]
+    ax.plot(*zip(*rsc, strict=True), "o", color="tab:blue",
+            label="Kokolis et al. 2025 (Meta RSC)")
+    l3 = [(r["gpus"], r["published_llama3_h"]) for r in rows if r["published_llama3_h"]]
+    ax.plot(*zip(*l3, strict=True), "s", color="tab:orange", label="Llama 3 405B (Table 5)")
+    for g, h in rsc + l3:  # the 0.67-1.5x band of the targets
+        ax.plot([g, g], [h / 1.5, h * 1.5], "-", color="grey", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("GPUs of the job")
+    ax.set_ylabel("job MTTF [h]")
+    ax.set_title("Job mean time to failure vs job size (grey: 0.67-1.5x)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    try:
+        with atomic_target(str(path), force=True) as tmp:
+            fig.savefig(tmp, dpi=120)
+    finally:
+        plt.close(fig)
+
+
+def mttf_table_rows(curve: list[dict]) -> list[dict]:
+    """The MTTF-vs-GPUs curve as docs/validation.md shows it (hours, 3 significant digits;
+    - where nothing is published)."""
+    def fmt(v):
+        return "-" if v is None else f"{v:.3g}"
+
+    return [{"gpus": r["gpus"], "meta-rsc [h]": fmt(r["meta-rsc_h"]),
+             "Kokolis et al. [h]": fmt(r["published_rsc_h"]),
+             "default [h]": fmt(r["default_h"]),
+             "Llama 3 405B [h]": fmt(r["published_llama3_h"])} for r in curve]
+
+
 def table_rows(summary) -> list[dict]:
     return [{"dataset": s["dataset"], "count": s["count"],
              "unexpressible": s["unexpressible_count"], "mape_%": 100 * s["mape"],
@@ -335,6 +424,7 @@ def checks():
     from planner.analysis import validate as v
 
     return {"korthikanti": v.korthikanti_check(), "reliability": v.reliability_check(),
+            "mttf_curve": v.mttf_curve(), "whole_run_energy": v.whole_run_energy_check(),
             "throughput": v.steady_state_check(), "energy": v.energy_check(),
             "later_stack": v.later_stack_check(),
             "published_layouts": v.published_layout_check()}
@@ -379,12 +469,17 @@ def docs_text(pred, summary, extra) -> str:
                  f"reported as out of memory, so the reverse check has no rows yet.\n")
     parts.append("\n## Reliability and energy\n")
     parts.append(md(extra["reliability"]))
+    parts.append(MTTF_TEXT)
+    parts.append(md(mttf_table_rows(extra["mttf_curve"]), title="Job MTTF [h] by job size"))
+    parts.append("\n![job MTTF vs GPUs](reliability_mttf.png)\n")
     parts.append("\nSteady-state throughput of the code that trained OLMo 2 (OLMo-core's "
                  "published H100 numbers; layouts from its training scripts), then the "
                  "measured whole-run GPU energies:\n")
     parts.append(md(extra["throughput"]))
     parts.append("\n")
     parts.append(md(extra["energy"]))
+    parts.append(ENERGY_TEXT)
+    parts.append(md(extra["whole_run_energy"], title="Whole-run energy and carbon"))
     parts.append(WEAK)
     return "\n".join(parts)
 
@@ -460,9 +555,11 @@ def write_docs(*, check: bool = False, pred=None, summary=None, extra=None) -> i
 
     if pred is None:
         pred, summary = run()
-    text = docs_text(pred, summary, checks() if extra is None else extra)
+    extra = checks() if extra is None else extra
+    text = docs_text(pred, summary, extra)
     code = write_or_check(DOCS / "validation.md", text, check=check,
                           command="python -m planner.codegen")
     if not check:
         plot(pred, str(DOCS / "validation.png"))
+        plot_mttf_curve(extra["mttf_curve"], str(DOCS / "reliability_mttf.png"))
     return code

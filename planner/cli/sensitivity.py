@@ -39,8 +39,14 @@ def sensitivity(
     rows = elasticity_table(run.inputs)[:max(top, 1)]
     payload = {"inputs": run.echo, "elasticities": rows, "version": version(),
                "catalog_version": run.catalog_version}
-    title = (f"Elasticities for {run.echo['model']} on {run.echo['gpus']:,} x "
-             f"{run.echo['hardware']} (d ln output / d ln input)")
+    from planner.engine.readable import count_text
+
+    e = run.echo
+    cp = f" CP{e['cp']}" if (e.get('cp') or 1) > 1 else ""
+    title = (f"Elasticities for {e['model']} on {count_text(e['tokens'])} tokens, "
+             f"{e['gpus']:,} x {e['hardware']} (TP{e['tp']} PP{e['pp']} DP{e['dp']}"
+             f"{cp}), "
+             f"{e['site']} (d ln output / d ln input)")
     from planner.report.output import committed_together
 
     with committed_together(force):  # -o and --plot together or not at all

@@ -98,7 +98,9 @@ def si_label(value: float) -> str:
 
 def _title(result) -> str:
     s = result.scenario
-    parts = [f"{s.model} on {count_text(s.tokens)} tokens", f"site {s.site}", s.precision,
+    objective = WINNER_STYLE.get(s.objective, (s.objective,))[0]
+    parts = [f"{s.model} on {count_text(s.tokens)} tokens",
+             f"objective: {objective} ({s.objective})", f"site {s.site}", s.precision,
              f"{s.checkpoint} checkpoints"]
     for value, text in ((s.deadline_days, "deadline {:g} days"),
                         (s.budget_usd, "budget {:,.0f} USD"),
@@ -108,16 +110,57 @@ def _title(result) -> str:
     return ", ".join(parts)
 
 
-def _hardware_colours(names) -> dict:
-    import matplotlib
+#: Accelerator families, (id prefixes, label, colour): one colour per vendor generation,
+#: so 20 accelerators read as 8 groups; members of a family differ by line style and marker.
+FAMILIES = (
+    (("gb300", "gb200", "b300", "b200"), "NVIDIA Blackwell", "#1a9850"),
+    (("h100", "h200", "h800", "h20"), "NVIDIA Hopper", "#91cf60"),
+    (("a100", "a800", "a10", "l40", "l4", "v100"), "NVIDIA Ampere/Ada", "#8c8c8c"),
+    (("mi3", "mi2", "mi1"), "AMD Instinct", "#d73027"),
+    (("tpu",), "Google TPU", "#4575b4"),
+    (("gaudi",), "Intel Gaudi", "#17becf"),
+    (("trn", "inf"), "AWS Trainium", "#fd8d3c"),
+)
+OTHER_FAMILY = ("other", "#984ea3")
+FAMILY_STYLES = ("-", "--", ":", "-.")
+FAMILY_MARKERS = ("o", "s", "^", "D", "v", "P")
 
-    cmap = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
-    return {hw: cmap(i % cmap.N) for i, hw in enumerate(names)}
+
+def hardware_family(hw: str) -> tuple[str, str]:
+    """(family label, colour) of an accelerator id: 'h100-sxm' -> ('NVIDIA Hopper', ...)."""
+    for prefixes, label, colour in FAMILIES:
+        if hw.lower().startswith(prefixes):
+            return label, colour
+    return OTHER_FAMILY
+
+
+def family_groups(names) -> list[tuple[str, list[str]]]:
+    """The accelerators grouped by family, families in FAMILIES order, members sorted."""
+    order = [label for _, label, _ in FAMILIES] + [OTHER_FAMILY[0]]
+    groups: dict[str, list[str]] = {}
+    for hw in sorted(names):
+        groups.setdefault(hardware_family(hw)[0], []).append(hw)
+    return [(label, groups[label]) for label in order if label in groups]
+
+
+def _member_index(names, hw) -> int:
+    for _, members in family_groups(names):
+        if hw in members:
+            return members.index(hw)
+    return 0
+
+
+def _hardware_colours(names) -> dict:
+    return {hw: hardware_family(hw)[1] for hw in names}
 
 
 def _linestyle(names, hw) -> str:
-    """Solid lines; with more than ten accelerators the light tab20 shades are dashed."""
-    return "--" if len(names) > 10 and sorted(names).index(hw) % 2 else "-"
+    """Members of one family: solid, dashed, dotted, dash-dotted."""
+    return FAMILY_STYLES[_member_index(names, hw) % len(FAMILY_STYLES)]
+
+
+def _marker(names, hw) -> str:
+    return FAMILY_MARKERS[_member_index(names, hw) % len(FAMILY_MARKERS)]
 
 
 def _fits(result):
@@ -301,8 +344,8 @@ def _draw_scaling(fig, result, *, legend: str | None = "outside right center"):
         for hw in names:
             curve = curves[hw]
             x, y = curve.index.to_numpy(float), curve.to_numpy(float)
-            ax.plot(x, y, marker="o", markersize=3, lw=1.5, color=colours[hw], label=hw,
-                    ls=_linestyle(names, hw), zorder=3)
+            ax.plot(x, y, marker=_marker(names, hw), markersize=3, lw=1.4, color=colours[hw],
+                    label=hw, ls=_linestyle(names, hw), zorder=3)
             obstacles += _dense(x, y, log_y=log_y).tolist()
         for hw in names:  # knee: ring on the line, dotted line through the panels
             knee = result.knee.get(hw)
@@ -345,6 +388,10 @@ def _draw_scaling(fig, result, *, legend: str | None = "outside right center"):
             ymin, ymax = ax.get_ylim()
             pad = 0.12 * (ymax - ymin)
             ax.set_ylim(ymin - pad, ymax + pad)
+        if ax is axes[0]:
+            _direct_labels(ax, names, colours,
+                           {hw: (float(c.index[-1]), float(c.iloc[-1]))
+                            for hw, c in curves.items() if len(c)})
         jobs.append((ax, items, np.asarray(obstacles)))
     axes[-1].set_xlabel("GPUs")
     axes[0].set_title("Best layout per GPU count (layouts that fit in memory)", fontsize=10)
@@ -353,20 +400,70 @@ def _draw_scaling(fig, result, *, legend: str | None = "outside right center"):
     return jobs
 
 
+def _direct_labels(ax, names, colours, ends, fontsize=6.5) -> None:
+    """Each accelerator's name right of the panel, at its curve's last point (spread so
+    that no two overlap), with a thin leader line: the lines read without the legend."""
+    if not ends:
+        return
+    to_axes = ax.transAxes.inverted()
+    placed = []
+    for hw, (x, y) in ends.items():
+        fy = float(to_axes.transform(ax.transData.transform((x, y)))[1])
+        placed.append([min(max(fy, 0.0), 1.0), hw, x, y])
+    placed.sort()
+    gap = min(0.05, 1.0 / max(len(placed), 1))
+    for i in range(1, len(placed)):  # push up, then pull back inside the panel
+        placed[i][0] = max(placed[i][0], placed[i - 1][0] + gap)
+    overflow = placed[-1][0] - 1.0
+    if overflow > 0:
+        for item in placed:
+            item[0] -= overflow
+        for i in range(len(placed) - 2, -1, -1):
+            placed[i][0] = min(placed[i][0], placed[i + 1][0] - gap)
+    for fy, hw, x, y in placed:
+        ax.annotate(hw, xy=(x, y), xycoords="data", xytext=(1.02, fy),
+                    textcoords="axes fraction", fontsize=fontsize, color=colours[hw],
+                    va="center", ha="left", fontweight="bold",
+                    arrowprops=dict(arrowstyle="-", color=colours[hw], lw=0.5, alpha=0.6,
+                                    shrinkA=0, shrinkB=2))
+
+
 def _scaling_legend(fig, names, colours, result, drawn, loc="outside right center"):
+    """The legend grouped by accelerator family: one column per family (a header, then its
+    members), then the knee and winner markers."""
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=colours[hw], marker="o", markersize=3, lw=1.5, label=hw,
-                      ls=_linestyle(names, hw)) for hw in names]
-    handles.append(Line2D([], [], ls=":", color="0.3", marker="o", markersize=8, mfc="none",
-                          mec="0.3", label=f"knee (marginal scaling\nefficiency "
-                                           f"\u2265 {result.scenario.knee_threshold:g})"))
+    groups = family_groups(names)
+    blank = Line2D([], [], ls="none", label=" ")
+    extra = [Line2D([], [], ls=":", color="0.3", marker="o", markersize=8, mfc="none",
+                    mec="0.3", label=f"knee (marginal scaling\nefficiency "
+                                     f"\u2265 {result.scenario.knee_threshold:g})")]
     for marker, label in drawn:
-        handles.append(Line2D([], [], ls="none", marker=marker, markersize=9, mfc="gold",
-                              mec="black", label=label))
+        extra.append(Line2D([], [], ls="none", marker=marker, markersize=9, mfc="gold",
+                            mec="black", label=label))
     side = loc.split()[1] in ("right", "left")
-    fig.legend(handles=handles, loc=loc, fontsize=8, frameon=False,
-               ncols=1 if side else min(len(handles), 5))
+    rows = max(max(len(m) for _, m in groups) + 1, 1 if side else len(extra))
+    columns, headers = [], []
+    for label, members in groups:  # small families share a column
+        header = Line2D([], [], ls="-", lw=6, color=colours[members[0]], label=label)
+        headers.append(label)
+        column = [header] + [Line2D([], [], color=colours[hw], marker=_marker(names, hw),
+                                    markersize=3, lw=1.4, ls=_linestyle(names, hw), label=hw)
+                             for hw in members]
+        if columns and not side and len(columns[-1]) + len(column) <= rows:
+            columns[-1] += column
+        else:
+            columns.append(column)
+    columns.append(extra)
+    handles = [h for column in columns
+               for h in column + ([] if side else [blank] * (rows - len(column)))]
+    legend = fig.legend(handles=handles, loc=loc, fontsize=7, frameon=False,
+                        ncols=1 if side else len(columns), handlelength=2.2,
+                        columnspacing=0.8)
+    for text in legend.get_texts():
+        if text.get_text() in headers:
+            text.set_fontweight("bold")
+    return legend
 
 
 def sig3(value: float) -> str:
@@ -430,11 +527,14 @@ def _draw_pareto(fig, result, *, legend: bool = True):
     colorbar = fig.colorbar(scatter, ax=ax, pad=0.02)
     colorbar.set_label("wall time [days]")
     if isinstance(norm, LogNorm):
-        from matplotlib.ticker import FuncFormatter, LogLocator
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
-        colorbar.locator = LogLocator(subs=(1.0, 2.0, 5.0))
-        colorbar.formatter = FuncFormatter(lambda v, _: f"{v:g}")
-        colorbar.update_ticks()
+        # plain numbers on 1-2-5 ticks only; no minor ticks (matplotlib's minor log labels
+        # are '6x10^1' beside a major '50')
+        colorbar.ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        colorbar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        colorbar.ax.yaxis.set_minor_locator(NullLocator())
+        colorbar.ax.yaxis.set_minor_formatter(NullFormatter())
     all_cost = feasible["cost_usd"].to_numpy(float)
     all_energy = feasible["energy_mwh"].to_numpy(float)
     log_x = _value_axis(ax.xaxis, all_cost)

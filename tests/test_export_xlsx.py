@@ -25,7 +25,7 @@ def _recalculate(source, tmp_path):
     return out / source.name
 
 
-@pytest.mark.slow  # the first export builds the workbook's formulas with sympy (~1.5-3 min)
+@pytest.mark.slow  # LibreOffice recomputes each workbook (~10-20 s)
 @pytest.mark.parametrize("args", [
     ["--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "1024", "--tp", "8",
      "--pp", "4", "--checkpoint", "sync"],
@@ -86,3 +86,52 @@ def test_export_refuses_to_overwrite(tmp_path, capsys):
     path.write_text("mine")
     code = main(["export", "xlsx", "-o", str(path)])
     assert code == 2 and "--force" in capsys.readouterr().err and path.read_text() == "mine"
+
+
+@pytest.mark.slow  # sympy's common-subexpression elimination of the whole model (~1.5-2 min)
+def test_generated_workbook_formulas_are_fresh():
+    """The committed Model-sheet formulas are what the symbolic run model prints today."""
+    from planner.codegen.workbook import generate_source
+    from planner.report.xlsx import GENERATED
+
+    assert generate_source() == GENERATED.read_text(), (
+        f"{GENERATED} is stale: run `python -m planner.codegen --only workbook`")
+
+
+def test_export_runs_no_sympy_cse_and_writes_every_formula(tmp_path, capsys, monkeypatch):
+    """The export copies the generated formulas: sympy's CSE (minutes) is never called."""
+    import openpyxl
+    import sympy
+
+    from planner.engine.model import OUTPUTS
+    from planner.report.xlsx import model_formulas
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("export xlsx ran sympy.cse")
+
+    monkeypatch.setattr(sympy, "cse", forbidden)
+    path = tmp_path / "plan.xlsx"
+    assert main(["export", "xlsx", "-o", str(path)]) == 0, capsys.readouterr().err
+    model = openpyxl.load_workbook(path)["Model"]
+    live = {row[0].value: row[1].value for row in model.iter_rows(min_row=2) if row[0].value}
+    intermediates, outputs = model_formulas()
+    assert [name for name, _ in outputs] == list(OUTPUTS)
+    assert all(live[name].startswith("=") for name in OUTPUTS)
+    assert all(name in live for name, _ in intermediates)
+
+
+def test_export_shows_its_stages_on_a_terminal(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert main(["export", "xlsx", "-o", str(tmp_path / "plan.xlsx")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("capplan: export:")] == [
+        "capplan: export: sweeping the layout over GPU counts ...",
+        "capplan: export: writing the workbook's live formulas ..."]
+    assert err[-1].startswith("capplan: wrote ")
+
+
+def test_export_is_quiet_when_redirected(tmp_path, capsys):
+    assert main(["export", "xlsx", "-o", str(tmp_path / "plan.xlsx")]) == 0
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -121,6 +121,7 @@ def export_xlsx(
 
     run = resolve(options)
     e = run.echo
+    _progress("sweeping the layout over GPU counts")
     catalog = load_catalog(tuple(options.get("catalog") or ()))
     per_replica = e["tp"] * e["pp"] * e["cp"]
     dps = [d for d in 2 ** np.arange(0, 16) if e["global_batch"] % (d * e["micro_batch"]) == 0
@@ -153,9 +154,20 @@ def export_xlsx(
     sources = input_sources(catalog, e, e["precision"])
     sources["price_usd_per_gpu_hour"] = (f"{PriceQuote(**run.price).label()}; "
                                          f"{run.price['source']}")
+    _progress("writing the workbook's live formulas")
     # the workbook holds the chosen spare count (--spares auto is resolved per run)
-    path = write_workbook(output, resolve_spares(run.inputs), sources, values, sweep_rows, title, force=force)
+    path = write_workbook(output, resolve_spares(run.inputs), sources, values, sweep_rows,
+                          title, force=force)
     print(f"capplan: wrote {path}", file=sys.stderr)
+
+
+def _progress(stage: str) -> None:
+    """One stderr line per export stage, on a terminal only (the export takes a few
+    seconds; redirected, stderr stays the one ``wrote`` line or the one error line)."""
+    import sys
+
+    if sys.stderr.isatty():
+        print(f"capplan: export: {stage} ...", file=sys.stderr, flush=True)
 
 
 def _swept_shard_groups(dps, shard_group):

@@ -17,6 +17,15 @@ def _kernel(check: bool) -> int:
                           command="python -m planner.codegen")
 
 
+def _workbook(check: bool) -> int:
+    from planner.codegen.workbook import generate_source
+    from planner.report.output import write_or_check
+    from planner.report.xlsx import GENERATED
+
+    return write_or_check(GENERATED, generate_source(), check=check,
+                          command="python -m planner.codegen")
+
+
 def _native(check: bool) -> int:
     from planner.codegen.native_source import MANIFEST, SOURCE, generate
     from planner.report.output import write_or_check
@@ -54,7 +63,7 @@ def _validation(check: bool) -> int:
     return write_docs(check=check)
 
 
-STEPS = {"kernel": _kernel, "native": _native, "formulas": _formulas,
+STEPS = {"kernel": _kernel, "workbook": _workbook, "native": _native, "formulas": _formulas,
          "columns": _columns, "cli": _cli, "validation": _validation}
 
 

@@ -4,8 +4,8 @@ Sheets:
 
 * **Inputs** -- every run-model input as a named cell (value, unit, meaning, source);
 * **Model** -- every common subexpression and every output as a live Excel formula
-  printed from the symbolic run model by :mod:`planner.excel` (edit an input and
-  Excel recomputes everything); the value capplan computed sits beside each output;
+  printed once from the symbolic run model by :mod:`planner.codegen.workbook` into
+  ``_workbook_generated.py`` (edit an input and Excel recomputes everything); the value capplan computed sits beside each output;
 * **Sweep** -- the same layout evaluated by capplan over a range of GPU counts
   (values; DP grows with the GPU count).
 """
@@ -13,7 +13,6 @@ Sheets:
 from __future__ import annotations
 
 import re
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -29,19 +28,19 @@ def excel_name(name: str) -> str:
     return f"in_{name}" if _CELL_LIKE.match(name) else name
 
 
-@cache
-def model_formulas():
-    """(intermediates, outputs): lists of (name, sympy expression) after CSE (computed once
-    per process: the expressions do not change, and CSE takes about a minute)."""
-    import sympy
+#: The Model sheet's formulas, printed from the symbolic run model by
+#: ``python -m planner.codegen`` (:mod:`planner.codegen.workbook`); no sympy at export time.
+GENERATED = Path(__file__).with_name("_workbook_generated.py")
 
-    from planner.engine.symbolic import symbolic_outputs
 
-    exprs = symbolic_outputs()
-    names = list(OUTPUTS)
-    replacements, reduced = sympy.cse([sympy.sympify(exprs[n]) for n in names],
-                                      symbols=sympy.numbered_symbols("t_"))
-    return replacements, list(zip(names, reduced, strict=True))
+def model_formulas() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """(intermediates, outputs): (name, Excel formula) pairs of the Model sheet, from the
+    generated file (common subexpressions first, each a defined name ``t_N``)."""
+    from planner.report import _workbook_generated as generated
+
+    if generated.INPUTS != tuple(INPUTS) or generated.OUTPUTS != tuple(OUTPUTS):
+        raise RuntimeError(f"{GENERATED} is stale: run python -m planner.codegen")
+    return generated.INTERMEDIATES, generated.OUTPUT_FORMULAS
 
 
 def check_workbook_target(path, force: bool = False) -> Path:
@@ -62,7 +61,7 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
         from openpyxl.workbook.defined_name import DefinedName
     except ImportError:
         raise CapplanError("openpyxl is not installed; pip install 'capplan[xlsx]'") from None
-    from planner.report.excel import to_excel, xlsx_formula
+    from planner.report.excel import xlsx_formula
     from planner.report.output import atomic_target
 
     target = check_workbook_target(path, force)
@@ -75,14 +74,12 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
     ws.append(["input", "value", "unit", "meaning", "source"])
     for cell in ws[2]:
         cell.font = bold
-    cell_of = {}
     for row, name in enumerate(INPUTS, start=3):
         unit, meaning = INPUTS[name]
         ws.append([name, float(np.ravel(inputs[name])[0]), unit, meaning,
                    sources.get(name, "")])
         defined = excel_name(name)
         wb.defined_names[defined] = DefinedName(defined, attr_text=f"Inputs!$B${row}")
-        cell_of[name] = defined
 
     ms = wb.create_sheet("Model")
     ms.append(["quantity", "formula (live)", "unit", "capplan value", "relative difference"])
@@ -90,17 +87,15 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
         cell.font = bold
     intermediates, outputs = model_formulas()
     row = 2
-    for symbol, expr in intermediates:
-        name = str(symbol)
-        ms.append([name, xlsx_formula(to_excel(expr, cell_of)), "", None, None])
+    for name, formula in intermediates:
+        ms.append([name, xlsx_formula(formula), "", None, None])
         wb.defined_names[name] = DefinedName(name, attr_text=f"Model!$B${row}")
-        cell_of[name] = name
         row += 1
     ms.append([])
     row += 1
-    for name, expr in outputs:
+    for name, formula in outputs:
         capplan = float(np.ravel(values[name])[0])
-        ms.append([name, xlsx_formula(to_excel(expr, cell_of)), OUTPUTS[name], capplan,
+        ms.append([name, xlsx_formula(formula), OUTPUTS[name], capplan,
                    f"=IF(D{row}=0,B{row}-D{row},B{row}/D{row}-1)"])
         ms.cell(row=row, column=1).font = bold
         wb.defined_names[f"out_{name}"] = DefinedName(f"out_{name}",

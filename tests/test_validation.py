@@ -534,3 +534,26 @@ def test_moe_runs_fit_in_memory(moe):
         assert "moe" in v.pd.read_csv(v.DATA_DIR / "moe_runs.csv", dtype=str,
                                       keep_default_na=False).set_index("case_id").loc[
             case, "recompute"]
+
+
+def test_cli_refits_per_family_only_when_asked(monkeypatch, capsys):
+    """`capplan validate` reports the fit error in seconds; the leave-one-family-out refits
+    (~2 min on a cold cache) run with --lofo (and --write-docs) only."""
+    import json
+
+    import planner.analysis.calibration as calibration
+    from planner.cli.main import main
+
+    calls = []
+
+    def refit(cases):
+        calls.append(len(cases))
+        return np.full(len(cases), np.nan)
+
+    monkeypatch.setattr(calibration, "lofo_predictions", refit)
+    assert main(["validate", "-d", "sc21", "-f", "json"]) == 0
+    assert calls == []
+    summary = json.loads(capsys.readouterr().out)["datasets"]
+    assert summary[0]["dataset"] == "sc21" and summary[0]["mape"] > 0
+    assert main(["validate", "-d", "sc21", "--lofo", "-f", "json"]) == 0
+    assert len(calls) == 1

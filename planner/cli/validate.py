@@ -23,6 +23,10 @@ def validate(
     with_checks: bool = typer.Option(False, "--checks",
                                      help="Also report the memory, reliability, throughput and "
                                      "energy checks (a table each; a 'checks' key in JSON)."),
+    lofo: bool = typer.Option(False, "--lofo",
+                              help="Also the leave-one-model-family-out error: the calibration "
+                              "refitted without each family, ~2 min the first time (cached); "
+                              "always with --write-docs."),
 ):
     """Predict every published measurement with the catalog's parameters; report errors."""
 
@@ -46,7 +50,7 @@ def validate(
             raise CapplanError(
                 "--write-docs regenerates docs/ of a source checkout; this capplan is installed "
                 f"at {DOCS.parent} (no pyproject.toml there): run it from a git clone")
-    pred, summary = run(names)
+    pred, summary = run(names, lofo=lofo or write_docs)
     if plot_file:
         plot(pred, plot_file)
     extra = checks() if (write_docs or with_checks) else None

@@ -306,16 +306,18 @@ COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:
            "tab:pink")
 
 
-def run(names=None):
-    """Predictions and summary rows for the named datasets (all by default)."""
+def run(names=None, *, lofo: bool = True):
+    """Predictions and summary rows for the named datasets (all by default); with ``lofo``
+    also the leave-one-family-out predictions (a refit of the calibration per model family:
+    ~2 min on a cold cache, cached in capplan's cache folder)."""
     from planner.analysis import validate as v
     from planner.analysis.calibration import lofo_predictions
 
     cases = v.load_cases(names)
     pred = v.predict(cases)
-    # leave-one-family-out: each family's rows predicted by a calibration without them
-    pred["lofo_predicted"] = lofo_predictions(cases)
-    pred["lofo_error"] = pred["lofo_predicted"] / pred["measured"] - 1
+    if lofo:  # each family's rows predicted by a calibration without them
+        pred["lofo_predicted"] = lofo_predictions(cases)
+        pred["lofo_error"] = pred["lofo_predicted"] / pred["measured"] - 1
     return pred, v.summarise(pred)
 
 

@@ -7,31 +7,13 @@ import json
 import re
 
 import pytest
+from test_user_files import CHIP, SHAPE  # the user-file fixtures, one copy
 
 from hardware_catalog import clear_cache
 from hardware_catalog.loader import ENV_VAR
 from planner.cli.main import main
 from planner.errors import USAGE
 
-SHAPE = "layers = 4\nhidden = 256\nheads = 4\nvocab = 1000\nseq_len = 512\n"
-CHIP = """node = "dgx-h100"
-peak_bf16_flops_per_s = 1.2e15
-hbm_bytes = 141e9
-hbm_bandwidth_bytes_per_s = 4.8e12
-max_power_w = 700
-idle_power_w = 100
-scale_up_domain_gpus = 8
-scale_up_bandwidth_bytes_per_s = 450e9
-gemm_max_efficiency = 0.6
-gemm_half_efficiency_dim = 256
-hbm_efficiency = 0.9
-scale_up_bus_efficiency = 0.8
-scale_out_bus_efficiency = 0.85
-purchase_price_usd = 30000
-cloud_price_usd_per_gpu_hour = 5
-embodied_kg_co2e = 150
-lifetime_years = 4
-"""
 SMALL_PLAN = ["plan", "-m", "llama3-8b", "--tokens", "1e11", "--max-gpus", "64"]
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.engine.readable import usd_text
-from planner.engine.reductions import tie_key
+from planner.engine.reductions import first_least, tie_key
 from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
 
 #: Constraint -> (the column it limits, the Scenario field holding its limit).
@@ -80,7 +80,7 @@ def optimum(frame, s: Scenario, constraints: tuple[str, ...], column: str) -> di
     values = rows[column].to_numpy(dtype=float) if len(rows) else np.empty(0)
     if not np.isfinite(values).any():
         return None
-    return rows.iloc[int(np.nanargmin(tie_key(values)))].to_dict()  # near-ties: first row
+    return rows.iloc[first_least(values)].to_dict()  # near-ties: the first row
 
 
 @dataclass

@@ -30,7 +30,7 @@ from planner.engine.explain import (
 )
 from planner.engine.ownership import ownership_inputs
 from planner.engine.pricing import price_quote
-from planner.engine.reductions import GroupMinimum, pareto_mask, tie_key
+from planner.engine.reductions import GroupMinimum, first_least, pareto_mask, tie_key
 from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
 from planner.engine.space import (
     RECOMPUTE_NAMES,
@@ -431,8 +431,7 @@ def _argmin_row(frame, column) -> dict | None:
     """The row of the least ``column`` (near-ties, :func:`tie_key`, to the first row)."""
     if frame is None or len(frame) == 0:
         return None
-    return frame.iloc[int(np.argmin(np.nan_to_num(tie_key(frame[column].to_numpy(dtype=float)),
-                                                  nan=np.inf)))].to_dict()
+    return frame.iloc[first_least(frame[column].to_numpy(dtype=float))].to_dict()
 
 
 def pareto_rows(frame) -> list[dict]:

@@ -50,6 +50,16 @@ def tie_key(values):
     return key if np.ndim(values) else float(key[0])
 
 
+def first_least(values) -> int:
+    """Index of the first least value by :func:`tie_key` (NaN larger than every number;
+    all NaN: 0): how a winner is picked from kept rows, as the search picks them.
+
+    >>> first_least(np.array([3.0, np.nan, 1.0, 1.0 + 2.0**-30]))
+    2
+    """
+    return int(np.argmin(np.nan_to_num(tie_key(values), nan=np.inf)))
+
+
 class GroupMinimum:
     """Index of the minimum per distinct key, among the rows a mask selects.
 
@@ -210,4 +220,5 @@ def _dominated_pairwise(points: np.ndarray, block: int = 1024) -> np.ndarray:
     return dominated
 
 
-__all__ = ["TIE_BITS", "TIE_DROP", "GroupMinimum", "group_argmin", "pareto_mask", "tie_key", "unique_runs"]
+__all__ = ["TIE_BITS", "TIE_DROP", "GroupMinimum", "first_least", "group_argmin", "pareto_mask",
+           "tie_key", "unique_runs"]

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from formulas.communication import expert_rank_tokens
 from formulas.compute import mlp_params
-from planner.engine.evaluator import check_layout, evaluate
+from planner.engine.evaluator import evaluate
+from planner.engine.layout_check import check_layout
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags, layout_flags_one
 from planner.errors import CapplanError
 

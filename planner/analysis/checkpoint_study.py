@@ -135,7 +135,8 @@ def run_study(study: Study, catalog=None) -> list[dict]:
 def _fastest_fitting_layout(common: dict, gpus: int, overrides: dict) -> dict:
     """The layout sizes of ``gpus`` GPUs with the shortest wall time among those that fit
     in memory (the leanest when none fits), by ``plan``'s design-space enumeration."""
-    from planner.engine.evaluator import best_layout, evaluate
+    from planner.engine.evaluator import evaluate
+    from planner.engine.layout_check import best_layout
     from planner.engine.scenario import DEFAULTS
     from planner.engine.space import RECOMPUTE_CODES
 

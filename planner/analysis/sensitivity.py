@@ -41,7 +41,7 @@ UNCERTAIN_INPUTS = (
 
 def elasticities(inputs: dict) -> dict[str, dict[str, float]]:
     """``{input: {label: elasticity}}`` of one configuration (kernel inputs, SI units)."""
-    from planner.engine.evaluator import evaluate_inputs
+    from planner.engine.kernel_run import evaluate_inputs
     from planner.engine.spares import resolve_spares
 
     base = resolve_spares({k: float(np.ravel(inputs[k])[0]) for k in INPUTS})

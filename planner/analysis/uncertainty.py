@@ -87,7 +87,7 @@ def summarize(values: np.ndarray) -> dict[str, float]:
 def run_uncertainty(inputs: dict, spreads: dict[str, Spread], draws: int = 2000,
                     seed: int = 0) -> dict[str, dict]:
     """P10/P50/P90 of days, cost, energy and CO2e for one configuration."""
-    from planner.engine.evaluator import evaluate_inputs
+    from planner.engine.kernel_run import evaluate_inputs
 
     f = factors(spreads, draws, 1, seed)
     x = {k: (np.full(draws, float(np.ravel(v)[0])) if np.size(v) == 1 else v)
@@ -114,8 +114,9 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     per row on the nominal inputs and held in every draw (spares are bought up front).
     """
     from planner.engine.columns import layout_columns, layout_key
-    from planner.engine.evaluator import base_inputs, evaluate_columns
+    from planner.engine.kernel_run import evaluate_columns
     from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
     from planner.engine.spares import resolve_spares
 
@@ -140,12 +141,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     for g, hw in enumerate(hardware):
         rows = frontier.index[frontier["hardware"] == hw].to_numpy()
         part = frontier.loc[rows]
-        x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
-                        site_class=s.site_class, reliability=s.reliability, precision=s.precision,
-                        checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
-                        tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
-                        provider=s.provider, spot_interruption=s.spot_interruption,
-                        stack=s.stack)
+        x = base_inputs(catalog, RunChoices.from_scenario(s, hw))
         x.update(s.extra)
         layout = {k: part[k].to_numpy() for k in layout_columns() if k != "recompute"}
         layout["recompute"] = part["recompute"].map(RECOMPUTE_CODES).to_numpy()

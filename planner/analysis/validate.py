@@ -357,7 +357,7 @@ def modern_unexpressible(case, catalog) -> str:
     The layout rules are the planner's own (``check_layout``, as ``capplan evaluate``
     applies them); the rest are what the row's notes name that no input can state.
     """
-    from planner.engine.evaluator import check_layout
+    from planner.engine.layout_check import check_layout
     from planner.engine.scenario import PRECISIONS
     from planner.errors import CapplanError
 
@@ -644,11 +644,11 @@ _MODEL_TEMPLATE = "megatron-1.7b"  # any catalog model; every shape input is ove
 
 def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str,
                 precision: str, stack: str, catalog, params: dict | None) -> dict:
-    from planner.engine.evaluator import base_inputs
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import RECOMPUTE_CODES, layout_flags
 
-    x = base_inputs(catalog, model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
-                    precision=precision, stack=stack)
+    x = base_inputs(catalog, RunChoices(model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
+                    precision=precision, stack=stack))
     shape = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp_matrices", "vocab", "seq_len",
              "embedding_matrices", "moe_layers", "experts", "experts_per_token",
              "shared_experts", "moe_ffn", "global_batch", *ATTENTION_SHAPE)
@@ -717,7 +717,7 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     """
     from formulas.compute import narayanan_flops_per_iteration
     from planner.engine.columns import step_time_terms
-    from planner.engine.evaluator import evaluate_inputs
+    from planner.engine.kernel_run import evaluate_inputs
 
     if catalog is None:
         from hardware_catalog import load_catalog

@@ -310,7 +310,7 @@ def codesign(scenario: Scenario, hardware: str, vary: list[str], *, catalog=None
              workers: int | None = None, progress=None) -> CodesignResult:
     """Plan ``scenario`` on every point of the grid ``vary`` around accelerator ``hardware``."""
     from planner.engine.distributed import check_scheduler, run_tasks
-    from planner.engine.evaluator import base_inputs
+    from planner.engine.run_inputs import RunChoices, base_inputs
 
     check_scheduler(scheduler, workers)
     s = scenario
@@ -326,11 +326,7 @@ def codesign(scenario: Scenario, hardware: str, vary: list[str], *, catalog=None
     options = options or SpaceOptions()
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus, "max_gpus": s.max_gpus})
     options.validate()
-    x = base_inputs(catalog, model=s.model, hardware=hardware, site=s.site,
-                    site_class=s.site_class, reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
-                    cost_basis=s.cost_basis, seq_len=s.seq_len, tokens=s.tokens,
-                    global_batch=s.global_batch, pricing=s.pricing, provider=s.provider,
-                    spot_interruption=s.spot_interruption)
+    x = base_inputs(catalog, RunChoices.from_scenario(s, hardware))
     x.update(s.extra)
     points = hardware_points(x, axes, catalog.node(accelerator.node), s.precision)
     tasks = point_batches(points, hardware, options, s)

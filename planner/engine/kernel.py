@@ -158,7 +158,7 @@ def float_kernel():
     helpers, ``numpy.where`` as a conditional expression, comparisons as operators, the
     ``math`` functions and scalar special functions, and no ``del``.  Where numpy would
     return inf or NaN (a division by zero, the log of 0, an overflow) Python raises
-    instead: :func:`planner.engine.evaluator.evaluate_scalar` then runs the numpy kernel
+    instead: :func:`planner.engine.kernel_run.evaluate_scalar` then runs the numpy kernel
     on float64 scalars, so the values never depend on which path ran.
     """
     import ast

@@ -27,7 +27,7 @@ chunk of :data:`CHUNK` candidates, in cache:
    (NaN larger than every number, ties to the lowest row, as
    :class:`planner.engine.reductions.GroupMinimum`), kept across the calls of a task.
 
-The rows kept are then evaluated whole by :func:`planner.engine.evaluator.evaluate_inputs`
+The rows kept are then evaluated whole by :func:`planner.engine.kernel_run.evaluate_inputs`
 (compiled, so their values are the bits that selected them).  The answer is the one the
 numpy block loop gives, row for row (``tests/test_native_search.py``); ctypes releases the
 GIL, so tasks run side by side on threads.  On the numpy backend (no extension,
@@ -174,8 +174,8 @@ def _prepare(space, inputs: dict, start: int, stop: int, outputs: tuple[str, ...
     """``(gpus, call)`` for rows ``start`` .. ``stop``: the distinct GPU counts and the
     :class:`_Call` (``None`` where the compiled search cannot run; no GPU count: no call)."""
     from planner.engine import native
-    from planner.engine.evaluator import prelude_table
     from planner.engine.kernel import partial_kernel
+    from planner.engine.kernel_run import prelude_table
     from planner.engine.spares import resolve_spares
 
     spec = native.manifest.SEARCH

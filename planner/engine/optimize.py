@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.engine.columns import kept
-from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
 from planner.engine.explain import (
     Binding,
     active_constraints,
@@ -28,9 +27,11 @@ from planner.engine.explain import (
     meets,
     reduced_columns,
 )
+from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.engine.ownership import ownership_inputs
 from planner.engine.pricing import price_quote
 from planner.engine.reductions import GroupMinimum, first_least, pareto_mask, tie_key
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
 from planner.engine.space import (
     RECOMPUTE_NAMES,
@@ -210,7 +211,7 @@ def compiled_slice(task: SearchTask) -> dict | None:
     the whole task rather than over each block: the rows :func:`frontier_rows` keeps of
     them are the same."""
     from planner.engine import native, native_search
-    from planner.engine.evaluator import needed_outputs
+    from planner.engine.kernel_run import needed_outputs
 
     s, x = task.scenario, task.inputs
     if not native.available():
@@ -357,12 +358,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     names = resolve_hardware(catalog, s.hardware)
     for hw in names:
         try:
-            x = base_inputs(catalog, model=model, hardware=hw, site=s.site,
-                            site_class=s.site_class, reliability=s.reliability, precision=s.precision,
-                            checkpoint=s.checkpoint, cost_basis=s.cost_basis,
-                            seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch,
-                            pricing=s.pricing, provider=s.provider,
-                            spot_interruption=s.spot_interruption, stack=s.stack)
+            x = base_inputs(catalog, RunChoices.from_scenario(s, hw, model=model))
             prices[hw] = price_quote(catalog, catalog.accelerator(hw), s.pricing,
                                      s.provider, s.spot_interruption).as_dict()
         except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price

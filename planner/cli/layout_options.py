@@ -24,7 +24,7 @@ from planner.cli.common import (
 from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
 from planner.cli.fault_options import FAULT_OPTIONS
 from planner.cli.numbers import si_count
-from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
+from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
 from planner.errors import CapplanError, shown
 
 _P = PREFERRED_LAYOUT

@@ -21,7 +21,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from planner.engine.columns import layout_columns
+from planner.engine.domains import check
 from planner.engine.layout_rules import FLOATS, NUMPY, derived_inputs, holding
+from planner.errors import CapplanError
 
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
@@ -58,9 +60,6 @@ class SpaceOptions:
 
     def validate(self) -> None:
         """CapplanError on the first value outside its domain (planner.engine.domains)."""
-        from planner.engine.domains import check
-        from planner.errors import CapplanError
-
         check({"min_gpus": self.min_gpus, "max_gpus": self.max_gpus})
         for name in ("tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "hsdp",
                      "sequence_parallel"):

@@ -35,14 +35,15 @@ def configs_per_second(repeats: int = 5, rounds: int = 3) -> tuple[int, dict[str
     Measured alternately ``rounds`` times, best of ``repeats`` each, CPU time.
     """
     from hardware_catalog import load_catalog
-    from planner.engine import evaluator
-    from planner.engine.evaluator import CHUNK, base_inputs, evaluate_inputs, kernel
+    from planner.engine import kernel_run
+    from planner.engine.kernel_run import CHUNK, evaluate_inputs, kernel
     from planner.engine.model import INPUTS, OUTPUTS
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
     from planner.engine.spares import resolve_spares
 
     catalog = load_catalog()
-    x = base_inputs(catalog, model="llama3-70b", hardware="h100-sxm", tokens=15e12)
+    x = base_inputs(catalog, RunChoices(model="llama3-70b", hardware="h100-sxm", tokens=15e12))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),
@@ -53,7 +54,7 @@ def configs_per_second(repeats: int = 5, rounds: int = 3) -> tuple[int, dict[str
     n = len(layout["gpus"])
     f = kernel()
     arrays = frozenset(k for k in INPUTS if np.ndim(inputs[k]) > 0)
-    compiled = evaluator.native_kernel(tuple(OUTPUTS), arrays)
+    compiled = kernel_run.native_kernel(tuple(OUTPUTS), arrays)
     if compiled is None:
         raise SystemExit("the compiled kernel is not available here (CAPPLAN_KERNEL, cc)")
 
@@ -64,7 +65,7 @@ def configs_per_second(repeats: int = 5, rounds: int = 3) -> tuple[int, dict[str
 
     def c_computed():
         split, function = compiled
-        call = evaluator._SplitCall(split, INPUTS)
+        call = kernel_run._SplitCall(split, INPUTS)
         call.prepare(*(inputs[k] for k in INPUTS))
         buffers = list(np.empty((len(OUTPUTS), CHUNK)))
         for s in range(0, n, CHUNK):

@@ -32,13 +32,14 @@ def load(path: str):
 def main() -> None:
     from hardware_catalog import load_catalog
     from planner.engine import _kernel_generated as now
-    from planner.engine.evaluator import CHUNK, base_inputs
+    from planner.engine.kernel_run import CHUNK
     from planner.engine.model import INPUTS
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
     former = load(sys.argv[1])
     assert former.INPUTS == now.INPUTS and former.OUTPUTS == now.OUTPUTS
-    x = base_inputs(load_catalog(), model="llama3-70b", hardware="h100-sxm", tokens=15e12)
+    x = base_inputs(load_catalog(), RunChoices(model="llama3-70b", hardware="h100-sxm", tokens=15e12))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),

@@ -45,18 +45,16 @@ def former_plan_blocks(scenario, catalog) -> tuple[int, int]:
     """The former search loop: all outputs of every block stored, a lexsort per objective."""
     from reference_reductions import reference_kept_rows
 
-    from planner.engine.evaluator import base_inputs, evaluate_inputs
+    from planner.engine.kernel_run import evaluate_inputs
     from planner.engine.optimize import KEEP_COLUMNS, OBJECTIVE_COLUMNS, PLAN_CHUNK, feasible_mask
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
     s = scenario
     options = SpaceOptions(min_gpus=s.min_gpus, max_gpus=s.max_gpus)
     evaluated = kept = 0
     for hw in sorted(catalog.accelerators):
-        x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
-                        reliability=s.reliability, precision=s.precision,
-                        checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
-                        tokens=s.tokens, global_batch=s.global_batch)
+        x = base_inputs(catalog, RunChoices.from_scenario(s, hw))
         layout = enumerate_layouts(
             layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
             seq_len=int(x["seq_len"]), experts=int(x["experts"]),
@@ -77,18 +75,15 @@ def former_plan_blocks(scenario, catalog) -> tuple[int, int]:
 
 def current_plan_blocks(scenario, catalog) -> tuple[int, int]:
     """The same loop with :func:`planner.engine.optimize.reduce_block`."""
-    from planner.engine.evaluator import base_inputs
     from planner.engine.optimize import PLAN_CHUNK, reduce_block
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
     s = scenario
     options = SpaceOptions(min_gpus=s.min_gpus, max_gpus=s.max_gpus)
     evaluated = kept = 0
     for hw in sorted(catalog.accelerators):
-        x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
-                        reliability=s.reliability, precision=s.precision,
-                        checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
-                        tokens=s.tokens, global_batch=s.global_batch)
+        x = base_inputs(catalog, RunChoices.from_scenario(s, hw))
         layout = enumerate_layouts(
             layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
             seq_len=int(x["seq_len"]), experts=int(x["experts"]),

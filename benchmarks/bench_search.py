@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 def search_alone(x, space, repeat: int) -> float:
     """Best wall seconds of one ``native_search.search`` over the whole space."""
     from planner.engine import native_search
-    from planner.engine.evaluator import needed_outputs
+    from planner.engine.kernel_run import needed_outputs
     from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS
 
     keywords = {"outputs": needed_outputs(("memory_per_gpu_bytes", *SEARCH_COLUMNS)),
@@ -95,13 +95,13 @@ def main() -> int:
     args = parser.parse_args()
 
     from hardware_catalog import load_catalog
-    from planner.engine.evaluator import base_inputs
     from planner.engine.optimize import layout_space
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import SpaceOptions
 
     catalog = load_catalog()
-    x = base_inputs(catalog, model=args.model, hardware=args.hardware,
-                    global_batch=args.global_batch)
+    x = base_inputs(catalog, RunChoices(model=args.model, hardware=args.hardware,
+                    global_batch=args.global_batch))
     space = layout_space(x, SpaceOptions(max_gpus=args.max_gpus))
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; "
           f"{args.model} on {args.hardware}: {space.size:,} layouts\n")

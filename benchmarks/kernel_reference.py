@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's code, not an installed capplan
 
 from hardware_catalog import load_catalog  # noqa: E402
-from planner.engine.evaluator import base_inputs, evaluate_inputs  # noqa: E402
+from planner.engine.kernel_run import evaluate_inputs  # noqa: E402
 from planner.engine.model import INPUTS, OUTPUTS  # noqa: E402
+from planner.engine.run_inputs import RunChoices, base_inputs  # noqa: E402
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "kernel_reference.npz"
@@ -55,7 +56,7 @@ CASES = [
 
 def case_inputs(catalog, model, hardware, kwargs, flash, rng) -> dict[str, np.ndarray]:
     """Run-model inputs of ``ROWS_PER_CASE`` layouts of one case drawn with ``rng``."""
-    x = base_inputs(catalog, model=model, hardware=hardware, tokens=1e12, **kwargs)
+    x = base_inputs(catalog, RunChoices(model=model, hardware=hardware, tokens=1e12, **kwargs))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),

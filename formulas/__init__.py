@@ -15,8 +15,9 @@ sympy Symbols, and carries its units, LaTeX and reference.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
-from .core import Formula, formula
+from .core import Formula, formula, registered
 
 DOMAINS = (
     "compute", "memory", "communication", "pipeline", "checkpoint", "reliability", "straggler",
@@ -28,10 +29,6 @@ __all__ = ["Formula", "formula", "registry", "DOMAINS"]
 
 def registry() -> dict[str, Formula]:
     """Every formula of every domain module, by name (sorted)."""
-    import pkgutil
-
-    from .core import registered
-
     for info in pkgutil.iter_modules(__path__):
         if info.name not in ("core", "ops") and not info.name.startswith("_"):
             importlib.import_module(f"{__name__}.{info.name}")

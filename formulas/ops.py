@@ -13,6 +13,10 @@ from functools import cache
 
 import numpy as np
 
+from .special import digamma
+from .special import ndtri as _ndtri
+from .special import poisson_cdf as _poisson_cdf
+
 __all__ = [
     "is_symbolic", "sqrt", "exp", "log", "log2", "maximum", "minimum", "where",
     "ceil", "floor", "ndtri", "harmonic", "erf", "norm_cdf", "poisson_cdf", "expm1", "log1p",
@@ -135,8 +139,6 @@ def ndtri(p):
     if is_symbolic(p):
         sp = _sympy()
         return sp.sqrt(2) * sp.erfinv(2 * p - 1)
-    from .special import ndtri as _ndtri
-
     return _series_like(_ndtri(p), p)
 
 
@@ -144,8 +146,6 @@ def harmonic(n):
     """Harmonic number H_n = sum_{k=1}^{n} 1/k, continued to real n by digamma."""
     if is_symbolic(n):
         return _sympy().harmonic(n)
-    from .special import digamma
-
     return _series_like(digamma(np.asarray(n, dtype=float) + 1.0) + np.euler_gamma, n)
 
 
@@ -202,6 +202,4 @@ def poisson_cdf(k, mu):
     """
     if is_symbolic(k, mu):
         return _poisson_cdf_function()(k, mu)
-    from .special import poisson_cdf as _poisson_cdf
-
     return _series_like(_poisson_cdf(k, mu), k, mu)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed_version
+
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed_version
-
     try:
         return installed_version("capplan")
     except PackageNotFoundError:  # running from a source tree

@@ -1,13 +1,13 @@
 """Kernel inputs of a real layout space, for the tests that evaluate whole spaces."""
 
-from planner.engine.evaluator import base_inputs
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 
 def space_inputs(catalog, model, hardware, *, tokens=15e12, **options):
     """The run-model inputs of every layout the search enumerates for ``model`` on
     ``hardware`` (``options``: :class:`SpaceOptions` fields)."""
-    x = base_inputs(catalog, model=model, hardware=hardware, tokens=tokens)
+    x = base_inputs(catalog, RunChoices(model=model, hardware=hardware, tokens=tokens))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),

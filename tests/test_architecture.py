@@ -159,3 +159,70 @@ def test_imports_point_down_the_package_layers():
                 if name.split(".")[0] == a and base.split(".")[0] == b:
                     upward.append(f"{path.relative_to(ROOT)}:{line} imports {base}")
     assert not upward, "imports against the package layers:\n" + "\n".join(upward)
+
+
+#: Packages imported lazily (inside functions) because importing them is slow or they are
+#: optional extras: the boundaries of docs/architecture.md.
+LAZY_PACKAGES = {"pandas", "sympy", "matplotlib", "openpyxl", "dask", "distributed", "scipy",
+                 "rich", "pydantic", "hypothesis"}
+
+
+def _imports_lazy_package_at_top(module: str) -> bool:
+    path = MODULES.get(module)
+    if path is None:
+        return False
+    for node in ast.parse(path.read_text()).body:
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                 else [])
+        if any(n.split(".")[0] in LAZY_PACKAGES for n in names):
+            return True
+    return False
+
+
+def _is_boundary(node, function, inside_import_guard: bool) -> bool:
+    """A lazy import that the house rules allow: an optional or slow package, a module of
+    ours that imports one at its top, a package's lazy ``__getattr__``, or an import guarded
+    by ``except ImportError``."""
+    if function.name == "__getattr__" or inside_import_guard:
+        return True
+    if isinstance(node, ast.Import):
+        modules = [a.name for a in node.names]
+    else:
+        base = node.module or ""
+        modules = [base, *(f"{base}.{a.name}" for a in node.names)]
+    return any(m.split(".")[0] in LAZY_PACKAGES or _imports_lazy_package_at_top(m)
+               for m in modules)
+
+
+def _function_imports(path: Path):
+    """(function, import node, guarded) for every import inside a function of ``path``."""
+    tree = ast.parse(path.read_text())
+    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        function, guarded, up = None, False, parents.get(node)
+        while up is not None:
+            if isinstance(up, ast.Try) and any(
+                    h.type is not None and "ImportError" in ast.unparse(h.type)
+                    for h in up.handlers):
+                guarded = True
+            if function is None and isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef):
+                function = up
+            up = parents.get(up)
+        if function is not None:
+            yield function, node, guarded
+
+
+def test_imports_are_lazy_only_at_the_boundaries():
+    """Outside the command modules (planner/cli, loaded one command at a time by the
+    registry), a function imports only what is slow to import or optional; everything else
+    is imported at the module's top, where a reader sees a module's dependencies (issue 28:
+    at most 60 such imports; there are none)."""
+    eager = [f"{path.relative_to(ROOT)}:{node.lineno} ({function.name}) {ast.unparse(node)}"
+             for name, path in MODULES.items() if not name.startswith("planner.cli")
+             for function, node, guarded in _function_imports(path)
+             if not _is_boundary(node, function, guarded)]
+    assert not eager, "imports to move to the module's top:\n" + "\n".join(eager)
+

@@ -240,11 +240,11 @@ def test_purchase_price_sets_the_capital_with_its_node_share(catalog):
     """An absolute purchase price is the accelerator's: the capital per GPU the run model
     reads adds the node, network and storage share, as for the catalog accelerator."""
     from planner.engine.codesign import hardware_points
-    from planner.engine.evaluator import base_inputs
     from planner.engine.ownership import ownership_inputs
+    from planner.engine.run_inputs import RunChoices, base_inputs
 
     acc = catalog.accelerator("h100-sxm")
-    x = base_inputs(catalog, model="llama2-7b", hardware="h100-sxm")
+    x = base_inputs(catalog, RunChoices(model="llama2-7b", hardware="h100-sxm"))
     points = hardware_points(x, parse_vary(["purchase_price_usd=30000,1x"]),
                              catalog.node(acc.node), "bf16")
     price = float(acc.purchase_price_usd.value)

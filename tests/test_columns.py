@@ -138,7 +138,7 @@ def one_layout(catalog):
 def test_kernel_units_scale_with_the_inputs_units(one_layout, dimension):
     """Measure every input of one dimension in a unit 7x smaller: each output must change by
     7**(its unit's exponent).  The declared units of kernel and inputs must agree."""
-    from planner.engine.evaluator import evaluate_inputs
+    from planner.engine.kernel_run import evaluate_inputs
     from planner.engine.model import INPUTS
 
     factor = 7.0
@@ -180,10 +180,11 @@ def test_docs_columns_md_is_up_to_date():
 def design_space(catalog, model: str, hardware: str, max_gpus: int, **overrides) -> dict:
     """Every layout the search enumerates for ``model`` on ``hardware`` up to ``max_gpus``,
     evaluated at once: the kernel inputs and the evaluator's outputs (``finish`` included)."""
-    from planner.engine.evaluator import base_inputs, evaluate_inputs
+    from planner.engine.kernel_run import evaluate_inputs
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
-    x = base_inputs(catalog, model=model, hardware=hardware, tokens=1e12)
+    x = base_inputs(catalog, RunChoices(model=model, hardware=hardware, tokens=1e12))
     x.update(overrides)
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),

@@ -15,8 +15,8 @@ import pytest
 
 from hardware_catalog import load_catalog
 from planner import evaluate
-from planner.engine.evaluator import base_inputs
 from planner.engine.result import Evaluation
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.space import (
     RECOMPUTE_CODES,
     SpaceOptions,
@@ -119,16 +119,16 @@ def test_errors_are_the_same(catalog):
 
 
 def test_catalog_inputs_are_cached_per_catalog_and_copied(catalog):
-    a = base_inputs(catalog, model="llama2-7b", hardware="h100-sxm", tokens=1e12)
+    a = base_inputs(catalog, RunChoices(model="llama2-7b", hardware="h100-sxm", tokens=1e12))
     a["hidden"] = -1.0  # the caller's copy only
-    b = base_inputs(catalog, model="llama2-7b", hardware="h100-sxm", tokens=2e12)
+    b = base_inputs(catalog, RunChoices(model="llama2-7b", hardware="h100-sxm", tokens=2e12))
     assert b["hidden"] > 0 and b["tokens"] == 2e12
-    spot = base_inputs(catalog, model="llama2-7b", hardware="h100-sxm", pricing="spot")
+    spot = base_inputs(catalog, RunChoices(model="llama2-7b", hardware="h100-sxm", pricing="spot"))
     assert spot["node_mtbf_s"] < b["node_mtbf_s"]
 
 
 def test_layout_flags_one_equals_layout_flags(catalog):
-    x = base_inputs(catalog, model="mixtral-8x7b", hardware="h100-sxm")
+    x = base_inputs(catalog, RunChoices(model="mixtral-8x7b", hardware="h100-sxm"))
     options = SpaceOptions(min_gpus=1, max_gpus=512,
                            recompute=tuple(RECOMPUTE_CODES), zero=(0, 1, 2, 3))
     layout = enumerate_layouts(
@@ -147,3 +147,19 @@ def test_layout_flags_one_equals_layout_flags(catalog):
             assert list(one) == list(arrays)
             for name, value in one.items():
                 assert type(value) is float and value == arrays[name][i], (name, i)
+
+
+def test_every_run_option_of_evaluate_is_a_run_choice_or_a_layout_size():
+    """`capplan evaluate` hands its options over as RunChoices and a LayoutRequest: an
+    option in neither would be dropped silently."""
+    from dataclasses import fields
+
+    from planner.cli.fault_options import FAULT_OPTIONS
+    from planner.cli.layout_options import LAYOUT_OPTIONS
+    from planner.engine.evaluator import LayoutRequest
+    from planner.engine.run_inputs import RunChoices
+    from planner.engine.scenario import NETWORK_FLAGS
+
+    handed = {f.name for f in (*fields(RunChoices), *fields(LayoutRequest))}
+    rest = set(LAYOUT_OPTIONS) - set(FAULT_OPTIONS) - set(NETWORK_FLAGS) - {"catalog", "network"}
+    assert rest <= handed, rest - handed

@@ -8,13 +8,14 @@ import pandas as pd
 import pytest
 
 from planner import plan
-from planner.engine.evaluator import base_inputs, evaluate_inputs
 from planner.engine.explain import (
     CONSTRAINTS,
     NEAREST_COLUMNS,
     accelerator_verdicts,
     usd_text,
 )
+from planner.engine.kernel_run import evaluate_inputs
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
@@ -26,10 +27,10 @@ def _whole_space(catalog, s: Scenario) -> pd.DataFrame:
     """Every layout of ``s`` on each of its accelerators, every output (numpy kernel)."""
     frames = []
     for hw in s.hardware:
-        x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
+        x = base_inputs(catalog, RunChoices(model=s.model, hardware=hw, site=s.site,
                         reliability=s.reliability, precision=s.precision,
                         checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
-                        tokens=s.tokens, global_batch=s.global_batch)
+                        tokens=s.tokens, global_batch=s.global_batch))
         part = enumerate_layouts(
             layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
             seq_len=int(x["seq_len"]), experts=int(x["experts"]),

@@ -5,7 +5,7 @@ import pytest
 from spaces import space_inputs
 
 from planner.codegen.kernel import generate_source
-from planner.engine.evaluator import evaluate_inputs
+from planner.engine.kernel_run import evaluate_inputs
 from planner.engine.model import INPUTS, OUTPUTS, run_model
 from planner.engine.spares import resolve_spares
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.engine.evaluator import evaluate_inputs
+from planner.engine.kernel_run import evaluate_inputs
 from planner.engine.model import INPUTS, OUTPUTS
 
 FIXTURE = Path(__file__).parent / "data" / "kernel_reference.npz"
@@ -124,7 +124,7 @@ def test_kernel_reproduces_reference(reference, name):
 def test_float_kernel_reproduces_reference(reference):
     # the one-candidate path (planner.engine.kernel.float_kernel on Python floats, the
     # numpy kernel where floats raise) on each of the reference layouts
-    from planner.engine.evaluator import evaluate_scalar
+    from planner.engine.kernel_run import evaluate_scalar
 
     inputs, outputs = reference
     full = with_new_inputs(inputs)
@@ -143,8 +143,8 @@ def test_float_kernel_reproduces_reference(reference):
 
 def test_float_kernel_falls_back_where_floats_raise():
     # a division by zero: floats raise, the numpy kernel gives inf or NaN as arrays do
-    from planner.engine.evaluator import _scalar_outputs
     from planner.engine.kernel import float_kernel
+    from planner.engine.kernel_run import _scalar_outputs
 
     data = np.load(FIXTURE)
     inputs = dict(zip(data["input_names"].tolist(), data["inputs"][0], strict=True))

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from formulas.communication import expert_rank_tokens
 from formulas.compute import mlp_params
-from planner.engine.evaluator import check_layout, evaluate
+from planner.engine.evaluator import evaluate
+from planner.engine.layout_check import check_layout
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags, layout_flags_one
 from planner.errors import CapplanError
 
@@ -46,8 +47,8 @@ def test_expert_compute_per_rank_is_balanced_under_sp(tp, etp):
 
 
 def test_folding_rule_in_check_layout():
-    x = {"scale_up_domain_gpus": 72, "heads": 128, "layers": 61, "global_batch": 2048,
-         "experts": 256}
+    x = {"scale_up_domain_gpus": 72, "heads": 128, "kv_heads": 128, "seq_len": 4096,
+         "layers": 61, "global_batch": 2048, "experts": 256}
     # DeepSeek-V3 on 256 GB200 (NVIDIA's recipe): TP2 PP4, DP 32, EP 64 folded over TP x DP
     check_layout(x, gpus=256, tp=2, pp=4, cp=1, ep=64, vp=1, micro_batch=1, etp=1)
     with pytest.raises(CapplanError, match=r"EP\*ETP = 64\*2 = 128 must divide TP\*CP\*DP = "

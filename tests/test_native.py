@@ -20,9 +20,9 @@ from spaces import space_inputs
 
 from planner.codegen.c_translate import Untranslatable, c_source
 from planner.codegen.native_source import C_PRELUDE, MANIFEST, SOURCE, generate
-from planner.engine import evaluator, native
-from planner.engine.evaluator import evaluate_columns, evaluate_inputs
+from planner.engine import kernel_run, native
 from planner.engine.kernel import partial_kernel_tree, split_kernel_trees
+from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.errors import CapplanError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,7 +89,7 @@ def test_compiled_outputs_match_numpy(catalog, monkeypatch, compiled, model, har
                                       options):
     inputs = space_inputs(catalog, model, hardware, **options)
     fast = evaluate_inputs(inputs)
-    assert evaluator.native_kernel(tuple(evaluator.OUTPUTS), inputs) is not None  # C ran
+    assert kernel_run.native_kernel(tuple(kernel_run.OUTPUTS), inputs) is not None  # C ran
     columns = ("memory_per_gpu_bytes", "wall_time_s", "cost_usd", "energy_facility_j", "fits")
     fast_columns = evaluate_columns(inputs, columns)
     monkeypatch.setenv("CAPPLAN_KERNEL", "numpy")
@@ -209,7 +209,7 @@ def test_translation_leaves_the_tree_unchanged():
 def test_numpy_mode_turns_the_backend_off(monkeypatch):
     monkeypatch.setenv("CAPPLAN_KERNEL", "numpy")
     assert native.backend().name == "numpy"
-    assert evaluator.native_kernel(("memory_per_gpu_bytes",), {"tp": np.ones(3)}) is None
+    assert kernel_run.native_kernel(("memory_per_gpu_bytes",), {"tp": np.ones(3)}) is None
     monkeypatch.setenv("CAPPLAN_KERNEL", "nmpy")
     with pytest.raises(CapplanError, match="unknown CAPPLAN_KERNEL value 'nmpy'; did you mean: numpy"):
         native.mode()
@@ -240,10 +240,10 @@ def test_small_calls_run_numpy_unless_asked(catalog, monkeypatch):
     """A one-shot query's few candidates need no compiled kernel built."""
     monkeypatch.setenv("CAPPLAN_KERNEL", "auto")
     inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
-    rows = np.arange(evaluator.NATIVE_MIN - 1)
+    rows = np.arange(kernel_run.NATIVE_MIN - 1)
     few = {k: v[rows] if np.ndim(v) else v for k, v in inputs.items()}
     built = []
-    monkeypatch.setattr(evaluator, "native_kernel", lambda *a: built.append(a))
+    monkeypatch.setattr(kernel_run, "native_kernel", lambda *a: built.append(a))
     evaluate_inputs(few)
     assert built == []
     evaluate_inputs(few, compiled=True)
@@ -254,7 +254,7 @@ def test_small_calls_run_numpy_unless_asked(catalog, monkeypatch):
 def test_a_table_past_the_32_bit_index_runs_numpy(catalog, compiled, monkeypatch):
     inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=1024)
     fast = evaluate_inputs(inputs)
-    monkeypatch.setattr(evaluator, "TABLE_LIMIT", 1)
+    monkeypatch.setattr(kernel_run, "TABLE_LIMIT", 1)
     capped = evaluate_inputs(inputs)
     monkeypatch.setenv("CAPPLAN_KERNEL", "numpy")
     assert all(np.array_equal(capped[k], v, equal_nan=True)

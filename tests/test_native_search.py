@@ -11,7 +11,7 @@ import pytest
 
 import planner.engine.optimize as optimize
 from planner.engine import native, native_search
-from planner.engine.evaluator import base_inputs, evaluate_columns, needed_outputs
+from planner.engine.kernel_run import evaluate_columns, needed_outputs
 from planner.engine.optimize import (
     OBJECTIVE_COLUMNS,
     SEARCH_COLUMNS,
@@ -20,6 +20,7 @@ from planner.engine.optimize import (
     plan,
 )
 from planner.engine.reductions import GroupMinimum, tie_key
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.space import SpaceOptions, layout_flags
 from planner.engine.spares import resolve_spares
 
@@ -51,7 +52,7 @@ def compiled(monkeypatch):
 
 
 def _space(catalog, model, hardware, options, **inputs):
-    x = base_inputs(catalog, model=model, hardware=hardware, **inputs)
+    x = base_inputs(catalog, RunChoices(model=model, hardware=hardware, **inputs))
     return x, layout_space(x, SpaceOptions(**options))
 
 

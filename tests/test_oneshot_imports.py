@@ -78,15 +78,15 @@ def test_small_calls_give_the_split_kernels_values(monkeypatch):
     from spaces import space_inputs
 
     from hardware_catalog import load_catalog
-    from planner.engine import evaluator
-    from planner.engine.evaluator import evaluate_inputs
+    from planner.engine import kernel_run
+    from planner.engine.kernel_run import evaluate_inputs
 
     inputs = space_inputs(load_catalog(), "llama3-8b", "h100-sxm", max_gpus=64)
     small = {k: v[:300] if np.ndim(v) else v for k, v in inputs.items()}
-    monkeypatch.setattr(evaluator, "SPLIT_MIN", 10**9)  # the whole kernel
+    monkeypatch.setattr(kernel_run, "SPLIT_MIN", 10**9)  # the whole kernel
     whole = evaluate_inputs(small, compiled=False)
-    monkeypatch.setattr(evaluator, "SPLIT_MIN", 64)
-    monkeypatch.setattr(evaluator, "SPLIT_BUILD_MIN", 0)  # the split kernel, built here
+    monkeypatch.setattr(kernel_run, "SPLIT_MIN", 64)
+    monkeypatch.setattr(kernel_run, "SPLIT_BUILD_MIN", 0)  # the split kernel, built here
     split = evaluate_inputs(small, compiled=False)
     for name in whole:
         assert np.array_equal(whole[name], split[name], equal_nan=True), name

@@ -13,8 +13,8 @@ import pytest
 from reference_reductions import reference_kept_rows, reference_pareto_mask
 
 from planner import plan
-from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
 from planner.engine.explain import constraint_sets, meets, reduced_columns
+from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.engine.model import OUTPUTS
 from planner.engine.optimize import (
     KEEP_COLUMNS,
@@ -24,6 +24,7 @@ from planner.engine.optimize import (
     knee_row,
     reduce_block,
 )
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import Scenario
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
@@ -38,10 +39,10 @@ CASES = [
 
 def _blocks(catalog, s: Scenario, hardware):
     """The blocks of candidates ``plan`` reduces for ``s`` on one accelerator."""
-    x = base_inputs(catalog, model=s.model, hardware=hardware, site=s.site,
+    x = base_inputs(catalog, RunChoices(model=s.model, hardware=hardware, site=s.site,
                     reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
                     cost_basis=s.cost_basis, seq_len=s.seq_len, tokens=s.tokens,
-                    global_batch=s.global_batch)
+                    global_batch=s.global_batch))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),

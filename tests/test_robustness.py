@@ -92,7 +92,7 @@ def test_multi_line_value_gives_a_one_line_error(capsys):
 def test_unexpected_exception_is_an_internal_error_with_its_own_exit_code(capsys, monkeypatch):
     from planner.engine import evaluator
 
-    def broken(**_):
+    def broken(*_, **__):
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.setattr(evaluator, "evaluate_run", broken)  # what `capplan evaluate` calls
@@ -154,9 +154,10 @@ def test_default_layout_is_unchanged_when_it_fits(capsys):
 
 
 def test_check_layout_checks_divisibility_before_dividing(catalog):
-    from planner.engine.evaluator import base_inputs, check_layout
+    from planner.engine.layout_check import check_layout
+    from planner.engine.run_inputs import RunChoices, base_inputs
 
-    x = base_inputs(catalog, model="llama3-8b", hardware="h100-sxm")
+    x = base_inputs(catalog, RunChoices(model="llama3-8b", hardware="h100-sxm"))
     with pytest.raises(CapplanError, match="does not divide --gpus 8"):
         check_layout(x, gpus=8, tp=8, pp=4, cp=1, ep=1, vp=1, micro_batch=1)
     with pytest.raises(CapplanError, match="--gpus must be"):
@@ -261,11 +262,11 @@ def test_every_kernel_input_has_a_domain():
 
 
 def test_catalog_defaults_are_inside_their_domains(catalog):
-    from planner.engine.evaluator import base_inputs
+    from planner.engine.run_inputs import RunChoices, base_inputs
 
     for hw in catalog.accelerators:
         try:
-            base_inputs(catalog, model="llama3-70b", hardware=hw)
+            base_inputs(catalog, RunChoices(model="llama3-70b", hardware=hw))
         except CapplanError as exc:  # only "no fp8/tf32 peak" may stop a bf16 run: none here
             pytest.fail(f"{hw}: {exc}")
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from spaces import space_inputs
 
-from planner.engine import evaluator
-from planner.engine.evaluator import evaluate_columns, evaluate_inputs
+from planner.engine import kernel_run
 from planner.engine.kernel import build_split_kernel
+from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.engine.model import OUTPUTS
 
 
@@ -32,12 +32,12 @@ def _same(a: dict, b: dict):
 
 def _unsplit(monkeypatch, call):
     """``call()`` with the whole kernel (the split one for no call)."""
-    split_min = evaluator.SPLIT_MIN
-    evaluator.SPLIT_MIN = 1 << 62
+    split_min = kernel_run.SPLIT_MIN
+    kernel_run.SPLIT_MIN = 1 << 62
     try:
         return call()
     finally:
-        evaluator.SPLIT_MIN = split_min
+        kernel_run.SPLIT_MIN = split_min
 
 
 @pytest.mark.parametrize("model, hardware, options", [
@@ -46,7 +46,7 @@ def _unsplit(monkeypatch, call):
 ])
 def test_split_kernel_outputs_are_bit_identical(catalog, monkeypatch, model, hardware, options):
     inputs = space_inputs(catalog, model, hardware, **options)
-    assert len(inputs["gpus"]) > evaluator.CHUNK  # several chunks share GPU counts
+    assert len(inputs["gpus"]) > kernel_run.CHUNK  # several chunks share GPU counts
     split = evaluate_inputs(inputs)
     whole = _unsplit(monkeypatch, lambda: evaluate_inputs(inputs))
     _same(split, whole)
@@ -80,12 +80,12 @@ def test_split_parts_cover_the_kernel():
 def test_prelude_values_remembered_across_calls_are_each_inputs_own(catalog, monkeypatch):
     # the prelude's values are remembered per (prelude, scalar inputs): a second call with
     # the same inputs reuses them, one with other failure inputs (same GPU counts) must not
-    monkeypatch.setattr(evaluator, "_PRELUDE_VALUES", {})
+    monkeypatch.setattr(kernel_run, "_PRELUDE_VALUES", {})
     inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=2048)
     other = {**inputs, "node_mtbf_s": inputs["node_mtbf_s"] / 7}
     first = evaluate_inputs(inputs)
     remembered = evaluate_inputs(inputs)
-    assert evaluator._PRELUDE_VALUES  # something was remembered
+    assert kernel_run._PRELUDE_VALUES  # something was remembered
     _same(first, remembered)
     mixed = evaluate_inputs(other)
     alone = _unsplit(monkeypatch, lambda: evaluate_inputs(other))
@@ -94,14 +94,14 @@ def test_prelude_values_remembered_across_calls_are_each_inputs_own(catalog, mon
     # a small call (a plan's kept rows) takes the remembered values too
     rows = np.arange(0, len(inputs["gpus"]), 97)
     few = {k: v[rows] if np.ndim(v) else v for k, v in inputs.items()}
-    assert evaluator.SPLIT_MIN <= len(rows) < evaluator.CHUNK
+    assert kernel_run.SPLIT_MIN <= len(rows) < kernel_run.CHUNK
     _same(evaluate_inputs(few), {k: np.asarray(v)[rows] for k, v in first.items()})
 
 
 def test_prelude_memory_is_bounded(catalog, monkeypatch):
-    monkeypatch.setattr(evaluator, "_PRELUDE_VALUES", {})
-    monkeypatch.setattr(evaluator, "_PRELUDE_KEYS", 2)
+    monkeypatch.setattr(kernel_run, "_PRELUDE_VALUES", {})
+    monkeypatch.setattr(kernel_run, "_PRELUDE_KEYS", 2)
     inputs = space_inputs(catalog, "llama3-8b", "h100-sxm", max_gpus=256)
     for mtbf in (1e7, 2e7, 3e7):
         evaluate_columns({**inputs, "node_mtbf_s": mtbf}, ("wall_time_s",))
-    assert len(evaluator._PRELUDE_VALUES) == 2
+    assert len(kernel_run._PRELUDE_VALUES) == 2

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from formulas.communication import sharded_grad_reduce_time
 from hardware_catalog import load_catalog
 from planner.cli.main import main
-from planner.engine.evaluator import base_inputs, evaluate
+from planner.engine.evaluator import evaluate
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import DEFAULTS, STACK_INPUTS, gemm_efficiency, stack_inputs
 
 EVAL = ["evaluate", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64",
@@ -50,7 +51,7 @@ def test_precision_picks_the_gemm_efficiency(cat):
     mi300x = cat.accelerator("mi300x")  # no fp8 value of its own: the bf16 one
     assert mi300x.gemm_max_efficiency_fp8 is None
     assert gemm_efficiency(mi300x, "fp8") == mi300x.gemm_max_efficiency.value
-    fp8 = base_inputs(cat, model="llama3-8b", hardware="h100-sxm", precision="fp8")
+    fp8 = base_inputs(cat, RunChoices(model="llama3-8b", hardware="h100-sxm", precision="fp8"))
     assert fp8["gemm_max_efficiency"] == pytest.approx(h100.gemm_max_efficiency_fp8.value)
 
 
@@ -62,7 +63,7 @@ def test_a_stack_on_one_accelerator(cat):
         == own.attention_efficiency_factor.value
     assert stack_inputs(stack, "a100-80gb")["attention_efficiency_factor"] \
         == stack.attention_efficiency_factor.value
-    x = base_inputs(cat, model="llama3-8b", hardware="h100-sxm", stack="llm-foundry-2023")
+    x = base_inputs(cat, RunChoices(model="llama3-8b", hardware="h100-sxm", stack="llm-foundry-2023"))
     h100 = cat.accelerator("h100-sxm")
     assert x["gemm_max_efficiency"] == pytest.approx(
         h100.gemm_max_efficiency.value * own.gemm_efficiency_factor.value)
@@ -221,7 +222,7 @@ def test_fp4_precision(cat, capsys):
     gb300 = cat.accelerator("gb300")
     assert gb300.gemm_max_efficiency_fp4 is None
     assert gemm_efficiency(gb300, "fp4") == gemm_efficiency(gb300, "fp8")
-    x = base_inputs(cat, model="llama3-70b", hardware="gb300", precision="fp4")
+    x = base_inputs(cat, RunChoices(model="llama3-70b", hardware="gb300", precision="fp4"))
     assert x["peak_flops_per_s"] == gb300.peak_fp4_flops_per_s.value
     kw = dict(catalog=cat, model="llama3-70b", hardware="gb300", gpus=64, tp=4, pp=2,
               tokens=1e12)

@@ -288,11 +288,11 @@ def test_rest_of_it_power():
 
 @pytest.fixture(scope="module")
 def stage_results(catalog):
-    from planner.engine.evaluator import base_inputs
+    from planner.engine.run_inputs import RunChoices, base_inputs
     from planner.engine.space import layout_flags
     from planner.engine.spares import resolve_spares
 
-    x = base_inputs(catalog, model="mixtral-8x7b", hardware="h100-sxm", tokens=1e12)
+    x = base_inputs(catalog, RunChoices(model="mixtral-8x7b", hardware="h100-sxm", tokens=1e12))
     layout = {k: np.array([v]) for k, v in dict(
         gpus=256, tp=2, pp=4, dp=32, cp=1, ep=8, vp=2, micro_batch=1, recompute=1, zero=1,
         sequence_parallel=1).items()}

@@ -323,7 +323,8 @@ def _fake_case(**kw):
     from types import SimpleNamespace
 
     base = dict(hardware="h100-sxm", precision="bf16", gpus=64, tp=8, pp=2, cp=1, ep=1, etp=8, vp=1,
-                micro_batch=1, global_batch=64, heads=64, layers=80, experts=1.0, notes="")
+                micro_batch=1, global_batch=64, heads=64, kv_heads=8, seq_len=4096, layers=80,
+                experts=1.0, notes="")
     return SimpleNamespace(**(base | kw))
 
 

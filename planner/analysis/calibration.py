@@ -26,11 +26,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 
+from hardware_catalog import load_catalog
+from hardware_catalog.toml_cache import cache_dir
 from planner.analysis import validate as v
+from planner.engine.scenario import execution_defaults, stack_factor
 
 A100 = ("a100-80gb", "a100-40gb")
 HOPPER = ("h100-sxm", "h200", "h800")  # same GH100 silicon: one value
@@ -101,8 +105,6 @@ PRECISION_SUFFIX = "gemm_max_efficiency_"
 
 def start_values(catalog, grid=None) -> dict:
     """The catalog's current value of every parameter of ``grid`` (default ``GRID``)."""
-    from planner.engine.scenario import execution_defaults, stack_factor
-
     execution = execution_defaults()
     out = {}
     for owners, name in grid or GRID:
@@ -158,10 +160,6 @@ def fit_cases(cases):
 def fit(catalog=None, verbose=True, rounds: int = 4, cases=None, grid=None, values=None):
     """Coordinate descent over ``grid`` (default ``GRID``) from ``values`` (default the
     catalog's), on the fit rows of ``cases`` (default every FIT dataset)."""
-    import time
-
-    from hardware_catalog import load_catalog
-
     catalog = catalog or load_catalog()
     grid = grid or GRID
     cases = fit_cases(v.load_cases(FIT_DATASETS) if cases is None else cases)
@@ -209,8 +207,6 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
     """
     import pandas as pd
 
-    from hardware_catalog import load_catalog
-
     catalog = catalog or load_catalog()
     grid = grid or LOFO_GRID
     cases = v.with_shape_defaults(cases)
@@ -252,8 +248,6 @@ def _fingerprint() -> str:
 def lofo_predictions(cases, catalog=None):
     """:func:`leave_one_family_out` for ``cases`` (a validate run), cached on disk."""
     import pandas as pd
-
-    from hardware_catalog.toml_cache import cache_dir
 
     family = cases.get("family", pd.Series(np.nan, index=cases.index))
     if not family.notna().any():  # no family to leave out (sc21, vTrain, llm-foundry, ...)

@@ -15,11 +15,18 @@ so that the cells differ only in fault tolerance.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from hardware_catalog import load_catalog
+from planner.engine.domains import MAX_GPUS
+from planner.engine.evaluator import evaluate
+from planner.engine.layout_check import best_layout
+from planner.engine.scenario import DEFAULTS
+from planner.engine.space import RECOMPUTE_CODES
 from planner.errors import CapplanError, shown
 
 #: The schemes, in the order of the study; ``async`` is the baseline savings refer to.
@@ -55,8 +62,6 @@ def parse_gpu_counts(text: str) -> tuple[int, ...]:
     >>> parse_gpu_counts("8, 64")
     (8, 64)
     """
-    from planner.engine.domains import MAX_GPUS
-
     text = str(text).strip()
     try:
         if ".." in text:
@@ -81,8 +86,6 @@ def parse_gpu_counts(text: str) -> tuple[int, ...]:
 
 def parse_schemes(text: str) -> tuple[str, ...]:
     """``all`` or a comma list of :data:`SCHEMES`."""
-    import difflib
-
     text = str(text).strip()
     if text == "all":
         return SCHEMES
@@ -98,16 +101,11 @@ def parse_schemes(text: str) -> tuple[str, ...]:
 def run_study(study: Study, catalog=None) -> list[dict]:
     """One row per GPU count x MTBF x scheme (in that order), with the savings of each
     scheme against :data:`BASELINE` at the same count and MTBF."""
-    from planner.engine.evaluator import evaluate
-    from planner.engine.scenario import DEFAULTS
-
     cells = len(study.gpus) * len(study.schemes) * len(study.gpu_mtbf_s)
     if cells > MAX_CELLS:
         raise CapplanError(f"the study has {cells:,} cells (GPU counts x schemes x MTBFs); "
                            f"at most {MAX_CELLS:,} are evaluated: give fewer values")
     if catalog is None:
-        from hardware_catalog import load_catalog
-
         catalog = load_catalog()
     common = dict(model=study.model, hardware=study.hardware, catalog=catalog,
                   tokens=DEFAULTS["tokens"] if study.tokens is None else study.tokens,
@@ -135,10 +133,6 @@ def run_study(study: Study, catalog=None) -> list[dict]:
 def _fastest_fitting_layout(common: dict, gpus: int, overrides: dict) -> dict:
     """The layout sizes of ``gpus`` GPUs with the shortest wall time among those that fit
     in memory (the leanest when none fits), by ``plan``'s design-space enumeration."""
-    from planner.engine.evaluator import best_layout, evaluate
-    from planner.engine.scenario import DEFAULTS
-    from planner.engine.space import RECOMPUTE_CODES
-
     _, x = evaluate(**common, gpus=gpus, checkpoint=BASELINE, overrides=dict(overrides),
                     return_inputs=True)
     x = {k: (float(np.ravel(v)[0]) if np.size(v) == 1 else v) for k, v in x.items()}

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.engine.kernel_run import evaluate_inputs
 from planner.engine.model import INPUTS
+from planner.engine.spares import resolve_spares
 
 #: Relative step of the central differences.
 STEP = 1e-4
@@ -41,9 +43,6 @@ UNCERTAIN_INPUTS = (
 
 def elasticities(inputs: dict) -> dict[str, dict[str, float]]:
     """``{input: {label: elasticity}}`` of one configuration (kernel inputs, SI units)."""
-    from planner.engine.evaluator import evaluate_inputs
-    from planner.engine.spares import resolve_spares
-
     base = resolve_spares({k: float(np.ravel(inputs[k])[0]) for k in INPUTS})
     n = len(UNCERTAIN_INPUTS)
     batch = {k: np.full(2 * n, v) for k, v in base.items()}

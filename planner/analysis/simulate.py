@@ -76,6 +76,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from formulas import checkpoint as ck
+from formulas import reliability as rel
+from formulas import straggler as sg
+from formulas.reliability import domain_failure_rate, domain_units, gpu_hours_with_spares
+from planner.engine.domains import check_value
+
 #: Sums of at most this many step maxima are sampled exactly; longer ones by the CLT.
 EXACT_STEPS = 32
 #: Safety margin (standard deviations) of the bulk jump inside a failure epoch.
@@ -160,8 +166,6 @@ class RunSpec:
                              f"{self.pause_probability}")
         if self.sync_ranks < 1 or self.components < 1:
             raise ValueError("sync_ranks and components must be >= 1")
-        from planner.engine.domains import check_value
-
         check_value("weibull_shape", self.weibull_shape)  # [0.2, 20]: below, renewals never end
         if self.component_age not in ("stationary", "new"):
             raise ValueError(f"component_age must be 'stationary' or 'new', got "
@@ -636,15 +640,11 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
 # ---------------------------------------------------------------------------
 
 def _expected_step_closed_form(spec: RunSpec, stats: StepStats) -> float:
-    """E[step] from :mod:`formulas.straggler` when available, else the integral."""
+    """E[step] from :mod:`formulas.straggler`, else (values it cannot take) the integral."""
     try:
-        from formulas import straggler
-    except ImportError:
-        return stats.mean_step_s
-    try:
-        e = float(straggler.expected_max_normal(spec.sync_ranks, spec.step_time_s,
+        e = float(sg.expected_max_normal(spec.sync_ranks, spec.step_time_s,
                                                 spec.step_time_std_s))
-        e += float(straggler.pause_delay(spec.sync_ranks, spec.pause_probability,
+        e += float(sg.pause_delay(spec.sync_ranks, spec.pause_probability,
                                          spec.pause_duration_s))
     except (AttributeError, TypeError, ValueError):
         return stats.mean_step_s
@@ -662,8 +662,6 @@ def closed_form(spec: RunSpec, *, stats: StepStats | None = None) -> dict:
     For Weibull components the wall time is still Daly's exponential model with
     the same mean: the point of comparing with :func:`simulate`.
     """
-    from formulas import checkpoint as ck
-
     stats = stats or step_stats(spec)
     e_step = _expected_step_closed_form(spec, stats)
     k, n_seg, k_last = _segment_layout(spec, stats)
@@ -785,8 +783,6 @@ class FailureDomain:
 
     @property
     def rate_per_s(self) -> float:
-        from formulas.reliability import domain_failure_rate
-
         return float(domain_failure_rate(self.units, self.unit_mtbf_s))
 
 
@@ -852,9 +848,6 @@ def domains_closed_form(domains, *, spares, repair_time_s: float, solve_time_s: 
     ``manual_fraction`` of failures (any domain) restarts after its detection plus
     ``manual_restart_s`` instead (manual intervention), as in the kernel.
     """
-    from formulas import checkpoint as ck
-    from formulas import reliability as rel
-
     rates = np.array([d.rate_per_s for d in domains])
     total = float(rates.sum())
     if total <= 0:
@@ -897,8 +890,6 @@ def optimal_spares(domains, *, job_nodes: int, gpus_per_node: int, max_spares: i
     shorten restarts (swap instead of re-queue) but are paid for while idle;
     manual restarts (:func:`domains_closed_form`) are the same with any count.
     """
-    from formulas.reliability import gpu_hours_with_spares
-
     candidates = np.arange(int(max_spares) + 1, dtype=float)
     closed = domains_closed_form(domains, spares=candidates, repair_time_s=repair_time_s,
                                  solve_time_s=solve_time_s, interval_s=interval_s,
@@ -1046,8 +1037,6 @@ def failure_domains(profile, *, gpus: int, gpus_per_node: int,
     rack of ``rack_gpus`` GPUs, all its nodes out; default: one node).  Domains
     the profile does not state are left out.
     """
-    from formulas.reliability import domain_units
-
     def value(name):
         q = getattr(profile, name, None)
         return None if q is None else float(q.value)
@@ -1123,8 +1112,6 @@ def straggler_closed_form(spec: StragglerSpec) -> dict:
     (tests/test_software_stragglers.py).  ``slowdown_by_cause`` gives each
     cause alone, from its own formula.
     """
-    from formulas import straggler as sg
-
     n, t = spec.ranks, spec.step_time_s
     e_max = float(sg.expected_max_normal(n, t, spec.step_time_cv * t))
     p_gc = 0.0 if math.isinf(spec.gc_interval_s) else float(
@@ -1164,8 +1151,6 @@ def simulate_stragglers(spec: StragglerSpec, steps: int = 100_000, seed: int = 0
     garbage, probability 1 - e^{-n E/I} with E the closed form's mean maximum.
     """
     from scipy.special import ndtri
-
-    from formulas import straggler as sg
 
     rng = np.random.default_rng(seed)
     n, t, sd = spec.ranks, spec.step_time_s, spec.step_time_cv * spec.step_time_s

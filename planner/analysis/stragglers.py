@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from formulas.straggler import lm_head_layer_equivalents, planned_gc_delay, straggler_waste_fraction
+from planner.analysis.simulate import StragglerSpec, simulate_stragglers, straggler_closed_form
+
 #: The setting of the published "up to 45 %" (reliability.csv rows sg-waste, sg-cause):
 #: unmitigated Python GC (about one 1 s collection per 800 s per rank, i.e. 0.5 % of 4 s
 #: steps), an 8-stage pipeline whose last stage also computes the LM head of a Llama 3 8B
@@ -44,8 +47,6 @@ class WhatIf:
 
 
 def _spec(w: WhatIf, gpus: int, **causes):
-    from planner.analysis.simulate import StragglerSpec
-
     # per-rank probability with the per-node probability of a slow group: 1-(1-f)^(1/g)
     per_rank = -math.expm1(math.log1p(-w.slow_node_fraction) / w.gpus_per_node) \
         if w.slow_node_fraction < 1 else 1.0
@@ -67,9 +68,6 @@ CAUSES = {"gc": ("gc_interval_s",), "pipeline": ("stages", "last_stage_extra_lay
 def whatif_rows(w: WhatIf, gpu_counts, *, simulate: bool = False, steps: int = 100_000,
                 seed: int = 0) -> list[dict]:
     """One row per GPU count: wasted share of GPU-hours by cause and combined."""
-    from formulas.straggler import planned_gc_delay, straggler_waste_fraction
-    from planner.analysis.simulate import simulate_stragglers, straggler_closed_form
-
     planned = 0.0 if w.gc_every_steps is None else float(
         planned_gc_delay(w.gc_pause_s, w.gc_every_steps))
     rows = []
@@ -100,8 +98,6 @@ def whatif_rows(w: WhatIf, gpu_counts, *, simulate: bool = False, steps: int = 1
 def with_model(w: WhatIf, model, *, lm_head: bool = True, extra_layers: float = 0.0,
                seq_len: int | None = None) -> WhatIf:
     """``w`` with the layers of a catalog model and its LM head on the last stage."""
-    from formulas.straggler import lm_head_layer_equivalents
-
     s = seq_len or model.seq_len
     head = float(lm_head_layer_equivalents(model.vocab, model.hidden, s)) if lm_head else 0.0
     return replace(w, layers=float(model.layers), last_stage_extra_layers=head + extra_layers)

@@ -16,7 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import CapplanError
+from planner.engine.columns import layout_columns, layout_key
+from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
+from planner.engine.model import INPUTS
+from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
+from planner.engine.readable import usd_text
+from planner.engine.run_inputs import RunChoices, base_inputs
+from planner.engine.space import RECOMPUTE_CODES, layout_flags
+from planner.engine.spares import resolve_spares
+from planner.errors import CapplanError, did_you_mean
 
 QUANTITIES = {"wall_days": "days", "cost_usd": "USD", "energy_mwh": "MWh", "co2e_t": "tCO2e",
               "peak_power_mw": "MW"}
@@ -45,13 +53,9 @@ def default_spreads() -> dict[str, Spread]:
 
 def spreads_from(overrides: dict | None) -> dict[str, Spread]:
     """Defaults updated by a scenario file's ``[uncertainty]`` table."""
-    from planner.engine.model import INPUTS
-
     spreads = dict(default_spreads())
     for name, spec in (overrides or {}).items():
         if name not in INPUTS:
-            from planner.errors import did_you_mean
-
             raise did_you_mean("uncertain input", name, INPUTS)
         if not isinstance(spec, dict) or not isinstance(spec.get("sigma"), int | float) \
                 or spec["sigma"] < 0:
@@ -87,8 +91,6 @@ def summarize(values: np.ndarray) -> dict[str, float]:
 def run_uncertainty(inputs: dict, spreads: dict[str, Spread], draws: int = 2000,
                     seed: int = 0) -> dict[str, dict]:
     """P10/P50/P90 of days, cost, energy and CO2e for one configuration."""
-    from planner.engine.evaluator import evaluate_inputs
-
     f = factors(spreads, draws, 1, seed)
     x = {k: (np.full(draws, float(np.ravel(v)[0])) if np.size(v) == 1 else v)
          for k, v in inputs.items()}
@@ -113,12 +115,6 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     Ties go to the accelerator first in name order.  ``--spares auto`` is resolved once
     per row on the nominal inputs and held in every draw (spares are bought up front).
     """
-    from planner.engine.columns import layout_columns, layout_key
-    from planner.engine.evaluator import base_inputs, evaluate_columns
-    from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
-    from planner.engine.space import RECOMPUTE_CODES, layout_flags
-    from planner.engine.spares import resolve_spares
-
     s = result.scenario
     frontier = result.frontier.loc[result.frontier["fits"].astype(bool)].reset_index(drop=True)
     if frontier.empty:
@@ -140,12 +136,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     for g, hw in enumerate(hardware):
         rows = frontier.index[frontier["hardware"] == hw].to_numpy()
         part = frontier.loc[rows]
-        x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
-                        site_class=s.site_class, reliability=s.reliability, precision=s.precision,
-                        checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
-                        tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
-                        provider=s.provider, spot_interruption=s.spot_interruption,
-                        stack=s.stack)
+        x = base_inputs(catalog, RunChoices.from_scenario(s, hw))
         x.update(s.extra)
         layout = {k: part[k].to_numpy() for k in layout_columns() if k != "recompute"}
         layout["recompute"] = part["recompute"].map(RECOMPUTE_CODES).to_numpy()
@@ -209,8 +200,6 @@ def constraint_risk(values: dict[str, np.ndarray], s) -> dict[str, dict]:
 def risk_lines(report: dict, labels: dict[str, str] | None = None) -> list[str]:
     """One line per winner and constraint missed at the risk quantile (none: no line);
     ``labels``: objective -> how the winner is named (default 'the <objective> winner')."""
-    from planner.engine.readable import usd_text
-
     units = {"deadline": lambda v: f"{v:,.1f} days", "budget": usd_text,
              "power": lambda v: f"{v:,.2f} MW"}
     lines = []

@@ -50,7 +50,19 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from formulas import memory as m
+from formulas.compute import narayanan_flops_per_iteration
 from formulas.pipeline import fullest_stage_layers
+from hardware_catalog import load_catalog
+from planner.engine.columns import step_time_terms
+from planner.engine.evaluator import evaluate
+from planner.engine.kernel_run import evaluate_inputs
+from planner.engine.layout_check import check_layout
+from planner.engine.model import param_counts
+from planner.engine.run_inputs import RunChoices, base_inputs
+from planner.engine.scenario import PRECISIONS, attention_shape_inputs, model_inputs, stack_factor
+from planner.engine.space import RECOMPUTE_CODES, layout_flags
+from planner.errors import CapplanError, did_you_mean
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "hardware_catalog" / "data" / "validation"
 
@@ -306,8 +318,6 @@ def modern_group(case) -> str:
 
 def shape_param_count(shape: dict) -> float:
     """Parameters of a kernel-input shape: the run model's own count."""
-    from planner.engine.model import param_counts
-
     return param_counts(shape)["params"]
 
 
@@ -330,8 +340,6 @@ def modern_shape(row, catalog) -> dict:
              "experts_per_token": _num(row.experts_per_token) if experts else 1.0,
              "shared_experts": 0.0,
              "moe_ffn": _num(row.moe_ffn) if experts else _num(row.ffn)}
-    from planner.engine.scenario import attention_shape_inputs
-
     # heads of h/a, no MLA, window or MTP unless the catalog model of the row has them
     shape.update(attention_shape_inputs(SimpleNamespace(hidden=hidden, heads=shape["heads"]),
                                         shape["seq_len"]))
@@ -357,10 +365,6 @@ def modern_unexpressible(case, catalog) -> str:
     The layout rules are the planner's own (``check_layout``, as ``capplan evaluate``
     applies them); the rest are what the row's notes name that no input can state.
     """
-    from planner.engine.evaluator import check_layout
-    from planner.engine.scenario import PRECISIONS
-    from planner.errors import CapplanError
-
     reasons = []
     if case.hardware not in catalog.accelerators:
         return f"accelerator '{case.hardware}' is not in the catalog"
@@ -371,7 +375,8 @@ def modern_unexpressible(case, catalog) -> str:
                        f"(planner precisions: {', '.join(PRECISIONS)})")
     dp = case.gpus // (case.tp * case.pp * case.cp)
     x = {"scale_up_domain_gpus": acc.scale_up_domain_gpus.value, "heads": case.heads,
-         "layers": case.layers, "global_batch": case.global_batch, "experts": case.experts}
+         "kv_heads": case.kv_heads, "seq_len": case.seq_len, "layers": case.layers,
+         "global_batch": case.global_batch, "experts": case.experts}
     try:
         check_layout(x, gpus=int(case.gpus), tp=int(case.tp), pp=int(case.pp),
                      cp=int(case.cp), ep=int(case.ep), vp=int(case.vp),
@@ -388,8 +393,6 @@ def _default_etp(tp: int, cp: int, dp: int, ep: int) -> int:
 
 def load_modern_runs() -> pd.DataFrame:
     """modern_runs.csv: 31 rows of 2024-2026 stacks on H100, B200, GB200 and A100."""
-    from hardware_catalog import load_catalog
-
     catalog = load_catalog()
     runs = pd.read_csv(DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
     rows = []
@@ -528,9 +531,6 @@ def load_moe_runs() -> pd.DataFrame:
     (the calibration sees them all); the cross-validated error is leave-one-family-out
     (:mod:`planner.analysis.calibration`).
     """
-    from hardware_catalog import load_catalog
-    from planner.engine.scenario import model_inputs
-
     catalog = load_catalog()
     runs = pd.read_csv(DATA_DIR / "moe_runs.csv", dtype=str, keep_default_na=False)
     rows, stack = [], ""
@@ -601,8 +601,6 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
 
 def resolve_names(names) -> list[str]:
     """Dataset names from a list (each may be a comma list); did-you-mean on unknown."""
-    from planner.errors import did_you_mean
-
     out = []
     for item in names or ():
         for name in (s.strip() for s in str(item).split(",")):
@@ -644,11 +642,8 @@ _MODEL_TEMPLATE = "megatron-1.7b"  # any catalog model; every shape input is ove
 
 def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str,
                 precision: str, stack: str, catalog, params: dict | None) -> dict:
-    from planner.engine.evaluator import base_inputs
-    from planner.engine.space import RECOMPUTE_CODES, layout_flags
-
-    x = base_inputs(catalog, model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
-                    precision=precision, stack=stack)
+    x = base_inputs(catalog, RunChoices(model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
+                    precision=precision, stack=stack))
     shape = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp_matrices", "vocab", "seq_len",
              "embedding_matrices", "moe_layers", "experts", "experts_per_token",
              "shared_experts", "moe_ffn", "global_batch", *ATTENTION_SHAPE)
@@ -686,8 +681,6 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
                    for k in (hardware, f"{hardware}:{precision}"))
     factor = 1.0
     if replaced and stack in catalog.stacks:
-        from planner.engine.scenario import stack_factor
-
         factor = stack_factor(catalog.stack(stack), "gemm_efficiency_factor", hardware).value
     # a stack's own factor on this accelerator (catalog on_accelerator) is not replaced by
     # a value given for the stack in general, only by one given for it on this accelerator
@@ -715,13 +708,7 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     ``gemm_max_efficiency`` is the accelerator's own; a ``gemm_efficiency_factor`` given
     for the stack then scales it (as the catalog's stack factor scales the catalog value).
     """
-    from formulas.compute import narayanan_flops_per_iteration
-    from planner.engine.columns import step_time_terms
-    from planner.engine.evaluator import evaluate_inputs
-
     if catalog is None:
-        from hardware_catalog import load_catalog
-
         catalog = load_catalog()
     out = with_shape_defaults(cases)
     outputs = ("step_time_s", "memory_per_gpu_bytes", "hbm_bytes", "activation_bytes", "mfu",
@@ -841,8 +828,6 @@ KORTHIKANTI_FIG1 = {  # name: (a, h, L, t, p, b, v, none GiB, seq+sel GiB)
 
 def korthikanti_check(catalog=None) -> list[dict]:
     """Planner activation memory (first stage, layers only) vs Korthikanti Fig. 1."""
-    from formulas import memory as m
-
     rows = []
     for name, (a, h, L, t, p, b, v, none_gib, seqsel_gib) in KORTHIKANTI_FIG1.items():
         stage = L / p * m.inflight_microbatches_1f1b(p, 1e6) * m.interleaved_activation_factor(p, v)
@@ -884,8 +869,6 @@ def job_mttf_s(profile: str, gpus: int, *, hardware: str | None = None, catalog=
     depends only on the GPU count, the node size and the profile's failure domains, so any
     layout gives the same value.
     """
-    from planner.engine.evaluator import evaluate
-
     hardware = hardware or MTTF_PROFILES.get(profile, "h100-sxm")
     r = evaluate(catalog=catalog, model="llama3-8b", hardware=hardware, gpus=gpus,
                  tp=min(8, gpus), pp=1, global_batch=max(2048, gpus), micro_batch=1,
@@ -930,11 +913,7 @@ def llama3_mttf_h(rel=None) -> float:
 def reliability_check(catalog=None) -> list[dict]:
     """Job MTTF at several sizes (meta-rsc vs Kokolis et al.; default vs Llama 3) through the
     kernel's system MTBF, and Llama 3 405B's ETTR."""
-    from planner.engine.evaluator import evaluate
-
     if catalog is None:
-        from hardware_catalog import load_catalog
-
         catalog = load_catalog()
     rel = reliability_rows().set_index("id")
     rows = []
@@ -1007,8 +986,6 @@ WHOLE_RUN_ENERGY_BEFORE = {
 def whole_run_energy_check(catalog=None) -> list[dict]:
     """Predicted GPU / IT / facility energy and CO2e of the :data:`WHOLE_RUN_ENERGY` runs
     against their published values (BLOOM's 690 MWh "total" against the facility energy)."""
-    from planner.engine.evaluator import evaluate
-
     rows = []
     for run, (call, published) in WHOLE_RUN_ENERGY.items():
         r = evaluate(catalog=catalog, checkpoint="async", **call).iloc[0]
@@ -1062,8 +1039,6 @@ def energy_check(catalog=None) -> list[dict]:
     mean GPU power, next to the predicted wall time: a ratio well above 1 is GPU time the
     run spent outside steady-state steps, failures and checkpoints.
     """
-    from planner.engine.evaluator import evaluate  # loads the default catalog when catalog is None
-
     rows = []
     for run, (model, vocab, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
         r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, tp=1, pp=1,
@@ -1105,8 +1080,6 @@ OLMO_CORE_STACK = "torchtitan-fsdp2"
 
 def steady_state_check(catalog=None) -> list[dict]:
     """Predicted tokens/s per GPU vs OLMo-core's published H100 throughput."""
-    from planner.engine.evaluator import evaluate  # loads the default catalog when catalog is None
-
     rows = []
     for run, (model, micro, batch, published, span) in OLMO_CORE_THROUGHPUT.items():
         r = evaluate(catalog=catalog, model=model, hardware="h100-sxm", gpus=OLMO_CORE_GPUS,
@@ -1138,8 +1111,6 @@ LATER_STACK_RUNS = {  # id: (hardware, precision, global batch, pp, vp, ep, toke
 
 def later_stack_check(catalog=None) -> list[dict]:
     """Predicted tokens/s per GPU vs Megatron-Bridge 25.11's DeepSeek-V3 on GB200/GB300."""
-    from planner.engine.evaluator import evaluate  # loads the default catalog when catalog is None
-
     rows = []
     for run, (hw, precision, batch, pp, vp, ep, published) in LATER_STACK_RUNS.items():
         r = evaluate(catalog=catalog, model="deepseek-v3", hardware=hw, gpus=256, tp=1,
@@ -1182,8 +1153,6 @@ DEEPSEEK_V3_PRETRAIN_GPU_HOURS = 2.664e6  # arXiv:2412.19437 Table 1
 
 def published_layout_check(catalog=None) -> list[dict]:
     """Memory per GPU of the published layouts (each ran), and DeepSeek-V3's GPU-hours."""
-    from planner.engine.evaluator import evaluate
-
     rows = []
     for label, args in PUBLISHED_LAYOUTS.items():
         r = evaluate(catalog=catalog, reliability="benchmark", **args).iloc[0]

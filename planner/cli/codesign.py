@@ -22,7 +22,7 @@ from planner.cli.common import (
 )
 from planner.cli.environment_options import scenario_prices, with_price_options
 from planner.cli.numbers import si_count, si_float
-from planner.engine.scenario import DEFAULTS
+from planner.engine.defaults import DEFAULTS
 from planner.version import version
 
 #: Objective -> (plan-summary key shown, label of the table column).

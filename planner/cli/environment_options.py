@@ -36,7 +36,7 @@ from planner.cli.common import (
     StageImbalanceOption,
 )
 from planner.cli.fault_options import FAULT_DEFAULTS
-from planner.engine.scenario import DEFAULTS
+from planner.engine.defaults import DEFAULTS
 
 
 def cost_options(

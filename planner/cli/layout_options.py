@@ -24,7 +24,7 @@ from planner.cli.common import (
 from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
 from planner.cli.fault_options import FAULT_OPTIONS
 from planner.cli.numbers import si_count
-from planner.engine.scenario import DEFAULTS, PREFERRED_LAYOUT
+from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
 from planner.errors import CapplanError, shown
 
 _P = PREFERRED_LAYOUT
@@ -101,7 +101,8 @@ class ResolvedRun:
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     """Validate the run options and evaluate the run (one row)."""
     from planner.cli.fault_options import fault_inputs
-    from planner.engine.evaluator import evaluate_run
+    from planner.engine.evaluator import LayoutRequest, evaluate_run
+    from planner.engine.run_inputs import RunChoices
     from planner.engine.scenario import (
         CHECKPOINT_SCHEMES,
         COST_BASES,
@@ -123,7 +124,8 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
         if val not in allowed:
             raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
     # the vectorised path (as plan's), without pandas: one-shot queries start fast
-    columns, inputs = evaluate_run(catalog=catalog, catalog_dirs=(), overrides=overrides, **o)
+    columns, inputs = evaluate_run(RunChoices.pick(o), LayoutRequest.pick(o), catalog=catalog,
+                                   overrides=overrides)
     row = {k: v.item(0) if hasattr(v, "item") else v for k, v in columns.items()}
     check_finite(row)
     sizes = {k: int(row[k]) for k in PREFERRED_LAYOUT}

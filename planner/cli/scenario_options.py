@@ -21,7 +21,7 @@ from planner.cli.common import (
 )
 from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
 from planner.cli.numbers import si_count, si_float
-from planner.engine.scenario import DEFAULTS
+from planner.engine.defaults import DEFAULTS
 
 
 def _options(

@@ -23,7 +23,7 @@ from planner.cli.common import (
 )
 from planner.cli.environment_options import scenario_prices, with_price_options
 from planner.cli.numbers import si_count
-from planner.engine.scenario import DEFAULTS
+from planner.engine.defaults import DEFAULTS
 from planner.errors import CapplanError
 from planner.version import version
 

@@ -7,29 +7,26 @@ import argparse
 import sys
 from pathlib import Path
 
+from planner.codegen import cli_docs, column_docs, workbook
+from planner.codegen import kernel as kernel_source
+from planner.codegen.native_source import MANIFEST, SOURCE, generate
+from planner.engine import kernel as generated_kernel
+from planner.report import formula_docs, xlsx
+from planner.report.output import write_or_check
+from planner.report.validation import write_docs
+
 
 def _kernel(check: bool) -> int:
-    from planner.codegen.kernel import generate_source
-    from planner.engine.kernel import GENERATED
-    from planner.report.output import write_or_check
-
-    return write_or_check(GENERATED, generate_source(), check=check,
+    return write_or_check(generated_kernel.GENERATED, kernel_source.generate_source(), check=check,
                           command="python -m planner.codegen")
 
 
 def _workbook(check: bool) -> int:
-    from planner.codegen.workbook import generate_source
-    from planner.report.output import write_or_check
-    from planner.report.xlsx import GENERATED
-
-    return write_or_check(GENERATED, generate_source(), check=check,
+    return write_or_check(xlsx.GENERATED, workbook.generate_source(), check=check,
                           command="python -m planner.codegen")
 
 
 def _native(check: bool) -> int:
-    from planner.codegen.native_source import MANIFEST, SOURCE, generate
-    from planner.report.output import write_or_check
-
     source, manifest = generate()
     changed = not SOURCE.exists() or SOURCE.read_text() != source
     failed = write_or_check(SOURCE, source, check=check, command="python -m planner.codegen")
@@ -40,26 +37,18 @@ def _native(check: bool) -> int:
 
 
 def _formulas(check: bool) -> int:
-    from planner.report.formula_docs import main
-
-    return main(["--check"] if check else [])
+    return formula_docs.main(["--check"] if check else [])
 
 
 def _columns(check: bool) -> int:
-    from planner.codegen.column_docs import main
-
-    return main(["--check"] if check else [])
+    return column_docs.main(["--check"] if check else [])
 
 
 def _cli(check: bool) -> int:
-    from planner.codegen.cli_docs import main
-
-    return main(["--check"] if check else [])
+    return cli_docs.main(["--check"] if check else [])
 
 
 def _validation(check: bool) -> int:
-    from planner.report.validation import write_docs
-
     return write_docs(check=check)
 
 

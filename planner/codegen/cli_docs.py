@@ -10,6 +10,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import typer.main
+
+from planner.cli.app import app
+from planner.report.output import write_or_check
+
 WIDTH = 100
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
@@ -40,11 +45,6 @@ def _walk(command, ctx, path: list[str]):
 
 def render_cli_markdown() -> str:
     """docs/cli.md: an index, then each command's ``--help`` at width 100."""
-    import typer.main
-
-    from planner.cli import main  # noqa: F401  (registers every command on the app)
-    from planner.cli.app import app
-
     root = typer.main.get_command(app)
     ctx = root.make_context("capplan", [], resilient_parsing=True, terminal_width=WIDTH,
                             max_content_width=WIDTH)
@@ -72,8 +72,6 @@ def main(argv: list[str] | None = None) -> int:
     check = "--check" in args
     args = [a for a in args if a != "--check"]
     target = Path(args[0]) if args else DOC
-    from planner.report.output import write_or_check
-
     return write_or_check(target, render_cli_markdown(), check=check,
                           command="python -m planner.codegen")
 

@@ -20,6 +20,7 @@ from planner.engine.columns import (
     column,
     conversion_factor,
 )
+from planner.report.output import write_or_check
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "columns.md"
 
@@ -88,7 +89,5 @@ def render_columns_markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from planner.report.output import write_or_check
-
     return write_or_check(DOC, render_columns_markdown(), check="--check" in (argv or []),
                           command="python -m planner.codegen --only columns")

@@ -10,8 +10,12 @@ that module and never imports sympy; ``python -m planner.codegen --check`` (and
 
 from __future__ import annotations
 
+import ast
+import builtins
 import inspect
 from pathlib import Path
+
+import numpy
 
 from planner.engine.kernel import GENERATED
 from planner.engine.model import INPUTS, OUTPUTS
@@ -60,11 +64,6 @@ def import_lines(body: str) -> list[str]:
     (f2py, random, ma, ...: ~0.1 s); free names other than ``numpy``, ``scipy``,
     ``reduce`` and :data:`SPECIAL` are imported from numpy by name.
     """
-    import ast
-    import builtins
-
-    import numpy
-
     tree = ast.parse(body)
     bound = {a.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
              for a in node.args}
@@ -149,8 +148,6 @@ def free_dead_temporaries(source: str) -> str:
     freeing each as soon as it is dead lets numpy reuse its memory while it is still
     in cache, which makes the kernel ~1.7x faster on 4,096-candidate chunks.
     """
-    import ast
-
     tree = ast.parse(source)
     func = tree.body[0]
     statements = func.body

@@ -35,7 +35,7 @@ from types import SimpleNamespace
 from planner.codegen.c_translate import C_OPS, CExpr, c_source, vector_declarations
 from planner.engine import kernel as generated
 from planner.engine.columns import conversions
-from planner.engine.evaluator import needed_outputs
+from planner.engine.kernel_run import needed_outputs
 from planner.engine.layout_rules import CONTEXT_NAMES, DERIVED, LAYOUT_NAMES, derived_inputs
 from planner.engine.model import OUTPUTS
 from planner.engine.native import LANES

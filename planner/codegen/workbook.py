@@ -12,6 +12,8 @@ when the file is stale.
 from __future__ import annotations
 
 from planner.engine.model import INPUTS, OUTPUTS
+from planner.engine.symbolic import symbolic_outputs
+from planner.report.xlsx import excel_name
 
 #: Prefix of the defined names of the common subexpressions (t_0, t_1, ...).
 SUBEXPRESSION_PREFIX = "t_"
@@ -20,8 +22,6 @@ SUBEXPRESSION_PREFIX = "t_"
 def model_formulas():
     """(intermediates, outputs): lists of (name, sympy expression) after CSE."""
     import sympy
-
-    from planner.engine.symbolic import symbolic_outputs
 
     exprs = symbolic_outputs()
     names = list(OUTPUTS)
@@ -33,8 +33,6 @@ def model_formulas():
 def formula_rows() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(intermediates, outputs): lists of (name, Excel formula over defined names)."""
     from planner.report.excel import to_excel
-    from planner.report.xlsx import excel_name
-
     cell_of = {name: excel_name(name) for name in INPUTS}
     replacements, reduced = model_formulas()
     intermediates = []

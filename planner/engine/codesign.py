@@ -26,7 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hardware_catalog import load_catalog
 from planner.engine.columns import plan_summary
+from planner.engine.distributed import check_scheduler, run_tasks
+from planner.engine.domains import check
 from planner.engine.optimize import (
     OBJECTIVE_COLUMNS,
     TASK_ROWS,
@@ -35,7 +38,9 @@ from planner.engine.optimize import (
     search_slice,
     search_tasks,
 )
+from planner.engine.ownership import ownership_inputs
 from planner.engine.reductions import pareto_mask
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import Scenario
 from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions
 from planner.errors import CapplanError, did_you_mean, one_line
@@ -163,8 +168,6 @@ def input_scale(parameter: Parameter, node) -> float:
     if parameter.per_user_unit == "nic":
         return float(node.nics_per_node) / 8.0 / float(node.gpus_per_node)
     if parameter.per_user_unit == "capex":
-        from planner.engine.ownership import ownership_inputs
-
         return ownership_inputs(1.0)["capex_usd_per_gpu"]
     return 1.0
 
@@ -180,8 +183,6 @@ class HardwarePoint:
 
 def hardware_points(x: dict, axes: list[Axis], node, precision: str) -> list[HardwarePoint]:
     """Point 0 = the catalog accelerator (``x``), then the grid in order (last axis fastest)."""
-    from planner.engine.domains import check
-
     scales, bases = {}, {}
     for axis in axes:
         p = PARAMETERS[axis.name]
@@ -309,9 +310,6 @@ def codesign(scenario: Scenario, hardware: str, vary: list[str], *, catalog=None
              options: SpaceOptions | None = None, scheduler: str | None = None,
              workers: int | None = None, progress=None) -> CodesignResult:
     """Plan ``scenario`` on every point of the grid ``vary`` around accelerator ``hardware``."""
-    from planner.engine.distributed import check_scheduler, run_tasks
-    from planner.engine.evaluator import base_inputs
-
     check_scheduler(scheduler, workers)
     s = scenario
     if s.deadline_days == float("inf"):
@@ -319,18 +317,12 @@ def codesign(scenario: Scenario, hardware: str, vary: list[str], *, catalog=None
     s.validate()
     axes = parse_vary(list(vary))
     if catalog is None:
-        from hardware_catalog import load_catalog
-
         catalog = load_catalog(s.catalog_dirs)
     accelerator = catalog.accelerator(hardware)
     options = options or SpaceOptions()
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus, "max_gpus": s.max_gpus})
     options.validate()
-    x = base_inputs(catalog, model=s.model, hardware=hardware, site=s.site,
-                    site_class=s.site_class, reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
-                    cost_basis=s.cost_basis, seq_len=s.seq_len, tokens=s.tokens,
-                    global_batch=s.global_batch, pricing=s.pricing, provider=s.provider,
-                    spot_interruption=s.spot_interruption)
+    x = base_inputs(catalog, RunChoices.from_scenario(s, hardware))
     x.update(s.extra)
     points = hardware_points(x, axes, catalog.node(accelerator.node), s.precision)
     tasks = point_batches(points, hardware, options, s)

@@ -2,7 +2,7 @@
 
 Each :class:`Column` says what one output holds (unit, group, human label), where it
 comes from (the compiled kernel, the layout, the search, or :func:`finish
-<planner.engine.evaluator.finish>`), and where it is shown (``capplan evaluate``'s
+<planner.engine.kernel_run.finish>`), and where it is shown (``capplan evaluate``'s
 summary, ``capplan plan``'s summary, the frontier kept by the search).  Derived from
 :data:`COLUMNS`, in its order:
 
@@ -41,7 +41,7 @@ __all__ = ["Column", "COLUMNS", "GROUPS", "SOURCES", "KERNEL", "LAYOUT", "SEARCH
 KERNEL = "kernel"    # computed by the compiled run model (planner.engine.model)
 LAYOUT = "layout"    # a parallel layout choice (planner.engine.space)
 SEARCH = "search"    # the candidate's accelerator (evaluate's argument, plan's search loop)
-FINISH = "finish"    # derived after the kernel by planner.engine.evaluator.finish
+FINISH = "finish"    # derived after the kernel by planner.engine.kernel_run.finish
 SOURCES = (KERNEL, LAYOUT, SEARCH, FINISH)
 
 #: Groups, in reading order.

@@ -21,8 +21,11 @@ Schedulers:
 from __future__ import annotations
 
 import difflib
+import logging
 import os
+import queue
 import re
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -113,9 +116,6 @@ def _run_on_threads(function, tasks, threads: int, progress, labels) -> list:
     thread pool's threads would be joined at exit (a Ctrl-C then took 7-10 s to end
     the process).  Daemon threads are dropped when the process exits.
     """
-    import queue
-    import threading
-
     total = len(tasks)
     order = iter(range(total))
     order_lock = threading.Lock()
@@ -165,8 +165,6 @@ def _client(scheduler: str, workers: int | None):
     # Mixtral plan). Unset (None), the workers allocate as this process does.
     dask.config.set({"logging.distributed": "error", "distributed.admin.tick.limit": "1h",
                      "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
-    import logging
-
     for name in ("distributed", "distributed.worker", "distributed.nanny",
                  "distributed.scheduler", "distributed.core", "tornado"):
         logging.getLogger(name).setLevel(logging.CRITICAL)

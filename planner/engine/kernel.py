@@ -8,12 +8,15 @@ The kernel is generated from :func:`planner.engine.model.run_model` by
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import math
 import threading
 from functools import cache
 from pathlib import Path
 
+from formulas.special import erfinv, poisson_cdf_float
+from planner.engine import _kernel_generated
 from planner.engine.model import INPUTS, OUTPUTS
 
 GENERATED = Path(__file__).with_name("_kernel_generated.py")
@@ -32,8 +35,6 @@ def kernel_hash() -> str:
 
 def load_kernel():
     """The generated kernel function (imports numpy and :mod:`formulas.special` only)."""
-    from planner.engine import _kernel_generated
-
     if _kernel_generated.INPUTS != tuple(INPUTS) or _kernel_generated.OUTPUTS != tuple(OUTPUTS):
         raise RuntimeError("planner/engine/_kernel_generated.py is stale: run python -m planner.codegen")
     return _kernel_generated.kernel
@@ -48,8 +49,6 @@ BUILD_LOCK = threading.Lock()
 
 def _kernel_tree():
     """A fresh syntax tree of the committed kernel function (callers rewrite it)."""
-    import ast
-
     load_kernel()  # raises if the generated kernel is stale
     tree = ast.parse(GENERATED.read_text())
     return next(node for node in tree.body
@@ -58,8 +57,6 @@ def _kernel_tree():
 
 def loaded_names(node) -> set[str]:
     """The names ``node`` reads."""
-    import ast
-
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
             and isinstance(n.ctx, ast.Load)}
 
@@ -76,8 +73,6 @@ def _live_names(assigns, wanted: set[str]) -> set[str]:
 
 def _compile(functions, namespace: dict) -> dict:
     """``namespace`` with ``functions`` (rewritten kernel syntax trees) defined in it."""
-    import ast
-
     module = ast.fix_missing_locations(ast.Module(body=list(functions), type_ignores=[]))
     exec(compile(module, str(GENERATED), "exec"), namespace)  # noqa: S102
     return namespace
@@ -100,8 +95,6 @@ def build_partial_kernel(outputs: tuple[str, ...]):
     is bit-identical to it.  The search uses it to compute memory for every
     candidate and everything else only for those that fit.
     """
-    from planner.engine import _kernel_generated
-
     func = partial_kernel_tree(outputs)
     namespace = _compile([func], dict(vars(_kernel_generated)))
     return namespace["kernel"], tuple(a.arg for a in func.args.args)
@@ -109,8 +102,6 @@ def build_partial_kernel(outputs: tuple[str, ...]):
 
 def partial_kernel_tree(outputs: tuple[str, ...]):
     """The syntax tree of :func:`build_partial_kernel`'s function (a fresh one per call)."""
-    import ast
-
     unknown = [name for name in outputs if name not in OUTPUTS]
     if unknown:
         raise KeyError(f"not kernel outputs: {', '.join(unknown)}")
@@ -130,8 +121,6 @@ def _with_frees(statements, body, args: set[str], keep_alive: set[str]) -> list:
     """``body`` (assignments of the kernel) in the kernel's order, each followed by the
     kernel's ``del`` of the values ``body`` or ``args`` hold that are dead there (but not
     ``keep_alive``): numpy reuses their memory while it is still in cache."""
-    import ast
-
     chosen = {id(s) for s in body}
     held = {s.targets[0].id for s in body} | args
     out = []
@@ -158,13 +147,9 @@ def float_kernel():
     helpers, ``numpy.where`` as a conditional expression, comparisons as operators, the
     ``math`` functions and scalar special functions, and no ``del``.  Where numpy would
     return inf or NaN (a division by zero, the log of 0, an overflow) Python raises
-    instead: :func:`planner.engine.evaluator.evaluate_scalar` then runs the numpy kernel
+    instead: :func:`planner.engine.kernel_run.evaluate_scalar` then runs the numpy kernel
     on float64 scalars, so the values never depend on which path ran.
     """
-    import ast
-
-    from formulas.special import erfinv, poisson_cdf_float
-
     func = _kernel_tree()
 
     class ToFloats(ast.NodeTransformer):
@@ -240,8 +225,6 @@ def _group_calls_apart(statements, arrays: dict, group: frozenset) -> list:
     ``group`` - one that calls a function and whose array inputs are ``group`` members
     only - assigned to a name of its own just before it (``arrays``: each name's array
     inputs, extended with the new names).  The same operations on the same values."""
-    import ast
-
     class CallsApart(ast.NodeTransformer):
         def __init__(self, prefix: str):
             self.prefix, self.extracted = prefix, []
@@ -286,8 +269,6 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     if trees is None:
         return None
     prelude, main, shared = trees
-    from planner.engine import _kernel_generated
-
     namespace = _compile([prelude, main], dict(vars(_kernel_generated)))
     return (namespace["prelude"], tuple(a.arg for a in prelude.args.args), namespace["kernel"],
             tuple(a.arg for a in main.args.args[:len(main.args.args) - len(shared)]), shared)
@@ -298,8 +279,6 @@ def split_kernel_trees(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     """The syntax trees of :func:`build_split_kernel`'s functions, built once (callers
     must not rewrite them): ``None``, or ``(prelude, main, shared names)``; ``main``'s
     last arguments are the shared values."""
-    import ast
-
     group = frozenset(SPLIT_GROUP) & array_inputs
     if not group:
         return None

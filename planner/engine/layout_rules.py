@@ -1,5 +1,5 @@
-"""The run-model inputs a layout implies (flags, shard counts, link placement): the rules,
-written once.
+"""The rules of a layout, written once: which layouts are valid (:data:`VALIDITY`) and the
+run-model inputs a layout implies (flags, shard counts, link placement).
 
 :func:`derived_inputs` is the only place these rules are written.  It is run three ways,
 by the ``ops`` it is given:
@@ -24,6 +24,8 @@ sizes up to it fits.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -133,3 +135,92 @@ FLOATS = SimpleNamespace(
     floor=_float_floor, ceil=_float_ceil,
     flag=float, zero=lambda like: 0.0, eq=lambda a, b: a == b, ne=lambda a, b: a != b,
     ge=lambda a, b: a >= b, le=lambda a, b: a <= b)
+
+
+# ---- which layouts are valid ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule a valid layout obeys: the names it reads, whether it holds (on Python ints
+    or on numpy integer arrays of layouts alike) and, for one layout that breaks it, the
+    message naming the flags to change."""
+
+    reads: frozenset[str]
+    holds: Callable
+    broken: Callable
+
+
+def _rule(reads: str, holds, broken) -> Rule:
+    return Rule(frozenset(reads.split()), holds, broken)
+
+
+def _at_least_1(value):
+    return np.maximum(value, 1)
+
+
+#: The rules of a valid layout, in the order a message reports them.  ``v`` holds the
+#: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch``) and the model's and node's
+#: numbers (``domain`` GPUs of the scale-up domain, ``heads kv_heads layers seq_len
+#: experts batch``).  The one place these rules are written: a user's layout is checked by
+#: :func:`planner.engine.layout_check.check_layout` (the first broken rule's message), the
+#: search's layouts are masked by them (:func:`planner.engine.space.enumerate_layouts`).
+VALIDITY: tuple[Rule, ...] = (
+    _rule("gpus tp pp cp", lambda v: v.gpus % _at_least_1(v.tp * v.pp * v.cp) == 0,
+          lambda v: f"TP*PP*CP = {v.tp}*{v.pp}*{v.cp} = {v.tp * v.pp * v.cp} does not divide "
+                    f"--gpus {v.gpus}; change --tp/--pp/--cp or --gpus"),
+    _rule("tp domain", lambda v: v.tp <= v.domain,
+          lambda v: f"--tp {v.tp} exceeds the scale-up domain of {v.domain} GPUs"),
+    _rule("tp heads", lambda v: v.heads % _at_least_1(v.tp) == 0,
+          lambda v: f"--tp {v.tp} does not divide the {v.heads} heads"),
+    # GQA: each TP rank holds whole key/value heads, or one head replicated on tp/kv ranks
+    _rule("tp kv_heads", lambda v: (v.kv_heads % _at_least_1(v.tp) == 0)
+          | (v.tp % _at_least_1(v.kv_heads) == 0),
+          lambda v: f"--tp {v.tp} neither divides nor is a multiple of the {v.kv_heads} "
+                    "key/value heads"),
+    _rule("pp layers", lambda v: v.pp <= v.layers,
+          lambda v: f"--pp {v.pp} exceeds the {v.layers} layers"),
+    # the embedding and the loss may be stage units of their own (Megatron-Core's
+    # account_for_embedding/loss_in_pipeline_split): L + 2 virtual stages at most
+    _rule("pp vp layers", lambda v: v.pp * v.vp <= v.layers + 2,
+          lambda v: f"--vp {v.vp}: PP*VP = {v.pp * v.vp} virtual stages exceed the {v.layers} "
+                    "layers and the embedding and loss stage units"),
+    _rule("pp vp", lambda v: (v.vp == 1) | (v.pp > 1), lambda v: "--vp > 1 needs --pp > 1"),
+    # load-balanced context parallelism splits each sequence into 2 CP chunks
+    # (Megatron-Core: seq_length % (2 * context_parallel_size) == 0)
+    _rule("cp seq_len", lambda v: (v.cp == 1) | (v.seq_len % _at_least_1(2 * v.cp) == 0),
+          lambda v: f"--cp {v.cp}: the {v.seq_len}-token sequence does not split into "
+                    f"2*CP = {2 * v.cp} equal chunks; change --cp or --seq-len"),
+    _rule("dp micro_batch batch", lambda v: v.batch % _at_least_1(v.dp * v.micro_batch) == 0,
+          lambda v: f"global batch {v.batch} is not divisible by DP*micro-batch = "
+                    f"{v.dp}*{v.micro_batch} = {v.dp * v.micro_batch}; change --micro-batch, "
+                    "--global-batch or the GPU count"),
+    _rule("tp cp dp ep etp", lambda v: (v.tp * v.cp * v.dp) % _at_least_1(v.ep * v.etp) == 0,
+          lambda v: f"EP*ETP = {v.ep}*{v.etp} = {v.ep * v.etp} must divide TP*CP*DP = "
+                    f"{v.tp}*{v.cp}*{v.dp} = {v.tp * v.cp * v.dp} (the experts' grid ETP x EP x "
+                    "EDP folds over the attention's TP x CP x DP); change --ep or --etp"),
+    _rule("ep experts", lambda v: (v.ep == 1) | (v.experts % _at_least_1(v.ep) == 0),
+          lambda v: f"--ep {v.ep} does not divide the {v.experts} experts"),
+)
+
+
+#: Every name the rules read.
+LAYOUT_RULE_NAMES = frozenset().union(*(rule.reads for rule in VALIDITY))
+
+
+def holding(v, names) -> object:
+    """Whether ``v`` obeys every rule of :data:`VALIDITY` that reads only ``names`` (True,
+    or a boolean array over the layouts of ``v``)."""
+    ok = True
+    for rule in VALIDITY:
+        if rule.reads <= names:
+            ok = ok & rule.holds(v)
+    return ok
+
+
+def first_broken(v) -> str | None:
+    """The message of the first rule one layout ``v`` (Python ints) breaks, or None."""
+    for rule in VALIDITY:
+        if not rule.holds(v):
+            return rule.broken(v)
+    return None

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.engine import _native_manifest as manifest
+from planner.engine.kernel import kernel_hash
+from planner.errors import CapplanError, did_you_mean
 
 #: The largest relative difference between an output of the compiled backend and numpy's.
 RELATIVE_TOLERANCE = 1e-10
@@ -59,8 +61,6 @@ def mode() -> str:
     ``c`` (the extension, or an error)."""
     value = os.environ.get("CAPPLAN_KERNEL", "auto").strip().lower() or "auto"
     if value not in MODES:
-        from planner.errors import did_you_mean
-
         raise did_you_mean("CAPPLAN_KERNEL value", value, MODES)
     return value
 
@@ -91,8 +91,6 @@ def _find() -> Backend:
     if built != manifest.SOURCE_HASH:
         return Backend("numpy", "the compiled extension is stale (built from another "
                        "source; reinstall capplan)", path=spec.origin)
-    from planner.engine.kernel import kernel_hash
-
     if manifest.KERNEL_HASH != kernel_hash():
         return Backend("numpy", "the compiled extension was generated from another kernel "
                        "(run python -m planner.codegen, then reinstall)", path=spec.origin)
@@ -113,8 +111,6 @@ def backend() -> Backend:
         if _BACKEND is None:
             _BACKEND = _find()
     if wanted == "c" and _BACKEND.name != "compiled":
-        from planner.errors import CapplanError
-
         raise CapplanError(f"CAPPLAN_KERNEL=c, but {_BACKEND.reason}; reinstall capplan "
                            "where a C compiler (cc) is found, or unset CAPPLAN_KERNEL")
     return _BACKEND

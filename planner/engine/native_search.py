@@ -27,7 +27,7 @@ chunk of :data:`CHUNK` candidates, in cache:
    (NaN larger than every number, ties to the lowest row, as
    :class:`planner.engine.reductions.GroupMinimum`), kept across the calls of a task.
 
-The rows kept are then evaluated whole by :func:`planner.engine.evaluator.evaluate_inputs`
+The rows kept are then evaluated whole by :func:`planner.engine.kernel_run.evaluate_inputs`
 (compiled, so their values are the bits that selected them).  The answer is the one the
 numpy block loop gives, row for row (``tests/test_native_search.py``); ctypes releases the
 GIL, so tasks run side by side on threads.  On the numpy backend (no extension,
@@ -42,6 +42,12 @@ import threading
 import weakref
 
 import numpy as np
+
+from planner.engine import kernel as generated
+from planner.engine import native
+from planner.engine.kernel import partial_kernel
+from planner.engine.kernel_run import prelude_table
+from planner.engine.spares import resolve_spares
 
 #: Candidates per pass through the loop's stages (their ~50 columns stay in L2 cache).
 CHUNK = 1024
@@ -97,15 +103,11 @@ _LAYOUTS_ARGTYPES = [ctypes.c_longlong, ctypes.c_longlong, ctypes.POINTER(_Space
 def compiled_search(array_inputs: frozenset[str]) -> CompiledSearch | None:
     """The extension's search (``manifest.SEARCH``), or ``None`` on the numpy backend or
     where the call's per-candidate inputs are not the ones it was generated for."""
-    from planner.engine import native
-
     spec = native.manifest.SEARCH
     if not native.available() or array_inputs != frozenset(spec["array_set"]):
         return None
     with _BUILD_LOCK:  # the threads of one search wait for its one set-up
         if "search" not in _BUILT:
-            from planner.engine import kernel as generated
-
             split = generated.split_kernel(spec["outputs"], array_inputs)
             _BUILT["search"] = CompiledSearch(
                 native.function("capplan_search", _SEARCH_ARGTYPES, ctypes.c_int),
@@ -173,11 +175,6 @@ def _prepare(space, inputs: dict, start: int, stop: int, outputs: tuple[str, ...
              constraints: tuple[str, str, str]):
     """``(gpus, call)`` for rows ``start`` .. ``stop``: the distinct GPU counts and the
     :class:`_Call` (``None`` where the compiled search cannot run; no GPU count: no call)."""
-    from planner.engine import native
-    from planner.engine.evaluator import prelude_table
-    from planner.engine.kernel import partial_kernel
-    from planner.engine.spares import resolve_spares
-
     spec = native.manifest.SEARCH
     if (tuple(outputs), tuple(constraints)) != (spec["outputs"], spec["constraints"]):
         return None  # another search than the one the extension was generated for
@@ -252,8 +249,6 @@ def search(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ..
     :data:`CONSTRAINT_NAMES`) whose rows' minima are kept, default the fitting rows and
     those meeting every constraint.  ``None`` where the compiled search cannot run.
     """
-    from planner.engine import native
-
     spec = native.manifest.SEARCH
     if not set(objectives) <= set(spec.get("objectives", ())):
         return None

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hardware_catalog import load_catalog
+from planner.engine import native, native_search
 from planner.engine.columns import kept
-from planner.engine.evaluator import base_inputs, evaluate_columns, evaluate_inputs
+from planner.engine.distributed import check_scheduler, run_tasks
 from planner.engine.explain import (
     Binding,
     active_constraints,
@@ -28,9 +30,11 @@ from planner.engine.explain import (
     meets,
     reduced_columns,
 )
-from planner.engine.ownership import ownership_inputs
+from planner.engine.kernel_run import evaluate_columns, evaluate_inputs, needed_outputs
+from planner.engine.ownership import cost_parts, ownership_inputs, rent_vs_buy
 from planner.engine.pricing import price_quote
 from planner.engine.reductions import GroupMinimum, first_least, pareto_mask, tie_key
+from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
 from planner.engine.space import (
     RECOMPUTE_NAMES,
@@ -40,6 +44,7 @@ from planner.engine.space import (
     shared_layout_space,
 )
 from planner.engine.spares import resolve_spares
+from planner.engine.spot import spot_versus_on_demand
 from planner.errors import INFEASIBLE, CapplanError
 
 #: Candidates reduced at a time (the kernel itself runs on smaller cache-sized chunks).
@@ -112,8 +117,6 @@ def reduce_block(inputs: dict, part: dict, s: Scenario) -> BlockBest:
     outputs only for the rows kept.  Every value is the one a full
     :func:`evaluate_inputs` of the block gives, so the rows are the same.
     """
-    from planner.engine import native
-
     compiled = native.available()
     columns = ("memory_per_gpu_bytes", *SEARCH_COLUMNS) if compiled else ("memory_per_gpu_bytes",)
     every = evaluate_columns(inputs, columns, compiled=compiled)
@@ -209,9 +212,6 @@ def compiled_slice(task: SearchTask) -> dict | None:
     or ``None`` where it cannot run.  It keeps each of the task's groups' best rows over
     the whole task rather than over each block: the rows :func:`frontier_rows` keeps of
     them are the same."""
-    from planner.engine import native, native_search
-    from planner.engine.evaluator import needed_outputs
-
     s, x = task.scenario, task.inputs
     if not native.available():
         return None
@@ -333,8 +333,6 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     ``scheduler``/``workers``: where the search tasks run (:mod:`planner.engine.distributed`);
     the result is the same on every scheduler.
     """
-    from planner.engine.distributed import check_scheduler, run_tasks
-
     check_scheduler(scheduler, workers)
     if isinstance(changes.get("hardware"), str):  # "h100-sxm,mi300x" as on the command line
         changes["hardware"] = [h.strip() for h in changes["hardware"].split(",") if h.strip()]
@@ -344,8 +342,6 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         s = s.with_(deadline_days=None)
     s.validate()
     if catalog is None:
-        from hardware_catalog import load_catalog
-
         catalog = load_catalog(s.catalog_dirs)
     started = time.perf_counter()
     model = catalog.model(s.model)
@@ -357,12 +353,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     names = resolve_hardware(catalog, s.hardware)
     for hw in names:
         try:
-            x = base_inputs(catalog, model=model, hardware=hw, site=s.site,
-                            site_class=s.site_class, reliability=s.reliability, precision=s.precision,
-                            checkpoint=s.checkpoint, cost_basis=s.cost_basis,
-                            seq_len=s.seq_len, tokens=s.tokens, global_batch=s.global_batch,
-                            pricing=s.pricing, provider=s.provider,
-                            spot_interruption=s.spot_interruption, stack=s.stack)
+            x = base_inputs(catalog, RunChoices.from_scenario(s, hw, model=model))
             prices[hw] = price_quote(catalog, catalog.accelerator(hw), s.pricing,
                                      s.provider, s.spot_interruption).as_dict()
         except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price
@@ -398,15 +389,11 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     if best[s.objective] is None:
         result.infeasible[s.objective] = explain_infeasible(s, frontier, min_memory)
     if prices:
-        from planner.engine.ownership import cost_parts, rent_vs_buy
-
         result.rent_vs_buy = {obj: rent_vs_buy(catalog, s, row, prices[row["hardware"]])
                               for obj, row in best.items() if row is not None}
         result.cost_parts = {obj: cost_parts(catalog, s, row)
                              for obj, row in best.items() if row is not None}
     if s.pricing == "spot":
-        from planner.engine.spot import spot_versus_on_demand
-
         result.spot_vs_on_demand = {obj: spot_versus_on_demand(catalog, s, row)
                                     for obj, row in best.items() if row is not None}
     return result

@@ -157,6 +157,8 @@ def cost_parts(catalog, scenario, row: dict) -> dict[str, float]:
     total = float(row["cost_usd"])
     job_share = float(row["gpus"]) * float(row["wall_time_s"]) / cost.SECONDS_PER_HOUR \
         / float(row["gpu_hours"])  # the job's GPU-hours among those billed
+    if abs(job_share - 1.0) < 1e-12:  # no spares: 1 but for the rounding of the two sums
+        job_share = 1.0
     if cost_basis(scenario) == "cloud":
         parts["gpu_rental"] = total * job_share
         parts["hot_spares"] = total - parts["gpu_rental"]

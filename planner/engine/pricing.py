@@ -23,10 +23,12 @@ defined in a user catalog directory (or TOML file) keeps its own price by defaul
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from statistics import median
 
-from planner.errors import CapplanError
+from formulas.cost import preemption_mtbf
+from hardware_catalog.prices import load_discounts, load_interruption_buckets, load_prices
+from planner.errors import CapplanError, did_you_mean
 
 TIERS = ("on-demand", "spot", "reserved-1y", "reserved-3y", "owned")
 PROVIDER_CHOICES = ("median", "cheapest")
@@ -85,8 +87,6 @@ class PriceQuote:
 def spot_interruption(choice: str | float) -> tuple[float, str]:
     """(fraction of spot instances interrupted per month, its source) for a bucket name
     (lt5, 5-10, 10-15, 15-20, gt20: AWS Spot Instance Advisor) or a fraction in (0, 1)."""
-    from hardware_catalog.prices import load_interruption_buckets
-
     buckets = load_interruption_buckets()
     text = str(choice).strip().lower()
     if text in buckets:
@@ -104,8 +104,6 @@ def spot_interruption(choice: str | float) -> tuple[float, str]:
 
 def with_preemptions(node_mtbf_s: float, choice: str | float) -> float:
     """Node MTBF with spot preemptions added (one instance = one node; rates add)."""
-    from formulas.cost import preemption_mtbf
-
     fraction, _ = spot_interruption(choice)
     return 1 / (1 / node_mtbf_s + 1 / float(preemption_mtbf(fraction)))
 
@@ -113,8 +111,6 @@ def with_preemptions(node_mtbf_s: float, choice: str | float) -> float:
 def check_choice(tier: str, provider: str) -> None:
     """Raise a one-line CapplanError for an unknown tier or an empty provider."""
     if tier not in TIERS:
-        from planner.errors import did_you_mean
-
         raise CapplanError(f"--pricing: {did_you_mean('price tier', tier, TIERS)}")
     if not provider or not provider.strip():
         raise CapplanError("--provider must be median, cheapest or a provider name")
@@ -152,8 +148,6 @@ def provider_medians(rows, accelerator: str, tier: str, *, marketplace: bool | N
 
 def discount(provider: str, tier: str):
     """The commitment discount of ``provider`` (or the '*' default) for a reserved tier."""
-    from hardware_catalog.prices import load_discounts
-
     entries = [d for d in load_discounts() if d.tier == tier]
     for d in entries:
         if d.provider == provider:
@@ -213,8 +207,6 @@ def _named(rows, accelerator, tier, priced_tier, provider, stats, extra) -> Pric
     name = provider.strip().lower()
     known = provider_names(rows)
     if name not in known:
-        from planner.errors import did_you_mean
-
         raise CapplanError(f"--provider: {did_you_mean('provider', provider, [*known, *PROVIDER_CHOICES])}")
     mine = provider_medians(rows, accelerator, priced_tier, marketplace=None)
     if name not in mine:
@@ -247,8 +239,6 @@ def price_quote(catalog, accelerator, tier: str = DEFAULT_TIER,
                 spot_interruption_choice: str = DEFAULT_SPOT_INTERRUPTION) -> PriceQuote:
     """The :class:`PriceQuote` of a catalog accelerator entry (price data of ``catalog``)."""
     from hardware_catalog.loader import DATA_DIR
-    from hardware_catalog.prices import load_prices
-
     rows = load_prices(tuple(getattr(catalog, "dirs", ()) or ()))
     in_table = catalog.accelerators.get(accelerator.id) is accelerator
     origin = catalog.origin("accelerator", accelerator.id) if in_table else None
@@ -259,10 +249,6 @@ def price_quote(catalog, accelerator, tier: str = DEFAULT_TIER,
                    own_price=not shipped and provider == DEFAULT_PROVIDER and tier != "spot")
     if tier != "spot":
         return result
-    from dataclasses import replace
-
-    from formulas.cost import preemption_mtbf
-
     fraction, source = spot_interruption(spot_interruption_choice)
     return replace(result, interrupted_fraction_per_month=fraction,
                    preemption_mtbf_s_per_node=float(preemption_mtbf(fraction)),

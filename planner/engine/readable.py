@@ -14,6 +14,8 @@ Tables and sentences use these; JSON and CSV keep the raw SI values.
 
 from __future__ import annotations
 
+from planner.engine.columns import COLUMNS
+
 #: Suffixes of large counts (short scale: thousand, million, billion, trillion, quadrillion).
 _COUNT_SUFFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"))
 
@@ -90,8 +92,6 @@ def quantity_text(value, unit: str) -> str:
 
 def unit_of(key: str) -> str:
     """The unit of an output key: the column registry's, else its name's suffix."""
-    from planner.engine.columns import COLUMNS
-
     for c in COLUMNS:
         if key in (c.name, c.key):
             return c.unit

@@ -7,6 +7,8 @@ pandas DataFrame ``evaluate`` returns by default (pandas is imported only then).
 
 from __future__ import annotations
 
+import numpy as np
+
 
 class Evaluation(dict):
     """Column name -> value (one layout) or numpy array (one entry per layout)."""
@@ -16,13 +18,10 @@ class Evaluation(dict):
     @property
     def layouts(self) -> int:
         """How many layouts were evaluated."""
-        import numpy as np
-
         return max((int(np.size(v)) for v in self.values() if np.ndim(v) > 0), default=1)
 
     def to_frame(self):
         """The pandas DataFrame of these columns, one row per layout."""
-        import numpy as np
         import pandas as pd
 
         n = self.layouts

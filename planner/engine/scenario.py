@@ -12,49 +12,26 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from planner.errors import CapplanError, shown
-
-#: GEMM precisions: bf16 (and fp16), fp8 (per-tensor or MXFP8 block scaling), fp4 (NVFP4 /
-#: MXFP4 GEMM inputs; weights, gradients, optimizer state and stored activations keep their
-#: execution.toml bytes, as in NVIDIA's NVFP4 pretraining recipe, arXiv:2509.25149), tf32.
-PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
-#: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
-EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
-RECOMPUTE = ("none", "selective", "full")
-CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
-COST_BASES = ("cloud", "tco")
-OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")
-#: Objective -> the column a search minimises for it.
-OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
-                     "carbon": "co2e_kg", "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}
-
-#: The default scenario of ``capplan plan``: Llama 3 70B on 15T tokens (Meta, 2024).
-DEFAULT_MODEL = "llama3-70b"
-DEFAULT_TOKENS = 15e12
-DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3: 16M tokens per batch (arXiv:2407.21783)
-
-#: The one source of scenario defaults: the command-line options, scenario files and the
-#: Python API (:class:`Scenario`, :func:`planner.evaluate`, :func:`planner.plan`) all
-#: read them, so the same question gets the same answer everywhere.
-DEFAULTS: dict = {
-    "model": DEFAULT_MODEL, "tokens": DEFAULT_TOKENS, "hardware": "all",
-    "site": "us-average", "reliability": "default", "precision": "bf16",
-    # the PUE's class of data centre (hardware_catalog/data/site_classes); "site": the site's
-    "site_class": "hyperscale",
-    "stack": "megatron-core-2025",  # software stack (hardware_catalog/data/stacks)
-    "checkpoint": "async", "cost_basis": "cloud", "min_gpus": 8, "max_gpus": 16384,
-    "deadline_days": 90.0, "objective": "cost", "knee_threshold": 0.8,
-    # one run (capplan evaluate / sensitivity / simulate / export, planner.evaluate)
-    "evaluate_hardware": "h100-sxm", "gpus": 1024, "recompute": "selective", "zero": 1,
-    # prices (planner.engine.pricing): tier, provider, spot preemption bucket
-    "pricing": "on-demand", "provider": "median", "spot_interruption": "gt20",
-}
-
-#: The layout tried first by ``evaluate`` when the caller leaves layout sizes out
-#: (Llama 3 70B's TP8 x PP4, arXiv:2407.21783 Table 4); when it does not fit the GPU
-#: count, the fastest layout for that count is chosen instead.
-PREFERRED_LAYOUT: dict[str, int] = {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "vp": 1,
-                                    "micro_batch": 1}
+from formulas.carbon import embodied_per_accelerator
+from hardware_catalog import load_catalog
+from planner.engine.defaults import (  # noqa: F401
+    CHECKPOINT_SCHEMES,
+    COST_BASES,
+    DEFAULT_GLOBAL_BATCH_TOKENS,
+    DEFAULT_MODEL,
+    DEFAULT_TOKENS,
+    DEFAULTS,
+    EFFICIENCY_FALLBACK,
+    OBJECTIVE_COLUMNS,
+    OBJECTIVES,
+    PRECISIONS,
+    PREFERRED_LAYOUT,
+    RECOMPUTE,
+)
+from planner.engine.domains import INPUT_DOMAINS, check
+from planner.engine.ownership import ownership_inputs, ownership_parameters
+from planner.engine.pricing import check_choice, spot_interruption
+from planner.errors import CapplanError, did_you_mean, shown
 
 
 @dataclass(frozen=True)
@@ -94,20 +71,14 @@ class Scenario:
 
     def validate(self) -> None:
         """Raise CapplanError on the first value outside its domain (planner.engine.domains)."""
-        from planner.engine.domains import check
-
         for name, value, allowed in [("precision", self.precision, PRECISIONS),
                                      ("checkpoint", self.checkpoint, CHECKPOINT_SCHEMES),
                                      ("cost-basis", self.cost_basis, COST_BASES),
                                      ("objective", self.objective, OBJECTIVES)]:
             if value not in allowed:
                 raise CapplanError(f"--{name} {shown(value)} is not one of: {', '.join(allowed)}")
-        from planner.engine.pricing import check_choice
-
         check_choice(self.pricing, self.provider)
         if self.pricing == "spot":
-            from planner.engine.pricing import spot_interruption
-
             spot_interruption(self.spot_interruption)
         check({"tokens": self.tokens, "global_batch": self.global_batch,
                "seq_len": self.seq_len, "min_gpus": self.min_gpus, "max_gpus": self.max_gpus,
@@ -122,8 +93,6 @@ class Scenario:
         check_overrides(self.extra)
         if not isinstance(self.ownership, dict):
             raise CapplanError(f"ownership must be a dict of parameters, got {self.ownership!r}")
-        from planner.engine.ownership import ownership_parameters
-
         ownership_parameters(self.ownership)
 
 
@@ -152,13 +121,9 @@ def network_overrides(network=None, catalog=None, **flags) -> dict[str, float]:
     ``scale_up_domain`` (GPUs per NVLink/xGMI domain), ``oversubscription`` and
     ``pod_gpus`` (a 1:R taper above pods of N GPUs, Llama 3: 7 and 3,072).
     """
-    from planner.engine.domains import check
-
     check(flags)
     if network is not None:
         if catalog is None:
-            from hardware_catalog import load_catalog
-
             catalog = load_catalog()
         flags = {**node_network(catalog.node(network)),
                  **{k: v for k, v in flags.items() if v is not None}}
@@ -172,9 +137,6 @@ def network_overrides(network=None, catalog=None, **flags) -> dict[str, float]:
 
 def check_overrides(overrides: dict) -> None:
     """Run-model input overrides: known names (did you mean) inside their domains."""
-    from planner.engine.domains import INPUT_DOMAINS, check
-    from planner.errors import did_you_mean
-
     for name in overrides:
         if name not in INPUT_DOMAINS:
             raise did_you_mean("run-model input", str(name), INPUT_DOMAINS)
@@ -315,9 +277,6 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
     ``stack`` (a catalog software stack) scales the large-GEMM efficiency by the fraction
     of it the stack's GEMM path reaches on this accelerator (``gemm_efficiency_factor``).
     """
-    from formulas.carbon import embodied_per_accelerator  # formulas import numpy: not at start-up
-    from planner.engine.ownership import ownership_inputs
-
     gemm_factor = 1.0 if stack is None else value(
         stack_factor(stack, "gemm_efficiency_factor", accelerator.id))
     gpus_per_node = float(value(node.gpus_per_node))

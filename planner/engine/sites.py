@@ -12,6 +12,8 @@ memory bound unchanged.  The sites are then ranked by their best value of each o
 
 from __future__ import annotations
 
+from hardware_catalog import load_catalog
+from planner.engine.optimize import plan
 from planner.errors import CapplanError
 
 #: Objectives compared across sites: objective -> (plan-row column, ranking key).
@@ -41,9 +43,6 @@ def site_names(catalog, spec: str) -> list[str]:
 
 def plan_sites(scenario, *, catalog=None, progress=None) -> dict:
     """site -> PlanResult for every site ``scenario.site`` names."""
-    from hardware_catalog import load_catalog
-    from planner.engine.optimize import plan
-
     catalog = catalog or load_catalog(scenario.catalog_dirs)
     return {name: plan(scenario.with_(site=name), catalog=catalog, progress=progress)
             for name in site_names(catalog, scenario.site)}

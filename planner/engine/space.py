@@ -21,7 +21,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from planner.engine.columns import layout_columns
-from planner.engine.layout_rules import FLOATS, NUMPY, derived_inputs
+from planner.engine.domains import check
+from planner.engine.layout_rules import FLOATS, NUMPY, derived_inputs, holding
+from planner.errors import CapplanError
 
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
@@ -58,9 +60,6 @@ class SpaceOptions:
 
     def validate(self) -> None:
         """CapplanError on the first value outside its domain (planner.engine.domains)."""
-        from planner.engine.domains import check
-        from planner.errors import CapplanError
-
         check({"min_gpus": self.min_gpus, "max_gpus": self.max_gpus})
         for name in ("tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "hsdp",
                      "sequence_parallel"):
@@ -268,9 +267,16 @@ def default_tp_sizes(scale_up_domain: int, largest: int = 128) -> tuple[int, ...
 def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, gpus_per_node,
                     scale_up_domain, options):
     """The table of (tp, cp, pp, vp, micro_batch, dp, gpus) and the columns crossed with it."""
-    tp_values = [t for t in (options.tp or default_tp_sizes(scale_up_domain))
-                 if t <= scale_up_domain and heads % t == 0
-                 and (kv_heads % t == 0 or t % kv_heads == 0)]
+    # the rules of a valid layout (layout_rules.VALIDITY), applied as soon as the table has
+    # the sizes a rule reads; the rest of this function is the search's choice of sizes
+    context = {"domain": scale_up_domain, "heads": heads, "kv_heads": kv_heads,
+               "layers": layers, "seq_len": seq_len, "experts": experts, "batch": global_batch}
+
+    def valid(t):
+        ok = holding(SimpleNamespace(**t, **context), frozenset(t) | frozenset(context))
+        return np.broadcast_to(ok, np.broadcast_shapes(*(np.shape(v) for v in t.values())))
+
+    tp_values = _kept_values("tp", options.tp or default_tp_sizes(scale_up_domain), valid)
     # even splits, and Megatron-Core's uneven ones with the loss (L + 1 units) or the
     # embedding and the loss (L + 2) as pipeline-stage units (formulas.pipeline)
     units = (layers, layers + 1, layers + 2)
@@ -278,7 +284,6 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
                                       if p <= min(128, layers)})
     cp_values = options.cp or ([1, 2, 4, 8] if seq_len >= 32768 else [1, 2] if seq_len >= 8192
                                else [1])
-    cp_values = [c for c in cp_values if seq_len % (2 * c) == 0 or c == 1]
     ep_values = options.ep or ([e for e in divisors(experts) if e <= 64] if experts > 1 else [1])
     # ETP: the default (= TP) and, for MoE, 1 (Megatron-Core's --expert-tensor-parallel-size)
     etp_values = tp_values if experts <= 1 else sorted(set(options.etp or ()) or {*tp_values, 1})
@@ -289,27 +294,31 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
         tp = t["tp"][:, None]
         chosen = (etp == tp) if experts <= 1 else (
             np.isin(etp, options.etp) if options.etp else (etp == tp) | (etp == 1))
-        return chosen & ((tp * t["cp"][:, None] * t["dp"][:, None]) % (ep * etp) == 0)
+        grid = {k: t[k][:, None] for k in ("tp", "cp", "dp", "gpus", "pp", "vp",
+                                           "micro_batch")}
+        return chosen & valid({**grid, "ep": ep, "etp": etp})
 
     t = _cross({}, "tp", tp_values)
+    t = _keep(t, valid(t))
     t = _cross(t, "cp", cp_values)
-    t = _cross(t, "pp", [p for p in pp_values if p <= layers])
+    t = _keep(t, valid(t))
+    t = _cross(t, "pp", pp_values)
     t = _cross(t, "vp", options.vp)
     stages = t["pp"] * t["vp"]
+    # the search tries the splits with whole stages of L, L + 1 or L + 2 units only
+    # (evaluate takes any PP and puts ceil(L / (PP VP)) layers on the fullest stage)
     split = (layers % stages == 0) | ((layers + 1) % stages == 0) | ((layers + 2) % stages == 0)
-    # up to L + 2 virtual stages: with the embedding and the loss as stage units the first
-    # and last chunk may hold no transformer layer (Megatron-Core transformer_block.py
-    # get_num_layers_to_build: num_layers_to_build >= 0 after removing them)
-    t = _keep(t, split & (stages <= layers + 2) & ((t["vp"] == 1) | (t["pp"] > 1)))
+    t = _keep(t, split & valid(t))
     t = _cross(t, "micro_batch", options.micro_batch)
     t = _cross(t, "dp", divisors(global_batch))
     t["gpus"] = t["tp"] * t["pp"] * t["cp"] * t["dp"]
     t["domain_dp"] = domain_dp_ranks(t["tp"], t["cp"], t["dp"], scale_up_domain)
     n = t["gpus"]
+    # the search's choices: whole nodes (or a part of one), the GPU range, and the
+    # interleaved schedule's micro-batches in whole rounds of PP
     fits_node = (n % gpus_per_node == 0) | (gpus_per_node % n == 0)
     microbatches = global_batch // np.maximum(t["dp"] * t["micro_batch"], 1)
-    ok = ((n >= options.min_gpus) & (n <= options.max_gpus) & fits_node
-          & (global_batch % (t["dp"] * t["micro_batch"]) == 0)
+    ok = ((n >= options.min_gpus) & (n <= options.max_gpus) & fits_node & valid(t)
           & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
     tail = [
         ("ep_etp", expert_codes, expert_allowed),
@@ -324,6 +333,12 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
          lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1)),
     ]
     return _keep(t, ok), tail
+
+
+def _kept_values(name: str, values, valid) -> list[int]:
+    """The ``values`` of one size that the layout rules reading it alone allow."""
+    array = np.asarray(values, dtype=np.int64)
+    return [int(v) for v in array[np.broadcast_to(valid({name: array}), array.shape)]]
 
 
 def search_recompute_codes(recompute) -> list[int]:

@@ -27,6 +27,10 @@ import threading
 
 import numpy as np
 
+from formulas import reliability as rel
+from formulas.ops import exp
+from formulas.reliability import RACK_TERMS
+from formulas.special import poisson_cdf
 from planner.engine.reductions import unique_runs
 
 #: ``spare_nodes`` value that asks for the optimal count.
@@ -84,8 +88,6 @@ def pool_terms(**x) -> dict[str, np.ndarray]:
     """The per-row terms of the spare-count search (columns of shape rows x 1): nodes,
     failure rates, MTBF, nodes in repair, the range's top and the survivals of a swap
     and of a re-queue (``x``: the :data:`SPARE_INPUTS`, SI units)."""
-    from formulas import reliability as rel
-
     def col(name):
         return np.atleast_1d(np.asarray(x[name], dtype=float))[:, None]
 
@@ -136,10 +138,6 @@ def pool_swap_probabilities(spares, nodes_lost: tuple, single_in_repair, rack_in
     (count, mean) pair once per call, so one call over all of them does a tenth of the
     lookups of 24 calls.  The sum runs in the formula's order.
     """
-    from formulas.ops import exp
-    from formulas.reliability import RACK_TERMS
-    from formulas.special import poisson_cdf
-
     counts = [spares - lost - rack_nodes * y for lost in nodes_lost for y in range(RACK_TERMS)]
     shape = np.broadcast_shapes(*(np.shape(k) for k in counts), np.shape(single_in_repair))
     cdfs = poisson_cdf(np.stack([np.broadcast_to(k, shape) for k in counts]),

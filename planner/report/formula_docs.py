@@ -12,9 +12,14 @@ Regenerate after adding or changing a formula::
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import sys
 from pathlib import Path
+
+import formulas
+from formulas import DOMAINS
+from planner.report.output import write_or_check
 
 DOCS_PATH = Path(__file__).resolve().parents[2] / "docs" / "formulas.md"
 
@@ -103,23 +108,17 @@ def render_formula_markdown(f, level: int = 3) -> str:
 
 
 def _module_order(names) -> list[str]:
-    from formulas import DOMAINS
-
     known = [m for m in DOMAINS if m in names]
     return known + sorted(set(names) - set(known))
 
 
 def _module_summary(module: str) -> str:
-    import importlib
-
     doc = inspect.cleandoc(importlib.import_module(f"formulas.{module}").__doc__ or "")
     return doc.split("\n\n")[0].replace("\n", " ")
 
 
 def render_formulas_markdown() -> str:
     """docs/formulas.md: every registered formula, grouped by module."""
-    import formulas
-
     registry = formulas.registry()
     by_module: dict[str, list] = {}
     for f in registry.values():
@@ -146,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.output == "-":
         sys.stdout.write(text)
         return 0
-    from planner.report.output import write_or_check
-
     return write_or_check(Path(args.output), text, check=args.check,
                           command="python -m planner.codegen")
 

@@ -6,9 +6,15 @@ import csv
 import io
 import json
 import math
+import os
+import shutil
+import signal
 import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+from planner.errors import CapplanError, shown
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -76,8 +82,6 @@ MIN_WIDTH, MAX_WIDTH = 20, 1000
 
 def terminal_width() -> int:
     """Characters per line for tables: $COLUMNS, else the terminal's, else FALLBACK_WIDTH."""
-    import shutil
-
     columns = shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
     return min(MAX_WIDTH, max(MIN_WIDTH, columns)) if columns > 0 else FALLBACK_WIDTH
 
@@ -178,10 +182,6 @@ def check_target(output: str, force: bool = False, flag: str = "--output") -> Pa
     without ``force`` (``--force`` is the only way to replace a file), a parent
     directory this process may not write to.
     """
-    import os
-
-    from planner.errors import CapplanError, shown
-
     if not output or not str(output).strip():
         raise CapplanError(f"{flag} needs a file name, got ''")
     path = Path(output)
@@ -213,9 +213,6 @@ def atomic_target(output: str, force: bool = False):
     on success it replaces ``output`` in one ``os.replace``, on any error it is removed,
     so a failing run never leaves a half-written file.  Inside
     :func:`committed_together` the rename waits for the end of that block."""
-    import os
-    import tempfile
-
     target = check_target(output, force)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}",
                                dir=target.parent)
@@ -235,8 +232,6 @@ def atomic_target(output: str, force: bool = False):
 
 def _check_not_appeared(target: Path, output: str, force: bool) -> None:
     if target.exists() and not force:  # appeared while we were writing
-        from planner.errors import CapplanError
-
         raise CapplanError(f"{output} appeared meanwhile; pass --force to overwrite it")
 
 
@@ -268,9 +263,6 @@ def committed_together(force: bool = False):
 def _commit(staged: list[tuple[Path, Path, str]], force: bool) -> None:
     """Rename every staged file into place with Ctrl-C held back (delivered after the
     last rename), so the files land together."""
-    import os
-    import signal
-
     for _, target, output in staged:
         _check_not_appeared(target, output, force)
     mode = 0o666 & ~_umask()
@@ -287,8 +279,6 @@ def _commit(staged: list[tuple[Path, Path, str]], force: bool) -> None:
 
 
 def _umask() -> int:
-    import os
-
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -16,10 +16,18 @@ always with the non-interactive Agg backend.
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
+import numpy as np
+
+from planner.engine.columns import layout_key, part_colours, step_parts
+from planner.engine.optimize import explain_infeasible
 from planner.engine.readable import count_text
 from planner.errors import INFEASIBLE, CapplanError
+from planner.report import output
+from planner.report.output import atomic_target
+from planner.report.tables import layout_text, time_breakdown
 
 SUFFIXES = (".png", ".svg", ".pdf")
 DPI = 150
@@ -40,8 +48,6 @@ HARDWARE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*", 
 
 def check_target(path, force: bool = False) -> Path:
     """The output path, after checking its suffix and that it may be written."""
-    from planner.report import output
-
     if Path(path).suffix.lower() not in SUFFIXES:
         raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got "
                            f"'{Path(path).name}'")
@@ -63,8 +69,6 @@ def _pyplot():
 
 def _save(fig, target: Path, force: bool = False) -> Path:
     """Save ``fig`` atomically (a temporary file beside ``target``, then a rename)."""
-    from planner.report.output import atomic_target
-
     plt = _pyplot()
     metadata = {"Date": None} if target.suffix.lower() in (".svg", ".pdf") else None
     try:
@@ -191,16 +195,12 @@ def winner_groups(result, objectives=None) -> list[tuple[list[str], dict]]:
 
 
 def _row_key(row) -> tuple:
-    from planner.engine.columns import layout_key
-
     return tuple(str(row[k]) for k in layout_key())
 
 
 def _require_winners(result):
     groups = winner_groups(result)
     if not groups:
-        from planner.engine.optimize import explain_infeasible
-
         objective = result.scenario.objective
         text = result.infeasible.get(objective) or explain_infeasible(
             result.scenario, result.frontier, (math.inf, None))
@@ -251,8 +251,6 @@ def _place_labels(ax, items, obstacles, fontsize=7.5):
     the obstacle points under the text box and by leaving the axes; placed labels
     become obstacles for the next ones.
     """
-    import numpy as np
-
     to_axes = ax.transScale + ax.transLimits
     bbox = ax.get_window_extent()
     width_pt = max(bbox.width, 1.0) * 72.0 / ax.figure.dpi
@@ -305,8 +303,6 @@ def _finish_labels(fig, jobs) -> None:
 
 def _dense(x, y, log_x=True, log_y=False, n=12):
     """Points along the polyline (x, y), for label placement to avoid lines."""
-    import numpy as np
-
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 2:
         return np.c_[x, y]
@@ -322,8 +318,6 @@ def _dense(x, y, log_x=True, log_y=False, n=12):
 
 
 def _draw_scaling(fig, result, *, legend: str | None = "outside right center"):
-    import numpy as np
-
     fits = _fits(result)
     names = sorted(fits["hardware"].unique())
     colours = _hardware_colours(names)
@@ -498,7 +492,6 @@ def plot_scaling(result, path, *, force: bool = False) -> Path:
 
 
 def _draw_pareto(fig, result, *, legend: bool = True):
-    import numpy as np
     import pandas as pd
     from matplotlib.colors import LogNorm, Normalize
 
@@ -596,9 +589,6 @@ def plot_pareto(result, path, *, force: bool = False) -> Path:
 
 def breakdown_rows(result) -> list[tuple[str, dict, dict, dict]]:
     """(label, row, step parts [s], run parts [s]) for each distinct winner."""
-    from planner.engine.columns import step_parts
-    from planner.report.tables import layout_text, time_breakdown
-
     out = []
     for objs, row in _require_winners(result):
         label = (" & ".join(WINNER_STYLE[o][0] for o in objs) + "\n"
@@ -611,10 +601,6 @@ def breakdown_rows(result) -> list[tuple[str, dict, dict, dict]]:
 
 def _draw_breakdown(fig, result, *, legend: bool = True):
     import matplotlib
-    import numpy as np
-
-    from planner.engine.columns import part_colours
-
     rows = breakdown_rows(result)
     cmap = matplotlib.colormaps["tab20"]
     part_colour = part_colours()
@@ -702,8 +688,6 @@ def plot_plan(result, path, *, force: bool = False) -> Path:
 
 
 def _wrap(text: str, width: int = 70) -> str:
-    import textwrap
-
     return "\n".join(textwrap.wrap(text, width))
 
 

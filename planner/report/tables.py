@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from planner.analysis.uncertainty import risk_lines
 from planner.engine.columns import step_parts
 from planner.engine.explain import (
     accelerator_verdicts,
@@ -11,7 +12,10 @@ from planner.engine.explain import (
     plan_and_value_text,
 )
 from planner.engine.optimize import PlanResult
+from planner.engine.ownership import COST_PART_LABELS
+from planner.engine.pricing import PriceQuote
 from planner.engine.readable import count_text
+from planner.report.output import table_text, terminal_width
 
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
                     "carbon": "least carbon", "tcdp": "least carbon x delay",
@@ -40,8 +44,6 @@ def energy_breakdown(row: dict) -> dict[str, float]:
 
 def money_breakdown(parts: dict[str, float]) -> dict[str, float]:
     """The cost parts (planner.engine.ownership.cost_parts) by their labels [USD]."""
-    from planner.engine.ownership import COST_PART_LABELS
-
     return {COST_PART_LABELS[part]: usd for part, usd in parts.items()}
 
 
@@ -143,8 +145,6 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     from rich.console import Console, Group
     from rich.panel import Panel
 
-    from planner.report.output import table_text, terminal_width
-
     width = width or terminal_width()
     s = result.scenario
     buf = io.StringIO()
@@ -240,8 +240,6 @@ def binding_rows(result: PlanResult) -> list[dict]:
 
 def price_lines(result: PlanResult) -> list[str]:
     """'Price <accelerator>: <which $/GPU-h, from where, spread>' for each winner's accelerator."""
-    from planner.engine.pricing import PriceQuote
-
     names = sorted({row["hardware"] for row in result.best.values() if row is not None})
     return [f"Price {hw}: {PriceQuote(**result.prices[hw]).label()}"
             for hw in names if hw in result.prices]
@@ -275,8 +273,6 @@ def _shares(parts: dict[str, float], total: float, scale: float, unit: str) -> s
 
 def render_uncertainty(report: dict, width: int | None = None) -> str:
     """Tables of P10/P50/P90 of the nominal winners and each accelerator's win probability."""
-    from planner.report.output import table_text, terminal_width
-
     width = width or terminal_width()
     bands = [[OBJECTIVE_LABELS[objective], *(
         " / ".join(_short(q[k][p]) for p in ("p10", "p50", "p90"))
@@ -293,8 +289,6 @@ def render_uncertainty(report: dict, width: int | None = None) -> str:
         probs = [report["win_probability"][o][hw] for o in objectives]
         if any(p > 0 for p in probs):
             wins.append([hw, *(f"{p:.0%}" for p in probs)])
-    from planner.analysis.uncertainty import risk_lines
-
     labels = {o: f"the {label} plan" for o, label in OBJECTIVE_LABELS.items()}
     risks = "".join(f"{line}\n" for line in risk_lines(report, labels))
     return text + table_text(["hardware", *objectives], wins,
@@ -327,8 +321,6 @@ def site_rows(results: dict, ranking: list[dict], winners: dict) -> list[dict]:
 def render_sites(results: dict, rows: list[dict], winners: dict,
                  width: int | None = None) -> str:
     """The ``capplan plan --site a,b,c`` report: sites ranked, winners, least-carbon plans."""
-    from planner.report.output import table_text, terminal_width
-
     width = width or terminal_width()
     s = next(iter(results.values())).scenario
     seconds = sum(r.seconds for r in results.values())

@@ -5,7 +5,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
+
+from planner.engine.model import INPUTS
+from planner.engine.readable import quantity_text
 from planner.errors import CapplanError
+from planner.report.output import atomic_target, check_target
 
 SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -20,9 +25,6 @@ def bar_label(row: dict) -> str:
     """'power usage effectiveness\\npue = 1.58': the input's meaning (the run model's
     input registry, ``planner.engine.model.INPUTS``), its name, and its base value in a
     human unit ('989 TFLOP/s', '2.95 USD/GPU-h', '15T tokens')."""
-    from planner.engine.model import INPUTS
-    from planner.engine.readable import quantity_text
-
     name = row["input"]
     unit, meaning = INPUTS.get(name, (row.get("unit", "1"), ""))
     unit = row.get("unit", unit)
@@ -38,8 +40,6 @@ def tornado(rows: list[dict], path: str, *, title: str = "", force: bool = False
     """Horizontal bars of each input's elasticity on ``outputs``, largest on top; each bar
     group is labelled with the input's meaning, name and base value, and the title (the
     caller's: model, tokens, layout) states what the elasticities are of."""
-    from planner.report.output import atomic_target, check_target
-
     if Path(path).suffix.lower() not in SUFFIXES:
         raise CapplanError(f"plot file must end in {', '.join(SUFFIXES)}, got "
                            f"'{Path(path).name}'")
@@ -67,8 +67,6 @@ def tornado_figure(rows: list[dict], *, title: str = "",
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
-
     labels = [bar_label(r) for r in rows][::-1]
     y = np.arange(len(labels))
     height = 0.8 / len(outputs)

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
+from planner.analysis import calibration
 from planner.errors import CapplanError
+from planner.report.output import atomic_target, render, write_or_check
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 INTRO = """# Validation: predictions vs published measurements
@@ -311,12 +315,10 @@ def run(names=None, *, lofo: bool = True):
     also the leave-one-family-out predictions (a refit of the calibration per model family:
     ~2 min on a cold cache, cached in capplan's cache folder)."""
     from planner.analysis import validate as v
-    from planner.analysis.calibration import lofo_predictions
-
     cases = v.load_cases(names)
     pred = v.predict(cases)
     if lofo:  # each family's rows predicted by a calibration without them
-        pred["lofo_predicted"] = lofo_predictions(cases)
+        pred["lofo_predicted"] = calibration.lofo_predictions(cases)
         pred["lofo_error"] = pred["lofo_predicted"] / pred["measured"] - 1
     return pred, v.summarise(pred)
 
@@ -330,8 +332,6 @@ def plot(pred, path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise CapplanError("matplotlib is not installed; pip install 'capplan[plot]'") from exc
-    import numpy as np
-
     fig, ax = plt.subplots(figsize=(6.5, 6))
     # normalise each metric of a dataset by its median so that all share one axis
     for colour, (name, g) in zip(COLOURS * 3, pred.groupby("dataset", sort=False), strict=False):
@@ -351,8 +351,6 @@ def plot(pred, path: str) -> None:
     ax.set_title("capplan predictions vs published measurements (dotted: +-10%)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    from planner.report.output import atomic_target
-
     try:  # the caller has already refused an existing file without --force
         with atomic_target(str(path), force=True) as tmp:
             fig.savefig(tmp, dpi=120)
@@ -369,8 +367,6 @@ def plot_mttf_curve(rows: list[dict], path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise CapplanError("matplotlib is not installed; pip install 'capplan[plot]'") from exc
-    from planner.report.output import atomic_target
-
     gpus = [r["gpus"] for r in rows]
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     from planner.analysis.validate import MTTF_PROFILES
@@ -435,8 +431,6 @@ def checks():
 def docs_text(pred, summary, extra) -> str:
     """docs/validation.md, generated."""
     from planner.analysis import validate as v
-    from planner.report.output import render
-
     def md(rows, title=None):
         return render(rows, "markdown", title=title)
 
@@ -553,8 +547,6 @@ def moe_parts(pred, summary, md) -> list[str]:
 
 def write_docs(*, check: bool = False, pred=None, summary=None, extra=None) -> int:
     """Write docs/validation.md and its figure; with ``check`` return 1 if the text is stale."""
-    from planner.report.output import write_or_check
-
     if pred is None:
         pred, summary = run()
     extra = checks() if extra is None else extra

@@ -19,6 +19,8 @@ import numpy as np
 
 from planner.engine.model import INPUTS, OUTPUTS
 from planner.errors import CapplanError
+from planner.report import _workbook_generated as generated
+from planner.report.output import atomic_target, check_target
 
 _CELL_LIKE = re.compile(r"^[A-Za-z]{1,3}\d+$|^[RrCc]$|^[Rr]\d*[Cc]\d*$")
 
@@ -36,8 +38,6 @@ GENERATED = Path(__file__).with_name("_workbook_generated.py")
 def model_formulas() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """(intermediates, outputs): (name, Excel formula) pairs of the Model sheet, from the
     generated file (common subexpressions first, each a defined name ``t_N``)."""
-    from planner.report import _workbook_generated as generated
-
     if generated.INPUTS != tuple(INPUTS) or generated.OUTPUTS != tuple(OUTPUTS):
         raise RuntimeError(f"{GENERATED} is stale: run python -m planner.codegen")
     return generated.INTERMEDIATES, generated.OUTPUT_FORMULAS
@@ -45,8 +45,6 @@ def model_formulas() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str]
 
 def check_workbook_target(path, force: bool = False) -> Path:
     """The workbook's path if it can be written (``.xlsx``, directory exists, --force)."""
-    from planner.report.output import check_target
-
     if Path(path).suffix.lower() != ".xlsx":
         raise CapplanError(f"the workbook must end in .xlsx, got '{Path(path).name}'")
     return check_target(path, force)
@@ -62,8 +60,6 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
     except ImportError:
         raise CapplanError("openpyxl is not installed; pip install 'capplan[xlsx]'") from None
     from planner.report.excel import xlsx_formula
-    from planner.report.output import atomic_target
-
     target = check_workbook_target(path, force)
     wb = openpyxl.Workbook()
     bold = Font(bold=True)

@@ -1,0 +1,50 @@
+"""The names a run may choose among and the defaults of every question: the command-line
+options, scenario files and the Python API all read them from here.
+
+Nothing but constants: the CLI imports this module to build its options, so it starts
+without numpy, the catalog or the engine.
+"""
+
+from __future__ import annotations
+
+#: GEMM precisions: bf16 (and fp16), fp8 (per-tensor or MXFP8 block scaling), fp4 (NVFP4 /
+#: MXFP4 GEMM inputs; weights, gradients, optimizer state and stored activations keep their
+#: execution.toml bytes, as in NVIDIA's NVFP4 pretraining recipe, arXiv:2509.25149), tf32.
+PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
+#: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
+EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
+RECOMPUTE = ("none", "selective", "full")
+CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
+COST_BASES = ("cloud", "tco")
+OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")
+#: Objective -> the column a search minimises for it.
+OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
+                     "carbon": "co2e_kg", "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}
+
+#: The default scenario of ``capplan plan``: Llama 3 70B on 15T tokens (Meta, 2024).
+DEFAULT_MODEL = "llama3-70b"
+DEFAULT_TOKENS = 15e12
+DEFAULT_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3: 16M tokens per batch (arXiv:2407.21783)
+
+#: The one source of scenario defaults: the command-line options, scenario files and the
+#: Python API (:class:`Scenario`, :func:`planner.evaluate`, :func:`planner.plan`) all
+#: read them, so the same question gets the same answer everywhere.
+DEFAULTS: dict = {
+    "model": DEFAULT_MODEL, "tokens": DEFAULT_TOKENS, "hardware": "all",
+    "site": "us-average", "reliability": "default", "precision": "bf16",
+    # the PUE's class of data centre (hardware_catalog/data/site_classes); "site": the site's
+    "site_class": "hyperscale",
+    "stack": "megatron-core-2025",  # software stack (hardware_catalog/data/stacks)
+    "checkpoint": "async", "cost_basis": "cloud", "min_gpus": 8, "max_gpus": 16384,
+    "deadline_days": 90.0, "objective": "cost", "knee_threshold": 0.8,
+    # one run (capplan evaluate / sensitivity / simulate / export, planner.evaluate)
+    "evaluate_hardware": "h100-sxm", "gpus": 1024, "recompute": "selective", "zero": 1,
+    # prices (planner.engine.pricing): tier, provider, spot preemption bucket
+    "pricing": "on-demand", "provider": "median", "spot_interruption": "gt20",
+}
+
+#: The layout tried first by ``evaluate`` when the caller leaves layout sizes out
+#: (Llama 3 70B's TP8 x PP4, arXiv:2407.21783 Table 4); when it does not fit the GPU
+#: count, the fastest layout for that count is chosen instead.
+PREFERRED_LAYOUT: dict[str, int] = {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "vp": 1,
+                                    "micro_batch": 1}

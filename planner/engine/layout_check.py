@@ -1,0 +1,165 @@
+"""The rules of a valid layout given by the user: each broken rule named in one message,
+and the layout chosen for the sizes a user left out (``evaluate``'s ``None`` sizes).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from planner.engine.domains import check
+from planner.engine.kernel_run import evaluate_inputs
+from planner.engine.layout_rules import LAYOUT_RULE_NAMES, first_broken, holding
+from planner.engine.scenario import PREFERRED_LAYOUT
+from planner.engine.space import (
+    RECOMPUTE_NAMES,
+    SpaceOptions,
+    enumerate_layouts,
+    layout_flags,
+)
+from planner.errors import CapplanError
+
+
+def rule_context(x: dict) -> dict:
+    """The model's and node's numbers the layout rules read (:data:`VALIDITY`), as ints."""
+    return {"domain": int(x["scale_up_domain_gpus"]), "heads": int(x["heads"]),
+            "kv_heads": int(x["kv_heads"]), "layers": int(x["layers"]),
+            "seq_len": int(x["seq_len"]), "experts": int(x["experts"]),
+            "batch": int(x["global_batch"])}
+
+
+def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None,
+                 etp=None) -> None:
+    """Raise CapplanError naming the first broken rule of an explicit layout
+    (:data:`planner.engine.layout_rules.VALIDITY`).
+
+    Sizes are checked against their domains first; ``dp`` is GPUs / (TP PP CP) (the
+    argument is ignored); ``etp`` None: ``tp``.
+    """
+    etp = tp if etp is None else etp
+    check({"gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "ep": ep, "etp": etp, "vp": vp,
+           "micro_batch": micro_batch})
+    sizes = {k: int(v) for k, v in (("gpus", gpus), ("tp", tp), ("pp", pp), ("cp", cp),
+                                    ("ep", ep), ("etp", etp), ("vp", vp),
+                                    ("micro_batch", micro_batch))}
+    sizes["dp"] = max(sizes["gpus"] // (sizes["tp"] * sizes["pp"] * sizes["cp"]), 1)
+    broken = first_broken(SimpleNamespace(**sizes, **rule_context(x)))
+    if broken is not None:
+        raise CapplanError(broken)
+
+
+def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
+                sequence_parallel, flash_attention: bool = True,
+                objective: str = "wall_time_s") -> dict | None:
+    """The layout of ``gpus`` GPUs minimising ``objective`` among those that fit in memory
+    (the leanest when none fits), keeping the sizes in ``fixed``; ``None`` if no layout of
+    that many GPUs obeys the rules.  Reuses the design-space enumeration of ``plan``.
+    """
+    def only(name, default):
+        return (int(fixed[name]),) if fixed.get(name) is not None else default
+
+    base = SpaceOptions()
+    options = SpaceOptions(
+        min_gpus=gpus, max_gpus=gpus, tp=only("tp", tuple(2**i for i in range(8))),
+        pp=only("pp", None), vp=only("vp", base.vp), cp=only("cp", None),
+        ep=only("ep", None), etp=only("etp", None),
+        micro_batch=only("micro_batch", base.micro_batch),
+        recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})), hsdp=(0,),
+        sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
+    layout = enumerate_layouts(
+        layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
+        seq_len=int(x["seq_len"]), experts=int(x["experts"]),
+        global_batch=int(x["global_batch"]), gpus_per_node=1,  # any count is allowed here
+        scale_up_domain=int(x["scale_up_domain_gpus"]), options=options)
+    # the requested ZeRO stage, or ZeRO-0 where there is no data parallelism; sequence
+    # parallelism as evaluate() sets it by default (on when tp > 1)
+    keep = (layout["zero"] == zero) | ((layout["dp"] == 1) & (layout["zero"] == 0))
+    if sequence_parallel is None:
+        keep &= layout["sequence_parallel"] == (layout["tp"] > 1)
+    layout = {k: v[keep] for k, v in layout.items()}
+    if layout["gpus"].size == 0:
+        return None
+    out = evaluate_inputs({**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                                               layers=x["layers"],
+                                               flash_attention=flash_attention)})
+    fits = out["fits"]
+    score = np.where(fits, out[objective], np.inf) if fits.any() else out["memory_per_gpu_bytes"]
+    i = int(np.argmin(score))
+    return {k: int(v[i]) for k, v in layout.items()}
+
+
+def resolve_layout(x: dict, gpus, given: dict, *, recompute: int, zero: int,
+                   sequence_parallel=None, flash_attention: bool = True) -> dict:
+    """The layout sizes to evaluate: the caller's, completed by :data:`PREFERRED_LAYOUT`
+    when that is valid for ``gpus``, else the fastest valid layout keeping the given sizes.
+
+    Raises CapplanError naming the broken rule when the given sizes admit no layout.
+    """
+    candidate = {**PREFERRED_LAYOUT, **{k: v for k, v in given.items() if v is not None}}
+    candidate["etp"] = expert_tp(x, candidate["tp"], given.get("etp"))
+    try:
+        check_layout(x, gpus=gpus, **candidate)
+        return candidate
+    except CapplanError as broken:
+        if all(given.get(k) is not None for k in PREFERRED_LAYOUT):
+            raise
+        check({"gpus": gpus, **given})
+        chosen = best_layout(x, int(gpus), given, recompute=recompute, zero=zero,
+                             sequence_parallel=sequence_parallel,
+                             flash_attention=flash_attention)
+        if chosen is None:
+            typed = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in given.items()
+                              if v is not None)
+            raise CapplanError(
+                f"{broken}; and no other layout of {int(gpus)} GPUs obeys the rules "
+                f"{'with ' + typed if typed else '(TP*PP*CP*DP = GPUs, DP*micro-batch dividing'}"
+                f"{'' if typed else ' the global batch of ' + str(int(x['global_batch'])) + ')'}"
+                ": try another --gpus") from None
+        return {k: chosen[k] for k in (*PREFERRED_LAYOUT, "etp")}
+
+
+def expert_tp(x: dict, tp, etp):
+    """The expert-tensor-parallel size: ``etp`` for an MoE model when given, else ``tp``
+    (Megatron-Core's default; a dense model has no experts to split)."""
+    if etp is None or x["experts"] <= 1:
+        return tp
+    return etp
+
+
+def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
+    """Vectorised :func:`check_layout`: the first broken layout raises with its rule."""
+    names = ("gpus", "tp", "pp", "cp", "ep", "etp", "vp", "micro_batch", "dp")
+    sizes = {k: np.asarray(layout[k]) for k in names}
+    positive = np.minimum.reduce([sizes[k] for k in names]) >= 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = positive & holding(SimpleNamespace(**sizes, **rule_context(x)),
+                                frozenset(LAYOUT_RULE_NAMES))
+    if not np.all(ok):
+        shape = sizes["gpus"].shape if sizes["gpus"].ndim else (1,)
+        i = int(np.flatnonzero(~np.broadcast_to(ok, shape))[0])
+        pick = {k: int(np.ravel(v)[i] if np.size(v) > 1 else np.ravel(v)[0])
+                for k, v in sizes.items()}
+        check_layout(x, **pick)
+
+
+def check_shard_group(dp: int, shard_group: int, zero: int) -> None:
+    """Raise CapplanError unless ``shard_group`` DP ranks can hold one copy of the ZeRO state."""
+    if shard_group == dp:
+        return
+    if zero < 1:
+        raise CapplanError(f"--shard-group {shard_group} needs --zero 1, 2 or 3 (ZeRO-0 "
+                           "shards nothing); drop --shard-group or set --zero")
+    if shard_group > dp or dp % shard_group:
+        raise CapplanError(f"--shard-group {shard_group} must divide the data-parallel size "
+                           f"{dp} (the ZeRO state is sharded over groups of that many DP "
+                           "ranks and replicated across them)")
+
+
+def check_shard_groups(layout: dict[str, np.ndarray]) -> None:
+    """Vectorised :func:`check_shard_group`: the first broken layout raises."""
+    dp, shard, zero = (np.asarray(layout[k]) for k in ("dp", "shard_group", "zero"))
+    bad = (shard != dp) & ((zero < 1) | (shard > dp) | (dp % np.maximum(shard, 1) != 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        check_shard_group(int(dp[i]), int(shard[i]), int(zero[i]))

@@ -256,6 +256,7 @@ def _reference_run(spec, fail_times, rng):
     return t, fails, lost
 
 
+@pytest.mark.slow  # an event-driven reference simulation: ~4 s each
 @pytest.mark.parametrize("age", ["stationary", "new"])
 def test_whole_run_against_event_driven_reference(age):
     """Stragglers, pauses, Weibull components, checkpoints, restarts: all at once."""

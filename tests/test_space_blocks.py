@@ -96,8 +96,12 @@ SPACES = [
 #: Blocks of one layout on every space but the 4.4-million-layout MoE one (SPACES[1]: one
 #: Python-level block per layout took 270 s), which takes blocks of 4,099 (not a divisor
 #: of its size, so the last block is short) instead.
-BLOCK_CASES = [(s, b) for i, s in enumerate(SPACES) for b in (1, 1000, 65536) if (i, b) != (1, 1)]
-BLOCK_CASES.append((SPACES[1], 4099))
+#: The slowest (3-7 s each: SPACES[1] in small blocks, SPACES[0] a layout at a time) run
+#: with the slow tests.
+_SLOW_CASES = {(0, 1), (1, 1000), (1, 4099)}
+BLOCK_CASES = [pytest.param(s, b, marks=[pytest.mark.slow] if (i, b) in _SLOW_CASES else [])
+               for i, s in enumerate(SPACES) for b in (1, 1000, 65536, 4099)
+               if (i, b) != (1, 1) and (b != 4099 or i == 1)]
 
 
 @pytest.mark.parametrize(("space", "block"), BLOCK_CASES)

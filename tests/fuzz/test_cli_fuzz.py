@@ -55,6 +55,9 @@ class HypothesisPick:
         return self.data.draw(st.integers(0, 99)) < p * 100
 
 
+#: ~25 s of CLI fuzzing: with the slow tests (.ci/run also runs a 300-line slice).
+pytestmark = pytest.mark.slow
+
 @pytest.fixture(scope="module")
 def fixtures():
     with tempfile.TemporaryDirectory(prefix="capplan-fuzz-") as tmp:

@@ -236,6 +236,9 @@ class Catalog:
             if site is None:
                 raise CatalogError("site class 'site' needs a site")
             return site
+        if isinstance(site_class, str) and not looks_like_path(site_class) \
+                and site_class not in self.table("site_class"):
+            raise suggest("site_class", site_class, [*self.table("site_class"), SITE_OWN_PUE])
         return self.site_class(site_class)
 
     def model(self, name_or_path):

@@ -176,3 +176,34 @@ def test_output_file(capsys, tmp_path):
     code, _, err = run(capsys, "catalog", "list", "sites", "-f", "json", "-o", str(target))
     assert code == 0 and "wrote" in err
     assert len(json.loads(target.read_text())["entries"]) >= 8
+
+
+def test_reliability_list_shows_the_failure_domains_and_the_job_mttf(capsys):
+    """The list shows the rates the kernel charges and the job MTTF they give, not only the
+    all-cause per-GPU rate; the default profile keeps Llama 3's 16,384-GPU interruption
+    rate (419 in 54 days: 3.09 h, reliability.csv row l3-int) and gives an 8-GPU job at
+    least 10 days."""
+    code, out, _ = run(capsys, "catalog", "list", "reliability", "-f", "csv")
+    assert code == 0
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
+    default = rows["default"]
+    assert default["failures"] == "domain_rates"
+    assert float(default["domain_node_mtbf_s"]) > 0 and float(default["domain_software_mtbf_s"]) > 0
+    assert float(default["job_mttf_s_16384_gpus"]) / 3600 == pytest.approx(
+        54 * 24 / 419, rel=0.01)
+    assert float(default["job_mttf_s_8_gpus"]) >= 10 * 86400
+    # a profile without failure domains: one all-cause rate per GPU, MTTF inversely
+    # proportional to the GPUs
+    bloom = rows["bloom-176b"]
+    assert bloom["failures"] == "all_cause_per_gpu" and bloom["domain_node_mtbf_s"] == ""
+    assert float(bloom["job_mttf_s_8_gpus"]) / float(bloom["job_mttf_s_1024_gpus"]) == \
+        pytest.approx(128, rel=0.01)
+    code, out, _ = run(capsys, "catalog", "list", "reliability")
+    assert "job MTTF 16,384 GPUs (h)" in out and "per GPU, node, job" in out
+
+
+def test_unknown_site_class_lists_site_among_the_choices(capsys):
+    code, _, err = run(capsys, "evaluate", "--site-class", "sit")
+    assert code == 2 and "did you mean: site?" in err
+    code, _, err = run(capsys, "evaluate", "--site-class", "nowhere")
+    assert code == 2 and "hyperscale" in err and ", site" in err and len(err.splitlines()) == 1

@@ -85,8 +85,9 @@ def _scaled(entry, field: str):
     return None if v is None else v / unit_of(field)[1]
 
 
-def _summary(kind: str, e, si: bool) -> dict:
-    """One row per entry; ``si``: raw SI fields (csv), else display units (table/markdown)."""
+def _summary(kind: str, e, si: bool, mttf: dict | None = None) -> dict:
+    """One row per entry; ``si``: raw SI fields (csv), else display units (table/markdown);
+    ``mttf``: a reliability profile's job MTTF [s] by GPU count."""
     get = _q if si else _scaled
 
     def col(field: str, label: str) -> tuple[str, object]:
@@ -127,8 +128,20 @@ def _summary(kind: str, e, si: bool) -> dict:
             row["params (B)"] = counts["params"] / 1e9
             row["active (B)"] = counts["active_params"] / 1e9
     elif kind == "reliability":
-        row.update([col("gpu_mtbf_s", "GPU MTBF"), col("restart_overhead_s", "restart"),
-                    col("step_time_cv", "step cv")])
+        # the failure domains the kernel charges (per GPU, per node, per job), and the job
+        # MTTF they give at three sizes; the all-cause gpu_mtbf_s is in `catalog show`
+        domains = e.domain_gpu_mtbf_s is not None
+        row["failures"] = ("domain_rates" if si else "per GPU, node, job") if domains else (
+            "all_cause_per_gpu" if si else "all causes per GPU")
+        row["gpu_mtbf_s" if si else "GPU MTBF (h)"] = get(
+            e, "domain_gpu_mtbf_s" if domains else "gpu_mtbf_s")
+        row.update([col("domain_node_mtbf_s", "host MTBF"),
+                    col("domain_network_mtbf_s", "network MTBF"),
+                    col("domain_software_mtbf_s", "software/job MTBF"),
+                    col("restart_overhead_s", "restart"), col("step_time_cv", "step cv")])
+        for gpus, mttf_s in (mttf or {}).items():
+            row[f"job_mttf_s_{gpus}_gpus" if si else f"job MTTF {gpus:,} GPUs (h)"] = (
+                mttf_s if si else mttf_s / 3600)
     elif kind == "stack":
         row.update((f, _q(e, f)) for f in ("tp_overlap", "dp_overlap", "ep_overlap",
                                             "attention_efficiency_factor"))
@@ -181,13 +194,27 @@ def list_(
         write(render([], "json", payload=payload), output, force)
         return
     if single:
-        rows = [_summary(single, e, si=format == "csv") for e in cat.table(single).values()]
+        rows = [_summary(single, e, si=format == "csv",
+                         mttf=_job_mttfs(cat, e.id) if single == "reliability" else None)
+                for e in cat.table(single).values()]
         title = f"{len(rows)} {kind.lower() if kind.lower() in KIND_NAMES else single + 's'}"
     else:
         rows = [{"kind": k, "id": e.id, "name": e.name} for k in kinds
                 for e in cat.table(k).values()]
         title = f"capplan catalog {cat.version}: {len(rows)} entries"
     write(render(_escaped(rows, format), format, title=title), output, force)
+
+
+#: Job sizes whose MTTF `catalog list reliability` shows (Kokolis et al. arXiv:2410.21680
+#: published 8, 1,024 and 16,384 GPUs).
+MTTF_GPUS = (8, 1024, 16384)
+
+
+def _job_mttfs(catalog, profile: str) -> dict[int, float]:
+    """The run model's job MTTF [s] under ``profile`` at :data:`MTTF_GPUS` GPUs."""
+    from planner.analysis.validate import job_mttf_s
+
+    return {gpus: job_mttf_s(profile, gpus, catalog=catalog) for gpus in MTTF_GPUS}
 
 
 def _escaped(rows: list[dict], fmt: str) -> list[dict]:

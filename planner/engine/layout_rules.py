@@ -208,12 +208,13 @@ VALIDITY: tuple[Rule, ...] = (
 LAYOUT_RULE_NAMES = frozenset().union(*(rule.reads for rule in VALIDITY))
 
 
-def holding(v, names) -> object:
-    """Whether ``v`` obeys every rule of :data:`VALIDITY` that reads only ``names`` (True,
-    or a boolean array over the layouts of ``v``)."""
+def holding(v, names, involving=None) -> object:
+    """Whether ``v`` obeys every rule of :data:`VALIDITY` that reads only ``names`` (and,
+    given ``involving``, reads one of those: the rules a newly added size brings in) -
+    True, or a boolean array over the layouts of ``v``."""
     ok = True
     for rule in VALIDITY:
-        if rule.reads <= names:
+        if rule.reads <= names and (involving is None or rule.reads & involving):
             ok = ok & rule.holds(v)
     return ok
 

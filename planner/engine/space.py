@@ -272,8 +272,9 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     context = {"domain": scale_up_domain, "heads": heads, "kv_heads": kv_heads,
                "layers": layers, "seq_len": seq_len, "experts": experts, "batch": global_batch}
 
-    def valid(t):
-        ok = holding(SimpleNamespace(**t, **context), frozenset(t) | frozenset(context))
+    def valid(t, involving=None):
+        ok = holding(SimpleNamespace(**t, **context), frozenset(t) | frozenset(context),
+                     involving)
         return np.broadcast_to(ok, np.broadcast_shapes(*(np.shape(v) for v in t.values())))
 
     tp_values = _kept_values("tp", options.tp or default_tp_sizes(scale_up_domain), valid)
@@ -296,19 +297,18 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
             np.isin(etp, options.etp) if options.etp else (etp == tp) | (etp == 1))
         grid = {k: t[k][:, None] for k in ("tp", "cp", "dp", "gpus", "pp", "vp",
                                            "micro_batch")}
-        return chosen & valid({**grid, "ep": ep, "etp": etp})
+        return chosen & valid({**grid, "ep": ep, "etp": etp}, involving={"ep", "etp"})
 
     t = _cross({}, "tp", tp_values)
-    t = _keep(t, valid(t))
     t = _cross(t, "cp", cp_values)
-    t = _keep(t, valid(t))
+    t = _keep(t, valid(t, involving={"cp"}))
     t = _cross(t, "pp", pp_values)
     t = _cross(t, "vp", options.vp)
     stages = t["pp"] * t["vp"]
     # the search tries the splits with whole stages of L, L + 1 or L + 2 units only
     # (evaluate takes any PP and puts ceil(L / (PP VP)) layers on the fullest stage)
     split = (layers % stages == 0) | ((layers + 1) % stages == 0) | ((layers + 2) % stages == 0)
-    t = _keep(t, split & valid(t))
+    t = _keep(t, split & valid(t, involving={"pp", "vp"}))
     t = _cross(t, "micro_batch", options.micro_batch)
     t = _cross(t, "dp", divisors(global_batch))
     t["gpus"] = t["tp"] * t["pp"] * t["cp"] * t["dp"]
@@ -318,7 +318,8 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     # interleaved schedule's micro-batches in whole rounds of PP
     fits_node = (n % gpus_per_node == 0) | (gpus_per_node % n == 0)
     microbatches = global_batch // np.maximum(t["dp"] * t["micro_batch"], 1)
-    ok = ((n >= options.min_gpus) & (n <= options.max_gpus) & fits_node & valid(t)
+    ok = ((n >= options.min_gpus) & (n <= options.max_gpus) & fits_node
+          & valid(t, involving={"dp", "micro_batch", "gpus"})
           & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
     tail = [
         ("ep_etp", expert_codes, expert_allowed),

@@ -113,11 +113,9 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     Ties go to the accelerator first in name order.  ``--spares auto`` is resolved once
     per row on the nominal inputs and held in every draw (spares are bought up front).
     """
-    from planner.engine.columns import layout_columns, layout_key
-    from planner.engine.evaluator import base_inputs, evaluate_columns
+    from planner.engine.columns import layout_key
+    from planner.engine.evaluator import evaluate_columns
     from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
-    from planner.engine.space import RECOMPUTE_CODES, layout_flags
-    from planner.engine.spares import resolve_spares
 
     s = result.scenario
     frontier = result.frontier.loc[result.frontier["fits"].astype(bool)].reset_index(drop=True)
@@ -139,20 +137,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     nominal_values = {o: {q: np.empty(draws) for q in QUANTITIES} for o in nominal}
     for g, hw in enumerate(hardware):
         rows = frontier.index[frontier["hardware"] == hw].to_numpy()
-        part = frontier.loc[rows]
-        x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
-                        site_class=s.site_class, reliability=s.reliability, precision=s.precision,
-                        checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
-                        tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
-                        provider=s.provider, spot_interruption=s.spot_interruption,
-                        stack=s.stack)
-        x.update(s.extra)
-        layout = {k: part[k].to_numpy() for k in layout_columns() if k != "recompute"}
-        layout["recompute"] = part["recompute"].map(RECOMPUTE_CODES).to_numpy()
-        x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
-                              layers=x["layers"]))
-        # hot spares are provisioned once, for the nominal inputs: held in every draw
-        x = resolve_spares(x)
+        x = frontier_inputs(s, catalog, hw, frontier.loc[rows])
         here = {o: int(np.flatnonzero(rows == r)[0]) for o, r in nominal.items() if r in rows}
         step = max(1, UNCERTAINTY_BLOCK // len(rows))
         for first in range(0, draws, step):
@@ -185,6 +170,29 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
                 q: summarize(v) for q, v in nominal_values[objective].items()}
     report["constraint_risk"] = {o: constraint_risk(v, s) for o, v in nominal_values.items()}
     return report
+
+
+def frontier_inputs(s, catalog, hw: str, part) -> dict:
+    """The run-model inputs of the frontier rows ``part`` (a DataFrame, one accelerator
+    ``hw``) of a plan of scenario ``s``, with ``--spares auto`` resolved once on the nominal
+    inputs (spares are bought up front, so every draw keeps them)."""
+    from planner.engine.columns import layout_columns
+    from planner.engine.evaluator import base_inputs
+    from planner.engine.space import RECOMPUTE_CODES, layout_flags
+    from planner.engine.spares import resolve_spares
+
+    x = base_inputs(catalog, model=s.model, hardware=hw, site=s.site,
+                    site_class=s.site_class, reliability=s.reliability, precision=s.precision,
+                    checkpoint=s.checkpoint, cost_basis=s.cost_basis, seq_len=s.seq_len,
+                    tokens=s.tokens, global_batch=s.global_batch, pricing=s.pricing,
+                    provider=s.provider, spot_interruption=s.spot_interruption,
+                    stack=s.stack)
+    x.update(s.extra)
+    layout = {k: part[k].to_numpy() for k in layout_columns() if k != "recompute"}
+    layout["recompute"] = part["recompute"].map(RECOMPUTE_CODES).to_numpy()
+    x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                          layers=x["layers"]))
+    return resolve_spares(x)
 
 
 def constraint_risk(values: dict[str, np.ndarray], s) -> dict[str, dict]:

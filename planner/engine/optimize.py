@@ -372,7 +372,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             x.update(ownership_inputs(float(catalog.accelerator(hw).purchase_price_usd.value),
                                       s.ownership))
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
-        tasks += search_tasks(hw, x, options, s)
+        tasks += search_tasks(hw, x, options, s.for_hardware(hw))
     order = side_by_side(tasks)
     handed_out = run_tasks(search_slice, [tasks[i] for i in order], scheduler=scheduler,
                            workers=workers, progress=progress,

@@ -32,6 +32,14 @@ def summarize(row: dict | None, prices: dict | None = None) -> dict | None:
     return out
 
 
+def flagged(summary: dict | None, result) -> dict | None:
+    """A winner's summary with ``estimate_flags``: what it rests on that is a catalog
+    estimate (planner.engine.estimates; [] when nothing)."""
+    if summary is None:
+        return None
+    return {**summary, "estimate_flags": list(result.estimate_flags.get(summary["hardware"], []))}
+
+
 def binding_payload(b) -> dict:
     """One objective's binding constraints (planner.engine.explain.Binding) as JSON: their
     names, whether only all together bind, and the optima without them."""
@@ -55,8 +63,10 @@ def plan_payload(result) -> dict:
     return {
         "scenario": scenario,
         **margin_payload(result.scenario),
-        "best": {obj: summarize(row, result.prices) for obj, row in result.best.items()},
-        "per_hardware": {hw: {obj: summarize(r, result.prices) for obj, r in rows.items()}
+        "best": {obj: flagged(summarize(row, result.prices), result)
+                 for obj, row in result.best.items()},
+        "per_hardware": {hw: {obj: flagged(summarize(r, result.prices), result)
+                              for obj, r in rows.items()}
                          for hw, rows in result.per_hardware.items()},
         "pareto": [summarize(r) for r in result.pareto],
         "knee": {hw: (None if r is None else {**summarize(r),

@@ -107,3 +107,17 @@ def test_estimate_flags(catalog):
     assert "price" in estimate_flags(catalog, "h100-sxm", "bf16", {"estimate": True})
     assert "performance" in estimate_flags(catalog, "mi300x", "bf16", None)
     assert "spec:max_power_w" in estimate_flags(catalog, "trn2", "bf16", None)
+
+
+def test_codesign_takes_the_catalog_accelerators_margins(tmp_path):
+    from planner.cli.main import main
+
+    out = tmp_path / "c.json"
+    args = ["codesign", "-m", "llama2-7b", "--tokens", "2T", "--max-gpus", "512",
+            "--deadline-days", "14", "--vary", "hbm_bytes=1x,2x", "-f", "json", "-o"]
+    assert main([*args, str(out), "--confidence", "0.9"]) == 0
+    data = json.loads(out.read_text())
+    assert data["planned_quantile"] == 0.9 and data["scenario"]["deadline_days"] == 14.0
+    m_days = data["margins"]["h100-sxm"]["wall_days"]
+    for point in data["points"]:
+        assert point["best"]["cost"]["wall_days"] * m_days <= 14.0

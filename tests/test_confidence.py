@@ -94,14 +94,15 @@ def test_cli_json_carries_the_quantile_and_flags(tmp_path):
 def test_table_marks_estimated_winners(catalog):
     from planner.report.tables import render_plan
 
-    result = plan(Scenario(**{**SMALL, "hardware": ("h200",)}), catalog=catalog)
+    result = plan_at_confidence(Scenario(**{**SMALL, "hardware": ("h200",)}), default_spreads(),
+                                catalog=catalog)
     text = render_plan(result, width=200)
     assert "h200 *" in text
     assert "* h200: performance not validated" in text
 
 
 def test_estimate_flags(catalog):
-    from planner.engine.estimates import estimate_flags
+    from planner.analysis.estimates import estimate_flags
 
     assert estimate_flags(catalog, "h100-sxm", "bf16", {"estimate": False}) == []
     assert "price" in estimate_flags(catalog, "h100-sxm", "bf16", {"estimate": True})

@@ -71,23 +71,29 @@ def plan_at_confidence(scenario, spreads, *, catalog=None, **plan_options):
     """The plan of ``scenario`` whose constraints hold at ``scenario.confidence``: a nominal
     search, its margins (:func:`margins`), then the search with limits tightened by them.
     At confidence 0.5 this is the nominal plan itself (no margin)."""
+    from planner.analysis.estimates import attach
     from planner.engine.optimize import plan
 
-    if scenario.confidence == 0.5:
-        return plan(scenario, catalog=catalog, **plan_options)
     if catalog is None:
         from hardware_catalog import load_catalog
 
         catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
-    nominal = plan(scenario.with_(confidence=0.5, margins=()), catalog=catalog, **plan_options)
-    if nominal.frontier.empty or not nominal.frontier["fits"].astype(bool).any():
-        from dataclasses import replace
+    if scenario.confidence == 0.5:
+        result = plan(scenario, catalog=catalog, **plan_options)
+    else:
+        result = plan(scenario.with_(confidence=0.5, margins=()), catalog=catalog,
+                      **plan_options)
+        if result.frontier.empty or not result.frontier["fits"].astype(bool).any():
+            from dataclasses import replace
 
-        return replace(nominal, scenario=scenario)  # nothing fits: no margin to find
-    found = margins(nominal, catalog, spreads, scenario.confidence)
-    if not found:
-        raise CapplanError("--confidence: no accelerator has a layout that fits")
-    return plan(scenario.with_(margins=found), catalog=catalog, **plan_options)
+            result = replace(result, scenario=scenario)  # nothing fits: no margin to find
+        else:
+            found = margins(result, catalog, spreads, scenario.confidence)
+            if not found:
+                raise CapplanError("--confidence: no accelerator has a layout that fits")
+            result = plan(scenario.with_(margins=found), catalog=catalog, **plan_options)
+    attach(result, catalog)
+    return result
 
 
 def margin_payload(scenario) -> dict:

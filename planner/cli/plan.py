@@ -34,7 +34,7 @@ def summarize(row: dict | None, prices: dict | None = None) -> dict | None:
 
 def flagged(summary: dict | None, result) -> dict | None:
     """A winner's summary with ``estimate_flags``: what it rests on that is a catalog
-    estimate (planner.engine.estimates; [] when nothing)."""
+    estimate (planner.analysis.estimates; [] when nothing)."""
     if summary is None:
         return None
     return {**summary, "estimate_flags": list(result.estimate_flags.get(summary["hardware"], []))}

@@ -86,8 +86,8 @@ class PlanResult:
     rent_vs_buy: dict[str, dict] = field(default_factory=dict)
     #: objective -> the winner's cost split into its parts (planner.engine.ownership.cost_parts)
     cost_parts: dict[str, dict] = field(default_factory=dict)
-    #: accelerator -> what its winners rest on that is a catalog estimate
-    #: (planner.engine.estimates: price, performance, spec:<field>)
+    #: accelerator -> what its winners rest on that is a catalog estimate (price,
+    #: performance, spec:<field>), filled by planner.analysis.estimates.attach
     estimate_flags: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -397,10 +397,6 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         seconds=time.perf_counter() - started, skipped=skipped,
         catalog_version=str(getattr(catalog, "version", "")), prices=prices,
         searched=searched_counts([hw for hw in names if hw not in skipped], partials))
-    from planner.engine.estimates import estimate_flags
-
-    result.estimate_flags = {hw: estimate_flags(catalog, hw, s.precision, prices.get(hw))
-                             for hw in sorted(per_hw)}
     result.binding = {obj: binding(frontier, s, obj) for obj in OBJECTIVE_COLUMNS}
     if best[s.objective] is None:
         result.infeasible[s.objective] = explain_infeasible(s, frontier, min_memory)

@@ -141,8 +141,8 @@ def _fmt_usd(v: float) -> str:
 
 def estimate_lines(result: PlanResult) -> list[str]:
     """The footnote of the winners table's '*': what each flagged winner's accelerator
-    rests on that is a catalog estimate (planner.engine.estimates)."""
-    from planner.engine.estimates import flag_text
+    rests on that is a catalog estimate (planner.analysis.estimates)."""
+    from planner.analysis.estimates import flag_text
 
     shown = dict.fromkeys(r["hardware"] for r in result.best.values() if r is not None)
     return [f"* {hw}: {flag_text(result.estimate_flags[hw])}" for hw in shown

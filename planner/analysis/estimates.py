@@ -48,6 +48,14 @@ def estimate_flags(catalog, hardware: str, precision: str, price: dict | None) -
     return flags
 
 
+def attach(result, catalog) -> None:
+    """Fill ``result.estimate_flags`` (a :class:`planner.engine.optimize.PlanResult`) for
+    every accelerator with a winner."""
+    s = result.scenario
+    result.estimate_flags = {hw: estimate_flags(catalog, hw, s.precision, result.prices.get(hw))
+                             for hw in sorted(result.per_hardware)}
+
+
 def flag_text(flags: list[str]) -> str:
     """One footnote sentence for ``flags``."""
     spec = [f.split(":", 1)[1] for f in flags if f.startswith("spec:")]

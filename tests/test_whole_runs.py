@@ -83,4 +83,4 @@ def test_cli_json_csv_and_plot(tmp_path):
     assert png.stat().st_size > 5000
     csv_out = tmp_path / "w.csv"
     assert main(["validate", "--whole-runs", "-o", str(csv_out)]) == 0
-    assert csv_out.read_text().startswith("run,quantity,published,predicted,ratio")
+    assert csv_out.read_text().startswith("run,quantity,unit,published,predicted,ratio")

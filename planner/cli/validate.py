@@ -97,7 +97,9 @@ def _whole_runs(format: str, output, force: bool, plot_file, write_docs: bool) -
         report.write_docs(rows=rows)
     payload = report.payload(rows) | {"version": version()}
     terminal = format == "table"
-    text = render(report.table_rows(rows, inline=not terminal), format,
+    shown = report.payload(rows)["whole_runs"] if format == "csv" else \
+        report.table_rows(rows, inline=not terminal)  # csv: the numbers unrounded
+    text = render(shown, format,
                   title="capplan validate --whole-runs: predicted vs published (one phase per run)",
                   payload=payload, width=160)
     if terminal:

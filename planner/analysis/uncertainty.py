@@ -135,15 +135,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     nominal_values = {o: {q: np.empty(draws) for q in QUANTITIES} for o in nominal}
     for g, hw in enumerate(hardware):
         rows = frontier.index[frontier["hardware"] == hw].to_numpy()
-        part = frontier.loc[rows]
-        x = base_inputs(catalog, RunChoices.from_scenario(s, hw))
-        x.update(s.extra)
-        layout = {k: part[k].to_numpy() for k in layout_columns() if k != "recompute"}
-        layout["recompute"] = part["recompute"].map(RECOMPUTE_CODES).to_numpy()
-        x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
-                              layers=x["layers"]))
-        # hot spares are provisioned once, for the nominal inputs: held in every draw
-        x = resolve_spares(x)
+        x = frontier_inputs(s, catalog, hw, frontier.loc[rows])
         here = {o: int(np.flatnonzero(rows == r)[0]) for o, r in nominal.items() if r in rows}
         step = max(1, UNCERTAINTY_BLOCK // len(rows))
         for first in range(0, draws, step):
@@ -176,6 +168,19 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
                 q: summarize(v) for q, v in nominal_values[objective].items()}
     report["constraint_risk"] = {o: constraint_risk(v, s) for o, v in nominal_values.items()}
     return report
+
+
+def frontier_inputs(s, catalog, hw: str, part) -> dict:
+    """The run-model inputs of the frontier rows ``part`` (a DataFrame, one accelerator
+    ``hw``) of a plan of scenario ``s``, with ``--spares auto`` resolved once on the nominal
+    inputs (spares are bought up front, so every draw keeps them)."""
+    x = base_inputs(catalog, RunChoices.from_scenario(s, hw))
+    x.update(s.extra)
+    layout = {k: part[k].to_numpy() for k in layout_columns() if k != "recompute"}
+    layout["recompute"] = part["recompute"].map(RECOMPUTE_CODES).to_numpy()
+    x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                          layers=x["layers"]))
+    return resolve_spares(x)
 
 
 def constraint_risk(values: dict[str, np.ndarray], s) -> dict[str, dict]:

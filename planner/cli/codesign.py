@@ -107,6 +107,10 @@ def codesign(
     budget_usd: float = typer.Option(None, parser=si_float,
                                      help="Spend at most this [USD] (5M = 5e6)."),
     max_power_mw: float = typer.Option(None, help="Facility peak power cap [MW]."),
+    confidence: float = typer.Option(
+        0.5, help="Quantile at which deadline, budget and power must hold (as `capplan plan "
+        "--confidence`): the catalog accelerator's multipliers tighten them for every point. "
+        "Default 0.5: the nominal run."),
     objective: str = typer.Option(DEFAULTS["objective"],
                                   help="time | cost | energy | carbon (layout and gain shown)."),
     site: SiteOption = DEFAULTS["site"],
@@ -155,13 +159,28 @@ def codesign(
                         min_gpus=min_gpus, max_gpus=max_gpus, objective=objective,
                         deadline_days=None if deadline_days == float("inf") else deadline_days,
                         budget_usd=budget_usd, max_power_mw=max_power_mw,
-                        **scenario_prices(prices))
+                        confidence=confidence, **scenario_prices(prices))
+    scenario.validate()
+    searched = scenario
+    if confidence != 0.5:  # the catalog accelerator's margins, for every point of the grid
+        from planner.analysis.confidence import plan_at_confidence
+        from planner.analysis.uncertainty import default_spreads
+
+        margined = plan_at_confidence(scenario, default_spreads()).scenario
+        scenario = scenario.with_(margins=margined.margins)
+        searched = scenario.for_hardware(accelerator)
     from planner.report.progress import search_progress
 
     with search_progress("co-design") as progress:
-        result = run_codesign(scenario, accelerator, list(vary), scheduler=scheduler,
+        result = run_codesign(searched, accelerator, list(vary), scheduler=scheduler,
                               workers=workers, progress=progress)
+    from planner.analysis.confidence import margin_payload
+
     payload = codesign_payload(result, pareto)
+    payload["scenario"].update({k: getattr(scenario, k) for k in
+                                ("deadline_days", "budget_usd", "max_power_mw")})
+    payload["scenario"].pop("margins", None)
+    payload.update(margin_payload(scenario))
     title = (f"Co-design around {accelerator} for {model} on {count_text(tokens)} tokens "
              f"({result.evaluated:,} configurations)")
     rows = codesign_rows(payload, objective)

@@ -16,6 +16,7 @@ from planner.cli.common import (
 from planner.cli.scenario_options import with_scenario_options
 from planner.engine.columns import plan_summary
 from planner.engine.readable import count_text
+from planner.errors import CapplanError
 from planner.version import version
 
 
@@ -32,6 +33,14 @@ def summarize(row: dict | None, prices: dict | None = None) -> dict | None:
     return out
 
 
+def flagged(summary: dict | None, result) -> dict | None:
+    """A winner's summary with ``estimate_flags``: what it rests on that is a catalog
+    estimate (planner.analysis.estimates; [] when nothing)."""
+    if summary is None:
+        return None
+    return {**summary, "estimate_flags": list(result.estimate_flags.get(summary["hardware"], []))}
+
+
 def binding_payload(b) -> dict:
     """One objective's binding constraints (planner.engine.explain.Binding) as JSON: their
     names, whether only all together bind, and the optima without them."""
@@ -43,16 +52,21 @@ def binding_payload(b) -> dict:
 def plan_payload(result) -> dict:
     from dataclasses import asdict
 
+    from planner.analysis.confidence import margin_payload
     from planner.engine.explain import accelerator_verdicts
 
     scenario = asdict(result.scenario)
+    scenario.pop("margins", None)
     extra = scenario.pop("extra", None)
     if extra:  # run-model inputs the flags set (site network), in SI units
         scenario["inputs"] = extra
     return {
         "scenario": scenario,
-        "best": {obj: summarize(row, result.prices) for obj, row in result.best.items()},
-        "per_hardware": {hw: {obj: summarize(r, result.prices) for obj, r in rows.items()}
+        **margin_payload(result.scenario),
+        "best": {obj: flagged(summarize(row, result.prices), result)
+                 for obj, row in result.best.items()},
+        "per_hardware": {hw: {obj: flagged(summarize(r, result.prices), result)
+                              for obj, r in rows.items()}
                          for hw, rows in result.per_hardware.items()},
         "pareto": [summarize(r) for r in result.pareto],
         "knee": {hw: (None if r is None else {**summarize(r),
@@ -102,7 +116,6 @@ def plan_several_sites(scenario, format, output, force, plot, uncertainty) -> No
     from hardware_catalog import load_catalog
     from planner.engine.optimize import require
     from planner.engine.sites import plan_sites, site_ranking, site_winners
-    from planner.errors import CapplanError
     from planner.report.output import render, write
     from planner.report.progress import search_progress
     from planner.report.tables import render_sites, site_rows
@@ -140,6 +153,10 @@ def plan(
         False, help="Propagate input uncertainty: P10/P50/P90 and win probabilities."),
     draws: int = typer.Option(400, help="Monte Carlo draws for --uncertainty."),
     seed: int = typer.Option(0, help="Random seed for --uncertainty."),
+    confidence: float = typer.Option(
+        0.5, help="Quantile of the uncertainty model at which deadline, budget and power "
+        "must hold, e.g. 0.9 (P90): each constraint is tightened per accelerator by the "
+        "quantile multiplier of a fixed-seed Monte Carlo. Default 0.5: the nominal run."),
     scheduler: SchedulerOption = None,
     workers: WorkersOption = None,
     **options,
@@ -151,7 +168,6 @@ def plan(
     explanation goes to stderr (exit 1) and no -o/--plot file is written.
     """
     from planner.cli.scenario_options import resolve_scenario
-    from planner.engine.optimize import plan as run_plan
     from planner.engine.optimize import require
     from planner.report.output import render, write
 
@@ -163,18 +179,25 @@ def plan(
 
     check_scheduler(scheduler, workers)
     scenario, v = resolve_scenario(options)
+    scenario = scenario.with_(confidence=confidence)
+    scenario.validate()
     to_file = output not in (None, "-")
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
     from planner.engine.sites import is_several
 
     if is_several(scenario.site):
+        if confidence != 0.5:
+            raise CapplanError(f"--confidence takes one site; got --site {scenario.site!r}")
         plan_several_sites(scenario, format, output, force, plot, uncertainty)
         return
     model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
+    from planner.analysis.confidence import plan_at_confidence
+    from planner.analysis.uncertainty import spreads_from
     from planner.report.progress import search_progress
 
     with search_progress() as progress:
-        result = run_plan(scenario, progress=progress, scheduler=scheduler, workers=workers)
+        result = plan_at_confidence(scenario, spreads_from(v["uncertainty"]), progress=progress,
+                                    scheduler=scheduler, workers=workers)
     payload = plan_payload(result)
     if uncertainty and any(row is not None for row in result.best.values()):
         from hardware_catalog import load_catalog
@@ -184,9 +207,10 @@ def plan(
             result, load_catalog(tuple(catalog or ())), spreads_from(v["uncertainty"]),
             draws=draws, seed=seed)
     if format == "table":
+        from planner.analysis.confidence import quantile_text
         from planner.report.tables import render_plan, render_uncertainty
 
-        text = render_plan(result)
+        text = render_plan(result) + quantile_text(result.scenario) + "\n"
         if "uncertainty" in payload:
             text += render_uncertainty(payload["uncertainty"])
     else:

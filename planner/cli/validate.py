@@ -27,6 +27,12 @@ def validate(
                               help="Also the leave-one-model-family-out error: the calibration "
                               "refitted without each family, ~2 min the first time (cached); "
                               "always with --write-docs."),
+    whole_runs: bool = typer.Option(False, "--whole-runs",
+                                    help="Instead: whole published training runs (BLOOM, OPT, "
+                                    "Llama 3, OLMo) predicted from user options vs their "
+                                    "published GPU-hours, days, energy, CO2e and interruptions; "
+                                    "--plot draws the ratios, --write-docs writes "
+                                    "docs/whole-runs.md."),
 ):
     """Predict every published measurement with the catalog's parameters; report errors."""
 
@@ -50,6 +56,9 @@ def validate(
             raise CapplanError(
                 "--write-docs regenerates docs/ of a source checkout; this capplan is installed "
                 f"at {DOCS.parent} (no pyproject.toml there): run it from a git clone")
+    if whole_runs:
+        _whole_runs(format, output, force, plot_file, write_docs)
+        return
     pred, summary = run(names, lofo=lofo or write_docs)
     if plot_file:
         plot(pred, plot_file)
@@ -72,4 +81,27 @@ def validate(
         text += "".join(("\n" if format != "csv" else "") + render(rows, format, title=name,
                                                                     width=160)
                         for name, rows in extra.items())
+    write(text, output, force)
+
+
+def _whole_runs(format: str, output, force: bool, plot_file, write_docs: bool) -> None:
+    """``validate --whole-runs``: the table, JSON, plot and docs of the whole-run dataset."""
+    from planner.analysis.whole_runs import compare
+    from planner.report import whole_runs as report
+    from planner.report.output import render, write
+
+    rows = compare()
+    if plot_file:
+        report.plot(rows, plot_file)
+    if write_docs:
+        report.write_docs(rows=rows)
+    payload = report.payload(rows) | {"version": version()}
+    terminal = format == "table"
+    shown = report.payload(rows)["whole_runs"] if format == "csv" else \
+        report.table_rows(rows, inline=not terminal)  # csv: the numbers unrounded
+    text = render(shown, format,
+                  title="capplan validate --whole-runs: predicted vs published (one phase per run)",
+                  payload=payload, width=160)
+    if terminal:
+        text += "Missing terms (why a ratio is outside 0.75-1.33x):\n" + report.footnotes(rows)
     write(text, output, force)

@@ -52,8 +52,15 @@ def _validation(check: bool) -> int:
     return write_docs(check=check)
 
 
+def _whole_runs(check: bool) -> int:
+    from planner.report.whole_runs import write_docs
+
+    return write_docs(check=check)
+
+
 STEPS = {"kernel": _kernel, "workbook": _workbook, "native": _native, "formulas": _formulas,
-         "columns": _columns, "cli": _cli, "validation": _validation}
+         "columns": _columns, "cli": _cli, "validation": _validation,
+         "whole-runs": _whole_runs}
 
 
 def main(argv: list[str] | None = None) -> int:

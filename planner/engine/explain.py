@@ -69,8 +69,26 @@ def meets(columns, s: Scenario, constraints: tuple[str, ...]) -> np.ndarray:
     ok = np.asarray(columns["fits"], dtype=bool).copy()
     for constraint in constraints:
         column, limit = CONSTRAINTS[constraint]
-        ok &= np.asarray(columns[column], dtype=float) <= getattr(s, limit)
+        ok &= np.asarray(columns[column], dtype=float) * margin(columns, s, column) \
+            <= getattr(s, limit)
     return ok
+
+
+#: The constrained column -> its index in :meth:`Scenario.margin`.
+MARGIN_INDEX = {"wall_days": 0, "cost_usd": 1, "peak_power_mw": 2}
+
+
+def margin(columns, s: Scenario, column: str):
+    """Per row, the multiplier of ``column`` at the scenario's confidence (``--confidence``):
+    1 without margins or without a ``hardware`` column (one accelerator's search, whose
+    limits :meth:`Scenario.for_hardware` has already divided)."""
+    if not s.margins or "hardware" not in columns:
+        return 1.0
+    hardware = np.asarray(columns["hardware"]).astype(str)
+    out = np.ones(len(hardware))
+    for hw, *m in s.margins:
+        out[hardware == hw] = m[MARGIN_INDEX[column]]
+    return out
 
 
 def optimum(frame, s: Scenario, constraints: tuple[str, ...], column: str) -> dict | None:

@@ -91,6 +91,9 @@ class PlanResult:
     rent_vs_buy: dict[str, dict] = field(default_factory=dict)
     #: objective -> the winner's cost split into its parts (planner.engine.ownership.cost_parts)
     cost_parts: dict[str, dict] = field(default_factory=dict)
+    #: accelerator -> what its winners rest on that is a catalog estimate (price,
+    #: performance, spec:<field>), filled by planner.analysis.estimates.attach
+    estimate_flags: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -363,7 +366,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
             x.update(ownership_inputs(float(catalog.accelerator(hw).purchase_price_usd.value),
                                       s.ownership))
         x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
-        tasks += search_tasks(hw, x, options, s)
+        tasks += search_tasks(hw, x, options, s.for_hardware(hw))
     order = side_by_side(tasks)
     handed_out = run_tasks(search_slice, [tasks[i] for i in order], scheduler=scheduler,
                            workers=workers, progress=progress,

@@ -58,6 +58,12 @@ class Scenario:
     deadline_days: float | None = DEFAULTS["deadline_days"]  # None: no deadline
     budget_usd: float | None = None
     max_power_mw: float | None = None
+    #: the quantile of the uncertainty model at which deadline, budget and power must hold
+    #: (0.5: the nominal P50 run, no margin; planner.analysis.confidence)
+    confidence: float = 0.5
+    #: (accelerator, wall-time, cost, peak-power multipliers) of ``confidence``: a candidate
+    #: meets a limit when its nominal value x the multiplier does (empty: no margin)
+    margins: tuple = ()
     objective: str = DEFAULTS["objective"]
     knee_threshold: float = DEFAULTS["knee_threshold"]
     catalog_dirs: tuple[str, ...] = ()
@@ -68,6 +74,24 @@ class Scenario:
 
     def with_(self, **changes) -> Scenario:
         return replace(self, **changes)
+
+    def margin(self, hardware: str) -> tuple[float, float, float]:
+        """The (wall-time, cost, peak-power) multipliers of ``hardware`` (1s: no margin)."""
+        for hw, *m in self.margins:
+            if hw == hardware:
+                return tuple(m)
+        return (1.0, 1.0, 1.0)
+
+    def for_hardware(self, hardware: str) -> Scenario:
+        """This scenario for one accelerator's search: each limit divided by its margin
+        (a candidate passes the deadline when days x m_days <= deadline), no margins left."""
+        if not self.margins:
+            return self
+        m_days, m_cost, m_power = self.margin(hardware)
+        scaled = {field: (None if getattr(self, field) is None else getattr(self, field) / m)
+                  for field, m in (("deadline_days", m_days), ("budget_usd", m_cost),
+                                   ("max_power_mw", m_power))}
+        return replace(self, margins=(), **scaled)
 
     def validate(self) -> None:
         """Raise CapplanError on the first value outside its domain (planner.engine.domains)."""
@@ -84,6 +108,9 @@ class Scenario:
                "seq_len": self.seq_len, "min_gpus": self.min_gpus, "max_gpus": self.max_gpus,
                "deadline_days": self.deadline_days, "budget_usd": self.budget_usd,
                "max_power_mw": self.max_power_mw, "knee_threshold": self.knee_threshold})
+        if not 0 < self.confidence < 1:
+            raise CapplanError(f"--confidence {self.confidence!r} is outside (0, 1); e.g. 0.9 "
+                               "plans so that deadline, budget and power hold at P90")
         if self.max_gpus < self.min_gpus:
             raise CapplanError(
                 f"GPU range {self.min_gpus}..{self.max_gpus} is empty; need --min-gpus <= "

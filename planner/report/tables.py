@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from planner.analysis.estimates import flag_text
 from planner.analysis.uncertainty import risk_lines
 from planner.engine.columns import step_parts
 from planner.engine.explain import (
@@ -71,7 +72,9 @@ def winner_rows(result: PlanResult) -> list[dict]:
                      "mwh": float(row["energy_mwh"]), "tco2e": float(row["co2e_t"]),
                      "tcdp_t_d": float(row["tcdp_t_d"]),
                      "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
-                     "mfu": float(row["mfu"]), **_rent_vs_buy_cells(result, objective),
+                     "mfu": float(row["mfu"]),
+                     "estimate_flags": ",".join(result.estimate_flags.get(row["hardware"], [])),
+                     **_rent_vs_buy_cells(result, objective),
                      **{f"usd_{part}": usd
                         for part, usd in result.cost_parts.get(objective, {}).items()}})
     return rows
@@ -139,6 +142,14 @@ def _fmt_usd(v: float) -> str:
     return f"{v / 1e6:,.2f} M" if v >= 1e6 else f"{v:,.0f}"
 
 
+def estimate_lines(result: PlanResult) -> list[str]:
+    """The footnote of the winners table's '*': what each flagged winner's accelerator
+    rests on that is a catalog estimate (planner.analysis.estimates)."""
+    shown = dict.fromkeys(r["hardware"] for r in result.best.values() if r is not None)
+    return [f"* {hw}: {flag_text(result.estimate_flags[hw])}" for hw in shown
+            if result.estimate_flags.get(hw)]
+
+
 def render_plan(result: PlanResult, width: int | None = None) -> str:
     """The rich ``capplan plan`` report as text, ``width`` characters wide (default: the
     terminal's, see :func:`planner.report.output.terminal_width`)."""
@@ -158,14 +169,16 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
                   f"in {result.seconds:.2f} s")
     # energy in three columns: GPUs, IT (GPUs, rest of nodes, network), facility (IT x PUE)
     numbers = {"GPUs", "days", "USD", *ENERGY_HEADERS, "tCO2e", "MFU", "knee GPUs"}
-    winners = [[OBJECTIVE_LABELS[r["objective"]], r["hardware"], f"{r['gpus']:,}",
+    winners = [[OBJECTIVE_LABELS[r["objective"]],
+                r["hardware"] + (" *" if r["estimate_flags"] else ""), f"{r['gpus']:,}",
                 r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]), *_energy_cells(r),
                 f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}"] for r in winner_rows(result)]
     if winners:
         buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD",
                               *ENERGY_HEADERS, "tCO2e", "MFU"], winners,
                              title="Winners per objective", width=width, right=numbers))
-    for line in price_lines(result) + spot_lines(result) + rent_vs_buy_lines(result):
+    for line in (estimate_lines(result) + price_lines(result) + spot_lines(result)
+                 + rent_vs_buy_lines(result)):
         console.print(line, highlight=False, markup=False)
     if result.per_hardware:
         rows = [[r["hardware"], f"{r['gpus']:,}", r["layout"], f"{r['days']:.1f}",

@@ -1,0 +1,110 @@
+"""Plan with a margin (``--confidence Q``): deadline, budget and power hold at quantile Q of
+the uncertainty model (:mod:`planner.analysis.uncertainty`), not at the nominal P50 run.
+
+The search evaluates 1e6-1e8 candidates, too many to draw each. Instead, per accelerator, a
+fixed-seed Monte Carlo of the uncertainty model's multiplicative factors runs over the rows
+of a nominal (P50) plan that meet its constraints - the region a margined winner comes
+from - and gives, for wall time, cost and peak power, the multiplier
+
+    m_Q = max over those rows of  quantile_Q(value under the draws) / nominal value   [1]
+
+Each constraint is then tightened by it inside the search: a candidate of that accelerator
+meets the deadline when ``wall_days x m_Q(days) <= deadline`` (likewise budget and power),
+so the winner's Q-quantile is at most its limit up to Monte Carlo noise (``--uncertainty``
+draws check it: tests/test_confidence.py). The maximum over rows makes the margin
+conservative for rows whose spread is smaller than the widest row's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from hardware_catalog import load_catalog
+from planner.analysis.estimates import attach
+from planner.analysis.uncertainty import factors, frontier_inputs, perturb
+from planner.engine.kernel_run import evaluate_columns
+from planner.engine.optimize import plan
+from planner.errors import CapplanError
+
+#: Draws and seed of the margin Monte Carlo (fixed: the same plan every time).
+MARGIN_DRAWS = 200
+MARGIN_SEED = 0
+#: Rows x draws evaluated at once.
+BLOCK = 1 << 17
+#: The constrained quantities, in :meth:`Scenario.margin` order.
+MARGIN_QUANTITIES = ("wall_days", "cost_usd", "peak_power_mw")
+
+
+def margins(result, catalog, spreads, quantile: float, draws: int = MARGIN_DRAWS,
+            seed: int = MARGIN_SEED) -> tuple:
+    """(accelerator, m_days, m_cost, m_power) per accelerator of the nominal plan
+    ``result`` (equation [1] of the module docstring)."""
+    s = result.scenario
+    frontier = result.frontier.loc[result.frontier["fits"].astype(bool)]
+    out = []
+    for hw in sorted(frontier["hardware"].unique()):
+        part = frontier.loc[frontier["hardware"] == hw]
+        feasible = part.loc[part["feasible"].astype(bool)]
+        part = (feasible if len(feasible) else part).reset_index(drop=True)
+        x = frontier_inputs(s, catalog, hw, part)
+        nominal = evaluate_columns(x, MARGIN_QUANTITIES)
+        f = factors(spreads, draws, 1, seed)
+        drawn = {q: np.empty((draws, len(part))) for q in MARGIN_QUANTITIES}
+        step = max(1, BLOCK // len(part))
+        for first in range(0, draws, step):
+            n = min(draws, first + step) - first
+            xi = {k: np.tile(v, n) if isinstance(v, np.ndarray) and v.ndim else v
+                  for k, v in x.items()}
+            for name, factor in f.items():
+                xi[name] = perturb(xi, name, np.repeat(factor[first:first + n, 0], len(part)))
+            got = evaluate_columns(xi, MARGIN_QUANTITIES)
+            for q in MARGIN_QUANTITIES:
+                drawn[q][first:first + n] = got[q].reshape(n, len(part))
+        m = []
+        for q in MARGIN_QUANTITIES:
+            ratio = np.quantile(drawn[q], quantile, axis=0) / np.asarray(nominal[q], dtype=float)
+            ratio = ratio[np.isfinite(ratio)]
+            m.append(float(ratio.max()) if ratio.size else 1.0)
+        out.append((hw, *m))
+    return tuple(out)
+
+
+def plan_at_confidence(scenario, spreads, *, catalog=None, **plan_options):
+    """The plan of ``scenario`` whose constraints hold at ``scenario.confidence``: a nominal
+    search, its margins (:func:`margins`), then the search with limits tightened by them.
+    At confidence 0.5 this is the nominal plan itself (no margin)."""
+    if catalog is None:
+        catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
+    if scenario.confidence == 0.5:
+        result = plan(scenario, catalog=catalog, **plan_options)
+    else:
+        result = plan(scenario.with_(confidence=0.5, margins=()), catalog=catalog,
+                      **plan_options)
+        if result.frontier.empty or not result.frontier["fits"].astype(bool).any():
+            result = replace(result, scenario=scenario)  # nothing fits: no margin to find
+        else:
+            found = margins(result, catalog, spreads, scenario.confidence)
+            if not found:
+                raise CapplanError("--confidence: no accelerator has a layout that fits")
+            result = plan(scenario.with_(margins=found), catalog=catalog, **plan_options)
+    attach(result, catalog)
+    return result
+
+
+def margin_payload(scenario) -> dict:
+    """The quantile planned at and each accelerator's multipliers, for JSON."""
+    return {"planned_quantile": scenario.confidence,
+            "margins": {hw: dict(zip(MARGIN_QUANTITIES, m, strict=True))
+                        for hw, *m in scenario.margins}}
+
+
+def quantile_text(scenario) -> str:
+    """'planned at P50 (nominal)' or 'planned at P90 (wall time x1.12 ...)'."""
+    p = f"P{round(100 * scenario.confidence)}"
+    if not scenario.margins:
+        return f"constraints planned at {p} (nominal run; --confidence 0.9 for a margin)"
+    parts = ", ".join(f"{hw}: days x{d:.2f}, cost x{c:.2f}, power x{w:.2f}"
+                      for hw, d, c, w in scenario.margins)
+    return f"constraints planned at {p} of the uncertainty model ({parts})"

@@ -11,9 +11,8 @@ from planner.codegen import cli_docs, column_docs, workbook
 from planner.codegen import kernel as kernel_source
 from planner.codegen.native_source import MANIFEST, SOURCE, generate
 from planner.engine import kernel as generated_kernel
-from planner.report import formula_docs, xlsx
+from planner.report import formula_docs, validation, whole_runs, xlsx
 from planner.report.output import write_or_check
-from planner.report.validation import write_docs
 
 
 def _kernel(check: bool) -> int:
@@ -49,13 +48,11 @@ def _cli(check: bool) -> int:
 
 
 def _validation(check: bool) -> int:
-    return write_docs(check=check)
+    return validation.write_docs(check=check)
 
 
 def _whole_runs(check: bool) -> int:
-    from planner.report.whole_runs import write_docs
-
-    return write_docs(check=check)
+    return whole_runs.write_docs(check=check)
 
 
 STEPS = {"kernel": _kernel, "workbook": _workbook, "native": _native, "formulas": _formulas,

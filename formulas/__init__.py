@@ -19,7 +19,7 @@ import importlib
 from .core import Formula, formula
 
 DOMAINS = (
-    "compute", "memory", "communication", "pipeline", "checkpoint", "reliability", "straggler",
+    "compute", "memory", "communication", "moe", "pipeline", "checkpoint", "reliability", "straggler",
     "energy", "cost", "carbon",
 )
 

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'expert_load_cv', 'gemm_tile_dim', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, expert_load_cv, gemm_tile_dim, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = vp ** (-1.0)
@@ -34,395 +34,415 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x21 = mlp_matrices * numpy.maximum(x14 * (hidden * x8 + x11 + x12), x12 * x20 * (gemm_half_efficiency_dim + x15) / x15)
     del x15
     x22 = x21 * x6
-    x23 = experts_per_token * x11 * x14
+    x23 = experts * x10
     x24 = experts * hidden
     x25 = numpy.minimum(numpy.minimum(experts, hidden), x10)
     x26 = experts * x16
-    x27 = numpy.maximum(x14 * (experts * x10 + x11 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
-    del x25
-    x28 = moe_ffn * x7
-    x29 = x10 * x28
-    x30 = numpy.minimum(numpy.minimum(hidden, x10), x28)
-    x31 = mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x28 + x11 + x29), x20 * x29 * (gemm_half_efficiency_dim + x30) / x30)
-    del x20, x28, x30
-    x32 = etp ** (-1.0)
-    x33 = moe_ffn * x32
-    x34 = sequence_parallel * x7
-    x35 = 1 - sequence_parallel
-    x36 = etp * x34 + x35
-    x37 = x10 * x36
-    x38 = numpy.minimum(numpy.minimum(hidden, x33), ep * experts_per_token * x37 / experts)
-    x39 = x10 * x16
-    x40 = x19 * x39
-    x41 = experts_per_token * mlp_matrices * numpy.maximum(x33 * x36 * x40 * (gemm_half_efficiency_dim + x38) / x38, x14 * (hidden * x33 + x11 * x36 + x33 * x37))
-    del x36, x37, x38
-    x42 = 4 * x23 + x27 + x31 + x41
-    x43 = x42 * x5
-    x44 = tp - 1
-    x45 = (sequence_parallel * x44 + 1) ** (-1.0)
-    x46 = x10 * x14
-    x47 = x46 * (16 * hidden * x45 + 4 * x8)
+    x27 = moe_ffn * x7
+    x28 = x10 * x27
+    x29 = numpy.minimum(numpy.minimum(hidden, x10), x27)
+    x30 = seq_len ** (-1.0)
+    x31 = micro_batch ** (-1.0)
+    x32 = sequence_parallel * x7
+    x33 = 1 - sequence_parallel
+    x34 = etp * x32 + x33
+    x35 = cp * x30 * x31 / x34
+    x36 = numpy.sqrt(2)
+    x37 = ep + 0.474798
+    x38 = ep ** (-1.0)
+    x39 = x37 ** (-0.282765)
+    x40 = etp ** (-1.0)
+    x41 = moe_ffn * x40
+    x42 = x10 * x34
+    x43 = ep * experts_per_token * x42 / experts
+    x44 = numpy.minimum(numpy.minimum(hidden, x41), x43)
+    x45 = x10 * x16
+    x46 = x19 * x45
+    x47 = gemm_tile_dim ** (-1.0)
+    x48 = experts * x38
+    x49 = etp * gemm_tile_dim ** 2 * mlp_matrices * x35 * x48 * (numpy.sqrt(expert_load_cv ** 2 + x35 / experts_per_token) * numpy.maximum(0, -x36 * erfinv(1.71458910109456 * x38 * x39 * (0.0686881539789491 * x39 + 0.112063) - 1 + 1.16023 / x37)) + 1.0) * numpy.ceil(x41 * x47) * numpy.ceil(x43 * x47) * numpy.maximum(x34 * x41 * x46 * (gemm_half_efficiency_dim + x44) / x44, x14 * (hidden * x41 + x11 * x34 + x41 * x42)) / moe_ffn + 4 * experts_per_token * x11 * x14 + mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x27 + x11 + x28), x20 * x28 * (gemm_half_efficiency_dim + x29) / x29) + 20 * x13 * x23 + numpy.maximum(x14 * (x11 + x23 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
+    del x20, x23, x25, x27, x29, x34, x35, x37, x39, x42, x43, x44, x47
+    x50 = x49 * x5
+    x51 = tp - 1
+    x52 = (sequence_parallel * x51 + 1) ** (-1.0)
+    x53 = x10 * x14
+    x54 = x53 * (16 * hidden * x52 + 4 * x8)
     del x8
-    x48 = attention_scores_stored * heads * seq_len ** 2
-    x49 = x13 * x48 * x7 * x9
+    x55 = attention_scores_stored * heads * seq_len ** 2
+    x56 = x13 * x55 * x7 * x9
     del x9
-    x50 = numpy.minimum(1, kv_lora_rank)
-    x51 = head_dim * hidden
-    x52 = heads * x51
-    x53 = hidden * v_head_dim
-    x54 = (1 - x50) * (kv_heads * x51 + kv_heads * x53 + x52)
-    del x51
-    x55 = kv_lora_rank + qk_rope_head_dim
-    x56 = head_dim + v_head_dim
-    x57 = numpy.minimum(1, q_lora_rank)
-    x58 = x50 * (heads * kv_lora_rank * (-qk_rope_head_dim + x56) + hidden * x55 + x52 * (1 - x57) + x57 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x52, x57
-    x59 = x54 + x58
-    x60 = x59 * x7
-    x61 = hidden ** (-1.0)
-    x62 = x60 * x61
-    x63 = numpy.minimum(numpy.minimum(hidden, x10), x62)
-    x64 = 2 * x10
-    x65 = x19 * x64
-    del x19
-    x66 = numpy.maximum(x14 * (x10 * x62 + x11 + x60), x60 * x65 * (gemm_half_efficiency_dim + x63) / x63)
-    del x60, x62, x63
-    x67 = hidden * x7
-    x68 = heads * v_head_dim
-    x69 = x68 * x7
+    x57 = numpy.minimum(1, kv_lora_rank)
+    x58 = head_dim * hidden
+    x59 = heads * x58
+    x60 = hidden * v_head_dim
+    x61 = (1 - x57) * (kv_heads * x58 + kv_heads * x60 + x59)
+    del x58
+    x62 = kv_lora_rank + qk_rope_head_dim
+    x63 = head_dim + v_head_dim
+    x64 = numpy.minimum(1, q_lora_rank)
+    x65 = x57 * (heads * kv_lora_rank * (-qk_rope_head_dim + x63) + hidden * x62 + x59 * (1 - x64) + x64 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x59, x64
+    x66 = x61 + x65
+    x67 = x66 * x7
+    x68 = hidden ** (-1.0)
+    x69 = x67 * x68
     x70 = numpy.minimum(numpy.minimum(hidden, x10), x69)
-    x71 = numpy.maximum(x40 * x69 * (gemm_half_efficiency_dim + x70) / x70, x14 * (x10 * x69 + x11 + x67 * x68))
-    del x40, x69, x70
-    x72 = 2 * heads
-    x73 = x56 * x72
-    x74 = attention_scores_stored + selective
-    x75 = numpy.minimum(head_dim, x10)
-    x76 = numpy.minimum(seq_len, x10)
-    x77 = seq_len * x73
-    x78 = numpy.minimum(seq_len, window)
-    x79 = seq_len ** (-1.0)
-    x80 = window_layers * (2 * heads * x56 * x78 * (-x78 * x79 + 2) - x77)
-    del x78
-    x81 = x10 * x7
-    x82 = x17 * x81
-    x83 = numpy.maximum(x46 * x7 * x73, x82 * (x4 * x80 + x77) / (attention_efficiency_factor * gemm_max_efficiency * x76 * (1 - x74) / (gemm_half_efficiency_dim + x76) + gemm_max_efficiency * x74 * x75 / (gemm_half_efficiency_dim + x75)))
-    del x46, x73, x74, x75, x76
-    x84 = x47 + 10 * x49 + x66 + x71 + x83
-    x85 = x22 + x43 + x84
-    x86 = 3 * x83
-    x87 = 1 - full_recompute
-    x88 = selective * x87
-    x89 = 3 * x47 + 30 * x49 + 3 * x66 + 3 * x71 + x83 * x88 + x86
-    del x47, x49, x66, x71, x83
-    x90 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x91 = hidden * vocab
-    x92 = x7 * x91
-    x93 = vocab * x7
-    x94 = numpy.minimum(numpy.minimum(hidden, x10), x93)
-    x95 = 3 * numpy.maximum(x14 * (x10 * x93 + x11 + x92), x65 * x92 * (gemm_half_efficiency_dim + x94) / x94)
-    del x65, x92, x93, x94
-    x96 = hidden ** 2
-    x97 = 2.0 * x96
-    x98 = 2.0 * hidden
-    x99 = x10 * x67
-    x100 = numpy.minimum(numpy.minimum(x10, x67), x98)
-    del x67
-    x101 = 4.0 * x96
-    del x96
-    x102 = numpy.minimum(1, moe_layers)
-    x103 = x102 * x42
-    del x42
-    x104 = 1 - x102
-    x105 = x104 * x21
+    x71 = 2 * x10
+    x72 = x19 * x71
+    del x19
+    x73 = numpy.maximum(x14 * (x10 * x69 + x11 + x67), x67 * x72 * (gemm_half_efficiency_dim + x70) / x70)
+    del x67, x69, x70
+    x74 = hidden * x7
+    x75 = heads * v_head_dim
+    x76 = x7 * x75
+    x77 = numpy.minimum(numpy.minimum(hidden, x10), x76)
+    x78 = numpy.maximum(x46 * x76 * (gemm_half_efficiency_dim + x77) / x77, x14 * (x10 * x76 + x11 + x74 * x75))
+    del x46, x76, x77
+    x79 = 2 * heads
+    x80 = x63 * x79
+    x81 = attention_scores_stored + selective
+    x82 = numpy.minimum(head_dim, x10)
+    x83 = numpy.minimum(seq_len, x10)
+    x84 = seq_len * x80
+    x85 = numpy.minimum(seq_len, window)
+    x86 = window_layers * (2 * heads * x63 * x85 * (-x30 * x85 + 2) - x84)
+    del x85
+    x87 = x10 * x7
+    x88 = x17 * x87
+    x89 = numpy.maximum(x53 * x7 * x80, x88 * (x4 * x86 + x84) / (attention_efficiency_factor * gemm_max_efficiency * x83 * (1 - x81) / (gemm_half_efficiency_dim + x83) + gemm_max_efficiency * x81 * x82 / (gemm_half_efficiency_dim + x82)))
+    del x53, x80, x81, x82, x83
+    x90 = x54 + 10 * x56 + x73 + x78 + x89
+    x91 = x22 + x50 + x90
+    x92 = 1 - full_recompute
+    x93 = selective * x92
+    x94 = x89 * x93
+    x95 = 3 * x89
+    del x89
+    x96 = 3 * x54 + 30 * x56 + 3 * x73 + 3 * x78 + x95
+    del x54, x56, x73, x78
+    x97 = 3 * x22 + 3 * x50 + x96
+    del x22, x50
+    x98 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x99 = hidden * vocab
+    x100 = x7 * x99
+    x101 = vocab * x7
+    x102 = numpy.minimum(numpy.minimum(hidden, x10), x101)
+    x103 = 3 * numpy.maximum(x14 * (x10 * x101 + x100 + x11), x100 * x72 * (gemm_half_efficiency_dim + x102) / x102)
+    del x100, x101, x102, x72
+    x104 = hidden ** 2
+    x105 = 2.0 * x104
+    x106 = 2.0 * hidden
+    x107 = x10 * x74
+    x108 = numpy.minimum(numpy.minimum(x10, x106), x74)
+    del x74
+    x109 = 4.0 * x104
+    del x104
+    x110 = numpy.minimum(1, moe_layers)
+    x111 = x110 * x49
+    del x49
+    x112 = 1 - x110
+    x113 = x112 * x21
     del x21
-    x106 = stage_layers * (full_recompute * x85 + 3 * x22 + 3 * x43 + x89) + x90 * (full_recompute * (x103 + x105 + x84) + 3 * x103 + 3 * x105 + x89 + x95 + 3 * numpy.maximum(x14 * (x10 * x98 + x7 * x97 + x99), x101 * x18 * x82 * (gemm_half_efficiency_dim + x100) / x100))
-    del x100, x103, x105, x14, x18, x22, x43, x82, x84, x89, x98
-    x107 = dp ** (-1.0)
-    x108 = micro_batch ** (-1.0)
-    x109 = global_batch * x107 * x108
-    x110 = stage_extra_layers * x106 * x109 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
-    x111 = ep ** (-1.0)
-    x112 = mlp_matrices * x111 * x24 * x33
-    x113 = stage_layers * x112 * x5
-    x114 = x113 / expert_optimizer_shards
-    x115 = mlp_matrices * moe_ffn
-    x116 = hidden * x115
-    x117 = x116 * (experts + shared_experts) + x24
-    x118 = tp * x112 - x115 * x24 + x117
-    del x112
-    x119 = ffn * mlp_matrices
-    x120 = hidden * x119
-    x121 = heads * x53 + kv_lora_rank + 1.0 * q_lora_rank + x59
-    del x53, x59
-    x122 = x121 + x16
-    x123 = 5 * hidden + x104 * x120 + x121 + x97
-    del x121, x97
-    x124 = x7 * (stage_layers * (x118 * x5 + x120 * x6 + x122) + x90 * (x102 * x118 + x123) + x91)
+    x114 = stage_layers * (full_recompute * x91 + x94 + x97) + x98 * (full_recompute * (x111 + x113 + x90) + x103 + 3 * x111 + 3 * x113 + x94 + x96 + 3 * numpy.maximum(x14 * (x10 * x106 + x105 * x7 + x107), x109 * x18 * x88 * (gemm_half_efficiency_dim + x108) / x108))
+    del x106, x108, x111, x113, x14, x18, x88, x90, x94, x96
+    x115 = dp ** (-1.0)
+    x116 = global_batch * x115 * x31
+    x117 = stage_extra_layers * x114 * x116 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
+    x118 = mlp_matrices * x24 * x38 * x41
+    x119 = stage_layers * x118 * x5
+    x120 = x119 / expert_optimizer_shards
+    x121 = mlp_matrices * moe_ffn
+    x122 = hidden * x121
+    x123 = x122 * (experts + shared_experts) + x24
+    x124 = tp * x118 - x121 * x24 + x123
     del x118
-    x125 = -x113 + x124
-    x126 = x125 / optimizer_shards
-    x127 = x13 * (x114 + x126) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x13
-    x128 = 3 * cp - 3
-    x129 = stage_layers + x90
-    x130 = 1 - cp_intra
-    x131 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x132 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x133 = bytes_per_element * kv_heads * x56 * x81 / (cp_intra * x131 + x130 * x132) + cp_intra * intra_latency_s + inter_latency_s * x130
-    del x130
-    x134 = x128 * x129 * x133
-    x135 = 1 - ep_intra
-    x136 = 4 * ep - 4
-    x137 = x34 + x35
-    del x34, x35
-    x138 = experts_per_token * x137
-    x139 = x32 * numpy.minimum(etp, tp_intra_ranks)
-    del x32
-    x140 = 1 - x139
-    x141 = 4 * etp - 4
-    x142 = bytes_per_element * x99
-    x143 = bytes_per_element * x11 * x111 * x136 * x138 / (ep_intra * x131 + x132 * x135) + sequence_parallel * (experts_per_token * x141 * x142 / (x131 * x139 + x132 * x140) + x141 * (inter_latency_s * x140 + intra_latency_s * x139)) + x136 * (ep_intra * intra_latency_s + inter_latency_s * x135)
-    del x111, x135, x136, x139, x140, x141
-    x144 = x129 * x5
-    x145 = x143 * x144
-    x146 = cp_overlap * numpy.minimum(x134, x129 * x86)
-    del x86
-    x147 = ep_overlap * numpy.minimum(x145, x144 * (12 * x23 + 3 * x27 + 3 * x31 + 3 * x41))
-    del x144, x23, x27, x31, x41
-    x148 = tp_intra_ranks - 1
-    x149 = 2 * intra_latency_s
-    x150 = tp_intra_ranks ** (-1.0)
-    x151 = tp * x150 - 1
-    x152 = 2 * inter_latency_s
-    x153 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x154 = bytes_per_element * x39
-    x155 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x156 = x155 / scale_out_bus_efficiency
-    x157 = x129 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x44) + x148 * x149 + x148 * x150 * x153 * x154 + x151 * x152 + x151 * x154 * x156 * x7)
-    del x148, x150, x151, x154, x44
-    x158 = x106 + x95
-    del x106, x95
-    x159 = tp_overlap * numpy.minimum(x157, x158)
-    x160 = x157 + x158 - x159
-    x161 = (x160 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x162 = x3 * (x134 + x145 - x146 - x147 + x161)
-    del x134, x145, x3
-    x163 = x109 * x158
-    x164 = x109 * (-x160 + x161)
-    del x160, x161
-    x165 = vp * x109
-    x166 = 1 - pp_intra
-    x167 = (2 * pp + 2 * x165 - 2) * (inter_latency_s * x166 + intra_latency_s * pp_intra + 1.0 * x142 / (pp_intra * x131 + x132 * x166)) * numpy.minimum(1, x1)
-    del x131, x132, x142, x166
-    x168 = x109 * (x128 * x129 * x133 - x146)
-    del x128, x133, x146
-    x169 = x109 * (moe_layers * x129 * x143 * x4 - x147)
-    del x129, x143, x147, x4
-    x170 = x109 * (x157 - x159)
-    del x157, x159
-    x171 = numpy.minimum(1, grad_shards - 1)
-    x172 = numpy.minimum(dp, dp_intra_ranks)
-    x173 = x172 - 1
-    x174 = x172 ** (-1.0)
-    del x172
-    x175 = dp * x174 - 1
-    x176 = 2 * grad_comm_bytes_per_param * x124
-    x177 = x153 * x176
-    x178 = x156 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x156
-    x179 = x176 * x178
-    x180 = replica_intra_ranks - 1
-    x181 = shard_ranks ** (-1.0)
-    x182 = x181 / replica_intra_ranks
-    x183 = numpy.maximum(1, dp * x182)
-    x184 = x183 - 1
-    x185 = x171 * (x149 * x180 + x152 * x184 + x177 * x180 * x182 + x179 * x182 * x184 / x183) + (1 - x171) * (x107 * x175 * x179 + x149 * x173 + x152 * x175 + x173 * x174 * x177)
-    del x149, x152, x173, x174, x175, x177, x179, x180, x182, x183, x184
-    x186 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x187 = x186 - 1
-    x188 = intra_latency_s * x187
-    x189 = x186 ** (-1.0)
-    del x186
-    x190 = shard_ranks * x189 - 1
-    x191 = inter_latency_s * x190
-    x192 = bytes_per_element * x124
+    x125 = ffn * mlp_matrices
+    x126 = hidden * x125
+    x127 = heads * x60 + kv_lora_rank + 1.0 * q_lora_rank + x66
+    del x60, x66
+    x128 = x127 + x16
+    x129 = 5 * hidden + x105 + x112 * x126 + x127
+    del x105, x127
+    x130 = x7 * (stage_layers * (x124 * x5 + x126 * x6 + x128) + x98 * (x110 * x124 + x129) + x99)
     del x124
-    x193 = x153 * x187 * x189
-    del x153, x187, x189
-    x194 = x178 * x181 * x190
-    del x178, x181, x190
-    x195 = 1 / 2 * x109 * x171 * (x176 * x193 + x176 * x194 + 2 * x188 + 2 * x191) + 2 * x109 * zero3 * (x188 + x191 + x192 * x193 + x192 * x194)
-    del x109, x171, x176, x188, x191, x192, x193, x194
-    x196 = -dp_overlap * numpy.minimum(x163, x195) - dp_overlap * numpy.minimum(x185, 2 * stage_layers * x85) + x185 + x195
-    del x185, x195, x85
-    x197 = x167 + x168 + x169 + x170 + x196
-    x198 = x162 + x163 + x164 + x197
-    x199 = x127 + x198
-    x200 = gpus + 0.474798
-    x201 = gpus ** (-1.0)
-    x202 = x200 ** (-0.282765)
-    x203 = gpus / gpus_per_node
-    x204 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x199 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x199 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x201 * x202 * (0.0686881539789491 * x202 + 0.112063) - 1 + 1.16023 / x200)) + x110 + (1 - (1 - slow_node_fraction) ** x203) * (slow_node_slowdown - 1) * (x110 + x199)
-    del x110, x200, x202
-    x205 = x199 + x204
-    del x199
-    x206 = weight_bytes_per_param * x125 / weight_shards + weight_bytes_per_param * x113 / expert_weight_shards
-    x207 = grad_bytes_per_param * x125 / grad_shards + grad_bytes_per_param * x113 / expert_grad_shards
-    del x113, x125
-    x208 = optimizer_bytes_per_param * x114 + optimizer_bytes_per_param * x126
-    del x114, x126
-    x209 = 4 * x99 * (vocab * x61 + 1)
-    del x61, x99
-    x210 = x11 * x137
-    del x137
-    x211 = 4 * x210
-    x212 = kv_heads / heads
-    x213 = 2 * mlp_matrices
-    x214 = linear_input_bytes + x213 - 2
-    x215 = -recompute_mla_up_proj * x50 * x72 * x81 * (2 * head_dim + v_head_dim) - recompute_norms * x211 + x210 * (2 * dropout_masks + 8) + x5 * (shared_experts * x214 * x29 + x10 * x138 * (etp * hidden * linear_input_bytes + x214 * x33) - x12 * x213) + x64 * x7 * (-x16 * (x212 + 1) + x56 * (heads + kv_heads)) + x64 * (q_lora_rank + x55) + x7 * (ffn * x10 * x213 + x11 * (4 * x212 + 2) + x39 + micro_batch * x48 * (dropout_masks + 4) / cp ** 2) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x211 * (1 - recompute_norms))
-    del x10, x11, x12, x138, x210, x211, x212, x213, x214, x29, x33, x48, x5, x50, x55, x6, x64, x7, x72, x81
-    x216 = full_recompute * x39 * x45 + x215 * x87
-    del x39, x45, x87
-    x217 = full_recompute * x215 + stage_layers * x2 * x216 * numpy.minimum(x165, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x209 + x90 * (x209 + x216)
-    del x1, x165, x2, x209, x215, x216, x90
-    x218 = layers - moe_layers
-    x219 = x120 * x218
-    del x120
-    x220 = embedding_matrices * x91 + hidden + layers * x122 + x219
-    del x122
-    x221 = moe_layers * x117 + mtp_layers * (x102 * x117 + x123) + x220
-    del x117
-    x222 = experts_per_token + shared_experts
-    x223 = x116 * x222 + x24
-    del x116, x24
-    x224 = x205 ** (-1.0)
-    x225 = global_batch * x224
-    x226 = seq_len * x225
-    x227 = x115 * x16 * x222 + x26
-    del x115, x222, x26
-    x228 = moe_layers * x227
-    x229 = x16 * x68 + 2 * x54 + 2 * x58
-    del x54, x58, x68
-    x230 = layers * x229
-    x231 = x119 * x16
-    del x119, x16
-    x232 = mtp_layers * (x101 + x102 * x227 + x104 * x231 + x229 + x77 + 2 * x91)
-    del x101, x104, x227, x229
-    x233 = 6 * heads * layers * seq_len * x56 + 6 * x219 + 3 * x228 + 3 * x230 + 3 * x232 + 3 * x80 + 6 * x91
-    del x219, x56, x91
-    x234 = x201 * x226
-    x235 = x233 * x234
-    x236 = layers * x77 + x80
-    del x77, x80
-    x237 = tokens * x0 * x79
-    del x0, x79
-    x238 = x203 / (rack_mtbf_s * rack_nodes)
-    x239 = gpus / gpu_mtbf_s
-    x240 = x203 / network_mtbf_s
-    x241 = x203 / node_mtbf_s
-    x242 = x239 + x240 + x241
-    x243 = software_mtbf_s ** (-1.0)
-    x244 = numpy.maximum(0, x203 - 1) ** software_node_exponent / software_internode_mtbf_s
-    x245 = x243 + x244
-    x246 = x238 + x242 + x245
-    x247 = x246 ** (-1.0)
-    x248 = checkpoint_bytes_per_param * x221
-    x249 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x250 = x201 * x248
-    x251 = x249 * x250
-    x252 = ckpt_async * x251
-    x253 = x248 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x203)
-    x254 = ckpt_sync * x253
-    x255 = x155 * x250
-    del x155, x250
-    x256 = ckpt_in_memory * (x251 + x255)
-    del x251
-    x257 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x258 = x198 + x204
-    del x198
-    x259 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x201 * x221 * x249 / (1 - (1 - numpy.minimum(1, x257)) ** gockpt_steps) - x258)
-    del x249
-    x260 = x252 + x254 + x256 + x259
-    x261 = numpy.sqrt(x247 * (2 * x252 + 2 * x254 + 2 * x256 + 2 * x259))
-    x262 = ckpt_async * x253
-    x263 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x201 * x221 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x258))) / numpy.log(1 - numpy.minimum(0.999999999999, x257))))) - 1) + 1
-    del x201, x257, x258
-    x264 = x260 * (1 / 2 * x238 + 1 / 2 * x239 + 1 / 2 * x240 + 1 / 2 * x241 + 1 / 2 * x243 + 1 / 2 * x244)
-    del x239, x240, x241, x243, x244
-    x265 = numpy.maximum(numpy.maximum(x205, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x205 * x263 + x253) + x262)), numpy.where(numpy.greater(x247, 1 / 2 * x252 + 1 / 2 * x254 + 1 / 2 * x256 + 1 / 2 * x259), -x260 + x261 * (1 / 3 * numpy.sqrt(x264) + 1 / 9 * x264 + 1), x247))
-    del x252, x254, x256, x259, x264
-    x266 = ckpt_gockpt * (x205 + x253) + x262
-    del x253, x262
-    x267 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x268 = node_repair_s * x238
-    x269 = numpy.exp(-x268)
-    x270 = node_repair_s * x242
-    x271 = -spare_nodes
-    x272 = rack_nodes + x271
-    x273 = x268 * x269
-    del x268
-    x274 = 2 * rack_nodes + x271
-    x275 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x269 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x276 = 3 * rack_nodes + x271
-    x277 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x269 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x278 = 4 * rack_nodes + x271
-    x279 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x269 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x280 = 5 * rack_nodes + x271
-    x281 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x269 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x282 = 6 * rack_nodes + x271
-    x283 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x269 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x284 = 7 * rack_nodes + x271
-    x285 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x269 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x286 = 8 * rack_nodes + x271
-    x287 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x269 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x288 = 9 * rack_nodes + x271
-    x289 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x269 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x290 = 10 * rack_nodes + x271
-    x291 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x269 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x292 = 11 * rack_nodes + x271
-    x293 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x269 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x294 = x247 * (x238 * (x269 * poisson_cdf(-x272, x270) + x273 * poisson_cdf(-x274, x270) + x275 * poisson_cdf(-x276, x270) + x277 * poisson_cdf(-x278, x270) + x279 * poisson_cdf(-x280, x270) + x281 * poisson_cdf(-x282, x270) + x283 * poisson_cdf(-x284, x270) + x285 * poisson_cdf(-x286, x270) + x287 * poisson_cdf(-x288, x270) + x289 * poisson_cdf(-x290, x270) + x291 * poisson_cdf(-x292, x270) + x293 * poisson_cdf(-12 * rack_nodes - x271, x270)) + x242 * (x269 * poisson_cdf(spare_nodes - 1, x270) + x273 * poisson_cdf(-x272 - 1, x270) + x275 * poisson_cdf(-x274 - 1, x270) + x277 * poisson_cdf(-x276 - 1, x270) + x279 * poisson_cdf(-x278 - 1, x270) + x281 * poisson_cdf(-x280 - 1, x270) + x283 * poisson_cdf(-x282 - 1, x270) + x285 * poisson_cdf(-x284 - 1, x270) + x287 * poisson_cdf(-x286 - 1, x270) + x289 * poisson_cdf(-x288 - 1, x270) + x291 * poisson_cdf(-x290 - 1, x270) + x293 * poisson_cdf(-x292 - 1, x270)) + x245)
-    del x238, x242, x245, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283, x284, x285, x286, x287, x288, x289, x290, x291, x292, x293
-    x295 = x247 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x294, 1 - x294) * numpy.expm1(x246 * (x267 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    x296 = ckpt_in_memory * x255 + failure_detection_s - x247 * numpy.log1p(manual_restart_fraction * numpy.expm1(x246 * (-manual_restart_s + x267 - x295))) + x248 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x203) + x267 - x295
-    del x255, x267, x295
-    x297 = x205 * x237
-    x298 = x246 * x296
-    x299 = numpy.exp(x246 * x266)
-    x300 = numpy.exp(x246 * (x260 + x265))
-    x301 = x297 * x299 / x265
-    x302 = x299 + x301 * (x300 - 1) - 1
-    del x299
-    x303 = x302 * numpy.exp(x298)
-    x304 = x247 * x303
-    x305 = x246 * numpy.exp(-x298) / x302
-    del x298, x302
-    x306 = x297 * x305
-    x307 = gpus + gpus_per_node * spare_nodes
-    x308 = x304 * x307
-    x309 = 0.000277777777777778 * x308
-    x310 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x197 * x224 + compute_power_fraction * x107 * x108 * x158 * x225)
-    del x107, x108, x158, x197, x224, x225
-    x311 = x247 * x301 * (x300 - numpy.exp(x246 * x260))
-    del x246, x300, x301
-    x312 = idle_power_w * (x304 - x311) + x310 * x311
-    del x311
-    x313 = gpus * x312
-    x314 = network_power_per_node_w + node_overhead_power_w
-    x315 = x203 * x314
-    del x203
-    x316 = spare_nodes * (gpus_per_node * idle_power_w + x314) + x315
+    x131 = -x119 + x130
+    x132 = x131 / optimizer_shards
+    x133 = x13 * (x120 + x132) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x13
+    x134 = 3 * cp - 3
+    x135 = stage_layers + x98
+    x136 = 1 - cp_intra
+    x137 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x138 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x139 = bytes_per_element * kv_heads * x63 * x87 / (cp_intra * x137 + x136 * x138) + cp_intra * intra_latency_s + inter_latency_s * x136
+    del x136
+    x140 = x134 * x135 * x139
+    x141 = cp_overlap * numpy.minimum(x140, x135 * x95)
+    del x95
+    x142 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x143 = x142 ** (-1.0)
+    x144 = ep * x143 - 1
+    x145 = x40 * numpy.minimum(etp, tp_intra_ranks)
+    del x40
+    x146 = 1 - x145
+    x147 = 4 * etp - 4
+    x148 = bytes_per_element * x107
+    x149 = a2a_efficiency_factor ** (-1.0)
+    x150 = bytes_per_element * x149
+    x151 = 1 - hierarchical_dispatch
+    x152 = x32 + x33
+    del x32, x33
+    x153 = experts_per_token * x152
+    x154 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x155 = x11 * x153 * x154 * (hierarchical_dispatch * (-x142 * x38 + 1) + x144 * x151 * x38)
+    del x38
+    x156 = 1 - x143
+    del x143
+    x157 = x11 * x152
+    del x152
+    x158 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x159 = x158 / scale_out_bus_efficiency
+    x160 = x156 * x157 * x159 * (experts_per_token * x151 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x142 * (1 - x156 ** experts_per_token)))
+    del x151, x156
+    x161 = x149 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x149
+    x162 = 4 * inter_latency_s * (x142 - 1) + 4 * intra_latency_s * x144 + sequence_parallel * (experts_per_token * x147 * x148 / (x137 * x145 + x138 * x146) + x147 * (inter_latency_s * x146 + intra_latency_s * x145)) + 2 * numpy.maximum(x150 * x155, x150 * x160) + 2 * numpy.maximum(x155 * x161, x160 * x161)
+    del x142, x144, x145, x146, x147, x150, x155, x160, x161
+    x163 = x135 * x5
+    x164 = x162 * x163
+    x165 = ep_overlap * numpy.minimum(x164, x163 * x97)
+    del x163, x97
+    x166 = stage_layers * (full_recompute + 3)
+    x167 = tp_intra_ranks - 1
+    x168 = 2 * intra_latency_s
+    x169 = tp_intra_ranks ** (-1.0)
+    x170 = tp * x169 - 1
+    x171 = 2 * inter_latency_s
+    x172 = bytes_per_element * x45
+    x173 = x135 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x51) + x154 * x167 * x169 * x172 + x159 * x170 * x172 * x7 + x167 * x168 + x170 * x171)
+    del x167, x169, x170, x172, x51
+    x174 = x103 + x114
+    del x103, x114
+    x175 = tp_overlap * numpy.minimum(x173, x174)
+    x176 = x173 + x174 - x175
+    x177 = (x176 ** host_overlap_exponent + (layer_overhead_s * x166 + x166 * x5 * (expert_overhead_s * x48 + moe_layer_overhead_s)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x166, x48
+    x178 = x3 * (x140 - x141 + x164 - x165 + x177)
+    del x140, x164, x3
+    x179 = x116 * x174
+    x180 = x116 * (-x176 + x177)
+    del x176, x177
+    x181 = vp * x116
+    x182 = 1 - pp_intra
+    x183 = (2 * pp + 2 * x181 - 2) * (inter_latency_s * x182 + intra_latency_s * pp_intra + 1.0 * x148 / (pp_intra * x137 + x138 * x182)) * numpy.minimum(1, x1)
+    del x137, x138, x148, x182
+    x184 = x116 * (x134 * x135 * x139 - x141)
+    del x134, x139, x141
+    x185 = x116 * (moe_layers * x135 * x162 * x4 - x165)
+    del x135, x162, x165, x4
+    x186 = x116 * (x173 - x175)
+    del x173, x175
+    x187 = numpy.minimum(1, grad_shards - 1)
+    x188 = numpy.minimum(dp, dp_intra_ranks)
+    x189 = x188 - 1
+    x190 = x188 ** (-1.0)
+    del x188
+    x191 = dp * x190 - 1
+    x192 = 2 * grad_comm_bytes_per_param * x130
+    x193 = x154 * x192
+    x194 = x159 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x159
+    x195 = x192 * x194
+    x196 = replica_intra_ranks - 1
+    x197 = shard_ranks ** (-1.0)
+    x198 = x197 / replica_intra_ranks
+    x199 = numpy.maximum(1, dp * x198)
+    x200 = x199 - 1
+    x201 = x187 * (x168 * x196 + x171 * x200 + x193 * x196 * x198 + x195 * x198 * x200 / x199) + (1 - x187) * (x115 * x191 * x195 + x168 * x189 + x171 * x191 + x189 * x190 * x193)
+    del x168, x171, x189, x190, x191, x193, x195, x196, x198, x199, x200
+    x202 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x203 = x202 - 1
+    x204 = intra_latency_s * x203
+    x205 = x202 ** (-1.0)
+    del x202
+    x206 = shard_ranks * x205 - 1
+    x207 = inter_latency_s * x206
+    x208 = bytes_per_element * x130
+    del x130
+    x209 = x154 * x203 * x205
+    del x154, x203, x205
+    x210 = x194 * x197 * x206
+    del x194, x197, x206
+    x211 = 1 / 2 * x116 * x187 * (x192 * x209 + x192 * x210 + 2 * x204 + 2 * x207) + 2 * x116 * zero3 * (x204 + x207 + x208 * x209 + x208 * x210)
+    del x116, x187, x192, x204, x207, x208, x209, x210
+    x212 = -dp_overlap * numpy.minimum(x179, x211) - dp_overlap * numpy.minimum(x201, 2 * stage_layers * x91) + x201 + x211
+    del x201, x211, x91
+    x213 = x183 + x184 + x185 + x186 + x212
+    x214 = x178 + x179 + x180 + x213
+    x215 = x133 + x214
+    x216 = gpus + 0.474798
+    x217 = gpus ** (-1.0)
+    x218 = x216 ** (-0.282765)
+    x219 = gpus / gpus_per_node
+    x220 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x215 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x215 * numpy.maximum(0, -x36 * erfinv(1.71458910109456 * x217 * x218 * (0.0686881539789491 * x218 + 0.112063) - 1 + 1.16023 / x216)) + x117 + (1 - (1 - slow_node_fraction) ** x219) * (slow_node_slowdown - 1) * (x117 + x215)
+    del x117, x216, x218, x36
+    x221 = x215 + x220
+    del x215
+    x222 = weight_bytes_per_param * x131 / weight_shards + weight_bytes_per_param * x119 / expert_weight_shards
+    x223 = grad_bytes_per_param * x131 / grad_shards + grad_bytes_per_param * x119 / expert_grad_shards
+    del x119, x131
+    x224 = optimizer_bytes_per_param * x120 + optimizer_bytes_per_param * x132
+    del x120, x132
+    x225 = 4 * x107 * (vocab * x68 + 1)
+    del x107, x68
+    x226 = 4 * x157
+    x227 = kv_heads / heads
+    x228 = 2 * mlp_matrices
+    x229 = linear_input_bytes + x228 - 2
+    x230 = -recompute_mla_up_proj * x57 * x79 * x87 * (2 * head_dim + v_head_dim) - recompute_norms * x226 + x157 * (2 * dropout_masks + 8) + x5 * (shared_experts * x229 * x28 + x10 * x153 * (etp * hidden * linear_input_bytes + x229 * x41) - x12 * x228) + x7 * x71 * (-x16 * (x227 + 1) + x63 * (heads + kv_heads)) + x7 * (ffn * x10 * x228 + x11 * (4 * x227 + 2) + x45 + micro_batch * x55 * (dropout_masks + 4) / cp ** 2) + x71 * (q_lora_rank + x62) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x226 * (1 - recompute_norms))
+    del x10, x11, x12, x153, x157, x226, x227, x228, x229, x28, x41, x5, x55, x57, x6, x62, x7, x71, x79, x87
+    x231 = full_recompute * x45 * x52 + x230 * x92
+    del x45, x52, x92
+    x232 = full_recompute * x230 + stage_layers * x2 * x231 * numpy.minimum(x181, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x225 + x98 * (x225 + x231)
+    del x1, x181, x2, x225, x230, x231, x98
+    x233 = layers - moe_layers
+    x234 = x126 * x233
+    del x126
+    x235 = embedding_matrices * x99 + hidden + layers * x128 + x234
+    del x128
+    x236 = moe_layers * x123 + mtp_layers * (x110 * x123 + x129) + x235
+    del x123
+    x237 = experts_per_token + shared_experts
+    x238 = x122 * x237 + x24
+    del x122, x24
+    x239 = x221 ** (-1.0)
+    x240 = global_batch * x239
+    x241 = seq_len * x240
+    x242 = x121 * x16 * x237 + x26
+    del x121, x237, x26
+    x243 = moe_layers * x242
+    x244 = x16 * x75 + 2 * x61 + 2 * x65
+    del x61, x65, x75
+    x245 = layers * x244
+    x246 = x125 * x16
+    del x125, x16
+    x247 = mtp_layers * (x109 + x110 * x242 + x112 * x246 + x244 + x84 + 2 * x99)
+    del x109, x112, x242, x244
+    x248 = 6 * heads * layers * seq_len * x63 + 6 * x234 + 3 * x243 + 3 * x245 + 3 * x247 + 3 * x86 + 6 * x99
+    del x234, x63, x99
+    x249 = x217 * x241
+    x250 = x248 * x249
+    x251 = layers * x84 + x86
+    del x84, x86
+    x252 = tokens * x0 * x30
+    del x0, x30
+    x253 = x219 / (rack_mtbf_s * rack_nodes)
+    x254 = gpus / gpu_mtbf_s
+    x255 = x219 / network_mtbf_s
+    x256 = x219 / node_mtbf_s
+    x257 = x254 + x255 + x256
+    x258 = software_mtbf_s ** (-1.0)
+    x259 = numpy.maximum(0, x219 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x260 = x258 + x259
+    x261 = x253 + x257 + x260
+    x262 = x261 ** (-1.0)
+    x263 = checkpoint_bytes_per_param * x236
+    x264 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x265 = x217 * x263
+    x266 = x264 * x265
+    x267 = ckpt_async * x266
+    x268 = x263 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x219)
+    x269 = ckpt_sync * x268
+    x270 = x158 * x265
+    del x158, x265
+    x271 = ckpt_in_memory * (x266 + x270)
+    del x266
+    x272 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x273 = x214 + x220
+    del x214
+    x274 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x217 * x236 * x264 / (1 - (1 - numpy.minimum(1, x272)) ** gockpt_steps) - x273)
+    del x264
+    x275 = x267 + x269 + x271 + x274
+    x276 = numpy.sqrt(x262 * (2 * x267 + 2 * x269 + 2 * x271 + 2 * x274))
+    x277 = ckpt_async * x268
+    x278 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x217 * x236 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x273))) / numpy.log(1 - numpy.minimum(0.999999999999, x272))))) - 1) + 1
+    del x217, x272, x273
+    x279 = x275 * (1 / 2 * x253 + 1 / 2 * x254 + 1 / 2 * x255 + 1 / 2 * x256 + 1 / 2 * x258 + 1 / 2 * x259)
+    del x254, x255, x256, x258, x259
+    x280 = numpy.maximum(numpy.maximum(x221, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x221 * x278 + x268) + x277)), numpy.where(numpy.greater(x262, 1 / 2 * x267 + 1 / 2 * x269 + 1 / 2 * x271 + 1 / 2 * x274), -x275 + x276 * (1 / 3 * numpy.sqrt(x279) + 1 / 9 * x279 + 1), x262))
+    del x267, x269, x271, x274, x279
+    x281 = ckpt_gockpt * (x221 + x268) + x277
+    del x268, x277
+    x282 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x283 = node_repair_s * x253
+    x284 = numpy.exp(-x283)
+    x285 = node_repair_s * x257
+    x286 = -spare_nodes
+    x287 = rack_nodes + x286
+    x288 = x283 * x284
+    del x283
+    x289 = 2 * rack_nodes + x286
+    x290 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x284 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x291 = 3 * rack_nodes + x286
+    x292 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x284 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x293 = 4 * rack_nodes + x286
+    x294 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x284 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x295 = 5 * rack_nodes + x286
+    x296 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x284 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x297 = 6 * rack_nodes + x286
+    x298 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x284 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x299 = 7 * rack_nodes + x286
+    x300 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x284 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x301 = 8 * rack_nodes + x286
+    x302 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x284 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x303 = 9 * rack_nodes + x286
+    x304 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x284 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x305 = 10 * rack_nodes + x286
+    x306 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x284 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x307 = 11 * rack_nodes + x286
+    x308 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x284 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x309 = x262 * (x253 * (x284 * poisson_cdf(-x287, x285) + x288 * poisson_cdf(-x289, x285) + x290 * poisson_cdf(-x291, x285) + x292 * poisson_cdf(-x293, x285) + x294 * poisson_cdf(-x295, x285) + x296 * poisson_cdf(-x297, x285) + x298 * poisson_cdf(-x299, x285) + x300 * poisson_cdf(-x301, x285) + x302 * poisson_cdf(-x303, x285) + x304 * poisson_cdf(-x305, x285) + x306 * poisson_cdf(-x307, x285) + x308 * poisson_cdf(-12 * rack_nodes - x286, x285)) + x257 * (x284 * poisson_cdf(spare_nodes - 1, x285) + x288 * poisson_cdf(-x287 - 1, x285) + x290 * poisson_cdf(-x289 - 1, x285) + x292 * poisson_cdf(-x291 - 1, x285) + x294 * poisson_cdf(-x293 - 1, x285) + x296 * poisson_cdf(-x295 - 1, x285) + x298 * poisson_cdf(-x297 - 1, x285) + x300 * poisson_cdf(-x299 - 1, x285) + x302 * poisson_cdf(-x301 - 1, x285) + x304 * poisson_cdf(-x303 - 1, x285) + x306 * poisson_cdf(-x305 - 1, x285) + x308 * poisson_cdf(-x307 - 1, x285)) + x260)
+    del x253, x257, x260, x284, x285, x286, x287, x288, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302, x303, x304, x305, x306, x307, x308
+    x310 = x262 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x309, 1 - x309) * numpy.expm1(x261 * (x282 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x311 = ckpt_in_memory * x270 + failure_detection_s - x262 * numpy.log1p(manual_restart_fraction * numpy.expm1(x261 * (-manual_restart_s + x282 - x310))) + x263 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x219) + x282 - x310
+    del x270, x282, x310
+    x312 = x221 * x252
+    x313 = x261 * x311
+    x314 = numpy.exp(x261 * x281)
+    x315 = numpy.exp(x261 * (x275 + x280))
+    x316 = x312 * x314 / x280
+    x317 = x314 + x316 * (x315 - 1) - 1
     del x314
-    x317 = x304 * x316 + x313
-    x318 = pue * x317
-    x319 = gpus * max_power_w + x316
-    del x316
-    x320 = price_usd_per_gpu_hour * x309
-    x321 = lifetime_s ** (-1.0)
-    x322 = 2.77777777777778e-07 * electricity_usd_per_kwh * x318 + x309 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x321 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x319 / x307) / utilisation
-    del x307
-    x323 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x318
-    x324 = embodied_kg_per_gpu * x308 * x321
-    del x308, x321
-    x325 = x323 + x324
-    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x247, x248, x260, x261, x265, x263, x266, x296, x297, x304, x303, 1 - x306, x306, spare_nodes, x294, x309, x313, x317, x318, -pue * x297 * (gpus * x310 + x315) + x318, x310, x305 * x312, x305 * x318, pue * x319, x320, x322, use_tco * x322 + x320 * (1 - use_tco), x323, x324, x325, x325 / (tokens * x233), x304 * x325]
+    x318 = x317 * numpy.exp(x313)
+    x319 = x262 * x318
+    x320 = x261 * numpy.exp(-x313) / x317
+    del x313, x317
+    x321 = x312 * x320
+    x322 = gpus + gpus_per_node * spare_nodes
+    x323 = x319 * x322
+    x324 = 0.000277777777777778 * x323
+    x325 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x213 * x239 + compute_power_fraction * x115 * x174 * x240 * x31)
+    del x115, x174, x213, x239, x240, x31
+    x326 = x262 * x316 * (x315 - numpy.exp(x261 * x275))
+    del x261, x315, x316
+    x327 = idle_power_w * (x319 - x326) + x325 * x326
+    del x326
+    x328 = gpus * x327
+    x329 = network_power_per_node_w + node_overhead_power_w
+    x330 = x219 * x329
+    del x219
+    x331 = spare_nodes * (gpus_per_node * idle_power_w + x329) + x330
+    del x329
+    x332 = x319 * x331 + x328
+    x333 = pue * x332
+    x334 = gpus * max_power_w + x331
+    del x331
+    x335 = price_usd_per_gpu_hour * x324
+    x336 = lifetime_s ** (-1.0)
+    x337 = 2.77777777777778e-07 * electricity_usd_per_kwh * x333 + x324 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x336 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x334 / x322) / utilisation
+    del x322
+    x338 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x333
+    x339 = embodied_kg_per_gpu * x323 * x336
+    del x323, x336
+    x340 = x338 + x339
+    return [x221, x179, x180, x186, x184, x185, x183, x212, x178, x133, x220, x222, x223, x224, x232, memory_reserve_bytes, memory_reserve_bytes + x222 + x223 + x224 + x232, x236, moe_layers * x238 + mtp_layers * (x110 * x238 + x129) + x235, x241, x248, 1e-12 * x250, x17 * x250, x17 * x249 * (full_recompute * (x233 * x246 + x243 + x245 + x247 + x251) + x248 + x251 * x93), x252, x262, x263, x275, x276, x280, x278, x281, x311, x312, x319, x318, 1 - x321, x321, spare_nodes, x309, x324, x328, x332, x333, -pue * x312 * (gpus * x325 + x330) + x333, x325, x320 * x327, x320 * x333, pue * x334, x335, x337, use_tco * x337 + x335 * (1 - use_tco), x338, x339, x340, x340 / (tokens * x248), x319 * x340]

@@ -113,6 +113,7 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "tokens": Domain(">=1", maximum=MAX_TOKENS),
     "head_dim": COUNT, "v_head_dim": COUNT, "q_lora_rank": COUNT0, "kv_lora_rank": COUNT0,
     "qk_rope_head_dim": COUNT0, "window": COUNT, "window_layers": COUNT0, "mtp_layers": COUNT0,
+    "routed_node_limit": COUNT,
     # layout
     "gpus": GPU_COUNT, "tp": GPU_COUNT, "pp": GPU_COUNT, "dp": GPU_COUNT, "cp": GPU_COUNT,
     "ep": GPU_COUNT, "etp": GPU_COUNT, "vp": GPU_COUNT, "stage_layers": COUNT,
@@ -156,6 +157,10 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "cp_overlap": FRACTION, "ep_overlap": FRACTION, "attention_efficiency_factor": POSITIVE,
     "layer_overhead_s": NON_NEGATIVE, "host_overlap_exponent": POSITIVE,
     "collective_overhead_s": NON_NEGATIVE,
+    "fp8_dispatch": FLAG, "hierarchical_dispatch": FLAG,
+    "a2a_efficiency_factor": Domain(">0", maximum=1.5), "moe_layer_overhead_s": NON_NEGATIVE,
+    "expert_overhead_s": NON_NEGATIVE, "expert_load_cv": NON_NEGATIVE,
+    "gemm_tile_dim": Domain(">=1", maximum=4096),
     # reliability
     "gpu_mtbf_s": POSITIVE, "node_mtbf_s": POSITIVE, "storage_write_cap_bytes_per_s": POSITIVE,
     "storage_read_cap_bytes_per_s": POSITIVE, "restart_overhead_s": NON_NEGATIVE,

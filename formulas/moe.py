@@ -173,7 +173,7 @@ def two_level_alltoall_time(scale_up_bytes, scale_out_bytes, scale_up_bytes_per_
             + (domain_ranks - 1) * intra_latency_s + (domains - 1) * inter_latency_s)
 
 
-@formula(reference="CUTLASS / cuBLAS tiled GEMMs: the output is computed in whole "
+@formula(reference="NVIDIA 2023, CUTLASS / cuBLAS tiled GEMMs: the output is computed in whole "
          "thread-block tiles (128 x 128 or 128 x 256 on Hopper and Blackwell; NVIDIA CUTLASS "
          "docs 'Efficient GEMM in CUDA', tile quantisation; NVIDIA Deep Learning Performance "
          "Guide 'Matrix Multiplication Background User's Guide', s 'Tile Quantization')",
@@ -259,7 +259,7 @@ def busiest_rank_load_factor(mean_copies, ranks, load_cv):
     return expected_max_normal(ranks, 1.0, sqrt(1 / mean_copies + load_cv ** 2))
 
 
-@formula(reference="The router's softmax / sigmoid scores, top-k selection and "
+@formula(reference="Megatron-Core (NVIDIA 2025): the router's softmax / sigmoid scores, top-k selection and "
          "load-balancing statistics read and write the t x E score matrix in FP32 "
          "(Megatron-Core moe/router.py, moe_utils.py: topk_softmax_with_capacity, "
          "switch_load_balancing_loss_func); memory-bound, Williams et al. 2009 roofline",
@@ -294,8 +294,8 @@ def router_score_bytes(tokens, experts):
     return 5 * 4 * tokens * experts
 
 
-@formula(reference="Host-bound MoE layers: NVIDIA Megatron-LM DeepSeek-V3 GB200 optimisation "
-         "guide (docs/discussions/deepseek-v3-gb200-optimization, s1: 'the CPU kernel launch "
+@formula(reference="Host-bound MoE layers: NVIDIA 2025, Megatron-LM DeepSeek-V3 GB200 "
+         "optimisation guide (docs/discussions/deepseek-v3-gb200-optimization, s1: 'the CPU kernel launch "
          "speed cannot keep up with the kernel execution speed'; CUDA graphs of the "
          "attention, router and preprocess remove their launches); Megatron-Core MoE "
          "README (grouped GEMM: one kernel for all local experts; sequential / multi-stream "
@@ -341,3 +341,39 @@ def moe_host_launch_time(moe_layers, moe_layer_overhead_s, local_experts, expert
     """
     return moe_layers * (3 + full_recompute) * (moe_layer_overhead_s
                                                 + local_experts * expert_overhead_s)
+
+
+@formula(reference="Lepikhin et al. 2020 (GShard), arXiv:2006.16668 (dispatch and combine "
+         "all-to-alls around the experts); backward sends the gradients the opposite way: "
+         "the dispatch's backward is a combine and the combine's a dispatch (DeepEP "
+         "docs/legacy.md, dispatch_backward / combine_backward)",
+         domain={"dispatch_s": ">=0", "combine_s": ">=0"},
+         symbols={"dispatch_s": "T_d", "combine_s": "T_c"}, result_latex="T_{EP}")
+def moe_layer_alltoall_time(dispatch_s, combine_s):
+    """All-to-all time of one MoE layer and micro-batch, forward and backward.
+
+    Forward: a dispatch (tokens, in the dispatch precision) and a combine (expert
+    outputs, BF16).  Backward: the combine's gradient goes out like a dispatch (DeepSeek-V3
+    quantises it to FP8 too, arXiv:2412.19437 s3.3.3) and the dispatch's comes back like
+    a combine.
+
+    Parameters
+    ----------
+    dispatch_s : numeric
+        Time of one dispatch T_d [s].
+    combine_s : numeric
+        Time of one combine T_c [s].
+
+    Returns
+    -------
+    numeric
+        All-to-all time per MoE layer and micro-batch [s].
+
+    Examples
+    --------
+    >>> moe_layer_alltoall_time(1e-3, 2e-3)
+    0.006
+
+    .. math:: T_{EP} = 2 (T_d + T_c)
+    """
+    return 2 * (dispatch_s + combine_s)

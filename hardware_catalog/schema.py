@@ -512,6 +512,9 @@ class SoftwareStack(Entry):
     # all-to-all and its token-count synchronisation), and per local expert (GEMM launches)
     moe_layer_overhead_s: Quantity | None = None
     expert_overhead_s: Quantity | None = None
+    # 1 if the host waits for the routed token counts every MoE layer (dropless dispatchers
+    # size their buffers on the CPU): that layer's MoE launches cannot run ahead of the GPU
+    dispatch_host_sync: Quantity | None = None
     # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
     # on Hopper, without wgmma/TMA): accelerator id -> its own factors
     on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
@@ -533,7 +536,7 @@ class SoftwareStack(Entry):
         for name in ("recompute_mla_up_proj", "recompute_norms"):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")
-        for name in ("fp8_dispatch", "hierarchical_dispatch"):
+        for name in ("fp8_dispatch", "hierarchical_dispatch", "dispatch_host_sync"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
         for name in ("moe_layer_overhead_s", "expert_overhead_s"):

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'expert_load_cv', 'gemm_tile_dim', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'dispatch_host_sync', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, expert_load_cv, gemm_tile_dim, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, dispatch_host_sync, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = vp ** (-1.0)
@@ -41,408 +41,414 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x27 = moe_ffn * x7
     x28 = x10 * x27
     x29 = numpy.minimum(numpy.minimum(hidden, x10), x27)
-    x30 = seq_len ** (-1.0)
-    x31 = micro_batch ** (-1.0)
-    x32 = sequence_parallel * x7
-    x33 = 1 - sequence_parallel
-    x34 = etp * x32 + x33
-    x35 = cp * x30 * x31 / x34
-    x36 = numpy.sqrt(2)
-    x37 = ep + 0.474798
-    x38 = ep ** (-1.0)
-    x39 = x37 ** (-0.282765)
-    x40 = etp ** (-1.0)
-    x41 = moe_ffn * x40
-    x42 = x10 * x34
-    x43 = ep * experts_per_token * x42 / experts
-    x44 = numpy.minimum(numpy.minimum(hidden, x41), x43)
-    x45 = x10 * x16
-    x46 = x19 * x45
-    x47 = gemm_tile_dim ** (-1.0)
-    x48 = experts * x38
-    x49 = etp * gemm_tile_dim ** 2 * mlp_matrices * x35 * x48 * (numpy.sqrt(expert_load_cv ** 2 + x35 / experts_per_token) * numpy.maximum(0, -x36 * erfinv(1.71458910109456 * x38 * x39 * (0.0686881539789491 * x39 + 0.112063) - 1 + 1.16023 / x37)) + 1.0) * numpy.ceil(x41 * x47) * numpy.ceil(x43 * x47) * numpy.maximum(x34 * x41 * x46 * (gemm_half_efficiency_dim + x44) / x44, x14 * (hidden * x41 + x11 * x34 + x41 * x42)) / moe_ffn + 4 * experts_per_token * x11 * x14 + mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x27 + x11 + x28), x20 * x28 * (gemm_half_efficiency_dim + x29) / x29) + 20 * x13 * x23 + numpy.maximum(x14 * (x11 + x23 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
-    del x20, x23, x25, x27, x29, x34, x35, x37, x39, x42, x43, x44, x47
-    x50 = x49 * x5
-    x51 = tp - 1
-    x52 = (sequence_parallel * x51 + 1) ** (-1.0)
-    x53 = x10 * x14
-    x54 = x53 * (16 * hidden * x52 + 4 * x8)
+    x30 = 1 - token_drop
+    x31 = seq_len ** (-1.0)
+    x32 = micro_batch ** (-1.0)
+    x33 = sequence_parallel * x7
+    x34 = 1 - sequence_parallel
+    x35 = etp * x33 + x34
+    x36 = cp * x31 * x32 / x35
+    x37 = numpy.sqrt(2)
+    x38 = ep + 0.474798
+    x39 = ep ** (-1.0)
+    x40 = x38 ** (-0.282765)
+    x41 = etp ** (-1.0)
+    x42 = moe_ffn * x41
+    x43 = x10 * x35
+    x44 = ep * experts_per_token * x43 / experts
+    x45 = numpy.minimum(numpy.minimum(hidden, x42), x44)
+    x46 = x10 * x16
+    x47 = x19 * x46
+    x48 = gemm_tile_dim ** (-1.0)
+    x49 = experts * x39
+    x50 = etp * gemm_tile_dim ** 2 * mlp_matrices * x36 * x49 * (capacity_factor * token_drop + x30 * (numpy.sqrt(expert_load_cv ** 2 + x36 / experts_per_token) * numpy.maximum(0, -x37 * erfinv(1.71458910109456 * x39 * x40 * (0.0686881539789491 * x40 + 0.112063) - 1 + 1.16023 / x38)) + 1.0)) * numpy.ceil(x42 * x48) * numpy.ceil(x44 * x48) * numpy.maximum(x35 * x42 * x47 * (gemm_half_efficiency_dim + x45) / x45, x14 * (hidden * x42 + x11 * x35 + x42 * x43)) / moe_ffn + 4 * experts_per_token * x11 * x14 + mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x27 + x11 + x28), x20 * x28 * (gemm_half_efficiency_dim + x29) / x29) + 20 * x13 * x23 + numpy.maximum(x14 * (x11 + x23 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
+    del x20, x23, x25, x27, x29, x35, x36, x38, x40, x43, x44, x45, x48
+    x51 = x5 * x50
+    x52 = tp - 1
+    x53 = (sequence_parallel * x52 + 1) ** (-1.0)
+    x54 = x10 * x14
+    x55 = x54 * (16 * hidden * x53 + 4 * x8)
     del x8
-    x55 = attention_scores_stored * heads * seq_len ** 2
-    x56 = x13 * x55 * x7 * x9
+    x56 = attention_scores_stored * heads * seq_len ** 2
+    x57 = x13 * x56 * x7 * x9
     del x9
-    x57 = numpy.minimum(1, kv_lora_rank)
-    x58 = head_dim * hidden
-    x59 = heads * x58
-    x60 = hidden * v_head_dim
-    x61 = (1 - x57) * (kv_heads * x58 + kv_heads * x60 + x59)
-    del x58
-    x62 = kv_lora_rank + qk_rope_head_dim
-    x63 = head_dim + v_head_dim
-    x64 = numpy.minimum(1, q_lora_rank)
-    x65 = x57 * (heads * kv_lora_rank * (-qk_rope_head_dim + x63) + hidden * x62 + x59 * (1 - x64) + x64 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x59, x64
-    x66 = x61 + x65
-    x67 = x66 * x7
-    x68 = hidden ** (-1.0)
-    x69 = x67 * x68
-    x70 = numpy.minimum(numpy.minimum(hidden, x10), x69)
-    x71 = 2 * x10
-    x72 = x19 * x71
+    x58 = numpy.minimum(1, kv_lora_rank)
+    x59 = head_dim * hidden
+    x60 = heads * x59
+    x61 = hidden * v_head_dim
+    x62 = (1 - x58) * (kv_heads * x59 + kv_heads * x61 + x60)
+    del x59
+    x63 = kv_lora_rank + qk_rope_head_dim
+    x64 = head_dim + v_head_dim
+    x65 = numpy.minimum(1, q_lora_rank)
+    x66 = x58 * (heads * kv_lora_rank * (-qk_rope_head_dim + x64) + hidden * x63 + x60 * (1 - x65) + x65 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x60, x65
+    x67 = x62 + x66
+    x68 = x67 * x7
+    x69 = hidden ** (-1.0)
+    x70 = x68 * x69
+    x71 = numpy.minimum(numpy.minimum(hidden, x10), x70)
+    x72 = 2 * x10
+    x73 = x19 * x72
     del x19
-    x73 = numpy.maximum(x14 * (x10 * x69 + x11 + x67), x67 * x72 * (gemm_half_efficiency_dim + x70) / x70)
-    del x67, x69, x70
-    x74 = hidden * x7
-    x75 = heads * v_head_dim
-    x76 = x7 * x75
-    x77 = numpy.minimum(numpy.minimum(hidden, x10), x76)
-    x78 = numpy.maximum(x46 * x76 * (gemm_half_efficiency_dim + x77) / x77, x14 * (x10 * x76 + x11 + x74 * x75))
-    del x46, x76, x77
-    x79 = 2 * heads
-    x80 = x63 * x79
-    x81 = attention_scores_stored + selective
-    x82 = numpy.minimum(head_dim, x10)
-    x83 = numpy.minimum(seq_len, x10)
-    x84 = seq_len * x80
-    x85 = numpy.minimum(seq_len, window)
-    x86 = window_layers * (2 * heads * x63 * x85 * (-x30 * x85 + 2) - x84)
-    del x85
-    x87 = x10 * x7
-    x88 = x17 * x87
-    x89 = numpy.maximum(x53 * x7 * x80, x88 * (x4 * x86 + x84) / (attention_efficiency_factor * gemm_max_efficiency * x83 * (1 - x81) / (gemm_half_efficiency_dim + x83) + gemm_max_efficiency * x81 * x82 / (gemm_half_efficiency_dim + x82)))
-    del x53, x80, x81, x82, x83
-    x90 = x54 + 10 * x56 + x73 + x78 + x89
-    x91 = x22 + x50 + x90
-    x92 = 1 - full_recompute
-    x93 = selective * x92
-    x94 = x89 * x93
-    x95 = 3 * x89
-    del x89
-    x96 = 3 * x54 + 30 * x56 + 3 * x73 + 3 * x78 + x95
-    del x54, x56, x73, x78
-    x97 = 3 * x22 + 3 * x50 + x96
-    del x22, x50
-    x98 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x99 = hidden * vocab
-    x100 = x7 * x99
-    x101 = vocab * x7
-    x102 = numpy.minimum(numpy.minimum(hidden, x10), x101)
-    x103 = 3 * numpy.maximum(x14 * (x10 * x101 + x100 + x11), x100 * x72 * (gemm_half_efficiency_dim + x102) / x102)
-    del x100, x101, x102, x72
-    x104 = hidden ** 2
-    x105 = 2.0 * x104
-    x106 = 2.0 * hidden
-    x107 = x10 * x74
-    x108 = numpy.minimum(numpy.minimum(x10, x106), x74)
-    del x74
-    x109 = 4.0 * x104
-    del x104
-    x110 = numpy.minimum(1, moe_layers)
-    x111 = x110 * x49
-    del x49
-    x112 = 1 - x110
-    x113 = x112 * x21
+    x74 = numpy.maximum(x14 * (x10 * x70 + x11 + x68), x68 * x73 * (gemm_half_efficiency_dim + x71) / x71)
+    del x68, x70, x71
+    x75 = hidden * x7
+    x76 = heads * v_head_dim
+    x77 = x7 * x76
+    x78 = numpy.minimum(numpy.minimum(hidden, x10), x77)
+    x79 = numpy.maximum(x47 * x77 * (gemm_half_efficiency_dim + x78) / x78, x14 * (x10 * x77 + x11 + x75 * x76))
+    del x47, x77, x78
+    x80 = 2 * heads
+    x81 = x64 * x80
+    x82 = attention_scores_stored + selective
+    x83 = numpy.minimum(head_dim, x10)
+    x84 = numpy.minimum(seq_len, x10)
+    x85 = seq_len * x81
+    x86 = numpy.minimum(seq_len, window)
+    x87 = window_layers * (2 * heads * x64 * x86 * (-x31 * x86 + 2) - x85)
+    del x86
+    x88 = x10 * x7
+    x89 = x17 * x88
+    x90 = numpy.maximum(x54 * x7 * x81, x89 * (x4 * x87 + x85) / (attention_efficiency_factor * gemm_max_efficiency * x84 * (1 - x82) / (gemm_half_efficiency_dim + x84) + gemm_max_efficiency * x82 * x83 / (gemm_half_efficiency_dim + x83)))
+    del x54, x81, x82, x83, x84
+    x91 = x55 + 10 * x57 + x74 + x79 + x90
+    x92 = x22 + x51 + x91
+    x93 = 1 - full_recompute
+    x94 = selective * x93
+    x95 = x90 * x94
+    x96 = 3 * x90
+    del x90
+    x97 = 3 * x55 + 30 * x57 + 3 * x74 + 3 * x79 + x96
+    del x55, x57, x74, x79
+    x98 = 3 * x22 + 3 * x51 + x97
+    del x22, x51
+    x99 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x100 = hidden * vocab
+    x101 = x100 * x7
+    x102 = vocab * x7
+    x103 = numpy.minimum(numpy.minimum(hidden, x10), x102)
+    x104 = 3 * numpy.maximum(x14 * (x10 * x102 + x101 + x11), x101 * x73 * (gemm_half_efficiency_dim + x103) / x103)
+    del x101, x102, x103, x73
+    x105 = hidden ** 2
+    x106 = 2.0 * x105
+    x107 = 2.0 * hidden
+    x108 = x10 * x75
+    x109 = numpy.minimum(numpy.minimum(x10, x107), x75)
+    del x75
+    x110 = 4.0 * x105
+    del x105
+    x111 = numpy.minimum(1, moe_layers)
+    x112 = x111 * x50
+    del x50
+    x113 = 1 - x111
+    x114 = x113 * x21
     del x21
-    x114 = stage_layers * (full_recompute * x91 + x94 + x97) + x98 * (full_recompute * (x111 + x113 + x90) + x103 + 3 * x111 + 3 * x113 + x94 + x96 + 3 * numpy.maximum(x14 * (x10 * x106 + x105 * x7 + x107), x109 * x18 * x88 * (gemm_half_efficiency_dim + x108) / x108))
-    del x106, x108, x111, x113, x14, x18, x88, x90, x94, x96
-    x115 = dp ** (-1.0)
-    x116 = global_batch * x115 * x31
-    x117 = stage_extra_layers * x114 * x116 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
-    x118 = mlp_matrices * x24 * x38 * x41
-    x119 = stage_layers * x118 * x5
-    x120 = x119 / expert_optimizer_shards
-    x121 = mlp_matrices * moe_ffn
-    x122 = hidden * x121
-    x123 = x122 * (experts + shared_experts) + x24
-    x124 = tp * x118 - x121 * x24 + x123
-    del x118
-    x125 = ffn * mlp_matrices
-    x126 = hidden * x125
-    x127 = heads * x60 + kv_lora_rank + 1.0 * q_lora_rank + x66
-    del x60, x66
-    x128 = x127 + x16
-    x129 = 5 * hidden + x105 + x112 * x126 + x127
-    del x105, x127
-    x130 = x7 * (stage_layers * (x124 * x5 + x126 * x6 + x128) + x98 * (x110 * x124 + x129) + x99)
-    del x124
-    x131 = -x119 + x130
-    x132 = x131 / optimizer_shards
-    x133 = x13 * (x120 + x132) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x115 = stage_layers * (full_recompute * x92 + x95 + x98) + x99 * (full_recompute * (x112 + x114 + x91) + x104 + 3 * x112 + 3 * x114 + x95 + x97 + 3 * numpy.maximum(x14 * (x10 * x107 + x106 * x7 + x108), x110 * x18 * x89 * (gemm_half_efficiency_dim + x109) / x109))
+    del x107, x109, x112, x114, x14, x18, x89, x91, x95, x97
+    x116 = dp ** (-1.0)
+    x117 = global_batch * x116 * x32
+    x118 = stage_extra_layers * x115 * x117 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
+    x119 = mlp_matrices * x24 * x39 * x42
+    x120 = stage_layers * x119 * x5
+    x121 = x120 / expert_optimizer_shards
+    x122 = mlp_matrices * moe_ffn
+    x123 = hidden * x122
+    x124 = x123 * (experts + shared_experts) + x24
+    x125 = tp * x119 - x122 * x24 + x124
+    del x119
+    x126 = ffn * mlp_matrices
+    x127 = hidden * x126
+    x128 = heads * x61 + kv_lora_rank + 1.0 * q_lora_rank + x67
+    del x61, x67
+    x129 = x128 + x16
+    x130 = 5 * hidden + x106 + x113 * x127 + x128
+    del x106, x128
+    x131 = x7 * (stage_layers * (x125 * x5 + x127 * x6 + x129) + x100 + x99 * (x111 * x125 + x130))
+    del x125
+    x132 = -x120 + x131
+    x133 = x132 / optimizer_shards
+    x134 = x13 * (x121 + x133) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x13
-    x134 = 3 * cp - 3
-    x135 = stage_layers + x98
-    x136 = 1 - cp_intra
-    x137 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x138 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x139 = bytes_per_element * kv_heads * x63 * x87 / (cp_intra * x137 + x136 * x138) + cp_intra * intra_latency_s + inter_latency_s * x136
-    del x136
-    x140 = x134 * x135 * x139
-    x141 = cp_overlap * numpy.minimum(x140, x135 * x95)
-    del x95
-    x142 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x143 = x142 ** (-1.0)
-    x144 = ep * x143 - 1
-    x145 = x40 * numpy.minimum(etp, tp_intra_ranks)
-    del x40
-    x146 = 1 - x145
-    x147 = 4 * etp - 4
-    x148 = bytes_per_element * x107
-    x149 = a2a_efficiency_factor ** (-1.0)
-    x150 = bytes_per_element * x149
-    x151 = 1 - hierarchical_dispatch
-    x152 = x32 + x33
-    del x32, x33
-    x153 = experts_per_token * x152
-    x154 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x155 = x11 * x153 * x154 * (hierarchical_dispatch * (-x142 * x38 + 1) + x144 * x151 * x38)
-    del x38
-    x156 = 1 - x143
-    del x143
-    x157 = x11 * x152
-    del x152
-    x158 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x159 = x158 / scale_out_bus_efficiency
-    x160 = x156 * x157 * x159 * (experts_per_token * x151 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x142 * (1 - x156 ** experts_per_token)))
-    del x151, x156
-    x161 = x149 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    x135 = dispatch_host_sync * x30
+    x136 = expert_overhead_s * x49 + moe_layer_overhead_s
+    del x49
+    x137 = full_recompute + 3
+    x138 = stage_layers * x137
+    x139 = x136 * x138 * x5
+    x140 = 3 * cp - 3
+    x141 = stage_layers + x99
+    x142 = 1 - cp_intra
+    x143 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x144 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x145 = bytes_per_element * kv_heads * x64 * x88 / (cp_intra * x143 + x142 * x144) + cp_intra * intra_latency_s + inter_latency_s * x142
+    del x142
+    x146 = x140 * x141 * x145
+    x147 = cp_overlap * numpy.minimum(x146, x141 * x96)
+    del x96
+    x148 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x149 = x148 ** (-1.0)
+    x150 = ep * x149 - 1
+    x151 = x41 * numpy.minimum(etp, tp_intra_ranks)
+    del x41
+    x152 = 1 - x151
+    x153 = 4 * etp - 4
+    x154 = bytes_per_element * x108
+    x155 = a2a_efficiency_factor ** (-1.0)
+    x156 = bytes_per_element * x155
+    x157 = 1 - hierarchical_dispatch
+    x158 = x33 + x34
+    del x33, x34
+    x159 = experts_per_token * x158
+    x160 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x161 = x11 * x159 * x160 * (hierarchical_dispatch * (-x148 * x39 + 1) + x150 * x157 * x39)
+    del x39
+    x162 = 1 - x149
     del x149
-    x162 = 4 * inter_latency_s * (x142 - 1) + 4 * intra_latency_s * x144 + sequence_parallel * (experts_per_token * x147 * x148 / (x137 * x145 + x138 * x146) + x147 * (inter_latency_s * x146 + intra_latency_s * x145)) + 2 * numpy.maximum(x150 * x155, x150 * x160) + 2 * numpy.maximum(x155 * x161, x160 * x161)
-    del x142, x144, x145, x146, x147, x150, x155, x160, x161
-    x163 = x135 * x5
-    x164 = x162 * x163
-    x165 = ep_overlap * numpy.minimum(x164, x163 * x97)
-    del x163, x97
-    x166 = stage_layers * (full_recompute + 3)
-    x167 = tp_intra_ranks - 1
-    x168 = 2 * intra_latency_s
-    x169 = tp_intra_ranks ** (-1.0)
-    x170 = tp * x169 - 1
-    x171 = 2 * inter_latency_s
-    x172 = bytes_per_element * x45
-    x173 = x135 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x51) + x154 * x167 * x169 * x172 + x159 * x170 * x172 * x7 + x167 * x168 + x170 * x171)
-    del x167, x169, x170, x172, x51
-    x174 = x103 + x114
-    del x103, x114
-    x175 = tp_overlap * numpy.minimum(x173, x174)
-    x176 = x173 + x174 - x175
-    x177 = (x176 ** host_overlap_exponent + (layer_overhead_s * x166 + x166 * x5 * (expert_overhead_s * x48 + moe_layer_overhead_s)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x166, x48
-    x178 = x3 * (x140 - x141 + x164 - x165 + x177)
-    del x140, x164, x3
-    x179 = x116 * x174
-    x180 = x116 * (-x176 + x177)
-    del x176, x177
-    x181 = vp * x116
-    x182 = 1 - pp_intra
-    x183 = (2 * pp + 2 * x181 - 2) * (inter_latency_s * x182 + intra_latency_s * pp_intra + 1.0 * x148 / (pp_intra * x137 + x138 * x182)) * numpy.minimum(1, x1)
-    del x137, x138, x148, x182
-    x184 = x116 * (x134 * x135 * x139 - x141)
-    del x134, x139, x141
-    x185 = x116 * (moe_layers * x135 * x162 * x4 - x165)
-    del x135, x162, x165, x4
-    x186 = x116 * (x173 - x175)
-    del x173, x175
-    x187 = numpy.minimum(1, grad_shards - 1)
-    x188 = numpy.minimum(dp, dp_intra_ranks)
-    x189 = x188 - 1
-    x190 = x188 ** (-1.0)
-    del x188
-    x191 = dp * x190 - 1
-    x192 = 2 * grad_comm_bytes_per_param * x130
-    x193 = x154 * x192
-    x194 = x159 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x159
-    x195 = x192 * x194
-    x196 = replica_intra_ranks - 1
-    x197 = shard_ranks ** (-1.0)
-    x198 = x197 / replica_intra_ranks
-    x199 = numpy.maximum(1, dp * x198)
-    x200 = x199 - 1
-    x201 = x187 * (x168 * x196 + x171 * x200 + x193 * x196 * x198 + x195 * x198 * x200 / x199) + (1 - x187) * (x115 * x191 * x195 + x168 * x189 + x171 * x191 + x189 * x190 * x193)
-    del x168, x171, x189, x190, x191, x193, x195, x196, x198, x199, x200
-    x202 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x203 = x202 - 1
-    x204 = intra_latency_s * x203
-    x205 = x202 ** (-1.0)
-    del x202
-    x206 = shard_ranks * x205 - 1
-    x207 = inter_latency_s * x206
-    x208 = bytes_per_element * x130
-    del x130
-    x209 = x154 * x203 * x205
-    del x154, x203, x205
-    x210 = x194 * x197 * x206
-    del x194, x197, x206
-    x211 = 1 / 2 * x116 * x187 * (x192 * x209 + x192 * x210 + 2 * x204 + 2 * x207) + 2 * x116 * zero3 * (x204 + x207 + x208 * x209 + x208 * x210)
-    del x116, x187, x192, x204, x207, x208, x209, x210
-    x212 = -dp_overlap * numpy.minimum(x179, x211) - dp_overlap * numpy.minimum(x201, 2 * stage_layers * x91) + x201 + x211
-    del x201, x211, x91
-    x213 = x183 + x184 + x185 + x186 + x212
-    x214 = x178 + x179 + x180 + x213
-    x215 = x133 + x214
-    x216 = gpus + 0.474798
-    x217 = gpus ** (-1.0)
-    x218 = x216 ** (-0.282765)
-    x219 = gpus / gpus_per_node
-    x220 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x215 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x215 * numpy.maximum(0, -x36 * erfinv(1.71458910109456 * x217 * x218 * (0.0686881539789491 * x218 + 0.112063) - 1 + 1.16023 / x216)) + x117 + (1 - (1 - slow_node_fraction) ** x219) * (slow_node_slowdown - 1) * (x117 + x215)
-    del x117, x216, x218, x36
-    x221 = x215 + x220
-    del x215
-    x222 = weight_bytes_per_param * x131 / weight_shards + weight_bytes_per_param * x119 / expert_weight_shards
-    x223 = grad_bytes_per_param * x131 / grad_shards + grad_bytes_per_param * x119 / expert_grad_shards
-    del x119, x131
-    x224 = optimizer_bytes_per_param * x120 + optimizer_bytes_per_param * x132
+    x163 = x11 * x158
+    del x158
+    x164 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x165 = x164 / scale_out_bus_efficiency
+    x166 = x162 * x163 * x165 * (experts_per_token * x157 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x148 * (1 - x162 ** experts_per_token)))
+    del x157, x162
+    x167 = x155 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x155
+    x168 = 4 * inter_latency_s * (x148 - 1) + 4 * intra_latency_s * x150 + sequence_parallel * (experts_per_token * x153 * x154 / (x143 * x151 + x144 * x152) + x153 * (inter_latency_s * x152 + intra_latency_s * x151)) + 2 * numpy.maximum(x156 * x161, x156 * x166) + 2 * numpy.maximum(x161 * x167, x166 * x167)
+    del x148, x150, x151, x152, x153, x156, x161, x166, x167
+    x169 = x141 * x5
+    x170 = x168 * x169
+    x171 = ep_overlap * numpy.minimum(x170, x169 * x98)
+    del x169, x98
+    x172 = tp_intra_ranks - 1
+    x173 = 2 * intra_latency_s
+    x174 = tp_intra_ranks ** (-1.0)
+    x175 = tp * x174 - 1
+    x176 = 2 * inter_latency_s
+    x177 = bytes_per_element * x46
+    x178 = x141 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + x160 * x172 * x174 * x177 + x165 * x175 * x177 * x7 + x172 * x173 + x175 * x176)
+    del x172, x174, x175, x177, x52
+    x179 = x104 + x115
+    del x104, x115
+    x180 = tp_overlap * numpy.minimum(x178, x179)
+    x181 = x178 + x179 - x180
+    x182 = (x181 ** host_overlap_exponent + (layer_overhead_s * x138 + x139 * (1 - x135)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x138
+    x183 = x3 * (x135 * x139 + x146 - x147 + x170 - x171 + x182)
+    del x135, x139, x146, x170, x3
+    x184 = x117 * x179
+    x185 = x117 * (dispatch_host_sync * moe_layers * stage_layers * x136 * x137 * x30 * x4 - x181 + x182)
+    del x136, x137, x181, x182, x30
+    x186 = vp * x117
+    x187 = 1 - pp_intra
+    x188 = (2 * pp + 2 * x186 - 2) * (inter_latency_s * x187 + intra_latency_s * pp_intra + 1.0 * x154 / (pp_intra * x143 + x144 * x187)) * numpy.minimum(1, x1)
+    del x143, x144, x154, x187
+    x189 = x117 * (x140 * x141 * x145 - x147)
+    del x140, x145, x147
+    x190 = x117 * (moe_layers * x141 * x168 * x4 - x171)
+    del x141, x168, x171, x4
+    x191 = x117 * (x178 - x180)
+    del x178, x180
+    x192 = numpy.minimum(1, grad_shards - 1)
+    x193 = numpy.minimum(dp, dp_intra_ranks)
+    x194 = x193 - 1
+    x195 = x193 ** (-1.0)
+    del x193
+    x196 = dp * x195 - 1
+    x197 = 2 * grad_comm_bytes_per_param * x131
+    x198 = x160 * x197
+    x199 = x165 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x165
+    x200 = x197 * x199
+    x201 = replica_intra_ranks - 1
+    x202 = shard_ranks ** (-1.0)
+    x203 = x202 / replica_intra_ranks
+    x204 = numpy.maximum(1, dp * x203)
+    x205 = x204 - 1
+    x206 = x192 * (x173 * x201 + x176 * x205 + x198 * x201 * x203 + x200 * x203 * x205 / x204) + (1 - x192) * (x116 * x196 * x200 + x173 * x194 + x176 * x196 + x194 * x195 * x198)
+    del x173, x176, x194, x195, x196, x198, x200, x201, x203, x204, x205
+    x207 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x208 = x207 - 1
+    x209 = intra_latency_s * x208
+    x210 = x207 ** (-1.0)
+    del x207
+    x211 = shard_ranks * x210 - 1
+    x212 = inter_latency_s * x211
+    x213 = bytes_per_element * x131
+    del x131
+    x214 = x160 * x208 * x210
+    del x160, x208, x210
+    x215 = x199 * x202 * x211
+    del x199, x202, x211
+    x216 = 1 / 2 * x117 * x192 * (x197 * x214 + x197 * x215 + 2 * x209 + 2 * x212) + 2 * x117 * zero3 * (x209 + x212 + x213 * x214 + x213 * x215)
+    del x117, x192, x197, x209, x212, x213, x214, x215
+    x217 = -dp_overlap * numpy.minimum(x184, x216) - dp_overlap * numpy.minimum(x206, 2 * stage_layers * x92) + x206 + x216
+    del x206, x216, x92
+    x218 = x188 + x189 + x190 + x191 + x217
+    x219 = x183 + x184 + x185 + x218
+    x220 = x134 + x219
+    x221 = gpus + 0.474798
+    x222 = gpus ** (-1.0)
+    x223 = x221 ** (-0.282765)
+    x224 = gpus / gpus_per_node
+    x225 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x220 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x220 * numpy.maximum(0, -x37 * erfinv(1.71458910109456 * x222 * x223 * (0.0686881539789491 * x223 + 0.112063) - 1 + 1.16023 / x221)) + x118 + (1 - (1 - slow_node_fraction) ** x224) * (slow_node_slowdown - 1) * (x118 + x220)
+    del x118, x221, x223, x37
+    x226 = x220 + x225
+    del x220
+    x227 = weight_bytes_per_param * x132 / weight_shards + weight_bytes_per_param * x120 / expert_weight_shards
+    x228 = grad_bytes_per_param * x132 / grad_shards + grad_bytes_per_param * x120 / expert_grad_shards
     del x120, x132
-    x225 = 4 * x107 * (vocab * x68 + 1)
-    del x107, x68
-    x226 = 4 * x157
-    x227 = kv_heads / heads
-    x228 = 2 * mlp_matrices
-    x229 = linear_input_bytes + x228 - 2
-    x230 = -recompute_mla_up_proj * x57 * x79 * x87 * (2 * head_dim + v_head_dim) - recompute_norms * x226 + x157 * (2 * dropout_masks + 8) + x5 * (shared_experts * x229 * x28 + x10 * x153 * (etp * hidden * linear_input_bytes + x229 * x41) - x12 * x228) + x7 * x71 * (-x16 * (x227 + 1) + x63 * (heads + kv_heads)) + x7 * (ffn * x10 * x228 + x11 * (4 * x227 + 2) + x45 + micro_batch * x55 * (dropout_masks + 4) / cp ** 2) + x71 * (q_lora_rank + x62) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x226 * (1 - recompute_norms))
-    del x10, x11, x12, x153, x157, x226, x227, x228, x229, x28, x41, x5, x55, x57, x6, x62, x7, x71, x79, x87
-    x231 = full_recompute * x45 * x52 + x230 * x92
-    del x45, x52, x92
-    x232 = full_recompute * x230 + stage_layers * x2 * x231 * numpy.minimum(x181, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x225 + x98 * (x225 + x231)
-    del x1, x181, x2, x225, x230, x231, x98
-    x233 = layers - moe_layers
-    x234 = x126 * x233
-    del x126
-    x235 = embedding_matrices * x99 + hidden + layers * x128 + x234
-    del x128
-    x236 = moe_layers * x123 + mtp_layers * (x110 * x123 + x129) + x235
-    del x123
-    x237 = experts_per_token + shared_experts
-    x238 = x122 * x237 + x24
-    del x122, x24
-    x239 = x221 ** (-1.0)
-    x240 = global_batch * x239
-    x241 = seq_len * x240
-    x242 = x121 * x16 * x237 + x26
-    del x121, x237, x26
-    x243 = moe_layers * x242
-    x244 = x16 * x75 + 2 * x61 + 2 * x65
-    del x61, x65, x75
-    x245 = layers * x244
-    x246 = x125 * x16
-    del x125, x16
-    x247 = mtp_layers * (x109 + x110 * x242 + x112 * x246 + x244 + x84 + 2 * x99)
-    del x109, x112, x242, x244
-    x248 = 6 * heads * layers * seq_len * x63 + 6 * x234 + 3 * x243 + 3 * x245 + 3 * x247 + 3 * x86 + 6 * x99
-    del x234, x63, x99
-    x249 = x217 * x241
-    x250 = x248 * x249
-    x251 = layers * x84 + x86
-    del x84, x86
-    x252 = tokens * x0 * x30
-    del x0, x30
-    x253 = x219 / (rack_mtbf_s * rack_nodes)
-    x254 = gpus / gpu_mtbf_s
-    x255 = x219 / network_mtbf_s
-    x256 = x219 / node_mtbf_s
-    x257 = x254 + x255 + x256
-    x258 = software_mtbf_s ** (-1.0)
-    x259 = numpy.maximum(0, x219 - 1) ** software_node_exponent / software_internode_mtbf_s
-    x260 = x258 + x259
-    x261 = x253 + x257 + x260
-    x262 = x261 ** (-1.0)
-    x263 = checkpoint_bytes_per_param * x236
-    x264 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x265 = x217 * x263
-    x266 = x264 * x265
-    x267 = ckpt_async * x266
-    x268 = x263 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x219)
-    x269 = ckpt_sync * x268
-    x270 = x158 * x265
-    del x158, x265
-    x271 = ckpt_in_memory * (x266 + x270)
-    del x266
-    x272 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x273 = x214 + x220
-    del x214
-    x274 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x217 * x236 * x264 / (1 - (1 - numpy.minimum(1, x272)) ** gockpt_steps) - x273)
-    del x264
-    x275 = x267 + x269 + x271 + x274
-    x276 = numpy.sqrt(x262 * (2 * x267 + 2 * x269 + 2 * x271 + 2 * x274))
-    x277 = ckpt_async * x268
-    x278 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x217 * x236 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x273))) / numpy.log(1 - numpy.minimum(0.999999999999, x272))))) - 1) + 1
-    del x217, x272, x273
-    x279 = x275 * (1 / 2 * x253 + 1 / 2 * x254 + 1 / 2 * x255 + 1 / 2 * x256 + 1 / 2 * x258 + 1 / 2 * x259)
-    del x254, x255, x256, x258, x259
-    x280 = numpy.maximum(numpy.maximum(x221, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x221 * x278 + x268) + x277)), numpy.where(numpy.greater(x262, 1 / 2 * x267 + 1 / 2 * x269 + 1 / 2 * x271 + 1 / 2 * x274), -x275 + x276 * (1 / 3 * numpy.sqrt(x279) + 1 / 9 * x279 + 1), x262))
-    del x267, x269, x271, x274, x279
-    x281 = ckpt_gockpt * (x221 + x268) + x277
-    del x268, x277
-    x282 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x283 = node_repair_s * x253
-    x284 = numpy.exp(-x283)
-    x285 = node_repair_s * x257
-    x286 = -spare_nodes
-    x287 = rack_nodes + x286
-    x288 = x283 * x284
-    del x283
-    x289 = 2 * rack_nodes + x286
-    x290 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x284 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x291 = 3 * rack_nodes + x286
-    x292 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x284 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x293 = 4 * rack_nodes + x286
-    x294 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x284 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x295 = 5 * rack_nodes + x286
-    x296 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x284 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x297 = 6 * rack_nodes + x286
-    x298 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x284 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x299 = 7 * rack_nodes + x286
-    x300 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x284 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x301 = 8 * rack_nodes + x286
-    x302 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x284 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x303 = 9 * rack_nodes + x286
-    x304 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x284 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x305 = 10 * rack_nodes + x286
-    x306 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x284 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x307 = 11 * rack_nodes + x286
-    x308 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x284 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x309 = x262 * (x253 * (x284 * poisson_cdf(-x287, x285) + x288 * poisson_cdf(-x289, x285) + x290 * poisson_cdf(-x291, x285) + x292 * poisson_cdf(-x293, x285) + x294 * poisson_cdf(-x295, x285) + x296 * poisson_cdf(-x297, x285) + x298 * poisson_cdf(-x299, x285) + x300 * poisson_cdf(-x301, x285) + x302 * poisson_cdf(-x303, x285) + x304 * poisson_cdf(-x305, x285) + x306 * poisson_cdf(-x307, x285) + x308 * poisson_cdf(-12 * rack_nodes - x286, x285)) + x257 * (x284 * poisson_cdf(spare_nodes - 1, x285) + x288 * poisson_cdf(-x287 - 1, x285) + x290 * poisson_cdf(-x289 - 1, x285) + x292 * poisson_cdf(-x291 - 1, x285) + x294 * poisson_cdf(-x293 - 1, x285) + x296 * poisson_cdf(-x295 - 1, x285) + x298 * poisson_cdf(-x297 - 1, x285) + x300 * poisson_cdf(-x299 - 1, x285) + x302 * poisson_cdf(-x301 - 1, x285) + x304 * poisson_cdf(-x303 - 1, x285) + x306 * poisson_cdf(-x305 - 1, x285) + x308 * poisson_cdf(-x307 - 1, x285)) + x260)
-    del x253, x257, x260, x284, x285, x286, x287, x288, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302, x303, x304, x305, x306, x307, x308
-    x310 = x262 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x309, 1 - x309) * numpy.expm1(x261 * (x282 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    x311 = ckpt_in_memory * x270 + failure_detection_s - x262 * numpy.log1p(manual_restart_fraction * numpy.expm1(x261 * (-manual_restart_s + x282 - x310))) + x263 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x219) + x282 - x310
-    del x270, x282, x310
-    x312 = x221 * x252
-    x313 = x261 * x311
-    x314 = numpy.exp(x261 * x281)
-    x315 = numpy.exp(x261 * (x275 + x280))
-    x316 = x312 * x314 / x280
-    x317 = x314 + x316 * (x315 - 1) - 1
-    del x314
-    x318 = x317 * numpy.exp(x313)
-    x319 = x262 * x318
-    x320 = x261 * numpy.exp(-x313) / x317
-    del x313, x317
-    x321 = x312 * x320
-    x322 = gpus + gpus_per_node * spare_nodes
-    x323 = x319 * x322
-    x324 = 0.000277777777777778 * x323
-    x325 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x213 * x239 + compute_power_fraction * x115 * x174 * x240 * x31)
-    del x115, x174, x213, x239, x240, x31
-    x326 = x262 * x316 * (x315 - numpy.exp(x261 * x275))
-    del x261, x315, x316
-    x327 = idle_power_w * (x319 - x326) + x325 * x326
-    del x326
-    x328 = gpus * x327
-    x329 = network_power_per_node_w + node_overhead_power_w
-    x330 = x219 * x329
+    x229 = optimizer_bytes_per_param * x121 + optimizer_bytes_per_param * x133
+    del x121, x133
+    x230 = 4 * x108 * (vocab * x69 + 1)
+    del x108, x69
+    x231 = 4 * x163
+    x232 = kv_heads / heads
+    x233 = 2 * mlp_matrices
+    x234 = linear_input_bytes + x233 - 2
+    x235 = -recompute_mla_up_proj * x58 * x80 * x88 * (2 * head_dim + v_head_dim) - recompute_norms * x231 + x163 * (2 * dropout_masks + 8) + x5 * (shared_experts * x234 * x28 + x10 * x159 * (etp * hidden * linear_input_bytes + x234 * x42) - x12 * x233) + x7 * x72 * (-x16 * (x232 + 1) + x64 * (heads + kv_heads)) + x7 * (ffn * x10 * x233 + x11 * (4 * x232 + 2) + x46 + micro_batch * x56 * (dropout_masks + 4) / cp ** 2) + x72 * (q_lora_rank + x63) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x231 * (1 - recompute_norms))
+    del x10, x11, x12, x159, x163, x231, x232, x233, x234, x28, x42, x5, x56, x58, x6, x63, x7, x72, x80, x88
+    x236 = full_recompute * x46 * x53 + x235 * x93
+    del x46, x53, x93
+    x237 = full_recompute * x235 + stage_layers * x2 * x236 * numpy.minimum(x186, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x230 + x99 * (x230 + x236)
+    del x1, x186, x2, x230, x235, x236, x99
+    x238 = layers - moe_layers
+    x239 = x127 * x238
+    del x127
+    x240 = embedding_matrices * x100 + hidden + layers * x129 + x239
+    del x129
+    x241 = moe_layers * x124 + mtp_layers * (x111 * x124 + x130) + x240
+    del x124
+    x242 = experts_per_token + shared_experts
+    x243 = x123 * x242 + x24
+    del x123, x24
+    x244 = x226 ** (-1.0)
+    x245 = global_batch * x244
+    x246 = seq_len * x245
+    x247 = x122 * x16 * x242 + x26
+    del x122, x242, x26
+    x248 = moe_layers * x247
+    x249 = x16 * x76 + 2 * x62 + 2 * x66
+    del x62, x66, x76
+    x250 = layers * x249
+    x251 = x126 * x16
+    del x126, x16
+    x252 = mtp_layers * (2 * x100 + x110 + x111 * x247 + x113 * x251 + x249 + x85)
+    del x110, x113, x247, x249
+    x253 = 6 * heads * layers * seq_len * x64 + 6 * x100 + 6 * x239 + 3 * x248 + 3 * x250 + 3 * x252 + 3 * x87
+    del x100, x239, x64
+    x254 = x222 * x246
+    x255 = x253 * x254
+    x256 = layers * x85 + x87
+    del x85, x87
+    x257 = tokens * x0 * x31
+    del x0, x31
+    x258 = x224 / (rack_mtbf_s * rack_nodes)
+    x259 = gpus / gpu_mtbf_s
+    x260 = x224 / network_mtbf_s
+    x261 = x224 / node_mtbf_s
+    x262 = x259 + x260 + x261
+    x263 = software_mtbf_s ** (-1.0)
+    x264 = numpy.maximum(0, x224 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x265 = x263 + x264
+    x266 = x258 + x262 + x265
+    x267 = x266 ** (-1.0)
+    x268 = checkpoint_bytes_per_param * x241
+    x269 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x270 = x222 * x268
+    x271 = x269 * x270
+    x272 = ckpt_async * x271
+    x273 = x268 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x224)
+    x274 = ckpt_sync * x273
+    x275 = x164 * x270
+    del x164, x270
+    x276 = ckpt_in_memory * (x271 + x275)
+    del x271
+    x277 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x278 = x219 + x225
     del x219
-    x331 = spare_nodes * (gpus_per_node * idle_power_w + x329) + x330
-    del x329
-    x332 = x319 * x331 + x328
-    x333 = pue * x332
-    x334 = gpus * max_power_w + x331
+    x279 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x222 * x241 * x269 / (1 - (1 - numpy.minimum(1, x277)) ** gockpt_steps) - x278)
+    del x269
+    x280 = x272 + x274 + x276 + x279
+    x281 = numpy.sqrt(x267 * (2 * x272 + 2 * x274 + 2 * x276 + 2 * x279))
+    x282 = ckpt_async * x273
+    x283 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x222 * x241 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x278))) / numpy.log(1 - numpy.minimum(0.999999999999, x277))))) - 1) + 1
+    del x222, x277, x278
+    x284 = x280 * (1 / 2 * x258 + 1 / 2 * x259 + 1 / 2 * x260 + 1 / 2 * x261 + 1 / 2 * x263 + 1 / 2 * x264)
+    del x259, x260, x261, x263, x264
+    x285 = numpy.maximum(numpy.maximum(x226, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x226 * x283 + x273) + x282)), numpy.where(numpy.greater(x267, 1 / 2 * x272 + 1 / 2 * x274 + 1 / 2 * x276 + 1 / 2 * x279), -x280 + x281 * (1 / 3 * numpy.sqrt(x284) + 1 / 9 * x284 + 1), x267))
+    del x272, x274, x276, x279, x284
+    x286 = ckpt_gockpt * (x226 + x273) + x282
+    del x273, x282
+    x287 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x288 = node_repair_s * x258
+    x289 = numpy.exp(-x288)
+    x290 = node_repair_s * x262
+    x291 = -spare_nodes
+    x292 = rack_nodes + x291
+    x293 = x288 * x289
+    del x288
+    x294 = 2 * rack_nodes + x291
+    x295 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x289 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x296 = 3 * rack_nodes + x291
+    x297 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x289 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x298 = 4 * rack_nodes + x291
+    x299 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x289 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x300 = 5 * rack_nodes + x291
+    x301 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x289 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x302 = 6 * rack_nodes + x291
+    x303 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x289 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x304 = 7 * rack_nodes + x291
+    x305 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x289 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x306 = 8 * rack_nodes + x291
+    x307 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x289 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x308 = 9 * rack_nodes + x291
+    x309 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x289 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x310 = 10 * rack_nodes + x291
+    x311 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x289 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x312 = 11 * rack_nodes + x291
+    x313 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x289 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x314 = x267 * (x258 * (x289 * poisson_cdf(-x292, x290) + x293 * poisson_cdf(-x294, x290) + x295 * poisson_cdf(-x296, x290) + x297 * poisson_cdf(-x298, x290) + x299 * poisson_cdf(-x300, x290) + x301 * poisson_cdf(-x302, x290) + x303 * poisson_cdf(-x304, x290) + x305 * poisson_cdf(-x306, x290) + x307 * poisson_cdf(-x308, x290) + x309 * poisson_cdf(-x310, x290) + x311 * poisson_cdf(-x312, x290) + x313 * poisson_cdf(-12 * rack_nodes - x291, x290)) + x262 * (x289 * poisson_cdf(spare_nodes - 1, x290) + x293 * poisson_cdf(-x292 - 1, x290) + x295 * poisson_cdf(-x294 - 1, x290) + x297 * poisson_cdf(-x296 - 1, x290) + x299 * poisson_cdf(-x298 - 1, x290) + x301 * poisson_cdf(-x300 - 1, x290) + x303 * poisson_cdf(-x302 - 1, x290) + x305 * poisson_cdf(-x304 - 1, x290) + x307 * poisson_cdf(-x306 - 1, x290) + x309 * poisson_cdf(-x308 - 1, x290) + x311 * poisson_cdf(-x310 - 1, x290) + x313 * poisson_cdf(-x312 - 1, x290)) + x265)
+    del x258, x262, x265, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302, x303, x304, x305, x306, x307, x308, x309, x310, x311, x312, x313
+    x315 = x267 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x314, 1 - x314) * numpy.expm1(x266 * (x287 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x316 = ckpt_in_memory * x275 + failure_detection_s - x267 * numpy.log1p(manual_restart_fraction * numpy.expm1(x266 * (-manual_restart_s + x287 - x315))) + x268 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x224) + x287 - x315
+    del x275, x287, x315
+    x317 = x226 * x257
+    x318 = x266 * x316
+    x319 = numpy.exp(x266 * x286)
+    x320 = numpy.exp(x266 * (x280 + x285))
+    x321 = x317 * x319 / x285
+    x322 = x319 + x321 * (x320 - 1) - 1
+    del x319
+    x323 = x322 * numpy.exp(x318)
+    x324 = x267 * x323
+    x325 = x266 * numpy.exp(-x318) / x322
+    del x318, x322
+    x326 = x317 * x325
+    x327 = gpus + gpus_per_node * spare_nodes
+    x328 = x324 * x327
+    x329 = 0.000277777777777778 * x328
+    x330 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x218 * x244 + compute_power_fraction * x116 * x179 * x245 * x32)
+    del x116, x179, x218, x244, x245, x32
+    x331 = x267 * x321 * (x320 - numpy.exp(x266 * x280))
+    del x266, x320, x321
+    x332 = idle_power_w * (x324 - x331) + x330 * x331
     del x331
-    x335 = price_usd_per_gpu_hour * x324
-    x336 = lifetime_s ** (-1.0)
-    x337 = 2.77777777777778e-07 * electricity_usd_per_kwh * x333 + x324 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x336 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x334 / x322) / utilisation
-    del x322
-    x338 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x333
-    x339 = embodied_kg_per_gpu * x323 * x336
-    del x323, x336
-    x340 = x338 + x339
-    return [x221, x179, x180, x186, x184, x185, x183, x212, x178, x133, x220, x222, x223, x224, x232, memory_reserve_bytes, memory_reserve_bytes + x222 + x223 + x224 + x232, x236, moe_layers * x238 + mtp_layers * (x110 * x238 + x129) + x235, x241, x248, 1e-12 * x250, x17 * x250, x17 * x249 * (full_recompute * (x233 * x246 + x243 + x245 + x247 + x251) + x248 + x251 * x93), x252, x262, x263, x275, x276, x280, x278, x281, x311, x312, x319, x318, 1 - x321, x321, spare_nodes, x309, x324, x328, x332, x333, -pue * x312 * (gpus * x325 + x330) + x333, x325, x320 * x327, x320 * x333, pue * x334, x335, x337, use_tco * x337 + x335 * (1 - use_tco), x338, x339, x340, x340 / (tokens * x248), x319 * x340]
+    x333 = gpus * x332
+    x334 = network_power_per_node_w + node_overhead_power_w
+    x335 = x224 * x334
+    del x224
+    x336 = spare_nodes * (gpus_per_node * idle_power_w + x334) + x335
+    del x334
+    x337 = x324 * x336 + x333
+    x338 = pue * x337
+    x339 = gpus * max_power_w + x336
+    del x336
+    x340 = price_usd_per_gpu_hour * x329
+    x341 = lifetime_s ** (-1.0)
+    x342 = 2.77777777777778e-07 * electricity_usd_per_kwh * x338 + x329 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x341 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x339 / x327) / utilisation
+    del x327
+    x343 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x338
+    x344 = embodied_kg_per_gpu * x328 * x341
+    del x328, x341
+    x345 = x343 + x344
+    return [x226, x184, x185, x191, x189, x190, x188, x217, x183, x134, x225, x227, x228, x229, x237, memory_reserve_bytes, memory_reserve_bytes + x227 + x228 + x229 + x237, x241, moe_layers * x243 + mtp_layers * (x111 * x243 + x130) + x240, x246, x253, 1e-12 * x255, x17 * x255, x17 * x254 * (full_recompute * (x238 * x251 + x248 + x250 + x252 + x256) + x253 + x256 * x94), x257, x267, x268, x280, x281, x285, x283, x286, x316, x317, x324, x323, 1 - x326, x326, spare_nodes, x314, x329, x333, x337, x338, -pue * x317 * (gpus * x330 + x335) + x338, x330, x325 * x332, x325 * x338, pue * x339, x340, x342, use_tco * x342 + x340 * (1 - use_tco), x343, x344, x345, x345 / (tokens * x253), x324 * x345]

@@ -157,10 +157,11 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "cp_overlap": FRACTION, "ep_overlap": FRACTION, "attention_efficiency_factor": POSITIVE,
     "layer_overhead_s": NON_NEGATIVE, "host_overlap_exponent": POSITIVE,
     "collective_overhead_s": NON_NEGATIVE,
-    "fp8_dispatch": FLAG, "hierarchical_dispatch": FLAG,
+    "fp8_dispatch": FLAG, "hierarchical_dispatch": FLAG, "dispatch_host_sync": FLAG,
     "a2a_efficiency_factor": Domain(">0", maximum=1.5), "moe_layer_overhead_s": NON_NEGATIVE,
     "expert_overhead_s": NON_NEGATIVE, "expert_load_cv": NON_NEGATIVE,
-    "gemm_tile_dim": Domain(">=1", maximum=4096),
+    "gemm_tile_dim": Domain(">=1", maximum=4096), "token_drop": FLAG,
+    "capacity_factor": Domain(">0", maximum=64),
     # reliability
     "gpu_mtbf_s": POSITIVE, "node_mtbf_s": POSITIVE, "storage_write_cap_bytes_per_s": POSITIVE,
     "storage_read_cap_bytes_per_s": POSITIVE, "restart_overhead_s": NON_NEGATIVE,

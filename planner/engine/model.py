@@ -169,9 +169,14 @@ INPUTS: dict[str, tuple[str, str]] = {
                               "bandwidth"),
     "moe_layer_overhead_s": ("s", "host time of an MoE layer's forward beyond a dense layer's"),
     "expert_overhead_s": ("s", "host time per local expert per MoE layer forward"),
+    "dispatch_host_sync": ("1", "1 if the host waits for the routed token counts every MoE "
+                           "layer"),
     "expert_load_cv": ("1", "coefficient of variation of an EP rank's routed load (0: forced "
                        "balance)"),
     "gemm_tile_dim": ("1", "GEMM thread-block tile along the tokens and expert width"),
+    "token_drop": ("1", "1 if tokens beyond the expert capacity are dropped and inputs padded "
+                   "to it (static shapes), 0 dropless"),
+    "capacity_factor": ("1", "expert capacity over the mean load under token dropping"),
     # reliability
     "gpu_mtbf_s": ("s", "mean time between job-stopping failures per GPU"),
     "node_mtbf_s": ("s", "mean time between job-stopping failures per node, beyond its GPUs"),
@@ -404,7 +409,10 @@ def mlp_times(x: dict, r: dict) -> dict:
     # routed experts: the busiest EP rank sets the pace (order statistics of its routed
     # copies), and each expert's GEMMs run in whole tiles along its tokens and its width
     k = x["experts_per_token"]
-    busiest = moe.busiest_rank_load_factor(k * rank_tokens, x["ep"], x["expert_load_cv"])
+    # (dropless: the busiest rank's routed load; token dropping pads every expert to its
+    # capacity, the capacity factor times the mean)
+    busiest = x["token_drop"] * x["capacity_factor"] + (1 - x["token_drop"]) \
+        * moe.busiest_rank_load_factor(k * rank_tokens, x["ep"], x["expert_load_cv"])
     tiles = moe.tile_quantisation_efficiency(expert_tokens, x["gemm_tile_dim"]) \
         * moe.tile_quantisation_efficiency(expert_ffn, x["gemm_tile_dim"])
     return {
@@ -508,8 +516,8 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     # the NIC (formulas.moe: node-limited, hierarchical or flat; FP8 dispatch, BF16
     # combine; forward and backward), then the expert-TP group (ETP ranks) gathers the
     # routed tokens (and reduce-scatters on combine)
-    ep_layer = 2 * (_ep_alltoall(x, r, _dispatch_bytes_per_element(x))
-                    + _ep_alltoall(x, r, elem)) \
+    ep_layer = moe.moe_layer_alltoall_time(_ep_alltoall(x, r, _dispatch_bytes_per_element(x)),
+                                           _ep_alltoall(x, r, elem)) \
         + x["sequence_parallel"] * communication.expert_tp_gather_time(
             communication.moe_dispatch_bytes(
                 communication.expert_rank_tokens(t, tp, x["etp"], 1), x["experts_per_token"], h, elem),
@@ -578,13 +586,19 @@ def step_time(x: dict, r: dict) -> dict:
     m = r["microbatches"]
     # the host launches kernels asynchronously; the GPU waits when they outlast its work
     device_mb = r["compute_mb"] + r["tp_comm_mb"]
+    # the MoE layers' own launches (router, permute, all-to-all, per-expert GEMMs) run
+    # ahead of the GPU unless the dispatcher makes the host wait for the token counts
+    # (dropless: buffers sized on the host): then they add to the device time
+    # (formulas.moe.moe_host_launch_time)
+    sync = x["dispatch_host_sync"] * (1 - x["token_drop"])
+    moe_host_mb = moe.moe_host_launch_time(x["stage_layers"] * r["moe_share"],
+                                           x["moe_layer_overhead_s"], x["experts"] / x["ep"],
+                                           x["expert_overhead_s"], x["full_recompute"])
     host_mb = compute.host_launch_time(x["stage_layers"], x["layer_overhead_s"],
                                        x["full_recompute"]) \
-        + moe.moe_host_launch_time(x["stage_layers"] * r["moe_share"],
-                                   x["moe_layer_overhead_s"], x["experts"] / x["ep"],
-                                   x["expert_overhead_s"], x["full_recompute"])
-    launch_mb = compute.host_bound_time(device_mb, host_mb,
-                                        x["host_overlap_exponent"]) - device_mb
+        + (1 - sync) * moe_host_mb
+    launch_mb = compute.host_bound_time(device_mb, host_mb, x["host_overlap_exponent"]) \
+        - device_mb + sync * moe_host_mb
     per_mb = r["compute_mb"] + launch_mb + r["tp_comm_mb"] + r["cp_comm_mb"] + r["ep_comm_mb"]
     optimizer_s = _memory_bound(x, compute.optimizer_step_bytes(
         (r["stage_params"] - r["stage_expert_params"]) / x["optimizer_shards"]

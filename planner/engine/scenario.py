@@ -212,7 +212,8 @@ def execution_defaults() -> dict[str, float]:
 STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
                 "attention_efficiency_factor", "layer_overhead_s", "recompute_mla_up_proj", "recompute_norms",
                 "optimizer_bytes_per_param", "fp8_dispatch", "hierarchical_dispatch",
-                "a2a_efficiency_factor", "moe_layer_overhead_s", "expert_overhead_s")
+                "a2a_efficiency_factor", "moe_layer_overhead_s", "expert_overhead_s",
+                "dispatch_host_sync")
 
 
 def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:

@@ -377,3 +377,40 @@ def moe_layer_alltoall_time(dispatch_s, combine_s):
     .. math:: T_{EP} = 2 (T_d + T_c)
     """
     return 2 * (dispatch_s + combine_s)
+
+
+@formula(reference=DEEPSEEK_V3 + " s3.2.2 ('only 20 SMs are sufficient to fully utilize the "
+         "bandwidths of IB and NVLink', of the H800's 132); DeepEP README (#SMs of the normal "
+         "kernels: 24 in V1, 4-6 in V2 for V3-like training)",
+         domain={"hidden_comm_s": ">=0", "sm_fraction": "[0,1)"},
+         symbols={"hidden_comm_s": "T_h", "sm_fraction": "f_{sm}"},
+         result_latex=r"\Delta t_{sm}")
+def overlapped_comm_sm_time(hidden_comm_s, sm_fraction):
+    """Compute time lost to the SMs an overlapped all-to-all occupies.
+
+    An all-to-all hidden behind compute runs on SMs of its own (DeepEP, DualPipe): the
+    compute it overlaps gets the other 1 - f of them, so each second of hidden
+    communication stretches the compute under it by f / (1 - f).
+
+    Parameters
+    ----------
+    hidden_comm_s : numeric
+        Communication time hidden behind compute T_h [s].
+    sm_fraction : numeric
+        Share of the GPU's SMs the communication kernels occupy f_sm [1].
+
+    Returns
+    -------
+    numeric
+        Extra compute time [s].
+
+    Examples
+    --------
+    DeepSeek-V3: 20 of 132 SMs, 1 s hidden:
+
+    >>> round(overlapped_comm_sm_time(1.0, 20 / 132), 4)
+    0.1786
+
+    .. math:: \\Delta t_{sm} = T_h \\frac{f_{sm}}{1 - f_{sm}}
+    """
+    return hidden_comm_s * sm_fraction / (1 - sm_fraction)

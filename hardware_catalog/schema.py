@@ -158,6 +158,9 @@ class Accelerator(Entry):
     # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
     # ``--precision fp4`` runs the GEMMs at this peak (planner.engine.scenario.PRECISIONS).
     peak_fp4_flops_per_s: Quantity | None = None
+    # host time to launch a kernel relative to the x86 hosts the launch times were fitted
+    # on (Grace superchips: GB200/GB300); None: 1
+    host_launch_factor: Quantity | None = None
     hbm_bytes: Quantity
     hbm_bandwidth_bytes_per_s: Quantity
     max_power_w: Quantity
@@ -515,6 +518,8 @@ class SoftwareStack(Entry):
     # 1 if the host waits for the routed token counts every MoE layer (dropless dispatchers
     # size their buffers on the CPU): that layer's MoE launches cannot run ahead of the GPU
     dispatch_host_sync: Quantity | None = None
+    # share of the SMs an overlapped EP all-to-all holds (DeepSeek-V3: 20 of 132)
+    comm_sm_fraction: Quantity | None = None
     # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
     # on Hopper, without wgmma/TMA): accelerator id -> its own factors
     on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
@@ -542,6 +547,9 @@ class SoftwareStack(Entry):
         for name in ("moe_layer_overhead_s", "expert_overhead_s"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
+        q = self.comm_sm_fraction
+        _check(problems, q is None or 0 <= q.value < 1, "comm_sm_fraction.value",
+               "expected a fraction in [0, 1)")
         q = self.a2a_efficiency_factor
         _check(problems, q is None or 0 < q.value <= 1.5, "a2a_efficiency_factor.value",
                "expected a factor in (0, 1.5]")

@@ -73,9 +73,12 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
     (MOE_TUNED, "layer_overhead_s"): [1e-4, 2e-4, 4e-4, 6e-4, 8.5e-4],
     (MOE_BASELINE, "moe_layer_overhead_s"): [0.0, 5e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3, 6e-3],
     (MOE_TUNED, "moe_layer_overhead_s"): [0.0, 2e-4, 5e-4, 1e-3, 1.5e-3, 2e-3, 3e-3],
-    (MOE_BASELINE, "expert_overhead_s"): [0.0, 2e-5, 5e-5, 1e-4, 2e-4, 4e-4],
-    (MOE_TUNED, "expert_overhead_s"): [0.0, 2e-5, 5e-5, 1e-4, 2e-4, 4e-4],
+    # the experts' GEMMs are outside the partial CUDA graphs (attention, router,
+    # preprocess): one per-expert launch time for eager and graphed stacks
+    (MOE_BASELINE + MOE_TUNED, "expert_overhead_s"): [0.0, 2e-5, 5e-5, 1e-4, 2e-4, 4e-4],
     (("stack:megatron-core-moe-a2a-overlap",), "ep_overlap"): [0.0, 0.25, 0.5, 0.75, 0.9],
+    # Grace hosts (GB200/GB300 superchips) launching kernels, relative to x86 hosts
+    (("gb200", "gb300"), "host_launch_factor"): [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0],
     # a trained router's spread of the EP ranks' loads (rows not force-balanced)
     (("*",), "expert_load_cv"): [0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3],
     (("*",), "host_overlap_exponent"): [2.0, 3.0, 4.0, 6.0],
@@ -96,13 +99,14 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
 #: Megatron-Core attention factor and TP overlap to absorb MoE terms the run model lacks
 #: (dense B200/GB200 5.3 -> 8.9 %, A100 6.2 -> 7.6 %): rejected until they exist.
 MOE_STACK_GRID = {key: grid for key, grid in GRID.items()
-                  if key[0] in (MOE_BASELINE, MOE_TUNED)
-                  or key[1] in ("ep_overlap", "expert_load_cv")}
+                  if key[0] in (MOE_BASELINE, MOE_TUNED, MOE_BASELINE + MOE_TUNED)
+                  or key[1] in ("ep_overlap", "expert_load_cv", "host_launch_factor")}
 #: The parameters refitted when a family is left out: the shared ones the families' rows
 #: depend on (Hopper and Blackwell GEMM efficiencies, the Megatron-Core stacks' attention
 #: factor, TP overlap, launch times and all-to-all overlap).
 LOFO_GRID = {key: grid for key, grid in GRID.items()
-             if key[0] in (HOPPER, BLACKWELL, MCORE, MOE_BASELINE, MOE_TUNED)
+             if key[0] in (HOPPER, BLACKWELL, MCORE, MOE_BASELINE, MOE_TUNED,
+                           MOE_BASELINE + MOE_TUNED)
              or key[1] == "ep_overlap"}
 GRIDS = {"all": GRID, "moe-stacks": MOE_STACK_GRID}
 PRECISION_SUFFIX = "gemm_max_efficiency_"

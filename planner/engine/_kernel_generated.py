@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'dispatch_host_sync', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, dispatch_host_sync, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = vp ** (-1.0)
@@ -170,84 +170,85 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x133 = x132 / optimizer_shards
     x134 = x13 * (x121 + x133) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x13
-    x135 = dispatch_host_sync * x30
-    x136 = expert_overhead_s * x49 + moe_layer_overhead_s
+    x135 = full_recompute + 3
+    x136 = host_launch_factor * stage_layers * x135
+    x137 = dispatch_host_sync * x30
+    x138 = expert_overhead_s * x49 + moe_layer_overhead_s
     del x49
-    x137 = full_recompute + 3
-    x138 = stage_layers * x137
     x139 = x136 * x138 * x5
-    x140 = 3 * cp - 3
-    x141 = stage_layers + x99
-    x142 = 1 - cp_intra
-    x143 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x144 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x145 = bytes_per_element * kv_heads * x64 * x88 / (cp_intra * x143 + x142 * x144) + cp_intra * intra_latency_s + inter_latency_s * x142
-    del x142
-    x146 = x140 * x141 * x145
-    x147 = cp_overlap * numpy.minimum(x146, x141 * x96)
-    del x96
-    x148 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x149 = x148 ** (-1.0)
-    x150 = ep * x149 - 1
-    x151 = x41 * numpy.minimum(etp, tp_intra_ranks)
-    del x41
-    x152 = 1 - x151
-    x153 = 4 * etp - 4
-    x154 = bytes_per_element * x108
-    x155 = a2a_efficiency_factor ** (-1.0)
-    x156 = bytes_per_element * x155
-    x157 = 1 - hierarchical_dispatch
-    x158 = x33 + x34
-    del x33, x34
-    x159 = experts_per_token * x158
-    x160 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x161 = x11 * x159 * x160 * (hierarchical_dispatch * (-x148 * x39 + 1) + x150 * x157 * x39)
-    del x39
-    x162 = 1 - x149
-    del x149
-    x163 = x11 * x158
-    del x158
-    x164 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x165 = x164 / scale_out_bus_efficiency
-    x166 = x162 * x163 * x165 * (experts_per_token * x157 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x148 * (1 - x162 ** experts_per_token)))
-    del x157, x162
-    x167 = x155 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x155
-    x168 = 4 * inter_latency_s * (x148 - 1) + 4 * intra_latency_s * x150 + sequence_parallel * (experts_per_token * x153 * x154 / (x143 * x151 + x144 * x152) + x153 * (inter_latency_s * x152 + intra_latency_s * x151)) + 2 * numpy.maximum(x156 * x161, x156 * x166) + 2 * numpy.maximum(x161 * x167, x166 * x167)
-    del x148, x150, x151, x152, x153, x156, x161, x166, x167
-    x169 = x141 * x5
-    x170 = x168 * x169
-    x171 = ep_overlap * numpy.minimum(x170, x169 * x98)
-    del x169, x98
-    x172 = tp_intra_ranks - 1
-    x173 = 2 * intra_latency_s
-    x174 = tp_intra_ranks ** (-1.0)
-    x175 = tp * x174 - 1
-    x176 = 2 * inter_latency_s
-    x177 = bytes_per_element * x46
-    x178 = x141 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + x160 * x172 * x174 * x177 + x165 * x175 * x177 * x7 + x172 * x173 + x175 * x176)
-    del x172, x174, x175, x177, x52
-    x179 = x104 + x115
+    x140 = stage_layers + x99
+    x141 = tp_intra_ranks - 1
+    x142 = 2 * intra_latency_s
+    x143 = tp_intra_ranks ** (-1.0)
+    x144 = tp * x143 - 1
+    x145 = 2 * inter_latency_s
+    x146 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x147 = bytes_per_element * x46
+    x148 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x149 = x148 / scale_out_bus_efficiency
+    x150 = x140 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + x141 * x142 + x141 * x143 * x146 * x147 + x144 * x145 + x144 * x147 * x149 * x7)
+    del x141, x143, x144, x147, x52
+    x151 = x104 + x115
     del x104, x115
-    x180 = tp_overlap * numpy.minimum(x178, x179)
-    x181 = x178 + x179 - x180
-    x182 = (x181 ** host_overlap_exponent + (layer_overhead_s * x138 + x139 * (1 - x135)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x138
-    x183 = x3 * (x135 * x139 + x146 - x147 + x170 - x171 + x182)
-    del x135, x139, x146, x170, x3
-    x184 = x117 * x179
-    x185 = x117 * (dispatch_host_sync * moe_layers * stage_layers * x136 * x137 * x30 * x4 - x181 + x182)
-    del x136, x137, x181, x182, x30
+    x152 = tp_overlap * numpy.minimum(x150, x151)
+    x153 = x150 + x151 - x152
+    x154 = (x153 ** host_overlap_exponent + (layer_overhead_s * x136 + x139 * (1 - x137)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x136
+    x155 = 3 * cp - 3
+    x156 = 1 - cp_intra
+    x157 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x158 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x159 = bytes_per_element * kv_heads * x64 * x88 / (cp_intra * x157 + x156 * x158) + cp_intra * intra_latency_s + inter_latency_s * x156
+    del x156
+    x160 = x140 * x155 * x159
+    x161 = cp_overlap * numpy.minimum(x160, x140 * x96)
+    del x96
+    x162 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x163 = x162 ** (-1.0)
+    x164 = ep * x163 - 1
+    x165 = x41 * numpy.minimum(etp, tp_intra_ranks)
+    del x41
+    x166 = 1 - x165
+    x167 = 4 * etp - 4
+    x168 = bytes_per_element * x108
+    x169 = a2a_efficiency_factor ** (-1.0)
+    x170 = bytes_per_element * x169
+    x171 = 1 - hierarchical_dispatch
+    x172 = x33 + x34
+    del x33, x34
+    x173 = experts_per_token * x172
+    x174 = x11 * x146 * x173 * (hierarchical_dispatch * (-x162 * x39 + 1) + x164 * x171 * x39)
+    del x39
+    x175 = 1 - x163
+    del x163
+    x176 = x11 * x172
+    del x172
+    x177 = x149 * x175 * x176 * (experts_per_token * x171 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x162 * (1 - x175 ** experts_per_token)))
+    del x171, x175
+    x178 = x169 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x169
+    x179 = x140 * x5
+    x180 = x179 * (4 * inter_latency_s * (x162 - 1) + 4 * intra_latency_s * x164 + sequence_parallel * (experts_per_token * x167 * x168 / (x157 * x165 + x158 * x166) + x167 * (inter_latency_s * x166 + intra_latency_s * x165)) + 2 * numpy.maximum(x170 * x174, x170 * x177) + 2 * numpy.maximum(x174 * x178, x177 * x178))
+    del x162, x164, x165, x166, x167, x170, x174, x177, x178
+    x181 = ep_overlap * numpy.minimum(x180, x179 * x98)
+    del x179, x98
+    x182 = comm_sm_fraction * x181 / (1 - comm_sm_fraction) + x180 - x181
+    del x180, x181
+    x183 = x3 * (x137 * x139 + x154 + x160 - x161 + x182)
+    del x137, x139, x160, x3
+    x184 = x117 * x151
+    x185 = x117 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x135 * x138 * x30 * x4 - x153 + x154)
+    del x135, x138, x153, x154, x30, x4
     x186 = vp * x117
     x187 = 1 - pp_intra
-    x188 = (2 * pp + 2 * x186 - 2) * (inter_latency_s * x187 + intra_latency_s * pp_intra + 1.0 * x154 / (pp_intra * x143 + x144 * x187)) * numpy.minimum(1, x1)
-    del x143, x144, x154, x187
-    x189 = x117 * (x140 * x141 * x145 - x147)
-    del x140, x145, x147
-    x190 = x117 * (moe_layers * x141 * x168 * x4 - x171)
-    del x141, x168, x171, x4
-    x191 = x117 * (x178 - x180)
-    del x178, x180
+    x188 = (2 * pp + 2 * x186 - 2) * (inter_latency_s * x187 + intra_latency_s * pp_intra + 1.0 * x168 / (pp_intra * x157 + x158 * x187)) * numpy.minimum(1, x1)
+    del x157, x158, x168, x187
+    x189 = x117 * (x140 * x155 * x159 - x161)
+    del x140, x155, x159, x161
+    x190 = x117 * (x150 - x152)
+    del x150, x152
+    x191 = x117 * x182
+    del x182
     x192 = numpy.minimum(1, grad_shards - 1)
     x193 = numpy.minimum(dp, dp_intra_ranks)
     x194 = x193 - 1
@@ -255,17 +256,17 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x193
     x196 = dp * x195 - 1
     x197 = 2 * grad_comm_bytes_per_param * x131
-    x198 = x160 * x197
-    x199 = x165 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x165
+    x198 = x146 * x197
+    x199 = x149 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x149
     x200 = x197 * x199
     x201 = replica_intra_ranks - 1
     x202 = shard_ranks ** (-1.0)
     x203 = x202 / replica_intra_ranks
     x204 = numpy.maximum(1, dp * x203)
     x205 = x204 - 1
-    x206 = x192 * (x173 * x201 + x176 * x205 + x198 * x201 * x203 + x200 * x203 * x205 / x204) + (1 - x192) * (x116 * x196 * x200 + x173 * x194 + x176 * x196 + x194 * x195 * x198)
-    del x173, x176, x194, x195, x196, x198, x200, x201, x203, x204, x205
+    x206 = x192 * (x142 * x201 + x145 * x205 + x198 * x201 * x203 + x200 * x203 * x205 / x204) + (1 - x192) * (x116 * x196 * x200 + x142 * x194 + x145 * x196 + x194 * x195 * x198)
+    del x142, x145, x194, x195, x196, x198, x200, x201, x203, x204, x205
     x207 = numpy.minimum(dp_intra_ranks, shard_ranks)
     x208 = x207 - 1
     x209 = intra_latency_s * x208
@@ -275,8 +276,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x212 = inter_latency_s * x211
     x213 = bytes_per_element * x131
     del x131
-    x214 = x160 * x208 * x210
-    del x160, x208, x210
+    x214 = x146 * x208 * x210
+    del x146, x208, x210
     x215 = x199 * x202 * x211
     del x199, x202, x211
     x216 = 1 / 2 * x117 * x192 * (x197 * x214 + x197 * x215 + 2 * x209 + 2 * x212) + 2 * x117 * zero3 * (x209 + x212 + x213 * x214 + x213 * x215)
@@ -301,12 +302,12 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x121, x133
     x230 = 4 * x108 * (vocab * x69 + 1)
     del x108, x69
-    x231 = 4 * x163
+    x231 = 4 * x176
     x232 = kv_heads / heads
     x233 = 2 * mlp_matrices
     x234 = linear_input_bytes + x233 - 2
-    x235 = -recompute_mla_up_proj * x58 * x80 * x88 * (2 * head_dim + v_head_dim) - recompute_norms * x231 + x163 * (2 * dropout_masks + 8) + x5 * (shared_experts * x234 * x28 + x10 * x159 * (etp * hidden * linear_input_bytes + x234 * x42) - x12 * x233) + x7 * x72 * (-x16 * (x232 + 1) + x64 * (heads + kv_heads)) + x7 * (ffn * x10 * x233 + x11 * (4 * x232 + 2) + x46 + micro_batch * x56 * (dropout_masks + 4) / cp ** 2) + x72 * (q_lora_rank + x63) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x231 * (1 - recompute_norms))
-    del x10, x11, x12, x159, x163, x231, x232, x233, x234, x28, x42, x5, x56, x58, x6, x63, x7, x72, x80, x88
+    x235 = -recompute_mla_up_proj * x58 * x80 * x88 * (2 * head_dim + v_head_dim) - recompute_norms * x231 + x176 * (2 * dropout_masks + 8) + x5 * (shared_experts * x234 * x28 + x10 * x173 * (etp * hidden * linear_input_bytes + x234 * x42) - x12 * x233) + x7 * x72 * (-x16 * (x232 + 1) + x64 * (heads + kv_heads)) + x7 * (ffn * x10 * x233 + x11 * (4 * x232 + 2) + x46 + micro_batch * x56 * (dropout_masks + 4) / cp ** 2) + x72 * (q_lora_rank + x63) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x231 * (1 - recompute_norms))
+    del x10, x11, x12, x173, x176, x231, x232, x233, x234, x28, x42, x5, x56, x58, x6, x63, x7, x72, x80, x88
     x236 = full_recompute * x46 * x53 + x235 * x93
     del x46, x53, x93
     x237 = full_recompute * x235 + stage_layers * x2 * x236 * numpy.minimum(x186, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x230 + x99 * (x230 + x236)
@@ -359,8 +360,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x272 = ckpt_async * x271
     x273 = x268 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x224)
     x274 = ckpt_sync * x273
-    x275 = x164 * x270
-    del x164, x270
+    x275 = x148 * x270
+    del x148, x270
     x276 = ckpt_in_memory * (x271 + x275)
     del x271
     x277 = grad_bytes_per_param / checkpoint_bytes_per_param
@@ -427,8 +428,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x327 = gpus + gpus_per_node * spare_nodes
     x328 = x324 * x327
     x329 = 0.000277777777777778 * x328
-    x330 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x218 * x244 + compute_power_fraction * x116 * x179 * x245 * x32)
-    del x116, x179, x218, x244, x245, x32
+    x330 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x218 * x244 + compute_power_fraction * x116 * x151 * x245 * x32)
+    del x116, x151, x218, x244, x245, x32
     x331 = x267 * x321 * (x320 - numpy.exp(x266 * x280))
     del x266, x320, x321
     x332 = idle_power_w * (x324 - x331) + x330 * x331
@@ -451,4 +452,4 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x344 = embodied_kg_per_gpu * x328 * x341
     del x328, x341
     x345 = x343 + x344
-    return [x226, x184, x185, x191, x189, x190, x188, x217, x183, x134, x225, x227, x228, x229, x237, memory_reserve_bytes, memory_reserve_bytes + x227 + x228 + x229 + x237, x241, moe_layers * x243 + mtp_layers * (x111 * x243 + x130) + x240, x246, x253, 1e-12 * x255, x17 * x255, x17 * x254 * (full_recompute * (x238 * x251 + x248 + x250 + x252 + x256) + x253 + x256 * x94), x257, x267, x268, x280, x281, x285, x283, x286, x316, x317, x324, x323, 1 - x326, x326, spare_nodes, x314, x329, x333, x337, x338, -pue * x317 * (gpus * x330 + x335) + x338, x330, x325 * x332, x325 * x338, pue * x339, x340, x342, use_tco * x342 + x340 * (1 - use_tco), x343, x344, x345, x345 / (tokens * x253), x324 * x345]
+    return [x226, x184, x185, x190, x189, x191, x188, x217, x183, x134, x225, x227, x228, x229, x237, memory_reserve_bytes, memory_reserve_bytes + x227 + x228 + x229 + x237, x241, moe_layers * x243 + mtp_layers * (x111 * x243 + x130) + x240, x246, x253, 1e-12 * x255, x17 * x255, x17 * x254 * (full_recompute * (x238 * x251 + x248 + x250 + x252 + x256) + x253 + x256 * x94), x257, x267, x268, x280, x281, x285, x283, x286, x316, x317, x324, x323, 1 - x326, x326, spare_nodes, x314, x329, x333, x337, x338, -pue * x317 * (gpus * x330 + x335) + x338, x330, x325 * x332, x325 * x338, pue * x339, x340, x342, use_tco * x342 + x340 * (1 - use_tco), x343, x344, x345, x345 / (tokens * x253), x324 * x345]

@@ -118,6 +118,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "inter_latency_s": ("s", "per-message latency across nodes"),
     "gpus_per_node": ("1", "GPUs per node"),
     "scale_up_domain_gpus": ("1", "GPUs of one scale-up (NVLink) domain"),
+    "host_launch_factor": ("1", "host launch time relative to an x86 host (Grace: own)"),
     "idle_power_w": ("W", "GPU idle power"),
     "max_power_w": ("W", "GPU max (TDP) power"),
     "node_overhead_power_w": ("W", "node power beyond the GPUs"),
@@ -169,6 +170,7 @@ INPUTS: dict[str, tuple[str, str]] = {
                               "bandwidth"),
     "moe_layer_overhead_s": ("s", "host time of an MoE layer's forward beyond a dense layer's"),
     "expert_overhead_s": ("s", "host time per local expert per MoE layer forward"),
+    "comm_sm_fraction": ("1", "share of SMs an overlapped EP all-to-all occupies"),
     "dispatch_host_sync": ("1", "1 if the host waits for the routed token counts every MoE "
                            "layer"),
     "expert_load_cv": ("1", "coefficient of variation of an EP rank's routed load (0: forced "
@@ -522,6 +524,9 @@ def microbatch_communication(x: dict, r: dict) -> dict:
             communication.moe_dispatch_bytes(
                 communication.expert_rank_tokens(t, tp, x["etp"], 1), x["experts_per_token"], h, elem),
             x["etp"], *_group_link(x, minimum(tp_in, x["etp"]) / x["etp"]))
+    ep_exposed = communication.exposed_comm_time(
+        layers * share * ep_layer,
+        layers * share * compute.training_pass_time(r["t_layer_fwd"], 0), x["ep_overlap"])
     return {
         "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
                                                       x["tp_overlap"]),
@@ -529,11 +534,10 @@ def microbatch_communication(x: dict, r: dict) -> dict:
             layers * cp_layer, layers * compute.training_pass_time(r["t_core"], 0),
             x["cp_overlap"]),
         # hidden behind the other micro-batch's whole layer (Megatron-Core's EP A2A
-        # overlap, DeepSeek-V3's DualPipe), fwd + bwd
-        "ep_comm_mb": communication.exposed_comm_time(
-            layers * share * ep_layer,
-            layers * share * compute.training_pass_time(r["t_layer_fwd"], 0),
-            x["ep_overlap"]),
+        # overlap, DeepSeek-V3's DualPipe), fwd + bwd; the hidden part slows the compute
+        # under it by the SMs its kernels hold
+        "ep_comm_mb": ep_exposed + moe.overlapped_comm_sm_time(
+            layers * share * ep_layer - ep_exposed, x["comm_sm_fraction"]),
     }
 
 
@@ -591,11 +595,12 @@ def step_time(x: dict, r: dict) -> dict:
     # (dropless: buffers sized on the host): then they add to the device time
     # (formulas.moe.moe_host_launch_time)
     sync = x["dispatch_host_sync"] * (1 - x["token_drop"])
-    moe_host_mb = moe.moe_host_launch_time(x["stage_layers"] * r["moe_share"],
-                                           x["moe_layer_overhead_s"], x["experts"] / x["ep"],
-                                           x["expert_overhead_s"], x["full_recompute"])
-    host_mb = compute.host_launch_time(x["stage_layers"], x["layer_overhead_s"],
-                                       x["full_recompute"]) \
+    # (launch times of the stack on an x86 host, scaled by this accelerator's host)
+    moe_host_mb = x["host_launch_factor"] * moe.moe_host_launch_time(
+        x["stage_layers"] * r["moe_share"], x["moe_layer_overhead_s"], x["experts"] / x["ep"],
+        x["expert_overhead_s"], x["full_recompute"])
+    host_mb = x["host_launch_factor"] * compute.host_launch_time(
+        x["stage_layers"], x["layer_overhead_s"], x["full_recompute"]) \
         + (1 - sync) * moe_host_mb
     launch_mb = compute.host_bound_time(device_mb, host_mb, x["host_overlap_exponent"]) \
         - device_mb + sync * moe_host_mb

@@ -213,7 +213,7 @@ STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
                 "attention_efficiency_factor", "layer_overhead_s", "recompute_mla_up_proj", "recompute_norms",
                 "optimizer_bytes_per_param", "fp8_dispatch", "hierarchical_dispatch",
                 "a2a_efficiency_factor", "moe_layer_overhead_s", "expert_overhead_s",
-                "dispatch_host_sync")
+                "dispatch_host_sync", "comm_sm_fraction")
 
 
 def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:
@@ -351,6 +351,7 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         "inter_latency_s": value(node.inter_node_latency_s),
         "gpus_per_node": gpus_per_node,
         "scale_up_domain_gpus": value(accelerator.scale_up_domain_gpus),
+        "host_launch_factor": value(getattr(accelerator, "host_launch_factor", None) or 1.0),
         # a rack (scale-up domain) failure takes all its nodes out
         "rack_nodes": max(1.0, value(accelerator.scale_up_domain_gpus)
                           / value(node.gpus_per_node)),

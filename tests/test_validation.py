@@ -466,7 +466,7 @@ def test_moe_dataset_keeps_its_sources_and_lists_every_exclusion(moe):
     ("DGXC-14", "megatron-core-moe-baseline"),      # "CUDA graphs false"
     ("MB2509-04", "megatron-core-moe-tuned"),       # "same yaml settings" as MB2509-03
     ("MB2509-08", "megatron-core-moe-baseline"),    # "same" as MB2509-07
-    ("AUTOMODEL-01", "torchtitan-fsdp2"),           # PyTorch FSDP2
+    ("AUTOMODEL-01", "nemo-automodel-fsdp2"),       # PyTorch FSDP2 + DeepEP
 ])
 def test_moe_rows_run_on_the_stack_their_software_names(moe, case, stack):
     assert moe.loc[case, "stack"] == stack

@@ -492,14 +492,15 @@ MOE_SAME = re.compile(r";\s*same(?: yaml settings)?\s*$")
 def moe_stack(software: str) -> str:
     """The software stack (``--stack``) a moe_runs.csv row ran on, from its ``software`` cell.
 
-    PyTorch FSDP2 (NeMo AutoModel) -> ``torchtitan-fsdp2``; the EP all-to-all overlap on ->
+    PyTorch FSDP2 with DeepEP (NeMo AutoModel) -> ``nemo-automodel-fsdp2``, without it
+    ``torchtitan-fsdp2``; the EP all-to-all overlap on ->
     ``megatron-core-moe-a2a-overlap``; the HybridEP dispatcher -> ``megatron-core-moe-hybridep``;
     CUDA graphs -> ``megatron-core-moe-tuned``; DeepEP without CUDA graphs ->
     ``megatron-core-moe-deepep``; neither -> ``megatron-core-moe-baseline`` (NVIDIA's baseline
     MoE configuration: eager launches, NCCL all-to-all).
     """
     if MOE_FSDP2.search(software):
-        return "torchtitan-fsdp2"
+        return "nemo-automodel-fsdp2" if MOE_FAST_A2A.search(software) else "torchtitan-fsdp2"
     if MOE_A2A_OVERLAP.search(software):
         return "megatron-core-moe-a2a-overlap"
     graphs = MOE_GRAPHS_ON.search(software) and not MOE_GRAPHS_OFF.search(software)

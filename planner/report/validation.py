@@ -217,7 +217,7 @@ MoE configuration (no CUDA graphs, NCCL all-to-all: `megatron-core-moe-baseline`
 without CUDA graphs (`megatron-core-moe-deepep`), the *tuned* one (CUDA graphs, DeepEP:
 `megatron-core-moe-tuned`), HybridEP with CUDA graphs (`megatron-core-moe-hybridep`), the
 EP all-to-all 1F1B overlap on (`megatron-core-moe-a2a-overlap`) and NeMo AutoModel's
-PyTorch FSDP2 (`torchtitan-fsdp2`). Groups: stack (tuned / baseline) by accelerator
+PyTorch FSDP2 with DeepEP (`nemo-automodel-fsdp2`). Groups: stack (tuned / baseline) by accelerator
 generation. Every expressible row is a fit row; the error a new model family should expect
 is the leave-one-family-out column.
 

@@ -42,414 +42,412 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x28 = x10 * x27
     x29 = numpy.minimum(numpy.minimum(hidden, x10), x27)
     x30 = 1 - token_drop
-    x31 = seq_len ** (-1.0)
-    x32 = micro_batch ** (-1.0)
-    x33 = sequence_parallel * x7
-    x34 = 1 - sequence_parallel
-    x35 = etp * x33 + x34
-    x36 = cp * x31 * x32 / x35
-    x37 = numpy.sqrt(2)
-    x38 = ep + 0.474798
-    x39 = ep ** (-1.0)
-    x40 = x38 ** (-0.282765)
-    x41 = etp ** (-1.0)
-    x42 = moe_ffn * x41
-    x43 = x10 * x35
-    x44 = ep * experts_per_token * x43 / experts
-    x45 = numpy.minimum(numpy.minimum(hidden, x42), x44)
-    x46 = x10 * x16
-    x47 = x19 * x46
-    x48 = gemm_tile_dim ** (-1.0)
-    x49 = experts * x39
-    x50 = etp * gemm_tile_dim ** 2 * mlp_matrices * x36 * x49 * (capacity_factor * token_drop + x30 * (numpy.sqrt(expert_load_cv ** 2 + x36 / experts_per_token) * numpy.maximum(0, -x37 * erfinv(1.71458910109456 * x39 * x40 * (0.0686881539789491 * x40 + 0.112063) - 1 + 1.16023 / x38)) + 1.0)) * numpy.ceil(x42 * x48) * numpy.ceil(x44 * x48) * numpy.maximum(x35 * x42 * x47 * (gemm_half_efficiency_dim + x45) / x45, x14 * (hidden * x42 + x11 * x35 + x42 * x43)) / moe_ffn + 4 * experts_per_token * x11 * x14 + mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x27 + x11 + x28), x20 * x28 * (gemm_half_efficiency_dim + x29) / x29) + 20 * x13 * x23 + numpy.maximum(x14 * (x11 + x23 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
-    del x20, x23, x25, x27, x29, x35, x36, x38, x40, x43, x44, x45, x48
-    x51 = x5 * x50
-    x52 = tp - 1
-    x53 = (sequence_parallel * x52 + 1) ** (-1.0)
-    x54 = x10 * x14
-    x55 = x54 * (16 * hidden * x53 + 4 * x8)
+    x31 = numpy.sqrt(2)
+    x32 = seq_len ** (-1.0)
+    x33 = micro_batch ** (-1.0)
+    x34 = sequence_parallel * x7
+    x35 = 1 - sequence_parallel
+    x36 = etp * x34 + x35
+    x37 = cp * x32 * x33 / x36
+    x38 = etp ** (-1.0)
+    x39 = moe_ffn * x38
+    x40 = x10 * x36
+    x41 = ep * experts_per_token * x40 / experts
+    x42 = numpy.minimum(numpy.minimum(hidden, x39), x41)
+    x43 = x10 * x16
+    x44 = x19 * x43
+    x45 = gemm_tile_dim ** (-1.0)
+    x46 = ep ** (-1.0)
+    x47 = experts * x46
+    x48 = etp * gemm_tile_dim ** 2 * mlp_matrices * x37 * x47 * (capacity_factor * token_drop + x30 * (x31 * numpy.sqrt(expert_load_cv ** 2 + x37 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x39 * x45) * numpy.ceil(x41 * x45) * numpy.maximum(x36 * x39 * x44 * (gemm_half_efficiency_dim + x42) / x42, x14 * (hidden * x39 + x11 * x36 + x39 * x40)) / moe_ffn + 4 * experts_per_token * x11 * x14 + mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x27 + x11 + x28), x20 * x28 * (gemm_half_efficiency_dim + x29) / x29) + 20 * x13 * x23 + numpy.maximum(x14 * (x11 + x23 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
+    del x20, x23, x25, x27, x29, x36, x37, x40, x41, x42, x45
+    x49 = x48 * x5
+    x50 = tp - 1
+    x51 = (sequence_parallel * x50 + 1) ** (-1.0)
+    x52 = x10 * x14
+    x53 = x52 * (16 * hidden * x51 + 4 * x8)
     del x8
-    x56 = attention_scores_stored * heads * seq_len ** 2
-    x57 = x13 * x56 * x7 * x9
+    x54 = attention_scores_stored * heads * seq_len ** 2
+    x55 = x13 * x54 * x7 * x9
     del x9
-    x58 = numpy.minimum(1, kv_lora_rank)
-    x59 = head_dim * hidden
-    x60 = heads * x59
-    x61 = hidden * v_head_dim
-    x62 = (1 - x58) * (kv_heads * x59 + kv_heads * x61 + x60)
-    del x59
-    x63 = kv_lora_rank + qk_rope_head_dim
-    x64 = head_dim + v_head_dim
-    x65 = numpy.minimum(1, q_lora_rank)
-    x66 = x58 * (heads * kv_lora_rank * (-qk_rope_head_dim + x64) + hidden * x63 + x60 * (1 - x65) + x65 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x60, x65
-    x67 = x62 + x66
-    x68 = x67 * x7
-    x69 = hidden ** (-1.0)
-    x70 = x68 * x69
-    x71 = numpy.minimum(numpy.minimum(hidden, x10), x70)
-    x72 = 2 * x10
-    x73 = x19 * x72
+    x56 = numpy.minimum(1, kv_lora_rank)
+    x57 = head_dim * hidden
+    x58 = heads * x57
+    x59 = hidden * v_head_dim
+    x60 = (1 - x56) * (kv_heads * x57 + kv_heads * x59 + x58)
+    del x57
+    x61 = kv_lora_rank + qk_rope_head_dim
+    x62 = head_dim + v_head_dim
+    x63 = numpy.minimum(1, q_lora_rank)
+    x64 = x56 * (heads * kv_lora_rank * (-qk_rope_head_dim + x62) + hidden * x61 + x58 * (1 - x63) + x63 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x58, x63
+    x65 = x60 + x64
+    x66 = x65 * x7
+    x67 = hidden ** (-1.0)
+    x68 = x66 * x67
+    x69 = numpy.minimum(numpy.minimum(hidden, x10), x68)
+    x70 = 2 * x10
+    x71 = x19 * x70
     del x19
-    x74 = numpy.maximum(x14 * (x10 * x70 + x11 + x68), x68 * x73 * (gemm_half_efficiency_dim + x71) / x71)
-    del x68, x70, x71
-    x75 = hidden * x7
-    x76 = heads * v_head_dim
-    x77 = x7 * x76
-    x78 = numpy.minimum(numpy.minimum(hidden, x10), x77)
-    x79 = numpy.maximum(x47 * x77 * (gemm_half_efficiency_dim + x78) / x78, x14 * (x10 * x77 + x11 + x75 * x76))
-    del x47, x77, x78
-    x80 = 2 * heads
-    x81 = x64 * x80
-    x82 = attention_scores_stored + selective
-    x83 = numpy.minimum(head_dim, x10)
-    x84 = numpy.minimum(seq_len, x10)
-    x85 = seq_len * x81
-    x86 = numpy.minimum(seq_len, window)
-    x87 = window_layers * (2 * heads * x64 * x86 * (-x31 * x86 + 2) - x85)
-    del x86
-    x88 = x10 * x7
-    x89 = x17 * x88
-    x90 = numpy.maximum(x54 * x7 * x81, x89 * (x4 * x87 + x85) / (attention_efficiency_factor * gemm_max_efficiency * x84 * (1 - x82) / (gemm_half_efficiency_dim + x84) + gemm_max_efficiency * x82 * x83 / (gemm_half_efficiency_dim + x83)))
-    del x54, x81, x82, x83, x84
-    x91 = x55 + 10 * x57 + x74 + x79 + x90
-    x92 = x22 + x51 + x91
-    x93 = 1 - full_recompute
-    x94 = selective * x93
-    x95 = x90 * x94
-    x96 = 3 * x90
-    del x90
-    x97 = 3 * x55 + 30 * x57 + 3 * x74 + 3 * x79 + x96
-    del x55, x57, x74, x79
-    x98 = 3 * x22 + 3 * x51 + x97
-    del x22, x51
-    x99 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x100 = hidden * vocab
-    x101 = x100 * x7
-    x102 = vocab * x7
-    x103 = numpy.minimum(numpy.minimum(hidden, x10), x102)
-    x104 = 3 * numpy.maximum(x14 * (x10 * x102 + x101 + x11), x101 * x73 * (gemm_half_efficiency_dim + x103) / x103)
-    del x101, x102, x103, x73
-    x105 = hidden ** 2
-    x106 = 2.0 * x105
-    x107 = 2.0 * hidden
-    x108 = x10 * x75
-    x109 = numpy.minimum(numpy.minimum(x10, x107), x75)
-    del x75
-    x110 = 4.0 * x105
-    del x105
-    x111 = numpy.minimum(1, moe_layers)
-    x112 = x111 * x50
-    del x50
-    x113 = 1 - x111
-    x114 = x113 * x21
+    x72 = numpy.maximum(x14 * (x10 * x68 + x11 + x66), x66 * x71 * (gemm_half_efficiency_dim + x69) / x69)
+    del x66, x68, x69
+    x73 = hidden * x7
+    x74 = heads * v_head_dim
+    x75 = x7 * x74
+    x76 = numpy.minimum(numpy.minimum(hidden, x10), x75)
+    x77 = numpy.maximum(x44 * x75 * (gemm_half_efficiency_dim + x76) / x76, x14 * (x10 * x75 + x11 + x73 * x74))
+    del x44, x75, x76
+    x78 = 2 * heads
+    x79 = x62 * x78
+    x80 = attention_scores_stored + selective
+    x81 = numpy.minimum(head_dim, x10)
+    x82 = numpy.minimum(seq_len, x10)
+    x83 = seq_len * x79
+    x84 = numpy.minimum(seq_len, window)
+    x85 = window_layers * (2 * heads * x62 * x84 * (-x32 * x84 + 2) - x83)
+    del x84
+    x86 = x10 * x7
+    x87 = x17 * x86
+    x88 = numpy.maximum(x52 * x7 * x79, x87 * (x4 * x85 + x83) / (attention_efficiency_factor * gemm_max_efficiency * x82 * (1 - x80) / (gemm_half_efficiency_dim + x82) + gemm_max_efficiency * x80 * x81 / (gemm_half_efficiency_dim + x81)))
+    del x52, x79, x80, x81, x82
+    x89 = x53 + 10 * x55 + x72 + x77 + x88
+    x90 = x22 + x49 + x89
+    x91 = 1 - full_recompute
+    x92 = selective * x91
+    x93 = x88 * x92
+    x94 = 3 * x88
+    del x88
+    x95 = 3 * x53 + 30 * x55 + 3 * x72 + 3 * x77 + x94
+    del x53, x55, x72, x77
+    x96 = 3 * x22 + 3 * x49 + x95
+    del x22, x49
+    x97 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x98 = hidden * vocab
+    x99 = x7 * x98
+    x100 = vocab * x7
+    x101 = numpy.minimum(numpy.minimum(hidden, x10), x100)
+    x102 = 3 * numpy.maximum(x14 * (x10 * x100 + x11 + x99), x71 * x99 * (gemm_half_efficiency_dim + x101) / x101)
+    del x100, x101, x71, x99
+    x103 = hidden ** 2
+    x104 = 2.0 * x103
+    x105 = 2.0 * hidden
+    x106 = x10 * x73
+    x107 = numpy.minimum(numpy.minimum(x10, x105), x73)
+    del x73
+    x108 = 4.0 * x103
+    del x103
+    x109 = numpy.minimum(1, moe_layers)
+    x110 = x109 * x48
+    del x48
+    x111 = 1 - x109
+    x112 = x111 * x21
     del x21
-    x115 = stage_layers * (full_recompute * x92 + x95 + x98) + x99 * (full_recompute * (x112 + x114 + x91) + x104 + 3 * x112 + 3 * x114 + x95 + x97 + 3 * numpy.maximum(x14 * (x10 * x107 + x106 * x7 + x108), x110 * x18 * x89 * (gemm_half_efficiency_dim + x109) / x109))
-    del x107, x109, x112, x114, x14, x18, x89, x91, x95, x97
-    x116 = dp ** (-1.0)
-    x117 = global_batch * x116 * x32
-    x118 = stage_extra_layers * x115 * x117 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
-    x119 = mlp_matrices * x24 * x39 * x42
-    x120 = stage_layers * x119 * x5
-    x121 = x120 / expert_optimizer_shards
-    x122 = mlp_matrices * moe_ffn
-    x123 = hidden * x122
-    x124 = x123 * (experts + shared_experts) + x24
-    x125 = tp * x119 - x122 * x24 + x124
-    del x119
-    x126 = ffn * mlp_matrices
-    x127 = hidden * x126
-    x128 = heads * x61 + kv_lora_rank + 1.0 * q_lora_rank + x67
-    del x61, x67
-    x129 = x128 + x16
-    x130 = 5 * hidden + x106 + x113 * x127 + x128
-    del x106, x128
-    x131 = x7 * (stage_layers * (x125 * x5 + x127 * x6 + x129) + x100 + x99 * (x111 * x125 + x130))
-    del x125
-    x132 = -x120 + x131
-    x133 = x132 / optimizer_shards
-    x134 = x13 * (x121 + x133) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x113 = stage_layers * (full_recompute * x90 + x93 + x96) + x97 * (full_recompute * (x110 + x112 + x89) + x102 + 3 * x110 + 3 * x112 + x93 + x95 + 3 * numpy.maximum(x14 * (x10 * x105 + x104 * x7 + x106), x108 * x18 * x87 * (gemm_half_efficiency_dim + x107) / x107))
+    del x105, x107, x110, x112, x14, x18, x87, x89, x93, x95
+    x114 = dp ** (-1.0)
+    x115 = global_batch * x114 * x33
+    x116 = stage_extra_layers * x113 * x115 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
+    x117 = mlp_matrices * x24 * x39 * x46
+    x118 = stage_layers * x117 * x5
+    x119 = x118 / expert_optimizer_shards
+    x120 = mlp_matrices * moe_ffn
+    x121 = hidden * x120
+    x122 = x121 * (experts + shared_experts) + x24
+    x123 = tp * x117 - x120 * x24 + x122
+    del x117
+    x124 = ffn * mlp_matrices
+    x125 = hidden * x124
+    x126 = heads * x59 + kv_lora_rank + 1.0 * q_lora_rank + x65
+    del x59, x65
+    x127 = x126 + x16
+    x128 = 5 * hidden + x104 + x111 * x125 + x126
+    del x104, x126
+    x129 = x7 * (stage_layers * (x123 * x5 + x125 * x6 + x127) + x97 * (x109 * x123 + x128) + x98)
+    del x123
+    x130 = -x118 + x129
+    x131 = x130 / optimizer_shards
+    x132 = x13 * (x119 + x131) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x13
-    x135 = full_recompute + 3
-    x136 = host_launch_factor * stage_layers * x135
-    x137 = dispatch_host_sync * x30
-    x138 = expert_overhead_s * x49 + moe_layer_overhead_s
-    del x49
-    x139 = x136 * x138 * x5
-    x140 = stage_layers + x99
-    x141 = tp_intra_ranks - 1
-    x142 = 2 * intra_latency_s
-    x143 = tp_intra_ranks ** (-1.0)
-    x144 = tp * x143 - 1
-    x145 = 2 * inter_latency_s
-    x146 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x147 = bytes_per_element * x46
-    x148 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x149 = x148 / scale_out_bus_efficiency
-    x150 = x140 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x52) + x141 * x142 + x141 * x143 * x146 * x147 + x144 * x145 + x144 * x147 * x149 * x7)
-    del x141, x143, x144, x147, x52
-    x151 = x104 + x115
-    del x104, x115
-    x152 = tp_overlap * numpy.minimum(x150, x151)
-    x153 = x150 + x151 - x152
-    x154 = (x153 ** host_overlap_exponent + (layer_overhead_s * x136 + x139 * (1 - x137)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x136
-    x155 = 3 * cp - 3
-    x156 = 1 - cp_intra
-    x157 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x158 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x159 = bytes_per_element * kv_heads * x64 * x88 / (cp_intra * x157 + x156 * x158) + cp_intra * intra_latency_s + inter_latency_s * x156
-    del x156
-    x160 = x140 * x155 * x159
-    x161 = cp_overlap * numpy.minimum(x160, x140 * x96)
-    del x96
-    x162 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x163 = x162 ** (-1.0)
-    x164 = ep * x163 - 1
-    x165 = x41 * numpy.minimum(etp, tp_intra_ranks)
-    del x41
-    x166 = 1 - x165
-    x167 = 4 * etp - 4
-    x168 = bytes_per_element * x108
-    x169 = a2a_efficiency_factor ** (-1.0)
-    x170 = bytes_per_element * x169
-    x171 = 1 - hierarchical_dispatch
-    x172 = x33 + x34
-    del x33, x34
-    x173 = experts_per_token * x172
-    x174 = x11 * x146 * x173 * (hierarchical_dispatch * (-x162 * x39 + 1) + x164 * x171 * x39)
-    del x39
-    x175 = 1 - x163
-    del x163
-    x176 = x11 * x172
-    del x172
-    x177 = x149 * x175 * x176 * (experts_per_token * x171 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x162 * (1 - x175 ** experts_per_token)))
-    del x171, x175
-    x178 = x169 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x169
-    x179 = x140 * x5
-    x180 = x179 * (4 * inter_latency_s * (x162 - 1) + 4 * intra_latency_s * x164 + sequence_parallel * (experts_per_token * x167 * x168 / (x157 * x165 + x158 * x166) + x167 * (inter_latency_s * x166 + intra_latency_s * x165)) + 2 * numpy.maximum(x170 * x174, x170 * x177) + 2 * numpy.maximum(x174 * x178, x177 * x178))
-    del x162, x164, x165, x166, x167, x170, x174, x177, x178
-    x181 = ep_overlap * numpy.minimum(x180, x179 * x98)
-    del x179, x98
-    x182 = comm_sm_fraction * x181 / (1 - comm_sm_fraction) + x180 - x181
-    del x180, x181
-    x183 = x3 * (x137 * x139 + x154 + x160 - x161 + x182)
-    del x137, x139, x160, x3
-    x184 = x117 * x151
-    x185 = x117 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x135 * x138 * x30 * x4 - x153 + x154)
-    del x135, x138, x153, x154, x30, x4
-    x186 = vp * x117
-    x187 = 1 - pp_intra
-    x188 = (2 * pp + 2 * x186 - 2) * (inter_latency_s * x187 + intra_latency_s * pp_intra + 1.0 * x168 / (pp_intra * x157 + x158 * x187)) * numpy.minimum(1, x1)
-    del x157, x158, x168, x187
-    x189 = x117 * (x140 * x155 * x159 - x161)
-    del x140, x155, x159, x161
-    x190 = x117 * (x150 - x152)
-    del x150, x152
-    x191 = x117 * x182
-    del x182
-    x192 = numpy.minimum(1, grad_shards - 1)
-    x193 = numpy.minimum(dp, dp_intra_ranks)
-    x194 = x193 - 1
-    x195 = x193 ** (-1.0)
-    del x193
-    x196 = dp * x195 - 1
-    x197 = 2 * grad_comm_bytes_per_param * x131
-    x198 = x146 * x197
-    x199 = x149 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x149
-    x200 = x197 * x199
-    x201 = replica_intra_ranks - 1
-    x202 = shard_ranks ** (-1.0)
-    x203 = x202 / replica_intra_ranks
-    x204 = numpy.maximum(1, dp * x203)
-    x205 = x204 - 1
-    x206 = x192 * (x142 * x201 + x145 * x205 + x198 * x201 * x203 + x200 * x203 * x205 / x204) + (1 - x192) * (x116 * x196 * x200 + x142 * x194 + x145 * x196 + x194 * x195 * x198)
-    del x142, x145, x194, x195, x196, x198, x200, x201, x203, x204, x205
-    x207 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x208 = x207 - 1
-    x209 = intra_latency_s * x208
-    x210 = x207 ** (-1.0)
-    del x207
-    x211 = shard_ranks * x210 - 1
-    x212 = inter_latency_s * x211
-    x213 = bytes_per_element * x131
-    del x131
-    x214 = x146 * x208 * x210
-    del x146, x208, x210
-    x215 = x199 * x202 * x211
-    del x199, x202, x211
-    x216 = 1 / 2 * x117 * x192 * (x197 * x214 + x197 * x215 + 2 * x209 + 2 * x212) + 2 * x117 * zero3 * (x209 + x212 + x213 * x214 + x213 * x215)
-    del x117, x192, x197, x209, x212, x213, x214, x215
-    x217 = -dp_overlap * numpy.minimum(x184, x216) - dp_overlap * numpy.minimum(x206, 2 * stage_layers * x92) + x206 + x216
-    del x206, x216, x92
-    x218 = x188 + x189 + x190 + x191 + x217
-    x219 = x183 + x184 + x185 + x218
-    x220 = x134 + x219
-    x221 = gpus + 0.474798
-    x222 = gpus ** (-1.0)
-    x223 = x221 ** (-0.282765)
-    x224 = gpus / gpus_per_node
-    x225 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x220 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x220 * numpy.maximum(0, -x37 * erfinv(1.71458910109456 * x222 * x223 * (0.0686881539789491 * x223 + 0.112063) - 1 + 1.16023 / x221)) + x118 + (1 - (1 - slow_node_fraction) ** x224) * (slow_node_slowdown - 1) * (x118 + x220)
-    del x118, x221, x223, x37
-    x226 = x220 + x225
-    del x220
-    x227 = weight_bytes_per_param * x132 / weight_shards + weight_bytes_per_param * x120 / expert_weight_shards
-    x228 = grad_bytes_per_param * x132 / grad_shards + grad_bytes_per_param * x120 / expert_grad_shards
-    del x120, x132
-    x229 = optimizer_bytes_per_param * x121 + optimizer_bytes_per_param * x133
-    del x121, x133
-    x230 = 4 * x108 * (vocab * x69 + 1)
-    del x108, x69
-    x231 = 4 * x176
-    x232 = kv_heads / heads
-    x233 = 2 * mlp_matrices
-    x234 = linear_input_bytes + x233 - 2
-    x235 = -recompute_mla_up_proj * x58 * x80 * x88 * (2 * head_dim + v_head_dim) - recompute_norms * x231 + x176 * (2 * dropout_masks + 8) + x5 * (shared_experts * x234 * x28 + x10 * x173 * (etp * hidden * linear_input_bytes + x234 * x42) - x12 * x233) + x7 * x72 * (-x16 * (x232 + 1) + x64 * (heads + kv_heads)) + x7 * (ffn * x10 * x233 + x11 * (4 * x232 + 2) + x46 + micro_batch * x56 * (dropout_masks + 4) / cp ** 2) + x72 * (q_lora_rank + x63) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x231 * (1 - recompute_norms))
-    del x10, x11, x12, x173, x176, x231, x232, x233, x234, x28, x42, x5, x56, x58, x6, x63, x7, x72, x80, x88
-    x236 = full_recompute * x46 * x53 + x235 * x93
-    del x46, x53, x93
-    x237 = full_recompute * x235 + stage_layers * x2 * x236 * numpy.minimum(x186, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x230 + x99 * (x230 + x236)
-    del x1, x186, x2, x230, x235, x236, x99
-    x238 = layers - moe_layers
-    x239 = x127 * x238
-    del x127
-    x240 = embedding_matrices * x100 + hidden + layers * x129 + x239
+    x133 = full_recompute + 3
+    x134 = host_launch_factor * stage_layers * x133
+    x135 = dispatch_host_sync * x30
+    x136 = expert_overhead_s * x47 + moe_layer_overhead_s
+    del x47
+    x137 = x134 * x136 * x5
+    x138 = stage_layers + x97
+    x139 = tp_intra_ranks - 1
+    x140 = 2 * intra_latency_s
+    x141 = tp_intra_ranks ** (-1.0)
+    x142 = tp * x141 - 1
+    x143 = 2 * inter_latency_s
+    x144 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x145 = bytes_per_element * x43
+    x146 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x147 = x146 / scale_out_bus_efficiency
+    x148 = x138 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x50) + x139 * x140 + x139 * x141 * x144 * x145 + x142 * x143 + x142 * x145 * x147 * x7)
+    del x139, x141, x142, x145, x50
+    x149 = x102 + x113
+    del x102, x113
+    x150 = tp_overlap * numpy.minimum(x148, x149)
+    x151 = x148 + x149 - x150
+    x152 = (x151 ** host_overlap_exponent + (layer_overhead_s * x134 + x137 * (1 - x135)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x134
+    x153 = 3 * cp - 3
+    x154 = 1 - cp_intra
+    x155 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x156 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x157 = bytes_per_element * kv_heads * x62 * x86 / (cp_intra * x155 + x154 * x156) + cp_intra * intra_latency_s + inter_latency_s * x154
+    del x154
+    x158 = x138 * x153 * x157
+    x159 = cp_overlap * numpy.minimum(x158, x138 * x94)
+    del x94
+    x160 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x161 = x160 ** (-1.0)
+    x162 = ep * x161 - 1
+    x163 = x38 * numpy.minimum(etp, tp_intra_ranks)
+    del x38
+    x164 = 1 - x163
+    x165 = 4 * etp - 4
+    x166 = bytes_per_element * x106
+    x167 = a2a_efficiency_factor ** (-1.0)
+    x168 = bytes_per_element * x167
+    x169 = 1 - hierarchical_dispatch
+    x170 = x34 + x35
+    del x34, x35
+    x171 = experts_per_token * x170
+    x172 = x11 * x144 * x171 * (hierarchical_dispatch * (-x160 * x46 + 1) + x162 * x169 * x46)
+    del x46
+    x173 = 1 - x161
+    del x161
+    x174 = x11 * x170
+    del x170
+    x175 = x147 * x173 * x174 * (experts_per_token * x169 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x160 * (1 - x173 ** experts_per_token)))
+    del x169, x173
+    x176 = x167 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x167
+    x177 = x138 * x5
+    x178 = x177 * (4 * inter_latency_s * (x160 - 1) + 4 * intra_latency_s * x162 + sequence_parallel * (experts_per_token * x165 * x166 / (x155 * x163 + x156 * x164) + x165 * (inter_latency_s * x164 + intra_latency_s * x163)) + 2 * numpy.maximum(x168 * x172, x168 * x175) + 2 * numpy.maximum(x172 * x176, x175 * x176))
+    del x160, x162, x163, x164, x165, x168, x172, x175, x176
+    x179 = ep_overlap * numpy.minimum(x178, x177 * x96)
+    del x177, x96
+    x180 = comm_sm_fraction * x179 / (1 - comm_sm_fraction) + x178 - x179
+    del x178, x179
+    x181 = x3 * (x135 * x137 + x152 + x158 - x159 + x180)
+    del x135, x137, x158, x3
+    x182 = x115 * x149
+    x183 = x115 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x133 * x136 * x30 * x4 - x151 + x152)
+    del x133, x136, x151, x152, x30, x4
+    x184 = vp * x115
+    x185 = 1 - pp_intra
+    x186 = (2 * pp + 2 * x184 - 2) * (inter_latency_s * x185 + intra_latency_s * pp_intra + 1.0 * x166 / (pp_intra * x155 + x156 * x185)) * numpy.minimum(1, x1)
+    del x155, x156, x166, x185
+    x187 = x115 * (x138 * x153 * x157 - x159)
+    del x138, x153, x157, x159
+    x188 = x115 * (x148 - x150)
+    del x148, x150
+    x189 = x115 * x180
+    del x180
+    x190 = numpy.minimum(1, grad_shards - 1)
+    x191 = numpy.minimum(dp, dp_intra_ranks)
+    x192 = x191 - 1
+    x193 = x191 ** (-1.0)
+    del x191
+    x194 = dp * x193 - 1
+    x195 = 2 * grad_comm_bytes_per_param * x129
+    x196 = x144 * x195
+    x197 = x147 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x147
+    x198 = x195 * x197
+    x199 = replica_intra_ranks - 1
+    x200 = shard_ranks ** (-1.0)
+    x201 = x200 / replica_intra_ranks
+    x202 = numpy.maximum(1, dp * x201)
+    x203 = x202 - 1
+    x204 = x190 * (x140 * x199 + x143 * x203 + x196 * x199 * x201 + x198 * x201 * x203 / x202) + (1 - x190) * (x114 * x194 * x198 + x140 * x192 + x143 * x194 + x192 * x193 * x196)
+    del x140, x143, x192, x193, x194, x196, x198, x199, x201, x202, x203
+    x205 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x206 = x205 - 1
+    x207 = intra_latency_s * x206
+    x208 = x205 ** (-1.0)
+    del x205
+    x209 = shard_ranks * x208 - 1
+    x210 = inter_latency_s * x209
+    x211 = bytes_per_element * x129
     del x129
-    x241 = moe_layers * x124 + mtp_layers * (x111 * x124 + x130) + x240
-    del x124
-    x242 = experts_per_token + shared_experts
-    x243 = x123 * x242 + x24
-    del x123, x24
-    x244 = x226 ** (-1.0)
-    x245 = global_batch * x244
-    x246 = seq_len * x245
-    x247 = x122 * x16 * x242 + x26
-    del x122, x242, x26
-    x248 = moe_layers * x247
-    x249 = x16 * x76 + 2 * x62 + 2 * x66
-    del x62, x66, x76
-    x250 = layers * x249
-    x251 = x126 * x16
-    del x126, x16
-    x252 = mtp_layers * (2 * x100 + x110 + x111 * x247 + x113 * x251 + x249 + x85)
-    del x110, x113, x247, x249
-    x253 = 6 * heads * layers * seq_len * x64 + 6 * x100 + 6 * x239 + 3 * x248 + 3 * x250 + 3 * x252 + 3 * x87
-    del x100, x239, x64
-    x254 = x222 * x246
-    x255 = x253 * x254
-    x256 = layers * x85 + x87
-    del x85, x87
-    x257 = tokens * x0 * x31
-    del x0, x31
-    x258 = x224 / (rack_mtbf_s * rack_nodes)
-    x259 = gpus / gpu_mtbf_s
-    x260 = x224 / network_mtbf_s
-    x261 = x224 / node_mtbf_s
-    x262 = x259 + x260 + x261
-    x263 = software_mtbf_s ** (-1.0)
-    x264 = numpy.maximum(0, x224 - 1) ** software_node_exponent / software_internode_mtbf_s
-    x265 = x263 + x264
-    x266 = x258 + x262 + x265
-    x267 = x266 ** (-1.0)
-    x268 = checkpoint_bytes_per_param * x241
-    x269 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x270 = x222 * x268
-    x271 = x269 * x270
-    x272 = ckpt_async * x271
-    x273 = x268 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x224)
-    x274 = ckpt_sync * x273
-    x275 = x148 * x270
-    del x148, x270
-    x276 = ckpt_in_memory * (x271 + x275)
-    del x271
-    x277 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x278 = x219 + x225
-    del x219
-    x279 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x222 * x241 * x269 / (1 - (1 - numpy.minimum(1, x277)) ** gockpt_steps) - x278)
+    x212 = x144 * x206 * x208
+    del x144, x206, x208
+    x213 = x197 * x200 * x209
+    del x197, x200, x209
+    x214 = 1 / 2 * x115 * x190 * (x195 * x212 + x195 * x213 + 2 * x207 + 2 * x210) + 2 * x115 * zero3 * (x207 + x210 + x211 * x212 + x211 * x213)
+    del x115, x190, x195, x207, x210, x211, x212, x213
+    x215 = -dp_overlap * numpy.minimum(x182, x214) - dp_overlap * numpy.minimum(x204, 2 * stage_layers * x90) + x204 + x214
+    del x204, x214, x90
+    x216 = x186 + x187 + x188 + x189 + x215
+    x217 = x181 + x182 + x183 + x216
+    x218 = x132 + x217
+    x219 = gpus + 0.474798
+    x220 = gpus ** (-1.0)
+    x221 = x219 ** (-0.282765)
+    x222 = gpus / gpus_per_node
+    x223 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x218 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x218 * numpy.maximum(0, -x31 * erfinv(1.71458910109456 * x220 * x221 * (0.0686881539789491 * x221 + 0.112063) - 1 + 1.16023 / x219)) + x116 + (1 - (1 - slow_node_fraction) ** x222) * (slow_node_slowdown - 1) * (x116 + x218)
+    del x116, x219, x221, x31
+    x224 = x218 + x223
+    del x218
+    x225 = weight_bytes_per_param * x130 / weight_shards + weight_bytes_per_param * x118 / expert_weight_shards
+    x226 = grad_bytes_per_param * x130 / grad_shards + grad_bytes_per_param * x118 / expert_grad_shards
+    del x118, x130
+    x227 = optimizer_bytes_per_param * x119 + optimizer_bytes_per_param * x131
+    del x119, x131
+    x228 = 4 * x106 * (vocab * x67 + 1)
+    del x106, x67
+    x229 = 4 * x174
+    x230 = kv_heads / heads
+    x231 = 2 * mlp_matrices
+    x232 = linear_input_bytes + x231 - 2
+    x233 = -recompute_mla_up_proj * x56 * x78 * x86 * (2 * head_dim + v_head_dim) - recompute_norms * x229 + x174 * (2 * dropout_masks + 8) + x5 * (shared_experts * x232 * x28 + x10 * x171 * (etp * hidden * linear_input_bytes + x232 * x39) - x12 * x231) + x7 * x70 * (-x16 * (x230 + 1) + x62 * (heads + kv_heads)) + x7 * (ffn * x10 * x231 + x11 * (4 * x230 + 2) + x43 + micro_batch * x54 * (dropout_masks + 4) / cp ** 2) + x70 * (q_lora_rank + x61) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x229 * (1 - recompute_norms))
+    del x10, x11, x12, x171, x174, x229, x230, x231, x232, x28, x39, x5, x54, x56, x6, x61, x7, x70, x78, x86
+    x234 = full_recompute * x43 * x51 + x233 * x91
+    del x43, x51, x91
+    x235 = full_recompute * x233 + stage_layers * x2 * x234 * numpy.minimum(x184, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x228 + x97 * (x228 + x234)
+    del x1, x184, x2, x228, x233, x234, x97
+    x236 = layers - moe_layers
+    x237 = x125 * x236
+    del x125
+    x238 = embedding_matrices * x98 + hidden + layers * x127 + x237
+    del x127
+    x239 = moe_layers * x122 + mtp_layers * (x109 * x122 + x128) + x238
+    del x122
+    x240 = experts_per_token + shared_experts
+    x241 = x121 * x240 + x24
+    del x121, x24
+    x242 = x224 ** (-1.0)
+    x243 = global_batch * x242
+    x244 = seq_len * x243
+    x245 = x120 * x16 * x240 + x26
+    del x120, x240, x26
+    x246 = moe_layers * x245
+    x247 = x16 * x74 + 2 * x60 + 2 * x64
+    del x60, x64, x74
+    x248 = layers * x247
+    x249 = x124 * x16
+    del x124, x16
+    x250 = mtp_layers * (x108 + x109 * x245 + x111 * x249 + x247 + x83 + 2 * x98)
+    del x108, x111, x245, x247
+    x251 = 6 * heads * layers * seq_len * x62 + 6 * x237 + 3 * x246 + 3 * x248 + 3 * x250 + 3 * x85 + 6 * x98
+    del x237, x62, x98
+    x252 = x220 * x244
+    x253 = x251 * x252
+    x254 = layers * x83 + x85
+    del x83, x85
+    x255 = tokens * x0 * x32
+    del x0, x32
+    x256 = x222 / (rack_mtbf_s * rack_nodes)
+    x257 = gpus / gpu_mtbf_s
+    x258 = x222 / network_mtbf_s
+    x259 = x222 / node_mtbf_s
+    x260 = x257 + x258 + x259
+    x261 = software_mtbf_s ** (-1.0)
+    x262 = numpy.maximum(0, x222 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x263 = x261 + x262
+    x264 = x256 + x260 + x263
+    x265 = x264 ** (-1.0)
+    x266 = checkpoint_bytes_per_param * x239
+    x267 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x268 = x220 * x266
+    x269 = x267 * x268
+    x270 = ckpt_async * x269
+    x271 = x266 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x222)
+    x272 = ckpt_sync * x271
+    x273 = x146 * x268
+    del x146, x268
+    x274 = ckpt_in_memory * (x269 + x273)
     del x269
-    x280 = x272 + x274 + x276 + x279
-    x281 = numpy.sqrt(x267 * (2 * x272 + 2 * x274 + 2 * x276 + 2 * x279))
-    x282 = ckpt_async * x273
-    x283 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x222 * x241 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x278))) / numpy.log(1 - numpy.minimum(0.999999999999, x277))))) - 1) + 1
-    del x222, x277, x278
-    x284 = x280 * (1 / 2 * x258 + 1 / 2 * x259 + 1 / 2 * x260 + 1 / 2 * x261 + 1 / 2 * x263 + 1 / 2 * x264)
-    del x259, x260, x261, x263, x264
-    x285 = numpy.maximum(numpy.maximum(x226, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x226 * x283 + x273) + x282)), numpy.where(numpy.greater(x267, 1 / 2 * x272 + 1 / 2 * x274 + 1 / 2 * x276 + 1 / 2 * x279), -x280 + x281 * (1 / 3 * numpy.sqrt(x284) + 1 / 9 * x284 + 1), x267))
-    del x272, x274, x276, x279, x284
-    x286 = ckpt_gockpt * (x226 + x273) + x282
-    del x273, x282
-    x287 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x288 = node_repair_s * x258
-    x289 = numpy.exp(-x288)
-    x290 = node_repair_s * x262
-    x291 = -spare_nodes
-    x292 = rack_nodes + x291
-    x293 = x288 * x289
-    del x288
-    x294 = 2 * rack_nodes + x291
-    x295 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x289 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x296 = 3 * rack_nodes + x291
-    x297 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x289 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x298 = 4 * rack_nodes + x291
-    x299 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x289 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x300 = 5 * rack_nodes + x291
-    x301 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x289 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x302 = 6 * rack_nodes + x291
-    x303 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x289 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x304 = 7 * rack_nodes + x291
-    x305 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x289 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x306 = 8 * rack_nodes + x291
-    x307 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x289 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x308 = 9 * rack_nodes + x291
-    x309 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x289 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x310 = 10 * rack_nodes + x291
-    x311 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x289 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x312 = 11 * rack_nodes + x291
-    x313 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x289 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x314 = x267 * (x258 * (x289 * poisson_cdf(-x292, x290) + x293 * poisson_cdf(-x294, x290) + x295 * poisson_cdf(-x296, x290) + x297 * poisson_cdf(-x298, x290) + x299 * poisson_cdf(-x300, x290) + x301 * poisson_cdf(-x302, x290) + x303 * poisson_cdf(-x304, x290) + x305 * poisson_cdf(-x306, x290) + x307 * poisson_cdf(-x308, x290) + x309 * poisson_cdf(-x310, x290) + x311 * poisson_cdf(-x312, x290) + x313 * poisson_cdf(-12 * rack_nodes - x291, x290)) + x262 * (x289 * poisson_cdf(spare_nodes - 1, x290) + x293 * poisson_cdf(-x292 - 1, x290) + x295 * poisson_cdf(-x294 - 1, x290) + x297 * poisson_cdf(-x296 - 1, x290) + x299 * poisson_cdf(-x298 - 1, x290) + x301 * poisson_cdf(-x300 - 1, x290) + x303 * poisson_cdf(-x302 - 1, x290) + x305 * poisson_cdf(-x304 - 1, x290) + x307 * poisson_cdf(-x306 - 1, x290) + x309 * poisson_cdf(-x308 - 1, x290) + x311 * poisson_cdf(-x310 - 1, x290) + x313 * poisson_cdf(-x312 - 1, x290)) + x265)
-    del x258, x262, x265, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302, x303, x304, x305, x306, x307, x308, x309, x310, x311, x312, x313
-    x315 = x267 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x314, 1 - x314) * numpy.expm1(x266 * (x287 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    x316 = ckpt_in_memory * x275 + failure_detection_s - x267 * numpy.log1p(manual_restart_fraction * numpy.expm1(x266 * (-manual_restart_s + x287 - x315))) + x268 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x224) + x287 - x315
-    del x275, x287, x315
-    x317 = x226 * x257
-    x318 = x266 * x316
-    x319 = numpy.exp(x266 * x286)
-    x320 = numpy.exp(x266 * (x280 + x285))
-    x321 = x317 * x319 / x285
-    x322 = x319 + x321 * (x320 - 1) - 1
-    del x319
-    x323 = x322 * numpy.exp(x318)
-    x324 = x267 * x323
-    x325 = x266 * numpy.exp(-x318) / x322
-    del x318, x322
-    x326 = x317 * x325
-    x327 = gpus + gpus_per_node * spare_nodes
-    x328 = x324 * x327
-    x329 = 0.000277777777777778 * x328
-    x330 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x218 * x244 + compute_power_fraction * x116 * x151 * x245 * x32)
-    del x116, x151, x218, x244, x245, x32
-    x331 = x267 * x321 * (x320 - numpy.exp(x266 * x280))
-    del x266, x320, x321
-    x332 = idle_power_w * (x324 - x331) + x330 * x331
-    del x331
-    x333 = gpus * x332
-    x334 = network_power_per_node_w + node_overhead_power_w
-    x335 = x224 * x334
-    del x224
-    x336 = spare_nodes * (gpus_per_node * idle_power_w + x334) + x335
+    x275 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x276 = x217 + x223
+    del x217
+    x277 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x220 * x239 * x267 / (1 - (1 - numpy.minimum(1, x275)) ** gockpt_steps) - x276)
+    del x267
+    x278 = x270 + x272 + x274 + x277
+    x279 = numpy.sqrt(x265 * (2 * x270 + 2 * x272 + 2 * x274 + 2 * x277))
+    x280 = ckpt_async * x271
+    x281 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x220 * x239 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x276))) / numpy.log(1 - numpy.minimum(0.999999999999, x275))))) - 1) + 1
+    del x220, x275, x276
+    x282 = x278 * (1 / 2 * x256 + 1 / 2 * x257 + 1 / 2 * x258 + 1 / 2 * x259 + 1 / 2 * x261 + 1 / 2 * x262)
+    del x257, x258, x259, x261, x262
+    x283 = numpy.maximum(numpy.maximum(x224, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x224 * x281 + x271) + x280)), numpy.where(numpy.greater(x265, 1 / 2 * x270 + 1 / 2 * x272 + 1 / 2 * x274 + 1 / 2 * x277), -x278 + x279 * (1 / 3 * numpy.sqrt(x282) + 1 / 9 * x282 + 1), x265))
+    del x270, x272, x274, x277, x282
+    x284 = ckpt_gockpt * (x224 + x271) + x280
+    del x271, x280
+    x285 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x286 = node_repair_s * x256
+    x287 = numpy.exp(-x286)
+    x288 = node_repair_s * x260
+    x289 = -spare_nodes
+    x290 = rack_nodes + x289
+    x291 = x286 * x287
+    del x286
+    x292 = 2 * rack_nodes + x289
+    x293 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x287 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x294 = 3 * rack_nodes + x289
+    x295 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x287 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x296 = 4 * rack_nodes + x289
+    x297 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x287 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x298 = 5 * rack_nodes + x289
+    x299 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x287 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x300 = 6 * rack_nodes + x289
+    x301 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x287 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x302 = 7 * rack_nodes + x289
+    x303 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x287 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x304 = 8 * rack_nodes + x289
+    x305 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x287 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x306 = 9 * rack_nodes + x289
+    x307 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x287 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x308 = 10 * rack_nodes + x289
+    x309 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x287 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x310 = 11 * rack_nodes + x289
+    x311 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x287 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x312 = x265 * (x256 * (x287 * poisson_cdf(-x290, x288) + x291 * poisson_cdf(-x292, x288) + x293 * poisson_cdf(-x294, x288) + x295 * poisson_cdf(-x296, x288) + x297 * poisson_cdf(-x298, x288) + x299 * poisson_cdf(-x300, x288) + x301 * poisson_cdf(-x302, x288) + x303 * poisson_cdf(-x304, x288) + x305 * poisson_cdf(-x306, x288) + x307 * poisson_cdf(-x308, x288) + x309 * poisson_cdf(-x310, x288) + x311 * poisson_cdf(-12 * rack_nodes - x289, x288)) + x260 * (x287 * poisson_cdf(spare_nodes - 1, x288) + x291 * poisson_cdf(-x290 - 1, x288) + x293 * poisson_cdf(-x292 - 1, x288) + x295 * poisson_cdf(-x294 - 1, x288) + x297 * poisson_cdf(-x296 - 1, x288) + x299 * poisson_cdf(-x298 - 1, x288) + x301 * poisson_cdf(-x300 - 1, x288) + x303 * poisson_cdf(-x302 - 1, x288) + x305 * poisson_cdf(-x304 - 1, x288) + x307 * poisson_cdf(-x306 - 1, x288) + x309 * poisson_cdf(-x308 - 1, x288) + x311 * poisson_cdf(-x310 - 1, x288)) + x263)
+    del x256, x260, x263, x287, x288, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302, x303, x304, x305, x306, x307, x308, x309, x310, x311
+    x313 = x265 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x312, 1 - x312) * numpy.expm1(x264 * (x285 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x314 = ckpt_in_memory * x273 + failure_detection_s - x265 * numpy.log1p(manual_restart_fraction * numpy.expm1(x264 * (-manual_restart_s + x285 - x313))) + x266 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x222) + x285 - x313
+    del x273, x285, x313
+    x315 = x224 * x255
+    x316 = x264 * x314
+    x317 = numpy.exp(x264 * x284)
+    x318 = numpy.exp(x264 * (x278 + x283))
+    x319 = x315 * x317 / x283
+    x320 = x317 + x319 * (x318 - 1) - 1
+    del x317
+    x321 = x320 * numpy.exp(x316)
+    x322 = x265 * x321
+    x323 = x264 * numpy.exp(-x316) / x320
+    del x316, x320
+    x324 = x315 * x323
+    x325 = gpus + gpus_per_node * spare_nodes
+    x326 = x322 * x325
+    x327 = 0.000277777777777778 * x326
+    x328 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x216 * x242 + compute_power_fraction * x114 * x149 * x243 * x33)
+    del x114, x149, x216, x242, x243, x33
+    x329 = x265 * x319 * (x318 - numpy.exp(x264 * x278))
+    del x264, x318, x319
+    x330 = idle_power_w * (x322 - x329) + x328 * x329
+    del x329
+    x331 = gpus * x330
+    x332 = network_power_per_node_w + node_overhead_power_w
+    x333 = x222 * x332
+    del x222
+    x334 = spare_nodes * (gpus_per_node * idle_power_w + x332) + x333
+    del x332
+    x335 = x322 * x334 + x331
+    x336 = pue * x335
+    x337 = gpus * max_power_w + x334
     del x334
-    x337 = x324 * x336 + x333
-    x338 = pue * x337
-    x339 = gpus * max_power_w + x336
-    del x336
-    x340 = price_usd_per_gpu_hour * x329
-    x341 = lifetime_s ** (-1.0)
-    x342 = 2.77777777777778e-07 * electricity_usd_per_kwh * x338 + x329 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x341 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x339 / x327) / utilisation
-    del x327
-    x343 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x338
-    x344 = embodied_kg_per_gpu * x328 * x341
-    del x328, x341
-    x345 = x343 + x344
-    return [x226, x184, x185, x190, x189, x191, x188, x217, x183, x134, x225, x227, x228, x229, x237, memory_reserve_bytes, memory_reserve_bytes + x227 + x228 + x229 + x237, x241, moe_layers * x243 + mtp_layers * (x111 * x243 + x130) + x240, x246, x253, 1e-12 * x255, x17 * x255, x17 * x254 * (full_recompute * (x238 * x251 + x248 + x250 + x252 + x256) + x253 + x256 * x94), x257, x267, x268, x280, x281, x285, x283, x286, x316, x317, x324, x323, 1 - x326, x326, spare_nodes, x314, x329, x333, x337, x338, -pue * x317 * (gpus * x330 + x335) + x338, x330, x325 * x332, x325 * x338, pue * x339, x340, x342, use_tco * x342 + x340 * (1 - use_tco), x343, x344, x345, x345 / (tokens * x253), x324 * x345]
+    x338 = price_usd_per_gpu_hour * x327
+    x339 = lifetime_s ** (-1.0)
+    x340 = 2.77777777777778e-07 * electricity_usd_per_kwh * x336 + x327 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x339 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x337 / x325) / utilisation
+    del x325
+    x341 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x336
+    x342 = embodied_kg_per_gpu * x326 * x339
+    del x326, x339
+    x343 = x341 + x342
+    return [x224, x182, x183, x188, x187, x189, x186, x215, x181, x132, x223, x225, x226, x227, x235, memory_reserve_bytes, memory_reserve_bytes + x225 + x226 + x227 + x235, x239, moe_layers * x241 + mtp_layers * (x109 * x241 + x128) + x238, x244, x251, 1e-12 * x253, x17 * x253, x17 * x252 * (full_recompute * (x236 * x249 + x246 + x248 + x250 + x254) + x251 + x254 * x92), x255, x265, x266, x278, x279, x283, x281, x284, x314, x315, x322, x321, 1 - x324, x324, spare_nodes, x312, x327, x331, x335, x336, -pue * x315 * (gpus * x328 + x333) + x336, x328, x323 * x330, x323 * x336, pue * x337, x338, x340, use_tco * x340 + x338 * (1 - use_tco), x341, x342, x343, x343 / (tokens * x251), x322 * x343]

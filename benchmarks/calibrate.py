@@ -58,6 +58,27 @@ MoE stacks (baseline, tuned, all-to-all overlap) share the Megatron-Core attenti
 and TP overlap and have their own launch times, the overlap stack its ``ep_overlap``.
 ``--lofo`` prints the leave-one-family-out refits.
 
+2026-11-26, MoE physics (issue 27 items 1-5, formulas/moe.py): the stand-in MoE launch times
+(3.0/2.5 ms per layer) are replaced by physical terms and ``--grid moe-stacks`` refits only
+the MoE parameters (the dense ones keep the values above, so the dense groups do not move):
+eager stacks (baseline, DeepEP) layer launch 1.2 ms; graphed stacks (tuned, HybridEP,
+all-to-all overlap) 0.1 ms; per local expert 0.1 ms for all (the experts sit outside the
+partial CUDA graphs); the MoE-layer term 0 for both (the per-expert launches carry it);
+Grace host_launch_factor 2.5; ep_overlap of the 1F1B overlap stack 0.0; expert_load_cv 0.0
+(no row without forced balance wanted more). Coordinate descent from the previous values
+stalls at a Grace factor of 1.5 (16.7 %); started from a 3 ms eager MoE-layer launch it
+reaches the values above (objective 0.0879 -> 0.0854; dense B200/GB200 of modern-runs
+4.98 -> 3.73 %). moe-runs 25.1 -> 15.0 % fit, 29.8 -> 20.0 % leave-one-family-out;
+modern-runs 9.03 -> 9.39 % fit (its MoE group 22.1 -> 24.6, dense groups unchanged or
+better), 11.2 -> 13.3 % leave-one-family-out.
+Tried and rejected: separate per-expert launch times for eager and graphed stacks (the fit
+made the graphed one 4x the eager one - unphysical, and the GB200 guide's DeepEP+graphs
+steps fell below its eager ones); a Grace factor of 4 (fits the guide's host-bound steps 1-7
+and dgxc's GB200 DeepSeek-V3 rows, but every other GB200/GB300 release 20-80 % too slow:
+release spread, carried into --uncertainty instead); Royston's expected maximum for the
+busiest EP rank (erfinv per candidate EP size cannot be compiled into the native search;
+the sqrt(2 ln n) bound is used).
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

@@ -20,7 +20,7 @@ import pkgutil
 from .core import Formula, formula, registered
 
 DOMAINS = (
-    "compute", "memory", "communication", "pipeline", "checkpoint", "reliability", "straggler",
+    "compute", "memory", "communication", "moe", "pipeline", "checkpoint", "reliability", "straggler",
     "energy", "cost", "carbon",
 )
 

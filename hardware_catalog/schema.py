@@ -158,6 +158,9 @@ class Accelerator(Entry):
     # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
     # ``--precision fp4`` runs the GEMMs at this peak (planner.engine.scenario.PRECISIONS).
     peak_fp4_flops_per_s: Quantity | None = None
+    # host time to launch a kernel relative to the x86 hosts the launch times were fitted
+    # on (Grace superchips: GB200/GB300); None: 1
+    host_launch_factor: Quantity | None = None
     hbm_bytes: Quantity
     hbm_bandwidth_bytes_per_s: Quantity
     max_power_w: Quantity
@@ -322,6 +325,9 @@ class ModelSpec(Entry):
     # multi-token-prediction modules (DeepSeek-V3: 1), each a transformer block and a
     # projection sharing the embedding and output head
     mtp_layers: int = Field(default=0, ge=0)
+    # node-limited routing: most nodes (scale-up domains) one token is sent to (DeepSeek-V3:
+    # topk_group 4 of n_group 8, arXiv:2412.19437 s2.1.2); None: no limit
+    routed_node_limit: int | None = Field(default=None, ge=1)
     # published sizes, for the parameter-count check
     params_published: Quantity | None = None  # required in the shipped catalog (loader)
     params_rounding: float = Field(default=0.0, ge=0)  # resolution of the published figure
@@ -497,6 +503,23 @@ class SoftwareStack(Entry):
     # optimizer-state bytes per parameter: fp32 master weights and Adam moments (12), or
     # BF16 moments (8: DeepSeek-V3 s3.3.1; Megatron-Core's precision-aware optimizer)
     optimizer_bytes_per_param: Quantity
+    # MoE token dispatch and host launches (issue 27; unset: planner/engine/execution.toml):
+    # 1 if tokens are dispatched in FP8 under FP8 recipes (combine stays BF16), else 0
+    fp8_dispatch: Quantity | None = None
+    # 1 if the dispatcher sends a token once per destination scale-up domain and forwards
+    # it over NVLink (DeepEP / HybridEP), 0 for a flat all-to-all (NCCL)
+    hierarchical_dispatch: Quantity | None = None
+    # achieved all-to-all bandwidth over the accelerator's nccl-tests bus bandwidth
+    a2a_efficiency_factor: Quantity | None = None
+    # host time of one MoE layer's forward beyond a dense layer's (router, permute,
+    # all-to-all and its token-count synchronisation), and per local expert (GEMM launches)
+    moe_layer_overhead_s: Quantity | None = None
+    expert_overhead_s: Quantity | None = None
+    # 1 if the host waits for the routed token counts every MoE layer (dropless dispatchers
+    # size their buffers on the CPU): that layer's MoE launches cannot run ahead of the GPU
+    dispatch_host_sync: Quantity | None = None
+    # share of the SMs an overlapped EP all-to-all holds (DeepSeek-V3: 20 of 132)
+    comm_sm_fraction: Quantity | None = None
     # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
     # on Hopper, without wgmma/TMA): accelerator id -> its own factors
     on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
@@ -518,6 +541,18 @@ class SoftwareStack(Entry):
         for name in ("recompute_mla_up_proj", "recompute_norms"):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")
+        for name in ("fp8_dispatch", "hierarchical_dispatch", "dispatch_host_sync"):
+            q = getattr(self, name)
+            _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
+        for name in ("moe_layer_overhead_s", "expert_overhead_s"):
+            q = getattr(self, name)
+            _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
+        q = self.comm_sm_fraction
+        _check(problems, q is None or 0 <= q.value < 1, "comm_sm_fraction.value",
+               "expected a fraction in [0, 1)")
+        q = self.a2a_efficiency_factor
+        _check(problems, q is None or 0 < q.value <= 1.5, "a2a_efficiency_factor.value",
+               "expected a factor in (0, 1.5]")
         _check(problems, self.optimizer_bytes_per_param.value > 0,
                "optimizer_bytes_per_param.value", "expected > 0")
         _raise(problems)

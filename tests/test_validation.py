@@ -454,17 +454,20 @@ def test_moe_dataset_keeps_its_sources_and_lists_every_exclusion(moe):
 
 @pytest.mark.parametrize("case, stack", [
     ("MLMGB200-01", "megatron-core-moe-baseline"),  # guide step 1: NCCL A2A, no graphs
-    ("MLMGB200-04", "megatron-core-moe-tuned"),     # step 4: DeepEP
-    ("MLMGB200-13", "megatron-core-moe-tuned"),     # step 13: HybridEP + CUDA graphs
+    ("MLMGB200-04", "megatron-core-moe-deepep"),    # step 4: DeepEP, no graphs yet
+    ("MLMGB200-06", "megatron-core-moe-tuned"),     # step 6: DeepEP + TE CUDA graphs
+    ("MLMGB200-13", "megatron-core-moe-hybridep"),  # step 13: HybridEP + CUDA graphs
     ("MB2511-11", "megatron-core-moe-baseline"),    # B200 baseline config (Bridge 25.11)
-    ("MB2511-06", "megatron-core-moe-tuned"),       # hybridep + TE CUDA graphs
+    ("MB2511-06", "megatron-core-moe-hybridep"),    # hybridep + TE CUDA graphs
+    ("MZOO-07", "megatron-core-moe-deepep"),        # DeepEP, no graphs named
+    ("MB2511-07", "megatron-core-moe-hybridep"),    # GB200, 25.11, settings unstated
     ("MB2511-17", "megatron-core-moe-a2a-overlap"),  # moe_a2a_overlap=True
     ("MZOO-02", "megatron-core-moe-a2a-overlap"),   # EP A2A 1F1B overlap on
     ("DGXC-15", "megatron-core-moe-tuned"),         # "CUDA graphs true"
     ("DGXC-14", "megatron-core-moe-baseline"),      # "CUDA graphs false"
     ("MB2509-04", "megatron-core-moe-tuned"),       # "same yaml settings" as MB2509-03
     ("MB2509-08", "megatron-core-moe-baseline"),    # "same" as MB2509-07
-    ("AUTOMODEL-01", "torchtitan-fsdp2"),           # PyTorch FSDP2
+    ("AUTOMODEL-01", "nemo-automodel-fsdp2"),       # PyTorch FSDP2 + DeepEP
 ])
 def test_moe_rows_run_on_the_stack_their_software_names(moe, case, stack):
     assert moe.loc[case, "stack"] == stack

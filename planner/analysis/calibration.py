@@ -46,8 +46,11 @@ FA2_STACKS = ("stack:llm-foundry-2023", "stack:torchtitan-fsdp2", "stack:interne
 EAGER_STACKS = (*FA2_STACKS, "stack:megatron-core-2025")
 #: The Megatron-Core stacks share Transformer Engine's kernels and the userbuffers TP overlap:
 #: one attention factor and one TP overlap for all of them.
-MOE_BASELINE = ("stack:megatron-core-moe-baseline",)
-MOE_TUNED = ("stack:megatron-core-moe-tuned", "stack:megatron-core-moe-a2a-overlap")
+#: The MoE stacks by launch path: eager (NCCL or DeepEP dispatcher) and CUDA-graphed (DeepEP,
+#: HybridEP, all-to-all overlap): one set of launch times each.
+MOE_BASELINE = ("stack:megatron-core-moe-baseline", "stack:megatron-core-moe-deepep")
+MOE_TUNED = ("stack:megatron-core-moe-tuned", "stack:megatron-core-moe-hybridep",
+             "stack:megatron-core-moe-a2a-overlap")
 MCORE = ("stack:megatron-core-2025", *MOE_BASELINE, *MOE_TUNED)
 #: The 2023 eager PyTorch data-parallel stacks (llm-foundry's FSDP, InternLM's ZeRO-1): NCCL
 #: reductions on a side stream, competing with backward for SMs and HBM - one overlap.
@@ -70,10 +73,18 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
     (BLACKWELL, "gemm_max_efficiency_fp8"): [0.40, 0.45, 0.50, 0.55, 0.60, 0.65],
     (EAGER_STACKS, "layer_overhead_s"): [3e-4, 5e-4, 7e-4, 8e-4, 8.5e-4, 9e-4, 9.5e-4, 1e-3,
                                          1.2e-3],
-    (MOE_BASELINE, "layer_overhead_s"): [5e-4, 8.5e-4, 1.2e-3, 1.6e-3, 2e-3, 3e-3, 4e-3],
-    (MOE_TUNED, "layer_overhead_s"): [1e-4, 2e-4, 4e-4, 6e-4, 8.5e-4, 1.2e-3, 1.6e-3, 2e-3,
-                                      2.5e-3, 3e-3],
+    (MOE_BASELINE, "layer_overhead_s"): [5e-4, 8.5e-4, 1.2e-3],
+    (MOE_TUNED, "layer_overhead_s"): [1e-4, 2e-4, 4e-4, 6e-4, 8.5e-4],
+    (MOE_BASELINE, "moe_layer_overhead_s"): [0.0, 5e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3, 6e-3],
+    (MOE_TUNED, "moe_layer_overhead_s"): [0.0, 2e-4, 5e-4, 1e-3, 1.5e-3, 2e-3, 3e-3],
+    # the experts' GEMMs are outside the partial CUDA graphs (attention, router,
+    # preprocess): one per-expert launch time for eager and graphed stacks
+    (MOE_BASELINE + MOE_TUNED, "expert_overhead_s"): [0.0, 2e-5, 5e-5, 1e-4, 2e-4, 4e-4],
     (("stack:megatron-core-moe-a2a-overlap",), "ep_overlap"): [0.0, 0.25, 0.5, 0.75, 0.9],
+    # Grace hosts (GB200/GB300 superchips) launching kernels, relative to x86 hosts
+    (("gb200", "gb300"), "host_launch_factor"): [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0],
+    # a trained router's spread of the EP ranks' loads (rows not force-balanced)
+    (("*",), "expert_load_cv"): [0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3],
     (("*",), "host_overlap_exponent"): [2.0, 3.0, 4.0, 6.0],
     (("*",), "collective_overhead_s"): [0.0, 4e-5, 8e-5, 1.2e-4, 1.6e-4, 2e-4],
     (FA2_STACKS, "attention_efficiency_factor"): [0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7,
@@ -92,12 +103,14 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
 #: Megatron-Core attention factor and TP overlap to absorb MoE terms the run model lacks
 #: (dense B200/GB200 5.3 -> 8.9 %, A100 6.2 -> 7.6 %): rejected until they exist.
 MOE_STACK_GRID = {key: grid for key, grid in GRID.items()
-                  if key[0] in (MOE_BASELINE, MOE_TUNED) or key[1] == "ep_overlap"}
+                  if key[0] in (MOE_BASELINE, MOE_TUNED, MOE_BASELINE + MOE_TUNED)
+                  or key[1] in ("ep_overlap", "expert_load_cv", "host_launch_factor")}
 #: The parameters refitted when a family is left out: the shared ones the families' rows
 #: depend on (Hopper and Blackwell GEMM efficiencies, the Megatron-Core stacks' attention
 #: factor, TP overlap, launch times and all-to-all overlap).
 LOFO_GRID = {key: grid for key, grid in GRID.items()
-             if key[0] in (HOPPER, BLACKWELL, MCORE, MOE_BASELINE, MOE_TUNED)
+             if key[0] in (HOPPER, BLACKWELL, MCORE, MOE_BASELINE, MOE_TUNED,
+                           MOE_BASELINE + MOE_TUNED)
              or key[1] == "ep_overlap"}
 GRIDS = {"all": GRID, "moe-stacks": MOE_STACK_GRID}
 PRECISION_SUFFIX = "gemm_max_efficiency_"

@@ -474,26 +474,45 @@ MOE_GRAPHS_ON = re.compile(r"cuda[_ ]graphs? ?(?:true|=attn|scope|default true)|
 MOE_GRAPHS_OFF = re.compile(r"cuda[_ ]graphs?\s*[= ]\s*(?:false|none)|CUDA_GRAPH default false",
                             re.I)
 MOE_FAST_A2A = re.compile(r"deepep|hybridep", re.I)
+MOE_HYBRIDEP = re.compile(r"hybridep", re.I)
 MOE_A2A_OVERLAP = re.compile(r"moe_a2a_overlap=True|1F1B overlap on|A2A 1F1B overlap", re.I)
 MOE_FSDP2 = re.compile(r"FSDP2", re.I)
+#: Routing a row states: token dropping with padding to the capacity (NeMo 25.09's
+#: 'MoE routing: token-drop', dgxc's 'capacity factor 1.0 with padding'), and forced
+#: balance (Megatron-Core --moe-router-force-load-balancing, the tables' footnote).
+MOE_TOKEN_DROP = re.compile(r"routing: token-drop|capacity factor ([\d.]+)", re.I)
+MOE_FORCE_BALANCE = re.compile(r"force[- _]?(?:load[- _])?balanc", re.I)
+#: Run-model inputs a moe_runs.csv row may set (NaN: the catalog's / execution.toml's).
+#: A Megatron-Bridge 25.11 row on GB200/GB300 whose own settings no config of the period
+#: holds ran the period's GB200/GB300 configuration: every 25.11 GB200/GB300 workload base
+#: config uses HybridEP and TE CUDA graphs (scripts/performance/configs, the rows' notes).
+MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this layout not in "
+                                      r"configs of the period)?\s*$")
+MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv")
 MOE_SAME = re.compile(r";\s*same(?: yaml settings)?\s*$")
 
 
 def moe_stack(software: str) -> str:
     """The software stack (``--stack``) a moe_runs.csv row ran on, from its ``software`` cell.
 
-    PyTorch FSDP2 (NeMo AutoModel) -> ``torchtitan-fsdp2``; the EP all-to-all overlap on ->
-    ``megatron-core-moe-a2a-overlap``; CUDA graphs or a DeepEP/HybridEP dispatcher ->
-    ``megatron-core-moe-tuned``; neither -> ``megatron-core-moe-baseline`` (NVIDIA's baseline
+    PyTorch FSDP2 with DeepEP (NeMo AutoModel) -> ``nemo-automodel-fsdp2``, without it
+    ``torchtitan-fsdp2``; the EP all-to-all overlap on ->
+    ``megatron-core-moe-a2a-overlap``; the HybridEP dispatcher -> ``megatron-core-moe-hybridep``;
+    CUDA graphs -> ``megatron-core-moe-tuned``; DeepEP without CUDA graphs ->
+    ``megatron-core-moe-deepep``; neither -> ``megatron-core-moe-baseline`` (NVIDIA's baseline
     MoE configuration: eager launches, NCCL all-to-all).
     """
     if MOE_FSDP2.search(software):
-        return "torchtitan-fsdp2"
+        return "nemo-automodel-fsdp2" if MOE_FAST_A2A.search(software) else "torchtitan-fsdp2"
     if MOE_A2A_OVERLAP.search(software):
         return "megatron-core-moe-a2a-overlap"
     graphs = MOE_GRAPHS_ON.search(software) and not MOE_GRAPHS_OFF.search(software)
-    if graphs or MOE_FAST_A2A.search(software):
+    if MOE_HYBRIDEP.search(software):
+        return "megatron-core-moe-hybridep"
+    if graphs:
         return "megatron-core-moe-tuned"
+    if MOE_FAST_A2A.search(software):
+        return "megatron-core-moe-deepep"
     return "megatron-core-moe-baseline"
 
 
@@ -538,6 +557,8 @@ def load_moe_runs() -> pd.DataFrame:
         model_id, family = MOE_MODELS.get(r.model, ("", r.model.split("-")[0].lower()))
         # a cell ending "same" / "same yaml settings" refers to the row above (same table)
         stack = stack if MOE_SAME.search(r.software) else moe_stack(r.software)
+        if MOE_BRIDGE_2511_UNSTATED.search(r.software) and r.hardware in ("GB200", "GB300"):
+            stack = "megatron-core-moe-hybridep"
         seq = _moe_value(r.seq_len, 4096.0)
         shape = {}
         if model_id:
@@ -555,6 +576,12 @@ def load_moe_runs() -> pd.DataFrame:
         if not r.recompute and "activation_checkpointing true" in r.notes:
             recompute = "full"  # NeMo AutoModel configs: whole-layer activation checkpointing
         metric = {"tflops_per_gpu": "model_tflops_per_gpu"}.get(r.metric, r.metric)
+        drop = MOE_TOKEN_DROP.search(r.software)
+        routing = {"token_drop": float(bool(drop)),
+                   "capacity_factor": float(drop.group(1)) if drop and drop.group(1) else 1.0,
+                   # forced balance: multinomial noise only; else a trained router's spread
+                   "expert_load_cv": 0.0 if MOE_FORCE_BALANCE.search(f"{r.software} {r.notes}")
+                   else np.nan}
         case = _case(dataset="moe-runs", case_id=r.case_id,
                      hardware=MOE_HARDWARE.get(r.hardware, r.hardware.lower()),
                      **shape, gpus=gpus, tp=tp, pp=pp, vp=_moe_value(r.vp, 1.0), cp=cp, ep=ep,
@@ -563,7 +590,7 @@ def load_moe_runs() -> pd.DataFrame:
                      zero=_moe_zero(r.zero), flash=True, sequence_parallel=float(tp > 1),
                      precision=precision, metric=metric, measured=_num(r.published),
                      model=r.model, family=family, notes=r.notes, fit=True, source=r.source,
-                     stack=stack)
+                     stack=stack, **routing)
         reason = r.excluded or MOE_UNEXPRESSIBLE.get(r.case_id, "")
         if not reason and not model_id:
             reason = f"model '{r.model}' is not in the catalog"
@@ -694,6 +721,13 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
             else:
                 x[name] = value
     x["gemm_max_efficiency"] = x["gemm_max_efficiency"] * factor
+    # MoE routing a case states (moe_runs.csv): node limit (no limit: k), token dropping,
+    # forced balance - over the execution defaults and the calibration's values
+    x["routed_node_limit"] = col["experts_per_token"]
+    for name in MOE_CASE_INPUTS:
+        if name in cases:
+            v = cases[name].to_numpy(dtype=float)
+            x[name] = np.where(np.isfinite(v), v, x[name])
     return x
 
 

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = vp ** (-1.0)
@@ -34,395 +34,420 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x21 = mlp_matrices * numpy.maximum(x14 * (hidden * x8 + x11 + x12), x12 * x20 * (gemm_half_efficiency_dim + x15) / x15)
     del x15
     x22 = x21 * x6
-    x23 = experts_per_token * x11 * x14
+    x23 = experts * x10
     x24 = experts * hidden
     x25 = numpy.minimum(numpy.minimum(experts, hidden), x10)
     x26 = experts * x16
-    x27 = numpy.maximum(x14 * (experts * x10 + x11 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
-    del x25
-    x28 = moe_ffn * x7
-    x29 = x10 * x28
-    x30 = numpy.minimum(numpy.minimum(hidden, x10), x28)
-    x31 = mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x28 + x11 + x29), x20 * x29 * (gemm_half_efficiency_dim + x30) / x30)
-    del x20, x28, x30
-    x32 = etp ** (-1.0)
-    x33 = moe_ffn * x32
+    x27 = moe_ffn * x7
+    x28 = x10 * x27
+    x29 = numpy.minimum(numpy.minimum(hidden, x10), x27)
+    x30 = 1 - token_drop
+    x31 = numpy.sqrt(2)
+    x32 = seq_len ** (-1.0)
+    x33 = micro_batch ** (-1.0)
     x34 = sequence_parallel * x7
     x35 = 1 - sequence_parallel
     x36 = etp * x34 + x35
-    x37 = x10 * x36
-    x38 = numpy.minimum(numpy.minimum(hidden, x33), ep * experts_per_token * x37 / experts)
-    x39 = x10 * x16
-    x40 = x19 * x39
-    x41 = experts_per_token * mlp_matrices * numpy.maximum(x33 * x36 * x40 * (gemm_half_efficiency_dim + x38) / x38, x14 * (hidden * x33 + x11 * x36 + x33 * x37))
-    del x36, x37, x38
-    x42 = 4 * x23 + x27 + x31 + x41
-    x43 = x42 * x5
-    x44 = tp - 1
-    x45 = (sequence_parallel * x44 + 1) ** (-1.0)
-    x46 = x10 * x14
-    x47 = x46 * (16 * hidden * x45 + 4 * x8)
+    x37 = cp * x32 * x33 / x36
+    x38 = etp ** (-1.0)
+    x39 = moe_ffn * x38
+    x40 = x10 * x36
+    x41 = ep * experts_per_token * x40 / experts
+    x42 = numpy.minimum(numpy.minimum(hidden, x39), x41)
+    x43 = x10 * x16
+    x44 = x19 * x43
+    x45 = gemm_tile_dim ** (-1.0)
+    x46 = ep ** (-1.0)
+    x47 = experts * x46
+    x48 = etp * gemm_tile_dim ** 2 * mlp_matrices * x37 * x47 * (capacity_factor * token_drop + x30 * (x31 * numpy.sqrt(expert_load_cv ** 2 + x37 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x39 * x45) * numpy.ceil(x41 * x45) * numpy.maximum(x36 * x39 * x44 * (gemm_half_efficiency_dim + x42) / x42, x14 * (hidden * x39 + x11 * x36 + x39 * x40)) / moe_ffn + 4 * experts_per_token * x11 * x14 + mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x27 + x11 + x28), x20 * x28 * (gemm_half_efficiency_dim + x29) / x29) + 20 * x13 * x23 + numpy.maximum(x14 * (x11 + x23 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
+    del x20, x23, x25, x27, x29, x36, x37, x40, x41, x42, x45
+    x49 = x48 * x5
+    x50 = tp - 1
+    x51 = (sequence_parallel * x50 + 1) ** (-1.0)
+    x52 = x10 * x14
+    x53 = x52 * (16 * hidden * x51 + 4 * x8)
     del x8
-    x48 = attention_scores_stored * heads * seq_len ** 2
-    x49 = x13 * x48 * x7 * x9
+    x54 = attention_scores_stored * heads * seq_len ** 2
+    x55 = x13 * x54 * x7 * x9
     del x9
-    x50 = numpy.minimum(1, kv_lora_rank)
-    x51 = head_dim * hidden
-    x52 = heads * x51
-    x53 = hidden * v_head_dim
-    x54 = (1 - x50) * (kv_heads * x51 + kv_heads * x53 + x52)
-    del x51
-    x55 = kv_lora_rank + qk_rope_head_dim
-    x56 = head_dim + v_head_dim
-    x57 = numpy.minimum(1, q_lora_rank)
-    x58 = x50 * (heads * kv_lora_rank * (-qk_rope_head_dim + x56) + hidden * x55 + x52 * (1 - x57) + x57 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x52, x57
-    x59 = x54 + x58
-    x60 = x59 * x7
-    x61 = hidden ** (-1.0)
-    x62 = x60 * x61
-    x63 = numpy.minimum(numpy.minimum(hidden, x10), x62)
-    x64 = 2 * x10
-    x65 = x19 * x64
+    x56 = numpy.minimum(1, kv_lora_rank)
+    x57 = head_dim * hidden
+    x58 = heads * x57
+    x59 = hidden * v_head_dim
+    x60 = (1 - x56) * (kv_heads * x57 + kv_heads * x59 + x58)
+    del x57
+    x61 = kv_lora_rank + qk_rope_head_dim
+    x62 = head_dim + v_head_dim
+    x63 = numpy.minimum(1, q_lora_rank)
+    x64 = x56 * (heads * kv_lora_rank * (-qk_rope_head_dim + x62) + hidden * x61 + x58 * (1 - x63) + x63 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x58, x63
+    x65 = x60 + x64
+    x66 = x65 * x7
+    x67 = hidden ** (-1.0)
+    x68 = x66 * x67
+    x69 = numpy.minimum(numpy.minimum(hidden, x10), x68)
+    x70 = 2 * x10
+    x71 = x19 * x70
     del x19
-    x66 = numpy.maximum(x14 * (x10 * x62 + x11 + x60), x60 * x65 * (gemm_half_efficiency_dim + x63) / x63)
-    del x60, x62, x63
-    x67 = hidden * x7
-    x68 = heads * v_head_dim
-    x69 = x68 * x7
-    x70 = numpy.minimum(numpy.minimum(hidden, x10), x69)
-    x71 = numpy.maximum(x40 * x69 * (gemm_half_efficiency_dim + x70) / x70, x14 * (x10 * x69 + x11 + x67 * x68))
-    del x40, x69, x70
-    x72 = 2 * heads
-    x73 = x56 * x72
-    x74 = attention_scores_stored + selective
-    x75 = numpy.minimum(head_dim, x10)
-    x76 = numpy.minimum(seq_len, x10)
-    x77 = seq_len * x73
-    x78 = numpy.minimum(seq_len, window)
-    x79 = seq_len ** (-1.0)
-    x80 = window_layers * (2 * heads * x56 * x78 * (-x78 * x79 + 2) - x77)
-    del x78
-    x81 = x10 * x7
-    x82 = x17 * x81
-    x83 = numpy.maximum(x46 * x7 * x73, x82 * (x4 * x80 + x77) / (attention_efficiency_factor * gemm_max_efficiency * x76 * (1 - x74) / (gemm_half_efficiency_dim + x76) + gemm_max_efficiency * x74 * x75 / (gemm_half_efficiency_dim + x75)))
-    del x46, x73, x74, x75, x76
-    x84 = x47 + 10 * x49 + x66 + x71 + x83
-    x85 = x22 + x43 + x84
-    x86 = 3 * x83
-    x87 = 1 - full_recompute
-    x88 = selective * x87
-    x89 = 3 * x47 + 30 * x49 + 3 * x66 + 3 * x71 + x83 * x88 + x86
-    del x47, x49, x66, x71, x83
-    x90 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x91 = hidden * vocab
-    x92 = x7 * x91
-    x93 = vocab * x7
-    x94 = numpy.minimum(numpy.minimum(hidden, x10), x93)
-    x95 = 3 * numpy.maximum(x14 * (x10 * x93 + x11 + x92), x65 * x92 * (gemm_half_efficiency_dim + x94) / x94)
-    del x65, x92, x93, x94
-    x96 = hidden ** 2
-    x97 = 2.0 * x96
-    x98 = 2.0 * hidden
-    x99 = x10 * x67
-    x100 = numpy.minimum(numpy.minimum(x10, x67), x98)
-    del x67
-    x101 = 4.0 * x96
-    del x96
-    x102 = numpy.minimum(1, moe_layers)
-    x103 = x102 * x42
-    del x42
-    x104 = 1 - x102
-    x105 = x104 * x21
+    x72 = numpy.maximum(x14 * (x10 * x68 + x11 + x66), x66 * x71 * (gemm_half_efficiency_dim + x69) / x69)
+    del x66, x68, x69
+    x73 = hidden * x7
+    x74 = heads * v_head_dim
+    x75 = x7 * x74
+    x76 = numpy.minimum(numpy.minimum(hidden, x10), x75)
+    x77 = numpy.maximum(x44 * x75 * (gemm_half_efficiency_dim + x76) / x76, x14 * (x10 * x75 + x11 + x73 * x74))
+    del x44, x75, x76
+    x78 = 2 * heads
+    x79 = x62 * x78
+    x80 = attention_scores_stored + selective
+    x81 = numpy.minimum(head_dim, x10)
+    x82 = numpy.minimum(seq_len, x10)
+    x83 = seq_len * x79
+    x84 = numpy.minimum(seq_len, window)
+    x85 = window_layers * (2 * heads * x62 * x84 * (-x32 * x84 + 2) - x83)
+    del x84
+    x86 = x10 * x7
+    x87 = x17 * x86
+    x88 = numpy.maximum(x52 * x7 * x79, x87 * (x4 * x85 + x83) / (attention_efficiency_factor * gemm_max_efficiency * x82 * (1 - x80) / (gemm_half_efficiency_dim + x82) + gemm_max_efficiency * x80 * x81 / (gemm_half_efficiency_dim + x81)))
+    del x52, x79, x80, x81, x82
+    x89 = x53 + 10 * x55 + x72 + x77 + x88
+    x90 = x22 + x49 + x89
+    x91 = 1 - full_recompute
+    x92 = selective * x91
+    x93 = x88 * x92
+    x94 = 3 * x88
+    del x88
+    x95 = 3 * x53 + 30 * x55 + 3 * x72 + 3 * x77 + x94
+    del x53, x55, x72, x77
+    x96 = 3 * x22 + 3 * x49 + x95
+    del x22, x49
+    x97 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x98 = hidden * vocab
+    x99 = x7 * x98
+    x100 = vocab * x7
+    x101 = numpy.minimum(numpy.minimum(hidden, x10), x100)
+    x102 = 3 * numpy.maximum(x14 * (x10 * x100 + x11 + x99), x71 * x99 * (gemm_half_efficiency_dim + x101) / x101)
+    del x100, x101, x71, x99
+    x103 = hidden ** 2
+    x104 = 2.0 * x103
+    x105 = 2.0 * hidden
+    x106 = x10 * x73
+    x107 = numpy.minimum(numpy.minimum(x10, x105), x73)
+    del x73
+    x108 = 4.0 * x103
+    del x103
+    x109 = numpy.minimum(1, moe_layers)
+    x110 = x109 * x48
+    del x48
+    x111 = 1 - x109
+    x112 = x111 * x21
     del x21
-    x106 = stage_layers * (full_recompute * x85 + 3 * x22 + 3 * x43 + x89) + x90 * (full_recompute * (x103 + x105 + x84) + 3 * x103 + 3 * x105 + x89 + x95 + 3 * numpy.maximum(x14 * (x10 * x98 + x7 * x97 + x99), x101 * x18 * x82 * (gemm_half_efficiency_dim + x100) / x100))
-    del x100, x103, x105, x14, x18, x22, x43, x82, x84, x89, x98
-    x107 = dp ** (-1.0)
-    x108 = micro_batch ** (-1.0)
-    x109 = global_batch * x107 * x108
-    x110 = stage_extra_layers * x106 * x109 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
-    x111 = ep ** (-1.0)
-    x112 = mlp_matrices * x111 * x24 * x33
-    x113 = stage_layers * x112 * x5
-    x114 = x113 / expert_optimizer_shards
-    x115 = mlp_matrices * moe_ffn
-    x116 = hidden * x115
-    x117 = x116 * (experts + shared_experts) + x24
-    x118 = tp * x112 - x115 * x24 + x117
-    del x112
-    x119 = ffn * mlp_matrices
-    x120 = hidden * x119
-    x121 = heads * x53 + kv_lora_rank + 1.0 * q_lora_rank + x59
-    del x53, x59
-    x122 = x121 + x16
-    x123 = 5 * hidden + x104 * x120 + x121 + x97
-    del x121, x97
-    x124 = x7 * (stage_layers * (x118 * x5 + x120 * x6 + x122) + x90 * (x102 * x118 + x123) + x91)
-    del x118
-    x125 = -x113 + x124
-    x126 = x125 / optimizer_shards
-    x127 = x13 * (x114 + x126) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x13
-    x128 = 3 * cp - 3
-    x129 = stage_layers + x90
-    x130 = 1 - cp_intra
-    x131 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x132 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x133 = bytes_per_element * kv_heads * x56 * x81 / (cp_intra * x131 + x130 * x132) + cp_intra * intra_latency_s + inter_latency_s * x130
-    del x130
-    x134 = x128 * x129 * x133
-    x135 = 1 - ep_intra
-    x136 = 4 * ep - 4
-    x137 = x34 + x35
-    del x34, x35
-    x138 = experts_per_token * x137
-    x139 = x32 * numpy.minimum(etp, tp_intra_ranks)
-    del x32
-    x140 = 1 - x139
-    x141 = 4 * etp - 4
-    x142 = bytes_per_element * x99
-    x143 = bytes_per_element * x11 * x111 * x136 * x138 / (ep_intra * x131 + x132 * x135) + sequence_parallel * (experts_per_token * x141 * x142 / (x131 * x139 + x132 * x140) + x141 * (inter_latency_s * x140 + intra_latency_s * x139)) + x136 * (ep_intra * intra_latency_s + inter_latency_s * x135)
-    del x111, x135, x136, x139, x140, x141
-    x144 = x129 * x5
-    x145 = x143 * x144
-    x146 = cp_overlap * numpy.minimum(x134, x129 * x86)
-    del x86
-    x147 = ep_overlap * numpy.minimum(x145, x144 * (12 * x23 + 3 * x27 + 3 * x31 + 3 * x41))
-    del x144, x23, x27, x31, x41
-    x148 = tp_intra_ranks - 1
-    x149 = 2 * intra_latency_s
-    x150 = tp_intra_ranks ** (-1.0)
-    x151 = tp * x150 - 1
-    x152 = 2 * inter_latency_s
-    x153 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x154 = bytes_per_element * x39
-    x155 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x156 = x155 / scale_out_bus_efficiency
-    x157 = x129 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x44) + x148 * x149 + x148 * x150 * x153 * x154 + x151 * x152 + x151 * x154 * x156 * x7)
-    del x148, x150, x151, x154, x44
-    x158 = x106 + x95
-    del x106, x95
-    x159 = tp_overlap * numpy.minimum(x157, x158)
-    x160 = x157 + x158 - x159
-    x161 = (x160 ** host_overlap_exponent + (layer_overhead_s * stage_layers * (full_recompute + 3)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    x162 = x3 * (x134 + x145 - x146 - x147 + x161)
-    del x134, x145, x3
-    x163 = x109 * x158
-    x164 = x109 * (-x160 + x161)
-    del x160, x161
-    x165 = vp * x109
-    x166 = 1 - pp_intra
-    x167 = (2 * pp + 2 * x165 - 2) * (inter_latency_s * x166 + intra_latency_s * pp_intra + 1.0 * x142 / (pp_intra * x131 + x132 * x166)) * numpy.minimum(1, x1)
-    del x131, x132, x142, x166
-    x168 = x109 * (x128 * x129 * x133 - x146)
-    del x128, x133, x146
-    x169 = x109 * (moe_layers * x129 * x143 * x4 - x147)
-    del x129, x143, x147, x4
-    x170 = x109 * (x157 - x159)
-    del x157, x159
-    x171 = numpy.minimum(1, grad_shards - 1)
-    x172 = numpy.minimum(dp, dp_intra_ranks)
-    x173 = x172 - 1
-    x174 = x172 ** (-1.0)
-    del x172
-    x175 = dp * x174 - 1
-    x176 = 2 * grad_comm_bytes_per_param * x124
-    x177 = x153 * x176
-    x178 = x156 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x156
-    x179 = x176 * x178
-    x180 = replica_intra_ranks - 1
-    x181 = shard_ranks ** (-1.0)
-    x182 = x181 / replica_intra_ranks
-    x183 = numpy.maximum(1, dp * x182)
-    x184 = x183 - 1
-    x185 = x171 * (x149 * x180 + x152 * x184 + x177 * x180 * x182 + x179 * x182 * x184 / x183) + (1 - x171) * (x107 * x175 * x179 + x149 * x173 + x152 * x175 + x173 * x174 * x177)
-    del x149, x152, x173, x174, x175, x177, x179, x180, x182, x183, x184
-    x186 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x187 = x186 - 1
-    x188 = intra_latency_s * x187
-    x189 = x186 ** (-1.0)
-    del x186
-    x190 = shard_ranks * x189 - 1
-    x191 = inter_latency_s * x190
-    x192 = bytes_per_element * x124
-    del x124
-    x193 = x153 * x187 * x189
-    del x153, x187, x189
-    x194 = x178 * x181 * x190
-    del x178, x181, x190
-    x195 = 1 / 2 * x109 * x171 * (x176 * x193 + x176 * x194 + 2 * x188 + 2 * x191) + 2 * x109 * zero3 * (x188 + x191 + x192 * x193 + x192 * x194)
-    del x109, x171, x176, x188, x191, x192, x193, x194
-    x196 = -dp_overlap * numpy.minimum(x163, x195) - dp_overlap * numpy.minimum(x185, 2 * stage_layers * x85) + x185 + x195
-    del x185, x195, x85
-    x197 = x167 + x168 + x169 + x170 + x196
-    x198 = x162 + x163 + x164 + x197
-    x199 = x127 + x198
-    x200 = gpus + 0.474798
-    x201 = gpus ** (-1.0)
-    x202 = x200 ** (-0.282765)
-    x203 = gpus / gpus_per_node
-    x204 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x199 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x199 * numpy.maximum(0, -numpy.sqrt(2) * erfinv(1.71458910109456 * x201 * x202 * (0.0686881539789491 * x202 + 0.112063) - 1 + 1.16023 / x200)) + x110 + (1 - (1 - slow_node_fraction) ** x203) * (slow_node_slowdown - 1) * (x110 + x199)
-    del x110, x200, x202
-    x205 = x199 + x204
-    del x199
-    x206 = weight_bytes_per_param * x125 / weight_shards + weight_bytes_per_param * x113 / expert_weight_shards
-    x207 = grad_bytes_per_param * x125 / grad_shards + grad_bytes_per_param * x113 / expert_grad_shards
-    del x113, x125
-    x208 = optimizer_bytes_per_param * x114 + optimizer_bytes_per_param * x126
-    del x114, x126
-    x209 = 4 * x99 * (vocab * x61 + 1)
-    del x61, x99
-    x210 = x11 * x137
-    del x137
-    x211 = 4 * x210
-    x212 = kv_heads / heads
-    x213 = 2 * mlp_matrices
-    x214 = linear_input_bytes + x213 - 2
-    x215 = -recompute_mla_up_proj * x50 * x72 * x81 * (2 * head_dim + v_head_dim) - recompute_norms * x211 + x210 * (2 * dropout_masks + 8) + x5 * (shared_experts * x214 * x29 + x10 * x138 * (etp * hidden * linear_input_bytes + x214 * x33) - x12 * x213) + x64 * x7 * (-x16 * (x212 + 1) + x56 * (heads + kv_heads)) + x64 * (q_lora_rank + x55) + x7 * (ffn * x10 * x213 + x11 * (4 * x212 + 2) + x39 + micro_batch * x48 * (dropout_masks + 4) / cp ** 2) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x211 * (1 - recompute_norms))
-    del x10, x11, x12, x138, x210, x211, x212, x213, x214, x29, x33, x48, x5, x50, x55, x6, x64, x7, x72, x81
-    x216 = full_recompute * x39 * x45 + x215 * x87
-    del x39, x45, x87
-    x217 = full_recompute * x215 + stage_layers * x2 * x216 * numpy.minimum(x165, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x209 + x90 * (x209 + x216)
-    del x1, x165, x2, x209, x215, x216, x90
-    x218 = layers - moe_layers
-    x219 = x120 * x218
-    del x120
-    x220 = embedding_matrices * x91 + hidden + layers * x122 + x219
-    del x122
-    x221 = moe_layers * x117 + mtp_layers * (x102 * x117 + x123) + x220
+    x113 = stage_layers * (full_recompute * x90 + x93 + x96) + x97 * (full_recompute * (x110 + x112 + x89) + x102 + 3 * x110 + 3 * x112 + x93 + x95 + 3 * numpy.maximum(x14 * (x10 * x105 + x104 * x7 + x106), x108 * x18 * x87 * (gemm_half_efficiency_dim + x107) / x107))
+    del x105, x107, x110, x112, x14, x18, x87, x89, x93, x95
+    x114 = dp ** (-1.0)
+    x115 = global_batch * x114 * x33
+    x116 = stage_extra_layers * x113 * x115 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
+    x117 = mlp_matrices * x24 * x39 * x46
+    x118 = stage_layers * x117 * x5
+    x119 = x118 / expert_optimizer_shards
+    x120 = mlp_matrices * moe_ffn
+    x121 = hidden * x120
+    x122 = x121 * (experts + shared_experts) + x24
+    x123 = tp * x117 - x120 * x24 + x122
     del x117
-    x222 = experts_per_token + shared_experts
-    x223 = x116 * x222 + x24
-    del x116, x24
-    x224 = x205 ** (-1.0)
-    x225 = global_batch * x224
-    x226 = seq_len * x225
-    x227 = x115 * x16 * x222 + x26
-    del x115, x222, x26
-    x228 = moe_layers * x227
-    x229 = x16 * x68 + 2 * x54 + 2 * x58
-    del x54, x58, x68
-    x230 = layers * x229
-    x231 = x119 * x16
-    del x119, x16
-    x232 = mtp_layers * (x101 + x102 * x227 + x104 * x231 + x229 + x77 + 2 * x91)
-    del x101, x104, x227, x229
-    x233 = 6 * heads * layers * seq_len * x56 + 6 * x219 + 3 * x228 + 3 * x230 + 3 * x232 + 3 * x80 + 6 * x91
-    del x219, x56, x91
-    x234 = x201 * x226
-    x235 = x233 * x234
-    x236 = layers * x77 + x80
-    del x77, x80
-    x237 = tokens * x0 * x79
-    del x0, x79
-    x238 = x203 / (rack_mtbf_s * rack_nodes)
-    x239 = gpus / gpu_mtbf_s
-    x240 = x203 / network_mtbf_s
-    x241 = x203 / node_mtbf_s
-    x242 = x239 + x240 + x241
-    x243 = software_mtbf_s ** (-1.0)
-    x244 = numpy.maximum(0, x203 - 1) ** software_node_exponent / software_internode_mtbf_s
-    x245 = x243 + x244
-    x246 = x238 + x242 + x245
-    x247 = x246 ** (-1.0)
-    x248 = checkpoint_bytes_per_param * x221
-    x249 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x250 = x201 * x248
-    x251 = x249 * x250
-    x252 = ckpt_async * x251
-    x253 = x248 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x203)
-    x254 = ckpt_sync * x253
-    x255 = x155 * x250
-    del x155, x250
-    x256 = ckpt_in_memory * (x251 + x255)
-    del x251
-    x257 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x258 = x198 + x204
-    del x198
-    x259 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x201 * x221 * x249 / (1 - (1 - numpy.minimum(1, x257)) ** gockpt_steps) - x258)
-    del x249
-    x260 = x252 + x254 + x256 + x259
-    x261 = numpy.sqrt(x247 * (2 * x252 + 2 * x254 + 2 * x256 + 2 * x259))
-    x262 = ckpt_async * x253
-    x263 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x201 * x221 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x258))) / numpy.log(1 - numpy.minimum(0.999999999999, x257))))) - 1) + 1
-    del x201, x257, x258
-    x264 = x260 * (1 / 2 * x238 + 1 / 2 * x239 + 1 / 2 * x240 + 1 / 2 * x241 + 1 / 2 * x243 + 1 / 2 * x244)
-    del x239, x240, x241, x243, x244
-    x265 = numpy.maximum(numpy.maximum(x205, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x205 * x263 + x253) + x262)), numpy.where(numpy.greater(x247, 1 / 2 * x252 + 1 / 2 * x254 + 1 / 2 * x256 + 1 / 2 * x259), -x260 + x261 * (1 / 3 * numpy.sqrt(x264) + 1 / 9 * x264 + 1), x247))
-    del x252, x254, x256, x259, x264
-    x266 = ckpt_gockpt * (x205 + x253) + x262
-    del x253, x262
-    x267 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x268 = node_repair_s * x238
-    x269 = numpy.exp(-x268)
-    x270 = node_repair_s * x242
-    x271 = -spare_nodes
-    x272 = rack_nodes + x271
-    x273 = x268 * x269
-    del x268
-    x274 = 2 * rack_nodes + x271
-    x275 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x269 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x276 = 3 * rack_nodes + x271
-    x277 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x269 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x278 = 4 * rack_nodes + x271
-    x279 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x269 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x280 = 5 * rack_nodes + x271
-    x281 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x269 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x282 = 6 * rack_nodes + x271
-    x283 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x269 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x284 = 7 * rack_nodes + x271
-    x285 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x269 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x286 = 8 * rack_nodes + x271
-    x287 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x269 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x288 = 9 * rack_nodes + x271
-    x289 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x269 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x290 = 10 * rack_nodes + x271
-    x291 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x269 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x292 = 11 * rack_nodes + x271
-    x293 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x269 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x294 = x247 * (x238 * (x269 * poisson_cdf(-x272, x270) + x273 * poisson_cdf(-x274, x270) + x275 * poisson_cdf(-x276, x270) + x277 * poisson_cdf(-x278, x270) + x279 * poisson_cdf(-x280, x270) + x281 * poisson_cdf(-x282, x270) + x283 * poisson_cdf(-x284, x270) + x285 * poisson_cdf(-x286, x270) + x287 * poisson_cdf(-x288, x270) + x289 * poisson_cdf(-x290, x270) + x291 * poisson_cdf(-x292, x270) + x293 * poisson_cdf(-12 * rack_nodes - x271, x270)) + x242 * (x269 * poisson_cdf(spare_nodes - 1, x270) + x273 * poisson_cdf(-x272 - 1, x270) + x275 * poisson_cdf(-x274 - 1, x270) + x277 * poisson_cdf(-x276 - 1, x270) + x279 * poisson_cdf(-x278 - 1, x270) + x281 * poisson_cdf(-x280 - 1, x270) + x283 * poisson_cdf(-x282 - 1, x270) + x285 * poisson_cdf(-x284 - 1, x270) + x287 * poisson_cdf(-x286 - 1, x270) + x289 * poisson_cdf(-x288 - 1, x270) + x291 * poisson_cdf(-x290 - 1, x270) + x293 * poisson_cdf(-x292 - 1, x270)) + x245)
-    del x238, x242, x245, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283, x284, x285, x286, x287, x288, x289, x290, x291, x292, x293
-    x295 = x247 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x294, 1 - x294) * numpy.expm1(x246 * (x267 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    x296 = ckpt_in_memory * x255 + failure_detection_s - x247 * numpy.log1p(manual_restart_fraction * numpy.expm1(x246 * (-manual_restart_s + x267 - x295))) + x248 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x203) + x267 - x295
-    del x255, x267, x295
-    x297 = x205 * x237
-    x298 = x246 * x296
-    x299 = numpy.exp(x246 * x266)
-    x300 = numpy.exp(x246 * (x260 + x265))
-    x301 = x297 * x299 / x265
-    x302 = x299 + x301 * (x300 - 1) - 1
-    del x299
-    x303 = x302 * numpy.exp(x298)
-    x304 = x247 * x303
-    x305 = x246 * numpy.exp(-x298) / x302
-    del x298, x302
-    x306 = x297 * x305
-    x307 = gpus + gpus_per_node * spare_nodes
-    x308 = x304 * x307
-    x309 = 0.000277777777777778 * x308
-    x310 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x197 * x224 + compute_power_fraction * x107 * x108 * x158 * x225)
-    del x107, x108, x158, x197, x224, x225
-    x311 = x247 * x301 * (x300 - numpy.exp(x246 * x260))
-    del x246, x300, x301
-    x312 = idle_power_w * (x304 - x311) + x310 * x311
-    del x311
-    x313 = gpus * x312
-    x314 = network_power_per_node_w + node_overhead_power_w
-    x315 = x203 * x314
-    del x203
-    x316 = spare_nodes * (gpus_per_node * idle_power_w + x314) + x315
-    del x314
-    x317 = x304 * x316 + x313
-    x318 = pue * x317
-    x319 = gpus * max_power_w + x316
-    del x316
-    x320 = price_usd_per_gpu_hour * x309
-    x321 = lifetime_s ** (-1.0)
-    x322 = 2.77777777777778e-07 * electricity_usd_per_kwh * x318 + x309 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x321 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x319 / x307) / utilisation
-    del x307
-    x323 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x318
-    x324 = embodied_kg_per_gpu * x308 * x321
-    del x308, x321
-    x325 = x323 + x324
-    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x247, x248, x260, x261, x265, x263, x266, x296, x297, x304, x303, 1 - x306, x306, spare_nodes, x294, x309, x313, x317, x318, -pue * x297 * (gpus * x310 + x315) + x318, x310, x305 * x312, x305 * x318, pue * x319, x320, x322, use_tco * x322 + x320 * (1 - use_tco), x323, x324, x325, x325 / (tokens * x233), x304 * x325]
+    x124 = ffn * mlp_matrices
+    x125 = hidden * x124
+    x126 = heads * x59 + kv_lora_rank + 1.0 * q_lora_rank + x65
+    del x59, x65
+    x127 = x126 + x16
+    x128 = 5 * hidden + x104 + x111 * x125 + x126
+    del x104, x126
+    x129 = x7 * (stage_layers * (x123 * x5 + x125 * x6 + x127) + x97 * (x109 * x123 + x128) + x98)
+    del x123
+    x130 = -x118 + x129
+    x131 = x130 / optimizer_shards
+    x132 = x13 * (x119 + x131) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x13
+    x133 = full_recompute + 3
+    x134 = host_launch_factor * stage_layers * x133
+    x135 = dispatch_host_sync * x30
+    x136 = expert_overhead_s * x47 + moe_layer_overhead_s
+    del x47
+    x137 = x134 * x136 * x5
+    x138 = stage_layers + x97
+    x139 = tp_intra_ranks - 1
+    x140 = 2 * intra_latency_s
+    x141 = tp_intra_ranks ** (-1.0)
+    x142 = tp * x141 - 1
+    x143 = 2 * inter_latency_s
+    x144 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x145 = bytes_per_element * x43
+    x146 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x147 = x146 / scale_out_bus_efficiency
+    x148 = x138 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x50) + x139 * x140 + x139 * x141 * x144 * x145 + x142 * x143 + x142 * x145 * x147 * x7)
+    del x139, x141, x142, x145, x50
+    x149 = x102 + x113
+    del x102, x113
+    x150 = tp_overlap * numpy.minimum(x148, x149)
+    x151 = x148 + x149 - x150
+    x152 = (x151 ** host_overlap_exponent + (layer_overhead_s * x134 + x137 * (1 - x135)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x134
+    x153 = 3 * cp - 3
+    x154 = 1 - cp_intra
+    x155 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x156 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x157 = bytes_per_element * kv_heads * x62 * x86 / (cp_intra * x155 + x154 * x156) + cp_intra * intra_latency_s + inter_latency_s * x154
+    del x154
+    x158 = x138 * x153 * x157
+    x159 = cp_overlap * numpy.minimum(x158, x138 * x94)
+    del x94
+    x160 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x161 = x160 ** (-1.0)
+    x162 = ep * x161 - 1
+    x163 = x38 * numpy.minimum(etp, tp_intra_ranks)
+    del x38
+    x164 = 1 - x163
+    x165 = 4 * etp - 4
+    x166 = bytes_per_element * x106
+    x167 = a2a_efficiency_factor ** (-1.0)
+    x168 = bytes_per_element * x167
+    x169 = 1 - hierarchical_dispatch
+    x170 = x34 + x35
+    del x34, x35
+    x171 = experts_per_token * x170
+    x172 = x11 * x144 * x171 * (hierarchical_dispatch * (-x160 * x46 + 1) + x162 * x169 * x46)
+    del x46
+    x173 = 1 - x161
+    del x161
+    x174 = x11 * x170
+    del x170
+    x175 = x147 * x173 * x174 * (experts_per_token * x169 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x160 * (1 - x173 ** experts_per_token)))
+    del x169, x173
+    x176 = x167 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x167
+    x177 = x138 * x5
+    x178 = x177 * (4 * inter_latency_s * (x160 - 1) + 4 * intra_latency_s * x162 + sequence_parallel * (experts_per_token * x165 * x166 / (x155 * x163 + x156 * x164) + x165 * (inter_latency_s * x164 + intra_latency_s * x163)) + 2 * numpy.maximum(x168 * x172, x168 * x175) + 2 * numpy.maximum(x172 * x176, x175 * x176))
+    del x160, x162, x163, x164, x165, x168, x172, x175, x176
+    x179 = ep_overlap * numpy.minimum(x178, x177 * x96)
+    del x177, x96
+    x180 = comm_sm_fraction * x179 / (1 - comm_sm_fraction) + x178 - x179
+    del x178, x179
+    x181 = x3 * (x135 * x137 + x152 + x158 - x159 + x180)
+    del x135, x137, x158, x3
+    x182 = x115 * x149
+    x183 = x115 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x133 * x136 * x30 * x4 - x151 + x152)
+    del x133, x136, x151, x152, x30, x4
+    x184 = vp * x115
+    x185 = 1 - pp_intra
+    x186 = (2 * pp + 2 * x184 - 2) * (inter_latency_s * x185 + intra_latency_s * pp_intra + 1.0 * x166 / (pp_intra * x155 + x156 * x185)) * numpy.minimum(1, x1)
+    del x155, x156, x166, x185
+    x187 = x115 * (x138 * x153 * x157 - x159)
+    del x138, x153, x157, x159
+    x188 = x115 * (x148 - x150)
+    del x148, x150
+    x189 = x115 * x180
+    del x180
+    x190 = numpy.minimum(1, grad_shards - 1)
+    x191 = numpy.minimum(dp, dp_intra_ranks)
+    x192 = x191 - 1
+    x193 = x191 ** (-1.0)
+    del x191
+    x194 = dp * x193 - 1
+    x195 = 2 * grad_comm_bytes_per_param * x129
+    x196 = x144 * x195
+    x197 = x147 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x147
+    x198 = x195 * x197
+    x199 = replica_intra_ranks - 1
+    x200 = shard_ranks ** (-1.0)
+    x201 = x200 / replica_intra_ranks
+    x202 = numpy.maximum(1, dp * x201)
+    x203 = x202 - 1
+    x204 = x190 * (x140 * x199 + x143 * x203 + x196 * x199 * x201 + x198 * x201 * x203 / x202) + (1 - x190) * (x114 * x194 * x198 + x140 * x192 + x143 * x194 + x192 * x193 * x196)
+    del x140, x143, x192, x193, x194, x196, x198, x199, x201, x202, x203
+    x205 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x206 = x205 - 1
+    x207 = intra_latency_s * x206
+    x208 = x205 ** (-1.0)
+    del x205
+    x209 = shard_ranks * x208 - 1
+    x210 = inter_latency_s * x209
+    x211 = bytes_per_element * x129
+    del x129
+    x212 = x144 * x206 * x208
+    del x144, x206, x208
+    x213 = x197 * x200 * x209
+    del x197, x200, x209
+    x214 = 1 / 2 * x115 * x190 * (x195 * x212 + x195 * x213 + 2 * x207 + 2 * x210) + 2 * x115 * zero3 * (x207 + x210 + x211 * x212 + x211 * x213)
+    del x115, x190, x195, x207, x210, x211, x212, x213
+    x215 = -dp_overlap * numpy.minimum(x182, x214) - dp_overlap * numpy.minimum(x204, 2 * stage_layers * x90) + x204 + x214
+    del x204, x214, x90
+    x216 = x186 + x187 + x188 + x189 + x215
+    x217 = x181 + x182 + x183 + x216
+    x218 = x132 + x217
+    x219 = gpus + 0.474798
+    x220 = gpus ** (-1.0)
+    x221 = x219 ** (-0.282765)
+    x222 = gpus / gpus_per_node
+    x223 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x218 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x218 * numpy.maximum(0, -x31 * erfinv(1.71458910109456 * x220 * x221 * (0.0686881539789491 * x221 + 0.112063) - 1 + 1.16023 / x219)) + x116 + (1 - (1 - slow_node_fraction) ** x222) * (slow_node_slowdown - 1) * (x116 + x218)
+    del x116, x219, x221, x31
+    x224 = x218 + x223
+    del x218
+    x225 = weight_bytes_per_param * x130 / weight_shards + weight_bytes_per_param * x118 / expert_weight_shards
+    x226 = grad_bytes_per_param * x130 / grad_shards + grad_bytes_per_param * x118 / expert_grad_shards
+    del x118, x130
+    x227 = optimizer_bytes_per_param * x119 + optimizer_bytes_per_param * x131
+    del x119, x131
+    x228 = 4 * x106 * (vocab * x67 + 1)
+    del x106, x67
+    x229 = 4 * x174
+    x230 = kv_heads / heads
+    x231 = 2 * mlp_matrices
+    x232 = linear_input_bytes + x231 - 2
+    x233 = -recompute_mla_up_proj * x56 * x78 * x86 * (2 * head_dim + v_head_dim) - recompute_norms * x229 + x174 * (2 * dropout_masks + 8) + x5 * (shared_experts * x232 * x28 + x10 * x171 * (etp * hidden * linear_input_bytes + x232 * x39) - x12 * x231) + x7 * x70 * (-x16 * (x230 + 1) + x62 * (heads + kv_heads)) + x7 * (ffn * x10 * x231 + x11 * (4 * x230 + 2) + x43 + micro_batch * x54 * (dropout_masks + 4) / cp ** 2) + x70 * (q_lora_rank + x61) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x229 * (1 - recompute_norms))
+    del x10, x11, x12, x171, x174, x229, x230, x231, x232, x28, x39, x5, x54, x56, x6, x61, x7, x70, x78, x86
+    x234 = full_recompute * x43 * x51 + x233 * x91
+    del x43, x51, x91
+    x235 = full_recompute * x233 + stage_layers * x2 * x234 * numpy.minimum(x184, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x228 + x97 * (x228 + x234)
+    del x1, x184, x2, x228, x233, x234, x97
+    x236 = layers - moe_layers
+    x237 = x125 * x236
+    del x125
+    x238 = embedding_matrices * x98 + hidden + layers * x127 + x237
+    del x127
+    x239 = moe_layers * x122 + mtp_layers * (x109 * x122 + x128) + x238
+    del x122
+    x240 = experts_per_token + shared_experts
+    x241 = x121 * x240 + x24
+    del x121, x24
+    x242 = x224 ** (-1.0)
+    x243 = global_batch * x242
+    x244 = seq_len * x243
+    x245 = x120 * x16 * x240 + x26
+    del x120, x240, x26
+    x246 = moe_layers * x245
+    x247 = x16 * x74 + 2 * x60 + 2 * x64
+    del x60, x64, x74
+    x248 = layers * x247
+    x249 = x124 * x16
+    del x124, x16
+    x250 = mtp_layers * (x108 + x109 * x245 + x111 * x249 + x247 + x83 + 2 * x98)
+    del x108, x111, x245, x247
+    x251 = 6 * heads * layers * seq_len * x62 + 6 * x237 + 3 * x246 + 3 * x248 + 3 * x250 + 3 * x85 + 6 * x98
+    del x237, x62, x98
+    x252 = x220 * x244
+    x253 = x251 * x252
+    x254 = layers * x83 + x85
+    del x83, x85
+    x255 = tokens * x0 * x32
+    del x0, x32
+    x256 = x222 / (rack_mtbf_s * rack_nodes)
+    x257 = gpus / gpu_mtbf_s
+    x258 = x222 / network_mtbf_s
+    x259 = x222 / node_mtbf_s
+    x260 = x257 + x258 + x259
+    x261 = software_mtbf_s ** (-1.0)
+    x262 = numpy.maximum(0, x222 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x263 = x261 + x262
+    x264 = x256 + x260 + x263
+    x265 = x264 ** (-1.0)
+    x266 = checkpoint_bytes_per_param * x239
+    x267 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x268 = x220 * x266
+    x269 = x267 * x268
+    x270 = ckpt_async * x269
+    x271 = x266 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x222)
+    x272 = ckpt_sync * x271
+    x273 = x146 * x268
+    del x146, x268
+    x274 = ckpt_in_memory * (x269 + x273)
+    del x269
+    x275 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x276 = x217 + x223
+    del x217
+    x277 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x220 * x239 * x267 / (1 - (1 - numpy.minimum(1, x275)) ** gockpt_steps) - x276)
+    del x267
+    x278 = x270 + x272 + x274 + x277
+    x279 = numpy.sqrt(x265 * (2 * x270 + 2 * x272 + 2 * x274 + 2 * x277))
+    x280 = ckpt_async * x271
+    x281 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x220 * x239 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x276))) / numpy.log(1 - numpy.minimum(0.999999999999, x275))))) - 1) + 1
+    del x220, x275, x276
+    x282 = x278 * (1 / 2 * x256 + 1 / 2 * x257 + 1 / 2 * x258 + 1 / 2 * x259 + 1 / 2 * x261 + 1 / 2 * x262)
+    del x257, x258, x259, x261, x262
+    x283 = numpy.maximum(numpy.maximum(x224, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x224 * x281 + x271) + x280)), numpy.where(numpy.greater(x265, 1 / 2 * x270 + 1 / 2 * x272 + 1 / 2 * x274 + 1 / 2 * x277), -x278 + x279 * (1 / 3 * numpy.sqrt(x282) + 1 / 9 * x282 + 1), x265))
+    del x270, x272, x274, x277, x282
+    x284 = ckpt_gockpt * (x224 + x271) + x280
+    del x271, x280
+    x285 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x286 = node_repair_s * x256
+    x287 = numpy.exp(-x286)
+    x288 = node_repair_s * x260
+    x289 = -spare_nodes
+    x290 = rack_nodes + x289
+    x291 = x286 * x287
+    del x286
+    x292 = 2 * rack_nodes + x289
+    x293 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x287 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x294 = 3 * rack_nodes + x289
+    x295 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x287 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x296 = 4 * rack_nodes + x289
+    x297 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x287 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x298 = 5 * rack_nodes + x289
+    x299 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x287 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x300 = 6 * rack_nodes + x289
+    x301 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x287 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x302 = 7 * rack_nodes + x289
+    x303 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x287 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x304 = 8 * rack_nodes + x289
+    x305 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x287 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x306 = 9 * rack_nodes + x289
+    x307 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x287 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x308 = 10 * rack_nodes + x289
+    x309 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x287 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x310 = 11 * rack_nodes + x289
+    x311 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x287 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x312 = x265 * (x256 * (x287 * poisson_cdf(-x290, x288) + x291 * poisson_cdf(-x292, x288) + x293 * poisson_cdf(-x294, x288) + x295 * poisson_cdf(-x296, x288) + x297 * poisson_cdf(-x298, x288) + x299 * poisson_cdf(-x300, x288) + x301 * poisson_cdf(-x302, x288) + x303 * poisson_cdf(-x304, x288) + x305 * poisson_cdf(-x306, x288) + x307 * poisson_cdf(-x308, x288) + x309 * poisson_cdf(-x310, x288) + x311 * poisson_cdf(-12 * rack_nodes - x289, x288)) + x260 * (x287 * poisson_cdf(spare_nodes - 1, x288) + x291 * poisson_cdf(-x290 - 1, x288) + x293 * poisson_cdf(-x292 - 1, x288) + x295 * poisson_cdf(-x294 - 1, x288) + x297 * poisson_cdf(-x296 - 1, x288) + x299 * poisson_cdf(-x298 - 1, x288) + x301 * poisson_cdf(-x300 - 1, x288) + x303 * poisson_cdf(-x302 - 1, x288) + x305 * poisson_cdf(-x304 - 1, x288) + x307 * poisson_cdf(-x306 - 1, x288) + x309 * poisson_cdf(-x308 - 1, x288) + x311 * poisson_cdf(-x310 - 1, x288)) + x263)
+    del x256, x260, x263, x287, x288, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302, x303, x304, x305, x306, x307, x308, x309, x310, x311
+    x313 = x265 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x312, 1 - x312) * numpy.expm1(x264 * (x285 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x314 = ckpt_in_memory * x273 + failure_detection_s - x265 * numpy.log1p(manual_restart_fraction * numpy.expm1(x264 * (-manual_restart_s + x285 - x313))) + x266 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x222) + x285 - x313
+    del x273, x285, x313
+    x315 = x224 * x255
+    x316 = x264 * x314
+    x317 = numpy.exp(x264 * x284)
+    x318 = numpy.exp(x264 * (x278 + x283))
+    x319 = x315 * x317 / x283
+    x320 = x317 + x319 * (x318 - 1) - 1
+    del x317
+    x321 = x320 * numpy.exp(x316)
+    x322 = x265 * x321
+    x323 = x264 * numpy.exp(-x316) / x320
+    del x316, x320
+    x324 = x315 * x323
+    x325 = gpus + gpus_per_node * spare_nodes
+    x326 = x322 * x325
+    x327 = 0.000277777777777778 * x326
+    x328 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x216 * x242 + compute_power_fraction * x114 * x149 * x243 * x33)
+    del x114, x149, x216, x242, x243, x33
+    x329 = x265 * x319 * (x318 - numpy.exp(x264 * x278))
+    del x264, x318, x319
+    x330 = idle_power_w * (x322 - x329) + x328 * x329
+    del x329
+    x331 = gpus * x330
+    x332 = network_power_per_node_w + node_overhead_power_w
+    x333 = x222 * x332
+    del x222
+    x334 = spare_nodes * (gpus_per_node * idle_power_w + x332) + x333
+    del x332
+    x335 = x322 * x334 + x331
+    x336 = pue * x335
+    x337 = gpus * max_power_w + x334
+    del x334
+    x338 = price_usd_per_gpu_hour * x327
+    x339 = lifetime_s ** (-1.0)
+    x340 = 2.77777777777778e-07 * electricity_usd_per_kwh * x336 + x327 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x339 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x337 / x325) / utilisation
+    del x325
+    x341 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x336
+    x342 = embodied_kg_per_gpu * x326 * x339
+    del x326, x339
+    x343 = x341 + x342
+    return [x224, x182, x183, x188, x187, x189, x186, x215, x181, x132, x223, x225, x226, x227, x235, memory_reserve_bytes, memory_reserve_bytes + x225 + x226 + x227 + x235, x239, moe_layers * x241 + mtp_layers * (x109 * x241 + x128) + x238, x244, x251, 1e-12 * x253, x17 * x253, x17 * x252 * (full_recompute * (x236 * x249 + x246 + x248 + x250 + x254) + x251 + x254 * x92), x255, x265, x266, x278, x279, x283, x281, x284, x314, x315, x322, x321, 1 - x324, x324, spare_nodes, x312, x327, x331, x335, x336, -pue * x315 * (gpus * x328 + x333) + x336, x328, x323 * x330, x323 * x336, pue * x337, x338, x340, use_tco * x340 + x338 * (1 - use_tco), x341, x342, x343, x343 / (tokens * x251), x322 * x343]

@@ -111,16 +111,14 @@ BANDWIDTH_GBPS = Domain(">0", minimum=1e-6, maximum=1e9)
 @dataclass(frozen=True)
 class Term:
     """One input: its unit (SI; ``"1"`` for counts and ratios), what it means, and its
-    allowed values; ``kernel_input`` False for a catalog value the layout rules read but
-    the kernel does not (the scale-up domain size)."""
+    allowed values."""
 
     unit: str
     meaning: str
     domain: Domain
-    kernel_input: bool = True
 
 
-#: Every run-model input and catalog-derived value, in the kernel's argument order.
+#: Every run-model input, in the kernel's argument order.
 GLOSSARY: dict[str, Term] = {
     # model
     "layers": Term("1", "transformer layers", COUNT),
@@ -149,6 +147,9 @@ GLOSSARY: dict[str, Term] = {
     "window": Term("1", "sliding-window size w of the windowed layers [tokens]", COUNT),
     "window_layers": Term("1", "layers with sliding-window attention (0: none)", COUNT0),
     "mtp_layers": Term("1", "multi-token-prediction modules (DeepSeek-V3: 1)", COUNT0),
+    "routed_node_limit": Term(
+        "1", "most nodes one token is routed to (node-limited routing; experts_per_token: no limit)",
+        COUNT),
     # layout
     "gpus": Term("1", "GPUs N = tp*pp*cp*dp", GPU_COUNT),
     "tp": Term("1", "tensor-parallel size", GPU_COUNT),
@@ -211,8 +212,9 @@ GLOSSARY: dict[str, Term] = {
     "intra_latency_s": Term("s", "per-message latency in the scale-up domain", NON_NEGATIVE),
     "inter_latency_s": Term("s", "per-message latency across nodes", NON_NEGATIVE),
     "gpus_per_node": Term("1", "GPUs per node", GPU_COUNT),
-    "scale_up_domain_gpus": Term("1", "GPUs of one scale-up (NVLink) domain", GPU_COUNT,
-                                 kernel_input=False),
+    "scale_up_domain_gpus": Term("1", "GPUs of one scale-up (NVLink) domain", GPU_COUNT),
+    "host_launch_factor": Term("1", "host launch time relative to an x86 host (Grace: own)",
+                                Domain(">0", maximum=100)),
     "idle_power_w": Term("W", "GPU idle power", NON_NEGATIVE),
     "max_power_w": Term("W", "GPU max (TDP) power", POSITIVE),
     "node_overhead_power_w": Term("W", "node power beyond the GPUs", NON_NEGATIVE),
@@ -280,6 +282,32 @@ GLOSSARY: dict[str, Term] = {
                                    POSITIVE),
     "collective_overhead_s": Term("s", "fixed time per collective call (launch, synchronisation)",
                                    NON_NEGATIVE),
+    "fp8_dispatch": Term("1", "1 if MoE tokens are dispatched in FP8 under FP8 recipes", FLAG),
+    "hierarchical_dispatch": Term(
+        "1", "1 if the dispatcher sends a token once per domain, then NVLink (DeepEP/HybridEP)",
+        FLAG),
+    "a2a_efficiency_factor": Term(
+        "1", "achieved all-to-all bandwidth over the nccl-tests bus bandwidth",
+        Domain(">0", maximum=1.5)),
+    "moe_layer_overhead_s": Term("s", "host time of an MoE layer's forward beyond a dense layer's",
+                                  NON_NEGATIVE),
+    "expert_overhead_s": Term("s", "host time per local expert per MoE layer forward",
+                               NON_NEGATIVE),
+    "comm_sm_fraction": Term("1", "share of SMs an overlapped EP all-to-all occupies",
+                              Domain("[0,1)")),
+    "dispatch_host_sync": Term(
+        "1", "1 if the host waits for the routed token counts every MoE layer",
+        FLAG),
+    "expert_load_cv": Term(
+        "1", "coefficient of variation of an EP rank's routed load (0: forced balance)",
+        NON_NEGATIVE),
+    "gemm_tile_dim": Term("1", "GEMM thread-block tile along the tokens and expert width",
+                           Domain(">=1", maximum=4096)),
+    "token_drop": Term(
+        "1", "1 if tokens beyond the expert capacity are dropped and inputs padded to it (static shapes), 0 dropless",
+        FLAG),
+    "capacity_factor": Term("1", "expert capacity over the mean load under token dropping",
+                             Domain(">0", maximum=64)),
     # reliability
     "gpu_mtbf_s": Term("s", "mean time between job-stopping failures per GPU", POSITIVE),
     "node_mtbf_s": Term("s", "mean time between job-stopping failures per node, beyond its GPUs",
@@ -332,12 +360,11 @@ GLOSSARY: dict[str, Term] = {
                                 NON_NEGATIVE),
     "slow_node_fraction": Term("1", "share of nodes that are slow", FRACTION),
     "slow_node_slowdown": Term("1", "step-time factor of a slow node", Domain(">=1")),
-
 }
 
 #: The run model's inputs: name -> (unit, meaning), in the kernel's argument order.
 INPUTS: dict[str, tuple[str, str]] = {
-    name: (term.unit, term.meaning) for name, term in GLOSSARY.items() if term.kernel_input}
+    name: (term.unit, term.meaning) for name, term in GLOSSARY.items()}
 
-#: The domain of every run-model input and catalog-derived value.
+#: The domain of every run-model input.
 INPUT_DOMAINS: dict[str, Domain] = {name: term.domain for name, term in GLOSSARY.items()}

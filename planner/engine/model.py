@@ -34,11 +34,12 @@ from formulas import (
     cost,
     energy,
     memory,
+    moe,
     pipeline,
     straggler,
 )
 from formulas import reliability as failures
-from formulas.ops import exp, is_symbolic, minimum
+from formulas.ops import exp, is_symbolic, maximum, minimum
 from planner.engine.columns import kernel_outputs
 from planner.engine.glossary import INPUTS  # noqa: F401  (the run model's inputs)
 from planner.engine.spares import resolve_spares
@@ -228,14 +229,25 @@ def mlp_times(x: dict, r: dict) -> dict:
                                               x["experts"])
     elementwise = t * compute.elementwise_bytes_per_token(
         h, x["ffn"], tp, x["sequence_parallel"], x["bytes_per_element"])
-    # MoE routing: the router GEMM (t x E, narrow), then the token permutation before the
-    # experts and the unpermutation after them (memory-bound copies of k h-vectors a token)
+    # MoE routing: the router GEMM (t x E, narrow), its score passes (softmax/sigmoid,
+    # top-k, balance statistics) and the token permutation before the experts and the
+    # unpermutation after them (memory-bound copies of k h-vectors a token)
     routing = _gemm(x, t, x["experts"], h, minimum(minimum(t, h), x["experts"])) \
+        + _memory_bound(x, moe.router_score_bytes(t, x["experts"])) \
         + _memory_bound(x, compute.moe_permutation_bytes(t, x["experts_per_token"], h,
                                                          x["bytes_per_element"]))
+    # routed experts: the busiest EP rank sets the pace (order statistics of its routed
+    # copies), and each expert's GEMMs run in whole tiles along its tokens and its width
+    k = x["experts_per_token"]
+    # (dropless: the busiest rank's routed load; token dropping pads every expert to its
+    # capacity, the capacity factor times the mean)
+    busiest = x["token_drop"] * x["capacity_factor"] + (1 - x["token_drop"]) \
+        * moe.busiest_rank_load_factor(k * rank_tokens, x["ep"], x["expert_load_cv"])
+    tiles = moe.tile_quantisation_efficiency(expert_tokens, x["gemm_tile_dim"]) \
+        * moe.tile_quantisation_efficiency(expert_ffn, x["gemm_tile_dim"])
     return {
         "t_mlp": x["mlp_matrices"] * _gemm(x, t, ffn, h, minimum(minimum(t, h), ffn)),
-        "t_moe": x["experts_per_token"] * x["mlp_matrices"] * _gemm(
+        "t_moe": k * x["mlp_matrices"] * busiest / tiles * _gemm(
             x, rank_tokens, expert_ffn, h, minimum(minimum(expert_tokens, h), expert_ffn))
         + x["shared_experts"] * x["mlp_matrices"] * _gemm(
             x, t, moe_ffn, h, minimum(minimum(t, h), moe_ffn)) + routing,
@@ -287,6 +299,32 @@ def _group_link(x: dict, intra):
             communication.group_latency(intra, x["intra_latency_s"], x["inter_latency_s"]))
 
 
+def _dispatch_bytes_per_element(x: dict):
+    """Bytes of a dispatched hidden-state element: FP8 (the recipe's cached-input bytes)
+    where the stack dispatches in FP8, else the activation bytes."""
+    return x["fp8_dispatch"] * x["linear_input_bytes"] \
+        + (1 - x["fp8_dispatch"]) * x["bytes_per_element"]
+
+
+def _ep_alltoall(x: dict, r: dict, bytes_per_element):
+    """One dispatch (or combine) of one MoE layer and micro-batch, elements of
+    ``bytes_per_element``: NVLink and network shares of the routed copies (formulas.moe)."""
+    k, h, ep = x["experts_per_token"], x["hidden"], x["ep"]
+    tokens = communication.expert_dispatch_tokens(r["tokens_mb"], x["tp"],
+                                                  x["sequence_parallel"])
+    # the EP group (etp*ep consecutive ranks) over scale-up domains; EP ranks in each
+    domains = maximum(1, x["ep"] * x["etp"] / x["scale_up_domain_gpus"])
+    domain_ranks = ep / domains
+    token_bytes = tokens * h * bytes_per_element
+    up = moe.scale_up_copies_per_token(k, domain_ranks, ep, x["hierarchical_dispatch"])
+    out = moe.remote_copies_per_token(k, domains, x["routed_node_limit"],
+                                      x["hierarchical_dispatch"])
+    factor = x["a2a_efficiency_factor"]
+    return moe.two_level_alltoall_time(
+        up * token_bytes, out * token_bytes, factor * _scale_up(x), factor * _scale_out(x),
+        domain_ranks, domains, x["intra_latency_s"], x["inter_latency_s"])
+
+
 def microbatch_communication(x: dict, r: dict) -> dict:
     """Exposed TP, CP and EP communication of one micro-batch."""
     h, tp, t, elem = x["hidden"], x["tp"], r["tokens_mb"], x["bytes_per_element"]
@@ -304,27 +342,30 @@ def microbatch_communication(x: dict, r: dict) -> dict:
         communication.kv_chunk_head_bytes(t, x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
                                           elem), x["cp"],
         *_group_link(x, x["cp_intra"]))
-    # EP: dispatch and combine all-to-alls of each TP rank's sequence shard, then the
-    # expert-TP group (ETP ranks) gathers the routed tokens (and reduce-scatters on
-    # combine); hidden behind the experts (fwd + bwd)
-    k = x["experts_per_token"]
-    dispatched = communication.expert_dispatch_tokens(t, tp, x["sequence_parallel"])
-    ep_layer = communication.moe_alltoall_time(
-        communication.moe_dispatch_bytes(dispatched, k, h, elem), x["ep"],
-        *_group_link(x, x["ep_intra"])) \
+    # EP: dispatch and combine all-to-alls of each TP rank's sequence shard over NVLink and
+    # the NIC (formulas.moe: node-limited, hierarchical or flat; FP8 dispatch, BF16
+    # combine; forward and backward), then the expert-TP group (ETP ranks) gathers the
+    # routed tokens (and reduce-scatters on combine)
+    ep_layer = moe.moe_layer_alltoall_time(_ep_alltoall(x, r, _dispatch_bytes_per_element(x)),
+                                           _ep_alltoall(x, r, elem)) \
         + x["sequence_parallel"] * communication.expert_tp_gather_time(
             communication.moe_dispatch_bytes(
-                communication.expert_rank_tokens(t, tp, x["etp"], 1), k, h, elem),
+                communication.expert_rank_tokens(t, tp, x["etp"], 1), x["experts_per_token"], h, elem),
             x["etp"], *_group_link(x, minimum(tp_in, x["etp"]) / x["etp"]))
+    ep_exposed = communication.exposed_comm_time(
+        layers * share * ep_layer,
+        layers * share * compute.training_pass_time(r["t_layer_fwd"], 0), x["ep_overlap"])
     return {
         "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
                                                       x["tp_overlap"]),
         "cp_comm_mb": communication.exposed_comm_time(
             layers * cp_layer, layers * compute.training_pass_time(r["t_core"], 0),
             x["cp_overlap"]),
-        "ep_comm_mb": communication.exposed_comm_time(
-            layers * share * ep_layer,
-            layers * share * compute.training_pass_time(r["t_moe"], 0), x["ep_overlap"]),
+        # hidden behind the other micro-batch's whole layer (Megatron-Core's EP A2A
+        # overlap, DeepSeek-V3's DualPipe), fwd + bwd; the hidden part slows the compute
+        # under it by the SMs its kernels hold
+        "ep_comm_mb": ep_exposed + moe.overlapped_comm_sm_time(
+            layers * share * ep_layer - ep_exposed, x["comm_sm_fraction"]),
     }
 
 
@@ -377,10 +418,20 @@ def step_time(x: dict, r: dict) -> dict:
     m = r["microbatches"]
     # the host launches kernels asynchronously; the GPU waits when they outlast its work
     device_mb = r["compute_mb"] + r["tp_comm_mb"]
-    launch_mb = compute.host_bound_time(
-        device_mb, compute.host_launch_time(x["stage_layers"], x["layer_overhead_s"],
-                                            x["full_recompute"]),
-        x["host_overlap_exponent"]) - device_mb
+    # the MoE layers' own launches (router, permute, all-to-all, per-expert GEMMs) run
+    # ahead of the GPU unless the dispatcher makes the host wait for the token counts
+    # (dropless: buffers sized on the host): then they add to the device time
+    # (formulas.moe.moe_host_launch_time)
+    sync = x["dispatch_host_sync"] * (1 - x["token_drop"])
+    # (launch times of the stack on an x86 host, scaled by this accelerator's host)
+    moe_host_mb = x["host_launch_factor"] * moe.moe_host_launch_time(
+        x["stage_layers"] * r["moe_share"], x["moe_layer_overhead_s"], x["experts"] / x["ep"],
+        x["expert_overhead_s"], x["full_recompute"])
+    host_mb = x["host_launch_factor"] * compute.host_launch_time(
+        x["stage_layers"], x["layer_overhead_s"], x["full_recompute"]) \
+        + (1 - sync) * moe_host_mb
+    launch_mb = compute.host_bound_time(device_mb, host_mb, x["host_overlap_exponent"]) \
+        - device_mb + sync * moe_host_mb
     per_mb = r["compute_mb"] + launch_mb + r["tp_comm_mb"] + r["cp_comm_mb"] + r["ep_comm_mb"]
     optimizer_s = _memory_bound(x, compute.optimizer_step_bytes(
         (r["stage_params"] - r["stage_expert_params"]) / x["optimizer_shards"]

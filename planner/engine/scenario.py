@@ -200,7 +200,9 @@ def execution_defaults() -> dict[str, float]:
 #: Run-model inputs a software stack sets (hardware_catalog.schema.SoftwareStack).
 STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
                 "attention_efficiency_factor", "layer_overhead_s", "recompute_mla_up_proj", "recompute_norms",
-                "optimizer_bytes_per_param")
+                "optimizer_bytes_per_param", "fp8_dispatch", "hierarchical_dispatch",
+                "a2a_efficiency_factor", "moe_layer_overhead_s", "expert_overhead_s",
+                "dispatch_host_sync", "comm_sm_fraction")
 
 
 def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:
@@ -209,8 +211,11 @@ def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:
     The fused-attention factor is the stack's own on ``accelerator_id`` when the stack
     names one for it (a kernel not written for that architecture), else its general one.
     """
+    defaults = execution_defaults()  # the MoE fields a stack leaves unset
     return {name: value(stack_factor(stack, name, accelerator_id)
-                        if name == "attention_efficiency_factor" else getattr(stack, name))
+                        if name == "attention_efficiency_factor" else
+                        getattr(stack, name) if getattr(stack, name) is not None
+                        else defaults[name])
             for name in STACK_INPUTS}
 
 
@@ -243,6 +248,9 @@ def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
         "experts_per_token": float(getattr(model, "experts_per_token", 0) or 1)
         if experts else 1.0,
         "shared_experts": float(getattr(model, "shared_experts", 0) or 0) if experts else 0.0,
+        # node-limited routing: no limit = as many nodes as experts per token
+        "routed_node_limit": float(getattr(model, "routed_node_limit", None)
+                                   or getattr(model, "experts_per_token", 0) or 1),
         "moe_ffn": float(getattr(model, "moe_ffn", 0) or model.ffn or 4 * model.hidden),
         **attention_shape_inputs(model, seq_len or model.seq_len),
     }
@@ -329,6 +337,7 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         "inter_latency_s": value(node.inter_node_latency_s),
         "gpus_per_node": gpus_per_node,
         "scale_up_domain_gpus": value(accelerator.scale_up_domain_gpus),
+        "host_launch_factor": value(getattr(accelerator, "host_launch_factor", None) or 1.0),
         # a rack (scale-up domain) failure takes all its nodes out
         "rack_nodes": max(1.0, value(accelerator.scale_up_domain_gpus)
                           / value(node.gpus_per_node)),

@@ -217,10 +217,11 @@ expressed with the options a user has (`planner/analysis/validate.py`, `load_moe
 ModelZoo's unstated micro-batch = 1), ZeRO (FSDP = 3, else the distributed optimizer = 1),
 batch, sequence, precision (every FP8 recipe at the FP8 peak), recompute (a selective
 module list = selective) and `--stack` from the row's `software` cell: NVIDIA's *baseline*
-MoE configuration (no CUDA graphs, NCCL all-to-all: `megatron-core-moe-baseline`), the
-*tuned* one (CUDA graphs or a DeepEP/HybridEP dispatcher: `megatron-core-moe-tuned`), the
+MoE configuration (no CUDA graphs, NCCL all-to-all: `megatron-core-moe-baseline`), DeepEP
+without CUDA graphs (`megatron-core-moe-deepep`), the *tuned* one (CUDA graphs, DeepEP:
+`megatron-core-moe-tuned`), HybridEP with CUDA graphs (`megatron-core-moe-hybridep`), the
 EP all-to-all 1F1B overlap on (`megatron-core-moe-a2a-overlap`) and NeMo AutoModel's
-PyTorch FSDP2 (`torchtitan-fsdp2`). Groups: stack (tuned / baseline) by accelerator
+PyTorch FSDP2 with DeepEP (`nemo-automodel-fsdp2`). Groups: stack (tuned / baseline) by accelerator
 generation. Every expressible row is a fit row; the error a new model family should expect
 is the leave-one-family-out column.
 

@@ -24,8 +24,8 @@ import numpy as np
 from hardware_catalog import load_catalog
 from planner.analysis.estimates import attach
 from planner.analysis.uncertainty import factors, frontier_inputs, perturb
+from planner.engine import optimize
 from planner.engine.kernel_run import evaluate_columns
-from planner.engine.optimize import plan
 from planner.errors import CapplanError
 
 #: Draws and seed of the margin Monte Carlo (fixed: the same plan every time).
@@ -78,9 +78,9 @@ def plan_at_confidence(scenario, spreads, *, catalog=None, **plan_options):
     if catalog is None:
         catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
     if scenario.confidence == 0.5:
-        result = plan(scenario, catalog=catalog, **plan_options)
+        result = optimize.plan(scenario, catalog=catalog, **plan_options)
     else:
-        result = plan(scenario.with_(confidence=0.5, margins=()), catalog=catalog,
+        result = optimize.plan(scenario.with_(confidence=0.5, margins=()), catalog=catalog,
                       **plan_options)
         if result.frontier.empty or not result.frontier["fits"].astype(bool).any():
             result = replace(result, scenario=scenario)  # nothing fits: no margin to find
@@ -88,7 +88,7 @@ def plan_at_confidence(scenario, spreads, *, catalog=None, **plan_options):
             found = margins(result, catalog, spreads, scenario.confidence)
             if not found:
                 raise CapplanError("--confidence: no accelerator has a layout that fits")
-            result = plan(scenario.with_(margins=found), catalog=catalog, **plan_options)
+            result = optimize.plan(scenario.with_(margins=found), catalog=catalog, **plan_options)
     attach(result, catalog)
     return result
 

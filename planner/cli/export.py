@@ -77,7 +77,9 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
         if name in STACK_INPUTS:
             quantity = (stack_factor(stack, name, acc.id) if name.endswith("_factor")
                         else getattr(stack, name))
-            out[name] = f"stack '{stack.id}'.{name}: {quantity.source}"
+            out[name] = (f"stack '{stack.id}'.{name}: {quantity.source}" if quantity is not None
+                         else f"planner/engine/execution.toml ({name}: stack '{stack.id}' "
+                              "does not set it)")
         elif name in CATALOG_FIELDS:
             kind, field = CATALOG_FIELDS[name]
             field = field or {"peak_flops_per_s": f"peak_{precision}_flops_per_s",

@@ -95,6 +95,20 @@ def parse_schemes(text: str) -> tuple[str, ...]:
     return names
 
 
+#: What the study optimises at each GPU count (the layout every scheme is compared on).
+OBJECTIVE = "fastest layout that fits in memory at each GPU count (time)"
+
+
+def figure_title(study: Study) -> str:
+    """Model, accelerator, tokens and objective of ``study``, for its figure's title."""
+    from planner.engine.readable import count_text
+    from planner.engine.scenario import DEFAULTS
+
+    tokens = DEFAULTS["tokens"] if study.tokens is None else study.tokens
+    return (f"{study.model} on {study.hardware}, {count_text(tokens)} tokens, "
+            f"objective: {OBJECTIVE}")
+
+
 def run_study(study: Study, catalog=None) -> list[dict]:
     """One row per GPU count x MTBF x scheme (in that order), with the savings of each
     scheme against :data:`BASELINE` at the same count and MTBF."""

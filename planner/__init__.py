@@ -9,7 +9,8 @@ The notebook API (imported lazily so that the CLI starts fast):
 
 import sys as _sys  # first: no `from __future__` import (it runs before the handler)
 
-if _sys.argv and _sys.argv[0].rsplit("/", 1)[-1].removesuffix(".exe") == "capplan":
+if _sys.argv and _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".exe") \
+        == "capplan":
     # The ``capplan`` console script imports this package first: Ctrl-C from here until
     # the CLI is ready is one line and exit 130, not a KeyboardInterrupt traceback from
     # the middle of an import (planner.cli.main installs the same handler, and main()

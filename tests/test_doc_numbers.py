@@ -309,7 +309,7 @@ def quantities(text: str) -> list[str]:
 def unaccounted(path: Path) -> list[str]:
     """Lines of ``path`` whose numbers no test checks and no marker explains."""
     problems, marker, section = [], None, None
-    for kind, code, text in _blocks(path.read_text()):
+    for kind, _code, text in _blocks(path.read_text()):
         found = MARKER.search(text)
         if kind == "heading":
             marker = section = None

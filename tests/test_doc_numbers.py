@@ -230,3 +230,324 @@ def test_economics_sites_paragraph(tmp_path):
         assert (c["gpus"], c["hardware"]) == (int(n.replace(",", "")), hw.lower()), site
         assert round(c["wall_days"], 1) == float(days), site
         assert round(c["co2e_t"]) == int(tonnes.replace(",", "")), site
+
+
+# ---- every number of the audited docs: checked by a test, or marked for what it is ----
+
+#: Docs whose every number is checked here: each number sits in a doctest, a command or an
+#: input block, or under a marker comment that says which test checks it, or that it is a
+#: dated measurement, a published value (with its source) or a record of a past run.
+AUDITED = ("docs/economics.md", "docs/distributed.md", "docs/whatif-checkpointing.md")
+#: ``<!-- numbers: KIND ... -->``.  ``checked tests/FILE.py::TEST`` names the test that recomputes the numbers;
+#: ``measured DATE ...`` a timing or other run on a stated date and machine (not
+#: regenerated: timings depend on the machine and its load); ``published SOURCE`` values
+#: quoted from a paper, vendor or data source, with their source in the text;
+#: ``history DATE`` a record of what an earlier version gave (kept to explain a change);
+#: ``inputs WHERE`` the question's inputs and documented defaults (a scenario, a CLI
+#: default, a catalog or data-file value), not results.  A marker on its own line covers
+#: the block after it; one that says ``(to the next heading)`` every block up to it.
+MARKER = re.compile(r"<!--\s*numbers:\s*(checked|measured|published|history|inputs)\b\s*(.*?)"
+                    r"-->", re.S)
+_NUMBER = re.compile(r"(?<![\w.\-/:#=@$])\d+(?:,\d{3})*(?:\.\d+)?(?![\w]|\.\d)")
+#: Text that holds digits but no quantity: inline code (names, commands, inputs), links,
+#: paper ids, dates and times, references to issues, items, tables, sections and papers.
+_NOT_QUANTITIES = [
+    re.compile(r"`[^`]*`"),
+    re.compile(r"\]\([^)]*\)"),
+    re.compile(r"\S*(?:arXiv:|doi:|https?://|github\.com|\.com/|\.org/|\.dev/|\.io/)\S*"),
+    re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}(?:-\d{1,2}:\d{2})?\s*UTC"),
+    re.compile(r"\b(?:issue|issues|item|items|Table|Fig\.|Figure|step|H[12]|Aug|ISCA|HPCA|"
+               r"ASPLOS|et al\.|Llama|LLaMA|Llama 3\.1|OLMo|v|Gaudi|x86-64 level)\s+"
+               r"[\d.,]+(?:\s*(?:and|,)\s*[\d.]+)*"),
+    re.compile(r"\b(?:19|20)\d{2}\b"),  # years
+    re.compile(r"\b\d+(?:st|nd|rd|th)\b"),
+    re.compile(r"^\s*\d+\.\s", re.M),  # ordered-list numbers
+]
+
+
+def _blocks(text: str):
+    """(heading?, code kind or None, text) per markdown block: fenced and indented code
+    blocks whole, other blocks split at blank lines."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip().startswith("```"):
+            kind = line.strip()[3:] or "text"
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith("```"):
+                j += 1
+            yield "code", kind, "\n".join(lines[i + 1:j])
+            i = j + 1
+        elif line.startswith("    ") and (i == 0 or not lines[i - 1].strip()):
+            j = i
+            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+                j += 1
+            yield "code", "indented", "\n".join(lines[i:j])
+            i = j
+        elif line.startswith("#"):
+            yield "heading", None, line
+            i += 1
+        elif not line.strip():
+            i += 1
+        else:
+            j = i
+            while j < len(lines) and lines[j].strip() and not lines[j].startswith(("```", "#")):
+                j += 1
+            yield "text", None, "\n".join(lines[i:j])
+            i = j
+
+
+def quantities(text: str) -> list[str]:
+    """The numbers of a prose block that state a quantity (see ``_NOT_QUANTITIES``)."""
+    text = MARKER.sub(" ", text)
+    for pattern in _NOT_QUANTITIES:
+        text = pattern.sub(" ", text)
+    return _NUMBER.findall(text)
+
+
+def unaccounted(path: Path) -> list[str]:
+    """Lines of ``path`` whose numbers no test checks and no marker explains."""
+    problems, marker, section = [], None, None
+    for kind, _code, text in _blocks(path.read_text()):
+        found = MARKER.search(text)
+        if kind == "heading":
+            marker = section = None
+            continue
+        if found:
+            if found.group(1) == "checked":
+                target = re.split(r"[\s;,]", found.group(2).strip())[0]
+                file, _, test = target.partition("::")
+                if not (test and (ROOT / file).is_file()
+                        and re.search(rf"^def {re.escape(test)}\(", (ROOT / file).read_text(),
+                                      re.M)):
+                    problems.append(f"{path.name}: marker names no test: {found.group(0)}")
+            if "(to the next heading)" in found.group(2):
+                section = found.groups()
+            marker = found.groups()
+            if kind == "text" and not MARKER.sub("", text).strip():
+                continue  # a marker line of its own: it covers the next block
+        if kind == "code":
+            marker = None
+            continue  # doctests run (--doctest-glob); commands and inputs are not results
+        if marker is None and section is None and (numbers := quantities(text)):
+            problems.append(f"{path.name}: {', '.join(numbers)} in: {text[:80]!r}")
+        marker = None
+    return problems
+
+
+def test_every_number_of_the_audited_docs_is_checked_or_marked():
+    problems = [p for doc in AUDITED for p in unaccounted(ROOT / doc)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_audit_finds_an_unmarked_number(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Title 3\n\nIt takes 12.5 s on `h100-sxm` (issue 29, 2026-11-26).\n\n"
+                   "<!-- numbers: measured 2026-11-26 on a laptop -->\nIt took 3.1 s.\n\n"
+                   "And 4.2 s.\n\n"
+                   "## Next\n\n<!-- numbers: history 2026-11-01 (to the next heading) -->\n\n"
+                   "Was 9 days.\n\nThen 8 days.\n\n## Last\n\nNow 7 days.\n\n"
+                   "```python\n>>> 1 + 41\n42\n```\n")
+    problems = unaccounted(doc)
+    assert len(problems) == 3, problems
+    assert "12.5" in problems[0] and "4.2" in problems[1] and "7 in" in problems[2]
+    doc.write_text("<!-- numbers: checked tests/test_doc_numbers.py::no_such_test -->\nA 5.\n")
+    assert "names no test" in unaccounted(doc)[0]
+
+
+# ---- docs/whatif-checkpointing.md: its table and prose (the doctest checks its example) ----
+
+@pytest.fixture(scope="module")
+def checkpoint_study():
+    """The study the page answers (~1 s), and the same with a 0.5 GB/s host link."""
+    from planner.analysis.checkpoint_study import Study, run_study
+
+    def by_cell(rows):
+        return {(r["gpus"], r["scheme"]): r for r in rows}
+
+    default = by_cell(run_study(Study()))
+    slow_host = by_cell(run_study(Study(gpus=(1024, 16384), schemes=("async", "gockpt"),
+                                        overrides={"host_copy_bytes_per_s_per_gpu": 0.5e9})))
+    return default, slow_host
+
+
+def _saves(cells, gpus):
+    a, g = cells[(gpus, "async")], cells[(gpus, "gockpt")]
+    return (a["wall_days"] - g["wall_days"], a["energy_mwh"] - g["energy_mwh"],
+            a["cost_usd"] - g["cost_usd"])
+
+
+def _shows(text_value: str, number: float, value: float) -> bool:
+    """Whether ``number`` (written ``text_value``) is ``value`` to the digits shown."""
+    decimals = len(text_value.partition(".")[2])
+    return abs(number - value) <= 0.5 * 10 ** -decimals * (1 + 1e-9)
+
+
+def test_whatif_checkpointing_table_and_prose(checkpoint_study):
+    """Every number of the page's table and prose, to the digits it shows (each `in`
+    below is a phrase of the page, built from the study's rows)."""
+    cells, slow = checkpoint_study
+    text = " ".join((ROOT / "docs" / "whatif-checkpointing.md").read_text().split())
+
+    def share(r):
+        return 100 * r["fault_tolerance_mwh"] / r["energy_mwh"]
+
+    for gpus in (128, 1024, 4096, 16384):
+        a = cells[(gpus, "async")]
+        m = re.search(rf"\| {gpus:,} \| ([\d.,]+) / ([\d,]+) / ([\d.]+) \| \**(-?[\d.]+) / "
+                      rf"(-?[\d.]+) / (-?\d+)k\** \| (\d+), ([\d.]+) % \|", text)
+        assert m, f"no table row for {gpus:,} GPUs"
+        shown = [float(g.replace(",", "")) for g in m.groups()]
+        days, mwh, usd = _saves(cells, gpus)
+        values = [a["wall_days"], a["energy_mwh"], a["cost_usd"] / 1e6, days, mwh, usd / 1e3,
+                  a["fault_tolerance_mwh"], share(a)]
+        for text_value, number, value in zip(m.groups(), shown, values, strict=True):
+            assert _shows(text_value, number, value), (gpus, text_value, value)
+    big, small = cells[(16384, "async")], cells[(128, "async")]
+    days, mwh, usd = _saves(cells, 16384)
+    assert (f"{days:.2f} days, {mwh:.0f} MWh and {usd / 1e3:.0f} k USD on a "
+            f"{big['cost_usd'] / 1e6:.0f} M USD run") in text
+    assert f"The checkpoint ({big['checkpoint_bytes'] / 1e12:.1f} TB)" in text
+    assert f"{big['checkpoint_bytes'] / 16384 / 1e6:.0f} MB each" in text
+    assert f"takes {big['stall_s'] * 1e3:.0f} ms per checkpoint" in text
+    assert (f"({big['fault_tolerance_mwh']:.0f} MWh, {share(big):.1f} % of the energy, "
+            f"{100 * (1 - big['ettr']):.1f} % of the wall time)") in text
+    failures = round(big["expected_failures"], -1)
+    assert (f"~{failures:.0f} failures of a {big['wall_days']:.0f}-day run on a cluster "
+            f"with a {big['system_mtbf_s'] / 3600:.1f}-hour system MTBF") in text
+    days, mwh, usd = _saves(cells, 128)
+    assert f"({-days:.1f} days, {-mwh:.0f} MWh, {-usd / 1e6:.2f} M USD)" in text
+    assert f"runs {small['step_time_s']:.0f}-second steps" in text
+    assert f"the {small['stall_s']:.1f} s snapshot" in text
+    assert (f"({cells[(128, 'gockpt')]['commit_latency_s']:.0f} s against "
+            f"{small['commit_latency_s']:.0f} s)") in text
+    s16, s1 = slow[(16384, "async")], _saves(slow, 1024)
+    days, mwh, usd = _saves(slow, 16384)
+    assert (f"stalls {s16['stall_s']:.2f} s of a {s16['step_time_s']:.1f} s step") in text
+    assert (f"saves **{days:.2f} days, {mwh:.0f} MWh and {usd / 1e6:.2f} M USD** "
+            f"({100 * usd / s16['cost_usd']:.0f} %)") in text
+    assert (f"at 1,024 GPUs {s1[0]:.0f} days, {s1[1]:.0f} MWh and {s1[2] / 1e6:.2f} M USD"
+            in text)
+    ft = {scheme: [share(r) for (g, sc), r in cells.items() if sc == scheme]
+          for scheme in ("async", "sync")}
+    assert (f"{min(ft['async']):.1f}-{max(ft['async']):.1f} % of the run's energy with "
+            f"asynchronous checkpoints and {min(ft['sync']):.1f}-{max(ft['sync']):.1f} % "
+            "with synchronous ones") in text
+
+
+# ---- docs/economics.md: price data, embodied carbon, measured power ----
+
+def _economics_text():
+    return " ".join((ROOT / "docs" / "economics.md").read_text().split())
+
+
+def test_economics_provider_medians_and_row_counts():
+    """The H100 SXM per-provider medians, their median and interquartile range, the row
+    counts and the all-rows quartiles, from the shipped price data (2 decimals shown)."""
+    import numpy as np
+
+    from hardware_catalog.prices import load_prices
+    from planner.engine.pricing import provider_medians
+
+    text = _economics_text()
+    rows = load_prices()
+    assert f"{len(rows):,} rows of on-demand and spot $/hour" in text
+    medians = provider_medians(rows, "h100-sxm", "on-demand")
+    m = re.search(r"The nine non-marketplace providers' H100 SXM medians are (.*?) \(accelerator "
+                  r"only\) \$/GPU-h", text)
+    assert m and len(medians) == 9
+    shown = dict((name, float(value)) for name, value in
+                 re.findall(r"(\w+) ([\d.]+)", m.group(1).replace(" and ", ", ")))
+    assert shown.keys() == medians.keys()
+    for name, value in medians.items():
+        assert shown[name] == pytest.approx(value, abs=0.005), name
+    q1, mid, q3 = np.percentile(sorted(medians.values()), [25, 50, 75])
+    assert f"the default, {mid:.2f}, is their median; their interquartile range is " \
+           f"{q1:.2f}-{q3:.2f}" in text
+    every = [r for r in rows if r.accelerator == "h100-sxm" and not r.marketplace
+             and r.on_demand_usd_per_gpu_hour is not None]
+    a1, a3 = np.percentile([r.on_demand_usd_per_gpu_hour for r in every], [25, 75])
+    count = {p: sum(r.provider == p for r in every) for p in ("gcp", "lambda")}
+    assert (f"({len(every)} instance x region rows), the quartiles are {a1:.2f}-{a3:.2f} "
+            f"because GCP's {count['gcp']} rows and Lambda's {count['lambda']} dominate") in text
+
+
+def test_economics_embodied_carbon_figures(catalog):
+    """The node share (150 + 2,500 / 8 = 462.5 kg) from the catalog, and ACT's 28.7 kg for
+    an H100's silicon from formulas.carbon.act_chip_embodied with the inputs the page
+    lists (814 mm2, 5 nm-class: ACT's 2.75 kWh/cm2 and GPA97 327.5 g/cm2, 500 g/cm2 of
+    materials, 583 g/kWh, yield 0.875, 80 GB at 65 g/GB, six packages)."""
+    from formulas.carbon import act_chip_embodied
+
+    text = _economics_text()
+    h100 = catalog.accelerator("h100-sxm")
+    node = catalog.node(h100.node)
+    gpu_kg, node_kg = (float(getattr(x.embodied_kg_co2e, "value", x.embodied_kg_co2e))
+                       for x in (h100, node))
+    per_node = int(getattr(node.gpus_per_node, "value", node.gpus_per_node))
+    assert (f"{gpu_kg:.0f} + {node_kg:,.0f} / {per_node} = "
+            f"{gpu_kg + node_kg / per_node:.1f} kgCO2e") in text
+    act_kg = act_chip_embodied(8.14, 583.0, 2.75, 327.5, 500.0, 0.875, 80.0, 65.0, 6)
+    assert ("(814 mm2 logic die on a 5 nm-class node at Taiwan's 583 g/kWh, GPA97 gas "
+            "abatement, yield 0.875, 80 GB at ACT's DDR4 65 g/GB, six packages) it gives "
+            f"{act_kg:.1f} kgCO2e for the silicon alone, a fifth of BLOOM's {gpu_kg:.0f} kg "
+            "per GPU") in text
+    assert round(gpu_kg / act_kg) == 5  # "a fifth"
+
+
+def test_economics_measured_power_table():
+    """The predicted stepping power of the OLMo 2 runs (W, no decimals) beside the
+    measured '> 600 W' and the catalog's 100 W idle (OLMo 2's checkpointing draw)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("energy_phases",
+                                                  ROOT / "tests" / "test_energy_phases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = _economics_text()
+    for run, label in (("olmo2-7b", "OLMo 2 7B, 256 H100"), ("olmo2-13b", "OLMo 2 13B, 512 H100")):
+        watts = float(module._olmo(run)["gpu_step_power_w"])
+        assert re.search(rf"\| {re.escape(label)}[^|]*\| > 600 W training \| {watts:.0f} W "
+                         r"stepping \|", text), (run, watts)
+    m = re.search(r"at most \+(\d+) % above 600 W, ([\d.]+) % below TDP", text)
+    watts = float(module._olmo("olmo2-7b")["gpu_step_power_w"])
+    assert int(m.group(1)) == round(100 * (watts / 600 - 1))
+    assert float(m.group(2)) == pytest.approx(100 * (1 - watts / 700), abs=0.05)
+
+
+def test_economics_spot_and_aws_sentences(economics_example):
+    """The worked example's spot sentences (512 instances, one preemption per instance every
+    106 days, the 17-minute break-even, every six days, five times a month) and the AWS
+    comparison (AWS's 6.88 $/GPU-h list price, an input: 90 % utilisation -> 22 %, 11
+    months).  Tolerances: days and months to the whole unit, percent to the whole percent."""
+    import math
+
+    from formulas.cost import spot_breakeven_mtbf
+    from hardware_catalog import load_catalog
+    from planner.engine.ownership import rent_vs_buy
+    from planner.engine.pricing import price_quote
+    from planner.engine.scenario import Scenario
+
+    od, spot, _, _ = economics_example
+    text = _economics_text()
+    instances = round(float(od.gpus) / 8)
+    month_days = 365.25 / 12
+    every_days = -month_days / math.log(1 - 0.25)
+    assert (f"On spot, {instances} instances each reclaimed with probability 0.25 a month (one "
+            f"preemption per instance every {every_days:.0f} days)") in text
+    w0 = od.wall_time_s / od.solve_time_s - 1
+    m_star_min = round(float(spot_breakeven_mtbf(1.75 / 2.95, spot.checkpoint_stall_s,
+                                                 spot.restart_s, w0)) / 60)
+    per_instance_days = instances * m_star_min / 60 / 24
+    words = {5: "five", 6: "six", 7: "seven", 4: "four"}
+    assert (f"{m_star_min} minutes for the whole job, i.e. each of the {instances} instances "
+            f"preempted about every {words[round(per_instance_days)]} days "
+            f"({words[round(month_days / per_instance_days)]} times a month)") in text
+    cat = load_catalog()
+    q = price_quote(cat, cat.accelerator("h100-sxm")).as_dict()
+    q["usd_per_gpu_hour"] = 6.88
+    aws = rent_vs_buy(cat, Scenario(ownership={"utilisation": 0.9}), dict(od), q)
+    assert (f"6.88 $/GPU-h at 90 % utilisation the break-even falls to "
+            f"{100 * aws['breakeven_utilisation']:.0f} % and the payback to "
+            f"{aws['payback_months']:.0f} months") in text

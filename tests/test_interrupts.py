@@ -215,3 +215,52 @@ def test_main_restores_ctrl_c_once_started(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
+
+
+#: pip's console script for ``capplan`` (what ``pip install`` writes into bin/).
+CONSOLE_SCRIPT = ("import sys\n"
+                  "from planner.cli.main import main\n"
+                  "if __name__ == '__main__':\n"
+                  "    sys.argv[0] = sys.argv[0].removesuffix('.exe')\n"
+                  "    sys.exit(main())\n")
+
+
+#: What Python prints for a KeyboardInterrupt in its own startup, before the script runs
+#: (initialising sys.stdout, checking whether the script is a zip file, or an interrupt
+#: that Python's import machinery swallows while the script looks for ``planner``).
+PYTHON_STARTUP = ("Fatal Python error", "Failed checking if argv[0] is an import path entry",
+                  "Exception ignored in: <function _get_module_lock.<locals>.cb")
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.01, 0.03, 0.06])
+def test_ctrl_c_in_the_first_milliseconds_is_quiet(tmp_path, delay_s):
+    """Ctrl-C 0-60 ms after the console script starts: exit 130 with one line, or -2 when
+    the signal came before any capplan code ran; never a traceback through capplan's code.
+
+    The script runs under ``python -S``: the ``site`` module (the .pth files of the
+    installation: editable-install finders, certificates - 20-90 ms on a loaded machine)
+    is Python's own startup, before any capplan statement can run, and a Ctrl-C there is
+    Python's "Fatal Python error: init_import_site" whatever capplan does.  From the first
+    statement of ``planner/__init__.py`` on, the quiet handler is set.  Python's own
+    startup messages (``PYTHON_STARTUP``) are skipped; exit -2 is a signal that arrived
+    before Python or capplan had a handler (a traceback then shows only the script's
+    import line, never a capplan file).
+    """
+    import site
+
+    script = tmp_path / "capplan"
+    script.write_text(CONSOLE_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()])}
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, "-S", str(script), "evaluate", "-m",
+                                 "llama3-8b", "--gpus", "8"], cwd=tmp_path, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay_s)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        if err.startswith(PYTHON_STARTUP):  # Python itself, before it runs the script
+            continue
+        assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
+        assert str(ROOT) not in err, err  # no frame of capplan's code
+        if proc.returncode == 130:
+            assert err == "capplan: interrupted\n", err

@@ -137,3 +137,17 @@ def test_sensitivity_plot_title_states_model_tokens_and_layout(monkeypatch, tmp_
     capsys.readouterr()
     assert code == 0 and (tmp_path / "t.png").stat().st_size > 0
     assert seen["title"].startswith("Elasticities for llama3-8b on 2T tokens, 64 x ")
+
+
+def test_checkpoint_study_title_states_model_tokens_and_objective(saved, tmp_path):
+    from planner.cli.main import main
+
+    code = main(["checkpoint", "-m", "llama3-8b", "-H", "h100-sxm", "--gpus", "64,512",
+                 "--tokens", "2T", "--plot", str(tmp_path / "ckpt.png"), "-o",
+                 str(tmp_path / "ckpt.csv")])
+    assert code == 0
+    (fig,) = saved
+    title = fig._suptitle.get_text()
+    assert "llama3-8b on h100-sxm, 2T tokens" in title
+    assert "objective: fastest layout that fits in memory at each GPU count" in title
+    assert "2e+12" not in title

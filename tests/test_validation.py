@@ -5,6 +5,8 @@ Targets the current model misses because of a documented modelling gap are marke
 model closes the gap, so the marker is removed then. See docs/validation.md.
 """
 
+import json
+
 import numpy as np
 import pytest
 
@@ -561,3 +563,65 @@ def test_cli_refits_per_family_only_when_asked(monkeypatch, capsys):
     assert summary[0]["dataset"] == "sc21" and summary[0]["mape"] > 0
     assert main(["validate", "-d", "sc21", "--lofo", "-f", "json"]) == 0
     assert len(calls) == 1
+
+
+def test_lofo_reads_the_precomputed_values_when_the_key_matches(monkeypatch, tmp_path):
+    """`validate --lofo` on the shipped catalog reads planner/analysis/_lofo_generated.json
+    (no refit: seconds instead of ~2 min of CPU); the file is fresh (codegen --check)."""
+    from planner.analysis import calibration as c
+
+    assert c.precomputed_is_fresh(), "run: python -m planner.codegen --only validation"
+    monkeypatch.setenv("CAPPLAN_CACHE_DIR", str(tmp_path))  # an empty cache folder
+    monkeypatch.setattr(c, "leave_one_family_out", lambda *a, **k: pytest.fail("refitted"))
+    cases = v.load_cases(["modern-runs", "moe-runs"])
+    pred = c.lofo_predictions(cases)
+    saved = json.loads(c.PRECOMPUTED.read_text())["predictions"]
+    keys = cases.dataset + "/" + cases.case_id
+    held = (cases.family.notna() & (cases.unexpressible == "")).to_numpy()
+    assert held.sum() >= 20
+    assert np.allclose(pred[held], [saved[k] for k in keys[held]])
+
+
+def test_lofo_recomputes_when_the_key_does_not_match(monkeypatch, tmp_path, capsys):
+    """A catalog other than the shipped one (a user override) has another key: the values
+    are refitted (progress on a terminal only), cached under that key and reused."""
+    from hardware_catalog.toml_cache import ENV_VAR
+    from planner.analysis import calibration as c
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setattr(c, "lofo_key", lambda catalog=None: "a-user-catalog")
+    calls = []
+
+    def refit(cases, catalog=None, progress=None):
+        calls.append(progress)
+        progress(0, 1, "llama")
+        return v.pd.Series(1.0, index=cases.index)
+
+    monkeypatch.setattr(c, "leave_one_family_out", refit)
+    cases = v.load_cases(["modern-runs"])
+    first = c.lofo_predictions(cases)
+    assert len(calls) == 1 and calls[0] is c._terminal_progress
+    assert capsys.readouterr().err == ""  # not a terminal: no progress line
+    held = (cases.family.notna() & (cases.unexpressible == "")).to_numpy()
+    assert (first[held] == 1.0).all()
+    (saved,) = tmp_path.rglob("lofo-a-user-catalog.json")
+    assert saved.stat().st_mode & 0o777 == 0o600
+    again = c.lofo_predictions(cases)  # from the cache folder, no second refit
+    assert len(calls) == 1 and np.allclose(again[held], first[held])
+    saved.chmod(0o666)  # world-writable: not trusted, refitted (with one warning line)
+    c.lofo_predictions(cases)
+    assert len(calls) == 2
+    assert capsys.readouterr().err.count("warning") <= 1
+
+
+@pytest.mark.slow
+def test_precomputed_lofo_equals_a_fresh_computation(catalog):
+    """~2 min of CPU: the committed values are what the refits give today."""
+    from planner.analysis import calibration as c
+
+    saved = json.loads(c.PRECOMPUTED.read_text())
+    assert saved["key"] == c.lofo_key(catalog)
+    fresh = c.compute_all(catalog)
+    assert fresh.keys() == saved["predictions"].keys()
+    assert np.allclose([fresh[k] for k in fresh], [saved["predictions"][k] for k in fresh],
+                       rtol=1e-9)

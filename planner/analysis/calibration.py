@@ -17,23 +17,35 @@ the families' rows depend on (Hopper and Blackwell GEMM efficiencies, the Megatr
 stacks' overlap, attention and launch terms); the A100-only and eager-2023-stack parameters
 no family row touches stay at their catalog values, and the objective is evaluated on the
 fit rows those parameters can move (rows on those accelerators or stacks), which is the
-same optimum as the full objective at a fraction of the cost.  Results are cached in
-capplan's cache folder under a hash of the catalog, the model and this code, so that
-``capplan validate`` pays for the refits (about a minute on two cores) once per change.
+same optimum as the full objective at a fraction of the cost.  The refits take about two
+minutes of CPU, so the shipped catalog's result is precomputed by the codegen step
+``validation`` into ``_lofo_generated.json`` under a hash of everything it depends on
+(:func:`lofo_key`; ``codegen --check`` verifies it); ``capplan validate --lofo`` reads it when
+the hash matches and otherwise (a user catalog) refits once and caches the result in
+capplan's cache folder under the same hash.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from hardware_catalog import load_catalog
+from hardware_catalog.private_cache import (
+    Untrusted,
+    private_folder,
+    read_private,
+    warn_once,
+    write_private,
+)
 from hardware_catalog.toml_cache import cache_dir
 from planner.analysis import validate as v
+from planner.engine.kernel import kernel_hash
 from planner.engine.scenario import execution_defaults, stack_factor
 
 A100 = ("a100-80gb", "a100-40gb")
@@ -211,12 +223,13 @@ def _touched(cases, grid) -> np.ndarray:
 
 
 def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
-                         verbose: bool = False):
+                         verbose: bool = False, progress=None):
     """Predictions of each family's rows by a calibration fitted without that family.
 
     ``cases`` are every case of the FIT datasets plus any others to cross-validate (with a
     ``family`` column; rows without one are never left out).  Returns a Series of predicted
     values indexed like ``cases`` (NaN for rows without a family or not expressible).
+    ``progress(done, total, family)`` is called before each refit.
     """
     import pandas as pd
 
@@ -228,10 +241,13 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
     train_all = fit_cases(cases[cases.dataset.isin(FIT_DATASETS)])
     train_all = train_all[_touched(train_all, grid)]
     out = pd.Series(np.nan, index=cases.index)
-    for name in sorted(family.dropna().unique()):
+    names = sorted(family.dropna().unique())
+    for done, name in enumerate(names):
         held = cases[(family == name) & (cases.unexpressible == "")]
         if held.empty:
             continue
+        if progress is not None:
+            progress(done, len(names), name)
         train = train_all[train_all.get("family", pd.Series(index=train_all.index)) != name]
         values, _ = fit(catalog, verbose=False, rounds=rounds, cases=train, grid=grid,
                         values=start)
@@ -244,44 +260,126 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
     return out
 
 
-def _fingerprint() -> str:
-    """Hash of everything a LOFO result depends on: catalog, validation data, model, code."""
-    root = Path(__file__).resolve().parents[2]
+#: The shipped catalog's leave-one-family-out predictions, written by the codegen step
+#: ``validation`` and checked by ``codegen --check``: ``{"key": lofo_key(), "predictions":
+#: {"<dataset>/<case_id>": predicted value}}``.  ``capplan validate --lofo`` reads them when
+#: the key matches its catalog and refits only when it does not (user catalog overrides).
+PRECOMPUTED = Path(__file__).with_name("_lofo_generated.json")
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def lofo_key(catalog=None) -> str:
+    """Hash of everything a LOFO result depends on.
+
+    The catalog as loaded (its version hashes every shipped and user TOML file), the
+    validation data (``hardware_catalog/data/validation``), ``planner/engine/execution.toml``,
+    the calibration grid and fit datasets, the run model (the generated kernel's hash) and
+    the code that maps cases to inputs and fits (this module and ``validate.py``).
+    """
+    catalog = catalog or load_catalog()
     digest = hashlib.sha256()
-    folders = [root / "hardware_catalog" / "data", root / "formulas", root / "planner" / "engine",
-               root / "planner" / "analysis"]
-    for folder in folders:
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()
-                           and p.suffix in (".py", ".toml", ".csv")):
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+    digest.update(f"catalog {catalog.version}\0kernel {kernel_hash()}\0".encode())
+    digest.update(repr((sorted(LOFO_GRID.items()), FIT_DATASETS, GROUPED)).encode())
+    files = sorted(p for p in (_ROOT / "hardware_catalog" / "data" / "validation").rglob("*")
+                   if p.is_file())
+    files += [_ROOT / "planner" / "engine" / "execution.toml", Path(__file__).resolve(),
+              Path(v.__file__).resolve()]
+    for path in files:
+        digest.update(f"{path.relative_to(_ROOT)}\0".encode() + path.read_bytes())
     return digest.hexdigest()[:20]
 
 
+def compute_all(catalog=None, progress=None) -> dict[str, float]:
+    """LOFO predictions of every case of every dataset, keyed ``"<dataset>/<case_id>"``."""
+    cases = v.load_cases(None)
+    pred = leave_one_family_out(cases, catalog, progress=progress)
+    keys = cases.dataset.astype(str) + "/" + cases.case_id.astype(str)
+    return {k: float(p) for k, p in zip(keys, pred, strict=True) if np.isfinite(p)}
+
+
+def precomputed_text(catalog=None) -> str:
+    """The text of :data:`PRECOMPUTED` for ``catalog`` (a fresh computation, ~2 min)."""
+    saved = compute_all(catalog)
+    return json.dumps({"key": lofo_key(catalog), "predictions": dict(sorted(saved.items()))},
+                      indent=0, sort_keys=True) + "\n"
+
+
+def precomputed_is_fresh() -> bool:
+    """Whether :data:`PRECOMPUTED` was computed from the current shipped inputs."""
+    try:
+        raw = PRECOMPUTED.read_bytes()
+    except OSError:
+        return False
+    return _parse(raw, lofo_key()) is not None
+
+
+#: Largest LOFO cache file read back [B] (the shipped one is ~6 kB).
+MAX_CACHE_BYTES = 1 << 22
+
+
+def _parse(raw: bytes, key: str) -> dict | None:
+    """The predictions of a saved LOFO file under ``key``; None if malformed or stale."""
+    try:
+        saved = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(saved, dict) or saved.get("key") != key:
+        return None
+    pred = saved.get("predictions")
+    if not isinstance(pred, dict) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in pred.values()):
+        return None
+    return pred
+
+
+def _read_saved(path, key: str, *, private: bool) -> dict | None:
+    """The predictions saved at ``path`` under ``key``; None if absent, stale, malformed or
+    (a ``private`` cache file) not a regular file of this user's (see private_cache)."""
+    try:
+        if private:
+            private_folder(path.parent, create=False)
+            raw = read_private(path, max_bytes=MAX_CACHE_BYTES)
+        else:
+            raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except (Untrusted, OSError) as exc:
+        warn_once(f"ignoring the cache file {path}: {getattr(exc, 'strerror', None) or exc}")
+        return None
+    return _parse(raw, key)
+
+
+def _terminal_progress(done: int, total: int, family: str) -> None:
+    """One stderr line per refit, on a terminal only (see docs/performance.md)."""
+    if sys.stderr.isatty():
+        print(f"capplan: validate: refitting the calibration without {family} "
+              f"({done + 1}/{total}) ...", file=sys.stderr, flush=True)
+
+
 def lofo_predictions(cases, catalog=None):
-    """:func:`leave_one_family_out` for ``cases`` (a validate run), cached on disk."""
+    """:func:`leave_one_family_out` for ``cases`` (a validate run): the committed
+    :data:`PRECOMPUTED` values when their key matches, else a result cached on disk under
+    the key, else a fresh computation (with progress lines on a terminal)."""
     import pandas as pd
 
     family = cases.get("family", pd.Series(np.nan, index=cases.index))
     if not family.notna().any():  # no family to leave out (sc21, vTrain, llm-foundry, ...)
         return pd.Series(np.nan, index=cases.index, dtype=float)
+    catalog = catalog or load_catalog()
+    key = lofo_key(catalog)
+    keys = cases.dataset.astype(str) + "/" + cases.case_id.astype(str)
+    wanted = set(keys[family.notna() & (cases.unexpressible == "")])
     folder = cache_dir()
-    path = folder / f"lofo-{_fingerprint()}.json" if folder is not None else None
-    key = cases.dataset.astype(str) + "/" + cases.case_id.astype(str)
-    if path is not None and path.is_file():
-        saved = json.loads(path.read_text())
-        wanted = key[family.notna() & (cases.unexpressible == "")]
-        if set(wanted) <= set(saved):
-            return pd.Series([saved.get(k, np.nan) for k in key], index=cases.index, dtype=float)
-    everything = v.load_cases(FIT_DATASETS)
-    extra = cases[~cases.dataset.isin(FIT_DATASETS)]
-    allcases = pd.concat([everything, extra], ignore_index=True)
-    pred = leave_one_family_out(allcases, catalog)
-    allkey = allcases.dataset.astype(str) + "/" + allcases.case_id.astype(str)
-    saved = {k: float(p) for k, p in zip(allkey, pred, strict=True) if np.isfinite(p)}
+    path = folder / f"lofo-{key}.json" if folder is not None else None
+    for source, private in ((PRECOMPUTED, False), (path, True)):
+        saved = _read_saved(source, key, private=private) if source is not None else None
+        if saved is not None and wanted <= set(saved):
+            return pd.Series([saved.get(k, np.nan) for k in keys], index=cases.index,
+                             dtype=float)
+    saved = compute_all(catalog, progress=_terminal_progress)
     if path is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(saved))
-        tmp.replace(path)
-    return pd.Series([saved.get(k, np.nan) for k in key], index=cases.index, dtype=float)
+        try:
+            write_private(path, json.dumps({"key": key, "predictions": saved}).encode())
+        except (Untrusted, OSError):  # a cache that cannot be written is only slower
+            pass
+    return pd.Series([saved.get(k, np.nan) for k in keys], index=cases.index, dtype=float)

@@ -25,6 +25,7 @@ from hardware_catalog import load_catalog
 from planner.engine.domains import MAX_GPUS
 from planner.engine.evaluator import evaluate
 from planner.engine.layout_check import best_layout
+from planner.engine.readable import count_text
 from planner.engine.scenario import DEFAULTS
 from planner.engine.space import RECOMPUTE_CODES
 from planner.errors import CapplanError, shown
@@ -96,6 +97,17 @@ def parse_schemes(text: str) -> tuple[str, ...]:
             raise CapplanError(f"--schemes {shown(name)} is not one of: {', '.join(SCHEMES)} "
                                f"(or all)" + (f"; did you mean: {close[0]}?" if close else ""))
     return names
+
+
+#: What the study optimises at each GPU count (the layout every scheme is compared on).
+OBJECTIVE = "fastest layout that fits in memory at each GPU count (time)"
+
+
+def figure_title(study: Study) -> str:
+    """Model, accelerator, tokens and objective of ``study``, for its figure's title."""
+    tokens = DEFAULTS["tokens"] if study.tokens is None else study.tokens
+    return (f"{study.model} on {study.hardware}, {count_text(tokens)} tokens, "
+            f"objective: {OBJECTIVE}")
 
 
 def run_study(study: Study, catalog=None) -> list[dict]:

@@ -111,9 +111,10 @@ def checkpoint(
     with committed_together(force):  # -o and --plot together or not at all
         write(render(shown_rows, format, title=title, payload=payload), output, force)
         if plot:
+            from planner.analysis.checkpoint_study import figure_title
             from planner.report.plot import plot_checkpoint_study
 
-            plot_checkpoint_study(rows, plot, title=f"{model} on {hardware}", force=force)
+            plot_checkpoint_study(rows, plot, title=figure_title(study), force=force)
 
 
 def _mtbf_list(text: str | None) -> tuple[float | None, ...]:

@@ -25,8 +25,9 @@ def validate(
                                      "energy checks (a table each; a 'checks' key in JSON)."),
     lofo: bool = typer.Option(False, "--lofo",
                               help="Also the leave-one-model-family-out error: the calibration "
-                              "refitted without each family, ~2 min the first time (cached); "
-                              "always with --write-docs."),
+                              "refitted without each family (precomputed for the shipped "
+                              "catalog; with another catalog ~2 min the first time, then "
+                              "cached); always with --write-docs."),
     whole_runs: bool = typer.Option(False, "--whole-runs",
                                     help="Instead: whole published training runs (BLOOM, OPT, "
                                     "Llama 3, OLMo) predicted from user options vs their "

@@ -739,7 +739,6 @@ def plot_checkpoint_study(rows: list[dict], path, *, title: str = "",
         ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].legend(fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(f"Checkpointing {title}: what fault tolerance costs, by scheme",
-                     fontsize=11)
+    if title:  # model, accelerator, tokens, objective (checkpoint_study.figure_title)
+        fig.suptitle(f"What fault tolerance costs, by checkpoint scheme\n{title}", fontsize=10)
     return _save(fig, target, force)

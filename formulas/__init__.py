@@ -20,7 +20,7 @@ from .core import Formula, formula
 
 DOMAINS = (
     "compute", "memory", "communication", "pipeline", "checkpoint", "reliability", "straggler",
-    "energy", "cost", "carbon",
+    "overhead", "energy", "cost", "carbon",
 )
 
 __all__ = ["Formula", "formula", "registry", "DOMAINS"]

@@ -18,6 +18,11 @@ import typer
 
 from planner.cli.common import (
     CatalogOption,
+    CheckpointIntervalOption,
+    EvalOverheadOption,
+    LossSpikesOption,
+    MaintenanceOption,
+    RollbackStepsOption,
     GcEveryStepsOption,
     GcIntervalOption,
     GcPauseOption,
@@ -63,6 +68,11 @@ def fault_network_options(
     stage_imbalance: StageImbalanceOption = FAULT_DEFAULTS["stage_imbalance"],
     slow_nodes: SlowNodesOption = FAULT_DEFAULTS["slow_nodes"],
     slow_node_slowdown: SlowNodeSlowdownOption = FAULT_DEFAULTS["slow_node_slowdown"],
+    checkpoint_interval: CheckpointIntervalOption = FAULT_DEFAULTS["checkpoint_interval"],
+    eval_overhead: EvalOverheadOption = FAULT_DEFAULTS["eval_overhead"],
+    maintenance: MaintenanceOption = FAULT_DEFAULTS["maintenance"],
+    loss_spikes: LossSpikesOption = FAULT_DEFAULTS["loss_spikes"],
+    rollback_steps: RollbackStepsOption = FAULT_DEFAULTS["rollback_steps"],
     network: NetworkOption = None,
     gpus_per_node: GpusPerNodeOption = None,
     nic_gbps: NicGbpsOption = None,

@@ -31,7 +31,9 @@ KEYS: dict[str, type] = {
 FAULT_KEYS: dict[str, tuple] = {
     "spares": (str, int), "gc_interval": (float,), "gc_pause": (float,),
     "gc_every_steps": (int,), "stage_imbalance": (float,), "slow_nodes": (float,),
-    "slow_node_slowdown": (float,),
+    "slow_node_slowdown": (float,), "checkpoint_interval": (float,),
+    "eval_overhead": (float,), "maintenance": (float,), "loss_spikes": (float,),
+    "rollback_steps": (float,),
 }
 
 EXAMPLE = '''\
@@ -89,6 +91,11 @@ deadline_days = 90
 # stage_imbalance = 2.0       # extra layer-equivalents on the slowest pipeline stage
 # slow_nodes = 1e-4           # share of slow nodes
 # slow_node_slowdown = 1.1    # step-time factor of a slow node
+# checkpoint_interval = 3600  # fixed checkpoint interval [s] (default: Daly's optimum)
+# eval_overhead = 0.01        # evaluation time per unit of training time
+# maintenance = 0.011         # share of calendar time down for planned maintenance
+# loss_spikes = 78.4          # loss-spike rollbacks per million steps (PaLM); 0: none
+# rollback_steps = 100        # steps redone per rollback (PaLM)
 
 # Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
 # defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.

@@ -53,7 +53,10 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
         commit_latency_s=min(row["commit_latency_s"], row["checkpoint_interval_s"]),
         busy_power_w=pue * (gpus * (idle_w + (max_w - idle_w) * busy) + rest_w),
         idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus + int(spares * gpn),
-        component_age=component_age)
+        component_age=component_age, eval_fraction=scalar("eval_fraction"),
+        rollback_busy_s=row["rollbacks"] * scalar("rollback_steps") * row["step_time_s"],
+        rollback_idle_s=row["rollbacks"] * row["restart_s"],
+        maintenance_fraction=scalar("maintenance_fraction"))
 
 
 #: Most simulated failures (replicas x failures per run) one ``capplan simulate`` may take:

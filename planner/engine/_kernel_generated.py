@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown')
-OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
+OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = vp ** (-1.0)
@@ -349,7 +349,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x201, x257, x258
     x264 = x260 * (1 / 2 * x238 + 1 / 2 * x239 + 1 / 2 * x240 + 1 / 2 * x241 + 1 / 2 * x243 + 1 / 2 * x244)
     del x239, x240, x241, x243, x244
-    x265 = numpy.maximum(numpy.maximum(x205, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x205 * x263 + x253) + x262)), numpy.where(numpy.greater(x247, 1 / 2 * x252 + 1 / 2 * x254 + 1 / 2 * x256 + 1 / 2 * x259), -x260 + x261 * (1 / 3 * numpy.sqrt(x264) + 1 / 9 * x264 + 1), x247))
+    x265 = numpy.maximum(numpy.maximum(x205, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x205 * x263 + x253) + x262)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(x247, 1 / 2 * x252 + 1 / 2 * x254 + 1 / 2 * x256 + 1 / 2 * x259), -x260 + x261 * (1 / 3 * numpy.sqrt(x264) + 1 / 9 * x264 + 1), x247)))
     del x252, x254, x256, x259, x264
     x266 = ckpt_gockpt * (x205 + x253) + x262
     del x253, x262
@@ -387,42 +387,49 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x296 = ckpt_in_memory * x255 + failure_detection_s - x247 * numpy.log1p(manual_restart_fraction * numpy.expm1(x246 * (-manual_restart_s + x267 - x295))) + x248 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x203) + x267 - x295
     del x255, x267, x295
     x297 = x205 * x237
-    x298 = x246 * x296
+    x298 = eval_fraction * x297
     x299 = numpy.exp(x246 * x266)
     x300 = numpy.exp(x246 * (x260 + x265))
     x301 = x297 * x299 / x265
-    x302 = x299 + x301 * (x300 - 1) - 1
+    x302 = (x299 + x301 * (x300 - 1) - 1) * numpy.exp(x246 * x296)
     del x299
-    x303 = x302 * numpy.exp(x298)
-    x304 = x247 * x303
-    x305 = x246 * numpy.exp(-x298) / x302
-    del x298, x302
-    x306 = x297 * x305
-    x307 = gpus + gpus_per_node * spare_nodes
-    x308 = x304 * x307
-    x309 = 0.000277777777777778 * x308
-    x310 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x197 * x224 + compute_power_fraction * x107 * x108 * x158 * x225)
-    del x107, x108, x158, x197, x224, x225
-    x311 = x247 * x301 * (x300 - numpy.exp(x246 * x260))
-    del x246, x300, x301
-    x312 = idle_power_w * (x304 - x311) + x310 * x311
-    del x311
-    x313 = gpus * x312
-    x314 = network_power_per_node_w + node_overhead_power_w
-    x315 = x203 * x314
-    del x203
-    x316 = spare_nodes * (gpus_per_node * idle_power_w + x314) + x315
-    del x314
-    x317 = x304 * x316 + x313
-    x318 = pue * x317
-    x319 = gpus * max_power_w + x316
-    del x316
-    x320 = price_usd_per_gpu_hour * x309
-    x321 = lifetime_s ** (-1.0)
-    x322 = 2.77777777777778e-07 * electricity_usd_per_kwh * x318 + x309 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x321 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x319 / x307) / utilisation
+    x303 = rollback_steps * x205
+    x304 = loss_spike_probability * x237
+    x305 = x304 * (x296 + x303)
+    x306 = x247 * x302 + x305
+    x307 = x298 + x306
+    x308 = maintenance_fraction * x307 / (1 - maintenance_fraction)
+    x309 = x307 + x308
     del x307
-    x323 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x318
-    x324 = embodied_kg_per_gpu * x308 * x321
-    del x308, x321
-    x325 = x323 + x324
-    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x247, x248, x260, x261, x265, x263, x266, x296, x297, x304, x303, 1 - x306, x306, spare_nodes, x294, x309, x313, x317, x318, -pue * x297 * (gpus * x310 + x315) + x318, x310, x305 * x312, x305 * x318, pue * x319, x320, x322, use_tco * x322 + x320 * (1 - use_tco), x323, x324, x325, x325 / (tokens * x233), x304 * x325]
+    x310 = x309 ** (-1.0)
+    x311 = x297 * x310
+    x312 = gpus + gpus_per_node * spare_nodes
+    x313 = x309 * x312
+    x314 = 0.000277777777777778 * x313
+    x315 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x197 * x224 + compute_power_fraction * x107 * x108 * x158 * x225)
+    del x107, x108, x158, x197, x224, x225
+    x316 = x303 * x304
+    del x303
+    x317 = x247 * x301 * (x300 - numpy.exp(x246 * x260))
+    del x246, x300, x301
+    x318 = idle_power_w * (x306 + x308 - x316 - x317) + x315 * (x298 + x316 + x317)
+    del x306, x316, x317
+    x319 = gpus * x318
+    x320 = network_power_per_node_w + node_overhead_power_w
+    x321 = x203 * x320
+    del x203
+    x322 = spare_nodes * (gpus_per_node * idle_power_w + x320) + x321
+    del x320
+    x323 = x309 * x322 + x319
+    x324 = pue * x323
+    x325 = gpus * max_power_w + x322
+    del x322
+    x326 = price_usd_per_gpu_hour * x314
+    x327 = lifetime_s ** (-1.0)
+    x328 = 2.77777777777778e-07 * electricity_usd_per_kwh * x324 + x314 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x327 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x325 / x312) / utilisation
+    del x312
+    x329 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x324
+    x330 = embodied_kg_per_gpu * x313 * x327
+    del x313, x327
+    x331 = x329 + x330
+    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x247, x248, x260, x261, x265, x263, x266, x296, x297, x309, x298, x304, x305, x308, x302, 1 - x311, x311, spare_nodes, x294, x314, x319, x323, x324, -pue * x297 * (gpus * x315 + x321) + x324, x315, x310 * x318, x310 * x324, pue * x325, x326, x328, use_tco * x328 + x326 * (1 - use_tco), x329, x330, x331, x331 / (tokens * x233), x309 * x331]

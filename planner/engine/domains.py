@@ -174,6 +174,11 @@ INPUT_DOMAINS: dict[str, Domain] = {
     "gc_planned_steps": Domain(">=1", integer=True, maximum=MAX_DIM),
     "stage_extra_layers": NON_NEGATIVE, "slow_node_fraction": FRACTION,
     "slow_node_slowdown": Domain(">=1"),
+    # run overheads (formulas.overhead); 0 = the Daly optimum
+    "checkpoint_interval_fixed_s": Domain(">=0", maximum=1e12),
+    "eval_fraction": Domain("[0,1)", maximum=0.99),
+    "maintenance_fraction": Domain("[0,1)", maximum=0.99),
+    "loss_spike_probability": FRACTION, "rollback_steps": Domain(">=0", maximum=1e9),
 }
 
 #: Domains of user-facing numbers that are not run-model inputs (flag name, underscores).
@@ -200,6 +205,11 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "host_copy_gbps": BANDWIDTH_GBPS, "peer_copy_gbps": BANDWIDTH_GBPS,
     "restart_minutes": Domain(">=0", maximum=1e7), "train_days": Domain(">0", maximum=1e6),
     # software stragglers (planner/cli/fault_options.py), seconds
+    "checkpoint_interval": Domain(">=0", maximum=1e12),
+    "eval_overhead": Domain("[0,1)", maximum=0.99),
+    "maintenance": Domain("[0,1)", maximum=0.99),
+    "loss_spikes": Domain(">=0", maximum=1e6),
+    "rollback_steps": Domain(">=0", maximum=1e9),
     "gc_interval": Domain(">0", maximum=1e12), "gc_pause": Domain(">=0", maximum=1e7),
     "gc_every_steps": Domain(">=1", integer=True, maximum=MAX_DIM),
     "stage_imbalance": Domain(">=0", maximum=1e6), "slow_nodes": FRACTION,

@@ -23,7 +23,7 @@ KEYS: dict[str, type] = {
     "spot_interruption": str, "network": str, "gpus_per_node": int, "nic_gbps": float,
     "scale_up_domain": int, "oversubscription": float, "pod_gpus": int,
     "uncertainty": dict, "ownership": dict,
-    "faults": dict,
+    "faults": dict, "phases": list,
 }
 
 #: Keys of the ``[faults]`` section (the flags of the same names: --spares, --gc-interval
@@ -97,6 +97,13 @@ deadline_days = 90
 # loss_spikes = 78.4          # loss-spike rollbacks per million steps (PaLM); 0: none
 # rollback_steps = 100        # steps redone per rollback (PaLM)
 
+# A run of several phases (capplan evaluate/simulate/plan/export sum them; docs/model.md):
+# [[phases]]
+# name = "main"               # required, unique
+# tokens = 14e12              # required
+# seq_len = 8192              # optional: sequence length, global batch [sequences],
+# global_batch = 2048         #   GPU count and layout sizes (tp, pp, cp, ep, vp, micro_batch)
+
 # Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
 # defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.
 # [uncertainty]
@@ -136,6 +143,11 @@ def load(path: str) -> dict:
             raise CapplanError(f"{path}: {key} must be a {kind.__name__}, got {value!r}")
         if key == "faults":  # flattened: its keys are the flags' names
             out.update(_faults(path, value))
+            continue
+        if key == "phases":  # [[phases]]: checked into planner.engine.phases.Phase
+            from planner.engine.phases import parse_phases
+
+            out[key] = parse_phases(value, path)
             continue
         out[key] = value
     return out

@@ -85,5 +85,6 @@ def phases_payload(phases, runs, totals: dict) -> dict:
     from planner.cli.evaluate import evaluation_payload
 
     return {"totals": totals,
-            "phases": [{"name": p.name, **evaluation_payload(r.row, r.echo)}
+            "phases": [{"name": p.name, "tokens": r.row["tokens"],
+                        **evaluation_payload(r.row, r.echo)}
                        for p, r in zip(phases, runs, strict=True)]}

@@ -154,3 +154,13 @@ def test_bad_scenario_key_did_you_mean(capsys, tmp_path):
     assert main(["plan", "--scenario", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "checkpoint_interval" in err and len(err.splitlines()) == 1
+
+
+def test_overheads_are_not_fault_tolerance_energy():
+    """Without hot spares the overheads' energy is all outside energy_fault_tolerance_j."""
+    base = _row(**NO_OVERHEADS, spare_nodes=0.0)
+    row = _row(eval_fraction=0.02, loss_spike_probability=1e-4, maintenance_fraction=0.05,
+               spare_nodes=0.0)
+    assert row["energy_kwh"] > base["energy_kwh"] * 1.02
+    assert row["energy_fault_tolerance_j"] == pytest.approx(base["energy_fault_tolerance_j"],
+                                                            rel=1e-9)

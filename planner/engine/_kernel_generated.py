@@ -408,28 +408,32 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x314 = 0.000277777777777778 * x313
     x315 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x197 * x224 + compute_power_fraction * x107 * x108 * x158 * x225)
     del x107, x108, x158, x197, x224, x225
-    x316 = x303 * x304
-    del x303
-    x317 = x247 * x301 * (x300 - numpy.exp(x246 * x260))
+    x316 = x247 * x301 * (x300 - numpy.exp(x246 * x260))
     del x246, x300, x301
-    x318 = idle_power_w * (x306 + x308 - x316 - x317) + x315 * (x298 + x316 + x317)
-    del x306, x316, x317
-    x319 = gpus * x318
-    x320 = network_power_per_node_w + node_overhead_power_w
-    x321 = x203 * x320
+    x317 = x303 * x304
+    del x303
+    x318 = x298 + x317
+    x319 = x308 - x317
+    del x317
+    x320 = idle_power_w * (x306 - x316 + x319) + x315 * (x316 + x318)
+    del x306, x316
+    x321 = gpus * x320
+    x322 = network_power_per_node_w + node_overhead_power_w
+    x323 = x203 * x322
     del x203
-    x322 = spare_nodes * (gpus_per_node * idle_power_w + x320) + x321
-    del x320
-    x323 = x309 * x322 + x319
-    x324 = pue * x323
-    x325 = gpus * max_power_w + x322
+    x324 = spare_nodes * (gpus_per_node * idle_power_w + x322) + x323
     del x322
-    x326 = price_usd_per_gpu_hour * x314
-    x327 = lifetime_s ** (-1.0)
-    x328 = 2.77777777777778e-07 * electricity_usd_per_kwh * x324 + x314 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x327 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x325 / x312) / utilisation
+    x325 = x309 * x324 + x321
+    x326 = pue * x325
+    x327 = pue * (gpus * x315 + x323)
+    x328 = gpus * max_power_w + x324
+    del x324
+    x329 = price_usd_per_gpu_hour * x314
+    x330 = lifetime_s ** (-1.0)
+    x331 = 2.77777777777778e-07 * electricity_usd_per_kwh * x326 + x314 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x330 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x328 / x312) / utilisation
     del x312
-    x329 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x324
-    x330 = embodied_kg_per_gpu * x313 * x327
-    del x313, x327
-    x331 = x329 + x330
-    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x247, x248, x260, x261, x265, x263, x266, x296, x297, x309, x298, x304, x305, x308, x302, 1 - x311, x311, spare_nodes, x294, x314, x319, x323, x324, -pue * x297 * (gpus * x315 + x321) + x324, x315, x310 * x318, x310 * x324, pue * x325, x326, x328, use_tco * x328 + x326 * (1 - use_tco), x329, x330, x331, x331 / (tokens * x233), x309 * x331]
+    x332 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x326
+    x333 = embodied_kg_per_gpu * x313 * x330
+    del x313, x330
+    x334 = x332 + x333
+    return [x205, x163, x164, x170, x168, x169, x167, x196, x162, x127, x204, x206, x207, x208, x217, memory_reserve_bytes, memory_reserve_bytes + x206 + x207 + x208 + x217, x221, moe_layers * x223 + mtp_layers * (x102 * x223 + x123) + x220, x226, x233, 1e-12 * x235, x17 * x235, x17 * x234 * (full_recompute * (x218 * x231 + x228 + x230 + x232 + x236) + x233 + x236 * x88), x237, x247, x248, x260, x261, x265, x263, x266, x296, x297, x309, x298, x304, x305, x308, x302, 1 - x311, x311, spare_nodes, x294, x314, x321, x325, x326, pue * x325 - pue * (x305 + x319) * (gpus * idle_power_w + x323) - x297 * x327 - x318 * x327, x315, x310 * x320, x310 * x326, pue * x328, x329, x331, use_tco * x331 + x329 * (1 - use_tco), x332, x333, x334, x334 / (tokens * x233), x309 * x334]

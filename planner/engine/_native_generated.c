@@ -301,8 +301,8 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double v_x257 = (v_grad_bytes_per_param / v_checkpoint_bytes_per_param);
     const double v_x267 = np_maximum(v_requeue_restart_s, v_restart_overhead_s);
     const double v_x304 = (v_loss_spike_probability * v_x237);
-    const double v_x320 = (v_network_power_per_node_w + v_node_overhead_power_w);
-    const double v_x327 = (1.0 / v_lifetime_s);
+    const double v_x322 = (v_network_power_per_node_w + v_node_overhead_power_w);
+    const double v_x330 = (1.0 / v_lifetime_s);
     const double v__h0 = (-1.0);
     const double v__h1 = (-1.0);
     const double v__h2 = np_minimum(v_experts, v_hidden);
@@ -369,14 +369,13 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double v__h63 = (-1.0);
     const double v__h64 = ((-v_idle_power_w) + v_max_power_w);
     const double v__h65 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
-    const double v__h66 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x327) * (1.0 - v_residual_value_fraction)));
+    const double v__h66 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x330) * (1.0 - v_residual_value_fraction)));
     const double v__h67 = (1.36895350349425e-06 * v_facility_usd_per_kw_month);
     const double v__h68 = (2.77777777777778e-10 * v_grid_intensity_g_per_kwh);
     const double v__h69 = (((v_moe_layers * v_x223) + (v_mtp_layers * ((v_x102 * v_x223) + v_x123))) + v_x220);
     const double v__h70 = (((((v_x218 * v_x231) + v_x228) + v_x230) + v_x232) + v_x236);
-    const double v__h71 = (-v_pue);
-    const double v__h72 = (1.0 - v_use_tco);
-    const double v__h73 = (v_tokens * v_x233);
+    const double v__h71 = (1.0 - v_use_tco);
+    const double v__h72 = (v_tokens * v_x233);
     #pragma omp simd
     for (long i = 0; i < n; i++) {
         const int row = index[i] * 23;
@@ -400,9 +399,9 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x296 = table[row + 17];
         const double v__x302_g0 = table[row + 18];
         const double v_x312 = table[row + 19];
-        const double v_x321 = table[row + 20];
-        const double v_x322 = table[row + 21];
-        const double v_x325 = table[row + 22];
+        const double v_x323 = table[row + 20];
+        const double v_x324 = table[row + 21];
+        const double v_x328 = table[row + 22];
         const double v_gpus = p_gpus[i];
         const double v_tp = p_tp[i];
         const double v_pp = p_pp[i];
@@ -620,17 +619,20 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x313 = (v_x309 * v_x312);
         const double v_x314 = (0.000277777777777778 * v_x313);
         const double v_x315 = (v_idle_power_w + (v__h64 * (((v_comm_power_fraction * v_x197) * v_x224) + ((((v_compute_power_fraction * v_x107) * v_x108) * v_x158) * v_x225))));
-        const double v_x316 = (v_x303 * v_x304);
-        const double v_x317 = ((v_x247 * v_x301) * (v_x300 - exp((v_x246 * v_x260))));
-        const double v_x318 = ((v_idle_power_w * (((v_x306 + v_x308) - v_x316) - v_x317)) + (v_x315 * ((v_x298 + v_x316) + v_x317)));
-        const double v_x319 = (v_gpus * v_x318);
-        const double v_x323 = ((v_x309 * v_x322) + v_x319);
-        const double v_x324 = (v_pue * v_x323);
-        const double v_x326 = (v_price_usd_per_gpu_hour * v_x314);
-        const double v_x328 = ((v__h65 * v_x324) + ((v_x314 * (v__h66 + ((v__h67 * v_x325) / v_x312))) / v_utilisation));
-        const double v_x329 = (v__h68 * v_x324);
-        const double v_x330 = ((v_embodied_kg_per_gpu * v_x313) * v_x327);
-        const double v_x331 = (v_x329 + v_x330);
+        const double v_x316 = ((v_x247 * v_x301) * (v_x300 - exp((v_x246 * v_x260))));
+        const double v_x317 = (v_x303 * v_x304);
+        const double v_x318 = (v_x298 + v_x317);
+        const double v_x319 = (v_x308 - v_x317);
+        const double v_x320 = ((v_idle_power_w * ((v_x306 - v_x316) + v_x319)) + (v_x315 * (v_x316 + v_x318)));
+        const double v_x321 = (v_gpus * v_x320);
+        const double v_x325 = ((v_x309 * v_x324) + v_x321);
+        const double v_x326 = (v_pue * v_x325);
+        const double v_x327 = (v_pue * ((v_gpus * v_x315) + v_x323));
+        const double v_x329 = (v_price_usd_per_gpu_hour * v_x314);
+        const double v_x331 = ((v__h65 * v_x326) + ((v_x314 * (v__h66 + ((v__h67 * v_x328) / v_x312))) / v_utilisation));
+        const double v_x332 = (v__h68 * v_x326);
+        const double v_x333 = ((v_embodied_kg_per_gpu * v_x313) * v_x330);
+        const double v_x334 = (v_x332 + v_x333);
         o_0[i] = v_x205;
         o_1[i] = v_x163;
         o_2[i] = v_x164;
@@ -676,22 +678,22 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         o_42[i] = v_spare_nodes;
         o_43[i] = v_x294;
         o_44[i] = v_x314;
-        o_45[i] = v_x319;
-        o_46[i] = v_x323;
-        o_47[i] = v_x324;
-        o_48[i] = (((v__h71 * v_x297) * ((v_gpus * v_x315) + v_x321)) + v_x324);
+        o_45[i] = v_x321;
+        o_46[i] = v_x325;
+        o_47[i] = v_x326;
+        o_48[i] = ((((v_pue * v_x325) - ((v_pue * (v_x305 + v_x319)) * ((v_gpus * v_idle_power_w) + v_x323))) - (v_x297 * v_x327)) - (v_x318 * v_x327));
         o_49[i] = v_x315;
-        o_50[i] = (v_x310 * v_x318);
-        o_51[i] = (v_x310 * v_x324);
-        o_52[i] = (v_pue * v_x325);
-        o_53[i] = v_x326;
-        o_54[i] = v_x328;
-        o_55[i] = ((v_use_tco * v_x328) + (v_x326 * v__h72));
-        o_56[i] = v_x329;
-        o_57[i] = v_x330;
-        o_58[i] = v_x331;
-        o_59[i] = (v_x331 / v__h73);
-        o_60[i] = (v_x309 * v_x331);
+        o_50[i] = (v_x310 * v_x320);
+        o_51[i] = (v_x310 * v_x326);
+        o_52[i] = (v_pue * v_x328);
+        o_53[i] = v_x329;
+        o_54[i] = v_x331;
+        o_55[i] = ((v_use_tco * v_x331) + (v_x329 * v__h71));
+        o_56[i] = v_x332;
+        o_57[i] = v_x333;
+        o_58[i] = v_x334;
+        o_59[i] = (v_x334 / v__h72);
+        o_60[i] = (v_x309 * v_x334);
     }
 }
 
@@ -908,8 +910,8 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double v_x257 = (v_grad_bytes_per_param / v_checkpoint_bytes_per_param);
     const double v_x267 = np_maximum(v_requeue_restart_s, v_restart_overhead_s);
     const double v_x304 = (v_loss_spike_probability * v_x237);
-    const double v_x320 = (v_network_power_per_node_w + v_node_overhead_power_w);
-    const double v_x327 = (1.0 / v_lifetime_s);
+    const double v_x322 = (v_network_power_per_node_w + v_node_overhead_power_w);
+    const double v_x330 = (1.0 / v_lifetime_s);
     const double v__h0 = (-1.0);
     const double v__h1 = (-1.0);
     const double v__h2 = np_minimum(v_experts, v_hidden);
@@ -975,7 +977,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double v__h62 = (1.0 - v_maintenance_fraction);
     const double v__h63 = ((-v_idle_power_w) + v_max_power_w);
     const double v__h64 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
-    const double v__h65 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x327) * (1.0 - v_residual_value_fraction)));
+    const double v__h65 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x330) * (1.0 - v_residual_value_fraction)));
     const double v__h66 = (1.36895350349425e-06 * v_facility_usd_per_kw_month);
     const double v__h67 = (2.77777777777778e-10 * v_grid_intensity_g_per_kwh);
     const double v__h68 = (1.0 - v_use_tco);
@@ -1002,8 +1004,8 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x296 = table[row + 16];
         const double v__x302_g0 = table[row + 17];
         const double v_x312 = table[row + 18];
-        const double v_x322 = table[row + 19];
-        const double v_x325 = table[row + 20];
+        const double v_x324 = table[row + 19];
+        const double v_x328 = table[row + 20];
         const double v_gpus = p_gpus[i];
         const double v_tp = p_tp[i];
         const double v_pp = p_pp[i];
@@ -1215,25 +1217,27 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x313 = (v_x309 * v_x312);
         const double v_x314 = (0.000277777777777778 * v_x313);
         const double v_x315 = (v_idle_power_w + (v__h63 * (((v_comm_power_fraction * v_x197) * v_x224) + ((((v_compute_power_fraction * v_x107) * v_x108) * v_x158) * v_x225))));
-        const double v_x316 = (v_x303 * v_x304);
-        const double v_x317 = ((v_x247 * v_x301) * (v_x300 - exp((v_x246 * v_x260))));
-        const double v_x318 = ((v_idle_power_w * (((v_x306 + v_x308) - v_x316) - v_x317)) + (v_x315 * ((v_x298 + v_x316) + v_x317)));
-        const double v_x319 = (v_gpus * v_x318);
-        const double v_x323 = ((v_x309 * v_x322) + v_x319);
-        const double v_x324 = (v_pue * v_x323);
-        const double v_x326 = (v_price_usd_per_gpu_hour * v_x314);
-        const double v_x328 = ((v__h64 * v_x324) + ((v_x314 * (v__h65 + ((v__h66 * v_x325) / v_x312))) / v_utilisation));
-        const double v_x329 = (v__h67 * v_x324);
-        const double v_x330 = ((v_embodied_kg_per_gpu * v_x313) * v_x327);
-        const double v_x331 = (v_x329 + v_x330);
+        const double v_x316 = ((v_x247 * v_x301) * (v_x300 - exp((v_x246 * v_x260))));
+        const double v_x317 = (v_x303 * v_x304);
+        const double v_x318 = (v_x298 + v_x317);
+        const double v_x319 = (v_x308 - v_x317);
+        const double v_x320 = ((v_idle_power_w * ((v_x306 - v_x316) + v_x319)) + (v_x315 * (v_x316 + v_x318)));
+        const double v_x321 = (v_gpus * v_x320);
+        const double v_x325 = ((v_x309 * v_x324) + v_x321);
+        const double v_x326 = (v_pue * v_x325);
+        const double v_x329 = (v_price_usd_per_gpu_hour * v_x314);
+        const double v_x331 = ((v__h64 * v_x326) + ((v_x314 * (v__h65 + ((v__h66 * v_x328) / v_x312))) / v_utilisation));
+        const double v_x332 = (v__h67 * v_x326);
+        const double v_x333 = ((v_embodied_kg_per_gpu * v_x313) * v_x330);
+        const double v_x334 = (v_x332 + v_x333);
         o_0[i] = ((((v_memory_reserve_bytes + v_x206) + v_x207) + v_x208) + v_x217);
         o_1[i] = v_x309;
-        o_2[i] = ((v_use_tco * v_x328) + (v_x326 * v__h68));
-        o_3[i] = v_x324;
-        o_4[i] = v_x331;
-        o_5[i] = (v_x309 * v_x331);
-        o_6[i] = (v_x331 / v__h69);
-        o_7[i] = (v_pue * v_x325);
+        o_2[i] = ((v_use_tco * v_x331) + (v_x329 * v__h68));
+        o_3[i] = v_x326;
+        o_4[i] = v_x334;
+        o_5[i] = (v_x309 * v_x334);
+        o_6[i] = (v_x334 / v__h69);
+        o_7[i] = (v_pue * v_x328);
     }
 }
 
@@ -1586,4 +1590,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "47153b45a9962404"; }
+const char *capplan_source_hash(void) { return "1ad67e4356fa9a59"; }

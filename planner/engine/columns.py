@@ -203,7 +203,7 @@ COLUMNS: tuple[Column, ...] = (
              **PF),
     Column("energy_fault_tolerance_j", "J", "energy",
            "facility energy beyond a failure- and checkpoint-free run (stalls, lost work, "
-           "restarts, idle hot spares)", **EF),
+           "restarts, idle hot spares; not the run overheads)", **EF),
     Column("gpu_step_power_w", "W", "energy",
            "GPU power while stepping (compute, exposed communication, idle gaps)", **EF),
     Column("gpu_power_w", "W", "energy",

@@ -793,9 +793,15 @@ def energy_use(x: dict, r: dict) -> dict:
     # work, restarts, commit waits and idle hot spares)
     ideal_j = energy.energy(energy.facility_power(gpus * busy_w + rest_w, x["pue"]),
                             r["solve_time_s"])
+    # the run overheads (evaluations, rollbacks, maintenance) are not fault tolerance
+    overhead_busy_s = r["eval_time_s"] + r["rollbacks"] * x["rollback_steps"] * step
+    overhead_j = energy.energy(energy.facility_power(gpus * busy_w + rest_w, x["pue"]),
+                               overhead_busy_s) \
+        + energy.energy(energy.facility_power(gpus * x["idle_power_w"] + rest_w, x["pue"]),
+                        wall - r["failure_wall_s"] - overhead_busy_s)
     return {
         "energy_gpu_j": gpu_j, "energy_it_j": it_j, "energy_facility_j": facility_j,
-        "energy_fault_tolerance_j": facility_j - ideal_j,
+        "energy_fault_tolerance_j": facility_j - ideal_j - overhead_j,
         "gpu_step_power_w": busy_w, "gpu_power_w": gpu_j / (gpus * wall),
         "avg_power_w": facility_j / wall,
         "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w + spare_w,

@@ -318,6 +318,38 @@ def drained_checkpoint_interval(interval_s, write_s, asynchronous, step_time_s):
                    simplify=False)
 
 
+@formula(reference="A user-fixed interval in place of the optimum: " + DALY + ", s3 "
+         "(the waste of any interval tau follows eq. (20))",
+         domain={"optimal_interval_s": ">0", "fixed_interval_s": ">=0"},
+         symbols={"optimal_interval_s": r"\tau_{opt}", "fixed_interval_s": r"\tau_f"},
+         result_latex=r"\tau")
+def chosen_checkpoint_interval(optimal_interval_s, fixed_interval_s):
+    """The checkpoint interval used: the one the user fixed, else the optimum.
+
+    Parameters
+    ----------
+    optimal_interval_s : numeric
+        Optimal interval (Daly), tau_opt [s].
+    fixed_interval_s : numeric
+        Interval the user fixed, 0 for none, tau_f [s].
+
+    Returns
+    -------
+    numeric
+        Interval wanted [s] (before :func:`drained_checkpoint_interval`).
+
+    Examples
+    --------
+    >>> chosen_checkpoint_interval(300.0, 0.0)
+    300.0
+    >>> chosen_checkpoint_interval(300.0, 3600.0)
+    3600.0
+
+    .. math:: \tau = \tau_f \text{ if } \tau_f > 0 \text{ else } \tau_{opt}
+    """
+    return where(fixed_interval_s > 0, fixed_interval_s, optimal_interval_s)
+
+
 @formula(reference=YOUNG + ", eq. (5)", domain={"checkpoint_cost_s": ">0", "mtbf_s": ">0"},
          symbols=_SYM, result_latex=r"\tau_{Young}")
 def young_interval(checkpoint_cost_s, mtbf_s):

@@ -65,8 +65,8 @@ def test_study_savings_and_fault_tolerance_energy(study_rows):
                 assert r["days_saved_vs_async"] == pytest.approx(
                     base["wall_days"] - r["wall_days"], rel=1e-12, abs=1e-12)
                 assert 0 < r["fault_tolerance_mwh"] < r["energy_mwh"]
-                assert r["fault_tolerance_usd"] == pytest.approx(
-                    r["cost_usd"] * (1 - r["ettr"]), rel=1e-12)
+                # the run overheads (evaluations, rollbacks) are not fault tolerance
+                assert 0 < r["fault_tolerance_usd"] < r["cost_usd"] * (1 - r["ettr"])
             # synchronous writes stall longest; GoCkpt hides the copy in the steps
             assert cell["sync"]["stall_s"] > cell["async"]["stall_s"] >= cell["gockpt"]["stall_s"]
             # and commits later: it persists after the step that completes the copy

@@ -77,6 +77,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from formulas import checkpoint as ck
+from formulas import overhead
 from formulas import reliability as rel
 from formulas import straggler as sg
 from formulas.reliability import domain_failure_rate, domain_units, gpu_hours_with_spares
@@ -149,6 +150,13 @@ class RunSpec:
     idle_power_w: float = 0.0
     gpus: int | None = None
     component_age: str = "stationary"
+    #: run overheads (formulas.overhead), added as their expectations after the failures:
+    #: evaluation time per unit of stepping time, the steps redone and the restarts of the
+    #: expected loss-spike rollbacks [s], the share of calendar time down for maintenance
+    eval_fraction: float = 0.0
+    rollback_busy_s: float = 0.0
+    rollback_idle_s: float = 0.0
+    maintenance_fraction: float = 0.0
 
     def __post_init__(self):
         if self.steps < 1:
@@ -627,6 +635,7 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
         still[ra[finished]] = False
         active = active[still[active]]
 
+    t, busy = with_overheads(spec, t, busy, useful)
     gpu_hours = spec.billed_gpus * t / 3600.0
     energy = spec.busy_power_w * busy + spec.idle_power_w * (t - busy)
     return SimulationResult(spec=spec, seed=seed, replicas=replicas, steps_per_checkpoint=k,
@@ -638,6 +647,15 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
 # ---------------------------------------------------------------------------
 # Closed forms
 # ---------------------------------------------------------------------------
+
+def with_overheads(spec: RunSpec, wall_s, busy_s, solve_s):
+    """Wall and busy time with the run overheads of ``spec`` (planner.engine.model's
+    ``run_overheads``: evaluations and redone steps busy, rollback restarts idle, then
+    maintenance as a share of calendar time)."""
+    eval_s = overhead.evaluation_time(solve_s, spec.eval_fraction)
+    running = wall_s + eval_s + spec.rollback_busy_s + spec.rollback_idle_s
+    wall = running + overhead.maintenance_time(running, spec.maintenance_fraction)
+    return wall, busy_s + eval_s + spec.rollback_busy_s
 
 def _expected_step_closed_form(spec: RunSpec, stats: StepStats) -> float:
     """E[step] from :mod:`formulas.straggler`, else (values it cannot take) the integral."""
@@ -692,6 +710,7 @@ def closed_form(spec: RunSpec, *, stats: StepStats | None = None) -> dict:
         busy, restart_time, failures = solve, 0.0, 0.0
         young = daly = math.inf
     lost = wall - solve - n_seg * delta - restart_time - commit
+    wall, busy = (float(v) for v in with_overheads(spec, wall, busy, solve))
     energy = spec.busy_power_w * busy + spec.idle_power_w * (wall - busy)
     return {
         "mean_step_time_s": e_step,

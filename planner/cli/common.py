@@ -156,6 +156,23 @@ SlowNodesOption = Annotated[float, typer.Option(
     help="Share of nodes that are slow, in [0, 1].")]
 SlowNodeSlowdownOption = Annotated[float, typer.Option(
     help="Step-time factor of a slow node, >= 1.")]
+# -- checkpoint interval and run overheads (formulas.overhead; planner/engine/execution.toml) --
+CheckpointIntervalOption = Annotated[float, typer.Option(
+    parser=si_float,
+    help="Fix the checkpoint interval [s] (SI suffixes: 3.6k = 3600) instead of Daly's "
+    "optimum; never shorter than one step (default: the optimum).")]
+EvalOverheadOption = Annotated[float, typer.Option(
+    help="Evaluation time per unit of training time, in [0, 1) (default 0.01, an estimate; "
+    "docs/model.md).")]
+MaintenanceOption = Annotated[float, typer.Option(
+    help="Share of calendar time the cluster is down for planned maintenance, in [0, 1) "
+    "(default 0: in the failure rates).")]
+LossSpikesOption = Annotated[float, typer.Option(
+    parser=si_float,
+    help="Loss spikes needing a rollback per million steps (default 78.4, PaLM "
+    "arXiv:2204.02311 s5.1; 0 for a stable recipe).")]
+RollbackStepsOption = Annotated[float, typer.Option(
+    help="Steps redone per loss-spike rollback (default 100, PaLM).")]
 
 
 def output_format(fmt: str | None, output: str | None = None, allowed=FORMATS) -> str:

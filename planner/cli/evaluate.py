@@ -30,15 +30,27 @@ def evaluate(
     uncertainty: bool = typer.Option(False, help="Add P10/P50/P90 from input uncertainty."),
     draws: int = typer.Option(2000, help="Monte Carlo draws for --uncertainty."),
     seed: int = typer.Option(0, help="Random seed for --uncertainty."),
+    scenario_file: str = typer.Option(
+        None, "--scenario", "-s", help="TOML scenario file (flags override it); its "
+        "[[phases]] make a run of several phases, summed with a per-phase breakdown."),
     **options,
 ):
     """Evaluate one layout: step time and breakdown, memory, MFU, checkpointing, totals."""
     format = output_format(format, output)
     from planner.cli.layout_options import resolve
+    from planner.cli.phases import apply_scenario_file
     from planner.engine.domains import check
     from planner.report.output import render, write
 
     check({"draws": draws, "seed": seed})
+    options, phases = apply_scenario_file(evaluate, options, scenario_file)
+    if phases:
+        if uncertainty:
+            from planner.errors import CapplanError
+
+            raise CapplanError("--uncertainty takes one phase; a scenario with [[phases]] "
+                               "is evaluated without it")
+        return _evaluate_phases(options, phases, format, output, force)
     run = resolve(options)
     payload = evaluation_payload(run.row, run.echo)
     payload["catalog_version"] = run.catalog_version
@@ -71,6 +83,23 @@ def evaluate(
     if format == "table":  # human units; JSON and CSV keep the stored (SI) values
         rows = readable_rows(rows)
     write(render(rows, format, title=title, payload=payload), output, force)
+
+
+def _evaluate_phases(options, phases, format, output, force) -> None:
+    """``evaluate --scenario`` with ``[[phases]]``: each phase, then the totals."""
+    from planner.cli.phases import phase_table, phases_payload, resolve_phases
+    from planner.engine.phases import sum_phases
+    from planner.report.output import render, write
+
+    runs = resolve_phases(options, phases)
+    totals = sum_phases([r.row for r in runs])
+    payload = {**phases_payload(phases, runs, totals), "version": version(),
+               "catalog_version": runs[0].catalog_version}
+    e = runs[0].echo
+    title = (f"{e['model']} on {e['hardware']}: {len(phases)} phases, "
+             f"{totals['wall_days']:.1f} days, {totals['gpu_hours']:,.0f} GPU-hours")
+    write(render(phase_table(phases, runs, totals), format, title=title, payload=payload),
+          output, force)
 
 
 def assumptions_text(echo: dict, price: str) -> str:

@@ -103,6 +103,9 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
 def export_xlsx(
     output: str = typer.Option(..., "--output", "-o", help="Workbook to write (.xlsx)."),
     force: ForceOption = False,
+    scenario_file: str = typer.Option(
+        None, "--scenario", "-s", help="TOML scenario file (flags override it); with "
+        "[[phases]]: a Phases sheet (each phase, live totals), the model of the longest."),
     **options,
 ):
     """Write an .xlsx workbook: named inputs, the whole model as live Excel formulas
@@ -118,10 +121,23 @@ def export_xlsx(
 
     check_workbook_target(output, force)  # before the run: one error line, no layout notice
     from planner.cli.fault_options import fault_inputs
+    from planner.cli.phases import apply_scenario_file
     from planner.engine.readable import count_text
     from planner.engine.spares import resolve_spares
 
-    run = resolve(options)
+    options, phases = apply_scenario_file(export_xlsx, options, scenario_file)
+    phase_rows = None
+    if phases:  # each phase's run; the Model and Sweep sheets hold the longest phase's
+        from planner.cli.phases import phase_table, resolve_phases
+        from planner.engine.phases import sum_phases
+
+        runs = resolve_phases(options, phases)
+        phase_rows = phase_table(phases, runs, sum_phases([r.row for r in runs]))[:-1]
+        longest = max(range(len(phases)), key=lambda i: phases[i].tokens)
+        options = {**options, **phases[longest].options()}
+        run = runs[longest]
+    else:
+        run = resolve(options)
     e = run.echo
     _progress("sweeping the layout over GPU counts")
     catalog = load_catalog(tuple(options.get("catalog") or ()))
@@ -150,6 +166,9 @@ def export_xlsx(
                   for _, r in sweep.iterrows()]
     title = (f"capplan: {e['model']} on {e['gpus']:,} x {e['hardware']}, TP{e['tp']} "
              f"PP{e['pp']} DP{e['dp']}, {count_text(e['tokens'])} tokens")
+    if phases:
+        title += (f" (phase {phases[longest].name!r} of {len(phases)}; all phases on the "
+                  "Phases sheet)")
     values = {name: run.row[name] for name in run.row}
     from planner.engine.pricing import PriceQuote
 
@@ -159,7 +178,7 @@ def export_xlsx(
     _progress("writing the workbook's live formulas")
     # the workbook holds the chosen spare count (--spares auto is resolved per run)
     path = write_workbook(output, resolve_spares(run.inputs), sources, values, sweep_rows,
-                          title, force=force)
+                          title, force=force, phase_rows=phase_rows)
     print(f"capplan: wrote {path}", file=sys.stderr)
 
 

@@ -1,7 +1,9 @@
 """Failure-domain, hot-spare and software-straggler options of evaluate, plan and simulate.
 
 The flags (``--spares``, ``--gc-interval``, ``--gc-pause``, ``--gc-every-steps``,
-``--stage-imbalance``, ``--slow-nodes``, ``--slow-node-slowdown``) and the ``[faults]``
+``--stage-imbalance``, ``--slow-nodes``, ``--slow-node-slowdown``), the checkpoint interval
+and run overheads (``--checkpoint-interval``, ``--eval-overhead``, ``--maintenance``,
+``--loss-spikes``, ``--rollback-steps``) and the ``[faults]``
 section of a scenario file become run-model inputs (:data:`planner.engine.model.INPUTS`)
 through :func:`fault_inputs`, each checked with the flag's own name.
 """
@@ -14,7 +16,16 @@ from planner.errors import CapplanError, shown
 FAULT_DEFAULTS: dict = {
     "spares": "auto", "gc_interval": None, "gc_pause": 1.0, "gc_every_steps": None,
     "stage_imbalance": 0.0, "slow_nodes": 0.0, "slow_node_slowdown": 1.1,
+    # None: planner/engine/execution.toml's value
+    "checkpoint_interval": None, "eval_overhead": None, "maintenance": None,
+    "loss_spikes": None, "rollback_steps": None,
 }
+#: Run-overhead flags -> (run-model input, factor from the flag's unit).
+OVERHEAD_INPUTS = {"checkpoint_interval": ("checkpoint_interval_fixed_s", 1.0),
+                   "eval_overhead": ("eval_fraction", 1.0),
+                   "maintenance": ("maintenance_fraction", 1.0),
+                   "loss_spikes": ("loss_spike_probability", 1e-6),
+                   "rollback_steps": ("rollback_steps", 1.0)}
 FAULT_OPTIONS = tuple(FAULT_DEFAULTS)
 
 
@@ -48,6 +59,9 @@ def fault_inputs(values: dict) -> dict[str, float]:
            "stage_extra_layers": float(v["stage_imbalance"]),
            "slow_node_fraction": float(v["slow_nodes"]),
            "slow_node_slowdown": float(v["slow_node_slowdown"])}
+    for flag, (name, factor) in OVERHEAD_INPUTS.items():
+        if v[flag] is not None:
+            out[name] = float(v[flag]) * factor
     if v["gc_every_steps"] is not None:
         out.update(gc_planned=1.0, gc_planned_steps=float(v["gc_every_steps"]),
                    gc_duration_s=float(v["gc_pause"]))

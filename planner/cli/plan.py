@@ -16,7 +16,7 @@ from planner.cli.common import (
 from planner.cli.scenario_options import with_scenario_options
 from planner.engine.columns import plan_summary
 from planner.engine.readable import count_text
-from planner.errors import CapplanError
+from planner.errors import INFEASIBLE, CapplanError
 from planner.version import version
 
 
@@ -181,6 +181,13 @@ def plan(
     scenario, v = resolve_scenario(options)
     scenario = scenario.with_(confidence=confidence)
     scenario.validate()
+    if v.get("phases"):
+        if uncertainty or plot or confidence != 0.5 or v["site"] == "all" \
+                or "," in str(v["site"]):
+            raise CapplanError("a scenario with [[phases]] is planned for one site, at P50 "
+                               "(--confidence 0.5), without --uncertainty or --plot")
+        plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers)
+        return
     to_file = output not in (None, "-")
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
     from planner.engine.sites import is_several
@@ -237,3 +244,44 @@ def plan(
 
             plot_plan(result, plot, force=force)
     require(result, scenario.objective)
+
+
+#: Columns of the phases plan's table, per objective and per phase.
+PHASE_TABLE = ("wall_days", "gpu_hours", "energy_mwh", "cost_usd", "co2e_t", "peak_power_mw")
+
+
+def plan_phases_command(scenario, phases, format, output, force, scheduler, workers) -> None:
+    """``capplan plan`` of a scenario with ``[[phases]]``: the winners per objective (one
+    cluster, each phase at its best layout), then the headline winner's phases."""
+    from planner.cli.common import notice
+    from planner.engine.phase_plan import plan_phases
+    from planner.report.output import render, write
+    from planner.report.progress import search_progress
+
+    with search_progress() as progress:
+        result = plan_phases(scenario, phases, progress=progress, scheduler=scheduler,
+                             workers=workers)
+    for text in result.notices:
+        notice(text)
+    best = result.best.get(scenario.objective)
+    if best is None:
+        raise CapplanError(result.infeasible.get(scenario.objective, "no plan"),
+                           exit_code=INFEASIBLE)
+    rows = [{"objective": obj, "phase": "total", "hardware": row["hardware"],
+             "gpus": row["gpus"], "layout": "", **{k: row[k] for k in PHASE_TABLE}}
+            for obj, row in result.best.items() if row is not None]
+    rows += [{"objective": scenario.objective, "phase": p["name"], "hardware": best["hardware"],
+              "gpus": best["gpus"],
+              "layout": f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']} VP{p['vp']}",
+              **{k: p[k] for k in PHASE_TABLE}} for p in best["phases"]]
+    from dataclasses import asdict
+
+    payload = {"scenario": asdict(scenario),
+               "phases": [p.name for p in phases], "best": result.best,
+               "infeasible": result.infeasible, "evaluated": result.evaluated,
+               "approximation": "each phase's layout is the best for the objective on the "
+               "cluster, chosen before the constraints are checked on the totals",
+               "version": version()}
+    title = (f"Best plans for {scenario.model}, {len(phases)} phases "
+             f"({count_text(sum(p.tokens for p in phases))} tokens), one cluster")
+    write(render(rows, format, title=title, payload=payload), output, force)

@@ -23,7 +23,7 @@ KEYS: dict[str, type] = {
     "spot_interruption": str, "network": str, "gpus_per_node": int, "nic_gbps": float,
     "scale_up_domain": int, "oversubscription": float, "pod_gpus": int,
     "uncertainty": dict, "ownership": dict,
-    "faults": dict,
+    "faults": dict, "phases": list,
 }
 
 #: Keys of the ``[faults]`` section (the flags of the same names: --spares, --gc-interval
@@ -31,7 +31,9 @@ KEYS: dict[str, type] = {
 FAULT_KEYS: dict[str, tuple] = {
     "spares": (str, int), "gc_interval": (float,), "gc_pause": (float,),
     "gc_every_steps": (int,), "stage_imbalance": (float,), "slow_nodes": (float,),
-    "slow_node_slowdown": (float,),
+    "slow_node_slowdown": (float,), "checkpoint_interval": (float,),
+    "eval_overhead": (float,), "maintenance": (float,), "loss_spikes": (float,),
+    "rollback_steps": (float,),
 }
 
 EXAMPLE = '''\
@@ -89,6 +91,18 @@ deadline_days = 90
 # stage_imbalance = 2.0       # extra layer-equivalents on the slowest pipeline stage
 # slow_nodes = 1e-4           # share of slow nodes
 # slow_node_slowdown = 1.1    # step-time factor of a slow node
+# checkpoint_interval = 3600  # fixed checkpoint interval [s] (default: Daly's optimum)
+# eval_overhead = 0.01        # evaluation time per unit of training time
+# maintenance = 0.011         # share of calendar time down for planned maintenance
+# loss_spikes = 78.4          # loss-spike rollbacks per million steps (PaLM); 0: none
+# rollback_steps = 100        # steps redone per rollback (PaLM)
+
+# A run of several phases (capplan evaluate/simulate/plan/export sum them; docs/model.md):
+# [[phases]]
+# name = "main"               # required, unique
+# tokens = 14e12              # required
+# seq_len = 8192              # optional: sequence length, global batch [sequences],
+# global_batch = 2048         #   GPU count and layout sizes (tp, pp, cp, ep, vp, micro_batch)
 
 # Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
 # defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.
@@ -129,6 +143,11 @@ def load(path: str) -> dict:
             raise CapplanError(f"{path}: {key} must be a {kind.__name__}, got {value!r}")
         if key == "faults":  # flattened: its keys are the flags' names
             out.update(_faults(path, value))
+            continue
+        if key == "phases":  # [[phases]]: checked into planner.engine.phases.Phase
+            from planner.engine.phases import parse_phases
+
+            out[key] = parse_phases(value, path)
             continue
         out[key] = value
     return out

@@ -53,7 +53,10 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
         commit_latency_s=min(row["commit_latency_s"], row["checkpoint_interval_s"]),
         busy_power_w=pue * (gpus * (idle_w + (max_w - idle_w) * busy) + rest_w),
         idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus + int(spares * gpn),
-        component_age=component_age)
+        component_age=component_age, eval_fraction=scalar("eval_fraction"),
+        rollback_busy_s=row["rollbacks"] * scalar("rollback_steps") * row["step_time_s"],
+        rollback_idle_s=row["rollbacks"] * row["restart_s"],
+        maintenance_fraction=scalar("maintenance_fraction"))
 
 
 #: Most simulated failures (replicas x failures per run) one ``capplan simulate`` may take:
@@ -114,12 +117,18 @@ def simulate(
     format: FormatOption = None,
     output: OutputOption = None,
     force: ForceOption = False,
+    scenario_file: str = typer.Option(
+        None, "--scenario", "-s", help="TOML scenario file (flags override it); its "
+        "[[phases]] are simulated one after the other and summed per simulated run."),
     **options,
 ):
     """Simulate the whole run (stragglers, failures, checkpoints, restarts) and compare
     the distribution of wall time, GPU-hours, energy and failures with the closed forms."""
     format = output_format(format, output)
+    from planner.cli.phases import apply_scenario_file
     from planner.engine.domains import check
+
+    options, phases = apply_scenario_file(simulate, options, scenario_file)
 
     check({"replicas": replicas, "seed": seed, "weibull_shape": weibull_shape})
     if component_age not in ("stationary", "new"):
@@ -130,24 +139,57 @@ def simulate(
     from planner.cli.layout_options import resolve
     from planner.report.output import render, write
 
-    run = resolve(options)
-    spec = run_spec(run.row, run.inputs, weibull_shape, component_age)
-    check_work(spec, replicas, seed)
-    summary = run_simulation(spec, replicas=replicas, seed=seed).summary()
-    segmented = closed_form(spec)
+    if phases:
+        from planner.cli.phases import resolve_phases
+        from planner.engine.phases import sum_phases
+
+        runs = resolve_phases(options, phases)
+        planner_row = sum_phases([r.row for r in runs])
+    else:
+        runs = [resolve(options)]
+        planner_row = runs[0].row
+    run = runs[0]
+    specs = [run_spec(r.row, r.inputs, weibull_shape, component_age) for r in runs]
+    for spec in specs:
+        check_work(spec, replicas, seed)
+    # phases run one after the other: each simulated run is the sum of its phases' runs
+    summary = _summed([run_simulation(spec, replicas=replicas, seed=seed + i)
+                       for i, spec in enumerate(specs)])
+    closed = [closed_form(spec) for spec in specs]
+    segmented = {name: sum(float(c[name]) for c in closed) for name in QUANTITIES}
     result, rows = {}, []
     for name, column in QUANTITIES.items():
         sim = summary[name]
-        planner_value = float(run.row[column])
+        planner_value = float(planner_row[column])
         result[name] = {**{k: sim[k] for k in ("mean", "stderr", "p10", "p50", "p90")},
                         "closed_form": planner_value,
                         "closed_form_segmented": float(segmented[name]),
                         "relative_difference": sim["mean"] / planner_value - 1
                         if planner_value else float("nan")}
         rows.append({"quantity": name, **result[name]})
-    payload = {"inputs": run.echo, "replicas": replicas, "seed": seed,
+    phase_names = {"phases": [p.name for p in phases]} if phases else {}
+    payload = {"inputs": run.echo, **phase_names, "replicas": replicas, "seed": seed,
                "weibull_shape": weibull_shape, "component_age": component_age, **result, "version": version(),
                "catalog_version": run.catalog_version}
     title = (f"Simulated {replicas:,} runs (seed {seed}) of {run.echo['model']} on "
              f"{run.echo['gpus']:,} x {run.echo['hardware']} vs the closed forms")
     write(render(rows, format, title=title, payload=payload), output, force)
+
+
+def _summed(results) -> dict:
+    """Mean, standard error, p10, p50, p90 of the per-run sums over the phases' results
+    (one result: its own summary)."""
+    import math
+
+    import numpy as np
+
+    if len(results) == 1:
+        return results[0].summary()
+    out = {}
+    for name in QUANTITIES:
+        v = sum(np.asarray(getattr(r, name), dtype=float) for r in results)
+        p10, p50, p90 = np.percentile(v, [10, 50, 90])
+        out[name] = {"mean": float(v.mean()),
+                     "stderr": float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0,
+                     "p10": float(p10), "p50": float(p50), "p90": float(p90)}
+    return out

@@ -72,6 +72,12 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "slow_node_slowdown": Domain(">=1", maximum=1e6),
     # site network (capplan evaluate / plan): per-GPU NIC bandwidth, scale-up domain
     "nic_gbps": BANDWIDTH_GBPS, "scale_up_domain": GPU_COUNT,
+    # run overheads and a fixed checkpoint interval (planner/cli/fault_options.py)
+    "checkpoint_interval": Domain(">=0", maximum=1e12),
+    "eval_overhead": Domain("[0,1)", maximum=0.99),
+    "maintenance": Domain("[0,1)", maximum=0.99),
+    "loss_spikes": Domain(">=0", maximum=1e6),
+    "rollback_steps": Domain(">=0", maximum=1e9),
 }
 
 DOMAINS: dict[str, Domain] = {**INPUT_DOMAINS, **OPTION_DOMAINS}

@@ -360,6 +360,18 @@ GLOSSARY: dict[str, Term] = {
                                 NON_NEGATIVE),
     "slow_node_fraction": Term("1", "share of nodes that are slow", FRACTION),
     "slow_node_slowdown": Term("1", "step-time factor of a slow node", Domain(">=1")),
+    # run overheads and a fixed checkpoint interval (issue 26)
+    "checkpoint_interval_fixed_s": Term(
+        "s", "checkpoint interval fixed by the user; 0: Daly's optimum",
+        Domain(">=0", maximum=1e12)),
+    "eval_fraction": Term("1", "evaluation time per unit of training time",
+                           Domain("[0,1)", maximum=0.99)),
+    "maintenance_fraction": Term("1", "share of calendar time down for planned maintenance",
+                                  Domain("[0,1)", maximum=0.99)),
+    "loss_spike_probability": Term("1", "probability per step of a loss spike needing a rollback",
+                                    FRACTION),
+    "rollback_steps": Term("1", "steps redone after a loss-spike rollback",
+                            Domain(">=0", maximum=1e9)),
 }
 
 #: The run model's inputs: name -> (unit, meaning), in the kernel's argument order.

@@ -11,7 +11,7 @@ shard counts computed by :mod:`planner.space` from the ZeRO stage.
 The model runs as a pipeline of named stages (``STAGES``, in the manner of
 pvlib's ModelChain): layout -> parameters -> FLOPs -> attention and MLP op times ->
 compute time -> micro-batch and iteration communication -> step time ->
-throughput -> memory -> failure domains -> reliability -> energy -> cost and
+throughput -> memory -> failure domains -> reliability -> run overheads -> energy -> cost and
 carbon.  Each stage is a short function ``stage(x, r)`` of the inputs ``x`` and
 the quantities ``r`` of the stages before it that returns a few named
 quantities and calls registered formulas only; every physical constant lives in :mod:`formulas`.
@@ -35,6 +35,7 @@ from formulas import (
     energy,
     memory,
     moe,
+    overhead,
     pipeline,
     straggler,
 )
@@ -619,25 +620,46 @@ def reliability(x: dict, r: dict) -> dict:
     # an async write drains, a GoCkpt checkpoint moves and persists, before the next one;
     # checkpoints are at least one step apart
     interval = checkpoint.drained_checkpoint_interval(
-        checkpoint.daly_interval(stall, mtbf),
+        checkpoint.chosen_checkpoint_interval(checkpoint.daly_interval(stall, mtbf),
+                                              x["checkpoint_interval_fixed_s"]),
         x["ckpt_async"] * write_s + gockpt * checkpoint.gockpt_min_interval(k, step_s, write_s),
         x["ckpt_async"] + gockpt, step_s)
     commit_s = checkpoint.checkpoint_commit_latency(write_s, step_s, x["ckpt_async"], gockpt)
     steps = x["tokens"] / (x["global_batch"] * x["seq_len"])
     solve = steps * step_s
-    wall = checkpoint.daly_wall_time_committed(solve, interval, stall, restart, mtbf, commit_s)
+    running = checkpoint.daly_wall_time_committed(solve, interval, stall, restart, mtbf,
+                                                  commit_s)
     return {
         "checkpoint_bytes": size, "checkpoint_stall_s": stall,
         "young_interval_s": checkpoint.young_interval(stall, mtbf),
         "checkpoint_interval_s": interval, "checkpoint_steps": k,
         "commit_latency_s": commit_s, "restart_s": restart, "steps": steps,
-        "solve_time_s": solve, "wall_time_s": wall,
-        "expected_failures": checkpoint.expected_failures(wall, mtbf),
-        "waste_fraction": 1 - solve / wall, "ettr": solve / wall,
+        "solve_time_s": solve, "failure_wall_s": running,
         # stepping, including work lost to failures (the rest is stalls and restarts);
         # a commit latency multiplies every segment's attempts by e^{L_c/M}
-        "stepping_s": checkpoint.daly_compute_time(solve, interval, stall, mtbf)
+        "failure_stepping_s": checkpoint.daly_compute_time(solve, interval, stall, mtbf)
         * exp(commit_s / mtbf),
+    }
+
+
+def run_overheads(x: dict, r: dict) -> dict:
+    """Beyond steps, checkpoints and failures (formulas.overhead): evaluations pause the
+    run, loss spikes roll it back (steps redone, a restart), maintenance takes the cluster."""
+    solve, steps, step_s = r["solve_time_s"], r["steps"], r["step_time_s"]
+    eval_s = overhead.evaluation_time(solve, x["eval_fraction"])
+    rollbacks = overhead.expected_loss_spikes(steps, x["loss_spike_probability"])
+    rollback_s = rollbacks * overhead.rollback_cost(x["rollback_steps"], step_s, r["restart_s"])
+    running = r["failure_wall_s"] + eval_s + rollback_s
+    maintenance_s = overhead.maintenance_time(running, x["maintenance_fraction"])
+    wall = running + maintenance_s
+    return {
+        "eval_time_s": eval_s, "rollbacks": rollbacks, "rollback_time_s": rollback_s,
+        "maintenance_time_s": maintenance_s, "wall_time_s": wall,
+        "expected_failures": checkpoint.expected_failures(r["failure_wall_s"], r["system_mtbf_s"]),
+        "waste_fraction": 1 - solve / wall, "ettr": solve / wall,
+        # evaluations and redone steps run the GPUs like training steps
+        "stepping_s": r["failure_stepping_s"] + eval_s
+        + rollbacks * x["rollback_steps"] * step_s,
     }
 
 
@@ -663,9 +685,15 @@ def energy_use(x: dict, r: dict) -> dict:
     # work, restarts, commit waits and idle hot spares)
     ideal_j = energy.energy(energy.facility_power(gpus * busy_w + rest_w, x["pue"]),
                             r["solve_time_s"])
+    # the run overheads (evaluations, rollbacks, maintenance) are not fault tolerance
+    overhead_busy_s = r["eval_time_s"] + r["rollbacks"] * x["rollback_steps"] * step
+    overhead_j = energy.energy(energy.facility_power(gpus * busy_w + rest_w, x["pue"]),
+                               overhead_busy_s) \
+        + energy.energy(energy.facility_power(gpus * x["idle_power_w"] + rest_w, x["pue"]),
+                        wall - r["failure_wall_s"] - overhead_busy_s)
     return {
         "energy_gpu_j": gpu_j, "energy_it_j": it_j, "energy_facility_j": facility_j,
-        "energy_fault_tolerance_j": facility_j - ideal_j,
+        "energy_fault_tolerance_j": facility_j - ideal_j - overhead_j,
         "gpu_step_power_w": busy_w, "gpu_power_w": gpu_j / (gpus * wall),
         "avg_power_w": facility_j / wall,
         "peak_power_w": energy.facility_power(gpus * x["max_power_w"] + rest_w + spare_w,
@@ -707,7 +735,8 @@ def cost_and_carbon(x: dict, r: dict) -> dict:
 #: The run model, in order: each stage sees the inputs and everything before it.
 STAGES = (layout, parameters, flops, attention_times, mlp_times, compute_time,
           microbatch_communication, iteration_communication, step_time, throughput,
-          memory_per_gpu, failure_domains, reliability, energy_use, cost_and_carbon)
+          memory_per_gpu, failure_domains, reliability, run_overheads, energy_use,
+          cost_and_carbon)
 
 
 def run_stages(x: dict) -> dict:

@@ -51,8 +51,12 @@ def check_workbook_target(path, force: bool = False) -> Path:
 
 
 def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dict,
-                   sweep_rows: list[dict], title: str, force: bool = False) -> Path:
-    """Write the workbook; ``values`` are capplan's own outputs (shown beside Excel's)."""
+                   sweep_rows: list[dict], title: str, force: bool = False,
+                   phase_rows: list[dict] | None = None) -> Path:
+    """Write the workbook; ``values`` are capplan's own outputs (shown beside Excel's).
+
+    ``phase_rows`` (a run of several phases): a "Phases" sheet, one row of values per
+    phase and a total row of live SUM formulas (MAX for the peak power)."""
     try:
         import openpyxl
         from openpyxl.styles import Font
@@ -106,6 +110,8 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
             cell.font = bold
         for r in sweep_rows:
             ss.append([r[c] for c in columns])
+    if phase_rows:
+        _phases_sheet(wb.create_sheet("Phases"), phase_rows, bold)
     for sheet, widths in ((ws, (34, 18, 12, 60, 80)), (ms, (28, 60, 10, 20, 18)),
                           (ss, (10,) * 12)):
         for i, width in enumerate(widths):
@@ -113,3 +119,34 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
     with atomic_target(path, force) as tmp:
         wb.save(tmp)
     return target
+
+
+#: Phases-sheet columns whose total is not a sum.
+_PHASE_MAX = ("peak_power_mw", "gpus")
+_PHASE_TEXT = ("phase", "layout")
+
+
+def _phases_sheet(sheet, rows: list[dict], bold) -> None:
+    """One row per phase, then the total: live SUM (MAX for peaks and GPUs) formulas."""
+    from openpyxl.utils import get_column_letter
+
+    columns = list(rows[0])
+    sheet.append(columns)
+    for cell in sheet[1]:
+        cell.font = bold
+    for r in rows:
+        sheet.append([r[c] for c in columns])
+    last = len(rows) + 1
+    total = []
+    for i, c in enumerate(columns, start=1):
+        letter = get_column_letter(i)
+        if c == "phase":
+            total.append("total")
+        elif c in _PHASE_TEXT:
+            total.append("")
+        else:
+            fn = "MAX" if c in _PHASE_MAX else "SUM"
+            total.append(f"={fn}({letter}2:{letter}{last})")
+    sheet.append(total)
+    for cell in sheet[last + 1]:
+        cell.font = bold

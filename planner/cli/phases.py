@@ -1,0 +1,90 @@
+"""Scenario files and phases for the one-layout commands (``evaluate``, ``simulate``).
+
+:func:`apply_scenario_file` puts a ``--scenario`` file's values under the options the
+user left at their defaults; :func:`resolve_phases` evaluates each ``[[phases]]`` entry
+as a one-phase run (:func:`planner.cli.layout_options.resolve`) on the same accelerator
+and, unless a phase says otherwise, the same GPU count; :func:`phase_table` and
+:func:`phases_payload` give the per-phase breakdown and the totals
+(:func:`planner.engine.phases.sum_phases`).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+#: Columns of the per-phase breakdown table (and of its total row).
+TABLE_COLUMNS = ("tokens", "steps", "step_time_s", "wall_days", "ettr", "gpu_hours",
+                 "energy_gpu_mwh", "energy_it_mwh", "energy_mwh", "cost_usd", "co2e_t")
+
+
+def _default(parameter):
+    """A command parameter's default (typer's OptionInfo or a plain value)."""
+    default = parameter.default
+    return getattr(default, "default", default)
+
+
+def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict, tuple]:
+    """(options with the file's values where the user kept the default, the file's phases).
+
+    Keys the command does not take (a plan's ``min_gpus``, ``deadline_days`` ...) are
+    ignored; ``hardware`` applies when it names one accelerator.
+    """
+    if not path:
+        return options, ()
+    from planner.cli import scenario_file as sf
+
+    values = sf.load(path)
+    phases = values.pop("phases", ())
+    defaults = {p.name: _default(p) for p in inspect.signature(command).parameters.values()}
+    merged = dict(options)
+    for key, value in values.items():
+        if key == "hardware" and ("," in value or value == "all"):
+            continue
+        if key in merged and merged[key] == defaults.get(key, merged[key]):
+            merged[key] = value
+    return merged, phases
+
+
+def resolve_phases(options: dict, phases) -> list:
+    """One :class:`~planner.cli.layout_options.ResolvedRun` per phase."""
+    from planner.cli.layout_options import PREFERRED_LAYOUT, resolve
+
+    runs = []
+    for phase in phases:
+        own = phase.options()
+        phase_options = dict(options)
+        if "gpus" in own:  # a new GPU count: the layout the phase states, else the best
+            phase_options.update({k: None for k in PREFERRED_LAYOUT})
+        phase_options.update(own)
+        run = resolve(phase_options)
+        run.row["tokens"] = float(run.echo["tokens"])
+        runs.append(run)
+    return runs
+
+
+def _layout(echo: dict) -> str:
+    return f"TP{echo['tp']} PP{echo['pp']} CP{echo['cp']} DP{echo['dp']}"
+
+
+def phase_table(phases, runs, totals: dict) -> list[dict]:
+    """Rows of the per-phase breakdown, then the total."""
+    rows = []
+    for phase, run in zip(phases, runs, strict=True):
+        e = run.echo
+        rows.append({"phase": phase.name, "gpus": e["gpus"], "layout": _layout(e),
+                     "seq_len": e["seq_len"], "global_batch": e["global_batch"],
+                     **{k: run.row[k] for k in TABLE_COLUMNS}})
+    rows.append({"phase": "total", "gpus": max(r["gpus"] for r in rows), "layout": "",
+                 "seq_len": max(r["seq_len"] for r in rows), "global_batch": None,
+                 **{k: totals.get(k, float("nan")) for k in TABLE_COLUMNS}})
+    return rows
+
+
+def phases_payload(phases, runs, totals: dict) -> dict:
+    """The JSON object of a run of several phases: totals, then each phase's run."""
+    from planner.cli.evaluate import evaluation_payload
+
+    return {"totals": totals,
+            "phases": [{"name": p.name, "tokens": r.row["tokens"],
+                        **evaluation_payload(r.row, r.echo)}
+                       for p, r in zip(phases, runs, strict=True)]}

@@ -1,0 +1,148 @@
+"""``capplan plan`` for a run of several phases: one cluster, each phase at its best layout.
+
+The cluster (accelerator and GPU count) is the same for every phase; each phase runs at
+the layout that is best *for that phase* and objective on that cluster.  The search runs
+the existing plan (:func:`planner.engine.optimize.plan`, its per-GPU-count reductions)
+once per phase without constraints, so its frontier holds every phase's best row per
+(accelerator, GPU count) and objective; :func:`plan_phases` then sums the phases per
+(accelerator, GPU count) with pandas, checks the deadline, budget and power cap on the
+totals (peak power: the largest phase's) and picks the best cluster per objective.
+
+Approximation: each phase's layout is chosen for the objective alone, independently of
+the constraints.  A cluster whose per-phase optima miss a constraint on the totals while
+another layout of one phase (slower but cheaper, say) would meet it is not found; with a
+deadline the time-optimal layouts are the fallback the user can ask for (``--objective
+time``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.engine.optimize import plan
+from planner.engine.phases import ADDITIVE
+from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
+from planner.errors import CapplanError
+
+#: Columns of a phase's row kept in the plan's per-phase breakdown.
+PHASE_COLUMNS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "recompute", "zero",
+                 "step_time_s", "mfu", "steps", "wall_days", "gpu_hours", "energy_mwh",
+                 "cost_usd", "co2e_t", "peak_power_mw")
+
+
+@dataclass
+class PhasePlan:
+    """Winners per objective: the cluster, the totals and each phase's row."""
+
+    scenario: Scenario
+    phases: tuple
+    best: dict[str, dict | None]
+    infeasible: dict[str, str] = field(default_factory=dict)
+    evaluated: int = 0
+    notices: list[str] = field(default_factory=list)
+
+
+def _check_phases(phases) -> list[str]:
+    """Refuse a phase's own GPU count (one cluster for all); the notices of the layout
+    sizes a phase states, which the search chooses itself."""
+    notices = []
+    for phase in phases:
+        own = phase.options()
+        if "gpus" in own:
+            raise CapplanError(
+                f"phase {phase.name!r} sets gpus: capplan plan chooses one cluster for every "
+                "phase; remove it, or use capplan evaluate --scenario for a fixed cluster")
+        fixed = [f"{k}={own[k]}" for k in own if k not in ("tokens", "seq_len", "global_batch")]
+        if fixed:
+            notices.append(f"phase {phase.name!r}: {', '.join(fixed)} not used; capplan plan "
+                           "chooses each phase's layout (capplan evaluate uses them)")
+    return notices
+
+
+def _phase_scenario(s: Scenario, phase) -> Scenario:
+    """The scenario of one phase, without constraints (checked on the totals)."""
+    return s.with_(tokens=phase.tokens, seq_len=phase.seq_len or s.seq_len,
+                   global_batch=phase.global_batch or s.global_batch, deadline_days=None,
+                   budget_usd=None, max_power_mw=None)
+
+
+def _best_per_cluster(frontier, column: str):
+    """One phase's best fitting row per (hardware, gpus) for ``column``."""
+    fits = frontier.loc[frontier["fits"].astype(bool)]
+    rows = fits.loc[fits.groupby(["hardware", "gpus"], sort=True)[column].idxmin()]
+    return rows.set_index(["hardware", "gpus"])
+
+
+def totals_of(frames) -> dict:
+    """The whole run's columns from the phases' frames (aligned rows): sums, the largest
+    peak power, and tCDP / CCI of the totals (planner.engine.phases.sum_phases)."""
+    additive = [k for k in ADDITIVE if k in frames[0].columns]
+    total = {k: sum(f[k].to_numpy(dtype=float) for f in frames) for k in additive}
+    wall_days = total["wall_days"]
+    total["ettr"] = sum(f["wall_days"].to_numpy(float) * f["ettr"].to_numpy(float)
+                        for f in frames) / wall_days
+    total["peak_power_mw"] = np.max([f["peak_power_mw"].to_numpy(float) for f in frames],
+                                    axis=0)
+    # tCDP = CO2e x delay of the whole run; CCI = CO2e / FLOPs, the FLOPs of each phase
+    # being its CO2e / CCI
+    total["tcdp_t_d"] = total["co2e_t"] * wall_days
+    flops_e = sum(f["co2e_kg"].to_numpy(float) * 1e3 / f["cci_g_per_eflop"].to_numpy(float)
+                  for f in frames)
+    total["cci_g_per_eflop"] = total["co2e_kg"] * 1e3 / flops_e
+    return total
+
+
+def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, scheduler=None,
+                workers=None) -> PhasePlan:
+    """Best cluster per objective for a run of ``phases`` (see the module docstring)."""
+    notices = _check_phases(phases)
+    s = scenario
+    results = [plan(_phase_scenario(s, p), catalog=catalog, progress=progress,
+                    scheduler=scheduler, workers=workers) for p in phases]
+    out = PhasePlan(scenario=s, phases=tuple(phases), best={},
+                    evaluated=sum(r.evaluated for r in results), notices=notices)
+    for objective, column in OBJECTIVE_COLUMNS.items():
+        frames = [_best_per_cluster(r.frontier, column) for r in results]
+        common = frames[0].index
+        for f in frames[1:]:
+            common = common.intersection(f.index)
+        if common.empty:
+            out.best[objective] = None
+            out.infeasible[objective] = "no cluster fits every phase in memory"
+            continue
+        frames = [f.loc[common] for f in frames]
+        total = totals_of(frames)
+        ok = np.ones(len(common), dtype=bool)
+        if s.deadline_days is not None and s.deadline_days != float("inf"):
+            ok &= total["wall_days"] <= s.deadline_days
+        if s.budget_usd is not None:
+            ok &= total["cost_usd"] <= s.budget_usd
+        if s.max_power_mw is not None:
+            ok &= total["peak_power_mw"] <= s.max_power_mw
+        if not ok.any():
+            out.best[objective] = None
+            fastest = int(np.argmin(total["wall_days"]))
+            hw, gpus = common[fastest]
+            out.infeasible[objective] = (
+                f"no cluster meets the constraints on the phases' totals; the fastest is "
+                f"{hw} x {gpus:,} GPUs: {total['wall_days'][fastest]:.1f} days, "
+                f"{total['cost_usd'][fastest] / 1e6:.2f} M USD, "
+                f"{total['peak_power_mw'][fastest]:.2f} MW")
+            continue
+        value = np.where(ok, total[column], np.inf)
+        i = int(np.argmin(value))  # the first least: clusters in (hardware, gpus) order
+        hw, gpus = common[i]
+        out.best[objective] = {
+            "hardware": hw, "gpus": int(gpus),
+            **{k: float(v[i]) for k, v in total.items()},
+            "phases": [{"name": p.name, "tokens": p.tokens,
+                        **{k: _plain(f.iloc[i][k]) for k in PHASE_COLUMNS if k in f.columns}}
+                       for p, f in zip(phases, frames, strict=True)],
+        }
+    return out
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value

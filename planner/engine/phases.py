@@ -1,0 +1,117 @@
+"""Runs of several phases: batch ramp-up, main, context extension, annealing.
+
+A scenario file's ``[[phases]]`` list (:func:`parse_phases`) describes a run as phases on
+the same cluster, each with its own tokens, sequence length, global batch and,
+optionally, its own GPU count or layout sizes.  Each phase is evaluated like a one-phase
+run; :func:`sum_phases` adds what adds (times, GPU-hours, energies, costs, carbon,
+failures, steps, tokens) and derives the ratios of the whole run from the sums (ETTR =
+total failure-free time / total wall time, average power = facility energy / wall time,
+tCDP = total CO2e x total wall time, CCI = total CO2e / total model FLOPs); the peak
+power is the largest phase's.  Phases run one after the other, so the run's wall time
+is the sum of the phases' (the checkpoint that closes one phase opens the next).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from formulas.carbon import carbon_delay_product, compute_carbon_intensity
+from planner.engine.domains import check
+from planner.errors import CapplanError, did_you_mean, shown
+
+#: Keys of one ``[[phases]]`` entry, with their Python types; ``name`` and ``tokens`` are
+#: required, the rest default to the scenario's (or the command's) values.
+PHASE_KEYS: dict[str, tuple] = {
+    "name": (str,), "tokens": (float, int), "seq_len": (int,), "global_batch": (int,),
+    "gpus": (int,), "tp": (int,), "pp": (int,), "cp": (int,), "ep": (int,), "vp": (int,),
+    "micro_batch": (int,),
+}
+REQUIRED = ("name", "tokens")
+#: Most phases one run may have.
+MAX_PHASES = 64
+
+#: Columns that add over phases (SI, and their unit conversions).
+ADDITIVE = (
+    "tokens", "steps", "solve_time_s", "wall_time_s", "wall_days", "eval_time_s",
+    "rollbacks", "rollback_time_s", "maintenance_time_s", "expected_failures", "gpu_hours",
+    "energy_gpu_j", "energy_gpu_kwh", "energy_gpu_mwh", "energy_it_j", "energy_it_kwh",
+    "energy_it_mwh", "energy_facility_j", "energy_kwh", "energy_mwh",
+    "energy_fault_tolerance_j", "cost_cloud_usd", "cost_tco_usd", "cost_usd",
+    "co2e_operational_kg", "co2e_embodied_kg", "co2e_kg", "co2e_t",
+)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a run: what differs from the scenario (None: the scenario's)."""
+
+    name: str
+    tokens: float
+    seq_len: int | None = None
+    global_batch: int | None = None
+    gpus: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    cp: int | None = None
+    ep: int | None = None
+    vp: int | None = None
+    micro_batch: int | None = None
+
+    def options(self) -> dict:
+        """The run options this phase sets (those it leaves out are absent)."""
+        return {k: v for k, v in self.__dict__.items() if k != "name" and v is not None}
+
+
+def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
+    """The ``[[phases]]`` list of a scenario file, checked: one-line errors naming the
+    phase and key (did-you-mean for unknown keys), values inside their domains."""
+    if not isinstance(entries, list) or not entries:
+        raise CapplanError(f"{where}: phases must be a non-empty list of tables "
+                           "([[phases]] entries), got " + shown(entries))
+    if len(entries) > MAX_PHASES:
+        raise CapplanError(f"{where}: at most {MAX_PHASES} phases, got {len(entries)}")
+    phases, names = [], set()
+    for i, entry in enumerate(entries, 1):
+        label = f"{where}: phase {i}"
+        if not isinstance(entry, dict):
+            raise CapplanError(f"{label} must be a table with name and tokens, got "
+                               f"{shown(entry)}")
+        for key, value in entry.items():
+            if key not in PHASE_KEYS:
+                raise CapplanError(f"{label}: {did_you_mean('key', key, PHASE_KEYS)}")
+            kinds = PHASE_KEYS[key]
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                names_ = " or ".join(k.__name__ for k in kinds)
+                raise CapplanError(f"{label}: {key} must be a {names_}, got {value!r}")
+        missing = [k for k in REQUIRED if k not in entry]
+        if missing:
+            raise CapplanError(f"{label}: needs {' and '.join(missing)} (keys: "
+                               f"{', '.join(PHASE_KEYS)})")
+        name = entry["name"].strip()
+        if not name or name in names:
+            raise CapplanError(f"{label}: name {shown(entry['name'])} must be non-empty and "
+                               "unique among the phases")
+        names.add(name)
+        values = {**entry, "name": name, "tokens": float(entry["tokens"])}
+        check({k: v for k, v in values.items() if k != "name"}, where=f"{label} ({name})")
+        phases.append(Phase(**values))
+    return tuple(phases)
+
+
+def sum_phases(rows: list[dict]) -> dict:
+    """The whole run's totals from the phases' rows (column -> number)."""
+    total = {k: float(sum(float(r[k]) for r in rows)) for k in ADDITIVE if k in rows[0]}
+    wall, solve = total["wall_time_s"], total["solve_time_s"]
+    flops = sum(float(r["model_flops_per_token"]) * float(r["tokens"]) for r in rows)
+    total.update(
+        ettr=solve / wall, waste_fraction=1 - solve / wall,
+        avg_power_w=total["energy_facility_j"] / wall,
+        avg_power_mw=total["energy_facility_j"] / wall / 1e6,
+        peak_power_w=max(float(r["peak_power_w"]) for r in rows),
+        peak_power_mw=max(float(r["peak_power_w"]) for r in rows) / 1e6,
+        tcdp_kg_s=float(carbon_delay_product(total["co2e_kg"], wall)),
+        cci_kg_per_flop=float(compute_carbon_intensity(total["co2e_kg"], flops)),
+    )
+    total["tcdp_t_d"] = total["tcdp_kg_s"] / 86_400e3
+    total["cci_g_per_eflop"] = total["cci_kg_per_flop"] / 1e-21
+    return total

@@ -1,0 +1,141 @@
+"""Runs of several phases (issue 26): the three-phase example (ramp, main, 128K context
+extension, docs/examples/llama3-phases.toml) through evaluate, plan, simulate and export
+xlsx, each total the sum of its phases; the [[phases]] schema's one-line errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.cli.main import main
+from planner.engine.evaluator import evaluate
+from planner.engine.phases import ADDITIVE, parse_phases, sum_phases
+
+EXAMPLE = str(Path(__file__).resolve().parents[1] / "docs" / "examples" / "llama3-phases.toml")
+SUMMED = ("wall_days", "gpu_hours", "energy_gpu_kwh", "energy_it_kwh", "energy_kwh",
+          "cost_usd", "co2e_kg", "steps", "tokens", "eval_time_s", "rollback_time_s")
+
+
+def _json(capsys, args):
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert main(["evaluate", "--scenario", EXAMPLE, "-f", "json"]) == 0
+    return json.loads(buf.getvalue())
+
+
+def test_evaluate_totals_are_the_sums_of_the_phases(evaluated):
+    phases, totals = evaluated["phases"], evaluated["totals"]
+    assert [p["name"] for p in phases] == ["ramp", "main", "long-context"]
+    for key in SUMMED:
+        assert totals[key] == pytest.approx(sum(p[key] for p in phases), rel=1e-12), key
+    assert totals["ettr"] == pytest.approx(
+        sum(p["solve_time_s"] for p in phases) / totals["wall_time_s"], rel=1e-12)
+    assert totals["tokens"] == pytest.approx(15e12)
+
+
+def test_each_phase_is_the_one_phase_run(evaluated):
+    """A phase's numbers are those of evaluating it alone (same cluster, its own shape)."""
+    long = evaluated["phases"][2]
+    assert (long["inputs"]["seq_len"], long["inputs"]["global_batch"], long["inputs"]["cp"]) \
+        == (131072, 128, 16)
+    alone = evaluate(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4, cp=16,
+                     seq_len=131072, global_batch=128, tokens=0.8e12).iloc[0]
+    for key in ("step_time_s", "wall_days", "gpu_hours", "cost_usd"):
+        assert long[key] == pytest.approx(float(alone[key]), rel=1e-9), key
+
+
+def test_evaluate_table_has_a_row_per_phase_and_a_total(capsys):
+    assert main(["evaluate", "--scenario", EXAMPLE, "-f", "csv"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["ramp", "main", "long-context",
+                                                          "total"]
+
+
+def test_plan_totals_are_the_sums_of_the_phases(capsys):
+    out = _json(capsys, ["plan", "--scenario", EXAMPLE, "-f", "json"])
+    assert out["phases"] == ["ramp", "main", "long-context"]
+    for objective, best in out["best"].items():
+        assert len(best["phases"]) == 3
+        for key in ("wall_days", "gpu_hours", "energy_mwh", "cost_usd", "co2e_t"):
+            assert best[key] == pytest.approx(sum(p[key] for p in best["phases"]),
+                                              rel=1e-12), (objective, key)
+        assert best["wall_days"] <= 120  # the file's deadline, on the totals
+    cost = out["best"]["cost"]
+    # each phase at a layout of its own on the one cluster; re-evaluating it agrees
+    p = cost["phases"][2]
+    alone = evaluate(model="llama3-70b", hardware=cost["hardware"], gpus=cost["gpus"],
+                     tp=p["tp"], pp=p["pp"], cp=p["cp"], vp=p["vp"], ep=p["ep"],
+                     micro_batch=p["micro_batch"], recompute=p["recompute"], zero=p["zero"],
+                     seq_len=131072, global_batch=128, tokens=0.8e12).iloc[0]
+    assert p["wall_days"] == pytest.approx(float(alone["wall_days"]), rel=1e-9)
+    assert out["best"]["time"]["wall_days"] <= cost["wall_days"]
+
+
+def test_plan_refuses_a_phase_gpu_count(capsys, tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[[phases]]\nname = "a"\ntokens = 1e12\ngpus = 64\n')
+    assert main(["plan", "--scenario", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "gpus" in err and len(err.splitlines()) == 1
+
+
+def test_simulate_sums_the_phases(capsys):
+    out = _json(capsys, ["simulate", "--scenario", EXAMPLE, "--replicas", "200", "-f",
+                         "json"])
+    assert out["phases"] == ["ramp", "main", "long-context"]
+    assert abs(out["wall_days"]["relative_difference"]) < 0.005
+    assert abs(out["gpu_hours"]["relative_difference"]) < 0.005
+
+
+def test_export_xlsx_phases_sheet(tmp_path, capsys):
+    openpyxl = pytest.importorskip("openpyxl")
+    target = tmp_path / "phases.xlsx"
+    assert main(["export", "xlsx", "--scenario", EXAMPLE, "-o", str(target)]) == 0
+    sheet = openpyxl.load_workbook(target)["Phases"]
+    rows = list(sheet.iter_rows(values_only=True))
+    header = rows[0]
+    assert [r[0] for r in rows[1:]] == ["ramp", "main", "long-context", "total"]
+    col = header.index("gpu_hours")
+    letter = openpyxl.utils.get_column_letter(col + 1)
+    assert rows[-1][col] == f"=SUM({letter}2:{letter}4)"
+
+
+def test_sum_phases_of_rows():
+    rows = [{k: 1.0 for k in ADDITIVE} | {"model_flops_per_token": 2.0, "peak_power_w": p,
+                                          "solve_time_s": 0.5}
+            for p in (3.0, 5.0)]
+    total = sum_phases(rows)
+    assert total["wall_time_s"] == 2.0 and total["ettr"] == 0.5
+    assert total["peak_power_w"] == 5.0
+
+
+@pytest.mark.parametrize("body,needle", [
+    ('[[phases]]\nname = "a"\ntokns = 1e12\n', "did you mean: tokens"),
+    ('[[phases]]\nname = "a"\n', "needs tokens"),
+    ('[[phases]]\nname = "a"\ntokens = -1.0\n', "tokens must be"),
+    ('[[phases]]\nname = "a"\ntokens = 1e12\n[[phases]]\nname = "a"\ntokens = 1e12\n',
+     "unique"),
+    ('phases = 3\n', "phases must be a list"),
+])
+def test_bad_phases_one_line(capsys, tmp_path, body, needle):
+    path = tmp_path / "s.toml"
+    path.write_text(body)
+    assert main(["evaluate", "--scenario", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1, err
+
+
+def test_parse_phases_keeps_what_is_given():
+    (phase,) = parse_phases([{"name": " main ", "tokens": 5, "seq_len": 4096}])
+    assert phase.name == "main" and phase.options() == {"tokens": 5.0, "seq_len": 4096}

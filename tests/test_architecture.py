@@ -182,10 +182,13 @@ def _imports_lazy_package_at_top(module: str) -> bool:
 
 def _is_boundary(node, function, inside_import_guard: bool) -> bool:
     """A lazy import that the house rules allow: an optional or slow package, a module of
-    ours that imports one at its top, a package's lazy ``__getattr__``, or an import guarded
-    by ``except ImportError``."""
+    ours that imports one at its top, a generated module, a package's lazy ``__getattr__``,
+    or an import guarded by ``except ImportError``."""
     if function.name == "__getattr__" or inside_import_guard:
         return True
+    if isinstance(node, ast.ImportFrom) and any(a.name.endswith("_generated")
+                                                for a in node.names):
+        return True  # a generated module, loaded on first use (a stale file is reported)
     if isinstance(node, ast.Import):
         modules = [a.name for a in node.names]
     else:

@@ -16,7 +16,6 @@ from functools import cache
 from pathlib import Path
 
 from formulas.special import erfinv, poisson_cdf_float
-from planner.engine import _kernel_generated
 from planner.engine.model import INPUTS, OUTPUTS
 
 GENERATED = Path(__file__).with_name("_kernel_generated.py")
@@ -35,9 +34,19 @@ def kernel_hash() -> str:
 
 def load_kernel():
     """The generated kernel function (imports numpy and :mod:`formulas.special` only)."""
+    return generated_module().kernel
+
+
+def generated_module():
+    """The generated kernel's module, checked against the run model's inputs and outputs.
+
+    Imported on first use, the one lazy import here: a stale generated file is reported by
+    this check, and ``python -m planner.codegen`` loads the file it has just written."""
+    from planner.engine import _kernel_generated
+
     if _kernel_generated.INPUTS != tuple(INPUTS) or _kernel_generated.OUTPUTS != tuple(OUTPUTS):
         raise RuntimeError("planner/engine/_kernel_generated.py is stale: run python -m planner.codegen")
-    return _kernel_generated.kernel
+    return _kernel_generated
 
 
 
@@ -96,7 +105,7 @@ def build_partial_kernel(outputs: tuple[str, ...]):
     candidate and everything else only for those that fit.
     """
     func = partial_kernel_tree(outputs)
-    namespace = _compile([func], dict(vars(_kernel_generated)))
+    namespace = _compile([func], dict(vars(generated_module())))
     return namespace["kernel"], tuple(a.arg for a in func.args.args)
 
 
@@ -269,7 +278,7 @@ def build_split_kernel(outputs: tuple[str, ...], array_inputs: frozenset[str]):
     if trees is None:
         return None
     prelude, main, shared = trees
-    namespace = _compile([prelude, main], dict(vars(_kernel_generated)))
+    namespace = _compile([prelude, main], dict(vars(generated_module())))
     return (namespace["prelude"], tuple(a.arg for a in prelude.args.args), namespace["kernel"],
             tuple(a.arg for a in main.args.args[:len(main.args.args) - len(shared)]), shared)
 

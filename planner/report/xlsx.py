@@ -19,7 +19,6 @@ import numpy as np
 
 from planner.engine.model import INPUTS, OUTPUTS
 from planner.errors import CapplanError
-from planner.report import _workbook_generated as generated
 from planner.report.output import atomic_target, check_target
 
 _CELL_LIKE = re.compile(r"^[A-Za-z]{1,3}\d+$|^[RrCc]$|^[Rr]\d*[Cc]\d*$")
@@ -38,6 +37,8 @@ GENERATED = Path(__file__).with_name("_workbook_generated.py")
 def model_formulas() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """(intermediates, outputs): (name, Excel formula) pairs of the Model sheet, from the
     generated file (common subexpressions first, each a defined name ``t_N``)."""
+    from planner.report import _workbook_generated as generated  # a stale file is reported
+
     if generated.INPUTS != tuple(INPUTS) or generated.OUTPUTS != tuple(OUTPUTS):
         raise RuntimeError(f"{GENERATED} is stale: run python -m planner.codegen")
     return generated.INTERMEDIATES, generated.OUTPUT_FORMULAS

@@ -1,5 +1,5 @@
 """Runs of several phases (issue 26): the three-phase example (ramp, main, 128K context
-extension, docs/examples/llama3-phases.toml) through evaluate, plan, simulate and export
+extension, docs/scenarios/llama3-phases.toml) through evaluate, plan, simulate and export
 xlsx, each total the sum of its phases; the [[phases]] schema's one-line errors."""
 
 import json
@@ -11,7 +11,7 @@ from planner.cli.main import main
 from planner.engine.evaluator import evaluate
 from planner.engine.phases import ADDITIVE, parse_phases, sum_phases
 
-EXAMPLE = str(Path(__file__).resolve().parents[1] / "docs" / "examples" / "llama3-phases.toml")
+EXAMPLE = str(Path(__file__).resolve().parents[1] / "docs" / "scenarios" / "llama3-phases.toml")
 SUMMED = ("wall_days", "gpu_hours", "energy_gpu_kwh", "energy_it_kwh", "energy_kwh",
           "cost_usd", "co2e_kg", "steps", "tokens", "eval_time_s", "rollback_time_s")
 

@@ -82,7 +82,7 @@ def phase_table(phases, runs, totals: dict) -> list[dict]:
 
 def phases_payload(phases, runs, totals: dict) -> dict:
     """The JSON object of a run of several phases: totals, then each phase's run."""
-    from planner.cli.evaluate import evaluation_payload
+    from planner.report.payloads import evaluation_payload
 
     return {"totals": totals,
             "phases": [{"name": p.name, "tokens": r.row["tokens"],

@@ -12,9 +12,10 @@ from planner.engine.optimize import plan
 from planner.engine.scenario import Scenario
 from planner.errors import CapplanError
 
-#: A small run whose cheapest plan the 14-day deadline binds at P50.
+#: A small run whose cheapest plan the 15-day deadline binds at P50 (128 GPUs, 14.2 days;
+#: 27 % of the draws miss it).
 SMALL = dict(model="llama2-7b", tokens=2e12, hardware=("h100-sxm",), max_gpus=512,
-             deadline_days=14.0)
+             deadline_days=15.0)
 #: The --uncertainty check: its own draws (seed 1, not the margin's seed 0), so the
 #: tolerance covers Monte Carlo noise of both: P90 within 2 % of the limit.
 TOLERANCE = 0.02
@@ -36,7 +37,7 @@ def test_default_is_the_nominal_plan_and_says_so(plans, catalog):
 
 
 def test_nominal_winner_misses_the_deadline_at_p90(plans, catalog):
-    """The problem the option solves: sized to meet 14 days at P50, it misses at P90."""
+    """The problem the option solves: sized to meet 15 days at P50, it misses at P90."""
     nominal, _ = plans
     risk = plan_uncertainty(nominal, catalog, default_spreads(), draws=300, seed=1)
     assert risk["constraint_risk"]["cost"]["deadline"]["missed_at_quantile"]
@@ -48,7 +49,7 @@ def test_confidence_winner_meets_the_deadline_at_p90(plans, catalog):
     risk = plan_uncertainty(at90, catalog, default_spreads(), draws=300, seed=1)
     for objective, constraints in risk["constraint_risk"].items():
         deadline = constraints["deadline"]
-        assert deadline["value_at_quantile"] <= 14.0 * (1 + TOLERANCE), objective
+        assert deadline["value_at_quantile"] <= SMALL["deadline_days"] * (1 + TOLERANCE), objective
 
 
 def test_margins_are_quantile_multipliers(plans, catalog):

@@ -190,9 +190,9 @@ def test_economics_default_plan_today(tmp_path):
     t = best["tcdp"]
     assert f"- least carbon x delay: {_plan_line(t)}, {t['co2e_t']:,.0f} t." in text
     days, tcdp, c_days, c_tcdp = _number(
-        r"least-tCDP plan is 16,384\s+GB200 for ([0-9.]+) days \(([0-9,]+) t d at us-average\), "
+        r"least-tCDP plan is 16,384\s+B300 for ([0-9.]+) days \(([0-9,]+) t d at us-average\), "
         r"not the least-carbon 2,048 TPU v6e for\s+([0-9.]+) days \(([0-9,]+) t d\)", text)
-    assert (t["gpus"], t["hardware"], e["gpus"], e["hardware"]) == (16384, "gb200", 2048, "tpu-v6e")
+    assert (t["gpus"], t["hardware"], e["gpus"], e["hardware"]) == (16384, "b300", 2048, "tpu-v6e")
     assert (float(f"{t['wall_days']:.3g}"), round(t["tcdp_t_d"])) == (days, tcdp)
     assert (float(f"{e['wall_days']:.3g}"), round(best["carbon"]["tcdp_t_d"])) == (c_days, c_tcdp)
     owned, rented, breakeven = _number(

@@ -230,6 +230,18 @@ def atomic_target(output: str, force: bool = False):
         raise
 
 
+def save_figure(fig, path, dpi: int = 120) -> None:
+    """Write a matplotlib figure to ``path`` in one piece (:func:`atomic_target`; the
+    caller has already refused an existing file without --force) and close it."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic_target(str(path), force=True) as tmp:
+            fig.savefig(tmp, dpi=dpi)
+    finally:
+        plt.close(fig)
+
+
 def _check_not_appeared(target: Path, output: str, force: bool) -> None:
     if target.exists() and not force:  # appeared while we were writing
         raise CapplanError(f"{output} appeared meanwhile; pass --force to overwrite it")

@@ -11,7 +11,7 @@ import numpy as np
 
 from planner.analysis import calibration
 from planner.errors import CapplanError
-from planner.report.output import atomic_target, render, write_or_check
+from planner.report.output import render, save_figure, write_or_check
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 INTRO = """# Validation: predictions vs published measurements
@@ -352,11 +352,7 @@ def plot(pred, path: str) -> None:
     ax.set_title("capplan predictions vs published measurements (dotted: +-10%)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    try:  # the caller has already refused an existing file without --force
-        with atomic_target(str(path), force=True) as tmp:
-            fig.savefig(tmp, dpi=120)
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_mttf_curve(rows: list[dict], path: str) -> None:
@@ -389,11 +385,7 @@ def plot_mttf_curve(rows: list[dict], path: str) -> None:
     ax.set_title("Job mean time to failure vs job size (grey: 0.67-1.5x)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    try:
-        with atomic_target(str(path), force=True) as tmp:
-            fig.savefig(tmp, dpi=120)
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
 
 
 def mttf_table_rows(curve: list[dict]) -> list[dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from planner.analysis import whole_runs as w
 from planner.errors import CapplanError
-from planner.report.output import atomic_target, render, write_or_check
+from planner.report.output import render, save_figure, write_or_check
 
 DOCS = w.DATA.parents[3] / "docs"
 
@@ -106,11 +106,7 @@ def plot(rows: list[dict], path: str) -> None:
     ax.set_title("Whole training runs: capplan (one phase, catalog parameters) vs published")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    try:  # the caller has already refused an existing file without --force
-        with atomic_target(str(path), force=True) as tmp:
-            fig.savefig(tmp, dpi=120)
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
 
 
 INTRO = """# Whole runs: predicted vs published

@@ -29,6 +29,14 @@ class CapplanError(ValueError):
         self.exit_code = exit_code
 
 
+class ReaderGone(Exception):
+    """The program reading capplan's standard output went away (``capplan ... | head``).
+
+    Not an ``OSError``, so that click does not turn it into exit code 1 (which means "no
+    plan" here): the CLI ends quietly with exit code 0.
+    """
+
+
 def one_line(text: str) -> str:
     """``text`` with line breaks and other control characters escaped (repr-like)."""
     if text.isprintable():

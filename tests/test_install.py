@@ -68,3 +68,9 @@ def test_install_with_a_compiler_builds_the_extension(tmp_path):
     python = _install(tmp_path, {**os.environ, "PIP_NO_CACHE_DIR": "1"})
     assert "kernel backend: compiled" in _backend(python, tmp_path)
     assert '"best"' in _plan(python, tmp_path)
+    # the version is one constant (planner/version.py) that the build reads into the
+    # package metadata: what pip recorded is what capplan prints
+    recorded = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
+                               "print(m.version('capplan'))"], capture_output=True, text=True,
+                              cwd=tmp_path).stdout.strip()
+    assert _backend(python, tmp_path).splitlines()[0] == f"capplan {recorded}"

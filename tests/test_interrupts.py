@@ -264,3 +264,16 @@ def test_ctrl_c_in_the_first_milliseconds_is_quiet(tmp_path, delay_s):
         assert str(ROOT) not in err, err  # no frame of capplan's code
         if proc.returncode == 130:
             assert err == "capplan: interrupted\n", err
+
+
+@pytest.mark.parametrize("args", [["--version"], ["catalog", "list"]])
+def test_a_reader_that_goes_away_is_not_an_error(args):
+    """`capplan --version | head -1`: the reader closes the pipe after one line; capplan
+    exits 0 and prints nothing on stderr (no traceback, no 'Exception ignored')."""
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader has gone before capplan writes
+    result = subprocess.run([sys.executable, "-m", "planner", *args], stdout=writer,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+    os.close(writer)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""

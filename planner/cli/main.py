@@ -27,7 +27,14 @@ if os.path.basename(sys.argv[0]) == "capplan":  # the console script (python -m 
 from hardware_catalog.errors import CatalogError  # noqa: E402
 from planner.cli.app import app_for  # noqa: E402
 from planner.cli.common import flush_notices  # noqa: E402
-from planner.errors import INFEASIBLE, INTERNAL, USAGE, CapplanError, one_line  # noqa: E402
+from planner.errors import (  # noqa: E402
+    INFEASIBLE,
+    INTERNAL,
+    USAGE,
+    CapplanError,
+    ReaderGone,
+    one_line,
+)
 from planner.version import version  # noqa: E402
 
 
@@ -82,14 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     if debug:
         args.remove("--debug")
     if args in (["--version"], ["-V"]):
-        print(f"capplan {version()}")
         from planner.engine import native
 
         try:
-            print(native.describe())
+            print(f"capplan {version()}")
+            print(native.describe(), flush=True)
         except CapplanError as error:  # a bad CAPPLAN_KERNEL value
             print(f"capplan: {error}", file=sys.stderr)
             return 2
+        except BrokenPipeError:  # `capplan --version | head -1`
+            _stdout_gone()
         return 0
     flush_notices(show=False)
     try:
@@ -119,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _error(str(exc))
         code = exc.exit_code
-    except BrokenPipeError:
+    except (BrokenPipeError, ReaderGone):  # the reader went away (`| head`): not an error
+        _stdout_gone()
         code = 0
     except OSError as exc:  # unreadable input, unwritable output, full disk ...
         if debug:
@@ -143,6 +153,18 @@ def main(argv: list[str] | None = None) -> int:
             _exit_now(code)
         sys.exit(code)
     return code
+
+
+def _stdout_gone() -> None:
+    """Point stdout at the null device once its reader has gone, so that the interpreter's
+    final flush does not print 'Exception ignored ... BrokenPipeError' (the recipe of the
+    Python docs, signal module: 'Note on SIGPIPE')."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (a test's capture)
+        pass
 
 
 def _exit_now(code: int) -> None:

@@ -14,7 +14,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from planner.errors import CapplanError, shown
+from planner.errors import CapplanError, ReaderGone, shown
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -300,7 +300,11 @@ def write(text: str, output: str | None, force: bool = False) -> None:
     """Write to stdout ('-' or None) or atomically to a file (refusing to overwrite
     without ``force``; see :func:`atomic_target`)."""
     if output is None or output == "-":
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError as exc:
+            raise ReaderGone() from exc
         return
     with atomic_target(output, force) as tmp:
         tmp.write_text(text, encoding="utf-8")

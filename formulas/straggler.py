@@ -259,6 +259,44 @@ def gc_pause_probability(step_time_s, gc_interval_s):
     return 1 - exp(-step_time_s / gc_interval_s)
 
 
+@formula(reference="n independent Poisson pause processes (mean gap I each) merge into one of "
+         "mean gap I/n, so P(any rank pauses in a step of length T) = 1 - e^{-nT/I}; "
+         "unsynchronised Python GC as a straggler cause: " + LIN,
+         domain={"ranks": ">=1", "step_time_s": ">=0", "gc_interval_s": ">0",
+                 "duration_s": ">=0"}, symbols=_STRAG_SYM, result_latex=r"\Delta T_{gc}")
+def gc_pause_delay(ranks, step_time_s, gc_interval_s, duration_s):
+    """Expected extra step time from unsynchronised garbage collection on n ranks.
+
+    :func:`pause_delay` with :func:`gc_pause_probability`, in one exponential:
+    d (1 - (1 - p_gc)^n) with p_gc = 1 - e^{-T/I} is d (1 - e^{-nT/I}), the
+    probability that the merged collections of the n ranks fall in the step.
+
+    Parameters
+    ----------
+    ranks : numeric
+        Ranks in the synchronising group, n [1].
+    step_time_s : numeric
+        Step time, T [s].
+    gc_interval_s : numeric
+        Mean time between collections on one rank, I_gc [s].
+    duration_s : numeric
+        Length of one collection, d [s].
+
+    Returns
+    -------
+    numeric
+        Expected extra time per step [s], between 0 and d.
+
+    Examples
+    --------
+    >>> round(gc_pause_delay(8, 2.0, 600.0, 0.5), 6)  # = pause_delay(8, p_gc, 0.5)
+    0.013157
+
+    .. math:: \\Delta T_{gc} = d \\left(1 - e^{-n T / I_{gc}}\\right)
+    """
+    return duration_s * (1 - exp(-ranks * step_time_s / gc_interval_s))
+
+
 @formula(reference="Planned (synchronised) GC: every rank collects in the same step, every "
          "K steps; the fix measured in " + LIN,
          domain={"duration_s": ">=0", "interval_steps": ">=1"}, symbols=_STRAG_SYM,

@@ -17,6 +17,8 @@ from formulas.straggler import (
     expected_max_lognormal,
     expected_max_normal,
     expected_max_normal_blom,
+    gc_pause_delay,
+    gc_pause_probability,
     pause_delay,
 )
 
@@ -183,13 +185,27 @@ def test_pause_delay_bounded_and_rising(n, extra, p, d):
     assert pause_delay(n + extra, p, d) >= got
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 100_000), st.floats(0.0, 1e3), st.floats(1e-3, 1e6), st.floats(0.0, 10.0))
+def test_gc_pause_delay_is_the_pause_delay_of_the_gc_probability(n, step_s, interval_s, d):
+    """d (1 - e^{-nT/I}) = pause_delay(n, 1 - e^{-T/I}, d): the one-exponential form the run
+    model uses (no pow per candidate) equals the two-step form to rounding, stays within
+    [0, d] and rises with the ranks and the step time."""
+    got = gc_pause_delay(n, step_s, interval_s, d)
+    two_step = pause_delay(n, gc_pause_probability(step_s, interval_s), d)
+    assert got == pytest.approx(two_step, rel=1e-9, abs=1e-12 * d)
+    assert 0.0 <= got <= d
+    assert gc_pause_delay(n + 1, step_s, interval_s, d) >= got
+    assert gc_pause_delay(n, step_s * 2, interval_s, d) >= got
+
+
 # ---- symbolic vs numeric, input kinds, domain checks ------------------------------------------
 
 ALL = [f for f in vars(s).values() if isinstance(f, Formula)]
 
 
 def test_every_formula_is_documented():
-    assert len(ALL) == 11
+    assert len(ALL) == 12
     for f in ALL:
         assert f.reference and f.result_unit, f.name
         assert all(a.unit for a in f.arguments), f.units

@@ -165,6 +165,14 @@ def c_source(func: ast.FunctionDef, per_row: frozenset[str], table: tuple[str, .
     return "\n".join(lines), scalars, arrays
 
 
+def _signed_constant(node) -> bool:
+    """``-1`` and the like: left in place, so that :func:`_power` still sees ``x ** -1``
+    (hoisted to a variable it became ``pow(x, v)``: a libm call per row where numpy
+    divides)."""
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd) \
+        and isinstance(node.operand, ast.Constant)
+
+
 class _Invariants(ast.NodeTransformer):
     """Takes each largest sub-expression of the loop's statements that depends on no
     varying name out of the loop (:attr:`hoisted`): GCC vectorises a loop with fewer
@@ -176,6 +184,7 @@ class _Invariants(ast.NodeTransformer):
     def visit(self, node):
         if isinstance(node, ast.expr) \
                 and not isinstance(node, ast.Name | ast.Constant | ast.Attribute) \
+                and not _signed_constant(node) \
                 and not loaded_names(node) & self.varies:
             name = f"_h{len(self.hoisted)}"
             self.hoisted.append((name, node))

@@ -289,7 +289,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x220 = gpus ** (-1.0)
     x221 = x219 ** (-0.282765)
     x222 = gpus / gpus_per_node
-    x223 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x218 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x218 * numpy.maximum(0, -x31 * erfinv(1.71458910109456 * x220 * x221 * (0.0686881539789491 * x221 + 0.112063) - 1 + 1.16023 / x219)) + x116 + (1 - (1 - slow_node_fraction) ** x222) * (slow_node_slowdown - 1) * (x116 + x218)
+    x223 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-gpus * x218 / gc_interval_s)) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x218 * numpy.maximum(0, -x31 * erfinv(1.71458910109456 * x220 * x221 * (0.0686881539789491 * x221 + 0.112063) - 1 + 1.16023 / x219)) + x116 + (1 - (1 - slow_node_fraction) ** x222) * (slow_node_slowdown - 1) * (x116 + x218)
     del x116, x219, x221, x31
     x224 = x218 + x223
     del x218

@@ -229,6 +229,14 @@ def _array_inputs(node, arrays: dict) -> frozenset:
     return frozenset().union(*(arrays.get(u, frozenset()) for u in loaded_names(node)))
 
 
+def _costly(node) -> bool:
+    """A call, or a power whose exponent is not a constant (``pow`` in C, ~20 ns a row:
+    the pause and slow-node probabilities ``(1 - p) ** gpus``)."""
+    return isinstance(node, ast.Call) or (
+        isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow)
+        and not isinstance(node.right, ast.Constant | ast.UnaryOp))
+
+
 def _group_calls_apart(statements, arrays: dict, group: frozenset) -> list:
     """``statements`` with each largest sub-expression of a statement that varies beyond
     ``group`` - one that calls a function and whose array inputs are ``group`` members
@@ -241,8 +249,7 @@ def _group_calls_apart(statements, arrays: dict, group: frozenset) -> list:
         def visit(self, node):
             if isinstance(node, ast.expr) and not isinstance(node, ast.Name | ast.Constant):
                 used = _array_inputs(node, arrays)
-                if used and used <= group and any(isinstance(n, ast.Call)
-                                                  for n in ast.walk(node)):
+                if used and used <= group and any(_costly(n) for n in ast.walk(node)):
                     name = f"{self.prefix}{len(self.extracted)}"
                     arrays[name] = used
                     self.extracted.append(ast.Assign(targets=[ast.Name(name, ast.Store())],

@@ -463,9 +463,8 @@ def step_time(x: dict, r: dict) -> dict:
         * (1 + pipeline.bubble_fraction_interleaved(x["pp"], m, x["vp"]))
     gc_s = x["gc_planned"] * straggler.planned_gc_delay(x["gc_duration_s"],
                                                         x["gc_planned_steps"]) \
-        + (1 - x["gc_planned"]) * straggler.pause_delay(
-            x["gpus"], straggler.gc_pause_probability(base, x["gc_interval_s"]),
-            x["gc_duration_s"])
+        + (1 - x["gc_planned"]) * straggler.gc_pause_delay(
+            x["gpus"], base, x["gc_interval_s"], x["gc_duration_s"])
     slow_s = (straggler.slow_node_slowdown(r["nodes"], x["slow_node_fraction"],
                                            x["slow_node_slowdown"]) - 1) * (base + imbalance_s)
     straggler_s = straggler_s + imbalance_s + gc_s + slow_s

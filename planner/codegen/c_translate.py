@@ -74,6 +74,8 @@ def _c(node) -> str:
             if f.attr == "where" and len(args) == 3:
                 condition = _condition(node.args[0]) or f"({args[0]} != 0.0)"
                 return f"({condition} ? {args[1]} : {args[2]})"
+        if isinstance(f, ast.Name) and f.id == "np_pick" and len(node.args) == 3:
+            return f"np_pick({', '.join(_c(a) for a in node.args)})"
         raise Untranslatable(f"call {ast.unparse(node.func)}")
     raise Untranslatable(f"expression {type(node).__name__}")
 
@@ -189,10 +191,25 @@ class _Invariants(ast.NodeTransformer):
             name = f"_h{len(self.hoisted)}"
             self.hoisted.append((name, node))
             return ast.Name(name, ast.Load())
+        if _is_where(node) and not loaded_names(node.args[0]) & self.varies:
+            # the condition is the same for every row: a flag before the loop, and the
+            # row's value picked by bits (np_pick), which GCC vectorises
+            flag = f"_h{len(self.hoisted)}"
+            self.hoisted.append((flag, ast.Call(node.func, [node.args[0], ast.Constant(1.0),
+                                                            ast.Constant(0.0)], [])))
+            return ast.Call(ast.Name("np_pick", ast.Load()),
+                            [ast.Name(flag, ast.Load()), *map(self.visit, node.args[1:])], [])
         if isinstance(node, ast.Call):  # the arguments, not the function's name
             node.args = [self.visit(a) for a in node.args]
             return node
         return self.generic_visit(node)
+
+
+def _is_where(node) -> bool:
+    f = getattr(node, "func", None)
+    return (isinstance(node, ast.Call) and isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name) and f.value.id == "numpy" and f.attr == "where"
+            and len(node.args) == 3 and not node.keywords)
 
 
 def vector_declarations(functions: tuple[str, ...]) -> str:

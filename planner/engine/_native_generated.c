@@ -32,6 +32,20 @@ double pow(double, double) __attribute__((simd("notinbranch")));
 static inline double np_minimum(double a, double b) { const double m = a < b ? a : b; return a == a ? m : a; }
 static inline double np_maximum(double a, double b) { const double m = a > b ? a : b; return a == a ? m : a; }
 static inline double np_square(double a) { return a * a; }
+/* numpy.where with a condition the same for every row (a scalar input's): a or b picked by
+   their bits under a mask, not by a select on a scalar condition, which stops GCC
+   vectorising the loop (GCC 12: "relevant stmt not supported") */
+static inline double np_pick(double flag, double a, double b)
+{
+    const uint64_t mask = flag != 0.0 ? ~UINT64_C(0) : UINT64_C(0);
+    uint64_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    const uint64_t picked = (ua & mask) | (ub & ~mask);
+    double out;
+    memcpy(&out, &picked, sizeof out);
+    return out;
+}
 
 /* every output, for candidates of the search's arrays */
 CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
@@ -623,7 +637,7 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x279 = sqrt((v_x265 * ((((2.0 * v_x270) + (2.0 * v_x272)) + (2.0 * v_x274)) + (2.0 * v_x277))));
         const double v_x281 = ((v_ckpt_gockpt * (np_minimum(v_gockpt_steps, np_maximum(1.0, ceil((log((1.0 - np_minimum(0.999999999999, (((v_grad_bytes_per_param * v_x220) * v_x239) / np_maximum(1e-300, (v_host_copy_bytes_per_s_per_gpu * v_x276)))))) / v__h44)))) - 1.0)) + 1.0);
         const double v_x282 = (v_x278 * ((((((v__h45 * v_x256) + (v__h46 * v_x257)) + (v__h47 * v_x258)) + (v__h48 * v_x259)) + v__h49) + (v__h50 * v_x262)));
-        const double v_x283 = np_maximum(np_maximum(v_x224, (v__h51 * ((v_ckpt_gockpt * ((v_x224 * v_x281) + v_x271)) + v_x280))), ((v__h52 != 0.0) ? v_checkpoint_interval_fixed_s : ((v_x265 > ((((v__h53 * v_x270) + (v__h54 * v_x272)) + (v__h55 * v_x274)) + (v__h56 * v_x277))) ? ((-v_x278) + (v_x279 * (((v__h57 * sqrt(v_x282)) + (v__h58 * v_x282)) + 1.0))) : v_x265)));
+        const double v_x283 = np_maximum(np_maximum(v_x224, (v__h51 * ((v_ckpt_gockpt * ((v_x224 * v_x281) + v_x271)) + v_x280))), np_pick(v__h52, v_checkpoint_interval_fixed_s, ((v_x265 > ((((v__h53 * v_x270) + (v__h54 * v_x272)) + (v__h55 * v_x274)) + (v__h56 * v_x277))) ? ((-v_x278) + (v_x279 * (((v__h57 * sqrt(v_x282)) + (v__h58 * v_x282)) + 1.0))) : v_x265)));
         const double v_x284 = ((v_ckpt_gockpt * (v_x224 + v_x271)) + v_x280);
         const double v_x315 = (v_x224 * v_x255);
         const double v_x316 = (v_eval_fraction * v_x315);
@@ -1247,7 +1261,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x279 = sqrt((v_x265 * ((((2.0 * v_x270) + (2.0 * v_x272)) + (2.0 * v_x274)) + (2.0 * v_x277))));
         const double v_x281 = ((v_ckpt_gockpt * (np_minimum(v_gockpt_steps, np_maximum(1.0, ceil((log((1.0 - np_minimum(0.999999999999, (((v_grad_bytes_per_param * v_x220) * v_x239) / np_maximum(1e-300, (v_host_copy_bytes_per_s_per_gpu * v_x276)))))) / v__h44)))) - 1.0)) + 1.0);
         const double v_x282 = (v_x278 * ((((((v__h45 * v_x256) + (v__h46 * v_x257)) + (v__h47 * v_x258)) + (v__h48 * v_x259)) + v__h49) + (v__h50 * v_x262)));
-        const double v_x283 = np_maximum(np_maximum(v_x224, (v__h51 * ((v_ckpt_gockpt * ((v_x224 * v_x281) + v_x271)) + v_x280))), ((v__h52 != 0.0) ? v_checkpoint_interval_fixed_s : ((v_x265 > ((((v__h53 * v_x270) + (v__h54 * v_x272)) + (v__h55 * v_x274)) + (v__h56 * v_x277))) ? ((-v_x278) + (v_x279 * (((v__h57 * sqrt(v_x282)) + (v__h58 * v_x282)) + 1.0))) : v_x265)));
+        const double v_x283 = np_maximum(np_maximum(v_x224, (v__h51 * ((v_ckpt_gockpt * ((v_x224 * v_x281) + v_x271)) + v_x280))), np_pick(v__h52, v_checkpoint_interval_fixed_s, ((v_x265 > ((((v__h53 * v_x270) + (v__h54 * v_x272)) + (v__h55 * v_x274)) + (v__h56 * v_x277))) ? ((-v_x278) + (v_x279 * (((v__h57 * sqrt(v_x282)) + (v__h58 * v_x282)) + 1.0))) : v_x265)));
         const double v_x284 = ((v_ckpt_gockpt * (v_x224 + v_x271)) + v_x280);
         const double v_x315 = (v_x224 * v_x255);
         const double v_x316 = (v_eval_fraction * v_x315);
@@ -1637,4 +1651,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "d8c5bcb4aa545186"; }
+const char *capplan_source_hash(void) { return "8bbb37a27ba6a16c"; }

@@ -154,3 +154,18 @@ def test_cli_json_csv_and_plot(tmp_path):
     csv_out = tmp_path / "w.csv"
     assert main(["validate", "--whole-runs", "-o", str(csv_out)]) == 0
     assert csv_out.read_text().startswith("run,quantity,unit,published,predicted,ratio")
+
+
+def test_interruptions_counted_over_the_published_window():
+    """Llama 3: 419 unexpected interruptions in a 54-day snapshot of the 16,384-GPU run
+    (reliability.csv l3-int), so the main phase's rate x 54 days; OPT: '>100 hosts cycled'
+    over its ~2-month (56-day) run at the run's average rate (arXiv:2205.01068 s2.5)."""
+    row = _row("llama3-405b")
+    phases, _ = w.evaluate_run(row)
+    main = phases[w.phase_names(row).index("main")]
+    rate = float(main["expected_failures"]) / float(main["wall_days"])
+    assert w.predict(row)["expected_failures"] == pytest.approx(rate * 54, rel=1e-12)
+    opt = _row("opt-175b")
+    _, total = w.evaluate_run(opt)
+    assert w.predict(opt)["expected_failures"] == pytest.approx(
+        total["expected_failures"] / total["wall_days"] * 56, rel=1e-12)

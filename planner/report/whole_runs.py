@@ -127,8 +127,10 @@ not this file -->
 the totals their authors published. Each run is a row of
 `hardware_catalog/data/validation/whole_runs.csv` written with options a user has
 (`capplan evaluate --model --hardware --gpus --tp --pp --micro-batch --global-batch
---seq-len --recompute --zero --tokens --reliability --site --site-class --checkpoint`,
-`--nic-gbps` for a thinner site network, and a model file's vocabulary). No row has a
+--seq-len --recompute --zero --stack --tokens --reliability --site --site-class --checkpoint`,
+`--nic-gbps` for a thinner site network, and a model file's vocabulary); `--stack` is the
+software the run used (Megatron-DeepSpeed and metaseq: `megatron-lm-2021`; OLMo's PyTorch
+FSDP: `llm-foundry-2023`, `torchtitan-fsdp2`). No row has a
 correction factor: every parameter is the catalog's, shared by all runs.
 
 **Runs as phases.** A row's `phases` column names a scenario file under
@@ -146,7 +148,7 @@ ratio outside 0.75-1.33x.
 | quantity | predicted as | published as |
 |---|---|---|
 | `gpu_hours` | GPUs x wall time (the job's GPUs, spares not counted) | GPU-hours of the run (BLOOM README, Llama 3.1 model card) |
-| `wall_days` | steady-state steps + checkpoint stalls + expected failures x (restart + lost work), at the Young/Daly interval | calendar days from launch to the last step |
+| `wall_days` | steady-state steps + checkpoint stalls + expected failures x (restart + lost work) + evaluations + loss-spike rollbacks, at the Young/Daly interval or the run's published one (`[faults] checkpoint_interval`) | calendar days from launch to the last step |
 | `energy_gpu_mwh` | GPU energy: step power (compute phases weighted) x step time + idle power through stalls and restarts | OLMo: measured GPU power |
 | `energy_gpu_tdp_mwh` | GPU-hours x the accelerator's TDP (the authors' estimate, made from capplan's GPU-hours) | BLOOM: 1,082,990 GPU-h x 400 W (Luccioni et al. Table 1) |
 | `energy_gpu_tdp_compute_mwh` | failure-free compute GPU-hours (steps only) x TDP | OPT: 324 MWh (Luccioni et al. 2023 Table 4) = 1,024 GPUs x 400 W x the chronicles' '~33 days of continuous training' |

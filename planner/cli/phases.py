@@ -45,8 +45,9 @@ def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict,
     return merged, phases
 
 
-def resolve_phases(options: dict, phases) -> list:
-    """One :class:`~planner.cli.layout_options.ResolvedRun` per phase."""
+def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list:
+    """One :class:`~planner.cli.layout_options.ResolvedRun` per phase (``overrides``: run-model
+    inputs every phase shares, as :func:`~planner.cli.layout_options.resolve` takes them)."""
     from planner.cli.layout_options import PREFERRED_LAYOUT, resolve
 
     runs = []
@@ -56,7 +57,7 @@ def resolve_phases(options: dict, phases) -> list:
         if "gpus" in own:  # a new GPU count: the layout the phase states, else the best
             phase_options.update({k: None for k in PREFERRED_LAYOUT})
         phase_options.update(own)
-        run = resolve(phase_options)
+        run = resolve(phase_options, overrides)
         run.row["tokens"] = float(run.echo["tokens"])
         runs.append(run)
     return runs

@@ -101,7 +101,7 @@ def _whole_runs(format: str, output, force: bool, plot_file, write_docs: bool) -
     shown = report.payload(rows)["whole_runs"] if format == "csv" else \
         report.table_rows(rows, inline=not terminal)  # csv: the numbers unrounded
     text = render(shown, format,
-                  title="capplan validate --whole-runs: predicted vs published (one phase per run)",
+                  title="capplan validate --whole-runs: predicted vs published (runs as phases)",
                   payload=payload, width=160)
     if terminal:
         text += "Missing terms (why a ratio is outside 0.75-1.33x):\n" + report.footnotes(rows)

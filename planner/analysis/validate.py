@@ -112,10 +112,14 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   # heads of h/a, no MLA, no sliding window, no MTP modules
                   "head_dim": "h/a", "v_head_dim": "h/a", "q_lora_rank": 0.0,
                   "kv_lora_rank": 0.0, "qk_rope_head_dim": 0.0, "window": "seq_len",
-                  "window_layers": 0.0, "mtp_layers": 0.0}
-#: The shape inputs of SHAPE_DEFAULTS that describe the attention and the MTP modules.
+                  "window_layers": 0.0, "mtp_layers": 0.0, "linear_attention_layers": 0.0,
+                  "linear_key_heads": 1.0, "linear_value_heads": 1.0, "linear_head_dim": 1.0}
+#: The shape inputs of SHAPE_DEFAULTS that describe the attention, the MTP modules and the
+#: linear-attention layers.
 ATTENTION_SHAPE = ("head_dim", "v_head_dim", "q_lora_rank", "kv_lora_rank",
-                   "qk_rope_head_dim", "window", "window_layers", "mtp_layers")
+                   "qk_rope_head_dim", "window", "window_layers", "mtp_layers",
+                   "linear_attention_layers", "linear_key_heads", "linear_value_heads",
+                   "linear_head_dim")
 
 
 @dataclass(frozen=True)
@@ -440,6 +444,7 @@ def load_modern_runs() -> pd.DataFrame:
 MOE_MODELS = {
     "DeepSeek-V3": ("deepseek-v3", "deepseek"), "Kimi-K2": ("kimi-k2", "kimi"),
     "Qwen3-30B-A3B": ("qwen3-30b-a3b", "qwen3"), "Qwen3-235B-A22B": ("qwen3-235b-a22b", "qwen3"),
+    "Qwen3-Next-80B-A3B": ("qwen3-next-80b-a3b", "qwen3"),
     "Grok-1-314B": ("grok1-314b", "grok"), "Mixtral-8x7B": ("mixtral-8x7b", "mixtral"),
     "Mixtral-8x22B": ("mixtral-8x22b", "mixtral"),
     "Llama4-Maverick-400B(E128)": ("llama4-maverick", "llama4"),
@@ -450,8 +455,6 @@ MOE_HARDWARE = {"H100": "h100-sxm", "H800": "h800", "B200": "b200", "GB200": "gb
 #: What no planner input can state yet (the data-file column ``excluded`` holds the rows
 #: whose source does not pin the measurement down).
 MOE_UNEXPRESSIBLE = {
-    "MZOO-06": ("Qwen3-Next-80B-A3B is a hybrid of gated linear attention and full attention "
-                "(moe_models.csv): the run model has no linear-attention layer"),
     "DSV3PAPER-01": ("DualPipe (bidirectional pipeline holding two copies of each stage) is not "
                      "a planner schedule, and the figure is a whole-run average over a batch-"
                      "size ramp (3,072 -> 15,360) with no micro-batch size published"),

@@ -493,7 +493,8 @@ def modern_group_rows(summary, dataset: str = "modern-runs") -> list[dict]:
     if modern is None:
         return []
     return [{"group": g["group"], "rows": g["rows"], "predicted": g["predicted"],
-             "unexpressible": g["unexpressible"], "mape_%": 100 * g["mape"],
+             "unexpressible": g["unexpressible"], "excluded": g["excluded"],
+             "mape_%": 100 * g["mape"],
              "bias_%": 100 * g["bias"], "max_error_%": 100 * g["max_error"],
              "held_out_mape_%": 100 * g["held_out_mape"],
              "lofo_mape_%": 100 * g["lofo_mape"], "target_%": 15}

@@ -415,7 +415,8 @@ def mttf_table_rows(curve: list[dict]) -> list[dict]:
 
 def table_rows(summary) -> list[dict]:
     return [{"dataset": s["dataset"], "count": s["count"],
-             "unexpressible": s["unexpressible_count"], "mape_%": 100 * s["mape"],
+             "unexpressible": s["unexpressible_count"], "excluded": s["excluded_count"],
+             "mape_%": 100 * s["mape"],
              "bias_%": 100 * s["bias"], "max_error_%": 100 * s["max_error"],
              "fit_mape_%": 100 * s["fit_mape"], "held_out_mape_%": 100 * s["held_out_mape"],
              "lofo_mape_%": 100 * s["lofo_mape"],

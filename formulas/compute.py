@@ -1768,3 +1768,144 @@ def mtp_layers_beyond_fullest_stage(layers, pp, stage_layers, mtp_layers):
     .. math:: D_{crit} = \\min\\left(D, \\max\\left(0, l - p\\,l_s + D\\right)\\right)
     """
     return minimum(mtp_layers, maximum(0.0, layers - pp * stage_layers + mtp_layers))
+
+
+# -- gated linear attention (Gated DeltaNet) ---------------------------------------
+
+GATED_DELTANET = ("Yang, Kautz, Hatamizadeh 2024 (Gated Delta Networks), arXiv:2412.06464, "
+                  "s3 (gated delta rule) and s3.3 (chunkwise form)")
+DELTANET_CHUNKWISE = ("Yang et al. 2024 (Parallelizing Linear Transformers with the Delta Rule "
+                      "over Sequence Length), arXiv:2406.06484, s3.2 eq. (7)-(9): WY "
+                      "representation W = T K, U = T V with T = (I + tril(diag(beta) K K^T))^-1, "
+                      "output Q S + (Q K^T (.) M)(U - W S), state S + K^T (U - W S)")
+QWEN3_NEXT = ("Qwen Team 2025, Qwen3-Next-80B-A3B (https://huggingface.co/Qwen/"
+              "Qwen3-Next-80B-A3B-Instruct config.json; transformers Qwen3NextGatedDeltaNet: "
+              "in_proj_qkvz, in_proj_ba, out_proj)")
+#: Chunk length C of the chunked gated-delta-rule kernels (flash-linear-attention,
+#: fla/ops/gated_delta_rule/chunk.py: BT = 64), which Megatron-Core's Gated DeltaNet calls.
+GATED_DELTA_CHUNK = 64.0
+_SYM_LINEAR = {**_SYM_SHAPE, "key_heads": "a_k", "value_heads": "a_v", "head_dim": "d",
+               "chunk": "C", "tokens": "t", "tp": "t_p", "bytes_per_element": "e"}
+
+
+@formula(reference=GATED_DELTANET + "; " + QWEN3_NEXT,
+         domain={"hidden": ">0", "key_heads": ">=1", "value_heads": ">=1", "head_dim": ">0"},
+         symbols=_SYM_LINEAR, result_latex="P_{gdn}")
+def gated_deltanet_params(hidden, key_heads, value_heads, head_dim):
+    """Weights of one Gated DeltaNet token mixer (the attention block of a linear layer).
+
+    The input projection gives the queries and keys (a_k heads of d each), the values
+    and the output gate (a_v heads of d each) and one write strength beta and one decay
+    alpha per value head; the output projection maps the a_v d gated outputs back to h.
+    The depthwise short convolution (4 taps on 2 a_k d + a_v d channels), the decay
+    bias and the gated norm's weights (together < 0.2 % of the block) are not counted.
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+    key_heads : numeric
+        Query/key heads of the linear attention a_k [1].
+    value_heads : numeric
+        Value heads of the linear attention a_v [1].
+    head_dim : numeric
+        Key and value head size d [1].
+
+    Returns
+    -------
+    numeric
+        Weights per layer [1].
+
+    Examples
+    --------
+    Qwen3-Next-80B-A3B (h = 2048, 16 key heads and 32 value heads of 128):
+
+    >>> gated_deltanet_params(2048, 16, 32, 128)
+    33685504.0
+
+    .. math:: P_{gdn} = h\\,(2 a_k d + 2 a_v d + 2 a_v) + a_v d\\,h
+    """
+    return hidden * (2 * key_heads * head_dim + 2 * value_heads * head_dim + 2 * value_heads) \
+        + value_heads * head_dim * hidden
+
+
+@formula(reference=DELTANET_CHUNKWISE + "; gating: " + GATED_DELTANET
+         + "; chunk C = 64 of flash-linear-attention's chunk_gated_delta_rule",
+         domain={"value_heads": ">=1", "head_dim": ">0", "chunk": ">0"},
+         symbols=_SYM_LINEAR, result_latex="F_{gdr}")
+def gated_delta_rule_flops_per_token(value_heads, head_dim, chunk=GATED_DELTA_CHUNK):
+    """Forward FLOPs per token of the chunked gated delta rule (the linear-attention core).
+
+    Per head (key and value size d, chunk C, 2 FLOP per multiply-add; the keys are
+    shared by the value heads, so the recurrence runs a_v times): the chunk-local
+    products K K^T, T K, Q K^T (3 x 2Cd) and T V, (Q K^T)(U - W S) (2 x 2Cd), the
+    triangular solve for T (C^3/3 multiply-adds a chunk) and the three d x d state
+    products Q S, W S and K^T (U - W S) (3 x 2d^2).  Linear in the sequence length:
+    the cost per token does not depend on it.  The decay gates are element-wise and
+    not counted.
+
+    Parameters
+    ----------
+    value_heads : numeric
+        Heads the recurrence runs on, a_v [1].
+    head_dim : numeric
+        Key and value head size d [1].
+    chunk : numeric
+        Chunk length C of the chunked kernel [1].
+
+    Returns
+    -------
+    numeric
+        Forward FLOPs per token per layer [FLOP].
+
+    Examples
+    --------
+    Qwen3-Next-80B-A3B (32 value heads of 128), chunks of 64:
+
+    >>> round(gated_delta_rule_flops_per_token(32, 128, 64))
+    5854549
+
+    .. math:: F_{gdr} = a_v \\left(6 d^2 + 10 C d + \\frac{2 C^2}{3}\\right)
+    """
+    return value_heads * (6 * head_dim**2 + 10 * chunk * head_dim + 2 * chunk**2 / 3)
+
+
+@formula(reference=DELTANET_CHUNKWISE + " (Q, K, V read and O written once; one d x d "
+         "state per head and chunk written by the forward pass)",
+         domain={"tokens": ">0", "value_heads": ">=1", "head_dim": ">0", "chunk": ">0",
+                 "tp": ">=1", "bytes_per_element": ">0"},
+         symbols=_SYM_LINEAR, result_latex="Q_{gdr}")
+def gated_delta_rule_bytes(tokens, value_heads, head_dim, chunk, tp, bytes_per_element):
+    """HBM traffic of the chunked gated delta rule of one rank, one layer forward.
+
+    Q, K, V read and the output written (a_v heads of d, the keys repeated to the value
+    heads), and the state of every chunk (d x d per head) written, heads split over TP.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens per rank and micro-batch t [1].
+    value_heads : numeric
+        Value heads a_v [1].
+    head_dim : numeric
+        Key and value head size d [1].
+    chunk : numeric
+        Chunk length C [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+    bytes_per_element : numeric
+        Bytes per activation element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes moved per layer forward [B].
+
+    Examples
+    --------
+    >>> gated_delta_rule_bytes(4096, 32, 128, 64, 1, 2)
+    201326592.0
+
+    .. math:: Q_{gdr} = \\frac{e\\,t\\,a_v\\,(4 d + d^2 / C)}{t_p}
+    """
+    return bytes_per_element * tokens * value_heads * (4 * head_dim + head_dim**2 / chunk) / tp

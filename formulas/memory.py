@@ -746,3 +746,164 @@ def cached_input_saving_fraction(linear_input_bytes):
     .. math:: \\phi = 1 - \\frac{c}{2}
     """
     return 1 - linear_input_bytes / 2
+
+
+GATED_DELTANET = ("Yang, Kautz, Hatamizadeh 2024 (Gated Delta Networks), arXiv:2412.06464; "
+                  "flash-linear-attention chunk_gated_delta_rule (saves q, k, v, g, beta and "
+                  "the chunk matrices A for backward, recomputes the chunk states)")
+
+
+@formula(reference=KORTHIKANTI + " s4.1 (the attention block's Q, K, V, output-projection "
+         "input and, when stored, scores, softmax and mask), with the heads' sizes",
+         domain={"seq_len": ">0", "micro_batch": ">0", "heads": ">=1", "kv_heads": ">=1",
+                 "head_dim": ">0", "v_head_dim": ">0", "tp": ">=1",
+                 "attention_scores_stored": "[0,1]", "dropout_masks": "[0,1]"},
+         symbols={**_SYM, "head_dim": "d_h", "v_head_dim": "d_v"},
+         result_latex=r"A_{softmax}")
+def softmax_attention_activation_bytes(seq_len, micro_batch, heads, kv_heads, head_dim,
+                                       v_head_dim, tp, attention_scores_stored,
+                                       dropout_masks):
+    """Activation bytes per GPU of one layer's softmax-attention core tensors.
+
+    The part of :func:`activation_bytes_per_layer` plus
+    :func:`attention_shape_activation_bytes` (without MLA) that a linear-attention layer
+    does not keep: Q, K, V and the output-projection input, 2sb (a + a_kv)(d_h + d_v) /t
+    in 16-bit, and the scores, softmax and mask (4 + delta) a s^2 b chi / t.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per context-parallel rank) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    heads : numeric
+        Query heads a [1].
+    kv_heads : numeric
+        Key/value heads [1].
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    attention_scores_stored : numeric
+        1 if the s x s scores are kept, 0 with flash attention [1].
+    dropout_masks : numeric
+        1 if the model trains with dropout, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    Qwen3-Next's full-attention layers (16 heads, 2 KV heads, 256 wide), flash:
+
+    >>> softmax_attention_activation_bytes(4096, 1, 16, 2, 256, 256, 1, 0, 0)
+    75497472.0
+
+    .. math:: A_{softmax} = \\frac{2 s b (a + a_{kv})(d_h + d_v)
+        + (4 + \\delta) a s^2 b \\chi}{t}
+    """
+    sb = seq_len * micro_batch
+    return (2 * sb * (heads + kv_heads) * (head_dim + v_head_dim)
+            + (4 + dropout_masks) * heads * seq_len**2 * micro_batch
+            * attention_scores_stored) / tp
+
+
+@formula(reference=GATED_DELTANET + "; transformers Qwen3NextGatedDeltaNet (short "
+         "convolution on the projected q, k, v; gated RMSNorm before out_proj)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "key_heads": ">=1",
+                 "value_heads": ">=1", "head_dim": ">0", "chunk": ">0", "tp": ">=1"},
+         symbols={**_SYM, "key_heads": "a_k", "value_heads": "a_v", "head_dim": "d",
+                  "chunk": "C"},
+         result_latex=r"A_{gdn}")
+def gated_deltanet_activation_bytes(seq_len, micro_batch, key_heads, value_heads, head_dim,
+                                    chunk, tp):
+    """Activation bytes per GPU one Gated DeltaNet token mixer keeps for backward.
+
+    In 16-bit, heads split over TP: the short convolution's input and output (the
+    projected q, k and v: 2 (2 a_k d + a_v d)), the output gate (a_v d), the core's
+    output and the gated norm's output (the output projection's input, 2 a_v d), the
+    chunk matrices A (a_v C a token) and beta and the decay in FP32 (2 a_v, 4 bytes).
+    The d x d chunk states are recomputed in backward (one layer's working set,
+    :func:`gated_delta_rule_state_bytes`).
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per context-parallel rank) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    key_heads : numeric
+        Query/key heads a_k [1].
+    value_heads : numeric
+        Value heads a_v [1].
+    head_dim : numeric
+        Key and value head size d [1].
+    chunk : numeric
+        Chunk length C of the chunked kernel [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    Qwen3-Next-80B-A3B (16 key and 32 value heads of 128), s = 4096, b = 1:
+
+    >>> gated_deltanet_activation_bytes(4096, 1, 16, 32, 128, 64, 1)
+    252706816.0
+
+    .. math:: A_{gdn} = \\frac{2 s b\\,(4 a_k d + 5 a_v d + a_v C + 4 a_v)}{t}
+    """
+    per_token = 4 * key_heads * head_dim + 5 * value_heads * head_dim + value_heads * chunk \
+        + 4 * value_heads
+    return 2 * seq_len * micro_batch * per_token / tp
+
+
+@formula(reference=GATED_DELTANET + " (d_k x d_v state per head, one per chunk of C tokens)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "value_heads": ">=1",
+                 "head_dim": ">0", "chunk": ">0", "tp": ">=1", "bytes_per_element": ">0"},
+         symbols={**_SYM, "value_heads": "a_v", "head_dim": "d", "chunk": "C",
+                  "bytes_per_element": "e"},
+         result_latex=r"M_{state}")
+def gated_delta_rule_state_bytes(seq_len, micro_batch, value_heads, head_dim, chunk, tp,
+                                 bytes_per_element):
+    """Bytes of the chunk states of one linear-attention layer (forward, or recomputed in
+    backward): one d x d state per head, sequence and chunk of C tokens.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per context-parallel rank) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    value_heads : numeric
+        Value heads a_v [1].
+    head_dim : numeric
+        Key and value head size d [1].
+    chunk : numeric
+        Chunk length C [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    bytes_per_element : numeric
+        Bytes per state element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    >>> gated_delta_rule_state_bytes(4096, 1, 32, 128, 64, 1, 2)
+    67108864.0
+
+    .. math:: M_{state} = \\frac{e\\, b\\, (s / C)\\, a_v d^2}{t}
+    """
+    return bytes_per_element * micro_batch * seq_len / chunk * value_heads * head_dim**2 / tp

@@ -325,6 +325,13 @@ class ModelSpec(Entry):
     # multi-token-prediction modules (DeepSeek-V3: 1), each a transformer block and a
     # projection sharing the embedding and output head
     mtp_layers: int = Field(default=0, ge=0)
+    # gated linear attention (Gated DeltaNet, arXiv:2412.06464) on linear_attention_layers
+    # of the layers, the others softmax attention (Qwen3-Next: 36 of 48); heads and their
+    # size (keys and values alike) of the linear-attention token mixer
+    linear_attention_layers: int = Field(default=0, ge=0)
+    linear_key_heads: int | None = Field(default=None, ge=1)
+    linear_value_heads: int | None = Field(default=None, ge=1)
+    linear_head_dim: int | None = Field(default=None, ge=1)
     # node-limited routing: most nodes (scale-up domains) one token is sent to (DeepSeek-V3:
     # topk_group 4 of n_group 8, arXiv:2412.19437 s2.1.2); None: no limit
     routed_node_limit: int | None = Field(default=None, ge=1)
@@ -372,6 +379,16 @@ class ModelSpec(Entry):
                    f"expected 0..layers ({self.layers}), got {self.sliding_window_layers}")
         _check(problems, self.mtp_layers <= self.layers, "mtp_layers",
                f"expected 0..layers ({self.layers}), got {self.mtp_layers}")
+        _check(problems, self.linear_attention_layers + self.window_layers <= self.layers,
+               "linear_attention_layers", f"expected 0..layers ({self.layers}) minus the "
+               f"sliding-window layers ({self.window_layers}), got {self.linear_attention_layers}")
+        for k in ("linear_key_heads", "linear_value_heads", "linear_head_dim"):
+            if self.linear_attention_layers:
+                _check(problems, getattr(self, k) is not None, k,
+                       "required with linear_attention_layers > 0")
+            else:
+                _check(problems, getattr(self, k) is None, k,
+                       "given without linear_attention_layers; set it or remove this field")
         if self.experts:
             _check(problems, self.moe_ffn is not None, "moe_ffn", "required when experts > 0")
             _check(problems, 1 <= self.experts_per_token <= self.experts, "experts_per_token",

@@ -38,6 +38,10 @@ SHAPE_NEUTRAL = {
     "window": lambda x: x["seq_len"],
     "window_layers": lambda x: 0 * x["hidden"],
     "mtp_layers": lambda x: 0 * x["hidden"],
+    "linear_attention_layers": lambda x: 0 * x["hidden"],
+    "linear_key_heads": lambda x: 0 * x["hidden"] + 1,
+    "linear_value_heads": lambda x: 0 * x["hidden"] + 1,
+    "linear_head_dim": lambda x: 0 * x["hidden"] + 1,
 }
 #: Inputs added after the fixture was written, at the values that leave the model as it
 #: was: no network, rack or software failure domain (rate exactly 0), no detection time,

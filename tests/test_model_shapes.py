@@ -125,6 +125,9 @@ def _counts(model_id, **override):
 PUBLISHED = [
     ("qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02, "30.5B / 3.3B rounded; QK-norms not counted"),
     ("qwen3-235b-a22b", 235e9, 22e9, 0.01, "235B / 22B rounded to 1B"),
+    ("qwen3-next-80b-a3b", 80e9, None, 0.02,
+     "80B; the count is 81.2B with its MTP module (1.6B), 79.6B without; the '3B activated' "
+     "leaves out the embeddings (count: 3.77B with them)"),
     ("gpt-oss-120b", 116.83e9, None, 0.001, "biases and attention sinks not counted"),
     ("nemotron4-15b", 15.7e9, None, 0.01, "3.2B + 12.5B, each rounded to 0.1B"),
     ("nemotron4-340b", 341.0e9, None, 0.001, "9.4B + 331.6B"),

@@ -179,7 +179,7 @@ def objective(cases, catalog, values) -> float:
 
 def fit_cases(cases):
     """The rows a calibration sees: fit rows that the planner can express."""
-    return cases[cases.fit.astype(bool) & (cases.unexpressible == "")]
+    return cases[cases.fit.astype(bool) & v.predictable(cases)]
 
 
 def fit(catalog=None, verbose=True, rounds: int = 4, cases=None, grid=None, values=None):
@@ -243,7 +243,7 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
     out = pd.Series(np.nan, index=cases.index)
     names = sorted(family.dropna().unique())
     for done, name in enumerate(names):
-        held = cases[(family == name) & (cases.unexpressible == "")]
+        held = cases[(family == name) & v.predictable(cases)]
         if held.empty:
             continue
         if progress is not None:
@@ -368,7 +368,7 @@ def lofo_predictions(cases, catalog=None):
     catalog = catalog or load_catalog()
     key = lofo_key(catalog)
     keys = cases.dataset.astype(str) + "/" + cases.case_id.astype(str)
-    wanted = set(keys[family.notna() & (cases.unexpressible == "")])
+    wanted = set(keys[family.notna() & v.predictable(cases)])
     folder = cache_dir()
     path = folder / f"lofo-{key}.json" if folder is not None else None
     for source, private in ((PRECOMPUTED, False), (path, True)):

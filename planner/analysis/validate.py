@@ -108,14 +108,18 @@ SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   "cp": 1.0, "ep": 1.0, "sequence_parallel": 0.0, "precision": "bf16",
                   # ZeRO sharded over every DP rank unless a row shards within a group (HSDP)
                   "shard_group": "dp",
-                  "stack": "megatron-lm-2021", "unexpressible": "",
+                  "stack": "megatron-lm-2021", "unexpressible": "", "excluded": "",
                   # heads of h/a, no MLA, no sliding window, no MTP modules
                   "head_dim": "h/a", "v_head_dim": "h/a", "q_lora_rank": 0.0,
                   "kv_lora_rank": 0.0, "qk_rope_head_dim": 0.0, "window": "seq_len",
-                  "window_layers": 0.0, "mtp_layers": 0.0}
-#: The shape inputs of SHAPE_DEFAULTS that describe the attention and the MTP modules.
+                  "window_layers": 0.0, "mtp_layers": 0.0, "linear_attention_layers": 0.0,
+                  "linear_key_heads": 1.0, "linear_value_heads": 1.0, "linear_head_dim": 1.0}
+#: The shape inputs of SHAPE_DEFAULTS that describe the attention, the MTP modules and the
+#: linear-attention layers.
 ATTENTION_SHAPE = ("head_dim", "v_head_dim", "q_lora_rank", "kv_lora_rank",
-                   "qk_rope_head_dim", "window", "window_layers", "mtp_layers")
+                   "qk_rope_head_dim", "window", "window_layers", "mtp_layers",
+                   "linear_attention_layers", "linear_key_heads", "linear_value_heads",
+                   "linear_head_dim")
 
 
 @dataclass(frozen=True)
@@ -440,6 +444,7 @@ def load_modern_runs() -> pd.DataFrame:
 MOE_MODELS = {
     "DeepSeek-V3": ("deepseek-v3", "deepseek"), "Kimi-K2": ("kimi-k2", "kimi"),
     "Qwen3-30B-A3B": ("qwen3-30b-a3b", "qwen3"), "Qwen3-235B-A22B": ("qwen3-235b-a22b", "qwen3"),
+    "Qwen3-Next-80B-A3B": ("qwen3-next-80b-a3b", "qwen3"),
     "Grok-1-314B": ("grok1-314b", "grok"), "Mixtral-8x7B": ("mixtral-8x7b", "mixtral"),
     "Mixtral-8x22B": ("mixtral-8x22b", "mixtral"),
     "Llama4-Maverick-400B(E128)": ("llama4-maverick", "llama4"),
@@ -450,8 +455,6 @@ MOE_HARDWARE = {"H100": "h100-sxm", "H800": "h800", "B200": "b200", "GB200": "gb
 #: What no planner input can state yet (the data-file column ``excluded`` holds the rows
 #: whose source does not pin the measurement down).
 MOE_UNEXPRESSIBLE = {
-    "MZOO-06": ("Qwen3-Next-80B-A3B is a hybrid of gated linear attention and full attention "
-                "(moe_models.csv): the run model has no linear-attention layer"),
     "DSV3PAPER-01": ("DualPipe (bidirectional pipeline holding two copies of each stage) is not "
                      "a planner schedule, and the figure is a whole-run average over a batch-"
                      "size ramp (3,072 -> 15,360) with no micro-batch size published"),
@@ -591,14 +594,16 @@ def load_moe_runs() -> pd.DataFrame:
                      precision=precision, metric=metric, measured=_num(r.published),
                      model=r.model, family=family, notes=r.notes, fit=True, source=r.source,
                      stack=stack, **routing)
-        reason = r.excluded or MOE_UNEXPRESSIBLE.get(r.case_id, "")
-        if not reason and not model_id:
+        # excluded (data file): the row's own source does not pin the measurement down
+        case["excluded"] = r.excluded
+        reason = MOE_UNEXPRESSIBLE.get(r.case_id, "")
+        if not reason and not model_id and not r.excluded:
             reason = f"model '{r.model}' is not in the catalog"
         case["unexpressible"] = reason
         rows.append(case)
     frame = pd.DataFrame(rows)
     frame["group"] = [next(n for n, rule in MOE_GROUPS if rule(c)) for c in frame.itertuples()]
-    todo = frame.unexpressible == ""
+    todo = (frame.unexpressible == "") & (frame.excluded == "")
     frame.loc[todo, "unexpressible"] = [modern_unexpressible(c, catalog)
                                         for c in frame[todo].itertuples()]
     return frame
@@ -663,6 +668,18 @@ def load_cases(names=None) -> pd.DataFrame:
 
 
 # ---- prediction ----------------------------------------------------------------------
+
+def _excluded(cases: pd.DataFrame) -> pd.Series:
+    """Each case's exclusion reason ("" = not excluded; cases of loaders without one)."""
+    if "excluded" not in cases:
+        return pd.Series("", index=cases.index)
+    return cases["excluded"].fillna("").astype(str)
+
+
+def predictable(cases: pd.DataFrame) -> pd.Series:
+    """Cases the planner predicts: neither unexpressible nor excluded by their data file."""
+    return (cases.unexpressible == "") & (_excluded(cases) == "")
+
 
 _MODEL_TEMPLATE = "megatron-1.7b"  # any catalog model; every shape input is overridden
 
@@ -750,7 +767,7 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     # filled per group by position, assigned to the frame once (pandas .loc per group is slow)
     columns = {col: np.full(len(out), np.nan) for col in ("predicted", *outputs)}
     columns["fits"] = np.ones(len(out), bool)
-    expressible = out[(out.unexpressible == "").to_numpy()]
+    expressible = out[predictable(out).to_numpy()]
     position = pd.Series(np.arange(len(out)), index=out.index)
     keys = ["hardware", "flash", "reliability", "precision", "stack"]
     for (hw, flash, rel, precision, stack), idx in expressible.groupby(keys).groups.items():
@@ -825,6 +842,9 @@ def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
             "unexpressible_count": int((g.unexpressible != "").sum()),
             "unexpressible": [{"case": r.case_id, "reason": r.unexpressible}
                               for r in g.itertuples() if r.unexpressible],
+            "excluded_count": int((_excluded(g) != "").sum()),
+            "excluded": [{"case": c, "reason": why} for c, why in zip(g.case_id, _excluded(g))
+                         if why],
             "groups": group_metrics(g),
         })
     return rows
@@ -840,7 +860,8 @@ def group_metrics(pred: pd.DataFrame) -> list[dict]:
         g = pred[pred.group == name]
         m = metrics(g.error)
         rows.append({"group": name, "rows": int(len(g)), "predicted": m["count"],
-                     "unexpressible": int((g.unexpressible != "").sum()), "mape": m["mape"],
+                     "unexpressible": int((g.unexpressible != "").sum()),
+                     "excluded": int((_excluded(g) != "").sum()), "mape": m["mape"],
                      "bias": m["bias"], "max_error": m["max_error"],
                      "held_out_mape": metrics(g.error[~g.fit.astype(bool)])["mape"],
                      "lofo_mape": metrics(g["lofo_error"] if "lofo_error" in g else [])["mape"]})

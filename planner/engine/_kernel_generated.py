@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
     x0 = global_batch ** (-1.0)
     x1 = pp - 1
     x2 = vp ** (-1.0)
@@ -19,446 +19,484 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x6 = 1 - x5
     x7 = tp ** (-1.0)
     x8 = ffn * x7
-    x9 = micro_batch / cp
-    x10 = seq_len * x9
-    x11 = hidden * x10
-    x12 = x10 * x8
-    x13 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x14 = bytes_per_element * x13
-    x15 = numpy.minimum(numpy.minimum(hidden, x10), x8)
-    x16 = 2 * hidden
-    x17 = peak_flops_per_s ** (-1.0)
-    x18 = gemm_max_efficiency ** (-1.0)
-    x19 = x17 * x18
-    x20 = x16 * x19
-    x21 = mlp_matrices * numpy.maximum(x14 * (hidden * x8 + x11 + x12), x12 * x20 * (gemm_half_efficiency_dim + x15) / x15)
-    del x15
-    x22 = x21 * x6
-    x23 = experts * x10
-    x24 = experts * hidden
-    x25 = numpy.minimum(numpy.minimum(experts, hidden), x10)
-    x26 = experts * x16
-    x27 = moe_ffn * x7
-    x28 = x10 * x27
-    x29 = numpy.minimum(numpy.minimum(hidden, x10), x27)
-    x30 = 1 - token_drop
-    x31 = numpy.sqrt(2)
-    x32 = seq_len ** (-1.0)
-    x33 = micro_batch ** (-1.0)
-    x34 = sequence_parallel * x7
-    x35 = 1 - sequence_parallel
-    x36 = etp * x34 + x35
-    x37 = cp * x32 * x33 / x36
-    x38 = etp ** (-1.0)
-    x39 = moe_ffn * x38
-    x40 = x10 * x36
-    x41 = ep * experts_per_token * x40 / experts
-    x42 = numpy.minimum(numpy.minimum(hidden, x39), x41)
-    x43 = x10 * x16
-    x44 = x19 * x43
-    x45 = gemm_tile_dim ** (-1.0)
-    x46 = ep ** (-1.0)
-    x47 = experts * x46
-    x48 = etp * gemm_tile_dim ** 2 * mlp_matrices * x37 * x47 * (capacity_factor * token_drop + x30 * (x31 * numpy.sqrt(expert_load_cv ** 2 + x37 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x39 * x45) * numpy.ceil(x41 * x45) * numpy.maximum(x36 * x39 * x44 * (gemm_half_efficiency_dim + x42) / x42, x14 * (hidden * x39 + x11 * x36 + x39 * x40)) / moe_ffn + 4 * experts_per_token * x11 * x14 + mlp_matrices * shared_experts * numpy.maximum(x14 * (hidden * x27 + x11 + x28), x20 * x28 * (gemm_half_efficiency_dim + x29) / x29) + 20 * x13 * x23 + numpy.maximum(x14 * (x11 + x23 + x24), x10 * x19 * x26 * (gemm_half_efficiency_dim + x25) / x25)
-    del x20, x23, x25, x27, x29, x36, x37, x40, x41, x42, x45
-    x49 = x48 * x5
-    x50 = tp - 1
-    x51 = (sequence_parallel * x50 + 1) ** (-1.0)
-    x52 = x10 * x14
-    x53 = x52 * (16 * hidden * x51 + 4 * x8)
+    x9 = cp ** (-1.0)
+    x10 = micro_batch * x9
+    x11 = seq_len * x10
+    x12 = hidden * x11
+    x13 = x11 * x8
+    x14 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x15 = bytes_per_element * x14
+    x16 = numpy.minimum(numpy.minimum(hidden, x11), x8)
+    x17 = 2 * hidden
+    x18 = peak_flops_per_s ** (-1.0)
+    x19 = gemm_max_efficiency ** (-1.0)
+    x20 = x18 * x19
+    x21 = x17 * x20
+    x22 = mlp_matrices * numpy.maximum(x15 * (hidden * x8 + x12 + x13), x13 * x21 * (gemm_half_efficiency_dim + x16) / x16)
+    del x16
+    x23 = x22 * x6
+    x24 = experts * x11
+    x25 = experts * hidden
+    x26 = numpy.minimum(numpy.minimum(experts, hidden), x11)
+    x27 = experts * x17
+    x28 = moe_ffn * x7
+    x29 = x11 * x28
+    x30 = numpy.minimum(numpy.minimum(hidden, x11), x28)
+    x31 = 1 - token_drop
+    x32 = numpy.sqrt(2)
+    x33 = seq_len ** (-1.0)
+    x34 = micro_batch ** (-1.0)
+    x35 = sequence_parallel * x7
+    x36 = 1 - sequence_parallel
+    x37 = etp * x35 + x36
+    x38 = cp * x33 * x34 / x37
+    x39 = etp ** (-1.0)
+    x40 = moe_ffn * x39
+    x41 = x11 * x37
+    x42 = ep * experts_per_token * x41 / experts
+    x43 = numpy.minimum(numpy.minimum(hidden, x40), x42)
+    x44 = x11 * x17
+    x45 = x20 * x44
+    x46 = gemm_tile_dim ** (-1.0)
+    x47 = ep ** (-1.0)
+    x48 = experts * x47
+    x49 = etp * gemm_tile_dim ** 2 * mlp_matrices * x38 * x48 * (capacity_factor * token_drop + x31 * (x32 * numpy.sqrt(expert_load_cv ** 2 + x38 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x40 * x46) * numpy.ceil(x42 * x46) * numpy.maximum(x37 * x40 * x45 * (gemm_half_efficiency_dim + x43) / x43, x15 * (hidden * x40 + x12 * x37 + x40 * x41)) / moe_ffn + 4 * experts_per_token * x12 * x15 + mlp_matrices * shared_experts * numpy.maximum(x15 * (hidden * x28 + x12 + x29), x21 * x29 * (gemm_half_efficiency_dim + x30) / x30) + 20 * x14 * x24 + numpy.maximum(x15 * (x12 + x24 + x25), x11 * x20 * x27 * (gemm_half_efficiency_dim + x26) / x26)
+    del x24, x26, x28, x30, x37, x38, x41, x42, x43, x46
+    x50 = x49 * x5
+    x51 = linear_attention_layers * x4
+    x52 = 1 - x51
+    x53 = numpy.minimum(1, kv_lora_rank)
+    x54 = head_dim * hidden
+    x55 = heads * x54
+    x56 = hidden * v_head_dim
+    x57 = (1 - x53) * (kv_heads * x54 + kv_heads * x56 + x55)
+    del x54
+    x58 = kv_lora_rank + qk_rope_head_dim
+    x59 = head_dim + v_head_dim
+    x60 = numpy.minimum(1, q_lora_rank)
+    x61 = x53 * (heads * kv_lora_rank * (-qk_rope_head_dim + x59) + hidden * x58 + x55 * (1 - x60) + x60 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x55, x60
+    x62 = x57 + x61
+    x63 = x62 * x7
+    x64 = hidden ** (-1.0)
+    x65 = x63 * x64
+    x66 = numpy.minimum(numpy.minimum(hidden, x11), x65)
+    x67 = 2 * x11
+    x68 = x20 * x67
+    del x20
+    x69 = x52 * numpy.maximum(x15 * (x11 * x65 + x12 + x63), x63 * x68 * (gemm_half_efficiency_dim + x66) / x66)
+    del x63, x65, x66
+    x70 = hidden * x7
+    x71 = heads * v_head_dim
+    x72 = x7 * x71
+    x73 = numpy.minimum(numpy.minimum(hidden, x11), x72)
+    x74 = x52 * numpy.maximum(x45 * x72 * (gemm_half_efficiency_dim + x73) / x73, x15 * (x11 * x72 + x12 + x70 * x71))
+    del x72, x73
+    x75 = linear_head_dim * linear_value_heads
+    x76 = x7 * x75
+    x77 = 2 * linear_value_heads
+    x78 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x77 + x77
+    del x77
+    x79 = hidden * x75 + hidden * x78
+    x80 = x64 * x7 * x79 - x76
+    x81 = x11 * x80
+    x82 = numpy.minimum(numpy.minimum(hidden, x11), x80)
+    x83 = x51 * numpy.maximum(x15 * (hidden * x80 + x12 + x81), x21 * x81 * (gemm_half_efficiency_dim + x82) / x82)
+    del x21, x80, x81, x82
+    x84 = numpy.minimum(numpy.minimum(hidden, x11), x76)
+    x85 = x51 * numpy.maximum(x45 * x76 * (gemm_half_efficiency_dim + x84) / x84, x15 * (x11 * x76 + x12 + x70 * x75))
+    del x45, x76, x84
+    x86 = tp - 1
+    x87 = (sequence_parallel * x86 + 1) ** (-1.0)
+    x88 = x11 * x15
+    x89 = x88 * (16 * hidden * x87 + 4 * x8)
     del x8
-    x54 = attention_scores_stored * heads * seq_len ** 2
-    x55 = x13 * x54 * x7 * x9
-    del x9
-    x56 = numpy.minimum(1, kv_lora_rank)
-    x57 = head_dim * hidden
-    x58 = heads * x57
-    x59 = hidden * v_head_dim
-    x60 = (1 - x56) * (kv_heads * x57 + kv_heads * x59 + x58)
-    del x57
-    x61 = kv_lora_rank + qk_rope_head_dim
-    x62 = head_dim + v_head_dim
-    x63 = numpy.minimum(1, q_lora_rank)
-    x64 = x56 * (heads * kv_lora_rank * (-qk_rope_head_dim + x62) + hidden * x61 + x58 * (1 - x63) + x63 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x58, x63
-    x65 = x60 + x64
-    x66 = x65 * x7
-    x67 = hidden ** (-1.0)
-    x68 = x66 * x67
-    x69 = numpy.minimum(numpy.minimum(hidden, x10), x68)
-    x70 = 2 * x10
-    x71 = x19 * x70
-    del x19
-    x72 = numpy.maximum(x14 * (x10 * x68 + x11 + x66), x66 * x71 * (gemm_half_efficiency_dim + x69) / x69)
-    del x66, x68, x69
-    x73 = hidden * x7
-    x74 = heads * v_head_dim
-    x75 = x7 * x74
-    x76 = numpy.minimum(numpy.minimum(hidden, x10), x75)
-    x77 = numpy.maximum(x44 * x75 * (gemm_half_efficiency_dim + x76) / x76, x14 * (x10 * x75 + x11 + x73 * x74))
-    del x44, x75, x76
-    x78 = 2 * heads
-    x79 = x62 * x78
-    x80 = attention_scores_stored + selective
-    x81 = numpy.minimum(head_dim, x10)
-    x82 = numpy.minimum(seq_len, x10)
-    x83 = seq_len * x79
-    x84 = numpy.minimum(seq_len, window)
-    x85 = window_layers * (2 * heads * x62 * x84 * (-x32 * x84 + 2) - x83)
-    del x84
-    x86 = x10 * x7
-    x87 = x17 * x86
-    x88 = numpy.maximum(x52 * x7 * x79, x87 * (x4 * x85 + x83) / (attention_efficiency_factor * gemm_max_efficiency * x82 * (1 - x80) / (gemm_half_efficiency_dim + x82) + gemm_max_efficiency * x80 * x81 / (gemm_half_efficiency_dim + x81)))
-    del x52, x79, x80, x81, x82
-    x89 = x53 + 10 * x55 + x72 + x77 + x88
-    x90 = x22 + x49 + x89
-    x91 = 1 - full_recompute
-    x92 = selective * x91
-    x93 = x88 * x92
-    x94 = 3 * x88
-    del x88
-    x95 = 3 * x53 + 30 * x55 + 3 * x72 + 3 * x77 + x94
-    del x53, x55, x72, x77
-    x96 = 3 * x22 + 3 * x49 + x95
-    del x22, x49
-    x97 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x98 = hidden * vocab
-    x99 = x7 * x98
-    x100 = vocab * x7
-    x101 = numpy.minimum(numpy.minimum(hidden, x10), x100)
-    x102 = 3 * numpy.maximum(x14 * (x10 * x100 + x11 + x99), x71 * x99 * (gemm_half_efficiency_dim + x101) / x101)
-    del x100, x101, x71, x99
-    x103 = hidden ** 2
-    x104 = 2.0 * x103
-    x105 = 2.0 * hidden
-    x106 = x10 * x73
-    x107 = numpy.minimum(numpy.minimum(x10, x105), x73)
-    del x73
-    x108 = 4.0 * x103
-    del x103
-    x109 = numpy.minimum(1, moe_layers)
-    x110 = x109 * x48
-    del x48
-    x111 = 1 - x109
-    x112 = x111 * x21
-    del x21
-    x113 = stage_layers * (full_recompute * x90 + x93 + x96) + x97 * (full_recompute * (x110 + x112 + x89) + x102 + 3 * x110 + 3 * x112 + x93 + x95 + 3 * numpy.maximum(x14 * (x10 * x105 + x104 * x7 + x106), x108 * x18 * x87 * (gemm_half_efficiency_dim + x107) / x107))
-    del x105, x107, x110, x112, x14, x18, x87, x89, x93, x95
-    x114 = dp ** (-1.0)
-    x115 = global_batch * x114 * x33
-    x116 = stage_extra_layers * x113 * x115 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
-    x117 = mlp_matrices * x24 * x39 * x46
-    x118 = stage_layers * x117 * x5
-    x119 = x118 / expert_optimizer_shards
-    x120 = mlp_matrices * moe_ffn
-    x121 = hidden * x120
-    x122 = x121 * (experts + shared_experts) + x24
-    x123 = tp * x117 - x120 * x24 + x122
-    del x117
-    x124 = ffn * mlp_matrices
-    x125 = hidden * x124
-    x126 = heads * x59 + kv_lora_rank + 1.0 * q_lora_rank + x65
-    del x59, x65
-    x127 = x126 + x16
-    x128 = 5 * hidden + x104 + x111 * x125 + x126
-    del x104, x126
-    x129 = x7 * (stage_layers * (x123 * x5 + x125 * x6 + x127) + x97 * (x109 * x123 + x128) + x98)
-    del x123
-    x130 = -x118 + x129
-    x131 = x130 / optimizer_shards
-    x132 = x13 * (x119 + x131) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x13
-    x133 = full_recompute + 3
-    x134 = host_launch_factor * stage_layers * x133
-    x135 = dispatch_host_sync * x30
-    x136 = expert_overhead_s * x47 + moe_layer_overhead_s
-    del x47
-    x137 = x134 * x136 * x5
-    x138 = stage_layers + x97
-    x139 = tp_intra_ranks - 1
-    x140 = 2 * intra_latency_s
-    x141 = tp_intra_ranks ** (-1.0)
-    x142 = tp * x141 - 1
-    x143 = 2 * inter_latency_s
-    x144 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x145 = bytes_per_element * x43
-    x146 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x147 = x146 / scale_out_bus_efficiency
-    x148 = x138 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x50) + x139 * x140 + x139 * x141 * x144 * x145 + x142 * x143 + x142 * x145 * x147 * x7)
-    del x139, x141, x142, x145, x50
-    x149 = x102 + x113
-    del x102, x113
-    x150 = tp_overlap * numpy.minimum(x148, x149)
-    x151 = x148 + x149 - x150
-    x152 = (x151 ** host_overlap_exponent + (layer_overhead_s * x134 + x137 * (1 - x135)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x134
-    x153 = 3 * cp - 3
-    x154 = 1 - cp_intra
-    x155 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x156 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x157 = bytes_per_element * kv_heads * x62 * x86 / (cp_intra * x155 + x154 * x156) + cp_intra * intra_latency_s + inter_latency_s * x154
-    del x154
-    x158 = x138 * x153 * x157
-    x159 = cp_overlap * numpy.minimum(x158, x138 * x94)
+    x90 = attention_scores_stored * heads * seq_len ** 2
+    x91 = x52 * x7
+    x92 = x10 * x14 * x90 * x91
+    del x10
+    x93 = 4 * linear_head_dim
+    x94 = linear_head_dim ** 2
+    x95 = 0.015625 * x94
+    x96 = numpy.minimum(seq_len, x11)
+    x97 = gemm_half_efficiency_dim + x96
+    x98 = 640.0 * linear_head_dim + 6 * x94 + 2730.66666666667
     del x94
-    x160 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x161 = x160 ** (-1.0)
-    x162 = ep * x161 - 1
-    x163 = x38 * numpy.minimum(etp, tp_intra_ranks)
-    del x38
-    x164 = 1 - x163
-    x165 = 4 * etp - 4
-    x166 = bytes_per_element * x106
-    x167 = a2a_efficiency_factor ** (-1.0)
-    x168 = bytes_per_element * x167
-    x169 = 1 - hierarchical_dispatch
-    x170 = x34 + x35
-    del x34, x35
-    x171 = experts_per_token * x170
-    x172 = x11 * x144 * x171 * (hierarchical_dispatch * (-x160 * x46 + 1) + x162 * x169 * x46)
-    del x46
-    x173 = 1 - x161
-    del x161
-    x174 = x11 * x170
-    del x170
-    x175 = x147 * x173 * x174 * (experts_per_token * x169 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x160 * (1 - x173 ** experts_per_token)))
-    del x169, x173
-    x176 = x167 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x167
-    x177 = x138 * x5
-    x178 = x177 * (4 * inter_latency_s * (x160 - 1) + 4 * intra_latency_s * x162 + sequence_parallel * (experts_per_token * x165 * x166 / (x155 * x163 + x156 * x164) + x165 * (inter_latency_s * x164 + intra_latency_s * x163)) + 2 * numpy.maximum(x168 * x172, x168 * x175) + 2 * numpy.maximum(x172 * x176, x175 * x176))
-    del x160, x162, x163, x164, x165, x168, x172, x175, x176
-    x179 = ep_overlap * numpy.minimum(x178, x177 * x96)
-    del x177, x96
-    x180 = comm_sm_fraction * x179 / (1 - comm_sm_fraction) + x178 - x179
-    del x178, x179
-    x181 = x3 * (x135 * x137 + x152 + x158 - x159 + x180)
-    del x135, x137, x158, x3
-    x182 = x115 * x149
-    x183 = x115 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x133 * x136 * x30 * x4 - x151 + x152)
-    del x133, x136, x151, x152, x30, x4
-    x184 = vp * x115
-    x185 = 1 - pp_intra
-    x186 = (2 * pp + 2 * x184 - 2) * (inter_latency_s * x185 + intra_latency_s * pp_intra + 1.0 * x166 / (pp_intra * x155 + x156 * x185)) * numpy.minimum(1, x1)
-    del x155, x156, x166, x185
-    x187 = x115 * (x138 * x153 * x157 - x159)
-    del x138, x153, x157, x159
-    x188 = x115 * (x148 - x150)
-    del x148, x150
-    x189 = x115 * x180
-    del x180
-    x190 = numpy.minimum(1, grad_shards - 1)
-    x191 = numpy.minimum(dp, dp_intra_ranks)
-    x192 = x191 - 1
-    x193 = x191 ** (-1.0)
-    del x191
-    x194 = dp * x193 - 1
-    x195 = 2 * grad_comm_bytes_per_param * x129
-    x196 = x144 * x195
-    x197 = x147 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x147
-    x198 = x195 * x197
-    x199 = replica_intra_ranks - 1
-    x200 = shard_ranks ** (-1.0)
-    x201 = x200 / replica_intra_ranks
-    x202 = numpy.maximum(1, dp * x201)
-    x203 = x202 - 1
-    x204 = x190 * (x140 * x199 + x143 * x203 + x196 * x199 * x201 + x198 * x201 * x203 / x202) + (1 - x190) * (x114 * x194 * x198 + x140 * x192 + x143 * x194 + x192 * x193 * x196)
-    del x140, x143, x192, x193, x194, x196, x198, x199, x201, x202, x203
-    x205 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x206 = x205 - 1
-    x207 = intra_latency_s * x206
-    x208 = x205 ** (-1.0)
-    del x205
-    x209 = shard_ranks * x208 - 1
-    x210 = inter_latency_s * x209
-    x211 = bytes_per_element * x129
-    del x129
-    x212 = x144 * x206 * x208
-    del x144, x206, x208
-    x213 = x197 * x200 * x209
-    del x197, x200, x209
-    x214 = 1 / 2 * x115 * x190 * (x195 * x212 + x195 * x213 + 2 * x207 + 2 * x210) + 2 * x115 * zero3 * (x207 + x210 + x211 * x212 + x211 * x213)
-    del x115, x190, x195, x207, x210, x211, x212, x213
-    x215 = -dp_overlap * numpy.minimum(x182, x214) - dp_overlap * numpy.minimum(x204, 2 * stage_layers * x90) + x204 + x214
-    del x204, x214, x90
-    x216 = x186 + x187 + x188 + x189 + x215
-    x217 = x181 + x182 + x183 + x216
-    x218 = x132 + x217
-    x219 = gpus + 0.474798
-    x220 = gpus ** (-1.0)
-    x221 = x219 ** (-0.282765)
-    x222 = gpus / gpus_per_node
-    x223 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-gpus * x218 / gc_interval_s)) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x218 * numpy.maximum(0, -x31 * erfinv(1.71458910109456 * x220 * x221 * (0.0686881539789491 * x221 + 0.112063) - 1 + 1.16023 / x219)) + x116 + (1 - (1 - slow_node_fraction) ** x222) * (slow_node_slowdown - 1) * (x116 + x218)
-    del x116, x219, x221, x31
-    x224 = x218 + x223
-    del x218
-    x225 = weight_bytes_per_param * x130 / weight_shards + weight_bytes_per_param * x118 / expert_weight_shards
-    x226 = grad_bytes_per_param * x130 / grad_shards + grad_bytes_per_param * x118 / expert_grad_shards
-    del x118, x130
-    x227 = optimizer_bytes_per_param * x119 + optimizer_bytes_per_param * x131
-    del x119, x131
-    x228 = 4 * x106 * (vocab * x67 + 1)
-    del x106, x67
-    x229 = 4 * x174
-    x230 = kv_heads / heads
-    x231 = 2 * mlp_matrices
-    x232 = linear_input_bytes + x231 - 2
-    x233 = -recompute_mla_up_proj * x56 * x78 * x86 * (2 * head_dim + v_head_dim) - recompute_norms * x229 + x174 * (2 * dropout_masks + 8) + x5 * (shared_experts * x232 * x28 + x10 * x171 * (etp * hidden * linear_input_bytes + x232 * x39) - x12 * x231) + x7 * x70 * (-x16 * (x230 + 1) + x62 * (heads + kv_heads)) + x7 * (ffn * x10 * x231 + x11 * (4 * x230 + 2) + x43 + micro_batch * x54 * (dropout_masks + 4) / cp ** 2) + x70 * (q_lora_rank + x61) - (1 - 1 / 2 * linear_input_bytes) * (2 * x12 * x6 + x229 * (1 - recompute_norms))
-    del x10, x11, x12, x171, x174, x229, x230, x231, x232, x28, x39, x5, x54, x56, x6, x61, x7, x70, x78, x86
-    x234 = full_recompute * x43 * x51 + x233 * x91
-    del x43, x51, x91
-    x235 = full_recompute * x233 + stage_layers * x2 * x234 * numpy.minimum(x184, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x228 + x97 * (x228 + x234)
-    del x1, x184, x2, x228, x233, x234, x97
-    x236 = layers - moe_layers
-    x237 = x125 * x236
-    del x125
-    x238 = embedding_matrices * x98 + hidden + layers * x127 + x237
+    x99 = x11 * x7
+    x100 = x18 * x99
+    x101 = x100 * x19
+    del x19
+    x102 = numpy.maximum(linear_value_heads * x51 * x7 * x88 * (x93 + x95), linear_value_heads * x101 * x51 * x97 * x98 / (attention_efficiency_factor * x96))
+    x103 = 2 * heads
+    x104 = x103 * x59
+    x105 = attention_scores_stored + selective
+    x106 = numpy.minimum(head_dim, x11)
+    x107 = seq_len * x104
+    x108 = numpy.minimum(seq_len, window)
+    x109 = window_layers * (2 * heads * x108 * x59 * (-x108 * x33 + 2) - x107)
+    del x108
+    x110 = numpy.maximum(x104 * x88 * x91, x100 * (x107 * x52 + x109 * x4) / (attention_efficiency_factor * gemm_max_efficiency * x96 * (1 - x105) / x97 + gemm_max_efficiency * x105 * x106 / (gemm_half_efficiency_dim + x106)))
+    del x100, x104, x105, x106, x88, x91, x96, x97
+    x111 = x102 + x110
+    x112 = x111 + x69 + x74 + x83 + x85 + x89 + 10 * x92
+    x113 = x112 + x23 + x50
+    x114 = 1 - full_recompute
+    x115 = selective * x114
+    x116 = x111 * x115
+    del x111
+    x117 = 3 * x102 + 3 * x110
+    del x102, x110
+    x118 = x117 + 3 * x69 + 3 * x74 + 3 * x83 + 3 * x85 + 3 * x89 + 30 * x92
+    del x69, x74, x83, x85, x89, x92
+    x119 = x118 + 3 * x23 + 3 * x50
+    del x23, x50
+    x120 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x121 = hidden * vocab
+    x122 = x121 * x7
+    x123 = vocab * x7
+    x124 = numpy.minimum(numpy.minimum(hidden, x11), x123)
+    x125 = 3 * numpy.maximum(x15 * (x11 * x123 + x12 + x122), x122 * x68 * (gemm_half_efficiency_dim + x124) / x124)
+    del x122, x123, x124, x68
+    x126 = hidden ** 2
+    x127 = 2.0 * x126
+    x128 = 2.0 * hidden
+    x129 = x11 * x70
+    x130 = numpy.minimum(numpy.minimum(x11, x128), x70)
+    del x70
+    x131 = 4.0 * x126
+    del x126
+    x132 = numpy.minimum(1, moe_layers)
+    x133 = x132 * x49
+    del x49
+    x134 = 1 - x132
+    x135 = x134 * x22
+    del x22
+    x136 = stage_layers * (full_recompute * x113 + x116 + x119) + x120 * (full_recompute * (x112 + x133 + x135) + x116 + x118 + x125 + 3 * x133 + 3 * x135 + 3 * numpy.maximum(x101 * x131 * (gemm_half_efficiency_dim + x130) / x130, x15 * (x11 * x128 + x127 * x7 + x129)))
+    del x101, x112, x116, x118, x128, x130, x133, x135, x15
+    x137 = dp ** (-1.0)
+    x138 = global_batch * x137 * x34
+    x139 = stage_extra_layers * x136 * x138 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
+    x140 = mlp_matrices * x25 * x40 * x47
+    x141 = stage_layers * x140 * x5
+    x142 = x141 / expert_optimizer_shards
+    x143 = mlp_matrices * moe_ffn
+    x144 = hidden * x143
+    x145 = x144 * (experts + shared_experts) + x25
+    x146 = tp * x140 - x143 * x25 + x145
+    del x140
+    x147 = ffn * mlp_matrices
+    x148 = hidden * x147
+    x149 = heads * x56 + kv_lora_rank + 1.0 * q_lora_rank + x62
+    del x56, x62
+    x150 = 5 * hidden + x127 + x134 * x148 + x149
     del x127
-    x239 = moe_layers * x122 + mtp_layers * (x109 * x122 + x128) + x238
-    del x122
-    x240 = experts_per_token + shared_experts
-    x241 = x121 * x240 + x24
-    del x121, x24
-    x242 = x224 ** (-1.0)
-    x243 = global_batch * x242
-    x244 = seq_len * x243
-    x245 = x120 * x16 * x240 + x26
-    del x120, x240, x26
-    x246 = moe_layers * x245
-    x247 = x16 * x74 + 2 * x60 + 2 * x64
-    del x60, x64, x74
-    x248 = layers * x247
-    x249 = x124 * x16
-    del x124, x16
-    x250 = mtp_layers * (x108 + x109 * x245 + x111 * x249 + x247 + x83 + 2 * x98)
-    del x108, x111, x245, x247
-    x251 = 6 * heads * layers * seq_len * x62 + 6 * x237 + 3 * x246 + 3 * x248 + 3 * x250 + 3 * x85 + 6 * x98
-    del x237, x62, x98
-    x252 = x220 * x244
-    x253 = x251 * x252
-    x254 = layers * x83 + x85
-    del x83, x85
-    x255 = tokens * x0 * x32
-    del x0, x32
-    x256 = x222 / (rack_mtbf_s * rack_nodes)
-    x257 = gpus / gpu_mtbf_s
-    x258 = x222 / network_mtbf_s
-    x259 = x222 / node_mtbf_s
-    x260 = x257 + x258 + x259
-    x261 = software_mtbf_s ** (-1.0)
-    x262 = numpy.maximum(0, x222 - 1) ** software_node_exponent / software_internode_mtbf_s
-    x263 = x261 + x262
-    x264 = x256 + x260 + x263
-    x265 = x264 ** (-1.0)
-    x266 = checkpoint_bytes_per_param * x239
-    x267 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x268 = x220 * x266
-    x269 = x267 * x268
-    x270 = ckpt_async * x269
-    x271 = x266 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x222)
-    x272 = ckpt_sync * x271
-    x273 = x146 * x268
-    del x146, x268
-    x274 = ckpt_in_memory * (x269 + x273)
-    del x269
-    x275 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x276 = x217 + x223
-    del x217
-    x277 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x220 * x239 * x267 / (1 - (1 - numpy.minimum(1, x275)) ** gockpt_steps) - x276)
-    del x267
-    x278 = x270 + x272 + x274 + x277
-    x279 = numpy.sqrt(x265 * (2 * x270 + 2 * x272 + 2 * x274 + 2 * x277))
-    x280 = ckpt_async * x271
-    x281 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x220 * x239 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x276))) / numpy.log(1 - numpy.minimum(0.999999999999, x275))))) - 1) + 1
-    del x220, x275, x276
-    x282 = x278 * (1 / 2 * x256 + 1 / 2 * x257 + 1 / 2 * x258 + 1 / 2 * x259 + 1 / 2 * x261 + 1 / 2 * x262)
-    del x257, x258, x259, x261, x262
-    x283 = numpy.maximum(numpy.maximum(x224, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x224 * x281 + x271) + x280)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(x265, 1 / 2 * x270 + 1 / 2 * x272 + 1 / 2 * x274 + 1 / 2 * x277), -x278 + x279 * (1 / 3 * numpy.sqrt(x282) + 1 / 9 * x282 + 1), x265)))
-    del x270, x272, x274, x277, x282
-    x284 = ckpt_gockpt * (x224 + x271) + x280
-    del x271, x280
-    x285 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x286 = node_repair_s * x256
-    x287 = numpy.exp(-x286)
-    x288 = node_repair_s * x260
-    x289 = -spare_nodes
-    x290 = rack_nodes + x289
-    x291 = x286 * x287
-    del x286
-    x292 = 2 * rack_nodes + x289
-    x293 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x287 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x294 = 3 * rack_nodes + x289
-    x295 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x287 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x296 = 4 * rack_nodes + x289
-    x297 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x287 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x298 = 5 * rack_nodes + x289
-    x299 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x287 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x300 = 6 * rack_nodes + x289
-    x301 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x287 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x302 = 7 * rack_nodes + x289
-    x303 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x287 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x304 = 8 * rack_nodes + x289
-    x305 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x287 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x306 = 9 * rack_nodes + x289
-    x307 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x287 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x308 = 10 * rack_nodes + x289
-    x309 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x287 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x310 = 11 * rack_nodes + x289
-    x311 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x287 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x312 = x265 * (x256 * (x287 * poisson_cdf(-x290, x288) + x291 * poisson_cdf(-x292, x288) + x293 * poisson_cdf(-x294, x288) + x295 * poisson_cdf(-x296, x288) + x297 * poisson_cdf(-x298, x288) + x299 * poisson_cdf(-x300, x288) + x301 * poisson_cdf(-x302, x288) + x303 * poisson_cdf(-x304, x288) + x305 * poisson_cdf(-x306, x288) + x307 * poisson_cdf(-x308, x288) + x309 * poisson_cdf(-x310, x288) + x311 * poisson_cdf(-12 * rack_nodes - x289, x288)) + x260 * (x287 * poisson_cdf(spare_nodes - 1, x288) + x291 * poisson_cdf(-x290 - 1, x288) + x293 * poisson_cdf(-x292 - 1, x288) + x295 * poisson_cdf(-x294 - 1, x288) + x297 * poisson_cdf(-x296 - 1, x288) + x299 * poisson_cdf(-x298 - 1, x288) + x301 * poisson_cdf(-x300 - 1, x288) + x303 * poisson_cdf(-x302 - 1, x288) + x305 * poisson_cdf(-x304 - 1, x288) + x307 * poisson_cdf(-x306 - 1, x288) + x309 * poisson_cdf(-x308 - 1, x288) + x311 * poisson_cdf(-x310 - 1, x288)) + x263)
-    del x256, x260, x263, x287, x288, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302, x303, x304, x305, x306, x307, x308, x309, x310, x311
-    x313 = x265 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x312, 1 - x312) * numpy.expm1(x264 * (x285 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    x314 = ckpt_in_memory * x273 + failure_detection_s - x265 * numpy.log1p(manual_restart_fraction * numpy.expm1(x264 * (-manual_restart_s + x285 - x313))) + x266 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x222) + x285 - x313
-    del x273, x285, x313
-    x315 = x224 * x255
-    x316 = eval_fraction * x315
-    x317 = numpy.exp(x264 * x284)
-    x318 = numpy.exp(x264 * (x278 + x283))
-    x319 = x315 * x317 / x283
-    x320 = (x317 + x319 * (x318 - 1) - 1) * numpy.exp(x264 * x314)
-    del x317
-    x321 = rollback_steps * x224
-    x322 = loss_spike_probability * x255
-    x323 = x322 * (x314 + x321)
-    x324 = x265 * x320 + x323
-    x325 = x316 + x324
-    x326 = maintenance_fraction * x325 / (1 - maintenance_fraction)
-    x327 = x325 + x326
-    del x325
-    x328 = x327 ** (-1.0)
-    x329 = x315 * x328
-    x330 = gpus + gpus_per_node * spare_nodes
-    x331 = x327 * x330
-    x332 = 0.000277777777777778 * x331
-    x333 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x216 * x242 + compute_power_fraction * x114 * x149 * x243 * x33)
-    del x114, x149, x216, x242, x243, x33
-    x334 = x265 * x319 * (x318 - numpy.exp(x264 * x278))
-    del x264, x318, x319
-    x335 = x321 * x322
-    del x321
-    x336 = x316 + x335
-    x337 = x326 - x335
-    del x335
-    x338 = idle_power_w * (x324 - x334 + x337) + x333 * (x334 + x336)
-    del x324, x334
-    x339 = gpus * x338
-    x340 = network_power_per_node_w + node_overhead_power_w
-    x341 = x222 * x340
-    del x222
-    x342 = spare_nodes * (gpus_per_node * idle_power_w + x340) + x341
-    del x340
-    x343 = x327 * x342 + x339
-    x344 = pue * x343
-    x345 = pue * (gpus * x333 + x341)
-    x346 = gpus * max_power_w + x342
-    del x342
-    x347 = price_usd_per_gpu_hour * x332
-    x348 = lifetime_s ** (-1.0)
-    x349 = 2.77777777777778e-07 * electricity_usd_per_kwh * x344 + x332 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x348 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x346 / x330) / utilisation
-    del x330
-    x350 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x344
-    x351 = embodied_kg_per_gpu * x331 * x348
-    del x331, x348
-    x352 = x350 + x351
-    return [x224, x182, x183, x188, x187, x189, x186, x215, x181, x132, x223, x225, x226, x227, x235, memory_reserve_bytes, memory_reserve_bytes + x225 + x226 + x227 + x235, x239, moe_layers * x241 + mtp_layers * (x109 * x241 + x128) + x238, x244, x251, 1e-12 * x253, x17 * x253, x17 * x252 * (full_recompute * (x236 * x249 + x246 + x248 + x250 + x254) + x251 + x254 * x92), x255, x265, x266, x278, x279, x283, x281, x284, x314, x315, x327, x316, x322, x323, x326, x320, 1 - x329, x329, spare_nodes, x312, x332, x339, x343, x344, pue * x343 - pue * (x323 + x337) * (gpus * idle_power_w + x341) - x315 * x345 - x336 * x345, x333, x328 * x338, x328 * x344, pue * x346, x347, x349, use_tco * x349 + x347 * (1 - use_tco), x350, x351, x352, x352 / (tokens * x251), x327 * x352]
+    x151 = x149 * x52 + x17 + x51 * x79
+    del x149, x79
+    x152 = x7 * (stage_layers * (x146 * x5 + x148 * x6 + x151) + x120 * (x132 * x146 + x150) + x121)
+    del x146
+    x153 = -x141 + x152
+    x154 = x153 / optimizer_shards
+    x155 = x14 * (x142 + x154) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x14
+    x156 = full_recompute + 3
+    x157 = host_launch_factor * stage_layers * x156
+    x158 = dispatch_host_sync * x31
+    x159 = expert_overhead_s * x48 + moe_layer_overhead_s
+    del x48
+    x160 = x157 * x159 * x5
+    x161 = stage_layers + x120
+    x162 = tp_intra_ranks - 1
+    x163 = 2 * intra_latency_s
+    x164 = tp_intra_ranks ** (-1.0)
+    x165 = tp * x164 - 1
+    x166 = 2 * inter_latency_s
+    x167 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x168 = bytes_per_element * x44
+    x169 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x170 = x169 / scale_out_bus_efficiency
+    x171 = x161 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x86) + x162 * x163 + x162 * x164 * x167 * x168 + x165 * x166 + x165 * x168 * x170 * x7)
+    del x162, x164, x165, x168, x86
+    x172 = x125 + x136
+    del x125, x136
+    x173 = tp_overlap * numpy.minimum(x171, x172)
+    x174 = x171 + x172 - x173
+    x175 = (x174 ** host_overlap_exponent + (layer_overhead_s * x157 + x160 * (1 - x158)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x157
+    x176 = 3 * cp - 3
+    x177 = 1 - cp_intra
+    x178 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x179 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x180 = bytes_per_element * x99
+    x181 = cp_intra * intra_latency_s + inter_latency_s * x177 + kv_heads * x180 * x59 / (cp_intra * x178 + x177 * x179)
+    del x177
+    x182 = x161 * x176 * x181 * x52
+    x183 = cp_overlap * numpy.minimum(x182, x117 * x161)
+    del x117
+    x184 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x185 = x184 ** (-1.0)
+    x186 = ep * x185 - 1
+    x187 = x39 * numpy.minimum(etp, tp_intra_ranks)
+    del x39
+    x188 = 1 - x187
+    x189 = 4 * etp - 4
+    x190 = bytes_per_element * x129
+    x191 = a2a_efficiency_factor ** (-1.0)
+    x192 = bytes_per_element * x191
+    x193 = 1 - hierarchical_dispatch
+    x194 = x35 + x36
+    del x35, x36
+    x195 = experts_per_token * x194
+    x196 = x12 * x167 * x195 * (hierarchical_dispatch * (-x184 * x47 + 1) + x186 * x193 * x47)
+    del x47
+    x197 = 1 - x185
+    del x185
+    x198 = x12 * x194
+    del x194
+    x199 = x170 * x197 * x198 * (experts_per_token * x193 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x184 * (1 - x197 ** experts_per_token)))
+    del x193, x197
+    x200 = x191 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x191
+    x201 = x161 * x5
+    x202 = x201 * (4 * inter_latency_s * (x184 - 1) + 4 * intra_latency_s * x186 + sequence_parallel * (experts_per_token * x189 * x190 / (x178 * x187 + x179 * x188) + x189 * (inter_latency_s * x188 + intra_latency_s * x187)) + 2 * numpy.maximum(x192 * x196, x192 * x199) + 2 * numpy.maximum(x196 * x200, x199 * x200))
+    del x184, x186, x187, x188, x189, x192, x196, x199, x200
+    x203 = ep_overlap * numpy.minimum(x202, x119 * x201)
+    del x119, x201
+    x204 = comm_sm_fraction * x203 / (1 - comm_sm_fraction) + x202 - x203
+    del x202, x203
+    x205 = x3 * (x158 * x160 + x175 + x182 - x183 + x204)
+    del x158, x160, x182, x3
+    x206 = x138 * x172
+    x207 = x138 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x156 * x159 * x31 * x4 - x174 + x175)
+    del x156, x159, x174, x175, x31, x4
+    x208 = vp * x138
+    x209 = 1 - pp_intra
+    x210 = (2 * pp + 2 * x208 - 2) * (inter_latency_s * x209 + intra_latency_s * pp_intra + 1.0 * x190 / (pp_intra * x178 + x179 * x209)) * numpy.minimum(1, x1)
+    del x178, x179, x190, x209
+    x211 = x138 * (x161 * x176 * x181 * x52 - x183)
+    del x161, x176, x181, x183, x52
+    x212 = x138 * (x171 - x173)
+    del x171, x173
+    x213 = x138 * x204
+    del x204
+    x214 = numpy.minimum(1, grad_shards - 1)
+    x215 = numpy.minimum(dp, dp_intra_ranks)
+    x216 = x215 - 1
+    x217 = x215 ** (-1.0)
+    del x215
+    x218 = dp * x217 - 1
+    x219 = 2 * grad_comm_bytes_per_param * x152
+    x220 = x167 * x219
+    x221 = x170 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x170
+    x222 = x219 * x221
+    x223 = replica_intra_ranks - 1
+    x224 = shard_ranks ** (-1.0)
+    x225 = x224 / replica_intra_ranks
+    x226 = numpy.maximum(1, dp * x225)
+    x227 = x226 - 1
+    x228 = x214 * (x163 * x223 + x166 * x227 + x220 * x223 * x225 + x222 * x225 * x227 / x226) + (1 - x214) * (x137 * x218 * x222 + x163 * x216 + x166 * x218 + x216 * x217 * x220)
+    del x163, x166, x216, x217, x218, x220, x222, x223, x225, x226, x227
+    x229 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x230 = x229 - 1
+    x231 = intra_latency_s * x230
+    x232 = x229 ** (-1.0)
+    del x229
+    x233 = shard_ranks * x232 - 1
+    x234 = inter_latency_s * x233
+    x235 = bytes_per_element * x152
+    del x152
+    x236 = x167 * x230 * x232
+    del x167, x230, x232
+    x237 = x221 * x224 * x233
+    del x221, x224, x233
+    x238 = 1 / 2 * x138 * x214 * (x219 * x236 + x219 * x237 + 2 * x231 + 2 * x234) + 2 * x138 * zero3 * (x231 + x234 + x235 * x236 + x235 * x237)
+    del x138, x214, x219, x231, x234, x235, x236, x237
+    x239 = -dp_overlap * numpy.minimum(x206, x238) - dp_overlap * numpy.minimum(x228, 2 * stage_layers * x113) + x228 + x238
+    del x113, x228, x238
+    x240 = x210 + x211 + x212 + x213 + x239
+    x241 = x205 + x206 + x207 + x240
+    x242 = x155 + x241
+    x243 = gpus + 0.474798
+    x244 = gpus ** (-1.0)
+    x245 = x243 ** (-0.282765)
+    x246 = gpus / gpus_per_node
+    x247 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-x242 / gc_interval_s) ** gpus) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x242 * numpy.maximum(0, -x32 * erfinv(1.71458910109456 * x244 * x245 * (0.0686881539789491 * x245 + 0.112063) - 1 + 1.16023 / x243)) + x139 + (1 - (1 - slow_node_fraction) ** x246) * (slow_node_slowdown - 1) * (x139 + x242)
+    del x139, x243, x245, x32
+    x248 = x242 + x247
+    del x242
+    x249 = weight_bytes_per_param * x153 / weight_shards + weight_bytes_per_param * x141 / expert_weight_shards
+    x250 = grad_bytes_per_param * x153 / grad_shards + grad_bytes_per_param * x141 / expert_grad_shards
+    del x141, x153
+    x251 = optimizer_bytes_per_param * x142 + optimizer_bytes_per_param * x154
+    del x142, x154
+    x252 = 4 * x129 * (vocab * x64 + 1)
+    del x129, x64
+    x253 = 4 * x198
+    x254 = heads + kv_heads
+    x255 = kv_heads / heads
+    x256 = 2 * mlp_matrices
+    x257 = micro_batch * x90 * (dropout_masks + 4) / cp ** 2
+    del x90
+    x258 = linear_input_bytes + x256 - 2
+    x259 = -recompute_mla_up_proj * x103 * x53 * x99 * (2 * head_dim + v_head_dim) - recompute_norms * x253 + x198 * (2 * dropout_masks + 8) + x5 * (shared_experts * x258 * x29 + x11 * x195 * (etp * hidden * linear_input_bytes + x258 * x40) - x13 * x256) + x51 * (2 * micro_batch * seq_len * x7 * x9 * (linear_key_heads * x93 + 68.0 * linear_value_heads + 5 * x75) - x7 * (x254 * x59 * x67 + x257)) + x67 * x7 * (-x17 * (x255 + 1) + x254 * x59) + x67 * (q_lora_rank + x58) + x7 * (ffn * x11 * x256 + x12 * (4 * x255 + 2) + x257 + x44) - (1 - 1 / 2 * linear_input_bytes) * (2 * x13 * x6 + x253 * (1 - recompute_norms))
+    del x103, x11, x12, x13, x195, x198, x253, x254, x255, x256, x257, x258, x29, x40, x5, x51, x53, x58, x6, x67, x7, x75, x9, x93, x99
+    x260 = full_recompute * x44 * x87 + x114 * x259
+    del x114, x44, x87
+    x261 = full_recompute * x259 + linear_value_heads * x180 * x95 * numpy.minimum(1, linear_attention_layers) + stage_layers * x2 * x260 * numpy.minimum(x208, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x120 * (x252 + x260) + x252
+    del x1, x120, x180, x2, x208, x252, x259, x260, x95
+    x262 = layers - moe_layers
+    x263 = x148 * x262
+    del x148
+    x264 = embedding_matrices * x121 + hidden + layers * x151 + x263
+    del x151
+    x265 = moe_layers * x145 + mtp_layers * (x132 * x145 + x150) + x264
+    del x145
+    x266 = experts_per_token + shared_experts
+    x267 = x144 * x266 + x25
+    del x144, x25
+    x268 = x248 ** (-1.0)
+    x269 = global_batch * x268
+    x270 = seq_len * x269
+    x271 = x143 * x17 * x266 + x27
+    del x143, x266, x27
+    x272 = moe_layers * x271
+    x273 = linear_attention_layers * (linear_value_heads * x98 - x107)
+    del x98
+    x274 = x17 * x71 + 2 * x57 + 2 * x61
+    del x57, x61, x71
+    x275 = layers * x274
+    x276 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x78 - x274)
+    del x78
+    x277 = x147 * x17
+    del x147, x17
+    x278 = mtp_layers * (x107 + 2 * x121 + x131 + x132 * x271 + x134 * x277 + x274)
+    del x131, x134, x271, x274
+    x279 = 6 * heads * layers * seq_len * x59 + 3 * x109 + 6 * x121 + 6 * x263 + 3 * x272 + 3 * x273 + 3 * x275 + 3 * x276 + 3 * x278
+    del x121, x263, x59
+    x280 = x244 * x270
+    x281 = x279 * x280
+    x282 = layers * x107 + x109 + x273
+    del x107, x109, x273
+    x283 = tokens * x0 * x33
+    del x0, x33
+    x284 = x246 / (rack_mtbf_s * rack_nodes)
+    x285 = gpus / gpu_mtbf_s
+    x286 = x246 / network_mtbf_s
+    x287 = x246 / node_mtbf_s
+    x288 = x285 + x286 + x287
+    x289 = software_mtbf_s ** (-1.0)
+    x290 = numpy.maximum(0, x246 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x291 = x289 + x290
+    x292 = x284 + x288 + x291
+    x293 = x292 ** (-1.0)
+    x294 = checkpoint_bytes_per_param * x265
+    x295 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x296 = x244 * x294
+    x297 = x295 * x296
+    x298 = ckpt_async * x297
+    x299 = x294 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x246)
+    x300 = ckpt_sync * x299
+    x301 = x169 * x296
+    del x169, x296
+    x302 = ckpt_in_memory * (x297 + x301)
+    del x297
+    x303 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x304 = x241 + x247
+    del x241
+    x305 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x244 * x265 * x295 / (1 - (1 - numpy.minimum(1, x303)) ** gockpt_steps) - x304)
+    del x295
+    x306 = x298 + x300 + x302 + x305
+    x307 = numpy.sqrt(x293 * (2 * x298 + 2 * x300 + 2 * x302 + 2 * x305))
+    x308 = ckpt_async * x299
+    x309 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x244 * x265 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x304))) / numpy.log(1 - numpy.minimum(0.999999999999, x303))))) - 1) + 1
+    del x244, x303, x304
+    x310 = x306 * (1 / 2 * x284 + 1 / 2 * x285 + 1 / 2 * x286 + 1 / 2 * x287 + 1 / 2 * x289 + 1 / 2 * x290)
+    del x285, x286, x287, x289, x290
+    x311 = numpy.maximum(numpy.maximum(x248, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x248 * x309 + x299) + x308)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(x293, 1 / 2 * x298 + 1 / 2 * x300 + 1 / 2 * x302 + 1 / 2 * x305), -x306 + x307 * (1 / 3 * numpy.sqrt(x310) + 1 / 9 * x310 + 1), x293)))
+    del x298, x300, x302, x305, x310
+    x312 = ckpt_gockpt * (x248 + x299) + x308
+    del x299, x308
+    x313 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x314 = node_repair_s * x284
+    x315 = numpy.exp(-x314)
+    x316 = node_repair_s * x288
+    x317 = -spare_nodes
+    x318 = rack_nodes + x317
+    x319 = x314 * x315
+    del x314
+    x320 = 2 * rack_nodes + x317
+    x321 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x315 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x322 = 3 * rack_nodes + x317
+    x323 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x315 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x324 = 4 * rack_nodes + x317
+    x325 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x315 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x326 = 5 * rack_nodes + x317
+    x327 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x315 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x328 = 6 * rack_nodes + x317
+    x329 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x315 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x330 = 7 * rack_nodes + x317
+    x331 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x315 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x332 = 8 * rack_nodes + x317
+    x333 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x315 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x334 = 9 * rack_nodes + x317
+    x335 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x315 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x336 = 10 * rack_nodes + x317
+    x337 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x315 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x338 = 11 * rack_nodes + x317
+    x339 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x315 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x340 = x293 * (x284 * (x315 * poisson_cdf(-x318, x316) + x319 * poisson_cdf(-x320, x316) + x321 * poisson_cdf(-x322, x316) + x323 * poisson_cdf(-x324, x316) + x325 * poisson_cdf(-x326, x316) + x327 * poisson_cdf(-x328, x316) + x329 * poisson_cdf(-x330, x316) + x331 * poisson_cdf(-x332, x316) + x333 * poisson_cdf(-x334, x316) + x335 * poisson_cdf(-x336, x316) + x337 * poisson_cdf(-x338, x316) + x339 * poisson_cdf(-12 * rack_nodes - x317, x316)) + x288 * (x315 * poisson_cdf(spare_nodes - 1, x316) + x319 * poisson_cdf(-x318 - 1, x316) + x321 * poisson_cdf(-x320 - 1, x316) + x323 * poisson_cdf(-x322 - 1, x316) + x325 * poisson_cdf(-x324 - 1, x316) + x327 * poisson_cdf(-x326 - 1, x316) + x329 * poisson_cdf(-x328 - 1, x316) + x331 * poisson_cdf(-x330 - 1, x316) + x333 * poisson_cdf(-x332 - 1, x316) + x335 * poisson_cdf(-x334 - 1, x316) + x337 * poisson_cdf(-x336 - 1, x316) + x339 * poisson_cdf(-x338 - 1, x316)) + x291)
+    del x284, x288, x291, x315, x316, x317, x318, x319, x320, x321, x322, x323, x324, x325, x326, x327, x328, x329, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339
+    x341 = x293 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x340, 1 - x340) * numpy.expm1(x292 * (x313 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x342 = ckpt_in_memory * x301 + failure_detection_s - x293 * numpy.log1p(manual_restart_fraction * numpy.expm1(x292 * (-manual_restart_s + x313 - x341))) + x294 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x246) + x313 - x341
+    del x301, x313, x341
+    x343 = x248 * x283
+    x344 = eval_fraction * x343
+    x345 = numpy.exp(x292 * x312)
+    x346 = numpy.exp(x292 * (x306 + x311))
+    x347 = x343 * x345 / x311
+    x348 = (x345 + x347 * (x346 - 1) - 1) * numpy.exp(x292 * x342)
+    del x345
+    x349 = rollback_steps * x248
+    x350 = loss_spike_probability * x283
+    x351 = x350 * (x342 + x349)
+    x352 = x293 * x348 + x351
+    x353 = x344 + x352
+    x354 = maintenance_fraction * x353 / (1 - maintenance_fraction)
+    x355 = x353 + x354
+    del x353
+    x356 = x355 ** (-1.0)
+    x357 = x343 * x356
+    x358 = gpus + gpus_per_node * spare_nodes
+    x359 = x355 * x358
+    x360 = 0.000277777777777778 * x359
+    x361 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x240 * x268 + compute_power_fraction * x137 * x172 * x269 * x34)
+    del x137, x172, x240, x268, x269, x34
+    x362 = x293 * x347 * (x346 - numpy.exp(x292 * x306))
+    del x292, x346, x347
+    x363 = x349 * x350
+    del x349
+    x364 = x344 + x363
+    x365 = x354 - x363
+    del x363
+    x366 = idle_power_w * (x352 - x362 + x365) + x361 * (x362 + x364)
+    del x352, x362
+    x367 = gpus * x366
+    x368 = network_power_per_node_w + node_overhead_power_w
+    x369 = x246 * x368
+    del x246
+    x370 = spare_nodes * (gpus_per_node * idle_power_w + x368) + x369
+    del x368
+    x371 = x355 * x370 + x367
+    x372 = pue * x371
+    x373 = pue * (gpus * x361 + x369)
+    x374 = gpus * max_power_w + x370
+    del x370
+    x375 = price_usd_per_gpu_hour * x360
+    x376 = lifetime_s ** (-1.0)
+    x377 = 2.77777777777778e-07 * electricity_usd_per_kwh * x372 + x360 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x376 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x374 / x358) / utilisation
+    del x358
+    x378 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x372
+    x379 = embodied_kg_per_gpu * x359 * x376
+    del x359, x376
+    x380 = x378 + x379
+    return [x248, x206, x207, x212, x211, x213, x210, x239, x205, x155, x247, x249, x250, x251, x261, memory_reserve_bytes, memory_reserve_bytes + x249 + x250 + x251 + x261, x265, moe_layers * x267 + mtp_layers * (x132 * x267 + x150) + x264, x270, x279, 1e-12 * x281, x18 * x281, x18 * x280 * (full_recompute * (x262 * x277 + x272 + x275 + x276 + x278 + x282) + x115 * x282 + x279), x283, x293, x294, x306, x307, x311, x309, x312, x342, x343, x355, x344, x350, x351, x354, x348, 1 - x357, x357, spare_nodes, x340, x360, x367, x371, x372, pue * x371 - pue * (x351 + x365) * (gpus * idle_power_w + x369) - x343 * x373 - x364 * x373, x361, x356 * x366, x356 * x372, pue * x374, x375, x377, use_tco * x377 + x375 * (1 - use_tco), x378, x379, x380, x380 / (tokens * x279), x355 * x380]

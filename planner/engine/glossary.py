@@ -147,6 +147,13 @@ GLOSSARY: dict[str, Term] = {
     "window": Term("1", "sliding-window size w of the windowed layers [tokens]", COUNT),
     "window_layers": Term("1", "layers with sliding-window attention (0: none)", COUNT0),
     "mtp_layers": Term("1", "multi-token-prediction modules (DeepSeek-V3: 1)", COUNT0),
+    "linear_attention_layers": Term(
+        "1", "layers whose token mixer is gated linear attention (Gated DeltaNet; 0: none)",
+        COUNT0),
+    "linear_key_heads": Term("1", "query/key heads of the linear-attention layers", COUNT),
+    "linear_value_heads": Term("1", "value heads of the linear-attention layers", COUNT),
+    "linear_head_dim": Term("1", "key and value head size of the linear-attention layers",
+                            COUNT),
     "routed_node_limit": Term(
         "1", "most nodes one token is routed to (node-limited routing; experts_per_token: no limit)",
         COUNT),

@@ -75,6 +75,24 @@ def _attention_params(x: dict):
             + compute.latent_norm_params(x["q_lora_rank"], x["kv_lora_rank"]))
 
 
+def _linear_share(x: dict):
+    """Share of the layers whose token mixer is gated linear attention (0: none)."""
+    return x["linear_attention_layers"] / x["layers"]
+
+
+def _linear_mixer_params(x: dict):
+    """Weights of one Gated DeltaNet token mixer (a linear-attention layer's attention)."""
+    return compute.gated_deltanet_params(x["hidden"], x["linear_key_heads"],
+                                         x["linear_value_heads"], x["linear_head_dim"])
+
+
+def _mixer_params(x: dict):
+    """Weights of the average layer's token mixer: softmax attention, Gated DeltaNet on the
+    linear-attention share of the layers."""
+    share = _linear_share(x)
+    return (1 - share) * _attention_params(x) + share * _linear_mixer_params(x)
+
+
 def _mtp_on_fullest_stage(x: dict):
     """MTP modules charged to the fullest stage (they sit on the last, with the loss)."""
     return compute.mtp_layers_beyond_fullest_stage(x["layers"], x["pp"], x["stage_layers"],
@@ -97,14 +115,15 @@ def param_counts(x: dict) -> dict:
     ``params``; their embedding and output head are shared).
     """
     h, layers, moe_layers = x["hidden"], x["layers"], x["moe_layers"]
-    layer_common = _attention_params(x) + compute.norm_params(h)
+    layer_common = _mixer_params(x) + compute.norm_params(h)
+    block_common = _attention_params(x) + compute.norm_params(h)  # an MTP module's block
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     counts = {}
     for name, active in (("params", x["experts"]), ("active_params", x["experts_per_token"])):
         moe_mlp = compute.moe_active_mlp_params(h, x["moe_ffn"], active, x["shared_experts"],
                                                 x["mlp_matrices"], x["experts"])
         mtp = x["mtp_layers"] * compute.mtp_module_params(
-            layer_common + _is_moe(x) * moe_mlp + (1 - _is_moe(x)) * dense_mlp, h)
+            block_common + _is_moe(x) * moe_mlp + (1 - _is_moe(x)) * dense_mlp, h)
         counts[name] = (layers * layer_common + (layers - moe_layers) * dense_mlp
                         + moe_layers * moe_mlp
                         + compute.embedding_params(x["vocab"], h, x["embedding_matrices"])
@@ -117,7 +136,8 @@ def param_counts(x: dict) -> dict:
 def parameters(x: dict, r: dict) -> dict:
     """Parameters of the model, those a token uses, and those of one rank's stage."""
     h = x["hidden"]
-    layer_common = _attention_params(x) + compute.norm_params(h)
+    layer_common = _mixer_params(x) + compute.norm_params(h)
+    block_common = _attention_params(x) + compute.norm_params(h)  # an MTP module's block
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
                                      x["mlp_matrices"])
@@ -128,7 +148,7 @@ def parameters(x: dict, r: dict) -> dict:
     share = r["moe_share"]
     # MTP modules sit with the loss on the last stage: charged by what that stage exceeds
     mtp = _mtp_on_fullest_stage(x) * compute.mtp_module_params(
-        layer_common + _is_moe(x) * moe_rank + (1 - _is_moe(x)) * dense_mlp, h)
+        block_common + _is_moe(x) * moe_rank + (1 - _is_moe(x)) * dense_mlp, h)
     # the first stage, the fullest: its layers and the input embedding, split over TP
     stage = (x["stage_layers"] * (layer_common + (1 - share) * dense_mlp + share * moe_rank)
              + compute.embedding_params(x["vocab"], h, 1) + mtp) / x["tp"]
@@ -148,15 +168,20 @@ def flops(x: dict, r: dict) -> dict:
         _attention_params(x) - compute.latent_norm_params(x["q_lora_rank"],
                                                           x["kv_lora_rank"]))
     core_full = _core_flops(x, s)
-    # windowed layers attend to fewer keys
+    # windowed layers attend to fewer keys; linear-attention layers (Gated DeltaNet) run
+    # their own projections and the chunked delta rule, linear in s, instead
+    linear = x["linear_attention_layers"]
     core_all = layers * core_full + x["window_layers"] * (
-        _core_flops(x, compute.attended_keys_per_query(s, x["window"])) - core_full)
+        _core_flops(x, compute.attended_keys_per_query(s, x["window"])) - core_full) \
+        + linear * (_linear_core_flops(x) - core_full)
+    linear_projections_fwd = compute.matmul_forward_flops_per_token(_linear_mixer_params(x))
     # each MTP module: a layer (MoE in an MoE model), the projection M_k and the logits
     mtp_fwd = x["mtp_layers"] * (
         projections_fwd + core_full + _is_moe(x) * moe_fwd + (1 - _is_moe(x)) * dense_fwd
         + compute.matmul_forward_flops_per_token(compute.mtp_projection_params(h))
         + logits_fwd)
-    fwd = (layers * projections_fwd + core_all + (layers - x["moe_layers"]) * dense_fwd
+    fwd = (layers * projections_fwd + linear * (linear_projections_fwd - projections_fwd)
+           + core_all + (layers - x["moe_layers"]) * dense_fwd
            + x["moe_layers"] * moe_fwd + logits_fwd) + mtp_fwd
     # full recompute: every layer's forward again; selective: the attention core
     recomputed = (x["full_recompute"] * (fwd - logits_fwd) + (1 - x["full_recompute"])
@@ -171,6 +196,12 @@ def _core_flops(x: dict, keys):
     """Attention-core forward FLOPs per token of one layer whose queries see ``keys`` keys."""
     return compute.attention_core_flops_per_token(keys, x["heads"], x["head_dim"],
                                                   x["v_head_dim"])
+
+
+def _linear_core_flops(x: dict):
+    """Forward FLOPs per token of one linear-attention layer's chunked gated delta rule."""
+    return compute.gated_delta_rule_flops_per_token(
+        x["linear_value_heads"], x["linear_head_dim"], compute.GATED_DELTA_CHUNK)
 
 
 def _gemm(x: dict, rows, cols, inner, min_dim):
@@ -198,23 +229,41 @@ def attention_times(x: dict, r: dict) -> dict:
     efficiency = compute.attention_core_efficiency(
         t, x["head_dim"], s, unfused, x["attention_efficiency_factor"],
         x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
-    # the average layer: windowed layers attend to fewer keys
+    # the average layer: windowed layers attend to fewer keys; the linear-attention share
+    # of the layers runs Gated DeltaNet (its projections and the chunked delta rule)
+    share = _linear_share(x)
     core_full = _core_flops(x, s)
-    core_flops = core_full + x["window_layers"] / x["layers"] * (
+    core_flops = (1 - share) * core_full + x["window_layers"] / x["layers"] * (
         _core_flops(x, compute.attended_keys_per_query(s, x["window"])) - core_full)
     core = compute.roofline_time(
         t * core_flops / tp,
-        compute.attention_core_head_bytes(t, x["heads"], x["head_dim"], x["v_head_dim"], tp,
-                                          x["bytes_per_element"]),
+        (1 - share) * compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
+                                                        x["v_head_dim"], tp,
+                                                        x["bytes_per_element"]),
         x["peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+    linear_efficiency = compute.attention_core_efficiency(
+        t, x["linear_head_dim"], s, 0, x["attention_efficiency_factor"],
+        x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
+    linear_core = compute.roofline_time(
+        share * t * _linear_core_flops(x) / tp,
+        share * compute.gated_delta_rule_bytes(t, x["linear_value_heads"], x["linear_head_dim"],
+                                               compute.GATED_DELTA_CHUNK, tp,
+                                               x["bytes_per_element"]),
+        x["peak_flops_per_s"], linear_efficiency, x["hbm_bandwidth_bytes_per_s"],
+        x["hbm_efficiency"])
+    linear_in = compute.projection_width(_linear_mixer_params(x), h, tp) \
+        - x["linear_value_heads"] * x["linear_head_dim"] / tp  # the output projection's share
+    linear_out = x["linear_value_heads"] * x["linear_head_dim"] / tp
     # without flash attention the s x s scores go through HBM
-    scores = x["attention_scores_stored"] * _memory_bound(x, compute.attention_scores_bytes(
-        s, x["micro_batch"], x["heads"], tp, x["cp"]))
+    scores = (1 - share) * x["attention_scores_stored"] * _memory_bound(
+        x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
     return {
-        "t_qkv": _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv)),
-        "t_core": core,
+        "t_qkv": (1 - share) * _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv))
+        + share * _gemm(x, t, linear_in, h, minimum(minimum(t, h), linear_in)),
+        "t_core": core + linear_core,
         "t_scores": scores,
-        "t_proj": _gemm(x, t, h, out_width, minimum(minimum(t, h), out_width)),
+        "t_proj": (1 - share) * _gemm(x, t, h, out_width, minimum(minimum(t, h), out_width))
+        + share * _gemm(x, t, h, linear_out, minimum(minimum(t, h), linear_out)),
     }
 
 
@@ -338,8 +387,9 @@ def microbatch_communication(x: dict, r: dict) -> dict:
             elem * t * h, tp_in, tp / tp_in, _scale_up(x), _scale_out(x),
             x["intra_latency_s"], x["inter_latency_s"])
         + communication.collective_overhead_time(x["collective_overhead_s"], tp))
-    # CP: ring exchange of K/V chunks, hidden behind the attention core (fwd + bwd)
-    cp_layer = communication.ring_attention_comm_time(
+    # CP: ring exchange of K/V chunks, hidden behind the attention core (fwd + bwd), in the
+    # softmax-attention layers (the linear-attention layers' state hand-off is not costed)
+    cp_layer = (1 - _linear_share(x)) * communication.ring_attention_comm_time(
         communication.kv_chunk_head_bytes(t, x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
                                           elem), x["cp"],
         *_group_link(x, x["cp_intra"]))
@@ -504,7 +554,14 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
         + memory.attention_shape_activation_bytes(
             s, b, h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
             x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"], tp) \
-        + r["moe_share"] * moe_mlp - mla_recomputed
+        + r["moe_share"] * moe_mlp - mla_recomputed \
+        + _linear_share(x) * (
+            memory.gated_deltanet_activation_bytes(
+                s, b, x["linear_key_heads"], x["linear_value_heads"], x["linear_head_dim"],
+                compute.GATED_DELTA_CHUNK, tp)
+            - memory.softmax_attention_activation_bytes(
+                s, b, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
+                x["attention_scores_stored"], x["dropout_masks"]))
     # the two norm outputs (QKV and MLP inputs) and a dense MLP's down-projection input are
     # GEMM inputs: kept at linear_input_bytes (FP8 recipes: 1), or not at all when the norms
     # are recomputed (DeepSeek-V3 s3.2.3)
@@ -544,8 +601,14 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         "grads_bytes": state("grad_bytes_per_param", "grad_shards", "expert_grad_shards"),
         "optimizer_state_bytes": state("optimizer_bytes_per_param", "optimizer_shards",
                                        "expert_optimizer_shards"),
+        # (+ one linear-attention layer's chunk states, written in its forward and
+        # recomputed in its backward)
         "activation_bytes": (inflight_layers * stored_layer
                              + x["full_recompute"] * layer_act
+                             + minimum(x["linear_attention_layers"], 1)
+                             * memory.gated_delta_rule_state_bytes(
+                                 s, b, x["linear_value_heads"], x["linear_head_dim"],
+                                 compute.GATED_DELTA_CHUNK, tp, x["bytes_per_element"])
                              + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)
                              + mtp_act),
         "reserve_bytes": x["memory_reserve_bytes"],

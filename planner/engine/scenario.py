@@ -257,7 +257,8 @@ def model_inputs(model, seq_len: int | None = None) -> dict[str, float]:
 
 
 def attention_shape_inputs(model, seq_len: float) -> dict[str, float]:
-    """Kernel inputs of the head sizes, MLA, sliding window and MTP modules of ``model``.
+    """Kernel inputs of the head sizes, MLA, sliding window, MTP modules and linear-attention
+    layers of ``model``.
 
     A model that sets none of them gets heads of h/a, no MLA, no window and no MTP,
     which leave the kernel's outputs as they were before these inputs existed.
@@ -280,7 +281,17 @@ def attention_shape_inputs(model, seq_len: float) -> dict[str, float]:
         "window": float(window if window is not None else seq_len),
         "window_layers": float(window_layers),
         "mtp_layers": float(getattr(model, "mtp_layers", 0) or 0),
+        **linear_attention_inputs(model),
     }
+
+
+def linear_attention_inputs(model) -> dict[str, float]:
+    """Kernel inputs of the gated-linear-attention layers of ``model`` (none: 0 layers, and
+    heads of size 1 that then count nothing)."""
+    layers = float(getattr(model, "linear_attention_layers", 0) or 0)
+    return {"linear_attention_layers": layers,
+            **{k: float(getattr(model, k, None) or 1) if layers else 1.0
+               for k in ("linear_key_heads", "linear_value_heads", "linear_head_dim")}}
 
 
 def peak_flops(accelerator, precision: str) -> float:

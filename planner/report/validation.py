@@ -225,6 +225,19 @@ PyTorch FSDP2 with DeepEP (`nemo-automodel-fsdp2`). Groups: stack (tuned / basel
 generation. Every expressible row is a fit row; the error a new model family should expect
 is the leave-one-family-out column.
 
+Inferred and excluded rows. The project's copy of `moe_runs.csv` differs from the shared
+file in two ways, both stated in the file. (1) The Megatron-LM MoE README headline rows
+(MLMREADME-01/02, Mixtral 8x7B 438 and 468 TFLOP/s) name no layout in their sentence; their
+empty layout cells hold the same README's 'Reference Best Parallel Mapping' for Mixtral
+8x7B on H100 (64 GPUs, TP1 EP8 PP4 VP8, MBS 1, GBS 256, seq 4096, A2A dispatcher), and
+their notes say so ('capplan INFERRED layout'). (2) A column `excluded` gives the reason a
+row is not predicted although its cells could be typed in: a table row that contradicts
+itself (MB2511D-01, MB2509-02: EP 64 x PP 8 = 512 ranks on 256 GPUs, which Megatron-Core's
+`initialize_model_parallel` refuses: world size divisible by ETP x EP x PP), or a source
+that does not publish what the planner needs (MEGASCALE-01: the architecture is an image).
+Excluded rows are reported apart from the unexpressible ones (what no planner input can
+state yet).
+
 **Leave-one-family-out (LOFO)**, for every dataset whose rows carry a model family
 (modern-runs, moe-runs): for each family (DeepSeek-V3, Kimi K2, Qwen3, Grok-1, Mixtral,
 Llama 4 in moe-runs; Llama, Nemotron, InternLM, Grok, DeepSeek in modern-runs), the shared
@@ -402,7 +415,8 @@ def mttf_table_rows(curve: list[dict]) -> list[dict]:
 
 def table_rows(summary) -> list[dict]:
     return [{"dataset": s["dataset"], "count": s["count"],
-             "unexpressible": s["unexpressible_count"], "mape_%": 100 * s["mape"],
+             "unexpressible": s["unexpressible_count"], "excluded": s["excluded_count"],
+             "mape_%": 100 * s["mape"],
              "bias_%": 100 * s["bias"], "max_error_%": 100 * s["max_error"],
              "fit_mape_%": 100 * s["fit_mape"], "held_out_mape_%": 100 * s["held_out_mape"],
              "lofo_mape_%": 100 * s["lofo_mape"],
@@ -480,7 +494,8 @@ def modern_group_rows(summary, dataset: str = "modern-runs") -> list[dict]:
     if modern is None:
         return []
     return [{"group": g["group"], "rows": g["rows"], "predicted": g["predicted"],
-             "unexpressible": g["unexpressible"], "mape_%": 100 * g["mape"],
+             "unexpressible": g["unexpressible"], "excluded": g["excluded"],
+             "mape_%": 100 * g["mape"],
              "bias_%": 100 * g["bias"], "max_error_%": 100 * g["max_error"],
              "held_out_mape_%": 100 * g["held_out_mape"],
              "lofo_mape_%": 100 * g["lofo_mape"], "target_%": 15}
@@ -526,16 +541,21 @@ def moe_parts(pred, summary, md) -> list[str]:
              "predicted": float(r.predicted), "error_%": 100 * float(r.error),
              "lofo_error_%": 100 * float(r.lofo_error)} for r in g.itertuples()]
     listed = "\n".join(f"- `{u['case']}`: {u['reason']}" for u in moe["unexpressible"])
+    excluded = "\n".join(f"- `{u['case']}`: {u['reason']}" for u in moe["excluded"])
     return [MOE,
             f"\nPredicted {moe['count']} of {len(g)} rows: MAPE (fit) "
             f"{100 * moe['mape']:.1f} %, leave-one-family-out {100 * moe['lofo_mape']:.1f} %, "
             f"bias {100 * moe['bias']:+.1f} %; {moe['unexpressible_count']} rows "
-            "unexpressible (listed below).\n",
+            f"unexpressible, {moe['excluded_count']} excluded by the data file (both listed "
+            "below).\n",
             md(modern_group_rows(summary, "moe-runs"), title="MAPE per group"),
             "\n",
-            md(rows, title="Every row (- : unexpressible, not predicted)"),
+            md(rows, title="Every row (- : unexpressible or excluded, not predicted)"),
             f"\n### Unexpressible MoE rows ({moe['unexpressible_count']})\n",
-            listed or "None."]
+            listed or "None.",
+            f"\n\n### Excluded MoE rows ({moe['excluded_count']}, column `excluded` of "
+            "moe_runs.csv)\n",
+            excluded or "None."]
 
 
 def write_docs(*, check: bool = False, pred=None, summary=None, extra=None) -> int:

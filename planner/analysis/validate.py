@@ -475,6 +475,10 @@ MOE_GRAPHS_OFF = re.compile(r"cuda[_ ]graphs?\s*[= ]\s*(?:false|none)|CUDA_GRAPH
                             re.I)
 MOE_FAST_A2A = re.compile(r"deepep|hybridep", re.I)
 MOE_HYBRIDEP = re.compile(r"hybridep", re.I)
+# a row of NVIDIA's DeepSeek-V3 GB200 optimisation guide states its step ("step 4/13 cumulative"):
+# it runs on that step's stack (hardware_catalog/data/stacks/megatron-core-moe-gb200-guide-NN.toml,
+# each the step before with only what the step changed)
+MOE_GB200_GUIDE_STEP = re.compile(r"\bstep (\d+)/13 cumulative")
 MOE_A2A_OVERLAP = re.compile(r"moe_a2a_overlap=True|1F1B overlap on|A2A 1F1B overlap", re.I)
 MOE_FSDP2 = re.compile(r"FSDP2", re.I)
 #: Routing a row states: token dropping with padding to the capacity (NeMo 25.09's
@@ -500,8 +504,12 @@ def moe_stack(software: str) -> str:
     ``megatron-core-moe-a2a-overlap``; the HybridEP dispatcher -> ``megatron-core-moe-hybridep``;
     CUDA graphs -> ``megatron-core-moe-tuned``; DeepEP without CUDA graphs ->
     ``megatron-core-moe-deepep``; neither -> ``megatron-core-moe-baseline`` (NVIDIA's baseline
-    MoE configuration: eager launches, NCCL all-to-all).
+    MoE configuration: eager launches, NCCL all-to-all).  A step of NVIDIA's DeepSeek-V3 GB200
+    optimisation guide ('step N/13 cumulative') -> ``megatron-core-moe-gb200-guide-NN``, the
+    stack with the settings of that step.
     """
+    if step := MOE_GB200_GUIDE_STEP.search(software):
+        return f"megatron-core-moe-gb200-guide-{int(step.group(1)):02d}"
     if MOE_FSDP2.search(software):
         return "nemo-automodel-fsdp2" if MOE_FAST_A2A.search(software) else "torchtitan-fsdp2"
     if MOE_A2A_OVERLAP.search(software):

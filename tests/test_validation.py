@@ -455,10 +455,9 @@ def test_moe_dataset_keeps_its_sources_and_lists_every_exclusion(moe):
 
 
 @pytest.mark.parametrize("case, stack", [
-    ("MLMGB200-01", "megatron-core-moe-baseline"),  # guide step 1: NCCL A2A, no graphs
-    ("MLMGB200-04", "megatron-core-moe-deepep"),    # step 4: DeepEP, no graphs yet
-    ("MLMGB200-06", "megatron-core-moe-tuned"),     # step 6: DeepEP + TE CUDA graphs
-    ("MLMGB200-13", "megatron-core-moe-hybridep"),  # step 13: HybridEP + CUDA graphs
+    ("MLMGB200-01", "megatron-core-moe-gb200-guide-01"),  # guide step 1: NCCL A2A, eager
+    ("MLMGB200-06", "megatron-core-moe-gb200-guide-06"),  # step 6: + TE partial CUDA graphs
+    ("MLMGB200-13", "megatron-core-moe-gb200-guide-13"),  # step 13: HybridEP, fused norm-quant
     ("MB2511-11", "megatron-core-moe-baseline"),    # B200 baseline config (Bridge 25.11)
     ("MB2511-06", "megatron-core-moe-hybridep"),    # hybridep + TE CUDA graphs
     ("MZOO-07", "megatron-core-moe-deepep"),        # DeepEP, no graphs named

@@ -498,11 +498,12 @@ def test_moe_mape_recorded_in_docs(pred):
     assert np.isfinite(mape(pred, "moe-runs"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27 items 1-5: the run model has no dispatch "
-                   "kernels, grouped-GEMM shapes, load imbalance, memory-bound MoE passes or "
-                   "per-expert launches yet; moe-runs is at ~25 %")
 def test_moe_runs_mape_within_15_percent(pred):
+    # 13.0 % on 104 rows; 14.1 % without the GB200 guide's 13 rows, whose step stacks'
+    # launch counts are set on them (hardware_catalog/data/stacks/megatron-core-moe-gb200-guide-*)
     assert mape(pred, "moe-runs") <= 0.15
+    moe = pred[pred.dataset == "moe-runs"]
+    assert v.metrics(moe.error[~moe.case_id.str.startswith("MLMGB200")])["mape"] <= 0.15
 
 
 def test_leave_one_family_out_never_fits_on_the_family_it_predicts(catalog, monkeypatch):

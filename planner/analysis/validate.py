@@ -457,11 +457,15 @@ MOE_UNEXPRESSIBLE = {
                      "size ramp (3,072 -> 15,360) with no micro-batch size published"),
 }
 #: Groups of moe-runs (first match wins): the stack a row runs on, by accelerator generation.
+#: NVIDIA's baseline MoE configuration (NCCL all-to-all, eager launches): the generic stack
+#: and steps 1-3 of the GB200 guide (DeepEP from step 4)
+MOE_BASELINE_STACKS = ("megatron-core-moe-baseline",
+                       *(f"megatron-core-moe-gb200-guide-{i:02d}" for i in (1, 2, 3)))
 MOE_GROUPS = (
     ("MoE Blackwell tuned", lambda r: r.hardware in BLACKWELL_IDS
-     and r.stack != "megatron-core-moe-baseline"),
+     and r.stack not in MOE_BASELINE_STACKS),
     ("MoE Blackwell baseline", lambda r: r.hardware in BLACKWELL_IDS),
-    ("MoE Hopper tuned", lambda r: r.stack != "megatron-core-moe-baseline"),
+    ("MoE Hopper tuned", lambda r: r.stack not in MOE_BASELINE_STACKS),
     ("MoE Hopper baseline", lambda r: True),
 )
 BLACKWELL_IDS = ("b200", "gb200", "b300", "gb300")

@@ -125,8 +125,9 @@ def _user_defaults(data: dict, path: Path, kind: str) -> dict:
 
 
 def _extended(data: dict, path: Path, shown: str, seen: tuple[Path, ...] = ()) -> dict:
-    """A stack that ``extends = "<id>"`` another: the stack file ``<id>.toml`` beside it
-    (itself possibly extending another), with this file's keys replacing its keys.
+    """A stack that ``extends = "<id>"`` another: the stack file ``<id>.toml`` beside it, else
+    the shipped stack of that id (itself possibly extending another), with this file's keys
+    replacing its keys.
 
     One software change is then one small file that names what it changes (e.g. one step
     of NVIDIA's DeepSeek-V3 GB200 optimisation guide over the step before it)."""
@@ -134,12 +135,15 @@ def _extended(data: dict, path: Path, shown: str, seen: tuple[Path, ...] = ()) -
     if not isinstance(base_id, str) or not base_id:
         raise CatalogError(f"{shown}: extends: expected the id of a stack in the same folder, "
                            f"got {_fmt_input(base_id)}")
-    base_path = path.parent / f"{base_id}.toml"
+    # beside this file, else a shipped stack (a user's file may extend those by id)
+    base_path = next((p for p in (path.parent / f"{base_id}.toml",
+                                  DATA_DIR / "stacks" / f"{base_id}.toml") if p.is_file()), None)
+    if base_path is None:
+        known = {q.stem for q in (*path.parent.glob("*.toml"),
+                                  *(DATA_DIR / "stacks").glob("*.toml")) if q != path}
+        raise CatalogError(f"{shown}: extends: " + str(suggest("stack", base_id, sorted(known))))
     if base_path.resolve() in seen or base_path.resolve() == path.resolve():
         raise CatalogError(f"{shown}: extends: '{base_id}' extends this stack again (a cycle)")
-    if not base_path.is_file():
-        known = sorted(q.stem for q in path.parent.glob("*.toml") if q != path)
-        raise suggest("stack", base_id, known) from None
     base_shown = _display(base_path)
     try:
         base = toml_cache.loads(read_utf8(base_path, base_shown))

@@ -289,3 +289,8 @@ def test_a_stack_file_can_extend_another_beside_it(tmp_path, capsys):
     (tmp_path / "b.toml").write_text('extends = "a"\nid = "b"\nname = "b"\n')
     with pytest.raises(CatalogError, match="cycle"):
         parse_file(tmp_path / "a.toml", expect_kind="stack", user=True)
+    # a user's file elsewhere extends a shipped stack by id
+    (tmp_path / "own").mkdir()
+    own = tmp_path / "own" / "mine.toml"
+    own.write_text('extends = "megatron-core-moe-gb200-guide-13"\nid = "mine"\nname = "m"\n')
+    assert parse_file(own, expect_kind="stack", user=True).dispatch_host_sync.value == 0

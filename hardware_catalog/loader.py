@@ -124,6 +124,40 @@ def _user_defaults(data: dict, path: Path, kind: str) -> dict:
     return data
 
 
+def _extended(data: dict, path: Path, shown: str, seen: tuple[Path, ...] = ()) -> dict:
+    """A stack that ``extends = "<id>"`` another: the stack file ``<id>.toml`` beside it, else
+    the shipped stack of that id (itself possibly extending another), with this file's keys
+    replacing its keys.
+
+    One software change is then one small file that names what it changes (e.g. one step
+    of NVIDIA's DeepSeek-V3 GB200 optimisation guide over the step before it)."""
+    base_id = data["extends"]
+    if not isinstance(base_id, str) or not base_id:
+        raise CatalogError(f"{shown}: extends: expected the id of a stack in the same folder, "
+                           f"got {_fmt_input(base_id)}")
+    # beside this file, else a shipped stack (a user's file may extend those by id)
+    base_path = next((p for p in (path.parent / f"{base_id}.toml",
+                                  DATA_DIR / "stacks" / f"{base_id}.toml") if p.is_file()), None)
+    if base_path is None:
+        known = {q.stem for q in (*path.parent.glob("*.toml"),
+                                  *(DATA_DIR / "stacks").glob("*.toml")) if q != path}
+        raise CatalogError(f"{shown}: extends: " + str(suggest("stack", base_id, sorted(known))))
+    if base_path.resolve() in seen or base_path.resolve() == path.resolve():
+        raise CatalogError(f"{shown}: extends: '{base_id}' extends this stack again (a cycle)")
+    base_shown = _display(base_path)
+    try:
+        base = toml_cache.loads(read_utf8(base_path, base_shown))
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{base_shown}: invalid TOML: {exc}") from None
+    if base.get("kind", "stack") != "stack":
+        raise CatalogError(f"{shown}: extends: '{base_id}' is not a stack")
+    if "extends" in base:
+        base = _extended(base, base_path, base_shown, (*seen, path.resolve()))
+    merged = {k: v for k, v in base.items() if k != "description"}
+    merged.update({k: v for k, v in data.items() if k != "extends"})
+    return merged
+
+
 def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool = False,
                folder_kind: str | None = None) -> Entry:
     """Read and validate one catalog TOML file; raise a one-line CatalogError.
@@ -151,6 +185,8 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
     if expect_kind is not None and kind != expect_kind:
         raise CatalogError(f"{shown}: kind: expected '{expect_kind}', got '{kind}'")
     model = KIND_MODELS[kind]
+    if kind == "stack" and "extends" in data:
+        data = _extended(data, path, shown)
     problems = []
     if user:
         data = _user_defaults(data, path, kind)

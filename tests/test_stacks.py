@@ -260,3 +260,37 @@ def test_pod_bandwidth_never_grows_with_taper_or_span(bw, r1, r2, span1, span2, 
     assert pod_bandwidth(bw, hi_r, lo_s, pod) <= pod_bandwidth(bw, lo_r, lo_s, pod) * (1 + 1e-12)
     assert pod_bandwidth(bw, hi_r, hi_s, pod) <= pod_bandwidth(bw, hi_r, lo_s, pod) * (1 + 1e-12)
     assert bw / hi_r * (1 - 1e-12) <= pod_bandwidth(bw, hi_r, hi_s, pod) <= bw
+
+
+def test_a_stack_file_can_extend_another_beside_it(tmp_path, capsys):
+    """``extends = "<id>"``: the stack file <id>.toml in the same folder, with this file's
+    keys replacing its keys; a missing base or a cycle is one clear line, exit 2."""
+    from hardware_catalog.errors import CatalogError
+    from hardware_catalog.loader import parse_file
+
+    shipped = load_catalog().stack("megatron-core-moe-baseline")
+    base = (load_catalog().origins[("stack", "megatron-core-moe-baseline")]).read_text()
+    (tmp_path / "megatron-core-moe-baseline.toml").write_text(base)
+    child = tmp_path / "graphed.toml"
+    child.write_text('extends = "megatron-core-moe-baseline"\nid = "graphed"\nname = "g"\n'
+                     'layer_overhead_s = { value = 1e-4, source = "test" }\n')
+    stack = parse_file(child, expect_kind="stack", user=True)
+    assert stack.layer_overhead_s.value == 1e-4
+    assert stack.tp_overlap == shipped.tp_overlap and stack.id == "graphed"
+    EVAL_GRAPHED = [*EVAL, "--stack", str(child)]
+    assert main(EVAL_GRAPHED) == 0
+    capsys.readouterr()
+    child.write_text('extends = "megatron-core-moe-baselin"\nid = "x"\nname = "x"\n')
+    with pytest.raises(CatalogError, match="did you mean: megatron-core-moe-baseline"):
+        parse_file(child, expect_kind="stack", user=True)
+    assert main([*EVAL, "--stack", str(child)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    (tmp_path / "a.toml").write_text('extends = "b"\nid = "a"\nname = "a"\n')
+    (tmp_path / "b.toml").write_text('extends = "a"\nid = "b"\nname = "b"\n')
+    with pytest.raises(CatalogError, match="cycle"):
+        parse_file(tmp_path / "a.toml", expect_kind="stack", user=True)
+    # a user's file elsewhere extends a shipped stack by id
+    (tmp_path / "own").mkdir()
+    own = tmp_path / "own" / "mine.toml"
+    own.write_text('extends = "megatron-core-moe-gb200-guide-13"\nid = "mine"\nname = "m"\n')
+    assert parse_file(own, expect_kind="stack", user=True).dispatch_host_sync.value == 0

@@ -484,10 +484,9 @@ def test_cli_validate_moe_json_reports_excluded_rows_apart(tmp_path):
 
 
 @pytest.mark.parametrize("case, stack", [
-    ("MLMGB200-01", "megatron-core-moe-baseline"),  # guide step 1: NCCL A2A, no graphs
-    ("MLMGB200-04", "megatron-core-moe-deepep"),    # step 4: DeepEP, no graphs yet
-    ("MLMGB200-06", "megatron-core-moe-tuned"),     # step 6: DeepEP + TE CUDA graphs
-    ("MLMGB200-13", "megatron-core-moe-hybridep"),  # step 13: HybridEP + CUDA graphs
+    ("MLMGB200-01", "megatron-core-moe-gb200-guide-01"),  # guide step 1: NCCL A2A, eager
+    ("MLMGB200-06", "megatron-core-moe-gb200-guide-06"),  # step 6: + TE partial CUDA graphs
+    ("MLMGB200-13", "megatron-core-moe-gb200-guide-13"),  # step 13: HybridEP, fused norm-quant
     ("MB2511-11", "megatron-core-moe-baseline"),    # B200 baseline config (Bridge 25.11)
     ("MB2511-06", "megatron-core-moe-hybridep"),    # hybridep + TE CUDA graphs
     ("MZOO-07", "megatron-core-moe-deepep"),        # DeepEP, no graphs named
@@ -528,11 +527,12 @@ def test_moe_mape_recorded_in_docs(pred):
     assert np.isfinite(mape(pred, "moe-runs"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27 items 1-5: the run model has no dispatch "
-                   "kernels, grouped-GEMM shapes, load imbalance, memory-bound MoE passes or "
-                   "per-expert launches yet; moe-runs is at ~25 %")
 def test_moe_runs_mape_within_15_percent(pred):
+    # 13.0 % on 104 rows; 14.1 % without the GB200 guide's 13 rows, whose step stacks'
+    # launch counts are set on them (hardware_catalog/data/stacks/megatron-core-moe-gb200-guide-*)
     assert mape(pred, "moe-runs") <= 0.15
+    moe = pred[pred.dataset == "moe-runs"]
+    assert v.metrics(moe.error[~moe.case_id.str.startswith("MLMGB200")])["mape"] <= 0.15
 
 
 def test_leave_one_family_out_never_fits_on_the_family_it_predicts(catalog, monkeypatch):

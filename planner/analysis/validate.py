@@ -460,11 +460,15 @@ MOE_UNEXPRESSIBLE = {
                      "size ramp (3,072 -> 15,360) with no micro-batch size published"),
 }
 #: Groups of moe-runs (first match wins): the stack a row runs on, by accelerator generation.
+#: NVIDIA's baseline MoE configuration (NCCL all-to-all, eager launches): the generic stack
+#: and steps 1-3 of the GB200 guide (DeepEP from step 4)
+MOE_BASELINE_STACKS = ("megatron-core-moe-baseline",
+                       *(f"megatron-core-moe-gb200-guide-{i:02d}" for i in (1, 2, 3)))
 MOE_GROUPS = (
     ("MoE Blackwell tuned", lambda r: r.hardware in BLACKWELL_IDS
-     and r.stack != "megatron-core-moe-baseline"),
+     and r.stack not in MOE_BASELINE_STACKS),
     ("MoE Blackwell baseline", lambda r: r.hardware in BLACKWELL_IDS),
-    ("MoE Hopper tuned", lambda r: r.stack != "megatron-core-moe-baseline"),
+    ("MoE Hopper tuned", lambda r: r.stack not in MOE_BASELINE_STACKS),
     ("MoE Hopper baseline", lambda r: True),
 )
 BLACKWELL_IDS = ("b200", "gb200", "b300", "gb300")
@@ -478,6 +482,10 @@ MOE_GRAPHS_OFF = re.compile(r"cuda[_ ]graphs?\s*[= ]\s*(?:false|none)|CUDA_GRAPH
                             re.I)
 MOE_FAST_A2A = re.compile(r"deepep|hybridep", re.I)
 MOE_HYBRIDEP = re.compile(r"hybridep", re.I)
+# a row of NVIDIA's DeepSeek-V3 GB200 optimisation guide states its step ("step 4/13 cumulative"):
+# it runs on that step's stack (hardware_catalog/data/stacks/megatron-core-moe-gb200-guide-NN.toml,
+# each the step before with only what the step changed)
+MOE_GB200_GUIDE_STEP = re.compile(r"\bstep (\d+)/13 cumulative")
 MOE_A2A_OVERLAP = re.compile(r"moe_a2a_overlap=True|1F1B overlap on|A2A 1F1B overlap", re.I)
 MOE_FSDP2 = re.compile(r"FSDP2", re.I)
 #: Routing a row states: token dropping with padding to the capacity (NeMo 25.09's
@@ -503,8 +511,12 @@ def moe_stack(software: str) -> str:
     ``megatron-core-moe-a2a-overlap``; the HybridEP dispatcher -> ``megatron-core-moe-hybridep``;
     CUDA graphs -> ``megatron-core-moe-tuned``; DeepEP without CUDA graphs ->
     ``megatron-core-moe-deepep``; neither -> ``megatron-core-moe-baseline`` (NVIDIA's baseline
-    MoE configuration: eager launches, NCCL all-to-all).
+    MoE configuration: eager launches, NCCL all-to-all).  A step of NVIDIA's DeepSeek-V3 GB200
+    optimisation guide ('step N/13 cumulative') -> ``megatron-core-moe-gb200-guide-NN``, the
+    stack with the settings of that step.
     """
+    if step := MOE_GB200_GUIDE_STEP.search(software):
+        return f"megatron-core-moe-gb200-guide-{int(step.group(1)):02d}"
     if MOE_FSDP2.search(software):
         return "nemo-automodel-fsdp2" if MOE_FAST_A2A.search(software) else "torchtitan-fsdp2"
     if MOE_A2A_OVERLAP.search(software):

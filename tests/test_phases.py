@@ -77,7 +77,7 @@ def test_plan_totals_are_the_sums_of_the_phases(capsys):
     alone = evaluate(model="llama3-70b", hardware=cost["hardware"], gpus=cost["gpus"],
                      tp=p["tp"], pp=p["pp"], cp=p["cp"], vp=p["vp"], ep=p["ep"],
                      micro_batch=p["micro_batch"], recompute=p["recompute"], zero=p["zero"],
-                     seq_len=131072, global_batch=128, tokens=0.8e12).iloc[0]
+                     shard_group=p["shard_group"], seq_len=131072, global_batch=128, tokens=0.8e12).iloc[0]
     assert p["wall_days"] == pytest.approx(float(alone["wall_days"]), rel=1e-9)
     assert out["best"]["time"]["wall_days"] <= cost["wall_days"]
 

@@ -38,10 +38,10 @@ def test_counts_with_suffixes():
 
 def test_evaluate_table_is_human_and_json_csv_are_si(capsys):
     table, err = run(capsys, EVALUATE)
-    assert "75.8 GB" in table and "7.58e+10" not in table
+    assert "64.5 GB" in table and "6.45e+10" not in table
     assert "2,153 days" in table or "days" in table
     data = json.loads(run(capsys, [*EVALUATE, "-f", "json"])[0])
-    assert data["memory_per_gpu_bytes"] == pytest.approx(7.58e10, rel=1e-2)
+    assert data["memory_per_gpu_bytes"] == pytest.approx(6.45e10, rel=1e-2)
     rows = {r["quantity"]: r["value"] for r in
             csv.DictReader(io.StringIO(run(capsys, [*EVALUATE, "-f", "csv"])[0]))}
     assert float(rows["memory_per_gpu_bytes"]) == data["memory_per_gpu_bytes"]

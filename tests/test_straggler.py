@@ -1,5 +1,6 @@
 """Straggler formulas: exact order statistics by quadrature, Monte Carlo, properties, input kinds."""
 
+import math
 import warnings
 
 import numpy as np
@@ -192,8 +193,12 @@ def test_gc_pause_delay_is_the_pause_delay_of_the_gc_probability(n, step_s, inte
     model uses (no pow per candidate) equals the two-step form to rounding, stays within
     [0, d] and rises with the ranks and the step time."""
     got = gc_pause_delay(n, step_s, interval_s, d)
+    x = n * step_s / interval_s
+    assert got == pytest.approx(d * -math.expm1(-x), rel=1e-14, abs=1e-300)
+    # the two-step form loses ~eps / (T/I) of its digits to 1 - e^{-T/I}
     two_step = pause_delay(n, gc_pause_probability(step_s, interval_s), d)
-    assert got == pytest.approx(two_step, rel=1e-9, abs=1e-12 * d)
+    assert got == pytest.approx(two_step, rel=1e-9 + n * 4e-16 * interval_s / max(step_s,
+                                                                               1e-300))
     assert 0.0 <= got <= d
     assert gc_pause_delay(n + 1, step_s, interval_s, d) >= got
     assert gc_pause_delay(n, step_s * 2, interval_s, d) >= got

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from planner.analysis import whole_runs as w
+from planner.cli import whole_runs as runs
 from planner.report import whole_runs as report
 
 RUNS = w.load()
@@ -21,7 +22,7 @@ PAIRS = [(r["run_id"], q) for r in RUNS for q in w.QUANTITIES if r.get(q)]
 
 @pytest.fixture(scope="module")
 def rows():
-    return {(r["run"], r["quantity"]): r for r in w.compare()}
+    return {(r["run"], r["quantity"]): r for r in runs.compare()}
 
 
 def test_dataset_covers_the_runs_the_issue_names():
@@ -34,7 +35,7 @@ def test_dataset_covers_the_runs_the_issue_names():
 
 def test_rows_are_user_options_only():
     """No per-run factor: every column is an evaluate option, a published total or a note."""
-    allowed = set(w._INT) | set(w._STR) | set(w.QUANTITIES) | {
+    allowed = set(w.INT_COLUMNS) | set(w.STR_COLUMNS) | set(w.QUANTITIES) | {
         "run_id", "tokens", "vocab", "nic_gbps", "phases", "interruptions_window_days",
         "interruptions_phase", "source", "notes"}
     assert set(RUNS[0]) <= allowed
@@ -65,7 +66,7 @@ def _row(run_id):
 def _flags(row):
     """The row as ``capplan evaluate`` flags (what a user types)."""
     flags = []
-    for name in (*w._INT, *w._STR, "tokens", "nic_gbps"):
+    for name in (*w.INT_COLUMNS, *w.STR_COLUMNS, "tokens", "nic_gbps"):
         if row.get(name):
             flags += ["--" + name.replace("_", "-"), row[name]]
     return flags
@@ -78,8 +79,8 @@ def test_rows_with_phases_are_evaluate_scenario(tmp_path, run_id):
     from planner.cli.main import main
 
     row = _row(run_id)
-    phases, total = w.evaluate_run(row)
-    assert len(phases) == len(w.phase_names(row)) > 1
+    phases, total = runs.evaluate_run(row)
+    assert len(phases) == len(runs.phase_names(row)) > 1
     for column in ("wall_days", "gpu_hours", "energy_gpu_mwh", "energy_mwh", "co2e_kg",
                    "expected_failures", "tokens"):
         assert total[column] == pytest.approx(sum(float(p[column]) for p in phases), rel=1e-12)
@@ -95,7 +96,7 @@ def test_rows_with_phases_are_evaluate_scenario(tmp_path, run_id):
 def test_llama3_phases_follow_the_paper():
     """Row llama3-405b: 8,192 GPUs for the 4M/8M batches up to 2.87T tokens, 16,384 for the
     16M-token main phase, CP16 at 128K for 0.8T tokens (arXiv:2407.21783 s3.4, Table 4)."""
-    phases, _ = w.evaluate_run(_row("llama3-405b"))
+    phases, _ = runs.evaluate_run(_row("llama3-405b"))
     assert [int(p["gpus"]) for p in phases] == [8192, 8192, 16384, 16384]
     assert sum(float(p["tokens"]) for p in phases[:2]) == pytest.approx(2.87e12, rel=1e-3)
     assert int(phases[-1]["cp"]) == 16 and int(phases[-1]["seq_len"]) == 131072
@@ -107,7 +108,7 @@ def test_llama3_phases_follow_the_paper():
 def test_bloom_ramp_then_main():
     """Row bloom-176b: 20e9 ramp tokens at growing batches, then 346e9 at 2,048 (tr11 README
     --rampup-batch-size 192 16 9_765_625); smaller batches run at lower MFU (pipeline bubble)."""
-    phases, _ = w.evaluate_run(_row("bloom-176b"))
+    phases, _ = runs.evaluate_run(_row("bloom-176b"))
     ramp, main = phases[:-1], phases[-1]
     assert sum(float(p["tokens"]) for p in ramp) == pytest.approx(20e9, rel=1e-3)
     assert int(main["global_batch"]) == 2048
@@ -122,7 +123,7 @@ def test_tdp_energies_are_gpu_hours_times_tdp(rows):
     bloom = rows[("bloom-176b", "energy_gpu_tdp_mwh")]
     assert bloom["predicted"] == pytest.approx(rows[("bloom-176b", "gpu_hours")]["predicted"]
                                                * 400 / 1e6, rel=1e-12)
-    opt = w.predict(_row("opt-175b"))
+    opt = runs.predict(_row("opt-175b"))
     assert opt["energy_gpu_tdp_compute_mwh"] < opt["energy_gpu_tdp_mwh"]
 
 
@@ -161,11 +162,11 @@ def test_interruptions_counted_over_the_published_window():
     (reliability.csv l3-int), so the main phase's rate x 54 days; OPT: '>100 hosts cycled'
     over its ~2-month (56-day) run at the run's average rate (arXiv:2205.01068 s2.5)."""
     row = _row("llama3-405b")
-    phases, _ = w.evaluate_run(row)
-    main = phases[w.phase_names(row).index("main")]
+    phases, _ = runs.evaluate_run(row)
+    main = phases[runs.phase_names(row).index("main")]
     rate = float(main["expected_failures"]) / float(main["wall_days"])
-    assert w.predict(row)["expected_failures"] == pytest.approx(rate * 54, rel=1e-12)
+    assert runs.predict(row)["expected_failures"] == pytest.approx(rate * 54, rel=1e-12)
     opt = _row("opt-175b")
-    _, total = w.evaluate_run(opt)
-    assert w.predict(opt)["expected_failures"] == pytest.approx(
+    _, total = runs.evaluate_run(opt)
+    assert runs.predict(opt)["expected_failures"] == pytest.approx(
         total["expected_failures"] / total["wall_days"] * 56, rel=1e-12)

@@ -855,7 +855,7 @@ def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
             "unexpressible": [{"case": r.case_id, "reason": r.unexpressible}
                               for r in g.itertuples() if r.unexpressible],
             "excluded_count": int((_excluded(g) != "").sum()),
-            "excluded": [{"case": c, "reason": why} for c, why in zip(g.case_id, _excluded(g))
+            "excluded": [{"case": c, "reason": why} for c, why in zip(g.case_id, _excluded(g), strict=True)
                          if why],
             "groups": group_metrics(g),
         })

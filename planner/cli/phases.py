@@ -17,7 +17,7 @@ TABLE_COLUMNS = ("tokens", "steps", "step_time_s", "wall_days", "ettr", "gpu_hou
                  "energy_gpu_mwh", "energy_it_mwh", "energy_mwh", "cost_usd", "co2e_t")
 
 
-def _default(parameter):
+def option_default(parameter):
     """A command parameter's default (typer's OptionInfo or a plain value)."""
     default = parameter.default
     return getattr(default, "default", default)
@@ -35,7 +35,7 @@ def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict,
 
     values = sf.load(path)
     phases = values.pop("phases", ())
-    defaults = {p.name: _default(p) for p in inspect.signature(command).parameters.values()}
+    defaults = {p.name: option_default(p) for p in inspect.signature(command).parameters.values()}
     merged = dict(options)
     for key, value in values.items():
         if key == "hardware" and ("," in value or value == "all"):

@@ -87,7 +87,7 @@ def validate(
 
 def _whole_runs(format: str, output, force: bool, plot_file, write_docs: bool) -> None:
     """``validate --whole-runs``: the table, JSON, plot and docs of the whole-run dataset."""
-    from planner.analysis.whole_runs import compare
+    from planner.cli.whole_runs import compare
     from planner.report import whole_runs as report
     from planner.report.output import render, write
 
@@ -95,7 +95,7 @@ def _whole_runs(format: str, output, force: bool, plot_file, write_docs: bool) -
     if plot_file:
         report.plot(rows, plot_file)
     if write_docs:
-        report.write_docs(rows=rows)
+        report.write_docs(rows)
     payload = report.payload(rows) | {"version": version()}
     terminal = format == "table"
     shown = report.payload(rows)["whole_runs"] if format == "csv" else \

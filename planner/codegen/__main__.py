@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from planner.analysis import calibration
+from planner.cli import whole_runs as evaluated_runs  # the rows as the command line runs them
 from planner.codegen import cli_docs, column_docs, workbook
 from planner.codegen import kernel as kernel_source
 from planner.codegen.native_source import MANIFEST, SOURCE, generate
@@ -63,7 +64,7 @@ def _validation(check: bool) -> int:
 
 
 def _whole_runs(check: bool) -> int:
-    return whole_runs.write_docs(check=check)
+    return whole_runs.write_docs(evaluated_runs.compare(), check=check)
 
 
 STEPS = {"kernel": _kernel, "workbook": _workbook, "native": _native, "formulas": _formulas,

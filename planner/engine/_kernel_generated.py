@@ -320,7 +320,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x244 = gpus ** (-1.0)
     x245 = x243 ** (-0.282765)
     x246 = gpus / gpus_per_node
-    x247 = gc_duration_s * gc_planned / gc_planned_steps + gc_duration_s * (1 - gc_planned) * (1 - numpy.exp(-gpus * x242 / gc_interval_s)) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x242 * numpy.maximum(0, -x32 * erfinv(1.71458910109456 * x244 * x245 * (0.0686881539789491 * x245 + 0.112063) - 1 + 1.16023 / x243)) + x139 + (1 - (1 - slow_node_fraction) ** x246) * (slow_node_slowdown - 1) * (x139 + x242)
+    x247 = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x242 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x242 * numpy.maximum(0, -x32 * erfinv(1.71458910109456 * x244 * x245 * (0.0686881539789491 * x245 + 0.112063) - 1 + 1.16023 / x243)) + x139 + (1 - (1 - slow_node_fraction) ** x246) * (slow_node_slowdown - 1) * (x139 + x242)
     del x139, x243, x245, x32
     x248 = x242 + x247
     del x242

@@ -650,7 +650,7 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x240 = ((((v_x210 + v_x211) + v_x212) + v_x213) + v_x239);
         const double v_x241 = (((v_x205 + v_x206) + v_x207) + v_x240);
         const double v_x242 = (v_x155 + v_x241);
-        const double v_x247 = (((((v__h30 + (v__h31 * (1.0 - exp((((-v_gpus) * v_x242) / v_gc_interval_s))))) + v__x247_g0) + ((v_step_time_cv * v_x242) * v__x247_g1)) + v_x139) + (v__x247_g2 * (v_x139 + v_x242)));
+        const double v_x247 = (((((v__h30 - (v__h31 * expm1((((-v_gpus) * v_x242) / v_gc_interval_s)))) + v__x247_g0) + ((v_step_time_cv * v_x242) * v__x247_g1)) + v_x139) + (v__x247_g2 * (v_x139 + v_x242)));
         const double v_x248 = (v_x242 + v_x247);
         const double v_x249 = (((v_weight_bytes_per_param * v_x153) / v_weight_shards) + ((v_weight_bytes_per_param * v_x141) / v_expert_weight_shards));
         const double v_x250 = (((v_grad_bytes_per_param * v_x153) / v_grad_shards) + ((v_grad_bytes_per_param * v_x141) / v_expert_grad_shards));
@@ -1312,7 +1312,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x240 = ((((v_x210 + v_x211) + v_x212) + v_x213) + v_x239);
         const double v_x241 = (((v_x205 + v_x206) + v_x207) + v_x240);
         const double v_x242 = (v_x155 + v_x241);
-        const double v_x247 = (((((v__h30 + (v__h31 * (1.0 - exp((((-v_gpus) * v_x242) / v_gc_interval_s))))) + v__x247_g0) + ((v_step_time_cv * v_x242) * v__x247_g1)) + v_x139) + (v__x247_g2 * (v_x139 + v_x242)));
+        const double v_x247 = (((((v__h30 - (v__h31 * expm1((((-v_gpus) * v_x242) / v_gc_interval_s)))) + v__x247_g0) + ((v_step_time_cv * v_x242) * v__x247_g1)) + v_x139) + (v__x247_g2 * (v_x139 + v_x242)));
         const double v_x248 = (v_x242 + v_x247);
         const double v_x249 = (((v_weight_bytes_per_param * v_x153) / v_weight_shards) + ((v_weight_bytes_per_param * v_x141) / v_expert_weight_shards));
         const double v_x250 = (((v_grad_bytes_per_param * v_x153) / v_grad_shards) + ((v_grad_bytes_per_param * v_x141) / v_expert_grad_shards));
@@ -1526,9 +1526,9 @@ static long fill(const struct space *s, struct cursor *c, long n, double *restri
         b_selective[i] = 0.0;
         b_attention_scores_stored[i] = 0.0;
         b_full_recompute[i] = ((rec == 2.0) ? 1.0 : 0.0);
-        b_weight_shards[i] = ((zero >= 3.0) ? shard : 1.0);
-        b_grad_shards[i] = ((zero >= 2.0) ? shard : 1.0);
-        b_optimizer_shards[i] = ((zero >= 1.0) ? shard : 1.0);
+        b_weight_shards[i] = ((zero >= 3.0) ? (shard * cp) : 1.0);
+        b_grad_shards[i] = ((zero >= 2.0) ? (shard * cp) : 1.0);
+        b_optimizer_shards[i] = ((zero >= 1.0) ? (shard * cp) : 1.0);
         b_zero3[i] = ((zero >= 3.0) ? 1.0 : 0.0);
         b_expert_weight_shards[i] = ((zero >= 3.0) ? np_maximum((((tp * cp) * shard) / (etp * ep)), 1.0) : 1.0);
         b_expert_grad_shards[i] = ((zero >= 2.0) ? np_maximum((((tp * cp) * shard) / (etp * ep)), 1.0) : 1.0);
@@ -1721,4 +1721,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "b0f7f7322fc015ba"; }
+const char *capplan_source_hash(void) { return "93e598b210ec361d"; }

@@ -66,10 +66,15 @@ def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
         f["attention_scores_stored"] = ops.flag(ops.ne(v.rec, 1.0))
     f["full_recompute"] = ops.flag(ops.eq(v.rec, 2.0))
     # ZeRO shards over the shard group (all DP ranks; fewer under HSDP, replicated across)
+    # times the CP ranks, which hold the same weights: Megatron-Core's distributed optimizer
+    # shards over the data-parallel group with context parallelism
+    # (parallel_state.get_data_parallel_group(with_context_parallel=True)), torchtitan's
+    # FSDP2 over its dp_shard x cp mesh ("dp_shard_cp"); the collectives keep the DP group
     f["shard_ranks"] = shard
-    f["weight_shards"] = ops.where(ops.ge(v.zero, 3.0), shard, 1.0)
-    f["grad_shards"] = ops.where(ops.ge(v.zero, 2.0), shard, 1.0)
-    f["optimizer_shards"] = ops.where(ops.ge(v.zero, 1.0), shard, 1.0)
+    state_shards = shard * v.cp
+    f["weight_shards"] = ops.where(ops.ge(v.zero, 3.0), state_shards, 1.0)
+    f["grad_shards"] = ops.where(ops.ge(v.zero, 2.0), state_shards, 1.0)
+    f["optimizer_shards"] = ops.where(ops.ge(v.zero, 1.0), state_shards, 1.0)
     f["zero3"] = ops.flag(ops.ge(v.zero, 3.0))
     # routed experts: sharded over the expert-data-parallel group (parallel folding), of
     # which HSDP keeps the shard group's share

@@ -28,6 +28,7 @@ from planner.errors import CapplanError
 
 #: Columns of a phase's row kept in the plan's per-phase breakdown.
 PHASE_COLUMNS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "recompute", "zero",
+                 "shard_group",
                  "step_time_s", "mfu", "steps", "wall_days", "gpu_hours", "energy_mwh",
                  "cost_usd", "co2e_t", "peak_power_mw")
 

@@ -173,9 +173,9 @@ def docs_text(rows: list[dict]) -> str:
             + "![predicted / published per run](whole-runs.png)\n")
 
 
-def write_docs(*, check: bool = False, rows: list[dict] | None = None) -> int:
-    """Write docs/whole-runs.md and docs/whole-runs.png; with ``check`` return 1 if stale."""
-    rows = w.compare() if rows is None else rows
+def write_docs(rows: list[dict], *, check: bool = False) -> int:
+    """Write docs/whole-runs.md and docs/whole-runs.png from the compared ``rows``
+    (:func:`planner.cli.whole_runs.compare`); with ``check`` return 1 if stale."""
     code = write_or_check(DOCS / "whole-runs.md", docs_text(rows), check=check,
                           command="python -m planner.codegen")
     if not check:

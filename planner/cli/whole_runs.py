@@ -1,0 +1,110 @@
+"""Whole published runs evaluated as the command line evaluates them (``capplan validate
+--whole-runs``): each row of :mod:`planner.analysis.whole_runs`'s dataset as ``capplan
+evaluate`` options, and a row with phases as ``capplan evaluate --scenario FILE`` - the same
+functions (:func:`planner.cli.phases.apply_scenario_file`,
+:func:`planner.cli.phases.resolve_phases`, :func:`planner.engine.phases.sum_phases`), so
+the comparison tests what a user would run.  The data, the compared quantities and the
+summary stay in :mod:`planner.analysis.whole_runs`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from planner.analysis import whole_runs as w
+from planner.cli import scenario_file
+from planner.cli.common import flush_notices
+from planner.cli.evaluate import evaluate
+from planner.cli.layout_options import LAYOUT_OPTIONS, resolve
+from planner.cli.phases import apply_scenario_file, option_default, resolve_phases
+from planner.engine.phases import sum_phases
+
+
+def _defaults() -> dict:
+    """The default value of every ``capplan evaluate`` run option."""
+    params = inspect.signature(evaluate).parameters
+    return {name: option_default(params[name]) for name in LAYOUT_OPTIONS}
+
+
+def evaluate_run(row: dict) -> tuple[list[dict], dict]:
+    """(each phase's row, the run's totals) as ``capplan evaluate [--scenario FILE]`` gives
+    them for this run; a run without phases is one phase."""
+    path = w.phases_file(row)
+    try:
+        if path is None:
+            run = resolve(options(row), w.overrides(row))
+            run.row["tokens"] = float(run.echo["tokens"])
+            rows = [run.row]
+        else:
+            opts, phases = apply_scenario_file(evaluate, options(row), str(path))
+            if not phases:
+                raise ValueError(f"{row['run_id']}: {path} has no [[phases]]")
+            rows = [r.row for r in resolve_phases(opts, phases, w.overrides(row))]
+    finally:
+        flush_notices(False)  # layout notices of the one-shot path are not for this table
+    return rows, sum_phases(rows)
+
+
+def options(row: dict) -> dict:
+    """The ``capplan evaluate`` options of one run: the command's defaults, then the row's.
+
+    ``nic_gbps`` [Gb/s per GPU, one direction] is the ``--nic-gbps`` option.
+    """
+    call: dict = dict(_defaults())
+    call |= {name: int(row[name]) for name in w.INT_COLUMNS if row.get(name)}
+    call |= {name: row[name] for name in w.STR_COLUMNS if row.get(name)}
+    call["tokens"] = float(row["tokens"])
+    if row.get("nic_gbps"):
+        call["nic_gbps"] = float(row["nic_gbps"])
+    return call
+
+
+def predict(row: dict) -> dict:
+    """Predicted totals of one run (the :data:`w.QUANTITIES` columns, plus the phase count)."""
+    phases, total = evaluate_run(row)
+    total["co2e_operational_t"] = total["co2e_operational_kg"] / 1e3
+    tdp = w.tdp_w(row["hardware"])
+    total["energy_gpu_tdp_mwh"] = total["gpu_hours"] * tdp / 1e6
+    compute_gpu_h = sum(float(p["solve_time_s"]) * float(p["gpus"]) for p in phases) / 3600
+    total["energy_gpu_tdp_compute_mwh"] = compute_gpu_h * tdp / 1e6
+    out = {column: float(total[column]) for _, column in w.QUANTITIES.values()}
+    window = row.get("interruptions_window_days")
+    if window:
+        rate = out["expected_failures"] / out["wall_days"]
+        if row.get("interruptions_phase"):
+            named = [p for p, ph in zip(phases, phase_names(row), strict=True)
+                     if ph == row["interruptions_phase"]]
+            if not named:
+                raise ValueError(f"{row['run_id']}: no phase {row['interruptions_phase']!r}")
+            rate = float(named[0]["expected_failures"]) / float(named[0]["wall_days"])
+        out["expected_failures"] = rate * float(window)
+    out["phases"] = len(phases)
+    return out
+
+
+def phase_names(row: dict) -> list[str]:
+    """The names of the run's phases (``["run"]`` for a run of one phase)."""
+    path = w.phases_file(row)
+    if path is None:
+        return ["run"]
+    return [p.name for p in scenario_file.load(str(path))["phases"]]
+
+
+def compare(path: Path = w.DATA) -> list[dict]:
+    """One row per (run, published quantity): published, predicted, ratio predicted/published."""
+    rows = []
+    for run in w.load(path):
+        got = predict(run)
+        for quantity, (unit, column) in w.QUANTITIES.items():
+            if not run.get(quantity):
+                continue
+            published = float(run[quantity])
+            ratio = got[column] / published
+            rows.append({"run": run["run_id"], "quantity": quantity, "unit": unit,
+                         "published": published, "predicted": got[column], "ratio": ratio,
+                         "phases": got["phases"],
+                         "in_target": bool(w.TARGET[0] <= ratio <= w.TARGET[1])})
+    return rows
+
+

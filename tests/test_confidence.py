@@ -123,3 +123,22 @@ def test_codesign_takes_the_catalog_accelerators_margins(tmp_path):
     m_days = data["margins"]["h100-sxm"]["wall_days"]
     for point in data["points"]:
         assert point["best"]["cost"]["wall_days"] * m_days <= 14.0
+
+
+def test_the_generated_validated_accelerators_are_the_datasets(monkeypatch, tmp_path):
+    """Estimate flags read the validated accelerators from a generated list (~0.5 s of a plan
+    saved) only while its key matches the validation data; otherwise from the datasets."""
+    from planner.analysis import estimates
+
+    computed = estimates.computed_validated_accelerators()
+    assert estimates._precomputed() == computed
+    assert {"a100-80gb", "h100-sxm", "gb200"} <= computed
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps({"key": "0" * 20, "accelerators": ["tpu-v6e"]}))
+    monkeypatch.setattr(estimates, "PRECOMPUTED", stale)
+    assert estimates._precomputed() is None
+    estimates.validated_accelerators.cache_clear()
+    try:
+        assert estimates.validated_accelerators() == computed
+    finally:
+        estimates.validated_accelerators.cache_clear()

@@ -12,7 +12,17 @@ A winner is flagged
 
 from __future__ import annotations
 
+import hashlib
+import json
 from functools import cache
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+#: The validated accelerators of the shipped validation data, written by
+#: ``python -m planner.codegen --only validation`` (reading every dataset takes ~0.5 s of a
+#: plan); used while :func:`validation_data_key` matches.
+PRECOMPUTED = _HERE / "_validated_generated.json"
+_DATA = _HERE.parents[1] / "hardware_catalog" / "data" / "validation"
 
 #: Datasheet fields of an accelerator a plan rests on, besides the peak at its precision.
 SPEC_FIELDS = ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w")
@@ -24,12 +34,45 @@ FLAG_TEXT = {"price": "price is a catalog estimate (no market listing)",
              "spec": "datasheet value marked estimate in the catalog"}
 
 
-@cache
-def validated_accelerators() -> frozenset[str]:
-    """Accelerators with at least one published measurement in the validation datasets."""
+def validation_data_key() -> str:
+    """Hash of the validation data and of the code that maps its rows to accelerators
+    (``validate.py``): ~5 ms."""
+    digest = hashlib.sha256()
+    for path in [*sorted(p for p in _DATA.rglob("*") if p.is_file()), _HERE / "validate.py"]:
+        digest.update(f"{path.relative_to(_HERE.parents[1])}\0".encode() + path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def computed_validated_accelerators() -> frozenset[str]:
+    """:func:`validated_accelerators` from the datasets themselves (~0.5 s)."""
     from planner.analysis.validate import load_cases
 
     return frozenset(load_cases()["hardware"].dropna().astype(str))
+
+
+def precomputed_text() -> str:
+    """The text of :data:`PRECOMPUTED` for the validation data as it is now."""
+    return json.dumps({"key": validation_data_key(),
+                       "accelerators": sorted(computed_validated_accelerators())},
+                      indent=1) + "\n"
+
+
+def _precomputed() -> frozenset[str] | None:
+    try:
+        stored = json.loads(PRECOMPUTED.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != validation_data_key():
+        return None
+    return frozenset(stored.get("accelerators", ()))
+
+
+@cache
+def validated_accelerators() -> frozenset[str]:
+    """Accelerators with at least one published measurement in the validation datasets
+    (the generated list while it matches the data, else read from the datasets)."""
+    found = _precomputed()
+    return computed_validated_accelerators() if found is None else found
 
 
 def estimate_flags(catalog, hardware: str, precision: str, price: dict | None) -> list[str]:

@@ -23,6 +23,11 @@ def option_default(parameter):
     return getattr(default, "default", default)
 
 
+def option_defaults(command) -> dict:
+    """Each parameter of a command and its default."""
+    return {p.name: option_default(p) for p in inspect.signature(command).parameters.values()}
+
+
 def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict, tuple]:
     """(options with the file's values where the user kept the default, the file's phases).
 
@@ -35,7 +40,7 @@ def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict,
 
     values = sf.load(path)
     phases = values.pop("phases", ())
-    defaults = {p.name: option_default(p) for p in inspect.signature(command).parameters.values()}
+    defaults = option_defaults(command)
     merged = dict(options)
     for key, value in values.items():
         if key == "hardware" and ("," in value or value == "all"):

@@ -9,7 +9,6 @@ summary stay in :mod:`planner.analysis.whole_runs`.
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 from planner.analysis import whole_runs as w
@@ -17,14 +16,14 @@ from planner.cli import scenario_file
 from planner.cli.common import flush_notices
 from planner.cli.evaluate import evaluate
 from planner.cli.layout_options import LAYOUT_OPTIONS, resolve
-from planner.cli.phases import apply_scenario_file, option_default, resolve_phases
+from planner.cli.phases import apply_scenario_file, option_defaults, resolve_phases
 from planner.engine.phases import sum_phases
 
 
 def _defaults() -> dict:
     """The default value of every ``capplan evaluate`` run option."""
-    params = inspect.signature(evaluate).parameters
-    return {name: option_default(params[name]) for name in LAYOUT_OPTIONS}
+    defaults = option_defaults(evaluate)
+    return {name: defaults[name] for name in LAYOUT_OPTIONS}
 
 
 def evaluate_run(row: dict) -> tuple[list[dict], dict]:

@@ -65,13 +65,14 @@ def _c(node) -> str:
         return f"({condition} ? 1.0 : 0.0)"
     if isinstance(node, ast.Call) and not node.keywords:
         f = node.func
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "numpy":
+        name = _numpy_function(node)
+        if name is not None:
             args = [_c(a) for a in node.args]
-            if f.attr in _MATH and len(args) == 1:
-                return f"{_MATH[f.attr]}({args[0]})"
-            if f.attr in ("minimum", "maximum") and len(args) == 2:
-                return f"np_{f.attr}({args[0]}, {args[1]})"
-            if f.attr == "where" and len(args) == 3:
+            if name in _MATH and len(args) == 1:
+                return f"{_MATH[name]}({args[0]})"
+            if name in ("minimum", "maximum") and len(args) == 2:
+                return f"np_{name}({args[0]}, {args[1]})"
+            if name == "where" and len(args) == 3:
                 condition = _condition(node.args[0]) or f"({args[0]} != 0.0)"
                 return f"({condition} ? {args[1]} : {args[2]})"
         if isinstance(f, ast.Name) and f.id == "np_pick" and len(node.args) == 3:
@@ -88,11 +89,9 @@ def _condition(node) -> str | None:
         if op is None:
             raise Untranslatable(f"comparison {type(node.ops[0]).__name__}")
         return f"({_c(node.left)} {op} {_c(node.comparators[0])})"
-    f = getattr(node, "func", None)
-    if (isinstance(node, ast.Call) and isinstance(f, ast.Attribute)
-            and isinstance(f.value, ast.Name) and f.value.id == "numpy"
-            and f.attr in _COMPARE and len(node.args) == 2 and not node.keywords):
-        return f"({_c(node.args[0])} {_COMPARE[f.attr]} {_c(node.args[1])})"
+    name = _numpy_function(node)
+    if name in _COMPARE and len(node.args) == 2:
+        return f"({_c(node.args[0])} {_COMPARE[name]} {_c(node.args[1])})"
     return None
 
 
@@ -206,10 +205,16 @@ class _Invariants(ast.NodeTransformer):
 
 
 def _is_where(node) -> bool:
+    return _numpy_function(node) == "where" and len(node.args) == 3
+
+
+def _numpy_function(node) -> str | None:
+    """``name`` if ``node`` is a call ``numpy.name(...)`` without keywords, else None."""
     f = getattr(node, "func", None)
-    return (isinstance(node, ast.Call) and isinstance(f, ast.Attribute)
-            and isinstance(f.value, ast.Name) and f.value.id == "numpy" and f.attr == "where"
-            and len(node.args) == 3 and not node.keywords)
+    if (isinstance(node, ast.Call) and not node.keywords and isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name) and f.value.id == "numpy"):
+        return f.attr
+    return None
 
 
 def vector_declarations(functions: tuple[str, ...]) -> str:

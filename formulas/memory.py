@@ -503,6 +503,38 @@ def pipeline_inflight_chunks(pp, virtual_stages, microbatches):
                    microbatches * virtual_stages)
 
 
+@formula(reference="DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437 s3.2.1 "
+         "Table 2 (DualPipe: activation PP + 1, against 1F1B's PP)",
+         domain={"pp": ">=1", "microbatches": ">=1"}, symbols=_SYM, result_latex="n_{chunks}")
+def dualpipe_inflight_chunks(pp, microbatches):
+    """Stage micro-batches whose activations a rank holds at once under DualPipe.
+
+    DeepSeek-V3's Table 2 gives DualPipe p + 1 micro-batches of a stage's
+    activations at the peak, one more than 1F1B's p (:func:`pipeline_inflight_chunks`
+    with v = 1), capped at the m micro-batches of the iteration.
+
+    Parameters
+    ----------
+    pp : numeric
+        Pipeline ranks p [1].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        Stage micro-batches in flight on the fullest rank [1].
+
+    Examples
+    --------
+    >>> float(dualpipe_inflight_chunks(16, 120))
+    17.0
+
+    .. math:: n = \\min(p + 1,\\; m)
+    """
+    return minimum(pp + 1, microbatches)
+
+
 @formula(reference=KORTHIKANTI + ", s4.1 (MLP: 2 n_m s b f / t of the split tensors)",
          domain={"seq_len": ">0", "micro_batch": ">0", "ffn": ">=0", "mlp_matrices": ">=1",
                  "tp": ">=1"},
@@ -624,6 +656,87 @@ def moe_mlp_activation_bytes(seq_len, micro_batch, hidden, moe_ffn, experts_per_
                                           + moe_ffn / etp * per_width)
     shared = seq_len * micro_batch * shared_experts * moe_ffn * per_width / tp
     return routed + shared
+
+
+@formula(reference="DeepSeek-AI 2024, DeepSeek-V3, arXiv:2412.19437 s3.3.3 ('we cache the "
+         "inputs of the SwiGLU operator and recompute its output in the backward pass. These "
+         "activations are also stored in FP8'); Megatron-Core --recompute-modules moe_act",
+         domain={"seq_len": ">0", "micro_batch": ">0", "moe_ffn": ">=0",
+                 "experts_per_token": ">=0", "shared_experts": ">=0", "mlp_matrices": ">=1",
+                 "tp": ">=1", "etp": ">=1", "sequence_parallel": "[0,1]",
+                 "linear_input_bytes": ">0", "act_input_bytes": ">0",
+                 "recompute_act": "[0,1]"},
+         symbols={**_SYM, "moe_ffn": "f_e", "experts_per_token": "k",
+                  "shared_experts": "n_s", "mlp_matrices": "n_m", "etp": "t_e",
+                  "linear_input_bytes": "c", "act_input_bytes": "a",
+                  "recompute_act": "r_{act}"},
+         result_latex=r"\Delta A_{act}")
+def moe_activation_function_saving_bytes(seq_len, micro_batch, moe_ffn, experts_per_token,
+                                         shared_experts, mlp_matrices, tp, etp,
+                                         sequence_parallel, linear_input_bytes,
+                                         act_input_bytes, recompute_act):
+    """Bytes one MoE layer's experts keep less than :func:`moe_mlp_activation_bytes` counts.
+
+    :func:`moe_mlp_activation_bytes` keeps, per routed pair and shared-expert
+    token, the n_m - 1 first-GEMM outputs (the activation function's input)
+    at 2 bytes and the down-projection input (its output) at c bytes.
+    DeepSeek-V3 stores the activation function's input in FP8 (a = 1 byte)
+    and recomputes its output in the backward pass (r = 1), as Megatron-Core's
+    recompute module ``moe_act`` does (there with a = 2).  The recomputed
+    output costs one memory-bound pass in the backward (not counted here).
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per CP rank) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    moe_ffn : numeric
+        Inner width of one expert f_e [1].
+    experts_per_token : numeric
+        Routed experts per token k [1].
+    shared_experts : numeric
+        Shared experts n_s [1].
+    mlp_matrices : numeric
+        Weight matrices of an expert: 2 (GELU) or 3 (SwiGLU) [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    etp : numeric
+        Expert-tensor-parallel degree t_e [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+    linear_input_bytes : numeric
+        Bytes per element of a cached Linear input c [B].
+    act_input_bytes : numeric
+        Bytes per element of the stored activation-function input a (2 BF16,
+        1 FP8) [B].
+    recompute_act : numeric
+        1 if the activation function's output is recomputed in backward, else 0 [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per MoE layer per micro-batch not kept [B].
+
+    Examples
+    --------
+    DeepSeek-V3 (8 routed + 1 shared expert of 2,048), 4,096 tokens, TP 1,
+    FP8-cached inputs: 216 MiB of :func:`moe_mlp_activation_bytes`' 584 MiB:
+
+    >>> round(float(moe_activation_function_saving_bytes(
+    ...     4096, 1, 2048, 8, 1, 3, 1, 1, 0, 1, 1, 1)) / 2**20)
+    216
+
+    .. math::
+        \\Delta A_{act} = \\left[s b \\left(1 - \\sigma + \\frac{\\sigma}{t}\\right)
+            \\frac{k f_e}{t_e} + \\frac{s b\\, n_s f_e}{t}\\right]
+            \\left[(n_m - 1)(2 - a) + r_{act}\\, c\\right]
+    """
+    tokens = seq_len * micro_batch * (1 - sequence_parallel + sequence_parallel / tp)
+    widths = tokens * experts_per_token * moe_ffn / etp \
+        + seq_len * micro_batch * shared_experts * moe_ffn / tp
+    return widths * ((mlp_matrices - 1) * (2 - act_input_bytes)
+                     + recompute_act * linear_input_bytes)
 
 
 @formula(reference="DeepSeek-AI 2024, DeepSeek-V3, arXiv:2412.19437 s3.2.3 ('we recompute "

@@ -21,13 +21,17 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import ceil, minimum
+from .ops import ceil, maximum, minimum
 
 NARAYANAN = "Narayanan et al. 2021 (SC'21), arXiv:2104.04473, doi:10.1145/3458817.3476209"
 
 MCORE_SPLIT = ("Megatron-Core TransformerConfig: account_for_embedding_in_pipeline_split, "
                "account_for_loss_in_pipeline_split, num_layers_in_first/last_pipeline_stage "
                "(megatron/core/transformer/transformer_config.py, core_r0.12.0)")
+
+DUALPIPE = ("DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437 s3.2.1 and "
+            "Table 2; github.com/deepseek-ai/DualPipe README (B: a full backward chunk) and "
+            "dualpipe/dualpipe.py@bb214e8 (num_ranks even; num_chunks even and >= 2 num_ranks)")
 
 _SYM = {"pp": "p", "microbatches": "m", "virtual_stages": "v", "seq_len": "s",
         "micro_batch": "b", "hidden": "h", "bytes_per_element": "e", "tp": "t",
@@ -112,6 +116,58 @@ def bubble_fraction_interleaved(pp, microbatches, virtual_stages):
     .. math:: \\beta = \\frac{p - 1}{v m}
     """
     return (pp - 1) / (virtual_stages * microbatches)
+
+
+@formula(reference=DUALPIPE,
+         domain={"pp": ">=1", "forward_s": ">=0", "backward_s": ">=0", "weight_grad_s": ">=0"},
+         symbols={**_SYM, "forward_s": "F", "backward_s": "B", "weight_grad_s": "W"},
+         result_latex="T_{bubble}")
+def bubble_time_dualpipe(pp, forward_s, backward_s, weight_grad_s):
+    """Pipeline bubble of one iteration under DeepSeek's DualPipe schedule.
+
+    DualPipe feeds micro-batches from both ends of the pipeline: each of the
+    p ranks holds two stages (stage i and stage p - 1 - i, two copies of the
+    parameters), pairs the forward chunk of one micro-batch with the backward
+    chunk of another so that each one's communication hides under the other's
+    compute, and splits the backward into its input part and its weight part
+    (zero-bubble), which fill the warm-up and drain.  The bubble is
+    (p/2 - 1)(F&B + B - 3W) (DeepSeek-V3 Table 2), with F a forward chunk, B a
+    full backward chunk (input and weight gradients), W its weight-gradient
+    part and F&B an overlapped forward-backward pair, here F + B (the pair's
+    communication hidden, its compute serial).  The 1F1B bubble in the same
+    terms is (p - 1)(F + B).  Clamped at 0 (a backward no longer than its
+    weight part plus a third of the forward leaves no idle time).
+
+    Parameters
+    ----------
+    pp : numeric
+        Pipeline ranks p (even under DualPipe) [1].
+    forward_s : numeric
+        Forward time of one micro-batch through one stage F [s].
+    backward_s : numeric
+        Full backward time of one micro-batch through one stage B (with any
+        recomputation) [s].
+    weight_grad_s : numeric
+        The weight-gradient part of ``backward_s`` W [s].
+
+    Returns
+    -------
+    numeric
+        Idle time of a rank per iteration [s].
+
+    Examples
+    --------
+    Sixteen ranks, a backward twice the forward and a weight part equal to it
+    (GEMMs only): two forward chunks of idle time per half-pipeline rank,
+    against 1F1B's (p - 1)(F + B) = 45 chunks:
+
+    >>> float(bubble_time_dualpipe(16, 1.0, 2.0, 1.0))
+    14.0
+
+    .. math:: T_{bubble} = \\max\\left(\\frac{p}{2} - 1, 0\\right)
+        \\max\\left(F + 2B - 3W,\\; 0\\right)
+    """
+    return maximum(pp / 2 - 1, 0) * maximum(forward_s + 2 * backward_s - 3 * weight_grad_s, 0)
 
 
 @formula(reference=NARAYANAN + ", s4.1 (scatter/gather optimisation: each TP rank sends "

@@ -537,6 +537,14 @@ class SoftwareStack(Entry):
     dispatch_host_sync: Quantity | None = None
     # share of the SMs an overlapped EP all-to-all holds (DeepSeek-V3: 20 of 132)
     comm_sm_fraction: Quantity | None = None
+    # 1 if the stack runs DeepSeek's DualPipe pipeline schedule (two stages per rank fed from
+    # both ends; arXiv:2412.19437 s3.2.1), 0 for (interleaved) 1F1B
+    dualpipe: Quantity | None = None
+    # the experts' activation function: 1 if its output is recomputed in backward
+    # (DeepSeek-V3 s3.3.3; Megatron-Core --recompute-modules moe_act), and the bytes per
+    # element its stored input is kept at under an FP8 recipe (DeepSeek-V3: 1)
+    recompute_moe_act: Quantity | None = None
+    moe_act_input_bytes: Quantity | None = None
     # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
     # on Hopper, without wgmma/TMA): accelerator id -> its own factors
     on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
@@ -558,12 +566,16 @@ class SoftwareStack(Entry):
         for name in ("recompute_mla_up_proj", "recompute_norms"):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")
-        for name in ("fp8_dispatch", "hierarchical_dispatch", "dispatch_host_sync"):
+        for name in ("fp8_dispatch", "hierarchical_dispatch", "dispatch_host_sync", "dualpipe",
+                     "recompute_moe_act"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
         for name in ("moe_layer_overhead_s", "expert_overhead_s"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
+        q = self.moe_act_input_bytes
+        _check(problems, q is None or q.value in (1, 2), "moe_act_input_bytes.value",
+               "expected 1 (FP8) or 2 (BF16)")
         q = self.comm_sm_fraction
         _check(problems, q is None or 0 <= q.value < 1, "comm_sm_fraction.value",
                "expected a fraction in [0, 1)")

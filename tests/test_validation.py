@@ -465,8 +465,7 @@ def test_moe_dataset_keeps_its_sources_and_lists_every_exclusion(moe):
         assert "self-contradictory" in moe.loc[case, "excluded"]
         assert "1 x 64 x 8 = 512 > 256" in moe.loc[case, "excluded"]
     assert moe.loc["MEGASCALE-01", "excluded"].startswith("not a self-contradiction")
-    assert set(moe.index[unexpressible]) <= {"MZOO-06", "DSV3PAPER-01"}
-    assert all(len(r) > 20 for r in moe.unexpressible[unexpressible])
+    assert not unexpressible.any()  # DSV3PAPER-01 runs DualPipe (deepseek-hai-llm-2024)
 
 
 def test_cli_validate_moe_json_reports_excluded_rows_apart(tmp_path):

@@ -60,7 +60,13 @@ from planner.engine.kernel_run import evaluate_inputs
 from planner.engine.layout_check import check_layout
 from planner.engine.model import param_counts
 from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.scenario import PRECISIONS, attention_shape_inputs, model_inputs, stack_factor
+from planner.engine.scenario import (
+    PRECISIONS,
+    attention_shape_inputs,
+    model_inputs,
+    stack_factor,
+    stack_inputs,
+)
 from planner.engine.space import RECOMPUTE_CODES, layout_flags
 from planner.errors import CapplanError, did_you_mean
 
@@ -380,7 +386,9 @@ def modern_unexpressible(case, catalog) -> str:
     dp = case.gpus // (case.tp * case.pp * case.cp)
     x = {"scale_up_domain_gpus": acc.scale_up_domain_gpus.value, "heads": case.heads,
          "kv_heads": case.kv_heads, "seq_len": case.seq_len, "layers": case.layers,
-         "global_batch": case.global_batch, "experts": case.experts}
+         "global_batch": case.global_batch, "experts": case.experts,
+         "dualpipe": stack_inputs(catalog.stack(case.stack))["dualpipe"]
+         if getattr(case, "stack", "") else 0.0}
     try:
         check_layout(x, gpus=int(case.gpus), tp=int(case.tp), pp=int(case.pp),
                      cp=int(case.cp), ep=int(case.ep), vp=int(case.vp),
@@ -454,11 +462,7 @@ MOE_HARDWARE = {"H100": "h100-sxm", "H800": "h800", "B200": "b200", "GB200": "gb
                 "GB300": "gb300"}
 #: What no planner input can state yet (the data-file column ``excluded`` holds the rows
 #: whose source does not pin the measurement down).
-MOE_UNEXPRESSIBLE = {
-    "DSV3PAPER-01": ("DualPipe (bidirectional pipeline holding two copies of each stage) is not "
-                     "a planner schedule, and the figure is a whole-run average over a batch-"
-                     "size ramp (3,072 -> 15,360) with no micro-batch size published"),
-}
+MOE_UNEXPRESSIBLE: dict[str, str] = {}
 #: Groups of moe-runs (first match wins): the stack a row runs on, by accelerator generation.
 #: NVIDIA's baseline MoE configuration (NCCL all-to-all, eager launches): the generic stack
 #: and steps 1-3 of the GB200 guide (DeepEP from step 4)
@@ -503,18 +507,24 @@ MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert
 MOE_SAME = re.compile(r";\s*same(?: yaml settings)?\s*$")
 
 
+#: DeepSeek's own framework (HAI-LLM: DualPipe, FP8, its all-to-all kernels)
+MOE_HAI_LLM = re.compile(r"\bHAI-LLM\b")
+
+
 def moe_stack(software: str) -> str:
     """The software stack (``--stack``) a moe_runs.csv row ran on, from its ``software`` cell.
 
     PyTorch FSDP2 with DeepEP (NeMo AutoModel) -> ``nemo-automodel-fsdp2``, without it
     ``torchtitan-fsdp2``; the EP all-to-all overlap on ->
     ``megatron-core-moe-a2a-overlap``; the HybridEP dispatcher -> ``megatron-core-moe-hybridep``;
-    CUDA graphs -> ``megatron-core-moe-tuned``; DeepEP without CUDA graphs ->
+    CUDA graphs -> ``megatron-core-moe-tuned``; DeepSeek's HAI-LLM -> ``deepseek-hai-llm-2024``; DeepEP without CUDA graphs ->
     ``megatron-core-moe-deepep``; neither -> ``megatron-core-moe-baseline`` (NVIDIA's baseline
     MoE configuration: eager launches, NCCL all-to-all).  A step of NVIDIA's DeepSeek-V3 GB200
     optimisation guide ('step N/13 cumulative') -> ``megatron-core-moe-gb200-guide-NN``, the
     stack with the settings of that step.
     """
+    if MOE_HAI_LLM.search(software):
+        return "deepseek-hai-llm-2024"
     if step := MOE_GB200_GUIDE_STEP.search(software):
         return f"megatron-core-moe-gb200-guide-{int(step.group(1)):02d}"
     if MOE_FSDP2.search(software):
@@ -1231,11 +1241,15 @@ def published_layout_check(catalog=None) -> list[dict]:
                      "predicted": float(r["memory_per_gpu_bytes"]) / 1e9,
                      "ok": bool(r["fits"]), "note": f"ran; HBM as published; {note}"})
         if args["model"] == "deepseek-v3":
-            hours = float(r["gpu_hours"])
+            # a whole run: its GPU-hours ("less than two months", Table 1) include what
+            # the default reliability profile charges for failures and checkpoints
+            hours = float(evaluate(catalog=catalog, reliability="default",
+                                   **args).iloc[0]["gpu_hours"])
             rows.append({"check": f"{label}: pre-training GPU-hours [M]",
                          "published": DEEPSEEK_V3_PRETRAIN_GPU_HOURS / 1e6,
                          "predicted": hours / 1e6,
                          "ok": 0.8 <= hours / DEEPSEEK_V3_PRETRAIN_GPU_HOURS <= 1.25,
                          "note": ("14.8T tokens at the final batch (the report ramps it from "
-                                  "3,072); DualPipe run as 1F1B with the all-to-all hidden")})
+                                  "3,072); DualPipe (deepseek-hai-llm-2024); default "
+                                  "reliability profile")})
     return rows

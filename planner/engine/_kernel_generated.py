@@ -6,497 +6,521 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
-    x0 = global_batch ** (-1.0)
-    x1 = pp - 1
-    x2 = vp ** (-1.0)
-    x3 = x1 * x2
-    x4 = layers ** (-1.0)
-    x5 = moe_layers * x4
-    x6 = 1 - x5
-    x7 = tp ** (-1.0)
-    x8 = ffn * x7
-    x9 = cp ** (-1.0)
-    x10 = micro_batch * x9
-    x11 = seq_len * x10
-    x12 = hidden * x11
-    x13 = x11 * x8
-    x14 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x15 = bytes_per_element * x14
-    x16 = numpy.minimum(numpy.minimum(hidden, x11), x8)
-    x17 = 2 * hidden
-    x18 = peak_flops_per_s ** (-1.0)
-    x19 = gemm_max_efficiency ** (-1.0)
-    x20 = x18 * x19
-    x21 = x17 * x20
-    x22 = mlp_matrices * numpy.maximum(x15 * (hidden * x8 + x12 + x13), x13 * x21 * (gemm_half_efficiency_dim + x16) / x16)
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
+    x0 = layers ** (-1.0)
+    x1 = moe_layers * x0
+    x2 = 1 - x1
+    x3 = tp ** (-1.0)
+    x4 = ffn * x3
+    x5 = cp ** (-1.0)
+    x6 = micro_batch * x5
+    x7 = seq_len * x6
+    x8 = hidden * x7
+    x9 = x4 * x7
+    x10 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x11 = bytes_per_element * x10
+    x12 = numpy.minimum(numpy.minimum(hidden, x4), x7)
+    x13 = 2 * hidden
+    x14 = peak_flops_per_s ** (-1.0)
+    x15 = gemm_max_efficiency ** (-1.0)
+    x16 = x14 * x15
+    x17 = x13 * x16
+    x18 = mlp_matrices * numpy.maximum(x11 * (hidden * x4 + x8 + x9), x17 * x9 * (gemm_half_efficiency_dim + x12) / x12)
+    del x12
+    x19 = x18 * x2
+    x20 = experts * x7
+    x21 = experts * hidden
+    x22 = numpy.minimum(numpy.minimum(experts, hidden), x7)
+    x23 = experts * x13
+    x24 = moe_ffn * x3
+    x25 = x24 * x7
+    x26 = numpy.minimum(numpy.minimum(hidden, x24), x7)
+    x27 = 1 - token_drop
+    x28 = numpy.sqrt(2)
+    x29 = seq_len ** (-1.0)
+    x30 = micro_batch ** (-1.0)
+    x31 = sequence_parallel * x3
+    x32 = 1 - sequence_parallel
+    x33 = etp * x31 + x32
+    x34 = cp * x29 * x30 / x33
+    x35 = etp ** (-1.0)
+    x36 = moe_ffn * x35
+    x37 = x33 * x7
+    x38 = x36 * x37
+    x39 = ep * experts_per_token * x37 / experts
+    del x37
+    x40 = numpy.minimum(numpy.minimum(hidden, x36), x39)
+    x41 = x13 * x7
+    x42 = x16 * x41
+    x43 = gemm_tile_dim ** (-1.0)
+    x44 = ep ** (-1.0)
+    x45 = experts * x44
+    x46 = etp * gemm_tile_dim ** 2 * mlp_matrices * x34 * x45 * (capacity_factor * token_drop + x27 * (x28 * numpy.sqrt(expert_load_cv ** 2 + x34 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x36 * x43) * numpy.ceil(x39 * x43) * numpy.maximum(x11 * (hidden * x36 + x33 * x8 + x38), x33 * x36 * x42 * (gemm_half_efficiency_dim + x40) / x40) / moe_ffn + 4 * experts_per_token * x11 * x8 + mlp_matrices * shared_experts * numpy.maximum(x11 * (hidden * x24 + x25 + x8), x17 * x25 * (gemm_half_efficiency_dim + x26) / x26) + 20 * x10 * x20 + numpy.maximum(x11 * (x20 + x21 + x8), x16 * x23 * x7 * (gemm_half_efficiency_dim + x22) / x22)
+    del x20, x22, x24, x26, x33, x34, x39, x40, x43
+    x47 = x1 * x46
+    x48 = linear_attention_layers * x0
+    x49 = 1 - x48
+    x50 = numpy.minimum(1, kv_lora_rank)
+    x51 = head_dim * hidden
+    x52 = heads * x51
+    x53 = hidden * v_head_dim
+    x54 = (1 - x50) * (kv_heads * x51 + kv_heads * x53 + x52)
+    del x51
+    x55 = kv_lora_rank + qk_rope_head_dim
+    x56 = head_dim + v_head_dim
+    x57 = numpy.minimum(1, q_lora_rank)
+    x58 = x50 * (heads * kv_lora_rank * (-qk_rope_head_dim + x56) + hidden * x55 + x52 * (1 - x57) + x57 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x52, x57
+    x59 = x54 + x58
+    x60 = x3 * x59
+    x61 = hidden ** (-1.0)
+    x62 = x60 * x61
+    x63 = numpy.minimum(numpy.minimum(hidden, x62), x7)
+    x64 = 2 * x7
+    x65 = x16 * x64
     del x16
-    x23 = x22 * x6
-    x24 = experts * x11
-    x25 = experts * hidden
-    x26 = numpy.minimum(numpy.minimum(experts, hidden), x11)
-    x27 = experts * x17
-    x28 = moe_ffn * x7
-    x29 = x11 * x28
-    x30 = numpy.minimum(numpy.minimum(hidden, x11), x28)
-    x31 = 1 - token_drop
-    x32 = numpy.sqrt(2)
-    x33 = seq_len ** (-1.0)
-    x34 = micro_batch ** (-1.0)
-    x35 = sequence_parallel * x7
-    x36 = 1 - sequence_parallel
-    x37 = etp * x35 + x36
-    x38 = cp * x33 * x34 / x37
-    x39 = etp ** (-1.0)
-    x40 = moe_ffn * x39
-    x41 = x11 * x37
-    x42 = ep * experts_per_token * x41 / experts
-    x43 = numpy.minimum(numpy.minimum(hidden, x40), x42)
-    x44 = x11 * x17
-    x45 = x20 * x44
-    x46 = gemm_tile_dim ** (-1.0)
-    x47 = ep ** (-1.0)
-    x48 = experts * x47
-    x49 = etp * gemm_tile_dim ** 2 * mlp_matrices * x38 * x48 * (capacity_factor * token_drop + x31 * (x32 * numpy.sqrt(expert_load_cv ** 2 + x38 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x40 * x46) * numpy.ceil(x42 * x46) * numpy.maximum(x37 * x40 * x45 * (gemm_half_efficiency_dim + x43) / x43, x15 * (hidden * x40 + x12 * x37 + x40 * x41)) / moe_ffn + 4 * experts_per_token * x12 * x15 + mlp_matrices * shared_experts * numpy.maximum(x15 * (hidden * x28 + x12 + x29), x21 * x29 * (gemm_half_efficiency_dim + x30) / x30) + 20 * x14 * x24 + numpy.maximum(x15 * (x12 + x24 + x25), x11 * x20 * x27 * (gemm_half_efficiency_dim + x26) / x26)
-    del x24, x26, x28, x30, x37, x38, x41, x42, x43, x46
-    x50 = x49 * x5
-    x51 = linear_attention_layers * x4
-    x52 = 1 - x51
-    x53 = numpy.minimum(1, kv_lora_rank)
-    x54 = head_dim * hidden
-    x55 = heads * x54
-    x56 = hidden * v_head_dim
-    x57 = (1 - x53) * (kv_heads * x54 + kv_heads * x56 + x55)
-    del x54
-    x58 = kv_lora_rank + qk_rope_head_dim
-    x59 = head_dim + v_head_dim
-    x60 = numpy.minimum(1, q_lora_rank)
-    x61 = x53 * (heads * kv_lora_rank * (-qk_rope_head_dim + x59) + hidden * x58 + x55 * (1 - x60) + x60 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x55, x60
-    x62 = x57 + x61
-    x63 = x62 * x7
-    x64 = hidden ** (-1.0)
-    x65 = x63 * x64
-    x66 = numpy.minimum(numpy.minimum(hidden, x11), x65)
-    x67 = 2 * x11
-    x68 = x20 * x67
-    del x20
-    x69 = x52 * numpy.maximum(x15 * (x11 * x65 + x12 + x63), x63 * x68 * (gemm_half_efficiency_dim + x66) / x66)
-    del x63, x65, x66
-    x70 = hidden * x7
-    x71 = heads * v_head_dim
-    x72 = x7 * x71
-    x73 = numpy.minimum(numpy.minimum(hidden, x11), x72)
-    x74 = x52 * numpy.maximum(x45 * x72 * (gemm_half_efficiency_dim + x73) / x73, x15 * (x11 * x72 + x12 + x70 * x71))
-    del x72, x73
-    x75 = linear_head_dim * linear_value_heads
-    x76 = x7 * x75
-    x77 = 2 * linear_value_heads
-    x78 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x77 + x77
-    del x77
-    x79 = hidden * x75 + hidden * x78
-    x80 = x64 * x7 * x79 - x76
-    x81 = x11 * x80
-    x82 = numpy.minimum(numpy.minimum(hidden, x11), x80)
-    x83 = x51 * numpy.maximum(x15 * (hidden * x80 + x12 + x81), x21 * x81 * (gemm_half_efficiency_dim + x82) / x82)
-    del x21, x80, x81, x82
-    x84 = numpy.minimum(numpy.minimum(hidden, x11), x76)
-    x85 = x51 * numpy.maximum(x45 * x76 * (gemm_half_efficiency_dim + x84) / x84, x15 * (x11 * x76 + x12 + x70 * x75))
-    del x45, x76, x84
-    x86 = tp - 1
-    x87 = (sequence_parallel * x86 + 1) ** (-1.0)
-    x88 = x11 * x15
-    x89 = x88 * (16 * hidden * x87 + 4 * x8)
-    del x8
-    x90 = attention_scores_stored * heads * seq_len ** 2
-    x91 = x52 * x7
-    x92 = x10 * x14 * x90 * x91
-    del x10
-    x93 = 4 * linear_head_dim
-    x94 = linear_head_dim ** 2
-    x95 = 0.015625 * x94
-    x96 = numpy.minimum(seq_len, x11)
-    x97 = gemm_half_efficiency_dim + x96
-    x98 = 640.0 * linear_head_dim + 6 * x94 + 2730.66666666667
-    del x94
-    x99 = x11 * x7
-    x100 = x18 * x99
-    x101 = x100 * x19
-    del x19
-    x102 = numpy.maximum(linear_value_heads * x51 * x7 * x88 * (x93 + x95), linear_value_heads * x101 * x51 * x97 * x98 / (attention_efficiency_factor * x96))
-    x103 = 2 * heads
-    x104 = x103 * x59
-    x105 = attention_scores_stored + selective
-    x106 = numpy.minimum(head_dim, x11)
-    x107 = seq_len * x104
-    x108 = numpy.minimum(seq_len, window)
-    x109 = window_layers * (2 * heads * x108 * x59 * (-x108 * x33 + 2) - x107)
-    del x108
-    x110 = numpy.maximum(x104 * x88 * x91, x100 * (x107 * x52 + x109 * x4) / (attention_efficiency_factor * gemm_max_efficiency * x96 * (1 - x105) / x97 + gemm_max_efficiency * x105 * x106 / (gemm_half_efficiency_dim + x106)))
-    del x100, x104, x105, x106, x88, x91, x96, x97
-    x111 = x102 + x110
-    x112 = x111 + x69 + x74 + x83 + x85 + x89 + 10 * x92
-    x113 = x112 + x23 + x50
-    x114 = 1 - full_recompute
-    x115 = selective * x114
-    x116 = x111 * x115
-    del x111
-    x117 = 3 * x102 + 3 * x110
-    del x102, x110
-    x118 = x117 + 3 * x69 + 3 * x74 + 3 * x83 + 3 * x85 + 3 * x89 + 30 * x92
-    del x69, x74, x83, x85, x89, x92
-    x119 = x118 + 3 * x23 + 3 * x50
-    del x23, x50
-    x120 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x121 = hidden * vocab
-    x122 = x121 * x7
-    x123 = vocab * x7
-    x124 = numpy.minimum(numpy.minimum(hidden, x11), x123)
-    x125 = 3 * numpy.maximum(x15 * (x11 * x123 + x12 + x122), x122 * x68 * (gemm_half_efficiency_dim + x124) / x124)
-    del x122, x123, x124, x68
-    x126 = hidden ** 2
-    x127 = 2.0 * x126
-    x128 = 2.0 * hidden
-    x129 = x11 * x70
-    x130 = numpy.minimum(numpy.minimum(x11, x128), x70)
-    del x70
-    x131 = 4.0 * x126
-    del x126
-    x132 = numpy.minimum(1, moe_layers)
-    x133 = x132 * x49
-    del x49
-    x134 = 1 - x132
-    x135 = x134 * x22
-    del x22
-    x136 = stage_layers * (full_recompute * x113 + x116 + x119) + x120 * (full_recompute * (x112 + x133 + x135) + x116 + x118 + x125 + 3 * x133 + 3 * x135 + 3 * numpy.maximum(x101 * x131 * (gemm_half_efficiency_dim + x130) / x130, x15 * (x11 * x128 + x127 * x7 + x129)))
-    del x101, x112, x116, x118, x128, x130, x133, x135, x15
-    x137 = dp ** (-1.0)
-    x138 = global_batch * x137 * x34
-    x139 = stage_extra_layers * x136 * x138 * (dp * micro_batch * x0 * x3 + 1) / stage_layers
-    x140 = mlp_matrices * x25 * x40 * x47
-    x141 = stage_layers * x140 * x5
-    x142 = x141 / expert_optimizer_shards
-    x143 = mlp_matrices * moe_ffn
-    x144 = hidden * x143
-    x145 = x144 * (experts + shared_experts) + x25
-    x146 = tp * x140 - x143 * x25 + x145
-    del x140
-    x147 = ffn * mlp_matrices
-    x148 = hidden * x147
-    x149 = heads * x56 + kv_lora_rank + 1.0 * q_lora_rank + x62
-    del x56, x62
-    x150 = 5 * hidden + x127 + x134 * x148 + x149
+    x66 = x49 * numpy.maximum(x11 * (x60 + x62 * x7 + x8), x60 * x65 * (gemm_half_efficiency_dim + x63) / x63)
+    del x60, x62, x63
+    x67 = hidden * x3
+    x68 = heads * v_head_dim
+    x69 = x3 * x68
+    x70 = numpy.minimum(numpy.minimum(hidden, x69), x7)
+    x71 = x49 * numpy.maximum(x42 * x69 * (gemm_half_efficiency_dim + x70) / x70, x11 * (x67 * x68 + x69 * x7 + x8))
+    del x69, x70
+    x72 = linear_head_dim * linear_value_heads
+    x73 = x3 * x72
+    x74 = 2 * linear_value_heads
+    x75 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x74 + x74
+    del x74
+    x76 = hidden * x72 + hidden * x75
+    x77 = x3 * x61 * x76 - x73
+    x78 = x7 * x77
+    x79 = numpy.minimum(numpy.minimum(hidden, x7), x77)
+    x80 = x48 * numpy.maximum(x11 * (hidden * x77 + x78 + x8), x17 * x78 * (gemm_half_efficiency_dim + x79) / x79)
+    del x17, x77, x78, x79
+    x81 = numpy.minimum(numpy.minimum(hidden, x7), x73)
+    x82 = x48 * numpy.maximum(x42 * x73 * (gemm_half_efficiency_dim + x81) / x81, x11 * (x67 * x72 + x7 * x73 + x8))
+    del x42, x73, x81
+    x83 = x66 + x71 + x80 + x82
+    x84 = x19 + x47 + x83
+    x85 = tp - 1
+    x86 = (sequence_parallel * x85 + 1) ** (-1.0)
+    x87 = x11 * x7
+    x88 = x87 * (16 * hidden * x86 + 4 * x4)
+    del x4
+    x89 = attention_scores_stored * heads * seq_len ** 2
+    x90 = x3 * x49
+    x91 = x10 * x6 * x89 * x90
+    del x6
+    x92 = 4 * linear_head_dim
+    x93 = linear_head_dim ** 2
+    x94 = 0.015625 * x93
+    x95 = numpy.minimum(seq_len, x7)
+    x96 = gemm_half_efficiency_dim + x95
+    x97 = 640.0 * linear_head_dim + 6 * x93 + 2730.66666666667
+    del x93
+    x98 = x3 * x7
+    x99 = x14 * x98
+    x100 = x15 * x99
+    del x15
+    x101 = numpy.maximum(linear_value_heads * x3 * x48 * x87 * (x92 + x94), linear_value_heads * x100 * x48 * x96 * x97 / (attention_efficiency_factor * x95))
+    x102 = 2 * heads
+    x103 = x102 * x56
+    x104 = attention_scores_stored + selective
+    x105 = numpy.minimum(head_dim, x7)
+    x106 = seq_len * x103
+    x107 = numpy.minimum(seq_len, window)
+    x108 = window_layers * (2 * heads * x107 * x56 * (-x107 * x29 + 2) - x106)
+    del x107
+    x109 = numpy.maximum(x103 * x87 * x90, x99 * (x0 * x108 + x106 * x49) / (attention_efficiency_factor * gemm_max_efficiency * x95 * (1 - x104) / x96 + gemm_max_efficiency * x104 * x105 / (gemm_half_efficiency_dim + x105)))
+    del x103, x104, x105, x87, x90, x95, x96, x99
+    x110 = x101 + x109
+    x111 = x110 + x88 + 10 * x91
+    x112 = x111 + x84
+    x113 = 1 - full_recompute
+    x114 = mlp_matrices - 1
+    x115 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    x116 = shared_experts * x25
+    del x25
+    x117 = selective * x110
+    del x110
+    x118 = 3 * x101 + 3 * x109
+    del x101, x109
+    x119 = x118 + 3 * x66 + 3 * x71 + 3 * x80 + 3 * x82 + 3 * x88 + 30 * x91
+    del x66, x71, x80, x82, x88, x91
+    x120 = x119 + 3 * x19 + 3 * x47
+    del x19, x47
+    x121 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x122 = hidden * vocab
+    x123 = x122 * x3
+    x124 = vocab * x3
+    x125 = numpy.minimum(numpy.minimum(hidden, x124), x7)
+    x126 = numpy.maximum(x11 * (x123 + x124 * x7 + x8), x123 * x65 * (gemm_half_efficiency_dim + x125) / x125)
+    del x123, x124, x125, x65
+    x127 = 3 * x126
+    x128 = hidden ** 2
+    x129 = 2.0 * x128
+    x130 = 2.0 * hidden
+    x131 = x67 * x7
+    x132 = numpy.minimum(numpy.minimum(x130, x67), x7)
+    del x67
+    x133 = 4.0 * x128
+    del x128
+    x134 = numpy.minimum(1, moe_layers)
+    x135 = x134 * x46
+    del x46
+    x136 = 1 - x134
+    x137 = x136 * x18
+    del x18
+    x138 = stage_layers * (full_recompute * x112 + x113 * (recompute_moe_act * x1 * x10 * (bytes_per_element + x114 * x115) * (experts_per_token * x38 + x116) + x117) + x120) + x121 * (full_recompute * (x111 + x135 + x137 + x83) + x113 * x117 + x119 + x127 + 3 * x135 + 3 * x137 + 3 * numpy.maximum(x100 * x133 * (gemm_half_efficiency_dim + x132) / x132, x11 * (x129 * x3 + x130 * x7 + x131)))
+    del x100, x11, x111, x117, x119, x130, x132, x135, x137, x38, x83
+    x139 = pp - 1
+    x140 = 1 - dualpipe
+    x141 = vp ** (-1.0)
+    x142 = global_batch ** (-1.0)
+    x143 = dp * micro_batch * x142
+    x144 = full_recompute + 3
+    x145 = host_launch_factor * stage_layers * x144
+    x146 = dispatch_host_sync * x27
+    x147 = expert_overhead_s * x45 + moe_layer_overhead_s
+    del x45
+    x148 = x1 * x145 * x147
+    x149 = stage_layers + x121
+    x150 = tp_intra_ranks - 1
+    x151 = 2 * intra_latency_s
+    x152 = tp_intra_ranks ** (-1.0)
+    x153 = tp * x152 - 1
+    x154 = 2 * inter_latency_s
+    x155 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x156 = bytes_per_element * x41
+    x157 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x158 = x157 / scale_out_bus_efficiency
+    x159 = x149 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x85) + x150 * x151 + x150 * x152 * x155 * x156 + x153 * x154 + x153 * x156 * x158 * x3)
+    del x150, x152, x153, x156, x85
+    x160 = x127 + x138
     del x127
-    x151 = x149 * x52 + x17 + x51 * x79
-    del x149, x79
-    x152 = x7 * (stage_layers * (x146 * x5 + x148 * x6 + x151) + x120 * (x132 * x146 + x150) + x121)
-    del x146
-    x153 = -x141 + x152
-    x154 = x153 / optimizer_shards
-    x155 = x14 * (x142 + x154) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x14
-    x156 = full_recompute + 3
-    x157 = host_launch_factor * stage_layers * x156
-    x158 = dispatch_host_sync * x31
-    x159 = expert_overhead_s * x48 + moe_layer_overhead_s
-    del x48
-    x160 = x157 * x159 * x5
-    x161 = stage_layers + x120
-    x162 = tp_intra_ranks - 1
-    x163 = 2 * intra_latency_s
-    x164 = tp_intra_ranks ** (-1.0)
-    x165 = tp * x164 - 1
-    x166 = 2 * inter_latency_s
-    x167 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x168 = bytes_per_element * x44
-    x169 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x170 = x169 / scale_out_bus_efficiency
-    x171 = x161 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x86) + x162 * x163 + x162 * x164 * x167 * x168 + x165 * x166 + x165 * x168 * x170 * x7)
-    del x162, x164, x165, x168, x86
-    x172 = x125 + x136
-    del x125, x136
-    x173 = tp_overlap * numpy.minimum(x171, x172)
-    x174 = x171 + x172 - x173
-    x175 = (x174 ** host_overlap_exponent + (layer_overhead_s * x157 + x160 * (1 - x158)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x157
-    x176 = 3 * cp - 3
-    x177 = 1 - cp_intra
-    x178 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x179 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x180 = bytes_per_element * x99
-    x181 = cp_intra * intra_latency_s + inter_latency_s * x177 + kv_heads * x180 * x59 / (cp_intra * x178 + x177 * x179)
-    del x177
-    x182 = x161 * x176 * x181 * x52
-    x183 = cp_overlap * numpy.minimum(x182, x117 * x161)
-    del x117
-    x184 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x185 = x184 ** (-1.0)
-    x186 = ep * x185 - 1
-    x187 = x39 * numpy.minimum(etp, tp_intra_ranks)
-    del x39
-    x188 = 1 - x187
-    x189 = 4 * etp - 4
-    x190 = bytes_per_element * x129
-    x191 = a2a_efficiency_factor ** (-1.0)
-    x192 = bytes_per_element * x191
-    x193 = 1 - hierarchical_dispatch
-    x194 = x35 + x36
-    del x35, x36
-    x195 = experts_per_token * x194
-    x196 = x12 * x167 * x195 * (hierarchical_dispatch * (-x184 * x47 + 1) + x186 * x193 * x47)
-    del x47
-    x197 = 1 - x185
-    del x185
-    x198 = x12 * x194
-    del x194
-    x199 = x170 * x197 * x198 * (experts_per_token * x193 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x184 * (1 - x197 ** experts_per_token)))
-    del x193, x197
-    x200 = x191 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x191
-    x201 = x161 * x5
-    x202 = x201 * (4 * inter_latency_s * (x184 - 1) + 4 * intra_latency_s * x186 + sequence_parallel * (experts_per_token * x189 * x190 / (x178 * x187 + x179 * x188) + x189 * (inter_latency_s * x188 + intra_latency_s * x187)) + 2 * numpy.maximum(x192 * x196, x192 * x199) + 2 * numpy.maximum(x196 * x200, x199 * x200))
-    del x184, x186, x187, x188, x189, x192, x196, x199, x200
-    x203 = ep_overlap * numpy.minimum(x202, x119 * x201)
-    del x119, x201
-    x204 = comm_sm_fraction * x203 / (1 - comm_sm_fraction) + x202 - x203
-    del x202, x203
-    x205 = x3 * (x158 * x160 + x175 + x182 - x183 + x204)
-    del x158, x160, x182, x3
-    x206 = x138 * x172
-    x207 = x138 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x156 * x159 * x31 * x4 - x174 + x175)
-    del x156, x159, x174, x175, x31, x4
-    x208 = vp * x138
-    x209 = 1 - pp_intra
-    x210 = (2 * pp + 2 * x208 - 2) * (inter_latency_s * x209 + intra_latency_s * pp_intra + 1.0 * x190 / (pp_intra * x178 + x179 * x209)) * numpy.minimum(1, x1)
-    del x178, x179, x190, x209
-    x211 = x138 * (x161 * x176 * x181 * x52 - x183)
-    del x161, x176, x181, x183, x52
-    x212 = x138 * (x171 - x173)
-    del x171, x173
-    x213 = x138 * x204
-    del x204
-    x214 = numpy.minimum(1, grad_shards - 1)
-    x215 = numpy.minimum(dp, dp_intra_ranks)
-    x216 = x215 - 1
-    x217 = x215 ** (-1.0)
-    del x215
-    x218 = dp * x217 - 1
-    x219 = 2 * grad_comm_bytes_per_param * x152
-    x220 = x167 * x219
-    x221 = x170 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x170
-    x222 = x219 * x221
-    x223 = replica_intra_ranks - 1
-    x224 = shard_ranks ** (-1.0)
-    x225 = x224 / replica_intra_ranks
-    x226 = numpy.maximum(1, dp * x225)
-    x227 = x226 - 1
-    x228 = x214 * (x163 * x223 + x166 * x227 + x220 * x223 * x225 + x222 * x225 * x227 / x226) + (1 - x214) * (x137 * x218 * x222 + x163 * x216 + x166 * x218 + x216 * x217 * x220)
-    del x163, x166, x216, x217, x218, x220, x222, x223, x225, x226, x227
-    x229 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x230 = x229 - 1
-    x231 = intra_latency_s * x230
-    x232 = x229 ** (-1.0)
-    del x229
-    x233 = shard_ranks * x232 - 1
-    x234 = inter_latency_s * x233
-    x235 = bytes_per_element * x152
-    del x152
-    x236 = x167 * x230 * x232
-    del x167, x230, x232
-    x237 = x221 * x224 * x233
-    del x221, x224, x233
-    x238 = 1 / 2 * x138 * x214 * (x219 * x236 + x219 * x237 + 2 * x231 + 2 * x234) + 2 * x138 * zero3 * (x231 + x234 + x235 * x236 + x235 * x237)
-    del x138, x214, x219, x231, x234, x235, x236, x237
-    x239 = -dp_overlap * numpy.minimum(x206, x238) - dp_overlap * numpy.minimum(x228, 2 * stage_layers * x113) + x228 + x238
-    del x113, x228, x238
-    x240 = x210 + x211 + x212 + x213 + x239
-    x241 = x205 + x206 + x207 + x240
-    x242 = x155 + x241
-    x243 = gpus + 0.474798
-    x244 = gpus ** (-1.0)
-    x245 = x243 ** (-0.282765)
-    x246 = gpus / gpus_per_node
-    x247 = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x242 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x242 * numpy.maximum(0, -x32 * erfinv(1.71458910109456 * x244 * x245 * (0.0686881539789491 * x245 + 0.112063) - 1 + 1.16023 / x243)) + x139 + (1 - (1 - slow_node_fraction) ** x246) * (slow_node_slowdown - 1) * (x139 + x242)
-    del x139, x243, x245, x32
-    x248 = x242 + x247
-    del x242
-    x249 = weight_bytes_per_param * x153 / weight_shards + weight_bytes_per_param * x141 / expert_weight_shards
-    x250 = grad_bytes_per_param * x153 / grad_shards + grad_bytes_per_param * x141 / expert_grad_shards
-    del x141, x153
-    x251 = optimizer_bytes_per_param * x142 + optimizer_bytes_per_param * x154
-    del x142, x154
-    x252 = 4 * x129 * (vocab * x64 + 1)
-    del x129, x64
-    x253 = 4 * x198
-    x254 = heads + kv_heads
-    x255 = kv_heads / heads
-    x256 = 2 * mlp_matrices
-    x257 = micro_batch * x90 * (dropout_masks + 4) / cp ** 2
-    del x90
-    x258 = linear_input_bytes + x256 - 2
-    x259 = -recompute_mla_up_proj * x103 * x53 * x99 * (2 * head_dim + v_head_dim) - recompute_norms * x253 + x198 * (2 * dropout_masks + 8) + x5 * (shared_experts * x258 * x29 + x11 * x195 * (etp * hidden * linear_input_bytes + x258 * x40) - x13 * x256) + x51 * (2 * micro_batch * seq_len * x7 * x9 * (linear_key_heads * x93 + 68.0 * linear_value_heads + 5 * x75) - x7 * (x254 * x59 * x67 + x257)) + x67 * x7 * (-x17 * (x255 + 1) + x254 * x59) + x67 * (q_lora_rank + x58) + x7 * (ffn * x11 * x256 + x12 * (4 * x255 + 2) + x257 + x44) - (1 - 1 / 2 * linear_input_bytes) * (2 * x13 * x6 + x253 * (1 - recompute_norms))
-    del x103, x11, x12, x13, x195, x198, x253, x254, x255, x256, x257, x258, x29, x40, x5, x51, x53, x58, x6, x67, x7, x75, x9, x93, x99
-    x260 = full_recompute * x44 * x87 + x114 * x259
-    del x114, x44, x87
-    x261 = full_recompute * x259 + linear_value_heads * x180 * x95 * numpy.minimum(1, linear_attention_layers) + stage_layers * x2 * x260 * numpy.minimum(x208, pp * vp + x1 * numpy.minimum(1, vp - 1)) + x120 * (x252 + x260) + x252
-    del x1, x120, x180, x2, x208, x252, x259, x260, x95
-    x262 = layers - moe_layers
-    x263 = x148 * x262
-    del x148
-    x264 = embedding_matrices * x121 + hidden + layers * x151 + x263
-    del x151
-    x265 = moe_layers * x145 + mtp_layers * (x132 * x145 + x150) + x264
+    x161 = tp_overlap * numpy.minimum(x159, x160)
+    x162 = x159 + x160 - x161
+    x163 = (x162 ** host_overlap_exponent + (layer_overhead_s * x145 + x148 * (1 - x146)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
     del x145
-    x266 = experts_per_token + shared_experts
-    x267 = x144 * x266 + x25
-    del x144, x25
-    x268 = x248 ** (-1.0)
-    x269 = global_batch * x268
-    x270 = seq_len * x269
-    x271 = x143 * x17 * x266 + x27
-    del x143, x266, x27
-    x272 = moe_layers * x271
-    x273 = linear_attention_layers * (linear_value_heads * x98 - x107)
-    del x98
-    x274 = x17 * x71 + 2 * x57 + 2 * x61
-    del x57, x61, x71
-    x275 = layers * x274
-    x276 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x78 - x274)
-    del x78
-    x277 = x147 * x17
-    del x147, x17
-    x278 = mtp_layers * (x107 + 2 * x121 + x131 + x132 * x271 + x134 * x277 + x274)
-    del x131, x134, x271, x274
-    x279 = 6 * heads * layers * seq_len * x59 + 3 * x109 + 6 * x121 + 6 * x263 + 3 * x272 + 3 * x273 + 3 * x275 + 3 * x276 + 3 * x278
-    del x121, x263, x59
-    x280 = x244 * x270
-    x281 = x279 * x280
-    x282 = layers * x107 + x109 + x273
-    del x107, x109, x273
-    x283 = tokens * x0 * x33
-    del x0, x33
-    x284 = x246 / (rack_mtbf_s * rack_nodes)
-    x285 = gpus / gpu_mtbf_s
-    x286 = x246 / network_mtbf_s
-    x287 = x246 / node_mtbf_s
-    x288 = x285 + x286 + x287
-    x289 = software_mtbf_s ** (-1.0)
-    x290 = numpy.maximum(0, x246 - 1) ** software_node_exponent / software_internode_mtbf_s
-    x291 = x289 + x290
-    x292 = x284 + x288 + x291
-    x293 = x292 ** (-1.0)
-    x294 = checkpoint_bytes_per_param * x265
-    x295 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x296 = x244 * x294
-    x297 = x295 * x296
-    x298 = ckpt_async * x297
-    x299 = x294 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x246)
-    x300 = ckpt_sync * x299
-    x301 = x169 * x296
-    del x169, x296
-    x302 = ckpt_in_memory * (x297 + x301)
-    del x297
-    x303 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x304 = x241 + x247
-    del x241
-    x305 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x244 * x265 * x295 / (1 - (1 - numpy.minimum(1, x303)) ** gockpt_steps) - x304)
-    del x295
-    x306 = x298 + x300 + x302 + x305
-    x307 = numpy.sqrt(x293 * (2 * x298 + 2 * x300 + 2 * x302 + 2 * x305))
-    x308 = ckpt_async * x299
-    x309 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x244 * x265 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x304))) / numpy.log(1 - numpy.minimum(0.999999999999, x303))))) - 1) + 1
-    del x244, x303, x304
-    x310 = x306 * (1 / 2 * x284 + 1 / 2 * x285 + 1 / 2 * x286 + 1 / 2 * x287 + 1 / 2 * x289 + 1 / 2 * x290)
-    del x285, x286, x287, x289, x290
-    x311 = numpy.maximum(numpy.maximum(x248, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x248 * x309 + x299) + x308)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(x293, 1 / 2 * x298 + 1 / 2 * x300 + 1 / 2 * x302 + 1 / 2 * x305), -x306 + x307 * (1 / 3 * numpy.sqrt(x310) + 1 / 9 * x310 + 1), x293)))
-    del x298, x300, x302, x305, x310
-    x312 = ckpt_gockpt * (x248 + x299) + x308
-    del x299, x308
-    x313 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x314 = node_repair_s * x284
-    x315 = numpy.exp(-x314)
-    x316 = node_repair_s * x288
-    x317 = -spare_nodes
-    x318 = rack_nodes + x317
-    x319 = x314 * x315
-    del x314
-    x320 = 2 * rack_nodes + x317
-    x321 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x315 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x322 = 3 * rack_nodes + x317
-    x323 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x315 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x324 = 4 * rack_nodes + x317
-    x325 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x315 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x326 = 5 * rack_nodes + x317
-    x327 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x315 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x328 = 6 * rack_nodes + x317
-    x329 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x315 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x330 = 7 * rack_nodes + x317
-    x331 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x315 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x332 = 8 * rack_nodes + x317
-    x333 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x315 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x334 = 9 * rack_nodes + x317
-    x335 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x315 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x336 = 10 * rack_nodes + x317
-    x337 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x315 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x338 = 11 * rack_nodes + x317
-    x339 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x315 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x340 = x293 * (x284 * (x315 * poisson_cdf(-x318, x316) + x319 * poisson_cdf(-x320, x316) + x321 * poisson_cdf(-x322, x316) + x323 * poisson_cdf(-x324, x316) + x325 * poisson_cdf(-x326, x316) + x327 * poisson_cdf(-x328, x316) + x329 * poisson_cdf(-x330, x316) + x331 * poisson_cdf(-x332, x316) + x333 * poisson_cdf(-x334, x316) + x335 * poisson_cdf(-x336, x316) + x337 * poisson_cdf(-x338, x316) + x339 * poisson_cdf(-12 * rack_nodes - x317, x316)) + x288 * (x315 * poisson_cdf(spare_nodes - 1, x316) + x319 * poisson_cdf(-x318 - 1, x316) + x321 * poisson_cdf(-x320 - 1, x316) + x323 * poisson_cdf(-x322 - 1, x316) + x325 * poisson_cdf(-x324 - 1, x316) + x327 * poisson_cdf(-x326 - 1, x316) + x329 * poisson_cdf(-x328 - 1, x316) + x331 * poisson_cdf(-x330 - 1, x316) + x333 * poisson_cdf(-x332 - 1, x316) + x335 * poisson_cdf(-x334 - 1, x316) + x337 * poisson_cdf(-x336 - 1, x316) + x339 * poisson_cdf(-x338 - 1, x316)) + x291)
-    del x284, x288, x291, x315, x316, x317, x318, x319, x320, x321, x322, x323, x324, x325, x326, x327, x328, x329, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339
-    x341 = x293 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x340, 1 - x340) * numpy.expm1(x292 * (x313 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    x342 = ckpt_in_memory * x301 + failure_detection_s - x293 * numpy.log1p(manual_restart_fraction * numpy.expm1(x292 * (-manual_restart_s + x313 - x341))) + x294 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x246) + x313 - x341
-    del x301, x313, x341
-    x343 = x248 * x283
-    x344 = eval_fraction * x343
-    x345 = numpy.exp(x292 * x312)
-    x346 = numpy.exp(x292 * (x306 + x311))
-    x347 = x343 * x345 / x311
-    x348 = (x345 + x347 * (x346 - 1) - 1) * numpy.exp(x292 * x342)
-    del x345
-    x349 = rollback_steps * x248
-    x350 = loss_spike_probability * x283
-    x351 = x350 * (x342 + x349)
-    x352 = x293 * x348 + x351
-    x353 = x344 + x352
-    x354 = maintenance_fraction * x353 / (1 - maintenance_fraction)
-    x355 = x353 + x354
-    del x353
-    x356 = x355 ** (-1.0)
-    x357 = x343 * x356
-    x358 = gpus + gpus_per_node * spare_nodes
-    x359 = x355 * x358
-    x360 = 0.000277777777777778 * x359
-    x361 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x240 * x268 + compute_power_fraction * x137 * x172 * x269 * x34)
-    del x137, x172, x240, x268, x269, x34
-    x362 = x293 * x347 * (x346 - numpy.exp(x292 * x306))
-    del x292, x346, x347
-    x363 = x349 * x350
-    del x349
-    x364 = x344 + x363
-    x365 = x354 - x363
-    del x363
-    x366 = idle_power_w * (x352 - x362 + x365) + x361 * (x362 + x364)
-    del x352, x362
-    x367 = gpus * x366
-    x368 = network_power_per_node_w + node_overhead_power_w
-    x369 = x246 * x368
-    del x246
-    x370 = spare_nodes * (gpus_per_node * idle_power_w + x368) + x369
+    x164 = 3 * cp - 3
+    x165 = 1 - cp_intra
+    x166 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x167 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x168 = bytes_per_element * x98
+    x169 = cp_intra * intra_latency_s + inter_latency_s * x165 + kv_heads * x168 * x56 / (cp_intra * x166 + x165 * x167)
+    del x165
+    x170 = x149 * x164 * x169 * x49
+    x171 = cp_overlap * numpy.minimum(x170, x118 * x149)
+    del x118
+    x172 = x146 * x148
+    del x146, x148
+    x173 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x174 = x173 ** (-1.0)
+    x175 = ep * x174 - 1
+    x176 = x35 * numpy.minimum(etp, tp_intra_ranks)
+    del x35
+    x177 = 1 - x176
+    x178 = 4 * etp - 4
+    x179 = bytes_per_element * x131
+    x180 = a2a_efficiency_factor ** (-1.0)
+    x181 = bytes_per_element * x180
+    x182 = 1 - hierarchical_dispatch
+    x183 = x31 + x32
+    del x31, x32
+    x184 = experts_per_token * x183
+    x185 = x155 * x184 * x8 * (hierarchical_dispatch * (-x173 * x44 + 1) + x175 * x182 * x44)
+    x186 = 1 - x174
+    del x174
+    x187 = x183 * x8
+    del x183
+    x188 = x158 * x186 * x187 * (experts_per_token * x182 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x173 * (1 - x186 ** experts_per_token)))
+    del x182, x186
+    x189 = x180 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x180
+    x190 = x1 * x149
+    x191 = x190 * (4 * inter_latency_s * (x173 - 1) + 4 * intra_latency_s * x175 + sequence_parallel * (experts_per_token * x178 * x179 / (x166 * x176 + x167 * x177) + x178 * (inter_latency_s * x177 + intra_latency_s * x176)) + 2 * numpy.maximum(x181 * x185, x181 * x188) + 2 * numpy.maximum(x185 * x189, x188 * x189))
+    del x173, x175, x176, x177, x178, x181, x185, x188, x189
+    x192 = ep_overlap * numpy.minimum(x191, x120 * x190)
+    del x120, x190
+    x193 = comm_sm_fraction / (1 - comm_sm_fraction)
+    x194 = x191 + x192 * x193 - x192
+    x195 = x163 + x170 - x171 + x172 + x194
+    x196 = 2 * x192
+    del x192
+    x197 = x195 / x160
+    x198 = stage_layers * x112
+    del x112
+    x199 = dualpipe * x143 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * x163 + 2 * x170 - 2 * x171 + 2 * x172 + 2 * x191 + x193 * x196 - x196 - x197 * (x126 + x198) - 3 * x197 * (stage_layers * x84 + x126)) / x195 + x139 * x140 * x141 * x143
+    del x126, x143, x170, x172, x191, x193, x196, x197, x84
+    x200 = dp ** (-1.0)
+    x201 = global_batch * x200 * x30
+    del x30
+    x202 = stage_extra_layers * x138 * x201 * (x199 + 1) / stage_layers
+    del x138
+    x203 = dualpipe + 1
+    x204 = mlp_matrices * x21 * x36 * x44
+    del x44
+    x205 = stage_layers * x1 * x203 * x204
+    x206 = x205 / expert_optimizer_shards
+    x207 = mlp_matrices * moe_ffn
+    x208 = hidden * x207
+    x209 = x208 * (experts + shared_experts) + x21
+    x210 = tp * x204 - x207 * x21 + x209
+    del x204
+    x211 = ffn * mlp_matrices
+    x212 = hidden * x211
+    x213 = heads * x53 + kv_lora_rank + 1.0 * q_lora_rank + x59
+    del x53, x59
+    x214 = 5 * hidden + x129 + x136 * x212 + x213
+    del x129
+    x215 = x13 + x213 * x49 + x48 * x76
+    del x213, x76
+    x216 = x203 * x3 * (stage_layers * (x1 * x210 + x2 * x212 + x215) + x121 * (x134 * x210 + x214) + x122)
+    del x203, x210
+    x217 = -x205 + x216
+    x218 = x217 / optimizer_shards
+    x219 = x10 * (x206 + x218) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x10
+    x220 = x160 * x201
+    del x160
+    x221 = x201 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x0 * x144 * x147 * x27 - x162 + x163)
+    del x0, x144, x147, x162, x163, x27
+    x222 = x195 * x199 * x201
+    del x195, x199
+    x223 = x201 * (x149 * x164 * x169 * x49 - x171)
+    del x149, x164, x169, x171, x49
+    x224 = x201 * (x159 - x161)
+    del x159, x161
+    x225 = x194 * x201
+    del x194
+    x226 = vp * x201
+    x227 = 1 - pp_intra
+    x228 = x140 * (2 * pp + 2 * x226 - 2) * (inter_latency_s * x227 + intra_latency_s * pp_intra + 1.0 * x179 / (pp_intra * x166 + x167 * x227)) * numpy.minimum(1, x139)
+    del x166, x167, x179, x227
+    x229 = numpy.minimum(1, grad_shards - 1)
+    x230 = numpy.minimum(dp, dp_intra_ranks)
+    x231 = x230 - 1
+    x232 = x230 ** (-1.0)
+    del x230
+    x233 = dp * x232 - 1
+    x234 = 2 * grad_comm_bytes_per_param * x216
+    x235 = x155 * x234
+    x236 = x158 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x158
+    x237 = x234 * x236
+    x238 = replica_intra_ranks - 1
+    x239 = shard_ranks ** (-1.0)
+    x240 = x239 / replica_intra_ranks
+    x241 = numpy.maximum(1, dp * x240)
+    x242 = x241 - 1
+    x243 = x229 * (x151 * x238 + x154 * x242 + x235 * x238 * x240 + x237 * x240 * x242 / x241) + (1 - x229) * (x151 * x231 + x154 * x233 + x200 * x233 * x237 + x231 * x232 * x235)
+    del x151, x154, x200, x231, x232, x233, x235, x237, x238, x240, x241, x242
+    x244 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x245 = x244 - 1
+    x246 = intra_latency_s * x245
+    x247 = x244 ** (-1.0)
+    del x244
+    x248 = shard_ranks * x247 - 1
+    x249 = inter_latency_s * x248
+    x250 = bytes_per_element * x216
+    del x216
+    x251 = x155 * x245 * x247
+    del x155, x245, x247
+    x252 = x236 * x239 * x248
+    del x236, x239, x248
+    x253 = 1 / 2 * x201 * x229 * (x234 * x251 + x234 * x252 + 2 * x246 + 2 * x249) + 2 * x201 * zero3 * (x246 + x249 + x250 * x251 + x250 * x252)
+    del x229, x234, x246, x249, x250, x251, x252
+    x254 = -dp_overlap * numpy.minimum(x220, x253) - dp_overlap * numpy.minimum(x243, 2 * x198) + x243 + x253
+    del x198, x243, x253
+    x255 = x223 + x224 + x225 + x228 + x254
+    x256 = x220 + x221 + x222 + x255
+    x257 = x219 + x256
+    x258 = gpus + 0.474798
+    x259 = gpus ** (-1.0)
+    x260 = x258 ** (-0.282765)
+    x261 = gpus / gpus_per_node
+    x262 = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x257 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x257 * numpy.maximum(0, -x28 * erfinv(1.71458910109456 * x259 * x260 * (0.0686881539789491 * x260 + 0.112063) - 1 + 1.16023 / x258)) + x202 + (1 - (1 - slow_node_fraction) ** x261) * (slow_node_slowdown - 1) * (x202 + x257)
+    del x202, x258, x260, x28
+    x263 = x257 + x262
+    del x257
+    x264 = weight_bytes_per_param * x217 / weight_shards + weight_bytes_per_param * x205 / expert_weight_shards
+    x265 = grad_bytes_per_param * x217 / grad_shards + grad_bytes_per_param * x205 / expert_grad_shards
+    del x205, x217
+    x266 = optimizer_bytes_per_param * x206 + optimizer_bytes_per_param * x218
+    del x206, x218
+    x267 = 4 * x131 * (vocab * x61 + 1)
+    del x131, x61
+    x268 = 4 * x187
+    x269 = heads + kv_heads
+    x270 = kv_heads / heads
+    x271 = 2 * mlp_matrices
+    x272 = micro_batch * x89 * (dropout_masks + 4) / cp ** 2
+    del x89
+    x273 = x184 * x7
+    del x184
+    x274 = linear_input_bytes + x271 - 2
+    x275 = -recompute_mla_up_proj * x102 * x50 * x98 * (2 * head_dim + v_head_dim) - recompute_norms * x268 - x1 * (x116 + x273 * x36) * (linear_input_bytes * recompute_moe_act + x114 * (2 - x115)) + x1 * (x116 * x274 - x271 * x9 + x273 * (etp * hidden * linear_input_bytes + x274 * x36)) + x187 * (2 * dropout_masks + 8) + x3 * x64 * (-x13 * (x270 + 1) + x269 * x56) + x3 * (ffn * x271 * x7 + x272 + x41 + x8 * (4 * x270 + 2)) + x48 * (2 * micro_batch * seq_len * x3 * x5 * (linear_key_heads * x92 + 68.0 * linear_value_heads + 5 * x72) - x3 * (x269 * x56 * x64 + x272)) + x64 * (q_lora_rank + x55) - (1 - 1 / 2 * linear_input_bytes) * (2 * x2 * x9 + x268 * (1 - recompute_norms))
+    del x1, x102, x114, x115, x116, x187, x2, x268, x269, x270, x271, x272, x273, x274, x3, x36, x48, x5, x50, x55, x64, x7, x72, x8, x9, x92, x98
+    x276 = full_recompute * x41 * x86 + x113 * x275
+    del x41, x86
+    x277 = full_recompute * x275 + linear_value_heads * x168 * x94 * numpy.minimum(1, linear_attention_layers) + stage_layers * x141 * x276 * (dualpipe * numpy.minimum(x201, pp + 1) + x140 * numpy.minimum(x226, pp * vp + x139 * numpy.minimum(1, vp - 1))) + x121 * (x267 + x276) + x267
+    del x121, x139, x140, x141, x168, x201, x226, x267, x275, x276, x94
+    x278 = layers - moe_layers
+    x279 = x212 * x278
+    del x212
+    x280 = embedding_matrices * x122 + hidden + layers * x215 + x279
+    del x215
+    x281 = moe_layers * x209 + mtp_layers * (x134 * x209 + x214) + x280
+    del x209
+    x282 = experts_per_token + shared_experts
+    x283 = x208 * x282 + x21
+    del x208, x21
+    x284 = x263 ** (-1.0)
+    x285 = global_batch * seq_len * x284
+    x286 = x13 * x207 * x282 + x23
+    del x207, x23, x282
+    x287 = moe_layers * x286
+    x288 = linear_attention_layers * (linear_value_heads * x97 - x106)
+    del x97
+    x289 = x13 * x68 + 2 * x54 + 2 * x58
+    del x54, x58, x68
+    x290 = layers * x289
+    x291 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x75 - x289)
+    del x75
+    x292 = x13 * x211
+    del x13, x211
+    x293 = mtp_layers * (x106 + 2 * x122 + x133 + x134 * x286 + x136 * x292 + x289)
+    del x133, x136, x286, x289
+    x294 = 6 * heads * layers * seq_len * x56 + 3 * x108 + 6 * x122 + 6 * x279 + 3 * x287 + 3 * x288 + 3 * x290 + 3 * x291 + 3 * x293
+    del x122, x279, x56
+    x295 = x259 * x285
+    x296 = x294 * x295
+    x297 = layers * x106 + x108 + x288
+    del x106, x108, x288
+    x298 = tokens * x142 * x29
+    del x142, x29
+    x299 = x261 / (rack_mtbf_s * rack_nodes)
+    x300 = gpus / gpu_mtbf_s
+    x301 = x261 / network_mtbf_s
+    x302 = x261 / node_mtbf_s
+    x303 = x300 + x301 + x302
+    x304 = software_mtbf_s ** (-1.0)
+    x305 = numpy.maximum(0, x261 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x306 = x304 + x305
+    x307 = x299 + x303 + x306
+    x308 = x307 ** (-1.0)
+    x309 = checkpoint_bytes_per_param * x281
+    x310 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x311 = x259 * x309
+    x312 = x310 * x311
+    x313 = ckpt_async * x312
+    x314 = x309 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x261)
+    x315 = ckpt_sync * x314
+    x316 = x157 * x311
+    del x157, x311
+    x317 = ckpt_in_memory * (x312 + x316)
+    del x312
+    x318 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x319 = x256 + x262
+    del x256
+    x320 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x259 * x281 * x310 / (1 - (1 - numpy.minimum(1, x318)) ** gockpt_steps) - x319)
+    del x310
+    x321 = x313 + x315 + x317 + x320
+    x322 = numpy.sqrt(x308 * (2 * x313 + 2 * x315 + 2 * x317 + 2 * x320))
+    x323 = ckpt_async * x314
+    x324 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x259 * x281 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x319))) / numpy.log(1 - numpy.minimum(0.999999999999, x318))))) - 1) + 1
+    del x259, x318, x319
+    x325 = x321 * (1 / 2 * x299 + 1 / 2 * x300 + 1 / 2 * x301 + 1 / 2 * x302 + 1 / 2 * x304 + 1 / 2 * x305)
+    del x300, x301, x302, x304, x305
+    x326 = numpy.maximum(numpy.maximum(x263, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x263 * x324 + x314) + x323)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(x308, 1 / 2 * x313 + 1 / 2 * x315 + 1 / 2 * x317 + 1 / 2 * x320), -x321 + x322 * (1 / 3 * numpy.sqrt(x325) + 1 / 9 * x325 + 1), x308)))
+    del x313, x315, x317, x320, x325
+    x327 = ckpt_gockpt * (x263 + x314) + x323
+    del x314, x323
+    x328 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x329 = node_repair_s * x299
+    x330 = numpy.exp(-x329)
+    x331 = node_repair_s * x303
+    x332 = -spare_nodes
+    x333 = rack_nodes + x332
+    x334 = x329 * x330
+    del x329
+    x335 = 2 * rack_nodes + x332
+    x336 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x330 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x337 = 3 * rack_nodes + x332
+    x338 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x330 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x339 = 4 * rack_nodes + x332
+    x340 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x330 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x341 = 5 * rack_nodes + x332
+    x342 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x330 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x343 = 6 * rack_nodes + x332
+    x344 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x330 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x345 = 7 * rack_nodes + x332
+    x346 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x330 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x347 = 8 * rack_nodes + x332
+    x348 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x330 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x349 = 9 * rack_nodes + x332
+    x350 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x330 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x351 = 10 * rack_nodes + x332
+    x352 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x330 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x353 = 11 * rack_nodes + x332
+    x354 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x330 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x355 = x308 * (x299 * (x330 * poisson_cdf(-x333, x331) + x334 * poisson_cdf(-x335, x331) + x336 * poisson_cdf(-x337, x331) + x338 * poisson_cdf(-x339, x331) + x340 * poisson_cdf(-x341, x331) + x342 * poisson_cdf(-x343, x331) + x344 * poisson_cdf(-x345, x331) + x346 * poisson_cdf(-x347, x331) + x348 * poisson_cdf(-x349, x331) + x350 * poisson_cdf(-x351, x331) + x352 * poisson_cdf(-x353, x331) + x354 * poisson_cdf(-12 * rack_nodes - x332, x331)) + x303 * (x330 * poisson_cdf(spare_nodes - 1, x331) + x334 * poisson_cdf(-x333 - 1, x331) + x336 * poisson_cdf(-x335 - 1, x331) + x338 * poisson_cdf(-x337 - 1, x331) + x340 * poisson_cdf(-x339 - 1, x331) + x342 * poisson_cdf(-x341 - 1, x331) + x344 * poisson_cdf(-x343 - 1, x331) + x346 * poisson_cdf(-x345 - 1, x331) + x348 * poisson_cdf(-x347 - 1, x331) + x350 * poisson_cdf(-x349 - 1, x331) + x352 * poisson_cdf(-x351 - 1, x331) + x354 * poisson_cdf(-x353 - 1, x331)) + x306)
+    del x299, x303, x306, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x349, x350, x351, x352, x353, x354
+    x356 = x308 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x355, 1 - x355) * numpy.expm1(x307 * (x328 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x357 = ckpt_in_memory * x316 + failure_detection_s - x308 * numpy.log1p(manual_restart_fraction * numpy.expm1(x307 * (-manual_restart_s + x328 - x356))) + x309 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x261) + x328 - x356
+    del x316, x328, x356
+    x358 = x263 * x298
+    x359 = eval_fraction * x358
+    x360 = numpy.exp(x307 * x327)
+    x361 = numpy.exp(x307 * (x321 + x326))
+    x362 = x358 * x360 / x326
+    x363 = (x360 + x362 * (x361 - 1) - 1) * numpy.exp(x307 * x357)
+    del x360
+    x364 = rollback_steps * x263
+    x365 = loss_spike_probability * x298
+    x366 = x365 * (x357 + x364)
+    x367 = x308 * x363 + x366
+    x368 = x359 + x367
+    x369 = maintenance_fraction * x368 / (1 - maintenance_fraction)
+    x370 = x368 + x369
     del x368
-    x371 = x355 * x370 + x367
-    x372 = pue * x371
-    x373 = pue * (gpus * x361 + x369)
-    x374 = gpus * max_power_w + x370
-    del x370
-    x375 = price_usd_per_gpu_hour * x360
-    x376 = lifetime_s ** (-1.0)
-    x377 = 2.77777777777778e-07 * electricity_usd_per_kwh * x372 + x360 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x376 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x374 / x358) / utilisation
-    del x358
-    x378 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x372
-    x379 = embodied_kg_per_gpu * x359 * x376
-    del x359, x376
-    x380 = x378 + x379
-    return [x248, x206, x207, x212, x211, x213, x210, x239, x205, x155, x247, x249, x250, x251, x261, memory_reserve_bytes, memory_reserve_bytes + x249 + x250 + x251 + x261, x265, moe_layers * x267 + mtp_layers * (x132 * x267 + x150) + x264, x270, x279, 1e-12 * x281, x18 * x281, x18 * x280 * (full_recompute * (x262 * x277 + x272 + x275 + x276 + x278 + x282) + x115 * x282 + x279), x283, x293, x294, x306, x307, x311, x309, x312, x342, x343, x355, x344, x350, x351, x354, x348, 1 - x357, x357, spare_nodes, x340, x360, x367, x371, x372, pue * x371 - pue * (x351 + x365) * (gpus * idle_power_w + x369) - x343 * x373 - x364 * x373, x361, x356 * x366, x356 * x372, pue * x374, x375, x377, use_tco * x377 + x375 * (1 - use_tco), x378, x379, x380, x380 / (tokens * x279), x355 * x380]
+    x371 = x370 ** (-1.0)
+    x372 = x358 * x371
+    x373 = gpus + gpus_per_node * spare_nodes
+    x374 = x370 * x373
+    x375 = 0.000277777777777778 * x374
+    x376 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x255 * x284 + compute_power_fraction * x220 * x284)
+    del x255, x284
+    x377 = x308 * x362 * (x361 - numpy.exp(x307 * x321))
+    del x307, x361, x362
+    x378 = x364 * x365
+    del x364
+    x379 = x359 + x378
+    x380 = x369 - x378
+    del x378
+    x381 = idle_power_w * (x367 - x377 + x380) + x376 * (x377 + x379)
+    del x367, x377
+    x382 = gpus * x381
+    x383 = network_power_per_node_w + node_overhead_power_w
+    x384 = x261 * x383
+    del x261
+    x385 = spare_nodes * (gpus_per_node * idle_power_w + x383) + x384
+    del x383
+    x386 = x370 * x385 + x382
+    x387 = pue * x386
+    x388 = pue * (gpus * x376 + x384)
+    x389 = gpus * max_power_w + x385
+    del x385
+    x390 = price_usd_per_gpu_hour * x375
+    x391 = lifetime_s ** (-1.0)
+    x392 = 2.77777777777778e-07 * electricity_usd_per_kwh * x387 + x375 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x391 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x389 / x373) / utilisation
+    del x373
+    x393 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x387
+    x394 = embodied_kg_per_gpu * x374 * x391
+    del x374, x391
+    x395 = x393 + x394
+    return [x263, x220, x221, x224, x223, x225, x228, x254, x222, x219, x262, x264, x265, x266, x277, memory_reserve_bytes, memory_reserve_bytes + x264 + x265 + x266 + x277, x281, moe_layers * x283 + mtp_layers * (x134 * x283 + x214) + x280, x285, x294, 1e-12 * x296, x14 * x296, x14 * x295 * (full_recompute * (x278 * x292 + x287 + x290 + x291 + x293 + x297) + selective * x113 * x297 + x294), x298, x308, x309, x321, x322, x326, x324, x327, x357, x358, x370, x359, x365, x366, x369, x363, 1 - x372, x372, spare_nodes, x355, x375, x382, x386, x387, pue * x386 - pue * (x366 + x380) * (gpus * idle_power_w + x384) - x358 * x388 - x379 * x388, x376, x371 * x381, x371 * x387, pue * x389, x390, x392, use_tco * x392 + x390 * (1 - use_tco), x393, x394, x395, x395 / (tokens * x294), x370 * x395]

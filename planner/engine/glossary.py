@@ -305,6 +305,13 @@ GLOSSARY: dict[str, Term] = {
     "dispatch_host_sync": Term(
         "1", "1 if the host waits for the routed token counts every MoE layer",
         FLAG),
+    "dualpipe": Term("1", "1 if the pipeline runs DeepSeek's DualPipe schedule (else 1F1B)",
+                     FLAG),
+    "recompute_moe_act": Term(
+        "1", "1 if the experts' activation-function output is recomputed in backward", FLAG),
+    "moe_act_input_bytes": Term(
+        "B", "bytes per element of the stored expert activation-function input (FP8: 1)",
+        Domain(">0", maximum=4)),
     "expert_load_cv": Term(
         "1", "coefficient of variation of an EP rank's routed load (0: forced balance)",
         NON_NEGATIVE),

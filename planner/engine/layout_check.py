@@ -22,11 +22,12 @@ from planner.errors import CapplanError
 
 
 def rule_context(x: dict) -> dict:
-    """The model's and node's numbers the layout rules read (:data:`VALIDITY`), as ints."""
+    """The model's and node's numbers the layout rules read (:data:`VALIDITY`), as ints
+    (``dualpipe``: the stack's schedule, 0 when ``x`` names none)."""
     return {"domain": int(x["scale_up_domain_gpus"]), "heads": int(x["heads"]),
             "kv_heads": int(x["kv_heads"]), "layers": int(x["layers"]),
             "seq_len": int(x["seq_len"]), "experts": int(x["experts"]),
-            "batch": int(x["global_batch"])}
+            "batch": int(x["global_batch"]), "dualpipe": int(x.get("dualpipe", 0))}
 
 
 def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None,
@@ -66,6 +67,7 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         ep=only("ep", None), etp=only("etp", None),
         micro_batch=only("micro_batch", base.micro_batch),
         recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})), hsdp=(0,),
+        dualpipe=int(x["dualpipe"]),
         sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),

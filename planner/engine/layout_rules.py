@@ -167,7 +167,7 @@ def _at_least_1(value):
 #: The rules of a valid layout, in the order a message reports them.  ``v`` holds the
 #: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch``) and the model's and node's
 #: numbers (``domain`` GPUs of the scale-up domain, ``heads kv_heads layers seq_len
-#: experts batch``).  The one place these rules are written: a user's layout is checked by
+#: experts batch``) and the stack's pipeline schedule (``dualpipe``).  The one place these rules are written: a user's layout is checked by
 #: :func:`planner.engine.layout_check.check_layout` (the first broken rule's message), the
 #: search's layouts are masked by them (:func:`planner.engine.space.enumerate_layouts`).
 VALIDITY: tuple[Rule, ...] = (
@@ -206,6 +206,23 @@ VALIDITY: tuple[Rule, ...] = (
                     "EDP folds over the attention's TP x CP x DP); change --ep or --etp"),
     _rule("ep experts", lambda v: (v.ep == 1) | (v.experts % _at_least_1(v.ep) == 0),
           lambda v: f"--ep {v.ep} does not divide the {v.experts} experts"),
+    # DeepSeek's DualPipe (a stack's schedule, ``dualpipe`` 1): two stages per rank fed from
+    # both ends, no virtual stages, an even number of ranks, and an even number of at least
+    # 2 PP micro-batches (deepseek-ai/DualPipe dualpipe.py@bb214e8, DualPipe.step)
+    _rule("dualpipe vp", lambda v: (v.dualpipe == 0) | (v.vp == 1),
+          lambda v: f"--vp {v.vp}: the stack's DualPipe schedule has no virtual stages; "
+                    "use --vp 1"),
+    _rule("dualpipe pp", lambda v: (v.dualpipe == 0) | (v.pp % 2 == 0),
+          lambda v: f"--pp {v.pp}: the stack's DualPipe schedule feeds the pipeline from both "
+                    "ends and needs an even --pp"),
+    _rule("dualpipe pp dp micro_batch batch",
+          lambda v: (v.dualpipe == 0) | (((v.batch // _at_least_1(v.dp * v.micro_batch)) % 2 == 0)
+                                         & (v.batch // _at_least_1(v.dp * v.micro_batch)
+                                            >= 2 * v.pp)),
+          lambda v: f"the stack's DualPipe schedule needs an even number of at least 2*PP = "
+                    f"{2 * v.pp} micro-batches, got {v.batch // max(v.dp * v.micro_batch, 1)} "
+                    f"(global batch {v.batch} / (DP {v.dp} x micro-batch {v.micro_batch})); "
+                    "change --micro-batch, --global-batch or --pp"),
 )
 
 

@@ -152,8 +152,12 @@ def parameters(x: dict, r: dict) -> dict:
     # the first stage, the fullest: its layers and the input embedding, split over TP
     stage = (x["stage_layers"] * (layer_common + (1 - share) * dense_mlp + share * moe_rank)
              + compute.embedding_params(x["vocab"], h, 1) + mtp) / x["tp"]
-    return {**param_counts(x), "stage_params": stage,
-            "stage_expert_params": x["stage_layers"] * share * routed / (x["ep"] * x["etp"])}
+    # DualPipe (the stack's schedule) puts two stages on every rank, stage i and stage
+    # p - 1 - i: two copies of the parameters (DeepSeek-V3 arXiv:2412.19437 Table 2)
+    copies = 1 + x["dualpipe"]
+    return {**param_counts(x), "stage_params": copies * stage,
+            "stage_expert_params": copies * x["stage_layers"] * share * routed
+            / (x["ep"] * x["etp"])}
 
 
 def flops(x: dict, r: dict) -> dict:
@@ -303,7 +307,19 @@ def mlp_times(x: dict, r: dict) -> dict:
             x, t, moe_ffn, h, minimum(minimum(t, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),
         "t_logits": _gemm(x, t, vocab, h, minimum(minimum(t, h), vocab)),
+        # the experts' activation function run again in backward when its output is not
+        # kept (recompute_moe_act): its stored input read, its output written
+        "t_moe_act": _memory_bound(x, (k * rank_tokens * expert_ffn
+                                       + x["shared_experts"] * t * moe_ffn)
+                                   * ((x["mlp_matrices"] - 1) * _moe_act_input_bytes(x)
+                                      + x["bytes_per_element"])),
     }
+
+
+def _moe_act_input_bytes(x: dict):
+    """Bytes per element of the stored expert activation-function input: the stack's (FP8:
+    1, DeepSeek-V3 s3.3.3) under an FP8 recipe, else 2."""
+    return maximum(x["moe_act_input_bytes"], x["linear_input_bytes"])
 
 
 def compute_time(x: dict, r: dict) -> dict:
@@ -312,10 +328,16 @@ def compute_time(x: dict, r: dict) -> dict:
     layer_fwd = (r["t_qkv"] + r["t_core"] + r["t_scores"] + r["t_proj"] + r["t_elem"]
                  + (1 - share) * r["t_mlp"] + share * r["t_moe"])
     layer_recompute = x["full_recompute"] * layer_fwd \
-        + (1 - x["full_recompute"]) * x["selective"] * r["t_core"]
+        + (1 - x["full_recompute"]) * (x["selective"] * r["t_core"]
+                                       + share * x["recompute_moe_act"] * r["t_moe_act"])
     compute_mb = x["stage_layers"] * compute.training_pass_time(layer_fwd, layer_recompute) \
         + compute.training_pass_time(r["t_logits"], 0) + _mtp_time(x, r)
+    # the forward part, and the weight-gradient GEMMs of the backward (as long as the
+    # forward's GEMMs): the chunks of DualPipe's bubble
+    gemm_fwd = (r["t_qkv"] + r["t_proj"] + (1 - share) * r["t_mlp"] + share * r["t_moe"])
     return {"t_layer_fwd": layer_fwd, "compute_mb": compute_mb,
+            "forward_mb": x["stage_layers"] * layer_fwd + r["t_logits"],
+            "weight_grad_mb": x["stage_layers"] * gemm_fwd + r["t_logits"],
             "compute_s": r["microbatches"] * compute_mb}
 
 
@@ -456,12 +478,27 @@ def iteration_communication(x: dict, r: dict) -> dict:
         grad_bytes, shard, x["dp"], x["replica_intra_ranks"], *links)
     last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
     return {
-        "pp_comm_s": pipeline.pipeline_p2p_count(x["pp"], r["microbatches"], x["vp"]) * p2p,
+        # (DualPipe hides the pipeline transfers under the paired chunk's compute,
+        # DeepSeek-V3 s3.2.1)
+        "pp_comm_s": (1 - x["dualpipe"])
+        * pipeline.pipeline_p2p_count(x["pp"], r["microbatches"], x["vp"]) * p2p,
         "dp_comm_s": communication.exposed_comm_time((1 - sharded) * reduce_s + replica_s,
                                                      last_backward, x["dp_overlap"])
         + communication.exposed_comm_time(gather_s + scatter_s, r["compute_s"],
                                           x["dp_overlap"]),
     }
+
+
+def _bubble_fraction(x: dict, r: dict, per_mb):
+    """Pipeline bubble over the ideal time m x per_mb: (interleaved) 1F1B, or DualPipe from
+    its chunk times (the micro-batch's time split as its compute splits into forward,
+    backward and the backward's weight part)."""
+    m = r["microbatches"]
+    forward_mb = per_mb * r["forward_mb"] / r["compute_mb"]
+    dualpipe_s = pipeline.bubble_time_dualpipe(
+        x["pp"], forward_mb, per_mb - forward_mb, per_mb * r["weight_grad_mb"] / r["compute_mb"])
+    return (1 - x["dualpipe"]) * pipeline.bubble_fraction_interleaved(x["pp"], m, x["vp"]) \
+        + x["dualpipe"] * dualpipe_s / (m * per_mb)
 
 
 def step_time(x: dict, r: dict) -> dict:
@@ -488,12 +525,13 @@ def step_time(x: dict, r: dict) -> dict:
         (r["stage_params"] - r["stage_expert_params"]) / x["optimizer_shards"]
         + r["stage_expert_params"] / x["expert_optimizer_shards"], x["weight_bytes_per_param"],
         x["grad_bytes_per_param"], x["optimizer_bytes_per_param"]))
+    bubble_fraction = _bubble_fraction(x, r, per_mb)
     parts = {
         "launch_s": m * launch_mb,
         "tp_comm_s": m * r["tp_comm_mb"],
         "cp_comm_s": m * r["cp_comm_mb"],
         "ep_comm_s": m * r["ep_comm_mb"],
-        "bubble_s": pipeline.bubble_fraction_interleaved(x["pp"], m, x["vp"]) * m * per_mb,
+        "bubble_s": bubble_fraction * m * per_mb,
         "optimizer_s": optimizer_s,
     }
     base = (r["compute_s"] + parts["launch_s"] + parts["tp_comm_s"] + parts["cp_comm_s"]
@@ -509,8 +547,7 @@ def step_time(x: dict, r: dict) -> dict:
     # GC costs d/K; one slow node holds the whole group
     layer_pass_mb = (r["compute_mb"] - compute.training_pass_time(r["t_logits"], 0)) \
         / x["stage_layers"]
-    imbalance_s = x["stage_extra_layers"] * layer_pass_mb * m \
-        * (1 + pipeline.bubble_fraction_interleaved(x["pp"], m, x["vp"]))
+    imbalance_s = x["stage_extra_layers"] * layer_pass_mb * m * (1 + bubble_fraction)
     gc_s = x["gc_planned"] * straggler.planned_gc_delay(x["gc_duration_s"],
                                                         x["gc_planned_steps"]) \
         + (1 - x["gc_planned"]) * straggler.gc_pause_delay(
@@ -566,6 +603,12 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
     # GEMM inputs: kept at linear_input_bytes (FP8 recipes: 1), or not at all when the norms
     # are recomputed (DeepSeek-V3 s3.2.3)
     norms = memory.norm_output_activation_bytes(s, b, h, tp, x["sequence_parallel"])
+    # the experts' activation function: its input kept in FP8, its output recomputed
+    # (DeepSeek-V3 s3.3.3; Megatron-Core's recompute module moe_act)
+    layer_act = layer_act - r["moe_share"] * memory.moe_activation_function_saving_bytes(
+        s, b, x["moe_ffn"], x["experts_per_token"], x["shared_experts"], x["mlp_matrices"], tp,
+        x["etp"], x["sequence_parallel"], x["linear_input_bytes"], _moe_act_input_bytes(x),
+        x["recompute_moe_act"])
     layer_act = layer_act - x["recompute_norms"] * norms \
         - memory.cached_input_saving_fraction(x["linear_input_bytes"]) * (
         (1 - x["recompute_norms"]) * norms
@@ -585,9 +628,12 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
     mtp_act = _mtp_on_fullest_stage(x) * (
         stored_layer + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp))
     # layer-micro-batches the first rank holds: v chunks of stage_layers / v layers each,
-    # as many chunk-micro-batches as Megatron-Core's (interleaved) 1F1B schedule keeps
-    inflight_layers = x["stage_layers"] / x["vp"] * memory.pipeline_inflight_chunks(
-        x["pp"], x["vp"], r["microbatches"])
+    # as many chunk-micro-batches as Megatron-Core's (interleaved) 1F1B schedule keeps, or
+    # DualPipe's p + 1 of one of its two stages (the layers a micro-batch passes)
+    inflight_layers = x["stage_layers"] / x["vp"] * (
+        (1 - x["dualpipe"]) * memory.pipeline_inflight_chunks(x["pp"], x["vp"],
+                                                              r["microbatches"])
+        + x["dualpipe"] * memory.dualpipe_inflight_chunks(x["pp"], r["microbatches"]))
     # routed experts are sharded over the expert-data-parallel group (parallel folding)
     experts = r["stage_expert_params"]
 

@@ -13,7 +13,7 @@ memory stays bounded whatever the size of the space.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -177,7 +177,8 @@ def layout_space(inputs: dict, options: SpaceOptions) -> LayoutSpace:
         kv_heads=int(inputs["kv_heads"]), seq_len=int(inputs["seq_len"]),
         experts=int(inputs["experts"]), global_batch=int(inputs["global_batch"]),
         gpus_per_node=int(inputs["gpus_per_node"]),
-        scale_up_domain=int(inputs["scale_up_domain_gpus"]), options=options)
+        scale_up_domain=int(inputs["scale_up_domain_gpus"]),
+        options=replace(options, dualpipe=int(inputs["dualpipe"])))
 
 
 def search_slice(task: SearchTask) -> dict:

@@ -202,7 +202,8 @@ STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
                 "attention_efficiency_factor", "layer_overhead_s", "recompute_mla_up_proj", "recompute_norms",
                 "optimizer_bytes_per_param", "fp8_dispatch", "hierarchical_dispatch",
                 "a2a_efficiency_factor", "moe_layer_overhead_s", "expert_overhead_s",
-                "dispatch_host_sync", "comm_sm_fraction")
+                "dispatch_host_sync", "comm_sm_fraction", "dualpipe", "recompute_moe_act",
+                "moe_act_input_bytes")
 
 
 def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:

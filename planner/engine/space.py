@@ -57,6 +57,8 @@ class SpaceOptions:
     #: fewer than DP)
     hsdp: tuple[int, ...] = (0, 1)
     sequence_parallel: tuple[int, ...] = (0, 1)
+    #: the stack's pipeline schedule: 1 DeepSeek's DualPipe (its layout rules apply), 0 1F1B
+    dualpipe: int = 0
 
     def validate(self) -> None:
         """CapplanError on the first value outside its domain (planner.engine.domains)."""
@@ -270,7 +272,8 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     # the rules of a valid layout (layout_rules.VALIDITY), applied as soon as the table has
     # the sizes a rule reads; the rest of this function is the search's choice of sizes
     context = {"domain": scale_up_domain, "heads": heads, "kv_heads": kv_heads,
-               "layers": layers, "seq_len": seq_len, "experts": experts, "batch": global_batch}
+               "layers": layers, "seq_len": seq_len, "experts": experts, "batch": global_batch,
+               "dualpipe": options.dualpipe}
 
     def valid(t, involving=None):
         ok = holding(SimpleNamespace(**t, **context), frozenset(t) | frozenset(context),

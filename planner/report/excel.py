@@ -356,7 +356,8 @@ class ExcelPrinter(StrPrinter):
 
     def _print_PoissonCdf(self, expr) -> str:  # formulas.ops.poisson_cdf
         k, mu = (self._print(a) for a in expr.args)
-        return f"IF({k} < 0, 0, POISSON.DIST({k}, {mu}, TRUE))"
+        # (a mean of 0 is an error in LibreOffice's POISSON.DIST; the CDF is then 1)
+        return f"IF({k} < 0, 0, IF({mu} <= 0, 1, POISSON.DIST({k}, {mu}, TRUE)))"
 
     _print_harmonic = _print_erfinv
     _print_erfc = _print_erfinv

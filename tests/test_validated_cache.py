@@ -16,7 +16,8 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from hardware_catalog import clear_cache, load_catalog, loader, private_cache, schema, toml_cache
+from hardware_catalog import clear_cache, load_catalog, loader, prices, private_cache, schema
+from hardware_catalog import toml_cache
 from hardware_catalog import validated_cache as vc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,9 +30,11 @@ def cache_dir(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
     monkeypatch.setenv(toml_cache.ENV_VAR, str(folder))
     clear_cache()
+    prices.load_prices.cache_clear()
     private_cache.reset_warning()
     yield folder
     clear_cache()
+    prices.load_prices.cache_clear()
     private_cache.reset_warning()
 
 
@@ -176,6 +179,7 @@ def test_the_key_covers_the_files_the_code_and_the_versions(tmp_path, monkeypatc
     assert vc.key(digest, loader.DATA_DIR) == base
     source = code / "schema.py"
     source.write_text(source.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    vc._code_digest.cache_clear()  # read once per process: a new process reads it again
     assert vc.key(digest, loader.DATA_DIR) != base
 
 
@@ -309,3 +313,65 @@ def test_disabled_cache_writes_nothing(tmp_path, monkeypatch):
     assert vc.cache_file(loader.DATA_DIR) is None
     load_catalog()
     clear_cache()
+
+
+# ------------------------------------------------------------ the shipped price table
+
+def _price_file() -> Path:
+    return vc.cache_file(prices.SHIPPED_FILE, prices.SHIPPED_FILE.stem)
+
+
+def _price_reads(monkeypatch) -> list[str]:
+    seen: list[str] = []
+    read = prices.read_price_file
+
+    def counting(path):
+        seen.append(str(path))
+        return read(path)
+
+    monkeypatch.setattr(prices, "read_price_file", counting)
+    return seen
+
+
+def test_price_rows_are_the_same_from_the_cache(cache_dir, monkeypatch):
+    cold = prices.load_prices()
+    assert _price_file().is_file()
+    prices.load_prices.cache_clear()
+    reads = _price_reads(monkeypatch)
+    warm = prices.load_prices()
+    assert reads == []  # served from the cache file
+    monkeypatch.setenv(toml_cache.ENV_VAR, "off")
+    prices.load_prices.cache_clear()
+    off = prices.load_prices()
+    assert reads == [str(prices.SHIPPED_FILE)]
+    assert cold == warm == off and len(cold) > 1000
+    assert all(type(r) is prices.PriceRow for r in warm)
+
+
+@pytest.mark.parametrize("stored", [[1, 2], {"rows": []}, [("a", "b")]])
+def test_a_malformed_price_cache_is_a_miss(cache_dir, monkeypatch, capsys, stored):
+    expected = prices.load_prices()
+    header, key, _, _ = _price_file().read_bytes().split(b"\n", 3)
+    payload = pickle.dumps(stored)
+    _price_file().write_bytes(b"\n".join((header, key, hashlib.sha256(payload).hexdigest()
+                                          .encode(), payload)))
+    prices.load_prices.cache_clear()
+    private_cache.reset_warning()
+    capsys.readouterr()
+    reads = _price_reads(monkeypatch)
+    assert prices.load_prices() == expected
+    assert reads == [str(prices.SHIPPED_FILE)]
+    assert len(_warnings(capsys.readouterr().err)) == 1
+
+
+def test_an_edited_price_table_is_read_again(cache_dir, tmp_path, monkeypatch):
+    table = tmp_path / "gpu_cloud_prices.csv"
+    shutil.copy(prices.SHIPPED_FILE, table)
+    monkeypatch.setattr(prices, "SHIPPED_FILE", table)
+    first = prices.load_prices()
+    lines = table.read_text(encoding="utf-8").splitlines(keepends=True)
+    table.write_text("".join(lines[:-1]), encoding="utf-8")  # one row fewer
+    prices.load_prices.cache_clear()
+    reads = _price_reads(monkeypatch)
+    second = prices.load_prices()
+    assert reads == [str(table)] and second == first[:-1]

@@ -106,7 +106,7 @@ def _code_digest(code_dir: Path) -> bytes:
 
 
 def _ignore(path: Path, reason: str) -> None:
-    warn_once(f"ignoring the validated catalog cache {path}: {reason}; validating the "
+    warn_once(f"ignoring the cache file {path}: {reason}; reading and validating the "
               f"catalog's files")
 
 
@@ -130,7 +130,7 @@ def _read(path: Path | None, cache_key: bytes, allowed: dict[tuple[str, str], ob
     stored_key, _, rest = rest.partition(b"\n")
     checksum, _, payload = rest.partition(b"\n")
     if header + b"\n" != _MAGIC:
-        _ignore(path, "not a validated catalog cache of this capplan")
+        _ignore(path, "not a validated-data cache of this capplan")
         return None
     if stored_key != cache_key:
         return None  # the data or capplan changed: validated again and replaced

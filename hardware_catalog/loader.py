@@ -422,6 +422,8 @@ def _shipped_layer(files: list[Path], digest) -> list[tuple[Path, Entry]]:
     except OSError:
         _parse_layer(files, 0)  # names the file that cannot be read
         raise
+    if not validated_cache.enabled():
+        return _parse_layer(files, 0)
     key = validated_cache.key(digest.digest(), DATA_DIR)
     parsed = validated_cache.load(key, files, DATA_DIR)
     if parsed is None:

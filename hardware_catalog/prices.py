@@ -195,6 +195,8 @@ def user_price_files(dirs: tuple[str, ...]) -> list[Path]:
 def _shipped_rows() -> list[PriceRow]:
     """The shipped table's rows: read once per change of the file or of this package's
     code, then kept in capplan's cache folder (:mod:`hardware_catalog.validated_cache`)."""
+    if not validated_cache.enabled():
+        return read_price_file(SHIPPED_FILE)
     try:
         data = SHIPPED_FILE.read_bytes()
     except OSError:

@@ -75,6 +75,11 @@ class _RestrictedUnpickler(pickle.Unpickler):
             raise _Refused(f"refers to {module}.{name}") from None
 
 
+def enabled() -> bool:
+    """False when ``CAPPLAN_CACHE_DIR=off`` (nothing is read or stored)."""
+    return toml_cache.cache_dir() is not None
+
+
 def cache_file(data: Path, kind: str = "catalog") -> Path | None:
     """Where the validated ``kind`` (``catalog``, ``prices``) read from ``data`` (a folder
     or file) is kept, or ``None`` when the cache is off."""

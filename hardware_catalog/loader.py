@@ -20,9 +20,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from . import toml_cache
+from . import toml_cache, validated_cache
 from .errors import CatalogError
-from .schema import KIND_MODELS, KINDS, PROBLEM_SEP, SCHEMA_VERSION, Entry, Quantity
+from .schema import KIND_MODELS, KINDS, PROBLEM_SEP, SCHEMA_VERSION, Entry, Quantity, plugins_off
 from .textfile import printable, read_utf8
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -194,7 +194,8 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
         problems = [f"{k}: missing required key" for k in SHIPPED_ONLY.get(kind, ())
                     if k not in data]
     try:
-        entry = model.model_validate(data)
+        with plugins_off():  # the first validation builds the models' validators
+            entry = model.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors():
             problems.extend(_describe(error, model))
@@ -386,18 +387,16 @@ def _load(dirs: tuple[str, ...]) -> Catalog:
     origins: dict[tuple[str, str], Path] = {}
     digest = hashlib.sha256()
     for layer, directory in enumerate([DATA_DIR, *map(Path, dirs)]):
-        seen: dict[tuple[str, str], Path] = {}
-        for path in scan_dir(directory):
-            entry = parse_file(path, user=layer > 0, folder_kind=SINGULAR.get(path.parent.name))
+        files = scan_dir(directory)
+        if layer == 0:
+            parsed = _shipped_layer(files, digest)
+        else:
+            parsed = _parse_layer(files, layer)
+            _hash_files(digest, files, layer)
+        for path, entry in parsed:
             key = (entry.kind, entry.id)
-            if key in seen:
-                raise CatalogError(f"{_display(path)}: id: '{entry.id}' is already defined in "
-                                   f"{_display(seen[key])}")
-            seen[key] = path
             entries[entry.kind][entry.id] = entry
             origins[key] = path
-            rel = path.name if layer else str(path.relative_to(DATA_DIR))
-            digest.update(f"{layer}:{rel}\0".encode() + path.read_bytes())
     for acc_id, acc in entries["accelerator"].items():
         if acc.node not in entries["node"]:
             err = suggest("node", acc.node, entries["node"])
@@ -406,6 +405,47 @@ def _load(dirs: tuple[str, ...]) -> Catalog:
     version = f"{SCHEMA_VERSION}+{digest.hexdigest()[:12]}"
     return Catalog({k: dict(sorted(v.items())) for k, v in entries.items()}, origins, version,
                    dirs)
+
+
+def _hash_files(digest, files: list[Path], layer: int) -> None:
+    """Add each file's layer, name and bytes to ``digest`` (the catalog's version)."""
+    for path in files:
+        rel = path.name if layer else str(path.relative_to(DATA_DIR))
+        digest.update(f"{layer}:{rel}\0".encode() + path.read_bytes())
+
+
+def _shipped_layer(files: list[Path], digest) -> list[tuple[Path, Entry]]:
+    """The shipped entries: validated once per change of the shipped files or of this
+    package's code (:mod:`hardware_catalog.validated_cache`), else parsed and validated."""
+    try:
+        _hash_files(digest, files, 0)
+    except OSError:
+        _parse_layer(files, 0)  # names the file that cannot be read
+        raise
+    if not validated_cache.enabled():
+        return _parse_layer(files, 0)
+    key = validated_cache.key(digest.digest(), DATA_DIR)
+    parsed = validated_cache.load(key, files, DATA_DIR)
+    if parsed is None:
+        parsed = _parse_layer(files, 0)
+        validated_cache.store(key, parsed, DATA_DIR)
+    return parsed
+
+
+def _parse_layer(files: list[Path], layer: int) -> list[tuple[Path, Entry]]:
+    """The entry of each file of one layer (the shipped data is layer 0), in order; an id
+    defined twice in the layer is an error."""
+    seen: dict[tuple[str, str], Path] = {}
+    parsed = []
+    for path in files:
+        entry = parse_file(path, user=layer > 0, folder_kind=SINGULAR.get(path.parent.name))
+        key = (entry.kind, entry.id)
+        if key in seen:
+            raise CatalogError(f"{_display(path)}: id: '{entry.id}' is already defined in "
+                               f"{_display(seen[key])}")
+        seen[key] = path
+        parsed.append((path, entry))
+    return parsed
 
 
 def clear_cache() -> None:

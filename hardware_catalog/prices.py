@@ -9,17 +9,20 @@ a user file replaces the shipped rows of every provider it lists.
 Each row is mapped here to a catalog accelerator id (:func:`accelerator_id`) and
 normalised to USD per accelerator-hour: instance price / accelerators per instance
 (:func:`chips_per_instance`; TPU slices are priced per slice and split into chips).
-Only the csv module is used: this module is on the one-shot CLI path.
+Only the csv module is used: this module is on the one-shot CLI path (the shipped
+table's rows are kept across runs by :mod:`hardware_catalog.validated_cache`).
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from . import validated_cache
 from .errors import CatalogError
 
 PRICES_DIR = Path(__file__).resolve().parent / "data" / "prices"
@@ -189,10 +192,27 @@ def user_price_files(dirs: tuple[str, ...]) -> list[Path]:
     return files
 
 
+def _shipped_rows() -> list[PriceRow]:
+    """The shipped table's rows: read once per change of the file or of this package's
+    code, then kept in capplan's cache folder (:mod:`hardware_catalog.validated_cache`)."""
+    if not validated_cache.enabled():
+        return read_price_file(SHIPPED_FILE)
+    try:
+        data = SHIPPED_FILE.read_bytes()
+    except OSError:
+        return read_price_file(SHIPPED_FILE)  # says what is wrong with it
+    key = validated_cache.key(hashlib.sha256(data).digest(), SHIPPED_FILE)
+    rows = validated_cache.load_objects(key, SHIPPED_FILE, PriceRow)
+    if rows is None:
+        rows = read_price_file(SHIPPED_FILE)
+        validated_cache.store_objects(key, SHIPPED_FILE, rows)
+    return rows
+
+
 @lru_cache(maxsize=16)
 def load_prices(dirs: tuple[str, ...] = ()) -> tuple[PriceRow, ...]:
     """Shipped price rows, with each user file replacing the rows of its providers."""
-    rows = read_price_file(SHIPPED_FILE)
+    rows = _shipped_rows()
     for path in user_price_files(dirs):
         extra = read_price_file(path)
         replaced = {r.provider for r in extra}

@@ -17,7 +17,8 @@ written it:
 
 A file that fails a check is a cache miss, never an error: the reason is returned so the
 caller can say it once (:func:`warn_once`).  Shared by the catalog's TOML cache
-(:mod:`hardware_catalog.toml_cache`) and meant for any other cache of capplan.
+(:mod:`hardware_catalog.toml_cache`), the validated shipped catalog and price table
+(:mod:`hardware_catalog.validated_cache`) and meant for any other cache of capplan.
 """
 
 from __future__ import annotations

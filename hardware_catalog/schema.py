@@ -16,17 +16,12 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-# pydantic looks for plugins (an entry-point scan of every installed distribution, ~10 ms
-# of a one-shot query) when it builds a model's validator; the catalog's models use none.
-# As typer does for its own adapters, they are built with plugin loading off, and the
-# setting is restored at the end of this module.
-_PLUGINS_SETTING = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
-os.environ["PYDANTIC_DISABLE_PLUGINS"] = "1"
 
 SCHEMA_VERSION = 1
 KINDS = ("accelerator", "node", "site", "site_class", "model", "reliability", "stack")
@@ -35,7 +30,7 @@ KINDS = ("accelerator", "node", "site", "site_class", "model", "reliability", "s
 class Quantity(BaseModel):
     """A number with provenance: ``{ value, source, as_of, estimate, note }``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     value: float
     source: str = Field(min_length=3)
@@ -55,7 +50,7 @@ class Quantity(BaseModel):
 
 
 class Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     schema_version: Literal[1]
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
@@ -488,7 +483,7 @@ class ReliabilityProfile(Entry):
 class StackOnAccelerator(BaseModel):
     """A software stack's own factors on one accelerator (each optional)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     attention_efficiency_factor: Quantity | None = None
     gemm_efficiency_factor: Quantity | None = None
@@ -599,7 +594,22 @@ KIND_MODELS: dict[str, type[Entry]] = {
 }
 
 
-if _PLUGINS_SETTING is None:
-    del os.environ["PYDANTIC_DISABLE_PLUGINS"]
-else:
-    os.environ["PYDANTIC_DISABLE_PLUGINS"] = _PLUGINS_SETTING
+@contextmanager
+def plugins_off() -> Iterator[None]:
+    """Build validators inside with pydantic's plugin loading off.
+
+    The models are built on first use (``defer_build``: a catalog served validated by
+    :mod:`hardware_catalog.validated_cache` never builds them, ~40 ms of a one-shot query).
+    pydantic looks for plugins (an entry-point scan of every installed distribution,
+    ~6 ms) when it builds a validator; the catalog's models use none.  As typer does for
+    its own adapters, the setting is restored afterwards.
+    """
+    setting = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "1"
+    try:
+        yield
+    finally:
+        if setting is None:
+            del os.environ["PYDANTIC_DISABLE_PLUGINS"]
+        else:
+            os.environ["PYDANTIC_DISABLE_PLUGINS"] = setting

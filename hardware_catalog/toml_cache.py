@@ -5,8 +5,11 @@ about a third of a one-shot ``capplan evaluate``'s catalog time.  :func:`loads` 
 exactly what ``tomllib.loads`` returns (dates, datetimes and times included; a fresh
 object each call), looked up by the SHA-256 of the text's bytes in one JSON file under
 ``$CAPPLAN_CACHE_DIR`` (default ``$XDG_CACHE_HOME/capplan`` or ``~/.cache/capplan``);
-``CAPPLAN_CACHE_DIR=off`` disables it.  Validation is never cached: every entry is
-validated by the schema on every load.
+``CAPPLAN_CACHE_DIR=off`` disables it.  This cache holds parsed text, never validated
+entries: whatever it returns is validated by the schema.  Only the shipped catalog's
+validated entries are kept, by :mod:`hardware_catalog.validated_cache`, under a key that
+covers every shipped file and this package's code (a hit reads no TOML at all); a
+user's files are parsed (through this cache) and validated on every load.
 
 The cache cannot be turned against the user (:mod:`hardware_catalog.private_cache`):
 the folder is created ``0700``, the file is read only if it is a regular file of this

@@ -90,3 +90,23 @@ def test_small_calls_give_the_split_kernels_values(monkeypatch):
     split = evaluate_inputs(small, compiled=False)
     for name in whole:
         assert np.array_equal(whole[name], split[name], equal_nan=True), name
+
+
+def test_the_capplan_process_collects_less_often():
+    # main() without argv is the capplan process: the young generation is collected every
+    # YOUNG_COLLECTION_ALLOCATIONS allocations; called with argv (tests, notebooks) it
+    # leaves the caller's collector alone
+    probe = ("import gc, sys\n"
+             "from planner.cli.main import YOUNG_COLLECTION_ALLOCATIONS, main\n"
+             "before = gc.get_threshold()\n"
+             "main(['--version'])\n"
+             "assert gc.get_threshold() == before, gc.get_threshold()\n"
+             "sys.argv = ['capplan', '--version']\n"
+             "main()\n"
+             "assert gc.get_threshold() == (YOUNG_COLLECTION_ALLOCATIONS, *before[1:])\n"
+             "print('OK')\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin",
+                                                        "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("OK")

@@ -173,7 +173,7 @@ def load(cache_key: bytes, files: list[Path], data_dir: Path) -> list[tuple[Path
         if not isinstance(stored, list) or len(stored) != len(files):
             raise ValueError("not one entry per catalog file")
         out = []
-        for item, path in zip(stored, files):
+        for item, path in zip(stored, files, strict=True):
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
                     and data_dir / item[0] == path):
                 raise ValueError("not the catalog's files")

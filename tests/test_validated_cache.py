@@ -16,8 +16,15 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from hardware_catalog import clear_cache, load_catalog, loader, prices, private_cache, schema
-from hardware_catalog import toml_cache
+from hardware_catalog import (
+    clear_cache,
+    load_catalog,
+    loader,
+    prices,
+    private_cache,
+    schema,
+    toml_cache,
+)
 from hardware_catalog import validated_cache as vc
 
 ROOT = Path(__file__).resolve().parents[1]

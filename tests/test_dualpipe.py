@@ -119,8 +119,9 @@ def deepseek_v3():
 def test_dualpipe_shrinks_the_bubble_and_hides_the_pipeline_transfers(deepseek_v3):
     dual, plain = deepseek_v3
     assert dual["pp_comm_s"] == 0.0 < plain["pp_comm_s"]
-    # 1F1B: 15 of 120 micro-batches; DualPipe: 7 x (F + 2B - 3W), well under half of it
-    assert 0 < dual["bubble_s"] < 0.5 * plain["bubble_s"]
+    # 1F1B: 15 x (F + B); DualPipe: 7 x (F + 2B - 3W), 0.31 of it where W = F = B/2 (all
+    # GEMMs), 0.78 where W = 0; DeepSeek-V3's attention core has no weight part: ~0.5
+    assert 0.31 * plain["bubble_s"] < dual["bubble_s"] < 0.6 * plain["bubble_s"]
 
 
 def test_dualpipe_keeps_two_copies_of_the_parameters(deepseek_v3):

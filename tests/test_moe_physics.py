@@ -122,11 +122,9 @@ def test_stack_extends_another_with_only_the_fields_it_names(catalog):
     assert step1.tp_overlap == base.tp_overlap and step1.dispatch_host_sync.value == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 27's target is 0.8-1.25x; with DualPipe modelled as DeepSeek-V3's Table 2 gives "
-    "it (bubble (PP/2 - 1)(F&B + B - 3W), not 1F1B's (PP - 1)(F + B)) the run comes out at "
-    "0.79x (2.11 M of 2.664 M GPU-hours): the model is ~25 % faster than HAI-LLM on H800"))
 def test_deepseek_v3_whole_run_gpu_hours_within_the_target():
+    # 2.26 M of the report's 2.664 M (0.85x) with DualPipe as Table 2 gives it and the
+    # attention core at the BF16 peak (DeepSeek-V3 s3.3: attention operators in BF16)
     row = next(r for r in v.published_layout_check() if "GPU-hours" in r["check"])
     assert 0.8 <= row["predicted"] / row["published"] <= 1.25, row
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from planner import evaluate
-from planner.analysis.sensitivity import OUTPUTS, UNCERTAIN_INPUTS, elasticity_table
+from planner.analysis.sensitivity import OUTPUTS, TIED, UNCERTAIN_INPUTS, elasticity_table
 from planner.engine.kernel_run import evaluate_inputs
 
 
@@ -25,8 +25,11 @@ def test_elasticities_match_finite_differences(catalog, layout):
     for name in UNCERTAIN_INPUTS:
         if float(np.ravel(x[name])[0]) == 0:
             continue  # elasticity of a zero input is 0 by definition
-        up = evaluate_inputs({**x, name: x[name] * (1 + h)})
-        down = evaluate_inputs({**x, name: x[name] * (1 - h)})
+        # with the inputs that move with it (the attention core's peak, where it is the same)
+        moved = [name, *(t for t in TIED.get(name, ())
+                         if float(np.ravel(x[t])[0]) == float(np.ravel(x[name])[0]))]
+        up = evaluate_inputs({**x, **{m: x[m] * (1 + h) for m in moved}})
+        down = evaluate_inputs({**x, **{m: x[m] * (1 - h) for m in moved}})
         for output, label in OUTPUTS.items():
             fd = float((np.log(up[output]) - np.log(down[output]))[0]
                        / (np.log1p(h) - np.log1p(-h)))
@@ -41,6 +44,21 @@ def test_known_elasticities(catalog):
     assert table["price_usd_per_gpu_hour"]["cost"] == pytest.approx(1.0)
     assert table["pue"]["energy"] == pytest.approx(1.0)
     assert -1 < table["peak_flops_per_s"]["days"] < 0
+
+
+def test_the_peak_moves_the_attention_core_only_where_it_runs_at_that_peak(catalog):
+    # BF16: one peak for the GEMMs and the attention core; FP8: the core keeps the BF16 peak
+    run = dict(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4)
+    _, bf16 = evaluate(catalog=catalog, return_inputs=True, **run)
+    _, fp8 = evaluate(catalog=catalog, return_inputs=True, precision="fp8", **run)
+    e_bf16 = {r["input"]: r for r in elasticity_table(bf16)}["peak_flops_per_s"]["days"]
+    e_fp8 = {r["input"]: r for r in elasticity_table(fp8)}["peak_flops_per_s"]["days"]
+    h = 1e-4
+    alone = evaluate_inputs({**bf16, "peak_flops_per_s": bf16["peak_flops_per_s"] * (1 + h)})
+    base = evaluate_inputs(bf16)
+    e_alone = float(np.log(alone["wall_time_s"] / base["wall_time_s"])[0] / np.log1p(h))
+    assert e_bf16 < e_alone < 0  # the GEMMs alone move the run less than the whole peak
+    assert e_fp8 < 0
 
 
 def test_cli_sensitivity_json_and_plot(capsys, tmp_path):

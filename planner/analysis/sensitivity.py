@@ -41,14 +41,20 @@ UNCERTAIN_INPUTS = (
 )
 
 
+#: Inputs that move with an uncertain input where they hold the same value: the attention
+#: core's peak is the GEMMs' peak unless an FP8/FP4 run keeps attention in BF16.
+TIED = {"peak_flops_per_s": ("attention_peak_flops_per_s",)}
+
+
 def elasticities(inputs: dict) -> dict[str, dict[str, float]]:
     """``{input: {label: elasticity}}`` of one configuration (kernel inputs, SI units)."""
     base = resolve_spares({k: float(np.ravel(inputs[k])[0]) for k in INPUTS})
     n = len(UNCERTAIN_INPUTS)
     batch = {k: np.full(2 * n, v) for k, v in base.items()}
     for j, name in enumerate(UNCERTAIN_INPUTS):
-        batch[name][2 * j] *= 1 + STEP
-        batch[name][2 * j + 1] *= 1 - STEP
+        for moved in (name, *(t for t in TIED.get(name, ()) if base[t] == base[name])):
+            batch[moved][2 * j] *= 1 + STEP
+            batch[moved][2 * j + 1] *= 1 - STEP
     with np.errstate(all="ignore"):
         out = evaluate_inputs(batch)
         scale = np.log1p(STEP) - np.log1p(-STEP)

@@ -457,6 +457,7 @@ MOE_MODELS = {
     "Mixtral-8x22B": ("mixtral-8x22b", "mixtral"),
     "Llama4-Maverick-400B(E128)": ("llama4-maverick", "llama4"),
     "Llama4-Scout(E16)": ("llama4-scout", "llama4"),
+    "MegaScale-MoE-internal-352B": ("megascale-moe-352b", "megascale"),
 }
 MOE_HARDWARE = {"H100": "h100-sxm", "H800": "h800", "B200": "b200", "GB200": "gb200",
                 "GB300": "gb300"}
@@ -494,7 +495,8 @@ MOE_A2A_OVERLAP = re.compile(r"moe_a2a_overlap=True|1F1B overlap on|A2A 1F1B ove
 MOE_FSDP2 = re.compile(r"FSDP2", re.I)
 #: Routing a row states: token dropping with padding to the capacity (NeMo 25.09's
 #: 'MoE routing: token-drop', dgxc's 'capacity factor 1.0 with padding'), and forced
-#: balance (Megatron-Core --moe-router-force-load-balancing, the tables' footnote).
+#: balance (Megatron-Core --moe-router-force-load-balancing, the tables' footnote); in the
+#: ``software`` cell or the notes (MegaScale-MoE's s6.1 text).
 MOE_TOKEN_DROP = re.compile(r"routing: token-drop|capacity factor ([\d.]+)", re.I)
 MOE_FORCE_BALANCE = re.compile(r"force[- _]?(?:load[- _])?balanc", re.I)
 #: Run-model inputs a moe_runs.csv row may set (NaN: the catalog's / execution.toml's).
@@ -601,7 +603,7 @@ def load_moe_runs() -> pd.DataFrame:
         if not r.recompute and "activation_checkpointing true" in r.notes:
             recompute = "full"  # NeMo AutoModel configs: whole-layer activation checkpointing
         metric = {"tflops_per_gpu": "model_tflops_per_gpu"}.get(r.metric, r.metric)
-        drop = MOE_TOKEN_DROP.search(r.software)
+        drop = MOE_TOKEN_DROP.search(f"{r.software} {r.notes}")
         routing = {"token_drop": float(bool(drop)),
                    "capacity_factor": float(drop.group(1)) if drop and drop.group(1) else 1.0,
                    # forced balance: multinomial noise only; else a trained router's spread

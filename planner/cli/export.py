@@ -12,6 +12,7 @@ export_app = command_group("export", "Export a configuration for spreadsheets.")
 #: Run-model input -> (catalog kind, field) for provenance in the Inputs sheet.
 CATALOG_FIELDS = {
     "peak_flops_per_s": ("accelerator", None), "gemm_max_efficiency": ("accelerator", None),
+    "attention_peak_flops_per_s": ("accelerator", None),
     "gemm_half_efficiency_dim": ("accelerator", None), "hbm_bytes": ("accelerator", None),
     "hbm_bandwidth_bytes_per_s": ("accelerator", None), "hbm_efficiency": ("accelerator", None),
     "scale_up_bandwidth_bytes_per_s": ("accelerator", None),
@@ -63,7 +64,13 @@ def _efficiency_field(acc, precision: str) -> str:
 def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
     """Where each run-model input comes from (catalog source text, defaults file, layout)."""
     from planner.engine.model import INPUTS
-    from planner.engine.scenario import DEFAULTS, STACK_INPUTS, execution_defaults, stack_factor
+    from planner.engine.scenario import (
+        DEFAULTS,
+        STACK_INPUTS,
+        attention_precision,
+        execution_defaults,
+        stack_factor,
+    )
 
     acc = catalog.accelerator(echo["hardware"])
     site = catalog.site(echo["site"])
@@ -83,6 +90,8 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
         elif name in CATALOG_FIELDS:
             kind, field = CATALOG_FIELDS[name]
             field = field or {"peak_flops_per_s": f"peak_{precision}_flops_per_s",
+                              "attention_peak_flops_per_s":
+                                  f"peak_{attention_precision(precision)}_flops_per_s",
                               "gemm_max_efficiency": _efficiency_field(acc, precision)
                               }.get(name, name)
             quantity = getattr(entries[kind], field, None)

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'stage_layers', 'micro_batch', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'sequence_parallel', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, stage_layers, micro_batch, global_batch, selective, attention_scores_stored, full_recompute, sequence_parallel, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
     x0 = layers ** (-1.0)
     x1 = moe_layers * x0
     x2 = 1 - x1
@@ -81,7 +81,6 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x63 = numpy.minimum(numpy.minimum(hidden, x62), x7)
     x64 = 2 * x7
     x65 = x16 * x64
-    del x16
     x66 = x49 * numpy.maximum(x11 * (x60 + x62 * x7 + x8), x60 * x65 * (gemm_half_efficiency_dim + x63) / x63)
     del x60, x62, x63
     x67 = hidden * x3
@@ -123,404 +122,403 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x97 = 640.0 * linear_head_dim + 6 * x93 + 2730.66666666667
     del x93
     x98 = x3 * x7
-    x99 = x14 * x98
-    x100 = x15 * x99
+    x99 = x98 / attention_peak_flops_per_s
+    x100 = numpy.maximum(linear_value_heads * x3 * x48 * x87 * (x92 + x94), linear_value_heads * x15 * x48 * x96 * x97 * x99 / (attention_efficiency_factor * x95))
     del x15
-    x101 = numpy.maximum(linear_value_heads * x3 * x48 * x87 * (x92 + x94), linear_value_heads * x100 * x48 * x96 * x97 / (attention_efficiency_factor * x95))
-    x102 = 2 * heads
-    x103 = x102 * x56
-    x104 = attention_scores_stored + selective
-    x105 = numpy.minimum(head_dim, x7)
-    x106 = seq_len * x103
-    x107 = numpy.minimum(seq_len, window)
-    x108 = window_layers * (2 * heads * x107 * x56 * (-x107 * x29 + 2) - x106)
-    del x107
-    x109 = numpy.maximum(x103 * x87 * x90, x99 * (x0 * x108 + x106 * x49) / (attention_efficiency_factor * gemm_max_efficiency * x95 * (1 - x104) / x96 + gemm_max_efficiency * x104 * x105 / (gemm_half_efficiency_dim + x105)))
-    del x103, x104, x105, x87, x90, x95, x96, x99
-    x110 = x101 + x109
-    x111 = x110 + x88 + 10 * x91
-    x112 = x111 + x84
-    x113 = 1 - full_recompute
-    x114 = mlp_matrices - 1
-    x115 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    x116 = shared_experts * x25
+    x101 = 2 * heads
+    x102 = x101 * x56
+    x103 = attention_scores_stored + selective
+    x104 = numpy.minimum(head_dim, x7)
+    x105 = seq_len * x102
+    x106 = numpy.minimum(seq_len, window)
+    x107 = window_layers * (2 * heads * x106 * x56 * (-x106 * x29 + 2) - x105)
+    del x106
+    x108 = numpy.maximum(x102 * x87 * x90, x99 * (x0 * x107 + x105 * x49) / (attention_efficiency_factor * gemm_max_efficiency * x95 * (1 - x103) / x96 + gemm_max_efficiency * x103 * x104 / (gemm_half_efficiency_dim + x104)))
+    del x102, x103, x104, x87, x90, x95, x96, x99
+    x109 = x100 + x108
+    x110 = x109 + x88 + 10 * x91
+    x111 = x110 + x84
+    x112 = 1 - full_recompute
+    x113 = mlp_matrices - 1
+    x114 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    x115 = shared_experts * x25
     del x25
-    x117 = selective * x110
-    del x110
-    x118 = 3 * x101 + 3 * x109
-    del x101, x109
-    x119 = x118 + 3 * x66 + 3 * x71 + 3 * x80 + 3 * x82 + 3 * x88 + 30 * x91
+    x116 = selective * x109
+    del x109
+    x117 = 3 * x100 + 3 * x108
+    del x100, x108
+    x118 = x117 + 3 * x66 + 3 * x71 + 3 * x80 + 3 * x82 + 3 * x88 + 30 * x91
     del x66, x71, x80, x82, x88, x91
-    x120 = x119 + 3 * x19 + 3 * x47
+    x119 = x118 + 3 * x19 + 3 * x47
     del x19, x47
-    x121 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x122 = hidden * vocab
-    x123 = x122 * x3
-    x124 = vocab * x3
-    x125 = numpy.minimum(numpy.minimum(hidden, x124), x7)
-    x126 = numpy.maximum(x11 * (x123 + x124 * x7 + x8), x123 * x65 * (gemm_half_efficiency_dim + x125) / x125)
-    del x123, x124, x125, x65
-    x127 = 3 * x126
-    x128 = hidden ** 2
-    x129 = 2.0 * x128
-    x130 = 2.0 * hidden
-    x131 = x67 * x7
-    x132 = numpy.minimum(numpy.minimum(x130, x67), x7)
+    x120 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x121 = hidden * vocab
+    x122 = x121 * x3
+    x123 = vocab * x3
+    x124 = numpy.minimum(numpy.minimum(hidden, x123), x7)
+    x125 = numpy.maximum(x11 * (x122 + x123 * x7 + x8), x122 * x65 * (gemm_half_efficiency_dim + x124) / x124)
+    del x122, x123, x124, x65
+    x126 = 3 * x125
+    x127 = hidden ** 2
+    x128 = 2.0 * x127
+    x129 = 2.0 * hidden
+    x130 = x67 * x7
+    x131 = numpy.minimum(numpy.minimum(x129, x67), x7)
     del x67
-    x133 = 4.0 * x128
-    del x128
-    x134 = numpy.minimum(1, moe_layers)
-    x135 = x134 * x46
-    del x46
-    x136 = 1 - x134
-    x137 = x136 * x18
-    del x18
-    x138 = stage_layers * (full_recompute * x112 + x113 * (recompute_moe_act * x1 * x10 * (bytes_per_element + x114 * x115) * (experts_per_token * x38 + x116) + x117) + x120) + x121 * (full_recompute * (x111 + x135 + x137 + x83) + x113 * x117 + x119 + x127 + 3 * x135 + 3 * x137 + 3 * numpy.maximum(x100 * x133 * (gemm_half_efficiency_dim + x132) / x132, x11 * (x129 * x3 + x130 * x7 + x131)))
-    del x100, x11, x111, x117, x119, x130, x132, x135, x137, x38, x83
-    x139 = pp - 1
-    x140 = 1 - dualpipe
-    x141 = vp ** (-1.0)
-    x142 = global_batch ** (-1.0)
-    x143 = dp * micro_batch * x142
-    x144 = full_recompute + 3
-    x145 = host_launch_factor * stage_layers * x144
-    x146 = dispatch_host_sync * x27
-    x147 = expert_overhead_s * x45 + moe_layer_overhead_s
-    del x45
-    x148 = x1 * x145 * x147
-    x149 = stage_layers + x121
-    x150 = tp_intra_ranks - 1
-    x151 = 2 * intra_latency_s
-    x152 = tp_intra_ranks ** (-1.0)
-    x153 = tp * x152 - 1
-    x154 = 2 * inter_latency_s
-    x155 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x156 = bytes_per_element * x41
-    x157 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x158 = x157 / scale_out_bus_efficiency
-    x159 = x149 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x85) + x150 * x151 + x150 * x152 * x155 * x156 + x153 * x154 + x153 * x156 * x158 * x3)
-    del x150, x152, x153, x156, x85
-    x160 = x127 + x138
+    x132 = 4.0 * x127
     del x127
-    x161 = tp_overlap * numpy.minimum(x159, x160)
-    x162 = x159 + x160 - x161
-    x163 = (x162 ** host_overlap_exponent + (layer_overhead_s * x145 + x148 * (1 - x146)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x145
-    x164 = 3 * cp - 3
-    x165 = 1 - cp_intra
-    x166 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x167 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x168 = bytes_per_element * x98
-    x169 = cp_intra * intra_latency_s + inter_latency_s * x165 + kv_heads * x168 * x56 / (cp_intra * x166 + x165 * x167)
-    del x165
-    x170 = x149 * x164 * x169 * x49
-    x171 = cp_overlap * numpy.minimum(x170, x118 * x149)
-    del x118
-    x172 = x146 * x148
-    del x146, x148
-    x173 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x174 = x173 ** (-1.0)
-    x175 = ep * x174 - 1
-    x176 = x35 * numpy.minimum(etp, tp_intra_ranks)
+    x133 = numpy.minimum(1, moe_layers)
+    x134 = x133 * x46
+    del x46
+    x135 = 1 - x133
+    x136 = x135 * x18
+    del x18
+    x137 = stage_layers * (full_recompute * x111 + x112 * (recompute_moe_act * x1 * x10 * (bytes_per_element + x113 * x114) * (experts_per_token * x38 + x115) + x116) + x119) + x120 * (full_recompute * (x110 + x134 + x136 + x83) + x112 * x116 + x118 + x126 + 3 * x134 + 3 * x136 + 3 * numpy.maximum(x11 * (x128 * x3 + x129 * x7 + x130), x132 * x16 * x98 * (gemm_half_efficiency_dim + x131) / x131))
+    del x11, x110, x116, x118, x129, x131, x134, x136, x16, x38, x83
+    x138 = pp - 1
+    x139 = 1 - dualpipe
+    x140 = vp ** (-1.0)
+    x141 = global_batch ** (-1.0)
+    x142 = dp * micro_batch * x141
+    x143 = full_recompute + 3
+    x144 = host_launch_factor * stage_layers * x143
+    x145 = dispatch_host_sync * x27
+    x146 = expert_overhead_s * x45 + moe_layer_overhead_s
+    del x45
+    x147 = x1 * x144 * x146
+    x148 = stage_layers + x120
+    x149 = tp_intra_ranks - 1
+    x150 = 2 * intra_latency_s
+    x151 = tp_intra_ranks ** (-1.0)
+    x152 = tp * x151 - 1
+    x153 = 2 * inter_latency_s
+    x154 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x155 = bytes_per_element * x41
+    x156 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x157 = x156 / scale_out_bus_efficiency
+    x158 = x148 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x85) + x149 * x150 + x149 * x151 * x154 * x155 + x152 * x153 + x152 * x155 * x157 * x3)
+    del x149, x151, x152, x155, x85
+    x159 = x126 + x137
+    del x126
+    x160 = tp_overlap * numpy.minimum(x158, x159)
+    x161 = x158 + x159 - x160
+    x162 = (x161 ** host_overlap_exponent + (layer_overhead_s * x144 + x147 * (1 - x145)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x144
+    x163 = 3 * cp - 3
+    x164 = 1 - cp_intra
+    x165 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x166 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x167 = bytes_per_element * x98
+    x168 = cp_intra * intra_latency_s + inter_latency_s * x164 + kv_heads * x167 * x56 / (cp_intra * x165 + x164 * x166)
+    del x164
+    x169 = x148 * x163 * x168 * x49
+    x170 = cp_overlap * numpy.minimum(x169, x117 * x148)
+    del x117
+    x171 = x145 * x147
+    del x145, x147
+    x172 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x173 = x172 ** (-1.0)
+    x174 = ep * x173 - 1
+    x175 = x35 * numpy.minimum(etp, tp_intra_ranks)
     del x35
-    x177 = 1 - x176
-    x178 = 4 * etp - 4
-    x179 = bytes_per_element * x131
-    x180 = a2a_efficiency_factor ** (-1.0)
-    x181 = bytes_per_element * x180
-    x182 = 1 - hierarchical_dispatch
-    x183 = x31 + x32
+    x176 = 1 - x175
+    x177 = 4 * etp - 4
+    x178 = bytes_per_element * x130
+    x179 = a2a_efficiency_factor ** (-1.0)
+    x180 = bytes_per_element * x179
+    x181 = 1 - hierarchical_dispatch
+    x182 = x31 + x32
     del x31, x32
-    x184 = experts_per_token * x183
-    x185 = x155 * x184 * x8 * (hierarchical_dispatch * (-x173 * x44 + 1) + x175 * x182 * x44)
-    x186 = 1 - x174
-    del x174
-    x187 = x183 * x8
-    del x183
-    x188 = x158 * x186 * x187 * (experts_per_token * x182 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x173 * (1 - x186 ** experts_per_token)))
-    del x182, x186
-    x189 = x180 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x180
-    x190 = x1 * x149
-    x191 = x190 * (4 * inter_latency_s * (x173 - 1) + 4 * intra_latency_s * x175 + sequence_parallel * (experts_per_token * x178 * x179 / (x166 * x176 + x167 * x177) + x178 * (inter_latency_s * x177 + intra_latency_s * x176)) + 2 * numpy.maximum(x181 * x185, x181 * x188) + 2 * numpy.maximum(x185 * x189, x188 * x189))
-    del x173, x175, x176, x177, x178, x181, x185, x188, x189
-    x192 = ep_overlap * numpy.minimum(x191, x120 * x190)
-    del x120, x190
-    x193 = comm_sm_fraction / (1 - comm_sm_fraction)
-    x194 = x191 + x192 * x193 - x192
-    x195 = x163 + x170 - x171 + x172 + x194
-    x196 = 2 * x192
-    del x192
-    x197 = x195 / x160
-    x198 = stage_layers * x112
-    del x112
-    x199 = dualpipe * x143 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * x163 + 2 * x170 - 2 * x171 + 2 * x172 + 2 * x191 + x193 * x196 - x196 - x197 * (x126 + x198) - 3 * x197 * (stage_layers * x84 + x126)) / x195 + x139 * x140 * x141 * x143
-    del x126, x143, x170, x172, x191, x193, x196, x197, x84
-    x200 = dp ** (-1.0)
-    x201 = global_batch * x200 * x30
+    x183 = experts_per_token * x182
+    x184 = x154 * x183 * x8 * (hierarchical_dispatch * (-x172 * x44 + 1) + x174 * x181 * x44)
+    x185 = 1 - x173
+    del x173
+    x186 = x182 * x8
+    del x182
+    x187 = x157 * x185 * x186 * (experts_per_token * x181 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x172 * (1 - x185 ** experts_per_token)))
+    del x181, x185
+    x188 = x179 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x179
+    x189 = x1 * x148
+    x190 = x189 * (4 * inter_latency_s * (x172 - 1) + 4 * intra_latency_s * x174 + sequence_parallel * (experts_per_token * x177 * x178 / (x165 * x175 + x166 * x176) + x177 * (inter_latency_s * x176 + intra_latency_s * x175)) + 2 * numpy.maximum(x180 * x184, x180 * x187) + 2 * numpy.maximum(x184 * x188, x187 * x188))
+    del x172, x174, x175, x176, x177, x180, x184, x187, x188
+    x191 = ep_overlap * numpy.minimum(x190, x119 * x189)
+    del x119, x189
+    x192 = comm_sm_fraction / (1 - comm_sm_fraction)
+    x193 = x190 + x191 * x192 - x191
+    x194 = x162 + x169 - x170 + x171 + x193
+    x195 = 2 * x191
+    del x191
+    x196 = x194 / x159
+    x197 = stage_layers * x111
+    del x111
+    x198 = dualpipe * x142 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * x162 + 2 * x169 - 2 * x170 + 2 * x171 + 2 * x190 + x192 * x195 - x195 - x196 * (x125 + x197) - 3 * x196 * (stage_layers * x84 + x125)) / x194 + x138 * x139 * x140 * x142
+    del x125, x142, x169, x171, x190, x192, x195, x196, x84
+    x199 = dp ** (-1.0)
+    x200 = global_batch * x199 * x30
     del x30
-    x202 = stage_extra_layers * x138 * x201 * (x199 + 1) / stage_layers
-    del x138
-    x203 = dualpipe + 1
-    x204 = mlp_matrices * x21 * x36 * x44
+    x201 = stage_extra_layers * x137 * x200 * (x198 + 1) / stage_layers
+    del x137
+    x202 = dualpipe + 1
+    x203 = mlp_matrices * x21 * x36 * x44
     del x44
-    x205 = stage_layers * x1 * x203 * x204
-    x206 = x205 / expert_optimizer_shards
-    x207 = mlp_matrices * moe_ffn
-    x208 = hidden * x207
-    x209 = x208 * (experts + shared_experts) + x21
-    x210 = tp * x204 - x207 * x21 + x209
-    del x204
-    x211 = ffn * mlp_matrices
-    x212 = hidden * x211
-    x213 = heads * x53 + kv_lora_rank + 1.0 * q_lora_rank + x59
+    x204 = stage_layers * x1 * x202 * x203
+    x205 = x204 / expert_optimizer_shards
+    x206 = mlp_matrices * moe_ffn
+    x207 = hidden * x206
+    x208 = x207 * (experts + shared_experts) + x21
+    x209 = tp * x203 - x206 * x21 + x208
+    del x203
+    x210 = ffn * mlp_matrices
+    x211 = hidden * x210
+    x212 = heads * x53 + kv_lora_rank + 1.0 * q_lora_rank + x59
     del x53, x59
-    x214 = 5 * hidden + x129 + x136 * x212 + x213
-    del x129
-    x215 = x13 + x213 * x49 + x48 * x76
-    del x213, x76
-    x216 = x203 * x3 * (stage_layers * (x1 * x210 + x2 * x212 + x215) + x121 * (x134 * x210 + x214) + x122)
-    del x203, x210
-    x217 = -x205 + x216
-    x218 = x217 / optimizer_shards
-    x219 = x10 * (x206 + x218) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x213 = 5 * hidden + x128 + x135 * x211 + x212
+    del x128
+    x214 = x13 + x212 * x49 + x48 * x76
+    del x212, x76
+    x215 = x202 * x3 * (stage_layers * (x1 * x209 + x2 * x211 + x214) + x120 * (x133 * x209 + x213) + x121)
+    del x202, x209
+    x216 = -x204 + x215
+    x217 = x216 / optimizer_shards
+    x218 = x10 * (x205 + x217) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x10
-    x220 = x160 * x201
-    del x160
-    x221 = x201 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x0 * x144 * x147 * x27 - x162 + x163)
-    del x0, x144, x147, x162, x163, x27
-    x222 = x195 * x199 * x201
-    del x195, x199
-    x223 = x201 * (x149 * x164 * x169 * x49 - x171)
-    del x149, x164, x169, x171, x49
-    x224 = x201 * (x159 - x161)
-    del x159, x161
-    x225 = x194 * x201
-    del x194
-    x226 = vp * x201
-    x227 = 1 - pp_intra
-    x228 = x140 * (2 * pp + 2 * x226 - 2) * (inter_latency_s * x227 + intra_latency_s * pp_intra + 1.0 * x179 / (pp_intra * x166 + x167 * x227)) * numpy.minimum(1, x139)
-    del x166, x167, x179, x227
-    x229 = numpy.minimum(1, grad_shards - 1)
-    x230 = numpy.minimum(dp, dp_intra_ranks)
-    x231 = x230 - 1
-    x232 = x230 ** (-1.0)
-    del x230
-    x233 = dp * x232 - 1
-    x234 = 2 * grad_comm_bytes_per_param * x216
-    x235 = x155 * x234
-    x236 = x158 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x158
-    x237 = x234 * x236
-    x238 = replica_intra_ranks - 1
-    x239 = shard_ranks ** (-1.0)
-    x240 = x239 / replica_intra_ranks
-    x241 = numpy.maximum(1, dp * x240)
-    x242 = x241 - 1
-    x243 = x229 * (x151 * x238 + x154 * x242 + x235 * x238 * x240 + x237 * x240 * x242 / x241) + (1 - x229) * (x151 * x231 + x154 * x233 + x200 * x233 * x237 + x231 * x232 * x235)
-    del x151, x154, x200, x231, x232, x233, x235, x237, x238, x240, x241, x242
-    x244 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x245 = x244 - 1
-    x246 = intra_latency_s * x245
-    x247 = x244 ** (-1.0)
-    del x244
-    x248 = shard_ranks * x247 - 1
-    x249 = inter_latency_s * x248
-    x250 = bytes_per_element * x216
-    del x216
-    x251 = x155 * x245 * x247
-    del x155, x245, x247
-    x252 = x236 * x239 * x248
-    del x236, x239, x248
-    x253 = 1 / 2 * x201 * x229 * (x234 * x251 + x234 * x252 + 2 * x246 + 2 * x249) + 2 * x201 * zero3 * (x246 + x249 + x250 * x251 + x250 * x252)
-    del x229, x234, x246, x249, x250, x251, x252
-    x254 = -dp_overlap * numpy.minimum(x220, x253) - dp_overlap * numpy.minimum(x243, 2 * x198) + x243 + x253
-    del x198, x243, x253
-    x255 = x223 + x224 + x225 + x228 + x254
-    x256 = x220 + x221 + x222 + x255
-    x257 = x219 + x256
-    x258 = gpus + 0.474798
-    x259 = gpus ** (-1.0)
-    x260 = x258 ** (-0.282765)
-    x261 = gpus / gpus_per_node
-    x262 = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x257 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x257 * numpy.maximum(0, -x28 * erfinv(1.71458910109456 * x259 * x260 * (0.0686881539789491 * x260 + 0.112063) - 1 + 1.16023 / x258)) + x202 + (1 - (1 - slow_node_fraction) ** x261) * (slow_node_slowdown - 1) * (x202 + x257)
-    del x202, x258, x260, x28
-    x263 = x257 + x262
-    del x257
-    x264 = weight_bytes_per_param * x217 / weight_shards + weight_bytes_per_param * x205 / expert_weight_shards
-    x265 = grad_bytes_per_param * x217 / grad_shards + grad_bytes_per_param * x205 / expert_grad_shards
-    del x205, x217
-    x266 = optimizer_bytes_per_param * x206 + optimizer_bytes_per_param * x218
-    del x206, x218
-    x267 = 4 * x131 * (vocab * x61 + 1)
-    del x131, x61
-    x268 = 4 * x187
-    x269 = heads + kv_heads
-    x270 = kv_heads / heads
-    x271 = 2 * mlp_matrices
-    x272 = micro_batch * x89 * (dropout_masks + 4) / cp ** 2
-    del x89
-    x273 = x184 * x7
-    del x184
-    x274 = linear_input_bytes + x271 - 2
-    x275 = -recompute_mla_up_proj * x102 * x50 * x98 * (2 * head_dim + v_head_dim) - recompute_norms * x268 - x1 * (x116 + x273 * x36) * (linear_input_bytes * recompute_moe_act + x114 * (2 - x115)) + x1 * (x116 * x274 - x271 * x9 + x273 * (etp * hidden * linear_input_bytes + x274 * x36)) + x187 * (2 * dropout_masks + 8) + x3 * x64 * (-x13 * (x270 + 1) + x269 * x56) + x3 * (ffn * x271 * x7 + x272 + x41 + x8 * (4 * x270 + 2)) + x48 * (2 * micro_batch * seq_len * x3 * x5 * (linear_key_heads * x92 + 68.0 * linear_value_heads + 5 * x72) - x3 * (x269 * x56 * x64 + x272)) + x64 * (q_lora_rank + x55) - (1 - 1 / 2 * linear_input_bytes) * (2 * x2 * x9 + x268 * (1 - recompute_norms))
-    del x1, x102, x114, x115, x116, x187, x2, x268, x269, x270, x271, x272, x273, x274, x3, x36, x48, x5, x50, x55, x64, x7, x72, x8, x9, x92, x98
-    x276 = full_recompute * x41 * x86 + x113 * x275
-    del x41, x86
-    x277 = full_recompute * x275 + linear_value_heads * x168 * x94 * numpy.minimum(1, linear_attention_layers) + stage_layers * x141 * x276 * (dualpipe * numpy.minimum(x201, pp + 1) + x140 * numpy.minimum(x226, pp * vp + x139 * numpy.minimum(1, vp - 1))) + x121 * (x267 + x276) + x267
-    del x121, x139, x140, x141, x168, x201, x226, x267, x275, x276, x94
-    x278 = layers - moe_layers
-    x279 = x212 * x278
-    del x212
-    x280 = embedding_matrices * x122 + hidden + layers * x215 + x279
+    x219 = x159 * x200
+    del x159
+    x220 = x200 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x0 * x143 * x146 * x27 - x161 + x162)
+    del x0, x143, x146, x161, x162, x27
+    x221 = x194 * x198 * x200
+    del x194, x198
+    x222 = x200 * (x148 * x163 * x168 * x49 - x170)
+    del x148, x163, x168, x170, x49
+    x223 = x200 * (x158 - x160)
+    del x158, x160
+    x224 = x193 * x200
+    del x193
+    x225 = vp * x200
+    x226 = 1 - pp_intra
+    x227 = x139 * (2 * pp + 2 * x225 - 2) * (inter_latency_s * x226 + intra_latency_s * pp_intra + 1.0 * x178 / (pp_intra * x165 + x166 * x226)) * numpy.minimum(1, x138)
+    del x165, x166, x178, x226
+    x228 = numpy.minimum(1, grad_shards - 1)
+    x229 = numpy.minimum(dp, dp_intra_ranks)
+    x230 = x229 - 1
+    x231 = x229 ** (-1.0)
+    del x229
+    x232 = dp * x231 - 1
+    x233 = 2 * grad_comm_bytes_per_param * x215
+    x234 = x154 * x233
+    x235 = x157 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x157
+    x236 = x233 * x235
+    x237 = replica_intra_ranks - 1
+    x238 = shard_ranks ** (-1.0)
+    x239 = x238 / replica_intra_ranks
+    x240 = numpy.maximum(1, dp * x239)
+    x241 = x240 - 1
+    x242 = x228 * (x150 * x237 + x153 * x241 + x234 * x237 * x239 + x236 * x239 * x241 / x240) + (1 - x228) * (x150 * x230 + x153 * x232 + x199 * x232 * x236 + x230 * x231 * x234)
+    del x150, x153, x199, x230, x231, x232, x234, x236, x237, x239, x240, x241
+    x243 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x244 = x243 - 1
+    x245 = intra_latency_s * x244
+    x246 = x243 ** (-1.0)
+    del x243
+    x247 = shard_ranks * x246 - 1
+    x248 = inter_latency_s * x247
+    x249 = bytes_per_element * x215
     del x215
-    x281 = moe_layers * x209 + mtp_layers * (x134 * x209 + x214) + x280
-    del x209
-    x282 = experts_per_token + shared_experts
-    x283 = x208 * x282 + x21
-    del x208, x21
-    x284 = x263 ** (-1.0)
-    x285 = global_batch * seq_len * x284
-    x286 = x13 * x207 * x282 + x23
-    del x207, x23, x282
-    x287 = moe_layers * x286
-    x288 = linear_attention_layers * (linear_value_heads * x97 - x106)
-    del x97
-    x289 = x13 * x68 + 2 * x54 + 2 * x58
-    del x54, x58, x68
-    x290 = layers * x289
-    x291 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x75 - x289)
-    del x75
-    x292 = x13 * x211
-    del x13, x211
-    x293 = mtp_layers * (x106 + 2 * x122 + x133 + x134 * x286 + x136 * x292 + x289)
-    del x133, x136, x286, x289
-    x294 = 6 * heads * layers * seq_len * x56 + 3 * x108 + 6 * x122 + 6 * x279 + 3 * x287 + 3 * x288 + 3 * x290 + 3 * x291 + 3 * x293
-    del x122, x279, x56
-    x295 = x259 * x285
-    x296 = x294 * x295
-    x297 = layers * x106 + x108 + x288
-    del x106, x108, x288
-    x298 = tokens * x142 * x29
-    del x142, x29
-    x299 = x261 / (rack_mtbf_s * rack_nodes)
-    x300 = gpus / gpu_mtbf_s
-    x301 = x261 / network_mtbf_s
-    x302 = x261 / node_mtbf_s
-    x303 = x300 + x301 + x302
-    x304 = software_mtbf_s ** (-1.0)
-    x305 = numpy.maximum(0, x261 - 1) ** software_node_exponent / software_internode_mtbf_s
-    x306 = x304 + x305
-    x307 = x299 + x303 + x306
-    x308 = x307 ** (-1.0)
-    x309 = checkpoint_bytes_per_param * x281
-    x310 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x311 = x259 * x309
-    x312 = x310 * x311
-    x313 = ckpt_async * x312
-    x314 = x309 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x261)
-    x315 = ckpt_sync * x314
-    x316 = x157 * x311
-    del x157, x311
-    x317 = ckpt_in_memory * (x312 + x316)
-    del x312
-    x318 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x319 = x256 + x262
+    x250 = x154 * x244 * x246
+    del x154, x244, x246
+    x251 = x235 * x238 * x247
+    del x235, x238, x247
+    x252 = 1 / 2 * x200 * x228 * (x233 * x250 + x233 * x251 + 2 * x245 + 2 * x248) + 2 * x200 * zero3 * (x245 + x248 + x249 * x250 + x249 * x251)
+    del x228, x233, x245, x248, x249, x250, x251
+    x253 = -dp_overlap * numpy.minimum(x219, x252) - dp_overlap * numpy.minimum(x242, 2 * x197) + x242 + x252
+    del x197, x242, x252
+    x254 = x222 + x223 + x224 + x227 + x253
+    x255 = x219 + x220 + x221 + x254
+    x256 = x218 + x255
+    x257 = gpus + 0.474798
+    x258 = gpus ** (-1.0)
+    x259 = x257 ** (-0.282765)
+    x260 = gpus / gpus_per_node
+    x261 = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x256 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x256 * numpy.maximum(0, -x28 * erfinv(1.71458910109456 * x258 * x259 * (0.0686881539789491 * x259 + 0.112063) - 1 + 1.16023 / x257)) + x201 + (1 - (1 - slow_node_fraction) ** x260) * (slow_node_slowdown - 1) * (x201 + x256)
+    del x201, x257, x259, x28
+    x262 = x256 + x261
     del x256
-    x320 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x259 * x281 * x310 / (1 - (1 - numpy.minimum(1, x318)) ** gockpt_steps) - x319)
-    del x310
-    x321 = x313 + x315 + x317 + x320
-    x322 = numpy.sqrt(x308 * (2 * x313 + 2 * x315 + 2 * x317 + 2 * x320))
-    x323 = ckpt_async * x314
-    x324 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x259 * x281 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x319))) / numpy.log(1 - numpy.minimum(0.999999999999, x318))))) - 1) + 1
-    del x259, x318, x319
-    x325 = x321 * (1 / 2 * x299 + 1 / 2 * x300 + 1 / 2 * x301 + 1 / 2 * x302 + 1 / 2 * x304 + 1 / 2 * x305)
-    del x300, x301, x302, x304, x305
-    x326 = numpy.maximum(numpy.maximum(x263, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x263 * x324 + x314) + x323)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(x308, 1 / 2 * x313 + 1 / 2 * x315 + 1 / 2 * x317 + 1 / 2 * x320), -x321 + x322 * (1 / 3 * numpy.sqrt(x325) + 1 / 9 * x325 + 1), x308)))
-    del x313, x315, x317, x320, x325
-    x327 = ckpt_gockpt * (x263 + x314) + x323
-    del x314, x323
-    x328 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x329 = node_repair_s * x299
-    x330 = numpy.exp(-x329)
-    x331 = node_repair_s * x303
-    x332 = -spare_nodes
-    x333 = rack_nodes + x332
-    x334 = x329 * x330
-    del x329
-    x335 = 2 * rack_nodes + x332
-    x336 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x330 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x337 = 3 * rack_nodes + x332
-    x338 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x330 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x339 = 4 * rack_nodes + x332
-    x340 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x330 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x341 = 5 * rack_nodes + x332
-    x342 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x330 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x343 = 6 * rack_nodes + x332
-    x344 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x330 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x345 = 7 * rack_nodes + x332
-    x346 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x330 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x347 = 8 * rack_nodes + x332
-    x348 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x330 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x349 = 9 * rack_nodes + x332
-    x350 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x330 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x351 = 10 * rack_nodes + x332
-    x352 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x330 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x353 = 11 * rack_nodes + x332
-    x354 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x330 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x355 = x308 * (x299 * (x330 * poisson_cdf(-x333, x331) + x334 * poisson_cdf(-x335, x331) + x336 * poisson_cdf(-x337, x331) + x338 * poisson_cdf(-x339, x331) + x340 * poisson_cdf(-x341, x331) + x342 * poisson_cdf(-x343, x331) + x344 * poisson_cdf(-x345, x331) + x346 * poisson_cdf(-x347, x331) + x348 * poisson_cdf(-x349, x331) + x350 * poisson_cdf(-x351, x331) + x352 * poisson_cdf(-x353, x331) + x354 * poisson_cdf(-12 * rack_nodes - x332, x331)) + x303 * (x330 * poisson_cdf(spare_nodes - 1, x331) + x334 * poisson_cdf(-x333 - 1, x331) + x336 * poisson_cdf(-x335 - 1, x331) + x338 * poisson_cdf(-x337 - 1, x331) + x340 * poisson_cdf(-x339 - 1, x331) + x342 * poisson_cdf(-x341 - 1, x331) + x344 * poisson_cdf(-x343 - 1, x331) + x346 * poisson_cdf(-x345 - 1, x331) + x348 * poisson_cdf(-x347 - 1, x331) + x350 * poisson_cdf(-x349 - 1, x331) + x352 * poisson_cdf(-x351 - 1, x331) + x354 * poisson_cdf(-x353 - 1, x331)) + x306)
-    del x299, x303, x306, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x349, x350, x351, x352, x353, x354
-    x356 = x308 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x355, 1 - x355) * numpy.expm1(x307 * (x328 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    x357 = ckpt_in_memory * x316 + failure_detection_s - x308 * numpy.log1p(manual_restart_fraction * numpy.expm1(x307 * (-manual_restart_s + x328 - x356))) + x309 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x261) + x328 - x356
-    del x316, x328, x356
-    x358 = x263 * x298
-    x359 = eval_fraction * x358
-    x360 = numpy.exp(x307 * x327)
-    x361 = numpy.exp(x307 * (x321 + x326))
-    x362 = x358 * x360 / x326
-    x363 = (x360 + x362 * (x361 - 1) - 1) * numpy.exp(x307 * x357)
-    del x360
-    x364 = rollback_steps * x263
-    x365 = loss_spike_probability * x298
-    x366 = x365 * (x357 + x364)
-    x367 = x308 * x363 + x366
-    x368 = x359 + x367
-    x369 = maintenance_fraction * x368 / (1 - maintenance_fraction)
-    x370 = x368 + x369
-    del x368
-    x371 = x370 ** (-1.0)
-    x372 = x358 * x371
-    x373 = gpus + gpus_per_node * spare_nodes
-    x374 = x370 * x373
-    x375 = 0.000277777777777778 * x374
-    x376 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x255 * x284 + compute_power_fraction * x220 * x284)
-    del x255, x284
-    x377 = x308 * x362 * (x361 - numpy.exp(x307 * x321))
-    del x307, x361, x362
-    x378 = x364 * x365
-    del x364
-    x379 = x359 + x378
-    x380 = x369 - x378
-    del x378
-    x381 = idle_power_w * (x367 - x377 + x380) + x376 * (x377 + x379)
-    del x367, x377
-    x382 = gpus * x381
-    x383 = network_power_per_node_w + node_overhead_power_w
-    x384 = x261 * x383
-    del x261
-    x385 = spare_nodes * (gpus_per_node * idle_power_w + x383) + x384
-    del x383
-    x386 = x370 * x385 + x382
-    x387 = pue * x386
-    x388 = pue * (gpus * x376 + x384)
-    x389 = gpus * max_power_w + x385
-    del x385
-    x390 = price_usd_per_gpu_hour * x375
-    x391 = lifetime_s ** (-1.0)
-    x392 = 2.77777777777778e-07 * electricity_usd_per_kwh * x387 + x375 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x391 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x389 / x373) / utilisation
-    del x373
-    x393 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x387
-    x394 = embodied_kg_per_gpu * x374 * x391
-    del x374, x391
-    x395 = x393 + x394
-    return [x263, x220, x221, x224, x223, x225, x228, x254, x222, x219, x262, x264, x265, x266, x277, memory_reserve_bytes, memory_reserve_bytes + x264 + x265 + x266 + x277, x281, moe_layers * x283 + mtp_layers * (x134 * x283 + x214) + x280, x285, x294, 1e-12 * x296, x14 * x296, x14 * x295 * (full_recompute * (x278 * x292 + x287 + x290 + x291 + x293 + x297) + selective * x113 * x297 + x294), x298, x308, x309, x321, x322, x326, x324, x327, x357, x358, x370, x359, x365, x366, x369, x363, 1 - x372, x372, spare_nodes, x355, x375, x382, x386, x387, pue * x386 - pue * (x366 + x380) * (gpus * idle_power_w + x384) - x358 * x388 - x379 * x388, x376, x371 * x381, x371 * x387, pue * x389, x390, x392, use_tco * x392 + x390 * (1 - use_tco), x393, x394, x395, x395 / (tokens * x294), x370 * x395]
+    x263 = weight_bytes_per_param * x216 / weight_shards + weight_bytes_per_param * x204 / expert_weight_shards
+    x264 = grad_bytes_per_param * x216 / grad_shards + grad_bytes_per_param * x204 / expert_grad_shards
+    del x204, x216
+    x265 = optimizer_bytes_per_param * x205 + optimizer_bytes_per_param * x217
+    del x205, x217
+    x266 = 4 * x130 * (vocab * x61 + 1)
+    del x130, x61
+    x267 = 4 * x186
+    x268 = heads + kv_heads
+    x269 = kv_heads / heads
+    x270 = 2 * mlp_matrices
+    x271 = micro_batch * x89 * (dropout_masks + 4) / cp ** 2
+    del x89
+    x272 = x183 * x7
+    del x183
+    x273 = linear_input_bytes + x270 - 2
+    x274 = -recompute_mla_up_proj * x101 * x50 * x98 * (2 * head_dim + v_head_dim) - recompute_norms * x267 - x1 * (x115 + x272 * x36) * (linear_input_bytes * recompute_moe_act + x113 * (2 - x114)) + x1 * (x115 * x273 - x270 * x9 + x272 * (etp * hidden * linear_input_bytes + x273 * x36)) + x186 * (2 * dropout_masks + 8) + x3 * x64 * (-x13 * (x269 + 1) + x268 * x56) + x3 * (ffn * x270 * x7 + x271 + x41 + x8 * (4 * x269 + 2)) + x48 * (2 * micro_batch * seq_len * x3 * x5 * (linear_key_heads * x92 + 68.0 * linear_value_heads + 5 * x72) - x3 * (x268 * x56 * x64 + x271)) + x64 * (q_lora_rank + x55) - (1 - 1 / 2 * linear_input_bytes) * (2 * x2 * x9 + x267 * (1 - recompute_norms))
+    del x1, x101, x113, x114, x115, x186, x2, x267, x268, x269, x270, x271, x272, x273, x3, x36, x48, x5, x50, x55, x64, x7, x72, x8, x9, x92, x98
+    x275 = full_recompute * x41 * x86 + x112 * x274
+    del x41, x86
+    x276 = full_recompute * x274 + linear_value_heads * x167 * x94 * numpy.minimum(1, linear_attention_layers) + stage_layers * x140 * x275 * (dualpipe * numpy.minimum(x200, pp + 1) + x139 * numpy.minimum(x225, pp * vp + x138 * numpy.minimum(1, vp - 1))) + x120 * (x266 + x275) + x266
+    del x120, x138, x139, x140, x167, x200, x225, x266, x274, x275, x94
+    x277 = layers - moe_layers
+    x278 = x211 * x277
+    del x211
+    x279 = embedding_matrices * x121 + hidden + layers * x214 + x278
+    del x214
+    x280 = moe_layers * x208 + mtp_layers * (x133 * x208 + x213) + x279
+    del x208
+    x281 = experts_per_token + shared_experts
+    x282 = x207 * x281 + x21
+    del x207, x21
+    x283 = x262 ** (-1.0)
+    x284 = global_batch * seq_len * x283
+    x285 = x13 * x206 * x281 + x23
+    del x206, x23, x281
+    x286 = moe_layers * x285
+    x287 = linear_attention_layers * (linear_value_heads * x97 - x105)
+    del x97
+    x288 = x13 * x68 + 2 * x54 + 2 * x58
+    del x54, x58, x68
+    x289 = layers * x288
+    x290 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x75 - x288)
+    del x75
+    x291 = x13 * x210
+    del x13, x210
+    x292 = mtp_layers * (x105 + 2 * x121 + x132 + x133 * x285 + x135 * x291 + x288)
+    del x132, x135, x285, x288
+    x293 = 6 * heads * layers * seq_len * x56 + 3 * x107 + 6 * x121 + 6 * x278 + 3 * x286 + 3 * x287 + 3 * x289 + 3 * x290 + 3 * x292
+    del x121, x278, x56
+    x294 = x258 * x284
+    x295 = x293 * x294
+    x296 = layers * x105 + x107 + x287
+    del x105, x107, x287
+    x297 = tokens * x141 * x29
+    del x141, x29
+    x298 = x260 / (rack_mtbf_s * rack_nodes)
+    x299 = gpus / gpu_mtbf_s
+    x300 = x260 / network_mtbf_s
+    x301 = x260 / node_mtbf_s
+    x302 = x299 + x300 + x301
+    x303 = software_mtbf_s ** (-1.0)
+    x304 = numpy.maximum(0, x260 - 1) ** software_node_exponent / software_internode_mtbf_s
+    x305 = x303 + x304
+    x306 = x298 + x302 + x305
+    x307 = x306 ** (-1.0)
+    x308 = checkpoint_bytes_per_param * x280
+    x309 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x310 = x258 * x308
+    x311 = x309 * x310
+    x312 = ckpt_async * x311
+    x313 = x308 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x260)
+    x314 = ckpt_sync * x313
+    x315 = x156 * x310
+    del x156, x310
+    x316 = ckpt_in_memory * (x311 + x315)
+    del x311
+    x317 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x318 = x255 + x261
+    del x255
+    x319 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x258 * x280 * x309 / (1 - (1 - numpy.minimum(1, x317)) ** gockpt_steps) - x318)
+    del x309
+    x320 = x312 + x314 + x316 + x319
+    x321 = numpy.sqrt(x307 * (2 * x312 + 2 * x314 + 2 * x316 + 2 * x319))
+    x322 = ckpt_async * x313
+    x323 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x258 * x280 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x318))) / numpy.log(1 - numpy.minimum(0.999999999999, x317))))) - 1) + 1
+    del x258, x317, x318
+    x324 = x320 * (1 / 2 * x298 + 1 / 2 * x299 + 1 / 2 * x300 + 1 / 2 * x301 + 1 / 2 * x303 + 1 / 2 * x304)
+    del x299, x300, x301, x303, x304
+    x325 = numpy.maximum(numpy.maximum(x262, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x262 * x323 + x313) + x322)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(x307, 1 / 2 * x312 + 1 / 2 * x314 + 1 / 2 * x316 + 1 / 2 * x319), -x320 + x321 * (1 / 3 * numpy.sqrt(x324) + 1 / 9 * x324 + 1), x307)))
+    del x312, x314, x316, x319, x324
+    x326 = ckpt_gockpt * (x262 + x313) + x322
+    del x313, x322
+    x327 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x328 = node_repair_s * x298
+    x329 = numpy.exp(-x328)
+    x330 = node_repair_s * x302
+    x331 = -spare_nodes
+    x332 = rack_nodes + x331
+    x333 = x328 * x329
+    del x328
+    x334 = 2 * rack_nodes + x331
+    x335 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x329 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x336 = 3 * rack_nodes + x331
+    x337 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x329 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x338 = 4 * rack_nodes + x331
+    x339 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x329 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x340 = 5 * rack_nodes + x331
+    x341 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x329 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x342 = 6 * rack_nodes + x331
+    x343 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x329 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x344 = 7 * rack_nodes + x331
+    x345 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x329 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x346 = 8 * rack_nodes + x331
+    x347 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x329 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x348 = 9 * rack_nodes + x331
+    x349 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x329 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x350 = 10 * rack_nodes + x331
+    x351 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x329 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x352 = 11 * rack_nodes + x331
+    x353 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x329 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
+    x354 = x307 * (x298 * (x329 * poisson_cdf(-x332, x330) + x333 * poisson_cdf(-x334, x330) + x335 * poisson_cdf(-x336, x330) + x337 * poisson_cdf(-x338, x330) + x339 * poisson_cdf(-x340, x330) + x341 * poisson_cdf(-x342, x330) + x343 * poisson_cdf(-x344, x330) + x345 * poisson_cdf(-x346, x330) + x347 * poisson_cdf(-x348, x330) + x349 * poisson_cdf(-x350, x330) + x351 * poisson_cdf(-x352, x330) + x353 * poisson_cdf(-12 * rack_nodes - x331, x330)) + x302 * (x329 * poisson_cdf(spare_nodes - 1, x330) + x333 * poisson_cdf(-x332 - 1, x330) + x335 * poisson_cdf(-x334 - 1, x330) + x337 * poisson_cdf(-x336 - 1, x330) + x339 * poisson_cdf(-x338 - 1, x330) + x341 * poisson_cdf(-x340 - 1, x330) + x343 * poisson_cdf(-x342 - 1, x330) + x345 * poisson_cdf(-x344 - 1, x330) + x347 * poisson_cdf(-x346 - 1, x330) + x349 * poisson_cdf(-x348 - 1, x330) + x351 * poisson_cdf(-x350 - 1, x330) + x353 * poisson_cdf(-x352 - 1, x330)) + x305)
+    del x298, x302, x305, x329, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x349, x350, x351, x352, x353
+    x355 = x307 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x354, 1 - x354) * numpy.expm1(x306 * (x327 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    x356 = ckpt_in_memory * x315 + failure_detection_s - x307 * numpy.log1p(manual_restart_fraction * numpy.expm1(x306 * (-manual_restart_s + x327 - x355))) + x308 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x260) + x327 - x355
+    del x315, x327, x355
+    x357 = x262 * x297
+    x358 = eval_fraction * x357
+    x359 = numpy.exp(x306 * x326)
+    x360 = numpy.exp(x306 * (x320 + x325))
+    x361 = x357 * x359 / x325
+    x362 = (x359 + x361 * (x360 - 1) - 1) * numpy.exp(x306 * x356)
+    del x359
+    x363 = rollback_steps * x262
+    x364 = loss_spike_probability * x297
+    x365 = x364 * (x356 + x363)
+    x366 = x307 * x362 + x365
+    x367 = x358 + x366
+    x368 = maintenance_fraction * x367 / (1 - maintenance_fraction)
+    x369 = x367 + x368
+    del x367
+    x370 = x369 ** (-1.0)
+    x371 = x357 * x370
+    x372 = gpus + gpus_per_node * spare_nodes
+    x373 = x369 * x372
+    x374 = 0.000277777777777778 * x373
+    x375 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x254 * x283 + compute_power_fraction * x219 * x283)
+    del x254, x283
+    x376 = x307 * x361 * (x360 - numpy.exp(x306 * x320))
+    del x306, x360, x361
+    x377 = x363 * x364
+    del x363
+    x378 = x358 + x377
+    x379 = x368 - x377
+    del x377
+    x380 = idle_power_w * (x366 - x376 + x379) + x375 * (x376 + x378)
+    del x366, x376
+    x381 = gpus * x380
+    x382 = network_power_per_node_w + node_overhead_power_w
+    x383 = x260 * x382
+    del x260
+    x384 = spare_nodes * (gpus_per_node * idle_power_w + x382) + x383
+    del x382
+    x385 = x369 * x384 + x381
+    x386 = pue * x385
+    x387 = pue * (gpus * x375 + x383)
+    x388 = gpus * max_power_w + x384
+    del x384
+    x389 = price_usd_per_gpu_hour * x374
+    x390 = lifetime_s ** (-1.0)
+    x391 = 2.77777777777778e-07 * electricity_usd_per_kwh * x386 + x374 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x390 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x388 / x372) / utilisation
+    del x372
+    x392 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x386
+    x393 = embodied_kg_per_gpu * x373 * x390
+    del x373, x390
+    x394 = x392 + x393
+    return [x262, x219, x220, x223, x222, x224, x227, x253, x221, x218, x261, x263, x264, x265, x276, memory_reserve_bytes, memory_reserve_bytes + x263 + x264 + x265 + x276, x280, moe_layers * x282 + mtp_layers * (x133 * x282 + x213) + x279, x284, x293, 1e-12 * x295, x14 * x295, x14 * x294 * (full_recompute * (x277 * x291 + x286 + x289 + x290 + x292 + x296) + selective * x112 * x296 + x293), x297, x307, x308, x320, x321, x325, x323, x326, x356, x357, x369, x358, x364, x365, x368, x362, 1 - x371, x371, spare_nodes, x354, x374, x381, x385, x386, pue * x385 - pue * (x365 + x379) * (gpus * idle_power_w + x383) - x357 * x387 - x378 * x387, x375, x370 * x380, x370 * x386, pue * x388, x389, x391, use_tco * x391 + x389 * (1 - use_tco), x392, x393, x394, x394 / (tokens * x293), x369 * x394]

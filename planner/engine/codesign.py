@@ -41,7 +41,7 @@ from planner.engine.optimize import (
 from planner.engine.ownership import ownership_inputs
 from planner.engine.reductions import pareto_mask
 from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.scenario import Scenario
+from planner.engine.scenario import Scenario, attention_precision
 from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions
 from planner.errors import CapplanError, did_you_mean, one_line
 
@@ -181,16 +181,30 @@ class HardwarePoint:
     inputs: dict
 
 
+def kernel_inputs(parameter: Parameter, precision: str) -> tuple[str, ...]:
+    """The kernel inputs a varied field sets in a run at ``precision``: a peak sets the
+    GEMMs' peak if it is the run's precision and the attention core's if the core runs in
+    it (BF16 under FP8/FP4, :func:`planner.engine.scenario.attention_precision`)."""
+    if parameter.input != "peak_flops_per_s":
+        return (parameter.input,)
+    own = parameter.name.removeprefix("peak_").removesuffix("_flops_per_s")
+    inputs = tuple(name for name, used in (
+        ("peak_flops_per_s", own == precision),
+        ("attention_peak_flops_per_s", own == attention_precision(precision))) if used)
+    if not inputs:
+        raise CapplanError(f"--vary {parameter.name}: the run uses --precision {precision}; "
+                           f"vary peak_{precision}_flops_per_s (peak_{precision}) instead")
+    return inputs
+
+
 def hardware_points(x: dict, axes: list[Axis], node, precision: str) -> list[HardwarePoint]:
     """Point 0 = the catalog accelerator (``x``), then the grid in order (last axis fastest)."""
-    scales, bases = {}, {}
+    scales, bases, targets = {}, {}, {}
     for axis in axes:
         p = PARAMETERS[axis.name]
-        if p.input == "peak_flops_per_s" and axis.name != f"peak_{precision}_flops_per_s":
-            raise CapplanError(f"--vary {axis.name}: the run uses --precision {precision}; "
-                               f"vary peak_{precision}_flops_per_s (peak_{precision}) instead")
+        targets[axis.name] = kernel_inputs(p, precision)
         scales[axis.name] = input_scale(p, node)
-        bases[axis.name] = float(x[p.input]) / scales[axis.name]
+        bases[axis.name] = float(x[targets[axis.name][0]]) / scales[axis.name]
     points = [HardwarePoint(0, {a.name: bases[a.name] for a in axes}, dict(x))]
     for combo in itertools.product(*(range(len(a.values)) for a in axes)):
         values, inputs = {}, dict(x)
@@ -203,8 +217,9 @@ def hardware_points(x: dict, axes: list[Axis], node, precision: str) -> list[Har
                                        f">= 1, got {v:g}")
                 v = float(round(v))
             values[axis.name] = v
-            inputs[p.input] = v * scales[axis.name]
-        check({PARAMETERS[name].input: inputs[PARAMETERS[name].input] for name in values},
+            for name in targets[axis.name]:
+                inputs[name] = v * scales[axis.name]
+        check({name: inputs[name] for axis in axes for name in targets[axis.name]},
               where="--vary")
         points.append(HardwarePoint(len(points), values, inputs))
     return points

@@ -205,6 +205,9 @@ GLOSSARY: dict[str, Term] = {
                                  SHARDS),
     # hardware
     "peak_flops_per_s": Term("FLOP/s", "dense peak at the chosen precision", POSITIVE),
+    "attention_peak_flops_per_s": Term(
+        "FLOP/s", "dense peak the fused attention core runs at (BF16 under FP8/FP4)",
+        POSITIVE),
     "gemm_max_efficiency": Term("1", "fraction of peak reached by large GEMMs", EFFICIENCY),
     "gemm_half_efficiency_dim": Term("1", "GEMM dimension reaching half of that", NON_NEGATIVE),
     "hbm_bytes": Term("B", "HBM capacity per GPU", POSITIVE),

@@ -223,7 +223,11 @@ def _memory_bound(x: dict, bytes_moved):
 
 
 def attention_times(x: dict, r: dict) -> dict:
-    """Forward time of one layer's attention block on one rank, per micro-batch."""
+    """Forward time of one layer's attention block on one rank, per micro-batch.
+
+    The projections are GEMMs at the run's precision; the fused attention core (and the
+    linear-attention delta rule) runs at ``attention_peak_flops_per_s``, the BF16 peak under
+    FP8/FP4 recipes (:func:`planner.engine.scenario.attention_precision`)."""
     h, s, tp, t = x["hidden"], x["seq_len"], x["tp"], r["tokens_mb"]
     qkv = compute.projection_width(compute.attention_input_params(
         h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], x["q_lora_rank"],
@@ -244,7 +248,8 @@ def attention_times(x: dict, r: dict) -> dict:
         (1 - share) * compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
                                                         x["v_head_dim"], tp,
                                                         x["bytes_per_element"]),
-        x["peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+        x["attention_peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"],
+        x["hbm_efficiency"])
     linear_efficiency = compute.attention_core_efficiency(
         t, x["linear_head_dim"], s, 0, x["attention_efficiency_factor"],
         x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
@@ -253,7 +258,7 @@ def attention_times(x: dict, r: dict) -> dict:
         share * compute.gated_delta_rule_bytes(t, x["linear_value_heads"], x["linear_head_dim"],
                                                compute.GATED_DELTA_CHUNK, tp,
                                                x["bytes_per_element"]),
-        x["peak_flops_per_s"], linear_efficiency, x["hbm_bandwidth_bytes_per_s"],
+        x["attention_peak_flops_per_s"], linear_efficiency, x["hbm_bandwidth_bytes_per_s"],
         x["hbm_efficiency"])
     linear_in = compute.projection_width(_linear_mixer_params(x), h, tp) \
         - x["linear_value_heads"] * x["linear_head_dim"] / tp  # the output projection's share

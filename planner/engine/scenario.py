@@ -306,6 +306,14 @@ def peak_flops(accelerator, precision: str) -> float:
     return value(quantity)
 
 
+def attention_precision(precision: str) -> str:
+    """The precision the fused attention core runs in: BF16 under FP8 and FP4 recipes
+    (Transformer Engine's ``fp8_dpa`` is off by default, TE 2.x
+    ``transformer_engine.common.recipe``; DeepSeek-V3 keeps "attention operators" in BF16,
+    arXiv:2412.19437 s3.3), the run's precision otherwise."""
+    return "bf16" if precision in ("fp8", "fp4") else precision
+
+
 def gemm_efficiency(accelerator, precision: str) -> float:
     """Large-GEMM fraction of the peak at ``precision``: the accelerator's value for that
     precision (``gemm_max_efficiency_fp8`` ...), else that of the next wider precision
@@ -332,6 +340,7 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
     lifetime_years = value(getattr(accelerator, "lifetime_years", 5.0))
     return {
         "peak_flops_per_s": peak_flops(accelerator, precision),
+        "attention_peak_flops_per_s": peak_flops(accelerator, attention_precision(precision)),
         # Linear inputs kept for the backward pass in the GEMM precision: FP8 (and FP4)
         # recipes cache the quantised input their weight-gradient GEMM reads (Transformer
         # Engine; DeepSeek-V3 arXiv:2412.19437 s3.3.2), BF16 and TF32 runs keep 2 bytes

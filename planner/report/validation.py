@@ -64,9 +64,13 @@ records the values in the catalog; each value's `source` names the fit. Held-out
 enter it. Fitted jointly, once, for all runs (2026-11-23):
 
 * GEMM efficiency by accelerator and precision: A100 bf16 0.79 (cuBLAS sweeps 0.80-0.90);
-  Hopper (H100/H200/H800) bf16 0.80 (cuBLAS sweeps 0.71-0.81) and FP8 0.65 of the FP8 peak;
-  Blackwell (B200/GB200/B300/GB300) bf16 0.65 and FP8 0.55 (3 fit rows: an estimate).
-  `--precision` picks the value (`gemm_max_efficiency_fp8`, else the bf16 one).
+  Hopper (H100/H200/H800) bf16 0.80 (cuBLAS sweeps 0.71-0.81) and FP8 0.75 of the FP8 peak
+  (cuBLASLt FP8 sweeps 0.65-0.75); Blackwell (B200/GB200/B300/GB300) bf16 0.65 and FP8 0.70
+  (3 dense fit rows and the MoE rows: an estimate). `--precision` picks the value
+  (`gemm_max_efficiency_fp8`, else the bf16 one). The FP8 values were refitted on
+  2026-11-27 (`benchmarks/calibrate.py --grid fp8`, with the MoE stacks' own terms) when
+  the fused attention core moved to the BF16 peak under FP8 recipes (docs/model.md): until
+  then it ran at the FP8 peak, and the FP8 efficiencies (0.65 and 0.55) absorbed it.
 * Software stacks (`hardware_catalog/data/stacks`, `--stack`): Megatron-Core 2025 TP
   overlap 0.5 (userbuffers), cuDNN fused attention 0.6 of the GEMM efficiency; the
   FlashAttention-2 stacks 0.65 on A100 and, on Hopper (FA2 lacks wgmma/TMA: 35 % of peak,
@@ -212,7 +216,8 @@ MOE = """
 optimisation guide, dgxc-benchmarking DeepSeek-V3 / Llama 4 / Grok-1, Megatron-MoE-ModelZoo
 Qwen3, NeMo AutoModel, NeMo docs, the DeepSeek-V3 and MegaScale-MoE reports), copied with
 every source column; `moe_models.csv` the architectures (catalog models `kimi-k2`,
-`llama4-maverick`, `llama4-scout` and `mixtral-8x22b` were added from it). Each row is
+`llama4-maverick`, `llama4-scout`, `mixtral-8x22b` and `megascale-moe-352b` were added from
+it). Each row is
 expressed with the options a user has (`planner/analysis/validate.py`, `load_moe_runs`):
 `--model` (the catalog model of its name; MTP only where the row says the run trained it),
 `--hardware`, TP/PP/VP/CP/EP/ETP (empty VP/CP = 1, empty ETP = Megatron-Core's default,
@@ -232,18 +237,22 @@ file in two ways, both stated in the file. (1) The Megatron-LM MoE README headli
 (MLMREADME-01/02, Mixtral 8x7B 438 and 468 TFLOP/s) name no layout in their sentence; their
 empty layout cells hold the same README's 'Reference Best Parallel Mapping' for Mixtral
 8x7B on H100 (64 GPUs, TP1 EP8 PP4 VP8, MBS 1, GBS 256, seq 4096, A2A dispatcher), and
-their notes say so ('capplan INFERRED layout'). (2) A column `excluded` gives the reason a
-row is not predicted although its cells could be typed in: a table row that contradicts
-itself (MB2511D-01, MB2509-02: EP 64 x PP 8 = 512 ranks on 256 GPUs, which Megatron-Core's
-`initialize_model_parallel` refuses: world size divisible by ETP x EP x PP), or a source
-that does not publish what the planner needs (MEGASCALE-01: the architecture is an image).
+their notes say so ('capplan INFERRED layout'); so do MEGASCALE-01's (MegaScale-MoE's
+352B model, arXiv:2505.11432): its architecture from the paper's Table 2 (an image in the
+PDF, read from a text copy of the camera-ready; a gated MLP and one shared expert, not
+stated, are what its published 352B parameters and 27.89 % MFU both require), its layout
+from s6.1 ('SP attention and EP within each node': CP 8 x EP 8; PP 15; GBS 720).
+(2) A column `excluded` gives the reason a row is not predicted although its cells could
+be typed in: a table row that contradicts itself (MB2511D-01, MB2509-02: EP 64 x PP 8 =
+512 ranks on 256 GPUs, which Megatron-Core's `initialize_model_parallel` refuses: world
+size divisible by ETP x EP x PP).
 Excluded rows are reported apart from the unexpressible ones (what no planner input can
 state yet).
 
 **Leave-one-family-out (LOFO)**, for every dataset whose rows carry a model family
 (modern-runs, moe-runs): for each family (DeepSeek-V3, Kimi K2, Qwen3, Grok-1, Mixtral,
-Llama 4 in moe-runs; Llama, Nemotron, InternLM, Grok, DeepSeek in modern-runs), the shared
-parameters the families' rows depend on - the Hopper and Blackwell GEMM efficiencies (BF16,
+Llama 4, MegaScale in moe-runs; Llama, Nemotron, InternLM, Grok, DeepSeek in modern-runs),
+the shared parameters the families' rows depend on - the Hopper and Blackwell GEMM efficiencies (BF16,
 FP8), the Megatron-Core stacks' attention factor and TP overlap, the MoE stacks' launch
 times and all-to-all overlap (`planner/analysis/calibration.py`, `LOFO_GRID`) - are refitted
 by the project's calibration (`benchmarks/calibrate.py`'s coordinate descent, one round from
@@ -548,8 +557,8 @@ def moe_parts(pred, summary, md) -> list[str]:
             f"\nPredicted {moe['count']} of {len(g)} rows: MAPE (fit) "
             f"{100 * moe['mape']:.1f} %, leave-one-family-out {100 * moe['lofo_mape']:.1f} %, "
             f"bias {100 * moe['bias']:+.1f} %; {moe['unexpressible_count']} rows "
-            f"unexpressible, {moe['excluded_count']} excluded by the data file (both listed "
-            "below).\n",
+            f"unexpressible, {moe['excluded_count']} excluded by the data file (each "
+            "listed below).\n",
             md(modern_group_rows(summary, "moe-runs"), title="MAPE per group"),
             "\n",
             md(rows, title="Every row (- : unexpressible or excluded, not predicted)"),

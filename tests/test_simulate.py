@@ -318,3 +318,47 @@ def test_invalid_spec_rejected():
         RunSpec(steps=1, step_time_s=1.0, pause_probability=2.0)
     with pytest.raises(ValueError, match="component_age"):
         RunSpec(steps=1, step_time_s=1.0, component_age="old")
+
+
+# ---- loss-spike rollbacks: a count per replica (issue 26) ------------------------------
+# 8 expected rollbacks, each redoing 100 steps of 10 s and restarting in 10 min
+
+
+SPIKES = replace(EXP, rollbacks=8.0, rollback_busy_s=8 * 100 * 10.0,
+                 rollback_idle_s=8 * 600.0)
+
+
+def test_rollbacks_add_their_expectation_to_the_mean_wall_time():
+    base = simulate(EXP, replicas=20_000, seed=3)
+    spiky = simulate(SPIKES, replicas=20_000, seed=3)
+    # the same failures and step times (common random numbers): the difference is the
+    # rollbacks alone, Poisson(8) x 1,600 s; its mean within 4 standard errors
+    extra = spiky.wall_time_s - base.wall_time_s
+    assert extra.min() >= 0 and len(np.unique(np.round(extra / 1600.0, 9))) > 5
+    se = extra.std(ddof=1) / math.sqrt(extra.size)
+    assert abs(extra.mean() - 8 * 1600.0) < 4 * se
+    # and a Poisson count's spread: sd of sqrt(8) rollbacks, within 3 %
+    assert extra.std(ddof=1) == pytest.approx(math.sqrt(8) * 1600.0, rel=0.03)
+    assert closed_form(SPIKES)["wall_time_s"] == pytest.approx(
+        closed_form(EXP)["wall_time_s"] + 8 * 1600.0, rel=1e-12)
+
+
+def test_rollbacks_widen_the_spread_of_the_wall_time():
+    base = simulate(EXP, replicas=5_000, seed=5).wall_time_s
+    spiky = simulate(SPIKES, replicas=5_000, seed=5).wall_time_s
+    assert np.percentile(spiky, 90) - np.percentile(spiky, 10) > \
+        np.percentile(base, 90) - np.percentile(base, 10)
+
+
+def test_each_replica_pays_a_whole_number_of_rollbacks():
+    # the rollback stream is a third child of the seed, so the failures and step times are
+    # the ones the run without rollbacks draws: the difference is k x 1,600 s, k = 0, 1, ...
+    base = simulate(EXP, replicas=2_000, seed=7).wall_time_s
+    counts = (simulate(SPIKES, replicas=2_000, seed=7).wall_time_s - base) / 1600.0
+    assert np.allclose(counts, np.round(counts), atol=1e-6)
+    assert counts.min() <= 3 and counts.max() >= 14  # P = 0.042 and 0.034 each
+
+
+def test_rollbacks_must_not_be_negative():
+    with pytest.raises(ValueError, match="rollbacks"):
+        replace(EXP, rollbacks=-1.0)

@@ -150,12 +150,15 @@ class RunSpec:
     idle_power_w: float = 0.0
     gpus: int | None = None
     component_age: str = "stationary"
-    #: run overheads (formulas.overhead), added as their expectations after the failures:
-    #: evaluation time per unit of stepping time, the steps redone and the restarts of the
-    #: expected loss-spike rollbacks [s], the share of calendar time down for maintenance
+    #: run overheads (formulas.overhead), added after the failures: evaluation time per
+    #: unit of stepping time, the steps redone and the restarts of the expected loss-spike
+    #: rollbacks [s] and their expected count (each replica draws its own count, Poisson
+    #: with that mean, and pays the totals in proportion), the share of calendar time down
+    #: for maintenance
     eval_fraction: float = 0.0
     rollback_busy_s: float = 0.0
     rollback_idle_s: float = 0.0
+    rollbacks: float = 0.0
     maintenance_fraction: float = 0.0
 
     def __post_init__(self):
@@ -166,7 +169,8 @@ class RunSpec:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         for name in ("step_time_std_s", "pause_duration_s", "checkpoint_cost_s",
-                     "restart_cost_s", "commit_latency_s", "busy_power_w", "idle_power_w"):
+                     "restart_cost_s", "commit_latency_s", "busy_power_w", "idle_power_w",
+                     "rollbacks"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.pause_probability <= 1:
@@ -530,7 +534,8 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
         Seed of ``numpy.random.SeedSequence``; failures and step times use two
         independent child streams, so for the same seed the failure timeline of
         each replica is the same whatever the checkpoint interval (common random
-        numbers for :func:`optimal_interval`).
+        numbers for :func:`optimal_interval`); a third draws each replica's number of
+        loss-spike rollbacks.
     failure_method : str
         ``"auto"`` (Poisson shortcut for exponential components, renewal
         superposition otherwise), or force ``"renewal"`` / ``"poisson"``.
@@ -538,7 +543,7 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
     stats = step_stats(spec)
     k, n_seg, k_last = _segment_layout(spec, stats)
     delta, restart, commit = spec.checkpoint_cost_s, spec.restart_cost_s, spec.commit_latency_s
-    fail_ss, work_ss = np.random.SeedSequence(seed).spawn(2)
+    fail_ss, work_ss, spike_ss = np.random.SeedSequence(seed).spawn(3)
     rng = np.random.default_rng(work_ss)
     horizon = (1.5 * closed_form(spec, stats=stats)["wall_time_s"] + 20 * delta + 10 * restart
                + 10 * commit)
@@ -635,7 +640,11 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
         still[ra[finished]] = False
         active = active[still[active]]
 
-    t, busy = with_overheads(spec, t, busy, useful)
+    share = 1.0  # of the expected rollbacks' time: each replica's own count over the mean
+    if spec.rollbacks > 0:
+        share = np.random.default_rng(spike_ss).poisson(spec.rollbacks, replicas) \
+            / spec.rollbacks
+    t, busy = with_overheads(spec, t, busy, useful, share)
     gpu_hours = spec.billed_gpus * t / 3600.0
     energy = spec.busy_power_w * busy + spec.idle_power_w * (t - busy)
     return SimulationResult(spec=spec, seed=seed, replicas=replicas, steps_per_checkpoint=k,
@@ -648,14 +657,16 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
 # Closed forms
 # ---------------------------------------------------------------------------
 
-def with_overheads(spec: RunSpec, wall_s, busy_s, solve_s):
+def with_overheads(spec: RunSpec, wall_s, busy_s, solve_s, rollback_share=1.0):
     """Wall and busy time with the run overheads of ``spec`` (planner.engine.model's
     ``run_overheads``: evaluations and redone steps busy, rollback restarts idle, then
-    maintenance as a share of calendar time)."""
+    maintenance as a share of calendar time); ``rollback_share`` scales the expected
+    rollbacks' time (a replica's own number of rollbacks over the expected number)."""
     eval_s = overhead.evaluation_time(solve_s, spec.eval_fraction)
-    running = wall_s + eval_s + spec.rollback_busy_s + spec.rollback_idle_s
+    redone_s = rollback_share * spec.rollback_busy_s
+    running = wall_s + eval_s + redone_s + rollback_share * spec.rollback_idle_s
     wall = running + overhead.maintenance_time(running, spec.maintenance_fraction)
-    return wall, busy_s + eval_s + spec.rollback_busy_s
+    return wall, busy_s + eval_s + redone_s
 
 def _expected_step_closed_form(spec: RunSpec, stats: StepStats) -> float:
     """E[step] from :mod:`formulas.straggler`, else (values it cannot take) the integral."""

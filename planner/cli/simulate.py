@@ -55,7 +55,7 @@ def run_spec(row: dict, x: dict, weibull_shape: float = 1.0, component_age: str 
         idle_power_w=pue * (gpus * idle_w + rest_w), gpus=gpus + int(spares * gpn),
         component_age=component_age, eval_fraction=scalar("eval_fraction"),
         rollback_busy_s=row["rollbacks"] * scalar("rollback_steps") * row["step_time_s"],
-        rollback_idle_s=row["rollbacks"] * row["restart_s"],
+        rollback_idle_s=row["rollbacks"] * row["restart_s"], rollbacks=row["rollbacks"],
         maintenance_fraction=scalar("maintenance_fraction"))
 
 

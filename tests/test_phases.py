@@ -139,3 +139,42 @@ def test_bad_phases_one_line(capsys, tmp_path, body, needle):
 def test_parse_phases_keeps_what_is_given():
     (phase,) = parse_phases([{"name": " main ", "tokens": 5, "seq_len": 4096}])
     assert phase.name == "main" and phase.options() == {"tokens": 5.0, "seq_len": 4096}
+
+
+def test_plan_of_phases_at_a_confidence_keeps_the_deadline_at_that_quantile(capsys):
+    nominal = _json(capsys, ["plan", "--scenario", EXAMPLE, "-f", "json"])
+    p90 = _json(capsys, ["plan", "--scenario", EXAMPLE, "--confidence", "0.9", "-f", "json"])
+    assert nominal["planned_quantile"] == 0.5 and nominal["margins"] == {}
+    assert p90["planned_quantile"] == 0.9 and p90["margins"]
+    for objective, best in p90["best"].items():
+        m = p90["margins"][best["hardware"]]
+        assert m["wall_days"] > 1.0  # the model's spread widens the run at P90
+        assert best["wall_days"] * m["wall_days"] <= 120, objective  # the file's deadline
+    # the least-cost cluster at P90 is never smaller than the nominal one on the same part
+    cost, cost_nominal = p90["best"]["cost"], nominal["best"]["cost"]
+    if cost["hardware"] == cost_nominal["hardware"]:
+        assert cost["gpus"] >= cost_nominal["gpus"]
+
+
+def test_phase_margins_are_each_phases_largest(monkeypatch):
+    import types
+
+    import pandas as pd
+
+    from planner.analysis import confidence
+    from planner.engine.phase_plan import _multipliers, phase_margins
+
+    per_phase = iter([(("b200", 1.2, 1.0, 1.0), ("h100-sxm", 1.05, 1.02, 1.01)),
+                      (("h100-sxm", 1.10, 1.01, 1.0),)])
+    monkeypatch.setattr(confidence, "margins", lambda *a, **k: next(per_phase))
+    result = types.SimpleNamespace(frontier=pd.DataFrame({"fits": [True]}))
+    table = phase_margins([result, result], None, {}, 0.9)
+    assert table == (("b200", 1.2, 1.0, 1.0), ("h100-sxm", 1.10, 1.02, 1.01))
+    got = _multipliers(table, ["h100-sxm", "b200", "mi300x"], 0)
+    assert got.tolist() == [1.10, 1.2, 1.0]  # an accelerator without a margin: none
+
+
+def test_plan_of_phases_still_refuses_uncertainty_draws(capsys):
+    assert main(["plan", "--scenario", EXAMPLE, "--uncertainty"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--uncertainty" in err and len(err.splitlines()) == 1

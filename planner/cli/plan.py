@@ -182,11 +182,11 @@ def plan(
     scenario = scenario.with_(confidence=confidence)
     scenario.validate()
     if v.get("phases"):
-        if uncertainty or plot or confidence != 0.5 or v["site"] == "all" \
-                or "," in str(v["site"]):
-            raise CapplanError("a scenario with [[phases]] is planned for one site, at P50 "
-                               "(--confidence 0.5), without --uncertainty or --plot")
-        plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers)
+        if uncertainty or plot or v["site"] == "all" or "," in str(v["site"]):
+            raise CapplanError("a scenario with [[phases]] is planned for one site, without "
+                               "--uncertainty or --plot (--confidence is allowed)")
+        plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers,
+                            v["uncertainty"])
         return
     to_file = output not in (None, "-")
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
@@ -250,9 +250,14 @@ def plan(
 PHASE_TABLE = ("wall_days", "gpu_hours", "energy_mwh", "cost_usd", "co2e_t", "peak_power_mw")
 
 
-def plan_phases_command(scenario, phases, format, output, force, scheduler, workers) -> None:
+def plan_phases_command(scenario, phases, format, output, force, scheduler, workers,
+                        uncertainty=None) -> None:
     """``capplan plan`` of a scenario with ``[[phases]]``: the winners per objective (one
-    cluster, each phase at its best layout), then the headline winner's phases."""
+    cluster, each phase at its best layout), then the headline winner's phases; with
+    ``--confidence`` the constraints hold at that quantile (``uncertainty``: the scenario's
+    ``[uncertainty]`` table)."""
+    from planner.analysis.confidence import margin_payload, quantile_text
+    from planner.analysis.uncertainty import spreads_from
     from planner.cli.common import notice
     from planner.engine.phase_plan import plan_phases
     from planner.report.output import render, write
@@ -260,7 +265,7 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
 
     with search_progress() as progress:
         result = plan_phases(scenario, phases, progress=progress, scheduler=scheduler,
-                             workers=workers)
+                             workers=workers, spreads=spreads_from(uncertainty))
     for text in result.notices:
         notice(text)
     best = result.best.get(scenario.objective)
@@ -279,9 +284,13 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
     payload = {"scenario": asdict(scenario),
                "phases": [p.name for p in phases], "best": result.best,
                "infeasible": result.infeasible, "evaluated": result.evaluated,
+               **margin_payload(result.scenario),
                "approximation": "each phase's layout is the best for the objective on the "
                "cluster, chosen before the constraints are checked on the totals",
                "version": version()}
     title = (f"Best plans for {scenario.model}, {len(phases)} phases "
              f"({count_text(sum(p.tokens for p in phases))} tokens), one cluster")
-    write(render(rows, format, title=title, payload=payload), output, force)
+    text = render(rows, format, title=title, payload=payload)
+    if format == "table":
+        text += quantile_text(result.scenario) + "\n"
+    write(text, output, force)

@@ -8,6 +8,11 @@ once per phase without constraints, so its frontier holds every phase's best row
 (accelerator, GPU count) with pandas, checks the deadline, budget and power cap on the
 totals (peak power: the largest phase's) and picks the best cluster per objective.
 
+With ``--confidence Q`` the constraints hold at quantile Q of the uncertainty model: each
+phase's nominal frontier gives its margins (:func:`planner.analysis.confidence.margins`),
+and a cluster's totals are checked multiplied by the largest margin of any phase on its
+accelerator (conservative where the phases' spreads differ).
+
 Approximation: each phase's layout is chosen for the objective alone, independently of
 the constraints.  A cluster whose per-phase optima miss a constraint on the totals while
 another layout of one phase (slower but cheaper, say) would meet it is not found; with a
@@ -95,13 +100,45 @@ def totals_of(frames) -> dict:
     return total
 
 
+def phase_margins(results, catalog, spreads, quantile: float) -> tuple:
+    """(accelerator, m_days, m_cost, m_power) per accelerator: the largest of each phase's
+    margins at ``quantile`` (:func:`planner.analysis.confidence.margins`)."""
+    from planner.analysis.confidence import margins
+
+    largest: dict[str, list[float]] = {}
+    for result in results:
+        if result.frontier.empty or not result.frontier["fits"].astype(bool).any():
+            continue
+        for hw, *m in margins(result, catalog, spreads, quantile):
+            largest[hw] = [max(a, b) for a, b in zip(largest.get(hw, m), m, strict=True)]
+    return tuple((hw, *m) for hw, m in sorted(largest.items()))
+
+
+def _multipliers(margin_table: tuple, hardware, quantity: int) -> np.ndarray:
+    """Each cluster's multiplier of one constrained quantity (1 without a margin)."""
+    by_hw = {hw: m[quantity] for hw, *m in margin_table}
+    return np.array([by_hw.get(hw, 1.0) for hw in hardware], dtype=float)
+
+
 def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, scheduler=None,
-                workers=None) -> PhasePlan:
-    """Best cluster per objective for a run of ``phases`` (see the module docstring)."""
+                workers=None, spreads=None) -> PhasePlan:
+    """Best cluster per objective for a run of ``phases`` (see the module docstring);
+    ``spreads`` (the uncertainty model, :func:`planner.analysis.uncertainty.spreads_from`)
+    gives the margins when ``scenario.confidence`` is not 0.5."""
     notices = _check_phases(phases)
-    s = scenario
-    results = [plan(_phase_scenario(s, p), catalog=catalog, progress=progress,
-                    scheduler=scheduler, workers=workers) for p in phases]
+    s = scenario.with_(margins=())
+    if catalog is None:
+        from hardware_catalog import load_catalog
+
+        catalog = load_catalog(tuple(s.catalog_dirs or ()))
+    results = [plan(_phase_scenario(s, p).with_(confidence=0.5), catalog=catalog,
+                    progress=progress, scheduler=scheduler, workers=workers) for p in phases]
+    if s.confidence != 0.5:
+        if spreads is None:
+            from planner.analysis.uncertainty import spreads_from
+
+            spreads = spreads_from(None)
+        s = s.with_(margins=phase_margins(results, catalog, spreads, s.confidence))
     out = PhasePlan(scenario=s, phases=tuple(phases), best={},
                     evaluated=sum(r.evaluated for r in results), notices=notices)
     for objective, column in OBJECTIVE_COLUMNS.items():
@@ -115,13 +152,15 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
             continue
         frames = [f.loc[common] for f in frames]
         total = totals_of(frames)
+        hardware = common.get_level_values("hardware")
         ok = np.ones(len(common), dtype=bool)
         if s.deadline_days is not None and s.deadline_days != float("inf"):
-            ok &= total["wall_days"] <= s.deadline_days
+            ok &= total["wall_days"] * _multipliers(s.margins, hardware, 0) <= s.deadline_days
         if s.budget_usd is not None:
-            ok &= total["cost_usd"] <= s.budget_usd
+            ok &= total["cost_usd"] * _multipliers(s.margins, hardware, 1) <= s.budget_usd
         if s.max_power_mw is not None:
-            ok &= total["peak_power_mw"] <= s.max_power_mw
+            ok &= total["peak_power_mw"] * _multipliers(s.margins, hardware, 2) \
+                <= s.max_power_mw
         if not ok.any():
             out.best[objective] = None
             fastest = int(np.argmin(total["wall_days"]))

@@ -137,3 +137,18 @@ def test_deepseek_v3_fits_with_dualpipe_by_its_fp8_activation_function(deepseek_
     dual, plain = deepseek_v3
     assert dual["fits"] and dual["memory_per_gpu_bytes"] < 80e9
     assert dual["activation_bytes"] < plain["activation_bytes"]
+
+
+def test_the_rules_context_is_built_in_one_place():
+    # every name a layout rule reads is a layout size or a context number, and the one
+    # builder (layout_rules.rule_context) gives the search and a user's layout the same
+    from planner.engine.layout_check import context_of
+    from planner.engine.layout_rules import CONTEXT_NAMES, LAYOUT_RULE_NAMES, rule_context
+
+    sizes = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "vp", "micro_batch"}
+    assert LAYOUT_RULE_NAMES - sizes == set(CONTEXT_NAMES)
+    x = {"scale_up_domain_gpus": 8.0, "heads": 128.0, "kv_heads": 128.0, "layers": 61.0,
+         "seq_len": 4096.0, "experts": 256.0, "global_batch": 15360.0, "dualpipe": 1.0}
+    assert context_of(x) == rule_context(domain=8, heads=128, kv_heads=128, layers=61,
+                                         seq_len=4096, experts=256, batch=15360, dualpipe=1)
+    assert context_of({k: v for k, v in x.items() if k != "dualpipe"})["dualpipe"] == 0

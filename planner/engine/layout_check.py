@@ -10,7 +10,12 @@ import numpy as np
 
 from planner.engine.domains import check
 from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.layout_rules import LAYOUT_RULE_NAMES, first_broken, holding
+from planner.engine.layout_rules import (
+    LAYOUT_RULE_NAMES,
+    first_broken,
+    holding,
+    rule_context,
+)
 from planner.engine.scenario import PREFERRED_LAYOUT
 from planner.engine.space import (
     RECOMPUTE_NAMES,
@@ -21,13 +26,13 @@ from planner.engine.space import (
 from planner.errors import CapplanError
 
 
-def rule_context(x: dict) -> dict:
-    """The model's and node's numbers the layout rules read (:data:`VALIDITY`), as ints
-    (``dualpipe``: the stack's schedule, 0 when ``x`` names none)."""
-    return {"domain": int(x["scale_up_domain_gpus"]), "heads": int(x["heads"]),
-            "kv_heads": int(x["kv_heads"]), "layers": int(x["layers"]),
-            "seq_len": int(x["seq_len"]), "experts": int(x["experts"]),
-            "batch": int(x["global_batch"]), "dualpipe": int(x.get("dualpipe", 0))}
+def context_of(x: dict) -> dict:
+    """The layout rules' context (:func:`planner.engine.layout_rules.rule_context`) of the
+    kernel inputs ``x`` (``dualpipe``: the stack's schedule, 0 when ``x`` names none)."""
+    return rule_context(domain=x["scale_up_domain_gpus"], heads=x["heads"],
+                        kv_heads=x["kv_heads"], layers=x["layers"], seq_len=x["seq_len"],
+                        experts=x["experts"], batch=x["global_batch"],
+                        dualpipe=x.get("dualpipe", 0))
 
 
 def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None,
@@ -45,7 +50,7 @@ def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None,
                                     ("ep", ep), ("etp", etp), ("vp", vp),
                                     ("micro_batch", micro_batch))}
     sizes["dp"] = max(sizes["gpus"] // (sizes["tp"] * sizes["pp"] * sizes["cp"]), 1)
-    broken = first_broken(SimpleNamespace(**sizes, **rule_context(x)))
+    broken = first_broken(SimpleNamespace(**sizes, **context_of(x)))
     if broken is not None:
         raise CapplanError(broken)
 
@@ -67,7 +72,7 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         ep=only("ep", None), etp=only("etp", None),
         micro_batch=only("micro_batch", base.micro_batch),
         recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})), hsdp=(0,),
-        dualpipe=int(x["dualpipe"]),
+        dualpipe=context_of(x)["dualpipe"],
         sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
@@ -135,7 +140,7 @@ def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
     sizes = {k: np.asarray(layout[k]) for k in names}
     positive = np.minimum.reduce([sizes[k] for k in names]) >= 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        ok = positive & holding(SimpleNamespace(**sizes, **rule_context(x)),
+        ok = positive & holding(SimpleNamespace(**sizes, **context_of(x)),
                                 frozenset(LAYOUT_RULE_NAMES))
     if not np.all(ok):
         shape = sizes["gpus"].shape if sizes["gpus"].ndim else (1,)

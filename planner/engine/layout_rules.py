@@ -164,6 +164,22 @@ def _at_least_1(value):
     return np.maximum(value, 1)
 
 
+#: The numbers besides the layout's sizes that the rules read.
+CONTEXT_NAMES = ("domain", "heads", "kv_heads", "layers", "seq_len", "experts", "batch",
+                 "dualpipe")
+
+
+def rule_context(*, domain, heads, kv_heads, layers, seq_len, experts, batch,
+                 dualpipe=0) -> dict[str, int]:
+    """The model's, node's and stack's numbers the rules read (:data:`CONTEXT_NAMES`), as
+    ints: ``domain`` GPUs of the scale-up domain, the model's shape, the global ``batch``
+    and the stack's pipeline schedule (``dualpipe`` 1: DeepSeek's DualPipe).  The one place
+    the context is built, for a user's layout and for the search alike."""
+    return {"domain": int(domain), "heads": int(heads), "kv_heads": int(kv_heads),
+            "layers": int(layers), "seq_len": int(seq_len), "experts": int(experts),
+            "batch": int(batch), "dualpipe": int(dualpipe)}
+
+
 #: The rules of a valid layout, in the order a message reports them.  ``v`` holds the
 #: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch``) and the model's and node's
 #: numbers (``domain`` GPUs of the scale-up domain, ``heads kv_heads layers seq_len

@@ -22,7 +22,13 @@ import numpy as np
 
 from planner.engine.columns import layout_columns
 from planner.engine.domains import check
-from planner.engine.layout_rules import FLOATS, NUMPY, derived_inputs, holding
+from planner.engine.layout_rules import (
+    FLOATS,
+    NUMPY,
+    derived_inputs,
+    holding,
+    rule_context,
+)
 from planner.errors import CapplanError
 
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
@@ -271,9 +277,9 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     """The table of (tp, cp, pp, vp, micro_batch, dp, gpus) and the columns crossed with it."""
     # the rules of a valid layout (layout_rules.VALIDITY), applied as soon as the table has
     # the sizes a rule reads; the rest of this function is the search's choice of sizes
-    context = {"domain": scale_up_domain, "heads": heads, "kv_heads": kv_heads,
-               "layers": layers, "seq_len": seq_len, "experts": experts, "batch": global_batch,
-               "dualpipe": options.dualpipe}
+    context = rule_context(domain=scale_up_domain, heads=heads, kv_heads=kv_heads,
+                           layers=layers, seq_len=seq_len, experts=experts,
+                           batch=global_batch, dualpipe=options.dualpipe)
 
     def valid(t, involving=None):
         ok = holding(SimpleNamespace(**t, **context), frozenset(t) | frozenset(context),

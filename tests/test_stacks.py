@@ -294,3 +294,18 @@ def test_a_stack_file_can_extend_another_beside_it(tmp_path, capsys):
     own = tmp_path / "own" / "mine.toml"
     own.write_text('extends = "megatron-core-moe-gb200-guide-13"\nid = "mine"\nname = "m"\n')
     assert parse_file(own, expect_kind="stack", user=True).dispatch_host_sync.value == 0
+
+
+def test_every_stack_field_is_a_model_input_with_a_default_where_optional():
+    # STACK_INPUTS is read from the schema: each of its quantities (but the GEMM share) is a
+    # run-model input of its name, and an optional one has an execution.toml default
+    from hardware_catalog.schema import SoftwareStack
+    from planner.engine.glossary import INPUTS as GLOSSARY
+    from planner.engine.model import INPUTS
+    from planner.engine.scenario import execution_defaults
+
+    assert "dualpipe" in STACK_INPUTS and "gemm_efficiency_factor" not in STACK_INPUTS
+    for name in STACK_INPUTS:
+        assert name in INPUTS and name in GLOSSARY, name
+        if not SoftwareStack.model_fields[name].is_required():
+            assert name in execution_defaults(), name

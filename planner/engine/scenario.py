@@ -197,13 +197,22 @@ def execution_defaults() -> dict[str, float]:
     return {k: float(v["value"]) for k, v in data.items() if isinstance(v, dict)}
 
 
-#: Run-model inputs a software stack sets (hardware_catalog.schema.SoftwareStack).
-STACK_INPUTS = ("tp_overlap", "dp_overlap", "cp_overlap", "ep_overlap",
-                "attention_efficiency_factor", "layer_overhead_s", "recompute_mla_up_proj", "recompute_norms",
-                "optimizer_bytes_per_param", "fp8_dispatch", "hierarchical_dispatch",
-                "a2a_efficiency_factor", "moe_layer_overhead_s", "expert_overhead_s",
-                "dispatch_host_sync", "comm_sm_fraction", "dualpipe", "recompute_moe_act",
-                "moe_act_input_bytes")
+def _stack_input_names() -> tuple[str, ...]:
+    """The quantities of :class:`hardware_catalog.schema.SoftwareStack`, each a run-model
+    input of its name, but ``gemm_efficiency_factor`` (a share of the accelerator's GEMM
+    efficiency, applied in :func:`hardware_inputs`)."""
+    import typing
+
+    from hardware_catalog.schema import Quantity, SoftwareStack
+
+    return tuple(name for name, f in SoftwareStack.model_fields.items()
+                 if name != "gemm_efficiency_factor"
+                 and Quantity in (typing.get_args(f.annotation) or (f.annotation,)))
+
+
+#: Run-model inputs a software stack sets: read from the schema, so that a new stack field
+#: is declared once (the schema) and given a default in execution.toml where it is optional.
+STACK_INPUTS = _stack_input_names()
 
 
 def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:

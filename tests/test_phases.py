@@ -162,7 +162,8 @@ def test_phase_margins_are_each_phases_largest(monkeypatch):
     import pandas as pd
 
     from planner.analysis import confidence
-    from planner.engine.phase_plan import _multipliers, phase_margins
+    from planner.analysis.confidence import phase_margins
+    from planner.engine.phase_plan import _multipliers
 
     per_phase = iter([(("b200", 1.2, 1.0, 1.0), ("h100-sxm", 1.05, 1.02, 1.01)),
                       (("h100-sxm", 1.10, 1.01, 1.0),)])
@@ -174,7 +175,37 @@ def test_phase_margins_are_each_phases_largest(monkeypatch):
     assert got.tolist() == [1.10, 1.2, 1.0]  # an accelerator without a margin: none
 
 
-def test_plan_of_phases_still_refuses_uncertainty_draws(capsys):
-    assert main(["plan", "--scenario", EXAMPLE, "--uncertainty"]) == 2
+def test_plan_of_phases_still_refuses_a_plot(capsys, tmp_path):
+    assert main(["plan", "--scenario", EXAMPLE, "--plot", str(tmp_path / "p.png")]) == 2
     err = capsys.readouterr().err.strip()
-    assert "--uncertainty" in err and len(err.splitlines()) == 1
+    assert "--plot" in err and len(err.splitlines()) == 1
+
+
+def test_plan_of_phases_uncertainty_without_spread_is_the_nominal_total(capsys, tmp_path):
+    # every sigma 0: each draw is the nominal run, so every quantile is the nominal total
+    from planner.analysis.uncertainty import QUANTITIES, default_spreads
+
+    flat = tmp_path / "flat.toml"
+    flat.write_text(Path(EXAMPLE).read_text() + "\n[uncertainty]\n" + "".join(
+        f"{name} = {{sigma = 0.0}}\n" for name in default_spreads()))
+    out = _json(capsys, ["plan", "--scenario", str(flat), "--uncertainty", "--draws", "8",
+                         "-f", "json"])
+    for objective, best in out["best"].items():
+        for q in QUANTITIES:
+            band = out["uncertainty"]["nominal_winners"][objective][q]
+            assert band["p10"] == pytest.approx(best[q], rel=1e-9), (objective, q)
+            assert band["p90"] == pytest.approx(best[q], rel=1e-9), (objective, q)
+
+
+def test_plan_of_phases_uncertainty_bands_and_risk(capsys):
+    out = _json(capsys, ["plan", "--scenario", EXAMPLE, "--uncertainty", "--draws", "200",
+                         "-f", "json"])
+    report = out["uncertainty"]
+    assert report["draws"] == 200 and "win_probability" not in report
+    for objective, best in out["best"].items():
+        band = report["nominal_winners"][objective]["wall_days"]
+        assert band["p10"] < band["p50"] < band["p90"]
+        # lognormal factors of median 1: the median run is within 15 % of the nominal one
+        assert band["p50"] == pytest.approx(best["wall_days"], rel=0.15)
+        risk = report["constraint_risk"][objective]["deadline"]
+        assert risk["limit"] == 120 and risk["missed_at_quantile"] == (band["p90"] > 120)

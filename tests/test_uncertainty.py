@@ -119,3 +119,22 @@ def test_a_winner_that_misses_its_deadline_at_p90_is_flagged_in_every_format(cap
     data = json.loads(capsys.readouterr().out)
     assert not any(r["missed_at_quantile"] for risks in data["uncertainty"]["constraint_risk"]
                    .values() for r in risks.values())
+
+
+def test_the_scenario_files_spreads_reach_plan_uncertainty(capsys, tmp_path):
+    """`plan --scenario F --uncertainty`: the [uncertainty] table of F gives the spreads
+    (the flag of the same name used to shadow it, so the defaults were drawn)."""
+    from planner.cli.main import main
+
+    path = tmp_path / "flat.toml"
+    path.write_text('model = "llama3-8b"\ntokens = 2e12\nhardware = "h100-sxm"\n'
+                    "max_gpus = 256\n[uncertainty]\n" + "".join(
+                        f"{name} = {{sigma = 0.0}}\n" for name in default_spreads()))
+    assert main(["plan", "--scenario", str(path), "--uncertainty", "--draws", "16",
+                 "-f", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["uncertainty"]["spreads"]["pue"]["sigma"] == 0.0
+    for objective, best in data["best"].items():
+        band = data["uncertainty"]["nominal_winners"][objective]["wall_days"]
+        assert band["p10"] == pytest.approx(best["wall_days"], rel=1e-9), objective
+        assert band["p90"] == pytest.approx(best["wall_days"], rel=1e-9), objective

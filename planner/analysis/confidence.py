@@ -26,6 +26,7 @@ from planner.analysis.estimates import attach
 from planner.analysis.uncertainty import factors, frontier_inputs, perturb
 from planner.engine import optimize
 from planner.engine.kernel_run import evaluate_columns
+from planner.engine.phase_plan import plan_phases
 from planner.errors import CapplanError
 
 #: Draws and seed of the margin Monte Carlo (fixed: the same plan every time).
@@ -91,6 +92,28 @@ def plan_at_confidence(scenario, spreads, *, catalog=None, **plan_options):
             result = optimize.plan(scenario.with_(margins=found), catalog=catalog, **plan_options)
     attach(result, catalog)
     return result
+
+
+def phase_margins(results, catalog, spreads, quantile: float) -> tuple:
+    """(accelerator, m_days, m_cost, m_power) per accelerator of the phases' nominal plans
+    ``results``: the largest of each phase's margins at ``quantile`` (:func:`margins`),
+    so a cluster's totals are checked as conservatively as its widest phase."""
+    largest: dict[str, list[float]] = {}
+    for result in results:
+        if result.frontier.empty or not result.frontier["fits"].astype(bool).any():
+            continue
+        for hw, *m in margins(result, catalog, spreads, quantile):
+            largest[hw] = [max(a, b) for a, b in zip(largest.get(hw, m), m, strict=True)]
+    return tuple((hw, *m) for hw, m in sorted(largest.items()))
+
+
+def plan_phases_at_confidence(scenario, phases, spreads, **plan_options):
+    """:func:`planner.engine.phase_plan.plan_phases` whose constraints hold at
+    ``scenario.confidence`` (the margins of :func:`phase_margins`)."""
+    def margins_of(results, catalog):
+        return phase_margins(results, catalog, spreads, scenario.confidence)
+
+    return plan_phases(scenario, phases, margins_of=margins_of, **plan_options)
 
 
 def margin_payload(scenario) -> dict:

@@ -170,6 +170,38 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     return report
 
 
+def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 400,
+                      seed: int = 0) -> dict:
+    """P10/P50/P90 of the whole run of each winner of a plan of phases
+    (:class:`planner.engine.phase_plan.PhasePlan`), and the constraints it misses at
+    :data:`RISK_QUANTILE`.
+
+    Each draw is one set of factors shared by every phase (the same hardware, software and
+    site all run long): each phase's winning row is evaluated under the draws, and the
+    phases are summed per draw (peak power: the largest phase's).  No winner probabilities:
+    they would need every cluster's phases under every draw.
+    """
+    f = factors(spreads, draws, 1, seed)
+    report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
+              "nominal_winners": {}, "constraint_risk": {}}
+    for objective, phases in result.winner_rows.items():
+        totals = {q: np.zeros(draws) for q in QUANTITIES}
+        for phase_scenario, row in phases:
+            x = frontier_inputs(phase_scenario, catalog, row["hardware"].iloc[0], row)
+            xi = {k: np.tile(v, draws) if isinstance(v, np.ndarray) and v.ndim else v
+                  for k, v in x.items()}
+            for name, factor in f.items():
+                xi[name] = perturb(xi, name, factor[:, 0])
+            out = evaluate_columns(xi, tuple(QUANTITIES))
+            for q in QUANTITIES:
+                drawn = np.asarray(out[q], dtype=float)
+                totals[q] = np.maximum(totals[q], drawn) if q == "peak_power_mw" \
+                    else totals[q] + drawn
+        report["nominal_winners"][objective] = {q: summarize(v) for q, v in totals.items()}
+        report["constraint_risk"][objective] = constraint_risk(totals, result.scenario)
+    return report
+
+
 def frontier_inputs(s, catalog, hw: str, part) -> dict:
     """The run-model inputs of the frontier rows ``part`` (a DataFrame, one accelerator
     ``hw``) of a plan of scenario ``s``, with ``--spares auto`` resolved once on the nominal

@@ -182,11 +182,11 @@ def plan(
     scenario = scenario.with_(confidence=confidence)
     scenario.validate()
     if v.get("phases"):
-        if uncertainty or plot or v["site"] == "all" or "," in str(v["site"]):
+        if plot or v["site"] == "all" or "," in str(v["site"]):
             raise CapplanError("a scenario with [[phases]] is planned for one site, without "
-                               "--uncertainty or --plot (--confidence is allowed)")
+                               "--plot (--confidence and --uncertainty are allowed)")
         plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers,
-                            v["uncertainty"])
+                            v["uncertainty"], draws=draws if uncertainty else 0, seed=seed)
         return
     to_file = output not in (None, "-")
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
@@ -251,21 +251,26 @@ PHASE_TABLE = ("wall_days", "gpu_hours", "energy_mwh", "cost_usd", "co2e_t", "pe
 
 
 def plan_phases_command(scenario, phases, format, output, force, scheduler, workers,
-                        uncertainty=None) -> None:
+                        uncertainty=None, *, draws: int = 0, seed: int = 0) -> None:
     """``capplan plan`` of a scenario with ``[[phases]]``: the winners per objective (one
     cluster, each phase at its best layout), then the headline winner's phases; with
     ``--confidence`` the constraints hold at that quantile (``uncertainty``: the scenario's
-    ``[uncertainty]`` table)."""
-    from planner.analysis.confidence import margin_payload, quantile_text
+    ``[uncertainty]`` table); ``draws`` > 0 (``--uncertainty``): the winners' P10/P50/P90
+    and the constraints they miss at P90."""
+    from planner.analysis.confidence import (
+        margin_payload,
+        plan_phases_at_confidence,
+        quantile_text,
+    )
     from planner.analysis.uncertainty import spreads_from
     from planner.cli.common import notice
-    from planner.engine.phase_plan import plan_phases
     from planner.report.output import render, write
     from planner.report.progress import search_progress
 
     with search_progress() as progress:
-        result = plan_phases(scenario, phases, progress=progress, scheduler=scheduler,
-                             workers=workers, spreads=spreads_from(uncertainty))
+        result = plan_phases_at_confidence(scenario, phases, spreads_from(uncertainty),
+                                           progress=progress, scheduler=scheduler,
+                                           workers=workers)
     for text in result.notices:
         notice(text)
     best = result.best.get(scenario.objective)
@@ -281,10 +286,22 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
               **{k: p[k] for k in PHASE_TABLE}} for p in best["phases"]]
     from dataclasses import asdict
 
+    report = None
+    if draws:
+        from hardware_catalog import load_catalog
+        from planner.analysis.uncertainty import phase_uncertainty
+
+        report = phase_uncertainty(result, load_catalog(tuple(scenario.catalog_dirs or ())),
+                                   spreads_from(uncertainty), draws=draws, seed=seed)
+        risk = report["constraint_risk"]
+        rows = [{**r, "missed_at_p90": ",".join(
+            c for c, x in risk.get(r["objective"], {}).items() if x["missed_at_quantile"])
+            if r["phase"] == "total" else ""} for r in rows]
     payload = {"scenario": asdict(scenario),
                "phases": [p.name for p in phases], "best": result.best,
                "infeasible": result.infeasible, "evaluated": result.evaluated,
                **margin_payload(result.scenario),
+               **({"uncertainty": report} if report else {}),
                "approximation": "each phase's layout is the best for the objective on the "
                "cluster, chosen before the constraints are checked on the totals",
                "version": version()}
@@ -293,4 +310,8 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
     text = render(rows, format, title=title, payload=payload)
     if format == "table":
         text += quantile_text(result.scenario) + "\n"
+        if report:
+            from planner.report.tables import render_uncertainty
+
+            text += render_uncertainty(report)
     write(text, output, force)

@@ -169,6 +169,11 @@ def _faults(path: str, section: dict) -> dict:
     return out
 
 
+#: The file's tables: no flag sets them, even a flag of the same name (``plan
+#: --uncertainty`` asks for the draws, the ``[uncertainty]`` table gives their spreads).
+TABLES = frozenset(k for k, kind in KEYS.items() if kind is dict)
+
+
 def merge(ctx, values: dict, path: str | None) -> dict:
     """Apply the scenario file under the command-line flags the user actually typed."""
     if not path:
@@ -177,6 +182,6 @@ def merge(ctx, values: dict, path: str | None) -> dict:
     merged = dict(values)
     for key, value in from_file.items():
         source = ctx.get_parameter_source(key)
-        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
+        if key in TABLES or source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
             merged[key] = value
     return merged

@@ -9,7 +9,7 @@ once per phase without constraints, so its frontier holds every phase's best row
 totals (peak power: the largest phase's) and picks the best cluster per objective.
 
 With ``--confidence Q`` the constraints hold at quantile Q of the uncertainty model: each
-phase's nominal frontier gives its margins (:func:`planner.analysis.confidence.margins`),
+phase's nominal frontier gives its margins (:func:`planner.analysis.confidence.phase_margins`),
 and a cluster's totals are checked multiplied by the largest margin of any phase on its
 accelerator (conservative where the phases' spreads differ).
 
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hardware_catalog import load_catalog
 from planner.engine.optimize import plan
 from planner.engine.phases import ADDITIVE
 from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
@@ -48,6 +49,9 @@ class PhasePlan:
     infeasible: dict[str, str] = field(default_factory=dict)
     evaluated: int = 0
     notices: list[str] = field(default_factory=list)
+    #: objective -> per phase, (the phase's scenario, the winner's frontier row as a
+    #: one-row DataFrame): what planner.analysis.uncertainty.phase_uncertainty redraws
+    winner_rows: dict[str, list] = field(default_factory=dict)
 
 
 def _check_phases(phases) -> list[str]:
@@ -100,20 +104,6 @@ def totals_of(frames) -> dict:
     return total
 
 
-def phase_margins(results, catalog, spreads, quantile: float) -> tuple:
-    """(accelerator, m_days, m_cost, m_power) per accelerator: the largest of each phase's
-    margins at ``quantile`` (:func:`planner.analysis.confidence.margins`)."""
-    from planner.analysis.confidence import margins
-
-    largest: dict[str, list[float]] = {}
-    for result in results:
-        if result.frontier.empty or not result.frontier["fits"].astype(bool).any():
-            continue
-        for hw, *m in margins(result, catalog, spreads, quantile):
-            largest[hw] = [max(a, b) for a, b in zip(largest.get(hw, m), m, strict=True)]
-    return tuple((hw, *m) for hw, m in sorted(largest.items()))
-
-
 def _multipliers(margin_table: tuple, hardware, quantity: int) -> np.ndarray:
     """Each cluster's multiplier of one constrained quantity (1 without a margin)."""
     by_hw = {hw: m[quantity] for hw, *m in margin_table}
@@ -121,24 +111,23 @@ def _multipliers(margin_table: tuple, hardware, quantity: int) -> np.ndarray:
 
 
 def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, scheduler=None,
-                workers=None, spreads=None) -> PhasePlan:
-    """Best cluster per objective for a run of ``phases`` (see the module docstring);
-    ``spreads`` (the uncertainty model, :func:`planner.analysis.uncertainty.spreads_from`)
-    gives the margins when ``scenario.confidence`` is not 0.5."""
+                workers=None, margins_of=None) -> PhasePlan:
+    """Best cluster per objective for a run of ``phases`` (see the module docstring).
+
+    ``margins_of(results, catalog)``, given the phases' nominal plans, returns the margin
+    table the constraints are checked with when ``scenario.confidence`` is not 0.5
+    (:func:`planner.analysis.confidence.plan_phases_at_confidence` passes it)."""
     notices = _check_phases(phases)
     s = scenario.with_(margins=())
+    if s.confidence != 0.5 and margins_of is None:
+        raise CapplanError("plan_phases at a confidence other than 0.5 needs margins_of "
+                           "(planner.analysis.confidence.plan_phases_at_confidence)")
     if catalog is None:
-        from hardware_catalog import load_catalog
-
         catalog = load_catalog(tuple(s.catalog_dirs or ()))
     results = [plan(_phase_scenario(s, p).with_(confidence=0.5), catalog=catalog,
                     progress=progress, scheduler=scheduler, workers=workers) for p in phases]
     if s.confidence != 0.5:
-        if spreads is None:
-            from planner.analysis.uncertainty import spreads_from
-
-            spreads = spreads_from(None)
-        s = s.with_(margins=phase_margins(results, catalog, spreads, s.confidence))
+        s = s.with_(margins=margins_of(results, catalog))
     out = PhasePlan(scenario=s, phases=tuple(phases), best={},
                     evaluated=sum(r.evaluated for r in results), notices=notices)
     for objective, column in OBJECTIVE_COLUMNS.items():
@@ -174,6 +163,8 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
         value = np.where(ok, total[column], np.inf)
         i = int(np.argmin(value))  # the first least: clusters in (hardware, gpus) order
         hw, gpus = common[i]
+        out.winner_rows[objective] = [(_phase_scenario(s, p), f.iloc[[i]].reset_index())
+                                      for p, f in zip(phases, frames, strict=True)]
         out.best[objective] = {
             "hardware": hw, "gpus": int(gpus),
             **{k: float(v[i]) for k, v in total.items()},

@@ -8,12 +8,14 @@ A :class:`Scenario` holds names and numbers as the user gave them; the
 from __future__ import annotations
 
 import tomllib
+import typing
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
 from formulas.carbon import embodied_per_accelerator
 from hardware_catalog import load_catalog
+from hardware_catalog.schema import Quantity, SoftwareStack
 from planner.engine.defaults import (  # noqa: F401
     CHECKPOINT_SCHEMES,
     COST_BASES,
@@ -201,10 +203,6 @@ def _stack_input_names() -> tuple[str, ...]:
     """The quantities of :class:`hardware_catalog.schema.SoftwareStack`, each a run-model
     input of its name, but ``gemm_efficiency_factor`` (a share of the accelerator's GEMM
     efficiency, applied in :func:`hardware_inputs`)."""
-    import typing
-
-    from hardware_catalog.schema import Quantity, SoftwareStack
-
     return tuple(name for name, f in SoftwareStack.model_fields.items()
                  if name != "gemm_efficiency_factor"
                  and Quantity in (typing.get_args(f.annotation) or (f.annotation,)))

@@ -285,7 +285,8 @@ def _shares(parts: dict[str, float], total: float, scale: float, unit: str) -> s
 
 
 def render_uncertainty(report: dict, width: int | None = None) -> str:
-    """Tables of P10/P50/P90 of the nominal winners and each accelerator's win probability."""
+    """Tables of P10/P50/P90 of the nominal winners and each accelerator's win probability
+    (when the report has one: a plan of phases has none)."""
     width = width or terminal_width()
     bands = [[OBJECTIVE_LABELS[objective], *(
         " / ".join(_short(q[k][p]) for p in ("p10", "p50", "p90"))
@@ -295,6 +296,10 @@ def render_uncertainty(report: dict, width: int | None = None) -> str:
                       title=f"Uncertainty of the winners ({report['draws']} draws, seed "
                       f"{report['seed']}): P10 / P50 / P90", width=width,
                       right={"days", "USD", "MWh", "tCO2e"})
+    labels = {o: f"the {label} plan" for o, label in OBJECTIVE_LABELS.items()}
+    risks = "".join(f"{line}\n" for line in risk_lines(report, labels))
+    if not report.get("win_probability"):  # a plan of phases: its winners' bands only
+        return text + risks
     objectives = list(report["win_probability"])
     names = sorted(next(iter(report["win_probability"].values())))
     wins = []
@@ -302,8 +307,6 @@ def render_uncertainty(report: dict, width: int | None = None) -> str:
         probs = [report["win_probability"][o][hw] for o in objectives]
         if any(p > 0 for p in probs):
             wins.append([hw, *(f"{p:.0%}" for p in probs)])
-    labels = {o: f"the {label} plan" for o, label in OBJECTIVE_LABELS.items()}
-    risks = "".join(f"{line}\n" for line in risk_lines(report, labels))
     return text + table_text(["hardware", *objectives], wins,
                              title="Probability of being the winner", width=width,
                              right=set(objectives)) + risks

@@ -260,6 +260,12 @@ def test_ctrl_c_in_the_first_milliseconds_is_quiet(tmp_path, delay_s):
         _, err = proc.communicate(timeout=60)
         if err.startswith(PYTHON_STARTUP):  # Python itself, before it runs the script
             continue
+        # line 0 of the package: Python had begun executing planner/__init__.py, but not
+        # its first statement (a fresh checkout compiles it first, widening that window)
+        if f'{ROOT / "planner" / "__init__.py"}", line 0, in <module>' in err:
+            assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
+            assert err.count(str(ROOT)) == 1, err  # no other frame of capplan's code
+            continue
         assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
         assert str(ROOT) not in err, err  # no frame of capplan's code
         if proc.returncode == 130:

@@ -163,7 +163,8 @@ def test_phase_margins_are_each_phases_largest(monkeypatch):
 
     from planner.analysis import confidence
     from planner.analysis.confidence import phase_margins
-    from planner.engine.phase_plan import _multipliers
+    from planner.engine.explain import margin
+    from planner.engine.scenario import Scenario
 
     per_phase = iter([(("b200", 1.2, 1.0, 1.0), ("h100-sxm", 1.05, 1.02, 1.01)),
                       (("h100-sxm", 1.10, 1.01, 1.0),)])
@@ -171,7 +172,9 @@ def test_phase_margins_are_each_phases_largest(monkeypatch):
     result = types.SimpleNamespace(frontier=pd.DataFrame({"fits": [True]}))
     table = phase_margins([result, result], None, {}, 0.9)
     assert table == (("b200", 1.2, 1.0, 1.0), ("h100-sxm", 1.10, 1.02, 1.01))
-    got = _multipliers(table, ["h100-sxm", "b200", "mi300x"], 0)
+    # the totals' check (explain.margin, as in plan_phases) reads them per cluster
+    s = Scenario(model="llama3-70b", tokens=1e12, margins=table)
+    got = margin({"hardware": ["h100-sxm", "b200", "mi300x"]}, s, "wall_days")
     assert got.tolist() == [1.10, 1.2, 1.0]  # an accelerator without a margin: none
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hardware_catalog import load_catalog
+from planner.engine.explain import active_constraints, meets
 from planner.engine.optimize import plan
 from planner.engine.phases import ADDITIVE
 from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
@@ -104,12 +105,6 @@ def totals_of(frames) -> dict:
     return total
 
 
-def _multipliers(margin_table: tuple, hardware, quantity: int) -> np.ndarray:
-    """Each cluster's multiplier of one constrained quantity (1 without a margin)."""
-    by_hw = {hw: m[quantity] for hw, *m in margin_table}
-    return np.array([by_hw.get(hw, 1.0) for hw in hardware], dtype=float)
-
-
 def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, scheduler=None,
                 workers=None, margins_of=None) -> PhasePlan:
     """Best cluster per objective for a run of ``phases`` (see the module docstring).
@@ -141,15 +136,10 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
             continue
         frames = [f.loc[common] for f in frames]
         total = totals_of(frames)
-        hardware = common.get_level_values("hardware")
-        ok = np.ones(len(common), dtype=bool)
-        if s.deadline_days is not None and s.deadline_days != float("inf"):
-            ok &= total["wall_days"] * _multipliers(s.margins, hardware, 0) <= s.deadline_days
-        if s.budget_usd is not None:
-            ok &= total["cost_usd"] * _multipliers(s.margins, hardware, 1) <= s.budget_usd
-        if s.max_power_mw is not None:
-            ok &= total["peak_power_mw"] * _multipliers(s.margins, hardware, 2) \
-                <= s.max_power_mw
+        # every cluster here fits; the totals meet each limit times its hardware's margin
+        ok = meets({**total, "fits": np.ones(len(common), dtype=bool),
+                    "hardware": common.get_level_values("hardware")},
+                   s, active_constraints(s))
         if not ok.any():
             out.best[objective] = None
             fastest = int(np.argmin(total["wall_days"]))

@@ -23,7 +23,7 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.analysis.estimates import attach
-from planner.analysis.uncertainty import factors, frontier_inputs, perturb
+from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs
 from planner.engine import optimize
 from planner.engine.kernel_run import evaluate_columns
 from planner.engine.phase_plan import plan_phases
@@ -56,11 +56,8 @@ def margins(result, catalog, spreads, quantile: float, draws: int = MARGIN_DRAWS
         step = max(1, BLOCK // len(part))
         for first in range(0, draws, step):
             n = min(draws, first + step) - first
-            xi = {k: np.tile(v, n) if isinstance(v, np.ndarray) and v.ndim else v
-                  for k, v in x.items()}
-            for name, factor in f.items():
-                xi[name] = perturb(xi, name, np.repeat(factor[first:first + n, 0], len(part)))
-            got = evaluate_columns(xi, MARGIN_QUANTITIES)
+            got = evaluate_columns(drawn_inputs(x, f, slice(first, first + n), 0, len(part)),
+                                   MARGIN_QUANTITIES)
             for q in MARGIN_QUANTITIES:
                 drawn[q][first:first + n] = got[q].reshape(n, len(part))
         m = []

@@ -82,6 +82,18 @@ def perturb(inputs: dict, name: str, factor: np.ndarray) -> np.ndarray:
     return np.minimum(value, 1.0) if name in FRACTIONS else value
 
 
+def drawn_inputs(x: dict, f: dict[str, np.ndarray], draws: slice, group: int,
+                 rows: int) -> dict:
+    """The inputs ``x`` of ``rows`` candidates repeated for each draw of ``draws`` (draw
+    by draw), each uncertain input times that draw's factor of ``group`` (:func:`factors`)."""
+    n = draws.stop - draws.start
+    xi = {k: np.tile(v, n) if isinstance(v, np.ndarray) and v.ndim else v
+          for k, v in x.items()}
+    for name, factor in f.items():
+        xi[name] = perturb(xi, name, np.repeat(factor[draws, group], rows))
+    return xi
+
+
 def summarize(values: np.ndarray) -> dict[str, float]:
     p10, p50, p90 = np.percentile(values, [10, 50, 90])
     return {"p10": float(p10), "p50": float(p50), "p90": float(p90),
@@ -141,11 +153,8 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
         for first in range(0, draws, step):
             last = min(draws, first + step)
             n = last - first
-            xi = {k: np.tile(v, n) if isinstance(v, np.ndarray) and v.ndim else v
-                  for k, v in x.items()}
-            for name, factor in f.items():
-                xi[name] = perturb(xi, name, np.repeat(factor[first:last, g], len(rows)))
-            out = evaluate_columns(xi, wanted)
+            out = evaluate_columns(drawn_inputs(x, f, slice(first, last), g, len(rows)),
+                                   wanted)
             feasible = feasible_mask(out, s).reshape(n, len(rows))
             for objective, column in OBJECTIVE_COLUMNS.items():
                 value = np.where(feasible, out[column].reshape(n, len(rows)), np.inf)
@@ -188,11 +197,8 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
         totals = {q: np.zeros(draws) for q in QUANTITIES}
         for phase_scenario, row in phases:
             x = frontier_inputs(phase_scenario, catalog, row["hardware"].iloc[0], row)
-            xi = {k: np.tile(v, draws) if isinstance(v, np.ndarray) and v.ndim else v
-                  for k, v in x.items()}
-            for name, factor in f.items():
-                xi[name] = perturb(xi, name, factor[:, 0])
-            out = evaluate_columns(xi, tuple(QUANTITIES))
+            out = evaluate_columns(drawn_inputs(x, f, slice(0, draws), 0, 1),
+                                   tuple(QUANTITIES))
             for q in QUANTITIES:
                 drawn = np.asarray(out[q], dtype=float)
                 totals[q] = np.maximum(totals[q], drawn) if q == "peak_power_mw" \

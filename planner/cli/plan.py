@@ -267,8 +267,9 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
     from planner.report.output import render, write
     from planner.report.progress import search_progress
 
+    spreads = spreads_from(uncertainty)
     with search_progress() as progress:
-        result = plan_phases_at_confidence(scenario, phases, spreads_from(uncertainty),
+        result = plan_phases_at_confidence(scenario, phases, spreads,
                                            progress=progress, scheduler=scheduler,
                                            workers=workers)
     for text in result.notices:
@@ -292,7 +293,7 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         from planner.analysis.uncertainty import phase_uncertainty
 
         report = phase_uncertainty(result, load_catalog(tuple(scenario.catalog_dirs or ())),
-                                   spreads_from(uncertainty), draws=draws, seed=seed)
+                                   spreads, draws=draws, seed=seed)
         risk = report["constraint_risk"]
         rows = [{**r, "missed_at_p90": ",".join(
             c for c, x in risk.get(r["objective"], {}).items() if x["missed_at_quantile"])

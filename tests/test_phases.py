@@ -212,3 +212,15 @@ def test_plan_of_phases_uncertainty_bands_and_risk(capsys):
         assert band["p50"] == pytest.approx(best["wall_days"], rel=0.15)
         risk = report["constraint_risk"][objective]["deadline"]
         assert risk["limit"] == 120 and risk["missed_at_quantile"] == (band["p90"] > 120)
+
+
+def test_plan_of_phases_refuses_a_bad_output_before_the_search(capsys, monkeypatch):
+    from planner.analysis import confidence
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("searched before checking -o")
+
+    monkeypatch.setattr(confidence, "plan_phases_at_confidence", no_search)
+    assert main(["plan", "--scenario", EXAMPLE, "-o", "/nonexistent/dir/x.json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "does not exist" in err and len(err.splitlines()) == 1

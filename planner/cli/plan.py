@@ -181,6 +181,7 @@ def plan(
     scenario, v = resolve_scenario(options)
     scenario = scenario.with_(confidence=confidence)
     scenario.validate()
+    check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
     if v.get("phases"):
         if plot or v["site"] == "all" or "," in str(v["site"]):
             raise CapplanError("a scenario with [[phases]] is planned for one site, without "
@@ -189,7 +190,6 @@ def plan(
                             v["uncertainty"], draws=draws if uncertainty else 0, seed=seed)
         return
     to_file = output not in (None, "-")
-    check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
     from planner.engine.sites import is_several
 
     if is_several(scenario.site):

@@ -178,10 +178,47 @@ def test_phase_margins_are_each_phases_largest(monkeypatch):
     assert got.tolist() == [1.10, 1.2, 1.0]  # an accelerator without a margin: none
 
 
-def test_plan_of_phases_still_refuses_a_plot(capsys, tmp_path):
-    assert main(["plan", "--scenario", EXAMPLE, "--plot", str(tmp_path / "p.png")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "--plot" in err and len(err.splitlines()) == 1
+def test_plan_of_phases_plots_the_totals_and_the_winners_phases(capsys, tmp_path,
+                                                              monkeypatch):
+    pytest.importorskip("matplotlib")
+    from planner.engine.scenario import OBJECTIVE_COLUMNS
+    from planner.report import plot
+
+    drawn_results = []
+    real = plot.plot_phases
+    monkeypatch.setattr(plot, "plot_phases",
+                        lambda result, *a, **k: drawn_results.append(result) or real(
+                            result, *a, **k))
+    out, png = tmp_path / "p.json", tmp_path / "p.png"
+    assert main(["plan", "--scenario", EXAMPLE, "-f", "json", "-o", str(out),
+                 "--plot", str(png)]) == 0
+    assert png.stat().st_size > 20_000
+    best = json.loads(out.read_text())["best"]
+    # what the figure draws: per objective and cluster, the run's totals; the panels'
+    # per-GPU-count minimum of an objective's column is that objective's own total, and
+    # the winner is the least of it among the clusters that meet the constraints
+    (result,) = drawn_results
+    view = plot.phase_totals_view(result)
+    for objective, column in OBJECTIVE_COLUMNS.items():
+        totals = result.totals[objective]
+        won = best[objective]
+        row = totals.loc[(totals["hardware"] == won["hardware"])
+                         & (totals["gpus"] == won["gpus"])].iloc[0]
+        assert row[column] == pytest.approx(won[column], rel=1e-12)
+        assert bool(row["meets"])
+        assert row[column] == pytest.approx(totals.loc[totals["meets"], column].min(),
+                                            rel=1e-12)
+        drawn = view.frontier.loc[(view.frontier["hardware"] == won["hardware"])
+                                  & (view.frontier["gpus"] == won["gpus"]), column].min()
+        assert drawn == pytest.approx(row[column], rel=1e-12), objective
+
+
+def test_plan_of_phases_refuses_a_bad_plot_before_searching(capsys, tmp_path):
+    taken = tmp_path / "p.png"
+    taken.write_text("mine")
+    assert main(["plan", "--scenario", EXAMPLE, "--plot", str(taken)]) == 2
+    assert taken.read_text() == "mine"  # nothing the user wrote is overwritten
+    assert main(["plan", "--scenario", EXAMPLE, "--plot", str(tmp_path / "p.txt")]) == 2
 
 
 def test_plan_of_phases_uncertainty_without_spread_is_the_nominal_total(capsys, tmp_path):
@@ -224,3 +261,43 @@ def test_plan_of_phases_refuses_a_bad_output_before_the_search(capsys, monkeypat
     assert main(["plan", "--scenario", EXAMPLE, "-o", "/nonexistent/dir/x.json"]) == 2
     err = capsys.readouterr().err.strip()
     assert "does not exist" in err and len(err.splitlines()) == 1
+
+
+def test_plan_of_phases_flags_winners_resting_on_catalog_estimates(capsys):
+    # issue 26: per-winner estimate flags in plan JSON, for phases as for one phase: the
+    # same flags as the regular plan gives the same accelerator
+    phased = _json(capsys, ["plan", "--scenario", EXAMPLE, "--hardware", "b300", "-f", "json"])
+    single = _json(capsys, ["plan", "--model", "llama3-70b", "--hardware", "b300", "-f",
+                            "json"])
+    expected = single["best"]["cost"]["estimate_flags"]
+    assert "performance" in expected  # no validation row on b300: the check can fail
+    for objective, best in phased["best"].items():
+        assert best["estimate_flags"] == expected, objective
+    csv_text = main(["plan", "--scenario", EXAMPLE, "--hardware", "b300", "-f", "csv"])
+    assert csv_text == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert "estimate_flags" in header.split(",")
+    table = main(["plan", "--scenario", EXAMPLE, "--hardware", "b300"])
+    assert table == 0
+    assert "* b300: " in capsys.readouterr().out  # the footnote of the flags
+
+
+def test_plan_of_phases_at_several_sites_ranks_each_sites_phases_plan(capsys):
+    sites = _json(capsys, ["plan", "--scenario", EXAMPLE, "--site", "norway,us-average",
+                           "-f", "json"])
+    assert [r["site"] for r in sites["ranking"]] == ["norway", "us-average"]  # by cost: a tie
+    for name in ("norway", "us-average"):
+        one = _json(capsys, ["plan", "--scenario", EXAMPLE, "--site", name, "-f", "json"])
+        got = sites["sites"][name]
+        assert got["phases"] == ["ramp", "main", "long-context"]
+        for objective, best in one["best"].items():
+            assert got["best"][objective]["hardware"] == best["hardware"]
+            assert got["best"][objective]["gpus"] == best["gpus"]
+            assert got["best"][objective]["co2e_t"] == pytest.approx(best["co2e_t"], rel=1e-12)
+        row = next(r for r in sites["ranking"] if r["site"] == name)
+        assert row["best_co2e_t"] == pytest.approx(one["best"]["carbon"]["co2e_t"], rel=1e-12)
+    assert sites["winners"]["carbon"] == ["norway"]  # the cleaner grid
+    # a confidence or a figure is one site's
+    assert main(["plan", "--scenario", EXAMPLE, "--site", "all", "--confidence", "0.9"]) == 2
+    assert main(["plan", "--scenario", EXAMPLE, "--site", "all", "--uncertainty"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 2

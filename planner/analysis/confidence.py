@@ -22,7 +22,7 @@ from dataclasses import replace
 import numpy as np
 
 from hardware_catalog import load_catalog
-from planner.analysis.estimates import attach
+from planner.analysis.estimates import attach, attach_phases
 from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs
 from planner.engine import optimize
 from planner.engine.kernel_run import evaluate_columns
@@ -110,7 +110,12 @@ def plan_phases_at_confidence(scenario, phases, spreads, **plan_options):
     def margins_of(results, catalog):
         return phase_margins(results, catalog, spreads, scenario.confidence)
 
-    return plan_phases(scenario, phases, margins_of=margins_of, **plan_options)
+    catalog = plan_options.pop("catalog", None) or load_catalog(
+        tuple(scenario.catalog_dirs or ()))
+    result = plan_phases(scenario, phases, catalog=catalog, margins_of=margins_of,
+                         **plan_options)
+    attach_phases(result, catalog)
+    return result
 
 
 def margin_payload(scenario) -> dict:

@@ -99,6 +99,15 @@ def attach(result, catalog) -> None:
                              for hw in sorted(result.per_hardware)}
 
 
+def attach_phases(result, catalog) -> None:
+    """Fill ``result.estimate_flags`` of a plan of several phases
+    (:class:`planner.engine.phase_plan.PhasePlan`) for every accelerator with a winner."""
+    s = result.scenario
+    winners = sorted({row["hardware"] for row in result.best.values() if row is not None})
+    result.estimate_flags = {hw: estimate_flags(catalog, hw, s.precision, result.prices.get(hw))
+                             for hw in winners}
+
+
 def flag_text(flags: list[str]) -> str:
     """One footnote sentence for ``flags``."""
     spec = [f.split(":", 1)[1] for f in flags if f.startswith("spec:")]

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.engine.columns import layout_columns, layout_key
+from planner.engine.explain import CONSTRAINTS
 from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.engine.model import INPUTS
 from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
@@ -28,10 +29,6 @@ from planner.errors import CapplanError, did_you_mean
 
 QUANTITIES = {"wall_days": "days", "cost_usd": "USD", "energy_mwh": "MWh", "co2e_t": "tCO2e",
               "peak_power_mw": "MW"}
-#: Constraint -> (the quantity it limits, the Scenario field of its limit).
-CONSTRAINT_QUANTITIES = {"deadline": ("wall_days", "deadline_days"),
-                         "budget": ("cost_usd", "budget_usd"),
-                         "power": ("peak_power_mw", "max_power_mw")}
 #: The quantile at which a winner's constraints are checked under uncertainty.
 RISK_QUANTILE = 0.9
 FRACTIONS = {"gemm_max_efficiency", "scale_up_bus_efficiency", "scale_out_bus_efficiency",
@@ -227,7 +224,7 @@ def constraint_risk(values: dict[str, np.ndarray], s) -> dict[str, dict]:
     share of draws that miss the limit, and whether the quantile misses it (a plan sized
     to meet the deadline at P50 can miss it at P90)."""
     risk = {}
-    for constraint, (quantity, field) in CONSTRAINT_QUANTITIES.items():
+    for constraint, (quantity, field) in CONSTRAINTS.items():
         limit = getattr(s, field)
         if limit is None:
             continue

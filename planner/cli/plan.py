@@ -11,6 +11,7 @@ from planner.cli.common import (
     SchedulerOption,
     WorkersOption,
     check_output_targets,
+    notice,
     output_format,
 )
 from planner.cli.scenario_options import with_scenario_options
@@ -108,11 +109,15 @@ def explanation_markdown(result) -> str:
 def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
     """The JSON of ``capplan plan --site a,b,c``: every site's plan, the ranking, winners."""
     return {"ranking": ranking, "winners": winners,
-            "sites": {name: plan_payload(result) for name, result in results.items()}}
+            "sites": {name: phases_payload(result, result.scenario)
+                      if hasattr(result, "phases") else plan_payload(result)
+                      for name, result in results.items()}}
 
 
-def plan_several_sites(scenario, format, output, force, plot, uncertainty) -> None:
-    """``capplan plan --site a,b,c|all``: one search per site, the sites ranked."""
+def plan_several_sites(scenario, format, output, force, plot, uncertainty,
+                       phases=None) -> None:
+    """``capplan plan --site a,b,c|all``: one search per site, the sites ranked; with
+    ``phases`` (a scenario's ``[[phases]]``), one plan of the phases per site."""
     from hardware_catalog import load_catalog
     from planner.engine.optimize import require
     from planner.engine.sites import plan_sites, site_ranking, site_winners
@@ -125,22 +130,36 @@ def plan_several_sites(scenario, format, output, force, plot, uncertainty) -> No
             raise CapplanError(f"{flag} takes one site; got --site {scenario.site!r} "
                                "(run it once per site)")
     catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
+    plan_one = None
+    if phases:
+        from planner.analysis.confidence import plan_phases_at_confidence
+
+        def plan_one(s, **options):
+            return plan_phases_at_confidence(s, phases, {}, **options)
     with search_progress() as progress:
-        results = plan_sites(scenario, catalog=catalog, progress=progress)
+        results = plan_sites(scenario, catalog=catalog, progress=progress, plan_one=plan_one)
+    first = next(iter(results.values()))
+    for text in getattr(first, "notices", ()):  # the phases' notices, the same at every site
+        notice(text)
     ranking = site_ranking(results, catalog)
     winners = site_winners(ranking)
     rows = site_rows(results, ranking, winners)
     if format == "table":
         text = render_sites(results, rows, winners)
     else:
+        tokens = sum(p.tokens for p in phases) if phases else scenario.tokens
         text = render(rows, format, title=f"Sites for {scenario.model} on "
-                      f"{count_text(scenario.tokens)} tokens",
+                      f"{count_text(tokens)} tokens" + (f", {len(phases)} phases" if phases
+                                                        else ""),
                       payload=sites_payload(results, ranking, winners))
     feasible = [r for r in results.values() if r.best.get(scenario.objective) is not None]
     if feasible or output in (None, "-"):
         write(text, output, force)
+    if not feasible and phases:
+        raise CapplanError(first.infeasible.get(scenario.objective, "no plan"),
+                           exit_code=INFEASIBLE)
     if not feasible:
-        require(next(iter(results.values())), scenario.objective)
+        require(first, scenario.objective)
 
 
 @with_scenario_options
@@ -182,16 +201,21 @@ def plan(
     scenario = scenario.with_(confidence=confidence)
     scenario.validate()
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
-    if v.get("phases"):
-        if plot or v["site"] == "all" or "," in str(v["site"]):
-            raise CapplanError("a scenario with [[phases]] is planned for one site, without "
-                               "--plot (--confidence and --uncertainty are allowed)")
-        plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers,
-                            v["uncertainty"], draws=draws if uncertainty else 0, seed=seed)
-        return
-    to_file = output not in (None, "-")
     from planner.engine.sites import is_several
 
+    if v.get("phases"):
+        if is_several(scenario.site):
+            if confidence != 0.5:
+                raise CapplanError("--confidence takes one site; got --site "
+                                   f"{scenario.site!r}")
+            plan_several_sites(scenario, format, output, force, plot, uncertainty,
+                               phases=v["phases"])
+            return
+        plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers,
+                            v["uncertainty"], draws=draws if uncertainty else 0, seed=seed,
+                            plot=plot)
+        return
+    to_file = output not in (None, "-")
     if is_several(scenario.site):
         if confidence != 0.5:
             raise CapplanError(f"--confidence takes one site; got --site {scenario.site!r}")
@@ -246,24 +270,43 @@ def plan(
     require(result, scenario.objective)
 
 
+def phases_payload(result, scenario) -> dict:
+    """The JSON of a plan of several phases (:class:`planner.engine.phase_plan.PhasePlan`):
+    the winners with their phases and estimate flags, the quantile planned at."""
+    from dataclasses import asdict
+
+    from planner.analysis.confidence import margin_payload
+
+    flags = result.estimate_flags
+    return {"scenario": asdict(scenario),
+            "phases": [p.name for p in result.phases],
+            "best": {obj: None if row is None else {
+                **row, "estimate_flags": list(flags.get(row["hardware"], []))}
+                for obj, row in result.best.items()},
+            "infeasible": result.infeasible, "evaluated": result.evaluated,
+            **margin_payload(result.scenario),
+            "approximation": "each phase's layout is the best for the objective on the "
+            "cluster, chosen before the constraints are checked on the totals"}
+
+
 #: Columns of the phases plan's table, per objective and per phase.
 PHASE_TABLE = ("wall_days", "gpu_hours", "energy_mwh", "cost_usd", "co2e_t", "peak_power_mw")
 
 
 def plan_phases_command(scenario, phases, format, output, force, scheduler, workers,
-                        uncertainty=None, *, draws: int = 0, seed: int = 0) -> None:
+                        uncertainty=None, *, draws: int = 0, seed: int = 0,
+                        plot: str | None = None) -> None:
     """``capplan plan`` of a scenario with ``[[phases]]``: the winners per objective (one
     cluster, each phase at its best layout), then the headline winner's phases; with
     ``--confidence`` the constraints hold at that quantile (``uncertainty``: the scenario's
     ``[uncertainty]`` table); ``draws`` > 0 (``--uncertainty``): the winners' P10/P50/P90
-    and the constraints they miss at P90."""
+    and the constraints they miss at P90; ``plot``: the figure of
+    :func:`planner.report.plot.plot_phases`, written together with ``output``."""
     from planner.analysis.confidence import (
-        margin_payload,
         plan_phases_at_confidence,
         quantile_text,
     )
     from planner.analysis.uncertainty import spreads_from
-    from planner.cli.common import notice
     from planner.report.output import render, write
     from planner.report.progress import search_progress
 
@@ -278,15 +321,15 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
     if best is None:
         raise CapplanError(result.infeasible.get(scenario.objective, "no plan"),
                            exit_code=INFEASIBLE)
+    flags = result.estimate_flags
     rows = [{"objective": obj, "phase": "total", "hardware": row["hardware"],
-             "gpus": row["gpus"], "layout": "", **{k: row[k] for k in PHASE_TABLE}}
+             "gpus": row["gpus"], "layout": "", **{k: row[k] for k in PHASE_TABLE},
+             "estimate_flags": ",".join(flags.get(row["hardware"], []))}
             for obj, row in result.best.items() if row is not None]
     rows += [{"objective": scenario.objective, "phase": p["name"], "hardware": best["hardware"],
               "gpus": best["gpus"],
               "layout": f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']} VP{p['vp']}",
-              **{k: p[k] for k in PHASE_TABLE}} for p in best["phases"]]
-    from dataclasses import asdict
-
+              **{k: p[k] for k in PHASE_TABLE}, "estimate_flags": ""} for p in best["phases"]]
     report = None
     if draws:
         from hardware_catalog import load_catalog
@@ -298,21 +341,25 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         rows = [{**r, "missed_at_p90": ",".join(
             c for c, x in risk.get(r["objective"], {}).items() if x["missed_at_quantile"])
             if r["phase"] == "total" else ""} for r in rows]
-    payload = {"scenario": asdict(scenario),
-               "phases": [p.name for p in phases], "best": result.best,
-               "infeasible": result.infeasible, "evaluated": result.evaluated,
-               **margin_payload(result.scenario),
-               **({"uncertainty": report} if report else {}),
-               "approximation": "each phase's layout is the best for the objective on the "
-               "cluster, chosen before the constraints are checked on the totals",
-               "version": version()}
+    payload = {**phases_payload(result, scenario),
+               **({"uncertainty": report} if report else {}), "version": version()}
     title = (f"Best plans for {scenario.model}, {len(phases)} phases "
              f"({count_text(sum(p.tokens for p in phases))} tokens), one cluster")
     text = render(rows, format, title=title, payload=payload)
     if format == "table":
+        from planner.report.tables import estimate_lines
+
+        text += "".join(line + "\n" for line in estimate_lines(result))
         text += quantile_text(result.scenario) + "\n"
         if report:
             from planner.report.tables import render_uncertainty
 
             text += render_uncertainty(report)
-    write(text, output, force)
+    from planner.report.output import committed_together
+
+    with committed_together(force):  # -o and --plot together or not at all
+        write(text, output, force)
+        if plot:
+            from planner.report.plot import plot_phases
+
+            plot_phases(result, plot, force=force)

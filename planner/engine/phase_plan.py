@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from hardware_catalog import load_catalog
 from planner.engine.explain import active_constraints, meets
@@ -50,9 +51,20 @@ class PhasePlan:
     infeasible: dict[str, str] = field(default_factory=dict)
     evaluated: int = 0
     notices: list[str] = field(default_factory=list)
+    #: seconds the phases' searches took together
+    seconds: float = 0.0
     #: objective -> per phase, (the phase's scenario, the winner's frontier row as a
     #: one-row DataFrame): what planner.analysis.uncertainty.phase_uncertainty redraws
     winner_rows: dict[str, list] = field(default_factory=dict)
+    #: objective -> one row per (hardware, gpus) that fits every phase: the run's totals
+    #: with each phase at its best layout for the objective, and ``meets`` (the
+    #: constraints hold on the totals): what ``capplan plan --plot`` draws
+    totals: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: accelerator -> its resolved price quote (the phases' searches share it)
+    prices: dict[str, dict] = field(default_factory=dict)
+    #: accelerator -> what a winner on it rests on that is a catalog estimate, filled by
+    #: planner.analysis.estimates.attach_phases
+    estimate_flags: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _check_phases(phases) -> list[str]:
@@ -124,7 +136,9 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
     if s.confidence != 0.5:
         s = s.with_(margins=margins_of(results, catalog))
     out = PhasePlan(scenario=s, phases=tuple(phases), best={},
-                    evaluated=sum(r.evaluated for r in results), notices=notices)
+                    evaluated=sum(r.evaluated for r in results), notices=notices,
+                    prices={hw: q for r in results for hw, q in r.prices.items()},
+                    seconds=sum(r.seconds for r in results))
     for objective, column in OBJECTIVE_COLUMNS.items():
         frames = [_best_per_cluster(r.frontier, column) for r in results]
         common = frames[0].index
@@ -140,6 +154,11 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
         ok = meets({**total, "fits": np.ones(len(common), dtype=bool),
                     "hardware": common.get_level_values("hardware")},
                    s, active_constraints(s))
+        out.totals[objective] = pd.DataFrame(
+            {"hardware": common.get_level_values("hardware"),
+             "gpus": common.get_level_values("gpus").astype(int),
+             **{k: np.asarray(v, dtype=float) for k, v in total.items()},
+             "meets": np.asarray(ok, dtype=bool)})
         if not ok.any():
             out.best[objective] = None
             fastest = int(np.argmin(total["wall_days"]))

@@ -41,10 +41,13 @@ def site_names(catalog, spec: str) -> list[str]:
     return names
 
 
-def plan_sites(scenario, *, catalog=None, progress=None) -> dict:
-    """site -> PlanResult for every site ``scenario.site`` names."""
+def plan_sites(scenario, *, catalog=None, progress=None, plan_one=None) -> dict:
+    """site -> PlanResult for every site ``scenario.site`` names; ``plan_one(scenario,
+    catalog=, progress=)`` plans one site (default :func:`planner.engine.optimize.plan`; a
+    run of several phases passes its own, whose results rank the same way)."""
     catalog = catalog or load_catalog(scenario.catalog_dirs)
-    return {name: plan(scenario.with_(site=name), catalog=catalog, progress=progress)
+    plan_one = plan_one or plan
+    return {name: plan_one(scenario.with_(site=name), catalog=catalog, progress=progress)
             for name in site_names(catalog, scenario.site)}
 
 

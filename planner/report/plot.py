@@ -6,7 +6,10 @@
   coloured by wall days, the winners annotated;
 * :func:`plot_breakdown`: where the step time and the whole-run time of each
   objective's winner go;
-* :func:`plot_plan`: the three in one figure (``capplan plan --plot FILE``).
+* :func:`plot_plan`: the three in one figure (``capplan plan --plot FILE``);
+* :func:`plot_phases`: a plan of several phases, the run's totals against the GPU count
+  and the headline winner's phases (``capplan plan --scenario FILE --plot FILE`` with
+  ``[[phases]]``).
 
 The format follows the file suffix (.png, .svg, .pdf); an existing file is only
 overwritten with ``force=True``.  matplotlib is imported inside the functions and
@@ -18,8 +21,10 @@ from __future__ import annotations
 import math
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 
 from planner.engine.columns import layout_key, part_colours, step_parts
 from planner.engine.optimize import explain_infeasible
@@ -317,7 +322,8 @@ def _dense(x, y, log_x=True, log_y=False, n=12):
 # --------------------------------------------------------------------------- scaling
 
 
-def _draw_scaling(fig, result, *, legend: str | None = "outside right center"):
+def _draw_scaling(fig, result, *, legend: str | None = "outside right center",
+                  title: str = "Best layout per GPU count (layouts that fit in memory)"):
     fits = _fits(result)
     names = sorted(fits["hardware"].unique())
     colours = _hardware_colours(names)
@@ -388,7 +394,7 @@ def _draw_scaling(fig, result, *, legend: str | None = "outside right center"):
                             for hw, c in curves.items() if len(c)})
         jobs.append((ax, items, np.asarray(obstacles)))
     axes[-1].set_xlabel("GPUs")
-    axes[0].set_title("Best layout per GPU count (layouts that fit in memory)", fontsize=10)
+    axes[0].set_title(title, fontsize=10)
     if legend:
         _scaling_legend(fig, names, colours, result, drawn, loc=legend)
     return jobs
@@ -431,7 +437,8 @@ def _scaling_legend(fig, names, colours, result, drawn, loc="outside right cente
     blank = Line2D([], [], ls="none", label=" ")
     extra = [Line2D([], [], ls=":", color="0.3", marker="o", markersize=8, mfc="none",
                     mec="0.3", label=f"knee (marginal scaling\nefficiency "
-                                     f"\u2265 {result.scenario.knee_threshold:g})")]
+                                     f"\u2265 {result.scenario.knee_threshold:g})")
+             ] if any(k is not None for k in result.knee.values()) else []
     for marker, label in drawn:
         extra.append(Line2D([], [], ls="none", marker=marker, markersize=9, mfc="gold",
                             mec="black", label=label))
@@ -492,7 +499,6 @@ def plot_scaling(result, path, *, force: bool = False) -> Path:
 
 
 def _draw_pareto(fig, result, *, legend: bool = True):
-    import pandas as pd
     from matplotlib.colors import LogNorm, Normalize
 
     groups = _require_winners(result)
@@ -691,11 +697,87 @@ def _wrap(text: str, width: int = 70) -> str:
     return "\n".join(textwrap.wrap(text, width))
 
 
+# --------------------------------------------------------------------------- phases
+
+#: Panels of a phases plan's winner: (phase column, axis label).
+PHASE_PANELS = (("wall_days", "wall time [days]"), ("energy_mwh", "energy [MWh]"),
+                ("cost_usd", "cost [USD]"))
+
+
+def phase_totals_view(result) -> SimpleNamespace:
+    """A phases plan (:class:`planner.engine.phase_plan.PhasePlan`) as the scaling panels
+    read a plan: one row per (hardware, gpus) and objective with the run's totals (each
+    phase at its best layout for that objective), so a panel's per-GPU-count minimum of a
+    column is the objective's own total; the winners carry their phases' layouts as their
+    layout, so two objectives merge only when every phase's layout is the same."""
+    frames = [f.assign(fits=True) for f in result.totals.values() if len(f)]
+    frontier = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["hardware", "gpus", "fits"])
+    best = {}
+    for objective, row in result.best.items():
+        if row is None:
+            continue
+        layouts = " / ".join(layout_text(p) for p in row["phases"])
+        best[objective] = {**{k: layouts for k in layout_key()}, **row}
+    return SimpleNamespace(scenario=result.scenario, frontier=frontier, best=best, knee={},
+                           infeasible=result.infeasible)
+
+
+def _draw_phases(fig, result) -> None:
+    """The headline winner's phases, one bar each, in the PHASE_PANELS columns."""
+    s = result.scenario
+    row = result.best[s.objective]
+    phases = row["phases"]
+    axes = fig.subplots(len(PHASE_PANELS), 1, sharex=True)
+    x = np.arange(len(phases))
+    for ax, (column, label) in zip(axes, PHASE_PANELS, strict=True):
+        values = [float(p[column]) for p in phases]
+        ax.bar(x, values, color="#4575b4", width=0.6, zorder=3)
+        for xi, v in zip(x, values, strict=True):
+            ax.annotate(_metric_text(column, v), (xi, v), xytext=(0, 2),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=7)
+        ax.set_ylabel(label)
+        ax.yaxis.set_major_formatter(_si_formatter())
+        ax.set_ylim(0, max(values) * 1.18 if max(values) > 0 else 1)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[-1].set_xticks(x, [f"{p['name']}\n{count_text(p['tokens'])} tokens\n"
+                            + textwrap.fill(layout_text(p), 18) for p in phases], fontsize=7)
+    label = WINNER_STYLE.get(s.objective, (s.objective,))[0]
+    axes[0].set_title(f"Phases of the {label} plan: {row['hardware']} x "
+                      f"{gpu_label(row['gpus'])} GPUs, {sig3(row['wall_days'])} days in all",
+                      fontsize=10)
+
+
+def _si_formatter():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: si_label(v))
+
+
+def plot_phases(result, path, *, force: bool = False) -> Path:
+    """A phases plan (``capplan plan --scenario`` with ``[[phases]]`` and ``--plot``): the
+    run's totals against the GPU count per accelerator, the winners marked (left), and the
+    headline winner's phases (right)."""
+    target = check_target(path, force)
+    view = phase_totals_view(result)
+    if result.best.get(result.scenario.objective) is None:
+        raise CapplanError("nothing to plot: " + result.infeasible.get(
+            result.scenario.objective, "no plan"), exit_code=INFEASIBLE)
+    fig = _figure((15, 9.5))
+    left, right = fig.subfigures(1, 2, width_ratios=[1.1, 1.0], wspace=0.02)
+    jobs = _draw_scaling(left, view, legend="outside lower center",
+                         title="Whole run per GPU count, each phase at its best layout")
+    _draw_phases(right, result)
+    fig.suptitle(f"{_title(view)}, {len(result.phases)} phases", fontsize=11)
+    _finish_labels(fig, jobs)
+    return _save(fig, target, force)
+
+
 PLOTS = {"scaling": plot_scaling, "pareto": plot_pareto, "breakdown": plot_breakdown,
          "plan": plot_plan}
 
-__all__ = ["plot_scaling", "plot_pareto", "plot_breakdown", "plot_plan", "check_target",
-           "PLOTS", "SUFFIXES"]
+__all__ = ["plot_scaling", "plot_pareto", "plot_breakdown", "plot_plan", "plot_phases",
+           "check_target", "PLOTS", "SUFFIXES"]
 
 
 # --------------------------------------------------------------------------- checkpointing

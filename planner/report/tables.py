@@ -319,6 +319,13 @@ def _short(value: float) -> str:
     return f"{value:.3g}"
 
 
+def winner_layout(row: dict) -> str:
+    """A winner's layout; a run of several phases: each phase's, separated by ' / '."""
+    if "phases" in row:
+        return " / ".join(layout_text(p) for p in row["phases"])
+    return layout_text(row)
+
+
 def site_rows(results: dict, ranking: list[dict], winners: dict) -> list[dict]:
     """One flat row per site (csv/markdown/table): its inputs, the best value and accelerator
     per objective, the objectives it wins, and its least-carbon plan."""
@@ -328,7 +335,7 @@ def site_rows(results: dict, ranking: list[dict], winners: dict) -> list[dict]:
         rows.append({**r, "wins": ",".join(o for o, sites in winners.items()
                                           if r["site"] in sites),
                      "least_carbon_gpus": None if carbon is None else int(carbon["gpus"]),
-                     "least_carbon_layout": None if carbon is None else layout_text(carbon),
+                     "least_carbon_layout": None if carbon is None else winner_layout(carbon),
                      "least_carbon_days": None if carbon is None else float(carbon["wall_days"]),
                      "least_carbon_usd": None if carbon is None else float(carbon["cost_usd"])})
     return rows
@@ -340,9 +347,13 @@ def render_sites(results: dict, rows: list[dict], winners: dict,
     width = width or terminal_width()
     s = next(iter(results.values())).scenario
     seconds = sum(r.seconds for r in results.values())
-    head = (f"{s.model} on {count_text(s.tokens)} tokens at {len(results)} sites, cost by "
+    phases = getattr(next(iter(results.values())), "phases", ())
+    run = (f"{len(phases)} phases ({count_text(sum(p.tokens for p in phases))} tokens), one "
+           "cluster" if phases else f"{count_text(s.tokens)} tokens")
+    searches = len(results) * max(len(phases), 1)
+    head = (f"{s.model} on {run} at {len(results)} sites, cost by "
             f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
-            f"({s.provider}); {len(results)} searches in {seconds:.1f} s\n")
+            f"({s.provider}); {searches} searches in {seconds:.1f} s\n")
 
     def cell(value, fmt):
         return "-" if value is None else fmt(value)

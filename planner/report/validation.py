@@ -315,7 +315,7 @@ and meta-rsc had one per-GPU rate (8 GPUs: 154 d, 1,024: 28.8 h, 16,384: 1.8 h).
 ENERGY_TEXT = """
 ### Whole-run energy and carbon
 
-GPU, IT (GPUs, the rest of the nodes, the network) and facility (IT x PUE) energy of three
+GPU, IT (GPUs, the rest of the nodes, the network) and facility (IT x PUE) energy of two
 published runs, each with its published layout, reliability profile, site (grid) and class
 of data centre (PUE: `--site-class`, `hardware_catalog/data/site_classes`; default
 hyperscale, 1.10). `ratio_before` is the ratio before the measured-average accounting
@@ -328,7 +328,10 @@ a measurement; capplan's is 0.72x of it because its wall time is 0.84x of the pu
 118 days (the phases, evaluations and restarts of a whole run are not modelled yet) and its
 GPUs draw a phase-weighted 338 W, not the TDP. Llama 3's power notes (row l3-power: swings of
 tens of MW) match an average facility power of 12.3 MW and a peak of 18.5 MW at 16,384 H100
-(24.9 and 33.8 MW before).
+(24.9 and 33.8 MW before). OPT-175B's 75 t (1.21x here until 2026-11-27) is no longer
+compared: the setup had the dataset's 180B tokens where OPT trained on 300B, and the 75 t
+is a TDP estimate of failure-free compute times a grid OPT's authors do not publish; the
+whole-runs page compares OPT's energy like for like (docs/whole-runs.md).
 """
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",

@@ -301,3 +301,52 @@ def test_plan_of_phases_at_several_sites_ranks_each_sites_phases_plan(capsys):
     assert main(["plan", "--scenario", EXAMPLE, "--site", "all", "--confidence", "0.9"]) == 2
     assert main(["plan", "--scenario", EXAMPLE, "--site", "all", "--uncertainty"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 2
+
+
+def _flat(tmp_path, text: str) -> Path:
+    """``text`` as a scenario file whose [uncertainty] table sets every spread to 0."""
+    from planner.analysis.uncertainty import default_spreads
+
+    path = tmp_path / "flat.toml"
+    path.write_text(text + "\n[uncertainty]\n" + "".join(
+        f"{name} = {{sigma = 0.0}}\n" for name in default_spreads()))
+    return path
+
+
+def test_evaluate_of_phases_uncertainty_without_spread_is_the_nominal_total(capsys, tmp_path):
+    # the file's [uncertainty] table reaches evaluate --uncertainty (it used the defaults)
+    flat = _flat(tmp_path, Path(EXAMPLE).read_text())
+    out = _json(capsys, ["evaluate", "--scenario", str(flat), "--uncertainty", "--draws", "8",
+                         "-f", "json"])
+    for q in ("wall_days", "cost_usd", "energy_mwh", "co2e_t"):
+        band = out["uncertainty"][q]
+        assert band["p10"] == pytest.approx(out["totals"][q], rel=1e-9), q
+        assert band["p90"] == pytest.approx(out["totals"][q], rel=1e-9), q
+
+
+def test_evaluate_of_one_phase_reads_the_files_spreads(capsys, tmp_path):
+    flat = _flat(tmp_path, 'model = "llama3-8b"\ntokens = 1e12\n')
+    out = _json(capsys, ["evaluate", "--scenario", str(flat), "--gpus", "64", "--uncertainty",
+                         "--draws", "8", "-f", "json"])
+    band = out["uncertainty"]["wall_days"]
+    assert band["p10"] == pytest.approx(band["p90"], rel=1e-9)
+    assert band["p50"] == pytest.approx(out["wall_days"], rel=1e-9)
+
+
+def test_evaluate_of_phases_draws_one_set_of_factors_for_all_phases(capsys, tmp_path):
+    # two identical phases: each draw's total is twice one phase's under the same factors,
+    # so every quantile doubles (independent factors per phase would narrow the band)
+    one = 'model = "llama3-8b"\n[[phases]]\nname = "a"\ntokens = 5e11\n'
+    two = one + '[[phases]]\nname = "b"\ntokens = 5e11\n'
+    (tmp_path / "one.toml").write_text(one)
+    (tmp_path / "two.toml").write_text(two)
+    args = ["--gpus", "64", "--uncertainty", "--draws", "200", "--seed", "3", "-f", "json"]
+    single = _json(capsys, ["evaluate", "--scenario", str(tmp_path / "one.toml"), *args])
+    double = _json(capsys, ["evaluate", "--scenario", str(tmp_path / "two.toml"), *args])
+    for q in ("wall_days", "cost_usd", "energy_mwh", "co2e_t"):
+        for p in ("p10", "p50", "p90"):
+            assert double["uncertainty"][q][p] == pytest.approx(
+                2 * single["uncertainty"][q][p], rel=1e-9), (q, p)
+    peak = single["uncertainty"]["peak_power_mw"]["p90"]
+    assert double["uncertainty"]["peak_power_mw"]["p90"] == pytest.approx(peak, rel=1e-9)
+    assert single["uncertainty"]["wall_days"]["p90"] > single["uncertainty"]["wall_days"]["p10"]

@@ -32,13 +32,12 @@ def evaluate(
 
     check({"draws": draws, "seed": seed})
     options, phases = apply_scenario_file(evaluate, options, scenario_file)
-    if phases:
-        if uncertainty:
-            from planner.errors import CapplanError
+    from planner.cli.phases import scenario_spreads
 
-            raise CapplanError("--uncertainty takes one phase; a scenario with [[phases]] "
-                               "is evaluated without it")
-        return _evaluate_phases(options, phases, format, output, force)
+    spreads = scenario_spreads(scenario_file) if uncertainty else None
+    if phases:
+        return _evaluate_phases(options, phases, format, output, force,
+                                spreads=spreads, draws=draws, seed=seed)
     run = resolve(options)
     payload = evaluation_payload(run.row, run.echo)
     payload["catalog_version"] = run.catalog_version
@@ -54,9 +53,9 @@ def evaluate(
                        "ownership_usd_per_gpu_hour", "utilisation", "breakeven_utilisation",
                        "payback_months")]
     if uncertainty:
-        from planner.analysis.uncertainty import default_spreads, run_uncertainty
+        from planner.analysis.uncertainty import run_uncertainty
 
-        bands = run_uncertainty(run.inputs, default_spreads(), draws=draws, seed=seed)
+        bands = run_uncertainty(run.inputs, spreads, draws=draws, seed=seed)
         payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
         rows += [{"quantity": f"{q}.{p}", "value": v} for q, band in bands.items()
                  for p, v in band.items()]
@@ -73,8 +72,11 @@ def evaluate(
     write(render(rows, format, title=title, payload=payload), output, force)
 
 
-def _evaluate_phases(options, phases, format, output, force) -> None:
-    """``evaluate --scenario`` with ``[[phases]]``: each phase, then the totals."""
+def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
+                     draws: int = 2000, seed: int = 0) -> None:
+    """``evaluate --scenario`` with ``[[phases]]``: each phase, then the totals; with
+    ``spreads`` (``--uncertainty``) the P10/P50/P90 of the whole run, every phase drawn
+    under the same factors and the phases summed per draw."""
     from planner.cli.phases import phase_table, phases_payload, resolve_phases
     from planner.engine.phases import sum_phases
     from planner.report.output import render, write
@@ -83,11 +85,21 @@ def _evaluate_phases(options, phases, format, output, force) -> None:
     totals = sum_phases([r.row for r in runs])
     payload = {**phases_payload(phases, runs, totals), "version": version(),
                "catalog_version": runs[0].catalog_version}
+    rows = phase_table(phases, runs, totals)
+    if spreads is not None:
+        from planner.analysis.uncertainty import phases_run_uncertainty
+
+        bands = phases_run_uncertainty([r.inputs for r in runs], spreads, draws=draws,
+                                       seed=seed)
+        payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
+        total = rows[-1]
+        for p in ("p10", "p50", "p90"):  # the drawn quantities; the rest left blank
+            rows.append({k: f"total {p.upper()}" if k == "phase" else
+                         bands[k][p] if k in bands else None for k in total})
     e = runs[0].echo
     title = (f"{e['model']} on {e['hardware']}: {len(phases)} phases, "
              f"{totals['wall_days']:.1f} days, {totals['gpu_hours']:,.0f} GPU-hours")
-    write(render(phase_table(phases, runs, totals), format, title=title, payload=payload),
-          output, force)
+    write(render(rows, format, title=title, payload=payload), output, force)
 
 
 def assumptions_text(echo: dict, price: str) -> str:

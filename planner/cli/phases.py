@@ -36,9 +36,7 @@ def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict,
     """
     if not path:
         return options, ()
-    from planner.cli import scenario_file as sf
-
-    values = sf.load(path)
+    values = _load(path)
     phases = values.pop("phases", ())
     defaults = option_defaults(command)
     merged = dict(options)
@@ -48,6 +46,20 @@ def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict,
         if key in merged and merged[key] == defaults.get(key, merged[key]):
             merged[key] = value
     return merged, phases
+
+
+def _load(path: str) -> dict:
+    from planner.cli import scenario_file as sf
+
+    return sf.load(path)
+
+
+def scenario_spreads(path: str | None) -> dict:
+    """The input spreads of ``--uncertainty``: the defaults, updated by the scenario file's
+    ``[uncertainty]`` table when ``path`` names one."""
+    from planner.analysis.uncertainty import spreads_from
+
+    return spreads_from(_load(path).get("uncertainty") if path else None)
 
 
 def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list:

@@ -170,3 +170,29 @@ def test_interruptions_counted_over_the_published_window():
     _, total = runs.evaluate_run(opt)
     assert runs.predict(opt)["expected_failures"] == pytest.approx(
         total["expected_failures"] / total["wall_days"] * 56, rel=1e-12)
+
+
+def test_band_without_spread_is_the_prediction_and_widens_with_it():
+    """The P10-P90 band (validate --whole-runs): every phase drawn under one set of factors
+    and the quantities computed as predict() computes them, so with every spread 0 both
+    ends are the prediction itself; with the default spreads the band has width."""
+    from planner.analysis.uncertainty import Spread, default_spreads
+
+    zero = {k: Spread(0.0, v.scope) for k, v in default_spreads().items()}
+    for row in RUNS:
+        got = runs.predict(row)
+        flat = runs.predict_band(row, zero, draws=4)
+        for column, (p10, p90) in flat.items():
+            assert p10 == pytest.approx(got[column], rel=1e-9), (row["run_id"], column)
+            assert p90 == pytest.approx(got[column], rel=1e-9), (row["run_id"], column)
+    row = _row("llama3-405b")
+    p10, p90 = runs.predict_band(row, default_spreads())["wall_days"]
+    assert p10 < runs.predict(row)["wall_days"] < p90
+
+
+def test_rows_report_whether_the_published_value_is_in_the_band(rows):
+    for r in rows.values():
+        assert r["p10"] <= r["p90"]
+        assert r["in_band"] == (r["p10"] <= r["published"] <= r["p90"])
+    s = w.summary(list(rows.values()))
+    assert s["in_p10_p90"] == sum(r["in_band"] for r in rows.values())

@@ -97,21 +97,22 @@ def summarize(values: np.ndarray) -> dict[str, float]:
             "mean": float(np.mean(values))}
 
 
-def _drawn_run(inputs: dict, f: dict[str, np.ndarray], draws: int) -> dict:
-    """The :data:`QUANTITIES` of one configuration ``inputs`` under each of ``draws`` draws
-    of the factors ``f`` (:func:`factors` with one group)."""
+def drawn_run(inputs: dict, f: dict[str, np.ndarray], draws: int,
+              columns=tuple(QUANTITIES)) -> dict[str, np.ndarray]:
+    """``columns`` of one configuration ``inputs`` under each of ``draws`` draws of the
+    factors ``f`` (:func:`factors` with one group)."""
     x = {k: (np.full(draws, float(np.ravel(v)[0])) if np.size(v) == 1 else v)
          for k, v in inputs.items()}
     for name, factor in f.items():
         x[name] = perturb(x, name, factor[:, 0])
     out = evaluate_inputs(x)
-    return {q: np.asarray(out[q], dtype=float) for q in QUANTITIES}
+    return {q: np.asarray(out[q], dtype=float) for q in columns}
 
 
 def run_uncertainty(inputs: dict, spreads: dict[str, Spread], draws: int = 2000,
                     seed: int = 0) -> dict[str, dict]:
     """P10/P50/P90 of days, cost, energy and CO2e for one configuration."""
-    drawn = _drawn_run(inputs, factors(spreads, draws, 1, seed), draws)
+    drawn = drawn_run(inputs, factors(spreads, draws, 1, seed), draws)
     return {q: summarize(v) for q, v in drawn.items()}
 
 
@@ -124,7 +125,7 @@ def phases_run_uncertainty(phase_inputs: list[dict], spreads: dict[str, Spread],
     f = factors(spreads, draws, 1, seed)
     totals = {q: np.zeros(draws) for q in QUANTITIES}
     for inputs in phase_inputs:
-        for q, v in _drawn_run(inputs, f, draws).items():
+        for q, v in drawn_run(inputs, f, draws).items():
             totals[q] = np.maximum(totals[q], v) if q == "peak_power_mw" else totals[q] + v
     return {q: summarize(v) for q, v in totals.items()}
 

@@ -84,8 +84,11 @@ def tdp_w(hardware: str) -> float:
 
 
 def summary(rows: list[dict]) -> dict:
-    """Count of compared quantities, how many fall in :data:`TARGET`, geometric mean error."""
+    """Count of compared quantities, how many fall in :data:`TARGET`, geometric mean error,
+    and how many published values fall inside the prediction's P10-P90 band (a calibrated
+    uncertainty model would hold ~80 %)."""
     logs = [abs(math.log(r["ratio"])) for r in rows]
     return {"compared": len(rows), "in_target": sum(r["in_target"] for r in rows),
             "target": list(TARGET),
-            "geomean_abs_error": math.exp(sum(logs) / len(logs)) - 1 if logs else None}
+            "geomean_abs_error": math.exp(sum(logs) / len(logs)) - 1 if logs else None,
+            "in_p10_p90": sum(bool(r.get("in_band")) for r in rows)}

@@ -105,7 +105,7 @@ deadline_days = 90
 # global_batch = 2048         #   GPU count and layout sizes (tp, pp, cp, ep, vp, micro_batch)
 
 # Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
-# defaults in planner/uncertainty.toml). scope = "hardware" draws per accelerator.
+# defaults in planner/analysis/uncertainty.toml). scope = "hardware" draws per accelerator.
 # [uncertainty]
 # gpu_mtbf_s = {{ sigma = 0.5, scope = "shared" }}
 # price_usd_per_gpu_hour = {{ sigma = 0.3, scope = "hardware" }}

@@ -30,7 +30,7 @@ def validate(
                               "cached); always with --write-docs."),
     whole_runs: bool = typer.Option(False, "--whole-runs",
                                     help="Instead: whole published training runs (BLOOM, OPT, "
-                                    "Llama 3, OLMo) predicted from user options vs their "
+                                    "LLaMA, Llama 2, Llama 3, OLMo) predicted from user options vs their "
                                     "published GPU-hours, days, energy, CO2e and interruptions; "
                                     "--plot draws the ratios, --write-docs writes "
                                     "docs/whole-runs.md."),

@@ -159,7 +159,7 @@ ratio outside 0.75-1.33x.
 
 | quantity | predicted as | published as |
 |---|---|---|
-| `gpu_hours` | GPUs x wall time (the job's GPUs, spares not counted) | GPU-hours of the run (BLOOM README, Llama 3.1 model card) |
+| `gpu_hours` | (GPUs + hot-spare GPUs) x wall time (Llama 3's phases keep 10-16 spare nodes, <1 % of its GPUs; no other row has spares) | GPU-hours of the run (BLOOM README, Llama 3.1 and Llama 2 model cards, LLaMA Table 15) |
 | `wall_days` | steady-state steps + checkpoint stalls + expected failures x (restart + lost work) + evaluations + loss-spike rollbacks, at the Young/Daly interval or the run's published one (`[faults] checkpoint_interval`) | calendar days from launch to the last step |
 | `energy_gpu_mwh` | GPU energy: step power (compute phases weighted) x step time + idle power through stalls and restarts | OLMo: measured GPU power |
 | `energy_gpu_tdp_mwh` | GPU-hours x the accelerator's TDP (the authors' estimate, made from capplan's GPU-hours) | BLOOM: 1,082,990 GPU-h x 400 W (Luccioni et al. Table 1) |

@@ -551,3 +551,40 @@ def test_economics_spot_and_aws_sentences(economics_example):
     assert (f"6.88 $/GPU-h at 90 % utilisation the break-even falls to "
             f"{100 * aws['breakeven_utilisation']:.0f} % and the payback to "
             f"{aws['payback_months']:.0f} months") in text
+
+
+@pytest.mark.slow
+def test_economics_confidence_paragraph(tmp_path):
+    """docs/economics.md, "Planning with a margin": the default plan's least-energy winner
+    and its P90 under --uncertainty, the --confidence 0.9 multipliers and winner (~15 s).
+
+    Tolerances: days to 0.1, multipliers to 0.01 (the range over accelerators), GPU counts
+    and accelerators exactly.
+    """
+    text = (ROOT / "docs" / "economics.md").read_text()
+    m = re.search(r"least-energy winner \(TPU v6e x ([0-9,]+), ([0-9.]+) days\) has a P90 of "
+                  r"([0-9.]+) days under\s+`--uncertainty`; with `--confidence 0.9` the "
+                  r"multipliers are ([0-9.]+)-([0-9.]+) on days and\s+([0-9.]+)-([0-9.]+) on "
+                  r"cost, the winner is TPU v6e x ([0-9,]+) \(([0-9.]+) days, P90 ([0-9.]+)\)",
+                  text)
+    assert m, "docs/economics.md no longer states the --confidence example"
+    n, days, p90, d_lo, d_hi, c_lo, c_hi, n_c, days_c, p90_c = m.groups()
+    nominal = _cli_json(["plan", "--uncertainty"], tmp_path)
+    e = nominal["best"]["energy"]
+    assert (e["hardware"], e["gpus"]) == ("tpu-v6e", int(n.replace(",", "")))
+    assert round(e["wall_days"], 1) == float(days)
+    band = nominal["uncertainty"]["nominal_winners"]["energy"]["wall_days"]
+    assert round(band["p90"], 1) == float(p90)
+    at90 = _cli_json(["plan", "--confidence", "0.9", "--uncertainty"], tmp_path)
+    margins = at90["margins"].values()
+    assert (round(min(x["wall_days"] for x in margins), 2),
+            round(max(x["wall_days"] for x in margins), 2)) == (float(d_lo), float(d_hi))
+    assert (round(min(x["cost_usd"] for x in margins), 2),
+            round(max(x["cost_usd"] for x in margins), 2)) == (float(c_lo), float(c_hi))
+    w = at90["best"]["energy"]
+    assert (w["hardware"], w["gpus"]) == ("tpu-v6e", int(n_c.replace(",", "")))
+    assert round(w["wall_days"], 1) == float(days_c)
+    assert round(at90["uncertainty"]["nominal_winners"]["energy"]["wall_days"]["p90"], 1) \
+        == float(p90_c)
+    assert not any(v["missed_at_quantile"] for risk in at90["uncertainty"]["constraint_risk"]
+                   .values() for v in risk.values())

@@ -199,6 +199,8 @@ def test_plan_of_phases_plots_the_totals_and_the_winners_phases(capsys, tmp_path
     # the winner is the least of it among the clusters that meet the constraints
     (result,) = drawn_results
     view = plot.phase_totals_view(result)
+    # the figure's title counts the phases' tokens, not the scenario's own (unused) count
+    assert view.scenario.tokens == sum(p.tokens for p in result.phases)
     for objective, column in OBJECTIVE_COLUMNS.items():
         totals = result.totals[objective]
         won = best[objective]

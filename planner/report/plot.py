@@ -719,7 +719,9 @@ def phase_totals_view(result) -> SimpleNamespace:
             continue
         layouts = " / ".join(layout_text(p) for p in row["phases"])
         best[objective] = {**{k: layouts for k in layout_key()}, **row}
-    return SimpleNamespace(scenario=result.scenario, frontier=frontier, best=best, knee={},
+    # the run's tokens are its phases' (the scenario's own count is not used by a phases plan)
+    scenario = result.scenario.with_(tokens=sum(p.tokens for p in result.phases))
+    return SimpleNamespace(scenario=scenario, frontier=frontier, best=best, knee={},
                            infeasible=result.infeasible)
 
 

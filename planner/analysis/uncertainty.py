@@ -125,9 +125,16 @@ def phases_run_uncertainty(phase_inputs: list[dict], spreads: dict[str, Spread],
     f = factors(spreads, draws, 1, seed)
     totals = {q: np.zeros(draws) for q in QUANTITIES}
     for inputs in phase_inputs:
-        for q, v in drawn_run(inputs, f, draws).items():
-            totals[q] = np.maximum(totals[q], v) if q == "peak_power_mw" else totals[q] + v
+        add_phase(totals, drawn_run(inputs, f, draws))
     return {q: summarize(v) for q, v in totals.items()}
+
+
+def add_phase(totals: dict[str, np.ndarray], drawn: dict[str, np.ndarray]) -> None:
+    """Add one phase's per-draw :data:`QUANTITIES` to the run's ``totals`` in place: sums,
+    and the largest phase's peak power."""
+    for q in QUANTITIES:
+        v = np.asarray(drawn[q], dtype=float)
+        totals[q] = np.maximum(totals[q], v) if q == "peak_power_mw" else totals[q] + v
 
 
 #: Frontier rows x draws evaluated at once by :func:`plan_uncertainty` (bounds its memory).
@@ -217,10 +224,7 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
             x = frontier_inputs(phase_scenario, catalog, row["hardware"].iloc[0], row)
             out = evaluate_columns(drawn_inputs(x, f, slice(0, draws), 0, 1),
                                    tuple(QUANTITIES))
-            for q in QUANTITIES:
-                drawn = np.asarray(out[q], dtype=float)
-                totals[q] = np.maximum(totals[q], drawn) if q == "peak_power_mw" \
-                    else totals[q] + drawn
+            add_phase(totals, out)
         report["nominal_winners"][objective] = {q: summarize(v) for q, v in totals.items()}
         report["constraint_risk"][objective] = constraint_risk(totals, result.scenario)
     return report

@@ -299,10 +299,31 @@ def test_plan_of_phases_at_several_sites_ranks_each_sites_phases_plan(capsys):
         row = next(r for r in sites["ranking"] if r["site"] == name)
         assert row["best_co2e_t"] == pytest.approx(one["best"]["carbon"]["co2e_t"], rel=1e-12)
     assert sites["winners"]["carbon"] == ["norway"]  # the cleaner grid
-    # a confidence or a figure is one site's
-    assert main(["plan", "--scenario", EXAMPLE, "--site", "all", "--confidence", "0.9"]) == 2
-    assert main(["plan", "--scenario", EXAMPLE, "--site", "all", "--uncertainty"]) == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 2
+    # a figure is one site's
+    assert main(["plan", "--scenario", EXAMPLE, "--site", "all", "--plot", "x.png"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_plan_of_phases_at_several_sites_at_a_confidence_with_uncertainty(capsys):
+    """Each site's phases plan at P90 is the one-site plan at P90, with its own margins
+    and its winners' bands."""
+    args = ["--confidence", "0.9", "--uncertainty", "--draws", "30", "-f", "json"]
+    sites = _json(capsys, ["plan", "--scenario", EXAMPLE, "--site", "norway,us-average",
+                           *args])
+    for name in ("norway", "us-average"):
+        one = _json(capsys, ["plan", "--scenario", EXAMPLE, "--site", name, *args])
+        got = sites["sites"][name]
+        assert got["planned_quantile"] == one["planned_quantile"] == 0.9
+        for hw, margin in one["margins"].items():
+            assert got["margins"][hw] == pytest.approx(margin, rel=1e-12)
+        for objective, best in one["best"].items():
+            assert got["best"][objective]["gpus"] == best["gpus"]
+            assert got["best"][objective]["wall_days"] == pytest.approx(best["wall_days"],
+                                                                        rel=1e-12)
+        for objective, bands in one["uncertainty"]["nominal_winners"].items():
+            for quantity in ("wall_days", "cost_usd", "energy_mwh"):
+                assert got["uncertainty"]["nominal_winners"][objective][quantity] == \
+                    pytest.approx(bands[quantity], rel=1e-12)
 
 
 def _flat(tmp_path, text: str) -> Path:

@@ -100,13 +100,77 @@ def test_plan_site_all_every_format(capsys, tmp_path, fmt):
     assert "--force" in capsys.readouterr().err
 
 
-def test_plot_and_uncertainty_take_one_site(capsys):
+def test_plot_of_a_plan_takes_one_site(capsys):
     from planner.cli.main import main
 
-    for extra in (["--plot", "x.png"], ["--uncertainty"]):
-        assert main(["plan", *SMALL_ARGS, "--site", "norway,quebec", *extra]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "takes one site" in err[0]
+    assert main(["plan", *SMALL_ARGS, "--site", "norway,quebec", "--plot", "x.png"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--plot takes one site" in err[0]
+
+
+def test_several_sites_plan_at_the_confidence_each_with_its_own_margins(tmp_path, catalog):
+    """--confidence with several sites: each site's plan is the one-site plan at that
+    quantile (its own margins), and the JSON says the quantile per site."""
+    from planner.analysis.confidence import plan_at_confidence
+    from planner.analysis.uncertainty import default_spreads
+    from planner.cli.main import main
+
+    out = tmp_path / "sites.json"
+    assert main(["plan", *SMALL_ARGS, "--site", "norway,germany", "--site-class", "site",
+                 "--confidence", "0.9", "-f", "json", "-o", str(out)]) == 0
+    data = json.loads(out.read_text())
+    alone = plan_at_confidence(Scenario(**SMALL, site="germany", site_class="site",
+                                        confidence=0.9), default_spreads(), catalog=catalog)
+    germany = data["sites"]["germany"]
+    assert germany["planned_quantile"] == 0.9
+    assert set(germany["margins"]) == {hw for hw, *_ in alone.scenario.margins}
+    for hw, days, cost, power in alone.scenario.margins:
+        assert germany["margins"][hw]["wall_days"] == pytest.approx(days, rel=1e-9)
+        assert germany["margins"][hw]["cost_usd"] == pytest.approx(cost, rel=1e-9)
+        assert germany["margins"][hw]["peak_power_mw"] == pytest.approx(power, rel=1e-9)
+    for objective, row in alone.best.items():
+        got = germany["best"][objective]
+        assert (got is None) == (row is None)
+        if row is not None:
+            assert got["gpus"] == row["gpus"] and got["hardware"] == row["hardware"]
+            assert got["cost_usd"] == pytest.approx(row["cost_usd"], rel=1e-9)
+            # each site's winners carry their estimate flags (they were [] at every site)
+            assert got["estimate_flags"] == alone.estimate_flags[row["hardware"]]
+    assert data["sites"]["norway"]["planned_quantile"] == 0.9
+    b300 = tmp_path / "b300.json"
+    assert main(["plan", "-m", "llama2-7b", "--tokens", "2e12", "-H", "b300", "--max-gpus",
+                 "64", "--site", "norway,germany", "-f", "json", "-o", str(b300)]) == 0
+    for site in json.loads(b300.read_text())["sites"].values():
+        assert "performance" in site["best"]["cost"]["estimate_flags"]  # no validation row
+
+
+def test_several_sites_uncertainty_every_format(tmp_path):
+    """--uncertainty with several sites: each site's winners' bands (JSON), the constraints
+    they miss at P90 per site (csv), one uncertainty table per site (table)."""
+    from planner.cli.main import main
+
+    args = [*SMALL_ARGS, "--site", "norway,quebec", "--uncertainty", "--draws", "40",
+            "--deadline-days", "60"]
+    out = tmp_path / "sites.json"
+    assert main(["plan", *args, "-f", "json", "-o", str(out)]) == 0
+    data = json.loads(out.read_text())
+    for site in ("norway", "quebec"):
+        report = data["sites"][site]["uncertainty"]
+        assert report["draws"] == 40
+        band = report["nominal_winners"]["cost"]["wall_days"]
+        assert band["p10"] <= band["p50"] <= band["p90"]
+    # the nominal cheapest plan on a 60-day deadline sits at the deadline: its P90 misses it
+    assert data["sites"]["norway"]["uncertainty"]["constraint_risk"]["cost"]["deadline"][
+        "missed_at_quantile"]
+    csv = tmp_path / "sites.csv"
+    assert main(["plan", *args, "-f", "csv", "-o", str(csv)]) == 0
+    header, *lines = csv.read_text().splitlines()
+    assert header.split(",")[-1] == "missed_at_p90" and "cost:deadline" in lines[0]
+    table = tmp_path / "sites.txt"
+    assert main(["plan", *args, "-f", "table", "-o", str(table)]) == 0
+    text = table.read_text()
+    assert "Site norway:" in text and "Site quebec:" in text
+    assert "Probability of being the winner" in text
 
 
 def test_plot_takes_one_site(capsys, tmp_path):

@@ -114,44 +114,72 @@ def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
                       for name, result in results.items()}}
 
 
-def plan_several_sites(scenario, format, output, force, plot, uncertainty,
-                       phases=None) -> None:
+def plan_several_sites(scenario, format, output, force, plot, spreads=None, *, draws: int = 0,
+                       seed: int = 0, phases=None) -> None:
     """``capplan plan --site a,b,c|all``: one search per site, the sites ranked; with
-    ``phases`` (a scenario's ``[[phases]]``), one plan of the phases per site."""
+    ``phases`` (a scenario's ``[[phases]]``), one plan of the phases per site. Each site's
+    constraints hold at ``scenario.confidence`` (its own margins: PUE, energy price and grid
+    move them); ``draws`` > 0 (``--uncertainty``): each site's winners' P10/P50/P90 and the
+    constraints they miss at P90 (``spreads``: the scenario's ``[uncertainty]`` table)."""
     from hardware_catalog import load_catalog
+    from planner.analysis.confidence import plan_at_confidence, plan_phases_at_confidence
+    from planner.analysis.uncertainty import phase_uncertainty, plan_uncertainty, spreads_from
     from planner.engine.optimize import require
     from planner.engine.sites import plan_sites, site_ranking, site_winners
     from planner.report.output import render, write
     from planner.report.progress import search_progress
-    from planner.report.tables import render_sites, site_rows
+    from planner.report.tables import render_sites, render_uncertainty, site_rows
 
-    for flag, given in (("--plot", plot), ("--uncertainty", uncertainty)):
-        if given:
-            raise CapplanError(f"{flag} takes one site; got --site {scenario.site!r} "
-                               "(run it once per site)")
+    if plot:
+        raise CapplanError(f"--plot takes one site; got --site {scenario.site!r} "
+                           "(run it once per site)")
+    spreads = spreads_from(spreads)
     catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
-    plan_one = None
-    if phases:
-        from planner.analysis.confidence import plan_phases_at_confidence
 
-        def plan_one(s, **options):
-            return plan_phases_at_confidence(s, phases, {}, **options)
+    def plan_one(s, **options):
+        if phases:
+            return plan_phases_at_confidence(s, phases, spreads, **options)
+        return plan_at_confidence(s, spreads, **options)
+
     with search_progress() as progress:
         results = plan_sites(scenario, catalog=catalog, progress=progress, plan_one=plan_one)
     first = next(iter(results.values()))
     for text in getattr(first, "notices", ()):  # the phases' notices, the same at every site
         notice(text)
+    reports = {}
+    if draws:
+        uncertainty_of = phase_uncertainty if phases else plan_uncertainty
+        reports = {name: uncertainty_of(result, catalog, spreads, draws=draws, seed=seed)
+                   for name, result in results.items()
+                   if any(row is not None for row in result.best.values())}
     ranking = site_ranking(results, catalog)
     winners = site_winners(ranking)
     rows = site_rows(results, ranking, winners)
+    if reports:  # the constraints each site's winners miss at P90, objective:constraint
+        for row in rows:
+            risk = reports.get(row["site"], {}).get("constraint_risk", {})
+            row["missed_at_p90"] = ",".join(
+                f"{objective}:{c}" for objective, by in risk.items()
+                for c, x in by.items() if x["missed_at_quantile"])
     if format == "table":
         text = render_sites(results, rows, winners)
+        p = f"P{round(100 * scenario.confidence)}"
+        text += (f"constraints planned at {p} at every site (nominal run; --confidence 0.9 "
+                 "for a margin)" if scenario.confidence == 0.5 else
+                 f"constraints planned at {p} of the uncertainty model at every site, with "
+                 "each site's own margins (-f json: sites.<site>.margins)")
+        text += "\n"
+        for name, report in reports.items():
+            text += f"\nSite {name}:\n" + render_uncertainty(report)
     else:
         tokens = sum(p.tokens for p in phases) if phases else scenario.tokens
+        payload = sites_payload(results, ranking, winners)
+        for name, report in reports.items():
+            payload["sites"][name]["uncertainty"] = report
         text = render(rows, format, title=f"Sites for {scenario.model} on "
                       f"{count_text(tokens)} tokens" + (f", {len(phases)} phases" if phases
                                                         else ""),
-                      payload=sites_payload(results, ranking, winners))
+                      payload=payload)
     feasible = [r for r in results.values() if r.best.get(scenario.objective) is not None]
     if feasible or output in (None, "-"):
         write(text, output, force)
@@ -203,24 +231,16 @@ def plan(
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
     from planner.engine.sites import is_several
 
+    if is_several(scenario.site):
+        plan_several_sites(scenario, format, output, force, plot, v["uncertainty"],
+                           draws=draws if uncertainty else 0, seed=seed, phases=v.get("phases"))
+        return
     if v.get("phases"):
-        if is_several(scenario.site):
-            if confidence != 0.5:
-                raise CapplanError("--confidence takes one site; got --site "
-                                   f"{scenario.site!r}")
-            plan_several_sites(scenario, format, output, force, plot, uncertainty,
-                               phases=v["phases"])
-            return
         plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers,
                             v["uncertainty"], draws=draws if uncertainty else 0, seed=seed,
                             plot=plot)
         return
     to_file = output not in (None, "-")
-    if is_several(scenario.site):
-        if confidence != 0.5:
-            raise CapplanError(f"--confidence takes one site; got --site {scenario.site!r}")
-        plan_several_sites(scenario, format, output, force, plot, uncertainty)
-        return
     model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
     from planner.analysis.confidence import plan_at_confidence
     from planner.analysis.uncertainty import spreads_from

@@ -243,7 +243,9 @@ def test_plan_of_phases_uncertainty_bands_and_risk(capsys):
     out = _json(capsys, ["plan", "--scenario", EXAMPLE, "--uncertainty", "--draws", "200",
                          "-f", "json"])
     report = out["uncertainty"]
-    assert report["draws"] == 200 and "win_probability" not in report
+    assert report["draws"] == 200
+    for objective, probs in report["win_probability"].items():
+        assert 0 < sum(probs.values()) <= 1 + 1e-12, objective
     for objective, best in out["best"].items():
         band = report["nominal_winners"][objective]["wall_days"]
         assert band["p10"] < band["p50"] < band["p90"]
@@ -251,6 +253,25 @@ def test_plan_of_phases_uncertainty_bands_and_risk(capsys):
         assert band["p50"] == pytest.approx(best["wall_days"], rel=0.15)
         risk = report["constraint_risk"][objective]["deadline"]
         assert risk["limit"] == 120 and risk["missed_at_quantile"] == (band["p90"] > 120)
+
+
+def test_plan_of_phases_win_probabilities(capsys, tmp_path):
+    """Without spread every draw is the nominal plan: each objective's nominal winner wins
+    every draw; with the default spreads the probabilities of each objective sum to the
+    share of draws some cluster meets the constraints in (here all), and the table shows
+    them."""
+    args = ["--hardware", "h100-sxm,b200,mi300x", "--uncertainty", "--draws", "40"]
+    flat = _flat(tmp_path, Path(EXAMPLE).read_text())
+    out = _json(capsys, ["plan", "--scenario", str(flat), *args, "-f", "json"])
+    assert set(out["uncertainty"]["win_probability"]["cost"]) == {"h100-sxm", "b200",
+                                                                  "mi300x"}
+    for objective, best in out["best"].items():
+        assert out["uncertainty"]["win_probability"][objective][best["hardware"]] == 1.0
+    drawn = _json(capsys, ["plan", "--scenario", EXAMPLE, *args, "-f", "json"])
+    for objective, probs in drawn["uncertainty"]["win_probability"].items():
+        assert sum(probs.values()) == pytest.approx(1.0, abs=1e-12), objective
+    assert main(["plan", "--scenario", EXAMPLE, *args]) == 0
+    assert "Probability of being the winner" in capsys.readouterr().out
 
 
 def test_plan_of_phases_refuses_a_bad_output_before_the_search(capsys, monkeypatch):
@@ -373,3 +394,23 @@ def test_evaluate_of_phases_draws_one_set_of_factors_for_all_phases(capsys, tmp_
     peak = single["uncertainty"]["peak_power_mw"]["p90"]
     assert double["uncertainty"]["peak_power_mw"]["p90"] == pytest.approx(peak, rel=1e-9)
     assert single["uncertainty"]["wall_days"]["p90"] > single["uncertainty"]["wall_days"]["p10"]
+
+
+def test_phase_uncertainty_blocks_do_not_change_the_report(monkeypatch):
+    """The draws are evaluated in blocks and each phase's distinct rows once for every
+    objective: any block size gives one report."""
+    from hardware_catalog import load_catalog
+    from planner.analysis import uncertainty as u
+    from planner.engine.phase_plan import plan_phases
+    from planner.engine.scenario import Scenario
+
+    catalog = load_catalog()
+    phases = parse_phases([{"name": "short", "tokens": 2e11, "seq_len": 2048},
+                           {"name": "long", "tokens": 5e10, "seq_len": 8192}])
+    result = plan_phases(Scenario(model="llama2-7b", tokens=2.5e11, max_gpus=256,
+                                  hardware=("h100-sxm", "a100-80gb")), phases, catalog=catalog)
+    spreads = u.default_spreads()
+    whole = u.phase_uncertainty(result, catalog, spreads, draws=30, seed=3)
+    monkeypatch.setattr(u, "UNCERTAINTY_BLOCK", 7)  # fewer rows than one draw
+    assert u.phase_uncertainty(result, catalog, spreads, draws=30, seed=3) == whole
+    assert set(whole["win_probability"]["cost"]) == {"h100-sxm", "a100-80gb"}

@@ -15,12 +15,14 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from planner.engine.columns import layout_columns, layout_key
-from planner.engine.explain import CONSTRAINTS
+from planner.engine.explain import CONSTRAINTS, active_constraints, meets
 from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.engine.model import INPUTS
 from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
+from planner.engine.phase_plan import totals_of
 from planner.engine.readable import usd_text
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.space import RECOMPUTE_CODES, layout_flags
@@ -204,29 +206,86 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     return report
 
 
+#: The per-phase columns :func:`planner.engine.phase_plan.totals_of` sums into a run's
+#: quantities and objectives.
+PHASE_TOTAL_COLUMNS = tuple(dict.fromkeys((*QUANTITIES, *OBJECTIVE_COLUMNS.values(), "ettr",
+                                           "co2e_kg", "cci_g_per_eflop")))
+
+
 def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 400,
                       seed: int = 0) -> dict:
-    """P10/P50/P90 of the whole run of each winner of a plan of phases
-    (:class:`planner.engine.phase_plan.PhasePlan`), and the constraints it misses at
-    :data:`RISK_QUANTILE`.
+    """Winner probabilities per accelerator, P10/P50/P90 of the whole run of each winner of
+    a plan of phases (:class:`planner.engine.phase_plan.PhasePlan`), and the constraints
+    each winner misses at :data:`RISK_QUANTILE`.
 
-    Each draw is one set of factors shared by every phase (the same hardware, software and
-    site all run long): each phase's winning row is evaluated under the draws, and the
-    phases are summed per draw (peak power: the largest phase's).  No winner probabilities:
-    they would need every cluster's phases under every draw.
+    Each draw is one set of factors per accelerator, shared by every phase (the same
+    hardware, software and site run them all), as :func:`plan_uncertainty` draws them.
+    For each objective, every cluster that fits every phase (``result.clusters``: each
+    phase at its best layout for the objective on that cluster) is evaluated under the
+    draws, its phases summed per draw (:func:`planner.engine.phase_plan.totals_of`: peak
+    power the largest phase's), the constraints checked on the totals, and the best cluster
+    per accelerator kept; ties go to the accelerator first in name order.
     """
-    f = factors(spreads, draws, 1, seed)
+    s = result.scenario
+    objectives = [o for o in OBJECTIVE_COLUMNS if o in result.clusters]
+    on = {o: set(result.clusters[o][0].index.get_level_values("hardware")) for o in objectives}
+    hardware = sorted(set().union(*on.values()))
+    f = factors(spreads, draws, len(hardware), seed)
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
-              "nominal_winners": {}, "constraint_risk": {}}
-    for objective, phases in result.winner_rows.items():
-        totals = {q: np.zeros(draws) for q in QUANTITIES}
-        for phase_scenario, row in phases:
-            x = frontier_inputs(phase_scenario, catalog, row["hardware"].iloc[0], row)
-            out = evaluate_columns(drawn_inputs(x, f, slice(0, draws), 0, 1),
-                                   tuple(QUANTITIES))
-            add_phase(totals, out)
-        report["nominal_winners"][objective] = {q: summarize(v) for q, v in totals.items()}
-        report["constraint_risk"][objective] = constraint_risk(totals, result.scenario)
+              "win_probability": {}, "nominal_winners": {}, "constraint_risk": {}}
+    best_value = {o: np.full((len(hardware), draws), np.inf) for o in objectives}
+    nominal = {o: {q: np.empty(draws) for q in QUANTITIES} for o in objectives
+               if result.best.get(o) is not None}
+    for g, hw in enumerate(hardware):
+        here = [o for o in objectives if hw in on[o]]
+        parts = {o: [frame.xs(hw, level="hardware").reset_index().assign(hardware=hw)
+                     for frame in result.clusters[o]] for o in here}
+        # each phase's distinct rows on this accelerator, evaluated once for every objective
+        rows, sizes, where = [], [], {o: [] for o in here}
+        key = list(layout_key())
+        for k, ps in enumerate(result.phase_scenarios):
+            stacked = pd.concat([parts[o][k] for o in here], ignore_index=True)
+            distinct = stacked.drop_duplicates(subset=key, ignore_index=True)
+            position = {tuple(r): i for i, r in enumerate(distinct[key].to_numpy())}
+            for o in here:
+                where[o].append(np.array([position[tuple(r)]
+                                          for r in parts[o][k][key].to_numpy()]))
+            rows.append(frontier_inputs(ps, catalog, hw, distinct))
+            sizes.append(len(distinct))
+        winner_at = {o: int(np.flatnonzero(parts[o][0]["gpus"].to_numpy()
+                                           == result.best[o]["gpus"])[0])
+                     for o in here if o in nominal and result.best[o]["hardware"] == hw}
+        step = max(1, UNCERTAINTY_BLOCK // max(sizes, default=1))
+        for first in range(0, draws, step):
+            last = min(draws, first + step)
+            nd = last - first
+            drawn = []
+            for x, size in zip(rows, sizes, strict=True):
+                out = evaluate_columns(drawn_inputs(x, f, slice(first, last), g, size),
+                                       PHASE_TOTAL_COLUMNS)
+                drawn.append({c: np.asarray(v).reshape(nd, size) for c, v in out.items()})
+            for o in here:
+                n = len(where[o][0])
+                total = totals_of([pd.DataFrame({c: d[c][:, w].ravel() for c in d})
+                                   for d, w in zip(drawn, where[o], strict=True)])
+                ok = meets({**total, "fits": np.ones(nd * n, dtype=bool)}, s,
+                           active_constraints(s)).reshape(nd, n)
+                value = np.asarray(total[OBJECTIVE_COLUMNS[o]], dtype=float).reshape(nd, n)
+                value = np.where(ok & ~np.isnan(value), value, np.inf)
+                best_value[o][g, first:last] = value.min(axis=1)
+                if o in winner_at:
+                    for q in QUANTITIES:
+                        nominal[o][q][first:last] = np.asarray(total[q]).reshape(
+                            nd, n)[:, winner_at[o]]
+    for o in objectives:
+        chosen = np.argmin(best_value[o], axis=0)  # the first accelerator on ties
+        won = np.isfinite(best_value[o].min(axis=0))
+        counts = np.bincount(chosen[won], minlength=len(hardware))
+        report["win_probability"][o] = {hw: int(c) / draws
+                                        for hw, c in zip(hardware, counts, strict=True)}
+        if o in nominal:
+            report["nominal_winners"][o] = {q: summarize(v) for q, v in nominal[o].items()}
+            report["constraint_risk"][o] = constraint_risk(nominal[o], s)
     return report
 
 

@@ -65,6 +65,12 @@ class PhasePlan:
     #: accelerator -> what a winner on it rests on that is a catalog estimate, filled by
     #: planner.analysis.estimates.attach_phases
     estimate_flags: dict[str, list[str]] = field(default_factory=dict)
+    #: the scenario of each phase (its tokens, sequence length and batch; no constraints)
+    phase_scenarios: tuple = ()
+    #: objective -> per phase, its best row on every cluster that fits every phase (frames
+    #: indexed by (hardware, gpus), aligned): what phase_uncertainty redraws for the win
+    #: probabilities
+    clusters: dict[str, list] = field(default_factory=dict)
 
 
 def _check_phases(phases) -> list[str]:
@@ -138,7 +144,8 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
     out = PhasePlan(scenario=s, phases=tuple(phases), best={},
                     evaluated=sum(r.evaluated for r in results), notices=notices,
                     prices={hw: q for r in results for hw, q in r.prices.items()},
-                    seconds=sum(r.seconds for r in results))
+                    seconds=sum(r.seconds for r in results),
+                    phase_scenarios=tuple(_phase_scenario(s, p) for p in phases))
     for objective, column in OBJECTIVE_COLUMNS.items():
         frames = [_best_per_cluster(r.frontier, column) for r in results]
         common = frames[0].index
@@ -149,6 +156,7 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
             out.infeasible[objective] = "no cluster fits every phase in memory"
             continue
         frames = [f.loc[common] for f in frames]
+        out.clusters[objective] = frames
         total = totals_of(frames)
         # every cluster here fits; the totals meet each limit times its hardware's margin
         ok = meets({**total, "fits": np.ones(len(common), dtype=bool),

@@ -285,8 +285,8 @@ def _shares(parts: dict[str, float], total: float, scale: float, unit: str) -> s
 
 
 def render_uncertainty(report: dict, width: int | None = None) -> str:
-    """Tables of P10/P50/P90 of the nominal winners and each accelerator's win probability
-    (when the report has one: a plan of phases has none)."""
+    """Tables of P10/P50/P90 of the nominal winners and each accelerator's win
+    probability."""
     width = width or terminal_width()
     bands = [[OBJECTIVE_LABELS[objective], *(
         " / ".join(_short(q[k][p]) for p in ("p10", "p50", "p90"))
@@ -298,7 +298,7 @@ def render_uncertainty(report: dict, width: int | None = None) -> str:
                       right={"days", "USD", "MWh", "tCO2e"})
     labels = {o: f"the {label} plan" for o, label in OBJECTIVE_LABELS.items()}
     risks = "".join(f"{line}\n" for line in risk_lines(report, labels))
-    if not report.get("win_probability"):  # a plan of phases: its winners' bands only
+    if not report.get("win_probability"):
         return text + risks
     objectives = list(report["win_probability"])
     names = sorted(next(iter(report["win_probability"].values())))

@@ -91,6 +91,21 @@ def test_kernel_columns_are_the_generated_kernels_outputs_in_order():
     assert OUTPUTS == columns.kernel_outputs()
 
 
+def test_the_registry_is_the_run_models_outputs_with_each_derived_column_after_its_anchor():
+    from planner.engine.model import OUTPUT_COLUMNS
+
+    assert tuple(c for c in COLUMNS if c.source == KERNEL) == OUTPUT_COLUMNS
+    assert COLUMNS[:len(columns.LEADING)] == columns.LEADING
+    order = [c.name for c in COLUMNS]
+    for c in columns.DERIVED:
+        assert c.of or c.after, c.name
+        assert order.index(c.name) > order.index(c.of or c.after), c.name
+    assert len(COLUMNS) == len(columns.LEADING) + len(OUTPUT_COLUMNS) + len(columns.DERIVED)
+    with pytest.raises(ValueError, match="anchored on no column: \\['nowhere'\\]"):
+        columns._assemble((), OUTPUT_COLUMNS,
+                          (Column("x_kwh", "kWh", "energy", "x", source=FINISH, of="nowhere"),))
+
+
 # Base dimensions and the exponents of every unit the run model's inputs and outputs use.
 # FLOPs are counts here: the model derives them from dimensionless sizes.
 DIMENSIONS = ("time", "bytes", "money", "energy", "carbon")

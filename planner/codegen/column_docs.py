@@ -30,7 +30,9 @@ HEADER = """\
 <!-- Generated from planner/engine/columns.py by `python -m planner.codegen`; do not edit. -->
 
 Every column of `planner.evaluate(...)`, of `plan(...).frontier` and of the JSON of
-`capplan evaluate` and `capplan plan`, from one registry: `planner/engine/columns.py`.
+`capplan evaluate` and `capplan plan`, from one registry: `planner/engine/columns.py`
+(the run model's own outputs are declared in `planner/engine/model.py`'s
+`OUTPUT_COLUMNS`, beside the stages that compute them).
 A column's name ends in its unit where it has one (`step_time_s`, `hbm_bytes`,
 `energy_kwh`); values are SI inside (s, B, FLOP, W, J, USD) and converted only at the
 edge, the conversions stated below.  *Shown in*: **E** `capplan evaluate`'s summary
@@ -38,8 +40,9 @@ edge, the conversions stated below.  *Shown in*: **E** `capplan evaluate`'s summ
 `capplan plan`'s JSON, **F** the frontier kept by the search (`plan(...).frontier`,
 which also holds `hardware` and the constraint check `feasible`).
 
-To add a column, add one line to the registry (a kernel column also needs the run model
-to compute it and `python -m planner.codegen --only kernel`), then regenerate this page.
+To add a run-model output, add its row to `OUTPUT_COLUMNS` and the line of the stage that
+computes it (both in `planner/engine/model.py`), then `python -m planner.codegen`; a unit
+conversion is one row of `DERIVED` in `planner/engine/columns.py` and `--only columns`.
 """
 
 _SOURCE = {KERNEL: "run model (kernel)", LAYOUT: "layout choice",

@@ -41,13 +41,9 @@ from formulas import (
 )
 from formulas import reliability as failures
 from formulas.ops import exp, is_symbolic, maximum, minimum
-from planner.engine.columns import kernel_outputs
+from planner.engine.column import EF, EPF, Column, E, memory_part, step_part
 from planner.engine.glossary import INPUTS  # noqa: F401  (the run model's inputs)
 from planner.engine.spares import resolve_spares
-
-#: Outputs: name -> unit, in the kernel's output order (from the column registry).
-OUTPUTS: dict[str, str] = kernel_outputs()
-
 
 # ---- the stages ------------------------------------------------------------------------
 # Each stage takes the inputs ``x`` and the quantities ``r`` of the stages before it and
@@ -850,6 +846,95 @@ STAGES = (layout, parameters, flops, attention_times, mlp_times, compute_time,
           microbatch_communication, iteration_communication, step_time, throughput,
           memory_per_gpu, failure_domains, reliability, run_overheads, energy_use,
           cost_and_carbon)
+
+
+# ---- the outputs -----------------------------------------------------------------------
+
+#: The run model's output columns, in the kernel's output order: name, unit, group, label
+#: and where each is shown (:class:`planner.engine.column.Column`).  A new output is one row
+#: here and the line of the stage that computes it, then ``python -m planner.codegen``; the
+#: registry :data:`planner.engine.columns.COLUMNS` reads this table.
+OUTPUT_COLUMNS: tuple[Column, ...] = (
+    Column("step_time_s", "s", "step time", "step time", **EPF),
+    step_part("compute_s", "compute", 0),
+    step_part("launch_s", "host-bound launches", 12),
+    step_part("tp_comm_s", "TP communication", 2),
+    step_part("cp_comm_s", "CP communication", 4),
+    step_part("ep_comm_s", "EP all-to-all", 8),
+    step_part("pp_comm_s", "pipeline transfers", 10),
+    step_part("dp_comm_s", "DP gradient sync", 18),
+    step_part("bubble_s", "pipeline bubble", 14),
+    step_part("optimizer_s", "optimizer step", 16),
+    step_part("straggler_s", "stragglers", 6),
+    memory_part("weights_bytes", "weights"),
+    memory_part("grads_bytes", "gradients"),
+    memory_part("optimizer_state_bytes", "optimizer states"),
+    memory_part("activation_bytes", "activations"),
+    memory_part("reserve_bytes", "reserved (CUDA context, NCCL, allocator)"),
+    Column("memory_per_gpu_bytes", "B", "memory", "memory per GPU (fullest stage)", **EPF),
+    Column("params", "1", "model", "parameters", **E),
+    Column("active_params", "1", "model", "parameters active per token", **E),
+    Column("tokens_per_s", "1/s", "throughput", "tokens per second", **EF),
+    Column("model_flops_per_token", "FLOP", "model", "model FLOPs per token"),
+    Column("tflops_per_gpu", "TFLOP/s", "throughput", "model TFLOP/s per GPU", **EF),
+    Column("mfu", "1", "throughput", "model FLOPs utilisation (MFU)", **EPF),
+    Column("hfu", "1", "throughput", "hardware FLOPs utilisation, recompute included", **EF),
+    Column("steps", "1", "throughput", "optimizer steps (tokens / tokens per step)", **EF),
+    Column("system_mtbf_s", "s", "reliability", "system MTBF (GPUs and nodes)", **EF),
+    Column("checkpoint_bytes", "B", "reliability", "checkpoint size", **EF),
+    Column("checkpoint_stall_s", "s", "reliability", "training blocked per checkpoint", **EF),
+    Column("young_interval_s", "s", "reliability", "Young's checkpoint interval", **EF),
+    Column("checkpoint_interval_s", "s", "reliability",
+           "checkpoint interval (Daly or --checkpoint-interval; an asynchronous write drains "
+           "first)", **EF),
+    Column("checkpoint_steps", "1", "reliability",
+           "steps one checkpoint is spread over (GoCkpt; 1 for the other schemes)", **EF),
+    Column("commit_latency_s", "s", "reliability",
+           "from a checkpoint's capture until it protects the run (persisted, consistent)",
+           **EF),
+    Column("restart_s", "s", "reliability", "restart after a failure (re-queue, load)", **EF),
+    Column("solve_time_s", "s", "time", "failure-free run time (steps x step time)", **EF),
+    Column("wall_time_s", "s", "time", "wall time (with checkpoints, failures and overheads)",
+           **EF),
+    Column("eval_time_s", "s", "time", "evaluation pauses (eval fraction x run time)", **EF),
+    Column("rollbacks", "1", "reliability", "expected loss-spike rollbacks", **EF),
+    Column("rollback_time_s", "s", "time",
+           "loss-spike rollbacks (steps redone and restarts)", **EF),
+    Column("maintenance_time_s", "s", "time", "planned maintenance downtime in the run", **EF),
+    Column("expected_failures", "1", "reliability", "expected failures", **EPF),
+    Column("waste_fraction", "1", "reliability", "wasted fraction of wall time", **EF),
+    Column("ettr", "1", "reliability", "effective training time ratio", **EPF),
+    Column("spare_nodes", "1", "reliability", "hot-spare nodes (idle, billed)", **EPF),
+    Column("swap_fraction", "1", "reliability",
+           "share of failures restarted on hot spares (no re-queue)", **EF),
+    Column("gpu_hours", "h", "time", "GPU-hours ((GPUs + spare GPUs) x wall time)", **EF),
+    Column("energy_gpu_j", "J", "energy", "GPU energy"),
+    Column("energy_it_j", "J", "energy", "IT energy (GPUs, rest of nodes, network)"),
+    Column("energy_facility_j", "J", "energy", "facility energy (IT energy x PUE)"),
+    Column("energy_fault_tolerance_j", "J", "energy",
+           "facility energy beyond a failure- and checkpoint-free run (stalls, lost work, "
+           "restarts, idle hot spares; not the run overheads)", **EF),
+    Column("gpu_step_power_w", "W", "energy",
+           "GPU power while stepping (compute, exposed communication, idle gaps)", **EF),
+    Column("gpu_power_w", "W", "energy",
+           "GPU power over the whole run (stalls and restarts at idle)", **EF),
+    Column("avg_power_w", "W", "energy", "average facility power"),
+    Column("peak_power_w", "W", "energy", "peak facility power (every GPU at max power)"),
+    Column("cost_cloud_usd", "USD", "cost", "cost at the cloud price per GPU-hour", **EF),
+    Column("cost_tco_usd", "USD", "cost", "cost by TCO (capex share, energy, opex)", **EF),
+    Column("cost_usd", "USD", "cost", "cost on the chosen basis (cloud or TCO)", **EPF),
+    Column("co2e_operational_kg", "kgCO2e", "carbon",
+           "operational CO2e (facility energy x grid intensity)", **EF),
+    Column("co2e_embodied_kg", "kgCO2e", "carbon",
+           "embodied CO2e (the run's share of the hardware's lifetime)", **EF),
+    Column("co2e_kg", "kgCO2e", "carbon", "CO2e (operational + embodied)", **EF),
+    Column("cci_kg_per_flop", "kgCO2e/FLOP", "carbon",
+           "compute carbon intensity (CO2e per model FLOP, arXiv:2502.01671)"),
+    Column("tcdp_kg_s", "kgCO2e s", "carbon", "total carbon-delay product (CO2e x wall time)"),
+)
+
+#: Outputs: name -> unit, in the kernel's output order.
+OUTPUTS: dict[str, str] = {c.name: c.unit for c in OUTPUT_COLUMNS}
 
 
 def run_stages(x: dict) -> dict:

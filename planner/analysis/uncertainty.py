@@ -139,6 +139,18 @@ def add_phase(totals: dict[str, np.ndarray], drawn: dict[str, np.ndarray]) -> No
         totals[q] = np.maximum(totals[q], v) if q == "peak_power_mw" else totals[q] + v
 
 
+def win_probability(best_value: np.ndarray, hardware: list[str]) -> dict[str, float]:
+    """Accelerator -> share of draws it wins, from ``best_value`` (accelerators x draws: each
+    accelerator's best value of one objective per draw, inf where nothing of it is
+    feasible); ties go to the accelerator first in ``hardware``, a draw nothing wins to
+    none."""
+    winner = np.argmin(best_value, axis=0)
+    won = np.isfinite(best_value.min(axis=0))
+    counts = np.bincount(winner[won], minlength=len(hardware))
+    draws = best_value.shape[1]
+    return {hw: int(c) / draws for hw, c in zip(hardware, counts, strict=True)}
+
+
 #: Frontier rows x draws evaluated at once by :func:`plan_uncertainty` (bounds its memory).
 UNCERTAINTY_BLOCK = 1 << 18
 
@@ -193,12 +205,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
               "win_probability": {}, "nominal_winners": {}}
     for objective in OBJECTIVE_COLUMNS:
-        values = best_value[objective]
-        winner = np.argmin(values, axis=0)  # the first accelerator on ties
-        won = np.isfinite(values.min(axis=0))
-        counts = np.bincount(winner[won], minlength=len(hardware))
-        report["win_probability"][objective] = {hw: int(c) / draws
-                                                for hw, c in zip(hardware, counts, strict=True)}
+        report["win_probability"][objective] = win_probability(best_value[objective], hardware)
         if objective in nominal_values:
             report["nominal_winners"][objective] = {
                 q: summarize(v) for q, v in nominal_values[objective].items()}
@@ -278,11 +285,7 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
                         nominal[o][q][first:last] = np.asarray(total[q]).reshape(
                             nd, n)[:, winner_at[o]]
     for o in objectives:
-        chosen = np.argmin(best_value[o], axis=0)  # the first accelerator on ties
-        won = np.isfinite(best_value[o].min(axis=0))
-        counts = np.bincount(chosen[won], minlength=len(hardware))
-        report["win_probability"][o] = {hw: int(c) / draws
-                                        for hw, c in zip(hardware, counts, strict=True)}
+        report["win_probability"][o] = win_probability(best_value[o], hardware)
         if o in nominal:
             report["nominal_winners"][o] = {q: summarize(v) for q, v in nominal[o].items()}
             report["constraint_risk"][o] = constraint_risk(nominal[o], s)

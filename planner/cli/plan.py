@@ -114,13 +114,13 @@ def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
                       for name, result in results.items()}}
 
 
-def plan_several_sites(scenario, format, output, force, plot, spreads=None, *, draws: int = 0,
-                       seed: int = 0, phases=None) -> None:
+def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
+                       draws: int = 0, seed: int = 0, phases=None) -> None:
     """``capplan plan --site a,b,c|all``: one search per site, the sites ranked; with
     ``phases`` (a scenario's ``[[phases]]``), one plan of the phases per site. Each site's
     constraints hold at ``scenario.confidence`` (its own margins: PUE, energy price and grid
     move them); ``draws`` > 0 (``--uncertainty``): each site's winners' P10/P50/P90 and the
-    constraints they miss at P90 (``spreads``: the scenario's ``[uncertainty]`` table)."""
+    constraints they miss at P90 (``overrides``: the scenario's ``[uncertainty]`` table)."""
     from hardware_catalog import load_catalog
     from planner.analysis.confidence import plan_at_confidence, plan_phases_at_confidence
     from planner.analysis.uncertainty import phase_uncertainty, plan_uncertainty, spreads_from
@@ -133,7 +133,7 @@ def plan_several_sites(scenario, format, output, force, plot, spreads=None, *, d
     if plot:
         raise CapplanError(f"--plot takes one site; got --site {scenario.site!r} "
                            "(run it once per site)")
-    spreads = spreads_from(spreads)
+    spreads = spreads_from(overrides)
     catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
 
     def plan_one(s, **options):

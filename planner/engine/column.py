@@ -38,9 +38,10 @@ class Column:
     ("1" for counts and ratios, "" for text), ``label`` human text for tables and plots.
     ``of`` names the column a ``finish`` column converts (``unit`` then fixes the factor);
     ``derivation`` states how a ``finish`` column is computed; ``after`` names the column
-    a ``finish`` column is listed after when it converts none (else it follows ``of``).  ``colour`` is the tab20
-    index of a step-time part.  ``evaluate``/``plan``/``keep``: shown in ``capplan
-    evaluate``'s summary, in ``capplan plan``'s summary, kept in the search frontier.
+    a ``finish`` column is listed after when it converts none (else it follows ``of``).
+    ``colour`` is the tab20 index of a step-time part.  ``evaluate``/``plan``/``keep``:
+    shown in ``capplan evaluate``'s summary, in ``capplan plan``'s summary, kept in the
+    search frontier.
     """
 
     name: str

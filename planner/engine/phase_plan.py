@@ -53,9 +53,6 @@ class PhasePlan:
     notices: list[str] = field(default_factory=list)
     #: seconds the phases' searches took together
     seconds: float = 0.0
-    #: objective -> per phase, (the phase's scenario, the winner's frontier row as a
-    #: one-row DataFrame): what planner.analysis.uncertainty.phase_uncertainty redraws
-    winner_rows: dict[str, list] = field(default_factory=dict)
     #: objective -> one row per (hardware, gpus) that fits every phase: the run's totals
     #: with each phase at its best layout for the objective, and ``meets`` (the
     #: constraints hold on the totals): what ``capplan plan --plot`` draws
@@ -180,8 +177,6 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
         value = np.where(ok, total[column], np.inf)
         i = int(np.argmin(value))  # the first least: clusters in (hardware, gpus) order
         hw, gpus = common[i]
-        out.winner_rows[objective] = [(_phase_scenario(s, p), f.iloc[[i]].reset_index())
-                                      for p, f in zip(phases, frames, strict=True)]
         out.best[objective] = {
             "hardware": hw, "gpus": int(gpus),
             **{k: float(v[i]) for k, v in total.items()},

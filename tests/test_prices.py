@@ -415,6 +415,33 @@ def test_spot_plan_says_whether_spot_still_wins(capsys):
     assert "Spot vs on-demand (same layout)" in out and "spot wins" in out
 
 
+def test_spot_is_compared_with_on_demand_on_the_same_run(monkeypatch):
+    # the on-demand run is the winner's own: its whole layout (ETP, HSDP shard group,
+    # recompute, sequence parallelism) and the scenario's software stack.  Before
+    # 2026-11-27 the stack was left at the default and ETP at TP, so a torchtitan plan of
+    # Mixtral was compared with a Megatron-Core run of another step time (11.2 s vs 8.0 s)
+    from planner.engine import optimize, spot
+    from planner.engine.scenario import Scenario
+
+    pairs = []
+    evaluate, compare = spot.evaluate, spot.spot_versus_on_demand
+
+    def recording(catalog, scenario, row):
+        monkeypatch.setattr(spot, "evaluate", lambda **kw: pairs.append(
+            (row, evaluate(**kw).iloc[0])) or pairs[-1][1].to_frame().T)
+        return compare(catalog, scenario, row)
+
+    monkeypatch.setattr(optimize, "spot_versus_on_demand", recording)
+    optimize.plan(Scenario(model="mixtral-8x7b", hardware=("h100-sxm",), tokens=1e12,
+                           pricing="spot", max_gpus=512, stack="torchtitan-fsdp2"))
+    assert pairs
+    for row, on_demand in pairs:
+        for name in ("gpus", "tp", "pp", "cp", "ep", "etp", "vp", "micro_batch", "zero",
+                     "shard_group", "recompute", "sequence_parallel"):
+            assert on_demand[name] == row[name], name
+        assert float(on_demand["step_time_s"]) == pytest.approx(row["step_time_s"], rel=1e-9)
+
+
 def test_a_user_accelerator_on_spot_reads_the_spot_data(tmp_path):
     from hardware_catalog import load_catalog
     from hardware_catalog.loader import DATA_DIR

@@ -25,6 +25,7 @@ from hardware_catalog import load_catalog
 from planner.engine.domains import MAX_GPUS
 from planner.engine.evaluator import evaluate
 from planner.engine.layout_check import best_layout
+from planner.engine.layout_rules import layout_arguments
 from planner.engine.readable import count_text
 from planner.engine.scenario import DEFAULTS
 from planner.engine.space import RECOMPUTE_CODES
@@ -125,14 +126,14 @@ def run_study(study: Study, catalog=None) -> list[dict]:
     rows = []
     for gpus in study.gpus:
         sizes = _fastest_fitting_layout(common, gpus, study.overrides)
-        chosen = evaluate(**common, gpus=gpus, checkpoint=BASELINE,
+        chosen = evaluate(**common, checkpoint=BASELINE,
                           overrides=dict(study.overrides), **sizes)
         layout = {k: chosen[k] for k in LAYOUT}
         for mtbf_s in study.gpu_mtbf_s:
             overrides = dict(study.overrides)
             if mtbf_s is not None:
                 overrides["gpu_mtbf_s"] = mtbf_s
-            cells = {scheme: evaluate(**common, gpus=gpus, checkpoint=scheme,
+            cells = {scheme: evaluate(**common, checkpoint=scheme,
                                       overrides=overrides, return_inputs=True, **sizes)
                      for scheme in study.schemes}
             base = cells[BASELINE][0] if BASELINE in cells else None
@@ -154,11 +155,8 @@ def _fastest_fitting_layout(common: dict, gpus: int, overrides: dict) -> dict:
         raise CapplanError(f"no layout of {gpus:,} GPUs obeys the rules for this model "
                            "(TP*PP*CP*DP = GPUs, DP*micro-batch dividing the global batch): "
                            "try other --gpus")
-    sizes = {k: chosen[k] for k in ("tp", "pp", "cp", "ep", "vp", "micro_batch")}
-    sizes["recompute"] = {v: k for k, v in RECOMPUTE_CODES.items()}[int(chosen["recompute"])]
-    sizes["zero"] = int(chosen["zero"])
-    sizes["sequence_parallel"] = bool(chosen["sequence_parallel"])
-    return sizes
+    return layout_arguments(
+        {**chosen, "recompute": {v: k for k, v in RECOMPUTE_CODES.items()}[int(chosen["recompute"])]})
 
 
 def _row(gpus: int, mtbf_s, scheme: str, layout: dict, r, base) -> dict:

@@ -7,6 +7,7 @@ options; :func:`with_layout_options` gives a command this signature (typer reads
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import typer
@@ -25,44 +26,47 @@ from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_o
 from planner.cli.fault_options import FAULT_OPTIONS
 from planner.cli.numbers import si_count
 from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
+from planner.engine.layout_rules import DIMENSIONS, Dimension, option_help
 from planner.errors import CapplanError, shown
 
-_P = PREFERRED_LAYOUT
 
-
-def _options(
+def _run_options(
     model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
                                  help="Accelerator id or TOML file."),
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
-    tp: int = typer.Option(
-        None, help=f"Tensor-parallel size (default {_P['tp']} if the layout fits --gpus)."),
-    pp: int = typer.Option(
-        None, help=f"Pipeline-parallel size (default {_P['pp']} if the layout fits --gpus)."),
-    vp: int = typer.Option(
-        None, help=f"Virtual pipeline stages per rank (default {_P['vp']} if the layout fits --gpus)."),
-    cp: int = typer.Option(
-        None, help=f"Context-parallel size (default {_P['cp']} if the layout fits --gpus)."),
-    ep: int = typer.Option(
-        None, help=f"Expert-parallel size (MoE) (default {_P['ep']} if the layout fits --gpus)."),
-    etp: int = typer.Option(
-        None, help="Expert-tensor-parallel size (MoE): the experts' GEMMs split over ETP ranks; "
-        "EP x ETP folds over TP x CP x DP (Megatron-Core parallel folding). Default: --tp."),
+):
+    """Holder of the model, accelerator and GPU-count options (never called)."""
+
+
+_OPTION_TYPES = {"int": int, "str": str, "bool": bool}
+
+
+def _dimension_parameter(d: Dimension) -> inspect.Parameter:
+    """The command-line option of one layout dimension: ``--name`` (``--name/--no-name``
+    for a switch), its default from :data:`DEFAULTS` (``None``: chosen), its help from the
+    declaration."""
+    kind = _OPTION_TYPES[d.dtype]
+    switch = (f"{d.flag}/--no-{d.flag[2:]}",) if kind is bool else ()
+    return inspect.Parameter(
+        d.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind,
+        default=typer.Option(DEFAULTS.get(d.name), *switch, help=option_help(d)))
+
+
+def _layout_dimensions():
+    """Holder of one option per layout dimension that has one (never called)."""
+
+
+_layout_dimensions.__signature__ = inspect.Signature(
+    [_dimension_parameter(d) for d in DIMENSIONS if d.option])
+_layout_dimensions.__annotations__ = {
+    d.name: _OPTION_TYPES[d.dtype] for d in DIMENSIONS if d.option}
+
+
+def _batch_and_site_options(
     global_batch: GlobalBatchOption = None,
-    micro_batch: int = typer.Option(
-        None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when "
-        "those fit --gpus, else the fastest layout for --gpus that keeps the sizes given "
-        f"(reported on stderr). Default {_P['micro_batch']}."),
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
-    recompute: str = typer.Option(DEFAULTS["recompute"], help="none | selective | full."),
-    zero: int = typer.Option(DEFAULTS["zero"], help="ZeRO stage 0-3 (3 = FSDP)."),
-    shard_group: int = typer.Option(
-        None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate "
-        "it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all "
-        "DP ranks."),
-    sequence_parallel: bool = typer.Option(None, "--sequence-parallel/--no-sequence-parallel",
-                                           help="Sequence parallelism (default: on when tp>1)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
@@ -71,16 +75,18 @@ def _options(
     tokens: TokensOption = DEFAULTS["tokens"],
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
 ):
-    """Holder of the layout options (never called); the environment options follow."""
+    """Holder of the batch, precision, stack and site options (never called)."""
 
 
+#: The holders of a one-layout command's own options, in order; the environment's follow.
+_HOLDERS = (_run_options, _layout_dimensions, _batch_and_site_options)
 #: Names of every option of a one-layout command (layout, then environment).
-LAYOUT_OPTIONS = option_names(_options, *ENVIRONMENT)
+LAYOUT_OPTIONS = option_names(*_HOLDERS, *ENVIRONMENT)
 
 
 def with_layout_options(func):
     """Prepend the run options to ``func``'s own options (it receives them as kwargs)."""
-    return prepend_options((_options, *ENVIRONMENT), func)
+    return prepend_options((*_HOLDERS, *ENVIRONMENT), func)
 
 
 @dataclass

@@ -286,3 +286,13 @@ C_OPS = SimpleNamespace(
     ceil=_call("ceil"), flag=lambda c: CExpr(f"({c_text(c)} ? 1.0 : 0.0)"),
     zero=lambda like: CExpr("0.0"), eq=_compare("=="), ne=_compare("!="), ge=_compare(">="),
     le=_compare("<="))
+
+
+#: The operations of :func:`planner.engine.space.unpacked` on :class:`CExpr` of whole-number
+#: codes held in doubles (exact below 2**53: the quotient by a power of two is exact, and
+#: so is the remainder built from it): the C counterparts of ``space.CODES``.
+C_CODES = SimpleNamespace(
+    quotient=lambda a, b: CExpr(f"floor({c_text(a)} / {c_text(b)})"),
+    remainder=lambda a, b: CExpr(
+        f"({c_text(a)} - {c_text(b)} * floor({c_text(a)} / {c_text(b)}))"),
+    where=C_OPS.where, eq=C_OPS.eq)

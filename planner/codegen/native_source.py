@@ -32,23 +32,29 @@ import hashlib
 from pathlib import Path
 from types import SimpleNamespace
 
-from planner.codegen.c_translate import C_OPS, CExpr, c_source, vector_declarations
+from planner.codegen.c_translate import (
+    C_CODES,
+    C_OPS,
+    CExpr,
+    c_source,
+    c_text,
+    vector_declarations,
+)
 from planner.engine import kernel as generated
 from planner.engine.columns import conversions
 from planner.engine.kernel_run import needed_outputs
-from planner.engine.layout_rules import CONTEXT_NAMES, DERIVED, LAYOUT_NAMES, derived_inputs
+from planner.engine.layout_rules import (
+    DERIVED,
+    FLAG_CONTEXT_NAMES,
+    LAYOUT_NAMES,
+    derived_inputs,
+)
 from planner.engine.model import OUTPUTS
 from planner.engine.native import LANES
-from planner.engine.native_search import (
-    BUFFER_NAMES,
-    BUFFERS,
-    CHUNK,
-    HEAD_COLUMNS,
-    TAIL_COLUMNS,
-)
+from planner.engine.native_search import BUFFER_NAMES, BUFFERS, CHUNK, buffer_of
 from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS
 from planner.engine.reductions import TIE_DROP
-from planner.engine.space import EXPERT_RADIX
+from planner.engine.space import HEAD_COLUMNS, LAYOUT_COLUMNS, TAIL_COLUMNS, unpacked
 
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
 SOURCE = ENGINE / "_native_generated.c"
@@ -150,7 +156,7 @@ def flags_loop() -> str:
     attention on as every search runs) traced to C: one vectorised loop over a chunk's
     decoded layouts that fills the flag buffers."""
     names = {"shard": "shard", "rec": "rec", "zero": "zero"}
-    v = SimpleNamespace(**{k: CExpr(k) for k in (*LAYOUT_NAMES, *CONTEXT_NAMES)})
+    v = SimpleNamespace(**{k: CExpr(k) for k in (*LAYOUT_NAMES, *FLAG_CONTEXT_NAMES)})
     rules = derived_inputs(v, C_OPS, flash_attention=True)
     reads = ", ".join(f"{k} = b_{names.get(k, BUFFERS.get(k, k))}[i]" for k in LAYOUT_NAMES)
     lines = ["    #pragma omp simd", "    for (long i = 0; i < padded; i++) {",
@@ -161,6 +167,23 @@ def flags_loop() -> str:
         if text != buffer:  # shard_ranks is the decoded shard group itself
             lines.append(f"        b_{buffer}[i] = {text};")
     lines.append("    }")
+    return "\n".join(lines)
+
+
+def decode_rows() -> str:
+    """The C that decodes one search row into the layout buffers: the table row's
+    :data:`~planner.engine.space.HEAD_COLUMNS` and each list's code, then the layout
+    columns :func:`planner.engine.space.unpacked` makes of them, traced (the one place the
+    packing is undone)."""
+    head = [f"        const double head_{k} = row[{j}];" for j, k in enumerate(HEAD_COLUMNS)]
+    codes = [f"        const double code_{k} = "
+             f"(double)s->tail_values[{j}][h * s->tail_widths[{j}] + c->pos[{j}]];"
+             for j, k in enumerate(TAIL_COLUMNS)]
+    v = SimpleNamespace(**{k: CExpr(f"head_{k}") for k in HEAD_COLUMNS},
+                        **{k: CExpr(f"code_{k}") for k in TAIL_COLUMNS})
+    columns = {**{k: CExpr(f"head_{k}") for k in HEAD_COLUMNS}, **unpacked(v, C_CODES)}
+    lines = ["        const double *row = s->head + h * NHEAD;", *head, *codes]
+    lines += [f"        b_{buffer_of(k)}[i] = {c_text(columns[k])};" for k in LAYOUT_COLUMNS]
     return "\n".join(lines)
 
 
@@ -215,7 +238,6 @@ def search_driver(arrays: tuple[str, ...]) -> str:
 #define NHEAD {len(HEAD_COLUMNS)}
 #define NCOLUMNS {len(columns)}
 #define NSETS {len(SEARCH_SETS)}
-#define RADIX {EXPERT_RADIX}LL
 
 /* A layout space's tables (planner.engine.space.LayoutSpace) and a task's GPU counts. */
 struct space {{
@@ -257,17 +279,7 @@ static long fill(const struct space *s, struct cursor *c, long n, double *restri
 {buffers}
     long long h = c->h;
     for (long i = 0; i < n; i++) {{
-        const double *row = s->head + h * NHEAD;
-        b_tp[i] = row[0]; b_cp[i] = row[1]; b_pp[i] = row[2]; b_vp[i] = row[3];
-        b_micro_batch[i] = row[4]; b_dp[i] = row[5]; b_gpus[i] = row[6];
-        const long long expert = s->tail_values[0][h * s->tail_widths[0] + c->pos[0]];
-        const long long zero_hsdp = s->tail_values[2][h * s->tail_widths[2] + c->pos[2]];
-        b_ep[i] = (double)(expert / RADIX);
-        b_etp[i] = (double)(expert % RADIX);
-        b_rec[i] = (double)s->tail_values[1][h * s->tail_widths[1] + c->pos[1]];
-        b_zero[i] = (double)(zero_hsdp / 2);
-        b_shard[i] = zero_hsdp % 2 == 1 ? row[7] : row[5];
-        b_sp[i] = (double)s->tail_values[3][h * s->tail_widths[3] + c->pos[3]];
+{decode_rows()}
         const int g = s->group[h];
         groups[i] = g;
         index[i] = s->group_row[g];

@@ -1432,7 +1432,6 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
 #define NHEAD 8
 #define NCOLUMNS 7
 #define NSETS 5
-#define RADIX 1048576LL
 
 /* A layout space's tables (planner.engine.space.LayoutSpace) and a task's GPU counts. */
 struct space {
@@ -1480,11 +1479,11 @@ static long fill(const struct space *s, struct cursor *c, long n, double *restri
     double *restrict b_etp = buffer + 6 * STRIDE;
     double *restrict b_vp = buffer + 7 * STRIDE;
     double *restrict b_micro_batch = buffer + 8 * STRIDE;
-    double *restrict b_stage_layers = buffer + 9 * STRIDE;
-    double *restrict b_selective = buffer + 10 * STRIDE;
-    double *restrict b_attention_scores_stored = buffer + 11 * STRIDE;
-    double *restrict b_full_recompute = buffer + 12 * STRIDE;
-    double *restrict b_sp = buffer + 13 * STRIDE;
+    double *restrict b_sp = buffer + 9 * STRIDE;
+    double *restrict b_stage_layers = buffer + 10 * STRIDE;
+    double *restrict b_selective = buffer + 11 * STRIDE;
+    double *restrict b_attention_scores_stored = buffer + 12 * STRIDE;
+    double *restrict b_full_recompute = buffer + 13 * STRIDE;
     double *restrict b_shard = buffer + 14 * STRIDE;
     double *restrict b_weight_shards = buffer + 15 * STRIDE;
     double *restrict b_grad_shards = buffer + 16 * STRIDE;
@@ -1505,16 +1504,31 @@ static long fill(const struct space *s, struct cursor *c, long n, double *restri
     long long h = c->h;
     for (long i = 0; i < n; i++) {
         const double *row = s->head + h * NHEAD;
-        b_tp[i] = row[0]; b_cp[i] = row[1]; b_pp[i] = row[2]; b_vp[i] = row[3];
-        b_micro_batch[i] = row[4]; b_dp[i] = row[5]; b_gpus[i] = row[6];
-        const long long expert = s->tail_values[0][h * s->tail_widths[0] + c->pos[0]];
-        const long long zero_hsdp = s->tail_values[2][h * s->tail_widths[2] + c->pos[2]];
-        b_ep[i] = (double)(expert / RADIX);
-        b_etp[i] = (double)(expert % RADIX);
-        b_rec[i] = (double)s->tail_values[1][h * s->tail_widths[1] + c->pos[1]];
-        b_zero[i] = (double)(zero_hsdp / 2);
-        b_shard[i] = zero_hsdp % 2 == 1 ? row[7] : row[5];
-        b_sp[i] = (double)s->tail_values[3][h * s->tail_widths[3] + c->pos[3]];
+        const double head_tp = row[0];
+        const double head_cp = row[1];
+        const double head_pp = row[2];
+        const double head_vp = row[3];
+        const double head_micro_batch = row[4];
+        const double head_dp = row[5];
+        const double head_gpus = row[6];
+        const double head_domain_dp = row[7];
+        const double code_ep_etp = (double)s->tail_values[0][h * s->tail_widths[0] + c->pos[0]];
+        const double code_recompute = (double)s->tail_values[1][h * s->tail_widths[1] + c->pos[1]];
+        const double code_zero_hsdp = (double)s->tail_values[2][h * s->tail_widths[2] + c->pos[2]];
+        const double code_sequence_parallel = (double)s->tail_values[3][h * s->tail_widths[3] + c->pos[3]];
+        b_gpus[i] = head_gpus;
+        b_tp[i] = head_tp;
+        b_pp[i] = head_pp;
+        b_dp[i] = head_dp;
+        b_cp[i] = head_cp;
+        b_ep[i] = floor(code_ep_etp / 1048576.0);
+        b_etp[i] = (code_ep_etp - 1048576.0 * floor(code_ep_etp / 1048576.0));
+        b_vp[i] = head_vp;
+        b_micro_batch[i] = head_micro_batch;
+        b_rec[i] = code_recompute;
+        b_zero[i] = floor(code_zero_hsdp / 2.0);
+        b_shard[i] = (((code_zero_hsdp - 2.0 * floor(code_zero_hsdp / 2.0)) == 1.0) ? head_domain_dp : head_dp);
+        b_sp[i] = code_sequence_parallel;
         const int g = s->group[h];
         groups[i] = g;
         index[i] = s->group_row[g];
@@ -1541,11 +1555,11 @@ static long fill(const struct space *s, struct cursor *c, long n, double *restri
         b_etp[i] = b_etp[n - 1];
         b_vp[i] = b_vp[n - 1];
         b_micro_batch[i] = b_micro_batch[n - 1];
+        b_sp[i] = b_sp[n - 1];
         b_stage_layers[i] = b_stage_layers[n - 1];
         b_selective[i] = b_selective[n - 1];
         b_attention_scores_stored[i] = b_attention_scores_stored[n - 1];
         b_full_recompute[i] = b_full_recompute[n - 1];
-        b_sp[i] = b_sp[n - 1];
         b_shard[i] = b_shard[n - 1];
         b_weight_shards[i] = b_weight_shards[n - 1];
         b_grad_shards[i] = b_grad_shards[n - 1];
@@ -1661,11 +1675,11 @@ int capplan_search(long long first, long long last, const struct space *restrict
     double *restrict b_etp = buffer + 6 * STRIDE;
     double *restrict b_vp = buffer + 7 * STRIDE;
     double *restrict b_micro_batch = buffer + 8 * STRIDE;
-    double *restrict b_stage_layers = buffer + 9 * STRIDE;
-    double *restrict b_selective = buffer + 10 * STRIDE;
-    double *restrict b_attention_scores_stored = buffer + 11 * STRIDE;
-    double *restrict b_full_recompute = buffer + 12 * STRIDE;
-    double *restrict b_sp = buffer + 13 * STRIDE;
+    double *restrict b_sp = buffer + 9 * STRIDE;
+    double *restrict b_stage_layers = buffer + 10 * STRIDE;
+    double *restrict b_selective = buffer + 11 * STRIDE;
+    double *restrict b_attention_scores_stored = buffer + 12 * STRIDE;
+    double *restrict b_full_recompute = buffer + 13 * STRIDE;
     double *restrict b_shard = buffer + 14 * STRIDE;
     double *restrict b_weight_shards = buffer + 15 * STRIDE;
     double *restrict b_grad_shards = buffer + 16 * STRIDE;
@@ -1769,4 +1783,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "259980d60c382518"; }
+const char *capplan_source_hash(void) { return "a961e6b3c3b0c088"; }

@@ -6,7 +6,8 @@ comes from (the compiled kernel, the layout, the search, or :func:`finish
 summary, ``capplan plan``'s summary, the frontier kept by the search).  :data:`COLUMNS`
 is assembled from three tables, in this order:
 
-* the accelerator and the layout choices (:data:`LEADING`, here);
+* the accelerator and the layout choices (:data:`LEADING`, here, one column per
+  dimension of :data:`planner.engine.layout_rules.DIMENSIONS`);
 * the run model's outputs, :data:`planner.engine.model.OUTPUT_COLUMNS`, declared beside
   the stages that compute them (their order *is* the generated kernel's output order);
 * the columns derived after the kernel (:data:`DERIVED`, here): unit conversions, each
@@ -49,6 +50,7 @@ from planner.engine.column import (
     E,
     P,
 )
+from planner.engine.layout_rules import DIMENSIONS
 from planner.engine.model import OUTPUT_COLUMNS
 
 __all__ = ["Column", "COLUMNS", "LEADING", "DERIVED", "GROUPS", "SOURCES", "KERNEL", "LAYOUT",
@@ -78,22 +80,11 @@ def _convert(name: str, unit: str, of: str, label: str, group: str, **shown) -> 
                   derivation=f"{of} in {unit}", **shown)
 
 
-#: The accelerator and the layout choices: the first columns of every table.
+#: The accelerator and the layout choices (one column per dimension of
+#: :data:`planner.engine.layout_rules.DIMENSIONS`): the first columns of every table.
 LEADING: tuple[Column, ...] = (
     Column("hardware", "", "layout", "accelerator", source=SEARCH, dtype="str", **P),
-    _layout("gpus", "GPUs"),
-    _layout("tp", "tensor-parallel size"),
-    _layout("pp", "pipeline-parallel size"),
-    _layout("dp", "data-parallel size"),
-    _layout("cp", "context-parallel size"),
-    _layout("ep", "expert-parallel size"),
-    _layout("etp", "expert-tensor-parallel size"),
-    _layout("vp", "virtual pipeline stages per rank"),
-    _layout("micro_batch", "micro-batch [sequences]"),
-    _layout("recompute", "activation recompute", dtype="str"),
-    _layout("zero", "ZeRO stage"),
-    _layout("shard_group", "ZeRO shard group [DP ranks] (< dp: HSDP)"),
-    _layout("sequence_parallel", "sequence parallelism", dtype="bool", plan=False),
+    *(_layout(d.name, d.label, dtype=d.dtype, plan=d.plan) for d in DIMENSIONS),
 )
 
 #: Columns derived after the kernel by :func:`planner.engine.kernel_run.finish`; each is

@@ -7,6 +7,8 @@ without numpy, the catalog or the engine.
 
 from __future__ import annotations
 
+from planner.engine.layout_rules import PREFERRED_LAYOUT as _PREFERRED
+
 #: GEMM precisions: bf16 (and fp16), fp8 (per-tensor or MXFP8 block scaling), fp4 (NVFP4 /
 #: MXFP4 GEMM inputs; weights, gradients, optimizer state and stored activations keep their
 #: execution.toml bytes, as in NVIDIA's NVFP4 pretraining recipe, arXiv:2509.25149), tf32.
@@ -44,7 +46,7 @@ DEFAULTS: dict = {
 }
 
 #: The layout tried first by ``evaluate`` when the caller leaves layout sizes out
-#: (Llama 3 70B's TP8 x PP4, arXiv:2407.21783 Table 4); when it does not fit the GPU
+#: (Llama 3 70B's TP8 x PP4, arXiv:2407.21783 Table 4), declared with the layout's
+#: dimensions (:data:`planner.engine.layout_rules.DIMENSIONS`); when it does not fit the GPU
 #: count, the fastest layout for that count is chosen instead.
-PREFERRED_LAYOUT: dict[str, int] = {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "vp": 1,
-                                    "micro_batch": 1}
+PREFERRED_LAYOUT: dict[str, int] = dict(_PREFERRED)

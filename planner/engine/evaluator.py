@@ -29,6 +29,7 @@ from planner.engine.layout_check import (
     expert_tp,
     resolve_layout,
 )
+from planner.engine.layout_rules import CHOSEN_SIZES, DIMENSIONS
 from planner.engine.result import Evaluation
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import (
@@ -144,7 +145,7 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
                                ("cost-basis", c.cost_basis, COST_BASES)]:
         if not isinstance(val, str) or val not in allowed:
             raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
-    sizes = {k: getattr(r, k) for k in ("tp", "pp", "cp", "ep", "vp", "micro_batch", "etp")}
+    sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
     check({"gpus": gpus, **sizes, "zero": zero, "tokens": c.tokens,
            "global_batch": c.global_batch, "seq_len": c.seq_len, "shard_group": shard_group})
     if sequence_parallel is not None:
@@ -194,13 +195,14 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     meta.update({k: x[k] for k in META_INPUTS})
     out = evaluate_inputs(x)
     out["largest_memory_term"] = np.asarray(memory_terms())[out.pop("largest_memory_term_index")]
-    shown_layout = {k: v for k, v in layout.items() if k not in ("recompute", "zero")}
-    return {**meta, **shown_layout, **out}, x
+    return {**meta, **{k: layout[k] for k in SHOWN_LAYOUT}, **out}, x
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
+#: The layout columns after the run's own (``recompute`` and ``zero`` are among those).
+SHOWN_LAYOUT = tuple(d.name for d in DIMENSIONS if d.name not in ("recompute", "zero"))
 #: Kernel inputs shown among the leading columns of :func:`evaluate` (after overrides).
 META_INPUTS = ("global_batch", "seq_len", "tokens")
 
@@ -223,9 +225,7 @@ def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zer
                               flash_attention=flash_attention))
     x.update(overrides)
     meta = {**meta, **{k: x[k] for k in META_INPUTS}}
-    order = ("gpus", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "shard_group",
-             "sequence_parallel")
-    return {**{k: _plain(v) for k, v in meta.items()}, **{k: layout[k] for k in order},
+    return {**{k: _plain(v) for k, v in meta.items()}, **{k: layout[k] for k in SHOWN_LAYOUT},
             **evaluate_scalar(x)}
 
 

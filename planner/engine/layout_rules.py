@@ -1,10 +1,18 @@
-"""The rules of a layout, written once: which layouts are valid (:data:`VALIDITY`) and the
-run-model inputs a layout implies (flags, shard counts, link placement).
+"""The layout, declared once: its dimensions (:data:`DIMENSIONS`), which layouts are valid
+(:data:`VALIDITY`) and the run-model inputs a layout implies (flags, shard counts, link
+placement).
 
-:func:`derived_inputs` is the only place these rules are written.  It is run three ways,
+:data:`DIMENSIONS` is the one list of a layout's choices.  The column registry's layout
+columns (:data:`planner.engine.columns.LEADING`), the command-line options of a one-layout
+command (:mod:`planner.cli.layout_options`), the sizes ``evaluate`` chooses when left out
+and the preferred layout it tries first (:data:`PREFERRED_LAYOUT`), the layout inputs the
+run model reads (:data:`KERNEL_DIMENSIONS`) and the compiled search loop's buffers
+(:data:`planner.engine.native_search.BUFFERS`) are all read from it.
+
+:func:`derived_inputs` is the only place the flag rules are written.  It is run three ways,
 by the ``ops`` it is given:
 
-* :data:`NUMPY` - arrays of layouts (:func:`planner.engine.space.layout_flags`);
+* ``NUMPY`` - arrays of layouts (:func:`planner.engine.space.layout_flags`);
 * :data:`FLOATS` - one layout as Python floats, no numpy call
   (:func:`planner.engine.space.layout_flags_one`, the per-call path of
   ``evaluate(..., as_frame=False)``);
@@ -13,12 +21,15 @@ by the ``ops`` it is given:
 
 Each rule is one expression of the layout's sizes, evaluated in the same order by all
 three, so they give the same bits (``tests/test_native_search.py`` compares the C with
-:data:`NUMPY` on whole layout spaces, ``tests/test_evaluate_api.py`` :data:`FLOATS` with
-:data:`NUMPY`).
+``NUMPY`` on whole layout spaces, ``tests/test_evaluate_api.py`` :data:`FLOATS` with
+``NUMPY``).
 
 Rank order follows Megatron-LM (TP fastest, then CP, DP, PP; the experts' grid: ETP
 fastest, then EP, EDP, PP): a group is inside the scale-up domain when the product of the
 sizes up to it fits.
+
+Standard library only: the command line builds its options from :data:`DIMENSIONS`
+without importing numpy (``NUMPY``, the array ops, live in :mod:`planner.engine.space`).
 """
 
 from __future__ import annotations
@@ -28,14 +39,117 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-import numpy as np
+# ---- the dimensions of a layout ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One choice that makes a layout, declared once.
+
+    ``name`` is its column, its argument of ``evaluate`` and its option (``--micro-batch``
+    for ``micro_batch``); ``label`` its column label; ``dtype`` its column type (``int``,
+    ``str``, ``bool``).  ``option`` is the help of its command-line option (``""``: it has
+    none of this kind: ``gpus`` has its own, ``dp`` follows from the others).  ``preferred``
+    is the size ``evaluate`` tries first when it is left out (:data:`PREFERRED_LAYOUT`;
+    ``None``: not a size that is chosen so).  ``kernel`` says whether the run model reads it
+    as an input of the same name (its glossary line is in
+    :data:`planner.engine.glossary.GLOSSARY`); ``plan`` whether ``capplan plan``'s summary
+    shows it; ``given`` whether a caller gives it (an argument of ``evaluate``: ``dp``
+    follows from the GPU count and the other sizes).
+    """
+
+    name: str
+    label: str
+    dtype: str = "int"
+    option: str = ""
+    preferred: int | None = None
+    kernel: bool = True
+    plan: bool = True
+    given: bool = True
+
+    @property
+    def flag(self) -> str:
+        """Its command-line option (``--micro-batch``)."""
+        return "--" + self.name.replace("_", "-")
+
+
+_FITS = " if the layout fits --gpus"
+
+#: The layout's choices, in the order of its columns.  The preferred layout is Llama 3
+#: 70B's TP8 x PP4 (arXiv:2407.21783 Table 4), other sizes 1; where it does not fit the GPU
+#: count, ``evaluate`` chooses the fastest layout for that count instead.
+DIMENSIONS: tuple[Dimension, ...] = (
+    Dimension("gpus", "GPUs"),
+    Dimension("tp", "tensor-parallel size", preferred=8, option="Tensor-parallel size"),
+    Dimension("pp", "pipeline-parallel size", preferred=4, option="Pipeline-parallel size"),
+    Dimension("dp", "data-parallel size", given=False),
+    Dimension("cp", "context-parallel size", preferred=1, option="Context-parallel size"),
+    Dimension("ep", "expert-parallel size", preferred=1,
+              option="Expert-parallel size (MoE)"),
+    Dimension("etp", "expert-tensor-parallel size",
+              option="Expert-tensor-parallel size (MoE): the experts' GEMMs split over ETP "
+              "ranks; EP x ETP folds over TP x CP x DP (Megatron-Core parallel folding). "
+              "Default: --tp."),
+    Dimension("vp", "virtual pipeline stages per rank", preferred=1,
+              option="Virtual pipeline stages per rank"),
+    Dimension("micro_batch", "micro-batch [sequences]", preferred=1,
+              option="Micro-batch [sequences]. Layout sizes not given take their defaults when "
+              "those fit --gpus, else the fastest layout for --gpus that keeps the sizes "
+              "given, reported on stderr"),
+    Dimension("recompute", "activation recompute", dtype="str", kernel=False,
+              option="none | selective | full."),
+    Dimension("zero", "ZeRO stage", kernel=False, option="ZeRO stage 0-3 (3 = FSDP)."),
+    Dimension("shard_group", "ZeRO shard group [DP ranks] (< dp: HSDP)", kernel=False,
+              option="HSDP: shard the ZeRO state over groups of this many DP ranks and "
+              "replicate it across the groups (e.g. the DP ranks of one node; needs --zero "
+              "1-3). Default: all DP ranks."),
+    Dimension("sequence_parallel", "sequence parallelism", dtype="bool", plan=False,
+              option="Sequence parallelism (default: on when tp>1)."),
+)
+
+#: The sizes ``evaluate`` tries first when they are left out, name -> size.
+PREFERRED_LAYOUT: dict[str, int] = {d.name: d.preferred for d in DIMENSIONS
+                                    if d.preferred is not None}
+#: The sizes a caller may leave out (``None``) to have them chosen: the preferred ones and
+#: ``etp`` (default: ``tp``).
+CHOSEN_SIZES: tuple[str, ...] = (*PREFERRED_LAYOUT, "etp")
+#: The layout's run-model inputs (read by the kernel under the same names), in order.
+KERNEL_DIMENSIONS: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if d.kernel)
+
+
+def dimension(name: str) -> Dimension:
+    """The :class:`Dimension` called ``name`` (KeyError if none is)."""
+    for d in DIMENSIONS:
+        if d.name == name:
+            return d
+    raise KeyError(name)
+
+
+_TYPES = {"int": int, "str": str, "bool": bool}
+
+
+def layout_arguments(row) -> dict:
+    """The layout of ``row`` (a plan's or an evaluation's row: a mapping with every layout
+    column) as ``evaluate``'s arguments: every dimension a caller gives, as a Python int,
+    str or bool, so that re-evaluating it gives the same layout."""
+    return {d.name: _TYPES[d.dtype](row[d.name]) for d in DIMENSIONS if d.given}
+
+
+def option_help(d: Dimension) -> str:
+    """The help of ``d``'s command-line option, with its preferred size."""
+    if d.preferred is None:
+        return d.option
+    return f"{d.option} (default {d.preferred}{_FITS})."
+
+
+# ---- the run-model inputs a layout implies -------------------------------------------------
 
 #: What :func:`derived_inputs` reads: the layout's sizes and codes, in this order.
 #: ``shard``: the ZeRO shard group (DP ranks; fewer under HSDP); ``rec``: recompute code
 #: (0 none, 1 selective, 2 full); ``zero``: ZeRO stage 0-3.
 LAYOUT_NAMES = ("gpus", "tp", "cp", "pp", "dp", "vp", "ep", "etp", "shard", "rec", "zero")
 #: The scalars of the model and node it reads.
-CONTEXT_NAMES = ("domain", "layers")
+FLAG_CONTEXT_NAMES = ("domain", "layers")
 
 #: The run-model inputs it returns, in this order.
 DERIVED = ("stage_layers", "selective", "attention_scores_stored", "full_recompute",
@@ -47,8 +161,8 @@ DERIVED = ("stage_layers", "selective", "attention_scores_stored", "full_recompu
 
 def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
     """The run-model inputs of a layout ``v`` (an object with the attributes
-    :data:`LAYOUT_NAMES` and :data:`CONTEXT_NAMES`), computed with ``ops``
-    (:data:`NUMPY`, :data:`FLOATS` or the C tracer): name -> value, in :data:`DERIVED`'s
+    :data:`LAYOUT_NAMES` and :data:`FLAG_CONTEXT_NAMES`), computed with ``ops``
+    (``NUMPY``, :data:`FLOATS` or the C tracer): name -> value, in :data:`DERIVED`'s
     order."""
     shard = v.shard
     f = {}
@@ -94,22 +208,6 @@ def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
     f["replica_intra_ranks"] = ops.minimum(
         ops.maximum(ops.floor(v.domain / ((v.tp * v.cp) * shard)), 1.0), v.dp / shard)
     return f
-
-
-def _np_flag(condition):
-    return np.asarray(condition).astype(float)
-
-
-def _np_zero(like):
-    return np.zeros(np.shape(like))
-
-
-#: numpy over arrays of layouts.  ``minimum``/``maximum`` are numpy's (NaN-propagating),
-#: which the C tracer prints as ``np_minimum``/``np_maximum`` with the same semantics.
-NUMPY = SimpleNamespace(
-    where=np.where, minimum=np.minimum, maximum=np.maximum, floor=np.floor, ceil=np.ceil,
-    flag=_np_flag, zero=_np_zero, eq=np.equal, ne=np.not_equal, ge=np.greater_equal,
-    le=np.less_equal)
 
 
 def _float_minimum(a: float, b: float) -> float:
@@ -161,7 +259,8 @@ def _rule(reads: str, holds, broken) -> Rule:
 
 
 def _at_least_1(value):
-    return np.maximum(value, 1)
+    """``value``, at least 1: on a Python int or elementwise on a numpy array of layouts."""
+    return value.clip(1) if hasattr(value, "clip") else max(value, 1)
 
 
 #: The numbers besides the layout's sizes that the rules read.

@@ -47,33 +47,33 @@ from planner.engine import kernel as generated
 from planner.engine import native
 from planner.engine.kernel import partial_kernel
 from planner.engine.kernel_run import prelude_table
+from planner.engine.layout_rules import DERIVED, KERNEL_DIMENSIONS
+from planner.engine.space import HEAD_COLUMNS, LAYOUT_COLUMNS, TAIL_COLUMNS
 from planner.engine.spares import resolve_spares
 
 #: Candidates per pass through the loop's stages (their ~50 columns stay in L2 cache).
 CHUNK = 1024
 
-#: The layout space's table columns, in the order of the C ``head`` matrix.
-HEAD_COLUMNS = ("tp", "cp", "pp", "vp", "micro_batch", "dp", "gpus", "domain_dp")
-#: Its crossed lists, in enumeration order (the last varies fastest).
-TAIL_COLUMNS = ("ep_etp", "recompute", "zero_hsdp", "sequence_parallel")
+#: The C buffer of a layout column or run-model input where it is not the name itself (the
+#: decoded shard group is the ``shard_ranks`` input).
+_BUFFER = {"recompute": "rec", "shard_group": "shard", "shard_ranks": "shard",
+           "sequence_parallel": "sp"}
 
-#: Kernel inputs the loop computes per candidate -> its C buffer (``spare_nodes``: the
-#: candidate's GPU count's).
-BUFFERS = {
-    "gpus": "gpus", "tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep",
-    "etp": "etp", "vp": "vp", "micro_batch": "micro_batch", "stage_layers": "stage_layers",
-    "selective": "selective", "attention_scores_stored": "attention_scores_stored",
-    "full_recompute": "full_recompute", "sequence_parallel": "sp", "shard_ranks": "shard",
-    "weight_shards": "weight_shards", "grad_shards": "grad_shards",
-    "optimizer_shards": "optimizer_shards", "zero3": "zero3",
-    "expert_weight_shards": "expert_weight_shards", "expert_grad_shards": "expert_grad_shards",
-    "expert_optimizer_shards": "expert_optimizer_shards", "tp_intra_ranks": "tp_intra_ranks",
-    "cp_intra": "cp_intra", "ep_intra": "ep_intra", "pp_intra": "pp_intra",
-    "dp_intra_ranks": "dp_intra_ranks", "replica_intra_ranks": "replica_intra_ranks",
-    "spare_nodes": "spare_nodes",
-}
-#: Every C buffer of a chunk: the decoded layout (with ``rec``, ``zero``) and the flags.
-BUFFER_NAMES = tuple(dict.fromkeys((*BUFFERS.values(), "rec", "zero")))
+
+def buffer_of(name: str) -> str:
+    """The C buffer that holds layout column or run-model input ``name``."""
+    return _BUFFER.get(name, name)
+
+
+#: Kernel inputs the loop computes per candidate -> its C buffer: the layout's
+#: (:data:`planner.engine.layout_rules.KERNEL_DIMENSIONS`), the flags it implies
+#: (:data:`planner.engine.layout_rules.DERIVED`) and ``spare_nodes`` (the candidate's GPU
+#: count's).
+BUFFERS = {name: buffer_of(name) for name in (*KERNEL_DIMENSIONS, *DERIVED, "spare_nodes")}
+#: Every C buffer of a chunk: the decoded layout (every layout column, with ``rec`` and
+#: ``zero``) and the flags.
+BUFFER_NAMES = tuple(dict.fromkeys((*BUFFERS.values(), *map(buffer_of, LAYOUT_COLUMNS))))
+
 
 class CompiledSearch:
     """The compiled search for one kernel: ``capplan_search``, ``capplan_layouts`` and what

@@ -29,14 +29,14 @@ import pandas as pd
 
 from hardware_catalog import load_catalog
 from planner.engine.explain import active_constraints, meets
+from planner.engine.layout_rules import DIMENSIONS
 from planner.engine.optimize import plan
 from planner.engine.phases import ADDITIVE
 from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
 from planner.errors import CapplanError
 
 #: Columns of a phase's row kept in the plan's per-phase breakdown.
-PHASE_COLUMNS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch", "recompute", "zero",
-                 "shard_group",
+PHASE_COLUMNS = (*(d.name for d in DIMENSIONS if d.plan and d.name != "gpus"),
                  "step_time_s", "mfu", "steps", "wall_days", "gpu_hours", "energy_mwh",
                  "cost_usd", "co2e_t", "peak_power_mw")
 

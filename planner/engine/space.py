@@ -24,7 +24,7 @@ from planner.engine.columns import layout_columns
 from planner.engine.domains import check
 from planner.engine.layout_rules import (
     FLOATS,
-    NUMPY,
+    KERNEL_DIMENSIONS,
     derived_inputs,
     holding,
     rule_context,
@@ -38,6 +38,55 @@ RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
 EXPERT_RADIX = 1 << 20
 #: The design space's dimensions (the column registry's layout columns).
 LAYOUT_COLUMNS = layout_columns()
+
+
+#: The columns of :class:`LayoutSpace`'s table, in the order of the compiled search's
+#: ``head`` matrix (``domain_dp``: the DP ranks inside one scale-up domain, HSDP's shard).
+HEAD_COLUMNS = ("tp", "cp", "pp", "vp", "micro_batch", "dp", "gpus", "domain_dp")
+#: The lists of allowed codes crossed with each table row, in enumeration order (the last
+#: varies fastest); :func:`unpacked` turns their codes into layout columns.
+TAIL_COLUMNS = ("ep_etp", "recompute", "zero_hsdp", "sequence_parallel")
+
+
+def unpacked(v, ops) -> dict:
+    """The layout columns a search row packs into its codes: ``v`` holds the row's
+    :data:`HEAD_COLUMNS` and :data:`TAIL_COLUMNS` as attributes, ``ops`` the operations
+    (:data:`CODES` on numpy integer arrays; traced into the compiled search's decoder by
+    :mod:`planner.codegen.native_source`).  The one place the packing is undone.
+
+    ``ep_etp`` = EP x :data:`EXPERT_RADIX` + ETP; ``zero_hsdp`` = ZeRO stage x 2 + HSDP
+    (1: the ZeRO state sharded over the DP ranks of one scale-up domain, ``domain_dp``;
+    0: over all DP ranks).
+    """
+    hsdp = ops.remainder(v.zero_hsdp, 2)
+    return {"ep": ops.quotient(v.ep_etp, EXPERT_RADIX),
+            "etp": ops.remainder(v.ep_etp, EXPERT_RADIX),
+            "recompute": v.recompute,
+            "zero": ops.quotient(v.zero_hsdp, 2),
+            "shard_group": ops.where(ops.eq(hsdp, 1), v.domain_dp, v.dp),
+            "sequence_parallel": v.sequence_parallel}
+
+
+#: :func:`unpacked`'s operations on numpy integer arrays (exact).
+CODES = SimpleNamespace(quotient=np.floor_divide, remainder=np.remainder, where=np.where,
+                        eq=np.equal)
+
+
+def _np_flag(condition):
+    return np.asarray(condition).astype(float)
+
+
+def _np_zero(like):
+    return np.zeros(np.shape(like))
+
+
+#: :func:`planner.engine.layout_rules.derived_inputs`' ops on numpy arrays of layouts.
+#: ``minimum``/``maximum`` are numpy's (NaN-propagating), which the C tracer prints as
+#: ``np_minimum``/``np_maximum`` with the same semantics.
+NUMPY = SimpleNamespace(
+    where=np.where, minimum=np.minimum, maximum=np.maximum, floor=np.floor, ceil=np.ceil,
+    flag=_np_flag, zero=_np_zero, eq=np.equal, ne=np.not_equal, ge=np.greater_equal,
+    le=np.less_equal)
 
 
 @dataclass(frozen=True)
@@ -222,9 +271,7 @@ class LayoutSpace:
         for name, values, width, counts in reversed(lists):  # the last column varies fastest
             index, position = np.divmod(index, counts[h])
             out[name] = values[h * width + position]
-        out["ep"], out["etp"] = np.divmod(out.pop("ep_etp"), EXPERT_RADIX)
-        out["zero"], hsdp = np.divmod(out.pop("zero_hsdp"), 2)
-        out["shard_group"] = np.where(hsdp == 1, out["domain_dp"], out["dp"])
+        out.update(unpacked(SimpleNamespace(**out), CODES))
         return {k: out[k] for k in LAYOUT_COLUMNS}
 
 
@@ -399,10 +446,8 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     """Run-model inputs derived from arrays of layouts: flags, shard counts and link
     placement (the rules: :func:`planner.engine.layout_rules.derived_inputs`, the one
     place they are written; the compiled search loop runs the same rules, traced to C)."""
-    f = {k: np.asarray(layout[k], dtype=float) for k in
-         ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
-    f["etp"] = np.asarray(layout.get("etp", layout["tp"]), dtype=float)
-    f["sequence_parallel"] = np.asarray(layout["sequence_parallel"], dtype=float)
+    f = {k: np.asarray(layout.get(k, layout["tp"]) if k == "etp" else layout[k], dtype=float)
+         for k in KERNEL_DIMENSIONS}
     v = SimpleNamespace(**{k: f[k] for k in ("gpus", "tp", "cp", "pp", "dp", "vp", "ep", "etp")},
                         shard=np.asarray(layout.get("shard_group", f["dp"]), dtype=float),
                         rec=np.asarray(layout["recompute"]), zero=np.asarray(layout["zero"]),
@@ -415,9 +460,8 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
                      flash_attention: bool = True) -> dict[str, float]:
     """:func:`layout_flags` of one layout, as Python floats (the same rules, no numpy
     call: the per-call path of ``evaluate(..., as_frame=False)``)."""
-    f = {k: float(layout[k]) for k in ("gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch")}
-    f["etp"] = float(layout.get("etp", layout["tp"]))
-    f["sequence_parallel"] = float(layout["sequence_parallel"])
+    f = {k: float(layout.get(k, layout["tp"]) if k == "etp" else layout[k])
+         for k in KERNEL_DIMENSIONS}
     v = SimpleNamespace(**{k: f[k] for k in ("gpus", "tp", "cp", "pp", "dp", "vp", "ep", "etp")},
                         shard=float(layout.get("shard_group", f["dp"])),
                         rec=float(int(layout["recompute"])), zero=float(int(layout["zero"])),

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from formulas.cost import SECONDS_PER_MONTH, spot_breakeven_mtbf
 from planner.engine.evaluator import evaluate
+from planner.engine.layout_rules import layout_arguments
 from planner.engine.scenario import value
 from planner.errors import CapplanError
-
-LAYOUT_KEYS = ("gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "zero", "shard_group")
 
 
 def spot_versus_on_demand(catalog, scenario, row: dict) -> dict | None:
@@ -26,10 +25,9 @@ def spot_versus_on_demand(catalog, scenario, row: dict) -> dict | None:
         od = evaluate(model=s.model, hardware=row["hardware"], site=s.site,
                       site_class=s.site_class, reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
                       cost_basis=s.cost_basis, seq_len=s.seq_len, tokens=s.tokens,
-                      global_batch=s.global_batch, recompute=row["recompute"],
-                      sequence_parallel=bool(row["sequence_parallel"]), catalog=catalog,
+                      global_batch=s.global_batch, stack=s.stack, catalog=catalog,
                       overrides=dict(s.extra) or None, provider=s.provider,
-                      **{k: int(row[k]) for k in LAYOUT_KEYS}).iloc[0]
+                      **layout_arguments(row)).iloc[0]
     except CapplanError:
         return None
     price_ratio = (row["cost_cloud_usd"] / row["wall_time_s"]) / (

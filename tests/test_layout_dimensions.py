@@ -1,0 +1,99 @@
+"""The layout's dimensions are declared once (planner.engine.layout_rules.DIMENSIONS) and
+every list of them is read from that declaration (issue 28)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from planner.cli.layout_options import LAYOUT_OPTIONS, _dimension_parameter
+from planner.engine import native_search, space
+from planner.engine.columns import LEADING, layout_columns
+from planner.engine.defaults import PREFERRED_LAYOUT
+from planner.engine.glossary import GLOSSARY
+from planner.engine.layout_rules import (
+    CHOSEN_SIZES,
+    DIMENSIONS,
+    KERNEL_DIMENSIONS,
+    Dimension,
+    dimension,
+    option_help,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_layout_columns_are_the_dimensions_in_order():
+    assert layout_columns() == tuple(d.name for d in DIMENSIONS)
+    leading = {c.name: c for c in LEADING}
+    for d in DIMENSIONS:
+        assert leading[d.name].label == d.label
+        assert leading[d.name].dtype == d.dtype
+        assert leading[d.name].plan == d.plan
+
+
+def test_every_dimension_with_an_option_is_an_option_of_a_one_layout_command():
+    with_option = [d.name for d in DIMENSIONS if d.option]
+    assert with_option and set(with_option) <= set(LAYOUT_OPTIONS)
+    # in the declaration's order
+    positions = [LAYOUT_OPTIONS.index(n) for n in with_option]
+    assert positions == sorted(positions)
+    assert "dp" not in LAYOUT_OPTIONS  # dp follows from the GPU count and the other sizes
+
+
+def test_the_preferred_layout_and_the_chosen_sizes_come_from_the_declaration():
+    assert PREFERRED_LAYOUT == {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "vp": 1, "micro_batch": 1}
+    assert CHOSEN_SIZES == ("tp", "pp", "cp", "ep", "vp", "micro_batch", "etp")
+    assert dimension("tp").preferred == 8
+
+
+def test_every_kernel_dimension_is_a_run_model_input_and_a_buffer_of_the_compiled_search():
+    for name in KERNEL_DIMENSIONS:
+        assert name in GLOSSARY, name
+        assert name in native_search.BUFFERS, name
+    # every layout column has a buffer the generated decoder writes
+    source = (ROOT / "planner/engine/_native_generated.c").read_text()
+    for name in layout_columns():
+        buffer = native_search.buffer_of(name)
+        assert buffer in native_search.BUFFER_NAMES
+        assert f"b_{buffer}[i] = " in source, name
+
+
+def test_a_new_dimension_gets_its_option_from_its_declaration():
+    d = Dimension("xp", "x-parallel size", preferred=2, option="X-parallel size")
+    parameter = _dimension_parameter(d)
+    assert parameter.annotation is int
+    assert parameter.default.default is None  # left out: chosen
+    assert parameter.default.help == "X-parallel size (default 2 if the layout fits --gpus)."
+    assert d.flag == "--xp"
+    switch = _dimension_parameter(Dimension("yp", "y", dtype="bool", option="Y."))
+    assert switch.default.param_decls == ("--yp/--no-yp",)
+    assert option_help(Dimension("zp", "z", option="Z.")) == "Z."
+
+
+def test_unpacking_the_search_codes_gives_the_packed_columns():
+    rows = SimpleNamespace(
+        ep_etp=np.array([8 * space.EXPERT_RADIX + 4, 1 * space.EXPERT_RADIX + 1]),
+        recompute=np.array([0, 2]), zero_hsdp=np.array([2 * 3 + 1, 2 * 1 + 0]),
+        sequence_parallel=np.array([1, 0]), domain_dp=np.array([2, 1]),
+        dp=np.array([16, 8]))
+    out = space.unpacked(rows, space.CODES)
+    assert out["ep"].tolist() == [8, 1] and out["etp"].tolist() == [4, 1]
+    assert out["zero"].tolist() == [3, 1]
+    assert out["shard_group"].tolist() == [2, 8]  # HSDP: the domain's DP ranks
+    assert out["recompute"].tolist() == [0, 2]
+    assert out["sequence_parallel"].tolist() == [1, 0]
+
+
+def test_the_declaration_loads_without_numpy():
+    # the command line builds its options from it before any engine import
+    probe = ("import sys\nimport planner.engine.layout_rules\nimport planner.engine.defaults\n"
+             "print('numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -509,3 +509,22 @@ def test_a_bad_plot_target_fails_before_any_file_is_written(tmp_path, capsys, co
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "does not exist" in err
     assert not out.exists()
+
+
+def test_a_directory_that_takes_no_new_files_is_one_line_naming_the_output(
+        capsys, tmp_path, monkeypatch):
+    # /proc passes the mode-bit checks but refuses new files; the message named capplan's
+    # own temporary file ('/proc/.x.json.1_rl0pk_.tmp.json') until 2026-11-27
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    target = tmp_path / "x.json"
+    code, out, err = run(capsys, ["evaluate", "--model", "llama3-8b", "--gpus", "8", "-f",
+                                  "json", "-o", str(target)])
+    assert code == USAGE
+    assert len(err.strip().splitlines()) == 1
+    assert f"--output '{target}': cannot create a file in '{tmp_path}'" in err
+    assert ".tmp" not in err and not target.exists()

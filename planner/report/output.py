@@ -214,8 +214,13 @@ def atomic_target(output: str, force: bool = False):
     so a failing run never leaves a half-written file.  Inside
     :func:`committed_together` the rename waits for the end of that block."""
     target = check_target(output, force)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}",
-                               dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}",
+                                   dir=target.parent)
+    except OSError as exc:  # e.g. /proc, /sys: writable by mode bits, no new files
+        raise CapplanError(f"--output {shown(str(output))}: cannot create a file in "
+                           f"{shown(str(target.parent))} ({exc.strerror or exc}); "
+                           "choose another directory") from None
     os.close(fd)
     try:
         yield Path(tmp)

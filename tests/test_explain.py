@@ -123,6 +123,53 @@ def test_a_deadline_that_moves_the_cheapest_plan_is_named(catalog, space):
     assert f"{int(cheapest['gpus']):,} GPUs: {cheapest['wall_days']:,.1f} days" in text
 
 
+def test_an_optimum_on_the_edge_of_the_gpu_range_says_so(catalog, space):
+    # 'binding: none' was printed for a fastest plan at --max-gpus, which a wider range
+    # moves; the range is named as what bound it, in the table and the JSON
+    result = plan(catalog=catalog, **SMALL)
+    s = result.scenario
+    fits = space.loc[space["fits"].astype(bool)]
+    for objective, column in OBJECTIVE_COLUMNS.items():
+        b = result.binding[objective]
+        gpus = int(b.best["gpus"])
+        expected = ("max_gpus" if gpus == s.max_gpus else "min_gpus" if gpus == s.min_gpus
+                    else None)
+        assert b.range_edge == expected, objective
+    fastest = fits.loc[fits["wall_time_s"].idxmin()]
+    assert int(fastest["gpus"]) == s.max_gpus  # llama2-7b still scales at 256 GPUs
+    assert result.binding["time"].range_edge == "max_gpus"
+    from planner.cli.plan import binding_payload
+    from planner.report.tables import binding_rows
+
+    assert binding_payload(result.binding["time"])["range_edge"] == "max_gpus"
+    rows = {r["objective"]: r["binding"] for r in binding_rows(result)}
+    assert rows["time"] == "--max-gpus 256 (the edge of the GPU range)"
+    # a wider range moves it: the edge bound it
+    wider = plan(catalog=catalog, **{**SMALL, "max_gpus": 1024})
+    assert wider.best["time"]["wall_time_s"] < result.best["time"]["wall_time_s"]
+
+
+def test_a_knee_beyond_the_range_is_not_called_the_knee(catalog):
+    from planner.report.tables import per_hardware_rows, render_plan
+
+    result = plan(catalog=catalog, **{**SMALL, "hardware": ["h100-sxm"]})
+    knee = result.knee["h100-sxm"]
+    assert knee["beyond_range"] and int(knee["gpus"]) == 256
+    assert knee["marginal_efficiency"] >= result.scenario.knee_threshold
+    text = render_plan(result, width=200)
+    assert "beyond it adding GPUs stops paying" not in text
+    assert "Knee on h100-sxm: not reached by 256 GPUs, the largest cluster searched" in text
+    assert "256+" in text
+    assert per_hardware_rows(result, "cost")[0]["knee_beyond_range"] is True
+    # a threshold the curve falls below inside the range gives a knee inside it
+    inside = plan(catalog=catalog, **{**SMALL, "hardware": ["h100-sxm"],
+                                      "knee_threshold": 0.99})
+    knee = inside.knee["h100-sxm"]
+    assert knee["marginal_efficiency"] >= 0.99  # 64 GPUs here
+    assert not knee["beyond_range"] and int(knee["gpus"]) < 256
+    assert "beyond it adding GPUs stops paying" in render_plan(inside, width=200)
+
+
 @pytest.mark.parametrize("limits", [
     {"deadline_days": 1e-3},  # one constraint: the nearest plan of all that fit
     {"budget_usd": 1.0, "max_power_mw": 1e3},

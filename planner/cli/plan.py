@@ -46,6 +46,7 @@ def binding_payload(b) -> dict:
     """One objective's binding constraints (planner.engine.explain.Binding) as JSON: their
     names, whether only all together bind, and the optima without them."""
     return {"constraints": list(b.constraints), "together": b.together,
+            "range_edge": b.range_edge,
             "unconstrained": summarize(b.unconstrained),
             "without": {c: summarize(row) for c, row in b.without.items()}}
 
@@ -71,7 +72,8 @@ def plan_payload(result) -> dict:
                          for hw, rows in result.per_hardware.items()},
         "pareto": [summarize(r) for r in result.pareto],
         "knee": {hw: (None if r is None else {**summarize(r),
-                                             "marginal_efficiency": r["marginal_efficiency"]})
+                                             "marginal_efficiency": r["marginal_efficiency"],
+                                             "beyond_range": r["beyond_range"]})
                  for hw, r in result.knee.items()},
         **({"spot_vs_on_demand": result.spot_vs_on_demand} if result.spot_vs_on_demand
            else {}),

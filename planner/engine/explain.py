@@ -113,6 +113,9 @@ class Binding:
     best: dict | None  # the optimum under every constraint
     unconstrained: dict | None  # the optimum of every row that fits
     without: dict[str, dict | None] = field(default_factory=dict)  # constraint -> optimum
+    #: the Scenario field of the GPU range's edge the optimum sits on ('max_gpus',
+    #: 'min_gpus'), or None: a wider range may move it, as dropping a constraint would
+    range_edge: str | None = None
 
     def names(self) -> list[str]:
         """The binding constraints in words ('deadline', 'budget', 'power cap')."""
@@ -129,7 +132,29 @@ def binding(frame, s: Scenario, objective: str) -> Binding:
                for c in active}
     bound = tuple(c for c, row in without.items() if _better(row, best, column))
     together = not bound and _better(unconstrained, best, column)
-    return Binding(objective, bound, together, best, unconstrained, without)
+    return Binding(objective, bound, together, best, unconstrained, without,
+                   range_edge(best, s))
+
+
+def range_edge(row: dict | None, s: Scenario) -> str | None:
+    """'max_gpus' when ``row`` uses the largest GPU count the search may try (``--max-gpus``),
+    'min_gpus' the smallest (``--min-gpus``), else None.  The search saw nothing beyond the
+    range, so an optimum on its edge may move with a wider one: the range bound it."""
+    if row is None:
+        return None
+    gpus = int(row["gpus"])
+    if gpus >= s.max_gpus:
+        return "max_gpus"
+    if gpus <= s.min_gpus:
+        return "min_gpus"
+    return None
+
+
+def range_edge_text(edge: str | None, s: Scenario) -> str:
+    """'--max-gpus 512' for :func:`range_edge`'s answer ('' for None)."""
+    if edge is None:
+        return ""
+    return f"--{edge.replace('_', '-')} {getattr(s, edge):,}"
 
 
 def _better(row: dict | None, than: dict | None, column: str) -> bool:
@@ -268,4 +293,5 @@ def _verdict(s: Scenario, objective: str, winner: dict | None, hw: str, stats: d
 
 
 __all__ = ["CONSTRAINTS", "Binding", "accelerator_verdicts", "active_constraints", "binding",
+           "range_edge", "range_edge_text",
            "constraint_sets", "explain_infeasible", "meets", "reduced_columns"]

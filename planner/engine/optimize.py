@@ -469,7 +469,9 @@ def marginal_efficiency(gpus: np.ndarray, times: np.ndarray) -> np.ndarray:
 
 
 def knee_row(frame, threshold: float) -> dict | None:
-    """The largest cluster whose marginal scaling efficiency is still >= ``threshold``."""
+    """The largest cluster whose marginal scaling efficiency is still >= ``threshold``
+    (``beyond_range``: it is the largest cluster of the scaling curve, so the search saw no
+    knee; ``marginal_efficiency``: the efficiency of the segment ending at it)."""
     if len(frame) == 0:
         return None
     gpus, times = scaling_curve(frame)
@@ -482,6 +484,8 @@ def knee_row(frame, threshold: float) -> dict | None:
     rows = frame[frame["gpus"] == n_knee]
     row = rows.loc[rows["wall_time_s"].idxmin()].to_dict()
     row["marginal_efficiency"] = float(eff[ok[-1]]) if ok.size else float("nan")
+    # the curve still scales well at its largest cluster: the knee lies beyond the range
+    row["beyond_range"] = bool(ok.size and ok[-1] == gpus.size - 1)
     return row
 
 

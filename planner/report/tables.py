@@ -11,6 +11,7 @@ from planner.engine.explain import (
     accelerator_verdicts,
     active_constraints,
     plan_and_value_text,
+    range_edge_text,
 )
 from planner.engine.optimize import PlanResult
 from planner.engine.ownership import COST_PART_LABELS
@@ -124,7 +125,8 @@ def per_hardware_rows(result: PlanResult, objective: str) -> list[dict]:
                      "tcdp_t_d": float(row["tcdp_t_d"]),
                      "cci_g_per_eflop": float(row["cci_g_per_eflop"]),
                      "mfu": float(row["mfu"]),
-                     "knee_gpus": int(knee["gpus"]) if knee else None})
+                     "knee_gpus": int(knee["gpus"]) if knee else None,
+                     "knee_beyond_range": bool(knee and knee.get("beyond_range"))})
     order = {"time": "days", "cost": "usd", "energy": "mwh", "carbon": "tco2e",
              "tcdp": "tcdp_t_d", "cci": "cci_g_per_eflop"}[objective]
     return sorted(rows, key=lambda r: r[order])
@@ -183,7 +185,7 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     if result.per_hardware:
         rows = [[r["hardware"], f"{r['gpus']:,}", r["layout"], f"{r['days']:.1f}",
                  _fmt_usd(r["usd"]), *_energy_cells(r), f"{r['tco2e']:,.0f}",
-                 f"{r['mfu']:.1%}", f"{r['knee_gpus']:,}" if r["knee_gpus"] else "-"]
+                 f"{r['mfu']:.1%}", _knee_cell(r)]
                 for r in per_hardware_rows(result, s.objective)]
         buf.write(table_text(["hardware", "GPUs", "layout", "days", "USD", *ENERGY_HEADERS,
                               "tCO2e", "MFU", "knee GPUs"], rows,
@@ -204,7 +206,12 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
                                 "winners table's USD)"))
         console.print(Group(*panels))
         knee = result.knee.get(head["hardware"])
-        if knee:
+        if knee and knee.get("beyond_range"):
+            console.print(f"Knee on {head['hardware']}: not reached by {int(knee['gpus']):,} "
+                          "GPUs, the largest cluster searched (marginal scaling efficiency "
+                          f"still {knee['marginal_efficiency']:.2f} >= {s.knee_threshold} "
+                          "there); more GPUs may still pay: raise --max-gpus to find it.")
+        elif knee:
             console.print(f"Knee on {head['hardware']}: {int(knee['gpus']):,} GPUs "
                           f"(marginal scaling efficiency {knee['marginal_efficiency']:.2f} "
                           f">= {s.knee_threshold}); beyond it adding GPUs stops paying.")
@@ -233,6 +240,13 @@ def constraints_text(s) -> str:
     return ", ".join(p for p in parts if p) or "no constraints"
 
 
+def _knee_cell(row: dict) -> str:
+    """The knee's GPU count ('512+' when it lies beyond the range searched; '-': none)."""
+    if not row["knee_gpus"]:
+        return "-"
+    return f"{row['knee_gpus']:,}" + ("+" if row["knee_beyond_range"] else "")
+
+
 def binding_rows(result: PlanResult) -> list[dict]:
     """Per objective with a winner: the constraints that moved its optimum and the
     unconstrained optimum (planner.engine.explain.binding)."""
@@ -240,10 +254,11 @@ def binding_rows(result: PlanResult) -> list[dict]:
     for objective, b in result.binding.items():
         if b.best is None:
             continue
-        if b.constraints:
-            verdict = ", ".join(b.names())
-        else:
-            verdict = "all together" if b.together else "none"
+        parts = b.names() or (["all together"] if b.together else [])
+        edge = range_edge_text(b.range_edge, result.scenario)
+        if edge:
+            parts.append(f"{edge} (the edge of the GPU range)")
+        verdict = ", ".join(parts) or "none"
         free = b.unconstrained
         rows.append({"objective": objective, "binding": verdict,
                      "unconstrained": "-" if free is None else

@@ -129,7 +129,7 @@ def test_an_optimum_on_the_edge_of_the_gpu_range_says_so(catalog, space):
     result = plan(catalog=catalog, **SMALL)
     s = result.scenario
     fits = space.loc[space["fits"].astype(bool)]
-    for objective, column in OBJECTIVE_COLUMNS.items():
+    for objective in OBJECTIVE_COLUMNS:
         b = result.binding[objective]
         gpus = int(b.best["gpus"])
         expected = ("max_gpus" if gpus == s.max_gpus else "min_gpus" if gpus == s.min_gpus

@@ -141,6 +141,27 @@ def test_parse_phases_keeps_what_is_given():
     assert phase.name == "main" and phase.options() == {"tokens": 5.0, "seq_len": 4096}
 
 
+def test_a_phase_sets_every_size_evaluate_chooses(capsys, tmp_path):
+    # the layout sizes of a phase are read from the layout's declaration: ETP too (an MoE
+    # phase on a new GPU count may keep its experts' GEMMs whole)
+    from planner.engine.layout_rules import CHOSEN_SIZES
+    from planner.engine.phases import PHASE_KEYS
+
+    assert {"gpus", *CHOSEN_SIZES} <= set(PHASE_KEYS)
+    (phase,) = parse_phases([{"name": "main", "tokens": 1e11, "gpus": 64, "tp": 2, "ep": 8,
+                              "etp": 1}])
+    assert phase.options() == {"tokens": 1e11, "gpus": 64, "tp": 2, "ep": 8, "etp": 1}
+    path = tmp_path / "moe.toml"
+    path.write_text('model = "mixtral-8x7b"\nhardware = "h100-sxm"\n'
+                    '[[phases]]\nname = "short"\ntokens = 1e11\ngpus = 64\ntp = 2\npp = 1\n'
+                    'ep = 8\netp = 1\n'
+                    '[[phases]]\nname = "long"\ntokens = 1e10\nseq_len = 8192\ngpus = 64\n'
+                    'tp = 2\npp = 1\nep = 8\n')
+    data = _json(capsys, ["evaluate", "--scenario", str(path), "-f", "json"])
+    etp = {p["name"]: p["inputs"]["etp"] for p in data["phases"]}
+    assert etp == {"short": 1, "long": 2}  # left out: ETP = TP
+
+
 def test_plan_of_phases_at_a_confidence_keeps_the_deadline_at_that_quantile(capsys):
     nominal = _json(capsys, ["plan", "--scenario", EXAMPLE, "-f", "json"])
     p90 = _json(capsys, ["plan", "--scenario", EXAMPLE, "--confidence", "0.9", "-f", "json"])

@@ -102,7 +102,7 @@ deadline_days = 90
 # name = "main"               # required, unique
 # tokens = 14e12              # required
 # seq_len = 8192              # optional: sequence length, global batch [sequences],
-# global_batch = 2048         #   GPU count and layout sizes (tp, pp, cp, ep, vp, micro_batch)
+# global_batch = 2048         #   GPU count and layout sizes (tp, pp, cp, ep, vp, micro_batch, etp)
 
 # Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
 # defaults in planner/analysis/uncertainty.toml). scope = "hardware" draws per accelerator.

@@ -17,14 +17,17 @@ from dataclasses import dataclass
 
 from formulas.carbon import carbon_delay_product, compute_carbon_intensity
 from planner.engine.domains import check
+from planner.engine.layout_rules import CHOSEN_SIZES
 from planner.errors import CapplanError, did_you_mean, shown
 
+#: The layout sizes a phase may set: the GPU count and the sizes ``evaluate`` chooses when
+#: left out (:data:`planner.engine.layout_rules.CHOSEN_SIZES`).
+PHASE_LAYOUT = ("gpus", *CHOSEN_SIZES)
 #: Keys of one ``[[phases]]`` entry, with their Python types; ``name`` and ``tokens`` are
 #: required, the rest default to the scenario's (or the command's) values.
 PHASE_KEYS: dict[str, tuple] = {
     "name": (str,), "tokens": (float, int), "seq_len": (int,), "global_batch": (int,),
-    "gpus": (int,), "tp": (int,), "pp": (int,), "cp": (int,), "ep": (int,), "vp": (int,),
-    "micro_batch": (int,),
+    **{k: (int,) for k in PHASE_LAYOUT},
 }
 REQUIRED = ("name", "tokens")
 #: Most phases one run may have.
@@ -49,17 +52,14 @@ class Phase:
     tokens: float
     seq_len: int | None = None
     global_batch: int | None = None
-    gpus: int | None = None
-    tp: int | None = None
-    pp: int | None = None
-    cp: int | None = None
-    ep: int | None = None
-    vp: int | None = None
-    micro_batch: int | None = None
+    #: the layout sizes it sets (of :data:`PHASE_LAYOUT`), as (name, size) pairs
+    layout: tuple[tuple[str, int], ...] = ()
 
     def options(self) -> dict:
         """The run options this phase sets (those it leaves out are absent)."""
-        return {k: v for k, v in self.__dict__.items() if k != "name" and v is not None}
+        own = {"tokens": self.tokens, "seq_len": self.seq_len,
+               "global_batch": self.global_batch}
+        return {**{k: v for k, v in own.items() if v is not None}, **dict(self.layout)}
 
 
 def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
@@ -94,7 +94,9 @@ def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
         names.add(name)
         values = {**entry, "name": name, "tokens": float(entry["tokens"])}
         check({k: v for k, v in values.items() if k != "name"}, where=f"{label} ({name})")
-        phases.append(Phase(**values))
+        phases.append(Phase(name=name, tokens=values["tokens"], seq_len=values.get("seq_len"),
+                            global_batch=values.get("global_batch"),
+                            layout=tuple((k, values[k]) for k in PHASE_LAYOUT if k in values)))
     return tuple(phases)
 
 

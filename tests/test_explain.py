@@ -149,6 +149,27 @@ def test_an_optimum_on_the_edge_of_the_gpu_range_says_so(catalog, space):
     assert wider.best["time"]["wall_time_s"] < result.best["time"]["wall_time_s"]
 
 
+def test_a_nearest_plan_on_the_edge_of_the_range_says_a_wider_one_may_come_nearer(catalog):
+    # 'the deadline binds' alone hid that the fastest plan sat on --max-gpus; a wider range
+    # meets the same deadline
+    from planner.engine.optimize import require
+    from planner.errors import CapplanError
+
+    tight = {**SMALL, "hardware": ["h100-sxm"], "max_gpus": 64}
+    fastest = plan(catalog=catalog, **tight).best["time"]
+    assert int(fastest["gpus"]) == 64
+    deadline = float(fastest["wall_days"]) * 0.9
+    result = plan(catalog=catalog, **tight, deadline_days=deadline)
+    with pytest.raises(CapplanError) as err:
+        require(result, "cost")
+    assert ("(on --max-gpus 64, the edge of the GPU range searched: a wider range may come "
+            "nearer)") in str(err.value)
+    (verdict,) = accelerator_verdicts(result)
+    assert verdict["verdict"] == "deadline" and "on --max-gpus 64" in verdict["reason"]
+    assert plan(catalog=catalog, **{**tight, "max_gpus": 256},
+                deadline_days=deadline).best["cost"] is not None
+
+
 def test_a_knee_beyond_the_range_is_not_called_the_knee(catalog):
     from planner.report.tables import per_hardware_rows, render_plan
 

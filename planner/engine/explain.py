@@ -223,15 +223,25 @@ def explain_infeasible(s: Scenario, frontier, min_memory) -> str:
         row = optimum(fits, s, others, NEAREST_COLUMNS[c])
         if row is not None:
             parts.append(f"{limit_text(s, c)} binds: the {CONSTRAINT_WORDS[c][1]} plan that "
-                         f"{_others_text(s, others)} is {plan_text(row)}")
+                         f"{_others_text(s, others)} is {plan_text(row)}{_edge_note(row, s)}")
     if not parts:  # no constraint alone is to blame: each one's nearest plan of all
         for c in active:
             row = optimum(fits, s, (), NEAREST_COLUMNS[c])
             if row is not None:
                 parts.append(f"{limit_text(s, c)}: the {CONSTRAINT_WORDS[c][1]} plan that "
-                             f"fits is {plan_text(row)}")
+                             f"fits is {plan_text(row)}{_edge_note(row, s)}")
         parts.insert(0, "no plan meets all but any one of the constraints")
     return "No plan meets the constraints: " + "; ".join(parts) + "."
+
+
+def _edge_note(row: dict, s: Scenario) -> str:
+    """' (on --max-gpus 4,096, the edge of the GPU range searched: a wider range may come
+    nearer)' when the nearest plan sits on an edge of the range, else ''."""
+    edge = range_edge(row, s)
+    if edge is None:
+        return ""
+    return (f" (on {range_edge_text(edge, s)}, the edge of the GPU range searched: a wider "
+            "range may come nearer)")
 
 
 def accelerator_verdicts(result) -> list[dict]:
@@ -277,8 +287,10 @@ def _verdict(s: Scenario, objective: str, winner: dict | None, hw: str, stats: d
         row = optimum(frame, s, others, NEAREST_COLUMNS[c])
         if row is not None:
             meeting = " + ".join(CONSTRAINT_WORDS[k][0] for k in others) or "memory"
+            edge = range_edge_text(range_edge(row, s), s)
             blamed.append((c, f"{CONSTRAINT_WORDS[c][1]} meeting {meeting}: "
-                              f"{plan_text(row, hardware=False)}"))
+                              f"{plan_text(row, hardware=False)}"
+                              + (f" (on {edge}, the range's edge)" if edge else "")))
     if blamed:
         return "+".join(c for c, _ in blamed), "; ".join(text for _, text in blamed)
     for c in active:  # no constraint alone to blame: the ones it cannot meet even alone

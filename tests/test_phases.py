@@ -162,6 +162,17 @@ def test_a_phase_sets_every_size_evaluate_chooses(capsys, tmp_path):
     assert etp == {"short": 1, "long": 2}  # left out: ETP = TP
 
 
+def test_plan_of_phases_says_which_winners_sit_on_the_edge_of_the_gpu_range(capsys):
+    data = _json(capsys, ["plan", "--scenario", EXAMPLE, "--max-gpus", "2048", "-f", "json"])
+    for objective, row in data["best"].items():
+        expected = "max_gpus" if row["gpus"] == 2048 else None
+        assert row["range_edge"] == expected, objective
+    assert data["best"]["time"]["range_edge"] == "max_gpus"
+    assert main(["plan", "--scenario", EXAMPLE, "--max-gpus", "2048"]) == 0
+    out = capsys.readouterr().out
+    assert "2,048 GPUs is --max-gpus 2,048, the edge of the GPU range searched" in out
+
+
 def test_plan_of_phases_at_a_confidence_keeps_the_deadline_at_that_quantile(capsys):
     nominal = _json(capsys, ["plan", "--scenario", EXAMPLE, "-f", "json"])
     p90 = _json(capsys, ["plan", "--scenario", EXAMPLE, "--confidence", "0.9", "-f", "json"])

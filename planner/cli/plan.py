@@ -298,12 +298,14 @@ def phases_payload(result, scenario) -> dict:
     from dataclasses import asdict
 
     from planner.analysis.confidence import margin_payload
+    from planner.engine.explain import range_edge
 
     flags = result.estimate_flags
     return {"scenario": asdict(scenario),
             "phases": [p.name for p in result.phases],
             "best": {obj: None if row is None else {
-                **row, "estimate_flags": list(flags.get(row["hardware"], []))}
+                **row, "estimate_flags": list(flags.get(row["hardware"], [])),
+                "range_edge": range_edge(row, result.scenario)}
                 for obj, row in result.best.items()},
             "infeasible": result.infeasible, "evaluated": result.evaluated,
             **margin_payload(result.scenario),
@@ -369,9 +371,10 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
              f"({count_text(sum(p.tokens for p in phases))} tokens), one cluster")
     text = render(rows, format, title=title, payload=payload)
     if format == "table":
-        from planner.report.tables import estimate_lines
+        from planner.report.tables import edge_lines, estimate_lines
 
         text += "".join(line + "\n" for line in estimate_lines(result))
+        text += "".join(line + "\n" for line in edge_lines(result))
         text += quantile_text(result.scenario) + "\n"
         if report:
             from planner.report.tables import render_uncertainty

@@ -11,6 +11,7 @@ from planner.engine.explain import (
     accelerator_verdicts,
     active_constraints,
     plan_and_value_text,
+    range_edge,
     range_edge_text,
 )
 from planner.engine.optimize import PlanResult
@@ -245,6 +246,20 @@ def _knee_cell(row: dict) -> str:
     if not row["knee_gpus"]:
         return "-"
     return f"{row['knee_gpus']:,}" + ("+" if row["knee_beyond_range"] else "")
+
+
+def edge_lines(result) -> list[str]:
+    """One line per winner on an edge of the GPU range searched (a plan of phases, whose
+    report has no binding table): a wider range may move it."""
+    s = result.scenario
+    by_edge: dict[tuple[str, int], list[str]] = {}
+    for objective, row in result.best.items():
+        edge = range_edge(row, s)
+        if edge is not None:
+            by_edge.setdefault((edge, int(row["gpus"])), []).append(OBJECTIVE_LABELS[objective])
+    return [f"{', '.join(labels)}: {gpus:,} GPUs is {range_edge_text(edge, s)}, the edge of "
+            "the GPU range searched; a wider range may do better."
+            for (edge, gpus), labels in by_edge.items()]
 
 
 def binding_rows(result: PlanResult) -> list[dict]:

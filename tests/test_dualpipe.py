@@ -143,9 +143,14 @@ def test_the_rules_context_is_built_in_one_place():
     # every name a layout rule reads is a layout size or a context number, and the one
     # builder (layout_rules.rule_context) gives the search and a user's layout the same
     from planner.engine.layout_check import context_of
-    from planner.engine.layout_rules import CONTEXT_NAMES, LAYOUT_RULE_NAMES, rule_context
+    from planner.engine.layout_rules import (
+        CONTEXT_NAMES,
+        DIMENSIONS,
+        LAYOUT_RULE_NAMES,
+        rule_context,
+    )
 
-    sizes = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "vp", "micro_batch"}
+    sizes = {d.name for d in DIMENSIONS}  # the layout's declared dimensions
     assert LAYOUT_RULE_NAMES - sizes == set(CONTEXT_NAMES)
     x = {"scale_up_domain_gpus": 8.0, "heads": 128.0, "kv_heads": 128.0, "layers": 61.0,
          "seq_len": 4096.0, "experts": 256.0, "global_batch": 15360.0, "dualpipe": 1.0}

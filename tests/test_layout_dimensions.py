@@ -97,3 +97,33 @@ def test_the_declaration_loads_without_numpy():
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_the_hsdp_rules_are_layout_rules_read_by_the_checks_and_the_search():
+    # the shard group's rules were written three times (check_shard_group, its vectorised
+    # copy, the search's ZeRO x HSDP mask); now once, in VALIDITY
+    import pytest
+
+    from planner.engine.layout_check import check_shard_group, check_shard_groups
+    from planner.engine.layout_rules import VALIDITY
+    from planner.errors import CapplanError
+
+    assert sum("shard_group" in rule.reads for rule in VALIDITY) == 2
+    check_shard_group(8, 8, 0)  # no HSDP: any ZeRO stage
+    check_shard_group(8, 2, 1)
+    with pytest.raises(CapplanError, match="needs --zero 1, 2 or 3"):
+        check_shard_group(8, 2, 0)
+    with pytest.raises(CapplanError, match="must divide the data-parallel size 8"):
+        check_shard_group(8, 3, 2)
+    with pytest.raises(CapplanError, match="--shard-group 16 must divide"):
+        check_shard_groups({"dp": np.array([8, 8]), "shard_group": np.array([4, 16]),
+                            "zero": np.array([2, 2])})
+    # the search's HSDP layouts obey them: the shard group divides DP, under ZeRO-2/3
+    layout = space.enumerate_layouts(layers=32, heads=32, kv_heads=8, seq_len=4096,
+                                     experts=1, global_batch=512, gpus_per_node=8,
+                                     scale_up_domain=8,
+                                     options=space.SpaceOptions(max_gpus=128))
+    hsdp = layout["shard_group"] != layout["dp"]
+    assert hsdp.any()
+    assert (layout["dp"][hsdp] % layout["shard_group"][hsdp] == 0).all()
+    assert (layout["zero"][hsdp] >= 2).all()

@@ -11,7 +11,6 @@ import numpy as np
 from planner.engine.domains import check
 from planner.engine.kernel_run import evaluate_inputs
 from planner.engine.layout_rules import (
-    LAYOUT_RULE_NAMES,
     first_broken,
     holding,
     rule_context,
@@ -140,8 +139,9 @@ def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
     sizes = {k: np.asarray(layout[k]) for k in names}
     positive = np.minimum.reduce([sizes[k] for k in names]) >= 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        ok = positive & holding(SimpleNamespace(**sizes, **context_of(x)),
-                                frozenset(LAYOUT_RULE_NAMES))
+        context = context_of(x)
+        ok = positive & holding(SimpleNamespace(**sizes, **context),
+                                frozenset(sizes) | frozenset(context))
     if not np.all(ok):
         shape = sizes["gpus"].shape if sizes["gpus"].ndim else (1,)
         i = int(np.flatnonzero(~np.broadcast_to(ok, shape))[0])
@@ -150,23 +150,24 @@ def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
         check_layout(x, **pick)
 
 
+#: What the HSDP rules read.
+_SHARD_NAMES = frozenset({"dp", "shard_group", "zero"})
+
+
 def check_shard_group(dp: int, shard_group: int, zero: int) -> None:
-    """Raise CapplanError unless ``shard_group`` DP ranks can hold one copy of the ZeRO state."""
-    if shard_group == dp:
-        return
-    if zero < 1:
-        raise CapplanError(f"--shard-group {shard_group} needs --zero 1, 2 or 3 (ZeRO-0 "
-                           "shards nothing); drop --shard-group or set --zero")
-    if shard_group > dp or dp % shard_group:
-        raise CapplanError(f"--shard-group {shard_group} must divide the data-parallel size "
-                           f"{dp} (the ZeRO state is sharded over groups of that many DP "
-                           "ranks and replicated across them)")
+    """Raise CapplanError unless ``shard_group`` DP ranks can hold one copy of the ZeRO state
+    (the HSDP rules of :data:`planner.engine.layout_rules.VALIDITY`)."""
+    broken = first_broken(SimpleNamespace(dp=int(dp), shard_group=int(shard_group),
+                                          zero=int(zero)))
+    if broken is not None:
+        raise CapplanError(broken)
 
 
 def check_shard_groups(layout: dict[str, np.ndarray]) -> None:
     """Vectorised :func:`check_shard_group`: the first broken layout raises."""
     dp, shard, zero = (np.asarray(layout[k]) for k in ("dp", "shard_group", "zero"))
-    bad = (shard != dp) & ((zero < 1) | (shard > dp) | (dp % np.maximum(shard, 1) != 0))
+    ok = holding(SimpleNamespace(dp=dp, shard_group=shard, zero=zero), _SHARD_NAMES)
+    bad = ~np.broadcast_to(ok, np.broadcast_shapes(dp.shape, shard.shape, zero.shape))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        check_shard_group(int(dp[i]), int(shard[i]), int(zero[i]))
+        check_shard_group(int(np.ravel(dp)[i]), int(np.ravel(shard)[i]), int(np.ravel(zero)[i]))

@@ -280,7 +280,7 @@ def rule_context(*, domain, heads, kv_heads, layers, seq_len, experts, batch,
 
 
 #: The rules of a valid layout, in the order a message reports them.  ``v`` holds the
-#: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch``) and the model's and node's
+#: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch shard_group``, the ``zero`` stage) and the model's and node's
 #: numbers (``domain`` GPUs of the scale-up domain, ``heads kv_heads layers seq_len
 #: experts batch``) and the stack's pipeline schedule (``dualpipe``).  The one place these rules are written: a user's layout is checked by
 #: :func:`planner.engine.layout_check.check_layout` (the first broken rule's message), the
@@ -338,6 +338,16 @@ VALIDITY: tuple[Rule, ...] = (
                     f"{2 * v.pp} micro-batches, got {v.batch // max(v.dp * v.micro_batch, 1)} "
                     f"(global batch {v.batch} / (DP {v.dp} x micro-batch {v.micro_batch})); "
                     "change --micro-batch, --global-batch or --pp"),
+    # HSDP: the ZeRO state sharded over groups of shard_group DP ranks, replicated across
+    # the groups (PyTorch FSDP's HYBRID_SHARD; torchtitan's dp_shard x dp_replicate mesh)
+    _rule("shard_group dp zero", lambda v: (v.shard_group == v.dp) | (v.zero >= 1),
+          lambda v: f"--shard-group {v.shard_group} needs --zero 1, 2 or 3 (ZeRO-0 shards "
+                    "nothing); drop --shard-group or set --zero"),
+    _rule("shard_group dp", lambda v: (v.shard_group == v.dp) | (
+        (v.shard_group <= v.dp) & (v.dp % _at_least_1(v.shard_group) == 0)),
+          lambda v: f"--shard-group {v.shard_group} must divide the data-parallel size "
+                    f"{v.dp} (the ZeRO state is sharded over groups of that many DP ranks and "
+                    "replicated across them)"),
 )
 
 
@@ -357,8 +367,10 @@ def holding(v, names, involving=None) -> object:
 
 
 def first_broken(v) -> str | None:
-    """The message of the first rule one layout ``v`` (Python ints) breaks, or None."""
+    """The message of the first rule one layout ``v`` (Python ints, as attributes) breaks,
+    or None; rules reading a name ``v`` does not hold are not checked."""
+    names = frozenset(vars(v))
     for rule in VALIDITY:
-        if not rule.holds(v):
+        if rule.reads <= names and not rule.holds(v):
             return rule.broken(v)
     return None

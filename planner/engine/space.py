@@ -385,7 +385,8 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
         # those are fewer than DP and divide it: the per-micro-batch reduce-scatters and
         # gathers stay in the domain.  (Under ZeRO-1 HSDP only costs memory in this model:
         # the one gradient all-reduce is hierarchical either way; evaluate still takes it.)
-        ("zero_hsdp", [2 * z + h for z in options.zero for h in options.hsdp], _zero_allowed),
+        ("zero_hsdp", [2 * z + h for z in options.zero for h in options.hsdp],
+         lambda t, code: _zero_allowed(t, code, valid)),
         ("sequence_parallel", options.sequence_parallel,
          lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1)),
     ]
@@ -417,11 +418,18 @@ def search_recompute_codes(recompute) -> list[int]:
     return [c for c in codes if c != selective or none not in codes]
 
 
-def _zero_allowed(t, code):
+def _zero_allowed(t, code, valid):
+    """Which ZeRO x HSDP codes each table row tries: the search's choices (ZeRO with data
+    parallelism, ZeRO-3 without PP, HSDP under ZeRO-2/3 over the DP ranks of one scale-up
+    domain when those are fewer than DP), masked by the HSDP rules of the layout
+    (``valid``: :data:`planner.engine.layout_rules.VALIDITY`)."""
     zero, hsdp = np.divmod(code, 2)
     dp, domain_dp = t["dp"][:, None], t["domain_dp"][:, None]
-    return (((zero == 0) | (dp > 1)) & ((zero < 3) | (t["pp"][:, None] == 1))
-            & ((hsdp == 0) | ((zero >= 2) & (domain_dp < dp) & (dp % domain_dp == 0))))
+    chosen = (((zero == 0) | (dp > 1)) & ((zero < 3) | (t["pp"][:, None] == 1))
+              & ((hsdp == 0) | ((zero >= 2) & (domain_dp < dp))))
+    shard_group = np.where(hsdp == 1, domain_dp, dp)
+    return chosen & valid({"dp": dp, "shard_group": shard_group, "zero": zero},
+                          involving={"shard_group"})
 
 
 def domain_dp_ranks(tp, cp, dp, scale_up_domain):

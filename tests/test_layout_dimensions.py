@@ -20,7 +20,6 @@ from planner.engine.layout_rules import (
     DIMENSIONS,
     KERNEL_DIMENSIONS,
     Dimension,
-    dimension,
     option_help,
 )
 
@@ -48,7 +47,7 @@ def test_every_dimension_with_an_option_is_an_option_of_a_one_layout_command():
 def test_the_preferred_layout_and_the_chosen_sizes_come_from_the_declaration():
     assert PREFERRED_LAYOUT == {"tp": 8, "pp": 4, "cp": 1, "ep": 1, "vp": 1, "micro_batch": 1}
     assert CHOSEN_SIZES == ("tp", "pp", "cp", "ep", "vp", "micro_batch", "etp")
-    assert dimension("tp").preferred == 8
+    assert next(d for d in DIMENSIONS if d.name == "tp").preferred == 8
 
 
 def test_every_kernel_dimension_is_a_run_model_input_and_a_buffer_of_the_compiled_search():

@@ -424,11 +424,15 @@ def test_spot_is_compared_with_on_demand_on_the_same_run(monkeypatch):
     from planner.engine.scenario import Scenario
 
     pairs = []
-    evaluate, compare = spot.evaluate, spot.spot_versus_on_demand
+    evaluate_run, compare = spot.evaluate_run, spot.spot_versus_on_demand
 
     def recording(catalog, scenario, row):
-        monkeypatch.setattr(spot, "evaluate", lambda **kw: pairs.append(
-            (row, evaluate(**kw).iloc[0])) or pairs[-1][1].to_frame().T)
+        def run(*args, **kwargs):
+            columns, x = evaluate_run(*args, **kwargs)
+            pairs.append((row, {k: np.ravel(v)[0] for k, v in columns.items()}))
+            return columns, x
+
+        monkeypatch.setattr(spot, "evaluate_run", run)
         return compare(catalog, scenario, row)
 
     monkeypatch.setattr(optimize, "spot_versus_on_demand", recording)

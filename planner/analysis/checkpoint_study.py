@@ -28,7 +28,7 @@ from planner.engine.layout_check import best_layout
 from planner.engine.layout_rules import layout_arguments
 from planner.engine.readable import count_text
 from planner.engine.scenario import DEFAULTS
-from planner.engine.space import RECOMPUTE_CODES
+from planner.engine.space import RECOMPUTE_CODES, RECOMPUTE_NAMES
 from planner.errors import CapplanError, shown
 
 #: The schemes, in the order of the study; ``async`` is the baseline savings refer to.
@@ -155,8 +155,7 @@ def _fastest_fitting_layout(common: dict, gpus: int, overrides: dict) -> dict:
         raise CapplanError(f"no layout of {gpus:,} GPUs obeys the rules for this model "
                            "(TP*PP*CP*DP = GPUs, DP*micro-batch dividing the global batch): "
                            "try other --gpus")
-    return layout_arguments(
-        {**chosen, "recompute": {v: k for k, v in RECOMPUTE_CODES.items()}[int(chosen["recompute"])]})
+    return layout_arguments({**chosen, "recompute": RECOMPUTE_NAMES[int(chosen["recompute"])]})
 
 
 def _row(gpus: int, mtbf_s, scheme: str, layout: dict, r, base) -> dict:

@@ -40,14 +40,11 @@ def _run_options(
     """Holder of the model, accelerator and GPU-count options (never called)."""
 
 
-_OPTION_TYPES = {"int": int, "str": str, "bool": bool}
-
-
 def _dimension_parameter(d: Dimension) -> inspect.Parameter:
     """The command-line option of one layout dimension: ``--name`` (``--name/--no-name``
     for a switch), its default from :data:`DEFAULTS` (``None``: chosen), its help from the
     declaration."""
-    kind = _OPTION_TYPES[d.dtype]
+    kind = d.python_type
     switch = (f"{d.flag}/--no-{d.flag[2:]}",) if kind is bool else ()
     return inspect.Parameter(
         d.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind,
@@ -60,8 +57,7 @@ def _layout_dimensions():
 
 _layout_dimensions.__signature__ = inspect.Signature(
     [_dimension_parameter(d) for d in DIMENSIONS if d.option])
-_layout_dimensions.__annotations__ = {
-    d.name: _OPTION_TYPES[d.dtype] for d in DIMENSIONS if d.option}
+_layout_dimensions.__annotations__ = {d.name: d.python_type for d in DIMENSIONS if d.option}
 
 
 def _batch_and_site_options(

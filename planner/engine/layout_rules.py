@@ -72,6 +72,11 @@ class Dimension:
         """Its command-line option (``--micro-batch``)."""
         return "--" + self.name.replace("_", "-")
 
+    @property
+    def python_type(self) -> type:
+        """The Python type of its values (``int``, ``str``, ``bool``)."""
+        return {"int": int, "str": str, "bool": bool}[self.dtype]
+
 
 _FITS = " if the layout fits --gpus"
 
@@ -117,22 +122,11 @@ CHOSEN_SIZES: tuple[str, ...] = (*PREFERRED_LAYOUT, "etp")
 KERNEL_DIMENSIONS: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if d.kernel)
 
 
-def dimension(name: str) -> Dimension:
-    """The :class:`Dimension` called ``name`` (KeyError if none is)."""
-    for d in DIMENSIONS:
-        if d.name == name:
-            return d
-    raise KeyError(name)
-
-
-_TYPES = {"int": int, "str": str, "bool": bool}
-
-
 def layout_arguments(row) -> dict:
     """The layout of ``row`` (a plan's or an evaluation's row: a mapping with every layout
     column) as ``evaluate``'s arguments: every dimension a caller gives, as a Python int,
     str or bool, so that re-evaluating it gives the same layout."""
-    return {d.name: _TYPES[d.dtype](row[d.name]) for d in DIMENSIONS if d.given}
+    return {d.name: d.python_type(row[d.name]) for d in DIMENSIONS if d.given}
 
 
 def option_help(d: Dimension) -> str:
@@ -280,7 +274,8 @@ def rule_context(*, domain, heads, kv_heads, layers, seq_len, experts, batch,
 
 
 #: The rules of a valid layout, in the order a message reports them.  ``v`` holds the
-#: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch shard_group``, the ``zero`` stage) and the model's and node's
+#: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch shard_group``, the ``zero``
+#: stage) and the model's and node's
 #: numbers (``domain`` GPUs of the scale-up domain, ``heads kv_heads layers seq_len
 #: experts batch``) and the stack's pipeline schedule (``dualpipe``).  The one place these rules are written: a user's layout is checked by
 #: :func:`planner.engine.layout_check.check_layout` (the first broken rule's message), the

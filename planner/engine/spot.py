@@ -8,10 +8,13 @@ preemptions); the break-even system MTBF is Young's first-order closed form
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from formulas.cost import SECONDS_PER_MONTH, spot_breakeven_mtbf
-from planner.engine.evaluator import evaluate
+from planner.engine.evaluator import LayoutRequest, evaluate_run
 from planner.engine.layout_rules import layout_arguments
-from planner.engine.scenario import value
+from planner.engine.run_inputs import RunChoices
+from planner.engine.scenario import DEFAULTS, value
 from planner.errors import CapplanError
 
 
@@ -21,15 +24,17 @@ def spot_versus_on_demand(catalog, scenario, row: dict) -> dict | None:
     None when the provider has no on-demand price for the accelerator.
     """
     s = scenario
+    # the scenario's run (RunChoices.from_scenario: every choice, the stack too) at the
+    # on-demand price, the row's whole layout
+    choices = replace(RunChoices.from_scenario(s, row["hardware"]), pricing="on-demand",
+                      spot_interruption=DEFAULTS["spot_interruption"])
     try:
-        od = evaluate(model=s.model, hardware=row["hardware"], site=s.site,
-                      site_class=s.site_class, reliability=s.reliability, precision=s.precision, checkpoint=s.checkpoint,
-                      cost_basis=s.cost_basis, seq_len=s.seq_len, tokens=s.tokens,
-                      global_batch=s.global_batch, stack=s.stack, catalog=catalog,
-                      overrides=dict(s.extra) or None, provider=s.provider,
-                      **layout_arguments(row)).iloc[0]
+        columns, _ = evaluate_run(choices, LayoutRequest(**layout_arguments(row)),
+                                  catalog=catalog, overrides=dict(s.extra) or None)
     except CapplanError:
         return None
+    od = {k: columns[k].item(0) for k in ("cost_usd", "cost_cloud_usd", "wall_time_s",
+                                          "solve_time_s", "system_mtbf_s")}
     price_ratio = (row["cost_cloud_usd"] / row["wall_time_s"]) / (
         od["cost_cloud_usd"] / od["wall_time_s"])
     out = {"spot_cost_usd": float(row["cost_usd"]), "on_demand_cost_usd": float(od["cost_usd"]),

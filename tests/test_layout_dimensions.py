@@ -3,12 +3,14 @@ every list of them is read from that declaration (issue 28)."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from planner.cli.layout_options import LAYOUT_OPTIONS, _dimension_parameter
 from planner.engine import native_search, space
@@ -101,8 +103,6 @@ def test_the_declaration_loads_without_numpy():
 def test_the_hsdp_rules_are_layout_rules_read_by_the_checks_and_the_search():
     # the shard group's rules were written three times (check_shard_group, its vectorised
     # copy, the search's ZeRO x HSDP mask); now once, in VALIDITY
-    import pytest
-
     from planner.engine.layout_check import check_shard_group, check_shard_groups
     from planner.engine.layout_rules import VALIDITY
     from planner.errors import CapplanError
@@ -126,3 +126,65 @@ def test_the_hsdp_rules_are_layout_rules_read_by_the_checks_and_the_search():
     assert hsdp.any()
     assert (layout["dp"][hsdp] % layout["shard_group"][hsdp] == 0).all()
     assert (layout["zero"][hsdp] >= 2).all()
+
+
+def test_the_glossary_lines_and_domains_of_the_layout_come_from_the_declaration():
+    from planner.engine.domains import OPTION_DOMAINS, check
+    from planner.engine.glossary import FLAG, GPU_COUNT, MAX_GLOBAL_BATCH, dimension_domain
+    from planner.errors import CapplanError
+
+    for d in DIMENSIONS:
+        if d.kernel:
+            term = GLOSSARY[d.name]
+            assert term.meaning == (d.meaning or d.label) and term.unit == "1"
+            assert term.domain == dimension_domain(d)
+        elif d.dtype != "str":
+            assert OPTION_DOMAINS[d.name] == dimension_domain(d)
+    assert GLOSSARY["tp"].domain == GPU_COUNT
+    assert GLOSSARY["sequence_parallel"].domain == FLAG
+    assert GLOSSARY["micro_batch"].domain.maximum == MAX_GLOBAL_BATCH
+    # the kernel reads the layout's inputs in the declaration's order
+    inputs = list(GLOSSARY)
+    positions = [inputs.index(n) for n in KERNEL_DIMENSIONS]
+    assert positions == list(range(positions[0], positions[0] + len(positions)))
+    with pytest.raises(CapplanError, match="--zero must be an integer >= 0 and <= 3, got 4"):
+        check({"zero": 4})
+    # a new size gets its domain from its declaration
+    assert dimension_domain(Dimension("xp", "x", smallest=2, largest=64)).ok([2, 64]).all()
+    assert not dimension_domain(Dimension("xp", "x", smallest=2, largest=64)).ok([1, 65]).any()
+
+
+def test_evaluate_takes_the_layout_keywords_of_the_declaration():
+    import inspect
+
+    from planner.engine.defaults import DEFAULTS
+    from planner.engine.evaluator import LayoutRequest, evaluate
+
+    given = [d for d in DIMENSIONS if d.given]
+    parameters = inspect.signature(evaluate).parameters
+    for d in given:
+        assert parameters[d.name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert parameters[d.name].default == d.default
+    assert "dp" not in parameters and "layout" not in parameters
+    names = [f.name for f in dataclasses.fields(LayoutRequest)]
+    assert names == [d.name for d in given] + ["flash_attention"]
+    request = LayoutRequest()
+    assert (request.gpus, request.recompute, request.zero) == (
+        DEFAULTS["gpus"], DEFAULTS["recompute"], DEFAULTS["zero"])
+    assert request.tp is None and request.shard_group is None
+    # a misspelt keyword is Python's TypeError, with the nearest names
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'tpp'; did you mean: tp"):
+        evaluate(model="llama2-7b", tpp=2)
+    with pytest.raises(TypeError, match=r"'modle'; did you mean: model"):
+        evaluate(modle="llama2-7b")
+    assert LayoutRequest.pick({"tp": 2, "tokens": 1e12}) == LayoutRequest(tp=2)
+
+
+def test_evaluate_with_layout_keywords_gives_the_layout_asked_for():
+    from planner.engine.evaluator import evaluate
+
+    r = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=2, pp=2, cp=1,
+                 global_batch=512, micro_batch=2, zero=2, recompute="full",
+                 tokens=2e12, as_frame=False)
+    assert (r["tp"], r["pp"], r["dp"], r["micro_batch"], r["zero"], r["recompute"]) == (
+        2, 2, 16, 2, 2, "full")

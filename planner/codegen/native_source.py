@@ -435,7 +435,7 @@ def generate() -> tuple[str, str]:
     search, search_entry = _kernel_part(SEARCH_OUTPUTS, "search_kernel",
                                         "CAPPLAN_CLONES static")
     search_entry.update(objectives=SEARCH_OBJECTIVES, constraints=SEARCH_CONSTRAINTS,
-                        sets=len(SEARCH_SETS))
+                        sets=len(SEARCH_SETS), head=HEAD_COLUMNS, tail=TAIL_COLUMNS)
     body = "\n".join([_HEADER, "/* every output, for candidates of the search's arrays */",
                       rows, "", "/* the search's objectives and constraints */", search,
                       search_driver(search_entry["arrays"]), _MODULE])

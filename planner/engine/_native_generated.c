@@ -175,12 +175,12 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double *restrict p_ep = arrays[5];
     const double *restrict p_etp = arrays[6];
     const double *restrict p_vp = arrays[7];
-    const double *restrict p_stage_layers = arrays[8];
-    const double *restrict p_micro_batch = arrays[9];
-    const double *restrict p_selective = arrays[10];
-    const double *restrict p_attention_scores_stored = arrays[11];
-    const double *restrict p_full_recompute = arrays[12];
-    const double *restrict p_sequence_parallel = arrays[13];
+    const double *restrict p_micro_batch = arrays[8];
+    const double *restrict p_sequence_parallel = arrays[9];
+    const double *restrict p_stage_layers = arrays[10];
+    const double *restrict p_selective = arrays[11];
+    const double *restrict p_attention_scores_stored = arrays[12];
+    const double *restrict p_full_recompute = arrays[13];
     const double *restrict p_shard_ranks = arrays[14];
     const double *restrict p_weight_shards = arrays[15];
     const double *restrict p_grad_shards = arrays[16];
@@ -474,12 +474,12 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_ep = p_ep[i];
         const double v_etp = p_etp[i];
         const double v_vp = p_vp[i];
-        const double v_stage_layers = p_stage_layers[i];
         const double v_micro_batch = p_micro_batch[i];
+        const double v_sequence_parallel = p_sequence_parallel[i];
+        const double v_stage_layers = p_stage_layers[i];
         const double v_selective = p_selective[i];
         const double v_attention_scores_stored = p_attention_scores_stored[i];
         const double v_full_recompute = p_full_recompute[i];
-        const double v_sequence_parallel = p_sequence_parallel[i];
         const double v_shard_ranks = p_shard_ranks[i];
         const double v_weight_shards = p_weight_shards[i];
         const double v_grad_shards = p_grad_shards[i];
@@ -922,12 +922,12 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double *restrict p_ep = arrays[5];
     const double *restrict p_etp = arrays[6];
     const double *restrict p_vp = arrays[7];
-    const double *restrict p_stage_layers = arrays[8];
-    const double *restrict p_micro_batch = arrays[9];
-    const double *restrict p_selective = arrays[10];
-    const double *restrict p_attention_scores_stored = arrays[11];
-    const double *restrict p_full_recompute = arrays[12];
-    const double *restrict p_sequence_parallel = arrays[13];
+    const double *restrict p_micro_batch = arrays[8];
+    const double *restrict p_sequence_parallel = arrays[9];
+    const double *restrict p_stage_layers = arrays[10];
+    const double *restrict p_selective = arrays[11];
+    const double *restrict p_attention_scores_stored = arrays[12];
+    const double *restrict p_full_recompute = arrays[13];
     const double *restrict p_shard_ranks = arrays[14];
     const double *restrict p_weight_shards = arrays[15];
     const double *restrict p_grad_shards = arrays[16];
@@ -1160,12 +1160,12 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_ep = p_ep[i];
         const double v_etp = p_etp[i];
         const double v_vp = p_vp[i];
-        const double v_stage_layers = p_stage_layers[i];
         const double v_micro_batch = p_micro_batch[i];
+        const double v_sequence_parallel = p_sequence_parallel[i];
+        const double v_stage_layers = p_stage_layers[i];
         const double v_selective = p_selective[i];
         const double v_attention_scores_stored = p_attention_scores_stored[i];
         const double v_full_recompute = p_full_recompute[i];
-        const double v_sequence_parallel = p_sequence_parallel[i];
         const double v_shard_ranks = p_shard_ranks[i];
         const double v_weight_shards = p_weight_shards[i];
         const double v_grad_shards = p_grad_shards[i];
@@ -1713,7 +1713,7 @@ int capplan_search(long long first, long long last, const struct space *restrict
     double *restrict t_5 = buffer + 44 * STRIDE;
     double *restrict t_6 = buffer + 45 * STRIDE;
     const double *keys[] = {t_0, t_1, t_2, t_3, t_4, t_5, t_6};
-    const double *arrays[] = {b_gpus, b_tp, b_pp, b_dp, b_cp, b_ep, b_etp, b_vp, b_stage_layers, b_micro_batch, b_selective, b_attention_scores_stored, b_full_recompute, b_sp, b_shard, b_weight_shards, b_grad_shards, b_optimizer_shards, b_expert_weight_shards, b_expert_grad_shards, b_expert_optimizer_shards, b_zero3, b_tp_intra_ranks, b_pp_intra, b_cp_intra, b_dp_intra_ranks, b_replica_intra_ranks};
+    const double *arrays[] = {b_gpus, b_tp, b_pp, b_dp, b_cp, b_ep, b_etp, b_vp, b_micro_batch, b_sp, b_stage_layers, b_selective, b_attention_scores_stored, b_full_recompute, b_shard, b_weight_shards, b_grad_shards, b_optimizer_shards, b_expert_weight_shards, b_expert_grad_shards, b_expert_optimizer_shards, b_zero3, b_tp_intra_ranks, b_pp_intra, b_cp_intra, b_dp_intra_ranks, b_replica_intra_ranks};
     double *out[] = {o_0, o_1, o_2, o_3, o_4, o_5, o_6, o_7};
     struct cursor c;
     seek(s, &c, first);
@@ -1783,4 +1783,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "a961e6b3c3b0c088"; }
+const char *capplan_source_hash(void) { return "4b325e1646db7a6c"; }

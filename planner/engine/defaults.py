@@ -7,6 +7,7 @@ without numpy, the catalog or the engine.
 
 from __future__ import annotations
 
+from planner.engine.layout_rules import LAYOUT_DEFAULTS as _LAYOUT_DEFAULTS
 from planner.engine.layout_rules import PREFERRED_LAYOUT as _PREFERRED
 
 #: GEMM precisions: bf16 (and fp16), fp8 (per-tensor or MXFP8 block scaling), fp4 (NVFP4 /
@@ -39,8 +40,9 @@ DEFAULTS: dict = {
     "stack": "megatron-core-2025",  # software stack (hardware_catalog/data/stacks)
     "checkpoint": "async", "cost_basis": "cloud", "min_gpus": 8, "max_gpus": 16384,
     "deadline_days": 90.0, "objective": "cost", "knee_threshold": 0.8,
-    # one run (capplan evaluate / sensitivity / simulate / export, planner.evaluate)
-    "evaluate_hardware": "h100-sxm", "gpus": 1024, "recompute": "selective", "zero": 1,
+    # one run (capplan evaluate / sensitivity / simulate / export, planner.evaluate); the
+    # layout's defaults (gpus, recompute, zero) are declared with its dimensions
+    "evaluate_hardware": "h100-sxm", **_LAYOUT_DEFAULTS,
     # prices (planner.engine.pricing): tier, provider, spot preemption bucket
     "pricing": "on-demand", "provider": "median", "spot_interruption": "gt20",
 }

@@ -38,8 +38,10 @@ from planner.engine.glossary import (  # noqa: F401  (the kinds, used by callers
     POSITIVE,
     SHARDS,
     Domain,
+    dimension_domain,
     number_text,
 )
+from planner.engine.layout_rules import DIMENSIONS
 from planner.errors import CapplanError, shown
 
 #: Domains of user-facing numbers that are not run-model inputs (flag name, underscores).
@@ -48,7 +50,7 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "min_gpus": GPU_COUNT, "max_gpus": GPU_COUNT, "deadline_days": POSITIVE,
     "budget_usd": POSITIVE, "max_power_mw": POSITIVE, "knee_threshold": Domain("(0,1)"),
     # evaluate / simulate / uncertainty
-    "zero": Domain(">=0", integer=True, maximum=3), "shard_group": GPU_COUNT, "top": COUNT,
+    "top": COUNT,
     "replicas": Domain(">=1", integer=True, maximum=MAX_REPLICAS),
     # Weibull shape of per-GPU failure times: published fits are 0.5-0.8 (Schroeder &
     # Gibson 2006, DOI 10.1109/DSN.2006.5); below 0.2 a component fails in bursts of
@@ -78,15 +80,17 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "maintenance": Domain("[0,1)", maximum=0.99),
     "loss_spikes": Domain(">=0", maximum=1e6),
     "rollback_steps": Domain(">=0", maximum=1e9),
+    # the layout's sizes the run model does not read (its inputs are in the glossary)
+    **{d.name: dimension_domain(d) for d in DIMENSIONS if not d.kernel and d.dtype != "str"},
 }
 
 DOMAINS: dict[str, Domain] = {**INPUT_DOMAINS, **OPTION_DOMAINS}
 
-#: Run-model inputs a user sets directly with a flag of the same name.
-FLAG_INPUTS = frozenset({"gockpt_steps", "tokens", "gpus", "tp", "pp", "cp", "ep", "etp", "vp",
-                         "micro_batch",
-                         "global_batch", "seq_len", "gpus_per_node", "oversubscription",
-                         "pod_gpus"})
+#: Run-model inputs a user sets directly with a flag of the same name: the layout's sizes
+#: with an option (:data:`~planner.engine.layout_rules.DIMENSIONS`) and these.
+FLAG_INPUTS = frozenset({"gockpt_steps", "tokens", "gpus", "global_batch", "seq_len",
+                         "gpus_per_node", "oversubscription", "pod_gpus",
+                         *(d.name for d in DIMENSIONS if d.option and d.dtype == "int")})
 
 
 def label(name: str) -> str:
@@ -99,10 +103,10 @@ def label(name: str) -> str:
 def _first_bad(domain: Domain, value):
     """The first value outside ``domain`` (``None`` when all are inside)."""
     if type(value) is float:  # the common cases, without the abc checks below
-        return None if domain.oknumber_text(value) else value
+        return None if domain.ok_number(value) else value
     if type(value) is int and (domain.maximum is None or value <= domain.maximum) \
             and abs(value) < 2**53:
-        return None if domain.oknumber_text(float(value)) else value
+        return None if domain.ok_number(float(value)) else value
     if isinstance(value, str | bytes) or value is None:
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, np.generic):
@@ -113,7 +117,7 @@ def _first_bad(domain: Domain, value):
         if isinstance(value, numbers.Integral) and domain.maximum is not None and \
                 value > domain.maximum:  # exact, also beyond 2**53
             return value
-        return None if domain.oknumber_text(number) else value
+        return None if domain.ok_number(number) else value
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         return value

@@ -13,7 +13,8 @@ accelerator, a pandas DataFrame back whose column names carry units.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import inspect
+from dataclasses import field, fields, make_dataclass
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from planner.engine.layout_check import (
     expert_tp,
     resolve_layout,
 )
-from planner.engine.layout_rules import CHOSEN_SIZES, DIMENSIONS
+from planner.engine.layout_rules import CHOSEN_SIZES, DIMENSIONS, OTHER_SIZES
 from planner.engine.result import Evaluation
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import (
@@ -41,24 +42,24 @@ from planner.engine.scenario import (
     check_overrides,
 )
 from planner.engine.space import RECOMPUTE_CODES, layout_flags, layout_flags_one
-from planner.errors import CapplanError, shown
+from planner.errors import CapplanError, did_you_mean, shown
 
 
-def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"], gpus=DEFAULTS["gpus"],
-             tp=None, pp=None, cp=None, ep=None, vp=None, global_batch=None,
-             micro_batch=None, seq_len=None, recompute=DEFAULTS["recompute"], etp=None,
-             zero=DEFAULTS["zero"], sequence_parallel=None, precision=DEFAULTS["precision"],
-             site=DEFAULTS["site"], tokens=DEFAULTS["tokens"], shard_group=None,
+def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
+             global_batch=None, seq_len=None, precision=DEFAULTS["precision"],
+             site=DEFAULTS["site"], tokens=DEFAULTS["tokens"],
              checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
-             site_class=DEFAULTS["site_class"], flash_attention=True, reliability=DEFAULTS["reliability"], catalog=None,
-             catalog_dirs=(), overrides=None, return_inputs=False,
-             pricing=DEFAULTS["pricing"], provider=DEFAULTS["provider"],
-             spot_interruption=DEFAULTS["spot_interruption"], stack=DEFAULTS["stack"],
-             as_frame=True):
+             site_class=DEFAULTS["site_class"], flash_attention=True,
+             reliability=DEFAULTS["reliability"], catalog=None, catalog_dirs=(),
+             overrides=None, return_inputs=False, pricing=DEFAULTS["pricing"],
+             provider=DEFAULTS["provider"], spot_interruption=DEFAULTS["spot_interruption"],
+             stack=DEFAULTS["stack"], as_frame=True, **layout):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
-    Layout arguments (gpus, tp, pp, cp, ep, etp, vp, micro_batch, zero, shard_group,
-    sequence_parallel) may be scalars or equally long arrays: arrays evaluate many layouts
+    The layout is given by the keywords of its dimensions (:data:`planner.engine.
+    layout_rules.DIMENSIONS`: gpus, tp, pp, cp, ep, etp, vp, micro_batch, recompute, zero,
+    shard_group, sequence_parallel; ``inspect.signature(evaluate)`` lists them with their
+    defaults).  Sizes may be scalars or equally long arrays: arrays evaluate many layouts
     in one call.  ``etp`` (expert tensor parallelism, MoE) defaults to ``tp``; EP x ETP
     folds over TP x CP x DP (Megatron-Core's parallel folding).  ``shard_group`` (ZeRO
     1-3) shards the ZeRO state over that many DP ranks and replicates it across the others
@@ -90,10 +91,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
         reliability=reliability, precision=precision, checkpoint=checkpoint,
         cost_basis=cost_basis, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
         pricing=pricing, provider=provider, spot_interruption=spot_interruption, stack=stack)
-    request = LayoutRequest(
-        gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vp=vp, micro_batch=micro_batch,
-        recompute=recompute, zero=zero, shard_group=shard_group,
-        sequence_parallel=sequence_parallel, flash_attention=flash_attention)
+    request = LayoutRequest.of_keywords(layout, flash_attention=flash_attention)
     columns, x = evaluate_run(choices, request, catalog=catalog, catalog_dirs=catalog_dirs,
                               overrides=overrides, scalar=not as_frame)
     result = Evaluation(columns)
@@ -102,30 +100,44 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     return (result, x) if return_inputs else result
 
 
-@dataclass
-class LayoutRequest:
-    """The layout asked for: sizes as scalars or equally long arrays; ``None`` sizes are
-    chosen (:func:`planner.engine.layout_check.resolve_layout`); ``etp`` None: ``tp``;
-    ``shard_group`` None: all DP ranks; ``sequence_parallel`` None: on where ``tp > 1``."""
+def _pick(cls, options: dict):
+    """The layout among ``options`` (e.g. a command's options), the rest ignored."""
+    return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
 
-    gpus: object = DEFAULTS["gpus"]
-    tp: object = None
-    pp: object = None
-    cp: object = None
-    ep: object = None
-    etp: object = None
-    vp: object = None
-    micro_batch: object = None
-    recompute: str = DEFAULTS["recompute"]
-    zero: object = DEFAULTS["zero"]
-    shard_group: object = None
-    sequence_parallel: object = None
-    flash_attention: bool = True
 
-    @classmethod
-    def pick(cls, options: dict) -> LayoutRequest:
-        """The layout among ``options`` (e.g. a command's options), the rest ignored."""
-        return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
+def _of_keywords(cls, layout: dict, **others):
+    """The layout of ``evaluate``'s layout keywords: a TypeError, as Python's own for a
+    misspelt keyword, naming one that is no layout dimension and the nearest names."""
+    for name in layout.keys() - _LAYOUT_KEYWORD_SET:
+        hint = str(did_you_mean("keyword", name, _LAYOUT_KEYWORDS + _EVALUATE_KEYWORDS))
+        raise TypeError(f"evaluate() got an unexpected keyword argument {name!r}; "
+                        + hint.split("; ", 1)[1])
+    return cls(**layout, **others)
+
+
+#: The layout's keywords: the dimensions a caller gives (``layout_rules.DIMENSIONS``).
+_LAYOUT_KEYWORDS = tuple(d.name for d in DIMENSIONS if d.given)
+_LAYOUT_KEYWORD_SET = frozenset(_LAYOUT_KEYWORDS)
+
+#: The layout asked for: one field per dimension a caller gives, its default the
+#: dimension's (``None``: chosen, :func:`planner.engine.layout_check.resolve_layout`;
+#: ``etp`` None: ``tp``; ``shard_group`` None: all DP ranks; ``sequence_parallel`` None:
+#: on where ``tp > 1``); sizes as scalars or equally long arrays; and flash attention.
+LayoutRequest = make_dataclass(
+    "LayoutRequest",
+    [(d.name, object, field(default=d.default)) for d in DIMENSIONS if d.given]
+    + [("flash_attention", bool, field(default=True))],
+    namespace={"pick": classmethod(_pick), "of_keywords": classmethod(_of_keywords),
+               "__doc__": "The layout asked for: one field per dimension a caller gives "
+                          "(planner.engine.layout_rules.DIMENSIONS) and flash attention.",
+               "__module__": __name__})
+
+#: evaluate's own keywords, then the layout's, in its signature (help(evaluate) lists both).
+_EVALUATE_KEYWORDS = tuple(p for p in inspect.signature(evaluate).parameters if p != "layout")
+evaluate.__signature__ = inspect.signature(evaluate).replace(parameters=[
+    *(p for p in inspect.signature(evaluate).parameters.values() if p.kind is p.KEYWORD_ONLY),
+    *(inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=d.default)
+      for d in DIMENSIONS if d.given)])
 
 
 def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
@@ -146,7 +158,8 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
         if not isinstance(val, str) or val not in allowed:
             raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
     sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
-    check({"gpus": gpus, **sizes, "zero": zero, "tokens": c.tokens,
+    others = {k: getattr(r, k) for k in OTHER_SIZES}
+    check({"gpus": gpus, **sizes, **others, "zero": zero, "tokens": c.tokens,
            "global_batch": c.global_batch, "seq_len": c.seq_len, "shard_group": shard_group})
     if sequence_parallel is not None:
         check({"sequence_parallel": np.asarray(sequence_parallel, dtype=float)})
@@ -156,13 +169,13 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     x = base_inputs(catalog, choices)
     one = not any(type(v) not in _SCALARS and np.ndim(v) > 0
                   for v in (gpus, zero, sequence_parallel, shard_group, *sizes.values(),
-                            *(overrides or {}).values()))
+                            *others.values(), *(overrides or {}).values()))
     if not one:
         sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()
                  if k != "etp"}
         sizes["etp"] = expert_tp(x, sizes["tp"], r.etp)
     else:  # one layout: choose it on the inputs the kernel will see
-        sizes = resolve_layout({**x, **(overrides or {})}, gpus, sizes,
+        sizes = resolve_layout({**x, **(overrides or {})}, gpus, {**sizes, **others},
                                recompute=RECOMPUTE_CODES[recompute],
                                zero=int(zero), sequence_parallel=sequence_parallel,
                                flash_attention=flash_attention)
@@ -172,7 +185,8 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
             "site": c.site, "site_class": c.site_class, "checkpoint": c.checkpoint,
             "recompute": recompute, "zero": zero}
     if one and scalar:
-        return _evaluate_one(x, meta, gpus, sizes, recompute=RECOMPUTE_CODES[recompute],
+        return _evaluate_one(x, meta, gpus, {**sizes, **others},
+                             recompute=RECOMPUTE_CODES[recompute],
                              zero=zero, shard_group=shard_group,
                              sequence_parallel=sequence_parallel,
                              flash_attention=flash_attention, overrides=overrides or {}), x
@@ -184,7 +198,7 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "etp": etp,
               "vp": vp, "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
               "zero": zero, "shard_group": dp if shard_group is None else shard_group,
-              "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
+              "sequence_parallel": np.asarray(sequence_parallel, dtype=int), **others}
     layout = dict(zip(layout, np.broadcast_arrays(*(np.atleast_1d(v) for v in layout.values())),
                       strict=True))
     check_layouts(x, layout)

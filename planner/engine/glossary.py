@@ -7,7 +7,9 @@ the sympy model and the workbook), the domains checked before any kernel call
 all read from it.  Units are SI (s, B, FLOP, W, J, USD); ``"1"`` is a count or a ratio.
 
 To add an input: one line here, then use it in :mod:`planner.engine.model` and run
-``python -m planner.codegen``.
+``python -m planner.codegen``.  The layout's inputs are not written here: their lines are
+read from the layout's declaration (:data:`planner.engine.layout_rules.DIMENSIONS`: its
+meaning and allowed sizes), in its order.
 
 >>> GLOSSARY["hbm_bytes"].unit, GLOSSARY["hbm_bytes"].domain.text
 ('B', 'a finite number > 0')
@@ -22,14 +24,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from formulas.core import domain_text, in_domain, number_in_domain
+from planner.engine.layout_rules import (  # noqa: F401  (the GPU and batch bounds live there)
+    DIMENSIONS,
+    MAX_GLOBAL_BATCH,
+    MAX_GPUS,
+    Dimension,
+)
 
 # ---- the kinds of allowed values -------------------------------------------------------
 
-#: Largest GPU count, parallel size or node size accepted: 16.7 M GPUs (2**24), some 170x
-#: the largest announced 2025 training clusters (~100k GPUs).
-MAX_GPUS = 2**24
-#: Largest global batch [sequences]: 2**30 (Llama 3 405B used 2**11 x 8k tokens).
-MAX_GLOBAL_BATCH = 2**30
 #: Largest model dimension (layers, hidden, heads, vocabulary, sequence length ...): 2**31.
 MAX_DIM = 2**31
 #: Largest token count D: 1e18, some 70,000x Llama 3's 15T (keeps FLOP counts far from overflow).
@@ -71,7 +74,7 @@ class Domain:
             good &= array >= self.minimum
         return good
 
-    def oknumber_text(self, value: float) -> bool:
+    def ok_number(self, value: float) -> bool:
         """:meth:`ok` for one Python float, without numpy calls (the same rules)."""
         return (number_in_domain(self.spec, value)
                 and (not self.integer or value.is_integer())
@@ -104,6 +107,17 @@ SHARDS = Domain(">=1", maximum=MAX_GPUS)
 
 #: A bandwidth flag in GB/s: 1 kB/s to 1 EB/s.
 BANDWIDTH_GBPS = Domain(">0", minimum=1e-6, maximum=1e9)
+
+
+def dimension_domain(d: Dimension) -> Domain:
+    """The values a layout dimension ``d`` may take: a switch 0 or 1, else an integer size
+    from ``d.smallest`` to ``d.largest``."""
+    if d.dtype == "bool":
+        return FLAG
+    if d.smallest in (0, 1):
+        return Domain(f">={d.smallest}", integer=True, maximum=d.largest)
+    return Domain(">=0", integer=True, minimum=d.smallest, maximum=d.largest)
+
 
 # ---- the inputs ------------------------------------------------------------------------
 
@@ -157,18 +171,10 @@ GLOSSARY: dict[str, Term] = {
     "routed_node_limit": Term(
         "1", "most nodes one token is routed to (node-limited routing; experts_per_token: no limit)",
         COUNT),
-    # layout
-    "gpus": Term("1", "GPUs N = tp*pp*cp*dp", GPU_COUNT),
-    "tp": Term("1", "tensor-parallel size", GPU_COUNT),
-    "pp": Term("1", "pipeline-parallel size", GPU_COUNT),
-    "dp": Term("1", "data-parallel size", GPU_COUNT),
-    "cp": Term("1", "context-parallel size", GPU_COUNT),
-    "ep": Term("1", "expert-parallel size (folded over tp*cp*dp with etp)", GPU_COUNT),
-    "etp": Term("1", "expert-tensor-parallel size (Megatron-Core default: tp)", GPU_COUNT),
-    "vp": Term("1", "virtual pipeline stages per rank (interleaving)", GPU_COUNT),
+    # layout: its dimensions the run model reads (layout_rules.DIMENSIONS), then what follows
+    **{d.name: Term("1", d.meaning or d.label, dimension_domain(d))
+       for d in DIMENSIONS if d.kernel},
     "stage_layers": Term("1", "layers on the fullest pipeline stage, ceil(layers / pp)", COUNT),
-    "micro_batch": Term("1", "micro-batch size b [sequences]",
-                         Domain(">=1", integer=True, maximum=MAX_GLOBAL_BATCH)),
     "global_batch": Term("1", "global batch B [sequences]",
                           Domain(">=1", integer=True, maximum=MAX_GLOBAL_BATCH)),
     "selective": Term(
@@ -178,7 +184,6 @@ GLOSSARY: dict[str, Term] = {
         "1", "1 if the s x s attention scores are kept (no flash/selective)",
         FLAG),
     "full_recompute": Term("1", "1 for full activation recompute", FLAG),
-    "sequence_parallel": Term("1", "1 if sequence parallelism is on", FLAG),
     "shard_ranks": Term("1", "DP ranks sharing one copy of the ZeRO state (dp; fewer under HSDP)",
                          SHARDS),
     "weight_shards": Term("1", "shards of the weights (the shard group under ZeRO-3, else 1)",

@@ -10,7 +10,10 @@ import numpy as np
 
 from planner.engine.domains import check
 from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.layout_rules import (
+from planner.engine.layout_rules import (  # noqa: F401  (OTHER_SIZES: evaluate's)
+    CHECKED_SIZES,
+    CHOSEN_SIZES,
+    OTHER_SIZES,
     first_broken,
     holding,
     rule_context,
@@ -34,20 +37,25 @@ def context_of(x: dict) -> dict:
                         dualpipe=x.get("dualpipe", 0))
 
 
-def check_layout(x: dict, *, gpus, tp, pp, cp, ep, vp, micro_batch, dp=None,
-                 etp=None) -> None:
+_CHECKED = frozenset(CHECKED_SIZES)
+
+
+def check_layout(x: dict, *, gpus, tp, pp, cp, dp=None, etp=None, **sizes) -> None:
     """Raise CapplanError naming the first broken rule of an explicit layout
-    (:data:`planner.engine.layout_rules.VALIDITY`).
+    (:data:`planner.engine.layout_rules.VALIDITY`): ``sizes`` are the others of
+    :data:`CHECKED_SIZES` (``ep``, ``vp``, ``micro_batch`` ...); a rule reading a size not
+    given is not checked.
 
     Sizes are checked against their domains first; ``dp`` is GPUs / (TP PP CP) (the
     argument is ignored); ``etp`` None: ``tp``.
     """
-    etp = tp if etp is None else etp
-    check({"gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "ep": ep, "etp": etp, "vp": vp,
-           "micro_batch": micro_batch})
-    sizes = {k: int(v) for k, v in (("gpus", gpus), ("tp", tp), ("pp", pp), ("cp", cp),
-                                    ("ep", ep), ("etp", etp), ("vp", vp),
-                                    ("micro_batch", micro_batch))}
+    unknown = sizes.keys() - _CHECKED
+    if unknown:
+        raise TypeError(f"check_layout: unknown sizes {sorted(unknown)}")
+    sizes = {"gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "etp": tp if etp is None else etp,
+             **sizes}
+    check(sizes)
+    sizes = {k: int(v) for k, v in sizes.items()}
     sizes["dp"] = max(sizes["gpus"] // (sizes["tp"] * sizes["pp"] * sizes["cp"]), 1)
     broken = first_broken(SimpleNamespace(**sizes, **context_of(x)))
     if broken is not None:
@@ -65,11 +73,10 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         return (int(fixed[name]),) if fixed.get(name) is not None else default
 
     base = SpaceOptions()
+    # every size the search tries, kept where given (any TP up to 128: any domain)
+    sizes = {name: only(name, getattr(base, name)) for name in (*CHOSEN_SIZES, *OTHER_SIZES)}
     options = SpaceOptions(
-        min_gpus=gpus, max_gpus=gpus, tp=only("tp", tuple(2**i for i in range(8))),
-        pp=only("pp", None), vp=only("vp", base.vp), cp=only("cp", None),
-        ep=only("ep", None), etp=only("etp", None),
-        micro_batch=only("micro_batch", base.micro_batch),
+        min_gpus=gpus, max_gpus=gpus, **{**sizes, "tp": only("tp", tuple(2**i for i in range(8)))},
         recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})), hsdp=(0,),
         dualpipe=context_of(x)["dualpipe"],
         sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
@@ -135,9 +142,8 @@ def expert_tp(x: dict, tp, etp):
 
 def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
     """Vectorised :func:`check_layout`: the first broken layout raises with its rule."""
-    names = ("gpus", "tp", "pp", "cp", "ep", "etp", "vp", "micro_batch", "dp")
-    sizes = {k: np.asarray(layout[k]) for k in names}
-    positive = np.minimum.reduce([sizes[k] for k in names]) >= 1
+    sizes = {k: np.asarray(layout[k]) for k in (*CHECKED_SIZES, "dp")}
+    positive = np.minimum.reduce([sizes[k] for k in ("gpus", *CHOSEN_SIZES, "dp")]) >= 1
     with np.errstate(divide="ignore", invalid="ignore"):
         context = context_of(x)
         ok = positive & holding(SimpleNamespace(**sizes, **context),

@@ -41,6 +41,12 @@ from types import SimpleNamespace
 
 # ---- the dimensions of a layout ------------------------------------------------------------
 
+#: Largest GPU count, parallel size or node size accepted: 16.7 M GPUs (2**24), some 170x
+#: the largest announced 2025 training clusters (~100k GPUs).
+MAX_GPUS = 2**24
+#: Largest global batch [sequences]: 2**30 (Llama 3 405B used 2**11 x 8k tokens).
+MAX_GLOBAL_BATCH = 2**30
+
 
 @dataclass(frozen=True)
 class Dimension:
@@ -55,7 +61,15 @@ class Dimension:
     as an input of the same name (its glossary line is in
     :data:`planner.engine.glossary.GLOSSARY`); ``plan`` whether ``capplan plan``'s summary
     shows it; ``given`` whether a caller gives it (an argument of ``evaluate``: ``dp``
-    follows from the GPU count and the other sizes).
+    follows from the GPU count and the other sizes).  ``default`` is the value ``evaluate``
+    takes when it is left out and not chosen (``None``: chosen, see ``preferred``, or
+    following from the others: ``etp`` = ``tp``, ``shard_group`` = all DP ranks).
+    ``meaning`` is its glossary text (default: ``label``); ``smallest`` and ``largest`` the
+    sizes allowed (checked before any kernel call: :mod:`planner.engine.domains`).
+    ``search`` is the sizes ``capplan plan`` tries of a dimension its search space has no
+    choice of its own for (:data:`planner.engine.space.DECLARED_COLUMNS`; ``()``: its
+    ``default`` alone); its rules may then read the layout's sizes but not EP, ETP, ZeRO,
+    the shard group or sequence parallelism (``space`` says so at import).
     """
 
     name: str
@@ -66,6 +80,11 @@ class Dimension:
     kernel: bool = True
     plan: bool = True
     given: bool = True
+    default: object = None
+    meaning: str = ""
+    smallest: int = 1
+    largest: int = MAX_GPUS
+    search: tuple = ()
 
     @property
     def flag(self) -> str:
@@ -84,32 +103,38 @@ _FITS = " if the layout fits --gpus"
 #: 70B's TP8 x PP4 (arXiv:2407.21783 Table 4), other sizes 1; where it does not fit the GPU
 #: count, ``evaluate`` chooses the fastest layout for that count instead.
 DIMENSIONS: tuple[Dimension, ...] = (
-    Dimension("gpus", "GPUs"),
+    Dimension("gpus", "GPUs", default=1024, meaning="GPUs N = tp*pp*cp*dp"),
     Dimension("tp", "tensor-parallel size", preferred=8, option="Tensor-parallel size"),
     Dimension("pp", "pipeline-parallel size", preferred=4, option="Pipeline-parallel size"),
     Dimension("dp", "data-parallel size", given=False),
     Dimension("cp", "context-parallel size", preferred=1, option="Context-parallel size"),
     Dimension("ep", "expert-parallel size", preferred=1,
-              option="Expert-parallel size (MoE)"),
+              option="Expert-parallel size (MoE)",
+              meaning="expert-parallel size (folded over tp*cp*dp with etp)"),
     Dimension("etp", "expert-tensor-parallel size",
               option="Expert-tensor-parallel size (MoE): the experts' GEMMs split over ETP "
               "ranks; EP x ETP folds over TP x CP x DP (Megatron-Core parallel folding). "
-              "Default: --tp."),
+              "Default: --tp.",
+              meaning="expert-tensor-parallel size (Megatron-Core default: tp)"),
     Dimension("vp", "virtual pipeline stages per rank", preferred=1,
-              option="Virtual pipeline stages per rank"),
+              option="Virtual pipeline stages per rank",
+              meaning="virtual pipeline stages per rank (interleaving)"),
     Dimension("micro_batch", "micro-batch [sequences]", preferred=1,
               option="Micro-batch [sequences]. Layout sizes not given take their defaults when "
               "those fit --gpus, else the fastest layout for --gpus that keeps the sizes "
-              "given, reported on stderr"),
+              "given, reported on stderr",
+              meaning="micro-batch size b [sequences]", largest=MAX_GLOBAL_BATCH),
     Dimension("recompute", "activation recompute", dtype="str", kernel=False,
-              option="none | selective | full."),
-    Dimension("zero", "ZeRO stage", kernel=False, option="ZeRO stage 0-3 (3 = FSDP)."),
+              option="none | selective | full.", default="selective"),
+    Dimension("zero", "ZeRO stage", kernel=False, option="ZeRO stage 0-3 (3 = FSDP).",
+              default=1, smallest=0, largest=3),
     Dimension("shard_group", "ZeRO shard group [DP ranks] (< dp: HSDP)", kernel=False,
               option="HSDP: shard the ZeRO state over groups of this many DP ranks and "
               "replicate it across the groups (e.g. the DP ranks of one node; needs --zero "
               "1-3). Default: all DP ranks."),
     Dimension("sequence_parallel", "sequence parallelism", dtype="bool", plan=False,
-              option="Sequence parallelism (default: on when tp>1)."),
+              option="Sequence parallelism (default: on when tp>1).",
+              meaning="1 if sequence parallelism is on"),
 )
 
 #: The sizes ``evaluate`` tries first when they are left out, name -> size.
@@ -118,8 +143,18 @@ PREFERRED_LAYOUT: dict[str, int] = {d.name: d.preferred for d in DIMENSIONS
 #: The sizes a caller may leave out (``None``) to have them chosen: the preferred ones and
 #: ``etp`` (default: ``tp``).
 CHOSEN_SIZES: tuple[str, ...] = (*PREFERRED_LAYOUT, "etp")
+#: The sizes a caller gives beside those ``evaluate`` may choose and those it handles on
+#: their own (``recompute``, ``zero``, ``shard_group``, ``sequence_parallel``): a declared
+#: dimension with a default; none today.
+OTHER_SIZES: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if d.given and d.name not in (
+    "gpus", *CHOSEN_SIZES, "recompute", "zero", "shard_group", "sequence_parallel"))
+#: The sizes the layout rules of one layout read (``dp`` follows from the others).
+CHECKED_SIZES: tuple[str, ...] = ("gpus", *CHOSEN_SIZES, *OTHER_SIZES)
 #: The layout's run-model inputs (read by the kernel under the same names), in order.
 KERNEL_DIMENSIONS: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if d.kernel)
+#: The values ``evaluate`` takes for the dimensions left out that are not chosen.
+LAYOUT_DEFAULTS: dict[str, object] = {d.name: d.default for d in DIMENSIONS
+                                      if d.default is not None}
 
 
 def layout_arguments(row) -> dict:

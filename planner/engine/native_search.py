@@ -48,7 +48,7 @@ from planner.engine import native
 from planner.engine.kernel import partial_kernel
 from planner.engine.kernel_run import prelude_table
 from planner.engine.layout_rules import DERIVED, KERNEL_DIMENSIONS
-from planner.engine.space import HEAD_COLUMNS, LAYOUT_COLUMNS, TAIL_COLUMNS
+from planner.engine.space import HEAD_COLUMNS, LAYOUT_COLUMNS
 from planner.engine.spares import resolve_spares
 
 #: Candidates per pass through the loop's stages (their ~50 columns stay in L2 cache).
@@ -178,8 +178,8 @@ def _prepare(space, inputs: dict, start: int, stop: int, outputs: tuple[str, ...
     spec = native.manifest.SEARCH
     if (tuple(outputs), tuple(constraints)) != (spec["outputs"], spec["constraints"]):
         return None  # another search than the one the extension was generated for
-    if tuple(name for name, *_ in space.lists) != TAIL_COLUMNS \
-            or not set(HEAD_COLUMNS) <= set(space.head):
+    if tuple(name for name, *_ in space.lists) != spec.get("tail") \
+            or HEAD_COLUMNS != spec.get("head") or not set(HEAD_COLUMNS) <= set(space.head):
         return None  # a space of another shape than the C code decodes
     _, names = partial_kernel(outputs)
     per_candidate = set(BUFFERS) - {"spare_nodes"}

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 from formulas.carbon import carbon_delay_product, compute_carbon_intensity
 from planner.engine.domains import check
-from planner.engine.layout_rules import CHOSEN_SIZES
+from planner.engine.layout_rules import CHECKED_SIZES
 from planner.errors import CapplanError, did_you_mean, shown
 
-#: The layout sizes a phase may set: the GPU count and the sizes ``evaluate`` chooses when
-#: left out (:data:`planner.engine.layout_rules.CHOSEN_SIZES`).
-PHASE_LAYOUT = ("gpus", *CHOSEN_SIZES)
+#: The layout sizes a phase may set: the GPU count, the sizes ``evaluate`` chooses when
+#: left out and the others a caller gives
+#: (:data:`planner.engine.layout_rules.CHECKED_SIZES`).
+PHASE_LAYOUT = CHECKED_SIZES
 #: Keys of one ``[[phases]]`` entry, with their Python types; ``name`` and ``tokens`` are
 #: required, the rest default to the scenario's (or the command's) values.
 PHASE_KEYS: dict[str, tuple] = {

@@ -14,7 +14,7 @@ turns a layout into the 0/1 flags and shard counts of the run model.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass
 from functools import lru_cache
 from types import SimpleNamespace
 
@@ -23,8 +23,12 @@ import numpy as np
 from planner.engine.columns import layout_columns
 from planner.engine.domains import check
 from planner.engine.layout_rules import (
+    CONTEXT_NAMES,
+    DIMENSIONS,
     FLOATS,
     KERNEL_DIMENSIONS,
+    LAYOUT_NAMES,
+    VALIDITY,
     derived_inputs,
     holding,
     rule_context,
@@ -43,9 +47,18 @@ LAYOUT_COLUMNS = layout_columns()
 #: The columns of :class:`LayoutSpace`'s table, in the order of the compiled search's
 #: ``head`` matrix (``domain_dp``: the DP ranks inside one scale-up domain, HSDP's shard).
 HEAD_COLUMNS = ("tp", "cp", "pp", "vp", "micro_batch", "dp", "gpus", "domain_dp")
+#: The layout columns the search's own choice of sizes builds (:func:`_layout_factors`):
+#: the table's and those :func:`unpacked` makes of the packed codes.
+BUILT_COLUMNS = ("gpus", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch",
+                 "recompute", "zero", "shard_group", "sequence_parallel")
+#: The dimensions of the declaration the search has no choice of its own for: each is
+#: tried over its declared sizes (``Dimension.search``, else its default; a field of
+#: :class:`SpaceOptions` each), as a list crossed with every table row and masked by the
+#: rules that read it.  A new dimension is searched so with nothing written here.
+DECLARED_COLUMNS = tuple(d.name for d in DIMENSIONS if d.name not in BUILT_COLUMNS)
 #: The lists of allowed codes crossed with each table row, in enumeration order (the last
 #: varies fastest); :func:`unpacked` turns their codes into layout columns.
-TAIL_COLUMNS = ("ep_etp", "recompute", "zero_hsdp", "sequence_parallel")
+TAIL_COLUMNS = ("ep_etp", "recompute", "zero_hsdp", "sequence_parallel", *DECLARED_COLUMNS)
 
 
 def unpacked(v, ops) -> dict:
@@ -64,7 +77,8 @@ def unpacked(v, ops) -> dict:
             "recompute": v.recompute,
             "zero": ops.quotient(v.zero_hsdp, 2),
             "shard_group": ops.where(ops.eq(hsdp, 1), v.domain_dp, v.dp),
-            "sequence_parallel": v.sequence_parallel}
+            "sequence_parallel": v.sequence_parallel,
+            **{name: getattr(v, name) for name in DECLARED_COLUMNS}}
 
 
 #: :func:`unpacked`'s operations on numpy integer arrays (exact).
@@ -90,8 +104,9 @@ NUMPY = SimpleNamespace(
 
 
 @dataclass(frozen=True)
-class SpaceOptions:
-    """Which values each decision may take; ``None`` means derive from the model."""
+class _BuiltSizes:
+    """Which values each decision the search builds may take; ``None`` means derive from
+    the model."""
 
     min_gpus: int = 8
     max_gpus: int = 16384
@@ -119,7 +134,7 @@ class SpaceOptions:
         """CapplanError on the first value outside its domain (planner.engine.domains)."""
         check({"min_gpus": self.min_gpus, "max_gpus": self.max_gpus})
         for name in ("tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "hsdp",
-                     "sequence_parallel"):
+                     "sequence_parallel", *DECLARED_COLUMNS):
             values = getattr(self, name)
             if values is None:
                 continue
@@ -131,6 +146,36 @@ class SpaceOptions:
         if unknown or not self.recompute:
             raise CapplanError(f"SpaceOptions.recompute must hold none | selective | full, "
                                f"got {self.recompute!r}")
+
+
+def _declared_sizes(name: str) -> tuple:
+    """The sizes the search tries of a declared dimension by default: its ``search``
+    sizes, else its default alone."""
+    d = next(d for d in DIMENSIONS if d.name == name)
+    if d.dtype == "str":
+        raise TypeError(f"layout dimension {name!r}: the search codes a text dimension by hand "
+                        "(see recompute in space.py); declare it as int or bool")
+    sizes = d.search or ((int(d.default),) if d.default is not None else ())
+    if not sizes:
+        raise TypeError(f"layout dimension {name!r} needs search sizes or a default")
+    # the search masks it with the rules that read it before the other lists are crossed
+    seen = frozenset((*HEAD_COLUMNS, *CONTEXT_NAMES, name))
+    for rule in VALIDITY:
+        if name in rule.reads and not rule.reads <= seen:
+            raise TypeError(f"layout dimension {name!r}: a rule reads "
+                            f"{sorted(rule.reads - seen)}, which the search crosses later")
+    return tuple(sizes)
+
+
+#: Which values each decision may take (``None``: derive from the model): the sizes the
+#: search builds (:class:`_BuiltSizes`), and one field per declared dimension
+#: (:data:`DECLARED_COLUMNS`), default its declared sizes.
+SpaceOptions = make_dataclass(
+    "SpaceOptions", [(name, tuple, field(default=_declared_sizes(name)))
+                     for name in DECLARED_COLUMNS],
+    bases=(_BuiltSizes,), frozen=True,
+    namespace={"__doc__": "Which values each decision of the search may take (None: derive "
+                          "from the model).", "__module__": __name__})
 
 
 def divisors(n: int) -> list[int]:
@@ -389,8 +434,19 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
          lambda t, code: _zero_allowed(t, code, valid)),
         ("sequence_parallel", options.sequence_parallel,
          lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1)),
+        *((name, getattr(options, name), _declared_allowed(name, valid))
+          for name in DECLARED_COLUMNS),
     ]
     return _keep(t, ok), tail
+
+
+def _declared_allowed(name: str, valid):
+    """Which sizes of the declared dimension ``name`` each table row tries: those its
+    rules allow (:data:`planner.engine.layout_rules.VALIDITY`)."""
+    def allowed(t, values):
+        grid = {k: t[k][:, None] for k in HEAD_COLUMNS}
+        return valid({**grid, name: values}, involving={name})
+    return allowed
 
 
 def _kept_values(name: str, values, valid) -> list[int]:
@@ -449,6 +505,27 @@ def domain_dp_ranks(tp, cp, dp, scale_up_domain):
     return np.clip(domain // ranks, 1, np.asarray(dp))
 
 
+#: The layout columns :func:`planner.engine.layout_rules.derived_inputs` reads under
+#: another name (``shard``: the shard group, all DP ranks when left out; ``rec``: the
+#: recompute code); it reads the others (:data:`~planner.engine.layout_rules.LAYOUT_NAMES`)
+#: under their own.
+_READ_AS = {"shard": "shard_group", "rec": "recompute"}
+_RULE_SOURCES = tuple((k, _READ_AS.get(k, k)) for k in LAYOUT_NAMES)
+#: What :func:`layout_flags_one` reads of them from the run-model inputs (``etp``
+#: completed), and as whole numbers from the layout (the shard group aside).
+_FROM_KERNEL = tuple(k for k in LAYOUT_NAMES if k in KERNEL_DIMENSIONS)
+_FROM_LAYOUT = tuple((k, source) for k, source in _RULE_SOURCES
+                     if k not in KERNEL_DIMENSIONS and k != "shard")
+
+
+def _rule_inputs(layout: dict, kernel: dict) -> dict:
+    """The layout values ``derived_inputs`` reads, by its names: ``kernel`` (the layout's
+    run-model inputs, ``etp`` completed) first, then ``layout``."""
+    values = {**layout, **kernel}
+    values.setdefault("shard_group", kernel["dp"])
+    return {k: values[source] for k, source in _RULE_SOURCES}
+
+
 def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
                  flash_attention: bool = True) -> dict[str, np.ndarray]:
     """Run-model inputs derived from arrays of layouts: flags, shard counts and link
@@ -456,9 +533,8 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     place they are written; the compiled search loop runs the same rules, traced to C)."""
     f = {k: np.asarray(layout.get(k, layout["tp"]) if k == "etp" else layout[k], dtype=float)
          for k in KERNEL_DIMENSIONS}
-    v = SimpleNamespace(**{k: f[k] for k in ("gpus", "tp", "cp", "pp", "dp", "vp", "ep", "etp")},
-                        shard=np.asarray(layout.get("shard_group", f["dp"]), dtype=float),
-                        rec=np.asarray(layout["recompute"]), zero=np.asarray(layout["zero"]),
+    v = SimpleNamespace(**{k: np.asarray(value, dtype=float)
+                           for k, value in _rule_inputs(layout, f).items()},
                         domain=np.asarray(scale_up_domain, dtype=float), layers=float(layers))
     f.update(derived_inputs(v, NUMPY, flash_attention))
     return f
@@ -470,9 +546,9 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
     call: the per-call path of ``evaluate(..., as_frame=False)``)."""
     f = {k: float(layout.get(k, layout["tp"]) if k == "etp" else layout[k])
          for k in KERNEL_DIMENSIONS}
-    v = SimpleNamespace(**{k: f[k] for k in ("gpus", "tp", "cp", "pp", "dp", "vp", "ep", "etp")},
+    v = SimpleNamespace(**{k: f[k] for k in _FROM_KERNEL},
+                        **{k: float(int(layout[source])) for k, source in _FROM_LAYOUT},
                         shard=float(layout.get("shard_group", f["dp"])),
-                        rec=float(int(layout["recompute"])), zero=float(int(layout["zero"])),
                         domain=float(scale_up_domain), layers=float(layers))
     f.update(derived_inputs(v, FLOATS, flash_attention))
     return f

@@ -10,7 +10,7 @@ import numpy as np
 
 from planner.engine.domains import check
 from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.layout_rules import (  # noqa: F401  (OTHER_SIZES: evaluate's)
+from planner.engine.layout_rules import (
     CHECKED_SIZES,
     CHOSEN_SIZES,
     OTHER_SIZES,

@@ -51,12 +51,17 @@ def shown(value) -> str:
 
 def did_you_mean(kind: str, name: str, choices) -> CapplanError:
     """``unknown <kind> 'x'; did you mean: a, b?`` (or the allowed names)."""
+    return CapplanError(f"unknown {kind} '{one_line(name)}'; {suggestion(name, choices)}")
+
+
+def suggestion(name: str, choices) -> str:
+    """``did you mean: a, b?`` (the nearest of ``choices`` to ``name``), or
+    ``allowed: ...`` (the first twelve) when none is near."""
     choices = sorted(choices)
     close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
     if not close:
         close = [c for c in choices if c.startswith(name[:2])][:3]
-    name = one_line(name)
     if close:
-        return CapplanError(f"unknown {kind} '{name}'; did you mean: {', '.join(close)}?")
+        return f"did you mean: {', '.join(close)}?"
     listed = ", ".join(choices[:12]) + (", ..." if len(choices) > 12 else "")
-    return CapplanError(f"unknown {kind} '{name}'; allowed: {listed}")
+    return f"allowed: {listed}"

@@ -42,7 +42,7 @@ from planner.engine.scenario import (
     check_overrides,
 )
 from planner.engine.space import RECOMPUTE_CODES, layout_flags, layout_flags_one
-from planner.errors import CapplanError, did_you_mean, shown
+from planner.errors import CapplanError, shown, suggestion
 
 
 def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
@@ -109,9 +109,8 @@ def _of_keywords(cls, layout: dict, **others):
     """The layout of ``evaluate``'s layout keywords: a TypeError, as Python's own for a
     misspelt keyword, naming one that is no layout dimension and the nearest names."""
     for name in layout.keys() - _LAYOUT_KEYWORD_SET:
-        hint = str(did_you_mean("keyword", name, _LAYOUT_KEYWORDS + _EVALUATE_KEYWORDS))
         raise TypeError(f"evaluate() got an unexpected keyword argument {name!r}; "
-                        + hint.split("; ", 1)[1])
+                        + suggestion(name, _LAYOUT_KEYWORDS + _EVALUATE_KEYWORDS))
     return cls(**layout, **others)
 
 
@@ -133,11 +132,11 @@ LayoutRequest = make_dataclass(
                "__module__": __name__})
 
 #: evaluate's own keywords, then the layout's, in its signature (help(evaluate) lists both).
-_EVALUATE_KEYWORDS = tuple(p for p in inspect.signature(evaluate).parameters if p != "layout")
+_OWN = [p for p in inspect.signature(evaluate).parameters.values() if p.kind is p.KEYWORD_ONLY]
+_EVALUATE_KEYWORDS = tuple(p.name for p in _OWN)
 evaluate.__signature__ = inspect.signature(evaluate).replace(parameters=[
-    *(p for p in inspect.signature(evaluate).parameters.values() if p.kind is p.KEYWORD_ONLY),
-    *(inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=d.default)
-      for d in DIMENSIONS if d.given)])
+    *_OWN, *(inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=d.default)
+             for d in DIMENSIONS if d.given)])
 
 
 def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
@@ -190,15 +189,13 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
                              zero=zero, shard_group=shard_group,
                              sequence_parallel=sequence_parallel,
                              flash_attention=flash_attention, overrides=overrides or {}), x
-    tp, pp, cp, ep, etp, vp, micro_batch = (sizes[k] for k in ("tp", "pp", "cp", "ep", "etp",
-                                                               "vp", "micro_batch"))
-    dp = np.asarray(gpus) // np.maximum(np.asarray(tp) * pp * cp, 1)
+    tp = np.asarray(sizes["tp"])
+    dp = np.asarray(gpus) // np.maximum(tp * sizes["pp"] * sizes["cp"], 1)
     if sequence_parallel is None:
-        sequence_parallel = np.asarray(tp) > 1
-    layout = {"gpus": gpus, "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "etp": etp,
-              "vp": vp, "micro_batch": micro_batch, "recompute": RECOMPUTE_CODES[recompute],
+        sequence_parallel = tp > 1
+    layout = {"gpus": gpus, **sizes, **others, "dp": dp, "recompute": RECOMPUTE_CODES[recompute],
               "zero": zero, "shard_group": dp if shard_group is None else shard_group,
-              "sequence_parallel": np.asarray(sequence_parallel, dtype=int), **others}
+              "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
     layout = dict(zip(layout, np.broadcast_arrays(*(np.atleast_1d(v) for v in layout.values())),
                       strict=True))
     check_layouts(x, layout)

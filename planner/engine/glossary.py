@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from formulas.core import domain_text, in_domain, number_in_domain
-from planner.engine.layout_rules import (  # noqa: F401  (the GPU and batch bounds live there)
+from planner.engine.layout_rules import (
     DIMENSIONS,
     MAX_GLOBAL_BATCH,
     MAX_GPUS,

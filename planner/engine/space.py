@@ -55,7 +55,8 @@ BUILT_COLUMNS = ("gpus", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch
 #: tried over its declared sizes (``Dimension.search``, else its default; a field of
 #: :class:`SpaceOptions` each), as a list crossed with every table row and masked by the
 #: rules that read it.  A new dimension is searched so with nothing written here.
-DECLARED_COLUMNS = tuple(d.name for d in DIMENSIONS if d.name not in BUILT_COLUMNS)
+_DECLARED = tuple(d for d in DIMENSIONS if d.name not in BUILT_COLUMNS)
+DECLARED_COLUMNS = tuple(d.name for d in _DECLARED)
 #: The lists of allowed codes crossed with each table row, in enumeration order (the last
 #: varies fastest); :func:`unpacked` turns their codes into layout columns.
 TAIL_COLUMNS = ("ep_etp", "recompute", "zero_hsdp", "sequence_parallel", *DECLARED_COLUMNS)
@@ -148,10 +149,10 @@ class _BuiltSizes:
                                f"got {self.recompute!r}")
 
 
-def _declared_sizes(name: str) -> tuple:
-    """The sizes the search tries of a declared dimension by default: its ``search``
+def _declared_sizes(d) -> tuple:
+    """The sizes the search tries of a declared dimension ``d`` by default: its ``search``
     sizes, else its default alone."""
-    d = next(d for d in DIMENSIONS if d.name == name)
+    name = d.name
     if d.dtype == "str":
         raise TypeError(f"layout dimension {name!r}: the search codes a text dimension by hand "
                         "(see recompute in space.py); declare it as int or bool")
@@ -171,8 +172,7 @@ def _declared_sizes(name: str) -> tuple:
 #: search builds (:class:`_BuiltSizes`), and one field per declared dimension
 #: (:data:`DECLARED_COLUMNS`), default its declared sizes.
 SpaceOptions = make_dataclass(
-    "SpaceOptions", [(name, tuple, field(default=_declared_sizes(name)))
-                     for name in DECLARED_COLUMNS],
+    "SpaceOptions", [(d.name, tuple, field(default=_declared_sizes(d))) for d in _DECLARED],
     bases=(_BuiltSizes,), frozen=True,
     namespace={"__doc__": "Which values each decision of the search may take (None: derive "
                           "from the model).", "__module__": __name__})
@@ -505,25 +505,13 @@ def domain_dp_ranks(tp, cp, dp, scale_up_domain):
     return np.clip(domain // ranks, 1, np.asarray(dp))
 
 
-#: The layout columns :func:`planner.engine.layout_rules.derived_inputs` reads under
-#: another name (``shard``: the shard group, all DP ranks when left out; ``rec``: the
-#: recompute code); it reads the others (:data:`~planner.engine.layout_rules.LAYOUT_NAMES`)
-#: under their own.
-_READ_AS = {"shard": "shard_group", "rec": "recompute"}
-_RULE_SOURCES = tuple((k, _READ_AS.get(k, k)) for k in LAYOUT_NAMES)
-#: What :func:`layout_flags_one` reads of them from the run-model inputs (``etp``
-#: completed), and as whole numbers from the layout (the shard group aside).
+#: What :func:`planner.engine.layout_rules.derived_inputs` reads of a layout
+#: (:data:`~planner.engine.layout_rules.LAYOUT_NAMES`): these from its run-model inputs
+#: (``etp`` completed); these from its columns, as whole numbers (``rec``: the recompute
+#: code); and ``shard``, the shard group (all DP ranks when left out).
 _FROM_KERNEL = tuple(k for k in LAYOUT_NAMES if k in KERNEL_DIMENSIONS)
-_FROM_LAYOUT = tuple((k, source) for k, source in _RULE_SOURCES
+_FROM_LAYOUT = tuple((k, "recompute" if k == "rec" else k) for k in LAYOUT_NAMES
                      if k not in KERNEL_DIMENSIONS and k != "shard")
-
-
-def _rule_inputs(layout: dict, kernel: dict) -> dict:
-    """The layout values ``derived_inputs`` reads, by its names: ``kernel`` (the layout's
-    run-model inputs, ``etp`` completed) first, then ``layout``."""
-    values = {**layout, **kernel}
-    values.setdefault("shard_group", kernel["dp"])
-    return {k: values[source] for k, source in _RULE_SOURCES}
 
 
 def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
@@ -533,8 +521,9 @@ def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
     place they are written; the compiled search loop runs the same rules, traced to C)."""
     f = {k: np.asarray(layout.get(k, layout["tp"]) if k == "etp" else layout[k], dtype=float)
          for k in KERNEL_DIMENSIONS}
-    v = SimpleNamespace(**{k: np.asarray(value, dtype=float)
-                           for k, value in _rule_inputs(layout, f).items()},
+    v = SimpleNamespace(**{k: f[k] for k in _FROM_KERNEL},
+                        **{k: np.asarray(layout[source], dtype=float) for k, source in _FROM_LAYOUT},
+                        shard=np.asarray(layout.get("shard_group", f["dp"]), dtype=float),
                         domain=np.asarray(scale_up_domain, dtype=float), layers=float(layers))
     f.update(derived_inputs(v, NUMPY, flash_attention))
     return f

@@ -88,16 +88,6 @@ def test_export_refuses_to_overwrite(tmp_path, capsys):
     assert code == 2 and "--force" in capsys.readouterr().err and path.read_text() == "mine"
 
 
-@pytest.mark.slow  # sympy's common-subexpression elimination of the whole model (~1.5-2 min)
-def test_generated_workbook_formulas_are_fresh():
-    """The committed Model-sheet formulas are what the symbolic run model prints today."""
-    from planner.codegen.workbook import generate_source
-    from planner.report.xlsx import GENERATED
-
-    assert generate_source() == GENERATED.read_text(), (
-        f"{GENERATED} is stale: run `python -m planner.codegen --only workbook`")
-
-
 def test_export_runs_no_sympy_cse_and_writes_every_formula(tmp_path, capsys, monkeypatch):
     """The export copies the generated formulas: sympy's CSE (minutes) is never called."""
     import openpyxl

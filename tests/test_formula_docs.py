@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import formulas
 from planner.report.formula_docs import DOCS_PATH, main, render_formulas_markdown
 
@@ -52,13 +49,3 @@ def test_check_mode(tmp_path, capsys):
     target.write_text("stale\n")
     assert main(["-o", str(target), "--check"]) == 1
     assert "stale" in capsys.readouterr().err
-
-
-def test_codegen_entry_point_checks_the_docs():
-    """``python -m planner.codegen --check`` is the one entry point for generated files."""
-    result = subprocess.run([sys.executable, "-m", "planner.codegen", "--check", "--only",
-                             "formulas", "--only", "cli", "--only", "native"],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert "codegen: formulas" in result.stderr and "codegen: native" in result.stderr
-    assert "codegen: kernel" not in result.stderr  # --only: the sympy step is skipped

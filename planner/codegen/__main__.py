@@ -1,98 +1,93 @@
-"""``python -m planner.codegen [--check]``: regenerate (or check) every
-generated file in dependency order; see :mod:`planner.codegen`."""
+"""``python -m planner.codegen [--check] [--only STEP] [--all]``: regenerate (or check)
+every generated file in dependency order; see :mod:`planner.codegen`.
+
+Each step is regenerated only when its fingerprint (:mod:`planner.codegen.fingerprint`)
+says it is stale, unless ``--all``; ``--check`` writes nothing and compares fingerprints
+only (about a second), naming each stale file and the command that regenerates it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from planner.analysis import calibration, estimates
-from planner.cli import whole_runs as evaluated_runs  # the rows as the command line runs them
-from planner.codegen import cli_docs, column_docs, workbook
-from planner.codegen import kernel as kernel_source
-from planner.codegen.native_source import MANIFEST, SOURCE, generate
-from planner.engine import kernel as generated_kernel
-from planner.report import formula_docs, validation, whole_runs, xlsx
-from planner.report.output import write_or_check
+from planner.codegen import fingerprint
+from planner.codegen.fingerprint import BY_NAME, STEPS, Step
 
 
-def _kernel(check: bool) -> int:
-    return write_or_check(generated_kernel.GENERATED, kernel_source.generate_source(), check=check,
-                          command="python -m planner.codegen")
+def unpinned(step: Step) -> list[str]:
+    """'library installed (pinned: version)' for each of ``step``'s libraries not at its pin."""
+    pins = fingerprint.pinned_versions()
+    wrong = []
+    for library in step.libraries:
+        try:
+            installed = version(library)
+        except PackageNotFoundError:
+            installed = "not installed"
+        if installed != pins[library]:
+            wrong.append(f"{library} {installed} (pinned: {pins[library]})")
+    return wrong
 
 
-def _workbook(check: bool) -> int:
-    return write_or_check(xlsx.GENERATED, workbook.generate_source(), check=check,
-                          command="python -m planner.codegen")
-
-
-def _native(check: bool) -> int:
-    source, manifest = generate()
-    changed = not SOURCE.exists() or SOURCE.read_text() != source
-    failed = write_or_check(SOURCE, source, check=check, command="python -m planner.codegen")
-    failed |= write_or_check(MANIFEST, manifest, check=check, command="python -m planner.codegen")
-    if changed and not check:  # the installed extension is now stale: numpy runs until then
-        print("codegen: rebuild the compiled extension: pip install -e .", file=sys.stderr)
+def check(steps: list[Step], root: Path = fingerprint.ROOT) -> int:
+    """1 if any step's outputs are stale (each named on stderr), else 0."""
+    recorded = fingerprint.load(root)
+    failed = 0
+    for step in steps:
+        why = fingerprint.staleness(step, recorded.get(step.name), root)
+        if why:
+            print(f"codegen: stale: {why}; run: {step.command}", file=sys.stderr)
+            failed = 1
     return failed
 
 
-def _formulas(check: bool) -> int:
-    return formula_docs.main(["--check"] if check else [])
-
-
-def _columns(check: bool) -> int:
-    return column_docs.main(["--check"] if check else [])
-
-
-def _cli(check: bool) -> int:
-    return cli_docs.main(["--check"] if check else [])
-
-
-def _validation(check: bool) -> int:
-    validated = write_or_check(estimates.PRECOMPUTED, estimates.precomputed_text(),
-                               check=check, command="python -m planner.codegen --only validation")
-    path = calibration.PRECOMPUTED
-    if check:
-        failed = validated
-        if not calibration.precomputed_is_fresh():
-            print(f"{path} is stale; run: python -m planner.codegen --only validation",
-                  file=sys.stderr)
-            failed = 1
-        return failed | validation.write_docs(check=check)
-    path.write_text(calibration.precomputed_text())  # ~2 min of refits
-    print(f"wrote {path}", file=sys.stderr)
-    return validation.write_docs(check=check)
-
-
-def _whole_runs(check: bool) -> int:
-    return whole_runs.write_docs(evaluated_runs.compare(), check=check)
-
-
-STEPS = {"kernel": _kernel, "workbook": _workbook, "native": _native, "formulas": _formulas,
-         "columns": _columns, "cli": _cli, "validation": _validation,
-         "whole-runs": _whole_runs}
+def generate(steps: list[Step], everything: bool) -> int:
+    """Regenerate the stale steps (all of ``steps`` with ``everything``), in order."""
+    writers = None
+    for step in steps:
+        recorded = fingerprint.load()
+        if not everything and not fingerprint.staleness(step, recorded.get(step.name)):
+            print(f"codegen: {step.name}: fresh", file=sys.stderr)
+            continue
+        wrong = unpinned(step)
+        if wrong:
+            print(f"codegen: {step.name} is generated with pinned libraries, so that its "
+                  f"output is reproducible: {'; '.join(wrong)}; run: "
+                  f"pip install -e '.[codegen]'", file=sys.stderr)
+            return 2
+        # the generators are imported only when one runs (seconds): --check never does
+        writers = writers or import_module("planner.codegen.generators").WRITERS
+        started = time.process_time()
+        print(f"codegen: {step.name} ...", file=sys.stderr)
+        writers[step.name]()
+        recorded[step.name] = fingerprint.fingerprint(step)
+        fingerprint.save(recorded)
+        print(f"codegen: {step.name}: {time.process_time() - started:.1f} CPU-s",
+              file=sys.stderr)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m planner.codegen",
-                                     description="Regenerate every generated file, in order.")
+                                     description="Regenerate the stale generated files, "
+                                                 "in order.")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if any generated file is stale")
-    parser.add_argument("--only", action="append", choices=list(STEPS),
+                        help="write nothing; exit 1 naming every stale generated file")
+    parser.add_argument("--only", action="append", choices=list(BY_NAME),
                         help="only these steps (repeatable); default all, in order")
+    parser.add_argument("--all", action="store_true", dest="everything",
+                        help="regenerate even the steps whose fingerprints are fresh")
     args = parser.parse_args(argv)
-    if not (Path(__file__).resolve().parents[2] / "pyproject.toml").exists():
+    if not (fingerprint.ROOT / "pyproject.toml").exists():
         print("python -m planner.codegen: not a source checkout (no pyproject.toml beside "
               "planner/); refusing to write into an installed package", file=sys.stderr)
         return 2
-    failed = 0
-    for name, step in STEPS.items():
-        if args.only and name not in args.only:
-            continue
-        print(f"codegen: {name}", file=sys.stderr)
-        failed |= step(args.check)
-    return failed
+    steps = [s for s in STEPS if not args.only or s.name in args.only]
+    return check(steps) if args.check else generate(steps, args.everything)
 
 
 if __name__ == "__main__":

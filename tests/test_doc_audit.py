@@ -23,8 +23,11 @@ Quotes of other people's numbers and the question's inputs are not results: a ma
 
 What counts as a quantity (``quantities``): a number with a unit right after it (``%``,
 days, h, min, s, ms, USD, MWh, kW, W, GPU-hours, TFLOP/s, GB, t CO2e, ``x`` ratios ...,
-see ``_UNITS``) or a ``$`` before it.  Not a quantity: anything in an inline code span
-(names, options, values typed on the command line), link targets and URLs, dates and
+see ``_UNITS``) or a ``$`` before it, in prose or in a heading (a heading's number needs
+a date in it or above it).  Counts (GPUs, layouts, steps, tokens) carry no unit and are
+not audited: mostly the question's inputs.  Not a quantity: anything in an inline code
+span (names, options, values typed on the command line), a "quotation" (others' words),
+link targets and URLs, dates and
 clock times, years, ordinals, version numbers and names with digits (``H100``,
 ``llama3-70b``, ``TP8``), references (issue 40, Table 2).  Pages in ``STRICT`` (audited
 before this file existed) keep the stricter rule: every number, with or without a unit.
@@ -110,13 +113,14 @@ _QUANTITY = re.compile(
 #: paper ids, dates and times, references to issues, items, tables, sections and papers.
 _NOT_QUANTITIES = [
     re.compile(r"`[^`]*`"),
+    re.compile(r'"[^"\n]*"'),  # quotations: others' words (a published figure, a datasheet's)
     re.compile(r"\]\([^)]*\)"),
     re.compile(r"\S*(?:arXiv:|doi:|https?://|github\.com|\.com/|\.org/|\.dev/|\.io/)\S*"),
     re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}(?:-\d{1,2}:\d{2})?\s*UTC"),
     re.compile(r"\b(?:issue|issues|item|items|Table|Fig\.|Figure|step|H[12]|Aug|ISCA|HPCA|"
                r"ASPLOS|et al\.|Llama|LLaMA|Llama 3\.1|OLMo|v|Gaudi|x86-64 level)\s+"
                r"[\d.,]+(?:\s*(?:and|,)\s*[\d.]+)*"),
-    re.compile(r"\b(?:19|20)\d{2}\b"),  # years
+    re.compile(r"\b(?:19|20)\d{2}\b(?!\s?(?:[%×$]|[A-Za-zµ°]))"),  # years (not 2048 s)
     re.compile(r"\b\d+(?:st|nd|rd|th)\b"),
     re.compile(r"^\s*\d+\.\s", re.M),  # ordered-list numbers
 ]
@@ -216,6 +220,8 @@ def unaccounted(path: Path, page: str, strict: bool = False,
             dated = [lv for lv in dated if lv < level]
             if DATED_HEADING.search(text):
                 dated.append(level)
+            elif not (dated or strict) and (numbers := quantities(text.lstrip("#"))):
+                problems.append(f"{page}:{line_no}: {', '.join(numbers)} in: {text!r}")
             marker = section = None
             continue
         if found:
@@ -266,17 +272,32 @@ def test_every_result_number_is_computed_checked_or_dated():
         "\n" + HOW
 
 
-def test_every_registered_quote_is_still_in_its_page_and_checked():
-    """A quote that no longer matches its page would silently stop covering a number."""
+def registry_problems(checked=CHECKED) -> list[str]:
+    """Registered quotes no longer in their page, naming no test, or holding no number."""
     problems = []
-    for page, quote, test in CHECKED:
+    for page, quote, test in checked:
         if _spaced(quote) not in _spaced((ROOT / page).read_text()):
             problems.append(f"{page}: no longer says {quote!r} (checked by {test})")
         if not _test_exists(test):
             problems.append(f"{page}: {quote!r}: tests/test_doc_numbers.py has no {test}")
         if not quantities(quote, strict=page in STRICT):
             problems.append(f"{page}: {quote!r} holds no number to check")
+    return problems
+
+
+def test_every_registered_quote_is_still_in_its_page_and_checked():
+    """A quote that no longer matches its page would silently stop covering a number."""
+    problems = registry_problems()
     assert not problems, "\n".join(problems)
+
+
+def test_a_stale_registry_entry_is_reported():
+    test = "test_model_default_evaluation_overheads"
+    assert registry_problems((("docs/model.md", "takes 999.9 days", test),)) == [
+        "docs/model.md: no longer says 'takes 999.9 days' (checked by " + test + ")"]
+    assert "has no test_gone" in registry_problems((("docs/model.md", "170.6 days",
+                                                     "test_gone"),))[0]
+    assert "no number" in registry_problems((("docs/model.md", "The expected", test),))[0]
 
 
 def test_the_generated_pages_are_the_fingerprinted_outputs():
@@ -309,9 +330,11 @@ def test_the_unit_rule_dated_items_headings_and_quotes(tmp_path):
         "- The run takes 41.3 days\n  and costs $2.1M.\n- It uses 80 GB (measured 2026-11-26).\n\n"
         "| run | time |\n|---|---|\n| a | 3 s |\n| b | 1.5x |\n\n"
         "## Timings (2026-11-27)\n\nPlan: 17 s.\n\n### Deeper\n\nStill 9 s.\n\n"
-        "## Later\n\nSaves 12 % of the cost, as 5 MWh say.\n")
+        "## Later\n\nSaves 12 % of the cost, as 5 MWh say.\n\n"
+        "## Took 9 s\n\nThe \"up to 45 %\" of 2024, then 2048 s.\n")
     problems = unaccounted(doc, "doc.md", checked=(("doc.md", "as 5 MWh say", "t"),))
-    assert [p.split(":")[1] for p in problems] == ["5", "11", "12", "24"], problems
+    assert [p.split(":")[1] for p in problems] == ["5", "11", "12", "24", "26", "28"], problems
     assert "41.3 days" in problems[0] and "$2.1" in problems[0]
+    assert problems[4].endswith("'## Took 9 s'") and ": 2048 s in:" in problems[5]
     assert "3 s" in problems[1] and "1.5x" in problems[2]
     assert "12 %" in problems[3] and "5 MWh" not in problems[3]

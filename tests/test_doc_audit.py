@@ -225,6 +225,10 @@ def unaccounted(path: Path, page: str, strict: bool = False,
             marker = section = None
             continue
         if found:
+            if found.group(1) in ("measured", "history") and not DATED_HEADING.search(
+                    found.group(2)):
+                problems.append(f"{page}:{line_no}: a {found.group(1)} marker needs its date "
+                                f"(YYYY-MM-DD): {found.group(0)}")
             if found.group(1) == "checked":
                 target = re.split(r"[\s;,]", found.group(2).strip())[0]
                 file, _, test = target.partition("::")
@@ -320,6 +324,8 @@ def test_the_audit_finds_an_unmarked_number(tmp_path):
     assert problems[0].startswith("doc.md:3:")
     doc.write_text("<!-- numbers: checked tests/test_doc_numbers.py::no_such_test -->\nA 5.\n")
     assert "names no test" in unaccounted(doc, "doc.md", strict=True)[0]
+    doc.write_text("<!-- numbers: measured 2026-11 on a laptop -->\nIt took 3.1 s.\n")
+    assert "needs its date" in unaccounted(doc, "doc.md")[0]
 
 
 def test_the_unit_rule_dated_items_headings_and_quotes(tmp_path):

@@ -232,130 +232,6 @@ def test_economics_sites_paragraph(tmp_path):
         assert round(c["co2e_t"]) == int(tonnes.replace(",", "")), site
 
 
-# ---- every number of the audited docs: checked by a test, or marked for what it is ----
-
-#: Docs whose every number is checked here: each number sits in a doctest, a command or an
-#: input block, or under a marker comment that says which test checks it, or that it is a
-#: dated measurement, a published value (with its source) or a record of a past run.
-AUDITED = ("docs/economics.md", "docs/distributed.md", "docs/whatif-checkpointing.md")
-#: ``<!-- numbers: KIND ... -->``.  ``checked tests/FILE.py::TEST`` names the test that recomputes the numbers;
-#: ``measured DATE ...`` a timing or other run on a stated date and machine (not
-#: regenerated: timings depend on the machine and its load); ``published SOURCE`` values
-#: quoted from a paper, vendor or data source, with their source in the text;
-#: ``history DATE`` a record of what an earlier version gave (kept to explain a change);
-#: ``inputs WHERE`` the question's inputs and documented defaults (a scenario, a CLI
-#: default, a catalog or data-file value), not results.  A marker on its own line covers
-#: the block after it; one that says ``(to the next heading)`` every block up to it.
-MARKER = re.compile(r"<!--\s*numbers:\s*(checked|measured|published|history|inputs)\b\s*(.*?)"
-                    r"-->", re.S)
-_NUMBER = re.compile(r"(?<![\w.\-/:#=@$])\d+(?:,\d{3})*(?:\.\d+)?(?![\w]|\.\d)")
-#: Text that holds digits but no quantity: inline code (names, commands, inputs), links,
-#: paper ids, dates and times, references to issues, items, tables, sections and papers.
-_NOT_QUANTITIES = [
-    re.compile(r"`[^`]*`"),
-    re.compile(r"\]\([^)]*\)"),
-    re.compile(r"\S*(?:arXiv:|doi:|https?://|github\.com|\.com/|\.org/|\.dev/|\.io/)\S*"),
-    re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}(?:-\d{1,2}:\d{2})?\s*UTC"),
-    re.compile(r"\b(?:issue|issues|item|items|Table|Fig\.|Figure|step|H[12]|Aug|ISCA|HPCA|"
-               r"ASPLOS|et al\.|Llama|LLaMA|Llama 3\.1|OLMo|v|Gaudi|x86-64 level)\s+"
-               r"[\d.,]+(?:\s*(?:and|,)\s*[\d.]+)*"),
-    re.compile(r"\b(?:19|20)\d{2}\b"),  # years
-    re.compile(r"\b\d+(?:st|nd|rd|th)\b"),
-    re.compile(r"^\s*\d+\.\s", re.M),  # ordered-list numbers
-]
-
-
-def _blocks(text: str):
-    """(heading?, code kind or None, text) per markdown block: fenced and indented code
-    blocks whole, other blocks split at blank lines."""
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.strip().startswith("```"):
-            kind = line.strip()[3:] or "text"
-            j = i + 1
-            while j < len(lines) and not lines[j].strip().startswith("```"):
-                j += 1
-            yield "code", kind, "\n".join(lines[i + 1:j])
-            i = j + 1
-        elif line.startswith("    ") and (i == 0 or not lines[i - 1].strip()):
-            j = i
-            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
-                j += 1
-            yield "code", "indented", "\n".join(lines[i:j])
-            i = j
-        elif line.startswith("#"):
-            yield "heading", None, line
-            i += 1
-        elif not line.strip():
-            i += 1
-        else:
-            j = i
-            while j < len(lines) and lines[j].strip() and not lines[j].startswith(("```", "#")):
-                j += 1
-            yield "text", None, "\n".join(lines[i:j])
-            i = j
-
-
-def quantities(text: str) -> list[str]:
-    """The numbers of a prose block that state a quantity (see ``_NOT_QUANTITIES``)."""
-    text = MARKER.sub(" ", text)
-    for pattern in _NOT_QUANTITIES:
-        text = pattern.sub(" ", text)
-    return _NUMBER.findall(text)
-
-
-def unaccounted(path: Path) -> list[str]:
-    """Lines of ``path`` whose numbers no test checks and no marker explains."""
-    problems, marker, section = [], None, None
-    for kind, _code, text in _blocks(path.read_text()):
-        found = MARKER.search(text)
-        if kind == "heading":
-            marker = section = None
-            continue
-        if found:
-            if found.group(1) == "checked":
-                target = re.split(r"[\s;,]", found.group(2).strip())[0]
-                file, _, test = target.partition("::")
-                if not (test and (ROOT / file).is_file()
-                        and re.search(rf"^def {re.escape(test)}\(", (ROOT / file).read_text(),
-                                      re.M)):
-                    problems.append(f"{path.name}: marker names no test: {found.group(0)}")
-            if "(to the next heading)" in found.group(2):
-                section = found.groups()
-            marker = found.groups()
-            if kind == "text" and not MARKER.sub("", text).strip():
-                continue  # a marker line of its own: it covers the next block
-        if kind == "code":
-            marker = None
-            continue  # doctests run (--doctest-glob); commands and inputs are not results
-        if marker is None and section is None and (numbers := quantities(text)):
-            problems.append(f"{path.name}: {', '.join(numbers)} in: {text[:80]!r}")
-        marker = None
-    return problems
-
-
-def test_every_number_of_the_audited_docs_is_checked_or_marked():
-    problems = [p for doc in AUDITED for p in unaccounted(ROOT / doc)]
-    assert not problems, "\n".join(problems)
-
-
-def test_the_audit_finds_an_unmarked_number(tmp_path):
-    doc = tmp_path / "doc.md"
-    doc.write_text("# Title 3\n\nIt takes 12.5 s on `h100-sxm` (issue 29, 2026-11-26).\n\n"
-                   "<!-- numbers: measured 2026-11-26 on a laptop -->\nIt took 3.1 s.\n\n"
-                   "And 4.2 s.\n\n"
-                   "## Next\n\n<!-- numbers: history 2026-11-01 (to the next heading) -->\n\n"
-                   "Was 9 days.\n\nThen 8 days.\n\n## Last\n\nNow 7 days.\n\n"
-                   "```python\n>>> 1 + 41\n42\n```\n")
-    problems = unaccounted(doc)
-    assert len(problems) == 3, problems
-    assert "12.5" in problems[0] and "4.2" in problems[1] and "7 in" in problems[2]
-    doc.write_text("<!-- numbers: checked tests/test_doc_numbers.py::no_such_test -->\nA 5.\n")
-    assert "names no test" in unaccounted(doc)[0]
-
-
 # ---- docs/whatif-checkpointing.md: its table and prose (the doctest checks its example) ----
 
 @pytest.fixture(scope="module")
@@ -588,3 +464,169 @@ def test_economics_confidence_paragraph(tmp_path):
         == float(p90_c)
     assert not any(v["missed_at_quantile"] for risk in at90["uncertainty"]["constraint_risk"]
                    .values() for v in risk.values())
+
+
+# ---- docs/whatif-stragglers.md: its two tables and the sentences under them ----
+
+def _stragglers_shown(capsys, text, marker):
+    """The `capplan stragglers` command the page shows after ``marker``, rerun in process
+    with the page's format (markdown), and the table the page shows under it."""
+    from planner.cli.main import main
+
+    start = text.index(marker)
+    cmd = re.search(r"```console\n\$ capplan (stragglers [^\n]*)\n```", text[start:]).group(1)
+    assert main(cmd.split()) == 0
+    shown = re.search(r"\n(\|[^\n]*\|\n(?:\|[^\n]*\|\n)+)", text[start:]).group(1)
+    return capsys.readouterr().out, shown
+
+
+def _waste_table(markdown):
+    header, rows = _md_table_after(markdown, "| gpus |")
+    return [dict(zip(header, (float(c.replace(",", "")) for c in row), strict=True))
+            for row in rows]
+
+
+def test_whatif_stragglers_tables_and_prose(capsys):
+    """docs/whatif-stragglers.md: both tables are what their commands print today (cell for
+    cell, as printed: 3 significant figures), and the prose quotes them to the rounding it
+    shows (percent to 1 decimal, "11-26 %" and "20 %" to whole percent); docs/model.md
+    quotes the first job too.  ~3 s: the
+    first command's Monte Carlo (50,000 steps per GPU count)."""
+    from hardware_catalog import load_catalog
+    from planner.analysis.stragglers import PRESETS, WhatIf, whatif_rows, with_model
+
+    text = (ROOT / "docs" / "whatif-stragglers.md").read_text()
+    spaced = " ".join(text.split())
+    out, shown = _stragglers_shown(capsys, text, "## The published")
+    assert _waste_table(out) == _waste_table(shown), "bytedance-osdi25 table"
+    first = _waste_table(out)[0]
+    assert f"At 128 GPUs the three causes together waste {100 * first['combined_waste']:.1f} %" \
+        in spaced
+    alone = [first[k] for k in ("gc_waste", "pipeline_waste", "sequence_waste")]
+    assert f"(each alone {100 * min(alone):.0f}-{100 * max(alone):.0f} %)" in spaced
+    model = _model_text()  # docs/model.md quotes the same job
+    assert f"wastes {100 * first['combined_waste']:.1f} % (`capplan stragglers --preset " \
+        "bytedance-osdi25`" in model
+    assert f"each cause alone wastes {100 * min(alone):.0f}-{100 * max(alone):.0f} %" in model
+    last = _waste_table(out)[-1]
+    assert f"a full pause per step ({100 * last['gc_waste']:.0f} % of a 4 s step)" in spaced
+
+    out, shown = _stragglers_shown(capsys, text, "## A 405B-class job")
+    assert _waste_table(out) == _waste_table(shown), "405B table"
+    # "Planned GC every 100 steps ... cuts the GC share to X % and the total to Y % at 128
+    # GPUs and Z % at 16,384": the same job with --gc-every-steps 100 instead.
+    m = re.search(r"cuts the GC share to ([\d.]+) % and the total to ([\d.]+) % at 128 GPUs "
+                  r"and ([\d.]+) % at 16,384", spaced)
+    assert m, "docs/whatif-stragglers.md no longer states the planned-GC result"
+    model = load_catalog(()).model("llama3.1-405b")
+    planned = with_model(WhatIf(step_time_s=5.0, gc_every_steps=100, slow_node_fraction=1e-4,
+                                stages=16), model)
+    rows = whatif_rows(planned, [128, 16384])
+    assert f"{100 * rows[0]['gc_waste']:.1f}" == m.group(1)
+    assert f"{100 * rows[0]['combined_waste']:.1f}" == m.group(2)
+    assert f"{100 * rows[1]['combined_waste']:.1f}" == m.group(3)
+    assert PRESETS["bytedance-osdi25"]["step_time_s"] == 4.0  # "4 s steps"
+
+
+# ---- docs/model.md: its worked examples ----
+
+def _model_text():
+    return " ".join((ROOT / "docs" / "model.md").read_text().split())
+
+
+def test_model_default_evaluation_overheads(capsys):
+    """docs/model.md, run overheads: the default `capplan evaluate` (Llama 3 70B, 15T
+    tokens, 1,024 H100) with and without evaluations and rollbacks; days to 1 decimal,
+    percent to 1 decimal, rollbacks to the whole one."""
+    from planner.cli.main import main
+
+    assert main(["evaluate", "-f", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    eval_d, rollback_d = r["eval_time_s"] / 86400, r["rollback_time_s"] / 86400
+    base = r["wall_days"] - eval_d - rollback_d - r["maintenance_time_s"] / 86400
+    said = (f"takes {r['wall_days']:.1f} days instead of {base:.1f} "
+            f"(+{100 * (r['wall_days'] / base - 1):.1f} %: {eval_d:.1f} days of evaluations, "
+            f"{rollback_d:.1f} days of {r['rollbacks']:.0f} rollbacks)")
+    assert said in _model_text(), f"docs/model.md should say: {said}"
+
+
+def test_model_dualpipe_and_moe_memory_examples():
+    """docs/model.md: DeepSeek-V3's DualPipe bubble against 1F1B (tests/test_dualpipe.py's
+    published layout; seconds to 2 decimals) and its MoE activation bytes per layer at
+    4,096 tokens (MiB, whole)."""
+    from test_dualpipe import DEEPSEEK
+
+    from formulas import memory as m
+    from planner import evaluate
+
+    dual = evaluate(**DEEPSEEK).iloc[0]["bubble_s"]
+    one_f_one_b = evaluate(**DEEPSEEK, overrides={"dualpipe": 0.0}).iloc[0]["bubble_s"]
+    text = _model_text()
+    assert f"{dual:.2f} s of bubble against {one_f_one_b:.2f} s under 1F1B" in text
+    mib = 2 ** 20
+    dense = m.mlp_activation_bytes(4096, 1, 18432, 3, 1) / mib
+    moe = m.moe_mlp_activation_bytes(4096, 1, 7168, 2048, 8, 1, 3, 1, 1, 0, 2) / mib
+    assert f"({moe:.0f} against {dense:.0f} MiB per layer at 4,096 tokens, BF16)" in text
+    fp8 = m.moe_mlp_activation_bytes(4096, 1, 7168, 2048, 8, 1, 3, 1, 1, 0, 1) / mib
+    saved = m.moe_activation_function_saving_bytes(4096, 1, 2048, 8, 1, 3, 1, 1, 0, 1, 1,
+                                                    1) / mib
+    assert f"{saved:.0f} of the experts' {fp8:.0f} MiB per layer at 4,096 tokens" in text
+
+
+def test_model_job_mttf_and_spares_examples():
+    """docs/model.md: the default and meta-rsc profiles' job MTTF at 8, 1,024 and 16,384
+    GPUs (days to 1 decimal, hours to 3 significant figures), the spare search's
+    example (its doctest's call; days whole, percent whole) and the 405B job's automatic
+    spares (days whole)."""
+    from hardware_catalog.loader import load_catalog
+    from planner import evaluate
+    from planner.analysis.simulate import failure_domains, optimal_spares
+    from planner.analysis.validate import job_mttf_s
+
+    text = _model_text()
+    d8, d1k, d16k = (job_mttf_s("default", g) / 3600 for g in (8, 1024, 16384))
+    assert f"MTTF: {d8 / 24:.1f} days at 8 GPUs" in text
+    assert f"{d1k:.3g} h at 1,024" in text and f"{d16k:.3g} h at 16,384" in text
+    r8, r1k, r16k = (job_mttf_s("meta-rsc", g) / 3600 for g in (8, 1024, 16384))
+    assert f"`meta-rsc` {r8 / 24:.1f} d / {r1k:.3g} h / {r16k:.3g} h" in text
+
+    doms = failure_domains(load_catalog().reliability_profile("llama3-405b"), gpus=16384,
+                           gpus_per_node=8)
+    out = optimal_spares(doms, job_nodes=2048, gpus_per_node=8, max_spares=64,
+                         repair_time_s=86400.0, solve_time_s=54 * 86400.0,
+                         interval_s=1800.0, checkpoint_cost_s=30.0)
+    none_d, best_d, n = out["wall_time_s"][0] / 86400, out["best_wall_time_s"] / 86400, \
+        out["best_spares"]
+    saved = 1 - (2048 + n) * best_d / (2048 * none_d)
+    assert (f"{n} spare nodes ({100 * n / 2048:.1f} %) cut the wall time of a 54-day solve "
+            f"from {none_d:.0f} to {best_d:.0f} days and the GPU-hours by "
+            f"{100 * saved:.0f} %") in text
+
+    auto = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384,
+                    reliability="llama3-405b").iloc[0]
+    none = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384,
+                    reliability="llama3-405b", overrides={"spare_nodes": 0.0}).iloc[0]
+    assert (f"it is {auto['spare_nodes']:.0f} spares: wall time {auto['wall_days']:.0f} days "
+            f"instead of {none['wall_days']:.0f} with none") in text
+
+
+def test_model_gb200_guide_predictions_are_validation_mds():
+    """docs/model.md quotes the GB200 guide's first and last step's predictions and
+    measurements; docs/validation.md (generated) computes them: the same to the three
+    significant figures model.md shows."""
+    table = (ROOT / "docs" / "validation.md").read_text()
+
+    def row(case):
+        cells = [c.strip() for c in re.search(rf"^\| {case} \|.*$", table, re.M).group(0)
+                 .strip("|").split("|")]
+        return float(cells[7].replace(",", "")), float(cells[8].replace(",", ""))
+
+    (measured_1, predicted_1), (measured_13, predicted_13) = row("MLMGB200-01"), \
+        row("MLMGB200-13")
+
+    def shown(x):
+        return f"{float(f'{x:.3g}'):,.0f}"
+
+    said = (f"prediction {shown(predicted_1)} -> {shown(predicted_13)} TFLOP/s/GPU against "
+            f"{shown(measured_1)} -> {shown(measured_13)}")
+    assert said in _model_text(), f"docs/model.md should say: {said}"

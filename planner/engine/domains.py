@@ -42,7 +42,7 @@ from planner.engine.glossary import (  # noqa: F401  (the kinds, used by callers
     number_text,
 )
 from planner.engine.layout_rules import DIMENSIONS
-from planner.errors import CapplanError, shown
+from planner.errors import CapplanError, did_you_mean, shown, suggestion
 
 #: Domains of user-facing numbers that are not run-model inputs (flag name, underscores).
 OPTION_DOMAINS: dict[str, Domain] = {
@@ -151,3 +151,55 @@ def check(values: dict, where: str = "") -> None:
     for name, value in values.items():
         if value is not None and name in DOMAINS:
             check_value(name, value, where=where)
+
+
+# ---- input uncertainty ([uncertainty] tables, planner/analysis/uncertainty.toml) --------
+
+#: Largest log-standard deviation of an uncertainty factor (``[uncertainty] <input> =
+#: {sigma = ...}``).  A lognormal factor of log-sd sigma puts P10-P90 at exp(-+1.28 sigma):
+#: x0.08-x13 at 2.0, an input unknown to more than an order of magnitude either way, where a
+#: planning margin means nothing; the widest default is 0.69 (a factor 2 between
+#: releases).  The bound also keeps every drawn factor finite: exp(2.0 x 6) ~ 1.6e5 at six
+#: standard deviations (beyond any of --draws' 100,000 draws), where a sigma of 1e6 makes
+#: exp() overflow to inf and the margins NaN.
+MAX_SIGMA = 2.0
+SIGMA = Domain(">=0", maximum=MAX_SIGMA)
+#: How a factor is drawn: one per accelerator, or one for all of them.
+SPREAD_SCOPES = ("hardware", "shared")
+#: Keys an uncertainty entry may hold (source, as_of, estimate: provenance, not read).
+SPREAD_KEYS = ("sigma", "scope", "source", "as_of", "estimate")
+
+
+def check_spread(name: str, spec, where: str = "[uncertainty]") -> tuple[float, str]:
+    """(sigma, scope) of one uncertainty entry ``name = {sigma = .., scope = ..}``, or one
+    :class:`CapplanError` naming ``where`` (e.g. ``"scenario.toml: [uncertainty]"``), the
+    key and the allowed values: a run-model input, a finite sigma in
+    ``[0, MAX_SIGMA]``, scope ``hardware`` or ``shared`` (default ``shared``)."""
+    if not isinstance(name, str) or name not in INPUT_DOMAINS:
+        raise CapplanError(f"{where}: {did_you_mean('uncertain input', str(name), INPUT_DOMAINS)}")
+    key = f"{where} {name}"
+    if not isinstance(spec, dict) or "sigma" not in spec:
+        raise CapplanError(f"{key} must be a table {{sigma = <number in [0, {MAX_SIGMA:g}]>, "
+                           f"scope = \"hardware\" or \"shared\"}}, got {shown(spec)}")
+    for k in spec:
+        if k not in SPREAD_KEYS:
+            raise CapplanError(f"{key}: unknown key {shown(k)}; {suggestion(str(k), SPREAD_KEYS)}")
+    sigma = spec["sigma"]
+    if isinstance(sigma, bool) or not isinstance(sigma, int | float):
+        raise CapplanError(f"{key}: sigma must be {SIGMA.text}, got {shown(sigma)} "
+                           f"({type(sigma).__name__})")
+    check_value("sigma", float(sigma), SIGMA, where=key)
+    scope = spec.get("scope", "shared")
+    if scope not in SPREAD_SCOPES:
+        raise CapplanError(f"{key}: scope must be \"hardware\" (one factor per accelerator) "
+                           f"or \"shared\" (one for all), got {shown(scope)}; "
+                           f"{suggestion(str(scope), SPREAD_SCOPES)}")
+    return float(sigma), scope
+
+
+def check_spreads(table, where: str = "[uncertainty]") -> dict[str, tuple[float, str]]:
+    """Every entry of an ``[uncertainty]`` table checked by :func:`check_spread`."""
+    if not isinstance(table, dict):
+        raise CapplanError(f"{where} must be a table of <input> = {{sigma = .., scope = ..}}, "
+                           f"got {shown(table)}")
+    return {name: check_spread(name, spec, where) for name, spec in table.items()}

@@ -124,7 +124,11 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
     move them); ``draws`` > 0 (``--uncertainty``): each site's winners' P10/P50/P90 and the
     constraints they miss at P90 (``overrides``: the scenario's ``[uncertainty]`` table)."""
     from hardware_catalog import load_catalog
-    from planner.analysis.confidence import plan_at_confidence, plan_phases_at_confidence
+    from planner.analysis.confidence import (
+        percentile_text,
+        plan_at_confidence,
+        plan_phases_at_confidence,
+    )
     from planner.analysis.uncertainty import phase_uncertainty, plan_uncertainty, spreads_from
     from planner.engine.optimize import require
     from planner.engine.sites import plan_sites, site_ranking, site_winners
@@ -165,7 +169,7 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
                 for c, x in by.items() if x["missed_at_quantile"])
     if format == "table":
         text = render_sites(results, rows, winners)
-        p = f"P{round(100 * scenario.confidence)}"
+        p = percentile_text(scenario.confidence)
         text += (f"constraints planned at {p} at every site (nominal run; --confidence 0.9 "
                  "for a margin)" if scenario.confidence == 0.5 else
                  f"constraints planned at {p} of the uncertainty model at every site, with "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from fractions import Fraction
 
 import numpy as np
 
@@ -203,3 +204,42 @@ def check_spreads(table, where: str = "[uncertainty]") -> dict[str, tuple[float,
         raise CapplanError(f"{where} must be a table of <input> = {{sigma = .., scope = ..}}, "
                            f"got {shown(table)}")
     return {name: check_spread(name, spec, where) for name, spec in table.items()}
+
+
+# ---- --confidence Q: the quantile the margin's Monte Carlo can resolve --------------------
+
+#: Draws of the margin Monte Carlo (planner.analysis.confidence) at quantiles near the
+#: middle: fixed, so the same plan every time.
+MARGIN_DRAWS = 200
+#: Draws the Monte Carlo keeps beyond the quantile, in its tail: the empirical Q-quantile of
+#: N draws moves with Q only while N min(Q, 1-Q) >= ~1 (below, it is the extreme draw
+#: whatever Q: ``--confidence 1e-300`` and 0.999 planned alike at 200 draws); 10 draws
+#: beyond it keep its Monte Carlo error to a few of the spread's tail percent.
+TAIL_DRAWS = 10
+#: Most margin draws: 10,000, so Q in [0.001, 0.999] (the draws of one accelerator's
+#: frontier are evaluated in blocks; 10,000 draws of a few hundred rows take seconds).
+MAX_MARGIN_DRAWS = 10_000
+#: The quantiles --confidence takes: TAIL_DRAWS of MAX_MARGIN_DRAWS draws beyond each.
+CONFIDENCE_RANGE = (TAIL_DRAWS / MAX_MARGIN_DRAWS, 1 - TAIL_DRAWS / MAX_MARGIN_DRAWS)
+
+
+def margin_draws(quantile: float) -> int:
+    """Draws of the margin Monte Carlo at ``quantile``: :data:`MARGIN_DRAWS`, raised so that
+    at least :data:`TAIL_DRAWS` lie beyond the quantile (ceil(10 / min(Q, 1 - Q)), exact
+    in rational arithmetic: 0.999 -> 10,000 draws)."""
+    q = Fraction(quantile)
+    tail = min(q, 1 - q)
+    return max(MARGIN_DRAWS, math.ceil(Fraction(TAIL_DRAWS) / tail))
+
+
+def check_confidence(quantile) -> None:
+    """One line unless ``quantile`` (``--confidence``) is a number whose margin the Monte
+    Carlo resolves: in :data:`CONFIDENCE_RANGE`."""
+    low, high = CONFIDENCE_RANGE
+    if isinstance(quantile, bool) or not isinstance(quantile, numbers.Real) or \
+            not low <= float(quantile) <= high:
+        raise CapplanError(
+            f"--confidence must be a quantile in [{low:g}, {high:g}], got {shown(quantile)}: "
+            f"its margin is the quantile of at most {MAX_MARGIN_DRAWS:,} Monte Carlo draws, "
+            f"with at least {TAIL_DRAWS} beyond it; e.g. 0.9 plans so that deadline, budget "
+            "and power hold at P90")

@@ -24,7 +24,7 @@ import numpy as np
 from hardware_catalog import load_catalog
 from planner.analysis.estimates import attach, attach_phases
 from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs
-from planner.engine import optimize
+from planner.engine import optimize, workload
 from planner.engine.domains import MARGIN_DRAWS, margin_draws  # noqa: F401  (documented)
 from planner.engine.kernel_run import evaluate_columns
 from planner.engine.phase_plan import plan_phases
@@ -47,11 +47,18 @@ def margins(result, catalog, spreads, quantile: float, draws: int | None = None,
     s = result.scenario
     draws = margin_draws(quantile) if draws is None else draws
     frontier = result.frontier.loc[result.frontier["fits"].astype(bool)]
-    out = []
+    parts = {}
     for hw in sorted(frontier["hardware"].unique()):
         part = frontier.loc[frontier["hardware"] == hw]
         feasible = part.loc[part["feasible"].astype(bool)]
-        part = (feasible if len(feasible) else part).reset_index(drop=True)
+        parts[hw] = (feasible if len(feasible) else part).reset_index(drop=True)
+    total = sum(len(p) for p in parts.values()) * draws
+    progress = workload.check_draws(total // draws if draws else 0, draws,
+                                    f"--confidence {quantile:g} margins",
+                                    fewer="a --confidence nearer 0.5 (fewer margin draws), "
+                                    "a narrower plan")
+    out, done = [], 0
+    for hw, part in parts.items():
         x = frontier_inputs(s, catalog, hw, part)
         nominal = evaluate_columns(x, MARGIN_QUANTITIES)
         f = factors(spreads, draws, 1, seed)
@@ -63,6 +70,9 @@ def margins(result, catalog, spreads, quantile: float, draws: int | None = None,
                                    MARGIN_QUANTITIES)
             for q in MARGIN_QUANTITIES:
                 drawn[q][first:first + n] = got[q].reshape(n, len(part))
+            done += n * len(part)
+            if progress is not None:
+                progress(done, total, hw)
         m = []
         for q in MARGIN_QUANTITIES:
             ratio = np.quantile(drawn[q], quantile, axis=0) / np.asarray(nominal[q], dtype=float)

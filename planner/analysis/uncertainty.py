@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from planner.engine import workload
 from planner.engine.columns import layout_columns, layout_key
 from planner.engine.domains import check_spreads
 from planner.engine.explain import CONSTRAINTS, active_constraints, meets
@@ -179,6 +180,9 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
                                            for k in layout_key()], axis=0))
             if match.size:
                 nominal[objective] = int(match[0])
+    total = len(frontier) * draws
+    progress = workload.check_draws(len(frontier), draws, "--uncertainty")
+    done = 0
     wanted = tuple(dict.fromkeys(("fits", *SEARCH_COLUMNS, *QUANTITIES)))
     best_value = {o: np.full((len(hardware), draws), np.inf) for o in OBJECTIVE_COLUMNS}
     nominal_values = {o: {q: np.empty(draws) for q in QUANTITIES} for o in nominal}
@@ -200,6 +204,9 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
             for objective, i in here.items():
                 for q in QUANTITIES:
                     nominal_values[objective][q][first:last] = out[q].reshape(n, len(rows))[:, i]
+            done += n * len(rows)
+            if progress is not None:
+                progress(done, total, hw)
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
               "win_probability": {}, "nominal_winners": {}}
     for objective in OBJECTIVE_COLUMNS:
@@ -241,6 +248,9 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
     best_value = {o: np.full((len(hardware), draws), np.inf) for o in objectives}
     nominal = {o: {q: np.empty(draws) for q in QUANTITIES} for o in objectives
                if result.best.get(o) is not None}
+    # the cap on at most every objective's clusters x phases (their distinct rows are drawn)
+    progress = workload.check_draws(sum(len(f) for o in objectives for f in result.clusters[o]),
+                                    draws, "--uncertainty")
     for g, hw in enumerate(hardware):
         here = [o for o in objectives if hw in on[o]]
         parts = {o: [frame.xs(hw, level="hardware").reset_index().assign(hardware=hw)
@@ -282,6 +292,8 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
                     for q in QUANTITIES:
                         nominal[o][q][first:last] = np.asarray(total[q]).reshape(
                             nd, n)[:, winner_at[o]]
+            if progress is not None:  # accelerators x draws done
+                progress(g * draws + last, len(hardware) * draws, hw)
     for o in objectives:
         report["win_probability"][o] = win_probability(best_value[o], hardware)
         if o in nominal:

@@ -185,3 +185,14 @@ def test_a_terminal_less_run_gets_progress_lines(monkeypatch):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
     with search_progress("searching", passes=2) as progress:
         assert isinstance(progress, ProgressLines) and progress.passes == 2
+
+
+def test_the_estimate_of_a_margined_plan_counts_its_margins(capsys, monkeypatch):
+    monkeypatch.setattr(workload, "ESTIMATE_ABOVE_S", 0.0)
+    code, _, err = run(capsys, [*SMALL, "--confidence", "0.99"])
+    assert code in (0, 1)
+    first = err.splitlines()[0]
+    assert "(1 accelerator x 2 searches; ~" in first and "with the margins" in first
+    # margins cost in proportion to their draws: 1,000 at 0.99 against 200 at 0.9
+    assert workload.margin_seconds(1, 20, 1000, compiled=False) == pytest.approx(
+        5 * workload.margin_seconds(1, 20, 200, compiled=False), rel=1e-12)

@@ -12,7 +12,7 @@ import typer
 
 from planner.cli.numbers import si_count
 from planner.engine import workload
-from planner.engine.domains import check_value
+from planner.engine.domains import check_value, margin_draws
 from planner.engine.glossary import Domain
 
 MaxCandidatesOption = Annotated[int, typer.Option(
@@ -94,5 +94,10 @@ def bounded_plan(scenario, phases, max_candidates: int | None, max_draw_rows: in
         what = f"{accelerators} accelerator{'s' * (accelerators != 1)}"
         if sites * len(searches) > 1:
             what += f" x {sites * len(searches)} searches"
-        workload.check_search(candidates, what, threads_of(workers))
+        margins = 0  # one margin computation per nominal search
+        if scenario.confidence != 0.5:
+            margins = sites * (len(searches) if phases else 1)
+        also_s = workload.margin_seconds(margins, accelerators,
+                                         margin_draws(scenario.confidence))
+        workload.check_search(candidates, what, threads_of(workers), also_s=also_s)
         yield sites * len(searches)

@@ -30,6 +30,10 @@ SEARCH_S_PER_CANDIDATE = {True: 1.4e-7, False: 2.0e-6}
 #: thread): numpy 3.2 us for the margin's three columns, 6.7-10 us for --uncertainty's
 #: (the default plan, 400 and 2,000 draws, 2026-11-29); the compiled kernel ~10x less.
 DRAW_S_PER_ROW = {True: 1.0e-6, False: 1.0e-5}
+#: Seconds the ``--confidence`` margins of one accelerator's frontier cost per search at 200
+#: draws (a few hundred rows; 0.9-1.7 s of CPU for the 20 accelerators of a llama3-8b plan,
+#: 2026-11-29), scaled by the margin draws; the compiled kernel ~10x less.
+MARGIN_S_PER_ACCELERATOR = {True: 0.007, False: 0.07}
 #: Work expected to take longer than this is announced on stderr before it starts.
 ESTIMATE_ABOVE_S = 10.0
 #: Default --max-candidates: 4e9, four times the largest documented search (the 10^9
@@ -85,6 +89,14 @@ def draw_seconds(row_draws: int, compiled: bool | None = None) -> float:
     return row_draws * DRAW_S_PER_ROW[bool(compiled)]
 
 
+def margin_seconds(margins: int, accelerators: int, draws: int,
+                   compiled: bool | None = None) -> float:
+    """Expected seconds of ``margins`` margin computations (one per nominal search) over
+    ``accelerators`` accelerators at ``draws`` draws each [s]."""
+    compiled = native.available() if compiled is None else compiled
+    return margins * accelerators * MARGIN_S_PER_ACCELERATOR[bool(compiled)] * draws / 200
+
+
 def seconds_text(seconds: float) -> str:
     """'~40 s', '~6 min', '~2.1 h': an estimate, rounded as one."""
     if seconds < 120:
@@ -99,15 +111,18 @@ def kernel_text(compiled: bool | None = None) -> str:
     return "compiled kernel" if compiled else "numpy kernel"
 
 
-def check_search(candidates: int, what: str, threads: int, announce: bool = True) -> float:
+def check_search(candidates: int, what: str, threads: int, announce: bool = True,
+                 also_s: float = 0.0) -> float:
     """The expected seconds of a search of ``candidates`` (``what``: how it is made up, e.g.
     '24 accelerators x 2 passes'); one :class:`CapplanError` above ``--max-candidates``, one
     line on stderr (:attr:`Limits.announce`) when it will take over
-    :data:`ESTIMATE_ABOVE_S` (and ``announce``)."""
+    :data:`ESTIMATE_ABOVE_S` (and ``announce``).  ``also_s``: the seconds of the work that
+    comes with the search (the margins of :func:`margin_seconds`)."""
     limits = current()
-    seconds = search_seconds(candidates, threads)
+    seconds = search_seconds(candidates, threads) + also_s
     estimate = (f"{candidates:,} candidates ({what}; {seconds_text(seconds)} on {threads} "
-                f"thread{'s' * (threads != 1)}, {kernel_text()})")
+                f"thread{'s' * (threads != 1)}{' with the margins' * (also_s > 0)}, "
+                f"{kernel_text()})")
     if candidates > limits.max_candidates:
         raise CapplanError(
             f"the search would evaluate {estimate}, more than --max-candidates "

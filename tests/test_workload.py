@@ -148,27 +148,28 @@ class FakeClock:
 
 def test_progress_lines_every_few_seconds_never_a_carriage_return():
     clock, stream = FakeClock(), io.StringIO()
-    lines = ProgressLines("searching", stream, every_s=5.0, clock=clock)
+    lines = ProgressLines("searching", stream, every_s=5.0, first_after_s=10.0, clock=clock)
     lines(0, 10, "")
-    clock.now += 4.9
+    clock.now += 9.9
     lines(1, 10, "a100")
     assert stream.getvalue() == ""  # short work says nothing
-    clock.now += 0.2  # 5.1 s
+    clock.now += 0.2  # 10.1 s
     lines(2, 10, "h100-sxm")
     clock.now += 1.0
     lines(3, 10, "h100-sxm")  # within 5 s of the last line: nothing
     clock.now += 5.0
     lines(5, 10, "mi300x")
     assert stream.getvalue().splitlines() == [
-        "capplan: searching: 20% (2 of 10), 5 s elapsed, ~20 s left (h100-sxm)",
-        "capplan: searching: 50% (5 of 10), 11 s elapsed, ~11 s left (mi300x)"]
+        "capplan: searching: 20% (2 of 10), 10 s elapsed, ~40 s left (h100-sxm)",
+        "capplan: searching: 50% (5 of 10), 16 s elapsed, ~16 s left (mi300x)"]
     assert "\r" not in stream.getvalue()
 
 
 def test_progress_counts_passes_as_shares_of_the_whole():
     """--site a,b --confidence 0.9: four searches, each 0..total; the share is the whole's."""
     clock, stream = FakeClock(), io.StringIO()
-    lines = ProgressLines("searching", stream, passes=4, every_s=0.0, clock=clock)
+    lines = ProgressLines("searching", stream, passes=4, every_s=0.0, first_after_s=0.0,
+                          clock=clock)
     for done in (0, 1, 2, 2, 0, 1):  # 2 of 2 twice: one pass ends once
         clock.now += 1
         lines(done, 2, "x")

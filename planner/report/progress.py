@@ -11,11 +11,15 @@ from planner.engine.workload import seconds_text
 
 #: Seconds between two progress lines when stderr is not a terminal.
 PROGRESS_EVERY_S = 5.0
+#: Seconds before the first line: work done sooner says nothing (as it is not announced,
+#: planner.engine.workload.ESTIMATE_ABOVE_S).
+FIRST_LINE_AFTER_S = 10.0
 
 
 class ProgressLines:
     """A progress callback ``(done, total, name)`` writing at most one line every
-    ``every_s`` seconds to ``stream`` (none for work shorter than that):
+    ``every_s`` seconds to ``stream``, the first after ``first_after_s`` (none for work
+    shorter than that):
     ``capplan: searching: 45% (9 of 20), 100 s elapsed, ~2 min left (h100-sxm)``.
 
     ``passes``: how many runs of ``done`` from 0 to ``total`` make up the work (a plan at
@@ -24,10 +28,12 @@ class ProgressLines:
     """
 
     def __init__(self, label: str, stream=None, *, passes: int = 1,
-                 every_s: float = PROGRESS_EVERY_S, clock=time.monotonic):
+                 every_s: float = PROGRESS_EVERY_S, first_after_s: float = FIRST_LINE_AFTER_S,
+                 clock=time.monotonic):
         self.label, self.stream, self.passes = label, stream or sys.stderr, max(1, passes)
         self.every_s, self.clock = every_s, clock
-        self.started = self.last_line = clock()
+        self.started = clock()
+        self.last_line = self.started + first_after_s - every_s  # the first line's time
         self.finished = 0  # passes done
         self.at_end = False  # the last call ended a pass
 

@@ -119,7 +119,7 @@ def test_the_estimate_goes_to_stderr_first_and_the_answer_is_unchanged(capsys, m
     code, out, err = run(capsys, SMALL)
     assert code == 0
     first = err.splitlines()[0]
-    assert first.startswith("capplan: searching ") and "--max-candidates caps it" in first
+    assert first.startswith("capplan: estimate: searching ") and "--max-candidates caps it" in first
     drop = ("seconds",)
     assert {k: v for k, v in json.loads(out).items() if k not in drop} == \
         {k: v for k, v in json.loads(quiet).items() if k not in drop}
@@ -160,8 +160,8 @@ def test_progress_lines_every_few_seconds_never_a_carriage_return():
     clock.now += 5.0
     lines(5, 10, "mi300x")
     assert stream.getvalue().splitlines() == [
-        "capplan: searching: 20% (2 of 10), 10 s elapsed, ~40 s left (h100-sxm)",
-        "capplan: searching: 50% (5 of 10), 16 s elapsed, ~16 s left (mi300x)"]
+        "capplan: progress: searching: 20% (2 of 10), 10 s elapsed, ~40 s left (h100-sxm)",
+        "capplan: progress: searching: 50% (5 of 10), 16 s elapsed, ~16 s left (mi300x)"]
     assert "\r" not in stream.getvalue()
 
 
@@ -173,7 +173,7 @@ def test_progress_counts_passes_as_shares_of_the_whole():
     for done in (0, 1, 2, 2, 0, 1):  # 2 of 2 twice: one pass ends once
         clock.now += 1
         lines(done, 2, "x")
-    shares = [line.split(": ")[2].split(" ")[0] for line in stream.getvalue().splitlines()]
+    shares = [line.split(": ")[3].split(" ")[0] for line in stream.getvalue().splitlines()]
     assert shares == ["0%", "12%", "25%", "25%", "25%", "38%"]
     assert "pass 2 of 4" in stream.getvalue().splitlines()[-1]
 

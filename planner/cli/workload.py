@@ -30,8 +30,10 @@ CAP = Domain(">=1", integer=True, maximum=10**18)
 
 
 def say(line: str) -> None:
-    """One line on stderr now (not queued: the estimate comes before the work)."""
-    sys.stderr.write(f"capplan: {line}\n")
+    """One line on stderr now (not queued: the estimate comes before the work), marked
+    ``capplan: estimate:`` as the progress lines are ``capplan: progress:`` (a log reader
+    or a check that errors are one line tells them from the answer's lines)."""
+    sys.stderr.write(f"capplan: estimate: {line}\n")
     sys.stderr.flush()
 
 

@@ -20,7 +20,7 @@ class ProgressLines:
     """A progress callback ``(done, total, name)`` writing at most one line every
     ``every_s`` seconds to ``stream``, the first after ``first_after_s`` (none for work
     shorter than that):
-    ``capplan: searching: 45% (9 of 20), 100 s elapsed, ~2 min left (h100-sxm)``.
+    ``capplan: progress: searching: 45% (9 of 20), 100 s elapsed, ~2 min left (h100-sxm)``.
 
     ``passes``: how many runs of ``done`` from 0 to ``total`` make up the work (a plan at
     several sites, or planned twice for ``--confidence``); each counts as an equal share.
@@ -57,7 +57,7 @@ class ProgressLines:
         where = f" ({name})" if name else ""
         of_pass = (f", pass {min(self.finished + 1, self.passes)} of {self.passes}"
                    if self.passes > 1 else "")
-        self.stream.write(f"capplan: {self.label}: {share:.0%} ({done:,} of {total:,}"
+        self.stream.write(f"capplan: progress: {self.label}: {share:.0%} ({done:,} of {total:,}"
                           f"{of_pass}), {round(elapsed)} s elapsed{left}{where}\n")
         self.stream.flush()
 

@@ -197,3 +197,24 @@ def test_the_estimate_of_a_margined_plan_counts_its_margins(capsys, monkeypatch)
     # margins cost in proportion to their draws: 1,000 at 0.99 against 200 at 0.9
     assert workload.margin_seconds(1, 20, 1000, compiled=False) == pytest.approx(
         5 * workload.margin_seconds(1, 20, 200, compiled=False), rel=1e-12)
+
+
+def test_the_count_of_a_plan_of_phases_at_several_sites_is_what_it_evaluates(capsys):
+    """Each phase searched once per site (its margins apply to the totals): the up-front
+    count is each site's phases' evaluated candidates, summed over the sites."""
+    from pathlib import Path
+
+    from planner.cli.scenario_file import load
+
+    example = str(Path(__file__).parents[1] / "docs" / "scenarios" / "llama3-phases.toml")
+    code, out, _ = run(capsys, ["plan", "--scenario", example, "-H", "h100-sxm",
+                                "--site", "norway,us-average", "--confidence", "0.9",
+                                "-f", "json"])
+    assert code == 0
+    evaluated = sum(site["evaluated"] for site in json.loads(out)["sites"].values())
+    phases = len(load(example)["phases"])
+    code, _, err = run(capsys, ["plan", "--scenario", example, "-H", "h100-sxm",
+                                "--site", "norway,us-average", "--confidence", "0.9",
+                                "--max-candidates", str(evaluated - 1)])
+    assert code == 2 and f"would evaluate {evaluated:,} candidates (1 accelerator x " \
+        f"{2 * phases} searches;" in err, err

@@ -218,3 +218,12 @@ def test_the_count_of_a_plan_of_phases_at_several_sites_is_what_it_evaluates(cap
                                 "--max-candidates", str(evaluated - 1)])
     assert code == 2 and f"would evaluate {evaluated:,} candidates (1 accelerator x " \
         f"{2 * phases} searches;" in err, err
+
+
+def test_the_library_api_is_capped_too(catalog):
+    """planner.plan under workload.bounded: the same cap and message as the CLI's."""
+    with workload.bounded(max_candidates=10), pytest.raises(
+            CapplanError, match=r"^the search would evaluate [\d,]+ candidates \(1 "
+            r"accelerator; .*more than --max-candidates 10;"):
+        plan(catalog=catalog, model="llama2-7b", tokens=2e12, hardware=["h100-sxm"],
+             max_gpus=64)

@@ -20,7 +20,7 @@ import numpy as np
 from hardware_catalog import load_catalog
 from planner.engine import native, native_search, workload
 from planner.engine.columns import kept
-from planner.engine.distributed import check_scheduler, run_tasks
+from planner.engine.distributed import check_scheduler, run_tasks, usable_cores
 from planner.engine.explain import (
     Binding,
     active_constraints,
@@ -349,8 +349,10 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         catalog = load_catalog(s.catalog_dirs)
     started = time.perf_counter()
     names, tasks, skipped, prices = planned_tasks(s, catalog, options)
+    searched = len(names) - len(skipped)
     workload.check_search(sum(t.stop - t.start for t in tasks),
-                          f"{len(names) - len(skipped)} accelerators", threads=1,
+                          f"{searched} accelerator{'s' * (searched != 1)}",
+                          threads=workers or usable_cores(),
                           announce=False)  # the cap; the CLI announces the whole command
     order = side_by_side(tasks)
     handed_out = run_tasks(search_slice, [tasks[i] for i in order], scheduler=scheduler,

@@ -11,23 +11,17 @@ from typing import Annotated
 import typer
 
 from planner.cli.numbers import si_count
-from planner.engine import workload
-from planner.engine.domains import check_value, margin_draws
-from planner.engine.glossary import Domain
+from planner.engine.defaults import MAX_CANDIDATES, MAX_DRAW_ROWS
 
 MaxCandidatesOption = Annotated[int, typer.Option(
     "--max-candidates", parser=si_count,
     help="Most layout candidates the command may evaluate, over all its searches (every "
     "site, twice with --confidence); above it the command stops before searching. Default "
-    f"{workload.MAX_CANDIDATES:,} (4G).")]
+    f"{MAX_CANDIDATES:,} (4G).")]
 MaxDrawRowsOption = Annotated[int, typer.Option(
     "--max-draw-rows", parser=si_count,
     help="Most frontier rows x draws one Monte Carlo may evaluate (--uncertainty, the "
-    f"--confidence margins). Default {workload.MAX_DRAW_ROWS:,} (500M).")]
-
-#: The caps' own domain: a count of at least one.
-CAP = Domain(">=1", integer=True, maximum=10**18)
-
+    f"--confidence margins). Default {MAX_DRAW_ROWS:,} (500M).")]
 
 def say(line: str) -> None:
     """One line on stderr now (not queued: the estimate comes before the work), marked
@@ -42,6 +36,17 @@ def draw_progress(what: str):
     from planner.report.progress import ProgressLines
 
     return ProgressLines(what)
+
+
+def check_caps(max_candidates: int | None, max_draw_rows: int | None) -> None:
+    """One line unless each cap given is a count of at least one."""
+    from planner.engine.domains import check_value
+    from planner.engine.glossary import Domain
+
+    cap = Domain(">=1", integer=True, maximum=10**18)
+    for name, value in (("max_candidates", max_candidates), ("max_draw_rows", max_draw_rows)):
+        if value is not None:
+            check_value(name, value, cap)
 
 
 def planned_searches(scenario, phases=None) -> tuple[list, int]:
@@ -78,11 +83,11 @@ def bounded_plan(scenario, phases, max_candidates: int | None, max_draw_rows: in
     first (refused above ``--max-candidates``, announced when long); yields how many
     searches there are (the progress lines' passes)."""
     from hardware_catalog import load_catalog
+    from planner.engine import workload
+    from planner.engine.domains import margin_draws
     from planner.engine.optimize import search_size
 
-    for name, value in (("max_candidates", max_candidates), ("max_draw_rows", max_draw_rows)):
-        if value is not None:
-            check_value(name, value, CAP)
+    check_caps(max_candidates, max_draw_rows)
     with workload.bounded(max_candidates=max_candidates, max_draw_rows=max_draw_rows,
                           announce=say, progress=draw_progress):
         searches, sites = planned_searches(scenario, phases)

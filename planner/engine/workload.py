@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from planner.engine import native
+from planner.engine.defaults import MAX_CANDIDATES, MAX_DRAW_ROWS
 from planner.errors import CapplanError
 
 #: Seconds one candidate of a search costs one core: the compiled search loop 90-140 ns
@@ -36,12 +37,6 @@ DRAW_S_PER_ROW = {True: 1.0e-6, False: 1.0e-5}
 MARGIN_S_PER_ACCELERATOR = {True: 0.007, False: 0.07}
 #: Work expected to take longer than this is announced on stderr before it starts.
 ESTIMATE_ABOVE_S = 10.0
-#: Default --max-candidates: 4e9, four times the largest documented search (the 10^9
-#: configurations of docs/distributed.md; a plan's largest, the Mixtral plan, is 1e8).
-MAX_CANDIDATES = 4 * 10**9
-#: Default --max-draw-rows: 5e8 frontier rows x draws (``plan --uncertainty --draws
-#: 100000`` of the default plan is 1.3e8: ~20 min with numpy, ~2 min compiled).
-MAX_DRAW_ROWS = 5 * 10**8
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """``capplan codesign`` and the task schedulers: grids, reductions, Dask = in process."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -175,7 +176,11 @@ def test_codesign_json_is_byte_identical_on_two_dask_processes(capsys):
     code, here, err = run(capsys, CLI)
     assert code == 0, err
     code, there, err = run(capsys, [*CLI, "--scheduler", "processes", "--workers", "2"])
-    assert code == 0 and err == "", err  # no Dask warnings or logs on stderr
+    # no Dask warnings or logs on stderr: only capplan's own progress lines, which a
+    # non-terminal stderr gets every few seconds (Dask's start can take that long)
+    others = [line for line in err.splitlines()
+              if not re.fullmatch(r"capplan: progress: co-design: \d+% .*", line)]
+    assert code == 0 and others == [], err
     assert here == there
     data = json.loads(here)
     assert len(data["points"]) == 5 and data["points"][0]["gain_vs_catalog"]["cost"] == 1.0

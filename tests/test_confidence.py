@@ -5,9 +5,18 @@ hold at quantile Q of the uncertainty model; winners resting on catalog estimate
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.analysis.confidence import margins, plan_at_confidence
 from planner.analysis.uncertainty import default_spreads, plan_uncertainty
+from planner.engine.domains import (
+    CONFIDENCE_RANGE,
+    MARGIN_DRAWS,
+    MAX_MARGIN_DRAWS,
+    TAIL_DRAWS,
+    margin_draws,
+)
 from planner.engine.optimize import plan
 from planner.engine.scenario import Scenario
 from planner.errors import CapplanError
@@ -73,6 +82,49 @@ def test_budget_and_power_hold_at_the_quantile(catalog):
 def test_confidence_outside_0_1_is_refused():
     with pytest.raises(CapplanError, match="confidence"):
         Scenario(confidence=1.0).validate()
+
+
+@pytest.mark.parametrize("quantile", [1e-300, 0.999999999, 0.0009, 0.9991, 0.0, 1.0,
+                                      float("nan"), float("inf"), -0.5])
+def test_a_quantile_the_draws_cannot_resolve_is_refused_with_the_range(quantile):
+    """`--confidence 1e-300` and 0.999999999 were planned at the extreme of 200 draws while
+    planned_quantile said 1e-300: refused now, saying the range and why."""
+    with pytest.raises(CapplanError, match=r"--confidence must be a quantile in "
+                       r"\[0.001, 0.999\], got .*at most 10,000 Monte Carlo draws, with at "
+                       r"least 10 beyond it"):
+        Scenario(confidence=quantile).validate()
+
+
+@given(st.floats(min_value=CONFIDENCE_RANGE[0], max_value=CONFIDENCE_RANGE[1]))
+@settings(max_examples=300, deadline=None)
+def test_the_margin_draws_resolve_every_accepted_quantile(quantile):
+    """At least TAIL_DRAWS draws beyond Q in its tail, never more than the cap, and the fixed
+    200 draws wherever they already resolve Q."""
+    Scenario(confidence=quantile).validate()
+    n = margin_draws(quantile)
+    assert n * min(quantile, 1 - quantile) >= TAIL_DRAWS * (1 - 1e-12)
+    assert MARGIN_DRAWS <= n <= MAX_MARGIN_DRAWS
+    if TAIL_DRAWS / MARGIN_DRAWS <= quantile <= 1 - TAIL_DRAWS / MARGIN_DRAWS:
+        assert n == MARGIN_DRAWS
+
+
+def test_a_far_quantile_is_planned_over_the_draws_that_resolve_it(plans, catalog, capsys):
+    """P99.9's margin is the quantile of 10,000 draws (200 draws cannot tell 0.999 from
+    0.9999), JSON says so beside planned_quantile, and the table says P99.9, not P100."""
+    from planner.analysis.confidence import margin_payload, quantile_text
+
+    nominal, _ = plans
+    spreads = default_spreads()
+    (_, m_days, *_), = margins(nominal, catalog, spreads, 0.999)
+    (_, m_resolved, *_), = margins(nominal, catalog, spreads, 0.999, draws=10_000)
+    (_, m_200, *_), = margins(nominal, catalog, spreads, 0.999, draws=200)
+    assert m_days == m_resolved and m_days != m_200
+    s = Scenario(**SMALL).with_(confidence=0.999, margins=(("h100-sxm", m_days, 1.0, 1.0),))
+    assert margin_payload(s)["planned_quantile"] == 0.999
+    assert margin_payload(s)["margin_draws"] == 10_000
+    assert "margin_draws" not in margin_payload(Scenario(**SMALL))
+    assert quantile_text(s).startswith("constraints planned at P99.9 of the uncertainty "
+                                       "model (10,000 draws; h100-sxm: days x")
 
 
 def test_cli_json_carries_the_quantile_and_flags(tmp_path):

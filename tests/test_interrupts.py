@@ -91,6 +91,14 @@ def _interrupt(process, second_after_s: float | None = None):
     return process.returncode, err, elapsed
 
 
+def _only_interrupted(err: str) -> bool:
+    """``err`` is 'capplan: interrupted' after, at most, the search's own estimate and
+    progress lines (a long search announces itself on stderr: planner.engine.workload)."""
+    *before, last = err.splitlines() or [""]
+    return err.endswith("\n") and last == "capplan: interrupted" and all(
+        line.startswith(("capplan: estimate: ", "capplan: progress: ")) for line in before)
+
+
 @pytest.mark.parametrize("kernel", ["auto", "numpy"])
 def test_ctrl_c_during_the_search_ends_within_a_second(tmp_path, kernel):
     process = _start(["plan", "-m", "mixtral-8x7b"], tmp_path, "search",
@@ -98,7 +106,7 @@ def test_ctrl_c_during_the_search_ends_within_a_second(tmp_path, kernel):
     time.sleep(0.5)  # inside the tasks
     code, err, elapsed = _interrupt(process)
     assert code == 130, err
-    assert err == "capplan: interrupted\n"
+    assert _only_interrupted(err), err
     assert elapsed < EXIT_WITHIN_S, f"{elapsed:.2f} s from Ctrl-C to exit"
 
 
@@ -108,7 +116,7 @@ def test_a_second_ctrl_c_is_quiet(tmp_path):
     time.sleep(0.5)
     code, err, elapsed = _interrupt(process, second_after_s=0.05)
     assert code == 130, err
-    assert err == "capplan: interrupted\n"
+    assert _only_interrupted(err), err
     assert elapsed < EXIT_WITHIN_S, f"{elapsed:.2f} s from Ctrl-C to exit"
 
 

@@ -3,9 +3,12 @@
 import csv
 import io
 import json
+import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner import evaluate, plan
 from planner.analysis.uncertainty import (
@@ -138,3 +141,61 @@ def test_the_scenario_files_spreads_reach_plan_uncertainty(capsys, tmp_path):
         band = data["uncertainty"]["nominal_winners"][objective]["wall_days"]
         assert band["p10"] == pytest.approx(best["wall_days"], rel=1e-9), objective
         assert band["p90"] == pytest.approx(best["wall_days"], rel=1e-9), objective
+
+
+@pytest.mark.parametrize("sigma, shown", [("nan", "nan"), ("inf", "inf"), ("1e6", "1e+06"),
+                                          ("-0.1", "-0.1"), ("2.01", "2.01"),
+                                          ("true", "True (bool)"), ('"0.3"', "'0.3' (str)")])
+def test_a_scenario_files_bad_sigma_is_one_line_naming_file_and_key(tmp_path, sigma, shown):
+    """`[uncertainty] gpu_mtbf_s = {sigma = nan}` planned with margins of 1.0 (exit 0) and
+    1e6 overflowed exp(); both are refused before any search, naming file, key, domain."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "u.toml"
+    path.write_text(f'[uncertainty]\ngpu_mtbf_s = {{ sigma = {sigma}, scope = "shared" }}\n')
+    done = subprocess.run([sys.executable, "-m", "planner", "plan", "-s", str(path),
+                           "--confidence", "0.9", "-f", "json"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"capplan: error: {path}: [uncertainty] gpu_mtbf_s: sigma must be a finite number "
+        f">= 0 and <= 2, got {shown}"]
+
+
+def test_spread_scope_keys_and_names_are_checked_with_suggestions():
+    with pytest.raises(CapplanError, match=r"scope must be .* got 'sharde'; did you mean: shared"):
+        spreads_from({"pue": {"sigma": 0.1, "scope": "sharde"}})
+    with pytest.raises(CapplanError, match=r"unknown key 'sigm'; did you mean: sigma"):
+        spreads_from({"pue": {"sigm": 0.1, "sigma": 0.1}})
+    with pytest.raises(CapplanError, match=r"pue must be a table"):
+        spreads_from({"pue": 0.1})
+    with pytest.raises(CapplanError, match=r"unknown uncertain input 'gpu_mtbf'; did you mean"):
+        spreads_from({"gpu_mtbf": {"sigma": 0.1}})
+    assert spreads_from({"pue": {"sigma": 2, "scope": "hardware"}})["pue"] == Spread(2.0,
+                                                                                    "hardware")
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+@settings(max_examples=200, deadline=None)
+def test_sigma_is_accepted_exactly_in_its_domain(sigma):
+    """Any float: accepted iff finite and 0 <= sigma <= MAX_SIGMA; accepted factors finite."""
+    from planner.analysis.uncertainty import factors
+    from planner.engine.domains import MAX_SIGMA
+
+    inside = math.isfinite(sigma) and 0 <= sigma <= MAX_SIGMA
+    if not inside:
+        with pytest.raises(CapplanError, match="sigma must be a finite number >= 0 and <= 2"):
+            spreads_from({"gpu_mtbf_s": {"sigma": sigma}})
+        return
+    spreads = spreads_from({"gpu_mtbf_s": {"sigma": sigma}})
+    f = factors({"gpu_mtbf_s": spreads["gpu_mtbf_s"]}, 1000, 1, 0)["gpu_mtbf_s"]
+    assert np.all(np.isfinite(f)) and np.all(f > 0)
+
+
+def test_the_shipped_spreads_are_inside_the_domain():
+    from planner.engine.domains import MAX_SIGMA, SPREAD_SCOPES
+
+    for name, spread in default_spreads().items():
+        assert 0 < spread.sigma <= MAX_SIGMA and spread.scope in SPREAD_SCOPES, name

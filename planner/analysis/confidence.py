@@ -24,13 +24,14 @@ import numpy as np
 from hardware_catalog import load_catalog
 from planner.analysis.estimates import attach, attach_phases
 from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs
-from planner.engine import optimize
+from planner.engine import optimize, workload
+from planner.engine.domains import MARGIN_DRAWS, margin_draws  # noqa: F401  (documented)
 from planner.engine.kernel_run import evaluate_columns
 from planner.engine.phase_plan import plan_phases
 from planner.errors import CapplanError
 
-#: Draws and seed of the margin Monte Carlo (fixed: the same plan every time).
-MARGIN_DRAWS = 200
+#: Seed of the margin Monte Carlo (fixed: the same plan every time); its draws:
+#: :func:`planner.engine.domains.margin_draws` (MARGIN_DRAWS, more far in the tails).
 MARGIN_SEED = 0
 #: Rows x draws evaluated at once.
 BLOCK = 1 << 17
@@ -38,17 +39,26 @@ BLOCK = 1 << 17
 MARGIN_QUANTITIES = ("wall_days", "cost_usd", "peak_power_mw")
 
 
-def margins(result, catalog, spreads, quantile: float, draws: int = MARGIN_DRAWS,
+def margins(result, catalog, spreads, quantile: float, draws: int | None = None,
             seed: int = MARGIN_SEED) -> tuple:
     """(accelerator, m_days, m_cost, m_power) per accelerator of the nominal plan
-    ``result`` (equation [1] of the module docstring)."""
+    ``result`` (equation [1] of the module docstring), from ``draws`` draws (default
+    :func:`~planner.engine.domains.margin_draws`: enough to resolve ``quantile``)."""
     s = result.scenario
+    draws = margin_draws(quantile) if draws is None else draws
     frontier = result.frontier.loc[result.frontier["fits"].astype(bool)]
-    out = []
+    parts = {}
     for hw in sorted(frontier["hardware"].unique()):
         part = frontier.loc[frontier["hardware"] == hw]
         feasible = part.loc[part["feasible"].astype(bool)]
-        part = (feasible if len(feasible) else part).reset_index(drop=True)
+        parts[hw] = (feasible if len(feasible) else part).reset_index(drop=True)
+    total = sum(len(p) for p in parts.values()) * draws
+    progress = workload.check_draws(total // draws if draws else 0, draws,
+                                    f"--confidence {quantile:g} margins",
+                                    fewer="a --confidence nearer 0.5 (fewer margin draws), "
+                                    "a narrower plan")
+    out, done = [], 0
+    for hw, part in parts.items():
         x = frontier_inputs(s, catalog, hw, part)
         nominal = evaluate_columns(x, MARGIN_QUANTITIES)
         f = factors(spreads, draws, 1, seed)
@@ -60,6 +70,9 @@ def margins(result, catalog, spreads, quantile: float, draws: int = MARGIN_DRAWS
                                    MARGIN_QUANTITIES)
             for q in MARGIN_QUANTITIES:
                 drawn[q][first:first + n] = got[q].reshape(n, len(part))
+            done += n * len(part)
+            if progress is not None:
+                progress(done, total, hw)
         m = []
         for q in MARGIN_QUANTITIES:
             ratio = np.quantile(drawn[q], quantile, axis=0) / np.asarray(nominal[q], dtype=float)
@@ -119,17 +132,27 @@ def plan_phases_at_confidence(scenario, phases, spreads, **plan_options):
 
 
 def margin_payload(scenario) -> dict:
-    """The quantile planned at and each accelerator's multipliers, for JSON."""
-    return {"planned_quantile": scenario.confidence,
+    """The quantile planned at, each accelerator's multipliers and, with a margin, the
+    draws its quantile was taken over, for JSON."""
+    q = scenario.confidence
+    return {"planned_quantile": q,
+            **({"margin_draws": margin_draws(q)} if q != 0.5 else {}),
             "margins": {hw: dict(zip(MARGIN_QUANTITIES, m, strict=True))
                         for hw, *m in scenario.margins}}
 
 
+def percentile_text(quantile: float) -> str:
+    """'P90', 'P99.9', 'P0.1': the quantile as a percentile, never rounded to another
+    (0.999 is P99.9, not P100)."""
+    return f"P{100 * quantile:.6g}"
+
+
 def quantile_text(scenario) -> str:
     """'planned at P50 (nominal)' or 'planned at P90 (wall time x1.12 ...)'."""
-    p = f"P{round(100 * scenario.confidence)}"
+    p = percentile_text(scenario.confidence)
     if not scenario.margins:
         return f"constraints planned at {p} (nominal run; --confidence 0.9 for a margin)"
     parts = ", ".join(f"{hw}: days x{d:.2f}, cost x{c:.2f}, power x{w:.2f}"
                       for hw, d, c, w in scenario.margins)
-    return f"constraints planned at {p} of the uncertainty model ({parts})"
+    return (f"constraints planned at {p} of the uncertainty model "
+            f"({margin_draws(scenario.confidence):,} draws; {parts})")

@@ -17,17 +17,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from planner.engine import workload
 from planner.engine.columns import layout_columns, layout_key
+from planner.engine.domains import check_spreads
 from planner.engine.explain import CONSTRAINTS, active_constraints, meets
 from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
-from planner.engine.model import INPUTS
 from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
 from planner.engine.phase_plan import totals_of
 from planner.engine.readable import usd_text
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.space import RECOMPUTE_CODES, layout_flags
 from planner.engine.spares import resolve_spares
-from planner.errors import CapplanError, did_you_mean
+from planner.errors import CapplanError
 
 QUANTITIES = {"wall_days": "days", "cost_usd": "USD", "energy_mwh": "MWh", "co2e_t": "tCO2e",
               "peak_power_mw": "MW"}
@@ -45,21 +46,19 @@ class Spread:
 
 @cache
 def default_spreads() -> dict[str, Spread]:
-    data = tomllib.loads(Path(__file__).with_name("uncertainty.toml").read_text())
-    return {k: Spread(float(v["sigma"]), v["scope"]) for k, v in data.items()
-            if isinstance(v, dict)}
+    """The shipped spreads (uncertainty.toml), checked as a scenario file's are."""
+    path = Path(__file__).with_name("uncertainty.toml")
+    data = tomllib.loads(path.read_text())
+    table = {k: v for k, v in data.items() if isinstance(v, dict)}
+    return {k: Spread(*v) for k, v in check_spreads(table, f"{path.name}:").items()}
 
 
-def spreads_from(overrides: dict | None) -> dict[str, Spread]:
-    """Defaults updated by a scenario file's ``[uncertainty]`` table."""
+def spreads_from(overrides: dict | None, where: str = "[uncertainty]") -> dict[str, Spread]:
+    """Defaults updated by a scenario file's ``[uncertainty]`` table, each entry checked
+    (:func:`planner.engine.domains.check_spread`: a run-model input, a finite sigma in
+    [0, MAX_SIGMA], a known scope); ``where`` names the table in messages."""
     spreads = dict(default_spreads())
-    for name, spec in (overrides or {}).items():
-        if name not in INPUTS:
-            raise did_you_mean("uncertain input", name, INPUTS)
-        if not isinstance(spec, dict) or not isinstance(spec.get("sigma"), int | float) \
-                or spec["sigma"] < 0:
-            raise CapplanError(f"uncertainty.{name}: expected {{sigma = <number >= 0>}}")
-        spreads[name] = Spread(float(spec["sigma"]), spec.get("scope", "shared"))
+    spreads.update({k: Spread(*v) for k, v in check_spreads(overrides or {}, where).items()})
     return spreads
 
 
@@ -181,6 +180,9 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
                                            for k in layout_key()], axis=0))
             if match.size:
                 nominal[objective] = int(match[0])
+    total = len(frontier) * draws
+    progress = workload.check_draws(len(frontier), draws, "--uncertainty")
+    done = 0
     wanted = tuple(dict.fromkeys(("fits", *SEARCH_COLUMNS, *QUANTITIES)))
     best_value = {o: np.full((len(hardware), draws), np.inf) for o in OBJECTIVE_COLUMNS}
     nominal_values = {o: {q: np.empty(draws) for q in QUANTITIES} for o in nominal}
@@ -202,6 +204,9 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
             for objective, i in here.items():
                 for q in QUANTITIES:
                     nominal_values[objective][q][first:last] = out[q].reshape(n, len(rows))[:, i]
+            done += n * len(rows)
+            if progress is not None:
+                progress(done, total, hw)
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
               "win_probability": {}, "nominal_winners": {}}
     for objective in OBJECTIVE_COLUMNS:
@@ -243,6 +248,9 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
     best_value = {o: np.full((len(hardware), draws), np.inf) for o in objectives}
     nominal = {o: {q: np.empty(draws) for q in QUANTITIES} for o in objectives
                if result.best.get(o) is not None}
+    # the cap on at most every objective's clusters x phases (their distinct rows are drawn)
+    progress = workload.check_draws(sum(len(f) for o in objectives for f in result.clusters[o]),
+                                    draws, "--uncertainty")
     for g, hw in enumerate(hardware):
         here = [o for o in objectives if hw in on[o]]
         parts = {o: [frame.xs(hw, level="hardware").reset_index().assign(hardware=hw)
@@ -284,6 +292,8 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
                     for q in QUANTITIES:
                         nominal[o][q][first:last] = np.asarray(total[q]).reshape(
                             nd, n)[:, winner_at[o]]
+            if progress is not None:  # accelerators x draws done
+                progress(g * draws + last, len(hardware) * draws, hw)
     for o in objectives:
         report["win_probability"][o] = win_probability(best_value[o], hardware)
         if o in nominal:

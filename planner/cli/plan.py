@@ -15,6 +15,7 @@ from planner.cli.common import (
     output_format,
 )
 from planner.cli.scenario_options import with_scenario_options
+from planner.cli.workload import MaxCandidatesOption, MaxDrawRowsOption
 from planner.engine.columns import plan_summary
 from planner.engine.readable import count_text
 from planner.errors import INFEASIBLE, CapplanError
@@ -117,14 +118,18 @@ def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
 
 
 def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
-                       draws: int = 0, seed: int = 0, phases=None) -> None:
+                       draws: int = 0, seed: int = 0, phases=None, passes: int = 1) -> None:
     """``capplan plan --site a,b,c|all``: one search per site, the sites ranked; with
     ``phases`` (a scenario's ``[[phases]]``), one plan of the phases per site. Each site's
     constraints hold at ``scenario.confidence`` (its own margins: PUE, energy price and grid
     move them); ``draws`` > 0 (``--uncertainty``): each site's winners' P10/P50/P90 and the
     constraints they miss at P90 (``overrides``: the scenario's ``[uncertainty]`` table)."""
     from hardware_catalog import load_catalog
-    from planner.analysis.confidence import plan_at_confidence, plan_phases_at_confidence
+    from planner.analysis.confidence import (
+        percentile_text,
+        plan_at_confidence,
+        plan_phases_at_confidence,
+    )
     from planner.analysis.uncertainty import phase_uncertainty, plan_uncertainty, spreads_from
     from planner.engine.optimize import require
     from planner.engine.sites import plan_sites, site_ranking, site_winners
@@ -143,7 +148,7 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
             return plan_phases_at_confidence(s, phases, spreads, **options)
         return plan_at_confidence(s, spreads, **options)
 
-    with search_progress() as progress:
+    with search_progress("searching", passes) as progress:
         results = plan_sites(scenario, catalog=catalog, progress=progress, plan_one=plan_one)
     first = next(iter(results.values()))
     for text in getattr(first, "notices", ()):  # the phases' notices, the same at every site
@@ -165,7 +170,7 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
                 for c, x in by.items() if x["missed_at_quantile"])
     if format == "table":
         text = render_sites(results, rows, winners)
-        p = f"P{round(100 * scenario.confidence)}"
+        p = percentile_text(scenario.confidence)
         text += (f"constraints planned at {p} at every site (nominal run; --confidence 0.9 "
                  "for a margin)" if scenario.confidence == 0.5 else
                  f"constraints planned at {p} of the uncertainty model at every site, with "
@@ -208,6 +213,8 @@ def plan(
         "quantile multiplier of a fixed-seed Monte Carlo. Default 0.5: the nominal run."),
     scheduler: SchedulerOption = None,
     workers: WorkersOption = None,
+    max_candidates: MaxCandidatesOption = None,
+    max_draw_rows: MaxDrawRowsOption = None,
     **options,
 ):
     """Find the fastest, cheapest, least-energy and least-carbon cluster for a training run.
@@ -217,8 +224,6 @@ def plan(
     explanation goes to stderr (exit 1) and no -o/--plot file is written.
     """
     from planner.cli.scenario_options import resolve_scenario
-    from planner.engine.optimize import require
-    from planner.report.output import render, write
 
     format = output_format(format, output)
     from planner.engine.domains import check
@@ -231,16 +236,32 @@ def plan(
     scenario = scenario.with_(confidence=confidence)
     scenario.validate()
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
+    from planner.cli.workload import bounded_plan
+
+    with bounded_plan(scenario, v.get("phases"), max_candidates, max_draw_rows,
+                      workers) as passes:
+        plan_command(scenario, v, format, output, force, plot, uncertainty, draws, seed,
+                     scheduler, workers, passes)
+
+
+def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, seed,
+                 scheduler, workers, passes: int = 1) -> None:
+    """``capplan plan`` of a checked ``scenario`` (``v``: the resolved options, its
+    ``[uncertainty]`` and ``[[phases]]``): one site, several, or a plan of phases;
+    ``passes``: how many searches it runs (for the progress lines)."""
+    from planner.engine.optimize import require
     from planner.engine.sites import is_several
+    from planner.report.output import render, write
 
     if is_several(scenario.site):
         plan_several_sites(scenario, format, output, force, plot, v["uncertainty"],
-                           draws=draws if uncertainty else 0, seed=seed, phases=v.get("phases"))
+                           draws=draws if uncertainty else 0, seed=seed, phases=v.get("phases"),
+                           passes=passes)
         return
     if v.get("phases"):
         plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers,
                             v["uncertainty"], draws=draws if uncertainty else 0, seed=seed,
-                            plot=plot)
+                            plot=plot, passes=passes)
         return
     to_file = output not in (None, "-")
     model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
@@ -248,7 +269,7 @@ def plan(
     from planner.analysis.uncertainty import spreads_from
     from planner.report.progress import search_progress
 
-    with search_progress() as progress:
+    with search_progress("searching", passes) as progress:
         result = plan_at_confidence(scenario, spreads_from(v["uncertainty"]), progress=progress,
                                     scheduler=scheduler, workers=workers)
     payload = plan_payload(result)
@@ -319,7 +340,7 @@ PHASE_TABLE = ("wall_days", "gpu_hours", "energy_mwh", "cost_usd", "co2e_t", "pe
 
 def plan_phases_command(scenario, phases, format, output, force, scheduler, workers,
                         uncertainty=None, *, draws: int = 0, seed: int = 0,
-                        plot: str | None = None) -> None:
+                        plot: str | None = None, passes: int = 1) -> None:
     """``capplan plan`` of a scenario with ``[[phases]]``: the winners per objective (one
     cluster, each phase at its best layout), then the headline winner's phases; with
     ``--confidence`` the constraints hold at that quantile (``uncertainty``: the scenario's
@@ -335,7 +356,7 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
     from planner.report.progress import search_progress
 
     spreads = spreads_from(uncertainty)
-    with search_progress() as progress:
+    with search_progress("searching", passes) as progress:
         result = plan_phases_at_confidence(scenario, phases, spreads,
                                            progress=progress, scheduler=scheduler,
                                            workers=workers)

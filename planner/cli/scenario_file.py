@@ -144,6 +144,10 @@ def load(path: str) -> dict:
         if key == "faults":  # flattened: its keys are the flags' names
             out.update(_faults(path, value))
             continue
+        if key == "uncertainty":  # each spread checked here, to name the file
+            from planner.engine.domains import check_spreads
+
+            check_spreads(value, f"{path}: [uncertainty]")
         if key == "phases":  # [[phases]]: checked into planner.engine.phases.Phase
             from planner.engine.phases import parse_phases
 

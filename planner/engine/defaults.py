@@ -52,3 +52,10 @@ DEFAULTS: dict = {
 #: dimensions (:data:`planner.engine.layout_rules.DIMENSIONS`); when it does not fit the GPU
 #: count, the fastest layout for that count is chosen instead.
 PREFERRED_LAYOUT: dict[str, int] = dict(_PREFERRED)
+
+#: Default --max-candidates: 4e9, four times the largest documented search (the 10^9
+#: configurations of docs/distributed.md; a plan's largest, the Mixtral plan, is 1e8).
+MAX_CANDIDATES = 4 * 10**9
+#: Default --max-draw-rows: 5e8 frontier rows x draws (``plan --uncertainty --draws
+#: 100000`` of the default plan is 1.3e8: ~20 min with numpy, ~2 min compiled).
+MAX_DRAW_ROWS = 5 * 10**8

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from fractions import Fraction
 
 import numpy as np
 
@@ -42,7 +43,7 @@ from planner.engine.glossary import (  # noqa: F401  (the kinds, used by callers
     number_text,
 )
 from planner.engine.layout_rules import DIMENSIONS
-from planner.errors import CapplanError, shown
+from planner.errors import CapplanError, did_you_mean, shown, suggestion
 
 #: Domains of user-facing numbers that are not run-model inputs (flag name, underscores).
 OPTION_DOMAINS: dict[str, Domain] = {
@@ -151,3 +152,94 @@ def check(values: dict, where: str = "") -> None:
     for name, value in values.items():
         if value is not None and name in DOMAINS:
             check_value(name, value, where=where)
+
+
+# ---- input uncertainty ([uncertainty] tables, planner/analysis/uncertainty.toml) --------
+
+#: Largest log-standard deviation of an uncertainty factor (``[uncertainty] <input> =
+#: {sigma = ...}``).  A lognormal factor of log-sd sigma puts P10-P90 at exp(-+1.28 sigma):
+#: x0.08-x13 at 2.0, an input unknown to more than an order of magnitude either way, where a
+#: planning margin means nothing; the widest default is 0.69 (a factor 2 between
+#: releases).  The bound also keeps every drawn factor finite: exp(2.0 x 6) ~ 1.6e5 at six
+#: standard deviations (beyond any of --draws' 100,000 draws), where a sigma of 1e6 makes
+#: exp() overflow to inf and the margins NaN.
+MAX_SIGMA = 2.0
+SIGMA = Domain(">=0", maximum=MAX_SIGMA)
+#: How a factor is drawn: one per accelerator, or one for all of them.
+SPREAD_SCOPES = ("hardware", "shared")
+#: Keys an uncertainty entry may hold (source, as_of, estimate: provenance, not read).
+SPREAD_KEYS = ("sigma", "scope", "source", "as_of", "estimate")
+
+
+def check_spread(name: str, spec, where: str = "[uncertainty]") -> tuple[float, str]:
+    """(sigma, scope) of one uncertainty entry ``name = {sigma = .., scope = ..}``, or one
+    :class:`CapplanError` naming ``where`` (e.g. ``"scenario.toml: [uncertainty]"``), the
+    key and the allowed values: a run-model input, a finite sigma in
+    ``[0, MAX_SIGMA]``, scope ``hardware`` or ``shared`` (default ``shared``)."""
+    if not isinstance(name, str) or name not in INPUT_DOMAINS:
+        raise CapplanError(f"{where}: {did_you_mean('uncertain input', str(name), INPUT_DOMAINS)}")
+    key = f"{where} {name}"
+    if not isinstance(spec, dict) or "sigma" not in spec:
+        raise CapplanError(f"{key} must be a table {{sigma = <number in [0, {MAX_SIGMA:g}]>, "
+                           f"scope = \"hardware\" or \"shared\"}}, got {shown(spec)}")
+    for k in spec:
+        if k not in SPREAD_KEYS:
+            raise CapplanError(f"{key}: unknown key {shown(k)}; {suggestion(str(k), SPREAD_KEYS)}")
+    sigma = spec["sigma"]
+    if isinstance(sigma, bool) or not isinstance(sigma, int | float):
+        raise CapplanError(f"{key}: sigma must be {SIGMA.text}, got {shown(sigma)} "
+                           f"({type(sigma).__name__})")
+    check_value("sigma", float(sigma), SIGMA, where=key)
+    scope = spec.get("scope", "shared")
+    if scope not in SPREAD_SCOPES:
+        raise CapplanError(f"{key}: scope must be \"hardware\" (one factor per accelerator) "
+                           f"or \"shared\" (one for all), got {shown(scope)}; "
+                           f"{suggestion(str(scope), SPREAD_SCOPES)}")
+    return float(sigma), scope
+
+
+def check_spreads(table, where: str = "[uncertainty]") -> dict[str, tuple[float, str]]:
+    """Every entry of an ``[uncertainty]`` table checked by :func:`check_spread`."""
+    if not isinstance(table, dict):
+        raise CapplanError(f"{where} must be a table of <input> = {{sigma = .., scope = ..}}, "
+                           f"got {shown(table)}")
+    return {name: check_spread(name, spec, where) for name, spec in table.items()}
+
+
+# ---- --confidence Q: the quantile the margin's Monte Carlo can resolve --------------------
+
+#: Draws of the margin Monte Carlo (planner.analysis.confidence) at quantiles near the
+#: middle: fixed, so the same plan every time.
+MARGIN_DRAWS = 200
+#: Draws the Monte Carlo keeps beyond the quantile, in its tail: the empirical Q-quantile of
+#: N draws moves with Q only while N min(Q, 1-Q) >= ~1 (below, it is the extreme draw
+#: whatever Q: ``--confidence 1e-300`` and 0.999 planned alike at 200 draws); 10 draws
+#: beyond it keep its Monte Carlo error to a few of the spread's tail percent.
+TAIL_DRAWS = 10
+#: Most margin draws: 10,000, so Q in [0.001, 0.999] (the draws of one accelerator's
+#: frontier are evaluated in blocks; 10,000 draws of a few hundred rows take seconds).
+MAX_MARGIN_DRAWS = 10_000
+#: The quantiles --confidence takes: TAIL_DRAWS of MAX_MARGIN_DRAWS draws beyond each.
+CONFIDENCE_RANGE = (TAIL_DRAWS / MAX_MARGIN_DRAWS, 1 - TAIL_DRAWS / MAX_MARGIN_DRAWS)
+
+
+def margin_draws(quantile: float) -> int:
+    """Draws of the margin Monte Carlo at ``quantile``: :data:`MARGIN_DRAWS`, raised so that
+    at least :data:`TAIL_DRAWS` lie beyond the quantile (ceil(10 / min(Q, 1 - Q)), exact
+    in rational arithmetic: 0.999 -> 10,000 draws)."""
+    q = Fraction(quantile)
+    tail = min(q, 1 - q)
+    return max(MARGIN_DRAWS, math.ceil(Fraction(TAIL_DRAWS) / tail))
+
+
+def check_confidence(quantile) -> None:
+    """One line unless ``quantile`` (``--confidence``) is a number whose margin the Monte
+    Carlo resolves: in :data:`CONFIDENCE_RANGE`."""
+    low, high = CONFIDENCE_RANGE
+    if isinstance(quantile, bool) or not isinstance(quantile, numbers.Real) or \
+            not low <= float(quantile) <= high:
+        raise CapplanError(
+            f"--confidence must be a quantile in [{low:g}, {high:g}], got {shown(quantile)}: "
+            f"its margin is the quantile of at most {MAX_MARGIN_DRAWS:,} Monte Carlo draws, "
+            f"with at least {TAIL_DRAWS} beyond it; e.g. 0.9 plans so that deadline, budget "
+            "and power hold at P90")

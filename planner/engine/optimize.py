@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from hardware_catalog import load_catalog
-from planner.engine import native, native_search
+from planner.engine import native, native_search, workload
 from planner.engine.columns import kept
-from planner.engine.distributed import check_scheduler, run_tasks
+from planner.engine.distributed import check_scheduler, run_tasks, usable_cores
 from planner.engine.explain import (
     Binding,
     active_constraints,
@@ -348,26 +348,12 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     if catalog is None:
         catalog = load_catalog(s.catalog_dirs)
     started = time.perf_counter()
-    model = catalog.model(s.model)
-    options = options or SpaceOptions()
-    options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus,
-                              "max_gpus": s.max_gpus})
-    options.validate()
-    tasks, skipped, prices = [], {}, {}
-    names = resolve_hardware(catalog, s.hardware)
-    for hw in names:
-        try:
-            x = base_inputs(catalog, RunChoices.from_scenario(s, hw, model=model))
-            prices[hw] = price_quote(catalog, catalog.accelerator(hw), s.pricing,
-                                     s.provider, s.spot_interruption).as_dict()
-        except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price
-            skipped[hw] = str(exc)
-            continue
-        if s.ownership:  # [ownership] of a scenario file: the owned cluster's parameters
-            x.update(ownership_inputs(float(catalog.accelerator(hw).purchase_price_usd.value),
-                                      s.ownership))
-        x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
-        tasks += search_tasks(hw, x, options, s.for_hardware(hw))
+    names, tasks, skipped, prices = planned_tasks(s, catalog, options)
+    searched = len(names) - len(skipped)
+    workload.check_search(sum(t.stop - t.start for t in tasks),
+                          f"{searched} accelerator{'s' * (searched != 1)}",
+                          threads=workers or usable_cores(),
+                          announce=False)  # the cap; the CLI announces the whole command
     order = side_by_side(tasks)
     handed_out = run_tasks(search_slice, [tasks[i] for i in order], scheduler=scheduler,
                            workers=workers, progress=progress,
@@ -401,6 +387,43 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         result.spot_vs_on_demand = {obj: spot_versus_on_demand(catalog, s, row)
                                     for obj, row in best.items() if row is not None}
     return result
+
+
+def planned_tasks(s: Scenario, catalog, options: SpaceOptions | None = None):
+    """(accelerators named, search tasks, skipped accelerator -> why, prices) of a search
+    of the validated scenario ``s``: what :func:`plan` will evaluate."""
+    model = catalog.model(s.model)
+    options = options or SpaceOptions()
+    options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus,
+                              "max_gpus": s.max_gpus})
+    options.validate()
+    tasks, skipped, prices = [], {}, {}
+    names = resolve_hardware(catalog, s.hardware)
+    for hw in names:
+        try:
+            x = base_inputs(catalog, RunChoices.from_scenario(s, hw, model=model))
+            prices[hw] = price_quote(catalog, catalog.accelerator(hw), s.pricing,
+                                     s.provider, s.spot_interruption).as_dict()
+        except CapplanError as exc:  # e.g. no fp8 on this accelerator, no spot price
+            skipped[hw] = str(exc)
+            continue
+        if s.ownership:  # [ownership] of a scenario file: the owned cluster's parameters
+            x.update(ownership_inputs(float(catalog.accelerator(hw).purchase_price_usd.value),
+                                      s.ownership))
+        x.update(s.extra)  # run-model input overrides (SI), e.g. for sensitivity studies
+        tasks += search_tasks(hw, x, options, s.for_hardware(hw))
+    return names, tasks, skipped, prices
+
+
+def search_size(scenario: Scenario, catalog=None) -> tuple[int, int]:
+    """(candidates, accelerators searched) of :func:`plan` of ``scenario``, counted without
+    evaluating any (the layout spaces it builds are the search's own, cached)."""
+    s = scenario.with_(deadline_days=None) if scenario.deadline_days == float("inf") \
+        else scenario
+    s.validate()
+    catalog = load_catalog(s.catalog_dirs) if catalog is None else catalog
+    names, tasks, skipped, _ = planned_tasks(s, catalog)
+    return sum(t.stop - t.start for t in tasks), len(names) - len(skipped)
 
 
 def searched_counts(names: list[str], partials: list[dict]) -> dict[str, dict]:

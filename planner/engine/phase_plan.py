@@ -94,6 +94,12 @@ def _phase_scenario(s: Scenario, phase) -> Scenario:
                    budget_usd=None, max_power_mw=None)
 
 
+def phase_searches(s: Scenario, phases) -> list[Scenario]:
+    """The scenarios :func:`plan_phases` searches: each phase's, nominal (at any
+    confidence the margins are applied to the totals, without searching again)."""
+    return [_phase_scenario(s.with_(margins=()), p).with_(confidence=0.5) for p in phases]
+
+
 def _best_per_cluster(frontier, column: str):
     """One phase's best fitting row per (hardware, gpus) for ``column``."""
     fits = frontier.loc[frontier["fits"].astype(bool)]
@@ -134,8 +140,8 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
                            "(planner.analysis.confidence.plan_phases_at_confidence)")
     if catalog is None:
         catalog = load_catalog(tuple(s.catalog_dirs or ()))
-    results = [plan(_phase_scenario(s, p).with_(confidence=0.5), catalog=catalog,
-                    progress=progress, scheduler=scheduler, workers=workers) for p in phases]
+    results = [plan(searched, catalog=catalog, progress=progress, scheduler=scheduler,
+                    workers=workers) for searched in phase_searches(s, phases)]
     if s.confidence != 0.5:
         s = s.with_(margins=margins_of(results, catalog))
     out = PhasePlan(scenario=s, phases=tuple(phases), best={},

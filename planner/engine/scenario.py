@@ -30,7 +30,7 @@ from planner.engine.defaults import (  # noqa: F401
     PREFERRED_LAYOUT,
     RECOMPUTE,
 )
-from planner.engine.domains import INPUT_DOMAINS, check
+from planner.engine.domains import INPUT_DOMAINS, check, check_confidence
 from planner.engine.ownership import ownership_inputs, ownership_parameters
 from planner.engine.pricing import check_choice, spot_interruption
 from planner.errors import CapplanError, did_you_mean, shown
@@ -110,9 +110,7 @@ class Scenario:
                "seq_len": self.seq_len, "min_gpus": self.min_gpus, "max_gpus": self.max_gpus,
                "deadline_days": self.deadline_days, "budget_usd": self.budget_usd,
                "max_power_mw": self.max_power_mw, "knee_threshold": self.knee_threshold})
-        if not 0 < self.confidence < 1:
-            raise CapplanError(f"--confidence {self.confidence!r} is outside (0, 1); e.g. 0.9 "
-                               "plans so that deadline, budget and power hold at P90")
+        check_confidence(self.confidence)
         if self.max_gpus < self.min_gpus:
             raise CapplanError(
                 f"GPU range {self.min_gpus}..{self.max_gpus} is empty; need --min-gpus <= "

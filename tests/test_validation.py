@@ -616,7 +616,8 @@ def test_lofo_reads_the_precomputed_values_when_the_key_matches(monkeypatch, tmp
 
 def test_lofo_recomputes_when_the_key_does_not_match(monkeypatch, tmp_path, capsys):
     """A catalog other than the shipped one (a user override) has another key: the values
-    are refitted (progress on a terminal only), cached under that key and reused."""
+    are refitted (an estimate and progress on stderr, terminal or not), cached under that
+    key and reused."""
     from hardware_catalog.toml_cache import ENV_VAR
     from planner.analysis import calibration as c
 
@@ -632,8 +633,13 @@ def test_lofo_recomputes_when_the_key_does_not_match(monkeypatch, tmp_path, caps
     monkeypatch.setattr(c, "leave_one_family_out", refit)
     cases = v.load_cases(["modern-runs"])
     first = c.lofo_predictions(cases)
-    assert len(calls) == 1 and calls[0] is c._terminal_progress
-    assert capsys.readouterr().err == ""  # not a terminal: no progress line
+    assert len(calls) == 1 and isinstance(calls[0], c.RefitProgress)
+    err = capsys.readouterr().err.splitlines()  # not a terminal: the lines all the same
+    assert err == ["capplan: validate --lofo: refitting the calibration without each of 1 "
+                   "model families (~12 s; not precomputed for this catalog, cached once "
+                   "done)",
+                   "capplan: validate: refitting the calibration without llama (1/1), 0 s "
+                   "elapsed"]
     held = (cases.family.notna() & v.predictable(cases)).to_numpy()
     assert (first[held] == 1.0).all()
     (saved,) = tmp_path.rglob("lofo-a-user-catalog.json")
@@ -644,6 +650,26 @@ def test_lofo_recomputes_when_the_key_does_not_match(monkeypatch, tmp_path, caps
     c.lofo_predictions(cases)
     assert len(calls) == 2
     assert capsys.readouterr().err.count("warning") <= 1
+
+
+def test_refit_progress_says_the_estimate_once_then_a_line_per_refit():
+    import io
+
+    from planner.analysis.calibration import REFIT_S, RefitProgress
+
+    now = [50.0]
+    stream = io.StringIO()
+    progress = RefitProgress(stream, clock=lambda: now[0])
+    for done, family in enumerate(["gpt", "llama", "mixtral"]):
+        progress(done, 11, family)
+        now[0] += REFIT_S
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == ("capplan: validate --lofo: refitting the calibration without each of "
+                        "11 model families (~2 min; not precomputed for this catalog, cached "
+                        "once done)")
+    assert lines[1:] == [f"capplan: validate: refitting the calibration without {f} "
+                         f"({i + 1}/11), {round(i * REFIT_S)} s elapsed"
+                         for i, f in enumerate(["gpt", "llama", "mixtral"])]
 
 
 @pytest.mark.slow

@@ -39,7 +39,7 @@ def test_formula_like_text_gets_a_leading_quote(text):
     assert spreadsheet_text(text) == "'" + text
 
 
-@pytest.mark.parametrize("value", [-1.5, -3, 0.0, "plain", "a=b", "$x^$", None, True])
+@pytest.mark.parametrize("value", [-1.5, -3, 0.0, "plain", "a=b", "$x^$", "-", None, True])
 def test_numbers_and_plain_text_are_unchanged(value):
     assert spreadsheet_text(value) is value
 

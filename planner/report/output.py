@@ -43,8 +43,9 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 def spreadsheet_text(value):
     """``value`` for a CSV cell: text starting with a formula character gets a leading
     ``'`` so a spreadsheet shows it as written (``=HYPERLINK(..)`` stays text); numbers,
-    negative ones included, and every other value are returned unchanged."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+    negative ones included, the lone ``-`` of an empty cell (no formula) and every other
+    value are returned unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and value != "-":
         return "'" + value
     return value
 

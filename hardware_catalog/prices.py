@@ -312,9 +312,14 @@ def _memory_gib(gpu_info: str, count: float) -> float | None:
     match = _MIB.search(gpu_info or "")
     if not match:
         return None
-    value = float(match.group(1))
+    try:
+        value = float(match.group(1))
+    except ValueError:  # "1.2.3"
+        return None
     gib = value / 1024 if value >= 1024 else value  # small values are GB, not MiB
-    return gib / count if gib > 200 and count > 1 else gib
+    gib = gib / count if gib > 200 and count > 1 else gib
+    low, high = price_schema.GPU_MEMORY_GIB
+    return gib if low <= gib <= high else None  # a guess a price file may not hold: unknown
 
 
 def rows_from_skypilot(path: str | Path, provider: str) -> list[dict]:
@@ -363,7 +368,8 @@ def rows_from_skypilot(path: str | Path, provider: str) -> list[dict]:
         chips = chips_per_instance(row["accelerator"], float(row["accelerator_count"]))
         for column in ("on_demand", "spot"):
             total = row[f"{column}_usd_per_hour"]
-            row[f"{column}_usd_per_gpu_hour"] = "" if total is None else round(total / chips, 4)
+            row[f"{column}_usd_per_gpu_hour"] = ("" if total is None or not chips > 0
+                                                 else round(total / chips, 4))
             row[f"{column}_usd_per_hour"] = "" if total is None else total
         out.append(row)
     return out

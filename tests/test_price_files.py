@@ -158,6 +158,8 @@ huge.x,H100,2000,,40.0,12.0,us-east-1
 dear.x,H100,8,,1e308,,us-east-1
 free.x,H100,8,,1e-320,,us-east-1
 =cmd,H100,8,,40.0,,us-east-1
+,tpu-v4-0,1,,40.0,,us-central2
+nan.x,H100,nan,"{'SizeInMiB': 1.2.3}",40.0,,us-east-1
 """
 
 
@@ -168,7 +170,7 @@ def test_refresh_writes_only_rows_the_loader_reads(tmp_path, capsys):
     into = tmp_path / "cat"
     assert main(["prices", "refresh", str(source), "--into", str(into)]) == 0
     err = capsys.readouterr().err
-    assert "left out 4 row(s)" in err and "huge.x" in err
+    assert "left out 6 row(s)" in err and "huge.x" in err
     (row,) = read_price_file(into / "prices" / "aws.csv")
     assert (row.instance_type, row.on_demand_usd_per_gpu_hour) == ("p5.48xlarge", 5.0)
 

@@ -694,7 +694,8 @@ def plot_plan(result, path, *, force: bool = False) -> Path:
 
 
 def _wrap(text: str, width: int = 70) -> str:
-    return "\n".join(textwrap.wrap(text, width))
+    """A message (it may quote the user's input) as plot text, wrapped at ``width``."""
+    return "\n".join(textwrap.wrap(plot_text(text), width))
 
 
 # --------------------------------------------------------------------------- phases

@@ -104,6 +104,10 @@ VALID = {
 HANG_PRONE = {"global_batch", "replicas", "draws", "weibull_shape", "max_gpus", "min_gpus",
               "gpus", "seq_len", "micro_batch", "top", "train_days", "gpu_mtbf_hours",
               "node_mtbf_hours", "tokens"}
+#: Share of lines (with the "files" category) that give a command taking --scenario or
+#: --catalog one of the hostile fixtures (phase names, spreads, price files): among a dozen
+#: files of each role and many options they would be drawn once in a few hundred lines.
+HOSTILE_SHARE = 0.08
 #: Commands drawn less often (slow: matplotlib, every published measurement).
 WEIGHT = {("validate",): 0.3, ("plot",): 0.5, ("export", "xlsx"): 0.5}
 
@@ -194,6 +198,7 @@ def make_fixtures(root: Path) -> dict[str, list[str]]:
         count="8", price="24")).encode())
     put("p-oversize/prices/x.csv", PRICE_HEADER + "#" * MAX_PRICE_FILE_BYTES)
     prices += [str(root / "p-bom"), str(root / "p-oversize")]
+    hostile = {"scenario": scenarios[-1 - len(HOSTILE_SPREADS):], "catalog": prices}
     put("c-good/models/what-if.toml", SHAPE)
     put("c-good/accelerators/chip-x.toml", CHIP)
     put("c-bad/models/bad.toml", "layers = -3\n")
@@ -206,7 +211,8 @@ def make_fixtures(root: Path) -> dict[str, list[str]]:
                 str(root / "c-loop"), str(root / "no-such-dir"), models[0], "/", "/proc",
                 *prices]
     return {"model": models, "hardware": chips, "scenario": scenarios, "catalog": catalogs,
-            "missing": [str(root / "missing.toml")], "not_a_dir": [models[0] + "/out.csv"]}
+            "missing": [str(root / "missing.toml")], "not_a_dir": [models[0] + "/out.csv"],
+            "hostile_scenario": hostile["scenario"], "hostile_catalog": hostile["catalog"]}
 
 
 #: Output targets, relative to the run's own directory (``exists.json`` is created there).
@@ -343,7 +349,7 @@ class Grammar:
             if name == "reliability":
                 extra = ["default"]
             return pick.choice(ids + extra)
-        if name == "scenario":
+        if name in ("scenario", "scenario_file"):  # --scenario's parameter: scenario_file
             return self.fixtures["scenario"][0]
         if name == "catalog":
             return self.fixtures["catalog"][0]
@@ -363,7 +369,7 @@ class Grammar:
         if param.name in ("output", "path") or (param.name == "plot"):
             return self._output(pick, plot=param.name == "plot" or command.path == ("plot",))
         role = {"model": "model", "hardware": "hardware", "scenario": "scenario",
-                "catalog": "catalog"}.get(param.name)
+                "scenario_file": "scenario", "catalog": "catalog"}.get(param.name)
         if param.name == "name" and command.path == ("catalog", "show"):
             role = "model"
         roll = pick.integer(0, 99)
@@ -390,6 +396,8 @@ class Grammar:
 
     # lines ------------------------------------------------------------------------------
     def line(self, pick) -> list[str]:
+        if "files" in self.categories and pick.chance(HOSTILE_SHARE):
+            return self.hostile_line(pick)
         weights = [WEIGHT.get(c.path, 1.0) for c in self.commands]
         total = sum(weights)
         spot, acc = pick.integer(0, 10_000) / 10_000 * total, 0.0
@@ -401,11 +409,26 @@ class Grammar:
                 break
         return self.line_for(pick, command)
 
-    def line_for(self, pick, command: Command) -> list[str]:
+    def hostile_line(self, pick) -> list[str]:
+        """A line of a command taking --scenario (or --catalog) given a hostile fixture:
+        a scenario with formula/mathtext phase names or invalid spreads, a catalog with a
+        bad price file."""
+        role = pick.choice(["scenario", "catalog"])
+        takers = [(c, p.name) for c in self.commands for p in c.params
+                  if p.flag == f"--{role}"]
+        command, name = pick.choice(takers)
+        return self.line_for(pick, command,
+                             {name: pick.choice(self.fixtures[f"hostile_{role}"])})
+
+    def line_for(self, pick, command: Command, forced: dict[str, str] | None = None,
+                 ) -> list[str]:
+        """A line of ``command``; ``forced``: options always given, with these values."""
+        forced = forced or {}
         argv = list(command.path)
         options = [p for p in command.params if p.flag]
         arguments = [p for p in command.params if not p.flag]
-        chosen = [p for p in options if p.required or p.name in self.always]
+        chosen = [p for p in options if p.required or p.name in self.always
+                  or p.name in forced]
         optional = [p for p in options if not p.required]
         for _ in range(pick.integer(0, min(6, len(optional)))):
             p = pick.choice(optional)
@@ -422,7 +445,9 @@ class Grammar:
         if fmt is not None and fmt not in chosen and pick.chance(0.5):
             argv += ["-f", "json"]
         for p in chosen:
-            if p.kind == "bool":
+            if p.name in forced:
+                argv += [p.flag, forced[p.name]]
+            elif p.kind == "bool":
                 argv.append(p.secondary if p.secondary and pick.chance(0.5) else p.flag)
             else:
                 argv += [p.flag, self.value(pick, p, command)]

@@ -282,6 +282,17 @@ def test_line_is_reproducible_from_seed_and_index(fixtures):
     assert first[1] == again[0]
 
 
+def test_the_grammar_draws_scenario_files_and_the_hostile_fixtures(fixtures):
+    """--scenario gets the scenario fixtures (its parameter is scenario_file: the grammar
+    used to give it 'x'), and 300 lines reach every kind of hostile fixture (issue 44)."""
+    argvs = [argv for _, argv, _ in fuzz_cli.generate(300, 0, fixtures)]
+    given = [argv[i + 1] for argv in argvs for i, a in enumerate(argv[:-1])
+             if a in ("--scenario", "--catalog")]
+    assert any(v in fixtures["scenario"][:8] for v in given)
+    for kind in ("hostile-names", "spread-", "/p-count", "/p-price"):
+        assert any(kind in v for v in given), kind
+
+
 def test_validate_without_write_docs_writes_no_docs(monkeypatch, capsys):
     """Found by the fuzz run: ``validate`` imported ``write_docs`` over its own ``--write-docs``
     flag, so every ``capplan validate`` rewrote docs/validation.md."""

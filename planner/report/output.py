@@ -35,6 +35,28 @@ def format_cell(value) -> str:
     return "" if value is None else str(value)
 
 
+#: First characters that make a spreadsheet read a text cell as a formula (OWASP, "CSV
+#: Injection": ``=``, ``+``, ``-``, ``@``, tab, carriage return).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(value):
+    """``value`` for a CSV cell: text starting with a formula character gets a leading
+    ``'`` so a spreadsheet shows it as written (``=HYPERLINK(..)`` stays text); numbers,
+    negative ones included, the lone ``-`` of an empty cell (no formula) and every other
+    value are returned unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and value != "-":
+        return "'" + value
+    return value
+
+
+def plot_text(text) -> str:
+    """``text`` as matplotlib should draw it, character for character: each ``$`` escaped
+    (matplotlib shows ``\\$`` as ``$``), so a user's name (a phase called ``$x^$``) is
+    never read as mathtext.  Every plot label holding user text passes through here."""
+    return str(text).replace("$", r"\$")
+
+
 def to_jsonable(value):
     """Plain Python for json.dumps: numpy scalars -> float/int, NaN/inf -> None."""
     if isinstance(value, dict):
@@ -50,16 +72,17 @@ def to_jsonable(value):
 
 def render(rows: list[dict], fmt: str, *, title: str | None = None, payload=None,
            width: int | None = None) -> str:
-    """Render ``rows`` (list of flat dicts) in ``fmt``; JSON uses ``payload`` if given."""
+    """Render ``rows`` (list of flat dicts) in ``fmt``; JSON uses ``payload`` if given.
+    CSV text cells are data for a spreadsheet, never formulas (:func:`spreadsheet_text`)."""
     if fmt == "json":
         return json.dumps(to_jsonable(payload if payload is not None else rows), indent=2) + "\n"
     columns = list(rows[0]) if rows else []
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
+        writer.writerow({c: spreadsheet_text(str(c)) for c in columns})
         for row in rows:
-            writer.writerow({k: to_jsonable(v) for k, v in row.items()})
+            writer.writerow({k: spreadsheet_text(to_jsonable(v)) for k, v in row.items()})
         return buf.getvalue()
     if fmt == "markdown":
         lines = [f"### {title}", ""] if title else []

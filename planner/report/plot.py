@@ -31,7 +31,7 @@ from planner.engine.optimize import explain_infeasible
 from planner.engine.readable import count_text
 from planner.errors import INFEASIBLE, CapplanError
 from planner.report import output
-from planner.report.output import atomic_target
+from planner.report.output import atomic_target, plot_text
 from planner.report.tables import layout_text, time_breakdown
 
 SUFFIXES = (".png", ".svg", ".pdf")
@@ -116,7 +116,7 @@ def _title(result) -> str:
                         (s.max_power_mw, "power cap {:g} MW")):
         if value is not None:
             parts.append(text.format(value))
-    return ", ".join(parts)
+    return plot_text(", ".join(parts))
 
 
 #: Accelerator families, (id prefixes, label, colour): one colour per vendor generation,
@@ -694,7 +694,8 @@ def plot_plan(result, path, *, force: bool = False) -> Path:
 
 
 def _wrap(text: str, width: int = 70) -> str:
-    return "\n".join(textwrap.wrap(text, width))
+    """A message (it may quote the user's input) as plot text, wrapped at ``width``."""
+    return "\n".join(textwrap.wrap(plot_text(text), width))
 
 
 # --------------------------------------------------------------------------- phases
@@ -742,7 +743,7 @@ def _draw_phases(fig, result) -> None:
         ax.yaxis.set_major_formatter(_si_formatter())
         ax.set_ylim(0, max(values) * 1.18 if max(values) > 0 else 1)
         ax.grid(True, axis="y", alpha=0.3)
-    axes[-1].set_xticks(x, [f"{p['name']}\n{count_text(p['tokens'])} tokens\n"
+    axes[-1].set_xticks(x, [f"{plot_text(p['name'])}\n{count_text(p['tokens'])} tokens\n"
                             + textwrap.fill(layout_text(p), 18) for p in phases], fontsize=7)
     label = WINNER_STYLE.get(s.objective, (s.objective,))[0]
     axes[0].set_title(f"Phases of the {label} plan: {row['hardware']} x "
@@ -824,5 +825,6 @@ def plot_checkpoint_study(rows: list[dict], path, *, title: str = "",
         ax.grid(True, which="major", alpha=0.3)
     axes[0].legend(fontsize=8, frameon=False)
     if title:  # model, accelerator, tokens, objective (checkpoint_study.figure_title)
-        fig.suptitle(f"What fault tolerance costs, by checkpoint scheme\n{title}", fontsize=10)
+        fig.suptitle(f"What fault tolerance costs, by checkpoint scheme\n{plot_text(title)}",
+                     fontsize=10)
     return _save(fig, target, force)

@@ -10,7 +10,7 @@ import numpy as np
 from planner.engine.model import INPUTS
 from planner.engine.readable import quantity_text
 from planner.errors import CapplanError
-from planner.report.output import atomic_target, check_target
+from planner.report.output import atomic_target, check_target, plot_text
 
 SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -81,7 +81,7 @@ def tornado_figure(rows: list[dict], *, title: str = "",
                   "+1 % of the input", fontsize=8.5)
     what = ", ".join(OUTPUT_LABELS.get(o, o) for o in outputs)
     heading = f"What moves {what} (one layout, no search objective)"
-    lines = textwrap.wrap(title, 90) if title else []
+    lines = textwrap.wrap(plot_text(title), 90) if title else []
     ax.set_title("\n".join([*lines, heading]), fontsize=9)
     ax.legend(loc="lower right", fontsize=8, title="elasticity of", title_fontsize=8)
     ax.grid(axis="x", alpha=0.3)

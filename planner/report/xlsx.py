@@ -44,6 +44,18 @@ def model_formulas() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str]
     return generated.INTERMEDIATES, generated.OUTPUT_FORMULAS
 
 
+def append_row(sheet, values, live_formulas=()) -> None:
+    """Append ``values`` as the sheet's next row, every text cell stored as text (data type
+    ``s``): openpyxl would store a string starting with ``=`` as a live formula, and a
+    user's phase name, source or title is data.  ``live_formulas``: the 0-based positions
+    holding capplan's own formulas, kept live."""
+    sheet.append(values)
+    row = sheet.max_row
+    for i, value in enumerate(values):
+        if isinstance(value, str) and i not in live_formulas:
+            sheet.cell(row=row, column=i + 1).data_type = "s"
+
+
 def check_workbook_target(path, force: bool = False) -> Path:
     """The workbook's path if it can be written (``.xlsx``, directory exists, --force)."""
     if Path(path).suffix.lower() != ".xlsx":
@@ -71,33 +83,34 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
 
     ws = wb.active
     ws.title = "Inputs"
-    ws.append([title])
-    ws.append(["input", "value", "unit", "meaning", "source"])
+    append_row(ws, [title])
+    append_row(ws, ["input", "value", "unit", "meaning", "source"])
     for cell in ws[2]:
         cell.font = bold
     for row, name in enumerate(INPUTS, start=3):
         unit, meaning = INPUTS[name]
-        ws.append([name, float(np.ravel(inputs[name])[0]), unit, meaning,
-                   sources.get(name, "")])
+        append_row(ws, [name, float(np.ravel(inputs[name])[0]), unit, meaning,
+                        sources.get(name, "")])
         defined = excel_name(name)
         wb.defined_names[defined] = DefinedName(defined, attr_text=f"Inputs!$B${row}")
 
     ms = wb.create_sheet("Model")
-    ms.append(["quantity", "formula (live)", "unit", "capplan value", "relative difference"])
+    append_row(ms, ["quantity", "formula (live)", "unit", "capplan value",
+                    "relative difference"])
     for cell in ms[1]:
         cell.font = bold
     intermediates, outputs = model_formulas()
     row = 2
     for name, formula in intermediates:
-        ms.append([name, xlsx_formula(formula), "", None, None])
+        append_row(ms, [name, xlsx_formula(formula), "", None, None], live_formulas=(1,))
         wb.defined_names[name] = DefinedName(name, attr_text=f"Model!$B${row}")
         row += 1
     ms.append([])
     row += 1
     for name, formula in outputs:
         capplan = float(np.ravel(values[name])[0])
-        ms.append([name, xlsx_formula(formula), OUTPUTS[name], capplan,
-                   f"=IF(D{row}=0,B{row}-D{row},B{row}/D{row}-1)"])
+        append_row(ms, [name, xlsx_formula(formula), OUTPUTS[name], capplan,
+                        f"=IF(D{row}=0,B{row}-D{row},B{row}/D{row}-1)"], live_formulas=(1, 4))
         ms.cell(row=row, column=1).font = bold
         wb.defined_names[f"out_{name}"] = DefinedName(f"out_{name}",
                                                        attr_text=f"Model!$B${row}")
@@ -106,11 +119,11 @@ def write_workbook(path: str, inputs: dict, sources: dict[str, str], values: dic
     ss = wb.create_sheet("Sweep")
     if sweep_rows:
         columns = list(sweep_rows[0])
-        ss.append(columns)
+        append_row(ss, columns)
         for cell in ss[1]:
             cell.font = bold
         for r in sweep_rows:
-            ss.append([r[c] for c in columns])
+            append_row(ss, [r[c] for c in columns])
     if phase_rows:
         _phases_sheet(wb.create_sheet("Phases"), phase_rows, bold)
     for sheet, widths in ((ws, (34, 18, 12, 60, 80)), (ms, (28, 60, 10, 20, 18)),
@@ -128,17 +141,18 @@ _PHASE_TEXT = ("phase", "layout")
 
 
 def _phases_sheet(sheet, rows: list[dict], bold) -> None:
-    """One row per phase, then the total: live SUM (MAX for peaks and GPUs) formulas."""
+    """One row per phase (its name is text, whatever it starts with), then the total: live
+    SUM (MAX for peaks and GPUs) formulas."""
     from openpyxl.utils import get_column_letter
 
     columns = list(rows[0])
-    sheet.append(columns)
+    append_row(sheet, columns)
     for cell in sheet[1]:
         cell.font = bold
     for r in rows:
-        sheet.append([r[c] for c in columns])
+        append_row(sheet, [r[c] for c in columns])
     last = len(rows) + 1
-    total = []
+    total, live = [], []
     for i, c in enumerate(columns, start=1):
         letter = get_column_letter(i)
         if c == "phase":
@@ -147,7 +161,8 @@ def _phases_sheet(sheet, rows: list[dict], bold) -> None:
             total.append("")
         else:
             fn = "MAX" if c in _PHASE_MAX else "SUM"
+            live.append(len(total))
             total.append(f"={fn}({letter}2:{letter}{last})")
-    sheet.append(total)
+    append_row(sheet, total, live_formulas=live)
     for cell in sheet[last + 1]:
         cell.font = bold

@@ -118,6 +118,9 @@ def test_checks_can_fail():
     assert fuzz_cli.failures(two_lines) == ["error output of 2 lines in `plan`"]
     assert fuzz_cli.failures(fuzz_cli.Outcome(["plan"], 3, "", "x\n")) == [
         "exit code 3 in `plan`"]
+    warned = fuzz_cli.Outcome(["plan"], 0, "{}", "/x/uncertainty.py:75: RuntimeWarning: "
+                              "overflow encountered in exp\n  out = np.exp(z)\n")
+    assert fuzz_cli.failures(warned) == ["RuntimeWarning on stderr in `plan`"]
     crashed = fuzz_cli.run_in_process(["formula", "eval", "not-a-formula"])
     assert crashed.code == 2 and fuzz_cli.failures(crashed) == []
 
@@ -280,6 +283,17 @@ def test_line_is_reproducible_from_seed_and_index(fixtures):
     first = list(fuzz_cli.generate(3, 7, fixtures, start=5))
     again = list(fuzz_cli.generate(1, 7, fixtures, start=6))
     assert first[1] == again[0]
+
+
+def test_the_grammar_draws_scenario_files_and_the_hostile_fixtures(fixtures):
+    """--scenario gets the scenario fixtures (its parameter is scenario_file: the grammar
+    used to give it 'x'), and 300 lines reach every kind of hostile fixture (issue 44)."""
+    argvs = [argv for _, argv, _ in fuzz_cli.generate(300, 0, fixtures)]
+    given = [argv[i + 1] for argv in argvs for i, a in enumerate(argv[:-1])
+             if a in ("--scenario", "--catalog")]
+    assert any(v in fixtures["scenario"][:8] for v in given)
+    for kind in ("hostile-names", "spread-", "/p-count", "/p-price"):
+        assert any(kind in v for v in given), kind
 
 
 def test_validate_without_write_docs_writes_no_docs(monkeypatch, capsys):

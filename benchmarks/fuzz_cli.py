@@ -513,6 +513,9 @@ class Outcome:
     seconds: float = 0.0
 
 
+#: Lines that say how long work will take or how far it is (planner/cli/workload.py).
+WORK_NOTICES = ("capplan: estimate: ", "capplan: progress: ")
+
 #: A Python warning printed to stderr ("file:line: RuntimeWarning: overflow ..."): an
 #: input the code did not expect reached numpy, whatever the exit code.
 _WARNING = re.compile(r":\d+: (\w*Warning): ")
@@ -535,7 +538,9 @@ def failures(outcome: Outcome) -> list[str]:
     if warning and outcome.error is None:
         found.append(f"{warning.group(1)} on stderr in `{cmd}`")
     if outcome.code not in (None, 0) and outcome.error is None:
-        lines = [line for line in outcome.stderr.splitlines() if line.strip()]
+        # the estimate of long work and progress lines come before the work, not as errors
+        lines = [line for line in outcome.stderr.splitlines() if line.strip()
+                 and not line.startswith(WORK_NOTICES)]
         if len(lines) != 1 and not outcome.stderr.startswith("Usage:"):
             found.append(f"error output of {len(lines)} lines in `{cmd}`")
     if outcome.code == 0 and _json_to_stdout(outcome.argv):

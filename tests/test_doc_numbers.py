@@ -630,3 +630,27 @@ def test_model_gb200_guide_predictions_are_validation_mds():
     said = (f"prediction {shown(predicted_1)} -> {shown(predicted_13)} TFLOP/s/GPU against "
             f"{shown(measured_1)} -> {shown(measured_13)}")
     assert said in _model_text(), f"docs/model.md should say: {said}"
+
+
+def _shown_outputs(text: str):
+    """(command, shown lines) for each ```text block of a page that starts with `$ capplan`:
+    an example of what a command prints (`...` stands for lines left out)."""
+    for block in re.findall(r"```text\n(.*?)```", text, re.S):
+        lines = block.splitlines()
+        if lines and lines[0].startswith("$ capplan "):
+            yield lines[0][2:], [line for line in lines[1:] if line.strip() not in ("", "...")]
+
+
+def test_readme_example_output_is_what_the_command_prints(tmp_path):
+    """README's example output: each line it shows is a line the command prints today
+    (exact text, so every number in it is today's)."""
+    examples = list(_shown_outputs((ROOT / "README.md").read_text()))
+    assert examples, "README.md shows no example output"
+    for command, shown in examples:
+        proc = subprocess.run([sys.executable, "-m", "planner", *command.split()[1:]],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env=_env())
+        assert proc.returncode == 0, proc.stderr
+        printed = set(proc.stdout.splitlines())
+        missing = [line for line in shown if line not in printed]
+        assert not missing, f"README.md `{command}` no longer prints: {missing}"

@@ -150,6 +150,11 @@ def published_runs() -> pd.DataFrame:
     return pd.read_csv(DATA_DIR / "published_runs.csv", dtype=str)
 
 
+def published_value(run_id: str, column: str) -> float:
+    """One number of a published_runs.csv row (its first number when the cell explains it)."""
+    return _num(published_runs().set_index("run_id").loc[run_id, column])
+
+
 @cache
 def reliability_rows() -> pd.DataFrame:
     return pd.read_csv(DATA_DIR / "reliability.csv", dtype=str)
@@ -1076,6 +1081,10 @@ def whole_run_energy_check(catalog=None) -> list[dict]:
             rows.append({"run": run, "quantity": quantity, "published": value,
                          "predicted": float(predicted[quantity]), "ratio": ratio,
                          "ratio_before": before,
+                         "wall_days": float(r["wall_days"]),
+                         "gpu_power_w": float(r["energy_gpu_j"] / r["wall_time_s"] / call["gpus"]),
+                         "avg_power_mw": float(r["avg_power_w"]) / 1e6,
+                         "peak_power_mw": float(r["peak_power_mw"]),
                          "note": (f"{call['site']} grid, {call['site_class']} PUE; GPU "
                                   f"{predicted['energy_gpu_mwh']:,.0f} / IT "
                                   f"{predicted['energy_it_mwh']:,.0f} / facility "
@@ -1104,6 +1113,10 @@ OLMO_RUNS = {  # id: (catalog model, vocab, hardware, gpus, seq_len, batch seqs,
 }
 
 
+#: OLMo 2's GPU energies as Morrison et al. (arXiv:2503.05804) list them [MWh]; they
+#: disagree with the OLMo 2 report's (OLMO_RUNS).
+OLMO2_MORRISON_MWH = {"olmo2-7b": 157.0, "olmo2-13b": 230.0}
+
 #: HSDP shard groups of the OLMo runs (DP ranks): OLMo 2 13B sharded within each 8-GPU node.
 OLMO_SHARD_GROUP = {"olmo2-13b": 8}
 
@@ -1126,6 +1139,7 @@ def energy_check(catalog=None) -> list[dict]:
         implied_days = mwh * 3.6e9 / (gpus * gpu_power_w) / 86400
         rows.append({"check": f"{run} GPU energy [MWh]", "published": mwh, "predicted": got,
                      "error": got / mwh - 1, "ok": abs(got / mwh - 1) <= 0.15,
+                     "implied_days": implied_days, "predicted_days": float(r["wall_days"]),
                      "note": (f"{model} shape, vocab {vocab:,}, on {gpus} x {hw}, "
                               f"{tokens:.3g} tokens; at the predicted {gpu_power_w:.0f} W "
                               f"per GPU the published energy means {implied_days:.0f} days, "

@@ -100,13 +100,8 @@ FIT_RULES = {
                  "(planner/analysis/calibration.py)"),
 }
 
-#: Case columns every loader fills (model shape, layout, software, measurement).
-CASE_COLUMNS = ("dataset", "case_id", "hardware", "reliability", "layers", "hidden", "heads",
-                "vocab", "seq_len", "gpus", "tp", "pp", "vp", "micro_batch", "global_batch",
-                "recompute", "zero", "flash", "dp_overlap", "scale_out_bytes_per_s",
-                "metric", "measured", "fit", "source")
-
-#: Run-model inputs a loader may set per case beyond CASE_COLUMNS; a case without them
+#: Run-model inputs a loader may set per case beyond its model shape, layout and
+#: measurement (:func:`_case`); a case without them
 #: gets the GPT-style defaults of the older datasets (ffn = 4h, 2 matrices, tied, dense).
 SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   "embedding_matrices": 1.0, "moe_layers": 0.0, "experts": 1.0,

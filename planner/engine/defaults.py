@@ -16,7 +16,6 @@ from planner.engine.layout_rules import PREFERRED_LAYOUT as _PREFERRED
 PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
 #: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
 EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
-RECOMPUTE = ("none", "selective", "full")
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
 COST_BASES = ("cloud", "tco")
 OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")

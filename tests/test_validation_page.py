@@ -112,5 +112,5 @@ def test_the_page_prose_agrees_with_its_tables():
     opt = float(_table_row(doc, "opt-175b").split("|")[8])  # error_% column
     assert f"**OPT-175B** ({round(opt):+d} %" in doc
     olmo = [float(_table_row(doc, f"{run} GPU energy [MWh]").split("|")[4])
-            for run in v.OLMO_RUNS]
+            for run in v.olmo_runs()]
     assert "(OLMo: " + ", ".join(f"{round(100 * e):+d} %" for e in olmo) in doc

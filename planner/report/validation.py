@@ -257,8 +257,9 @@ def weak_text(pred, extra) -> str:
     energy = {r["check"].split()[0]: r for r in extra["energy"]}
     days = [(r["implied_days"], r["predicted_days"]) for r in energy.values()]
     ratios = [implied / predicted for implied, predicted in days]
-    morrison = ", ".join(f"{_pct(energy[run]['predicted'] / mwh - 1)} against {mwh:.0f} MWh"
-                         for run, mwh in v.OLMO2_MORRISON_MWH.items())
+    morrison = ", ".join(f"{_pct(energy[run]['predicted'] / o['other_gpu_energy_mwh'] - 1)} "
+                         f"against {o['other_gpu_energy_mwh']:.0f} MWh"
+                         for run, o in v.olmo_runs().items() if o["other_gpu_energy_mwh"])
     return f"""
 ## Where the model is weak, and why
 

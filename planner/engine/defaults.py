@@ -46,6 +46,28 @@ DEFAULTS: dict = {
     "pricing": "on-demand", "provider": "median", "spot_interruption": "gt20",
 }
 
+#: The software-straggler parameters, one name and one default each, shared by the
+#: step-time model (:class:`planner.analysis.simulate.StragglerSpec`), ``capplan
+#: stragglers`` (:class:`planner.analysis.stragglers.WhatIf`) and the run model's fault
+#: options (``--gc-pause``, ``--slow-node-slowdown``): name -> (default, source). A cause
+#: is off until its rate is stated (no unplanned GC, no slow nodes, one pipeline stage);
+#: its size is then the default below.
+STRAGGLERS: dict[str, tuple[float, str]] = {
+    "step_time_cv": (0.005, "the default reliability profile "
+                     "(hardware_catalog/data/reliability/default.toml): Llama 3 "
+                     "arXiv:2407.21783 s3.3.4, MegaScale arXiv:2402.15627 s6"),
+    "gc_interval_s": (float("inf"), "none unless stated"),
+    "gc_pause_s": (1.0, "validation/reliability.csv row sg-cause: Python GC pauses of about "
+                   "1 s (Lin et al., OSDI'25, arXiv:2505.05713)"),
+    "slow_node_slowdown": (1.1, "validation/reliability.csv row ms-straggler: straggler "
+                           "hosts ~10 % slower (MegaScale arXiv:2402.15627 s6.2)"),
+    "layers": (32.0, "Llama 3 8B, capplan stragglers' default model"),
+    "stages": (1, "no pipeline unless stated"),
+    "last_stage_extra_layers": (0.0, "no imbalance unless stated"),
+    "microbatches": (64, "micro-batches per step and pipeline; 64 in the bytedance-osdi25 "
+                     "setting (planner.analysis.stragglers.PRESETS)"),
+}
+
 #: The layout tried first by ``evaluate`` when the caller leaves layout sizes out
 #: (Llama 3 70B's TP8 x PP4, arXiv:2407.21783 Table 4), declared with the layout's
 #: dimensions (:data:`planner.engine.layout_rules.DIMENSIONS`); when it does not fit the GPU

@@ -220,8 +220,9 @@ and meta-rsc had one per-GPU rate (8 GPUs: 154 d, 1,024: 28.8 h, 16,384: 1.8 h).
 """
 
 def _signed(error: float) -> str:
-    """A relative error as a signed whole number of percent ('+14'; never '-0')."""
-    return f"{round(100 * float(error)):+d}"
+    """A relative error as a signed whole number of percent ('+14'; '0', never '-0')."""
+    percent = round(100 * float(error))
+    return f"{percent:+d}" if percent else "0"
 
 
 def _pct(error: float) -> str:

@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import stat
+import sys
 import tomllib
 from collections.abc import Iterable, Sequence
 from datetime import date
@@ -22,7 +23,16 @@ from pydantic import ValidationError
 
 from . import toml_cache, validated_cache
 from .errors import CatalogError
-from .schema import KIND_MODELS, KINDS, PROBLEM_SEP, SCHEMA_VERSION, Entry, Quantity, plugins_off
+from .schema import (
+    ADDED_KEYS,
+    KIND_MODELS,
+    KINDS,
+    PROBLEM_SEP,
+    SCHEMA_VERSION,
+    Entry,
+    Quantity,
+    plugins_off,
+)
 from .textfile import printable, read_utf8
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -124,6 +134,32 @@ def _user_defaults(data: dict, path: Path, kind: str) -> dict:
     return data
 
 
+#: (file, keys) already told about the defaults of keys it leaves out (once per process).
+_TOLD: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def _added_defaults(data: dict, shown: str, kind: str) -> dict:
+    """A user file written before some of its kind's keys were added (:data:`ADDED_KEYS`):
+    each missing one takes its declared default, said once on stderr."""
+    missing = [k for k in ADDED_KEYS.get(kind, {}) if k not in data]
+    if not missing:
+        return data
+    data = dict(data)
+    for key in missing:
+        value, added, meaning = ADDED_KEYS[kind][key]
+        data[key] = {"value": value, "as_of": date.fromisoformat(added), "estimate": False,
+                     "source": f"capplan's default for a file without {key} (added {added}): "
+                               f"{meaning}"}
+    if (shown, tuple(missing)) not in _TOLD:
+        _TOLD.add((shown, tuple(missing)))
+        given = ", ".join(f"{k} = {ADDED_KEYS[kind][k][0]:g}" for k in missing)
+        dates = ", ".join(sorted({ADDED_KEYS[kind][k][1] for k in missing}))
+        print(f"capplan: {shown}: not given, keys added {dates}; using the default"
+              f"{'s' if len(missing) > 1 else ''} {given} (state them to silence this)",
+              file=sys.stderr)
+    return data
+
+
 def _extended(data: dict, path: Path, shown: str, seen: tuple[Path, ...] = ()) -> dict:
     """A stack that ``extends = "<id>"`` another: the stack file ``<id>.toml`` beside it, else
     the shipped stack of that id (itself possibly extending another), with this file's keys
@@ -189,7 +225,7 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
         data = _extended(data, path, shown)
     problems = []
     if user:
-        data = _user_defaults(data, path, kind)
+        data = _added_defaults(_user_defaults(data, path, kind), shown, kind)
     else:
         problems = [f"{k}: missing required key" for k in SHIPPED_ONLY.get(kind, ())
                     if k not in data]
@@ -452,3 +488,4 @@ def clear_cache() -> None:
     """Forget loaded catalogs (after editing files in a running process)."""
     _load.cache_clear()
     toml_cache.forget()
+    _TOLD.clear()

@@ -63,6 +63,23 @@ class Entry(BaseModel):
                 if isinstance(v := getattr(self, k), Quantity)}
 
 
+#: Keys an entry kind gained after users had written files without them: kind -> key ->
+#: (default value, date the key was added, what the default means and its source). A user's
+#: file that leaves one out takes the default, said once on stderr
+#: (:func:`hardware_catalog.loader.parse_file`); the shipped catalog states every key.
+ADDED_KEYS: dict[str, dict[str, tuple[float, str, str]]] = {
+    "stack": {
+        "recompute_mla_up_proj": (0.0, "2026-11-26", "no MLA up-projection recomputed "
+                                  "(Megatron-Core recompute_modules default ['core_attn'])"),
+        "recompute_norms": (0.0, "2026-11-26", "the norm outputs kept for the backward pass "
+                            "(Megatron-Core recompute_modules default ['core_attn'])"),
+        "optimizer_bytes_per_param": (12.0, "2026-11-26", "mixed-precision Adam: fp32 master "
+                                      "weights and two fp32 moments (Rajbhandari et al. 2020, "
+                                      "ZeRO, arXiv:1910.02054 s3.1, K = 12)"),
+    },
+}
+
+
 #: Separates the problems one model-level check reports in a single ValueError.
 PROBLEM_SEP = "; "
 

@@ -40,7 +40,7 @@ def _stages(**overrides):
     ("gc", {"gc_interval_s": 800.0, "gc_duration_s": 1.0, "gc_planned": 0.0},
      dict(ranks=16384, gc_interval_s=800.0, gc_pause_s=1.0)),
     ("slow-nodes", {"slow_node_fraction": 1e-3, "slow_node_slowdown": 1.1},
-     dict(ranks=2048, slow_fraction=1e-3, slow_factor=1.1)),
+     dict(ranks=2048, slow_rank_fraction=1e-3, slow_node_slowdown=1.1)),
 ])
 def test_kernel_straggler_terms_match_monte_carlo(name, overrides, spec):
     """GC on any of 16,384 ranks stalls the step; one slow node in 2,048 holds it."""

@@ -24,13 +24,15 @@ def test_phase_power_generalises_the_linear_model(idle, span, s_c, f_c, s_m, f_m
 
 
 def _olmo(run, **overrides):
-    from planner.analysis.validate import OLMO_RUNS
+    from planner.analysis.validate import olmo_runs
     from planner.engine.evaluator import evaluate
 
-    model, vocab, hw, gpus, seq, batch, micro, tokens, _ = OLMO_RUNS[run]
-    return evaluate(model=model, hardware=hw, gpus=gpus, tp=1, pp=1, global_batch=batch,
-                    micro_batch=micro, seq_len=seq, recompute="none", zero=3, tokens=tokens,
-                    reliability="default", overrides={"vocab": vocab, **overrides}).iloc[0]
+    o = olmo_runs()[run]
+    return evaluate(model=o["model"], hardware=o["hardware"], gpus=o["gpus"], tp=1, pp=1,
+                    global_batch=o["global_batch"], micro_batch=o["micro_batch"],
+                    seq_len=o["seq_len"], recompute="none", zero=3, tokens=o["tokens"],
+                    reliability="default",
+                    overrides={"vocab": o["vocab"], **overrides}).iloc[0]
 
 
 @pytest.mark.parametrize("run", ["olmo2-7b", "olmo2-13b"])

@@ -125,3 +125,20 @@ def test_scenario_file_ownership_section_and_json(tmp_path, capsys):
     assert main(["plan", "--scenario", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("capplan: error:") and "utilisation" in err[0]
+
+
+@pytest.mark.parametrize("flags, basis", [([], "cloud"), (["--pricing", "owned"], "tco"),
+                                          (["--cost-basis", "tco"], "tco")])
+def test_evaluate_and_plan_report_the_basis_they_cost_by(capsys, flags, basis):
+    """evaluate's JSON, its stderr line and plan's JSON name one cost basis (issue 40:
+    ``--pricing owned`` costs by TCO, evaluate's rent_vs_buy said 'cloud')."""
+    from planner.cli.main import main
+
+    small = ["--model", "llama2-7b", "--tokens", "2e12", "-H", "h100-sxm", *flags]
+    assert main(["evaluate", *small, "--gpus", "64", "-f", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["rent_vs_buy"]["basis"] == basis
+    assert ("cost by TCO" in err) == (basis == "tco"), err
+    assert main(["plan", *small, "--max-gpus", "64", "-f", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {r["basis"] for r in data["rent_vs_buy"].values()} == {basis}

@@ -469,10 +469,10 @@ def test_plan_api_checks_space_options(catalog, options, needle):
 def test_init_example_shows_the_default_scenario():
     import tomllib
 
-    from planner.cli.scenario_file import EXAMPLE
+    from planner.cli.scenario_file import example as example_text
     from planner.engine.scenario import DEFAULTS
 
-    example = tomllib.loads(EXAMPLE.format(name="run.toml"))
+    example = tomllib.loads(example_text("run.toml"))
     for key, value in example.items():
         assert value == DEFAULTS[key], key
     assert example["deadline_days"] == DEFAULTS["deadline_days"] == 90

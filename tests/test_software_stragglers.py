@@ -134,11 +134,11 @@ def test_waste_of_the_published_tail():
 
 SCENARIOS = {
     "noise": dict(step_time_cv=0.005),
-    "slow-10%": dict(step_time_cv=0.02, slow_fraction=1e-4, slow_factor=1.1),
-    "slow-2%": dict(step_time_cv=0.005, slow_fraction=1e-3, slow_factor=1.02),
+    "slow-10%": dict(step_time_cv=0.02, slow_rank_fraction=1e-4, slow_node_slowdown=1.1),
+    "slow-2%": dict(step_time_cv=0.005, slow_rank_fraction=1e-3, slow_node_slowdown=1.02),
     "gc": dict(step_time_cv=0.005, gc_interval_s=800.0, gc_pause_s=1.0),
-    "all": dict(step_time_cv=0.01, gc_interval_s=800.0, gc_pause_s=1.0, slow_fraction=1e-4,
-                slow_factor=1.1, layers=32, stages=8, microbatches=64,
+    "all": dict(step_time_cv=0.01, gc_interval_s=800.0, gc_pause_s=1.0, slow_rank_fraction=1e-4,
+                slow_node_slowdown=1.1, layers=32, stages=8, microbatches=64,
                 last_stage_extra_layers=lm_head_layer_equivalents(128256, 4096, 8192)),
 }
 

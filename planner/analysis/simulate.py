@@ -81,6 +81,7 @@ from formulas import overhead
 from formulas import reliability as rel
 from formulas import straggler as sg
 from formulas.reliability import domain_failure_rate, domain_units, gpu_hours_with_spares
+from planner.engine.defaults import STRAGGLERS as _STRAGGLERS
 from planner.engine.domains import check_value
 
 #: Sums of at most this many step maxima are sampled exactly; longer ones by the CLT.
@@ -1108,25 +1109,25 @@ class StragglerSpec:
     """A synchronising group and the straggler causes acting on it (SI units).
 
     Rank i's step time is ``step_time_s * (1 + step_time_cv * Z_i)``, times
-    ``slow_factor`` if the rank is slow (probability ``slow_fraction``); the
+    ``slow_node_slowdown`` if the rank is slow (probability ``slow_rank_fraction``); the
     group waits for its slowest rank, plus ``gc_pause_s`` if any rank collects
     garbage during the step (Poisson collections, mean gap ``gc_interval_s``
     per rank; ``inf``: none); the pipeline's last-stage imbalance multiplies
     the whole step (``layers``, ``stages``, ``last_stage_extra_layers``,
-    ``microbatches``; 1 stage: none).
+    ``microbatches``; 1 stage: none). Defaults: :data:`planner.engine.defaults.STRAGGLERS`.
     """
 
     ranks: int
     step_time_s: float
-    step_time_cv: float = 0.0
-    gc_interval_s: float = math.inf
-    gc_pause_s: float = 0.0
-    slow_fraction: float = 0.0
-    slow_factor: float = 1.0
-    layers: float = 1.0
-    stages: int = 1
-    last_stage_extra_layers: float = 0.0
-    microbatches: int = 1
+    step_time_cv: float = _STRAGGLERS["step_time_cv"][0]
+    gc_interval_s: float = _STRAGGLERS["gc_interval_s"][0]
+    gc_pause_s: float = _STRAGGLERS["gc_pause_s"][0]
+    slow_rank_fraction: float = 0.0
+    slow_node_slowdown: float = _STRAGGLERS["slow_node_slowdown"][0]
+    layers: float = _STRAGGLERS["layers"][0]
+    stages: int = _STRAGGLERS["stages"][0]
+    last_stage_extra_layers: float = _STRAGGLERS["last_stage_extra_layers"][0]
+    microbatches: int = _STRAGGLERS["microbatches"][0]
 
 
 def straggler_closed_form(spec: StragglerSpec) -> dict:
@@ -1147,16 +1148,16 @@ def straggler_closed_form(spec: StragglerSpec) -> dict:
     p_gc = 0.0 if math.isinf(spec.gc_interval_s) else float(
         sg.gc_pause_probability(e_max, spec.gc_interval_s))
     gc = float(sg.pause_delay(n, p_gc, spec.gc_pause_s))
-    slow = float(sg.slow_node_slowdown(n, spec.slow_fraction, spec.slow_factor))
+    slow = float(sg.slow_node_slowdown(n, spec.slow_rank_fraction, spec.slow_node_slowdown))
     pipe = float(sg.pipeline_imbalance_slowdown(spec.layers, spec.stages,
                                                 spec.last_stage_extra_layers,
                                                 spec.microbatches))
     # the slowest rank: a slow one (at least one with probability q; about n f / q of
     # them, whose own maximum is taken) or, if none, the maximum of all n
-    f = spec.slow_fraction
+    f = spec.slow_rank_fraction
     q = -math.expm1(n * math.log1p(-f)) if f < 1 else 1.0
-    if q > 0 and spec.slow_factor > 1:
-        e_slow = spec.slow_factor * float(sg.expected_max_normal(
+    if q > 0 and spec.slow_node_slowdown > 1:
+        e_slow = spec.slow_node_slowdown * float(sg.expected_max_normal(
             max(1.0, n * f / q), t, spec.step_time_cv * t))
         compute = (1 - q) * e_max + q * max(e_slow, e_max)
     else:
@@ -1184,7 +1185,7 @@ def simulate_stragglers(spec: StragglerSpec, steps: int = 100_000, seed: int = 0
 
     rng = np.random.default_rng(seed)
     n, t, sd = spec.ranks, spec.step_time_s, spec.step_time_cv * spec.step_time_s
-    slow = rng.binomial(n, spec.slow_fraction, steps)
+    slow = rng.binomial(n, spec.slow_rank_fraction, steps)
 
     def max_of(count, scale):
         out = np.full(steps, -np.inf)
@@ -1194,7 +1195,7 @@ def simulate_stragglers(spec: StragglerSpec, steps: int = 100_000, seed: int = 0
         out[some] = scale * (t - sd * ndtri(tail))
         return out
 
-    compute = np.maximum(max_of(slow, spec.slow_factor), max_of(n - slow, 1.0))
+    compute = np.maximum(max_of(slow, spec.slow_node_slowdown), max_of(n - slow, 1.0))
     pipe = float(sg.pipeline_imbalance_slowdown(spec.layers, spec.stages,
                                                 spec.last_stage_extra_layers,
                                                 spec.microbatches))

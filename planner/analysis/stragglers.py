@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from formulas.straggler import lm_head_layer_equivalents, planned_gc_delay, straggler_waste_fraction
 from planner.analysis.simulate import StragglerSpec, simulate_stragglers, straggler_closed_form
+from planner.engine.defaults import STRAGGLERS
 
 #: The setting of the published "up to 45 %" (reliability.csv rows sg-waste, sg-cause):
 #: unmitigated Python GC (about one 1 s collection per 800 s per rank, i.e. 0.5 % of 4 s
@@ -27,22 +28,27 @@ PRESETS: dict[str, dict] = {
 }
 
 
+def _default(name: str):
+    return STRAGGLERS[name][0]
+
+
 @dataclass(frozen=True)
 class WhatIf:
-    """A job shape and its straggler causes (SI units; see :class:`StragglerSpec`)."""
+    """A job shape and its straggler causes (SI units; the shared parameters named and
+    defaulted as :class:`StragglerSpec`'s, :data:`planner.engine.defaults.STRAGGLERS`)."""
 
     step_time_s: float = 4.0
-    step_time_cv: float = 0.005
-    gc_interval_s: float = math.inf
-    gc_pause_s: float = 1.0
+    step_time_cv: float = _default("step_time_cv")
+    gc_interval_s: float = _default("gc_interval_s")
+    gc_pause_s: float = _default("gc_pause_s")
     gc_every_steps: int | None = None  # planned GC instead of unplanned
-    slow_node_fraction: float = 0.0
-    slow_node_slowdown: float = 1.1
+    slow_node_fraction: float = 0.0  # per node (a slow node slows its gpus_per_node ranks)
+    slow_node_slowdown: float = _default("slow_node_slowdown")
     gpus_per_node: int = 8
-    layers: float = 32.0
-    stages: int = 1
-    microbatches: int = 64
-    last_stage_extra_layers: float = 0.0  # LM head + stated imbalance, layer-equivalents
+    layers: float = _default("layers")
+    stages: int = _default("stages")
+    microbatches: int = _default("microbatches")
+    last_stage_extra_layers: float = _default("last_stage_extra_layers")  # LM head + imbalance
     sequence_slowdown: float = 1.0  # sequence-length imbalance, a measured factor
 
 
@@ -51,18 +57,18 @@ def _spec(w: WhatIf, gpus: int, **causes):
     per_rank = -math.expm1(math.log1p(-w.slow_node_fraction) / w.gpus_per_node) \
         if w.slow_node_fraction < 1 else 1.0
     base = dict(ranks=gpus, step_time_s=w.step_time_s, step_time_cv=w.step_time_cv,
-                gc_interval_s=math.inf, gc_pause_s=w.gc_pause_s, slow_fraction=0.0,
-                slow_factor=1.0, layers=w.layers, stages=1, last_stage_extra_layers=0.0,
-                microbatches=w.microbatches)
+                gc_interval_s=math.inf, gc_pause_s=w.gc_pause_s, slow_rank_fraction=0.0,
+                slow_node_slowdown=w.slow_node_slowdown, layers=w.layers, stages=1,
+                last_stage_extra_layers=0.0, microbatches=w.microbatches)
     full = dict(gc_interval_s=w.gc_interval_s if w.gc_every_steps is None else math.inf,
-                slow_fraction=per_rank, slow_factor=w.slow_node_slowdown, stages=w.stages,
+                slow_rank_fraction=per_rank, stages=w.stages,
                 last_stage_extra_layers=w.last_stage_extra_layers)
     chosen = full if causes.get("all") else {k: full[k] for k in causes.get("keys", ())}
     return StragglerSpec(**{**base, **chosen})
 
 
 CAUSES = {"gc": ("gc_interval_s",), "pipeline": ("stages", "last_stage_extra_layers"),
-          "slow_nodes": ("slow_fraction", "slow_factor")}
+          "slow_nodes": ("slow_rank_fraction",)}
 
 
 def whatif_rows(w: WhatIf, gpu_counts, *, simulate: bool = False, steps: int = 100_000,

@@ -100,13 +100,8 @@ FIT_RULES = {
                  "(planner/analysis/calibration.py)"),
 }
 
-#: Case columns every loader fills (model shape, layout, software, measurement).
-CASE_COLUMNS = ("dataset", "case_id", "hardware", "reliability", "layers", "hidden", "heads",
-                "vocab", "seq_len", "gpus", "tp", "pp", "vp", "micro_batch", "global_batch",
-                "recompute", "zero", "flash", "dp_overlap", "scale_out_bytes_per_s",
-                "metric", "measured", "fit", "source")
-
-#: Run-model inputs a loader may set per case beyond CASE_COLUMNS; a case without them
+#: Run-model inputs a loader may set per case beyond its model shape, layout and
+#: measurement (:func:`_case`); a case without them
 #: gets the GPT-style defaults of the older datasets (ffn = 4h, 2 matrices, tied, dense).
 SHAPE_DEFAULTS = {"kv_heads": "heads", "ffn": "4h", "mlp_matrices": 2.0,
                   "embedding_matrices": 1.0, "moe_layers": 0.0, "experts": 1.0,
@@ -148,6 +143,34 @@ def _num(text) -> float:
 @cache
 def published_runs() -> pd.DataFrame:
     return pd.read_csv(DATA_DIR / "published_runs.csv", dtype=str)
+
+
+def _cell(text: str):
+    """A project CSV cell: blank -> None, a whole number -> int, a number -> float, else
+    the text."""
+    if text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+@cache
+def data_rows(name: str) -> dict[str, dict]:
+    """A project CSV of this folder (one run a row, its ``source``), by ``run_id``."""
+    frame = pd.read_csv(DATA_DIR / name, dtype=str, keep_default_na=False)
+    return {r["run_id"]: {k: _cell(v) for k, v in r.items()}
+            for r in frame.to_dict("records")}
+
+
+def published_value(run_id: str, column: str) -> float:
+    """One number of a published_runs.csv row (its first number when the cell explains it)."""
+    return _num(published_runs().set_index("run_id").loc[run_id, column])
 
 
 @cache
@@ -1076,6 +1099,10 @@ def whole_run_energy_check(catalog=None) -> list[dict]:
             rows.append({"run": run, "quantity": quantity, "published": value,
                          "predicted": float(predicted[quantity]), "ratio": ratio,
                          "ratio_before": before,
+                         "wall_days": float(r["wall_days"]),
+                         "gpu_power_w": float(r["energy_gpu_j"] / r["wall_time_s"] / call["gpus"]),
+                         "avg_power_mw": float(r["avg_power_w"]) / 1e6,
+                         "peak_power_mw": float(r["peak_power_mw"]),
                          "note": (f"{call['site']} grid, {call['site_class']} PUE; GPU "
                                   f"{predicted['energy_gpu_mwh']:,.0f} / IT "
                                   f"{predicted['energy_it_mwh']:,.0f} / facility "
@@ -1084,28 +1111,14 @@ def whole_run_energy_check(catalog=None) -> list[dict]:
     return rows
 
 
-#: OLMo measured GPU training energies (MWh, GPU power only) and the setups used to predict
-#: them (published_runs.csv rows olmo1-7b-a100, olmo2-7b, olmo2-13b; shapes from the
-#: catalog's Llama 2 entries, which share OLMo's layer shapes; FSDP full sharding, bf16,
-#: flash attention, no activation checkpointing unless stated). Layouts from allenai/OLMo:
-#: OLMo 1 on MosaicML: configs/mcli/v1_5-mix-medium-mitch-ish.yaml (gpu_num 216,
-#: a100_40gb, global_train_batch_size 2160) with configs/v1_5-mix-medium-mitch-ish-mcli.yaml
-#: (device_train_microbatch_size 2); OLMo 2: configs/official-1124/OLMo2-{7B,13B}-stage1.yaml
-#: (batch 1024 / 2048 x 4096, micro-batch 2) and the launch scripts
-#: scripts/beaker/peteish/peteish7-launch.sh (32 nodes on Jupiter) and
-#: scripts/augusta/peteish13-highlr-launch.sh (64 nodes, hybrid sharding per node:
-#: ``OLMO_SHARD_GROUP``).
-OLMO_RUNS = {  # id: (catalog model, vocab, hardware, gpus, seq_len, batch seqs, micro-batch,
-    #                  tokens, MWh); vocabularies as padded: embedding_size 50,304 (OLMo 1),
-    #                  the dolma2 tokenizer's 100,352 (OLMo 2)
-    "olmo1-7b-a100": ("llama2-7b", 50304, "a100-40gb", 216, 2048, 2160, 2, 2.46e12, 104.0),
-    "olmo2-7b": ("llama2-7b", 100352, "h100-sxm", 256, 4096, 1024, 2, 4.05e12, 131.0),
-    "olmo2-13b": ("llama2-13b", 100352, "h100-sxm", 512, 4096, 2048, 2, 5.6e12, 257.0),
-}
-
-
-#: HSDP shard groups of the OLMo runs (DP ranks): OLMo 2 13B sharded within each 8-GPU node.
-OLMO_SHARD_GROUP = {"olmo2-13b": 8}
+def olmo_runs() -> dict[str, dict]:
+    """OLMo's measured GPU training energies [MWh, GPU power only] and the setups used to
+    predict them (olmo_energy.csv, each row's source: published_runs.csv rows and the
+    allenai/OLMo configs; shapes from the catalog's Llama 2 entries, which share OLMo's
+    layer shapes; FSDP full sharding, bf16, flash attention, no activation checkpointing;
+    ``shard_group``: HSDP within a node; ``other_gpu_energy_mwh``: the energy another source
+    lists)."""
+    return data_rows("olmo_energy.csv")
 
 
 def energy_check(catalog=None) -> list[dict]:
@@ -1116,16 +1129,20 @@ def energy_check(catalog=None) -> list[dict]:
     run spent outside steady-state steps, failures and checkpoints.
     """
     rows = []
-    for run, (model, vocab, hw, gpus, seq, batch, micro, tokens, mwh) in OLMO_RUNS.items():
+    for run, o in olmo_runs().items():
+        model, vocab, hw, gpus = o["model"], o["vocab"], o["hardware"], o["gpus"]
+        tokens, mwh = o["tokens"], o["gpu_energy_mwh"]
         r = evaluate(catalog=catalog, model=model, hardware=hw, gpus=gpus, tp=1, pp=1,
-                     global_batch=batch, micro_batch=micro, seq_len=seq, recompute="none", zero=3,
-                     shard_group=OLMO_SHARD_GROUP.get(run), tokens=tokens, reliability="default",
+                     global_batch=o["global_batch"], micro_batch=o["micro_batch"],
+                     seq_len=o["seq_len"], recompute="none", zero=3,
+                     shard_group=o["shard_group"], tokens=tokens, reliability="default",
                      overrides={"vocab": vocab}).iloc[0]
         got = float(r["energy_gpu_kwh"]) / 1000
         gpu_power_w = float(r["energy_gpu_j"]) / float(r["wall_time_s"]) / gpus
         implied_days = mwh * 3.6e9 / (gpus * gpu_power_w) / 86400
         rows.append({"check": f"{run} GPU energy [MWh]", "published": mwh, "predicted": got,
                      "error": got / mwh - 1, "ok": abs(got / mwh - 1) <= 0.15,
+                     "implied_days": implied_days, "predicted_days": float(r["wall_days"]),
                      "note": (f"{model} shape, vocab {vocab:,}, on {gpus} x {hw}, "
                               f"{tokens:.3g} tokens; at the predicted {gpu_power_w:.0f} W "
                               f"per GPU the published energy means {implied_days:.0f} days, "
@@ -1133,72 +1150,46 @@ def energy_check(catalog=None) -> list[dict]:
     return rows
 
 
-#: OLMo-core's published steady-state throughput on H100 (tokens/s per GPU), the code base
-#: that trained OLMo 2. allenai/OLMo-core README.md "Official training scripts" tables
-#: (late 2024: 7B 9.7-10K TPS at 47-48 % MFU, 13B 4.4-4.6K at 41-42 %; the next version:
-#: 7B 10,000, Llama 8B 9,500, 13B 4,600; bf16, 4096 tokens). Layouts from the scripts
-#: (src/scripts/train/OLMo-7B.py @0164b605, OLMo-13B.py @09bcd205, Llama-8B.py @73b70c67):
-#: FSDP full sharding, no activation checkpointing, micro-batch 2 / 1 / 2 sequences, global
-#: batch 1024 / 2048 / 1024; the dolma2 tokenizer (vocabulary padded to 100,352) and one
-#: node, the defaults of src/olmo_core/internal/experiment.py. OLMo 2 shapes = Llama 2's.
-OLMO_CORE_THROUGHPUT = {  # id: (catalog model, micro-batch, global batch, published, range)
-    "olmo-core-7b": ("llama2-7b", 2, 1024, 9850.0, "9,700-10,000"),
-    "olmo-core-llama-8b": ("llama3-8b", 2, 1024, 9500.0, "9,500"),
-    "olmo-core-13b": ("llama2-13b", 1, 2048, 4500.0, "4,400-4,600"),
-}
-OLMO_CORE_GPUS = 8
-OLMO_CORE_VOCAB = 100352
-
-
-#: OLMo-core trains with PyTorch FSDP2 and FlashAttention-2, the kernels of this stack.
-OLMO_CORE_STACK = "torchtitan-fsdp2"
-
-
 def steady_state_check(catalog=None) -> list[dict]:
-    """Predicted tokens/s per GPU vs OLMo-core's published H100 throughput."""
+    """Predicted tokens/s per GPU vs OLMo-core's published H100 throughput, the code base
+    that trained OLMo 2 (olmo_core_throughput.csv: layouts from its training scripts, the
+    PyTorch FSDP2 + FlashAttention-2 stack)."""
     rows = []
-    for run, (model, micro, batch, published, span) in OLMO_CORE_THROUGHPUT.items():
-        r = evaluate(catalog=catalog, model=model, hardware="h100-sxm", gpus=OLMO_CORE_GPUS,
-                     tp=1, pp=1, global_batch=batch, micro_batch=micro, seq_len=4096, recompute="none",
-                     zero=3, reliability="benchmark", stack=OLMO_CORE_STACK,
-                     overrides={"vocab": OLMO_CORE_VOCAB}).iloc[0]
-        got = float(r["tokens_per_s"]) / OLMO_CORE_GPUS
+    for run, o in data_rows("olmo_core_throughput.csv").items():
+        model, micro, gpus, vocab = o["model"], o["micro_batch"], o["gpus"], o["vocab"]
+        published = o["tokens_per_s_per_gpu"]
+        r = evaluate(catalog=catalog, model=model, hardware=o["hardware"], gpus=gpus,
+                     tp=1, pp=1, global_batch=o["global_batch"], micro_batch=micro,
+                     seq_len=o["seq_len"], recompute="none", zero=3, reliability="benchmark",
+                     stack=o["stack"], overrides={"vocab": vocab}).iloc[0]
+        got = float(r["tokens_per_s"]) / gpus
         rows.append({"check": f"{run} tokens/s per GPU", "published": published,
                      "predicted": got, "error": got / published - 1,
                      "ok": abs(got / published - 1) <= 0.15,
-                     "note": (f"{model} shape, vocab {OLMO_CORE_VOCAB:,}, {OLMO_CORE_GPUS} x "
-                              f"h100-sxm, FSDP, micro-batch {micro}; published {span}; "
-                              f"predicted MFU {float(r['mfu']):.0%}")})
+                     "note": (f"{model} shape, vocab {vocab:,}, {gpus} x "
+                              f"{o['hardware']}, FSDP, micro-batch {micro}; published "
+                              f"{o['published_range']}; predicted MFU {float(r['mfu']):.0%}")})
     return rows
 
 
-#: DeepSeek-V3 on the same Blackwell chips under a later stack: NVIDIA-NeMo/Megatron-Bridge
-#: docs/performance-summary-archive.md, "25.11 NeMo Container" tables (DGX-GB200,
-#: DGX-GB300; DeepSeekV3 w/o MTP, sequence 4,096, micro-batch 1, TP 1, force-balanced
-#: dropless routing). Not part of modern-runs: they show how much of the dgxc v25.04 GB200
-#: row's error is that early software (3,139 against 958 tokens/s per GPU on the same chip).
-LATER_STACK_RUNS = {  # id: (hardware, precision, global batch, pp, vp, ep, tokens/s per GPU)
-    "mb2511-dsv3-bf16-gb200-256": ("gb200", "bf16", 4096, 4, 4, 64, 3139.0),
-    "mb2511-dsv3-fp8mx-gb200-256": ("gb200", "fp8", 4096, 8, 4, 32, 4018.0),
-    "mb2511-dsv3-bf16-gb300-256": ("gb300", "bf16", 4096, 2, 4, 32, 3848.0),
-    "mb2511-dsv3-fp8mx-gb300-256": ("gb300", "fp8", 4096, 2, 4, 32, 4357.0),
-}
-
-
 def later_stack_check(catalog=None) -> list[dict]:
-    """Predicted tokens/s per GPU vs Megatron-Bridge 25.11's DeepSeek-V3 on GB200/GB300."""
+    """Predicted tokens/s per GPU vs Megatron-Bridge 25.11's DeepSeek-V3 on GB200/GB300
+    (later_stack_runs.csv). Not part of modern-runs: they show how much of the dgxc v25.04
+    GB200 row's error is that early software."""
     rows = []
-    for run, (hw, precision, batch, pp, vp, ep, published) in LATER_STACK_RUNS.items():
-        r = evaluate(catalog=catalog, model="deepseek-v3", hardware=hw, gpus=256, tp=1,
+    for run, o in data_rows("later_stack_runs.csv").items():
+        hw, precision, batch, gpus = o["hardware"], o["precision"], o["global_batch"], o["gpus"]
+        pp, vp, ep, published = o["pp"], o["vp"], o["ep"], o["tokens_per_s_per_gpu"]
+        r = evaluate(catalog=catalog, model="deepseek-v3", hardware=hw, gpus=gpus, tp=1,
                      pp=pp, vp=vp, cp=1, ep=ep, etp=1, global_batch=batch, micro_batch=1,
                      seq_len=4096, recompute="selective", zero=1, precision=precision,
                      reliability="benchmark", stack="megatron-core-2025",
                      overrides={"mtp_layers": 0.0}).iloc[0]
-        got = float(r["tokens_per_s"]) / 256
+        got = float(r["tokens_per_s"]) / gpus
         rows.append({"check": f"{run} tokens/s per GPU", "published": published,
                      "predicted": got, "error": got / published - 1,
                      "ok": abs(got / published - 1) <= 0.15,
-                     "note": (f"256 x {hw}, "
+                     "note": (f"{gpus} x {hw}, "
                               f"{'MXFP8 (at the FP8 peak)' if precision == 'fp8' else 'BF16'}, "
                               f"TP1 PP{pp} "
                               f"VP{vp} EP{ep} (ETP 1), global batch {batch}, no MTP; "

@@ -66,7 +66,7 @@ def evaluate(
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     from planner.cli.common import notice
 
-    notice(assumptions_text(e, PriceQuote(**run.price).label()))
+    notice(assumptions_text(e, PriceQuote(**run.price).label(), run.rent_vs_buy["basis"]))
     if format == "table":  # human units; JSON and CSV keep the stored (SI) values
         rows = readable_rows(rows)
     write(render(rows, format, title=title, payload=payload), output, force)
@@ -102,13 +102,13 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     write(render(rows, format, title=title, payload=payload), output, force)
 
 
-def assumptions_text(echo: dict, price: str) -> str:
-    """One line: the assumptions of a one-shot run the user did not necessarily type."""
+def assumptions_text(echo: dict, price: str, cost_basis: str) -> str:
+    """One line: the assumptions of a one-shot run the user did not necessarily type
+    (``cost_basis``: 'cloud' or 'tco', the basis the run was costed by)."""
     from planner.engine.readable import count_text
 
     batch = echo["global_batch"] * echo["seq_len"]
-    basis = "TCO (owned cluster)" if echo["cost_basis"] == "tco" or echo["pricing"] == "owned" \
-        else "cloud"
+    basis = "TCO (owned cluster)" if cost_basis == "tco" else "cloud"
     return (f"assumed: {count_text(echo['tokens'])} tokens, global batch "
             f"{echo['global_batch']:,} x {echo['seq_len']:,}-token sequences "
             f"({count_text(batch)} tokens a step), site {echo['site']}, cost by {basis} "

@@ -10,12 +10,14 @@ through :func:`fault_inputs`, each checked with the flag's own name.
 
 from __future__ import annotations
 
+from planner.engine.defaults import STRAGGLERS
 from planner.errors import CapplanError, shown
 
 #: Defaults of the flags (what the user states; ``None``: not stated).
 FAULT_DEFAULTS: dict = {
-    "spares": "auto", "gc_interval": None, "gc_pause": 1.0, "gc_every_steps": None,
-    "stage_imbalance": 0.0, "slow_nodes": 0.0, "slow_node_slowdown": 1.1,
+    "spares": "auto", "gc_interval": None, "gc_pause": STRAGGLERS["gc_pause_s"][0],
+    "gc_every_steps": None, "stage_imbalance": 0.0, "slow_nodes": 0.0,
+    "slow_node_slowdown": STRAGGLERS["slow_node_slowdown"][0],
     # None: planner/engine/execution.toml's value
     "checkpoint_interval": None, "eval_overhead": None, "maintenance": None,
     "loss_spikes": None, "rollback_steps": None,

@@ -12,7 +12,7 @@ def init(
     """Write a commented example scenario for `capplan plan --scenario PATH`."""
     from pathlib import Path
 
-    from planner.cli.scenario_file import EXAMPLE
+    from planner.cli.scenario_file import example
     from planner.report.output import write
 
-    write(EXAMPLE.format(name=Path(path).name), path, force)
+    write(example(Path(path).name), path, force)

@@ -125,8 +125,9 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
                                ("cost-basis", o["cost_basis"], COST_BASES)]:
         if val not in allowed:
             raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
+    choices = RunChoices.pick(o)
     # the vectorised path (as plan's), without pandas: one-shot queries start fast
-    columns, inputs = evaluate_run(RunChoices.pick(o), LayoutRequest.pick(o), catalog=catalog,
+    columns, inputs = evaluate_run(choices, LayoutRequest.pick(o), catalog=catalog,
                                    overrides=overrides)
     row = {k: v.item(0) if hasattr(v, "item") else v for k, v in columns.items()}
     check_finite(row)
@@ -152,9 +153,8 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"], o["provider"],
                         o["spot_interruption"])
     from planner.engine.ownership import rent_vs_buy
-    from planner.engine.scenario import Scenario
 
-    owned = rent_vs_buy(catalog, Scenario(site=o["site"], site_class=o["site_class"]), {**row, "hardware": o["hardware"]},
+    owned = rent_vs_buy(catalog, choices.scenario(), {**row, "hardware": o["hardware"]},
                         quote.as_dict())
     return ResolvedRun(row=row, inputs=inputs, echo=echo,
                        catalog_version=str(getattr(catalog, "version", "")),

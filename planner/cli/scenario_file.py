@@ -10,6 +10,10 @@ import os
 import tomllib
 from pathlib import Path
 
+from hardware_catalog.prices import load_interruption_buckets
+from planner.cli.fault_options import FAULT_DEFAULTS
+from planner.engine import defaults
+from planner.engine.pricing import PROVIDER_CHOICES, TIERS
 from planner.errors import CapplanError, did_you_mean
 
 #: Keys a scenario file may hold, with their Python type.
@@ -36,80 +40,126 @@ FAULT_KEYS: dict[str, tuple] = {
     "rollback_steps": (float,),
 }
 
-EXAMPLE = '''\
-# capplan scenario: every input of `capplan plan`; command-line flags override these.
-# Run it with:  capplan plan --scenario {name}
+def _toml(value) -> str:
+    """A default as TOML text (floats short: 15e12, 0.8)."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, float):
+        mantissa, _, exponent = f"{value:g}".partition("e")
+        return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+    return str(value)
 
-model = "llama3-70b"          # catalog id, or a path to a model TOML file
-tokens = 15e12                # training tokens D
-hardware = "all"              # "all" or comma-separated ids: "h100-sxm,mi300x,b200"
-min_gpus = 8
-max_gpus = 16384
-# global_batch = 2048         # sequences per step (default: ~16M tokens)
-# seq_len = 8192              # default: the model's
-site = "us-average"           # electricity price, grid carbon: `capplan catalog list sites`
-site_class = "hyperscale"     # PUE: hyperscale | hpc | colocation | enterprise | site
-objective = "cost"            # time | cost | energy | carbon
-precision = "bf16"            # bf16 | fp8 | fp4 | tf32
-stack = "megatron-core-2025"  # software stack: `capplan catalog list stacks`
-checkpoint = "async"          # sync | async | in-memory
-cost_basis = "cloud"          # cloud (price per GPU-hour) | tco (capex + energy + opex)
-pricing = "on-demand"         # on-demand | spot | reserved-1y | reserved-3y | owned (= tco)
-provider = "median"           # median | cheapest | a provider: `capplan prices list`
-spot_interruption = "gt20"    # with spot: lt5 | 5-10 | 10-15 | 15-20 | gt20 (per month) or 0.07
-reliability = "default"       # failure/straggler profile: `capplan catalog list reliability`
-# Site network (default: the accelerator's node; Llama 3's: 400 Gb/s per GPU, 1:7 above 3,072):
-# network = "llama3-roce-24k"  # a catalog node's network; the keys below override it
-# gpus_per_node = 8
-# nic_gbps = 400              # scale-out bandwidth per GPU, one direction [Gb/s]
-# scale_up_domain = 8         # GPUs per NVLink domain
-# oversubscription = 7
-# pod_gpus = 3072
-knee_threshold = 0.8          # marginal scaling efficiency that defines the knee
 
-# Constraints (remove the # to apply; the deadline applies by default, inf = none):
-deadline_days = 90
-# budget_usd = 50e6
-# max_power_mw = 30
+def _choices(names) -> str:
+    return " | ".join(names)
 
-# Extra catalog directories with your own hardware/model/site files:
-# catalog = ["./my-catalog"]
 
-# Owned-cluster economics (rent vs buy beside every winner); defaults with sources in
-# hardware_catalog/data/prices/ownership.csv (`capplan prices` docs: docs/economics.md).
-# [ownership]
-# utilisation = 0.7             # share of the cluster's life doing paid work
-# residual_value_fraction = 0.25
-# facility_usd_per_kw_month = 184.06
+def _line(key: str, comment: str, value=None, *, off: bool = False) -> str:
+    """``key = value  # comment``, the value ``DEFAULTS[key]`` unless given; ``off``:
+    commented out (an example, not applied)."""
+    value = defaults.DEFAULTS[key] if value is None else value
+    text = f"{'# ' if off else ''}{key} = {_toml(value)}"
+    return f"{text:<29} # {comment}" if comment else text
 
-# Failure domains and software stragglers (flags of the same names override these):
-# [faults]
-# spares = "auto"             # hot-spare nodes: a count, or "auto" (least GPU-hours)
-# gc_interval = 1000.0        # unplanned GC: mean seconds between collections per rank
-# gc_pause = 1.0              # seconds one collection takes
-# gc_every_steps = 50         # planned GC every K steps instead (all ranks together)
-# stage_imbalance = 2.0       # extra layer-equivalents on the slowest pipeline stage
-# slow_nodes = 1e-4           # share of slow nodes
-# slow_node_slowdown = 1.1    # step-time factor of a slow node
-# checkpoint_interval = 3600  # fixed checkpoint interval [s] (default: Daly's optimum)
-# eval_overhead = 0.01        # evaluation time per unit of training time
-# maintenance = 0.011         # share of calendar time down for planned maintenance
-# loss_spikes = 78.4          # loss-spike rollbacks per million steps (PaLM); 0: none
-# rollback_steps = 100        # steps redone per rollback (PaLM)
 
-# A run of several phases (capplan evaluate/simulate/plan/export sum them; docs/model.md):
-# [[phases]]
-# name = "main"               # required, unique
-# tokens = 14e12              # required
-# seq_len = 8192              # optional: sequence length, global batch [sequences],
-# global_batch = 2048         #   GPU count and layout sizes (tp, pp, cp, ep, vp, micro_batch, etp)
+def example(name: str) -> str:
+    """The commented scenario file ``capplan init`` writes: every value is the default
+    (:data:`planner.engine.defaults.DEFAULTS`, the ``[faults]`` flags' defaults) and every
+    list of choices the declared one, so the file follows them."""
+    d = defaults
+    buckets = _choices(load_interruption_buckets())
+    faults = {k: v for k, v in FAULT_DEFAULTS.items() if v is not None}
+    lines = [
+        "# capplan scenario: every input of `capplan plan`; command-line flags override these.",
+        f"# Run it with:  capplan plan --scenario {name}",
+        "",
+        _line("model", "catalog id, or a path to a model TOML file"),
+        _line("tokens", "training tokens D"),
+        _line("hardware", '"all" or comma-separated ids: "h100-sxm,mi300x,b200"'),
+        _line("min_gpus", ""),
+        _line("max_gpus", ""),
+        _line("global_batch", "sequences per step (default: ~16M tokens)", 2048, off=True),
+        _line("seq_len", "default: the model's", 8192, off=True),
+        _line("site", "electricity price, grid carbon: `capplan catalog list sites`"),
+        _line("site_class", "PUE: a class of data centre (`capplan catalog list "
+              "site_classes`) | site (the site's own)"),
+        _line("objective", _choices(d.OBJECTIVES)),
+        _line("precision", _choices(d.PRECISIONS)),
+        _line("stack", "software stack: `capplan catalog list stacks`"),
+        _line("checkpoint", _choices(d.CHECKPOINT_SCHEMES)),
+        _line("cost_basis", f"{_choices(d.COST_BASES)} (cloud: price per GPU-hour; tco: "
+              "capex + energy + opex)"),
+        _line("pricing", f"{_choices(TIERS)} (owned = tco)"),
+        _line("provider", f"{_choices(PROVIDER_CHOICES)} | a provider: `capplan prices list`"),
+        _line("spot_interruption", f"with spot: {buckets} (per month) or a fraction, 0.07"),
+        _line("reliability", "failure/straggler profile: `capplan catalog list reliability`"),
+        "# Site network (default: the accelerator's node; Llama 3's: 400 Gb/s per GPU, 1:7 "
+        "above 3,072):",
+        _line("network", "a catalog node's network; the keys below override it",
+              "llama3-roce-24k", off=True),
+        _line("gpus_per_node", "", 8, off=True),
+        _line("nic_gbps", "scale-out bandwidth per GPU, one direction [Gb/s]", 400, off=True),
+        _line("scale_up_domain", "GPUs per NVLink domain", 8, off=True),
+        _line("oversubscription", "", 7, off=True),
+        _line("pod_gpus", "", 3072, off=True),
+        _line("knee_threshold", "marginal scaling efficiency that defines the knee"),
+        "",
+        "# Constraints (remove the # to apply; the deadline applies by default, inf = none):",
+        _line("deadline_days", ""),
+        _line("budget_usd", "", 50e6, off=True),
+        _line("max_power_mw", "", 30, off=True),
+        "",
+        "# Extra catalog directories with your own hardware/model/site files:",
+        '# catalog = ["./my-catalog"]',
+        "",
+        "# Owned-cluster economics (rent vs buy beside every winner); defaults with sources in",
+        "# hardware_catalog/data/prices/ownership.csv (`capplan prices` docs: docs/economics.md).",
+        "# [ownership]",
+        "# utilisation = 0.7             # share of the cluster's life doing paid work",
+        "# residual_value_fraction = 0.25",
+        "# facility_usd_per_kw_month = 184.06",
+        "",
+        "# Failure domains and software stragglers (flags of the same names override these;",
+        "# the values shown are the defaults where there is one):",
+        "# [faults]",
+        *(_line(k, comment, faults.get(k, value), off=True)
+          for k, (value, comment) in _FAULT_EXAMPLES.items()),
+        "",
+        "# A run of several phases (capplan evaluate/simulate/plan/export sum them; "
+        "docs/model.md):",
+        "# [[phases]]",
+        '# name = "main"               # required, unique',
+        "# tokens = 14e12              # required",
+        "# seq_len = 8192              # optional: sequence length, global batch [sequences],",
+        "# global_batch = 2048         #   GPU count and layout sizes (tp, pp, cp, ep, vp, "
+        "micro_batch, etp)",
+        "",
+        "# Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;",
+        "# defaults in planner/analysis/uncertainty.toml). scope = \"hardware\" draws per "
+        "accelerator.",
+        "# [uncertainty]",
+        '# gpu_mtbf_s = { sigma = 0.5, scope = "shared" }',
+        '# price_usd_per_gpu_hour = { sigma = 0.3, scope = "hardware" }',
+    ]
+    return "\n".join(lines) + "\n"
 
-# Input uncertainty for `capplan plan --uncertainty` (lognormal factors, median 1;
-# defaults in planner/analysis/uncertainty.toml). scope = "hardware" draws per accelerator.
-# [uncertainty]
-# gpu_mtbf_s = {{ sigma = 0.5, scope = "shared" }}
-# price_usd_per_gpu_hour = {{ sigma = 0.3, scope = "hardware" }}
-'''
+
+#: ``[faults]`` keys of the example: (a value to show where the flag has no default, what
+#: it means); a key with a default shows the default.
+_FAULT_EXAMPLES = {
+    "spares": ("auto", "hot-spare nodes: a count, or \"auto\" (least GPU-hours)"),
+    "gc_interval": (1000.0, "unplanned GC: mean seconds between collections per rank"),
+    "gc_pause": (1.0, "seconds one collection takes"),
+    "gc_every_steps": (50, "planned GC every K steps instead (all ranks together)"),
+    "stage_imbalance": (2.0, "extra layer-equivalents on the slowest pipeline stage"),
+    "slow_nodes": (1e-4, "share of slow nodes"),
+    "slow_node_slowdown": (1.1, "step-time factor of a slow node"),
+    "checkpoint_interval": (3600, "fixed checkpoint interval [s] (default: Daly's optimum)"),
+    "eval_overhead": (0.01, "evaluation time per unit of training time"),
+    "maintenance": (0.011, "share of calendar time down for planned maintenance"),
+    "loss_spikes": (78.4, "loss-spike rollbacks per million steps (PaLM); 0: none"),
+    "rollback_steps": (100, "steps redone per rollback (PaLM)"),
+}
 
 
 def load(path: str) -> dict:

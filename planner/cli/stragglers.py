@@ -17,6 +17,7 @@ from planner.cli.common import (
     StageImbalanceOption,
     output_format,
 )
+from planner.engine.defaults import STRAGGLERS
 from planner.errors import CapplanError, did_you_mean, shown
 from planner.version import version
 
@@ -58,18 +59,18 @@ def stragglers(
                                "OSDI'25, the 'up to 45 %' of wasted GPU-hours)."),
     model: ModelOption = "llama3-8b",
     step_time: float = typer.Option(4.0, help="Straggler-free step time [s]."),
-    step_time_cv: float = typer.Option(0.005, help="Per-rank step-time coefficient of "
+    step_time_cv: float = typer.Option(STRAGGLERS["step_time_cv"][0], help="Per-rank step-time coefficient of "
                                        "variation."),
-    stages: int = typer.Option(1, help="Pipeline stages (the last one carries the LM head)."),
-    microbatches: int = typer.Option(64, help="Micro-batches per step and pipeline."),
+    stages: int = typer.Option(STRAGGLERS["stages"][0], help="Pipeline stages (the last one carries the LM head)."),
+    microbatches: int = typer.Option(STRAGGLERS["microbatches"][0], help="Micro-batches per step and pipeline."),
     lm_head: bool = typer.Option(True, "--lm-head/--no-lm-head",
                                  help="Count the LM head on the last pipeline stage."),
     stage_imbalance: StageImbalanceOption = 0.0,
     gc_interval: GcIntervalOption = None,
-    gc_pause: GcPauseOption = 1.0,
+    gc_pause: GcPauseOption = STRAGGLERS["gc_pause_s"][0],
     gc_every_steps: GcEveryStepsOption = None,
     slow_nodes: SlowNodesOption = 0.0,
-    slow_node_slowdown: SlowNodeSlowdownOption = 1.1,
+    slow_node_slowdown: SlowNodeSlowdownOption = STRAGGLERS["slow_node_slowdown"][0],
     sequence_slowdown: float = typer.Option(
         1.0, help="Slowdown from sequence-length imbalance, a measured factor >= 1."),
     simulate: bool = typer.Option(False, "--simulate/--no-simulate",

@@ -16,7 +16,6 @@ from planner.engine.layout_rules import PREFERRED_LAYOUT as _PREFERRED
 PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
 #: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
 EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
-RECOMPUTE = ("none", "selective", "full")
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
 COST_BASES = ("cloud", "tco")
 OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")
@@ -45,6 +44,28 @@ DEFAULTS: dict = {
     "evaluate_hardware": "h100-sxm", **_LAYOUT_DEFAULTS,
     # prices (planner.engine.pricing): tier, provider, spot preemption bucket
     "pricing": "on-demand", "provider": "median", "spot_interruption": "gt20",
+}
+
+#: The software-straggler parameters, one name and one default each, shared by the
+#: step-time model (:class:`planner.analysis.simulate.StragglerSpec`), ``capplan
+#: stragglers`` (:class:`planner.analysis.stragglers.WhatIf`) and the run model's fault
+#: options (``--gc-pause``, ``--slow-node-slowdown``): name -> (default, source). A cause
+#: is off until its rate is stated (no unplanned GC, no slow nodes, one pipeline stage);
+#: its size is then the default below.
+STRAGGLERS: dict[str, tuple[float, str]] = {
+    "step_time_cv": (0.005, "the default reliability profile "
+                     "(hardware_catalog/data/reliability/default.toml): Llama 3 "
+                     "arXiv:2407.21783 s3.3.4, MegaScale arXiv:2402.15627 s6"),
+    "gc_interval_s": (float("inf"), "none unless stated"),
+    "gc_pause_s": (1.0, "validation/reliability.csv row sg-cause: Python GC pauses of about "
+                   "1 s (Lin et al., OSDI'25, arXiv:2505.05713)"),
+    "slow_node_slowdown": (1.1, "validation/reliability.csv row ms-straggler: straggler "
+                           "hosts ~10 % slower (MegaScale arXiv:2402.15627 s6.2)"),
+    "layers": (32.0, "Llama 3 8B, capplan stragglers' default model"),
+    "stages": (1, "no pipeline unless stated"),
+    "last_stage_extra_layers": (0.0, "no imbalance unless stated"),
+    "microbatches": (64, "micro-batches per step and pipeline; 64 in the bytedance-osdi25 "
+                     "setting (planner.analysis.stragglers.PRESETS)"),
 }
 
 #: The layout tried first by ``evaluate`` when the caller leaves layout sizes out

@@ -107,9 +107,12 @@ def rent_vs_buy(catalog, scenario, row: dict, price: dict) -> dict:
     }
 
 
-def cost_basis(scenario) -> str:
-    """'cloud' or 'tco': the basis of a plan's cost (``--pricing owned`` costs by TCO)."""
-    return "tco" if scenario.pricing == "owned" else scenario.cost_basis
+def cost_basis(choices) -> str:
+    """'cloud' or 'tco': the basis a run is costed by (``--pricing owned`` costs by TCO).
+
+    ``choices``: anything with ``pricing`` and ``cost_basis`` (a Scenario, RunChoices).
+    """
+    return "tco" if choices.pricing == "owned" else choices.cost_basis
 
 
 def _owned_terms(catalog, scenario, row: dict) -> dict:

@@ -11,9 +11,11 @@ from dataclasses import dataclass, fields
 
 from hardware_catalog.loader import looks_like_path
 from planner.engine.domains import check
+from planner.engine.ownership import cost_basis
 from planner.engine.pricing import price_quote, with_preemptions
 from planner.engine.scenario import (
     DEFAULTS,
+    Scenario,
     default_global_batch,
     execution_defaults,
     hardware_inputs,
@@ -56,6 +58,13 @@ class RunChoices:
         return cls(**{f.name: getattr(scenario, f.name) for f in fields(cls)
                       if f.name not in ("model", "hardware")},
                    model=scenario.model if model is None else model, hardware=hardware)
+
+    def scenario(self, **more) -> Scenario:
+        """The :class:`~planner.engine.scenario.Scenario` of these choices (every choice
+        carried over, the accelerator as a one-entry tuple; ``more``: its other fields),
+        the inverse of :meth:`from_scenario`."""
+        return Scenario(**{f.name: getattr(self, f.name) for f in fields(self)
+                           if f.name != "hardware"}, hardware=(self.hardware,), **more)
 
     @classmethod
     def pick(cls, options: dict) -> RunChoices:
@@ -132,7 +141,7 @@ def _read_catalog_inputs(catalog, c: RunChoices) -> dict[str, float]:
     node = catalog.node(acc.node)
     profile = catalog.reliability_profile(reliability)
     software = catalog.stack(stack) if isinstance(stack, str) else stack
-    basis = "tco" if pricing == "owned" else c.cost_basis
+    basis = cost_basis(c)
     site_entry = catalog.site(site)
     # catalog values and user files too: one table, before any kernel call, naming the entry
     x = {}

@@ -28,7 +28,6 @@ from planner.engine.defaults import (  # noqa: F401
     OBJECTIVES,
     PRECISIONS,
     PREFERRED_LAYOUT,
-    RECOMPUTE,
 )
 from planner.engine.domains import INPUT_DOMAINS, check, check_confidence
 from planner.engine.ownership import ownership_inputs, ownership_parameters

@@ -15,7 +15,7 @@ from planner.engine.explain import (
     range_edge_text,
 )
 from planner.engine.optimize import PlanResult
-from planner.engine.ownership import COST_PART_LABELS
+from planner.engine.ownership import COST_PART_LABELS, cost_basis
 from planner.engine.pricing import PriceQuote
 from planner.engine.readable import count_text
 from planner.report.output import table_text, terminal_width
@@ -166,7 +166,7 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, site {s.site} "
                   f"({s.site_class} PUE), "
                   f"{s.precision}, {s.checkpoint} checkpoints, cost by "
-                  f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
+                  f"{cost_basis(s)}, {s.pricing} prices "
                   f"({s.provider}); "
                   f"{result.evaluated:,} layouts evaluated ({result.fitting:,} fit) "
                   f"in {result.seconds:.2f} s")
@@ -382,7 +382,7 @@ def render_sites(results: dict, rows: list[dict], winners: dict,
            "cluster" if phases else f"{count_text(s.tokens)} tokens")
     searches = len(results) * max(len(phases), 1)
     head = (f"{s.model} on {run} at {len(results)} sites, cost by "
-            f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
+            f"{cost_basis(s)}, {s.pricing} prices "
             f"({s.provider}); {searches} searches in {seconds:.1f} s\n")
 
     def cell(value, fmt):

@@ -59,27 +59,17 @@ def _evaluated(model_id):
     return float(frame.loc[0, "params"]), float(frame.loc[0, "active_params"])
 
 
-@pytest.fixture(scope="module")
-def symbolic_counts():
-    """The Excel export's expressions (planner.report.xlsx builds on these)."""
-    import sympy
+def test_count_depends_on_the_model_only():
+    """The run model's params and active_params (its parameters stage calls param_counts)
+    are functions of the model's shape only: no layout, hardware or run input in them."""
+    from planner.engine.model import param_counts
+    from planner.engine.symbolic import symbols
 
-    from planner.engine.symbolic import symbolic_outputs, symbols
-
-    exprs = symbolic_outputs()
-    syms = symbols()
-    out = {}
-    for name in ("params", "active_params"):
-        free = sorted(str(s) for s in exprs[name].free_symbols)
-        out[name] = (free, sympy.lambdify([syms[n] for n in free], exprs[name], "numpy"))
-    return out
-
-
-@pytest.mark.slow  # the sympy run model: ~17 s
-def test_count_depends_on_the_model_only(symbolic_counts):
+    counts = param_counts(symbols())
     model_names = set(model_inputs(CATALOG.model("llama3-70b")))
-    for free, _ in symbolic_counts.values():
-        assert set(free) <= model_names, free
+    for name in ("params", "active_params"):
+        free = {str(s) for s in counts[name].free_symbols}
+        assert free and free <= model_names, (name, free - model_names)
 
 
 @pytest.mark.parametrize("model_id", MODELS)
@@ -147,7 +137,6 @@ def test_count_within_two_percent_of_the_published_figure(model_id, catalog_coun
     assert abs(total - published) <= 0.02 * published + model.params_rounding / 2
 
 
-@pytest.mark.slow  # builds the workbook's formulas with sympy (~1.5-3 min)
 def test_excel_workbook_shows_the_same_count(tmp_path, catalog_counts):
     pytest.importorskip("openpyxl")
     import openpyxl

@@ -1,6 +1,8 @@
 """The layout space built block by block equals the full Cartesian product filtered by each
 rule (uneven pipeline splits included), in order."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -98,19 +100,30 @@ SPACES = [
 #: of its size, so the last block is short) instead.
 #: The slowest (3-7 s each: SPACES[1] in small blocks, SPACES[0] a layout at a time) run
 #: with the slow tests.
-_SLOW_CASES = {(0, 1), (1, 1000), (1, 4099)}
-BLOCK_CASES = [pytest.param(s, b, marks=[pytest.mark.slow] if (i, b) in _SLOW_CASES else [])
-               for i, s in enumerate(SPACES) for b in (1, 1000, 65536, 4099)
+#: SPACES[1] runs with the slow tests in all its block sizes: its reference and whole
+#: enumerations (~60 s of CPU) are computed once for the three (:func:`_enumerations`), on
+#: one xdist worker (the group; pyproject.toml runs xdist with --dist loadgroup).
+_SLOW_CASES = {(0, 1), (1, 1000), (1, 4099), (1, 65536)}
+BLOCK_CASES = [pytest.param(i, b, id=f"space{i}-{b}",
+                            marks=[pytest.mark.slow, pytest.mark.xdist_group(f"space{i}")]
+                            if (i, b) in _SLOW_CASES else [])
+               for i in range(len(SPACES)) for b in (1, 1000, 65536, 4099)
                if (i, b) != (1, 1) and (b != 4099 or i == 1)]
 
 
-@pytest.mark.parametrize(("space", "block"), BLOCK_CASES)
-def test_blocks_concatenate_to_the_former_enumeration(space, block):
-    reference = reference_layouts(**space)
+@functools.cache
+def _enumerations(index):
+    """(the former enumeration, today's whole enumeration) of SPACES[index]."""
+    return reference_layouts(**SPACES[index]), enumerate_layouts(**SPACES[index])
+
+
+@pytest.mark.parametrize(("index", "block"), BLOCK_CASES)
+def test_blocks_concatenate_to_the_former_enumeration(index, block):
+    space = SPACES[index]
+    reference, whole = _enumerations(index)
     blocks = list(layout_blocks(**space, block=block))
     n = len(reference["gpus"])
     assert [len(b["gpus"]) for b in blocks] == [min(block, n - s) for s in range(0, n, block)]
-    whole = enumerate_layouts(**space)
     for column in LAYOUT_COLUMNS:
         joined = (np.concatenate([b[column] for b in blocks]) if blocks
                   else np.empty(0, dtype=np.int64))

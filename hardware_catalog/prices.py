@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,6 +30,10 @@ SHIPPED_FILE = PRICES_DIR / "gpu_cloud_prices.csv"
 DISCOUNTS_FILE = PRICES_DIR / "commitment_discounts.csv"
 INTERRUPTION_FILE = PRICES_DIR / "spot_interruption.csv"
 OWNERSHIP_FILE = PRICES_DIR / "ownership.csv"
+DERIVED_FILE = PRICES_DIR / "derived_prices.csv"
+#: The day the shipped extract was read (``data/prices/SOURCE.md``; the SkyPilot commits'
+#: own dates are unknown).
+SHIPPED_AS_OF = "2026-11-23"
 #: Columns of a price file (shipped and user files alike).
 COLUMNS = ("provider", "instance_type", "accelerator", "accelerator_count", "gpu_memory_gib",
            "region", "on_demand_usd_per_hour", "spot_usd_per_hour",
@@ -210,14 +214,45 @@ def _shipped_rows() -> list[PriceRow]:
 
 
 @lru_cache(maxsize=16)
-def load_prices(dirs: tuple[str, ...] = ()) -> tuple[PriceRow, ...]:
-    """Shipped price rows, with each user file replacing the rows of its providers."""
+def load_prices(dirs: tuple[str, ...] = (), quotes: tuple[str, ...] = ()
+                ) -> tuple[PriceRow, ...]:
+    """Shipped price rows, with each user file replacing the rows of its providers.
+
+    ``quotes``: price files of the user's own quotes (``--prices FILE``, same columns):
+    for every accelerator a quote file lists, its rows replace all other rows of that
+    accelerator (the user's quotes are the price it pays); they are marked as quotes
+    (``source`` ends in ``@quote``).
+    """
     rows = _shipped_rows()
     for path in user_price_files(dirs):
         extra = read_price_file(path)
         replaced = {r.provider for r in extra}
         rows = [r for r in rows if r.provider not in replaced] + extra
+    for path in quotes:
+        mine = [replace(r, source=f"{path}@quote") for r in read_price_file(path)]
+        quoted = {r.accelerator for r in mine if r.accelerator is not None}
+        rows = [r for r in rows if r.accelerator not in quoted] + mine
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class DerivedPrice:
+    """An accelerator priced from another's price times a factor (no market listing)."""
+
+    accelerator: str
+    from_accelerator: str
+    factor: float
+    source: str
+    as_of: str
+
+
+@lru_cache(maxsize=1)
+def load_derived() -> dict[str, DerivedPrice]:
+    """Derived prices (``data/prices/derived_prices.csv``) by accelerator id."""
+    with DERIVED_FILE.open(newline="", encoding="utf-8") as handle:
+        return {r["accelerator"]: DerivedPrice(r["accelerator"], r["from_accelerator"],
+                                               float(r["factor"]), r["source"], r["as_of"])
+                for r in csv.DictReader(handle)}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.analysis.estimates import attach, attach_phases
-from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs
+from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs, price_sigmas
 from planner.engine import optimize
 from planner.engine.kernel_run import evaluate_columns
 from planner.engine.phase_plan import plan_phases
@@ -51,7 +51,7 @@ def margins(result, catalog, spreads, quantile: float, draws: int = MARGIN_DRAWS
         part = (feasible if len(feasible) else part).reset_index(drop=True)
         x = frontier_inputs(s, catalog, hw, part)
         nominal = evaluate_columns(x, MARGIN_QUANTITIES)
-        f = factors(spreads, draws, 1, seed)
+        f = factors(spreads, draws, 1, seed, price_sigmas(spreads, [result.prices.get(hw, {})]))
         drawn = {q: np.empty((draws, len(part))) for q in MARGIN_QUANTITIES}
         step = max(1, BLOCK // len(part))
         for first in range(0, draws, step):

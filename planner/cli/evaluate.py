@@ -55,7 +55,7 @@ def evaluate(
     if uncertainty:
         from planner.analysis.uncertainty import run_uncertainty
 
-        bands = run_uncertainty(run.inputs, spreads, draws=draws, seed=seed)
+        bands = run_uncertainty(run.inputs, spreads, draws=draws, seed=seed, price=run.price)
         payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
         rows += [{"quantity": f"{q}.{p}", "value": v} for q, band in bands.items()
                  for p, v in band.items()]
@@ -90,7 +90,7 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
         from planner.analysis.uncertainty import phases_run_uncertainty
 
         bands = phases_run_uncertainty([r.inputs for r in runs], spreads, draws=draws,
-                                       seed=seed)
+                                       seed=seed, price=runs[0].price)
         payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
         total = rows[-1]
         for p in ("p10", "p50", "p90"):  # the drawn quantities; the rest left blank

@@ -78,6 +78,7 @@ def plan_payload(result) -> dict:
         **({"spot_vs_on_demand": result.spot_vs_on_demand} if result.spot_vs_on_demand
            else {}),
         "rent_vs_buy": result.rent_vs_buy,
+        "prices": result.prices,  # accelerator -> the price paid (as `catalog list` shows)
         "cost_parts": result.cost_parts,
         "skipped": result.skipped,
         "binding": {obj: binding_payload(b) for obj, b in result.binding.items()},

@@ -32,7 +32,7 @@ from planner.engine.explain import (
 )
 from planner.engine.kernel_run import evaluate_columns, evaluate_inputs, needed_outputs
 from planner.engine.ownership import cost_parts, ownership_inputs, rent_vs_buy
-from planner.engine.pricing import price_quote
+from planner.engine.pricing import market_priced, price_quote
 from planner.engine.reductions import GroupMinimum, first_least, pareto_mask, tie_key
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
@@ -321,9 +321,13 @@ def feasible_mask(out: dict, s: Scenario) -> np.ndarray:
     return meets(out, s, active_constraints(s))
 
 
-def resolve_hardware(catalog, names) -> list[str]:
+def resolve_hardware(catalog, names, tier: str = "on-demand") -> list[str]:
+    """The accelerator ids of ``--hardware``: 'all', 'market' (those with a market price in
+    ``tier``, :func:`planner.engine.pricing.market_priced`) or ids."""
     if not names or list(names) == ["all"]:
         return sorted(catalog.accelerators)
+    if list(names) == ["market"]:
+        return market_priced(catalog, tier)
     for name in names:
         catalog.accelerator(name)  # raises with did-you-mean
     return list(names)
@@ -354,7 +358,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
                               "max_gpus": s.max_gpus})
     options.validate()
     tasks, skipped, prices = [], {}, {}
-    names = resolve_hardware(catalog, s.hardware)
+    names = resolve_hardware(catalog, s.hardware, s.pricing)
     for hw in names:
         try:
             x = base_inputs(catalog, RunChoices.from_scenario(s, hw, model=model))

@@ -356,3 +356,23 @@ def price_quote(catalog, accelerator, tier: str = DEFAULT_TIER,
     return replace(result, interrupted_fraction_per_month=fraction,
                    preemption_mtbf_s_per_node=float(preemption_mtbf(fraction)),
                    interruption_source=source)
+
+
+def market_priced(catalog, tier: str = DEFAULT_TIER) -> list[str]:
+    """The catalog accelerators whose ``tier`` price (median over providers) is a market
+    price, not an estimate (``--hardware market``); reserved and owned tiers are judged by
+    the on-demand listings they are priced from."""
+    listed = "spot" if tier == "spot" else "on-demand"
+    out = []
+    for name in sorted(catalog.accelerators):
+        try:
+            q = price_quote(catalog, catalog.accelerators[name], listed)
+        except CapplanError:  # no price in this tier at all
+            continue
+        if not q.estimate:
+            out.append(name)
+    if not out:
+        raise CapplanError(f"--hardware market: no accelerator has a market {listed} price "
+                           f"(>= {MARKET_MIN_LISTINGS} listings from >= "
+                           f"{MARKET_MIN_PROVIDERS} providers) in the price data")
+    return out

@@ -59,15 +59,13 @@ _NAMES = {
     "a100-80gb-640gb": "a100-80gb",
     "h100-sxm": "h100-sxm", "h100-mega": "h100-sxm",  # GCP a3-megagpu: H100 SXM, more NICs
     "h200": "h200", "h200-sxm": "h200", "b200": "b200", "gb200": "gb200",
-    "mi300x": "mi300x", "l40s": "l40s",
+    "mi300x": "mi300x", "mi355x": "mi355x", "l40s": "l40s", "b300": "b300", "gb300": "gb300",
 }
 #: Names seen in the data that match no catalog accelerator (kept, shown, never used).
 UNMAPPED_REASONS = {
     "h100-nvl": "H100 NVL (94 GB, PCIe pair) is not in the catalog",
     "gaudi hl-205": "Gaudi HL-205 is first-generation Gaudi (AWS dl1), not gaudi3",
     "trainium": "AWS Trainium is not in the catalog",
-    "b300": "B300 is not in the catalog", "gb300": "GB300 is not in the catalog",
-    "mi355x": "MI355X is not in the catalog",
 }
 _TPU = re.compile(r"^tpu-(v4|v5p|v5litepod|v6e)-(\d+)$")
 #: TPU generations whose slice suffix counts TensorCores (2 per chip), per Google Cloud
@@ -116,7 +114,7 @@ def accelerator_id(name: str, instance_type: str = "", memory_gib: float | None 
     itype = instance_type.lower()
     tpu = _TPU.match(key)
     if tpu:
-        return {"v4": "tpu-v4", "v5p": "tpu-v5p"}.get(tpu.group(1))
+        return {"v4": "tpu-v4", "v5p": "tpu-v5p", "v6e": "tpu-v6e"}.get(tpu.group(1))
     if key in _NAMES:
         return _NAMES[key]
     if key == "a100":

@@ -74,7 +74,7 @@ def plan_at_confidence(scenario, spreads, *, catalog=None, **plan_options):
     search, its margins (:func:`margins`), then the search with limits tightened by them.
     At confidence 0.5 this is the nominal plan itself (no margin)."""
     if catalog is None:
-        catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
+        catalog = load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files)
     if scenario.confidence == 0.5:
         result = optimize.plan(scenario, catalog=catalog, **plan_options)
     else:

@@ -9,6 +9,7 @@ from planner.cli.common import (
     ForceOption,
     FormatOption,
     OutputOption,
+    PricesOption,
     command_group,
     output_format,
 )
@@ -58,10 +59,10 @@ def unit_of(field: str) -> tuple[str, float, str]:
 
 
 
-def _load(catalog_dirs):
+def _load(catalog_dirs, prices=None):
     from hardware_catalog import load_catalog
 
-    return load_catalog(tuple(catalog_dirs or ()))
+    return load_catalog(tuple(catalog_dirs or ()), tuple(prices or ()))
 
 
 def _kind(name: str | None) -> str | None:
@@ -255,6 +256,7 @@ def list_(
     output: OutputOption = None,
     force: ForceOption = False,
     catalog: CatalogOption = None,
+    prices: PricesOption = None,
 ):
     """List catalog entries (all kinds, or one kind with its key numbers)."""
     from hardware_catalog.schema import KINDS
@@ -262,7 +264,7 @@ def list_(
 
     format = output_format(format, output)
     single = _kind(kind)
-    cat = _load(catalog)
+    cat = _load(catalog, prices)
     kinds = [single] if single else list(KINDS)
     if format == "json":
         payload = {"catalog_version": cat.version,
@@ -314,6 +316,7 @@ def show(
     output: OutputOption = None,
     force: ForceOption = False,
     catalog: CatalogOption = None,
+    prices: PricesOption = None,
 ):
     """Show every field of one entry with unit, source, date and estimate flag."""
     from hardware_catalog.loader import looks_like_path, parse_file, suggest
@@ -322,7 +325,7 @@ def show(
 
     format = output_format(format, output)
     wanted = _kind(kind)
-    cat = _load(catalog)
+    cat = _load(catalog, prices)
     if looks_like_path(name):
         entry = parse_file(name, expect_kind=wanted, user=True)
         found_kind = entry.kind

@@ -22,7 +22,12 @@ from planner.cli.common import (
     StackOption,
     TokensOption,
 )
-from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
+from planner.cli.environment_options import (
+    ENVIRONMENT,
+    option_names,
+    prepend_options,
+    price_files,
+)
 from planner.cli.fault_options import FAULT_OPTIONS
 from planner.cli.numbers import si_count
 from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
@@ -116,7 +121,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     o = {k: options[k] for k in LAYOUT_OPTIONS if k not in FAULT_OPTIONS}
     from hardware_catalog import load_catalog
 
-    catalog = load_catalog(tuple(o.pop("catalog") or ()))
+    catalog = load_catalog(tuple(o.pop("catalog") or ()), price_files(o.pop("prices")))
     network = network_overrides(o.pop("network"), catalog,
                                 **{k: o.pop(k) for k in NETWORK_FLAGS})
     overrides = {**fault_inputs(options), **network, **(overrides or {})}

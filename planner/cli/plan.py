@@ -137,7 +137,7 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
         raise CapplanError(f"--plot takes one site; got --site {scenario.site!r} "
                            "(run it once per site)")
     spreads = spreads_from(overrides)
-    catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
+    catalog = load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files)
 
     def plan_one(s, **options):
         if phases:
@@ -360,7 +360,7 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         from hardware_catalog import load_catalog
         from planner.analysis.uncertainty import phase_uncertainty
 
-        report = phase_uncertainty(result, load_catalog(tuple(scenario.catalog_dirs or ())),
+        report = phase_uncertainty(result, load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files),
                                    spreads, draws=draws, seed=seed)
         risk = report["constraint_risk"]
         rows = [{**r, "missed_at_p90": ",".join(

@@ -350,7 +350,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         s = s.with_(deadline_days=None)
     s.validate()
     if catalog is None:
-        catalog = load_catalog(s.catalog_dirs)
+        catalog = load_catalog(s.catalog_dirs, s.price_files)
     started = time.perf_counter()
     model = catalog.model(s.model)
     options = options or SpaceOptions()

@@ -133,7 +133,7 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
         raise CapplanError("plan_phases at a confidence other than 0.5 needs margins_of "
                            "(planner.analysis.confidence.plan_phases_at_confidence)")
     if catalog is None:
-        catalog = load_catalog(tuple(s.catalog_dirs or ()))
+        catalog = load_catalog(tuple(s.catalog_dirs or ()), s.price_files)
     results = [plan(_phase_scenario(s, p).with_(confidence=0.5), catalog=catalog,
                     progress=progress, scheduler=scheduler, workers=workers) for p in phases]
     if s.confidence != 0.5:

@@ -7,8 +7,8 @@ Every problem becomes one :class:`CatalogError` line: ``<file>: <key path>: <exp
 
 from __future__ import annotations
 
-import difflib
 import copy
+import difflib
 import hashlib
 import os
 import re

@@ -152,6 +152,10 @@ def _summary(kind: str, e, si: bool, mttf: dict | None = None,
     return row
 
 
+#: What the catalog's own cloud price is for (`catalog show`): the planner's are price.*.
+FALLBACK_NOTE = (" [catalog estimate: used only where the price data has no listing; the "
+                 "planner's prices are the price.* rows]")
+
 #: The tiers `catalog list accelerators` shows as columns (JSON: every cloud tier).
 LISTED_TIERS = ("on-demand", "spot")
 
@@ -360,7 +364,8 @@ def show(
                          "value": value.value if si else value.value / scale,
                          "unit": unit if si else shown,
                          "estimate": value.estimate, "as_of": value.as_of.isoformat(),
-                         "source": value.source + (f" (note: {value.note})" if value.note else "")})
+                         "source": value.source + (f" (note: {value.note})" if value.note else "")
+                         + (FALLBACK_NOTE if field == "cloud_price_usd_per_gpu_hour" else "")})
         else:
             text = ", ".join(value) if isinstance(value, list) else value
             text = text.isoformat() if hasattr(text, "isoformat") else text

@@ -111,7 +111,7 @@ def plan_phases_at_confidence(scenario, phases, spreads, **plan_options):
         return phase_margins(results, catalog, spreads, scenario.confidence)
 
     catalog = plan_options.pop("catalog", None) or load_catalog(
-        tuple(scenario.catalog_dirs or ()))
+        tuple(scenario.catalog_dirs or ()), scenario.price_files)
     result = plan_phases(scenario, phases, catalog=catalog, margins_of=margins_of,
                          **plan_options)
     attach_phases(result, catalog)

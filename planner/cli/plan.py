@@ -258,7 +258,8 @@ def plan(
         from planner.analysis.uncertainty import plan_uncertainty, spreads_from
 
         payload["uncertainty"] = plan_uncertainty(
-            result, load_catalog(tuple(catalog or ())), spreads_from(v["uncertainty"]),
+            result, load_catalog(tuple(catalog or ()), scenario.price_files),
+            spreads_from(v["uncertainty"]),
             draws=draws, seed=seed)
     if format == "table":
         from planner.analysis.confidence import quantile_text

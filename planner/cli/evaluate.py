@@ -43,8 +43,10 @@ def evaluate(
     payload["catalog_version"] = run.catalog_version
     payload["price"] = run.price
     payload["rent_vs_buy"] = run.rent_vs_buy
+    payload["assumptions"] = run.assumptions
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
-            if k not in ("breakdown", "memory_breakdown", "inputs", "price", "rent_vs_buy")]
+            if k not in ("breakdown", "memory_breakdown", "inputs", "price", "rent_vs_buy",
+                         "assumptions")]
     from planner.engine.pricing import PriceQuote
 
     rows.append({"quantity": "price", "value": PriceQuote(**run.price).label()})
@@ -66,7 +68,9 @@ def evaluate(
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     from planner.cli.common import notice
 
-    notice(assumptions_text(e, PriceQuote(**run.price).label()))
+    notice(assumptions_text(e, PriceQuote(**run.price).label(), run.assumptions))
+    if run.assumptions.get("stack_hint"):
+        notice(run.assumptions["stack_hint"])
     if format == "table":  # human units; JSON and CSV keep the stored (SI) values
         rows = readable_rows(rows)
     write(render(rows, format, title=title, payload=payload), output, force)
@@ -102,17 +106,22 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     write(render(rows, format, title=title, payload=payload), output, force)
 
 
-def assumptions_text(echo: dict, price: str) -> str:
-    """One line: the assumptions of a one-shot run the user did not necessarily type."""
+def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
+    """One line: the assumptions of a one-shot run the user did not necessarily type
+    (``assumed``: planner.engine.assumptions.assumptions)."""
     from planner.engine.readable import count_text
 
     batch = echo["global_batch"] * echo["seq_len"]
     basis = "TCO (owned cluster)" if echo["cost_basis"] == "tco" or echo["pricing"] == "owned" \
         else "cloud"
+    site_class = ("its own PUE" if assumed["site_class"] == "site"
+                  else f"class {assumed['site_class']}")
     return (f"assumed: {count_text(echo['tokens'])} tokens, global batch "
             f"{echo['global_batch']:,} x {echo['seq_len']:,}-token sequences "
-            f"({count_text(batch)} tokens a step), site {echo['site']}, cost by {basis} "
-            f"at {price}")
+            f"({count_text(batch)} tokens a step), stack {assumed['stack']}, network "
+            f"{assumed['network']}, site {echo['site']} ({site_class}, PUE "
+            f"{assumed['pue']:.2f}, grid {assumed['grid_intensity_g_per_kwh']:,.0f} g/kWh), "
+            f"cost by {basis} at {price}, nominal run")
 
 
 def readable_rows(rows: list[dict]) -> list[dict]:

@@ -103,6 +103,8 @@ class ResolvedRun:
     price: dict | None = None
     #: the owned-cluster cost beside the cloud cost (planner.engine.ownership.rent_vs_buy)
     rent_vs_buy: dict | None = None
+    #: stack, network, site, PUE, grid, price basis (planner.engine.assumptions)
+    assumptions: dict | None = None
 
 
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
@@ -161,9 +163,15 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
 
     owned = rent_vs_buy(catalog, Scenario(site=o["site"], site_class=o["site_class"]), {**row, "hardware": o["hardware"]},
                         quote.as_dict())
+    from planner.engine.assumptions import assumptions
+
+    assumed = assumptions(catalog, model=o["model"], stack=o["stack"], site=o["site"],
+                          site_class=o["site_class"], hardware=[o["hardware"]],
+                          extra=overrides, cost_basis=o["cost_basis"], pricing=o["pricing"],
+                          provider=o["provider"], confidence=0.5)
     return ResolvedRun(row=row, inputs=inputs, echo=echo,
                        catalog_version=str(getattr(catalog, "version", "")),
-                       price=quote.as_dict(), rent_vs_buy=owned)
+                       price=quote.as_dict(), rent_vs_buy=owned, assumptions=assumed)
 
 
 #: Totals every evaluated run must have finite (else no answer is printed).

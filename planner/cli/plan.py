@@ -15,6 +15,7 @@ from planner.cli.common import (
     output_format,
 )
 from planner.cli.scenario_options import with_scenario_options
+from planner.engine.assumptions import assumptions_line
 from planner.engine.columns import plan_summary
 from planner.engine.readable import count_text
 from planner.errors import INFEASIBLE, CapplanError
@@ -79,6 +80,7 @@ def plan_payload(result) -> dict:
            else {}),
         "rent_vs_buy": result.rent_vs_buy,
         "prices": result.prices,  # accelerator -> the price paid (as `catalog list` shows)
+        "assumptions": result.assumptions,
         "cost_parts": result.cost_parts,
         "skipped": result.skipped,
         "binding": {obj: binding_payload(b) for obj, b in result.binding.items()},
@@ -277,8 +279,14 @@ def plan(
             rows = [{**r, "missed_at_p90": ",".join(
                 c for c, v in risk.get(r["objective"], {}).items() if v["missed_at_quantile"])}
                 for r in rows]
+        assumed = result.assumptions
         text = render(rows, format,
-                      title=f"Best plans for {model} on {count_text(tokens)} tokens", payload=payload)
+                      title=f"Best plans for {model} on {count_text(tokens)} tokens; "
+                      f"{assumptions_line(assumed)}", payload=payload)
+        if format == "csv":  # CSV rows have no title: the assumptions on stderr
+            notice(f"assumed: {assumptions_line(assumed)}")
+        if assumed.get("stack_hint") and format != "json":
+            notice(assumed["stack_hint"])
         if format == "markdown":  # the explanations as tables of their own
             text += explanation_markdown(result)
     feasible = result.best.get(scenario.objective) is not None

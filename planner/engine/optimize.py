@@ -19,6 +19,7 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.engine import native, native_search
+from planner.engine.assumptions import scenario_assumptions
 from planner.engine.columns import kept
 from planner.engine.distributed import check_scheduler, run_tasks
 from planner.engine.explain import (
@@ -84,6 +85,8 @@ class PlanResult:
     catalog_version: str = ""
     #: accelerator id -> the resolved price (PriceQuote.as_dict()): tier, provider, source, spread
     prices: dict[str, dict] = field(default_factory=dict)
+    #: stack, network, site, PUE, grid, price basis, quantile (planner.engine.assumptions)
+    assumptions: dict = field(default_factory=dict)
     #: with --pricing spot: objective -> the winner against on-demand (planner.engine.spot)
     spot_vs_on_demand: dict[str, dict | None] = field(default_factory=dict)
     #: objective -> the winner's owned-cluster cost beside its cloud cost
@@ -392,7 +395,8 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         pareto=pareto_rows(feasible_rows), knee=knee, evaluated=evaluated, fitting=fitting,
         seconds=time.perf_counter() - started, skipped=skipped,
         catalog_version=str(getattr(catalog, "version", "")), prices=prices,
-        searched=searched_counts([hw for hw in names if hw not in skipped], partials))
+        searched=searched_counts([hw for hw in names if hw not in skipped], partials),
+        assumptions=scenario_assumptions(catalog, s, names))
     result.binding = {obj: binding(frontier, s, obj) for obj in OBJECTIVE_COLUMNS}
     if best[s.objective] is None:
         result.infeasible[s.objective] = explain_infeasible(s, frontier, min_memory)

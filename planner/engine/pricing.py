@@ -140,8 +140,8 @@ class PriceQuote:
         if self.estimate:
             text += f" (estimate: {self.provenance()})"
         elif self.providers > 1:
-            text += (f" (${self.min_usd_per_gpu_hour:.2f}-"
-                     f"${self.max_usd_per_gpu_hour:.2f})")
+            text += (f" ({self.listings} listings, IQR ${self.p25_usd_per_gpu_hour:.2f}-"
+                     f"${self.p75_usd_per_gpu_hour:.2f}, {self.as_of})")
         return text
 
 

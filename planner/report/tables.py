@@ -6,6 +6,7 @@ import io
 
 from planner.analysis.estimates import flag_text
 from planner.analysis.uncertainty import risk_lines
+from planner.engine.assumptions import assumptions_line
 from planner.engine.columns import step_parts
 from planner.engine.explain import (
     accelerator_verdicts,
@@ -163,13 +164,14 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     s = result.scenario
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, site {s.site} "
-                  f"({s.site_class} PUE), "
-                  f"{s.precision}, {s.checkpoint} checkpoints, cost by "
-                  f"{'tco' if s.pricing == 'owned' else s.cost_basis}, {s.pricing} prices "
-                  f"({s.provider}); "
+    console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, "
+                  f"{s.precision}, {s.checkpoint} checkpoints, "
+                  f"{assumptions_line(result.assumptions)}; "
                   f"{result.evaluated:,} layouts evaluated ({result.fitting:,} fit) "
-                  f"in {result.seconds:.2f} s")
+                  f"in {result.seconds:.2f} s", highlight=False)
+    if result.assumptions.get("stack_hint"):
+        console.print(f"note: {result.assumptions['stack_hint']}", highlight=False,
+                      markup=False)
     # energy in three columns: GPUs, IT (GPUs, rest of nodes, network), facility (IT x PUE)
     numbers = {"GPUs", "days", "USD", *ENERGY_HEADERS, "tCO2e", "MFU", "knee GPUs"}
     winners = [[OBJECTIVE_LABELS[r["objective"]],

@@ -126,8 +126,8 @@ def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
 
 def readable_rows(rows: list[dict]) -> list[dict]:
     """The rows with each value in a human unit (planner.engine.readable)."""
-    from planner.engine.readable import quantity_text, unit_of
+    from planner.engine.readable import quantity_text, readable_label, unit_of
 
-    return [{"quantity": r["quantity"],
+    return [{"quantity": readable_label(r["quantity"]),
              "value": quantity_text(r["value"], unit_of(r["quantity"].rpartition(".")[2]))}
             for r in rows]

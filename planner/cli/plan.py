@@ -318,6 +318,7 @@ def phases_payload(result, scenario) -> dict:
                 "range_edge": range_edge(row, result.scenario)}
                 for obj, row in result.best.items()},
             "infeasible": result.infeasible, "evaluated": result.evaluated,
+            "prices": result.prices, "assumptions": result.assumptions,
             **margin_payload(result.scenario),
             "approximation": "each phase's layout is the best for the objective on the "
             "cluster, chosen before the constraints are checked on the totals"}
@@ -378,8 +379,13 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
     payload = {**phases_payload(result, scenario),
                **({"uncertainty": report} if report else {}), "version": version()}
     title = (f"Best plans for {scenario.model}, {len(phases)} phases "
-             f"({count_text(sum(p.tokens for p in phases))} tokens), one cluster")
+             f"({count_text(sum(p.tokens for p in phases))} tokens), one cluster; "
+             f"{assumptions_line(result.assumptions)}")
     text = render(rows, format, title=title, payload=payload)
+    if format == "csv":  # CSV rows have no title: the assumptions on stderr
+        notice(f"assumed: {assumptions_line(result.assumptions)}")
+    if result.assumptions.get("stack_hint") and format != "json":
+        notice(result.assumptions["stack_hint"])
     if format == "table":
         from planner.report.tables import edge_lines, estimate_lines
 

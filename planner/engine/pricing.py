@@ -137,11 +137,13 @@ class PriceQuote:
             return (f"owned: cost is the TCO cost basis; cloud price for comparison "
                     f"${self.usd_per_gpu_hour:.2f}/GPU-h on-demand, {who}")
         text = f"${self.usd_per_gpu_hour:.2f}/GPU-h {self.tier}, {who}"
-        if self.estimate:
-            text += f" (estimate: {self.provenance()})"
+        if self.estimate:  # short: `capplan catalog show` gives the whole provenance
+            text += (f" (estimate: from {self.derived_from})" if self.derived_from else
+                     f" (estimate: {self.basis}, {self.listings} listings)" if self.listings
+                     else f" (estimate: {self.basis})")
         elif self.providers > 1:
-            text += (f" ({self.listings} listings, IQR ${self.p25_usd_per_gpu_hour:.2f}-"
-                     f"${self.p75_usd_per_gpu_hour:.2f}, {self.as_of})")
+            text += (f" (IQR ${self.p25_usd_per_gpu_hour:.2f}-"
+                     f"${self.p75_usd_per_gpu_hour:.2f})")
         return text
 
 

@@ -91,9 +91,10 @@ def factors(spreads: dict[str, Spread], draws: int, groups: int, seed: int,
 def price_sigmas(spreads: dict[str, Spread], quotes: list[dict]) -> dict[str, np.ndarray]:
     """``group_sigma`` for :func:`factors`: each accelerator's price sigma from its quote
     (``quotes``: one :class:`planner.engine.pricing.PriceQuote` dict per group), when the
-    price input has the price-data scope (a scenario's own ``[uncertainty]`` entry wins)."""
+    price input has the price-data scope (a scenario's own ``[uncertainty]`` entry wins; a
+    sigma of 0 turns the price draw off)."""
     spread = spreads.get(PRICE_INPUT)
-    if spread is None or spread.scope != PRICE_SCOPE:
+    if spread is None or spread.scope != PRICE_SCOPE or spread.sigma == 0:
         return {}
     return {PRICE_INPUT: np.array([float(q.get("sigma", spread.sigma)) for q in quotes])}
 

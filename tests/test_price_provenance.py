@@ -194,6 +194,13 @@ def test_prices_file_replaces_the_market_for_its_accelerators(capsys, tmp_path):
     planned = _json(capsys, "plan", *SMALL, "--hardware", "mi300x", "--prices", str(quotes),
                     "-f", "json")
     assert planned["prices"]["mi300x"]["usd_per_gpu_hour"] == pytest.approx(2.0)
+    evaluated = _json(capsys, "evaluate", "-m", "llama2-7b", "-H", "mi300x", "-n", "8",
+                      "--prices", str(quotes), "-f", "json")
+    assert evaluated["price"]["usd_per_gpu_hour"] == pytest.approx(2.0)
+    shipped = _json(capsys, "evaluate", "-m", "llama2-7b", "-H", "mi300x", "-n", "8",
+                    "-f", "json")
+    # the cloud cost is rent only: it scales with the price the run pays
+    assert evaluated["cost_usd"] / shipped["cost_usd"] == pytest.approx(2.0 / 6.0, rel=1e-9)
     # without the file: the shipped data again
     listed = _json(capsys, "catalog", "list", "accelerators", "-f", "json")
     assert {e["id"]: e["price"]["on-demand"] for e in listed["entries"]}[

@@ -348,9 +348,12 @@ def render_uncertainty(report: dict, width: int | None = None) -> str:
         probs = [report["win_probability"][o][hw] for o in objectives]
         if any(p > 0 for p in probs):
             wins.append([hw, *(f"{p:.0%}" for p in probs)])
+    sigma = report.get("price_sigma") or {}
+    spread = ("price drawn per accelerator with log-spread sigma: "
+              + ", ".join(f"{hw} {s:.2f}" for hw, s in sigma.items()) + "\n") if sigma else ""
     return text + table_text(["hardware", *objectives], wins,
                              title="Probability of being the winner", width=width,
-                             right=set(objectives)) + risks
+                             right=set(objectives)) + spread + risks
 
 
 def _short(value: float) -> str:

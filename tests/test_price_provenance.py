@@ -212,3 +212,13 @@ def test_prices_file_missing_is_one_line(capsys, tmp_path):
     out, err = capsys.readouterr()
     assert code == 2
     assert err.count("\n") == 1 and "cannot read price file" in err
+
+
+def test_prices_key_of_a_scenario_file(capsys, tmp_path):
+    quotes = tmp_path / "quotes.csv"
+    quotes.write_text(COLUMNS + "\nacme,mi300x-8,MI300X,8,192,us-east,16.0,,2.0,,false,q,none\n")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'model = "llama2-7b"\ntokens = 1e10\nmin_gpus = 8\nmax_gpus = 64\n'
+                        f'hardware = "mi300x"\nprices = ["{quotes}"]\n')
+    planned = _json(capsys, "plan", "-s", str(scenario), "-f", "json")
+    assert planned["prices"]["mi300x"]["usd_per_gpu_hour"] == pytest.approx(2.0)

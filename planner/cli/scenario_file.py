@@ -19,7 +19,7 @@ KEYS: dict[str, type] = {
     "max_power_mw": float, "site": str, "site_class": str, "objective": str, "precision": str,
     "stack": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,
-    "catalog": list, "pricing": str, "provider": str,
+    "catalog": list, "prices": list, "pricing": str, "provider": str,
     "spot_interruption": str, "network": str, "gpus_per_node": int, "nic_gbps": float,
     "scale_up_domain": int, "oversubscription": float, "pod_gpus": int,
     "uncertainty": dict, "ownership": dict,
@@ -74,6 +74,8 @@ deadline_days = 90
 
 # Extra catalog directories with your own hardware/model/site files:
 # catalog = ["./my-catalog"]
+# Your own price quotes (the columns of hardware_catalog/data/prices/gpu_cloud_prices.csv):
+# prices = ["./my-quotes.csv"]
 
 # Owned-cluster economics (rent vs buy beside every winner); defaults with sources in
 # hardware_catalog/data/prices/ownership.csv (`capplan prices` docs: docs/economics.md).

@@ -7,6 +7,7 @@ Every problem becomes one :class:`CatalogError` line: ``<file>: <key path>: <exp
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import os
@@ -273,6 +274,8 @@ class Catalog:
         self.origins = origins
         self.version = version
         self.dirs = dirs
+        #: the user's own price quote files (``--prices``), read by planner.engine.pricing
+        self.price_files: tuple[str, ...] = ()
 
     def table(self, kind: str) -> dict[str, Entry]:
         kind = SINGULAR.get(kind, kind)
@@ -412,9 +415,17 @@ def _absolute(path: Path) -> str:
         return os.path.abspath(path)
 
 
-def load_catalog(extra_dirs: Sequence[str | Path] = ()) -> Catalog:
-    """Shipped data, then $CAPPLAN_CATALOG dirs, then ``extra_dirs`` (later wins by id)."""
-    return _load(catalog_dirs(extra_dirs))
+def load_catalog(extra_dirs: Sequence[str | Path] = (),
+                 price_files: Sequence[str | Path] = ()) -> Catalog:
+    """Shipped data, then $CAPPLAN_CATALOG dirs, then ``extra_dirs`` (later wins by id);
+    ``price_files``: the user's own price quotes (``--prices``), carried by the catalog
+    (a copy: the cached catalog stays as shipped)."""
+    catalog = _load(catalog_dirs(extra_dirs))
+    if not price_files:
+        return catalog
+    with_quotes = copy.copy(catalog)
+    with_quotes.price_files = tuple(_absolute(Path(f).expanduser()) for f in price_files)
+    return with_quotes
 
 
 @lru_cache(maxsize=16)

@@ -19,7 +19,7 @@ import csv
 import hashlib
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,6 +33,10 @@ SHIPPED_FILE = PRICES_DIR / "gpu_cloud_prices.csv"
 DISCOUNTS_FILE = PRICES_DIR / "commitment_discounts.csv"
 INTERRUPTION_FILE = PRICES_DIR / "spot_interruption.csv"
 OWNERSHIP_FILE = PRICES_DIR / "ownership.csv"
+DERIVED_FILE = PRICES_DIR / "derived_prices.csv"
+#: The day the shipped extract was read (``data/prices/SOURCE.md``; the SkyPilot commits'
+#: own dates are unknown).
+SHIPPED_AS_OF = "2026-11-23"
 #: Providers that sell third parties' capacity at prices the suppliers or an auction set.
 #: The shipped CSV marks vast, shadeform and primeintellect; capplan adds two more:
 #: hyperbolic ("GPU Marketplace Pricing ... Suppliers set their own price",
@@ -52,15 +56,13 @@ _NAMES = {
     "a100-80gb-640gb": "a100-80gb",
     "h100-sxm": "h100-sxm", "h100-mega": "h100-sxm",  # GCP a3-megagpu: H100 SXM, more NICs
     "h200": "h200", "h200-sxm": "h200", "b200": "b200", "gb200": "gb200",
-    "mi300x": "mi300x", "l40s": "l40s",
+    "mi300x": "mi300x", "mi355x": "mi355x", "l40s": "l40s", "b300": "b300", "gb300": "gb300",
 }
 #: Names seen in the data that match no catalog accelerator (kept, shown, never used).
 UNMAPPED_REASONS = {
     "h100-nvl": "H100 NVL (94 GB, PCIe pair) is not in the catalog",
     "gaudi hl-205": "Gaudi HL-205 is first-generation Gaudi (AWS dl1), not gaudi3",
     "trainium": "AWS Trainium is not in the catalog",
-    "b300": "B300 is not in the catalog", "gb300": "GB300 is not in the catalog",
-    "mi355x": "MI355X is not in the catalog",
 }
 _TPU = re.compile(r"^tpu-(v4|v5p|v5litepod|v6e)-(\d+)$")
 #: TPU generations whose slice suffix counts TensorCores (2 per chip), per Google Cloud
@@ -109,7 +111,7 @@ def accelerator_id(name: str, instance_type: str = "", memory_gib: float | None 
     itype = instance_type.lower()
     tpu = _TPU.match(key)
     if tpu:
-        return {"v4": "tpu-v4", "v5p": "tpu-v5p"}.get(tpu.group(1))
+        return {"v4": "tpu-v4", "v5p": "tpu-v5p", "v6e": "tpu-v6e"}.get(tpu.group(1))
     if key in _NAMES:
         return _NAMES[key]
     if key == "a100":
@@ -233,14 +235,45 @@ def _shipped_rows() -> list[PriceRow]:
 
 
 @lru_cache(maxsize=16)
-def load_prices(dirs: tuple[str, ...] = ()) -> tuple[PriceRow, ...]:
-    """Shipped price rows, with each user file replacing the rows of its providers."""
+def load_prices(dirs: tuple[str, ...] = (), quotes: tuple[str, ...] = ()
+                ) -> tuple[PriceRow, ...]:
+    """Shipped price rows, with each user file replacing the rows of its providers.
+
+    ``quotes``: price files of the user's own quotes (``--prices FILE``, same columns):
+    for every accelerator a quote file lists, its rows replace all other rows of that
+    accelerator (the user's quotes are the price it pays); they are marked as quotes
+    (``source`` ends in ``@quote``).
+    """
     rows = _shipped_rows()
     for path in user_price_files(dirs):
         extra = read_price_file(path)
         replaced = {r.provider for r in extra}
         rows = [r for r in rows if r.provider not in replaced] + extra
+    for path in quotes:
+        mine = [replace(r, source=f"{path}@quote") for r in read_price_file(path)]
+        quoted = {r.accelerator for r in mine if r.accelerator is not None}
+        rows = [r for r in rows if r.accelerator not in quoted] + mine
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class DerivedPrice:
+    """An accelerator priced from another's price times a factor (no market listing)."""
+
+    accelerator: str
+    from_accelerator: str
+    factor: float
+    source: str
+    as_of: str
+
+
+@lru_cache(maxsize=1)
+def load_derived() -> dict[str, DerivedPrice]:
+    """Derived prices (``data/prices/derived_prices.csv``) by accelerator id."""
+    with DERIVED_FILE.open(newline="", encoding="utf-8") as handle:
+        return {r["accelerator"]: DerivedPrice(r["accelerator"], r["from_accelerator"],
+                                               float(r["factor"]), r["source"], r["as_of"])
+                for r in csv.DictReader(handle)}
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def test_validate_checks_in_every_format(capsys):
     (".json", lambda text: json.loads(text)["step_time_s"] > 0),
     (".csv", lambda text: text.startswith("quantity,value\n")),
     (".md", lambda text: text.startswith("### ")),
-    (".txt", lambda text: "step_time_s" in text and not text.startswith("{")),
+    (".txt", lambda text: "step_time" in text and not text.startswith("{")),
 ])
 def test_output_format_follows_the_file_extension(tmp_path, capsys, suffix, check):
     """Issue 18: ``-o x.json`` without ``-f`` writes JSON, not a table (``-f`` still wins)."""

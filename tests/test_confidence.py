@@ -65,7 +65,9 @@ def test_margins_are_quantile_multipliers(plans, catalog):
     nominal, _ = plans
     (hw, m_days, m_cost, m_power), = margins(nominal, catalog, default_spreads(), 0.9)
     assert hw == "h100-sxm"
-    assert 1.0 < m_days < 1.5 and 1.0 < m_cost < 2.0 and 1.0 <= m_power < 1.5
+    # cost: H100 SXM's price is drawn with the standard error of its providers' median
+    # (sigma 0.42, issue 41): its P90 alone is exp(1.2816 x 0.42) = 1.71 times the median
+    assert 1.0 < m_days < 1.5 and 1.0 < m_cost < 2.5 and 1.0 <= m_power < 1.5
     (_, low_days, _, _), = margins(nominal, catalog, default_spreads(), 0.1)
     assert low_days < 1.0 < m_days  # P10 loosens, P90 tightens
 

@@ -161,5 +161,7 @@ def test_every_run_option_of_evaluate_is_a_run_choice_or_a_layout_size():
     from planner.engine.scenario import NETWORK_FLAGS
 
     handed = {f.name for f in (*fields(RunChoices), *fields(LayoutRequest))}
-    rest = set(LAYOUT_OPTIONS) - set(FAULT_OPTIONS) - set(NETWORK_FLAGS) - {"catalog", "network"}
+    # --catalog and --prices go to the catalog (load_catalog), --network to the overrides
+    rest = (set(LAYOUT_OPTIONS) - set(FAULT_OPTIONS) - set(NETWORK_FLAGS)
+            - {"catalog", "prices", "network"})
     assert rest <= handed, rest - handed

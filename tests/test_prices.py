@@ -80,7 +80,11 @@ def test_default_h100_price_lies_in_the_interquartile_range_of_the_shipped_data(
     ("L40s", "ECS1GPU7", 48, "l40s"),
     ("Gaudi HL-205", "dl1.24xlarge", 32, None),  # first-generation Gaudi, not gaudi3
     ("tpu-v5p-8", "", None, "tpu-v5p"),
-    ("tpu-v6e-8", "", None, None),
+    # mapped since the catalog has these accelerators (issue 41: they were left unpriced)
+    ("tpu-v6e-8", "", None, "tpu-v6e"),
+    ("MI355X", "BM.GPU.MI355X.8", 288, "mi355x"),
+    ("B300", "BM.GPU.B300.8", 288, "b300"),
+    ("tpu-v5litepod-8", "", None, None),  # TPU v5e is not in the catalog
 ])
 def test_accelerator_names_map_to_catalog_ids(name, itype, gib, expected, catalog):
     got = accelerator_id(name, itype, gib)

@@ -23,7 +23,7 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.analysis.estimates import attach, attach_phases
-from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs
+from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs, price_sigmas
 from planner.engine import optimize, workload
 from planner.engine.domains import MARGIN_DRAWS, margin_draws  # noqa: F401  (documented)
 from planner.engine.kernel_run import evaluate_columns
@@ -61,7 +61,7 @@ def margins(result, catalog, spreads, quantile: float, draws: int | None = None,
     for hw, part in parts.items():
         x = frontier_inputs(s, catalog, hw, part)
         nominal = evaluate_columns(x, MARGIN_QUANTITIES)
-        f = factors(spreads, draws, 1, seed)
+        f = factors(spreads, draws, 1, seed, price_sigmas(spreads, [result.prices.get(hw, {})]))
         drawn = {q: np.empty((draws, len(part))) for q in MARGIN_QUANTITIES}
         step = max(1, BLOCK // len(part))
         for first in range(0, draws, step):
@@ -87,7 +87,7 @@ def plan_at_confidence(scenario, spreads, *, catalog=None, **plan_options):
     search, its margins (:func:`margins`), then the search with limits tightened by them.
     At confidence 0.5 this is the nominal plan itself (no margin)."""
     if catalog is None:
-        catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
+        catalog = load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files)
     if scenario.confidence == 0.5:
         result = optimize.plan(scenario, catalog=catalog, **plan_options)
     else:
@@ -124,7 +124,7 @@ def plan_phases_at_confidence(scenario, phases, spreads, **plan_options):
         return phase_margins(results, catalog, spreads, scenario.confidence)
 
     catalog = plan_options.pop("catalog", None) or load_catalog(
-        tuple(scenario.catalog_dirs or ()))
+        tuple(scenario.catalog_dirs or ()), scenario.price_files)
     result = plan_phases(scenario, phases, catalog=catalog, margins_of=margins_of,
                          **plan_options)
     attach_phases(result, catalog)

@@ -62,17 +62,46 @@ def spreads_from(overrides: dict | None, where: str = "[uncertainty]") -> dict[s
     return spreads
 
 
-def factors(spreads: dict[str, Spread], draws: int, groups: int, seed: int
-            ) -> dict[str, np.ndarray]:
-    """Multiplicative factors, shape (draws, groups); shared inputs equal across groups."""
+#: The scope of an input whose sigma comes per accelerator from the price data (the
+#: quote's ``sigma``: the providers' interquartile range, or the wide sigma of an
+#: estimate; planner.engine.pricing); the entry's own sigma is used where none is given.
+PRICE_SCOPE = "price"
+PRICE_INPUT = "price_usd_per_gpu_hour"
+
+
+def factors(spreads: dict[str, Spread], draws: int, groups: int, seed: int,
+            group_sigma: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Multiplicative factors, shape (draws, groups); shared inputs equal across groups.
+
+    ``group_sigma``: input -> one sigma per group, replacing the spread's own (the price of
+    each accelerator, :func:`price_sigmas`); the random draws are the same either way."""
     rng = np.random.default_rng(seed)
     out = {}
     for name in sorted(spreads):
         spread = spreads[name]
-        width = groups if spread.scope == "hardware" else 1
+        width = groups if spread.scope in ("hardware", PRICE_SCOPE) else 1
         z = rng.standard_normal((draws, width))
-        out[name] = np.broadcast_to(np.exp(spread.sigma * z), (draws, groups))
+        sigma = (np.asarray(group_sigma[name], dtype=float)
+                 if group_sigma and name in group_sigma else spread.sigma)
+        out[name] = np.broadcast_to(np.exp(sigma * z), (draws, groups))
     return out
+
+
+def price_sigmas(spreads: dict[str, Spread], quotes: list[dict]) -> dict[str, np.ndarray]:
+    """``group_sigma`` for :func:`factors`: each accelerator's price sigma from its quote
+    (``quotes``: one :class:`planner.engine.pricing.PriceQuote` dict per group), when the
+    price input has the price-data scope (a scenario's own ``[uncertainty]`` entry wins; a
+    sigma of 0 turns the price draw off)."""
+    spread = spreads.get(PRICE_INPUT)
+    if spread is None or spread.scope != PRICE_SCOPE or spread.sigma == 0:
+        return {}
+    return {PRICE_INPUT: np.array([float(q.get("sigma", spread.sigma)) for q in quotes])}
+
+
+def plan_price_sigmas(result, spreads: dict[str, Spread], hardware: list[str]
+                      ) -> dict[str, np.ndarray]:
+    """:func:`price_sigmas` of a plan's accelerators (``result.prices``)."""
+    return price_sigmas(spreads, [result.prices.get(hw, {}) for hw in hardware])
 
 
 def perturb(inputs: dict, name: str, factor: np.ndarray) -> np.ndarray:
@@ -90,6 +119,13 @@ def drawn_inputs(x: dict, f: dict[str, np.ndarray], draws: slice, group: int,
     for name, factor in f.items():
         xi[name] = perturb(xi, name, np.repeat(factor[draws, group], rows))
     return xi
+
+
+def price_sigma_payload(sigma: dict[str, np.ndarray], hardware: list[str]) -> dict:
+    """Accelerator -> the price sigma drawn (empty when the scenario sets its own)."""
+    values = sigma.get(PRICE_INPUT)
+    return {} if values is None else {hw: float(v) for hw, v in zip(hardware, values,
+                                                                     strict=True)}
 
 
 def summarize(values: np.ndarray) -> dict[str, float]:
@@ -111,19 +147,22 @@ def drawn_run(inputs: dict, f: dict[str, np.ndarray], draws: int,
 
 
 def run_uncertainty(inputs: dict, spreads: dict[str, Spread], draws: int = 2000,
-                    seed: int = 0) -> dict[str, dict]:
-    """P10/P50/P90 of days, cost, energy and CO2e for one configuration."""
-    drawn = drawn_run(inputs, factors(spreads, draws, 1, seed), draws)
+                    seed: int = 0, price: dict | None = None) -> dict[str, dict]:
+    """P10/P50/P90 of days, cost, energy and CO2e for one configuration (``price``: its
+    price quote dict, whose sigma the price is drawn with)."""
+    sigma = price_sigmas(spreads, [price or {}])
+    drawn = drawn_run(inputs, factors(spreads, draws, 1, seed, sigma), draws)
     return {q: summarize(v) for q, v in drawn.items()}
 
 
 def phases_run_uncertainty(phase_inputs: list[dict], spreads: dict[str, Spread],
-                           draws: int = 2000, seed: int = 0) -> dict[str, dict]:
+                           draws: int = 2000, seed: int = 0, price: dict | None = None
+                           ) -> dict[str, dict]:
     """P10/P50/P90 of a run of several phases (``phase_inputs``: each phase's inputs):
     one set of factors per draw shared by every phase (the same hardware, software and
     site run them all), the phases summed per draw (peak power: the largest phase's), as
     :func:`phase_uncertainty` does for a plan's winners."""
-    f = factors(spreads, draws, 1, seed)
+    f = factors(spreads, draws, 1, seed, price_sigmas(spreads, [price or {}]))
     totals = {q: np.zeros(draws) for q in QUANTITIES}
     for inputs in phase_inputs:
         add_phase(totals, drawn_run(inputs, f, draws))
@@ -170,7 +209,8 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     if frontier.empty:
         raise CapplanError("no feasible plan to propagate uncertainty through")
     hardware = sorted(frontier["hardware"].unique())
-    f = factors(spreads, draws, len(hardware), seed)
+    sigma = plan_price_sigmas(result, spreads, hardware)
+    f = factors(spreads, draws, len(hardware), seed, sigma)
     # the nominal winner of each objective: its frontier row
     nominal = {}
     for objective in OBJECTIVE_COLUMNS:
@@ -208,6 +248,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
             if progress is not None:
                 progress(done, total, hw)
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
+              "price_sigma": price_sigma_payload(sigma, hardware),
               "win_probability": {}, "nominal_winners": {}}
     for objective in OBJECTIVE_COLUMNS:
         report["win_probability"][objective] = win_probability(best_value[objective], hardware)
@@ -242,8 +283,10 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
     objectives = [o for o in OBJECTIVE_COLUMNS if o in result.clusters]
     on = {o: set(result.clusters[o][0].index.get_level_values("hardware")) for o in objectives}
     hardware = sorted(set().union(*on.values()))
-    f = factors(spreads, draws, len(hardware), seed)
+    sigma = plan_price_sigmas(result, spreads, hardware)
+    f = factors(spreads, draws, len(hardware), seed, sigma)
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
+              "price_sigma": price_sigma_payload(sigma, hardware),
               "win_probability": {}, "nominal_winners": {}, "constraint_risk": {}}
     best_value = {o: np.full((len(hardware), draws), np.inf) for o in objectives}
     nominal = {o: {q: np.empty(draws) for q in QUANTITIES} for o in objectives

@@ -9,6 +9,7 @@ from planner.cli.common import (
     ForceOption,
     FormatOption,
     OutputOption,
+    PricesOption,
     command_group,
     output_format,
 )
@@ -58,10 +59,10 @@ def unit_of(field: str) -> tuple[str, float, str]:
 
 
 
-def _load(catalog_dirs):
+def _load(catalog_dirs, prices=None):
     from hardware_catalog import load_catalog
 
-    return load_catalog(tuple(catalog_dirs or ()))
+    return load_catalog(tuple(catalog_dirs or ()), tuple(prices or ()))
 
 
 def _kind(name: str | None) -> str | None:
@@ -85,9 +86,11 @@ def _scaled(entry, field: str):
     return None if v is None else v / unit_of(field)[1]
 
 
-def _summary(kind: str, e, si: bool, mttf: dict | None = None) -> dict:
+def _summary(kind: str, e, si: bool, mttf: dict | None = None,
+             prices: dict | None = None) -> dict:
     """One row per entry; ``si``: raw SI fields (csv), else display units (table/markdown);
-    ``mttf``: a reliability profile's job MTTF [s] by GPU count."""
+    ``mttf``: a reliability profile's job MTTF [s] by GPU count; ``prices``: an
+    accelerator's quotes by tier (:func:`accelerator_prices`)."""
     get = _q if si else _scaled
 
     def col(field: str, label: str) -> tuple[str, object]:
@@ -100,12 +103,12 @@ def _summary(kind: str, e, si: bool, mttf: dict | None = None) -> dict:
         fields = [("peak_bf16_flops_per_s", "bf16"), ("peak_fp8_flops_per_s", "fp8"),
                   ("hbm_bytes", "HBM"), ("hbm_bandwidth_bytes_per_s", "HBM bw"),
                   ("max_power_w", "max power"), ("scale_up_domain_gpus", "scale-up"),
-                  ("scale_up_bandwidth_bytes_per_s", "scale-up bw"),
-                  ("cloud_price_usd_per_gpu_hour", "cloud")]
+                  ("scale_up_bandwidth_bytes_per_s", "scale-up bw")]
         row["vendor"] = e.vendor
         row.update(col(f, label) for f, label in fields)
         if si:
             row["node"] = e.node
+        row.update(price_cells(prices or {}, si))
     elif kind == "node":
         row["gpus_per_node"] = e.gpus_per_node
         row["nics_per_node"] = e.nics_per_node
@@ -149,6 +152,82 @@ def _summary(kind: str, e, si: bool, mttf: dict | None = None) -> dict:
     return row
 
 
+#: What the catalog's own cloud price is for (`catalog show`): the planner's are price.*.
+FALLBACK_NOTE = (" [catalog estimate: used only where the price data has no listing; the "
+                 "planner's prices are the price.* rows]")
+
+#: The tiers `catalog list accelerators` shows as columns (JSON: every cloud tier).
+LISTED_TIERS = ("on-demand", "spot")
+
+
+def accelerator_prices(catalog, accelerator) -> dict[str, dict]:
+    """Tier -> the price the planner uses (:func:`planner.engine.pricing.price_quote`, the
+    one function every screen reads), as a dict; a tier without a price: {"error": why}."""
+    from planner.engine.pricing import CLOUD_TIERS, price_quote
+
+    out = {}
+    for tier in CLOUD_TIERS:
+        try:
+            out[tier] = price_quote(catalog, accelerator, tier).as_dict()
+        except CapplanError as exc:
+            out[tier] = {"error": str(exc)}
+    return out
+
+
+def price_cells(prices: dict[str, dict], si: bool) -> dict:
+    """The price columns of an accelerator row: per listed tier the planner's price, its
+    listings, providers, quartiles, date and estimate flag."""
+    row: dict = {}
+    for tier in LISTED_TIERS:
+        q = prices.get(tier, {})
+        ok = "usd_per_gpu_hour" in q
+        key = tier.replace("-", "_")
+        if si:
+            row.update({f"{key}_usd_per_gpu_hour": q.get("usd_per_gpu_hour"),
+                        f"{key}_listings": q.get("listings", 0) if ok else 0,
+                        f"{key}_providers": q.get("providers", 0) if ok else 0,
+                        f"{key}_p25_usd_per_gpu_hour": q.get("p25_usd_per_gpu_hour"),
+                        f"{key}_p75_usd_per_gpu_hour": q.get("p75_usd_per_gpu_hour"),
+                        f"{key}_as_of": q.get("as_of", ""), f"{key}_basis": q.get("basis", ""),
+                        f"{key}_estimate": q.get("estimate") if ok else None})
+            continue
+        if not ok:
+            row.update({f"{tier} (USD/GPU-h)": "-", f"{tier} basis": "no price",
+                        f"{tier} IQR": "", f"{tier} as of": ""})
+            continue
+        iqr = ("" if q["p25_usd_per_gpu_hour"] is None else
+               f"{q['p25_usd_per_gpu_hour']:.2f}-{q['p75_usd_per_gpu_hour']:.2f}")
+        row[f"{tier} (USD/GPU-h)"] = f"{q['usd_per_gpu_hour']:.2f}" + (
+            " estimate" if q["estimate"] else "")
+        row[f"{tier} basis"] = (f"{q['basis']}: {q['listings']} listings, "
+                                f"{q['providers']} providers" if q["listings"] else
+                                f"{q['basis']}" + (f" ({q['derived_from']})"
+                                                   if q["derived_from"] else ""))
+        row[f"{tier} IQR"] = iqr
+        row[f"{tier} as of"] = q["as_of"]
+    return row
+
+
+def price_rows(prices: dict[str, dict], si: bool) -> list[dict]:
+    """`catalog show` rows of an accelerator's prices, one per tier: the price the planner
+    uses and where it comes from (a derived price names its base)."""
+    from planner.engine.pricing import PriceQuote
+
+    rows = []
+    for tier, q in prices.items():
+        if "error" in q:
+            rows.append({"field": f"price.{tier}", "value": "-", "unit": "",
+                         "estimate": False if si else "", "as_of": "", "source": q["error"]})
+            continue
+        quote = PriceQuote(**q)
+        rows.append({"field": f"price.{tier}", "value": quote.usd_per_gpu_hour,
+                     "unit": "USD/GPU-h", "estimate": quote.estimate, "as_of": quote.as_of,
+                     "source": (f"{quote.accelerator}: {quote.provenance()}"
+                                if quote.estimate else quote.provenance()
+                                + f"; {quote.source}")})
+    return rows
+
+
 def param_counts_of(model) -> dict[str, float]:
     """Total and active parameters of a catalog model: the run model's own count."""
     from planner.engine.model import param_counts
@@ -159,6 +238,8 @@ def param_counts_of(model) -> dict[str, float]:
 
 def _payload(catalog, kind: str, entry) -> dict:
     data = {"kind": kind, **entry.model_dump(mode="json", exclude_none=True)}
+    if kind == "accelerator":  # the prices the planner uses; the catalog field is a fallback
+        data["price"] = accelerator_prices(catalog, entry)
     if kind == "model":
         counts = param_counts_of(entry)
         data["derived"] = {"param_count": counts["params"],
@@ -179,6 +260,7 @@ def list_(
     output: OutputOption = None,
     force: ForceOption = False,
     catalog: CatalogOption = None,
+    prices: PricesOption = None,
 ):
     """List catalog entries (all kinds, or one kind with its key numbers)."""
     from hardware_catalog.schema import KINDS
@@ -186,7 +268,7 @@ def list_(
 
     format = output_format(format, output)
     single = _kind(kind)
-    cat = _load(catalog)
+    cat = _load(catalog, prices)
     kinds = [single] if single else list(KINDS)
     if format == "json":
         payload = {"catalog_version": cat.version,
@@ -195,7 +277,9 @@ def list_(
         return
     if single:
         rows = [_summary(single, e, si=format == "csv",
-                         mttf=_job_mttfs(cat, e.id) if single == "reliability" else None)
+                         mttf=_job_mttfs(cat, e.id) if single == "reliability" else None,
+                         prices=accelerator_prices(cat, e) if single == "accelerator"
+                         else None)
                 for e in cat.table(single).values()]
         title = f"{len(rows)} {kind.lower() if kind.lower() in KIND_NAMES else single + 's'}"
     else:
@@ -236,6 +320,7 @@ def show(
     output: OutputOption = None,
     force: ForceOption = False,
     catalog: CatalogOption = None,
+    prices: PricesOption = None,
 ):
     """Show every field of one entry with unit, source, date and estimate flag."""
     from hardware_catalog.loader import looks_like_path, parse_file, suggest
@@ -244,7 +329,7 @@ def show(
 
     format = output_format(format, output)
     wanted = _kind(kind)
-    cat = _load(catalog)
+    cat = _load(catalog, prices)
     if looks_like_path(name):
         entry = parse_file(name, expect_kind=wanted, user=True)
         found_kind = entry.kind
@@ -279,12 +364,15 @@ def show(
                          "value": value.value if si else value.value / scale,
                          "unit": unit if si else shown,
                          "estimate": value.estimate, "as_of": value.as_of.isoformat(),
-                         "source": value.source + (f" (note: {value.note})" if value.note else "")})
+                         "source": value.source + (f" (note: {value.note})" if value.note else "")
+                         + (FALLBACK_NOTE if field == "cloud_price_usd_per_gpu_hour" else "")})
         else:
             text = ", ".join(value) if isinstance(value, list) else value
             text = text.isoformat() if hasattr(text, "isoformat") else text
             rows.append({"field": field, "value": text, "unit": "",
                          "estimate": False if si else "", "as_of": "", "source": ""})
+    if found_kind == "accelerator":
+        rows += price_rows(accelerator_prices(cat, entry), si)
     if found_kind == "model":
         counts = param_counts_of(entry)
         for field, count in (("param_count", counts["params"]),

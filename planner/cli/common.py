@@ -129,6 +129,10 @@ StackOption = Annotated[str, typer.Option(
 CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory | gockpt.")]
 CatalogOption = Annotated[list[str], typer.Option(
     "--catalog", help="Extra catalog directory (repeatable); adds or overrides entries by id.")]
+PricesOption = Annotated[list[str], typer.Option(
+    "--prices", help="A CSV of your own price quotes (repeatable; the columns of "
+    "hardware_catalog/data/prices/gpu_cloud_prices.csv): for each accelerator it lists, its "
+    "rows replace the market data.")]
 PricingOption = Annotated[str, typer.Option(
     help="Price tier: on-demand | spot | reserved-1y | reserved-3y | owned "
     "(owned = TCO cost basis).")]

@@ -30,6 +30,7 @@ from planner.cli.common import (
     NicGbpsOption,
     OversubscriptionOption,
     PodGpusOption,
+    PricesOption,
     PricingOption,
     ProviderOption,
     RollbackStepsOption,
@@ -53,6 +54,7 @@ def cost_options(
 
 def price_options(
     catalog: CatalogOption = None,
+    prices: PricesOption = None,
     pricing: PricingOption = DEFAULTS["pricing"],
     provider: ProviderOption = DEFAULTS["provider"],
     spot_interruption: SpotInterruptionOption = DEFAULTS["spot_interruption"],
@@ -119,5 +121,13 @@ def with_price_options(func):
 def scenario_prices(prices: dict) -> dict:
     """The :class:`~planner.engine.scenario.Scenario` fields of :func:`price_options`'
     values (``--catalog`` becomes ``catalog_dirs``)."""
-    return {"catalog_dirs": tuple(prices["catalog"] or ()), "pricing": prices["pricing"],
+    return {"catalog_dirs": tuple(prices["catalog"] or ()),
+            "price_files": price_files(prices["prices"]), "pricing": prices["pricing"],
             "provider": prices["provider"], "spot_interruption": prices["spot_interruption"]}
+
+
+def price_files(value) -> tuple[str, ...]:
+    """``--prices`` (or a scenario file's ``prices``: one path or a list) as a tuple."""
+    if not value:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)

@@ -43,8 +43,10 @@ def evaluate(
     payload["catalog_version"] = run.catalog_version
     payload["price"] = run.price
     payload["rent_vs_buy"] = run.rent_vs_buy
+    payload["assumptions"] = run.assumptions
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
-            if k not in ("breakdown", "memory_breakdown", "inputs", "price", "rent_vs_buy")]
+            if k not in ("breakdown", "memory_breakdown", "inputs", "price", "rent_vs_buy",
+                         "assumptions")]
     from planner.engine.pricing import PriceQuote
 
     rows.append({"quantity": "price", "value": PriceQuote(**run.price).label()})
@@ -55,7 +57,7 @@ def evaluate(
     if uncertainty:
         from planner.analysis.uncertainty import run_uncertainty
 
-        bands = run_uncertainty(run.inputs, spreads, draws=draws, seed=seed)
+        bands = run_uncertainty(run.inputs, spreads, draws=draws, seed=seed, price=run.price)
         payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
         rows += [{"quantity": f"{q}.{p}", "value": v} for q, band in bands.items()
                  for p, v in band.items()]
@@ -66,7 +68,10 @@ def evaluate(
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     from planner.cli.common import notice
 
-    notice(assumptions_text(e, PriceQuote(**run.price).label(), run.rent_vs_buy["basis"]))
+    notice(assumptions_text(e, PriceQuote(**run.price).label(), run.assumptions,
+                            run.rent_vs_buy["basis"]))
+    if run.assumptions.get("stack_hint"):
+        notice(run.assumptions["stack_hint"])
     if format == "table":  # human units; JSON and CSV keep the stored (SI) values
         rows = readable_rows(rows)
     write(render(rows, format, title=title, payload=payload), output, force)
@@ -90,7 +95,7 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
         from planner.analysis.uncertainty import phases_run_uncertainty
 
         bands = phases_run_uncertainty([r.inputs for r in runs], spreads, draws=draws,
-                                       seed=seed)
+                                       seed=seed, price=runs[0].price)
         payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
         total = rows[-1]
         for p in ("p10", "p50", "p90"):  # the drawn quantities; the rest left blank
@@ -102,23 +107,28 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     write(render(rows, format, title=title, payload=payload), output, force)
 
 
-def assumptions_text(echo: dict, price: str, cost_basis: str) -> str:
+def assumptions_text(echo: dict, price: str, assumed: dict, cost_basis: str) -> str:
     """One line: the assumptions of a one-shot run the user did not necessarily type
-    (``cost_basis``: 'cloud' or 'tco', the basis the run was costed by)."""
+    (``assumed``: planner.engine.assumptions.assumptions; ``cost_basis``: 'cloud' or 'tco',
+    the basis the run was costed by)."""
     from planner.engine.readable import count_text
 
     batch = echo["global_batch"] * echo["seq_len"]
     basis = "TCO (owned cluster)" if cost_basis == "tco" else "cloud"
+    site_class = ("its own PUE" if assumed["site_class"] == "site"
+                  else f"class {assumed['site_class']}")
     return (f"assumed: {count_text(echo['tokens'])} tokens, global batch "
             f"{echo['global_batch']:,} x {echo['seq_len']:,}-token sequences "
-            f"({count_text(batch)} tokens a step), site {echo['site']}, cost by {basis} "
-            f"at {price}")
+            f"({count_text(batch)} tokens a step), stack {assumed['stack']}, network "
+            f"{assumed['network']}, site {echo['site']} ({site_class}, PUE "
+            f"{assumed['pue']:.2f}, grid {assumed['grid_intensity_g_per_kwh']:,.0f} g/kWh), "
+            f"cost by {basis} at {price}, nominal run")
 
 
 def readable_rows(rows: list[dict]) -> list[dict]:
     """The rows with each value in a human unit (planner.engine.readable)."""
-    from planner.engine.readable import quantity_text, unit_of
+    from planner.engine.readable import quantity_text, readable_label, unit_of
 
-    return [{"quantity": r["quantity"],
+    return [{"quantity": readable_label(r["quantity"]),
              "value": quantity_text(r["value"], unit_of(r["quantity"].rpartition(".")[2]))}
             for r in rows]

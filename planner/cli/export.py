@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import ForceOption, command_group
+from planner.cli.environment_options import price_files
 from planner.cli.layout_options import with_layout_options
 
 export_app = command_group("export", "Export a configuration for spreadsheets.")
@@ -149,7 +150,8 @@ def export_xlsx(
         run = resolve(options)
     e = run.echo
     _progress("sweeping the layout over GPU counts")
-    catalog = load_catalog(tuple(options.get("catalog") or ()))
+    catalog = load_catalog(tuple(options.get("catalog") or ()),
+                           price_files(options.get("prices")))
     per_replica = e["tp"] * e["pp"] * e["cp"]
     dps = [d for d in 2 ** np.arange(0, 16) if e["global_batch"] % (d * e["micro_batch"]) == 0
            and (e["tp"] * e["cp"] * d) % (e["ep"] * e["etp"]) == 0]

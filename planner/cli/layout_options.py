@@ -22,7 +22,12 @@ from planner.cli.common import (
     StackOption,
     TokensOption,
 )
-from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
+from planner.cli.environment_options import (
+    ENVIRONMENT,
+    option_names,
+    prepend_options,
+    price_files,
+)
 from planner.cli.fault_options import FAULT_OPTIONS
 from planner.cli.numbers import si_count
 from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
@@ -98,6 +103,8 @@ class ResolvedRun:
     price: dict | None = None
     #: the owned-cluster cost beside the cloud cost (planner.engine.ownership.rent_vs_buy)
     rent_vs_buy: dict | None = None
+    #: stack, network, site, PUE, grid, price basis (planner.engine.assumptions)
+    assumptions: dict | None = None
 
 
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
@@ -116,7 +123,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     o = {k: options[k] for k in LAYOUT_OPTIONS if k not in FAULT_OPTIONS}
     from hardware_catalog import load_catalog
 
-    catalog = load_catalog(tuple(o.pop("catalog") or ()))
+    catalog = load_catalog(tuple(o.pop("catalog") or ()), price_files(o.pop("prices")))
     network = network_overrides(o.pop("network"), catalog,
                                 **{k: o.pop(k) for k in NETWORK_FLAGS})
     overrides = {**fault_inputs(options), **network, **(overrides or {})}
@@ -156,9 +163,15 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
 
     owned = rent_vs_buy(catalog, choices.scenario(), {**row, "hardware": o["hardware"]},
                         quote.as_dict())
+    from planner.engine.assumptions import assumptions
+
+    assumed = assumptions(catalog, model=o["model"], stack=o["stack"], site=o["site"],
+                          site_class=o["site_class"], hardware=[o["hardware"]],
+                          extra=overrides, cost_basis=owned["basis"], pricing=o["pricing"],
+                          provider=o["provider"], confidence=0.5)
     return ResolvedRun(row=row, inputs=inputs, echo=echo,
                        catalog_version=str(getattr(catalog, "version", "")),
-                       price=quote.as_dict(), rent_vs_buy=owned)
+                       price=quote.as_dict(), rent_vs_buy=owned, assumptions=assumed)
 
 
 #: Totals every evaluated run must have finite (else no answer is printed).

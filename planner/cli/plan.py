@@ -16,6 +16,7 @@ from planner.cli.common import (
 )
 from planner.cli.scenario_options import with_scenario_options
 from planner.cli.workload import MaxCandidatesOption, MaxDrawRowsOption
+from planner.engine.assumptions import assumptions_line
 from planner.engine.columns import plan_summary
 from planner.engine.readable import count_text
 from planner.errors import INFEASIBLE, CapplanError
@@ -79,6 +80,8 @@ def plan_payload(result) -> dict:
         **({"spot_vs_on_demand": result.spot_vs_on_demand} if result.spot_vs_on_demand
            else {}),
         "rent_vs_buy": result.rent_vs_buy,
+        "prices": result.prices,  # accelerator -> the price paid (as `catalog list` shows)
+        "assumptions": result.assumptions,
         "cost_parts": result.cost_parts,
         "skipped": result.skipped,
         "binding": {obj: binding_payload(b) for obj, b in result.binding.items()},
@@ -141,7 +144,7 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
         raise CapplanError(f"--plot takes one site; got --site {scenario.site!r} "
                            "(run it once per site)")
     spreads = spreads_from(overrides)
-    catalog = load_catalog(tuple(scenario.catalog_dirs or ()))
+    catalog = load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files)
 
     def plan_one(s, **options):
         if phases:
@@ -278,7 +281,8 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
         from planner.analysis.uncertainty import plan_uncertainty, spreads_from
 
         payload["uncertainty"] = plan_uncertainty(
-            result, load_catalog(tuple(catalog or ())), spreads_from(v["uncertainty"]),
+            result, load_catalog(tuple(catalog or ()), scenario.price_files),
+            spreads_from(v["uncertainty"]),
             draws=draws, seed=seed)
     if format == "table":
         from planner.analysis.confidence import quantile_text
@@ -296,8 +300,14 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
             rows = [{**r, "missed_at_p90": ",".join(
                 c for c, v in risk.get(r["objective"], {}).items() if v["missed_at_quantile"])}
                 for r in rows]
+        assumed = result.assumptions
         text = render(rows, format,
-                      title=f"Best plans for {model} on {count_text(tokens)} tokens", payload=payload)
+                      title=f"Best plans for {model} on {count_text(tokens)} tokens; "
+                      f"{assumptions_line(assumed)}", payload=payload)
+        if format == "csv":  # CSV rows have no title: the assumptions on stderr
+            notice(f"assumed: {assumptions_line(assumed)}")
+        if assumed.get("stack_hint") and format != "json":
+            notice(assumed["stack_hint"])
         if format == "markdown":  # the explanations as tables of their own
             text += explanation_markdown(result)
     feasible = result.best.get(scenario.objective) is not None
@@ -329,6 +339,7 @@ def phases_payload(result, scenario) -> dict:
                 "range_edge": range_edge(row, result.scenario)}
                 for obj, row in result.best.items()},
             "infeasible": result.infeasible, "evaluated": result.evaluated,
+            "prices": result.prices, "assumptions": result.assumptions,
             **margin_payload(result.scenario),
             "approximation": "each phase's layout is the best for the objective on the "
             "cluster, chosen before the constraints are checked on the totals"}
@@ -380,7 +391,7 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         from hardware_catalog import load_catalog
         from planner.analysis.uncertainty import phase_uncertainty
 
-        report = phase_uncertainty(result, load_catalog(tuple(scenario.catalog_dirs or ())),
+        report = phase_uncertainty(result, load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files),
                                    spreads, draws=draws, seed=seed)
         risk = report["constraint_risk"]
         rows = [{**r, "missed_at_p90": ",".join(
@@ -389,8 +400,13 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
     payload = {**phases_payload(result, scenario),
                **({"uncertainty": report} if report else {}), "version": version()}
     title = (f"Best plans for {scenario.model}, {len(phases)} phases "
-             f"({count_text(sum(p.tokens for p in phases))} tokens), one cluster")
+             f"({count_text(sum(p.tokens for p in phases))} tokens), one cluster; "
+             f"{assumptions_line(result.assumptions)}")
     text = render(rows, format, title=title, payload=payload)
+    if format == "csv":  # CSV rows have no title: the assumptions on stderr
+        notice(f"assumed: {assumptions_line(result.assumptions)}")
+    if result.assumptions.get("stack_hint") and format != "json":
+        notice(result.assumptions["stack_hint"])
     if format == "table":
         from planner.report.tables import edge_lines, estimate_lines
 

@@ -78,7 +78,8 @@ def list_(
             "spot_median_usd_per_gpu_hour": _stats(list(spot.values()))[1],
             "marketplace_min_usd_per_gpu_hour": _stats(list(market.values()))[0],
             "default_usd_per_gpu_hour": quote.usd_per_gpu_hour,
-            "default_source": "estimate (catalog)" if quote.estimate else "price data",
+            "default_source": (f"estimate ({quote.basis})" if quote.estimate
+                               else "price data (market)"),
         })
     payload = {"catalog_version": cat.version, "accelerators": table,
                "providers": sorted({r.provider for r in rows}),
@@ -97,7 +98,7 @@ def show(
     catalog: list[str] = typer.Option(None, "--catalog", help=_CATALOG_HELP),  # noqa: B008
 ):
     """Prices of one accelerator per provider and tier: rows, regions, min/median/max $/GPU-h."""
-    from planner.engine.pricing import TIERS, price_quote
+    from planner.engine.pricing import TIERS, PriceQuote, price_quote
     from planner.errors import CapplanError
     from planner.report.output import render, write
 
@@ -128,14 +129,14 @@ def show(
         except CapplanError as exc:  # a tier without data is reported, not fatal
             quotes[tier] = {"error": str(exc)}
     if not mine:
-        print(f"capplan: no provider in the price data lists {acc.id}; plans use the catalog "
-              f"estimate {acc.cloud_price_usd_per_gpu_hour.value:g} $/GPU-h "
-              f"({acc.cloud_price_usd_per_gpu_hour.source})", file=sys.stderr)
+        plan_price = PriceQuote(**quotes["on-demand"]) if "error" not in quotes["on-demand"] \
+            else None
+        print(f"capplan: no provider in the price data lists {acc.id}; plans use "
+              + (f"${plan_price.usd_per_gpu_hour:.2f}/GPU-h, {plan_price.provenance()}"
+                 if plan_price else "no on-demand price"), file=sys.stderr)
     payload = {"accelerator": acc.id, "rows": table, "default": quotes, "catalog_version":
                cat.version}
     if format == "table":
-        from planner.engine.pricing import PriceQuote
-
         text = render(_shown(table, format), format,
                       title=f"{acc.id}: $/GPU-hour by provider and tier")
         for tier, q in quotes.items():

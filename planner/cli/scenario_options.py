@@ -19,7 +19,12 @@ from planner.cli.common import (
     StackOption,
     TokensOption,
 )
-from planner.cli.environment_options import ENVIRONMENT, option_names, prepend_options
+from planner.cli.environment_options import (
+    ENVIRONMENT,
+    option_names,
+    prepend_options,
+    price_files,
+)
 from planner.cli.numbers import si_count, si_float
 from planner.engine.defaults import DEFAULTS
 
@@ -31,7 +36,8 @@ def _options(
     model: ModelOption = DEFAULTS["model"],
     tokens: TokensOption = DEFAULTS["tokens"],
     hardware: str = typer.Option(DEFAULTS["hardware"], "--hardware", "-H",
-                                 help="Comma-separated accelerator ids, or 'all'."),
+                                 help="Comma-separated accelerator ids, 'all', or 'market' (only accelerators with a "
+                                 "market price: >= 3 listings from >= 2 providers)."),
     min_gpus: int = typer.Option(DEFAULTS["min_gpus"], parser=si_count,
                                  help="Smallest cluster considered."),
     max_gpus: int = typer.Option(DEFAULTS["max_gpus"], parser=si_count,
@@ -91,6 +97,7 @@ def resolve_scenario(options: dict):
         deadline_days=None if deadline in (None, float("inf")) else deadline,
         budget_usd=v["budget_usd"], max_power_mw=v["max_power_mw"], objective=v["objective"],
         knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()),
+        price_files=price_files(v["prices"]),
         pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"],
         ownership=dict(v["ownership"] or {}),
         extra={**fault_inputs(v), **network_overrides(

@@ -332,7 +332,7 @@ def codesign(scenario: Scenario, hardware: str, vary: list[str], *, catalog=None
     s.validate()
     axes = parse_vary(list(vary))
     if catalog is None:
-        catalog = load_catalog(s.catalog_dirs)
+        catalog = load_catalog(s.catalog_dirs, s.price_files)
     accelerator = catalog.accelerator(hardware)
     options = options or SpaceOptions()
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus, "max_gpus": s.max_gpus})

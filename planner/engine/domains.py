@@ -165,8 +165,9 @@ def check(values: dict, where: str = "") -> None:
 #: exp() overflow to inf and the margins NaN.
 MAX_SIGMA = 2.0
 SIGMA = Domain(">=0", maximum=MAX_SIGMA)
-#: How a factor is drawn: one per accelerator, or one for all of them.
-SPREAD_SCOPES = ("hardware", "shared")
+#: How a factor is drawn: one per accelerator, one for all of them, or one per accelerator
+#: with that accelerator's own sigma from the price data (the price only; issue 41).
+SPREAD_SCOPES = ("hardware", "shared", "price")
 #: Keys an uncertainty entry may hold (source, as_of, estimate: provenance, not read).
 SPREAD_KEYS = ("sigma", "scope", "source", "as_of", "estimate")
 
@@ -175,7 +176,7 @@ def check_spread(name: str, spec, where: str = "[uncertainty]") -> tuple[float, 
     """(sigma, scope) of one uncertainty entry ``name = {sigma = .., scope = ..}``, or one
     :class:`CapplanError` naming ``where`` (e.g. ``"scenario.toml: [uncertainty]"``), the
     key and the allowed values: a run-model input, a finite sigma in
-    ``[0, MAX_SIGMA]``, scope ``hardware`` or ``shared`` (default ``shared``)."""
+    ``[0, MAX_SIGMA]``, scope ``hardware``, ``shared`` (default) or ``price``."""
     if not isinstance(name, str) or name not in INPUT_DOMAINS:
         raise CapplanError(f"{where}: {did_you_mean('uncertain input', str(name), INPUT_DOMAINS)}")
     key = f"{where} {name}"
@@ -192,8 +193,9 @@ def check_spread(name: str, spec, where: str = "[uncertainty]") -> tuple[float, 
     check_value("sigma", float(sigma), SIGMA, where=key)
     scope = spec.get("scope", "shared")
     if scope not in SPREAD_SCOPES:
-        raise CapplanError(f"{key}: scope must be \"hardware\" (one factor per accelerator) "
-                           f"or \"shared\" (one for all), got {shown(scope)}; "
+        raise CapplanError(f"{key}: scope must be \"hardware\" (one factor per accelerator), "
+                           f"\"shared\" (one for all) or \"price\" (per accelerator, its "
+                           f"price data's sigma), got {shown(scope)}; "
                            f"{suggestion(str(scope), SPREAD_SCOPES)}")
     return float(sigma), scope
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.engine.readable import usd_text
+from planner.engine.readable import device_word, usd_text
 from planner.engine.reductions import first_least, tie_key
 from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
 
@@ -176,7 +176,8 @@ def plan_text(row: dict, *, hardware: bool = True) -> str:
     """'mi355x x 1,024 GPUs: 76.8 days, 6.52 M USD, 3.24 MW' (``hardware``: with its
     accelerator)."""
     head = f"{row['hardware']} x " if hardware else ""
-    return (f"{head}{int(row['gpus']):,} GPUs: {row['wall_days']:,.1f} days, "
+    return (f"{head}{int(row['gpus']):,} {device_word(row['hardware'])}: "
+            f"{row['wall_days']:,.1f} days, "
             f"{usd_text(row['cost_usd'])}, {row['peak_power_mw']:,.2f} MW")
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.engine import native, native_search, workload
+from planner.engine.assumptions import scenario_assumptions
 from planner.engine.columns import kept
 from planner.engine.distributed import check_scheduler, run_tasks, usable_cores
 from planner.engine.explain import (
@@ -32,7 +33,7 @@ from planner.engine.explain import (
 )
 from planner.engine.kernel_run import evaluate_columns, evaluate_inputs, needed_outputs
 from planner.engine.ownership import cost_parts, ownership_inputs, rent_vs_buy
-from planner.engine.pricing import price_quote
+from planner.engine.pricing import market_priced, price_quote
 from planner.engine.reductions import GroupMinimum, first_least, pareto_mask, tie_key
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
@@ -84,6 +85,8 @@ class PlanResult:
     catalog_version: str = ""
     #: accelerator id -> the resolved price (PriceQuote.as_dict()): tier, provider, source, spread
     prices: dict[str, dict] = field(default_factory=dict)
+    #: stack, network, site, PUE, grid, price basis, quantile (planner.engine.assumptions)
+    assumptions: dict = field(default_factory=dict)
     #: with --pricing spot: objective -> the winner against on-demand (planner.engine.spot)
     spot_vs_on_demand: dict[str, dict | None] = field(default_factory=dict)
     #: objective -> the winner's owned-cluster cost beside its cloud cost
@@ -321,9 +324,13 @@ def feasible_mask(out: dict, s: Scenario) -> np.ndarray:
     return meets(out, s, active_constraints(s))
 
 
-def resolve_hardware(catalog, names) -> list[str]:
+def resolve_hardware(catalog, names, tier: str = "on-demand") -> list[str]:
+    """The accelerator ids of ``--hardware``: 'all', 'market' (those with a market price in
+    ``tier``, :func:`planner.engine.pricing.market_priced`) or ids."""
     if not names or list(names) == ["all"]:
         return sorted(catalog.accelerators)
+    if list(names) == ["market"]:
+        return market_priced(catalog, tier)
     for name in names:
         catalog.accelerator(name)  # raises with did-you-mean
     return list(names)
@@ -346,7 +353,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         s = s.with_(deadline_days=None)
     s.validate()
     if catalog is None:
-        catalog = load_catalog(s.catalog_dirs)
+        catalog = load_catalog(s.catalog_dirs, s.price_files)
     started = time.perf_counter()
     names, tasks, skipped, prices = planned_tasks(s, catalog, options)
     searched = len(names) - len(skipped)
@@ -374,7 +381,8 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         pareto=pareto_rows(feasible_rows), knee=knee, evaluated=evaluated, fitting=fitting,
         seconds=time.perf_counter() - started, skipped=skipped,
         catalog_version=str(getattr(catalog, "version", "")), prices=prices,
-        searched=searched_counts([hw for hw in names if hw not in skipped], partials))
+        searched=searched_counts([hw for hw in names if hw not in skipped], partials),
+        assumptions=scenario_assumptions(catalog, s, names))
     result.binding = {obj: binding(frontier, s, obj) for obj in OBJECTIVE_COLUMNS}
     if best[s.objective] is None:
         result.infeasible[s.objective] = explain_infeasible(s, frontier, min_memory)
@@ -398,7 +406,7 @@ def planned_tasks(s: Scenario, catalog, options: SpaceOptions | None = None):
                               "max_gpus": s.max_gpus})
     options.validate()
     tasks, skipped, prices = [], {}, {}
-    names = resolve_hardware(catalog, s.hardware)
+    names = resolve_hardware(catalog, s.hardware, s.pricing)
     for hw in names:
         try:
             x = base_inputs(catalog, RunChoices.from_scenario(s, hw, model=model))
@@ -421,7 +429,7 @@ def search_size(scenario: Scenario, catalog=None) -> tuple[int, int]:
     s = scenario.with_(deadline_days=None) if scenario.deadline_days == float("inf") \
         else scenario
     s.validate()
-    catalog = load_catalog(s.catalog_dirs) if catalog is None else catalog
+    catalog = load_catalog(s.catalog_dirs, s.price_files) if catalog is None else catalog
     names, tasks, skipped, _ = planned_tasks(s, catalog)
     return sum(t.stop - t.start for t in tasks), len(names) - len(skipped)
 

@@ -28,10 +28,12 @@ import numpy as np
 import pandas as pd
 
 from hardware_catalog import load_catalog
+from planner.engine.assumptions import scenario_assumptions
 from planner.engine.explain import active_constraints, meets
 from planner.engine.layout_rules import DIMENSIONS
 from planner.engine.optimize import plan
 from planner.engine.phases import ADDITIVE
+from planner.engine.readable import device_word
 from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
 from planner.errors import CapplanError
 
@@ -68,6 +70,8 @@ class PhasePlan:
     #: indexed by (hardware, gpus), aligned): what phase_uncertainty redraws for the win
     #: probabilities
     clusters: dict[str, list] = field(default_factory=dict)
+    #: stack, network, site, PUE, grid, price basis, quantile (planner.engine.assumptions)
+    assumptions: dict = field(default_factory=dict)
 
 
 def _check_phases(phases) -> list[str]:
@@ -139,7 +143,7 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
         raise CapplanError("plan_phases at a confidence other than 0.5 needs margins_of "
                            "(planner.analysis.confidence.plan_phases_at_confidence)")
     if catalog is None:
-        catalog = load_catalog(tuple(s.catalog_dirs or ()))
+        catalog = load_catalog(tuple(s.catalog_dirs or ()), s.price_files)
     results = [plan(searched, catalog=catalog, progress=progress, scheduler=scheduler,
                     workers=workers) for searched in phase_searches(s, phases)]
     if s.confidence != 0.5:
@@ -148,7 +152,9 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
                     evaluated=sum(r.evaluated for r in results), notices=notices,
                     prices={hw: q for r in results for hw, q in r.prices.items()},
                     seconds=sum(r.seconds for r in results),
-                    phase_scenarios=tuple(_phase_scenario(s, p) for p in phases))
+                    phase_scenarios=tuple(_phase_scenario(s, p) for p in phases),
+                    assumptions=scenario_assumptions(
+                        catalog, s, sorted({hw for r in results for hw in r.prices})))
     for objective, column in OBJECTIVE_COLUMNS.items():
         frames = [_best_per_cluster(r.frontier, column) for r in results]
         common = frames[0].index
@@ -176,7 +182,7 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
             hw, gpus = common[fastest]
             out.infeasible[objective] = (
                 f"no cluster meets the constraints on the phases' totals; the fastest is "
-                f"{hw} x {gpus:,} GPUs: {total['wall_days'][fastest]:.1f} days, "
+                f"{hw} x {gpus:,} {device_word(hw)}: {total['wall_days'][fastest]:.1f} days, "
                 f"{total['cost_usd'][fastest] / 1e6:.2f} M USD, "
                 f"{total['peak_power_mw'][fastest]:.2f} MW")
             continue

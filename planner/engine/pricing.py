@@ -15,19 +15,39 @@ to each provider's on-demand median; ``owned`` prices the run by the TCO cost ba
 (capex amortised over the accelerator's life + energy + opex, ``formulas.cost``), the
 cloud price staying in ``cost_cloud_usd`` for comparison.
 
-With no row for an accelerator (Gaudi 3, H800, MI250X, MI325X), ``median``/``cheapest``
-fall back to the accelerator's catalog ``cloud_price_usd_per_gpu_hour``, labelled as an
-estimate with its source; spot and named providers have no fallback.  An accelerator
-defined in a user catalog directory (or TOML file) keeps its own price by default.
+With no row for an accelerator (Gaudi 3, H800, MI250X), ``median``/``cheapest``
+fall back to the accelerator's catalog ``cloud_price_usd_per_gpu_hour``, or, where
+``hardware_catalog/data/prices/derived_prices.csv`` says so (MI325X, MI355X), to another
+accelerator's price times a factor; both labelled as estimates with their source; spot and
+named providers have no fallback.  An accelerator defined in a user catalog directory (or
+TOML file) keeps its own price by default.
+
+Every quote carries its distribution (:class:`PriceQuote`): the non-marketplace listings
+(one per instance type and region) and providers behind it, the median and the quartiles
+of the per-provider medians, the date of the data, and ``sigma``, the log-spread
+``--uncertainty`` draws the price with.  A price is a *market* price when at least
+:data:`MARKET_MIN_LISTINGS` listings from at least :data:`MARKET_MIN_PROVIDERS`
+providers back it; anything else (one provider's list price, a catalog estimate, a price
+derived from another accelerator) is an *estimate* with the wide :data:`ESTIMATE_SIGMA`;
+a market price's sigma is the standard error of its median over the providers.
+:func:`price_quote` is the one function every screen (``plan``, ``evaluate``,
+``catalog list|show``, ``prices``) reads prices from.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
-from statistics import median
+from statistics import median, quantiles
 
 from formulas.cost import preemption_mtbf
-from hardware_catalog.prices import load_discounts, load_interruption_buckets, load_prices
+from hardware_catalog.prices import (
+    SHIPPED_AS_OF,
+    load_derived,
+    load_discounts,
+    load_interruption_buckets,
+    load_prices,
+)
 from planner.errors import CapplanError, did_you_mean
 
 TIERS = ("on-demand", "spot", "reserved-1y", "reserved-3y", "owned")
@@ -36,6 +56,27 @@ DEFAULT_TIER = "on-demand"
 DEFAULT_PROVIDER = "median"
 DEFAULT_SPOT_INTERRUPTION = "gt20"
 DATA_LABEL = "SkyPilot catalog extract (hardware_catalog/data/prices, commits in SOURCE.md)"
+CLOUD_TIERS = ("on-demand", "spot", "reserved-1y", "reserved-3y")
+
+#: A market price needs this many non-marketplace listings (instance type x region) ...
+MARKET_MIN_LISTINGS = 3
+#: ... from this many providers: one provider's list price in many regions is still one
+#: seller's price, not a market (MI300X: 4 OCI regions at $6.00, nobody else).
+MARKET_MIN_PROVIDERS = 2
+#: Log-spread of an estimated price [ln units]: how far a catalog estimate sits from the
+#: market median where both exist.  On the data of 2026-11-23, over the six accelerators
+#: with both a market price and a catalog estimate (a100-40gb, a100-80gb, b200, h100-sxm,
+#: h200, l40s): the RMS of ln(catalog estimate / market median) is 0.69 (0.34, 1.00, 0.24,
+#: 0.85, 0.56, 0.81).
+ESTIMATE_SIGMA = 0.69
+#: The standard error of a median in standard deviations times sqrt(n): sqrt(pi / 2), for
+#: normally distributed values (Kenney & Keeping, Mathematics of Statistics, 1962).
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
+#: Smallest log-spread of a market price: providers quoting the same list price still
+#: differ by region, term and host VM (a few per cent).
+MIN_MARKET_SIGMA = 0.05
+#: The interquartile range of a normal distribution in standard deviations.
+IQR_SIGMAS = 1.349
 
 
 @dataclass(frozen=True)
@@ -60,9 +101,32 @@ class PriceQuote:
     interrupted_fraction_per_month: float | None = None
     preemption_mtbf_s_per_node: float | None = None
     interruption_source: str | None = None
+    #: the distribution behind the price (module docstring)
+    listings: int = 0  # non-marketplace rows (instance type x region) with a price
+    p25_usd_per_gpu_hour: float | None = None  # quartiles of the per-provider medians
+    p75_usd_per_gpu_hour: float | None = None
+    as_of: str = ""  # date of the data (the extract's read date, or the catalog entry's)
+    basis: str = ""  # market | single provider | few listings | catalog estimate | derived | ...
+    sigma: float = 0.0  # log-spread --uncertainty draws the price with [ln units]
+    derived_from: str | None = None  # "mi300x x 1.35" for a derived price
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def provenance(self) -> str:
+        """Where the price comes from and how sure it is, in one phrase."""
+        spread = (f"IQR ${self.p25_usd_per_gpu_hour:.2f}-${self.p75_usd_per_gpu_hour:.2f}"
+                  if self.p25_usd_per_gpu_hour is not None else "no spread")
+        if self.derived_from:
+            return f"estimated from {self.derived_from}, no market listing; {self.source}"
+        if self.basis in ("market", "your quotes"):
+            return (f"{self.basis}: {self.listings} listings, {self.providers} providers, "
+                    f"{spread}, as of {self.as_of}")
+        if self.listings:
+            return (f"{self.basis}: {self.listings} listings from {self.providers} "
+                    f"provider(s), fewer than a market ({MARKET_MIN_LISTINGS} listings from "
+                    f"{MARKET_MIN_PROVIDERS} providers), as of {self.as_of}")
+        return f"{self.basis}, no market listing: {self.source}"
 
     def label(self) -> str:
         """One line for reports: '$2.95/GPU-h on-demand, median of 9 providers ...'."""
@@ -76,11 +140,13 @@ class PriceQuote:
             return (f"owned: cost is the TCO cost basis; cloud price for comparison "
                     f"${self.usd_per_gpu_hour:.2f}/GPU-h on-demand, {who}")
         text = f"${self.usd_per_gpu_hour:.2f}/GPU-h {self.tier}, {who}"
-        if self.estimate:
-            text += f" ({self.source})"
+        if self.estimate:  # short: `capplan catalog show` gives the whole provenance
+            text += (f" (estimate: from {self.derived_from})" if self.derived_from else
+                     f" (estimate: {self.basis}, {self.listings} listings)" if self.listings
+                     else f" (estimate: {self.basis})")
         elif self.providers > 1:
-            text += (f" (${self.min_usd_per_gpu_hour:.2f}-"
-                     f"${self.max_usd_per_gpu_hour:.2f})")
+            text += (f" (IQR ${self.p25_usd_per_gpu_hour:.2f}-"
+                     f"${self.p75_usd_per_gpu_hour:.2f})")
         return text
 
 
@@ -162,9 +228,8 @@ def quote(rows, accelerator: str, tier: str = DEFAULT_TIER, provider: str = DEFA
     priced_tier = "on-demand" if tier == "owned" else tier
     spread = provider_medians(rows, accelerator, priced_tier)
     values = sorted(spread.values())
-    stats = dict(providers=len(values), min_usd_per_gpu_hour=values[0] if values else None,
-                 median_usd_per_gpu_hour=float(median(values)) if values else None,
-                 max_usd_per_gpu_hour=values[-1] if values else None)
+    stats = distribution(rows, accelerator, priced_tier, values)
+    by_data = stats.pop("estimate_by_data")
     extra = {}
     if priced_tier.startswith("reserved"):
         d = discount("*", priced_tier)
@@ -182,25 +247,56 @@ def quote(rows, accelerator: str, tier: str = DEFAULT_TIER, provider: str = DEFA
                 + (f" (on-demand prices from: {listed})" if listed else "")
                 + ("; use --pricing on-demand" if tier == "spot" else
                    " and no catalog estimate"))
-        price, source = fallback
+        price, source, as_of, derived_from = fallback
         if priced_tier.startswith("reserved"):
             price *= 1 - extra["discount_fraction"]
-        label = "your catalog entry" if own_price else "no price rows; catalog estimate"
+        basis = ("your catalog entry" if own_price else
+                 "derived" if derived_from else "catalog estimate")
         return PriceQuote(accelerator=accelerator, tier=tier, provider=provider,
                           usd_per_gpu_hour=price, chosen_provider=None,
-                          source=f"{label}: {source}", estimate=True, **stats, **extra)
+                          source=f"{basis}: {source}", estimate=True,
+                          **{**stats, "as_of": as_of, "basis": basis, "sigma": ESTIMATE_SIGMA,
+                             "derived_from": derived_from}, **extra)
     if provider == "median":
         return PriceQuote(accelerator=accelerator, tier=tier, provider=provider,
                           usd_per_gpu_hour=stats["median_usd_per_gpu_hour"],
                           chosen_provider=next(iter(spread)) if len(spread) == 1 else None,
-                          source=_source(rows, accelerator), estimate=False, **stats, **extra)
+                          source=_source(rows, accelerator), estimate=by_data, **stats, **extra)
     if provider == "cheapest":
         name = min(spread, key=spread.get)
         return PriceQuote(accelerator=accelerator, tier=tier, provider=provider,
                           usd_per_gpu_hour=spread[name], chosen_provider=name,
-                          source=_source(rows, accelerator, name), estimate=False,
+                          source=_source(rows, accelerator, name), estimate=by_data,
                           **stats, **extra)
     return _named(rows, accelerator, tier, priced_tier, provider, stats, extra)
+
+
+def distribution(rows, accelerator: str, tier: str, values: list[float]) -> dict:
+    """The :class:`PriceQuote` fields describing the price distribution of ``accelerator``
+    in ``tier``: ``values`` are the sorted per-provider medians (non-marketplace)."""
+    column = _column(tier)
+    mine = [r for r in rows if r.accelerator == accelerator and not r.marketplace
+            and getattr(r, column) is not None]
+    quoted = bool(mine) and all(r.source.endswith("@quote") for r in mine)
+    if len(values) > 1:
+        p25, _, p75 = quantiles(values, n=4, method="inclusive")
+    else:
+        p25 = p75 = values[0] if values else None
+    market = len(mine) >= MARKET_MIN_LISTINGS and len(values) >= MARKET_MIN_PROVIDERS
+    basis = ("your quotes" if quoted else "market" if market else
+             "single provider" if len(values) == 1 else "few listings")
+    iqr_sigma = math.log(p75 / p25) / IQR_SIGMAS if values else 0.0
+    # the planner prices at the median of the providers' medians: what is uncertain is that
+    # median (its standard error), not which provider a buyer ends up with (--provider)
+    median_sigma = MEDIAN_SE_FACTOR * iqr_sigma / math.sqrt(len(values)) if values else 0.0
+    sigma = (iqr_sigma if quoted else max(MIN_MARKET_SIGMA, median_sigma) if market
+             else ESTIMATE_SIGMA)
+    return dict(providers=len(values), min_usd_per_gpu_hour=values[0] if values else None,
+                median_usd_per_gpu_hour=float(median(values)) if values else None,
+                max_usd_per_gpu_hour=values[-1] if values else None,
+                listings=len(mine), p25_usd_per_gpu_hour=p25, p75_usd_per_gpu_hour=p75,
+                as_of=SHIPPED_AS_OF if not quoted else "your price file", basis=basis,
+                sigma=sigma, estimate_by_data=not (market or quoted))
 
 
 def _named(rows, accelerator, tier, priced_tier, provider, stats, extra) -> PriceQuote:
@@ -234,17 +330,32 @@ def _source(rows, accelerator: str, provider: str | None = None) -> str:
             + (f"; {DATA_LABEL}" if "shipped" in files else ""))
 
 
+def catalog_prices(catalog) -> tuple:
+    """The price rows of ``catalog``: shipped, its directories' price files, and the
+    user's quote files (``price_files``, set by ``--prices``)."""
+    return load_prices(tuple(getattr(catalog, "dirs", ()) or ()),
+                       tuple(getattr(catalog, "price_files", ()) or ()))
+
+
 def price_quote(catalog, accelerator, tier: str = DEFAULT_TIER,
                 provider: str = DEFAULT_PROVIDER,
                 spot_interruption_choice: str = DEFAULT_SPOT_INTERRUPTION) -> PriceQuote:
     """The :class:`PriceQuote` of a catalog accelerator entry (price data of ``catalog``)."""
     from hardware_catalog.loader import DATA_DIR
-    rows = load_prices(tuple(getattr(catalog, "dirs", ()) or ()))
+    rows = catalog_prices(catalog)
     in_table = catalog.accelerators.get(accelerator.id) is accelerator
     origin = catalog.origin("accelerator", accelerator.id) if in_table else None
     shipped = origin is not None and DATA_DIR in origin.resolve().parents
     q = accelerator.cloud_price_usd_per_gpu_hour
-    fallback = (float(q.value), f"{q.source} ({q.as_of})")
+    fallback = (float(q.value), f"{q.source}" + (f"; {q.note}" if q.note else ""),
+                q.as_of.isoformat(), None)
+    derived = load_derived().get(accelerator.id) if shipped else None
+    if derived is not None and provider in PROVIDER_CHOICES and tier != "spot":
+        base = price_quote(catalog, catalog.accelerator(derived.from_accelerator))
+        fallback = (base.usd_per_gpu_hour * derived.factor,
+                    f"{derived.source}; {derived.from_accelerator}: "
+                    f"${base.usd_per_gpu_hour:.2f}/GPU-h, {base.provenance()}",
+                    derived.as_of, f"{derived.from_accelerator} x {derived.factor:g}")
     result = quote(rows, accelerator.id, tier, provider, fallback=fallback,
                    own_price=not shipped and provider == DEFAULT_PROVIDER and tier != "spot")
     if tier != "spot":
@@ -253,3 +364,23 @@ def price_quote(catalog, accelerator, tier: str = DEFAULT_TIER,
     return replace(result, interrupted_fraction_per_month=fraction,
                    preemption_mtbf_s_per_node=float(preemption_mtbf(fraction)),
                    interruption_source=source)
+
+
+def market_priced(catalog, tier: str = DEFAULT_TIER) -> list[str]:
+    """The catalog accelerators whose ``tier`` price (median over providers) is a market
+    price, not an estimate (``--hardware market``); reserved and owned tiers are judged by
+    the on-demand listings they are priced from."""
+    listed = "spot" if tier == "spot" else "on-demand"
+    out = []
+    for name in sorted(catalog.accelerators):
+        try:
+            q = price_quote(catalog, catalog.accelerators[name], listed)
+        except CapplanError:  # no price in this tier at all
+            continue
+        if not q.estimate:
+            out.append(name)
+    if not out:
+        raise CapplanError(f"--hardware market: no accelerator has a market {listed} price "
+                           f"(>= {MARKET_MIN_LISTINGS} listings from >= "
+                           f"{MARKET_MIN_PROVIDERS} providers) in the price data")
+    return out

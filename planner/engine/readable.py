@@ -90,6 +90,48 @@ def quantity_text(value, unit: str) -> str:
     return show(float(value)) if show else f"{_number(float(value))} {unit}".strip()
 
 
+#: Unit suffixes of stored keys ('energy_kwh', 'co2e_kg'): a table showing the value in a
+#: human unit ('3,862 MWh') drops them from the label, so label and unit never disagree.
+_UNIT_SUFFIXES = ("_usd_per_gpu_hour", "_bytes_per_s", "_kg_co2e", "_kwh", "_mwh", "_kg",
+                  "_usd", "_bytes", "_j", "_w", "_mw", "_s", "_t")
+
+
+def readable_label(key: str) -> str:
+    """``key`` without its unit suffix when :func:`quantity_text` shows a unit of its own
+    ('energy_kwh' -> 'energy', 'breakdown.compute_s' -> 'breakdown.compute'); other keys
+    unchanged."""
+    head, dot, name = key.rpartition(".")
+    if unit_of(name) in ("1", "1/s"):  # a count, or a rate whose label says 'per s'
+        return key
+    for suffix in _UNIT_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return head + dot + name[: -len(suffix)]
+    return key
+
+
+def table_amount(value: float) -> str:
+    """A table cell whose unit is in the column header (MWh, tCO2e, days): whole numbers
+    with separators from 100 up, else 3 significant digits, so a small run never reads
+    '0' ('0.0412', '7.04', '2,077')."""
+    v = float(value)
+    if v != v:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 or v == 0 else f"{v:.3g}"
+
+
+#: Accelerator id prefixes that are not GPUs -> the word for their units.
+_DEVICE_WORDS = (("tpu", "chips"), ("trn", "chips"), ("gaudi", "accelerators"))
+
+
+def device_word(hardware: str | None = None) -> str:
+    """What ``hardware``'s units are called: 'GPUs' for GPUs, 'chips' for TPUs and
+    Trainium, 'accelerators' for Gaudi (and for several or unknown accelerators: None)."""
+    if hardware is None:
+        return "accelerators"
+    name = str(hardware).lower()
+    return next((word for prefix, word in _DEVICE_WORDS if name.startswith(prefix)), "GPUs")
+
+
 def unit_of(key: str) -> str:
     """The unit of an output key: the column registry's, else its name's suffix."""
     for c in COLUMNS:
@@ -102,4 +144,6 @@ def unit_of(key: str) -> str:
     return "1"
 
 
-__all__ = ["bytes_text", "count_text", "quantity_text", "seconds_text", "unit_of", "usd_text"]
+__all__ = ["bytes_text", "count_text", "device_word", "quantity_text", "readable_label",
+           "seconds_text",
+           "table_amount", "unit_of", "usd_text"]

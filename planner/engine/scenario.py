@@ -68,6 +68,7 @@ class Scenario:
     objective: str = DEFAULTS["objective"]
     knee_threshold: float = DEFAULTS["knee_threshold"]
     catalog_dirs: tuple[str, ...] = ()
+    price_files: tuple[str, ...] = ()  # the user's own price quotes (--prices FILE)
     #: Owned-cluster parameters overriding hardware_catalog/data/prices/ownership.csv.
     ownership: dict = field(default_factory=dict)
     #: Run-model input overrides in SI units (see ``planner.model.INPUTS``).

@@ -45,7 +45,7 @@ def plan_sites(scenario, *, catalog=None, progress=None, plan_one=None) -> dict:
     """site -> PlanResult for every site ``scenario.site`` names; ``plan_one(scenario,
     catalog=, progress=)`` plans one site (default :func:`planner.engine.optimize.plan`; a
     run of several phases passes its own, whose results rank the same way)."""
-    catalog = catalog or load_catalog(scenario.catalog_dirs)
+    catalog = catalog or load_catalog(scenario.catalog_dirs, scenario.price_files)
     plan_one = plan_one or plan
     return {name: plan_one(scenario.with_(site=name), catalog=catalog, progress=progress)
             for name in site_names(catalog, scenario.site)}

@@ -6,6 +6,7 @@ import io
 
 from planner.analysis.estimates import flag_text
 from planner.analysis.uncertainty import risk_lines
+from planner.engine.assumptions import assumptions_line
 from planner.engine.columns import step_parts
 from planner.engine.explain import (
     accelerator_verdicts,
@@ -17,7 +18,7 @@ from planner.engine.explain import (
 from planner.engine.optimize import PlanResult
 from planner.engine.ownership import COST_PART_LABELS, cost_basis
 from planner.engine.pricing import PriceQuote
-from planner.engine.readable import count_text
+from planner.engine.readable import count_text, device_word, table_amount
 from planner.report.output import table_text, terminal_width
 
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
@@ -91,10 +92,16 @@ def _rent_vs_buy_cells(result: PlanResult, objective: str) -> dict:
 
 
 def rent_vs_buy_lines(result: PlanResult) -> list[str]:
-    """'Rent vs buy <objective>: ...' for each winner; the cost on the plan's basis is the
-    winners table's (both count the job's GPUs and its hot spares)."""
+    """'Rent vs buy (<objective>): ...', once per plan: for the headline objective's winner
+    (else the first winner); the cost on the plan's basis is the winners table's (both
+    count the job's accelerators and its hot spares). JSON keeps every winner's."""
     lines = []
+    chosen = result.scenario.objective
+    if chosen not in result.rent_vs_buy:
+        chosen = next(iter(result.rent_vs_buy), None)
     for objective, r in result.rent_vs_buy.items():
+        if objective != chosen:
+            continue
         u_star = r["breakeven_utilisation"]
         payback = r["payback_months"]
         mark = {"cloud": "", "tco": ""}
@@ -138,7 +145,7 @@ ENERGY_HEADERS = ("GPU MWh", "IT MWh", "facility MWh")
 
 
 def _energy_cells(r: dict) -> list[str]:
-    return [f"{r[k]:,.0f}" for k in ("gpu_mwh", "it_mwh", "mwh")]
+    return [table_amount(r[k]) for k in ("gpu_mwh", "it_mwh", "mwh")]
 
 
 def _fmt_usd(v: float) -> str:
@@ -163,19 +170,20 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     s = result.scenario
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, site {s.site} "
-                  f"({s.site_class} PUE), "
-                  f"{s.precision}, {s.checkpoint} checkpoints, cost by "
-                  f"{cost_basis(s)}, {s.pricing} prices "
-                  f"({s.provider}); "
+    console.print(f"[bold]{s.model}[/bold] on {count_text(s.tokens)} tokens, "
+                  f"{s.precision}, {s.checkpoint} checkpoints, "
+                  f"{assumptions_line(result.assumptions)}; "
                   f"{result.evaluated:,} layouts evaluated ({result.fitting:,} fit) "
-                  f"in {result.seconds:.2f} s")
+                  f"in {result.seconds:.2f} s", highlight=False)
+    if result.assumptions.get("stack_hint"):
+        console.print(f"note: {result.assumptions['stack_hint']}", highlight=False,
+                      markup=False)
     # energy in three columns: GPUs, IT (GPUs, rest of nodes, network), facility (IT x PUE)
     numbers = {"GPUs", "days", "USD", *ENERGY_HEADERS, "tCO2e", "MFU", "knee GPUs"}
     winners = [[OBJECTIVE_LABELS[r["objective"]],
                 r["hardware"] + (" *" if r["estimate_flags"] else ""), f"{r['gpus']:,}",
-                r["layout"], f"{r['days']:.1f}", _fmt_usd(r["usd"]), *_energy_cells(r),
-                f"{r['tco2e']:,.0f}", f"{r['mfu']:.1%}"] for r in winner_rows(result)]
+                r["layout"], table_amount(r["days"]), _fmt_usd(r["usd"]), *_energy_cells(r),
+                table_amount(r["tco2e"]), f"{r['mfu']:.1%}"] for r in winner_rows(result)]
     if winners:
         buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD",
                               *ENERGY_HEADERS, "tCO2e", "MFU"], winners,
@@ -184,8 +192,8 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
                  + rent_vs_buy_lines(result)):
         console.print(line, highlight=False, markup=False)
     if result.per_hardware:
-        rows = [[r["hardware"], f"{r['gpus']:,}", r["layout"], f"{r['days']:.1f}",
-                 _fmt_usd(r["usd"]), *_energy_cells(r), f"{r['tco2e']:,.0f}",
+        rows = [[r["hardware"], f"{r['gpus']:,}", r["layout"], table_amount(r["days"]),
+                 _fmt_usd(r["usd"]), *_energy_cells(r), table_amount(r["tco2e"]),
                  f"{r['mfu']:.1%}", _knee_cell(r)]
                 for r in per_hardware_rows(result, s.objective)]
         buf.write(table_text(["hardware", "GPUs", "layout", "days", "USD", *ENERGY_HEADERS,
@@ -208,14 +216,17 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
         console.print(Group(*panels))
         knee = result.knee.get(head["hardware"])
         if knee and knee.get("beyond_range"):
+            word = device_word(head["hardware"])
             console.print(f"Knee on {head['hardware']}: not reached by {int(knee['gpus']):,} "
-                          "GPUs, the largest cluster searched (marginal scaling efficiency "
+                          f"{word}, the largest cluster searched (marginal scaling efficiency "
                           f"still {knee['marginal_efficiency']:.2f} >= {s.knee_threshold} "
-                          "there); more GPUs may still pay: raise --max-gpus to find it.")
+                          f"there); more {word} may still pay: raise --max-gpus to find it.")
         elif knee:
-            console.print(f"Knee on {head['hardware']}: {int(knee['gpus']):,} GPUs "
+            console.print(f"Knee on {head['hardware']}: {int(knee['gpus']):,} "
+                          f"{device_word(head['hardware'])} "
                           f"(marginal scaling efficiency {knee['marginal_efficiency']:.2f} "
-                          f">= {s.knee_threshold}); beyond it adding GPUs stops paying.")
+                          f">= {s.knee_threshold}); beyond it adding "
+                          f"{device_word(head['hardware'])} stops paying.")
     if active_constraints(s) and head is not None:
         buf.write(table_text(["objective", "binding", "unconstrained optimum"],
                              [[OBJECTIVE_LABELS[r["objective"]], r["binding"], r["unconstrained"]]
@@ -337,9 +348,12 @@ def render_uncertainty(report: dict, width: int | None = None) -> str:
         probs = [report["win_probability"][o][hw] for o in objectives]
         if any(p > 0 for p in probs):
             wins.append([hw, *(f"{p:.0%}" for p in probs)])
+    sigma = report.get("price_sigma") or {}
+    spread = ("price drawn per accelerator with log-spread sigma: "
+              + ", ".join(f"{hw} {s:.2f}" for hw, s in sigma.items()) + "\n") if sigma else ""
     return text + table_text(["hardware", *objectives], wins,
                              title="Probability of being the winner", width=width,
-                             right=set(objectives)) + risks
+                             right=set(objectives)) + spread + risks
 
 
 def _short(value: float) -> str:
@@ -381,18 +395,21 @@ def render_sites(results: dict, rows: list[dict], winners: dict,
     run = (f"{len(phases)} phases ({count_text(sum(p.tokens for p in phases))} tokens), one "
            "cluster" if phases else f"{count_text(s.tokens)} tokens")
     searches = len(results) * max(len(phases), 1)
-    head = (f"{s.model} on {run} at {len(results)} sites, cost by "
+    a = next(iter(results.values())).assumptions
+    head = (f"{s.model} on {run} at {len(results)} sites, stack {a.get('stack', s.stack)}, "
+            f"network {a.get('network', '')}, site class {s.site_class}, cost by "
             f"{cost_basis(s)}, {s.pricing} prices "
-            f"({s.provider}); {searches} searches in {seconds:.1f} s\n")
+            f"({s.provider}), quantile P{round(100 * s.confidence)}; {searches} searches in "
+            f"{seconds:.1f} s\n")
 
     def cell(value, fmt):
         return "-" if value is None else fmt(value)
 
     ranked = [[r["site"], f"{r['pue']:.2f}", f"{r['usd_per_kwh']:.3f}", f"{r['g_per_kwh']:,.0f}",
                cell(r["best_cost_usd"], _fmt_usd) + f" {r['cost_hardware'] or ''}",
-               cell(r["best_energy_mwh"], lambda v: f"{v:,.0f}") + f" {r['energy_hardware'] or ''}",
-               cell(r["best_co2e_t"], lambda v: f"{v:,.0f}") + f" {r['carbon_hardware'] or ''}",
-               cell(r["best_tcdp_t_d"], lambda v: f"{v:,.0f}"), r["wins"] or "-"]
+               cell(r["best_energy_mwh"], table_amount) + f" {r['energy_hardware'] or ''}",
+               cell(r["best_co2e_t"], table_amount) + f" {r['carbon_hardware'] or ''}",
+               cell(r["best_tcdp_t_d"], table_amount), r["wins"] or "-"]
               for r in rows]
     text = head + table_text(
         ["site", "PUE", "$/kWh", "gCO2/kWh", "best USD", "best MWh", "best tCO2e",
@@ -404,7 +421,7 @@ def render_sites(results: dict, rows: list[dict], winners: dict,
         for o, sites in winners.items()) + "\n"
     carbon = [[r["site"], r["carbon_hardware"] or "-", cell(r["least_carbon_gpus"], str),
                r["least_carbon_layout"] or "-", cell(r["least_carbon_days"], lambda v: f"{v:.1f}"),
-               cell(r["best_co2e_t"], lambda v: f"{v:,.0f}"),
+               cell(r["best_co2e_t"], table_amount),
                cell(r["least_carbon_usd"], _fmt_usd)] for r in rows]
     text += table_text(["site", "hardware", "GPUs", "layout", "days", "tCO2e", "USD"], carbon,
                        title="Least-carbon plan per site", width=width,

@@ -1,11 +1,15 @@
 """Compile the run model into one numpy kernel (the source of ``_kernel_generated.py``).
 
-:func:`planner.engine.model.run_model` called with sympy Symbols gives one
-expression per output; :func:`generate_source` lambdifies all of them together
-with common subexpression elimination into the source of a plain numpy function,
-written to ``planner/engine/_kernel_generated.py`` (committed).  The engine imports
-that module and never imports sympy; ``python -m planner.codegen --check`` (and
-``tests/test_kernel.py``) fail when the file is stale.
+:func:`generate_source` prints the assignments of
+:func:`planner.codegen.staged.staged_model` - the run model stage by stage, each named
+quantity one statement under its own name (``step_time_s = ...``), the common
+subexpressions as ``x0``, ``x1``, ... - as the body of a plain numpy function
+``kernel(*INPUTS)`` returning the outputs in the order of ``OUTPUTS``, each temporary
+deleted after its last use.  Stage by stage, because ``sympy.cse`` over the fully
+expanded outputs took over 12 CPU-minutes; over the short stage expressions it takes a
+second.  The result is written to ``planner/engine/_kernel_generated.py`` (committed):
+the engine imports that module and never imports sympy; ``python -m planner.codegen
+--check`` (and ``tests/test_kernel.py``) fail when the file is stale.
 """
 
 from __future__ import annotations

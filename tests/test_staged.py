@@ -52,14 +52,18 @@ def test_every_assignment_is_read():
 
 
 def test_workbook_names_follow_the_stages():
+    """The Model sheet's rows follow the stages; an output's formula is on its own row,
+    read by the others as ``out_<name>``."""
     from planner.report.xlsx import model_formulas
 
     intermediates, outputs = model_formulas()
     names = [name for name, _ in intermediates]
-    assert names.index("tokens_mb") < names.index("compute_mb") < names.index("step_time_s") \
-        < names.index("wall_time_s") < names.index("cost_usd")
-    assert dict(outputs)["step_time_s"] == "=step_time_s"
-    assert max(len(formula) for _, formula in intermediates) < 4096  # Excel: 8,192
+    assert names.index("tokens_mb") < names.index("compute_mb") < names.index("tp_comm_mb") \
+        < names.index("failure_restart_s")
+    assert not set(names) & set(OUTPUTS)
+    assert "out_cost_tco_usd" in dict(outputs)["cost_usd"]
+    assert dict(outputs)["reserve_bytes"] == "=memory_reserve_bytes"  # an input
+    assert max(len(formula) for _, formula in intermediates + outputs) < 4096  # Excel: 8,192
 
 
 @pytest.mark.parametrize("quantity,variable", [

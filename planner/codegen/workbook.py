@@ -2,9 +2,10 @@
 
 The Model sheet holds the assignments of :func:`planner.codegen.staged.staged_model` as
 Excel formulas over defined names: each named quantity of the run model's stages under
-its own name (``step_time_s``, ``tokens_mb``, ...; :func:`planner.report.xlsx.excel_name`
+its own name (``tokens_mb``, ``compute_mb``, ...; :func:`planner.report.xlsx.excel_name`
 where a name would read as a cell), the common subexpressions they share as ``t_0``,
-``t_1``, ... just before the quantity that first reads them, then every output.  A reader
+``t_1``, ... just before the quantity that first reads them, then every output on a row
+of its own (``out_step_time_s``, read by name by the rows that need it).  A reader
 follows the model's stages down the sheet.  Printing needs sympy, so
 ``python -m planner.codegen`` writes the formulas to
 ``planner/report/_workbook_generated.py`` (committed); ``capplan export xlsx`` only copies
@@ -28,17 +29,26 @@ _DEFINED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
 def formula_rows() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(intermediates, outputs): lists of (defined name, Excel formula over defined names)."""
+    """(intermediates, outputs): lists of (defined name, Excel formula over defined names).
+
+    An output's formula is on its own row (defined name ``out_<name>``), not repeated
+    among the intermediates; the intermediates read it by that name."""
     from planner.report.excel import to_excel  # imports sympy
 
     assignments, outputs = staged_model()
+    output_of = {a.name: a.quantity for a in assignments if a.quantity in OUTPUTS}
     cell_of = {name: excel_name(name) for name in INPUTS}
     temporaries = (a.name for a in assignments if a.quantity is None)
     cell_of.update((name, f"{SUBEXPRESSION_PREFIX}{k}") for k, name in enumerate(temporaries))
-    cell_of.update((a.name, excel_name(a.name)) for a in assignments if a.quantity is not None)
+    cell_of.update((a.name, excel_name(a.name)) for a in assignments
+                   if a.quantity is not None and a.name not in output_of)
     _check_defined_names([*cell_of.values(), *(f"out_{name}" for name in OUTPUTS)])
-    intermediates = [(cell_of[a.name], to_excel(a.expr, cell_of)) for a in assignments]
-    rows = [(name, to_excel(expr, cell_of)) for name, expr in zip(OUTPUTS, outputs, strict=True)]
+    cell_of.update((name, f"out_{quantity}") for name, quantity in output_of.items())
+    intermediates = [(cell_of[a.name], to_excel(a.expr, cell_of)) for a in assignments
+                     if a.name not in output_of]
+    formula_of = {output_of[a.name]: a.expr for a in assignments if a.name in output_of}
+    rows = [(name, to_excel(formula_of.get(name, expr), cell_of))
+            for name, expr in zip(OUTPUTS, outputs, strict=True)]
     return intermediates, rows
 
 
@@ -64,7 +74,7 @@ def generate_source() -> str:
         "",
         "The Model sheet of `capplan export xlsx`: the run model stage by stage, printed as",
         "Excel formulas over defined names (the inputs' names, each stage's named",
-        "quantities, and t_N for the subexpressions they share).",
+        "quantities, t_N for the subexpressions they share, out_<name> for the outputs).",
         '"""',
         "",
         f"INPUTS = {tuple(INPUTS)!r}",

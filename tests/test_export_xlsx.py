@@ -88,7 +88,7 @@ def test_export_refuses_to_overwrite(tmp_path, capsys):
     assert code == 2 and "--force" in capsys.readouterr().err and path.read_text() == "mine"
 
 
-@pytest.mark.slow  # sympy's common-subexpression elimination of the whole model (~1.5-2 min)
+@pytest.mark.slow  # sympy runs the whole model stage by stage (~7 CPU-s)
 def test_generated_workbook_formulas_are_fresh():
     """The committed Model-sheet formulas are what the symbolic run model prints today."""
     from planner.codegen.workbook import generate_source

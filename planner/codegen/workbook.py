@@ -1,46 +1,63 @@
-"""The Excel workbook's Model sheet, printed once from the symbolic run model.
+"""The Excel workbook's Model sheet, printed once from the run model, stage by stage.
 
-``sympy.cse`` over every output of the run model takes one to two minutes, so
-``python -m planner.codegen`` runs it here and writes the result, printed as
-Excel formulas over defined names, to ``planner/report/_workbook_generated.py``
-(committed).  ``capplan export xlsx`` only copies those formulas into the
-workbook: no sympy at export time.  ``codegen --check`` and
-``tests/test_export_xlsx.py::test_generated_workbook_formulas_are_fresh`` fail
-when the file is stale.
+The Model sheet holds the assignments of :func:`planner.codegen.staged.staged_model` as
+Excel formulas over defined names: each named quantity of the run model's stages under
+its own name (``tokens_mb``, ``compute_mb``, ...; :func:`planner.report.xlsx.excel_name`
+where a name would read as a cell), the common subexpressions they share as ``t_0``,
+``t_1``, ... just before the quantity that first reads them, then every output on a row
+of its own (``out_step_time_s``, read by name by the rows that need it).  A reader
+follows the model's stages down the sheet.  Printing needs sympy, so
+``python -m planner.codegen`` writes the formulas to
+``planner/report/_workbook_generated.py`` (committed); ``capplan export xlsx`` only copies
+them into the workbook (no sympy at export time).  ``codegen --check`` fails when the
+file's fingerprint is stale (:mod:`planner.codegen.fingerprint`).
 """
 
 from __future__ import annotations
 
+import re
+
+from planner.codegen.staged import staged_model
 from planner.engine.model import INPUTS, OUTPUTS
-from planner.engine.symbolic import symbolic_outputs
 from planner.report.xlsx import excel_name
 
 #: Prefix of the defined names of the common subexpressions (t_0, t_1, ...).
 SUBEXPRESSION_PREFIX = "t_"
-
-
-def model_formulas():
-    """(intermediates, outputs): lists of (name, sympy expression) after CSE."""
-    import sympy
-
-    exprs = symbolic_outputs()
-    names = list(OUTPUTS)
-    replacements, reduced = sympy.cse([sympy.sympify(exprs[n]) for n in names],
-                                      symbols=sympy.numbered_symbols(SUBEXPRESSION_PREFIX))
-    return replacements, list(zip(names, reduced, strict=True))
+#: A defined name Excel accepts (letters, digits, underscores and dots, not a digit first).
+_DEFINED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
 def formula_rows() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(intermediates, outputs): lists of (name, Excel formula over defined names)."""
-    from planner.report.excel import to_excel
+    """(intermediates, outputs): lists of (defined name, Excel formula over defined names).
+
+    An output's formula is on its own row (defined name ``out_<name>``), not repeated
+    among the intermediates; the intermediates read it by that name."""
+    from planner.report.excel import to_excel  # imports sympy
+
+    assignments, outputs = staged_model()
+    output_of = {a.name: a.quantity for a in assignments if a.quantity in OUTPUTS}
     cell_of = {name: excel_name(name) for name in INPUTS}
-    replacements, reduced = model_formulas()
-    intermediates = []
-    for symbol, expr in replacements:
-        intermediates.append((str(symbol), to_excel(expr, cell_of)))
-        cell_of[str(symbol)] = str(symbol)
-    outputs = [(name, to_excel(expr, cell_of)) for name, expr in reduced]
-    return intermediates, outputs
+    temporaries = (a.name for a in assignments if a.quantity is None)
+    cell_of.update((name, f"{SUBEXPRESSION_PREFIX}{k}") for k, name in enumerate(temporaries))
+    cell_of.update((a.name, excel_name(a.name)) for a in assignments
+                   if a.quantity is not None and a.name not in output_of)
+    _check_defined_names([*cell_of.values(), *(f"out_{name}" for name in OUTPUTS)])
+    cell_of.update((name, f"out_{quantity}") for name, quantity in output_of.items())
+    intermediates = [(cell_of[a.name], to_excel(a.expr, cell_of)) for a in assignments
+                     if a.name not in output_of]
+    formula_of = {output_of[a.name]: a.expr for a in assignments if a.name in output_of}
+    rows = [(name, to_excel(formula_of.get(name, expr), cell_of))
+            for name, expr in zip(OUTPUTS, outputs, strict=True)]
+    return intermediates, rows
+
+
+def _check_defined_names(names: list[str]) -> None:
+    """Each name a valid Excel defined name, and no two the same (Excel ignores case)."""
+    bad = [name for name in names if not _DEFINED_NAME.match(name)]
+    seen = [name.lower() for name in names]
+    twice = sorted({name for name in seen if seen.count(name) > 1})
+    if bad or twice:
+        raise ValueError(f"not Excel defined names of their own: {', '.join(bad + twice)}")
 
 
 def _tuple_lines(name: str, rows: list[tuple[str, str]]) -> list[str]:
@@ -54,9 +71,9 @@ def generate_source() -> str:
         '"""Generated by planner/codegen/workbook.py from planner/engine/model.py and '
         'formulas/ -- do not edit.',
         "",
-        "The Model sheet of `capplan export xlsx`: the run model after sympy's common-",
-        "subexpression elimination, printed as Excel formulas over defined names (the",
-        "inputs' names, and t_N for the subexpressions).",
+        "The Model sheet of `capplan export xlsx`: the run model stage by stage, printed as",
+        "Excel formulas over defined names (the inputs' names, each stage's named",
+        "quantities, t_N for the subexpressions they share, out_<name> for the outputs).",
         '"""',
         "",
         f"INPUTS = {tuple(INPUTS)!r}",

@@ -10,515 +10,524 @@ INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
 def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, sequence_parallel, stage_layers, global_batch, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
-    x0 = layers ** (-1.0)
-    x1 = moe_layers * x0
-    x2 = 1 - x1
-    x3 = tp ** (-1.0)
-    x4 = ffn * x3
-    x5 = cp ** (-1.0)
-    x6 = micro_batch * x5
-    x7 = seq_len * x6
-    x8 = hidden * x7
-    x9 = x4 * x7
-    x10 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x11 = bytes_per_element * x10
-    x12 = numpy.minimum(numpy.minimum(hidden, x4), x7)
-    x13 = 2 * hidden
-    x14 = peak_flops_per_s ** (-1.0)
-    x15 = gemm_max_efficiency ** (-1.0)
-    x16 = x14 * x15
-    x17 = x13 * x16
-    x18 = mlp_matrices * numpy.maximum(x11 * (hidden * x4 + x8 + x9), x17 * x9 * (gemm_half_efficiency_dim + x12) / x12)
+    x0 = cp ** (-1.0)
+    x1 = micro_batch * x0
+    tokens_mb = seq_len * x1
+    x2 = dp ** (-1.0)
+    microbatches = global_batch * x2 / micro_batch
+    x3 = layers ** (-1.0)
+    moe_share = moe_layers * x3
+    nodes = gpus / gpus_per_node
+    x4 = hidden ** 2
+    x5 = 2.0 * x4
+    x6 = numpy.minimum(1, moe_layers)
+    x7 = 1 - x6
+    x8 = hidden * mlp_matrices
+    x9 = ffn * x8
+    x10 = hidden * v_head_dim
+    x11 = numpy.minimum(1, kv_lora_rank)
+    x12 = head_dim * hidden
+    x13 = heads * x12
+    x14 = (1 - x11) * (kv_heads * x10 + kv_heads * x12 + x13)
     del x12
-    x19 = x18 * x2
-    x20 = experts * x7
-    x21 = experts * hidden
-    x22 = numpy.minimum(numpy.minimum(experts, hidden), x7)
-    x23 = experts * x13
-    x24 = moe_ffn * x3
-    x25 = x24 * x7
-    x26 = numpy.minimum(numpy.minimum(hidden, x24), x7)
-    x27 = 1 - token_drop
-    x28 = numpy.sqrt(2)
-    x29 = seq_len ** (-1.0)
-    x30 = micro_batch ** (-1.0)
-    x31 = sequence_parallel * x3
-    x32 = 1 - sequence_parallel
-    x33 = etp * x31 + x32
-    x34 = cp * x29 * x30 / x33
-    x35 = etp ** (-1.0)
-    x36 = moe_ffn * x35
-    x37 = x33 * x7
-    x38 = x36 * x37
-    x39 = ep * experts_per_token * x37 / experts
-    del x37
-    x40 = numpy.minimum(numpy.minimum(hidden, x36), x39)
-    x41 = x13 * x7
-    x42 = x16 * x41
-    x43 = gemm_tile_dim ** (-1.0)
-    x44 = ep ** (-1.0)
-    x45 = experts * x44
-    x46 = etp * gemm_tile_dim ** 2 * mlp_matrices * x34 * x45 * (capacity_factor * token_drop + x27 * (x28 * numpy.sqrt(expert_load_cv ** 2 + x34 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x36 * x43) * numpy.ceil(x39 * x43) * numpy.maximum(x11 * (hidden * x36 + x33 * x8 + x38), x33 * x36 * x42 * (gemm_half_efficiency_dim + x40) / x40) / moe_ffn + 4 * experts_per_token * x11 * x8 + mlp_matrices * shared_experts * numpy.maximum(x11 * (hidden * x24 + x25 + x8), x17 * x25 * (gemm_half_efficiency_dim + x26) / x26) + 20 * x10 * x20 + numpy.maximum(x11 * (x20 + x21 + x8), x16 * x23 * x7 * (gemm_half_efficiency_dim + x22) / x22)
-    del x20, x22, x24, x26, x33, x34, x39, x40, x43
-    x47 = x1 * x46
-    x48 = linear_attention_layers * x0
-    x49 = 1 - x48
-    x50 = numpy.minimum(1, kv_lora_rank)
-    x51 = head_dim * hidden
-    x52 = heads * x51
-    x53 = hidden * v_head_dim
-    x54 = (1 - x50) * (kv_heads * x51 + kv_heads * x53 + x52)
-    del x51
-    x55 = kv_lora_rank + qk_rope_head_dim
-    x56 = head_dim + v_head_dim
-    x57 = numpy.minimum(1, q_lora_rank)
-    x58 = x50 * (heads * kv_lora_rank * (-qk_rope_head_dim + x56) + hidden * x55 + x52 * (1 - x57) + x57 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x52, x57
-    x59 = x54 + x58
-    x60 = x3 * x59
-    x61 = hidden ** (-1.0)
-    x62 = x60 * x61
-    x63 = numpy.minimum(numpy.minimum(hidden, x62), x7)
-    x64 = 2 * x7
-    x65 = x16 * x64
-    x66 = x49 * numpy.maximum(x11 * (x60 + x62 * x7 + x8), x60 * x65 * (gemm_half_efficiency_dim + x63) / x63)
-    del x60, x62, x63
-    x67 = hidden * x3
-    x68 = heads * v_head_dim
-    x69 = x3 * x68
-    x70 = numpy.minimum(numpy.minimum(hidden, x69), x7)
-    x71 = x49 * numpy.maximum(x42 * x69 * (gemm_half_efficiency_dim + x70) / x70, x11 * (x67 * x68 + x69 * x7 + x8))
-    del x69, x70
-    x72 = linear_head_dim * linear_value_heads
-    x73 = x3 * x72
-    x74 = 2 * linear_value_heads
-    x75 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x74 + x74
-    del x74
-    x76 = hidden * x72 + hidden * x75
-    x77 = x3 * x61 * x76 - x73
-    x78 = x7 * x77
-    x79 = numpy.minimum(numpy.minimum(hidden, x7), x77)
-    x80 = x48 * numpy.maximum(x11 * (hidden * x77 + x78 + x8), x17 * x78 * (gemm_half_efficiency_dim + x79) / x79)
-    del x17, x77, x78, x79
-    x81 = numpy.minimum(numpy.minimum(hidden, x7), x73)
-    x82 = x48 * numpy.maximum(x42 * x73 * (gemm_half_efficiency_dim + x81) / x81, x11 * (x67 * x72 + x7 * x73 + x8))
-    del x42, x73, x81
-    x83 = x66 + x71 + x80 + x82
-    x84 = x19 + x47 + x83
-    x85 = tp - 1
-    x86 = (sequence_parallel * x85 + 1) ** (-1.0)
-    x87 = x11 * x7
-    x88 = x87 * (16 * hidden * x86 + 4 * x4)
-    del x4
-    x89 = attention_scores_stored * heads * seq_len ** 2
-    x90 = x3 * x49
-    x91 = x10 * x6 * x89 * x90
-    del x6
-    x92 = 4 * linear_head_dim
-    x93 = linear_head_dim ** 2
-    x94 = 0.015625 * x93
-    x95 = numpy.minimum(seq_len, x7)
-    x96 = gemm_half_efficiency_dim + x95
-    x97 = 640.0 * linear_head_dim + 6 * x93 + 2730.66666666667
-    del x93
-    x98 = x3 * x7
-    x99 = x98 / attention_peak_flops_per_s
-    x100 = numpy.maximum(linear_value_heads * x3 * x48 * x87 * (x92 + x94), linear_value_heads * x15 * x48 * x96 * x97 * x99 / (attention_efficiency_factor * x95))
-    del x15
-    x101 = 2 * heads
-    x102 = x101 * x56
-    x103 = attention_scores_stored + selective
-    x104 = numpy.minimum(head_dim, x7)
-    x105 = seq_len * x102
-    x106 = numpy.minimum(seq_len, window)
-    x107 = window_layers * (2 * heads * x106 * x56 * (-x106 * x29 + 2) - x105)
-    del x106
-    x108 = numpy.maximum(x102 * x87 * x90, x99 * (x0 * x107 + x105 * x49) / (attention_efficiency_factor * gemm_max_efficiency * x95 * (1 - x103) / x96 + gemm_max_efficiency * x103 * x104 / (gemm_half_efficiency_dim + x104)))
-    del x102, x103, x104, x87, x90, x95, x96, x99
-    x109 = x100 + x108
-    x110 = x109 + x88 + 10 * x91
-    x111 = x110 + x84
-    x112 = 1 - full_recompute
-    x113 = mlp_matrices - 1
-    x114 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    x115 = shared_experts * x25
-    del x25
-    x116 = selective * x109
-    del x109
-    x117 = 3 * x100 + 3 * x108
-    del x100, x108
-    x118 = x117 + 3 * x66 + 3 * x71 + 3 * x80 + 3 * x82 + 3 * x88 + 30 * x91
-    del x66, x71, x80, x82, x88, x91
-    x119 = x118 + 3 * x19 + 3 * x47
-    del x19, x47
-    x120 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x121 = hidden * vocab
-    x122 = x121 * x3
-    x123 = vocab * x3
-    x124 = numpy.minimum(numpy.minimum(hidden, x123), x7)
-    x125 = numpy.maximum(x11 * (x122 + x123 * x7 + x8), x122 * x65 * (gemm_half_efficiency_dim + x124) / x124)
-    del x122, x123, x124, x65
-    x126 = 3 * x125
-    x127 = hidden ** 2
-    x128 = 2.0 * x127
-    x129 = 2.0 * hidden
-    x130 = x67 * x7
-    x131 = numpy.minimum(numpy.minimum(x129, x67), x7)
-    del x67
-    x132 = 4.0 * x127
-    del x127
-    x133 = numpy.minimum(1, moe_layers)
-    x134 = x133 * x46
-    del x46
-    x135 = 1 - x133
-    x136 = x135 * x18
-    del x18
-    x137 = stage_layers * (full_recompute * x111 + x112 * (recompute_moe_act * x1 * x10 * (bytes_per_element + x113 * x114) * (experts_per_token * x38 + x115) + x116) + x119) + x120 * (full_recompute * (x110 + x134 + x136 + x83) + x112 * x116 + x118 + x126 + 3 * x134 + 3 * x136 + 3 * numpy.maximum(x11 * (x128 * x3 + x129 * x7 + x130), x132 * x16 * x98 * (gemm_half_efficiency_dim + x131) / x131))
-    del x11, x110, x116, x118, x129, x131, x134, x136, x16, x38, x83
-    x138 = pp - 1
-    x139 = 1 - dualpipe
-    x140 = vp ** (-1.0)
-    x141 = global_batch ** (-1.0)
-    x142 = dp * micro_batch * x141
-    x143 = full_recompute + 3
-    x144 = host_launch_factor * stage_layers * x143
-    x145 = dispatch_host_sync * x27
-    x146 = expert_overhead_s * x45 + moe_layer_overhead_s
-    del x45
-    x147 = x1 * x144 * x146
-    x148 = stage_layers + x120
-    x149 = tp_intra_ranks - 1
-    x150 = 2 * intra_latency_s
-    x151 = tp_intra_ranks ** (-1.0)
-    x152 = tp * x151 - 1
-    x153 = 2 * inter_latency_s
-    x154 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x155 = bytes_per_element * x41
-    x156 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x157 = x156 / scale_out_bus_efficiency
-    x158 = x148 * (2 * full_recompute + 4) * (collective_overhead_s * numpy.minimum(1, x85) + x149 * x150 + x149 * x151 * x154 * x155 + x152 * x153 + x152 * x155 * x157 * x3)
-    del x149, x151, x152, x155, x85
-    x159 = x126 + x137
-    del x126
-    x160 = tp_overlap * numpy.minimum(x158, x159)
-    x161 = x158 + x159 - x160
-    x162 = (x161 ** host_overlap_exponent + (layer_overhead_s * x144 + x147 * (1 - x145)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x144
-    x163 = 3 * cp - 3
-    x164 = 1 - cp_intra
-    x165 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x166 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x167 = bytes_per_element * x98
-    x168 = cp_intra * intra_latency_s + inter_latency_s * x164 + kv_heads * x167 * x56 / (cp_intra * x165 + x164 * x166)
-    del x164
-    x169 = x148 * x163 * x168 * x49
-    x170 = cp_overlap * numpy.minimum(x169, x117 * x148)
-    del x117
-    x171 = x145 * x147
-    del x145, x147
-    x172 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x173 = x172 ** (-1.0)
-    x174 = ep * x173 - 1
-    x175 = x35 * numpy.minimum(etp, tp_intra_ranks)
-    del x35
-    x176 = 1 - x175
-    x177 = 4 * etp - 4
-    x178 = bytes_per_element * x130
-    x179 = a2a_efficiency_factor ** (-1.0)
-    x180 = bytes_per_element * x179
-    x181 = 1 - hierarchical_dispatch
-    x182 = x31 + x32
-    del x31, x32
-    x183 = experts_per_token * x182
-    x184 = x154 * x183 * x8 * (hierarchical_dispatch * (-x172 * x44 + 1) + x174 * x181 * x44)
-    x185 = 1 - x173
-    del x173
-    x186 = x182 * x8
-    del x182
-    x187 = x157 * x185 * x186 * (experts_per_token * x181 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x172 * (1 - x185 ** experts_per_token)))
-    del x181, x185
-    x188 = x179 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x179
-    x189 = x1 * x148
-    x190 = x189 * (4 * inter_latency_s * (x172 - 1) + 4 * intra_latency_s * x174 + sequence_parallel * (experts_per_token * x177 * x178 / (x165 * x175 + x166 * x176) + x177 * (inter_latency_s * x176 + intra_latency_s * x175)) + 2 * numpy.maximum(x180 * x184, x180 * x187) + 2 * numpy.maximum(x184 * x188, x187 * x188))
-    del x172, x174, x175, x176, x177, x180, x184, x187, x188
-    x191 = ep_overlap * numpy.minimum(x190, x119 * x189)
-    del x119, x189
-    x192 = comm_sm_fraction / (1 - comm_sm_fraction)
-    x193 = x190 + x191 * x192 - x191
-    x194 = x162 + x169 - x170 + x171 + x193
-    x195 = 2 * x191
-    del x191
-    x196 = x194 / x159
-    x197 = stage_layers * x111
-    del x111
-    x198 = dualpipe * x142 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * x162 + 2 * x169 - 2 * x170 + 2 * x171 + 2 * x190 + x192 * x195 - x195 - x196 * (x125 + x197) - 3 * x196 * (stage_layers * x84 + x125)) / x194 + x138 * x139 * x140 * x142
-    del x125, x142, x169, x171, x190, x192, x195, x196, x84
-    x199 = dp ** (-1.0)
-    x200 = global_batch * x199 * x30
-    del x30
-    x201 = stage_extra_layers * x137 * x200 * (x198 + 1) / stage_layers
-    del x137
-    x202 = dualpipe + 1
-    x203 = mlp_matrices * x21 * x36 * x44
-    del x44
-    x204 = stage_layers * x1 * x202 * x203
-    x205 = x204 / expert_optimizer_shards
-    x206 = mlp_matrices * moe_ffn
-    x207 = hidden * x206
-    x208 = x207 * (experts + shared_experts) + x21
-    x209 = tp * x203 - x206 * x21 + x208
-    del x203
-    x210 = ffn * mlp_matrices
-    x211 = hidden * x210
-    x212 = heads * x53 + kv_lora_rank + 1.0 * q_lora_rank + x59
-    del x53, x59
-    x213 = 5 * hidden + x128 + x135 * x211 + x212
-    del x128
-    x214 = x13 + x212 * x49 + x48 * x76
-    del x212, x76
-    x215 = x202 * x3 * (stage_layers * (x1 * x209 + x2 * x211 + x214) + x120 * (x133 * x209 + x213) + x121)
-    del x202, x209
-    x216 = -x204 + x215
-    x217 = x216 / optimizer_shards
-    x218 = x10 * (x205 + x217) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x15 = kv_lora_rank + qk_rope_head_dim
+    x16 = head_dim + v_head_dim
+    x17 = numpy.minimum(1, q_lora_rank)
+    x18 = x11 * (heads * kv_lora_rank * (-qk_rope_head_dim + x16) + hidden * x15 + x13 * (1 - x17) + x17 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
+    del x13, x17
+    x19 = x14 + x18
+    x20 = heads * x10 + kv_lora_rank + 1.0 * q_lora_rank + x19
     del x10
-    x219 = x159 * x200
+    x21 = 5 * hidden + x20 + x5 + x7 * x9
+    x22 = 2 * hidden
+    x23 = linear_head_dim * linear_value_heads
+    x24 = 2 * linear_value_heads
+    x25 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x24 + x24
+    del x24
+    x26 = hidden * x23 + hidden * x25
+    x27 = linear_attention_layers * x3
+    x28 = 1 - x27
+    x29 = x20 * x28 + x22 + x26 * x27
+    del x20
+    x30 = hidden * vocab
+    x31 = layers - moe_layers
+    x32 = x31 * x9
+    x33 = embedding_matrices * x30 + hidden + layers * x29 + x32
+    x34 = experts * hidden
+    x35 = moe_ffn * x8
+    del x8
+    x36 = x34 + x35 * (experts + shared_experts)
+    params = moe_layers * x36 + mtp_layers * (x21 + x36 * x6) + x33
+    x37 = experts_per_token + shared_experts
+    x38 = x34 + x35 * x37
+    del x35
+    active_params = moe_layers * x38 + mtp_layers * (x21 + x38 * x6) + x33
+    del x33, x38
+    x39 = tp ** (-1.0)
+    x40 = dualpipe + 1
+    x41 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x42 = mlp_matrices * moe_ffn
+    x43 = ep ** (-1.0)
+    x44 = etp ** (-1.0)
+    x45 = moe_ffn * x44
+    x46 = mlp_matrices * x34 * x43 * x45
+    x47 = tp * x46 - x34 * x42 + x36
+    del x36
+    x48 = 1 - moe_share
+    stage_params = x39 * x40 * (stage_layers * (moe_share * x47 + x29 + x48 * x9) + x30 + x41 * (x21 + x47 * x6))
+    del x21, x29, x47, x9
+    stage_expert_params = moe_share * stage_layers * x40 * x46
+    del x40, x46
+    x49 = experts * x22 + x22 * x37 * x42
+    del x37, x42
+    x50 = moe_layers * x49
+    x51 = 2 * heads
+    x52 = x16 * x51
+    x53 = seq_len * x52
+    x54 = linear_head_dim ** 2
+    x55 = 640.0 * linear_head_dim + 6 * x54 + 2730.66666666667
+    x56 = linear_attention_layers * (linear_value_heads * x55 - x53)
+    x57 = numpy.minimum(seq_len, window)
+    x58 = seq_len ** (-1.0)
+    x59 = window_layers * (2 * heads * x16 * x57 * (-x57 * x58 + 2) - x53)
+    del x57
+    x60 = heads * v_head_dim
+    x61 = 2 * x14 + 2 * x18 + x22 * x60
+    del x14, x18
+    x62 = layers * x61
+    x63 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x25 - x61)
+    del x25
+    x64 = 4.0 * x4
+    del x4
+    x65 = ffn * mlp_matrices * x22
+    x66 = mtp_layers * (vocab * x22 + x49 * x6 + x53 + x61 + x64 + x65 * x7)
+    del x49, x61
+    model_flops_per_token = 6 * heads * layers * seq_len * x16 + 6 * x30 + 6 * x32 + 3 * x50 + 3 * x56 + 3 * x59 + 3 * x62 + 3 * x63 + 3 * x66
+    del x32
+    x67 = layers * x53 + x56 + x59
+    del x56
+    x68 = 1 - full_recompute
+    hardware_flops_per_token = full_recompute * (x31 * x65 + x50 + x62 + x63 + x66 + x67) + model_flops_per_token + selective * x67 * x68
+    del x31, x50, x62, x63, x65, x66, x67
+    x69 = hidden * tokens_mb
+    x70 = x23 * x39
+    x71 = hidden ** (-1.0)
+    x72 = x26 * x39 * x71 - x70
+    del x26
+    x73 = tokens_mb * x72
+    x74 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x75 = bytes_per_element * x74
+    x76 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x72)
+    x77 = peak_flops_per_s ** (-1.0)
+    x78 = gemm_max_efficiency ** (-1.0)
+    x79 = x77 * x78
+    x80 = x22 * x79
+    x81 = x19 * x39
+    del x19
+    x82 = x71 * x81
+    x83 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x82)
+    t_qkv = x27 * numpy.maximum(x75 * (hidden * x72 + x69 + x73), x73 * x80 * (gemm_half_efficiency_dim + x76) / x76) + x28 * numpy.maximum(x75 * (tokens_mb * x82 + x69 + x81), 2 * tokens_mb * x79 * x81 * (gemm_half_efficiency_dim + x83) / x83)
+    del x72, x73, x76, x81, x82, x83
+    x84 = 4 * linear_head_dim
+    x85 = 0.015625 * x54
+    del x54
+    x86 = tokens_mb * x39
+    x87 = x75 * x86
+    x88 = numpy.minimum(seq_len, tokens_mb)
+    x89 = gemm_half_efficiency_dim + x88
+    x90 = x86 / attention_peak_flops_per_s
+    x91 = attention_scores_stored + selective
+    x92 = numpy.minimum(head_dim, tokens_mb)
+    t_core = numpy.maximum(x28 * x52 * x87, x90 * (x28 * x53 + x3 * x59) / (attention_efficiency_factor * gemm_max_efficiency * x88 * (1 - x91) / x89 + gemm_max_efficiency * x91 * x92 / (gemm_half_efficiency_dim + x92))) + numpy.maximum(linear_value_heads * x27 * x87 * (x84 + x85), linear_value_heads * x27 * x55 * x78 * x89 * x90 / (attention_efficiency_factor * x88))
+    del x3, x52, x53, x55, x59, x78, x87, x88, x89, x90, x91, x92
+    x93 = attention_scores_stored * heads * seq_len ** 2
+    t_scores = 10 * x1 * x28 * x39 * x74 * x93
+    del x1
+    x94 = x39 * x60
+    x95 = tokens_mb * x94
+    x96 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x94)
+    del x94
+    x97 = hidden * x39
+    x98 = tokens_mb * x70
+    x99 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x70)
+    del x70
+    t_proj = x27 * numpy.maximum(x75 * (x23 * x97 + x69 + x98), x80 * x98 * (gemm_half_efficiency_dim + x99) / x99) + x28 * numpy.maximum(x75 * (x60 * x97 + x69 + x95), x80 * x95 * (gemm_half_efficiency_dim + x96) / x96)
+    del x60, x95, x96, x98, x99
+    x100 = ffn * x39
+    x101 = tokens_mb * x100
+    x102 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
+    t_mlp = mlp_matrices * numpy.maximum(x75 * (hidden * x100 + x101 + x69), x101 * x80 * (gemm_half_efficiency_dim + x102) / x102)
+    del x101, x102
+    x103 = experts * tokens_mb
+    x104 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x105 = moe_ffn * x39
+    x106 = tokens_mb * x105
+    x107 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x105)
+    x108 = 1 - token_drop
+    x109 = numpy.sqrt(2)
+    x110 = sequence_parallel * x39
+    x111 = 1 - sequence_parallel
+    x112 = etp * x110 + x111
+    x113 = 1 / (tokens_mb * x112)
+    x114 = tokens_mb * x112
+    x115 = x114 * x45
+    x116 = ep * experts_per_token * x114 / experts
+    del x114
+    x117 = numpy.minimum(numpy.minimum(hidden, x116), x45)
+    x118 = gemm_tile_dim ** (-1.0)
+    x119 = experts * x43
+    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x113 * x119 * (capacity_factor * token_drop + x108 * (x109 * numpy.sqrt(expert_load_cv ** 2 + x113 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x116 * x118) * numpy.ceil(x118 * x45) * numpy.maximum(x115 * x80 * (gemm_half_efficiency_dim + x117) / x117, x75 * (hidden * x45 + x112 * x69 + x115)) / moe_ffn + 4 * experts_per_token * x69 * x75 + mlp_matrices * shared_experts * numpy.maximum(x75 * (hidden * x105 + x106 + x69), x106 * x80 * (gemm_half_efficiency_dim + x107) / x107) + 20 * x103 * x74 + numpy.maximum(x75 * (x103 + x34 + x69), x103 * x80 * (gemm_half_efficiency_dim + x104) / x104)
+    del x103, x104, x107, x112, x113, x116, x117, x118, x34
+    x120 = tp - 1
+    x121 = (sequence_parallel * x120 + 1) ** (-1.0)
+    t_elem = tokens_mb * x75 * (16 * hidden * x121 + 4 * x100)
+    x122 = vocab * x39
+    x123 = tokens_mb * x122
+    x124 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x122)
+    del x122
+    t_logits = numpy.maximum(x75 * (x123 + x30 * x39 + x69), x123 * x80 * (gemm_half_efficiency_dim + x124) / x124)
+    del x123, x124, x30, x80
+    x125 = mlp_matrices - 1
+    x126 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x74 * (bytes_per_element + x125 * x126) * (experts_per_token * x115 + shared_experts * x106)
+    del x106, x115
+    x127 = moe_share * t_moe
+    x128 = t_mlp * x48
+    x129 = t_proj + t_qkv
+    x130 = x127 + x128 + x129
+    x131 = t_core + t_elem + t_scores
+    t_layer_fwd = x130 + x131
+    x132 = 3 * t_logits
+    x133 = selective * t_core
+    x134 = 3 * t_core
+    del t_core
+    x135 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x134
+    del t_elem, t_proj, t_qkv, t_scores
+    x136 = x39 * x69
+    x137 = numpy.minimum(numpy.minimum(tokens_mb, x97), 2.0 * hidden)
+    x138 = t_mlp * x7
+    del t_mlp, x7
+    x139 = t_moe * x6
+    del t_moe, x6
+    compute_mb = stage_layers * (full_recompute * t_layer_fwd + 3 * x127 + 3 * x128 + x135 + x68 * (moe_share * recompute_moe_act * t_moe_act + x133)) + x132 + x41 * (full_recompute * (x129 + x131 + x138 + x139) + x132 + x133 * x68 + x135 + 3 * x138 + 3 * x139 + 3 * numpy.maximum(x75 * (x136 + x39 * x5 + 2.0 * x69), x64 * x79 * x86 * (gemm_half_efficiency_dim + x137) / x137))
+    del t_moe_act, x127, x128, x129, x131, x133, x135, x137, x138, x139, x5, x64, x75, x79
+    forward_mb = stage_layers * t_layer_fwd + t_logits
+    weight_grad_mb = stage_layers * x130 + t_logits
+    del t_logits, x130
+    compute_s = compute_mb * microbatches
+    x140 = 2 * full_recompute + 4
+    x141 = stage_layers + x41
+    x142 = tp_intra_ranks - 1
+    x143 = 2 * intra_latency_s
+    x144 = tp_intra_ranks ** (-1.0)
+    x145 = tp * x144 - 1
+    x146 = 2 * inter_latency_s
+    x147 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x148 = bytes_per_element * x147
+    x149 = bytes_per_element * x86
+    del x86
+    x150 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x151 = x150 / scale_out_bus_efficiency
+    x152 = collective_overhead_s * numpy.minimum(1, x120) + tokens_mb * x142 * x144 * x148 * x22 + x142 * x143 + x145 * x146 + x145 * x149 * x151 * x22
+    del x120, x142, x144, x145
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x140 * x141 * x152) + x140 * x141 * x152
+    del x140, x152
+    x153 = 3 * cp - 3
+    x154 = 1 - cp_intra
+    x155 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x156 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x157 = cp_intra * intra_latency_s + inter_latency_s * x154 + kv_heads * x149 * x16 / (cp_intra * x155 + x154 * x156)
+    del x149, x154
+    cp_comm_mb = -cp_overlap * numpy.minimum(x134 * x141, x141 * x153 * x157 * x28) + x141 * x153 * x157 * x28
+    del x134, x153, x157, x28
+    x158 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x159 = x158 ** (-1.0)
+    x160 = ep * x159 - 1
+    x161 = x44 * numpy.minimum(etp, tp_intra_ranks)
+    del x44
+    x162 = 1 - x161
+    x163 = 4 * etp - 4
+    x164 = 1 - hierarchical_dispatch
+    x165 = x110 + x111
+    del x110, x111
+    x166 = experts_per_token * x165
+    x167 = x69 / a2a_efficiency_factor
+    del x69
+    x168 = x166 * x167 * (hierarchical_dispatch * (-x158 * x43 + 1) + x160 * x164 * x43)
+    del x43
+    x169 = 1 - x159
     del x159
-    x220 = x200 * (dispatch_host_sync * host_launch_factor * moe_layers * stage_layers * x0 * x143 * x146 * x27 - x161 + x162)
-    del x0, x143, x146, x161, x162, x27
-    x221 = x194 * x198 * x200
-    del x194, x198
-    x222 = x200 * (x148 * x163 * x168 * x49 - x170)
-    del x148, x163, x168, x170, x49
-    x223 = x200 * (x158 - x160)
-    del x158, x160
-    x224 = x193 * x200
-    del x193
-    x225 = vp * x200
-    x226 = 1 - pp_intra
-    x227 = x139 * (2 * pp + 2 * x225 - 2) * (inter_latency_s * x226 + intra_latency_s * pp_intra + 1.0 * x178 / (pp_intra * x165 + x166 * x226)) * numpy.minimum(1, x138)
-    del x165, x166, x178, x226
-    x228 = numpy.minimum(1, grad_shards - 1)
-    x229 = numpy.minimum(dp, dp_intra_ranks)
-    x230 = x229 - 1
-    x231 = x229 ** (-1.0)
-    del x229
-    x232 = dp * x231 - 1
-    x233 = 2 * grad_comm_bytes_per_param * x215
-    x234 = x154 * x233
-    x235 = x157 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x157
-    x236 = x233 * x235
-    x237 = replica_intra_ranks - 1
-    x238 = shard_ranks ** (-1.0)
-    x239 = x238 / replica_intra_ranks
-    x240 = numpy.maximum(1, dp * x239)
-    x241 = x240 - 1
-    x242 = x228 * (x150 * x237 + x153 * x241 + x234 * x237 * x239 + x236 * x239 * x241 / x240) + (1 - x228) * (x150 * x230 + x153 * x232 + x199 * x232 * x236 + x230 * x231 * x234)
-    del x150, x153, x199, x230, x231, x232, x234, x236, x237, x239, x240, x241
-    x243 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x244 = x243 - 1
-    x245 = intra_latency_s * x244
-    x246 = x243 ** (-1.0)
-    del x243
-    x247 = shard_ranks * x246 - 1
-    x248 = inter_latency_s * x247
-    x249 = bytes_per_element * x215
-    del x215
-    x250 = x154 * x244 * x246
-    del x154, x244, x246
-    x251 = x235 * x238 * x247
-    del x235, x238, x247
-    x252 = 1 / 2 * x200 * x228 * (x233 * x250 + x233 * x251 + 2 * x245 + 2 * x248) + 2 * x200 * zero3 * (x245 + x248 + x249 * x250 + x249 * x251)
-    del x228, x233, x245, x248, x249, x250, x251
-    x253 = -dp_overlap * numpy.minimum(x219, x252) - dp_overlap * numpy.minimum(x242, 2 * x197) + x242 + x252
-    del x197, x242, x252
-    x254 = x222 + x223 + x224 + x227 + x253
-    x255 = x219 + x220 + x221 + x254
-    x256 = x218 + x255
-    x257 = gpus + 0.474798
-    x258 = gpus ** (-1.0)
-    x259 = x257 ** (-0.282765)
-    x260 = gpus / gpus_per_node
-    x261 = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x256 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x256 * numpy.maximum(0, -x28 * erfinv(1.71458910109456 * x258 * x259 * (0.0686881539789491 * x259 + 0.112063) - 1 + 1.16023 / x257)) + x201 + (1 - (1 - slow_node_fraction) ** x260) * (slow_node_slowdown - 1) * (x201 + x256)
-    del x201, x257, x259, x28
-    x262 = x256 + x261
-    del x256
-    x263 = weight_bytes_per_param * x216 / weight_shards + weight_bytes_per_param * x204 / expert_weight_shards
-    x264 = grad_bytes_per_param * x216 / grad_shards + grad_bytes_per_param * x204 / expert_grad_shards
-    del x204, x216
-    x265 = optimizer_bytes_per_param * x205 + optimizer_bytes_per_param * x217
-    del x205, x217
-    x266 = 4 * x130 * (vocab * x61 + 1)
-    del x130, x61
-    x267 = 4 * x186
-    x268 = heads + kv_heads
-    x269 = kv_heads / heads
-    x270 = 2 * mlp_matrices
-    x271 = micro_batch * x89 * (dropout_masks + 4) / cp ** 2
-    del x89
-    x272 = x183 * x7
-    del x183
-    x273 = linear_input_bytes + x270 - 2
-    x274 = -recompute_mla_up_proj * x101 * x50 * x98 * (2 * head_dim + v_head_dim) - recompute_norms * x267 - x1 * (x115 + x272 * x36) * (linear_input_bytes * recompute_moe_act + x113 * (2 - x114)) + x1 * (x115 * x273 - x270 * x9 + x272 * (etp * hidden * linear_input_bytes + x273 * x36)) + x186 * (2 * dropout_masks + 8) + x3 * x64 * (-x13 * (x269 + 1) + x268 * x56) + x3 * (ffn * x270 * x7 + x271 + x41 + x8 * (4 * x269 + 2)) + x48 * (2 * micro_batch * seq_len * x3 * x5 * (linear_key_heads * x92 + 68.0 * linear_value_heads + 5 * x72) - x3 * (x268 * x56 * x64 + x271)) + x64 * (q_lora_rank + x55) - (1 - 1 / 2 * linear_input_bytes) * (2 * x2 * x9 + x267 * (1 - recompute_norms))
-    del x1, x101, x113, x114, x115, x186, x2, x267, x268, x269, x270, x271, x272, x273, x3, x36, x48, x5, x50, x55, x64, x7, x72, x8, x9, x92, x98
-    x275 = full_recompute * x41 * x86 + x112 * x274
-    del x41, x86
-    x276 = full_recompute * x274 + linear_value_heads * x167 * x94 * numpy.minimum(1, linear_attention_layers) + stage_layers * x140 * x275 * (dualpipe * numpy.minimum(x200, pp + 1) + x139 * numpy.minimum(x225, pp * vp + x138 * numpy.minimum(1, vp - 1))) + x120 * (x266 + x275) + x266
-    del x120, x138, x139, x140, x167, x200, x225, x266, x274, x275, x94
-    x277 = layers - moe_layers
-    x278 = x211 * x277
-    del x211
-    x279 = embedding_matrices * x121 + hidden + layers * x214 + x278
-    del x214
-    x280 = moe_layers * x208 + mtp_layers * (x133 * x208 + x213) + x279
-    del x208
-    x281 = experts_per_token + shared_experts
-    x282 = x207 * x281 + x21
-    del x207, x21
-    x283 = x262 ** (-1.0)
-    x284 = global_batch * seq_len * x283
-    x285 = x13 * x206 * x281 + x23
-    del x206, x23, x281
-    x286 = moe_layers * x285
-    x287 = linear_attention_layers * (linear_value_heads * x97 - x105)
+    x170 = x151 * x165 * x167 * x169 * (experts_per_token * x164 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x158 * (1 - x169 ** experts_per_token)))
+    del x164, x167, x169
+    x171 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x172 = moe_share * x141
+    del x141
+    x173 = x172 * (4 * inter_latency_s * (x158 - 1) + 4 * intra_latency_s * x160 + sequence_parallel * (bytes_per_element * experts_per_token * x136 * x163 / (x155 * x161 + x156 * x162) + x163 * (inter_latency_s * x162 + intra_latency_s * x161)) + 2 * numpy.maximum(bytes_per_element * x170, x148 * x168) + 2 * numpy.maximum(x170 * x171, x147 * x168 * x171))
+    del x136, x148, x158, x160, x161, x162, x163, x168, x170, x171
+    x174 = ep_overlap * numpy.minimum(x173, 3 * t_layer_fwd * x172)
+    del x172
+    ep_comm_mb = comm_sm_fraction * x174 / (1 - comm_sm_fraction) + x173 - x174
+    del x173, x174
+    x175 = 1 - dualpipe
+    x176 = pp - 1
+    x177 = microbatches * vp
+    x178 = 1 - pp_intra
+    x179 = tokens_mb * x97
     del x97
-    x288 = x13 * x68 + 2 * x54 + 2 * x58
-    del x54, x58, x68
-    x289 = layers * x288
-    x290 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x75 - x288)
-    del x75
-    x291 = x13 * x210
-    del x13, x210
-    x292 = mtp_layers * (x105 + 2 * x121 + x132 + x133 * x285 + x135 * x291 + x288)
-    del x132, x135, x285, x288
-    x293 = 6 * heads * layers * seq_len * x56 + 3 * x107 + 6 * x121 + 6 * x278 + 3 * x286 + 3 * x287 + 3 * x289 + 3 * x290 + 3 * x292
-    del x121, x278, x56
-    x294 = x258 * x284
-    x295 = x293 * x294
-    x296 = layers * x105 + x107 + x287
-    del x105, x107, x287
-    x297 = tokens * x141 * x29
-    del x141, x29
-    x298 = x260 / (rack_mtbf_s * rack_nodes)
-    x299 = gpus / gpu_mtbf_s
-    x300 = x260 / network_mtbf_s
-    x301 = x260 / node_mtbf_s
-    x302 = x299 + x300 + x301
-    x303 = software_mtbf_s ** (-1.0)
-    x304 = numpy.maximum(0, x260 - 1) ** software_node_exponent / software_internode_mtbf_s
-    x305 = x303 + x304
-    x306 = x298 + x302 + x305
-    x307 = x306 ** (-1.0)
-    x308 = checkpoint_bytes_per_param * x280
-    x309 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x310 = x258 * x308
-    x311 = x309 * x310
-    x312 = ckpt_async * x311
-    x313 = x308 / numpy.minimum(storage_write_cap_bytes_per_s, storage_write_bytes_per_s_per_node * x260)
-    x314 = ckpt_sync * x313
-    x315 = x156 * x310
-    del x156, x310
-    x316 = ckpt_in_memory * (x311 + x315)
-    del x311
-    x317 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x318 = x255 + x261
-    del x255
-    x319 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, grad_bytes_per_param * x258 * x280 * x309 / (1 - (1 - numpy.minimum(1, x317)) ** gockpt_steps) - x318)
+    pp_comm_s = x175 * (2 * pp + 2 * x177 - 2) * (1.0 * bytes_per_element * x179 / (pp_intra * x155 + x156 * x178) + inter_latency_s * x178 + intra_latency_s * pp_intra) * numpy.minimum(1, x176)
+    del x155, x156, x178
+    x180 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x181 = x180 - 1
+    x182 = intra_latency_s * x181
+    x183 = x180 ** (-1.0)
+    del x180
+    x184 = shard_ranks * x183 - 1
+    x185 = inter_latency_s * x184
+    x186 = bytes_per_element * stage_params
+    x187 = x147 * x181 * x183
+    del x181, x183
+    x188 = shard_ranks ** (-1.0)
+    x189 = x151 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x151
+    x190 = x184 * x188 * x189
+    del x184
+    x191 = numpy.minimum(1, grad_shards - 1)
+    x192 = 2 * grad_comm_bytes_per_param * stage_params
+    x193 = 1 / 2 * microbatches * x191 * (2 * x182 + 2 * x185 + x187 * x192 + x190 * x192) + 2 * microbatches * zero3 * (x182 + x185 + x186 * x187 + x186 * x190)
+    del x182, x185, x186, x187, x190
+    x194 = 2 * stage_layers
+    x195 = numpy.minimum(dp, dp_intra_ranks)
+    x196 = x195 - 1
+    x197 = x195 ** (-1.0)
+    del x195
+    x198 = dp * x197 - 1
+    x199 = x147 * x192
+    del x147
+    x200 = x189 * x192
+    del x189, x192
+    x201 = replica_intra_ranks - 1
+    x202 = x188 / replica_intra_ranks
+    del x188
+    x203 = numpy.maximum(1, dp * x202)
+    x204 = x203 - 1
+    x205 = x191 * (x143 * x201 + x146 * x204 + x199 * x201 * x202 + x200 * x202 * x204 / x203) + (1 - x191) * (x143 * x196 + x146 * x198 + x196 * x197 * x199 + x198 * x2 * x200)
+    del x143, x146, x191, x196, x197, x198, x199, x2, x200, x201, x202, x203, x204
+    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x193) - dp_overlap * numpy.minimum(x205, t_layer_fwd * x194) + x193 + x205
+    del t_layer_fwd, x193, x205
+    x206 = compute_mb + tp_comm_mb
+    x207 = full_recompute + 3
+    x208 = expert_overhead_s * x119 + moe_layer_overhead_s
+    del x119
+    x209 = host_launch_factor * x207
+    x210 = stage_layers * x209
+    x211 = dispatch_host_sync * x108
+    x212 = moe_share * x208
+    x213 = x210 * x212
+    x214 = (x206 ** host_overlap_exponent + (layer_overhead_s * x210 + x213 * (1 - x211)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x210
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x108 * x207 * x208 - x206 + x214)
+    del x108, x206, x207, x208
+    tp_comm_s = microbatches * tp_comm_mb
+    del tp_comm_mb
+    cp_comm_s = cp_comm_mb * microbatches
+    ep_comm_s = ep_comm_mb * microbatches
+    x215 = cp_comm_mb + ep_comm_mb + x211 * x213 + x214
+    del x213
+    x216 = microbatches ** (-1.0)
+    x217 = vp ** (-1.0)
+    x218 = x215 / compute_mb
+    x219 = dualpipe * x216 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x218 - 3 * weight_grad_mb * x218 + x194 * x209 * x211 * x212 + 2 * x214) / x215 + x175 * x176 * x216 * x217
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x194, x209, x211, x212, x214, x216, x218
+    bubble_s = microbatches * x215 * x219
+    del x215
+    x220 = stage_expert_params / expert_optimizer_shards
+    x221 = -stage_expert_params + stage_params
+    del stage_params
+    x222 = x221 / optimizer_shards
+    optimizer_s = x74 * (x220 + x222) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x74
+    x223 = microbatches * stage_extra_layers * (compute_mb - x132) * (x219 + 1) / stage_layers
+    del compute_mb, x132, x219
+    x224 = dp_comm_s + pp_comm_s
+    x225 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x224
+    x226 = gpus + 0.474798
+    x227 = gpus ** (-1.0)
+    x228 = x226 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x225 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x225 * numpy.maximum(0, -x109 * erfinv(1.71458910109456 * x227 * x228 * (0.0686881539789491 * x228 + 0.112063) - 1 + 1.16023 / x226)) + x223 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x223 + x225)
+    del x223, x226, x228
+    step_time_s = straggler_s + x225
+    del x225
+    x229 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * x229
+    x230 = tokens_per_s * x227
+    x231 = model_flops_per_token * x230
+    tflops_per_gpu = 1e-12 * x231
+    mfu = x231 * x77
+    del x231
+    hfu = hardware_flops_per_token * x230 * x77
+    del hardware_flops_per_token, x230, x77
+    weights_bytes = weight_bytes_per_param * x221 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
+    grads_bytes = grad_bytes_per_param * x221 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
+    del stage_expert_params, x221
+    optimizer_state_bytes = optimizer_bytes_per_param * x220 + optimizer_bytes_per_param * x222
+    del x220, x222
+    x232 = tokens_mb * x39
+    x233 = 4 * x179 * (vocab * x71 + 1)
+    del x179, x71
+    x234 = 2 * tokens_mb
+    x235 = hidden * tokens_mb
+    x236 = x165 * x235
+    del x165
+    x237 = 4 * x236
+    x238 = heads + kv_heads
+    x239 = kv_heads / heads
+    x240 = tokens_mb * x22
+    x241 = 2 * mlp_matrices
+    x242 = tokens_mb * x241
+    x243 = micro_batch * x93 * (dropout_masks + 4) / cp ** 2
+    del x93
+    x244 = shared_experts * tokens_mb * x105
+    del x105
+    x245 = tokens_mb * x166
+    del tokens_mb, x166
+    x246 = linear_input_bytes + x241 - 2
+    del x241
+    x247 = -moe_share * (x244 + x245 * x45) * (linear_input_bytes * recompute_moe_act + x125 * (2 - x126)) + moe_share * (-x100 * x242 + x244 * x246 + x245 * (etp * hidden * linear_input_bytes + x246 * x45)) - recompute_mla_up_proj * x11 * x232 * x51 * (2 * head_dim + v_head_dim) - recompute_norms * x237 + x234 * x39 * (x16 * x238 - x22 * (x239 + 1)) + x234 * (q_lora_rank + x15) + x236 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x84 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x234 * x238 + x243)) + x39 * (ffn * x242 + x235 * (4 * x239 + 2) + x240 + x243) - (1 - 1 / 2 * linear_input_bytes) * (x100 * x234 * x48 + x237 * (1 - recompute_norms))
+    del moe_share, x0, x100, x11, x125, x126, x15, x16, x22, x23, x234, x235, x236, x237, x238, x239, x242, x243, x244, x245, x246, x27, x39, x45, x48, x51, x84
+    x248 = full_recompute * x121 * x240 + x247 * x68
+    del x121, x240, x68
+    activation_bytes = bytes_per_element * linear_value_heads * x232 * x85 * numpy.minimum(1, linear_attention_layers) + full_recompute * x247 + stage_layers * x217 * x248 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x175 * numpy.minimum(x177, pp * vp + x176 * numpy.minimum(1, vp - 1))) + x233 + x41 * (x233 + x248)
+    del microbatches, x175, x176, x177, x217, x232, x233, x247, x248, x41, x85
+    memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
+    x249 = nodes / (rack_mtbf_s * rack_nodes)
+    x250 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x251 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x252 = x249 + x250 + x251
+    system_mtbf_s = x252 ** (-1.0)
+    x253 = node_repair_s * x249
+    x254 = numpy.exp(-x253)
+    x255 = node_repair_s * x250
+    x256 = -spare_nodes
+    x257 = rack_nodes + x256
+    x258 = x253 * x254
+    del x253
+    x259 = 2 * rack_nodes + x256
+    x260 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x254 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x261 = 3 * rack_nodes + x256
+    x262 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x254 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x263 = 4 * rack_nodes + x256
+    x264 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x254 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x265 = 5 * rack_nodes + x256
+    x266 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x254 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x267 = 6 * rack_nodes + x256
+    x268 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x254 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x269 = 7 * rack_nodes + x256
+    x270 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x254 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x271 = 8 * rack_nodes + x256
+    x272 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x254 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x273 = 9 * rack_nodes + x256
+    x274 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x254 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x275 = 10 * rack_nodes + x256
+    x276 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x254 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x277 = 11 * rack_nodes + x256
+    x278 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x254 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x249 * (x254 * poisson_cdf(-x257, x255) + x258 * poisson_cdf(-x259, x255) + x260 * poisson_cdf(-x261, x255) + x262 * poisson_cdf(-x263, x255) + x264 * poisson_cdf(-x265, x255) + x266 * poisson_cdf(-x267, x255) + x268 * poisson_cdf(-x269, x255) + x270 * poisson_cdf(-x271, x255) + x272 * poisson_cdf(-x273, x255) + x274 * poisson_cdf(-x275, x255) + x276 * poisson_cdf(-x277, x255) + x278 * poisson_cdf(-12 * rack_nodes - x256, x255)) + x250 * (x254 * poisson_cdf(spare_nodes - 1, x255) + x258 * poisson_cdf(-x257 - 1, x255) + x260 * poisson_cdf(-x259 - 1, x255) + x262 * poisson_cdf(-x261 - 1, x255) + x264 * poisson_cdf(-x263 - 1, x255) + x266 * poisson_cdf(-x265 - 1, x255) + x268 * poisson_cdf(-x267 - 1, x255) + x270 * poisson_cdf(-x269 - 1, x255) + x272 * poisson_cdf(-x271 - 1, x255) + x274 * poisson_cdf(-x273 - 1, x255) + x276 * poisson_cdf(-x275 - 1, x255) + x278 * poisson_cdf(-x277 - 1, x255)) + x251)
+    del x249, x250, x251, x254, x255, x256, x257, x258, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278
+    x279 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x280 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x252 * (x279 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x252 * (-manual_restart_s + x279 - x280))) + x279 - x280
+    del x252, x279, x280
+    checkpoint_bytes = checkpoint_bytes_per_param * params
+    x281 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x282 = checkpoint_bytes * x227
+    x283 = x281 * x282
+    x284 = ckpt_async * x283
+    x285 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x286 = ckpt_sync * x285
+    x287 = x150 * x282
+    del x150, x282
+    x288 = ckpt_in_memory * (x283 + x287)
+    del x283
+    x289 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x290 = grad_bytes_per_param * params * x227
+    del x227
+    x291 = optimizer_s - step_time_s
+    x292 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x281 * x290 / (1 - (1 - numpy.minimum(1, x289)) ** gockpt_steps) + x291)
+    del x281
+    checkpoint_stall_s = x284 + x286 + x288 + x292
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x284 + 2 * x286 + 2 * x288 + 2 * x292))
+    x293 = ckpt_async * x285
+    x294 = system_mtbf_s ** (-1.0)
+    x295 = checkpoint_stall_s * x294
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x290 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x291))) / numpy.log(1 - numpy.minimum(0.999999999999, x289))))) - 1) + 1
+    del x289, x290, x291
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x285) + x293)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x284 + 1 / 2 * x286 + 1 / 2 * x288 + 1 / 2 * x292), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x295) + 1 / 18 * x295 + 1), system_mtbf_s)))
+    del x109, x284, x286, x288, x292
+    commit_latency_s = ckpt_gockpt * (step_time_s + x285) + x293
+    del x285, x293
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x287 + failure_restart_s
+    del failure_restart_s, x287
+    steps = tokens * x58 / global_batch
+    del x58
+    solve_time_s = step_time_s * steps
+    x296 = numpy.exp(commit_latency_s * x294)
+    x297 = numpy.exp(x294 * (checkpoint_interval_s + checkpoint_stall_s))
+    x298 = solve_time_s * x296 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x296 + x298 * (x297 - 1) - 1) * numpy.exp(restart_s * x294)
+    del x296
+    failure_stepping_s = system_mtbf_s * x298 * (x297 - numpy.exp(x295))
+    del x295, x297, x298
+    eval_time_s = eval_fraction * solve_time_s
+    rollbacks = loss_spike_probability * steps
+    x299 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x299)
+    x300 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x300 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x300
+    del x300
+    expected_failures = failure_wall_s * x294
+    del x294
+    ettr = solve_time_s / wall_time_s
+    waste_fraction = 1 - ettr
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x299
+    del failure_stepping_s
+    x301 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x229 * (cp_comm_s + ep_comm_s + tp_comm_s + x224) + compute_power_fraction * compute_s * x229)
+    del x224, x229
+    x302 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x301)
+    del stepping_s
+    energy_gpu_j = gpus * x302
+    x303 = network_power_per_node_w + node_overhead_power_w
+    x304 = nodes * x303
+    del nodes
+    x305 = spare_nodes * (gpus_per_node * idle_power_w + x303) + x304
+    del x303
+    energy_it_j = energy_gpu_j + wall_time_s * x305
+    energy_facility_j = energy_it_j * pue
+    x306 = eval_time_s + rollbacks * x299
+    del x299
+    x307 = pue * (gpu_step_power_w * gpus + x304)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x304) * (-failure_wall_s - x301 - x306) - solve_time_s * x307 - x306 * x307
+    del failure_wall_s, x301, x304, x306, x307
+    x308 = wall_time_s ** (-1.0)
+    gpu_power_w = x302 * x308
+    del x302
+    avg_power_w = energy_facility_j * x308
+    del x308
+    peak_power_w = pue * (gpus * max_power_w + x305)
+    del x305
+    x309 = gpus + gpus_per_node * spare_nodes
+    x310 = wall_time_s * x309
+    gpu_hours = 0.000277777777777778 * x310
+    cost_cloud_usd = gpu_hours * price_usd_per_gpu_hour
+    x311 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x311 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x309)) / utilisation
     del x309
-    x320 = x312 + x314 + x316 + x319
-    x321 = numpy.sqrt(x307 * (2 * x312 + 2 * x314 + 2 * x316 + 2 * x319))
-    x322 = ckpt_async * x313
-    x323 = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, grad_bytes_per_param * x258 * x280 / numpy.maximum(1e-300, host_copy_bytes_per_s_per_gpu * x318))) / numpy.log(1 - numpy.minimum(0.999999999999, x317))))) - 1) + 1
-    del x258, x317, x318
-    x324 = x320 * (1 / 2 * x298 + 1 / 2 * x299 + 1 / 2 * x300 + 1 / 2 * x301 + 1 / 2 * x303 + 1 / 2 * x304)
-    del x299, x300, x301, x303, x304
-    x325 = numpy.maximum(numpy.maximum(x262, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (x262 * x323 + x313) + x322)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(x307, 1 / 2 * x312 + 1 / 2 * x314 + 1 / 2 * x316 + 1 / 2 * x319), -x320 + x321 * (1 / 3 * numpy.sqrt(x324) + 1 / 9 * x324 + 1), x307)))
-    del x312, x314, x316, x319, x324
-    x326 = ckpt_gockpt * (x262 + x313) + x322
-    del x313, x322
-    x327 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x328 = node_repair_s * x298
-    x329 = numpy.exp(-x328)
-    x330 = node_repair_s * x302
-    x331 = -spare_nodes
-    x332 = rack_nodes + x331
-    x333 = x328 * x329
-    del x328
-    x334 = 2 * rack_nodes + x331
-    x335 = 1 / 2 * gpus ** 2 * node_repair_s ** 2 * x329 / (gpus_per_node ** 2 * rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x336 = 3 * rack_nodes + x331
-    x337 = 1 / 6 * gpus ** 3 * node_repair_s ** 3 * x329 / (gpus_per_node ** 3 * rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x338 = 4 * rack_nodes + x331
-    x339 = 1 / 24 * gpus ** 4 * node_repair_s ** 4 * x329 / (gpus_per_node ** 4 * rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x340 = 5 * rack_nodes + x331
-    x341 = 1 / 120 * gpus ** 5 * node_repair_s ** 5 * x329 / (gpus_per_node ** 5 * rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x342 = 6 * rack_nodes + x331
-    x343 = 1 / 720 * gpus ** 6 * node_repair_s ** 6 * x329 / (gpus_per_node ** 6 * rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x344 = 7 * rack_nodes + x331
-    x345 = 1 / 5040 * gpus ** 7 * node_repair_s ** 7 * x329 / (gpus_per_node ** 7 * rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x346 = 8 * rack_nodes + x331
-    x347 = 1 / 40320 * gpus ** 8 * node_repair_s ** 8 * x329 / (gpus_per_node ** 8 * rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x348 = 9 * rack_nodes + x331
-    x349 = 1 / 362880 * gpus ** 9 * node_repair_s ** 9 * x329 / (gpus_per_node ** 9 * rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x350 = 10 * rack_nodes + x331
-    x351 = 1 / 3628800 * gpus ** 10 * node_repair_s ** 10 * x329 / (gpus_per_node ** 10 * rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x352 = 11 * rack_nodes + x331
-    x353 = 1 / 39916800 * gpus ** 11 * node_repair_s ** 11 * x329 / (gpus_per_node ** 11 * rack_mtbf_s ** 11 * rack_nodes ** 11)
-    x354 = x307 * (x298 * (x329 * poisson_cdf(-x332, x330) + x333 * poisson_cdf(-x334, x330) + x335 * poisson_cdf(-x336, x330) + x337 * poisson_cdf(-x338, x330) + x339 * poisson_cdf(-x340, x330) + x341 * poisson_cdf(-x342, x330) + x343 * poisson_cdf(-x344, x330) + x345 * poisson_cdf(-x346, x330) + x347 * poisson_cdf(-x348, x330) + x349 * poisson_cdf(-x350, x330) + x351 * poisson_cdf(-x352, x330) + x353 * poisson_cdf(-12 * rack_nodes - x331, x330)) + x302 * (x329 * poisson_cdf(spare_nodes - 1, x330) + x333 * poisson_cdf(-x332 - 1, x330) + x335 * poisson_cdf(-x334 - 1, x330) + x337 * poisson_cdf(-x336 - 1, x330) + x339 * poisson_cdf(-x338 - 1, x330) + x341 * poisson_cdf(-x340 - 1, x330) + x343 * poisson_cdf(-x342 - 1, x330) + x345 * poisson_cdf(-x344 - 1, x330) + x347 * poisson_cdf(-x346 - 1, x330) + x349 * poisson_cdf(-x348 - 1, x330) + x351 * poisson_cdf(-x350 - 1, x330) + x353 * poisson_cdf(-x352 - 1, x330)) + x305)
-    del x298, x302, x305, x329, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x349, x350, x351, x352, x353
-    x355 = x307 * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), x354, 1 - x354) * numpy.expm1(x306 * (x327 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    x356 = ckpt_in_memory * x315 + failure_detection_s - x307 * numpy.log1p(manual_restart_fraction * numpy.expm1(x306 * (-manual_restart_s + x327 - x355))) + x308 * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, storage_read_bytes_per_s_per_node * x260) + x327 - x355
-    del x315, x327, x355
-    x357 = x262 * x297
-    x358 = eval_fraction * x357
-    x359 = numpy.exp(x306 * x326)
-    x360 = numpy.exp(x306 * (x320 + x325))
-    x361 = x357 * x359 / x325
-    x362 = (x359 + x361 * (x360 - 1) - 1) * numpy.exp(x306 * x356)
-    del x359
-    x363 = rollback_steps * x262
-    x364 = loss_spike_probability * x297
-    x365 = x364 * (x356 + x363)
-    x366 = x307 * x362 + x365
-    x367 = x358 + x366
-    x368 = maintenance_fraction * x367 / (1 - maintenance_fraction)
-    x369 = x367 + x368
-    del x367
-    x370 = x369 ** (-1.0)
-    x371 = x357 * x370
-    x372 = gpus + gpus_per_node * spare_nodes
-    x373 = x369 * x372
-    x374 = 0.000277777777777778 * x373
-    x375 = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x254 * x283 + compute_power_fraction * x219 * x283)
-    del x254, x283
-    x376 = x307 * x361 * (x360 - numpy.exp(x306 * x320))
-    del x306, x360, x361
-    x377 = x363 * x364
-    del x363
-    x378 = x358 + x377
-    x379 = x368 - x377
-    del x377
-    x380 = idle_power_w * (x366 - x376 + x379) + x375 * (x376 + x378)
-    del x366, x376
-    x381 = gpus * x380
-    x382 = network_power_per_node_w + node_overhead_power_w
-    x383 = x260 * x382
-    del x260
-    x384 = spare_nodes * (gpus_per_node * idle_power_w + x382) + x383
-    del x382
-    x385 = x369 * x384 + x381
-    x386 = pue * x385
-    x387 = pue * (gpus * x375 + x383)
-    x388 = gpus * max_power_w + x384
-    del x384
-    x389 = price_usd_per_gpu_hour * x374
-    x390 = lifetime_s ** (-1.0)
-    x391 = 2.77777777777778e-07 * electricity_usd_per_kwh * x386 + x374 * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x390 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * x388 / x372) / utilisation
-    del x372
-    x392 = 2.77777777777778e-10 * grid_intensity_g_per_kwh * x386
-    x393 = embodied_kg_per_gpu * x373 * x390
-    del x373, x390
-    x394 = x392 + x393
-    return [x262, x219, x220, x223, x222, x224, x227, x253, x221, x218, x261, x263, x264, x265, x276, memory_reserve_bytes, memory_reserve_bytes + x263 + x264 + x265 + x276, x280, moe_layers * x282 + mtp_layers * (x133 * x282 + x213) + x279, x284, x293, 1e-12 * x295, x14 * x295, x14 * x294 * (full_recompute * (x277 * x291 + x286 + x289 + x290 + x292 + x296) + selective * x112 * x296 + x293), x297, x307, x308, x320, x321, x325, x323, x326, x356, x357, x369, x358, x364, x365, x368, x362, 1 - x371, x371, spare_nodes, x354, x374, x381, x385, x386, pue * x385 - pue * (x365 + x379) * (gpus * idle_power_w + x383) - x357 * x387 - x378 * x387, x375, x370 * x380, x370 * x386, pue * x388, x389, x391, use_tco * x391 + x389 * (1 - use_tco), x392, x393, x394, x394 / (tokens * x293), x369 * x394]
+    cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
+    co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
+    co2e_embodied_kg = embodied_kg_per_gpu * x310 * x311
+    del x310, x311
+    co2e_kg = co2e_embodied_kg + co2e_operational_kg
+    cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
+    tcdp_kg_s = co2e_kg * wall_time_s
+    return [step_time_s, compute_s, launch_s, tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s, bubble_s, optimizer_s, straggler_s, weights_bytes, grads_bytes, optimizer_state_bytes, activation_bytes, memory_reserve_bytes, memory_per_gpu_bytes, params, active_params, tokens_per_s, model_flops_per_token, tflops_per_gpu, mfu, hfu, steps, system_mtbf_s, checkpoint_bytes, checkpoint_stall_s, young_interval_s, checkpoint_interval_s, checkpoint_steps, commit_latency_s, restart_s, solve_time_s, wall_time_s, eval_time_s, rollbacks, rollback_time_s, maintenance_time_s, expected_failures, waste_fraction, ettr, spare_nodes, swap_fraction, gpu_hours, energy_gpu_j, energy_it_j, energy_facility_j, energy_fault_tolerance_j, gpu_step_power_w, gpu_power_w, avg_power_w, peak_power_w, cost_cloud_usd, cost_tco_usd, cost_usd, co2e_operational_kg, co2e_embodied_kg, co2e_kg, cci_kg_per_flop, tcdp_kg_s]

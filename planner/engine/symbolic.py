@@ -1,9 +1,10 @@
 """The run model as sympy expressions: every output of
 :func:`planner.engine.model.run_model` called with one sympy Symbol per input.
 
-The source of the generated kernel (:mod:`planner.codegen.kernel`) and of the live
-formulas of the Excel export (:mod:`planner.report.xlsx`).  Imports sympy: never on the
-one-shot path.
+Each output fully expanded, for symbolic checks of one output (``tests/test_param_count.py``).
+The generated kernel and workbook are built stage by stage instead
+(:mod:`planner.codegen.staged`: expanded, ``sympy.cse`` over every output took many
+CPU-minutes); :func:`symbols` is shared.  Imports sympy: never on the one-shot path.
 """
 
 from __future__ import annotations

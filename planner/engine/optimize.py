@@ -19,6 +19,7 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.engine import native, native_search
+from planner.engine.call_checks import check_catalog
 from planner.engine.columns import kept
 from planner.engine.distributed import check_scheduler, run_tasks
 from planner.engine.explain import (
@@ -45,7 +46,7 @@ from planner.engine.space import (
 )
 from planner.engine.spares import resolve_spares
 from planner.engine.spot import spot_versus_on_demand
-from planner.errors import INFEASIBLE, CapplanError
+from planner.errors import INFEASIBLE, CapplanError, shown
 
 #: Candidates reduced at a time (the kernel itself runs on smaller cache-sized chunks).
 PLAN_CHUNK = 65536
@@ -336,6 +337,12 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
 
     ``scheduler``/``workers``: where the search tasks run (:mod:`planner.engine.distributed`);
     the result is the same on every scheduler.
+
+    ``changes`` are :class:`Scenario` fields, checked as strictly as the CLI's flags and
+    with their messages (:meth:`Scenario.validate`): a wrong value or kind raises
+    :class:`planner.errors.CapplanError` before the search; ``hardware`` is a list of ids
+    (or one comma-separated string), booleans stand for no count, ``catalog`` is a
+    loaded catalog, an unknown ``provider`` is refused with the nearest names.
     """
     check_scheduler(scheduler, workers)
     if isinstance(changes.get("hardware"), str):  # "h100-sxm,mi300x" as on the command line
@@ -345,6 +352,9 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     if s.deadline_days == float("inf"):  # the CLI's 'inf': no deadline
         s = s.with_(deadline_days=None)
     s.validate()
+    check_catalog(catalog)
+    if options is not None and not isinstance(options, SpaceOptions):
+        raise CapplanError(f"options must be None or a SpaceOptions, got {shown(options)[:80]}")
     if catalog is None:
         catalog = load_catalog(s.catalog_dirs)
     started = time.perf_counter()

@@ -33,7 +33,7 @@ from planner.engine.explain import (
 )
 from planner.engine.kernel_run import evaluate_columns, evaluate_inputs, needed_outputs
 from planner.engine.ownership import cost_parts, ownership_inputs, rent_vs_buy
-from planner.engine.pricing import price_quote
+from planner.engine.pricing import check_provider, price_quote
 from planner.engine.reductions import GroupMinimum, first_least, pareto_mask, tie_key
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
@@ -357,6 +357,7 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
         raise CapplanError(f"options must be None or a SpaceOptions, got {shown(options)[:80]}")
     if catalog is None:
         catalog = load_catalog(s.catalog_dirs)
+    check_provider(catalog, s.pricing, s.provider)
     started = time.perf_counter()
     model = catalog.model(s.model)
     options = options or SpaceOptions()

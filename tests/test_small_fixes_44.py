@@ -3,6 +3,10 @@ answer or a multi-line error; each is now one stderr line (exit 2) or a sensible
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from hardware_catalog import clear_cache
@@ -10,6 +14,7 @@ from hardware_catalog.loader import ENV_VAR
 from planner.cli.main import main
 from planner.errors import USAGE
 
+ROOT = Path(__file__).resolve().parents[1]
 SMALL_PLAN = ["plan", "-m", "llama2-7b", "-H", "h100-sxm", "--tokens", "1e11",
               "--max-gpus", "64"]
 
@@ -43,3 +48,47 @@ def test_plan_refuses_an_unknown_provider_as_evaluate_does(capsys):
     code, _, evaluate_err = _run(capsys, "evaluate", "-m", "llama2-7b", "-H", "h100-sxm",
                                  "--gpus", "64", "--provider", "bogus")
     assert code == USAGE and evaluate_err == plan_err
+
+
+#: A stand-in for a command whose numbers overflow (numpy warns), then fails or not, run
+#: in a fresh interpreter (pytest records warnings instead of printing them).
+WARNING_COMMAND = """
+import sys
+import numpy as np
+import planner.cli.main as cli_main
+from hardware_catalog.errors import CatalogError
+from planner.errors import CapplanError
+
+ERRORS = {"none": None, "capplan": CapplanError("no finite wall_time_s for this run"),
+          "catalog": CatalogError("m.toml: layers: too large")}
+
+def command(args, prog_name, standalone_mode):
+    np.float64(1e308) * np.float64(10)  # RuntimeWarning: overflow
+    if ERRORS[sys.argv[1]] is not None:
+        raise ERRORS[sys.argv[1]]
+    return 0
+
+cli_main.app_for = lambda args: command
+sys.exit(cli_main.main(["evaluate"]))
+"""
+
+
+def _warning_command(error: str) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-W", "default", "-c", WARNING_COMMAND, error],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize(("error", "line"), [
+    ("capplan", "no finite wall_time_s for this run"), ("catalog", "m.toml: layers: too large")])
+def test_a_numpy_warning_does_not_lengthen_a_one_line_error(error, line):
+    """Was 'RuntimeWarning: overflow ...' and its source line before the error line."""
+    code, err = _warning_command(error)
+    _one_line_usage_error(code, err, line)
+
+
+def test_a_numpy_warning_of_a_correct_run_is_one_line():
+    code, err = _warning_command("none")
+    assert code == 0
+    assert err.startswith("capplan: warning: overflow") and err.count("\n") == 1, err
+    assert "RuntimeWarning" in err

@@ -92,3 +92,25 @@ def test_a_numpy_warning_of_a_correct_run_is_one_line():
     assert code == 0
     assert err.startswith("capplan: warning: overflow") and err.count("\n") == 1, err
     assert "RuntimeWarning" in err
+
+
+def test_a_phase_layout_error_names_the_file_the_phase_and_its_keys(capsys, tmp_path):
+    """Was 'TP*PP*CP = 3*4*1 = 12 does not divide --gpus 64; change --tp/--pp/--cp or
+    --gpus' naming neither the phase nor the file, and flags the user never gave."""
+    path = tmp_path / "phases.toml"
+    path.write_text('model = "llama2-7b"\nhardware = "h100-sxm"\n\n'
+                    '[[phases]]\nname = "pretrain"\ntokens = 1e12\n\n'
+                    '[[phases]]\nname = "long-context"\ntokens = 1e11\ntp = 3\n')
+    code, _, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
+    _one_line_usage_error(code, err, "phases.toml: phase 2 (long-context): ",
+                          "change tp/pp/cp", "with tp = 3")
+    assert "--tp" not in err and "--pp" not in err
+
+
+def test_a_phase_of_its_own_gpus_names_that_key(capsys, tmp_path):
+    path = tmp_path / "phases.toml"
+    path.write_text('model = "llama2-7b"\nhardware = "h100-sxm"\n\n'
+                    '[[phases]]\nname = "big"\ntokens = 1e12\ngpus = 60\ntp = 8\npp = 1\n')
+    code, _, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
+    _one_line_usage_error(code, err, "phase 1 (big): ", "gpus = 60")
+    assert "--" not in err.removeprefix("capplan: error: ")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import inspect
 
+from planner.errors import CapplanError
+
 #: Columns of the per-phase breakdown table (and of its total row).
 TABLE_COLUMNS = ("tokens", "steps", "step_time_s", "wall_days", "ettr", "gpu_hours",
                  "energy_gpu_mwh", "energy_it_mwh", "energy_mwh", "cost_usd", "co2e_t")
@@ -66,6 +68,7 @@ def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list
     """One :class:`~planner.cli.layout_options.ResolvedRun` per phase (``overrides``: run-model
     inputs every phase shares, as :func:`~planner.cli.layout_options.resolve` takes them)."""
     from planner.cli.layout_options import PREFERRED_LAYOUT, resolve
+    from planner.engine.phases import in_phase
 
     runs = []
     for phase in phases:
@@ -74,7 +77,10 @@ def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list
         if "gpus" in own:  # a new GPU count: the layout the phase states, else the best
             phase_options.update({k: None for k in PREFERRED_LAYOUT})
         phase_options.update(own)
-        run = resolve(phase_options, overrides)
+        try:
+            run = resolve(phase_options, overrides)
+        except CapplanError as error:  # said of the phase: its file, name and keys
+            raise in_phase(phase, error) from None
         run.row["tokens"] = float(run.echo["tokens"])
         runs.append(run)
     return runs

@@ -114,3 +114,14 @@ def test_a_phase_of_its_own_gpus_names_that_key(capsys, tmp_path):
     code, _, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
     _one_line_usage_error(code, err, "phase 1 (big): ", "gpus = 60")
     assert "--" not in err.removeprefix("capplan: error: ")
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (["-d", "mlperf"], "--dataset does not apply"), (["--lofo"], "--lofo does not apply"),
+    (["--checks"], "--checks does not apply"),
+    (["--lofo", "--checks"], "--lofo, --checks do not apply")])
+def test_validate_whole_runs_refuses_the_dataset_flags(capsys, flags, named):
+    """Was silently ignored: the whole-run table, exit 0."""
+    code, out, err = _run(capsys, "validate", "--whole-runs", *flags)
+    _one_line_usage_error(code, err, named, "drop --whole-runs")
+    assert out == ""

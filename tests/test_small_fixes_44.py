@@ -3,6 +3,7 @@ answer or a multi-line error; each is now one stderr line (exit 2) or a sensible
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,24 @@ def test_validate_whole_runs_refuses_the_dataset_flags(capsys, flags, named):
     code, out, err = _run(capsys, "validate", "--whole-runs", *flags)
     _one_line_usage_error(code, err, named, "drop --whole-runs")
     assert out == ""
+
+
+def _price(capsys, *args: str) -> dict:
+    code, out, err = _run(capsys, "evaluate", "--gpus", "64", "-f", "json", *args)
+    assert code == 0, err
+    return json.loads(out)["price"]
+
+
+def test_the_scenario_key_spot_interruption_takes_a_fraction_like_its_flag(capsys, tmp_path):
+    """Was 'spot_interruption must be a str, got 0.07' though init and the flag take it."""
+    path = tmp_path / "spot.toml"
+    path.write_text('model = "llama2-7b"\nhardware = "h100-sxm"\npricing = "spot"\n'
+                    "spot_interruption = 0.07\n")
+    from_file = _price(capsys, "--scenario", str(path))
+    from_flag = _price(capsys, "-m", "llama2-7b", "-H", "h100-sxm", "--pricing", "spot",
+                       "--spot-interruption", "0.07")
+    assert from_file == from_flag
+    assert from_file["interrupted_fraction_per_month"] == 0.07
+    path.write_text(path.read_text().replace("0.07", "1.5"))
+    code, _, err = _run(capsys, "evaluate", "--gpus", "64", "--scenario", str(path))
+    _one_line_usage_error(code, err, "'1.5' is neither a bucket", "monthly fraction in (0, 1)")

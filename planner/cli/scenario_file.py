@@ -26,6 +26,10 @@ KEYS: dict[str, type] = {
     "faults": dict, "phases": list,
 }
 
+#: Keys that take a name or a number, like their flags (``spot_interruption = 0.07`` or
+#: ``"gt20"``, as ``--spot-interruption``; planner.engine.pricing.spot_interruption).
+NAME_OR_NUMBER = frozenset({"spot_interruption"})
+
 #: Keys of the ``[faults]`` section (the flags of the same names: --spares, --gc-interval
 #: ...); flags override them.
 FAULT_KEYS: dict[str, tuple] = {
@@ -139,6 +143,9 @@ def load(path: str) -> dict:
             value = float(value)
         elif kind is str and isinstance(value, list):
             value = ",".join(map(str, value))
+        elif key in NAME_OR_NUMBER and isinstance(value, int | float) \
+                and not isinstance(value, bool):
+            value = repr(value)  # as the flag's text: checked by the same domain
         if not isinstance(value, kind) or isinstance(value, bool):
             raise CapplanError(f"{path}: {key} must be a {kind.__name__}, got {value!r}")
         if key == "faults":  # flattened: its keys are the flags' names

@@ -147,3 +147,33 @@ def test_the_scenario_key_spot_interruption_takes_a_fraction_like_its_flag(capsy
     path.write_text(path.read_text().replace("0.07", "1.5"))
     code, _, err = _run(capsys, "evaluate", "--gpus", "64", "--scenario", str(path))
     _one_line_usage_error(code, err, "'1.5' is neither a bucket", "monthly fraction in (0, 1)")
+
+
+EVALUATE = ["evaluate", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64", "-f", "json"]
+
+
+@pytest.mark.parametrize("interval", ["1e-300", "0.5", "-1"])
+def test_a_fixed_checkpoint_interval_is_zero_or_at_least_a_second(capsys, interval):
+    """1e-300 meant 'every step' while 0 meant Daly's optimum."""
+    code, _, err = _run(capsys, *EVALUATE, "--checkpoint-interval", interval)
+    _one_line_usage_error(code, err, "--checkpoint-interval must be 0 (Daly's optimum) or a "
+                          "finite number >= 1")
+
+
+def test_checkpoint_interval_zero_is_the_optimum_and_one_second_a_step(capsys):
+    def row(*args):
+        code, out, err = _run(capsys, *EVALUATE, *args)
+        assert code == 0, err
+        return json.loads(out)
+
+    optimum, zero, second = row(), row("--checkpoint-interval", "0"), \
+        row("--checkpoint-interval", "1")
+    assert zero["checkpoint_interval_s"] == optimum["checkpoint_interval_s"]
+    assert second["checkpoint_interval_s"] == pytest.approx(second["step_time_s"], rel=1e-12)
+
+
+def test_the_scenario_key_checkpoint_interval_has_the_flag_domain(capsys, tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text("[faults]\ncheckpoint_interval = 1e-300\n")
+    code, _, err = _run(capsys, *EVALUATE, "--scenario", str(path))
+    _one_line_usage_error(code, err, "--checkpoint-interval", "0 (Daly's optimum)")

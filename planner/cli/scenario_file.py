@@ -95,7 +95,7 @@ deadline_days = 90
 # stage_imbalance = 2.0       # extra layer-equivalents on the slowest pipeline stage
 # slow_nodes = 1e-4           # share of slow nodes
 # slow_node_slowdown = 1.1    # step-time factor of a slow node
-# checkpoint_interval = 3600  # fixed checkpoint interval [s] (default: Daly's optimum)
+# checkpoint_interval = 3600  # fixed checkpoint interval [s], >= 1 (0, default: Daly's optimum)
 # eval_overhead = 0.01        # evaluation time per unit of training time
 # maintenance = 0.011         # share of calendar time down for planned maintenance
 # loss_spikes = 78.4          # loss-spike rollbacks per million steps (PaLM); 0: none

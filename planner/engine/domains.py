@@ -21,6 +21,7 @@ import numpy as np
 
 from planner.engine.glossary import (  # noqa: F401  (the kinds, used by callers)
     BANDWIDTH_GBPS,
+    CHECKPOINT_INTERVAL_S,
     COUNT,
     COUNT0,
     EFFICIENCY,
@@ -75,7 +76,7 @@ OPTION_DOMAINS: dict[str, Domain] = {
     # site network (capplan evaluate / plan): per-GPU NIC bandwidth, scale-up domain
     "nic_gbps": BANDWIDTH_GBPS, "scale_up_domain": GPU_COUNT,
     # run overheads and a fixed checkpoint interval (planner/cli/fault_options.py)
-    "checkpoint_interval": Domain(">=0", maximum=1e12),
+    "checkpoint_interval": CHECKPOINT_INTERVAL_S,
     "eval_overhead": Domain("[0,1)", maximum=0.99),
     "maintenance": Domain("[0,1)", maximum=0.99),
     "loss_spikes": Domain(">=0", maximum=1e6),

@@ -177,3 +177,20 @@ def test_the_scenario_key_checkpoint_interval_has_the_flag_domain(capsys, tmp_pa
     path.write_text("[faults]\ncheckpoint_interval = 1e-300\n")
     code, _, err = _run(capsys, *EVALUATE, "--scenario", str(path))
     _one_line_usage_error(code, err, "--checkpoint-interval", "0 (Daly's optimum)")
+
+
+def test_a_phase_smaller_than_one_step_is_refused(capsys, tmp_path):
+    """Was 'steps 5.96e-08' for tokens = 1: a fraction of a step and its cost."""
+    path = tmp_path / "tiny.toml"
+    path.write_text('model = "llama2-7b"\nhardware = "h100-sxm"\nglobal_batch = 512\n'
+                    'seq_len = 4096\n\n[[phases]]\nname = "main"\ntokens = 1e12\n\n'
+                    '[[phases]]\nname = "tiny"\ntokens = 1\n')
+    code, _, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
+    _one_line_usage_error(code, err, "tiny.toml: phase 2 (tiny): tokens = 1 is less than one "
+                          "step", "512 x 4,096 tokens = 2,097,152 tokens")
+    # exactly one step is a phase
+    path.write_text(path.read_text().replace("tokens = 1\n", "tokens = 2097152\n"))
+    code, out, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64",
+                          "-f", "json")
+    assert code == 0, err
+    assert json.loads(out)["phases"][1]["steps"] == pytest.approx(1.0, rel=1e-12)

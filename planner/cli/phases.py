@@ -81,9 +81,22 @@ def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list
             run = resolve(phase_options, overrides)
         except CapplanError as error:  # said of the phase: its file, name and keys
             raise in_phase(phase, error) from None
+        check_whole_step(phase, run.echo)
         run.row["tokens"] = float(run.echo["tokens"])
         runs.append(run)
     return runs
+
+
+def check_whole_step(phase, echo: dict) -> None:
+    """A phase is at least one optimizer step: fewer tokens than one global batch would
+    report a fraction of a step (``tokens = 1``: 5.96e-08 steps) and its cost."""
+    step_tokens = echo["global_batch"] * echo["seq_len"]
+    if phase.tokens < step_tokens:
+        raise CapplanError(
+            f"{phase.where} ({phase.name}): tokens = {phase.tokens:g} is less than one step "
+            f"(global batch {echo['global_batch']:,} x {echo['seq_len']:,} tokens = "
+            f"{step_tokens:,} tokens); a phase is at least one step: raise its tokens or "
+            "lower its global_batch")
 
 
 def _layout(echo: dict) -> str:

@@ -386,7 +386,8 @@ def lofo_predictions(cases, catalog=None):
     saved = compute_all(catalog, progress=_terminal_progress)
     if path is not None:
         try:
-            write_private(path, json.dumps({"key": key, "predictions": saved}).encode())
+            write_private(path, json.dumps({"key": key, "predictions": saved}).encode(),
+                          max_bytes=MAX_CACHE_BYTES)
         except (Untrusted, OSError):  # a cache that cannot be written is only slower
             pass
     return pd.Series([saved.get(k, np.nan) for k in keys], index=cases.index, dtype=float)

@@ -194,3 +194,30 @@ def test_a_phase_smaller_than_one_step_is_refused(capsys, tmp_path):
                           "-f", "json")
     assert code == 0, err
     assert json.loads(out)["phases"][1]["steps"] == pytest.approx(1.0, rel=1e-12)
+
+
+KERNEL_COMMANDS = [
+    ["evaluate", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64"],
+    ["checkpoint", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64"],
+    ["simulate", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64"],
+    ["plan", "-m", "llama2-7b", "-H", "h100-sxm", "--max-gpus", "64"],
+    ["catalog", "list"],
+]
+
+
+@pytest.mark.parametrize("command", KERNEL_COMMANDS, ids=lambda c: c[0])
+def test_every_command_reads_capplan_kernel_the_same_way(capsys, monkeypatch, command):
+    """CAPPLAN_KERNEL=cc was ignored by evaluate, checkpoint and simulate (plan refused it)."""
+    from planner.engine import native
+
+    monkeypatch.setattr(native, "_BACKEND", None)
+    monkeypatch.setenv("CAPPLAN_KERNEL", "cc")
+    code, out, err = _run(capsys, *command)
+    _one_line_usage_error(code, err, "unknown CAPPLAN_KERNEL value 'cc'; did you mean: c?")
+    assert out == ""
+    monkeypatch.setenv("CAPPLAN_KERNEL", "c")
+    code, out, err = _run(capsys, *command)
+    if native._find().name == "compiled":  # an installed extension: the command runs on it
+        assert code == 0, err
+    else:
+        _one_line_usage_error(code, err, "CAPPLAN_KERNEL=c, but ")

@@ -117,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     flush_notices(show=False)
     with warnings.catch_warnings(record=True) as held:  # shown if the command succeeds
         try:
+            if "CAPPLAN_KERNEL" in os.environ:  # read by every command alike (one line)
+                from planner.engine.native import check_setting
+
+                check_setting()
             result = app_for(args)(args=args, prog_name="capplan", standalone_mode=False)
             code = result if isinstance(result, int) else 0
             if code == 130:  # click returns Ctrl-C as exit code 130 when not standalone

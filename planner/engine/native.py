@@ -16,7 +16,9 @@ a vector of candidates at a time through all of them in registers (~0.1 us a can
 * **One backend per process**, chosen once (:func:`backend`): ``compiled`` where the
   extension is installed and matches the committed source (its hash), else ``numpy``;
   ``capplan --version`` says which and why.  ``CAPPLAN_KERNEL=numpy`` turns the extension
-  off; ``CAPPLAN_KERNEL=c`` makes its absence an error.
+  off; ``CAPPLAN_KERNEL=c`` makes its absence an error.  Every ``capplan`` command reads
+  it the same way before it starts (:func:`check_setting`), whether or not it runs the
+  kernel on arrays: an unknown value or ``c`` without the extension is one line, exit 2.
 * **numpy's numbers, to rounding.** Every expression is evaluated in numpy's order in
   IEEE double precision, without fused multiply-adds or fast-math; only ``exp``/``log``/
   ``pow`` may differ in the last bit (libm or libmvec instead of numpy's loops), which the
@@ -114,6 +116,13 @@ def backend() -> Backend:
         raise CapplanError(f"CAPPLAN_KERNEL=c, but {_BACKEND.reason}; reinstall capplan "
                            "where a C compiler (cc) is found, or unset CAPPLAN_KERNEL")
     return _BACKEND
+
+
+def check_setting() -> None:
+    """Refuse a ``CAPPLAN_KERNEL`` that this process cannot honour (an unknown value, or
+    ``c`` without the extension) with one CapplanError; nothing when it is unset."""
+    if os.environ.get("CAPPLAN_KERNEL") is not None:
+        backend()
 
 
 def available() -> bool:

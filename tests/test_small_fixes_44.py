@@ -221,3 +221,79 @@ def test_every_command_reads_capplan_kernel_the_same_way(capsys, monkeypatch, co
         assert code == 0, err
     else:
         _one_line_usage_error(code, err, "CAPPLAN_KERNEL=c, but ")
+
+
+#: Load a copy of a real shared library cut to ``sys.argv[2]`` bytes as if it were the
+#: installed extension, in a fresh interpreter (before the check it died of SIGBUS).
+DAMAGED_EXTENSION = """
+import importlib.util, shutil, sys, types
+from planner.engine import native
+
+source, size, record = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+path = sys.argv[4]
+data = open(source, "rb").read()
+open(path, "wb").write(data[:size])
+if record:
+    open(path + ".sha256", "w").write(record)
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name: (types.SimpleNamespace(origin=path)
+                                         if name == native.EXTENSION else real(name))
+print(native.describe())
+"""
+
+
+def _shared_library() -> str:
+    import _ctypes
+
+    return _ctypes.__file__  # an ELF shared library every CPython on Linux has
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF shared libraries")
+@pytest.mark.parametrize(("cut", "record", "why"), [
+    (0.1, "", "it is truncated"),  # an older install: no build record, the ELF header
+    (1.0, "123 00", "built with 123"),  # the record's size
+    (1.0, "SIZE " + "0" * 64, "differ from the build's (SHA-256)"),
+])
+def test_a_damaged_extension_is_never_loaded(tmp_path, cut, record, why):
+    source = _shared_library()
+    size = int(Path(source).stat().st_size * cut)
+    record = record.replace("SIZE", str(size))
+    done = subprocess.run(
+        [sys.executable, "-c", DAMAGED_EXTENSION, source, str(size), record,
+         str(tmp_path / "_native.so")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)  # -7: SIGBUS
+    assert done.stdout.startswith("kernel backend: numpy: the compiled extension ")
+    assert why in done.stdout
+    assert done.stderr.startswith("capplan: warning: ") and done.stderr.count("\n") == 1
+    assert "running in numpy" in done.stderr
+
+
+def test_a_whole_library_passes_the_check(tmp_path):
+    from planner.engine import native
+
+    source = _shared_library()
+    data = Path(source).read_bytes()
+    copy = tmp_path / "_native.so"
+    copy.write_bytes(data)
+    assert native.damage(str(copy)) is None  # no record: the ELF check
+    import hashlib
+
+    Path(str(copy) + native.RECORD_SUFFIX).write_text(
+        f"{len(data)} {hashlib.sha256(data).hexdigest()}\n")
+    assert native.damage(str(copy)) is None
+
+
+def test_setup_records_the_built_library_as_the_loader_checks_it(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("capplan_setup", ROOT / "setup.py")
+    setup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup)  # defines, builds nothing (__name__ is not __main__)
+    from planner.engine import native
+
+    copy = tmp_path / "_native.so"
+    copy.write_bytes(Path(_shared_library()).read_bytes())
+    setup.record_build(str(copy))
+    assert native.damage(str(copy)) is None
+    copy.write_bytes(copy.read_bytes()[:-1])
+    assert "built with" in native.damage(str(copy))

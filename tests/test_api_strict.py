@@ -137,3 +137,10 @@ def test_evaluate_still_takes_arrays_and_switches():
 ])
 def test_plan_specific_cases(changes, expected):
     assert expected in _refused(lambda **k: plan(**{**PLAN, **k}), **changes)
+
+
+def test_plan_names_the_nearest_keywords_for_a_misspelt_one():
+    """As evaluate() does: Python's TypeError, with the nearest Scenario fields."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_gpu'; did you mean: "
+                                        "max_gpus"):
+        plan(**PLAN, max_gpu=64)

@@ -13,7 +13,7 @@ memory stays bounded whatever the size of the space.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -46,7 +46,7 @@ from planner.engine.space import (
 )
 from planner.engine.spares import resolve_spares
 from planner.engine.spot import spot_versus_on_demand
-from planner.errors import INFEASIBLE, CapplanError, shown
+from planner.errors import INFEASIBLE, CapplanError, shown, suggestion
 
 #: Candidates reduced at a time (the kernel itself runs on smaller cache-sized chunks).
 PLAN_CHUNK = 65536
@@ -330,6 +330,10 @@ def resolve_hardware(catalog, names) -> list[str]:
     return list(names)
 
 
+#: The keywords plan() takes besides its own: the fields of a Scenario.
+_SCENARIO_FIELDS = frozenset(f.name for f in fields(Scenario))
+
+
 def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
          options: SpaceOptions | None = None, scheduler: str | None = None,
          workers: int | None = None, **changes) -> PlanResult:
@@ -345,6 +349,9 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     loaded catalog, an unknown ``provider`` is refused with the nearest names.
     """
     check_scheduler(scheduler, workers)
+    for name in changes.keys() - _SCENARIO_FIELDS:  # as Python's own, with the nearest names
+        raise TypeError(f"plan() got an unexpected keyword argument {name!r}; "
+                        + suggestion(name, _SCENARIO_FIELDS))
     if isinstance(changes.get("hardware"), str):  # "h100-sxm,mi300x" as on the command line
         changes["hardware"] = [h.strip() for h in changes["hardware"].split(",") if h.strip()]
     s = (scenario or Scenario()).with_(**{k: tuple(v) if isinstance(v, list) else v

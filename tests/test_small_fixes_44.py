@@ -200,7 +200,7 @@ KERNEL_COMMANDS = [
     ["evaluate", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64"],
     ["checkpoint", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64"],
     ["simulate", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64"],
-    ["plan", "-m", "llama2-7b", "-H", "h100-sxm", "--max-gpus", "64"],
+    ["plan", "-m", "llama2-7b", "-H", "h100-sxm", "--max-gpus", "64", "--tokens", "1e11"],
     ["catalog", "list"],
 ]
 
@@ -297,3 +297,23 @@ def test_setup_records_the_built_library_as_the_loader_checks_it(tmp_path):
     assert native.damage(str(copy)) is None
     copy.write_bytes(copy.read_bytes()[:-1])
     assert "built with" in native.damage(str(copy))
+
+
+def test_the_split_kernel_prelude_overflows_to_inf_without_a_warning():
+    """The prelude of the compiled search (native_search._prepare) ran without numpy's
+    errstate: a user model with layers = 2**31 printed 'RuntimeWarning: overflow
+    encountered in exp' and its source line before the one-line error."""
+    import warnings
+
+    import numpy as np
+
+    from planner.engine.kernel_run import prelude_table
+
+    def prelude(gpus, scale):
+        return (np.exp(gpus * scale), gpus / (gpus - gpus))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table, inverse = prelude_table(prelude, ("gpus", "scale"),
+                                       {"gpus": np.array([64.0, 128.0, 64.0]), "scale": 1e6})
+    assert np.isinf(table).all() and list(inverse) == [0, 1, 0]

@@ -386,8 +386,7 @@ def lofo_predictions(cases, catalog=None):
     saved = compute_all(catalog, progress=_terminal_progress)
     if path is not None:
         try:
-            write_private(path, json.dumps({"key": key, "predictions": saved}).encode(),
-                          max_bytes=MAX_CACHE_BYTES)
+            write_private(path, json.dumps({"key": key, "predictions": saved}).encode())
         except (Untrusted, OSError):  # a cache that cannot be written is only slower
             pass
     return pd.Series([saved.get(k, np.nan) for k in keys], index=cases.index, dtype=float)

@@ -14,6 +14,7 @@ fast-math and no fused multiply-adds, so the compiled kernels give numpy's numbe
 rounding.
 """
 
+import hashlib
 import os
 import sys
 
@@ -23,6 +24,16 @@ from setuptools.errors import CompileError
 
 IEEE_FLAGS = ["-O2", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno",
               "-fno-trapping-math", "-std=c11"]
+
+
+def record_build(path: str) -> None:
+    """Write ``<path>.sha256``: the built library's size and SHA-256, which capplan checks
+    before it loads the library (planner/engine/native.py ``damage``: a truncated copy
+    would fault with SIGBUS)."""
+    with open(path, "rb") as built:
+        data = built.read()
+    with open(path + ".sha256", "w", encoding="ascii") as record:
+        record.write(f"{len(data)} {hashlib.sha256(data).hexdigest()}\n")
 
 
 class OptionalBuildExt(build_ext):
@@ -41,9 +52,11 @@ class OptionalBuildExt(build_ext):
             self.force = True  # another attempt recompiles with its own options
             try:
                 super().build_extension(ext)
-                return
             except Exception as attempt_error:  # compile or link error: try the next options
                 error = attempt_error
+                continue
+            record_build(self.get_ext_fullpath(ext.name))
+            return
         print(f"capplan: the compiled kernels were not built ({error}); capplan runs in numpy",
               file=sys.stderr)
         raise CompileError(str(error)) from error

@@ -23,6 +23,7 @@ caller can say it once (:func:`warn_once`).  Shared by the catalog's TOML cache
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -111,13 +112,22 @@ def read_private(path: Path, *, max_bytes: int) -> bytes:
         os.close(descriptor)
 
 
-def write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes, *, max_bytes: int | None = None) -> None:
     """Write ``data`` to ``path`` atomically as a ``0600`` file of this user.
 
     The folder is created ``0700`` if missing and must pass :func:`private_folder`.
-    Raises ``OSError`` or :class:`Untrusted`; never leaves a partial file behind.
+    Raises ``OSError`` or :class:`Untrusted`; never leaves a partial file behind.  Never
+    writes what :func:`read_private` with the same ``max_bytes`` would refuse (a cache that
+    warns on every run): larger ``data`` raises :class:`Untrusted` and removes an older
+    file at ``path``, which holds stale entries (a miss) or is itself too large.  Callers
+    pass their reader's limit (``None``: unchecked, e.g. a file of a few kB).
     """
     folder = private_folder(path.parent, create=True)
+    if max_bytes is not None and len(data) > max_bytes:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        raise Untrusted(f"{len(data):,} bytes for {path}, more than the {max_bytes:,} it "
+                        "may hold")
     descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.",
                                              suffix=".tmp")  # mkstemp: mode 0600
     try:

@@ -17,7 +17,9 @@ user that nobody else can write (opened without following links or blocking), an
 entry is used only if it decodes to TOML's types (tables, arrays, strings, numbers,
 booleans, valid dates and times, at most :data:`MAX_DEPTH` deep).  Anything else - a
 planted, truncated, foreign, symlinked, FIFO or malformed cache - is a cache miss (the
-file is parsed) with at most one warning line on stderr; writes are atomic (``0600``).
+file is parsed) with at most one warning line on stderr; writes are atomic (``0600``)
+and never larger than :data:`MAX_FILE_BYTES`, the most a read accepts (the newest entries
+that fit are kept).
 """
 
 from __future__ import annotations
@@ -211,7 +213,23 @@ def save() -> None:
     if not _changed or path is None or _entries is None:
         return
     try:
-        write_private(path, json.dumps(_entries, ensure_ascii=False).encode("utf-8"))
+        write_private(path, _fitting(_entries), max_bytes=MAX_FILE_BYTES)
         _changed = False
     except (OSError, Untrusted):
         pass
+
+
+def _fitting(entries: dict[str, str]) -> bytes:
+    """The cache file of ``entries``, at most :data:`MAX_FILE_BYTES` (what
+    :func:`_read_stored` reads back): the newest entries that fit when all do not."""
+    data = json.dumps(entries, ensure_ascii=False).encode("utf-8")
+    if len(data) <= MAX_FILE_BYTES:
+        return data
+    kept, size = {}, 2  # "{}"
+    for key in reversed(entries):  # newest first (dicts keep insertion order)
+        item = len(json.dumps({key: entries[key]}, ensure_ascii=False).encode("utf-8")) - 2
+        if size + item + 2 > MAX_FILE_BYTES:  # + ", "
+            break
+        kept[key] = entries[key]
+        size += item + 2
+    return json.dumps(dict(reversed(kept.items())), ensure_ascii=False).encode("utf-8")

@@ -159,7 +159,8 @@ def _write(path: Path | None, cache_key: bytes, value) -> None:
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     checksum = hashlib.sha256(payload).hexdigest().encode("ascii")
     try:
-        write_private(path, b"".join((_MAGIC, cache_key, b"\n", checksum, b"\n", payload)))
+        write_private(path, b"".join((_MAGIC, cache_key, b"\n", checksum, b"\n", payload)),
+                      max_bytes=MAX_FILE_BYTES)
     except (OSError, Untrusted):
         pass
 

@@ -126,3 +126,47 @@ def test_catalog_is_the_same_with_and_without_the_cache(cache_dir, monkeypatch):
     assert cold.version == warm.version == off.version
     for kind in ("accelerator", "model", "node", "site", "reliability"):
         assert cold.table(kind) == warm.table(kind) == off.table(kind)
+
+
+def test_the_cache_never_writes_a_file_larger_than_it_reads_back(cache_dir, monkeypatch, capsys):
+    """Issue 44: entries of 4,096 large files made a file above MAX_FILE_BYTES, which the
+    next run refused with a warning, every run."""
+    from hardware_catalog import private_cache
+
+    limit = 20_000
+    monkeypatch.setattr(toml_cache, "MAX_FILE_BYTES", limit)
+    private_cache.reset_warning()
+    texts = [f'kind = "model"\nid = "m{i}"\nnote = "{"x" * 900}"\n' for i in range(60)]
+    for text in texts:
+        toml_cache.loads(text)
+    toml_cache.save()
+    path = toml_cache.cache_file()
+    assert 0.9 * limit < path.stat().st_size <= limit  # the newest entries that fit
+    toml_cache.forget()
+    assert toml_cache.loads(texts[-1]) == tomllib.loads(texts[-1])  # read back: a hit
+    assert len(toml_cache._load_entries()) < len(texts)
+    assert "warning" not in capsys.readouterr().err
+    private_cache.reset_warning()
+
+
+def test_an_oversized_cache_file_is_replaced_not_warned_about_forever(cache_dir, monkeypatch,
+                                                                      capsys):
+    from hardware_catalog import private_cache
+
+    limit = 20_000
+    monkeypatch.setattr(toml_cache, "MAX_FILE_BYTES", limit)
+    path = toml_cache.cache_file()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.write_bytes(b"{" + b" " * (2 * limit) + b"}")
+    path.chmod(0o600)
+    private_cache.reset_warning()
+    text = 'kind = "model"\nid = "small"\n'
+    toml_cache.loads(text)  # the first run warns once and writes what it can read
+    toml_cache.save()
+    assert capsys.readouterr().err.count("warning") == 1
+    assert path.stat().st_size <= limit
+    toml_cache.forget()
+    private_cache.reset_warning()
+    assert toml_cache.loads(text) == tomllib.loads(text)  # the next run: a hit, no warning
+    assert "warning" not in capsys.readouterr().err
+    private_cache.reset_warning()

@@ -382,3 +382,17 @@ def test_an_edited_price_table_is_read_again(cache_dir, tmp_path, monkeypatch):
     reads = _price_reads(monkeypatch)
     second = prices.load_prices()
     assert reads == [str(table)] and second == first[:-1]
+
+
+def test_a_validated_cache_larger_than_it_reads_back_is_not_written(cache_dir, monkeypatch):
+    """Issue 44: write only what the reader accepts (it refuses files above MAX_FILE_BYTES
+    with a warning, every run); an older file there is removed."""
+    monkeypatch.setattr(vc, "MAX_FILE_BYTES", 1000)
+    path = cache_dir / "big.cache"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.write_bytes(b"old")
+    path.chmod(0o600)
+    vc._write(path, b"k" * 16, ["x" * 2000])
+    assert not path.exists()
+    vc._write(path, b"k" * 16, ["x" * 10])
+    assert 0 < path.stat().st_size <= 1000

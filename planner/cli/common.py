@@ -164,7 +164,7 @@ SlowNodeSlowdownOption = Annotated[float, typer.Option(
 CheckpointIntervalOption = Annotated[float, typer.Option(
     parser=si_float,
     help="Fix the checkpoint interval [s] (SI suffixes: 3.6k = 3600) instead of Daly's "
-    "optimum; never shorter than one step (default: the optimum).")]
+    "optimum: 0 (default) is the optimum, else at least 1 s; never shorter than one step.")]
 EvalOverheadOption = Annotated[float, typer.Option(
     help="Evaluation time per unit of training time, in [0, 1) (default 0.01, an estimate; "
     "docs/model.md).")]

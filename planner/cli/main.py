@@ -13,6 +13,7 @@ import gc
 import os
 import signal
 import sys
+import warnings
 
 
 def interrupted_while_starting(signum, frame) -> None:
@@ -114,58 +115,77 @@ def main(argv: list[str] | None = None) -> int:
             _stdout_gone()
         return 0
     flush_notices(show=False)
-    try:
-        result = app_for(args)(args=args, prog_name="capplan", standalone_mode=False)
-        code = result if isinstance(result, int) else 0
-        if code == 130:  # click returns Ctrl-C as exit code 130 when not standalone
+    with warnings.catch_warnings(record=True) as held:  # shown if the command succeeds
+        try:
+            if "CAPPLAN_KERNEL" in os.environ:  # read by every command alike (one line)
+                from planner.engine.native import check_setting
+
+                check_setting()
+            result = app_for(args)(args=args, prog_name="capplan", standalone_mode=False)
+            code = result if isinstance(result, int) else 0
+            if code == 130:  # click returns Ctrl-C as exit code 130 when not standalone
+                _interrupted(argv is None)
+        except (typer.Exit, getattr(click, "Exit", typer.Exit)) as exc:
+            code = exc.exit_code
+        except (typer.Abort, getattr(click, "Abort", typer.Abort)):
+            _ignore_further_interrupts(argv is None)
+            print("capplan: aborted", file=sys.stderr)
+            code = 130
+        except KeyboardInterrupt:
             _interrupted(argv is None)
-    except (typer.Exit, getattr(click, "Exit", typer.Exit)) as exc:
-        code = exc.exit_code
-    except (typer.Abort, getattr(click, "Abort", typer.Abort)):
-        _ignore_further_interrupts(argv is None)
-        print("capplan: aborted", file=sys.stderr)
-        code = 130
-    except KeyboardInterrupt:
-        _interrupted(argv is None)
-        code = 130
-    except getattr(click, "NoArgsIsHelpError", ()) as exc:
-        print(exc.format_message(), file=sys.stderr)
-        code = USAGE
-    except click.ClickException as exc:
-        if debug:
-            raise
-        _error(exc.format_message())
-        code = exc.exit_code
-    except (CapplanError, CatalogError) as exc:
-        if debug:
-            raise
-        _error(str(exc))
-        code = exc.exit_code
-    except (BrokenPipeError, ReaderGone):  # the reader went away (`| head`): not an error
-        _stdout_gone()
-        code = 0
-    except OSError as exc:  # unreadable input, unwritable output, full disk ...
-        if debug:
-            raise
-        _error(os_error_message(exc))
-        code = USAGE
-    except UnicodeError as exc:
-        if debug:
-            raise
-        _error(f"a file is not valid UTF-8 text ({getattr(exc, 'reason', exc)}); save it as UTF-8")
-        code = USAGE
-    except Exception as exc:  # a bug: one line, a distinct exit code
-        if debug:
-            raise
-        print(f"capplan: internal error: {type(exc).__name__}: {one_line(str(exc))} "
-              "(rerun with --debug and report it)", file=sys.stderr)
-        code = INTERNAL
+            code = 130
+        except getattr(click, "NoArgsIsHelpError", ()) as exc:
+            print(exc.format_message(), file=sys.stderr)
+            code = USAGE
+        except click.ClickException as exc:
+            if debug:
+                raise
+            _error(exc.format_message())
+            code = exc.exit_code
+        except (CapplanError, CatalogError) as exc:
+            if debug:
+                raise
+            _error(str(exc))
+            code = exc.exit_code
+        except (BrokenPipeError, ReaderGone):  # the reader went away (`| head`): not an error
+            _stdout_gone()
+            code = 0
+        except OSError as exc:  # unreadable input, unwritable output, full disk ...
+            if debug:
+                raise
+            _error(os_error_message(exc))
+            code = USAGE
+        except UnicodeError as exc:
+            if debug:
+                raise
+            _error(f"a file is not valid UTF-8 text ({getattr(exc, 'reason', exc)}); save it as UTF-8")
+            code = USAGE
+        except Exception as exc:  # a bug: one line, a distinct exit code
+            if debug:
+                raise
+            print(f"capplan: internal error: {type(exc).__name__}: {one_line(str(exc))} "
+                  "(rerun with --debug and report it)", file=sys.stderr)
+            code = INTERNAL
+    _show_warnings(held, show=code == 0)
     flush_notices(show=code in (0, INFEASIBLE))
     if argv is None:
         if code == 130 and "distributed" not in sys.modules:  # Dask cleans up at exit
             _exit_now(code)
         sys.exit(code)
     return code
+
+
+def _show_warnings(held: list, show: bool) -> None:
+    """Warnings raised while a command ran (numpy's RuntimeWarnings on overflowing inputs,
+    a library's deprecations): one line each on stderr when the command succeeds, dropped
+    when it fails, whose one line already says what was wrong (an overflow warning
+    before "no finite wall_time_s" made a one-line error three)."""
+    if not show:
+        return
+    for w in held:
+        where = f"{os.path.basename(w.filename)}:{w.lineno}"
+        print(f"capplan: warning: {one_line(str(w.message))} ({w.category.__name__}, {where})",
+              file=sys.stderr)
 
 
 def _stdout_gone() -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import inspect
 
+from planner.errors import CapplanError
+
 #: Columns of the per-phase breakdown table (and of its total row).
 TABLE_COLUMNS = ("tokens", "steps", "step_time_s", "wall_days", "ettr", "gpu_hours",
                  "energy_gpu_mwh", "energy_it_mwh", "energy_mwh", "cost_usd", "co2e_t")
@@ -66,6 +68,7 @@ def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list
     """One :class:`~planner.cli.layout_options.ResolvedRun` per phase (``overrides``: run-model
     inputs every phase shares, as :func:`~planner.cli.layout_options.resolve` takes them)."""
     from planner.cli.layout_options import PREFERRED_LAYOUT, resolve
+    from planner.engine.phases import in_phase
 
     runs = []
     for phase in phases:
@@ -74,10 +77,26 @@ def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list
         if "gpus" in own:  # a new GPU count: the layout the phase states, else the best
             phase_options.update({k: None for k in PREFERRED_LAYOUT})
         phase_options.update(own)
-        run = resolve(phase_options, overrides)
+        try:
+            run = resolve(phase_options, overrides)
+        except CapplanError as error:  # said of the phase: its file, name and keys
+            raise in_phase(phase, error) from None
+        check_whole_step(phase, run.echo)
         run.row["tokens"] = float(run.echo["tokens"])
         runs.append(run)
     return runs
+
+
+def check_whole_step(phase, echo: dict) -> None:
+    """A phase is at least one optimizer step: fewer tokens than one global batch would
+    report a fraction of a step (``tokens = 1``: 5.96e-08 steps) and its cost."""
+    step_tokens = echo["global_batch"] * echo["seq_len"]
+    if phase.tokens < step_tokens:
+        raise CapplanError(
+            f"{phase.where} ({phase.name}): tokens = {phase.tokens:g} is less than one step "
+            f"(global batch {echo['global_batch']:,} x {echo['seq_len']:,} tokens = "
+            f"{step_tokens:,} tokens); a phase is at least one step: raise its tokens or "
+            "lower its global_batch")
 
 
 def _layout(echo: dict) -> str:

@@ -30,6 +30,10 @@ KEYS: dict[str, type] = {
     "faults": dict, "phases": list,
 }
 
+#: Keys that take a name or a number, like their flags (``spot_interruption = 0.07`` or
+#: ``"gt20"``, as ``--spot-interruption``; planner.engine.pricing.spot_interruption).
+NAME_OR_NUMBER = frozenset({"spot_interruption"})
+
 #: Keys of the ``[faults]`` section (the flags of the same names: --spares, --gc-interval
 #: ...); flags override them.
 FAULT_KEYS: dict[str, tuple] = {
@@ -156,7 +160,7 @@ _FAULT_EXAMPLES = {
     "stage_imbalance": (2.0, "extra layer-equivalents on the slowest pipeline stage"),
     "slow_nodes": (1e-4, "share of slow nodes"),
     "slow_node_slowdown": (1.1, "step-time factor of a slow node"),
-    "checkpoint_interval": (3600, "fixed checkpoint interval [s] (default: Daly's optimum)"),
+    "checkpoint_interval": (3600, "fixed checkpoint interval [s], >= 1 (0, default: Daly's optimum)"),
     "eval_overhead": (0.01, "evaluation time per unit of training time"),
     "maintenance": (0.011, "share of calendar time down for planned maintenance"),
     "loss_spikes": (78.4, "loss-spike rollbacks per million steps (PaLM); 0: none"),
@@ -191,6 +195,9 @@ def load(path: str) -> dict:
             value = float(value)
         elif kind is str and isinstance(value, list):
             value = ",".join(map(str, value))
+        elif key in NAME_OR_NUMBER and isinstance(value, int | float) \
+                and not isinstance(value, bool):
+            value = repr(value)  # as the flag's text: checked by the same domain
         if not isinstance(value, kind) or isinstance(value, bool):
             raise CapplanError(f"{path}: {key} must be a {kind.__name__}, got {value!r}")
         if key == "faults":  # flattened: its keys are the flags' names

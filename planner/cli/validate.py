@@ -33,11 +33,19 @@ def validate(
                                     "LLaMA, Llama 2, Llama 3, OLMo) predicted from user options vs their "
                                     "published GPU-hours, days, energy, CO2e and interruptions; "
                                     "--plot draws the ratios, --write-docs writes "
-                                    "docs/whole-runs.md."),
+                                    "docs/whole-runs.md (not with -d, --lofo, --checks)."),
 ):
     """Predict every published measurement with the catalog's parameters; report errors."""
 
     format = output_format(format, output)
+    if whole_runs:
+        ignored = [flag for flag, given in (("--dataset", bool(dataset)), ("--lofo", lofo),
+                                            ("--checks", with_checks)) if given]
+        if ignored:
+            one = len(ignored) == 1
+            raise CapplanError(f"--whole-runs compares whole published runs, not the datasets: "
+                               f"{', '.join(ignored)} {'does' if one else 'do'} not apply to "
+                               f"it; drop {'it' if one else 'them'}, or drop --whole-runs")
     from planner.analysis import validate as v
     from planner.report import validation as report
     from planner.report.output import render, write

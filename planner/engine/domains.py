@@ -22,6 +22,7 @@ import numpy as np
 
 from planner.engine.glossary import (  # noqa: F401  (the kinds, used by callers)
     BANDWIDTH_GBPS,
+    CHECKPOINT_INTERVAL_S,
     COUNT,
     COUNT0,
     EFFICIENCY,
@@ -76,7 +77,7 @@ OPTION_DOMAINS: dict[str, Domain] = {
     # site network (capplan evaluate / plan): per-GPU NIC bandwidth, scale-up domain
     "nic_gbps": BANDWIDTH_GBPS, "scale_up_domain": GPU_COUNT,
     # run overheads and a fixed checkpoint interval (planner/cli/fault_options.py)
-    "checkpoint_interval": Domain(">=0", maximum=1e12),
+    "checkpoint_interval": CHECKPOINT_INTERVAL_S,
     "eval_overhead": Domain("[0,1)", maximum=0.99),
     "maintenance": Domain("[0,1)", maximum=0.99),
     "loss_spikes": Domain(">=0", maximum=1e6),
@@ -101,10 +102,19 @@ def label(name: str) -> str:
     return f"run-model input '{name}'"
 
 
+def _takes_booleans(domain: Domain) -> bool:
+    """Whether ``domain`` is a switch (0 or 1), the only kind a boolean may stand for:
+    ``gpus=True`` is a mistake, not one GPU."""
+    return domain.integer and domain.maximum is None and domain.spec == "[0,1]"
+
+
 def _first_bad(domain: Domain, value):
-    """The first value outside ``domain`` (``None`` when all are inside)."""
+    """The first value outside ``domain`` (``None`` when all are inside); a boolean (or a
+    boolean array) is outside every domain but a switch's."""
     if type(value) is float:  # the common cases, without the abc checks below
         return None if domain.ok_number(value) else value
+    if isinstance(value, bool | np.bool_) and not _takes_booleans(domain):
+        return value
     if type(value) is int and (domain.maximum is None or value <= domain.maximum) \
             and abs(value) < 2**53:
         return None if domain.ok_number(float(value)) else value
@@ -119,8 +129,12 @@ def _first_bad(domain: Domain, value):
                 value > domain.maximum:  # exact, also beyond 2**53
             return value
         return None if domain.ok_number(number) else value
-    array = np.asarray(value)
-    if array.dtype.kind not in "biuf":
+    try:
+        array = np.asarray(value)
+    except ValueError:  # a ragged nested list
+        return value
+    if array.dtype.kind not in "biuf" or (array.dtype.kind == "b"
+                                         and not _takes_booleans(domain)):
         return value
     ok = domain.ok(array)
     if np.all(ok):
@@ -135,9 +149,9 @@ def check_value(name: str, value, domain: Domain | None = None, where: str = "")
     bad = _first_bad(domain, value)
     if bad is None and value is not None:
         return
-    if isinstance(bad, str | bytes) or bad is None or not isinstance(
+    if isinstance(bad, str | bytes | bool | np.bool_) or bad is None or not isinstance(
             bad, numbers.Real):
-        got = f"{shown(bad)} ({type(bad).__name__})"
+        got = f"{shown(bad)} ({'bool' if isinstance(bad, np.bool_) else type(bad).__name__})"
     elif isinstance(bad, float) and not math.isfinite(bad):
         got = str(bad)
     else:

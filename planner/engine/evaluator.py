@@ -19,6 +19,14 @@ from dataclasses import field, fields, make_dataclass
 import numpy as np
 
 from hardware_catalog import load_catalog
+from planner.engine.call_checks import (
+    candidate_count,
+    check_catalog,
+    check_catalog_dirs,
+    check_given,
+    check_mapping,
+    check_switch,
+)
 from planner.engine.columns import memory_terms
 from planner.engine.domains import check
 from planner.engine.kernel_run import evaluate_inputs, evaluate_scalar
@@ -81,11 +89,23 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     one layout its values are Python scalars computed by the kernel on scalars (thousands
     of calls per second), equal to the DataFrame's to rounding (``tests/test_evaluate_api.py``).
 
+    Inputs are checked as strictly as the CLI's, with its messages: a wrong value or
+    kind raises :class:`planner.errors.CapplanError` (a ``ValueError``) before any work.
+    Names are strings (``model``/``hardware``/``stack`` may be catalog entries);
+    ``catalog`` is a loaded catalog; booleans stand for no count or number (``gpus=True``
+    is refused), ``None`` only for sizes that are chosen; layout sizes and ``overrides``
+    are scalars or one-dimensional arrays of one length, at most
+    :data:`planner.engine.call_checks.MAX_CANDIDATES` (1,000,000) rows a call (evaluate
+    more in slices and concatenate); ``tokens``, ``seq_len``, ``global_batch`` are one
+    number each (many: ``overrides``).
+
     >>> r = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
     ...              global_batch=512, micro_batch=2, tokens=2e12, as_frame=False)
     >>> r["fits"], round(r["mfu"], 2) == round(float(r.to_frame().loc[0, "mfu"]), 2)
     (True, True)
     """
+    check_switch("as_frame", as_frame)
+    check_switch("return_inputs", return_inputs)
     choices = RunChoices(
         model=model, hardware=hardware, site=site, site_class=site_class,
         reliability=reliability, precision=precision, checkpoint=checkpoint,
@@ -158,10 +178,18 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
             raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
     sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
     others = {k: getattr(r, k) for k in OTHER_SIZES}
+    check_switch("flash_attention", flash_attention)
+    check_catalog(catalog)
+    check_catalog_dirs(catalog_dirs)
+    check_mapping("overrides", overrides)
+    check_given("gpus", gpus)
+    check_given("zero", zero)
+    candidate_count({"gpus": gpus, **sizes, **others, "zero": zero,
+                     "shard_group": shard_group, "sequence_parallel": sequence_parallel,
+                     **(overrides or {})})
     check({"gpus": gpus, **sizes, **others, "zero": zero, "tokens": c.tokens,
-           "global_batch": c.global_batch, "seq_len": c.seq_len, "shard_group": shard_group})
-    if sequence_parallel is not None:
-        check({"sequence_parallel": np.asarray(sequence_parallel, dtype=float)})
+           "global_batch": c.global_batch, "seq_len": c.seq_len, "shard_group": shard_group,
+           "sequence_parallel": sequence_parallel})
     check_overrides(overrides or {})
     if catalog is None:
         catalog = load_catalog(catalog_dirs)

@@ -53,6 +53,8 @@ class Domain:
     integer: bool = False
     maximum: float | None = None
     minimum: float | None = None
+    #: what 0 means when it is allowed below ``minimum`` (e.g. "Daly's optimum"); None: not
+    zero: str | None = None
 
     @property
     def text(self) -> str:
@@ -60,7 +62,8 @@ class Domain:
         lower = f">= {number_text(self.minimum)}" if self.minimum is not None else \
             domain_text(self.spec)
         upper = f" and <= {number_text(self.maximum)}" if self.maximum is not None else ""
-        return f"{kind} {lower}{upper}"
+        either = f"0 ({self.zero}) or " if self.zero is not None else ""
+        return f"{either}{kind} {lower}{upper}"
 
     def ok(self, values) -> np.ndarray:
         """True where ``values`` (a number or a numeric array) lie in the domain."""
@@ -72,6 +75,8 @@ class Domain:
             good &= array <= self.maximum
         if self.minimum is not None:
             good &= array >= self.minimum
+        if self.zero is not None:
+            good |= array == 0
         return good
 
     def ok_number(self, value: float) -> bool:
@@ -79,7 +84,8 @@ class Domain:
         return (number_in_domain(self.spec, value)
                 and (not self.integer or value.is_integer())
                 and (self.maximum is None or value <= self.maximum)
-                and (self.minimum is None or value >= self.minimum))
+                and (self.minimum is None or value >= self.minimum)) or (
+                    self.zero is not None and value == 0)
 
 
 def number_text(value) -> str:
@@ -100,6 +106,10 @@ NON_NEGATIVE = Domain(">=0")
 FRACTION = Domain("[0,1]")
 EFFICIENCY = Domain("(0,1]")
 FLAG = Domain("[0,1]", integer=True)
+#: A fixed checkpoint interval [s]: 0 for Daly's optimum, else at least one second (the
+#: interval is never shorter than one step; a positive value below 1 s, e.g. 1e-300,
+#: would silently mean "every step" while 0 means the optimum).
+CHECKPOINT_INTERVAL_S = Domain(">0", minimum=1.0, maximum=1e12, zero="Daly's optimum")
 COUNT = Domain(">=1", integer=True, maximum=MAX_DIM)
 COUNT0 = Domain(">=0", integer=True, maximum=MAX_DIM)
 GPU_COUNT = Domain(">=1", integer=True, maximum=MAX_GPUS)
@@ -385,7 +395,7 @@ GLOSSARY: dict[str, Term] = {
     # run overheads and a fixed checkpoint interval (issue 26)
     "checkpoint_interval_fixed_s": Term(
         "s", "checkpoint interval fixed by the user; 0: Daly's optimum",
-        Domain(">=0", maximum=1e12)),
+        CHECKPOINT_INTERVAL_S),
     "eval_fraction": Term("1", "evaluation time per unit of training time",
                            Domain("[0,1)", maximum=0.99)),
     "maintenance_fraction": Term("1", "share of calendar time down for planned maintenance",

@@ -266,9 +266,10 @@ def prelude_table(prelude, prelude_names, given: dict) -> tuple[np.ndarray, np.n
     fresh = {}
     if new:
         picked = first[new]
-        computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(new),))
-                    for v in prelude(*(given[k][picked] if np.ndim(given[k]) > 0
-                                       else given[k] for k in prelude_names))]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf, as the kernel
+            values = prelude(*(given[k][picked] if np.ndim(given[k]) > 0 else given[k]
+                               for k in prelude_names))
+        computed = [np.broadcast_to(np.asarray(v, dtype=float), (len(new),)) for v in values]
         for j, i in enumerate(new):
             fresh[i] = [c[j] for c in computed]
             if keys[i] == keys[i]:  # a NaN key is never the same key again

@@ -14,9 +14,13 @@ a vector of candidates at a time through all of them in registers (~0.1 us a can
   installs pure numpy where none does.  Nothing is compiled at run time, and nothing is
   loaded from a cache folder: only the extension installed beside this file.
 * **One backend per process**, chosen once (:func:`backend`): ``compiled`` where the
-  extension is installed and matches the committed source (its hash), else ``numpy``;
+  extension is installed, whole (its size and SHA-256 as recorded at build time, checked
+  before it is loaded: :func:`damage`) and matches the committed source (its hash), else
+  ``numpy`` (a damaged file: with one warning line on stderr);
   ``capplan --version`` says which and why.  ``CAPPLAN_KERNEL=numpy`` turns the extension
-  off; ``CAPPLAN_KERNEL=c`` makes its absence an error.
+  off; ``CAPPLAN_KERNEL=c`` makes its absence an error.  Every ``capplan`` command reads
+  it the same way before it starts (:func:`check_setting`), whether or not it runs the
+  kernel on arrays: an unknown value or ``c`` without the extension is one line, exit 2.
 * **numpy's numbers, to rounding.** Every expression is evaluated in numpy's order in
   IEEE double precision, without fused multiply-adds or fast-math; only ``exp``/``log``/
   ``pow`` may differ in the last bit (libm or libmvec instead of numpy's loops), which the
@@ -29,10 +33,14 @@ a vector of candidates at a time through all of them in registers (~0.1 us a can
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib.util
 import os
+import struct
+import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -76,12 +84,65 @@ class Backend:
     path: str = ""
 
 
+#: The build record ``setup.py`` writes beside the extension: ``"<bytes> <sha256>"``.
+RECORD_SUFFIX = ".sha256"
+
+
+def damage(path: str) -> str | None:
+    """Why the extension file at ``path`` is not the library that was built (``None``:
+    it is), checked before it is mapped: a truncated library (a full disk, an interrupted
+    copy) faults with SIGBUS when loaded, killing even ``capplan --version``.  Checked
+    against the build record (size and SHA-256); without one (an older install), the
+    ELF header's section table must lie inside the file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        return f"it cannot be read ({error.strerror})"
+    try:
+        size_text, digest = Path(path + RECORD_SUFFIX).read_text(encoding="ascii").split()
+        size = int(size_text)
+    except FileNotFoundError:
+        return _elf_damage(data)
+    except (OSError, ValueError, UnicodeError):
+        return f"its build record {path + RECORD_SUFFIX} is unreadable"
+    if len(data) != size:
+        return f"it has {len(data):,} bytes, built with {size:,}"
+    if hashlib.sha256(data).hexdigest() != digest:
+        return "its bytes differ from the build's (SHA-256)"
+    return None
+
+
+def _elf_damage(data: bytes) -> str | None:
+    """A truncated ELF file (its section header table, at the end, cut off), or ``None``
+    (whole, or not ELF: another platform's loader checks its own format)."""
+    if not data.startswith(b"\x7fELF"):
+        return None
+    if len(data) < 64 or data[4] not in (1, 2) or data[5] not in (1, 2):
+        return f"it is truncated ({len(data):,} bytes, no whole ELF header)"
+    order = "<" if data[5] == 1 else ">"
+    if data[4] == 2:  # 64-bit: e_shoff at 0x28, e_shentsize and e_shnum at 0x3A
+        (table,), (entry, count) = (struct.unpack_from(order + "Q", data, 0x28),
+                                    struct.unpack_from(order + "HH", data, 0x3A))
+    else:  # 32-bit: e_shoff at 0x20, e_shentsize and e_shnum at 0x2E
+        (table,), (entry, count) = (struct.unpack_from(order + "I", data, 0x20),
+                                    struct.unpack_from(order + "HH", data, 0x2E))
+    if table + entry * count > len(data):
+        return f"it is truncated ({len(data):,} bytes, its ELF header needs " \
+               f"{table + entry * count:,})"
+    return None
+
+
 def _find() -> Backend:
     """The backend the installed files allow (``CAPPLAN_KERNEL`` aside)."""
     spec = importlib.util.find_spec(EXTENSION)
     if spec is None or not spec.origin:
         return Backend("numpy", "the compiled extension is not installed (no C compiler "
                        "when capplan was installed)")
+    why = damage(spec.origin)
+    if why is not None:  # never mapped: one line, numpy
+        reason = f"the compiled extension {spec.origin} is damaged: {why}; reinstall capplan"
+        print(f"capplan: warning: {reason}; running in numpy", file=sys.stderr)
+        return Backend("numpy", reason, path=spec.origin)
     try:
         library = ctypes.CDLL(spec.origin)
         library.capplan_source_hash.restype = ctypes.c_char_p
@@ -114,6 +175,13 @@ def backend() -> Backend:
         raise CapplanError(f"CAPPLAN_KERNEL=c, but {_BACKEND.reason}; reinstall capplan "
                            "where a C compiler (cc) is found, or unset CAPPLAN_KERNEL")
     return _BACKEND
+
+
+def check_setting() -> None:
+    """Refuse a ``CAPPLAN_KERNEL`` that this process cannot honour (an unknown value, or
+    ``c`` without the extension) with one CapplanError; nothing when it is unset."""
+    if os.environ.get("CAPPLAN_KERNEL") is not None:
+        backend()
 
 
 def available() -> bool:

@@ -13,13 +13,14 @@ memory stays bounded whatever the size of the space.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.engine import native, native_search, workload
 from planner.engine.assumptions import scenario_assumptions
+from planner.engine.call_checks import check_catalog
 from planner.engine.columns import kept
 from planner.engine.distributed import check_scheduler, run_tasks, usable_cores
 from planner.engine.explain import (
@@ -33,7 +34,7 @@ from planner.engine.explain import (
 )
 from planner.engine.kernel_run import evaluate_columns, evaluate_inputs, needed_outputs
 from planner.engine.ownership import cost_parts, ownership_inputs, rent_vs_buy
-from planner.engine.pricing import market_priced, price_quote
+from planner.engine.pricing import check_provider, market_priced, price_quote
 from planner.engine.reductions import GroupMinimum, first_least, pareto_mask, tie_key
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import OBJECTIVE_COLUMNS, OBJECTIVES, Scenario
@@ -46,7 +47,7 @@ from planner.engine.space import (
 )
 from planner.engine.spares import resolve_spares
 from planner.engine.spot import spot_versus_on_demand
-from planner.errors import INFEASIBLE, CapplanError
+from planner.errors import INFEASIBLE, CapplanError, shown, suggestion
 
 #: Candidates reduced at a time (the kernel itself runs on smaller cache-sized chunks).
 PLAN_CHUNK = 65536
@@ -336,6 +337,10 @@ def resolve_hardware(catalog, names, tier: str = "on-demand") -> list[str]:
     return list(names)
 
 
+#: The keywords plan() takes besides its own: the fields of a Scenario.
+_SCENARIO_FIELDS = frozenset(f.name for f in fields(Scenario))
+
+
 def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
          options: SpaceOptions | None = None, scheduler: str | None = None,
          workers: int | None = None, **changes) -> PlanResult:
@@ -343,8 +348,17 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
 
     ``scheduler``/``workers``: where the search tasks run (:mod:`planner.engine.distributed`);
     the result is the same on every scheduler.
+
+    ``changes`` are :class:`Scenario` fields, checked as strictly as the CLI's flags and
+    with their messages (:meth:`Scenario.validate`): a wrong value or kind raises
+    :class:`planner.errors.CapplanError` before the search; ``hardware`` is a list of ids
+    (or one comma-separated string), booleans stand for no count, ``catalog`` is a
+    loaded catalog, an unknown ``provider`` is refused with the nearest names.
     """
     check_scheduler(scheduler, workers)
+    for name in changes.keys() - _SCENARIO_FIELDS:  # as Python's own, with the nearest names
+        raise TypeError(f"plan() got an unexpected keyword argument {name!r}; "
+                        + suggestion(name, _SCENARIO_FIELDS))
     if isinstance(changes.get("hardware"), str):  # "h100-sxm,mi300x" as on the command line
         changes["hardware"] = [h.strip() for h in changes["hardware"].split(",") if h.strip()]
     s = (scenario or Scenario()).with_(**{k: tuple(v) if isinstance(v, list) else v
@@ -352,8 +366,12 @@ def plan(scenario: Scenario | None = None, *, catalog=None, progress=None,
     if s.deadline_days == float("inf"):  # the CLI's 'inf': no deadline
         s = s.with_(deadline_days=None)
     s.validate()
+    check_catalog(catalog)
+    if options is not None and not isinstance(options, SpaceOptions):
+        raise CapplanError(f"options must be None or a SpaceOptions, got {shown(options)[:80]}")
     if catalog is None:
         catalog = load_catalog(s.catalog_dirs, s.price_files)
+    check_provider(catalog, s.pricing, s.provider)
     started = time.perf_counter()
     names, tasks, skipped, prices = planned_tasks(s, catalog, options)
     searched = len(names) - len(skipped)

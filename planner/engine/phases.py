@@ -13,6 +13,7 @@ is the sum of the phases' (the checkpoint that closes one phase opens the next).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from formulas.carbon import carbon_delay_product, compute_carbon_intensity
@@ -55,6 +56,8 @@ class Phase:
     global_batch: int | None = None
     #: the layout sizes it sets (of :data:`PHASE_LAYOUT`), as (name, size) pairs
     layout: tuple[tuple[str, int], ...] = ()
+    #: where it is written, for messages: ``"<scenario file>: phase <n>"``
+    where: str = ""
 
     def options(self) -> dict:
         """The run options this phase sets (those it leaves out are absent)."""
@@ -97,8 +100,29 @@ def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
         check({k: v for k, v in values.items() if k != "name"}, where=f"{label} ({name})")
         phases.append(Phase(name=name, tokens=values["tokens"], seq_len=values.get("seq_len"),
                             global_batch=values.get("global_batch"),
-                            layout=tuple((k, values[k]) for k in PHASE_LAYOUT if k in values)))
+                            layout=tuple((k, values[k]) for k in PHASE_LAYOUT if k in values),
+                            where=label))
     return tuple(phases)
+
+
+def in_phase(phase: Phase, error: CapplanError) -> CapplanError:
+    """``error`` of one phase's run, said of the phase: its file, number and name, and its
+    keys (``tp = 3``, ``change tp/pp/cp``) where the message names the command's flags
+    (``--tp 3``): the layout sizes a phase may set, and the GPU count, sequence length
+    and batch when the phase sets them (else they are the command's)."""
+    own = phase.options()
+    keys = [k for k in PHASE_KEYS if k != "name" and (k in own or (k in PHASE_LAYOUT
+                                                                   and k != "gpus"))]
+    flag = re.compile(r"--(" + "|".join(re.escape(k.replace("_", "-")) for k in
+                                        sorted(keys, key=len, reverse=True))
+                      + r")\b(?: (-?[0-9][0-9.e+]*))?")
+
+    def key(match) -> str:
+        name = match.group(1).replace("-", "_")
+        return name if match.group(2) is None else f"{name} = {match.group(2)}"
+
+    return CapplanError(f"{phase.where} ({phase.name}): {flag.sub(key, str(error))}",
+                        error.exit_code)
 
 
 def sum_phases(rows: list[dict]) -> dict:

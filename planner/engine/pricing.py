@@ -299,11 +299,27 @@ def distribution(rows, accelerator: str, tier: str, values: list[float]) -> dict
                 sigma=sigma, estimate_by_data=not (market or quoted))
 
 
-def _named(rows, accelerator, tier, priced_tier, provider, stats, extra) -> PriceQuote:
+def known_provider(rows, provider: str) -> str:
+    """``provider`` as a provider name of the price rows (stripped, lower case); an unknown
+    name is one line with the nearest names.  evaluate (through :func:`quote`) and plan
+    (:func:`check_provider`, once before the search) refuse it the same way."""
     name = provider.strip().lower()
     known = provider_names(rows)
     if name not in known:
         raise CapplanError(f"--provider: {did_you_mean('provider', provider, [*known, *PROVIDER_CHOICES])}")
+    return name
+
+
+def check_provider(catalog, tier: str, provider: str) -> None:
+    """Refuse an unknown tier or provider before a plan prices any accelerator (a plan
+    used to skip every accelerator for it and report that no layout exists)."""
+    check_choice(tier, provider)
+    if provider not in PROVIDER_CHOICES:
+        known_provider(catalog_prices(catalog), provider)
+
+
+def _named(rows, accelerator, tier, priced_tier, provider, stats, extra) -> PriceQuote:
+    name = known_provider(rows, provider)
     mine = provider_medians(rows, accelerator, priced_tier, marketplace=None)
     if name not in mine:
         listing = (f"providers that do: {', '.join(mine)}" if mine else

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from hardware_catalog.loader import looks_like_path
+from planner.engine.call_checks import check_catalog, check_given, check_names, check_scalars
 from planner.engine.domains import check
 from planner.engine.ownership import cost_basis
 from planner.engine.pricing import price_quote, with_preemptions
@@ -90,8 +91,14 @@ def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
     >>> x["hbm_bytes"], x["layers"]
     (80000000000.0, 32.0)
     """
-    check({"tokens": choices.tokens, "global_batch": choices.global_batch,
-           "seq_len": choices.seq_len})
+    c = choices
+    check_names({"model": c.model, "hardware": c.hardware, "site": c.site,
+                 "site_class": c.site_class, "reliability": c.reliability, "stack": c.stack,
+                 "precision": c.precision, "pricing": c.pricing, "provider": c.provider})
+    check_catalog(catalog)
+    check_given("tokens", c.tokens)
+    check_scalars({"tokens": c.tokens, "global_batch": c.global_batch, "seq_len": c.seq_len})
+    check({"tokens": c.tokens, "global_batch": c.global_batch, "seq_len": c.seq_len})
     x = catalog_inputs(catalog, choices)
     x["tokens"] = float(choices.tokens)
     x["global_batch"] = float(choices.global_batch or default_global_batch(x["seq_len"]))

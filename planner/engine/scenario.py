@@ -16,6 +16,13 @@ from pathlib import Path
 from formulas.carbon import embodied_per_accelerator
 from hardware_catalog import load_catalog
 from hardware_catalog.schema import Quantity, SoftwareStack
+from planner.engine.call_checks import (
+    check_catalog_dirs,
+    check_given,
+    check_hardware_list,
+    check_names,
+    check_scalars,
+)
 from planner.engine.defaults import (  # noqa: F401
     CHECKPOINT_SCHEMES,
     COST_BASES,
@@ -96,7 +103,20 @@ class Scenario:
         return replace(self, margins=(), **scaled)
 
     def validate(self) -> None:
-        """Raise CapplanError on the first value outside its domain (planner.engine.domains)."""
+        """Raise CapplanError on the first value outside its domain (planner.engine.domains)
+        or of the wrong kind (planner.engine.call_checks: names are strings, numbers are
+        one number each, booleans are no counts)."""
+        check_names({"model": self.model, "site": self.site, "site_class": self.site_class,
+                     "reliability": self.reliability, "stack": self.stack,
+                     "pricing": self.pricing, "provider": self.provider}, entries={})
+        check_hardware_list(self.hardware)
+        check_catalog_dirs(self.catalog_dirs)
+        check_given("tokens", self.tokens)
+        check_scalars({"tokens": self.tokens, "global_batch": self.global_batch,
+                       "seq_len": self.seq_len, "min_gpus": self.min_gpus,
+                       "max_gpus": self.max_gpus, "deadline_days": self.deadline_days,
+                       "budget_usd": self.budget_usd, "max_power_mw": self.max_power_mw,
+                       "knee_threshold": self.knee_threshold})
         for name, value, allowed in [("precision", self.precision, PRECISIONS),
                                      ("checkpoint", self.checkpoint, CHECKPOINT_SCHEMES),
                                      ("cost-basis", self.cost_basis, COST_BASES),

@@ -130,7 +130,7 @@ def test_evaluate_still_takes_arrays_and_switches():
     (dict(tokens=True), "got True (bool)"),
     (dict(stack=5), "--stack must be"),
     (dict(pricing=5), "--pricing must be a name"),
-    (dict(confidence="x"), "--confidence 'x' is outside (0, 1)"),
+    (dict(confidence="x"), "--confidence must be a quantile in [0.001, 0.999], got 'x'"),
     (dict(catalog_dirs=5), "catalog_dirs must be a list"),
     (dict(global_batch=np.ones((2, 2))), "--global-batch must be one number"),
     (dict(options=5), "options must be None or a SpaceOptions"),

@@ -589,11 +589,11 @@ def test_incremental_objective_equals_the_full_objective(catalog):
     # overlap, the a2a-overlap stack's groups; the moe-runs slice's groups are the same
     fresh: dict = {}
     c.Objective(cases, catalog, fresh)(start)
-    assert len(fresh) == groups
+    assert len(fresh["predicted"]) == groups
     key = (("stack:megatron-core-moe-a2a-overlap",), "ep_overlap")
     c.Objective(cases, catalog, fresh)({**start, key: 0.9 if start[key] != 0.9 else 0.5})
-    moved = sum(g.key[4] == "megatron-core-moe-a2a-overlap" for g in incremental.groups)
-    assert 0 < moved < groups and len(fresh) == groups + moved
+    moved = sum(g.key[4] == "megatron-core-moe-a2a-overlap" for _, g in incremental.groups)
+    assert 0 < moved < groups and len(fresh["predicted"]) == groups + moved
 
 
 def test_mean_of_means_sums_as_pandas():

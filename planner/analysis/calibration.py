@@ -194,17 +194,18 @@ class Objective:
     The cases' kernel inputs are built once (``validate.case_groups``), and a group of cases
     is predicted again only for a set of the parameters it reads that ``memo`` has not seen
     (a trial of one parameter moves the groups on its accelerator or stack only).  ``memo``
-    may be shared by objectives whose cases come from one frame (the refits of
-    :func:`leave_one_family_out`): a group is known by its cases' index labels.  The means
+    (``{"groups": ..., "predicted": ...}``, filled as it goes) may be shared by objectives
+    whose cases come from one frame (the refits of :func:`leave_one_family_out`): a group is
+    known by its cases' index labels.  The means
     are summed as pandas' ``groupby().mean().mean()`` sums them, so the values are
     :func:`objective`'s to the last bit (tests/test_validation.py checks it).
     """
 
     def __init__(self, cases, catalog, memo: dict | None = None):
+        memo = {} if memo is None else memo
         cases = v.with_shape_defaults(cases)
-        self.groups = v.case_groups(cases, catalog)
-        self.names = [(g.key, tuple(cases.index[g.at])) for g in self.groups]
-        self.memo = {} if memo is None else memo
+        self.groups = v.case_groups(cases, catalog, memo.setdefault("groups", {}))
+        self.predictions = memo.setdefault("predicted", {})
         self.measured = cases["measured"].to_numpy(float)
         labels, self.label = np.unique(case_labels(cases).to_numpy(str), return_inverse=True)
         self.sets = len(labels)
@@ -212,11 +213,11 @@ class Objective:
     def __call__(self, values: dict) -> float:
         params = to_params(values)
         predicted = np.full(len(self.measured), np.nan)
-        for group, name in zip(self.groups, self.names, strict=True):
-            key = (name, group.params_read(params))
-            if key not in self.memo:
-                self.memo[key] = group.predicted_for(params)
-            predicted[group.at] = self.memo[key]
+        for at, group in self.groups:
+            key = (group.name, group.params_read(params))
+            if key not in self.predictions:
+                self.predictions[key] = group.predicted_for(params)
+            predicted[at] = self.predictions[key]
         return _mean_of_means(np.abs(predicted / self.measured - 1), self.label, self.sets)
 
 
@@ -307,7 +308,7 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
     train_all = fit_cases(cases[cases.dataset.isin(FIT_DATASETS)])
     train_all = train_all[_touched(train_all, grid)]
     out = pd.Series(np.nan, index=cases.index)
-    memo: dict = {}  # the refits share the predictions of the groups they have in common
+    memo: dict = {}  # the refits share the groups they have in common, and their predictions
     names = sorted(family.dropna().unique())
     for done, name in enumerate(names):
         held = cases[(family == name) & v.predictable(cases)]

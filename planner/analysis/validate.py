@@ -56,7 +56,7 @@ from formulas.pipeline import fullest_stage_layers
 from hardware_catalog import load_catalog
 from planner.engine.columns import step_time_terms
 from planner.engine.evaluator import evaluate
-from planner.engine.kernel_run import evaluate_inputs
+from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.engine.layout_check import check_layout
 from planner.engine.model import param_counts
 from planner.engine.run_inputs import RunChoices, base_inputs
@@ -812,14 +812,19 @@ def _with_params(x: dict, late: tuple, hardware: str, reliability: str, precisio
     return x
 
 
+#: The kernel outputs :meth:`CaseGroup.predicted` reads.
+METRIC_OUTPUTS = ("step_time_s", "tflops_per_gpu")
+
+
 class CaseGroup:
     """One group of :func:`predict` (cases of one accelerator, attention kernel, reliability
     profile, precision and stack) with everything that does not depend on ``params`` built
     once: the kernel inputs and the FLOP counts of its metrics."""
 
-    def __init__(self, cases: pd.DataFrame, at: np.ndarray, key: tuple, catalog):
+    def __init__(self, cases: pd.DataFrame, key: tuple, catalog):
         hw, flash, rel, precision, stack = key
-        self.at, self.key, self.catalog = at, key, catalog
+        self.key, self.catalog = key, catalog
+        self.name = (key, tuple(cases.index))
         self.reads = _params_read(hw, rel, precision, stack)
         self.x, self.late = _case_inputs(cases, hw, bool(flash), rel, precision, stack, catalog)
         g = cases
@@ -845,8 +850,9 @@ class CaseGroup:
         return tuple(tuple(sorted((params or {}).get(k, {}).items())) for k in self.reads)
 
     def predicted_for(self, params: dict | None) -> np.ndarray:
-        """Each case's predicted metric under ``params``."""
-        return self.predicted(evaluate_inputs(self.inputs(params)))
+        """Each case's predicted metric under ``params`` (the kernel's statements these
+        outputs need only: the same values as :func:`evaluate_inputs`', bit for bit)."""
+        return self.predicted(evaluate_columns(self.inputs(params), METRIC_OUTPUTS))
 
     def predicted(self, r: dict) -> np.ndarray:
         """Each case's predicted metric from the kernel outputs ``r`` of :meth:`inputs`."""
@@ -864,16 +870,27 @@ class CaseGroup:
                          list(metric_values.values()), np.nan)
 
 
-def case_groups(cases: pd.DataFrame, catalog=None) -> list[CaseGroup]:
+def case_groups(cases: pd.DataFrame, catalog=None,
+                built: dict | None = None) -> list[tuple[np.ndarray, CaseGroup]]:
     """The groups :func:`predict` evaluates ``cases`` (with their shape defaults) in, in its
-    order; each group's ``at`` are its cases' positions in ``cases``."""
+    order, each with its cases' positions in ``cases``.
+
+    ``built``: groups built before, by ``CaseGroup.name`` (its key and its cases' index
+    labels), reused and added to; share it only between frames cut from one frame.
+    """
     if catalog is None:
         catalog = load_catalog()
+    built = {} if built is None else built
     expressible = cases[predictable(cases).to_numpy()]
     position = pd.Series(np.arange(len(cases)), index=cases.index)
     keys = ["hardware", "flash", "reliability", "precision", "stack"]
-    return [CaseGroup(cases.loc[idx], position[idx].to_numpy(), key, catalog)
-            for key, idx in expressible.groupby(keys).groups.items()]
+    out = []
+    for key, idx in expressible.groupby(keys).groups.items():
+        name = (key, tuple(idx))
+        if name not in built:
+            built[name] = CaseGroup(cases.loc[idx], key, catalog)
+        out.append((position[idx].to_numpy(), built[name]))
+    return out
 
 
 def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd.DataFrame:
@@ -893,12 +910,12 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     # filled per group by position, assigned to the frame once (pandas .loc per group is slow)
     columns = {col: np.full(len(out), np.nan) for col in ("predicted", *outputs)}
     columns["fits"] = np.ones(len(out), bool)
-    for group in case_groups(out, catalog):
+    for at, group in case_groups(out, catalog):
         r = evaluate_inputs(group.inputs(params))
-        columns["predicted"][group.at] = group.predicted(r)
+        columns["predicted"][at] = group.predicted(r)
         for col in outputs:
-            columns[col][group.at] = r[col]
-        columns["fits"][group.at] = r["fits"]
+            columns[col][at] = r[col]
+        columns["fits"][at] = r["fits"]
     out = out.assign(**columns)
     out["error"] = out["predicted"] / out["measured"] - 1
     return out

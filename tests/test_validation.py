@@ -684,7 +684,7 @@ def test_lofo_recomputes_when_the_key_does_not_match(monkeypatch, tmp_path, caps
     assert len(calls) == 1 and isinstance(calls[0], c.RefitProgress)
     err = capsys.readouterr().err.splitlines()  # not a terminal: the lines all the same
     assert err == ["capplan: validate --lofo: refitting the calibration without each of 1 "
-                   "model families (~12 s; not precomputed for this catalog, cached once "
+                   "model families (~1 s; not precomputed for this catalog, cached once "
                    "done)",
                    "capplan: validate: refitting the calibration without llama (1/1), 0 s "
                    "elapsed"]
@@ -713,7 +713,7 @@ def test_refit_progress_says_the_estimate_once_then_a_line_per_refit():
         now[0] += REFIT_S
     lines = stream.getvalue().splitlines()
     assert lines[0] == ("capplan: validate --lofo: refitting the calibration without each of "
-                        "11 model families (~2 min; not precomputed for this catalog, cached "
+                        "11 model families (~11 s; not precomputed for this catalog, cached "
                         "once done)")
     assert lines[1:] == [f"capplan: validate: refitting the calibration without {f} "
                          f"({i + 1}/11), {round(i * REFIT_S)} s elapsed"
@@ -722,7 +722,7 @@ def test_refit_progress_says_the_estimate_once_then_a_line_per_refit():
 
 @pytest.mark.slow
 def test_precomputed_lofo_equals_a_fresh_computation(catalog):
-    """~2 min of CPU: the committed values are what the refits give today."""
+    """~5 CPU-s: the committed values are what the refits give today."""
     from planner.analysis import calibration as c
 
     saved = json.loads(c.PRECOMPUTED.read_text())

@@ -17,8 +17,10 @@ the families' rows depend on (Hopper and Blackwell GEMM efficiencies, the Megatr
 stacks' overlap, attention and launch terms); the A100-only and eager-2023-stack parameters
 no family row touches stay at their catalog values, and the objective is evaluated on the
 fit rows those parameters can move (rows on those accelerators or stacks), which is the
-same optimum as the full objective at a fraction of the cost.  The refits take about two
-minutes of CPU, so the shipped catalog's result is precomputed by the codegen step
+same optimum as the full objective at a fraction of the cost.  The search's objective
+(:class:`Objective`) builds the cases' kernel inputs once and predicts a group of cases
+again only when a trial moves a parameter the group reads, so the refits take a few
+CPU-seconds.  The shipped catalog's result is precomputed by the codegen step
 ``validation`` into ``_lofo_generated.json`` under a hash of everything it depends on
 (:func:`lofo_key`; ``codegen --check`` verifies it); ``capplan validate --lofo`` reads it when
 the hash matches and otherwise (a user catalog) refits once and caches the result in
@@ -196,9 +198,9 @@ class Objective:
     (a trial of one parameter moves the groups on its accelerator or stack only).  ``memo``
     (``{"groups": ..., "predicted": ...}``, filled as it goes) may be shared by objectives
     whose cases come from one frame (the refits of :func:`leave_one_family_out`): a group is
-    known by its cases' index labels.  The means
-    are summed as pandas' ``groupby().mean().mean()`` sums them, so the values are
-    :func:`objective`'s to the last bit (tests/test_validation.py checks it).
+    known by its cases' index labels.  The means are summed as pandas'
+    ``groupby().mean().mean()`` sums them, so the values are :func:`objective`'s to the last
+    bit (tests/test_validation.py checks it).
     """
 
     def __init__(self, cases, catalog, memo: dict | None = None):
@@ -417,14 +419,15 @@ def _read_saved(path, key: str, *, private: bool) -> dict | None:
     return _parse(raw, key)
 
 
-#: Seconds one leave-one-family-out refit takes: 82.8 s of CPU, 133 s elapsed for the 11
-#: refits on this 2-core machine shared with other sessions (docs/performance.md).
-REFIT_S = 12.0
+#: Seconds one leave-one-family-out refit takes, about: 4.4 CPU-s for the 10 refits of
+#: :func:`compute_all` (2026-11-29), doubled for a machine shared with other work
+#: (docs/performance.md).
+REFIT_S = 1.0
 
 
 class RefitProgress:
     """``progress(done, total, family)`` of :func:`leave_one_family_out` on stderr, on a
-    terminal or not (a refit takes seconds, so one line each is a line every few seconds):
+    terminal or not (a refit takes about a second, so one line each is a line a second):
     before the first refit, how many there will be and about how long they take; then one
     line per refit with the time elapsed.  ``stream``, ``clock``: for tests."""
 

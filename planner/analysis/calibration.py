@@ -17,8 +17,10 @@ the families' rows depend on (Hopper and Blackwell GEMM efficiencies, the Megatr
 stacks' overlap, attention and launch terms); the A100-only and eager-2023-stack parameters
 no family row touches stay at their catalog values, and the objective is evaluated on the
 fit rows those parameters can move (rows on those accelerators or stacks), which is the
-same optimum as the full objective at a fraction of the cost.  The refits take about two
-minutes of CPU, so the shipped catalog's result is precomputed by the codegen step
+same optimum as the full objective at a fraction of the cost.  The search's objective
+(:class:`Objective`) builds the cases' kernel inputs once and predicts a group of cases
+again only when a trial moves a parameter the group reads, so the refits take a few
+CPU-seconds.  The shipped catalog's result is precomputed by the codegen step
 ``validation`` into ``_lofo_generated.json`` under a hash of everything it depends on
 (:func:`lofo_key`; ``codegen --check`` verifies it); ``capplan validate --lofo`` reads it when
 the hash matches and otherwise (a user catalog) refits once and caches the result in
@@ -169,13 +171,16 @@ def to_params(values: dict) -> dict:
     return params
 
 
+def case_labels(cases):
+    """The set each case counts in: its dataset, and for the grouped datasets its group
+    (each group counts once, as each dataset does)."""
+    group = cases["group"].astype(str) if "group" in cases else ""
+    return cases.dataset.where(~cases.dataset.isin(GROUPED), cases.dataset + "/" + group)
+
+
 def case_errors(pred):
-    """Absolute relative errors with the set each counts in: the dataset, and for the
-    grouped datasets their group (each group counts once, as each dataset does)."""
-    err = (pred.predicted / pred.measured - 1).abs()
-    group = pred["group"].astype(str) if "group" in pred else ""
-    label = pred.dataset.where(~pred.dataset.isin(GROUPED), pred.dataset + "/" + group)
-    return err, label
+    """Absolute relative errors with the set each counts in (:func:`case_labels`)."""
+    return (pred.predicted / pred.measured - 1).abs(), case_labels(pred)
 
 
 def objective(cases, catalog, values) -> float:
@@ -185,19 +190,75 @@ def objective(cases, catalog, values) -> float:
     return float(err.groupby(label).mean().mean())
 
 
+class Objective:
+    """:func:`objective` of fixed ``cases`` for many ``values``, as a search calls it.
+
+    The cases' kernel inputs are built once (``validate.case_groups``), and a group of cases
+    is predicted again only for a set of the parameters it reads that ``memo`` has not seen
+    (a trial of one parameter moves the groups on its accelerator or stack only).  ``memo``
+    (``{"groups": ..., "predicted": ...}``, filled as it goes) may be shared by objectives
+    whose cases come from one frame (the refits of :func:`leave_one_family_out`): a group is
+    known by its cases' index labels.  The means are summed as pandas'
+    ``groupby().mean().mean()`` sums them, so the values are :func:`objective`'s to the last
+    bit (tests/test_validation.py checks it).
+    """
+
+    def __init__(self, cases, catalog, memo: dict | None = None):
+        memo = {} if memo is None else memo
+        cases = v.with_shape_defaults(cases)
+        self.groups = v.case_groups(cases, catalog, memo.setdefault("groups", {}))
+        self.predictions = memo.setdefault("predicted", {})
+        self.measured = cases["measured"].to_numpy(float)
+        labels, self.label = np.unique(case_labels(cases).to_numpy(str), return_inverse=True)
+        self.sets = len(labels)
+
+    def __call__(self, values: dict) -> float:
+        params = to_params(values)
+        predicted = np.full(len(self.measured), np.nan)
+        for at, group in self.groups:
+            key = (group.name, group.params_read(params))
+            if key not in self.predictions:
+                self.predictions[key] = group.predicted_for(params)
+            predicted[at] = self.predictions[key]
+        return _mean_of_means(np.abs(predicted / self.measured - 1), self.label, self.sets)
+
+
+def _mean_of_means(values: np.ndarray, label: np.ndarray, sets: int) -> float:
+    """``pd.Series(values).groupby(label).mean().mean()`` summed as pandas sums it: each
+    set's values in order with Kahan compensation, NaN skipped (pandas' cython group
+    mean), then numpy's sum of the set means over the sets that have a value."""
+    total, compensation, count = [0.0] * sets, [0.0] * sets, [0] * sets
+    for value, i in zip(values.tolist(), label.tolist(), strict=True):
+        if value != value:  # NaN
+            continue
+        count[i] += 1
+        y = value - compensation[i]
+        t = total[i] + y
+        compensation[i] = t - total[i] - y
+        if compensation[i] != compensation[i]:  # an infinite value: keep it, not NaN
+            compensation[i] = 0.0
+        total[i] = t
+    means = np.array([t / n if n else np.nan for t, n in zip(total, count, strict=True)])
+    finite = ~np.isnan(means)
+    return float(np.where(finite, means, 0.0).sum() / finite.sum())
+
+
 def fit_cases(cases):
     """The rows a calibration sees: fit rows that the planner can express."""
     return cases[cases.fit.astype(bool) & v.predictable(cases)]
 
 
-def fit(catalog=None, verbose=True, rounds: int = 4, cases=None, grid=None, values=None):
+def fit(catalog=None, verbose=True, rounds: int = 4, cases=None, grid=None, values=None,
+        memo: dict | None = None):
     """Coordinate descent over ``grid`` (default ``GRID``) from ``values`` (default the
-    catalog's), on the fit rows of ``cases`` (default every FIT dataset)."""
+    catalog's), on the fit rows of ``cases`` (default every FIT dataset); ``memo``: see
+    :class:`Objective`."""
     catalog = catalog or load_catalog()
     grid = grid or GRID
     cases = fit_cases(v.load_cases(FIT_DATASETS) if cases is None else cases)
     values = dict(values or start_values(catalog))
-    best = objective(cases, catalog, values)
+    objective_of = Objective(cases, catalog, memo)
+    best = objective_of(values)
     evaluations, t = 1, time.perf_counter()
     for _ in range(rounds):
         changed = False
@@ -206,7 +267,7 @@ def fit(catalog=None, verbose=True, rounds: int = 4, cases=None, grid=None, valu
                 if candidate == values[key]:
                     continue
                 trial = {**values, key: candidate}
-                score = objective(cases, catalog, trial)
+                score = objective_of(trial)
                 evaluations += 1
                 if score < best - 1e-6:
                     best, values, changed = score, trial, True
@@ -249,6 +310,7 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
     train_all = fit_cases(cases[cases.dataset.isin(FIT_DATASETS)])
     train_all = train_all[_touched(train_all, grid)]
     out = pd.Series(np.nan, index=cases.index)
+    memo: dict = {}  # the refits share the groups they have in common, and their predictions
     names = sorted(family.dropna().unique())
     for done, name in enumerate(names):
         held = cases[(family == name) & v.predictable(cases)]
@@ -258,7 +320,7 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
             progress(done, len(names), name)
         train = train_all[train_all.get("family", pd.Series(index=train_all.index)) != name]
         values, _ = fit(catalog, verbose=False, rounds=rounds, cases=train, grid=grid,
-                        values=start)
+                        values=start, memo=memo)
         if verbose:
             moved = {f"{'/'.join(k[0])[:24]}.{k[1]}": round(x, 5) for k, x in values.items()
                      if x != start[k]}
@@ -357,14 +419,15 @@ def _read_saved(path, key: str, *, private: bool) -> dict | None:
     return _parse(raw, key)
 
 
-#: Seconds one leave-one-family-out refit takes: 82.8 s of CPU, 133 s elapsed for the 11
-#: refits on this 2-core machine shared with other sessions (docs/performance.md).
-REFIT_S = 12.0
+#: Seconds one leave-one-family-out refit takes, about: 4.4 CPU-s for the 10 refits of
+#: :func:`compute_all` (2026-11-29), doubled for a machine shared with other work
+#: (docs/performance.md).
+REFIT_S = 1.0
 
 
 class RefitProgress:
     """``progress(done, total, family)`` of :func:`leave_one_family_out` on stderr, on a
-    terminal or not (a refit takes seconds, so one line each is a line every few seconds):
+    terminal or not (a refit takes about a second, so one line each is a line a second):
     before the first refit, how many there will be and about how long they take; then one
     line per refit with the time elapsed.  ``stream``, ``clock``: for tests."""
 

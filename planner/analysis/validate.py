@@ -56,7 +56,7 @@ from formulas.pipeline import fullest_stage_layers
 from hardware_catalog import load_catalog
 from planner.engine.columns import step_time_terms
 from planner.engine.evaluator import evaluate
-from planner.engine.kernel_run import evaluate_inputs
+from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.engine.layout_check import check_layout
 from planner.engine.model import param_counts
 from planner.engine.run_inputs import RunChoices, base_inputs
@@ -731,8 +731,11 @@ def predictable(cases: pd.DataFrame) -> pd.Series:
 _MODEL_TEMPLATE = "megatron-1.7b"  # any catalog model; every shape input is overridden
 
 
-def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str,
-                precision: str, stack: str, catalog, params: dict | None) -> dict:
+def _case_inputs(cases: pd.DataFrame, hardware: str, flash: bool, reliability: str,
+                 precision: str, stack: str, catalog) -> tuple[dict, tuple]:
+    """The kernel inputs of one group of cases before the calibration's ``params``, and
+    ``late``: the inputs that apply after them (the routed node limit, and the MoE routing
+    inputs the cases state, NaN where not stated)."""
     x = base_inputs(catalog, RunChoices(model=_MODEL_TEMPLATE, hardware=hardware, reliability=reliability,
                     precision=precision, stack=stack))
     shape = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp_matrices", "vocab", "seq_len",
@@ -762,6 +765,24 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
         v = cases[column].to_numpy(dtype=float)
         if np.isfinite(v).any():
             x[name] = np.where(np.isfinite(v), v, x[name])
+    # MoE routing a case states (moe_runs.csv): node limit (no limit: k), token dropping,
+    # forced balance - over the execution defaults and the calibration's values
+    stated = {name: cases[name].to_numpy(dtype=float) for name in MOE_CASE_INPUTS
+              if name in cases}
+    return x, (col["experts_per_token"], stated)
+
+
+def _params_read(hardware: str, reliability: str, precision: str, stack: str) -> tuple:
+    """The keys of ``params`` (see :func:`predict`) a group of cases reads."""
+    return (hardware, f"{hardware}:{precision}", "*", f"rel:{reliability}", f"stack:{stack}",
+            f"stack:{stack}@{hardware}")
+
+
+def _with_params(x: dict, late: tuple, hardware: str, reliability: str, precision: str,
+                 stack: str, catalog, params: dict | None) -> dict:
+    """:func:`_case_inputs`' ``x`` with ``params`` applied, then the cases' own ``late``
+    inputs (a new dict: ``x`` is not changed)."""
+    x = dict(x)
     for name, value in (params or {}).get(hardware, {}).items():
         x[name] = value
     for name, value in (params or {}).get(f"{hardware}:{precision}", {}).items():
@@ -785,14 +806,91 @@ def _inputs_for(cases: pd.DataFrame, hardware: str, flash: bool, reliability: st
             else:
                 x[name] = value
     x["gemm_max_efficiency"] = x["gemm_max_efficiency"] * factor
-    # MoE routing a case states (moe_runs.csv): node limit (no limit: k), token dropping,
-    # forced balance - over the execution defaults and the calibration's values
-    x["routed_node_limit"] = col["experts_per_token"]
-    for name in MOE_CASE_INPUTS:
-        if name in cases:
-            v = cases[name].to_numpy(dtype=float)
-            x[name] = np.where(np.isfinite(v), v, x[name])
+    x["routed_node_limit"], stated = late
+    for name, v in stated.items():
+        x[name] = np.where(np.isfinite(v), v, x[name])
     return x
+
+
+#: The kernel outputs :meth:`CaseGroup.predicted` reads.
+METRIC_OUTPUTS = ("step_time_s", "tflops_per_gpu")
+
+
+class CaseGroup:
+    """One group of :func:`predict` (cases of one accelerator, attention kernel, reliability
+    profile, precision and stack) with everything that does not depend on ``params`` built
+    once: the kernel inputs and the FLOP counts of its metrics."""
+
+    def __init__(self, cases: pd.DataFrame, key: tuple, catalog):
+        hw, flash, rel, precision, stack = key
+        self.key, self.catalog = key, catalog
+        self.name = (key, tuple(cases.index))
+        self.reads = _params_read(hw, rel, precision, stack)
+        self.x, self.late = _case_inputs(cases, hw, bool(flash), rel, precision, stack, catalog)
+        g = cases
+        self.flops_iter = narayanan_flops_per_iteration(
+            g.global_batch.to_numpy(float), g.seq_len.to_numpy(float), g.layers.to_numpy(float),
+            g.hidden.to_numpy(float), g.vocab.to_numpy(float),
+            (g.recompute == "full").to_numpy(float))
+        self.model_flops_iter = narayanan_flops_per_iteration(
+            g.global_batch.to_numpy(float), g.seq_len.to_numpy(float), g.layers.to_numpy(float),
+            g.hidden.to_numpy(float), g.vocab.to_numpy(float), 0.0)
+        self.gpus = g.gpus.to_numpy(float)
+        self.tokens = g.global_batch.to_numpy(float) * g.seq_len.to_numpy(float)
+        self.metric = g.metric.to_numpy()
+
+    def inputs(self, params: dict | None) -> dict:
+        """The kernel inputs under ``params`` (see :func:`predict`)."""
+        hw, _, rel, precision, stack = self.key
+        return _with_params(self.x, self.late, hw, rel, precision, stack, self.catalog, params)
+
+    def params_read(self, params: dict | None) -> tuple:
+        """The part of ``params`` this group's inputs depend on (hashable): two ``params``
+        with the same part predict the same values."""
+        return tuple(tuple(sorted((params or {}).get(k, {}).items())) for k in self.reads)
+
+    def predicted_for(self, params: dict | None) -> np.ndarray:
+        """Each case's predicted metric under ``params`` (the kernel's statements these
+        outputs need only: the same values as :func:`evaluate_inputs`', bit for bit)."""
+        return self.predicted(evaluate_columns(self.inputs(params), METRIC_OUTPUTS))
+
+    def predicted(self, r: dict) -> np.ndarray:
+        """Each case's predicted metric from the kernel outputs ``r`` of :meth:`inputs`."""
+        step = r["step_time_s"]
+        metric_values = {
+            "step_time_s": step,
+            "tflops_per_gpu": self.flops_iter / step / self.gpus / 1e12,
+            "tflops_model_per_gpu": self.model_flops_iter / step / self.gpus / 1e12,
+            # the run model's own model-FLOP count (MoE: routed and shared experts, router;
+            # MLA; MTP): what Megatron-Core's num_floating_point_operations reports
+            "model_tflops_per_gpu": r["tflops_per_gpu"],
+            "tokens_per_s_per_gpu": self.tokens / step / self.gpus,
+        }
+        return np.select([self.metric == k for k in metric_values],
+                         list(metric_values.values()), np.nan)
+
+
+def case_groups(cases: pd.DataFrame, catalog=None,
+                built: dict | None = None) -> list[tuple[np.ndarray, CaseGroup]]:
+    """The groups :func:`predict` evaluates ``cases`` (with their shape defaults) in, in its
+    order, each with its cases' positions in ``cases``.
+
+    ``built``: groups built before, by ``CaseGroup.name`` (its key and its cases' index
+    labels), reused and added to; share it only between frames cut from one frame.
+    """
+    if catalog is None:
+        catalog = load_catalog()
+    built = {} if built is None else built
+    expressible = cases[predictable(cases).to_numpy()]
+    position = pd.Series(np.arange(len(cases)), index=cases.index)
+    keys = ["hardware", "flash", "reliability", "precision", "stack"]
+    out = []
+    for key, idx in expressible.groupby(keys).groups.items():
+        name = (key, tuple(idx))
+        if name not in built:
+            built[name] = CaseGroup(cases.loc[idx], key, catalog)
+        out.append((position[idx].to_numpy(), built[name]))
+    return out
 
 
 def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd.DataFrame:
@@ -806,45 +904,15 @@ def predict(cases: pd.DataFrame, catalog=None, params: dict | None = None) -> pd
     ``gemm_max_efficiency`` is the accelerator's own; a ``gemm_efficiency_factor`` given
     for the stack then scales it (as the catalog's stack factor scales the catalog value).
     """
-    if catalog is None:
-        catalog = load_catalog()
     out = with_shape_defaults(cases)
     outputs = ("step_time_s", "memory_per_gpu_bytes", "hbm_bytes", "activation_bytes", "mfu",
                *step_time_terms())
     # filled per group by position, assigned to the frame once (pandas .loc per group is slow)
     columns = {col: np.full(len(out), np.nan) for col in ("predicted", *outputs)}
     columns["fits"] = np.ones(len(out), bool)
-    expressible = out[predictable(out).to_numpy()]
-    position = pd.Series(np.arange(len(out)), index=out.index)
-    keys = ["hardware", "flash", "reliability", "precision", "stack"]
-    for (hw, flash, rel, precision, stack), idx in expressible.groupby(keys).groups.items():
-        group = out.loc[idx]
-        at = position[idx].to_numpy()
-        x = _inputs_for(group, hw, bool(flash), rel, precision, stack, catalog, params)
-        r = evaluate_inputs(x)
-        step = r["step_time_s"]
-        g = group
-        flops_iter = narayanan_flops_per_iteration(
-            g.global_batch.to_numpy(float), g.seq_len.to_numpy(float), g.layers.to_numpy(float),
-            g.hidden.to_numpy(float), g.vocab.to_numpy(float),
-            (g.recompute == "full").to_numpy(float))
-        model_flops_iter = narayanan_flops_per_iteration(
-            g.global_batch.to_numpy(float), g.seq_len.to_numpy(float), g.layers.to_numpy(float),
-            g.hidden.to_numpy(float), g.vocab.to_numpy(float), 0.0)
-        gpus = g.gpus.to_numpy(float)
-        tokens = g.global_batch.to_numpy(float) * g.seq_len.to_numpy(float)
-        metric_values = {
-            "step_time_s": step,
-            "tflops_per_gpu": flops_iter / step / gpus / 1e12,
-            "tflops_model_per_gpu": model_flops_iter / step / gpus / 1e12,
-            # the run model's own model-FLOP count (MoE: routed and shared experts, router;
-            # MLA; MTP): what Megatron-Core's num_floating_point_operations reports
-            "model_tflops_per_gpu": r["tflops_per_gpu"],
-            "tokens_per_s_per_gpu": tokens / step / gpus,
-        }
-        pred = np.select([g.metric.to_numpy() == k for k in metric_values],
-                         list(metric_values.values()), np.nan)
-        columns["predicted"][at] = pred
+    for at, group in case_groups(out, catalog):
+        r = evaluate_inputs(group.inputs(params))
+        columns["predicted"][at] = group.predicted(r)
         for col in outputs:
             columns[col][at] = r[col]
         columns["fits"][at] = r["fits"]

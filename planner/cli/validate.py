@@ -26,7 +26,7 @@ def validate(
     lofo: bool = typer.Option(False, "--lofo",
                               help="Also the leave-one-model-family-out error: the calibration "
                               "refitted without each family (precomputed for the shipped "
-                              "catalog; with another catalog ~2 min the first time, then "
+                              "catalog; with another catalog ~10 s the first time, then "
                               "cached); always with --write-docs."),
     whole_runs: bool = typer.Option(False, "--whole-runs",
                                     help="Instead: whole published training runs (BLOOM, OPT, "

@@ -56,7 +56,7 @@ def cli() -> None:
 
 def validation_results() -> None:
     write(estimates.PRECOMPUTED, estimates.precomputed_text())
-    if not calibration.precomputed_is_fresh():  # ~2 min of refits
+    if not calibration.precomputed_is_fresh():  # ~5 CPU-s of refits
         write(calibration.PRECOMPUTED, calibration.precomputed_text())
     validation.write_docs()
 

@@ -101,12 +101,10 @@ SPACES = [
 #: The slowest (3-7 s each: SPACES[1] in small blocks, SPACES[0] a layout at a time) run
 #: with the slow tests.
 #: SPACES[1] runs with the slow tests in all its block sizes: its reference and whole
-#: enumerations (~60 s of CPU) are computed once for the three (:func:`_enumerations`), on
-#: one xdist worker (the group; pyproject.toml runs xdist with --dist loadgroup).
+#: enumerations are computed once per xdist worker for the four (:func:`_enumerations`).
 _SLOW_CASES = {(0, 1), (1, 1000), (1, 4099), (1, 65536)}
 BLOCK_CASES = [pytest.param(i, b, id=f"space{i}-{b}",
-                            marks=[pytest.mark.slow, pytest.mark.xdist_group(f"space{i}")]
-                            if (i, b) in _SLOW_CASES else [])
+                            marks=[pytest.mark.slow] if (i, b) in _SLOW_CASES else [])
                for i in range(len(SPACES)) for b in (1, 1000, 65536, 4099)
                if (i, b) != (1, 1) and (b != 4099 or i == 1)]
 

@@ -27,7 +27,7 @@ import ast
 import hashlib
 import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -59,7 +59,6 @@ class Step:
     modules: tuple[str, ...]
     outputs: tuple[str, ...]
     libraries: tuple[str, ...] = ()
-    data: tuple[str, ...] = field(default=())
 
     @property
     def command(self) -> str:
@@ -159,8 +158,6 @@ def sources(step: Step, root: Path = ROOT) -> list[Path]:
             folder = root.joinpath(*package.split("."))
             for pattern in patterns:
                 files.update(p for p in folder.glob(pattern) if p.is_file())
-    for pattern in step.data:
-        files.update(p for p in root.glob(pattern) if p.is_file())
     files -= {root / output for output in step.outputs}
     return sorted(files)
 

@@ -25,13 +25,13 @@ def _isolated(monkeypatch):
     clear_cache()
 
 
-def _run(capsys, *args: str) -> tuple[int, str, str]:
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
 
 
-def _one_line_usage_error(code: int, err: str, *needles: str) -> None:
+def one_line_usage_error(code: int, err: str, *needles: str) -> None:
     assert code == USAGE, err
     assert err.startswith("capplan: error: ") and err.count("\n") == 1, err
     for needle in needles:
@@ -51,10 +51,10 @@ def _chip(tmp_path, key: str, value: str):
 def test_a_toml_file_nested_5000_deep(tmp_path, capsys, nesting):
     path = tmp_path / "deep.toml"
     path.write_text(SHAPE + nesting + "\n", encoding="utf-8")
-    code, _, err = _run(capsys, "evaluate", "-m", str(path), "-H", "h100-sxm", "-n", "8")
-    _one_line_usage_error(code, err, "deep.toml: invalid TOML: ", "nested too deeply")
-    code, _, err = _run(capsys, "plan", "--scenario", str(path))
-    _one_line_usage_error(code, err, "deep.toml: not valid TOML: ", "nested too deeply")
+    code, _, err = run_cli(capsys, "evaluate", "-m", str(path), "-H", "h100-sxm", "-n", "8")
+    one_line_usage_error(code, err, "deep.toml: invalid TOML: ", "nested too deeply")
+    code, _, err = run_cli(capsys, "plan", "--scenario", str(path))
+    one_line_usage_error(code, err, "deep.toml: not valid TOML: ", "nested too deeply")
 
 
 @pytest.mark.parametrize("option", ["-m", "-H", "--scenario", "--catalog"])
@@ -63,8 +63,8 @@ def test_a_file_that_is_a_symlink_to_itself(tmp_path, capsys, option):
     loop.symlink_to(loop)
     args = ["plan", option, str(loop)] if option == "--scenario" else \
         ["evaluate", option, str(loop), "-n", "8"]
-    code, _, err = _run(capsys, *args)
-    _one_line_usage_error(code, err, "self.toml", "symbolic links")
+    code, _, err = run_cli(capsys, *args)
+    one_line_usage_error(code, err, "self.toml", "symbolic links")
 
 
 @pytest.mark.parametrize("key,value,needle", [
@@ -79,21 +79,21 @@ def test_a_file_that_is_a_symlink_to_itself(tmp_path, capsys, option):
 @pytest.mark.parametrize("command", [["evaluate", "-n", "8"], SMALL_PLAN])
 def test_a_hardware_file_with_an_impossible_number(tmp_path, capsys, key, value, needle,
                                                    command):
-    code, out, err = _run(capsys, *command, "-H", _chip(tmp_path, key, value))
-    _one_line_usage_error(code, err, "chip.toml: ", needle)
+    code, out, err = run_cli(capsys, *command, "-H", _chip(tmp_path, key, value))
+    one_line_usage_error(code, err, "chip.toml: ", needle)
     assert out == ""
 
 
 def test_a_hardware_file_at_the_ends_of_its_ranges_still_plans(tmp_path, capsys):
-    code, _, err = _run(capsys, "evaluate", "-n", "8", "-f", "json",
+    code, _, err = run_cli(capsys, "evaluate", "-n", "8", "-f", "json",
                         "-H", _chip(tmp_path, "lifetime_years", "0.1"))
     assert code == 0, err
 
 
 @pytest.mark.parametrize("flag", ["--node-mtbf-hours", "--gpu-mtbf-hours"])
 def test_checkpoint_with_a_subnormal_mtbf(capsys, flag):
-    code, _, err = _run(capsys, "checkpoint", flag, "5e-324")
-    _one_line_usage_error(code, err, f"{flag} must be a finite number >= 1e-06")
+    code, _, err = run_cli(capsys, "checkpoint", flag, "5e-324")
+    one_line_usage_error(code, err, f"{flag} must be a finite number >= 1e-06")
 
 
 @pytest.mark.parametrize("line,needle", [
@@ -108,18 +108,18 @@ def test_model_file_values_have_strict_types(tmp_path, capsys, line, needle):
     text = "\n".join(row for row in SHAPE.splitlines() if not row.startswith(key + " "))
     path = tmp_path / "m.toml"
     path.write_text(text + "\n" + line + "\n", encoding="utf-8")
-    code, _, err = _run(capsys, "evaluate", "-m", str(path), "-H", "h100-sxm", "-n", "8")
-    _one_line_usage_error(code, err, "m.toml: ", needle)
+    code, _, err = run_cli(capsys, "evaluate", "-m", str(path), "-H", "h100-sxm", "-n", "8")
+    one_line_usage_error(code, err, "m.toml: ", needle)
 
 
 def test_hardware_file_numbers_are_not_strings(tmp_path, capsys):
-    code, _, err = _run(capsys, "evaluate", "-n", "8", "-H",
+    code, _, err = run_cli(capsys, "evaluate", "-n", "8", "-H",
                         _chip(tmp_path, "max_power_w", '"700"'))
-    _one_line_usage_error(code, err, "chip.toml: ", "max_power_w")
+    one_line_usage_error(code, err, "chip.toml: ", "max_power_w")
 
 
 def test_checkpoint_interval_is_never_shorter_than_a_step(capsys):
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "evaluate", "-m", "llama3-70b", "-H", "h100-sxm", "--recompute", "selective",
         "--precision", "tf32", "--tp", "4", "--pp", "4", "--cp", "2", "-n", "128",
         "--micro-batch", "1", "--zero", "3", "--tokens", "1e14", "--reliability", "meta-rsc",

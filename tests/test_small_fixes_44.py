@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_bad_files_and_values import one_line_usage_error, run_cli  # one copy of each
 
 from hardware_catalog import clear_cache
 from hardware_catalog.loader import ENV_VAR
-from planner.cli.main import main
 from planner.errors import USAGE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,24 +29,11 @@ def _isolated(monkeypatch):
     clear_cache()
 
 
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _one_line_usage_error(code: int, err: str, *needles: str) -> None:
-    assert code == USAGE, err
-    assert err.startswith("capplan: error: ") and err.count("\n") == 1, err
-    for needle in needles:
-        assert needle in err, err
-
-
 def test_plan_refuses_an_unknown_provider_as_evaluate_does(capsys):
     """Was exit 1, "No layout ... exists" (every accelerator skipped for the provider)."""
-    code, _, plan_err = _run(capsys, *SMALL_PLAN, "--provider", "bogus")
-    _one_line_usage_error(code, plan_err, "unknown provider 'bogus'", "did you mean: nebius?")
-    code, _, evaluate_err = _run(capsys, "evaluate", "-m", "llama2-7b", "-H", "h100-sxm",
+    code, _, plan_err = run_cli(capsys, *SMALL_PLAN, "--provider", "bogus")
+    one_line_usage_error(code, plan_err, "unknown provider 'bogus'", "did you mean: nebius?")
+    code, _, evaluate_err = run_cli(capsys, "evaluate", "-m", "llama2-7b", "-H", "h100-sxm",
                                  "--gpus", "64", "--provider", "bogus")
     assert code == USAGE and evaluate_err == plan_err
 
@@ -85,7 +72,7 @@ def _warning_command(error: str) -> tuple[int, str]:
 def test_a_numpy_warning_does_not_lengthen_a_one_line_error(error, line):
     """Was 'RuntimeWarning: overflow ...' and its source line before the error line."""
     code, err = _warning_command(error)
-    _one_line_usage_error(code, err, line)
+    one_line_usage_error(code, err, line)
 
 
 def test_a_numpy_warning_of_a_correct_run_is_one_line():
@@ -102,8 +89,8 @@ def test_a_phase_layout_error_names_the_file_the_phase_and_its_keys(capsys, tmp_
     path.write_text('model = "llama2-7b"\nhardware = "h100-sxm"\n\n'
                     '[[phases]]\nname = "pretrain"\ntokens = 1e12\n\n'
                     '[[phases]]\nname = "long-context"\ntokens = 1e11\ntp = 3\n')
-    code, _, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
-    _one_line_usage_error(code, err, "phases.toml: phase 2 (long-context): ",
+    code, _, err = run_cli(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
+    one_line_usage_error(code, err, "phases.toml: phase 2 (long-context): ",
                           "change tp/pp/cp", "with tp = 3")
     assert "--tp" not in err and "--pp" not in err
 
@@ -112,8 +99,8 @@ def test_a_phase_of_its_own_gpus_names_that_key(capsys, tmp_path):
     path = tmp_path / "phases.toml"
     path.write_text('model = "llama2-7b"\nhardware = "h100-sxm"\n\n'
                     '[[phases]]\nname = "big"\ntokens = 1e12\ngpus = 60\ntp = 8\npp = 1\n')
-    code, _, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
-    _one_line_usage_error(code, err, "phase 1 (big): ", "gpus = 60")
+    code, _, err = run_cli(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
+    one_line_usage_error(code, err, "phase 1 (big): ", "gpus = 60")
     assert "--" not in err.removeprefix("capplan: error: ")
 
 
@@ -123,13 +110,13 @@ def test_a_phase_of_its_own_gpus_names_that_key(capsys, tmp_path):
     (["--lofo", "--checks"], "--lofo, --checks do not apply")])
 def test_validate_whole_runs_refuses_the_dataset_flags(capsys, flags, named):
     """Was silently ignored: the whole-run table, exit 0."""
-    code, out, err = _run(capsys, "validate", "--whole-runs", *flags)
-    _one_line_usage_error(code, err, named, "drop --whole-runs")
+    code, out, err = run_cli(capsys, "validate", "--whole-runs", *flags)
+    one_line_usage_error(code, err, named, "drop --whole-runs")
     assert out == ""
 
 
 def _price(capsys, *args: str) -> dict:
-    code, out, err = _run(capsys, "evaluate", "--gpus", "64", "-f", "json", *args)
+    code, out, err = run_cli(capsys, "evaluate", "--gpus", "64", "-f", "json", *args)
     assert code == 0, err
     return json.loads(out)["price"]
 
@@ -145,8 +132,8 @@ def test_the_scenario_key_spot_interruption_takes_a_fraction_like_its_flag(capsy
     assert from_file == from_flag
     assert from_file["interrupted_fraction_per_month"] == 0.07
     path.write_text(path.read_text().replace("0.07", "1.5"))
-    code, _, err = _run(capsys, "evaluate", "--gpus", "64", "--scenario", str(path))
-    _one_line_usage_error(code, err, "'1.5' is neither a bucket", "monthly fraction in (0, 1)")
+    code, _, err = run_cli(capsys, "evaluate", "--gpus", "64", "--scenario", str(path))
+    one_line_usage_error(code, err, "'1.5' is neither a bucket", "monthly fraction in (0, 1)")
 
 
 EVALUATE = ["evaluate", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64", "-f", "json"]
@@ -155,14 +142,14 @@ EVALUATE = ["evaluate", "-m", "llama2-7b", "-H", "h100-sxm", "--gpus", "64", "-f
 @pytest.mark.parametrize("interval", ["1e-300", "0.5", "-1"])
 def test_a_fixed_checkpoint_interval_is_zero_or_at_least_a_second(capsys, interval):
     """1e-300 meant 'every step' while 0 meant Daly's optimum."""
-    code, _, err = _run(capsys, *EVALUATE, "--checkpoint-interval", interval)
-    _one_line_usage_error(code, err, "--checkpoint-interval must be 0 (Daly's optimum) or a "
+    code, _, err = run_cli(capsys, *EVALUATE, "--checkpoint-interval", interval)
+    one_line_usage_error(code, err, "--checkpoint-interval must be 0 (Daly's optimum) or a "
                           "finite number >= 1")
 
 
 def test_checkpoint_interval_zero_is_the_optimum_and_one_second_a_step(capsys):
     def row(*args):
-        code, out, err = _run(capsys, *EVALUATE, *args)
+        code, out, err = run_cli(capsys, *EVALUATE, *args)
         assert code == 0, err
         return json.loads(out)
 
@@ -175,8 +162,8 @@ def test_checkpoint_interval_zero_is_the_optimum_and_one_second_a_step(capsys):
 def test_the_scenario_key_checkpoint_interval_has_the_flag_domain(capsys, tmp_path):
     path = tmp_path / "s.toml"
     path.write_text("[faults]\ncheckpoint_interval = 1e-300\n")
-    code, _, err = _run(capsys, *EVALUATE, "--scenario", str(path))
-    _one_line_usage_error(code, err, "--checkpoint-interval", "0 (Daly's optimum)")
+    code, _, err = run_cli(capsys, *EVALUATE, "--scenario", str(path))
+    one_line_usage_error(code, err, "--checkpoint-interval", "0 (Daly's optimum)")
 
 
 def test_a_phase_smaller_than_one_step_is_refused(capsys, tmp_path):
@@ -185,12 +172,12 @@ def test_a_phase_smaller_than_one_step_is_refused(capsys, tmp_path):
     path.write_text('model = "llama2-7b"\nhardware = "h100-sxm"\nglobal_batch = 512\n'
                     'seq_len = 4096\n\n[[phases]]\nname = "main"\ntokens = 1e12\n\n'
                     '[[phases]]\nname = "tiny"\ntokens = 1\n')
-    code, _, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
-    _one_line_usage_error(code, err, "tiny.toml: phase 2 (tiny): tokens = 1 is less than one "
+    code, _, err = run_cli(capsys, "evaluate", "--scenario", str(path), "--gpus", "64")
+    one_line_usage_error(code, err, "tiny.toml: phase 2 (tiny): tokens = 1 is less than one "
                           "step", "512 x 4,096 tokens = 2,097,152 tokens")
     # exactly one step is a phase
     path.write_text(path.read_text().replace("tokens = 1\n", "tokens = 2097152\n"))
-    code, out, err = _run(capsys, "evaluate", "--scenario", str(path), "--gpus", "64",
+    code, out, err = run_cli(capsys, "evaluate", "--scenario", str(path), "--gpus", "64",
                           "-f", "json")
     assert code == 0, err
     assert json.loads(out)["phases"][1]["steps"] == pytest.approx(1.0, rel=1e-12)
@@ -212,15 +199,15 @@ def test_every_command_reads_capplan_kernel_the_same_way(capsys, monkeypatch, co
 
     monkeypatch.setattr(native, "_BACKEND", None)
     monkeypatch.setenv("CAPPLAN_KERNEL", "cc")
-    code, out, err = _run(capsys, *command)
-    _one_line_usage_error(code, err, "unknown CAPPLAN_KERNEL value 'cc'; did you mean: c?")
+    code, out, err = run_cli(capsys, *command)
+    one_line_usage_error(code, err, "unknown CAPPLAN_KERNEL value 'cc'; did you mean: c?")
     assert out == ""
     monkeypatch.setenv("CAPPLAN_KERNEL", "c")
-    code, out, err = _run(capsys, *command)
+    code, out, err = run_cli(capsys, *command)
     if native._find().name == "compiled":  # an installed extension: the command runs on it
         assert code == 0, err
     else:
-        _one_line_usage_error(code, err, "CAPPLAN_KERNEL=c, but ")
+        one_line_usage_error(code, err, "CAPPLAN_KERNEL=c, but ")
 
 
 #: Load a copy of a real shared library cut to ``sys.argv[2]`` bytes as if it were the

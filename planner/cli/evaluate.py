@@ -68,8 +68,7 @@ def evaluate(
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     from planner.cli.common import notice
 
-    notice(assumptions_text(e, PriceQuote(**run.price).label(), run.assumptions,
-                            run.rent_vs_buy["basis"]))
+    notice(assumptions_text(e, PriceQuote(**run.price).label(), run.assumptions))
     if run.assumptions.get("stack_hint"):
         notice(run.assumptions["stack_hint"])
     if format == "table":  # human units; JSON and CSV keep the stored (SI) values
@@ -107,14 +106,14 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     write(render(rows, format, title=title, payload=payload), output, force)
 
 
-def assumptions_text(echo: dict, price: str, assumed: dict, cost_basis: str) -> str:
+def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
     """One line: the assumptions of a one-shot run the user did not necessarily type
-    (``assumed``: planner.engine.assumptions.assumptions; ``cost_basis``: 'cloud' or 'tco',
-    the basis the run was costed by)."""
+    (``assumed``: planner.engine.assumptions.assumptions, its ``cost_basis`` the basis the
+    run was costed by)."""
     from planner.engine.readable import count_text
 
     batch = echo["global_batch"] * echo["seq_len"]
-    basis = "TCO (owned cluster)" if cost_basis == "tco" else "cloud"
+    basis = "TCO (owned cluster)" if assumed["cost_basis"] == "tco" else "cloud"
     site_class = ("its own PUE" if assumed["site_class"] == "site"
                   else f"class {assumed['site_class']}")
     return (f"assumed: {count_text(echo['tokens'])} tokens, global batch "

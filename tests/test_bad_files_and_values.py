@@ -85,7 +85,7 @@ def test_a_hardware_file_with_an_impossible_number(tmp_path, capsys, key, value,
 
 
 def test_a_hardware_file_at_the_ends_of_its_ranges_still_plans(tmp_path, capsys):
-    code, _, err = run_cli(capsys, "evaluate", "-n", "8", "-f", "json",
+    code, _, err = run_cli(capsys, "evaluate", "-m", "llama3-8b", "-n", "8", "-f", "json",
                         "-H", _chip(tmp_path, "lifetime_years", "0.1"))
     assert code == 0, err
 

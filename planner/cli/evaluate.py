@@ -6,6 +6,7 @@ import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
 from planner.cli.layout_options import with_layout_options
+from planner.errors import CapplanError
 from planner.report.payloads import evaluation_payload
 from planner.version import version
 
@@ -39,6 +40,9 @@ def evaluate(
         return _evaluate_phases(options, phases, format, output, force,
                                 spreads=spreads, draws=draws, seed=seed)
     run = resolve(options)
+    shortfall = memory_shortfall(run.row, run.echo)
+    if shortfall:
+        raise CapplanError(shortfall)
     payload = evaluation_payload(run.row, run.echo)
     payload["catalog_version"] = run.catalog_version
     payload["price"] = run.price
@@ -82,10 +86,14 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     ``spreads`` (``--uncertainty``) the P10/P50/P90 of the whole run, every phase drawn
     under the same factors and the phases summed per draw."""
     from planner.cli.phases import phase_table, phases_payload, resolve_phases
-    from planner.engine.phases import sum_phases
+    from planner.engine.phases import in_phase, sum_phases
     from planner.report.output import render, write
 
     runs = resolve_phases(options, phases)
+    for phase, run in zip(phases, runs, strict=True):
+        shortfall = memory_shortfall(run.row, run.echo)
+        if shortfall:
+            raise in_phase(phase, CapplanError(shortfall))
     totals = sum_phases([r.row for r in runs])
     payload = {**phases_payload(phases, runs, totals), "version": version(),
                "catalog_version": runs[0].catalog_version}
@@ -104,6 +112,41 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     title = (f"{e['model']} on {e['hardware']}: {len(phases)} phases, "
              f"{totals['wall_days']:.1f} days, {totals['gpu_hours']:,.0f} GPU-hours")
     write(render(rows, format, title=title, payload=payload), output, force)
+
+
+def memory_remedy(largest: str, echo: dict) -> str:
+    """What shrinks the largest memory term of a GPU under this layout."""
+    if largest == "activation_bytes":
+        ways = (["--recompute full"] if echo["recompute"] != "full" else []) + \
+               (["a smaller --micro-batch"] if echo["micro_batch"] > 1 else [])
+        return _either([*ways, "more --tp/--cp"])
+    stage = {"weights_bytes": 3, "grads_bytes": 2, "optimizer_state_bytes": 1}.get(largest)
+    if stage is None:
+        return "an accelerator with more memory"
+    zero = [f"--zero {stage if echo['zero'] < stage else 3}"] if echo["zero"] < 3 else []
+    return _either([*zero, "more --tp/--pp"])
+
+
+def _either(ways: list[str]) -> str:
+    return ", ".join(ways[:-1]) + " or " + ways[-1] if len(ways) > 1 else ways[0]
+
+
+def memory_shortfall(row: dict, echo: dict) -> str | None:
+    """One line naming the memory a layout lacks and what would make it fit, or None
+    when it fits. ``capplan evaluate`` refuses such a layout (its step time would be of
+    a run that cannot start); the Python API keeps returning ``fits`` False."""
+    if bool(row["fits"]):
+        return None
+    largest = str(row["largest_memory_term"])
+    from planner.engine.columns import column
+
+    return (f"the layout does not fit: {echo['model']} at TP{echo['tp']} PP{echo['pp']} "
+            f"DP{echo['dp']} CP{echo['cp']} EP{echo['ep']}, micro-batch {echo['micro_batch']}, "
+            f"recompute {echo['recompute']}, ZeRO-{echo['zero']} needs "
+            f"{row['memory_per_gpu_bytes'] / 1e9:.1f} GB per GPU ({column(largest).label} "
+            f"{row[largest] / 1e9:.1f} GB), {echo['hardware']} has {row['hbm_bytes'] / 1e9:.1f} GB; "
+            f"to fit try {memory_remedy(largest, echo)} "
+            "(or `capplan plan` to search layouts that fit)")
 
 
 def assumptions_text(echo: dict, price: str, assumed: dict) -> str:

@@ -291,9 +291,10 @@ def drained_checkpoint_interval(interval_s, write_s, asynchronous, step_time_s):
     interval_s : numeric
         Wanted interval (Young, Daly), tau [s].
     write_s : numeric
-        Time to write a checkpoint to storage, t_w [s].
+        Time a checkpoint takes before the next may start, t_w [s]: its stall and then
+        its write to persistent storage (an asynchronous write draining).
     asynchronous : numeric
-        1 for asynchronous checkpoints, c_a [1].
+        1 where that time bounds the interval, c_a [1].
     step_time_s : numeric
         Time of one training step, t_s [s].
 

@@ -461,7 +461,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x295 = checkpoint_stall_s * x294
     checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x290 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x291))) / numpy.log(1 - numpy.minimum(0.999999999999, x289))))) - 1) + 1
     del x289, x290, x291
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x285) + x293)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x284 + 1 / 2 * x286 + 1 / 2 * x288 + 1 / 2 * x292), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x295) + 1 / 18 * x295 + 1), system_mtbf_s)))
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x285) + x293), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x284 + 1 / 2 * x286 + 1 / 2 * x288 + 1 / 2 * x292), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x295) + 1 / 18 * x295 + 1), system_mtbf_s)))
     del x109, x284, x286, x288, x292
     commit_latency_s = ckpt_gockpt * (step_time_s + x285) + x293
     del x285, x293

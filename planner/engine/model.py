@@ -726,13 +726,14 @@ def reliability(x: dict, r: dict) -> dict:
                                            window_s)
     restart = checkpoint.checkpoint_restart_time(failure_restart_s, read_s, peer_s,
                                                  x["ckpt_in_memory"])
-    # an async write drains, a GoCkpt checkpoint moves and persists, before the next one;
-    # checkpoints are at least one step apart
+    # the next checkpoint starts once this one is done: its stall (a synchronous write to
+    # storage, a host or peer copy) and then an async write draining to storage, or a GoCkpt
+    # checkpoint moving and persisting; checkpoints are at least one step apart
     interval = checkpoint.drained_checkpoint_interval(
         checkpoint.chosen_checkpoint_interval(checkpoint.daly_interval(stall, mtbf),
                                               x["checkpoint_interval_fixed_s"]),
-        x["ckpt_async"] * write_s + gockpt * checkpoint.gockpt_min_interval(k, step_s, write_s),
-        x["ckpt_async"] + gockpt, step_s)
+        stall + x["ckpt_async"] * write_s
+        + gockpt * checkpoint.gockpt_min_interval(k, step_s, write_s), 1, step_s)
     commit_s = checkpoint.checkpoint_commit_latency(write_s, step_s, x["ckpt_async"], gockpt)
     steps = x["tokens"] / (x["global_batch"] * x["seq_len"])
     solve = steps * step_s

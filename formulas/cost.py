@@ -10,7 +10,7 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import log, sqrt
+from .ops import ceil, log, maximum, sqrt, where
 
 BARROSO = ("Barroso, Hoelzle & Ranganathan 2018, The Datacenter as a Computer 3rd ed., ch. 6, "
            "doi:10.2200/S00874ED3V01Y201809CAC046")
@@ -52,6 +52,53 @@ def cloud_cost(gpus, time_s, price_usd_per_gpu_hour):
     .. math:: C = N \\frac{t}{3600} c_h
     """
     return gpus * time_s / SECONDS_PER_HOUR * price_usd_per_gpu_hour
+
+
+@formula(reference="A reserved (committed-use) price is billed for every hour of its term, used "
+         "or not: AWS EC2 Reserved Instances documentation ('a one-year term is defined as "
+         "31,536,000 seconds (365 days); a three-year term as 94,608,000 seconds (1,095 "
+         "days)'); Google Cloud committed use discounts ('you pay the committed amount for "
+         "the whole term whether or not you use it'). The share of the unused term resold or "
+         "reused is the user's (AWS Reserved Instance Marketplace)",
+         domain={"time_s": ">=0", "term_s": ">=0", "reuse_fraction": "[0,1]"},
+         symbols={"time_s": "t", "term_s": "T_c", "reuse_fraction": "r"},
+         result_latex="t_b")
+def committed_time(time_s, term_s, reuse_fraction):
+    """Time billed for a job's GPUs: its wall time, or whole committed terms less the share
+    of their unused time the user resells or reuses.
+
+    A job on a reserved tier commits to ceil(t / T_c) terms; of the committed time it does
+    not use, the share r is resold or put to other work and the rest is paid for nothing.
+
+    Parameters
+    ----------
+    time_s : numeric
+        Wall time of the job, t [s].
+    term_s : numeric
+        Committed term, T_c [s]; 0 for pay-as-you-go tiers (on-demand, spot).
+    reuse_fraction : numeric
+        Share of the unused committed time resold or reused, r [1].
+
+    Returns
+    -------
+    numeric
+        Time billed [s].
+
+    Examples
+    --------
+    >>> round(committed_time(39 * 86400.0, 365 * 86400.0, 0.0) / 86400.0, 6)
+    365.0
+    >>> round(committed_time(39 * 86400.0, 365 * 86400.0, 0.5) / 86400.0, 6)
+    202.0
+    >>> committed_time(39 * 86400.0, 0.0, 0.0) / 86400.0
+    39.0
+
+    .. math:: t_b = t + (1 - r) (\\lceil t / T_c \\rceil T_c - t) \\text{ if } T_c > 0
+              \\text{ else } t
+    """
+    # terms of at least 1 s (a 0 term, pay as you go, is not divided by)
+    terms = ceil(time_s / maximum(term_s, 1.0), simplify=False)
+    return where(term_s > 0, time_s + (1 - reuse_fraction) * (terms * term_s - time_s), time_s)
 
 
 @formula(reference="GPU-hours as reported for training runs, e.g. Touvron et al. 2023 (Llama "

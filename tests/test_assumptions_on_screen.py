@@ -20,7 +20,8 @@ from planner.engine.readable import device_word, readable_label, table_amount
 SMALL = ["--model", "llama2-7b", "--tokens", "1e9", "--min-gpus", "8", "--max-gpus", "64",
          "--hardware", "h100-sxm,tpu-v6e"]
 PARTS = ("stack megatron-core-2025", "network non-blocking", "site us-average",
-         "class hyperscale", "PUE 1.10", "g/kWh", "on-demand prices (median)", "quantile P50")
+         "class hyperscale", "PUE 1.10", "g/kWh", "on-demand prices (median)",
+         "nominal run (not the P50 of the uncertainty model)")
 
 
 @pytest.fixture(autouse=True)

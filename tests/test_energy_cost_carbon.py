@@ -176,7 +176,8 @@ def test_every_formula_is_documented():
                      "compute_carbon_intensity", "carbon_delay_product",
                      "embodied_per_accelerator", "facility_usd_per_hour",
                      "ownership_usd_per_hour", "owned_job_cost", "breakeven_utilisation",
-                     "payback_months", "phase_gpu_power", "act_chip_embodied"}
+                     "payback_months", "phase_gpu_power", "act_chip_embodied",
+                     "committed_time"}
     for f in ALL:
         assert f.reference and f.result_unit, f.name
         assert all(a.unit for a in f.arguments), f.units

@@ -65,6 +65,7 @@ LEGACY_EQUIVALENT = {
     "compute_power_fraction": 1.0, "comm_power_fraction": 0.0,
     "ckpt_gockpt": 0.0, "gockpt_steps": 7.0,
     "residual_value_fraction": 0.0, "facility_usd_per_kw_month": 0.0, "utilisation": 1.0,
+    "commitment_term_s": 0.0, "commitment_reuse_fraction": 0.0,  # pay as you go
 }
 #: Outputs added after the fixture was written.
 NEW_OUTPUTS: tuple[str, ...] = ()

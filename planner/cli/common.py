@@ -177,6 +177,9 @@ LossSpikesOption = Annotated[float, typer.Option(
     "arXiv:2204.02311 s5.1; 0 for a stable recipe).")]
 RollbackStepsOption = Annotated[float, typer.Option(
     help="Steps redone per loss-spike rollback (default 100, PaLM).")]
+CommitmentReuseOption = Annotated[float, typer.Option(
+    help="With --pricing reserved-1y/-3y: share of the committed term the job leaves unused "
+    "that you resell or reuse, in [0, 1] (default 0: the whole term is paid for).")]
 
 
 def output_format(fmt: str | None, output: str | None = None, allowed=FORMATS) -> str:

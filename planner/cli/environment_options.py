@@ -19,6 +19,7 @@ import typer
 from planner.cli.common import (
     CatalogOption,
     CheckpointIntervalOption,
+    CommitmentReuseOption,
     EvalOverheadOption,
     GcEveryStepsOption,
     GcIntervalOption,
@@ -75,6 +76,7 @@ def fault_network_options(
     maintenance: MaintenanceOption = FAULT_DEFAULTS["maintenance"],
     loss_spikes: LossSpikesOption = FAULT_DEFAULTS["loss_spikes"],
     rollback_steps: RollbackStepsOption = FAULT_DEFAULTS["rollback_steps"],
+    commitment_reuse: CommitmentReuseOption = FAULT_DEFAULTS["commitment_reuse"],
     network: NetworkOption = None,
     gpus_per_node: GpusPerNodeOption = None,
     nic_gbps: NicGbpsOption = None,

@@ -153,6 +153,7 @@ def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
     """One line: the assumptions of a one-shot run the user did not necessarily type
     (``assumed``: planner.engine.assumptions.assumptions, its ``cost_basis`` the basis the
     run was costed by)."""
+    from planner.engine.assumptions import commitment_text
     from planner.engine.readable import count_text
 
     batch = echo["global_batch"] * echo["seq_len"]
@@ -164,7 +165,7 @@ def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
             f"({count_text(batch)} tokens a step), stack {assumed['stack']}, network "
             f"{assumed['network']}, site {echo['site']} ({site_class}, PUE "
             f"{assumed['pue']:.2f}, grid {assumed['grid_intensity_g_per_kwh']:,.0f} g/kWh), "
-            f"cost by {basis} at {price}, nominal run")
+            f"cost by {basis} at {price}{commitment_text(assumed)}, nominal run")
 
 
 def readable_rows(rows: list[dict]) -> list[dict]:

@@ -3,7 +3,8 @@
 The flags (``--spares``, ``--gc-interval``, ``--gc-pause``, ``--gc-every-steps``,
 ``--stage-imbalance``, ``--slow-nodes``, ``--slow-node-slowdown``), the checkpoint interval
 and run overheads (``--checkpoint-interval``, ``--eval-overhead``, ``--maintenance``,
-``--loss-spikes``, ``--rollback-steps``) and the ``[faults]``
+``--loss-spikes``, ``--rollback-steps``), the share of a reserved tier's committed term
+resold or reused (``--commitment-reuse``) and the ``[faults]``
 section of a scenario file become run-model inputs (:data:`planner.engine.model.INPUTS`)
 through :func:`fault_inputs`, each checked with the flag's own name.
 """
@@ -21,13 +22,15 @@ FAULT_DEFAULTS: dict = {
     # None: planner/engine/execution.toml's value
     "checkpoint_interval": None, "eval_overhead": None, "maintenance": None,
     "loss_spikes": None, "rollback_steps": None,
+    "commitment_reuse": None,
 }
 #: Run-overhead flags -> (run-model input, factor from the flag's unit).
 OVERHEAD_INPUTS = {"checkpoint_interval": ("checkpoint_interval_fixed_s", 1.0),
                    "eval_overhead": ("eval_fraction", 1.0),
                    "maintenance": ("maintenance_fraction", 1.0),
                    "loss_spikes": ("loss_spike_probability", 1e-6),
-                   "rollback_steps": ("rollback_steps", 1.0)}
+                   "rollback_steps": ("rollback_steps", 1.0),
+                   "commitment_reuse": ("commitment_reuse_fraction", 1.0)}
 FAULT_OPTIONS = tuple(FAULT_DEFAULTS)
 
 

@@ -41,7 +41,7 @@ FAULT_KEYS: dict[str, tuple] = {
     "gc_every_steps": (int,), "stage_imbalance": (float,), "slow_nodes": (float,),
     "slow_node_slowdown": (float,), "checkpoint_interval": (float,),
     "eval_overhead": (float,), "maintenance": (float,), "loss_spikes": (float,),
-    "rollback_steps": (float,),
+    "rollback_steps": (float,), "commitment_reuse": (float, int),
 }
 
 def _toml(value) -> str:
@@ -165,6 +165,7 @@ _FAULT_EXAMPLES = {
     "maintenance": (0.011, "share of calendar time down for planned maintenance"),
     "loss_spikes": (78.4, "loss-spike rollbacks per million steps (PaLM); 0: none"),
     "rollback_steps": (100, "steps redone per rollback (PaLM)"),
+    "commitment_reuse": (0.0, "reserved tiers: share of the unused committed term resold or reused"),
 }
 
 

@@ -165,6 +165,8 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double v_maintenance_fraction = scalars[109];
     const double v_loss_spike_probability = scalars[110];
     const double v_rollback_steps = scalars[111];
+    const double v_commitment_term_s = scalars[112];
+    const double v_commitment_reuse_fraction = scalars[113];
     const double *restrict p_gpus = arrays[0];
     const double *restrict p_tp = arrays[1];
     const double *restrict p_pp = arrays[2];
@@ -425,14 +427,17 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
     const double v__h68 = (1.0 / 18.0);
     const double v__h69 = (1.0 - v_maintenance_fraction);
     const double v__h70 = ((-v_idle_power_w) + v_max_power_w);
-    const double v__h71 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
-    const double v__h72 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x311) * (1.0 - v_residual_value_fraction)));
-    const double v__h73 = (1.36895350349425e-06 * v_facility_usd_per_kw_month);
-    const double v__h74 = (1.0 - v_use_tco);
-    const double v__h75 = (v_model_flops_per_token * v_tokens);
+    const double v__h71 = ((v_commitment_term_s > 0.0) ? 1.0 : 0.0);
+    const double v__h72 = (1.0 - v_commitment_reuse_fraction);
+    const double v__h73 = np_maximum(1.0, v_commitment_term_s);
+    const double v__h74 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
+    const double v__h75 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x311) * (1.0 - v_residual_value_fraction)));
+    const double v__h76 = (1.36895350349425e-06 * v_facility_usd_per_kw_month);
+    const double v__h77 = (1.0 - v_use_tco);
+    const double v__h78 = (v_model_flops_per_token * v_tokens);
     #pragma omp simd
     for (long i = 0; i < n; i++) {
-        const int row = index[i] * 20;
+        const int row = index[i] * 21;
         const double v_x227 = table[row + 0];
         const double v__straggler_s_g0 = table[row + 1];
         const double v__straggler_s_g1 = table[row + 2];
@@ -453,6 +458,7 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x305 = table[row + 17];
         const double v_peak_power_w = table[row + 18];
         const double v_x309 = table[row + 19];
+        const double v_x310 = table[row + 20];
         const double v_gpus = p_gpus[i];
         const double v_tp = p_tp[i];
         const double v_pp = p_pp[i];
@@ -716,15 +722,14 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x308 = (1.0 / v_wall_time_s);
         const double v_gpu_power_w = (v_x302 * v_x308);
         const double v_avg_power_w = (v_energy_facility_j * v_x308);
-        const double v_x310 = (v_wall_time_s * v_x309);
-        const double v_gpu_hours = (0.000277777777777778 * v_x310);
-        const double v_cost_cloud_usd = (v_gpu_hours * v_price_usd_per_gpu_hour);
-        const double v_cost_tco_usd = ((v__h71 * v_energy_facility_j) + ((v_gpu_hours * (v__h72 + ((v__h73 * v_peak_power_w) / (v_pue * v_x309)))) / v_utilisation));
-        const double v_cost_usd = ((v_cost_cloud_usd * v__h74) + (v_cost_tco_usd * v_use_tco));
+        const double v_gpu_hours = (v_wall_time_s * v_x310);
+        const double v_cost_cloud_usd = ((v_price_usd_per_gpu_hour * v_x310) * np_pick(v__h71, (v_wall_time_s + (v__h72 * ((v_commitment_term_s * ceil((v_wall_time_s / v__h73))) + v_x301))), v_wall_time_s));
+        const double v_cost_tco_usd = ((v__h74 * v_energy_facility_j) + ((v_gpu_hours * (v__h75 + ((v__h76 * v_peak_power_w) / (v_pue * v_x309)))) / v_utilisation));
+        const double v_cost_usd = ((v_cost_cloud_usd * v__h77) + (v_cost_tco_usd * v_use_tco));
         const double v_co2e_operational_kg = ((2.77777777777778e-10 * v_energy_facility_j) * v_grid_intensity_g_per_kwh);
-        const double v_co2e_embodied_kg = ((v_embodied_kg_per_gpu * v_x310) * v_x311);
+        const double v_co2e_embodied_kg = (((v_embodied_kg_per_gpu * v_wall_time_s) * v_x309) * v_x311);
         const double v_co2e_kg = (v_co2e_embodied_kg + v_co2e_operational_kg);
-        const double v_cci_kg_per_flop = (v_co2e_kg / v__h75);
+        const double v_cci_kg_per_flop = (v_co2e_kg / v__h78);
         const double v_tcdp_kg_s = (v_co2e_kg * v_wall_time_s);
         o_0[i] = v_step_time_s;
         o_1[i] = v_compute_s;
@@ -908,6 +913,8 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double v_maintenance_fraction = scalars[109];
     const double v_loss_spike_probability = scalars[110];
     const double v_rollback_steps = scalars[111];
+    const double v_commitment_term_s = scalars[112];
+    const double v_commitment_reuse_fraction = scalars[113];
     const double *restrict p_gpus = arrays[0];
     const double *restrict p_tp = arrays[1];
     const double *restrict p_pp = arrays[2];
@@ -1109,14 +1116,17 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
     const double v__h66 = (1.0 / 18.0);
     const double v__h67 = (1.0 - v_maintenance_fraction);
     const double v__h68 = ((-v_idle_power_w) + v_max_power_w);
-    const double v__h69 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
-    const double v__h70 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x311) * (1.0 - v_residual_value_fraction)));
-    const double v__h71 = (1.36895350349425e-06 * v_facility_usd_per_kw_month);
-    const double v__h72 = (1.0 - v_use_tco);
-    const double v__h73 = (v_model_flops_per_token * v_tokens);
+    const double v__h69 = ((v_commitment_term_s > 0.0) ? 1.0 : 0.0);
+    const double v__h70 = (1.0 - v_commitment_reuse_fraction);
+    const double v__h71 = np_maximum(1.0, v_commitment_term_s);
+    const double v__h72 = (2.77777777777778e-07 * v_electricity_usd_per_kwh);
+    const double v__h73 = (((0.000114077116130504 * v_capex_usd_per_gpu) * v_opex_fraction_per_year) + (((3600.0 * v_capex_usd_per_gpu) * v_x311) * (1.0 - v_residual_value_fraction)));
+    const double v__h74 = (1.36895350349425e-06 * v_facility_usd_per_kw_month);
+    const double v__h75 = (1.0 - v_use_tco);
+    const double v__h76 = (v_model_flops_per_token * v_tokens);
     #pragma omp simd
     for (long i = 0; i < n; i++) {
-        const int row = index[i] * 17;
+        const int row = index[i] * 18;
         const double v__straggler_s_g0 = table[row + 0];
         const double v__straggler_s_g1 = table[row + 1];
         const double v__straggler_s_g2 = table[row + 2];
@@ -1134,6 +1144,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x305 = table[row + 14];
         const double v_peak_power_w = table[row + 15];
         const double v_x309 = table[row + 16];
+        const double v_x310 = table[row + 17];
         const double v_gpus = p_gpus[i];
         const double v_tp = p_tp[i];
         const double v_pp = p_pp[i];
@@ -1380,15 +1391,14 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_energy_gpu_j = (v_gpus * v_x302);
         const double v_energy_it_j = (v_energy_gpu_j + (v_wall_time_s * v_x305));
         const double v_energy_facility_j = (v_energy_it_j * v_pue);
-        const double v_x310 = (v_wall_time_s * v_x309);
-        const double v_gpu_hours = (0.000277777777777778 * v_x310);
-        const double v_cost_cloud_usd = (v_gpu_hours * v_price_usd_per_gpu_hour);
-        const double v_cost_tco_usd = ((v__h69 * v_energy_facility_j) + ((v_gpu_hours * (v__h70 + ((v__h71 * v_peak_power_w) / (v_pue * v_x309)))) / v_utilisation));
-        const double v_cost_usd = ((v_cost_cloud_usd * v__h72) + (v_cost_tco_usd * v_use_tco));
+        const double v_gpu_hours = (v_wall_time_s * v_x310);
+        const double v_cost_cloud_usd = ((v_price_usd_per_gpu_hour * v_x310) * np_pick(v__h69, (v_wall_time_s + (v__h70 * ((v_commitment_term_s * ceil((v_wall_time_s / v__h71))) + v_x301))), v_wall_time_s));
+        const double v_cost_tco_usd = ((v__h72 * v_energy_facility_j) + ((v_gpu_hours * (v__h73 + ((v__h74 * v_peak_power_w) / (v_pue * v_x309)))) / v_utilisation));
+        const double v_cost_usd = ((v_cost_cloud_usd * v__h75) + (v_cost_tco_usd * v_use_tco));
         const double v_co2e_operational_kg = ((2.77777777777778e-10 * v_energy_facility_j) * v_grid_intensity_g_per_kwh);
-        const double v_co2e_embodied_kg = ((v_embodied_kg_per_gpu * v_x310) * v_x311);
+        const double v_co2e_embodied_kg = (((v_embodied_kg_per_gpu * v_wall_time_s) * v_x309) * v_x311);
         const double v_co2e_kg = (v_co2e_embodied_kg + v_co2e_operational_kg);
-        const double v_cci_kg_per_flop = (v_co2e_kg / v__h73);
+        const double v_cci_kg_per_flop = (v_co2e_kg / v__h76);
         const double v_tcdp_kg_s = (v_co2e_kg * v_wall_time_s);
         o_0[i] = v_memory_per_gpu_bytes;
         o_1[i] = v_wall_time_s;
@@ -1764,4 +1774,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "58e19d822560d1d6"; }
+const char *capplan_source_hash(void) { return "6915406735d3964f"; }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from planner.engine import ownership
 from planner.engine.defaults import DEFAULTS
+from planner.engine.pricing import commitment_term_s
 
 #: The stack a mixture-of-experts model is better matched by when none is named: NVIDIA's
 #: tuned Megatron-Core MoE configuration (hardware_catalog/data/stacks/
@@ -55,8 +56,30 @@ def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
                "grid_intensity_g_per_kwh", site_entry.grid_intensity_g_per_kwh.value)),
            "cost_basis": cost_basis,
            "pricing": pricing, "provider": provider, "quantile": confidence,
+           # the nominal run (every input at its catalog value) is not the model's median
+           "quantile_label": "nominal" if confidence == 0.5 else f"P{100 * confidence:.6g}",
+           "commitment": commitment(pricing, cost_basis, extra),
            "stack_hint": stack_hint(catalog, model, stack)}
     return out
+
+
+def commitment(pricing: str, cost_basis: str, extra: dict) -> dict | None:
+    """The reserved tier's committed term [s] and the share of its unused time resold or
+    reused (None for pay-as-you-go tiers and the TCO basis)."""
+    term_s = commitment_term_s(pricing)
+    if not term_s or cost_basis == "tco":
+        return None
+    return {"term_s": term_s, "reuse_fraction": float(extra.get("commitment_reuse_fraction", 0.0))}
+
+
+def commitment_text(a: dict) -> str:
+    """', billed for the whole 365-day term (0 % of its unused time resold)' or ''."""
+    c = a.get("commitment")
+    if not c:
+        return ""
+    return (f", billed for the whole {c['term_s'] / 86400:,.0f}-day term ("
+            f"{100 * c['reuse_fraction']:.0f} % of its unused time resold or reused; "
+            "--commitment-reuse)")
 
 
 def scenario_assumptions(catalog, s, hardware: list[str]) -> dict:
@@ -70,10 +93,11 @@ def scenario_assumptions(catalog, s, hardware: list[str]) -> dict:
 def assumptions_line(a: dict) -> str:
     """One line: 'stack megatron-core-2025, network non-blocking, site us-average (class
     hyperscale, PUE 1.10, grid 380 g/kWh), cost by cloud at on-demand prices (median),
-    quantile P50'."""
+    nominal run (not the P50 of the uncertainty model)' (or 'quantile P90 ...')."""
     site_class = ("its own PUE" if a["site_class"] == "site" else f"class {a['site_class']}")
-    quantile = f"P{round(100 * a['quantile'])}" + (" (nominal run)" if a["quantile"] == 0.5
-                                                   else "")
+    quantile = ("nominal run (not the P50 of the uncertainty model)" if a["quantile"] == 0.5
+                else f"quantile P{100 * a['quantile']:.6g} (uncertainty model)")
     return (f"stack {a['stack']}, network {a['network']}, site {a['site']} ({site_class}, "
             f"PUE {a['pue']:.2f}, grid {a['grid_intensity_g_per_kwh']:,.0f} g/kWh), cost by "
-            f"{a['cost_basis']} at {a['pricing']} prices ({a['provider']}), quantile {quantile}")
+            f"{a['cost_basis']} at {a['pricing']} prices ({a['provider']})"
+            f"{commitment_text(a)}, {quantile}")

@@ -82,6 +82,7 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "maintenance": Domain("[0,1)", maximum=0.99),
     "loss_spikes": Domain(">=0", maximum=1e6),
     "rollback_steps": Domain(">=0", maximum=1e9),
+    "commitment_reuse": FRACTION,
     # the layout's sizes the run model does not read (its inputs are in the glossary)
     **{d.name: dimension_domain(d) for d in DIMENSIONS if not d.kernel and d.dtype != "str"},
 }

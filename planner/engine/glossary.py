@@ -404,6 +404,11 @@ GLOSSARY: dict[str, Term] = {
                                     FRACTION),
     "rollback_steps": Term("1", "steps redone after a loss-spike rollback",
                             Domain(">=0", maximum=1e9)),
+    # a reserved tier's commitment (issue 41)
+    "commitment_term_s": Term("s", "committed term of a reserved price tier; 0: pay as you go",
+                              Domain(">=0", maximum=1e10)),
+    "commitment_reuse_fraction": Term("1", "share of the unused committed term resold or reused",
+                                      FRACTION),
 }
 
 #: The run model's inputs: name -> (unit, meaning), in the kernel's argument order.

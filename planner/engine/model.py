@@ -821,7 +821,10 @@ def cost_and_carbon(x: dict, r: dict) -> dict:
     """
     # the job's GPUs and its hot spares' are billed, bought and built
     gpus, wall = x["gpus"] + x["spare_nodes"] * x["gpus_per_node"], r["wall_time_s"]
-    cloud = cost.cloud_cost(gpus, wall, x["price_usd_per_gpu_hour"])
+    # a reserved tier bills its whole committed term, less the unused share resold
+    cloud = cost.cloud_cost(gpus, cost.committed_time(wall, x["commitment_term_s"],
+                                                      x["commitment_reuse_fraction"]),
+                            x["price_usd_per_gpu_hour"])
     facility = cost.facility_usd_per_hour(x["facility_usd_per_kw_month"],
                                           r["peak_power_w"] / x["pue"] / gpus)
     fixed = cost.ownership_usd_per_hour(x["capex_usd_per_gpu"], x["residual_value_fraction"],

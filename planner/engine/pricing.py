@@ -57,6 +57,15 @@ DEFAULT_PROVIDER = "median"
 DEFAULT_SPOT_INTERRUPTION = "gt20"
 DATA_LABEL = "SkyPilot catalog extract (hardware_catalog/data/prices, commits in SOURCE.md)"
 CLOUD_TIERS = ("on-demand", "spot", "reserved-1y", "reserved-3y")
+#: The term a reserved tier commits to [s]: AWS EC2 Reserved Instances documentation, "a
+#: one-year term is defined as 31536000 seconds (365 days); a three-year term as 94608000
+#: seconds (1,095 days)". The other tiers commit to nothing (0).
+COMMITMENT_TERM_S = {"reserved-1y": 31_536_000.0, "reserved-3y": 94_608_000.0}
+
+
+def commitment_term_s(tier: str) -> float:
+    """The committed term of price tier ``tier`` [s]; 0 for pay-as-you-go tiers."""
+    return COMMITMENT_TERM_S.get(tier, 0.0)
 
 #: A market price needs this many non-marketplace listings (instance type x region) ...
 MARKET_MIN_LISTINGS = 3

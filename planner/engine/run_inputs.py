@@ -13,7 +13,7 @@ from hardware_catalog.loader import looks_like_path
 from planner.engine.call_checks import check_catalog, check_given, check_names, check_scalars
 from planner.engine.domains import check
 from planner.engine.ownership import cost_basis
-from planner.engine.pricing import price_quote, with_preemptions
+from planner.engine.pricing import commitment_term_s, price_quote, with_preemptions
 from planner.engine.scenario import (
     DEFAULTS,
     Scenario,
@@ -164,6 +164,7 @@ def _read_catalog_inputs(catalog, c: RunChoices) -> dict[str, float]:
         check(part, where=where)
         x.update(part)
     x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, c.provider).usd_per_gpu_hour
+    x["commitment_term_s"] = commitment_term_s(pricing)
     if pricing == "spot":
         x["node_mtbf_s"] = with_preemptions(x["node_mtbf_s"], c.spot_interruption)
     return x

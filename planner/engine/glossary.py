@@ -218,6 +218,12 @@ GLOSSARY: dict[str, Term] = {
     "dp_intra_ranks": Term("1", "DP ranks inside one scale-up domain", SHARDS),
     "replica_intra_ranks": Term("1", "HSDP replicas of one shard inside one scale-up domain",
                                  SHARDS),
+    "expert_dp_ranks": Term("1", "ranks holding the same routed-expert shard (expert-data-"
+                            "parallel group: TP CP DP / (ETP EP))", SHARDS),
+    "expert_shard_ranks": Term("1", "expert-data-parallel ranks sharing one copy of the "
+                               "experts' ZeRO state (fewer under HSDP)", SHARDS),
+    "expert_dp_intra_ranks": Term("1", "expert-data-parallel ranks inside one scale-up "
+                                  "domain (floor(domain / (ETP EP)))", SHARDS),
     # hardware
     "peak_flops_per_s": Term("FLOP/s", "dense peak at the chosen precision", POSITIVE),
     "attention_peak_flops_per_s": Term(

@@ -185,7 +185,8 @@ DERIVED = ("stage_layers", "selective", "attention_scores_stored", "full_recompu
            "shard_ranks", "weight_shards", "grad_shards", "optimizer_shards", "zero3",
            "expert_weight_shards", "expert_grad_shards", "expert_optimizer_shards",
            "tp_intra_ranks", "cp_intra", "ep_intra", "pp_intra", "dp_intra_ranks",
-           "replica_intra_ranks")
+           "replica_intra_ranks", "expert_dp_ranks", "expert_shard_ranks",
+           "expert_dp_intra_ranks")
 
 
 def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
@@ -236,6 +237,15 @@ def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
     # the replicas of one shard are TP x CP x shard ranks apart
     f["replica_intra_ranks"] = ops.minimum(
         ops.maximum(ops.floor(v.domain / ((v.tp * v.cp) * shard)), 1.0), v.dp / shard)
+    # a routed expert's data-parallel group (Megatron-Core's expert-data-parallel group,
+    # parallel folding): the TP x CP x DP ranks of a stage hold ETP x EP different expert
+    # shards, so each shard has TP CP DP / (ETP EP) replicas, ETP x EP ranks apart (the
+    # expert grid orders ETP, EP, then EDP); of them, the shard group's share holds one
+    # copy of the ZeRO state, and floor(domain / (ETP EP)) share a scale-up domain
+    f["expert_dp_ranks"] = ops.maximum(((v.tp * v.cp) * v.dp) / (v.etp * v.ep), 1.0)
+    f["expert_shard_ranks"] = edp
+    f["expert_dp_intra_ranks"] = ops.minimum(
+        ops.maximum(ops.floor(v.domain / (v.etp * v.ep)), 1.0), f["expert_dp_ranks"])
     return f
 
 

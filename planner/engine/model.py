@@ -27,6 +27,7 @@ their meaning (read from :mod:`planner.engine.glossary`).  The assumptions are d
 from __future__ import annotations
 
 from formulas import (
+    batch,
     carbon,
     checkpoint,
     communication,
@@ -728,6 +729,20 @@ def failure_domains(x: dict, r: dict) -> dict:
                 x["manual_restart_fraction"])}
 
 
+def _tokens_needed(x: dict, r: dict):
+    """Tokens the run needs with its batch: ``tokens`` with the reference batch, more with a
+    larger batch beyond the critical batch (McCandlish et al. 2018, E = E_min (1 + B /
+    B_noise)), whose scale is Kaplan et al.'s B_crit at the loss the model reaches on
+    ``tokens`` (non-embedding parameters a token uses; formulas.batch).  Equal batches
+    need exactly ``tokens``."""
+    non_embedding = r["active_params"] - compute.embedding_params(
+        x["vocab"], x["hidden"], x["embedding_matrices"])
+    noise_tokens = batch.kaplan_critical_batch_tokens(
+        batch.kaplan_loss(non_embedding, x["tokens"]))
+    return batch.tokens_at_batch(x["tokens"], x["reference_batch"] * x["seq_len"],
+                                 x["global_batch"] * x["seq_len"], noise_tokens)
+
+
 def reliability(x: dict, r: dict) -> dict:
     """Failures, checkpoints and restarts: the wall time of the whole run (Daly)."""
     nodes, mtbf, failure_restart_s = r["nodes"], r["system_mtbf_s"], r["failure_restart_s"]
@@ -763,7 +778,7 @@ def reliability(x: dict, r: dict) -> dict:
         x["ckpt_async"] * write_s + gockpt * checkpoint.gockpt_min_interval(k, step_s, write_s),
         x["ckpt_async"] + gockpt, step_s)
     commit_s = checkpoint.checkpoint_commit_latency(write_s, step_s, x["ckpt_async"], gockpt)
-    steps = x["tokens"] / (x["global_batch"] * x["seq_len"])
+    steps = _tokens_needed(x, r) / (x["global_batch"] * x["seq_len"])
     solve = steps * step_s
     running = checkpoint.daly_wall_time_committed(solve, interval, stall, restart, mtbf,
                                                   commit_s)

@@ -52,6 +52,16 @@ def test_one_batch_needs_exactly_the_tokens_given():
     assert r["steps"] == 15e12 / (2048 * SEQ)
 
 
+def test_a_plan_with_one_batch_keeps_it_and_its_tokens():
+    """Default behaviour: a plan given one --global-batch searches that batch alone, and
+    every row trains exactly --tokens (steps = D / (B s) to rounding)."""
+    s = Scenario(hardware=("h100-sxm",), global_batch=2048, min_gpus=1024, max_gpus=2048,
+                 deadline_days=None)
+    f = plan(s).frontier
+    assert len(f) and (f["global_batch"] == 2048).all()
+    np.testing.assert_allclose(f["steps"].to_numpy(float), 15e12 / (2048 * SEQ), rtol=1e-15)
+
+
 @given(b=st.floats(1e5, 1e9), b2=st.floats(1e5, 1e9), noise=st.floats(1e5, 1e9))
 def test_tokens_grow_with_the_batch(b, b2, noise):
     """E(B) is increasing in B, S(B) decreasing, and E S = E_min S_min (1 + B/Bn)(1 + Bn/B)

@@ -155,5 +155,5 @@ def test_the_rules_context_is_built_in_one_place():
     x = {"scale_up_domain_gpus": 8.0, "heads": 128.0, "kv_heads": 128.0, "layers": 61.0,
          "seq_len": 4096.0, "experts": 256.0, "global_batch": 15360.0, "dualpipe": 1.0}
     assert context_of(x) == rule_context(domain=8, heads=128, kv_heads=128, layers=61,
-                                         seq_len=4096, experts=256, batch=15360, dualpipe=1)
+                                         seq_len=4096, experts=256, dualpipe=1)
     assert context_of({k: v for k, v in x.items() if k != "dualpipe"})["dualpipe"] == 0

@@ -50,6 +50,7 @@ def reference_layouts(*, layers, heads, kv_heads, seq_len, experts, global_batch
                   | ((layers + 2) % stages == 0)) & (stages <= layers + 2)
               & ((t["vp"] == 1) | (t["pp"] > 1)))
     t = _cross(t, "micro_batch", options.micro_batch)
+    t = _cross(t, "global_batch", [global_batch])  # the run's one batch
     t = _cross(t, "dp", divisors(global_batch))
     t["gpus"] = n = t["tp"] * t["pp"] * t["cp"] * t["dp"]
     microbatches = global_batch // np.maximum(t["dp"] * t["micro_batch"], 1)

@@ -65,3 +65,24 @@ def si_count(value) -> int:
         raise typer.BadParameter(f"{value!r} is not a whole number; expected an integer, "
                                  "optionally with a suffix k, M, G, T (e.g. 2k, 1.5M)")
     return int(number)
+
+
+#: The separator of a range of global batches (``1024..8192``).
+RANGE = ".."
+
+
+def batch_or_range(value):
+    """Option parser: a global batch (a whole count, SI suffixes allowed) or a range of
+    them ``LO..HI`` (``1024..8192``, ``1k..8k``), returned as ``(LO, HI)``; the plan then
+    chooses the batch per layout within it."""
+    if not isinstance(value, str) or RANGE not in value:
+        return si_count(value)
+    low, _, high = value.partition(RANGE)
+    if not low.strip() or not high.strip() or RANGE in high:
+        raise typer.BadParameter(f"{value!r} is not a batch or a range LO..HI of batches "
+                                 "(e.g. 2048 or 1024..8192)")
+    low, high = si_count(low.strip()), si_count(high.strip())
+    if low > high:
+        raise typer.BadParameter(f"{value!r}: the range is empty; give LO..HI with LO <= HI "
+                                 f"(did you mean {high}..{low}?)")
+    return (low, high)

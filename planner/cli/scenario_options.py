@@ -11,7 +11,6 @@ import typer
 
 from planner.cli.common import (
     CheckpointOption,
-    GlobalBatchOption,
     ModelOption,
     PrecisionOption,
     SiteClassOption,
@@ -25,7 +24,7 @@ from planner.cli.environment_options import (
     prepend_options,
     price_files,
 )
-from planner.cli.numbers import si_count, si_float
+from planner.cli.numbers import batch_or_range, si_count, si_float
 from planner.engine.defaults import DEFAULTS
 
 
@@ -42,7 +41,12 @@ def _options(
                                  help="Smallest cluster considered."),
     max_gpus: int = typer.Option(DEFAULTS["max_gpus"], parser=si_count,
                                  help="Largest cluster considered (16k = 16,000)."),
-    global_batch: GlobalBatchOption = None,
+    global_batch: str = typer.Option(
+        None, parser=batch_or_range,
+        help="Global batch [sequences] (default ~16M tokens), or a range LO..HI (e.g. "
+        "1024..8192) from which the plan chooses the batch per layout; the tokens needed "
+        "then grow with the batch beyond the critical batch (--tokens is what the run "
+        "needs at LO; docs/model.md, 'Batch as a decision')."),
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     deadline_days: float = typer.Option(
         DEFAULTS["deadline_days"], help="Finish within this many days ('inf' for no deadline)."),
@@ -86,8 +90,11 @@ def resolve_scenario(options: dict):
     v = sf.merge(options["ctx"], {**values, "uncertainty": None, "ownership": None},
                  options["scenario_file"])
     deadline = v["deadline_days"]
+    batch = v["global_batch"]
+    batch_range = tuple(batch) if isinstance(batch, tuple | list) else None
     scenario = Scenario(
-        model=v["model"], tokens=v["tokens"], global_batch=v["global_batch"],
+        model=v["model"], tokens=v["tokens"],
+        global_batch=batch_range[0] if batch_range else batch, global_batch_range=batch_range,
         seq_len=v["seq_len"],
         hardware=tuple(h.strip() for h in v["hardware"].split(",") if h.strip()),
         site=v["site"], site_class=v["site_class"], reliability=v["reliability"], precision=v["precision"],

@@ -221,7 +221,8 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     dp = np.asarray(gpus) // np.maximum(tp * sizes["pp"] * sizes["cp"], 1)
     if sequence_parallel is None:
         sequence_parallel = tp > 1
-    layout = {"gpus": gpus, **sizes, **others, "dp": dp, "recompute": RECOMPUTE_CODES[recompute],
+    layout = {"gpus": gpus, **sizes, **others, "dp": dp, "global_batch": int(x["global_batch"]),
+              "recompute": RECOMPUTE_CODES[recompute],
               "zero": zero, "shard_group": dp if shard_group is None else shard_group,
               "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
     layout = dict(zip(layout, np.broadcast_arrays(*(np.atleast_1d(v) for v in layout.values())),
@@ -254,6 +255,7 @@ def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zer
     if overrides:  # else resolve_layout checked this layout on these very inputs
         check_layout(x, **layout)
     layout["dp"] = layout["gpus"] // (layout["tp"] * layout["pp"] * layout["cp"])
+    layout["global_batch"] = int(x["global_batch"])
     layout["shard_group"] = layout["dp"] if shard_group is None else int(shard_group)
     check_shard_group(layout["dp"], layout["shard_group"], int(zero))
     if sequence_parallel is None:

@@ -162,6 +162,9 @@ GLOSSARY: dict[str, Term] = {
     "dropout_masks": Term("1", "1 if the model trains with dropout (masks stored), 0 without",
                            FLAG),
     "tokens": Term("1", "training tokens D", Domain(">=1", maximum=MAX_TOKENS)),
+    "reference_batch": Term("1", "global batch B_ref [sequences] with which the run needs "
+                            "`tokens` (another batch needs more or fewer: formulas.batch)",
+                            Domain(">=1", maximum=MAX_GLOBAL_BATCH)),
     "head_dim": Term("1", "query/key head size d_h (h/a unless set; MLA: qk_nope + qk_rope)",
                       COUNT),
     "v_head_dim": Term("1", "value head size d_v (d_h unless MLA sets it)", COUNT),
@@ -185,8 +188,6 @@ GLOSSARY: dict[str, Term] = {
     **{d.name: Term("1", d.meaning or d.label, dimension_domain(d))
        for d in DIMENSIONS if d.kernel},
     "stage_layers": Term("1", "layers on the fullest pipeline stage, ceil(layers / pp)", COUNT),
-    "global_batch": Term("1", "global batch B [sequences]",
-                          Domain(">=1", integer=True, maximum=MAX_GLOBAL_BATCH)),
     "selective": Term(
         "1", "1 for selective recompute of the attention core (without flash attention)",
         FLAG),
@@ -218,6 +219,12 @@ GLOSSARY: dict[str, Term] = {
     "dp_intra_ranks": Term("1", "DP ranks inside one scale-up domain", SHARDS),
     "replica_intra_ranks": Term("1", "HSDP replicas of one shard inside one scale-up domain",
                                  SHARDS),
+    "expert_dp_ranks": Term("1", "ranks holding the same routed-expert shard (expert-data-"
+                            "parallel group: TP CP DP / (ETP EP))", SHARDS),
+    "expert_shard_ranks": Term("1", "expert-data-parallel ranks sharing one copy of the "
+                               "experts' ZeRO state (fewer under HSDP)", SHARDS),
+    "expert_dp_intra_ranks": Term("1", "expert-data-parallel ranks inside one scale-up "
+                                  "domain (floor(domain / (ETP EP)))", SHARDS),
     # hardware
     "peak_flops_per_s": Term("FLOP/s", "dense peak at the chosen precision", POSITIVE),
     "attention_peak_flops_per_s": Term(

@@ -33,8 +33,7 @@ def context_of(x: dict) -> dict:
     kernel inputs ``x`` (``dualpipe``: the stack's schedule, 0 when ``x`` names none)."""
     return rule_context(domain=x["scale_up_domain_gpus"], heads=x["heads"],
                         kv_heads=x["kv_heads"], layers=x["layers"], seq_len=x["seq_len"],
-                        experts=x["experts"], batch=x["global_batch"],
-                        dualpipe=x.get("dualpipe", 0))
+                        experts=x["experts"], dualpipe=x.get("dualpipe", 0))
 
 
 _CHECKED = frozenset(CHECKED_SIZES)
@@ -57,6 +56,7 @@ def check_layout(x: dict, *, gpus, tp, pp, cp, dp=None, etp=None, **sizes) -> No
     check(sizes)
     sizes = {k: int(v) for k, v in sizes.items()}
     sizes["dp"] = max(sizes["gpus"] // (sizes["tp"] * sizes["pp"] * sizes["cp"]), 1)
+    sizes["global_batch"] = int(x["global_batch"])  # the run's
     broken = first_broken(SimpleNamespace(**sizes, **context_of(x)))
     if broken is not None:
         raise CapplanError(broken)
@@ -143,6 +143,7 @@ def expert_tp(x: dict, tp, etp):
 def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
     """Vectorised :func:`check_layout`: the first broken layout raises with its rule."""
     sizes = {k: np.asarray(layout[k]) for k in (*CHECKED_SIZES, "dp")}
+    sizes["global_batch"] = np.asarray(layout.get("global_batch", x["global_batch"]))
     positive = np.minimum.reduce([sizes[k] for k in ("gpus", *CHOSEN_SIZES, "dp")]) >= 1
     with np.errstate(divide="ignore", invalid="ignore"):
         context = context_of(x)
@@ -153,7 +154,7 @@ def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
         i = int(np.flatnonzero(~np.broadcast_to(ok, shape))[0])
         pick = {k: int(np.ravel(v)[i] if np.size(v) > 1 else np.ravel(v)[0])
                 for k, v in sizes.items()}
-        check_layout(x, **pick)
+        check_layout({**x, "global_batch": pick.pop("global_batch")}, **pick)
 
 
 #: What the HSDP rules read.

@@ -124,6 +124,10 @@ DIMENSIONS: tuple[Dimension, ...] = (
               "those fit --gpus, else the fastest layout for --gpus that keeps the sizes "
               "given, reported on stderr",
               meaning="micro-batch size b [sequences]", largest=MAX_GLOBAL_BATCH),
+    # the global batch: the run's (--global-batch), or chosen per layout by a plan given a
+    # range of batches (the tokens the run needs grow with it: formulas.batch)
+    Dimension("global_batch", "global batch [sequences]", given=False,
+              meaning="global batch B [sequences]", largest=MAX_GLOBAL_BATCH),
     Dimension("recompute", "activation recompute", dtype="str", kernel=False,
               option="none | selective | full.", default="selective"),
     Dimension("zero", "ZeRO stage", kernel=False, option="ZeRO stage 0-3 (3 = FSDP).",
@@ -185,7 +189,8 @@ DERIVED = ("stage_layers", "selective", "attention_scores_stored", "full_recompu
            "shard_ranks", "weight_shards", "grad_shards", "optimizer_shards", "zero3",
            "expert_weight_shards", "expert_grad_shards", "expert_optimizer_shards",
            "tp_intra_ranks", "cp_intra", "ep_intra", "pp_intra", "dp_intra_ranks",
-           "replica_intra_ranks")
+           "replica_intra_ranks", "expert_dp_ranks", "expert_shard_ranks",
+           "expert_dp_intra_ranks")
 
 
 def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
@@ -236,6 +241,15 @@ def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
     # the replicas of one shard are TP x CP x shard ranks apart
     f["replica_intra_ranks"] = ops.minimum(
         ops.maximum(ops.floor(v.domain / ((v.tp * v.cp) * shard)), 1.0), v.dp / shard)
+    # a routed expert's data-parallel group (Megatron-Core's expert-data-parallel group,
+    # parallel folding): the TP x CP x DP ranks of a stage hold ETP x EP different expert
+    # shards, so each shard has TP CP DP / (ETP EP) replicas, ETP x EP ranks apart (the
+    # expert grid orders ETP, EP, then EDP); of them, the shard group's share holds one
+    # copy of the ZeRO state, and floor(domain / (ETP EP)) share a scale-up domain
+    f["expert_dp_ranks"] = ops.maximum(((v.tp * v.cp) * v.dp) / (v.etp * v.ep), 1.0)
+    f["expert_shard_ranks"] = edp
+    f["expert_dp_intra_ranks"] = ops.minimum(
+        ops.maximum(ops.floor(v.domain / (v.etp * v.ep)), 1.0), f["expert_dp_ranks"])
     return f
 
 
@@ -293,26 +307,26 @@ def _at_least_1(value):
 
 
 #: The numbers besides the layout's sizes that the rules read.
-CONTEXT_NAMES = ("domain", "heads", "kv_heads", "layers", "seq_len", "experts", "batch",
-                 "dualpipe")
+CONTEXT_NAMES = ("domain", "heads", "kv_heads", "layers", "seq_len", "experts", "dualpipe")
 
 
-def rule_context(*, domain, heads, kv_heads, layers, seq_len, experts, batch,
+def rule_context(*, domain, heads, kv_heads, layers, seq_len, experts,
                  dualpipe=0) -> dict[str, int]:
     """The model's, node's and stack's numbers the rules read (:data:`CONTEXT_NAMES`), as
-    ints: ``domain`` GPUs of the scale-up domain, the model's shape, the global ``batch``
-    and the stack's pipeline schedule (``dualpipe`` 1: DeepSeek's DualPipe).  The one place
-    the context is built, for a user's layout and for the search alike."""
+    ints: ``domain`` GPUs of the scale-up domain, the model's shape and the stack's
+    pipeline schedule (``dualpipe`` 1: DeepSeek's DualPipe).  The one place the context is
+    built, for a user's layout and for the search alike (the global batch is a size of
+    the layout)."""
     return {"domain": int(domain), "heads": int(heads), "kv_heads": int(kv_heads),
             "layers": int(layers), "seq_len": int(seq_len), "experts": int(experts),
-            "batch": int(batch), "dualpipe": int(dualpipe)}
+            "dualpipe": int(dualpipe)}
 
 
 #: The rules of a valid layout, in the order a message reports them.  ``v`` holds the
-#: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch shard_group``, the ``zero``
-#: stage) and the model's and node's
+#: layout's sizes (``gpus tp pp cp dp ep etp vp micro_batch global_batch shard_group``, the
+#: ``zero`` stage) and the model's and node's
 #: numbers (``domain`` GPUs of the scale-up domain, ``heads kv_heads layers seq_len
-#: experts batch``) and the stack's pipeline schedule (``dualpipe``).  The one place these rules are written: a user's layout is checked by
+#: experts``) and the stack's pipeline schedule (``dualpipe``).  The one place these rules are written: a user's layout is checked by
 #: :func:`planner.engine.layout_check.check_layout` (the first broken rule's message), the
 #: search's layouts are masked by them (:func:`planner.engine.space.enumerate_layouts`).
 VALIDITY: tuple[Rule, ...] = (
@@ -341,8 +355,9 @@ VALIDITY: tuple[Rule, ...] = (
     _rule("cp seq_len", lambda v: (v.cp == 1) | (v.seq_len % _at_least_1(2 * v.cp) == 0),
           lambda v: f"--cp {v.cp}: the {v.seq_len}-token sequence does not split into "
                     f"2*CP = {2 * v.cp} equal chunks; change --cp or --seq-len"),
-    _rule("dp micro_batch batch", lambda v: v.batch % _at_least_1(v.dp * v.micro_batch) == 0,
-          lambda v: f"global batch {v.batch} is not divisible by DP*micro-batch = "
+    _rule("dp micro_batch global_batch",
+          lambda v: v.global_batch % _at_least_1(v.dp * v.micro_batch) == 0,
+          lambda v: f"global batch {v.global_batch} is not divisible by DP*micro-batch = "
                     f"{v.dp}*{v.micro_batch} = {v.dp * v.micro_batch}; change --micro-batch, "
                     "--global-batch or the GPU count"),
     _rule("tp cp dp ep etp", lambda v: (v.tp * v.cp * v.dp) % _at_least_1(v.ep * v.etp) == 0,
@@ -360,13 +375,14 @@ VALIDITY: tuple[Rule, ...] = (
     _rule("dualpipe pp", lambda v: (v.dualpipe == 0) | (v.pp % 2 == 0),
           lambda v: f"--pp {v.pp}: the stack's DualPipe schedule feeds the pipeline from both "
                     "ends and needs an even --pp"),
-    _rule("dualpipe pp dp micro_batch batch",
-          lambda v: (v.dualpipe == 0) | (((v.batch // _at_least_1(v.dp * v.micro_batch)) % 2 == 0)
-                                         & (v.batch // _at_least_1(v.dp * v.micro_batch)
-                                            >= 2 * v.pp)),
+    _rule("dualpipe pp dp micro_batch global_batch",
+          lambda v: (v.dualpipe == 0) | (
+              ((v.global_batch // _at_least_1(v.dp * v.micro_batch)) % 2 == 0)
+              & (v.global_batch // _at_least_1(v.dp * v.micro_batch) >= 2 * v.pp)),
           lambda v: f"the stack's DualPipe schedule needs an even number of at least 2*PP = "
-                    f"{2 * v.pp} micro-batches, got {v.batch // max(v.dp * v.micro_batch, 1)} "
-                    f"(global batch {v.batch} / (DP {v.dp} x micro-batch {v.micro_batch})); "
+                    f"{2 * v.pp} micro-batches, got "
+                    f"{v.global_batch // max(v.dp * v.micro_batch, 1)} "
+                    f"(global batch {v.global_batch} / (DP {v.dp} x micro-batch {v.micro_batch})); "
                     "change --micro-batch, --global-batch or --pp"),
     # HSDP: the ZeRO state sharded over groups of shard_group DP ranks, replicated across
     # the groups (PyTorch FSDP's HYBRID_SHARD; torchtitan's dp_shard x dp_replicate mesh)

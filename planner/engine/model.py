@@ -27,6 +27,7 @@ their meaning (read from :mod:`planner.engine.glossary`).  The assumptions are d
 from __future__ import annotations
 
 from formulas import (
+    batch,
     carbon,
     checkpoint,
     communication,
@@ -443,40 +444,69 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     }
 
 
+def _dp_levels(x: dict) -> dict:
+    """The two-level groups (ranks in a scale-up domain, domains, then the links) of the
+    data-parallel collectives: ``dp``/``shard`` for the stage's shared weights (attention,
+    dense and shared-expert MLPs, router, embedding: replicated over the DP group, ZeRO
+    sharded over its shard group), ``expert_dp``/``expert_shard`` for the rank's routed
+    experts (replicated over its expert-data-parallel group, ETP x EP ranks apart): with
+    EP filling a scale-up domain no two ranks of it share experts, and each moves its own
+    over its own NIC (docs/model.md, "Data-parallel traffic of routed experts")."""
+    # the DP group spans one pipeline stage's GPUs (TP x CP x DP), thinned above a pod
+    dp_out = communication.pod_bandwidth(_scale_out(x), x["oversubscription"],
+                                         x["gpus"] / x["pp"], x["pod_gpus"])
+    links = (_scale_up(x), dp_out, x["intra_latency_s"], x["inter_latency_s"])
+    groups = {"dp": (x["dp"], x["dp_intra_ranks"]), "shard": (x["shard_ranks"], x["dp_intra_ranks"]),
+              "expert_dp": (x["expert_dp_ranks"], x["expert_dp_intra_ranks"]),
+              "expert_shard": (x["expert_shard_ranks"], x["expert_dp_intra_ranks"])}
+    levels = {}
+    for name, (ranks, domain_ranks) in groups.items():
+        intra = minimum(domain_ranks, ranks)
+        levels[name] = (intra, ranks / intra, *links)
+    return {**levels, "links": links}
+
+
+def _weights_collective(x: dict, collective, dense_bytes, expert_bytes, levels: dict,
+                        group: str):
+    """``collective`` of the shared weights' bytes over ``group`` plus that of the routed
+    experts' bytes over ``expert_`` ``group`` (none for a dense model, nor its latency)."""
+    return collective(dense_bytes, *levels[group]) \
+        + _is_moe(x) * collective(expert_bytes, *levels["expert_" + group])
+
+
 def iteration_communication(x: dict, r: dict) -> dict:
     """Pipeline point-to-point transfers and the data-parallel reduction of an iteration."""
-    dp = x["dp"]
     p2p = communication.p2p_time(
         pipeline.pipeline_p2p_bytes(x["seq_len"] / x["cp"], x["micro_batch"], x["hidden"],
                                     x["bytes_per_element"], x["tp"], 1.0),  # scatter/gather
         *_group_link(x, x["pp_intra"]))
-    # DP: hierarchical all-reduce of the stage's gradients, behind the last backward; the
-    # DP group spans one pipeline stage's GPUs (TP x CP x DP), thinned above a pod
-    intra = minimum(x["dp_intra_ranks"], dp)
-    dp_out = communication.pod_bandwidth(_scale_out(x), x["oversubscription"],
-                                         x["gpus"] / x["pp"], x["pod_gpus"])
-    links = (_scale_up(x), dp_out, x["intra_latency_s"], x["inter_latency_s"])
-    levels = (intra, dp / intra, *links)
-    grad_bytes = x["grad_comm_bytes_per_param"] * r["stage_params"]
-    reduce_s = communication.hierarchical_allreduce_time(grad_bytes, *levels)
+    levels = _dp_levels(x)
+    expert_params = r["stage_expert_params"]
+    dense_params = r["stage_params"] - expert_params
+    grads = (x["grad_comm_bytes_per_param"] * dense_params,
+             x["grad_comm_bytes_per_param"] * expert_params)
+    weights = (x["bytes_per_element"] * dense_params, x["bytes_per_element"] * expert_params)
+    # DP: hierarchical all-reduce of the stage's gradients, behind the last backward
+    reduce_s = _weights_collective(x, communication.hierarchical_allreduce_time, *grads,
+                                   levels, "dp")
     # ZeRO-2/3 collectives run within the shard group: all DP ranks, or under HSDP the DP
     # ranks of one scale-up domain, whose replicas all-reduce their shard once a step
-    shard = x["shard_ranks"]
-    shard_intra = minimum(x["dp_intra_ranks"], shard)
-    shard_levels = (shard_intra, shard / shard_intra, *links)
     # ZeRO-3/FSDP: parameter all-gathers in forward and backward of every micro-batch
-    gather_s = x["zero3"] * communication.zero3_gather_time(
-        communication.hierarchical_allgather_time(x["bytes_per_element"] * r["stage_params"],
-                                                  *shard_levels),
+    gather_s = x["zero3"] * communication.zero3_gather_time(_weights_collective(
+        x, communication.hierarchical_allgather_time, *weights, levels, "shard"),
         r["microbatches"])
     # sharded gradients (ZeRO-2/3, FSDP): a reduce-scatter in every micro-batch's backward,
     # hidden behind all of them; else one all-reduce behind the last backward
     sharded = minimum(x["grad_shards"] - 1, 1)  # 0 or 1
-    scatter_s = sharded * communication.sharded_grad_reduce_time(
-        communication.hierarchical_allreduce_time(grad_bytes, *shard_levels),
+    scatter_s = sharded * communication.sharded_grad_reduce_time(_weights_collective(
+        x, communication.hierarchical_allreduce_time, *grads, levels, "shard"),
         r["microbatches"])
-    replica_s = sharded * communication.hsdp_replica_allreduce_time(
-        grad_bytes, shard, x["dp"], x["replica_intra_ranks"], *links)
+    replica_s = sharded * (
+        communication.hsdp_replica_allreduce_time(
+            grads[0], x["shard_ranks"], x["dp"], x["replica_intra_ranks"], *levels["links"])
+        + _is_moe(x) * communication.hsdp_replica_allreduce_time(
+            grads[1], x["expert_shard_ranks"], x["expert_dp_ranks"], x["replica_intra_ranks"],
+            *levels["links"]))
     last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
     return {
         # (DualPipe hides the pipeline transfers under the paired chunk's compute,
@@ -699,6 +729,20 @@ def failure_domains(x: dict, r: dict) -> dict:
                 x["manual_restart_fraction"])}
 
 
+def _tokens_needed(x: dict, r: dict):
+    """Tokens the run needs with its batch: ``tokens`` with the reference batch, more with a
+    larger batch beyond the critical batch (McCandlish et al. 2018, E = E_min (1 + B /
+    B_noise)), whose scale is Kaplan et al.'s B_crit at the loss the model reaches on
+    ``tokens`` (non-embedding parameters a token uses; formulas.batch).  Equal batches
+    need exactly ``tokens``."""
+    non_embedding = r["active_params"] - compute.embedding_params(
+        x["vocab"], x["hidden"], x["embedding_matrices"])
+    noise_tokens = batch.kaplan_critical_batch_tokens(
+        batch.kaplan_loss(non_embedding, x["tokens"]))
+    return batch.tokens_at_batch(x["tokens"], x["reference_batch"] * x["seq_len"],
+                                 x["global_batch"] * x["seq_len"], noise_tokens)
+
+
 def reliability(x: dict, r: dict) -> dict:
     """Failures, checkpoints and restarts: the wall time of the whole run (Daly)."""
     nodes, mtbf, failure_restart_s = r["nodes"], r["system_mtbf_s"], r["failure_restart_s"]
@@ -735,7 +779,7 @@ def reliability(x: dict, r: dict) -> dict:
         stall + x["ckpt_async"] * write_s
         + gockpt * checkpoint.gockpt_min_interval(k, step_s, write_s), 1, step_s)
     commit_s = checkpoint.checkpoint_commit_latency(write_s, step_s, x["ckpt_async"], gockpt)
-    steps = x["tokens"] / (x["global_batch"] * x["seq_len"])
+    steps = _tokens_needed(x, r) / (x["global_batch"] * x["seq_len"])
     solve = steps * step_s
     running = checkpoint.daly_wall_time_committed(solve, interval, stall, restart, mtbf,
                                                   commit_s)

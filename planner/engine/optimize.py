@@ -42,6 +42,7 @@ from planner.engine.space import (
     RECOMPUTE_NAMES,
     LayoutSpace,
     SpaceOptions,
+    batch_candidates,
     layout_flags,
     shared_layout_space,
 )
@@ -422,6 +423,8 @@ def planned_tasks(s: Scenario, catalog, options: SpaceOptions | None = None):
     options = options or SpaceOptions()
     options = SpaceOptions(**{**options.__dict__, "min_gpus": s.min_gpus,
                               "max_gpus": s.max_gpus})
+    if s.global_batch_range is not None:  # the batch chosen per layout in the range
+        options = replace(options, global_batch=batch_candidates(*s.global_batch_range))
     options.validate()
     tasks, skipped, prices = [], {}, {}
     names = resolve_hardware(catalog, s.hardware, s.pricing)

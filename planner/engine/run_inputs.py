@@ -103,6 +103,9 @@ def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
     x["tokens"] = float(choices.tokens)
     x["global_batch"] = float(choices.global_batch or default_global_batch(x["seq_len"]))
     check({"global_batch": x["global_batch"]})
+    # the batch with which the run needs `tokens` (a plan over a range of batches: its
+    # smallest; planner.engine.optimize)
+    x["reference_batch"] = x["global_batch"]
     return x
 
 

@@ -49,6 +49,9 @@ class Scenario:
     model: str = DEFAULTS["model"]
     tokens: float = DEFAULTS["tokens"]
     global_batch: int | None = None  # sequences; default 16M tokens / seq_len
+    #: (LO, HI) sequences: the plan chooses each layout's batch in this range (global_batch
+    #: is LO, with which the run needs `tokens`; planner.engine.space.batch_candidates)
+    global_batch_range: tuple[int, int] | None = None
     seq_len: int | None = None  # default: the model's
     hardware: tuple[str, ...] = (DEFAULTS["hardware"],)
     site: str = DEFAULTS["site"]
@@ -131,6 +134,8 @@ class Scenario:
                "deadline_days": self.deadline_days, "budget_usd": self.budget_usd,
                "max_power_mw": self.max_power_mw, "knee_threshold": self.knee_threshold})
         check_confidence(self.confidence)
+        if self.global_batch_range is not None:
+            check_batch_range(self.global_batch_range, self.global_batch)
         if self.max_gpus < self.min_gpus:
             raise CapplanError(
                 f"GPU range {self.min_gpus}..{self.max_gpus} is empty; need --min-gpus <= "
@@ -459,6 +464,24 @@ def reliability_inputs(profile, scheme: str) -> dict[str, float]:
         "ckpt_in_memory": float(scheme == "in-memory"),
         "ckpt_gockpt": float(scheme == "gockpt"),
     }
+
+
+def check_batch_range(batch_range, global_batch) -> None:
+    """CapplanError unless ``batch_range`` is (LO, HI), whole batches LO <= HI within their
+    domain, and ``global_batch`` is LO (the batch with which the run needs its tokens)."""
+    if (not isinstance(batch_range, tuple) or len(batch_range) != 2
+            or not all(isinstance(b, int) and not isinstance(b, bool) for b in batch_range)):
+        raise CapplanError(f"global_batch_range must be (LO, HI), two whole batches, got "
+                           f"{shown(batch_range)}")
+    low, high = batch_range
+    check({"global_batch": low})
+    check({"global_batch": high})
+    if low > high:
+        raise CapplanError(f"--global-batch {low}..{high}: the range is empty; give LO..HI "
+                           "with LO <= HI")
+    if global_batch != low:
+        raise CapplanError(f"global_batch {shown(global_batch)} must be the range's LO {low} "
+                           "(the batch with which the run needs its tokens)")
 
 
 def default_global_batch(seq_len: float) -> int:

@@ -46,11 +46,12 @@ LAYOUT_COLUMNS = layout_columns()
 
 #: The columns of :class:`LayoutSpace`'s table, in the order of the compiled search's
 #: ``head`` matrix (``domain_dp``: the DP ranks inside one scale-up domain, HSDP's shard).
-HEAD_COLUMNS = ("tp", "cp", "pp", "vp", "micro_batch", "dp", "gpus", "domain_dp")
+HEAD_COLUMNS = ("tp", "cp", "pp", "vp", "micro_batch", "global_batch", "dp", "gpus",
+                "domain_dp")
 #: The layout columns the search's own choice of sizes builds (:func:`_layout_factors`):
 #: the table's and those :func:`unpacked` makes of the packed codes.
 BUILT_COLUMNS = ("gpus", "tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch",
-                 "recompute", "zero", "shard_group", "sequence_parallel")
+                 "global_batch", "recompute", "zero", "shard_group", "sequence_parallel")
 #: The dimensions of the declaration the search has no choice of its own for: each is
 #: tried over its declared sizes (``Dimension.search``, else its default; a field of
 #: :class:`SpaceOptions` each), as a list crossed with every table row and masked by the
@@ -121,6 +122,9 @@ class _BuiltSizes:
     #: expert-tensor-parallel sizes; None: Megatron-Core's default (= tp) and 1 (MoE only)
     etp: tuple[int, ...] | None = None
     micro_batch: tuple[int, ...] = (1, 2, 4)
+    #: global batches [sequences] the search chooses from per layout (None: the run's one);
+    #: the run model charges a batch the tokens it needs (formulas.batch.tokens_at_batch)
+    global_batch: tuple[int, ...] | None = None
     recompute: tuple[str, ...] = ("none", "selective", "full")
     zero: tuple[int, ...] = (0, 1, 2, 3)
     #: 0: ZeRO state sharded over all DP ranks; 1: HSDP (ZeRO-2/3), sharded over the DP
@@ -134,7 +138,8 @@ class _BuiltSizes:
     def validate(self) -> None:
         """CapplanError on the first value outside its domain (planner.engine.domains)."""
         check({"min_gpus": self.min_gpus, "max_gpus": self.max_gpus})
-        for name in ("tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "hsdp",
+        for name in ("tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "global_batch", "zero",
+                     "hsdp",
                      "sequence_parallel", *DECLARED_COLUMNS):
             values = getattr(self, name)
             if values is None:
@@ -176,6 +181,34 @@ SpaceOptions = make_dataclass(
     bases=(_BuiltSizes,), frozen=True,
     namespace={"__doc__": "Which values each decision of the search may take (None: derive "
                           "from the model).", "__module__": __name__})
+
+
+#: Global batches tried per doubling of a plan's range of batches (k x 2^j, k = 8 .. 15):
+#: their odd factors 1 .. 15 let DP take the GPU counts between powers of two.
+BATCHES_PER_OCTAVE = 8
+
+
+def batch_candidates(low: int, high: int) -> tuple[int, ...]:
+    """The global batches [sequences] a plan tries in ``low .. high``: both ends and every
+    k x 2^j (k = 8 .. 15) between them, increasing.
+
+    A GPU count N = TP PP CP DP needs DP (times the micro-batch) to divide the batch:
+    powers of two alone leave N = 3 x 2^j only awkward layouts (PP3); steps of 1/8 of an
+    octave give DP the odd factors 3 .. 15 at most 12.5 % above the next smaller batch.
+
+    >>> batch_candidates(1024, 2048)
+    (1024, 1152, 1280, 1408, 1536, 1664, 1792, 1920, 2048)
+    >>> batch_candidates(3000, 3000)
+    (3000,)
+    """
+    low, high = int(low), int(high)
+    found = {low, high}
+    step = 1
+    while step * BATCHES_PER_OCTAVE <= high:
+        found.update(b for k in range(BATCHES_PER_OCTAVE, 2 * BATCHES_PER_OCTAVE)
+                     if low <= (b := k * step) <= high)
+        step *= 2
+    return tuple(sorted(found))
 
 
 def divisors(n: int) -> list[int]:
@@ -371,7 +404,7 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     # the sizes a rule reads; the rest of this function is the search's choice of sizes
     context = rule_context(domain=scale_up_domain, heads=heads, kv_heads=kv_heads,
                            layers=layers, seq_len=seq_len, experts=experts,
-                           batch=global_batch, dualpipe=options.dualpipe)
+                           dualpipe=options.dualpipe)
 
     def valid(t, involving=None):
         ok = holding(SimpleNamespace(**t, **context), frozenset(t) | frozenset(context),
@@ -411,14 +444,18 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     split = (layers % stages == 0) | ((layers + 1) % stages == 0) | ((layers + 2) % stages == 0)
     t = _keep(t, split & valid(t, involving={"pp", "vp"}))
     t = _cross(t, "micro_batch", options.micro_batch)
-    t = _cross(t, "dp", divisors(global_batch))
+    # the global batch: the run's, or each of a plan's batches; DP x micro-batch divides it
+    batches = options.global_batch or (global_batch,)
+    t = _cross(t, "global_batch", batches)
+    t = _cross(t, "dp", sorted({d for b in batches for d in divisors(b)}),
+               lambda t, dp: t["global_batch"][:, None] % (dp * t["micro_batch"][:, None]) == 0)
     t["gpus"] = t["tp"] * t["pp"] * t["cp"] * t["dp"]
     t["domain_dp"] = domain_dp_ranks(t["tp"], t["cp"], t["dp"], scale_up_domain)
     n = t["gpus"]
     # the search's choices: whole nodes (or a part of one), the GPU range, and the
     # interleaved schedule's micro-batches in whole rounds of PP
     fits_node = (n % gpus_per_node == 0) | (gpus_per_node % n == 0)
-    microbatches = global_batch // np.maximum(t["dp"] * t["micro_batch"], 1)
+    microbatches = t["global_batch"] // np.maximum(t["dp"] * t["micro_batch"], 1)
     ok = ((n >= options.min_gpus) & (n <= options.max_gpus) & fits_node
           & valid(t, involving={"dp", "micro_batch", "gpus"})
           & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
@@ -514,13 +551,18 @@ _FROM_LAYOUT = tuple((k, "recompute" if k == "rec" else k) for k in LAYOUT_NAMES
                      if k not in KERNEL_DIMENSIONS and k != "shard")
 
 
+#: Layout sizes a layout may leave to the run: without one, the run's input stays (the
+#: global batch of ``--global-batch``; a plan over a range of batches puts each layout's).
+_RUN_SIZES = ("global_batch",)
+
+
 def layout_flags(layout: dict[str, np.ndarray], *, scale_up_domain, layers,
                  flash_attention: bool = True) -> dict[str, np.ndarray]:
     """Run-model inputs derived from arrays of layouts: flags, shard counts and link
     placement (the rules: :func:`planner.engine.layout_rules.derived_inputs`, the one
     place they are written; the compiled search loop runs the same rules, traced to C)."""
     f = {k: np.asarray(layout.get(k, layout["tp"]) if k == "etp" else layout[k], dtype=float)
-         for k in KERNEL_DIMENSIONS}
+         for k in KERNEL_DIMENSIONS if k in layout or k not in _RUN_SIZES}
     v = SimpleNamespace(**{k: f[k] for k in _FROM_KERNEL},
                         **{k: np.asarray(layout[source], dtype=float) for k, source in _FROM_LAYOUT},
                         shard=np.asarray(layout.get("shard_group", f["dp"]), dtype=float),
@@ -534,7 +576,7 @@ def layout_flags_one(layout: dict, *, scale_up_domain, layers,
     """:func:`layout_flags` of one layout, as Python floats (the same rules, no numpy
     call: the per-call path of ``evaluate(..., as_frame=False)``)."""
     f = {k: float(layout.get(k, layout["tp"]) if k == "etp" else layout[k])
-         for k in KERNEL_DIMENSIONS}
+         for k in KERNEL_DIMENSIONS if k in layout or k not in _RUN_SIZES}
     v = SimpleNamespace(**{k: f[k] for k in _FROM_KERNEL},
                         **{k: float(int(layout[source])) for k, source in _FROM_LAYOUT},
                         shard=float(layout.get("shard_group", f["dp"])),

@@ -26,11 +26,17 @@ def spot_versus_on_demand(catalog, scenario, row: dict) -> dict | None:
     s = scenario
     # the scenario's run (RunChoices.from_scenario: every choice, the stack too) at the
     # on-demand price, the row's whole layout
+    # and the row's batch (a plan over a range of batches: the range's LO is the batch
+    # with which the run needs its tokens)
     choices = replace(RunChoices.from_scenario(s, row["hardware"]), pricing="on-demand",
-                      spot_interruption=DEFAULTS["spot_interruption"])
+                      spot_interruption=DEFAULTS["spot_interruption"],
+                      global_batch=int(row["global_batch"]))
+    overrides = dict(s.extra)
+    if s.global_batch_range is not None:
+        overrides["reference_batch"] = float(s.global_batch_range[0])
     try:
         columns, _ = evaluate_run(choices, LayoutRequest(**layout_arguments(row)),
-                                  catalog=catalog, overrides=dict(s.extra) or None)
+                                  catalog=catalog, overrides=overrides or None)
     except CapplanError:
         return None
     od = {k: columns[k].item(0) for k in ("cost_usd", "cost_cloud_usd", "wall_time_s",

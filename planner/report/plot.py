@@ -29,6 +29,7 @@ import pandas as pd
 from planner.engine.columns import layout_key, part_colours, step_parts
 from planner.engine.optimize import explain_infeasible
 from planner.engine.readable import count_text
+from planner.engine.reductions import pareto_mask
 from planner.errors import INFEASIBLE, CapplanError
 from planner.report import output
 from planner.report.output import atomic_target, plot_text
@@ -322,6 +323,23 @@ def _dense(x, y, log_x=True, log_y=False, n=12):
 # --------------------------------------------------------------------------- scaling
 
 
+def scaling_curves(fits) -> dict[str, pd.DataFrame]:
+    """Per accelerator, the best value of each scaling panel's column per GPU count (the
+    fitting rows ``fits`` of a plan's frontier), over the sensible counts only: a count
+    that a smaller one beats in both wall time and cost is left out, since a cluster that
+    large can always run the smaller job (an awkward count such as 41 x 64, which only
+    PP41 lays out, is no point of the curve)."""
+    columns = [column for column, _, _ in SCALING_PANELS]
+    curves = {}
+    for hw in sorted(fits["hardware"].unique()):
+        best = fits.loc[fits["hardware"] == hw].groupby("gpus")[columns].min().sort_index()
+        points = np.column_stack([best.index.to_numpy(float),
+                                  best["wall_days"].to_numpy(float),
+                                  best["cost_usd"].to_numpy(float)])
+        curves[hw] = best.loc[pareto_mask(points)]
+    return curves
+
+
 def _draw_scaling(fig, result, *, legend: str | None = "outside right center",
                   title: str = "Best layout per GPU count (layouts that fit in memory)"):
     fits = _fits(result)
@@ -331,12 +349,13 @@ def _draw_scaling(fig, result, *, legend: str | None = "outside right center",
     lo, hi = float(fits["gpus"].min()), float(fits["gpus"].max())
     s = result.scenario
     jobs, drawn = [], []
+    sensible = scaling_curves(fits)
     for ax, (column, label, objectives) in zip(axes, SCALING_PANELS, strict=True):
         obstacles = []
         best_values = []
         curves = {}
         for hw in names:
-            curve = fits.loc[fits["hardware"] == hw].groupby("gpus")[column].min().sort_index()
+            curve = sensible[hw][column]
             curves[hw] = curve
             best_values += list(curve.to_numpy(float))
         limit = {"wall_days": s.deadline_days, "cost_usd": s.budget_usd}.get(column)

@@ -51,14 +51,17 @@ def money_breakdown(parts: dict[str, float]) -> dict[str, float]:
     return {COST_PART_LABELS[part]: usd for part, usd in parts.items()}
 
 
-def layout_text(row: dict) -> str:
+def layout_text(row: dict, batch: bool = False) -> str:
+    """The layout of ``row`` in short (``batch``: with its global batch, ``B2048``, as a
+    plan over a range of batches shows it)."""
     text = f"TP{int(row['tp'])} PP{int(row['pp'])} DP{int(row['dp'])}"
     for key, label in (("cp", "CP"), ("ep", "EP"), ("vp", "VP")):
         if int(row[key]) > 1:
             text += f" {label}{int(row[key])}"
     if int(row["ep"]) > 1 and int(row.get("etp", row["tp"])) != int(row["tp"]):
         text += f" ETP{int(row['etp'])}"
-    return (f"{text} mb{int(row['micro_batch'])} {row['recompute']} ZeRO-{int(row['zero'])}")
+    text = f"{text} mb{int(row['micro_batch'])} {row['recompute']} ZeRO-{int(row['zero'])}"
+    return f"{text} B{int(row['global_batch'])}" if batch else text
 
 
 def winner_rows(result: PlanResult) -> list[dict]:
@@ -68,7 +71,8 @@ def winner_rows(result: PlanResult) -> list[dict]:
         if row is None:
             continue
         rows.append({"objective": objective, "hardware": row["hardware"],
-                     "gpus": int(row["gpus"]), "layout": layout_text(row),
+                     "gpus": int(row["gpus"]),
+                     "layout": layout_text(row, result.scenario.global_batch_range is not None),
                      "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
                      "gpu_mwh": float(row["energy_gpu_mwh"]),
                      "it_mwh": float(row["energy_it_mwh"]),

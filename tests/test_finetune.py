@@ -249,3 +249,18 @@ def test_scenario_file_and_phases_take_a_method(capsys, tmp_path):
     code, out, err = run_cli(capsys, "sweep", "-m", "llama2-7b", "--tokens", "1e9",
                              "--max-gpus", "16", "--method", "lora", "--format", "csv")
     assert code == 0 and out.splitlines()[1].startswith("lora,"), err
+
+
+def test_finetune_validation_group_within_target():
+    """capplan validate's finetune-runs group: >= 10 published rows from >= 3 sources,
+    predicted with parameters fitted on other datasets only (no factor per row or source):
+    MAPE within the 15 % target overall and for every source (the leave-one-source-out
+    error, since no parameter is fitted on these rows)."""
+    from planner.analysis.validate import load_cases, predict, summarise
+
+    pred = predict(load_cases(["finetune-runs"]))
+    summary = summarise(pred)[0]
+    assert summary["count"] >= 10 and pred.group.nunique() >= 3
+    assert not pred.fit.any()
+    assert summary["mape"] <= 0.15
+    assert all(g["mape"] <= 0.15 for g in summary["groups"])

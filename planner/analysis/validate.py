@@ -689,7 +689,7 @@ def load_finetune_runs() -> pd.DataFrame:
             metric=r.metric, measured=_num(r.published), model=r.model, notes=r.notes,
             source=r.source, stack=r.stack, method=r.method,
             lora_rank=float(_num(r.lora_rank)) if r.lora_rank else np.nan,
-            lora_targets=r.lora_targets,
+            lora_targets=r.lora_targets, excluded=r.excluded,
             group=next(name for start, name in FINETUNE_SOURCES if r.source.startswith(start)),
             family=r.model.split("-")[0]))
     return pd.DataFrame(rows)

@@ -262,5 +262,9 @@ def test_finetune_validation_group_within_target():
     summary = summarise(pred)[0]
     assert summary["count"] >= 10 and pred.group.nunique() >= 3
     assert not pred.fit.any()
+    # every run that ran fits in memory but the one the data file excludes for not fitting
+    predicted = pred[pred.excluded == ""]
+    assert predicted.fits.all(), predicted.case_id[~predicted.fits].tolist()
+    assert list(pred.case_id[pred.excluded != ""]) == ["nemo2407-l2-70b-sft-h100-16"]
     assert summary["mape"] <= 0.15
     assert all(g["mape"] <= 0.15 for g in summary["groups"])

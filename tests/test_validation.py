@@ -32,7 +32,9 @@ def test_datasets_are_complete(pred):
     expressible = v.predictable(pred)
     assert np.isfinite(pred.predicted[expressible]).all()
     assert counts["moe-runs"] == 111
-    grouped = pred.dataset.isin(["modern-runs", "moe-runs"])
+    assert counts["finetune-runs"] == 12
+    # the datasets whose data files list rows the planner cannot express or excludes
+    grouped = pred.dataset.isin(["modern-runs", "moe-runs", "finetune-runs"])
     assert (pred.unexpressible[~grouped] == "").all()
     assert (pred.excluded[~grouped] == "").all()
 
@@ -84,8 +86,9 @@ def test_no_run_that_ran_is_predicted_out_of_memory(pred):
 
 
 def test_memory_check_counts(pred):
-    # modern rows: test_modern_runs_fit_in_memory; MoE rows: test_moe_runs_fit_in_memory
-    old = pred[~pred.dataset.isin(["modern-runs", "moe-runs"])]
+    # modern rows: test_modern_runs_fit_in_memory; MoE rows: test_moe_runs_fit_in_memory;
+    # fine-tuning rows: tests/test_finetune.py::test_finetune_validation_group_within_target
+    old = pred[~pred.dataset.isin(["modern-runs", "moe-runs", "finetune-runs"])]
     m = v.memory_check(old)
     assert m["runs"] == len(old)
     assert v.memory_check(pred)["runs"] == int(v.predictable(pred).sum())

@@ -181,3 +181,17 @@ def test_bad_input_is_one_line(work, message):
     with pytest.raises(CapplanError) as err:
         rl.rl_step(CHOICES, work, 16)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_several_totals_in_one_call_match_one_at_a_time():
+    work = replace(WORK, mode="disaggregated", off_policy=True)
+    many = rl.rl_candidates(CHOICES, work, [8, 16, 24])
+    best = rl.best_split(many)
+    assert list(many["gpus"][best]) == [8.0, 16.0, 24.0]
+    runs = rl.whole_runs(CHOICES, work, {k: v[best] for k, v in many.items()
+                                         if np.ndim(v)}, 50)
+    for j, g in enumerate((8, 16, 24)):
+        one = rl.whole_run(CHOICES, work, g, 50)
+        assert one["rollout_gpus"] == many["rollout_gpus"][best[j]]
+        assert one["rl_step_time_s"] == pytest.approx(many["rl_step_time_s"][best[j]], rel=1e-12)
+        assert one["cost_usd"] == pytest.approx(runs["cost_usd"][j], rel=1e-12)

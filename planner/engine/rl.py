@@ -329,104 +329,147 @@ def _combine(x: dict, rl: RLConfig, columns: dict, gen: dict, gpus, rollout_gpus
     return out
 
 
-def split_candidates(x: dict, rl: RLConfig, layout: TrainerLayout, gpus: int) -> np.ndarray:
-    """Rollout pool sizes to try: every count leaving a valid trainer (both pools >= 1)."""
-    rollout = np.arange(1, gpus)
-    ok = valid_trainer_gpus(x, layout, gpus - rollout)
+def split_candidates(x: dict, rl: RLConfig, layout: TrainerLayout, totals) -> tuple:
+    """(total, rollout) GPU pairs to evaluate: per total, every rollout pool leaving a
+    trainer the layout rules allow (colocated: the whole cluster does both)."""
+    totals = np.atleast_1d(np.asarray(totals, dtype=int))
+    if rl.mode == "colocated":
+        ok = valid_trainer_gpus(x, layout, totals)
+        return totals[ok], totals[ok]
+    total = np.concatenate([np.full(g - 1, g) for g in totals]) if totals.max() > 1 \
+        else np.zeros(0, dtype=int)
+    rollout = np.concatenate([np.arange(1, g) for g in totals]) if total.size \
+        else np.zeros(0, dtype=int)
+    ok = valid_trainer_gpus(x, layout, total - rollout) if total.size else total > 0
     if rl.rollout_gpus is not None:
         ok = ok & (rollout == rl.rollout_gpus)
-    return rollout[ok]
+    return total[ok], rollout[ok]
+
+
+def _check_totals(totals) -> np.ndarray:
+    values = np.atleast_1d(np.asarray(totals, dtype=object))
+    for g in values:
+        if isinstance(g, bool) or not isinstance(g, int | np.integer) or not 1 <= g <= 2**20:
+            raise CapplanError(f"--gpus {g!r} must be an integer in 1..{2**20}")
+    return values.astype(int)
+
+
+def rl_candidates(choices: RunChoices, rl: RLConfig, totals, *,
+                  layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+    """Every candidate (total GPUs, rollout pool) of the RL step, as arrays: the phases,
+    sync, step time and shares, ``gpus`` the total; all candidates in one trainer
+    evaluation and one generation grid."""
+    rl.check()
+    totals = _check_totals(totals)
+    catalog = load_catalog() if catalog is None else catalog
+    train_choices = training_choices(choices, rl)
+    x0 = base_inputs(catalog, train_choices)
+    total, rollout = split_candidates(x0, rl, layout, totals)
+    if total.size == 0:
+        raise CapplanError(
+            f"no split of {', '.join(map(str, totals))} GPUs leaves a trainer the layout rules "
+            f"allow with TP {layout.tp} x PP {layout.pp} x CP {layout.cp} and micro-batch "
+            f"{layout.micro_batch} for a mini-batch of {x0['global_batch']:g} sequences"
+            + (f" and --rollout-gpus {rl.rollout_gpus}" if rl.rollout_gpus else "")
+            + ": try other --gpus, --rollout-gpus or trainer sizes")
+    colocated = rl.mode == "colocated"
+    trainer = total if colocated else total - rollout
+    columns, _ = evaluate_trainer(train_choices, layout, trainer, catalog=catalog)
+    params, active = float(columns["params"][0]), float(columns["active_params"][0])
+    gen = best_engine(x0, rl, params, active, rollout)
+    out = _combine(x0, rl, columns, gen, total, rollout, colocated, params)
+    out["gpus"] = total.astype(float)
+    out["params"], out["active_params"] = params, active
+    return out
+
+
+def best_split(candidates: dict) -> np.ndarray:
+    """Index of the fastest candidate of each total GPU count (in increasing totals)."""
+    step, total = candidates["rl_step_time_s"], candidates["gpus"]
+    order = np.lexsort((step, total))  # by total, then step time
+    first = np.r_[True, total[order][1:] != total[order][:-1]]
+    return order[first]
 
 
 def rl_step(choices: RunChoices, rl: RLConfig, gpus: int, *,
             layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
     """The RL step on ``gpus`` GPUs: one row (colocated) or every disaggregated split
     (arrays over the candidates, with ``best`` the index of the fastest)."""
-    rl.check()
     if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
         raise CapplanError(f"--gpus {gpus!r} must be an integer >= 1")
+    out = rl_candidates(choices, rl, [gpus], layout=layout, catalog=catalog)
+    out["best"] = int(best_split(out)[0])
+    return out
+
+
+#: Whole-run columns taken from the run model's stages.
+RUN_COLUMNS = ("wall_time_s", "solve_time_s", "expected_failures", "checkpoint_interval_s",
+               "checkpoint_stall_s", "system_mtbf_s", "energy_facility_j", "gpu_hours",
+               "cost_usd", "co2e_kg", "avg_power_w", "ettr")
+
+
+def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
+               layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+    """``steps`` RL steps of each row of ``rows`` (candidate arrays) as a whole run on all
+    its GPUs: wall time with checkpoints and failures (Young/Daly), energy, cost and carbon,
+    by the training run model's own stages with the RL step in place of the training step.
+
+    Energy: the GPUs count as busy (the training step's compute power) for the GPU-seconds
+    of generation, scoring and training, idle while they wait for the other pool or the
+    sync.  Checkpoints hold the policy's training state (the trainer's layout).
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int | float) or not steps > 0 \
+            or not np.isfinite(steps) or steps > 1e9:
+        raise CapplanError(f"--rl-steps {steps!r} must be a number in (0, 1e9]")
     catalog = load_catalog() if catalog is None else catalog
-    train_choices = training_choices(choices, rl)
-    x0 = base_inputs(catalog, train_choices)
-    colocated = rl.mode == "colocated"
-    if colocated:
-        trainer_gpus = np.array([gpus])
-        rollout = trainer_gpus
+    gpus = np.asarray(rows["gpus"], dtype=float)
+    x = base_inputs(catalog, training_choices(choices, rl))
+    x.update(_layout_inputs(x, layout, gpus))
+    x["tokens"] = steps * x["global_batch"] * x["seq_len"] * rl.updates
+    x = resolve_spares(x)
+    if rl.mode == "colocated":
+        busy_gpu_s = (rows["generation_s"] + rows["scoring_s"] + rows["training_s"]) * gpus
     else:
-        rollout = split_candidates(x0, rl, layout, gpus)
-        if rollout.size == 0:
-            raise CapplanError(
-                f"no split of {gpus} GPUs leaves a trainer the layout rules allow with "
-                f"TP {layout.tp} x PP {layout.pp} x CP {layout.cp} and micro-batch "
-                f"{layout.micro_batch}" + (f" and --rollout-gpus {rl.rollout_gpus}"
-                                           if rl.rollout_gpus else "")
-                + ": try other --gpus or --rollout-gpus")
-        trainer_gpus = gpus - rollout
-    columns, x = evaluate_trainer(train_choices, layout, trainer_gpus, catalog=catalog)
-    params, active = columns["params"], columns["active_params"]
-    gen = best_engine(x0, rl, params[0], active[0], rollout)
-    out = _combine(x0, rl, columns, gen, gpus, rollout, colocated, params[0])
-    out["best"] = int(np.argmin(out["rl_step_time_s"]))
-    out["params"], out["active_params"] = params, active
+        busy_gpu_s = (rows["generation_s"] * rows["rollout_gpus"]
+                      + (rows["scoring_s"] + rows["training_s"]) * rows["trainer_gpus"])
+    r: dict = {}
+    for stage in STAGES:
+        r.update(stage(x, r))
+        if stage is step_time:  # the RL step in place of the training step
+            r["step_time_s"] = np.asarray(rows["rl_step_time_s"], dtype=float)
+            r["compute_s"] = busy_gpu_s / gpus
+            for part in ("tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s"):
+                r[part] = np.zeros_like(r["step_time_s"])
+    out = {k: np.broadcast_to(np.asarray(r[k], dtype=float), gpus.shape) for k in RUN_COLUMNS}
+    out["rl_steps"] = np.full(gpus.shape, float(steps))
     return out
 
 
 def whole_run(choices: RunChoices, rl: RLConfig, gpus: int, steps: float, *,
               layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
-    """The best configuration's step, and ``steps`` RL steps as a whole run on all ``gpus``:
-    wall time with checkpoints and failures (Daly), energy, cost and carbon, by the
-    training run model's own stages with the RL step in place of the training step.
-
-    Energy: the GPUs count as busy (compute power) for the GPU-seconds of generation,
-    scoring and training, idle while waiting for the other pool or the sync.
-    """
-    if isinstance(steps, bool) or not isinstance(steps, int | float) or not steps > 0 \
-            or not np.isfinite(steps):
-        raise CapplanError(f"--rl-steps {steps!r} must be a number > 0")
+    """The fastest configuration on ``gpus`` GPUs and ``steps`` RL steps of it as a whole
+    run (:func:`whole_runs`), as one dict of Python scalars."""
     catalog = load_catalog() if catalog is None else catalog
     step = rl_step(choices, rl, gpus, layout=layout, catalog=catalog)
     i = step["best"]
-    one = {k: (np.asarray(v)[i] if np.ndim(v) else v) for k, v in step.items() if k != "best"}
-    if not np.isfinite(one["rl_step_time_s"]):
-        raise CapplanError("no configuration fits: the weights leave no room for the KV "
-                           "cache or the trainer does not fit in memory; try more GPUs")
-    train_choices = training_choices(choices, rl)
-    x = base_inputs(catalog, train_choices)
-    x.update(_layout_inputs(x, layout, gpus))
-    x["tokens"] = steps * x["global_batch"] * x["seq_len"] * rl.updates
-    x = resolve_spares(x)
-    busy_gpu_s = (one["generation_s"] * one["rollout_gpus"]
-                  + (one["scoring_s"] + one["training_s"]) * one["trainer_gpus"])
-    if rl.mode == "colocated":
-        busy_gpu_s = (one["generation_s"] + one["scoring_s"] + one["training_s"]) * gpus
-    r: dict = {}
-    for stage in STAGES:
-        r.update(stage(x, r))
-        if stage is step_time:  # the RL step in place of the training step
-            r["step_time_s"] = np.asarray(one["rl_step_time_s"])
-            r["compute_s"] = np.asarray(busy_gpu_s / gpus)
-            for part in ("tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s"):
-                r[part] = np.zeros_like(r["step_time_s"])
-    keep = ("wall_time_s", "solve_time_s", "expected_failures", "checkpoint_interval_s",
-            "checkpoint_stall_s", "system_mtbf_s", "energy_facility_j", "gpu_hours",
-            "cost_usd", "co2e_kg", "avg_power_w", "ettr")
-    run = {k: float(np.ravel(r[k])[0]) for k in keep}
-    run["rl_steps"] = float(steps)
-    return {**{k: (float(v) if np.ndim(v) == 0 else v) for k, v in one.items()}, **run,
-            "mode": rl.mode, "gpus": gpus}
+    one = {k: np.asarray(v)[[i]] if np.ndim(v) else v for k, v in step.items() if k != "best"}
+    if not np.isfinite(one["rl_step_time_s"][0]):
+        raise CapplanError(f"nothing fits on {gpus} GPUs: the weights leave no room for the "
+                           "KV cache or the trainer runs out of memory; try more GPUs")
+    run = whole_runs(choices, rl, one, steps, layout=layout, catalog=catalog)
+    row = {k: (float(np.ravel(v)[0]) if np.ndim(v) else v) for k, v in {**one, **run}.items()}
+    return {**row, "mode": rl.mode, "gpus": gpus}
 
 
-def _layout_inputs(x: dict, layout: TrainerLayout, gpus: int) -> dict:
+def _layout_inputs(x: dict, layout: TrainerLayout, gpus) -> dict:
     """Kernel layout inputs of the trainer's sizes on all ``gpus`` (the whole cluster's
     failures, checkpoints and energy are those of every GPU)."""
-    dp = max(gpus // (layout.tp * layout.pp * layout.cp), 1)
-    sizes = {"gpus": np.array([gpus]), "tp": np.array([layout.tp]),
-             "pp": np.array([layout.pp]), "cp": np.array([layout.cp]),
-             "ep": np.array([layout.ep]), "etp": np.array([layout.tp]),
-             "vp": np.array([1]), "micro_batch": np.array([layout.micro_batch]),
-             "dp": np.array([dp]), "recompute": RECOMPUTE_CODES[layout.recompute],
-             "zero": layout.zero, "shard_group": np.array([dp]),
-             "sequence_parallel": np.array([int(layout.tp > 1)])}
+    gpus = np.atleast_1d(np.asarray(gpus, dtype=float))
+    dp = np.maximum(gpus // (layout.tp * layout.pp * layout.cp), 1)
+    sizes = {"gpus": gpus, "tp": layout.tp, "pp": layout.pp, "cp": layout.cp,
+             "ep": layout.ep, "etp": layout.tp, "vp": 1, "micro_batch": layout.micro_batch,
+             "dp": dp, "recompute": RECOMPUTE_CODES[layout.recompute], "zero": layout.zero,
+             "shard_group": dp, "sequence_parallel": int(layout.tp > 1)}
     sizes = dict(zip(sizes, np.broadcast_arrays(*(np.atleast_1d(v) for v in sizes.values())),
                      strict=True))
     return {**sizes, **layout_flags(sizes, scale_up_domain=x["scale_up_domain_gpus"],

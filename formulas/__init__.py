@@ -21,7 +21,7 @@ from .core import Formula, formula, registered
 
 DOMAINS = (
     "compute", "memory", "communication", "moe", "pipeline", "checkpoint", "reliability", "straggler",
-    "overhead", "energy", "cost", "carbon", "inference",
+    "overhead", "finetune", "energy", "cost", "carbon", "inference",
 )
 
 __all__ = ["Formula", "formula", "registry", "DOMAINS"]

@@ -44,6 +44,7 @@ def evaluate(
     payload["price"] = run.price
     payload["rent_vs_buy"] = run.rent_vs_buy
     payload["assumptions"] = run.assumptions
+    payload["method"] = run.echo["method"]
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
             if k not in ("breakdown", "memory_breakdown", "inputs", "price", "rent_vs_buy",
                          "assumptions")]
@@ -63,7 +64,7 @@ def evaluate(
                  for p, v in band.items()]
     rows += [{"quantity": f"breakdown.{k}", "value": v} for k, v in payload["breakdown"].items()]
     e = run.echo
-    title = (f"{e['model']} on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "
+    title = (f"{e['model']} ({e['method']}) on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "
              f"DP{e['dp']} CP{e['cp']} EP{e['ep']} ETP{e['etp']} VP{e['vp']}, micro-batch "
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     from planner.cli.common import notice

@@ -29,6 +29,7 @@ from planner.cli.environment_options import (
     price_files,
 )
 from planner.cli.fault_options import FAULT_OPTIONS
+from planner.cli.method_options import method_options
 from planner.cli.numbers import si_count
 from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
 from planner.engine.layout_rules import DIMENSIONS, Dimension, option_help
@@ -80,7 +81,7 @@ def _batch_and_site_options(
 
 
 #: The holders of a one-layout command's own options, in order; the environment's follow.
-_HOLDERS = (_run_options, _layout_dimensions, _batch_and_site_options)
+_HOLDERS = (_run_options, _layout_dimensions, _batch_and_site_options, method_options)
 #: Names of every option of a one-layout command (layout, then environment).
 LAYOUT_OPTIONS = option_names(*_HOLDERS, *ENVIRONMENT)
 

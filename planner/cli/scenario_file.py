@@ -28,6 +28,9 @@ KEYS: dict[str, type] = {
     "scale_up_domain": int, "oversubscription": float, "pod_gpus": int,
     "uncertainty": dict, "ownership": dict,
     "faults": dict, "phases": list,
+    # the training method (planner.engine.method)
+    "method": str, "lora_rank": int, "lora_targets": str, "base_precision": str,
+    "packing": str, "max_seq_len": int, "reference_logprobs": str,
 }
 
 #: Keys that take a name or a number, like their flags (``spot_interruption = 0.07`` or
@@ -97,6 +100,10 @@ def example(name: str) -> str:
         _line("provider", f"{_choices(PROVIDER_CHOICES)} | a provider: `capplan prices list`"),
         _line("spot_interruption", f"with spot: {buckets} (per month) or a fraction, 0.07"),
         _line("reliability", "failure/straggler profile: `capplan catalog list reliability`"),
+        _line("method", f"{_choices(d.METHODS)} (docs/post-training.md)"),
+        _line("lora_rank", "lora, qlora: adapter rank", 16, off=True),
+        _line("lora_targets", "lora, qlora: q,k,v,o,gate,up,down | qkv | attention | mlp | "
+              "all-linear", "all-linear", off=True),
         "# Site network (default: the accelerator's node; Llama 3's: 400 Gb/s per GPU, 1:7 "
         "above 3,072):",
         _line("network", "a catalog node's network; the keys below override it",

@@ -25,6 +25,7 @@ from planner.cli.environment_options import (
     prepend_options,
     price_files,
 )
+from planner.cli.method_options import method_choices, method_options
 from planner.cli.numbers import si_count, si_float
 from planner.engine.defaults import DEFAULTS
 
@@ -61,13 +62,13 @@ def _options(
 
 
 #: Scenario keys (everything but the typer context and the file itself).
-SCENARIO_KEYS = tuple(k for k in option_names(_options, *ENVIRONMENT)
+SCENARIO_KEYS = tuple(k for k in option_names(_options, method_options, *ENVIRONMENT)
                       if k != "scenario_file")
 
 
 def with_scenario_options(func):
     """Put the scenario options first in ``func``'s signature (received as kwargs)."""
-    return prepend_options((_options, *ENVIRONMENT), func)
+    return prepend_options((_options, method_options, *ENVIRONMENT), func)
 
 
 def _catalog(dirs):
@@ -99,7 +100,7 @@ def resolve_scenario(options: dict):
         knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()),
         price_files=price_files(v["prices"]),
         pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"],
-        ownership=dict(v["ownership"] or {}),
+        ownership=dict(v["ownership"] or {}), **method_choices(v),
         extra={**fault_inputs(v), **network_overrides(
             v["network"], _catalog(v["catalog"]) if v["network"] else None,
             **{k: v[k] for k in NETWORK_FLAGS})})

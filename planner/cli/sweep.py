@@ -21,7 +21,8 @@ from planner.cli.common import (
     check_output_targets,
     output_format,
 )
-from planner.cli.environment_options import scenario_prices, with_price_options
+from planner.cli.environment_options import prepend_options, price_options, scenario_prices
+from planner.cli.method_options import method_choices, method_options
 from planner.cli.numbers import si_count
 from planner.engine.defaults import DEFAULTS
 from planner.errors import CapplanError
@@ -67,7 +68,6 @@ def doubling(lo: int, hi: int) -> list[int]:
     return counts
 
 
-@with_price_options
 def sweep(
     model: ModelOption = "llama3-70b",
     tokens: TokensOption = 15e12,
@@ -108,7 +108,8 @@ def sweep(
                         precision=precision, stack=stack, checkpoint=checkpoint,
                         min_gpus=min_gpus,
                         max_gpus=max_gpus, objective=objective, deadline_days=None,
-                        **scenario_prices(prices))
+                        **scenario_prices(prices), **method_choices(prices))
+    scenario.validate()  # the method and its options: one line before the search
     check_output_targets(output, force, plot)  # before the search, not after -o is written
     from planner.engine.distributed import check_scheduler
 
@@ -117,7 +118,8 @@ def sweep(
 
     with search_progress() as progress:
         result = run_plan(scenario, progress=progress, scheduler=scheduler, workers=workers)
-    rows = sweep_rows(result, objective, None if every else doubling(min_gpus, max_gpus))
+    rows = [{"method": scenario.method, **row} for row in
+            sweep_rows(result, objective, None if every else doubling(min_gpus, max_gpus))]
     if not rows:
         raise CapplanError(f"no layout of {model} fits between {min_gpus} and {max_gpus} GPUs",
                            exit_code=1)
@@ -135,3 +137,7 @@ def sweep(
             from planner.report.plot import plot_scaling
 
             plot_scaling(result, plot, force=force)
+
+
+#: sweep's options: its own, then the training method's and the catalog and price options.
+prepend_options((), sweep, after=(method_options, price_options))

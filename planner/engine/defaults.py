@@ -18,6 +18,16 @@ PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
 EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
 COST_BASES = ("cloud", "tco")
+#: Training methods (planner.engine.method; docs/post-training.md).
+METHODS = ("pretrain", "sft", "lora", "qlora", "dpo", "grpo")
+#: Weight matrices of a layer a LoRA adapter may sit beside, and the names of groups of
+#: them (``--lora-targets qkv,o,mlp``; ``all-linear`` as Hugging Face PEFT's).
+LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
+LORA_TARGET_GROUPS = {"qkv": ("q", "k", "v"), "attention": ("q", "k", "v", "o"),
+                      "mlp": ("gate", "up", "down"), "all-linear": LORA_MATRICES}
+BASE_PRECISIONS = ("bf16", "fp8", "nf4")
+PACKINGS = ("packed", "padded")
+REFERENCE_LOGPROBS = ("model", "precomputed")
 OBJECTIVES = ("time", "cost", "energy", "carbon", "tcdp", "cci")
 #: Objective -> the column a search minimises for it.
 OBJECTIVE_COLUMNS = {"time": "wall_time_s", "cost": "cost_usd", "energy": "energy_kwh",
@@ -44,6 +54,8 @@ DEFAULTS: dict = {
     "evaluate_hardware": "h100-sxm", **_LAYOUT_DEFAULTS,
     # prices (planner.engine.pricing): tier, provider, spot preemption bucket
     "pricing": "on-demand", "provider": "median", "spot_interruption": "gt20",
+    # the training method (planner.engine.method): its options default per method
+    "method": "pretrain",
 }
 
 #: The software-straggler parameters, one name and one default each, shared by the

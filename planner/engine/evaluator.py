@@ -61,7 +61,9 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
              reliability=DEFAULTS["reliability"], catalog=None, catalog_dirs=(),
              overrides=None, return_inputs=False, pricing=DEFAULTS["pricing"],
              provider=DEFAULTS["provider"], spot_interruption=DEFAULTS["spot_interruption"],
-             stack=DEFAULTS["stack"], as_frame=True, **layout):
+             stack=DEFAULTS["stack"], method=DEFAULTS["method"], lora_rank=None,
+             lora_targets=None, base_precision=None, packing=None, max_seq_len=None,
+             reference_logprobs=None, as_frame=True, **layout):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
 
     The layout is given by the keywords of its dimensions (:data:`planner.engine.
@@ -81,6 +83,9 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
     ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.pricing``);
     ``stack`` the software stack (catalog id or entry: overlaps, attention, launches);
+    ``method`` the training method (pretrain, sft, lora, qlora, dpo) with its options
+    ``lora_rank``, ``lora_targets``, ``base_precision``, ``packing``, ``max_seq_len``,
+    ``reference_logprobs`` (``planner.engine.method``; docs/post-training.md);
     arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
     kernel inputs are returned too: ``(frame, inputs)``.
 
@@ -110,7 +115,10 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
         model=model, hardware=hardware, site=site, site_class=site_class,
         reliability=reliability, precision=precision, checkpoint=checkpoint,
         cost_basis=cost_basis, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
-        pricing=pricing, provider=provider, spot_interruption=spot_interruption, stack=stack)
+        pricing=pricing, provider=provider, spot_interruption=spot_interruption, stack=stack,
+        method=method, lora_rank=lora_rank, lora_targets=lora_targets,
+        base_precision=base_precision, packing=packing, max_seq_len=max_seq_len,
+        reference_logprobs=reference_logprobs)
     request = LayoutRequest.of_keywords(layout, flash_attention=flash_attention)
     columns, x = evaluate_run(choices, request, catalog=catalog, catalog_dirs=catalog_dirs,
                               overrides=overrides, scalar=not as_frame)
@@ -208,7 +216,7 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
                                flash_attention=flash_attention)
     meta = {"model": c.model if isinstance(c.model, str) else c.model.id,
             "hardware": c.hardware if isinstance(c.hardware, str) else c.hardware.id,
-            "precision": c.precision, "stack": c.stack if isinstance(c.stack, str) else c.stack.id,
+            "method": c.method, "precision": c.precision, "stack": c.stack if isinstance(c.stack, str) else c.stack.id,
             "site": c.site, "site_class": c.site_class, "checkpoint": c.checkpoint,
             "recompute": recompute, "zero": zero}
     if one and scalar:

@@ -404,6 +404,24 @@ GLOSSARY: dict[str, Term] = {
                                     FRACTION),
     "rollback_steps": Term("1", "steps redone after a loss-spike rollback",
                             Domain(">=0", maximum=1e9)),
+    # the training method (planner.engine.method; issue 43)
+    "frozen_base": Term("1", "1 if the base weights are frozen (LoRA, QLoRA)", FLAG),
+    "lora_rank": Term("1", "rank of the LoRA adapters (0: none)", COUNT0),
+    "lora_q": Term("1", "1 if the query projection has a LoRA adapter", FLAG),
+    "lora_k": Term("1", "1 if the key projection has a LoRA adapter", FLAG),
+    "lora_v": Term("1", "1 if the value projection has a LoRA adapter", FLAG),
+    "lora_o": Term("1", "1 if the attention output projection has a LoRA adapter", FLAG),
+    "lora_gate": Term("1", "1 if the MLP gate projection has a LoRA adapter", FLAG),
+    "lora_up": Term("1", "1 if the MLP up projection has a LoRA adapter", FLAG),
+    "lora_down": Term("1", "1 if the MLP down projection has a LoRA adapter", FLAG),
+    "base_weight_bytes_per_param": Term(
+        "B", "bytes per frozen base weight (BF16 2, FP8 1, NF4 ~0.52)", POSITIVE),
+    "dequantize_base": Term("1", "1 if the base is dequantised before every use (QLoRA)",
+                             FLAG),
+    "reference_model": Term("1", "1 if a frozen reference model runs a forward pass (DPO)",
+                             FLAG),
+    "token_efficiency": Term("1", "real tokens per processed token (padding: < 1)",
+                              Domain("(0,1]")),
 }
 
 #: The run model's inputs: name -> (unit, meaning), in the kernel's argument order.

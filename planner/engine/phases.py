@@ -30,7 +30,13 @@ PHASE_LAYOUT = CHECKED_SIZES
 PHASE_KEYS: dict[str, tuple] = {
     "name": (str,), "tokens": (float, int), "seq_len": (int,), "global_batch": (int,),
     **{k: (int,) for k in PHASE_LAYOUT},
+    # the training method and its options (planner.engine.method)
+    "method": (str,), "lora_rank": (int,), "lora_targets": (str,), "base_precision": (str,),
+    "packing": (str,), "max_seq_len": (int,), "reference_logprobs": (str,),
 }
+#: Keys of a phase naming its training method and the method's options.
+METHOD_KEYS = ("method", "lora_rank", "lora_targets", "base_precision", "packing",
+               "max_seq_len", "reference_logprobs")
 REQUIRED = ("name", "tokens")
 #: Most phases one run may have.
 MAX_PHASES = 64
@@ -56,6 +62,8 @@ class Phase:
     global_batch: int | None = None
     #: the layout sizes it sets (of :data:`PHASE_LAYOUT`), as (name, size) pairs
     layout: tuple[tuple[str, int], ...] = ()
+    #: the training method and options it sets (of :data:`METHOD_KEYS`), as pairs
+    method: tuple[tuple[str, object], ...] = ()
     #: where it is written, for messages: ``"<scenario file>: phase <n>"``
     where: str = ""
 
@@ -63,7 +71,8 @@ class Phase:
         """The run options this phase sets (those it leaves out are absent)."""
         own = {"tokens": self.tokens, "seq_len": self.seq_len,
                "global_batch": self.global_batch}
-        return {**{k: v for k, v in own.items() if v is not None}, **dict(self.layout)}
+        return {**{k: v for k, v in own.items() if v is not None}, **dict(self.layout),
+                **dict(self.method)}
 
 
 def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
@@ -97,10 +106,12 @@ def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
                                "unique among the phases")
         names.add(name)
         values = {**entry, "name": name, "tokens": float(entry["tokens"])}
-        check({k: v for k, v in values.items() if k != "name"}, where=f"{label} ({name})")
+        check({k: v for k, v in values.items() if k != "name" and k not in METHOD_KEYS},
+              where=f"{label} ({name})")
         phases.append(Phase(name=name, tokens=values["tokens"], seq_len=values.get("seq_len"),
                             global_batch=values.get("global_batch"),
                             layout=tuple((k, values[k]) for k in PHASE_LAYOUT if k in values),
+                            method=tuple((k, values[k]) for k in METHOD_KEYS if k in values),
                             where=label))
     return tuple(phases)
 

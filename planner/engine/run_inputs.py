@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from hardware_catalog.loader import looks_like_path
 from planner.engine.call_checks import check_catalog, check_given, check_names, check_scalars
 from planner.engine.domains import check
+from planner.engine.method import method_inputs, method_of
 from planner.engine.ownership import cost_basis
 from planner.engine.pricing import price_quote, with_preemptions
 from planner.engine.scenario import (
@@ -51,6 +52,14 @@ class RunChoices:
     provider: str = DEFAULTS["provider"]
     spot_interruption: object = DEFAULTS["spot_interruption"]
     stack: object = DEFAULTS["stack"]
+    #: the training method and its options (planner.engine.method; None: the default)
+    method: str = DEFAULTS["method"]
+    lora_rank: object = None
+    lora_targets: object = None
+    base_precision: object = None
+    packing: object = None
+    max_seq_len: object = None
+    reference_logprobs: object = None
 
     @classmethod
     def from_scenario(cls, scenario, hardware, model=None) -> RunChoices:
@@ -99,7 +108,10 @@ def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
     check_given("tokens", c.tokens)
     check_scalars({"tokens": c.tokens, "global_batch": c.global_batch, "seq_len": c.seq_len})
     check({"tokens": c.tokens, "global_batch": c.global_batch, "seq_len": c.seq_len})
+    method = method_of(c)
     x = catalog_inputs(catalog, choices)
+    m = catalog.model(c.model) if isinstance(c.model, str) else c.model
+    x.update(method_inputs(method, x["seq_len"], float(m.seq_len)))
     x["tokens"] = float(choices.tokens)
     x["global_batch"] = float(choices.global_batch or default_global_batch(x["seq_len"]))
     check({"global_batch": x["global_batch"]})

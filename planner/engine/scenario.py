@@ -37,6 +37,7 @@ from planner.engine.defaults import (  # noqa: F401
     PREFERRED_LAYOUT,
 )
 from planner.engine.domains import INPUT_DOMAINS, check, check_confidence
+from planner.engine.method import method_of
 from planner.engine.ownership import ownership_inputs, ownership_parameters
 from planner.engine.pricing import check_choice, spot_interruption
 from planner.errors import CapplanError, did_you_mean, shown
@@ -80,6 +81,14 @@ class Scenario:
     ownership: dict = field(default_factory=dict)
     #: Run-model input overrides in SI units (see ``planner.model.INPUTS``).
     extra: dict = field(default_factory=dict)
+    #: the training method and its options (planner.engine.method; None: the default)
+    method: str = DEFAULTS["method"]
+    lora_rank: int | None = None
+    lora_targets: str | None = None
+    base_precision: str | None = None
+    packing: str | None = None
+    max_seq_len: int | None = None
+    reference_logprobs: str | None = None
 
     def with_(self, **changes) -> Scenario:
         return replace(self, **changes)
@@ -123,6 +132,7 @@ class Scenario:
                                      ("objective", self.objective, OBJECTIVES)]:
             if value not in allowed:
                 raise CapplanError(f"--{name} {shown(value)} is not one of: {', '.join(allowed)}")
+        method_of(self)
         check_choice(self.pricing, self.provider)
         if self.pricing == "spot":
             spot_interruption(self.spot_interruption)

@@ -67,7 +67,8 @@ def winner_rows(result: PlanResult) -> list[dict]:
     for objective, row in result.best.items():
         if row is None:
             continue
-        rows.append({"objective": objective, "hardware": row["hardware"],
+        rows.append({"objective": objective, "method": result.scenario.method,
+                     "hardware": row["hardware"],
                      "gpus": int(row["gpus"]), "layout": layout_text(row),
                      "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
                      "gpu_mwh": float(row["energy_gpu_mwh"]),

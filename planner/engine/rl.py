@@ -72,7 +72,8 @@ class RLConfig:
     mean).  ``updates`` is the optimizer steps per RL step (mini-batches x PPO epochs);
     ``rollout_gpus`` fixes the disaggregated split (None: :func:`best_split` chooses it);
     ``engine_gpus`` fixes the GPUs of one inference engine (None: the fastest power of two
-    up to the scale-up domain).
+    up to the scale-up domain); ``pool_step``: rollout pools are multiples of it (e.g. a
+    node's GPUs).
     """
 
     prompts: int = 256
@@ -93,6 +94,7 @@ class RLConfig:
     decode_memory_efficiency: float = DECODE_MEMORY_EFFICIENCY
     kv_memory_fraction: float | None = None
     max_num_seqs: int = MAX_NUM_SEQS
+    pool_step: int = 1
     inference_bytes_per_param: float = 2.0
     kv_bytes_per_element: float = 2.0
 
@@ -114,7 +116,7 @@ class RLConfig:
         """Raise CapplanError (one line: what, the allowed values) on a bad value."""
         if self.mode not in MODES:
             raise CapplanError(f"--rl-mode {self.mode!r} is not one of: {', '.join(MODES)}")
-        for name in ("prompts", "group_size", "updates", "max_num_seqs"):
+        for name in ("prompts", "group_size", "updates", "max_num_seqs", "pool_step"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
                 raise CapplanError(f"--{name.replace('_', '-')} {value!r} must be an integer >= 1")
@@ -145,8 +147,9 @@ def training_choices(choices: RunChoices, rl: RLConfig) -> RunChoices:
     """The trainer's run: sequences of prompt + mean response (packed, no padding), a
     mini-batch of ``sequences / updates`` sequences per optimizer step."""
     mini = max(rl.sequences // rl.updates, 1)
+    # the policy update is full training of every weight on packed sequences
     return replace(choices, seq_len=int(round(rl.prompt_len + rl.response_len)),
-                   global_batch=mini)
+                   global_batch=mini, method="pretrain")
 
 
 def _moe_expert_params(x: dict, params, active_params):
@@ -340,6 +343,8 @@ def split_candidates(x: dict, rl: RLConfig, layout: TrainerLayout, totals) -> tu
         else np.zeros(0, dtype=int)
     rollout = np.concatenate([np.arange(1, g) for g in totals]) if total.size \
         else np.zeros(0, dtype=int)
+    keep = rollout % rl.pool_step == 0
+    total, rollout = total[keep], rollout[keep]
     ok = valid_trainer_gpus(x, layout, total - rollout) if total.size else total > 0
     if rl.rollout_gpus is not None:
         ok = ok & (rollout == rl.rollout_gpus)
@@ -458,6 +463,8 @@ def whole_run(choices: RunChoices, rl: RLConfig, gpus: int, steps: float, *,
                            "KV cache or the trainer runs out of memory; try more GPUs")
     run = whole_runs(choices, rl, one, steps, layout=layout, catalog=catalog)
     row = {k: (float(np.ravel(v)[0]) if np.ndim(v) else v) for k, v in {**one, **run}.items()}
+    for key in ("rollout_gpus", "trainer_gpus", "engine_gpus", "engines"):
+        row[key] = int(row[key])
     return {**row, "mode": rl.mode, "gpus": gpus}
 
 

@@ -195,3 +195,31 @@ def test_several_totals_in_one_call_match_one_at_a_time():
         assert one["rollout_gpus"] == many["rollout_gpus"][best[j]]
         assert one["rl_step_time_s"] == pytest.approx(many["rl_step_time_s"][best[j]], rel=1e-12)
         assert one["cost_usd"] == pytest.approx(runs["cost_usd"][j], rel=1e-12)
+
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "post-training-rl.md"
+
+
+def test_post_training_rl_page_numbers():
+    """The numbers of docs/post-training-rl.md, recomputed (the page's checked markers)."""
+    text = " ".join(PAGE.read_text().split())
+    expected = []
+    for args in PUBLISHED_TPOT:
+        expected.append(f"{_tpot(*args[:3], prompt=args[3]) * 1e3:.2f} ms")
+    colocated = rl.whole_run(CHOICES, rl.RLConfig(), 16, 1000)
+    on = rl.whole_run(CHOICES, rl.RLConfig(mode="disaggregated"), 16, 1000)
+    off = rl.whole_run(CHOICES, rl.RLConfig(mode="disaggregated", off_policy=True), 16, 1000)
+    c = colocated
+    expected += [f"{c['rl_step_time_s']:.1f} s", f"{c['generation_s']:.1f} s",
+                 f"{c['scoring_s']:.1f} s", f"{c['training_s']:.1f} s",
+                 f"{c['sync_s']:.2f} s", f"{100 * c['generation_share']:.0f} %",
+                 f"{100 * c['scoring_share']:.0f} %", f"{100 * c['training_share']:.0f} %",
+                 f"{c['decode_s']:.1f} s", f"{c['rollout_tp_comm_s']:.1f} s",
+                 f"{c['wall_time_s'] / 3600:.1f} h", f"{c['cost_usd']:.0f} USD",
+                 f"{c['energy_facility_j'] / 3.6e6:.0f} kWh", f"{c['co2e_kg']:.0f} kg CO2e",
+                 f"{on['rl_step_time_s']:.1f} s", f"{off['rl_step_time_s']:.1f} s",
+                 f"{off['cost_usd']:.0f} USD"]
+    assert (c["engine_gpus"], c["concurrent"], c["longest_response"]) == (4, 512, 4096)
+    assert (off["rollout_gpus"], off["trainer_gpus"]) == (8, 8)
+    missing = [e for e in expected if e not in text]
+    assert not missing, f"docs/post-training-rl.md lacks (or has stale) {missing}"

@@ -141,9 +141,7 @@ def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
 
 
 def readable_rows(rows: list[dict]) -> list[dict]:
-    """The rows with each value in a human unit (planner.engine.readable)."""
-    from planner.engine.readable import quantity_text, readable_label, unit_of
+    """The rows with each value in a human unit (planner.engine.readable.readable_rows)."""
+    from planner.engine.readable import readable_rows as readable
 
-    return [{"quantity": readable_label(r["quantity"]),
-             "value": quantity_text(r["value"], unit_of(r["quantity"].rpartition(".")[2]))}
-            for r in rows]
+    return readable(rows)

@@ -38,7 +38,7 @@ def evaluate_grpo(options: dict, format: str, output, force: bool) -> None:
     layout = trainer_layout(options)
     from hardware_catalog import load_catalog
     from planner.cli.environment_options import price_files
-    from planner.cli.evaluate import readable_rows
+    from planner.engine.readable import readable_rows
     from planner.engine.rl import whole_run
     from planner.engine.run_inputs import RunChoices
     from planner.report.output import render, write

@@ -223,3 +223,28 @@ def test_post_training_rl_page_numbers():
     assert (off["rollout_gpus"], off["trainer_gpus"]) == (8, 8)
     missing = [e for e in expected if e not in text]
     assert not missing, f"docs/post-training-rl.md lacks (or has stale) {missing}"
+
+
+def test_a_model_larger_than_a_node_gets_a_multi_node_engine():
+    run = rl.whole_run(RunChoices(model="deepseek-v3", hardware="h200"), rl.RLConfig(), 256, 10)
+    assert run["engine_gpus"] > 8 and np.isfinite(run["rl_step_time_s"])
+    # the engine's all-reduces cross nodes: slower per step than inside one
+    assert run["rollout_tp_comm_s"] > 0
+
+
+def test_nothing_fits_says_which_pool():
+    with pytest.raises(CapplanError, match="the trainer does not fit in memory on 8 GPUs"):
+        rl.whole_run(RunChoices(model="llama3-70b", hardware="h100-sxm"), rl.RLConfig(), 8, 10)
+    with pytest.raises(CapplanError, match="no inference engine .* holds the 16 GB of weights"):
+        rl.whole_run(CHOICES, rl.RLConfig(kv_memory_fraction=0.001), 16, 10)
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.sampled_from([8, 16, 32]), st.floats(64, 8192), st.booleans())
+def test_best_split_equals_brute_force_property(gpus, response_len, off_policy):
+    work = rl.RLConfig(prompts=64, group_size=8, prompt_len=256, response_len=response_len,
+                       mode="disaggregated", off_policy=off_policy)
+    s = rl.rl_step(CHOICES, work, gpus)
+    brute = [float(rl.rl_step(CHOICES, replace(work, rollout_gpus=int(r)), gpus)
+                   ["rl_step_time_s"][0]) for r in s["rollout_gpus"]]
+    assert float(s["rl_step_time_s"][s["best"]]) == pytest.approx(min(brute), rel=1e-12)

@@ -210,12 +210,18 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
         active_params / m, prompts * p,
         prompts * inference.causal_attention_flops(x["layers"], x["heads"], x["head_dim"], p) / m,
         x["peak_flops_per_s"], x["gemm_max_efficiency"])
-    # two all-reduces of the step's hidden states per layer (Megatron TP), per decode step
-    scale_up = communication.achievable_bandwidth(x["scale_up_bandwidth_bytes_per_s"],
-                                                  x["scale_up_bus_efficiency"])
+    # two all-reduces of the step's hidden states per layer (Megatron TP), per decode step,
+    # inside the scale-up domain or (an engine of several domains) across them
+    intra = (m <= x["scale_up_domain_gpus"]).astype(float)
+    bandwidth = communication.group_bandwidth(
+        intra, communication.achievable_bandwidth(x["scale_up_bandwidth_bytes_per_s"],
+                                                  x["scale_up_bus_efficiency"]),
+        communication.achievable_bandwidth(x["scale_out_bandwidth_bytes_per_s"],
+                                           x["scale_out_bus_efficiency"]))
+    latency = communication.group_latency(intra, x["intra_latency_s"], x["inter_latency_s"])
     tp_comm_s = np.where(m > 1, steps * 2 * x["layers"] * communication.ring_allreduce_time(
-        batch * x["hidden"] * rl.kv_bytes_per_element, np.maximum(m, 2), scale_up,
-        x["intra_latency_s"]), 0.0)
+        batch * x["hidden"] * rl.kv_bytes_per_element, np.maximum(m, 2), bandwidth,
+        latency), 0.0)
     total = prefill_s + decode_s + tp_comm_s
     return {"prefill_s": prefill_s, "decode_s": decode_s, "rollout_tp_comm_s": tp_comm_s,
             "generation_s": np.where(fits, total, np.inf), "concurrent": concurrent,
@@ -255,9 +261,15 @@ def sync_time(x: dict, rl: RLConfig, params, engine_gpus, colocated: bool):
     return communication.p2p_time(shard, bw, x["inter_latency_s"])
 
 
+#: Largest inference engine tried [GPUs]: an engine may span scale-up domains (a 671B
+#: model in BF16 needs more than one 8-GPU node), at scale-out all-reduce cost.
+MAX_ENGINE_GPUS = 64
+
+
 def _engine_sizes(x: dict) -> np.ndarray:
-    domain = int(x["scale_up_domain_gpus"])
-    return 2 ** np.arange(int(np.log2(max(domain, 1))) + 1)
+    """Engine sizes tried: powers of two up to the larger of the domain and 64 GPUs."""
+    largest = max(int(x["scale_up_domain_gpus"]), MAX_ENGINE_GPUS)
+    return 2 ** np.arange(int(np.log2(largest)) + 1)
 
 
 def best_engine(x: dict, rl: RLConfig, params, active_params, rollout_gpus) -> dict:
@@ -459,13 +471,25 @@ def whole_run(choices: RunChoices, rl: RLConfig, gpus: int, steps: float, *,
     i = step["best"]
     one = {k: np.asarray(v)[[i]] if np.ndim(v) else v for k, v in step.items() if k != "best"}
     if not np.isfinite(one["rl_step_time_s"][0]):
-        raise CapplanError(f"nothing fits on {gpus} GPUs: the weights leave no room for the "
-                           "KV cache or the trainer runs out of memory; try more GPUs")
+        raise CapplanError(_nothing_fits(step, gpus, layout, rl))
     run = whole_runs(choices, rl, one, steps, layout=layout, catalog=catalog)
     row = {k: (float(np.ravel(v)[0]) if np.ndim(v) else v) for k, v in {**one, **run}.items()}
     for key in ("rollout_gpus", "trainer_gpus", "engine_gpus", "engines"):
         row[key] = int(row[key])
     return {**row, "mode": rl.mode, "gpus": gpus}
+
+
+def _nothing_fits(step: dict, gpus: int, layout: TrainerLayout, rl: RLConfig) -> str:
+    """Why no candidate on ``gpus`` GPUs has a finite step (one line)."""
+    weights_gb = step["params"] * rl.inference_bytes_per_param / 1e9
+    if not np.any(step["trainer_fits"]):
+        return (f"the trainer does not fit in memory on {gpus} GPUs (TP{layout.tp} "
+                f"PP{layout.pp} ZeRO-{layout.zero}, recompute {layout.recompute}): try more "
+                "GPUs or --tp/--pp")
+    return (f"no inference engine (a power of two up to {MAX_ENGINE_GPUS} GPUs, within the "
+            f"rollout pool of {gpus} GPUs) holds the {weights_gb:,.0f} GB of weights and one "
+            f"sequence's KV cache ({rl.prompt_len + rl.response_len:g} tokens) in "
+            f"{rl.memory_fraction:g} of its memory: try more GPUs")
 
 
 def _layout_inputs(x: dict, layout: TrainerLayout, gpus) -> dict:

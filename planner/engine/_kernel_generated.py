@@ -7,7 +7,7 @@ import numpy
 from formulas.special import erfinv, poisson_cdf
 
 INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'sequence_parallel', 'stage_layers', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
-OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
+OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
 def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, sequence_parallel, stage_layers, global_batch, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
@@ -18,516 +18,587 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x3 = layers ** (-1.0)
     moe_share = moe_layers * x3
     nodes = gpus / gpus_per_node
-    x4 = hidden ** 2
-    x5 = 2.0 * x4
-    x6 = numpy.minimum(1, moe_layers)
-    x7 = 1 - x6
+    x4 = numpy.minimum(1, moe_layers)
+    x5 = hidden ** 2
+    x6 = 2.0 * x5
+    x7 = 1 - x4
     x8 = hidden * mlp_matrices
     x9 = ffn * x8
-    x10 = hidden * v_head_dim
+    x10 = heads * v_head_dim
     x11 = numpy.minimum(1, kv_lora_rank)
-    x12 = head_dim * hidden
-    x13 = heads * x12
-    x14 = (1 - x11) * (kv_heads * x10 + kv_heads * x12 + x13)
-    del x12
-    x15 = kv_lora_rank + qk_rope_head_dim
-    x16 = head_dim + v_head_dim
-    x17 = numpy.minimum(1, q_lora_rank)
-    x18 = x11 * (heads * kv_lora_rank * (-qk_rope_head_dim + x16) + hidden * x15 + x13 * (1 - x17) + x17 * (head_dim * heads * q_lora_rank + hidden * q_lora_rank))
-    del x13, x17
-    x19 = x14 + x18
-    x20 = heads * x10 + kv_lora_rank + 1.0 * q_lora_rank + x19
-    del x10
-    x21 = 5 * hidden + x20 + x5 + x7 * x9
-    x22 = 2 * hidden
-    x23 = linear_head_dim * linear_value_heads
-    x24 = 2 * linear_value_heads
-    x25 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x24 + x24
-    del x24
-    x26 = hidden * x23 + hidden * x25
-    x27 = linear_attention_layers * x3
-    x28 = 1 - x27
-    x29 = x20 * x28 + x22 + x26 * x27
-    del x20
-    x30 = hidden * vocab
-    x31 = layers - moe_layers
-    x32 = x31 * x9
-    x33 = embedding_matrices * x30 + hidden + layers * x29 + x32
-    x34 = experts * hidden
-    x35 = moe_ffn * x8
-    del x8
-    x36 = x34 + x35 * (experts + shared_experts)
-    params = moe_layers * x36 + mtp_layers * (x21 + x36 * x6) + x33
-    x37 = experts_per_token + shared_experts
-    x38 = x34 + x35 * x37
-    del x35
-    active_params = moe_layers * x38 + mtp_layers * (x21 + x38 * x6) + x33
-    del x33, x38
-    x39 = tp ** (-1.0)
-    x40 = dualpipe + 1
-    x41 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x42 = mlp_matrices * moe_ffn
-    x43 = ep ** (-1.0)
-    x44 = etp ** (-1.0)
-    x45 = moe_ffn * x44
-    x46 = mlp_matrices * x34 * x43 * x45
-    x47 = tp * x46 - x34 * x42 + x36
-    del x36
-    x48 = 1 - moe_share
-    stage_params = x39 * x40 * (stage_layers * (moe_share * x47 + x29 + x48 * x9) + x30 + x41 * (x21 + x47 * x6))
-    del x21, x29, x47, x9
-    stage_expert_params = moe_share * stage_layers * x40 * x46
-    del x40, x46
-    x49 = experts * x22 + x22 * x37 * x42
-    del x37, x42
-    x50 = moe_layers * x49
-    x51 = 2 * heads
-    x52 = x16 * x51
-    x53 = seq_len * x52
-    x54 = linear_head_dim ** 2
-    x55 = 640.0 * linear_head_dim + 6 * x54 + 2730.66666666667
-    x56 = linear_attention_layers * (linear_value_heads * x55 - x53)
-    x57 = numpy.minimum(seq_len, window)
-    x58 = seq_len ** (-1.0)
-    x59 = window_layers * (2 * heads * x16 * x57 * (-x57 * x58 + 2) - x53)
-    del x57
-    x60 = heads * v_head_dim
-    x61 = 2 * x14 + 2 * x18 + x22 * x60
-    del x14, x18
-    x62 = layers * x61
-    x63 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x25 - x61)
-    del x25
-    x64 = 4.0 * x4
-    del x4
-    x65 = ffn * mlp_matrices * x22
-    x66 = mtp_layers * (vocab * x22 + x49 * x6 + x53 + x61 + x64 + x65 * x7)
-    del x49, x61
-    model_flops_per_token = 6 * heads * layers * seq_len * x16 + 6 * x30 + 6 * x32 + 3 * x50 + 3 * x56 + 3 * x59 + 3 * x62 + 3 * x63 + 3 * x66
-    del x32
-    x67 = layers * x53 + x56 + x59
-    del x56
-    x68 = 1 - full_recompute
-    hardware_flops_per_token = full_recompute * (x31 * x65 + x50 + x62 + x63 + x66 + x67) + model_flops_per_token + selective * x67 * x68
-    del x31, x50, x62, x63, x65, x66, x67
-    x69 = hidden * tokens_mb
-    x70 = x23 * x39
-    x71 = hidden ** (-1.0)
-    x72 = x26 * x39 * x71 - x70
+    x12 = head_dim * heads
+    x13 = hidden * x12
+    x14 = head_dim * kv_heads
+    x15 = kv_heads * v_head_dim
+    x16 = (1 - x11) * (hidden * x14 + hidden * x15 + x13)
+    x17 = kv_lora_rank + qk_rope_head_dim
+    x18 = head_dim + v_head_dim
+    x19 = numpy.minimum(1, q_lora_rank)
+    x20 = x11 * (heads * kv_lora_rank * (-qk_rope_head_dim + x18) + hidden * x17 + x13 * (1 - x19) + x19 * (hidden * q_lora_rank + q_lora_rank * x12))
+    del x13, x19
+    x21 = x16 + x20
+    x22 = hidden * x10 + kv_lora_rank + 1.0 * q_lora_rank + x21
+    x23 = 5 * hidden + x22 + x6 + x7 * x9
+    x24 = 2 * hidden
+    x25 = linear_head_dim * linear_value_heads
+    x26 = 2 * linear_value_heads
+    x27 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x26 + x26
     del x26
-    x73 = tokens_mb * x72
-    x74 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x75 = bytes_per_element * x74
-    x76 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x72)
-    x77 = peak_flops_per_s ** (-1.0)
-    x78 = gemm_max_efficiency ** (-1.0)
-    x79 = x77 * x78
-    x80 = x22 * x79
-    x81 = x19 * x39
-    del x19
-    x82 = x71 * x81
-    x83 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x82)
-    t_qkv = x27 * numpy.maximum(x75 * (hidden * x72 + x69 + x73), x73 * x80 * (gemm_half_efficiency_dim + x76) / x76) + x28 * numpy.maximum(x75 * (tokens_mb * x82 + x69 + x81), 2 * tokens_mb * x79 * x81 * (gemm_half_efficiency_dim + x83) / x83)
-    del x72, x73, x76, x81, x82, x83
-    x84 = 4 * linear_head_dim
-    x85 = 0.015625 * x54
+    x28 = hidden * x25 + hidden * x27
+    x29 = linear_attention_layers * x3
+    x30 = 1 - x29
+    x31 = x22 * x30 + x24 + x28 * x29
+    del x22
+    x32 = hidden * vocab
+    x33 = layers - moe_layers
+    x34 = x33 * x9
+    x35 = embedding_matrices * x32 + hidden + layers * x31 + x34
+    x36 = experts * hidden
+    x37 = experts + shared_experts
+    x38 = moe_ffn * x8
+    del x8
+    x39 = x36 + x37 * x38
+    params = moe_layers * x39 + mtp_layers * (x23 + x39 * x4) + x35
+    x40 = experts_per_token + shared_experts
+    x41 = x36 + x38 * x40
+    del x38
+    active_params = moe_layers * x41 + mtp_layers * (x23 + x4 * x41) + x35
+    del x35, x41
+    x42 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x43 = mlp_matrices * moe_ffn
+    x44 = ep ** (-1.0)
+    x45 = etp ** (-1.0)
+    x46 = moe_ffn * x45
+    x47 = mlp_matrices * x36 * x44 * x46
+    x48 = tp * x47 - x36 * x43 + x39
+    del x39
+    x49 = 1 - moe_share
+    x50 = tp ** (-1.0)
+    x51 = dualpipe + 1
+    x52 = x50 * x51
+    stage_params = x52 * (stage_layers * (moe_share * x48 + x31 + x49 * x9) + x32 + x42 * (x23 + x4 * x48))
+    del x23, x31, x48, x9
+    stage_expert_params = moe_share * stage_layers * x47 * x51
+    del x47, x51
+    x53 = 1.0 * lora_rank
+    x54 = x53 * (hidden + moe_ffn)
+    x55 = lora_gate * (mlp_matrices - 2)
+    x56 = lora_up + x55
+    x57 = lora_down * x54 + x54 * x56
     del x54
-    x86 = tokens_mb * x39
-    x87 = x75 * x86
-    x88 = numpy.minimum(seq_len, tokens_mb)
-    x89 = gemm_half_efficiency_dim + x88
-    x90 = x86 / attention_peak_flops_per_s
-    x91 = attention_scores_stored + selective
-    x92 = numpy.minimum(head_dim, tokens_mb)
-    t_core = numpy.maximum(x28 * x52 * x87, x90 * (x28 * x53 + x3 * x59) / (attention_efficiency_factor * gemm_max_efficiency * x88 * (1 - x91) / x89 + gemm_max_efficiency * x91 * x92 / (gemm_half_efficiency_dim + x92))) + numpy.maximum(linear_value_heads * x27 * x87 * (x84 + x85), linear_value_heads * x27 * x55 * x78 * x89 * x90 / (attention_efficiency_factor * x88))
-    del x3, x52, x53, x55, x59, x78, x87, x88, x89, x90, x91, x92
-    x93 = attention_scores_stored * heads * seq_len ** 2
-    t_scores = 10 * x1 * x28 * x39 * x74 * x93
+    x58 = moe_layers * x57
+    x59 = x53 * (ffn + hidden)
+    x60 = lora_down * x59 + x56 * x59
+    del x59
+    x61 = x33 * x60
+    x62 = lora_k * x53 * (hidden + x14) + lora_o * x53 * (hidden + x10) + lora_q * x53 * (hidden + x12) + lora_v * x53 * (hidden + x15)
+    del x53
+    x63 = layers * x62
+    x64 = 1 - frozen_base
+    trainable_params = params * x64 + x37 * x58 + x61 + x63
+    del x37
+    x65 = experts * x44
+    stage_adapter_params = stage_layers * x52 * (moe_share * x57 * (shared_experts + tp * x45 * x65) + x49 * x60 + x62)
+    del x57, x60, x62
+    stage_trainable_params = stage_adapter_params + x64 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x64
+    stage_embedding_params = x32 * x52
+    del x52
+    x66 = experts * x24 + x24 * x40 * x43
+    del x43
+    x67 = moe_layers * x66
+    x68 = 2 * heads
+    x69 = x18 * x68
+    x70 = seq_len * x69
+    x71 = linear_head_dim ** 2
+    x72 = 640.0 * linear_head_dim + 6 * x71 + 2730.66666666667
+    x73 = linear_attention_layers * (linear_value_heads * x72 - x70)
+    x74 = x40 * x58
+    del x58
+    x75 = numpy.minimum(seq_len, window)
+    x76 = seq_len ** (-1.0)
+    x77 = window_layers * (2 * heads * x18 * x75 * (-x75 * x76 + 2) - x70)
+    del x75
+    x78 = x10 * x24 + 2 * x16 + 2 * x20
+    del x16, x20
+    x79 = layers * x78
+    x80 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x78)
+    del x27
+    x81 = vocab * x24
+    x82 = 4.0 * x5
+    del x5
+    x83 = ffn * mlp_matrices * x24
+    x84 = mtp_layers * (x4 * x66 + x7 * x83 + x70 + x78 + x81 + x82)
+    del x66, x78
+    x85 = x33 * x83 + x67 + x79 + x80
+    del x33, x83
+    x86 = x81 + x85
+    del x81
+    x87 = layers * x70 + x73 + x77
+    x88 = x84 + x87
+    model_flops_per_token = -frozen_base * x86 + 6 * heads * layers * seq_len * x18 + reference_model * (x86 + x88) + 6 * x32 + 6 * x34 + 6 * x61 + 6 * x63 + 3 * x67 + 3 * x73 + 6 * x74 + 3 * x77 + 3 * x79 + 3 * x80 + 3 * x84
+    del x34, x67, x73, x79, x80, x84, x86
+    x89 = 1 - full_recompute
+    hardware_flops_per_token = full_recompute * (2 * x61 + 2 * x63 + 2 * x74 + x85 + x88) + model_flops_per_token + selective * x87 * x89
+    del x61, x63, x74, x85, x87, x88
+    x90 = x25 * x50
+    x91 = hidden ** (-1.0)
+    x92 = x28 * x50 * x91 - x90
+    del x28
+    x93 = tokens_mb * x92
+    x94 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x95 = bytes_per_element * x94
+    x96 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x92)
+    x97 = peak_flops_per_s ** (-1.0)
+    x98 = gemm_max_efficiency ** (-1.0)
+    x99 = x97 * x98
+    x100 = x24 * x99
+    x101 = x21 * x50
+    del x21
+    x102 = x101 * x91
+    x103 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x102)
+    x104 = 2 * x99
+    x105 = hidden * tokens_mb
+    t_qkv = x29 * numpy.maximum(x95 * (hidden * x92 + x105 + x93), x100 * x93 * (gemm_half_efficiency_dim + x96) / x96) + x30 * numpy.maximum(x95 * (tokens_mb * x102 + x101 + x105), tokens_mb * x101 * x104 * (gemm_half_efficiency_dim + x103) / x103)
+    del x101, x102, x103, x92, x93, x96
+    x106 = 4 * linear_head_dim
+    x107 = 0.015625 * x71
+    del x71
+    x108 = tokens_mb * x50
+    x109 = x108 * x95
+    x110 = numpy.minimum(seq_len, tokens_mb)
+    x111 = gemm_half_efficiency_dim + x110
+    x112 = x108 / attention_peak_flops_per_s
+    x113 = attention_scores_stored + selective
+    x114 = numpy.minimum(head_dim, tokens_mb)
+    t_core = numpy.maximum(x109 * x30 * x69, x112 * (x3 * x77 + x30 * x70) / (attention_efficiency_factor * gemm_max_efficiency * x110 * (1 - x113) / x111 + gemm_max_efficiency * x113 * x114 / (gemm_half_efficiency_dim + x114))) + numpy.maximum(linear_value_heads * x109 * x29 * (x106 + x107), linear_value_heads * x111 * x112 * x29 * x72 * x98 / (attention_efficiency_factor * x110))
+    del x109, x110, x111, x112, x113, x114, x3, x69, x70, x72, x77, x98
+    x115 = attention_scores_stored * heads * seq_len ** 2
+    t_scores = 10 * x1 * x115 * x30 * x50 * x94
     del x1
-    x94 = x39 * x60
-    x95 = tokens_mb * x94
-    x96 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x94)
-    del x94
-    x97 = hidden * x39
-    x98 = tokens_mb * x70
-    x99 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x70)
-    del x70
-    t_proj = x27 * numpy.maximum(x75 * (x23 * x97 + x69 + x98), x80 * x98 * (gemm_half_efficiency_dim + x99) / x99) + x28 * numpy.maximum(x75 * (x60 * x97 + x69 + x95), x80 * x95 * (gemm_half_efficiency_dim + x96) / x96)
-    del x60, x95, x96, x98, x99
-    x100 = ffn * x39
-    x101 = tokens_mb * x100
-    x102 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
-    t_mlp = mlp_matrices * numpy.maximum(x75 * (hidden * x100 + x101 + x69), x101 * x80 * (gemm_half_efficiency_dim + x102) / x102)
-    del x101, x102
-    x103 = experts * tokens_mb
-    x104 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x105 = moe_ffn * x39
-    x106 = tokens_mb * x105
-    x107 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x105)
-    x108 = 1 - token_drop
-    x109 = numpy.sqrt(2)
-    x110 = sequence_parallel * x39
-    x111 = 1 - sequence_parallel
-    x112 = etp * x110 + x111
-    x113 = 1 / (tokens_mb * x112)
-    x114 = tokens_mb * x112
-    x115 = x114 * x45
-    x116 = ep * experts_per_token * x114 / experts
-    del x114
-    x117 = numpy.minimum(numpy.minimum(hidden, x116), x45)
-    x118 = gemm_tile_dim ** (-1.0)
-    x119 = experts * x43
-    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x113 * x119 * (capacity_factor * token_drop + x108 * (x109 * numpy.sqrt(expert_load_cv ** 2 + x113 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x116 * x118) * numpy.ceil(x118 * x45) * numpy.maximum(x115 * x80 * (gemm_half_efficiency_dim + x117) / x117, x75 * (hidden * x45 + x112 * x69 + x115)) / moe_ffn + 4 * experts_per_token * x69 * x75 + mlp_matrices * shared_experts * numpy.maximum(x75 * (hidden * x105 + x106 + x69), x106 * x80 * (gemm_half_efficiency_dim + x107) / x107) + 20 * x103 * x74 + numpy.maximum(x75 * (x103 + x34 + x69), x103 * x80 * (gemm_half_efficiency_dim + x104) / x104)
-    del x103, x104, x107, x112, x113, x116, x117, x118, x34
-    x120 = tp - 1
-    x121 = (sequence_parallel * x120 + 1) ** (-1.0)
-    t_elem = tokens_mb * x75 * (16 * hidden * x121 + 4 * x100)
-    x122 = vocab * x39
+    x116 = hidden * x50
+    x117 = tokens_mb * x90
+    x118 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x90)
+    del x90
+    x119 = x10 * x50
+    x120 = tokens_mb * x119
+    x121 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x119)
+    t_proj = x29 * numpy.maximum(x95 * (x105 + x116 * x25 + x117), x100 * x117 * (gemm_half_efficiency_dim + x118) / x118) + x30 * numpy.maximum(x95 * (x10 * x116 + x105 + x120), x100 * x120 * (gemm_half_efficiency_dim + x121) / x121)
+    del x10, x117, x118, x121
+    x122 = ffn * x50
     x123 = tokens_mb * x122
     x124 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x122)
-    del x122
-    t_logits = numpy.maximum(x75 * (x123 + x30 * x39 + x69), x123 * x80 * (gemm_half_efficiency_dim + x124) / x124)
-    del x123, x124, x30, x80
-    x125 = mlp_matrices - 1
-    x126 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x74 * (bytes_per_element + x125 * x126) * (experts_per_token * x115 + shared_experts * x106)
-    del x106, x115
-    x127 = moe_share * t_moe
-    x128 = t_mlp * x48
-    x129 = t_proj + t_qkv
-    x130 = x127 + x128 + x129
-    x131 = t_core + t_elem + t_scores
-    t_layer_fwd = x130 + x131
-    x132 = 3 * t_logits
-    x133 = selective * t_core
-    x134 = 3 * t_core
-    del t_core
-    x135 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x134
-    del t_elem, t_proj, t_qkv, t_scores
-    x136 = x39 * x69
-    x137 = numpy.minimum(numpy.minimum(tokens_mb, x97), 2.0 * hidden)
-    x138 = t_mlp * x7
-    del t_mlp, x7
-    x139 = t_moe * x6
-    del t_moe, x6
-    compute_mb = stage_layers * (full_recompute * t_layer_fwd + 3 * x127 + 3 * x128 + x135 + x68 * (moe_share * recompute_moe_act * t_moe_act + x133)) + x132 + x41 * (full_recompute * (x129 + x131 + x138 + x139) + x132 + x133 * x68 + x135 + 3 * x138 + 3 * x139 + 3 * numpy.maximum(x75 * (x136 + x39 * x5 + 2.0 * x69), x64 * x79 * x86 * (gemm_half_efficiency_dim + x137) / x137))
-    del t_moe_act, x127, x128, x129, x131, x133, x135, x137, x138, x139, x5, x64, x75, x79
-    forward_mb = stage_layers * t_layer_fwd + t_logits
-    weight_grad_mb = stage_layers * x130 + t_logits
-    del t_logits, x130
-    compute_s = compute_mb * microbatches
-    x140 = 2 * full_recompute + 4
-    x141 = stage_layers + x41
-    x142 = tp_intra_ranks - 1
-    x143 = 2 * intra_latency_s
-    x144 = tp_intra_ranks ** (-1.0)
-    x145 = tp * x144 - 1
-    x146 = 2 * inter_latency_s
-    x147 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x148 = bytes_per_element * x147
-    x149 = bytes_per_element * x86
-    del x86
-    x150 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x151 = x150 / scale_out_bus_efficiency
-    x152 = collective_overhead_s * numpy.minimum(1, x120) + tokens_mb * x142 * x144 * x148 * x22 + x142 * x143 + x145 * x146 + x145 * x149 * x151 * x22
-    del x120, x142, x144, x145
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x140 * x141 * x152) + x140 * x141 * x152
-    del x140, x152
-    x153 = 3 * cp - 3
-    x154 = 1 - cp_intra
-    x155 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x156 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x157 = cp_intra * intra_latency_s + inter_latency_s * x154 + kv_heads * x149 * x16 / (cp_intra * x155 + x154 * x156)
-    del x149, x154
-    cp_comm_mb = -cp_overlap * numpy.minimum(x134 * x141, x141 * x153 * x157 * x28) + x141 * x153 * x157 * x28
-    del x134, x153, x157, x28
-    x158 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x159 = x158 ** (-1.0)
-    x160 = ep * x159 - 1
-    x161 = x44 * numpy.minimum(etp, tp_intra_ranks)
-    del x44
-    x162 = 1 - x161
-    x163 = 4 * etp - 4
-    x164 = 1 - hierarchical_dispatch
-    x165 = x110 + x111
-    del x110, x111
-    x166 = experts_per_token * x165
-    x167 = x69 / a2a_efficiency_factor
-    del x69
-    x168 = x166 * x167 * (hierarchical_dispatch * (-x158 * x43 + 1) + x160 * x164 * x43)
-    del x43
-    x169 = 1 - x159
-    del x159
-    x170 = x151 * x165 * x167 * x169 * (experts_per_token * x164 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x158 * (1 - x169 ** experts_per_token)))
-    del x164, x167, x169
-    x171 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x172 = moe_share * x141
-    del x141
-    x173 = x172 * (4 * inter_latency_s * (x158 - 1) + 4 * intra_latency_s * x160 + sequence_parallel * (bytes_per_element * experts_per_token * x136 * x163 / (x155 * x161 + x156 * x162) + x163 * (inter_latency_s * x162 + intra_latency_s * x161)) + 2 * numpy.maximum(bytes_per_element * x170, x148 * x168) + 2 * numpy.maximum(x170 * x171, x147 * x168 * x171))
-    del x136, x148, x158, x160, x161, x162, x163, x168, x170, x171
-    x174 = ep_overlap * numpy.minimum(x173, 3 * t_layer_fwd * x172)
+    t_mlp = mlp_matrices * numpy.maximum(x95 * (hidden * x122 + x105 + x123), x100 * x123 * (gemm_half_efficiency_dim + x124) / x124)
+    del x124
+    x125 = experts * tokens_mb
+    x126 = experts_per_token * x105
+    x127 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x128 = moe_ffn * x50
+    x129 = tokens_mb * x128
+    x130 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x128)
+    x131 = 1 - token_drop
+    x132 = numpy.sqrt(2)
+    x133 = sequence_parallel * x50
+    x134 = 1 - sequence_parallel
+    x135 = etp * x133 + x134
+    x136 = 1 / (tokens_mb * x135)
+    x137 = tokens_mb * x135
+    x138 = x137 * x46
+    x139 = ep * experts_per_token * x137 / experts
+    del x137
+    x140 = numpy.minimum(numpy.minimum(hidden, x139), x46)
+    x141 = gemm_tile_dim ** (-1.0)
+    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x136 * x65 * (capacity_factor * token_drop + x131 * (x132 * numpy.sqrt(expert_load_cv ** 2 + x136 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x139 * x141) * numpy.ceil(x141 * x46) * numpy.maximum(x100 * x138 * (gemm_half_efficiency_dim + x140) / x140, x95 * (hidden * x46 + x105 * x135 + x138)) / moe_ffn + mlp_matrices * shared_experts * numpy.maximum(x95 * (hidden * x128 + x105 + x129), x100 * x129 * (gemm_half_efficiency_dim + x130) / x130) + 20 * x125 * x94 + 4 * x126 * x95 + numpy.maximum(x95 * (x105 + x125 + x36), x100 * x125 * (gemm_half_efficiency_dim + x127) / x127)
+    del x125, x127, x130, x135, x136, x139, x140, x141, x36
+    x142 = tp - 1
+    x143 = (sequence_parallel * x142 + 1) ** (-1.0)
+    t_elem = tokens_mb * x95 * (16 * hidden * x143 + 4 * x122)
+    x144 = vocab * x50
+    x145 = tokens_mb * x144
+    x146 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x144)
+    del x144
+    t_logits = numpy.maximum(x95 * (x105 + x145 + x32 * x50), x100 * x145 * (gemm_half_efficiency_dim + x146) / x146)
+    del x145, x146, x32
+    x147 = mlp_matrices - 1
+    x148 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x94 * (bytes_per_element + x147 * x148) * (experts_per_token * x138 + shared_experts * x129)
+    del x138
+    x149 = numpy.maximum(1, lora_rank)
+    x150 = tokens_mb * x149
+    x151 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x149)
+    x152 = numpy.maximum(x95 * (hidden * x149 + x105 + x150), x100 * x150 * (gemm_half_efficiency_dim + x151) / x151)
+    del x100, x151
+    x153 = x14 * x50
+    del x14
+    x154 = numpy.minimum(numpy.minimum(tokens_mb, x149), x153)
+    x155 = x104 * x150
+    del x104
+    x156 = numpy.minimum(numpy.minimum(tokens_mb, x119), x149)
+    x157 = x12 * x50
+    del x12
+    x158 = numpy.minimum(numpy.minimum(tokens_mb, x149), x157)
+    x159 = x15 * x50
+    del x15
+    x160 = numpy.minimum(numpy.minimum(tokens_mb, x149), x159)
+    x161 = numpy.minimum(numpy.minimum(tokens_mb, x128), x149)
+    x162 = x152 + numpy.maximum(x95 * (x128 * x149 + x129 + x150), x128 * x155 * (gemm_half_efficiency_dim + x161) / x161)
+    del x129, x161
+    x163 = numpy.minimum(numpy.minimum(tokens_mb, x122), x149)
+    x164 = x152 + numpy.maximum(x95 * (x122 * x149 + x123 + x150), x122 * x155 * (gemm_half_efficiency_dim + x163) / x163)
+    del x123, x163
+    t_adapter = lora_k * (x152 + numpy.maximum(x153 * x155 * (gemm_half_efficiency_dim + x154) / x154, x95 * (tokens_mb * x153 + x149 * x153 + x150))) + lora_o * (x152 + numpy.maximum(x95 * (x119 * x149 + x120 + x150), x119 * x155 * (gemm_half_efficiency_dim + x156) / x156)) + lora_q * (x152 + numpy.maximum(x155 * x157 * (gemm_half_efficiency_dim + x158) / x158, x95 * (tokens_mb * x157 + x149 * x157 + x150))) + lora_v * (x152 + numpy.maximum(x155 * x159 * (gemm_half_efficiency_dim + x160) / x160, x95 * (tokens_mb * x159 + x149 * x159 + x150))) + moe_share * x40 * (lora_down * x162 + x162 * x56) + x49 * (lora_down * x164 + x164 * x56)
+    del x119, x120, x149, x150, x152, x153, x154, x155, x156, x157, x158, x159, x160, x162, x164, x40
+    x165 = -stage_params
+    x166 = -stage_embedding_params - x165
+    dequant_mb = dequantize_base * x166 * x94 * (base_weight_bytes_per_param + bytes_per_element) * (full_recompute + 2)
+    x167 = moe_share * t_moe
+    x168 = t_mlp * x49
+    x169 = t_proj + t_qkv
+    x170 = x167 + x168 + x169
+    x171 = t_core + t_elem + t_scores
+    x172 = x170 + x171
+    t_layer_fwd = t_adapter + x172
+    x173 = 3 * t_logits
+    x174 = reference_model * (stage_layers * x172 + t_logits)
     del x172
-    ep_comm_mb = comm_sm_fraction * x174 / (1 - comm_sm_fraction) + x173 - x174
-    del x173, x174
-    x175 = 1 - dualpipe
-    x176 = pp - 1
-    x177 = microbatches * vp
-    x178 = 1 - pp_intra
-    x179 = tokens_mb * x97
-    del x97
-    pp_comm_s = x175 * (2 * pp + 2 * x177 - 2) * (1.0 * bytes_per_element * x179 / (pp_intra * x155 + x156 * x178) + inter_latency_s * x178 + intra_latency_s * pp_intra) * numpy.minimum(1, x176)
-    del x155, x156, x178
-    x180 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x181 = x180 - 1
-    x182 = intra_latency_s * x181
-    x183 = x180 ** (-1.0)
-    del x180
-    x184 = shard_ranks * x183 - 1
-    x185 = inter_latency_s * x184
-    x186 = bytes_per_element * stage_params
-    x187 = x147 * x181 * x183
-    del x181, x183
-    x188 = shard_ranks ** (-1.0)
-    x189 = x151 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x151
-    x190 = x184 * x188 * x189
-    del x184
-    x191 = numpy.minimum(1, grad_shards - 1)
-    x192 = 2 * grad_comm_bytes_per_param * stage_params
-    x193 = 1 / 2 * microbatches * x191 * (2 * x182 + 2 * x185 + x187 * x192 + x190 * x192) + 2 * microbatches * zero3 * (x182 + x185 + x186 * x187 + x186 * x190)
-    del x182, x185, x186, x187, x190
-    x194 = 2 * stage_layers
-    x195 = numpy.minimum(dp, dp_intra_ranks)
-    x196 = x195 - 1
-    x197 = x195 ** (-1.0)
-    del x195
-    x198 = dp * x197 - 1
-    x199 = x147 * x192
-    del x147
-    x200 = x189 * x192
-    del x189, x192
-    x201 = replica_intra_ranks - 1
-    x202 = x188 / replica_intra_ranks
-    del x188
-    x203 = numpy.maximum(1, dp * x202)
-    x204 = x203 - 1
-    x205 = x191 * (x143 * x201 + x146 * x204 + x199 * x201 * x202 + x200 * x202 * x204 / x203) + (1 - x191) * (x143 * x196 + x146 * x198 + x196 * x197 * x199 + x198 * x2 * x200)
-    del x143, x146, x191, x196, x197, x198, x199, x2, x200, x201, x202, x203, x204
-    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x193) - dp_overlap * numpy.minimum(x205, t_layer_fwd * x194) + x193 + x205
-    del t_layer_fwd, x193, x205
-    x206 = compute_mb + tp_comm_mb
-    x207 = full_recompute + 3
-    x208 = expert_overhead_s * x119 + moe_layer_overhead_s
-    del x119
-    x209 = host_launch_factor * x207
-    x210 = stage_layers * x209
-    x211 = dispatch_host_sync * x108
-    x212 = moe_share * x208
-    x213 = x210 * x212
-    x214 = (x206 ** host_overlap_exponent + (layer_overhead_s * x210 + x213 * (1 - x211)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x210
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x108 * x207 * x208 - x206 + x214)
-    del x108, x206, x207, x208
+    x175 = selective * t_core
+    x176 = 3 * t_core
+    del t_core
+    x177 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x176
+    del t_elem, t_proj, t_qkv, t_scores
+    x178 = x105 * x50
+    x179 = numpy.minimum(numpy.minimum(tokens_mb, x116), 2.0 * hidden)
+    x180 = t_mlp * x7
+    del t_mlp, x7
+    x181 = t_moe * x4
+    del t_moe, x4
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x170 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x167 + 3 * x168 + x177 + x89 * (moe_share * recompute_moe_act * t_moe_act + x175)) + x173 + x174 + x42 * (full_recompute * (x169 + x171 + x180 + x181) + x173 + x175 * x89 + x177 + 3 * x180 + 3 * x181 + 3 * numpy.maximum(x95 * (2.0 * x105 + x178 + x50 * x6), x108 * x82 * x99 * (gemm_half_efficiency_dim + x179) / x179))
+    del dequant_mb, t_adapter, t_moe_act, x167, x168, x169, x171, x175, x177, x179, x180, x181, x6, x82, x95, x99
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x174
+    del x174
+    weight_grad_mb = x64 * (stage_layers * x170 + t_logits)
+    del t_logits, x170
+    compute_s = compute_mb * microbatches
+    x182 = 2 * full_recompute + 4
+    x183 = stage_layers + x42
+    x184 = tp_intra_ranks - 1
+    x185 = 2 * intra_latency_s
+    x186 = tp_intra_ranks ** (-1.0)
+    x187 = tp * x186 - 1
+    x188 = 2 * inter_latency_s
+    x189 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x190 = bytes_per_element * x189
+    x191 = bytes_per_element * x108
+    del x108
+    x192 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x193 = x192 / scale_out_bus_efficiency
+    x194 = collective_overhead_s * numpy.minimum(1, x142) + tokens_mb * x184 * x186 * x190 * x24 + x184 * x185 + x187 * x188 + x187 * x191 * x193 * x24
+    del x142, x184, x186, x187
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x182 * x183 * x194) + x182 * x183 * x194
+    del x182, x194
+    x195 = 3 * cp - 3
+    x196 = 1 - cp_intra
+    x197 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x198 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x199 = cp_intra * intra_latency_s + inter_latency_s * x196 + kv_heads * x18 * x191 / (cp_intra * x197 + x196 * x198)
+    del x191, x196
+    cp_comm_mb = -cp_overlap * numpy.minimum(x176 * x183, x183 * x195 * x199 * x30) + x183 * x195 * x199 * x30
+    del x176, x195, x199, x30
+    x200 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x201 = x200 ** (-1.0)
+    x202 = ep * x201 - 1
+    x203 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    del x45
+    x204 = 1 - x203
+    x205 = 4 * etp - 4
+    x206 = 1 - hierarchical_dispatch
+    x207 = x133 + x134
+    del x133, x134
+    x208 = x207 / a2a_efficiency_factor
+    x209 = x126 * x208 * (hierarchical_dispatch * (-x200 * x44 + 1) + x202 * x206 * x44)
+    del x126, x44
+    x210 = 1 - x201
+    del x201
+    x211 = x105 * x193 * x208 * x210 * (experts_per_token * x206 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x200 * (1 - x210 ** experts_per_token)))
+    del x105, x206, x208, x210
+    x212 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x213 = moe_share * x183
+    del x183
+    x214 = x213 * (4 * inter_latency_s * (x200 - 1) + 4 * intra_latency_s * x202 + sequence_parallel * (bytes_per_element * experts_per_token * x178 * x205 / (x197 * x203 + x198 * x204) + x205 * (inter_latency_s * x204 + intra_latency_s * x203)) + 2 * numpy.maximum(bytes_per_element * x211, x190 * x209) + 2 * numpy.maximum(x211 * x212, x189 * x209 * x212))
+    del x178, x190, x200, x202, x203, x204, x205, x209, x211, x212
+    x215 = ep_overlap * numpy.minimum(x214, 3 * t_layer_fwd * x213)
+    del x213
+    ep_comm_mb = comm_sm_fraction * x215 / (1 - comm_sm_fraction) + x214 - x215
+    del x214, x215
+    x216 = 1 - dualpipe
+    x217 = pp - 1
+    x218 = microbatches * vp
+    x219 = 1 - pp_intra
+    x220 = bytes_per_element * tokens_mb
+    pp_comm_s = x216 * (2 * pp + 2 * x218 - 2) * (inter_latency_s * x219 + intra_latency_s * pp_intra + 1.0 * x116 * x220 / (pp_intra * x197 + x198 * x219)) * numpy.minimum(1, x217)
+    del x197, x198, x219
+    x221 = numpy.minimum(1, grad_shards - 1)
+    x222 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x223 = x222 - 1
+    x224 = intra_latency_s * x223
+    x225 = x222 ** (-1.0)
+    del x222
+    x226 = shard_ranks * x225 - 1
+    x227 = inter_latency_s * x226
+    x228 = x189 * x223 * x225
+    del x223, x225
+    x229 = 2 * grad_comm_bytes_per_param * (stage_trainable_expert_params + stage_trainable_params)
+    x230 = shard_ranks ** (-1.0)
+    x231 = x193 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x193
+    x232 = x226 * x230 * x231
+    del x226
+    x233 = base_weight_bytes_per_param * x166 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x166
+    x234 = bytes_per_element * (stage_adapter_params + stage_params * x64) + frozen_base * x233
+    del stage_adapter_params, stage_params, x64
+    x235 = 1 / 2 * microbatches * x221 * (2 * x224 + 2 * x227 + x228 * x229 + x229 * x232) + 2 * microbatches * zero3 * (x224 + x227 + x228 * x234 + x232 * x234)
+    del x224, x227, x228, x232, x234
+    x236 = 2 * stage_layers
+    x237 = numpy.minimum(dp, dp_intra_ranks)
+    x238 = x237 - 1
+    x239 = x237 ** (-1.0)
+    del x237
+    x240 = dp * x239 - 1
+    x241 = x189 * x229
+    del x189
+    x242 = x229 * x231
+    del x229, x231
+    x243 = replica_intra_ranks - 1
+    x244 = x230 / replica_intra_ranks
+    del x230
+    x245 = numpy.maximum(1, dp * x244)
+    x246 = x245 - 1
+    x247 = x221 * (x185 * x243 + x188 * x246 + x241 * x243 * x244 + x242 * x244 * x246 / x245) + (1 - x221) * (x185 * x238 + x188 * x240 + x2 * x240 * x242 + x238 * x239 * x241)
+    del x185, x188, x2, x221, x238, x239, x240, x241, x242, x243, x244, x245, x246
+    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x235) - dp_overlap * numpy.minimum(x247, t_layer_fwd * x236) + x235 + x247
+    del t_layer_fwd, x235, x247
+    x248 = compute_mb + tp_comm_mb
+    x249 = full_recompute + 3
+    x250 = expert_overhead_s * x65 + moe_layer_overhead_s
+    del x65
+    x251 = host_launch_factor * x249
+    x252 = stage_layers * x251
+    x253 = dispatch_host_sync * x131
+    x254 = moe_share * x250
+    x255 = x252 * x254
+    x256 = (x248 ** host_overlap_exponent + (layer_overhead_s * x252 + x255 * (1 - x253)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x252
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x131 * x249 * x250 - x248 + x256)
+    del x131, x248, x249, x250
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x215 = cp_comm_mb + ep_comm_mb + x211 * x213 + x214
-    del x213
-    x216 = microbatches ** (-1.0)
-    x217 = vp ** (-1.0)
-    x218 = x215 / compute_mb
-    x219 = dualpipe * x216 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x218 - 3 * weight_grad_mb * x218 + x194 * x209 * x211 * x212 + 2 * x214) / x215 + x175 * x176 * x216 * x217
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x194, x209, x211, x212, x214, x216, x218
-    bubble_s = microbatches * x215 * x219
-    del x215
-    x220 = stage_expert_params / expert_optimizer_shards
-    x221 = -stage_expert_params + stage_params
-    del stage_params
-    x222 = x221 / optimizer_shards
-    optimizer_s = x74 * (x220 + x222) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x74
-    x223 = microbatches * stage_extra_layers * (compute_mb - x132) * (x219 + 1) / stage_layers
-    del compute_mb, x132, x219
-    x224 = dp_comm_s + pp_comm_s
-    x225 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x224
-    x226 = gpus + 0.474798
-    x227 = gpus ** (-1.0)
-    x228 = x226 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x225 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x225 * numpy.maximum(0, -x109 * erfinv(1.71458910109456 * x227 * x228 * (0.0686881539789491 * x228 + 0.112063) - 1 + 1.16023 / x226)) + x223 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x223 + x225)
-    del x223, x226, x228
-    step_time_s = straggler_s + x225
-    del x225
-    x229 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * x229
-    x230 = tokens_per_s * x227
-    x231 = model_flops_per_token * x230
-    tflops_per_gpu = 1e-12 * x231
-    mfu = x231 * x77
-    del x231
-    hfu = hardware_flops_per_token * x230 * x77
-    del hardware_flops_per_token, x230, x77
-    weights_bytes = weight_bytes_per_param * x221 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
-    grads_bytes = grad_bytes_per_param * x221 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
-    del stage_expert_params, x221
-    optimizer_state_bytes = optimizer_bytes_per_param * x220 + optimizer_bytes_per_param * x222
-    del x220, x222
-    x232 = tokens_mb * x39
-    x233 = 4 * x179 * (vocab * x71 + 1)
-    del x179, x71
-    x234 = 2 * tokens_mb
-    x235 = hidden * tokens_mb
-    x236 = x165 * x235
-    del x165
-    x237 = 4 * x236
-    x238 = heads + kv_heads
-    x239 = kv_heads / heads
-    x240 = tokens_mb * x22
-    x241 = 2 * mlp_matrices
-    x242 = tokens_mb * x241
-    x243 = micro_batch * x93 * (dropout_masks + 4) / cp ** 2
-    del x93
-    x244 = shared_experts * tokens_mb * x105
-    del x105
-    x245 = tokens_mb * x166
-    del tokens_mb, x166
-    x246 = linear_input_bytes + x241 - 2
-    del x241
-    x247 = -moe_share * (x244 + x245 * x45) * (linear_input_bytes * recompute_moe_act + x125 * (2 - x126)) + moe_share * (-x100 * x242 + x244 * x246 + x245 * (etp * hidden * linear_input_bytes + x246 * x45)) - recompute_mla_up_proj * x11 * x232 * x51 * (2 * head_dim + v_head_dim) - recompute_norms * x237 + x234 * x39 * (x16 * x238 - x22 * (x239 + 1)) + x234 * (q_lora_rank + x15) + x236 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x84 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x234 * x238 + x243)) + x39 * (ffn * x242 + x235 * (4 * x239 + 2) + x240 + x243) - (1 - 1 / 2 * linear_input_bytes) * (x100 * x234 * x48 + x237 * (1 - recompute_norms))
-    del moe_share, x0, x100, x11, x125, x126, x15, x16, x22, x23, x234, x235, x236, x237, x238, x239, x242, x243, x244, x245, x246, x27, x39, x45, x48, x51, x84
-    x248 = full_recompute * x121 * x240 + x247 * x68
-    del x121, x240, x68
-    activation_bytes = bytes_per_element * linear_value_heads * x232 * x85 * numpy.minimum(1, linear_attention_layers) + full_recompute * x247 + stage_layers * x217 * x248 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x175 * numpy.minimum(x177, pp * vp + x176 * numpy.minimum(1, vp - 1))) + x233 + x41 * (x233 + x248)
-    del microbatches, x175, x176, x177, x217, x232, x233, x247, x248, x41, x85
+    x257 = cp_comm_mb + ep_comm_mb + x253 * x255 + x256
+    del x255
+    x258 = microbatches ** (-1.0)
+    x259 = vp ** (-1.0)
+    x260 = x257 / compute_mb
+    x261 = dualpipe * x258 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x260 - 3 * weight_grad_mb * x260 + x236 * x251 * x253 * x254 + 2 * x256) / x257 + x216 * x217 * x258 * x259
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x236, x251, x253, x254, x256, x258, x260
+    bubble_s = microbatches * x257 * x261
+    del x257
+    x262 = stage_trainable_expert_params / expert_optimizer_shards
+    x263 = stage_trainable_params / optimizer_shards
+    optimizer_s = x94 * (x262 + x263) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x94
+    x264 = microbatches * stage_extra_layers * (compute_mb - x173) * (x261 + 1) / stage_layers
+    del compute_mb, x173, x261
+    x265 = dp_comm_s + pp_comm_s
+    x266 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x265
+    x267 = gpus + 0.474798
+    x268 = gpus ** (-1.0)
+    x269 = x267 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x266 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x266 * numpy.maximum(0, -x132 * erfinv(1.71458910109456 * x268 * x269 * (0.0686881539789491 * x269 + 0.112063) - 1 + 1.16023 / x267)) + x264 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x264 + x266)
+    del x264, x267, x269
+    step_time_s = straggler_s + x266
+    del x266
+    x270 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x270
+    x271 = tokens_per_s * x268
+    x272 = model_flops_per_token * x271
+    tflops_per_gpu = 1e-12 * x272
+    mfu = x272 * x97
+    del x272
+    hfu = hardware_flops_per_token * x271 * x97
+    del hardware_flops_per_token, x271, x97
+    x273 = expert_weight_shards ** (-1.0)
+    x274 = weight_shards ** (-1.0)
+    x275 = base_weight_bytes_per_param * stage_expert_params
+    weights_bytes = frozen_base * (x273 * x275 + x274 * (x233 - x275)) + reference_model * (bytes_per_element * stage_expert_params * x273 + bytes_per_element * x274 * (-stage_expert_params - x165)) + stage_trainable_expert_params * weight_bytes_per_param * x273 + stage_trainable_params * weight_bytes_per_param * x274
+    del stage_expert_params, x165, x233, x273, x274, x275
+    grads_bytes = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    del stage_trainable_expert_params, stage_trainable_params
+    optimizer_state_bytes = optimizer_bytes_per_param * x262 + optimizer_bytes_per_param * x263
+    del x262, x263
+    x276 = 4 * tokens_mb * x116 * (vocab * x91 + 1)
+    del x116, x91
+    x277 = 2 * tokens_mb
+    x278 = hidden * tokens_mb
+    x279 = x207 * x278
+    x280 = 4 * x279
+    x281 = heads + kv_heads
+    x282 = kv_heads / heads
+    x283 = x122 * x49
+    del x49
+    x284 = 1 - recompute_norms
+    x285 = tokens_mb * x24
+    x286 = 2 * mlp_matrices
+    x287 = tokens_mb * x286
+    x288 = micro_batch * x115 * (dropout_masks + 4) / cp ** 2
+    del x115
+    x289 = shared_experts * tokens_mb * x128
+    del x128
+    x290 = tokens_mb * x207
+    del x207
+    x291 = experts_per_token * x290
+    x292 = linear_input_bytes + x286 - 2
+    del x286
+    x293 = hidden * linear_input_bytes
+    x294 = x284 * x290 * x293
+    del x290
+    x295 = -frozen_base * (linear_input_bytes * tokens_mb * x283 * (1 - lora_down) + x294 * (1 - numpy.maximum(lora_up, x55)) + x294 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v))) + lora_rank * x220 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x289 + x291 * x46) * (linear_input_bytes * recompute_moe_act + x147 * (2 - x148)) + moe_share * (-x122 * x287 + x289 * x292 + x291 * (etp * x293 + x292 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x50 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x280 + x277 * x50 * (x18 * x281 - x24 * (x282 + 1)) + x277 * (q_lora_rank + x17) + x279 * (2 * dropout_masks + 8) + x29 * (2 * micro_batch * seq_len * x0 * x50 * (linear_key_heads * x106 + 68.0 * linear_value_heads + 5 * x25) - x50 * (x18 * x277 * x281 + x288)) + x50 * (ffn * x287 + x278 * (4 * x282 + 2) + x285 + x288) - (1 - 1 / 2 * linear_input_bytes) * (x277 * x283 + x280 * x284)
+    del moe_share, tokens_mb, x0, x106, x11, x122, x147, x148, x17, x18, x24, x25, x277, x278, x279, x280, x281, x282, x283, x284, x287, x288, x289, x29, x291, x292, x293, x294, x46, x55, x56, x68
+    x296 = full_recompute * x143 * x285 + x295 * x89
+    del x143, x285, x89
+    activation_bytes = full_recompute * x295 + linear_value_heads * x107 * x220 * x50 * numpy.minimum(1, linear_attention_layers) + stage_layers * x259 * x296 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x216 * numpy.minimum(x218, pp * vp + x217 * numpy.minimum(1, vp - 1))) + x276 + x42 * (x276 + x296)
+    del microbatches, x107, x216, x217, x218, x220, x259, x276, x295, x296, x42, x50
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x249 = nodes / (rack_mtbf_s * rack_nodes)
-    x250 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x251 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x252 = x249 + x250 + x251
-    system_mtbf_s = x252 ** (-1.0)
-    x253 = node_repair_s * x249
-    x254 = numpy.exp(-x253)
-    x255 = node_repair_s * x250
-    x256 = -spare_nodes
-    x257 = rack_nodes + x256
-    x258 = x253 * x254
-    del x253
-    x259 = 2 * rack_nodes + x256
-    x260 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x254 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x261 = 3 * rack_nodes + x256
-    x262 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x254 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x263 = 4 * rack_nodes + x256
-    x264 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x254 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x265 = 5 * rack_nodes + x256
-    x266 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x254 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x267 = 6 * rack_nodes + x256
-    x268 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x254 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x269 = 7 * rack_nodes + x256
-    x270 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x254 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x271 = 8 * rack_nodes + x256
-    x272 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x254 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x273 = 9 * rack_nodes + x256
-    x274 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x254 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x275 = 10 * rack_nodes + x256
-    x276 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x254 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x277 = 11 * rack_nodes + x256
-    x278 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x254 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x249 * (x254 * poisson_cdf(-x257, x255) + x258 * poisson_cdf(-x259, x255) + x260 * poisson_cdf(-x261, x255) + x262 * poisson_cdf(-x263, x255) + x264 * poisson_cdf(-x265, x255) + x266 * poisson_cdf(-x267, x255) + x268 * poisson_cdf(-x269, x255) + x270 * poisson_cdf(-x271, x255) + x272 * poisson_cdf(-x273, x255) + x274 * poisson_cdf(-x275, x255) + x276 * poisson_cdf(-x277, x255) + x278 * poisson_cdf(-12 * rack_nodes - x256, x255)) + x250 * (x254 * poisson_cdf(spare_nodes - 1, x255) + x258 * poisson_cdf(-x257 - 1, x255) + x260 * poisson_cdf(-x259 - 1, x255) + x262 * poisson_cdf(-x261 - 1, x255) + x264 * poisson_cdf(-x263 - 1, x255) + x266 * poisson_cdf(-x265 - 1, x255) + x268 * poisson_cdf(-x267 - 1, x255) + x270 * poisson_cdf(-x269 - 1, x255) + x272 * poisson_cdf(-x271 - 1, x255) + x274 * poisson_cdf(-x273 - 1, x255) + x276 * poisson_cdf(-x275 - 1, x255) + x278 * poisson_cdf(-x277 - 1, x255)) + x251)
-    del x249, x250, x251, x254, x255, x256, x257, x258, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278
-    x279 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x280 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x252 * (x279 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x252 * (-manual_restart_s + x279 - x280))) + x279 - x280
-    del x252, x279, x280
-    checkpoint_bytes = checkpoint_bytes_per_param * params
-    x281 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x282 = checkpoint_bytes * x227
-    x283 = x281 * x282
-    x284 = ckpt_async * x283
-    x285 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x286 = ckpt_sync * x285
-    x287 = x150 * x282
-    del x150, x282
-    x288 = ckpt_in_memory * (x283 + x287)
-    del x283
-    x289 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x290 = grad_bytes_per_param * params * x227
-    del x227
-    x291 = optimizer_s - step_time_s
-    x292 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x281 * x290 / (1 - (1 - numpy.minimum(1, x289)) ** gockpt_steps) + x291)
-    del x281
-    checkpoint_stall_s = x284 + x286 + x288 + x292
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x284 + 2 * x286 + 2 * x288 + 2 * x292))
-    x293 = ckpt_async * x285
-    x294 = system_mtbf_s ** (-1.0)
-    x295 = checkpoint_stall_s * x294
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x290 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x291))) / numpy.log(1 - numpy.minimum(0.999999999999, x289))))) - 1) + 1
-    del x289, x290, x291
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x285) + x293)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x284 + 1 / 2 * x286 + 1 / 2 * x288 + 1 / 2 * x292), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x295) + 1 / 18 * x295 + 1), system_mtbf_s)))
-    del x109, x284, x286, x288, x292
-    commit_latency_s = ckpt_gockpt * (step_time_s + x285) + x293
-    del x285, x293
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x287 + failure_restart_s
-    del failure_restart_s, x287
-    steps = tokens * x58 / global_batch
-    del x58
+    x297 = nodes / (rack_mtbf_s * rack_nodes)
+    x298 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x299 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x300 = x297 + x298 + x299
+    system_mtbf_s = x300 ** (-1.0)
+    x301 = node_repair_s * x297
+    x302 = numpy.exp(-x301)
+    x303 = node_repair_s * x298
+    x304 = -spare_nodes
+    x305 = rack_nodes + x304
+    x306 = x301 * x302
+    del x301
+    x307 = 2 * rack_nodes + x304
+    x308 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x302 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x309 = 3 * rack_nodes + x304
+    x310 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x302 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x311 = 4 * rack_nodes + x304
+    x312 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x302 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x313 = 5 * rack_nodes + x304
+    x314 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x302 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x315 = 6 * rack_nodes + x304
+    x316 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x302 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x317 = 7 * rack_nodes + x304
+    x318 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x302 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x319 = 8 * rack_nodes + x304
+    x320 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x302 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x321 = 9 * rack_nodes + x304
+    x322 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x302 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x323 = 10 * rack_nodes + x304
+    x324 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x302 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x325 = 11 * rack_nodes + x304
+    x326 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x302 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x297 * (x302 * poisson_cdf(-x305, x303) + x306 * poisson_cdf(-x307, x303) + x308 * poisson_cdf(-x309, x303) + x310 * poisson_cdf(-x311, x303) + x312 * poisson_cdf(-x313, x303) + x314 * poisson_cdf(-x315, x303) + x316 * poisson_cdf(-x317, x303) + x318 * poisson_cdf(-x319, x303) + x320 * poisson_cdf(-x321, x303) + x322 * poisson_cdf(-x323, x303) + x324 * poisson_cdf(-x325, x303) + x326 * poisson_cdf(-12 * rack_nodes - x304, x303)) + x298 * (x302 * poisson_cdf(spare_nodes - 1, x303) + x306 * poisson_cdf(-x305 - 1, x303) + x308 * poisson_cdf(-x307 - 1, x303) + x310 * poisson_cdf(-x309 - 1, x303) + x312 * poisson_cdf(-x311 - 1, x303) + x314 * poisson_cdf(-x313 - 1, x303) + x316 * poisson_cdf(-x315 - 1, x303) + x318 * poisson_cdf(-x317 - 1, x303) + x320 * poisson_cdf(-x319 - 1, x303) + x322 * poisson_cdf(-x321 - 1, x303) + x324 * poisson_cdf(-x323 - 1, x303) + x326 * poisson_cdf(-x325 - 1, x303)) + x299)
+    del x297, x298, x299, x302, x303, x304, x305, x306, x307, x308, x309, x310, x311, x312, x313, x314, x315, x316, x317, x318, x319, x320, x321, x322, x323, x324, x325, x326
+    x327 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x328 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x300 * (x327 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x300 * (-manual_restart_s + x327 - x328))) + x327 - x328
+    del x300, x327, x328
+    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
+    x329 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x330 = checkpoint_bytes * x268
+    x331 = x329 * x330
+    x332 = ckpt_async * x331
+    x333 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x334 = ckpt_sync * x333
+    x335 = x192 * x330
+    del x192, x330
+    x336 = ckpt_in_memory * (x331 + x335)
+    del x331
+    x337 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x338 = grad_bytes_per_param * trainable_params * x268
+    del x268
+    x339 = optimizer_s - step_time_s
+    x340 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x329 * x338 / (1 - (1 - numpy.minimum(1, x337)) ** gockpt_steps) + x339)
+    del x329
+    checkpoint_stall_s = x332 + x334 + x336 + x340
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x332 + 2 * x334 + 2 * x336 + 2 * x340))
+    x341 = ckpt_async * x333
+    x342 = system_mtbf_s ** (-1.0)
+    x343 = checkpoint_stall_s * x342
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x338 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x339))) / numpy.log(1 - numpy.minimum(0.999999999999, x337))))) - 1) + 1
+    del x337, x338, x339
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x333) + x341)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x332 + 1 / 2 * x334 + 1 / 2 * x336 + 1 / 2 * x340), -checkpoint_stall_s + young_interval_s * (1 / 6 * x132 * numpy.sqrt(x343) + 1 / 18 * x343 + 1), system_mtbf_s)))
+    del x132, x332, x334, x336, x340
+    commit_latency_s = ckpt_gockpt * (step_time_s + x333) + x341
+    del x333, x341
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x335 + failure_restart_s
+    del failure_restart_s, x335
+    steps = tokens * x76 / (global_batch * token_efficiency)
+    del x76
     solve_time_s = step_time_s * steps
-    x296 = numpy.exp(commit_latency_s * x294)
-    x297 = numpy.exp(x294 * (checkpoint_interval_s + checkpoint_stall_s))
-    x298 = solve_time_s * x296 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x296 + x298 * (x297 - 1) - 1) * numpy.exp(restart_s * x294)
-    del x296
-    failure_stepping_s = system_mtbf_s * x298 * (x297 - numpy.exp(x295))
-    del x295, x297, x298
+    x344 = numpy.exp(commit_latency_s * x342)
+    x345 = numpy.exp(x342 * (checkpoint_interval_s + checkpoint_stall_s))
+    x346 = solve_time_s * x344 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x344 + x346 * (x345 - 1) - 1) * numpy.exp(restart_s * x342)
+    del x344
+    failure_stepping_s = system_mtbf_s * x346 * (x345 - numpy.exp(x343))
+    del x343, x345, x346
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x299 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x299)
-    x300 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x300 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x300
-    del x300
-    expected_failures = failure_wall_s * x294
-    del x294
+    x347 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x347)
+    x348 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x348 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x348
+    del x348
+    expected_failures = failure_wall_s * x342
+    del x342
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x299
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x347
     del failure_stepping_s
-    x301 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x229 * (cp_comm_s + ep_comm_s + tp_comm_s + x224) + compute_power_fraction * compute_s * x229)
-    del x224, x229
-    x302 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x301)
+    x349 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x270 * (cp_comm_s + ep_comm_s + tp_comm_s + x265) + compute_power_fraction * compute_s * x270)
+    del x265, x270
+    x350 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x349)
     del stepping_s
-    energy_gpu_j = gpus * x302
-    x303 = network_power_per_node_w + node_overhead_power_w
-    x304 = nodes * x303
+    energy_gpu_j = gpus * x350
+    x351 = network_power_per_node_w + node_overhead_power_w
+    x352 = nodes * x351
     del nodes
-    x305 = spare_nodes * (gpus_per_node * idle_power_w + x303) + x304
-    del x303
-    energy_it_j = energy_gpu_j + wall_time_s * x305
+    x353 = spare_nodes * (gpus_per_node * idle_power_w + x351) + x352
+    del x351
+    energy_it_j = energy_gpu_j + wall_time_s * x353
     energy_facility_j = energy_it_j * pue
-    x306 = eval_time_s + rollbacks * x299
-    del x299
-    x307 = pue * (gpu_step_power_w * gpus + x304)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x304) * (-failure_wall_s - x301 - x306) - solve_time_s * x307 - x306 * x307
-    del failure_wall_s, x301, x304, x306, x307
-    x308 = wall_time_s ** (-1.0)
-    gpu_power_w = x302 * x308
-    del x302
-    avg_power_w = energy_facility_j * x308
-    del x308
-    peak_power_w = pue * (gpus * max_power_w + x305)
-    del x305
-    x309 = gpus + gpus_per_node * spare_nodes
-    x310 = wall_time_s * x309
-    gpu_hours = 0.000277777777777778 * x310
+    x354 = eval_time_s + rollbacks * x347
+    del x347
+    x355 = pue * (gpu_step_power_w * gpus + x352)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x352) * (-failure_wall_s - x349 - x354) - solve_time_s * x355 - x354 * x355
+    del failure_wall_s, x349, x352, x354, x355
+    x356 = wall_time_s ** (-1.0)
+    gpu_power_w = x350 * x356
+    del x350
+    avg_power_w = energy_facility_j * x356
+    del x356
+    peak_power_w = pue * (gpus * max_power_w + x353)
+    del x353
+    x357 = gpus + gpus_per_node * spare_nodes
+    x358 = wall_time_s * x357
+    gpu_hours = 0.000277777777777778 * x358
     cost_cloud_usd = gpu_hours * price_usd_per_gpu_hour
-    x311 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x311 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x309)) / utilisation
-    del x309
+    x359 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x359 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x357)) / utilisation
+    del x357
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * x310 * x311
-    del x310, x311
+    co2e_embodied_kg = embodied_kg_per_gpu * x358 * x359
+    del x358, x359
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s
-    return [step_time_s, compute_s, launch_s, tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s, bubble_s, optimizer_s, straggler_s, weights_bytes, grads_bytes, optimizer_state_bytes, activation_bytes, memory_reserve_bytes, memory_per_gpu_bytes, params, active_params, tokens_per_s, model_flops_per_token, tflops_per_gpu, mfu, hfu, steps, system_mtbf_s, checkpoint_bytes, checkpoint_stall_s, young_interval_s, checkpoint_interval_s, checkpoint_steps, commit_latency_s, restart_s, solve_time_s, wall_time_s, eval_time_s, rollbacks, rollback_time_s, maintenance_time_s, expected_failures, waste_fraction, ettr, spare_nodes, swap_fraction, gpu_hours, energy_gpu_j, energy_it_j, energy_facility_j, energy_fault_tolerance_j, gpu_step_power_w, gpu_power_w, avg_power_w, peak_power_w, cost_cloud_usd, cost_tco_usd, cost_usd, co2e_operational_kg, co2e_embodied_kg, co2e_kg, cci_kg_per_flop, tcdp_kg_s]
+    return [step_time_s, compute_s, launch_s, tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s, bubble_s, optimizer_s, straggler_s, weights_bytes, grads_bytes, optimizer_state_bytes, activation_bytes, memory_reserve_bytes, memory_per_gpu_bytes, params, active_params, trainable_params, tokens_per_s, model_flops_per_token, tflops_per_gpu, mfu, hfu, steps, system_mtbf_s, checkpoint_bytes, checkpoint_stall_s, young_interval_s, checkpoint_interval_s, checkpoint_steps, commit_latency_s, restart_s, solve_time_s, wall_time_s, eval_time_s, rollbacks, rollback_time_s, maintenance_time_s, expected_failures, waste_fraction, ettr, spare_nodes, swap_fraction, gpu_hours, energy_gpu_j, energy_it_j, energy_facility_j, energy_fault_tolerance_j, gpu_step_power_w, gpu_power_w, avg_power_w, peak_power_w, cost_cloud_usd, cost_tco_usd, cost_usd, co2e_operational_kg, co2e_embodied_kg, co2e_kg, cci_kg_per_flop, tcdp_kg_s]

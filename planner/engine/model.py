@@ -33,6 +33,7 @@ from formulas import (
     compute,
     cost,
     energy,
+    finetune,
     memory,
     moe,
     overhead,
@@ -151,9 +152,54 @@ def parameters(x: dict, r: dict) -> dict:
     # DualPipe (the stack's schedule) puts two stages on every rank, stage i and stage
     # p - 1 - i: two copies of the parameters (DeepSeek-V3 arXiv:2412.19437 Table 2)
     copies = 1 + x["dualpipe"]
-    return {**param_counts(x), "stage_params": copies * stage,
-            "stage_expert_params": copies * x["stage_layers"] * share * routed
-            / (x["ep"] * x["etp"])}
+    counts = param_counts(x)
+    stage_experts = copies * x["stage_layers"] * share * routed / (x["ep"] * x["etp"])
+    # LoRA adapters beside the targeted matrices (routed experts' split as the experts');
+    # a frozen base trains the adapters only
+    experts_rank = x["shared_experts"] + x["experts"] * x["tp"] / (x["ep"] * x["etp"])
+    stage_adapters = copies * x["stage_layers"] * (
+        _lora_attention_params(x) + (1 - share) * _lora_mlp_params(x, x["ffn"])
+        + share * experts_rank * _lora_mlp_params(x, x["moe_ffn"])) / x["tp"]
+    adapters = _lora_params(x, x["experts"] + x["shared_experts"])
+    frozen = x["frozen_base"]
+    return {**counts, "stage_params": copies * stage, "stage_expert_params": stage_experts,
+            "adapter_params": adapters,
+            "trainable_params": (1 - frozen) * counts["params"] + adapters,
+            "stage_adapter_params": stage_adapters,
+            # what the optimizer updates: the dense part (with the adapters) and the routed
+            # experts (sharded over the expert-data-parallel group)
+            "stage_trainable_params": (1 - frozen) * (copies * stage - stage_experts)
+            + stage_adapters,
+            "stage_trainable_expert_params": (1 - frozen) * stage_experts,
+            "stage_embedding_params": copies * compute.embedding_params(x["vocab"], h, 1)
+            / x["tp"]}
+
+
+def _lora_attention_params(x: dict):
+    """LoRA adapter weights beside one layer's attention projections (the targeted ones)."""
+    h, r = x["hidden"], x["lora_rank"]
+    q_width, o_width = x["heads"] * x["head_dim"], x["heads"] * x["v_head_dim"]
+    return (x["lora_q"] * finetune.lora_adapter_params(r, h, q_width)
+            + x["lora_k"] * finetune.lora_adapter_params(r, h, x["kv_heads"] * x["head_dim"])
+            + x["lora_v"] * finetune.lora_adapter_params(r, h, x["kv_heads"] * x["v_head_dim"])
+            + x["lora_o"] * finetune.lora_adapter_params(r, o_width, h))
+
+
+def _lora_mlp_params(x: dict, ffn):
+    """LoRA adapter weights beside one MLP (or one expert) of width ``ffn``."""
+    h, r = x["hidden"], x["lora_rank"]
+    return ((x["lora_gate"] * (x["mlp_matrices"] - 2) + x["lora_up"])
+            * finetune.lora_adapter_params(r, h, ffn)
+            + x["lora_down"] * finetune.lora_adapter_params(r, ffn, h))
+
+
+def _lora_params(x: dict, experts):
+    """LoRA adapter weights of the model, ``experts`` MLPs in each MoE layer (all of them,
+    or those a token uses)."""
+    moe_layers = x["moe_layers"]
+    return (x["layers"] * _lora_attention_params(x)
+            + (x["layers"] - moe_layers) * _lora_mlp_params(x, x["ffn"])
+            + moe_layers * experts * _lora_mlp_params(x, x["moe_ffn"]))
 
 
 def flops(x: dict, r: dict) -> dict:
@@ -183,12 +229,22 @@ def flops(x: dict, r: dict) -> dict:
     fwd = (layers * projections_fwd + linear * (linear_projections_fwd - projections_fwd)
            + core_all + (layers - x["moe_layers"]) * dense_fwd
            + x["moe_layers"] * moe_fwd + logits_fwd) + mtp_fwd
+    # LoRA: the adapters' GEMMs join the forward; the frozen GEMMs (all but the attention
+    # core's) run no weight-gradient GEMM in the backward
+    base_fwd = fwd
+    fwd = fwd + compute.matmul_forward_flops_per_token(
+        _lora_params(x, x["experts_per_token"] + x["shared_experts"]))
+    frozen_fwd = x["frozen_base"] * (base_fwd - core_all - mtp_fwd)
     # full recompute: every layer's forward again; selective: the attention core
     recomputed = (x["full_recompute"] * (fwd - logits_fwd) + (1 - x["full_recompute"])
                   * x["selective"] * core_all)
+    # DPO: a frozen reference model's forward over the same sequences
+    reference = x["reference_model"] * base_fwd
     return {
-        "model_flops_per_token": compute.training_flops_per_token(fwd),
-        "hardware_flops_per_token": compute.hardware_flops_per_token(fwd, recomputed),
+        "model_flops_per_token": finetune.frozen_training_flops_per_token(fwd, frozen_fwd)
+        + reference,
+        "hardware_flops_per_token": compute.hardware_flops_per_token(fwd, recomputed)
+        - frozen_fwd + reference,
     }
 
 
@@ -317,6 +373,46 @@ def mlp_times(x: dict, r: dict) -> dict:
     }
 
 
+def _adapter_gemms(x: dict, t, d_in, d_out):
+    """Forward time of one LoRA adapter on ``t`` tokens: x A (d_in -> r), then (x A) B."""
+    r = maximum(x["lora_rank"], 1)  # (rank 0 has no adapter: its flags are 0)
+    return _gemm(x, t, r, d_in, minimum(minimum(t, r), d_in)) \
+        + _gemm(x, t, d_out, r, minimum(minimum(t, d_out), r))
+
+
+def _adapter_mlp_time(x: dict, t, ffn):
+    """Forward time of the adapters beside one MLP of TP-split width ``ffn``."""
+    h = x["hidden"]
+    return (x["lora_gate"] * (x["mlp_matrices"] - 2) + x["lora_up"]) \
+        * _adapter_gemms(x, t, h, ffn) + x["lora_down"] * _adapter_gemms(x, t, ffn, h)
+
+
+def adapter_times(x: dict, r: dict) -> dict:
+    """LoRA adapters' forward time of one layer, and QLoRA's dequantisation per micro-batch.
+
+    Column-parallel matrices (q, k, v, gate, up) split their adapter's B over TP, row-
+    parallel ones (o, down) its A (as the base weights); an NF4 base is dequantised to
+    BF16 before each GEMM that reads it: forward, input-gradient backward and a full
+    recompute (formulas.finetune)."""
+    h, tp, t = x["hidden"], x["tp"], r["tokens_mb"]
+    heads, kv = x["heads"], x["kv_heads"]
+    attention = (x["lora_q"] * _adapter_gemms(x, t, h, heads * x["head_dim"] / tp)
+                 + x["lora_k"] * _adapter_gemms(x, t, h, kv * x["head_dim"] / tp)
+                 + x["lora_v"] * _adapter_gemms(x, t, h, kv * x["v_head_dim"] / tp)
+                 + x["lora_o"] * _adapter_gemms(x, t, heads * x["v_head_dim"] / tp, h))
+    share = r["moe_share"]
+    moe = (x["experts_per_token"] + x["shared_experts"]) * _adapter_mlp_time(
+        x, t, x["moe_ffn"] / tp)
+    base_params = r["stage_params"] - r["stage_embedding_params"]  # embeddings stay BF16
+    return {
+        "t_adapter": attention + (1 - share) * _adapter_mlp_time(x, t, x["ffn"] / tp)
+        + share * moe,
+        "dequant_mb": x["dequantize_base"] * (2 + x["full_recompute"]) * _memory_bound(
+            x, finetune.dequantization_bytes(base_params, x["base_weight_bytes_per_param"],
+                                             x["bytes_per_element"])),
+    }
+
+
 def _moe_act_input_bytes(x: dict):
     """Bytes per element of the stored expert activation-function input: the stack's (FP8:
     1, DeepSeek-V3 s3.3.3) under an FP8 recipe, else 2."""
@@ -326,19 +422,26 @@ def _moe_act_input_bytes(x: dict):
 def compute_time(x: dict, r: dict) -> dict:
     """Compute time of one micro-batch: forward, backward and recomputed forward."""
     share = r["moe_share"]
-    layer_fwd = (r["t_qkv"] + r["t_core"] + r["t_scores"] + r["t_proj"] + r["t_elem"]
-                 + (1 - share) * r["t_mlp"] + share * r["t_moe"])
+    base_fwd = (r["t_qkv"] + r["t_core"] + r["t_scores"] + r["t_proj"] + r["t_elem"]
+                + (1 - share) * r["t_mlp"] + share * r["t_moe"])
+    layer_fwd = base_fwd + r["t_adapter"]
     layer_recompute = x["full_recompute"] * layer_fwd \
         + (1 - x["full_recompute"]) * (x["selective"] * r["t_core"]
                                        + share * x["recompute_moe_act"] * r["t_moe_act"])
-    compute_mb = x["stage_layers"] * compute.training_pass_time(layer_fwd, layer_recompute) \
-        + compute.training_pass_time(r["t_logits"], 0) + _mtp_time(x, r)
-    # the forward part, and the weight-gradient GEMMs of the backward (as long as the
-    # forward's GEMMs): the chunks of DualPipe's bubble
+    # the forward's GEMMs: a frozen base skips their weight-gradient GEMMs in the backward
+    # (formulas.finetune); they are the backward's weight part, the chunks of DualPipe's
+    # bubble
     gemm_fwd = (r["t_qkv"] + r["t_proj"] + (1 - share) * r["t_mlp"] + share * r["t_moe"])
+    frozen = x["frozen_base"]
+    # DPO: a frozen reference model's forward over the micro-batch (no activations kept)
+    reference_mb = x["reference_model"] * (x["stage_layers"] * base_fwd + r["t_logits"])
+    compute_mb = x["stage_layers"] * finetune.frozen_training_pass_time(
+        layer_fwd, layer_recompute, frozen * gemm_fwd) \
+        + finetune.frozen_training_pass_time(r["t_logits"], 0, frozen * r["t_logits"]) \
+        + _mtp_time(x, r) + r["dequant_mb"] + reference_mb
     return {"t_layer_fwd": layer_fwd, "compute_mb": compute_mb,
-            "forward_mb": x["stage_layers"] * layer_fwd + r["t_logits"],
-            "weight_grad_mb": x["stage_layers"] * gemm_fwd + r["t_logits"],
+            "forward_mb": x["stage_layers"] * layer_fwd + r["t_logits"] + reference_mb,
+            "weight_grad_mb": (1 - frozen) * (x["stage_layers"] * gemm_fwd + r["t_logits"]),
             "compute_s": r["microbatches"] * compute_mb}
 
 
@@ -457,7 +560,9 @@ def iteration_communication(x: dict, r: dict) -> dict:
                                          x["gpus"] / x["pp"], x["pod_gpus"])
     links = (_scale_up(x), dp_out, x["intra_latency_s"], x["inter_latency_s"])
     levels = (intra, dp / intra, *links)
-    grad_bytes = x["grad_comm_bytes_per_param"] * r["stage_params"]
+    # (a frozen base: the adapters' gradients only)
+    grad_bytes = x["grad_comm_bytes_per_param"] * (r["stage_trainable_params"]
+                                                   + r["stage_trainable_expert_params"])
     reduce_s = communication.hierarchical_allreduce_time(grad_bytes, *levels)
     # ZeRO-2/3 collectives run within the shard group: all DP ranks, or under HSDP the DP
     # ranks of one scale-up domain, whose replicas all-reduce their shard once a step
@@ -466,7 +571,7 @@ def iteration_communication(x: dict, r: dict) -> dict:
     shard_levels = (shard_intra, shard / shard_intra, *links)
     # ZeRO-3/FSDP: parameter all-gathers in forward and backward of every micro-batch
     gather_s = x["zero3"] * communication.zero3_gather_time(
-        communication.hierarchical_allgather_time(x["bytes_per_element"] * r["stage_params"],
+        communication.hierarchical_allgather_time(_gathered_weight_bytes(x, r),
                                                   *shard_levels),
         r["microbatches"])
     # sharded gradients (ZeRO-2/3, FSDP): a reduce-scatter in every micro-batch's backward,
@@ -488,6 +593,23 @@ def iteration_communication(x: dict, r: dict) -> dict:
         + communication.exposed_comm_time(gather_s + scatter_s, r["compute_s"],
                                           x["dp_overlap"]),
     }
+
+
+def _frozen_base_bytes(x: dict, r: dict):
+    """Bytes of the fullest stage's frozen base weights on one rank, unsharded: the layers
+    at the base precision, the embeddings in BF16."""
+    emb = r["stage_embedding_params"]
+    return x["base_weight_bytes_per_param"] * (r["stage_params"] - emb) \
+        + x["bytes_per_element"] * emb
+
+
+def _gathered_weight_bytes(x: dict, r: dict):
+    """Weight bytes of the fullest stage a ZeRO-3/FSDP all-gather moves: the trained
+    weights at the activation precision, a frozen base at its own."""
+    frozen = x["frozen_base"]
+    return x["bytes_per_element"] * ((1 - frozen) * r["stage_params"]
+                                     + r["stage_adapter_params"]) \
+        + frozen * _frozen_base_bytes(x, r)
 
 
 def _bubble_fraction(x: dict, r: dict, per_mb):
@@ -523,8 +645,9 @@ def step_time(x: dict, r: dict) -> dict:
         - device_mb + sync * moe_host_mb
     per_mb = r["compute_mb"] + launch_mb + r["tp_comm_mb"] + r["cp_comm_mb"] + r["ep_comm_mb"]
     optimizer_s = _memory_bound(x, compute.optimizer_step_bytes(
-        (r["stage_params"] - r["stage_expert_params"]) / x["optimizer_shards"]
-        + r["stage_expert_params"] / x["expert_optimizer_shards"], x["weight_bytes_per_param"],
+        r["stage_trainable_params"] / x["optimizer_shards"]
+        + r["stage_trainable_expert_params"] / x["expert_optimizer_shards"],
+        x["weight_bytes_per_param"],
         x["grad_bytes_per_param"], x["optimizer_bytes_per_param"]))
     bubble_fraction = _bubble_fraction(x, r, per_mb)
     parts = {
@@ -561,7 +684,8 @@ def step_time(x: dict, r: dict) -> dict:
 
 def throughput(x: dict, r: dict) -> dict:
     """Tokens per second and FLOP utilisation."""
-    tokens_per_s = x["global_batch"] * x["seq_len"] / r["step_time_s"]
+    # real tokens: padding is processed but not counted (token_efficiency)
+    tokens_per_s = x["global_batch"] * x["seq_len"] * x["token_efficiency"] / r["step_time_s"]
     model_flops_per_s = r["model_flops_per_token"] * tokens_per_s / x["gpus"]
     return {
         "tokens_per_s": tokens_per_s,
@@ -610,11 +734,31 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
         s, b, x["moe_ffn"], x["experts_per_token"], x["shared_experts"], x["mlp_matrices"], tp,
         x["etp"], x["sequence_parallel"], x["linear_input_bytes"], _moe_act_input_bytes(x),
         x["recompute_moe_act"])
+    cached = memory.cached_input_saving_fraction(x["linear_input_bytes"])
+    down_input = (1 - r["moe_share"]) * memory.mlp_activation_bytes(s, b, x["ffn"], 1, tp)
     layer_act = layer_act - x["recompute_norms"] * norms \
-        - memory.cached_input_saving_fraction(x["linear_input_bytes"]) * (
-        (1 - x["recompute_norms"]) * norms
-        + (1 - r["moe_share"]) * memory.mlp_activation_bytes(s, b, x["ffn"], 1, tp))
-    return layer_act
+        - cached * ((1 - x["recompute_norms"]) * norms + down_input)
+    return layer_act - x["frozen_base"] * _frozen_inputs_not_kept(
+        x, (1 - x["recompute_norms"]) * (1 - cached) * norms, (1 - cached) * down_input) \
+        + _adapter_activation_bytes(x, s, b)
+
+
+def _frozen_inputs_not_kept(x: dict, kept_norms, kept_down_input):
+    """Activation bytes a frozen base need not keep: the input of a frozen GEMM serves only
+    its weight gradient, so the QKV input (half the norm outputs), the MLP input (the other
+    half) and the down-projection input go unless an adapter beside the matrix reads it."""
+    attention_in = maximum(x["lora_q"], maximum(x["lora_k"], x["lora_v"]))
+    mlp_in = maximum(x["lora_gate"] * (x["mlp_matrices"] - 2), x["lora_up"])
+    return (1 - attention_in) * kept_norms / 2 + (1 - mlp_in) * kept_norms / 2 \
+        + (1 - x["lora_down"]) * kept_down_input
+
+
+def _adapter_activation_bytes(x: dict, s, b):
+    """Activation bytes one layer's LoRA adapters keep: each adapter's rank-r product x A
+    (the input of B, for B's gradient); their inputs are the base GEMMs' inputs."""
+    targets = x["lora_q"] + x["lora_k"] + x["lora_v"] + x["lora_o"] \
+        + x["lora_gate"] * (x["mlp_matrices"] - 2) + x["lora_up"] + x["lora_down"]
+    return targets * s * b * x["lora_rank"] * x["bytes_per_element"]
 
 
 def memory_per_gpu(x: dict, r: dict) -> dict:
@@ -635,16 +779,30 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         (1 - x["dualpipe"]) * memory.pipeline_inflight_chunks(x["pp"], x["vp"],
                                                               r["microbatches"])
         + x["dualpipe"] * memory.dualpipe_inflight_chunks(x["pp"], r["microbatches"]))
-    # routed experts are sharded over the expert-data-parallel group (parallel folding)
+    # routed experts are sharded over the expert-data-parallel group (parallel folding);
+    # the trained weights: all of them, or a frozen base's adapters
     experts = r["stage_expert_params"]
+    dense, routed = r["stage_trainable_params"], r["stage_trainable_expert_params"]
 
     def state(per_param, shards, expert_shards):
-        return (memory.sharded_state_bytes(stage - experts, x[per_param], x[shards])
-                + memory.sharded_state_bytes(experts, x[per_param], x[expert_shards]))
+        return (memory.sharded_state_bytes(dense, x[per_param], x[shards])
+                + memory.sharded_state_bytes(routed, x[per_param], x[expert_shards]))
 
+    # frozen weights beside them: a LoRA base at its precision, a DPO reference model in
+    # BF16, sharded as the weights
+    frozen = x["frozen_base"] * (
+        memory.sharded_state_bytes(_frozen_base_bytes(x, r) - x["base_weight_bytes_per_param"]
+                                   * experts, 1, x["weight_shards"])
+        + memory.sharded_state_bytes(experts, x["base_weight_bytes_per_param"],
+                                     x["expert_weight_shards"])) \
+        + x["reference_model"] * (
+            memory.sharded_state_bytes(stage - experts, x["bytes_per_element"],
+                                       x["weight_shards"])
+            + memory.sharded_state_bytes(experts, x["bytes_per_element"],
+                                         x["expert_weight_shards"]))
     terms = {
         "weights_bytes": state("weight_bytes_per_param", "weight_shards",
-                               "expert_weight_shards"),
+                               "expert_weight_shards") + frozen,
         "grads_bytes": state("grad_bytes_per_param", "grad_shards", "expert_grad_shards"),
         "optimizer_state_bytes": state("optimizer_bytes_per_param", "optimizer_shards",
                                        "expert_optimizer_shards"),
@@ -702,7 +860,8 @@ def failure_domains(x: dict, r: dict) -> dict:
 def reliability(x: dict, r: dict) -> dict:
     """Failures, checkpoints and restarts: the wall time of the whole run (Daly)."""
     nodes, mtbf, failure_restart_s = r["nodes"], r["system_mtbf_s"], r["failure_restart_s"]
-    size = checkpoint.checkpoint_size(r["params"], x["checkpoint_bytes_per_param"])
+    # (a frozen base is not checkpointed: the adapters and their optimizer state are)
+    size = checkpoint.checkpoint_size(r["trainable_params"], x["checkpoint_bytes_per_param"])
     shard = size / x["gpus"]
     write_s = checkpoint.checkpoint_write_time(size, checkpoint.storage_bandwidth(
         nodes, x["storage_write_bytes_per_s_per_node"], x["storage_write_cap_bytes_per_s"]))
@@ -714,7 +873,7 @@ def reliability(x: dict, r: dict) -> dict:
     # the host, overlapped with each step's forward and backward (not its optimizer)
     step_s, gockpt, host_bw = r["step_time_s"], x["ckpt_gockpt"], \
         x["host_copy_bytes_per_s_per_gpu"]
-    grad_shard = x["grad_bytes_per_param"] * r["params"] / x["gpus"]
+    grad_shard = x["grad_bytes_per_param"] * r["trainable_params"] / x["gpus"]
     window_s = step_s - r["optimizer_s"]
     # the fewest steps that hide the copy (at most the stack's limit); the stall is the one
     # at the limit: zero wherever fewer steps hide it, and the limit's where none do
@@ -734,7 +893,7 @@ def reliability(x: dict, r: dict) -> dict:
         x["ckpt_async"] * write_s + gockpt * checkpoint.gockpt_min_interval(k, step_s, write_s),
         x["ckpt_async"] + gockpt, step_s)
     commit_s = checkpoint.checkpoint_commit_latency(write_s, step_s, x["ckpt_async"], gockpt)
-    steps = x["tokens"] / (x["global_batch"] * x["seq_len"])
+    steps = x["tokens"] / (x["global_batch"] * x["seq_len"] * x["token_efficiency"])
     solve = steps * step_s
     running = checkpoint.daly_wall_time_committed(solve, interval, stall, restart, mtbf,
                                                   commit_s)
@@ -842,7 +1001,7 @@ def cost_and_carbon(x: dict, r: dict) -> dict:
 
 
 #: The run model, in order: each stage sees the inputs and everything before it.
-STAGES = (layout, parameters, flops, attention_times, mlp_times, compute_time,
+STAGES = (layout, parameters, flops, attention_times, mlp_times, adapter_times, compute_time,
           microbatch_communication, iteration_communication, step_time, throughput,
           memory_per_gpu, failure_domains, reliability, run_overheads, energy_use,
           cost_and_carbon)
@@ -874,6 +1033,8 @@ OUTPUT_COLUMNS: tuple[Column, ...] = (
     Column("memory_per_gpu_bytes", "B", "memory", "memory per GPU (fullest stage)", **EPF),
     Column("params", "1", "model", "parameters", **E),
     Column("active_params", "1", "model", "parameters active per token", **E),
+    Column("trainable_params", "1", "model",
+           "parameters trained (all; LoRA/QLoRA: the adapters)", **E),
     Column("tokens_per_s", "1/s", "throughput", "tokens per second", **EF),
     Column("model_flops_per_token", "FLOP", "model", "model FLOPs per token"),
     Column("tflops_per_gpu", "TFLOP/s", "throughput", "model TFLOP/s per GPU", **EF),

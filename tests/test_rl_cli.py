@@ -67,6 +67,8 @@ def test_plan_grpo_infeasible_deadline_exits_1(capsys):
      "--response-len applies to --method grpo, not pretrain"),
     (("plan", "--model", "llama3-8b", "--prompts", "100"), "--prompts applies to --method grpo"),
     (("plan", *SMALL[:2], "--method", "grpo", "--objective", "tcdp"), "--objective tcdp"),
+    (("sweep", "--model", "llama3-8b", "--method", "grpo", "--max-gpus", "64"),
+     "--method grpo runs in capplan evaluate and capplan plan"),
 ])
 def test_bad_rl_input_is_one_line_exit_2(capsys, args, needle):
     code, out, err = run_cli(capsys, *args)

@@ -248,3 +248,15 @@ def test_best_split_equals_brute_force_property(gpus, response_len, off_policy):
     brute = [float(rl.rl_step(CHOICES, replace(work, rollout_gpus=int(r)), gpus)
                    ["rl_step_time_s"][0]) for r in s["rollout_gpus"]]
     assert float(s["rl_step_time_s"][s["best"]]) == pytest.approx(min(brute), rel=1e-12)
+
+
+def test_disaggregated_cluster_larger_than_the_batch_plans(recwarn):
+    """Regression: a cluster with more GPUs than the trainer's batch has micro-batches
+    (8 sequences, 32 GPUs) ran the whole-run stages on DP 32 > 8 and failed a domain check."""
+    from planner.engine.rl_plan import plan_rl
+
+    work = rl.RLConfig(prompts=4, group_size=2, mode="disaggregated", off_policy=True)
+    result = plan_rl(CHOICES, work, "h100-sxm", [16, 32], 10)
+    assert {r["gpus"] for r in result["rows"]} == {16, 32}
+    assert all(np.isfinite(r["cost_usd"]) for r in result["rows"])
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

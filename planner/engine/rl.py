@@ -339,8 +339,11 @@ def _combine(x: dict, rl: RLConfig, columns: dict, gen: dict, gpus, rollout_gpus
            "rollout_gpus": np.asarray(rollout_gpus, dtype=float),
            "trainer_gpus": np.asarray(gpus - (0 if colocated else rollout_gpus), dtype=float),
            "trainer_fits": columns["fits"]}
-    for phase in ("generation", "scoring", "training", "sync"):
-        out[f"{phase}_share"] = out[f"{phase}_s"] / (out["generation_s"] + train_side + sync)
+    busy = out["generation_s"] + train_side + sync
+    finite = np.isfinite(busy)
+    for phase in ("generation", "scoring", "training", "sync"):  # nan where nothing fits
+        out[f"{phase}_share"] = np.where(finite, out[f"{phase}_s"] / np.where(finite, busy, 1),
+                                         np.nan)
     return out
 
 
@@ -494,9 +497,13 @@ def _nothing_fits(step: dict, gpus: int, layout: TrainerLayout, rl: RLConfig) ->
 
 def _layout_inputs(x: dict, layout: TrainerLayout, gpus) -> dict:
     """Kernel layout inputs of the trainer's sizes on all ``gpus`` (the whole cluster's
-    failures, checkpoints and energy are those of every GPU)."""
+    failures, checkpoints and energy are those of every GPU; DP at most the micro-batches
+    of the trainer's batch)."""
     gpus = np.atleast_1d(np.asarray(gpus, dtype=float))
-    dp = np.maximum(gpus // (layout.tp * layout.pp * layout.cp), 1)
+    # the stages before the step need a layout the batch fills (a disaggregated cluster
+    # may hold more GPUs than the trainer's batch has micro-batches)
+    dp = np.maximum(np.minimum(gpus // (layout.tp * layout.pp * layout.cp),
+                               x["global_batch"] // layout.micro_batch), 1)
     sizes = {"gpus": gpus, "tp": layout.tp, "pp": layout.pp, "cp": layout.cp,
              "ep": layout.ep, "etp": layout.tp, "vp": 1, "micro_batch": layout.micro_batch,
              "dp": dp, "recompute": RECOMPUTE_CODES[layout.recompute], "zero": layout.zero,

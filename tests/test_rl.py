@@ -172,7 +172,7 @@ def test_whole_run_cost_is_gpu_hours_times_price():
 
 @pytest.mark.parametrize("work,message", [
     (replace(WORK, mode="hybrid"), "--rl-mode 'hybrid' is not one of: colocated, disaggregated"),
-    (replace(WORK, group_size=0), "--group-size 0 must be an integer >= 1"),
+    (replace(WORK, group_size=0), "--rollout-group-size 0 must be an integer >= 1"),
     (replace(WORK, response_len=-5.0), "--response-len -5.0 must be a number > 0"),
     (replace(WORK, mode="disaggregated", rollout_gpus=16),
      "no split of 16 GPUs leaves a trainer"),

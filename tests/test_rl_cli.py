@@ -57,7 +57,10 @@ def test_plan_grpo_infeasible_deadline_exits_1(capsys):
 
 @pytest.mark.parametrize("args,needle", [
     (("evaluate", *SMALL, "--rl-mode", "hybrid"), "--rl-mode 'hybrid'"),
-    (("evaluate", *SMALL, "--rollout-group-size", "0"), "--group-size 0"),
+    (("evaluate", *SMALL, "--rollout-group-size", "0"), "--rollout-group-size 0"),
+    (("evaluate", *SMALL, "--response-len", "1e12"), "--prompt-len + the longest response"),
+    (("evaluate", *SMALL, "--max-response-len", "nan"), "--max-response-len nan"),
+    (("evaluate", *SMALL, "--rollout-group-size", "100000000"), "sequences a step; at most"),
     (("evaluate", *SMALL, "--rollout-gpus", "4"), "--rollout-gpus applies to --rl-mode"),
     (("evaluate", *SMALL, "--lora-rank", "8"), "--lora-rank does not apply to --method grpo"),
     (("evaluate", *SMALL, "--seq-len", "2048"), "--seq-len does not apply"),

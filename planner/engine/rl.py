@@ -113,19 +113,28 @@ class RLConfig:
             else float(self.max_response_len)
 
     def check(self) -> None:
-        """Raise CapplanError (one line: what, the allowed values) on a bad value."""
+        """Raise CapplanError (one line: the flag, the allowed values) on a bad value."""
         if self.mode not in MODES:
             raise CapplanError(f"--rl-mode {self.mode!r} is not one of: {', '.join(MODES)}")
         for name in ("prompts", "group_size", "updates", "max_num_seqs", "pool_step"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise CapplanError(f"--{name.replace('_', '-')} {value!r} must be an integer >= 1")
-        for name in ("prompt_len", "response_len", "kv_bytes_per_element",
+                raise CapplanError(f"{FLAGS[name]} {value!r} must be an integer >= 1")
+        if self.sequences > MAX_SEQUENCES:
+            raise CapplanError(f"--prompts x --rollout-group-size = {self.sequences:,} "
+                               f"sequences a step; at most {MAX_SEQUENCES:,}")
+        for name in ("prompt_len", "response_len", "max_response_len", "kv_bytes_per_element",
                      "inference_bytes_per_param"):
             value = getattr(self, name)
+            if name == "max_response_len" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float) \
                     or not np.isfinite(value) or value <= 0:
-                raise CapplanError(f"--{name.replace('_', '-')} {value!r} must be a number > 0")
+                raise CapplanError(f"{FLAGS[name]} {value!r} must be a number > 0")
+        if self.prompt_len + self.response_cap > MAX_TOKENS:
+            raise CapplanError(f"--prompt-len + the longest response = "
+                               f"{self.prompt_len + self.response_cap:g} tokens; at most "
+                               f"{MAX_TOKENS:,}")
         if not (isinstance(self.response_cv, int | float) and 0 <= self.response_cv <= 10):
             raise CapplanError(f"--response-cv {self.response_cv!r} must be in [0, 10]")
         if self.response_cap < self.response_len:
@@ -139,8 +148,20 @@ class RLConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool)
                                       or not isinstance(value, int | np.integer) or value < 1):
-                raise CapplanError(f"--{name.replace('_', '-')} {value!r} must be an "
-                                   "integer >= 1")
+                raise CapplanError(f"{FLAGS[name]} {value!r} must be an integer >= 1")
+
+
+#: The command-line flag of each RLConfig field (for messages).
+FLAGS = {"prompts": "--prompts", "group_size": "--rollout-group-size",
+         "updates": "--rl-updates", "max_num_seqs": "max_num_seqs", "pool_step": "pool_step",
+         "prompt_len": "--prompt-len", "response_len": "--response-len",
+         "max_response_len": "--max-response-len", "kv_bytes_per_element":
+         "kv_bytes_per_element", "inference_bytes_per_param": "inference_bytes_per_param",
+         "rollout_gpus": "--rollout-gpus", "engine_gpus": "engine_gpus"}
+#: Most sequences a step (the run model's largest global batch, planner.engine.domains).
+MAX_SEQUENCES = 2**30
+#: Longest sequence [tokens] (the run model's largest --seq-len).
+MAX_TOKENS = 2**31 - 1
 
 
 def training_choices(choices: RunChoices, rl: RLConfig) -> RunChoices:

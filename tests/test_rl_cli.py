@@ -76,3 +76,10 @@ def test_plan_grpo_infeasible_deadline_exits_1(capsys):
 def test_bad_rl_input_is_one_line_exit_2(capsys, args, needle):
     code, out, err = run_cli(capsys, *args)
     one_line_usage_error(code, err, needle)
+
+
+def test_plan_grpo_table_is_compact(capsys):
+    code, out, err = run_cli(capsys, "plan", *SMALL[:2], "--method", "grpo", "--hardware",
+                             "h100-sxm", "--max-gpus", "16", "--rl-mode", "disaggregated")
+    assert code == 0, err
+    assert "gen/score/train %" in out and "16 (8+8)" in out

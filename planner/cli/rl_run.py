@@ -109,7 +109,26 @@ def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None
     title = (f"grpo plan for {scenario.model} ({config.mode}, {config.prompts} prompts x "
              f"{config.group_size} responses of {config.response_len:g} tokens, "
              f"{options['rl_steps']:g} steps), best per objective")
+    if format == "table":  # the headline columns, in human units
+        winners = [_compact(w) for w in winners]
     write(render(winners, format, title=title, payload=payload), output, force)
+
+
+def _compact(row: dict) -> dict:
+    """A plan winner's headline columns for the table."""
+    from planner.engine.readable import count_text, seconds_text, usd_text
+
+    return {"objective": row["objective"], "hardware": row["hardware"],
+            "GPUs (rollout+trainer)": f"{row['gpus']:,}" + (
+                "" if row["mode"] == "colocated"
+                else f" ({row['rollout_gpus']:,}+{row['trainer_gpus']:,})"),
+            "engine GPUs": row["engine_gpus"], "step": seconds_text(row["rl_step_time_s"]),
+            "gen/score/train %": "/".join(f"{100 * row[f'{p}_share']:.0f}"
+                                          for p in ("generation", "scoring", "training")),
+            "wall": seconds_text(row["wall_time_s"]), "cost": usd_text(row["cost_usd"]),
+            "MWh": f"{row['energy_facility_j'] / 3.6e9:.3g}",
+            "t CO2e": f"{row['co2e_kg'] / 1e3:.3g}",
+            "failures": count_text(row["expected_failures"])}
 
 
 def _config_echo(config) -> dict:

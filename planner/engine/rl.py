@@ -231,8 +231,9 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
         active_params / m, prompts * p,
         prompts * inference.causal_attention_flops(x["layers"], x["heads"], x["head_dim"], p) / m,
         x["peak_flops_per_s"], x["gemm_max_efficiency"])
-    # two all-reduces of the step's hidden states per layer (Megatron TP), per decode step,
-    # inside the scale-up domain or (an engine of several domains) across them
+    # two all-reduces of the step's hidden states (in the engine's dtype) per layer
+    # (Megatron TP), per decode step, inside the scale-up domain or (an engine of several
+    # domains) across them
     intra = (m <= x["scale_up_domain_gpus"]).astype(float)
     bandwidth = communication.group_bandwidth(
         intra, communication.achievable_bandwidth(x["scale_up_bandwidth_bytes_per_s"],
@@ -241,7 +242,7 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
                                            x["scale_out_bus_efficiency"]))
     latency = communication.group_latency(intra, x["intra_latency_s"], x["inter_latency_s"])
     tp_comm_s = np.where(m > 1, steps * 2 * x["layers"] * communication.ring_allreduce_time(
-        batch * x["hidden"] * rl.kv_bytes_per_element, np.maximum(m, 2), bandwidth,
+        batch * x["hidden"] * rl.inference_bytes_per_param, np.maximum(m, 2), bandwidth,
         latency), 0.0)
     total = prefill_s + decode_s + tp_comm_s
     return {"prefill_s": prefill_s, "decode_s": decode_s, "rollout_tp_comm_s": tp_comm_s,

@@ -243,3 +243,109 @@ def padded_token_efficiency(mean_seq_len, padded_seq_len):
     .. math:: \\eta_{tok} = \\bar{s} / s_p
     """
     return mean_seq_len / padded_seq_len
+
+
+@formula(reference="The MLP's input matrices: up, and gate in a gated MLP of 3 matrices "
+         "(SwiGLU, Shazeer 2020, arXiv:2002.05202); adapters per " + HU,
+         domain={"mlp_matrices": ">=1", "lora_gate": "[0,1]", "lora_up": "[0,1]"},
+         symbols={"mlp_matrices": "n_m", "lora_gate": "g", "lora_up": "u"},
+         result_latex="n_{in}")
+def lora_mlp_input_adapters(mlp_matrices, lora_gate, lora_up):
+    """Adapters beside an MLP's input matrices (gate exists only in a gated MLP).
+
+    Parameters
+    ----------
+    mlp_matrices : numeric
+        Weight matrices of the MLP, 2 (GELU) or 3 (gated) [1].
+    lora_gate : numeric
+        1 if the gate projection carries an adapter [1].
+    lora_up : numeric
+        1 if the up projection carries an adapter [1].
+
+    Returns
+    -------
+    numeric
+        Adapted input matrices [1].
+
+    Examples
+    --------
+    >>> lora_mlp_input_adapters(3, 1, 1), lora_mlp_input_adapters(2, 1, 1)
+    (2.0, 1.0)
+
+    .. math:: n_{in} = g (n_m - 2) + u
+    """
+    return lora_gate * (mlp_matrices - 2) + lora_up
+
+
+@formula(reference=DETTMERS + " (each GEMM dequantises its weight before use); the "
+         "backward's input-gradient GEMM reads the weight again, a full recompute a third "
+         "time (Korthikanti et al. 2022, arXiv:2205.05198 s5)",
+         domain={"full_recompute": "[0,1]"}, symbols={"full_recompute": "r"},
+         result_latex="n_{dq}")
+def dequantizations_per_pass(full_recompute):
+    """Times a frozen quantised weight is dequantised per micro-batch.
+
+    Parameters
+    ----------
+    full_recompute : numeric
+        1 with full activation recompute, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Dequantisations of each weight [1].
+
+    Examples
+    --------
+    >>> dequantizations_per_pass(0), dequantizations_per_pass(1)
+    (2.0, 3.0)
+
+    .. math:: n_{dq} = 2 + r
+    """
+    return 2 + full_recompute
+
+
+@formula(reference="A frozen GEMM's input serves only its weight gradient (dW = x^T dy): "
+         + NARAYANAN + "; Korthikanti et al. 2022, arXiv:2205.05198 s4.1 (the inputs kept "
+         "per layer); an adapter beside the matrix still reads it: " + HU,
+         domain={"norm_outputs_bytes": ">=0", "down_input_bytes": ">=0",
+                 "attention_input_read": "[0,1]", "mlp_input_read": "[0,1]",
+                 "down_input_read": "[0,1]"},
+         symbols={"norm_outputs_bytes": "M_n", "down_input_bytes": "M_d",
+                  "attention_input_read": "a", "mlp_input_read": "m",
+                  "down_input_read": "d"}, result_latex=r"\Delta M")
+def frozen_inputs_not_kept_bytes(norm_outputs_bytes, down_input_bytes, attention_input_read,
+                                 mlp_input_read, down_input_read):
+    """Activation bytes of one layer a frozen base need not keep for its backward.
+
+    The two norm outputs are the QKV and the MLP inputs (half each); the down projection
+    reads the MLP's inner activation.  Each goes unless an adapter reads it.
+
+    Parameters
+    ----------
+    norm_outputs_bytes : numeric
+        Bytes of both norm outputs as kept for the backward, M_n [B].
+    down_input_bytes : numeric
+        Bytes of the down projection's input as kept, M_d [B].
+    attention_input_read : numeric
+        1 if an adapter on q, k or v reads the QKV input [1].
+    mlp_input_read : numeric
+        1 if an adapter on gate or up reads the MLP input [1].
+    down_input_read : numeric
+        1 if an adapter on down reads its input [1].
+
+    Returns
+    -------
+    numeric
+        Bytes not kept [B].
+
+    Examples
+    --------
+    >>> frozen_inputs_not_kept_bytes(100.0, 50.0, 1, 0, 0)
+    100.0
+
+    .. math:: \\Delta M = (1 - a) M_n / 2 + (1 - m) M_n / 2 + (1 - d) M_d
+    """
+    return ((1 - attention_input_read) * norm_outputs_bytes / 2
+            + (1 - mlp_input_read) * norm_outputs_bytes / 2
+            + (1 - down_input_read) * down_input_bytes)

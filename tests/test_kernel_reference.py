@@ -62,9 +62,14 @@ LEGACY_EQUIVALENT = {
     "compute_power_fraction": 1.0, "comm_power_fraction": 0.0,
     "ckpt_gockpt": 0.0, "gockpt_steps": 7.0,
     "residual_value_fraction": 0.0, "facility_usd_per_kw_month": 0.0, "utilisation": 1.0,
+    # the training method (issue 43): pre-training, every weight trained, no padding
+    "frozen_base": 0.0, "lora_rank": 0.0, "lora_q": 0.0, "lora_k": 0.0, "lora_v": 0.0,
+    "lora_o": 0.0, "lora_gate": 0.0, "lora_up": 0.0, "lora_down": 0.0,
+    "base_weight_bytes_per_param": 2.0, "dequantize_base": 0.0, "reference_model": 0.0,
+    "token_efficiency": 1.0,
 }
 #: Outputs added after the fixture was written.
-NEW_OUTPUTS: tuple[str, ...] = ()
+NEW_OUTPUTS: tuple[str, ...] = ("trainable_params",)
 
 
 @pytest.fixture(scope="module")

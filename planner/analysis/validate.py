@@ -58,6 +58,7 @@ from planner.engine.columns import step_time_terms
 from planner.engine.evaluator import evaluate
 from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
 from planner.engine.layout_check import check_layout
+from planner.engine.method import LORA_METHODS, method_inputs, method_spec
 from planner.engine.model import param_counts
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import (
@@ -656,6 +657,59 @@ def load_moe_runs() -> pd.DataFrame:
     return frame
 
 
+# ---- fine-tuning runs (issue 43): finetune_runs.csv -----------------------------------
+
+#: The source of a finetune_runs.csv row, by the start of its ``source`` cell: the groups
+#: whose errors are reported one by one (each source predicted by parameters fitted on
+#: other datasets only: no parameter is fitted on fine-tuning rows).
+FINETUNE_SOURCES = (("NVIDIA/NeMo", "NeMo 24.07 (H100, FP8)"),
+                    ("pytorch/torchtune", "torchtune (A100, FSDP)"),
+                    ("QwenLM/Qwen", "Qwen README (A100, HF PEFT)"))
+#: The method options of a case (planner.engine.method); absent: pre-training.
+FINETUNE_METHOD_COLUMNS = ("method", "lora_rank", "lora_targets")
+
+
+def load_finetune_runs() -> pd.DataFrame:
+    """finetune_runs.csv: published SFT, LoRA and QLoRA throughputs (NeMo 24.07, torchtune,
+    Qwen); the whole shape from the row (gated MLP, untied embeddings), flash attention,
+    sequence parallelism when TP > 1, the method as published."""
+    runs = pd.read_csv(DATA_DIR / "finetune_runs.csv", dtype=str, keep_default_na=False)
+    rows = []
+    for r in runs.itertuples(index=False):
+        tp = int(_num(r.tp))
+        rows.append(_case(
+            dataset="finetune-runs", case_id=r.case_id, hardware=r.hardware,
+            layers=int(_num(r.layers)), hidden=int(_num(r.hidden)), heads=int(_num(r.heads)),
+            kv_heads=int(_num(r.kv_heads)), ffn=int(_num(r.ffn)), mlp_matrices=3.0,
+            vocab=int(_num(r.vocab)), embedding_matrices=float(_num(r.embedding_matrices)),
+            seq_len=int(_num(r.seq_len)), gpus=int(_num(r.gpus)), tp=tp, pp=int(_num(r.pp)),
+            micro_batch=int(_num(r.micro_batch)), global_batch=int(_num(r.global_batch)),
+            recompute=r.recompute, zero=int(_num(r.zero)), flash=True,
+            sequence_parallel=float(tp > 1), precision=r.precision, dropout=0,
+            metric=r.metric, measured=_num(r.published), model=r.model, notes=r.notes,
+            source=r.source, stack=r.stack, method=r.method,
+            lora_rank=float(_num(r.lora_rank)) if r.lora_rank else np.nan,
+            lora_targets=r.lora_targets, excluded=r.excluded,
+            group=next(name for start, name in FINETUNE_SOURCES if r.source.startswith(start)),
+            family=r.model.split("-")[0]))
+    return pd.DataFrame(rows)
+
+
+def _method_inputs(cases: pd.DataFrame) -> dict:
+    """Run-model inputs of the cases' training methods (one array each; a case without a
+    method: pre-training)."""
+    if "method" not in cases:
+        return {}
+    per_case = []
+    for c in cases.itertuples():
+        method = c.method if isinstance(c.method, str) and c.method else "pretrain"
+        lora = method in LORA_METHODS
+        spec = method_spec(method, int(c.lora_rank) if lora else None,
+                           c.lora_targets if lora else None)
+        per_case.append(method_inputs(spec, float(c.seq_len), float(c.seq_len)))
+    return {k: np.array([d[k] for d in per_case]) for k in per_case[0]}
+
+
 DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("sc21", "Megatron SC21 Table 1 + GPT-3 175B example (TFLOP/s per GPU)",
             "TFLOP/s per GPU", load_sc21, 0.06),
@@ -675,6 +729,9 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("moe-runs", "2025 MoE training: Megatron-Bridge, Megatron-LM's GB200 guide, dgxc, "
             "ModelZoo, AutoModel on H100, B200, GB200, GB300 (tokens/s, step time or model "
             "TFLOP/s per GPU)", "tokens/s, s or TFLOP/s per GPU", load_moe_runs, 0.15),
+    Dataset("finetune-runs", "Fine-tuning: SFT, LoRA, QLoRA (NeMo 24.07, torchtune, Qwen) on "
+            "H100 and A100 (tokens/s per GPU or step time)", "tokens/s per GPU or s",
+            load_finetune_runs, 0.15),
 )}
 
 
@@ -760,6 +817,7 @@ def _case_inputs(cases: pd.DataFrame, hardware: str, flash: bool, reliability: s
     x["stage_layers"] = fullest_stage_layers(col["layers"], col["pp"], col["vp"])
     x.update({k: col[k] for k in shape})
     x["dropout_masks"] = cases["dropout"].to_numpy(dtype=float)
+    x.update(_method_inputs(cases))  # LoRA, QLoRA, SFT (finetune-runs); else pre-training
     for name, column in (("dp_overlap", "dp_overlap"),
                          ("scale_out_bandwidth_bytes_per_s", "scale_out_bytes_per_s")):
         v = cases[column].to_numpy(dtype=float)
@@ -970,7 +1028,7 @@ def group_metrics(pred: pd.DataFrame) -> list[dict]:
     if "group" not in pred or pred.group.isna().all():
         return []
     rows = []
-    names = [n for n, _ in (*MODERN_GROUPS, *MOE_GROUPS)]
+    names = [n for n, _ in (*MODERN_GROUPS, *MOE_GROUPS)] + [n for _, n in FINETUNE_SOURCES]
     for name in (n for n in names if (pred.group == n).any()):
         g = pred[pred.group == name]
         m = metrics(g.error)

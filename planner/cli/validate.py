@@ -82,7 +82,7 @@ def validate(
                "catalog_version": load_catalog().version}
     text = render(table_rows(summary), format, title="capplan validate: predicted vs measured",
                   payload=payload | ({"checks": extra} if with_checks else {}), width=160)
-    for name in ("modern-runs", "moe-runs"):
+    for name in ("modern-runs", "moe-runs", "finetune-runs"):
         groups = modern_group_rows(summary, name)
         if groups and format in ("table", "markdown"):
             text += "\n" + render(groups, format, title=f"{name}: MAPE per group", width=160)

@@ -82,522 +82,521 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x47, x51
     x53 = 1.0 * lora_rank
     x54 = x53 * (hidden + moe_ffn)
-    x55 = lora_gate * (mlp_matrices - 2)
-    x56 = lora_up + x55
-    x57 = lora_down * x54 + x54 * x56
+    x55 = lora_gate * (mlp_matrices - 2) + lora_up
+    x56 = lora_down * x54 + x54 * x55
     del x54
-    x58 = moe_layers * x57
-    x59 = x53 * (ffn + hidden)
-    x60 = lora_down * x59 + x56 * x59
-    del x59
-    x61 = x33 * x60
-    x62 = lora_k * x53 * (hidden + x14) + lora_o * x53 * (hidden + x10) + lora_q * x53 * (hidden + x12) + lora_v * x53 * (hidden + x15)
+    x57 = moe_layers * x56
+    x58 = x53 * (ffn + hidden)
+    x59 = lora_down * x58 + x55 * x58
+    del x58
+    x60 = x33 * x59
+    x61 = lora_k * x53 * (hidden + x14) + lora_o * x53 * (hidden + x10) + lora_q * x53 * (hidden + x12) + lora_v * x53 * (hidden + x15)
     del x53
-    x63 = layers * x62
-    x64 = 1 - frozen_base
-    trainable_params = params * x64 + x37 * x58 + x61 + x63
+    x62 = layers * x61
+    x63 = 1 - frozen_base
+    trainable_params = params * x63 + x37 * x57 + x60 + x62
     del x37
-    x65 = experts * x44
-    stage_adapter_params = stage_layers * x52 * (moe_share * x57 * (shared_experts + tp * x45 * x65) + x49 * x60 + x62)
-    del x57, x60, x62
-    stage_trainable_params = stage_adapter_params + x64 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x64
+    x64 = experts * x44
+    stage_adapter_params = stage_layers * x52 * (moe_share * x56 * (shared_experts + tp * x45 * x64) + x49 * x59 + x61)
+    del x56, x59, x61
+    stage_trainable_params = stage_adapter_params + x63 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x63
     stage_embedding_params = x32 * x52
     del x52
-    x66 = experts * x24 + x24 * x40 * x43
+    x65 = experts * x24 + x24 * x40 * x43
     del x43
-    x67 = moe_layers * x66
-    x68 = 2 * heads
-    x69 = x18 * x68
-    x70 = seq_len * x69
-    x71 = linear_head_dim ** 2
-    x72 = 640.0 * linear_head_dim + 6 * x71 + 2730.66666666667
-    x73 = linear_attention_layers * (linear_value_heads * x72 - x70)
-    x74 = x40 * x58
-    del x58
-    x75 = numpy.minimum(seq_len, window)
-    x76 = seq_len ** (-1.0)
-    x77 = window_layers * (2 * heads * x18 * x75 * (-x75 * x76 + 2) - x70)
-    del x75
-    x78 = x10 * x24 + 2 * x16 + 2 * x20
+    x66 = moe_layers * x65
+    x67 = 2 * heads
+    x68 = x18 * x67
+    x69 = seq_len * x68
+    x70 = linear_head_dim ** 2
+    x71 = 640.0 * linear_head_dim + 6 * x70 + 2730.66666666667
+    x72 = linear_attention_layers * (linear_value_heads * x71 - x69)
+    x73 = x40 * x57
+    del x57
+    x74 = numpy.minimum(seq_len, window)
+    x75 = seq_len ** (-1.0)
+    x76 = window_layers * (2 * heads * x18 * x74 * (-x74 * x75 + 2) - x69)
+    del x74
+    x77 = x10 * x24 + 2 * x16 + 2 * x20
     del x16, x20
-    x79 = layers * x78
-    x80 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x78)
+    x78 = layers * x77
+    x79 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x77)
     del x27
-    x81 = vocab * x24
-    x82 = 4.0 * x5
+    x80 = vocab * x24
+    x81 = 4.0 * x5
     del x5
-    x83 = ffn * mlp_matrices * x24
-    x84 = mtp_layers * (x4 * x66 + x7 * x83 + x70 + x78 + x81 + x82)
-    del x66, x78
-    x85 = x33 * x83 + x67 + x79 + x80
-    del x33, x83
-    x86 = x81 + x85
-    del x81
-    x87 = layers * x70 + x73 + x77
-    x88 = x84 + x87
-    model_flops_per_token = -frozen_base * x86 + 6 * heads * layers * seq_len * x18 + reference_model * (x86 + x88) + 6 * x32 + 6 * x34 + 6 * x61 + 6 * x63 + 3 * x67 + 3 * x73 + 6 * x74 + 3 * x77 + 3 * x79 + 3 * x80 + 3 * x84
-    del x34, x67, x73, x79, x80, x84, x86
-    x89 = 1 - full_recompute
-    hardware_flops_per_token = full_recompute * (2 * x61 + 2 * x63 + 2 * x74 + x85 + x88) + model_flops_per_token + selective * x87 * x89
-    del x61, x63, x74, x85, x87, x88
-    x90 = x25 * x50
-    x91 = hidden ** (-1.0)
-    x92 = x28 * x50 * x91 - x90
+    x82 = ffn * mlp_matrices * x24
+    x83 = mtp_layers * (x4 * x65 + x69 + x7 * x82 + x77 + x80 + x81)
+    del x65, x77
+    x84 = x33 * x82 + x66 + x78 + x79
+    del x33, x82
+    x85 = x80 + x84
+    del x80
+    x86 = layers * x69 + x72 + x76
+    x87 = x83 + x86
+    model_flops_per_token = -frozen_base * x85 + 6 * heads * layers * seq_len * x18 + reference_model * (x85 + x87) + 6 * x32 + 6 * x34 + 6 * x60 + 6 * x62 + 3 * x66 + 3 * x72 + 6 * x73 + 3 * x76 + 3 * x78 + 3 * x79 + 3 * x83
+    del x34, x66, x72, x78, x79, x83, x85
+    x88 = 1 - full_recompute
+    hardware_flops_per_token = full_recompute * (2 * x60 + 2 * x62 + 2 * x73 + x84 + x87) + model_flops_per_token + selective * x86 * x88
+    del x60, x62, x73, x84, x86, x87
+    x89 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x90 = bytes_per_element * x89
+    x91 = x25 * x50
+    x92 = hidden ** (-1.0)
+    x93 = x28 * x50 * x92 - x91
     del x28
-    x93 = tokens_mb * x92
-    x94 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x95 = bytes_per_element * x94
-    x96 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x92)
-    x97 = peak_flops_per_s ** (-1.0)
-    x98 = gemm_max_efficiency ** (-1.0)
-    x99 = x97 * x98
-    x100 = x24 * x99
-    x101 = x21 * x50
+    x94 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x93)
+    x95 = peak_flops_per_s ** (-1.0)
+    x96 = gemm_max_efficiency ** (-1.0)
+    x97 = x95 * x96
+    x98 = x24 * x97
+    x99 = x21 * x50
     del x21
-    x102 = x101 * x91
-    x103 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x102)
-    x104 = 2 * x99
-    x105 = hidden * tokens_mb
-    t_qkv = x29 * numpy.maximum(x95 * (hidden * x92 + x105 + x93), x100 * x93 * (gemm_half_efficiency_dim + x96) / x96) + x30 * numpy.maximum(x95 * (tokens_mb * x102 + x101 + x105), tokens_mb * x101 * x104 * (gemm_half_efficiency_dim + x103) / x103)
-    del x101, x102, x103, x92, x93, x96
-    x106 = 4 * linear_head_dim
-    x107 = 0.015625 * x71
-    del x71
-    x108 = tokens_mb * x50
-    x109 = x108 * x95
-    x110 = numpy.minimum(seq_len, tokens_mb)
-    x111 = gemm_half_efficiency_dim + x110
-    x112 = x108 / attention_peak_flops_per_s
-    x113 = attention_scores_stored + selective
-    x114 = numpy.minimum(head_dim, tokens_mb)
-    t_core = numpy.maximum(x109 * x30 * x69, x112 * (x3 * x77 + x30 * x70) / (attention_efficiency_factor * gemm_max_efficiency * x110 * (1 - x113) / x111 + gemm_max_efficiency * x113 * x114 / (gemm_half_efficiency_dim + x114))) + numpy.maximum(linear_value_heads * x109 * x29 * (x106 + x107), linear_value_heads * x111 * x112 * x29 * x72 * x98 / (attention_efficiency_factor * x110))
-    del x109, x110, x111, x112, x113, x114, x3, x69, x70, x72, x77, x98
-    x115 = attention_scores_stored * heads * seq_len ** 2
-    t_scores = 10 * x1 * x115 * x30 * x50 * x94
+    x100 = x92 * x99
+    x101 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
+    x102 = 2 * x97
+    x103 = hidden * tokens_mb
+    x104 = tokens_mb * x93
+    t_qkv = x29 * numpy.maximum(x90 * (hidden * x93 + x103 + x104), x104 * x98 * (gemm_half_efficiency_dim + x94) / x94) + x30 * numpy.maximum(x90 * (tokens_mb * x100 + x103 + x99), tokens_mb * x102 * x99 * (gemm_half_efficiency_dim + x101) / x101)
+    del x100, x101, x104, x93, x94, x99
+    x105 = 4 * linear_head_dim
+    x106 = 0.015625 * x70
+    del x70
+    x107 = tokens_mb * x50
+    x108 = x107 * x90
+    x109 = numpy.minimum(seq_len, tokens_mb)
+    x110 = gemm_half_efficiency_dim + x109
+    x111 = x107 / attention_peak_flops_per_s
+    x112 = attention_scores_stored + selective
+    x113 = numpy.minimum(head_dim, tokens_mb)
+    t_core = numpy.maximum(x108 * x30 * x68, x111 * (x3 * x76 + x30 * x69) / (attention_efficiency_factor * gemm_max_efficiency * x109 * (1 - x112) / x110 + gemm_max_efficiency * x112 * x113 / (gemm_half_efficiency_dim + x113))) + numpy.maximum(linear_value_heads * x108 * x29 * (x105 + x106), linear_value_heads * x110 * x111 * x29 * x71 * x96 / (attention_efficiency_factor * x109))
+    del x108, x109, x110, x111, x112, x113, x3, x68, x69, x71, x76, x96
+    x114 = attention_scores_stored * heads * seq_len ** 2
+    t_scores = 10 * x1 * x114 * x30 * x50 * x89
     del x1
-    x116 = hidden * x50
-    x117 = tokens_mb * x90
-    x118 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x90)
-    del x90
-    x119 = x10 * x50
-    x120 = tokens_mb * x119
-    x121 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x119)
-    t_proj = x29 * numpy.maximum(x95 * (x105 + x116 * x25 + x117), x100 * x117 * (gemm_half_efficiency_dim + x118) / x118) + x30 * numpy.maximum(x95 * (x10 * x116 + x105 + x120), x100 * x120 * (gemm_half_efficiency_dim + x121) / x121)
-    del x10, x117, x118, x121
-    x122 = ffn * x50
-    x123 = tokens_mb * x122
-    x124 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x122)
-    t_mlp = mlp_matrices * numpy.maximum(x95 * (hidden * x122 + x105 + x123), x100 * x123 * (gemm_half_efficiency_dim + x124) / x124)
-    del x124
-    x125 = experts * tokens_mb
-    x126 = experts_per_token * x105
-    x127 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x128 = moe_ffn * x50
-    x129 = tokens_mb * x128
-    x130 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x128)
-    x131 = 1 - token_drop
-    x132 = numpy.sqrt(2)
-    x133 = sequence_parallel * x50
-    x134 = 1 - sequence_parallel
-    x135 = etp * x133 + x134
-    x136 = 1 / (tokens_mb * x135)
-    x137 = tokens_mb * x135
-    x138 = x137 * x46
-    x139 = ep * experts_per_token * x137 / experts
+    x115 = hidden * x50
+    x116 = tokens_mb * x91
+    x117 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x91)
+    del x91
+    x118 = x10 * x50
+    x119 = tokens_mb * x118
+    x120 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x118)
+    t_proj = x29 * numpy.maximum(x90 * (x103 + x115 * x25 + x116), x116 * x98 * (gemm_half_efficiency_dim + x117) / x117) + x30 * numpy.maximum(x90 * (x10 * x115 + x103 + x119), x119 * x98 * (gemm_half_efficiency_dim + x120) / x120)
+    del x10, x116, x117, x120
+    x121 = ffn * x50
+    x122 = tokens_mb * x121
+    x123 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x121)
+    t_mlp = mlp_matrices * numpy.maximum(x90 * (hidden * x121 + x103 + x122), x122 * x98 * (gemm_half_efficiency_dim + x123) / x123)
+    del x123
+    x124 = experts * tokens_mb
+    x125 = experts_per_token * x103
+    x126 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x127 = moe_ffn * x50
+    x128 = tokens_mb * x127
+    x129 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x127)
+    x130 = 1 - token_drop
+    x131 = numpy.sqrt(2)
+    x132 = sequence_parallel * x50
+    x133 = 1 - sequence_parallel
+    x134 = etp * x132 + x133
+    x135 = 1 / (tokens_mb * x134)
+    x136 = tokens_mb * x134
+    x137 = x136 * x46
+    x138 = ep * experts_per_token * x136 / experts
+    del x136
+    x139 = numpy.minimum(numpy.minimum(hidden, x138), x46)
+    x140 = gemm_tile_dim ** (-1.0)
+    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x135 * x64 * (capacity_factor * token_drop + x130 * (x131 * numpy.sqrt(expert_load_cv ** 2 + x135 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x138 * x140) * numpy.ceil(x140 * x46) * numpy.maximum(x137 * x98 * (gemm_half_efficiency_dim + x139) / x139, x90 * (hidden * x46 + x103 * x134 + x137)) / moe_ffn + mlp_matrices * shared_experts * numpy.maximum(x90 * (hidden * x127 + x103 + x128), x128 * x98 * (gemm_half_efficiency_dim + x129) / x129) + 20 * x124 * x89 + 4 * x125 * x90 + numpy.maximum(x90 * (x103 + x124 + x36), x124 * x98 * (gemm_half_efficiency_dim + x126) / x126)
+    del x124, x126, x129, x134, x135, x138, x139, x140, x36
+    x141 = tp - 1
+    x142 = (sequence_parallel * x141 + 1) ** (-1.0)
+    t_elem = tokens_mb * x90 * (16 * hidden * x142 + 4 * x121)
+    x143 = vocab * x50
+    x144 = tokens_mb * x143
+    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
+    del x143
+    t_logits = numpy.maximum(x90 * (x103 + x144 + x32 * x50), x144 * x98 * (gemm_half_efficiency_dim + x145) / x145)
+    del x144, x145, x32
+    x146 = mlp_matrices - 1
+    x147 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x89 * (bytes_per_element + x146 * x147) * (experts_per_token * x137 + shared_experts * x128)
     del x137
-    x140 = numpy.minimum(numpy.minimum(hidden, x139), x46)
-    x141 = gemm_tile_dim ** (-1.0)
-    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x136 * x65 * (capacity_factor * token_drop + x131 * (x132 * numpy.sqrt(expert_load_cv ** 2 + x136 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x139 * x141) * numpy.ceil(x141 * x46) * numpy.maximum(x100 * x138 * (gemm_half_efficiency_dim + x140) / x140, x95 * (hidden * x46 + x105 * x135 + x138)) / moe_ffn + mlp_matrices * shared_experts * numpy.maximum(x95 * (hidden * x128 + x105 + x129), x100 * x129 * (gemm_half_efficiency_dim + x130) / x130) + 20 * x125 * x94 + 4 * x126 * x95 + numpy.maximum(x95 * (x105 + x125 + x36), x100 * x125 * (gemm_half_efficiency_dim + x127) / x127)
-    del x125, x127, x130, x135, x136, x139, x140, x141, x36
-    x142 = tp - 1
-    x143 = (sequence_parallel * x142 + 1) ** (-1.0)
-    t_elem = tokens_mb * x95 * (16 * hidden * x143 + 4 * x122)
-    x144 = vocab * x50
-    x145 = tokens_mb * x144
-    x146 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x144)
-    del x144
-    t_logits = numpy.maximum(x95 * (x105 + x145 + x32 * x50), x100 * x145 * (gemm_half_efficiency_dim + x146) / x146)
-    del x145, x146, x32
-    x147 = mlp_matrices - 1
-    x148 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x94 * (bytes_per_element + x147 * x148) * (experts_per_token * x138 + shared_experts * x129)
-    del x138
-    x149 = numpy.maximum(1, lora_rank)
-    x150 = tokens_mb * x149
-    x151 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x149)
-    x152 = numpy.maximum(x95 * (hidden * x149 + x105 + x150), x100 * x150 * (gemm_half_efficiency_dim + x151) / x151)
-    del x100, x151
-    x153 = x14 * x50
+    x148 = numpy.maximum(1, lora_rank)
+    x149 = tokens_mb * x148
+    x150 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x148)
+    x151 = numpy.maximum(x90 * (hidden * x148 + x103 + x149), x149 * x98 * (gemm_half_efficiency_dim + x150) / x150)
+    del x150, x98
+    x152 = x14 * x50
     del x14
-    x154 = numpy.minimum(numpy.minimum(tokens_mb, x149), x153)
-    x155 = x104 * x150
-    del x104
-    x156 = numpy.minimum(numpy.minimum(tokens_mb, x119), x149)
-    x157 = x12 * x50
+    x153 = numpy.minimum(numpy.minimum(tokens_mb, x148), x152)
+    x154 = x102 * x149
+    del x102
+    x155 = numpy.minimum(numpy.minimum(tokens_mb, x118), x148)
+    x156 = x12 * x50
     del x12
-    x158 = numpy.minimum(numpy.minimum(tokens_mb, x149), x157)
-    x159 = x15 * x50
+    x157 = numpy.minimum(numpy.minimum(tokens_mb, x148), x156)
+    x158 = x15 * x50
     del x15
-    x160 = numpy.minimum(numpy.minimum(tokens_mb, x149), x159)
-    x161 = numpy.minimum(numpy.minimum(tokens_mb, x128), x149)
-    x162 = x152 + numpy.maximum(x95 * (x128 * x149 + x129 + x150), x128 * x155 * (gemm_half_efficiency_dim + x161) / x161)
-    del x129, x161
-    x163 = numpy.minimum(numpy.minimum(tokens_mb, x122), x149)
-    x164 = x152 + numpy.maximum(x95 * (x122 * x149 + x123 + x150), x122 * x155 * (gemm_half_efficiency_dim + x163) / x163)
-    del x123, x163
-    t_adapter = lora_k * (x152 + numpy.maximum(x153 * x155 * (gemm_half_efficiency_dim + x154) / x154, x95 * (tokens_mb * x153 + x149 * x153 + x150))) + lora_o * (x152 + numpy.maximum(x95 * (x119 * x149 + x120 + x150), x119 * x155 * (gemm_half_efficiency_dim + x156) / x156)) + lora_q * (x152 + numpy.maximum(x155 * x157 * (gemm_half_efficiency_dim + x158) / x158, x95 * (tokens_mb * x157 + x149 * x157 + x150))) + lora_v * (x152 + numpy.maximum(x155 * x159 * (gemm_half_efficiency_dim + x160) / x160, x95 * (tokens_mb * x159 + x149 * x159 + x150))) + moe_share * x40 * (lora_down * x162 + x162 * x56) + x49 * (lora_down * x164 + x164 * x56)
-    del x119, x120, x149, x150, x152, x153, x154, x155, x156, x157, x158, x159, x160, x162, x164, x40
-    x165 = -stage_params
-    x166 = -stage_embedding_params - x165
-    dequant_mb = dequantize_base * x166 * x94 * (base_weight_bytes_per_param + bytes_per_element) * (full_recompute + 2)
-    x167 = moe_share * t_moe
-    x168 = t_mlp * x49
-    x169 = t_proj + t_qkv
-    x170 = x167 + x168 + x169
-    x171 = t_core + t_elem + t_scores
-    x172 = x170 + x171
-    t_layer_fwd = t_adapter + x172
-    x173 = 3 * t_logits
-    x174 = reference_model * (stage_layers * x172 + t_logits)
-    del x172
-    x175 = selective * t_core
-    x176 = 3 * t_core
+    x159 = numpy.minimum(numpy.minimum(tokens_mb, x148), x158)
+    x160 = numpy.minimum(numpy.minimum(tokens_mb, x127), x148)
+    x161 = x151 + numpy.maximum(x90 * (x127 * x148 + x128 + x149), x127 * x154 * (gemm_half_efficiency_dim + x160) / x160)
+    del x128, x160
+    x162 = numpy.minimum(numpy.minimum(tokens_mb, x121), x148)
+    x163 = x151 + numpy.maximum(x90 * (x121 * x148 + x122 + x149), x121 * x154 * (gemm_half_efficiency_dim + x162) / x162)
+    del x122, x162
+    t_adapter = lora_k * (x151 + numpy.maximum(x152 * x154 * (gemm_half_efficiency_dim + x153) / x153, x90 * (tokens_mb * x152 + x148 * x152 + x149))) + lora_o * (x151 + numpy.maximum(x90 * (x118 * x148 + x119 + x149), x118 * x154 * (gemm_half_efficiency_dim + x155) / x155)) + lora_q * (x151 + numpy.maximum(x154 * x156 * (gemm_half_efficiency_dim + x157) / x157, x90 * (tokens_mb * x156 + x148 * x156 + x149))) + lora_v * (x151 + numpy.maximum(x154 * x158 * (gemm_half_efficiency_dim + x159) / x159, x90 * (tokens_mb * x158 + x148 * x158 + x149))) + moe_share * x40 * (lora_down * x161 + x161 * x55) + x49 * (lora_down * x163 + x163 * x55)
+    del x118, x119, x148, x149, x151, x152, x153, x154, x155, x156, x157, x158, x159, x161, x163, x40
+    x164 = -stage_params
+    x165 = -stage_embedding_params - x164
+    dequant_mb = dequantize_base * x165 * x89 * (base_weight_bytes_per_param + bytes_per_element) * (full_recompute + 2)
+    x166 = moe_share * t_moe
+    x167 = t_mlp * x49
+    x168 = t_proj + t_qkv
+    x169 = x166 + x167 + x168
+    x170 = t_core + t_elem + t_scores
+    x171 = x169 + x170
+    t_layer_fwd = t_adapter + x171
+    x172 = 3 * t_logits
+    x173 = reference_model * (stage_layers * x171 + t_logits)
+    del x171
+    x174 = selective * t_core
+    x175 = 3 * t_core
     del t_core
-    x177 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x176
+    x176 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x175
     del t_elem, t_proj, t_qkv, t_scores
-    x178 = x105 * x50
-    x179 = numpy.minimum(numpy.minimum(tokens_mb, x116), 2.0 * hidden)
-    x180 = t_mlp * x7
+    x177 = x103 * x50
+    x178 = numpy.minimum(numpy.minimum(tokens_mb, x115), 2.0 * hidden)
+    x179 = t_mlp * x7
     del t_mlp, x7
-    x181 = t_moe * x4
+    x180 = t_moe * x4
     del t_moe, x4
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x170 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x167 + 3 * x168 + x177 + x89 * (moe_share * recompute_moe_act * t_moe_act + x175)) + x173 + x174 + x42 * (full_recompute * (x169 + x171 + x180 + x181) + x173 + x175 * x89 + x177 + 3 * x180 + 3 * x181 + 3 * numpy.maximum(x95 * (2.0 * x105 + x178 + x50 * x6), x108 * x82 * x99 * (gemm_half_efficiency_dim + x179) / x179))
-    del dequant_mb, t_adapter, t_moe_act, x167, x168, x169, x171, x175, x177, x179, x180, x181, x6, x82, x95, x99
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x174
-    del x174
-    weight_grad_mb = x64 * (stage_layers * x170 + t_logits)
-    del t_logits, x170
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x169 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x166 + 3 * x167 + x176 + x88 * (moe_share * recompute_moe_act * t_moe_act + x174)) + x172 + x173 + x42 * (full_recompute * (x168 + x170 + x179 + x180) + x172 + x174 * x88 + x176 + 3 * x179 + 3 * x180 + 3 * numpy.maximum(x90 * (2.0 * x103 + x177 + x50 * x6), x107 * x81 * x97 * (gemm_half_efficiency_dim + x178) / x178))
+    del dequant_mb, t_adapter, t_moe_act, x166, x167, x168, x170, x174, x176, x178, x179, x180, x6, x81, x90, x97
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x173
+    del x173
+    weight_grad_mb = x63 * (stage_layers * x169 + t_logits)
+    del t_logits, x169
     compute_s = compute_mb * microbatches
-    x182 = 2 * full_recompute + 4
-    x183 = stage_layers + x42
-    x184 = tp_intra_ranks - 1
-    x185 = 2 * intra_latency_s
-    x186 = tp_intra_ranks ** (-1.0)
-    x187 = tp * x186 - 1
-    x188 = 2 * inter_latency_s
-    x189 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x190 = bytes_per_element * x189
-    x191 = bytes_per_element * x108
-    del x108
-    x192 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x193 = x192 / scale_out_bus_efficiency
-    x194 = collective_overhead_s * numpy.minimum(1, x142) + tokens_mb * x184 * x186 * x190 * x24 + x184 * x185 + x187 * x188 + x187 * x191 * x193 * x24
-    del x142, x184, x186, x187
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x182 * x183 * x194) + x182 * x183 * x194
-    del x182, x194
-    x195 = 3 * cp - 3
-    x196 = 1 - cp_intra
-    x197 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x198 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x199 = cp_intra * intra_latency_s + inter_latency_s * x196 + kv_heads * x18 * x191 / (cp_intra * x197 + x196 * x198)
-    del x191, x196
-    cp_comm_mb = -cp_overlap * numpy.minimum(x176 * x183, x183 * x195 * x199 * x30) + x183 * x195 * x199 * x30
-    del x176, x195, x199, x30
-    x200 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x201 = x200 ** (-1.0)
-    x202 = ep * x201 - 1
-    x203 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x181 = 2 * full_recompute + 4
+    x182 = stage_layers + x42
+    x183 = tp_intra_ranks - 1
+    x184 = 2 * intra_latency_s
+    x185 = tp_intra_ranks ** (-1.0)
+    x186 = tp * x185 - 1
+    x187 = 2 * inter_latency_s
+    x188 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x189 = bytes_per_element * x188
+    x190 = bytes_per_element * x107
+    del x107
+    x191 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x192 = x191 / scale_out_bus_efficiency
+    x193 = collective_overhead_s * numpy.minimum(1, x141) + tokens_mb * x183 * x185 * x189 * x24 + x183 * x184 + x186 * x187 + x186 * x190 * x192 * x24
+    del x141, x183, x185, x186
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x181 * x182 * x193) + x181 * x182 * x193
+    del x181, x193
+    x194 = 3 * cp - 3
+    x195 = 1 - cp_intra
+    x196 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x197 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x198 = cp_intra * intra_latency_s + inter_latency_s * x195 + kv_heads * x18 * x190 / (cp_intra * x196 + x195 * x197)
+    del x190, x195
+    cp_comm_mb = -cp_overlap * numpy.minimum(x175 * x182, x182 * x194 * x198 * x30) + x182 * x194 * x198 * x30
+    del x175, x194, x198, x30
+    x199 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x200 = x199 ** (-1.0)
+    x201 = ep * x200 - 1
+    x202 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x204 = 1 - x203
-    x205 = 4 * etp - 4
-    x206 = 1 - hierarchical_dispatch
-    x207 = x133 + x134
-    del x133, x134
-    x208 = x207 / a2a_efficiency_factor
-    x209 = x126 * x208 * (hierarchical_dispatch * (-x200 * x44 + 1) + x202 * x206 * x44)
-    del x126, x44
-    x210 = 1 - x201
-    del x201
-    x211 = x105 * x193 * x208 * x210 * (experts_per_token * x206 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x200 * (1 - x210 ** experts_per_token)))
-    del x105, x206, x208, x210
-    x212 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x213 = moe_share * x183
-    del x183
-    x214 = x213 * (4 * inter_latency_s * (x200 - 1) + 4 * intra_latency_s * x202 + sequence_parallel * (bytes_per_element * experts_per_token * x178 * x205 / (x197 * x203 + x198 * x204) + x205 * (inter_latency_s * x204 + intra_latency_s * x203)) + 2 * numpy.maximum(bytes_per_element * x211, x190 * x209) + 2 * numpy.maximum(x211 * x212, x189 * x209 * x212))
-    del x178, x190, x200, x202, x203, x204, x205, x209, x211, x212
-    x215 = ep_overlap * numpy.minimum(x214, 3 * t_layer_fwd * x213)
-    del x213
-    ep_comm_mb = comm_sm_fraction * x215 / (1 - comm_sm_fraction) + x214 - x215
-    del x214, x215
-    x216 = 1 - dualpipe
-    x217 = pp - 1
-    x218 = microbatches * vp
-    x219 = 1 - pp_intra
-    x220 = bytes_per_element * tokens_mb
-    pp_comm_s = x216 * (2 * pp + 2 * x218 - 2) * (inter_latency_s * x219 + intra_latency_s * pp_intra + 1.0 * x116 * x220 / (pp_intra * x197 + x198 * x219)) * numpy.minimum(1, x217)
-    del x197, x198, x219
-    x221 = numpy.minimum(1, grad_shards - 1)
-    x222 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x223 = x222 - 1
-    x224 = intra_latency_s * x223
-    x225 = x222 ** (-1.0)
-    del x222
-    x226 = shard_ranks * x225 - 1
-    x227 = inter_latency_s * x226
-    x228 = x189 * x223 * x225
-    del x223, x225
-    x229 = 2 * grad_comm_bytes_per_param * (stage_trainable_expert_params + stage_trainable_params)
-    x230 = shard_ranks ** (-1.0)
-    x231 = x193 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x193
-    x232 = x226 * x230 * x231
-    del x226
-    x233 = base_weight_bytes_per_param * x166 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x166
-    x234 = bytes_per_element * (stage_adapter_params + stage_params * x64) + frozen_base * x233
-    del stage_adapter_params, stage_params, x64
-    x235 = 1 / 2 * microbatches * x221 * (2 * x224 + 2 * x227 + x228 * x229 + x229 * x232) + 2 * microbatches * zero3 * (x224 + x227 + x228 * x234 + x232 * x234)
-    del x224, x227, x228, x232, x234
-    x236 = 2 * stage_layers
-    x237 = numpy.minimum(dp, dp_intra_ranks)
-    x238 = x237 - 1
-    x239 = x237 ** (-1.0)
-    del x237
-    x240 = dp * x239 - 1
-    x241 = x189 * x229
-    del x189
-    x242 = x229 * x231
-    del x229, x231
-    x243 = replica_intra_ranks - 1
-    x244 = x230 / replica_intra_ranks
-    del x230
-    x245 = numpy.maximum(1, dp * x244)
-    x246 = x245 - 1
-    x247 = x221 * (x185 * x243 + x188 * x246 + x241 * x243 * x244 + x242 * x244 * x246 / x245) + (1 - x221) * (x185 * x238 + x188 * x240 + x2 * x240 * x242 + x238 * x239 * x241)
-    del x185, x188, x2, x221, x238, x239, x240, x241, x242, x243, x244, x245, x246
-    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x235) - dp_overlap * numpy.minimum(x247, t_layer_fwd * x236) + x235 + x247
-    del t_layer_fwd, x235, x247
-    x248 = compute_mb + tp_comm_mb
-    x249 = full_recompute + 3
-    x250 = expert_overhead_s * x65 + moe_layer_overhead_s
-    del x65
-    x251 = host_launch_factor * x249
-    x252 = stage_layers * x251
-    x253 = dispatch_host_sync * x131
-    x254 = moe_share * x250
-    x255 = x252 * x254
-    x256 = (x248 ** host_overlap_exponent + (layer_overhead_s * x252 + x255 * (1 - x253)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x252
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x131 * x249 * x250 - x248 + x256)
-    del x131, x248, x249, x250
+    x203 = 1 - x202
+    x204 = 4 * etp - 4
+    x205 = 1 - hierarchical_dispatch
+    x206 = x132 + x133
+    del x132, x133
+    x207 = x206 / a2a_efficiency_factor
+    x208 = x125 * x207 * (hierarchical_dispatch * (-x199 * x44 + 1) + x201 * x205 * x44)
+    del x125, x44
+    x209 = 1 - x200
+    del x200
+    x210 = x103 * x192 * x207 * x209 * (experts_per_token * x205 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x199 * (1 - x209 ** experts_per_token)))
+    del x103, x205, x207, x209
+    x211 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x212 = moe_share * x182
+    del x182
+    x213 = x212 * (4 * inter_latency_s * (x199 - 1) + 4 * intra_latency_s * x201 + sequence_parallel * (bytes_per_element * experts_per_token * x177 * x204 / (x196 * x202 + x197 * x203) + x204 * (inter_latency_s * x203 + intra_latency_s * x202)) + 2 * numpy.maximum(bytes_per_element * x210, x189 * x208) + 2 * numpy.maximum(x210 * x211, x188 * x208 * x211))
+    del x177, x189, x199, x201, x202, x203, x204, x208, x210, x211
+    x214 = ep_overlap * numpy.minimum(x213, 3 * t_layer_fwd * x212)
+    del x212
+    ep_comm_mb = comm_sm_fraction * x214 / (1 - comm_sm_fraction) + x213 - x214
+    del x213, x214
+    x215 = 1 - dualpipe
+    x216 = pp - 1
+    x217 = microbatches * vp
+    x218 = 1 - pp_intra
+    x219 = bytes_per_element * tokens_mb
+    pp_comm_s = x215 * (2 * pp + 2 * x217 - 2) * (inter_latency_s * x218 + intra_latency_s * pp_intra + 1.0 * x115 * x219 / (pp_intra * x196 + x197 * x218)) * numpy.minimum(1, x216)
+    del x196, x197, x218
+    x220 = numpy.minimum(1, grad_shards - 1)
+    x221 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x222 = x221 - 1
+    x223 = intra_latency_s * x222
+    x224 = x221 ** (-1.0)
+    del x221
+    x225 = shard_ranks * x224 - 1
+    x226 = inter_latency_s * x225
+    x227 = x188 * x222 * x224
+    del x222, x224
+    x228 = 2 * grad_comm_bytes_per_param * (stage_trainable_expert_params + stage_trainable_params)
+    x229 = shard_ranks ** (-1.0)
+    x230 = x192 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x192
+    x231 = x225 * x229 * x230
+    del x225
+    x232 = base_weight_bytes_per_param * x165 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x165
+    x233 = bytes_per_element * (stage_adapter_params + stage_params * x63) + frozen_base * x232
+    del stage_adapter_params, stage_params, x63
+    x234 = 1 / 2 * microbatches * x220 * (2 * x223 + 2 * x226 + x227 * x228 + x228 * x231) + 2 * microbatches * zero3 * (x223 + x226 + x227 * x233 + x231 * x233)
+    del x223, x226, x227, x231, x233
+    x235 = 2 * stage_layers
+    x236 = numpy.minimum(dp, dp_intra_ranks)
+    x237 = x236 - 1
+    x238 = x236 ** (-1.0)
+    del x236
+    x239 = dp * x238 - 1
+    x240 = x188 * x228
+    del x188
+    x241 = x228 * x230
+    del x228, x230
+    x242 = replica_intra_ranks - 1
+    x243 = x229 / replica_intra_ranks
+    del x229
+    x244 = numpy.maximum(1, dp * x243)
+    x245 = x244 - 1
+    x246 = x220 * (x184 * x242 + x187 * x245 + x240 * x242 * x243 + x241 * x243 * x245 / x244) + (1 - x220) * (x184 * x237 + x187 * x239 + x2 * x239 * x241 + x237 * x238 * x240)
+    del x184, x187, x2, x220, x237, x238, x239, x240, x241, x242, x243, x244, x245
+    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x234) - dp_overlap * numpy.minimum(x246, t_layer_fwd * x235) + x234 + x246
+    del t_layer_fwd, x234, x246
+    x247 = compute_mb + tp_comm_mb
+    x248 = full_recompute + 3
+    x249 = expert_overhead_s * x64 + moe_layer_overhead_s
+    del x64
+    x250 = host_launch_factor * x248
+    x251 = stage_layers * x250
+    x252 = dispatch_host_sync * x130
+    x253 = moe_share * x249
+    x254 = x251 * x253
+    x255 = (x247 ** host_overlap_exponent + (layer_overhead_s * x251 + x254 * (1 - x252)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x251
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x130 * x248 * x249 - x247 + x255)
+    del x130, x247, x248, x249
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x257 = cp_comm_mb + ep_comm_mb + x253 * x255 + x256
-    del x255
-    x258 = microbatches ** (-1.0)
-    x259 = vp ** (-1.0)
-    x260 = x257 / compute_mb
-    x261 = dualpipe * x258 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x260 - 3 * weight_grad_mb * x260 + x236 * x251 * x253 * x254 + 2 * x256) / x257 + x216 * x217 * x258 * x259
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x236, x251, x253, x254, x256, x258, x260
-    bubble_s = microbatches * x257 * x261
-    del x257
-    x262 = stage_trainable_expert_params / expert_optimizer_shards
-    x263 = stage_trainable_params / optimizer_shards
-    optimizer_s = x94 * (x262 + x263) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x94
-    x264 = microbatches * stage_extra_layers * (compute_mb - x173) * (x261 + 1) / stage_layers
-    del compute_mb, x173, x261
-    x265 = dp_comm_s + pp_comm_s
-    x266 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x265
-    x267 = gpus + 0.474798
-    x268 = gpus ** (-1.0)
-    x269 = x267 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x266 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x266 * numpy.maximum(0, -x132 * erfinv(1.71458910109456 * x268 * x269 * (0.0686881539789491 * x269 + 0.112063) - 1 + 1.16023 / x267)) + x264 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x264 + x266)
-    del x264, x267, x269
-    step_time_s = straggler_s + x266
-    del x266
-    x270 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x270
-    x271 = tokens_per_s * x268
-    x272 = model_flops_per_token * x271
-    tflops_per_gpu = 1e-12 * x272
-    mfu = x272 * x97
-    del x272
-    hfu = hardware_flops_per_token * x271 * x97
-    del hardware_flops_per_token, x271, x97
-    x273 = expert_weight_shards ** (-1.0)
-    x274 = weight_shards ** (-1.0)
-    x275 = base_weight_bytes_per_param * stage_expert_params
-    weights_bytes = frozen_base * (x273 * x275 + x274 * (x233 - x275)) + reference_model * (bytes_per_element * stage_expert_params * x273 + bytes_per_element * x274 * (-stage_expert_params - x165)) + stage_trainable_expert_params * weight_bytes_per_param * x273 + stage_trainable_params * weight_bytes_per_param * x274
-    del stage_expert_params, x165, x233, x273, x274, x275
+    x256 = cp_comm_mb + ep_comm_mb + x252 * x254 + x255
+    del x254
+    x257 = microbatches ** (-1.0)
+    x258 = vp ** (-1.0)
+    x259 = x256 / compute_mb
+    x260 = dualpipe * x257 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x259 - 3 * weight_grad_mb * x259 + x235 * x250 * x252 * x253 + 2 * x255) / x256 + x215 * x216 * x257 * x258
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x235, x250, x252, x253, x255, x257, x259
+    bubble_s = microbatches * x256 * x260
+    del x256
+    x261 = stage_trainable_expert_params / expert_optimizer_shards
+    x262 = stage_trainable_params / optimizer_shards
+    optimizer_s = x89 * (x261 + x262) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x89
+    x263 = microbatches * stage_extra_layers * (compute_mb - x172) * (x260 + 1) / stage_layers
+    del compute_mb, x172, x260
+    x264 = dp_comm_s + pp_comm_s
+    x265 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x264
+    x266 = gpus + 0.474798
+    x267 = gpus ** (-1.0)
+    x268 = x266 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x265 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x265 * numpy.maximum(0, -x131 * erfinv(1.71458910109456 * x267 * x268 * (0.0686881539789491 * x268 + 0.112063) - 1 + 1.16023 / x266)) + x263 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x263 + x265)
+    del x263, x266, x268
+    step_time_s = straggler_s + x265
+    del x265
+    x269 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x269
+    x270 = tokens_per_s * x267
+    x271 = model_flops_per_token * x270
+    tflops_per_gpu = 1e-12 * x271
+    mfu = x271 * x95
+    del x271
+    hfu = hardware_flops_per_token * x270 * x95
+    del hardware_flops_per_token, x270, x95
+    x272 = expert_weight_shards ** (-1.0)
+    x273 = weight_shards ** (-1.0)
+    x274 = base_weight_bytes_per_param * stage_expert_params
+    weights_bytes = frozen_base * (x272 * x274 + x273 * (x232 - x274)) + reference_model * (bytes_per_element * stage_expert_params * x272 + bytes_per_element * x273 * (-stage_expert_params - x164)) + stage_trainable_expert_params * weight_bytes_per_param * x272 + stage_trainable_params * weight_bytes_per_param * x273
+    del stage_expert_params, x164, x232, x272, x273, x274
     grads_bytes = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    optimizer_state_bytes = optimizer_bytes_per_param * x262 + optimizer_bytes_per_param * x263
-    del x262, x263
-    x276 = 4 * tokens_mb * x116 * (vocab * x91 + 1)
-    del x116, x91
-    x277 = 2 * tokens_mb
-    x278 = hidden * tokens_mb
-    x279 = x207 * x278
-    x280 = 4 * x279
-    x281 = heads + kv_heads
-    x282 = kv_heads / heads
-    x283 = x122 * x49
+    optimizer_state_bytes = optimizer_bytes_per_param * x261 + optimizer_bytes_per_param * x262
+    del x261, x262
+    x275 = 4 * tokens_mb * x115 * (vocab * x92 + 1)
+    del x115, x92
+    x276 = 2 * tokens_mb
+    x277 = hidden * tokens_mb
+    x278 = x206 * x277
+    x279 = 4 * x278
+    x280 = heads + kv_heads
+    x281 = kv_heads / heads
+    x282 = x121 * x49
     del x49
-    x284 = 1 - recompute_norms
-    x285 = tokens_mb * x24
-    x286 = 2 * mlp_matrices
-    x287 = tokens_mb * x286
-    x288 = micro_batch * x115 * (dropout_masks + 4) / cp ** 2
-    del x115
-    x289 = shared_experts * tokens_mb * x128
-    del x128
-    x290 = tokens_mb * x207
-    del x207
-    x291 = experts_per_token * x290
-    x292 = linear_input_bytes + x286 - 2
-    del x286
-    x293 = hidden * linear_input_bytes
-    x294 = x284 * x290 * x293
-    del x290
-    x295 = -frozen_base * (linear_input_bytes * tokens_mb * x283 * (1 - lora_down) + x294 * (1 - numpy.maximum(lora_up, x55)) + x294 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v))) + lora_rank * x220 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x289 + x291 * x46) * (linear_input_bytes * recompute_moe_act + x147 * (2 - x148)) + moe_share * (-x122 * x287 + x289 * x292 + x291 * (etp * x293 + x292 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x50 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x280 + x277 * x50 * (x18 * x281 - x24 * (x282 + 1)) + x277 * (q_lora_rank + x17) + x279 * (2 * dropout_masks + 8) + x29 * (2 * micro_batch * seq_len * x0 * x50 * (linear_key_heads * x106 + 68.0 * linear_value_heads + 5 * x25) - x50 * (x18 * x277 * x281 + x288)) + x50 * (ffn * x287 + x278 * (4 * x282 + 2) + x285 + x288) - (1 - 1 / 2 * linear_input_bytes) * (x277 * x283 + x280 * x284)
-    del moe_share, tokens_mb, x0, x106, x11, x122, x147, x148, x17, x18, x24, x25, x277, x278, x279, x280, x281, x282, x283, x284, x287, x288, x289, x29, x291, x292, x293, x294, x46, x55, x56, x68
-    x296 = full_recompute * x143 * x285 + x295 * x89
-    del x143, x285, x89
-    activation_bytes = full_recompute * x295 + linear_value_heads * x107 * x220 * x50 * numpy.minimum(1, linear_attention_layers) + stage_layers * x259 * x296 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x216 * numpy.minimum(x218, pp * vp + x217 * numpy.minimum(1, vp - 1))) + x276 + x42 * (x276 + x296)
-    del microbatches, x107, x216, x217, x218, x220, x259, x276, x295, x296, x42, x50
+    x283 = 1 - recompute_norms
+    x284 = tokens_mb * x24
+    x285 = 2 * mlp_matrices
+    x286 = tokens_mb * x285
+    x287 = micro_batch * x114 * (dropout_masks + 4) / cp ** 2
+    del x114
+    x288 = shared_experts * tokens_mb * x127
+    del x127
+    x289 = tokens_mb * x206
+    del x206
+    x290 = experts_per_token * x289
+    x291 = linear_input_bytes + x285 - 2
+    del x285
+    x292 = hidden * linear_input_bytes
+    x293 = x283 * x289 * x292
+    del x289
+    x294 = -frozen_base * (linear_input_bytes * tokens_mb * x282 * (1 - lora_down) + x293 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x293 * (1 - numpy.minimum(1, x55))) + lora_rank * x219 * (lora_down + lora_k + lora_o + lora_q + lora_v + x55) - moe_share * (x288 + x290 * x46) * (linear_input_bytes * recompute_moe_act + x146 * (2 - x147)) + moe_share * (-x121 * x286 + x288 * x291 + x290 * (etp * x292 + x291 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x50 * x67 * (2 * head_dim + v_head_dim) - recompute_norms * x279 + x276 * x50 * (x18 * x280 - x24 * (x281 + 1)) + x276 * (q_lora_rank + x17) + x278 * (2 * dropout_masks + 8) + x29 * (2 * micro_batch * seq_len * x0 * x50 * (linear_key_heads * x105 + 68.0 * linear_value_heads + 5 * x25) - x50 * (x18 * x276 * x280 + x287)) + x50 * (ffn * x286 + x277 * (4 * x281 + 2) + x284 + x287) - (1 - 1 / 2 * linear_input_bytes) * (x276 * x282 + x279 * x283)
+    del moe_share, tokens_mb, x0, x105, x11, x121, x146, x147, x17, x18, x24, x25, x276, x277, x278, x279, x280, x281, x282, x283, x286, x287, x288, x29, x290, x291, x292, x293, x46, x55, x67
+    x295 = full_recompute * x142 * x284 + x294 * x88
+    del x142, x284, x88
+    activation_bytes = full_recompute * x294 + linear_value_heads * x106 * x219 * x50 * numpy.minimum(1, linear_attention_layers) + stage_layers * x258 * x295 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x215 * numpy.minimum(x217, pp * vp + x216 * numpy.minimum(1, vp - 1))) + x275 + x42 * (x275 + x295)
+    del microbatches, x106, x215, x216, x217, x219, x258, x275, x294, x295, x42, x50
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x297 = nodes / (rack_mtbf_s * rack_nodes)
-    x298 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x299 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x300 = x297 + x298 + x299
-    system_mtbf_s = x300 ** (-1.0)
-    x301 = node_repair_s * x297
-    x302 = numpy.exp(-x301)
-    x303 = node_repair_s * x298
-    x304 = -spare_nodes
-    x305 = rack_nodes + x304
-    x306 = x301 * x302
-    del x301
-    x307 = 2 * rack_nodes + x304
-    x308 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x302 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x309 = 3 * rack_nodes + x304
-    x310 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x302 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x311 = 4 * rack_nodes + x304
-    x312 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x302 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x313 = 5 * rack_nodes + x304
-    x314 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x302 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x315 = 6 * rack_nodes + x304
-    x316 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x302 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x317 = 7 * rack_nodes + x304
-    x318 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x302 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x319 = 8 * rack_nodes + x304
-    x320 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x302 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x321 = 9 * rack_nodes + x304
-    x322 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x302 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x323 = 10 * rack_nodes + x304
-    x324 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x302 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x325 = 11 * rack_nodes + x304
-    x326 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x302 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x297 * (x302 * poisson_cdf(-x305, x303) + x306 * poisson_cdf(-x307, x303) + x308 * poisson_cdf(-x309, x303) + x310 * poisson_cdf(-x311, x303) + x312 * poisson_cdf(-x313, x303) + x314 * poisson_cdf(-x315, x303) + x316 * poisson_cdf(-x317, x303) + x318 * poisson_cdf(-x319, x303) + x320 * poisson_cdf(-x321, x303) + x322 * poisson_cdf(-x323, x303) + x324 * poisson_cdf(-x325, x303) + x326 * poisson_cdf(-12 * rack_nodes - x304, x303)) + x298 * (x302 * poisson_cdf(spare_nodes - 1, x303) + x306 * poisson_cdf(-x305 - 1, x303) + x308 * poisson_cdf(-x307 - 1, x303) + x310 * poisson_cdf(-x309 - 1, x303) + x312 * poisson_cdf(-x311 - 1, x303) + x314 * poisson_cdf(-x313 - 1, x303) + x316 * poisson_cdf(-x315 - 1, x303) + x318 * poisson_cdf(-x317 - 1, x303) + x320 * poisson_cdf(-x319 - 1, x303) + x322 * poisson_cdf(-x321 - 1, x303) + x324 * poisson_cdf(-x323 - 1, x303) + x326 * poisson_cdf(-x325 - 1, x303)) + x299)
-    del x297, x298, x299, x302, x303, x304, x305, x306, x307, x308, x309, x310, x311, x312, x313, x314, x315, x316, x317, x318, x319, x320, x321, x322, x323, x324, x325, x326
-    x327 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x328 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x300 * (x327 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x300 * (-manual_restart_s + x327 - x328))) + x327 - x328
-    del x300, x327, x328
+    x296 = nodes / (rack_mtbf_s * rack_nodes)
+    x297 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x298 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x299 = x296 + x297 + x298
+    system_mtbf_s = x299 ** (-1.0)
+    x300 = node_repair_s * x296
+    x301 = numpy.exp(-x300)
+    x302 = node_repair_s * x297
+    x303 = -spare_nodes
+    x304 = rack_nodes + x303
+    x305 = x300 * x301
+    del x300
+    x306 = 2 * rack_nodes + x303
+    x307 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x301 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x308 = 3 * rack_nodes + x303
+    x309 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x301 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x310 = 4 * rack_nodes + x303
+    x311 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x301 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x312 = 5 * rack_nodes + x303
+    x313 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x301 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x314 = 6 * rack_nodes + x303
+    x315 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x301 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x316 = 7 * rack_nodes + x303
+    x317 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x301 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x318 = 8 * rack_nodes + x303
+    x319 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x301 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x320 = 9 * rack_nodes + x303
+    x321 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x301 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x322 = 10 * rack_nodes + x303
+    x323 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x301 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x324 = 11 * rack_nodes + x303
+    x325 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x301 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x296 * (x301 * poisson_cdf(-x304, x302) + x305 * poisson_cdf(-x306, x302) + x307 * poisson_cdf(-x308, x302) + x309 * poisson_cdf(-x310, x302) + x311 * poisson_cdf(-x312, x302) + x313 * poisson_cdf(-x314, x302) + x315 * poisson_cdf(-x316, x302) + x317 * poisson_cdf(-x318, x302) + x319 * poisson_cdf(-x320, x302) + x321 * poisson_cdf(-x322, x302) + x323 * poisson_cdf(-x324, x302) + x325 * poisson_cdf(-12 * rack_nodes - x303, x302)) + x297 * (x301 * poisson_cdf(spare_nodes - 1, x302) + x305 * poisson_cdf(-x304 - 1, x302) + x307 * poisson_cdf(-x306 - 1, x302) + x309 * poisson_cdf(-x308 - 1, x302) + x311 * poisson_cdf(-x310 - 1, x302) + x313 * poisson_cdf(-x312 - 1, x302) + x315 * poisson_cdf(-x314 - 1, x302) + x317 * poisson_cdf(-x316 - 1, x302) + x319 * poisson_cdf(-x318 - 1, x302) + x321 * poisson_cdf(-x320 - 1, x302) + x323 * poisson_cdf(-x322 - 1, x302) + x325 * poisson_cdf(-x324 - 1, x302)) + x298)
+    del x296, x297, x298, x301, x302, x303, x304, x305, x306, x307, x308, x309, x310, x311, x312, x313, x314, x315, x316, x317, x318, x319, x320, x321, x322, x323, x324, x325
+    x326 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x327 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x299 * (x326 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x299 * (-manual_restart_s + x326 - x327))) + x326 - x327
+    del x299, x326, x327
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x329 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x330 = checkpoint_bytes * x268
-    x331 = x329 * x330
-    x332 = ckpt_async * x331
-    x333 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x334 = ckpt_sync * x333
-    x335 = x192 * x330
-    del x192, x330
-    x336 = ckpt_in_memory * (x331 + x335)
-    del x331
-    x337 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x338 = grad_bytes_per_param * trainable_params * x268
-    del x268
-    x339 = optimizer_s - step_time_s
-    x340 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x329 * x338 / (1 - (1 - numpy.minimum(1, x337)) ** gockpt_steps) + x339)
-    del x329
-    checkpoint_stall_s = x332 + x334 + x336 + x340
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x332 + 2 * x334 + 2 * x336 + 2 * x340))
-    x341 = ckpt_async * x333
-    x342 = system_mtbf_s ** (-1.0)
-    x343 = checkpoint_stall_s * x342
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x338 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x339))) / numpy.log(1 - numpy.minimum(0.999999999999, x337))))) - 1) + 1
-    del x337, x338, x339
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x333) + x341)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x332 + 1 / 2 * x334 + 1 / 2 * x336 + 1 / 2 * x340), -checkpoint_stall_s + young_interval_s * (1 / 6 * x132 * numpy.sqrt(x343) + 1 / 18 * x343 + 1), system_mtbf_s)))
-    del x132, x332, x334, x336, x340
-    commit_latency_s = ckpt_gockpt * (step_time_s + x333) + x341
-    del x333, x341
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x335 + failure_restart_s
-    del failure_restart_s, x335
-    steps = tokens * x76 / (global_batch * token_efficiency)
-    del x76
+    x328 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x329 = checkpoint_bytes * x267
+    x330 = x328 * x329
+    x331 = ckpt_async * x330
+    x332 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x333 = ckpt_sync * x332
+    x334 = x191 * x329
+    del x191, x329
+    x335 = ckpt_in_memory * (x330 + x334)
+    del x330
+    x336 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x337 = grad_bytes_per_param * trainable_params * x267
+    del x267
+    x338 = optimizer_s - step_time_s
+    x339 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x328 * x337 / (1 - (1 - numpy.minimum(1, x336)) ** gockpt_steps) + x338)
+    del x328
+    checkpoint_stall_s = x331 + x333 + x335 + x339
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x331 + 2 * x333 + 2 * x335 + 2 * x339))
+    x340 = ckpt_async * x332
+    x341 = system_mtbf_s ** (-1.0)
+    x342 = checkpoint_stall_s * x341
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x337 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x338))) / numpy.log(1 - numpy.minimum(0.999999999999, x336))))) - 1) + 1
+    del x336, x337, x338
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x332) + x340)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x331 + 1 / 2 * x333 + 1 / 2 * x335 + 1 / 2 * x339), -checkpoint_stall_s + young_interval_s * (1 / 6 * x131 * numpy.sqrt(x342) + 1 / 18 * x342 + 1), system_mtbf_s)))
+    del x131, x331, x333, x335, x339
+    commit_latency_s = ckpt_gockpt * (step_time_s + x332) + x340
+    del x332, x340
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x334 + failure_restart_s
+    del failure_restart_s, x334
+    steps = tokens * x75 / (global_batch * token_efficiency)
+    del x75
     solve_time_s = step_time_s * steps
-    x344 = numpy.exp(commit_latency_s * x342)
-    x345 = numpy.exp(x342 * (checkpoint_interval_s + checkpoint_stall_s))
-    x346 = solve_time_s * x344 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x344 + x346 * (x345 - 1) - 1) * numpy.exp(restart_s * x342)
-    del x344
-    failure_stepping_s = system_mtbf_s * x346 * (x345 - numpy.exp(x343))
-    del x343, x345, x346
+    x343 = numpy.exp(commit_latency_s * x341)
+    x344 = numpy.exp(x341 * (checkpoint_interval_s + checkpoint_stall_s))
+    x345 = solve_time_s * x343 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x343 + x345 * (x344 - 1) - 1) * numpy.exp(restart_s * x341)
+    del x343
+    failure_stepping_s = system_mtbf_s * x345 * (x344 - numpy.exp(x342))
+    del x342, x344, x345
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x347 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x347)
-    x348 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x348 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x348
-    del x348
-    expected_failures = failure_wall_s * x342
-    del x342
+    x346 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x346)
+    x347 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x347 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x347
+    del x347
+    expected_failures = failure_wall_s * x341
+    del x341
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x347
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x346
     del failure_stepping_s
-    x349 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x270 * (cp_comm_s + ep_comm_s + tp_comm_s + x265) + compute_power_fraction * compute_s * x270)
-    del x265, x270
-    x350 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x349)
+    x348 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x269 * (cp_comm_s + ep_comm_s + tp_comm_s + x264) + compute_power_fraction * compute_s * x269)
+    del x264, x269
+    x349 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x348)
     del stepping_s
-    energy_gpu_j = gpus * x350
-    x351 = network_power_per_node_w + node_overhead_power_w
-    x352 = nodes * x351
+    energy_gpu_j = gpus * x349
+    x350 = network_power_per_node_w + node_overhead_power_w
+    x351 = nodes * x350
     del nodes
-    x353 = spare_nodes * (gpus_per_node * idle_power_w + x351) + x352
-    del x351
-    energy_it_j = energy_gpu_j + wall_time_s * x353
-    energy_facility_j = energy_it_j * pue
-    x354 = eval_time_s + rollbacks * x347
-    del x347
-    x355 = pue * (gpu_step_power_w * gpus + x352)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x352) * (-failure_wall_s - x349 - x354) - solve_time_s * x355 - x354 * x355
-    del failure_wall_s, x349, x352, x354, x355
-    x356 = wall_time_s ** (-1.0)
-    gpu_power_w = x350 * x356
+    x352 = spare_nodes * (gpus_per_node * idle_power_w + x350) + x351
     del x350
-    avg_power_w = energy_facility_j * x356
-    del x356
-    peak_power_w = pue * (gpus * max_power_w + x353)
-    del x353
-    x357 = gpus + gpus_per_node * spare_nodes
-    x358 = wall_time_s * x357
-    gpu_hours = 0.000277777777777778 * x358
+    energy_it_j = energy_gpu_j + wall_time_s * x352
+    energy_facility_j = energy_it_j * pue
+    x353 = eval_time_s + rollbacks * x346
+    del x346
+    x354 = pue * (gpu_step_power_w * gpus + x351)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x351) * (-failure_wall_s - x348 - x353) - solve_time_s * x354 - x353 * x354
+    del failure_wall_s, x348, x351, x353, x354
+    x355 = wall_time_s ** (-1.0)
+    gpu_power_w = x349 * x355
+    del x349
+    avg_power_w = energy_facility_j * x355
+    del x355
+    peak_power_w = pue * (gpus * max_power_w + x352)
+    del x352
+    x356 = gpus + gpus_per_node * spare_nodes
+    x357 = wall_time_s * x356
+    gpu_hours = 0.000277777777777778 * x357
     cost_cloud_usd = gpu_hours * price_usd_per_gpu_hour
-    x359 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x359 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x357)) / utilisation
-    del x357
+    x358 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x358 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x356)) / utilisation
+    del x356
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * x358 * x359
-    del x358, x359
+    co2e_embodied_kg = embodied_kg_per_gpu * x357 * x358
+    del x357, x358
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

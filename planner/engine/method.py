@@ -156,6 +156,13 @@ def method_spec(method="pretrain", lora_rank=None, lora_targets_text=None,
     return Method(**spec)
 
 
+def check_padded_length(max_seq_len, seq_len) -> None:
+    """--max-seq-len must hold the mean sequence length it pads (None: not stated)."""
+    if max_seq_len is not None and seq_len is not None and max_seq_len < seq_len:
+        raise CapplanError(f"--max-seq-len {max_seq_len:g} is shorter than the mean sequence "
+                           f"length --seq-len {seq_len:g}")
+
+
 def method_of(choices) -> Method:
     """The :class:`Method` of a run's choices (a RunChoices or a Scenario)."""
     return method_spec(choices.method, choices.lora_rank, choices.lora_targets,
@@ -179,9 +186,7 @@ def method_inputs(m: Method, seq_len: float, model_seq_len: float) -> dict[str, 
          "token_efficiency": 1.0}
     if m.packing == "padded":
         padded = float(m.max_seq_len or model_seq_len)
-        if padded < seq_len:
-            raise CapplanError(f"--max-seq-len {padded:g} is shorter than the mean sequence "
-                               f"length --seq-len {seq_len:g}")
+        check_padded_length(padded, seq_len)
         x["seq_len"] = padded
         x["token_efficiency"] = float(padded_token_efficiency(seq_len, padded))
     return x

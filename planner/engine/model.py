@@ -188,8 +188,7 @@ def _lora_attention_params(x: dict):
 def _lora_mlp_params(x: dict, ffn):
     """LoRA adapter weights beside one MLP (or one expert) of width ``ffn``."""
     h, r = x["hidden"], x["lora_rank"]
-    return ((x["lora_gate"] * (x["mlp_matrices"] - 2) + x["lora_up"])
-            * finetune.lora_adapter_params(r, h, ffn)
+    return (_mlp_input_adapters(x) * finetune.lora_adapter_params(r, h, ffn)
             + x["lora_down"] * finetune.lora_adapter_params(r, ffn, h))
 
 
@@ -383,8 +382,7 @@ def _adapter_gemms(x: dict, t, d_in, d_out):
 def _adapter_mlp_time(x: dict, t, ffn):
     """Forward time of the adapters beside one MLP of TP-split width ``ffn``."""
     h = x["hidden"]
-    return (x["lora_gate"] * (x["mlp_matrices"] - 2) + x["lora_up"]) \
-        * _adapter_gemms(x, t, h, ffn) + x["lora_down"] * _adapter_gemms(x, t, ffn, h)
+    return _mlp_input_adapters(x) * _adapter_gemms(x, t, h, ffn) + x["lora_down"] * _adapter_gemms(x, t, ffn, h)
 
 
 def adapter_times(x: dict, r: dict) -> dict:
@@ -407,7 +405,8 @@ def adapter_times(x: dict, r: dict) -> dict:
     return {
         "t_adapter": attention + (1 - share) * _adapter_mlp_time(x, t, x["ffn"] / tp)
         + share * moe,
-        "dequant_mb": x["dequantize_base"] * (2 + x["full_recompute"]) * _memory_bound(
+        "dequant_mb": x["dequantize_base"] * finetune.dequantizations_per_pass(
+            x["full_recompute"]) * _memory_bound(
             x, finetune.dequantization_bytes(base_params, x["base_weight_bytes_per_param"],
                                              x["bytes_per_element"])),
     }
@@ -744,20 +743,24 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
 
 
 def _frozen_inputs_not_kept(x: dict, kept_norms, kept_down_input):
-    """Activation bytes a frozen base need not keep: the input of a frozen GEMM serves only
-    its weight gradient, so the QKV input (half the norm outputs), the MLP input (the other
-    half) and the down-projection input go unless an adapter beside the matrix reads it."""
+    """Activation bytes a frozen base need not keep (formulas.finetune): the QKV, MLP and
+    down-projection inputs no adapter reads."""
     attention_in = maximum(x["lora_q"], maximum(x["lora_k"], x["lora_v"]))
-    mlp_in = maximum(x["lora_gate"] * (x["mlp_matrices"] - 2), x["lora_up"])
-    return (1 - attention_in) * kept_norms / 2 + (1 - mlp_in) * kept_norms / 2 \
-        + (1 - x["lora_down"]) * kept_down_input
+    return finetune.frozen_inputs_not_kept_bytes(
+        kept_norms, kept_down_input, attention_in, minimum(_mlp_input_adapters(x), 1),
+        x["lora_down"])
+
+
+def _mlp_input_adapters(x: dict):
+    """Adapters beside the MLP's input matrices (up, and gate when gated)."""
+    return finetune.lora_mlp_input_adapters(x["mlp_matrices"], x["lora_gate"], x["lora_up"])
 
 
 def _adapter_activation_bytes(x: dict, s, b):
     """Activation bytes one layer's LoRA adapters keep: each adapter's rank-r product x A
     (the input of B, for B's gradient); their inputs are the base GEMMs' inputs."""
     targets = x["lora_q"] + x["lora_k"] + x["lora_v"] + x["lora_o"] \
-        + x["lora_gate"] * (x["mlp_matrices"] - 2) + x["lora_up"] + x["lora_down"]
+        + _mlp_input_adapters(x) + x["lora_down"]
     return targets * s * b * x["lora_rank"] * x["bytes_per_element"]
 
 

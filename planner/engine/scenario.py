@@ -37,7 +37,7 @@ from planner.engine.defaults import (  # noqa: F401
     PREFERRED_LAYOUT,
 )
 from planner.engine.domains import INPUT_DOMAINS, check, check_confidence
-from planner.engine.method import method_of
+from planner.engine.method import check_padded_length, method_of
 from planner.engine.ownership import ownership_inputs, ownership_parameters
 from planner.engine.pricing import check_choice, spot_interruption
 from planner.errors import CapplanError, did_you_mean, shown
@@ -132,7 +132,7 @@ class Scenario:
                                      ("objective", self.objective, OBJECTIVES)]:
             if value not in allowed:
                 raise CapplanError(f"--{name} {shown(value)} is not one of: {', '.join(allowed)}")
-        method_of(self)
+        check_padded_length(method_of(self).max_seq_len, self.seq_len)
         check_choice(self.pricing, self.provider)
         if self.pricing == "spot":
             spot_interruption(self.spot_interruption)

@@ -223,6 +223,16 @@ def test_post_training_rl_page_numbers():
     assert (off["rollout_gpus"], off["trainer_gpus"]) == (8, 8)
     missing = [e for e in expected if e not in text]
     assert not missing, f"docs/post-training-rl.md lacks (or has stale) {missing}"
+    # the GRPO section of docs/post-training.md quotes the same run
+    summary = " ".join((PAGE.parent / "post-training.md").read_text().split())
+    quoted = [f"{c['rl_step_time_s']:.1f} s", f"generation {100 * c['generation_share']:.0f} %",
+              f"scoring {100 * c['scoring_share']:.0f} %",
+              f"training {100 * c['training_share']:.0f} %",
+              f"{c['wall_time_s'] / 3600:.1f} h", f"{c['cost_usd']:.0f} USD"]
+    worst = max(abs(_tpot(*a[:3], prompt=a[3]) / a[4] - 1) for a in PUBLISHED_TPOT)
+    assert worst < 0.05  # "within 5 %"
+    missing = [q for q in quoted if q not in summary]
+    assert not missing, f"docs/post-training.md lacks (or has stale) {missing}"
 
 
 def test_a_model_larger_than_a_node_gets_a_multi_node_engine():

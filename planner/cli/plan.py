@@ -243,7 +243,6 @@ def plan(
         if v.get("phases") or uncertainty or plot or confidence != 0.5:
             raise CapplanError("--method grpo takes none of [[phases]], --uncertainty, "
                                "--plot, --confidence yet")
-        scenario.with_(method="pretrain").validate()
         from planner.cli.rl_run import plan_grpo
 
         return plan_grpo(scenario, {**rl, "method": "grpo"}, format, output, force)

@@ -72,6 +72,7 @@ def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None
     """The best accelerator, GPU count and pool split per objective for a GRPO run."""
     _check_grpo_options({"global_batch": scenario.global_batch, "seq_len": scenario.seq_len,
                          **{k: getattr(scenario, k) for k in OTHER_METHOD_OPTIONS}})
+    scenario.with_(method="pretrain").validate()  # the rest of the scenario, as plan's
     config = rl_config(options, rollout_gpus_ok=False)
     from planner.engine.rl_plan import OBJECTIVE_COLUMNS
 

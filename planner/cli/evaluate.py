@@ -75,7 +75,8 @@ def evaluate(
                  for p, v in band.items()]
     rows += [{"quantity": f"breakdown.{k}", "value": v} for k, v in payload["breakdown"].items()]
     e = run.echo
-    title = (f"{e['model']} ({e['method']}) on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "
+    method = "" if e["method"] == "pretrain" else f" ({e['method']})"  # pretrain: as before
+    title = (f"{e['model']}{method} on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "
              f"DP{e['dp']} CP{e['cp']} EP{e['ep']} ETP{e['etp']} VP{e['vp']}, micro-batch "
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     from planner.cli.common import notice

@@ -21,7 +21,7 @@ from .core import Formula, formula, registered
 
 DOMAINS = (
     "compute", "memory", "communication", "moe", "pipeline", "checkpoint", "reliability", "straggler",
-    "overhead", "batch", "finetune", "energy", "cost", "carbon",
+    "overhead", "batch", "finetune", "energy", "cost", "carbon", "inference",
 )
 
 __all__ = ["Formula", "formula", "registry", "DOMAINS"]

@@ -162,7 +162,7 @@ def test_adapter_params_formula_on_arrays():
 
 @pytest.mark.parametrize("args,needles", [
     (["--method", "lorra"], ["unknown --method 'lorra'", "did you mean: lora"]),
-    (["--method", "grpo"], ["--method grpo is not yet available"]),
+    (["--method", "grpo", "--lora-rank", "8"], ["--lora-rank does not apply to --method grpo"]),
     (["--method", "lora", "--lora-rank", "0"], ["--lora-rank 0 must be"]),
     (["--method", "lora", "--lora-rank", "-3"], ["--lora-rank -3 must be"]),
     (["--lora-rank", "8"], ["--lora-rank applies to --method lora|qlora, not pretrain"]),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
+from planner.cli.environment_options import prepend_options
 from planner.cli.layout_options import with_layout_options
+from planner.cli.rl_options import RL_OPTIONS, refuse_without_grpo, rl_options
 from planner.errors import CapplanError
 from planner.report.payloads import evaluation_payload
 from planner.version import version
@@ -36,6 +38,14 @@ def evaluate(
     from planner.cli.phases import scenario_spreads
 
     spreads = scenario_spreads(scenario_file) if uncertainty else None
+    if options.get("method") == "grpo":
+        if phases or uncertainty:
+            raise CapplanError("--method grpo takes neither [[phases]] nor --uncertainty yet")
+        from planner.cli.rl_run import evaluate_grpo
+
+        return evaluate_grpo(options, format, output, force)
+    refuse_without_grpo(options)
+    options = {k: v for k, v in options.items() if k not in RL_OPTIONS}
     if phases:
         return _evaluate_phases(options, phases, format, output, force,
                                 spreads=spreads, draws=draws, seed=seed)
@@ -80,6 +90,10 @@ def evaluate(
     if format == "table":  # human units; JSON and CSV keep the stored (SI) values
         rows = readable_rows(rows)
     write(render(rows, format, title=title, payload=payload), output, force)
+
+
+#: evaluate's options: the run's, its own, then the RL ones (--method grpo).
+prepend_options((), evaluate, after=(rl_options,))
 
 
 def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
@@ -171,9 +185,7 @@ def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
 
 
 def readable_rows(rows: list[dict]) -> list[dict]:
-    """The rows with each value in a human unit (planner.engine.readable)."""
-    from planner.engine.readable import quantity_text, readable_label, unit_of
+    """The rows with each value in a human unit (planner.engine.readable.readable_rows)."""
+    from planner.engine.readable import readable_rows as readable
 
-    return [{"quantity": readable_label(r["quantity"]),
-             "value": quantity_text(r["value"], unit_of(r["quantity"].rpartition(".")[2]))}
-            for r in rows]
+    return readable(rows)

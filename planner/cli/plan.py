@@ -14,6 +14,8 @@ from planner.cli.common import (
     notice,
     output_format,
 )
+from planner.cli.environment_options import prepend_options
+from planner.cli.rl_options import RL_OPTIONS, refuse_without_grpo, rl_options
 from planner.cli.scenario_options import with_scenario_options
 from planner.cli.workload import MaxCandidatesOption, MaxDrawRowsOption
 from planner.engine.assumptions import assumptions_line
@@ -235,7 +237,16 @@ def plan(
     from planner.engine.distributed import check_scheduler
 
     check_scheduler(scheduler, workers)
+    rl = {k: options.pop(k) for k in RL_OPTIONS}
     scenario, v = resolve_scenario(options)
+    if scenario.method == "grpo":
+        if v.get("phases") or uncertainty or plot or confidence != 0.5:
+            raise CapplanError("--method grpo takes none of [[phases]], --uncertainty, "
+                               "--plot, --confidence yet")
+        from planner.cli.rl_run import plan_grpo
+
+        return plan_grpo(scenario, {**rl, "method": "grpo"}, format, output, force)
+    refuse_without_grpo({**rl, "method": scenario.method})
     scenario = scenario.with_(confidence=confidence)
     scenario.validate()
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
@@ -245,6 +256,10 @@ def plan(
                       workers) as passes:
         plan_command(scenario, v, format, output, force, plot, uncertainty, draws, seed,
                      scheduler, workers, passes)
+
+
+#: plan's options: the scenario's, its own, then the RL ones (--method grpo).
+prepend_options((), plan, after=(rl_options,))
 
 
 def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, seed,

@@ -73,9 +73,12 @@ class Method:
 
 
 def not_yet_grpo() -> CapplanError:
-    """The error of ``--method grpo`` until the RL rollout model is hooked in."""
-    return CapplanError("--method grpo is not yet available (the RL rollout model is not "
-                        "in this build); use one of: pretrain, sft, lora, qlora, dpo")
+    """The error of ``--method grpo`` where the RL rollout model is not hooked in: it runs in
+    ``capplan evaluate`` and ``capplan plan`` (planner.cli.rl_run) and in Python through
+    :mod:`planner.engine.rl`, not in the training kernel's commands."""
+    return CapplanError("--method grpo runs in capplan evaluate and capplan plan (Python: "
+                        "planner.engine.rl), not here; here use one of: pretrain, sft, lora, "
+                        "qlora, dpo")
 
 
 def _choice(flag: str, value, allowed) -> None:

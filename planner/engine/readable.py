@@ -147,3 +147,10 @@ def unit_of(key: str) -> str:
 __all__ = ["bytes_text", "count_text", "device_word", "quantity_text", "readable_label",
            "seconds_text",
            "table_amount", "unit_of", "usd_text"]
+
+
+def readable_rows(rows: list[dict]) -> list[dict]:
+    """``{"quantity", "value"}`` rows with each value in a human unit (the evaluate table)."""
+    return [{"quantity": readable_label(r["quantity"]),
+             "value": quantity_text(r["value"], unit_of(r["quantity"].rpartition(".")[2]))}
+            for r in rows]

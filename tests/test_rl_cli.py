@@ -1,0 +1,85 @@
+"""``capplan evaluate/plan --method grpo``: pools, phase shares, whole-run totals; bad
+input one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_bad_files_and_values import one_line_usage_error, run_cli
+
+from planner.errors import INFEASIBLE
+
+SMALL = ("--model", "llama3-8b", "--hardware", "h100-sxm", "--method", "grpo")
+
+
+def test_evaluate_grpo_json_has_pools_shares_and_totals(capsys):
+    code, out, err = run_cli(capsys, "evaluate", *SMALL, "--gpus", "16", "--rl-mode",
+                             "disaggregated", "--off-policy", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["method"] == "grpo" and data["mode"] == "disaggregated"
+    assert data["rollout_gpus"] + data["trainer_gpus"] == 16
+    shares = sum(data[f"{p}_share"] for p in ("generation", "scoring", "training", "sync"))
+    assert shares == pytest.approx(1.0, rel=1e-9)
+    assert data["wall_time_s"] >= data["rl_steps"] * data["rl_step_time_s"]
+    assert data["cost_usd"] > 0 and data["co2e_kg"] > 0 and data["expected_failures"] > 0
+
+
+def test_evaluate_grpo_csv_and_table(capsys):
+    code, out, err = run_cli(capsys, "evaluate", *SMALL, "--gpus", "8", "--format", "csv")
+    assert code == 0, err
+    assert out.startswith("quantity,value\n") and "generation_share," in out
+    code, out, err = run_cli(capsys, "evaluate", *SMALL, "--gpus", "8")
+    assert code == 0 and "generation_share" in out
+
+
+def test_plan_grpo_sizes_the_pools(capsys):
+    code, out, err = run_cli(capsys, "plan", *SMALL[:2], "--method", "grpo", "--hardware",
+                             "h100-sxm,b200", "--max-gpus", "64", "--rl-mode",
+                             "disaggregated", "--off-policy", "--objective", "time",
+                             "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    best = data["best"]["time"]
+    assert best["rollout_gpus"] + best["trainer_gpus"] == best["gpus"]
+    assert best["rollout_gpus"] % 8 == 0  # whole nodes
+    fastest = min(data["candidates"], key=lambda r: r["wall_time_s"])
+    assert best["wall_time_s"] == fastest["wall_time_s"]
+    assert data["best"]["cost"]["cost_usd"] == min(r["cost_usd"] for r in data["candidates"])
+
+
+def test_plan_grpo_infeasible_deadline_exits_1(capsys):
+    code, out, err = run_cli(capsys, "plan", *SMALL[:2], "--method", "grpo", "--hardware",
+                             "h100-sxm", "--max-gpus", "16", "--deadline-days", "0.001")
+    assert code == INFEASIBLE and "no grpo run" in err and out == ""
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("evaluate", *SMALL, "--rl-mode", "hybrid"), "--rl-mode 'hybrid'"),
+    (("evaluate", *SMALL, "--rollout-group-size", "0"), "--rollout-group-size 0"),
+    (("evaluate", *SMALL, "--response-len", "1e12"), "--prompt-len + the longest response"),
+    (("evaluate", *SMALL, "--max-response-len", "nan"), "--max-response-len nan"),
+    (("evaluate", *SMALL, "--rollout-group-size", "100000000"), "sequences a step; at most"),
+    (("evaluate", *SMALL, "--rollout-gpus", "4"), "--rollout-gpus applies to --rl-mode"),
+    (("evaluate", *SMALL, "--lora-rank", "8"), "--lora-rank does not apply to --method grpo"),
+    (("evaluate", *SMALL, "--seq-len", "2048"), "--seq-len does not apply"),
+    (("evaluate", *SMALL, "--rl-mode", "disaggregated", "--rollout-gpus", "16", "--gpus",
+      "16"), "no split of 16 GPUs"),
+    (("evaluate", "--model", "llama3-8b", "--response-len", "100"),
+     "--response-len applies to --method grpo, not pretrain"),
+    (("plan", "--model", "llama3-8b", "--prompts", "100"), "--prompts applies to --method grpo"),
+    (("plan", *SMALL[:2], "--method", "grpo", "--objective", "tcdp"), "--objective tcdp"),
+    (("sweep", "--model", "llama3-8b", "--method", "grpo", "--max-gpus", "64"),
+     "--method grpo runs in capplan evaluate and capplan plan"),
+])
+def test_bad_rl_input_is_one_line_exit_2(capsys, args, needle):
+    code, out, err = run_cli(capsys, *args)
+    one_line_usage_error(code, err, needle)
+
+
+def test_plan_grpo_table_is_compact(capsys):
+    code, out, err = run_cli(capsys, "plan", *SMALL[:2], "--method", "grpo", "--hardware",
+                             "h100-sxm", "--max-gpus", "16", "--rl-mode", "disaggregated")
+    assert code == 0, err
+    assert "gen/score/train %" in out and "16 (8+8)" in out

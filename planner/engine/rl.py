@@ -332,6 +332,7 @@ def valid_trainer_gpus(x: dict, layout: TrainerLayout, gpus) -> np.ndarray:
     sizes = {"gpus": gpus, "tp": layout.tp, "pp": layout.pp, "cp": layout.cp,
              "ep": layout.ep, "etp": layout.tp, "vp": 1, "micro_batch": layout.micro_batch}
     sizes["dp"] = gpus // (layout.tp * layout.pp * layout.cp)
+    sizes["global_batch"] = x["global_batch"]  # the mini-batch the trainer steps on
     sizes = {k: np.broadcast_to(np.asarray(v), gpus.shape) for k, v in sizes.items()}
     context = context_of(x)
     with np.errstate(divide="ignore", invalid="ignore"):

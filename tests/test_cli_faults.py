@@ -137,7 +137,7 @@ def test_bad_fault_values_give_one_line(capsys, command, args, needle):
     ("[faults]\nslow_nodes = \"many\"\n", "[faults] slow_nodes must be a float"),
     ("[faults]\nslow_nodes = 2.0\n", "--slow-nodes must be a finite number in [0, 1]"),
     ("[faults]\nspares = -4\n", "--spares must be a whole number"),
-    ("[faults]\nnode_mtbf = 0\n", "unknown key 'node_mtbf'; allowed: checkpoint_interval, eval_overhead, gc_every_steps"),
+    ("[faults]\nnode_mtbf = 0\n", "unknown key 'node_mtbf'; allowed: checkpoint_interval, commitment_reuse, eval_overhead"),
 ])
 def test_bad_faults_section_gives_one_line(capsys, tmp_path, body, needle):
     file = tmp_path / "s.toml"

@@ -125,8 +125,9 @@ def test_a_far_quantile_is_planned_over_the_draws_that_resolve_it(plans, catalog
     assert margin_payload(s)["planned_quantile"] == 0.999
     assert margin_payload(s)["margin_draws"] == 10_000
     assert "margin_draws" not in margin_payload(Scenario(**SMALL))
-    assert quantile_text(s).startswith("constraints planned at P99.9 of the uncertainty "
-                                       "model (10,000 draws; h100-sxm: days x")
+    assert quantile_text(s).startswith("numbers and constraints at P99.9 of the uncertainty "
+                                       "model")
+    assert "by margins over 10,000 draws (h100-sxm: days x" in quantile_text(s)
 
 
 def test_cli_json_carries_the_quantile_and_flags(tmp_path):

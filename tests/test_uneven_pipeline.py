@@ -87,9 +87,11 @@ def test_evaluate_states_the_split(capsys):
                  "--pp", "8", "--vp", "8", "--cp", "2", "--global-batch", "512", "-f", "json"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    lines = err.strip().splitlines()  # the split, then the assumptions the query used
-    assert len(lines) == 2 and "Megatron-Core's uneven split" in lines[0], err
+    # the split, the assumptions the query used, what a typical alternative would change
+    lines = err.strip().splitlines()
+    assert len(lines) == 3 and "Megatron-Core's uneven split" in lines[0], err
     assert lines[1].startswith("capplan: assumed: ")
+    assert lines[2].startswith("capplan: what a typical alternative would change: ")
     import json
 
     assert json.loads(out)["step_time_s"] > 0

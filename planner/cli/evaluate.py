@@ -59,9 +59,10 @@ def evaluate(
     payload["rent_vs_buy"] = run.rent_vs_buy
     payload["assumptions"] = run.assumptions
     payload["method"] = run.echo["method"]
+    payload["alternatives"] = evaluate_alternatives(options, run)
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
             if k not in ("breakdown", "memory_breakdown", "inputs", "price", "rent_vs_buy",
-                         "assumptions")]
+                         "assumptions", "alternatives")]
     from planner.engine.pricing import PriceQuote
 
     rows.append({"quantity": "price", "value": PriceQuote(**run.price).label()})
@@ -87,6 +88,11 @@ def evaluate(
     notice(assumptions_text(e, PriceQuote(**run.price).label(), run.assumptions))
     if run.assumptions.get("stack_hint"):
         notice(run.assumptions["stack_hint"])
+    if payload["alternatives"]:
+        from planner.engine.alternatives import alternatives_line
+
+        notice("what a typical alternative would change: "
+               + alternatives_line(payload["alternatives"]))
     if format == "table":  # human units; JSON and CSV keep the stored (SI) values
         rows = readable_rows(rows)
     write(render(rows, format, title=title, payload=payload), output, force)
@@ -128,6 +134,35 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     title = (f"{e['model']} on {e['hardware']}: {len(phases)} phases, "
              f"{totals['wall_days']:.1f} days, {totals['gpu_hours']:,.0f} GPU-hours")
     write(render(rows, format, title=title, payload=payload), output, force)
+
+
+def evaluate_alternatives(options: dict, run) -> list[dict]:
+    """The run re-evaluated, at its layout, with the typical alternative stack and the
+    other PUE of its site (planner.engine.alternatives), each as one change."""
+    from planner.cli.common import pending_notices
+    from planner.cli.layout_options import resolve
+    from planner.engine.alternatives import alternative_site_class, alternative_stack, change
+
+    e = run.echo
+    same_layout = {**options, **{k: e[k] for k in ("tp", "pp", "cp", "ep", "vp",
+                                                   "micro_batch")}}
+    asked = len(pending_notices)
+    out = []
+    try:
+        stack = alternative_stack(e["stack"])
+        alt = resolve({**same_layout, "stack": stack})
+        out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours", run.row["gpu_hours"],
+                          alt.row["gpu_hours"], bool(alt.row["fits"])))
+        if "pue" not in (e.get("network") or {}):
+            site_class = alternative_site_class(e["site_class"])
+            alt = resolve({**same_layout, "site_class": site_class})
+            out.append(change(f"--site-class {site_class}", "energy_kwh", "energy",
+                              run.row["energy_kwh"], alt.row["energy_kwh"],
+                              note=f" (PUE {alt.assumptions['pue']:.2f})"))
+    except CapplanError:  # e.g. a user catalog without the alternative stack
+        pass
+    del pending_notices[asked:]  # the alternatives' own notices repeat the run's
+    return out
 
 
 def memory_remedy(largest: str, echo: dict) -> str:

@@ -33,6 +33,9 @@ def summarize(row: dict | None, prices: dict | None = None) -> dict | None:
         return None
     plain = {"str": str, "int": int, "bool": bool, "float": float}
     out = {c.key: plain[c.dtype](row[c.name]) for c in plan_summary()}
+    if "quantile" in row:  # a plan at --confidence Q: the values above are its Q-quantile
+        out["quantile"] = row["quantile"]
+        out["nominal"] = dict(row["nominal"])
     if prices is not None and row["hardware"] in prices:
         out["price"] = prices[row["hardware"]]
     return out
@@ -176,8 +179,9 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
     if format == "table":
         text = render_sites(results, rows, winners)
         p = percentile_text(scenario.confidence)
-        text += (f"constraints planned at {p} at every site (nominal run; --confidence 0.9 "
-                 "for a margin)" if scenario.confidence == 0.5 else
+        text += ("constraints planned on the nominal run at every site (not the P50 of "
+                 "--uncertainty; --confidence 0.9 for a margin)" if scenario.confidence == 0.5
+                 else
                  f"constraints planned at {p} of the uncertainty model at every site, with "
                  "each site's own margins (-f json: sites.<site>.margins)")
         text += "\n"
@@ -210,8 +214,9 @@ def plan(
     plot: str = typer.Option(None, "--plot", help="Also write the plan figure (PNG/SVG/PDF)."),
     uncertainty: bool = typer.Option(
         False, help="Propagate input uncertainty: P10/P50/P90 and win probabilities."),
-    draws: int = typer.Option(400, help="Monte Carlo draws for --uncertainty."),
-    seed: int = typer.Option(0, help="Random seed for --uncertainty."),
+    draws: int = typer.Option(400, help="Monte Carlo draws for --uncertainty and for the "
+                              "--confidence quantiles of the plans reported."),
+    seed: int = typer.Option(0, help="Random seed of those draws."),
     confidence: float = typer.Option(
         0.5, help="Quantile of the uncertainty model at which deadline, budget and power "
         "must hold, e.g. 0.9 (P90): each constraint is tightened per accelerator by the "
@@ -290,7 +295,26 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
     with search_progress("searching", passes) as progress:
         result = plan_at_confidence(scenario, spreads_from(v["uncertainty"]), progress=progress,
                                     scheduler=scheduler, workers=workers)
+    if scenario.confidence != 0.5:  # every reported row at the quantile planned at
+        from hardware_catalog import load_catalog
+        from planner.analysis.quantile_rows import set_at_quantile
+
+        set_at_quantile(result, load_catalog(tuple(catalog or ()), scenario.price_files),
+                        spreads_from(v["uncertainty"]), draws=draws, seed=seed)
     payload = plan_payload(result)
+    winner = result.best.get(scenario.objective)
+    alternatives = []
+    if winner is not None:  # what a typical alternative stack or PUE would change
+        from hardware_catalog import load_catalog
+        from planner.analysis.alternatives import row_alternatives
+        from planner.engine.alternatives import alternatives_line
+
+        alternatives = row_alternatives(
+            result.scenario, load_catalog(tuple(catalog or ()), scenario.price_files), winner)
+        payload["alternatives"] = {"objective": scenario.objective, "changes": alternatives}
+        alternatives_text = (f"what a typical alternative would change for the "
+                             f"{scenario.objective} winner (nominal run): "
+                             f"{alternatives_line(alternatives)}")
     if uncertainty and any(row is not None for row in result.best.values()):
         from hardware_catalog import load_catalog
         from planner.analysis.uncertainty import plan_uncertainty, spreads_from
@@ -304,6 +328,8 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
         from planner.report.tables import render_plan, render_uncertainty
 
         text = render_plan(result) + quantile_text(result.scenario) + "\n"
+        if alternatives:
+            text += alternatives_text + "\n"
         if "uncertainty" in payload:
             text += render_uncertainty(payload["uncertainty"])
     else:
@@ -321,6 +347,8 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
                       f"{assumptions_line(assumed)}", payload=payload)
         if format == "csv":  # CSV rows have no title: the assumptions on stderr
             notice(f"assumed: {assumptions_line(assumed)}")
+        if alternatives and format != "json":
+            notice(alternatives_text)
         if assumed.get("stack_hint") and format != "json":
             notice(assumed["stack_hint"])
         if format == "markdown":  # the explanations as tables of their own
@@ -427,7 +455,7 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
 
         text += "".join(line + "\n" for line in estimate_lines(result))
         text += "".join(line + "\n" for line in edge_lines(result))
-        text += quantile_text(result.scenario) + "\n"
+        text += quantile_text(result.scenario, shown_at_quantile=False) + "\n"
         if report:
             from planner.report.tables import render_uncertainty
 

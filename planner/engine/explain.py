@@ -256,7 +256,8 @@ def accelerator_verdicts(result) -> list[dict]:
     for hw in result.searched:
         stats = result.searched[hw]
         frame = result.frontier.loc[result.frontier["hardware"] == hw]
-        verdict, reason = _verdict(s, objective, winner, hw, stats, frame)
+        verdict, reason = _verdict(s, objective, winner, hw, stats, frame,
+                                   result.per_hardware.get(hw, {}).get(objective))
         rows.append({"hardware": hw, "verdict": verdict, "reason": reason})
     rows += [{"hardware": hw, "verdict": "skipped", "reason": why}
              for hw, why in result.skipped.items()]
@@ -265,7 +266,9 @@ def accelerator_verdicts(result) -> list[dict]:
 
 
 def _verdict(s: Scenario, objective: str, winner: dict | None, hw: str, stats: dict,
-             frame) -> tuple[str, str]:
+             frame, own_best: dict | None = None) -> tuple[str, str]:
+    """``own_best``: the accelerator's optimum as the plan reports it (at its quantile
+    under ``--confidence``), else found in ``frame``."""
     if stats["evaluated"] == 0:
         return "no layout", (f"no layout for {s.min_gpus}..{s.max_gpus} GPUs with this "
                              "global batch")
@@ -274,7 +277,8 @@ def _verdict(s: Scenario, objective: str, winner: dict | None, hw: str, stats: d
                           f"{stats['min_memory_bytes'] / 1e9:.1f} GB per GPU of "
                           f"{stats['hbm_bytes'] / 1e9:.0f} GB HBM")
     active = active_constraints(s)
-    best = optimum(frame, s, active, OBJECTIVE_COLUMNS[objective])
+    best = own_best if own_best is not None else optimum(frame, s, active,
+                                                         OBJECTIVE_COLUMNS[objective])
     if best is not None:
         text = plan_and_value_text(best, objective, hardware=False)
         if winner is not None and winner["hardware"] == hw:

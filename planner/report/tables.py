@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from planner.analysis.estimates import flag_text
+from planner.analysis.quantile_rows import quantile_label
 from planner.analysis.uncertainty import risk_lines
 from planner.engine.assumptions import assumptions_line
 from planner.engine.columns import step_parts
@@ -73,6 +74,7 @@ def winner_rows(result: PlanResult) -> list[dict]:
         rows.append({"objective": objective, "method": result.scenario.method,
                      "hardware": row["hardware"], "gpus": int(row["gpus"]),
                      "layout": layout_text(row, result.scenario.global_batch_range is not None),
+                     "quantile": quantile_label(result.scenario.confidence),
                      "days": float(row["wall_days"]), "usd": float(row["cost_usd"]),
                      "gpu_mwh": float(row["energy_gpu_mwh"]),
                      "it_mwh": float(row["energy_it_mwh"]),
@@ -164,6 +166,11 @@ def estimate_lines(result: PlanResult) -> list[str]:
             if result.estimate_flags.get(hw)]
 
 
+def _at(s) -> str:
+    """' at P90 (uncertainty model)' for a plan at a quantile; '' for the nominal run."""
+    return "" if s.confidence == 0.5 else f" at {quantile_label(s.confidence)} (uncertainty model)"
+
+
 def render_plan(result: PlanResult, width: int | None = None) -> str:
     """The rich ``capplan plan`` report as text, ``width`` characters wide (default: the
     terminal's, see :func:`planner.report.output.terminal_width`)."""
@@ -191,7 +198,8 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
     if winners:
         buf.write(table_text(["objective", "hardware", "GPUs", "layout", "days", "USD",
                               *ENERGY_HEADERS, "tCO2e", "MFU"], winners,
-                             title="Winners per objective", width=width, right=numbers))
+                             title="Winners per objective" + _at(s), width=width,
+                             right=numbers))
     for line in (estimate_lines(result) + price_lines(result) + spot_lines(result)
                  + rent_vs_buy_lines(result)):
         console.print(line, highlight=False, markup=False)
@@ -202,7 +210,7 @@ def render_plan(result: PlanResult, width: int | None = None) -> str:
                 for r in per_hardware_rows(result, s.objective)]
         buf.write(table_text(["hardware", "GPUs", "layout", "days", "USD", *ENERGY_HEADERS,
                               "tCO2e", "MFU", "knee GPUs"], rows,
-                             title=f"Best per accelerator ({s.objective})", width=width,
+                             title=f"Best per accelerator ({s.objective})" + _at(s), width=width,
                              right=numbers))
     head = result.best.get(s.objective)
     if head is not None:
@@ -403,7 +411,7 @@ def render_sites(results: dict, rows: list[dict], winners: dict,
     head = (f"{s.model} on {run} at {len(results)} sites, stack {a.get('stack', s.stack)}, "
             f"network {a.get('network', '')}, site class {s.site_class}, cost by "
             f"{cost_basis(s)}, {s.pricing} prices "
-            f"({s.provider}), quantile P{round(100 * s.confidence)}; {searches} searches in "
+            f"({s.provider}), {quantile_label(s.confidence)}; {searches} searches in "
             f"{seconds:.1f} s\n")
 
     def cell(value, fmt):

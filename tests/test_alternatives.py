@@ -1,0 +1,86 @@
+"""What a typical alternative would change (issue 41 item 2): plan and evaluate re-evaluate
+their run with the alternative stack (torchtitan FSDP2, or the default when that is the
+stack used) and the site's other PUE, and say it in every format."""
+
+import json
+
+import pytest
+
+from planner import evaluate
+from planner.cli.main import main
+
+RUN = ["evaluate", "-m", "llama3-70b", "-H", "h100-sxm", "-n", "1024", "--tp", "8", "--pp",
+       "4"]
+PLAN = ["plan", "-m", "llama3-8b", "--tokens", "2e12", "--hardware", "h100-sxm",
+        "--max-gpus", "256"]
+#: PUE of the hyperscale class and us-average's own (Uptime Institute 2023).
+HYPERSCALE_PUE, US_PUE = 1.10, 1.58
+
+
+def _run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out, err
+
+
+def _changes(alternatives):
+    return {a["flag"]: a for a in alternatives}
+
+
+def test_evaluate_gives_the_stack_and_pue_changes(capsys):
+    out, err = _run(capsys, [*RUN, "-f", "json"])
+    changes = _changes(json.loads(out)["alternatives"])
+    mine = evaluate(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4,
+                    as_frame=False)
+    fsdp = evaluate(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4,
+                    stack="torchtitan-fsdp2", as_frame=False)
+    stack = changes["--stack torchtitan-fsdp2"]
+    assert stack["relative_change"] == pytest.approx(
+        fsdp["gpu_hours"] / mine["gpu_hours"] - 1, rel=1e-9)
+    assert stack["relative_change"] > 0.05  # the tuned stack is the faster one
+    assert stack["text"].endswith(": +31 % GPU-hours")  # docs/model.md
+    pue = changes["--site-class site"]
+    assert pue["relative_change"] == pytest.approx(US_PUE / HYPERSCALE_PUE - 1, rel=1e-9)
+    assert (f"what a typical alternative would change: {stack['text']}; {pue['text']}"
+            in err)
+    assert "(PUE 1.58): +44 % energy" in pue["text"]
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "markdown"])
+def test_evaluate_says_it_in_every_format(capsys, fmt):
+    _, err = _run(capsys, [*RUN, "-f", fmt])
+    assert "what a typical alternative would change: with --stack torchtitan-fsdp2: +" in err
+
+
+def test_the_alternative_of_the_alternative_is_the_default(capsys):
+    out, _ = _run(capsys, [*RUN, "--stack", "torchtitan-fsdp2", "--site-class", "site",
+                           "-f", "json"])
+    changes = _changes(json.loads(out)["alternatives"])
+    assert changes["--stack megatron-core-2025"]["relative_change"] < 0
+    assert changes["--site-class hyperscale"]["relative_change"] == pytest.approx(
+        HYPERSCALE_PUE / US_PUE - 1, rel=1e-9)
+
+
+def test_plan_gives_them_for_its_winner(capsys):
+    out, _ = _run(capsys, [*PLAN, "-f", "json"])
+    data = json.loads(out)
+    w = data["best"]["cost"]
+    assert data["alternatives"]["objective"] == "cost"
+    changes = _changes(data["alternatives"]["changes"])
+    layout = {k: w[k] for k in ("gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "zero",
+                                "recompute")}
+    mine = evaluate(model="llama3-8b", hardware="h100-sxm", tokens=2e12, as_frame=False,
+                    **layout)
+    fsdp = evaluate(model="llama3-8b", hardware="h100-sxm", tokens=2e12, as_frame=False,
+                    stack="torchtitan-fsdp2", **layout)
+    assert mine["wall_days"] == pytest.approx(w["wall_days"], rel=1e-9)  # the same run
+    assert changes["--stack torchtitan-fsdp2"]["relative_change"] == pytest.approx(
+        fsdp["gpu_hours"] / mine["gpu_hours"] - 1, rel=1e-9)
+    assert changes["--site-class site"]["relative_change"] == pytest.approx(
+        US_PUE / HYPERSCALE_PUE - 1, rel=1e-9)
+    out, _ = _run(capsys, PLAN)
+    assert "what a typical alternative would change for the cost winner" in " ".join(
+        out.split())
+    _, err = _run(capsys, [*PLAN, "-f", "csv"])
+    assert "what a typical alternative would change for the cost winner" in err

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -50,520 +50,516 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x29 = x20 * x28 + x22 + x26 * x27
     del x20
     x30 = hidden * vocab
-    x31 = embedding_matrices * x30
-    x32 = layers - moe_layers
-    x33 = x32 * x9
-    x34 = hidden + layers * x29 + x31 + x33
-    x35 = experts * hidden
-    x36 = moe_ffn * x8
+    x31 = layers - moe_layers
+    x32 = x31 * x9
+    x33 = embedding_matrices * x30 + hidden + layers * x29 + x32
+    x34 = experts * hidden
+    x35 = moe_ffn * x8
     del x8
-    x37 = x35 + x36 * (experts + shared_experts)
-    params = moe_layers * x37 + mtp_layers * (x21 + x37 * x6) + x34
-    x38 = experts_per_token + shared_experts
-    x39 = x35 + x36 * x38
+    x36 = x34 + x35 * (experts + shared_experts)
+    params = moe_layers * x36 + mtp_layers * (x21 + x36 * x6) + x33
+    x37 = experts_per_token + shared_experts
+    x38 = x34 + x35 * x37
+    del x35
+    active_params = moe_layers * x38 + mtp_layers * (x21 + x38 * x6) + x33
+    del x33, x38
+    x39 = tp ** (-1.0)
+    x40 = dualpipe + 1
+    x41 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x42 = mlp_matrices * moe_ffn
+    x43 = ep ** (-1.0)
+    x44 = etp ** (-1.0)
+    x45 = moe_ffn * x44
+    x46 = mlp_matrices * x34 * x43 * x45
+    x47 = tp * x46 - x34 * x42 + x36
     del x36
-    active_params = moe_layers * x39 + mtp_layers * (x21 + x39 * x6) + x34
-    del x34, x39
-    x40 = tp ** (-1.0)
-    x41 = dualpipe + 1
-    x42 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x43 = mlp_matrices * moe_ffn
-    x44 = ep ** (-1.0)
-    x45 = etp ** (-1.0)
-    x46 = moe_ffn * x45
-    x47 = mlp_matrices * x35 * x44 * x46
-    x48 = tp * x47 - x35 * x43 + x37
-    del x37
-    x49 = 1 - moe_share
-    stage_params = x40 * x41 * (stage_layers * (moe_share * x48 + x29 + x49 * x9) + x30 + x42 * (x21 + x48 * x6))
-    del x21, x29, x48, x9
-    stage_expert_params = moe_share * stage_layers * x41 * x47
-    del x41, x47
-    x50 = experts * x22 + x22 * x38 * x43
-    del x38, x43
-    x51 = moe_layers * x50
-    x52 = 2 * heads
-    x53 = x16 * x52
-    x54 = seq_len * x53
-    x55 = linear_head_dim ** 2
-    x56 = 640.0 * linear_head_dim + 6 * x55 + 2730.66666666667
-    x57 = linear_attention_layers * (linear_value_heads * x56 - x54)
-    x58 = numpy.minimum(seq_len, window)
-    x59 = seq_len ** (-1.0)
-    x60 = window_layers * (2 * heads * x16 * x58 * (-x58 * x59 + 2) - x54)
-    del x58
-    x61 = heads * v_head_dim
-    x62 = 2 * x14 + 2 * x18 + x22 * x61
-    del x14, x18
-    x63 = layers * x62
-    x64 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x25 - x62)
-    del x25
-    x65 = 4.0 * x4
-    del x4
-    x66 = ffn * mlp_matrices * x22
-    x67 = mtp_layers * (vocab * x22 + x50 * x6 + x54 + x62 + x65 + x66 * x7)
-    del x50, x62
-    model_flops_per_token = 6 * heads * layers * seq_len * x16 + 6 * x30 + 6 * x33 + 3 * x51 + 3 * x57 + 3 * x60 + 3 * x63 + 3 * x64 + 3 * x67
-    del x33
-    x68 = layers * x54 + x57 + x60
+    x48 = 1 - moe_share
+    stage_params = x39 * x40 * (stage_layers * (moe_share * x47 + x29 + x48 * x9) + x30 + x41 * (x21 + x47 * x6))
+    del x21, x29, x47, x9
+    stage_expert_params = moe_share * stage_layers * x40 * x46
+    del x40, x46
+    x49 = experts * x22 + x22 * x37 * x42
+    del x37, x42
+    x50 = moe_layers * x49
+    x51 = 2 * heads
+    x52 = x16 * x51
+    x53 = seq_len * x52
+    x54 = linear_head_dim ** 2
+    x55 = 640.0 * linear_head_dim + 6 * x54 + 2730.66666666667
+    x56 = linear_attention_layers * (linear_value_heads * x55 - x53)
+    x57 = numpy.minimum(seq_len, window)
+    x58 = seq_len ** (-1.0)
+    x59 = window_layers * (2 * heads * x16 * x57 * (-x57 * x58 + 2) - x53)
     del x57
-    x69 = 1 - full_recompute
-    hardware_flops_per_token = full_recompute * (x32 * x66 + x51 + x63 + x64 + x67 + x68) + model_flops_per_token + selective * x68 * x69
-    del x32, x51, x63, x64, x66, x67, x68
-    x70 = hidden * tokens_mb
-    x71 = x23 * x40
-    x72 = hidden ** (-1.0)
-    x73 = x26 * x40 * x72 - x71
+    x60 = heads * v_head_dim
+    x61 = 2 * x14 + 2 * x18 + x22 * x60
+    del x14, x18
+    x62 = layers * x61
+    x63 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x25 - x61)
+    del x25
+    x64 = 4.0 * x4
+    del x4
+    x65 = ffn * mlp_matrices * x22
+    x66 = mtp_layers * (vocab * x22 + x49 * x6 + x53 + x61 + x64 + x65 * x7)
+    del x49, x61
+    model_flops_per_token = 6 * heads * layers * seq_len * x16 + 6 * x30 + 6 * x32 + 3 * x50 + 3 * x56 + 3 * x59 + 3 * x62 + 3 * x63 + 3 * x66
+    del x32
+    x67 = layers * x53 + x56 + x59
+    del x56
+    x68 = 1 - full_recompute
+    hardware_flops_per_token = full_recompute * (x31 * x65 + x50 + x62 + x63 + x66 + x67) + model_flops_per_token + selective * x67 * x68
+    del x31, x50, x62, x63, x65, x66, x67
+    x69 = hidden * tokens_mb
+    x70 = x23 * x39
+    x71 = hidden ** (-1.0)
+    x72 = x26 * x39 * x71 - x70
     del x26
-    x74 = tokens_mb * x73
-    x75 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x76 = bytes_per_element * x75
-    x77 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x73)
-    x78 = peak_flops_per_s ** (-1.0)
-    x79 = gemm_max_efficiency ** (-1.0)
-    x80 = x78 * x79
-    x81 = x22 * x80
-    x82 = x19 * x40
+    x73 = tokens_mb * x72
+    x74 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x75 = bytes_per_element * x74
+    x76 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x72)
+    x77 = peak_flops_per_s ** (-1.0)
+    x78 = gemm_max_efficiency ** (-1.0)
+    x79 = x77 * x78
+    x80 = x22 * x79
+    x81 = x19 * x39
     del x19
-    x83 = x72 * x82
-    x84 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x83)
-    t_qkv = x27 * numpy.maximum(x76 * (hidden * x73 + x70 + x74), x74 * x81 * (gemm_half_efficiency_dim + x77) / x77) + x28 * numpy.maximum(x76 * (tokens_mb * x83 + x70 + x82), 2 * tokens_mb * x80 * x82 * (gemm_half_efficiency_dim + x84) / x84)
-    del x73, x74, x77, x82, x83, x84
-    x85 = 4 * linear_head_dim
-    x86 = 0.015625 * x55
-    del x55
-    x87 = tokens_mb * x40
-    x88 = x76 * x87
-    x89 = numpy.minimum(seq_len, tokens_mb)
-    x90 = gemm_half_efficiency_dim + x89
-    x91 = x87 / attention_peak_flops_per_s
-    x92 = attention_scores_stored + selective
-    x93 = numpy.minimum(head_dim, tokens_mb)
-    t_core = numpy.maximum(x28 * x53 * x88, x91 * (x28 * x54 + x3 * x60) / (attention_efficiency_factor * gemm_max_efficiency * x89 * (1 - x92) / x90 + gemm_max_efficiency * x92 * x93 / (gemm_half_efficiency_dim + x93))) + numpy.maximum(linear_value_heads * x27 * x88 * (x85 + x86), linear_value_heads * x27 * x56 * x79 * x90 * x91 / (attention_efficiency_factor * x89))
-    del x3, x53, x54, x56, x60, x79, x88, x89, x90, x91, x92, x93
-    x94 = attention_scores_stored * heads * seq_len ** 2
-    t_scores = 10 * x1 * x28 * x40 * x75 * x94
+    x82 = x71 * x81
+    x83 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x82)
+    t_qkv = x27 * numpy.maximum(x75 * (hidden * x72 + x69 + x73), x73 * x80 * (gemm_half_efficiency_dim + x76) / x76) + x28 * numpy.maximum(x75 * (tokens_mb * x82 + x69 + x81), 2 * tokens_mb * x79 * x81 * (gemm_half_efficiency_dim + x83) / x83)
+    del x72, x73, x76, x81, x82, x83
+    x84 = 4 * linear_head_dim
+    x85 = 0.015625 * x54
+    del x54
+    x86 = tokens_mb * x39
+    x87 = x75 * x86
+    x88 = numpy.minimum(seq_len, tokens_mb)
+    x89 = gemm_half_efficiency_dim + x88
+    x90 = x86 / attention_peak_flops_per_s
+    x91 = attention_scores_stored + selective
+    x92 = numpy.minimum(head_dim, tokens_mb)
+    t_core = numpy.maximum(x28 * x52 * x87, x90 * (x28 * x53 + x3 * x59) / (attention_efficiency_factor * gemm_max_efficiency * x88 * (1 - x91) / x89 + gemm_max_efficiency * x91 * x92 / (gemm_half_efficiency_dim + x92))) + numpy.maximum(linear_value_heads * x27 * x87 * (x84 + x85), linear_value_heads * x27 * x55 * x78 * x89 * x90 / (attention_efficiency_factor * x88))
+    del x3, x52, x53, x55, x59, x78, x87, x88, x89, x90, x91, x92
+    x93 = attention_scores_stored * heads * seq_len ** 2
+    t_scores = 10 * x1 * x28 * x39 * x74 * x93
     del x1
-    x95 = x40 * x61
-    x96 = tokens_mb * x95
-    x97 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x95)
-    del x95
-    x98 = hidden * x40
-    x99 = tokens_mb * x71
-    x100 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x71)
-    del x71
-    t_proj = x27 * numpy.maximum(x76 * (x23 * x98 + x70 + x99), x81 * x99 * (gemm_half_efficiency_dim + x100) / x100) + x28 * numpy.maximum(x76 * (x61 * x98 + x70 + x96), x81 * x96 * (gemm_half_efficiency_dim + x97) / x97)
-    del x100, x61, x96, x97, x99
-    x101 = ffn * x40
-    x102 = tokens_mb * x101
-    x103 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x101)
-    t_mlp = mlp_matrices * numpy.maximum(x76 * (hidden * x101 + x102 + x70), x102 * x81 * (gemm_half_efficiency_dim + x103) / x103)
-    del x102, x103
-    x104 = experts * tokens_mb
-    x105 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x106 = moe_ffn * x40
-    x107 = tokens_mb * x106
-    x108 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x106)
-    x109 = 1 - token_drop
-    x110 = numpy.sqrt(2)
-    x111 = sequence_parallel * x40
-    x112 = 1 - sequence_parallel
-    x113 = etp * x111 + x112
-    x114 = 1 / (tokens_mb * x113)
-    x115 = tokens_mb * x113
-    x116 = x115 * x46
-    x117 = ep * experts_per_token * x115 / experts
-    del x115
-    x118 = numpy.minimum(numpy.minimum(hidden, x117), x46)
-    x119 = gemm_tile_dim ** (-1.0)
-    x120 = experts * x44
-    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x114 * x120 * (capacity_factor * token_drop + x109 * (x110 * numpy.sqrt(expert_load_cv ** 2 + x114 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x117 * x119) * numpy.ceil(x119 * x46) * numpy.maximum(x116 * x81 * (gemm_half_efficiency_dim + x118) / x118, x76 * (hidden * x46 + x113 * x70 + x116)) / moe_ffn + 4 * experts_per_token * x70 * x76 + mlp_matrices * shared_experts * numpy.maximum(x76 * (hidden * x106 + x107 + x70), x107 * x81 * (gemm_half_efficiency_dim + x108) / x108) + 20 * x104 * x75 + numpy.maximum(x76 * (x104 + x35 + x70), x104 * x81 * (gemm_half_efficiency_dim + x105) / x105)
-    del x104, x105, x108, x113, x114, x117, x118, x119, x35
-    x121 = tp - 1
-    x122 = (sequence_parallel * x121 + 1) ** (-1.0)
-    t_elem = tokens_mb * x76 * (16 * hidden * x122 + 4 * x101)
-    x123 = vocab * x40
-    x124 = tokens_mb * x123
-    x125 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x123)
-    del x123
-    t_logits = numpy.maximum(x76 * (x124 + x30 * x40 + x70), x124 * x81 * (gemm_half_efficiency_dim + x125) / x125)
-    del x124, x125, x30, x81
-    x126 = mlp_matrices - 1
-    x127 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x75 * (bytes_per_element + x126 * x127) * (experts_per_token * x116 + shared_experts * x107)
-    del x107, x116
-    x128 = moe_share * t_moe
-    x129 = t_mlp * x49
-    x130 = t_proj + t_qkv
-    x131 = x128 + x129 + x130
-    x132 = t_core + t_elem + t_scores
-    t_layer_fwd = x131 + x132
-    x133 = 3 * t_logits
-    x134 = selective * t_core
-    x135 = 3 * t_core
-    del t_core
-    x136 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x135
-    del t_elem, t_proj, t_qkv, t_scores
-    x137 = x40 * x70
-    x138 = numpy.minimum(numpy.minimum(tokens_mb, x98), 2.0 * hidden)
-    x139 = t_mlp * x7
-    del t_mlp, x7
-    x140 = t_moe * x6
-    del t_moe
-    compute_mb = stage_layers * (full_recompute * t_layer_fwd + 3 * x128 + 3 * x129 + x136 + x69 * (moe_share * recompute_moe_act * t_moe_act + x134)) + x133 + x42 * (full_recompute * (x130 + x132 + x139 + x140) + x133 + x134 * x69 + x136 + 3 * x139 + 3 * x140 + 3 * numpy.maximum(x76 * (x137 + x40 * x5 + 2.0 * x70), x65 * x80 * x87 * (gemm_half_efficiency_dim + x138) / x138))
-    del t_moe_act, x128, x129, x130, x132, x134, x136, x138, x139, x140, x5, x65, x76, x80
-    forward_mb = stage_layers * t_layer_fwd + t_logits
-    weight_grad_mb = stage_layers * x131 + t_logits
-    del t_logits, x131
-    compute_s = compute_mb * microbatches
-    x141 = 2 * full_recompute + 4
-    x142 = stage_layers + x42
-    x143 = tp_intra_ranks - 1
-    x144 = 2 * intra_latency_s
-    x145 = tp_intra_ranks ** (-1.0)
-    x146 = tp * x145 - 1
-    x147 = 2 * inter_latency_s
-    x148 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x149 = bytes_per_element * x148
-    x150 = bytes_per_element * x87
-    del x87
-    x151 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x152 = x151 / scale_out_bus_efficiency
-    x153 = collective_overhead_s * numpy.minimum(1, x121) + tokens_mb * x143 * x145 * x149 * x22 + x143 * x144 + x146 * x147 + x146 * x150 * x152 * x22
-    del x121, x143, x145, x146
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x141 * x142 * x153) + x141 * x142 * x153
-    del x141, x153
-    x154 = 3 * cp - 3
-    x155 = 1 - cp_intra
-    x156 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x157 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x158 = cp_intra * intra_latency_s + inter_latency_s * x155 + kv_heads * x150 * x16 / (cp_intra * x156 + x155 * x157)
-    del x150, x155
-    cp_comm_mb = -cp_overlap * numpy.minimum(x135 * x142, x142 * x154 * x158 * x28) + x142 * x154 * x158 * x28
-    del x135, x154, x158, x28
-    x159 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x160 = x159 ** (-1.0)
-    x161 = ep * x160 - 1
-    x162 = x45 * numpy.minimum(etp, tp_intra_ranks)
-    del x45
-    x163 = 1 - x162
-    x164 = 4 * etp - 4
-    x165 = 1 - hierarchical_dispatch
-    x166 = x111 + x112
-    del x111, x112
-    x167 = experts_per_token * x166
-    x168 = x70 / a2a_efficiency_factor
+    x94 = x39 * x60
+    x95 = tokens_mb * x94
+    x96 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x94)
+    del x94
+    x97 = hidden * x39
+    x98 = tokens_mb * x70
+    x99 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x70)
     del x70
-    x169 = x167 * x168 * (hierarchical_dispatch * (-x159 * x44 + 1) + x161 * x165 * x44)
+    t_proj = x27 * numpy.maximum(x75 * (x23 * x97 + x69 + x98), x80 * x98 * (gemm_half_efficiency_dim + x99) / x99) + x28 * numpy.maximum(x75 * (x60 * x97 + x69 + x95), x80 * x95 * (gemm_half_efficiency_dim + x96) / x96)
+    del x60, x95, x96, x98, x99
+    x100 = ffn * x39
+    x101 = tokens_mb * x100
+    x102 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
+    t_mlp = mlp_matrices * numpy.maximum(x75 * (hidden * x100 + x101 + x69), x101 * x80 * (gemm_half_efficiency_dim + x102) / x102)
+    del x101, x102
+    x103 = experts * tokens_mb
+    x104 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x105 = moe_ffn * x39
+    x106 = tokens_mb * x105
+    x107 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x105)
+    x108 = 1 - token_drop
+    x109 = numpy.sqrt(2)
+    x110 = sequence_parallel * x39
+    x111 = 1 - sequence_parallel
+    x112 = etp * x110 + x111
+    x113 = 1 / (tokens_mb * x112)
+    x114 = tokens_mb * x112
+    x115 = x114 * x45
+    x116 = ep * experts_per_token * x114 / experts
+    del x114
+    x117 = numpy.minimum(numpy.minimum(hidden, x116), x45)
+    x118 = gemm_tile_dim ** (-1.0)
+    x119 = experts * x43
+    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x113 * x119 * (capacity_factor * token_drop + x108 * (x109 * numpy.sqrt(expert_load_cv ** 2 + x113 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x116 * x118) * numpy.ceil(x118 * x45) * numpy.maximum(x115 * x80 * (gemm_half_efficiency_dim + x117) / x117, x75 * (hidden * x45 + x112 * x69 + x115)) / moe_ffn + 4 * experts_per_token * x69 * x75 + mlp_matrices * shared_experts * numpy.maximum(x75 * (hidden * x105 + x106 + x69), x106 * x80 * (gemm_half_efficiency_dim + x107) / x107) + 20 * x103 * x74 + numpy.maximum(x75 * (x103 + x34 + x69), x103 * x80 * (gemm_half_efficiency_dim + x104) / x104)
+    del x103, x104, x107, x112, x113, x116, x117, x118, x34
+    x120 = tp - 1
+    x121 = (sequence_parallel * x120 + 1) ** (-1.0)
+    t_elem = tokens_mb * x75 * (16 * hidden * x121 + 4 * x100)
+    x122 = vocab * x39
+    x123 = tokens_mb * x122
+    x124 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x122)
+    del x122
+    t_logits = numpy.maximum(x75 * (x123 + x30 * x39 + x69), x123 * x80 * (gemm_half_efficiency_dim + x124) / x124)
+    del x123, x124, x30, x80
+    x125 = mlp_matrices - 1
+    x126 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x74 * (bytes_per_element + x125 * x126) * (experts_per_token * x115 + shared_experts * x106)
+    del x106, x115
+    x127 = moe_share * t_moe
+    x128 = t_mlp * x48
+    x129 = t_proj + t_qkv
+    x130 = x127 + x128 + x129
+    x131 = t_core + t_elem + t_scores
+    t_layer_fwd = x130 + x131
+    x132 = 3 * t_logits
+    x133 = selective * t_core
+    x134 = 3 * t_core
+    del t_core
+    x135 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x134
+    del t_elem, t_proj, t_qkv, t_scores
+    x136 = x39 * x69
+    x137 = numpy.minimum(numpy.minimum(tokens_mb, x97), 2.0 * hidden)
+    x138 = t_mlp * x7
+    del t_mlp, x7
+    x139 = t_moe * x6
+    del t_moe
+    compute_mb = stage_layers * (full_recompute * t_layer_fwd + 3 * x127 + 3 * x128 + x135 + x68 * (moe_share * recompute_moe_act * t_moe_act + x133)) + x132 + x41 * (full_recompute * (x129 + x131 + x138 + x139) + x132 + x133 * x68 + x135 + 3 * x138 + 3 * x139 + 3 * numpy.maximum(x75 * (x136 + x39 * x5 + 2.0 * x69), x64 * x79 * x86 * (gemm_half_efficiency_dim + x137) / x137))
+    del t_moe_act, x127, x128, x129, x131, x133, x135, x137, x138, x139, x5, x64, x75, x79
+    forward_mb = stage_layers * t_layer_fwd + t_logits
+    weight_grad_mb = stage_layers * x130 + t_logits
+    del t_logits, x130
+    compute_s = compute_mb * microbatches
+    x140 = 2 * full_recompute + 4
+    x141 = stage_layers + x41
+    x142 = tp_intra_ranks - 1
+    x143 = 2 * intra_latency_s
+    x144 = tp_intra_ranks ** (-1.0)
+    x145 = tp * x144 - 1
+    x146 = 2 * inter_latency_s
+    x147 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x148 = bytes_per_element * x147
+    x149 = bytes_per_element * x86
+    del x86
+    x150 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x151 = x150 / scale_out_bus_efficiency
+    x152 = collective_overhead_s * numpy.minimum(1, x120) + tokens_mb * x142 * x144 * x148 * x22 + x142 * x143 + x145 * x146 + x145 * x149 * x151 * x22
+    del x120, x142, x144, x145
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x140 * x141 * x152) + x140 * x141 * x152
+    del x140, x152
+    x153 = 3 * cp - 3
+    x154 = 1 - cp_intra
+    x155 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x156 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x157 = cp_intra * intra_latency_s + inter_latency_s * x154 + kv_heads * x149 * x16 / (cp_intra * x155 + x154 * x156)
+    del x149, x154
+    cp_comm_mb = -cp_overlap * numpy.minimum(x134 * x141, x141 * x153 * x157 * x28) + x141 * x153 * x157 * x28
+    del x134, x153, x157, x28
+    x158 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x159 = x158 ** (-1.0)
+    x160 = ep * x159 - 1
+    x161 = x44 * numpy.minimum(etp, tp_intra_ranks)
     del x44
-    x170 = 1 - x160
-    del x160
-    x171 = x152 * x166 * x168 * x170 * (experts_per_token * x165 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x159 * (1 - x170 ** experts_per_token)))
-    del x165, x168, x170
-    x172 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x173 = moe_share * x142
-    del x142
-    x174 = x173 * (4 * inter_latency_s * (x159 - 1) + 4 * intra_latency_s * x161 + sequence_parallel * (bytes_per_element * experts_per_token * x137 * x164 / (x156 * x162 + x157 * x163) + x164 * (inter_latency_s * x163 + intra_latency_s * x162)) + 2 * numpy.maximum(bytes_per_element * x171, x149 * x169) + 2 * numpy.maximum(x171 * x172, x148 * x169 * x172))
-    del x137, x149, x159, x161, x162, x163, x164, x169, x171, x172
-    x175 = ep_overlap * numpy.minimum(x174, 3 * t_layer_fwd * x173)
-    del x173
-    ep_comm_mb = comm_sm_fraction * x175 / (1 - comm_sm_fraction) + x174 - x175
-    del x174, x175
-    x176 = 1 - dualpipe
-    x177 = pp - 1
-    x178 = microbatches * vp
-    x179 = 1 - pp_intra
-    x180 = tokens_mb * x98
-    del x98
-    pp_comm_s = x176 * (2 * pp + 2 * x178 - 2) * (1.0 * bytes_per_element * x180 / (pp_intra * x156 + x157 * x179) + inter_latency_s * x179 + intra_latency_s * pp_intra) * numpy.minimum(1, x177)
-    del x156, x157, x179
-    x181 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x182 = x181 - 1
-    x183 = intra_latency_s * x182
-    x184 = x181 ** (-1.0)
-    del x181
-    x185 = shard_ranks * x184 - 1
-    x186 = inter_latency_s * x185
-    x187 = -stage_expert_params + stage_params
+    x162 = 1 - x161
+    x163 = 4 * etp - 4
+    x164 = 1 - hierarchical_dispatch
+    x165 = x110 + x111
+    del x110, x111
+    x166 = experts_per_token * x165
+    x167 = x69 / a2a_efficiency_factor
+    del x69
+    x168 = x166 * x167 * (hierarchical_dispatch * (-x158 * x43 + 1) + x160 * x164 * x43)
+    del x43
+    x169 = 1 - x159
+    del x159
+    x170 = x151 * x165 * x167 * x169 * (experts_per_token * x164 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x158 * (1 - x169 ** experts_per_token)))
+    del x164, x167, x169
+    x171 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x172 = moe_share * x141
+    del x141
+    x173 = x172 * (4 * inter_latency_s * (x158 - 1) + 4 * intra_latency_s * x160 + sequence_parallel * (bytes_per_element * experts_per_token * x136 * x163 / (x155 * x161 + x156 * x162) + x163 * (inter_latency_s * x162 + intra_latency_s * x161)) + 2 * numpy.maximum(bytes_per_element * x170, x148 * x168) + 2 * numpy.maximum(x170 * x171, x147 * x168 * x171))
+    del x136, x148, x158, x160, x161, x162, x163, x168, x170, x171
+    x174 = ep_overlap * numpy.minimum(x173, 3 * t_layer_fwd * x172)
+    del x172
+    ep_comm_mb = comm_sm_fraction * x174 / (1 - comm_sm_fraction) + x173 - x174
+    del x173, x174
+    x175 = 1 - dualpipe
+    x176 = pp - 1
+    x177 = microbatches * vp
+    x178 = 1 - pp_intra
+    x179 = tokens_mb * x97
+    del x97
+    pp_comm_s = x175 * (2 * pp + 2 * x177 - 2) * (1.0 * bytes_per_element * x179 / (pp_intra * x155 + x156 * x178) + inter_latency_s * x178 + intra_latency_s * pp_intra) * numpy.minimum(1, x176)
+    del x155, x156, x178
+    x180 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x181 = x180 - 1
+    x182 = intra_latency_s * x181
+    x183 = x180 ** (-1.0)
+    del x180
+    x184 = shard_ranks * x183 - 1
+    x185 = inter_latency_s * x184
+    x186 = -stage_expert_params + stage_params
     del stage_params
-    x188 = x148 * x187
-    x189 = x182 * x184 * x188
-    del x182, x184
-    x190 = shard_ranks ** (-1.0)
-    x191 = x152 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x152
-    x192 = x187 * x191
-    x193 = x185 * x190 * x192
-    del x185
-    x194 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x195 = x194 - 1
-    x196 = intra_latency_s * x195
-    x197 = x194 ** (-1.0)
-    del x194
-    x198 = expert_shard_ranks * x197 - 1
-    x199 = inter_latency_s * x198
-    x200 = bytes_per_element * stage_expert_params
-    x201 = x148 * x195 * x197
-    del x195, x197
-    x202 = expert_shard_ranks ** (-1.0)
-    x203 = x191 * x198 * x202
-    del x198
-    x204 = numpy.minimum(1, grad_shards - 1)
-    x205 = 2 * grad_comm_bytes_per_param
-    x206 = stage_expert_params * x205
-    x207 = 1 / 2 * microbatches * x204 * (2 * x183 + 2 * x186 + x189 * x205 + x193 * x205 + x6 * (2 * x196 + 2 * x199 + x201 * x206 + x203 * x206)) + 2 * microbatches * zero3 * (bytes_per_element * x189 + bytes_per_element * x193 + x183 + x186 + x6 * (x196 + x199 + x200 * x201 + x200 * x203))
-    del x183, x186, x189, x193, x196, x199, x200, x201, x203
-    x208 = 2 * stage_layers
-    x209 = numpy.minimum(dp, dp_intra_ranks)
-    x210 = x209 - 1
-    x211 = x209 ** (-1.0)
-    del x209
-    x212 = dp * x211 - 1
-    x213 = x188 * x205
-    del x188
-    x214 = x192 * x205
-    del x192, x205
-    x215 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x216 = x215 - 1
-    x217 = x215 ** (-1.0)
-    del x215
-    x218 = expert_dp_ranks * x217 - 1
-    x219 = x148 * x206
-    del x148
-    x220 = x191 * x206
-    del x191, x206
-    x221 = replica_intra_ranks - 1
-    x222 = x144 * x221
-    x223 = replica_intra_ranks ** (-1.0)
-    x224 = x190 * x223
-    del x190
-    x225 = numpy.maximum(1, dp * x224)
-    x226 = x225 - 1
-    x227 = x202 * x223
-    del x202, x223
-    x228 = numpy.maximum(1, expert_dp_ranks * x227)
-    x229 = x228 - 1
-    x230 = x204 * (x147 * x226 + x213 * x221 * x224 + x214 * x224 * x226 / x225 + x222 + x6 * (x147 * x229 + x219 * x221 * x227 + x220 * x227 * x229 / x228 + x222)) + (1 - x204) * (x144 * x210 + x147 * x212 + x2 * x212 * x214 + x210 * x211 * x213 + x6 * (x144 * x216 + x147 * x218 + x216 * x217 * x219 + x218 * x220 / expert_dp_ranks))
-    del x144, x147, x2, x204, x210, x211, x212, x213, x214, x216, x217, x218, x219, x220, x221, x222, x224, x225, x226, x227, x228, x229, x6
-    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x207) - dp_overlap * numpy.minimum(x230, t_layer_fwd * x208) + x207 + x230
-    del t_layer_fwd, x207, x230
-    x231 = compute_mb + tp_comm_mb
-    x232 = full_recompute + 3
-    x233 = expert_overhead_s * x120 + moe_layer_overhead_s
-    del x120
-    x234 = host_launch_factor * x232
-    x235 = stage_layers * x234
-    x236 = dispatch_host_sync * x109
-    x237 = moe_share * x233
-    x238 = x235 * x237
-    x239 = (x231 ** host_overlap_exponent + (layer_overhead_s * x235 + x238 * (1 - x236)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x235
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x109 * x232 * x233 - x231 + x239)
-    del x109, x231, x232, x233
+    x187 = x147 * x186
+    x188 = x181 * x183 * x187
+    del x181, x183
+    x189 = shard_ranks ** (-1.0)
+    x190 = x151 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x151
+    x191 = x186 * x190
+    x192 = x184 * x189 * x191
+    del x184
+    x193 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x194 = x193 - 1
+    x195 = intra_latency_s * x194
+    x196 = x193 ** (-1.0)
+    del x193
+    x197 = expert_shard_ranks * x196 - 1
+    x198 = inter_latency_s * x197
+    x199 = bytes_per_element * stage_expert_params
+    x200 = x147 * x194 * x196
+    del x194, x196
+    x201 = expert_shard_ranks ** (-1.0)
+    x202 = x190 * x197 * x201
+    del x197
+    x203 = numpy.minimum(1, grad_shards - 1)
+    x204 = 2 * grad_comm_bytes_per_param
+    x205 = stage_expert_params * x204
+    x206 = 1 / 2 * microbatches * x203 * (2 * x182 + 2 * x185 + x188 * x204 + x192 * x204 + x6 * (2 * x195 + 2 * x198 + x200 * x205 + x202 * x205)) + 2 * microbatches * zero3 * (bytes_per_element * x188 + bytes_per_element * x192 + x182 + x185 + x6 * (x195 + x198 + x199 * x200 + x199 * x202))
+    del x182, x185, x188, x192, x195, x198, x199, x200, x202
+    x207 = 2 * stage_layers
+    x208 = numpy.minimum(dp, dp_intra_ranks)
+    x209 = x208 - 1
+    x210 = x208 ** (-1.0)
+    del x208
+    x211 = dp * x210 - 1
+    x212 = x187 * x204
+    del x187
+    x213 = x191 * x204
+    del x191, x204
+    x214 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x215 = x214 - 1
+    x216 = x214 ** (-1.0)
+    del x214
+    x217 = expert_dp_ranks * x216 - 1
+    x218 = x147 * x205
+    del x147
+    x219 = x190 * x205
+    del x190, x205
+    x220 = replica_intra_ranks - 1
+    x221 = x143 * x220
+    x222 = replica_intra_ranks ** (-1.0)
+    x223 = x189 * x222
+    del x189
+    x224 = numpy.maximum(1, dp * x223)
+    x225 = x224 - 1
+    x226 = x201 * x222
+    del x201, x222
+    x227 = numpy.maximum(1, expert_dp_ranks * x226)
+    x228 = x227 - 1
+    x229 = x203 * (x146 * x225 + x212 * x220 * x223 + x213 * x223 * x225 / x224 + x221 + x6 * (x146 * x228 + x218 * x220 * x226 + x219 * x226 * x228 / x227 + x221)) + (1 - x203) * (x143 * x209 + x146 * x211 + x2 * x211 * x213 + x209 * x210 * x212 + x6 * (x143 * x215 + x146 * x217 + x215 * x216 * x218 + x217 * x219 / expert_dp_ranks))
+    del x143, x146, x2, x203, x209, x210, x211, x212, x213, x215, x216, x217, x218, x219, x220, x221, x223, x224, x225, x226, x227, x228, x6
+    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x206) - dp_overlap * numpy.minimum(x229, t_layer_fwd * x207) + x206 + x229
+    del t_layer_fwd, x206, x229
+    x230 = compute_mb + tp_comm_mb
+    x231 = full_recompute + 3
+    x232 = expert_overhead_s * x119 + moe_layer_overhead_s
+    del x119
+    x233 = host_launch_factor * x231
+    x234 = stage_layers * x233
+    x235 = dispatch_host_sync * x108
+    x236 = moe_share * x232
+    x237 = x234 * x236
+    x238 = (x230 ** host_overlap_exponent + (layer_overhead_s * x234 + x237 * (1 - x235)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x234
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x108 * x231 * x232 - x230 + x238)
+    del x108, x230, x231, x232
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x240 = cp_comm_mb + ep_comm_mb + x236 * x238 + x239
-    del x238
-    x241 = microbatches ** (-1.0)
-    x242 = vp ** (-1.0)
-    x243 = x240 / compute_mb
-    x244 = dualpipe * x241 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x243 - 3 * weight_grad_mb * x243 + x208 * x234 * x236 * x237 + 2 * x239) / x240 + x176 * x177 * x241 * x242
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x208, x234, x236, x237, x239, x241, x243
-    bubble_s = microbatches * x240 * x244
-    del x240
-    x245 = stage_expert_params / expert_optimizer_shards
-    x246 = x187 / optimizer_shards
-    optimizer_s = x75 * (x245 + x246) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x75
-    x247 = microbatches * stage_extra_layers * (compute_mb - x133) * (x244 + 1) / stage_layers
-    del compute_mb, x133, x244
-    x248 = dp_comm_s + pp_comm_s
-    x249 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x248
-    x250 = gpus + 0.474798
-    x251 = gpus ** (-1.0)
-    x252 = x250 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x249 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x249 * numpy.maximum(0, -x110 * erfinv(1.71458910109456 * x251 * x252 * (0.0686881539789491 * x252 + 0.112063) - 1 + 1.16023 / x250)) + x247 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x247 + x249)
-    del x247, x250, x252
-    step_time_s = straggler_s + x249
-    del x249
-    x253 = step_time_s ** (-1.0)
-    x254 = global_batch * seq_len
-    tokens_per_s = x253 * x254
-    x255 = tokens_per_s * x251
-    x256 = model_flops_per_token * x255
-    tflops_per_gpu = 1e-12 * x256
-    mfu = x256 * x78
-    del x256
-    hfu = hardware_flops_per_token * x255 * x78
-    del hardware_flops_per_token, x255, x78
-    weights_bytes = weight_bytes_per_param * x187 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
-    grads_bytes = grad_bytes_per_param * x187 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
-    del stage_expert_params, x187
-    optimizer_state_bytes = optimizer_bytes_per_param * x245 + optimizer_bytes_per_param * x246
-    del x245, x246
-    x257 = tokens_mb * x40
-    x258 = 4 * x180 * (vocab * x72 + 1)
-    del x180, x72
-    x259 = 2 * tokens_mb
-    x260 = hidden * tokens_mb
-    x261 = x166 * x260
-    del x166
-    x262 = 4 * x261
-    x263 = heads + kv_heads
-    x264 = kv_heads / heads
-    x265 = tokens_mb * x22
-    x266 = 2 * mlp_matrices
-    x267 = tokens_mb * x266
-    x268 = micro_batch * x94 * (dropout_masks + 4) / cp ** 2
-    del x94
-    x269 = shared_experts * tokens_mb * x106
-    del x106
-    x270 = tokens_mb * x167
-    del tokens_mb, x167
-    x271 = linear_input_bytes + x266 - 2
-    del x266
-    x272 = -moe_share * (x269 + x270 * x46) * (linear_input_bytes * recompute_moe_act + x126 * (2 - x127)) + moe_share * (-x101 * x267 + x269 * x271 + x270 * (etp * hidden * linear_input_bytes + x271 * x46)) - recompute_mla_up_proj * x11 * x257 * x52 * (2 * head_dim + v_head_dim) - recompute_norms * x262 + x259 * x40 * (x16 * x263 - x22 * (x264 + 1)) + x259 * (q_lora_rank + x15) + x261 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x40 * (linear_key_heads * x85 + 68.0 * linear_value_heads + 5 * x23) - x40 * (x16 * x259 * x263 + x268)) + x40 * (ffn * x267 + x260 * (4 * x264 + 2) + x265 + x268) - (1 - 1 / 2 * linear_input_bytes) * (x101 * x259 * x49 + x262 * (1 - recompute_norms))
-    del moe_share, x0, x101, x11, x126, x127, x15, x16, x22, x23, x259, x260, x261, x262, x263, x264, x267, x268, x269, x27, x270, x271, x40, x46, x49, x52, x85
-    x273 = full_recompute * x122 * x265 + x272 * x69
-    del x122, x265, x69
-    activation_bytes = bytes_per_element * linear_value_heads * x257 * x86 * numpy.minimum(1, linear_attention_layers) + full_recompute * x272 + stage_layers * x242 * x273 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x176 * numpy.minimum(x178, pp * vp + x177 * numpy.minimum(1, vp - 1))) + x258 + x42 * (x258 + x273)
-    del microbatches, x176, x177, x178, x242, x257, x258, x272, x273, x42, x86
+    x239 = cp_comm_mb + ep_comm_mb + x235 * x237 + x238
+    del x237
+    x240 = microbatches ** (-1.0)
+    x241 = vp ** (-1.0)
+    x242 = x239 / compute_mb
+    x243 = dualpipe * x240 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x242 - 3 * weight_grad_mb * x242 + x207 * x233 * x235 * x236 + 2 * x238) / x239 + x175 * x176 * x240 * x241
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x207, x233, x235, x236, x238, x240, x242
+    bubble_s = microbatches * x239 * x243
+    del x239
+    x244 = stage_expert_params / expert_optimizer_shards
+    x245 = x186 / optimizer_shards
+    optimizer_s = x74 * (x244 + x245) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x74
+    x246 = microbatches * stage_extra_layers * (compute_mb - x132) * (x243 + 1) / stage_layers
+    del compute_mb, x132, x243
+    x247 = dp_comm_s + pp_comm_s
+    x248 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x247
+    x249 = gpus + 0.474798
+    x250 = gpus ** (-1.0)
+    x251 = x249 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x248 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x248 * numpy.maximum(0, -x109 * erfinv(1.71458910109456 * x250 * x251 * (0.0686881539789491 * x251 + 0.112063) - 1 + 1.16023 / x249)) + x246 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x246 + x248)
+    del x246, x249, x251
+    step_time_s = straggler_s + x248
+    del x248
+    x252 = step_time_s ** (-1.0)
+    x253 = global_batch * seq_len
+    tokens_per_s = x252 * x253
+    x254 = tokens_per_s * x250
+    x255 = model_flops_per_token * x254
+    tflops_per_gpu = 1e-12 * x255
+    mfu = x255 * x77
+    del x255
+    hfu = hardware_flops_per_token * x254 * x77
+    del hardware_flops_per_token, x254, x77
+    weights_bytes = weight_bytes_per_param * x186 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
+    grads_bytes = grad_bytes_per_param * x186 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
+    del stage_expert_params, x186
+    optimizer_state_bytes = optimizer_bytes_per_param * x244 + optimizer_bytes_per_param * x245
+    del x244, x245
+    x256 = tokens_mb * x39
+    x257 = 4 * x179 * (vocab * x71 + 1)
+    del x179, x71
+    x258 = 2 * tokens_mb
+    x259 = hidden * tokens_mb
+    x260 = x165 * x259
+    del x165
+    x261 = 4 * x260
+    x262 = heads + kv_heads
+    x263 = kv_heads / heads
+    x264 = tokens_mb * x22
+    x265 = 2 * mlp_matrices
+    x266 = tokens_mb * x265
+    x267 = micro_batch * x93 * (dropout_masks + 4) / cp ** 2
+    del x93
+    x268 = shared_experts * tokens_mb * x105
+    del x105
+    x269 = tokens_mb * x166
+    del tokens_mb, x166
+    x270 = linear_input_bytes + x265 - 2
+    del x265
+    x271 = -moe_share * (x268 + x269 * x45) * (linear_input_bytes * recompute_moe_act + x125 * (2 - x126)) + moe_share * (-x100 * x266 + x268 * x270 + x269 * (etp * hidden * linear_input_bytes + x270 * x45)) - recompute_mla_up_proj * x11 * x256 * x51 * (2 * head_dim + v_head_dim) - recompute_norms * x261 + x258 * x39 * (x16 * x262 - x22 * (x263 + 1)) + x258 * (q_lora_rank + x15) + x260 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x84 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x258 * x262 + x267)) + x39 * (ffn * x266 + x259 * (4 * x263 + 2) + x264 + x267) - (1 - 1 / 2 * linear_input_bytes) * (x100 * x258 * x48 + x261 * (1 - recompute_norms))
+    del moe_share, x0, x100, x11, x125, x126, x15, x16, x22, x23, x258, x259, x260, x261, x262, x263, x266, x267, x268, x269, x27, x270, x39, x45, x48, x51, x84
+    x272 = full_recompute * x121 * x264 + x271 * x68
+    del x121, x264, x68
+    activation_bytes = bytes_per_element * linear_value_heads * x256 * x85 * numpy.minimum(1, linear_attention_layers) + full_recompute * x271 + stage_layers * x241 * x272 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x175 * numpy.minimum(x177, pp * vp + x176 * numpy.minimum(1, vp - 1))) + x257 + x41 * (x257 + x272)
+    del microbatches, x175, x176, x177, x241, x256, x257, x271, x272, x41, x85
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x274 = nodes / (rack_mtbf_s * rack_nodes)
-    x275 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x276 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x277 = x274 + x275 + x276
-    system_mtbf_s = x277 ** (-1.0)
-    x278 = node_repair_s * x274
-    x279 = numpy.exp(-x278)
-    x280 = node_repair_s * x275
-    x281 = -spare_nodes
-    x282 = rack_nodes + x281
-    x283 = x278 * x279
-    del x278
-    x284 = 2 * rack_nodes + x281
-    x285 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x279 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x286 = 3 * rack_nodes + x281
-    x287 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x279 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x288 = 4 * rack_nodes + x281
-    x289 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x279 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x290 = 5 * rack_nodes + x281
-    x291 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x279 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x292 = 6 * rack_nodes + x281
-    x293 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x279 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x294 = 7 * rack_nodes + x281
-    x295 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x279 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x296 = 8 * rack_nodes + x281
-    x297 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x279 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x298 = 9 * rack_nodes + x281
-    x299 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x279 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x300 = 10 * rack_nodes + x281
-    x301 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x279 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x302 = 11 * rack_nodes + x281
-    x303 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x279 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x274 * (x279 * poisson_cdf(-x282, x280) + x283 * poisson_cdf(-x284, x280) + x285 * poisson_cdf(-x286, x280) + x287 * poisson_cdf(-x288, x280) + x289 * poisson_cdf(-x290, x280) + x291 * poisson_cdf(-x292, x280) + x293 * poisson_cdf(-x294, x280) + x295 * poisson_cdf(-x296, x280) + x297 * poisson_cdf(-x298, x280) + x299 * poisson_cdf(-x300, x280) + x301 * poisson_cdf(-x302, x280) + x303 * poisson_cdf(-12 * rack_nodes - x281, x280)) + x275 * (x279 * poisson_cdf(spare_nodes - 1, x280) + x283 * poisson_cdf(-x282 - 1, x280) + x285 * poisson_cdf(-x284 - 1, x280) + x287 * poisson_cdf(-x286 - 1, x280) + x289 * poisson_cdf(-x288 - 1, x280) + x291 * poisson_cdf(-x290 - 1, x280) + x293 * poisson_cdf(-x292 - 1, x280) + x295 * poisson_cdf(-x294 - 1, x280) + x297 * poisson_cdf(-x296 - 1, x280) + x299 * poisson_cdf(-x298 - 1, x280) + x301 * poisson_cdf(-x300 - 1, x280) + x303 * poisson_cdf(-x302 - 1, x280)) + x276)
-    del x274, x275, x276, x279, x280, x281, x282, x283, x284, x285, x286, x287, x288, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302, x303
-    x304 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x305 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x277 * (x304 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x277 * (-manual_restart_s + x304 - x305))) + x304 - x305
-    del x277, x304, x305
+    x273 = nodes / (rack_mtbf_s * rack_nodes)
+    x274 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x275 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x276 = x273 + x274 + x275
+    system_mtbf_s = x276 ** (-1.0)
+    x277 = node_repair_s * x273
+    x278 = numpy.exp(-x277)
+    x279 = node_repair_s * x274
+    x280 = -spare_nodes
+    x281 = rack_nodes + x280
+    x282 = x277 * x278
+    del x277
+    x283 = 2 * rack_nodes + x280
+    x284 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x278 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x285 = 3 * rack_nodes + x280
+    x286 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x278 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x287 = 4 * rack_nodes + x280
+    x288 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x278 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x289 = 5 * rack_nodes + x280
+    x290 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x278 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x291 = 6 * rack_nodes + x280
+    x292 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x278 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x293 = 7 * rack_nodes + x280
+    x294 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x278 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x295 = 8 * rack_nodes + x280
+    x296 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x278 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x297 = 9 * rack_nodes + x280
+    x298 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x278 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x299 = 10 * rack_nodes + x280
+    x300 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x278 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x301 = 11 * rack_nodes + x280
+    x302 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x278 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x273 * (x278 * poisson_cdf(-x281, x279) + x282 * poisson_cdf(-x283, x279) + x284 * poisson_cdf(-x285, x279) + x286 * poisson_cdf(-x287, x279) + x288 * poisson_cdf(-x289, x279) + x290 * poisson_cdf(-x291, x279) + x292 * poisson_cdf(-x293, x279) + x294 * poisson_cdf(-x295, x279) + x296 * poisson_cdf(-x297, x279) + x298 * poisson_cdf(-x299, x279) + x300 * poisson_cdf(-x301, x279) + x302 * poisson_cdf(-12 * rack_nodes - x280, x279)) + x274 * (x278 * poisson_cdf(spare_nodes - 1, x279) + x282 * poisson_cdf(-x281 - 1, x279) + x284 * poisson_cdf(-x283 - 1, x279) + x286 * poisson_cdf(-x285 - 1, x279) + x288 * poisson_cdf(-x287 - 1, x279) + x290 * poisson_cdf(-x289 - 1, x279) + x292 * poisson_cdf(-x291 - 1, x279) + x294 * poisson_cdf(-x293 - 1, x279) + x296 * poisson_cdf(-x295 - 1, x279) + x298 * poisson_cdf(-x297 - 1, x279) + x300 * poisson_cdf(-x299 - 1, x279) + x302 * poisson_cdf(-x301 - 1, x279)) + x275)
+    del x273, x274, x275, x278, x279, x280, x281, x282, x283, x284, x285, x286, x287, x288, x289, x290, x291, x292, x293, x294, x295, x296, x297, x298, x299, x300, x301, x302
+    x303 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x304 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x276 * (x303 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x276 * (-manual_restart_s + x303 - x304))) + x303 - x304
+    del x276, x303, x304
     checkpoint_bytes = checkpoint_bytes_per_param * params
-    x306 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x307 = checkpoint_bytes * x251
-    x308 = x306 * x307
-    x309 = ckpt_async * x308
-    x310 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x311 = ckpt_sync * x310
-    x312 = x151 * x307
-    del x151, x307
-    x313 = ckpt_in_memory * (x308 + x312)
-    del x308
-    x314 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x315 = grad_bytes_per_param * params * x251
-    del x251
-    x316 = optimizer_s - step_time_s
-    x317 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x306 * x315 / (1 - (1 - numpy.minimum(1, x314)) ** gockpt_steps) + x316)
-    del x306
-    checkpoint_stall_s = x309 + x311 + x313 + x317
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x309 + 2 * x311 + 2 * x313 + 2 * x317))
-    x318 = ckpt_async * x310
-    x319 = system_mtbf_s ** (-1.0)
-    x320 = checkpoint_stall_s * x319
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x315 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x316))) / numpy.log(1 - numpy.minimum(0.999999999999, x314))))) - 1) + 1
-    del x314, x315, x316
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x310) + x318)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x309 + 1 / 2 * x311 + 1 / 2 * x313 + 1 / 2 * x317), -checkpoint_stall_s + young_interval_s * (1 / 6 * x110 * numpy.sqrt(x320) + 1 / 18 * x320 + 1), system_mtbf_s)))
-    del x110, x309, x311, x313, x317
-    commit_latency_s = ckpt_gockpt * (step_time_s + x310) + x318
-    del x310, x318
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x312 + failure_restart_s
-    del failure_restart_s, x312
-    x321 = tokens ** (-1.0)
-    x322 = 5e-09 * (54000000000000.0 * x321 + 143082374144.445 * ((active_params - x31) ** (-1.0)) ** 0.8) ** 0.452380952380952
-    del x31
-    steps = tokens * x59 * (x254 * x322 + 1) / (global_batch * (reference_batch * seq_len * x322 + 1))
-    del x254, x322, x59
+    x305 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x306 = checkpoint_bytes * x250
+    x307 = x305 * x306
+    x308 = ckpt_async * x307
+    x309 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x310 = ckpt_sync * x309
+    x311 = x150 * x306
+    del x150, x306
+    x312 = ckpt_in_memory * (x307 + x311)
+    del x307
+    x313 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x314 = grad_bytes_per_param * params * x250
+    del x250
+    x315 = optimizer_s - step_time_s
+    x316 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x305 * x314 / (1 - (1 - numpy.minimum(1, x313)) ** gockpt_steps) + x315)
+    del x305
+    checkpoint_stall_s = x308 + x310 + x312 + x316
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x308 + 2 * x310 + 2 * x312 + 2 * x316))
+    x317 = ckpt_async * x309
+    x318 = system_mtbf_s ** (-1.0)
+    x319 = checkpoint_stall_s * x318
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x314 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x315))) / numpy.log(1 - numpy.minimum(0.999999999999, x313))))) - 1) + 1
+    del x313, x314, x315
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x309) + x317)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x308 + 1 / 2 * x310 + 1 / 2 * x312 + 1 / 2 * x316), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x319) + 1 / 18 * x319 + 1), system_mtbf_s)))
+    del x109, x308, x310, x312, x316
+    commit_latency_s = ckpt_gockpt * (step_time_s + x309) + x317
+    del x309, x317
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x311 + failure_restart_s
+    del failure_restart_s, x311
+    x320 = critical_batch_tokens ** (-1.0)
+    steps = tokens * x58 * (x253 * x320 + 1) / (global_batch * (reference_batch * seq_len * x320 + 1))
+    del x253, x320, x58
     solve_time_s = step_time_s * steps
-    x323 = numpy.exp(commit_latency_s * x319)
-    x324 = numpy.exp(x319 * (checkpoint_interval_s + checkpoint_stall_s))
-    x325 = solve_time_s * x323 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x323 + x325 * (x324 - 1) - 1) * numpy.exp(restart_s * x319)
-    del x323
-    failure_stepping_s = system_mtbf_s * x325 * (x324 - numpy.exp(x320))
-    del x320, x324, x325
+    x321 = numpy.exp(commit_latency_s * x318)
+    x322 = numpy.exp(x318 * (checkpoint_interval_s + checkpoint_stall_s))
+    x323 = solve_time_s * x321 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x321 + x323 * (x322 - 1) - 1) * numpy.exp(restart_s * x318)
+    del x321
+    failure_stepping_s = system_mtbf_s * x323 * (x322 - numpy.exp(x319))
+    del x319, x322, x323
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x326 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x326)
-    x327 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x327 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x327
-    del x327
-    expected_failures = failure_wall_s * x319
-    del x319
+    x324 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x324)
+    x325 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x325 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x325
+    del x325
+    expected_failures = failure_wall_s * x318
+    del x318
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x326
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x324
     del failure_stepping_s
-    x328 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x253 * (cp_comm_s + ep_comm_s + tp_comm_s + x248) + compute_power_fraction * compute_s * x253)
-    del x248, x253
-    x329 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x328)
+    x326 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x252 * (cp_comm_s + ep_comm_s + tp_comm_s + x247) + compute_power_fraction * compute_s * x252)
+    del x247, x252
+    x327 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x326)
     del stepping_s
-    energy_gpu_j = gpus * x329
-    x330 = network_power_per_node_w + node_overhead_power_w
-    x331 = nodes * x330
+    energy_gpu_j = gpus * x327
+    x328 = network_power_per_node_w + node_overhead_power_w
+    x329 = nodes * x328
     del nodes
-    x332 = spare_nodes * (gpus_per_node * idle_power_w + x330) + x331
-    del x330
-    energy_it_j = energy_gpu_j + wall_time_s * x332
+    x330 = spare_nodes * (gpus_per_node * idle_power_w + x328) + x329
+    del x328
+    energy_it_j = energy_gpu_j + wall_time_s * x330
     energy_facility_j = energy_it_j * pue
-    x333 = eval_time_s + rollbacks * x326
-    del x326
-    x334 = pue * (gpu_step_power_w * gpus + x331)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x331) * (-failure_wall_s - x328 - x333) - solve_time_s * x334 - x333 * x334
-    del failure_wall_s, x328, x331, x333, x334
-    x335 = wall_time_s ** (-1.0)
-    gpu_power_w = x329 * x335
-    del x329
-    avg_power_w = energy_facility_j * x335
-    del x335
-    peak_power_w = pue * (gpus * max_power_w + x332)
-    del x332
-    x336 = gpus + gpus_per_node * spare_nodes
-    x337 = wall_time_s * x336
-    gpu_hours = 0.000277777777777778 * x337
+    x331 = eval_time_s + rollbacks * x324
+    del x324
+    x332 = pue * (gpu_step_power_w * gpus + x329)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x329) * (-failure_wall_s - x326 - x331) - solve_time_s * x332 - x331 * x332
+    del failure_wall_s, x326, x329, x331, x332
+    x333 = wall_time_s ** (-1.0)
+    gpu_power_w = x327 * x333
+    del x327
+    avg_power_w = energy_facility_j * x333
+    del x333
+    peak_power_w = pue * (gpus * max_power_w + x330)
+    del x330
+    x334 = gpus + gpus_per_node * spare_nodes
+    x335 = wall_time_s * x334
+    gpu_hours = 0.000277777777777778 * x335
     cost_cloud_usd = gpu_hours * price_usd_per_gpu_hour
-    x338 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x338 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x336)) / utilisation
-    del x336
+    x336 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x336 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x334)) / utilisation
+    del x334
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * x337 * x338
-    del x337, x338
+    co2e_embodied_kg = embodied_kg_per_gpu * x335 * x336
+    del x335, x336
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
-    cci_kg_per_flop = co2e_kg * x321 / model_flops_per_token
-    del x321
+    cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s
     return [step_time_s, compute_s, launch_s, tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s, bubble_s, optimizer_s, straggler_s, weights_bytes, grads_bytes, optimizer_state_bytes, activation_bytes, memory_reserve_bytes, memory_per_gpu_bytes, params, active_params, tokens_per_s, model_flops_per_token, tflops_per_gpu, mfu, hfu, steps, system_mtbf_s, checkpoint_bytes, checkpoint_stall_s, young_interval_s, checkpoint_interval_s, checkpoint_steps, commit_latency_s, restart_s, solve_time_s, wall_time_s, eval_time_s, rollbacks, rollback_time_s, maintenance_time_s, expected_failures, waste_fraction, ettr, spare_nodes, swap_fraction, gpu_hours, energy_gpu_j, energy_it_j, energy_facility_j, energy_fault_tolerance_j, gpu_step_power_w, gpu_power_w, avg_power_w, peak_power_w, cost_cloud_usd, cost_tco_usd, cost_usd, co2e_operational_kg, co2e_embodied_kg, co2e_kg, cci_kg_per_flop, tcdp_kg_s]

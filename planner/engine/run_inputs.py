@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from hardware_catalog.loader import looks_like_path
 from planner.engine.call_checks import check_catalog, check_given, check_names, check_scalars
 from planner.engine.domains import check
+from planner.engine.model import critical_batch_tokens
 from planner.engine.ownership import cost_basis
 from planner.engine.pricing import price_quote, with_preemptions
 from planner.engine.scenario import (
@@ -106,6 +107,7 @@ def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
     # the batch with which the run needs `tokens` (a plan over a range of batches: its
     # smallest; planner.engine.optimize)
     x["reference_batch"] = x["global_batch"]
+    x["critical_batch_tokens"] = float(critical_batch_tokens(x))
     return x
 
 

@@ -52,6 +52,19 @@ def test_one_batch_needs_exactly_the_tokens_given():
     assert r["steps"] == 15e12 / (2048 * SEQ)
 
 
+def test_a_larger_critical_batch_lets_the_fastest_plan_take_a_larger_batch():
+    """The batch is chosen from the data it costs: at 16,384 H100 the fastest plan takes
+    the range's smallest batch under Kaplan's 15 M-token critical batch and a larger one
+    when the user says the critical batch is 60 M tokens (--critical-batch 60M)."""
+    base = Scenario(hardware=("h100-sxm",), global_batch=1024, global_batch_range=(1024, 8192),
+                    min_gpus=16384, max_gpus=16384, deadline_days=None, objective="time")
+    kaplan = plan(base).best["time"]
+    wider = plan(base.with_(extra={"critical_batch_tokens": 60e6})).best["time"]
+    assert int(kaplan["global_batch"]) == 1024
+    assert int(wider["global_batch"]) > 1024
+    assert wider["wall_days"] < kaplan["wall_days"]
+
+
 def test_a_plan_with_one_batch_keeps_it_and_its_tokens():
     """Default behaviour: a plan given one --global-batch searches that batch alone, and
     every row trains exactly --tokens (steps = D / (B s) to rounding)."""

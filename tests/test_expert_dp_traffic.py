@@ -71,6 +71,7 @@ def test_ep8_zero3_gathers_each_gpus_experts_over_its_own_nic():
                + _gather_s(grad / elem * dense_bytes, 2048, 8, nic, nvlink))
     traffic = m * (2 * gather + scatter)
     assert traffic == pytest.approx(12.1, abs=0.1)
+    assert r["compute_s"] == pytest.approx(5.5, abs=0.05)
     exposed = traffic - x["dp_overlap"] * min(traffic, r["compute_s"])
     assert r["dp_comm_s"] == pytest.approx(exposed, rel=2e-3)  # latencies: ~us each
 

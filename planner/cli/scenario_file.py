@@ -19,7 +19,7 @@ from planner.errors import CapplanError, did_you_mean
 #: Keys a scenario file may hold, with their Python type.
 KEYS: dict[str, type] = {
     "model": str, "tokens": float, "hardware": str, "min_gpus": int, "max_gpus": int,
-    "global_batch": int, "seq_len": int, "deadline_days": float, "budget_usd": float,
+    "global_batch": int, "critical_batch": float, "seq_len": int, "deadline_days": float, "budget_usd": float,
     "max_power_mw": float, "site": str, "site_class": str, "objective": str, "precision": str,
     "stack": str,
     "checkpoint": str, "cost_basis": str, "reliability": str, "knee_threshold": float,

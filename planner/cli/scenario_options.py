@@ -49,6 +49,11 @@ def _options(
         "then grow with the batch beyond the critical batch (--tokens is what the run "
         "needs at LO; docs/model.md, 'Batch as a decision')."),
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
+    critical_batch: float = typer.Option(
+        None, parser=si_float,
+        help="Critical batch [tokens] beyond which a larger --global-batch needs more tokens "
+        "(default: Kaplan et al. 2020 eq. 5.3 at the model's loss on --tokens, e.g. 15M for "
+        "Llama 3 70B on 15T)."),
     deadline_days: float = typer.Option(
         DEFAULTS["deadline_days"], help="Finish within this many days ('inf' for no deadline)."),
     budget_usd: float = typer.Option(None, parser=si_float,
@@ -108,7 +113,9 @@ def resolve_scenario(options: dict):
         price_files=price_files(v["prices"]),
         pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"],
         ownership=dict(v["ownership"] or {}), **method_choices(v),
-        extra={**fault_inputs(v), **network_overrides(
+        extra={**fault_inputs(v), **({} if v["critical_batch"] is None else
+                                     {"critical_batch_tokens": float(v["critical_batch"])}),
+               **network_overrides(
             v["network"], _catalog(v["catalog"]) if v["network"] else None,
             **{k: v[k] for k in NETWORK_FLAGS})})
     return scenario, v

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -50,591 +50,586 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x31 = x22 * x30 + x24 + x28 * x29
     del x22
     x32 = hidden * vocab
-    x33 = embedding_matrices * x32
-    x34 = layers - moe_layers
-    x35 = x34 * x9
-    x36 = hidden + layers * x31 + x33 + x35
-    x37 = experts * hidden
-    x38 = experts + shared_experts
-    x39 = moe_ffn * x8
+    x33 = layers - moe_layers
+    x34 = x33 * x9
+    x35 = embedding_matrices * x32 + hidden + layers * x31 + x34
+    x36 = experts * hidden
+    x37 = experts + shared_experts
+    x38 = moe_ffn * x8
     del x8
-    x40 = x37 + x38 * x39
-    params = moe_layers * x40 + mtp_layers * (x23 + x4 * x40) + x36
-    x41 = experts_per_token + shared_experts
-    x42 = x37 + x39 * x41
-    del x39
-    active_params = moe_layers * x42 + mtp_layers * (x23 + x4 * x42) + x36
-    del x36, x42
-    x43 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x44 = mlp_matrices * moe_ffn
-    x45 = ep ** (-1.0)
-    x46 = etp ** (-1.0)
-    x47 = moe_ffn * x46
-    x48 = mlp_matrices * x37 * x45 * x47
-    x49 = tp * x48 - x37 * x44 + x40
-    del x40
-    x50 = 1 - moe_share
-    x51 = tp ** (-1.0)
-    x52 = dualpipe + 1
-    x53 = x51 * x52
-    stage_params = x53 * (stage_layers * (moe_share * x49 + x31 + x50 * x9) + x32 + x43 * (x23 + x4 * x49))
-    del x23, x31, x49, x9
-    stage_expert_params = moe_share * stage_layers * x48 * x52
-    del x48, x52
-    x54 = 1.0 * lora_rank
-    x55 = x54 * (hidden + moe_ffn)
-    x56 = lora_gate * (mlp_matrices - 2) + lora_up
-    x57 = lora_down * x55 + x55 * x56
-    del x55
-    x58 = moe_layers * x57
-    x59 = x54 * (ffn + hidden)
-    x60 = lora_down * x59 + x56 * x59
-    del x59
-    x61 = x34 * x60
-    x62 = lora_k * x54 * (hidden + x14) + lora_o * x54 * (hidden + x10) + lora_q * x54 * (hidden + x12) + lora_v * x54 * (hidden + x15)
-    del x54
-    x63 = layers * x62
-    x64 = 1 - frozen_base
-    trainable_params = params * x64 + x38 * x58 + x61 + x63
+    x39 = x36 + x37 * x38
+    params = moe_layers * x39 + mtp_layers * (x23 + x39 * x4) + x35
+    x40 = experts_per_token + shared_experts
+    x41 = x36 + x38 * x40
     del x38
-    x65 = experts * x45
-    stage_adapter_params = stage_layers * x53 * (moe_share * x57 * (shared_experts + tp * x46 * x65) + x50 * x60 + x62)
-    del x57, x60, x62
-    stage_trainable_params = stage_adapter_params + x64 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x64
-    stage_embedding_params = x32 * x53
-    del x53
-    x66 = experts * x24 + x24 * x41 * x44
-    del x44
-    x67 = moe_layers * x66
-    x68 = 2 * heads
-    x69 = x18 * x68
-    x70 = seq_len * x69
-    x71 = linear_head_dim ** 2
-    x72 = 640.0 * linear_head_dim + 6 * x71 + 2730.66666666667
-    x73 = linear_attention_layers * (linear_value_heads * x72 - x70)
-    x74 = x41 * x58
+    active_params = moe_layers * x41 + mtp_layers * (x23 + x4 * x41) + x35
+    del x35, x41
+    x42 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x43 = mlp_matrices * moe_ffn
+    x44 = ep ** (-1.0)
+    x45 = etp ** (-1.0)
+    x46 = moe_ffn * x45
+    x47 = mlp_matrices * x36 * x44 * x46
+    x48 = tp * x47 - x36 * x43 + x39
+    del x39
+    x49 = 1 - moe_share
+    x50 = tp ** (-1.0)
+    x51 = dualpipe + 1
+    x52 = x50 * x51
+    stage_params = x52 * (stage_layers * (moe_share * x48 + x31 + x49 * x9) + x32 + x42 * (x23 + x4 * x48))
+    del x23, x31, x48, x9
+    stage_expert_params = moe_share * stage_layers * x47 * x51
+    del x47, x51
+    x53 = 1.0 * lora_rank
+    x54 = x53 * (hidden + moe_ffn)
+    x55 = lora_gate * (mlp_matrices - 2) + lora_up
+    x56 = lora_down * x54 + x54 * x55
+    del x54
+    x57 = moe_layers * x56
+    x58 = x53 * (ffn + hidden)
+    x59 = lora_down * x58 + x55 * x58
     del x58
-    x75 = numpy.minimum(seq_len, window)
-    x76 = seq_len ** (-1.0)
-    x77 = window_layers * (2 * heads * x18 * x75 * (-x75 * x76 + 2) - x70)
-    del x75
-    x78 = x10 * x24 + 2 * x16 + 2 * x20
+    x60 = x33 * x59
+    x61 = lora_k * x53 * (hidden + x14) + lora_o * x53 * (hidden + x10) + lora_q * x53 * (hidden + x12) + lora_v * x53 * (hidden + x15)
+    del x53
+    x62 = layers * x61
+    x63 = 1 - frozen_base
+    trainable_params = params * x63 + x37 * x57 + x60 + x62
+    del x37
+    x64 = experts * x44
+    stage_adapter_params = stage_layers * x52 * (moe_share * x56 * (shared_experts + tp * x45 * x64) + x49 * x59 + x61)
+    del x56, x59, x61
+    stage_trainable_params = stage_adapter_params + x63 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x63
+    stage_embedding_params = x32 * x52
+    del x52
+    x65 = experts * x24 + x24 * x40 * x43
+    del x43
+    x66 = moe_layers * x65
+    x67 = 2 * heads
+    x68 = x18 * x67
+    x69 = seq_len * x68
+    x70 = linear_head_dim ** 2
+    x71 = 640.0 * linear_head_dim + 6 * x70 + 2730.66666666667
+    x72 = linear_attention_layers * (linear_value_heads * x71 - x69)
+    x73 = x40 * x57
+    del x57
+    x74 = numpy.minimum(seq_len, window)
+    x75 = seq_len ** (-1.0)
+    x76 = window_layers * (2 * heads * x18 * x74 * (-x74 * x75 + 2) - x69)
+    del x74
+    x77 = x10 * x24 + 2 * x16 + 2 * x20
     del x16, x20
-    x79 = layers * x78
-    x80 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x78)
+    x78 = layers * x77
+    x79 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x77)
     del x27
-    x81 = vocab * x24
-    x82 = 4.0 * x5
+    x80 = vocab * x24
+    x81 = 4.0 * x5
     del x5
-    x83 = ffn * mlp_matrices * x24
-    x84 = mtp_layers * (x4 * x66 + x7 * x83 + x70 + x78 + x81 + x82)
-    del x66, x78
-    x85 = x34 * x83 + x67 + x79 + x80
-    del x34, x83
-    x86 = x81 + x85
-    del x81
-    x87 = layers * x70 + x73 + x77
-    x88 = x84 + x87
-    model_flops_per_token = -frozen_base * x86 + 6 * heads * layers * seq_len * x18 + reference_model * (x86 + x88) + 6 * x32 + 6 * x35 + 6 * x61 + 6 * x63 + 3 * x67 + 3 * x73 + 6 * x74 + 3 * x77 + 3 * x79 + 3 * x80 + 3 * x84
-    del x35, x67, x73, x79, x80, x84, x86
-    x89 = 1 - full_recompute
-    hardware_flops_per_token = full_recompute * (2 * x61 + 2 * x63 + 2 * x74 + x85 + x88) + model_flops_per_token + selective * x87 * x89
-    del x61, x63, x74, x85, x87, x88
-    x90 = x25 * x51
-    x91 = hidden ** (-1.0)
-    x92 = x28 * x51 * x91 - x90
+    x82 = ffn * mlp_matrices * x24
+    x83 = mtp_layers * (x4 * x65 + x69 + x7 * x82 + x77 + x80 + x81)
+    del x65, x77
+    x84 = x33 * x82 + x66 + x78 + x79
+    del x33, x82
+    x85 = x80 + x84
+    del x80
+    x86 = layers * x69 + x72 + x76
+    x87 = x83 + x86
+    model_flops_per_token = -frozen_base * x85 + 6 * heads * layers * seq_len * x18 + reference_model * (x85 + x87) + 6 * x32 + 6 * x34 + 6 * x60 + 6 * x62 + 3 * x66 + 3 * x72 + 6 * x73 + 3 * x76 + 3 * x78 + 3 * x79 + 3 * x83
+    del x34, x66, x72, x78, x79, x83, x85
+    x88 = 1 - full_recompute
+    hardware_flops_per_token = full_recompute * (2 * x60 + 2 * x62 + 2 * x73 + x84 + x87) + model_flops_per_token + selective * x86 * x88
+    del x60, x62, x73, x84, x86, x87
+    x89 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x90 = bytes_per_element * x89
+    x91 = x25 * x50
+    x92 = hidden ** (-1.0)
+    x93 = x28 * x50 * x92 - x91
     del x28
-    x93 = tokens_mb * x92
-    x94 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x95 = bytes_per_element * x94
-    x96 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x92)
-    x97 = peak_flops_per_s ** (-1.0)
-    x98 = gemm_max_efficiency ** (-1.0)
-    x99 = x97 * x98
-    x100 = x24 * x99
-    x101 = x21 * x51
+    x94 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x93)
+    x95 = peak_flops_per_s ** (-1.0)
+    x96 = gemm_max_efficiency ** (-1.0)
+    x97 = x95 * x96
+    x98 = x24 * x97
+    x99 = x21 * x50
     del x21
-    x102 = x101 * x91
-    x103 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x102)
-    x104 = 2 * x99
-    x105 = hidden * tokens_mb
-    t_qkv = x29 * numpy.maximum(x95 * (hidden * x92 + x105 + x93), x100 * x93 * (gemm_half_efficiency_dim + x96) / x96) + x30 * numpy.maximum(x95 * (tokens_mb * x102 + x101 + x105), tokens_mb * x101 * x104 * (gemm_half_efficiency_dim + x103) / x103)
-    del x101, x102, x103, x92, x93, x96
-    x106 = 4 * linear_head_dim
-    x107 = 0.015625 * x71
-    del x71
-    x108 = tokens_mb * x51
-    x109 = x108 * x95
-    x110 = numpy.minimum(seq_len, tokens_mb)
-    x111 = gemm_half_efficiency_dim + x110
-    x112 = x108 / attention_peak_flops_per_s
-    x113 = attention_scores_stored + selective
-    x114 = numpy.minimum(head_dim, tokens_mb)
-    t_core = numpy.maximum(x109 * x30 * x69, x112 * (x3 * x77 + x30 * x70) / (attention_efficiency_factor * gemm_max_efficiency * x110 * (1 - x113) / x111 + gemm_max_efficiency * x113 * x114 / (gemm_half_efficiency_dim + x114))) + numpy.maximum(linear_value_heads * x109 * x29 * (x106 + x107), linear_value_heads * x111 * x112 * x29 * x72 * x98 / (attention_efficiency_factor * x110))
-    del x109, x110, x111, x112, x113, x114, x3, x69, x70, x72, x77, x98
-    x115 = attention_scores_stored * heads * seq_len ** 2
-    t_scores = 10 * x1 * x115 * x30 * x51 * x94
+    x100 = x92 * x99
+    x101 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
+    x102 = 2 * x97
+    x103 = hidden * tokens_mb
+    x104 = tokens_mb * x93
+    t_qkv = x29 * numpy.maximum(x90 * (hidden * x93 + x103 + x104), x104 * x98 * (gemm_half_efficiency_dim + x94) / x94) + x30 * numpy.maximum(x90 * (tokens_mb * x100 + x103 + x99), tokens_mb * x102 * x99 * (gemm_half_efficiency_dim + x101) / x101)
+    del x100, x101, x104, x93, x94, x99
+    x105 = 4 * linear_head_dim
+    x106 = 0.015625 * x70
+    del x70
+    x107 = tokens_mb * x50
+    x108 = x107 * x90
+    x109 = numpy.minimum(seq_len, tokens_mb)
+    x110 = gemm_half_efficiency_dim + x109
+    x111 = x107 / attention_peak_flops_per_s
+    x112 = attention_scores_stored + selective
+    x113 = numpy.minimum(head_dim, tokens_mb)
+    t_core = numpy.maximum(x108 * x30 * x68, x111 * (x3 * x76 + x30 * x69) / (attention_efficiency_factor * gemm_max_efficiency * x109 * (1 - x112) / x110 + gemm_max_efficiency * x112 * x113 / (gemm_half_efficiency_dim + x113))) + numpy.maximum(linear_value_heads * x108 * x29 * (x105 + x106), linear_value_heads * x110 * x111 * x29 * x71 * x96 / (attention_efficiency_factor * x109))
+    del x108, x109, x110, x111, x112, x113, x3, x68, x69, x71, x76, x96
+    x114 = attention_scores_stored * heads * seq_len ** 2
+    t_scores = 10 * x1 * x114 * x30 * x50 * x89
     del x1
-    x116 = hidden * x51
-    x117 = tokens_mb * x90
-    x118 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x90)
-    del x90
-    x119 = x10 * x51
-    x120 = tokens_mb * x119
-    x121 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x119)
-    t_proj = x29 * numpy.maximum(x95 * (x105 + x116 * x25 + x117), x100 * x117 * (gemm_half_efficiency_dim + x118) / x118) + x30 * numpy.maximum(x95 * (x10 * x116 + x105 + x120), x100 * x120 * (gemm_half_efficiency_dim + x121) / x121)
-    del x10, x117, x118, x121
-    x122 = ffn * x51
-    x123 = tokens_mb * x122
-    x124 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x122)
-    t_mlp = mlp_matrices * numpy.maximum(x95 * (hidden * x122 + x105 + x123), x100 * x123 * (gemm_half_efficiency_dim + x124) / x124)
-    del x124
-    x125 = experts * tokens_mb
-    x126 = experts_per_token * x105
-    x127 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x128 = moe_ffn * x51
-    x129 = tokens_mb * x128
-    x130 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x128)
-    x131 = 1 - token_drop
-    x132 = numpy.sqrt(2)
-    x133 = sequence_parallel * x51
-    x134 = 1 - sequence_parallel
-    x135 = etp * x133 + x134
-    x136 = 1 / (tokens_mb * x135)
-    x137 = tokens_mb * x135
-    x138 = x137 * x47
-    x139 = ep * experts_per_token * x137 / experts
+    x115 = hidden * x50
+    x116 = tokens_mb * x91
+    x117 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x91)
+    del x91
+    x118 = x10 * x50
+    x119 = tokens_mb * x118
+    x120 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x118)
+    t_proj = x29 * numpy.maximum(x90 * (x103 + x115 * x25 + x116), x116 * x98 * (gemm_half_efficiency_dim + x117) / x117) + x30 * numpy.maximum(x90 * (x10 * x115 + x103 + x119), x119 * x98 * (gemm_half_efficiency_dim + x120) / x120)
+    del x10, x116, x117, x120
+    x121 = ffn * x50
+    x122 = tokens_mb * x121
+    x123 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x121)
+    t_mlp = mlp_matrices * numpy.maximum(x90 * (hidden * x121 + x103 + x122), x122 * x98 * (gemm_half_efficiency_dim + x123) / x123)
+    del x123
+    x124 = experts * tokens_mb
+    x125 = experts_per_token * x103
+    x126 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x127 = moe_ffn * x50
+    x128 = tokens_mb * x127
+    x129 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x127)
+    x130 = 1 - token_drop
+    x131 = numpy.sqrt(2)
+    x132 = sequence_parallel * x50
+    x133 = 1 - sequence_parallel
+    x134 = etp * x132 + x133
+    x135 = 1 / (tokens_mb * x134)
+    x136 = tokens_mb * x134
+    x137 = x136 * x46
+    x138 = ep * experts_per_token * x136 / experts
+    del x136
+    x139 = numpy.minimum(numpy.minimum(hidden, x138), x46)
+    x140 = gemm_tile_dim ** (-1.0)
+    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x135 * x64 * (capacity_factor * token_drop + x130 * (x131 * numpy.sqrt(expert_load_cv ** 2 + x135 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x138 * x140) * numpy.ceil(x140 * x46) * numpy.maximum(x137 * x98 * (gemm_half_efficiency_dim + x139) / x139, x90 * (hidden * x46 + x103 * x134 + x137)) / moe_ffn + mlp_matrices * shared_experts * numpy.maximum(x90 * (hidden * x127 + x103 + x128), x128 * x98 * (gemm_half_efficiency_dim + x129) / x129) + 20 * x124 * x89 + 4 * x125 * x90 + numpy.maximum(x90 * (x103 + x124 + x36), x124 * x98 * (gemm_half_efficiency_dim + x126) / x126)
+    del x124, x126, x129, x134, x135, x138, x139, x140, x36
+    x141 = tp - 1
+    x142 = (sequence_parallel * x141 + 1) ** (-1.0)
+    t_elem = tokens_mb * x90 * (16 * hidden * x142 + 4 * x121)
+    x143 = vocab * x50
+    x144 = tokens_mb * x143
+    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
+    del x143
+    t_logits = numpy.maximum(x90 * (x103 + x144 + x32 * x50), x144 * x98 * (gemm_half_efficiency_dim + x145) / x145)
+    del x144, x145, x32
+    x146 = mlp_matrices - 1
+    x147 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x89 * (bytes_per_element + x146 * x147) * (experts_per_token * x137 + shared_experts * x128)
     del x137
-    x140 = numpy.minimum(numpy.minimum(hidden, x139), x47)
-    x141 = gemm_tile_dim ** (-1.0)
-    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x136 * x65 * (capacity_factor * token_drop + x131 * (x132 * numpy.sqrt(expert_load_cv ** 2 + x136 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x139 * x141) * numpy.ceil(x141 * x47) * numpy.maximum(x100 * x138 * (gemm_half_efficiency_dim + x140) / x140, x95 * (hidden * x47 + x105 * x135 + x138)) / moe_ffn + mlp_matrices * shared_experts * numpy.maximum(x95 * (hidden * x128 + x105 + x129), x100 * x129 * (gemm_half_efficiency_dim + x130) / x130) + 20 * x125 * x94 + 4 * x126 * x95 + numpy.maximum(x95 * (x105 + x125 + x37), x100 * x125 * (gemm_half_efficiency_dim + x127) / x127)
-    del x125, x127, x130, x135, x136, x139, x140, x141, x37
-    x142 = tp - 1
-    x143 = (sequence_parallel * x142 + 1) ** (-1.0)
-    t_elem = tokens_mb * x95 * (16 * hidden * x143 + 4 * x122)
-    x144 = vocab * x51
-    x145 = tokens_mb * x144
-    x146 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x144)
-    del x144
-    t_logits = numpy.maximum(x95 * (x105 + x145 + x32 * x51), x100 * x145 * (gemm_half_efficiency_dim + x146) / x146)
-    del x145, x146, x32
-    x147 = mlp_matrices - 1
-    x148 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x94 * (bytes_per_element + x147 * x148) * (experts_per_token * x138 + shared_experts * x129)
-    del x138
-    x149 = numpy.maximum(1, lora_rank)
-    x150 = tokens_mb * x149
-    x151 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x149)
-    x152 = numpy.maximum(x95 * (hidden * x149 + x105 + x150), x100 * x150 * (gemm_half_efficiency_dim + x151) / x151)
-    del x100, x151
-    x153 = x14 * x51
+    x148 = numpy.maximum(1, lora_rank)
+    x149 = tokens_mb * x148
+    x150 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x148)
+    x151 = numpy.maximum(x90 * (hidden * x148 + x103 + x149), x149 * x98 * (gemm_half_efficiency_dim + x150) / x150)
+    del x150, x98
+    x152 = x14 * x50
     del x14
-    x154 = numpy.minimum(numpy.minimum(tokens_mb, x149), x153)
-    x155 = x104 * x150
-    del x104
-    x156 = numpy.minimum(numpy.minimum(tokens_mb, x119), x149)
-    x157 = x12 * x51
+    x153 = numpy.minimum(numpy.minimum(tokens_mb, x148), x152)
+    x154 = x102 * x149
+    del x102
+    x155 = numpy.minimum(numpy.minimum(tokens_mb, x118), x148)
+    x156 = x12 * x50
     del x12
-    x158 = numpy.minimum(numpy.minimum(tokens_mb, x149), x157)
-    x159 = x15 * x51
+    x157 = numpy.minimum(numpy.minimum(tokens_mb, x148), x156)
+    x158 = x15 * x50
     del x15
-    x160 = numpy.minimum(numpy.minimum(tokens_mb, x149), x159)
-    x161 = numpy.minimum(numpy.minimum(tokens_mb, x128), x149)
-    x162 = x152 + numpy.maximum(x95 * (x128 * x149 + x129 + x150), x128 * x155 * (gemm_half_efficiency_dim + x161) / x161)
-    del x129, x161
-    x163 = numpy.minimum(numpy.minimum(tokens_mb, x122), x149)
-    x164 = x152 + numpy.maximum(x95 * (x122 * x149 + x123 + x150), x122 * x155 * (gemm_half_efficiency_dim + x163) / x163)
-    del x123, x163
-    t_adapter = lora_k * (x152 + numpy.maximum(x153 * x155 * (gemm_half_efficiency_dim + x154) / x154, x95 * (tokens_mb * x153 + x149 * x153 + x150))) + lora_o * (x152 + numpy.maximum(x95 * (x119 * x149 + x120 + x150), x119 * x155 * (gemm_half_efficiency_dim + x156) / x156)) + lora_q * (x152 + numpy.maximum(x155 * x157 * (gemm_half_efficiency_dim + x158) / x158, x95 * (tokens_mb * x157 + x149 * x157 + x150))) + lora_v * (x152 + numpy.maximum(x155 * x159 * (gemm_half_efficiency_dim + x160) / x160, x95 * (tokens_mb * x159 + x149 * x159 + x150))) + moe_share * x41 * (lora_down * x162 + x162 * x56) + x50 * (lora_down * x164 + x164 * x56)
-    del x119, x120, x149, x150, x152, x153, x154, x155, x156, x157, x158, x159, x160, x162, x164, x41
-    x165 = -stage_params
-    x166 = -stage_embedding_params - x165
-    dequant_mb = dequantize_base * x166 * x94 * (base_weight_bytes_per_param + bytes_per_element) * (full_recompute + 2)
-    x167 = moe_share * t_moe
-    x168 = t_mlp * x50
-    x169 = t_proj + t_qkv
-    x170 = x167 + x168 + x169
-    x171 = t_core + t_elem + t_scores
-    x172 = x170 + x171
-    t_layer_fwd = t_adapter + x172
-    x173 = 3 * t_logits
-    x174 = reference_model * (stage_layers * x172 + t_logits)
-    del x172
-    x175 = selective * t_core
-    x176 = 3 * t_core
+    x159 = numpy.minimum(numpy.minimum(tokens_mb, x148), x158)
+    x160 = numpy.minimum(numpy.minimum(tokens_mb, x127), x148)
+    x161 = x151 + numpy.maximum(x90 * (x127 * x148 + x128 + x149), x127 * x154 * (gemm_half_efficiency_dim + x160) / x160)
+    del x128, x160
+    x162 = numpy.minimum(numpy.minimum(tokens_mb, x121), x148)
+    x163 = x151 + numpy.maximum(x90 * (x121 * x148 + x122 + x149), x121 * x154 * (gemm_half_efficiency_dim + x162) / x162)
+    del x122, x162
+    t_adapter = lora_k * (x151 + numpy.maximum(x152 * x154 * (gemm_half_efficiency_dim + x153) / x153, x90 * (tokens_mb * x152 + x148 * x152 + x149))) + lora_o * (x151 + numpy.maximum(x90 * (x118 * x148 + x119 + x149), x118 * x154 * (gemm_half_efficiency_dim + x155) / x155)) + lora_q * (x151 + numpy.maximum(x154 * x156 * (gemm_half_efficiency_dim + x157) / x157, x90 * (tokens_mb * x156 + x148 * x156 + x149))) + lora_v * (x151 + numpy.maximum(x154 * x158 * (gemm_half_efficiency_dim + x159) / x159, x90 * (tokens_mb * x158 + x148 * x158 + x149))) + moe_share * x40 * (lora_down * x161 + x161 * x55) + x49 * (lora_down * x163 + x163 * x55)
+    del x118, x119, x148, x149, x151, x152, x153, x154, x155, x156, x157, x158, x159, x161, x163, x40
+    x164 = -stage_params
+    x165 = -stage_embedding_params - x164
+    dequant_mb = dequantize_base * x165 * x89 * (base_weight_bytes_per_param + bytes_per_element) * (full_recompute + 2)
+    x166 = moe_share * t_moe
+    x167 = t_mlp * x49
+    x168 = t_proj + t_qkv
+    x169 = x166 + x167 + x168
+    x170 = t_core + t_elem + t_scores
+    x171 = x169 + x170
+    t_layer_fwd = t_adapter + x171
+    x172 = 3 * t_logits
+    x173 = reference_model * (stage_layers * x171 + t_logits)
+    del x171
+    x174 = selective * t_core
+    x175 = 3 * t_core
     del t_core
-    x177 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x176
+    x176 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x175
     del t_elem, t_proj, t_qkv, t_scores
-    x178 = x105 * x51
-    x179 = numpy.minimum(numpy.minimum(tokens_mb, x116), 2.0 * hidden)
-    x180 = t_mlp * x7
+    x177 = x103 * x50
+    x178 = numpy.minimum(numpy.minimum(tokens_mb, x115), 2.0 * hidden)
+    x179 = t_mlp * x7
     del t_mlp, x7
-    x181 = t_moe * x4
+    x180 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x170 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x167 + 3 * x168 + x177 + x89 * (moe_share * recompute_moe_act * t_moe_act + x175)) + x173 + x174 + x43 * (full_recompute * (x169 + x171 + x180 + x181) + x173 + x175 * x89 + x177 + 3 * x180 + 3 * x181 + 3 * numpy.maximum(x95 * (2.0 * x105 + x178 + x51 * x6), x108 * x82 * x99 * (gemm_half_efficiency_dim + x179) / x179))
-    del dequant_mb, t_adapter, t_moe_act, x167, x168, x169, x171, x175, x177, x179, x180, x181, x6, x82, x95, x99
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x174
-    del x174
-    weight_grad_mb = x64 * (stage_layers * x170 + t_logits)
-    del t_logits, x170
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x169 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x166 + 3 * x167 + x176 + x88 * (moe_share * recompute_moe_act * t_moe_act + x174)) + x172 + x173 + x42 * (full_recompute * (x168 + x170 + x179 + x180) + x172 + x174 * x88 + x176 + 3 * x179 + 3 * x180 + 3 * numpy.maximum(x90 * (2.0 * x103 + x177 + x50 * x6), x107 * x81 * x97 * (gemm_half_efficiency_dim + x178) / x178))
+    del dequant_mb, t_adapter, t_moe_act, x166, x167, x168, x170, x174, x176, x178, x179, x180, x6, x81, x90, x97
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x173
+    del x173
+    weight_grad_mb = x63 * (stage_layers * x169 + t_logits)
+    del t_logits, x169
     compute_s = compute_mb * microbatches
-    x182 = 2 * full_recompute + 4
-    x183 = stage_layers + x43
-    x184 = tp_intra_ranks - 1
-    x185 = 2 * intra_latency_s
-    x186 = tp_intra_ranks ** (-1.0)
-    x187 = tp * x186 - 1
-    x188 = 2 * inter_latency_s
-    x189 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x190 = bytes_per_element * x189
-    x191 = bytes_per_element * x108
-    del x108
-    x192 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x193 = x192 / scale_out_bus_efficiency
-    x194 = collective_overhead_s * numpy.minimum(1, x142) + tokens_mb * x184 * x186 * x190 * x24 + x184 * x185 + x187 * x188 + x187 * x191 * x193 * x24
-    del x142, x184, x186, x187
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x182 * x183 * x194) + x182 * x183 * x194
-    del x182, x194
-    x195 = 3 * cp - 3
-    x196 = 1 - cp_intra
-    x197 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x198 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x199 = cp_intra * intra_latency_s + inter_latency_s * x196 + kv_heads * x18 * x191 / (cp_intra * x197 + x196 * x198)
-    del x191, x196
-    cp_comm_mb = -cp_overlap * numpy.minimum(x176 * x183, x183 * x195 * x199 * x30) + x183 * x195 * x199 * x30
-    del x176, x195, x199, x30
-    x200 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x201 = x200 ** (-1.0)
-    x202 = ep * x201 - 1
-    x203 = x46 * numpy.minimum(etp, tp_intra_ranks)
-    del x46
-    x204 = 1 - x203
-    x205 = 4 * etp - 4
-    x206 = 1 - hierarchical_dispatch
-    x207 = x133 + x134
-    del x133, x134
-    x208 = x207 / a2a_efficiency_factor
-    x209 = x126 * x208 * (hierarchical_dispatch * (-x200 * x45 + 1) + x202 * x206 * x45)
-    del x126, x45
-    x210 = 1 - x201
-    del x201
-    x211 = x105 * x193 * x208 * x210 * (experts_per_token * x206 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x200 * (1 - x210 ** experts_per_token)))
-    del x105, x206, x208, x210
-    x212 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x213 = moe_share * x183
-    del x183
-    x214 = x213 * (4 * inter_latency_s * (x200 - 1) + 4 * intra_latency_s * x202 + sequence_parallel * (bytes_per_element * experts_per_token * x178 * x205 / (x197 * x203 + x198 * x204) + x205 * (inter_latency_s * x204 + intra_latency_s * x203)) + 2 * numpy.maximum(bytes_per_element * x211, x190 * x209) + 2 * numpy.maximum(x211 * x212, x189 * x209 * x212))
-    del x178, x190, x200, x202, x203, x204, x205, x209, x211, x212
-    x215 = ep_overlap * numpy.minimum(x214, 3 * t_layer_fwd * x213)
-    del x213
-    ep_comm_mb = comm_sm_fraction * x215 / (1 - comm_sm_fraction) + x214 - x215
-    del x214, x215
-    x216 = 1 - dualpipe
-    x217 = pp - 1
-    x218 = microbatches * vp
-    x219 = 1 - pp_intra
-    x220 = bytes_per_element * tokens_mb
-    pp_comm_s = x216 * (2 * pp + 2 * x218 - 2) * (inter_latency_s * x219 + intra_latency_s * pp_intra + 1.0 * x116 * x220 / (pp_intra * x197 + x198 * x219)) * numpy.minimum(1, x217)
-    del x197, x198, x219
-    x221 = numpy.minimum(1, grad_shards - 1)
-    x222 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x223 = x222 - 1
-    x224 = intra_latency_s * x223
-    x225 = x222 ** (-1.0)
-    del x222
-    x226 = shard_ranks * x225 - 1
-    x227 = inter_latency_s * x226
-    x228 = x189 * x223 * x225
-    del x223, x225
-    x229 = 2 * grad_comm_bytes_per_param
-    x230 = stage_trainable_params * x229
-    x231 = shard_ranks ** (-1.0)
-    x232 = x193 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x193
-    x233 = x226 * x231 * x232
-    del x226
-    x234 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x235 = x234 - 1
-    x236 = intra_latency_s * x235
-    x237 = x234 ** (-1.0)
-    del x234
-    x238 = expert_shard_ranks * x237 - 1
-    x239 = inter_latency_s * x238
-    x240 = x189 * x235 * x237
-    del x235, x237
-    x241 = stage_trainable_expert_params * x229
-    x242 = expert_shard_ranks ** (-1.0)
-    x243 = x232 * x238 * x242
-    del x238
-    x244 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x64)
-    x245 = base_weight_bytes_per_param * x166 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x166
-    x246 = bytes_per_element * (stage_adapter_params + stage_params * x64) + frozen_base * x245 - x244
-    del stage_adapter_params, stage_params, x64
-    x247 = 1 / 2 * microbatches * x221 * (2 * x224 + 2 * x227 + x228 * x230 + x230 * x233 + x4 * (2 * x236 + 2 * x239 + x240 * x241 + x241 * x243)) + 2 * microbatches * zero3 * (x224 + x227 + x228 * x246 + x233 * x246 + x4 * (x236 + x239 + x240 * x244 + x243 * x244))
-    del x224, x227, x228, x233, x236, x239, x240, x243, x244, x246
-    x248 = 2 * stage_layers
-    x249 = numpy.minimum(dp, dp_intra_ranks)
-    x250 = x249 - 1
-    x251 = x249 ** (-1.0)
-    del x249
-    x252 = dp * x251 - 1
-    x253 = x189 * x229
-    del x189, x229
-    x254 = stage_trainable_params * x253
-    x255 = x230 * x232
+    x181 = 2 * full_recompute + 4
+    x182 = stage_layers + x42
+    x183 = tp_intra_ranks - 1
+    x184 = 2 * intra_latency_s
+    x185 = tp_intra_ranks ** (-1.0)
+    x186 = tp * x185 - 1
+    x187 = 2 * inter_latency_s
+    x188 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x189 = bytes_per_element * x188
+    x190 = bytes_per_element * x107
+    del x107
+    x191 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x192 = x191 / scale_out_bus_efficiency
+    x193 = collective_overhead_s * numpy.minimum(1, x141) + tokens_mb * x183 * x185 * x189 * x24 + x183 * x184 + x186 * x187 + x186 * x190 * x192 * x24
+    del x141, x183, x185, x186
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x181 * x182 * x193) + x181 * x182 * x193
+    del x181, x193
+    x194 = 3 * cp - 3
+    x195 = 1 - cp_intra
+    x196 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x197 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x198 = cp_intra * intra_latency_s + inter_latency_s * x195 + kv_heads * x18 * x190 / (cp_intra * x196 + x195 * x197)
+    del x190, x195
+    cp_comm_mb = -cp_overlap * numpy.minimum(x175 * x182, x182 * x194 * x198 * x30) + x182 * x194 * x198 * x30
+    del x175, x194, x198, x30
+    x199 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x200 = x199 ** (-1.0)
+    x201 = ep * x200 - 1
+    x202 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    del x45
+    x203 = 1 - x202
+    x204 = 4 * etp - 4
+    x205 = 1 - hierarchical_dispatch
+    x206 = x132 + x133
+    del x132, x133
+    x207 = x206 / a2a_efficiency_factor
+    x208 = x125 * x207 * (hierarchical_dispatch * (-x199 * x44 + 1) + x201 * x205 * x44)
+    del x125, x44
+    x209 = 1 - x200
+    del x200
+    x210 = x103 * x192 * x207 * x209 * (experts_per_token * x205 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x199 * (1 - x209 ** experts_per_token)))
+    del x103, x205, x207, x209
+    x211 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x212 = moe_share * x182
+    del x182
+    x213 = x212 * (4 * inter_latency_s * (x199 - 1) + 4 * intra_latency_s * x201 + sequence_parallel * (bytes_per_element * experts_per_token * x177 * x204 / (x196 * x202 + x197 * x203) + x204 * (inter_latency_s * x203 + intra_latency_s * x202)) + 2 * numpy.maximum(bytes_per_element * x210, x189 * x208) + 2 * numpy.maximum(x210 * x211, x188 * x208 * x211))
+    del x177, x189, x199, x201, x202, x203, x204, x208, x210, x211
+    x214 = ep_overlap * numpy.minimum(x213, 3 * t_layer_fwd * x212)
+    del x212
+    ep_comm_mb = comm_sm_fraction * x214 / (1 - comm_sm_fraction) + x213 - x214
+    del x213, x214
+    x215 = 1 - dualpipe
+    x216 = pp - 1
+    x217 = microbatches * vp
+    x218 = 1 - pp_intra
+    x219 = bytes_per_element * tokens_mb
+    pp_comm_s = x215 * (2 * pp + 2 * x217 - 2) * (inter_latency_s * x218 + intra_latency_s * pp_intra + 1.0 * x115 * x219 / (pp_intra * x196 + x197 * x218)) * numpy.minimum(1, x216)
+    del x196, x197, x218
+    x220 = numpy.minimum(1, grad_shards - 1)
+    x221 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x222 = x221 - 1
+    x223 = intra_latency_s * x222
+    x224 = x221 ** (-1.0)
+    del x221
+    x225 = shard_ranks * x224 - 1
+    x226 = inter_latency_s * x225
+    x227 = x188 * x222 * x224
+    del x222, x224
+    x228 = 2 * grad_comm_bytes_per_param
+    x229 = stage_trainable_params * x228
+    x230 = shard_ranks ** (-1.0)
+    x231 = x192 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x192
+    x232 = x225 * x230 * x231
+    del x225
+    x233 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x234 = x233 - 1
+    x235 = intra_latency_s * x234
+    x236 = x233 ** (-1.0)
+    del x233
+    x237 = expert_shard_ranks * x236 - 1
+    x238 = inter_latency_s * x237
+    x239 = x188 * x234 * x236
+    del x234, x236
+    x240 = stage_trainable_expert_params * x228
+    x241 = expert_shard_ranks ** (-1.0)
+    x242 = x231 * x237 * x241
+    del x237
+    x243 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x63)
+    x244 = base_weight_bytes_per_param * x165 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x165
+    x245 = bytes_per_element * (stage_adapter_params + stage_params * x63) + frozen_base * x244 - x243
+    del stage_adapter_params, stage_params, x63
+    x246 = 1 / 2 * microbatches * x220 * (2 * x223 + 2 * x226 + x227 * x229 + x229 * x232 + x4 * (2 * x235 + 2 * x238 + x239 * x240 + x240 * x242)) + 2 * microbatches * zero3 * (x223 + x226 + x227 * x245 + x232 * x245 + x4 * (x235 + x238 + x239 * x243 + x242 * x243))
+    del x223, x226, x227, x232, x235, x238, x239, x242, x243, x245
+    x247 = 2 * stage_layers
+    x248 = numpy.minimum(dp, dp_intra_ranks)
+    x249 = x248 - 1
+    x250 = x248 ** (-1.0)
+    del x248
+    x251 = dp * x250 - 1
+    x252 = x188 * x228
+    del x188, x228
+    x253 = stage_trainable_params * x252
+    x254 = x229 * x231
+    del x229
+    x255 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x256 = x255 - 1
+    x257 = x255 ** (-1.0)
+    del x255
+    x258 = expert_dp_ranks * x257 - 1
+    x259 = stage_trainable_expert_params * x252
+    del x252
+    x260 = x231 * x240
+    del x231, x240
+    x261 = replica_intra_ranks - 1
+    x262 = x184 * x261
+    x263 = replica_intra_ranks ** (-1.0)
+    x264 = x230 * x263
     del x230
-    x256 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x257 = x256 - 1
-    x258 = x256 ** (-1.0)
-    del x256
-    x259 = expert_dp_ranks * x258 - 1
-    x260 = stage_trainable_expert_params * x253
-    del x253
-    x261 = x232 * x241
-    del x232, x241
-    x262 = replica_intra_ranks - 1
-    x263 = x185 * x262
-    x264 = replica_intra_ranks ** (-1.0)
-    x265 = x231 * x264
-    del x231
-    x266 = numpy.maximum(1, dp * x265)
-    x267 = x266 - 1
-    x268 = x242 * x264
-    del x242, x264
-    x269 = numpy.maximum(1, expert_dp_ranks * x268)
-    x270 = x269 - 1
-    x271 = x221 * (x188 * x267 + x254 * x262 * x265 + x255 * x265 * x267 / x266 + x263 + x4 * (x188 * x270 + x260 * x262 * x268 + x261 * x268 * x270 / x269 + x263)) + (1 - x221) * (x185 * x250 + x188 * x252 + x2 * x252 * x255 + x250 * x251 * x254 + x4 * (x185 * x257 + x188 * x259 + x257 * x258 * x260 + x259 * x261 / expert_dp_ranks))
-    del x185, x188, x2, x221, x250, x251, x252, x254, x255, x257, x258, x259, x260, x261, x262, x263, x265, x266, x267, x268, x269, x270, x4
-    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x247) - dp_overlap * numpy.minimum(x271, t_layer_fwd * x248) + x247 + x271
-    del t_layer_fwd, x247, x271
-    x272 = compute_mb + tp_comm_mb
-    x273 = full_recompute + 3
-    x274 = expert_overhead_s * x65 + moe_layer_overhead_s
-    del x65
-    x275 = host_launch_factor * x273
-    x276 = stage_layers * x275
-    x277 = dispatch_host_sync * x131
-    x278 = moe_share * x274
-    x279 = x276 * x278
-    x280 = (x272 ** host_overlap_exponent + (layer_overhead_s * x276 + x279 * (1 - x277)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x276
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x131 * x273 * x274 - x272 + x280)
-    del x131, x272, x273, x274
+    x265 = numpy.maximum(1, dp * x264)
+    x266 = x265 - 1
+    x267 = x241 * x263
+    del x241, x263
+    x268 = numpy.maximum(1, expert_dp_ranks * x267)
+    x269 = x268 - 1
+    x270 = x220 * (x187 * x266 + x253 * x261 * x264 + x254 * x264 * x266 / x265 + x262 + x4 * (x187 * x269 + x259 * x261 * x267 + x260 * x267 * x269 / x268 + x262)) + (1 - x220) * (x184 * x249 + x187 * x251 + x2 * x251 * x254 + x249 * x250 * x253 + x4 * (x184 * x256 + x187 * x258 + x256 * x257 * x259 + x258 * x260 / expert_dp_ranks))
+    del x184, x187, x2, x220, x249, x250, x251, x253, x254, x256, x257, x258, x259, x260, x261, x262, x264, x265, x266, x267, x268, x269, x4
+    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x246) - dp_overlap * numpy.minimum(x270, t_layer_fwd * x247) + x246 + x270
+    del t_layer_fwd, x246, x270
+    x271 = compute_mb + tp_comm_mb
+    x272 = full_recompute + 3
+    x273 = expert_overhead_s * x64 + moe_layer_overhead_s
+    del x64
+    x274 = host_launch_factor * x272
+    x275 = stage_layers * x274
+    x276 = dispatch_host_sync * x130
+    x277 = moe_share * x273
+    x278 = x275 * x277
+    x279 = (x271 ** host_overlap_exponent + (layer_overhead_s * x275 + x278 * (1 - x276)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x275
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x130 * x272 * x273 - x271 + x279)
+    del x130, x271, x272, x273
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x281 = cp_comm_mb + ep_comm_mb + x277 * x279 + x280
-    del x279
-    x282 = microbatches ** (-1.0)
-    x283 = vp ** (-1.0)
-    x284 = x281 / compute_mb
-    x285 = dualpipe * x282 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x284 - 3 * weight_grad_mb * x284 + x248 * x275 * x277 * x278 + 2 * x280) / x281 + x216 * x217 * x282 * x283
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x248, x275, x277, x278, x280, x282, x284
-    bubble_s = microbatches * x281 * x285
-    del x281
-    x286 = stage_trainable_expert_params / expert_optimizer_shards
-    x287 = stage_trainable_params / optimizer_shards
-    optimizer_s = x94 * (x286 + x287) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x94
-    x288 = microbatches * stage_extra_layers * (compute_mb - x173) * (x285 + 1) / stage_layers
-    del compute_mb, x173, x285
-    x289 = dp_comm_s + pp_comm_s
-    x290 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x289
-    x291 = gpus + 0.474798
-    x292 = gpus ** (-1.0)
-    x293 = x291 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x290 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x290 * numpy.maximum(0, -x132 * erfinv(1.71458910109456 * x292 * x293 * (0.0686881539789491 * x293 + 0.112063) - 1 + 1.16023 / x291)) + x288 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x288 + x290)
-    del x288, x291, x293
-    step_time_s = straggler_s + x290
-    del x290
-    x294 = step_time_s ** (-1.0)
-    x295 = global_batch * seq_len
-    tokens_per_s = token_efficiency * x294 * x295
-    x296 = tokens_per_s * x292
-    x297 = model_flops_per_token * x296
-    tflops_per_gpu = 1e-12 * x297
-    mfu = x297 * x97
-    del x297
-    hfu = hardware_flops_per_token * x296 * x97
-    del hardware_flops_per_token, x296, x97
-    x298 = expert_weight_shards ** (-1.0)
-    x299 = weight_shards ** (-1.0)
-    x300 = base_weight_bytes_per_param * stage_expert_params
-    weights_bytes = frozen_base * (x298 * x300 + x299 * (x245 - x300)) + reference_model * (bytes_per_element * stage_expert_params * x298 + bytes_per_element * x299 * (-stage_expert_params - x165)) + stage_trainable_expert_params * weight_bytes_per_param * x298 + stage_trainable_params * weight_bytes_per_param * x299
-    del stage_expert_params, x165, x245, x298, x299, x300
+    x280 = cp_comm_mb + ep_comm_mb + x276 * x278 + x279
+    del x278
+    x281 = microbatches ** (-1.0)
+    x282 = vp ** (-1.0)
+    x283 = x280 / compute_mb
+    x284 = dualpipe * x281 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x283 - 3 * weight_grad_mb * x283 + x247 * x274 * x276 * x277 + 2 * x279) / x280 + x215 * x216 * x281 * x282
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x247, x274, x276, x277, x279, x281, x283
+    bubble_s = microbatches * x280 * x284
+    del x280
+    x285 = stage_trainable_expert_params / expert_optimizer_shards
+    x286 = stage_trainable_params / optimizer_shards
+    optimizer_s = x89 * (x285 + x286) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x89
+    x287 = microbatches * stage_extra_layers * (compute_mb - x172) * (x284 + 1) / stage_layers
+    del compute_mb, x172, x284
+    x288 = dp_comm_s + pp_comm_s
+    x289 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x288
+    x290 = gpus + 0.474798
+    x291 = gpus ** (-1.0)
+    x292 = x290 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x289 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x289 * numpy.maximum(0, -x131 * erfinv(1.71458910109456 * x291 * x292 * (0.0686881539789491 * x292 + 0.112063) - 1 + 1.16023 / x290)) + x287 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x287 + x289)
+    del x287, x290, x292
+    step_time_s = straggler_s + x289
+    del x289
+    x293 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x293
+    x294 = tokens_per_s * x291
+    x295 = model_flops_per_token * x294
+    tflops_per_gpu = 1e-12 * x295
+    mfu = x295 * x95
+    del x295
+    hfu = hardware_flops_per_token * x294 * x95
+    del hardware_flops_per_token, x294, x95
+    x296 = expert_weight_shards ** (-1.0)
+    x297 = weight_shards ** (-1.0)
+    x298 = base_weight_bytes_per_param * stage_expert_params
+    weights_bytes = frozen_base * (x296 * x298 + x297 * (x244 - x298)) + reference_model * (bytes_per_element * stage_expert_params * x296 + bytes_per_element * x297 * (-stage_expert_params - x164)) + stage_trainable_expert_params * weight_bytes_per_param * x296 + stage_trainable_params * weight_bytes_per_param * x297
+    del stage_expert_params, x164, x244, x296, x297, x298
     grads_bytes = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    optimizer_state_bytes = optimizer_bytes_per_param * x286 + optimizer_bytes_per_param * x287
-    del x286, x287
-    x301 = 4 * tokens_mb * x116 * (vocab * x91 + 1)
-    del x116, x91
-    x302 = 2 * tokens_mb
-    x303 = hidden * tokens_mb
-    x304 = x207 * x303
-    x305 = 4 * x304
-    x306 = heads + kv_heads
-    x307 = kv_heads / heads
-    x308 = x122 * x50
-    del x50
-    x309 = 1 - recompute_norms
-    x310 = tokens_mb * x24
-    x311 = 2 * mlp_matrices
-    x312 = tokens_mb * x311
-    x313 = micro_batch * x115 * (dropout_masks + 4) / cp ** 2
-    del x115
-    x314 = shared_experts * tokens_mb * x128
-    del x128
-    x315 = tokens_mb * x207
-    del x207
-    x316 = experts_per_token * x315
-    x317 = linear_input_bytes + x311 - 2
-    del x311
-    x318 = hidden * linear_input_bytes
-    x319 = x309 * x315 * x318
-    del x315
-    x320 = -frozen_base * (linear_input_bytes * tokens_mb * x308 * (1 - lora_down) + x319 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x319 * (1 - numpy.minimum(1, x56))) + lora_rank * x220 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x314 + x316 * x47) * (linear_input_bytes * recompute_moe_act + x147 * (2 - x148)) + moe_share * (-x122 * x312 + x314 * x317 + x316 * (etp * x318 + x317 * x47)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x305 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x106 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x302 * x306 + x313)) + x302 * x51 * (x18 * x306 - x24 * (x307 + 1)) + x302 * (q_lora_rank + x17) + x304 * (2 * dropout_masks + 8) + x51 * (ffn * x312 + x303 * (4 * x307 + 2) + x310 + x313) - (1 - 1 / 2 * linear_input_bytes) * (x302 * x308 + x305 * x309)
-    del moe_share, tokens_mb, x0, x106, x11, x122, x147, x148, x17, x18, x24, x25, x29, x302, x303, x304, x305, x306, x307, x308, x309, x312, x313, x314, x316, x317, x318, x319, x47, x56, x68
-    x321 = full_recompute * x143 * x310 + x320 * x89
-    del x143, x310, x89
-    activation_bytes = full_recompute * x320 + linear_value_heads * x107 * x220 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x283 * x321 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x216 * numpy.minimum(x218, pp * vp + x217 * numpy.minimum(1, vp - 1))) + x301 + x43 * (x301 + x321)
-    del microbatches, x107, x216, x217, x218, x220, x283, x301, x320, x321, x43, x51
+    optimizer_state_bytes = optimizer_bytes_per_param * x285 + optimizer_bytes_per_param * x286
+    del x285, x286
+    x299 = 4 * tokens_mb * x115 * (vocab * x92 + 1)
+    del x115, x92
+    x300 = 2 * tokens_mb
+    x301 = hidden * tokens_mb
+    x302 = x206 * x301
+    x303 = 4 * x302
+    x304 = heads + kv_heads
+    x305 = kv_heads / heads
+    x306 = x121 * x49
+    del x49
+    x307 = 1 - recompute_norms
+    x308 = tokens_mb * x24
+    x309 = 2 * mlp_matrices
+    x310 = tokens_mb * x309
+    x311 = micro_batch * x114 * (dropout_masks + 4) / cp ** 2
+    del x114
+    x312 = shared_experts * tokens_mb * x127
+    del x127
+    x313 = tokens_mb * x206
+    del x206
+    x314 = experts_per_token * x313
+    x315 = linear_input_bytes + x309 - 2
+    del x309
+    x316 = hidden * linear_input_bytes
+    x317 = x307 * x313 * x316
+    del x313
+    x318 = -frozen_base * (linear_input_bytes * tokens_mb * x306 * (1 - lora_down) + x317 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x317 * (1 - numpy.minimum(1, x55))) + lora_rank * x219 * (lora_down + lora_k + lora_o + lora_q + lora_v + x55) - moe_share * (x312 + x314 * x46) * (linear_input_bytes * recompute_moe_act + x146 * (2 - x147)) + moe_share * (-x121 * x310 + x312 * x315 + x314 * (etp * x316 + x315 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x50 * x67 * (2 * head_dim + v_head_dim) - recompute_norms * x303 + x29 * (2 * micro_batch * seq_len * x0 * x50 * (linear_key_heads * x105 + 68.0 * linear_value_heads + 5 * x25) - x50 * (x18 * x300 * x304 + x311)) + x300 * x50 * (x18 * x304 - x24 * (x305 + 1)) + x300 * (q_lora_rank + x17) + x302 * (2 * dropout_masks + 8) + x50 * (ffn * x310 + x301 * (4 * x305 + 2) + x308 + x311) - (1 - 1 / 2 * linear_input_bytes) * (x300 * x306 + x303 * x307)
+    del moe_share, tokens_mb, x0, x105, x11, x121, x146, x147, x17, x18, x24, x25, x29, x300, x301, x302, x303, x304, x305, x306, x307, x310, x311, x312, x314, x315, x316, x317, x46, x55, x67
+    x319 = full_recompute * x142 * x308 + x318 * x88
+    del x142, x308, x88
+    activation_bytes = full_recompute * x318 + linear_value_heads * x106 * x219 * x50 * numpy.minimum(1, linear_attention_layers) + stage_layers * x282 * x319 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x215 * numpy.minimum(x217, pp * vp + x216 * numpy.minimum(1, vp - 1))) + x299 + x42 * (x299 + x319)
+    del microbatches, x106, x215, x216, x217, x219, x282, x299, x318, x319, x42, x50
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x322 = nodes / (rack_mtbf_s * rack_nodes)
-    x323 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x324 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x325 = x322 + x323 + x324
-    system_mtbf_s = x325 ** (-1.0)
-    x326 = node_repair_s * x322
-    x327 = numpy.exp(-x326)
-    x328 = node_repair_s * x323
-    x329 = -spare_nodes
-    x330 = rack_nodes + x329
-    x331 = x326 * x327
-    del x326
-    x332 = 2 * rack_nodes + x329
-    x333 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x327 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x334 = 3 * rack_nodes + x329
-    x335 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x327 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x336 = 4 * rack_nodes + x329
-    x337 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x327 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x338 = 5 * rack_nodes + x329
-    x339 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x327 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x340 = 6 * rack_nodes + x329
-    x341 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x327 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x342 = 7 * rack_nodes + x329
-    x343 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x327 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x344 = 8 * rack_nodes + x329
-    x345 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x327 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x346 = 9 * rack_nodes + x329
-    x347 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x327 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x348 = 10 * rack_nodes + x329
-    x349 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x327 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x350 = 11 * rack_nodes + x329
-    x351 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x327 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x322 * (x327 * poisson_cdf(-x330, x328) + x331 * poisson_cdf(-x332, x328) + x333 * poisson_cdf(-x334, x328) + x335 * poisson_cdf(-x336, x328) + x337 * poisson_cdf(-x338, x328) + x339 * poisson_cdf(-x340, x328) + x341 * poisson_cdf(-x342, x328) + x343 * poisson_cdf(-x344, x328) + x345 * poisson_cdf(-x346, x328) + x347 * poisson_cdf(-x348, x328) + x349 * poisson_cdf(-x350, x328) + x351 * poisson_cdf(-12 * rack_nodes - x329, x328)) + x323 * (x327 * poisson_cdf(spare_nodes - 1, x328) + x331 * poisson_cdf(-x330 - 1, x328) + x333 * poisson_cdf(-x332 - 1, x328) + x335 * poisson_cdf(-x334 - 1, x328) + x337 * poisson_cdf(-x336 - 1, x328) + x339 * poisson_cdf(-x338 - 1, x328) + x341 * poisson_cdf(-x340 - 1, x328) + x343 * poisson_cdf(-x342 - 1, x328) + x345 * poisson_cdf(-x344 - 1, x328) + x347 * poisson_cdf(-x346 - 1, x328) + x349 * poisson_cdf(-x348 - 1, x328) + x351 * poisson_cdf(-x350 - 1, x328)) + x324)
-    del x322, x323, x324, x327, x328, x329, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x349, x350, x351
-    x352 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x353 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x325 * (x352 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x325 * (-manual_restart_s + x352 - x353))) + x352 - x353
-    del x325, x352, x353
+    x320 = nodes / (rack_mtbf_s * rack_nodes)
+    x321 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x322 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x323 = x320 + x321 + x322
+    system_mtbf_s = x323 ** (-1.0)
+    x324 = node_repair_s * x320
+    x325 = numpy.exp(-x324)
+    x326 = node_repair_s * x321
+    x327 = -spare_nodes
+    x328 = rack_nodes + x327
+    x329 = x324 * x325
+    del x324
+    x330 = 2 * rack_nodes + x327
+    x331 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x325 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x332 = 3 * rack_nodes + x327
+    x333 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x325 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x334 = 4 * rack_nodes + x327
+    x335 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x325 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x336 = 5 * rack_nodes + x327
+    x337 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x325 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x338 = 6 * rack_nodes + x327
+    x339 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x325 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x340 = 7 * rack_nodes + x327
+    x341 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x325 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x342 = 8 * rack_nodes + x327
+    x343 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x325 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x344 = 9 * rack_nodes + x327
+    x345 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x325 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x346 = 10 * rack_nodes + x327
+    x347 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x325 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x348 = 11 * rack_nodes + x327
+    x349 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x325 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x320 * (x325 * poisson_cdf(-x328, x326) + x329 * poisson_cdf(-x330, x326) + x331 * poisson_cdf(-x332, x326) + x333 * poisson_cdf(-x334, x326) + x335 * poisson_cdf(-x336, x326) + x337 * poisson_cdf(-x338, x326) + x339 * poisson_cdf(-x340, x326) + x341 * poisson_cdf(-x342, x326) + x343 * poisson_cdf(-x344, x326) + x345 * poisson_cdf(-x346, x326) + x347 * poisson_cdf(-x348, x326) + x349 * poisson_cdf(-12 * rack_nodes - x327, x326)) + x321 * (x325 * poisson_cdf(spare_nodes - 1, x326) + x329 * poisson_cdf(-x328 - 1, x326) + x331 * poisson_cdf(-x330 - 1, x326) + x333 * poisson_cdf(-x332 - 1, x326) + x335 * poisson_cdf(-x334 - 1, x326) + x337 * poisson_cdf(-x336 - 1, x326) + x339 * poisson_cdf(-x338 - 1, x326) + x341 * poisson_cdf(-x340 - 1, x326) + x343 * poisson_cdf(-x342 - 1, x326) + x345 * poisson_cdf(-x344 - 1, x326) + x347 * poisson_cdf(-x346 - 1, x326) + x349 * poisson_cdf(-x348 - 1, x326)) + x322)
+    del x320, x321, x322, x325, x326, x327, x328, x329, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x349
+    x350 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x351 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x323 * (x350 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x323 * (-manual_restart_s + x350 - x351))) + x350 - x351
+    del x323, x350, x351
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x354 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x355 = checkpoint_bytes * x292
-    x356 = x354 * x355
-    x357 = ckpt_async * x356
-    x358 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x359 = ckpt_sync * x358
-    x360 = x192 * x355
-    del x192, x355
-    x361 = ckpt_in_memory * (x356 + x360)
-    del x356
-    x362 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x363 = grad_bytes_per_param * trainable_params * x292
-    del x292
-    x364 = optimizer_s - step_time_s
-    x365 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x354 * x363 / (1 - (1 - numpy.minimum(1, x362)) ** gockpt_steps) + x364)
+    x352 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x353 = checkpoint_bytes * x291
+    x354 = x352 * x353
+    x355 = ckpt_async * x354
+    x356 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x357 = ckpt_sync * x356
+    x358 = x191 * x353
+    del x191, x353
+    x359 = ckpt_in_memory * (x354 + x358)
     del x354
-    checkpoint_stall_s = x357 + x359 + x361 + x365
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x357 + 2 * x359 + 2 * x361 + 2 * x365))
-    x366 = ckpt_async * x358
-    x367 = system_mtbf_s ** (-1.0)
-    x368 = checkpoint_stall_s * x367
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x363 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x364))) / numpy.log(1 - numpy.minimum(0.999999999999, x362))))) - 1) + 1
-    del x362, x363, x364
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x358) + x366), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x357 + 1 / 2 * x359 + 1 / 2 * x361 + 1 / 2 * x365), -checkpoint_stall_s + young_interval_s * (1 / 6 * x132 * numpy.sqrt(x368) + 1 / 18 * x368 + 1), system_mtbf_s)))
-    del x132, x357, x359, x361, x365
-    commit_latency_s = ckpt_gockpt * (step_time_s + x358) + x366
-    del x358, x366
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x360 + failure_restart_s
-    del failure_restart_s, x360
-    x369 = tokens ** (-1.0)
-    x370 = 5e-09 * (54000000000000.0 * x369 + 143082374144.445 * ((active_params - x33) ** (-1.0)) ** 0.8) ** 0.452380952380952
-    del x33
-    steps = tokens * x76 * (x295 * x370 + 1) / (global_batch * token_efficiency * (reference_batch * seq_len * x370 + 1))
-    del x295, x370, x76
+    x360 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x361 = grad_bytes_per_param * trainable_params * x291
+    del x291
+    x362 = optimizer_s - step_time_s
+    x363 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x352 * x361 / (1 - (1 - numpy.minimum(1, x360)) ** gockpt_steps) + x362)
+    del x352
+    checkpoint_stall_s = x355 + x357 + x359 + x363
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x355 + 2 * x357 + 2 * x359 + 2 * x363))
+    x364 = ckpt_async * x356
+    x365 = system_mtbf_s ** (-1.0)
+    x366 = checkpoint_stall_s * x365
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x361 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x362))) / numpy.log(1 - numpy.minimum(0.999999999999, x360))))) - 1) + 1
+    del x360, x361, x362
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x356) + x364), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x355 + 1 / 2 * x357 + 1 / 2 * x359 + 1 / 2 * x363), -checkpoint_stall_s + young_interval_s * (1 / 6 * x131 * numpy.sqrt(x366) + 1 / 18 * x366 + 1), system_mtbf_s)))
+    del x131, x355, x357, x359, x363
+    commit_latency_s = ckpt_gockpt * (step_time_s + x356) + x364
+    del x356, x364
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x358 + failure_restart_s
+    del failure_restart_s, x358
+    x367 = seq_len / critical_batch_tokens
+    steps = tokens * x75 * (global_batch * x367 + 1) / (global_batch * token_efficiency * (reference_batch * x367 + 1))
+    del x367, x75
     solve_time_s = step_time_s * steps
-    x371 = numpy.exp(commit_latency_s * x367)
-    x372 = numpy.exp(x367 * (checkpoint_interval_s + checkpoint_stall_s))
-    x373 = solve_time_s * x371 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x371 + x373 * (x372 - 1) - 1) * numpy.exp(restart_s * x367)
-    del x371
-    failure_stepping_s = system_mtbf_s * x373 * (x372 - numpy.exp(x368))
-    del x368, x372, x373
+    x368 = numpy.exp(commit_latency_s * x365)
+    x369 = numpy.exp(x365 * (checkpoint_interval_s + checkpoint_stall_s))
+    x370 = solve_time_s * x368 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x368 + x370 * (x369 - 1) - 1) * numpy.exp(restart_s * x365)
+    del x368
+    failure_stepping_s = system_mtbf_s * x370 * (x369 - numpy.exp(x366))
+    del x366, x369, x370
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x374 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x374)
-    x375 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x375 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x375
-    del x375
-    expected_failures = failure_wall_s * x367
-    del x367
+    x371 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x371)
+    x372 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x372 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x372
+    del x372
+    expected_failures = failure_wall_s * x365
+    del x365
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x374
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x371
     del failure_stepping_s
-    x376 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x294 * (cp_comm_s + ep_comm_s + tp_comm_s + x289) + compute_power_fraction * compute_s * x294)
-    del x289, x294
-    x377 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x376)
+    x373 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x293 * (cp_comm_s + ep_comm_s + tp_comm_s + x288) + compute_power_fraction * compute_s * x293)
+    del x288, x293
+    x374 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x373)
     del stepping_s
-    energy_gpu_j = gpus * x377
-    x378 = network_power_per_node_w + node_overhead_power_w
-    x379 = nodes * x378
+    energy_gpu_j = gpus * x374
+    x375 = network_power_per_node_w + node_overhead_power_w
+    x376 = nodes * x375
     del nodes
-    x380 = spare_nodes * (gpus_per_node * idle_power_w + x378) + x379
-    del x378
-    energy_it_j = energy_gpu_j + wall_time_s * x380
+    x377 = spare_nodes * (gpus_per_node * idle_power_w + x375) + x376
+    del x375
+    energy_it_j = energy_gpu_j + wall_time_s * x377
     energy_facility_j = energy_it_j * pue
-    x381 = eval_time_s + rollbacks * x374
+    x378 = eval_time_s + rollbacks * x371
+    del x371
+    x379 = pue * (gpu_step_power_w * gpus + x376)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x376) * (-failure_wall_s - x373 - x378) - solve_time_s * x379 - x378 * x379
+    del failure_wall_s, x376, x378, x379
+    x380 = wall_time_s ** (-1.0)
+    gpu_power_w = x374 * x380
     del x374
-    x382 = pue * (gpu_step_power_w * gpus + x379)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x379) * (-failure_wall_s - x376 - x381) - solve_time_s * x382 - x381 * x382
-    del failure_wall_s, x379, x381, x382
-    x383 = wall_time_s ** (-1.0)
-    gpu_power_w = x377 * x383
-    del x377
-    avg_power_w = energy_facility_j * x383
-    del x383
-    peak_power_w = pue * (gpus * max_power_w + x380)
+    avg_power_w = energy_facility_j * x380
     del x380
-    x384 = gpus + gpus_per_node * spare_nodes
-    x385 = 0.000277777777777778 * x384
-    gpu_hours = wall_time_s * x385
-    cost_cloud_usd = price_usd_per_gpu_hour * x385 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x376), wall_time_s)
-    del x376, x385
-    x386 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x386 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x384)) / utilisation
+    peak_power_w = pue * (gpus * max_power_w + x377)
+    del x377
+    x381 = gpus + gpus_per_node * spare_nodes
+    x382 = 0.000277777777777778 * x381
+    gpu_hours = wall_time_s * x382
+    cost_cloud_usd = price_usd_per_gpu_hour * x382 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x373), wall_time_s)
+    del x373, x382
+    x383 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x383 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x381)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x384 * x386
-    del x384, x386
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x381 * x383
+    del x381, x383
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
-    cci_kg_per_flop = co2e_kg * x369 / model_flops_per_token
-    del x369
+    cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s
     return [step_time_s, compute_s, launch_s, tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s, bubble_s, optimizer_s, straggler_s, weights_bytes, grads_bytes, optimizer_state_bytes, activation_bytes, memory_reserve_bytes, memory_per_gpu_bytes, params, active_params, trainable_params, tokens_per_s, model_flops_per_token, tflops_per_gpu, mfu, hfu, steps, system_mtbf_s, checkpoint_bytes, checkpoint_stall_s, young_interval_s, checkpoint_interval_s, checkpoint_steps, commit_latency_s, restart_s, solve_time_s, wall_time_s, eval_time_s, rollbacks, rollback_time_s, maintenance_time_s, expected_failures, waste_fraction, ettr, spare_nodes, swap_fraction, gpu_hours, energy_gpu_j, energy_it_j, energy_facility_j, energy_fault_tolerance_j, gpu_step_power_w, gpu_power_w, avg_power_w, peak_power_w, cost_cloud_usd, cost_tco_usd, cost_usd, co2e_operational_kg, co2e_embodied_kg, co2e_kg, cci_kg_per_flop, tcdp_kg_s]

@@ -162,6 +162,10 @@ GLOSSARY: dict[str, Term] = {
     "dropout_masks": Term("1", "1 if the model trains with dropout (masks stored), 0 without",
                            FLAG),
     "tokens": Term("1", "training tokens D", Domain(">=1", maximum=MAX_TOKENS)),
+    "critical_batch_tokens": Term(
+        "1", "critical batch B_noise [tokens] beyond which a larger batch needs more tokens "
+        "(default: Kaplan et al. 2020 eq. 5.3 at the model's L(N, D); formulas.batch)",
+        POSITIVE),
     "reference_batch": Term("1", "global batch B_ref [sequences] with which the run needs "
                             "`tokens` (another batch needs more or fewer: formulas.batch)",
                             Domain(">=1", maximum=MAX_GLOBAL_BATCH)),

@@ -893,16 +893,20 @@ def failure_domains(x: dict, r: dict) -> dict:
 
 def _tokens_needed(x: dict, r: dict):
     """Tokens the run needs with its batch: ``tokens`` with the reference batch, more with a
-    larger batch beyond the critical batch (McCandlish et al. 2018, E = E_min (1 + B /
-    B_noise)), whose scale is Kaplan et al.'s B_crit at the loss the model reaches on
-    ``tokens`` (non-embedding parameters a token uses; formulas.batch).  Equal batches
-    need exactly ``tokens``."""
-    non_embedding = r["active_params"] - compute.embedding_params(
-        x["vocab"], x["hidden"], x["embedding_matrices"])
-    noise_tokens = batch.kaplan_critical_batch_tokens(
-        batch.kaplan_loss(non_embedding, x["tokens"]))
+    larger batch beyond the critical batch ``critical_batch_tokens`` (McCandlish et al.
+    2018, E = E_min (1 + B / B_noise); formulas.batch).  Equal batches need exactly
+    ``tokens``."""
     return batch.tokens_at_batch(x["tokens"], x["reference_batch"] * x["seq_len"],
-                                 x["global_batch"] * x["seq_len"], noise_tokens)
+                                 x["global_batch"] * x["seq_len"], x["critical_batch_tokens"])
+
+
+def critical_batch_tokens(x: dict):
+    """Kaplan et al.'s critical batch [tokens] of the model described by ``x`` (its model
+    inputs) trained on ``tokens``: B_crit at the loss L(N, D) of the non-embedding
+    parameters a token uses (formulas.batch)."""
+    non_embedding = param_counts(x)["active_params"] - compute.embedding_params(
+        x["vocab"], x["hidden"], x["embedding_matrices"])
+    return batch.kaplan_critical_batch_tokens(batch.kaplan_loss(non_embedding, x["tokens"]))
 
 
 def reliability(x: dict, r: dict) -> dict:

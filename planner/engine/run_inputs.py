@@ -13,6 +13,7 @@ from hardware_catalog.loader import looks_like_path
 from planner.engine.call_checks import check_catalog, check_given, check_names, check_scalars
 from planner.engine.domains import check
 from planner.engine.method import method_inputs, method_of
+from planner.engine.model import critical_batch_tokens
 from planner.engine.ownership import cost_basis
 from planner.engine.pricing import commitment_term_s, price_quote, with_preemptions
 from planner.engine.scenario import (
@@ -118,6 +119,7 @@ def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
     # the batch with which the run needs `tokens` (a plan over a range of batches: its
     # smallest; planner.engine.optimize)
     x["reference_batch"] = x["global_batch"]
+    x["critical_batch_tokens"] = float(critical_batch_tokens(x))
     return x
 
 

@@ -628,6 +628,7 @@ def test_cli_refits_per_family_only_when_asked(monkeypatch, capsys):
     import json
 
     import planner.analysis.calibration as calibration
+    import planner.analysis.crossval as crossval
     from planner.cli.main import main
 
     calls = []
@@ -637,6 +638,8 @@ def test_cli_refits_per_family_only_when_asked(monkeypatch, capsys):
         return np.full(len(cases), np.nan)
 
     monkeypatch.setattr(calibration, "lofo_predictions", refit)
+    monkeypatch.setattr(crossval, "predictions", lambda cases: {
+        split: v.pd.Series(np.nan, index=cases.index) for split in v.CROSS_SPLITS})
     assert main(["validate", "-d", "sc21", "-f", "json"]) == 0
     assert calls == []
     summary = json.loads(capsys.readouterr().out)["datasets"]

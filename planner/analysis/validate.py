@@ -933,13 +933,23 @@ def metrics(errors) -> dict:
             "max_error": float(e[np.argmax(np.abs(e))]), "bias": float(np.mean(e))}
 
 
+#: The cross-validation splits besides leave-one-family-out whose ``<split>_error`` columns
+#: :func:`summarise` reads when present (planner/analysis/crossval.py): leave-one-source-out
+#: and leave-one-accelerator-out.
+CROSS_SPLITS = ("loso", "loao")
+
+
 def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
-    """Per dataset: all rows, fit subset, held-out subset; plus the worst rows."""
+    """Per dataset: all rows, fit subset, held-out subset, the cross-validated errors
+    (``lofo_error``, ``loso_error``, ``loao_error`` columns when present); plus the worst
+    rows."""
     rows = []
     for name, g in pred.groupby("dataset", sort=False):
         m_all, m_fit, m_held = metrics(g.error), metrics(g.error[g.fit]), metrics(
             g.error[~g.fit])
         m_lofo = metrics(g["lofo_error"]) if "lofo_error" in g else metrics([])
+        m_split = {split: metrics(g[f"{split}_error"]) if f"{split}_error" in g else
+                   metrics([]) for split in CROSS_SPLITS}
         bad = g.reindex(g.error.abs().sort_values(ascending=False).index).head(worst)
         ds = DATASETS.get(name)
         rows.append({
@@ -950,6 +960,8 @@ def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
             "held_out_bias": m_held["bias"],
             "lofo_count": m_lofo["count"], "lofo_mape": m_lofo["mape"],
             "lofo_bias": m_lofo["bias"],
+            **{f"{split}_{k}": m[k] for split, m in m_split.items()
+               for k in ("count", "mape", "bias")},
             "target_mape": ds.target_mape if ds else None,
             "worst": [{"case": r.case_id, "measured": float(r.measured),
                        "predicted": float(r.predicted), "error": float(r.error)}
@@ -979,7 +991,9 @@ def group_metrics(pred: pd.DataFrame) -> list[dict]:
                      "excluded": int((_excluded(g) != "").sum()), "mape": m["mape"],
                      "bias": m["bias"], "max_error": m["max_error"],
                      "held_out_mape": metrics(g.error[~g.fit.astype(bool)])["mape"],
-                     "lofo_mape": metrics(g["lofo_error"] if "lofo_error" in g else [])["mape"]})
+                     "lofo_mape": metrics(g["lofo_error"] if "lofo_error" in g else [])["mape"],
+                     **{f"{split}_mape": metrics(g[f"{split}_error"] if f"{split}_error" in g
+                                                 else [])["mape"] for split in CROSS_SPLITS}})
     return rows
 
 

@@ -225,3 +225,41 @@ def test_precomputed_crossval_equals_a_fresh_computation(catalog):
     assert fresh.keys() == saved["predictions"].keys()
     assert np.allclose([fresh[k] for k in fresh], [saved["predictions"][k] for k in fresh],
                        rtol=1e-9)
+
+
+def test_independent_runs_load_every_row_with_its_reason():
+    """35 rows: 28 predicted, 4 unexpressible (Float8 rowwise), 3 excluded (Llama 3's
+    unpinned layouts); throughput per GPU in tokens/s or model TFLOP/s, none fitted."""
+    cases = v.load_cases(["independent-runs"])
+    assert len(cases) == 35
+    assert not cases.fit.any()
+    assert (cases.unexpressible != "").sum() == 4
+    assert cases.unexpressible[cases.unexpressible != ""].str.contains("rowwise").all()
+    assert (cases.excluded != "").sum() == 3
+    assert cases.case_id[cases.excluded != ""].str.startswith("llama3-405b-").all()
+    assert v.predictable(cases).sum() == 28
+    assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
+    tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
+    # per GPU: a 405B model at 16-128 tokens/s, an 8B model at 548-10,938 tokens/s
+    assert tokens.measured[tokens.model == "llama3.1-405b"].between(16, 128).all()
+    assert tokens.measured[tokens.model == "llama3-8b"].between(548, 10938).all()
+    assert cases.measured[cases.metric == "model_tflops_per_gpu"].tolist() == [430, 400, 380]
+    # the layout multiplies to the GPU count, the batch to whole micro-batches per DP rank
+    dp = cases.gpus // (cases.tp * cases.pp * cases.cp)
+    assert (dp * cases.tp * cases.pp * cases.cp == cases.gpus).all()
+    assert (cases.global_batch % (dp * cases.micro_batch) == 0).all()
+    assert set(cases["stack"]) == {"torchtitan-fsdp2"}
+    assert set(x.units_of(cases)["loso"]) == {"pytorch/torchtitan", "arXiv:2407.21783"}
+    pred = v.predict(cases)
+    ok = v.predictable(cases).to_numpy()
+    assert np.isfinite(pred.predicted[ok]).all() and pred.predicted[~ok].isna().all()
+
+
+def test_independent_runs_fit_the_memory_they_ran_in():
+    """Every row ran: on H200 each fits; the H100 rows ran on 96 GiB parts (six 16 GiB
+    HBM2e stacks) for which the 80 GB h100-sxm stands in, so a row may overflow 80 GB but
+    not 96 GiB."""
+    pred = v.predict(v.load_cases(["independent-runs"]))
+    ran = pred[pred.predicted.notna()]
+    assert ran.fits[ran.hardware == "h200"].all()
+    assert (ran.memory_per_gpu_bytes[ran.hardware == "h100-sxm"] < 96 * 2**30).all()

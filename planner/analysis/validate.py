@@ -95,6 +95,11 @@ FIT_RULES = {
     "modern-runs": ("model families Llama 2/3/3.1 and Grok-1 (19 rows); the families the fit "
                     "never sees - Nemotron-4, DeepSeek-V3, InternLM - are held out (12 rows), "
                     "so every group has rows of both"),
+    "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
+                         "(torchtitan's benchmark tables, Trainy's H200 run, the Llama 3 paper; "
+                         "independent_runs.csv); its rows keep their `stack`, Float8 rowwise "
+                         "rows are unexpressible and the Llama 3 rows, whose layout the paper "
+                         "does not pin, excluded"),
     "moe-runs": ("every expressible row (the MoE stacks' launch times and all-to-all overlap "
                  "are fitted on them); the cross-validated error is leave-one-model-family-out "
                  "(planner/analysis/calibration.py)"),
@@ -428,8 +433,33 @@ def _default_etp(tp: int, cp: int, dp: int, ep: int) -> int:
 
 def load_modern_runs() -> pd.DataFrame:
     """modern_runs.csv: 31 rows of 2024-2026 stacks on H100, B200, GB200 and A100."""
+    return _modern_frame("modern_runs.csv", "modern-runs",
+                         lambda r: r.model.startswith(MODERN_FIT_FAMILIES), modern_group)
+
+
+#: Groups of independent-runs (first match wins): accelerator vendor and precision.
+INDEPENDENT_GROUPS = (
+    ("Hopper BF16", lambda r: r.hardware in ("h100-sxm", "h200", "h800") and r.precision == "bf16"),
+    ("Hopper FP8", lambda r: r.hardware in ("h100-sxm", "h200", "h800")),
+    ("other accelerators", lambda r: True),
+)
+
+
+def load_independent_runs() -> pd.DataFrame:
+    """independent_runs.csv: publishers other than the calibration's (torchtitan's benchmark
+    tables, Trainy's H200 run, the Llama 3 paper's 405B scaling table), held out: no row is
+    fitted.  A row's ``stack`` cell names its stack; ``unexpressible`` a recipe no planner
+    input states; ``excluded`` a row its source does not pin down."""
+    return _modern_frame("independent_runs.csv", "independent-runs", lambda r: False,
+                         lambda c: next(n for n, rule in INDEPENDENT_GROUPS if rule(c)))
+
+
+def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
+    """Cases of a CSV in modern_runs.csv's columns (optional ``stack``, ``unexpressible``,
+    ``excluded`` columns): ``fit(row)`` says whether a row is fitted, ``group(case)`` its
+    group."""
     catalog = load_catalog()
-    runs = pd.read_csv(DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
+    runs = pd.read_csv(DATA_DIR / file, dtype=str, keep_default_na=False)
     rows = []
     for r in runs.itertuples(index=False):
         shape = modern_shape(r, catalog)
@@ -448,7 +478,7 @@ def load_modern_runs() -> pd.DataFrame:
         # HSDP: the ZeRO state sharded within the GPUs the notes name (InternLM: a node)
         shard = MODERN_SHARD.search(r.notes)
         shard_group = int(shard.group(1)) // (tp * cp) if shard else np.nan
-        case = _case(dataset="modern-runs", case_id=r.case_id, hardware=r.hardware,
+        case = _case(dataset=dataset, case_id=r.case_id, hardware=r.hardware,
                      **shape, gpus=int(_num(r.gpus)), tp=tp, pp=pp, vp=int(_num(r.vp)),
                      cp=cp, ep=int(_num(r.ep)), etp=etp,
                      micro_batch=int(_num(r.micro_batch)),
@@ -457,13 +487,19 @@ def load_modern_runs() -> pd.DataFrame:
                      sequence_parallel=float(tp > 1),
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
                      metric=r.metric, measured=_num(r.published), model=r.model,
-                     notes=r.notes, fit=r.model.startswith(MODERN_FIT_FAMILIES),
+                     notes=r.notes, fit=fit(r),
                      family=re.match(r"[a-z]*", r.model.lower()).group(0),
-                     source=r.source, stack=modern_stack(r.source))
+                     source=r.source,
+                     stack=getattr(r, "stack", "") or modern_stack(r.source),
+                     excluded=getattr(r, "excluded", ""))
+        stated = getattr(r, "unexpressible", "")
+        case["unexpressible"] = stated
         rows.append(case)
     frame = pd.DataFrame(rows)
-    frame["group"] = [modern_group(c) for c in frame.itertuples()]
-    frame["unexpressible"] = [modern_unexpressible(c, catalog) for c in frame.itertuples()]
+    frame["group"] = [group(c) for c in frame.itertuples()]
+    frame["unexpressible"] = ["; ".join(x for x in (c.unexpressible,
+                                                    modern_unexpressible(c, catalog)) if x)
+                              for c in frame.itertuples()]
     return frame
 
 
@@ -672,6 +708,10 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("modern-runs", "2024-2026 stacks: NeMo/Megatron-Core, InternLM, torchtitan on "
             "H100, B200, GB200, A100 (step time or tokens/s per GPU)",
             "s or tokens/s per GPU", load_modern_runs, 0.10),
+    Dataset("independent-runs", "Other publishers, held out: torchtitan's benchmark tables "
+            "(H100 96GB, FSDP2/TP/PP/CP, BF16 and Float8), Trainy's H200 run, the Llama 3 "
+            "paper's 405B scaling table (tokens/s or model TFLOP/s per GPU)",
+            "tokens/s or TFLOP/s per GPU", load_independent_runs, None),
     Dataset("moe-runs", "2025 MoE training: Megatron-Bridge, Megatron-LM's GB200 guide, dgxc, "
             "ModelZoo, AutoModel on H100, B200, GB200, GB300 (tokens/s, step time or model "
             "TFLOP/s per GPU)", "tokens/s, s or TFLOP/s per GPU", load_moe_runs, 0.15),
@@ -982,7 +1022,7 @@ def group_metrics(pred: pd.DataFrame) -> list[dict]:
     if "group" not in pred or pred.group.isna().all():
         return []
     rows = []
-    names = [n for n, _ in (*MODERN_GROUPS, *MOE_GROUPS)]
+    names = [n for n, _ in (*MODERN_GROUPS, *INDEPENDENT_GROUPS, *MOE_GROUPS)]
     for name in (n for n in names if (pred.group == n).any()):
         g = pred[pred.group == name]
         m = metrics(g.error)

@@ -34,6 +34,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -273,15 +274,24 @@ def speedup_pairs(pred) -> list[dict]:
     ok["token_drop"] = ok.get("token_drop", pd.Series(0.0, index=ok.index)).fillna(0.0)
     ok["forced_balance"] = ok.get("expert_load_cv", pd.Series(np.nan, index=ok.index)) == 0
     ok["workload_key"] = list(zip(*(ok[k].tolist() for k in WORKLOAD), strict=True))
+    ok["model"] = ok.get("model", pd.Series("", index=ok.index))
+    # the columns read below only
+    ok = ok[["workload_key", "dataset", "case_id", "hardware", "gpus", "stack", "precision",
+             "experts", "model", "layers", "hidden", "seq_len", "pred_tokens_per_s",
+             "tput_error"]]
+    workloads: dict[tuple, list] = {}
+    for r in ok.to_dict("records"):
+        workloads.setdefault(r["workload_key"], []).append(SimpleNamespace(**r))
     rows = []
-    for _, w in ok.groupby("workload_key", sort=False):
-        accs = sorted(w.hardware.unique(), key=lambda h: (_rank(h), h))
+    for w in workloads.values():
+        accs = sorted({r.hardware for r in w}, key=lambda h: (_rank(h), h))
         for i, old in enumerate(accs):
             for new in accs[i + 1:]:
-                a, b = w[w.hardware == old], w[w.hardware == new]
+                a = [r for r in w if r.hardware == old]
+                b = [r for r in w if r.hardware == new]
                 few, many = (a, b) if len(a) <= len(b) else (b, a)
-                for r in few.itertuples():
-                    m = min(many.itertuples(), key=lambda s, r=r: (
+                for r in few:
+                    m = min(many, key=lambda s, r=r: (
                         abs(np.log2(s.gpus / r.gpus)), s.stack != r.stack, s.case_id))
                     o, n = (r, m) if r.hardware == old else (m, r)
                     published = ((n.pred_tokens_per_s / n.tput_error)

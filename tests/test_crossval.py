@@ -263,3 +263,15 @@ def test_independent_runs_fit_the_memory_they_ran_in():
     ran = pred[pred.predicted.notna()]
     assert ran.fits[ran.hardware == "h200"].all()
     assert (ran.memory_per_gpu_bytes[ran.hardware == "h100-sxm"] < 96 * 2**30).all()
+
+
+def test_each_unit_left_out_is_listed_with_its_rows():
+    from planner.report.validation import crossval_unit_rows, run
+
+    pred, _ = run(["sc21", "llm-foundry-h100"], lofo=True)
+    rows = crossval_unit_rows(pred)
+    loso = {r["unit"]: r["rows"] for r in rows if r["left_out"] == "loso"}
+    loao = {r["unit"]: r["rows"] for r in rows if r["left_out"] == "loao"}
+    assert loso == {"arXiv:2104.04473": 10, "NVIDIA/Megatron-LM": 1, "mosaicml/llm-foundry": 70}
+    assert loao == {"A100": 11, "Hopper": 70}
+    assert all(r["mape_%"] > 0 for r in rows)

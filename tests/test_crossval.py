@@ -33,7 +33,8 @@ def test_every_case_has_a_source_and_a_generation(catalog):
     assert units["loso"].notna().all() and (units["loso"] != "").all()
     # at least the ten publishers of the shipped data (repositories and papers)
     assert units["loso"].nunique() >= 10
-    assert set(units["loao"]) <= {"A100", "Hopper", "Blackwell"}
+    # every predicted row is on a calibrated generation (an unnamed part is excluded)
+    assert set(units["loao"][v.predictable(cases)]) == {"A100", "Hopper", "Blackwell"}
 
 
 def _recording_fit(calls):
@@ -228,21 +229,23 @@ def test_precomputed_crossval_equals_a_fresh_computation(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """35 rows: 28 predicted, 4 unexpressible (Float8 rowwise), 3 excluded (Llama 3's
-    unpinned layouts); throughput per GPU in tokens/s or model TFLOP/s, none fitted."""
+    """38 rows: 28 predicted; 6 unexpressible (Float8 rowwise; MXFP8 and partial NVFP4
+    recipes); 6 excluded (Llama 3's unpinned layouts, the NVFP4 page's unnamed GPU); two
+    rows both; throughput per GPU in tokens/s or model TFLOP/s, none fitted."""
     cases = v.load_cases(["independent-runs"])
-    assert len(cases) == 35
+    assert len(cases) == 38
     assert not cases.fit.any()
-    assert (cases.unexpressible != "").sum() == 4
-    assert cases.unexpressible[cases.unexpressible != ""].str.contains("rowwise").all()
-    assert (cases.excluded != "").sum() == 3
-    assert cases.case_id[cases.excluded != ""].str.startswith("llama3-405b-").all()
+    unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
+    assert unexpressible.sum() == 6 and excluded.sum() == 6 and (unexpressible & excluded).sum() == 2
+    assert cases.unexpressible[unexpressible].str.contains("rowwise|MXFP8|NVFP4").all()
+    assert cases.case_id[excluded].str.match("llama3-405b-|tt-nvfp4doc-").all()
     assert v.predictable(cases).sum() == 28
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
     tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
-    # per GPU: a 405B model at 16-128 tokens/s, an 8B model at 548-10,938 tokens/s
+    # per GPU: a 405B model at 16-128 tokens/s, an 8B model at 548-30,040 (B200-class, FP4)
     assert tokens.measured[tokens.model == "llama3.1-405b"].between(16, 128).all()
-    assert tokens.measured[tokens.model == "llama3-8b"].between(548, 10938).all()
+    assert tokens.measured[tokens.model == "llama3-8b"].between(548, 30040).all()
+
     assert cases.measured[cases.metric == "model_tflops_per_gpu"].tolist() == [430, 400, 380]
     # the layout multiplies to the GPU count, the batch to whole micro-batches per DP rank
     dp = cases.gpus // (cases.tp * cases.pp * cases.cp)

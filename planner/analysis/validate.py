@@ -497,7 +497,9 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
         rows.append(case)
     frame = pd.DataFrame(rows)
     frame["group"] = [group(c) for c in frame.itertuples()]
-    frame["unexpressible"] = ["; ".join(x for x in (c.unexpressible,
+    # the planner's own reasons for every row its source pins down (an excluded row keeps
+    # only the reason its data file states)
+    frame["unexpressible"] = ["; ".join(x for x in (c.unexpressible, "" if c.excluded else
                                                     modern_unexpressible(c, catalog)) if x)
                               for c in frame.itertuples()]
     return frame

@@ -95,7 +95,7 @@ def validate(
                "speedup": {"summary": speedup_summary(pairs), "pairs": pairs}}
     text = render(table_rows(summary), format, title="capplan validate: predicted vs measured",
                   payload=payload | ({"checks": extra} if with_checks else {}), width=160)
-    for name in ("modern-runs", "moe-runs"):
+    for name in ("modern-runs", "independent-runs", "moe-runs"):
         groups = modern_group_rows(summary, name)
         if groups and format in ("table", "markdown"):
             text += "\n" + render(groups, format, title=f"{name}: MAPE per group", width=160)

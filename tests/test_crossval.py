@@ -135,6 +135,19 @@ def test_speedup_pairs_only_pair_one_workload_on_two_accelerators():
                                                "max_error": pytest.approx(0.1)}
 
 
+def test_speedup_pairs_score_another_column_against_the_same_published_ratio():
+    pred = _pair_frame([
+        {"hardware": "h100-sxm", "gpus": 8, "measured": 1000, "predicted": 1000,
+         "step_time_s": 128 * 8192 / 1000 / 8, "loao_predicted": 800},
+        {"hardware": "b200", "gpus": 8, "measured": 2000, "predicted": 2200,
+         "step_time_s": 128 * 8192 / 2200 / 8, "loao_predicted": 2000},
+    ])
+    (p,) = x.speedup_pairs(pred, "loao_predicted")
+    assert p["published_ratio"] == pytest.approx(2.0)
+    assert p["error"] == pytest.approx((2000 / 2000) / (800 / 1000) - 1)
+    assert p["predicted_ratio"] == pytest.approx(2.5)
+
+
 def test_speedup_error_inverts_step_times():
     """A step time predicted 10 % short on the newer accelerator is a 1/0.9 - 1 speedup
     error, whatever metric each row publishes."""
@@ -206,6 +219,10 @@ def test_cli_shows_the_cross_validated_errors_and_speedups(capsys):
     for s in out["datasets"]:
         assert s["loso_mape"] > 0 and s["loao_mape"] > 0 and s["loso_count"] == s["count"]
     assert out["speedup"]["summary"]["all"]["pairs"] == len(out["speedup"]["pairs"]) > 50
+    # with each generation left out: the same pairs, each row from a refit without it
+    left_out = out["speedup"]["generation_left_out_summary"]["all"]
+    assert left_out["pairs"] == len(out["speedup"]["pairs"])
+    assert left_out["mean_abs_error"] != out["speedup"]["summary"]["all"]["mean_abs_error"]
     assert main(["validate", "-d", "llm-foundry-a100,llm-foundry-h100", "--lofo", "-f",
                  "csv"]) == 0
     text = capsys.readouterr().out

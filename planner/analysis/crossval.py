@@ -246,14 +246,14 @@ def _rank(hardware: str) -> int:
         len(ACCELERATOR_ORDER)
 
 
-def throughput_error(pred) -> pd.Series:
-    """Predicted / published throughput per GPU of each row (its metric's error turned
-    into a throughput ratio: step times invert)."""
-    ratio = pred["predicted"] / pred["measured"]
+def throughput_error(pred, column: str = "predicted") -> pd.Series:
+    """Predicted (``column``) / published throughput per GPU of each row (its metric's
+    error turned into a throughput ratio: step times invert)."""
+    ratio = pred[column] / pred["measured"]
     return ratio.where(pred["metric"] != "step_time_s", 1 / ratio)
 
 
-def speedup_pairs(pred) -> list[dict]:
+def speedup_pairs(pred, column: str = "predicted") -> list[dict]:
     """Every workload (:data:`WORKLOAD`) published on two accelerators, as pairs.
 
     For each workload and pair of accelerators, each row on the accelerator with fewer
@@ -263,21 +263,23 @@ def speedup_pairs(pred) -> list[dict]:
     ``error`` = predicted ratio / published ratio - 1 of the later accelerator's
     throughput per GPU over the earlier one's; ``published_ratio`` from the rows' measured
     throughput per GPU (tokens/s from the predicted step time and the row's error).
+    ``column``: the predictions whose ratios are compared (``loao_predicted``: each
+    generation's rows predicted by a calibration that never saw that generation).
     """
     ok = pred[np.isfinite(pred["predicted"]) & np.isfinite(pred["measured"])
-              & (pred["measured"] > 0)].copy()
+              & (pred["measured"] > 0) & np.isfinite(pred[column])].copy()
     if ok.empty:
         return []
-    ok["tput_error"] = throughput_error(ok)
-    # predicted tokens/s per GPU
-    ok["pred_tokens_per_s"] = ok.global_batch * ok.seq_len / (ok.step_time_s * ok.gpus)
+    ok["tput_error"] = throughput_error(ok, column)
+    ok["published_tokens_per_s"] = (ok.global_batch * ok.seq_len / (ok.step_time_s * ok.gpus)
+                                    / throughput_error(ok))
     ok["token_drop"] = ok.get("token_drop", pd.Series(0.0, index=ok.index)).fillna(0.0)
     ok["forced_balance"] = ok.get("expert_load_cv", pd.Series(np.nan, index=ok.index)) == 0
     ok["workload_key"] = list(zip(*(ok[k].tolist() for k in WORKLOAD), strict=True))
     ok["model"] = ok.get("model", pd.Series("", index=ok.index))
     # the columns read below only
     ok = ok[["workload_key", "dataset", "case_id", "hardware", "gpus", "stack", "precision",
-             "experts", "model", "layers", "hidden", "seq_len", "pred_tokens_per_s",
+             "experts", "model", "layers", "hidden", "seq_len", "published_tokens_per_s",
              "tput_error"]]
     workloads: dict[tuple, list] = {}
     for r in ok.to_dict("records"):
@@ -294,16 +296,16 @@ def speedup_pairs(pred) -> list[dict]:
                     m = min(many, key=lambda s, r=r: (
                         abs(np.log2(s.gpus / r.gpus)), s.stack != r.stack, s.case_id))
                     o, n = (r, m) if r.hardware == old else (m, r)
-                    published = ((n.pred_tokens_per_s / n.tput_error)
-                                 / (o.pred_tokens_per_s / o.tput_error))
+                    published = n.published_tokens_per_s / o.published_tokens_per_s
+                    error = n.tput_error / o.tput_error - 1
                     rows.append({
                         "workload": _workload_name(n), "precision": n.precision,
                         "moe": bool(n.experts > 1), "older": old, "newer": new,
                         "older_case": f"{o.dataset}/{o.case_id}",
                         "newer_case": f"{n.dataset}/{n.case_id}",
                         "published_ratio": float(published),
-                        "predicted_ratio": float(n.pred_tokens_per_s / o.pred_tokens_per_s),
-                        "error": float(n.tput_error / o.tput_error - 1)})
+                        "predicted_ratio": float(published * (1 + error)),
+                        "error": float(error)})
     return rows
 
 

@@ -54,6 +54,7 @@ def validate(
     from planner.report.validation import (
         checks,
         crossval_rows,
+        loao_speedup_pairs,
         modern_group_rows,
         plot,
         run,
@@ -90,9 +91,12 @@ def validate(
     from hardware_catalog import load_catalog
 
     pairs = speedup_pairs(pred)
+    loao_pairs = loao_speedup_pairs(pred)
+    speedup = {"summary": speedup_summary(pairs), "pairs": pairs}
+    if loao_pairs is not None:
+        speedup["generation_left_out_summary"] = speedup_summary(loao_pairs)
     payload = {"datasets": summary, "version": version(),
-               "catalog_version": load_catalog().version,
-               "speedup": {"summary": speedup_summary(pairs), "pairs": pairs}}
+               "catalog_version": load_catalog().version, "speedup": speedup}
     text = render(table_rows(summary), format, title="capplan validate: predicted vs measured",
                   payload=payload | ({"checks": extra} if with_checks else {}), width=160)
     for name in ("modern-runs", "independent-runs", "moe-runs"):
@@ -100,7 +104,7 @@ def validate(
         if groups and format in ("table", "markdown"):
             text += "\n" + render(groups, format, title=f"{name}: MAPE per group", width=160)
     if format in ("table", "markdown"):
-        text += "\n" + render(speedup_summary_rows(pairs), format, width=160, title=(
+        text += "\n" + render(speedup_summary_rows(pairs, loao_pairs), format, width=160, title=(
             "speedup-ratio error: predicted / published throughput ratio - 1 of a workload "
             "on two accelerators" + ("" if lofo else " (--lofo lists the pairs)")))
     if lofo and format != "json":

@@ -587,11 +587,20 @@ def crossval_unit_rows(pred) -> list[dict]:
     return rows
 
 
-def speedup_summary_rows(pairs) -> list[dict]:
-    """The speedup-ratio error over all pairs, the dense and the MoE pairs."""
-    return [{"pairs_of": name, "pairs": m["pairs"], "mean_abs_error_%": 100 * m["mean_abs_error"],
-             "bias_%": 100 * m["bias"], "max_error_%": 100 * m["max_error"]}
-            for name, m in crossval.speedup_summary(pairs).items()]
+def speedup_summary_rows(pairs, loao_pairs=None) -> list[dict]:
+    """The speedup-ratio error over all pairs, the dense and the MoE pairs; with
+    ``loao_pairs`` also theirs with each generation predicted by a calibration without it."""
+    return [{"predictions": label, "pairs_of": name, "pairs": m["pairs"],
+             "mean_abs_error_%": 100 * m["mean_abs_error"], "bias_%": 100 * m["bias"],
+             "max_error_%": 100 * m["max_error"]}
+            for label, these in (("calibrated", pairs), ("generation left out", loao_pairs))
+            if these is not None
+            for name, m in crossval.speedup_summary(these).items()]
+
+
+def loao_speedup_pairs(pred):
+    """The speedup pairs with the leave-one-accelerator-out predictions (None without)."""
+    return crossval.speedup_pairs(pred, "loao_predicted") if "loao_predicted" in pred else None
 
 
 def speedup_rows(pairs, cases: bool = True) -> list[dict]:
@@ -645,7 +654,9 @@ accelerators, each row on the one with fewer rows is paired with the row on the 
 the nearest GPU count (then the same stack). The error of a pair is the predicted ratio of
 the newer accelerator's throughput per GPU to the older's over the published ratio, minus
 one (`crossval.speedup_pairs`); it is what a plan that picks between the two accelerators
-gets wrong.
+gets wrong. The same pairs are scored again with the leave-one-accelerator-out predictions
+(each row predicted by a calibration that never saw its generation): the speedup to an
+accelerator nobody calibrated on.
 """
 
 
@@ -655,7 +666,8 @@ def crossval_parts(pred, summary, md) -> list[str]:
     return [CROSSVAL_TEXT, md(crossval_rows(summary), title="Cross-validated MAPE per set"),
             "\n", md(crossval_unit_rows(pred), title="MAPE of each source and generation "
                      "left out (and of the same rows with the calibrated catalog)"),
-            SPEEDUP_TEXT, md(speedup_summary_rows(pairs), title="Speedup-ratio error"),
+            SPEEDUP_TEXT, md(speedup_summary_rows(pairs, loao_speedup_pairs(pred)),
+                             title="Speedup-ratio error"),
             "\n", md(speedup_rows(pairs), title="Every pair, worst first")]
 
 

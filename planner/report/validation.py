@@ -566,7 +566,9 @@ def crossval_rows(summary) -> list[dict]:
                      "mape_%": 100 * fit, "lofo_mape_%": 100 * m["lofo_mape"],
                      "loso_mape_%": 100 * m["loso_mape"], "loao_mape_%": 100 * m["loao_mape"],
                      "loso_x": ratio["loso"], "loao_x": ratio["loao"],
-                     "within_1.5x": all(x <= CROSSVAL_TARGET_X for x in ratio.values())})
+                     # "-": a set without a predicted row (or not cross-validated)
+                     "within_1.5x": "-" if any(x != x for x in ratio.values()) else
+                     all(x <= CROSSVAL_TARGET_X for x in ratio.values())})
     return rows
 
 

@@ -56,7 +56,8 @@ family's rows predicted by a refit without that family, ``leave_one_family_out``
 moe-runs (111 MoE rows) joins the fit datasets, counted once per group; three Megatron-Core
 MoE stacks (baseline, tuned, all-to-all overlap) share the Megatron-Core attention factor
 and TP overlap and have their own launch times, the overlap stack its ``ep_overlap``.
-``--lofo`` prints the leave-one-family-out refits.
+``--lofo`` prints the leave-one-family-out refits; ``--crossval`` (issue 42) the
+leave-one-source-out and leave-one-accelerator-generation-out ones, each unit's MAPE.
 
 2026-11-26, MoE physics (issue 27 items 1-5, formulas/moe.py): the stand-in MoE launch times
 (3.0/2.5 ms per layer) are replaced by physical terms and ``--grid moe-stacks`` refits only
@@ -109,6 +110,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hardware_catalog import load_catalog  # noqa: E402
+from planner.analysis import crossval  # noqa: E402
 from planner.analysis import validate as v  # noqa: E402
 from planner.analysis.calibration import (  # noqa: E402,F401 - the calibration's parts
     FIT_DATASETS,
@@ -171,6 +173,9 @@ def main(argv=None) -> int:
                     help="the parameters to fit: all of GRID, or only the MoE stacks' own")
     ap.add_argument("--lofo", action="store_true",
                     help="also run the leave-one-family-out refits and print what moved")
+    ap.add_argument("--crossval", action="store_true",
+                    help="also run the leave-one-source-out and leave-one-accelerator-"
+                    "generation-out refits and print each unit's rows and MAPE")
     args = ap.parse_args(argv)
     catalog = load_catalog()
     values, _ = fit(catalog, grid=GRIDS[args.grid])
@@ -193,6 +198,17 @@ def main(argv=None) -> int:
             if e.notna().any():
                 print(f"  {name:40s} leave-one-family-out MAPE {e.mean():.3f} "
                       f"(n={int(e.notna().sum())})")
+    if args.crossval:
+        cases = v.load_cases()
+        units = crossval.units_of(cases)
+        for split, priors in (("loso", None), ("loao", crossval.generation_priors)):
+            pred_split, trained = crossval.leave_one_out(cases, units[split], catalog,
+                                                         priors=priors)
+            err = (pred_split / cases.measured - 1).abs()
+            for name, e in err.groupby(units[split]):
+                if e.notna().any():
+                    print(f"  {split} without {name[:40]:40s} {int(e.notna().sum()):5d} rows "
+                          f"MAPE {e.mean():.3f} (fitted on {trained[name]} rows)")
     if args.write:
         write_values({k: values[k] for k in GRIDS[args.grid]})
         print("wrote the values (inputs only, the kernel is unchanged); regenerate the docs: "

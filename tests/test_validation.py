@@ -34,7 +34,7 @@ def test_datasets_are_complete(pred):
     assert counts["moe-runs"] == 111
     assert counts["finetune-runs"] == 12
     # the datasets whose data files list rows the planner cannot express or excludes
-    grouped = pred.dataset.isin(["modern-runs", "moe-runs", "finetune-runs"])
+    grouped = pred.dataset.isin(["modern-runs", "moe-runs", "independent-runs", "finetune-runs"])
     assert (pred.unexpressible[~grouped] == "").all()
     assert (pred.excluded[~grouped] == "").all()
 
@@ -87,8 +87,10 @@ def test_no_run_that_ran_is_predicted_out_of_memory(pred):
 
 def test_memory_check_counts(pred):
     # modern rows: test_modern_runs_fit_in_memory; MoE rows: test_moe_runs_fit_in_memory;
+    # independent rows (96 GB H100 with the 80 GB part standing in): tests/test_crossval.py;
     # fine-tuning rows: tests/test_finetune.py::test_finetune_validation_group_within_target
-    old = pred[~pred.dataset.isin(["modern-runs", "moe-runs", "finetune-runs"])]
+    old = pred[~pred.dataset.isin(["modern-runs", "moe-runs", "independent-runs",
+                                   "finetune-runs"])]
     m = v.memory_check(old)
     assert m["runs"] == len(old)
     assert v.memory_check(pred)["runs"] == int(v.predictable(pred).sum())
@@ -631,6 +633,7 @@ def test_cli_refits_per_family_only_when_asked(monkeypatch, capsys):
     import json
 
     import planner.analysis.calibration as calibration
+    import planner.analysis.crossval as crossval
     from planner.cli.main import main
 
     calls = []
@@ -640,6 +643,8 @@ def test_cli_refits_per_family_only_when_asked(monkeypatch, capsys):
         return np.full(len(cases), np.nan)
 
     monkeypatch.setattr(calibration, "lofo_predictions", refit)
+    monkeypatch.setattr(crossval, "predictions", lambda cases: {
+        split: v.pd.Series(np.nan, index=cases.index) for split in v.CROSS_SPLITS})
     assert main(["validate", "-d", "sc21", "-f", "json"]) == 0
     assert calls == []
     summary = json.loads(capsys.readouterr().out)["datasets"]

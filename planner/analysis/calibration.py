@@ -380,14 +380,14 @@ def precomputed_is_fresh() -> bool:
         raw = PRECOMPUTED.read_bytes()
     except OSError:
         return False
-    return _parse(raw, lofo_key()) is not None
+    return parse_saved(raw, lofo_key()) is not None
 
 
 #: Largest LOFO cache file read back [B] (the shipped one is ~6 kB).
 MAX_CACHE_BYTES = 1 << 22
 
 
-def _parse(raw: bytes, key: str) -> dict | None:
+def parse_saved(raw: bytes, key: str) -> dict | None:
     """The predictions of a saved LOFO file under ``key``; None if malformed or stale."""
     try:
         saved = json.loads(raw.decode("utf-8"))
@@ -402,7 +402,7 @@ def _parse(raw: bytes, key: str) -> dict | None:
     return pred
 
 
-def _read_saved(path, key: str, *, private: bool) -> dict | None:
+def read_saved(path, key: str, *, private: bool) -> dict | None:
     """The predictions saved at ``path`` under ``key``; None if absent, stale, malformed or
     (a ``private`` cache file) not a regular file of this user's (see private_cache)."""
     try:
@@ -416,7 +416,7 @@ def _read_saved(path, key: str, *, private: bool) -> dict | None:
     except (Untrusted, OSError) as exc:
         warn_once(f"ignoring the cache file {path}: {getattr(exc, 'strerror', None) or exc}")
         return None
-    return _parse(raw, key)
+    return parse_saved(raw, key)
 
 
 #: Seconds one leave-one-family-out refit takes, about: 4.4 CPU-s for the 10 refits of
@@ -465,7 +465,7 @@ def lofo_predictions(cases, catalog=None):
     folder = cache_dir()
     path = folder / f"lofo-{key}.json" if folder is not None else None
     for source, private in ((PRECOMPUTED, False), (path, True)):
-        saved = _read_saved(source, key, private=private) if source is not None else None
+        saved = read_saved(source, key, private=private) if source is not None else None
         if saved is not None and wanted <= set(saved):
             return pd.Series([saved.get(k, np.nan) for k in keys], index=cases.index,
                              dtype=float)

@@ -96,6 +96,11 @@ FIT_RULES = {
     "modern-runs": ("model families Llama 2/3/3.1 and Grok-1 (19 rows); the families the fit "
                     "never sees - Nemotron-4, DeepSeek-V3, InternLM - are held out (12 rows), "
                     "so every group has rows of both"),
+    "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
+                         "(torchtitan's benchmark tables, Trainy's H200 run, the Llama 3 paper; "
+                         "independent_runs.csv); its rows keep their `stack`, Float8 rowwise "
+                         "rows are unexpressible and the Llama 3 rows, whose layout the paper "
+                         "does not pin, excluded"),
     "moe-runs": ("every expressible row (the MoE stacks' launch times and all-to-all overlap "
                  "are fitted on them); the cross-validated error is leave-one-model-family-out "
                  "(planner/analysis/calibration.py)"),
@@ -429,8 +434,33 @@ def _default_etp(tp: int, cp: int, dp: int, ep: int) -> int:
 
 def load_modern_runs() -> pd.DataFrame:
     """modern_runs.csv: 31 rows of 2024-2026 stacks on H100, B200, GB200 and A100."""
+    return _modern_frame("modern_runs.csv", "modern-runs",
+                         lambda r: r.model.startswith(MODERN_FIT_FAMILIES), modern_group)
+
+
+#: Groups of independent-runs (first match wins): accelerator vendor and precision.
+INDEPENDENT_GROUPS = (
+    ("Hopper BF16", lambda r: r.hardware in ("h100-sxm", "h200", "h800") and r.precision == "bf16"),
+    ("Hopper FP8", lambda r: r.hardware in ("h100-sxm", "h200", "h800")),
+    ("other accelerators", lambda r: True),
+)
+
+
+def load_independent_runs() -> pd.DataFrame:
+    """independent_runs.csv: publishers other than the calibration's (torchtitan's benchmark
+    tables, Trainy's H200 run, the Llama 3 paper's 405B scaling table), held out: no row is
+    fitted.  A row's ``stack`` cell names its stack; ``unexpressible`` a recipe no planner
+    input states; ``excluded`` a row its source does not pin down."""
+    return _modern_frame("independent_runs.csv", "independent-runs", lambda r: False,
+                         lambda c: next(n for n, rule in INDEPENDENT_GROUPS if rule(c)))
+
+
+def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
+    """Cases of a CSV in modern_runs.csv's columns (optional ``stack``, ``unexpressible``,
+    ``excluded`` columns): ``fit(row)`` says whether a row is fitted, ``group(case)`` its
+    group."""
     catalog = load_catalog()
-    runs = pd.read_csv(DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
+    runs = pd.read_csv(DATA_DIR / file, dtype=str, keep_default_na=False)
     rows = []
     for r in runs.itertuples(index=False):
         shape = modern_shape(r, catalog)
@@ -449,7 +479,7 @@ def load_modern_runs() -> pd.DataFrame:
         # HSDP: the ZeRO state sharded within the GPUs the notes name (InternLM: a node)
         shard = MODERN_SHARD.search(r.notes)
         shard_group = int(shard.group(1)) // (tp * cp) if shard else np.nan
-        case = _case(dataset="modern-runs", case_id=r.case_id, hardware=r.hardware,
+        case = _case(dataset=dataset, case_id=r.case_id, hardware=r.hardware,
                      **shape, gpus=int(_num(r.gpus)), tp=tp, pp=pp, vp=int(_num(r.vp)),
                      cp=cp, ep=int(_num(r.ep)), etp=etp,
                      micro_batch=int(_num(r.micro_batch)),
@@ -458,13 +488,21 @@ def load_modern_runs() -> pd.DataFrame:
                      sequence_parallel=float(tp > 1),
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
                      metric=r.metric, measured=_num(r.published), model=r.model,
-                     notes=r.notes, fit=r.model.startswith(MODERN_FIT_FAMILIES),
+                     notes=r.notes, fit=fit(r),
                      family=re.match(r"[a-z]*", r.model.lower()).group(0),
-                     source=r.source, stack=modern_stack(r.source))
+                     source=r.source,
+                     stack=getattr(r, "stack", "") or modern_stack(r.source),
+                     excluded=getattr(r, "excluded", ""))
+        stated = getattr(r, "unexpressible", "")
+        case["unexpressible"] = stated
         rows.append(case)
     frame = pd.DataFrame(rows)
-    frame["group"] = [modern_group(c) for c in frame.itertuples()]
-    frame["unexpressible"] = [modern_unexpressible(c, catalog) for c in frame.itertuples()]
+    frame["group"] = [group(c) for c in frame.itertuples()]
+    # the planner's own reasons for every row its source pins down (an excluded row keeps
+    # only the reason its data file states)
+    frame["unexpressible"] = ["; ".join(x for x in (c.unexpressible, "" if c.excluded else
+                                                    modern_unexpressible(c, catalog)) if x)
+                              for c in frame.itertuples()]
     return frame
 
 
@@ -726,6 +764,10 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("modern-runs", "2024-2026 stacks: NeMo/Megatron-Core, InternLM, torchtitan on "
             "H100, B200, GB200, A100 (step time or tokens/s per GPU)",
             "s or tokens/s per GPU", load_modern_runs, 0.10),
+    Dataset("independent-runs", "Other publishers, held out: torchtitan's benchmark tables "
+            "(H100 96GB, FSDP2/TP/PP/CP, BF16 and Float8), Trainy's H200 run, the Llama 3 "
+            "paper's 405B scaling table (tokens/s or model TFLOP/s per GPU)",
+            "tokens/s or TFLOP/s per GPU", load_independent_runs, None),
     Dataset("moe-runs", "2025 MoE training: Megatron-Bridge, Megatron-LM's GB200 guide, dgxc, "
             "ModelZoo, AutoModel on H100, B200, GB200, GB300 (tokens/s, step time or model "
             "TFLOP/s per GPU)", "tokens/s, s or TFLOP/s per GPU", load_moe_runs, 0.15),
@@ -991,13 +1033,23 @@ def metrics(errors) -> dict:
             "max_error": float(e[np.argmax(np.abs(e))]), "bias": float(np.mean(e))}
 
 
+#: The cross-validation splits besides leave-one-family-out whose ``<split>_error`` columns
+#: :func:`summarise` reads when present (planner/analysis/crossval.py): leave-one-source-out
+#: and leave-one-accelerator-out.
+CROSS_SPLITS = ("loso", "loao")
+
+
 def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
-    """Per dataset: all rows, fit subset, held-out subset; plus the worst rows."""
+    """Per dataset: all rows, fit subset, held-out subset, the cross-validated errors
+    (``lofo_error``, ``loso_error``, ``loao_error`` columns when present); plus the worst
+    rows."""
     rows = []
     for name, g in pred.groupby("dataset", sort=False):
         m_all, m_fit, m_held = metrics(g.error), metrics(g.error[g.fit]), metrics(
             g.error[~g.fit])
         m_lofo = metrics(g["lofo_error"]) if "lofo_error" in g else metrics([])
+        m_split = {split: metrics(g[f"{split}_error"]) if f"{split}_error" in g else
+                   metrics([]) for split in CROSS_SPLITS}
         bad = g.reindex(g.error.abs().sort_values(ascending=False).index).head(worst)
         ds = DATASETS.get(name)
         rows.append({
@@ -1008,6 +1060,8 @@ def summarise(pred: pd.DataFrame, worst: int = 3) -> list[dict]:
             "held_out_bias": m_held["bias"],
             "lofo_count": m_lofo["count"], "lofo_mape": m_lofo["mape"],
             "lofo_bias": m_lofo["bias"],
+            **{f"{split}_{k}": m[k] for split, m in m_split.items()
+               for k in ("count", "mape", "bias")},
             "target_mape": ds.target_mape if ds else None,
             "worst": [{"case": r.case_id, "measured": float(r.measured),
                        "predicted": float(r.predicted), "error": float(r.error)}
@@ -1028,7 +1082,8 @@ def group_metrics(pred: pd.DataFrame) -> list[dict]:
     if "group" not in pred or pred.group.isna().all():
         return []
     rows = []
-    names = [n for n, _ in (*MODERN_GROUPS, *MOE_GROUPS)] + [n for _, n in FINETUNE_SOURCES]
+    names = ([n for n, _ in (*MODERN_GROUPS, *INDEPENDENT_GROUPS, *MOE_GROUPS)]
+             + [n for _, n in FINETUNE_SOURCES])
     for name in (n for n in names if (pred.group == n).any()):
         g = pred[pred.group == name]
         m = metrics(g.error)
@@ -1037,7 +1092,9 @@ def group_metrics(pred: pd.DataFrame) -> list[dict]:
                      "excluded": int((_excluded(g) != "").sum()), "mape": m["mape"],
                      "bias": m["bias"], "max_error": m["max_error"],
                      "held_out_mape": metrics(g.error[~g.fit.astype(bool)])["mape"],
-                     "lofo_mape": metrics(g["lofo_error"] if "lofo_error" in g else [])["mape"]})
+                     "lofo_mape": metrics(g["lofo_error"] if "lofo_error" in g else [])["mape"],
+                     **{f"{split}_mape": metrics(g[f"{split}_error"] if f"{split}_error" in g
+                                                 else [])["mape"] for split in CROSS_SPLITS}})
     return rows
 
 

@@ -24,10 +24,11 @@ def validate(
                                      help="Also report the memory, reliability, throughput and "
                                      "energy checks (a table each; a 'checks' key in JSON)."),
     lofo: bool = typer.Option(False, "--lofo",
-                              help="Also the leave-one-model-family-out error: the calibration "
-                              "refitted without each family (precomputed for the shipped "
-                              "catalog; with another catalog ~10 s the first time, then "
-                              "cached); always with --write-docs."),
+                              help="Also the cross-validated errors: the calibration refitted "
+                              "without each model family, each source and each accelerator "
+                              "generation (precomputed for the shipped catalog; with another "
+                              "catalog ~30 s the first time, then cached), and every "
+                              "speedup pair; always with --write-docs."),
     whole_runs: bool = typer.Option(False, "--whole-runs",
                                     help="Instead: whole published training runs (BLOOM, OPT, "
                                     "LLaMA, Llama 2, Llama 3, OLMo) predicted from user options vs their "
@@ -47,9 +48,20 @@ def validate(
                                f"{', '.join(ignored)} {'does' if one else 'do'} not apply to "
                                f"it; drop {'it' if one else 'them'}, or drop --whole-runs")
     from planner.analysis import validate as v
+    from planner.analysis.crossval import speedup_pairs, speedup_summary
     from planner.report import validation as report
     from planner.report.output import render, write
-    from planner.report.validation import checks, modern_group_rows, plot, run, table_rows
+    from planner.report.validation import (
+        checks,
+        crossval_rows,
+        loao_speedup_pairs,
+        modern_group_rows,
+        plot,
+        run,
+        speedup_rows,
+        speedup_summary_rows,
+        table_rows,
+    )
 
     names = v.resolve_names(dataset)
     if plot_file and not plot_file.lower().endswith((".png", ".svg")):
@@ -78,14 +90,31 @@ def validate(
                           extra=extra)
     from hardware_catalog import load_catalog
 
+    pairs = speedup_pairs(pred)
+    loao_pairs = loao_speedup_pairs(pred)
+    speedup = {"summary": speedup_summary(pairs), "pairs": pairs}
+    if loao_pairs is not None:
+        speedup["generation_left_out_summary"] = speedup_summary(loao_pairs)
     payload = {"datasets": summary, "version": version(),
-               "catalog_version": load_catalog().version}
+               "catalog_version": load_catalog().version, "speedup": speedup}
     text = render(table_rows(summary), format, title="capplan validate: predicted vs measured",
                   payload=payload | ({"checks": extra} if with_checks else {}), width=160)
-    for name in ("modern-runs", "moe-runs", "finetune-runs"):
+    for name in ("modern-runs", "independent-runs", "moe-runs", "finetune-runs"):
         groups = modern_group_rows(summary, name)
         if groups and format in ("table", "markdown"):
             text += "\n" + render(groups, format, title=f"{name}: MAPE per group", width=160)
+    if format in ("table", "markdown"):
+        text += "\n" + render(speedup_summary_rows(pairs, loao_pairs), format, width=160, title=(
+            "speedup-ratio error: predicted / published throughput ratio - 1 of a workload "
+            "on two accelerators" + ("" if lofo else " (--lofo lists the pairs)")))
+    if lofo and format != "json":
+        for title, rows in (("cross-validation: MAPE with the calibrated catalog and with "
+                             "family / source / accelerator generation left out",
+                             crossval_rows(summary)),
+                            ("speedup pairs (worst first)",
+                             speedup_rows(pairs, cases=format != "table"))):
+            text += ("\n" if format != "csv" else "") + render(rows, format, title=title,
+                                                                width=160)
     if with_checks and format != "json":
         text += "".join(("\n" if format != "csv" else "") + render(rows, format, title=name,
                                                                     width=160)

@@ -14,7 +14,7 @@ A step's sources are found statically, so that a check never imports the generat
 * a module that imports by name (``importlib.import_module``) reaches every module of its
   package;
 * a package's data files (TOML, CSV, JSON templates) when any of its modules is reached;
-* not the step's own outputs (they are checked as outputs).
+* not the step's own outputs (they are checked as outputs), nor those of a later step.
 
 Reaching too much only makes a step look stale sooner; what a hash cannot see (a library
 other than the pinned ones changing a number) is guarded by the tests that compare
@@ -149,7 +149,10 @@ def reached_modules(entries: tuple[str, ...], root: Path = ROOT) -> dict[str, Pa
 
 
 def sources(step: Step, root: Path = ROOT) -> list[Path]:
-    """Every file ``step`` is generated from, sorted: modules, data, less its outputs."""
+    """Every file ``step`` is generated from, sorted: modules, data, less its outputs and
+    those of the steps after it in :data:`STEPS` (a step may read an earlier step's output,
+    never a later one's: the validation step's JSON files in planner/analysis are no source
+    of the documentation steps before it, which reach that package's data)."""
     modules = reached_modules(step.modules, root)
     files = set(modules.values())
     packages = {_package_of(name, path) for name, path in modules.items()}
@@ -158,7 +161,8 @@ def sources(step: Step, root: Path = ROOT) -> list[Path]:
             folder = root.joinpath(*package.split("."))
             for pattern in patterns:
                 files.update(p for p in folder.glob(pattern) if p.is_file())
-    files -= {root / output for output in step.outputs}
+    later = STEPS[STEPS.index(step):] if step in STEPS else (step,)
+    files -= {root / output for s in later for output in s.outputs}
     return sorted(files)
 
 
@@ -252,8 +256,9 @@ STEPS = (
     Step("columns", ("planner.codegen.column_docs",), ("docs/columns.md",)),
     Step("cli", ("planner.codegen.cli_docs",), ("docs/cli.md",)),
     Step("validation", ("planner.analysis.estimates", "planner.analysis.calibration",
-                        "planner.report.validation"),
+                        "planner.analysis.crossval", "planner.report.validation"),
          ("planner/analysis/_validated_generated.json", "planner/analysis/_lofo_generated.json",
+          "planner/analysis/_crossval_generated.json",
           "docs/validation.md", "docs/validation.png", "docs/reliability_mttf.png"),
          libraries=("matplotlib",)),
     Step("whole-runs", ("planner.cli.whole_runs", "planner.report.whole_runs"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from planner.analysis import calibration, estimates
+from planner.analysis import calibration, crossval, estimates
 from planner.cli import whole_runs as evaluated_runs  # the rows as the command line runs them
 from planner.codegen import cli_docs, column_docs, workbook
 from planner.codegen import kernel as kernel_source
@@ -58,6 +58,8 @@ def validation_results() -> None:
     write(estimates.PRECOMPUTED, estimates.precomputed_text())
     if not calibration.precomputed_is_fresh():  # ~5 CPU-s of refits
         write(calibration.PRECOMPUTED, calibration.precomputed_text())
+    if not crossval.precomputed_is_fresh():  # ~10 CPU-s of refits
+        write(crossval.PRECOMPUTED, crossval.precomputed_text())
     validation.write_docs()
 
 

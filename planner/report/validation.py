@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.analysis import calibration
+from planner.analysis import calibration, crossval
 from planner.analysis import validate as v
 from planner.errors import CapplanError
 from planner.report.output import render, save_figure, write_or_check
@@ -441,13 +441,17 @@ COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:
 
 def run(names=None, *, lofo: bool = True):
     """Predictions and summary rows for the named datasets (all by default); with ``lofo``
-    also the leave-one-family-out predictions (a refit of the calibration per model family:
-    ~2 min on a cold cache, cached in capplan's cache folder)."""
+    also the cross-validated predictions: leave-one-family-out, -source-out and
+    -accelerator-out (refits of the calibration, precomputed for the shipped catalog,
+    else cached in capplan's cache folder)."""
     cases = v.load_cases(names)
     pred = v.predict(cases)
-    if lofo:  # each family's rows predicted by a calibration without them
+    if lofo:  # each family's (source's, generation's) rows by a calibration without them
         pred["lofo_predicted"] = calibration.lofo_predictions(cases)
-        pred["lofo_error"] = pred["lofo_predicted"] / pred["measured"] - 1
+        for split, values in crossval.predictions(cases).items():
+            pred[f"{split}_predicted"] = values
+        for split in ("lofo", *v.CROSS_SPLITS):
+            pred[f"{split}_error"] = pred[f"{split}_predicted"] / pred["measured"] - 1
     return pred, v.summarise(pred)
 
 
@@ -533,10 +537,140 @@ def table_rows(summary) -> list[dict]:
              "mape_%": 100 * s["mape"],
              "bias_%": 100 * s["bias"], "max_error_%": 100 * s["max_error"],
              "fit_mape_%": 100 * s["fit_mape"], "held_out_mape_%": 100 * s["held_out_mape"],
-             "lofo_mape_%": 100 * s["lofo_mape"],
+             "lofo_mape_%": 100 * s["lofo_mape"], "loso_mape_%": 100 * s["loso_mape"],
+             "loao_mape_%": 100 * s["loao_mape"],
              "target_%": "-" if s["target_mape"] is None else f"{100 * s['target_mape']:.0f}",
              "worst": ", ".join(f"{w['case']} {100 * w['error']:+.0f}%" for w in s["worst"][:2])}
             for s in summary]
+
+
+#: The issue-42 target of a cross-validated error: at most this multiple of the error with
+#: the calibrated parameters.
+CROSSVAL_TARGET_X = 1.5
+
+
+def crossval_rows(summary) -> list[dict]:
+    """Per dataset (per group for the grouped datasets): the MAPE with the calibrated
+    catalog and the cross-validated MAPEs (family, source, accelerator generation left out)
+    with the multiple of the calibrated MAPE each is."""
+    sets = []
+    for s in summary:
+        sets.extend([(f"{s['dataset']}: {g['group']}", g) for g in s["groups"]]
+                    or [(s["dataset"], s)])
+    rows = []
+    for name, m in sets:
+        fit = m["mape"]
+        ratio = {split: m[f"{split}_mape"] / fit if fit else float("nan")
+                 for split in v.CROSS_SPLITS}
+        rows.append({"set": name, "rows": m.get("predicted", m.get("count")),
+                     "mape_%": 100 * fit, "lofo_mape_%": 100 * m["lofo_mape"],
+                     "loso_mape_%": 100 * m["loso_mape"], "loao_mape_%": 100 * m["loao_mape"],
+                     "loso_x": ratio["loso"], "loao_x": ratio["loao"],
+                     # "-": a set without a predicted row (or not cross-validated)
+                     "within_1.5x": "-" if any(x != x for x in ratio.values()) else
+                     all(x <= CROSSVAL_TARGET_X for x in ratio.values())})
+    return rows
+
+
+def crossval_unit_rows(pred) -> list[dict]:
+    """The error of each unit left out: every source (LOSO) and generation (LOAO), its
+    predicted rows and their MAPE with the calibration refitted without it."""
+    rows = []
+    for split, units in crossval.units_of(pred).items():
+        if f"{split}_error" not in pred:
+            continue
+        err = pred[f"{split}_error"].abs()
+        for name, e in err.groupby(units):
+            if e.notna().any():
+                rows.append({"left_out": split, "unit": name, "rows": int(e.notna().sum()),
+                             "mape_%": 100 * float(e.mean()),
+                             "mape_calibrated_%": 100 * float(
+                                 pred.error[e.index][e.notna()].abs().mean())})
+    return rows
+
+
+def speedup_summary_rows(pairs, loao_pairs=None) -> list[dict]:
+    """The speedup-ratio error over all pairs, the dense and the MoE pairs; with
+    ``loao_pairs`` also theirs with each generation predicted by a calibration without it."""
+    return [{"predictions": label, "pairs_of": name, "pairs": m["pairs"],
+             "mean_abs_error_%": 100 * m["mean_abs_error"], "bias_%": 100 * m["bias"],
+             "max_error_%": 100 * m["max_error"]}
+            for label, these in (("calibrated", pairs), ("generation left out", loao_pairs))
+            if these is not None
+            for name, m in crossval.speedup_summary(these).items()]
+
+
+def loao_speedup_pairs(pred):
+    """The speedup pairs with the leave-one-accelerator-out predictions (None without)."""
+    return crossval.speedup_pairs(pred, "loao_predicted") if "loao_predicted" in pred else None
+
+
+def speedup_rows(pairs, cases: bool = True) -> list[dict]:
+    """One row per pair (newer over older accelerator), worst first; with ``cases`` the
+    two rows' ``dataset/case_id``."""
+    return [{"workload": p["workload"], "precision": p["precision"], "older": p["older"],
+             "newer": p["newer"], "published_ratio": p["published_ratio"],
+             "predicted_ratio": p["predicted_ratio"], "error_%": 100 * p["error"],
+             **({"older_case": p["older_case"], "newer_case": p["newer_case"]} if cases
+                else {})}
+            for p in sorted(pairs, key=lambda p: -abs(p["error"]))]
+
+
+CROSSVAL_TEXT = """
+## Cross-validation by source and accelerator, and speedups
+
+Does the calibration predict what it was not fitted on? Three splits refit it without a
+part of the data and predict that part (`planner/analysis/crossval.py`,
+`planner/analysis/calibration.py`); `capplan validate --lofo` shows them:
+
+- **Leave-one-family-out (LOFO)**: see above (rows with a model family only).
+- **Leave-one-source-out (LOSO)**: the source of a row is the publication its `source`
+  cell cites first - the GitHub repository (`owner/name`), else the documentation site
+  (host and first path part), else the arXiv paper; NVIDIA's NeMo performance page on
+  docs.nvidia.com counts as the Megatron-Bridge repository it is published from
+  (`crossval.source_of`, `SOURCE_ALIASES`). For each source, every parameter of the
+  calibration grid (`calibration.GRID`: GEMM efficiencies, stack terms, execution terms) is
+  refitted on the fit rows of every other source - one round of the calibration's
+  coordinate descent from the catalog's values - and the source's rows are predicted.
+- **Leave-one-accelerator-out (LOAO)**: the unit is an accelerator generation whose
+  parameters the calibration shares (A100, Hopper: H100/H200/H800, Blackwell:
+  B200/GB200/B300/GB300). Its rows leave the fit and its own parameters start from a prior
+  no row of it informed - the mean of the same parameter of the other generations (an
+  accelerator's GEMM efficiency), the stack's general value (a stack's factor on that
+  accelerator), else the neutral 1.0 (the Grace host launch factor) - and stay there
+  while the rest of the grid is refitted on the other generations' rows.
+
+The issue-42 target is LOSO and LOAO each at most 1.5x the MAPE with the calibrated catalog
+(column `mape_%`, every predicted row), per dataset and per group; `loso_x` and `loao_x` are
+those multiples. The refits are precomputed for the shipped catalog
+(`planner/analysis/_crossval_generated.json`, under a hash of the catalog, the validation
+data, the kernel and the code; `codegen --check` verifies it).
+"""
+
+SPEEDUP_TEXT = """
+**Speedup-ratio error.** A workload is the same model shape, sequence length, precision and
+MoE routing (token dropping, forced balance); the layout, GPU count and batch are each
+publisher's choice for its accelerator and are normalised away by comparing throughput per
+GPU. Every workload published on two accelerators gives pairs: for each pair of
+accelerators, each row on the one with fewer rows is paired with the row on the other with
+the nearest GPU count (then the same stack). The error of a pair is the predicted ratio of
+the newer accelerator's throughput per GPU to the older's over the published ratio, minus
+one (`crossval.speedup_pairs`); it is what a plan that picks between the two accelerators
+gets wrong. The same pairs are scored again with the leave-one-accelerator-out predictions
+(each row predicted by a calibration that never saw its generation): the speedup to an
+accelerator nobody calibrated on.
+"""
+
+
+def crossval_parts(pred, summary, md) -> list[str]:
+    """docs/validation.md's cross-validation and speedup section."""
+    pairs = crossval.speedup_pairs(pred)
+    return [CROSSVAL_TEXT, md(crossval_rows(summary), title="Cross-validated MAPE per set"),
+            "\n", md(crossval_unit_rows(pred), title="MAPE of each source and generation "
+                     "left out (and of the same rows with the calibrated catalog)"),
+            SPEEDUP_TEXT, md(speedup_summary_rows(pairs, loao_speedup_pairs(pred)),
+                             title="Speedup-ratio error"),
+            "\n", md(speedup_rows(pairs), title="Every pair, worst first")]
 
 
 def checks():
@@ -570,6 +704,7 @@ def docs_text(pred, summary, extra) -> str:
                           "fit": bool(r.fit)} for r in g.itertuples()], title=name))
     parts.extend(modern_parts(pred, summary, md))
     parts.extend(moe_parts(pred, summary, md))
+    parts.extend(crossval_parts(pred, summary, md))
     parts.append(later_stack_text(pred, extra))
     parts.append(md(extra["later_stack"]))
     parts.append("\n## Memory\n")
@@ -616,7 +751,9 @@ def modern_group_rows(summary, dataset: str = "modern-runs") -> list[dict]:
              "mape_%": 100 * g["mape"],
              "bias_%": 100 * g["bias"], "max_error_%": 100 * g["max_error"],
              "held_out_mape_%": 100 * g["held_out_mape"],
-             "lofo_mape_%": 100 * g["lofo_mape"], "target_%": 15}
+             "lofo_mape_%": 100 * g["lofo_mape"], "loso_mape_%": 100 * g["loso_mape"],
+             "loao_mape_%": 100 * g["loao_mape"],
+             "target_%": 15 if dataset in ("modern-runs", "moe-runs") else "-"}
             for g in modern["groups"]]
 
 

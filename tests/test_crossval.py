@@ -1,0 +1,297 @@
+"""Leave-one-source-out, leave-one-accelerator-out and the speedup-ratio error (issue 42)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.analysis import calibration as c
+from planner.analysis import crossval as x
+from planner.analysis import validate as v
+
+
+@pytest.mark.parametrize("text, source", [
+    ("mosaicml/llm-foundry@8c8dd48f scripts/train/benchmarking/README.md", "mosaicml/llm-foundry"),
+    ("NVIDIA/Megatron-LM README at commit 152aab304d (2021-01-11)", "NVIDIA/Megatron-LM"),
+    ("https://docs.nvidia.com/nemo-framework/user-guide/latest/performance/x.html (stored)",
+     "NVIDIA-NeMo/Megatron-Bridge"),
+    ("https://rocm.blogs.amd.com/artificial-intelligence/x/README.html", "rocm.blogs.amd.com/artificial-intelligence"),
+    ("Narayanan et al. SC'21 arXiv:2104.04473 Table 1 (values via transcription X/y@e9f)",
+     "arXiv:2104.04473"),
+    ("arXiv 2412.19437 (DeepSeek-V3 Technical Report): Sec.1", "arXiv:2412.19437"),
+    ("vTrain (Bang et al., MICRO'24, arXiv:2312.12391) measured", "arXiv:2312.12391"),
+    ("a lab notebook", "a lab notebook"),
+])
+def test_source_of_names_the_publication(text, source):
+    assert x.source_of(text) == source
+
+
+def test_every_case_has_a_source_and_a_generation(catalog):
+    cases = v.load_cases(None)
+    units = x.units_of(cases)
+    assert units["loso"].notna().all() and (units["loso"] != "").all()
+    # at least the ten publishers of the shipped data (repositories and papers)
+    assert units["loso"].nunique() >= 10
+    # every predicted row is on a calibrated generation (an unnamed part is excluded)
+    assert set(units["loao"][v.predictable(cases)]) == {"A100", "Hopper", "Blackwell"}
+
+
+def _recording_fit(calls):
+    def fit(catalog, verbose=False, rounds=1, cases=None, grid=None, values=None, memo=None):
+        calls.append((cases, grid, values))
+        return values, 0.0
+    return fit
+
+
+def test_a_source_left_out_is_never_in_its_fit(monkeypatch, catalog):
+    """Each refit sees every fit row except the held-out source's: counts add up."""
+    cases = v.load_cases(["sc21", "llm-foundry-h100", "modern-runs"])
+    calls = []
+    monkeypatch.setattr(c, "fit", _recording_fit(calls))
+    units = cases["source"].map(x.source_of)
+    pred, trained = x.leave_one_out(cases, units, catalog)
+    fit_rows = c.fit_cases(v.with_shape_defaults(cases))
+    names = sorted(units.unique())
+    assert len(calls) == len(names) == len(trained)
+    for name, (train, grid, _) in zip(names, calls, strict=True):
+        assert not (train["source"].map(x.source_of) == name).any()
+        assert len(train) == (units.loc[fit_rows.index] != name).sum() == trained[name]
+        assert grid == c.GRID  # every calibrated parameter is refitted
+    # refitting nothing (the recording fit keeps the catalog's values) predicts as validate
+    plain = v.predict(cases, catalog=catalog)["predicted"]
+    ok = v.predictable(cases).to_numpy()
+    assert np.allclose(pred[ok], plain[ok])
+    assert pred[~ok].isna().all()
+
+
+def test_a_generation_left_out_starts_from_a_prior_and_stays_there(monkeypatch, catalog):
+    start = c.start_values(catalog)
+    values, fixed = x.generation_priors("Hopper", start)
+    hopper = (c.HOPPER, "gemm_max_efficiency")
+    assert hopper in fixed
+    assert values[hopper] == pytest.approx(np.mean(
+        [start[(c.A100, "gemm_max_efficiency")], start[(c.BLACKWELL, "gemm_max_efficiency")]]))
+    assert values[(c.HOPPER, "gemm_max_efficiency_fp8")] == start[
+        (c.BLACKWELL, "gemm_max_efficiency_fp8")]
+    foundry = tuple(f"stack:llm-foundry-2023@{hw}" for hw in c.HOPPER)
+    assert values[(foundry, "attention_efficiency_factor")] == start[
+        (c.FA2_STACKS, "attention_efficiency_factor")]
+    assert values[(foundry, "gemm_efficiency_factor")] == 1.0
+    # shared parameters (execution terms, a stack in general) are not the generation's own
+    assert all(k[0][0] not in ("*", "stack:megatron-core-2025") for k in fixed)
+    values, fixed = x.generation_priors("Blackwell", start)
+    assert values[(("gb200", "gb300"), "host_launch_factor")] == 1.0
+
+    cases = v.load_cases(["llm-foundry-a100", "llm-foundry-h100"])
+    calls = []
+    monkeypatch.setattr(c, "fit", _recording_fit(calls))
+    x.leave_one_out(cases, cases["hardware"].map(x.generation_of), catalog,
+                    priors=x.generation_priors)
+    for train, grid, _ in calls:
+        held = "A100" if not train.hardware.str.startswith("a100").any() else "Hopper"
+        assert not (train.hardware.map(x.generation_of) == held).any()
+        own = [k for k in c.GRID if x._owned_by(k, x.GENERATIONS[held])]
+        assert own and not any(k in grid for k in own)
+
+
+def _pair_frame(rows):
+    base = {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336,
+            "mlp_matrices": 3, "vocab": 128256, "experts": 1, "experts_per_token": 1,
+            "moe_ffn": 14336, "moe_layers": 0, "seq_len": 8192, "precision": "bf16",
+            "global_batch": 128, "stack": "megatron-core-2025", "dataset": "d",
+            "metric": "tokens_per_s_per_gpu"}
+    frame = pd.DataFrame([base | r for r in rows])
+    frame["case_id"] = [f"r{i}" for i in range(len(frame))]
+    return frame
+
+
+def test_speedup_pairs_only_pair_one_workload_on_two_accelerators():
+    pred = _pair_frame([
+        # the workload on H100 and B200: one pair
+        {"hardware": "h100-sxm", "gpus": 8, "measured": 1000, "predicted": 1000,
+         "step_time_s": 128 * 8192 / 1000 / 8},
+        {"hardware": "b200", "gpus": 8, "measured": 2000, "predicted": 2200,
+         "step_time_s": 128 * 8192 / 2200 / 8},
+        # same accelerator again (a second layout): no pair with the H100 row
+        {"hardware": "h100-sxm", "gpus": 64, "measured": 900, "predicted": 900,
+         "step_time_s": 128 * 8192 / 900 / 64},
+        # another precision, another sequence length: other workloads, alone
+        {"hardware": "gb200", "gpus": 8, "precision": "fp8", "measured": 3000,
+         "predicted": 3000, "step_time_s": 128 * 8192 / 3000 / 8},
+        {"hardware": "gb200", "gpus": 8, "seq_len": 4096, "measured": 3000, "predicted": 3000,
+         "step_time_s": 128 * 4096 / 3000 / 8},
+    ])
+    pairs = x.speedup_pairs(pred)
+    assert len(pairs) == 1
+    (p,) = pairs
+    assert (p["older"], p["newer"]) == ("h100-sxm", "b200")
+    assert p["older_case"] == "d/r0"  # the H100 row with the nearest GPU count
+    assert p["published_ratio"] == pytest.approx(2.0)
+    assert p["predicted_ratio"] == pytest.approx(2.2)
+    assert p["error"] == pytest.approx(0.1)
+    assert x.speedup_summary(pairs)["all"] == {"pairs": 1, "mean_abs_error": pytest.approx(0.1),
+                                               "bias": pytest.approx(0.1),
+                                               "max_error": pytest.approx(0.1)}
+
+
+def test_speedup_pairs_score_another_column_against_the_same_published_ratio():
+    pred = _pair_frame([
+        {"hardware": "h100-sxm", "gpus": 8, "measured": 1000, "predicted": 1000,
+         "step_time_s": 128 * 8192 / 1000 / 8, "loao_predicted": 800},
+        {"hardware": "b200", "gpus": 8, "measured": 2000, "predicted": 2200,
+         "step_time_s": 128 * 8192 / 2200 / 8, "loao_predicted": 2000},
+    ])
+    (p,) = x.speedup_pairs(pred, "loao_predicted")
+    assert p["published_ratio"] == pytest.approx(2.0)
+    assert p["error"] == pytest.approx((2000 / 2000) / (800 / 1000) - 1)
+    assert p["predicted_ratio"] == pytest.approx(2.5)
+
+
+def test_speedup_error_inverts_step_times():
+    """A step time predicted 10 % short on the newer accelerator is a 1/0.9 - 1 speedup
+    error, whatever metric each row publishes."""
+    pred = _pair_frame([
+        {"hardware": "a100-80gb", "gpus": 8, "metric": "step_time_s", "measured": 10.0,
+         "predicted": 10.0, "step_time_s": 10.0},
+        {"hardware": "h100-sxm", "gpus": 16, "metric": "step_time_s", "measured": 5.0,
+         "predicted": 4.5, "step_time_s": 4.5},
+    ])
+    (p,) = x.speedup_pairs(pred)
+    assert p["error"] == pytest.approx(1 / 0.9 - 1)
+    assert p["published_ratio"] == pytest.approx(2.0 * 8 / 16)
+
+
+def test_shipped_speedup_pairs_are_one_workload_each(catalog):
+    pred = v.predict(v.load_cases(None), catalog=catalog)
+    pairs = x.speedup_pairs(pred)
+    assert len(pairs) >= 100
+    rows = (pred.dataset + "/" + pred.case_id).to_frame("key").join(pred).set_index("key")
+    for p in pairs:
+        # (a case id may repeat within a dataset: its rows are one workload)
+        a, b = rows.loc[[p["older_case"]]].iloc[0], rows.loc[[p["newer_case"]]].iloc[0]
+        assert a.hardware != b.hardware
+        assert all(a[k] == b[k] for k in ("layers", "hidden", "heads", "seq_len", "precision",
+                                          "experts", "vocab"))
+
+
+def test_crossval_reads_the_precomputed_values(monkeypatch, tmp_path):
+    assert x.precomputed_is_fresh(), "run: python -m planner.codegen --only validation"
+    monkeypatch.setenv("CAPPLAN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(x, "compute_all", lambda *a, **k: pytest.fail("refitted"))
+    cases = v.load_cases(["sc21", "modern-runs"])
+    got = x.predictions(cases)
+    ok = v.predictable(cases).to_numpy()
+    for split in ("loso", "loao"):
+        assert np.isfinite(got[split][ok]).all()
+
+
+def test_crossval_refits_once_for_another_catalog_and_caches(monkeypatch, tmp_path, capsys):
+    from hardware_catalog.toml_cache import ENV_VAR
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setattr(x, "crossval_key", lambda catalog=None: "a-user-catalog")
+    calls = []
+
+    def compute(catalog=None):
+        calls.append(1)
+        return {"loso/sc21/megatron-gpt3-175b-1024": 1.0, "loao/sc21/megatron-gpt3-175b-1024": 2.0}
+
+    monkeypatch.setattr(x, "compute_all", compute)
+    cases = v.load_cases(["sc21"])
+    first = x.predictions(cases)
+    assert capsys.readouterr().err.startswith("capplan: validate --lofo: refitting")
+    last = cases.case_id == "megatron-gpt3-175b-1024"
+    assert first["loso"][last].item() == 1.0 and first["loao"][last].item() == 2.0
+    assert first["loso"][~last].isna().all()
+    x.predictions(cases)
+    assert calls == [1]  # the second run read the cache
+    (saved,) = tmp_path.rglob("crossval-a-user-catalog.json")
+    assert saved.stat().st_mode & 0o777 == 0o600
+
+
+def test_cli_shows_the_cross_validated_errors_and_speedups(capsys):
+    from planner.cli.main import main
+
+    assert main(["validate", "-d", "llm-foundry-a100,llm-foundry-h100", "--lofo",
+                 "-f", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for s in out["datasets"]:
+        assert s["loso_mape"] > 0 and s["loao_mape"] > 0 and s["loso_count"] == s["count"]
+    assert out["speedup"]["summary"]["all"]["pairs"] == len(out["speedup"]["pairs"]) > 50
+    # with each generation left out: the same pairs, each row from a refit without it
+    left_out = out["speedup"]["generation_left_out_summary"]["all"]
+    assert left_out["pairs"] == len(out["speedup"]["pairs"])
+    assert left_out["mean_abs_error"] != out["speedup"]["summary"]["all"]["mean_abs_error"]
+    assert main(["validate", "-d", "llm-foundry-a100,llm-foundry-h100", "--lofo", "-f",
+                 "csv"]) == 0
+    text = capsys.readouterr().out
+    header = text.splitlines()[0].split(",")
+    assert {"lofo_mape_%", "loso_mape_%", "loao_mape_%"} <= set(header)
+    assert "loso_x,loao_x" in text and "published_ratio,predicted_ratio" in text
+    assert main(["validate", "-d", "llm-foundry-h100", "-f", "markdown"]) == 0
+    text = capsys.readouterr().out
+    assert "speedup-ratio error" in text and "loso_x" not in text
+
+
+@pytest.mark.slow
+def test_precomputed_crossval_equals_a_fresh_computation(catalog):
+    """~10 CPU-s: the committed values are what the refits give today."""
+    saved = json.loads(x.PRECOMPUTED.read_text())
+    assert saved["key"] == x.crossval_key(catalog)
+    fresh = x.compute_all(catalog)
+    assert fresh.keys() == saved["predictions"].keys()
+    assert np.allclose([fresh[k] for k in fresh], [saved["predictions"][k] for k in fresh],
+                       rtol=1e-9)
+
+
+def test_independent_runs_load_every_row_with_its_reason():
+    """38 rows: 28 predicted; 6 unexpressible (Float8 rowwise; MXFP8 and partial NVFP4
+    recipes); 6 excluded (Llama 3's unpinned layouts, the NVFP4 page's unnamed GPU); two
+    rows both; throughput per GPU in tokens/s or model TFLOP/s, none fitted."""
+    cases = v.load_cases(["independent-runs"])
+    assert len(cases) == 38
+    assert not cases.fit.any()
+    unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
+    assert unexpressible.sum() == 6 and excluded.sum() == 6 and (unexpressible & excluded).sum() == 2
+    assert cases.unexpressible[unexpressible].str.contains("rowwise|MXFP8|NVFP4").all()
+    assert cases.case_id[excluded].str.match("llama3-405b-|tt-nvfp4doc-").all()
+    assert v.predictable(cases).sum() == 28
+    assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
+    tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
+    # per GPU: a 405B model at 16-128 tokens/s, an 8B model at 548-30,040 (B200-class, FP4)
+    assert tokens.measured[tokens.model == "llama3.1-405b"].between(16, 128).all()
+    assert tokens.measured[tokens.model == "llama3-8b"].between(548, 30040).all()
+
+    assert cases.measured[cases.metric == "model_tflops_per_gpu"].tolist() == [430, 400, 380]
+    # the layout multiplies to the GPU count, the batch to whole micro-batches per DP rank
+    dp = cases.gpus // (cases.tp * cases.pp * cases.cp)
+    assert (dp * cases.tp * cases.pp * cases.cp == cases.gpus).all()
+    assert (cases.global_batch % (dp * cases.micro_batch) == 0).all()
+    assert set(cases["stack"]) == {"torchtitan-fsdp2"}
+    assert set(x.units_of(cases)["loso"]) == {"pytorch/torchtitan", "arXiv:2407.21783"}
+    pred = v.predict(cases)
+    ok = v.predictable(cases).to_numpy()
+    assert np.isfinite(pred.predicted[ok]).all() and pred.predicted[~ok].isna().all()
+
+
+def test_independent_runs_fit_the_memory_they_ran_in():
+    """Every row ran: on H200 each fits; the H100 rows ran on 96 GiB parts (six 16 GiB
+    HBM2e stacks) for which the 80 GB h100-sxm stands in, so a row may overflow 80 GB but
+    not 96 GiB."""
+    pred = v.predict(v.load_cases(["independent-runs"]))
+    ran = pred[pred.predicted.notna()]
+    assert ran.fits[ran.hardware == "h200"].all()
+    assert (ran.memory_per_gpu_bytes[ran.hardware == "h100-sxm"] < 96 * 2**30).all()
+
+
+def test_each_unit_left_out_is_listed_with_its_rows():
+    from planner.report.validation import crossval_unit_rows, run
+
+    pred, _ = run(["sc21", "llm-foundry-h100"], lofo=True)
+    rows = crossval_unit_rows(pred)
+    loso = {r["unit"]: r["rows"] for r in rows if r["left_out"] == "loso"}
+    loao = {r["unit"]: r["rows"] for r in rows if r["left_out"] == "loao"}
+    assert loso == {"arXiv:2104.04473": 10, "NVIDIA/Megatron-LM": 1, "mosaicml/llm-foundry": 70}
+    assert loao == {"A100": 11, "Hopper": 70}
+    assert all(r["mape_%"] > 0 for r in rows)

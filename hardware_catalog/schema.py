@@ -186,6 +186,13 @@ class Accelerator(Entry):
     gemm_max_efficiency_fp8: Quantity | None = None
     # fp4 (NVFP4 / MXFP4) large-GEMM fraction of the fp4 peak; None: the fp8 value
     gemm_max_efficiency_fp4: Quantity | None = None
+    # MoE grouped GEMMs (formulas.moe.grouped_gemm_efficiency): tile rows along the tokens
+    # (Hopper wgmma 128, Blackwell 2-CTA tcgen05 256) and the tokens per expert and inner
+    # size at which its fixed per-tile costs halve the efficiency; None: the GEMM tile of
+    # planner/engine/execution.toml and gemm_half_efficiency_dim for both
+    grouped_gemm_tile_tokens: Quantity | None = None
+    grouped_gemm_token_half_dim: Quantity | None = None
+    grouped_gemm_inner_half_dim: Quantity | None = None
     hbm_efficiency: Quantity
     scale_up_bus_efficiency: Quantity
     scale_out_bus_efficiency: Quantity
@@ -202,7 +209,10 @@ class Accelerator(Entry):
                   "hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w", "idle_power_w",
                   "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
-                  "lifetime_years")
+                  "lifetime_years", "grouped_gemm_tile_tokens")
+        for name in ("grouped_gemm_token_half_dim", "grouped_gemm_inner_half_dim"):
+            q = getattr(self, name)
+            _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         _fraction(problems, self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
                   "scale_out_bus_efficiency", "gemm_max_efficiency_fp8", "gemm_max_efficiency_fp4")
         _integral(problems, self, "scale_up_domain_gpus")

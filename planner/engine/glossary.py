@@ -225,6 +225,14 @@ GLOSSARY: dict[str, Term] = {
         POSITIVE),
     "gemm_max_efficiency": Term("1", "fraction of peak reached by large GEMMs", EFFICIENCY),
     "gemm_half_efficiency_dim": Term("1", "GEMM dimension reaching half of that", NON_NEGATIVE),
+    "grouped_gemm_tile_tokens": Term("1", "MoE grouped-GEMM tile rows along the tokens",
+                                      Domain(">=1", maximum=4096)),
+    "grouped_gemm_token_half_dim": Term(
+        "1", "tokens per expert at which a grouped GEMM's per-tile costs halve its efficiency",
+        NON_NEGATIVE),
+    "grouped_gemm_inner_half_dim": Term(
+        "1", "inner size at which a grouped GEMM's per-tile costs halve its efficiency",
+        NON_NEGATIVE),
     "hbm_bytes": Term("B", "HBM capacity per GPU", POSITIVE),
     "hbm_bandwidth_bytes_per_s": Term("B/s", "HBM bandwidth", POSITIVE),
     "hbm_efficiency": Term("1", "achievable fraction of HBM bandwidth", EFFICIENCY),

@@ -212,6 +212,20 @@ def _gemm(x: dict, rows, cols, inner, min_dim):
                              x["hbm_efficiency"])
 
 
+def _grouped_gemm(x: dict, copies, width, inner, tokens_per_expert, local_experts):
+    """Roofline time of one grouped expert GEMM on this accelerator: ``copies`` routed
+    token rows over ``local_experts`` experts of ``width`` x ``inner`` weights each, at the
+    efficiency of its shape (:func:`formulas.moe.grouped_gemm_efficiency`)."""
+    efficiency = moe.grouped_gemm_efficiency(
+        tokens_per_expert, width, inner, x["gemm_max_efficiency"],
+        x["grouped_gemm_token_half_dim"], x["grouped_gemm_inner_half_dim"],
+        x["grouped_gemm_tile_tokens"], x["gemm_tile_dim"])
+    moved = x["bytes_per_element"] * (copies * inner + local_experts * inner * width
+                                      + copies * width)
+    return compute.roofline_time(2 * copies * width * inner, moved, x["peak_flops_per_s"],
+                                 efficiency, x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+
+
 def _memory_bound(x: dict, bytes_moved):
     """:func:`formulas.compute.memory_bound_time` on this accelerator's HBM."""
     return compute.memory_bound_time(bytes_moved, x["hbm_bandwidth_bytes_per_s"],
@@ -298,12 +312,15 @@ def mlp_times(x: dict, r: dict) -> dict:
     # capacity, the capacity factor times the mean)
     busiest = x["token_drop"] * x["capacity_factor"] + (1 - x["token_drop"]) \
         * moe.busiest_rank_load_factor(k * rank_tokens, x["ep"], x["expert_load_cv"])
-    tiles = moe.tile_quantisation_efficiency(expert_tokens, x["gemm_tile_dim"]) \
-        * moe.tile_quantisation_efficiency(expert_ffn, x["gemm_tile_dim"])
+    # up (and gate) projections h -> f, then the down projection f -> h
+    copies = k * rank_tokens
+    local_experts = x["experts"] / x["ep"]
+    routed = (x["mlp_matrices"] - 1) * _grouped_gemm(x, copies, expert_ffn, h, expert_tokens,
+                                                     local_experts) \
+        + _grouped_gemm(x, copies, h, expert_ffn, expert_tokens, local_experts)
     return {
         "t_mlp": x["mlp_matrices"] * _gemm(x, t, ffn, h, minimum(minimum(t, h), ffn)),
-        "t_moe": k * x["mlp_matrices"] * busiest / tiles * _gemm(
-            x, rank_tokens, expert_ffn, h, minimum(minimum(expert_tokens, h), expert_ffn))
+        "t_moe": busiest * routed
         + x["shared_experts"] * x["mlp_matrices"] * _gemm(
             x, t, moe_ffn, h, minimum(minimum(t, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),

@@ -372,6 +372,7 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         "linear_input_bytes": 1.0 if precision in ("fp8", "fp4") else 2.0,
         "gemm_max_efficiency": gemm_efficiency(accelerator, precision) * gemm_factor,
         "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
+        **grouped_gemm_inputs(accelerator),
         "hbm_bytes": value(accelerator.hbm_bytes),
         "hbm_bandwidth_bytes_per_s": value(accelerator.hbm_bandwidth_bytes_per_s),
         "hbm_efficiency": value(accelerator.hbm_efficiency),
@@ -402,6 +403,20 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
             gpus_per_node),
         "oversubscription": value(getattr(node, "oversubscription_ratio", None) or 1.0),
         "pod_gpus": value(getattr(node, "pod_gpus", None) or NO_POD_LIMIT_GPUS),
+    }
+
+
+def grouped_gemm_inputs(accelerator) -> dict[str, float]:
+    """Kernel inputs of the accelerator's MoE grouped GEMMs (tile rows along the tokens,
+    half-efficiency tokens per expert and inner size); an entry without them: the GEMM
+    tile of planner/engine/execution.toml and its ``gemm_half_efficiency_dim``."""
+    half = value(accelerator.gemm_half_efficiency_dim)
+    tile = accelerator.grouped_gemm_tile_tokens
+    return {
+        "grouped_gemm_tile_tokens": value(tile) if tile is not None
+        else execution_defaults()["gemm_tile_dim"],
+        "grouped_gemm_token_half_dim": value(accelerator.grouped_gemm_token_half_dim or half),
+        "grouped_gemm_inner_half_dim": value(accelerator.grouped_gemm_inner_half_dim or half),
     }
 
 

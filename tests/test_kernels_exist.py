@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulas import moe
+from formulas import compute, moe
 from hardware_catalog import load_catalog
+from planner.engine.evaluator import evaluate
 
 # ---- MoE grouped GEMMs -------------------------------------------------------------------
 
@@ -89,3 +90,107 @@ def test_grouped_gemm_efficiency_grows_with_whole_tiles_and_depth(tiles, extra, 
                                        128.0) >= eff - 1e-12
     assert moe.grouped_gemm_efficiency(m, n, k + k_more, 0.8, m_half, k_half, tile,
                                        128.0) >= eff - 1e-12
+
+
+# ---- attention core by the kernel the stack has -------------------------------------------
+
+#: gpt-oss-120b (sinks, 18 of 36 layers in a 128-token window) at 32k tokens on 8 H100s
+GPT_OSS = dict(model="gpt-oss-120b", hardware="h100-sxm", gpus=8, tp=1, pp=1, vp=1, cp=1,
+               ep=8, global_batch=64, micro_batch=1, seq_len=32768, recompute="none", zero=1,
+               tokens=1e12, reliability="benchmark", precision="bf16")
+
+
+def _run(overrides=None, **changes):
+    return evaluate(**{**GPT_OSS, **changes}, overrides=overrides or {}).iloc[0]
+
+
+def test_sliding_window_core_cost_follows_the_window_not_the_sequence():
+    # a fused kernel that skips masked blocks: the core's FLOPs are linear in the keys per
+    # query k = w (2 - w/s), so compute time differences follow k exactly
+    fused = {"fused_attention_sinks": 1.0}
+    t = {w: _run({**fused, "window": w})["compute_s"] for w in (1024, 2048, 4096)}
+    k = {w: compute.attended_keys_per_query(32768, w) for w in t}
+    assert (t[2048] - t[1024]) / (t[4096] - t[1024]) == pytest.approx(
+        (k[2048] - k[1024]) / (k[4096] - k[1024]), rel=1e-6)
+    # a window as long as the sequence costs what full attention costs
+    full = _run({**fused, "window": 32768.0})["compute_s"]
+    assert full == pytest.approx(_run({**fused, "window_layers": 0.0})["compute_s"], rel=1e-9)
+
+
+def test_a_stack_without_a_window_kernel_pays_the_full_sequence_unfused():
+    fused = {"fused_attention_sinks": 1.0}
+    skipping = _run(fused)["compute_s"]
+    no_kernel = {**fused, "fused_window_attention": 0.0}
+    masked = _run(no_kernel)["compute_s"]
+    assert masked > 2 * skipping  # s x s scores of 18 layers through HBM at 32k tokens
+    # the window size no longer matters, and it is never cheaper than full attention
+    assert _run({**no_kernel, "window": 4096.0})["compute_s"] == pytest.approx(masked,
+                                                                                rel=1e-9)
+    assert masked >= _run({**fused, "window_layers": 0.0})["compute_s"]
+
+
+def test_sinks_without_a_sink_kernel_run_unfused_and_keep_the_scores():
+    # gpt-oss on Megatron-Core 2025 (TE 2.8 fell back to the unfused path for sinks)
+    assert load_catalog().model("gpt-oss-120b").attention_sinks
+    assert load_catalog().stack("megatron-core-2025").fused_attention_sinks.value == 0
+    unfused, fused = _run(), _run({"fused_attention_sinks": 1.0})
+    assert unfused["compute_s"] > 2 * fused["compute_s"]
+    assert unfused["memory_per_gpu_bytes"] > fused["memory_per_gpu_bytes"]
+    # a model without sinks runs fused whatever the stack says about sinks
+    plain = {"attention_sinks": 0.0}
+    assert _run(plain)["compute_s"] == pytest.approx(
+        _run({**plain, "fused_attention_sinks": 1.0})["compute_s"], rel=1e-12)
+
+
+def test_unfused_attention_is_slower_than_fused_for_every_window_and_length():
+    for seq in (4096, 16384):
+        for window in (128.0, 1024.0):
+            fused = _run({"fused_attention_sinks": 1.0, "window": window}, seq_len=seq,
+                         global_batch=32)["compute_s"]
+            unfused = _run({"window": window}, seq_len=seq, global_batch=32)["compute_s"]
+            assert unfused > fused
+
+
+def test_head_sizes_off_the_kernel_tiles_are_padded_and_too_large_ones_fall_back():
+    fused = {"fused_attention_sinks": 1.0, "window_layers": 0.0}
+    # 80-wide heads: no padding in steps of 16, 128 in steps of 64 (62.5 % useful)
+    fine = _run({**fused, "head_dim": 80.0, "v_head_dim": 80.0,
+                 "attention_head_dim_granule": 16.0})["compute_s"]
+    coarse = _run({**fused, "head_dim": 80.0, "v_head_dim": 80.0,
+                   "attention_head_dim_granule": 64.0})["compute_s"]
+    assert coarse > fine
+    # 320-wide heads exceed FlashAttention's 256: unfused, unless the kernel takes them
+    big = {**fused, "head_dim": 320.0, "v_head_dim": 320.0}
+    assert _run(big)["compute_s"] > 2 * _run({**big, "fused_head_dim_max": 512.0})["compute_s"]
+
+
+def test_mla_heads_are_padded_on_a_kernel_without_separate_v_size():
+    run = dict(model="deepseek-v3", hardware="h100-sxm", gpus=64, tp=1, pp=8, vp=1, cp=1,
+               ep=8, global_batch=64, micro_batch=1, seq_len=4096, recompute="none", zero=1,
+               tokens=1e12, reliability="benchmark", precision="bf16")
+    split = evaluate(**run).iloc[0]["compute_s"]  # Megatron-Core: 192/128 natively
+    padded = evaluate(**run, overrides={"fused_split_head_dims": 0.0}).iloc[0]["compute_s"]
+    assert padded > split
+    assert compute.attention_head_padding_efficiency(192, 128, 32, 0) == pytest.approx(
+        320 / 384)
+
+
+@settings(max_examples=60, deadline=None)
+@given(d=st.integers(1, 256), dv=st.integers(1, 256), g=st.sampled_from([8, 16, 32, 64]),
+       split=st.sampled_from([0, 1]))
+def test_head_padding_never_adds_useful_work(d, dv, g, split):
+    eff = compute.attention_head_padding_efficiency(d, dv, g, split)
+    assert 0 < eff <= 1 + 1e-12
+    # a finer tile step never wastes more, a split kernel never more than a shared size
+    assert compute.attention_head_padding_efficiency(d, dv, 1, split) >= eff - 1e-12
+    assert compute.attention_head_padding_efficiency(d, dv, g, 1) >= \
+        compute.attention_head_padding_efficiency(d, dv, g, 0) - 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(sinks=st.sampled_from([0, 1]), fused_sinks=st.sampled_from([0, 1]),
+       d=st.integers(16, 512), d_max=st.integers(64, 512))
+def test_kernel_fallback_is_a_flag_set_exactly_by_a_missing_variant(sinks, fused_sinks, d,
+                                                                     d_max):
+    u = float(compute.attention_kernel_fallback(sinks, fused_sinks, d, d, d_max))
+    assert u == float(bool(sinks and not fused_sinks) or d > d_max)

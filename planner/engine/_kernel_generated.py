@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'sequence_parallel', 'stage_layers', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'sequence_parallel', 'stage_layers', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, sequence_parallel, stage_layers, global_batch, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, sequence_parallel, stage_layers, global_batch, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -90,448 +90,468 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x57 = linear_attention_layers * (linear_value_heads * x56 - x54)
     x58 = numpy.minimum(seq_len, window)
     x59 = seq_len ** (-1.0)
-    x60 = window_layers * (2 * heads * x16 * x58 * (-x58 * x59 + 2) - x54)
-    del x58
-    x61 = heads * v_head_dim
-    x62 = 2 * x14 + 2 * x18 + x22 * x61
+    x60 = -x58 * x59 + 2
+    x61 = window_layers * (2 * heads * x16 * x58 * x60 - x54)
+    x62 = heads * v_head_dim
+    x63 = 2 * x14 + 2 * x18 + x22 * x62
     del x14, x18
-    x63 = layers * x62
-    x64 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x25 - x62)
+    x64 = layers * x63
+    x65 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x25 - x63)
     del x25
-    x65 = 4.0 * x4
+    x66 = 4.0 * x4
     del x4
-    x66 = ffn * mlp_matrices * x22
-    x67 = mtp_layers * (vocab * x22 + x50 * x6 + x54 + x62 + x65 + x66 * x7)
-    del x50, x62
-    model_flops_per_token = 6 * heads * layers * seq_len * x16 + 6 * x30 + 6 * x32 + 3 * x51 + 3 * x57 + 3 * x60 + 3 * x63 + 3 * x64 + 3 * x67
+    x67 = ffn * mlp_matrices * x22
+    x68 = mtp_layers * (vocab * x22 + x50 * x6 + x54 + x63 + x66 + x67 * x7)
+    del x50, x63
+    model_flops_per_token = 6 * heads * layers * seq_len * x16 + 6 * x30 + 6 * x32 + 3 * x51 + 3 * x57 + 3 * x61 + 3 * x64 + 3 * x65 + 3 * x68
     del x32
-    x68 = layers * x54 + x57 + x60
-    del x57
-    x69 = 1 - full_recompute
-    hardware_flops_per_token = full_recompute * (x31 * x66 + x51 + x63 + x64 + x67 + x68) + model_flops_per_token + selective * x68 * x69
-    del x31, x51, x63, x64, x66, x67, x68
-    x70 = hidden * tokens_mb
-    x71 = x23 * x39
-    x72 = hidden ** (-1.0)
-    x73 = x26 * x39 * x72 - x71
+    x69 = layers * x54 + x57 + x61
+    del x57, x61
+    x70 = 1 - full_recompute
+    hardware_flops_per_token = full_recompute * (x31 * x67 + x51 + x64 + x65 + x68 + x69) + model_flops_per_token + selective * x69 * x70
+    del x31, x51, x64, x65, x67, x68, x69
+    x71 = hidden * tokens_mb
+    x72 = x23 * x39
+    x73 = hidden ** (-1.0)
+    x74 = x26 * x39 * x73 - x72
     del x26
-    x74 = tokens_mb * x73
-    x75 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x76 = bytes_per_element * x75
-    x77 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x73)
-    x78 = peak_flops_per_s ** (-1.0)
-    x79 = gemm_max_efficiency ** (-1.0)
-    x80 = x78 * x79
-    x81 = x22 * x80
-    x82 = x19 * x39
+    x75 = tokens_mb * x74
+    x76 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x77 = bytes_per_element * x76
+    x78 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x74)
+    x79 = peak_flops_per_s ** (-1.0)
+    x80 = gemm_max_efficiency ** (-1.0)
+    x81 = x79 * x80
+    x82 = x22 * x81
+    x83 = x19 * x39
     del x19
-    x83 = x72 * x82
-    x84 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x83)
-    x85 = 2 * x80
-    t_qkv = x27 * numpy.maximum(x76 * (hidden * x73 + x70 + x74), x74 * x81 * (gemm_half_efficiency_dim + x77) / x77) + x28 * numpy.maximum(x76 * (tokens_mb * x83 + x70 + x82), tokens_mb * x82 * x85 * (gemm_half_efficiency_dim + x84) / x84)
-    del x73, x74, x77, x82, x83, x84
-    x86 = 4 * linear_head_dim
-    x87 = 0.015625 * x55
+    x84 = x73 * x83
+    x85 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x84)
+    x86 = 2 * x81
+    t_qkv = x27 * numpy.maximum(x77 * (hidden * x74 + x71 + x75), x75 * x82 * (gemm_half_efficiency_dim + x78) / x78) + x28 * numpy.maximum(x77 * (tokens_mb * x84 + x71 + x83), tokens_mb * x83 * x86 * (gemm_half_efficiency_dim + x85) / x85)
+    del x74, x75, x78, x83, x84, x85
+    x87 = numpy.maximum(head_dim, v_head_dim)
+    x88 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x87 + 1)) + 1
+    x89 = numpy.maximum(x88, attention_scores_stored + selective)
+    x90 = numpy.minimum(head_dim, tokens_mb)
+    x91 = gemm_max_efficiency * x90 / (gemm_half_efficiency_dim + x90)
+    del x90
+    x92 = 1 - x89
+    x93 = attention_head_dim_granule ** (-1.0)
+    x94 = x87 * (1 - fused_split_head_dims)
+    del x87
+    x95 = numpy.minimum(seq_len, tokens_mb)
+    x96 = gemm_half_efficiency_dim + x95
+    x97 = attention_efficiency_factor * gemm_max_efficiency * x16 * x95 / (x96 * (attention_head_dim_granule * numpy.ceil(x93 * (fused_split_head_dims * head_dim + x94)) + attention_head_dim_granule * numpy.ceil(x93 * (fused_split_head_dims * v_head_dim + x94))))
+    del x93, x94
+    x98 = fused_window_attention * x92
+    x99 = 1 - x98
+    x100 = 4 * linear_head_dim
+    x101 = 0.015625 * x55
     del x55
-    x88 = tokens_mb * x39
-    x89 = x76 * x88
-    x90 = numpy.minimum(seq_len, tokens_mb)
-    x91 = gemm_half_efficiency_dim + x90
-    x92 = x88 / attention_peak_flops_per_s
-    x93 = attention_scores_stored + selective
-    x94 = numpy.minimum(head_dim, tokens_mb)
-    t_core = numpy.maximum(x28 * x53 * x89, x92 * (x28 * x54 + x3 * x60) / (attention_efficiency_factor * gemm_max_efficiency * x90 * (1 - x93) / x91 + gemm_max_efficiency * x93 * x94 / (gemm_half_efficiency_dim + x94))) + numpy.maximum(linear_value_heads * x27 * x89 * (x86 + x87), linear_value_heads * x27 * x56 * x79 * x91 * x92 / (attention_efficiency_factor * x90))
-    del x3, x53, x54, x56, x60, x79, x89, x90, x91, x92, x93, x94
-    x95 = attention_scores_stored * heads * seq_len ** 2
-    t_scores = 10 * x1 * x28 * x39 * x75 * x95
-    del x1
-    x96 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x71)
-    x97 = x39 * x61
-    x98 = tokens_mb * x97
-    x99 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
-    del x97
-    x100 = hidden * x39
-    x101 = tokens_mb * x71
-    del x71
-    t_proj = x27 * numpy.maximum(x76 * (x100 * x23 + x101 + x70), x101 * x81 * (gemm_half_efficiency_dim + x96) / x96) + x28 * numpy.maximum(x76 * (x100 * x61 + x70 + x98), x81 * x98 * (gemm_half_efficiency_dim + x99) / x99)
-    del x101, x61, x96, x98, x99
-    x102 = ffn * x39
-    x103 = tokens_mb * x102
-    x104 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x102)
-    t_mlp = mlp_matrices * numpy.maximum(x76 * (hidden * x102 + x103 + x70), x103 * x81 * (gemm_half_efficiency_dim + x104) / x104)
-    del x103, x104
-    x105 = experts * tokens_mb
-    x106 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x107 = moe_ffn * x39
-    x108 = tokens_mb * x107
-    x109 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x107)
-    x110 = 1 - token_drop
-    x111 = numpy.sqrt(2)
-    x112 = sequence_parallel * x39
-    x113 = 1 - sequence_parallel
-    x114 = etp * x112 + x113
-    x115 = 1 / (experts_per_token * tokens_mb * x114)
-    x116 = experts_per_token * x114
+    x102 = tokens_mb * x77
+    x103 = x102 * x39
+    x104 = tokens_mb * x39
+    x105 = x104 / attention_peak_flops_per_s
+    x106 = window_layers * x3
+    del x3
+    x107 = -x106 - x27 + 1
+    x108 = x103 * x53
+    t_core = numpy.maximum(x106 * x108, x105 * x106 * (x53 * x58 * x60 * x98 + x54 * x99) / (x91 * x99 + x97 * x98)) + numpy.maximum(x107 * x108, x105 * x107 * x54 / (x89 * x91 + x92 * x97)) + numpy.maximum(linear_value_heads * x103 * x27 * (x100 + x101), linear_value_heads * x105 * x27 * x56 * x80 * x96 / (attention_efficiency_factor * x95))
+    del x103, x105, x108, x53, x54, x56, x58, x60, x80, x89, x91, x92, x95, x96, x97, x98, x99
+    x109 = numpy.maximum(attention_scores_stored, x88)
+    x110 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x110 * x39 * x76 * (x106 * numpy.maximum(numpy.maximum(attention_scores_stored, x88), 1 - fused_window_attention) + x107 * x109)
+    del x1, x106, x107, x88
+    x111 = hidden * x39
+    x112 = tokens_mb * x72
+    x113 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x72)
+    del x72
+    x114 = x39 * x62
+    x115 = tokens_mb * x114
+    x116 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x114)
     del x114
-    x117 = tokens_mb * x116
-    x118 = x117 * x45
-    x119 = x76 * (x116 * x70 + x118 + x46)
-    del x116, x46
-    x120 = gemm_tile_dim ** (-1.0)
-    x121 = ep * x117 / experts
-    del x117
-    x122 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x115 * x85 * (grouped_gemm_token_half_dim + x121) * numpy.ceil(x121 / grouped_gemm_tile_tokens) / ep ** 2
-    del x121, x85
-    x123 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x70 * x76 + mlp_matrices * shared_experts * numpy.maximum(x76 * (hidden * x107 + x108 + x70), x108 * x81 * (gemm_half_efficiency_dim + x109) / x109) + 20 * x105 * x75 + (capacity_factor * token_drop + x110 * (x111 * numpy.sqrt(expert_load_cv ** 2 + x115) * numpy.sqrt(numpy.log(ep)) + 1)) * (x123 * numpy.maximum(x119, x122 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x120 * x45)) + numpy.maximum(x119, x122 * (grouped_gemm_inner_half_dim + x45) * numpy.ceil(hidden * x120))) + numpy.maximum(x76 * (x105 + x34 + x70), x105 * x81 * (gemm_half_efficiency_dim + x106) / x106)
-    del x105, x106, x109, x115, x119, x120, x122, x34
-    x124 = tp - 1
-    x125 = (sequence_parallel * x124 + 1) ** (-1.0)
-    t_elem = tokens_mb * x76 * (16 * hidden * x125 + 4 * x102)
-    x126 = vocab * x39
-    x127 = tokens_mb * x126
-    x128 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x126)
-    del x126
-    t_logits = numpy.maximum(x76 * (x127 + x30 * x39 + x70), x127 * x81 * (gemm_half_efficiency_dim + x128) / x128)
-    del x127, x128, x30, x81
-    x129 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x75 * (bytes_per_element + x123 * x129) * (shared_experts * x108 + x118)
-    del x108, x118
-    x130 = moe_share * t_moe
-    x131 = t_mlp * x49
-    x132 = t_proj + t_qkv
-    x133 = x130 + x131 + x132
-    x134 = t_core + t_elem + t_scores
-    t_layer_fwd = x133 + x134
-    x135 = 3 * t_logits
-    x136 = selective * t_core
-    x137 = 3 * t_core
+    t_proj = x27 * numpy.maximum(x77 * (x111 * x23 + x112 + x71), x112 * x82 * (gemm_half_efficiency_dim + x113) / x113) + x28 * numpy.maximum(x77 * (x111 * x62 + x115 + x71), x115 * x82 * (gemm_half_efficiency_dim + x116) / x116)
+    del x112, x113, x115, x116, x62
+    x117 = ffn * x39
+    x118 = tokens_mb * x117
+    x119 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x117)
+    t_mlp = mlp_matrices * numpy.maximum(x77 * (hidden * x117 + x118 + x71), x118 * x82 * (gemm_half_efficiency_dim + x119) / x119)
+    del x118, x119
+    x120 = experts * tokens_mb
+    x121 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x122 = moe_ffn * x39
+    x123 = tokens_mb * x122
+    x124 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x122)
+    x125 = 1 - token_drop
+    x126 = numpy.sqrt(2)
+    x127 = sequence_parallel * x39
+    x128 = 1 - sequence_parallel
+    x129 = etp * x127 + x128
+    x130 = 1 / (experts_per_token * tokens_mb * x129)
+    x131 = experts_per_token * x129
+    del x129
+    x132 = tokens_mb * x131
+    x133 = x132 * x45
+    x134 = x77 * (x131 * x71 + x133 + x46)
+    del x131, x46
+    x135 = gemm_tile_dim ** (-1.0)
+    x136 = ep * x132 / experts
+    del x132
+    x137 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x130 * x86 * (grouped_gemm_token_half_dim + x136) * numpy.ceil(x136 / grouped_gemm_tile_tokens) / ep ** 2
+    del x136, x86
+    x138 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x71 * x77 + mlp_matrices * shared_experts * numpy.maximum(x77 * (hidden * x122 + x123 + x71), x123 * x82 * (gemm_half_efficiency_dim + x124) / x124) + 20 * x120 * x76 + (capacity_factor * token_drop + x125 * (x126 * numpy.sqrt(expert_load_cv ** 2 + x130) * numpy.sqrt(numpy.log(ep)) + 1)) * (x138 * numpy.maximum(x134, x137 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x135 * x45)) + numpy.maximum(x134, x137 * (grouped_gemm_inner_half_dim + x45) * numpy.ceil(hidden * x135))) + numpy.maximum(x77 * (x120 + x34 + x71), x120 * x82 * (gemm_half_efficiency_dim + x121) / x121)
+    del x120, x121, x124, x130, x134, x135, x137, x34
+    x139 = tp - 1
+    x140 = (sequence_parallel * x139 + 1) ** (-1.0)
+    t_elem = x102 * (16 * hidden * x140 + 4 * x117)
+    del x102
+    x141 = vocab * x39
+    x142 = tokens_mb * x141
+    x143 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x141)
+    del x141
+    t_logits = numpy.maximum(x77 * (x142 + x30 * x39 + x71), x142 * x82 * (gemm_half_efficiency_dim + x143) / x143)
+    del x142, x143, x30, x82
+    x144 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x76 * (bytes_per_element + x138 * x144) * (shared_experts * x123 + x133)
+    del x123, x133
+    x145 = moe_share * t_moe
+    x146 = t_mlp * x49
+    x147 = t_proj + t_qkv
+    x148 = x145 + x146 + x147
+    x149 = t_core + t_elem + t_scores
+    t_layer_fwd = x148 + x149
+    x150 = 3 * t_logits
+    x151 = selective * t_core
+    x152 = 3 * t_core
     del t_core
-    x138 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x137
+    x153 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x152
     del t_elem, t_proj, t_qkv, t_scores
-    x139 = x39 * x70
-    x140 = numpy.minimum(numpy.minimum(tokens_mb, x100), 2.0 * hidden)
-    x141 = t_mlp * x7
+    x154 = x39 * x71
+    x155 = numpy.minimum(numpy.minimum(tokens_mb, x111), 2.0 * hidden)
+    x156 = t_mlp * x7
     del t_mlp, x7
-    x142 = t_moe * x6
+    x157 = t_moe * x6
     del t_moe, x6
-    compute_mb = stage_layers * (full_recompute * t_layer_fwd + 3 * x130 + 3 * x131 + x138 + x69 * (moe_share * recompute_moe_act * t_moe_act + x136)) + x135 + x41 * (full_recompute * (x132 + x134 + x141 + x142) + x135 + x136 * x69 + x138 + 3 * x141 + 3 * x142 + 3 * numpy.maximum(x76 * (x139 + x39 * x5 + 2.0 * x70), x65 * x80 * x88 * (gemm_half_efficiency_dim + x140) / x140))
-    del t_moe_act, x130, x131, x132, x134, x136, x138, x140, x141, x142, x5, x65, x76, x80
+    compute_mb = stage_layers * (full_recompute * t_layer_fwd + 3 * x145 + 3 * x146 + x153 + x70 * (moe_share * recompute_moe_act * t_moe_act + x151)) + x150 + x41 * (full_recompute * (x147 + x149 + x156 + x157) + x150 + x151 * x70 + x153 + 3 * x156 + 3 * x157 + 3 * numpy.maximum(x77 * (x154 + x39 * x5 + 2.0 * x71), x104 * x66 * x81 * (gemm_half_efficiency_dim + x155) / x155))
+    del t_moe_act, x145, x146, x147, x149, x151, x153, x155, x156, x157, x5, x66, x77, x81
     forward_mb = stage_layers * t_layer_fwd + t_logits
-    weight_grad_mb = stage_layers * x133 + t_logits
-    del t_logits, x133
+    weight_grad_mb = stage_layers * x148 + t_logits
+    del t_logits, x148
     compute_s = compute_mb * microbatches
-    x143 = 2 * full_recompute + 4
-    x144 = stage_layers + x41
-    x145 = tp_intra_ranks - 1
-    x146 = 2 * intra_latency_s
-    x147 = tp_intra_ranks ** (-1.0)
-    x148 = tp * x147 - 1
-    x149 = 2 * inter_latency_s
-    x150 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x151 = bytes_per_element * x150
-    x152 = bytes_per_element * x88
-    del x88
-    x153 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x154 = x153 / scale_out_bus_efficiency
-    x155 = collective_overhead_s * numpy.minimum(1, x124) + tokens_mb * x145 * x147 * x151 * x22 + x145 * x146 + x148 * x149 + x148 * x152 * x154 * x22
-    del x124, x145, x147, x148
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x143 * x144 * x155) + x143 * x144 * x155
-    del x143, x155
-    x156 = 3 * cp - 3
-    x157 = 1 - cp_intra
-    x158 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x159 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x160 = cp_intra * intra_latency_s + inter_latency_s * x157 + kv_heads * x152 * x16 / (cp_intra * x158 + x157 * x159)
-    del x152, x157
-    cp_comm_mb = -cp_overlap * numpy.minimum(x137 * x144, x144 * x156 * x160 * x28) + x144 * x156 * x160 * x28
-    del x137, x156, x160, x28
-    x161 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x162 = x161 ** (-1.0)
-    x163 = ep * x162 - 1
-    x164 = x44 * numpy.minimum(etp, tp_intra_ranks)
+    x158 = 2 * full_recompute + 4
+    x159 = stage_layers + x41
+    x160 = tp_intra_ranks - 1
+    x161 = 2 * intra_latency_s
+    x162 = tp_intra_ranks ** (-1.0)
+    x163 = tp * x162 - 1
+    x164 = 2 * inter_latency_s
+    x165 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x166 = bytes_per_element * x165
+    x167 = bytes_per_element * x104
+    del x104
+    x168 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x169 = x168 / scale_out_bus_efficiency
+    x170 = collective_overhead_s * numpy.minimum(1, x139) + tokens_mb * x160 * x162 * x166 * x22 + x160 * x161 + x163 * x164 + x163 * x167 * x169 * x22
+    del x139, x160, x162, x163
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x158 * x159 * x170) + x158 * x159 * x170
+    del x158, x170
+    x171 = 3 * cp - 3
+    x172 = 1 - cp_intra
+    x173 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x174 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x175 = cp_intra * intra_latency_s + inter_latency_s * x172 + kv_heads * x16 * x167 / (cp_intra * x173 + x172 * x174)
+    del x167, x172
+    cp_comm_mb = -cp_overlap * numpy.minimum(x152 * x159, x159 * x171 * x175 * x28) + x159 * x171 * x175 * x28
+    del x152, x171, x175, x28
+    x176 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x177 = x176 ** (-1.0)
+    x178 = ep * x177 - 1
+    x179 = x44 * numpy.minimum(etp, tp_intra_ranks)
     del x44
-    x165 = 1 - x164
-    x166 = 4 * etp - 4
-    x167 = 1 - hierarchical_dispatch
-    x168 = x112 + x113
-    del x112, x113
-    x169 = experts_per_token * x168
-    x170 = x70 / a2a_efficiency_factor
-    del x70
-    x171 = x169 * x170 * (hierarchical_dispatch * (-x161 * x43 + 1) + x163 * x167 * x43)
-    x172 = 1 - x162
-    del x162
-    x173 = x154 * x168 * x170 * x172 * (experts_per_token * x167 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x161 * (1 - x172 ** experts_per_token)))
-    del x167, x170, x172
-    x174 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x175 = moe_share * x144
-    del x144
-    x176 = x175 * (4 * inter_latency_s * (x161 - 1) + 4 * intra_latency_s * x163 + sequence_parallel * (bytes_per_element * experts_per_token * x139 * x166 / (x158 * x164 + x159 * x165) + x166 * (inter_latency_s * x165 + intra_latency_s * x164)) + 2 * numpy.maximum(bytes_per_element * x173, x151 * x171) + 2 * numpy.maximum(x173 * x174, x150 * x171 * x174))
-    del x139, x151, x161, x163, x164, x165, x166, x171, x173, x174
-    x177 = ep_overlap * numpy.minimum(x176, 3 * t_layer_fwd * x175)
-    del x175
-    ep_comm_mb = comm_sm_fraction * x177 / (1 - comm_sm_fraction) + x176 - x177
-    del x176, x177
-    x178 = 1 - dualpipe
-    x179 = pp - 1
-    x180 = microbatches * vp
-    x181 = 1 - pp_intra
-    x182 = tokens_mb * x100
-    del x100
-    pp_comm_s = x178 * (2 * pp + 2 * x180 - 2) * (1.0 * bytes_per_element * x182 / (pp_intra * x158 + x159 * x181) + inter_latency_s * x181 + intra_latency_s * pp_intra) * numpy.minimum(1, x179)
-    del x158, x159, x181
-    x183 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x184 = x183 - 1
-    x185 = intra_latency_s * x184
-    x186 = x183 ** (-1.0)
-    del x183
-    x187 = shard_ranks * x186 - 1
-    x188 = inter_latency_s * x187
-    x189 = bytes_per_element * stage_params
-    x190 = x150 * x184 * x186
-    del x184, x186
-    x191 = shard_ranks ** (-1.0)
-    x192 = x154 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x154
-    x193 = x187 * x191 * x192
-    del x187
-    x194 = numpy.minimum(1, grad_shards - 1)
-    x195 = 2 * grad_comm_bytes_per_param * stage_params
-    x196 = 1 / 2 * microbatches * x194 * (2 * x185 + 2 * x188 + x190 * x195 + x193 * x195) + 2 * microbatches * zero3 * (x185 + x188 + x189 * x190 + x189 * x193)
-    del x185, x188, x189, x190, x193
-    x197 = 2 * stage_layers
-    x198 = numpy.minimum(dp, dp_intra_ranks)
+    x180 = 1 - x179
+    x181 = 4 * etp - 4
+    x182 = 1 - hierarchical_dispatch
+    x183 = x127 + x128
+    del x127, x128
+    x184 = experts_per_token * x183
+    x185 = x71 / a2a_efficiency_factor
+    del x71
+    x186 = x184 * x185 * (hierarchical_dispatch * (-x176 * x43 + 1) + x178 * x182 * x43)
+    x187 = 1 - x177
+    del x177
+    x188 = x169 * x183 * x185 * x187 * (experts_per_token * x182 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x176 * (1 - x187 ** experts_per_token)))
+    del x182, x185, x187
+    x189 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x190 = moe_share * x159
+    del x159
+    x191 = x190 * (4 * inter_latency_s * (x176 - 1) + 4 * intra_latency_s * x178 + sequence_parallel * (bytes_per_element * experts_per_token * x154 * x181 / (x173 * x179 + x174 * x180) + x181 * (inter_latency_s * x180 + intra_latency_s * x179)) + 2 * numpy.maximum(bytes_per_element * x188, x166 * x186) + 2 * numpy.maximum(x188 * x189, x165 * x186 * x189))
+    del x154, x166, x176, x178, x179, x180, x181, x186, x188, x189
+    x192 = ep_overlap * numpy.minimum(x191, 3 * t_layer_fwd * x190)
+    del x190
+    ep_comm_mb = comm_sm_fraction * x192 / (1 - comm_sm_fraction) + x191 - x192
+    del x191, x192
+    x193 = 1 - dualpipe
+    x194 = pp - 1
+    x195 = microbatches * vp
+    x196 = 1 - pp_intra
+    x197 = tokens_mb * x111
+    del x111
+    pp_comm_s = x193 * (2 * pp + 2 * x195 - 2) * (1.0 * bytes_per_element * x197 / (pp_intra * x173 + x174 * x196) + inter_latency_s * x196 + intra_latency_s * pp_intra) * numpy.minimum(1, x194)
+    del x173, x174, x196
+    x198 = numpy.minimum(dp_intra_ranks, shard_ranks)
     x199 = x198 - 1
-    x200 = x198 ** (-1.0)
+    x200 = intra_latency_s * x199
+    x201 = x198 ** (-1.0)
     del x198
-    x201 = dp * x200 - 1
-    x202 = x150 * x195
-    del x150
-    x203 = x192 * x195
-    del x192, x195
-    x204 = replica_intra_ranks - 1
-    x205 = x191 / replica_intra_ranks
-    del x191
-    x206 = numpy.maximum(1, dp * x205)
-    x207 = x206 - 1
-    x208 = x194 * (x146 * x204 + x149 * x207 + x202 * x204 * x205 + x203 * x205 * x207 / x206) + (1 - x194) * (x146 * x199 + x149 * x201 + x199 * x200 * x202 + x2 * x201 * x203)
-    del x146, x149, x194, x199, x2, x200, x201, x202, x203, x204, x205, x206, x207
-    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x196) - dp_overlap * numpy.minimum(x208, t_layer_fwd * x197) + x196 + x208
-    del t_layer_fwd, x196, x208
-    x209 = compute_mb + tp_comm_mb
-    x210 = full_recompute + 3
-    x211 = expert_overhead_s * experts * x43 + moe_layer_overhead_s
-    del x43
-    x212 = host_launch_factor * x210
-    x213 = stage_layers * x212
-    x214 = dispatch_host_sync * x110
-    x215 = moe_share * x211
-    x216 = x213 * x215
-    x217 = (x209 ** host_overlap_exponent + (layer_overhead_s * x213 + x216 * (1 - x214)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    x202 = shard_ranks * x201 - 1
+    x203 = inter_latency_s * x202
+    x204 = bytes_per_element * stage_params
+    x205 = x165 * x199 * x201
+    del x199, x201
+    x206 = shard_ranks ** (-1.0)
+    x207 = x169 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x169
+    x208 = x202 * x206 * x207
+    del x202
+    x209 = numpy.minimum(1, grad_shards - 1)
+    x210 = 2 * grad_comm_bytes_per_param * stage_params
+    x211 = 1 / 2 * microbatches * x209 * (2 * x200 + 2 * x203 + x205 * x210 + x208 * x210) + 2 * microbatches * zero3 * (x200 + x203 + x204 * x205 + x204 * x208)
+    del x200, x203, x204, x205, x208
+    x212 = 2 * stage_layers
+    x213 = numpy.minimum(dp, dp_intra_ranks)
+    x214 = x213 - 1
+    x215 = x213 ** (-1.0)
     del x213
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x110 * x210 * x211 - x209 + x217)
-    del x110, x209, x210, x211
+    x216 = dp * x215 - 1
+    x217 = x165 * x210
+    del x165
+    x218 = x207 * x210
+    del x207, x210
+    x219 = replica_intra_ranks - 1
+    x220 = x206 / replica_intra_ranks
+    del x206
+    x221 = numpy.maximum(1, dp * x220)
+    x222 = x221 - 1
+    x223 = x209 * (x161 * x219 + x164 * x222 + x217 * x219 * x220 + x218 * x220 * x222 / x221) + (1 - x209) * (x161 * x214 + x164 * x216 + x2 * x216 * x218 + x214 * x215 * x217)
+    del x161, x164, x2, x209, x214, x215, x216, x217, x218, x219, x220, x221, x222
+    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x211) - dp_overlap * numpy.minimum(x223, t_layer_fwd * x212) + x211 + x223
+    del t_layer_fwd, x211, x223
+    x224 = compute_mb + tp_comm_mb
+    x225 = full_recompute + 3
+    x226 = expert_overhead_s * experts * x43 + moe_layer_overhead_s
+    del x43
+    x227 = host_launch_factor * x225
+    x228 = stage_layers * x227
+    x229 = dispatch_host_sync * x125
+    x230 = moe_share * x226
+    x231 = x228 * x230
+    x232 = (x224 ** host_overlap_exponent + (layer_overhead_s * x228 + x231 * (1 - x229)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x228
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x125 * x225 * x226 - x224 + x232)
+    del x125, x224, x225, x226
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x218 = cp_comm_mb + ep_comm_mb + x214 * x216 + x217
-    del x216
-    x219 = microbatches ** (-1.0)
-    x220 = vp ** (-1.0)
-    x221 = x218 / compute_mb
-    x222 = dualpipe * x219 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x221 - 3 * weight_grad_mb * x221 + x197 * x212 * x214 * x215 + 2 * x217) / x218 + x178 * x179 * x219 * x220
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x197, x212, x214, x215, x217, x219, x221
-    bubble_s = microbatches * x218 * x222
-    del x218
-    x223 = stage_expert_params / expert_optimizer_shards
-    x224 = -stage_expert_params + stage_params
+    x233 = cp_comm_mb + ep_comm_mb + x229 * x231 + x232
+    del x231
+    x234 = microbatches ** (-1.0)
+    x235 = vp ** (-1.0)
+    x236 = x233 / compute_mb
+    x237 = dualpipe * x234 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x236 - 3 * weight_grad_mb * x236 + x212 * x227 * x229 * x230 + 2 * x232) / x233 + x193 * x194 * x234 * x235
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x212, x227, x229, x230, x232, x234, x236
+    bubble_s = microbatches * x233 * x237
+    del x233
+    x238 = stage_expert_params / expert_optimizer_shards
+    x239 = -stage_expert_params + stage_params
     del stage_params
-    x225 = x224 / optimizer_shards
-    optimizer_s = x75 * (x223 + x225) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x75
-    x226 = microbatches * stage_extra_layers * (compute_mb - x135) * (x222 + 1) / stage_layers
-    del compute_mb, x135, x222
-    x227 = dp_comm_s + pp_comm_s
-    x228 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x227
-    x229 = gpus + 0.474798
-    x230 = gpus ** (-1.0)
-    x231 = x229 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x228 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x228 * numpy.maximum(0, -x111 * erfinv(1.71458910109456 * x230 * x231 * (0.0686881539789491 * x231 + 0.112063) - 1 + 1.16023 / x229)) + x226 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x226 + x228)
-    del x226, x229, x231
-    step_time_s = straggler_s + x228
-    del x228
-    x232 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * x232
-    x233 = tokens_per_s * x230
-    x234 = model_flops_per_token * x233
-    tflops_per_gpu = 1e-12 * x234
-    mfu = x234 * x78
-    del x234
-    hfu = hardware_flops_per_token * x233 * x78
-    del hardware_flops_per_token, x233, x78
-    weights_bytes = weight_bytes_per_param * x224 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
-    grads_bytes = grad_bytes_per_param * x224 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
-    del stage_expert_params, x224
-    optimizer_state_bytes = optimizer_bytes_per_param * x223 + optimizer_bytes_per_param * x225
-    del x223, x225
-    x235 = tokens_mb * x39
-    x236 = 4 * x182 * (vocab * x72 + 1)
-    del x182, x72
-    x237 = 2 * tokens_mb
-    x238 = hidden * tokens_mb
-    x239 = x168 * x238
-    del x168
-    x240 = 4 * x239
-    x241 = heads + kv_heads
-    x242 = kv_heads / heads
-    x243 = tokens_mb * x22
-    x244 = 2 * mlp_matrices
-    x245 = tokens_mb * x244
-    x246 = micro_batch * x95 * (dropout_masks + 4) / cp ** 2
-    del x95
-    x247 = shared_experts * tokens_mb * x107
-    del x107
-    x248 = tokens_mb * x169
-    del tokens_mb, x169
-    x249 = linear_input_bytes + x244 - 2
-    del x244
-    x250 = -moe_share * (x247 + x248 * x45) * (linear_input_bytes * recompute_moe_act + x123 * (2 - x129)) + moe_share * (-x102 * x245 + x247 * x249 + x248 * (etp * hidden * linear_input_bytes + x249 * x45)) - recompute_mla_up_proj * x11 * x235 * x52 * (2 * head_dim + v_head_dim) - recompute_norms * x240 + x237 * x39 * (x16 * x241 - x22 * (x242 + 1)) + x237 * (q_lora_rank + x15) + x239 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x86 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x237 * x241 + x246)) + x39 * (ffn * x245 + x238 * (4 * x242 + 2) + x243 + x246) - (1 - 1 / 2 * linear_input_bytes) * (x102 * x237 * x49 + x240 * (1 - recompute_norms))
-    del moe_share, x0, x102, x11, x123, x129, x15, x16, x22, x23, x237, x238, x239, x240, x241, x242, x245, x246, x247, x248, x249, x27, x39, x45, x49, x52, x86
-    x251 = full_recompute * x125 * x243 + x250 * x69
-    del x125, x243, x69
-    activation_bytes = bytes_per_element * linear_value_heads * x235 * x87 * numpy.minimum(1, linear_attention_layers) + full_recompute * x250 + stage_layers * x220 * x251 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x178 * numpy.minimum(x180, pp * vp + x179 * numpy.minimum(1, vp - 1))) + x236 + x41 * (x236 + x251)
-    del microbatches, x178, x179, x180, x220, x235, x236, x250, x251, x41, x87
+    x240 = x239 / optimizer_shards
+    optimizer_s = x76 * (x238 + x240) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x76
+    x241 = microbatches * stage_extra_layers * (compute_mb - x150) * (x237 + 1) / stage_layers
+    del compute_mb, x150, x237
+    x242 = dp_comm_s + pp_comm_s
+    x243 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x242
+    x244 = gpus + 0.474798
+    x245 = gpus ** (-1.0)
+    x246 = x244 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x243 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x243 * numpy.maximum(0, -x126 * erfinv(1.71458910109456 * x245 * x246 * (0.0686881539789491 * x246 + 0.112063) - 1 + 1.16023 / x244)) + x241 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x241 + x243)
+    del x241, x244, x246
+    step_time_s = straggler_s + x243
+    del x243
+    x247 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * x247
+    x248 = tokens_per_s * x245
+    x249 = model_flops_per_token * x248
+    tflops_per_gpu = 1e-12 * x249
+    mfu = x249 * x79
+    del x249
+    hfu = hardware_flops_per_token * x248 * x79
+    del hardware_flops_per_token, x248, x79
+    weights_bytes = weight_bytes_per_param * x239 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
+    grads_bytes = grad_bytes_per_param * x239 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
+    del stage_expert_params, x239
+    optimizer_state_bytes = optimizer_bytes_per_param * x238 + optimizer_bytes_per_param * x240
+    del x238, x240
+    x250 = tokens_mb * x39
+    x251 = 4 * x197 * (vocab * x73 + 1)
+    del x197, x73
+    x252 = 2 * tokens_mb
+    x253 = hidden * tokens_mb
+    x254 = x183 * x253
+    del x183
+    x255 = 4 * x254
+    x256 = heads + kv_heads
+    x257 = kv_heads / heads
+    x258 = shared_experts * tokens_mb * x122
+    del x122
+    x259 = tokens_mb * x184
+    del x184
+    x260 = 2 * mlp_matrices
+    x261 = tokens_mb * x260
+    x262 = linear_input_bytes + x260 - 2
+    del x260
+    x263 = tokens_mb * x22
+    del tokens_mb
+    x264 = micro_batch * x109 * x110 * (dropout_masks + 4) / cp ** 2
+    del x109, x110
+    x265 = -moe_share * (x258 + x259 * x45) * (linear_input_bytes * recompute_moe_act + x138 * (2 - x144)) + moe_share * (-x117 * x261 + x258 * x262 + x259 * (etp * hidden * linear_input_bytes + x262 * x45)) - recompute_mla_up_proj * x11 * x250 * x52 * (2 * head_dim + v_head_dim) - recompute_norms * x255 + x252 * x39 * (x16 * x256 - x22 * (x257 + 1)) + x252 * (q_lora_rank + x15) + x254 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x100 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x252 * x256 + x264)) + x39 * (ffn * x261 + x253 * (4 * x257 + 2) + x263 + x264) - (1 - 1 / 2 * linear_input_bytes) * (x117 * x252 * x49 + x255 * (1 - recompute_norms))
+    del moe_share, x0, x100, x11, x117, x138, x144, x15, x16, x22, x23, x252, x253, x254, x255, x256, x257, x258, x259, x261, x262, x264, x27, x39, x45, x49, x52
+    x266 = full_recompute * x140 * x263 + x265 * x70
+    del x140, x263, x70
+    activation_bytes = bytes_per_element * linear_value_heads * x101 * x250 * numpy.minimum(1, linear_attention_layers) + full_recompute * x265 + stage_layers * x235 * x266 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x193 * numpy.minimum(x195, pp * vp + x194 * numpy.minimum(1, vp - 1))) + x251 + x41 * (x251 + x266)
+    del microbatches, x101, x193, x194, x195, x235, x250, x251, x265, x266, x41
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x252 = nodes / (rack_mtbf_s * rack_nodes)
-    x253 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x254 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x255 = x252 + x253 + x254
-    system_mtbf_s = x255 ** (-1.0)
-    x256 = node_repair_s * x252
-    x257 = numpy.exp(-x256)
-    x258 = node_repair_s * x253
-    x259 = -spare_nodes
-    x260 = rack_nodes + x259
-    x261 = x256 * x257
-    del x256
-    x262 = 2 * rack_nodes + x259
-    x263 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x257 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x264 = 3 * rack_nodes + x259
-    x265 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x257 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x266 = 4 * rack_nodes + x259
-    x267 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x257 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x268 = 5 * rack_nodes + x259
-    x269 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x257 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x270 = 6 * rack_nodes + x259
-    x271 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x257 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x272 = 7 * rack_nodes + x259
-    x273 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x257 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x274 = 8 * rack_nodes + x259
-    x275 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x257 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x276 = 9 * rack_nodes + x259
-    x277 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x257 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x278 = 10 * rack_nodes + x259
-    x279 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x257 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x280 = 11 * rack_nodes + x259
-    x281 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x257 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x252 * (x257 * poisson_cdf(-x260, x258) + x261 * poisson_cdf(-x262, x258) + x263 * poisson_cdf(-x264, x258) + x265 * poisson_cdf(-x266, x258) + x267 * poisson_cdf(-x268, x258) + x269 * poisson_cdf(-x270, x258) + x271 * poisson_cdf(-x272, x258) + x273 * poisson_cdf(-x274, x258) + x275 * poisson_cdf(-x276, x258) + x277 * poisson_cdf(-x278, x258) + x279 * poisson_cdf(-x280, x258) + x281 * poisson_cdf(-12 * rack_nodes - x259, x258)) + x253 * (x257 * poisson_cdf(spare_nodes - 1, x258) + x261 * poisson_cdf(-x260 - 1, x258) + x263 * poisson_cdf(-x262 - 1, x258) + x265 * poisson_cdf(-x264 - 1, x258) + x267 * poisson_cdf(-x266 - 1, x258) + x269 * poisson_cdf(-x268 - 1, x258) + x271 * poisson_cdf(-x270 - 1, x258) + x273 * poisson_cdf(-x272 - 1, x258) + x275 * poisson_cdf(-x274 - 1, x258) + x277 * poisson_cdf(-x276 - 1, x258) + x279 * poisson_cdf(-x278 - 1, x258) + x281 * poisson_cdf(-x280 - 1, x258)) + x254)
-    del x252, x253, x254, x257, x258, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281
-    x282 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x283 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x255 * (x282 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x255 * (-manual_restart_s + x282 - x283))) + x282 - x283
-    del x255, x282, x283
+    x267 = nodes / (rack_mtbf_s * rack_nodes)
+    x268 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x269 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x270 = x267 + x268 + x269
+    system_mtbf_s = x270 ** (-1.0)
+    x271 = node_repair_s * x267
+    x272 = numpy.exp(-x271)
+    x273 = node_repair_s * x268
+    x274 = -spare_nodes
+    x275 = rack_nodes + x274
+    x276 = x271 * x272
+    del x271
+    x277 = 2 * rack_nodes + x274
+    x278 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x272 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x279 = 3 * rack_nodes + x274
+    x280 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x272 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x281 = 4 * rack_nodes + x274
+    x282 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x272 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x283 = 5 * rack_nodes + x274
+    x284 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x272 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x285 = 6 * rack_nodes + x274
+    x286 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x272 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x287 = 7 * rack_nodes + x274
+    x288 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x272 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x289 = 8 * rack_nodes + x274
+    x290 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x272 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x291 = 9 * rack_nodes + x274
+    x292 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x272 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x293 = 10 * rack_nodes + x274
+    x294 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x272 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x295 = 11 * rack_nodes + x274
+    x296 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x272 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x267 * (x272 * poisson_cdf(-x275, x273) + x276 * poisson_cdf(-x277, x273) + x278 * poisson_cdf(-x279, x273) + x280 * poisson_cdf(-x281, x273) + x282 * poisson_cdf(-x283, x273) + x284 * poisson_cdf(-x285, x273) + x286 * poisson_cdf(-x287, x273) + x288 * poisson_cdf(-x289, x273) + x290 * poisson_cdf(-x291, x273) + x292 * poisson_cdf(-x293, x273) + x294 * poisson_cdf(-x295, x273) + x296 * poisson_cdf(-12 * rack_nodes - x274, x273)) + x268 * (x272 * poisson_cdf(spare_nodes - 1, x273) + x276 * poisson_cdf(-x275 - 1, x273) + x278 * poisson_cdf(-x277 - 1, x273) + x280 * poisson_cdf(-x279 - 1, x273) + x282 * poisson_cdf(-x281 - 1, x273) + x284 * poisson_cdf(-x283 - 1, x273) + x286 * poisson_cdf(-x285 - 1, x273) + x288 * poisson_cdf(-x287 - 1, x273) + x290 * poisson_cdf(-x289 - 1, x273) + x292 * poisson_cdf(-x291 - 1, x273) + x294 * poisson_cdf(-x293 - 1, x273) + x296 * poisson_cdf(-x295 - 1, x273)) + x269)
+    del x267, x268, x269, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283, x284, x285, x286, x287, x288, x289, x290, x291, x292, x293, x294, x295, x296
+    x297 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x298 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x270 * (x297 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x270 * (-manual_restart_s + x297 - x298))) + x297 - x298
+    del x270, x297, x298
     checkpoint_bytes = checkpoint_bytes_per_param * params
-    x284 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x285 = checkpoint_bytes * x230
-    x286 = x284 * x285
-    x287 = ckpt_async * x286
-    x288 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x289 = ckpt_sync * x288
-    x290 = x153 * x285
-    del x153, x285
-    x291 = ckpt_in_memory * (x286 + x290)
-    del x286
-    x292 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x293 = grad_bytes_per_param * params * x230
-    del x230
-    x294 = optimizer_s - step_time_s
-    x295 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x284 * x293 / (1 - (1 - numpy.minimum(1, x292)) ** gockpt_steps) + x294)
-    del x284
-    checkpoint_stall_s = x287 + x289 + x291 + x295
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x287 + 2 * x289 + 2 * x291 + 2 * x295))
-    x296 = ckpt_async * x288
-    x297 = system_mtbf_s ** (-1.0)
-    x298 = checkpoint_stall_s * x297
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x293 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x294))) / numpy.log(1 - numpy.minimum(0.999999999999, x292))))) - 1) + 1
-    del x292, x293, x294
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x288) + x296)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x287 + 1 / 2 * x289 + 1 / 2 * x291 + 1 / 2 * x295), -checkpoint_stall_s + young_interval_s * (1 / 6 * x111 * numpy.sqrt(x298) + 1 / 18 * x298 + 1), system_mtbf_s)))
-    del x111, x287, x289, x291, x295
-    commit_latency_s = ckpt_gockpt * (step_time_s + x288) + x296
-    del x288, x296
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x290 + failure_restart_s
-    del failure_restart_s, x290
+    x299 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x300 = checkpoint_bytes * x245
+    x301 = x299 * x300
+    x302 = ckpt_async * x301
+    x303 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x304 = ckpt_sync * x303
+    x305 = x168 * x300
+    del x168, x300
+    x306 = ckpt_in_memory * (x301 + x305)
+    del x301
+    x307 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x308 = grad_bytes_per_param * params * x245
+    del x245
+    x309 = optimizer_s - step_time_s
+    x310 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x299 * x308 / (1 - (1 - numpy.minimum(1, x307)) ** gockpt_steps) + x309)
+    del x299
+    checkpoint_stall_s = x302 + x304 + x306 + x310
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x302 + 2 * x304 + 2 * x306 + 2 * x310))
+    x311 = ckpt_async * x303
+    x312 = system_mtbf_s ** (-1.0)
+    x313 = checkpoint_stall_s * x312
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x308 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x309))) / numpy.log(1 - numpy.minimum(0.999999999999, x307))))) - 1) + 1
+    del x307, x308, x309
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x303) + x311)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x302 + 1 / 2 * x304 + 1 / 2 * x306 + 1 / 2 * x310), -checkpoint_stall_s + young_interval_s * (1 / 6 * x126 * numpy.sqrt(x313) + 1 / 18 * x313 + 1), system_mtbf_s)))
+    del x126, x302, x304, x306, x310
+    commit_latency_s = ckpt_gockpt * (step_time_s + x303) + x311
+    del x303, x311
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x305 + failure_restart_s
+    del failure_restart_s, x305
     steps = tokens * x59 / global_batch
     del x59
     solve_time_s = step_time_s * steps
-    x299 = numpy.exp(commit_latency_s * x297)
-    x300 = numpy.exp(x297 * (checkpoint_interval_s + checkpoint_stall_s))
-    x301 = solve_time_s * x299 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x299 + x301 * (x300 - 1) - 1) * numpy.exp(restart_s * x297)
-    del x299
-    failure_stepping_s = system_mtbf_s * x301 * (x300 - numpy.exp(x298))
-    del x298, x300, x301
+    x314 = numpy.exp(commit_latency_s * x312)
+    x315 = numpy.exp(x312 * (checkpoint_interval_s + checkpoint_stall_s))
+    x316 = solve_time_s * x314 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x314 + x316 * (x315 - 1) - 1) * numpy.exp(restart_s * x312)
+    del x314
+    failure_stepping_s = system_mtbf_s * x316 * (x315 - numpy.exp(x313))
+    del x313, x315, x316
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x302 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x302)
-    x303 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x303 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x303
-    del x303
-    expected_failures = failure_wall_s * x297
-    del x297
+    x317 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x317)
+    x318 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x318 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x318
+    del x318
+    expected_failures = failure_wall_s * x312
+    del x312
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x302
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x317
     del failure_stepping_s
-    x304 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x232 * (cp_comm_s + ep_comm_s + tp_comm_s + x227) + compute_power_fraction * compute_s * x232)
-    del x227, x232
-    x305 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x304)
+    x319 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x247 * (cp_comm_s + ep_comm_s + tp_comm_s + x242) + compute_power_fraction * compute_s * x247)
+    del x242, x247
+    x320 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x319)
     del stepping_s
-    energy_gpu_j = gpus * x305
-    x306 = network_power_per_node_w + node_overhead_power_w
-    x307 = nodes * x306
+    energy_gpu_j = gpus * x320
+    x321 = network_power_per_node_w + node_overhead_power_w
+    x322 = nodes * x321
     del nodes
-    x308 = spare_nodes * (gpus_per_node * idle_power_w + x306) + x307
-    del x306
-    energy_it_j = energy_gpu_j + wall_time_s * x308
+    x323 = spare_nodes * (gpus_per_node * idle_power_w + x321) + x322
+    del x321
+    energy_it_j = energy_gpu_j + wall_time_s * x323
     energy_facility_j = energy_it_j * pue
-    x309 = eval_time_s + rollbacks * x302
-    del x302
-    x310 = pue * (gpu_step_power_w * gpus + x307)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x307) * (-failure_wall_s - x304 - x309) - solve_time_s * x310 - x309 * x310
-    del failure_wall_s, x304, x307, x309, x310
-    x311 = wall_time_s ** (-1.0)
-    gpu_power_w = x305 * x311
-    del x305
-    avg_power_w = energy_facility_j * x311
-    del x311
-    peak_power_w = pue * (gpus * max_power_w + x308)
-    del x308
-    x312 = gpus + gpus_per_node * spare_nodes
-    x313 = wall_time_s * x312
-    gpu_hours = 0.000277777777777778 * x313
+    x324 = eval_time_s + rollbacks * x317
+    del x317
+    x325 = pue * (gpu_step_power_w * gpus + x322)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x322) * (-failure_wall_s - x319 - x324) - solve_time_s * x325 - x324 * x325
+    del failure_wall_s, x319, x322, x324, x325
+    x326 = wall_time_s ** (-1.0)
+    gpu_power_w = x320 * x326
+    del x320
+    avg_power_w = energy_facility_j * x326
+    del x326
+    peak_power_w = pue * (gpus * max_power_w + x323)
+    del x323
+    x327 = gpus + gpus_per_node * spare_nodes
+    x328 = wall_time_s * x327
+    gpu_hours = 0.000277777777777778 * x328
     cost_cloud_usd = gpu_hours * price_usd_per_gpu_hour
-    x314 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x314 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x312)) / utilisation
-    del x312
+    x329 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x329 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x327)) / utilisation
+    del x327
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * x313 * x314
-    del x313, x314
+    co2e_embodied_kg = embodied_kg_per_gpu * x328 * x329
+    del x328, x329
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -181,6 +181,8 @@ GLOSSARY: dict[str, Term] = {
     "routed_node_limit": Term(
         "1", "most nodes one token is routed to (node-limited routing; experts_per_token: no limit)",
         COUNT),
+    "attention_sinks": Term("1", "1 if the softmax has learnable per-head sinks (GPT-OSS)",
+                            FLAG),
     # layout: its dimensions the run model reads (layout_rules.DIMENSIONS), then what follows
     **{d.name: Term("1", d.meaning or d.label, dimension_domain(d))
        for d in DIMENSIONS if d.kernel},
@@ -341,6 +343,17 @@ GLOSSARY: dict[str, Term] = {
     "expert_load_cv": Term(
         "1", "coefficient of variation of an EP rank's routed load (0: forced balance)",
         NON_NEGATIVE),
+    "fused_window_attention": Term(
+        "1", "1 if the fused attention kernel skips a sliding window's masked blocks", FLAG),
+    "fused_attention_sinks": Term("1", "1 if the fused attention kernel implements sinks",
+                                  FLAG),
+    "fused_head_dim_max": Term("1", "largest head size the fused attention kernel supports",
+                               Domain(">=1", maximum=4096)),
+    "attention_head_dim_granule": Term(
+        "1", "head-size step of the fused attention kernel's tiles (others padded up)",
+        Domain(">=1", maximum=4096)),
+    "fused_split_head_dims": Term(
+        "1", "1 if the fused attention kernel takes different q/k and v head sizes", FLAG),
     "gemm_tile_dim": Term("1", "GEMM thread-block tile along the tokens and expert width",
                            Domain(">=1", maximum=4096)),
     "token_drop": Term(

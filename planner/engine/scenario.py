@@ -306,6 +306,7 @@ def attention_shape_inputs(model, seq_len: float) -> dict[str, float]:
         "qk_rope_head_dim": float(model.qk_rope_head_dim) if mla else 0.0,
         "window": float(window if window is not None else seq_len),
         "window_layers": float(window_layers),
+        "attention_sinks": 1.0 if getattr(model, "attention_sinks", False) else 0.0,
         "mtp_layers": float(getattr(model, "mtp_layers", 0) or 0),
         **linear_attention_inputs(model),
     }

@@ -122,18 +122,6 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
 MOE_STACK_GRID = {key: grid for key, grid in GRID.items()
                   if key[0] in (MOE_BASELINE, MOE_TUNED, MOE_BASELINE + MOE_TUNED)
                   or key[1] in ("ep_overlap", "expert_load_cv", "host_launch_factor")}
-#: The parameters refitted when a family is left out: the shared ones the families' rows
-#: depend on (Hopper and Blackwell GEMM efficiencies, the Megatron-Core stacks' attention
-#: factor, TP overlap, launch times and all-to-all overlap).
-LOFO_GRID = {key: grid for key, grid in GRID.items()
-             if key[0] in (HOPPER, BLACKWELL, MCORE, MOE_BASELINE, MOE_TUNED,
-                           MOE_BASELINE + MOE_TUNED)
-             or key[1] == "ep_overlap"}
-#: The FP8 GEMM efficiencies with the MoE stacks' own parameters: the 2026-11-27 refit
-#: after the attention core moved to the BF16 peak under FP8 (it had run at the FP8 peak,
-#: and the FP8 efficiencies had absorbed that); the BF16 and dense-stack values stay.
-FP8_GRID = {**MOE_STACK_GRID, **{key: grid for key, grid in GRID.items()
-                                 if key[1] == "gemm_max_efficiency_fp8"}}
 #: Blackwell's MoE grouped-GEMM shape terms (formulas.moe.grouped_gemm_efficiency): tile rows
 #: along the tokens (2-CTA 256 or 128) and the per-tile costs; Hopper's come from DeepGEMM's
 #: H800 tables (catalog), not from the runs.
@@ -143,6 +131,18 @@ GROUPED_GEMM_GRID = {
                                                    880.0],
     (BLACKWELL, "grouped_gemm_inner_half_dim"): [0.0, 280.0, 560.0, 1120.0, 2240.0],
 }
+#: The parameters refitted when a family is left out: the shared ones the families' rows
+#: depend on (Hopper and Blackwell GEMM efficiencies, the Megatron-Core stacks' attention
+#: factor, TP overlap, launch times and all-to-all overlap; Blackwell's grouped-GEMM terms).
+LOFO_GRID = {key: grid for key, grid in GRID.items()
+             if key[0] in (HOPPER, BLACKWELL, MCORE, MOE_BASELINE, MOE_TUNED,
+                           MOE_BASELINE + MOE_TUNED)
+             or key[1] == "ep_overlap"} | GROUPED_GEMM_GRID
+#: The FP8 GEMM efficiencies with the MoE stacks' own parameters: the 2026-11-27 refit
+#: after the attention core moved to the BF16 peak under FP8 (it had run at the FP8 peak,
+#: and the FP8 efficiencies had absorbed that); the BF16 and dense-stack values stay.
+FP8_GRID = {**MOE_STACK_GRID, **{key: grid for key, grid in GRID.items()
+                                 if key[1] == "gemm_max_efficiency_fp8"}}
 GRIDS = {"all": GRID, "moe-stacks": MOE_STACK_GRID, "fp8": FP8_GRID,
          "grouped-gemm": GROUPED_GEMM_GRID}
 PRECISION_SUFFIX = "gemm_max_efficiency_"

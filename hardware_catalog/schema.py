@@ -517,6 +517,14 @@ class StackOnAccelerator(BaseModel):
 
     attention_efficiency_factor: Quantity | None = None
     gemm_efficiency_factor: Quantity | None = None
+    # the attention variants its fused kernel covers on this accelerator (a generation's own
+    # kernel: FlashAttention-2 on Ampere, FlashAttention-3 on Hopper, cuDNN on Blackwell)
+    fused_window_attention: Quantity | None = None
+    fused_attention_sinks: Quantity | None = None
+    fused_head_dim_max: Quantity | None = None
+    attention_head_dim_granule: Quantity | None = None
+    fused_split_head_dims: Quantity | None = None
+
 
 
 class SoftwareStack(Entry):
@@ -598,6 +606,15 @@ class SoftwareStack(Entry):
                 _check(problems, q is None or 0 < q.value <= 1,
                        f"on_accelerator.{acc}.{name}.value",
                        f"expected a fraction in (0, 1], got {getattr(q, 'value', 0):g}")
+            for name in ("fused_window_attention", "fused_attention_sinks",
+                         "fused_split_head_dims"):
+                q = getattr(own, name)
+                _check(problems, q is None or q.value in (0, 1),
+                       f"on_accelerator.{acc}.{name}.value", "expected 0 or 1")
+            for name in ("fused_head_dim_max", "attention_head_dim_granule"):
+                q = getattr(own, name)
+                _check(problems, q is None or q.value >= 1,
+                       f"on_accelerator.{acc}.{name}.value", "expected >= 1")
         _check(problems, self.layer_overhead_s.value >= 0, "layer_overhead_s.value", "expected >= 0")
         for name in ("recompute_mla_up_proj", "recompute_norms"):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",

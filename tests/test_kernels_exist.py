@@ -3,6 +3,8 @@ accelerator generation, and the attention core timed by the kernel the stack has
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,7 +12,9 @@ from hypothesis import strategies as st
 
 from formulas import compute, moe
 from hardware_catalog import load_catalog
+from hardware_catalog.schema import Quantity, SoftwareStack, StackOnAccelerator
 from planner.engine.evaluator import evaluate
+from planner.engine.scenario import stack_inputs
 
 # ---- MoE grouped GEMMs -------------------------------------------------------------------
 
@@ -194,3 +198,29 @@ def test_kernel_fallback_is_a_flag_set_exactly_by_a_missing_variant(sinks, fused
                                                                      d_max):
     u = float(compute.attention_kernel_fallback(sinks, fused_sinks, d, d, d_max))
     assert u == float(bool(sinks and not fused_sinks) or d > d_max)
+
+
+def test_a_stack_states_its_fused_variants_per_accelerator():
+    # e.g. a cuDNN with sinks on Blackwell while the Hopper build falls back
+    base = load_catalog().stack("megatron-core-2025")
+    sinks = Quantity(value=1.0, source="test", as_of=datetime.date(2026, 1, 1))
+    stack = base.model_copy(update={"on_accelerator": {
+        **base.on_accelerator, "b200": StackOnAccelerator(fused_attention_sinks=sinks)}})
+    assert stack_inputs(stack, "b200")["fused_attention_sinks"] == 1.0
+    assert stack_inputs(stack, "h100-sxm")["fused_attention_sinks"] == 0.0
+    # the fields it does not set on b200 stay the stack's own
+    assert stack_inputs(stack, "b200")["attention_efficiency_factor"] == \
+        base.attention_efficiency_factor.value
+    run = {**GPT_OSS, "seq_len": 8192}
+    for hw, faster in (("b200", True), ("h100-sxm", False)):
+        own = evaluate(**{**run, "hardware": hw}, stack=stack).iloc[0]["compute_s"]
+        general = evaluate(**{**run, "hardware": hw}).iloc[0]["compute_s"]
+        assert (own < general) if faster else own == pytest.approx(general, rel=1e-12)
+
+
+def test_on_accelerator_variant_flags_are_checked():
+    data = load_catalog().stack("megatron-core-2025").model_dump()
+    data["on_accelerator"] = {"b200": {"fused_attention_sinks": {
+        "value": 0.5, "source": "x", "as_of": "2026-01-01"}}}
+    with pytest.raises(ValueError, match="on_accelerator.b200.fused_attention_sinks"):
+        SoftwareStack.model_validate(data)

@@ -234,13 +234,14 @@ STACK_INPUTS = _stack_input_names()
 def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:
     """Kernel inputs of a software stack (catalog entry): overlaps, attention, launches.
 
-    The fused-attention factor is the stack's own on ``accelerator_id`` when the stack
-    names one for it (a kernel not written for that architecture), else its general one.
+    A field the stack sets for ``accelerator_id`` (``on_accelerator``: the fused-attention
+    factor and variants of a kernel written, or not, for that architecture) replaces its
+    general value.
     """
-    defaults = execution_defaults()  # the MoE fields a stack leaves unset
-    return {name: value(stack_factor(stack, name, accelerator_id)
-                        if name == "attention_efficiency_factor" else
-                        getattr(stack, name) if getattr(stack, name) is not None
+    defaults = execution_defaults()  # the fields a stack leaves unset
+    own = stack.on_accelerator.get(accelerator_id or "")
+    return {name: value(getattr(own, name, None) if getattr(own, name, None) is not None
+                        else getattr(stack, name) if getattr(stack, name) is not None
                         else defaults[name])
             for name in STACK_INPUTS}
 

@@ -220,10 +220,9 @@ def _grouped_gemm(x: dict, copies, width, inner, tokens_per_expert, local_expert
         tokens_per_expert, width, inner, x["gemm_max_efficiency"],
         x["grouped_gemm_token_half_dim"], x["grouped_gemm_inner_half_dim"],
         x["grouped_gemm_tile_tokens"], x["gemm_tile_dim"])
-    moved = x["bytes_per_element"] * (copies * inner + local_experts * inner * width
-                                      + copies * width)
-    return compute.roofline_time(2 * copies * width * inner, moved, x["peak_flops_per_s"],
-                                 efficiency, x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+    return moe.grouped_gemm_time(copies, width, inner, local_experts, x["bytes_per_element"],
+                                 x["peak_flops_per_s"], efficiency,
+                                 x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
 
 
 def _memory_bound(x: dict, bytes_moved):
@@ -255,17 +254,10 @@ def _core_efficiency(x: dict, tokens, unfused, padding):
         x["gemm_half_efficiency_dim"])
 
 
-def attention_times(x: dict, r: dict) -> dict:
-    """Forward time of one layer's attention block on one rank, per micro-batch.
-
-    The projections are GEMMs at the run's precision; the fused attention core (and the
-    linear-attention delta rule) runs at ``attention_peak_flops_per_s``, the BF16 peak under
-    FP8/FP4 recipes (:func:`planner.engine.scenario.attention_precision`)."""
-    h, s, tp, t = x["hidden"], x["seq_len"], x["tp"], r["tokens_mb"]
-    qkv = compute.projection_width(compute.attention_input_params(
-        h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], x["q_lora_rank"],
-        x["kv_lora_rank"], x["qk_rope_head_dim"]), h, tp)
-    out_width = x["heads"] * x["v_head_dim"] / tp  # inner size of the output projection
+def _softmax_core_times(x: dict, t) -> tuple:
+    """Forward time of the softmax-attention core of the average layer on one rank, and of
+    its s x s scores through HBM, by the kernel the stack has for the model's variant."""
+    s, tp = x["seq_len"], x["tp"]
     # the kernel the stack has for this attention: fused (flash) unless flash is off
     # (selective recompute, stored scores) or the variant has no fused kernel (sinks, too
     # large heads); fused kernels pad head sizes to their tiles
@@ -274,9 +266,8 @@ def attention_times(x: dict, r: dict) -> dict:
         x["head_dim"], x["v_head_dim"], x["attention_head_dim_granule"],
         x["fused_split_head_dims"])
     efficiency = _core_efficiency(x, t, unfused, padding)
-    # the average layer: the linear-attention share of the layers runs Gated DeltaNet (its
-    # projections and the chunked delta rule); windowed layers attend to fewer keys when
-    # the fused kernel skips the masked blocks, else they run the unfused path over all s
+    # windowed layers attend to fewer keys when the fused kernel skips the masked blocks,
+    # else they run the unfused path over all s; the linear-attention share runs no core
     share = _linear_share(x)
     windowed = x["window_layers"] / x["layers"]
     window_unfused = 1 - (1 - unfused) * x["fused_window_attention"]
@@ -292,6 +283,30 @@ def attention_times(x: dict, r: dict) -> dict:
         t * windowed * core_window / tp, windowed * head_bytes, x["attention_peak_flops_per_s"],
         _core_efficiency(x, t, window_unfused, padding), x["hbm_bandwidth_bytes_per_s"],
         x["hbm_efficiency"])
+    # without flash attention the s x s scores go through HBM (stored, or the unfused path
+    # of a variant without a fused kernel; windowed layers too when it cannot skip blocks)
+    stored = _scores_stored(x)
+    scores = ((1 - share - windowed) * stored
+              + windowed * maximum(stored, 1 - x["fused_window_attention"])) * _memory_bound(
+        x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
+    return core, scores
+
+
+def attention_times(x: dict, r: dict) -> dict:
+    """Forward time of one layer's attention block on one rank, per micro-batch.
+
+    The projections are GEMMs at the run's precision; the fused attention core (and the
+    linear-attention delta rule) runs at ``attention_peak_flops_per_s``, the BF16 peak under
+    FP8/FP4 recipes (:func:`planner.engine.scenario.attention_precision`)."""
+    h, s, tp, t = x["hidden"], x["seq_len"], x["tp"], r["tokens_mb"]
+    qkv = compute.projection_width(compute.attention_input_params(
+        h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], x["q_lora_rank"],
+        x["kv_lora_rank"], x["qk_rope_head_dim"]), h, tp)
+    out_width = x["heads"] * x["v_head_dim"] / tp  # inner size of the output projection
+    # the average layer: the linear-attention share of the layers runs Gated DeltaNet (its
+    # projections and the chunked delta rule), the others softmax attention
+    share = _linear_share(x)
+    core, scores = _softmax_core_times(x, t)
     linear_efficiency = compute.attention_core_efficiency(
         t, x["linear_head_dim"], s, 0, x["attention_efficiency_factor"],
         x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
@@ -305,12 +320,6 @@ def attention_times(x: dict, r: dict) -> dict:
     linear_in = compute.projection_width(_linear_mixer_params(x), h, tp) \
         - x["linear_value_heads"] * x["linear_head_dim"] / tp  # the output projection's share
     linear_out = x["linear_value_heads"] * x["linear_head_dim"] / tp
-    # without flash attention the s x s scores go through HBM (stored, or the unfused path
-    # of a variant without a fused kernel; windowed layers too when it cannot skip blocks)
-    stored = _scores_stored(x)
-    scores = ((1 - share - windowed) * stored
-              + windowed * maximum(stored, 1 - x["fused_window_attention"])) * _memory_bound(
-        x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
     return {
         "t_qkv": (1 - share) * _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv))
         + share * _gemm(x, t, linear_in, h, minimum(minimum(t, h), linear_in)),

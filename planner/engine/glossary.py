@@ -354,7 +354,7 @@ GLOSSARY: dict[str, Term] = {
         Domain(">=1", maximum=4096)),
     "fused_split_head_dims": Term(
         "1", "1 if the fused attention kernel takes different q/k and v head sizes", FLAG),
-    "gemm_tile_dim": Term("1", "GEMM thread-block tile along the tokens and expert width",
+    "gemm_tile_dim": Term("1", "GEMM tile along the expert width (and tokens: see grouped_gemm_tile_tokens)",
                            Domain(">=1", maximum=4096)),
     "token_drop": Term(
         "1", "1 if tokens beyond the expert capacity are dropped and inputs padded to it (static shapes), 0 dropless",

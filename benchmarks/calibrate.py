@@ -92,6 +92,22 @@ the joint refit of every parameter (objective 0.0740, but Megatron-Core attentio
 0.6 -> 0.9, TP overlap 0.5 -> 0.75 and Hopper BF16 0.80 -> 0.775 move every BF16 answer
 and B200/GB200 dense goes 3.7 -> 6.4 %).
 
+2026-11-29, MoE grouped GEMMs by shape (issue 42 item 5, formulas.moe.grouped_gemm_efficiency):
+Hopper's per-tile terms are not fitted on runs but on DeepGEMM's H800 FP8 tables (m_1/2 110
+tokens per expert, k_1/2 560, 128-row tiles; ten shapes within 10 %, 2.4 % mean);
+``--grid grouped-gemm`` fits Blackwell's alone (39 evaluations, 2 s): 2-CTA 256-row tiles
+(128 fits the same), m_1/2 440, k_1/2 0; objective 0.0741. Against ca0fa48: modern-runs fit
+4.22 -> 3.82 %, held-out 15.96 -> 15.85 %, leave-one-family-out 13.3 -> 12.6 % (with these
+terms refitted per family); moe-runs 13.63 -> 13.30 %, leave-one-family-out 13.1 -> 12.9 %;
+every dense dataset and group unchanged; Hopper->Blackwell speedup error over 15 moe-runs
+pairs (same release table, model and precision) 29.1 -> 28.8 % mean (the pairs' misses are
+the Qwen3-30B-A3B Blackwell rows' host time and the DeepSeek-V3 H100 rows' EP all-to-all,
+not the expert GEMMs). Tried and rejected: Blackwell with Hopper's DeepGEMM terms (modern
+held-out 15.96 -> 16.14 %: worse), the accelerators' gemm_half_efficiency_dim for both
+terms (16.14 %), Hopper's terms fitted on the runs (m_1/2 440, k_1/2 1120: objective
+0.0725, moe-runs 13.23 %, but it contradicts DeepGEMM's measured shapes: 20 % mean, up to 37 % off
+and its best max efficiency 1.09, above 1; the microbenchmark stands).
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

@@ -29,7 +29,7 @@ References
 from __future__ import annotations
 
 from .core import formula
-from .ops import maximum, minimum
+from .ops import ceil, maximum, minimum
 
 KAPLAN = "Kaplan et al. 2020, arXiv:2001.08361"
 NARAYANAN = "Narayanan et al. 2021 (SC'21), arXiv:2104.04473, doi:10.1145/3458817.3476209"
@@ -1027,6 +1027,119 @@ def attention_core_efficiency(tokens, head_dim, seq_len, unfused, fused_efficien
                                      half_efficiency_dim) \
         + (1 - unfused) * fused_efficiency_factor * gemm_efficiency(
             minimum(tokens, seq_len), max_efficiency, half_efficiency_dim)
+
+
+FA2 = "Dao 2023 (FlashAttention-2), arXiv:2307.08691"
+FA3 = "Shah et al. 2024 (FlashAttention-3), arXiv:2407.08608"
+
+
+@formula(reference="A fused (flash) attention kernel exists only for the variants it was "
+         "written for; others run the unfused path (Transformer Engine DotProductAttention "
+         "backend selection, docs.nvidia.com/deeplearning/transformer-engine, 'attention "
+         "backends': a configuration no fused backend supports falls back to "
+         "UnfusedDotProductAttention); head sizes up to 256: " + FA2 + " s3, " + FA3
+         + "; learnable sinks: " + "OpenAI 2025, gpt-oss model card, arXiv:2508.10925 s2.1",
+         domain={"sinks": "[0,1]", "fused_sinks": "[0,1]", "head_dim": ">0",
+                 "v_head_dim": ">0", "fused_head_dim_max": ">0"},
+         symbols={"sinks": "z", "fused_sinks": "z_f", "head_dim": "d_h", "v_head_dim": "d_v",
+                  "fused_head_dim_max": r"d_{max}"},
+         result_latex="u_k")
+def attention_kernel_fallback(sinks, fused_sinks, head_dim, v_head_dim, fused_head_dim_max):
+    """1 when the stack has no fused kernel for the model's attention variant, else 0.
+
+    Softmax with learnable sinks (an extra logit per head in the denominator) needs a
+    kernel that implements it; heads larger than the kernel's largest head size do not
+    fit its tiles.  Either sends the core to the unfused path (scores in HBM).  Head
+    sizes are integers, so the indicator min(1, max(0, d_max + 1 - d)) is exact.
+
+    Parameters
+    ----------
+    sinks : numeric
+        1 if the model's softmax has learnable sinks, z [1].
+    fused_sinks : numeric
+        1 if the stack's fused kernel implements sinks, z_f [1].
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    fused_head_dim_max : numeric
+        Largest head size the fused kernel supports, d_max [1].
+
+    Returns
+    -------
+    numeric
+        1: unfused path, 0: fused kernel [1].
+
+    Examples
+    --------
+    Sinks without a sink kernel, with one, and a 320-wide head (kernels stop at 256):
+
+    >>> float(attention_kernel_fallback(1, 0, 64, 64, 256))
+    1.0
+    >>> float(attention_kernel_fallback(1, 1, 64, 64, 256))
+    0.0
+    >>> float(attention_kernel_fallback(0, 0, 320, 320, 256))
+    1.0
+
+    .. math:: u_k = 1 - (1 - z (1 - z_f))\\, \\min(1, \\max(0, d_{max} + 1 - \\max(d_h, d_v)))
+    """
+    fits = minimum(1, maximum(0, fused_head_dim_max + 1 - maximum(head_dim, v_head_dim)))
+    return 1 - (1 - sinks * (1 - fused_sinks)) * fits
+
+
+@formula(reference="Fused attention kernels are compiled for a set of head sizes and pad "
+         "the others up to the next (" + FA2 + ": head dimensions in steps of 32 up to 256; "
+         + FA3 + ": 64, 96, 128, 192, 256, and 192 x 128 for MLA's q/k and v heads); a "
+         "kernel without separate q/k and v sizes pads the smaller to the larger "
+         "(DeepSeek-AI 2024, DeepSeek-V2, arXiv:2405.04434 s2.1: d_h + d_h^R = 192 q/k, "
+         "128 v)",
+         domain={"head_dim": ">0", "v_head_dim": ">0", "granule": ">=1",
+                 "split_head_dims": "[0,1]"},
+         symbols={"head_dim": "d_h", "v_head_dim": "d_v", "granule": "g",
+                  "split_head_dims": "s_p"},
+         result_latex=r"\eta_{pad}")
+def attention_head_padding_efficiency(head_dim, v_head_dim, granule, split_head_dims):
+    """Useful share of a fused attention kernel's work after head-size padding.
+
+    The kernel computes q k^T over d_h' and p v over d_v', each padded up to a multiple
+    of its head-size granule g; a kernel without separate q/k and v sizes (s_p = 0) runs
+    both at max(d_h, d_v).
+
+    Parameters
+    ----------
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    granule : numeric
+        Head-size step of the kernel's compiled tiles, g [1].
+    split_head_dims : numeric
+        1 if the kernel takes separate q/k and v head sizes, s_p [1].
+
+    Returns
+    -------
+    numeric
+        Useful share of the kernel's FLOPs [1].
+
+    Examples
+    --------
+    MLA's 192/128 heads: native on a split kernel, padded to 192/192 on one without it;
+    a head of 80 in steps of 64 runs as 128:
+
+    >>> attention_head_padding_efficiency(192, 128, 32, 1)
+    1.0
+    >>> round(attention_head_padding_efficiency(192, 128, 32, 0), 4)
+    0.8333
+    >>> attention_head_padding_efficiency(80, 80, 64, 1)
+    0.625
+
+    .. math:: \\eta_{pad} = \\frac{d_h + d_v}{g \\lceil d_h'/g \\rceil + g \\lceil d_v'/g \\rceil},
+        \\quad d' = s_p\\, d + (1 - s_p) \\max(d_h, d_v)
+    """
+    widest = maximum(head_dim, v_head_dim)
+    q = split_head_dims * head_dim + (1 - split_head_dims) * widest
+    v = split_head_dims * v_head_dim + (1 - split_head_dims) * widest
+    return (head_dim + v_head_dim) / (granule * ceil(q / granule) + granule * ceil(v / granule))
 
 
 @formula(reference="Dao et al. 2022 (FlashAttention), arXiv:2205.14135 s3.2 (Q, K, V read and "

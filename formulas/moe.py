@@ -210,6 +210,141 @@ def tile_quantisation_efficiency(dim, tile):
     return dim / (tile * ceil(dim / tile))
 
 
+DEEPGEMM = ("DeepGEMM (github.com/deepseek-ai/DeepGEMM) README, 2025-02 release, tables "
+            "'Grouped GEMMs for MoE models' (contiguous and masked layouts), H800 SXM5, FP8")
+GROUPED_GEMM_SHAPE = (
+    "warp-specialised persistent grouped GEMMs: each CTA tile of T_m tokens x T_n columns "
+    "streams the inner dimension in K-blocks behind a fixed prologue/epilogue (CUTLASS docs "
+    "'Efficient GEMM in CUDA' and CUTLASS 3 sm90/sm100 grouped GEMM kernels; Hopper wgmma "
+    "tiles 128 x 128 / 128 x 256, Blackwell tcgen05 2-CTA tiles 256 x N: NVIDIA Blackwell "
+    "Tuning Guide s1.4.1 and PTX ISA 'tcgen05.mma' cta_group::2); fixed per-tile costs "
+    "as saturating factors in the tokens per expert and the inner dimension, fitted to "
+    + DEEPGEMM)
+
+
+@formula(reference=GROUPED_GEMM_SHAPE,
+         domain={"tokens_per_expert": ">0", "width": ">0", "inner": ">0",
+                 "max_efficiency": "(0,1]", "token_half_dim": ">=0", "inner_half_dim": ">=0",
+                 "token_tile": ">=1", "width_tile": ">=1"},
+         symbols={"tokens_per_expert": "m", "width": "n", "inner": "k",
+                  "max_efficiency": r"\eta_{max}", "token_half_dim": "m_{1/2}",
+                  "inner_half_dim": "k_{1/2}", "token_tile": "T_m", "width_tile": "T_n"},
+         result_latex=r"\eta_{grp}")
+def grouped_gemm_efficiency(tokens_per_expert, width, inner, max_efficiency, token_half_dim,
+                            inner_half_dim, token_tile, width_tile):
+    """Achieved fraction of peak FLOP/s of an MoE grouped GEMM from its shape.
+
+    Each expert's m tokens form whole tiles of T_m rows (tile quantisation), its n output
+    columns whole tiles of T_n; every tile pays a fixed pipeline fill and epilogue, worth
+    m_1/2 rows of the token dimension and k_1/2 elements of the inner dimension.  So
+    efficiency saturates separately in the tokens per expert and in the inner size
+    (a 2048-deep down-projection runs ~15 % below a 7168-deep one at equal tokens: DeepGEMM's
+    H800 table), instead of in the smallest dimension alone.
+
+    Parameters
+    ----------
+    tokens_per_expert : numeric
+        Tokens one expert receives, m [1].
+    width : numeric
+        Output columns of the GEMM (expert width or hidden size), n [1].
+    inner : numeric
+        Inner (reduction) dimension, k [1].
+    max_efficiency : numeric
+        Efficiency of a very large grouped GEMM [1].
+    token_half_dim : numeric
+        Tokens per expert at which the token factor is one half, m_1/2 [1].
+    inner_half_dim : numeric
+        Inner size at which the inner factor is one half, k_1/2 [1].
+    token_tile : numeric
+        Tile rows along the tokens, T_m (Hopper 128, Blackwell 2-CTA 256) [1].
+    width_tile : numeric
+        Tile columns along the output, T_n [1].
+
+    Returns
+    -------
+    numeric
+        Fraction of peak FLOP/s [1].
+
+    Examples
+    --------
+    DeepGEMM's 4 x 8192-token FP8 grouped GEMM (n 4096, k 7168) at the H800 values
+    (published: 1,297 of 1,979 TFLOP/s, 0.655):
+
+    >>> round(float(grouped_gemm_efficiency(8192, 4096, 7168, 0.715, 110, 560, 128, 128)), 3)
+    0.654
+
+    .. math:: \\eta_{grp} = \\eta_{max} \\frac{m}{m + m_{1/2}} \\frac{k}{k + k_{1/2}}
+        \\eta_{tile}(m, T_m)\\, \\eta_{tile}(n, T_n)
+    """
+    return (max_efficiency * tokens_per_expert / (tokens_per_expert + token_half_dim)
+            * inner / (inner + inner_half_dim)
+            * tile_quantisation_efficiency(tokens_per_expert, token_tile)
+            * tile_quantisation_efficiency(width, width_tile))
+
+
+@formula(reference="Williams et al. 2009, Commun. ACM 52(4):65-76, doi:10.1145/1498765.1498785 "
+         "(roofline); 2 FLOP per multiply-add; a grouped GEMM reads every local expert's "
+         "weights once (" + DEEPGEMM + ")",
+         domain={"copies": ">=0", "width": ">0", "inner": ">0", "local_experts": ">0",
+                 "bytes_per_element": ">0", "peak_flops_per_s": ">0",
+                 "efficiency": "(0,1]", "memory_bandwidth_bytes_per_s": ">0",
+                 "memory_efficiency": "(0,1]"},
+         symbols={"copies": "c", "width": "n", "inner": "k", "local_experts": "E_l",
+                  "bytes_per_element": "e", "peak_flops_per_s": "P",
+                  "efficiency": r"\eta_{grp}", "memory_bandwidth_bytes_per_s": r"\beta",
+                  "memory_efficiency": r"\eta_m"},
+         result_latex="t_{grp}")
+def grouped_gemm_time(copies, width, inner, local_experts, bytes_per_element,
+                      peak_flops_per_s, efficiency, memory_bandwidth_bytes_per_s,
+                      memory_efficiency):
+    """Roofline time of one grouped expert GEMM over a rank's routed token copies.
+
+    Work 2 c n k over the c routed copies; traffic: the copies' inputs read and outputs
+    written once, and every local expert's n x k weights read once.
+
+    Parameters
+    ----------
+    copies : numeric
+        Routed token copies the rank's experts process, c [1].
+    width : numeric
+        Output columns of the GEMM, n [1].
+    inner : numeric
+        Inner (reduction) dimension, k [1].
+    local_experts : numeric
+        Experts on the rank, E_l [1].
+    bytes_per_element : numeric
+        Bytes per element of the operands e [B].
+    peak_flops_per_s : numeric
+        Peak throughput at the GEMM's precision P [FLOP/s].
+    efficiency : numeric
+        Achieved fraction of peak of the grouped GEMM (:func:`grouped_gemm_efficiency`) [1].
+    memory_bandwidth_bytes_per_s : numeric
+        Peak memory bandwidth beta [B/s].
+    memory_efficiency : numeric
+        Achieved fraction of peak bandwidth [1].
+
+    Returns
+    -------
+    numeric
+        GEMM time [s].
+
+    Examples
+    --------
+    DeepGEMM's 4 x 8192-token FP8 shape on an H800 at 65.5 % of 1,979 TFLOP/s:
+
+    >>> round(float(grouped_gemm_time(32768, 4096, 7168, 4, 1, 1978.9e12, 0.655, 3.35e12,
+    ...                               0.9)) * 1e6, 1)
+    1484.5
+
+    .. math:: t_{grp} = \\max\\left(\\frac{2 c n k}{P \\eta_{grp}},
+        \\frac{e (c k + E_l n k + c n)}{\\beta \\eta_m}\\right)
+    """
+    return maximum(2 * copies * width * inner / (peak_flops_per_s * efficiency),
+                   bytes_per_element * (copies * inner + local_experts * inner * width
+                                        + copies * width)
+                   / (memory_bandwidth_bytes_per_s * memory_efficiency))
+
+
 @formula(reference="Order statistics of routed counts: each of n EP ranks receives a "
          "multinomial share of the group's routed token copies, mean mu, variance ~mu "
          "(Poisson limit), plus a routing imbalance of coefficient of variation c; the "

@@ -186,6 +186,13 @@ class Accelerator(Entry):
     gemm_max_efficiency_fp8: Quantity | None = None
     # fp4 (NVFP4 / MXFP4) large-GEMM fraction of the fp4 peak; None: the fp8 value
     gemm_max_efficiency_fp4: Quantity | None = None
+    # MoE grouped GEMMs (formulas.moe.grouped_gemm_efficiency): tile rows along the tokens
+    # (Hopper wgmma 128, Blackwell 2-CTA tcgen05 256) and the tokens per expert and inner
+    # size at which its fixed per-tile costs halve the efficiency; None: the GEMM tile of
+    # planner/engine/execution.toml and gemm_half_efficiency_dim for both
+    grouped_gemm_tile_tokens: Quantity | None = None
+    grouped_gemm_token_half_dim: Quantity | None = None
+    grouped_gemm_inner_half_dim: Quantity | None = None
     hbm_efficiency: Quantity
     scale_up_bus_efficiency: Quantity
     scale_out_bus_efficiency: Quantity
@@ -202,7 +209,10 @@ class Accelerator(Entry):
                   "hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w", "idle_power_w",
                   "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
-                  "lifetime_years")
+                  "lifetime_years", "grouped_gemm_tile_tokens")
+        for name in ("grouped_gemm_token_half_dim", "grouped_gemm_inner_half_dim"):
+            q = getattr(self, name)
+            _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         _fraction(problems, self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
                   "scale_out_bus_efficiency", "gemm_max_efficiency_fp8", "gemm_max_efficiency_fp4")
         _integral(problems, self, "scale_up_domain_gpus")
@@ -333,6 +343,9 @@ class ModelSpec(Entry):
     # the layers (default: all). GPT-OSS alternates full / 128-token banded layers (half),
     # Gemma 2 local:global 1:1 (half), Gemma 3 5:1 (5/6), Mistral 7B all layers.
     sliding_window: int | None = Field(default=None, ge=1)
+    # learnable per-head softmax sinks (an extra logit in each head's denominator: GPT-OSS,
+    # arXiv:2508.10925 s2.1); they need a fused kernel that implements them
+    attention_sinks: bool = False
     sliding_window_layers: int | None = Field(default=None, ge=0)
     # multi-token-prediction modules (DeepSeek-V3: 1), each a transformer block and a
     # projection sharing the embedding and output head
@@ -504,6 +517,14 @@ class StackOnAccelerator(BaseModel):
 
     attention_efficiency_factor: Quantity | None = None
     gemm_efficiency_factor: Quantity | None = None
+    # the attention variants its fused kernel covers on this accelerator (a generation's own
+    # kernel: FlashAttention-2 on Ampere, FlashAttention-3 on Hopper, cuDNN on Blackwell)
+    fused_window_attention: Quantity | None = None
+    fused_attention_sinks: Quantity | None = None
+    fused_head_dim_max: Quantity | None = None
+    attention_head_dim_granule: Quantity | None = None
+    fused_split_head_dims: Quantity | None = None
+
 
 
 class SoftwareStack(Entry):
@@ -557,6 +578,17 @@ class SoftwareStack(Entry):
     # element its stored input is kept at under an FP8 recipe (DeepSeek-V3: 1)
     recompute_moe_act: Quantity | None = None
     moe_act_input_bytes: Quantity | None = None
+    # the attention variants the stack's fused kernel covers (unset: planner/engine/
+    # execution.toml, FlashAttention-2's); a variant it lacks runs the unfused path:
+    # 1 if it skips the masked blocks of a sliding window (cost ~ window, not sequence)
+    fused_window_attention: Quantity | None = None
+    # 1 if it implements learnable softmax sinks (GPT-OSS)
+    fused_attention_sinks: Quantity | None = None
+    # largest head size it supports, the head-size step of its compiled tiles (sizes in
+    # between padded up), and 1 if q/k and v may differ in size (MLA's 192/128)
+    fused_head_dim_max: Quantity | None = None
+    attention_head_dim_granule: Quantity | None = None
+    fused_split_head_dims: Quantity | None = None
     # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
     # on Hopper, without wgmma/TMA): accelerator id -> its own factors
     on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
@@ -574,17 +606,30 @@ class SoftwareStack(Entry):
                 _check(problems, q is None or 0 < q.value <= 1,
                        f"on_accelerator.{acc}.{name}.value",
                        f"expected a fraction in (0, 1], got {getattr(q, 'value', 0):g}")
+            for name in ("fused_window_attention", "fused_attention_sinks",
+                         "fused_split_head_dims"):
+                q = getattr(own, name)
+                _check(problems, q is None or q.value in (0, 1),
+                       f"on_accelerator.{acc}.{name}.value", "expected 0 or 1")
+            for name in ("fused_head_dim_max", "attention_head_dim_granule"):
+                q = getattr(own, name)
+                _check(problems, q is None or q.value >= 1,
+                       f"on_accelerator.{acc}.{name}.value", "expected >= 1")
         _check(problems, self.layer_overhead_s.value >= 0, "layer_overhead_s.value", "expected >= 0")
         for name in ("recompute_mla_up_proj", "recompute_norms"):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")
         for name in ("fp8_dispatch", "hierarchical_dispatch", "dispatch_host_sync", "dualpipe",
-                     "recompute_moe_act"):
+                     "recompute_moe_act", "fused_window_attention", "fused_attention_sinks",
+                     "fused_split_head_dims"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
         for name in ("moe_layer_overhead_s", "expert_overhead_s"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
+        for name in ("fused_head_dim_max", "attention_head_dim_granule"):
+            q = getattr(self, name)
+            _check(problems, q is None or q.value >= 1, f"{name}.value", "expected >= 1")
         q = self.moe_act_input_bytes
         _check(problems, q is None or q.value in (1, 2), "moe_act_input_bytes.value",
                "expected 1 (FP8) or 2 (BF16)")

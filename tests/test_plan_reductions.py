@@ -24,6 +24,7 @@ from planner.engine.optimize import (
     knee_row,
     reduce_block,
 )
+from planner.engine.reductions import tie_key
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import Scenario
 from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
@@ -57,11 +58,13 @@ def _blocks(catalog, s: Scenario, hardware):
 
 
 def _reference_block(inputs, part, s):
-    """The former per-block reduction: every output of every candidate, a lexsort per call."""
+    """The former per-block reduction: every output of every candidate, a lexsort per call
+    on the values' tie keys (as the search compares them, planner.engine.reductions: values
+    within ~1e-6 of each other are a tie that goes to the earlier row)."""
     out = evaluate_inputs(inputs)
     out.update(part)
     feasible = feasible_mask(out, s)
-    rows = reference_kept_rows(out["gpus"], [out[c] for c in reduced_columns(s)],
+    rows = reference_kept_rows(out["gpus"], [tie_key(out[c]) for c in reduced_columns(s)],
                                [meets(out, s, c) for c in constraint_sets(s)])
     return rows, out, feasible
 
@@ -112,7 +115,7 @@ def _reference_frontier(catalog, s: Scenario, hardware) -> pd.DataFrame:
         outs.append(out)
     out = {c: np.concatenate([o[c] for o in outs]) for c in (*KEEP_COLUMNS, "fits")}
     feasible = feasible_mask(out, s)
-    rows = reference_kept_rows(out["gpus"], [out[c] for c in reduced_columns(s)],
+    rows = reference_kept_rows(out["gpus"], [tie_key(out[c]) for c in reduced_columns(s)],
                                [meets(out, s, c) for c in constraint_sets(s)])
     frame = pd.DataFrame({c: out[c][rows] for c in KEEP_COLUMNS})
     frame["feasible"] = feasible[rows]

@@ -122,19 +122,29 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
 MOE_STACK_GRID = {key: grid for key, grid in GRID.items()
                   if key[0] in (MOE_BASELINE, MOE_TUNED, MOE_BASELINE + MOE_TUNED)
                   or key[1] in ("ep_overlap", "expert_load_cv", "host_launch_factor")}
+#: Blackwell's MoE grouped-GEMM shape terms (formulas.moe.grouped_gemm_efficiency): tile rows
+#: along the tokens (2-CTA 256 or 128) and the per-tile costs; Hopper's come from DeepGEMM's
+#: H800 tables (catalog), not from the runs.
+GROUPED_GEMM_GRID = {
+    (BLACKWELL, "grouped_gemm_tile_tokens"): [128.0, 256.0],
+    (BLACKWELL, "grouped_gemm_token_half_dim"): [0.0, 55.0, 110.0, 220.0, 330.0, 440.0, 660.0,
+                                                   880.0],
+    (BLACKWELL, "grouped_gemm_inner_half_dim"): [0.0, 280.0, 560.0, 1120.0, 2240.0],
+}
 #: The parameters refitted when a family is left out: the shared ones the families' rows
 #: depend on (Hopper and Blackwell GEMM efficiencies, the Megatron-Core stacks' attention
-#: factor, TP overlap, launch times and all-to-all overlap).
+#: factor, TP overlap, launch times and all-to-all overlap; Blackwell's grouped-GEMM terms).
 LOFO_GRID = {key: grid for key, grid in GRID.items()
              if key[0] in (HOPPER, BLACKWELL, MCORE, MOE_BASELINE, MOE_TUNED,
                            MOE_BASELINE + MOE_TUNED)
-             or key[1] == "ep_overlap"}
+             or key[1] == "ep_overlap"} | GROUPED_GEMM_GRID
 #: The FP8 GEMM efficiencies with the MoE stacks' own parameters: the 2026-11-27 refit
 #: after the attention core moved to the BF16 peak under FP8 (it had run at the FP8 peak,
 #: and the FP8 efficiencies had absorbed that); the BF16 and dense-stack values stay.
 FP8_GRID = {**MOE_STACK_GRID, **{key: grid for key, grid in GRID.items()
                                  if key[1] == "gemm_max_efficiency_fp8"}}
-GRIDS = {"all": GRID, "moe-stacks": MOE_STACK_GRID, "fp8": FP8_GRID}
+GRIDS = {"all": GRID, "moe-stacks": MOE_STACK_GRID, "fp8": FP8_GRID,
+         "grouped-gemm": GROUPED_GEMM_GRID}
 PRECISION_SUFFIX = "gemm_max_efficiency_"
 
 
@@ -256,7 +266,7 @@ def fit(catalog=None, verbose=True, rounds: int = 4, cases=None, grid=None, valu
     catalog = catalog or load_catalog()
     grid = grid or GRID
     cases = fit_cases(v.load_cases(FIT_DATASETS) if cases is None else cases)
-    values = dict(values or start_values(catalog))
+    values = dict(values or start_values(catalog, {**GRID, **grid}))
     objective_of = Objective(cases, catalog, memo)
     best = objective_of(values)
     evaluations, t = 1, time.perf_counter()
@@ -305,7 +315,7 @@ def leave_one_family_out(cases, catalog=None, grid=None, rounds: int = 1,
     catalog = catalog or load_catalog()
     grid = grid or LOFO_GRID
     cases = v.with_shape_defaults(cases)
-    start = start_values(catalog)
+    start = start_values(catalog, {**GRID, **grid})
     family = cases.get("family", pd.Series(np.nan, index=cases.index))
     train_all = fit_cases(cases[cases.dataset.isin(FIT_DATASETS)])
     train_all = train_all[_touched(train_all, grid)]

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -69,566 +69,591 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x44 = ep ** (-1.0)
     x45 = etp ** (-1.0)
     x46 = moe_ffn * x45
-    x47 = mlp_matrices * x36 * x44 * x46
-    x48 = tp * x47 - x36 * x43 + x39
+    x47 = x36 * x44 * x46
+    x48 = mlp_matrices * x47
+    x49 = tp * x48 - x36 * x43 + x39
     del x39
-    x49 = 1 - moe_share
-    x50 = tp ** (-1.0)
-    x51 = dualpipe + 1
-    x52 = x50 * x51
-    stage_params = x52 * (stage_layers * (moe_share * x48 + x31 + x49 * x9) + x32 + x42 * (x23 + x4 * x48))
-    del x23, x31, x48, x9
-    stage_expert_params = moe_share * stage_layers * x47 * x51
-    del x47, x51
-    x53 = 1.0 * lora_rank
-    x54 = x53 * (hidden + moe_ffn)
-    x55 = lora_gate * (mlp_matrices - 2) + lora_up
-    x56 = lora_down * x54 + x54 * x55
+    x50 = 1 - moe_share
+    x51 = tp ** (-1.0)
+    x52 = dualpipe + 1
+    x53 = x51 * x52
+    stage_params = x53 * (stage_layers * (moe_share * x49 + x31 + x50 * x9) + x32 + x42 * (x23 + x4 * x49))
+    del x23, x31, x49, x9
+    stage_expert_params = moe_share * stage_layers * x48 * x52
+    del x48, x52
+    x54 = 1.0 * lora_rank
+    x55 = x54 * (hidden + moe_ffn)
+    x56 = lora_gate * (mlp_matrices - 2) + lora_up
+    x57 = lora_down * x55 + x55 * x56
+    del x55
+    x58 = moe_layers * x57
+    x59 = x54 * (ffn + hidden)
+    x60 = lora_down * x59 + x56 * x59
+    del x59
+    x61 = x33 * x60
+    x62 = lora_k * x54 * (hidden + x14) + lora_o * x54 * (hidden + x10) + lora_q * x54 * (hidden + x12) + lora_v * x54 * (hidden + x15)
     del x54
-    x57 = moe_layers * x56
-    x58 = x53 * (ffn + hidden)
-    x59 = lora_down * x58 + x55 * x58
-    del x58
-    x60 = x33 * x59
-    x61 = lora_k * x53 * (hidden + x14) + lora_o * x53 * (hidden + x10) + lora_q * x53 * (hidden + x12) + lora_v * x53 * (hidden + x15)
-    del x53
-    x62 = layers * x61
-    x63 = 1 - frozen_base
-    trainable_params = params * x63 + x37 * x57 + x60 + x62
+    x63 = layers * x62
+    x64 = 1 - frozen_base
+    trainable_params = params * x64 + x37 * x58 + x61 + x63
     del x37
-    x64 = experts * x44
-    stage_adapter_params = stage_layers * x52 * (moe_share * x56 * (shared_experts + tp * x45 * x64) + x49 * x59 + x61)
-    del x56, x59, x61
-    stage_trainable_params = stage_adapter_params + x63 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x63
-    stage_embedding_params = x32 * x52
-    del x52
-    x65 = experts * x24 + x24 * x40 * x43
+    x65 = experts * x44
+    stage_adapter_params = stage_layers * x53 * (moe_share * x57 * (shared_experts + tp * x45 * x65) + x50 * x60 + x62)
+    del x57, x60, x62
+    stage_trainable_params = stage_adapter_params + x64 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x64
+    stage_embedding_params = x32 * x53
+    del x53
+    x66 = experts * x24 + x24 * x40 * x43
     del x43
-    x66 = moe_layers * x65
-    x67 = 2 * heads
-    x68 = x18 * x67
-    x69 = seq_len * x68
-    x70 = linear_head_dim ** 2
-    x71 = 640.0 * linear_head_dim + 6 * x70 + 2730.66666666667
-    x72 = linear_attention_layers * (linear_value_heads * x71 - x69)
-    x73 = x40 * x57
-    del x57
-    x74 = numpy.minimum(seq_len, window)
-    x75 = seq_len ** (-1.0)
-    x76 = window_layers * (2 * heads * x18 * x74 * (-x74 * x75 + 2) - x69)
-    del x74
-    x77 = x10 * x24 + 2 * x16 + 2 * x20
+    x67 = moe_layers * x66
+    x68 = 2 * heads
+    x69 = x18 * x68
+    x70 = seq_len * x69
+    x71 = linear_head_dim ** 2
+    x72 = 640.0 * linear_head_dim + 6 * x71 + 2730.66666666667
+    x73 = linear_attention_layers * (linear_value_heads * x72 - x70)
+    x74 = x40 * x58
+    del x58
+    x75 = numpy.minimum(seq_len, window)
+    x76 = seq_len ** (-1.0)
+    x77 = -x75 * x76 + 2
+    x78 = window_layers * (2 * heads * x18 * x75 * x77 - x70)
+    x79 = x10 * x24 + 2 * x16 + 2 * x20
     del x16, x20
-    x78 = layers * x77
-    x79 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x77)
+    x80 = layers * x79
+    x81 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x79)
     del x27
-    x80 = vocab * x24
-    x81 = 4.0 * x5
+    x82 = vocab * x24
+    x83 = 4.0 * x5
     del x5
-    x82 = ffn * mlp_matrices * x24
-    x83 = mtp_layers * (x4 * x65 + x69 + x7 * x82 + x77 + x80 + x81)
-    del x65, x77
-    x84 = x33 * x82 + x66 + x78 + x79
-    del x33, x82
-    x85 = x80 + x84
-    del x80
-    x86 = layers * x69 + x72 + x76
-    x87 = x83 + x86
-    model_flops_per_token = -frozen_base * x85 + 6 * heads * layers * seq_len * x18 + reference_model * (x85 + x87) + 6 * x32 + 6 * x34 + 6 * x60 + 6 * x62 + 3 * x66 + 3 * x72 + 6 * x73 + 3 * x76 + 3 * x78 + 3 * x79 + 3 * x83
-    del x34, x66, x72, x78, x79, x83, x85
-    x88 = 1 - full_recompute
-    hardware_flops_per_token = full_recompute * (2 * x60 + 2 * x62 + 2 * x73 + x84 + x87) + model_flops_per_token + selective * x86 * x88
-    del x60, x62, x73, x84, x86, x87
-    x89 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x90 = bytes_per_element * x89
-    x91 = x25 * x50
+    x84 = ffn * mlp_matrices * x24
+    x85 = mtp_layers * (x4 * x66 + x7 * x84 + x70 + x79 + x82 + x83)
+    del x66, x79
+    x86 = x33 * x84 + x67 + x80 + x81
+    del x33, x84
+    x87 = x82 + x86
+    del x82
+    x88 = layers * x70 + x73 + x78
+    x89 = x85 + x88
+    model_flops_per_token = -frozen_base * x87 + 6 * heads * layers * seq_len * x18 + reference_model * (x87 + x89) + 6 * x32 + 6 * x34 + 6 * x61 + 6 * x63 + 3 * x67 + 3 * x73 + 6 * x74 + 3 * x78 + 3 * x80 + 3 * x81 + 3 * x85
+    del x34, x67, x73, x78, x80, x81, x85, x87
+    x90 = 1 - full_recompute
+    hardware_flops_per_token = full_recompute * (2 * x61 + 2 * x63 + 2 * x74 + x86 + x89) + model_flops_per_token + selective * x88 * x90
+    del x61, x63, x74, x86, x88, x89
+    x91 = x25 * x51
     x92 = hidden ** (-1.0)
-    x93 = x28 * x50 * x92 - x91
+    x93 = x28 * x51 * x92 - x91
     del x28
-    x94 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x93)
-    x95 = peak_flops_per_s ** (-1.0)
-    x96 = gemm_max_efficiency ** (-1.0)
-    x97 = x95 * x96
-    x98 = x24 * x97
-    x99 = x21 * x50
+    x94 = tokens_mb * x93
+    x95 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x96 = bytes_per_element * x95
+    x97 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x93)
+    x98 = peak_flops_per_s ** (-1.0)
+    x99 = gemm_max_efficiency ** (-1.0)
+    x100 = x98 * x99
+    x101 = x100 * x24
+    x102 = x21 * x51
     del x21
-    x100 = x92 * x99
-    x101 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
-    x102 = 2 * x97
-    x103 = hidden * tokens_mb
-    x104 = tokens_mb * x93
-    t_qkv = x29 * numpy.maximum(x90 * (hidden * x93 + x103 + x104), x104 * x98 * (gemm_half_efficiency_dim + x94) / x94) + x30 * numpy.maximum(x90 * (tokens_mb * x100 + x103 + x99), tokens_mb * x102 * x99 * (gemm_half_efficiency_dim + x101) / x101)
-    del x100, x101, x104, x93, x94, x99
-    x105 = 4 * linear_head_dim
-    x106 = 0.015625 * x70
-    del x70
-    x107 = tokens_mb * x50
-    x108 = x107 * x90
-    x109 = numpy.minimum(seq_len, tokens_mb)
-    x110 = gemm_half_efficiency_dim + x109
-    x111 = x107 / attention_peak_flops_per_s
-    x112 = attention_scores_stored + selective
-    x113 = numpy.minimum(head_dim, tokens_mb)
-    t_core = numpy.maximum(x108 * x30 * x68, x111 * (x3 * x76 + x30 * x69) / (attention_efficiency_factor * gemm_max_efficiency * x109 * (1 - x112) / x110 + gemm_max_efficiency * x112 * x113 / (gemm_half_efficiency_dim + x113))) + numpy.maximum(linear_value_heads * x108 * x29 * (x105 + x106), linear_value_heads * x110 * x111 * x29 * x71 * x96 / (attention_efficiency_factor * x109))
-    del x108, x109, x110, x111, x112, x113, x3, x68, x69, x71, x76, x96
-    x114 = attention_scores_stored * heads * seq_len ** 2
-    t_scores = 10 * x1 * x114 * x30 * x50 * x89
-    del x1
-    x115 = hidden * x50
-    x116 = tokens_mb * x91
-    x117 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x91)
+    x103 = x102 * x92
+    x104 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x103)
+    x105 = 2 * x100
+    x106 = hidden * tokens_mb
+    t_qkv = x29 * numpy.maximum(x96 * (hidden * x93 + x106 + x94), x101 * x94 * (gemm_half_efficiency_dim + x97) / x97) + x30 * numpy.maximum(x96 * (tokens_mb * x103 + x102 + x106), tokens_mb * x102 * x105 * (gemm_half_efficiency_dim + x104) / x104)
+    del x102, x103, x104, x93, x94, x97
+    x107 = 4 * linear_head_dim
+    x108 = 0.015625 * x71
+    del x71
+    x109 = tokens_mb * x96
+    x110 = x109 * x51
+    x111 = numpy.minimum(seq_len, tokens_mb)
+    x112 = gemm_half_efficiency_dim + x111
+    x113 = tokens_mb * x51
+    x114 = x113 / attention_peak_flops_per_s
+    x115 = window_layers * x3
+    del x3
+    x116 = -x115 - x29 + 1
+    x117 = x110 * x69
+    x118 = numpy.maximum(head_dim, v_head_dim)
+    x119 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x118 + 1)) + 1
+    x120 = numpy.maximum(x119, attention_scores_stored + selective)
+    x121 = numpy.minimum(head_dim, tokens_mb)
+    x122 = gemm_max_efficiency * x121 / (gemm_half_efficiency_dim + x121)
+    del x121
+    x123 = 1 - x120
+    x124 = attention_head_dim_granule ** (-1.0)
+    x125 = x118 * (1 - fused_split_head_dims)
+    del x118
+    x126 = attention_efficiency_factor * gemm_max_efficiency * x111 * x18 / (x112 * (attention_head_dim_granule * numpy.ceil(x124 * (fused_split_head_dims * head_dim + x125)) + attention_head_dim_granule * numpy.ceil(x124 * (fused_split_head_dims * v_head_dim + x125))))
+    del x124, x125
+    x127 = fused_window_attention * x123
+    x128 = 1 - x127
+    t_core = numpy.maximum(x115 * x117, x114 * x115 * (x127 * x69 * x75 * x77 + x128 * x70) / (x122 * x128 + x126 * x127)) + numpy.maximum(x116 * x117, x114 * x116 * x70 / (x120 * x122 + x123 * x126)) + numpy.maximum(linear_value_heads * x110 * x29 * (x107 + x108), linear_value_heads * x112 * x114 * x29 * x72 * x99 / (attention_efficiency_factor * x111))
+    del x110, x111, x112, x114, x117, x120, x122, x123, x126, x127, x128, x69, x70, x72, x75, x77, x99
+    x129 = numpy.maximum(attention_scores_stored, x119)
+    x130 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x130 * x51 * x95 * (x115 * numpy.maximum(numpy.maximum(attention_scores_stored, x119), 1 - fused_window_attention) + x116 * x129)
+    del x1, x115, x116, x119
+    x131 = hidden * x51
+    x132 = tokens_mb * x91
+    x133 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x91)
     del x91
-    x118 = x10 * x50
-    x119 = tokens_mb * x118
-    x120 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x118)
-    t_proj = x29 * numpy.maximum(x90 * (x103 + x115 * x25 + x116), x116 * x98 * (gemm_half_efficiency_dim + x117) / x117) + x30 * numpy.maximum(x90 * (x10 * x115 + x103 + x119), x119 * x98 * (gemm_half_efficiency_dim + x120) / x120)
-    del x10, x116, x117, x120
-    x121 = ffn * x50
-    x122 = tokens_mb * x121
-    x123 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x121)
-    t_mlp = mlp_matrices * numpy.maximum(x90 * (hidden * x121 + x103 + x122), x122 * x98 * (gemm_half_efficiency_dim + x123) / x123)
-    del x123
-    x124 = experts * tokens_mb
-    x125 = experts_per_token * x103
-    x126 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x127 = moe_ffn * x50
-    x128 = tokens_mb * x127
-    x129 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x127)
-    x130 = 1 - token_drop
-    x131 = numpy.sqrt(2)
-    x132 = sequence_parallel * x50
-    x133 = 1 - sequence_parallel
-    x134 = etp * x132 + x133
-    x135 = 1 / (tokens_mb * x134)
-    x136 = tokens_mb * x134
-    x137 = x136 * x46
-    x138 = ep * experts_per_token * x136 / experts
-    del x136
-    x139 = numpy.minimum(numpy.minimum(hidden, x138), x46)
-    x140 = gemm_tile_dim ** (-1.0)
-    t_moe = etp * gemm_tile_dim ** 2 * mlp_matrices * x135 * x64 * (capacity_factor * token_drop + x130 * (x131 * numpy.sqrt(expert_load_cv ** 2 + x135 / experts_per_token) * numpy.sqrt(numpy.log(ep)) + 1)) * numpy.ceil(x138 * x140) * numpy.ceil(x140 * x46) * numpy.maximum(x137 * x98 * (gemm_half_efficiency_dim + x139) / x139, x90 * (hidden * x46 + x103 * x134 + x137)) / moe_ffn + mlp_matrices * shared_experts * numpy.maximum(x90 * (hidden * x127 + x103 + x128), x128 * x98 * (gemm_half_efficiency_dim + x129) / x129) + 20 * x124 * x89 + 4 * x125 * x90 + numpy.maximum(x90 * (x103 + x124 + x36), x124 * x98 * (gemm_half_efficiency_dim + x126) / x126)
-    del x124, x126, x129, x134, x135, x138, x139, x140, x36
-    x141 = tp - 1
-    x142 = (sequence_parallel * x141 + 1) ** (-1.0)
-    t_elem = tokens_mb * x90 * (16 * hidden * x142 + 4 * x121)
-    x143 = vocab * x50
+    x134 = x10 * x51
+    x135 = tokens_mb * x134
+    x136 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x134)
+    t_proj = x29 * numpy.maximum(x96 * (x106 + x131 * x25 + x132), x101 * x132 * (gemm_half_efficiency_dim + x133) / x133) + x30 * numpy.maximum(x96 * (x10 * x131 + x106 + x135), x101 * x135 * (gemm_half_efficiency_dim + x136) / x136)
+    del x10, x132, x133, x136
+    x137 = ffn * x51
+    x138 = tokens_mb * x137
+    x139 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
+    t_mlp = mlp_matrices * numpy.maximum(x96 * (hidden * x137 + x106 + x138), x101 * x138 * (gemm_half_efficiency_dim + x139) / x139)
+    del x139
+    x140 = experts * tokens_mb
+    x141 = experts_per_token * x106
+    x142 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x143 = moe_ffn * x51
     x144 = tokens_mb * x143
     x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
-    del x143
-    t_logits = numpy.maximum(x90 * (x103 + x144 + x32 * x50), x144 * x98 * (gemm_half_efficiency_dim + x145) / x145)
-    del x144, x145, x32
-    x146 = mlp_matrices - 1
-    x147 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x89 * (bytes_per_element + x146 * x147) * (experts_per_token * x137 + shared_experts * x128)
-    del x137
-    x148 = numpy.maximum(1, lora_rank)
-    x149 = tokens_mb * x148
-    x150 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x148)
-    x151 = numpy.maximum(x90 * (hidden * x148 + x103 + x149), x149 * x98 * (gemm_half_efficiency_dim + x150) / x150)
-    del x150, x98
-    x152 = x14 * x50
+    x146 = 1 - token_drop
+    x147 = numpy.sqrt(2)
+    x148 = sequence_parallel * x51
+    x149 = 1 - sequence_parallel
+    x150 = etp * x148 + x149
+    x151 = 1 / (experts_per_token * tokens_mb * x150)
+    x152 = experts_per_token * x150
+    del x150
+    x153 = tokens_mb * x152
+    x154 = x153 * x46
+    x155 = x96 * (x106 * x152 + x154 + x47)
+    del x152, x47
+    x156 = gemm_tile_dim ** (-1.0)
+    x157 = ep * x153 / experts
+    del x153
+    x158 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x105 * x151 * (grouped_gemm_token_half_dim + x157) * numpy.ceil(x157 / grouped_gemm_tile_tokens) / ep ** 2
+    del x157
+    x159 = mlp_matrices - 1
+    t_moe = mlp_matrices * shared_experts * numpy.maximum(x96 * (hidden * x143 + x106 + x144), x101 * x144 * (gemm_half_efficiency_dim + x145) / x145) + 20 * x140 * x95 + 4 * x141 * x96 + (capacity_factor * token_drop + x146 * (x147 * numpy.sqrt(expert_load_cv ** 2 + x151) * numpy.sqrt(numpy.log(ep)) + 1)) * (x159 * numpy.maximum(x155, x158 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x156 * x46)) + numpy.maximum(x155, x158 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x156))) + numpy.maximum(x96 * (x106 + x140 + x36), x101 * x140 * (gemm_half_efficiency_dim + x142) / x142)
+    del x140, x142, x145, x151, x155, x156, x158, x36
+    x160 = tp - 1
+    x161 = (sequence_parallel * x160 + 1) ** (-1.0)
+    t_elem = x109 * (16 * hidden * x161 + 4 * x137)
+    del x109
+    x162 = vocab * x51
+    x163 = tokens_mb * x162
+    x164 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x162)
+    del x162
+    t_logits = numpy.maximum(x96 * (x106 + x163 + x32 * x51), x101 * x163 * (gemm_half_efficiency_dim + x164) / x164)
+    del x163, x164, x32
+    x165 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x95 * (bytes_per_element + x159 * x165) * (shared_experts * x144 + x154)
+    del x154
+    x166 = numpy.maximum(1, lora_rank)
+    x167 = tokens_mb * x166
+    x168 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x166)
+    x169 = numpy.maximum(x96 * (hidden * x166 + x106 + x167), x101 * x167 * (gemm_half_efficiency_dim + x168) / x168)
+    del x101, x168
+    x170 = x14 * x51
     del x14
-    x153 = numpy.minimum(numpy.minimum(tokens_mb, x148), x152)
-    x154 = x102 * x149
-    del x102
-    x155 = numpy.minimum(numpy.minimum(tokens_mb, x118), x148)
-    x156 = x12 * x50
+    x171 = numpy.minimum(numpy.minimum(tokens_mb, x166), x170)
+    x172 = x105 * x167
+    del x105
+    x173 = numpy.minimum(numpy.minimum(tokens_mb, x134), x166)
+    x174 = x12 * x51
     del x12
-    x157 = numpy.minimum(numpy.minimum(tokens_mb, x148), x156)
-    x158 = x15 * x50
+    x175 = numpy.minimum(numpy.minimum(tokens_mb, x166), x174)
+    x176 = x15 * x51
     del x15
-    x159 = numpy.minimum(numpy.minimum(tokens_mb, x148), x158)
-    x160 = numpy.minimum(numpy.minimum(tokens_mb, x127), x148)
-    x161 = x151 + numpy.maximum(x90 * (x127 * x148 + x128 + x149), x127 * x154 * (gemm_half_efficiency_dim + x160) / x160)
-    del x128, x160
-    x162 = numpy.minimum(numpy.minimum(tokens_mb, x121), x148)
-    x163 = x151 + numpy.maximum(x90 * (x121 * x148 + x122 + x149), x121 * x154 * (gemm_half_efficiency_dim + x162) / x162)
-    del x122, x162
-    t_adapter = lora_k * (x151 + numpy.maximum(x152 * x154 * (gemm_half_efficiency_dim + x153) / x153, x90 * (tokens_mb * x152 + x148 * x152 + x149))) + lora_o * (x151 + numpy.maximum(x90 * (x118 * x148 + x119 + x149), x118 * x154 * (gemm_half_efficiency_dim + x155) / x155)) + lora_q * (x151 + numpy.maximum(x154 * x156 * (gemm_half_efficiency_dim + x157) / x157, x90 * (tokens_mb * x156 + x148 * x156 + x149))) + lora_v * (x151 + numpy.maximum(x154 * x158 * (gemm_half_efficiency_dim + x159) / x159, x90 * (tokens_mb * x158 + x148 * x158 + x149))) + moe_share * x40 * (lora_down * x161 + x161 * x55) + x49 * (lora_down * x163 + x163 * x55)
-    del x118, x119, x148, x149, x151, x152, x153, x154, x155, x156, x157, x158, x159, x161, x163, x40
-    x164 = -stage_params
-    x165 = -stage_embedding_params - x164
-    dequant_mb = dequantize_base * x165 * x89 * (base_weight_bytes_per_param + bytes_per_element) * (full_recompute + 2)
-    x166 = moe_share * t_moe
-    x167 = t_mlp * x49
-    x168 = t_proj + t_qkv
-    x169 = x166 + x167 + x168
-    x170 = t_core + t_elem + t_scores
-    x171 = x169 + x170
-    t_layer_fwd = t_adapter + x171
-    x172 = 3 * t_logits
-    x173 = reference_model * (stage_layers * x171 + t_logits)
-    del x171
-    x174 = selective * t_core
-    x175 = 3 * t_core
+    x177 = numpy.minimum(numpy.minimum(tokens_mb, x166), x176)
+    x178 = numpy.minimum(numpy.minimum(tokens_mb, x143), x166)
+    x179 = x169 + numpy.maximum(x96 * (x143 * x166 + x144 + x167), x143 * x172 * (gemm_half_efficiency_dim + x178) / x178)
+    del x144, x178
+    x180 = numpy.minimum(numpy.minimum(tokens_mb, x137), x166)
+    x181 = x169 + numpy.maximum(x96 * (x137 * x166 + x138 + x167), x137 * x172 * (gemm_half_efficiency_dim + x180) / x180)
+    del x138, x180
+    t_adapter = lora_k * (x169 + numpy.maximum(x170 * x172 * (gemm_half_efficiency_dim + x171) / x171, x96 * (tokens_mb * x170 + x166 * x170 + x167))) + lora_o * (x169 + numpy.maximum(x96 * (x134 * x166 + x135 + x167), x134 * x172 * (gemm_half_efficiency_dim + x173) / x173)) + lora_q * (x169 + numpy.maximum(x172 * x174 * (gemm_half_efficiency_dim + x175) / x175, x96 * (tokens_mb * x174 + x166 * x174 + x167))) + lora_v * (x169 + numpy.maximum(x172 * x176 * (gemm_half_efficiency_dim + x177) / x177, x96 * (tokens_mb * x176 + x166 * x176 + x167))) + moe_share * x40 * (lora_down * x179 + x179 * x56) + x50 * (lora_down * x181 + x181 * x56)
+    del x134, x135, x166, x167, x169, x170, x171, x172, x173, x174, x175, x176, x177, x179, x181, x40
+    x182 = -stage_params
+    x183 = -stage_embedding_params - x182
+    dequant_mb = dequantize_base * x183 * x95 * (base_weight_bytes_per_param + bytes_per_element) * (full_recompute + 2)
+    x184 = moe_share * t_moe
+    x185 = t_mlp * x50
+    x186 = t_proj + t_qkv
+    x187 = x184 + x185 + x186
+    x188 = t_core + t_elem + t_scores
+    x189 = x187 + x188
+    t_layer_fwd = t_adapter + x189
+    x190 = 3 * t_logits
+    x191 = reference_model * (stage_layers * x189 + t_logits)
+    del x189
+    x192 = selective * t_core
+    x193 = 3 * t_core
     del t_core
-    x176 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x175
+    x194 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x193
     del t_elem, t_proj, t_qkv, t_scores
-    x177 = x103 * x50
-    x178 = numpy.minimum(numpy.minimum(tokens_mb, x115), 2.0 * hidden)
-    x179 = t_mlp * x7
+    x195 = x106 * x51
+    x196 = numpy.minimum(numpy.minimum(tokens_mb, x131), 2.0 * hidden)
+    x197 = t_mlp * x7
     del t_mlp, x7
-    x180 = t_moe * x4
+    x198 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x169 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x166 + 3 * x167 + x176 + x88 * (moe_share * recompute_moe_act * t_moe_act + x174)) + x172 + x173 + x42 * (full_recompute * (x168 + x170 + x179 + x180) + x172 + x174 * x88 + x176 + 3 * x179 + 3 * x180 + 3 * numpy.maximum(x90 * (2.0 * x103 + x177 + x50 * x6), x107 * x81 * x97 * (gemm_half_efficiency_dim + x178) / x178))
-    del dequant_mb, t_adapter, t_moe_act, x166, x167, x168, x170, x174, x176, x178, x179, x180, x6, x81, x90, x97
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x173
-    del x173
-    weight_grad_mb = x63 * (stage_layers * x169 + t_logits)
-    del t_logits, x169
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x187 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x184 + 3 * x185 + x194 + x90 * (moe_share * recompute_moe_act * t_moe_act + x192)) + x190 + x191 + x42 * (full_recompute * (x186 + x188 + x197 + x198) + x190 + x192 * x90 + x194 + 3 * x197 + 3 * x198 + 3 * numpy.maximum(x96 * (2.0 * x106 + x195 + x51 * x6), x100 * x113 * x83 * (gemm_half_efficiency_dim + x196) / x196))
+    del dequant_mb, t_adapter, t_moe_act, x100, x184, x185, x186, x188, x192, x194, x196, x197, x198, x6, x83, x96
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x191
+    del x191
+    weight_grad_mb = x64 * (stage_layers * x187 + t_logits)
+    del t_logits, x187
     compute_s = compute_mb * microbatches
-    x181 = 2 * full_recompute + 4
-    x182 = stage_layers + x42
-    x183 = tp_intra_ranks - 1
-    x184 = 2 * intra_latency_s
-    x185 = tp_intra_ranks ** (-1.0)
-    x186 = tp * x185 - 1
-    x187 = 2 * inter_latency_s
-    x188 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x189 = bytes_per_element * x188
-    x190 = bytes_per_element * x107
-    del x107
-    x191 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x192 = x191 / scale_out_bus_efficiency
-    x193 = collective_overhead_s * numpy.minimum(1, x141) + tokens_mb * x183 * x185 * x189 * x24 + x183 * x184 + x186 * x187 + x186 * x190 * x192 * x24
-    del x141, x183, x185, x186
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x181 * x182 * x193) + x181 * x182 * x193
-    del x181, x193
-    x194 = 3 * cp - 3
-    x195 = 1 - cp_intra
-    x196 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x197 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x198 = cp_intra * intra_latency_s + inter_latency_s * x195 + kv_heads * x18 * x190 / (cp_intra * x196 + x195 * x197)
-    del x190, x195
-    cp_comm_mb = -cp_overlap * numpy.minimum(x175 * x182, x182 * x194 * x198 * x30) + x182 * x194 * x198 * x30
-    del x175, x194, x198, x30
-    x199 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x200 = x199 ** (-1.0)
-    x201 = ep * x200 - 1
-    x202 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x199 = 2 * full_recompute + 4
+    x200 = stage_layers + x42
+    x201 = tp_intra_ranks - 1
+    x202 = 2 * intra_latency_s
+    x203 = tp_intra_ranks ** (-1.0)
+    x204 = tp * x203 - 1
+    x205 = 2 * inter_latency_s
+    x206 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x207 = bytes_per_element * x206
+    x208 = bytes_per_element * x113
+    del x113
+    x209 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x210 = x209 / scale_out_bus_efficiency
+    x211 = collective_overhead_s * numpy.minimum(1, x160) + tokens_mb * x201 * x203 * x207 * x24 + x201 * x202 + x204 * x205 + x204 * x208 * x210 * x24
+    del x160, x201, x203, x204
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x199 * x200 * x211) + x199 * x200 * x211
+    del x199, x211
+    x212 = 3 * cp - 3
+    x213 = 1 - cp_intra
+    x214 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x215 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x216 = cp_intra * intra_latency_s + inter_latency_s * x213 + kv_heads * x18 * x208 / (cp_intra * x214 + x213 * x215)
+    del x208, x213
+    cp_comm_mb = -cp_overlap * numpy.minimum(x193 * x200, x200 * x212 * x216 * x30) + x200 * x212 * x216 * x30
+    del x193, x212, x216, x30
+    x217 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x218 = x217 ** (-1.0)
+    x219 = ep * x218 - 1
+    x220 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x203 = 1 - x202
-    x204 = 4 * etp - 4
-    x205 = 1 - hierarchical_dispatch
-    x206 = x132 + x133
-    del x132, x133
-    x207 = x206 / a2a_efficiency_factor
-    x208 = x125 * x207 * (hierarchical_dispatch * (-x199 * x44 + 1) + x201 * x205 * x44)
-    del x125, x44
-    x209 = 1 - x200
+    x221 = 1 - x220
+    x222 = 4 * etp - 4
+    x223 = 1 - hierarchical_dispatch
+    x224 = x148 + x149
+    del x148, x149
+    x225 = x224 / a2a_efficiency_factor
+    x226 = x141 * x225 * (hierarchical_dispatch * (-x217 * x44 + 1) + x219 * x223 * x44)
+    del x141, x44
+    x227 = 1 - x218
+    del x218
+    x228 = x106 * x210 * x225 * x227 * (experts_per_token * x223 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x217 * (1 - x227 ** experts_per_token)))
+    del x106, x223, x225, x227
+    x229 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x230 = moe_share * x200
     del x200
-    x210 = x103 * x192 * x207 * x209 * (experts_per_token * x205 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x199 * (1 - x209 ** experts_per_token)))
-    del x103, x205, x207, x209
-    x211 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x212 = moe_share * x182
-    del x182
-    x213 = x212 * (4 * inter_latency_s * (x199 - 1) + 4 * intra_latency_s * x201 + sequence_parallel * (bytes_per_element * experts_per_token * x177 * x204 / (x196 * x202 + x197 * x203) + x204 * (inter_latency_s * x203 + intra_latency_s * x202)) + 2 * numpy.maximum(bytes_per_element * x210, x189 * x208) + 2 * numpy.maximum(x210 * x211, x188 * x208 * x211))
-    del x177, x189, x199, x201, x202, x203, x204, x208, x210, x211
-    x214 = ep_overlap * numpy.minimum(x213, 3 * t_layer_fwd * x212)
-    del x212
-    ep_comm_mb = comm_sm_fraction * x214 / (1 - comm_sm_fraction) + x213 - x214
-    del x213, x214
-    x215 = 1 - dualpipe
-    x216 = pp - 1
-    x217 = microbatches * vp
-    x218 = 1 - pp_intra
-    x219 = bytes_per_element * tokens_mb
-    pp_comm_s = x215 * (2 * pp + 2 * x217 - 2) * (inter_latency_s * x218 + intra_latency_s * pp_intra + 1.0 * x115 * x219 / (pp_intra * x196 + x197 * x218)) * numpy.minimum(1, x216)
-    del x196, x197, x218
-    x220 = numpy.minimum(1, grad_shards - 1)
-    x221 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x222 = x221 - 1
-    x223 = intra_latency_s * x222
-    x224 = x221 ** (-1.0)
-    del x221
-    x225 = shard_ranks * x224 - 1
-    x226 = inter_latency_s * x225
-    x227 = x188 * x222 * x224
-    del x222, x224
-    x228 = 2 * grad_comm_bytes_per_param
-    x229 = stage_trainable_params * x228
-    x230 = shard_ranks ** (-1.0)
-    x231 = x192 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x192
-    x232 = x225 * x230 * x231
-    del x225
-    x233 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x234 = x233 - 1
-    x235 = intra_latency_s * x234
-    x236 = x233 ** (-1.0)
-    del x233
-    x237 = expert_shard_ranks * x236 - 1
-    x238 = inter_latency_s * x237
-    x239 = x188 * x234 * x236
-    del x234, x236
-    x240 = stage_trainable_expert_params * x228
-    x241 = expert_shard_ranks ** (-1.0)
-    x242 = x231 * x237 * x241
-    del x237
-    x243 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x63)
-    x244 = base_weight_bytes_per_param * x165 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x165
-    x245 = bytes_per_element * (stage_adapter_params + stage_params * x63) + frozen_base * x244 - x243
-    del stage_adapter_params, stage_params, x63
-    x246 = 1 / 2 * microbatches * x220 * (2 * x223 + 2 * x226 + x227 * x229 + x229 * x232 + x4 * (2 * x235 + 2 * x238 + x239 * x240 + x240 * x242)) + 2 * microbatches * zero3 * (x223 + x226 + x227 * x245 + x232 * x245 + x4 * (x235 + x238 + x239 * x243 + x242 * x243))
-    del x223, x226, x227, x232, x235, x238, x239, x242, x243, x245
-    x247 = 2 * stage_layers
-    x248 = numpy.minimum(dp, dp_intra_ranks)
-    x249 = x248 - 1
-    x250 = x248 ** (-1.0)
-    del x248
-    x251 = dp * x250 - 1
-    x252 = x188 * x228
-    del x188, x228
-    x253 = stage_trainable_params * x252
-    x254 = x229 * x231
-    del x229
-    x255 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x256 = x255 - 1
-    x257 = x255 ** (-1.0)
-    del x255
-    x258 = expert_dp_ranks * x257 - 1
-    x259 = stage_trainable_expert_params * x252
-    del x252
-    x260 = x231 * x240
-    del x231, x240
-    x261 = replica_intra_ranks - 1
-    x262 = x184 * x261
-    x263 = replica_intra_ranks ** (-1.0)
-    x264 = x230 * x263
+    x231 = x230 * (4 * inter_latency_s * (x217 - 1) + 4 * intra_latency_s * x219 + sequence_parallel * (bytes_per_element * experts_per_token * x195 * x222 / (x214 * x220 + x215 * x221) + x222 * (inter_latency_s * x221 + intra_latency_s * x220)) + 2 * numpy.maximum(bytes_per_element * x228, x207 * x226) + 2 * numpy.maximum(x228 * x229, x206 * x226 * x229))
+    del x195, x207, x217, x219, x220, x221, x222, x226, x228, x229
+    x232 = ep_overlap * numpy.minimum(x231, 3 * t_layer_fwd * x230)
     del x230
-    x265 = numpy.maximum(1, dp * x264)
-    x266 = x265 - 1
-    x267 = x241 * x263
-    del x241, x263
-    x268 = numpy.maximum(1, expert_dp_ranks * x267)
-    x269 = x268 - 1
-    x270 = x220 * (x187 * x266 + x253 * x261 * x264 + x254 * x264 * x266 / x265 + x262 + x4 * (x187 * x269 + x259 * x261 * x267 + x260 * x267 * x269 / x268 + x262)) + (1 - x220) * (x184 * x249 + x187 * x251 + x2 * x251 * x254 + x249 * x250 * x253 + x4 * (x184 * x256 + x187 * x258 + x256 * x257 * x259 + x258 * x260 / expert_dp_ranks))
-    del x184, x187, x2, x220, x249, x250, x251, x253, x254, x256, x257, x258, x259, x260, x261, x262, x264, x265, x266, x267, x268, x269, x4
-    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x246) - dp_overlap * numpy.minimum(x270, t_layer_fwd * x247) + x246 + x270
-    del t_layer_fwd, x246, x270
-    x271 = compute_mb + tp_comm_mb
-    x272 = full_recompute + 3
-    x273 = expert_overhead_s * x64 + moe_layer_overhead_s
-    del x64
-    x274 = host_launch_factor * x272
-    x275 = stage_layers * x274
-    x276 = dispatch_host_sync * x130
-    x277 = moe_share * x273
-    x278 = x275 * x277
-    x279 = (x271 ** host_overlap_exponent + (layer_overhead_s * x275 + x278 * (1 - x276)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x275
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x130 * x272 * x273 - x271 + x279)
-    del x130, x271, x272, x273
+    ep_comm_mb = comm_sm_fraction * x232 / (1 - comm_sm_fraction) + x231 - x232
+    del x231, x232
+    x233 = 1 - dualpipe
+    x234 = pp - 1
+    x235 = microbatches * vp
+    x236 = 1 - pp_intra
+    x237 = bytes_per_element * tokens_mb
+    pp_comm_s = x233 * (2 * pp + 2 * x235 - 2) * (inter_latency_s * x236 + intra_latency_s * pp_intra + 1.0 * x131 * x237 / (pp_intra * x214 + x215 * x236)) * numpy.minimum(1, x234)
+    del x214, x215, x236
+    x238 = numpy.minimum(1, grad_shards - 1)
+    x239 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x240 = x239 - 1
+    x241 = intra_latency_s * x240
+    x242 = x239 ** (-1.0)
+    del x239
+    x243 = shard_ranks * x242 - 1
+    x244 = inter_latency_s * x243
+    x245 = x206 * x240 * x242
+    del x240, x242
+    x246 = 2 * grad_comm_bytes_per_param
+    x247 = stage_trainable_params * x246
+    x248 = shard_ranks ** (-1.0)
+    x249 = x210 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x210
+    x250 = x243 * x248 * x249
+    del x243
+    x251 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x252 = x251 - 1
+    x253 = intra_latency_s * x252
+    x254 = x251 ** (-1.0)
+    del x251
+    x255 = expert_shard_ranks * x254 - 1
+    x256 = inter_latency_s * x255
+    x257 = x206 * x252 * x254
+    del x252, x254
+    x258 = stage_trainable_expert_params * x246
+    x259 = expert_shard_ranks ** (-1.0)
+    x260 = x249 * x255 * x259
+    del x255
+    x261 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x64)
+    x262 = base_weight_bytes_per_param * x183 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x183
+    x263 = bytes_per_element * (stage_adapter_params + stage_params * x64) + frozen_base * x262 - x261
+    del stage_adapter_params, stage_params, x64
+    x264 = 1 / 2 * microbatches * x238 * (2 * x241 + 2 * x244 + x245 * x247 + x247 * x250 + x4 * (2 * x253 + 2 * x256 + x257 * x258 + x258 * x260)) + 2 * microbatches * zero3 * (x241 + x244 + x245 * x263 + x250 * x263 + x4 * (x253 + x256 + x257 * x261 + x260 * x261))
+    del x241, x244, x245, x250, x253, x256, x257, x260, x261, x263
+    x265 = 2 * stage_layers
+    x266 = numpy.minimum(dp, dp_intra_ranks)
+    x267 = x266 - 1
+    x268 = x266 ** (-1.0)
+    del x266
+    x269 = dp * x268 - 1
+    x270 = x206 * x246
+    del x206, x246
+    x271 = stage_trainable_params * x270
+    x272 = x247 * x249
+    del x247
+    x273 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x274 = x273 - 1
+    x275 = x273 ** (-1.0)
+    del x273
+    x276 = expert_dp_ranks * x275 - 1
+    x277 = stage_trainable_expert_params * x270
+    del x270
+    x278 = x249 * x258
+    del x249, x258
+    x279 = replica_intra_ranks - 1
+    x280 = x202 * x279
+    x281 = replica_intra_ranks ** (-1.0)
+    x282 = x248 * x281
+    del x248
+    x283 = numpy.maximum(1, dp * x282)
+    x284 = x283 - 1
+    x285 = x259 * x281
+    del x259, x281
+    x286 = numpy.maximum(1, expert_dp_ranks * x285)
+    x287 = x286 - 1
+    x288 = x238 * (x205 * x284 + x271 * x279 * x282 + x272 * x282 * x284 / x283 + x280 + x4 * (x205 * x287 + x277 * x279 * x285 + x278 * x285 * x287 / x286 + x280)) + (1 - x238) * (x2 * x269 * x272 + x202 * x267 + x205 * x269 + x267 * x268 * x271 + x4 * (x202 * x274 + x205 * x276 + x274 * x275 * x277 + x276 * x278 / expert_dp_ranks))
+    del x2, x202, x205, x238, x267, x268, x269, x271, x272, x274, x275, x276, x277, x278, x279, x280, x282, x283, x284, x285, x286, x287, x4
+    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x264) - dp_overlap * numpy.minimum(x288, t_layer_fwd * x265) + x264 + x288
+    del t_layer_fwd, x264, x288
+    x289 = compute_mb + tp_comm_mb
+    x290 = full_recompute + 3
+    x291 = expert_overhead_s * x65 + moe_layer_overhead_s
+    del x65
+    x292 = host_launch_factor * x290
+    x293 = stage_layers * x292
+    x294 = dispatch_host_sync * x146
+    x295 = moe_share * x291
+    x296 = x293 * x295
+    x297 = (x289 ** host_overlap_exponent + (layer_overhead_s * x293 + x296 * (1 - x294)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x293
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x146 * x290 * x291 - x289 + x297)
+    del x146, x289, x290, x291
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x280 = cp_comm_mb + ep_comm_mb + x276 * x278 + x279
-    del x278
-    x281 = microbatches ** (-1.0)
-    x282 = vp ** (-1.0)
-    x283 = x280 / compute_mb
-    x284 = dualpipe * x281 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x283 - 3 * weight_grad_mb * x283 + x247 * x274 * x276 * x277 + 2 * x279) / x280 + x215 * x216 * x281 * x282
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x247, x274, x276, x277, x279, x281, x283
-    bubble_s = microbatches * x280 * x284
-    del x280
-    x285 = stage_trainable_expert_params / expert_optimizer_shards
-    x286 = stage_trainable_params / optimizer_shards
-    optimizer_s = x89 * (x285 + x286) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x89
-    x287 = microbatches * stage_extra_layers * (compute_mb - x172) * (x284 + 1) / stage_layers
-    del compute_mb, x172, x284
-    x288 = dp_comm_s + pp_comm_s
-    x289 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x288
-    x290 = gpus + 0.474798
-    x291 = gpus ** (-1.0)
-    x292 = x290 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x289 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x289 * numpy.maximum(0, -x131 * erfinv(1.71458910109456 * x291 * x292 * (0.0686881539789491 * x292 + 0.112063) - 1 + 1.16023 / x290)) + x287 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x287 + x289)
-    del x287, x290, x292
-    step_time_s = straggler_s + x289
-    del x289
-    x293 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x293
-    x294 = tokens_per_s * x291
-    x295 = model_flops_per_token * x294
-    tflops_per_gpu = 1e-12 * x295
-    mfu = x295 * x95
-    del x295
-    hfu = hardware_flops_per_token * x294 * x95
-    del hardware_flops_per_token, x294, x95
-    x296 = expert_weight_shards ** (-1.0)
-    x297 = weight_shards ** (-1.0)
-    x298 = base_weight_bytes_per_param * stage_expert_params
-    weights_bytes = frozen_base * (x296 * x298 + x297 * (x244 - x298)) + reference_model * (bytes_per_element * stage_expert_params * x296 + bytes_per_element * x297 * (-stage_expert_params - x164)) + stage_trainable_expert_params * weight_bytes_per_param * x296 + stage_trainable_params * weight_bytes_per_param * x297
-    del stage_expert_params, x164, x244, x296, x297, x298
+    x298 = cp_comm_mb + ep_comm_mb + x294 * x296 + x297
+    del x296
+    x299 = microbatches ** (-1.0)
+    x300 = vp ** (-1.0)
+    x301 = x298 / compute_mb
+    x302 = dualpipe * x299 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x301 - 3 * weight_grad_mb * x301 + x265 * x292 * x294 * x295 + 2 * x297) / x298 + x233 * x234 * x299 * x300
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x265, x292, x294, x295, x297, x299, x301
+    bubble_s = microbatches * x298 * x302
+    del x298
+    x303 = stage_trainable_expert_params / expert_optimizer_shards
+    x304 = stage_trainable_params / optimizer_shards
+    optimizer_s = x95 * (x303 + x304) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x95
+    x305 = microbatches * stage_extra_layers * (compute_mb - x190) * (x302 + 1) / stage_layers
+    del compute_mb, x190, x302
+    x306 = dp_comm_s + pp_comm_s
+    x307 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x306
+    x308 = gpus + 0.474798
+    x309 = gpus ** (-1.0)
+    x310 = x308 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x307 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x307 * numpy.maximum(0, -x147 * erfinv(1.71458910109456 * x309 * x310 * (0.0686881539789491 * x310 + 0.112063) - 1 + 1.16023 / x308)) + x305 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x305 + x307)
+    del x305, x308, x310
+    step_time_s = straggler_s + x307
+    del x307
+    x311 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x311
+    x312 = tokens_per_s * x309
+    x313 = model_flops_per_token * x312
+    tflops_per_gpu = 1e-12 * x313
+    mfu = x313 * x98
+    del x313
+    hfu = hardware_flops_per_token * x312 * x98
+    del hardware_flops_per_token, x312, x98
+    x314 = expert_weight_shards ** (-1.0)
+    x315 = weight_shards ** (-1.0)
+    x316 = base_weight_bytes_per_param * stage_expert_params
+    weights_bytes = frozen_base * (x314 * x316 + x315 * (x262 - x316)) + reference_model * (bytes_per_element * stage_expert_params * x314 + bytes_per_element * x315 * (-stage_expert_params - x182)) + stage_trainable_expert_params * weight_bytes_per_param * x314 + stage_trainable_params * weight_bytes_per_param * x315
+    del stage_expert_params, x182, x262, x314, x315, x316
     grads_bytes = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    optimizer_state_bytes = optimizer_bytes_per_param * x285 + optimizer_bytes_per_param * x286
-    del x285, x286
-    x299 = 4 * tokens_mb * x115 * (vocab * x92 + 1)
-    del x115, x92
-    x300 = 2 * tokens_mb
-    x301 = hidden * tokens_mb
-    x302 = x206 * x301
-    x303 = 4 * x302
-    x304 = heads + kv_heads
-    x305 = kv_heads / heads
-    x306 = x121 * x49
-    del x49
-    x307 = 1 - recompute_norms
-    x308 = tokens_mb * x24
-    x309 = 2 * mlp_matrices
-    x310 = tokens_mb * x309
-    x311 = micro_batch * x114 * (dropout_masks + 4) / cp ** 2
-    del x114
-    x312 = shared_experts * tokens_mb * x127
-    del x127
-    x313 = tokens_mb * x206
-    del x206
-    x314 = experts_per_token * x313
-    x315 = linear_input_bytes + x309 - 2
-    del x309
-    x316 = hidden * linear_input_bytes
-    x317 = x307 * x313 * x316
-    del x313
-    x318 = -frozen_base * (linear_input_bytes * tokens_mb * x306 * (1 - lora_down) + x317 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x317 * (1 - numpy.minimum(1, x55))) + lora_rank * x219 * (lora_down + lora_k + lora_o + lora_q + lora_v + x55) - moe_share * (x312 + x314 * x46) * (linear_input_bytes * recompute_moe_act + x146 * (2 - x147)) + moe_share * (-x121 * x310 + x312 * x315 + x314 * (etp * x316 + x315 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x50 * x67 * (2 * head_dim + v_head_dim) - recompute_norms * x303 + x29 * (2 * micro_batch * seq_len * x0 * x50 * (linear_key_heads * x105 + 68.0 * linear_value_heads + 5 * x25) - x50 * (x18 * x300 * x304 + x311)) + x300 * x50 * (x18 * x304 - x24 * (x305 + 1)) + x300 * (q_lora_rank + x17) + x302 * (2 * dropout_masks + 8) + x50 * (ffn * x310 + x301 * (4 * x305 + 2) + x308 + x311) - (1 - 1 / 2 * linear_input_bytes) * (x300 * x306 + x303 * x307)
-    del moe_share, tokens_mb, x0, x105, x11, x121, x146, x147, x17, x18, x24, x25, x29, x300, x301, x302, x303, x304, x305, x306, x307, x310, x311, x312, x314, x315, x316, x317, x46, x55, x67
-    x319 = full_recompute * x142 * x308 + x318 * x88
-    del x142, x308, x88
-    activation_bytes = full_recompute * x318 + linear_value_heads * x106 * x219 * x50 * numpy.minimum(1, linear_attention_layers) + stage_layers * x282 * x319 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x215 * numpy.minimum(x217, pp * vp + x216 * numpy.minimum(1, vp - 1))) + x299 + x42 * (x299 + x319)
-    del microbatches, x106, x215, x216, x217, x219, x282, x299, x318, x319, x42, x50
+    optimizer_state_bytes = optimizer_bytes_per_param * x303 + optimizer_bytes_per_param * x304
+    del x303, x304
+    x317 = 4 * tokens_mb * x131 * (vocab * x92 + 1)
+    del x131, x92
+    x318 = 2 * tokens_mb
+    x319 = hidden * tokens_mb
+    x320 = x224 * x319
+    x321 = 4 * x320
+    x322 = heads + kv_heads
+    x323 = kv_heads / heads
+    x324 = x137 * x50
+    del x50
+    x325 = 1 - recompute_norms
+    x326 = shared_experts * tokens_mb * x143
+    del x143
+    x327 = tokens_mb * x224
+    del x224
+    x328 = experts_per_token * x327
+    x329 = 2 * mlp_matrices
+    x330 = tokens_mb * x329
+    x331 = linear_input_bytes + x329 - 2
+    del x329
+    x332 = hidden * linear_input_bytes
+    x333 = tokens_mb * x24
+    x334 = micro_batch * x129 * x130 * (dropout_masks + 4) / cp ** 2
+    del x129, x130
+    x335 = x325 * x327 * x332
+    del x327
+    x336 = -frozen_base * (linear_input_bytes * tokens_mb * x324 * (1 - lora_down) + x335 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x335 * (1 - numpy.minimum(1, x56))) + lora_rank * x237 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x326 + x328 * x46) * (linear_input_bytes * recompute_moe_act + x159 * (2 - x165)) + moe_share * (-x137 * x330 + x326 * x331 + x328 * (etp * x332 + x331 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x321 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x107 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x318 * x322 + x334)) + x318 * x51 * (x18 * x322 - x24 * (x323 + 1)) + x318 * (q_lora_rank + x17) + x320 * (2 * dropout_masks + 8) + x51 * (ffn * x330 + x319 * (4 * x323 + 2) + x333 + x334) - (1 - 1 / 2 * linear_input_bytes) * (x318 * x324 + x321 * x325)
+    del moe_share, tokens_mb, x0, x107, x11, x137, x159, x165, x17, x18, x24, x25, x29, x318, x319, x320, x321, x322, x323, x324, x325, x326, x328, x330, x331, x332, x334, x335, x46, x56, x68
+    x337 = full_recompute * x161 * x333 + x336 * x90
+    del x161, x333, x90
+    activation_bytes = full_recompute * x336 + linear_value_heads * x108 * x237 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x300 * x337 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x233 * numpy.minimum(x235, pp * vp + x234 * numpy.minimum(1, vp - 1))) + x317 + x42 * (x317 + x337)
+    del microbatches, x108, x233, x234, x235, x237, x300, x317, x336, x337, x42, x51
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x320 = nodes / (rack_mtbf_s * rack_nodes)
-    x321 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x322 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x323 = x320 + x321 + x322
-    system_mtbf_s = x323 ** (-1.0)
-    x324 = node_repair_s * x320
-    x325 = numpy.exp(-x324)
-    x326 = node_repair_s * x321
-    x327 = -spare_nodes
-    x328 = rack_nodes + x327
-    x329 = x324 * x325
-    del x324
-    x330 = 2 * rack_nodes + x327
-    x331 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x325 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x332 = 3 * rack_nodes + x327
-    x333 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x325 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x334 = 4 * rack_nodes + x327
-    x335 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x325 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x336 = 5 * rack_nodes + x327
-    x337 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x325 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x338 = 6 * rack_nodes + x327
-    x339 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x325 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x340 = 7 * rack_nodes + x327
-    x341 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x325 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x342 = 8 * rack_nodes + x327
-    x343 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x325 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x344 = 9 * rack_nodes + x327
-    x345 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x325 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x346 = 10 * rack_nodes + x327
-    x347 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x325 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x348 = 11 * rack_nodes + x327
-    x349 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x325 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x320 * (x325 * poisson_cdf(-x328, x326) + x329 * poisson_cdf(-x330, x326) + x331 * poisson_cdf(-x332, x326) + x333 * poisson_cdf(-x334, x326) + x335 * poisson_cdf(-x336, x326) + x337 * poisson_cdf(-x338, x326) + x339 * poisson_cdf(-x340, x326) + x341 * poisson_cdf(-x342, x326) + x343 * poisson_cdf(-x344, x326) + x345 * poisson_cdf(-x346, x326) + x347 * poisson_cdf(-x348, x326) + x349 * poisson_cdf(-12 * rack_nodes - x327, x326)) + x321 * (x325 * poisson_cdf(spare_nodes - 1, x326) + x329 * poisson_cdf(-x328 - 1, x326) + x331 * poisson_cdf(-x330 - 1, x326) + x333 * poisson_cdf(-x332 - 1, x326) + x335 * poisson_cdf(-x334 - 1, x326) + x337 * poisson_cdf(-x336 - 1, x326) + x339 * poisson_cdf(-x338 - 1, x326) + x341 * poisson_cdf(-x340 - 1, x326) + x343 * poisson_cdf(-x342 - 1, x326) + x345 * poisson_cdf(-x344 - 1, x326) + x347 * poisson_cdf(-x346 - 1, x326) + x349 * poisson_cdf(-x348 - 1, x326)) + x322)
-    del x320, x321, x322, x325, x326, x327, x328, x329, x330, x331, x332, x333, x334, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x349
-    x350 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x351 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x323 * (x350 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x323 * (-manual_restart_s + x350 - x351))) + x350 - x351
-    del x323, x350, x351
+    x338 = nodes / (rack_mtbf_s * rack_nodes)
+    x339 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x340 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x341 = x338 + x339 + x340
+    system_mtbf_s = x341 ** (-1.0)
+    x342 = node_repair_s * x338
+    x343 = numpy.exp(-x342)
+    x344 = node_repair_s * x339
+    x345 = -spare_nodes
+    x346 = rack_nodes + x345
+    x347 = x342 * x343
+    del x342
+    x348 = 2 * rack_nodes + x345
+    x349 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x343 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x350 = 3 * rack_nodes + x345
+    x351 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x343 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x352 = 4 * rack_nodes + x345
+    x353 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x343 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x354 = 5 * rack_nodes + x345
+    x355 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x343 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x356 = 6 * rack_nodes + x345
+    x357 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x343 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x358 = 7 * rack_nodes + x345
+    x359 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x343 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x360 = 8 * rack_nodes + x345
+    x361 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x343 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x362 = 9 * rack_nodes + x345
+    x363 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x343 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x364 = 10 * rack_nodes + x345
+    x365 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x343 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x366 = 11 * rack_nodes + x345
+    x367 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x343 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x338 * (x343 * poisson_cdf(-x346, x344) + x347 * poisson_cdf(-x348, x344) + x349 * poisson_cdf(-x350, x344) + x351 * poisson_cdf(-x352, x344) + x353 * poisson_cdf(-x354, x344) + x355 * poisson_cdf(-x356, x344) + x357 * poisson_cdf(-x358, x344) + x359 * poisson_cdf(-x360, x344) + x361 * poisson_cdf(-x362, x344) + x363 * poisson_cdf(-x364, x344) + x365 * poisson_cdf(-x366, x344) + x367 * poisson_cdf(-12 * rack_nodes - x345, x344)) + x339 * (x343 * poisson_cdf(spare_nodes - 1, x344) + x347 * poisson_cdf(-x346 - 1, x344) + x349 * poisson_cdf(-x348 - 1, x344) + x351 * poisson_cdf(-x350 - 1, x344) + x353 * poisson_cdf(-x352 - 1, x344) + x355 * poisson_cdf(-x354 - 1, x344) + x357 * poisson_cdf(-x356 - 1, x344) + x359 * poisson_cdf(-x358 - 1, x344) + x361 * poisson_cdf(-x360 - 1, x344) + x363 * poisson_cdf(-x362 - 1, x344) + x365 * poisson_cdf(-x364 - 1, x344) + x367 * poisson_cdf(-x366 - 1, x344)) + x340)
+    del x338, x339, x340, x343, x344, x345, x346, x347, x348, x349, x350, x351, x352, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x367
+    x368 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x369 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x341 * (x368 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x341 * (-manual_restart_s + x368 - x369))) + x368 - x369
+    del x341, x368, x369
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x352 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x353 = checkpoint_bytes * x291
-    x354 = x352 * x353
-    x355 = ckpt_async * x354
-    x356 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x357 = ckpt_sync * x356
-    x358 = x191 * x353
-    del x191, x353
-    x359 = ckpt_in_memory * (x354 + x358)
-    del x354
-    x360 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x361 = grad_bytes_per_param * trainable_params * x291
-    del x291
-    x362 = optimizer_s - step_time_s
-    x363 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x352 * x361 / (1 - (1 - numpy.minimum(1, x360)) ** gockpt_steps) + x362)
-    del x352
-    checkpoint_stall_s = x355 + x357 + x359 + x363
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x355 + 2 * x357 + 2 * x359 + 2 * x363))
-    x364 = ckpt_async * x356
-    x365 = system_mtbf_s ** (-1.0)
-    x366 = checkpoint_stall_s * x365
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x361 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x362))) / numpy.log(1 - numpy.minimum(0.999999999999, x360))))) - 1) + 1
-    del x360, x361, x362
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x356) + x364), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x355 + 1 / 2 * x357 + 1 / 2 * x359 + 1 / 2 * x363), -checkpoint_stall_s + young_interval_s * (1 / 6 * x131 * numpy.sqrt(x366) + 1 / 18 * x366 + 1), system_mtbf_s)))
-    del x131, x355, x357, x359, x363
-    commit_latency_s = ckpt_gockpt * (step_time_s + x356) + x364
-    del x356, x364
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x358 + failure_restart_s
-    del failure_restart_s, x358
-    x367 = seq_len / critical_batch_tokens
-    steps = tokens * x75 * (global_batch * x367 + 1) / (global_batch * token_efficiency * (reference_batch * x367 + 1))
-    del x367, x75
+    x370 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x371 = checkpoint_bytes * x309
+    x372 = x370 * x371
+    x373 = ckpt_async * x372
+    x374 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x375 = ckpt_sync * x374
+    x376 = x209 * x371
+    del x209, x371
+    x377 = ckpt_in_memory * (x372 + x376)
+    del x372
+    x378 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x379 = grad_bytes_per_param * trainable_params * x309
+    del x309
+    x380 = optimizer_s - step_time_s
+    x381 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x370 * x379 / (1 - (1 - numpy.minimum(1, x378)) ** gockpt_steps) + x380)
+    del x370
+    checkpoint_stall_s = x373 + x375 + x377 + x381
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x373 + 2 * x375 + 2 * x377 + 2 * x381))
+    x382 = ckpt_async * x374
+    x383 = system_mtbf_s ** (-1.0)
+    x384 = checkpoint_stall_s * x383
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x379 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x380))) / numpy.log(1 - numpy.minimum(0.999999999999, x378))))) - 1) + 1
+    del x378, x379, x380
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x374) + x382), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x373 + 1 / 2 * x375 + 1 / 2 * x377 + 1 / 2 * x381), -checkpoint_stall_s + young_interval_s * (1 / 6 * x147 * numpy.sqrt(x384) + 1 / 18 * x384 + 1), system_mtbf_s)))
+    del x147, x373, x375, x377, x381
+    commit_latency_s = ckpt_gockpt * (step_time_s + x374) + x382
+    del x374, x382
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x376 + failure_restart_s
+    del failure_restart_s, x376
+    x385 = seq_len / critical_batch_tokens
+    steps = tokens * x76 * (global_batch * x385 + 1) / (global_batch * token_efficiency * (reference_batch * x385 + 1))
+    del x385, x76
     solve_time_s = step_time_s * steps
-    x368 = numpy.exp(commit_latency_s * x365)
-    x369 = numpy.exp(x365 * (checkpoint_interval_s + checkpoint_stall_s))
-    x370 = solve_time_s * x368 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x368 + x370 * (x369 - 1) - 1) * numpy.exp(restart_s * x365)
-    del x368
-    failure_stepping_s = system_mtbf_s * x370 * (x369 - numpy.exp(x366))
-    del x366, x369, x370
+    x386 = numpy.exp(commit_latency_s * x383)
+    x387 = numpy.exp(x383 * (checkpoint_interval_s + checkpoint_stall_s))
+    x388 = solve_time_s * x386 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x386 + x388 * (x387 - 1) - 1) * numpy.exp(restart_s * x383)
+    del x386
+    failure_stepping_s = system_mtbf_s * x388 * (x387 - numpy.exp(x384))
+    del x384, x387, x388
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x371 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x371)
-    x372 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x372 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x372
-    del x372
-    expected_failures = failure_wall_s * x365
-    del x365
+    x389 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x389)
+    x390 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x390 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x390
+    del x390
+    expected_failures = failure_wall_s * x383
+    del x383
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x371
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x389
     del failure_stepping_s
-    x373 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x293 * (cp_comm_s + ep_comm_s + tp_comm_s + x288) + compute_power_fraction * compute_s * x293)
-    del x288, x293
-    x374 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x373)
+    x391 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x311 * (cp_comm_s + ep_comm_s + tp_comm_s + x306) + compute_power_fraction * compute_s * x311)
+    del x306, x311
+    x392 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x391)
     del stepping_s
-    energy_gpu_j = gpus * x374
-    x375 = network_power_per_node_w + node_overhead_power_w
-    x376 = nodes * x375
+    energy_gpu_j = gpus * x392
+    x393 = network_power_per_node_w + node_overhead_power_w
+    x394 = nodes * x393
     del nodes
-    x377 = spare_nodes * (gpus_per_node * idle_power_w + x375) + x376
-    del x375
-    energy_it_j = energy_gpu_j + wall_time_s * x377
+    x395 = spare_nodes * (gpus_per_node * idle_power_w + x393) + x394
+    del x393
+    energy_it_j = energy_gpu_j + wall_time_s * x395
     energy_facility_j = energy_it_j * pue
-    x378 = eval_time_s + rollbacks * x371
-    del x371
-    x379 = pue * (gpu_step_power_w * gpus + x376)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x376) * (-failure_wall_s - x373 - x378) - solve_time_s * x379 - x378 * x379
-    del failure_wall_s, x376, x378, x379
-    x380 = wall_time_s ** (-1.0)
-    gpu_power_w = x374 * x380
-    del x374
-    avg_power_w = energy_facility_j * x380
-    del x380
-    peak_power_w = pue * (gpus * max_power_w + x377)
-    del x377
-    x381 = gpus + gpus_per_node * spare_nodes
-    x382 = 0.000277777777777778 * x381
-    gpu_hours = wall_time_s * x382
-    cost_cloud_usd = price_usd_per_gpu_hour * x382 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x373), wall_time_s)
-    del x373, x382
-    x383 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x383 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x381)) / utilisation
+    x396 = eval_time_s + rollbacks * x389
+    del x389
+    x397 = pue * (gpu_step_power_w * gpus + x394)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x394) * (-failure_wall_s - x391 - x396) - solve_time_s * x397 - x396 * x397
+    del failure_wall_s, x394, x396, x397
+    x398 = wall_time_s ** (-1.0)
+    gpu_power_w = x392 * x398
+    del x392
+    avg_power_w = energy_facility_j * x398
+    del x398
+    peak_power_w = pue * (gpus * max_power_w + x395)
+    del x395
+    x399 = gpus + gpus_per_node * spare_nodes
+    x400 = 0.000277777777777778 * x399
+    gpu_hours = wall_time_s * x400
+    cost_cloud_usd = price_usd_per_gpu_hour * x400 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x391), wall_time_s)
+    del x391, x400
+    x401 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x401 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x399)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x381 * x383
-    del x381, x383
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x399 * x401
+    del x399, x401
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

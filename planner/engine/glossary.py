@@ -188,6 +188,8 @@ GLOSSARY: dict[str, Term] = {
     "routed_node_limit": Term(
         "1", "most nodes one token is routed to (node-limited routing; experts_per_token: no limit)",
         COUNT),
+    "attention_sinks": Term("1", "1 if the softmax has learnable per-head sinks (GPT-OSS)",
+                            FLAG),
     # layout: its dimensions the run model reads (layout_rules.DIMENSIONS), then what follows
     **{d.name: Term("1", d.meaning or d.label, dimension_domain(d))
        for d in DIMENSIONS if d.kernel},
@@ -236,6 +238,14 @@ GLOSSARY: dict[str, Term] = {
         POSITIVE),
     "gemm_max_efficiency": Term("1", "fraction of peak reached by large GEMMs", EFFICIENCY),
     "gemm_half_efficiency_dim": Term("1", "GEMM dimension reaching half of that", NON_NEGATIVE),
+    "grouped_gemm_tile_tokens": Term("1", "MoE grouped-GEMM tile rows along the tokens",
+                                      Domain(">=1", maximum=4096)),
+    "grouped_gemm_token_half_dim": Term(
+        "1", "tokens per expert at which a grouped GEMM's per-tile costs halve its efficiency",
+        NON_NEGATIVE),
+    "grouped_gemm_inner_half_dim": Term(
+        "1", "inner size at which a grouped GEMM's per-tile costs halve its efficiency",
+        NON_NEGATIVE),
     "hbm_bytes": Term("B", "HBM capacity per GPU", POSITIVE),
     "hbm_bandwidth_bytes_per_s": Term("B/s", "HBM bandwidth", POSITIVE),
     "hbm_efficiency": Term("1", "achievable fraction of HBM bandwidth", EFFICIENCY),
@@ -344,7 +354,18 @@ GLOSSARY: dict[str, Term] = {
     "expert_load_cv": Term(
         "1", "coefficient of variation of an EP rank's routed load (0: forced balance)",
         NON_NEGATIVE),
-    "gemm_tile_dim": Term("1", "GEMM thread-block tile along the tokens and expert width",
+    "fused_window_attention": Term(
+        "1", "1 if the fused attention kernel skips a sliding window's masked blocks", FLAG),
+    "fused_attention_sinks": Term("1", "1 if the fused attention kernel implements sinks",
+                                  FLAG),
+    "fused_head_dim_max": Term("1", "largest head size the fused attention kernel supports",
+                               Domain(">=1", maximum=4096)),
+    "attention_head_dim_granule": Term(
+        "1", "head-size step of the fused attention kernel's tiles (others padded up)",
+        Domain(">=1", maximum=4096)),
+    "fused_split_head_dims": Term(
+        "1", "1 if the fused attention kernel takes different q/k and v head sizes", FLAG),
+    "gemm_tile_dim": Term("1", "GEMM tile along the expert width (and tokens: see grouped_gemm_tile_tokens)",
                            Domain(">=1", maximum=4096)),
     "token_drop": Term(
         "1", "1 if tokens beyond the expert capacity are dropped and inputs padded to it (static shapes), 0 dropless",

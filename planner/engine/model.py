@@ -268,10 +268,84 @@ def _gemm(x: dict, rows, cols, inner, min_dim):
                              x["hbm_efficiency"])
 
 
+def _grouped_gemm(x: dict, copies, width, inner, tokens_per_expert, local_experts):
+    """Roofline time of one grouped expert GEMM on this accelerator: ``copies`` routed
+    token rows over ``local_experts`` experts of ``width`` x ``inner`` weights each, at the
+    efficiency of its shape (:func:`formulas.moe.grouped_gemm_efficiency`)."""
+    efficiency = moe.grouped_gemm_efficiency(
+        tokens_per_expert, width, inner, x["gemm_max_efficiency"],
+        x["grouped_gemm_token_half_dim"], x["grouped_gemm_inner_half_dim"],
+        x["grouped_gemm_tile_tokens"], x["gemm_tile_dim"])
+    return moe.grouped_gemm_time(copies, width, inner, local_experts, x["bytes_per_element"],
+                                 x["peak_flops_per_s"], efficiency,
+                                 x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+
+
 def _memory_bound(x: dict, bytes_moved):
     """:func:`formulas.compute.memory_bound_time` on this accelerator's HBM."""
     return compute.memory_bound_time(bytes_moved, x["hbm_bandwidth_bytes_per_s"],
                                      x["hbm_efficiency"])
+
+
+def _kernel_fallback(x: dict):
+    """1 when the stack has no fused kernel for the model's attention variant (sinks, head
+    size): :func:`formulas.compute.attention_kernel_fallback`."""
+    return compute.attention_kernel_fallback(x["attention_sinks"], x["fused_attention_sinks"],
+                                             x["head_dim"], x["v_head_dim"],
+                                             x["fused_head_dim_max"])
+
+
+def _scores_stored(x: dict):
+    """1 when the s x s scores go through HBM and stay for backward: kept by the layout
+    (no flash attention) or by the unfused path of a variant without a fused kernel."""
+    return maximum(x["attention_scores_stored"], _kernel_fallback(x))
+
+
+def _core_efficiency(x: dict, tokens, unfused, padding):
+    """Attention-core efficiency on the unfused path (``unfused`` 1) or the fused kernel
+    (0), the fused kernel's work padded to its head-size tiles (``padding``)."""
+    return compute.attention_core_efficiency(
+        tokens, x["head_dim"], x["seq_len"], unfused,
+        x["attention_efficiency_factor"] * padding, x["gemm_max_efficiency"],
+        x["gemm_half_efficiency_dim"])
+
+
+def _softmax_core_times(x: dict, t) -> tuple:
+    """Forward time of the softmax-attention core of the average layer on one rank, and of
+    its s x s scores through HBM, by the kernel the stack has for the model's variant."""
+    s, tp = x["seq_len"], x["tp"]
+    # the kernel the stack has for this attention: fused (flash) unless flash is off
+    # (selective recompute, stored scores) or the variant has no fused kernel (sinks, too
+    # large heads); fused kernels pad head sizes to their tiles
+    unfused = maximum(x["selective"] + x["attention_scores_stored"], _kernel_fallback(x))
+    padding = compute.attention_head_padding_efficiency(
+        x["head_dim"], x["v_head_dim"], x["attention_head_dim_granule"],
+        x["fused_split_head_dims"])
+    efficiency = _core_efficiency(x, t, unfused, padding)
+    # windowed layers attend to fewer keys when the fused kernel skips the masked blocks,
+    # else they run the unfused path over all s; the linear-attention share runs no core
+    share = _linear_share(x)
+    windowed = x["window_layers"] / x["layers"]
+    window_unfused = 1 - (1 - unfused) * x["fused_window_attention"]
+    core_full = _core_flops(x, s)
+    core_window = window_unfused * core_full + (1 - window_unfused) * _core_flops(
+        x, compute.attended_keys_per_query(s, x["window"]))
+    head_bytes = compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
+                                                   x["v_head_dim"], tp, x["bytes_per_element"])
+    core = compute.roofline_time(
+        t * (1 - share - windowed) * core_full / tp, (1 - share - windowed) * head_bytes,
+        x["attention_peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"],
+        x["hbm_efficiency"]) + compute.roofline_time(
+        t * windowed * core_window / tp, windowed * head_bytes, x["attention_peak_flops_per_s"],
+        _core_efficiency(x, t, window_unfused, padding), x["hbm_bandwidth_bytes_per_s"],
+        x["hbm_efficiency"])
+    # without flash attention the s x s scores go through HBM (stored, or the unfused path
+    # of a variant without a fused kernel; windowed layers too when it cannot skip blocks)
+    stored = _scores_stored(x)
+    scores = ((1 - share - windowed) * stored
+              + windowed * maximum(stored, 1 - x["fused_window_attention"])) * _memory_bound(
+        x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
+    return core, scores
 
 
 def attention_times(x: dict, r: dict) -> dict:
@@ -285,23 +359,10 @@ def attention_times(x: dict, r: dict) -> dict:
         h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], x["q_lora_rank"],
         x["kv_lora_rank"], x["qk_rope_head_dim"]), h, tp)
     out_width = x["heads"] * x["v_head_dim"] / tp  # inner size of the output projection
-    unfused = x["selective"] + x["attention_scores_stored"]  # no flash attention
-    efficiency = compute.attention_core_efficiency(
-        t, x["head_dim"], s, unfused, x["attention_efficiency_factor"],
-        x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
-    # the average layer: windowed layers attend to fewer keys; the linear-attention share
-    # of the layers runs Gated DeltaNet (its projections and the chunked delta rule)
+    # the average layer: the linear-attention share of the layers runs Gated DeltaNet (its
+    # projections and the chunked delta rule), the others softmax attention
     share = _linear_share(x)
-    core_full = _core_flops(x, s)
-    core_flops = (1 - share) * core_full + x["window_layers"] / x["layers"] * (
-        _core_flops(x, compute.attended_keys_per_query(s, x["window"])) - core_full)
-    core = compute.roofline_time(
-        t * core_flops / tp,
-        (1 - share) * compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
-                                                        x["v_head_dim"], tp,
-                                                        x["bytes_per_element"]),
-        x["attention_peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"],
-        x["hbm_efficiency"])
+    core, scores = _softmax_core_times(x, t)
     linear_efficiency = compute.attention_core_efficiency(
         t, x["linear_head_dim"], s, 0, x["attention_efficiency_factor"],
         x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
@@ -315,9 +376,6 @@ def attention_times(x: dict, r: dict) -> dict:
     linear_in = compute.projection_width(_linear_mixer_params(x), h, tp) \
         - x["linear_value_heads"] * x["linear_head_dim"] / tp  # the output projection's share
     linear_out = x["linear_value_heads"] * x["linear_head_dim"] / tp
-    # without flash attention the s x s scores go through HBM
-    scores = (1 - share) * x["attention_scores_stored"] * _memory_bound(
-        x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
     return {
         "t_qkv": (1 - share) * _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv))
         + share * _gemm(x, t, linear_in, h, minimum(minimum(t, h), linear_in)),
@@ -354,12 +412,15 @@ def mlp_times(x: dict, r: dict) -> dict:
     # capacity, the capacity factor times the mean)
     busiest = x["token_drop"] * x["capacity_factor"] + (1 - x["token_drop"]) \
         * moe.busiest_rank_load_factor(k * rank_tokens, x["ep"], x["expert_load_cv"])
-    tiles = moe.tile_quantisation_efficiency(expert_tokens, x["gemm_tile_dim"]) \
-        * moe.tile_quantisation_efficiency(expert_ffn, x["gemm_tile_dim"])
+    # up (and gate) projections h -> f, then the down projection f -> h
+    copies = k * rank_tokens
+    local_experts = x["experts"] / x["ep"]
+    routed = (x["mlp_matrices"] - 1) * _grouped_gemm(x, copies, expert_ffn, h, expert_tokens,
+                                                     local_experts) \
+        + _grouped_gemm(x, copies, h, expert_ffn, expert_tokens, local_experts)
     return {
         "t_mlp": x["mlp_matrices"] * _gemm(x, t, ffn, h, minimum(minimum(t, h), ffn)),
-        "t_moe": k * x["mlp_matrices"] * busiest / tiles * _gemm(
-            x, rank_tokens, expert_ffn, h, minimum(minimum(expert_tokens, h), expert_ffn))
+        "t_moe": busiest * routed
         + x["shared_experts"] * x["mlp_matrices"] * _gemm(
             x, t, moe_ffn, h, minimum(minimum(t, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),
@@ -742,7 +803,7 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
                                                     x["v_head_dim"], tp)
     layer_act = memory.activation_bytes_per_layer(
         s, b, h, x["ffn"], x["heads"], x["kv_heads"], x["mlp_matrices"], tp,
-        x["sequence_parallel"], x["attention_scores_stored"], x["dropout_masks"]) \
+        x["sequence_parallel"], _scores_stored(x), x["dropout_masks"]) \
         + memory.attention_shape_activation_bytes(
             s, b, h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
             x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"], tp) \
@@ -753,7 +814,7 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
                 compute.GATED_DELTA_CHUNK, tp)
             - memory.softmax_attention_activation_bytes(
                 s, b, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
-                x["attention_scores_stored"], x["dropout_masks"]))
+                _scores_stored(x), x["dropout_masks"]))
     # the two norm outputs (QKV and MLP inputs) and a dense MLP's down-projection input are
     # GEMM inputs: kept at linear_input_bytes (FP8 recipes: 1), or not at all when the norms
     # are recomputed (DeepSeek-V3 s3.2.3)

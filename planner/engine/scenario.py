@@ -249,13 +249,14 @@ STACK_INPUTS = _stack_input_names()
 def stack_inputs(stack, accelerator_id: str | None = None) -> dict[str, float]:
     """Kernel inputs of a software stack (catalog entry): overlaps, attention, launches.
 
-    The fused-attention factor is the stack's own on ``accelerator_id`` when the stack
-    names one for it (a kernel not written for that architecture), else its general one.
+    A field the stack sets for ``accelerator_id`` (``on_accelerator``: the fused-attention
+    factor and variants of a kernel written, or not, for that architecture) replaces its
+    general value.
     """
-    defaults = execution_defaults()  # the MoE fields a stack leaves unset
-    return {name: value(stack_factor(stack, name, accelerator_id)
-                        if name == "attention_efficiency_factor" else
-                        getattr(stack, name) if getattr(stack, name) is not None
+    defaults = execution_defaults()  # the fields a stack leaves unset
+    own = stack.on_accelerator.get(accelerator_id or "")
+    return {name: value(getattr(own, name, None) if getattr(own, name, None) is not None
+                        else getattr(stack, name) if getattr(stack, name) is not None
                         else defaults[name])
             for name in STACK_INPUTS}
 
@@ -321,6 +322,7 @@ def attention_shape_inputs(model, seq_len: float) -> dict[str, float]:
         "qk_rope_head_dim": float(model.qk_rope_head_dim) if mla else 0.0,
         "window": float(window if window is not None else seq_len),
         "window_layers": float(window_layers),
+        "attention_sinks": 1.0 if getattr(model, "attention_sinks", False) else 0.0,
         "mtp_layers": float(getattr(model, "mtp_layers", 0) or 0),
         **linear_attention_inputs(model),
     }
@@ -387,6 +389,7 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         "linear_input_bytes": 1.0 if precision in ("fp8", "fp4") else 2.0,
         "gemm_max_efficiency": gemm_efficiency(accelerator, precision) * gemm_factor,
         "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
+        **grouped_gemm_inputs(accelerator),
         "hbm_bytes": value(accelerator.hbm_bytes),
         "hbm_bandwidth_bytes_per_s": value(accelerator.hbm_bandwidth_bytes_per_s),
         "hbm_efficiency": value(accelerator.hbm_efficiency),
@@ -417,6 +420,20 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
             gpus_per_node),
         "oversubscription": value(getattr(node, "oversubscription_ratio", None) or 1.0),
         "pod_gpus": value(getattr(node, "pod_gpus", None) or NO_POD_LIMIT_GPUS),
+    }
+
+
+def grouped_gemm_inputs(accelerator) -> dict[str, float]:
+    """Kernel inputs of the accelerator's MoE grouped GEMMs (tile rows along the tokens,
+    half-efficiency tokens per expert and inner size); an entry without them: the GEMM
+    tile of planner/engine/execution.toml and its ``gemm_half_efficiency_dim``."""
+    half = value(accelerator.gemm_half_efficiency_dim)
+    tile = accelerator.grouped_gemm_tile_tokens
+    return {
+        "grouped_gemm_tile_tokens": value(tile) if tile is not None
+        else execution_defaults()["gemm_tile_dim"],
+        "grouped_gemm_token_half_dim": value(accelerator.grouped_gemm_token_half_dim or half),
+        "grouped_gemm_inner_half_dim": value(accelerator.grouped_gemm_inner_half_dim or half),
     }
 
 

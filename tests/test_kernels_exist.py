@@ -1,0 +1,226 @@
+"""Issue 42 item 5: kernels that exist - MoE grouped GEMMs timed from their shapes per
+accelerator generation, and the attention core timed by the kernel the stack has."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formulas import compute, moe
+from hardware_catalog import load_catalog
+from hardware_catalog.schema import Quantity, SoftwareStack, StackOnAccelerator
+from planner.engine.evaluator import evaluate
+from planner.engine.scenario import stack_inputs
+
+# ---- MoE grouped GEMMs -------------------------------------------------------------------
+
+#: DeepGEMM README (github.com/deepseek-ai/DeepGEMM, 2025-02 release), 'Grouped GEMMs for
+#: MoE models', contiguous and masked layouts, H800 SXM5, FP8: (groups, tokens per group,
+#: n, k, TFLOP/s)
+DEEPGEMM_H800 = (
+    (4, 8192, 4096, 7168, 1297), (4, 8192, 7168, 2048, 1099),
+    (8, 4096, 4096, 7168, 1288), (8, 4096, 7168, 2048, 1093),
+    (1, 1024, 4096, 7168, 1233), (1, 1024, 7168, 2048, 925),
+    (2, 512, 4096, 7168, 1040), (2, 512, 7168, 2048, 916),
+    (4, 256, 4096, 7168, 932), (4, 256, 7168, 2048, 815),
+)
+
+
+def _h800_grouped(m, n, k, max_efficiency):
+    acc = load_catalog().accelerator("h800")
+    return moe.grouped_gemm_efficiency(
+        m, n, k, max_efficiency, acc.grouped_gemm_token_half_dim.value,
+        acc.grouped_gemm_inner_half_dim.value, acc.grouped_gemm_tile_tokens.value, 128.0)
+
+
+def test_grouped_gemm_shapes_reproduce_deepgemm_h800_table():
+    # every shape within 10 % and on average within 4 % of DeepGEMM's published TFLOP/s
+    # (max efficiency 0.715: DeepGEMM's blockwise-scaled kernel at its largest shape)
+    peak = load_catalog().accelerator("h800").peak_fp8_flops_per_s.value
+    errors = np.array([_h800_grouped(m, n, k, 0.715) * peak / (tf * 1e12) - 1
+                       for _, m, n, k, tf in DEEPGEMM_H800])
+    assert np.abs(errors).max() < 0.10
+    assert np.abs(errors).mean() < 0.04
+
+
+def test_grouped_gemm_shape_model_beats_the_smallest_dimension_model():
+    # the former efficiency, eta_max d / (d + d_1/2) of d = min(m, n, k) with H800's
+    # d_1/2 = 256, misses DeepGEMM's shape ratios (the 2048-deep GEMMs by 20-28 %)
+    def ratios(efficiency):
+        base = efficiency(*DEEPGEMM_H800[0][1:4])
+        return np.array([efficiency(m, n, k) / base / (tf / DEEPGEMM_H800[0][4]) - 1
+                         for _, m, n, k, tf in DEEPGEMM_H800])
+
+    def old(m, n, k):
+        d = min(m, n, k)
+        return d / (d + 256.0) * moe.tile_quantisation_efficiency(m, 128)
+
+    new = ratios(lambda m, n, k: _h800_grouped(m, n, k, 1.0))
+    assert np.abs(new).mean() < 0.5 * np.abs(ratios(old)).mean()
+    assert np.abs(ratios(old)).max() > 0.2
+
+
+def test_catalog_tiles_per_generation():
+    catalog = load_catalog()
+    for hw in ("h100-sxm", "h200", "h800"):
+        assert catalog.accelerator(hw).grouped_gemm_tile_tokens.value == 128  # wgmma
+    for hw in ("b200", "gb200", "b300", "gb300"):
+        assert catalog.accelerator(hw).grouped_gemm_tile_tokens.value == 256  # 2-CTA tcgen05
+
+
+def test_blackwell_two_cta_tile_pads_small_experts_more():
+    # 300 tokens per expert: 384 rows of 128-row tiles (78 %), 512 of 256-row tiles (59 %)
+    hopper = moe.grouped_gemm_efficiency(300, 2048, 7168, 1.0, 0.0, 0.0, 128, 128)
+    blackwell = moe.grouped_gemm_efficiency(300, 2048, 7168, 1.0, 0.0, 0.0, 256, 128)
+    assert hopper == pytest.approx(300 / 384)
+    assert blackwell == pytest.approx(300 / 512)
+
+
+@settings(max_examples=80, deadline=None)
+@given(tiles=st.integers(1, 64), extra=st.integers(1, 64), n=st.integers(128, 16384),
+       k=st.integers(64, 16384), k_more=st.integers(1, 8192),
+       tile=st.sampled_from([64.0, 128.0, 256.0]), m_half=st.floats(0, 1000),
+       k_half=st.floats(0, 3000))
+def test_grouped_gemm_efficiency_grows_with_whole_tiles_and_depth(tiles, extra, n, k, k_more,
+                                                                   tile, m_half, k_half):
+    m = tiles * tile
+    eff = moe.grouped_gemm_efficiency(m, n, k, 0.8, m_half, k_half, tile, 128.0)
+    assert 0 < eff <= 0.8 + 1e-12
+    assert moe.grouped_gemm_efficiency(m + extra * tile, n, k, 0.8, m_half, k_half, tile,
+                                       128.0) >= eff - 1e-12
+    assert moe.grouped_gemm_efficiency(m, n, k + k_more, 0.8, m_half, k_half, tile,
+                                       128.0) >= eff - 1e-12
+
+
+# ---- attention core by the kernel the stack has -------------------------------------------
+
+#: gpt-oss-120b (sinks, 18 of 36 layers in a 128-token window) at 32k tokens on 8 H100s
+GPT_OSS = dict(model="gpt-oss-120b", hardware="h100-sxm", gpus=8, tp=1, pp=1, vp=1, cp=1,
+               ep=8, global_batch=64, micro_batch=1, seq_len=32768, recompute="none", zero=1,
+               tokens=1e12, reliability="benchmark", precision="bf16")
+
+
+def _run(overrides=None, **changes):
+    return evaluate(**{**GPT_OSS, **changes}, overrides=overrides or {}).iloc[0]
+
+
+def test_sliding_window_core_cost_follows_the_window_not_the_sequence():
+    # a fused kernel that skips masked blocks: the core's FLOPs are linear in the keys per
+    # query k = w (2 - w/s), so compute time differences follow k exactly
+    fused = {"fused_attention_sinks": 1.0}
+    t = {w: _run({**fused, "window": w})["compute_s"] for w in (1024, 2048, 4096)}
+    k = {w: compute.attended_keys_per_query(32768, w) for w in t}
+    assert (t[2048] - t[1024]) / (t[4096] - t[1024]) == pytest.approx(
+        (k[2048] - k[1024]) / (k[4096] - k[1024]), rel=1e-6)
+    # a window as long as the sequence costs what full attention costs
+    full = _run({**fused, "window": 32768.0})["compute_s"]
+    assert full == pytest.approx(_run({**fused, "window_layers": 0.0})["compute_s"], rel=1e-9)
+
+
+def test_a_stack_without_a_window_kernel_pays_the_full_sequence_unfused():
+    fused = {"fused_attention_sinks": 1.0}
+    skipping = _run(fused)["compute_s"]
+    no_kernel = {**fused, "fused_window_attention": 0.0}
+    masked = _run(no_kernel)["compute_s"]
+    assert masked > 2 * skipping  # s x s scores of 18 layers through HBM at 32k tokens
+    # the window size no longer matters, and it is never cheaper than full attention
+    assert _run({**no_kernel, "window": 4096.0})["compute_s"] == pytest.approx(masked,
+                                                                                rel=1e-9)
+    assert masked >= _run({**fused, "window_layers": 0.0})["compute_s"]
+
+
+def test_sinks_without_a_sink_kernel_run_unfused_and_keep_the_scores():
+    # gpt-oss on Megatron-Core 2025 (TE 2.8 fell back to the unfused path for sinks)
+    assert load_catalog().model("gpt-oss-120b").attention_sinks
+    assert load_catalog().stack("megatron-core-2025").fused_attention_sinks.value == 0
+    unfused, fused = _run(), _run({"fused_attention_sinks": 1.0})
+    assert unfused["compute_s"] > 2 * fused["compute_s"]
+    assert unfused["memory_per_gpu_bytes"] > fused["memory_per_gpu_bytes"]
+    # a model without sinks runs fused whatever the stack says about sinks
+    plain = {"attention_sinks": 0.0}
+    assert _run(plain)["compute_s"] == pytest.approx(
+        _run({**plain, "fused_attention_sinks": 1.0})["compute_s"], rel=1e-12)
+
+
+def test_unfused_attention_is_slower_than_fused_for_every_window_and_length():
+    for seq in (4096, 16384):
+        for window in (128.0, 1024.0):
+            fused = _run({"fused_attention_sinks": 1.0, "window": window}, seq_len=seq,
+                         global_batch=32)["compute_s"]
+            unfused = _run({"window": window}, seq_len=seq, global_batch=32)["compute_s"]
+            assert unfused > fused
+
+
+def test_head_sizes_off_the_kernel_tiles_are_padded_and_too_large_ones_fall_back():
+    fused = {"fused_attention_sinks": 1.0, "window_layers": 0.0}
+    # 80-wide heads: no padding in steps of 16, 128 in steps of 64 (62.5 % useful)
+    fine = _run({**fused, "head_dim": 80.0, "v_head_dim": 80.0,
+                 "attention_head_dim_granule": 16.0})["compute_s"]
+    coarse = _run({**fused, "head_dim": 80.0, "v_head_dim": 80.0,
+                   "attention_head_dim_granule": 64.0})["compute_s"]
+    assert coarse > fine
+    # 320-wide heads exceed FlashAttention's 256: unfused, unless the kernel takes them
+    big = {**fused, "head_dim": 320.0, "v_head_dim": 320.0}
+    assert _run(big)["compute_s"] > 2 * _run({**big, "fused_head_dim_max": 512.0})["compute_s"]
+
+
+def test_mla_heads_are_padded_on_a_kernel_without_separate_v_size():
+    run = dict(model="deepseek-v3", hardware="h100-sxm", gpus=64, tp=1, pp=8, vp=1, cp=1,
+               ep=8, global_batch=64, micro_batch=1, seq_len=4096, recompute="none", zero=1,
+               tokens=1e12, reliability="benchmark", precision="bf16")
+    split = evaluate(**run).iloc[0]["compute_s"]  # Megatron-Core: 192/128 natively
+    padded = evaluate(**run, overrides={"fused_split_head_dims": 0.0}).iloc[0]["compute_s"]
+    assert padded > split
+    assert compute.attention_head_padding_efficiency(192, 128, 32, 0) == pytest.approx(
+        320 / 384)
+
+
+@settings(max_examples=60, deadline=None)
+@given(d=st.integers(1, 256), dv=st.integers(1, 256), g=st.sampled_from([8, 16, 32, 64]),
+       split=st.sampled_from([0, 1]))
+def test_head_padding_never_adds_useful_work(d, dv, g, split):
+    eff = compute.attention_head_padding_efficiency(d, dv, g, split)
+    assert 0 < eff <= 1 + 1e-12
+    # a finer tile step never wastes more, a split kernel never more than a shared size
+    assert compute.attention_head_padding_efficiency(d, dv, 1, split) >= eff - 1e-12
+    assert compute.attention_head_padding_efficiency(d, dv, g, 1) >= \
+        compute.attention_head_padding_efficiency(d, dv, g, 0) - 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(sinks=st.sampled_from([0, 1]), fused_sinks=st.sampled_from([0, 1]),
+       d=st.integers(16, 512), d_max=st.integers(64, 512))
+def test_kernel_fallback_is_a_flag_set_exactly_by_a_missing_variant(sinks, fused_sinks, d,
+                                                                     d_max):
+    u = float(compute.attention_kernel_fallback(sinks, fused_sinks, d, d, d_max))
+    assert u == float(bool(sinks and not fused_sinks) or d > d_max)
+
+
+def test_a_stack_states_its_fused_variants_per_accelerator():
+    # e.g. a cuDNN with sinks on Blackwell while the Hopper build falls back
+    base = load_catalog().stack("megatron-core-2025")
+    sinks = Quantity(value=1.0, source="test", as_of=datetime.date(2026, 1, 1))
+    stack = base.model_copy(update={"on_accelerator": {
+        **base.on_accelerator, "b200": StackOnAccelerator(fused_attention_sinks=sinks)}})
+    assert stack_inputs(stack, "b200")["fused_attention_sinks"] == 1.0
+    assert stack_inputs(stack, "h100-sxm")["fused_attention_sinks"] == 0.0
+    # the fields it does not set on b200 stay the stack's own
+    assert stack_inputs(stack, "b200")["attention_efficiency_factor"] == \
+        base.attention_efficiency_factor.value
+    run = {**GPT_OSS, "seq_len": 8192}
+    for hw, faster in (("b200", True), ("h100-sxm", False)):
+        own = evaluate(**{**run, "hardware": hw}, stack=stack).iloc[0]["compute_s"]
+        general = evaluate(**{**run, "hardware": hw}).iloc[0]["compute_s"]
+        assert (own < general) if faster else own == pytest.approx(general, rel=1e-12)
+
+
+def test_on_accelerator_variant_flags_are_checked():
+    data = load_catalog().stack("megatron-core-2025").model_dump()
+    data["on_accelerator"] = {"b200": {"fused_attention_sinks": {
+        "value": 0.5, "source": "x", "as_of": "2026-01-01"}}}
+    with pytest.raises(ValueError, match="on_accelerator.b200.fused_attention_sinks"):
+        SoftwareStack.model_validate(data)

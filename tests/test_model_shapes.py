@@ -266,7 +266,10 @@ def test_context_parallel_chunks_follow_the_head_sizes():
 
 def test_new_inputs_are_at_the_end_of_the_model_section():
     names = list(INPUTS)
-    assert names[names.index("tokens") + 1:names.index("tokens") + 9] == [
+    # the workload's tokens and the batch they are counted at, then the shape fields
+    start = names.index("tokens")
+    assert names[start + 1:start + 3] == ["critical_batch_tokens", "reference_batch"]
+    assert names[start + 3:start + 11] == [
         "head_dim", "v_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
         "window", "window_layers", "mtp_layers"]
 

@@ -64,6 +64,7 @@ from planner.engine.scenario import (
     PRECISIONS,
     attention_shape_inputs,
     model_inputs,
+    precision_refusal,
     stack_factor,
     stack_inputs,
 )
@@ -402,8 +403,7 @@ def modern_unexpressible(case, catalog) -> str:
     if case.hardware not in catalog.accelerators:
         return f"accelerator '{case.hardware}' is not in the catalog"
     acc = catalog.accelerator(case.hardware)
-    if case.precision not in PRECISIONS or getattr(
-            acc, f"peak_{case.precision}_flops_per_s", None) is None:
+    if case.precision not in PRECISIONS or precision_refusal(acc, case.precision):
         reasons.append(f"precision {case.precision} has no peak on {case.hardware} "
                        f"(planner precisions: {', '.join(PRECISIONS)})")
     dp = case.gpus // (case.tp * case.pp * case.cp)

@@ -218,13 +218,16 @@ def test_maxtext_and_deepspeed_stacks(cat):
     assert ds.cp_overlap.value == 0  # Ulysses all-to-all is not a ring
 
 
-def test_maxtext_stack_reproduces_its_v5p_mfu_table(tmp_path, cat):
-    """MaxText's published v5p MFU table (maxtext_runs.csv, 16 rows, 32B-1T synthetic models)
-    predicted with the maxtext-xla stack and the catalog's TPU values, nothing fitted on it:
-    MAPE within 10 % and every row within 20 %."""
+def test_maxtext_stack_reproduces_its_mfu_tables(tmp_path, cat):
+    """MaxText's published MFU tables (maxtext_runs.csv: v5p 16 rows, 32B-1T on 64-4,096
+    chips; v5e 24 rows, 16B-128B on 1-32 v5e-256 slices) predicted with the maxtext-xla stack
+    and the catalog's TPU values, nothing fitted on them. v5p: MAPE within 10 %, every row
+    within 20 %. v5e: MAPE within 20 % and biased low (every row full rematerialisation or
+    host offload: the published MFU implies ~0.8 of the peak in hardware FLOPs, above the
+    uncalibrated TPU gemm_max_efficiency of 0.8 at these shapes)."""
     rows = list(csv.DictReader(MAXTEXT_CSV.open(encoding="utf-8")))
-    assert len(rows) == 16
-    errors = []
+    assert len(rows) == 40
+    errors: dict[str, list[float]] = {"tpu-v5p": [], "tpu-v5e": []}
     for r in rows:
         model = tmp_path / f"{r['model']}.toml"
         model.write_text(
@@ -233,11 +236,14 @@ def test_maxtext_stack_reproduces_its_v5p_mfu_table(tmp_path, cat):
             f'kv_heads = {r["kv_heads"]}\nhead_dim = {r["head_dim"]}\nffn = {r["ffn"]}\n'
             f'gated_mlp = true\nvocab = {r["vocab"]}\nseq_len = {r["seq_len"]}\n',
             encoding="utf-8")
-        got = evaluate(catalog=cat, model=str(model), hardware="tpu-v5p", gpus=int(r["chips"]),
-                       tp=int(r["tp"]), pp=1, zero=3, micro_batch=int(r["micro_batch"]),
-                       global_batch=int(r["global_batch"]), recompute=r["recompute"],
-                       stack="maxtext-xla", tokens=1e12).iloc[0]
-        errors.append(got["mfu"] * 100 / float(r["published_mfu_pct"]) - 1)
-    mape = sum(map(abs, errors)) / len(errors)
-    assert mape <= 0.10, f"MAPE {mape:.3f}"
-    assert max(map(abs, errors)) <= 0.20, errors
+        got = evaluate(catalog=cat, model=str(model), hardware=r["hardware"],
+                       gpus=int(r["chips"]), tp=int(r["tp"]), pp=1, zero=3,
+                       micro_batch=int(r["micro_batch"]), global_batch=int(r["global_batch"]),
+                       recompute=r["recompute"], stack="maxtext-xla", tokens=1e12).iloc[0]
+        errors[r["hardware"]].append(got["mfu"] * 100 / float(r["published_mfu_pct"]) - 1)
+    mape = {hw: sum(map(abs, e)) / len(e) for hw, e in errors.items()}
+    assert len(errors["tpu-v5p"]) == 16 and len(errors["tpu-v5e"]) == 24
+    assert mape["tpu-v5p"] <= 0.10, mape
+    assert max(map(abs, errors["tpu-v5p"])) <= 0.20, errors["tpu-v5p"]
+    assert mape["tpu-v5e"] <= 0.20, mape
+    assert sum(errors["tpu-v5e"]) < 0  # biased low, as the docstring says

@@ -1265,6 +1265,33 @@ def later_stack_check(catalog=None) -> list[dict]:
     return rows
 
 
+def maxtext_check(catalog=None) -> list[dict]:
+    """Predicted MFU vs MaxText's own published v5p and v5e MFU tables (maxtext_runs.csv:
+    synthetic 16B-1T models, layouts from MaxText's config scripts) on the maxtext-xla stack.
+    Each shape is llama2-7b's entry (gated MLP, untied embeddings, vocab 32,000, as MaxText's
+    base.yml) with the row's sizes."""
+    catalog = catalog or load_catalog()
+    base = catalog.model("llama2-7b")
+    rows = []
+    for run, o in data_rows("maxtext_runs.csv").items():
+        model = base.model_copy(update={"id": o["model"], "name": o["model"], **{
+            k: int(o[k]) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
+                                   "vocab", "seq_len")}})
+        r = evaluate(catalog=catalog, model=model, hardware=o["hardware"], gpus=o["chips"],
+                     tp=o["tp"], pp=1, zero=3, global_batch=o["global_batch"],
+                     micro_batch=o["micro_batch"], seq_len=o["seq_len"],
+                     recompute=o["recompute"], precision=o["precision"], stack=o["stack"],
+                     reliability="benchmark").iloc[0]
+        published, got = o["published_mfu_pct"] / 100, float(r["mfu"])
+        rows.append({"check": f"{run} MFU", "hardware": o["hardware"], "published": published,
+                     "predicted": got, "error": got / published - 1,
+                     "ok": abs(got / published - 1) <= 0.15,
+                     "note": (f"{o['model']}, {o['chips']} x {o['hardware']} "
+                              f"({o['slices']} slice(s)), TP{o['tp']} FSDP{o['fsdp']}, "
+                              f"micro-batch {o['micro_batch']}, {o['recompute']} recompute")})
+    return rows
+
+
 #: Published layouts the memory model must fit (issue 27): (label, evaluate arguments,
 #: source). Meta's Llama 3 405B: TP 8, PP 16 with interleaving (126 layers over 128 stage
 #: units: the embedding and the loss as units), CP 1, DP 128 of 16 sequences of 8,192 tokens,

@@ -238,3 +238,23 @@ def test_maxtext_stack_reproduces_its_mfu_tables():
     # the user-file path gives the same run as the overrides on llama2-7b
     r = rows[0]
     assert r["published"] == pytest.approx(0.7147) and 0.6 < r["predicted"] < 0.8
+
+
+# ---- overrides of the model shape reach the layout's stage split --------------------------------
+
+@pytest.mark.parametrize("as_frame", (True, False))
+def test_layer_override_is_the_model_with_those_layers(tmp_path, cat, as_frame):
+    """evaluate(overrides={"layers": n}) equals a model file with n layers: the stage split
+    (stage_layers) follows the overridden count (it was computed from the base model's)."""
+    base = cat.model("llama2-7b")
+    deeper = base.model_copy(update={"id": "llama2-7b-64l", "layers": 64})
+    kw = dict(catalog=cat, hardware="h100-sxm", gpus=16, tp=2, pp=2, micro_batch=1,
+              global_batch=64, tokens=1e10)
+    if not as_frame:
+        kw["as_frame"] = False
+    want = evaluate(model=deeper, **kw)
+    got = evaluate(model="llama2-7b", overrides={"layers": 64.0}, **kw)
+    if as_frame:
+        want, got = want.iloc[0], got.iloc[0]
+    for col in ("step_time_s", "mfu", "memory_per_gpu_bytes"):
+        assert float(got[col]) == pytest.approx(float(want[col]), rel=1e-9), col

@@ -193,7 +193,9 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     check_overrides(overrides or {})
     if catalog is None:
         catalog = load_catalog(catalog_dirs)
-    x = base_inputs(catalog, choices)
+    # overrides first, so the layout checks and flags (stage_layers from layers ...) see the
+    # overridden inputs; applied again after the flags so an overridden flag wins
+    x = {**base_inputs(catalog, choices), **(overrides or {})}
     one = not any(type(v) not in _SCALARS and np.ndim(v) > 0
                   for v in (gpus, zero, sequence_parallel, shard_group, *sizes.values(),
                             *others.values(), *(overrides or {}).values()))

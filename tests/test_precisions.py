@@ -116,8 +116,17 @@ def test_mxfp8_needs_hardware_block_scaling(cat, capsys):
     code, _, err = run_cli(capsys, *_eval("--hardware", "h100-sxm", "--precision", "mxfp8"))
     one_line_usage_error(code, err, "--precision mxfp8", "h100-sxm", "block scaling",
                          "it runs on:", "b200")
-    # per-tensor FP8 still runs on Hopper
-    assert not precision_refusal(cat.accelerator("h100-sxm"), "fp8")
+    # per-tensor and software-blockwise FP8 still run on Hopper; Megatron-Bridge's fp8_mx does not
+    for name in ("fp8", "fp8-cs", "fp8-ds", "fp8-block"):
+        assert not precision_refusal(cat.accelerator("h100-sxm"), name), name
+    assert "block scaling" in precision_refusal(cat.accelerator("h100-sxm"), "fp8-mx")
+    # the FP8 names differ in scaling only: one GEMM peak and one cached-input size
+    x = {n: base_inputs(cat, RunChoices(model="llama3-8b", hardware="b200", precision=n))
+         for n in ("fp8", "fp8-cs", "fp8-ds", "fp8-block", "mxfp8", "fp8-mx")}
+    assert len({(v["peak_flops_per_s"], v["linear_input_bytes"]) for v in x.values()}) == 1
+    # fp16 runs at the BF16 peak on every part, A100 included
+    a100 = base_inputs(cat, RunChoices(model="llama3-8b", hardware="a100-80gb", precision="fp16"))
+    assert a100["peak_flops_per_s"] == cat.accelerator("a100-80gb").peak_bf16_flops_per_s.value
 
 
 def test_a_precision_runs_on_every_sku_of_its_generation(cat):

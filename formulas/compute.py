@@ -861,6 +861,62 @@ def gemm_time(rows, cols, inner, min_dim, bytes_per_element, peak_flops_per_s, m
                          memory_bandwidth_bytes_per_s, memory_efficiency)
 
 
+@formula(reference="Amdahl over a recipe's GEMM FLOPs: NVIDIA, 'Pretraining Large Language "
+         "Models with NVFP4', arXiv:2509.25149 (2025) s4 (about 15 % of the linear layers "
+         "stay in BF16); the time per FLOP of each share at its own peak and efficiency",
+         domain={"low_precision_share": "(0,1]", "low_peak_flops_per_s": ">0",
+                 "high_peak_flops_per_s": ">0", "low_efficiency": "(0,1]",
+                 "high_efficiency": "(0,1]"},
+         symbols={"low_precision_share": "s", "low_peak_flops_per_s": "P_{lo}",
+                  "high_peak_flops_per_s": "P_{hi}", "low_efficiency": r"\eta_{lo}",
+                  "high_efficiency": r"\eta_{hi}"},
+         result_latex="P_{mix}")
+def mixed_precision_peak(low_precision_share, low_peak_flops_per_s, high_peak_flops_per_s,
+                         low_efficiency, high_efficiency):
+    """Peak of a GEMM mix in which a share s of the FLOPs runs at a low precision and the
+    rest in BF16, stated at the low precision's efficiency.
+
+    The mix takes s/(P_lo eta_lo) + (1-s)/(P_hi eta_hi) seconds per FLOP; the result is the
+    peak that, at efficiency eta_lo, takes the same time, so a GEMM timed with it and
+    eta_lo(d) costs what its low- and high-precision shares cost together.
+
+    Parameters
+    ----------
+    low_precision_share : numeric
+        Share s of the GEMM FLOPs at the low precision [1].
+    low_peak_flops_per_s : numeric
+        Dense peak at the low precision P_lo [FLOP/s].
+    high_peak_flops_per_s : numeric
+        Dense BF16 peak P_hi [FLOP/s].
+    low_efficiency : numeric
+        Large-GEMM efficiency at the low precision eta_lo [1].
+    high_efficiency : numeric
+        Large-GEMM efficiency in BF16 eta_hi [1].
+
+    Returns
+    -------
+    numeric
+        Peak of the mix at efficiency eta_lo [FLOP/s].
+
+    Examples
+    --------
+    NVFP4 on a GB300 (15 PFLOP/s FP4 at 0.70, 2.5 PFLOP/s BF16 at 0.65), 85 % of the FLOPs
+    in FP4: the 15 % left in BF16 take more time than the rest.
+
+    >>> round(mixed_precision_peak(0.85, 15e15, 2.5e15, 0.70, 0.65) / 1e15, 3)
+    8.245
+    >>> mixed_precision_peak(1.0, 15e15, 2.5e15, 0.70, 0.65) / 1e15
+    15.0
+
+    .. math::
+        P_{mix} = \\left(\frac{s}{P_{lo}} + \frac{(1-s)\\,\\eta_{lo}}{P_{hi}\\,\\eta_{hi}}
+            \right)^{-1}
+    """
+    return 1 / (low_precision_share / low_peak_flops_per_s
+                + (1 - low_precision_share) * low_efficiency
+                / (high_peak_flops_per_s * high_efficiency))
+
+
 @formula(reference="Q is h wide, K and V h a_kv/a wide each: Ainslie et al. 2023 (GQA), "
          "arXiv:2305.13245 s2.2; Shoeybi et al. 2019, arXiv:1909.08053 s3 (column-parallel "
          "QKV projection split over t ranks)",

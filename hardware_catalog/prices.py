@@ -111,7 +111,8 @@ def accelerator_id(name: str, instance_type: str = "", memory_gib: float | None 
     itype = instance_type.lower()
     tpu = _TPU.match(key)
     if tpu:
-        return {"v4": "tpu-v4", "v5p": "tpu-v5p", "v6e": "tpu-v6e"}.get(tpu.group(1))
+        return {"v4": "tpu-v4", "v5p": "tpu-v5p", "v5litepod": "tpu-v5e",
+                "v6e": "tpu-v6e"}.get(tpu.group(1))
     if key in _NAMES:
         return _NAMES[key]
     if key == "a100":

@@ -102,6 +102,7 @@ def _raise(problems: list[str]) -> None:
 RANGES: dict[str, tuple[float, float]] = {
     "peak_tf32_flops_per_s": (1e9, 1e18), "peak_bf16_flops_per_s": (1e9, 1e18),
     "peak_fp8_flops_per_s": (1e9, 1e18), "peak_fp4_flops_per_s": (1e9, 1e18),
+    "peak_fp6_flops_per_s": (1e9, 1e18), "peak_int8_flops_per_s": (1e9, 1e18),
     "hbm_bytes": (1e6, 1e15), "hbm_bandwidth_bytes_per_s": (1e6, 1e15),
     "scale_up_bandwidth_bytes_per_s": (1e6, 1e15), "max_power_w": (1e-3, 1e5),
     "idle_power_w": (1e-3, 1e5), "gemm_half_efficiency_dim": (1e-3, 1e6),
@@ -170,6 +171,12 @@ class Accelerator(Entry):
     # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
     # ``--precision fp4`` runs the GEMMs at this peak (planner.engine.scenario.PRECISIONS).
     peak_fp4_flops_per_s: Quantity | None = None
+    # dense 6-bit float (OCP MXFP6) matrix peak (Blackwell: the FP8 rate; CDNA 4: the FP4
+    # rate); None when the part has no FP6 path
+    peak_fp6_flops_per_s: Quantity | None = None
+    # dense int8 matrix peak [integer OP/s, counted as FLOP/s]; None when the part lists none.
+    # ``--precision int8`` (AQT-style int8 training) runs the GEMMs at it
+    peak_int8_flops_per_s: Quantity | None = None
     # host time to launch a kernel relative to the x86 hosts the launch times were fitted
     # on (Grace superchips: GB200/GB300); None: 1
     host_launch_factor: Quantity | None = None
@@ -205,7 +212,7 @@ class Accelerator(Entry):
     def _sanity(self):
         problems: list[str] = []
         _positive(problems, self, "peak_tf32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp8_flops_per_s",
-                  "peak_fp4_flops_per_s",
+                  "peak_fp4_flops_per_s", "peak_fp6_flops_per_s", "peak_int8_flops_per_s",
                   "hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w", "idle_power_w",
                   "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
@@ -230,6 +237,12 @@ class Accelerator(Entry):
             floor = max(bf16, getattr(self.peak_fp8_flops_per_s, "value", bf16))
             _check(problems, self.peak_fp4_flops_per_s.value >= floor, "peak_fp4_flops_per_s.value",
                    "expected FP4 peak >= FP8 (and BF16) peak")
+        if self.peak_fp6_flops_per_s is not None:
+            fp6 = self.peak_fp6_flops_per_s.value
+            _check(problems, fp6 >= getattr(self.peak_fp8_flops_per_s, "value", bf16),
+                   "peak_fp6_flops_per_s.value", "expected FP6 peak >= FP8 (and BF16) peak")
+            _check(problems, fp6 <= getattr(self.peak_fp4_flops_per_s, "value", fp6),
+                   "peak_fp6_flops_per_s.value", "expected FP6 peak <= FP4 peak")
         _raise(problems)
         return self
 
@@ -589,6 +602,9 @@ class SoftwareStack(Entry):
     fused_head_dim_max: Quantity | None = None
     attention_head_dim_granule: Quantity | None = None
     fused_split_head_dims: Quantity | None = None
+    # 1 if the stack trains with int8 GEMMs (AQT in MaxText; ``--precision int8``), else 0;
+    # unset: 0. Read by the precision check, not a run-model input
+    int8_training: Quantity | None = None
     # the stack on an architecture its kernels were not written for (e.g. FlashAttention-2
     # on Hopper, without wgmma/TMA): accelerator id -> its own factors
     on_accelerator: dict[str, StackOnAccelerator] = Field(default_factory=dict)
@@ -621,7 +637,7 @@ class SoftwareStack(Entry):
                    "expected 0 or 1")
         for name in ("fp8_dispatch", "hierarchical_dispatch", "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "fused_window_attention", "fused_attention_sinks",
-                     "fused_split_head_dims"):
+                     "fused_split_head_dims", "int8_training"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
         for name in ("moe_layer_overhead_s", "expert_overhead_s"):

@@ -54,6 +54,14 @@ def did_you_mean(kind: str, name: str, choices) -> CapplanError:
     return CapplanError(f"unknown {kind} '{one_line(name)}'; {suggestion(name, choices)}")
 
 
+def choice_error(option: str, value, allowed) -> CapplanError:
+    """``--<option> 'x' is not one of: a, b, c`` and, when one is near, ``; did you mean:
+    b?`` (case ignored: ``NVFP4`` suggests ``nvfp4``)."""
+    message = f"--{option} {shown(value)} is not one of: {', '.join(allowed)}"
+    close = difflib.get_close_matches(str(value).lower(), list(allowed), n=3, cutoff=0.5)
+    return CapplanError(message + (f"; did you mean: {', '.join(close)}?" if close else ""))
+
+
 def suggestion(name: str, choices) -> str:
     """``did you mean: a, b?`` (the nearest of ``choices`` to ``name``), or
     ``allowed: ...`` (the first twelve) when none is near."""

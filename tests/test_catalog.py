@@ -523,9 +523,11 @@ def test_new_accelerator_provenance(cat, acc):
 def test_fp4_peaks_and_precisions(cat):
     # FP4 (NVFP4 / MXFP4) where the datasheet has it; TPU v6e and Trainium2 list none
     assert cat.accelerator("tpu-v6e").peak_fp4_flops_per_s is None
-    assert cat.accelerator("tpu-v6e").peak_fp8_flops_per_s is None  # bf16 and int8 only
+    # FP8 at the BF16 rate on v6e (the TPU7x page's comparison table), as on v5p
+    v6e = cat.accelerator("tpu-v6e")
+    assert v6e.peak_fp8_flops_per_s.value == v6e.peak_bf16_flops_per_s.value == 918e12
     assert cat.accelerator("trn2").peak_fp4_flops_per_s is None
-    for acc in ("gb300", "b300", "mi355x"):
+    for acc in ("gb300", "b300", "mi355x", "b200", "gb200", "mi350x"):
         a = cat.accelerator(acc)
         assert a.peak_fp4_flops_per_s.value >= 2 * a.peak_fp8_flops_per_s.value * 0.99
     # older entries need no FP4 field: the field is optional

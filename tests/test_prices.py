@@ -84,7 +84,7 @@ def test_default_h100_price_lies_in_the_interquartile_range_of_the_shipped_data(
     ("tpu-v6e-8", "", None, "tpu-v6e"),
     ("MI355X", "BM.GPU.MI355X.8", 288, "mi355x"),
     ("B300", "BM.GPU.B300.8", 288, "b300"),
-    ("tpu-v5litepod-8", "", None, None),  # TPU v5e is not in the catalog
+    ("tpu-v5litepod-8", "", None, "tpu-v5e"),  # GCP's name of TPU v5e
 ])
 def test_accelerator_names_map_to_catalog_ids(name, itype, gib, expected, catalog):
     got = accelerator_id(name, itype, gib)

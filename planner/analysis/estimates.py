@@ -17,6 +17,8 @@ import json
 from functools import cache
 from pathlib import Path
 
+from hardware_catalog.recipes import load_recipes
+
 _HERE = Path(__file__).resolve().parent
 #: The validated accelerators of the shipped validation data, written by
 #: ``python -m planner.codegen --only validation`` (reading every dataset takes ~0.5 s of a
@@ -84,7 +86,9 @@ def estimate_flags(catalog, hardware: str, precision: str, price: dict | None) -
     if hardware not in validated_accelerators():
         flags.append("performance")
     chip = catalog.accelerator(hardware)
-    for name in (f"peak_{precision}_flops_per_s", *SPEC_FIELDS):
+    recipe = load_recipes().get(precision)  # the peak a recipe's GEMMs run at (mxfp8 -> fp8)
+    gemm = recipe.gemm_precision if recipe is not None else precision
+    for name in (f"peak_{gemm}_flops_per_s", *SPEC_FIELDS):
         value = getattr(chip, name, None)
         if value is not None and getattr(value, "estimate", False):
             flags.append(f"spec:{name}")

@@ -65,6 +65,7 @@ from planner.engine.scenario import (
     PRECISIONS,
     attention_shape_inputs,
     model_inputs,
+    precision_refusal,
     stack_factor,
     stack_inputs,
 )
@@ -408,8 +409,7 @@ def modern_unexpressible(case, catalog) -> str:
     if case.hardware not in catalog.accelerators:
         return f"accelerator '{case.hardware}' is not in the catalog"
     acc = catalog.accelerator(case.hardware)
-    if case.precision not in PRECISIONS or getattr(
-            acc, f"peak_{case.precision}_flops_per_s", None) is None:
+    if case.precision not in PRECISIONS or precision_refusal(acc, case.precision):
         reasons.append(f"precision {case.precision} has no peak on {case.hardware} "
                        f"(planner precisions: {', '.join(PRECISIONS)})")
     dp = case.gpus // (case.tp * case.pp * case.cp)
@@ -1377,6 +1377,33 @@ def later_stack_check(catalog=None) -> list[dict]:
                               f"TP1 PP{pp} "
                               f"VP{vp} EP{ep} (ETP 1), global batch {batch}, no MTP; "
                               f"predicted MFU {float(r['mfu']):.0%}")})
+    return rows
+
+
+def maxtext_check(catalog=None) -> list[dict]:
+    """Predicted MFU vs MaxText's own published v5p and v5e MFU tables (maxtext_runs.csv:
+    synthetic 16B-1T models, layouts from MaxText's config scripts) on the maxtext-xla stack.
+    Each shape is llama2-7b's entry (gated MLP, untied embeddings, vocab 32,000, as MaxText's
+    base.yml) with the row's sizes."""
+    catalog = catalog or load_catalog()
+    base = catalog.model("llama2-7b")
+    rows = []
+    for run, o in data_rows("maxtext_runs.csv").items():
+        model = base.model_copy(update={"id": o["model"], "name": o["model"], **{
+            k: int(o[k]) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
+                                   "vocab", "seq_len")}})
+        r = evaluate(catalog=catalog, model=model, hardware=o["hardware"], gpus=o["chips"],
+                     tp=o["tp"], pp=1, zero=3, global_batch=o["global_batch"],
+                     micro_batch=o["micro_batch"], seq_len=o["seq_len"],
+                     recompute=o["recompute"], precision=o["precision"], stack=o["stack"],
+                     reliability="benchmark").iloc[0]
+        published, got = o["published_mfu_pct"] / 100, float(r["mfu"])
+        rows.append({"check": f"{run} MFU", "hardware": o["hardware"], "published": published,
+                     "predicted": got, "error": got / published - 1,
+                     "ok": abs(got / published - 1) <= 0.15,
+                     "note": (f"{o['model']}, {o['chips']} x {o['hardware']} "
+                              f"({o['slices']} slice(s)), TP{o['tp']} FSDP{o['fsdp']}, "
+                              f"micro-batch {o['micro_batch']}, {o['recompute']} recompute")})
     return rows
 
 

@@ -101,6 +101,7 @@ def _summary(kind: str, e, si: bool, mttf: dict | None = None,
         row["name"] = e.name
     if kind == "accelerator":
         fields = [("peak_bf16_flops_per_s", "bf16"), ("peak_fp8_flops_per_s", "fp8"),
+                  ("peak_fp4_flops_per_s", "fp4"), ("peak_int8_flops_per_s", "int8"),
                   ("hbm_bytes", "HBM"), ("hbm_bandwidth_bytes_per_s", "HBM bw"),
                   ("max_power_w", "max power"), ("scale_up_domain_gpus", "scale-up"),
                   ("scale_up_bandwidth_bytes_per_s", "scale-up bw")]

@@ -107,8 +107,10 @@ SitesOption = Annotated[str, typer.Option(
     "--site", help="Site id (electricity price, grid carbon); plan takes several, a,b,c or "
     "all, and ranks them.")]
 PrecisionOption = Annotated[str, typer.Option(
-    help="GEMM precision: bf16 | fp8 | fp4 (NVFP4/MXFP4, where the accelerator has an FP4 "
-    "peak) | tf32.")]
+    help="GEMM precision recipe (hardware_catalog/data/precisions/recipes.csv): bf16 | fp16 | "
+    "fp8 | fp8-cs | fp8-ds | fp8-block | mxfp8 | fp8-mx | fp6 | mxfp6 | fp4 | nvfp4 | mxfp4 | "
+    "int8 | tf32 (each where the accelerator has its peak; int8 with a stack that trains in "
+    "int8, e.g. maxtext-xla; fp4 keeps ~15 % of the linear layers in BF16).")]
 GpusPerNodeOption = Annotated[int, typer.Option(
     help="GPUs per node (default: the accelerator's node); NIC bandwidth per GPU is kept.")]
 NicGbpsOption = Annotated[float, typer.Option(

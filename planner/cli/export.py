@@ -70,6 +70,7 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
         STACK_INPUTS,
         attention_precision,
         execution_defaults,
+        gemm_precision,
         stack_factor,
     )
 
@@ -90,10 +91,11 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
                               "does not set it)")
         elif name in CATALOG_FIELDS:
             kind, field = CATALOG_FIELDS[name]
-            field = field or {"peak_flops_per_s": f"peak_{precision}_flops_per_s",
+            field = field or {"peak_flops_per_s": f"peak_{gemm_precision(precision)}_flops_per_s",
                               "attention_peak_flops_per_s":
                                   f"peak_{attention_precision(precision)}_flops_per_s",
-                              "gemm_max_efficiency": _efficiency_field(acc, precision)
+                              "gemm_max_efficiency":
+                                  _efficiency_field(acc, gemm_precision(precision))
                               }.get(name, name)
             quantity = getattr(entries[kind], field, None)
             source = getattr(quantity, "source", "")

@@ -33,7 +33,7 @@ from planner.cli.method_options import method_options
 from planner.cli.numbers import si_count
 from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
 from planner.engine.layout_rules import DIMENSIONS, Dimension, option_help
-from planner.errors import CapplanError, shown
+from planner.errors import CapplanError, choice_error
 
 
 def _run_options(
@@ -132,7 +132,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
                                ("checkpoint", o["checkpoint"], CHECKPOINT_SCHEMES),
                                ("cost-basis", o["cost_basis"], COST_BASES)]:
         if val not in allowed:
-            raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
+            raise choice_error(name, val, allowed)
     choices = RunChoices.pick(o)
     # the vectorised path (as plan's), without pandas: one-shot queries start fast
     columns, inputs = evaluate_run(choices, LayoutRequest.pick(o), catalog=catalog,

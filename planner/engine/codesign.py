@@ -41,7 +41,7 @@ from planner.engine.optimize import (
 from planner.engine.ownership import ownership_inputs
 from planner.engine.reductions import pareto_mask
 from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.scenario import Scenario, attention_precision
+from planner.engine.scenario import Scenario, attention_precision, gemm_precision
 from planner.engine.space import RECOMPUTE_NAMES, SpaceOptions
 from planner.errors import CapplanError, did_you_mean, one_line
 
@@ -188,12 +188,13 @@ def kernel_inputs(parameter: Parameter, precision: str) -> tuple[str, ...]:
     if parameter.input != "peak_flops_per_s":
         return (parameter.input,)
     own = parameter.name.removeprefix("peak_").removesuffix("_flops_per_s")
+    gemm = gemm_precision(precision)  # a recipe's GEMM peak (mxfp8 -> fp8)
     inputs = tuple(name for name, used in (
-        ("peak_flops_per_s", own == precision),
+        ("peak_flops_per_s", own == gemm),
         ("attention_peak_flops_per_s", own == attention_precision(precision))) if used)
     if not inputs:
         raise CapplanError(f"--vary {parameter.name}: the run uses --precision {precision}; "
-                           f"vary peak_{precision}_flops_per_s (peak_{precision}) instead")
+                           f"vary peak_{gemm}_flops_per_s (peak_{gemm}) instead")
     return inputs
 
 

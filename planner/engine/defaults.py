@@ -10,12 +10,17 @@ from __future__ import annotations
 from planner.engine.layout_rules import LAYOUT_DEFAULTS as _LAYOUT_DEFAULTS
 from planner.engine.layout_rules import PREFERRED_LAYOUT as _PREFERRED
 
-#: GEMM precisions: bf16 (and fp16), fp8 (per-tensor or MXFP8 block scaling), fp4 (NVFP4 /
-#: MXFP4 GEMM inputs; weights, gradients, optimizer state and stored activations keep their
-#: execution.toml bytes, as in NVIDIA's NVFP4 pretraining recipe, arXiv:2509.25149), tf32.
-PRECISIONS = ("bf16", "fp8", "fp4", "tf32")
+#: ``--precision`` choices: the recipes of hardware_catalog/data/precisions/recipes.csv (a
+#: test keeps the two equal). bf16, fp16, tf32; fp8 (per-tensor current fp8-cs or delayed
+#: fp8-ds scaling, or DeepSeek-style fp8-block) and mxfp8 / fp8-mx (MX block scaling in
+#: hardware); fp6 / mxfp6; fp4, nvfp4 and
+#: mxfp4 (about 15 % of the linear layers kept in BF16, NVIDIA's NVFP4 pretraining recipe,
+#: arXiv:2509.25149; weights, gradients, optimizer state and stored activations keep their
+#: execution.toml bytes); int8 (AQT-style int8 training, on stacks that do it).
+PRECISIONS = ("bf16", "fp16", "fp8", "fp8-cs", "fp8-ds", "fp8-block", "mxfp8", "fp8-mx", "fp6",
+              "mxfp6", "fp4", "nvfp4", "mxfp4", "int8", "tf32")
 #: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
-EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp8": "bf16"}
+EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp6": "fp8", "int8": "fp8", "fp8": "bf16"}
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
 COST_BASES = ("cloud", "tco")
 #: Training methods (planner.engine.method; docs/post-training.md).

@@ -50,7 +50,7 @@ from planner.engine.scenario import (
     check_overrides,
 )
 from planner.engine.space import RECOMPUTE_CODES, layout_flags, layout_flags_one
-from planner.errors import CapplanError, shown, suggestion
+from planner.errors import choice_error, suggestion
 
 
 def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
@@ -183,7 +183,7 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
                                ("checkpoint", c.checkpoint, CHECKPOINT_SCHEMES),
                                ("cost-basis", c.cost_basis, COST_BASES)]:
         if not isinstance(val, str) or val not in allowed:
-            raise CapplanError(f"--{name} {shown(val)} is not one of: {', '.join(allowed)}")
+            raise choice_error(name, val, allowed)
     sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
     others = {k: getattr(r, k) for k in OTHER_SIZES}
     check_switch("flash_attention", flash_attention)
@@ -201,7 +201,9 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     check_overrides(overrides or {})
     if catalog is None:
         catalog = load_catalog(catalog_dirs)
-    x = base_inputs(catalog, choices)
+    # overrides first, so the layout checks and flags (stage_layers from layers ...) see the
+    # overridden inputs; applied again after the flags so an overridden flag wins
+    x = {**base_inputs(catalog, choices), **(overrides or {})}
     one = not any(type(v) not in _SCALARS and np.ndim(v) > 0
                   for v in (gpus, zero, sequence_parallel, shard_group, *sizes.values(),
                             *others.values(), *(overrides or {}).values()))

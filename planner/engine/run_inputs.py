@@ -19,6 +19,7 @@ from planner.engine.pricing import commitment_term_s, price_quote, with_preempti
 from planner.engine.scenario import (
     DEFAULTS,
     Scenario,
+    check_precision,
     default_global_batch,
     execution_defaults,
     hardware_inputs,
@@ -167,6 +168,7 @@ def _read_catalog_inputs(catalog, c: RunChoices) -> dict[str, float]:
     software = catalog.stack(stack) if isinstance(stack, str) else stack
     basis = cost_basis(c)
     site_entry = catalog.site(site)
+    check_precision(catalog, acc, precision, software)
     # catalog values and user files too: one table, before any kernel call, naming the entry
     x = {}
     for where, part in ((f"model '{m.id}'", model_inputs(m, c.seq_len)),

@@ -14,7 +14,9 @@ from functools import cache
 from pathlib import Path
 
 from formulas.carbon import embodied_per_accelerator
+from formulas.compute import mixed_precision_peak
 from hardware_catalog import load_catalog
+from hardware_catalog.recipes import load_recipes
 from hardware_catalog.schema import Quantity, SoftwareStack
 from planner.engine.call_checks import (
     check_catalog_dirs,
@@ -40,7 +42,7 @@ from planner.engine.domains import INPUT_DOMAINS, check, check_confidence
 from planner.engine.method import check_padded_length, method_of
 from planner.engine.ownership import ownership_inputs, ownership_parameters
 from planner.engine.pricing import check_choice, spot_interruption
-from planner.errors import CapplanError, did_you_mean, shown
+from planner.errors import CapplanError, choice_error, did_you_mean, shown
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class Scenario:
                                      ("cost-basis", self.cost_basis, COST_BASES),
                                      ("objective", self.objective, OBJECTIVES)]:
             if value not in allowed:
-                raise CapplanError(f"--{name} {shown(value)} is not one of: {', '.join(allowed)}")
+                raise choice_error(name, value, allowed)
         check_padded_length(method_of(self).max_seq_len, self.seq_len)
         check_choice(self.pricing, self.provider)
         if self.pricing == "spot":
@@ -232,12 +234,17 @@ def execution_defaults() -> dict[str, float]:
     return {k: float(v["value"]) for k, v in data.items() if isinstance(v, dict)}
 
 
+#: Stack quantities that are no run-model input: a share of the accelerator's GEMM efficiency
+#: (applied in :func:`hardware_inputs`) and the precision check's int8 flag.
+NOT_RUN_INPUTS = ("gemm_efficiency_factor", "int8_training")
+
+
 def _stack_input_names() -> tuple[str, ...]:
     """The quantities of :class:`hardware_catalog.schema.SoftwareStack`, each a run-model
     input of its name, but ``gemm_efficiency_factor`` (a share of the accelerator's GEMM
     efficiency, applied in :func:`hardware_inputs`)."""
     return tuple(name for name, f in SoftwareStack.model_fields.items()
-                 if name != "gemm_efficiency_factor"
+                 if name not in NOT_RUN_INPUTS
                  and Quantity in (typing.get_args(f.annotation) or (f.annotation,)))
 
 
@@ -337,35 +344,108 @@ def linear_attention_inputs(model) -> dict[str, float]:
                for k in ("linear_key_heads", "linear_value_heads", "linear_head_dim")}}
 
 
-def peak_flops(accelerator, precision: str) -> float:
-    """Dense peak FLOP/s of ``accelerator`` at ``precision``; error if unsupported."""
-    quantity = getattr(accelerator, f"peak_{precision}_flops_per_s", None)
+#: GEMM precisions below BF16: their recipes keep the attention core in BF16.
+LOW_PRECISIONS = ("fp8", "fp6", "fp4", "int8")
+
+
+def precision_recipe(precision: str):
+    """The recipe ``--precision`` names (hardware_catalog/data/precisions/recipes.csv)."""
+    recipes = load_recipes()
+    if precision not in recipes:
+        raise did_you_mean("precision", shown(precision), recipes)
+    return recipes[precision]
+
+
+def gemm_precision(precision: str) -> str:
+    """The peak a recipe's low-precision GEMMs run at (``mxfp8`` -> ``fp8``); a GEMM
+    precision (``fp6``, ``int8`` ...) is its own; ``fp16`` runs at the BF16 peak."""
     if precision == "fp16":
-        quantity = accelerator.peak_bf16_flops_per_s
+        return "bf16"
+    return load_recipes()[precision].gemm_precision if precision in load_recipes() \
+        else precision
+
+
+def peak_flops(accelerator, precision: str) -> float:
+    """Dense peak FLOP/s of ``accelerator`` at ``precision`` (a recipe or GEMM precision);
+    error if unsupported."""
+    gemm = gemm_precision(precision)
+    quantity = getattr(accelerator, f"peak_{gemm}_flops_per_s", None)
     if quantity is None:
-        raise CapplanError(f"accelerator '{accelerator.id}' has no {precision} peak; "
+        raise CapplanError(f"accelerator '{accelerator.id}' has no {gemm} peak; "
                            f"use --precision bf16")
     return value(quantity)
 
 
+def precision_refusal(accelerator, precision: str, stack=None) -> str:
+    """Why ``accelerator`` (with ``stack``) cannot run recipe ``precision`` ('' : it can):
+    a peak the recipe needs is missing, the format is another vendor's, or the stack does
+    not train at that precision."""
+    r = precision_recipe(precision)
+    for needed in (r.gemm_precision, *r.requires):
+        if getattr(accelerator, f"peak_{needed}_flops_per_s", None) is None:
+            return (f"accelerator '{accelerator.id}' has no {needed} peak"
+                    + (" (hardware block scaling)" if needed != r.gemm_precision else ""))
+    if r.vendors and getattr(accelerator, "vendor", None) not in r.vendors:
+        return f"{precision} is a {'/'.join(r.vendors)} format; '{accelerator.id}' is not"
+    if stack is not None and r.stack_flag and not value(
+            getattr(stack, r.stack_flag, None) or 0.0):
+        return f"stack '{stack.id}' does not train in {precision} ({r.stack_flag} = 0)"
+    return ""
+
+
+def check_precision(catalog, accelerator, precision: str, stack=None) -> None:
+    """Raise CapplanError (one line) when ``accelerator`` and ``stack`` cannot run
+    ``precision``, naming the shipped and loaded parts (and stacks) that can."""
+    why = precision_refusal(accelerator, precision, stack)
+    if not why:
+        return
+    if why.startswith("stack"):
+        can = sorted(i for i, st in catalog.stacks.items()
+                     if not precision_refusal(accelerator, precision, st))
+        where = f"stacks that do on '{accelerator.id}': {', '.join(can) or 'none'}"
+    else:
+        can = sorted(i for i, a in catalog.accelerators.items()
+                     if not precision_refusal(a, precision))
+        where = f"it runs on: {', '.join(can) or 'no accelerator in the catalog'}"
+    raise CapplanError(f"--precision {precision}: {why}; {where}")
+
+
 def attention_precision(precision: str) -> str:
-    """The precision the fused attention core runs in: BF16 under FP8 and FP4 recipes
-    (Transformer Engine's ``fp8_dpa`` is off by default, TE 2.x
+    """The precision the fused attention core runs in: BF16 under FP8, FP6, FP4 and int8
+    recipes (Transformer Engine's ``fp8_dpa`` is off by default, TE 2.x
     ``transformer_engine.common.recipe``; DeepSeek-V3 keeps "attention operators" in BF16,
-    arXiv:2412.19437 s3.3), the run's precision otherwise."""
-    return "bf16" if precision in ("fp8", "fp4") else precision
+    arXiv:2412.19437 s3.3; the NVFP4 recipe keeps the attention GEMMs in BF16,
+    arXiv:2509.25149 s4), the run's precision otherwise."""
+    gemm = gemm_precision(precision)
+    return "bf16" if gemm in LOW_PRECISIONS else gemm
 
 
 def gemm_efficiency(accelerator, precision: str) -> float:
     """Large-GEMM fraction of the peak at ``precision``: the accelerator's value for that
     precision (``gemm_max_efficiency_fp8`` ...), else that of the next wider precision
     (fp4 -> fp8 -> bf16, ``EFFICIENCY_FALLBACK``), else its bf16 ``gemm_max_efficiency``."""
+    precision = gemm_precision(precision)
     while precision in EFFICIENCY_FALLBACK:
         own = getattr(accelerator, f"gemm_max_efficiency_{precision}", None)
         if own is not None:
             return value(own)
         precision = EFFICIENCY_FALLBACK[precision]
     return value(accelerator.gemm_max_efficiency)
+
+
+def recipe_gemm_inputs(accelerator, precision: str) -> dict[str, float]:
+    """The GEMM peak, large-GEMM efficiency and cached-input bytes of recipe ``precision``
+    on ``accelerator``: the share it keeps in BF16 runs at the BF16 peak and efficiency
+    (:func:`formulas.compute.mixed_precision_peak`), its cached GEMM inputs at the recipe's
+    bytes for the low-precision share and 2 for the rest."""
+    r = precision_recipe(precision)
+    low_peak, low_eff = peak_flops(accelerator, precision), gemm_efficiency(accelerator, precision)
+    share = r.low_precision_share
+    peak = low_peak if share == 1 else mixed_precision_peak(
+        share, low_peak, peak_flops(accelerator, "bf16"), low_eff,
+        gemm_efficiency(accelerator, "bf16"))
+    return {"peak_flops_per_s": peak, "gemm_max_efficiency": low_eff,
+            "linear_input_bytes": share * r.cached_input_bytes + (1 - share) * 2.0}
 
 
 def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, float]:
@@ -380,14 +460,15 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
     nic_bytes_per_s = value(node.nics_per_node) * value(node.nic_bandwidth_bits_per_s) / 8
     ports = value(getattr(node, "network_ports_per_node", node.nics_per_node))
     lifetime_years = value(getattr(accelerator, "lifetime_years", 5.0))
+    gemm = recipe_gemm_inputs(accelerator, precision)
     return {
-        "peak_flops_per_s": peak_flops(accelerator, precision),
+        "peak_flops_per_s": gemm["peak_flops_per_s"],
         "attention_peak_flops_per_s": peak_flops(accelerator, attention_precision(precision)),
         # Linear inputs kept for the backward pass in the GEMM precision: FP8 (and FP4)
         # recipes cache the quantised input their weight-gradient GEMM reads (Transformer
         # Engine; DeepSeek-V3 arXiv:2412.19437 s3.3.2), BF16 and TF32 runs keep 2 bytes
-        "linear_input_bytes": 1.0 if precision in ("fp8", "fp4") else 2.0,
-        "gemm_max_efficiency": gemm_efficiency(accelerator, precision) * gemm_factor,
+        "linear_input_bytes": gemm["linear_input_bytes"],
+        "gemm_max_efficiency": gemm["gemm_max_efficiency"] * gemm_factor,
         "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
         **grouped_gemm_inputs(accelerator),
         "hbm_bytes": value(accelerator.hbm_bytes),

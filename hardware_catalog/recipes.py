@@ -1,0 +1,62 @@
+"""Precision recipes: which GEMMs of a run go at which precision (data/precisions/recipes.csv).
+
+A recipe is what a user names with ``--precision`` (``fp8``, ``mxfp8``, ``nvfp4``, ``int8``
+...): the precision whose peak its low-precision GEMMs run at, the share of the linear
+layers' GEMM FLOPs that run there (the rest stay BF16: NVFP4 keeps ~15 % of the linear
+layers in BF16, arXiv:2509.25149), the bytes per element of the GEMM inputs it caches for
+the backward pass, and what a part (and stack) must have to run it. Each row carries its
+source, date and whether it is an estimate.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from datetime import date
+from functools import cache
+from pathlib import Path
+
+RECIPES_CSV = Path(__file__).resolve().parent / "data" / "precisions" / "recipes.csv"
+#: GEMM precisions a recipe may run at: each has an accelerator field peak_<p>_flops_per_s.
+GEMM_PRECISIONS = ("bf16", "tf32", "fp8", "fp6", "fp4", "int8")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One ``--precision`` choice."""
+
+    name: str
+    gemm_precision: str  # the peak the low-precision GEMMs run at (GEMM_PRECISIONS)
+    low_precision_share: float  # share of the linear layers' GEMM FLOPs at gemm_precision [1]
+    cached_input_bytes: float  # bytes per element of a cached GEMM input (low-precision part) [B]
+    requires: tuple[str, ...]  # further peaks the part must have (hardware block scaling)
+    vendors: tuple[str, ...]  # the vendors whose parts run it (empty: any)
+    stack_flag: str  # a stack field that must be 1 ('' : any stack)
+    source: str
+    as_of: date
+    estimate: bool
+    note: str
+
+
+def _row(r: dict) -> Recipe:
+    split = lambda text: tuple(t for t in (text or "").split(";") if t)  # noqa: E731
+    recipe = Recipe(name=r["name"], gemm_precision=r["gemm_precision"],
+                    low_precision_share=float(r["low_precision_share"]),
+                    cached_input_bytes=float(r["cached_input_bytes"]),
+                    requires=split(r["requires"]), vendors=split(r["vendors"]),
+                    stack_flag=r["stack_flag"] or "", source=r["source"],
+                    as_of=date.fromisoformat(r["as_of"]), estimate=r["estimate"] == "true",
+                    note=r["note"])
+    if recipe.gemm_precision not in GEMM_PRECISIONS or not set(recipe.requires) <= set(
+            GEMM_PRECISIONS):
+        raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: unknown precision")
+    if not 0 < recipe.low_precision_share <= 1:
+        raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: share outside (0, 1]")
+    return recipe
+
+
+@cache
+def load_recipes() -> dict[str, Recipe]:
+    """Every recipe by name, in the file's order."""
+    with RECIPES_CSV.open(newline="", encoding="utf-8") as f:
+        return {r.name: r for r in map(_row, csv.DictReader(f))}

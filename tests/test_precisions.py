@@ -1,0 +1,281 @@
+"""Every precision on every part that runs it (issue 42 item 3), the parts added with it
+(gaudi2, mi350x, tpu-v7) and the MaxText/XLA and DeepSpeed stacks.
+
+A ``--precision`` choice is a recipe (hardware_catalog/data/precisions/recipes.csv): the peak
+its low-precision GEMMs run at, the share of the linear layers' GEMM FLOPs there (NVFP4 keeps
+~15 % in BF16, arXiv:2509.25149 s4) and what the part and stack must have to run it.
+"""
+
+import math
+from datetime import date
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formulas.compute import mixed_precision_peak
+from hardware_catalog import load_catalog
+from hardware_catalog.recipes import GEMM_PRECISIONS, RECIPES_CSV, load_recipes
+from planner.analysis.validate import maxtext_check
+from planner.engine.defaults import PRECISIONS
+from planner.engine.evaluator import evaluate
+from planner.engine.run_inputs import RunChoices, base_inputs
+from planner.engine.scenario import precision_refusal
+from planner.errors import CapplanError
+from tests.test_bad_files_and_values import one_line_usage_error, run_cli
+
+BLACKWELL = ("b200", "gb200", "b300", "gb300")
+NEW_PARTS = ("gaudi2", "mi350x", "tpu-v7")
+MAXTEXT_CSV = RECIPES_CSV.parents[1] / "validation" / "maxtext_runs.csv"
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalog()
+
+
+def _eval(*extra):
+    return ["evaluate", "--model", "llama3-8b", "--gpus", "8", "--tp", "1", "--pp", "1",
+            "--global-batch", "64", "--micro-batch", "1", "--tokens", "1e10",
+            "--format", "json", *extra]
+
+
+# ---- recipes -------------------------------------------------------------------------------
+
+def test_recipes_are_the_precision_choices():
+    recipes = load_recipes()
+    assert tuple(recipes) == PRECISIONS
+    for r in recipes.values():
+        assert r.gemm_precision in GEMM_PRECISIONS
+        assert 0 < r.low_precision_share <= 1 and r.cached_input_bytes in (1, 2)
+        assert len(r.source) > 40 and r.as_of <= date(2026, 11, 29)
+    # NVFP4 recipe: ~15 % of the linear layers in BF16 (arXiv:2509.25149 s4)
+    assert recipes["nvfp4"].low_precision_share == recipes["fp4"].low_precision_share == 0.85
+    assert recipes["fp8"].low_precision_share == recipes["mxfp8"].low_precision_share == 1.0
+    assert recipes["int8"].stack_flag == "int8_training"
+
+
+def test_mixed_precision_peak_examples():
+    assert mixed_precision_peak(1.0, 15e15, 2.5e15, 0.7, 0.65) == 15e15
+    # all BF16-equivalent: the low share at no speed-up gives the BF16 rate back
+    assert mixed_precision_peak(0.5, 1e15, 1e15, 0.8, 0.8) == pytest.approx(1e15, rel=1e-12)
+    assert mixed_precision_peak(0.85, 15e15, 2.5e15, 0.70, 0.65) == pytest.approx(8.245e15,
+                                                                                  rel=1e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(s1=st.floats(0.01, 1.0), s2=st.floats(0.01, 1.0),
+       ratio=st.floats(1.01, 8.0), e_lo=st.floats(0.3, 1.0), e_hi=st.floats(0.3, 1.0))
+def test_mixed_peak_grows_with_the_low_precision_share(s1, s2, ratio, e_lo, e_hi):
+    """A larger share at a faster precision never slows the mix (P_lo e_lo > P_hi e_hi)."""
+    p_hi = 1e15
+    p_lo = ratio * p_hi * max(1.0, e_hi / e_lo) * 1.001
+    lo, hi = sorted((s1, s2))
+    a = mixed_precision_peak(lo, p_lo, p_hi, e_lo, e_hi)
+    b = mixed_precision_peak(hi, p_lo, p_hi, e_lo, e_hi)
+    assert a <= b * (1 + 1e-12)
+    assert b <= p_lo * (1 + 1e-12)
+
+
+# ---- fp4 on every Blackwell part, and where else it runs -------------------------------------
+
+@pytest.mark.parametrize("acc", BLACKWELL)
+def test_fp4_runs_on_every_blackwell_part(cat, capsys, acc):
+    code, out, err = run_cli(capsys, *_eval("--hardware", acc, "--precision", "fp4"))
+    assert code == 0, err
+    for name in ("nvfp4", "mxfp4", "mxfp8", "fp6", "mxfp6"):
+        assert not precision_refusal(cat.accelerator(acc), name), (acc, name)
+    kw = dict(catalog=cat, model="llama3-8b", hardware=acc, gpus=8, tp=1, pp=1,
+              global_batch=64, micro_batch=1, tokens=1e10)
+    t = {p: evaluate(precision=p, **kw).iloc[0]["step_time_s"] for p in ("bf16", "fp8", "fp4")}
+    assert t["fp4"] < t["fp8"] < t["bf16"]
+
+
+def test_fp4_peaks_of_b200_and_gb200_are_the_datasheets(cat):
+    """HGX B200 / GB200 NVL72 tables: FP4 18 / 20 PFLOPS sparse per GPU (dense = /2), FP8/FP6
+    9 / 10, INT8 9 / 10 POPS."""
+    for acc, fp4, fp8 in (("b200", 18e15, 9e15), ("gb200", 20e15, 10e15)):
+        a = cat.accelerator(acc)
+        assert a.peak_fp4_flops_per_s.value == fp4 / 2
+        assert a.peak_fp6_flops_per_s.value == a.peak_fp8_flops_per_s.value == fp8 / 2
+        assert a.peak_int8_flops_per_s.value == fp8 / 2
+
+
+def test_nvfp4_is_nvidia_only_mxfp4_runs_on_cdna4(cat, capsys):
+    code, _, err = run_cli(capsys, *_eval("--hardware", "mi355x", "--precision", "nvfp4"))
+    one_line_usage_error(code, err, "--precision nvfp4", "NVIDIA", "it runs on:", "b200",
+                         "gb300")
+    assert "mi355x" not in err.split("it runs on:")[1]
+    for acc in ("mi355x", "mi350x"):
+        code, _, err = run_cli(capsys, *_eval("--hardware", acc, "--precision", "mxfp4"))
+        assert code == 0, err
+
+
+def test_mxfp8_needs_hardware_block_scaling(cat, capsys):
+    assert not precision_refusal(cat.accelerator("b200"), "mxfp8")
+    code, _, err = run_cli(capsys, *_eval("--hardware", "h100-sxm", "--precision", "mxfp8"))
+    one_line_usage_error(code, err, "--precision mxfp8", "h100-sxm", "block scaling",
+                         "it runs on:", "b200")
+    # per-tensor and software-blockwise FP8 still run on Hopper; Megatron-Bridge's fp8_mx does not
+    for name in ("fp8", "fp8-cs", "fp8-ds", "fp8-block"):
+        assert not precision_refusal(cat.accelerator("h100-sxm"), name), name
+    assert "block scaling" in precision_refusal(cat.accelerator("h100-sxm"), "fp8-mx")
+    # the FP8 names differ in scaling only: one GEMM peak and one cached-input size
+    x = {n: base_inputs(cat, RunChoices(model="llama3-8b", hardware="b200", precision=n))
+         for n in ("fp8", "fp8-cs", "fp8-ds", "fp8-block", "mxfp8", "fp8-mx")}
+    assert len({(v["peak_flops_per_s"], v["linear_input_bytes"]) for v in x.values()}) == 1
+    # fp16 runs at the BF16 peak on every part, A100 included
+    a100 = base_inputs(cat, RunChoices(model="llama3-8b", hardware="a100-80gb", precision="fp16"))
+    assert a100["peak_flops_per_s"] == cat.accelerator("a100-80gb").peak_bf16_flops_per_s.value
+
+
+def test_a_precision_runs_on_every_sku_of_its_generation(cat):
+    families = [("fp4", ("b200", "gb200", "b300", "gb300")), ("fp4", ("mi350x", "mi355x")),
+                ("mxfp6", ("mi350x", "mi355x")), ("fp8", ("h100-sxm", "h100-pcie", "h200", "h800")),
+                ("int8", ("h100-sxm", "h100-pcie", "h200", "h800")),
+                ("int8", ("b200", "gb200")), ("fp8", ("tpu-v5p", "tpu-v6e", "tpu-v7"))]
+    stack = load_catalog().stack("maxtext-xla")
+    for precision, parts in families:
+        for acc in parts:
+            assert not precision_refusal(cat.accelerator(acc), precision, stack), (precision, acc)
+
+
+def test_unknown_precision_suggests_the_name(capsys):
+    code, _, err = run_cli(capsys, *_eval("--hardware", "b200", "--precision", "NVFP4"))
+    one_line_usage_error(code, err, "--precision 'NVFP4' is not one of", "did you mean: nvfp4")
+    with pytest.raises(CapplanError, match="did you mean: mxfp8"):
+        evaluate(model="llama3-8b", hardware="b200", gpus=8, precision="mxfp", tokens=1e10)
+
+
+# ---- int8 (AQT) on TPUs with the MaxText stack ----------------------------------------------
+
+@pytest.mark.parametrize("acc", ("tpu-v5p", "tpu-v6e"))
+def test_int8_runs_on_tpus_with_maxtext(cat, capsys, acc):
+    code, _, err = run_cli(capsys, *_eval("--hardware", acc, "--precision", "int8",
+                                          "--stack", "maxtext-xla"))
+    assert code == 0, err
+    x = base_inputs(cat, RunChoices(model="llama3-8b", hardware=acc, precision="int8",
+                                    stack="maxtext-xla"))
+    assert x["peak_flops_per_s"] == cat.accelerator(acc).peak_int8_flops_per_s.value
+    assert x["attention_peak_flops_per_s"] == cat.accelerator(acc).peak_bf16_flops_per_s.value
+
+
+def test_int8_is_refused_where_no_stack_or_part_runs_it(capsys):
+    # the default stack (Megatron-Core) does not train in int8: one line naming the stack that does
+    code, _, err = run_cli(capsys, *_eval("--hardware", "tpu-v5p", "--precision", "int8"))
+    one_line_usage_error(code, err, "--precision int8", "megatron-core-2025",
+                         "stacks that do on 'tpu-v5p': maxtext-xla")
+    # a part without an int8 peak: one line naming the parts that have one
+    code, _, err = run_cli(capsys, *_eval("--hardware", "tpu-v4", "--precision", "int8",
+                                          "--stack", "maxtext-xla"))
+    one_line_usage_error(code, err, "'tpu-v4' has no int8 peak", "it runs on:", "tpu-v5p",
+                         "tpu-v6e")
+
+
+# ---- the new parts ----------------------------------------------------------------------------
+
+#: (part, field, value the cited table prints, converted to SI, relative tolerance)
+DATASHEET = [
+    ("mi350x", "peak_bf16_flops_per_s", 2.3e15, 0.01), ("mi350x", "peak_fp8_flops_per_s", 4.6e15, 0.01),
+    ("mi350x", "peak_fp4_flops_per_s", 9.2e15, 0.01), ("mi350x", "peak_fp6_flops_per_s", 9.2e15, 0.01),
+    ("mi350x", "peak_bf16_flops_per_s", 256 * 4096 * 2.2e9, 1e-4),
+    ("mi350x", "hbm_bytes", 288e9, 0), ("mi350x", "hbm_bandwidth_bytes_per_s", 8e12, 0),
+    ("mi350x", "max_power_w", 1000, 0),
+    ("gaudi2", "peak_bf16_flops_per_s", 432e12, 0), ("gaudi2", "hbm_bytes", 96e9, 0),
+    ("gaudi2", "hbm_bandwidth_bytes_per_s", 2.46e12, 0), ("gaudi2", "max_power_w", 600, 0),
+    ("gaudi2", "scale_up_bandwidth_bytes_per_s", 21 * 100e9 / 8, 0),
+    ("tpu-v7", "peak_bf16_flops_per_s", 2307e12, 0), ("tpu-v7", "peak_fp8_flops_per_s", 4614e12, 0),
+    ("tpu-v7", "hbm_bytes", 192 * 2**30, 0), ("tpu-v7", "scale_up_domain_gpus", 9216, 0),
+    ("tpu-v7", "scale_up_bandwidth_bytes_per_s", 1.2e12 / 2, 0),
+    ("tpu-v5p", "peak_int8_flops_per_s", 918e12, 0), ("tpu-v6e", "peak_int8_flops_per_s", 1836e12, 0),
+    ("mi355x", "peak_int8_flops_per_s", 5.0e15, 0.01), ("h100-sxm", "peak_int8_flops_per_s", 3958e12 / 2, 1e-3),
+]
+
+
+@pytest.mark.parametrize("acc, field, cited, rel", DATASHEET,
+                         ids=[f"{a}-{f}-{i}" for i, (a, f, *_r) in enumerate(DATASHEET)])
+def test_new_peaks_are_the_cited_figures(cat, acc, field, cited, rel):
+    assert getattr(cat.accelerator(acc), field).value == pytest.approx(cited, rel=rel, abs=0)
+
+
+@pytest.mark.parametrize("acc", NEW_PARTS)
+def test_new_parts_load_and_evaluate(cat, acc):
+    a = cat.accelerator(acc)
+    node = cat.node(a.node)
+    gpus = int(node.gpus_per_node)
+    for name, q in a.quantities().items():
+        assert q.source and q.as_of, name
+    for name in ("gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency"):
+        q = getattr(a, name)
+        assert q.estimate and q.source.startswith("as "), name  # borrowed, says from whom
+    assert a.cloud_price_usd_per_gpu_hour.estimate and a.purchase_price_usd.estimate
+    for precision in ("bf16", "fp8"):
+        r = evaluate(catalog=cat, model="llama3.2-1b", hardware=acc, gpus=gpus, tp=1, pp=1,
+                     global_batch=8 * gpus, micro_batch=1, tokens=1e10,
+                     precision=precision).iloc[0]
+        assert math.isfinite(r["step_time_s"]) and r["step_time_s"] > 0
+        assert 0 < r["mfu"] < 1
+
+
+# ---- stacks ------------------------------------------------------------------------------------
+
+def test_maxtext_and_deepspeed_stacks(cat):
+    mt, ds = cat.stack("maxtext-xla"), cat.stack("deepspeed-zero")
+    assert mt.int8_training.value == 1 and ds.int8_training.value == 0
+    assert mt.layer_overhead_s.value == 0  # one XLA program per step, no per-kernel launches
+    assert mt.dp_overlap.value > ds.dp_overlap.value  # XLA latency-hiding scheduler vs NCCL buckets
+    assert ds.cp_overlap.value == 0  # Ulysses all-to-all is not a ring
+
+
+def test_maxtext_stack_reproduces_its_mfu_tables():
+    """MaxText's published MFU tables (maxtext_runs.csv: v5p 16 rows, 32B-1T on 64-4,096
+    chips; v5e 24 rows, 16B-128B on 1-32 v5e-256 slices) predicted with the maxtext-xla stack
+    and the catalog's TPU values, nothing fitted on them (planner.analysis.validate.
+    maxtext_check). v5p: MAPE within 10 %, every row within 20 %. v5e: MAPE within 20 % and
+    biased low (every row full rematerialisation or host offload: the published MFU implies
+    ~0.8 of the peak in hardware FLOPs, above the uncalibrated TPU gemm_max_efficiency of 0.8
+    at these shapes)."""
+    rows = maxtext_check()
+    assert len(rows) == 40
+    errors = {hw: [r["error"] for r in rows if r["hardware"] == hw] for hw in ("tpu-v5p", "tpu-v5e")}
+    assert len(errors["tpu-v5p"]) == 16 and len(errors["tpu-v5e"]) == 24
+    mape = {hw: sum(map(abs, e)) / len(e) for hw, e in errors.items()}
+    assert mape["tpu-v5p"] <= 0.10, mape
+    assert max(map(abs, errors["tpu-v5p"])) <= 0.20, errors["tpu-v5p"]
+    assert mape["tpu-v5e"] <= 0.20, mape
+    assert sum(errors["tpu-v5e"]) < 0  # biased low, as the docstring says
+    # the user-file path gives the same run as the overrides on llama2-7b
+    r = rows[0]
+    assert r["published"] == pytest.approx(0.7147) and 0.6 < r["predicted"] < 0.8
+
+
+# ---- overrides of the model shape reach the layout's stage split --------------------------------
+
+@pytest.mark.parametrize("as_frame", (True, False))
+def test_layer_override_is_the_model_with_those_layers(tmp_path, cat, as_frame):
+    """evaluate(overrides={"layers": n}) equals a model file with n layers: the stage split
+    (stage_layers) follows the overridden count (it was computed from the base model's)."""
+    base = cat.model("llama2-7b")
+    deeper = base.model_copy(update={"id": "llama2-7b-64l", "layers": 64})
+    kw = dict(catalog=cat, hardware="h100-sxm", gpus=16, tp=2, pp=2, micro_batch=1,
+              global_batch=64, tokens=1e10)
+    if not as_frame:
+        kw["as_frame"] = False
+    want = evaluate(model=deeper, **kw)
+    got = evaluate(model="llama2-7b", overrides={"layers": 64.0}, **kw)
+    if as_frame:
+        want, got = want.iloc[0], got.iloc[0]
+    for col in ("step_time_s", "mfu", "memory_per_gpu_bytes"):
+        assert float(got[col]) == pytest.approx(float(want[col]), rel=1e-9), col
+
+
+def test_deepspeed_stack_on_bloom(cat):
+    """BLOOM-176B trained on Megatron-DeepSpeed (ZeRO-1, TP4 PP12 DP8 on 384 A100 80GB, full
+    activation checkpointing, 2,048 x 2,048-token batches, micro-batch 2): 104.7 s per
+    iteration (published_runs.csv row bloom-176b, it 85376). The deepspeed-zero stack,
+    nothing fitted on it, predicts it within 15 % (-10 %: the catalog's DGX A100 node has
+    more scale-out bandwidth than BLOOM's 4 x 100 Gb/s Omni-Path)."""
+    r = evaluate(catalog=cat, model="bloom-176b", hardware="a100-80gb", gpus=384, tp=4, pp=12,
+                 zero=1, global_batch=2048, micro_batch=2, seq_len=2048, recompute="full",
+                 stack="deepspeed-zero", tokens=1e12, reliability="benchmark").iloc[0]
+    assert r["step_time_s"] == pytest.approx(104.7, rel=0.15)

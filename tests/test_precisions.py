@@ -151,8 +151,10 @@ def test_unknown_precision_suggests_the_name(capsys):
 
 @pytest.mark.parametrize("acc", ("tpu-v5p", "tpu-v6e"))
 def test_int8_runs_on_tpus_with_maxtext(cat, capsys, acc):
+    # full recompute and ZeRO-3: an 8B model fits v6e's 32 GB (MaxText's FSDP setting)
     code, _, err = run_cli(capsys, *_eval("--hardware", acc, "--precision", "int8",
-                                          "--stack", "maxtext-xla"))
+                                          "--stack", "maxtext-xla", "--recompute", "full",
+                                          "--zero", "3"))
     assert code == 0, err
     x = base_inputs(cat, RunChoices(model="llama3-8b", hardware=acc, precision="int8",
                                     stack="maxtext-xla"))

@@ -48,7 +48,8 @@ SHAPE_NEUTRAL = {
 #: a re-queue as fast as a swap, no spares, no software stragglers, GPU power at max while
 #: computing and at idle otherwise (the execution.toml defaults of the phase power model),
 #: an owned cluster without resale value or facility rent, busy all its life (the TCO
-#: cost basis before it became planner.engine.ownership's owned-cluster cost).
+#: cost basis before it became planner.engine.ownership's owned-cluster cost), no CUDA
+#: graphs.
 #: So the fixture also checks that a reliability profile without domain data gives the
 #: results it gave.
 LEGACY_EQUIVALENT = {
@@ -62,6 +63,8 @@ LEGACY_EQUIVALENT = {
     "compute_power_fraction": 1.0, "comm_power_fraction": 0.0,
     "ckpt_gockpt": 0.0, "gockpt_steps": 7.0,
     "residual_value_fraction": 0.0, "facility_usd_per_kw_month": 0.0, "utilisation": 1.0,
+    # no CUDA graphs: every kernel launched eagerly (the replay cost is then unused)
+    "cuda_graphs": 0.0, "graph_launch_s": 1e-5,
 }
 #: Outputs added after the fixture was written.
 NEW_OUTPUTS: tuple[str, ...] = ()

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'sequence_parallel', 'stage_layers', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'sequence_parallel', 'stage_layers', 'global_batch', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, sequence_parallel, stage_layers, global_batch, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, sequence_parallel, stage_layers, global_batch, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -208,7 +208,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x138 = t_mlp * x7
     del t_mlp, x7
     x139 = t_moe * x6
-    del t_moe, x6
+    del t_moe
     compute_mb = stage_layers * (full_recompute * t_layer_fwd + 3 * x127 + 3 * x128 + x135 + x68 * (moe_share * recompute_moe_act * t_moe_act + x133)) + x132 + x41 * (full_recompute * (x129 + x131 + x138 + x139) + x132 + x133 * x68 + x135 + 3 * x138 + 3 * x139 + 3 * numpy.maximum(x75 * (x136 + x39 * x5 + 2.0 * x69), x64 * x79 * x86 * (gemm_half_efficiency_dim + x137) / x137))
     del t_moe_act, x127, x128, x129, x131, x133, x135, x137, x138, x139, x5, x64, x75, x79
     forward_mb = stage_layers * t_layer_fwd + t_logits
@@ -315,218 +315,221 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x193) - dp_overlap * numpy.minimum(x205, t_layer_fwd * x194) + x193 + x205
     del t_layer_fwd, x193, x205
     x206 = compute_mb + tp_comm_mb
-    x207 = full_recompute + 3
-    x208 = expert_overhead_s * x119 + moe_layer_overhead_s
+    x207 = 2 * x108 * x6 * numpy.maximum(0, cuda_graphs - 1)
+    del x6
+    x208 = numpy.maximum(0, cuda_graphs - x207 - 1)
+    x209 = 1 - x208
+    x210 = full_recompute + 3
+    x211 = expert_overhead_s * x119 + moe_layer_overhead_s
     del x119
-    x209 = host_launch_factor * x207
-    x210 = stage_layers * x209
-    x211 = dispatch_host_sync * x108
-    x212 = moe_share * x208
-    x213 = x210 * x212
-    x214 = (x206 ** host_overlap_exponent + (layer_overhead_s * x210 + x213 * (1 - x211)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x210
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x108 * x207 * x208 - x206 + x214)
-    del x108, x206, x207, x208
+    x212 = dispatch_host_sync * x108
+    x213 = stage_layers * x209
+    x214 = host_launch_factor * moe_share * x210 * x211
+    x215 = x213 * x214
+    x216 = microbatches ** (-1.0)
+    x217 = (x206 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x208 * x216 + x213 * (graph_launch_s * (full_recompute + 2) * (-x208 + numpy.minimum(1, cuda_graphs - x207)) + layer_overhead_s * x210)) + x215 * (1 - x212)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x207, x208, x213
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x108 * x209 * x210 * x211 - x206 + x217)
+    del x108, x206, x210, x211
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x215 = cp_comm_mb + ep_comm_mb + x211 * x213 + x214
-    del x213
-    x216 = microbatches ** (-1.0)
-    x217 = vp ** (-1.0)
-    x218 = x215 / compute_mb
-    x219 = dualpipe * x216 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x218 - 3 * weight_grad_mb * x218 + x194 * x209 * x211 * x212 + 2 * x214) / x215 + x175 * x176 * x216 * x217
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x194, x209, x211, x212, x214, x216, x218
-    bubble_s = microbatches * x215 * x219
+    x218 = cp_comm_mb + ep_comm_mb + x212 * x215 + x217
     del x215
-    x220 = stage_expert_params / expert_optimizer_shards
-    x221 = -stage_expert_params + stage_params
+    x219 = vp ** (-1.0)
+    x220 = x218 / compute_mb
+    x221 = dualpipe * x216 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x220 - 3 * weight_grad_mb * x220 + x194 * x209 * x212 * x214 + 2 * x217) / x218 + x175 * x176 * x216 * x219
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x194, x209, x212, x214, x216, x217, x220
+    bubble_s = microbatches * x218 * x221
+    del x218
+    x222 = stage_expert_params / expert_optimizer_shards
+    x223 = -stage_expert_params + stage_params
     del stage_params
-    x222 = x221 / optimizer_shards
-    optimizer_s = x74 * (x220 + x222) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x224 = x223 / optimizer_shards
+    optimizer_s = x74 * (x222 + x224) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x74
-    x223 = microbatches * stage_extra_layers * (compute_mb - x132) * (x219 + 1) / stage_layers
-    del compute_mb, x132, x219
-    x224 = dp_comm_s + pp_comm_s
-    x225 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x224
-    x226 = gpus + 0.474798
-    x227 = gpus ** (-1.0)
-    x228 = x226 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x225 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x225 * numpy.maximum(0, -x109 * erfinv(1.71458910109456 * x227 * x228 * (0.0686881539789491 * x228 + 0.112063) - 1 + 1.16023 / x226)) + x223 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x223 + x225)
-    del x223, x226, x228
-    step_time_s = straggler_s + x225
-    del x225
-    x229 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * x229
-    x230 = tokens_per_s * x227
-    x231 = model_flops_per_token * x230
-    tflops_per_gpu = 1e-12 * x231
-    mfu = x231 * x77
-    del x231
-    hfu = hardware_flops_per_token * x230 * x77
-    del hardware_flops_per_token, x230, x77
-    weights_bytes = weight_bytes_per_param * x221 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
-    grads_bytes = grad_bytes_per_param * x221 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
-    del stage_expert_params, x221
-    optimizer_state_bytes = optimizer_bytes_per_param * x220 + optimizer_bytes_per_param * x222
-    del x220, x222
-    x232 = tokens_mb * x39
-    x233 = 4 * x179 * (vocab * x71 + 1)
-    del x179, x71
-    x234 = 2 * tokens_mb
-    x235 = hidden * tokens_mb
-    x236 = x165 * x235
-    del x165
-    x237 = 4 * x236
-    x238 = heads + kv_heads
-    x239 = kv_heads / heads
-    x240 = tokens_mb * x22
-    x241 = 2 * mlp_matrices
-    x242 = tokens_mb * x241
-    x243 = micro_batch * x93 * (dropout_masks + 4) / cp ** 2
-    del x93
-    x244 = shared_experts * tokens_mb * x105
-    del x105
-    x245 = tokens_mb * x166
-    del tokens_mb, x166
-    x246 = linear_input_bytes + x241 - 2
-    del x241
-    x247 = -moe_share * (x244 + x245 * x45) * (linear_input_bytes * recompute_moe_act + x125 * (2 - x126)) + moe_share * (-x100 * x242 + x244 * x246 + x245 * (etp * hidden * linear_input_bytes + x246 * x45)) - recompute_mla_up_proj * x11 * x232 * x51 * (2 * head_dim + v_head_dim) - recompute_norms * x237 + x234 * x39 * (x16 * x238 - x22 * (x239 + 1)) + x234 * (q_lora_rank + x15) + x236 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x84 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x234 * x238 + x243)) + x39 * (ffn * x242 + x235 * (4 * x239 + 2) + x240 + x243) - (1 - 1 / 2 * linear_input_bytes) * (x100 * x234 * x48 + x237 * (1 - recompute_norms))
-    del moe_share, x0, x100, x11, x125, x126, x15, x16, x22, x23, x234, x235, x236, x237, x238, x239, x242, x243, x244, x245, x246, x27, x39, x45, x48, x51, x84
-    x248 = full_recompute * x121 * x240 + x247 * x68
-    del x121, x240, x68
-    activation_bytes = bytes_per_element * linear_value_heads * x232 * x85 * numpy.minimum(1, linear_attention_layers) + full_recompute * x247 + stage_layers * x217 * x248 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x175 * numpy.minimum(x177, pp * vp + x176 * numpy.minimum(1, vp - 1))) + x233 + x41 * (x233 + x248)
-    del microbatches, x175, x176, x177, x217, x232, x233, x247, x248, x41, x85
-    memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x249 = nodes / (rack_mtbf_s * rack_nodes)
-    x250 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x251 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x252 = x249 + x250 + x251
-    system_mtbf_s = x252 ** (-1.0)
-    x253 = node_repair_s * x249
-    x254 = numpy.exp(-x253)
-    x255 = node_repair_s * x250
-    x256 = -spare_nodes
-    x257 = rack_nodes + x256
-    x258 = x253 * x254
-    del x253
-    x259 = 2 * rack_nodes + x256
-    x260 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x254 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x261 = 3 * rack_nodes + x256
-    x262 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x254 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x263 = 4 * rack_nodes + x256
-    x264 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x254 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x265 = 5 * rack_nodes + x256
-    x266 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x254 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x267 = 6 * rack_nodes + x256
-    x268 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x254 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x269 = 7 * rack_nodes + x256
-    x270 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x254 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x271 = 8 * rack_nodes + x256
-    x272 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x254 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x273 = 9 * rack_nodes + x256
-    x274 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x254 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x275 = 10 * rack_nodes + x256
-    x276 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x254 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x277 = 11 * rack_nodes + x256
-    x278 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x254 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x249 * (x254 * poisson_cdf(-x257, x255) + x258 * poisson_cdf(-x259, x255) + x260 * poisson_cdf(-x261, x255) + x262 * poisson_cdf(-x263, x255) + x264 * poisson_cdf(-x265, x255) + x266 * poisson_cdf(-x267, x255) + x268 * poisson_cdf(-x269, x255) + x270 * poisson_cdf(-x271, x255) + x272 * poisson_cdf(-x273, x255) + x274 * poisson_cdf(-x275, x255) + x276 * poisson_cdf(-x277, x255) + x278 * poisson_cdf(-12 * rack_nodes - x256, x255)) + x250 * (x254 * poisson_cdf(spare_nodes - 1, x255) + x258 * poisson_cdf(-x257 - 1, x255) + x260 * poisson_cdf(-x259 - 1, x255) + x262 * poisson_cdf(-x261 - 1, x255) + x264 * poisson_cdf(-x263 - 1, x255) + x266 * poisson_cdf(-x265 - 1, x255) + x268 * poisson_cdf(-x267 - 1, x255) + x270 * poisson_cdf(-x269 - 1, x255) + x272 * poisson_cdf(-x271 - 1, x255) + x274 * poisson_cdf(-x273 - 1, x255) + x276 * poisson_cdf(-x275 - 1, x255) + x278 * poisson_cdf(-x277 - 1, x255)) + x251)
-    del x249, x250, x251, x254, x255, x256, x257, x258, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278
-    x279 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x280 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x252 * (x279 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x252 * (-manual_restart_s + x279 - x280))) + x279 - x280
-    del x252, x279, x280
-    checkpoint_bytes = checkpoint_bytes_per_param * params
-    x281 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x282 = checkpoint_bytes * x227
-    x283 = x281 * x282
-    x284 = ckpt_async * x283
-    x285 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x286 = ckpt_sync * x285
-    x287 = x150 * x282
-    del x150, x282
-    x288 = ckpt_in_memory * (x283 + x287)
-    del x283
-    x289 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x290 = grad_bytes_per_param * params * x227
+    x225 = microbatches * stage_extra_layers * (compute_mb - x132) * (x221 + 1) / stage_layers
+    del compute_mb, x132, x221
+    x226 = dp_comm_s + pp_comm_s
+    x227 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x226
+    x228 = gpus + 0.474798
+    x229 = gpus ** (-1.0)
+    x230 = x228 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x227 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x227 * numpy.maximum(0, -x109 * erfinv(1.71458910109456 * x229 * x230 * (0.0686881539789491 * x230 + 0.112063) - 1 + 1.16023 / x228)) + x225 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x225 + x227)
+    del x225, x228, x230
+    step_time_s = straggler_s + x227
     del x227
-    x291 = optimizer_s - step_time_s
-    x292 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x281 * x290 / (1 - (1 - numpy.minimum(1, x289)) ** gockpt_steps) + x291)
-    del x281
-    checkpoint_stall_s = x284 + x286 + x288 + x292
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x284 + 2 * x286 + 2 * x288 + 2 * x292))
-    x293 = ckpt_async * x285
-    x294 = system_mtbf_s ** (-1.0)
-    x295 = checkpoint_stall_s * x294
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x290 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x291))) / numpy.log(1 - numpy.minimum(0.999999999999, x289))))) - 1) + 1
-    del x289, x290, x291
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x285) + x293)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x284 + 1 / 2 * x286 + 1 / 2 * x288 + 1 / 2 * x292), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x295) + 1 / 18 * x295 + 1), system_mtbf_s)))
-    del x109, x284, x286, x288, x292
-    commit_latency_s = ckpt_gockpt * (step_time_s + x285) + x293
-    del x285, x293
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x287 + failure_restart_s
-    del failure_restart_s, x287
+    x231 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * x231
+    x232 = tokens_per_s * x229
+    x233 = model_flops_per_token * x232
+    tflops_per_gpu = 1e-12 * x233
+    mfu = x233 * x77
+    del x233
+    hfu = hardware_flops_per_token * x232 * x77
+    del hardware_flops_per_token, x232, x77
+    weights_bytes = weight_bytes_per_param * x223 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
+    grads_bytes = grad_bytes_per_param * x223 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
+    del stage_expert_params, x223
+    optimizer_state_bytes = optimizer_bytes_per_param * x222 + optimizer_bytes_per_param * x224
+    del x222, x224
+    x234 = tokens_mb * x39
+    x235 = 4 * x179 * (vocab * x71 + 1)
+    del x179, x71
+    x236 = 2 * tokens_mb
+    x237 = hidden * tokens_mb
+    x238 = x165 * x237
+    del x165
+    x239 = 4 * x238
+    x240 = heads + kv_heads
+    x241 = kv_heads / heads
+    x242 = tokens_mb * x22
+    x243 = 2 * mlp_matrices
+    x244 = tokens_mb * x243
+    x245 = micro_batch * x93 * (dropout_masks + 4) / cp ** 2
+    del x93
+    x246 = shared_experts * tokens_mb * x105
+    del x105
+    x247 = tokens_mb * x166
+    del tokens_mb, x166
+    x248 = linear_input_bytes + x243 - 2
+    del x243
+    x249 = -moe_share * (x246 + x247 * x45) * (linear_input_bytes * recompute_moe_act + x125 * (2 - x126)) + moe_share * (-x100 * x244 + x246 * x248 + x247 * (etp * hidden * linear_input_bytes + x248 * x45)) - recompute_mla_up_proj * x11 * x234 * x51 * (2 * head_dim + v_head_dim) - recompute_norms * x239 + x236 * x39 * (x16 * x240 - x22 * (x241 + 1)) + x236 * (q_lora_rank + x15) + x238 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x84 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x236 * x240 + x245)) + x39 * (ffn * x244 + x237 * (4 * x241 + 2) + x242 + x245) - (1 - 1 / 2 * linear_input_bytes) * (x100 * x236 * x48 + x239 * (1 - recompute_norms))
+    del moe_share, x0, x100, x11, x125, x126, x15, x16, x22, x23, x236, x237, x238, x239, x240, x241, x244, x245, x246, x247, x248, x27, x39, x45, x48, x51, x84
+    x250 = full_recompute * x121 * x242 + x249 * x68
+    del x121, x242, x68
+    activation_bytes = bytes_per_element * linear_value_heads * x234 * x85 * numpy.minimum(1, linear_attention_layers) + full_recompute * x249 + stage_layers * x219 * x250 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x175 * numpy.minimum(x177, pp * vp + x176 * numpy.minimum(1, vp - 1))) + x235 + x41 * (x235 + x250)
+    del microbatches, x175, x176, x177, x219, x234, x235, x249, x250, x41, x85
+    memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
+    x251 = nodes / (rack_mtbf_s * rack_nodes)
+    x252 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x253 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x254 = x251 + x252 + x253
+    system_mtbf_s = x254 ** (-1.0)
+    x255 = node_repair_s * x251
+    x256 = numpy.exp(-x255)
+    x257 = node_repair_s * x252
+    x258 = -spare_nodes
+    x259 = rack_nodes + x258
+    x260 = x255 * x256
+    del x255
+    x261 = 2 * rack_nodes + x258
+    x262 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x256 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x263 = 3 * rack_nodes + x258
+    x264 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x256 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x265 = 4 * rack_nodes + x258
+    x266 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x256 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x267 = 5 * rack_nodes + x258
+    x268 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x256 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x269 = 6 * rack_nodes + x258
+    x270 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x256 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x271 = 7 * rack_nodes + x258
+    x272 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x256 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x273 = 8 * rack_nodes + x258
+    x274 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x256 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x275 = 9 * rack_nodes + x258
+    x276 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x256 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x277 = 10 * rack_nodes + x258
+    x278 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x256 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x279 = 11 * rack_nodes + x258
+    x280 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x256 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x251 * (x256 * poisson_cdf(-x259, x257) + x260 * poisson_cdf(-x261, x257) + x262 * poisson_cdf(-x263, x257) + x264 * poisson_cdf(-x265, x257) + x266 * poisson_cdf(-x267, x257) + x268 * poisson_cdf(-x269, x257) + x270 * poisson_cdf(-x271, x257) + x272 * poisson_cdf(-x273, x257) + x274 * poisson_cdf(-x275, x257) + x276 * poisson_cdf(-x277, x257) + x278 * poisson_cdf(-x279, x257) + x280 * poisson_cdf(-12 * rack_nodes - x258, x257)) + x252 * (x256 * poisson_cdf(spare_nodes - 1, x257) + x260 * poisson_cdf(-x259 - 1, x257) + x262 * poisson_cdf(-x261 - 1, x257) + x264 * poisson_cdf(-x263 - 1, x257) + x266 * poisson_cdf(-x265 - 1, x257) + x268 * poisson_cdf(-x267 - 1, x257) + x270 * poisson_cdf(-x269 - 1, x257) + x272 * poisson_cdf(-x271 - 1, x257) + x274 * poisson_cdf(-x273 - 1, x257) + x276 * poisson_cdf(-x275 - 1, x257) + x278 * poisson_cdf(-x277 - 1, x257) + x280 * poisson_cdf(-x279 - 1, x257)) + x253)
+    del x251, x252, x253, x256, x257, x258, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280
+    x281 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x282 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x254 * (x281 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x254 * (-manual_restart_s + x281 - x282))) + x281 - x282
+    del x254, x281, x282
+    checkpoint_bytes = checkpoint_bytes_per_param * params
+    x283 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x284 = checkpoint_bytes * x229
+    x285 = x283 * x284
+    x286 = ckpt_async * x285
+    x287 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x288 = ckpt_sync * x287
+    x289 = x150 * x284
+    del x150, x284
+    x290 = ckpt_in_memory * (x285 + x289)
+    del x285
+    x291 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x292 = grad_bytes_per_param * params * x229
+    del x229
+    x293 = optimizer_s - step_time_s
+    x294 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x283 * x292 / (1 - (1 - numpy.minimum(1, x291)) ** gockpt_steps) + x293)
+    del x283
+    checkpoint_stall_s = x286 + x288 + x290 + x294
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x286 + 2 * x288 + 2 * x290 + 2 * x294))
+    x295 = ckpt_async * x287
+    x296 = system_mtbf_s ** (-1.0)
+    x297 = checkpoint_stall_s * x296
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x292 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x293))) / numpy.log(1 - numpy.minimum(0.999999999999, x291))))) - 1) + 1
+    del x291, x292, x293
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x287) + x295)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x286 + 1 / 2 * x288 + 1 / 2 * x290 + 1 / 2 * x294), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x297) + 1 / 18 * x297 + 1), system_mtbf_s)))
+    del x109, x286, x288, x290, x294
+    commit_latency_s = ckpt_gockpt * (step_time_s + x287) + x295
+    del x287, x295
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x289 + failure_restart_s
+    del failure_restart_s, x289
     steps = tokens * x58 / global_batch
     del x58
     solve_time_s = step_time_s * steps
-    x296 = numpy.exp(commit_latency_s * x294)
-    x297 = numpy.exp(x294 * (checkpoint_interval_s + checkpoint_stall_s))
-    x298 = solve_time_s * x296 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x296 + x298 * (x297 - 1) - 1) * numpy.exp(restart_s * x294)
-    del x296
-    failure_stepping_s = system_mtbf_s * x298 * (x297 - numpy.exp(x295))
-    del x295, x297, x298
+    x298 = numpy.exp(commit_latency_s * x296)
+    x299 = numpy.exp(x296 * (checkpoint_interval_s + checkpoint_stall_s))
+    x300 = solve_time_s * x298 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x298 + x300 * (x299 - 1) - 1) * numpy.exp(restart_s * x296)
+    del x298
+    failure_stepping_s = system_mtbf_s * x300 * (x299 - numpy.exp(x297))
+    del x297, x299, x300
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x299 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x299)
-    x300 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x300 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x300
-    del x300
-    expected_failures = failure_wall_s * x294
-    del x294
+    x301 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x301)
+    x302 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x302 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x302
+    del x302
+    expected_failures = failure_wall_s * x296
+    del x296
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x299
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x301
     del failure_stepping_s
-    x301 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x229 * (cp_comm_s + ep_comm_s + tp_comm_s + x224) + compute_power_fraction * compute_s * x229)
-    del x224, x229
-    x302 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x301)
+    x303 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x231 * (cp_comm_s + ep_comm_s + tp_comm_s + x226) + compute_power_fraction * compute_s * x231)
+    del x226, x231
+    x304 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x303)
     del stepping_s
-    energy_gpu_j = gpus * x302
-    x303 = network_power_per_node_w + node_overhead_power_w
-    x304 = nodes * x303
+    energy_gpu_j = gpus * x304
+    x305 = network_power_per_node_w + node_overhead_power_w
+    x306 = nodes * x305
     del nodes
-    x305 = spare_nodes * (gpus_per_node * idle_power_w + x303) + x304
-    del x303
-    energy_it_j = energy_gpu_j + wall_time_s * x305
-    energy_facility_j = energy_it_j * pue
-    x306 = eval_time_s + rollbacks * x299
-    del x299
-    x307 = pue * (gpu_step_power_w * gpus + x304)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x304) * (-failure_wall_s - x301 - x306) - solve_time_s * x307 - x306 * x307
-    del failure_wall_s, x301, x304, x306, x307
-    x308 = wall_time_s ** (-1.0)
-    gpu_power_w = x302 * x308
-    del x302
-    avg_power_w = energy_facility_j * x308
-    del x308
-    peak_power_w = pue * (gpus * max_power_w + x305)
+    x307 = spare_nodes * (gpus_per_node * idle_power_w + x305) + x306
     del x305
-    x309 = gpus + gpus_per_node * spare_nodes
-    x310 = wall_time_s * x309
-    gpu_hours = 0.000277777777777778 * x310
+    energy_it_j = energy_gpu_j + wall_time_s * x307
+    energy_facility_j = energy_it_j * pue
+    x308 = eval_time_s + rollbacks * x301
+    del x301
+    x309 = pue * (gpu_step_power_w * gpus + x306)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x306) * (-failure_wall_s - x303 - x308) - solve_time_s * x309 - x308 * x309
+    del failure_wall_s, x303, x306, x308, x309
+    x310 = wall_time_s ** (-1.0)
+    gpu_power_w = x304 * x310
+    del x304
+    avg_power_w = energy_facility_j * x310
+    del x310
+    peak_power_w = pue * (gpus * max_power_w + x307)
+    del x307
+    x311 = gpus + gpus_per_node * spare_nodes
+    x312 = wall_time_s * x311
+    gpu_hours = 0.000277777777777778 * x312
     cost_cloud_usd = gpu_hours * price_usd_per_gpu_hour
-    x311 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x311 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x309)) / utilisation
-    del x309
+    x313 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x313 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x311)) / utilisation
+    del x311
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * x310 * x311
-    del x310, x311
+    co2e_embodied_kg = embodied_kg_per_gpu * x312 * x313
+    del x312, x313
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -516,11 +516,18 @@ def step_time(x: dict, r: dict) -> dict:
     moe_host_mb = x["host_launch_factor"] * moe.moe_host_launch_time(
         x["stage_layers"] * r["moe_share"], x["moe_layer_overhead_s"], x["experts"] / x["ep"],
         x["expert_overhead_s"], x["full_recompute"])
-    host_mb = x["host_launch_factor"] * compute.host_launch_time(
-        x["stage_layers"], x["layer_overhead_s"], x["full_recompute"]) \
-        + (1 - sync) * moe_host_mb
+    # the layers' launches under the stack's CUDA-graph scope (none, per layer, whole
+    # iteration).  A whole-iteration graph needs static shapes: a dropless MoE model (the
+    # experts' token counts change every step) runs eagerly instead; Megatron-Core's
+    # full_iteration scope needs a dispatch padded to the capacity (token dropping)
+    scope = x["cuda_graphs"] - 2 * maximum(x["cuda_graphs"] - 1, 0) * _is_moe(x) \
+        * (1 - x["token_drop"])
+    whole = maximum(scope - 1, 0)
+    host_mb = x["host_launch_factor"] * compute.graphed_host_launch_time(
+        x["stage_layers"], x["layer_overhead_s"], x["graph_launch_s"], x["full_recompute"],
+        scope, m) + (1 - whole) * (1 - sync) * moe_host_mb
     launch_mb = compute.host_bound_time(device_mb, host_mb, x["host_overlap_exponent"]) \
-        - device_mb + sync * moe_host_mb
+        - device_mb + (1 - whole) * sync * moe_host_mb
     per_mb = r["compute_mb"] + launch_mb + r["tp_comm_mb"] + r["cp_comm_mb"] + r["ep_comm_mb"]
     optimizer_s = _memory_bound(x, compute.optimizer_step_bytes(
         (r["stage_params"] - r["stage_expert_params"]) / x["optimizer_shards"]

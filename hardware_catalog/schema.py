@@ -521,7 +521,9 @@ class SoftwareStack(Entry):
 
     kind: Literal["stack"]
     tp_overlap: Quantity  # TP collectives hidden behind GEMMs (userbuffers / TP comm overlap)
-    dp_overlap: Quantity  # gradient reduce / parameter gather hidden (distributed optimizer)
+    # share of what the per-layer buckets of the gradient reduction / parameter gather could
+    # hide behind the compute that is hidden (1: all, overlap_grad_reduce; 0: none)
+    dp_overlap: Quantity
     cp_overlap: Quantity  # context-parallel ring exchange hidden behind attention
     ep_overlap: Quantity  # MoE dispatch/combine all-to-all hidden behind expert compute
     attention_efficiency_factor: Quantity  # fused attention kernel relative to large GEMMs

@@ -276,260 +276,264 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x97
     pp_comm_s = x175 * (2 * pp + 2 * x177 - 2) * (1.0 * bytes_per_element * x179 / (pp_intra * x155 + x156 * x178) + inter_latency_s * x178 + intra_latency_s * pp_intra) * numpy.minimum(1, x176)
     del x155, x156, x178
-    x180 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x181 = x180 - 1
-    x182 = intra_latency_s * x181
-    x183 = x180 ** (-1.0)
-    del x180
-    x184 = shard_ranks * x183 - 1
-    x185 = inter_latency_s * x184
-    x186 = bytes_per_element * stage_params
-    x187 = x147 * x181 * x183
-    del x181, x183
-    x188 = shard_ranks ** (-1.0)
-    x189 = x151 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    x180 = 1 - dp_overlap
+    x181 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x182 = x181 - 1
+    x183 = intra_latency_s * x182
+    x184 = x181 ** (-1.0)
+    del x181
+    x185 = shard_ranks * x184 - 1
+    x186 = inter_latency_s * x185
+    x187 = bytes_per_element * stage_params
+    x188 = x147 * x182 * x184
+    del x182, x184
+    x189 = shard_ranks ** (-1.0)
+    x190 = x151 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
     del x151
-    x190 = x184 * x188 * x189
-    del x184
-    x191 = numpy.minimum(1, grad_shards - 1)
-    x192 = 2 * grad_comm_bytes_per_param * stage_params
-    x193 = 1 / 2 * microbatches * x191 * (2 * x182 + 2 * x185 + x187 * x192 + x190 * x192) + 2 * microbatches * zero3 * (x182 + x185 + x186 * x187 + x186 * x190)
-    del x182, x185, x186, x187, x190
-    x194 = 2 * stage_layers
+    x191 = x185 * x189 * x190
+    del x185
+    x192 = numpy.minimum(1, grad_shards - 1)
+    x193 = 2 * grad_comm_bytes_per_param * stage_params
+    x194 = 1 / 2 * microbatches * x192 * (2 * x183 + 2 * x186 + x188 * x193 + x191 * x193) + 2 * microbatches * zero3 * (x183 + x186 + x187 * x188 + x187 * x191)
+    del x183, x186, x187, x188, x191
     x195 = numpy.minimum(dp, dp_intra_ranks)
     x196 = x195 - 1
     x197 = x195 ** (-1.0)
     del x195
     x198 = dp * x197 - 1
-    x199 = x147 * x192
+    x199 = x147 * x193
     del x147
-    x200 = x189 * x192
-    del x189, x192
+    x200 = x190 * x193
+    del x190, x193
     x201 = replica_intra_ranks - 1
-    x202 = x188 / replica_intra_ranks
-    del x188
+    x202 = x189 / replica_intra_ranks
+    del x189
     x203 = numpy.maximum(1, dp * x202)
     x204 = x203 - 1
-    x205 = x191 * (x143 * x201 + x146 * x204 + x199 * x201 * x202 + x200 * x202 * x204 / x203) + (1 - x191) * (x143 * x196 + x146 * x198 + x196 * x197 * x199 + x198 * x2 * x200)
-    del x143, x146, x191, x196, x197, x198, x199, x2, x200, x201, x202, x203, x204
-    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x193) - dp_overlap * numpy.minimum(x205, t_layer_fwd * x194) + x193 + x205
-    del t_layer_fwd, x193, x205
-    x206 = compute_mb + tp_comm_mb
-    x207 = 2 * x108 * x6 * numpy.maximum(0, cuda_graphs - 1)
-    del x6
-    x208 = numpy.maximum(0, cuda_graphs - x207 - 1)
-    x209 = 1 - x208
+    x205 = x192 * (x143 * x201 + x146 * x204 + x199 * x201 * x202 + x200 * x202 * x204 / x203) + (1 - x192) * (x143 * x196 + x146 * x198 + x196 * x197 * x199 + x198 * x2 * x200)
+    del x143, x146, x192, x196, x197, x198, x199, x2, x200, x201, x202, x203, x204
+    x206 = numpy.maximum(1, stage_layers)
+    x207 = x206 ** (-1.0)
+    x208 = x207 * (x206 - 1)
+    del x206
+    dp_comm_s = dp_overlap * numpy.minimum(x194, numpy.maximum(x194 * x207, -compute_s * x208 + x194)) + dp_overlap * numpy.minimum(x205, numpy.maximum(x205 * x207, -2 * stage_layers * t_layer_fwd * x208 + x205)) + x180 * x194 + x180 * x205
+    del t_layer_fwd, x180, x194, x205, x207, x208
+    x209 = compute_mb + tp_comm_mb
     x210 = full_recompute + 3
     x211 = expert_overhead_s * x119 + moe_layer_overhead_s
     del x119
-    x212 = dispatch_host_sync * x108
-    x213 = stage_layers * x209
-    x214 = host_launch_factor * moe_share * x210 * x211
-    x215 = x213 * x214
-    x216 = microbatches ** (-1.0)
-    x217 = (x206 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x208 * x216 + x213 * (graph_launch_s * (full_recompute + 2) * (-x208 + numpy.minimum(1, cuda_graphs - x207)) + layer_overhead_s * x210)) + x215 * (1 - x212)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x207, x208, x213
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x108 * x209 * x210 * x211 - x206 + x217)
-    del x108, x206, x210, x211
+    x212 = 2 * x108 * x6 * numpy.maximum(0, cuda_graphs - 1)
+    del x6
+    x213 = numpy.maximum(0, cuda_graphs - x212 - 1)
+    x214 = 1 - x213
+    x215 = dispatch_host_sync * x108
+    x216 = stage_layers * x214
+    x217 = host_launch_factor * moe_share * x210 * x211 * x216
+    x218 = microbatches ** (-1.0)
+    x219 = (x209 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x213 * x218 + x216 * (graph_launch_s * (full_recompute + 2) * (-x213 + numpy.minimum(1, cuda_graphs - x212)) + layer_overhead_s * x210)) + x217 * (1 - x215)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x212, x213, x216
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x108 * x210 * x211 * x214 - x209 + x219)
+    del x108, x209, x210, x211, x214
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x218 = cp_comm_mb + ep_comm_mb + x212 * x215 + x217
-    del x215
-    x219 = vp ** (-1.0)
-    x220 = x218 / compute_mb
-    x221 = dualpipe * x216 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x220 - 3 * weight_grad_mb * x220 + x194 * x209 * x212 * x214 + 2 * x217) / x218 + x175 * x176 * x216 * x219
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x194, x209, x212, x214, x216, x217, x220
-    bubble_s = microbatches * x218 * x221
-    del x218
-    x222 = stage_expert_params / expert_optimizer_shards
-    x223 = -stage_expert_params + stage_params
+    x220 = x215 * x217
+    del x215, x217
+    x221 = cp_comm_mb + ep_comm_mb + x219 + x220
+    x222 = vp ** (-1.0)
+    x223 = x221 / compute_mb
+    x224 = dualpipe * x218 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x223 - 3 * weight_grad_mb * x223 + 2 * x219 + 2 * x220) / x221 + x175 * x176 * x218 * x222
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x218, x219, x220, x223
+    bubble_s = microbatches * x221 * x224
+    del x221
+    x225 = stage_expert_params / expert_optimizer_shards
+    x226 = -stage_expert_params + stage_params
     del stage_params
-    x224 = x223 / optimizer_shards
-    optimizer_s = x74 * (x222 + x224) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x227 = x226 / optimizer_shards
+    optimizer_s = x74 * (x225 + x227) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x74
-    x225 = microbatches * stage_extra_layers * (compute_mb - x132) * (x221 + 1) / stage_layers
-    del compute_mb, x132, x221
-    x226 = dp_comm_s + pp_comm_s
-    x227 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x226
-    x228 = gpus + 0.474798
-    x229 = gpus ** (-1.0)
-    x230 = x228 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x227 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x227 * numpy.maximum(0, -x109 * erfinv(1.71458910109456 * x229 * x230 * (0.0686881539789491 * x230 + 0.112063) - 1 + 1.16023 / x228)) + x225 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x225 + x227)
-    del x225, x228, x230
-    step_time_s = straggler_s + x227
-    del x227
-    x231 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * x231
-    x232 = tokens_per_s * x229
-    x233 = model_flops_per_token * x232
-    tflops_per_gpu = 1e-12 * x233
-    mfu = x233 * x77
-    del x233
-    hfu = hardware_flops_per_token * x232 * x77
-    del hardware_flops_per_token, x232, x77
-    weights_bytes = weight_bytes_per_param * x223 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
-    grads_bytes = grad_bytes_per_param * x223 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
-    del stage_expert_params, x223
-    optimizer_state_bytes = optimizer_bytes_per_param * x222 + optimizer_bytes_per_param * x224
-    del x222, x224
-    x234 = tokens_mb * x39
-    x235 = 4 * x179 * (vocab * x71 + 1)
+    x228 = microbatches * stage_extra_layers * (compute_mb - x132) * (x224 + 1) / stage_layers
+    del compute_mb, x132, x224
+    x229 = dp_comm_s + pp_comm_s
+    x230 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x229
+    x231 = gpus + 0.474798
+    x232 = gpus ** (-1.0)
+    x233 = x231 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x230 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x230 * numpy.maximum(0, -x109 * erfinv(1.71458910109456 * x232 * x233 * (0.0686881539789491 * x233 + 0.112063) - 1 + 1.16023 / x231)) + x228 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x228 + x230)
+    del x228, x231, x233
+    step_time_s = straggler_s + x230
+    del x230
+    x234 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * x234
+    x235 = tokens_per_s * x232
+    x236 = model_flops_per_token * x235
+    tflops_per_gpu = 1e-12 * x236
+    mfu = x236 * x77
+    del x236
+    hfu = hardware_flops_per_token * x235 * x77
+    del hardware_flops_per_token, x235, x77
+    weights_bytes = weight_bytes_per_param * x226 / weight_shards + stage_expert_params * weight_bytes_per_param / expert_weight_shards
+    grads_bytes = grad_bytes_per_param * x226 / grad_shards + grad_bytes_per_param * stage_expert_params / expert_grad_shards
+    del stage_expert_params, x226
+    optimizer_state_bytes = optimizer_bytes_per_param * x225 + optimizer_bytes_per_param * x227
+    del x225, x227
+    x237 = tokens_mb * x39
+    x238 = 4 * x179 * (vocab * x71 + 1)
     del x179, x71
-    x236 = 2 * tokens_mb
-    x237 = hidden * tokens_mb
-    x238 = x165 * x237
+    x239 = 2 * tokens_mb
+    x240 = hidden * tokens_mb
+    x241 = x165 * x240
     del x165
-    x239 = 4 * x238
-    x240 = heads + kv_heads
-    x241 = kv_heads / heads
-    x242 = tokens_mb * x22
-    x243 = 2 * mlp_matrices
-    x244 = tokens_mb * x243
-    x245 = micro_batch * x93 * (dropout_masks + 4) / cp ** 2
+    x242 = 4 * x241
+    x243 = heads + kv_heads
+    x244 = kv_heads / heads
+    x245 = tokens_mb * x22
+    x246 = 2 * mlp_matrices
+    x247 = tokens_mb * x246
+    x248 = micro_batch * x93 * (dropout_masks + 4) / cp ** 2
     del x93
-    x246 = shared_experts * tokens_mb * x105
+    x249 = shared_experts * tokens_mb * x105
     del x105
-    x247 = tokens_mb * x166
+    x250 = tokens_mb * x166
     del tokens_mb, x166
-    x248 = linear_input_bytes + x243 - 2
-    del x243
-    x249 = -moe_share * (x246 + x247 * x45) * (linear_input_bytes * recompute_moe_act + x125 * (2 - x126)) + moe_share * (-x100 * x244 + x246 * x248 + x247 * (etp * hidden * linear_input_bytes + x248 * x45)) - recompute_mla_up_proj * x11 * x234 * x51 * (2 * head_dim + v_head_dim) - recompute_norms * x239 + x236 * x39 * (x16 * x240 - x22 * (x241 + 1)) + x236 * (q_lora_rank + x15) + x238 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x84 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x236 * x240 + x245)) + x39 * (ffn * x244 + x237 * (4 * x241 + 2) + x242 + x245) - (1 - 1 / 2 * linear_input_bytes) * (x100 * x236 * x48 + x239 * (1 - recompute_norms))
-    del moe_share, x0, x100, x11, x125, x126, x15, x16, x22, x23, x236, x237, x238, x239, x240, x241, x244, x245, x246, x247, x248, x27, x39, x45, x48, x51, x84
-    x250 = full_recompute * x121 * x242 + x249 * x68
-    del x121, x242, x68
-    activation_bytes = bytes_per_element * linear_value_heads * x234 * x85 * numpy.minimum(1, linear_attention_layers) + full_recompute * x249 + stage_layers * x219 * x250 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x175 * numpy.minimum(x177, pp * vp + x176 * numpy.minimum(1, vp - 1))) + x235 + x41 * (x235 + x250)
-    del microbatches, x175, x176, x177, x219, x234, x235, x249, x250, x41, x85
+    x251 = linear_input_bytes + x246 - 2
+    del x246
+    x252 = -moe_share * (x249 + x250 * x45) * (linear_input_bytes * recompute_moe_act + x125 * (2 - x126)) + moe_share * (-x100 * x247 + x249 * x251 + x250 * (etp * hidden * linear_input_bytes + x251 * x45)) - recompute_mla_up_proj * x11 * x237 * x51 * (2 * head_dim + v_head_dim) - recompute_norms * x242 + x239 * x39 * (x16 * x243 - x22 * (x244 + 1)) + x239 * (q_lora_rank + x15) + x241 * (2 * dropout_masks + 8) + x27 * (2 * micro_batch * seq_len * x0 * x39 * (linear_key_heads * x84 + 68.0 * linear_value_heads + 5 * x23) - x39 * (x16 * x239 * x243 + x248)) + x39 * (ffn * x247 + x240 * (4 * x244 + 2) + x245 + x248) - (1 - 1 / 2 * linear_input_bytes) * (x100 * x239 * x48 + x242 * (1 - recompute_norms))
+    del moe_share, x0, x100, x11, x125, x126, x15, x16, x22, x23, x239, x240, x241, x242, x243, x244, x247, x248, x249, x250, x251, x27, x39, x45, x48, x51, x84
+    x253 = full_recompute * x121 * x245 + x252 * x68
+    del x121, x245, x68
+    activation_bytes = bytes_per_element * linear_value_heads * x237 * x85 * numpy.minimum(1, linear_attention_layers) + full_recompute * x252 + stage_layers * x222 * x253 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x175 * numpy.minimum(x177, pp * vp + x176 * numpy.minimum(1, vp - 1))) + x238 + x41 * (x238 + x253)
+    del microbatches, x175, x176, x177, x222, x237, x238, x252, x253, x41, x85
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x251 = nodes / (rack_mtbf_s * rack_nodes)
-    x252 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x253 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x254 = x251 + x252 + x253
-    system_mtbf_s = x254 ** (-1.0)
-    x255 = node_repair_s * x251
-    x256 = numpy.exp(-x255)
-    x257 = node_repair_s * x252
-    x258 = -spare_nodes
-    x259 = rack_nodes + x258
-    x260 = x255 * x256
-    del x255
-    x261 = 2 * rack_nodes + x258
-    x262 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x256 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x263 = 3 * rack_nodes + x258
-    x264 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x256 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x265 = 4 * rack_nodes + x258
-    x266 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x256 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x267 = 5 * rack_nodes + x258
-    x268 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x256 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x269 = 6 * rack_nodes + x258
-    x270 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x256 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x271 = 7 * rack_nodes + x258
-    x272 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x256 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x273 = 8 * rack_nodes + x258
-    x274 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x256 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x275 = 9 * rack_nodes + x258
-    x276 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x256 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x277 = 10 * rack_nodes + x258
-    x278 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x256 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x279 = 11 * rack_nodes + x258
-    x280 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x256 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x251 * (x256 * poisson_cdf(-x259, x257) + x260 * poisson_cdf(-x261, x257) + x262 * poisson_cdf(-x263, x257) + x264 * poisson_cdf(-x265, x257) + x266 * poisson_cdf(-x267, x257) + x268 * poisson_cdf(-x269, x257) + x270 * poisson_cdf(-x271, x257) + x272 * poisson_cdf(-x273, x257) + x274 * poisson_cdf(-x275, x257) + x276 * poisson_cdf(-x277, x257) + x278 * poisson_cdf(-x279, x257) + x280 * poisson_cdf(-12 * rack_nodes - x258, x257)) + x252 * (x256 * poisson_cdf(spare_nodes - 1, x257) + x260 * poisson_cdf(-x259 - 1, x257) + x262 * poisson_cdf(-x261 - 1, x257) + x264 * poisson_cdf(-x263 - 1, x257) + x266 * poisson_cdf(-x265 - 1, x257) + x268 * poisson_cdf(-x267 - 1, x257) + x270 * poisson_cdf(-x269 - 1, x257) + x272 * poisson_cdf(-x271 - 1, x257) + x274 * poisson_cdf(-x273 - 1, x257) + x276 * poisson_cdf(-x275 - 1, x257) + x278 * poisson_cdf(-x277 - 1, x257) + x280 * poisson_cdf(-x279 - 1, x257)) + x253)
-    del x251, x252, x253, x256, x257, x258, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280
-    x281 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x282 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x254 * (x281 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x254 * (-manual_restart_s + x281 - x282))) + x281 - x282
-    del x254, x281, x282
+    x254 = nodes / (rack_mtbf_s * rack_nodes)
+    x255 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x256 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x257 = x254 + x255 + x256
+    system_mtbf_s = x257 ** (-1.0)
+    x258 = node_repair_s * x254
+    x259 = numpy.exp(-x258)
+    x260 = node_repair_s * x255
+    x261 = -spare_nodes
+    x262 = rack_nodes + x261
+    x263 = x258 * x259
+    del x258
+    x264 = 2 * rack_nodes + x261
+    x265 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x259 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x266 = 3 * rack_nodes + x261
+    x267 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x259 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x268 = 4 * rack_nodes + x261
+    x269 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x259 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x270 = 5 * rack_nodes + x261
+    x271 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x259 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x272 = 6 * rack_nodes + x261
+    x273 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x259 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x274 = 7 * rack_nodes + x261
+    x275 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x259 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x276 = 8 * rack_nodes + x261
+    x277 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x259 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x278 = 9 * rack_nodes + x261
+    x279 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x259 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x280 = 10 * rack_nodes + x261
+    x281 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x259 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x282 = 11 * rack_nodes + x261
+    x283 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x259 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x254 * (x259 * poisson_cdf(-x262, x260) + x263 * poisson_cdf(-x264, x260) + x265 * poisson_cdf(-x266, x260) + x267 * poisson_cdf(-x268, x260) + x269 * poisson_cdf(-x270, x260) + x271 * poisson_cdf(-x272, x260) + x273 * poisson_cdf(-x274, x260) + x275 * poisson_cdf(-x276, x260) + x277 * poisson_cdf(-x278, x260) + x279 * poisson_cdf(-x280, x260) + x281 * poisson_cdf(-x282, x260) + x283 * poisson_cdf(-12 * rack_nodes - x261, x260)) + x255 * (x259 * poisson_cdf(spare_nodes - 1, x260) + x263 * poisson_cdf(-x262 - 1, x260) + x265 * poisson_cdf(-x264 - 1, x260) + x267 * poisson_cdf(-x266 - 1, x260) + x269 * poisson_cdf(-x268 - 1, x260) + x271 * poisson_cdf(-x270 - 1, x260) + x273 * poisson_cdf(-x272 - 1, x260) + x275 * poisson_cdf(-x274 - 1, x260) + x277 * poisson_cdf(-x276 - 1, x260) + x279 * poisson_cdf(-x278 - 1, x260) + x281 * poisson_cdf(-x280 - 1, x260) + x283 * poisson_cdf(-x282 - 1, x260)) + x256)
+    del x254, x255, x256, x259, x260, x261, x262, x263, x264, x265, x266, x267, x268, x269, x270, x271, x272, x273, x274, x275, x276, x277, x278, x279, x280, x281, x282, x283
+    x284 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x285 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x257 * (x284 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x257 * (-manual_restart_s + x284 - x285))) + x284 - x285
+    del x257, x284, x285
     checkpoint_bytes = checkpoint_bytes_per_param * params
-    x283 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x284 = checkpoint_bytes * x229
-    x285 = x283 * x284
-    x286 = ckpt_async * x285
-    x287 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x288 = ckpt_sync * x287
-    x289 = x150 * x284
-    del x150, x284
-    x290 = ckpt_in_memory * (x285 + x289)
-    del x285
-    x291 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x292 = grad_bytes_per_param * params * x229
-    del x229
-    x293 = optimizer_s - step_time_s
-    x294 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x283 * x292 / (1 - (1 - numpy.minimum(1, x291)) ** gockpt_steps) + x293)
-    del x283
-    checkpoint_stall_s = x286 + x288 + x290 + x294
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x286 + 2 * x288 + 2 * x290 + 2 * x294))
-    x295 = ckpt_async * x287
-    x296 = system_mtbf_s ** (-1.0)
-    x297 = checkpoint_stall_s * x296
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x292 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x293))) / numpy.log(1 - numpy.minimum(0.999999999999, x291))))) - 1) + 1
-    del x291, x292, x293
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x287) + x295)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x286 + 1 / 2 * x288 + 1 / 2 * x290 + 1 / 2 * x294), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x297) + 1 / 18 * x297 + 1), system_mtbf_s)))
-    del x109, x286, x288, x290, x294
-    commit_latency_s = ckpt_gockpt * (step_time_s + x287) + x295
-    del x287, x295
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x289 + failure_restart_s
-    del failure_restart_s, x289
+    x286 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x287 = checkpoint_bytes * x232
+    x288 = x286 * x287
+    x289 = ckpt_async * x288
+    x290 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x291 = ckpt_sync * x290
+    x292 = x150 * x287
+    del x150, x287
+    x293 = ckpt_in_memory * (x288 + x292)
+    del x288
+    x294 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x295 = grad_bytes_per_param * params * x232
+    del x232
+    x296 = optimizer_s - step_time_s
+    x297 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x286 * x295 / (1 - (1 - numpy.minimum(1, x294)) ** gockpt_steps) + x296)
+    del x286
+    checkpoint_stall_s = x289 + x291 + x293 + x297
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x289 + 2 * x291 + 2 * x293 + 2 * x297))
+    x298 = ckpt_async * x290
+    x299 = system_mtbf_s ** (-1.0)
+    x300 = checkpoint_stall_s * x299
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x295 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x296))) / numpy.log(1 - numpy.minimum(0.999999999999, x294))))) - 1) + 1
+    del x294, x295, x296
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, (ckpt_async + ckpt_gockpt) * (ckpt_gockpt * (checkpoint_steps * step_time_s + x290) + x298)), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x289 + 1 / 2 * x291 + 1 / 2 * x293 + 1 / 2 * x297), -checkpoint_stall_s + young_interval_s * (1 / 6 * x109 * numpy.sqrt(x300) + 1 / 18 * x300 + 1), system_mtbf_s)))
+    del x109, x289, x291, x293, x297
+    commit_latency_s = ckpt_gockpt * (step_time_s + x290) + x298
+    del x290, x298
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x292 + failure_restart_s
+    del failure_restart_s, x292
     steps = tokens * x58 / global_batch
     del x58
     solve_time_s = step_time_s * steps
-    x298 = numpy.exp(commit_latency_s * x296)
-    x299 = numpy.exp(x296 * (checkpoint_interval_s + checkpoint_stall_s))
-    x300 = solve_time_s * x298 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x298 + x300 * (x299 - 1) - 1) * numpy.exp(restart_s * x296)
-    del x298
-    failure_stepping_s = system_mtbf_s * x300 * (x299 - numpy.exp(x297))
-    del x297, x299, x300
+    x301 = numpy.exp(commit_latency_s * x299)
+    x302 = numpy.exp(x299 * (checkpoint_interval_s + checkpoint_stall_s))
+    x303 = solve_time_s * x301 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x301 + x303 * (x302 - 1) - 1) * numpy.exp(restart_s * x299)
+    del x301
+    failure_stepping_s = system_mtbf_s * x303 * (x302 - numpy.exp(x300))
+    del x300, x302, x303
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x301 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x301)
-    x302 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x302 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x302
-    del x302
-    expected_failures = failure_wall_s * x296
-    del x296
+    x304 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x304)
+    x305 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x305 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x305
+    del x305
+    expected_failures = failure_wall_s * x299
+    del x299
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x301
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x304
     del failure_stepping_s
-    x303 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x231 * (cp_comm_s + ep_comm_s + tp_comm_s + x226) + compute_power_fraction * compute_s * x231)
-    del x226, x231
-    x304 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x303)
+    x306 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x234 * (cp_comm_s + ep_comm_s + tp_comm_s + x229) + compute_power_fraction * compute_s * x234)
+    del x229, x234
+    x307 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x306)
     del stepping_s
-    energy_gpu_j = gpus * x304
-    x305 = network_power_per_node_w + node_overhead_power_w
-    x306 = nodes * x305
+    energy_gpu_j = gpus * x307
+    x308 = network_power_per_node_w + node_overhead_power_w
+    x309 = nodes * x308
     del nodes
-    x307 = spare_nodes * (gpus_per_node * idle_power_w + x305) + x306
-    del x305
-    energy_it_j = energy_gpu_j + wall_time_s * x307
+    x310 = spare_nodes * (gpus_per_node * idle_power_w + x308) + x309
+    del x308
+    energy_it_j = energy_gpu_j + wall_time_s * x310
     energy_facility_j = energy_it_j * pue
-    x308 = eval_time_s + rollbacks * x301
-    del x301
-    x309 = pue * (gpu_step_power_w * gpus + x306)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x306) * (-failure_wall_s - x303 - x308) - solve_time_s * x309 - x308 * x309
-    del failure_wall_s, x303, x306, x308, x309
-    x310 = wall_time_s ** (-1.0)
-    gpu_power_w = x304 * x310
+    x311 = eval_time_s + rollbacks * x304
     del x304
-    avg_power_w = energy_facility_j * x310
-    del x310
-    peak_power_w = pue * (gpus * max_power_w + x307)
+    x312 = pue * (gpu_step_power_w * gpus + x309)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x309) * (-failure_wall_s - x306 - x311) - solve_time_s * x312 - x311 * x312
+    del failure_wall_s, x306, x309, x311, x312
+    x313 = wall_time_s ** (-1.0)
+    gpu_power_w = x307 * x313
     del x307
-    x311 = gpus + gpus_per_node * spare_nodes
-    x312 = wall_time_s * x311
-    gpu_hours = 0.000277777777777778 * x312
+    avg_power_w = energy_facility_j * x313
+    del x313
+    peak_power_w = pue * (gpus * max_power_w + x310)
+    del x310
+    x314 = gpus + gpus_per_node * spare_nodes
+    x315 = wall_time_s * x314
+    gpu_hours = 0.000277777777777778 * x315
     cost_cloud_usd = gpu_hours * price_usd_per_gpu_hour
-    x313 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x313 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x311)) / utilisation
-    del x311
+    x316 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x316 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x314)) / utilisation
+    del x314
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * x312 * x313
-    del x312, x313
+    co2e_embodied_kg = embodied_kg_per_gpu * x315 * x316
+    del x315, x316
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

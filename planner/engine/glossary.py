@@ -295,7 +295,7 @@ GLOSSARY: dict[str, Term] = {
     "recompute_norms": Term("1", "1 if the norms are recomputed in backward (outputs not kept)",
                              FLAG),
     "tp_overlap": Term("1", "fraction of TP communication hidden behind compute", FRACTION),
-    "dp_overlap": Term("1", "fraction of DP communication hidden behind the last backward",
+    "dp_overlap": Term("1", "share of what per-layer DP buckets could hide that is hidden",
                         FRACTION),
     "cp_overlap": Term("1", "fraction of CP ring exchange hidden behind attention", FRACTION),
     "ep_overlap": Term("1", "fraction of EP all-to-all hidden behind expert compute", FRACTION),

@@ -432,6 +432,8 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     return {
         "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
                                                       x["tp_overlap"]),
+        # CP: the ring's cp steps, each K/V chunk's transfer behind the attention of the
+        # chunk before it: the first transfer and what the attention cannot cover exposed
         "cp_comm_mb": communication.exposed_comm_time(
             layers * cp_layer, layers * compute.training_pass_time(r["t_core"], 0),
             x["cp_overlap"]),
@@ -477,16 +479,23 @@ def iteration_communication(x: dict, r: dict) -> dict:
         r["microbatches"])
     replica_s = sharded * communication.hsdp_replica_allreduce_time(
         grad_bytes, shard, x["dp"], x["replica_intra_ranks"], *links)
+    # buckets: Megatron-Core's distributed optimizer and FSDP's units reduce (and gather)
+    # one transformer layer's parameters at a time; each bucket's collective runs as soon as
+    # the compute has produced it, so only what the remaining compute cannot cover is exposed
+    buckets = maximum(x["stage_layers"], 1)
     last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
     return {
         # (DualPipe hides the pipeline transfers under the paired chunk's compute,
         # DeepSeek-V3 s3.2.1)
         "pp_comm_s": (1 - x["dualpipe"])
         * pipeline.pipeline_p2p_count(x["pp"], r["microbatches"], x["vp"]) * p2p,
-        "dp_comm_s": communication.exposed_comm_time((1 - sharded) * reduce_s + replica_s,
-                                                     last_backward, x["dp_overlap"])
-        + communication.exposed_comm_time(gather_s + scatter_s, r["compute_s"],
-                                          x["dp_overlap"]),
+        # the all-reduce (ZeRO-0/1: of the accumulated gradients) behind the last backward
+        "dp_comm_s": communication.bucketed_exposed_comm_time(
+            (1 - sharded) * reduce_s + replica_s, last_backward, buckets, x["dp_overlap"])
+        # ZeRO-2/3, FSDP: every micro-batch's gathers and reduce-scatters, bucket by bucket
+        # behind that micro-batch's compute (prefetched all-gathers)
+        + communication.bucketed_exposed_comm_time(gather_s + scatter_s, r["compute_s"],
+                                                   buckets, x["dp_overlap"]),
     }
 
 

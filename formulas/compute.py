@@ -1295,6 +1295,38 @@ def host_launch_time(layers, layer_overhead_s, full_recompute):
     return layers * (1 + BACKWARD_PER_FORWARD + full_recompute) * layer_overhead_s
 
 
+@formula(reference="Megatron-Core documentation (--cuda-graph-scope full_iteration captures "
+         "the forward and backward of every micro-batch); PyTorch documentation, 'CUDA "
+         "semantics: CUDA Graphs' (a graph replays fixed shapes and addresses), so a dropless "
+         "MoE dispatch (token counts that change every step) is not captured whole",
+         domain={"cuda_graphs": ">=0", "dynamic_shapes": "[0,1]"},
+         symbols={"cuda_graphs": "g", "dynamic_shapes": "d"}, result_latex="g_{eff}")
+def capturable_graph_scope(cuda_graphs, dynamic_shapes):
+    """The CUDA-graph scope a stack reaches on a model: its own, but no whole-iteration
+    graph around shapes that change every step (then every kernel is launched eagerly).
+
+    Parameters
+    ----------
+    cuda_graphs : numeric
+        The stack's capture scope g: 0 none, 1 per layer, 2 whole iteration [1].
+    dynamic_shapes : numeric
+        1 if the iteration's shapes change every step (dropless MoE), else 0, d [1].
+
+    Returns
+    -------
+    numeric
+        Capture scope reached [1].
+
+    Examples
+    --------
+    >>> capturable_graph_scope(2, 1), capturable_graph_scope(2, 0), capturable_graph_scope(1, 1)
+    (0.0, 2.0, 1.0)
+
+    .. math:: g_{eff} = g - 2 d \\max(g - 1, 0)
+    """
+    return cuda_graphs - 2.0 * dynamic_shapes * maximum(cuda_graphs - 1, 0)
+
+
 @formula(reference="CUDA graphs: a captured sequence of kernels is replayed by one "
          "cudaGraphLaunch (PyTorch CUDA semantics, 'CUDA Graphs'; PyTorch blog 2021 "
          "'Accelerating PyTorch with CUDA Graphs'); per-layer capture: Transformer Engine "

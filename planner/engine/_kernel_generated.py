@@ -322,7 +322,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x210 = full_recompute + 3
     x211 = expert_overhead_s * x119 + moe_layer_overhead_s
     del x119
-    x212 = 2 * x108 * x6 * numpy.maximum(0, cuda_graphs - 1)
+    x212 = 2.0 * x108 * x6 * numpy.maximum(0, cuda_graphs - 1)
     del x6
     x213 = numpy.maximum(0, cuda_graphs - x212 - 1)
     x214 = 1 - x213

@@ -511,11 +511,8 @@ def _bubble_fraction(x: dict, r: dict, per_mb):
         + x["dualpipe"] * dualpipe_s / (m * per_mb)
 
 
-def step_time(x: dict, r: dict) -> dict:
-    """Time of one iteration: launches, communication, bubble, optimizer, stragglers."""
-    m = r["microbatches"]
-    # the host launches kernels asynchronously; the GPU waits when they outlast its work
-    device_mb = r["compute_mb"] + r["tp_comm_mb"]
+def _exposed_launch_time(x: dict, r: dict, device_mb):
+    """Host launch time of one micro-batch the GPU's work ``device_mb`` does not cover."""
     # the MoE layers' own launches (router, permute, all-to-all, per-expert GEMMs) run
     # ahead of the GPU unless the dispatcher makes the host wait for the token counts
     # (dropless: buffers sized on the host): then they add to the device time
@@ -529,14 +526,21 @@ def step_time(x: dict, r: dict) -> dict:
     # iteration).  A whole-iteration graph needs static shapes: a dropless MoE model (the
     # experts' token counts change every step) runs eagerly instead; Megatron-Core's
     # full_iteration scope needs a dispatch padded to the capacity (token dropping)
-    scope = x["cuda_graphs"] - 2 * maximum(x["cuda_graphs"] - 1, 0) * _is_moe(x) \
-        * (1 - x["token_drop"])
+    scope = compute.capturable_graph_scope(x["cuda_graphs"], _is_moe(x) * (1 - x["token_drop"]))
     whole = maximum(scope - 1, 0)
     host_mb = x["host_launch_factor"] * compute.graphed_host_launch_time(
         x["stage_layers"], x["layer_overhead_s"], x["graph_launch_s"], x["full_recompute"],
-        scope, m) + (1 - whole) * (1 - sync) * moe_host_mb
-    launch_mb = compute.host_bound_time(device_mb, host_mb, x["host_overlap_exponent"]) \
+        scope, r["microbatches"]) + (1 - whole) * (1 - sync) * moe_host_mb
+    return compute.host_bound_time(device_mb, host_mb, x["host_overlap_exponent"]) \
         - device_mb + (1 - whole) * sync * moe_host_mb
+
+
+def step_time(x: dict, r: dict) -> dict:
+    """Time of one iteration: launches, communication, bubble, optimizer, stragglers."""
+    m = r["microbatches"]
+    # the host launches kernels asynchronously; the GPU waits when they outlast its work
+    device_mb = r["compute_mb"] + r["tp_comm_mb"]
+    launch_mb = _exposed_launch_time(x, r, device_mb)
     per_mb = r["compute_mb"] + launch_mb + r["tp_comm_mb"] + r["cp_comm_mb"] + r["ep_comm_mb"]
     optimizer_s = _memory_bound(x, compute.optimizer_step_bytes(
         (r["stage_params"] - r["stage_expert_params"]) / x["optimizer_shards"]

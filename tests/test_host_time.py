@@ -8,6 +8,8 @@ the host makes (formulas.compute.graphed_host_launch_time).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from formulas.compute import graphed_host_launch_time, host_launch_time
 from hardware_catalog import load_catalog
 from planner import evaluate
 from planner.analysis.validate import moe_stack
+from planner.cli.main import main
 
 LAYERS = st.floats(0, 200)
 SECONDS = st.floats(0, 1e-2)
@@ -96,3 +99,16 @@ def test_stacks_declare_the_capture_scope_their_validation_rows_name():
     assert stacks("megatron-core-moe-gb200-guide-05").cuda_graphs.value == 0
     assert stacks("megatron-core-moe-gb200-guide-06").cuda_graphs.value == 1
     assert stacks("megatron-core-moe-gb200-guide-13").cuda_graphs.value == 1
+
+
+def test_an_unknown_capture_scope_is_one_line_and_exit_2(tmp_path, capsys):
+    shipped = Path(__file__).parents[1] / "hardware_catalog" / "data" / "stacks"
+    text = (shipped / "megatron-bridge-2025.toml").read_text()
+    mine = tmp_path / "my-graphs.toml"
+    mine.write_text(text.replace('id = "megatron-bridge-2025"', 'id = "my-graphs"')
+                    .replace("cuda_graphs = { value = 2.0", "cuda_graphs = { value = 3.0"))
+    code = main(["evaluate", "-m", "llama3-8b", "-H", "b200", "-n", "8", "--stack", str(mine),
+                 "-f", "json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "cuda_graphs.value: expected 0 (none), 1 (per layer) or 2 (whole iteration)" in err[0]

@@ -69,7 +69,7 @@ def test_small_model_on_blackwell_is_not_host_bound_with_whole_iteration_graphs(
     eager = evaluate(model=model, hardware=hardware, stack="megatron-core-2025", **SMALL_DENSE)
     graphed = evaluate(model=model, hardware=hardware, stack="megatron-bridge-2025",
                        **SMALL_DENSE)
-    # eager launches: the host time is a visible share of the step (~5-55 %, Grace worst)
+    # eager launches: the host time is a visible share of the step (5-54 %, Grace worst)
     assert eager["launch_s"] > 0.04 * eager["step_time_s"]
     # whole-iteration graph: the launches hide behind the GPU's work (< 0.1 % of the step)
     assert graphed["launch_s"] < 1e-3 * graphed["step_time_s"]

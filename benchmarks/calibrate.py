@@ -108,6 +108,18 @@ terms (16.14 %), Hopper's terms fitted on the runs (m_1/2 440, k_1/2 1120: objec
 0.0725, moe-runs 13.23 %, but it contradicts DeepGEMM's measured shapes: 20 % mean, up to 37 % off
 and its best max efficiency 1.09, above 1; the microbenchmark stands).
 
+2026-11-29 (issue 42, host time and overlap as mechanisms): each stack states its CUDA-graph
+scope (``cuda_graphs``; the Megatron-Bridge rows run on ``megatron-bridge-2025``, whole-
+iteration graphs) and the data-parallel reduction is bucketed per layer
+(``formulas.communication.bucketed_exposed_comm_time``).  No value was refitted: the
+joint refit of GRID with the new terms (277 evaluations, 35 s; objective 0.0745) moved
+Blackwell BF16 0.65 -> 0.70 and left modern-runs held-out at 16.6 % (15.9 % unrefitted),
+as the 2026-11-27 joint refit; a refit of the Megatron-Core ``tp_overlap`` alone with the
+TP collectives as a pipeline of TP chunks took 0.75 (modern-runs LOFO 13.2 -> 11.8 %, but
+held-out 15.9 -> 16.3 % and H100 BF16 3.1 -> 4.2 %): both rejected, the TP term kept as
+it was.  Megatron-Core ``dp_overlap`` 1.0 (the mechanism alone) against 0.9: sc21 2.35 ->
+2.45 %, full-runs 8.2 -> 10.3 %: kept at 0.9.
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

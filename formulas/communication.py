@@ -409,6 +409,63 @@ def exposed_comm_time(comm_time_s, compute_time_s, overlap_fraction):
     return comm_time_s - overlap_fraction * minimum(comm_time_s, compute_time_s)
 
 
+@formula(reference="Bucketed gradient reduction overlapped with backward: Li et al. 2020 "
+         "(PyTorch DDP), VLDB 13(12), arXiv:2006.15704 s3.2.3 (gradient buckets all-reduced "
+         "as soon as their gradients are ready); Megatron-Core DistributedDataParallelConfig "
+         "overlap_grad_reduce / overlap_param_gather (NeMo communication-overlap guide: the "
+         "distributed optimizer 'exposes only one DP communication chunk'); Zhao et al. 2023 "
+         "(PyTorch FSDP), arXiv:2304.11277 s3.3 (per-unit reduce-scatter and prefetched "
+         "all-gather); the two-stage pipeline of equal chunks: compute, then communication",
+         domain={"comm_time_s": ">=0", "compute_time_s": ">=0", "buckets": ">=1",
+                 "overlap_fraction": "[0,1]"},
+         symbols={"comm_time_s": "T_c", "compute_time_s": "T_x", "buckets": "n",
+                  "overlap_fraction": "f"},
+         result_latex="T_{exp}")
+def bucketed_exposed_comm_time(comm_time_s, compute_time_s, buckets, overlap_fraction):
+    """Communication of n buckets not hidden behind the compute that produces them.
+
+    The compute T_x produces n equal buckets in turn; each bucket's collective starts when
+    the bucket is ready and the previous one is done (one communication stream).  What the
+    compute cannot hide is the last bucket's collective, T_c / n, or, when communication
+    outlasts compute, everything beyond the compute that follows the first bucket:
+    T_c - (n-1)/n T_x.  ``overlap_fraction`` is 1 where the stack overlaps (the bucketed
+    mechanism), 0 where it reduces after the compute (all of T_c exposed); values between
+    weigh the two.
+
+    Parameters
+    ----------
+    comm_time_s : numeric
+        Communication time of all buckets, T_c [s].
+    compute_time_s : numeric
+        Compute the buckets come from and may hide behind, T_x [s].
+    buckets : numeric
+        Buckets (chunks) the communication is split into, n [1].
+    overlap_fraction : numeric
+        1 if the stack overlaps the buckets with the compute, 0 if not, f [1].
+
+    Returns
+    -------
+    numeric
+        Exposed communication time [s], between T_c / n and T_c when f = 1.
+
+    Examples
+    --------
+    >>> bucketed_exposed_comm_time(0.8, 2.0, 8, 1.0)
+    0.1
+    >>> bucketed_exposed_comm_time(3.0, 2.0, 4, 1.0)
+    1.5
+    >>> bucketed_exposed_comm_time(0.8, 2.0, 8, 0.0)
+    0.8
+
+    .. math:: T_{exp} = f \\max\\left(\\frac{T_c}{n}, T_c - \\frac{n-1}{n} T_x\\right)
+        + (1 - f) T_c
+    """
+    hidden_limit = maximum(comm_time_s / buckets,
+                           comm_time_s - (buckets - 1) / buckets * compute_time_s)
+    return overlap_fraction * minimum(hidden_limit, comm_time_s) \
+        + (1 - overlap_fraction) * comm_time_s
+
+
 # -- which link a group uses -------------------------------------------------------------
 
 @formula(reference="Dubey et al. 2024 (Llama 3), arXiv:2407.21783 s3.3.1: 24K GPUs in pods "

@@ -1464,6 +1464,100 @@ def host_launch_time(layers, layer_overhead_s, full_recompute):
     return layers * (1 + BACKWARD_PER_FORWARD + full_recompute) * layer_overhead_s
 
 
+@formula(reference="Megatron-Core documentation (--cuda-graph-scope full_iteration captures "
+         "the forward and backward of every micro-batch); PyTorch documentation, 'CUDA "
+         "semantics: CUDA Graphs' (a graph replays fixed shapes and addresses), so a dropless "
+         "MoE dispatch (token counts that change every step) is not captured whole",
+         domain={"cuda_graphs": ">=0", "dynamic_shapes": "[0,1]"},
+         symbols={"cuda_graphs": "g", "dynamic_shapes": "d"}, result_latex="g_{eff}")
+def capturable_graph_scope(cuda_graphs, dynamic_shapes):
+    """The CUDA-graph scope a stack reaches on a model: its own, but no whole-iteration
+    graph around shapes that change every step (then every kernel is launched eagerly).
+
+    Parameters
+    ----------
+    cuda_graphs : numeric
+        The stack's capture scope g: 0 none, 1 per layer, 2 whole iteration [1].
+    dynamic_shapes : numeric
+        1 if the iteration's shapes change every step (dropless MoE), else 0, d [1].
+
+    Returns
+    -------
+    numeric
+        Capture scope reached [1].
+
+    Examples
+    --------
+    >>> capturable_graph_scope(2, 1), capturable_graph_scope(2, 0), capturable_graph_scope(1, 1)
+    (0.0, 2.0, 1.0)
+
+    .. math:: g_{eff} = g - 2 d \\max(g - 1, 0)
+    """
+    return cuda_graphs - 2.0 * dynamic_shapes * maximum(cuda_graphs - 1, 0)
+
+
+@formula(reference="CUDA graphs: a captured sequence of kernels is replayed by one "
+         "cudaGraphLaunch (PyTorch CUDA semantics, 'CUDA Graphs'; PyTorch blog 2021 "
+         "'Accelerating PyTorch with CUDA Graphs'); per-layer capture: Transformer Engine "
+         "make_graphed_callables, Megatron-Core --cuda-graph-scope attn/mlp/moe_router; "
+         "whole-iteration capture: Megatron-Core --cuda-graph-impl local --cuda-graph-scope "
+         "full_iteration; backward launches twice the forward's kernels: " + NARAYANAN
+         + " s5.1",
+         domain={"layers": ">=0", "eager_layer_s": ">=0", "graph_launch_s": ">=0",
+                 "full_recompute": "[0,1]", "cuda_graphs": ">=0", "microbatches": ">=1"},
+         symbols={**_SYM, "eager_layer_s": "t_o", "graph_launch_s": "t_g",
+                  "cuda_graphs": "g", "microbatches": "m"},
+         result_latex="t_h")
+def graphed_host_launch_time(layers, eager_layer_s, graph_launch_s, full_recompute,
+                             cuda_graphs, microbatches):
+    """Host time to issue one micro-batch's layer kernels under a CUDA-graph scope.
+
+    ``cuda_graphs`` is the stack's capture scope: 0 none (every kernel launched eagerly,
+    t_o per layer forward, twice that in backward, once more when recomputed), 1 per layer
+    (each layer's forward, backward and recomputed forward replayed from one graph each,
+    t_g per replay, plus the launches left outside the graphs, t_o), 2 whole iteration
+    (one replay per iteration of every micro-batch's forward and backward: t_g / m per
+    micro-batch).
+
+    Parameters
+    ----------
+    layers : numeric
+        Layers of the stage l [1].
+    eager_layer_s : numeric
+        Host time of one layer forward's launches outside any CUDA graph t_o [s].
+    graph_launch_s : numeric
+        Host time of one CUDA graph replay t_g [s].
+    full_recompute : numeric
+        1 with full activation recomputation, 0 without [1].
+    cuda_graphs : numeric
+        Capture scope g: 0 none, 1 per layer, 2 whole iteration [1].
+    microbatches : numeric
+        Micro-batches per iteration m [1].
+
+    Returns
+    -------
+    numeric
+        Host time per micro-batch [s].
+
+    Examples
+    --------
+    >>> round(graphed_host_launch_time(10, 0.9e-3, 1e-5, 0, 0, 8) * 1e3, 6)
+    27.0
+    >>> round(graphed_host_launch_time(10, 1e-4, 1e-5, 0, 1, 8) * 1e3, 6)
+    3.2
+    >>> round(graphed_host_launch_time(10, 0.9e-3, 1e-5, 0, 2, 8) * 1e6, 6)
+    1.25
+
+    .. math:: t_h = (1 - w)\\,l\\left[(3 + r) t_o + p (2 + r) t_g\\right] + w\\,t_g / m,
+        \\quad w = \\max(g - 1, 0),\\ p = \\min(g, 1) - w
+    """
+    whole = maximum(cuda_graphs - 1, 0)
+    per_layer = minimum(cuda_graphs, 1) - whole
+    layer_s = (1 + BACKWARD_PER_FORWARD + full_recompute) * eager_layer_s \
+        + per_layer * (2 + full_recompute) * graph_launch_s
+    return (1 - whole) * layers * layer_s + whole * graph_launch_s / microbatches
+
+
 @formula(reference=PALM,
          domain={"model_flops_per_s_per_gpu": ">=0", "peak_flops_per_s": ">0"},
          symbols=_SYM, result_latex="MFU")

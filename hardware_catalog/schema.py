@@ -76,6 +76,12 @@ ADDED_KEYS: dict[str, dict[str, tuple[float, str, str]]] = {
         "optimizer_bytes_per_param": (12.0, "2026-11-26", "mixed-precision Adam: fp32 master "
                                       "weights and two fp32 moments (Rajbhandari et al. 2020, "
                                       "ZeRO, arXiv:1910.02054 s3.1, K = 12)"),
+        "cuda_graphs": (0.0, "2026-11-29", "no CUDA graphs: every kernel launched eagerly "
+                        "(0 none, 1 per layer, 2 whole iteration; PyTorch and Megatron-Core "
+                        "launch eagerly unless graphs are configured)"),
+        "graph_launch_s": (1e-5, "2026-11-29", "host time of one CUDA graph replay, of the "
+                           "order of one eager kernel launch (PyTorch CUDA semantics, 'CUDA "
+                           "Graphs': a replay is one cudaGraphLaunch)"),
     },
 }
 
@@ -549,11 +555,21 @@ class SoftwareStack(Entry):
 
     kind: Literal["stack"]
     tp_overlap: Quantity  # TP collectives hidden behind GEMMs (userbuffers / TP comm overlap)
-    dp_overlap: Quantity  # gradient reduce / parameter gather hidden (distributed optimizer)
+    # share of what the per-layer buckets of the gradient reduction / parameter gather could
+    # hide behind the compute that is hidden (1: all, overlap_grad_reduce; 0: none)
+    dp_overlap: Quantity
     cp_overlap: Quantity  # context-parallel ring exchange hidden behind attention
     ep_overlap: Quantity  # MoE dispatch/combine all-to-all hidden behind expert compute
     attention_efficiency_factor: Quantity  # fused attention kernel relative to large GEMMs
-    layer_overhead_s: Quantity  # host time to launch one layer's forward (CUDA graphs: less)
+    # host time of one layer forward's kernel launches outside any CUDA graph (eager: all of
+    # them, ~60-120 kernels at ~5-10 us; per-layer graphs: those left outside)
+    layer_overhead_s: Quantity
+    # CUDA-graph capture scope: 0 none, 1 per layer (Transformer Engine
+    # make_graphed_callables, Megatron-Core --cuda-graph-scope attn/mlp/...), 2 whole
+    # iteration (Megatron-Core --cuda-graph-impl local --cuda-graph-scope full_iteration)
+    cuda_graphs: Quantity
+    # host time of one CUDA graph replay (cudaGraphLaunch)
+    graph_launch_s: Quantity
     # fraction of the accelerator's large-GEMM efficiency (gemm_max_efficiency*, measured
     # with current cuBLAS / Transformer Engine) that the stack's GEMM path reaches
     gemm_efficiency_factor: Quantity
@@ -632,6 +648,9 @@ class SoftwareStack(Entry):
                 _check(problems, q is None or q.value >= 1,
                        f"on_accelerator.{acc}.{name}.value", "expected >= 1")
         _check(problems, self.layer_overhead_s.value >= 0, "layer_overhead_s.value", "expected >= 0")
+        _check(problems, self.graph_launch_s.value >= 0, "graph_launch_s.value", "expected >= 0")
+        _check(problems, self.cuda_graphs.value in (0, 1, 2), "cuda_graphs.value",
+               "expected 0 (none), 1 (per layer) or 2 (whole iteration)")
         for name in ("recompute_mla_up_proj", "recompute_norms"):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")

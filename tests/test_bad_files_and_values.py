@@ -129,4 +129,5 @@ def test_checkpoint_interval_is_never_shorter_than_a_step(capsys):
     # the case of the issue (there on the default profile, whose 128-GPU jobs now fail
     # less often: issue 26's failure model; RSC's rates keep Young's interval below a step)
     assert row["young_interval_s"] < row["step_time_s"]
-    assert row["checkpoint_interval_s"] >= row["step_time_s"] == pytest.approx(279, rel=0.01)
+    # (288 s since ZeRO-3's gathers and reduce-scatters are bucketed per layer, issue 42)
+    assert row["checkpoint_interval_s"] >= row["step_time_s"] == pytest.approx(288, rel=0.01)

@@ -44,13 +44,14 @@ def test_an_old_stack_in_a_catalog_directory_loads_with_the_defaults(tmp_path, c
     stack = load_catalog([str(tmp_path)]).stack("my-stack-2026-11-25")
     for key in ADDED:
         q = getattr(stack, key)
-        assert q.value == ADDED_KEYS["stack"][key][0] and "added 2026-11-26" in q.source
+        assert q.value == ADDED_KEYS["stack"][key][0] \
+            and f"added {ADDED_KEYS['stack'][key][1]}" in q.source
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert err[0].startswith("capplan: ") and "my-stack-2026-11-25.toml: " in err[0]
-    assert "not given, keys added 2026-11-26; using the defaults" in err[0]
-    assert "recompute_mla_up_proj = 0, recompute_norms = 0, optimizer_bytes_per_param = 12" \
-        in err[0]
+    assert "not given, keys added 2026-11-26, 2026-11-29; using the defaults" in err[0]
+    assert "recompute_mla_up_proj = 0, recompute_norms = 0, optimizer_bytes_per_param = 12, " \
+        "cuda_graphs = 0, graph_launch_s = 1e-05" in err[0]
 
 
 def test_evaluate_with_an_old_stack_file_says_so_once_and_equals_the_stated_file(

@@ -66,7 +66,7 @@ EAGER_STACKS = (*FA2_STACKS, "stack:megatron-core-2025")
 MOE_BASELINE = ("stack:megatron-core-moe-baseline", "stack:megatron-core-moe-deepep")
 MOE_TUNED = ("stack:megatron-core-moe-tuned", "stack:megatron-core-moe-hybridep",
              "stack:megatron-core-moe-a2a-overlap")
-MCORE = ("stack:megatron-core-2025", *MOE_BASELINE, *MOE_TUNED)
+MCORE = ("stack:megatron-core-2025", "stack:megatron-bridge-2025", *MOE_BASELINE, *MOE_TUNED)
 #: The 2023 eager PyTorch data-parallel stacks (llm-foundry's FSDP, InternLM's ZeRO-1): NCCL
 #: reductions on a side stream, competing with backward for SMs and HBM - one overlap.
 EAGER_ZERO_2023 = ("stack:llm-foundry-2023", "stack:internevo-2023")

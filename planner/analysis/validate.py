@@ -342,6 +342,7 @@ MODERN_SHARD = re.compile(r"sharded within (\d+) GPUs")
 
 #: Software stack of a modern row, by the repository its source names (first match).
 MODERN_STACKS = (("InternLM/", "internevo-2023"), ("pytorch/torchtitan", "torchtitan-fsdp2"),
+                 ("NVIDIA-NeMo/Megatron-Bridge", "megatron-bridge-2025"),
                  ("NVIDIA", "megatron-core-2025"))
 
 

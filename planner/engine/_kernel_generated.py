@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -274,386 +274,391 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x134, x135, x166, x167, x169, x170, x171, x172, x173, x174, x175, x176, x177, x179, x181, x40
     x182 = -stage_params
     x183 = -stage_embedding_params - x182
-    dequant_mb = dequantize_base * x183 * x95 * (base_weight_bytes_per_param + bytes_per_element) * (full_recompute + 2)
-    x184 = moe_share * t_moe
-    x185 = t_mlp * x50
-    x186 = t_proj + t_qkv
-    x187 = x184 + x185 + x186
-    x188 = t_core + t_elem + t_scores
-    x189 = x187 + x188
-    t_layer_fwd = t_adapter + x189
-    x190 = 3 * t_logits
-    x191 = reference_model * (stage_layers * x189 + t_logits)
-    del x189
-    x192 = selective * t_core
-    x193 = 3 * t_core
+    x184 = full_recompute + 2
+    dequant_mb = dequantize_base * x183 * x184 * x95 * (base_weight_bytes_per_param + bytes_per_element)
+    x185 = moe_share * t_moe
+    x186 = t_mlp * x50
+    x187 = t_proj + t_qkv
+    x188 = x185 + x186 + x187
+    x189 = t_core + t_elem + t_scores
+    x190 = x188 + x189
+    t_layer_fwd = t_adapter + x190
+    x191 = 3 * t_logits
+    x192 = reference_model * (stage_layers * x190 + t_logits)
+    del x190
+    x193 = selective * t_core
+    x194 = 3 * t_core
     del t_core
-    x194 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x193
+    x195 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x194
     del t_elem, t_proj, t_qkv, t_scores
-    x195 = x106 * x51
-    x196 = numpy.minimum(numpy.minimum(tokens_mb, x131), 2.0 * hidden)
-    x197 = t_mlp * x7
+    x196 = x106 * x51
+    x197 = numpy.minimum(numpy.minimum(tokens_mb, x131), 2.0 * hidden)
+    x198 = t_mlp * x7
     del t_mlp, x7
-    x198 = t_moe * x4
+    x199 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x187 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x184 + 3 * x185 + x194 + x90 * (moe_share * recompute_moe_act * t_moe_act + x192)) + x190 + x191 + x42 * (full_recompute * (x186 + x188 + x197 + x198) + x190 + x192 * x90 + x194 + 3 * x197 + 3 * x198 + 3 * numpy.maximum(x96 * (2.0 * x106 + x195 + x51 * x6), x100 * x113 * x83 * (gemm_half_efficiency_dim + x196) / x196))
-    del dequant_mb, t_adapter, t_moe_act, x100, x184, x185, x186, x188, x192, x194, x196, x197, x198, x6, x83, x96
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x191
-    del x191
-    weight_grad_mb = x64 * (stage_layers * x187 + t_logits)
-    del t_logits, x187
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x188 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x185 + 3 * x186 + x195 + x90 * (moe_share * recompute_moe_act * t_moe_act + x193)) + x191 + x192 + x42 * (full_recompute * (x187 + x189 + x198 + x199) + x191 + x193 * x90 + x195 + 3 * x198 + 3 * x199 + 3 * numpy.maximum(x96 * (2.0 * x106 + x196 + x51 * x6), x100 * x113 * x83 * (gemm_half_efficiency_dim + x197) / x197))
+    del dequant_mb, t_adapter, t_moe_act, x100, x185, x186, x187, x189, x193, x195, x197, x198, x199, x6, x83, x96
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x192
+    del x192
+    weight_grad_mb = x64 * (stage_layers * x188 + t_logits)
+    del t_logits, x188
     compute_s = compute_mb * microbatches
-    x199 = 2 * full_recompute + 4
-    x200 = stage_layers + x42
-    x201 = tp_intra_ranks - 1
-    x202 = 2 * intra_latency_s
-    x203 = tp_intra_ranks ** (-1.0)
-    x204 = tp * x203 - 1
-    x205 = 2 * inter_latency_s
-    x206 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x207 = bytes_per_element * x206
-    x208 = bytes_per_element * x113
+    x200 = 2 * full_recompute + 4
+    x201 = stage_layers + x42
+    x202 = tp_intra_ranks - 1
+    x203 = 2 * intra_latency_s
+    x204 = tp_intra_ranks ** (-1.0)
+    x205 = tp * x204 - 1
+    x206 = 2 * inter_latency_s
+    x207 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x208 = bytes_per_element * x207
+    x209 = bytes_per_element * x113
     del x113
-    x209 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x210 = x209 / scale_out_bus_efficiency
-    x211 = collective_overhead_s * numpy.minimum(1, x160) + tokens_mb * x201 * x203 * x207 * x24 + x201 * x202 + x204 * x205 + x204 * x208 * x210 * x24
-    del x160, x201, x203, x204
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x199 * x200 * x211) + x199 * x200 * x211
-    del x199, x211
-    x212 = 3 * cp - 3
-    x213 = 1 - cp_intra
-    x214 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x215 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x216 = cp_intra * intra_latency_s + inter_latency_s * x213 + kv_heads * x18 * x208 / (cp_intra * x214 + x213 * x215)
-    del x208, x213
-    cp_comm_mb = -cp_overlap * numpy.minimum(x193 * x200, x200 * x212 * x216 * x30) + x200 * x212 * x216 * x30
-    del x193, x212, x216, x30
-    x217 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x218 = x217 ** (-1.0)
-    x219 = ep * x218 - 1
-    x220 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x210 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x211 = x210 / scale_out_bus_efficiency
+    x212 = collective_overhead_s * numpy.minimum(1, x160) + tokens_mb * x202 * x204 * x208 * x24 + x202 * x203 + x205 * x206 + x205 * x209 * x211 * x24
+    del x160, x202, x204, x205
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x200 * x201 * x212) + x200 * x201 * x212
+    del x200, x212
+    x213 = 3 * cp - 3
+    x214 = 1 - cp_intra
+    x215 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x216 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x217 = cp_intra * intra_latency_s + inter_latency_s * x214 + kv_heads * x18 * x209 / (cp_intra * x215 + x214 * x216)
+    del x209, x214
+    cp_comm_mb = -cp_overlap * numpy.minimum(x194 * x201, x201 * x213 * x217 * x30) + x201 * x213 * x217 * x30
+    del x194, x213, x217, x30
+    x218 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x219 = x218 ** (-1.0)
+    x220 = ep * x219 - 1
+    x221 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x221 = 1 - x220
-    x222 = 4 * etp - 4
-    x223 = 1 - hierarchical_dispatch
-    x224 = x148 + x149
+    x222 = 1 - x221
+    x223 = 4 * etp - 4
+    x224 = 1 - hierarchical_dispatch
+    x225 = x148 + x149
     del x148, x149
-    x225 = x224 / a2a_efficiency_factor
-    x226 = x141 * x225 * (hierarchical_dispatch * (-x217 * x44 + 1) + x219 * x223 * x44)
+    x226 = x225 / a2a_efficiency_factor
+    x227 = x141 * x226 * (hierarchical_dispatch * (-x218 * x44 + 1) + x220 * x224 * x44)
     del x141, x44
-    x227 = 1 - x218
-    del x218
-    x228 = x106 * x210 * x225 * x227 * (experts_per_token * x223 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x217 * (1 - x227 ** experts_per_token)))
-    del x106, x223, x225, x227
-    x229 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x230 = moe_share * x200
-    del x200
-    x231 = x230 * (4 * inter_latency_s * (x217 - 1) + 4 * intra_latency_s * x219 + sequence_parallel * (bytes_per_element * experts_per_token * x195 * x222 / (x214 * x220 + x215 * x221) + x222 * (inter_latency_s * x221 + intra_latency_s * x220)) + 2 * numpy.maximum(bytes_per_element * x228, x207 * x226) + 2 * numpy.maximum(x228 * x229, x206 * x226 * x229))
-    del x195, x207, x217, x219, x220, x221, x222, x226, x228, x229
-    x232 = ep_overlap * numpy.minimum(x231, 3 * t_layer_fwd * x230)
-    del x230
-    ep_comm_mb = comm_sm_fraction * x232 / (1 - comm_sm_fraction) + x231 - x232
-    del x231, x232
-    x233 = 1 - dualpipe
-    x234 = pp - 1
-    x235 = microbatches * vp
-    x236 = 1 - pp_intra
-    x237 = bytes_per_element * tokens_mb
-    pp_comm_s = x233 * (2 * pp + 2 * x235 - 2) * (inter_latency_s * x236 + intra_latency_s * pp_intra + 1.0 * x131 * x237 / (pp_intra * x214 + x215 * x236)) * numpy.minimum(1, x234)
-    del x214, x215, x236
-    x238 = numpy.minimum(1, grad_shards - 1)
-    x239 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x240 = x239 - 1
-    x241 = intra_latency_s * x240
-    x242 = x239 ** (-1.0)
-    del x239
-    x243 = shard_ranks * x242 - 1
-    x244 = inter_latency_s * x243
-    x245 = x206 * x240 * x242
-    del x240, x242
-    x246 = 2 * grad_comm_bytes_per_param
+    x228 = 1 - x219
+    del x219
+    x229 = x106 * x211 * x226 * x228 * (experts_per_token * x224 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x218 * (1 - x228 ** experts_per_token)))
+    del x106, x224, x226, x228
+    x230 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
+    x231 = moe_share * x201
+    del x201
+    x232 = x231 * (4 * inter_latency_s * (x218 - 1) + 4 * intra_latency_s * x220 + sequence_parallel * (bytes_per_element * experts_per_token * x196 * x223 / (x215 * x221 + x216 * x222) + x223 * (inter_latency_s * x222 + intra_latency_s * x221)) + 2 * numpy.maximum(bytes_per_element * x229, x208 * x227) + 2 * numpy.maximum(x229 * x230, x207 * x227 * x230))
+    del x196, x208, x218, x220, x221, x222, x223, x227, x229, x230
+    x233 = ep_overlap * numpy.minimum(x232, 3 * t_layer_fwd * x231)
+    del x231
+    ep_comm_mb = comm_sm_fraction * x233 / (1 - comm_sm_fraction) + x232 - x233
+    del x232, x233
+    x234 = 1 - dualpipe
+    x235 = pp - 1
+    x236 = microbatches * vp
+    x237 = 1 - pp_intra
+    x238 = bytes_per_element * tokens_mb
+    pp_comm_s = x234 * (2 * pp + 2 * x236 - 2) * (inter_latency_s * x237 + intra_latency_s * pp_intra + 1.0 * x131 * x238 / (pp_intra * x215 + x216 * x237)) * numpy.minimum(1, x235)
+    del x215, x216, x237
+    x239 = 1 - dp_overlap
+    x240 = numpy.minimum(1, grad_shards - 1)
+    x241 = numpy.minimum(dp, dp_intra_ranks)
+    x242 = x241 - 1
+    x243 = x241 ** (-1.0)
+    del x241
+    x244 = dp * x243 - 1
+    x245 = 2 * grad_comm_bytes_per_param
+    x246 = x207 * x245
     x247 = stage_trainable_params * x246
-    x248 = shard_ranks ** (-1.0)
-    x249 = x210 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x210
-    x250 = x243 * x248 * x249
-    del x243
-    x251 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x248 = x211 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x211
+    x249 = stage_trainable_params * x245
+    x250 = x248 * x249
+    x251 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
     x252 = x251 - 1
-    x253 = intra_latency_s * x252
-    x254 = x251 ** (-1.0)
+    x253 = x251 ** (-1.0)
     del x251
-    x255 = expert_shard_ranks * x254 - 1
-    x256 = inter_latency_s * x255
-    x257 = x206 * x252 * x254
-    del x252, x254
-    x258 = stage_trainable_expert_params * x246
-    x259 = expert_shard_ranks ** (-1.0)
-    x260 = x249 * x255 * x259
-    del x255
-    x261 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x64)
-    x262 = base_weight_bytes_per_param * x183 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x183
-    x263 = bytes_per_element * (stage_adapter_params + stage_params * x64) + frozen_base * x262 - x261
-    del stage_adapter_params, stage_params, x64
-    x264 = 1 / 2 * microbatches * x238 * (2 * x241 + 2 * x244 + x245 * x247 + x247 * x250 + x4 * (2 * x253 + 2 * x256 + x257 * x258 + x258 * x260)) + 2 * microbatches * zero3 * (x241 + x244 + x245 * x263 + x250 * x263 + x4 * (x253 + x256 + x257 * x261 + x260 * x261))
-    del x241, x244, x245, x250, x253, x256, x257, x260, x261, x263
-    x265 = 2 * stage_layers
-    x266 = numpy.minimum(dp, dp_intra_ranks)
-    x267 = x266 - 1
-    x268 = x266 ** (-1.0)
-    del x266
-    x269 = dp * x268 - 1
-    x270 = x206 * x246
-    del x206, x246
-    x271 = stage_trainable_params * x270
-    x272 = x247 * x249
-    del x247
-    x273 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x274 = x273 - 1
-    x275 = x273 ** (-1.0)
-    del x273
-    x276 = expert_dp_ranks * x275 - 1
-    x277 = stage_trainable_expert_params * x270
+    x254 = expert_dp_ranks * x253 - 1
+    x255 = stage_trainable_expert_params * x246
+    del x246
+    x256 = stage_trainable_expert_params * x245
+    del x245
+    x257 = x248 * x256
+    x258 = replica_intra_ranks - 1
+    x259 = x203 * x258
+    x260 = replica_intra_ranks ** (-1.0)
+    x261 = shard_ranks ** (-1.0)
+    x262 = x260 * x261
+    x263 = numpy.maximum(1, dp * x262)
+    x264 = x263 - 1
+    x265 = expert_shard_ranks ** (-1.0)
+    x266 = x260 * x265
+    del x260
+    x267 = numpy.maximum(1, expert_dp_ranks * x266)
+    x268 = x267 - 1
+    x269 = x240 * (x206 * x264 + x247 * x258 * x262 + x250 * x262 * x264 / x263 + x259 + x4 * (x206 * x268 + x255 * x258 * x266 + x257 * x266 * x268 / x267 + x259)) + (1 - x240) * (x2 * x244 * x250 + x203 * x242 + x206 * x244 + x242 * x243 * x247 + x4 * (x203 * x252 + x206 * x254 + x252 * x253 * x255 + x254 * x257 / expert_dp_ranks))
+    del x2, x203, x206, x242, x243, x244, x247, x250, x252, x253, x254, x255, x257, x258, x259, x262, x263, x264, x266, x267, x268
+    x270 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x271 = x270 - 1
+    x272 = intra_latency_s * x271
+    x273 = x270 ** (-1.0)
     del x270
-    x278 = x249 * x258
-    del x249, x258
-    x279 = replica_intra_ranks - 1
-    x280 = x202 * x279
-    x281 = replica_intra_ranks ** (-1.0)
-    x282 = x248 * x281
-    del x248
-    x283 = numpy.maximum(1, dp * x282)
-    x284 = x283 - 1
-    x285 = x259 * x281
-    del x259, x281
-    x286 = numpy.maximum(1, expert_dp_ranks * x285)
-    x287 = x286 - 1
-    x288 = x238 * (x205 * x284 + x271 * x279 * x282 + x272 * x282 * x284 / x283 + x280 + x4 * (x205 * x287 + x277 * x279 * x285 + x278 * x285 * x287 / x286 + x280)) + (1 - x238) * (x2 * x269 * x272 + x202 * x267 + x205 * x269 + x267 * x268 * x271 + x4 * (x202 * x274 + x205 * x276 + x274 * x275 * x277 + x276 * x278 / expert_dp_ranks))
-    del x2, x202, x205, x238, x267, x268, x269, x271, x272, x274, x275, x276, x277, x278, x279, x280, x282, x283, x284, x285, x286, x287, x4
-    dp_comm_s = -dp_overlap * numpy.minimum(compute_s, x264) - dp_overlap * numpy.minimum(x288, t_layer_fwd * x265) + x264 + x288
-    del t_layer_fwd, x264, x288
-    x289 = compute_mb + tp_comm_mb
-    x290 = full_recompute + 3
-    x291 = expert_overhead_s * x65 + moe_layer_overhead_s
+    x274 = shard_ranks * x273 - 1
+    x275 = inter_latency_s * x274
+    x276 = x207 * x271 * x273
+    del x271, x273
+    x277 = x248 * x261 * x274
+    del x261, x274
+    x278 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x279 = x278 - 1
+    x280 = intra_latency_s * x279
+    x281 = x278 ** (-1.0)
+    del x278
+    x282 = expert_shard_ranks * x281 - 1
+    x283 = inter_latency_s * x282
+    x284 = x207 * x279 * x281
+    del x207, x279, x281
+    x285 = x248 * x265 * x282
+    del x248, x265, x282
+    x286 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x64)
+    x287 = base_weight_bytes_per_param * x183 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x183
+    x288 = bytes_per_element * (stage_adapter_params + stage_params * x64) + frozen_base * x287 - x286
+    del stage_adapter_params, stage_params, x64
+    x289 = 1 / 2 * microbatches * x240 * (x249 * x276 + x249 * x277 + 2 * x272 + 2 * x275 + x4 * (x256 * x284 + x256 * x285 + 2 * x280 + 2 * x283)) + 2 * microbatches * zero3 * (x272 + x275 + x276 * x288 + x277 * x288 + x4 * (x280 + x283 + x284 * x286 + x285 * x286))
+    del x240, x249, x256, x272, x275, x276, x277, x280, x283, x284, x285, x286, x288
+    x290 = numpy.maximum(1, stage_layers)
+    x291 = x290 ** (-1.0)
+    x292 = x291 * (x290 - 1)
+    del x290
+    dp_comm_s = dp_overlap * numpy.minimum(x269, numpy.maximum(x269 * x291, -2 * stage_layers * t_layer_fwd * x292 + x269)) + dp_overlap * numpy.minimum(x289, numpy.maximum(x289 * x291, -compute_s * x292 + x289)) + x239 * x269 + x239 * x289
+    del t_layer_fwd, x239, x269, x289, x291, x292
+    x293 = compute_mb + tp_comm_mb
+    x294 = full_recompute + 3
+    x295 = expert_overhead_s * x65 + moe_layer_overhead_s
     del x65
-    x292 = host_launch_factor * x290
-    x293 = stage_layers * x292
-    x294 = dispatch_host_sync * x146
-    x295 = moe_share * x291
-    x296 = x293 * x295
-    x297 = (x289 ** host_overlap_exponent + (layer_overhead_s * x293 + x296 * (1 - x294)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x293
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x146 * x290 * x291 - x289 + x297)
-    del x146, x289, x290, x291
+    x296 = 2.0 * x146 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x4
+    x297 = numpy.maximum(0, cuda_graphs - x296 - 1)
+    x298 = 1 - x297
+    x299 = dispatch_host_sync * x146
+    x300 = stage_layers * x298
+    x301 = host_launch_factor * moe_share * x294 * x295 * x300
+    x302 = microbatches ** (-1.0)
+    x303 = (x293 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x297 * x302 + x300 * (graph_launch_s * x184 * (-x297 + numpy.minimum(1, cuda_graphs - x296)) + layer_overhead_s * x294)) + x301 * (1 - x299)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x184, x296, x297, x300
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x146 * x294 * x295 * x298 - x293 + x303)
+    del x146, x293, x294, x295, x298
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x298 = cp_comm_mb + ep_comm_mb + x294 * x296 + x297
-    del x296
-    x299 = microbatches ** (-1.0)
-    x300 = vp ** (-1.0)
-    x301 = x298 / compute_mb
-    x302 = dualpipe * x299 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x301 - 3 * weight_grad_mb * x301 + x265 * x292 * x294 * x295 + 2 * x297) / x298 + x233 * x234 * x299 * x300
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x265, x292, x294, x295, x297, x299, x301
-    bubble_s = microbatches * x298 * x302
-    del x298
-    x303 = stage_trainable_expert_params / expert_optimizer_shards
-    x304 = stage_trainable_params / optimizer_shards
-    optimizer_s = x95 * (x303 + x304) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x304 = x299 * x301
+    del x299, x301
+    x305 = cp_comm_mb + ep_comm_mb + x303 + x304
+    x306 = vp ** (-1.0)
+    x307 = x305 / compute_mb
+    x308 = dualpipe * x302 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x307 - 3 * weight_grad_mb * x307 + 2 * x303 + 2 * x304) / x305 + x234 * x235 * x302 * x306
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x302, x303, x304, x307
+    bubble_s = microbatches * x305 * x308
+    del x305
+    x309 = stage_trainable_expert_params / expert_optimizer_shards
+    x310 = stage_trainable_params / optimizer_shards
+    optimizer_s = x95 * (x309 + x310) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x95
-    x305 = microbatches * stage_extra_layers * (compute_mb - x190) * (x302 + 1) / stage_layers
-    del compute_mb, x190, x302
-    x306 = dp_comm_s + pp_comm_s
-    x307 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x306
-    x308 = gpus + 0.474798
-    x309 = gpus ** (-1.0)
-    x310 = x308 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x307 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x307 * numpy.maximum(0, -x147 * erfinv(1.71458910109456 * x309 * x310 * (0.0686881539789491 * x310 + 0.112063) - 1 + 1.16023 / x308)) + x305 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x305 + x307)
-    del x305, x308, x310
-    step_time_s = straggler_s + x307
-    del x307
-    x311 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x311
-    x312 = tokens_per_s * x309
-    x313 = model_flops_per_token * x312
-    tflops_per_gpu = 1e-12 * x313
-    mfu = x313 * x98
+    x311 = microbatches * stage_extra_layers * (compute_mb - x191) * (x308 + 1) / stage_layers
+    del compute_mb, x191, x308
+    x312 = dp_comm_s + pp_comm_s
+    x313 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x312
+    x314 = gpus + 0.474798
+    x315 = gpus ** (-1.0)
+    x316 = x314 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x313 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x313 * numpy.maximum(0, -x147 * erfinv(1.71458910109456 * x315 * x316 * (0.0686881539789491 * x316 + 0.112063) - 1 + 1.16023 / x314)) + x311 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x311 + x313)
+    del x311, x314, x316
+    step_time_s = straggler_s + x313
     del x313
-    hfu = hardware_flops_per_token * x312 * x98
-    del hardware_flops_per_token, x312, x98
-    x314 = expert_weight_shards ** (-1.0)
-    x315 = weight_shards ** (-1.0)
-    x316 = base_weight_bytes_per_param * stage_expert_params
-    weights_bytes = frozen_base * (x314 * x316 + x315 * (x262 - x316)) + reference_model * (bytes_per_element * stage_expert_params * x314 + bytes_per_element * x315 * (-stage_expert_params - x182)) + stage_trainable_expert_params * weight_bytes_per_param * x314 + stage_trainable_params * weight_bytes_per_param * x315
-    del stage_expert_params, x182, x262, x314, x315, x316
+    x317 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x317
+    x318 = tokens_per_s * x315
+    x319 = model_flops_per_token * x318
+    tflops_per_gpu = 1e-12 * x319
+    mfu = x319 * x98
+    del x319
+    hfu = hardware_flops_per_token * x318 * x98
+    del hardware_flops_per_token, x318, x98
+    x320 = expert_weight_shards ** (-1.0)
+    x321 = weight_shards ** (-1.0)
+    x322 = base_weight_bytes_per_param * stage_expert_params
+    weights_bytes = frozen_base * (x320 * x322 + x321 * (x287 - x322)) + reference_model * (bytes_per_element * stage_expert_params * x320 + bytes_per_element * x321 * (-stage_expert_params - x182)) + stage_trainable_expert_params * weight_bytes_per_param * x320 + stage_trainable_params * weight_bytes_per_param * x321
+    del stage_expert_params, x182, x287, x320, x321, x322
     grads_bytes = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    optimizer_state_bytes = optimizer_bytes_per_param * x303 + optimizer_bytes_per_param * x304
-    del x303, x304
-    x317 = 4 * tokens_mb * x131 * (vocab * x92 + 1)
+    optimizer_state_bytes = optimizer_bytes_per_param * x309 + optimizer_bytes_per_param * x310
+    del x309, x310
+    x323 = 4 * tokens_mb * x131 * (vocab * x92 + 1)
     del x131, x92
-    x318 = 2 * tokens_mb
-    x319 = hidden * tokens_mb
-    x320 = x224 * x319
-    x321 = 4 * x320
-    x322 = heads + kv_heads
-    x323 = kv_heads / heads
-    x324 = x137 * x50
+    x324 = 2 * tokens_mb
+    x325 = hidden * tokens_mb
+    x326 = x225 * x325
+    x327 = 4 * x326
+    x328 = heads + kv_heads
+    x329 = kv_heads / heads
+    x330 = x137 * x50
     del x50
-    x325 = 1 - recompute_norms
-    x326 = shared_experts * tokens_mb * x143
+    x331 = 1 - recompute_norms
+    x332 = shared_experts * tokens_mb * x143
     del x143
-    x327 = tokens_mb * x224
-    del x224
-    x328 = experts_per_token * x327
-    x329 = 2 * mlp_matrices
-    x330 = tokens_mb * x329
-    x331 = linear_input_bytes + x329 - 2
-    del x329
-    x332 = hidden * linear_input_bytes
-    x333 = tokens_mb * x24
-    x334 = micro_batch * x129 * x130 * (dropout_masks + 4) / cp ** 2
+    x333 = tokens_mb * x225
+    del x225
+    x334 = experts_per_token * x333
+    x335 = 2 * mlp_matrices
+    x336 = tokens_mb * x335
+    x337 = linear_input_bytes + x335 - 2
+    del x335
+    x338 = hidden * linear_input_bytes
+    x339 = tokens_mb * x24
+    x340 = micro_batch * x129 * x130 * (dropout_masks + 4) / cp ** 2
     del x129, x130
-    x335 = x325 * x327 * x332
-    del x327
-    x336 = -frozen_base * (linear_input_bytes * tokens_mb * x324 * (1 - lora_down) + x335 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x335 * (1 - numpy.minimum(1, x56))) + lora_rank * x237 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x326 + x328 * x46) * (linear_input_bytes * recompute_moe_act + x159 * (2 - x165)) + moe_share * (-x137 * x330 + x326 * x331 + x328 * (etp * x332 + x331 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x321 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x107 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x318 * x322 + x334)) + x318 * x51 * (x18 * x322 - x24 * (x323 + 1)) + x318 * (q_lora_rank + x17) + x320 * (2 * dropout_masks + 8) + x51 * (ffn * x330 + x319 * (4 * x323 + 2) + x333 + x334) - (1 - 1 / 2 * linear_input_bytes) * (x318 * x324 + x321 * x325)
-    del moe_share, tokens_mb, x0, x107, x11, x137, x159, x165, x17, x18, x24, x25, x29, x318, x319, x320, x321, x322, x323, x324, x325, x326, x328, x330, x331, x332, x334, x335, x46, x56, x68
-    x337 = full_recompute * x161 * x333 + x336 * x90
-    del x161, x333, x90
-    activation_bytes = full_recompute * x336 + linear_value_heads * x108 * x237 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x300 * x337 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x233 * numpy.minimum(x235, pp * vp + x234 * numpy.minimum(1, vp - 1))) + x317 + x42 * (x317 + x337)
-    del microbatches, x108, x233, x234, x235, x237, x300, x317, x336, x337, x42, x51
+    x341 = x331 * x333 * x338
+    del x333
+    x342 = -frozen_base * (linear_input_bytes * tokens_mb * x330 * (1 - lora_down) + x341 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x341 * (1 - numpy.minimum(1, x56))) + lora_rank * x238 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x332 + x334 * x46) * (linear_input_bytes * recompute_moe_act + x159 * (2 - x165)) + moe_share * (-x137 * x336 + x332 * x337 + x334 * (etp * x338 + x337 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x327 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x107 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x324 * x328 + x340)) + x324 * x51 * (x18 * x328 - x24 * (x329 + 1)) + x324 * (q_lora_rank + x17) + x326 * (2 * dropout_masks + 8) + x51 * (ffn * x336 + x325 * (4 * x329 + 2) + x339 + x340) - (1 - 1 / 2 * linear_input_bytes) * (x324 * x330 + x327 * x331)
+    del moe_share, tokens_mb, x0, x107, x11, x137, x159, x165, x17, x18, x24, x25, x29, x324, x325, x326, x327, x328, x329, x330, x331, x332, x334, x336, x337, x338, x340, x341, x46, x56, x68
+    x343 = full_recompute * x161 * x339 + x342 * x90
+    del x161, x339, x90
+    activation_bytes = full_recompute * x342 + linear_value_heads * x108 * x238 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x306 * x343 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x234 * numpy.minimum(x236, pp * vp + x235 * numpy.minimum(1, vp - 1))) + x323 + x42 * (x323 + x343)
+    del microbatches, x108, x234, x235, x236, x238, x306, x323, x342, x343, x42, x51
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x338 = nodes / (rack_mtbf_s * rack_nodes)
-    x339 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x340 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x341 = x338 + x339 + x340
-    system_mtbf_s = x341 ** (-1.0)
-    x342 = node_repair_s * x338
-    x343 = numpy.exp(-x342)
-    x344 = node_repair_s * x339
-    x345 = -spare_nodes
-    x346 = rack_nodes + x345
-    x347 = x342 * x343
-    del x342
-    x348 = 2 * rack_nodes + x345
-    x349 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x343 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x350 = 3 * rack_nodes + x345
-    x351 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x343 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x352 = 4 * rack_nodes + x345
-    x353 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x343 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x354 = 5 * rack_nodes + x345
-    x355 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x343 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x356 = 6 * rack_nodes + x345
-    x357 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x343 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x358 = 7 * rack_nodes + x345
-    x359 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x343 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x360 = 8 * rack_nodes + x345
-    x361 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x343 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x362 = 9 * rack_nodes + x345
-    x363 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x343 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x364 = 10 * rack_nodes + x345
-    x365 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x343 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x366 = 11 * rack_nodes + x345
-    x367 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x343 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x338 * (x343 * poisson_cdf(-x346, x344) + x347 * poisson_cdf(-x348, x344) + x349 * poisson_cdf(-x350, x344) + x351 * poisson_cdf(-x352, x344) + x353 * poisson_cdf(-x354, x344) + x355 * poisson_cdf(-x356, x344) + x357 * poisson_cdf(-x358, x344) + x359 * poisson_cdf(-x360, x344) + x361 * poisson_cdf(-x362, x344) + x363 * poisson_cdf(-x364, x344) + x365 * poisson_cdf(-x366, x344) + x367 * poisson_cdf(-12 * rack_nodes - x345, x344)) + x339 * (x343 * poisson_cdf(spare_nodes - 1, x344) + x347 * poisson_cdf(-x346 - 1, x344) + x349 * poisson_cdf(-x348 - 1, x344) + x351 * poisson_cdf(-x350 - 1, x344) + x353 * poisson_cdf(-x352 - 1, x344) + x355 * poisson_cdf(-x354 - 1, x344) + x357 * poisson_cdf(-x356 - 1, x344) + x359 * poisson_cdf(-x358 - 1, x344) + x361 * poisson_cdf(-x360 - 1, x344) + x363 * poisson_cdf(-x362 - 1, x344) + x365 * poisson_cdf(-x364 - 1, x344) + x367 * poisson_cdf(-x366 - 1, x344)) + x340)
-    del x338, x339, x340, x343, x344, x345, x346, x347, x348, x349, x350, x351, x352, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x367
-    x368 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x369 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x341 * (x368 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x341 * (-manual_restart_s + x368 - x369))) + x368 - x369
-    del x341, x368, x369
+    x344 = nodes / (rack_mtbf_s * rack_nodes)
+    x345 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x346 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x347 = x344 + x345 + x346
+    system_mtbf_s = x347 ** (-1.0)
+    x348 = node_repair_s * x344
+    x349 = numpy.exp(-x348)
+    x350 = node_repair_s * x345
+    x351 = -spare_nodes
+    x352 = rack_nodes + x351
+    x353 = x348 * x349
+    del x348
+    x354 = 2 * rack_nodes + x351
+    x355 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x349 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x356 = 3 * rack_nodes + x351
+    x357 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x349 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x358 = 4 * rack_nodes + x351
+    x359 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x349 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x360 = 5 * rack_nodes + x351
+    x361 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x349 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x362 = 6 * rack_nodes + x351
+    x363 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x349 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x364 = 7 * rack_nodes + x351
+    x365 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x349 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x366 = 8 * rack_nodes + x351
+    x367 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x349 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x368 = 9 * rack_nodes + x351
+    x369 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x349 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x370 = 10 * rack_nodes + x351
+    x371 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x349 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x372 = 11 * rack_nodes + x351
+    x373 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x349 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x344 * (x349 * poisson_cdf(-x352, x350) + x353 * poisson_cdf(-x354, x350) + x355 * poisson_cdf(-x356, x350) + x357 * poisson_cdf(-x358, x350) + x359 * poisson_cdf(-x360, x350) + x361 * poisson_cdf(-x362, x350) + x363 * poisson_cdf(-x364, x350) + x365 * poisson_cdf(-x366, x350) + x367 * poisson_cdf(-x368, x350) + x369 * poisson_cdf(-x370, x350) + x371 * poisson_cdf(-x372, x350) + x373 * poisson_cdf(-12 * rack_nodes - x351, x350)) + x345 * (x349 * poisson_cdf(spare_nodes - 1, x350) + x353 * poisson_cdf(-x352 - 1, x350) + x355 * poisson_cdf(-x354 - 1, x350) + x357 * poisson_cdf(-x356 - 1, x350) + x359 * poisson_cdf(-x358 - 1, x350) + x361 * poisson_cdf(-x360 - 1, x350) + x363 * poisson_cdf(-x362 - 1, x350) + x365 * poisson_cdf(-x364 - 1, x350) + x367 * poisson_cdf(-x366 - 1, x350) + x369 * poisson_cdf(-x368 - 1, x350) + x371 * poisson_cdf(-x370 - 1, x350) + x373 * poisson_cdf(-x372 - 1, x350)) + x346)
+    del x344, x345, x346, x349, x350, x351, x352, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373
+    x374 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x375 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x347 * (x374 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x347 * (-manual_restart_s + x374 - x375))) + x374 - x375
+    del x347, x374, x375
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x370 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x371 = checkpoint_bytes * x309
-    x372 = x370 * x371
-    x373 = ckpt_async * x372
-    x374 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x375 = ckpt_sync * x374
-    x376 = x209 * x371
-    del x209, x371
-    x377 = ckpt_in_memory * (x372 + x376)
-    del x372
-    x378 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x379 = grad_bytes_per_param * trainable_params * x309
-    del x309
-    x380 = optimizer_s - step_time_s
-    x381 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x370 * x379 / (1 - (1 - numpy.minimum(1, x378)) ** gockpt_steps) + x380)
-    del x370
-    checkpoint_stall_s = x373 + x375 + x377 + x381
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x373 + 2 * x375 + 2 * x377 + 2 * x381))
-    x382 = ckpt_async * x374
-    x383 = system_mtbf_s ** (-1.0)
-    x384 = checkpoint_stall_s * x383
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x379 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x380))) / numpy.log(1 - numpy.minimum(0.999999999999, x378))))) - 1) + 1
-    del x378, x379, x380
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x374) + x382), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x373 + 1 / 2 * x375 + 1 / 2 * x377 + 1 / 2 * x381), -checkpoint_stall_s + young_interval_s * (1 / 6 * x147 * numpy.sqrt(x384) + 1 / 18 * x384 + 1), system_mtbf_s)))
-    del x147, x373, x375, x377, x381
-    commit_latency_s = ckpt_gockpt * (step_time_s + x374) + x382
-    del x374, x382
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x376 + failure_restart_s
-    del failure_restart_s, x376
-    x385 = seq_len / critical_batch_tokens
-    steps = tokens * x76 * (global_batch * x385 + 1) / (global_batch * token_efficiency * (reference_batch * x385 + 1))
-    del x385, x76
+    x376 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x377 = checkpoint_bytes * x315
+    x378 = x376 * x377
+    x379 = ckpt_async * x378
+    x380 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x381 = ckpt_sync * x380
+    x382 = x210 * x377
+    del x210, x377
+    x383 = ckpt_in_memory * (x378 + x382)
+    del x378
+    x384 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x385 = grad_bytes_per_param * trainable_params * x315
+    del x315
+    x386 = optimizer_s - step_time_s
+    x387 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x376 * x385 / (1 - (1 - numpy.minimum(1, x384)) ** gockpt_steps) + x386)
+    del x376
+    checkpoint_stall_s = x379 + x381 + x383 + x387
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x379 + 2 * x381 + 2 * x383 + 2 * x387))
+    x388 = ckpt_async * x380
+    x389 = system_mtbf_s ** (-1.0)
+    x390 = checkpoint_stall_s * x389
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x385 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x386))) / numpy.log(1 - numpy.minimum(0.999999999999, x384))))) - 1) + 1
+    del x384, x385, x386
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x380) + x388), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x379 + 1 / 2 * x381 + 1 / 2 * x383 + 1 / 2 * x387), -checkpoint_stall_s + young_interval_s * (1 / 6 * x147 * numpy.sqrt(x390) + 1 / 18 * x390 + 1), system_mtbf_s)))
+    del x147, x379, x381, x383, x387
+    commit_latency_s = ckpt_gockpt * (step_time_s + x380) + x388
+    del x380, x388
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x382 + failure_restart_s
+    del failure_restart_s, x382
+    x391 = seq_len / critical_batch_tokens
+    steps = tokens * x76 * (global_batch * x391 + 1) / (global_batch * token_efficiency * (reference_batch * x391 + 1))
+    del x391, x76
     solve_time_s = step_time_s * steps
-    x386 = numpy.exp(commit_latency_s * x383)
-    x387 = numpy.exp(x383 * (checkpoint_interval_s + checkpoint_stall_s))
-    x388 = solve_time_s * x386 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x386 + x388 * (x387 - 1) - 1) * numpy.exp(restart_s * x383)
-    del x386
-    failure_stepping_s = system_mtbf_s * x388 * (x387 - numpy.exp(x384))
-    del x384, x387, x388
+    x392 = numpy.exp(commit_latency_s * x389)
+    x393 = numpy.exp(x389 * (checkpoint_interval_s + checkpoint_stall_s))
+    x394 = solve_time_s * x392 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x392 + x394 * (x393 - 1) - 1) * numpy.exp(restart_s * x389)
+    del x392
+    failure_stepping_s = system_mtbf_s * x394 * (x393 - numpy.exp(x390))
+    del x390, x393, x394
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x389 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x389)
-    x390 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x390 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x390
-    del x390
-    expected_failures = failure_wall_s * x383
-    del x383
+    x395 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x395)
+    x396 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x396 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x396
+    del x396
+    expected_failures = failure_wall_s * x389
+    del x389
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x389
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x395
     del failure_stepping_s
-    x391 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x311 * (cp_comm_s + ep_comm_s + tp_comm_s + x306) + compute_power_fraction * compute_s * x311)
-    del x306, x311
-    x392 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x391)
+    x397 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x317 * (cp_comm_s + ep_comm_s + tp_comm_s + x312) + compute_power_fraction * compute_s * x317)
+    del x312, x317
+    x398 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x397)
     del stepping_s
-    energy_gpu_j = gpus * x392
-    x393 = network_power_per_node_w + node_overhead_power_w
-    x394 = nodes * x393
+    energy_gpu_j = gpus * x398
+    x399 = network_power_per_node_w + node_overhead_power_w
+    x400 = nodes * x399
     del nodes
-    x395 = spare_nodes * (gpus_per_node * idle_power_w + x393) + x394
-    del x393
-    energy_it_j = energy_gpu_j + wall_time_s * x395
+    x401 = spare_nodes * (gpus_per_node * idle_power_w + x399) + x400
+    del x399
+    energy_it_j = energy_gpu_j + wall_time_s * x401
     energy_facility_j = energy_it_j * pue
-    x396 = eval_time_s + rollbacks * x389
-    del x389
-    x397 = pue * (gpu_step_power_w * gpus + x394)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x394) * (-failure_wall_s - x391 - x396) - solve_time_s * x397 - x396 * x397
-    del failure_wall_s, x394, x396, x397
-    x398 = wall_time_s ** (-1.0)
-    gpu_power_w = x392 * x398
-    del x392
-    avg_power_w = energy_facility_j * x398
-    del x398
-    peak_power_w = pue * (gpus * max_power_w + x395)
+    x402 = eval_time_s + rollbacks * x395
     del x395
-    x399 = gpus + gpus_per_node * spare_nodes
-    x400 = 0.000277777777777778 * x399
-    gpu_hours = wall_time_s * x400
-    cost_cloud_usd = price_usd_per_gpu_hour * x400 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x391), wall_time_s)
-    del x391, x400
-    x401 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x401 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x399)) / utilisation
+    x403 = pue * (gpu_step_power_w * gpus + x400)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x400) * (-failure_wall_s - x397 - x402) - solve_time_s * x403 - x402 * x403
+    del failure_wall_s, x400, x402, x403
+    x404 = wall_time_s ** (-1.0)
+    gpu_power_w = x398 * x404
+    del x398
+    avg_power_w = energy_facility_j * x404
+    del x404
+    peak_power_w = pue * (gpus * max_power_w + x401)
+    del x401
+    x405 = gpus + gpus_per_node * spare_nodes
+    x406 = 0.000277777777777778 * x405
+    gpu_hours = wall_time_s * x406
+    cost_cloud_usd = price_usd_per_gpu_hour * x406 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x397), wall_time_s)
+    del x397, x406
+    x407 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x407 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x405)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x399 * x401
-    del x399, x401
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x405 * x407
+    del x405, x407
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

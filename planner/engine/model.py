@@ -596,6 +596,8 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     return {
         "tp_comm_mb": communication.exposed_comm_time(layers * tp_layer, r["compute_mb"],
                                                       x["tp_overlap"]),
+        # CP: the ring's cp steps, each K/V chunk's transfer behind the attention of the
+        # chunk before it: the first transfer and what the attention cannot cover exposed
         "cp_comm_mb": communication.exposed_comm_time(
             layers * cp_layer, layers * compute.training_pass_time(r["t_core"], 0),
             x["cp_overlap"]),
@@ -673,16 +675,23 @@ def iteration_communication(x: dict, r: dict) -> dict:
         + _is_moe(x) * communication.hsdp_replica_allreduce_time(
             grads[1], x["expert_shard_ranks"], x["expert_dp_ranks"], x["replica_intra_ranks"],
             *levels["links"]))
+    # buckets: Megatron-Core's distributed optimizer and FSDP's units reduce (and gather)
+    # one transformer layer's parameters at a time; each bucket's collective runs as soon as
+    # the compute has produced it, so only what the remaining compute cannot cover is exposed
+    buckets = maximum(x["stage_layers"], 1)
     last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
     return {
         # (DualPipe hides the pipeline transfers under the paired chunk's compute,
         # DeepSeek-V3 s3.2.1)
         "pp_comm_s": (1 - x["dualpipe"])
         * pipeline.pipeline_p2p_count(x["pp"], r["microbatches"], x["vp"]) * p2p,
-        "dp_comm_s": communication.exposed_comm_time((1 - sharded) * reduce_s + replica_s,
-                                                     last_backward, x["dp_overlap"])
-        + communication.exposed_comm_time(gather_s + scatter_s, r["compute_s"],
-                                          x["dp_overlap"]),
+        # the all-reduce (ZeRO-0/1: of the accumulated gradients) behind the last backward
+        "dp_comm_s": communication.bucketed_exposed_comm_time(
+            (1 - sharded) * reduce_s + replica_s, last_backward, buckets, x["dp_overlap"])
+        # ZeRO-2/3, FSDP: every micro-batch's gathers and reduce-scatters, bucket by bucket
+        # behind that micro-batch's compute (prefetched all-gathers)
+        + communication.bucketed_exposed_comm_time(gather_s + scatter_s, r["compute_s"],
+                                                   buckets, x["dp_overlap"]),
     }
 
 
@@ -715,11 +724,8 @@ def _bubble_fraction(x: dict, r: dict, per_mb):
         + x["dualpipe"] * dualpipe_s / (m * per_mb)
 
 
-def step_time(x: dict, r: dict) -> dict:
-    """Time of one iteration: launches, communication, bubble, optimizer, stragglers."""
-    m = r["microbatches"]
-    # the host launches kernels asynchronously; the GPU waits when they outlast its work
-    device_mb = r["compute_mb"] + r["tp_comm_mb"]
+def _exposed_launch_time(x: dict, r: dict, device_mb):
+    """Host launch time of one micro-batch the GPU's work ``device_mb`` does not cover."""
     # the MoE layers' own launches (router, permute, all-to-all, per-expert GEMMs) run
     # ahead of the GPU unless the dispatcher makes the host wait for the token counts
     # (dropless: buffers sized on the host): then they add to the device time
@@ -729,11 +735,25 @@ def step_time(x: dict, r: dict) -> dict:
     moe_host_mb = x["host_launch_factor"] * moe.moe_host_launch_time(
         x["stage_layers"] * r["moe_share"], x["moe_layer_overhead_s"], x["experts"] / x["ep"],
         x["expert_overhead_s"], x["full_recompute"])
-    host_mb = x["host_launch_factor"] * compute.host_launch_time(
-        x["stage_layers"], x["layer_overhead_s"], x["full_recompute"]) \
-        + (1 - sync) * moe_host_mb
-    launch_mb = compute.host_bound_time(device_mb, host_mb, x["host_overlap_exponent"]) \
-        - device_mb + sync * moe_host_mb
+    # the layers' launches under the stack's CUDA-graph scope (none, per layer, whole
+    # iteration).  A whole-iteration graph needs static shapes: a dropless MoE model (the
+    # experts' token counts change every step) runs eagerly instead; Megatron-Core's
+    # full_iteration scope needs a dispatch padded to the capacity (token dropping)
+    scope = compute.capturable_graph_scope(x["cuda_graphs"], _is_moe(x) * (1 - x["token_drop"]))
+    whole = maximum(scope - 1, 0)
+    host_mb = x["host_launch_factor"] * compute.graphed_host_launch_time(
+        x["stage_layers"], x["layer_overhead_s"], x["graph_launch_s"], x["full_recompute"],
+        scope, r["microbatches"]) + (1 - whole) * (1 - sync) * moe_host_mb
+    return compute.host_bound_time(device_mb, host_mb, x["host_overlap_exponent"]) \
+        - device_mb + (1 - whole) * sync * moe_host_mb
+
+
+def step_time(x: dict, r: dict) -> dict:
+    """Time of one iteration: launches, communication, bubble, optimizer, stragglers."""
+    m = r["microbatches"]
+    # the host launches kernels asynchronously; the GPU waits when they outlast its work
+    device_mb = r["compute_mb"] + r["tp_comm_mb"]
+    launch_mb = _exposed_launch_time(x, r, device_mb)
     per_mb = r["compute_mb"] + launch_mb + r["tp_comm_mb"] + r["cp_comm_mb"] + r["ep_comm_mb"]
     optimizer_s = _memory_bound(x, compute.optimizer_step_bytes(
         r["stage_trainable_params"] / x["optimizer_shards"]

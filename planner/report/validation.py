@@ -88,6 +88,12 @@ enter it. Fitted jointly, once, for all runs (2026-11-23):
   FlashAttention-2 factor for A100 and H100 (llm-foundry A100 or H100 off by 13 %); one
   H100 bf16 efficiency for NeMo and llm-foundry without a stack GEMM share (llm-foundry
   H100 or NeMo BF16 off by 12-36 %).
+* 2026-11-29 (issue 42, docs/model.md "Host time and overlap"): host time by CUDA-graph
+  scope (`cuda_graphs` of each stack: none, per layer, whole iteration), the Megatron-Bridge
+  rows on `megatron-bridge-2025` (whole-iteration graphs); `dp_overlap` is the share of what
+  one bucket per layer could hide that is hidden
+  (`formulas.communication.bucketed_exposed_comm_time`), the Megatron-Core stacks' kept at
+  0.9 (1.0 tested worse on sc21, full-runs and the modern held-out rows).
 
 Unfused attention (Megatron without flash) is costed as batched GEMMs whose smallest
 dimension is the head size, with no factor. `memory_reserve_bytes` 2.8 GB is the largest

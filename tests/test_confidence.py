@@ -134,27 +134,28 @@ def test_cli_json_carries_the_quantile_and_flags(tmp_path):
     from planner.cli.main import main
 
     out = tmp_path / "p.json"
-    assert main(["plan", "-m", "llama2-7b", "--tokens", "2T", "-H", "h100-sxm,h200",
+    assert main(["plan", "-m", "llama2-7b", "--tokens", "2T", "-H", "h100-sxm,mi300x",
                  "--max-gpus", "512", "--deadline-days", "14", "--confidence", "0.9",
                  "-f", "json", "-o", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["planned_quantile"] == 0.9
-    assert set(data["margins"]) == {"h100-sxm", "h200"}
+    assert set(data["margins"]) == {"h100-sxm", "mi300x"}
     flags = {row["hardware"]: row["estimate_flags"] for row in data["best"].values() if row}
     assert flags.get("h100-sxm", []) == []  # priced from listings, validated rows
-    if "h200" in flags:  # no validation row for H200
-        assert "performance" in flags["h200"]
+    if "mi300x" in flags:  # no validation row for MI300X (H200 has some since issue 42)
+        assert "performance" in flags["mi300x"]
     assert main(["plan", "--confidence", "1.5"]) == 2
 
 
 def test_table_marks_estimated_winners(catalog):
     from planner.report.tables import render_plan
 
-    result = plan_at_confidence(Scenario(**{**SMALL, "hardware": ("h200",)}), default_spreads(),
-                                catalog=catalog)
+    # no validation row for MI300X (H200 has some since issue 42's independent runs)
+    result = plan_at_confidence(Scenario(**{**SMALL, "hardware": ("mi300x",)}),
+                                default_spreads(), catalog=catalog)
     text = render_plan(result, width=200)
-    assert "h200 *" in text
-    assert "* h200: performance not validated" in text
+    assert "mi300x *" in text
+    assert "performance not validated on this accelerator" in text.split("* mi300x:")[1]
 
 
 def test_estimate_flags(catalog):

@@ -86,6 +86,16 @@ def check_switch(name: str, value) -> None:
         raise CapplanError(f"{name} must be True or False, got {_got(value)}")
 
 
+def check_flag(name: str, value) -> None:
+    """A 0/1 layout flag (``sequence_parallel``): None, a boolean, or integers (one or an
+    array); a float such as 0.0 is a typo for a size, not a switch."""
+    if value is None or isinstance(value, bool | np.bool_):
+        return
+    if not isinstance(value, str) and np.asarray(value).dtype.kind in "fc":
+        raise CapplanError(f"'{name}' must be an integer in [0, 1] (or True/False), "
+                           f"got {_got(value)}")
+
+
 def check_mapping(name: str, value) -> None:
     """``overrides`` and the like: ``None`` or a dict."""
     if value is not None and not isinstance(value, Mapping):

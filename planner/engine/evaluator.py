@@ -23,6 +23,7 @@ from planner.engine.call_checks import (
     candidate_count,
     check_catalog,
     check_catalog_dirs,
+    check_flag,
     check_given,
     check_mapping,
     check_switch,
@@ -187,6 +188,7 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
     others = {k: getattr(r, k) for k in OTHER_SIZES}
     check_switch("flash_attention", flash_attention)
+    check_flag("sequence_parallel", sequence_parallel)
     check_catalog(catalog)
     check_catalog_dirs(catalog_dirs)
     check_mapping("overrides", overrides)

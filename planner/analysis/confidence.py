@@ -147,18 +147,14 @@ def percentile_text(quantile: float) -> str:
     return f"P{100 * quantile:.6g}"
 
 
-def quantile_text(scenario, shown_at_quantile: bool = True) -> str:
+def quantile_text(scenario) -> str:
     """The footer naming the quantile of the numbers and constraints: the nominal run, or
-    P90 with the margins (``shown_at_quantile``: the rows shown are at the quantile,
-    planner.analysis.quantile_rows; False for a plan of phases, whose rows stay nominal)."""
+    P90 with the margins (the rows shown are at the quantile: planner.analysis.quantile_rows,
+    a plan of phases' totals and each phase its own quantile)."""
     p = percentile_text(scenario.confidence)
     if scenario.confidence == 0.5:
         return ("numbers and constraints of the nominal run (every input at its catalog "
                 "value; not the P50 of --uncertainty); --confidence 0.9 for a margin")
-    if not shown_at_quantile:  # a plan of phases: its rows stay nominal
-        return (f"numbers of the nominal run; constraints planned at {p} of the uncertainty "
-                "model by margins" + (f" ({margin_draws(scenario.confidence):,} draws)"
-                                      if scenario.margins else ""))
     if not scenario.margins:
         return f"numbers and constraints at {p} of the uncertainty model"
     parts = ", ".join(f"{hw}: days x{d:.2f}, cost x{c:.2f}, power x{w:.2f}"

@@ -126,12 +126,15 @@ def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
 
 
 def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
-                       draws: int = 0, seed: int = 0, phases=None, passes: int = 1) -> None:
+                       draws: int = 0, seed: int = 0, phases=None, passes: int = 1,
+                       quantile_draws: int = 400) -> None:
     """``capplan plan --site a,b,c|all``: one search per site, the sites ranked; with
     ``phases`` (a scenario's ``[[phases]]``), one plan of the phases per site. Each site's
     constraints hold at ``scenario.confidence`` (its own margins: PUE, energy price and grid
     move them); ``draws`` > 0 (``--uncertainty``): each site's winners' P10/P50/P90 and the
-    constraints they miss at P90 (``overrides``: the scenario's ``[uncertainty]`` table)."""
+    constraints they miss at P90 (``overrides``: the scenario's ``[uncertainty]`` table).
+    At a ``--confidence`` other than 0.5 each site's rows are at that quantile over
+    ``quantile_draws`` draws, as the one-site plan's (planner.analysis.quantile_rows)."""
     from hardware_catalog import load_catalog
     from planner.analysis.confidence import (
         percentile_text,
@@ -161,6 +164,12 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
     first = next(iter(results.values()))
     for text in getattr(first, "notices", ()):  # the phases' notices, the same at every site
         notice(text)
+    if scenario.confidence != 0.5:  # each site's rows at the quantile, then ranked
+        from planner.analysis.quantile_rows import set_at_quantile, set_phases_at_quantile
+
+        at_quantile = set_phases_at_quantile if phases else set_at_quantile
+        for result in results.values():
+            at_quantile(result, catalog, spreads, draws=quantile_draws, seed=seed)
     reports = {}
     if draws:
         uncertainty_of = phase_uncertainty if phases else plan_uncertainty
@@ -182,8 +191,9 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
         text += ("constraints planned on the nominal run at every site (not the P50 of "
                  "--uncertainty; --confidence 0.9 for a margin)" if scenario.confidence == 0.5
                  else
-                 f"constraints planned at {p} of the uncertainty model at every site, with "
-                 "each site's own margins (-f json: sites.<site>.margins)")
+                 f"numbers and constraints at {p} of the uncertainty model at every site "
+                 f"(each winner's own {p} over --draws, --seed), with each site's own "
+                 "margins (-f json: sites.<site>.margins)")
         text += "\n"
         for name, report in reports.items():
             text += f"\nSite {name}:\n" + render_uncertainty(report)
@@ -279,12 +289,12 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
     if is_several(scenario.site):
         plan_several_sites(scenario, format, output, force, plot, v["uncertainty"],
                            draws=draws if uncertainty else 0, seed=seed, phases=v.get("phases"),
-                           passes=passes)
+                           passes=passes, quantile_draws=draws)
         return
     if v.get("phases"):
         plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers,
                             v["uncertainty"], draws=draws if uncertainty else 0, seed=seed,
-                            plot=plot, passes=passes)
+                            plot=plot, passes=passes, quantile_draws=draws)
         return
     to_file = output not in (None, "-")
     model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
@@ -394,17 +404,20 @@ PHASE_TABLE = ("wall_days", "gpu_hours", "energy_mwh", "cost_usd", "co2e_t", "pe
 
 def plan_phases_command(scenario, phases, format, output, force, scheduler, workers,
                         uncertainty=None, *, draws: int = 0, seed: int = 0,
-                        plot: str | None = None, passes: int = 1) -> None:
+                        plot: str | None = None, passes: int = 1,
+                        quantile_draws: int = 400) -> None:
     """``capplan plan`` of a scenario with ``[[phases]]``: the winners per objective (one
     cluster, each phase at its best layout), then the headline winner's phases; with
     ``--confidence`` the constraints hold at that quantile (``uncertainty``: the scenario's
     ``[uncertainty]`` table); ``draws`` > 0 (``--uncertainty``): the winners' P10/P50/P90
-    and the constraints they miss at P90; ``plot``: the figure of
+    and the constraints they miss at P90 (``quantile_draws``: the draws the winners'
+    numbers at ``--confidence`` are taken over); ``plot``: the figure of
     :func:`planner.report.plot.plot_phases`, written together with ``output``."""
     from planner.analysis.confidence import (
         plan_phases_at_confidence,
         quantile_text,
     )
+    from planner.analysis.quantile_rows import quantile_label
     from planner.analysis.uncertainty import spreads_from
     from planner.report.output import render, write
     from planner.report.progress import search_progress
@@ -414,6 +427,13 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         result = plan_phases_at_confidence(scenario, phases, spreads,
                                            progress=progress, scheduler=scheduler,
                                            workers=workers)
+    catalog = None
+    if scenario.confidence != 0.5:  # the winners and their phases at the quantile
+        from hardware_catalog import load_catalog
+        from planner.analysis.quantile_rows import set_phases_at_quantile
+
+        catalog = load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files)
+        set_phases_at_quantile(result, catalog, spreads, draws=quantile_draws, seed=seed)
     for text in result.notices:
         notice(text)
     best = result.best.get(scenario.objective)
@@ -421,21 +441,24 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         raise CapplanError(result.infeasible.get(scenario.objective, "no plan"),
                            exit_code=INFEASIBLE)
     flags = result.estimate_flags
+    label = quantile_label(scenario.confidence)  # each phase's own quantile, and the total's
     rows = [{"objective": obj, "phase": "total", "hardware": row["hardware"],
              "gpus": row["gpus"], "layout": "", **{k: row[k] for k in PHASE_TABLE},
-             "estimate_flags": ",".join(flags.get(row["hardware"], []))}
+             "estimate_flags": ",".join(flags.get(row["hardware"], [])), "quantile": label}
             for obj, row in result.best.items() if row is not None]
     rows += [{"objective": scenario.objective, "phase": p["name"], "hardware": best["hardware"],
               "gpus": best["gpus"],
               "layout": f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']} VP{p['vp']}",
-              **{k: p[k] for k in PHASE_TABLE}, "estimate_flags": ""} for p in best["phases"]]
+              **{k: p[k] for k in PHASE_TABLE}, "estimate_flags": "", "quantile": label}
+             for p in best["phases"]]
     report = None
     if draws:
         from hardware_catalog import load_catalog
         from planner.analysis.uncertainty import phase_uncertainty
 
-        report = phase_uncertainty(result, load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files),
-                                   spreads, draws=draws, seed=seed)
+        report = phase_uncertainty(result, catalog or load_catalog(
+            tuple(scenario.catalog_dirs or ()), scenario.price_files), spreads, draws=draws,
+            seed=seed)
         risk = report["constraint_risk"]
         rows = [{**r, "missed_at_p90": ",".join(
             c for c, x in risk.get(r["objective"], {}).items() if x["missed_at_quantile"])
@@ -455,7 +478,7 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
 
         text += "".join(line + "\n" for line in estimate_lines(result))
         text += "".join(line + "\n" for line in edge_lines(result))
-        text += quantile_text(result.scenario, shown_at_quantile=False) + "\n"
+        text += quantile_text(result.scenario) + "\n"
         if report:
             from planner.report.tables import render_uncertainty
 

@@ -165,3 +165,31 @@ def test_several_sites_table_and_csv_say_the_quantile(capsys):
     header, *rows = capsys.readouterr().out.splitlines()
     column = header.split(",").index("quantile")
     assert len(rows) == 2 and all(r.split(",")[column] == "P90" for r in rows)
+
+
+def test_confidence_one_half_is_the_median_not_the_nominal_run():
+    """``--confidence 0.5`` asks for P50: the winners' numbers are the medians of the
+    --uncertainty draws (fixed seed), labelled P50, planned with P50 margins; only a plan
+    without --confidence is the nominal run."""
+    data = _json(*PLAN, "--confidence", "0.5", "--uncertainty", "--seed", "0", "-f", "json")
+    assert data["assumptions"]["quantile_label"] == "P50"
+    assert data["planned_quantile"] == 0.5 and data["margins"] and data["margin_draws"] == 200
+    drawn = data["uncertainty"]["nominal_winners"]
+    moved = 0
+    for objective, row in data["best"].items():
+        assert row["quantile"] == 0.5
+        for quantity in ("wall_days", "cost_usd", "energy_mwh", "peak_power_mw"):
+            assert row[quantity] == pytest.approx(drawn[objective][quantity]["p50"], rel=0.03)
+        moved += row["cost_usd"] != row["nominal"]["cost_usd"]
+    assert moved == 6  # the median is not the nominal run
+    nominal = _json(*PLAN, "-f", "json")
+    assert nominal["planned_quantile"] is None and nominal["margins"] == {}
+    assert nominal["assumptions"]["quantile_label"] == "nominal"
+
+
+def test_confidence_one_half_says_p50_on_screen(capsys):
+    out, _ = _run(capsys, "--confidence", "0.5")
+    out = " ".join(out.split())
+    assert "numbers and constraints at P50 of the uncertainty model" in out
+    assert "Winners per objective at P50 (uncertainty model)" in out
+    assert "nominal run" not in out.replace("(nominal run)", "")

@@ -5,8 +5,9 @@ are kept beside them (``nominal``). The draws are those of ``--uncertainty`` (th
 factors for the same ``--draws`` and ``--seed``: :func:`planner.analysis.uncertainty.factors`
 over the plan's accelerators in name order), so the two agree on the winners' quantiles.
 
-A plan at the default confidence 0.5 is the nominal run (every input at its catalog value),
-which is not the median of the uncertainty model: it is labelled "nominal", never P50.
+A plan without ``--confidence`` (``confidence`` None) is the nominal run (every input at its
+catalog value), which is not the median of the uncertainty model: it is labelled "nominal",
+never P50; ``--confidence 0.5`` is the median, computed and labelled P50 like any quantile.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def reported_rows(result) -> list[dict]:
 
 def set_at_quantile(result, catalog, spreads, *, draws: int, seed: int) -> None:
     """Replace, in place, the reported quantities of every row of ``result`` (a plan at
-    ``result.scenario.confidence`` != 0.5) by their quantile over ``draws`` draws, keeping
+    ``result.scenario.confidence`` set) by their quantile over ``draws`` draws, keeping
     the nominal values under ``nominal``; ``quantile`` labels each row."""
     s = result.scenario
     q = s.confidence
@@ -94,9 +95,10 @@ def set_at_quantile(result, catalog, spreads, *, draws: int, seed: int) -> None:
             result.cost_parts[objective] = {k: v * scale for k, v in parts.items()}
 
 
-def quantile_label(confidence: float) -> str:
-    """'P90' for a plan at 0.9; 'nominal' for the default 0.5 (the nominal run)."""
-    return "nominal" if confidence == 0.5 else percentile_text(confidence)
+def quantile_label(confidence: float | None) -> str:
+    """'P90' for a plan at 0.9, 'P50' at 0.5 (the median); 'nominal' for None (the
+    nominal run, the default)."""
+    return "nominal" if confidence is None else percentile_text(confidence)
 
 
 #: A plan of phases' quantities shown at the quantile (its table's columns) and the SI
@@ -124,7 +126,7 @@ def _at_quantile(row: dict, values: dict[str, float], table: dict, q: float) -> 
 
 def set_phases_at_quantile(result, catalog, spreads, *, draws: int, seed: int) -> None:
     """A plan of phases (:class:`planner.engine.phase_plan.PhasePlan`) at
-    ``result.scenario.confidence`` != 0.5: each winner's whole-run totals are the
+    ``result.scenario.confidence`` set: each winner's whole-run totals are the
     Q-quantile of its totals over the draws (each draw's phases summed, peak power the
     largest phase's: :func:`planner.engine.phase_plan.totals_of`), and each of its phases
     shows that phase's own Q-quantile (the phases' quantiles do not add up to the run's).

@@ -133,7 +133,7 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
     constraints hold at ``scenario.confidence`` (its own margins: PUE, energy price and grid
     move them); ``draws`` > 0 (``--uncertainty``): each site's winners' P10/P50/P90 and the
     constraints they miss at P90 (``overrides``: the scenario's ``[uncertainty]`` table).
-    At a ``--confidence`` other than 0.5 each site's rows are at that quantile over
+    At a ``--confidence`` each site's rows are at that quantile over
     ``quantile_draws`` draws, as the one-site plan's (planner.analysis.quantile_rows)."""
     from hardware_catalog import load_catalog
     from planner.analysis.confidence import (
@@ -164,7 +164,7 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
     first = next(iter(results.values()))
     for text in getattr(first, "notices", ()):  # the phases' notices, the same at every site
         notice(text)
-    if scenario.confidence != 0.5:  # each site's rows at the quantile, then ranked
+    if scenario.confidence is not None:  # each site's rows at the quantile, then ranked
         from planner.analysis.quantile_rows import set_at_quantile, set_phases_at_quantile
 
         at_quantile = set_phases_at_quantile if phases else set_at_quantile
@@ -187,9 +187,9 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
                 for c, x in by.items() if x["missed_at_quantile"])
     if format == "table":
         text = render_sites(results, rows, winners)
-        p = percentile_text(scenario.confidence)
+        p = percentile_text(scenario.confidence or 0.5)  # unused for the nominal run
         text += ("constraints planned on the nominal run at every site (not the P50 of "
-                 "--uncertainty; --confidence 0.9 for a margin)" if scenario.confidence == 0.5
+                 "--uncertainty; --confidence 0.9 for a margin)" if scenario.confidence is None
                  else
                  f"numbers and constraints at {p} of the uncertainty model at every site "
                  f"(each winner's own {p} over --draws, --seed), with each site's own "
@@ -228,9 +228,11 @@ def plan(
                               "--confidence quantiles of the plans reported."),
     seed: int = typer.Option(0, help="Random seed of those draws."),
     confidence: float = typer.Option(
-        0.5, help="Quantile of the uncertainty model at which deadline, budget and power "
-        "must hold, e.g. 0.9 (P90): each constraint is tightened per accelerator by the "
-        "quantile multiplier of a fixed-seed Monte Carlo. Default 0.5: the nominal run."),
+        None, help="Quantile of the uncertainty model at which deadline, budget and power "
+        "must hold and the plans' numbers are shown, e.g. 0.9 (P90), 0.5 (the median, P50): "
+        "each constraint is tightened per accelerator by the quantile multiplier of a "
+        "fixed-seed Monte Carlo. Default: the nominal run (every input at its catalog "
+        "value; not the P50)."),
     scheduler: SchedulerOption = None,
     workers: WorkersOption = None,
     max_candidates: MaxCandidatesOption = None,
@@ -255,7 +257,7 @@ def plan(
     rl = {k: options.pop(k) for k in RL_OPTIONS}
     scenario, v = resolve_scenario(options)
     if scenario.method == "grpo":
-        if v.get("phases") or uncertainty or plot or confidence != 0.5:
+        if v.get("phases") or uncertainty or plot or confidence is not None:
             raise CapplanError("--method grpo takes none of [[phases]], --uncertainty, "
                                "--plot, --confidence yet")
         from planner.cli.rl_run import plan_grpo
@@ -305,7 +307,7 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
     with search_progress("searching", passes) as progress:
         result = plan_at_confidence(scenario, spreads_from(v["uncertainty"]), progress=progress,
                                     scheduler=scheduler, workers=workers)
-    if scenario.confidence != 0.5:  # every reported row at the quantile planned at
+    if scenario.confidence is not None:  # every reported row at the quantile planned at
         from hardware_catalog import load_catalog
         from planner.analysis.quantile_rows import set_at_quantile
 
@@ -428,7 +430,7 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
                                            progress=progress, scheduler=scheduler,
                                            workers=workers)
     catalog = None
-    if scenario.confidence != 0.5:  # the winners and their phases at the quantile
+    if scenario.confidence is not None:  # the winners and their phases at the quantile
         from hardware_catalog import load_catalog
         from planner.analysis.quantile_rows import set_phases_at_quantile
 

@@ -168,7 +168,7 @@ def estimate_lines(result: PlanResult) -> list[str]:
 
 def _at(s) -> str:
     """' at P90 (uncertainty model)' for a plan at a quantile; '' for the nominal run."""
-    return "" if s.confidence == 0.5 else f" at {quantile_label(s.confidence)} (uncertainty model)"
+    return "" if s.confidence is None else f" at {quantile_label(s.confidence)} (uncertainty model)"
 
 
 def render_plan(result: PlanResult, width: int | None = None) -> str:

@@ -130,6 +130,7 @@ def test_a_plan_of_phases_table_and_csv_say_the_quantile(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "numbers and constraints at P90 of the uncertainty model" in out
     assert "numbers of the nominal run" not in out
+    assert "each phase row is that phase's own P90; the phases' P90s do not add up" in out
     assert main(["plan", "--scenario", PHASES, "--confidence", "0.9", "--draws", "50",
                  "-f", "csv"]) == 0
     header, *rows = capsys.readouterr().out.splitlines()

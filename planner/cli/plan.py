@@ -481,6 +481,9 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         text += "".join(line + "\n" for line in estimate_lines(result))
         text += "".join(line + "\n" for line in edge_lines(result))
         text += quantile_text(result.scenario) + "\n"
+        if scenario.confidence is not None:  # a quantile of a sum is not a sum of quantiles
+            text += (f"each phase row is that phase's own {label}; the phases' {label}s do not "
+                     f"add up to the total's {label}\n")
         if report:
             from planner.report.tables import render_uncertainty
 

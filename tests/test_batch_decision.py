@@ -140,3 +140,57 @@ def test_cli_range_and_its_errors(capsys):
     one_line_usage_error(code, err, "LO..HI")
     code, _, err = run_cli(capsys, "plan", "--global-batch", "1024..2048..4096")
     one_line_usage_error(code, err, "LO..HI")
+
+
+def _scenario_file(tmp_path, batch: str) -> str:
+    path = tmp_path / "ranged.toml"
+    path.write_text('model = "llama3-8b"\ntokens = 2e12\nhardware = "h100-sxm"\n'
+                    f"min_gpus = 64\nmax_gpus = 256\nglobal_batch = {batch}\n")
+    return str(path)
+
+
+def test_a_scenario_file_takes_a_batch_range_as_the_flag_does(capsys, tmp_path):
+    """``global_batch = "1024..8192"`` in a file plans as ``--global-batch 1024..8192``."""
+    import json
+
+    flags = ["-m", "llama3-8b", "--tokens", "2e12", "-H", "h100-sxm", "--min-gpus", "64",
+             "--max-gpus", "256"]
+    code, by_flag, err = run_cli(capsys, "plan", *flags, "--global-batch", "1024..8192",
+                                 "-f", "json")
+    assert code == 0, err
+    code, by_file, err = run_cli(capsys, "plan", "--scenario",
+                                 _scenario_file(tmp_path, '"1024..8192"'), "-f", "json")
+    assert code == 0, err
+    by_flag, by_file = json.loads(by_flag), json.loads(by_file)
+    assert by_file["scenario"]["global_batch_range"] == [1024, 8192]
+    assert by_file["scenario"]["global_batch"] == 1024
+    for objective, row in by_flag["best"].items():
+        mine = by_file["best"][objective]
+        for key in ("gpus", "tp", "pp", "dp", "global_batch"):
+            assert mine[key] == row[key], (objective, key)
+        assert by_file["best"][objective]["cost_usd"] == pytest.approx(row["cost_usd"],
+                                                                       rel=1e-12)
+    # a plain batch as text is one batch; the flag overrides the file's range
+    code, out, err = run_cli(capsys, "plan", "--scenario", _scenario_file(tmp_path, '"2k"'),
+                             "-f", "json")
+    assert code == 0, err
+    assert json.loads(out)["scenario"]["global_batch_range"] is None
+    assert json.loads(out)["scenario"]["global_batch"] == 2000
+    code, out, err = run_cli(capsys, "plan", "--scenario",
+                             _scenario_file(tmp_path, '"1024..8192"'), "--global-batch", "2048",
+                             "-f", "json")
+    assert code == 0, err
+    assert json.loads(out)["scenario"]["global_batch_range"] is None
+
+
+@pytest.mark.parametrize(("batch", "needles"), [
+    ('"8192..1024"', ("ranged.toml: global_batch", "LO <= HI", "did you mean 1024..8192")),
+    ('"1024.."', ("ranged.toml: global_batch", "LO..HI")),
+    ('"1024..2048..4096"', ("ranged.toml: global_batch", "LO..HI")),
+    ('"1k..x"', ("ranged.toml: global_batch", "'x' is not a number")),
+    ("1.5", ("ranged.toml: global_batch must be a int or a range", "1.5")),
+    ("[1024, 8192]", ("ranged.toml: global_batch must be a int or a range \"LO..HI\"",)),
+])
+def test_a_scenario_files_bad_batch_range_is_one_line(capsys, tmp_path, batch, needles):
+    code, _, err = run_cli(capsys, "plan", "--scenario", _scenario_file(tmp_path, batch))
+    one_line_usage_error(code, err, *needles)

@@ -41,7 +41,7 @@ def plans(catalog):
 def test_default_is_the_nominal_plan_and_says_so(plans, catalog):
     nominal, _ = plans
     same = plan_at_confidence(Scenario(**SMALL), default_spreads(), catalog=catalog)
-    assert same.scenario.margins == () and same.scenario.confidence == 0.5
+    assert same.scenario.margins == () and same.scenario.confidence is None
     assert same.best["cost"]["gpus"] == nominal.best["cost"]["gpus"]
 
 

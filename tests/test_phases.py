@@ -178,12 +178,14 @@ def test_plan_of_phases_says_which_winners_sit_on_the_edge_of_the_gpu_range(caps
 def test_plan_of_phases_at_a_confidence_keeps_the_deadline_at_that_quantile(capsys):
     nominal = _json(capsys, ["plan", "--scenario", EXAMPLE, "-f", "json"])
     p90 = _json(capsys, ["plan", "--scenario", EXAMPLE, "--confidence", "0.9", "-f", "json"])
-    assert nominal["planned_quantile"] == 0.5 and nominal["margins"] == {}
+    assert nominal["planned_quantile"] is None and nominal["margins"] == {}
     assert p90["planned_quantile"] == 0.9 and p90["margins"]
     for objective, best in p90["best"].items():
         m = p90["margins"][best["hardware"]]
         assert m["wall_days"] > 1.0  # the model's spread widens the run at P90
-        assert best["wall_days"] * m["wall_days"] <= 120, objective  # the file's deadline
+        # the file's deadline: by the margin on the nominal run, and at P90 as shown
+        assert best["nominal"]["wall_days"] * m["wall_days"] <= 120, objective
+        assert best["wall_days"] <= 120 * 1.03, objective
     # the least-cost cluster at P90 is never smaller than the nominal one on the same part
     cost, cost_nominal = p90["best"]["cost"], nominal["best"]["cost"]
     if cost["hardware"] == cost_nominal["hardware"]:

@@ -85,13 +85,13 @@ def margins(result, catalog, spreads, quantile: float, draws: int | None = None,
 def plan_at_confidence(scenario, spreads, *, catalog=None, **plan_options):
     """The plan of ``scenario`` whose constraints hold at ``scenario.confidence``: a nominal
     search, its margins (:func:`margins`), then the search with limits tightened by them.
-    At confidence 0.5 this is the nominal plan itself (no margin)."""
+    At confidence None this is the nominal plan itself (no margin); 0.5 is the median."""
     if catalog is None:
         catalog = load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files)
-    if scenario.confidence == 0.5:
+    if scenario.confidence is None:
         result = optimize.plan(scenario, catalog=catalog, **plan_options)
     else:
-        result = optimize.plan(scenario.with_(confidence=0.5, margins=()), catalog=catalog,
+        result = optimize.plan(scenario.with_(confidence=None, margins=()), catalog=catalog,
                       **plan_options)
         if result.frontier.empty or not result.frontier["fits"].astype(bool).any():
             result = replace(result, scenario=scenario)  # nothing fits: no margin to find
@@ -132,11 +132,11 @@ def plan_phases_at_confidence(scenario, phases, spreads, **plan_options):
 
 
 def margin_payload(scenario) -> dict:
-    """The quantile planned at, each accelerator's multipliers and, with a margin, the
+    """The quantile planned at (None: the nominal run), each accelerator's multipliers and, with a margin, the
     draws its quantile was taken over, for JSON."""
     q = scenario.confidence
     return {"planned_quantile": q,
-            **({"margin_draws": margin_draws(q)} if q != 0.5 else {}),
+            **({"margin_draws": margin_draws(q)} if q is not None else {}),
             "margins": {hw: dict(zip(MARGIN_QUANTITIES, m, strict=True))
                         for hw, *m in scenario.margins}}
 
@@ -147,18 +147,14 @@ def percentile_text(quantile: float) -> str:
     return f"P{100 * quantile:.6g}"
 
 
-def quantile_text(scenario, shown_at_quantile: bool = True) -> str:
+def quantile_text(scenario) -> str:
     """The footer naming the quantile of the numbers and constraints: the nominal run, or
-    P90 with the margins (``shown_at_quantile``: the rows shown are at the quantile,
-    planner.analysis.quantile_rows; False for a plan of phases, whose rows stay nominal)."""
-    p = percentile_text(scenario.confidence)
-    if scenario.confidence == 0.5:
+    P90 with the margins (the rows shown are at the quantile: planner.analysis.quantile_rows,
+    a plan of phases' totals and each phase its own quantile)."""
+    if scenario.confidence is None:
         return ("numbers and constraints of the nominal run (every input at its catalog "
                 "value; not the P50 of --uncertainty); --confidence 0.9 for a margin")
-    if not shown_at_quantile:  # a plan of phases: its rows stay nominal
-        return (f"numbers of the nominal run; constraints planned at {p} of the uncertainty "
-                "model by margins" + (f" ({margin_draws(scenario.confidence):,} draws)"
-                                      if scenario.margins else ""))
+    p = percentile_text(scenario.confidence)
     if not scenario.margins:
         return f"numbers and constraints at {p} of the uncertainty model"
     parts = ", ".join(f"{hw}: days x{d:.2f}, cost x{c:.2f}, power x{w:.2f}"

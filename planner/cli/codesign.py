@@ -108,9 +108,9 @@ def codesign(
                                      help="Spend at most this [USD] (5M = 5e6)."),
     max_power_mw: float = typer.Option(None, help="Facility peak power cap [MW]."),
     confidence: float = typer.Option(
-        0.5, help="Quantile at which deadline, budget and power must hold (as `capplan plan "
-        "--confidence`): the catalog accelerator's multipliers tighten them for every point. "
-        "Default 0.5: the nominal run."),
+        None, help="Quantile at which deadline, budget and power must hold (as `capplan plan "
+        "--confidence`; 0.5 is the median): the catalog accelerator's multipliers tighten "
+        "them for every point. Default: the nominal run."),
     objective: str = typer.Option(DEFAULTS["objective"],
                                   help="time | cost | energy | carbon (layout and gain shown)."),
     site: SiteOption = DEFAULTS["site"],
@@ -162,7 +162,7 @@ def codesign(
                         confidence=confidence, **scenario_prices(prices))
     scenario.validate()
     searched = scenario
-    if confidence != 0.5:  # the catalog accelerator's margins, for every point of the grid
+    if confidence is not None:  # the catalog accelerator's margins, for every point of the grid
         from planner.analysis.confidence import plan_at_confidence
         from planner.analysis.uncertainty import default_spreads
 

@@ -169,7 +169,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     assumed = assumptions(catalog, model=o["model"], stack=o["stack"], site=o["site"],
                           site_class=o["site_class"], hardware=[o["hardware"]],
                           extra=overrides, cost_basis=owned["basis"], pricing=o["pricing"],
-                          provider=o["provider"], confidence=0.5)
+                          provider=o["provider"], confidence=None)
     return ResolvedRun(row=row, inputs=inputs, echo=echo,
                        catalog_version=str(getattr(catalog, "version", "")),
                        price=quote.as_dict(), rent_vs_buy=owned, assumptions=assumed)

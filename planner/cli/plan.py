@@ -126,12 +126,15 @@ def sites_payload(results: dict, ranking: list[dict], winners: dict) -> dict:
 
 
 def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
-                       draws: int = 0, seed: int = 0, phases=None, passes: int = 1) -> None:
+                       draws: int = 0, seed: int = 0, phases=None, passes: int = 1,
+                       quantile_draws: int = 400) -> None:
     """``capplan plan --site a,b,c|all``: one search per site, the sites ranked; with
     ``phases`` (a scenario's ``[[phases]]``), one plan of the phases per site. Each site's
     constraints hold at ``scenario.confidence`` (its own margins: PUE, energy price and grid
     move them); ``draws`` > 0 (``--uncertainty``): each site's winners' P10/P50/P90 and the
-    constraints they miss at P90 (``overrides``: the scenario's ``[uncertainty]`` table)."""
+    constraints they miss at P90 (``overrides``: the scenario's ``[uncertainty]`` table).
+    At a ``--confidence`` each site's rows are at that quantile over
+    ``quantile_draws`` draws, as the one-site plan's (planner.analysis.quantile_rows)."""
     from hardware_catalog import load_catalog
     from planner.analysis.confidence import (
         percentile_text,
@@ -161,6 +164,12 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
     first = next(iter(results.values()))
     for text in getattr(first, "notices", ()):  # the phases' notices, the same at every site
         notice(text)
+    if scenario.confidence is not None:  # each site's rows at the quantile, then ranked
+        from planner.analysis.quantile_rows import set_at_quantile, set_phases_at_quantile
+
+        at_quantile = set_phases_at_quantile if phases else set_at_quantile
+        for result in results.values():
+            at_quantile(result, catalog, spreads, draws=quantile_draws, seed=seed)
     reports = {}
     if draws:
         uncertainty_of = phase_uncertainty if phases else plan_uncertainty
@@ -178,12 +187,13 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
                 for c, x in by.items() if x["missed_at_quantile"])
     if format == "table":
         text = render_sites(results, rows, winners)
-        p = percentile_text(scenario.confidence)
+        p = percentile_text(scenario.confidence or 0.5)  # unused for the nominal run
         text += ("constraints planned on the nominal run at every site (not the P50 of "
-                 "--uncertainty; --confidence 0.9 for a margin)" if scenario.confidence == 0.5
+                 "--uncertainty; --confidence 0.9 for a margin)" if scenario.confidence is None
                  else
-                 f"constraints planned at {p} of the uncertainty model at every site, with "
-                 "each site's own margins (-f json: sites.<site>.margins)")
+                 f"numbers and constraints at {p} of the uncertainty model at every site "
+                 f"(each winner's own {p} over --draws, --seed), with each site's own "
+                 "margins (-f json: sites.<site>.margins)")
         text += "\n"
         for name, report in reports.items():
             text += f"\nSite {name}:\n" + render_uncertainty(report)
@@ -218,9 +228,11 @@ def plan(
                               "--confidence quantiles of the plans reported."),
     seed: int = typer.Option(0, help="Random seed of those draws."),
     confidence: float = typer.Option(
-        0.5, help="Quantile of the uncertainty model at which deadline, budget and power "
-        "must hold, e.g. 0.9 (P90): each constraint is tightened per accelerator by the "
-        "quantile multiplier of a fixed-seed Monte Carlo. Default 0.5: the nominal run."),
+        None, help="Quantile of the uncertainty model at which deadline, budget and power "
+        "must hold and the plans' numbers are shown, e.g. 0.9 (P90), 0.5 (the median, P50): "
+        "each constraint is tightened per accelerator by the quantile multiplier of a "
+        "fixed-seed Monte Carlo. Default: the nominal run (every input at its catalog "
+        "value; not the P50)."),
     scheduler: SchedulerOption = None,
     workers: WorkersOption = None,
     max_candidates: MaxCandidatesOption = None,
@@ -245,7 +257,7 @@ def plan(
     rl = {k: options.pop(k) for k in RL_OPTIONS}
     scenario, v = resolve_scenario(options)
     if scenario.method == "grpo":
-        if v.get("phases") or uncertainty or plot or confidence != 0.5:
+        if v.get("phases") or uncertainty or plot or confidence is not None:
             raise CapplanError("--method grpo takes none of [[phases]], --uncertainty, "
                                "--plot, --confidence yet")
         from planner.cli.rl_run import plan_grpo
@@ -279,12 +291,12 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
     if is_several(scenario.site):
         plan_several_sites(scenario, format, output, force, plot, v["uncertainty"],
                            draws=draws if uncertainty else 0, seed=seed, phases=v.get("phases"),
-                           passes=passes)
+                           passes=passes, quantile_draws=draws)
         return
     if v.get("phases"):
         plan_phases_command(scenario, v["phases"], format, output, force, scheduler, workers,
                             v["uncertainty"], draws=draws if uncertainty else 0, seed=seed,
-                            plot=plot, passes=passes)
+                            plot=plot, passes=passes, quantile_draws=draws)
         return
     to_file = output not in (None, "-")
     model, tokens, catalog = scenario.model, scenario.tokens, scenario.catalog_dirs
@@ -295,7 +307,7 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
     with search_progress("searching", passes) as progress:
         result = plan_at_confidence(scenario, spreads_from(v["uncertainty"]), progress=progress,
                                     scheduler=scheduler, workers=workers)
-    if scenario.confidence != 0.5:  # every reported row at the quantile planned at
+    if scenario.confidence is not None:  # every reported row at the quantile planned at
         from hardware_catalog import load_catalog
         from planner.analysis.quantile_rows import set_at_quantile
 
@@ -394,17 +406,20 @@ PHASE_TABLE = ("wall_days", "gpu_hours", "energy_mwh", "cost_usd", "co2e_t", "pe
 
 def plan_phases_command(scenario, phases, format, output, force, scheduler, workers,
                         uncertainty=None, *, draws: int = 0, seed: int = 0,
-                        plot: str | None = None, passes: int = 1) -> None:
+                        plot: str | None = None, passes: int = 1,
+                        quantile_draws: int = 400) -> None:
     """``capplan plan`` of a scenario with ``[[phases]]``: the winners per objective (one
     cluster, each phase at its best layout), then the headline winner's phases; with
     ``--confidence`` the constraints hold at that quantile (``uncertainty``: the scenario's
     ``[uncertainty]`` table); ``draws`` > 0 (``--uncertainty``): the winners' P10/P50/P90
-    and the constraints they miss at P90; ``plot``: the figure of
+    and the constraints they miss at P90 (``quantile_draws``: the draws the winners'
+    numbers at ``--confidence`` are taken over); ``plot``: the figure of
     :func:`planner.report.plot.plot_phases`, written together with ``output``."""
     from planner.analysis.confidence import (
         plan_phases_at_confidence,
         quantile_text,
     )
+    from planner.analysis.quantile_rows import quantile_label
     from planner.analysis.uncertainty import spreads_from
     from planner.report.output import render, write
     from planner.report.progress import search_progress
@@ -414,6 +429,13 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         result = plan_phases_at_confidence(scenario, phases, spreads,
                                            progress=progress, scheduler=scheduler,
                                            workers=workers)
+    catalog = None
+    if scenario.confidence is not None:  # the winners and their phases at the quantile
+        from hardware_catalog import load_catalog
+        from planner.analysis.quantile_rows import set_phases_at_quantile
+
+        catalog = load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files)
+        set_phases_at_quantile(result, catalog, spreads, draws=quantile_draws, seed=seed)
     for text in result.notices:
         notice(text)
     best = result.best.get(scenario.objective)
@@ -421,21 +443,24 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
         raise CapplanError(result.infeasible.get(scenario.objective, "no plan"),
                            exit_code=INFEASIBLE)
     flags = result.estimate_flags
+    label = quantile_label(scenario.confidence)  # each phase's own quantile, and the total's
     rows = [{"objective": obj, "phase": "total", "hardware": row["hardware"],
              "gpus": row["gpus"], "layout": "", **{k: row[k] for k in PHASE_TABLE},
-             "estimate_flags": ",".join(flags.get(row["hardware"], []))}
+             "estimate_flags": ",".join(flags.get(row["hardware"], [])), "quantile": label}
             for obj, row in result.best.items() if row is not None]
     rows += [{"objective": scenario.objective, "phase": p["name"], "hardware": best["hardware"],
               "gpus": best["gpus"],
               "layout": f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']} VP{p['vp']}",
-              **{k: p[k] for k in PHASE_TABLE}, "estimate_flags": ""} for p in best["phases"]]
+              **{k: p[k] for k in PHASE_TABLE}, "estimate_flags": "", "quantile": label}
+             for p in best["phases"]]
     report = None
     if draws:
         from hardware_catalog import load_catalog
         from planner.analysis.uncertainty import phase_uncertainty
 
-        report = phase_uncertainty(result, load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files),
-                                   spreads, draws=draws, seed=seed)
+        report = phase_uncertainty(result, catalog or load_catalog(
+            tuple(scenario.catalog_dirs or ()), scenario.price_files), spreads, draws=draws,
+            seed=seed)
         risk = report["constraint_risk"]
         rows = [{**r, "missed_at_p90": ",".join(
             c for c, x in risk.get(r["objective"], {}).items() if x["missed_at_quantile"])
@@ -455,7 +480,10 @@ def plan_phases_command(scenario, phases, format, output, force, scheduler, work
 
         text += "".join(line + "\n" for line in estimate_lines(result))
         text += "".join(line + "\n" for line in edge_lines(result))
-        text += quantile_text(result.scenario, shown_at_quantile=False) + "\n"
+        text += quantile_text(result.scenario) + "\n"
+        if scenario.confidence is not None:  # a quantile of a sum is not a sum of quantiles
+            text += (f"each phase row is that phase's own {label}; the phases' {label}s do not "
+                     f"add up to the total's {label}\n")
         if report:
             from planner.report.tables import render_uncertainty
 

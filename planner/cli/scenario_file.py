@@ -10,8 +10,11 @@ import os
 import tomllib
 from pathlib import Path
 
+import typer
+
 from hardware_catalog.prices import load_interruption_buckets
 from planner.cli.fault_options import FAULT_DEFAULTS
+from planner.cli.numbers import batch_or_range
 from planner.engine import defaults
 from planner.engine.pricing import PROVIDER_CHOICES, TIERS
 from planner.errors import CapplanError, did_you_mean
@@ -36,6 +39,10 @@ KEYS: dict[str, type] = {
 #: Keys that take a name or a number, like their flags (``spot_interruption = 0.07`` or
 #: ``"gt20"``, as ``--spot-interruption``; planner.engine.pricing.spot_interruption).
 NAME_OR_NUMBER = frozenset({"spot_interruption"})
+
+#: Keys that take a whole batch or a range of them as text, like ``--global-batch``
+#: (``global_batch = 2048`` or ``"1024..8192"``): the plan chooses the batch in the range.
+BATCH_OR_RANGE = frozenset({"global_batch"})
 
 #: Keys of the ``[faults]`` section (the flags of the same names: --spares, --gc-interval
 #: ...); flags override them.
@@ -85,7 +92,8 @@ def example(name: str) -> str:
         _line("hardware", '"all" or comma-separated ids: "h100-sxm,mi300x,b200"'),
         _line("min_gpus", ""),
         _line("max_gpus", ""),
-        _line("global_batch", "sequences per step (default: ~16M tokens)", 2048, off=True),
+        _line("global_batch", "sequences per step (default: ~16M tokens); or a range "
+              "\"1024..8192\": the plan chooses the batch in it", 2048, off=True),
         _line("seq_len", "default: the model's", 8192, off=True),
         _line("site", "electricity price, grid carbon: `capplan catalog list sites`"),
         _line("site_class", "PUE: a class of data centre (`capplan catalog list "
@@ -203,11 +211,17 @@ def load(path: str) -> dict:
             value = float(value)
         elif kind is str and isinstance(value, list):
             value = ",".join(map(str, value))
+        elif key in BATCH_OR_RANGE and isinstance(value, str):
+            value = _batch_or_range(path, key, value)
         elif key in NAME_OR_NUMBER and isinstance(value, int | float) \
                 and not isinstance(value, bool):
             value = repr(value)  # as the flag's text: checked by the same domain
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise CapplanError(f"{path}: {key} must be a {kind.__name__}, got {value!r}")
+        if key in BATCH_OR_RANGE and isinstance(value, tuple):
+            pass  # a range LO..HI: (LO, HI)
+        elif not isinstance(value, kind) or isinstance(value, bool):
+            raise CapplanError(f"{path}: {key} must be a {kind.__name__}"
+                               + (" or a range \"LO..HI\"" if key in BATCH_OR_RANGE else "")
+                               + f", got {value!r}")
         if key == "faults":  # flattened: its keys are the flags' names
             out.update(_faults(path, value))
             continue
@@ -222,6 +236,15 @@ def load(path: str) -> dict:
             continue
         out[key] = value
     return out
+
+
+def _batch_or_range(path: str, key: str, value: str):
+    """A batch or a range ``"LO..HI"`` given as text, parsed as its flag parses it
+    (:func:`planner.cli.numbers.batch_or_range`), its error naming the file and key."""
+    try:
+        return batch_or_range(value)
+    except typer.BadParameter as exc:
+        raise CapplanError(f"{path}: {key} {exc.message}") from None
 
 
 def _faults(path: str, section: dict) -> dict:

@@ -65,7 +65,7 @@ def planned_searches(scenario, phases=None) -> tuple[list, int]:
         scenario, sites = scenario.with_(site=names[0]), len(names)
     if phases:
         return phase_searches(scenario, phases), sites
-    return [scenario.with_(confidence=0.5, margins=())] * (1 + (scenario.confidence != 0.5)), \
+    return [scenario.with_(confidence=None, margins=())] * (1 + (scenario.confidence is not None)), \
         sites
 
 
@@ -102,9 +102,9 @@ def bounded_plan(scenario, phases, max_candidates: int | None, max_draw_rows: in
         if sites * len(searches) > 1:
             what += f" x {sites * len(searches)} searches"
         margins = 0  # one margin computation per nominal search
-        if scenario.confidence != 0.5:
+        if scenario.confidence is not None:
             margins = sites * (len(searches) if phases else 1)
-        also_s = workload.margin_seconds(margins, accelerators,
-                                         margin_draws(scenario.confidence))
+        also_s = workload.margin_seconds(margins, accelerators, margin_draws(
+            scenario.confidence) if scenario.confidence is not None else 0)
         workload.check_search(candidates, what, threads_of(workers), also_s=also_s)
         yield sites * len(searches)

@@ -44,7 +44,7 @@ def stack_hint(catalog, model: str, stack: str) -> str | None:
 
 def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
                 hardware: list[str], extra: dict, cost_basis: str, pricing: str,
-                provider: str, confidence: float) -> dict:
+                provider: str, confidence: float | None) -> dict:
     """The assumptions of a run or plan, in SI units (PUE a ratio, grid in g/kWh);
     ``cost_basis``: the basis the run is costed by (:func:`planner.engine.ownership.cost_basis`)."""
     site_entry = catalog.site(site)
@@ -57,7 +57,7 @@ def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
            "cost_basis": cost_basis,
            "pricing": pricing, "provider": provider, "quantile": confidence,
            # the nominal run (every input at its catalog value) is not the model's median
-           "quantile_label": "nominal" if confidence == 0.5 else f"P{100 * confidence:.6g}",
+           "quantile_label": "nominal" if confidence is None else f"P{100 * confidence:.6g}",
            "commitment": commitment(pricing, cost_basis, extra),
            "stack_hint": stack_hint(catalog, model, stack)}
     return out
@@ -95,7 +95,7 @@ def assumptions_line(a: dict) -> str:
     hyperscale, PUE 1.10, grid 380 g/kWh), cost by cloud at on-demand prices (median),
     nominal run (not the P50 of the uncertainty model)' (or 'quantile P90 ...')."""
     site_class = ("its own PUE" if a["site_class"] == "site" else f"class {a['site_class']}")
-    quantile = ("nominal run (not the P50 of the uncertainty model)" if a["quantile"] == 0.5
+    quantile = ("nominal run (not the P50 of the uncertainty model)" if a["quantile"] is None
                 else f"quantile P{100 * a['quantile']:.6g} (uncertainty model)")
     return (f"stack {a['stack']}, network {a['network']}, site {a['site']} ({site_class}, "
             f"PUE {a['pue']:.2f}, grid {a['grid_intensity_g_per_kwh']:,.0f} g/kWh), cost by "

@@ -101,7 +101,7 @@ def _phase_scenario(s: Scenario, phase) -> Scenario:
 def phase_searches(s: Scenario, phases) -> list[Scenario]:
     """The scenarios :func:`plan_phases` searches: each phase's, nominal (at any
     confidence the margins are applied to the totals, without searching again)."""
-    return [_phase_scenario(s.with_(margins=()), p).with_(confidence=0.5) for p in phases]
+    return [_phase_scenario(s.with_(margins=()), p).with_(confidence=None) for p in phases]
 
 
 def _best_per_cluster(frontier, column: str):
@@ -135,18 +135,18 @@ def plan_phases(scenario: Scenario, phases, *, catalog=None, progress=None, sche
     """Best cluster per objective for a run of ``phases`` (see the module docstring).
 
     ``margins_of(results, catalog)``, given the phases' nominal plans, returns the margin
-    table the constraints are checked with when ``scenario.confidence`` is not 0.5
+    table the constraints are checked with when ``scenario.confidence`` is set (not the nominal run)
     (:func:`planner.analysis.confidence.plan_phases_at_confidence` passes it)."""
     notices = _check_phases(phases)
     s = scenario.with_(margins=())
-    if s.confidence != 0.5 and margins_of is None:
-        raise CapplanError("plan_phases at a confidence other than 0.5 needs margins_of "
+    if s.confidence is not None and margins_of is None:
+        raise CapplanError("plan_phases at a confidence (not the nominal run) needs margins_of "
                            "(planner.analysis.confidence.plan_phases_at_confidence)")
     if catalog is None:
         catalog = load_catalog(tuple(s.catalog_dirs or ()), s.price_files)
     results = [plan(searched, catalog=catalog, progress=progress, scheduler=scheduler,
                     workers=workers) for searched in phase_searches(s, phases)]
-    if s.confidence != 0.5:
+    if s.confidence is not None:
         s = s.with_(margins=margins_of(results, catalog))
     out = PhasePlan(scenario=s, phases=tuple(phases), best={},
                     evaluated=sum(r.evaluated for r in results), notices=notices,

@@ -73,8 +73,10 @@ class Scenario:
     budget_usd: float | None = None
     max_power_mw: float | None = None
     #: the quantile of the uncertainty model at which deadline, budget and power must hold
-    #: (0.5: the nominal P50 run, no margin; planner.analysis.confidence)
-    confidence: float = 0.5
+    #: the quantile of the uncertainty model the constraints hold at and the numbers are shown
+    #: at (0.5: the median, P50); None: the nominal run (every input at its catalog value,
+    #: no margin), which is not the median; planner.analysis.confidence
+    confidence: float | None = None
     #: (accelerator, wall-time, cost, peak-power multipliers) of ``confidence``: a candidate
     #: meets a limit when its nominal value x the multiplier does (empty: no margin)
     margins: tuple = ()
@@ -145,7 +147,8 @@ class Scenario:
                "seq_len": self.seq_len, "min_gpus": self.min_gpus, "max_gpus": self.max_gpus,
                "deadline_days": self.deadline_days, "budget_usd": self.budget_usd,
                "max_power_mw": self.max_power_mw, "knee_threshold": self.knee_threshold})
-        check_confidence(self.confidence)
+        if self.confidence is not None:
+            check_confidence(self.confidence)
         if self.global_batch_range is not None:
             check_batch_range(self.global_batch_range, self.global_batch)
         if self.max_gpus < self.min_gpus:

@@ -168,7 +168,7 @@ def estimate_lines(result: PlanResult) -> list[str]:
 
 def _at(s) -> str:
     """' at P90 (uncertainty model)' for a plan at a quantile; '' for the nominal run."""
-    return "" if s.confidence == 0.5 else f" at {quantile_label(s.confidence)} (uncertainty model)"
+    return "" if s.confidence is None else f" at {quantile_label(s.confidence)} (uncertainty model)"
 
 
 def render_plan(result: PlanResult, width: int | None = None) -> str:
@@ -388,7 +388,8 @@ def site_rows(results: dict, ranking: list[dict], winners: dict) -> list[dict]:
     rows = []
     for r in ranking:
         carbon = results[r["site"]].best.get("carbon")
-        rows.append({**r, "wins": ",".join(o for o, sites in winners.items()
+        rows.append({**r, "quantile": quantile_label(results[r["site"]].scenario.confidence),
+                     "wins": ",".join(o for o, sites in winners.items()
                                           if r["site"] in sites),
                      "least_carbon_gpus": None if carbon is None else int(carbon["gpus"]),
                      "least_carbon_layout": None if carbon is None else winner_layout(carbon),

@@ -47,12 +47,6 @@ from planner.errors import CapplanError
 
 MODES = ("colocated", "disaggregated")
 
-#: Achieved fraction of the HBM bandwidth in decode (vLLM, batch 1, BF16 Llama 3.1 8B):
-#: 75 tok/s on an A100 40GB (johnmusgrave.com/p/vllm-throughput-latency-sweep-on, vLLM
-#: 0.23, 1024 in / 128 out, "roughly 77 %") and 6.48 ms per token on an H100 80GB
-#: (yobitelcomm.github.io/bench/recipes/concurrency-sweep, vLLM 0.21, 2026-05-16):
-#: 0.78 and 0.75 of the datasheet bandwidth with the KV reads counted; their mean.
-DECODE_MEMORY_EFFICIENCY = 0.76
 #: Share of HBM the inference engine may take (vLLM's gpu_memory_utilization): vLLM's own
 #: default 0.9 (docs.vllm.ai engine arguments) on a rollout pool of its own; veRL's
 #: rollout default 0.5 when colocated (verl/trainer/config ppo_trainer.yaml), the rest
@@ -73,7 +67,9 @@ class RLConfig:
     ``rollout_gpus`` fixes the disaggregated split (None: :func:`best_split` chooses it);
     ``engine_gpus`` fixes the GPUs of one inference engine (None: the fastest power of two
     up to the scale-up domain); ``pool_step``: rollout pools are multiples of it (e.g. a
-    node's GPUs).
+    node's GPUs).  ``decode_memory_efficiency`` (None: the run's
+    ``decode_memory_efficiency`` input, planner/engine/execution.toml) is the achieved
+    fraction of the datasheet HBM bandwidth in decode.
     """
 
     prompts: int = 256
@@ -91,7 +87,7 @@ class RLConfig:
     reward_model: bool = False
     critic: bool = False
     off_policy: bool = False
-    decode_memory_efficiency: float = DECODE_MEMORY_EFFICIENCY
+    decode_memory_efficiency: float | None = None
     kv_memory_fraction: float | None = None
     max_num_seqs: int = MAX_NUM_SEQS
     pool_step: int = 1
@@ -142,6 +138,8 @@ class RLConfig:
                                f"least the mean response length {self.response_len:g}")
         for name in ("decode_memory_efficiency", "memory_fraction"):
             value = getattr(self, name)
+            if name == "decode_memory_efficiency" and value is None:
+                continue
             if not (isinstance(value, int | float) and 0 < value <= 1):
                 raise CapplanError(f"{name} {value!r} must be in (0, 1]")
         for name in ("rollout_gpus", "engine_gpus"):
@@ -171,6 +169,13 @@ def training_choices(choices: RunChoices, rl: RLConfig) -> RunChoices:
     # the policy update is full training of every weight on packed sequences
     return replace(choices, seq_len=int(round(rl.prompt_len + rl.response_len)),
                    global_batch=mini, method="pretrain")
+
+
+def decode_efficiency(x: dict, rl: RLConfig) -> float:
+    """Achieved fraction of the HBM bandwidth in decode: the RL config's, else the run's
+    input (planner/engine/execution.toml ``decode_memory_efficiency``)."""
+    return x["decode_memory_efficiency"] if rl.decode_memory_efficiency is None \
+        else rl.decode_memory_efficiency
 
 
 def _moe_expert_params(x: dict, params, active_params):
@@ -225,7 +230,7 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
     decode_flops = n * (2 * active_params * mu + attention_per_read * kv_reads) / m
     decode_s = inference.decode_time(steps, weight_step, n * kv_reads * kv_token / kv_shard,
                                      decode_flops, x["hbm_bandwidth_bytes_per_s"],
-                                     rl.decode_memory_efficiency, x["peak_flops_per_s"],
+                                     decode_efficiency(x, rl), x["peak_flops_per_s"],
                                      x["gemm_max_efficiency"])
     prefill_s = inference.prefill_time(
         active_params / m, prompts * p,

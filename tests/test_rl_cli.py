@@ -83,3 +83,43 @@ def test_plan_grpo_table_is_compact(capsys):
                              "h100-sxm", "--max-gpus", "16", "--rl-mode", "disaggregated")
     assert code == 0, err
     assert "gen/score/train %" in out and "16 (8+8)" in out
+
+
+def _grpo(capsys, *args):
+    code, out, err = run_cli(capsys, "evaluate", *SMALL, *args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_thinner_network_slows_weight_sync_and_trainer_collectives(capsys):
+    """--nic-gbps reaches the RL path: the disaggregated sync crosses the scale-out
+    network; a colocated FSDP trainer over 4 nodes all-gathers over it."""
+    split = ("--gpus", "16", "--rl-mode", "disaggregated", "--rollout-gpus", "8")
+    base, thin = _grpo(capsys, *split), _grpo(capsys, *split, "--nic-gbps", "50")
+    assert thin["sync_s"] == pytest.approx(base["sync_s"] * 400 / 50, rel=0.05)
+    assert thin["generation_s"] == pytest.approx(base["generation_s"], rel=1e-9)  # one node
+    base, thin = _grpo(capsys, "--gpus", "32"), _grpo(capsys, "--gpus", "32", "--nic-gbps", "25")
+    assert thin["training_s"] > 1.05 * base["training_s"]
+    named = _grpo(capsys, "--gpus", "32", "--network", "dgx-h100", "--nic-gbps", "25")
+    assert named["training_s"] == pytest.approx(thin["training_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("flag,value", [("--maintenance", "0.1"), ("--slow-nodes", "0.5"),
+                                        ("--checkpoint-interval", "60")])
+def test_fault_flags_change_the_whole_grpo_run(capsys, flag, value):
+    base = _grpo(capsys, "--gpus", "16")
+    hit = _grpo(capsys, "--gpus", "16", flag, value)
+    assert hit["wall_time_s"] > 1.001 * base["wall_time_s"], flag  # ignored before: equal
+
+
+def test_plan_grpo_honours_the_network(capsys):
+    def best(*extra):
+        code, out, err = run_cli(capsys, "plan", *SMALL[:2], "--method", "grpo",
+                                 "--hardware", "h100-sxm", "--min-gpus", "16", "--max-gpus",
+                                 "16", "--rl-mode", "disaggregated", "--objective", "time",
+                                 *extra, "--format", "json")
+        assert code == 0, err
+        return json.loads(out)["best"]["time"]
+
+    assert best("--nic-gbps", "25")["sync_s"] > 4 * best()["sync_s"]
+    assert best("--maintenance", "0.1")["wall_time_s"] > 1.05 * best()["wall_time_s"]

@@ -30,6 +30,17 @@ def _check_grpo_options(options: dict) -> None:
             "--rollout-group-size sequences of --prompt-len + --response-len tokens")
 
 
+def run_overrides(options: dict, catalog) -> dict:
+    """Run-model inputs (SI) of the site-network, fault and straggler flags, as
+    pre-training's evaluate reads them (planner.cli.layout_options.resolve)."""
+    from planner.cli.fault_options import fault_inputs
+    from planner.engine.scenario import NETWORK_FLAGS, network_overrides
+
+    network = network_overrides(options.get("network"), catalog,
+                                **{k: options.get(k) for k in NETWORK_FLAGS})
+    return {**fault_inputs(options), **network}
+
+
 def evaluate_grpo(options: dict, format: str, output, force: bool) -> None:
     """One GRPO/PPO run on ``--gpus`` GPUs of ``--hardware``: pools, phase shares, step
     time, and the whole run (failures, checkpoints, energy, cost, carbon)."""
@@ -47,7 +58,7 @@ def evaluate_grpo(options: dict, format: str, output, force: bool) -> None:
                            price_files(options.get("prices")))
     choices = RunChoices.pick({k: v for k, v in options.items() if k not in RL_OPTIONS})
     run = whole_run(choices, config, options["gpus"], options["rl_steps"], layout=layout,
-                    catalog=catalog)
+                    catalog=catalog, overrides=run_overrides(options, catalog))
     keys = (["gpus", "rollout_gpus", "trainer_gpus", "engine_gpus", "rl_step_time_s"]
             + [f"{p}_share" for p in PHASES] + [f"{p}_s" for p in PHASES]
             + ["prefill_s", "decode_s", "rollout_tp_comm_s", "concurrent", "decode_steps",
@@ -94,7 +105,8 @@ def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None
                      doubling_totals(scenario.min_gpus, scenario.max_gpus),
                      options["rl_steps"], layout=TrainerLayout(),
                      deadline_days=None if deadline is None or math.isinf(deadline) else deadline,
-                     budget_usd=scenario.budget_usd, catalog=catalog)
+                     budget_usd=scenario.budget_usd, catalog=catalog,
+                     overrides=dict(scenario.extra))
     objectives = [scenario.objective] + [o for o in OBJECTIVE_COLUMNS if o != scenario.objective]
     winners = [{"objective": o, **result["best"][o]} for o in objectives
                if result["best"][o] is not None]

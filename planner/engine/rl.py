@@ -41,6 +41,7 @@ from planner.engine.layout_check import context_of
 from planner.engine.layout_rules import holding
 from planner.engine.model import STAGES, step_time
 from planner.engine.run_inputs import RunChoices, base_inputs
+from planner.engine.scenario import check_overrides
 from planner.engine.space import RECOMPUTE_CODES, layout_flags
 from planner.engine.spares import resolve_spares
 from planner.errors import CapplanError
@@ -346,10 +347,18 @@ def valid_trainer_gpus(x: dict, layout: TrainerLayout, gpus) -> np.ndarray:
     return np.broadcast_to(ok, gpus.shape)
 
 
-def evaluate_trainer(choices: RunChoices, layout: TrainerLayout, gpus, *, catalog=None):
+def evaluate_trainer(choices: RunChoices, layout: TrainerLayout, gpus, *, catalog=None,
+                     overrides=None):
     """Training columns (arrays) and kernel inputs of the trainer on ``gpus`` GPUs."""
     return evaluate_run(choices, _request(layout, np.atleast_1d(np.asarray(gpus))),
-                        catalog=catalog)
+                        catalog=catalog, overrides=overrides)
+
+
+def run_inputs(catalog, choices: RunChoices, rl: RLConfig, overrides=None) -> dict:
+    """Kernel inputs of the trainer's run with the run-model input ``overrides`` (SI: the
+    site network, fault and straggler flags, as pre-training's) applied."""
+    check_overrides(overrides or {})
+    return {**base_inputs(catalog, training_choices(choices, rl)), **(overrides or {})}
 
 
 def _combine(x: dict, rl: RLConfig, columns: dict, gen: dict, gpus, rollout_gpus,
@@ -403,15 +412,17 @@ def _check_totals(totals) -> np.ndarray:
 
 
 def rl_candidates(choices: RunChoices, rl: RLConfig, totals, *,
-                  layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+                  layout: TrainerLayout = TrainerLayout(), catalog=None,
+                  overrides=None) -> dict:
     """Every candidate (total GPUs, rollout pool) of the RL step, as arrays: the phases,
     sync, step time and shares, ``gpus`` the total; all candidates in one trainer
-    evaluation and one generation grid."""
+    evaluation and one generation grid.  ``overrides``: run-model inputs (SI) replacing
+    the catalog's for every phase (:func:`run_inputs`)."""
     rl.check()
     totals = _check_totals(totals)
     catalog = load_catalog() if catalog is None else catalog
     train_choices = training_choices(choices, rl)
-    x0 = base_inputs(catalog, train_choices)
+    x0 = run_inputs(catalog, choices, rl, overrides)
     total, rollout = split_candidates(x0, rl, layout, totals)
     if total.size == 0:
         raise CapplanError(
@@ -422,7 +433,8 @@ def rl_candidates(choices: RunChoices, rl: RLConfig, totals, *,
             + ": try other --gpus, --rollout-gpus or trainer sizes")
     colocated = rl.mode == "colocated"
     trainer = total if colocated else total - rollout
-    columns, _ = evaluate_trainer(train_choices, layout, trainer, catalog=catalog)
+    columns, _ = evaluate_trainer(train_choices, layout, trainer, catalog=catalog,
+                                  overrides=overrides)
     params, active = float(columns["params"][0]), float(columns["active_params"][0])
     gen = best_engine(x0, rl, params, active, rollout)
     out = _combine(x0, rl, columns, gen, total, rollout, colocated, params)
@@ -440,12 +452,13 @@ def best_split(candidates: dict) -> np.ndarray:
 
 
 def rl_step(choices: RunChoices, rl: RLConfig, gpus: int, *,
-            layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+            layout: TrainerLayout = TrainerLayout(), catalog=None, overrides=None) -> dict:
     """The RL step on ``gpus`` GPUs: one row (colocated) or every disaggregated split
     (arrays over the candidates, with ``best`` the index of the fastest)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
         raise CapplanError(f"--gpus {gpus!r} must be an integer >= 1")
-    out = rl_candidates(choices, rl, [gpus], layout=layout, catalog=catalog)
+    out = rl_candidates(choices, rl, [gpus], layout=layout, catalog=catalog,
+                        overrides=overrides)
     out["best"] = int(best_split(out)[0])
     return out
 
@@ -457,7 +470,8 @@ RUN_COLUMNS = ("wall_time_s", "solve_time_s", "expected_failures", "checkpoint_i
 
 
 def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
-               layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+               layout: TrainerLayout = TrainerLayout(), catalog=None,
+               overrides=None) -> dict:
     """``steps`` RL steps of each row of ``rows`` (candidate arrays) as a whole run on all
     its GPUs: wall time with checkpoints and failures (Young/Daly), energy, cost and carbon,
     by the training run model's own stages with the RL step in place of the training step.
@@ -471,7 +485,7 @@ def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
         raise CapplanError(f"--rl-steps {steps!r} must be a number in (0, 1e9]")
     catalog = load_catalog() if catalog is None else catalog
     gpus = np.asarray(rows["gpus"], dtype=float)
-    x = base_inputs(catalog, training_choices(choices, rl))
+    x = run_inputs(catalog, choices, rl, overrides)
     x.update(_layout_inputs(x, layout, gpus))
     x["tokens"] = steps * x["global_batch"] * x["seq_len"] * rl.updates
     x = resolve_spares(x)
@@ -494,16 +508,18 @@ def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
 
 
 def whole_run(choices: RunChoices, rl: RLConfig, gpus: int, steps: float, *,
-              layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+              layout: TrainerLayout = TrainerLayout(), catalog=None,
+              overrides=None) -> dict:
     """The fastest configuration on ``gpus`` GPUs and ``steps`` RL steps of it as a whole
     run (:func:`whole_runs`), as one dict of Python scalars."""
     catalog = load_catalog() if catalog is None else catalog
-    step = rl_step(choices, rl, gpus, layout=layout, catalog=catalog)
+    step = rl_step(choices, rl, gpus, layout=layout, catalog=catalog, overrides=overrides)
     i = step["best"]
     one = {k: np.asarray(v)[[i]] if np.ndim(v) else v for k, v in step.items() if k != "best"}
     if not np.isfinite(one["rl_step_time_s"][0]):
         raise CapplanError(_nothing_fits(step, gpus, layout, rl))
-    run = whole_runs(choices, rl, one, steps, layout=layout, catalog=catalog)
+    run = whole_runs(choices, rl, one, steps, layout=layout, catalog=catalog,
+                     overrides=overrides)
     row = {k: (float(np.ravel(v)[0]) if np.ndim(v) else v) for k, v in {**one, **run}.items()}
     for key in ("rollout_gpus", "trainer_gpus", "engine_gpus", "engines"):
         row[key] = int(row[key])

@@ -123,3 +123,41 @@ def test_plan_grpo_honours_the_network(capsys):
 
     assert best("--nic-gbps", "25")["sync_s"] > 4 * best()["sync_s"]
     assert best("--maintenance", "0.1")["wall_time_s"] > 1.05 * best()["wall_time_s"]
+
+
+RL_FILE = ('model = "llama3-8b"\nhardware = "h100-sxm"\nmethod = "grpo"\n'
+           'rl_mode = "disaggregated"\noff_policy = true\nrollout_group_size = 4\n'
+           'response_len = 512\nmax_gpus = 16\nrl_steps = 10\n')
+
+
+def test_scenario_file_takes_the_rl_keys_under_the_flags(capsys, tmp_path):
+    path = tmp_path / "rl.toml"
+    path.write_text(RL_FILE, encoding="utf-8")
+    code, out, err = run_cli(capsys, "evaluate", "--gpus", "16", "--scenario", str(path),
+                             "--response-len", "256", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["mode"] == "disaggregated" and data["rl"]["off_policy"] is True
+    assert data["rl"]["group_size"] == 4 and data["rl"]["response_len"] == 256  # flag wins
+    assert data["rl_steps"] == 10
+    code, out, err = run_cli(capsys, "plan", "--scenario", str(path), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["rl"]["group_size"] == 4 and data["rl"]["response_len"] == 512
+    assert data["rl"]["mode"] == "disaggregated" and data["best"]["time"]["gpus"] <= 16
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('method = "grpo"\nrespons_len = 5\n', "unknown key 'respons_len'; did you mean: "
+     "response_len"),
+    ('method = "grpo"\noff_policy = 1\n', "off_policy must be a bool, got 1"),
+    ('method = "grpo"\nprompts = 2.5\n', "prompts must be a int, got 2.5"),
+    ('method = "grpo"\nrl_mode = "hybrid"\n', "--rl-mode 'hybrid'"),
+    ('response_len = 100\n', "--response-len applies to --method grpo, not pretrain"),
+])
+def test_bad_rl_scenario_key_is_one_line_exit_2(capsys, tmp_path, text, needle):
+    path = tmp_path / "bad.toml"
+    path.write_text('model = "llama3-8b"\n' + text, encoding="utf-8")
+    for command in (("evaluate", "--gpus", "8"), ("plan", "--max-gpus", "16")):
+        code, out, err = run_cli(capsys, *command, "--scenario", str(path))
+        one_line_usage_error(code, err, needle)

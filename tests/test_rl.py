@@ -293,3 +293,13 @@ def test_disaggregated_cluster_larger_than_the_batch_plans(recwarn):
     assert {r["gpus"] for r in result["rows"]} == {16, 32}
     assert all(np.isfinite(r["cost_usd"]) for r in result["rows"])
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("updates", [1, 2, 4])
+def test_whole_run_solves_rl_steps_times_the_rl_step(updates):
+    """The RL step holds its ``updates`` optimizer steps: the run's failure-free time is
+    rl_steps x the RL step whatever the mini-batches (was updates x too long)."""
+    run = rl.whole_run(RunChoices(model="llama3-8b", hardware="h100-sxm"),
+                       rl.RLConfig(updates=updates), 16, 100.0, catalog=CATALOG)
+    assert run["solve_time_s"] == pytest.approx(100 * run["rl_step_time_s"], rel=1e-9)
+    assert run["solve_time_s"] <= run["wall_time_s"] < 1.2 * run["solve_time_s"]

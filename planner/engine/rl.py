@@ -487,7 +487,9 @@ def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
     gpus = np.asarray(rows["gpus"], dtype=float)
     x = run_inputs(catalog, choices, rl, overrides)
     x.update(_layout_inputs(x, layout, gpus))
-    x["tokens"] = steps * x["global_batch"] * x["seq_len"] * rl.updates
+    # one run-model step per RL step (the RL step already holds its ``updates`` optimizer
+    # steps): the tokens of ``steps`` mini-batches
+    x["tokens"] = steps * x["global_batch"] * x["seq_len"]
     x = resolve_spares(x)
     if rl.mode == "colocated":
         busy_gpu_s = (rows["generation_s"] + rows["scoring_s"] + rows["training_s"]) * gpus

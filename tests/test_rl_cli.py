@@ -161,3 +161,69 @@ def test_bad_rl_scenario_key_is_one_line_exit_2(capsys, tmp_path, text, needle):
     for command in (("evaluate", "--gpus", "8"), ("plan", "--max-gpus", "16")):
         code, out, err = run_cli(capsys, *command, "--scenario", str(path))
         one_line_usage_error(code, err, needle)
+
+
+PHASED = ('model = "llama3-8b"\nhardware = "h100-sxm"\n'
+          '[[phases]]\nname = "sft"\ntokens = 1e9\nmethod = "sft"\n'
+          '[[phases]]\nname = "rl"\nmethod = "grpo"\nrl_steps = 50\nresponse_len = 512\n'
+          'rl_mode = "disaggregated"\noff_policy = true\n')
+
+
+def test_grpo_phase_is_the_rl_run_and_adds_to_the_totals(capsys, tmp_path):
+    """A method = "grpo" phase is evaluate --method grpo with its keys as flags; the run's
+    totals add it to the other phases."""
+    path = tmp_path / "phased.toml"
+    path.write_text(PHASED, encoding="utf-8")
+    code, out, err = run_cli(capsys, "evaluate", "--gpus", "16", "--scenario", str(path),
+                             "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    sft, grpo = data["phases"]
+    assert grpo["method"] == "grpo" and grpo["inputs"]["method"] == "grpo"
+    alone = _grpo(capsys, "--gpus", "16", "--rl-mode", "disaggregated", "--off-policy",
+                  "--response-len", "512", "--rl-steps", "50")
+    for key in ("wall_time_s", "gpu_hours", "cost_usd", "co2e_kg", "rollout_gpus",
+                "rl_step_time_s"):
+        assert grpo[key] == pytest.approx(alone[key], rel=1e-9), key
+    totals = data["totals"]
+    assert totals["wall_time_s"] == pytest.approx(sft["wall_time_s"] + grpo["wall_time_s"],
+                                                  rel=1e-9)
+    assert totals["cost_usd"] == pytest.approx(sft["cost_usd"] + grpo["cost_usd"], rel=1e-9)
+    # 50 steps of 256 prompts x 8 responses of 512 + 512 tokens
+    assert grpo["tokens"] == pytest.approx(50 * 2048 * 1024, rel=1e-12)
+    code, out, err = run_cli(capsys, "evaluate", "--gpus", "16", "--scenario", str(path),
+                             "--format", "csv")
+    assert code == 0 and out.splitlines()[2].startswith("rl,16,"), err
+
+
+@pytest.mark.parametrize("phase,needle", [
+    ('method = "grpo"\nrl_steps = 5\ntokens = 1e9\n',
+     'tokens does not apply to a method = "grpo" phase'),
+    ('method = "grpo"\n', "needs rl_steps"),
+    ('method = "grpo"\nrl_steps = 5\nrespone_len = 9\n',
+     "unknown key 'respone_len'; did you mean: response_len"),
+    ('method = "grpo"\nrl_steps = 5\ncritic = "yes"\n', "critic must be a bool"),
+    ('method = "grpo"\nrl_steps = 5\nrl_mode = "hybrid"\n',
+     "phase 1 (p): unknown rl_mode 'hybrid'; allowed: colocated, disaggregated"),
+    ('method = "grpo"\nrl_steps = 0\n', "phase 1 (p): rl_steps = 0 must be a number in (0, 1e9]"),
+    ('method = "sft"\ntokens = 1e9\nresponse_len = 9\n',
+     'response_len applies to a method = "grpo" phase'),
+])
+def test_bad_grpo_phase_is_one_line_exit_2(capsys, tmp_path, phase, needle):
+    path = tmp_path / "bad.toml"
+    path.write_text('model = "llama3-8b"\n[[phases]]\nname = "p"\n' + phase, encoding="utf-8")
+    code, out, err = run_cli(capsys, "evaluate", "--gpus", "16", "--scenario", str(path))
+    one_line_usage_error(code, err, needle)
+
+
+@pytest.mark.parametrize("command", [
+    ("simulate", "--gpus", "16", "--replicas", "32"),
+    ("export", "xlsx", "--gpus", "16"),
+    ("plan", "--max-gpus", "16"),
+])
+def test_grpo_phases_elsewhere_refused_in_one_line(capsys, tmp_path, command):
+    path = tmp_path / "phased.toml"
+    path.write_text(PHASED, encoding="utf-8")
+    extra = ("-o", str(tmp_path / "w.xlsx")) if command[0] == "export" else ()
+    code, out, err = run_cli(capsys, *command, "--scenario", str(path), *extra)
+    one_line_usage_error(code, err, 'method = "grpo" phases run in capplan evaluate')

@@ -79,6 +79,49 @@ def evaluate_grpo(options: dict, format: str, output, force: bool) -> None:
     write(render(rows, format, title=title, payload=payload), output, force)
 
 
+#: The quantities of an RL phase in a run of several phases' JSON.
+PHASE_KEYS = ("gpus", "rollout_gpus", "trainer_gpus", "engine_gpus", "rl_step_time_s",
+              *(f"{p}_share" for p in PHASES), *(f"{p}_s" for p in PHASES), "rl_steps",
+              "wall_time_s", "solve_time_s", "ettr", "gpu_hours", "cost_usd",
+              "energy_facility_j", "co2e_kg", "expected_failures")
+
+
+def resolve_grpo_phase(options: dict):
+    """One ``method = "grpo"`` phase of a run of several phases, as a
+    :class:`planner.cli.layout_options.ResolvedRun`: the row holds every run-model output
+    of the whole RL run (and their unit conversions), so the phases' totals add it like
+    any phase; ``echo["rl"]`` its RL quantities for the JSON."""
+    _check_grpo_options(options)
+    config = rl_config(options)
+    layout = trainer_layout(options)
+    from hardware_catalog import load_catalog
+    from planner.cli.environment_options import price_files
+    from planner.cli.layout_options import ResolvedRun
+    from planner.engine.columns import conversions
+    from planner.engine.rl import whole_run
+    from planner.engine.run_inputs import RunChoices
+
+    catalog = load_catalog(tuple(options.get("catalog") or ()),
+                           price_files(options.get("prices")))
+    choices = RunChoices.pick({k: v for k, v in options.items() if k not in RL_OPTIONS})
+    run = whole_run(choices, config, options["gpus"], options["rl_steps"], layout=layout,
+                    catalog=catalog, overrides=run_overrides(options, catalog), columns=None)
+    row = dict(run)
+    for name, source, factor in conversions():
+        if source in row:
+            row[name] = row[source] / factor
+    row["tokens"] = row["steps"] * config.sequences * (config.prompt_len + config.response_len)
+    echo = {"model": choices.model, "hardware": choices.hardware, "method": "grpo",
+            "gpus": options["gpus"], "tp": layout.tp, "pp": layout.pp, "cp": layout.cp,
+            "dp": max(run["trainer_gpus"] // (layout.tp * layout.pp * layout.cp), 1),
+            "seq_len": int(round(config.prompt_len + config.response_len)),
+            "global_batch": config.sequences, "tokens": row["tokens"],
+            "rl": {**_config_echo(config), **{k: run[k] for k in PHASE_KEYS},
+                   "trainer_layout": layout.__dict__}}
+    return ResolvedRun(row=row, inputs={}, echo=echo,
+                       catalog_version=str(getattr(catalog, "version", "")))
+
+
 def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None:
     """The best accelerator, GPU count and pool split per objective for a GRPO run."""
     _check_grpo_options({"global_batch": scenario.global_batch, "seq_len": scenario.seq_len,

@@ -18,6 +18,8 @@ from planner.errors import CapplanError, did_you_mean
 
 #: Keys of an RL run (``method = "grpo"``), the names of its flags (planner.cli.rl_options),
 #: with their Python type.
+#: (The same names and types as planner.engine.phases.RL_KEYS, the keys of an RL phase;
+#: not imported, to keep that module off the path of a file without phases.)
 RL_KEYS: dict[str, type] = {
     "rollout_group_size": int, "prompts": int, "prompt_len": float, "response_len": float,
     "response_cv": float, "max_response_len": float, "rl_mode": str, "rollout_gpus": int,

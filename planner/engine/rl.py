@@ -471,7 +471,7 @@ RUN_COLUMNS = ("wall_time_s", "solve_time_s", "expected_failures", "checkpoint_i
 
 def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
                layout: TrainerLayout = TrainerLayout(), catalog=None,
-               overrides=None) -> dict:
+               overrides=None, columns: tuple | None = RUN_COLUMNS) -> dict:
     """``steps`` RL steps of each row of ``rows`` (candidate arrays) as a whole run on all
     its GPUs: wall time with checkpoints and failures (Young/Daly), energy, cost and carbon,
     by the training run model's own stages with the RL step in place of the training step.
@@ -479,6 +479,8 @@ def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
     Energy: the GPUs count as busy (the training step's compute power) for the GPU-seconds
     of generation, scoring and training, idle while they wait for the other pool or the
     sync.  Checkpoints hold the policy's training state (the trainer's layout).
+    ``columns``: the run model's outputs returned (None: every one, as a phase of a run
+    needs them).
     """
     if isinstance(steps, bool) or not isinstance(steps, int | float) or not steps > 0 \
             or not np.isfinite(steps) or steps > 1e9:
@@ -504,16 +506,18 @@ def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
             r["compute_s"] = busy_gpu_s / gpus
             for part in ("tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s"):
                 r[part] = np.zeros_like(r["step_time_s"])
-    out = {k: np.broadcast_to(np.asarray(r[k], dtype=float), gpus.shape) for k in RUN_COLUMNS}
+    out = {k: np.broadcast_to(np.asarray(r[k], dtype=float), gpus.shape)
+           for k in (r if columns is None else columns)}
     out["rl_steps"] = np.full(gpus.shape, float(steps))
     return out
 
 
 def whole_run(choices: RunChoices, rl: RLConfig, gpus: int, steps: float, *,
               layout: TrainerLayout = TrainerLayout(), catalog=None,
-              overrides=None) -> dict:
+              overrides=None, columns: tuple | None = RUN_COLUMNS) -> dict:
     """The fastest configuration on ``gpus`` GPUs and ``steps`` RL steps of it as a whole
-    run (:func:`whole_runs`), as one dict of Python scalars."""
+    run (:func:`whole_runs`, ``columns`` of the run model), as one dict of Python
+    scalars."""
     catalog = load_catalog() if catalog is None else catalog
     step = rl_step(choices, rl, gpus, layout=layout, catalog=catalog, overrides=overrides)
     i = step["best"]
@@ -521,7 +525,7 @@ def whole_run(choices: RunChoices, rl: RLConfig, gpus: int, steps: float, *,
     if not np.isfinite(one["rl_step_time_s"][0]):
         raise CapplanError(_nothing_fits(step, gpus, layout, rl))
     run = whole_runs(choices, rl, one, steps, layout=layout, catalog=catalog,
-                     overrides=overrides)
+                     overrides=overrides, columns=columns)
     row = {k: (float(np.ravel(v)[0]) if np.ndim(v) else v) for k, v in {**one, **run}.items()}
     for key in ("rollout_gpus", "trainer_gpus", "engine_gpus", "engines"):
         row[key] = int(row[key])

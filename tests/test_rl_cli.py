@@ -72,6 +72,14 @@ def test_plan_grpo_infeasible_deadline_exits_1(capsys):
     (("plan", *SMALL[:2], "--method", "grpo", "--objective", "tcdp"), "--objective tcdp"),
     (("sweep", "--model", "llama3-8b", "--method", "grpo", "--max-gpus", "64"),
      "--method grpo runs in capplan evaluate and capplan plan"),
+    (("simulate", "--model", "llama3-8b", "--gpus", "8", "--method", "grpo"),
+     "--method grpo runs in capplan evaluate and capplan plan"),
+    (("sensitivity", "--model", "llama3-8b", "--gpus", "8", "--method", "grpo"),
+     "--method grpo runs in capplan evaluate and capplan plan"),
+    (("export", "xlsx", "--model", "llama3-8b", "--gpus", "8", "--method", "grpo", "-o",
+      "unwritten.xlsx"), "--method grpo runs in capplan evaluate and capplan plan"),
+    (("plot", "scaling", "--model", "llama3-8b", "--method", "grpo", "-o", "unwritten.png"),
+     "--method grpo runs in capplan evaluate and capplan plan"),
 ])
 def test_bad_rl_input_is_one_line_exit_2(capsys, args, needle):
     code, out, err = run_cli(capsys, *args)

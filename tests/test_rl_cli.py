@@ -235,3 +235,13 @@ def test_grpo_phases_elsewhere_refused_in_one_line(capsys, tmp_path, command):
     extra = ("-o", str(tmp_path / "w.xlsx")) if command[0] == "export" else ()
     code, out, err = run_cli(capsys, *command, "--scenario", str(path), *extra)
     one_line_usage_error(code, err, 'method = "grpo" phases run in capplan evaluate')
+
+
+def test_scenario_and_phase_rl_keys_are_the_rl_flags():
+    """The RL keys of a scenario file and of a phase are the RL options, same types."""
+    from planner.cli import scenario_file
+    from planner.cli.rl_options import RL_OPTIONS
+    from planner.engine.phases import RL_KEYS
+
+    assert set(scenario_file.RL_KEYS) == set(RL_KEYS) == set(RL_OPTIONS)
+    assert all(RL_KEYS[k][0] is t for k, t in scenario_file.RL_KEYS.items())

@@ -268,3 +268,25 @@ def test_finetune_validation_group_within_target():
     assert list(pred.case_id[pred.excluded != ""]) == ["nemo2407-l2-70b-sft-h100-16"]
     assert summary["mape"] <= 0.15
     assert all(g["mape"] <= 0.15 for g in summary["groups"])
+
+
+def test_simulate_names_the_method_in_every_format(capsys, tmp_path):
+    """simulate's rows (CSV) and JSON carry the run's method; phases of several methods
+    name each once, in order."""
+    import csv
+    import io
+
+    code, out, err = run_cli(capsys, "simulate", "--model", "llama2-7b", "--gpus", "8",
+                             "--tokens", "1e9", "--method", "lora", "--replicas", "64",
+                             "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows and all(r["method"] == "lora" for r in rows)
+    path = tmp_path / "ft.toml"
+    path.write_text('model = "llama2-7b"\n[[phases]]\nname = "sft"\ntokens = 1e8\n'
+                    'method = "sft"\n[[phases]]\nname = "adapters"\ntokens = 1e8\n'
+                    'method = "lora"\n', encoding="utf-8")
+    code, out, err = run_cli(capsys, "simulate", "--gpus", "8", "--scenario", str(path),
+                             "--replicas", "64", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["method"] == "sft+lora"

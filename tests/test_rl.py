@@ -3,6 +3,7 @@ split, the whole run; decode checked against published vLLM measurements."""
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -58,6 +59,28 @@ def test_decode_time_per_token_matches_published_vllm(model, hardware, engine, p
     model and GPU; the 72B check adds two TP all-reduces per layer per token."""
     assert _tpot(model, hardware, engine, prompt=prompt) == pytest.approx(measured, rel=0.10), \
         source
+
+
+def test_decode_efficiency_is_a_sourced_catalog_default():
+    """0.76 lives in planner/engine/execution.toml with its sources (the three vLLM checks
+    above), reaches the run's inputs, and decode-bound time scales as its inverse."""
+    entry = tomllib.loads((Path(rl.__file__).with_name("execution.toml")).read_text())[
+        "decode_memory_efficiency"]
+    assert entry["value"] == 0.76 and entry["estimate"] is True
+    for source in ("johnmusgrave.com", "yobitelcomm.github.io", "tt-inference-server"):
+        assert source in entry["source"]
+    x = _inputs("llama3-8b", "h100-sxm")
+    assert x["decode_memory_efficiency"] == 0.76
+    p = param_counts(x)
+    w = rl.RLConfig(prompts=1, group_size=1, prompt_len=64, response_len=64,
+                    response_cv=0.0, mode="disaggregated")
+    base = float(rl.generation_time(x, w, p["params"], p["active_params"], 1, 1)["decode_s"])
+    halved = float(rl.generation_time({**x, "decode_memory_efficiency": 0.38}, w, p["params"],
+                                      p["active_params"], 1, 1)["decode_s"])
+    assert halved == pytest.approx(2 * base, rel=0.02)  # memory-bound at batch 1
+    own = float(rl.generation_time(x, replace(w, decode_memory_efficiency=0.38), p["params"],
+                                   p["active_params"], 1, 1)["decode_s"])
+    assert own == pytest.approx(halved, rel=1e-12)
 
 
 def test_batching_amortises_weights():
@@ -270,3 +293,13 @@ def test_disaggregated_cluster_larger_than_the_batch_plans(recwarn):
     assert {r["gpus"] for r in result["rows"]} == {16, 32}
     assert all(np.isfinite(r["cost_usd"]) for r in result["rows"])
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("updates", [1, 2, 4])
+def test_whole_run_solves_rl_steps_times_the_rl_step(updates):
+    """The RL step holds its ``updates`` optimizer steps: the run's failure-free time is
+    rl_steps x the RL step whatever the mini-batches (was updates x too long)."""
+    run = rl.whole_run(RunChoices(model="llama3-8b", hardware="h100-sxm"),
+                       rl.RLConfig(updates=updates), 16, 100.0, catalog=CATALOG)
+    assert run["solve_time_s"] == pytest.approx(100 * run["rl_step_time_s"], rel=1e-9)
+    assert run["solve_time_s"] <= run["wall_time_s"] < 1.2 * run["solve_time_s"]

@@ -38,17 +38,21 @@ def evaluate(
     from planner.cli.phases import scenario_spreads
 
     spreads = scenario_spreads(scenario_file) if uncertainty else None
-    if options.get("method") == "grpo":
-        if phases or uncertainty:
-            raise CapplanError("--method grpo takes neither [[phases]] nor --uncertainty yet")
+    grpo_phases = any(dict(p.method).get("method") == "grpo" for p in phases)
+    if uncertainty and (grpo_phases or options.get("method") == "grpo"):
+        raise CapplanError("--method grpo (and a method = \"grpo\" phase) takes no "
+                           "--uncertainty yet")
+    if options.get("method") == "grpo" and not phases:
         from planner.cli.rl_run import evaluate_grpo
 
         return evaluate_grpo(options, format, output, force)
-    refuse_without_grpo(options)
+    if options.get("method") != "grpo":
+        refuse_without_grpo(options)
+    rl = {k: options[k] for k in RL_OPTIONS}
     options = {k: v for k, v in options.items() if k not in RL_OPTIONS}
     if phases:
         return _evaluate_phases(options, phases, format, output, force,
-                                spreads=spreads, draws=draws, seed=seed)
+                                spreads=spreads, draws=draws, seed=seed, rl=rl)
     run = resolve(options)
     shortfall = memory_shortfall(run.row, run.echo)
     if shortfall:
@@ -103,7 +107,7 @@ prepend_options((), evaluate, after=(rl_options,))
 
 
 def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
-                     draws: int = 2000, seed: int = 0) -> None:
+                     draws: int = 2000, seed: int = 0, rl: dict | None = None) -> None:
     """``evaluate --scenario`` with ``[[phases]]``: each phase, then the totals; with
     ``spreads`` (``--uncertainty``) the P10/P50/P90 of the whole run, every phase drawn
     under the same factors and the phases summed per draw."""
@@ -111,8 +115,10 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     from planner.engine.phases import in_phase, sum_phases
     from planner.report.output import render, write
 
-    runs = resolve_phases(options, phases)
+    runs = resolve_phases(options, phases, rl=rl)
     for phase, run in zip(phases, runs, strict=True):
+        if run.echo["method"] == "grpo":  # whole_run refuses an RL run that does not fit
+            continue
         shortfall = memory_shortfall(run.row, run.echo)
         if shortfall:
             raise in_phase(phase, CapplanError(shortfall))

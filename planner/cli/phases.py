@@ -64,9 +64,14 @@ def scenario_spreads(path: str | None) -> dict:
     return spreads_from(_load(path).get("uncertainty") if path else None)
 
 
-def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list:
+def resolve_phases(options: dict, phases, overrides: dict | None = None,
+                   rl: dict | None = None) -> list:
     """One :class:`~planner.cli.layout_options.ResolvedRun` per phase (``overrides``: run-model
-    inputs every phase shares, as :func:`~planner.cli.layout_options.resolve` takes them)."""
+    inputs every phase shares, as :func:`~planner.cli.layout_options.resolve` takes them).
+
+    ``rl``: the command's RL options (``evaluate``), under which a ``method = "grpo"``
+    phase runs (:func:`planner.cli.rl_run.resolve_grpo_phase`); without them (the other
+    commands) a grpo phase is refused with one line."""
     from planner.cli.layout_options import PREFERRED_LAYOUT, resolve
     from planner.engine.phases import in_phase
 
@@ -78,13 +83,34 @@ def resolve_phases(options: dict, phases, overrides: dict | None = None) -> list
             phase_options.update({k: None for k in PREFERRED_LAYOUT})
         phase_options.update(own)
         try:
-            run = resolve(phase_options, overrides)
+            if phase_options.get("method") == "grpo":
+                run = _grpo_phase(phase, phase_options, rl)
+            else:
+                run = resolve(phase_options, overrides)
         except CapplanError as error:  # said of the phase: its file, name and keys
             raise in_phase(phase, error) from None
+        if run.echo["method"] == "grpo":
+            runs.append(run)
+            continue
         check_whole_step(phase, run.echo)
         run.row["tokens"] = float(run.echo["tokens"])
         runs.append(run)
     return runs
+
+
+def _grpo_phase(phase, options: dict, rl: dict | None):
+    """A ``method = "grpo"`` phase (evaluate only), its own RL keys over the command's."""
+    if rl is None:
+        from planner.engine.defaults import METHODS
+
+        raise CapplanError("method = \"grpo\" phases run in capplan evaluate --scenario "
+                           "(planner.engine.rl), not here; here use one of: "
+                           + ", ".join(m for m in METHODS if m != "grpo"))
+    if dict(phase.method).get("method") != "grpo":
+        raise CapplanError("a grpo phase says method = \"grpo\" and its rl_steps itself")
+    from planner.cli.rl_run import resolve_grpo_phase
+
+    return resolve_grpo_phase({**options, **rl, **dict(phase.method)})
 
 
 def check_whole_step(phase, echo: dict) -> None:
@@ -123,5 +149,12 @@ def phases_payload(phases, runs, totals: dict) -> dict:
 
     return {"totals": totals,
             "phases": [{"name": p.name, "tokens": r.row["tokens"],
-                        **evaluation_payload(r.row, r.echo)}
+                        **(_grpo_payload(r) if r.echo["method"] == "grpo"
+                           else evaluation_payload(r.row, r.echo))}
                        for p, r in zip(phases, runs, strict=True)]}
+
+
+def _grpo_payload(run) -> dict:
+    """An RL phase's JSON: its inputs and RL quantities (pools, shares, step, totals)."""
+    inputs = {k: v for k, v in run.echo.items() if k != "rl"}
+    return {"method": "grpo", "inputs": inputs, **run.echo["rl"]}

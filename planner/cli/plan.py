@@ -256,6 +256,7 @@ def plan(
     check_scheduler(scheduler, workers)
     rl = {k: options.pop(k) for k in RL_OPTIONS}
     scenario, v = resolve_scenario(options)
+    rl.update({k: v[k] for k in RL_OPTIONS if k in v})  # a scenario file's, under the flags
     if scenario.method == "grpo":
         if v.get("phases") or uncertainty or plot or confidence is not None:
             raise CapplanError("--method grpo takes none of [[phases]], --uncertainty, "

@@ -30,6 +30,17 @@ def _check_grpo_options(options: dict) -> None:
             "--rollout-group-size sequences of --prompt-len + --response-len tokens")
 
 
+def run_overrides(options: dict, catalog) -> dict:
+    """Run-model inputs (SI) of the site-network, fault and straggler flags, as
+    pre-training's evaluate reads them (planner.cli.layout_options.resolve)."""
+    from planner.cli.fault_options import fault_inputs
+    from planner.engine.scenario import NETWORK_FLAGS, network_overrides
+
+    network = network_overrides(options.get("network"), catalog,
+                                **{k: options.get(k) for k in NETWORK_FLAGS})
+    return {**fault_inputs(options), **network}
+
+
 def evaluate_grpo(options: dict, format: str, output, force: bool) -> None:
     """One GRPO/PPO run on ``--gpus`` GPUs of ``--hardware``: pools, phase shares, step
     time, and the whole run (failures, checkpoints, energy, cost, carbon)."""
@@ -47,7 +58,7 @@ def evaluate_grpo(options: dict, format: str, output, force: bool) -> None:
                            price_files(options.get("prices")))
     choices = RunChoices.pick({k: v for k, v in options.items() if k not in RL_OPTIONS})
     run = whole_run(choices, config, options["gpus"], options["rl_steps"], layout=layout,
-                    catalog=catalog)
+                    catalog=catalog, overrides=run_overrides(options, catalog))
     keys = (["gpus", "rollout_gpus", "trainer_gpus", "engine_gpus", "rl_step_time_s"]
             + [f"{p}_share" for p in PHASES] + [f"{p}_s" for p in PHASES]
             + ["prefill_s", "decode_s", "rollout_tp_comm_s", "concurrent", "decode_steps",
@@ -66,6 +77,49 @@ def evaluate_grpo(options: dict, format: str, output, force: bool) -> None:
     if format == "table":
         rows = readable_rows(rows)
     write(render(rows, format, title=title, payload=payload), output, force)
+
+
+#: The quantities of an RL phase in a run of several phases' JSON.
+PHASE_KEYS = ("gpus", "rollout_gpus", "trainer_gpus", "engine_gpus", "rl_step_time_s",
+              *(f"{p}_share" for p in PHASES), *(f"{p}_s" for p in PHASES), "rl_steps",
+              "wall_time_s", "solve_time_s", "ettr", "gpu_hours", "cost_usd",
+              "energy_facility_j", "co2e_kg", "expected_failures")
+
+
+def resolve_grpo_phase(options: dict):
+    """One ``method = "grpo"`` phase of a run of several phases, as a
+    :class:`planner.cli.layout_options.ResolvedRun`: the row holds every run-model output
+    of the whole RL run (and their unit conversions), so the phases' totals add it like
+    any phase; ``echo["rl"]`` its RL quantities for the JSON."""
+    _check_grpo_options(options)
+    config = rl_config(options)
+    layout = trainer_layout(options)
+    from hardware_catalog import load_catalog
+    from planner.cli.environment_options import price_files
+    from planner.cli.layout_options import ResolvedRun
+    from planner.engine.columns import conversions
+    from planner.engine.rl import whole_run
+    from planner.engine.run_inputs import RunChoices
+
+    catalog = load_catalog(tuple(options.get("catalog") or ()),
+                           price_files(options.get("prices")))
+    choices = RunChoices.pick({k: v for k, v in options.items() if k not in RL_OPTIONS})
+    run = whole_run(choices, config, options["gpus"], options["rl_steps"], layout=layout,
+                    catalog=catalog, overrides=run_overrides(options, catalog), columns=None)
+    row = dict(run)
+    for name, source, factor in conversions():
+        if source in row:
+            row[name] = row[source] / factor
+    row["tokens"] = row["steps"] * config.sequences * (config.prompt_len + config.response_len)
+    echo = {"model": choices.model, "hardware": choices.hardware, "method": "grpo",
+            "gpus": options["gpus"], "tp": layout.tp, "pp": layout.pp, "cp": layout.cp,
+            "dp": max(run["trainer_gpus"] // (layout.tp * layout.pp * layout.cp), 1),
+            "seq_len": int(round(config.prompt_len + config.response_len)),
+            "global_batch": config.sequences, "tokens": row["tokens"],
+            "rl": {**_config_echo(config), **{k: run[k] for k in PHASE_KEYS},
+                   "trainer_layout": layout.__dict__}}
+    return ResolvedRun(row=row, inputs={}, echo=echo,
+                       catalog_version=str(getattr(catalog, "version", "")))
 
 
 def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None:
@@ -94,7 +148,8 @@ def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None
                      doubling_totals(scenario.min_gpus, scenario.max_gpus),
                      options["rl_steps"], layout=TrainerLayout(),
                      deadline_days=None if deadline is None or math.isinf(deadline) else deadline,
-                     budget_usd=scenario.budget_usd, catalog=catalog)
+                     budget_usd=scenario.budget_usd, catalog=catalog,
+                     overrides=dict(scenario.extra))
     objectives = [scenario.objective] + [o for o in OBJECTIVE_COLUMNS if o != scenario.objective]
     winners = [{"objective": o, **result["best"][o]} for o in objectives
                if result["best"][o] is not None]

@@ -19,6 +19,15 @@ from planner.engine import defaults
 from planner.engine.pricing import PROVIDER_CHOICES, TIERS
 from planner.errors import CapplanError, did_you_mean
 
+#: Keys of an RL run (``method = "grpo"``), the names of its flags (planner.cli.rl_options),
+#: with their Python type.
+#: (The same names and types as planner.engine.phases.RL_KEYS, the keys of an RL phase;
+#: not imported, to keep that module off the path of a file without phases.)
+RL_KEYS: dict[str, type] = {
+    "rollout_group_size": int, "prompts": int, "prompt_len": float, "response_len": float,
+    "response_cv": float, "max_response_len": float, "rl_mode": str, "rollout_gpus": int,
+    "off_policy": bool, "critic": bool, "rl_updates": int, "rl_steps": float,
+}
 #: Keys a scenario file may hold, with their Python type.
 KEYS: dict[str, type] = {
     "model": str, "tokens": float, "hardware": str, "min_gpus": int, "max_gpus": int,
@@ -34,6 +43,8 @@ KEYS: dict[str, type] = {
     # the training method (planner.engine.method)
     "method": str, "lora_rank": int, "lora_targets": str, "base_precision": str,
     "packing": str, "max_seq_len": int, "reference_logprobs": str,
+    # an RL run with rollouts (method = "grpo"; planner.cli.rl_options, the flags' names)
+    **RL_KEYS,
 }
 
 #: Keys that take a name or a number, like their flags (``spot_interruption = 0.07`` or
@@ -112,6 +123,10 @@ def example(name: str) -> str:
         _line("lora_rank", "lora, qlora: adapter rank", 16, off=True),
         _line("lora_targets", "lora, qlora: q,k,v,o,gate,up,down | qkv | attention | mlp | "
               "all-linear", "all-linear", off=True),
+        _line("rollout_group_size", "grpo: responses per prompt", 8, off=True),
+        _line("response_len", "grpo: mean response length [tokens]", 1024.0, off=True),
+        _line("rl_mode", "grpo: colocated | disaggregated", "colocated", off=True),
+        _line("rl_steps", "grpo: RL steps of the run", 1000.0, off=True),
         "# Site network (default: the accelerator's node; Llama 3's: 400 Gb/s per GPU, 1:7 "
         "above 3,072):",
         _line("network", "a catalog node's network; the keys below override it",
@@ -218,7 +233,7 @@ def load(path: str) -> dict:
             value = repr(value)  # as the flag's text: checked by the same domain
         if key in BATCH_OR_RANGE and isinstance(value, tuple):
             pass  # a range LO..HI: (LO, HI)
-        elif not isinstance(value, kind) or isinstance(value, bool):
+        elif not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise CapplanError(f"{path}: {key} must be a {kind.__name__}"
                                + (" or a range \"LO..HI\"" if key in BATCH_OR_RANGE else "")
                                + f", got {value!r}")

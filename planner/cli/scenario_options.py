@@ -27,6 +27,7 @@ from planner.cli.environment_options import (
 from planner.cli.method_options import method_choices, method_options
 from planner.cli.numbers import batch_or_range, si_count, si_float
 from planner.engine.defaults import DEFAULTS
+from planner.errors import CapplanError
 
 
 def _options(
@@ -95,6 +96,9 @@ def resolve_scenario(options: dict):
     values = {k: options[k] for k in SCENARIO_KEYS}
     v = sf.merge(options["ctx"], {**values, "uncertainty": None, "ownership": None},
                  options["scenario_file"])
+    if any(dict(p.method).get("method") == "grpo" for p in v.get("phases") or ()):
+        raise CapplanError("method = \"grpo\" phases run in capplan evaluate --scenario "
+                           "(a search plans one method; plan --method grpo plans an RL run)")
     deadline = v["deadline_days"]
     batch = v["global_batch"]
     batch_range = tuple(batch) if isinstance(batch, tuple | list) else None

@@ -157,6 +157,8 @@ def simulate(
                        for i, spec in enumerate(specs)])
     closed = [closed_form(spec) for spec in specs]
     segmented = {name: sum(float(c[name]) for c in closed) for name in QUANTITIES}
+    # the training method of the run (phases of several methods: each once, in order)
+    method = "+".join(dict.fromkeys(r.echo["method"] for r in runs))
     result, rows = {}, []
     for name, column in QUANTITIES.items():
         sim = summary[name]
@@ -166,9 +168,10 @@ def simulate(
                         "closed_form_segmented": float(segmented[name]),
                         "relative_difference": sim["mean"] / planner_value - 1
                         if planner_value else float("nan")}
-        rows.append({"quantity": name, **result[name]})
+        rows.append({"quantity": name, "method": method, **result[name]})
     phase_names = {"phases": [p.name for p in phases]} if phases else {}
-    payload = {"inputs": run.echo, **phase_names, "replicas": replicas, "seed": seed,
+    payload = {"inputs": run.echo, "method": method, **phase_names, "replicas": replicas,
+               "seed": seed,
                "weibull_shape": weibull_shape, "component_age": component_age, **result, "version": version(),
                "catalog_version": run.catalog_version}
     title = (f"Simulated {replicas:,} runs (seed {seed}) of {run.echo['model']} on "

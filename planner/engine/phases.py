@@ -25,18 +25,28 @@ from planner.errors import CapplanError, did_you_mean, shown
 #: left out and the others a caller gives
 #: (:data:`planner.engine.layout_rules.CHECKED_SIZES`).
 PHASE_LAYOUT = CHECKED_SIZES
-#: Keys of one ``[[phases]]`` entry, with their Python types; ``name`` and ``tokens`` are
-#: required, the rest default to the scenario's (or the command's) values.
+#: Keys of an RL phase (``method = "grpo"``) and of a scenario file's RL run: the names
+#: of the RL flags (planner.cli.rl_options), with their Python types.
+RL_KEYS: dict[str, tuple] = {
+    "rollout_group_size": (int,), "prompts": (int,), "prompt_len": (float, int),
+    "response_len": (float, int), "response_cv": (float, int),
+    "max_response_len": (float, int), "rl_mode": (str,), "rollout_gpus": (int,),
+    "off_policy": (bool,), "critic": (bool,), "rl_updates": (int,), "rl_steps": (float, int),
+}
+#: Keys of one ``[[phases]]`` entry, with their Python types; ``name`` and ``tokens`` (an
+#: RL phase: ``rl_steps``) are required, the rest default to the scenario's (or the
+#: command's) values.
 PHASE_KEYS: dict[str, tuple] = {
     "name": (str,), "tokens": (float, int), "seq_len": (int,), "global_batch": (int,),
     **{k: (int,) for k in PHASE_LAYOUT},
     # the training method and its options (planner.engine.method)
     "method": (str,), "lora_rank": (int,), "lora_targets": (str,), "base_precision": (str,),
     "packing": (str,), "max_seq_len": (int,), "reference_logprobs": (str,),
+    **RL_KEYS,
 }
 #: Keys of a phase naming its training method and the method's options.
 METHOD_KEYS = ("method", "lora_rank", "lora_targets", "base_precision", "packing",
-               "max_seq_len", "reference_logprobs")
+               "max_seq_len", "reference_logprobs", *RL_KEYS)
 REQUIRED = ("name", "tokens")
 #: Most phases one run may have.
 MAX_PHASES = 64
@@ -57,7 +67,8 @@ class Phase:
     """One phase of a run: what differs from the scenario (None: the scenario's)."""
 
     name: str
-    tokens: float
+    #: None for an RL phase (its length is ``rl_steps``)
+    tokens: float | None
     seq_len: int | None = None
     global_batch: int | None = None
     #: the layout sizes it sets (of :data:`PHASE_LAYOUT`), as (name, size) pairs
@@ -93,10 +104,12 @@ def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
             if key not in PHASE_KEYS:
                 raise CapplanError(f"{label}: {did_you_mean('key', key, PHASE_KEYS)}")
             kinds = PHASE_KEYS[key]
-            if not isinstance(value, kinds) or isinstance(value, bool):
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
                 names_ = " or ".join(k.__name__ for k in kinds)
                 raise CapplanError(f"{label}: {key} must be a {names_}, got {value!r}")
-        missing = [k for k in REQUIRED if k not in entry]
+        rl = entry.get("method") == "grpo"
+        _check_rl_keys(label, entry, rl)
+        missing = [k for k in (("name", "rl_steps") if rl else REQUIRED) if k not in entry]
         if missing:
             raise CapplanError(f"{label}: needs {' and '.join(missing)} (keys: "
                                f"{', '.join(PHASE_KEYS)})")
@@ -105,8 +118,9 @@ def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
             raise CapplanError(f"{label}: name {shown(entry['name'])} must be non-empty and "
                                "unique among the phases")
         names.add(name)
-        values = {**entry, "name": name, "tokens": float(entry["tokens"])}
-        check({k: v for k, v in values.items() if k != "name" and k not in METHOD_KEYS},
+        values = {**entry, "name": name, "tokens": None if rl else float(entry["tokens"])}
+        check({k: v for k, v in values.items()
+               if k != "name" and k not in METHOD_KEYS and v is not None},
               where=f"{label} ({name})")
         phases.append(Phase(name=name, tokens=values["tokens"], seq_len=values.get("seq_len"),
                             global_batch=values.get("global_batch"),
@@ -114,6 +128,23 @@ def parse_phases(entries, where: str = "scenario") -> tuple[Phase, ...]:
                             method=tuple((k, values[k]) for k in METHOD_KEYS if k in values),
                             where=label))
     return tuple(phases)
+
+
+def _check_rl_keys(label: str, entry: dict, rl: bool) -> None:
+    """An RL phase is ``rl_steps`` steps of its own sequences (no tokens, seq_len or
+    global_batch); another phase takes no RL key."""
+    if rl:
+        for key in ("tokens", "seq_len", "global_batch"):
+            if key in entry:
+                raise CapplanError(
+                    f"{label}: {key} does not apply to a method = \"grpo\" phase (its length "
+                    "is rl_steps RL steps of prompts x rollout_group_size sequences of "
+                    "prompt_len + response_len tokens)")
+        return
+    for key in RL_KEYS:
+        if key in entry:
+            raise CapplanError(f"{label}: {key} applies to a method = \"grpo\" phase, not "
+                               f"{entry.get('method', 'the scenario method')!r}")
 
 
 def in_phase(phase: Phase, error: CapplanError) -> CapplanError:

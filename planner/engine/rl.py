@@ -41,18 +41,13 @@ from planner.engine.layout_check import context_of
 from planner.engine.layout_rules import holding
 from planner.engine.model import STAGES, step_time
 from planner.engine.run_inputs import RunChoices, base_inputs
+from planner.engine.scenario import check_overrides
 from planner.engine.space import RECOMPUTE_CODES, layout_flags
 from planner.engine.spares import resolve_spares
 from planner.errors import CapplanError
 
 MODES = ("colocated", "disaggregated")
 
-#: Achieved fraction of the HBM bandwidth in decode (vLLM, batch 1, BF16 Llama 3.1 8B):
-#: 75 tok/s on an A100 40GB (johnmusgrave.com/p/vllm-throughput-latency-sweep-on, vLLM
-#: 0.23, 1024 in / 128 out, "roughly 77 %") and 6.48 ms per token on an H100 80GB
-#: (yobitelcomm.github.io/bench/recipes/concurrency-sweep, vLLM 0.21, 2026-05-16):
-#: 0.78 and 0.75 of the datasheet bandwidth with the KV reads counted; their mean.
-DECODE_MEMORY_EFFICIENCY = 0.76
 #: Share of HBM the inference engine may take (vLLM's gpu_memory_utilization): vLLM's own
 #: default 0.9 (docs.vllm.ai engine arguments) on a rollout pool of its own; veRL's
 #: rollout default 0.5 when colocated (verl/trainer/config ppo_trainer.yaml), the rest
@@ -73,7 +68,9 @@ class RLConfig:
     ``rollout_gpus`` fixes the disaggregated split (None: :func:`best_split` chooses it);
     ``engine_gpus`` fixes the GPUs of one inference engine (None: the fastest power of two
     up to the scale-up domain); ``pool_step``: rollout pools are multiples of it (e.g. a
-    node's GPUs).
+    node's GPUs).  ``decode_memory_efficiency`` (None: the run's
+    ``decode_memory_efficiency`` input, planner/engine/execution.toml) is the achieved
+    fraction of the datasheet HBM bandwidth in decode.
     """
 
     prompts: int = 256
@@ -91,7 +88,7 @@ class RLConfig:
     reward_model: bool = False
     critic: bool = False
     off_policy: bool = False
-    decode_memory_efficiency: float = DECODE_MEMORY_EFFICIENCY
+    decode_memory_efficiency: float | None = None
     kv_memory_fraction: float | None = None
     max_num_seqs: int = MAX_NUM_SEQS
     pool_step: int = 1
@@ -142,6 +139,8 @@ class RLConfig:
                                f"least the mean response length {self.response_len:g}")
         for name in ("decode_memory_efficiency", "memory_fraction"):
             value = getattr(self, name)
+            if name == "decode_memory_efficiency" and value is None:
+                continue
             if not (isinstance(value, int | float) and 0 < value <= 1):
                 raise CapplanError(f"{name} {value!r} must be in (0, 1]")
         for name in ("rollout_gpus", "engine_gpus"):
@@ -171,6 +170,13 @@ def training_choices(choices: RunChoices, rl: RLConfig) -> RunChoices:
     # the policy update is full training of every weight on packed sequences
     return replace(choices, seq_len=int(round(rl.prompt_len + rl.response_len)),
                    global_batch=mini, method="pretrain")
+
+
+def decode_efficiency(x: dict, rl: RLConfig) -> float:
+    """Achieved fraction of the HBM bandwidth in decode: the RL config's, else the run's
+    input (planner/engine/execution.toml ``decode_memory_efficiency``)."""
+    return x["decode_memory_efficiency"] if rl.decode_memory_efficiency is None \
+        else rl.decode_memory_efficiency
 
 
 def _moe_expert_params(x: dict, params, active_params):
@@ -225,7 +231,7 @@ def generation_time(x: dict, rl: RLConfig, params, active_params, rollout_gpus,
     decode_flops = n * (2 * active_params * mu + attention_per_read * kv_reads) / m
     decode_s = inference.decode_time(steps, weight_step, n * kv_reads * kv_token / kv_shard,
                                      decode_flops, x["hbm_bandwidth_bytes_per_s"],
-                                     rl.decode_memory_efficiency, x["peak_flops_per_s"],
+                                     decode_efficiency(x, rl), x["peak_flops_per_s"],
                                      x["gemm_max_efficiency"])
     prefill_s = inference.prefill_time(
         active_params / m, prompts * p,
@@ -341,10 +347,18 @@ def valid_trainer_gpus(x: dict, layout: TrainerLayout, gpus) -> np.ndarray:
     return np.broadcast_to(ok, gpus.shape)
 
 
-def evaluate_trainer(choices: RunChoices, layout: TrainerLayout, gpus, *, catalog=None):
+def evaluate_trainer(choices: RunChoices, layout: TrainerLayout, gpus, *, catalog=None,
+                     overrides=None):
     """Training columns (arrays) and kernel inputs of the trainer on ``gpus`` GPUs."""
     return evaluate_run(choices, _request(layout, np.atleast_1d(np.asarray(gpus))),
-                        catalog=catalog)
+                        catalog=catalog, overrides=overrides)
+
+
+def run_inputs(catalog, choices: RunChoices, rl: RLConfig, overrides=None) -> dict:
+    """Kernel inputs of the trainer's run with the run-model input ``overrides`` (SI: the
+    site network, fault and straggler flags, as pre-training's) applied."""
+    check_overrides(overrides or {})
+    return {**base_inputs(catalog, training_choices(choices, rl)), **(overrides or {})}
 
 
 def _combine(x: dict, rl: RLConfig, columns: dict, gen: dict, gpus, rollout_gpus,
@@ -398,15 +412,17 @@ def _check_totals(totals) -> np.ndarray:
 
 
 def rl_candidates(choices: RunChoices, rl: RLConfig, totals, *,
-                  layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+                  layout: TrainerLayout = TrainerLayout(), catalog=None,
+                  overrides=None) -> dict:
     """Every candidate (total GPUs, rollout pool) of the RL step, as arrays: the phases,
     sync, step time and shares, ``gpus`` the total; all candidates in one trainer
-    evaluation and one generation grid."""
+    evaluation and one generation grid.  ``overrides``: run-model inputs (SI) replacing
+    the catalog's for every phase (:func:`run_inputs`)."""
     rl.check()
     totals = _check_totals(totals)
     catalog = load_catalog() if catalog is None else catalog
     train_choices = training_choices(choices, rl)
-    x0 = base_inputs(catalog, train_choices)
+    x0 = run_inputs(catalog, choices, rl, overrides)
     total, rollout = split_candidates(x0, rl, layout, totals)
     if total.size == 0:
         raise CapplanError(
@@ -417,7 +433,8 @@ def rl_candidates(choices: RunChoices, rl: RLConfig, totals, *,
             + ": try other --gpus, --rollout-gpus or trainer sizes")
     colocated = rl.mode == "colocated"
     trainer = total if colocated else total - rollout
-    columns, _ = evaluate_trainer(train_choices, layout, trainer, catalog=catalog)
+    columns, _ = evaluate_trainer(train_choices, layout, trainer, catalog=catalog,
+                                  overrides=overrides)
     params, active = float(columns["params"][0]), float(columns["active_params"][0])
     gen = best_engine(x0, rl, params, active, rollout)
     out = _combine(x0, rl, columns, gen, total, rollout, colocated, params)
@@ -435,12 +452,13 @@ def best_split(candidates: dict) -> np.ndarray:
 
 
 def rl_step(choices: RunChoices, rl: RLConfig, gpus: int, *,
-            layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+            layout: TrainerLayout = TrainerLayout(), catalog=None, overrides=None) -> dict:
     """The RL step on ``gpus`` GPUs: one row (colocated) or every disaggregated split
     (arrays over the candidates, with ``best`` the index of the fastest)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
         raise CapplanError(f"--gpus {gpus!r} must be an integer >= 1")
-    out = rl_candidates(choices, rl, [gpus], layout=layout, catalog=catalog)
+    out = rl_candidates(choices, rl, [gpus], layout=layout, catalog=catalog,
+                        overrides=overrides)
     out["best"] = int(best_split(out)[0])
     return out
 
@@ -452,7 +470,8 @@ RUN_COLUMNS = ("wall_time_s", "solve_time_s", "expected_failures", "checkpoint_i
 
 
 def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
-               layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+               layout: TrainerLayout = TrainerLayout(), catalog=None,
+               overrides=None, columns: tuple | None = RUN_COLUMNS) -> dict:
     """``steps`` RL steps of each row of ``rows`` (candidate arrays) as a whole run on all
     its GPUs: wall time with checkpoints and failures (Young/Daly), energy, cost and carbon,
     by the training run model's own stages with the RL step in place of the training step.
@@ -460,15 +479,19 @@ def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
     Energy: the GPUs count as busy (the training step's compute power) for the GPU-seconds
     of generation, scoring and training, idle while they wait for the other pool or the
     sync.  Checkpoints hold the policy's training state (the trainer's layout).
+    ``columns``: the run model's outputs returned (None: every one, as a phase of a run
+    needs them).
     """
     if isinstance(steps, bool) or not isinstance(steps, int | float) or not steps > 0 \
             or not np.isfinite(steps) or steps > 1e9:
         raise CapplanError(f"--rl-steps {steps!r} must be a number in (0, 1e9]")
     catalog = load_catalog() if catalog is None else catalog
     gpus = np.asarray(rows["gpus"], dtype=float)
-    x = base_inputs(catalog, training_choices(choices, rl))
+    x = run_inputs(catalog, choices, rl, overrides)
     x.update(_layout_inputs(x, layout, gpus))
-    x["tokens"] = steps * x["global_batch"] * x["seq_len"] * rl.updates
+    # one run-model step per RL step (the RL step already holds its ``updates`` optimizer
+    # steps): the tokens of ``steps`` mini-batches
+    x["tokens"] = steps * x["global_batch"] * x["seq_len"]
     x = resolve_spares(x)
     if rl.mode == "colocated":
         busy_gpu_s = (rows["generation_s"] + rows["scoring_s"] + rows["training_s"]) * gpus
@@ -483,22 +506,26 @@ def whole_runs(choices: RunChoices, rl: RLConfig, rows: dict, steps: float, *,
             r["compute_s"] = busy_gpu_s / gpus
             for part in ("tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s"):
                 r[part] = np.zeros_like(r["step_time_s"])
-    out = {k: np.broadcast_to(np.asarray(r[k], dtype=float), gpus.shape) for k in RUN_COLUMNS}
+    out = {k: np.broadcast_to(np.asarray(r[k], dtype=float), gpus.shape)
+           for k in (r if columns is None else columns)}
     out["rl_steps"] = np.full(gpus.shape, float(steps))
     return out
 
 
 def whole_run(choices: RunChoices, rl: RLConfig, gpus: int, steps: float, *,
-              layout: TrainerLayout = TrainerLayout(), catalog=None) -> dict:
+              layout: TrainerLayout = TrainerLayout(), catalog=None,
+              overrides=None, columns: tuple | None = RUN_COLUMNS) -> dict:
     """The fastest configuration on ``gpus`` GPUs and ``steps`` RL steps of it as a whole
-    run (:func:`whole_runs`), as one dict of Python scalars."""
+    run (:func:`whole_runs`, ``columns`` of the run model), as one dict of Python
+    scalars."""
     catalog = load_catalog() if catalog is None else catalog
-    step = rl_step(choices, rl, gpus, layout=layout, catalog=catalog)
+    step = rl_step(choices, rl, gpus, layout=layout, catalog=catalog, overrides=overrides)
     i = step["best"]
     one = {k: np.asarray(v)[[i]] if np.ndim(v) else v for k, v in step.items() if k != "best"}
     if not np.isfinite(one["rl_step_time_s"][0]):
         raise CapplanError(_nothing_fits(step, gpus, layout, rl))
-    run = whole_runs(choices, rl, one, steps, layout=layout, catalog=catalog)
+    run = whole_runs(choices, rl, one, steps, layout=layout, catalog=catalog,
+                     overrides=overrides, columns=columns)
     row = {k: (float(np.ravel(v)[0]) if np.ndim(v) else v) for k, v in {**one, **run}.items()}
     for key in ("rollout_gpus", "trainer_gpus", "engine_gpus", "engines"):
         row[key] = int(row[key])

@@ -47,17 +47,20 @@ def doubling_totals(min_gpus: int, max_gpus: int) -> list[int]:
 
 
 def hardware_rows(choices: RunChoices, rl: RLConfig, totals, steps: float, *,
-                  layout: TrainerLayout = TrainerLayout(), catalog=None) -> list[dict]:
+                  layout: TrainerLayout = TrainerLayout(), catalog=None,
+                  overrides=None) -> list[dict]:
     """One row per total GPU count on ``choices.hardware``: its fastest configuration and
     the whole run (rows that fit nowhere left out)."""
     catalog = load_catalog() if catalog is None else catalog
-    cand = rl_candidates(choices, rl, totals, layout=layout, catalog=catalog)
+    cand = rl_candidates(choices, rl, totals, layout=layout, catalog=catalog,
+                         overrides=overrides)
     best = best_split(cand)
     best = best[np.isfinite(cand["rl_step_time_s"][best])]
     if best.size == 0:
         return []
     rows = {k: np.asarray(v)[best] for k, v in cand.items() if np.ndim(v)}
-    runs = whole_runs(choices, rl, rows, steps, layout=layout, catalog=catalog)
+    runs = whole_runs(choices, rl, rows, steps, layout=layout, catalog=catalog,
+                      overrides=overrides)
     out = []
     for j in range(best.size):
         row = {"hardware": choices.hardware, "mode": rl.mode}
@@ -74,23 +77,25 @@ def hardware_rows(choices: RunChoices, rl: RLConfig, totals, steps: float, *,
 
 def plan_rl(choices: RunChoices, rl: RLConfig, hardware, totals, steps: float, *,
             layout: TrainerLayout = TrainerLayout(), deadline_days=None, budget_usd=None,
-            catalog=None) -> dict:
+            catalog=None, overrides=None) -> dict:
     """Every accelerator of ``hardware`` ('all', 'market' or ids) at every total of
     ``totals``; the best row per objective meeting the deadline and budget.
 
     Returns ``{"rows": [...], "best": {objective: row or None}, "skipped": {hardware:
     reason}}``; rollout pools are whole nodes (``rl.pool_step``: the node's GPUs) unless the
-    caller chose a step.
+    caller chose a step.  ``overrides``: run-model inputs (SI; the scenario's network and
+    fault flags) for every accelerator.
     """
     catalog = load_catalog() if catalog is None else catalog
     names = [hardware] if isinstance(hardware, str) else list(hardware)
     rows, skipped = [], {}
     for hw in resolve_hardware(catalog, names):
         node = catalog.node(catalog.accelerator(hw).node) if rl.pool_step == 1 else None
-        work = rl if node is None else replace(rl, pool_step=int(node.gpus_per_node))
+        per_node = (overrides or {}).get("gpus_per_node", node and node.gpus_per_node)
+        work = rl if node is None else replace(rl, pool_step=int(per_node))
         try:
             found = hardware_rows(replace(choices, hardware=hw), work, totals, steps,
-                                  layout=layout, catalog=catalog)
+                                  layout=layout, catalog=catalog, overrides=overrides)
         except CapplanError as why:
             skipped[hw] = str(why)
             continue

@@ -52,7 +52,7 @@ from planner.engine.scenario import execution_defaults, stack_factor
 from planner.engine.workload import seconds_text
 
 A100 = ("a100-80gb", "a100-40gb")
-HOPPER = ("h100-sxm", "h200", "h800")  # same GH100 silicon: one value
+HOPPER = ("h100-sxm", "h200", "h800", "gt-h100-96gb")  # same GH100 silicon: one value
 BLACKWELL = ("b200", "gb200", "b300", "gb300")  # B200/GB200 measured; B300/GB300 share it
 #: Stacks by attention kernel and launch path: FlashAttention-2 (eager PyTorch) stacks share
 #: one fused-attention factor; every eager stack one launch time.

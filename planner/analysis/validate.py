@@ -439,10 +439,12 @@ def load_modern_runs() -> pd.DataFrame:
                          lambda r: r.model.startswith(MODERN_FIT_FAMILIES), modern_group)
 
 
+#: The Hopper parts of independent-runs (gt-h100-96gb: torchtitan's Grand Teton H100).
+HOPPER_IDS = ("h100-sxm", "h200", "h800", "gt-h100-96gb")
 #: Groups of independent-runs (first match wins): accelerator vendor and precision.
 INDEPENDENT_GROUPS = (
-    ("Hopper BF16", lambda r: r.hardware in ("h100-sxm", "h200", "h800") and r.precision == "bf16"),
-    ("Hopper FP8", lambda r: r.hardware in ("h100-sxm", "h200", "h800")),
+    ("Hopper BF16", lambda r: r.hardware in HOPPER_IDS and r.precision == "bf16"),
+    ("Hopper FP8", lambda r: r.hardware in HOPPER_IDS),
     ("other accelerators", lambda r: True),
 )
 

@@ -607,6 +607,10 @@ class SoftwareStack(Entry):
     # element its stored input is kept at under an FP8 recipe (DeepSeek-V3: 1)
     recompute_moe_act: Quantity | None = None
     moe_act_input_bytes: Quantity | None = None
+    # HBM traffic of the element-wise ops (norms, activation, rotary embedding, residual
+    # adds) relative to fused kernels (1; unset: planner/engine/execution.toml): eager
+    # PyTorch runs each as several kernels, with fp32 upcasts, each reading and writing HBM
+    elementwise_traffic_factor: Quantity | None = None
     # the attention variants the stack's fused kernel covers (unset: planner/engine/
     # execution.toml, FlashAttention-2's); a variant it lacks runs the unfused path:
     # 1 if it skips the masked blocks of a sliding window (cost ~ window, not sequence)
@@ -665,6 +669,9 @@ class SoftwareStack(Entry):
         for name in ("fused_head_dim_max", "attention_head_dim_granule"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 1, f"{name}.value", "expected >= 1")
+        q = self.elementwise_traffic_factor
+        _check(problems, q is None or q.value >= 1, "elementwise_traffic_factor.value",
+               "expected >= 1 (1: fused element-wise kernels)")
         q = self.moe_act_input_bytes
         _check(problems, q is None or q.value in (1, 2), "moe_act_input_bytes.value",
                "expected 1 (FP8) or 2 (BF16)")

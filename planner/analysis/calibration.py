@@ -52,13 +52,15 @@ from planner.engine.scenario import execution_defaults, stack_factor
 from planner.engine.workload import seconds_text
 
 A100 = ("a100-80gb", "a100-40gb")
-HOPPER = ("h100-sxm", "h200", "h800")  # same GH100 silicon: one value
+HOPPER = ("h100-sxm", "h200", "h800", "gt-h100-96gb")  # same GH100 silicon: one value
 BLACKWELL = ("b200", "gb200", "b300", "gb300")  # B200/GB200 measured; B300/GB300 share it
 #: Stacks by attention kernel and launch path: FlashAttention-2 (eager PyTorch) stacks share
 #: one fused-attention factor; every eager stack one launch time.
-FA2_STACKS = ("stack:llm-foundry-2023", "stack:torchtitan-fsdp2", "stack:internevo-2023",
-              "stack:megatron-lm-2021")
+FA2_STACKS = ("stack:llm-foundry-2023", "stack:torchtitan-fsdp2", "stack:torchtitan-fsdp2-eager",
+              "stack:internevo-2023", "stack:megatron-lm-2021")
 EAGER_STACKS = (*FA2_STACKS, "stack:megatron-core-2025")
+#: torchtitan compiled and eager: one FSDP2 overlap (the same collectives and prefetch)
+TORCHTITAN_STACKS = ("stack:torchtitan-fsdp2", "stack:torchtitan-fsdp2-eager")
 #: The Megatron-Core stacks share Transformer Engine's kernels and the userbuffers TP overlap:
 #: one attention factor and one TP overlap for all of them.
 #: The MoE stacks by launch path: eager (NCCL or DeepEP dispatcher) and CUDA-graphed (DeepEP,
@@ -113,7 +115,7 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
     (MCORE, "attention_efficiency_factor"): [0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
     (MCORE, "tp_overlap"): [0.0, 0.25, 0.5, 0.75, 0.9],
     (EAGER_ZERO_2023, "dp_overlap"): [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
-    (("stack:torchtitan-fsdp2",), "dp_overlap"): [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
+    (TORCHTITAN_STACKS, "dp_overlap"): [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
 }
 #: The MoE stacks' own parameters (launch times, all-to-all overlap): the 2026-11-26 fit.
 #: The joint refit of GRID with moe-runs moved the shared GEMM efficiencies and the

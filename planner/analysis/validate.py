@@ -439,21 +439,42 @@ def load_modern_runs() -> pd.DataFrame:
                          lambda r: r.model.startswith(MODERN_FIT_FAMILIES), modern_group)
 
 
+#: The Hopper parts of independent-runs (gt-h100-96gb: torchtitan's Grand Teton H100).
+HOPPER_IDS = ("h100-sxm", "h200", "h800", "gt-h100-96gb")
 #: Groups of independent-runs (first match wins): accelerator vendor and precision.
 INDEPENDENT_GROUPS = (
-    ("Hopper BF16", lambda r: r.hardware in ("h100-sxm", "h200", "h800") and r.precision == "bf16"),
-    ("Hopper FP8", lambda r: r.hardware in ("h100-sxm", "h200", "h800")),
+    ("Hopper BF16", lambda r: r.hardware in HOPPER_IDS and r.precision == "bf16"),
+    ("Hopper FP8", lambda r: r.hardware in HOPPER_IDS),
     ("other accelerators", lambda r: True),
 )
+
+
+#: A torchtitan benchmark row (its source names torchtitan) on ``torchtitan-fsdp2`` whose
+#: notes do not state torch.compile ran eagerly (torchtitan's default ``compile = false``;
+#: its tables name "FSDP + torch.compile" where they compiled): ``torchtitan-fsdp2-eager``.
+EAGER_TORCHTITAN = ("torchtitan-fsdp2", "torchtitan-fsdp2-eager")
+TORCH_COMPILE = re.compile(r"torch\.compile", re.I)
+
+
+def eager_torchtitan_stack(stack: str, source: str, notes: str) -> str:
+    """The stack of an independent-runs row: :data:`EAGER_TORCHTITAN`'s rule, else its own."""
+    compiled, eager = EAGER_TORCHTITAN
+    if stack == compiled and "torchtitan" in source and not TORCH_COMPILE.search(notes):
+        return eager
+    return stack
 
 
 def load_independent_runs() -> pd.DataFrame:
     """independent_runs.csv: publishers other than the calibration's (torchtitan's benchmark
     tables, Trainy's H200 run, the Llama 3 paper's 405B scaling table), held out: no row is
-    fitted.  A row's ``stack`` cell names its stack; ``unexpressible`` a recipe no planner
+    fitted.  A row's ``stack`` cell names its stack (torchtitan rows without torch.compile:
+    the eager stack, :func:`eager_torchtitan_stack`); ``unexpressible`` a recipe no planner
     input states; ``excluded`` a row its source does not pin down."""
-    return _modern_frame("independent_runs.csv", "independent-runs", lambda r: False,
-                         lambda c: next(n for n, rule in INDEPENDENT_GROUPS if rule(c)))
+    frame = _modern_frame("independent_runs.csv", "independent-runs", lambda r: False,
+                          lambda c: next(n for n, rule in INDEPENDENT_GROUPS if rule(c)))
+    frame["stack"] = [eager_torchtitan_stack(c.stack, c.source, c.notes)
+                      for c in frame.itertuples()]
+    return frame
 
 
 def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:

@@ -357,6 +357,9 @@ GLOSSARY: dict[str, Term] = {
     "expert_load_cv": Term(
         "1", "coefficient of variation of an EP rank's routed load (0: forced balance)",
         NON_NEGATIVE),
+    "elementwise_traffic_factor": Term(
+        "1", "element-wise HBM traffic relative to fused kernels (eager PyTorch: more)",
+        Domain(">=1", maximum=20)),
     "fused_window_attention": Term(
         "1", "1 if the fused attention kernel skips a sliding window's masked blocks", FLAG),
     "fused_attention_sinks": Term("1", "1 if the fused attention kernel implements sinks",

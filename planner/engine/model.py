@@ -396,8 +396,10 @@ def mlp_times(x: dict, r: dict) -> dict:
     rank_tokens = communication.expert_rank_tokens(t, tp, x["etp"], x["sequence_parallel"])
     expert_tokens = compute.tokens_per_expert(rank_tokens, x["ep"], x["experts_per_token"],
                                               x["experts"])
+    # (the stack's element-wise kernels: fused, 1; eager PyTorch moves more bytes per op)
     elementwise = t * compute.elementwise_bytes_per_token(
-        h, x["ffn"], tp, x["sequence_parallel"], x["bytes_per_element"])
+        h, x["ffn"], tp, x["sequence_parallel"], x["bytes_per_element"]) \
+        * x["elementwise_traffic_factor"]
     # MoE routing: the router GEMM (t x E, narrow), its score passes (softmax/sigmoid,
     # top-k, balance statistics) and the token permutation before the experts and the
     # unpermutation after them (memory-bound copies of k h-vectors a token)

@@ -189,12 +189,16 @@ def test_economics_default_plan_today(tmp_path):
             f"{e['energy_mwh']:,.0f} MWh, {e['co2e_t']:,.0f} t;") in text
     t = best["tcdp"]
     assert f"- least carbon x delay: {_plan_line(t)}, {t['co2e_t']:,.0f} t." in text
-    days, tcdp, c_days, c_tcdp = _number(
-        r"least-tCDP plan is 16,384\s+B300 for ([0-9.]+) days \(([0-9,]+) t d at us-average\), "
-        r"not the least-carbon 2,048 TPU v6e for\s+([0-9.]+) days \(([0-9,]+) t d\)", text)
-    assert (t["gpus"], t["hardware"], e["gpus"], e["hardware"]) == (16384, "b300", 2048, "tpu-v6e")
-    assert (float(f"{t['wall_days']:.3g}"), round(t["tcdp_t_d"])) == (days, tcdp)
-    assert (float(f"{e['wall_days']:.3g}"), round(best["carbon"]["tcdp_t_d"])) == (c_days, c_tcdp)
+    m = re.search(r"least-tCDP plan is ([0-9,]+)\s+(TPU v\w+|[A-Z0-9]+) for ([0-9.]+) days "
+                  r"\(([0-9,]+) t d at us-average\), not the least-carbon ([0-9,]+) "
+                  r"(TPU v\w+|[A-Z0-9]+) for\s+([0-9.]+) days \(([0-9,]+) t d\)", text)
+    assert m, "docs/economics.md no longer states the tCDP example"
+    t_n, t_hw, days, tcdp, e_n, e_hw, c_days, c_tcdp = m.groups()
+    assert _plan_line(t).startswith(f"{t_n} {t_hw},") and _plan_line(e).startswith(f"{e_n} {e_hw},")
+    assert (float(f"{t['wall_days']:.3g}"), round(t["tcdp_t_d"])) == (
+        float(days), int(tcdp.replace(",", "")))
+    assert (float(f"{e['wall_days']:.3g}"), round(best["carbon"]["tcdp_t_d"])) == (
+        float(c_days), int(c_tcdp.replace(",", "")))
     owned, rented, breakeven = _number(
         r"today the cheapest plan costs\s+([0-9.]+) M USD owned against ([0-9.]+) M USD "
         r"rented, with buying winning above ([0-9]+) % utilisation", text)
@@ -217,19 +221,18 @@ def test_economics_sites_paragraph(tmp_path):
     assert len({(b["cost"]["hardware"], b["cost"]["gpus"]) for b in best.values()}) == 1
     everywhere, = _number(r"\(([0-9,]+) MWh at every site: a site sets the grid", text)
     assert {round(b["energy"]["energy_mwh"]) for b in best.values()} == {everywhere}
-    no_t, tw_t = _number(r"On TPU v6e it emits ([0-9,]+) t in Norway \(30 g/kWh\)\s+and ([0-9,]+) t "
-                         r"in Taiwan", text)
-    assert best["norway"]["energy"]["hardware"] == best["taiwan"]["carbon"]["hardware"] == "tpu-v6e"
-    assert round(best["norway"]["energy"]["co2e_t"]) == no_t
-    assert round(best["taiwan"]["carbon"]["co2e_t"]) == tw_t
-    m = re.search(r"moves to Blackwell: ([0-9,]+) (\w+) for ([0-9.]+) days \(([0-9,]+) t\) in\s+"
-                  r"Norway and ([0-9,]+) (\w+) for ([0-9.]+) days \(([0-9,]+) t\) in Quebec", text)
-    assert m, "the sites paragraph no longer names the clean-grid least-carbon plans"
-    for site, (n, hw, days, tonnes) in (("norway", m.groups()[:4]), ("quebec", m.groups()[4:])):
-        c = best[site]["carbon"]
-        assert (c["gpus"], c["hardware"]) == (int(n.replace(",", "")), hw.lower()), site
-        assert round(c["wall_days"], 1) == float(days), site
-        assert round(c["co2e_t"]) == int(tonnes.replace(",", "")), site
+    m = re.search(r"On (TPU v\w+|[A-Z0-9]+) it emits ([0-9,]+) t in Norway \(30 g/kWh\)\s+and "
+                  r"([0-9,]+) t in Taiwan \(494 g/kWh\), and it is also the least-carbon plan "
+                  r"at every site, Quebec's 2 g/kWh\s+included \(([0-9,]+) t\)",
+                  " ".join(text.split()))
+    assert m, "the sites paragraph no longer names the least-energy plan's emissions"
+    name, no_t, tw_t, qc_t = m.groups()
+    hw = name.lower().replace("tpu v", "tpu-v")
+    assert all(b["energy"]["hardware"] == b["carbon"]["hardware"] == hw
+               and b["energy"]["gpus"] == b["carbon"]["gpus"] for b in best.values())
+    assert round(best["norway"]["energy"]["co2e_t"]) == int(no_t.replace(",", ""))
+    assert round(best["taiwan"]["carbon"]["co2e_t"]) == int(tw_t.replace(",", ""))
+    assert round(best["quebec"]["carbon"]["co2e_t"]) == int(qc_t.replace(",", ""))
 
 
 # ---- docs/whatif-checkpointing.md: its table and prose (the doctest checks its example) ----
@@ -438,17 +441,17 @@ def test_economics_confidence_paragraph(tmp_path):
     and accelerators exactly.
     """
     text = (ROOT / "docs" / "economics.md").read_text()
-    m = re.search(r"least-energy winner \(TPU v6e x ([0-9,]+), ([0-9.]+) days\) has a P90 of "
+    m = re.search(r"least-energy winner \(TPU (v\w+) x ([0-9,]+), ([0-9.]+) days\) has a P90 of "
                   r"([0-9.]+) days under\s+`--uncertainty`; with `--confidence 0.9` the "
                   r"multipliers are ([0-9.]+)-([0-9.]+) on days and\s+([0-9.]+)-([0-9.]+) on "
-                  r"cost, the winner is TPU v6e x ([0-9,]+) \(nominal ([0-9.]+) days, shown at "
-                  r"its P90 ([0-9.]+)\)",
+                  r"cost, the winner is TPU (v\w+) x ([0-9,]+) \(nominal ([0-9.]+) days, shown "
+                  r"at its P90 ([0-9.]+)\)",
                   text)
     assert m, "docs/economics.md no longer states the --confidence example"
-    n, days, p90, d_lo, d_hi, c_lo, c_hi, n_c, days_c, p90_c = m.groups()
+    gen, n, days, p90, d_lo, d_hi, c_lo, c_hi, gen_c, n_c, days_c, p90_c = m.groups()
     nominal = _cli_json(["plan", "--uncertainty"], tmp_path)
     e = nominal["best"]["energy"]
-    assert (e["hardware"], e["gpus"]) == ("tpu-v6e", int(n.replace(",", "")))
+    assert (e["hardware"], e["gpus"]) == (f"tpu-{gen}", int(n.replace(",", "")))
     assert round(e["wall_days"], 1) == float(days)
     band = nominal["uncertainty"]["nominal_winners"]["energy"]["wall_days"]
     assert round(band["p90"], 1) == float(p90)
@@ -459,7 +462,7 @@ def test_economics_confidence_paragraph(tmp_path):
     assert (round(min(x["cost_usd"] for x in margins), 2),
             round(max(x["cost_usd"] for x in margins), 2)) == (float(c_lo), float(c_hi))
     w = at90["best"]["energy"]
-    assert (w["hardware"], w["gpus"]) == ("tpu-v6e", int(n_c.replace(",", "")))
+    assert (w["hardware"], w["gpus"]) == (f"tpu-{gen_c}", int(n_c.replace(",", "")))
     assert round(w["nominal"]["wall_days"], 1) == float(days_c)
     assert round(at90["uncertainty"]["nominal_winners"]["energy"]["wall_days"]["p90"], 1) \
         == float(p90_c) == round(w["wall_days"], 1)  # shown at its P90

@@ -513,7 +513,7 @@ class Outcome:
     seconds: float = 0.0
 
 
-#: Lines that say how long work will take or how far it is (planner/cli/workload.py).
+#: Lines that say how long work will take or how far it is (planner/cli/workload_options.py).
 WORK_NOTICES = ("capplan: estimate: ", "capplan: progress: ")
 
 #: A Python warning printed to stderr ("file:line: RuntimeWarning: overflow ..."): an

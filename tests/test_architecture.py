@@ -229,3 +229,51 @@ def test_imports_are_lazy_only_at_the_boundaries():
              if not _is_boundary(node, function, guarded)]
     assert not eager, "imports to move to the module's top:\n" + "\n".join(eager)
 
+
+
+#: Basenames planner/ may share with formulas/ or hardware_catalog/: each package's public
+#: error module (``planner.errors.CapplanError``, ``hardware_catalog.errors.CatalogError``),
+#: the one name a user expects in both.
+SHARED_WITH_LIBRARIES = {"errors"}
+
+
+def _basenames(paths) -> dict[str, list[str]]:
+    """Module basename -> the modules that have it (package ``__init__``/``__main__`` left out)."""
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        if path.stem not in ("__init__", "__main__"):
+            out.setdefault(path.stem, []).append(path.relative_to(ROOT).as_posix())
+    return out
+
+
+def _shared(paths) -> dict[str, list[str]]:
+    return {stem: where for stem, where in _basenames(paths).items() if len(where) > 1}
+
+
+def test_no_two_planner_modules_share_a_name():
+    """A newcomer finds a module by its name alone: no two modules under planner/ share one."""
+    assert _shared(sorted(PACKAGE.rglob("*.py"))) == {}
+
+
+def test_planner_module_names_do_not_shadow_the_libraries():
+    """No planner/ module takes the name of a formulas/ or hardware_catalog/ module."""
+    planner = _basenames(PACKAGE.rglob("*.py"))
+    libraries = _basenames(p for pkg in ("formulas", "hardware_catalog")
+                           for p in (ROOT / pkg).rglob("*.py"))
+    assert sorted(set(planner) & set(libraries) - SHARED_WITH_LIBRARIES) == []
+
+
+def test_the_name_check_finds_shared_names():
+    paths = [ROOT / "planner/cli/x.py", ROOT / "planner/analysis/x.py", ROOT / "planner/y.py",
+             ROOT / "planner/cli/__init__.py", ROOT / "planner/analysis/__init__.py"]
+    assert _shared(paths) == {"x": ["planner/cli/x.py", "planner/analysis/x.py"]}
+
+
+def test_command_modules_are_named_after_their_command():
+    """planner/cli/<command>_command.py defines ``capplan <command>``; every such module is
+    registered, so a command module never shares its name with what it calls."""
+    from planner.cli.app import COMMANDS
+
+    assert [module for _, module, *_ in COMMANDS] == [f"{name}_command" for name, *_ in COMMANDS]
+    on_disk = {p.stem for p in (PACKAGE / "cli").glob("*_command.py")}
+    assert on_disk == {module for _, module, *_ in COMMANDS}

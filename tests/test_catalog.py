@@ -118,7 +118,7 @@ def test_accelerator_facts(cat):
 
 def _counts(model) -> tuple[float, float]:
     """(total, active) parameters: the run model's count (planner.engine.model.param_counts)."""
-    from planner.cli.catalog import param_counts_of
+    from planner.cli.catalog_command import param_counts_of
 
     counts = param_counts_of(model)
     return counts["params"], counts["active_params"]
@@ -126,7 +126,7 @@ def _counts(model) -> tuple[float, float]:
 
 def _main_counts(model) -> tuple[float, float]:
     """(total, active) parameters without the MTP modules: what papers publish."""
-    from planner.cli.catalog import param_counts_of
+    from planner.cli.catalog_command import param_counts_of
     from planner.engine.model import param_counts
     from planner.engine.scenario import model_inputs
 
@@ -177,7 +177,7 @@ def test_moe_active_params(cat, model, total, active, rel):
 def test_deepseek_mla_is_counted_exactly(cat):
     """MLA is counted as MLA (issue 13): 18.4M per layer, 1.123B in all, below MHA's count,
     and the main model is the paper's 671B (0.005 %); the MTP module adds its own 11.6B."""
-    from planner.cli.catalog import param_counts_of
+    from planner.cli.catalog_command import param_counts_of
     from planner.engine.model import param_counts
     from planner.engine.scenario import model_inputs
 

@@ -250,7 +250,7 @@ def test_output_file(capsys, tmp_path):
 
 
 def test_module_import_stays_light():
-    code = ("import sys, planner.cli.formula; "
+    code = ("import sys, planner.cli.formula_command; "
             "print(any(m in sys.modules for m in ('sympy', 'numpy', 'formulas')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)

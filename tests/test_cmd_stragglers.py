@@ -7,7 +7,7 @@ import json
 import pytest
 
 from planner.cli.main import main
-from planner.cli.stragglers import parse_gpu_list
+from planner.cli.stragglers_command import parse_gpu_list
 
 USAGE = 2
 

@@ -43,7 +43,7 @@ def _edited(root, relative, text="\n# edited\n"):
     ("formulas/compute.py", ["kernel", "workbook", "native", "formulas", "columns"], []),
     ("planner/engine/model.py", ["kernel", "workbook", "columns"], []),
     # planner.cli.app imports the command modules by name: the CLI docs depend on each one
-    ("planner/cli/sweep.py", ["cli"], ["kernel", "workbook", "columns"]),
+    ("planner/cli/sweep_command.py", ["cli"], ["kernel", "workbook", "columns"]),
     ("hardware_catalog/data/validation/moe_runs.csv", ["validation", "whole-runs"],
      ["kernel", "workbook", "columns"]),
 ])
@@ -94,7 +94,7 @@ def test_the_check_names_the_file_and_the_command(tree, capsys):
 
 def test_the_kernel_is_generated_from_the_model_not_the_whole_engine():
     sources = {str(p.relative_to(ROOT)) for p in fingerprint.sources(BY_NAME["kernel"])}
-    assert {"planner/engine/model.py", "formulas/compute.py", "planner/codegen/kernel.py",
+    assert {"planner/engine/model.py", "formulas/compute.py", "planner/codegen/kernel_source.py",
             "planner/engine/layout_rules.py"} <= sources
     assert "planner/engine/_kernel_generated.py" not in sources  # its own output
     assert "planner/engine/evaluator.py" not in sources  # only planner's lazy __getattr__

@@ -11,7 +11,7 @@ import pytest
 from planner.analysis.simulate import StragglerSpec
 from planner.analysis.stragglers import WhatIf
 from planner.cli.fault_options import FAULT_DEFAULTS
-from planner.cli.stragglers import stragglers
+from planner.cli.stragglers_command import stragglers
 from planner.engine.defaults import STRAGGLERS
 
 

@@ -3,7 +3,7 @@ predicted from user options (rows with phases through ``capplan evaluate --scena
 every ratio in 0.75-1.33x or its missing term named.
 
 A ratio outside the band is ``xfail(strict=True)`` with the missing term of
-:data:`planner.report.whole_runs.MISSING_TERMS`: it fails (XPASS) once the model gains that
+:data:`planner.report.whole_runs_report.MISSING_TERMS`: it fails (XPASS) once the model gains that
 term (phases, evaluation overhead, rollbacks), so the entry is removed then.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from planner.analysis import whole_runs as w
-from planner.cli import whole_runs as runs
-from planner.report import whole_runs as report
+from planner.cli import evaluated_runs as runs
+from planner.report import whole_runs_report as report
 
 RUNS = w.load()
 PAIRS = [(r["run_id"], q) for r in RUNS for q in w.QUANTITIES if r.get(q)]

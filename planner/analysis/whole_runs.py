@@ -11,7 +11,7 @@ No row carries a correction factor: every parameter is the catalog's.
 first stage on fewer GPUs) and ``[faults]`` (checkpoint interval, loss spikes ...) are the
 run's, as a user would write them; the row is then evaluated exactly as
 ``capplan evaluate --scenario FILE`` with the row's options as flags (the same code path,
-which is the command line's: :mod:`planner.cli.whole_runs` runs the rows). Blank means one
+which is the command line's: :mod:`planner.cli.evaluated_runs` runs the rows). Blank means one
 phase of ``tokens`` at the row's layout and batch (``capplan evaluate`` with the row's
 options). This module holds the data and what is compared; it imports nothing above the
 analysis layer.

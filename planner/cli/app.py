@@ -1,7 +1,8 @@
 """The typer application and the explicit registration of every command.
 
-Each command lives in its own module of :mod:`planner.cli` and is registered here,
-in the order ``capplan --help`` lists them.  Command modules import only typer at
+Each command lives in its own module of :mod:`planner.cli`, named
+``<command>_command.py`` (so no command module shares its name with the analysis or
+report module it calls), and is registered here, in the order ``capplan --help`` lists them.  Command modules import only typer at
 module level (numpy, pandas, the catalog and the engine load inside the command),
 so building the app stays cheap and ``capplan --help`` fast.
 """
@@ -24,21 +25,21 @@ def _root():
 #: Every top-level command, in the order ``capplan --help`` lists them: (name, module of
 #: planner.cli, attribute, whether it is a group of subcommands).
 COMMANDS = (
-    ("checkpoint", "checkpoint", "checkpoint", False),
-    ("formula", "formula", "formula_app", True),
-    ("catalog", "catalog", "catalog_app", True),
-    ("prices", "prices", "prices_app", True),
-    ("evaluate", "evaluate", "evaluate", False),
-    ("plan", "plan", "plan", False),
-    ("sweep", "sweep", "sweep", False),
-    ("codesign", "codesign", "codesign", False),
-    ("init", "init", "init", False),
-    ("sensitivity", "sensitivity", "sensitivity", False),
-    ("simulate", "simulate", "simulate", False),
-    ("stragglers", "stragglers", "stragglers", False),
-    ("validate", "validate", "validate", False),
-    ("export", "export", "export_app", True),
-    ("plot", "plot", "plot", False),
+    ("checkpoint", "checkpoint_command", "checkpoint", False),
+    ("formula", "formula_command", "formula_app", True),
+    ("catalog", "catalog_command", "catalog_app", True),
+    ("prices", "prices_command", "prices_app", True),
+    ("evaluate", "evaluate_command", "evaluate", False),
+    ("plan", "plan_command", "plan", False),
+    ("sweep", "sweep_command", "sweep", False),
+    ("codesign", "codesign_command", "codesign", False),
+    ("init", "init_command", "init", False),
+    ("sensitivity", "sensitivity_command", "sensitivity", False),
+    ("simulate", "simulate_command", "simulate", False),
+    ("stragglers", "stragglers_command", "stragglers", False),
+    ("validate", "validate_command", "validate", False),
+    ("export", "export_command", "export_app", True),
+    ("plot", "plot_command", "plot", False),
 )
 
 

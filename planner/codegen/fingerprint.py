@@ -245,7 +245,7 @@ def staleness(step: Step, recorded: dict | None, root: Path = ROOT) -> str | Non
 #: Every generated file, by the step that writes it, in dependency order (a later step may
 #: read an earlier one's output: native reads the kernel, validation the kernel's hash).
 STEPS = (
-    Step("kernel", ("planner.codegen.kernel",), ("planner/engine/_kernel_generated.py",),
+    Step("kernel", ("planner.codegen.kernel_source",), ("planner/engine/_kernel_generated.py",),
          libraries=("sympy",)),
     Step("workbook", ("planner.codegen.workbook",), ("planner/report/_workbook_generated.py",),
          libraries=("sympy",)),
@@ -261,7 +261,7 @@ STEPS = (
           "planner/analysis/_crossval_generated.json",
           "docs/validation.md", "docs/validation.png", "docs/reliability_mttf.png"),
          libraries=("matplotlib",)),
-    Step("whole-runs", ("planner.cli.whole_runs", "planner.report.whole_runs"),
+    Step("whole-runs", ("planner.cli.evaluated_runs", "planner.report.whole_runs_report"),
          ("docs/whole-runs.md", "docs/whole-runs.png"), libraries=("matplotlib",)),
 )
 

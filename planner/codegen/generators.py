@@ -11,13 +11,12 @@ import sys
 from pathlib import Path
 
 from planner.analysis import calibration, crossval, estimates
-from planner.cli import whole_runs as evaluated_runs  # the rows as the command line runs them
-from planner.codegen import cli_docs, column_docs, workbook
-from planner.codegen import kernel as kernel_source
+from planner.cli import evaluated_runs  # the rows as the command line runs them
+from planner.codegen import cli_docs, column_docs, kernel_source, workbook
 from planner.codegen.native_source import MANIFEST, SOURCE
 from planner.codegen.native_source import generate as native_source
 from planner.engine import kernel as generated_kernel
-from planner.report import formula_docs, validation, whole_runs, xlsx
+from planner.report import formula_docs, validation, whole_runs_report, xlsx
 
 
 def write(path: Path, text: str) -> None:
@@ -64,7 +63,7 @@ def validation_results() -> None:
 
 
 def whole_run_results() -> None:
-    whole_runs.write_docs(evaluated_runs.compare())
+    whole_runs_report.write_docs(evaluated_runs.compare())
 
 
 #: Step name -> its writer.

@@ -1,7 +1,7 @@
 """What a typical alternative would change (issue 41 item 2): the alternative software
 stack and site class a run is compared with, and one change as data and as a line
 ("with --stack torchtitan-fsdp2: +35 % GPU-hours"). The re-evaluations themselves are
-the callers' (planner.analysis.alternatives for a plan, capplan evaluate for one run).
+the callers' (planner.analysis.winner_alternatives for a plan, capplan evaluate for one run).
 
 The alternative stack is PyTorch's FSDP2 stack (torchtitan) when the run uses another
 one, else the default stack; the alternative PUE is the site's own (its region's stated

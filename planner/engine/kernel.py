@@ -1,7 +1,7 @@
 """The compiled run-model kernel: load it, and identify its version.
 
 The kernel is generated from :func:`planner.engine.model.run_model` by
-:mod:`planner.codegen.kernel` into ``planner/engine/_kernel_generated.py``
+:mod:`planner.codegen.kernel_source` into ``planner/engine/_kernel_generated.py``
 (committed), so the engine never imports sympy.  Regenerate with
 ``python -m planner.codegen``.
 """

@@ -3,7 +3,7 @@
 :func:`run_model` maps a dict of inputs (every one a float, a numpy array of
 candidates, or a sympy Symbol) to a dict of outputs.  Called with arrays it
 evaluates directly; called with Symbols it yields one sympy expression per
-output, which :mod:`planner.codegen.kernel` compiles into a single numpy function with
+output, which :mod:`planner.codegen.kernel_source` compiles into a single numpy function with
 common subexpressions eliminated.  Discrete choices arrive as numbers: 0/1 flags
 (``selective``, ``full_recompute``, ``sequence_parallel``, ``ckpt_sync`` ...) and
 shard counts computed by :mod:`planner.space` from the ZeRO stage.

@@ -200,7 +200,7 @@ def docs_text(rows: list[dict]) -> str:
 
 def write_docs(rows: list[dict], *, check: bool = False) -> int:
     """Write docs/whole-runs.md and docs/whole-runs.png from the compared ``rows``
-    (:func:`planner.cli.whole_runs.compare`); with ``check`` return 1 if stale."""
+    (:func:`planner.cli.evaluated_runs.compare`); with ``check`` return 1 if stale."""
     code = write_or_check(DOCS / "whole-runs.md", docs_text(rows), check=check,
                           command="python -m planner.codegen")
     if not check:

@@ -124,8 +124,8 @@ def validate(
 
 def _whole_runs(format: str, output, force: bool, plot_file, write_docs: bool) -> None:
     """``validate --whole-runs``: the table, JSON, plot and docs of the whole-run dataset."""
-    from planner.cli.whole_runs import compare
-    from planner.report import whole_runs as report
+    from planner.cli.evaluated_runs import compare
+    from planner.report import whole_runs_report as report
     from planner.report.output import render, write
 
     rows = compare()

@@ -29,13 +29,13 @@ def evaluate(
     """Evaluate one layout: step time and breakdown, memory, MFU, checkpointing, totals."""
     format = output_format(format, output)
     from planner.cli.layout_options import resolve
-    from planner.cli.phases import apply_scenario_file
+    from planner.cli.scenario_phases import apply_scenario_file
     from planner.engine.domains import check
     from planner.report.output import render, write
 
     check({"draws": draws, "seed": seed})
     options, phases = apply_scenario_file(evaluate, options, scenario_file)
-    from planner.cli.phases import scenario_spreads
+    from planner.cli.scenario_phases import scenario_spreads
 
     spreads = scenario_spreads(scenario_file) if uncertainty else None
     grpo_phases = any(dict(p.method).get("method") == "grpo" for p in phases)
@@ -111,7 +111,7 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     """``evaluate --scenario`` with ``[[phases]]``: each phase, then the totals; with
     ``spreads`` (``--uncertainty``) the P10/P50/P90 of the whole run, every phase drawn
     under the same factors and the phases summed per draw."""
-    from planner.cli.phases import phase_table, phases_payload, resolve_phases
+    from planner.cli.scenario_phases import phase_table, phases_payload, resolve_phases
     from planner.engine.phases import in_phase, sum_phases
     from planner.report.output import render, write
 

@@ -133,14 +133,14 @@ def export_xlsx(
 
     check_workbook_target(output, force)  # before the run: one error line, no layout notice
     from planner.cli.fault_options import fault_inputs
-    from planner.cli.phases import apply_scenario_file
+    from planner.cli.scenario_phases import apply_scenario_file
     from planner.engine.readable import count_text
     from planner.engine.spares import resolve_spares
 
     options, phases = apply_scenario_file(export_xlsx, options, scenario_file)
     phase_rows = None
     if phases:  # each phase's run; the Model and Sweep sheets hold the longest phase's
-        from planner.cli.phases import phase_table, resolve_phases
+        from planner.cli.scenario_phases import phase_table, resolve_phases
         from planner.engine.phases import sum_phases
 
         runs = resolve_phases(options, phases)

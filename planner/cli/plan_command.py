@@ -17,7 +17,7 @@ from planner.cli.common import (
 from planner.cli.environment_options import prepend_options
 from planner.cli.rl_options import RL_OPTIONS, refuse_without_grpo, rl_options
 from planner.cli.scenario_options import with_scenario_options
-from planner.cli.workload import MaxCandidatesOption, MaxDrawRowsOption
+from planner.cli.workload_options import MaxCandidatesOption, MaxDrawRowsOption
 from planner.engine.assumptions import assumptions_line
 from planner.engine.columns import plan_summary
 from planner.engine.readable import count_text
@@ -268,7 +268,7 @@ def plan(
     scenario = scenario.with_(confidence=confidence)
     scenario.validate()
     check_output_targets(output, force, plot)  # a bad -o or --plot fails before the search
-    from planner.cli.workload import bounded_plan
+    from planner.cli.workload_options import bounded_plan
 
     with bounded_plan(scenario, v.get("phases"), max_candidates, max_draw_rows,
                       workers) as passes:
@@ -319,7 +319,7 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
     alternatives = []
     if winner is not None:  # what a typical alternative stack or PUE would change
         from hardware_catalog import load_catalog
-        from planner.analysis.alternatives import row_alternatives
+        from planner.analysis.winner_alternatives import row_alternatives
         from planner.engine.alternatives import alternatives_line
 
         alternatives = row_alternatives(

@@ -125,7 +125,7 @@ def simulate(
     """Simulate the whole run (stragglers, failures, checkpoints, restarts) and compare
     the distribution of wall time, GPU-hours, energy and failures with the closed forms."""
     format = output_format(format, output)
-    from planner.cli.phases import apply_scenario_file
+    from planner.cli.scenario_phases import apply_scenario_file
     from planner.engine.domains import check
 
     options, phases = apply_scenario_file(simulate, options, scenario_file)
@@ -140,7 +140,7 @@ def simulate(
     from planner.report.output import render, write
 
     if phases:
-        from planner.cli.phases import resolve_phases
+        from planner.cli.scenario_phases import resolve_phases
         from planner.engine.phases import sum_phases
 
         runs = resolve_phases(options, phases)

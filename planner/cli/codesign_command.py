@@ -35,7 +35,7 @@ def codesign_payload(result, pareto: bool) -> dict:
     (the catalog accelerator: > 1 is better) and the Pareto front (size, rows with ``pareto``)."""
     from dataclasses import asdict
 
-    from planner.cli.plan import summarize
+    from planner.cli.plan_command import summarize
 
     scenario = {k: v for k, v in asdict(result.scenario).items() if k != "extra"}
     base = result.points[0]["best"]

@@ -140,16 +140,32 @@ def expert_tp(x: dict, tp, etp):
     return etp
 
 
-def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
-    """Vectorised :func:`check_layout`: the first broken layout raises with its rule."""
-    sizes = {k: np.asarray(layout[k]) for k in (*CHECKED_SIZES, "dp")}
-    sizes["global_batch"] = np.asarray(layout.get("global_batch", x["global_batch"]))
+def _layout_sizes(x: dict, layout: dict) -> dict[str, np.ndarray]:
+    """The sizes the layout rules read, broadcast to one shape: :data:`CHECKED_SIZES`,
+    ``dp`` and the layout's global batch (the run's when the layout has none)."""
+    names = (*CHECKED_SIZES, "dp", "global_batch")
+    values = (*(layout[k] for k in names[:-1]), layout.get("global_batch", x["global_batch"]))
+    return dict(zip(names, np.broadcast_arrays(*values), strict=True))
+
+
+def layouts_hold(x: dict, layout: dict) -> np.ndarray:
+    """Which layouts (arrays of :data:`CHECKED_SIZES` and ``dp``) obey every layout rule of
+    :data:`planner.engine.layout_rules.VALIDITY` with every size at least 1 (a boolean
+    array of the sizes' broadcast shape)."""
+    sizes = _layout_sizes(x, layout)
     positive = np.minimum.reduce([sizes[k] for k in ("gpus", *CHOSEN_SIZES, "dp")]) >= 1
     with np.errstate(divide="ignore", invalid="ignore"):
         context = context_of(x)
         ok = positive & holding(SimpleNamespace(**sizes, **context),
                                 frozenset(sizes) | frozenset(context))
+    return np.broadcast_to(ok, sizes["gpus"].shape)
+
+
+def check_layouts(x: dict, layout: dict[str, np.ndarray]) -> None:
+    """Vectorised :func:`check_layout`: the first broken layout raises with its rule."""
+    ok = layouts_hold(x, layout)
     if not np.all(ok):
+        sizes = _layout_sizes(x, layout)
         shape = sizes["gpus"].shape if sizes["gpus"].ndim else (1,)
         i = int(np.flatnonzero(~np.broadcast_to(ok, shape))[0])
         pick = {k: int(np.ravel(v)[i] if np.size(v) > 1 else np.ravel(v)[0])

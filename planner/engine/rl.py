@@ -30,15 +30,13 @@ backward pass is twice the forward; recompute adds forwards: ``hfu``/``mfu``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 
 import numpy as np
 
 from formulas import communication, inference
 from hardware_catalog import load_catalog
 from planner.engine.evaluator import LayoutRequest, evaluate_run
-from planner.engine.layout_check import context_of
-from planner.engine.layout_rules import holding
+from planner.engine.layout_check import layouts_hold
 from planner.engine.model import STAGES, step_time
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import check_overrides
@@ -333,18 +331,13 @@ def _request(layout: TrainerLayout, gpus) -> LayoutRequest:
 
 
 def valid_trainer_gpus(x: dict, layout: TrainerLayout, gpus) -> np.ndarray:
-    """Which trainer GPU counts obey the layout rules with these sizes (boolean array)."""
+    """Which trainer GPU counts obey the layout rules with these sizes (boolean array);
+    the trainer steps on the run's global batch (its mini-batch)."""
     gpus = np.atleast_1d(np.asarray(gpus, dtype=int))
-    sizes = {"gpus": gpus, "tp": layout.tp, "pp": layout.pp, "cp": layout.cp,
-             "ep": layout.ep, "etp": layout.tp, "vp": 1, "micro_batch": layout.micro_batch}
-    sizes["dp"] = gpus // (layout.tp * layout.pp * layout.cp)
-    sizes["global_batch"] = x["global_batch"]  # the mini-batch the trainer steps on
-    sizes = {k: np.broadcast_to(np.asarray(v), gpus.shape) for k, v in sizes.items()}
-    context = context_of(x)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ok = (sizes["dp"] >= 1) & holding(SimpleNamespace(**sizes, **context),
-                                          frozenset(sizes) | frozenset(context))
-    return np.broadcast_to(ok, gpus.shape)
+    return layouts_hold(x, {"gpus": gpus, "tp": layout.tp, "pp": layout.pp, "cp": layout.cp,
+                            "ep": layout.ep, "etp": layout.tp, "vp": 1,
+                            "micro_batch": layout.micro_batch,
+                            "dp": gpus // (layout.tp * layout.pp * layout.cp)})
 
 
 def evaluate_trainer(choices: RunChoices, layout: TrainerLayout, gpus, *, catalog=None,

@@ -11,6 +11,7 @@ Every size here is per rank and per micro-batch; times are in seconds, bytes in 
 
 from __future__ import annotations
 
+from .compute import roofline_time
 from .core import formula
 from .ops import ceil, log, maximum, minimum, sqrt
 
@@ -339,10 +340,10 @@ def grouped_gemm_time(copies, width, inner, local_experts, bytes_per_element,
     .. math:: t_{grp} = \\max\\left(\\frac{2 c n k}{P \\eta_{grp}},
         \\frac{e (c k + E_l n k + c n)}{\\beta \\eta_m}\\right)
     """
-    return maximum(2 * copies * width * inner / (peak_flops_per_s * efficiency),
-                   bytes_per_element * (copies * inner + local_experts * inner * width
-                                        + copies * width)
-                   / (memory_bandwidth_bytes_per_s * memory_efficiency))
+    moved = bytes_per_element * (copies * inner + local_experts * inner * width
+                                 + copies * width)
+    return roofline_time(2 * copies * width * inner, moved, peak_flops_per_s, efficiency,
+                         memory_bandwidth_bytes_per_s, memory_efficiency)
 
 
 @formula(reference="Order statistics of routed counts: each of n EP ranks receives a "

@@ -23,7 +23,7 @@ from planner.engine.defaults import (
     PACKINGS,
     REFERENCE_LOGPROBS,
 )
-from planner.errors import CapplanError, did_you_mean, shown
+from planner.errors import CapplanError, choice_error, did_you_mean, shown
 
 #: Methods that train LoRA adapters on a frozen base.
 LORA_METHODS = ("lora", "qlora")
@@ -83,7 +83,7 @@ def not_yet_grpo() -> CapplanError:
 
 def _choice(flag: str, value, allowed) -> None:
     if value not in allowed:
-        raise CapplanError(f"--{flag} {shown(value)} is not one of: {', '.join(allowed)}")
+        raise choice_error(flag, value, allowed)
 
 
 def _only_for(flag: str, value, methods, name: str) -> None:

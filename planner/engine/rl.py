@@ -42,7 +42,7 @@ from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import check_overrides
 from planner.engine.space import RECOMPUTE_CODES, layout_flags
 from planner.engine.spares import resolve_spares
-from planner.errors import CapplanError
+from planner.errors import CapplanError, choice_error
 
 MODES = ("colocated", "disaggregated")
 
@@ -110,7 +110,7 @@ class RLConfig:
     def check(self) -> None:
         """Raise CapplanError (one line: the flag, the allowed values) on a bad value."""
         if self.mode not in MODES:
-            raise CapplanError(f"--rl-mode {self.mode!r} is not one of: {', '.join(MODES)}")
+            raise choice_error("rl-mode", self.mode, MODES)
         for name in ("prompts", "group_size", "updates", "max_num_seqs", "pool_step"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:

@@ -2,7 +2,7 @@
 
 Run: OMP_NUM_THREADS=1 python benchmarks/bench_evaluate.py   (prints a markdown table; copy to
 docs/performance.md).  Rates are CPU time (the machine may be shared); the numpy and the
-compiled kernel (planner.engine.native) are measured alternately in the same run.  The search reductions and the
+compiled kernel (planner.engine.run.native) are measured alternately in the same run.  The search reductions and the
 20.8 M-candidate plan: benchmarks/bench_plan.py.
 """
 
@@ -26,7 +26,7 @@ def configs_per_second(repeats: int = 5, rounds: int = 3) -> tuple[int, dict[str
 
     * ``numpy computed``: the generated numpy kernel over chunks of 4,096, every output
       computed and discarded (the former "computed" row);
-    * ``C computed``: the compiled kernel (planner.engine.native) over the same chunks
+    * ``C computed``: the compiled kernel (planner.engine.run.native) over the same chunks
       into reused output buffers, the GPU-count terms computed once per call as
       ``evaluate_inputs`` does;
     * ``numpy stored`` / ``C stored``: ``evaluate_inputs`` (every output stored in result
@@ -35,12 +35,12 @@ def configs_per_second(repeats: int = 5, rounds: int = 3) -> tuple[int, dict[str
     Measured alternately ``rounds`` times, best of ``repeats`` each, CPU time.
     """
     from hardware_catalog import load_catalog
-    from planner.engine import kernel_run
-    from planner.engine.kernel_run import CHUNK, evaluate_inputs, kernel
-    from planner.engine.model import INPUTS, OUTPUTS
-    from planner.engine.run_inputs import RunChoices, base_inputs
-    from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
-    from planner.engine.spares import resolve_spares
+    from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.run import kernel_run
+    from planner.engine.run.kernel_run import CHUNK, evaluate_inputs, kernel
+    from planner.engine.run.model import INPUTS, OUTPUTS
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
+    from planner.engine.run.spares import resolve_spares
 
     catalog = load_catalog()
     x = base_inputs(catalog, RunChoices(model="llama3-70b", hardware="h100-sxm", tokens=15e12))

@@ -1,7 +1,7 @@
 """Benchmark: this checkout's generated kernel against another generated kernel file.
 
 Run: OMP_NUM_THREADS=1 python benchmarks/bench_kernel_vs.py FORMER_KERNEL.py
-     (e.g. ``git show f5b329f:planner/engine/_kernel_generated.py > /tmp/former_kernel.py``;
+     (e.g. ``git show f5b329f:planner/engine/run/_kernel_generated.py > /tmp/former_kernel.py``;
      both must have the same INPUTS/OUTPUTS)
 
 Both kernels run alternately on the same inputs (llama3-70b on h100-sxm, the default
@@ -31,11 +31,11 @@ def load(path: str):
 
 def main() -> None:
     from hardware_catalog import load_catalog
-    from planner.engine import _kernel_generated as now
-    from planner.engine.kernel_run import CHUNK
-    from planner.engine.model import INPUTS
-    from planner.engine.run_inputs import RunChoices, base_inputs
-    from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.run import _kernel_generated as now
+    from planner.engine.run.kernel_run import CHUNK
+    from planner.engine.run.model import INPUTS
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
 
     former = load(sys.argv[1])
     assert former.INPUTS == now.INPUTS and former.OUTPUTS == now.OUTPUTS

@@ -45,10 +45,15 @@ def former_plan_blocks(scenario, catalog) -> tuple[int, int]:
     """The former search loop: all outputs of every block stored, a lexsort per objective."""
     from reference_reductions import reference_kept_rows
 
-    from planner.engine.kernel_run import evaluate_inputs
-    from planner.engine.optimize import KEEP_COLUMNS, OBJECTIVE_COLUMNS, PLAN_CHUNK, feasible_mask
-    from planner.engine.run_inputs import RunChoices, base_inputs
-    from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.run.kernel_run import evaluate_inputs
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
+    from planner.engine.search.optimize import (
+        KEEP_COLUMNS,
+        OBJECTIVE_COLUMNS,
+        PLAN_CHUNK,
+        feasible_mask,
+    )
 
     s = scenario
     options = SpaceOptions(min_gpus=s.min_gpus, max_gpus=s.max_gpus)
@@ -74,10 +79,10 @@ def former_plan_blocks(scenario, catalog) -> tuple[int, int]:
 
 
 def current_plan_blocks(scenario, catalog) -> tuple[int, int]:
-    """The same loop with :func:`planner.engine.optimize.reduce_block`."""
-    from planner.engine.optimize import PLAN_CHUNK, reduce_block
-    from planner.engine.run_inputs import RunChoices, base_inputs
-    from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
+    """The same loop with :func:`planner.engine.search.optimize.reduce_block`."""
+    from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
+    from planner.engine.search.optimize import PLAN_CHUNK, reduce_block
 
     s = scenario
     options = SpaceOptions(min_gpus=s.min_gpus, max_gpus=s.max_gpus)
@@ -102,7 +107,7 @@ def reductions(frontier, repeats: int) -> list[tuple[str, float, float]]:
     """Best-per-group on real blocks and the Pareto mask of the plan's feasible frontier."""
     from reference_reductions import reference_group_best, reference_pareto_mask
 
-    from planner.engine.reductions import GroupMinimum, pareto_mask
+    from planner.engine.run.reductions import GroupMinimum, pareto_mask
 
     rng = np.random.default_rng(0)
     feasible = frontier.loc[frontier["feasible"].astype(bool)]
@@ -148,7 +153,7 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from hardware_catalog import load_catalog
     from planner import plan
-    from planner.engine.scenario import Scenario
+    from planner.engine.inputs.scenario import Scenario
 
     catalog = load_catalog()
     changes = {"model": "llama3-70b", "max_gpus": 2048} if args.quick else BIG

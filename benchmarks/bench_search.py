@@ -1,4 +1,4 @@
-"""Benchmark: the compiled search loop (planner/engine/native_search.py) against the numpy
+"""Benchmark: the compiled search loop (planner/engine/search/native_search.py) against the numpy
 block loop, and the Mixtral plan of issue 17 on one thread and on every core.
 
 Run:  python benchmarks/bench_search.py [--model mixtral-8x7b] [--hardware h100-sxm]
@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 def search_alone(x, space, repeat: int) -> float:
     """Best wall seconds of one ``native_search.search`` over the whole space."""
-    from planner.engine import native_search
-    from planner.engine.kernel_run import needed_outputs
-    from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS
+    from planner.engine.run.kernel_run import needed_outputs
+    from planner.engine.search import native_search
+    from planner.engine.search.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS
 
     keywords = {"outputs": needed_outputs(("memory_per_gpu_bytes", *SEARCH_COLUMNS)),
                 "objectives": tuple(OBJECTIVE_COLUMNS.values()),
@@ -54,7 +54,7 @@ def search_alone(x, space, repeat: int) -> float:
 
 def plan_cpu(scenario: dict, loop: bool, repeat: int):
     """(best CPU seconds, frontier) of ``plan(**scenario)`` on one thread, caches warm."""
-    import planner.engine.optimize as optimize
+    import planner.engine.search.optimize as optimize
 
     compiled_slice = optimize.compiled_slice
     if loop:
@@ -95,9 +95,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from hardware_catalog import load_catalog
-    from planner.engine.optimize import layout_space
-    from planner.engine.run_inputs import RunChoices, base_inputs
-    from planner.engine.space import SpaceOptions
+    from planner.engine.layouts.space import SpaceOptions
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
+    from planner.engine.search.optimize import layout_space
 
     catalog = load_catalog()
     x = base_inputs(catalog, RunChoices(model=args.model, hardware=args.hardware,

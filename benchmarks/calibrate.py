@@ -2,7 +2,7 @@
 
 Procedure (``python benchmarks/calibrate.py``; it prints the fitted values and the residual
 MAPE of every dataset, fit subset and held-out rows separately; ``--write`` puts the fitted
-values into the catalog and planner/engine/execution.toml, keeping each entry's ``source``):
+values into the catalog and planner/engine/inputs/execution.toml, keeping each entry's ``source``):
 
 1. Cases: :func:`planner.analysis.validate.load_cases` maps every measured run to kernel inputs
    (rules in docs/validation.md), each on the software stack it ran on
@@ -177,7 +177,7 @@ def write_values(values: dict) -> None:
     for (owners, name), value in values.items():
         for owner in owners:
             if owner == "*":
-                replace_value(ROOT / "planner" / "engine" / "execution.toml",
+                replace_value(ROOT / "planner" / "engine" / "inputs" / "execution.toml",
                               rf"(\[{name}\]\nvalue = )[^\n]+", value)
                 continue
             hw = ""

@@ -1,7 +1,7 @@
 """Write tests/data/kernel_reference.npz: kernel inputs and outputs of a fixed set of layouts.
 
 The fixture pins the numbers the generated kernel produces, so that a refactoring of
-the run model (planner/engine/model.py) can be checked to change nothing
+the run model (planner/engine/run/model.py) can be checked to change nothing
 (tests/test_kernel_reference.py, relative tolerance 1e-12).  It spans dense, MoE, GQA
 and tied-embedding models, eight accelerators, every recompute mode, ZeRO stage,
 TP/PP/CP/EP/VP, flash attention on/off, the four checkpoint schemes, both cost bases,
@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's code, not an installed capplan
 
 from hardware_catalog import load_catalog  # noqa: E402
-from planner.engine.kernel_run import evaluate_inputs  # noqa: E402
-from planner.engine.model import INPUTS, OUTPUTS  # noqa: E402
-from planner.engine.run_inputs import RunChoices, base_inputs  # noqa: E402
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags  # noqa: E402
+from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags  # noqa: E402
+from planner.engine.run.kernel_run import evaluate_inputs  # noqa: E402
+from planner.engine.run.model import INPUTS, OUTPUTS  # noqa: E402
+from planner.engine.run.run_inputs import RunChoices, base_inputs  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "kernel_reference.npz"
 ROWS_PER_CASE = 24

@@ -644,7 +644,7 @@ def tp_collectives_per_layer(full_recompute):
 
 
 @formula(reference="Fixed start-up cost per call, the alpha of " + HOCKNEY + " paid once per "
-         "collective call (value fitted: planner/engine/execution.toml)",
+         "collective call (value fitted: planner/engine/inputs/execution.toml)",
          domain={"collective_overhead_s": ">=0", "ranks": ">=1"},
          symbols={"collective_overhead_s": "t_c", "ranks": "n"}, result_latex="t_{call}")
 def collective_overhead_time(collective_overhead_s, ranks):

@@ -274,7 +274,7 @@ class Catalog:
         self.origins = origins
         self.version = version
         self.dirs = dirs
-        #: the user's own price quote files (``--prices``), read by planner.engine.pricing
+        #: the user's own price quote files (``--prices``), read by planner.engine.economics.pricing
         self.price_files: tuple[str, ...] = ()
 
     def table(self, kind: str) -> dict[str, Entry]:

@@ -175,7 +175,7 @@ class Accelerator(Entry):
     peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
     peak_fp8_flops_per_s: Quantity | None = None  # dense; None when unsupported
     # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
-    # ``--precision fp4`` runs the GEMMs at this peak (planner.engine.scenario.PRECISIONS).
+    # ``--precision fp4`` runs the GEMMs at this peak (planner.engine.inputs.scenario.PRECISIONS).
     peak_fp4_flops_per_s: Quantity | None = None
     # dense 6-bit float (OCP MXFP6) matrix peak (Blackwell: the FP8 rate; CDNA 4: the FP4
     # rate); None when the part has no FP6 path
@@ -195,14 +195,14 @@ class Accelerator(Entry):
     gemm_max_efficiency: Quantity  # bf16 (and fp16/tf32) large-GEMM fraction of peak
     gemm_half_efficiency_dim: Quantity
     # fp8 large-GEMM fraction of the fp8 peak (per-tensor scaled, Transformer Engine);
-    # None: the bf16 value is used (planner.engine.scenario.gemm_efficiency)
+    # None: the bf16 value is used (planner.engine.inputs.scenario.gemm_efficiency)
     gemm_max_efficiency_fp8: Quantity | None = None
     # fp4 (NVFP4 / MXFP4) large-GEMM fraction of the fp4 peak; None: the fp8 value
     gemm_max_efficiency_fp4: Quantity | None = None
     # MoE grouped GEMMs (formulas.moe.grouped_gemm_efficiency): tile rows along the tokens
     # (Hopper wgmma 128, Blackwell 2-CTA tcgen05 256) and the tokens per expert and inner
     # size at which its fixed per-tile costs halve the efficiency; None: the GEMM tile of
-    # planner/engine/execution.toml and gemm_half_efficiency_dim for both
+    # planner/engine/inputs/execution.toml and gemm_half_efficiency_dim for both
     grouped_gemm_tile_tokens: Quantity | None = None
     grouped_gemm_token_half_dim: Quantity | None = None
     grouped_gemm_inner_half_dim: Quantity | None = None
@@ -470,7 +470,7 @@ class ModelSpec(Entry):
     def moe_layers(self) -> int:
         return self.layers - self.dense_layers if self.is_moe else 0
 
-    # Parameter counts are physics, not data: planner.engine.model.param_counts.
+    # Parameter counts are physics, not data: planner.engine.run.model.param_counts.
 
 
 class ReliabilityProfile(Entry):
@@ -549,8 +549,8 @@ class StackOnAccelerator(BaseModel):
 class SoftwareStack(Entry):
     """A training software stack: what its kernels and schedules overlap and fuse.
 
-    Each value is a run-model input of the same name (planner/engine/model.py ``INPUTS``);
-    the stack's values replace planner/engine/execution.toml's for the run.
+    Each value is a run-model input of the same name (planner/engine/run/model.py ``INPUTS``);
+    the stack's values replace planner/engine/inputs/execution.toml's for the run.
     """
 
     kind: Literal["stack"]
@@ -582,7 +582,7 @@ class SoftwareStack(Entry):
     # optimizer-state bytes per parameter: fp32 master weights and Adam moments (12), or
     # BF16 moments (8: DeepSeek-V3 s3.3.1; Megatron-Core's precision-aware optimizer)
     optimizer_bytes_per_param: Quantity
-    # MoE token dispatch and host launches (issue 27; unset: planner/engine/execution.toml):
+    # MoE token dispatch and host launches (issue 27; unset: planner/engine/inputs/execution.toml):
     # 1 if tokens are dispatched in FP8 under FP8 recipes (combine stays BF16), else 0
     fp8_dispatch: Quantity | None = None
     # 1 if the dispatcher sends a token once per destination scale-up domain and forwards
@@ -608,7 +608,7 @@ class SoftwareStack(Entry):
     recompute_moe_act: Quantity | None = None
     moe_act_input_bytes: Quantity | None = None
     # HBM traffic of the element-wise ops (norms, activation, rotary embedding, residual
-    # adds) relative to fused kernels (1; unset: planner/engine/execution.toml): eager
+    # adds) relative to fused kernels (1; unset: planner/engine/inputs/execution.toml): eager
     # PyTorch runs each as several kernels, with fp32 upcasts, each reading and writing HBM
     elementwise_traffic_factor: Quantity | None = None
     # the attention variants the stack's fused kernel covers (unset: planner/engine/

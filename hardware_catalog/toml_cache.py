@@ -57,7 +57,7 @@ class _Malformed(ValueError):
 
 def cache_dir() -> Path | None:
     """capplan's cache folder (this cache's, and the compiled kernels' of
-    :mod:`planner.engine.native`), or ``None`` when disabled."""
+    :mod:`planner.engine.run.native`), or ``None`` when disabled."""
     setting = os.environ.get(ENV_VAR)
     if setting is not None and setting.strip().lower() in ("off", "0", "none", ""):
         return None

@@ -35,15 +35,14 @@ __all__ = ["evaluate", "plan", "Scenario", "PlanResult"]
 
 def __getattr__(name):
     if name == "evaluate":
-        from planner.engine.evaluator import evaluate
+        from planner.engine.layouts.evaluator import evaluate
 
         return evaluate
     if name in ("plan", "PlanResult"):
-        from planner.engine import optimize
-
+        from planner.engine.search import optimize
         return getattr(optimize, name)
     if name == "Scenario":
-        from planner.engine.scenario import Scenario
+        from planner.engine.inputs.scenario import Scenario
 
         return Scenario
     raise AttributeError(f"module 'planner' has no attribute {name!r}")

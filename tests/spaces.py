@@ -1,7 +1,7 @@
 """Kernel inputs of a real layout space, for the tests that evaluate whole spaces."""
 
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
+from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 
 
 def space_inputs(catalog, model, hardware, *, tokens=15e12, **options):

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner import evaluate, plan
-from planner.engine.call_checks import MAX_CANDIDATES
+from planner.engine.inputs.call_checks import MAX_CANDIDATES
 from planner.errors import CapplanError
 
 BASE = dict(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1, global_batch=512,

@@ -123,10 +123,14 @@ def test_package_root_is_small():
 
 #: The package layers, lowest first: a module may import its own layer and those below,
 #: never one above (docs/architecture.md: cli -> analysis, report -> engine -> formulas,
-#: catalog).  planner.codegen is a build tool: it reads every layer, and no layer reads it.
+#: catalog; inside the engine its rooms: search -> layouts -> run -> inputs -> economics).  planner.codegen is a build tool: it reads every layer, and no layer reads it.
 LAYERS = (
     ("formulas", "hardware_catalog", "planner.errors", "planner.version"),
-    ("planner.engine",),
+    ("planner.engine", "planner.engine.economics"),
+    ("planner.engine.inputs",),
+    ("planner.engine.run",),
+    ("planner.engine.layouts",),
+    ("planner.engine.search",),
     ("planner.analysis", "planner.report"),
     ("planner", "planner.cli", "planner.__main__"),
     ("planner.codegen",),
@@ -277,3 +281,22 @@ def test_command_modules_are_named_after_their_command():
     assert [module for _, module, *_ in COMMANDS] == [f"{name}_command" for name, *_ in COMMANDS]
     on_disk = {p.stem for p in (PACKAGE / "cli").glob("*_command.py")}
     assert on_disk == {module for _, module, *_ in COMMANDS}
+
+
+#: The engine's rooms, lowest first (docs/architecture.md): each a sub-package whose
+#: ``__init__`` says in a paragraph what job it holds.
+ENGINE_ROOMS = ("economics", "inputs", "run", "layouts", "search")
+
+
+def test_every_engine_module_is_in_a_room_that_says_its_job():
+    engine = PACKAGE / "engine"
+    loose = [p.name for p in engine.glob("*.py") if p.name != "__init__.py"]
+    assert not loose, f"planner/engine/ modules outside a room: {loose}"
+    rooms = sorted(p.name for p in engine.iterdir() if (p / "__init__.py").is_file())
+    assert rooms == sorted(ENGINE_ROOMS)
+    for room in ENGINE_ROOMS:
+        doc = ast.get_docstring(ast.parse((engine / room / "__init__.py").read_text()))
+        assert doc and len(doc.split()) >= 20, f"planner/engine/{room}/__init__.py: no docstring"
+    layer_rooms = [p.rpartition(".")[2] for layer in LAYERS for p in layer
+                   if p.startswith("planner.engine.")]
+    assert layer_rooms == list(ENGINE_ROOMS), "LAYERS lists the rooms in their order"

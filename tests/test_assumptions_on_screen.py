@@ -13,9 +13,9 @@ import pytest
 from hardware_catalog import clear_cache
 from hardware_catalog.loader import ENV_VAR
 from planner.cli.main import main
-from planner.engine.assumptions import MOE_STACK, network_text
-from planner.engine.defaults import DEFAULTS
-from planner.engine.readable import device_word, readable_label, table_amount
+from planner.engine.inputs.assumptions import MOE_STACK, network_text
+from planner.engine.inputs.defaults import DEFAULTS
+from planner.engine.run.readable import device_word, readable_label, table_amount
 
 SMALL = ["--model", "llama2-7b", "--tokens", "1e9", "--min-gpus", "8", "--max-gpus", "64",
          "--hardware", "h100-sxm,tpu-v6e"]
@@ -145,7 +145,7 @@ def test_one_rent_vs_buy_paragraph_per_plan(capsys):
 def test_accelerator_neutral_words():
     assert device_word("tpu-v6e") == "chips" and device_word("trn2") == "chips"
     assert device_word("gaudi3") == "accelerators" and device_word("h100-sxm") == "GPUs"
-    from planner.engine.explain import plan_text
+    from planner.engine.search.explain import plan_text
 
     row = {"hardware": "tpu-v6e", "gpus": 256, "wall_days": 3.0, "cost_usd": 1e6,
            "peak_power_mw": 0.2}

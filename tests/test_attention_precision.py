@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from hardware_catalog import load_catalog
-from planner.engine.codesign import PARAMETERS, kernel_inputs
-from planner.engine.evaluator import evaluate
-from planner.engine.scenario import attention_precision, hardware_inputs
+from planner.engine.inputs.scenario import attention_precision, hardware_inputs
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.search.codesign import PARAMETERS, kernel_inputs
 from planner.errors import CapplanError
 
 RUN = dict(model="llama3-70b", hardware="h100-sxm", gpus=64, tp=8, pp=2, vp=1, cp=1,

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formulas import batch
-from planner.engine.evaluator import evaluate
-from planner.engine.optimize import plan
-from planner.engine.scenario import Scenario
-from planner.engine.space import batch_candidates
+from planner.engine.inputs.scenario import Scenario
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.layouts.space import batch_candidates
+from planner.engine.search.optimize import plan
 from planner.report.plot import scaling_curves
 from tests.test_bad_files_and_values import one_line_usage_error, run_cli
 

@@ -14,7 +14,7 @@ from formulas.carbon import (
 
 def test_cci_unit_conversion_to_grams_per_exaflop():
     # 1 tCO2e on 1e24 FLOP = 1e6 g / 1e6 EFLOP = 1 g/EFLOP
-    from planner.engine.columns import column, conversion_factor
+    from planner.engine.run.columns import column, conversion_factor
 
     kg_per_flop = compute_carbon_intensity(1000.0, 1e24)
     assert kg_per_flop / conversion_factor(column("cci_g_per_eflop")) == pytest.approx(1.0)
@@ -38,7 +38,7 @@ def test_cci_and_tcdp_scale_linearly(co2e, flops, k):
 
 
 def test_kernel_cci_and_tcdp_match_the_formulas(catalog):
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     r = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8,
                  pp=4, tokens=15e12).iloc[0]
@@ -56,7 +56,7 @@ def test_kernel_cci_and_tcdp_match_the_formulas(catalog):
 
 @pytest.fixture(scope="module")
 def small_plan(catalog):
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
 
     return plan(model="llama2-7b", tokens=2e12, hardware=["h100-sxm", "a100-80gb"],
                 max_gpus=512, catalog=catalog)

@@ -117,7 +117,7 @@ def test_accelerator_facts(cat):
 
 
 def _counts(model) -> tuple[float, float]:
-    """(total, active) parameters: the run model's count (planner.engine.model.param_counts)."""
+    """(total, active) parameters: the run model's count (planner.engine.run.model.param_counts)."""
     from planner.cli.catalog_command import param_counts_of
 
     counts = param_counts_of(model)
@@ -127,8 +127,8 @@ def _counts(model) -> tuple[float, float]:
 def _main_counts(model) -> tuple[float, float]:
     """(total, active) parameters without the MTP modules: what papers publish."""
     from planner.cli.catalog_command import param_counts_of
-    from planner.engine.model import param_counts
-    from planner.engine.scenario import model_inputs
+    from planner.engine.inputs.scenario import model_inputs
+    from planner.engine.run.model import param_counts
 
     main = param_counts({**model_inputs(model), "mtp_layers": 0.0})
     assert main["params"] == param_counts_of(model)["params"] - param_counts_of(model)["mtp_params"]
@@ -178,8 +178,8 @@ def test_deepseek_mla_is_counted_exactly(cat):
     """MLA is counted as MLA (issue 13): 18.4M per layer, 1.123B in all, below MHA's count,
     and the main model is the paper's 671B (0.005 %); the MTP module adds its own 11.6B."""
     from planner.cli.catalog_command import param_counts_of
-    from planner.engine.model import param_counts
-    from planner.engine.scenario import model_inputs
+    from planner.engine.inputs.scenario import model_inputs
+    from planner.engine.run.model import param_counts
 
     m = cat.model("deepseek-v3")
     assert mla_overcount(m) == 61 * 18_413_568 == 1_123_227_648

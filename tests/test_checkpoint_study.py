@@ -15,7 +15,7 @@ from planner.analysis.checkpoint_study import (
     parse_schemes,
     run_study,
 )
-from planner.engine.evaluator import evaluate
+from planner.engine.layouts.evaluator import evaluate
 from planner.errors import CapplanError
 
 JOB = dict(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4, tokens=15e12)

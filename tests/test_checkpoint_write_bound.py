@@ -7,7 +7,7 @@ copies), as it is not persisted on the recovery path (Gemini, SOSP 2023)."""
 
 import pytest
 
-from planner.engine.evaluator import evaluate
+from planner.engine.layouts.evaluator import evaluate
 
 #: 988 GB: Llama 3 70B at 14 bytes a parameter, the checkpoint of issue 41.
 LLAMA3_70B_CHECKPOINT_BYTES = 988e9

@@ -156,12 +156,12 @@ def test_model_and_hardware_from_toml_files(capsys):
 
 
 def test_ctrl_c_exits_130_and_debug_shows_traceback(capsys, monkeypatch):
-    import planner.engine.optimize
+    import planner.engine.search.optimize
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(planner.engine.optimize, "plan", interrupted)
+    monkeypatch.setattr(planner.engine.search.optimize, "plan", interrupted)
     code, out, err = run(capsys, ["plan", "--format", "json"])
     assert code == 130 and "interrupted" in err and "Traceback" not in err
     monkeypatch.undo()

@@ -13,9 +13,9 @@ import pytest
 
 from planner.analysis.simulate import StragglerSpec, simulate_stragglers
 from planner.cli.main import main
-from planner.engine.evaluator import evaluate
-from planner.engine.model import run_stages
-from planner.engine.spares import resolve_spares
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.run.model import run_stages
+from planner.engine.run.spares import resolve_spares
 
 USAGE = 2
 RUN = ["-m", "llama3.1-405b", "-n", "16384", "--reliability", "llama3-405b",
@@ -152,7 +152,7 @@ def test_bad_faults_section_gives_one_line(capsys, tmp_path, body, needle):
                                         ("failure_detection_s", -1), ("spare_nodes", -2),
                                         ("slow_node_fraction", 2)])
 def test_bad_run_model_overrides_are_refused(name, value):
-    from planner.engine.scenario import check_overrides
+    from planner.engine.inputs.scenario import check_overrides
     from planner.errors import CapplanError
 
     with pytest.raises(CapplanError, match=name):

@@ -41,7 +41,7 @@ def _edited(root, relative, text="\n# edited\n"):
 
 @pytest.mark.parametrize("source,stale,fresh", [
     ("formulas/compute.py", ["kernel", "workbook", "native", "formulas", "columns"], []),
-    ("planner/engine/model.py", ["kernel", "workbook", "columns"], []),
+    ("planner/engine/run/model.py", ["kernel", "workbook", "columns"], []),
     # planner.cli.app imports the command modules by name: the CLI docs depend on each one
     ("planner/cli/sweep_command.py", ["cli"], ["kernel", "workbook", "columns"]),
     ("hardware_catalog/data/validation/moe_runs.csv", ["validation", "whole-runs"],
@@ -81,12 +81,12 @@ def test_a_new_pin_makes_its_steps_stale(tree):
 
 
 def test_the_check_names_the_file_and_the_command(tree, capsys):
-    path, before = _edited(tree, "planner/engine/layout_rules.py")
+    path, before = _edited(tree, "planner/engine/inputs/layout_rules.py")
     try:
         assert codegen.check([BY_NAME["kernel"]], tree) == 1
         err = capsys.readouterr().err
-        assert "planner/engine/_kernel_generated.py" in err
-        assert "planner/engine/layout_rules.py" in err
+        assert "planner/engine/run/_kernel_generated.py" in err
+        assert "planner/engine/inputs/layout_rules.py" in err
         assert "run: python -m planner.codegen --only kernel" in err
     finally:
         path.write_bytes(before)
@@ -94,10 +94,10 @@ def test_the_check_names_the_file_and_the_command(tree, capsys):
 
 def test_the_kernel_is_generated_from_the_model_not_the_whole_engine():
     sources = {str(p.relative_to(ROOT)) for p in fingerprint.sources(BY_NAME["kernel"])}
-    assert {"planner/engine/model.py", "formulas/compute.py", "planner/codegen/kernel_source.py",
-            "planner/engine/layout_rules.py"} <= sources
-    assert "planner/engine/_kernel_generated.py" not in sources  # its own output
-    assert "planner/engine/evaluator.py" not in sources  # only planner's lazy __getattr__
+    assert {"planner/engine/run/model.py", "formulas/compute.py", "planner/codegen/kernel_source.py",
+            "planner/engine/inputs/layout_rules.py"} <= sources
+    assert "planner/engine/run/_kernel_generated.py" not in sources  # its own output
+    assert "planner/engine/layouts/evaluator.py" not in sources  # only planner's lazy __getattr__
 
 
 def test_generation_refuses_unpinned_libraries(monkeypatch):
@@ -112,7 +112,7 @@ def test_the_check_imports_no_generator():
     generators (which import the whole house)."""
     code = ("import sys; from planner.codegen.__main__ import main; rc = main(['--check']); "
             "print(rc, 'sympy' in sys.modules, 'planner.codegen.generators' in sys.modules, "
-            "'planner.engine.model' in sys.modules)")
+            "'planner.engine.run.model' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=ROOT)
     assert result.stdout.split() == ["0", "False", "False", "False"], result.stderr

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from planner.cli.main import main
-from planner.engine.codesign import codesign, parse_vary
-from planner.engine.distributed import check_scheduler, run_tasks
-from planner.engine.optimize import plan
-from planner.engine.scenario import Scenario
-from planner.engine.space import LayoutSpace, SpaceOptions, enumerate_layouts
+from planner.engine.inputs.scenario import Scenario
+from planner.engine.layouts.space import LayoutSpace, SpaceOptions, enumerate_layouts
+from planner.engine.search.codesign import codesign, parse_vary
+from planner.engine.search.distributed import check_scheduler, run_tasks
+from planner.engine.search.optimize import plan
 from planner.errors import CapplanError
 
 SMALL = Scenario(model="llama2-7b", tokens=2e12, hardware=("h100-sxm",), min_gpus=8,
@@ -123,7 +123,7 @@ def test_cli_errors_are_one_line(capsys):
 
 
 def test_ctrl_c_exits_130_with_one_line(capsys, monkeypatch):
-    import planner.engine.codesign as engine
+    import planner.engine.search.codesign as engine
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -161,7 +161,7 @@ def test_dask_runs_tasks_in_order_and_cancels_on_ctrl_c():
 
 @needs_dask
 def test_plan_on_dask_threads_equals_in_process(catalog):
-    from planner.engine.kernel import build_partial_kernel
+    from planner.engine.run.kernel import build_partial_kernel
 
     s = SMALL.with_(hardware=("h100-sxm", "a100-80gb"))
     build_partial_kernel.cache_clear()  # the threads build the partial kernels at once (a lock)
@@ -194,7 +194,7 @@ def _fails_at_three(x):
 
 
 def test_in_process_threads_keep_task_order_progress_and_errors():
-    from planner.engine.distributed import usable_cores
+    from planner.engine.search.distributed import usable_cores
 
     assert usable_cores() >= 1
     seen = []
@@ -244,9 +244,9 @@ def test_each_table_row_is_one_plan(capsys, objective):
 def test_purchase_price_sets_the_capital_with_its_node_share(catalog):
     """An absolute purchase price is the accelerator's: the capital per GPU the run model
     reads adds the node, network and storage share, as for the catalog accelerator."""
-    from planner.engine.codesign import hardware_points
-    from planner.engine.ownership import ownership_inputs
-    from planner.engine.run_inputs import RunChoices, base_inputs
+    from planner.engine.economics.ownership import ownership_inputs
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
+    from planner.engine.search.codesign import hardware_points
 
     acc = catalog.accelerator("h100-sxm")
     x = base_inputs(catalog, RunChoices(model="llama2-7b", hardware="h100-sxm"))

@@ -1,4 +1,4 @@
-"""The column registry (planner/engine/columns.py) and everything derived from it.
+"""The column registry (planner/engine/run/columns.py) and everything derived from it.
 
 The golden files under tests/data/columns/ are the JSON and CSV outputs of ``capplan
 evaluate`` and ``capplan plan`` captured before the registry existed (commit 8f2dc44);
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.engine import columns
-from planner.engine.columns import (
+from planner.engine.run import columns
+from planner.engine.run.columns import (
     COLUMNS,
     FINISH,
     GROUPS,
@@ -84,15 +84,15 @@ def test_names_are_unique_and_fields_valid():
 
 
 def test_kernel_columns_are_the_generated_kernels_outputs_in_order():
-    from planner.engine import _kernel_generated
-    from planner.engine.model import OUTPUTS
+    from planner.engine.run import _kernel_generated
+    from planner.engine.run.model import OUTPUTS
 
     assert tuple(columns.kernel_outputs()) == _kernel_generated.OUTPUTS
     assert OUTPUTS == columns.kernel_outputs()
 
 
 def test_the_registry_is_the_run_models_outputs_with_each_derived_column_after_its_anchor():
-    from planner.engine.model import OUTPUT_COLUMNS
+    from planner.engine.run.model import OUTPUT_COLUMNS
 
     assert tuple(c for c in COLUMNS if c.source == KERNEL) == OUTPUT_COLUMNS
     assert COLUMNS[:len(columns.LEADING)] == columns.LEADING
@@ -141,8 +141,8 @@ KNOWN_HIDDEN_UNITS = {
 
 @pytest.fixture(scope="module")
 def one_layout(catalog):
-    from planner.engine.evaluator import evaluate
-    from planner.engine.model import INPUTS
+    from planner.engine.layouts.evaluator import evaluate
+    from planner.engine.run.model import INPUTS
 
     _, x = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm", gpus=1024,
                     tp=8, pp=4, tokens=15e12, return_inputs=True)
@@ -153,8 +153,8 @@ def one_layout(catalog):
 def test_kernel_units_scale_with_the_inputs_units(one_layout, dimension):
     """Measure every input of one dimension in a unit 7x smaller: each output must change by
     7**(its unit's exponent).  The declared units of kernel and inputs must agree."""
-    from planner.engine.kernel_run import evaluate_inputs
-    from planner.engine.model import INPUTS
+    from planner.engine.run.kernel_run import evaluate_inputs
+    from planner.engine.run.model import INPUTS
 
     factor = 7.0
     scaled = {k: v * factor ** exponents(INPUTS[k][0])[dimension] for k, v in one_layout.items()}
@@ -195,9 +195,9 @@ def test_docs_columns_md_is_up_to_date():
 def design_space(catalog, model: str, hardware: str, max_gpus: int, **overrides) -> dict:
     """Every layout the search enumerates for ``model`` on ``hardware`` up to ``max_gpus``,
     evaluated at once: the kernel inputs and the evaluator's outputs (``finish`` included)."""
-    from planner.engine.kernel_run import evaluate_inputs
-    from planner.engine.run_inputs import RunChoices, base_inputs
-    from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags
+    from planner.engine.run.kernel_run import evaluate_inputs
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
 
     x = base_inputs(catalog, RunChoices(model=model, hardware=hardware, tokens=1e12))
     x.update(overrides)
@@ -252,7 +252,7 @@ def test_every_step_part_has_a_label_and_its_own_colour():
 
 
 def test_plotted_parts_sum_to_the_step_and_wall_time(catalog):
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
     from planner.report import plot
     from planner.report.tables import time_breakdown
 
@@ -269,7 +269,7 @@ def test_plotted_parts_sum_to_the_step_and_wall_time(catalog):
 
 
 def test_evaluator_returns_every_engine_column_and_conversions_are_exact(spaces):
-    from planner.engine.space import LAYOUT_COLUMNS
+    from planner.engine.layouts.space import LAYOUT_COLUMNS
 
     for out in spaces:
         computed = {c.name for c in COLUMNS if c.source in (KERNEL, FINISH)}
@@ -280,7 +280,7 @@ def test_evaluator_returns_every_engine_column_and_conversions_are_exact(spaces)
 
 
 def test_evaluate_frame_names_the_largest_memory_term(catalog):
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     frame = evaluate(catalog=catalog, model="llama3-70b", hardware="h100-sxm",
                      gpus=np.array([64, 1024]), tp=8, pp=np.array([8, 1]), zero=0)
@@ -290,7 +290,7 @@ def test_evaluate_frame_names_the_largest_memory_term(catalog):
 
 
 def test_frontier_keeps_the_kept_columns(catalog):
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
 
     result = plan(model="llama2-7b", tokens=2e12, hardware=["h100-sxm"], max_gpus=64,
                   catalog=catalog)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from formulas.cost import committed_time
 from planner.cli.main import main
-from planner.engine.evaluator import evaluate
+from planner.engine.layouts.evaluator import evaluate
 
 DAY_S = 86400.0
 YEAR_TERM_S = 365 * DAY_S  # AWS: one year = 31,536,000 s

@@ -10,15 +10,15 @@ from hypothesis import strategies as st
 
 from planner.analysis.confidence import margins, plan_at_confidence
 from planner.analysis.uncertainty import default_spreads, plan_uncertainty
-from planner.engine.domains import (
+from planner.engine.inputs.domains import (
     CONFIDENCE_RANGE,
     MARGIN_DRAWS,
     MAX_MARGIN_DRAWS,
     TAIL_DRAWS,
     margin_draws,
 )
-from planner.engine.optimize import plan
-from planner.engine.scenario import Scenario
+from planner.engine.inputs.scenario import Scenario
+from planner.engine.search.optimize import plan
 from planner.errors import CapplanError
 
 #: A small run whose cheapest plan the 15-day deadline binds at P50 (128 GPUs, 14.2 days;

@@ -106,10 +106,10 @@ def test_distributed_codesign_table_is_the_current_output(tmp_path):
 def economics_example():
     """docs/economics.md's worked example: Llama 3 70B, 15T tokens, 4,096 H100 SXM."""
     from hardware_catalog import load_catalog
-    from planner.engine.evaluator import evaluate
-    from planner.engine.ownership import rent_vs_buy
-    from planner.engine.pricing import price_quote
-    from planner.engine.scenario import Scenario
+    from planner.engine.economics.ownership import rent_vs_buy
+    from planner.engine.economics.pricing import price_quote
+    from planner.engine.inputs.scenario import Scenario
+    from planner.engine.layouts.evaluator import evaluate
 
     cat = load_catalog()
     q = price_quote(cat, cat.accelerator("h100-sxm"))
@@ -327,7 +327,7 @@ def test_economics_provider_medians_and_row_counts():
     import numpy as np
 
     from hardware_catalog.prices import load_prices
-    from planner.engine.pricing import provider_medians
+    from planner.engine.economics.pricing import provider_medians
 
     text = _economics_text()
     rows = load_prices()
@@ -404,9 +404,9 @@ def test_economics_spot_and_aws_sentences(economics_example):
 
     from formulas.cost import spot_breakeven_mtbf
     from hardware_catalog import load_catalog
-    from planner.engine.ownership import rent_vs_buy
-    from planner.engine.pricing import price_quote
-    from planner.engine.scenario import Scenario
+    from planner.engine.economics.ownership import rent_vs_buy
+    from planner.engine.economics.pricing import price_quote
+    from planner.engine.inputs.scenario import Scenario
 
     od, spot, _, _ = economics_example
     text = _economics_text()

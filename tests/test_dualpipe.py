@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formulas import memory, pipeline
-from planner.engine.evaluator import evaluate
-from planner.engine.space import SpaceOptions, enumerate_layouts
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.layouts.space import SpaceOptions, enumerate_layouts
 from planner.errors import CapplanError
 
 DEEPSEEK = dict(model="deepseek-v3", hardware="h800", gpus=2048, tp=1, pp=16, vp=1, cp=1,
@@ -142,13 +142,13 @@ def test_deepseek_v3_fits_with_dualpipe_by_its_fp8_activation_function(deepseek_
 def test_the_rules_context_is_built_in_one_place():
     # every name a layout rule reads is a layout size or a context number, and the one
     # builder (layout_rules.rule_context) gives the search and a user's layout the same
-    from planner.engine.layout_check import context_of
-    from planner.engine.layout_rules import (
+    from planner.engine.inputs.layout_rules import (
         CONTEXT_NAMES,
         DIMENSIONS,
         LAYOUT_RULE_NAMES,
         rule_context,
     )
+    from planner.engine.layouts.layout_check import context_of
 
     sizes = {d.name for d in DIMENSIONS}  # the layout's declared dimensions
     assert LAYOUT_RULE_NAMES - sizes == set(CONTEXT_NAMES)

@@ -15,7 +15,7 @@ from formulas import compute
 from hardware_catalog import load_catalog
 from hardware_catalog.schema import Quantity, SoftwareStack
 from planner.analysis import validate
-from planner.engine.evaluator import evaluate
+from planner.engine.layouts.evaluator import evaluate
 
 EAGER, COMPILED = "torchtitan-fsdp2-eager", "torchtitan-fsdp2"
 

@@ -18,8 +18,8 @@ import pytest
 from hardware_catalog.loader import load_catalog
 from planner.analysis import validate as v
 from planner.cli.main import main
-from planner.engine.evaluator import evaluate
-from planner.engine.scenario import DEFAULTS
+from planner.engine.inputs.scenario import DEFAULTS
+from planner.engine.layouts.evaluator import evaluate
 
 SMALL = dict(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1, global_batch=512,
              micro_batch=2, tokens=2e11)

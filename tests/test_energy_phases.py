@@ -25,7 +25,7 @@ def test_phase_power_generalises_the_linear_model(idle, span, s_c, f_c, s_m, f_m
 
 def _olmo(run, **overrides):
     from planner.analysis.validate import olmo_runs
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     o = olmo_runs()[run]
     return evaluate(model=o["model"], hardware=o["hardware"], gpus=o["gpus"], tp=1, pp=1,

@@ -15,19 +15,19 @@ import pytest
 
 from hardware_catalog import load_catalog
 from planner import evaluate
-from planner.engine.result import Evaluation
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.space import (
+from planner.engine.layouts.result import Evaluation
+from planner.engine.layouts.space import (
     RECOMPUTE_CODES,
     SpaceOptions,
     enumerate_layouts,
     layout_flags,
     layout_flags_one,
 )
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 
 REL = 1e-13
 REL_ILL = 1e-6
-#: The compiled kernel (planner.engine.native) takes exp/log/pow from glibc's libmvec,
+#: The compiled kernel (planner.engine.run.native) takes exp/log/pow from glibc's libmvec,
 #: the light path from libm: values chained through several of them (the wall time
 #: through the waste fraction) agree to this.
 REL_COMPILED = 1e-12
@@ -156,9 +156,9 @@ def test_every_run_option_of_evaluate_is_a_run_choice_or_a_layout_size():
 
     from planner.cli.fault_options import FAULT_OPTIONS
     from planner.cli.layout_options import LAYOUT_OPTIONS
-    from planner.engine.evaluator import LayoutRequest
-    from planner.engine.run_inputs import RunChoices
-    from planner.engine.scenario import NETWORK_FLAGS
+    from planner.engine.inputs.scenario import NETWORK_FLAGS
+    from planner.engine.layouts.evaluator import LayoutRequest
+    from planner.engine.run.run_inputs import RunChoices
 
     handed = {f.name for f in (*fields(RunChoices), *fields(LayoutRequest))}
     # --catalog and --prices go to the catalog (load_catalog), --network to the overrides

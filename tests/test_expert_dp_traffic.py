@@ -15,8 +15,8 @@ import math
 import pytest
 
 from formulas.communication import bucketed_exposed_comm_time
-from planner.engine import model
-from planner.engine.evaluator import evaluate
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.run import model
 
 MOE_LAYERS, EXPERTS, HIDDEN, EXPERT_FFN = 58, 256, 7168, 2048
 #: one routed expert's SwiGLU matrices [params]

@@ -1,23 +1,23 @@
 """Explanations against brute force: every layout of a small space evaluated, filtered
 with pandas.  What bound each objective, the plan cited when nothing is feasible, and
 each accelerator's verdict must be the optima of the whole space under the same subsets
-of constraints (planner.engine.explain)."""
+of constraints (planner.engine.search.explain)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from planner import plan
-from planner.engine.explain import (
+from planner.engine.inputs.scenario import OBJECTIVE_COLUMNS, Scenario
+from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags
+from planner.engine.run.kernel_run import evaluate_inputs
+from planner.engine.run.run_inputs import RunChoices, base_inputs
+from planner.engine.search.explain import (
     CONSTRAINTS,
     NEAREST_COLUMNS,
     accelerator_verdicts,
     usd_text,
 )
-from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.scenario import OBJECTIVE_COLUMNS, Scenario
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 SMALL = dict(model="llama2-7b", tokens=1e12, hardware=["h100-sxm", "a100-80gb", "l40s"],
              min_gpus=8, max_gpus=256)
@@ -152,7 +152,7 @@ def test_an_optimum_on_the_edge_of_the_gpu_range_says_so(catalog, space):
 def test_a_nearest_plan_on_the_edge_of_the_range_says_a_wider_one_may_come_nearer(catalog):
     # 'the deadline binds' alone hid that the fastest plan sat on --max-gpus; a wider range
     # meets the same deadline
-    from planner.engine.optimize import require
+    from planner.engine.search.optimize import require
     from planner.errors import CapplanError
 
     tight = {**SMALL, "hardware": ["h100-sxm"], "max_gpus": 64}

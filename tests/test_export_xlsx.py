@@ -37,7 +37,7 @@ def _recalculate(source, tmp_path):
 def test_workbook_recomputes_every_output(capsys, tmp_path, args):
     import openpyxl
 
-    from planner.engine.model import INPUTS, OUTPUTS
+    from planner.engine.run.model import INPUTS, OUTPUTS
 
     path = tmp_path / "plan.xlsx"
     assert main(["export", "xlsx", *args, "-o", str(path)]) == 0, capsys.readouterr().err
@@ -93,7 +93,7 @@ def test_export_runs_no_sympy_cse_and_writes_every_formula(tmp_path, capsys, mon
     import openpyxl
     import sympy
 
-    from planner.engine.model import OUTPUTS
+    from planner.engine.run.model import OUTPUTS
     from planner.report.xlsx import model_formulas
 
     def forbidden(*args, **kwargs):

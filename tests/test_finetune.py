@@ -11,7 +11,7 @@ from test_bad_files_and_values import one_line_usage_error, run_cli
 
 from formulas.finetune import lora_adapter_params, quantized_bytes_per_param
 from planner import evaluate
-from planner.engine.method import BASE_BYTES_PER_PARAM, method_spec
+from planner.engine.inputs.method import BASE_BYTES_PER_PARAM, method_spec
 from planner.errors import CapplanError
 
 #: One small layout every comparison shares (Llama 2 7B on 8 H100s, DP8).

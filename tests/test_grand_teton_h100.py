@@ -7,7 +7,7 @@ import pytest
 
 from hardware_catalog import load_catalog
 from planner.analysis import validate
-from planner.engine.evaluator import evaluate
+from planner.engine.layouts.evaluator import evaluate
 
 GT, SXM = "gt-h100-96gb", "h100-sxm"
 

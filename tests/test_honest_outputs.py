@@ -39,8 +39,7 @@ def _one_line_usage_error(code, err, *needles):
 @pytest.fixture
 def no_search(monkeypatch):
     """Fail the test if a search starts: errors must come before any work."""
-    from planner.engine import optimize
-
+    from planner.engine.search import optimize
     def searched(*args, **kwargs):
         raise AssertionError("the search ran before the error")
 
@@ -177,7 +176,7 @@ def test_sweep_and_plan_share_their_defaults():
     from planner.cli.codesign_command import codesign
     from planner.cli.scenario_options import _options
     from planner.cli.sweep_command import sweep
-    from planner.engine.scenario import DEFAULTS
+    from planner.engine.inputs.scenario import DEFAULTS
 
     def default(function, name):
         import inspect

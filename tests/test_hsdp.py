@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formulas.communication import hierarchical_allreduce_time, hsdp_replica_allreduce_time
-from planner.engine.evaluator import evaluate
-from planner.engine.space import (
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.layouts.space import (
     SpaceOptions,
     default_tp_sizes,
     domain_dp_ranks,
@@ -234,7 +234,7 @@ def test_plan_picks_hsdp_across_tpu_pods(catalog):
     # TPU v6e: 256-chip ICI pods joined by the data-centre network; the fastest run of a
     # 7B model on 2,048 chips shards within a pod and replicates across pods (as JAX
     # multislice training does)
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
 
     result = plan(model="llama2-7b", hardware=["tpu-v6e"], max_gpus=2048, catalog=catalog)
     fastest = result.best["time"]
@@ -245,7 +245,7 @@ def test_plan_picks_hsdp_across_tpu_pods(catalog):
 def test_plan_picks_tensor_parallelism_beyond_eight_on_nvl72(catalog):
     # a 405B model with a small global batch (64 sequences): data parallelism stops at
     # 64, so the fastest run on GB200 NVL72 splits layers over more than 8 GPUs
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
 
     result = plan(model="llama3.1-405b", hardware=["gb200"], global_batch=64, tokens=1e11,
                   max_gpus=8192, catalog=catalog)

@@ -8,8 +8,8 @@ import pytest
 
 from planner.cli import scenario_file
 from planner.cli.fault_options import FAULT_DEFAULTS
-from planner.engine import defaults
-from planner.engine.pricing import TIERS
+from planner.engine.economics.pricing import TIERS
+from planner.engine.inputs import defaults
 
 
 def _comment(text: str, key: str) -> str:

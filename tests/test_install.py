@@ -57,7 +57,7 @@ def test_install_without_a_compiler_runs_numpy(tmp_path):
                            "print(os.path.dirname(planner.__file__))"],
                           capture_output=True, text=True, cwd=tmp_path).stdout.strip()
     assert site.startswith(str(tmp_path / "venv")), site
-    assert not list(Path(site, "engine").glob("_native*.so"))
+    assert not list(Path(site, "engine", "run").glob("_native*.so"))
     assert "kernel backend: numpy: the compiled extension is not installed" in \
         _backend(python, tmp_path)
     assert '"best"' in _plan(python, tmp_path)

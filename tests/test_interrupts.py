@@ -39,7 +39,7 @@ import os, sys, time
 flag = os.environ["CAPPLAN_TEST_FLAG"]
 stage = os.environ["CAPPLAN_TEST_STAGE"]
 if stage == "search":
-    from planner.engine import distributed
+    from planner.engine.search import distributed
     original = distributed.run_tasks
     def run_tasks(*args, **kwargs):
         open(flag, "w").close()
@@ -93,7 +93,7 @@ def _interrupt(process, second_after_s: float | None = None):
 
 def _only_interrupted(err: str) -> bool:
     """``err`` is 'capplan: interrupted' after, at most, the search's own estimate and
-    progress lines (a long search announces itself on stderr: planner.engine.workload)."""
+    progress lines (a long search announces itself on stderr: planner.engine.run.workload)."""
     *before, last = err.splitlines() or [""]
     return err.endswith("\n") and last == "capplan: interrupted" and all(
         line.startswith(("capplan: estimate: ", "capplan: progress: ")) for line in before)

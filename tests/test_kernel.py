@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from spaces import space_inputs
 
-from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.model import OUTPUTS, run_model
-from planner.engine.spares import resolve_spares
+from planner.engine.run.kernel_run import evaluate_inputs
+from planner.engine.run.model import OUTPUTS, run_model
+from planner.engine.run.spares import resolve_spares
 
 
 def _inputs(catalog, model="llama3-70b", hardware="h100-sxm", max_gpus=2048):

@@ -3,7 +3,7 @@
 The kernel's system MTBF and effective restart cost come from the profile's failure
 domains (GPU, node, network, rack, software) and the spare pool
 (:func:`formulas.reliability.pool_swap_probability`); ``--spares auto`` picks each
-candidate's optimal count (:mod:`planner.engine.spares`).  Checked here: the Monte
+candidate's optimal count (:mod:`planner.engine.run.spares`).  Checked here: the Monte
 Carlo of :func:`planner.analysis.simulate.simulate_domains` reproduces the kernel's wall
 time (fixed seed, 1 % + 4 standard errors; 0.02-0.43 % measured), the automatic count
 equals :func:`planner.analysis.simulate.optimal_spares`' search, spares are billed, and
@@ -26,8 +26,8 @@ from planner.analysis.simulate import (
     optimal_spares,
     simulate_domains,
 )
-from planner.engine.evaluator import evaluate
-from planner.engine.spares import optimal_spare_nodes
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.run.spares import optimal_spare_nodes
 
 JOB = dict(model="llama3.1-405b", tokens=15.6e12)
 

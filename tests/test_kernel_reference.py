@@ -3,7 +3,7 @@
 tests/data/kernel_reference.npz holds the inputs and outputs of 312 layouts (dense,
 MoE, GQA and tied-embedding models on nine accelerators; every recompute mode, ZeRO
 stage, TP/PP/CP/EP/VP, checkpoint scheme and cost basis), written by
-benchmarks/kernel_reference.py.  A refactoring of planner/engine/model.py must leave
+benchmarks/kernel_reference.py.  A refactoring of planner/engine/run/model.py must leave
 every output equal within a relative 1e-12; where a recorded output is exactly 0 the
 new one must be within 1e-12 of that output's largest magnitude.
 
@@ -37,14 +37,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.model import INPUTS, OUTPUTS
+from planner.engine.run.kernel_run import evaluate_inputs
+from planner.engine.run.model import INPUTS, OUTPUTS
 
 FIXTURE = Path(__file__).parent / "data" / "kernel_reference.npz"
 RTOL = 1e-12
 
 #: Attention-shape inputs the fixture predates -> their value for a model without them
-#: (as planner.engine.scenario.attention_shape_inputs gives it).
+#: (as planner.engine.inputs.scenario.attention_shape_inputs gives it).
 SHAPE_NEUTRAL = {
     "head_dim": lambda x: x["hidden"] / x["heads"],
     "v_head_dim": lambda x: x["hidden"] / x["heads"],
@@ -64,7 +64,7 @@ SHAPE_NEUTRAL = {
 #: a re-queue as fast as a swap, no spares, no software stragglers, GPU power at max while
 #: computing and at idle otherwise (the execution.toml defaults of the phase power model),
 #: an owned cluster without resale value or facility rent, busy all its life (the TCO
-#: cost basis before it became planner.engine.ownership's owned-cluster cost), no CUDA
+#: cost basis before it became planner.engine.economics.ownership's owned-cluster cost), no CUDA
 #: graphs.
 #: So the fixture also checks that a reliability profile without domain data gives the
 #: results it gave.
@@ -153,9 +153,9 @@ def test_kernel_reproduces_reference(reference, name):
 
 
 def test_float_kernel_reproduces_reference(reference):
-    # the one-candidate path (planner.engine.kernel.float_kernel on Python floats, the
+    # the one-candidate path (planner.engine.run.kernel.float_kernel on Python floats, the
     # numpy kernel where floats raise) on each of the reference layouts
-    from planner.engine.kernel_run import evaluate_scalar
+    from planner.engine.run.kernel_run import evaluate_scalar
 
     inputs, outputs = reference
     full = with_new_inputs(inputs)
@@ -174,8 +174,8 @@ def test_float_kernel_reproduces_reference(reference):
 
 def test_float_kernel_falls_back_where_floats_raise():
     # a division by zero: floats raise, the numpy kernel gives inf or NaN as arrays do
-    from planner.engine.kernel import float_kernel
-    from planner.engine.kernel_run import _scalar_outputs
+    from planner.engine.run.kernel import float_kernel
+    from planner.engine.run.kernel_run import _scalar_outputs
 
     data = np.load(FIXTURE)
     inputs = dict(zip(data["input_names"].tolist(), data["inputs"][0], strict=True))

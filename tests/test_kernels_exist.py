@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from formulas import compute, moe
 from hardware_catalog import load_catalog
 from hardware_catalog.schema import Quantity, SoftwareStack, StackOnAccelerator
-from planner.engine.evaluator import evaluate
-from planner.engine.scenario import stack_inputs
+from planner.engine.inputs.scenario import stack_inputs
+from planner.engine.layouts.evaluator import evaluate
 
 # ---- MoE grouped GEMMs -------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The layout's dimensions are declared once (planner.engine.layout_rules.DIMENSIONS) and
+"""The layout's dimensions are declared once (planner.engine.inputs.layout_rules.DIMENSIONS) and
 every list of them is read from that declaration (issue 28)."""
 
 from __future__ import annotations
@@ -13,17 +13,18 @@ import numpy as np
 import pytest
 
 from planner.cli.layout_options import LAYOUT_OPTIONS, _dimension_parameter
-from planner.engine import native_search, space
-from planner.engine.columns import LEADING, layout_columns
-from planner.engine.defaults import PREFERRED_LAYOUT
-from planner.engine.glossary import GLOSSARY
-from planner.engine.layout_rules import (
+from planner.engine.inputs.defaults import PREFERRED_LAYOUT
+from planner.engine.inputs.glossary import GLOSSARY
+from planner.engine.inputs.layout_rules import (
     CHOSEN_SIZES,
     DIMENSIONS,
     KERNEL_DIMENSIONS,
     Dimension,
     option_help,
 )
+from planner.engine.layouts import space
+from planner.engine.run.columns import LEADING, layout_columns
+from planner.engine.search import native_search
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +58,7 @@ def test_every_kernel_dimension_is_a_run_model_input_and_a_buffer_of_the_compile
         assert name in GLOSSARY, name
         assert name in native_search.BUFFERS, name
     # every layout column has a buffer the generated decoder writes
-    source = (ROOT / "planner/engine/_native_generated.c").read_text()
+    source = (ROOT / "planner/engine/run/_native_generated.c").read_text()
     for name in layout_columns():
         buffer = native_search.buffer_of(name)
         assert buffer in native_search.BUFFER_NAMES
@@ -92,7 +93,7 @@ def test_unpacking_the_search_codes_gives_the_packed_columns():
 
 def test_the_declaration_loads_without_numpy():
     # the command line builds its options from it before any engine import
-    probe = ("import sys\nimport planner.engine.layout_rules\nimport planner.engine.defaults\n"
+    probe = ("import sys\nimport planner.engine.inputs.layout_rules\nimport planner.engine.inputs.defaults\n"
              "print('numpy' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
@@ -103,8 +104,8 @@ def test_the_declaration_loads_without_numpy():
 def test_the_hsdp_rules_are_layout_rules_read_by_the_checks_and_the_search():
     # the shard group's rules were written three times (check_shard_group, its vectorised
     # copy, the search's ZeRO x HSDP mask); now once, in VALIDITY
-    from planner.engine.layout_check import check_shard_group, check_shard_groups
-    from planner.engine.layout_rules import VALIDITY
+    from planner.engine.inputs.layout_rules import VALIDITY
+    from planner.engine.layouts.layout_check import check_shard_group, check_shard_groups
     from planner.errors import CapplanError
 
     assert sum("shard_group" in rule.reads for rule in VALIDITY) == 2
@@ -129,8 +130,8 @@ def test_the_hsdp_rules_are_layout_rules_read_by_the_checks_and_the_search():
 
 
 def test_the_glossary_lines_and_domains_of_the_layout_come_from_the_declaration():
-    from planner.engine.domains import OPTION_DOMAINS, check
-    from planner.engine.glossary import FLAG, GPU_COUNT, MAX_GLOBAL_BATCH, dimension_domain
+    from planner.engine.inputs.domains import OPTION_DOMAINS, check
+    from planner.engine.inputs.glossary import FLAG, GPU_COUNT, MAX_GLOBAL_BATCH, dimension_domain
     from planner.errors import CapplanError
 
     for d in DIMENSIONS:
@@ -157,8 +158,8 @@ def test_the_glossary_lines_and_domains_of_the_layout_come_from_the_declaration(
 def test_evaluate_takes_the_layout_keywords_of_the_declaration():
     import inspect
 
-    from planner.engine.defaults import DEFAULTS
-    from planner.engine.evaluator import LayoutRequest, evaluate
+    from planner.engine.inputs.defaults import DEFAULTS
+    from planner.engine.layouts.evaluator import LayoutRequest, evaluate
 
     given = [d for d in DIMENSIONS if d.given]
     parameters = inspect.signature(evaluate).parameters
@@ -181,7 +182,7 @@ def test_evaluate_takes_the_layout_keywords_of_the_declaration():
 
 
 def test_evaluate_with_layout_keywords_gives_the_layout_asked_for():
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     r = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=2, pp=2, cp=1,
                  global_batch=512, micro_batch=2, zero=2, recompute="full",

@@ -15,9 +15,9 @@ from formulas import compute, memory
 from hardware_catalog import load_catalog
 from hardware_catalog.errors import CatalogError
 from hardware_catalog.loader import parse_file
-from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.model import OUTPUTS, param_counts
-from planner.engine.scenario import model_inputs
+from planner.engine.inputs.scenario import model_inputs
+from planner.engine.run.kernel_run import evaluate_inputs
+from planner.engine.run.model import OUTPUTS, param_counts
 
 CATALOG = load_catalog()
 NEW = [compute.gated_deltanet_params, compute.gated_delta_rule_flops_per_token,

@@ -297,7 +297,7 @@ def test_mla_and_norm_recompute_bytes():
 
 def _published(name):
     from planner.analysis import validate as v
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     return evaluate(reliability="benchmark", **v.PUBLISHED_LAYOUTS[name]).iloc[0]
 
@@ -322,7 +322,7 @@ def test_deepseek_v3_published_layout_fits_on_h800():
     assert r["optimizer_state_bytes"] < r["weights_bytes"]  # 8 bytes over DP 128 / EDP 2
     # the same layout kept in BF16 without those recomputations does not fit
     from planner.analysis import validate as v
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     args = {**v.PUBLISHED_LAYOUTS["DeepSeek-V3, 2,048 H800"], "precision": "bf16",
             "stack": "megatron-core-2025"}

@@ -16,9 +16,9 @@ from formulas import communication, compute, memory
 from hardware_catalog import load_catalog
 from hardware_catalog.errors import CatalogError
 from hardware_catalog.loader import parse_file
-from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.model import INPUTS, OUTPUTS, param_counts, run_model
-from planner.engine.scenario import model_inputs
+from planner.engine.inputs.scenario import model_inputs
+from planner.engine.run.kernel_run import evaluate_inputs
+from planner.engine.run.model import INPUTS, OUTPUTS, param_counts, run_model
 
 CATALOG = load_catalog()
 

@@ -13,9 +13,14 @@ from hypothesis import strategies as st
 
 from formulas.communication import expert_rank_tokens
 from formulas.compute import mlp_params
-from planner.engine.evaluator import evaluate
-from planner.engine.layout_check import check_layout
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags, layout_flags_one
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.layouts.layout_check import check_layout
+from planner.engine.layouts.space import (
+    SpaceOptions,
+    enumerate_layouts,
+    layout_flags,
+    layout_flags_one,
+)
 from planner.errors import CapplanError
 
 DSV3 = dict(model="deepseek-v3", hardware="gb200", gpus=256, tp=2, pp=4, cp=1, ep=64, vp=1,

@@ -1,5 +1,5 @@
-"""The compiled backend (planner.engine.native, the extension built at install from
-planner/engine/_native_generated.c): the generated kernel's statements in C give numpy's
+"""The compiled backend (planner.engine.run.native, the extension built at install from
+planner/engine/run/_native_generated.c): the generated kernel's statements in C give numpy's
 outputs to rounding, numpy runs where the extension is missing or stale, nothing is
 compiled at run time, and the backend never changes what a plan chooses."""
 
@@ -20,9 +20,9 @@ from spaces import space_inputs
 
 from planner.codegen.c_translate import Untranslatable, c_source
 from planner.codegen.native_source import C_PRELUDE, MANIFEST, SOURCE, generate
-from planner.engine import kernel_run, native
-from planner.engine.kernel import partial_kernel_tree, split_kernel_trees
-from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
+from planner.engine.run import kernel_run, native
+from planner.engine.run.kernel import partial_kernel_tree, split_kernel_trees
+from planner.engine.run.kernel_run import evaluate_columns, evaluate_inputs
 from planner.errors import CapplanError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ needs_extension = pytest.mark.skipif(
     reason=f"the compiled extension is not installed ({native.backend().reason})")
 
 #: Every output within this relative difference of numpy's: the documented bound
-#: (planner.engine.native.RELATIVE_TOLERANCE).
+#: (planner.engine.run.native.RELATIVE_TOLERANCE).
 RTOL = native.RELATIVE_TOLERANCE
 
 
@@ -72,7 +72,7 @@ def compiled(monkeypatch):
 
 
 def test_the_committed_source_is_what_the_model_generates():
-    """planner/engine/_native_generated.c and its manifest are printed from the committed
+    """planner/engine/run/_native_generated.c and its manifest are printed from the committed
     kernel and the layout rules (``python -m planner.codegen --only native``)."""
     source, manifest = generate()
     assert SOURCE.read_text() == source, "stale: run python -m planner.codegen --only native"

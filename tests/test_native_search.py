@@ -1,4 +1,4 @@
-"""The compiled search loop (planner.engine.native_search): its layouts and flags are
+"""The compiled search loop (planner.engine.search.native_search): its layouts and flags are
 layout_flags' bit for bit, it keeps the rows the numpy block loop keeps, and a plan gives
 the same answer through it, on threads or not."""
 
@@ -9,20 +9,21 @@ import os
 import numpy as np
 import pytest
 
-import planner.engine.optimize as optimize
-from planner.engine import native, native_search
-from planner.engine.kernel_run import evaluate_columns, needed_outputs
-from planner.engine.optimize import (
+import planner.engine.search.optimize as optimize
+from planner.engine.layouts.space import SpaceOptions, layout_flags
+from planner.engine.run import native
+from planner.engine.run.kernel_run import evaluate_columns, needed_outputs
+from planner.engine.run.reductions import GroupMinimum, tie_key
+from planner.engine.run.run_inputs import RunChoices, base_inputs
+from planner.engine.run.spares import resolve_spares
+from planner.engine.search import native_search
+from planner.engine.search.optimize import (
     OBJECTIVE_COLUMNS,
     SEARCH_COLUMNS,
     feasible_mask,
     layout_space,
     plan,
 )
-from planner.engine.reductions import GroupMinimum, tie_key
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.space import SpaceOptions, layout_flags
-from planner.engine.spares import resolve_spares
 
 #: The extension is built by `pip install` wherever a compiler is found; under CI=true a
 #: missing one is a failure, not a skip.
@@ -190,7 +191,7 @@ def _plans(monkeypatch, **scenario):
     {"model": "llama3-70b", "hardware": ["h100-sxm", "mi300x", "tpu-v5p"], "max_gpus": 4096,
      "deadline_days": 40.0, "budget_usd": 9e6},
     {"model": "llama3-70b", "hardware": ["h100-sxm"], "max_gpus": 64},  # nothing fits
-    # a power cap alone: the loop keeps the least peak power too (planner.engine.explain)
+    # a power cap alone: the loop keeps the least peak power too (planner.engine.search.explain)
     {"model": "llama3-70b", "hardware": ["h100-sxm", "mi300x"], "max_gpus": 4096,
      "deadline_days": None, "max_power_mw": 3.0},
     # a fixed spare count (a scalar input, not per GPU count) and an overridden input

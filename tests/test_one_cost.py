@@ -10,7 +10,7 @@ import pytest
 
 from planner import plan
 from planner.cli.main import main
-from planner.engine.ownership import COST_PARTS, cost_parts
+from planner.engine.economics.ownership import COST_PARTS, cost_parts
 from planner.report.tables import _fmt_usd, render_plan
 
 SMALL = dict(model="llama2-7b", tokens=1e12, hardware=["h100-sxm", "mi300x"], min_gpus=8,

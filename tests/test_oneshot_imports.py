@@ -60,7 +60,7 @@ def test_evaluate_builds_no_split_kernel():
     probe = ("import sys\n"
              "from planner.cli.main import main\n"
              "code = main(sys.argv[1:])\n"
-             "from planner.engine import kernel\n"
+             "from planner.engine.run import kernel\n"
              "print('BUILT=%d' % kernel.build_split_kernel.cache_info().currsize, file=sys.stderr)\n"
              "sys.exit(code)\n")
     done = subprocess.run([sys.executable, "-c", probe, "evaluate", "--model", "llama3-8b",
@@ -78,8 +78,8 @@ def test_small_calls_give_the_split_kernels_values(monkeypatch):
     from spaces import space_inputs
 
     from hardware_catalog import load_catalog
-    from planner.engine import kernel_run
-    from planner.engine.kernel_run import evaluate_inputs
+    from planner.engine.run import kernel_run
+    from planner.engine.run.kernel_run import evaluate_inputs
 
     inputs = space_inputs(load_catalog(), "llama3-8b", "h100-sxm", max_gpus=64)
     small = {k: v[:300] if np.ndim(v) else v for k, v in inputs.items()}

@@ -1,7 +1,7 @@
 """One parameter count: `catalog show`, `evaluate` and the Excel export agree, and match
 the released checkpoints.
 
-The count is :func:`planner.engine.model.param_counts` (the registered formula
+The count is :func:`planner.engine.run.model.param_counts` (the registered formula
 ``formulas.compute.model_params``).  Before, the catalog (``ModelSpec.param_count``)
 and the kernel counted separately: the kernel left out the final norm (h, e.g. 8,192 for
 Llama 3 70B) and the catalog counted DeepSeek-V3's MLA projections, which the kernel
@@ -15,8 +15,8 @@ import pytest
 
 from hardware_catalog import load_catalog
 from planner.cli.main import main
-from planner.engine.evaluator import evaluate
-from planner.engine.scenario import model_inputs
+from planner.engine.inputs.scenario import model_inputs
+from planner.engine.layouts.evaluator import evaluate
 
 CATALOG = load_catalog()
 MODELS = sorted(CATALOG.models)
@@ -62,8 +62,8 @@ def _evaluated(model_id):
 def test_count_depends_on_the_model_only():
     """The run model's params and active_params (its parameters stage calls param_counts)
     are functions of the model's shape only: no layout, hardware or run input in them."""
-    from planner.engine.model import param_counts
-    from planner.engine.symbolic import symbols
+    from planner.engine.run.model import param_counts
+    from planner.engine.run.symbolic import symbols
 
     counts = param_counts(symbols())
     model_names = set(model_inputs(CATALOG.model("llama3-70b")))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from planner.cli.main import main
-from planner.engine.evaluator import evaluate
-from planner.engine.phases import ADDITIVE, parse_phases, sum_phases
+from planner.engine.inputs.phases import ADDITIVE, parse_phases, sum_phases
+from planner.engine.layouts.evaluator import evaluate
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "docs" / "scenarios" / "llama3-phases.toml")
 SUMMED = ("wall_days", "gpu_hours", "energy_gpu_kwh", "energy_it_kwh", "energy_kwh",
@@ -144,8 +144,8 @@ def test_parse_phases_keeps_what_is_given():
 def test_a_phase_sets_every_size_evaluate_chooses(capsys, tmp_path):
     # the layout sizes of a phase are read from the layout's declaration: ETP too (an MoE
     # phase on a new GPU count may keep its experts' GEMMs whole)
-    from planner.engine.layout_rules import CHOSEN_SIZES
-    from planner.engine.phases import PHASE_KEYS
+    from planner.engine.inputs.layout_rules import CHOSEN_SIZES
+    from planner.engine.inputs.phases import PHASE_KEYS
 
     assert {"gpus", *CHOSEN_SIZES} <= set(PHASE_KEYS)
     (phase,) = parse_phases([{"name": "main", "tokens": 1e11, "gpus": 64, "tp": 2, "ep": 8,
@@ -199,8 +199,8 @@ def test_phase_margins_are_each_phases_largest(monkeypatch):
 
     from planner.analysis import confidence
     from planner.analysis.confidence import phase_margins
-    from planner.engine.explain import margin
-    from planner.engine.scenario import Scenario
+    from planner.engine.inputs.scenario import Scenario
+    from planner.engine.search.explain import margin
 
     per_phase = iter([(("b200", 1.2, 1.0, 1.0), ("h100-sxm", 1.05, 1.02, 1.01)),
                       (("h100-sxm", 1.10, 1.01, 1.0),)])
@@ -217,7 +217,7 @@ def test_phase_margins_are_each_phases_largest(monkeypatch):
 def test_plan_of_phases_plots_the_totals_and_the_winners_phases(capsys, tmp_path,
                                                               monkeypatch):
     pytest.importorskip("matplotlib")
-    from planner.engine.scenario import OBJECTIVE_COLUMNS
+    from planner.engine.inputs.scenario import OBJECTIVE_COLUMNS
     from planner.report import plot
 
     drawn_results = []
@@ -437,8 +437,8 @@ def test_phase_uncertainty_blocks_do_not_change_the_report(monkeypatch):
     objective: any block size gives one report."""
     from hardware_catalog import load_catalog
     from planner.analysis import uncertainty as u
-    from planner.engine.phase_plan import plan_phases
-    from planner.engine.scenario import Scenario
+    from planner.engine.inputs.scenario import Scenario
+    from planner.engine.search.phase_plan import plan_phases
 
     catalog = load_catalog()
     phases = parse_phases([{"name": "short", "tokens": 2e11, "seq_len": 2048},

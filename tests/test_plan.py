@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from planner import evaluate, plan
-from planner.engine.optimize import marginal_efficiency, pareto_mask
+from planner.engine.search.optimize import marginal_efficiency, pareto_mask
 from planner.errors import CapplanError
 
 SMALL = dict(model="llama2-7b", tokens=1e12, hardware=["h100-sxm", "a100-80gb"],

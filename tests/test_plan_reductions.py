@@ -13,10 +13,14 @@ import pytest
 from reference_reductions import reference_kept_rows, reference_pareto_mask
 
 from planner import plan
-from planner.engine.explain import constraint_sets, meets, reduced_columns
-from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
-from planner.engine.model import OUTPUTS
-from planner.engine.optimize import (
+from planner.engine.inputs.scenario import Scenario
+from planner.engine.layouts.space import SpaceOptions, enumerate_layouts, layout_flags
+from planner.engine.run.kernel_run import evaluate_columns, evaluate_inputs
+from planner.engine.run.model import OUTPUTS
+from planner.engine.run.reductions import tie_key
+from planner.engine.run.run_inputs import RunChoices, base_inputs
+from planner.engine.search.explain import constraint_sets, meets, reduced_columns
+from planner.engine.search.optimize import (
     KEEP_COLUMNS,
     OBJECTIVE_COLUMNS,
     PLAN_CHUNK,
@@ -24,10 +28,6 @@ from planner.engine.optimize import (
     knee_row,
     reduce_block,
 )
-from planner.engine.reductions import tie_key
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.scenario import Scenario
-from planner.engine.space import SpaceOptions, enumerate_layouts, layout_flags
 
 CASES = [
     ("llama3-70b", "h100-sxm", {"deadline_days": None}),  # no deadline (the default is 90 d)
@@ -59,7 +59,7 @@ def _blocks(catalog, s: Scenario, hardware):
 
 def _reference_block(inputs, part, s):
     """The former per-block reduction: every output of every candidate, a lexsort per call
-    on the values' tie keys (as the search compares them, planner.engine.reductions: values
+    on the values' tie keys (as the search compares them, planner.engine.run.reductions: values
     within ~1e-6 of each other are a tie that goes to the earlier row)."""
     out = evaluate_inputs(inputs)
     out.update(part)
@@ -151,8 +151,7 @@ def test_plan_frontier_pareto_and_knee_equal_the_reference(catalog, model, hardw
 def test_frontier_does_not_depend_on_the_block_size(catalog, monkeypatch):
     # blocks keep their own best rows; the frontier is the best over all of them, so
     # other block boundaries (or tasks) give the same rows
-    from planner.engine import optimize
-
+    from planner.engine.search import optimize
     kwargs = dict(model="mixtral-8x7b", hardware=["h100-sxm"], max_gpus=1024,
                   catalog=catalog, deadline_days=None)
     whole = plan(**kwargs)

@@ -17,10 +17,10 @@ from formulas.compute import mixed_precision_peak
 from hardware_catalog import load_catalog
 from hardware_catalog.recipes import GEMM_PRECISIONS, RECIPES_CSV, load_recipes
 from planner.analysis.validate import maxtext_check
-from planner.engine.defaults import PRECISIONS
-from planner.engine.evaluator import evaluate
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.scenario import precision_refusal
+from planner.engine.inputs.defaults import PRECISIONS
+from planner.engine.inputs.scenario import precision_refusal
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 from planner.errors import CapplanError
 from tests.test_bad_files_and_values import one_line_usage_error, run_cli
 

@@ -21,7 +21,7 @@ from planner.analysis.uncertainty import (
     plan_uncertainty,
 )
 from planner.cli.main import main
-from planner.engine.pricing import (
+from planner.engine.economics.pricing import (
     ESTIMATE_SIGMA,
     IQR_SIGMAS,
     MARKET_MIN_LISTINGS,

@@ -21,7 +21,7 @@ from hardware_catalog.prices import (
     rows_from_skypilot,
 )
 from planner.cli.main import main
-from planner.engine.pricing import price_quote, provider_medians, quote
+from planner.engine.economics.pricing import price_quote, provider_medians, quote
 from planner.errors import CapplanError
 
 SMALL_PLAN = ["plan", "--model", "llama2-7b", "--tokens", "1e12", "--max-gpus", "256"]
@@ -50,7 +50,7 @@ def _shipped_h100_sxm_rows():
 
 def test_default_h100_price_lies_in_the_interquartile_range_of_the_shipped_data(catalog):
     """Issue 14, done-when: computed from the data, not hard-coded."""
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     _, inputs = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
                          global_batch=512, catalog=catalog, return_inputs=True)
@@ -347,7 +347,7 @@ SPOT_RUN = dict(model="llama2-7b", hardware="h100-sxm", gpus=256, tp=1, pp=1, gl
 def test_spot_wins_when_preemptions_are_rare_and_loses_when_frequent(catalog):
     """Shipped prices (median spot $1.75 vs on-demand $2.95 per H100-hour): the AWS Spot
     Advisor's lowest bucket keeps spot far cheaper; preemptions every few minutes do not."""
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     od = evaluate(**SPOT_RUN, catalog=catalog).iloc[0]
     rare = evaluate(**SPOT_RUN, catalog=catalog, pricing="spot", spot_interruption="lt5").iloc[0]
@@ -368,7 +368,7 @@ def test_spot_crossover_matches_the_closed_form(catalog):
     from scipy.optimize import brentq
 
     from formulas.cost import SECONDS_PER_MONTH, spot_breakeven_mtbf
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     # the closed form counts the waste of failures and checkpoints only: no run overheads
     no_overheads = {"eval_fraction": 0.0, "loss_spike_probability": 0.0,
@@ -424,8 +424,9 @@ def test_spot_is_compared_with_on_demand_on_the_same_run(monkeypatch):
     # recompute, sequence parallelism) and the scenario's software stack.  Before
     # 2026-11-27 the stack was left at the default and ETP at TP, so a torchtitan plan of
     # Mixtral was compared with a Megatron-Core run of another step time (11.2 s vs 8.0 s)
-    from planner.engine import optimize, spot
-    from planner.engine.scenario import Scenario
+    from planner.engine.inputs.scenario import Scenario
+    from planner.engine.layouts import spot
+    from planner.engine.search import optimize
 
     pairs = []
     evaluate_run, compare = spot.evaluate_run, spot.spot_versus_on_demand

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from planner.cli.main import main
-from planner.engine.readable import count_text, quantity_text
+from planner.engine.run.readable import count_text, quantity_text
 
 EVALUATE = ["evaluate", "--model", "llama3-8b", "--gpus", "8"]
 

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_reductions import reference_group_best, reference_pareto_mask
 
-from planner.engine.reductions import GroupMinimum, group_argmin, pareto_mask, unique_runs
+from planner.engine.run.reductions import GroupMinimum, group_argmin, pareto_mask, unique_runs
 
 # few distinct values so that ties, duplicates and runs of equal keys are common
 VALUES = st.sampled_from([0.0, -0.0, 1.0, 1.5, 2.0, 3.0, np.inf, -np.inf, np.nan, 1e300])

@@ -19,8 +19,8 @@ from formulas import reliability as rel
 from hardware_catalog.loader import load_catalog
 from planner.analysis import validate as v
 from planner.analysis.simulate import failure_domains
-from planner.engine.evaluator import evaluate
-from planner.engine.spares import SPARE_INPUTS, pool_terms
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.run.spares import SPARE_INPUTS, pool_terms
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 BAND = (1 / 1.5, 1.5)

@@ -68,7 +68,7 @@ def test_payback_months_pays_back_the_capital(capex, price, energy_h, running, u
 
 @pytest.fixture(scope="module")
 def small(catalog):
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
 
     return plan(model="llama2-7b", tokens=2e12, hardware=["h100-sxm"], max_gpus=256,
                 catalog=catalog)
@@ -97,7 +97,7 @@ def test_plan_reports_rent_vs_buy_for_every_winner(small, catalog):
 
 
 def test_ownership_overrides_move_the_owned_cost(catalog):
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
 
     args = dict(model="llama2-7b", tokens=2e12, hardware=["h100-sxm"], max_gpus=64,
                 catalog=catalog)

@@ -1,4 +1,4 @@
-"""planner.engine.rl: the GRPO/PPO step (generation, scoring, training, sync), the pool
+"""planner.engine.layouts.rl: the GRPO/PPO step (generation, scoring, training, sync), the pool
 split, the whole run; decode checked against published vLLM measurements."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hardware_catalog import load_catalog
-from planner.engine import rl
-from planner.engine.model import param_counts
-from planner.engine.run_inputs import RunChoices, base_inputs
+from planner.engine.inputs import scenario
+from planner.engine.layouts import rl
+from planner.engine.run.model import param_counts
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 from planner.errors import CapplanError
 
 CATALOG = load_catalog()
@@ -62,9 +63,9 @@ def test_decode_time_per_token_matches_published_vllm(model, hardware, engine, p
 
 
 def test_decode_efficiency_is_a_sourced_catalog_default():
-    """0.76 lives in planner/engine/execution.toml with its sources (the three vLLM checks
+    """0.76 lives in planner/engine/inputs/execution.toml with its sources (the three vLLM checks
     above), reaches the run's inputs, and decode-bound time scales as its inverse."""
-    entry = tomllib.loads((Path(rl.__file__).with_name("execution.toml")).read_text())[
+    entry = tomllib.loads((Path(scenario.__file__).with_name("execution.toml")).read_text())[
         "decode_memory_efficiency"]
     assert entry["value"] == 0.76 and entry["estimate"] is True
     for source in ("johnmusgrave.com", "yobitelcomm.github.io", "tt-inference-server"):
@@ -286,7 +287,7 @@ def test_best_split_equals_brute_force_property(gpus, response_len, off_policy):
 def test_disaggregated_cluster_larger_than_the_batch_plans(recwarn):
     """Regression: a cluster with more GPUs than the trainer's batch has micro-batches
     (8 sequences, 32 GPUs) ran the whole-run stages on DP 32 > 8 and failed a domain check."""
-    from planner.engine.rl_plan import plan_rl
+    from planner.engine.search.rl_plan import plan_rl
 
     work = rl.RLConfig(prompts=4, group_size=2, mode="disaggregated", off_policy=True)
     result = plan_rl(CHOICES, work, "h100-sxm", [16, 32], 10)

@@ -241,7 +241,7 @@ def test_scenario_and_phase_rl_keys_are_the_rl_flags():
     """The RL keys of a scenario file and of a phase are the RL options, same types."""
     from planner.cli import scenario_file
     from planner.cli.rl_options import RL_OPTIONS
-    from planner.engine.phases import RL_KEYS
+    from planner.engine.inputs.phases import RL_KEYS
 
     assert set(scenario_file.RL_KEYS) == set(RL_KEYS) == set(RL_OPTIONS)
     assert all(RL_KEYS[k][0] is t for k, t in scenario_file.RL_KEYS.items())

@@ -90,8 +90,7 @@ def test_multi_line_value_gives_a_one_line_error(capsys):
 
 
 def test_unexpected_exception_is_an_internal_error_with_its_own_exit_code(capsys, monkeypatch):
-    from planner.engine import evaluator
-
+    from planner.engine.layouts import evaluator
     def broken(*_, **__):
         raise RuntimeError("boom\nsecond line")
 
@@ -154,8 +153,8 @@ def test_default_layout_is_unchanged_when_it_fits(capsys):
 
 
 def test_check_layout_checks_divisibility_before_dividing(catalog):
-    from planner.engine.layout_check import check_layout
-    from planner.engine.run_inputs import RunChoices, base_inputs
+    from planner.engine.layouts.layout_check import check_layout
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
 
     x = base_inputs(catalog, RunChoices(model="llama3-8b", hardware="h100-sxm"))
     with pytest.raises(CapplanError, match="does not divide --gpus 8"):
@@ -209,7 +208,7 @@ def test_scenario_defaults_are_the_cli_defaults():
 
     from planner.cli.evaluate_command import evaluate as evaluate_command
     from planner.cli.plan_command import plan as plan_command
-    from planner.engine.scenario import DEFAULTS, Scenario
+    from planner.engine.inputs.scenario import DEFAULTS, Scenario
 
     plan_options = inspect.signature(plan_command).parameters  # search + environment options
     scenario = Scenario()
@@ -255,14 +254,14 @@ def test_formulas_reject_numeric_strings_and_keep_numbers():
 # ------------------------------------------------------------------------ domain table
 
 def test_every_kernel_input_has_a_domain():
-    from planner.engine.domains import INPUT_DOMAINS
-    from planner.engine.model import INPUTS
+    from planner.engine.inputs.domains import INPUT_DOMAINS
+    from planner.engine.run.model import INPUTS
 
     assert set(INPUTS) <= set(INPUT_DOMAINS)
 
 
 def test_catalog_defaults_are_inside_their_domains(catalog):
-    from planner.engine.run_inputs import RunChoices, base_inputs
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
 
     for hw in catalog.accelerators:
         try:
@@ -278,11 +277,11 @@ anything = st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
-@given(name=st.sampled_from(sorted(__import__("planner.engine.domains",
+@given(name=st.sampled_from(sorted(__import__("planner.engine.inputs.domains",
                                               fromlist=["DOMAINS"]).DOMAINS)),
        value=anything)
 def test_domain_check_only_ever_raises_capplan_errors(name, value):
-    from planner.engine.domains import DOMAINS, check_value
+    from planner.engine.inputs.domains import DOMAINS, check_value
 
     try:
         check_value(name, value)
@@ -297,7 +296,7 @@ def test_domain_check_only_ever_raises_capplan_errors(name, value):
 @settings(max_examples=200, deadline=None)
 @given(n=st.integers(min_value=1, max_value=10**6))
 def test_divisors_are_exactly_the_divisors(n):
-    from planner.engine.space import divisors
+    from planner.engine.layouts.space import divisors
 
     got = divisors(n)
     assert got == sorted(got) and all(n % d == 0 for d in got)
@@ -307,8 +306,8 @@ def test_divisors_are_exactly_the_divisors(n):
 
 
 def test_divisors_of_the_largest_batch_are_fast_to_enumerate():
-    from planner.engine.domains import MAX_GLOBAL_BATCH
-    from planner.engine.space import divisors
+    from planner.engine.inputs.domains import MAX_GLOBAL_BATCH
+    from planner.engine.layouts.space import divisors
 
     assert divisors(MAX_GLOBAL_BATCH) == [2**i for i in range(31)]
 
@@ -316,8 +315,8 @@ def test_divisors_of_the_largest_batch_are_fast_to_enumerate():
 # -------------------------------------------------------------- non-finite rows, knees
 
 def test_knee_and_explanation_survive_non_finite_totals():
-    from planner.engine.optimize import explain_infeasible, knee_row
-    from planner.engine.scenario import Scenario
+    from planner.engine.inputs.scenario import Scenario
+    from planner.engine.search.optimize import explain_infeasible, knee_row
 
     frame = pd.DataFrame({"hardware": ["h"] * 2, "gpus": [8, 16], "fits": [True, True],
                           "wall_time_s": [math.inf] * 2, "wall_days": [math.nan] * 2,
@@ -394,7 +393,7 @@ def test_infeasible_plan_writes_no_output_file(capsys, tmp_path):
 
 
 def test_plan_refuses_a_bad_output_before_searching(capsys, tmp_path, monkeypatch):
-    import planner.engine.optimize as optimize
+    import planner.engine.search.optimize as optimize
 
     monkeypatch.setattr(optimize, "plan", lambda *a, **k: pytest.fail("searched"))
     code, _, err = run(capsys, ["plan", *TINY, "-o", str(tmp_path / "missing" / "p.json")])
@@ -458,7 +457,7 @@ def test_a_user_model_file_value_outside_its_domain_names_the_entry(capsys, tmp_
 ])
 def test_plan_api_checks_space_options(catalog, options, needle):
     from planner import plan
-    from planner.engine.space import SpaceOptions
+    from planner.engine.layouts.space import SpaceOptions
 
     with pytest.raises(CapplanError, match=None) as info:
         plan(catalog=catalog, model="tinyllama-1.1b", hardware=["h100-sxm"], max_gpus=16,
@@ -470,7 +469,7 @@ def test_init_example_shows_the_default_scenario():
     import tomllib
 
     from planner.cli.scenario_file import example as example_text
-    from planner.engine.scenario import DEFAULTS
+    from planner.engine.inputs.scenario import DEFAULTS
 
     example = tomllib.loads(example_text("run.toml"))
     for key, value in example.items():

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from formulas.checkpoint import daly_interval, daly_wall_time_committed, drained_checkpoint_interval
 from formulas.overhead import evaluation_time, maintenance_time, rollback_cost
 from planner.cli.main import main
-from planner.engine.evaluator import evaluate
-from planner.engine.scenario import execution_defaults
+from planner.engine.inputs.scenario import execution_defaults
+from planner.engine.layouts.evaluator import evaluate
 
 NO_OVERHEADS = {"eval_fraction": 0.0, "loss_spike_probability": 0.0,
                 "maintenance_fraction": 0.0}

@@ -8,7 +8,7 @@ import pytest
 
 from planner import evaluate
 from planner.analysis.sensitivity import OUTPUTS, TIED, UNCERTAIN_INPUTS, elasticity_table
-from planner.engine.kernel_run import evaluate_inputs
+from planner.engine.run.kernel_run import evaluate_inputs
 
 
 @pytest.mark.parametrize("layout", [

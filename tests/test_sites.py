@@ -5,8 +5,8 @@ import json
 import pytest
 
 from hardware_catalog.errors import CatalogError
-from planner.engine.scenario import Scenario
-from planner.engine.sites import plan_sites, site_names, site_ranking, site_winners
+from planner.engine.inputs.scenario import Scenario
+from planner.engine.search.sites import plan_sites, site_names, site_ranking, site_winners
 from planner.errors import CapplanError
 
 SMALL = dict(model="llama2-7b", tokens=2e12, hardware=("h100-sxm", "a100-80gb"), max_gpus=64)
@@ -32,7 +32,7 @@ def three(catalog):
 
 
 def test_each_site_is_its_own_plan(three, catalog):
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
 
     results, _ = three
     alone = plan(Scenario(**SMALL, site="norway", site_class="site"), catalog=catalog)

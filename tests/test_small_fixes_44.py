@@ -195,8 +195,7 @@ KERNEL_COMMANDS = [
 @pytest.mark.parametrize("command", KERNEL_COMMANDS, ids=lambda c: c[0])
 def test_every_command_reads_capplan_kernel_the_same_way(capsys, monkeypatch, command):
     """CAPPLAN_KERNEL=cc was ignored by evaluate, checkpoint and simulate (plan refused it)."""
-    from planner.engine import native
-
+    from planner.engine.run import native
     monkeypatch.setattr(native, "_BACKEND", None)
     monkeypatch.setenv("CAPPLAN_KERNEL", "cc")
     code, out, err = run_cli(capsys, *command)
@@ -214,8 +213,7 @@ def test_every_command_reads_capplan_kernel_the_same_way(capsys, monkeypatch, co
 #: installed extension, in a fresh interpreter (before the check it died of SIGBUS).
 DAMAGED_EXTENSION = """
 import importlib.util, shutil, sys, types
-from planner.engine import native
-
+from planner.engine.run import native
 source, size, record = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 path = sys.argv[4]
 data = open(source, "rb").read()
@@ -256,8 +254,7 @@ def test_a_damaged_extension_is_never_loaded(tmp_path, cut, record, why):
 
 
 def test_a_whole_library_passes_the_check(tmp_path):
-    from planner.engine import native
-
+    from planner.engine.run import native
     source = _shared_library()
     data = Path(source).read_bytes()
     copy = tmp_path / "_native.so"
@@ -276,8 +273,7 @@ def test_setup_records_the_built_library_as_the_loader_checks_it(tmp_path):
     spec = importlib.util.spec_from_file_location("capplan_setup", ROOT / "setup.py")
     setup = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(setup)  # defines, builds nothing (__name__ is not __main__)
-    from planner.engine import native
-
+    from planner.engine.run import native
     copy = tmp_path / "_native.so"
     copy.write_bytes(Path(_shared_library()).read_bytes())
     setup.record_build(str(copy))
@@ -294,7 +290,7 @@ def test_the_split_kernel_prelude_overflows_to_inf_without_a_warning():
 
     import numpy as np
 
-    from planner.engine.kernel_run import prelude_table
+    from planner.engine.run.kernel_run import prelude_table
 
     def prelude(gpus, scale):
         return (np.exp(gpus * scale), gpus / (gpus - gpus))

@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import pytest
 
-from planner.engine.space import (
+from planner.engine.layouts.space import (
     LAYOUT_COLUMNS,
     RECOMPUTE_CODES,
     SpaceOptions,
@@ -132,7 +132,7 @@ def test_blocks_concatenate_to_the_former_enumeration(index, block):
 
 
 def test_gpu_counts_of_a_slice_are_those_its_blocks_hold():
-    from planner.engine.space import LayoutSpace
+    from planner.engine.layouts.space import LayoutSpace
 
     space = LayoutSpace(layers=80, heads=64, kv_heads=8, seq_len=8192, experts=1,
                         global_batch=1024, gpus_per_node=8, scale_up_domain=8,
@@ -146,7 +146,7 @@ def test_gpu_counts_of_a_slice_are_those_its_blocks_hold():
 def test_selective_is_searched_only_as_the_same_run_as_none():
     # the search leaves out selective recompute when none is tried: under flash attention
     # (every search's) their run-model inputs are equal, so no winner is lost
-    from planner.engine.space import layout_flags, search_recompute_codes
+    from planner.engine.layouts.space import layout_flags, search_recompute_codes
 
     assert search_recompute_codes(("none", "selective", "full")) == [0, 2]
     assert search_recompute_codes(("selective", "full")) == [1, 2]
@@ -168,7 +168,7 @@ def test_a_space_pickles_as_its_arguments():
     # a Dask task carries its space: a few hundred bytes, rebuilt once per worker process
     import pickle
 
-    from planner.engine.space import LayoutSpace
+    from planner.engine.layouts.space import LayoutSpace
 
     space = LayoutSpace(**{**SPACES[1], "options": SpaceOptions(max_gpus=65536)})
     data = pickle.dumps(space)
@@ -182,7 +182,7 @@ def test_a_space_pickles_as_its_arguments():
 
 @pytest.mark.parametrize("space", [SPACES[0], SPACES[2], SPACES[3]])
 def test_take_decodes_any_rows_as_the_blocks_do(space):
-    from planner.engine.space import LayoutSpace
+    from planner.engine.layouts.space import LayoutSpace
 
     layouts = LayoutSpace(**space)
     whole = enumerate_layouts(**space)
@@ -196,7 +196,7 @@ def test_take_decodes_any_rows_as_the_blocks_do(space):
 
 
 def test_shared_layout_space_is_built_once_per_arguments():
-    from planner.engine.space import LayoutSpace, shared_layout_space
+    from planner.engine.layouts.space import LayoutSpace, shared_layout_space
 
     a = shared_layout_space(**SPACES[2])
     assert a is shared_layout_space(**SPACES[2])

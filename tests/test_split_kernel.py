@@ -1,4 +1,4 @@
-"""The split kernel (planner.engine.kernel.build_split_kernel): the terms that vary only
+"""The split kernel (planner.engine.run.kernel.build_split_kernel): the terms that vary only
 with the GPU count (the spare pool's Poisson CDFs among them) computed once per distinct
 (GPU count, spare count) and spread back give bit-identical outputs."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from spaces import space_inputs
 
-from planner.engine import kernel_run
-from planner.engine.kernel import build_split_kernel
-from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
-from planner.engine.model import OUTPUTS
+from planner.engine.run import kernel_run
+from planner.engine.run.kernel import build_split_kernel
+from planner.engine.run.kernel_run import evaluate_columns, evaluate_inputs
+from planner.engine.run.model import OUTPUTS
 
 
 @pytest.fixture(autouse=True)

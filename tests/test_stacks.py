@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from formulas.communication import sharded_grad_reduce_time
 from hardware_catalog import load_catalog
 from planner.cli.main import main
-from planner.engine.evaluator import evaluate
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.scenario import DEFAULTS, STACK_INPUTS, gemm_efficiency, stack_inputs
+from planner.engine.inputs.scenario import DEFAULTS, STACK_INPUTS, gemm_efficiency, stack_inputs
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 
 EVAL = ["evaluate", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64",
         "--tp", "8", "--pp", "2", "--global-batch", "128", "--micro-batch", "1",
@@ -152,7 +152,7 @@ def test_pod_bandwidth_llama3():
 
 
 def test_network_entry_and_flags(cat):
-    from planner.engine.scenario import network_overrides, node_network
+    from planner.engine.inputs.scenario import network_overrides, node_network
 
     node = cat.node("llama3-roce-24k")
     assert node_network(node) == {"gpus_per_node": 8, "nic_gbps": pytest.approx(400.0),
@@ -308,9 +308,9 @@ def test_every_stack_field_is_a_model_input_with_a_default_where_optional():
     # STACK_INPUTS is read from the schema: each of its quantities (but the GEMM share) is a
     # run-model input of its name, and an optional one has an execution.toml default
     from hardware_catalog.schema import SoftwareStack
-    from planner.engine.glossary import INPUTS as GLOSSARY
-    from planner.engine.model import INPUTS
-    from planner.engine.scenario import execution_defaults
+    from planner.engine.inputs.glossary import INPUTS as GLOSSARY
+    from planner.engine.inputs.scenario import execution_defaults
+    from planner.engine.run.model import INPUTS
 
     assert "dualpipe" in STACK_INPUTS and "gemm_efficiency_factor" not in STACK_INPUTS
     for name in STACK_INPUTS:

@@ -1,6 +1,6 @@
 """Formulas that the run model's stages call, and the shape of the stages themselves.
 
-The constants these formulas hold used to sit inline in planner/engine/model.py;
+The constants these formulas hold used to sit inline in planner/engine/run/model.py;
 each is checked here against an independent statement of the same physics (a
 published formula in another module, an explicit op or step list, or the source's
 printed figure), and symbolically, numerically and for scalar/array/Series inputs.
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formulas import checkpoint, communication, compute, cost, energy, memory, pipeline
-from planner.engine import model
+from planner.engine.run import model
 
 NEW = [compute.final_norm_params, compute.model_params, compute.router_forward_flops_per_token,
        compute.attention_core_forward_flops_per_token, compute.memory_bound_time,
@@ -288,9 +288,9 @@ def test_rest_of_it_power():
 
 @pytest.fixture(scope="module")
 def stage_results(catalog):
-    from planner.engine.run_inputs import RunChoices, base_inputs
-    from planner.engine.space import layout_flags
-    from planner.engine.spares import resolve_spares
+    from planner.engine.layouts.space import layout_flags
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
+    from planner.engine.run.spares import resolve_spares
 
     x = base_inputs(catalog, RunChoices(model="mixtral-8x7b", hardware="h100-sxm", tokens=1e12))
     layout = {k: np.array([v]) for k, v in dict(
@@ -355,7 +355,7 @@ def test_run_model_does_not_return_locals():
 def test_resolved_spares_do_not_depend_on_the_other_rows():
     # one cached search per distinct set of failure inputs, over that set's own range:
     # a candidate's spare count is the same alone and among others (blocks of a plan differ)
-    from planner.engine.spares import SPARE_INPUTS, optimal_spare_nodes, resolve_spares
+    from planner.engine.run.spares import SPARE_INPUTS, optimal_spare_nodes, resolve_spares
 
     base = {"gpus_per_node": 8.0, "gpu_mtbf_s": 285228322.0, "node_mtbf_s": 180285826.0,
             "network_mtbf_s": 273004251.0, "rack_mtbf_s": 1e18, "software_mtbf_s": 5.9733e6,
@@ -382,7 +382,7 @@ def test_resolved_spares_do_not_depend_on_the_other_rows():
 def _spares_over_the_whole_range(**x) -> np.ndarray:
     """The former search (every spare count of each row's range, one argmin): the reference
     of the windowed search with its stopping bound."""
-    from planner.engine.spares import billed_nodes, pool_terms
+    from planner.engine.run.spares import billed_nodes, pool_terms
 
     terms = pool_terms(**x)
     spares = np.arange(int(np.nanmax(terms["top"])) + 1, dtype=float)[None, :]
@@ -404,7 +404,7 @@ def test_windowed_spare_search_equals_the_whole_range(gpus, gpus_per_node, gpu_m
                                                       requeue_restart_s, node_repair_s):
     # the stopping bound (the swap probability is at most 1) never cuts off the optimum,
     # whichever restart is cheaper (a re-queue may be: then the survival falls with swaps)
-    from planner.engine.spares import optimal_spare_nodes
+    from planner.engine.run.spares import optimal_spare_nodes
 
     n = len(gpus)
     x = {"gpus": np.array(gpus), "gpus_per_node": gpus_per_node, "gpu_mtbf_s": gpu_mtbf_s,
@@ -426,7 +426,7 @@ def test_batched_pool_cdfs_equal_the_formula_bit_for_bit(rows, window, first, si
                                                         rack_nodes):
     # the spare search computes both pools' 24 Poisson CDFs in one call
     from formulas.reliability import pool_swap_probability
-    from planner.engine.spares import pool_swap_probabilities
+    from planner.engine.run.spares import pool_swap_probabilities
 
     spares = np.arange(first, first + window, dtype=float)[None, :]
     mu1 = np.linspace(single, single * 1.5 + 1.0, rows)[:, None]

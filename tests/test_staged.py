@@ -7,8 +7,8 @@ import ast
 import pytest
 
 from planner.codegen.staged import variable_name
-from planner.engine.kernel import GENERATED
-from planner.engine.model import INPUTS, OUTPUTS
+from planner.engine.run.kernel import GENERATED
+from planner.engine.run.model import INPUTS, OUTPUTS
 
 
 def _kernel():

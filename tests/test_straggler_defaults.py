@@ -12,7 +12,7 @@ from planner.analysis.simulate import StragglerSpec
 from planner.analysis.stragglers import WhatIf
 from planner.cli.fault_options import FAULT_DEFAULTS
 from planner.cli.stragglers_command import stragglers
-from planner.engine.defaults import STRAGGLERS
+from planner.engine.inputs.defaults import STRAGGLERS
 
 
 def _defaults(cls) -> dict:

@@ -79,7 +79,7 @@ def test_plan_uncertainty_blocks_do_not_change_the_report(monkeypatch):
     # the draws are evaluated in blocks and reduced per block: any block size, one report
     from hardware_catalog import load_catalog
     from planner.analysis import uncertainty as u
-    from planner.engine.optimize import plan
+    from planner.engine.search.optimize import plan
 
     catalog = load_catalog()
     result = plan(catalog=catalog, model="llama2-7b", max_gpus=256,
@@ -182,7 +182,7 @@ def test_spread_scope_keys_and_names_are_checked_with_suggestions():
 def test_sigma_is_accepted_exactly_in_its_domain(sigma):
     """Any float: accepted iff finite and 0 <= sigma <= MAX_SIGMA; accepted factors finite."""
     from planner.analysis.uncertainty import factors
-    from planner.engine.domains import MAX_SIGMA
+    from planner.engine.inputs.domains import MAX_SIGMA
 
     inside = math.isfinite(sigma) and 0 <= sigma <= MAX_SIGMA
     if not inside:
@@ -195,7 +195,7 @@ def test_sigma_is_accepted_exactly_in_its_domain(sigma):
 
 
 def test_the_shipped_spreads_are_inside_the_domain():
-    from planner.engine.domains import MAX_SIGMA, SPREAD_SCOPES
+    from planner.engine.inputs.domains import MAX_SIGMA, SPREAD_SCOPES
 
     for name, spread in default_spreads().items():
         assert 0 < spread.sigma <= MAX_SIGMA and spread.scope in SPREAD_SCOPES, name

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formulas.pipeline import fullest_stage_layers
-from planner.engine.space import (
+from planner.engine.layouts.space import (
     SpaceOptions,
     enumerate_layouts,
     layout_flags,
@@ -122,7 +122,7 @@ def test_embedding_and_loss_as_stage_units_allow_layers_plus_two_virtual_stages(
     # Meta's Llama 3 405B layout: 126 layers on PP 16 x VP 8 = 128 virtual stages, the first
     # and the last chunk holding the embedding and the loss (arXiv:2407.21783 s3.3.2;
     # Megatron-Core transformer_block.get_num_layers_to_build)
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     r = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=2048, tp=8, pp=16, vp=8,
                  cp=1, micro_batch=1, global_batch=256, seq_len=8192, zero=2,
@@ -131,7 +131,7 @@ def test_embedding_and_loss_as_stage_units_allow_layers_plus_two_virtual_stages(
 
 
 def test_uneven_split_costs_the_fullest_stage():
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
 
     def step(pp, vp):  # DP 8, 8 micro-batches of 1 per pipeline
         return float(evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=8 * pp, tp=1,

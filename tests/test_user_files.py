@@ -15,7 +15,7 @@ from hardware_catalog.loader import DATA_DIR, ENV_VAR
 from planner.cli.main import main
 
 SHAPE = "layers = 4\nhidden = 256\nheads = 4\nvocab = 1000\nseq_len = 512\n"
-#: An accelerator given by bare numbers only: what the engine reads (planner/engine/scenario.py).
+#: An accelerator given by bare numbers only: what the engine reads (planner/engine/inputs/scenario.py).
 CHIP = """node = "dgx-h100"
 peak_bf16_flops_per_s = 1.2e15
 hbm_bytes = 141e9

@@ -295,8 +295,8 @@ def test_modern_shapes_match_catalog_and_published_sizes(modern, catalog):
             assert shape["vocab"] == m.vocab or r.model == "grok1-314b", r.case_id
             assert shape["mlp_matrices"] == m.mlp_matrices
             assert shape["experts"] == max(m.experts, 1)
-            from planner.engine.model import param_counts
-            from planner.engine.scenario import model_inputs
+            from planner.engine.inputs.scenario import model_inputs
+            from planner.engine.run.model import param_counts
 
             # MTP modules where the row says the run trained them
             x = {**model_inputs(m), "mtp_layers": shape["mtp_layers"]}

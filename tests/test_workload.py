@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from planner.engine import workload
-from planner.engine.optimize import plan, search_size
-from planner.engine.scenario import Scenario
+from planner.engine.inputs.scenario import Scenario
+from planner.engine.run import workload
+from planner.engine.search.optimize import plan, search_size
 from planner.errors import CapplanError
 from planner.report.progress import ProgressLines
 

@@ -47,9 +47,9 @@ from hardware_catalog.private_cache import (
 )
 from hardware_catalog.toml_cache import cache_dir
 from planner.analysis import validate as v
-from planner.engine.kernel import kernel_hash
-from planner.engine.scenario import execution_defaults, stack_factor
-from planner.engine.workload import seconds_text
+from planner.engine.inputs.scenario import execution_defaults, stack_factor
+from planner.engine.run.kernel import kernel_hash
+from planner.engine.run.workload import seconds_text
 
 A100 = ("a100-80gb", "a100-40gb")
 HOPPER = ("h100-sxm", "h200", "h800", "gt-h100-96gb")  # same GH100 silicon: one value
@@ -78,7 +78,7 @@ FIT_DATASETS = ("sc21", "vtrain-multi", "vtrain-single", "llm-foundry-a100", "ll
 GROUPED = ("modern-runs", "moe-runs")
 
 #: (owners, parameter) -> candidate values.  Owners: accelerator ids, "stack:<id>" (a
-#: software stack in hardware_catalog/data/stacks) or "*" (planner/engine/execution.toml).
+#: software stack in hardware_catalog/data/stacks) or "*" (planner/engine/inputs/execution.toml).
 #: A ``gemm_max_efficiency_<precision>`` parameter is the kernel's ``gemm_max_efficiency``
 #: for the cases of that precision.
 GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
@@ -354,7 +354,7 @@ def lofo_key(catalog=None) -> str:
     """Hash of everything a LOFO result depends on.
 
     The catalog as loaded (its version hashes every shipped and user TOML file), the
-    validation data (``hardware_catalog/data/validation``), ``planner/engine/execution.toml``,
+    validation data (``hardware_catalog/data/validation``), ``planner/engine/inputs/execution.toml``,
     the calibration grid and fit datasets, the run model (the generated kernel's hash) and
     the code that maps cases to inputs and fits (this module and ``validate.py``).
     """
@@ -364,7 +364,7 @@ def lofo_key(catalog=None) -> str:
     digest.update(repr((sorted(LOFO_GRID.items()), FIT_DATASETS, GROUPED)).encode())
     files = sorted(p for p in (_ROOT / "hardware_catalog" / "data" / "validation").rglob("*")
                    if p.is_file())
-    files += [_ROOT / "planner" / "engine" / "execution.toml", Path(__file__).resolve(),
+    files += [_ROOT / "planner" / "engine" / "inputs" / "execution.toml", Path(__file__).resolve(),
               Path(v.__file__).resolve()]
     for path in files:
         digest.update(f"{path.relative_to(_ROOT)}\0".encode() + path.read_bytes())

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hardware_catalog import load_catalog
-from planner.engine.domains import MAX_GPUS
-from planner.engine.evaluator import evaluate
-from planner.engine.layout_check import best_layout
-from planner.engine.layout_rules import layout_arguments
-from planner.engine.readable import count_text
-from planner.engine.scenario import DEFAULTS
-from planner.engine.space import RECOMPUTE_CODES, RECOMPUTE_NAMES
+from planner.engine.inputs.domains import MAX_GPUS
+from planner.engine.inputs.layout_rules import layout_arguments
+from planner.engine.inputs.scenario import DEFAULTS
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.layouts.layout_check import best_layout
+from planner.engine.layouts.space import RECOMPUTE_CODES, RECOMPUTE_NAMES
+from planner.engine.run.readable import count_text
 from planner.errors import CapplanError, shown
 
 #: The schemes, in the order of the study; ``async`` is the baseline savings refer to.
@@ -52,7 +52,7 @@ class Study:
     gpu_mtbf_s: tuple[float | None, ...] = (None,)
     tokens: float | None = None
     reliability: str | None = None
-    #: run-model inputs the flags set (planner.engine.model.INPUTS names, SI units)
+    #: run-model inputs the flags set (planner.engine.run.model.INPUTS names, SI units)
     overrides: dict = field(default_factory=dict)
 
 

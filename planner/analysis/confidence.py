@@ -24,14 +24,15 @@ import numpy as np
 from hardware_catalog import load_catalog
 from planner.analysis.estimates import attach, attach_phases
 from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs, price_sigmas
-from planner.engine import optimize, workload
-from planner.engine.domains import MARGIN_DRAWS, margin_draws  # noqa: F401  (documented)
-from planner.engine.kernel_run import evaluate_columns
-from planner.engine.phase_plan import plan_phases
+from planner.engine.inputs.domains import MARGIN_DRAWS, margin_draws  # noqa: F401  (documented)
+from planner.engine.run import workload
+from planner.engine.run.kernel_run import evaluate_columns
+from planner.engine.search import optimize
+from planner.engine.search.phase_plan import plan_phases
 from planner.errors import CapplanError
 
 #: Seed of the margin Monte Carlo (fixed: the same plan every time); its draws:
-#: :func:`planner.engine.domains.margin_draws` (MARGIN_DRAWS, more far in the tails).
+#: :func:`planner.engine.inputs.domains.margin_draws` (MARGIN_DRAWS, more far in the tails).
 MARGIN_SEED = 0
 #: Rows x draws evaluated at once.
 BLOCK = 1 << 17
@@ -43,7 +44,7 @@ def margins(result, catalog, spreads, quantile: float, draws: int | None = None,
             seed: int = MARGIN_SEED) -> tuple:
     """(accelerator, m_days, m_cost, m_power) per accelerator of the nominal plan
     ``result`` (equation [1] of the module docstring), from ``draws`` draws (default
-    :func:`~planner.engine.domains.margin_draws`: enough to resolve ``quantile``)."""
+    :func:`~planner.engine.inputs.domains.margin_draws`: enough to resolve ``quantile``)."""
     s = result.scenario
     draws = margin_draws(quantile) if draws is None else draws
     frontier = result.frontier.loc[result.frontier["fits"].astype(bool)]
@@ -118,7 +119,7 @@ def phase_margins(results, catalog, spreads, quantile: float) -> tuple:
 
 
 def plan_phases_at_confidence(scenario, phases, spreads, **plan_options):
-    """:func:`planner.engine.phase_plan.plan_phases` whose constraints hold at
+    """:func:`planner.engine.search.phase_plan.plan_phases` whose constraints hold at
     ``scenario.confidence`` (the margins of :func:`phase_margins`)."""
     def margins_of(results, catalog):
         return phase_margins(results, catalog, spreads, scenario.confidence)

@@ -3,7 +3,7 @@
 A winner is flagged
 
 - ``price``: its price per GPU-hour has no market listing (the catalog's own estimate,
-  :class:`planner.engine.pricing.PriceQuote` ``estimate``);
+  :class:`planner.engine.economics.pricing.PriceQuote` ``estimate``);
 - ``performance``: no published measurement of its accelerator is in ``capplan validate``'s
   datasets, so its step time is the model's extrapolation, never checked on that chip;
 - ``spec:<field>``: a datasheet number the run rests on (the peak at the plan's precision,
@@ -96,7 +96,7 @@ def estimate_flags(catalog, hardware: str, precision: str, price: dict | None) -
 
 
 def attach(result, catalog) -> None:
-    """Fill ``result.estimate_flags`` (a :class:`planner.engine.optimize.PlanResult`) for
+    """Fill ``result.estimate_flags`` (a :class:`planner.engine.search.optimize.PlanResult`) for
     every accelerator with a winner."""
     s = result.scenario
     result.estimate_flags = {hw: estimate_flags(catalog, hw, s.precision, result.prices.get(hw))
@@ -105,7 +105,7 @@ def attach(result, catalog) -> None:
 
 def attach_phases(result, catalog) -> None:
     """Fill ``result.estimate_flags`` of a plan of several phases
-    (:class:`planner.engine.phase_plan.PhasePlan`) for every accelerator with a winner."""
+    (:class:`planner.engine.search.phase_plan.PhasePlan`) for every accelerator with a winner."""
     s = result.scenario
     winners = sorted({row["hardware"] for row in result.best.values() if row is not None})
     result.estimate_flags = {hw: estimate_flags(catalog, hw, s.precision, result.prices.get(hw))

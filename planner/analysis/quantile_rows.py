@@ -23,9 +23,9 @@ from planner.analysis.uncertainty import (
     frontier_inputs,
     plan_price_sigmas,
 )
-from planner.engine.kernel_run import evaluate_columns
-from planner.engine.optimize import OBJECTIVE_COLUMNS
-from planner.engine.phase_plan import totals_of
+from planner.engine.run.kernel_run import evaluate_columns
+from planner.engine.search.optimize import OBJECTIVE_COLUMNS
+from planner.engine.search.phase_plan import totals_of
 
 #: Quantities shown at the quantile: column -> the SI columns derived from it (x factor).
 AT_QUANTILE = {"wall_days": {"wall_time_s": 86400.0},
@@ -125,10 +125,10 @@ def _at_quantile(row: dict, values: dict[str, float], table: dict, q: float) -> 
 
 
 def set_phases_at_quantile(result, catalog, spreads, *, draws: int, seed: int) -> None:
-    """A plan of phases (:class:`planner.engine.phase_plan.PhasePlan`) at
+    """A plan of phases (:class:`planner.engine.search.phase_plan.PhasePlan`) at
     ``result.scenario.confidence`` set: each winner's whole-run totals are the
     Q-quantile of its totals over the draws (each draw's phases summed, peak power the
-    largest phase's: :func:`planner.engine.phase_plan.totals_of`), and each of its phases
+    largest phase's: :func:`planner.engine.search.phase_plan.totals_of`), and each of its phases
     shows that phase's own Q-quantile (the phases' quantiles do not add up to the run's).
     The draws are those of :func:`planner.analysis.uncertainty.phase_uncertainty` for the
     same ``draws`` and ``seed``, so the two agree."""

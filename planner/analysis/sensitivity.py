@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.engine.kernel_run import evaluate_inputs
-from planner.engine.model import INPUTS
-from planner.engine.spares import resolve_spares
+from planner.engine.run.kernel_run import evaluate_inputs
+from planner.engine.run.model import INPUTS
+from planner.engine.run.spares import resolve_spares
 
 #: Relative step of the central differences.
 STEP = 1e-4

@@ -81,8 +81,8 @@ from formulas import overhead
 from formulas import reliability as rel
 from formulas import straggler as sg
 from formulas.reliability import domain_failure_rate, domain_units, gpu_hours_with_spares
-from planner.engine.defaults import STRAGGLERS as _STRAGGLERS
-from planner.engine.domains import check_value
+from planner.engine.inputs.defaults import STRAGGLERS as _STRAGGLERS
+from planner.engine.inputs.domains import check_value
 
 #: Sums of at most this many step maxima are sampled exactly; longer ones by the CLT.
 EXACT_STEPS = 32
@@ -659,7 +659,7 @@ def simulate(spec: RunSpec, replicas: int = 10_000, seed: int = 0, *,
 # ---------------------------------------------------------------------------
 
 def with_overheads(spec: RunSpec, wall_s, busy_s, solve_s, rollback_share=1.0):
-    """Wall and busy time with the run overheads of ``spec`` (planner.engine.model's
+    """Wall and busy time with the run overheads of ``spec`` (planner.engine.run.model's
     ``run_overheads``: evaluations and redone steps busy, rollback restarts idle, then
     maintenance as a share of calendar time); ``rollback_share`` scales the expected
     rollbacks' time (a replica's own number of rollbacks over the expected number)."""
@@ -1114,7 +1114,7 @@ class StragglerSpec:
     garbage during the step (Poisson collections, mean gap ``gc_interval_s``
     per rank; ``inf``: none); the pipeline's last-stage imbalance multiplies
     the whole step (``layers``, ``stages``, ``last_stage_extra_layers``,
-    ``microbatches``; 1 stage: none). Defaults: :data:`planner.engine.defaults.STRAGGLERS`.
+    ``microbatches``; 1 stage: none). Defaults: :data:`planner.engine.inputs.defaults.STRAGGLERS`.
     """
 
     ranks: int

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from formulas.straggler import lm_head_layer_equivalents, planned_gc_delay, straggler_waste_fraction
 from planner.analysis.simulate import StragglerSpec, simulate_stragglers, straggler_closed_form
-from planner.engine.defaults import STRAGGLERS
+from planner.engine.inputs.defaults import STRAGGLERS
 
 #: The setting of the published "up to 45 %" (reliability.csv rows sg-waste, sg-cause):
 #: unmitigated Python GC (about one 1 s collection per 800 s per rank, i.e. 0.5 % of 4 s
@@ -35,7 +35,7 @@ def _default(name: str):
 @dataclass(frozen=True)
 class WhatIf:
     """A job shape and its straggler causes (SI units; the shared parameters named and
-    defaulted as :class:`StragglerSpec`'s, :data:`planner.engine.defaults.STRAGGLERS`)."""
+    defaulted as :class:`StragglerSpec`'s, :data:`planner.engine.inputs.defaults.STRAGGLERS`)."""
 
     step_time_s: float = 4.0
     step_time_cv: float = _default("step_time_cv")

@@ -17,17 +17,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from planner.engine import workload
-from planner.engine.columns import layout_columns, layout_key
-from planner.engine.domains import check_spreads
-from planner.engine.explain import CONSTRAINTS, active_constraints, meets
-from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
-from planner.engine.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
-from planner.engine.phase_plan import totals_of
-from planner.engine.readable import usd_text
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.space import RECOMPUTE_CODES, layout_flags
-from planner.engine.spares import resolve_spares
+from planner.engine.inputs.domains import check_spreads
+from planner.engine.layouts.space import RECOMPUTE_CODES, layout_flags
+from planner.engine.run import workload
+from planner.engine.run.columns import layout_columns, layout_key
+from planner.engine.run.kernel_run import evaluate_columns, evaluate_inputs
+from planner.engine.run.readable import usd_text
+from planner.engine.run.run_inputs import RunChoices, base_inputs
+from planner.engine.run.spares import resolve_spares
+from planner.engine.search.explain import CONSTRAINTS, active_constraints, meets
+from planner.engine.search.optimize import OBJECTIVE_COLUMNS, SEARCH_COLUMNS, feasible_mask
+from planner.engine.search.phase_plan import totals_of
 from planner.errors import CapplanError
 
 QUANTITIES = {"wall_days": "days", "cost_usd": "USD", "energy_mwh": "MWh", "co2e_t": "tCO2e",
@@ -55,7 +55,7 @@ def default_spreads() -> dict[str, Spread]:
 
 def spreads_from(overrides: dict | None, where: str = "[uncertainty]") -> dict[str, Spread]:
     """Defaults updated by a scenario file's ``[uncertainty]`` table, each entry checked
-    (:func:`planner.engine.domains.check_spread`: a run-model input, a finite sigma in
+    (:func:`planner.engine.inputs.domains.check_spread`: a run-model input, a finite sigma in
     [0, MAX_SIGMA], a known scope); ``where`` names the table in messages."""
     spreads = dict(default_spreads())
     spreads.update({k: Spread(*v) for k, v in check_spreads(overrides or {}, where).items()})
@@ -64,7 +64,7 @@ def spreads_from(overrides: dict | None, where: str = "[uncertainty]") -> dict[s
 
 #: The scope of an input whose sigma comes per accelerator from the price data (the
 #: quote's ``sigma``: the providers' interquartile range, or the wide sigma of an
-#: estimate; planner.engine.pricing); the entry's own sigma is used where none is given.
+#: estimate; planner.engine.economics.pricing); the entry's own sigma is used where none is given.
 PRICE_SCOPE = "price"
 PRICE_INPUT = "price_usd_per_gpu_hour"
 
@@ -89,7 +89,7 @@ def factors(spreads: dict[str, Spread], draws: int, groups: int, seed: int,
 
 def price_sigmas(spreads: dict[str, Spread], quotes: list[dict]) -> dict[str, np.ndarray]:
     """``group_sigma`` for :func:`factors`: each accelerator's price sigma from its quote
-    (``quotes``: one :class:`planner.engine.pricing.PriceQuote` dict per group), when the
+    (``quotes``: one :class:`planner.engine.economics.pricing.PriceQuote` dict per group), when the
     price input has the price-data scope (a scenario's own ``[uncertainty]`` entry wins; a
     sigma of 0 turns the price draw off)."""
     spread = spreads.get(PRICE_INPUT)
@@ -259,7 +259,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     return report
 
 
-#: The per-phase columns :func:`planner.engine.phase_plan.totals_of` sums into a run's
+#: The per-phase columns :func:`planner.engine.search.phase_plan.totals_of` sums into a run's
 #: quantities and objectives.
 PHASE_TOTAL_COLUMNS = tuple(dict.fromkeys((*QUANTITIES, *OBJECTIVE_COLUMNS.values(), "ettr",
                                            "co2e_kg", "cci_g_per_eflop")))
@@ -268,14 +268,14 @@ PHASE_TOTAL_COLUMNS = tuple(dict.fromkeys((*QUANTITIES, *OBJECTIVE_COLUMNS.value
 def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 400,
                       seed: int = 0) -> dict:
     """Winner probabilities per accelerator, P10/P50/P90 of the whole run of each winner of
-    a plan of phases (:class:`planner.engine.phase_plan.PhasePlan`), and the constraints
+    a plan of phases (:class:`planner.engine.search.phase_plan.PhasePlan`), and the constraints
     each winner misses at :data:`RISK_QUANTILE`.
 
     Each draw is one set of factors per accelerator, shared by every phase (the same
     hardware, software and site run them all), as :func:`plan_uncertainty` draws them.
     For each objective, every cluster that fits every phase (``result.clusters``: each
     phase at its best layout for the objective on that cluster) is evaluated under the
-    draws, its phases summed per draw (:func:`planner.engine.phase_plan.totals_of`: peak
+    draws, its phases summed per draw (:func:`planner.engine.search.phase_plan.totals_of`: peak
     power the largest phase's), the constraints checked on the totals, and the best cluster
     per accelerator kept; ties go to the accelerator first in name order.
     """

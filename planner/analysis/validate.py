@@ -54,14 +54,8 @@ from formulas import memory as m
 from formulas.compute import narayanan_flops_per_iteration
 from formulas.pipeline import fullest_stage_layers
 from hardware_catalog import load_catalog
-from planner.engine.columns import step_time_terms
-from planner.engine.evaluator import evaluate
-from planner.engine.kernel_run import evaluate_columns, evaluate_inputs
-from planner.engine.layout_check import check_layout
-from planner.engine.method import LORA_METHODS, method_inputs, method_spec
-from planner.engine.model import param_counts
-from planner.engine.run_inputs import RunChoices, base_inputs
-from planner.engine.scenario import (
+from planner.engine.inputs.method import LORA_METHODS, method_inputs, method_spec
+from planner.engine.inputs.scenario import (
     PRECISIONS,
     attention_shape_inputs,
     model_inputs,
@@ -69,7 +63,13 @@ from planner.engine.scenario import (
     stack_factor,
     stack_inputs,
 )
-from planner.engine.space import RECOMPUTE_CODES, layout_flags
+from planner.engine.layouts.evaluator import evaluate
+from planner.engine.layouts.layout_check import check_layout
+from planner.engine.layouts.space import RECOMPUTE_CODES, layout_flags
+from planner.engine.run.columns import step_time_terms
+from planner.engine.run.kernel_run import evaluate_columns, evaluate_inputs
+from planner.engine.run.model import param_counts
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 from planner.errors import CapplanError, did_you_mean
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "hardware_catalog" / "data" / "validation"
@@ -725,7 +725,7 @@ def load_moe_runs() -> pd.DataFrame:
 FINETUNE_SOURCES = (("NVIDIA/NeMo", "NeMo 24.07 (H100, FP8)"),
                     ("pytorch/torchtune", "torchtune (A100, FSDP)"),
                     ("QwenLM/Qwen", "Qwen README (A100, HF PEFT)"))
-#: The method options of a case (planner.engine.method); absent: pre-training.
+#: The method options of a case (planner.engine.inputs.method); absent: pre-training.
 FINETUNE_METHOD_COLUMNS = ("method", "lora_rank", "lora_targets")
 
 

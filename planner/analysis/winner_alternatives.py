@@ -1,5 +1,5 @@
 """What a typical alternative would change for a plan's winner: the winner's layout
-re-evaluated with the alternative stack and site class of planner.engine.alternatives
+re-evaluated with the alternative stack and site class of planner.engine.search.alternatives
 (one extra evaluation of one row each; a stack that cannot fit the layout says so).
 """
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 import pandas as pd
 
 from planner.analysis.uncertainty import frontier_inputs
-from planner.engine.alternatives import (
+from planner.engine.run.kernel_run import evaluate_columns
+from planner.engine.search.alternatives import (
     alternative_site_class,
     alternative_stack,
     change,
 )
-from planner.engine.kernel_run import evaluate_columns
 
 #: Columns compared: GPU-hours for a stack, facility energy for a PUE.
 COMPARED = ("fits", "gpu_hours", "energy_kwh")

@@ -162,9 +162,9 @@ LISTED_TIERS = ("on-demand", "spot")
 
 
 def accelerator_prices(catalog, accelerator) -> dict[str, dict]:
-    """Tier -> the price the planner uses (:func:`planner.engine.pricing.price_quote`, the
+    """Tier -> the price the planner uses (:func:`planner.engine.economics.pricing.price_quote`, the
     one function every screen reads), as a dict; a tier without a price: {"error": why}."""
-    from planner.engine.pricing import CLOUD_TIERS, price_quote
+    from planner.engine.economics.pricing import CLOUD_TIERS, price_quote
 
     out = {}
     for tier in CLOUD_TIERS:
@@ -212,7 +212,7 @@ def price_cells(prices: dict[str, dict], si: bool) -> dict:
 def price_rows(prices: dict[str, dict], si: bool) -> list[dict]:
     """`catalog show` rows of an accelerator's prices, one per tier: the price the planner
     uses and where it comes from (a derived price names its base)."""
-    from planner.engine.pricing import PriceQuote
+    from planner.engine.economics.pricing import PriceQuote
 
     rows = []
     for tier, q in prices.items():
@@ -231,8 +231,8 @@ def price_rows(prices: dict[str, dict], si: bool) -> list[dict]:
 
 def param_counts_of(model) -> dict[str, float]:
     """Total and active parameters of a catalog model: the run model's own count."""
-    from planner.engine.model import param_counts
-    from planner.engine.scenario import model_inputs
+    from planner.engine.inputs.scenario import model_inputs
+    from planner.engine.run.model import param_counts
 
     return param_counts(model_inputs(model))
 
@@ -382,7 +382,7 @@ def show(
             rows.append({"field": field, "value": count if si else count / 1e9,
                          "unit": "parameters" if si else "billion parameters",
                          "estimate": False if si else "", "as_of": "",
-                         "source": "derived (planner.engine.model.param_counts)"})
+                         "source": "derived (planner.engine.run.model.param_counts)"})
     if not si:  # mixed-type value column: format here so the table stays readable
         from planner.report.output import format_cell
 

@@ -67,7 +67,7 @@ def checkpoint(
         parse_schemes,
         run_study,
     )
-    from planner.engine.domains import check
+    from planner.engine.inputs.domains import check
     from planner.report.output import render, write
 
     format = output_format(format, output)
@@ -121,7 +121,7 @@ def _mtbf_list(text: str | None) -> tuple[float | None, ...]:
     """Per-GPU MTBFs in seconds from ``--gpu-mtbf-hours`` (``(None,)``: the profile's)."""
     if text is None:
         return (None,)
-    from planner.engine.domains import check
+    from planner.engine.inputs.domains import check
     from planner.errors import CapplanError, shown
 
     try:

@@ -22,7 +22,7 @@ from planner.cli.common import (
 )
 from planner.cli.environment_options import scenario_prices, with_price_options
 from planner.cli.numbers import si_count, si_float
-from planner.engine.defaults import DEFAULTS
+from planner.engine.inputs.defaults import DEFAULTS
 from planner.version import version
 
 #: Objective -> (plan-summary key shown, label of the table column).
@@ -137,11 +137,11 @@ def codesign(
     --vary scale_up_domain=8,72.
     """
     format = output_format(format, output)
-    from planner.engine.codesign import codesign as run_codesign
-    from planner.engine.codesign import parse_vary
-    from planner.engine.distributed import check_scheduler
-    from planner.engine.readable import count_text
-    from planner.engine.scenario import OBJECTIVES, Scenario
+    from planner.engine.inputs.scenario import OBJECTIVES, Scenario
+    from planner.engine.run.readable import count_text
+    from planner.engine.search.codesign import codesign as run_codesign
+    from planner.engine.search.codesign import parse_vary
+    from planner.engine.search.distributed import check_scheduler
     from planner.errors import CapplanError
     from planner.report.output import render, write
 
@@ -194,9 +194,9 @@ ROW_UNITS = {"days": "d", "usd": "USD", "mwh": "MWh", "co2e_t": "t CO2e"}
 
 
 def readable_codesign_rows(rows: list[dict]) -> list[dict]:
-    """The codesign rows with values in human units (planner.engine.readable)."""
-    from planner.engine.codesign import PARAMETERS
-    from planner.engine.readable import quantity_text
+    """The codesign rows with values in human units (planner.engine.run.readable)."""
+    from planner.engine.run.readable import quantity_text
+    from planner.engine.search.codesign import PARAMETERS
 
     units = {**{SHORT.get(name, name): p.unit for name, p in PARAMETERS.items()
                 if p.unit not in ("GPUs", "1")}, **ROW_UNITS}

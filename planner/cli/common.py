@@ -162,7 +162,7 @@ SlowNodesOption = Annotated[float, typer.Option(
     help="Share of nodes that are slow, in [0, 1].")]
 SlowNodeSlowdownOption = Annotated[float, typer.Option(
     help="Step-time factor of a slow node, >= 1.")]
-# -- checkpoint interval and run overheads (formulas.overhead; planner/engine/execution.toml) --
+# -- checkpoint interval and run overheads (formulas.overhead; planner/engine/inputs/execution.toml) --
 CheckpointIntervalOption = Annotated[float, typer.Option(
     parser=si_float,
     help="Fix the checkpoint interval [s] (SI suffixes: 3.6k = 3600) instead of Daly's "
@@ -219,7 +219,7 @@ def _check_text_extension(output: str | None, allowed) -> None:
                        f"-o writes text: {kinds}" + (f"; {hint}" if hint else ""))
 
 
-# -- where a search runs (planner.engine.distributed) ----------------------------------------
+# -- where a search runs (planner.engine.search.distributed) ----------------------------------------
 SchedulerOption = Annotated[str, typer.Option(
     "--scheduler", help="Where the search runs: in-process (default) | processes | threads | "
     "tcp://HOST:PORT (a running Dask scheduler); all but in-process need capplan[dask]. "

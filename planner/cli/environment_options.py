@@ -43,7 +43,7 @@ from planner.cli.common import (
     StageImbalanceOption,
 )
 from planner.cli.fault_options import FAULT_DEFAULTS
-from planner.engine.defaults import DEFAULTS
+from planner.engine.inputs.defaults import DEFAULTS
 
 
 def cost_options(
@@ -121,7 +121,7 @@ def with_price_options(func):
 
 
 def scenario_prices(prices: dict) -> dict:
-    """The :class:`~planner.engine.scenario.Scenario` fields of :func:`price_options`'
+    """The :class:`~planner.engine.inputs.scenario.Scenario` fields of :func:`price_options`'
     values (``--catalog`` becomes ``catalog_dirs``)."""
     return {"catalog_dirs": tuple(prices["catalog"] or ()),
             "price_files": price_files(prices["prices"]), "pricing": prices["pricing"],

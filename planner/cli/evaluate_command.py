@@ -30,7 +30,7 @@ def evaluate(
     format = output_format(format, output)
     from planner.cli.layout_options import resolve
     from planner.cli.scenario_phases import apply_scenario_file
-    from planner.engine.domains import check
+    from planner.engine.inputs.domains import check
     from planner.report.output import render, write
 
     check({"draws": draws, "seed": seed})
@@ -67,7 +67,7 @@ def evaluate(
     rows = [{"quantity": k, "value": v} for k, v in payload.items()
             if k not in ("breakdown", "memory_breakdown", "inputs", "price", "rent_vs_buy",
                          "assumptions", "alternatives")]
-    from planner.engine.pricing import PriceQuote
+    from planner.engine.economics.pricing import PriceQuote
 
     rows.append({"quantity": "price", "value": PriceQuote(**run.price).label()})
     rows += [{"quantity": f"rent_vs_buy.{k}", "value": run.rent_vs_buy[k]}
@@ -93,7 +93,7 @@ def evaluate(
     if run.assumptions.get("stack_hint"):
         notice(run.assumptions["stack_hint"])
     if payload["alternatives"]:
-        from planner.engine.alternatives import alternatives_line
+        from planner.engine.search.alternatives import alternatives_line
 
         notice("what a typical alternative would change: "
                + alternatives_line(payload["alternatives"]))
@@ -112,7 +112,7 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
     ``spreads`` (``--uncertainty``) the P10/P50/P90 of the whole run, every phase drawn
     under the same factors and the phases summed per draw."""
     from planner.cli.scenario_phases import phase_table, phases_payload, resolve_phases
-    from planner.engine.phases import in_phase, sum_phases
+    from planner.engine.inputs.phases import in_phase, sum_phases
     from planner.report.output import render, write
 
     runs = resolve_phases(options, phases, rl=rl)
@@ -144,10 +144,10 @@ def _evaluate_phases(options, phases, format, output, force, *, spreads=None,
 
 def evaluate_alternatives(options: dict, run) -> list[dict]:
     """The run re-evaluated, at its layout, with the typical alternative stack and the
-    other PUE of its site (planner.engine.alternatives), each as one change."""
+    other PUE of its site (planner.engine.search.alternatives), each as one change."""
     from planner.cli.common import pending_notices
     from planner.cli.layout_options import resolve
-    from planner.engine.alternatives import alternative_site_class, alternative_stack, change
+    from planner.engine.search.alternatives import alternative_site_class, alternative_stack, change
 
     e = run.echo
     same_layout = {**options, **{k: e[k] for k in ("tp", "pp", "cp", "ep", "vp",
@@ -195,7 +195,7 @@ def memory_shortfall(row: dict, echo: dict) -> str | None:
     if bool(row["fits"]):
         return None
     largest = str(row["largest_memory_term"])
-    from planner.engine.columns import column
+    from planner.engine.run.columns import column
 
     return (f"the layout does not fit: {echo['model']} at TP{echo['tp']} PP{echo['pp']} "
             f"DP{echo['dp']} CP{echo['cp']} EP{echo['ep']}, micro-batch {echo['micro_batch']}, "
@@ -208,10 +208,10 @@ def memory_shortfall(row: dict, echo: dict) -> str | None:
 
 def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
     """One line: the assumptions of a one-shot run the user did not necessarily type
-    (``assumed``: planner.engine.assumptions.assumptions, its ``cost_basis`` the basis the
+    (``assumed``: planner.engine.inputs.assumptions.assumptions, its ``cost_basis`` the basis the
     run was costed by)."""
-    from planner.engine.assumptions import commitment_text
-    from planner.engine.readable import count_text
+    from planner.engine.inputs.assumptions import commitment_text
+    from planner.engine.run.readable import count_text
 
     batch = echo["global_batch"] * echo["seq_len"]
     basis = "TCO (owned cluster)" if assumed["cost_basis"] == "tco" else "cloud"
@@ -226,7 +226,7 @@ def assumptions_text(echo: dict, price: str, assumed: dict) -> str:
 
 
 def readable_rows(rows: list[dict]) -> list[dict]:
-    """The rows with each value in a human unit (planner.engine.readable.readable_rows)."""
-    from planner.engine.readable import readable_rows as readable
+    """The rows with each value in a human unit (planner.engine.run.readable.readable_rows)."""
+    from planner.engine.run.readable import readable_rows as readable
 
     return readable(rows)

@@ -2,7 +2,7 @@
 --whole-runs``): each row of :mod:`planner.analysis.whole_runs`'s dataset as ``capplan
 evaluate`` options, and a row with phases as ``capplan evaluate --scenario FILE`` - the same
 functions (:func:`planner.cli.scenario_phases.apply_scenario_file`,
-:func:`planner.cli.scenario_phases.resolve_phases`, :func:`planner.engine.phases.sum_phases`), so
+:func:`planner.cli.scenario_phases.resolve_phases`, :func:`planner.engine.inputs.phases.sum_phases`), so
 the comparison tests what a user would run.  The data, the compared quantities and the
 summary stay in :mod:`planner.analysis.whole_runs`.
 """
@@ -20,7 +20,7 @@ from planner.cli.common import flush_notices
 from planner.cli.evaluate_command import evaluate
 from planner.cli.layout_options import LAYOUT_OPTIONS, resolve
 from planner.cli.scenario_phases import apply_scenario_file, option_defaults, resolve_phases
-from planner.engine.phases import sum_phases
+from planner.engine.inputs.phases import sum_phases
 
 #: Draws of the uncertainty model per run for the P10-P90 band (fixed seed 0).
 BAND_DRAWS = 400

@@ -53,7 +53,7 @@ OWNERSHIP_INPUTS = frozenset({"opex_fraction_per_year", "residual_value_fraction
 
 def _efficiency_field(acc, precision: str) -> str:
     """The accelerator field the GEMM efficiency at ``precision`` comes from."""
-    from planner.engine.scenario import EFFICIENCY_FALLBACK
+    from planner.engine.inputs.scenario import EFFICIENCY_FALLBACK
 
     while precision in EFFICIENCY_FALLBACK:
         if getattr(acc, f"gemm_max_efficiency_{precision}", None) is not None:
@@ -64,8 +64,7 @@ def _efficiency_field(acc, precision: str) -> str:
 
 def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
     """Where each run-model input comes from (catalog source text, defaults file, layout)."""
-    from planner.engine.model import INPUTS
-    from planner.engine.scenario import (
+    from planner.engine.inputs.scenario import (
         DEFAULTS,
         STACK_INPUTS,
         attention_precision,
@@ -73,6 +72,7 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
         gemm_precision,
         stack_factor,
     )
+    from planner.engine.run.model import INPUTS
 
     acc = catalog.accelerator(echo["hardware"])
     site = catalog.site(echo["site"])
@@ -87,7 +87,7 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
             quantity = (stack_factor(stack, name, acc.id) if name.endswith("_factor")
                         else getattr(stack, name))
             out[name] = (f"stack '{stack.id}'.{name}: {quantity.source}" if quantity is not None
-                         else f"planner/engine/execution.toml ({name}: stack '{stack.id}' "
+                         else f"planner/engine/inputs/execution.toml ({name}: stack '{stack.id}' "
                               "does not set it)")
         elif name in CATALOG_FIELDS:
             kind, field = CATALOG_FIELDS[name]
@@ -128,20 +128,20 @@ def export_xlsx(
 
     from hardware_catalog import load_catalog
     from planner.cli.layout_options import resolve
-    from planner.engine.evaluator import evaluate
+    from planner.engine.layouts.evaluator import evaluate
     from planner.report.xlsx import check_workbook_target, write_workbook
 
     check_workbook_target(output, force)  # before the run: one error line, no layout notice
     from planner.cli.fault_options import fault_inputs
     from planner.cli.scenario_phases import apply_scenario_file
-    from planner.engine.readable import count_text
-    from planner.engine.spares import resolve_spares
+    from planner.engine.run.readable import count_text
+    from planner.engine.run.spares import resolve_spares
 
     options, phases = apply_scenario_file(export_xlsx, options, scenario_file)
     phase_rows = None
     if phases:  # each phase's run; the Model and Sweep sheets hold the longest phase's
         from planner.cli.scenario_phases import phase_table, resolve_phases
-        from planner.engine.phases import sum_phases
+        from planner.engine.inputs.phases import sum_phases
 
         runs = resolve_phases(options, phases)
         phase_rows = phase_table(phases, runs, sum_phases([r.row for r in runs]))[:-1]
@@ -183,7 +183,7 @@ def export_xlsx(
         title += (f" (phase {phases[longest].name!r} of {len(phases)}; all phases on the "
                   "Phases sheet)")
     values = {name: run.row[name] for name in run.row}
-    from planner.engine.pricing import PriceQuote
+    from planner.engine.economics.pricing import PriceQuote
 
     sources = input_sources(catalog, e, e["precision"])
     sources["price_usd_per_gpu_hour"] = (f"{PriceQuote(**run.price).label()}; "

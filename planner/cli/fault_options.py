@@ -5,13 +5,13 @@ The flags (``--spares``, ``--gc-interval``, ``--gc-pause``, ``--gc-every-steps``
 and run overheads (``--checkpoint-interval``, ``--eval-overhead``, ``--maintenance``,
 ``--loss-spikes``, ``--rollback-steps``), the share of a reserved tier's committed term
 resold or reused (``--commitment-reuse``) and the ``[faults]``
-section of a scenario file become run-model inputs (:data:`planner.engine.model.INPUTS`)
+section of a scenario file become run-model inputs (:data:`planner.engine.run.model.INPUTS`)
 through :func:`fault_inputs`, each checked with the flag's own name.
 """
 
 from __future__ import annotations
 
-from planner.engine.defaults import STRAGGLERS
+from planner.engine.inputs.defaults import STRAGGLERS
 from planner.errors import CapplanError, shown
 
 #: Defaults of the flags (what the user states; ``None``: not stated).
@@ -19,7 +19,7 @@ FAULT_DEFAULTS: dict = {
     "spares": "auto", "gc_interval": None, "gc_pause": STRAGGLERS["gc_pause_s"][0],
     "gc_every_steps": None, "stage_imbalance": 0.0, "slow_nodes": 0.0,
     "slow_node_slowdown": STRAGGLERS["slow_node_slowdown"][0],
-    # None: planner/engine/execution.toml's value
+    # None: planner/engine/inputs/execution.toml's value
     "checkpoint_interval": None, "eval_overhead": None, "maintenance": None,
     "loss_spikes": None, "rollback_steps": None,
     "commitment_reuse": None,
@@ -35,8 +35,8 @@ FAULT_OPTIONS = tuple(FAULT_DEFAULTS)
 
 
 def parse_spares(text) -> float:
-    """``auto`` -> -1 (planner.engine.spares.AUTO), else a whole number of nodes >= 0."""
-    from planner.engine.domains import MAX_GPUS
+    """``auto`` -> -1 (planner.engine.run.spares.AUTO), else a whole number of nodes >= 0."""
+    from planner.engine.inputs.domains import MAX_GPUS
 
     if isinstance(text, str) and text.strip().lower() == "auto":
         return -1.0
@@ -56,7 +56,7 @@ def parse_spares(text) -> float:
 
 def fault_inputs(values: dict) -> dict[str, float]:
     """Run-model inputs of the fault options in ``values`` (flag names, user units: s)."""
-    from planner.engine.domains import check
+    from planner.engine.inputs.domains import check
 
     v = {**FAULT_DEFAULTS, **{k: values[k] for k in FAULT_OPTIONS if k in values}}
     check({k: v[k] for k in FAULT_OPTIONS if k != "spares"})

@@ -31,8 +31,8 @@ from planner.cli.environment_options import (
 from planner.cli.fault_options import FAULT_OPTIONS
 from planner.cli.method_options import method_options
 from planner.cli.numbers import si_count
-from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
-from planner.engine.layout_rules import DIMENSIONS, Dimension, option_help
+from planner.engine.inputs.defaults import DEFAULTS, PREFERRED_LAYOUT
+from planner.engine.inputs.layout_rules import DIMENSIONS, Dimension, option_help
 from planner.errors import CapplanError, choice_error
 
 
@@ -102,24 +102,24 @@ class ResolvedRun:
     catalog_version: str = ""
     #: the resolved price per GPU-hour (PriceQuote.as_dict()): tier, provider, source, spread
     price: dict | None = None
-    #: the owned-cluster cost beside the cloud cost (planner.engine.ownership.rent_vs_buy)
+    #: the owned-cluster cost beside the cloud cost (planner.engine.economics.ownership.rent_vs_buy)
     rent_vs_buy: dict | None = None
-    #: stack, network, site, PUE, grid, price basis (planner.engine.assumptions)
+    #: stack, network, site, PUE, grid, price basis (planner.engine.inputs.assumptions)
     assumptions: dict | None = None
 
 
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     """Validate the run options and evaluate the run (one row)."""
     from planner.cli.fault_options import fault_inputs
-    from planner.engine.evaluator import LayoutRequest, evaluate_run
-    from planner.engine.run_inputs import RunChoices
-    from planner.engine.scenario import (
+    from planner.engine.inputs.scenario import (
         CHECKPOINT_SCHEMES,
         COST_BASES,
         NETWORK_FLAGS,
         PRECISIONS,
         network_overrides,
     )
+    from planner.engine.layouts.evaluator import LayoutRequest, evaluate_run
+    from planner.engine.run.run_inputs import RunChoices
 
     o = {k: options[k] for k in LAYOUT_OPTIONS if k not in FAULT_OPTIONS}
     from hardware_catalog import load_catalog
@@ -147,7 +147,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
         notice(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs "
                f"(the preferred {_layout_text(asked)} does not fit --gpus {o['gpus']}; "
                "--tp/--pp/--cp/--ep/--vp/--micro-batch choose another)")
-    from planner.engine.space import pipeline_split_text
+    from planner.engine.layouts.space import pipeline_split_text
 
     split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
     if split:
@@ -156,15 +156,15 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
         notice(split)
     echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]), "global_batch": int(row["global_batch"]),
             "seq_len": int(row["seq_len"]), "sequence_parallel": bool(row["sequence_parallel"])}
-    from planner.engine.pricing import price_quote
+    from planner.engine.economics.pricing import price_quote
 
     quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"], o["provider"],
                         o["spot_interruption"])
-    from planner.engine.ownership import rent_vs_buy
+    from planner.engine.economics.ownership import rent_vs_buy
 
     owned = rent_vs_buy(catalog, choices.scenario(), {**row, "hardware": o["hardware"]},
                         quote.as_dict())
-    from planner.engine.assumptions import assumptions
+    from planner.engine.inputs.assumptions import assumptions
 
     assumed = assumptions(catalog, model=o["model"], stack=o["stack"], site=o["site"],
                           site_class=o["site_class"], hardware=[o["hardware"]],

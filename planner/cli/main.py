@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if debug:
         args.remove("--debug")
     if args in (["--version"], ["-V"]):
-        from planner.engine import native
-
+        from planner.engine.run import native
         try:
             print(f"capplan {version()}")
             print(native.describe(), flush=True)
@@ -118,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings(record=True) as held:  # shown if the command succeeds
         try:
             if "CAPPLAN_KERNEL" in os.environ:  # read by every command alike (one line)
-                from planner.engine.native import check_setting
+                from planner.engine.run.native import check_setting
 
                 check_setting()
             result = app_for(args)(args=args, prog_name="capplan", standalone_mode=False)

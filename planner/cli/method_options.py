@@ -1,12 +1,12 @@
 """Command-line options of the training method (``--method lora --lora-rank 16 ...``),
 shared by every command that evaluates or plans a run; checked by
-:func:`planner.engine.method.method_spec` (docs/post-training.md)."""
+:func:`planner.engine.inputs.method.method_spec` (docs/post-training.md)."""
 
 from __future__ import annotations
 
 import typer
 
-from planner.engine.defaults import DEFAULTS
+from planner.engine.inputs.defaults import DEFAULTS
 
 #: The run options of the method holder (the RunChoices / Scenario fields of a method).
 METHOD_OPTIONS = ("method", "lora_rank", "lora_targets", "base_precision", "packing",

@@ -3,7 +3,7 @@
 
 ``k`` = 10^3, ``M`` = 10^6, ``G`` or ``B`` (billion) = 10^9, ``T`` = 10^12, ``P`` =
 10^15.  Plain numbers (``15e12``, ``1024``, ``inf``) are read as before, so their
-domains (:mod:`planner.engine.domains`) still say what is allowed.  A lower-case ``m``
+domains (:mod:`planner.engine.inputs.domains`) still say what is allowed.  A lower-case ``m``
 (milli in SI, million in finance) is refused with a did-you-mean, as is any other text.
 Never ``eval``: the text is a number and one suffix letter, or an error.
 """

@@ -18,9 +18,9 @@ from planner.cli.environment_options import prepend_options
 from planner.cli.rl_options import RL_OPTIONS, refuse_without_grpo, rl_options
 from planner.cli.scenario_options import with_scenario_options
 from planner.cli.workload_options import MaxCandidatesOption, MaxDrawRowsOption
-from planner.engine.assumptions import assumptions_line
-from planner.engine.columns import plan_summary
-from planner.engine.readable import count_text
+from planner.engine.inputs.assumptions import assumptions_line
+from planner.engine.run.columns import plan_summary
+from planner.engine.run.readable import count_text
 from planner.errors import INFEASIBLE, CapplanError
 from planner.version import version
 
@@ -50,7 +50,7 @@ def flagged(summary: dict | None, result) -> dict | None:
 
 
 def binding_payload(b) -> dict:
-    """One objective's binding constraints (planner.engine.explain.Binding) as JSON: their
+    """One objective's binding constraints (planner.engine.search.explain.Binding) as JSON: their
     names, whether only all together bind, and the optima without them."""
     return {"constraints": list(b.constraints), "together": b.together,
             "range_edge": b.range_edge,
@@ -62,7 +62,7 @@ def plan_payload(result) -> dict:
     from dataclasses import asdict
 
     from planner.analysis.confidence import margin_payload
-    from planner.engine.explain import accelerator_verdicts
+    from planner.engine.search.explain import accelerator_verdicts
 
     scenario = asdict(result.scenario)
     scenario.pop("margins", None)
@@ -102,7 +102,7 @@ def plan_payload(result) -> dict:
 
 def explanation_markdown(result) -> str:
     """The binding constraints per objective and each accelerator's verdict, as Markdown."""
-    from planner.engine.explain import accelerator_verdicts
+    from planner.engine.search.explain import accelerator_verdicts
     from planner.report.output import render
     from planner.report.tables import binding_rows, constraints_text
 
@@ -142,8 +142,8 @@ def plan_several_sites(scenario, format, output, force, plot, overrides=None, *,
         plan_phases_at_confidence,
     )
     from planner.analysis.uncertainty import phase_uncertainty, plan_uncertainty, spreads_from
-    from planner.engine.optimize import require
-    from planner.engine.sites import plan_sites, site_ranking, site_winners
+    from planner.engine.search.optimize import require
+    from planner.engine.search.sites import plan_sites, site_ranking, site_winners
     from planner.report.output import render, write
     from planner.report.progress import search_progress
     from planner.report.tables import render_sites, render_uncertainty, site_rows
@@ -248,10 +248,10 @@ def plan(
     from planner.cli.scenario_options import resolve_scenario
 
     format = output_format(format, output)
-    from planner.engine.domains import check
+    from planner.engine.inputs.domains import check
 
     check({"draws": draws, "seed": seed})
-    from planner.engine.distributed import check_scheduler
+    from planner.engine.search.distributed import check_scheduler
 
     check_scheduler(scheduler, workers)
     rl = {k: options.pop(k) for k in RL_OPTIONS}
@@ -285,8 +285,8 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
     """``capplan plan`` of a checked ``scenario`` (``v``: the resolved options, its
     ``[uncertainty]`` and ``[[phases]]``): one site, several, or a plan of phases;
     ``passes``: how many searches it runs (for the progress lines)."""
-    from planner.engine.optimize import require
-    from planner.engine.sites import is_several
+    from planner.engine.search.optimize import require
+    from planner.engine.search.sites import is_several
     from planner.report.output import render, write
 
     if is_several(scenario.site):
@@ -320,7 +320,7 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
     if winner is not None:  # what a typical alternative stack or PUE would change
         from hardware_catalog import load_catalog
         from planner.analysis.winner_alternatives import row_alternatives
-        from planner.engine.alternatives import alternatives_line
+        from planner.engine.search.alternatives import alternatives_line
 
         alternatives = row_alternatives(
             result.scenario, load_catalog(tuple(catalog or ()), scenario.price_files), winner)
@@ -380,12 +380,12 @@ def plan_command(scenario, v, format, output, force, plot, uncertainty, draws, s
 
 
 def phases_payload(result, scenario) -> dict:
-    """The JSON of a plan of several phases (:class:`planner.engine.phase_plan.PhasePlan`):
+    """The JSON of a plan of several phases (:class:`planner.engine.search.phase_plan.PhasePlan`):
     the winners with their phases and estimate flags, the quantile planned at."""
     from dataclasses import asdict
 
     from planner.analysis.confidence import margin_payload
-    from planner.engine.explain import range_edge
+    from planner.engine.search.explain import range_edge
 
     flags = result.estimate_flags
     return {"scenario": asdict(scenario),

@@ -30,7 +30,7 @@ def plot(
     import sys
 
     from planner.cli.scenario_options import resolve_scenario
-    from planner.engine.optimize import plan as run_plan
+    from planner.engine.search.optimize import plan as run_plan
     from planner.errors import did_you_mean
     from planner.report.plot import PLOTS, check_target
     from planner.report.progress import search_progress
@@ -39,7 +39,7 @@ def plot(
         raise did_you_mean("plot kind", kind, KINDS)
     check_target(output, force)  # fail before the search
     scenario, _ = resolve_scenario(options)
-    from planner.engine.sites import is_several
+    from planner.engine.search.sites import is_several
 
     if is_several(scenario.site):
         from planner.errors import CapplanError

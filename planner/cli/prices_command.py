@@ -59,7 +59,7 @@ def list_(
     ($/GPU-h); 'default' is the price `capplan plan` uses (an estimate where no
     provider lists the accelerator).
     """
-    from planner.engine.pricing import price_quote, provider_medians
+    from planner.engine.economics.pricing import price_quote, provider_medians
     from planner.report.output import render, write
 
     format = output_format(format, output)
@@ -98,7 +98,7 @@ def show(
     catalog: list[str] = typer.Option(None, "--catalog", help=_CATALOG_HELP),  # noqa: B008
 ):
     """Prices of one accelerator per provider and tier: rows, regions, min/median/max $/GPU-h."""
-    from planner.engine.pricing import TIERS, PriceQuote, price_quote
+    from planner.engine.economics.pricing import TIERS, PriceQuote, price_quote
     from planner.errors import CapplanError
     from planner.report.output import render, write
 

@@ -1,6 +1,6 @@
 """Command-line options of an RL run (``--method grpo``: rollout group, prompt and response
 lengths, colocated or disaggregated pools), and ``evaluate``/``plan`` of such a run
-(planner.engine.rl, planner.engine.rl_plan; docs/post-training.md)."""
+(planner.engine.layouts.rl, planner.engine.search.rl_plan; docs/post-training.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import typer
 
 from planner.errors import CapplanError, did_you_mean
 
-#: Defaults of the RL options (planner.engine.rl.RLConfig's, the CLI's names).
+#: Defaults of the RL options (planner.engine.layouts.rl.RLConfig's, the CLI's names).
 RL_DEFAULTS = {"rollout_group_size": 8, "prompts": 256, "prompt_len": 512.0,
                "response_len": 1024.0, "response_cv": 0.6, "max_response_len": None,
                "rl_mode": "colocated", "rollout_gpus": None, "off_policy": False,
@@ -66,8 +66,8 @@ def refuse_without_grpo(options: dict) -> None:
 
 
 def rl_config(options: dict, *, rollout_gpus_ok: bool = True):
-    """The :class:`planner.engine.rl.RLConfig` of the options (checked: one line)."""
-    from planner.engine.rl import RLConfig
+    """The :class:`planner.engine.layouts.rl.RLConfig` of the options (checked: one line)."""
+    from planner.engine.layouts.rl import RLConfig
 
     if options["rl_mode"] not in ("colocated", "disaggregated"):
         raise did_you_mean("--rl-mode", str(options["rl_mode"]), ("colocated", "disaggregated"))
@@ -97,9 +97,9 @@ def _number(value):
 def trainer_layout(options: dict):
     """The trainer's sizes: those typed (--tp, --pp, --cp, --ep, --micro-batch), ZeRO and
     recompute when changed from the pre-training defaults, else FSDP with full recompute
-    (planner.engine.rl.TrainerLayout)."""
-    from planner.engine.defaults import DEFAULTS
-    from planner.engine.rl import TrainerLayout
+    (planner.engine.layouts.rl.TrainerLayout)."""
+    from planner.engine.inputs.defaults import DEFAULTS
+    from planner.engine.layouts.rl import TrainerLayout
 
     base = TrainerLayout()
     given = {k: options.get(k) for k in ("tp", "pp", "cp", "ep", "micro_batch")

@@ -1,5 +1,5 @@
 """``capplan evaluate --method grpo`` and ``capplan plan --method grpo``: an RL run with
-rollouts (planner.engine.rl, planner.engine.rl_plan; docs/post-training.md).
+rollouts (planner.engine.layouts.rl, planner.engine.search.rl_plan; docs/post-training.md).
 
 Imported by the evaluate and plan commands only when the method is grpo; the engine loads
 inside the functions (the CLI's lazy boundary, planner/cli/app.py)."""
@@ -34,7 +34,7 @@ def run_overrides(options: dict, catalog) -> dict:
     """Run-model inputs (SI) of the site-network, fault and straggler flags, as
     pre-training's evaluate reads them (planner.cli.layout_options.resolve)."""
     from planner.cli.fault_options import fault_inputs
-    from planner.engine.scenario import NETWORK_FLAGS, network_overrides
+    from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
 
     network = network_overrides(options.get("network"), catalog,
                                 **{k: options.get(k) for k in NETWORK_FLAGS})
@@ -49,9 +49,9 @@ def evaluate_grpo(options: dict, format: str, output, force: bool) -> None:
     layout = trainer_layout(options)
     from hardware_catalog import load_catalog
     from planner.cli.environment_options import price_files
-    from planner.engine.readable import readable_rows
-    from planner.engine.rl import whole_run
-    from planner.engine.run_inputs import RunChoices
+    from planner.engine.layouts.rl import whole_run
+    from planner.engine.run.readable import readable_rows
+    from planner.engine.run.run_inputs import RunChoices
     from planner.report.output import render, write
 
     catalog = load_catalog(tuple(options.get("catalog") or ()),
@@ -97,9 +97,9 @@ def resolve_grpo_phase(options: dict):
     from hardware_catalog import load_catalog
     from planner.cli.environment_options import price_files
     from planner.cli.layout_options import ResolvedRun
-    from planner.engine.columns import conversions
-    from planner.engine.rl import whole_run
-    from planner.engine.run_inputs import RunChoices
+    from planner.engine.layouts.rl import whole_run
+    from planner.engine.run.columns import conversions
+    from planner.engine.run.run_inputs import RunChoices
 
     catalog = load_catalog(tuple(options.get("catalog") or ()),
                            price_files(options.get("prices")))
@@ -128,7 +128,7 @@ def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None
                          **{k: getattr(scenario, k) for k in OTHER_METHOD_OPTIONS}})
     scenario.with_(method="pretrain").validate()  # the rest of the scenario, as plan's
     config = rl_config(options, rollout_gpus_ok=False)
-    from planner.engine.rl_plan import OBJECTIVE_COLUMNS
+    from planner.engine.search.rl_plan import OBJECTIVE_COLUMNS
 
     if scenario.objective not in OBJECTIVE_COLUMNS:
         raise CapplanError(f"--objective {scenario.objective} is not one of the grpo plan's: "
@@ -136,9 +136,9 @@ def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None
     import math
 
     from hardware_catalog import load_catalog
-    from planner.engine.rl import TrainerLayout
-    from planner.engine.rl_plan import doubling_totals, plan_rl
-    from planner.engine.run_inputs import RunChoices
+    from planner.engine.layouts.rl import TrainerLayout
+    from planner.engine.run.run_inputs import RunChoices
+    from planner.engine.search.rl_plan import doubling_totals, plan_rl
     from planner.report.output import render, write
 
     catalog = load_catalog(tuple(scenario.catalog_dirs or ()), scenario.price_files)
@@ -172,7 +172,7 @@ def plan_grpo(scenario, options: dict, format: str, output, force: bool) -> None
 
 def _compact(row: dict) -> dict:
     """A plan winner's headline columns for the table."""
-    from planner.engine.readable import count_text, seconds_text, usd_text
+    from planner.engine.run.readable import count_text, seconds_text, usd_text
 
     return {"objective": row["objective"], "hardware": row["hardware"],
             "GPUs (rollout+trainer)": f"{row['gpus']:,}" + (

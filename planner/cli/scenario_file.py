@@ -15,13 +15,13 @@ import typer
 from hardware_catalog.prices import load_interruption_buckets
 from planner.cli.fault_options import FAULT_DEFAULTS
 from planner.cli.numbers import batch_or_range
-from planner.engine import defaults
-from planner.engine.pricing import PROVIDER_CHOICES, TIERS
+from planner.engine.economics.pricing import PROVIDER_CHOICES, TIERS
+from planner.engine.inputs import defaults
 from planner.errors import CapplanError, did_you_mean
 
 #: Keys of an RL run (``method = "grpo"``), the names of its flags (planner.cli.rl_options),
 #: with their Python type.
-#: (The same names and types as planner.engine.phases.RL_KEYS, the keys of an RL phase;
+#: (The same names and types as planner.engine.inputs.phases.RL_KEYS, the keys of an RL phase;
 #: not imported, to keep that module off the path of a file without phases.)
 RL_KEYS: dict[str, type] = {
     "rollout_group_size": int, "prompts": int, "prompt_len": float, "response_len": float,
@@ -40,7 +40,7 @@ KEYS: dict[str, type] = {
     "scale_up_domain": int, "oversubscription": float, "pod_gpus": int,
     "uncertainty": dict, "ownership": dict,
     "faults": dict, "phases": list,
-    # the training method (planner.engine.method)
+    # the training method (planner.engine.inputs.method)
     "method": str, "lora_rank": int, "lora_targets": str, "base_precision": str,
     "packing": str, "max_seq_len": int, "reference_logprobs": str,
     # an RL run with rollouts (method = "grpo"; planner.cli.rl_options, the flags' names)
@@ -48,7 +48,7 @@ KEYS: dict[str, type] = {
 }
 
 #: Keys that take a name or a number, like their flags (``spot_interruption = 0.07`` or
-#: ``"gt20"``, as ``--spot-interruption``; planner.engine.pricing.spot_interruption).
+#: ``"gt20"``, as ``--spot-interruption``; planner.engine.economics.pricing.spot_interruption).
 NAME_OR_NUMBER = frozenset({"spot_interruption"})
 
 #: Keys that take a whole batch or a range of them as text, like ``--global-batch``
@@ -89,7 +89,7 @@ def _line(key: str, comment: str, value=None, *, off: bool = False) -> str:
 
 def example(name: str) -> str:
     """The commented scenario file ``capplan init`` writes: every value is the default
-    (:data:`planner.engine.defaults.DEFAULTS`, the ``[faults]`` flags' defaults) and every
+    (:data:`planner.engine.inputs.defaults.DEFAULTS`, the ``[faults]`` flags' defaults) and every
     list of choices the declared one, so the file follows them."""
     d = defaults
     buckets = _choices(load_interruption_buckets())
@@ -241,11 +241,11 @@ def load(path: str) -> dict:
             out.update(_faults(path, value))
             continue
         if key == "uncertainty":  # each spread checked here, to name the file
-            from planner.engine.domains import check_spreads
+            from planner.engine.inputs.domains import check_spreads
 
             check_spreads(value, f"{path}: [uncertainty]")
-        if key == "phases":  # [[phases]]: checked into planner.engine.phases.Phase
-            from planner.engine.phases import parse_phases
+        if key == "phases":  # [[phases]]: checked into planner.engine.inputs.phases.Phase
+            from planner.engine.inputs.phases import parse_phases
 
             out[key] = parse_phases(value, path)
             continue

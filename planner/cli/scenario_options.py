@@ -26,7 +26,7 @@ from planner.cli.environment_options import (
 )
 from planner.cli.method_options import method_choices, method_options
 from planner.cli.numbers import batch_or_range, si_count, si_float
-from planner.engine.defaults import DEFAULTS
+from planner.engine.inputs.defaults import DEFAULTS
 from planner.errors import CapplanError
 
 
@@ -91,7 +91,7 @@ def resolve_scenario(options: dict):
     """(Scenario, merged values) from the options, a ``--scenario`` file under the flags."""
     from planner.cli import scenario_file as sf
     from planner.cli.fault_options import fault_inputs
-    from planner.engine.scenario import NETWORK_FLAGS, Scenario, network_overrides
+    from planner.engine.inputs.scenario import NETWORK_FLAGS, Scenario, network_overrides
 
     values = {k: options[k] for k in SCENARIO_KEYS}
     v = sf.merge(options["ctx"], {**values, "uncertainty": None, "ownership": None},

@@ -5,7 +5,7 @@ user left at their defaults; :func:`resolve_phases` evaluates each ``[[phases]]`
 as a one-phase run (:func:`planner.cli.layout_options.resolve`) on the same accelerator
 and, unless a phase says otherwise, the same GPU count; :func:`phase_table` and
 :func:`phases_payload` give the per-phase breakdown and the totals
-(:func:`planner.engine.phases.sum_phases`).
+(:func:`planner.engine.inputs.phases.sum_phases`).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def resolve_phases(options: dict, phases, overrides: dict | None = None,
     phase runs (:func:`planner.cli.rl_run.resolve_grpo_phase`); without them (the other
     commands) a grpo phase is refused with one line."""
     from planner.cli.layout_options import PREFERRED_LAYOUT, resolve
-    from planner.engine.phases import in_phase
+    from planner.engine.inputs.phases import in_phase
 
     runs = []
     for phase in phases:
@@ -101,10 +101,10 @@ def resolve_phases(options: dict, phases, overrides: dict | None = None,
 def _grpo_phase(phase, options: dict, rl: dict | None):
     """A ``method = "grpo"`` phase (evaluate only), its own RL keys over the command's."""
     if rl is None:
-        from planner.engine.defaults import METHODS
+        from planner.engine.inputs.defaults import METHODS
 
         raise CapplanError("method = \"grpo\" phases run in capplan evaluate --scenario "
-                           "(planner.engine.rl), not here; here use one of: "
+                           "(planner.engine.layouts.rl), not here; here use one of: "
                            + ", ".join(m for m in METHODS if m != "grpo"))
     if dict(phase.method).get("method") != "grpo":
         raise CapplanError("a grpo phase says method = \"grpo\" and its rl_steps itself")

@@ -39,7 +39,7 @@ def sensitivity(
     rows = elasticity_table(run.inputs)[:max(top, 1)]
     payload = {"inputs": run.echo, "elasticities": rows, "version": version(),
                "catalog_version": run.catalog_version}
-    from planner.engine.readable import count_text
+    from planner.engine.run.readable import count_text
 
     e = run.echo
     cp = f" CP{e['cp']}" if (e.get('cp') or 1) > 1 else ""

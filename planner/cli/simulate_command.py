@@ -126,7 +126,7 @@ def simulate(
     the distribution of wall time, GPU-hours, energy and failures with the closed forms."""
     format = output_format(format, output)
     from planner.cli.scenario_phases import apply_scenario_file
-    from planner.engine.domains import check
+    from planner.engine.inputs.domains import check
 
     options, phases = apply_scenario_file(simulate, options, scenario_file)
 
@@ -141,7 +141,7 @@ def simulate(
 
     if phases:
         from planner.cli.scenario_phases import resolve_phases
-        from planner.engine.phases import sum_phases
+        from planner.engine.inputs.phases import sum_phases
 
         runs = resolve_phases(options, phases)
         planner_row = sum_phases([r.row for r in runs])

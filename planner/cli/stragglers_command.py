@@ -17,7 +17,7 @@ from planner.cli.common import (
     StageImbalanceOption,
     output_format,
 )
-from planner.engine.defaults import STRAGGLERS
+from planner.engine.inputs.defaults import STRAGGLERS
 from planner.errors import CapplanError, did_you_mean, shown
 from planner.version import version
 
@@ -26,7 +26,7 @@ DEFAULT_GPUS = "128,1024,4096,16384"
 
 def parse_gpu_list(text: str) -> list[int]:
     """``128,1024`` (a list) or ``128..16384`` (powers of two from the first to the last)."""
-    from planner.engine.domains import check_value
+    from planner.engine.inputs.domains import check_value
 
     def count(part: str) -> int:
         try:
@@ -85,7 +85,7 @@ def stragglers(
     """How much of the cluster each software straggler cause wastes (GC pauses, pipeline
     stage imbalance, slow nodes, sequence imbalance, all together) as the job grows."""
     format = output_format(format, output)
-    from planner.engine.domains import Domain, check
+    from planner.engine.inputs.domains import Domain, check
 
     counts = parse_gpu_list(gpus)
     check({"gc_interval": gc_interval, "gc_pause": gc_pause, "gc_every_steps": gc_every_steps,

@@ -24,7 +24,7 @@ from planner.cli.common import (
 from planner.cli.environment_options import prepend_options, price_options, scenario_prices
 from planner.cli.method_options import method_choices, method_options
 from planner.cli.numbers import si_count
-from planner.engine.defaults import DEFAULTS
+from planner.engine.inputs.defaults import DEFAULTS
 from planner.errors import CapplanError
 from planner.version import version
 
@@ -33,7 +33,7 @@ def sweep_rows(result, objective: str = "time", counts=None) -> list[dict]:
     """Best layout per accelerator and GPU count, with scaling efficiencies."""
     import numpy as np
 
-    from planner.engine.optimize import OBJECTIVE_COLUMNS, marginal_efficiency, scaling_curve
+    from planner.engine.search.optimize import OBJECTIVE_COLUMNS, marginal_efficiency, scaling_curve
     from planner.report.tables import layout_text
 
     column = OBJECTIVE_COLUMNS[objective]
@@ -96,8 +96,8 @@ def sweep(
 ):
     """Scaling table: days, USD, MWh and scaling efficiency per GPU count."""
     format = output_format(format, output)
-    from planner.engine.optimize import plan as run_plan
-    from planner.engine.scenario import OBJECTIVES, Scenario
+    from planner.engine.inputs.scenario import OBJECTIVES, Scenario
+    from planner.engine.search.optimize import plan as run_plan
     from planner.report.output import render, write
 
     if objective not in OBJECTIVES:
@@ -111,7 +111,7 @@ def sweep(
                         **scenario_prices(prices), **method_choices(prices))
     scenario.validate()  # the method and its options: one line before the search
     check_output_targets(output, force, plot)  # before the search, not after -o is written
-    from planner.engine.distributed import check_scheduler
+    from planner.engine.search.distributed import check_scheduler
 
     check_scheduler(scheduler, workers)
     from planner.report.progress import search_progress

@@ -1,6 +1,6 @@
 """``--max-candidates`` and ``--max-draw-rows`` of ``capplan plan``: the command's work
 counted before it starts, refused above its caps, announced on stderr when long
-(:mod:`planner.engine.workload`), with progress lines (:mod:`planner.report.progress`)."""
+(:mod:`planner.engine.run.workload`), with progress lines (:mod:`planner.report.progress`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from planner.cli.numbers import si_count
-from planner.engine.defaults import MAX_CANDIDATES, MAX_DRAW_ROWS
+from planner.engine.inputs.defaults import MAX_CANDIDATES, MAX_DRAW_ROWS
 
 MaxCandidatesOption = Annotated[int, typer.Option(
     "--max-candidates", parser=si_count,
@@ -40,8 +40,8 @@ def draw_progress(what: str):
 
 def check_caps(max_candidates: int | None, max_draw_rows: int | None) -> None:
     """One line unless each cap given is a count of at least one."""
-    from planner.engine.domains import check_value
-    from planner.engine.glossary import Domain
+    from planner.engine.inputs.domains import check_value
+    from planner.engine.inputs.glossary import Domain
 
     cap = Domain(">=1", integer=True, maximum=10**18)
     for name, value in (("max_candidates", max_candidates), ("max_draw_rows", max_draw_rows)):
@@ -55,8 +55,8 @@ def planned_searches(scenario, phases=None) -> tuple[list, int]:
     scenario's, twice with ``--confidence`` (nominal, then margined).  A site changes no
     layout space, so every site searches as many candidates."""
     from hardware_catalog import load_catalog
-    from planner.engine.phase_plan import phase_searches
-    from planner.engine.sites import is_several, site_names
+    from planner.engine.search.phase_plan import phase_searches
+    from planner.engine.search.sites import is_several, site_names
 
     sites = 1
     if is_several(scenario.site):
@@ -71,7 +71,7 @@ def planned_searches(scenario, phases=None) -> tuple[list, int]:
 
 def threads_of(workers: int | None) -> int:
     """Threads the search runs on: ``--workers``, else the usable cores."""
-    from planner.engine.distributed import usable_cores
+    from planner.engine.search.distributed import usable_cores
 
     return workers or usable_cores()
 
@@ -83,9 +83,9 @@ def bounded_plan(scenario, phases, max_candidates: int | None, max_draw_rows: in
     first (refused above ``--max-candidates``, announced when long); yields how many
     searches there are (the progress lines' passes)."""
     from hardware_catalog import load_catalog
-    from planner.engine import workload
-    from planner.engine.domains import margin_draws
-    from planner.engine.optimize import search_size
+    from planner.engine.inputs.domains import margin_draws
+    from planner.engine.run import workload
+    from planner.engine.search.optimize import search_size
 
     check_caps(max_candidates, max_draw_rows)
     with workload.bounded(max_candidates=max_candidates, max_draw_rows=max_draw_rows,

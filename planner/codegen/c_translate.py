@@ -20,7 +20,7 @@ import ast
 import copy
 from types import SimpleNamespace
 
-from planner.engine.kernel import loaded_names
+from planner.engine.run.kernel import loaded_names
 
 _MATH = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
          "ceil": "ceil", "floor": "floor"}
@@ -226,7 +226,7 @@ def vector_declarations(functions: tuple[str, ...]) -> str:
 
 class CExpr:
     """A C expression built by running Python code on it (the layout rules of
-    :func:`planner.engine.layout_rules.derived_inputs` are traced this way): each operator
+    :func:`planner.engine.inputs.layout_rules.derived_inputs` are traced this way): each operator
     prints itself fully parenthesised, so C evaluates it in Python's order."""
 
     def __init__(self, text: str):
@@ -278,7 +278,7 @@ def _compare(op: str):
     return lambda a, b: CExpr(f"({c_text(a)} {op} {c_text(b)})")
 
 
-#: The operations of :mod:`planner.engine.layout_rules` on :class:`CExpr` (the C
+#: The operations of :mod:`planner.engine.inputs.layout_rules` on :class:`CExpr` (the C
 #: counterparts of its ``NUMPY`` ops: ``np_minimum``/``np_maximum`` as numpy's).
 C_OPS = SimpleNamespace(
     where=lambda c, a, b: CExpr(f"({c_text(c)} ? {c_text(a)} : {c_text(b)})"),
@@ -288,7 +288,7 @@ C_OPS = SimpleNamespace(
     le=_compare("<="))
 
 
-#: The operations of :func:`planner.engine.space.unpacked` on :class:`CExpr` of whole-number
+#: The operations of :func:`planner.engine.layouts.space.unpacked` on :class:`CExpr` of whole-number
 #: codes held in doubles (exact below 2**53: the quotient by a power of two is exact, and
 #: so is the remainder built from it): the C counterparts of ``space.CODES``.
 C_CODES = SimpleNamespace(

@@ -1,6 +1,6 @@
 """docs/columns.md generated from the column registry (``python -m planner.codegen``).
 
-One table per group of :data:`planner.engine.columns.COLUMNS`: name, unit, meaning,
+One table per group of :data:`planner.engine.run.columns.COLUMNS`: name, unit, meaning,
 where the value comes from and where it is shown.  ``tests/test_columns.py`` fails
 when the file is stale.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.engine.columns import (
+from planner.engine.run.columns import (
     COLUMNS,
     FINISH,
     GROUPS,
@@ -27,11 +27,11 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "columns.md"
 HEADER = """\
 # Output columns
 
-<!-- Generated from planner/engine/columns.py by `python -m planner.codegen`; do not edit. -->
+<!-- Generated from planner/engine/run/columns.py by `python -m planner.codegen`; do not edit. -->
 
 Every column of `planner.evaluate(...)`, of `plan(...).frontier` and of the JSON of
-`capplan evaluate` and `capplan plan`, from one registry: `planner/engine/columns.py`
-(the run model's own outputs are declared in `planner/engine/model.py`'s
+`capplan evaluate` and `capplan plan`, from one registry: `planner/engine/run/columns.py`
+(the run model's own outputs are declared in `planner/engine/run/model.py`'s
 `OUTPUT_COLUMNS`, beside the stages that compute them).
 A column's name ends in its unit where it has one (`step_time_s`, `hbm_bytes`,
 `energy_kwh`); values are SI inside (s, B, FLOP, W, J, USD) and converted only at the
@@ -41,8 +41,8 @@ edge, the conversions stated below.  *Shown in*: **E** `capplan evaluate`'s summ
 which also holds `hardware` and the constraint check `feasible`).
 
 To add a run-model output, add its row to `OUTPUT_COLUMNS` and the line of the stage that
-computes it (both in `planner/engine/model.py`), then `python -m planner.codegen`; a unit
-conversion is one row of `DERIVED` in `planner/engine/columns.py` and `--only columns`.
+computes it (both in `planner/engine/run/model.py`), then `python -m planner.codegen`; a unit
+conversion is one row of `DERIVED` in `planner/engine/run/columns.py` and `--only columns`.
 """
 
 _SOURCE = {KERNEL: "run model (kernel)", LAYOUT: "layout choice",

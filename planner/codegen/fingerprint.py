@@ -43,7 +43,7 @@ PACKAGES = ("formulas", "hardware_catalog", "planner")
 #: Data files a package reads at run time (relative to the package), by pattern.
 PACKAGE_DATA = {
     "hardware_catalog": ("data/**/*.toml", "data/**/*.csv", "data/**/*.md"),
-    "planner.engine": ("*.toml",),
+    "planner.engine.inputs": ("*.toml",),
     "planner.analysis": ("*.toml", "*.json"),
 }
 
@@ -245,12 +245,12 @@ def staleness(step: Step, recorded: dict | None, root: Path = ROOT) -> str | Non
 #: Every generated file, by the step that writes it, in dependency order (a later step may
 #: read an earlier one's output: native reads the kernel, validation the kernel's hash).
 STEPS = (
-    Step("kernel", ("planner.codegen.kernel_source",), ("planner/engine/_kernel_generated.py",),
+    Step("kernel", ("planner.codegen.kernel_source",), ("planner/engine/run/_kernel_generated.py",),
          libraries=("sympy",)),
     Step("workbook", ("planner.codegen.workbook",), ("planner/report/_workbook_generated.py",),
          libraries=("sympy",)),
     Step("native", ("planner.codegen.native_source",),
-         ("planner/engine/_native_generated.c", "planner/engine/_native_manifest.py")),
+         ("planner/engine/run/_native_generated.c", "planner/engine/run/_native_manifest.py")),
     Step("formulas", ("planner.report.formula_docs",), ("docs/formulas.md",),
          libraries=("sympy",)),
     Step("columns", ("planner.codegen.column_docs",), ("docs/columns.md",)),

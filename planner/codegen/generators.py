@@ -15,7 +15,7 @@ from planner.cli import evaluated_runs  # the rows as the command line runs them
 from planner.codegen import cli_docs, column_docs, kernel_source, workbook
 from planner.codegen.native_source import MANIFEST, SOURCE
 from planner.codegen.native_source import generate as native_source
-from planner.engine import kernel as generated_kernel
+from planner.engine.run import kernel as generated_kernel
 from planner.report import formula_docs, validation, whole_runs_report, xlsx
 
 

@@ -1,11 +1,11 @@
 """The run model as short assignments, stage by stage: the source of the generated kernel
 and of the workbook's Model sheet.
 
-Each stage of :data:`planner.engine.model.STAGES` runs on sympy Symbols: one per input,
+Each stage of :data:`planner.engine.run.model.STAGES` runs on sympy Symbols: one per input,
 and one per named quantity of the stages before it (not its expression).  So every named
 quantity is a short expression of the inputs and earlier names, and ``sympy.cse`` over
 these short expressions takes about a second, where over the fully expanded outputs
-(:func:`planner.engine.symbolic.symbolic_outputs`) it took many CPU-minutes.
+(:func:`planner.engine.run.symbolic.symbolic_outputs`) it took many CPU-minutes.
 
 :func:`staged_model` returns the assignments in order: each named quantity under its own
 name (``step_time_s = ...``), preceded by the common subexpressions (``x0``, ``x1``, ...)
@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from planner.engine.model import INPUTS, OUTPUTS, STAGES
-from planner.engine.symbolic import symbols
+from planner.engine.run.model import INPUTS, OUTPUTS, STAGES
+from planner.engine.run.symbolic import symbols
 
 #: Prefix of the common subexpressions' names (``x0``, ``x1``, ...).
 TEMPORARY_PREFIX = "x"
@@ -65,7 +65,7 @@ def variable_name(quantity: str) -> str:
 @cache
 def staged_model() -> tuple[tuple[Assignment, ...], tuple]:
     """``(assignments, outputs)``: the live assignments in order, and one sympy expression
-    per output of :data:`~planner.engine.model.OUTPUTS` (in order) over the inputs and the
+    per output of :data:`~planner.engine.run.model.OUTPUTS` (in order) over the inputs and the
     assigned names."""
     import sympy
 

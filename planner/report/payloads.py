@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.engine.columns import column, evaluate_summary, memory_terms, step_time_terms
+from planner.engine.run.columns import column, evaluate_summary, memory_terms, step_time_terms
 from planner.version import version
 
 

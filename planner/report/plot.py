@@ -26,10 +26,10 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from planner.engine.columns import layout_key, part_colours, step_parts
-from planner.engine.optimize import explain_infeasible
-from planner.engine.readable import count_text
-from planner.engine.reductions import pareto_mask
+from planner.engine.run.columns import layout_key, part_colours, step_parts
+from planner.engine.run.readable import count_text
+from planner.engine.run.reductions import pareto_mask
+from planner.engine.search.optimize import explain_infeasible
 from planner.errors import INFEASIBLE, CapplanError
 from planner.report import output
 from planner.report.output import atomic_target, plot_text
@@ -725,7 +725,7 @@ PHASE_PANELS = (("wall_days", "wall time [days]"), ("energy_mwh", "energy [MWh]"
 
 
 def phase_totals_view(result) -> SimpleNamespace:
-    """A phases plan (:class:`planner.engine.phase_plan.PhasePlan`) as the scaling panels
+    """A phases plan (:class:`planner.engine.search.phase_plan.PhasePlan`) as the scaling panels
     read a plan: one row per (hardware, gpus) and objective with the run's totals (each
     phase at its best layout for that objective), so a panel's per-GPU-count minimum of a
     column is the objective's own total; the winners carry their phases' layouts as their

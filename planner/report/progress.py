@@ -7,12 +7,12 @@ import contextlib
 import sys
 import time
 
-from planner.engine.workload import seconds_text
+from planner.engine.run.workload import seconds_text
 
 #: Seconds between two progress lines when stderr is not a terminal.
 PROGRESS_EVERY_S = 5.0
 #: Seconds before the first line: work done sooner says nothing (as it is not announced,
-#: planner.engine.workload.ESTIMATE_ABOVE_S).
+#: planner.engine.run.workload.ESTIMATE_ABOVE_S).
 FIRST_LINE_AFTER_S = 10.0
 
 

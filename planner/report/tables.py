@@ -7,19 +7,19 @@ import io
 from planner.analysis.estimates import flag_text
 from planner.analysis.quantile_rows import quantile_label
 from planner.analysis.uncertainty import risk_lines
-from planner.engine.assumptions import assumptions_line
-from planner.engine.columns import step_parts
-from planner.engine.explain import (
+from planner.engine.economics.ownership import COST_PART_LABELS, cost_basis
+from planner.engine.economics.pricing import PriceQuote
+from planner.engine.inputs.assumptions import assumptions_line
+from planner.engine.run.columns import step_parts
+from planner.engine.run.readable import count_text, device_word, table_amount
+from planner.engine.search.explain import (
     accelerator_verdicts,
     active_constraints,
     plan_and_value_text,
     range_edge,
     range_edge_text,
 )
-from planner.engine.optimize import PlanResult
-from planner.engine.ownership import COST_PART_LABELS, cost_basis
-from planner.engine.pricing import PriceQuote
-from planner.engine.readable import count_text, device_word, table_amount
+from planner.engine.search.optimize import PlanResult
 from planner.report.output import table_text, terminal_width
 
 OBJECTIVE_LABELS = {"time": "fastest", "cost": "cheapest", "energy": "least energy",
@@ -48,7 +48,7 @@ def energy_breakdown(row: dict) -> dict[str, float]:
 
 
 def money_breakdown(parts: dict[str, float]) -> dict[str, float]:
-    """The cost parts (planner.engine.ownership.cost_parts) by their labels [USD]."""
+    """The cost parts (planner.engine.economics.ownership.cost_parts) by their labels [USD]."""
     return {COST_PART_LABELS[part]: usd for part, usd in parts.items()}
 
 
@@ -287,7 +287,7 @@ def edge_lines(result) -> list[str]:
 
 def binding_rows(result: PlanResult) -> list[dict]:
     """Per objective with a winner: the constraints that moved its optimum and the
-    unconstrained optimum (planner.engine.explain.binding)."""
+    unconstrained optimum (planner.engine.search.explain.binding)."""
     rows = []
     for objective, b in result.binding.items():
         if b.best is None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.engine.model import INPUTS
-from planner.engine.readable import quantity_text
+from planner.engine.run.model import INPUTS
+from planner.engine.run.readable import quantity_text
 from planner.errors import CapplanError
 from planner.report.output import atomic_target, check_target, plot_text
 
@@ -23,7 +23,7 @@ OUTPUT_COLOURS = {"days": "tab:blue", "cost": "tab:orange", "energy": "tab:green
 
 def bar_label(row: dict) -> str:
     """'power usage effectiveness\\npue = 1.58': the input's meaning (the run model's
-    input registry, ``planner.engine.model.INPUTS``), its name, and its base value in a
+    input registry, ``planner.engine.run.model.INPUTS``), its name, and its base value in a
     human unit ('989 TFLOP/s', '2.95 USD/GPU-h', '15T tokens')."""
     name = row["input"]
     unit, meaning = INPUTS.get(name, (row.get("unit", "1"), ""))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.engine.model import INPUTS, OUTPUTS
+from planner.engine.run.model import INPUTS, OUTPUTS
 from planner.errors import CapplanError
 from planner.report.output import atomic_target, check_target
 

@@ -1,0 +1,287 @@
+"""Evaluate candidate training runs with the compiled kernel, in bounded chunks.
+
+``evaluate_inputs`` is the array engine (dict of arrays in, dict of arrays out);
+``evaluate`` is the notebook API: one or many layouts of a model on an
+accelerator, a pandas DataFrame back whose column names carry units.
+
+>>> from planner import evaluate
+>>> df = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
+...               global_batch=512, micro_batch=2, tokens=2e12)
+>>> bool(df.loc[0, "fits"]), bool(0 < df.loc[0, "mfu"] < 1)
+(True, True)
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import field, fields, make_dataclass
+
+import numpy as np
+
+from hardware_catalog import load_catalog
+from planner.engine.inputs.call_checks import (
+    candidate_count,
+    check_catalog,
+    check_catalog_dirs,
+    check_flag,
+    check_given,
+    check_mapping,
+    check_switch,
+)
+from planner.engine.inputs.domains import check
+from planner.engine.inputs.layout_rules import CHOSEN_SIZES, DIMENSIONS, OTHER_SIZES
+from planner.engine.inputs.scenario import (
+    CHECKPOINT_SCHEMES,
+    COST_BASES,
+    DEFAULTS,
+    PRECISIONS,
+    PREFERRED_LAYOUT,
+    check_overrides,
+)
+from planner.engine.layouts.layout_check import (
+    check_layout,
+    check_layouts,
+    check_shard_group,
+    check_shard_groups,
+    expert_tp,
+    resolve_layout,
+)
+from planner.engine.layouts.result import Evaluation
+from planner.engine.layouts.space import RECOMPUTE_CODES, layout_flags, layout_flags_one
+from planner.engine.run.columns import memory_terms
+from planner.engine.run.kernel_run import evaluate_inputs, evaluate_scalar
+from planner.engine.run.run_inputs import RunChoices, base_inputs
+from planner.errors import choice_error, suggestion
+
+
+def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
+             global_batch=None, seq_len=None, precision=DEFAULTS["precision"],
+             site=DEFAULTS["site"], tokens=DEFAULTS["tokens"],
+             checkpoint=DEFAULTS["checkpoint"], cost_basis=DEFAULTS["cost_basis"],
+             site_class=DEFAULTS["site_class"], flash_attention=True,
+             reliability=DEFAULTS["reliability"], catalog=None, catalog_dirs=(),
+             overrides=None, return_inputs=False, pricing=DEFAULTS["pricing"],
+             provider=DEFAULTS["provider"], spot_interruption=DEFAULTS["spot_interruption"],
+             stack=DEFAULTS["stack"], method=DEFAULTS["method"], lora_rank=None,
+             lora_targets=None, base_precision=None, packing=None, max_seq_len=None,
+             reference_logprobs=None, as_frame=True, **layout):
+    """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
+
+    The layout is given by the keywords of its dimensions (:data:`planner.engine.
+    layout_rules.DIMENSIONS`: gpus, tp, pp, cp, ep, etp, vp, micro_batch, recompute, zero,
+    shard_group, sequence_parallel; ``inspect.signature(evaluate)`` lists them with their
+    defaults).  Sizes may be scalars or equally long arrays: arrays evaluate many layouts
+    in one call.  ``etp`` (expert tensor parallelism, MoE) defaults to ``tp``; EP x ETP
+    folds over TP x CP x DP (Megatron-Core's parallel folding).  ``shard_group`` (ZeRO
+    1-3) shards the ZeRO state over that many DP ranks and replicates it across the others
+    (HSDP); default: all DP ranks.
+    Sizes left out (``None``) are chosen: TP8 x PP4 (``scenario.PREFERRED_LAYOUT``,
+    other sizes 1) when that is valid for ``gpus``, else the fastest valid layout for
+    ``gpus`` keeping the sizes given.  Defaults come from ``planner.engine.inputs.scenario.DEFAULTS``
+    (the CLI's); every value is checked against ``planner.engine.inputs.domains``.
+
+    ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
+    run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
+    ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.economics.pricing``);
+    ``stack`` the software stack (catalog id or entry: overlaps, attention, launches);
+    ``method`` the training method (pretrain, sft, lora, qlora, dpo) with its options
+    ``lora_rank``, ``lora_targets``, ``base_precision``, ``packing``, ``max_seq_len``,
+    ``reference_logprobs`` (``planner.engine.inputs.method``; docs/post-training.md);
+    arrays evaluate many variants at once (one row each).  With ``return_inputs`` the
+    kernel inputs are returned too: ``(frame, inputs)``.
+
+    ``as_frame=False`` returns a light :class:`planner.engine.layouts.result.Evaluation` instead
+    (a dict of columns, ``.to_frame()`` for the DataFrame; pandas is not imported): for
+    one layout its values are Python scalars computed by the kernel on scalars (thousands
+    of calls per second), equal to the DataFrame's to rounding (``tests/test_evaluate_api.py``).
+
+    Inputs are checked as strictly as the CLI's, with its messages: a wrong value or
+    kind raises :class:`planner.errors.CapplanError` (a ``ValueError``) before any work.
+    Names are strings (``model``/``hardware``/``stack`` may be catalog entries);
+    ``catalog`` is a loaded catalog; booleans stand for no count or number (``gpus=True``
+    is refused), ``None`` only for sizes that are chosen; layout sizes and ``overrides``
+    are scalars or one-dimensional arrays of one length, at most
+    :data:`planner.engine.inputs.call_checks.MAX_CANDIDATES` (1,000,000) rows a call (evaluate
+    more in slices and concatenate); ``tokens``, ``seq_len``, ``global_batch`` are one
+    number each (many: ``overrides``).
+
+    >>> r = evaluate(model="llama2-7b", hardware="h100-sxm", gpus=64, tp=1, pp=1,
+    ...              global_batch=512, micro_batch=2, tokens=2e12, as_frame=False)
+    >>> r["fits"], round(r["mfu"], 2) == round(float(r.to_frame().loc[0, "mfu"]), 2)
+    (True, True)
+    """
+    check_switch("as_frame", as_frame)
+    check_switch("return_inputs", return_inputs)
+    choices = RunChoices(
+        model=model, hardware=hardware, site=site, site_class=site_class,
+        reliability=reliability, precision=precision, checkpoint=checkpoint,
+        cost_basis=cost_basis, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
+        pricing=pricing, provider=provider, spot_interruption=spot_interruption, stack=stack,
+        method=method, lora_rank=lora_rank, lora_targets=lora_targets,
+        base_precision=base_precision, packing=packing, max_seq_len=max_seq_len,
+        reference_logprobs=reference_logprobs)
+    request = LayoutRequest.of_keywords(layout, flash_attention=flash_attention)
+    columns, x = evaluate_run(choices, request, catalog=catalog, catalog_dirs=catalog_dirs,
+                              overrides=overrides, scalar=not as_frame)
+    result = Evaluation(columns)
+    if as_frame:
+        result = result.to_frame()
+    return (result, x) if return_inputs else result
+
+
+def _pick(cls, options: dict):
+    """The layout among ``options`` (e.g. a command's options), the rest ignored."""
+    return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
+
+
+def _of_keywords(cls, layout: dict, **others):
+    """The layout of ``evaluate``'s layout keywords: a TypeError, as Python's own for a
+    misspelt keyword, naming one that is no layout dimension and the nearest names."""
+    for name in layout.keys() - _LAYOUT_KEYWORD_SET:
+        raise TypeError(f"evaluate() got an unexpected keyword argument {name!r}; "
+                        + suggestion(name, _LAYOUT_KEYWORDS + _EVALUATE_KEYWORDS))
+    return cls(**layout, **others)
+
+
+#: The layout's keywords: the dimensions a caller gives (``layout_rules.DIMENSIONS``).
+_LAYOUT_KEYWORDS = tuple(d.name for d in DIMENSIONS if d.given)
+_LAYOUT_KEYWORD_SET = frozenset(_LAYOUT_KEYWORDS)
+
+#: The layout asked for: one field per dimension a caller gives, its default the
+#: dimension's (``None``: chosen, :func:`planner.engine.layouts.layout_check.resolve_layout`;
+#: ``etp`` None: ``tp``; ``shard_group`` None: all DP ranks; ``sequence_parallel`` None:
+#: on where ``tp > 1``); sizes as scalars or equally long arrays; and flash attention.
+LayoutRequest = make_dataclass(
+    "LayoutRequest",
+    [(d.name, object, field(default=d.default)) for d in DIMENSIONS if d.given]
+    + [("flash_attention", bool, field(default=True))],
+    namespace={"pick": classmethod(_pick), "of_keywords": classmethod(_of_keywords),
+               "__doc__": "The layout asked for: one field per dimension a caller gives "
+                          "(planner.engine.inputs.layout_rules.DIMENSIONS) and flash attention.",
+               "__module__": __name__})
+
+#: evaluate's own keywords, then the layout's, in its signature (help(evaluate) lists both).
+_OWN = [p for p in inspect.signature(evaluate).parameters.values() if p.kind is p.KEYWORD_ONLY]
+_EVALUATE_KEYWORDS = tuple(p.name for p in _OWN)
+evaluate.__signature__ = inspect.signature(evaluate).replace(parameters=[
+    *_OWN, *(inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=d.default)
+             for d in DIMENSIONS if d.given)])
+
+
+def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
+                 catalog_dirs=(), overrides=None, scalar: bool = False) -> tuple[dict, dict]:
+    """:func:`evaluate` without pandas: ``(columns, kernel inputs)``.
+
+    Columns are arrays of one entry per layout; with ``scalar`` and one layout, Python
+    scalars from the kernel run on numpy float64 scalars (:func:`evaluate_scalar`).
+    """
+    c, r = choices, request
+    gpus, zero, recompute = r.gpus, r.zero, r.recompute
+    sequence_parallel, shard_group, flash_attention = (r.sequence_parallel, r.shard_group,
+                                                       r.flash_attention)
+    for name, val, allowed in [("recompute", recompute, tuple(RECOMPUTE_CODES)),
+                               ("precision", c.precision, PRECISIONS),
+                               ("checkpoint", c.checkpoint, CHECKPOINT_SCHEMES),
+                               ("cost-basis", c.cost_basis, COST_BASES)]:
+        if not isinstance(val, str) or val not in allowed:
+            raise choice_error(name, val, allowed)
+    sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
+    others = {k: getattr(r, k) for k in OTHER_SIZES}
+    check_switch("flash_attention", flash_attention)
+    check_flag("sequence_parallel", sequence_parallel)
+    check_catalog(catalog)
+    check_catalog_dirs(catalog_dirs)
+    check_mapping("overrides", overrides)
+    check_given("gpus", gpus)
+    check_given("zero", zero)
+    candidate_count({"gpus": gpus, **sizes, **others, "zero": zero,
+                     "shard_group": shard_group, "sequence_parallel": sequence_parallel,
+                     **(overrides or {})})
+    check({"gpus": gpus, **sizes, **others, "zero": zero, "tokens": c.tokens,
+           "global_batch": c.global_batch, "seq_len": c.seq_len, "shard_group": shard_group,
+           "sequence_parallel": sequence_parallel})
+    check_overrides(overrides or {})
+    if catalog is None:
+        catalog = load_catalog(catalog_dirs)
+    # overrides first, so the layout checks and flags (stage_layers from layers ...) see the
+    # overridden inputs; applied again after the flags so an overridden flag wins
+    x = {**base_inputs(catalog, choices), **(overrides or {})}
+    one = not any(type(v) not in _SCALARS and np.ndim(v) > 0
+                  for v in (gpus, zero, sequence_parallel, shard_group, *sizes.values(),
+                            *others.values(), *(overrides or {}).values()))
+    if not one:
+        sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()
+                 if k != "etp"}
+        sizes["etp"] = expert_tp(x, sizes["tp"], r.etp)
+    else:  # one layout: choose it on the inputs the kernel will see
+        sizes = resolve_layout({**x, **(overrides or {})}, gpus, {**sizes, **others},
+                               recompute=RECOMPUTE_CODES[recompute],
+                               zero=int(zero), sequence_parallel=sequence_parallel,
+                               flash_attention=flash_attention)
+    meta = {"model": c.model if isinstance(c.model, str) else c.model.id,
+            "hardware": c.hardware if isinstance(c.hardware, str) else c.hardware.id,
+            "method": c.method, "precision": c.precision, "stack": c.stack if isinstance(c.stack, str) else c.stack.id,
+            "site": c.site, "site_class": c.site_class, "checkpoint": c.checkpoint,
+            "recompute": recompute, "zero": zero}
+    if one and scalar:
+        return _evaluate_one(x, meta, gpus, {**sizes, **others},
+                             recompute=RECOMPUTE_CODES[recompute],
+                             zero=zero, shard_group=shard_group,
+                             sequence_parallel=sequence_parallel,
+                             flash_attention=flash_attention, overrides=overrides or {}), x
+    tp = np.asarray(sizes["tp"])
+    dp = np.asarray(gpus) // np.maximum(tp * sizes["pp"] * sizes["cp"], 1)
+    if sequence_parallel is None:
+        sequence_parallel = tp > 1
+    layout = {"gpus": gpus, **sizes, **others, "dp": dp, "global_batch": int(x["global_batch"]),
+              "recompute": RECOMPUTE_CODES[recompute],
+              "zero": zero, "shard_group": dp if shard_group is None else shard_group,
+              "sequence_parallel": np.asarray(sequence_parallel, dtype=int)}
+    layout = dict(zip(layout, np.broadcast_arrays(*(np.atleast_1d(v) for v in layout.values())),
+                      strict=True))
+    check_layouts(x, layout)
+    check_shard_groups(layout)
+    x.update(layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
+                          flash_attention=flash_attention))
+    x.update(overrides or {})
+    meta.update({k: x[k] for k in META_INPUTS})
+    out = evaluate_inputs(x)
+    out["largest_memory_term"] = np.asarray(memory_terms())[out.pop("largest_memory_term_index")]
+    return {**meta, **{k: layout[k] for k in SHOWN_LAYOUT}, **out}, x
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+#: The layout columns after the run's own (``recompute`` and ``zero`` are among those).
+SHOWN_LAYOUT = tuple(d.name for d in DIMENSIONS if d.name not in ("recompute", "zero"))
+#: Kernel inputs shown among the leading columns of :func:`evaluate` (after overrides).
+META_INPUTS = ("global_batch", "seq_len", "tokens")
+
+
+def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zero,
+                  sequence_parallel, flash_attention: bool, overrides: dict,
+                  shard_group=None) -> dict:
+    """The columns of one layout as Python scalars (updates ``x`` to the kernel inputs)."""
+    layout = {"gpus": int(gpus), **{k: int(v) for k, v in sizes.items()}}
+    if overrides:  # else resolve_layout checked this layout on these very inputs
+        check_layout(x, **layout)
+    layout["dp"] = layout["gpus"] // (layout["tp"] * layout["pp"] * layout["cp"])
+    layout["global_batch"] = int(x["global_batch"])
+    layout["shard_group"] = layout["dp"] if shard_group is None else int(shard_group)
+    check_shard_group(layout["dp"], layout["shard_group"], int(zero))
+    if sequence_parallel is None:
+        sequence_parallel = layout["tp"] > 1
+    layout["sequence_parallel"] = int(bool(sequence_parallel))
+    x.update(layout_flags_one({**layout, "recompute": recompute, "zero": int(zero)},
+                              scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
+                              flash_attention=flash_attention))
+    x.update(overrides)
+    meta = {**meta, **{k: x[k] for k in META_INPUTS}}
+    return {**{k: _plain(v) for k, v in meta.items()}, **{k: layout[k] for k in SHOWN_LAYOUT},
+            **evaluate_scalar(x)}
+
+
+def _plain(value):
+    """A numpy scalar or 0-d array as the Python scalar; anything else unchanged."""
+    return value.item() if hasattr(value, "item") and np.ndim(value) == 0 else value

@@ -246,17 +246,17 @@ def test_precomputed_crossval_equals_a_fresh_computation(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """38 rows: 28 predicted; 6 unexpressible (Float8 rowwise; MXFP8 and partial NVFP4
+    """40 rows: 30 predicted; 6 unexpressible (Float8 rowwise; MXFP8 and partial NVFP4
     recipes); 6 excluded (Llama 3's unpinned layouts, the NVFP4 page's unnamed GPU); two
     rows both; throughput per GPU in tokens/s or model TFLOP/s, none fitted."""
     cases = v.load_cases(["independent-runs"])
-    assert len(cases) == 38
+    assert len(cases) == 40
     assert not cases.fit.any()
     unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
     assert unexpressible.sum() == 6 and excluded.sum() == 6 and (unexpressible & excluded).sum() == 2
     assert cases.unexpressible[unexpressible].str.contains("rowwise|MXFP8|NVFP4").all()
     assert cases.case_id[excluded].str.match("llama3-405b-|tt-nvfp4doc-").all()
-    assert v.predictable(cases).sum() == 28
+    assert v.predictable(cases).sum() == 30
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
     tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
     # per GPU: a 405B model at 16-128 tokens/s, an 8B model at 548-30,040 (B200-class, FP4)
@@ -269,12 +269,32 @@ def test_independent_runs_load_every_row_with_its_reason():
     assert (dp * cases.tp * cases.pp * cases.cp == cases.gpus).all()
     assert (cases.global_batch % (dp * cases.micro_batch) == 0).all()
     # torchtitan's two uncompiled rows run eagerly (tests/test_elementwise_fusion.py)
-    assert set(cases["stack"]) == {"torchtitan-fsdp2", "torchtitan-fsdp2-eager"}
+    assert set(cases["stack"]) == {"torchtitan-fsdp2", "torchtitan-fsdp2-eager",
+                                   "megatron-core-2025"}
     assert (cases["stack"] == "torchtitan-fsdp2-eager").sum() == 2
-    assert set(x.units_of(cases)["loso"]) == {"pytorch/torchtitan", "arXiv:2407.21783"}
+    assert set(x.units_of(cases)["loso"]) == {"pytorch/torchtitan", "arXiv:2407.21783",
+                                              "www.intel.com/content"}
     pred = v.predict(cases)
     ok = v.predictable(cases).to_numpy()
     assert np.isfinite(pred.predicted[ok]).all() and pred.predicted[~ok].isna().all()
+
+
+def test_intel_gaudi2_rows_are_predicted_as_published():
+    """Intel's Gaudi 2 table (software 1.19.0: Llama 3.1 8B on 8 cards, 70B on 64, FP8,
+    global batch 128, sequence 8,192) with the layouts of Intel's Megatron-LM README (8B:
+    TP 2 x DP 4; 70B: TP 8 x DP 8; sequence parallelism off): held out, nothing fitted on
+    Gaudi.  Published 4,680 and 677.06 tokens/s per card; predicted within +10 % (8B) and
+    -25 % (70B: TP 8 without sequence parallelism over the on-chip RoCE links), measured
+    2026-11-29."""
+    cases = v.load_cases(["independent-runs"]).set_index("case_id")
+    gaudi = cases[cases.hardware == "gaudi2"]
+    assert list(gaudi.index) == ["intel119-l31-8b-fp8-gaudi2-8", "intel119-l31-70b-fp8-gaudi2-64"]
+    assert (gaudi.sequence_parallel == 0).all() and (gaudi.precision == "fp8-hpu").all()
+    assert gaudi.measured.tolist() == [4680, 677.06]
+    assert (gaudi.group == "other accelerators").all() and not gaudi.fit.any()
+    err = v.predict(gaudi.reset_index()).set_index("case_id").error
+    assert 0 < err["intel119-l31-8b-fp8-gaudi2-8"] < 0.10
+    assert -0.25 < err["intel119-l31-70b-fp8-gaudi2-64"] < 0
 
 
 def test_independent_runs_fit_the_memory_they_ran_in():

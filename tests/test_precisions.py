@@ -6,6 +6,7 @@ its low-precision GEMMs run at, the share of the linear layers' GEMM FLOPs there
 ~15 % in BF16, arXiv:2509.25149 s4) and what the part and stack must have to run it.
 """
 
+import json
 import math
 from datetime import date
 
@@ -281,3 +282,32 @@ def test_deepspeed_stack_on_bloom(cat):
                  zero=1, global_batch=2048, micro_batch=2, seq_len=2048, recompute="full",
                  stack="deepspeed-zero", tokens=1e12, reliability="benchmark").iloc[0]
     assert r["step_time_s"] == pytest.approx(104.7, rel=0.15)
+
+
+# ---- Intel Gaudi's default FP8 coverage (fp8-hpu) -------------------------------------------
+
+@pytest.mark.parametrize("model", ["llama3-8b", "llama3-70b"])
+def test_fp8_hpu_share_is_the_linear_flops_outside_the_down_projection(cat, model):
+    """Intel's Megatron-LM keeps the row-parallel MLP down-projection in BF16
+    (HL_FP8_COVERAGE 'mlp_row_parallel=False'): the recipe's FP8 share is the rest of a
+    Llama 3 layer's linear weights (8B: 9.5 of 13 h^2; 70B: 9.25 of 12.75 h^2), within 0.01."""
+    from formulas.compute import attention_params, mlp_params
+
+    m = cat.model(model)
+    linear = attention_params(m.hidden, m.heads, m.kv_heads) + mlp_params(m.hidden, m.ffn, 3)
+    down = m.hidden * m.ffn
+    assert load_recipes()["fp8-hpu"].low_precision_share == pytest.approx(
+        1 - down / linear, abs=0.01)
+
+
+def test_fp8_hpu_runs_on_gaudi_only(cat, capsys):
+    assert precision_refusal(cat.accelerator("gaudi2"), "fp8-hpu") == ""
+    assert precision_refusal(cat.accelerator("gaudi3"), "fp8-hpu") == ""
+    assert "Intel format" in precision_refusal(cat.accelerator("h100-sxm"), "fp8-hpu")
+    # between every linear GEMM in FP8 and none
+    step = {}
+    for p in ("bf16", "fp8-hpu", "fp8"):
+        code, out, err = run_cli(capsys, *_eval("--hardware", "gaudi2", "--precision", p))
+        assert code == 0, err
+        step[p] = json.loads(out)["step_time_s"]
+    assert step["fp8"] < step["fp8-hpu"] < step["bf16"]

@@ -33,8 +33,10 @@ def test_every_case_has_a_source_and_a_generation(catalog):
     assert units["loso"].notna().all() and (units["loso"] != "").all()
     # at least the ten publishers of the shipped data (repositories and papers)
     assert units["loso"].nunique() >= 10
-    # every predicted row is on a calibrated generation (an unnamed part is excluded)
-    assert set(units["loao"][v.predictable(cases)]) == {"A100", "Hopper", "Blackwell"}
+    # every predicted row is on a calibrated generation (an unnamed part is excluded), but
+    # Intel's Gaudi 2 table (held out: a part of its own, no fit row on it)
+    assert set(units["loao"][v.predictable(cases)]) == {"A100", "Hopper", "Blackwell", "gaudi2"}
+    assert not cases.fit[units["loao"] == "gaudi2"].any()
 
 
 def _recording_fit(calls):
@@ -75,8 +77,8 @@ def test_a_generation_left_out_starts_from_a_prior_and_stays_there(monkeypatch, 
     assert values[(c.HOPPER, "gemm_max_efficiency_fp8")] == start[
         (c.BLACKWELL, "gemm_max_efficiency_fp8")]
     foundry = tuple(f"stack:llm-foundry-2023@{hw}" for hw in c.HOPPER)
-    assert values[(foundry, "attention_efficiency_factor")] == start[
-        (c.FA2_STACKS, "attention_efficiency_factor")]
+    # FlashAttention-2 on Hopper is a published ratio, not a fitted value: no prior replaces it
+    assert (foundry, "attention_efficiency_factor") not in values
     assert values[(foundry, "gemm_efficiency_factor")] == 1.0
     # shared parameters (execution terms, a stack in general) are not the generation's own
     assert all(k[0][0] not in ("*", "stack:megatron-core-2025") for k in fixed)
@@ -243,6 +245,35 @@ def test_precomputed_crossval_equals_a_fresh_computation(catalog):
     assert fresh.keys() == saved["predictions"].keys()
     assert np.allclose([fresh[k] for k in fresh], [saved["predictions"][k] for k in fresh],
                        rtol=1e-9)
+
+
+def test_flashattention2_on_hopper_is_the_published_ratio_not_a_fit(catalog):
+    """llm-foundry's FlashAttention-2 on H100 runs at the FA2 stacks' factor times FA2's
+    published fraction of peak on H100 over that on A100 (~35 %, arXiv:2407.08608; 50-73 %,
+    midpoint 61.5 %, arXiv:2307.08691), times the A100 over this stack's H100 large-GEMM
+    efficiency: 0.406, within 0.01 of the catalog's 0.4.  Not in the calibration grid, so
+    leaving Hopper out keeps it, and llm-foundry-h100's leave-one-accelerator-out error stays
+    within 1.5x its calibrated error (14.3 % against 5.9 % while it was fitted)."""
+    from planner.engine.scenario import stack_factor
+
+    foundry = catalog.stack("llm-foundry-2023")
+    fa2 = foundry.attention_efficiency_factor.value
+    gemm = {hw: catalog.accelerator(hw).gemm_max_efficiency.value for hw in ("a100-80gb", "h100-sxm")}
+    share = stack_factor(foundry, "gemm_efficiency_factor", "h100-sxm").value
+    derived = fa2 * (0.35 / 0.615) * gemm["a100-80gb"] / (gemm["h100-sxm"] * share)
+    for hw in ("h100-sxm", "h200", "h800"):
+        assert stack_factor(foundry, "attention_efficiency_factor", hw).value == pytest.approx(
+            derived, abs=0.01)
+    assert not any(name == "attention_efficiency_factor" and owners[0].startswith(
+        "stack:llm-foundry-2023@") for owners, name in c.GRID)
+
+    cases = v.load_cases(["llm-foundry-h100"])
+    saved = json.loads(x.PRECOMPUTED.read_text())["predictions"]
+    loao = cases.case_id.map(lambda k: saved[f"loao/llm-foundry-h100/{k}"])
+    calibrated = v.predict(cases)
+    fit_mape = (calibrated.predicted / calibrated.measured - 1).abs().mean()
+    loao_mape = (loao / cases.measured - 1).abs().mean()
+    assert loao_mape <= 1.5 * fit_mape
 
 
 def test_independent_runs_load_every_row_with_its_reason():

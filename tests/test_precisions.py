@@ -247,6 +247,12 @@ def test_maxtext_stack_reproduces_its_mfu_tables():
     assert max(map(abs, errors["tpu-v5p"])) <= 0.20, errors["tpu-v5p"]
     assert mape["tpu-v5e"] <= 0.20, mape
     assert sum(errors["tpu-v5e"]) < 0  # biased low, as the docstring says
+    # slices are data-parallel replicas (FSDP inside a slice, hybrid sharding): the 128B v5e
+    # rows keep within 5 % of their one-slice MFU from 1 to 32 slices (sharding over every
+    # slice's ranks had cost 43 %: 0.61 -> 0.35); the published MFU falls 17 %
+    v5e_128b = [r["predicted"] for r in rows if r["check"].startswith("maxtext-v5e-128b-")]
+    assert len(v5e_128b) == 6 and min(v5e_128b) >= 0.95 * v5e_128b[0]
+    assert mape["tpu-v5e"] <= 0.14, mape
     # the user-file path gives the same run as the overrides on llama2-7b
     r = rows[0]
     assert r["published"] == pytest.approx(0.7147) and 0.6 < r["predicted"] < 0.8

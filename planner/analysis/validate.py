@@ -1411,7 +1411,9 @@ def maxtext_check(catalog=None) -> list[dict]:
     """Predicted MFU vs MaxText's own published v5p and v5e MFU tables (maxtext_runs.csv:
     synthetic 16B-1T models, layouts from MaxText's config scripts) on the maxtext-xla stack.
     Each shape is llama2-7b's entry (gated MLP, untied embeddings, vocab 32,000, as MaxText's
-    base.yml) with the row's sizes."""
+    base.yml) with the row's sizes.  Slices are joined by DCN data parallelism with FSDP
+    within each slice (MaxText's dcn_data_parallelism and ici_fsdp_parallelism): ZeRO-3
+    sharded over the row's FSDP ranks and replicated across slices (``shard_group``)."""
     catalog = catalog or load_catalog()
     base = catalog.model("llama2-7b")
     rows = []
@@ -1420,7 +1422,8 @@ def maxtext_check(catalog=None) -> list[dict]:
             k: int(o[k]) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
                                    "vocab", "seq_len")}})
         r = evaluate(catalog=catalog, model=model, hardware=o["hardware"], gpus=o["chips"],
-                     tp=o["tp"], pp=1, zero=3, global_batch=o["global_batch"],
+                     tp=o["tp"], pp=1, zero=3, shard_group=o["fsdp"],
+                     global_batch=o["global_batch"],
                      micro_batch=o["micro_batch"], seq_len=o["seq_len"],
                      recompute=o["recompute"], precision=o["precision"], stack=o["stack"],
                      reliability="benchmark").iloc[0]

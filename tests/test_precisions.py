@@ -317,3 +317,22 @@ def test_fp8_hpu_runs_on_gaudi_only(cat, capsys):
         assert code == 0, err
         step[p] = json.loads(out)["step_time_s"]
     assert step["fp8"] < step["fp8-hpu"] < step["bf16"]
+
+
+@pytest.mark.parametrize("size, published_tflops", [(8192, 7535.6), (16384, 7627.6)])
+def test_gb200_fp4_gemm_reproduces_azures_cublaslt_sweep(cat, size, published_tflops):
+    """Azure's AI-benchmarking-guide (ND GB200 v6, cuBLASLt FP4, random data) measures
+    7,535.6 and 7,627.6 TFLOP/s for 8192^3 and 16384^3 FP4 GEMMs; the catalog's FP4
+    efficiency and the GEMM roofline reproduce them within 5 %.  Parts without a measured
+    FP4 value (B300, GB300: another FP4 datapath) keep the FP8 one."""
+    from formulas.compute import gemm_time
+    from planner.engine.scenario import gemm_efficiency
+
+    gb200 = cat.accelerator("gb200")
+    t = gemm_time(size, size, size, size, 0.5, gb200.peak_fp4_flops_per_s.value,
+                  gemm_efficiency(gb200, "nvfp4"), gb200.gemm_half_efficiency_dim.value,
+                  gb200.hbm_bandwidth_bytes_per_s.value, gb200.hbm_efficiency.value)
+    assert 2 * size**3 / t / 1e12 == pytest.approx(published_tflops, rel=0.05)
+    for acc in ("b300", "gb300"):
+        a = cat.accelerator(acc)
+        assert gemm_efficiency(a, "nvfp4") == gemm_efficiency(a, "fp8")

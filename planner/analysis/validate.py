@@ -98,7 +98,8 @@ FIT_RULES = {
                     "never sees - Nemotron-4, DeepSeek-V3, InternLM - are held out (12 rows), "
                     "so every group has rows of both"),
     "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
-                         "(torchtitan's benchmark tables, Trainy's H200 run, the Llama 3 paper; "
+                         "(torchtitan's benchmark tables, Trainy's H200 run, the Llama 3 paper, "
+                         "Intel's Gaudi 2 table; "
                          "independent_runs.csv); its rows keep their `stack`, Float8 rowwise "
                          "rows are unexpressible and the Llama 3 rows, whose layout the paper "
                          "does not pin, excluded"),
@@ -338,6 +339,9 @@ MODERN_MTP = re.compile(r"\bMTP\b")
 MODERN_NETWORK = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb\b[^;]*per node")
 #: Hybrid sharding as a row's notes state it ("ZeRO-1 sharded within 8 GPUs")
 MODERN_SHARD = re.compile(r"sharded within (\d+) GPUs")
+#: A row whose notes turn sequence parallelism off (Intel Gaudi's FP8 recipes: HL_SEQ_PARALLEL=0);
+#: otherwise it is on wherever TP > 1, as every Megatron recipe sets it.
+MODERN_NO_SP = re.compile(r"sequence parallelism off", re.I)
 
 
 #: Software stack of a modern row, by the repository its source names (first match).
@@ -466,7 +470,8 @@ def eager_torchtitan_stack(stack: str, source: str, notes: str) -> str:
 
 def load_independent_runs() -> pd.DataFrame:
     """independent_runs.csv: publishers other than the calibration's (torchtitan's benchmark
-    tables, Trainy's H200 run, the Llama 3 paper's 405B scaling table), held out: no row is
+    tables, Trainy's H200 run, the Llama 3 paper's 405B scaling table, Intel's Gaudi 2
+    table), held out: no row is
     fitted.  A row's ``stack`` cell names its stack (torchtitan rows without torch.compile:
     the eager stack, :func:`eager_torchtitan_stack`); ``unexpressible`` a recipe no planner
     input states; ``excluded`` a row its source does not pin down."""
@@ -507,7 +512,7 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
                      micro_batch=int(_num(r.micro_batch)),
                      global_batch=int(_num(r.global_batch)), recompute=r.recompute,
                      zero=int(_num(r.zero)), shard_group=shard_group, flash=True,
-                     sequence_parallel=float(tp > 1),
+                     sequence_parallel=float(tp > 1 and not MODERN_NO_SP.search(r.notes)),
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
                      metric=r.metric, measured=_num(r.published), model=r.model,
                      notes=r.notes, fit=fit(r),
@@ -1406,7 +1411,9 @@ def maxtext_check(catalog=None) -> list[dict]:
     """Predicted MFU vs MaxText's own published v5p and v5e MFU tables (maxtext_runs.csv:
     synthetic 16B-1T models, layouts from MaxText's config scripts) on the maxtext-xla stack.
     Each shape is llama2-7b's entry (gated MLP, untied embeddings, vocab 32,000, as MaxText's
-    base.yml) with the row's sizes."""
+    base.yml) with the row's sizes.  Slices are joined by DCN data parallelism with FSDP
+    within each slice (MaxText's dcn_data_parallelism and ici_fsdp_parallelism): ZeRO-3
+    sharded over the row's FSDP ranks and replicated across slices (``shard_group``)."""
     catalog = catalog or load_catalog()
     base = catalog.model("llama2-7b")
     rows = []
@@ -1415,7 +1422,8 @@ def maxtext_check(catalog=None) -> list[dict]:
             k: int(o[k]) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
                                    "vocab", "seq_len")}})
         r = evaluate(catalog=catalog, model=model, hardware=o["hardware"], gpus=o["chips"],
-                     tp=o["tp"], pp=1, zero=3, global_batch=o["global_batch"],
+                     tp=o["tp"], pp=1, zero=3, shard_group=o["fsdp"],
+                     global_batch=o["global_batch"],
                      micro_batch=o["micro_batch"], seq_len=o["seq_len"],
                      recompute=o["recompute"], precision=o["precision"], stack=o["stack"],
                      reliability="benchmark").iloc[0]

@@ -443,6 +443,10 @@ def moe(pred):
 #: Mapping' for Mixtral 8x7B on H100 (the headline rows), and MegaScale-MoE's architecture
 #: (its Table 2) and layout (s6.1).
 MOE_INFERRED = {"MLMREADME-01", "MLMREADME-02", "MEGASCALE-01"}
+#: Rows whose ``software`` cell the project's copy extends with settings read from the
+#: source's own launch script of the period ('capplan ADDED from ...'): DeepSeek-V3 on
+#: H100 in Megatron-Bridge 25.09 (run_script.py @fa0315ae26: DeepEP, A2A 1F1B overlap).
+MOE_ADDED = {"MB2509-12"}
 
 
 def test_moe_dataset_keeps_its_sources_and_lists_every_exclusion(moe):
@@ -452,10 +456,18 @@ def test_moe_dataset_keeps_its_sources_and_lists_every_exclusion(moe):
     if shared.is_file():  # every source column of the shared file, plus `excluded`
         src = v.pd.read_csv(shared, dtype=str, keep_default_na=False)
         assert list(raw.columns) == [*src.columns, "excluded"]
-        same = ~raw.case_id.isin(MOE_INFERRED).to_numpy()
+        same = ~raw.case_id.isin(MOE_INFERRED | MOE_ADDED).to_numpy()
         assert (raw[src.columns].to_numpy()[same] == src.to_numpy()[same]).all()
+        # an extended row keeps every cell but appends to its software cell
+        for i in np.flatnonzero(raw.case_id.isin(MOE_ADDED).to_numpy()):
+            for col in src.columns:
+                mine, theirs = raw.at[i, col], src.at[i, col]
+                if col == "software":
+                    assert mine.startswith(theirs + "; capplan ADDED from "), raw.case_id[i]
+                else:
+                    assert mine == theirs, (raw.case_id[i], col)
         # an inferred row fills only cells the shared file leaves empty, and keeps its notes
-        for i in np.flatnonzero(~same):
+        for i in np.flatnonzero(raw.case_id.isin(MOE_INFERRED).to_numpy()):
             for col in src.columns:
                 mine, theirs = raw.at[i, col], src.at[i, col]
                 if col == "notes":
@@ -510,6 +522,17 @@ def test_cli_validate_moe_json_reports_excluded_rows_apart(tmp_path):
 ])
 def test_moe_rows_run_on_the_stack_their_software_names(moe, case, stack):
     assert moe.loc[case, "stack"] == stack
+
+
+def test_deepseek_v3_h100_bridge_2509_row_runs_deepep_with_a2a_overlap(moe, pred):
+    # Megatron-Bridge 25.09 scripts/performance/run_script.py @fa0315ae26 sets, for DeepSeek-V3
+    # on H100 only, enable_deepep (flex dispatcher) and overlap_moe_expert_parallel_comm: the
+    # row ran DeepEP's hierarchical dispatch, not the flat NCCL all-to-all (as costed until
+    # 2026-11-29: -32 % on its published 1,297 tokens/s/GPU)
+    assert moe.loc["MB2509-12", "stack"] == "megatron-core-moe-a2a-overlap"
+    row = pred[(pred.dataset == "moe-runs") & (pred.case_id == "MB2509-12")].iloc[0]
+    assert row.measured == 1297
+    assert abs(row.error) <= 0.12
 
 
 def test_moe_row_mapping(moe):

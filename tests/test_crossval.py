@@ -246,22 +246,29 @@ def test_precomputed_crossval_equals_a_fresh_computation(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """38 rows: 28 predicted; 6 unexpressible (Float8 rowwise; MXFP8 and partial NVFP4
-    recipes); 6 excluded (Llama 3's unpinned layouts, the NVFP4 page's unnamed GPU); two
-    rows both; throughput per GPU in tokens/s or model TFLOP/s, none fitted."""
+    """45 rows: 34 predicted; 7 unexpressible (Float8 rowwise; MXFP8 and partial NVFP4
+    recipes; torchtitan's default expert-parallel path beside DeepEP); 6 excluded (Llama 3's
+    unpinned layouts, the NVFP4 page's unnamed GPU); two rows both; throughput per GPU in
+    tokens/s or model TFLOP/s, none fitted."""
     cases = v.load_cases(["independent-runs"])
-    assert len(cases) == 38
+    assert len(cases) == 45
     assert not cases.fit.any()
     unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
-    assert unexpressible.sum() == 6 and excluded.sum() == 6 and (unexpressible & excluded).sum() == 2
-    assert cases.unexpressible[unexpressible].str.contains("rowwise|MXFP8|NVFP4").all()
+    assert unexpressible.sum() == 7 and excluded.sum() == 6 and (unexpressible & excluded).sum() == 2
+    assert cases.unexpressible[unexpressible].str.contains(
+        "rowwise|MXFP8|NVFP4|default expert-parallel path").all()
     assert cases.case_id[excluded].str.match("llama3-405b-|tt-nvfp4doc-").all()
-    assert v.predictable(cases).sum() == 28
+    assert v.predictable(cases).sum() == 34
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
     tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
     # per GPU: a 405B model at 16-128 tokens/s, an 8B model at 548-30,040 (B200-class, FP4)
     assert tokens.measured[tokens.model == "llama3.1-405b"].between(16, 128).all()
     assert tokens.measured[tokens.model == "llama3-8b"].between(548, 30040).all()
+    # torchtitan's DeepEP README (2025-11-24): Qwen3-30B-A3B on 8-128 B200, EP 8, BF16
+    qwen = cases[cases.model == "qwen3-30b-a3b"]
+    assert len(qwen) == 7 and (qwen.hardware == "b200").all() and (qwen.ep == 8).all()
+    assert (qwen.experts == 128).all() and (qwen.experts_per_token == 8).all()
+    assert sorted(qwen.measured) == [9930, 13856, 14107, 14123, 14276, 14380, 14796]
 
     assert cases.measured[cases.metric == "model_tflops_per_gpu"].tolist() == [430, 400, 380]
     # the layout multiplies to the GPU count, the batch to whole micro-batches per DP rank

@@ -98,7 +98,8 @@ FIT_RULES = {
                     "never sees - Nemotron-4, DeepSeek-V3, InternLM - are held out (12 rows), "
                     "so every group has rows of both"),
     "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
-                         "(torchtitan's benchmark tables, Trainy's H200 run, the Llama 3 paper; "
+                         "(torchtitan's benchmark tables and its DeepEP page's Qwen3-30B-A3B "
+                         "MoE rows on B200, Trainy's H200 run, the Llama 3 paper; "
                          "independent_runs.csv); its rows keep their `stack`, Float8 rowwise "
                          "rows are unexpressible and the Llama 3 rows, whose layout the paper "
                          "does not pin, excluded"),
@@ -466,10 +467,10 @@ def eager_torchtitan_stack(stack: str, source: str, notes: str) -> str:
 
 def load_independent_runs() -> pd.DataFrame:
     """independent_runs.csv: publishers other than the calibration's (torchtitan's benchmark
-    tables, Trainy's H200 run, the Llama 3 paper's 405B scaling table), held out: no row is
-    fitted.  A row's ``stack`` cell names its stack (torchtitan rows without torch.compile:
-    the eager stack, :func:`eager_torchtitan_stack`); ``unexpressible`` a recipe no planner
-    input states; ``excluded`` a row its source does not pin down."""
+    tables and DeepEP page, Trainy's H200 run, the Llama 3 paper's 405B scaling table), held
+    out: no row is fitted.  A row's ``stack`` cell names its stack (torchtitan rows without
+    torch.compile: the eager stack, :func:`eager_torchtitan_stack`); ``unexpressible`` a
+    recipe no planner input states; ``excluded`` a row its source does not pin down."""
     frame = _modern_frame("independent_runs.csv", "independent-runs", lambda r: False,
                           lambda c: next(n for n, rule in INDEPENDENT_GROUPS if rule(c)))
     frame["stack"] = [eager_torchtitan_stack(c.stack, c.source, c.notes)

@@ -643,8 +643,10 @@ part of the data and predict that part (`planner/analysis/crossval.py`,
   B200/GB200/B300/GB300). Its rows leave the fit and its own parameters start from a prior
   no row of it informed - the mean of the same parameter of the other generations (an
   accelerator's GEMM efficiency), the stack's general value (a stack's factor on that
-  accelerator), else the neutral 1.0 (the Grace host launch factor) - and stay there
-  while the rest of the grid is refitted on the other generations' rows.
+  accelerator), else a prior from published measurements of another system (the Grace host
+  launch factor: 1.77, from GH200's CPU-bound range against x86 hosts, Vellaisamy et al.
+  2025, arXiv:2504.11750; `crossval.EXTERNAL_PRIORS`) - and stay there while the rest of
+  the grid is refitted on the other generations' rows.
 
 The issue-42 target is LOSO and LOAO each at most 1.5x the MAPE with the calibrated catalog
 (column `mape_%`, every predicted row), per dataset and per group; `loso_x` and `loao_x` are

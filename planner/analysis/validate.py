@@ -103,9 +103,10 @@ FIT_RULES = {
                          "independent_runs.csv); its rows keep their `stack`, Float8 rowwise "
                          "rows are unexpressible and the Llama 3 rows, whose layout the paper "
                          "does not pin, excluded"),
-    "moe-runs": ("every expressible row (the MoE stacks' launch times and all-to-all overlap "
-                 "are fitted on them); the cross-validated error is leave-one-model-family-out "
-                 "(planner/analysis/calibration.py)"),
+    "moe-runs": ("every expressible row of the shared file (the MoE stacks' launch times and "
+                 "all-to-all overlap are fitted on them); the four gpt-oss-120b rows the project "
+                 "appends (MB2511G-01..04) held out; the cross-validated error is "
+                 "leave-one-model-family-out (planner/analysis/calibration.py)"),
 }
 
 #: Run-model inputs a loader may set per case beyond its model shape, layout and
@@ -543,6 +544,7 @@ MOE_MODELS = {
     "Llama4-Maverick-400B(E128)": ("llama4-maverick", "llama4"),
     "Llama4-Scout(E16)": ("llama4-scout", "llama4"),
     "MegaScale-MoE-internal-352B": ("megascale-moe-352b", "megascale"),
+    "GPT-OSS-120B": ("gpt-oss-120b", "gpt-oss"),
 }
 MOE_HARDWARE = {"H100": "h100-sxm", "H800": "h800", "B200": "b200", "GB200": "gb200",
                 "GB300": "gb300"}
@@ -593,6 +595,10 @@ MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this
 MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv")
 MOE_SAME = re.compile(r";\s*same(?: yaml settings)?\s*$")
 
+
+#: Rows the project's copy appends to the shared file (``software`` starts 'capplan ADDED
+#: row'): held out - no calibration, leave-one-out refit or speedup fit sees them as fit rows.
+MOE_APPENDED = re.compile(r"^capplan ADDED row;")
 
 #: DeepSeek's own framework (HAI-LLM: DualPipe, FP8, its all-to-all kernels)
 MOE_HAI_LLM = re.compile(r"\bHAI-LLM\b")
@@ -651,15 +657,16 @@ def _moe_value(cell, default: float) -> float:
 
 
 def load_moe_runs() -> pd.DataFrame:
-    """moe_runs.csv: 111 MoE rows (Megatron-Bridge, Megatron-LM guide, dgxc, ModelZoo, ...).
+    """moe_runs.csv: 115 MoE rows (Megatron-Bridge, Megatron-LM guide, dgxc, ModelZoo, ...).
 
     Each row as a user would state it: ``--model`` (the catalog model of its name),
     ``--hardware``, TP/PP/VP/CP/EP/ETP, ZeRO, global and micro-batch, sequence, precision
     (every FP8 recipe - per-tensor, MXFP8, blockwise - at the FP8 peak), recompute (a
     selective module list = selective) and ``--stack`` from its ``software`` cell
     (:func:`moe_stack`).  Empty VP/CP = 1; empty ETP = Megatron-Core's default; an empty
-    micro-batch (ModelZoo's long-sequence rows) = 1, Megatron's default.  Every row is fit
-    (the calibration sees them all); the cross-validated error is leave-one-family-out
+    micro-batch (ModelZoo's long-sequence rows) = 1, Megatron's default.  Every row of the
+    shared file is fit (the calibration sees them all), the rows the project appends
+    (:data:`MOE_APPENDED`) are held out; the cross-validated error is leave-one-family-out
     (:mod:`planner.analysis.calibration`).
     """
     catalog = load_catalog()
@@ -701,7 +708,8 @@ def load_moe_runs() -> pd.DataFrame:
                      global_batch=_moe_value(r.global_batch, np.nan), recompute=recompute,
                      zero=_moe_zero(r.zero), flash=True, sequence_parallel=float(tp > 1),
                      precision=precision, metric=metric, measured=_num(r.published),
-                     model=r.model, family=family, notes=r.notes, fit=True, source=r.source,
+                     model=r.model, family=family, notes=r.notes,
+                     fit=not MOE_APPENDED.search(r.software), source=r.source,
                      stack=stack, **routing)
         # excluded (data file): the row's own source does not pin the measurement down
         case["excluded"] = r.excluded

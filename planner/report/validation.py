@@ -124,8 +124,9 @@ of a group that mixes both (B200/GB200) has no single direction.
 MOE = """
 ## MoE runs (issue 27)
 
-`moe_runs.csv` holds 111 measured MoE training rows from 10 public sources (Megatron-Bridge
-25.09 / 25.11 performance tables, the 13 steps of Megatron-LM's DeepSeek-V3 GB200
+`moe_runs.csv` holds 115 measured MoE training rows from 10 public sources (Megatron-Bridge
+25.09 / 25.11 performance tables - the project's copy appends their four gpt-oss-120b rows,
+MB2511G-01..04, to the shared file's 111 -, the 13 steps of Megatron-LM's DeepSeek-V3 GB200
 optimisation guide, dgxc-benchmarking DeepSeek-V3 / Llama 4 / Grok-1, Megatron-MoE-ModelZoo
 Qwen3, NeMo AutoModel, NeMo docs, the DeepSeek-V3 and MegaScale-MoE reports), copied with
 every source column; `moe_models.csv` the architectures (catalog models `kimi-k2`,

@@ -101,6 +101,23 @@ def test_a_generation_left_out_starts_from_a_prior_and_stays_there(monkeypatch, 
         assert own and not any(k in grid for k in own)
 
 
+def test_a_generation_left_out_loses_its_shape_terms_fitted_outside_the_grid(catalog):
+    # Blackwell's grouped-GEMM per-tile costs were fitted on the Blackwell MoE rows
+    # (calibration.GROUPED_GEMM_GRID, outside GRID): left out, Blackwell takes Hopper's
+    # (DeepGEMM's H800 tables), fixed; its tile rows (tcgen05, an architectural fact) stay
+    start = c.start_values(catalog)
+    shapes = x.shape_term_priors(catalog)
+    values, fixed = x.generation_priors("Blackwell", start, shape_priors=shapes)
+    hopper = catalog.accelerator("h100-sxm")
+    for name in ("grouped_gemm_token_half_dim", "grouped_gemm_inner_half_dim"):
+        key = (c.BLACKWELL, name)
+        assert values[key] == getattr(hopper, name).value and key in fixed
+        assert catalog.accelerator("b200").__getattribute__(name).value != values[key]
+    assert (c.BLACKWELL, "grouped_gemm_tile_tokens") not in values
+    values, fixed = x.generation_priors("Hopper", start, shape_priors=shapes)
+    assert not any(k[1].startswith("grouped_gemm") for k in values)
+
+
 def _pair_frame(rows):
     base = {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336,
             "mlp_matrices": 3, "vocab": 128256, "experts": 1, "experts_per_token": 1,

@@ -33,6 +33,7 @@ import hashlib
 import json
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -162,11 +163,34 @@ def leave_one_out(cases, units: pd.Series, catalog=None, priors=None, memo=None)
     return out, trained
 
 
-def generation_priors(name: str, start: dict) -> tuple[dict, tuple]:
-    """Start values and fixed keys of a refit without generation ``name``."""
+#: Terms outside ``calibration.GRID`` that one generation's rows were fitted on: Blackwell's
+#: grouped-GEMM per-tile costs (``calibration.GROUPED_GEMM_GRID``'s half dimensions, fitted
+#: on the Blackwell MoE rows; its tile rows are the tcgen05 instruction's, an architectural
+#: fact kept).  A refit without Blackwell takes them from the other generation that has
+#: them, Hopper (the accelerator named here), whose come from DeepGEMM's H800
+#: micro-benchmark tables rather than from rows - the other-generations rule of
+#: :func:`held_out_prior`.
+SHAPE_TERMS = {"Blackwell": ("h100-sxm", tuple(k for k in c.GROUPED_GEMM_GRID
+                                               if k[1].endswith("_half_dim")))}
+
+
+def shape_term_priors(catalog) -> dict[str, dict]:
+    """Per generation of :data:`SHAPE_TERMS`: its shape-term keys and their prior values."""
+    out = {}
+    for generation, (reference, keys) in SHAPE_TERMS.items():
+        accelerator = catalog.accelerator(reference)
+        out[generation] = {k: float(getattr(accelerator, k[1]).value) for k in keys}
+    return out
+
+
+def generation_priors(name: str, start: dict, shape_priors: dict | None = None
+                      ) -> tuple[dict, tuple]:
+    """Start values and fixed keys of a refit without generation ``name``; ``shape_priors``
+    (:func:`shape_term_priors`) adds the generation's terms fitted outside ``GRID``."""
     ids = GENERATIONS.get(name, (name,))
     values = held_out_prior(start, ids)
-    return values, tuple(k for k in start if _owned_by(k, ids))
+    extra = (shape_priors or {}).get(name, {})
+    return {**values, **extra}, tuple(k for k in start if _owned_by(k, ids)) + tuple(extra)
 
 
 def units_of(cases) -> dict[str, pd.Series]:
@@ -182,7 +206,9 @@ def compute_all(catalog=None) -> dict[str, float]:
     units = units_of(cases)
     memo: dict = {}
     out = {}
-    for split, priors in (("loso", None), ("loao", generation_priors)):
+    shapes = shape_term_priors(catalog or load_catalog())
+    for split, priors in (("loso", None),
+                          ("loao", partial(generation_priors, shape_priors=shapes))):
         pred, _ = leave_one_out(cases, units[split], catalog, priors=priors, memo=memo)
         out.update({f"{split}/{k}": float(p) for k, p in zip(keys, pred, strict=True)
                     if np.isfinite(p)})

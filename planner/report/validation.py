@@ -647,7 +647,10 @@ part of the data and predict that part (`planner/analysis/crossval.py`,
   accelerator), else a prior from published measurements of another system (the Grace host
   launch factor: 1.77, from GH200's CPU-bound range against x86 hosts, Vellaisamy et al.
   2025, arXiv:2504.11750; `crossval.EXTERNAL_PRIORS`) - and stay there while the rest of
-  the grid is refitted on the other generations' rows.
+  the grid is refitted on the other generations' rows. Terms a generation's rows were fitted
+  on outside the grid take the other generation's too: left out, Blackwell's grouped-GEMM
+  per-tile costs (fitted on its MoE rows) are Hopper's, from DeepGEMM's H800 tables
+  (`crossval.SHAPE_TERMS`).
 
 The issue-42 target is LOSO and LOAO each at most 1.5x the MAPE with the calibrated catalog
 (column `mape_%`, every predicted row), per dataset and per group; `loso_x` and `loao_x` are

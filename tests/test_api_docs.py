@@ -32,8 +32,8 @@ def test_the_api_reference_builds_from_the_docstrings(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     api = _text(tmp_path / "site" / "api" / "index.html")
     # signatures and docstrings of the library's entry points and of the formulas
-    assert "planner . engine . evaluator . evaluate (" in api
+    assert "planner . engine . layouts . evaluator . evaluate (" in api
     assert "Evaluate layouts of model on hardware" in api
-    assert "planner . engine . optimize . plan (" in api
+    assert "planner . engine . search . optimize . plan (" in api
     assert "young_interval" in api and "daly_interval" in api
     assert not (ROOT / "site").exists()  # built where it was told, not into the checkout

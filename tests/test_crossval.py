@@ -83,7 +83,13 @@ def test_a_generation_left_out_starts_from_a_prior_and_stays_there(monkeypatch, 
     # shared parameters (execution terms, a stack in general) are not the generation's own
     assert all(k[0][0] not in ("*", "stack:megatron-core-2025") for k in fixed)
     values, fixed = x.generation_priors("Blackwell", start)
-    assert values[(("gb200", "gb300"), "host_launch_factor")] == 1.0
+    # the Grace host launch factor no other generation has: GH200's published CPU-bound
+    # range against x86 hosts (arXiv:2504.11750: 4x the batch, GPU 1.9-2.7x faster), not
+    # the GB200/GB300 rows' fitted 2.5 nor a neutral 1.0
+    grace = values[(("gb200", "gb300"), "host_launch_factor")]
+    assert grace == pytest.approx(1.766, abs=0.001)
+    assert 4 / 2.7 <= grace <= 4 / 1.9
+    assert start[(("gb200", "gb300"), "host_launch_factor")] == 2.5
 
     cases = v.load_cases(["llm-foundry-a100", "llm-foundry-h100"])
     calls = []
@@ -95,6 +101,23 @@ def test_a_generation_left_out_starts_from_a_prior_and_stays_there(monkeypatch, 
         assert not (train.hardware.map(x.generation_of) == held).any()
         own = [k for k in c.GRID if x._owned_by(k, x.GENERATIONS[held])]
         assert own and not any(k in grid for k in own)
+
+
+def test_a_generation_left_out_loses_its_shape_terms_fitted_outside_the_grid(catalog):
+    # Blackwell's grouped-GEMM per-tile costs were fitted on the Blackwell MoE rows
+    # (calibration.GROUPED_GEMM_GRID, outside GRID): left out, Blackwell takes Hopper's
+    # (DeepGEMM's H800 tables), fixed; its tile rows (tcgen05, an architectural fact) stay
+    start = c.start_values(catalog)
+    shapes = x.shape_term_priors(catalog)
+    values, fixed = x.generation_priors("Blackwell", start, shape_priors=shapes)
+    hopper = catalog.accelerator("h100-sxm")
+    for name in ("grouped_gemm_token_half_dim", "grouped_gemm_inner_half_dim"):
+        key = (c.BLACKWELL, name)
+        assert values[key] == getattr(hopper, name).value and key in fixed
+        assert catalog.accelerator("b200").__getattribute__(name).value != values[key]
+    assert (c.BLACKWELL, "grouped_gemm_tile_tokens") not in values
+    values, fixed = x.generation_priors("Hopper", start, shape_priors=shapes)
+    assert not any(k[1].startswith("grouped_gemm") for k in values)
 
 
 def _pair_frame(rows):
@@ -277,22 +300,29 @@ def test_flashattention2_on_hopper_is_the_published_ratio_not_a_fit(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """40 rows: 30 predicted; 6 unexpressible (Float8 rowwise; MXFP8 and partial NVFP4
-    recipes); 6 excluded (Llama 3's unpinned layouts, the NVFP4 page's unnamed GPU); two
-    rows both; throughput per GPU in tokens/s or model TFLOP/s, none fitted."""
+    """47 rows: 36 predicted; 7 unexpressible (Float8 rowwise; MXFP8 and partial NVFP4
+    recipes; torchtitan's default expert-parallel path beside DeepEP); 6 excluded (Llama 3's
+    unpinned layouts, the NVFP4 page's unnamed GPU); two rows both; throughput per GPU in
+    tokens/s or model TFLOP/s, none fitted."""
     cases = v.load_cases(["independent-runs"])
-    assert len(cases) == 40
+    assert len(cases) == 47
     assert not cases.fit.any()
     unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
-    assert unexpressible.sum() == 6 and excluded.sum() == 6 and (unexpressible & excluded).sum() == 2
-    assert cases.unexpressible[unexpressible].str.contains("rowwise|MXFP8|NVFP4").all()
+    assert unexpressible.sum() == 7 and excluded.sum() == 6 and (unexpressible & excluded).sum() == 2
+    assert cases.unexpressible[unexpressible].str.contains(
+        "rowwise|MXFP8|NVFP4|default expert-parallel path").all()
     assert cases.case_id[excluded].str.match("llama3-405b-|tt-nvfp4doc-").all()
-    assert v.predictable(cases).sum() == 30
+    assert v.predictable(cases).sum() == 36
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
     tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
     # per GPU: a 405B model at 16-128 tokens/s, an 8B model at 548-30,040 (B200-class, FP4)
     assert tokens.measured[tokens.model == "llama3.1-405b"].between(16, 128).all()
     assert tokens.measured[tokens.model == "llama3-8b"].between(548, 30040).all()
+    # torchtitan's DeepEP README (2025-11-24): Qwen3-30B-A3B on 8-128 B200, EP 8, BF16
+    qwen = cases[cases.model == "qwen3-30b-a3b"]
+    assert len(qwen) == 7 and (qwen.hardware == "b200").all() and (qwen.ep == 8).all()
+    assert (qwen.experts == 128).all() and (qwen.experts_per_token == 8).all()
+    assert sorted(qwen.measured) == [9930, 13856, 14107, 14123, 14276, 14380, 14796]
 
     assert cases.measured[cases.metric == "model_tflops_per_gpu"].tolist() == [430, 400, 380]
     # the layout multiplies to the GPU count, the batch to whole micro-batches per DP rank

@@ -31,7 +31,7 @@ def test_datasets_are_complete(pred):
     assert counts["modern-runs"] == 31
     expressible = v.predictable(pred)
     assert np.isfinite(pred.predicted[expressible]).all()
-    assert counts["moe-runs"] == 111
+    assert counts["moe-runs"] == 115
     assert counts["finetune-runs"] == 12
     # the datasets whose data files list rows the planner cannot express or excludes
     grouped = pred.dataset.isin(["modern-runs", "moe-runs", "independent-runs", "finetune-runs"])
@@ -443,19 +443,38 @@ def moe(pred):
 #: Mapping' for Mixtral 8x7B on H100 (the headline rows), and MegaScale-MoE's architecture
 #: (its Table 2) and layout (s6.1).
 MOE_INFERRED = {"MLMREADME-01", "MLMREADME-02", "MEGASCALE-01"}
+#: Rows whose ``software`` cell the project's copy extends with settings read from the
+#: source's own launch script of the period ('capplan ADDED from ...'): DeepSeek-V3 on
+#: H100 in Megatron-Bridge 25.09 (run_script.py @fa0315ae26: DeepEP, A2A 1F1B overlap).
+MOE_ADDED = {"MB2509-12"}
+#: Rows the project's copy appends after the shared file's 111 (their software cell starts
+#: 'capplan ADDED row'): the gpt-oss-120b rows of the same Megatron-Bridge 25.11 tables.
+MOE_APPENDED = {"MB2511G-01", "MB2511G-02", "MB2511G-03", "MB2511G-04"}
 
 
 def test_moe_dataset_keeps_its_sources_and_lists_every_exclusion(moe):
     raw = v.pd.read_csv(v.DATA_DIR / "moe_runs.csv", dtype=str, keep_default_na=False)
-    assert len(raw) == len(moe) == 111
+    assert len(raw) == len(moe) == 115
     shared = v.DATA_DIR.parents[3] / "shared" / "validation" / "moe_runs.csv"
     if shared.is_file():  # every source column of the shared file, plus `excluded`
         src = v.pd.read_csv(shared, dtype=str, keep_default_na=False)
         assert list(raw.columns) == [*src.columns, "excluded"]
-        same = ~raw.case_id.isin(MOE_INFERRED).to_numpy()
+        appended = raw.iloc[len(src):]
+        assert set(appended.case_id) == MOE_APPENDED
+        assert appended.software.str.startswith("capplan ADDED row; ").all()
+        raw = raw.iloc[:len(src)]
+        same = ~raw.case_id.isin(MOE_INFERRED | MOE_ADDED).to_numpy()
         assert (raw[src.columns].to_numpy()[same] == src.to_numpy()[same]).all()
+        # an extended row keeps every cell but appends to its software cell
+        for i in np.flatnonzero(raw.case_id.isin(MOE_ADDED).to_numpy()):
+            for col in src.columns:
+                mine, theirs = raw.at[i, col], src.at[i, col]
+                if col == "software":
+                    assert mine.startswith(theirs + "; capplan ADDED from "), raw.case_id[i]
+                else:
+                    assert mine == theirs, (raw.case_id[i], col)
         # an inferred row fills only cells the shared file leaves empty, and keeps its notes
-        for i in np.flatnonzero(~same):
+        for i in np.flatnonzero(raw.case_id.isin(MOE_INFERRED).to_numpy()):
             for col in src.columns:
                 mine, theirs = raw.at[i, col], src.at[i, col]
                 if col == "notes":
@@ -487,7 +506,7 @@ def test_cli_validate_moe_json_reports_excluded_rows_apart(tmp_path):
     assert {e["case"] for e in data["excluded"]} == {"MB2511D-01", "MB2509-02"}
     assert all(len(e["reason"]) > 40 for e in data["excluded"])
     assert not {e["case"] for e in data["excluded"]} & {u["case"] for u in data["unexpressible"]}
-    assert data["count"] + data["unexpressible_count"] + data["excluded_count"] == 111
+    assert data["count"] + data["unexpressible_count"] + data["excluded_count"] == 115
     for g in data["groups"]:
         assert g["predicted"] + g["unexpressible"] + g["excluded"] == g["rows"]
 
@@ -510,6 +529,34 @@ def test_cli_validate_moe_json_reports_excluded_rows_apart(tmp_path):
 ])
 def test_moe_rows_run_on_the_stack_their_software_names(moe, case, stack):
     assert moe.loc[case, "stack"] == stack
+
+
+def test_deepseek_v3_h100_bridge_2509_row_runs_deepep_with_a2a_overlap(moe, pred):
+    # Megatron-Bridge 25.09 scripts/performance/run_script.py @fa0315ae26 sets, for DeepSeek-V3
+    # on H100 only, enable_deepep (flex dispatcher) and overlap_moe_expert_parallel_comm: the
+    # row ran DeepEP's hierarchical dispatch, not the flat NCCL all-to-all (as costed until
+    # 2026-11-29: -32 % on its published 1,297 tokens/s/GPU)
+    assert moe.loc["MB2509-12", "stack"] == "megatron-core-moe-a2a-overlap"
+    row = pred[(pred.dataset == "moe-runs") & (pred.case_id == "MB2509-12")].iloc[0]
+    assert row.measured == 1297
+    assert abs(row.error) <= 0.12
+
+
+def test_gpt_oss_ran_with_fused_sink_attention(moe, pred):
+    # Megatron-Bridge 25.11 trained gpt-oss-120b (learnable softmax sinks) in its HBM: the
+    # unfused fallback would store b x heads x s^2 scores per layer (0.9-1.7 TB per GPU); the
+    # Megatron-Core MoE stacks run TE 2.8's cuDNN sink attention (TE PR 2148, cuDNN 9.13.1+)
+    rows = pred[(pred.dataset == "moe-runs") & pred.case_id.str.startswith("MB2511G")]
+    assert len(rows) == 4 and set(rows.model) == {"GPT-OSS-120B"}
+    assert set(moe.loc[list(rows.case_id), "family"]) == {"gpt-oss"}
+    gb = rows.set_index("case_id")
+    assert gb.loc["MB2511G-02", "measured"] == 15876  # GB200, 64 GPUs, EP 64, seq 8192
+    assert abs(gb.loc["MB2511G-02", "error"]) <= 0.10
+    assert gb.loc[["MB2511G-01", "MB2511G-02"], "fits"].all()
+    cases = v.load_cases(["moe-runs"])
+    cases = cases[cases.case_id.isin(["MB2511G-01", "MB2511G-02"])]
+    unfused = v.predict(cases, params={"*": {"fused_attention_sinks": 0.0}})
+    assert (unfused.memory_per_gpu_bytes > 500e9).all() and not unfused.fits.any()
 
 
 def test_moe_row_mapping(moe):
@@ -617,11 +664,15 @@ def test_mean_of_means_sums_as_pandas():
 def test_moe_runs_fit_in_memory(moe):
     # every row ran; those still predicted over their HBM recompute modules no input states
     # yet ('moe', 'mlp' module recompute: DGXC-06, ModelZoo's long-sequence rows) or are the
-    # superseded AutoModel config without its checkpointing setting (AUTOMODEL-05)
+    # superseded AutoModel config without its checkpointing setting (AUTOMODEL-05), or are
+    # gpt-oss table rows whose layout the workload config of the period contradicts (B200:
+    # table EP 8, config EP 64; H100: table MBS 4, config MBS 1: both fit with the config's)
     ran = moe[np.isfinite(moe.predicted)]
     over = set(ran.index[~ran.fits.astype(bool)])
-    assert over == {"DGXC-06", "AUTOMODEL-05", *(f"MZOO-{i:02d}" for i in range(7, 15))}
-    for case in over - {"AUTOMODEL-05"}:
+    table_layouts = {"MB2511G-03", "MB2511G-04"}
+    assert over == {"DGXC-06", "AUTOMODEL-05", *table_layouts,
+                    *(f"MZOO-{i:02d}" for i in range(7, 15))}
+    for case in over - {"AUTOMODEL-05", *table_layouts}:
         assert "moe" in v.pd.read_csv(v.DATA_DIR / "moe_runs.csv", dtype=str,
                                       keep_default_na=False).set_index("case_id").loc[
             case, "recompute"]

@@ -98,14 +98,15 @@ FIT_RULES = {
                     "never sees - Nemotron-4, DeepSeek-V3, InternLM - are held out (12 rows), "
                     "so every group has rows of both"),
     "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
-                         "(torchtitan's benchmark tables, Trainy's H200 run, the Llama 3 paper, "
-                         "Intel's Gaudi 2 table; "
+                         "(torchtitan's benchmark tables and its DeepEP page's Qwen3-30B-A3B "
+                         "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table; "
                          "independent_runs.csv); its rows keep their `stack`, Float8 rowwise "
                          "rows are unexpressible and the Llama 3 rows, whose layout the paper "
                          "does not pin, excluded"),
-    "moe-runs": ("every expressible row (the MoE stacks' launch times and all-to-all overlap "
-                 "are fitted on them); the cross-validated error is leave-one-model-family-out "
-                 "(planner/analysis/calibration.py)"),
+    "moe-runs": ("every expressible row of the shared file (the MoE stacks' launch times and "
+                 "all-to-all overlap are fitted on them); the four gpt-oss-120b rows the project "
+                 "appends (MB2511G-01..04) held out; the cross-validated error is "
+                 "leave-one-model-family-out (planner/analysis/calibration.py)"),
 }
 
 #: Run-model inputs a loader may set per case beyond its model shape, layout and
@@ -470,11 +471,10 @@ def eager_torchtitan_stack(stack: str, source: str, notes: str) -> str:
 
 def load_independent_runs() -> pd.DataFrame:
     """independent_runs.csv: publishers other than the calibration's (torchtitan's benchmark
-    tables, Trainy's H200 run, the Llama 3 paper's 405B scaling table, Intel's Gaudi 2
-    table), held out: no row is
-    fitted.  A row's ``stack`` cell names its stack (torchtitan rows without torch.compile:
-    the eager stack, :func:`eager_torchtitan_stack`); ``unexpressible`` a recipe no planner
-    input states; ``excluded`` a row its source does not pin down."""
+    tables and DeepEP page, Trainy's H200 run, the Llama 3 paper's 405B scaling table, Intel's Gaudi 2 table), held
+    out: no row is fitted.  A row's ``stack`` cell names its stack (torchtitan rows without
+    torch.compile: the eager stack, :func:`eager_torchtitan_stack`); ``unexpressible`` a
+    recipe no planner input states; ``excluded`` a row its source does not pin down."""
     frame = _modern_frame("independent_runs.csv", "independent-runs", lambda r: False,
                           lambda c: next(n for n, rule in INDEPENDENT_GROUPS if rule(c)))
     frame["stack"] = [eager_torchtitan_stack(c.stack, c.source, c.notes)
@@ -547,6 +547,7 @@ MOE_MODELS = {
     "Llama4-Maverick-400B(E128)": ("llama4-maverick", "llama4"),
     "Llama4-Scout(E16)": ("llama4-scout", "llama4"),
     "MegaScale-MoE-internal-352B": ("megascale-moe-352b", "megascale"),
+    "GPT-OSS-120B": ("gpt-oss-120b", "gpt-oss"),
 }
 MOE_HARDWARE = {"H100": "h100-sxm", "H800": "h800", "B200": "b200", "GB200": "gb200",
                 "GB300": "gb300"}
@@ -597,6 +598,10 @@ MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this
 MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv")
 MOE_SAME = re.compile(r";\s*same(?: yaml settings)?\s*$")
 
+
+#: Rows the project's copy appends to the shared file (``software`` starts 'capplan ADDED
+#: row'): held out - no calibration, leave-one-out refit or speedup fit sees them as fit rows.
+MOE_APPENDED = re.compile(r"^capplan ADDED row;")
 
 #: DeepSeek's own framework (HAI-LLM: DualPipe, FP8, its all-to-all kernels)
 MOE_HAI_LLM = re.compile(r"\bHAI-LLM\b")
@@ -655,15 +660,16 @@ def _moe_value(cell, default: float) -> float:
 
 
 def load_moe_runs() -> pd.DataFrame:
-    """moe_runs.csv: 111 MoE rows (Megatron-Bridge, Megatron-LM guide, dgxc, ModelZoo, ...).
+    """moe_runs.csv: 115 MoE rows (Megatron-Bridge, Megatron-LM guide, dgxc, ModelZoo, ...).
 
     Each row as a user would state it: ``--model`` (the catalog model of its name),
     ``--hardware``, TP/PP/VP/CP/EP/ETP, ZeRO, global and micro-batch, sequence, precision
     (every FP8 recipe - per-tensor, MXFP8, blockwise - at the FP8 peak), recompute (a
     selective module list = selective) and ``--stack`` from its ``software`` cell
     (:func:`moe_stack`).  Empty VP/CP = 1; empty ETP = Megatron-Core's default; an empty
-    micro-batch (ModelZoo's long-sequence rows) = 1, Megatron's default.  Every row is fit
-    (the calibration sees them all); the cross-validated error is leave-one-family-out
+    micro-batch (ModelZoo's long-sequence rows) = 1, Megatron's default.  Every row of the
+    shared file is fit (the calibration sees them all), the rows the project appends
+    (:data:`MOE_APPENDED`) are held out; the cross-validated error is leave-one-family-out
     (:mod:`planner.analysis.calibration`).
     """
     catalog = load_catalog()
@@ -705,7 +711,8 @@ def load_moe_runs() -> pd.DataFrame:
                      global_batch=_moe_value(r.global_batch, np.nan), recompute=recompute,
                      zero=_moe_zero(r.zero), flash=True, sequence_parallel=float(tp > 1),
                      precision=precision, metric=metric, measured=_num(r.published),
-                     model=r.model, family=family, notes=r.notes, fit=True, source=r.source,
+                     model=r.model, family=family, notes=r.notes,
+                     fit=not MOE_APPENDED.search(r.software), source=r.source,
                      stack=stack, **routing)
         # excluded (data file): the row's own source does not pin the measurement down
         case["excluded"] = r.excluded

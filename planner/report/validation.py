@@ -129,8 +129,9 @@ of a group that mixes both (B200/GB200) has no single direction.
 MOE = """
 ## MoE runs (issue 27)
 
-`moe_runs.csv` holds 111 measured MoE training rows from 10 public sources (Megatron-Bridge
-25.09 / 25.11 performance tables, the 13 steps of Megatron-LM's DeepSeek-V3 GB200
+`moe_runs.csv` holds 115 measured MoE training rows from 10 public sources (Megatron-Bridge
+25.09 / 25.11 performance tables - the project's copy appends their four gpt-oss-120b rows,
+MB2511G-01..04, to the shared file's 111 -, the 13 steps of Megatron-LM's DeepSeek-V3 GB200
 optimisation guide, dgxc-benchmarking DeepSeek-V3 / Llama 4 / Grok-1, Megatron-MoE-ModelZoo
 Qwen3, NeMo AutoModel, NeMo docs, the DeepSeek-V3 and MegaScale-MoE reports), copied with
 every source column; `moe_models.csv` the architectures (catalog models `kimi-k2`,
@@ -648,8 +649,13 @@ part of the data and predict that part (`planner/analysis/crossval.py`,
   B200/GB200/B300/GB300). Its rows leave the fit and its own parameters start from a prior
   no row of it informed - the mean of the same parameter of the other generations (an
   accelerator's GEMM efficiency), the stack's general value (a stack's factor on that
-  accelerator), else the neutral 1.0 (the Grace host launch factor) - and stay there
-  while the rest of the grid is refitted on the other generations' rows.
+  accelerator), else a prior from published measurements of another system (the Grace host
+  launch factor: 1.77, from GH200's CPU-bound range against x86 hosts, Vellaisamy et al.
+  2025, arXiv:2504.11750; `crossval.EXTERNAL_PRIORS`) - and stay there while the rest of
+  the grid is refitted on the other generations' rows. Terms a generation's rows were fitted
+  on outside the grid take the other generation's too: left out, Blackwell's grouped-GEMM
+  per-tile costs (fitted on its MoE rows) are Hopper's, from DeepGEMM's H800 tables
+  (`crossval.SHAPE_TERMS`).
 
 The issue-42 target is LOSO and LOAO each at most 1.5x the MAPE with the calibrated catalog
 (column `mape_%`, every predicted row), per dataset and per group; `loso_x` and `loao_x` are

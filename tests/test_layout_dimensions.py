@@ -158,14 +158,15 @@ def test_evaluate_takes_the_layout_keywords_of_the_declaration():
     import inspect
 
     from planner.engine.defaults import DEFAULTS
-    from planner.engine.evaluator import LayoutRequest, evaluate
+    from planner.engine.evaluator import LayoutRequest, evaluate, layout_request
 
     given = [d for d in DIMENSIONS if d.given]
-    parameters = inspect.signature(evaluate).parameters
+    # the generated dataclass, read from its source: typed fields, the declared defaults
+    parameters = inspect.signature(LayoutRequest).parameters
     for d in given:
-        assert parameters[d.name].kind is inspect.Parameter.KEYWORD_ONLY
         assert parameters[d.name].default == d.default
-    assert "dp" not in parameters and "layout" not in parameters
+        assert "ArrayLike" in parameters[d.name].annotation or d.dtype == "str"
+    assert "dp" not in parameters
     names = [f.name for f in dataclasses.fields(LayoutRequest)]
     assert names == [d.name for d in given] + ["flash_attention"]
     request = LayoutRequest()
@@ -177,7 +178,7 @@ def test_evaluate_takes_the_layout_keywords_of_the_declaration():
         evaluate(model="llama2-7b", tpp=2)
     with pytest.raises(TypeError, match=r"'modle'; did you mean: model"):
         evaluate(modle="llama2-7b")
-    assert LayoutRequest.pick({"tp": 2, "tokens": 1e12}) == LayoutRequest(tp=2)
+    assert layout_request({"tp": 2, "tokens": 1e12}) == LayoutRequest(tp=2)
 
 
 def test_evaluate_with_layout_keywords_gives_the_layout_asked_for():
@@ -188,3 +189,17 @@ def test_evaluate_with_layout_keywords_gives_the_layout_asked_for():
                  tokens=2e12, as_frame=False)
     assert (r["tp"], r["pp"], r["dp"], r["micro_batch"], r["zero"], r["recompute"]) == (
         2, 2, 16, 2, 2, "full")
+
+
+def test_space_options_are_a_plain_dataclass_with_the_declared_sizes():
+    """SpaceOptions: the sizes the search builds, then one field per declared dimension
+    (DeclaredSizes, generated from DIMENSIONS) defaulting to its declared sizes."""
+    import dataclasses
+
+    from planner.engine._layout_generated import DeclaredSizes
+    from planner.engine.space import DECLARED_COLUMNS, SpaceOptions, declared_sizes
+
+    assert issubclass(SpaceOptions, DeclaredSizes)
+    assert tuple(f.name for f in dataclasses.fields(DeclaredSizes)) == DECLARED_COLUMNS
+    assert {k: getattr(SpaceOptions(), k) for k in DECLARED_COLUMNS} == declared_sizes()
+    assert SpaceOptions(max_gpus=64).max_gpus == 64 and SpaceOptions().tp is None

@@ -111,7 +111,7 @@ class ResolvedRun:
 def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     """Validate the run options and evaluate the run (one row)."""
     from planner.cli.fault_options import fault_inputs
-    from planner.engine.evaluator import LayoutRequest, evaluate_run
+    from planner.engine.evaluator import evaluate_run, layout_request
     from planner.engine.run_inputs import RunChoices
     from planner.engine.scenario import (
         CHECKPOINT_SCHEMES,
@@ -135,7 +135,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
             raise choice_error(name, val, allowed)
     choices = RunChoices.pick(o)
     # the vectorised path (as plan's), without pandas: one-shot queries start fast
-    columns, inputs = evaluate_run(choices, LayoutRequest.pick(o), catalog=catalog,
+    columns, inputs = evaluate_run(choices, layout_request(o), catalog=catalog,
                                    overrides=overrides)
     row = {k: v.item(0) if hasattr(v, "item") else v for k, v in columns.items()}
     check_finite(row)

@@ -245,6 +245,8 @@ def staleness(step: Step, recorded: dict | None, root: Path = ROOT) -> str | Non
 #: Every generated file, by the step that writes it, in dependency order (a later step may
 #: read an earlier one's output: native reads the kernel, validation the kernel's hash).
 STEPS = (
+    Step("layout-types", ("planner.codegen.layout_types",),
+         ("planner/engine/_layout_generated.py",)),
     Step("kernel", ("planner.codegen.kernel_source",), ("planner/engine/_kernel_generated.py",),
          libraries=("sympy",)),
     Step("workbook", ("planner.codegen.workbook",), ("planner/report/_workbook_generated.py",),

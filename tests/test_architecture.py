@@ -277,3 +277,27 @@ def test_command_modules_are_named_after_their_command():
     assert [module for _, module, *_ in COMMANDS] == [f"{name}_command" for name, *_ in COMMANDS]
     on_disk = {p.stem for p in (PACKAGE / "cli").glob("*_command.py")}
     assert on_disk == {module for _, module, *_ in COMMANDS}
+
+
+#: Function-level imports planner/cli may hold (issue 40: 301 on 2026-11-29 before plan and
+#: evaluate built their reports in planner/report; 236 after).  The number only falls.
+CLI_FUNCTION_IMPORTS = 236
+#: Commands that build their answer in planner/report and only write it: their module
+#: imports one thing lazily, the report builder, in the command's body (docs/architecture.md).
+REPORT_COMMANDS = ("plan_command", "evaluate_command")
+
+
+def test_planner_cli_function_level_imports_do_not_grow():
+    found = sum(1 for path in sorted((PACKAGE / "cli").glob("*.py"))
+                for _ in _function_imports(path))
+    assert found <= CLI_FUNCTION_IMPORTS, (
+        f"{found} function-level imports in planner/cli (at most {CLI_FUNCTION_IMPORTS}): "
+        "import at the module's top, or build the answer in planner/report")
+
+
+def test_a_report_command_imports_its_report_builder_once():
+    for module in REPORT_COMMANDS:
+        lazy = [(function.name, ast.unparse(node))
+                for function, node, _ in _function_imports(PACKAGE / "cli" / f"{module}.py")]
+        assert len(lazy) == 1 and lazy[0][0] == "run", (module, lazy)
+        assert lazy[0][1].startswith("from planner.report import "), (module, lazy)

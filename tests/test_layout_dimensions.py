@@ -4,6 +4,7 @@ every list of them is read from that declaration (issue 28)."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from planner.cli.layout_options import LAYOUT_OPTIONS, _dimension_parameter
+from planner.cli.layout_options import LAYOUT_OPTIONS
+from planner.codegen.command_signatures import dimension_parameter
 from planner.engine import native_search, space
 from planner.engine.columns import LEADING, layout_columns
 from planner.engine.defaults import PREFERRED_LAYOUT
@@ -66,13 +68,20 @@ def test_every_kernel_dimension_is_a_run_model_input_and_a_buffer_of_the_compile
 
 def test_a_new_dimension_gets_its_option_from_its_declaration():
     d = Dimension("xp", "x-parallel size", preferred=2, option="X-parallel size")
-    parameter = _dimension_parameter(d)
-    assert parameter.annotation is int
-    assert parameter.default.default is None  # left out: chosen
-    assert parameter.default.help == "X-parallel size (default 2 if the layout fits --gpus)."
+    # the parameter python -m planner.codegen writes into each one-layout command
+    import typer
+
+    parameter = dimension_parameter(d)
+    namespace = {"typer": typer}
+    source = f"def command(\n{parameter},\n): pass"  # the generated source, run alone
+    exec(compile(source, "<generated>", "exec", dont_inherit=True), namespace)
+    option = inspect.signature(namespace["command"]).parameters["xp"]
+    assert option.annotation is int
+    assert option.default.default is None  # left out: chosen
+    assert option.default.help == "X-parallel size (default 2 if the layout fits --gpus)."
     assert d.flag == "--xp"
-    switch = _dimension_parameter(Dimension("yp", "y", dtype="bool", option="Y."))
-    assert switch.default.param_decls == ("--yp/--no-yp",)
+    switch = dimension_parameter(Dimension("yp", "y", dtype="bool", option="Y."))
+    assert '"--yp/--no-yp"' in switch
     assert option_help(Dimension("zp", "z", option="Z.")) == "Z."
 
 

@@ -64,8 +64,9 @@ print(json.dumps(out))
 
 #: The codegen steps a new dimension needs (``python -m planner.codegen`` runs them; the
 #: copy has no pyproject.toml for its fingerprints, so each writer runs directly).
-GENERATORS = ("from planner.codegen import layout_types as g; "
-              "g.GENERATED.write_text(g.generate_source())",)
+GENERATORS = tuple(f"from planner.codegen import {step} as g; "
+                   "g.GENERATED.write_text(g.generate_source())"
+                   for step in ("layout_types", "command_signatures"))
 
 
 @pytest.fixture(scope="module")

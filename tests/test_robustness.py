@@ -207,8 +207,8 @@ def _default(parameter):
 def test_scenario_defaults_are_the_cli_defaults():
     import inspect
 
-    from planner.cli.evaluate_command import evaluate as evaluate_command
-    from planner.cli.plan_command import plan as plan_command
+    from planner.cli._commands_generated import evaluate as evaluate_command
+    from planner.cli._commands_generated import plan as plan_command
     from planner.engine.scenario import DEFAULTS, Scenario
 
     plan_options = inspect.signature(plan_command).parameters  # search + environment options

@@ -20,7 +20,7 @@ from planner.cli.common import (
     check_output_targets,
     output_format,
 )
-from planner.cli.environment_options import scenario_prices, with_price_options
+from planner.cli.environment_options import scenario_prices
 from planner.cli.numbers import si_count, si_float
 from planner.engine.defaults import DEFAULTS
 from planner.version import version
@@ -35,7 +35,7 @@ def codesign_payload(result, pareto: bool) -> dict:
     (the catalog accelerator: > 1 is better) and the Pareto front (size, rows with ``pareto``)."""
     from dataclasses import asdict
 
-    from planner.cli.plan_command import summarize
+    from planner.report.plan_report import summarize
 
     scenario = {k: v for k, v in asdict(result.scenario).items() if k != "extra"}
     base = result.points[0]["best"]
@@ -86,8 +86,7 @@ def codesign_rows(payload: dict, objective: str) -> list[dict]:
     return rows
 
 
-@with_price_options
-def codesign(
+def run(
     accelerator: str = typer.Option("h100-sxm", "--accelerator", "-a",
                                     help="Catalog accelerator the grid varies around."),
     vary: list[str] = typer.Option(

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.common import ForceOption, command_group
+from planner.cli.common import ForceOption
 from planner.cli.environment_options import price_files
-from planner.cli.layout_options import with_layout_options
-
-export_app = command_group("export", "Export a configuration for spreadsheets.")
 
 #: Run-model input -> (catalog kind, field) for provenance in the Inputs sheet.
 CATALOG_FIELDS = {
@@ -110,9 +107,7 @@ def input_sources(catalog, echo: dict, precision: str) -> dict[str, str]:
     return out
 
 
-@export_app.command("xlsx")
-@with_layout_options
-def export_xlsx(
+def run(
     output: str = typer.Option(..., "--output", "-o", help="Workbook to write (.xlsx)."),
     force: ForceOption = False,
     scenario_file: str = typer.Option(
@@ -127,7 +122,7 @@ def export_xlsx(
     import numpy as np
 
     from hardware_catalog import load_catalog
-    from planner.cli.layout_options import resolve
+    from planner.cli.layout_options import layout_defaults, resolve
     from planner.engine.evaluator import evaluate
     from planner.report.xlsx import check_workbook_target, write_workbook
 
@@ -137,11 +132,12 @@ def export_xlsx(
     from planner.engine.readable import count_text
     from planner.engine.spares import resolve_spares
 
-    options, phases = apply_scenario_file(export_xlsx, options, scenario_file)
+    options, phases = apply_scenario_file(layout_defaults(), options, scenario_file)
     phase_rows = None
     if phases:  # each phase's run; the Model and Sweep sheets hold the longest phase's
-        from planner.cli.scenario_phases import phase_table, resolve_phases
+        from planner.cli.scenario_phases import resolve_phases
         from planner.engine.phases import sum_phases
+        from planner.report.evaluate_report import phase_table
 
         runs = resolve_phases(options, phases)
         phase_rows = phase_table(phases, runs, sum_phases([r.row for r in runs]))[:-1]

@@ -1,13 +1,14 @@
 """Command-line options that describe one run (model, hardware, layout, site ...).
 
 ``capplan evaluate``, ``sensitivity``, ``simulate`` and ``export`` take the same
-options; :func:`with_layout_options` gives a command this signature (typer reads
-``__signature__``) and :func:`resolve` turns the options into an evaluated run.
+options: the holders :func:`run_options` and :func:`batch_and_site_options`, one option
+per layout dimension (:data:`~planner.engine.layout_rules.DIMENSIONS`), the method's and
+the environment's, written out into each command by ``python -m planner.codegen``
+(planner/cli/_commands_generated.py); :func:`resolve` turns them into an evaluated run.
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 import typer
@@ -24,19 +25,20 @@ from planner.cli.common import (
 )
 from planner.cli.environment_options import (
     ENVIRONMENT,
+    option_defaults,
     option_names,
-    prepend_options,
     price_files,
 )
 from planner.cli.fault_options import FAULT_OPTIONS
 from planner.cli.method_options import method_options
 from planner.cli.numbers import si_count
+from planner.cli.rl_options import RL_DEFAULTS
 from planner.engine.defaults import DEFAULTS, PREFERRED_LAYOUT
-from planner.engine.layout_rules import DIMENSIONS, Dimension, option_help
-from planner.errors import CapplanError, choice_error
+from planner.engine.layout_rules import DIMENSIONS
+from planner.errors import CapplanError
 
 
-def _run_options(
+def run_options(
     model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
                                  help="Accelerator id or TOML file."),
@@ -46,27 +48,7 @@ def _run_options(
     """Holder of the model, accelerator and GPU-count options (never called)."""
 
 
-def _dimension_parameter(d: Dimension) -> inspect.Parameter:
-    """The command-line option of one layout dimension: ``--name`` (``--name/--no-name``
-    for a switch), its default from :data:`DEFAULTS` (``None``: chosen), its help from the
-    declaration."""
-    kind = d.python_type
-    switch = (f"{d.flag}/--no-{d.flag[2:]}",) if kind is bool else ()
-    return inspect.Parameter(
-        d.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind,
-        default=typer.Option(DEFAULTS.get(d.name), *switch, help=option_help(d)))
-
-
-def _layout_dimensions():
-    """Holder of one option per layout dimension that has one (never called)."""
-
-
-_layout_dimensions.__signature__ = inspect.Signature(
-    [_dimension_parameter(d) for d in DIMENSIONS if d.option])
-_layout_dimensions.__annotations__ = {d.name: d.python_type for d in DIMENSIONS if d.option}
-
-
-def _batch_and_site_options(
+def batch_and_site_options(
     global_batch: GlobalBatchOption = None,
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
@@ -80,15 +62,18 @@ def _batch_and_site_options(
     """Holder of the batch, precision, stack and site options (never called)."""
 
 
-#: The holders of a one-layout command's own options, in order; the environment's follow.
-_HOLDERS = (_run_options, _layout_dimensions, _batch_and_site_options, method_options)
-#: Names of every option of a one-layout command (layout, then environment).
-LAYOUT_OPTIONS = option_names(*_HOLDERS, *ENVIRONMENT)
+#: Names of every option of a one-layout command (run, layout, batch and site, method,
+#: then environment), in the order of planner.codegen.command_signatures.LAYOUT.
+LAYOUT_OPTIONS = (*option_names(run_options), *(d.name for d in DIMENSIONS if d.option),
+                  *option_names(batch_and_site_options, method_options, *ENVIRONMENT))
 
 
-def with_layout_options(func):
-    """Prepend the run options to ``func``'s own options (it receives them as kwargs)."""
-    return prepend_options((*_HOLDERS, *ENVIRONMENT), func)
+def layout_defaults() -> dict:
+    """The default of every one-layout option (and of the RL options ``evaluate`` takes)."""
+    holders = option_defaults(run_options, batch_and_site_options, method_options,
+                              *ENVIRONMENT)
+    return {**holders, **{d.name: DEFAULTS.get(d.name) for d in DIMENSIONS if d.option},
+            **RL_DEFAULTS}
 
 
 @dataclass
@@ -113,13 +98,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     from planner.cli.fault_options import fault_inputs
     from planner.engine.evaluator import evaluate_run, layout_request
     from planner.engine.run_inputs import RunChoices
-    from planner.engine.scenario import (
-        CHECKPOINT_SCHEMES,
-        COST_BASES,
-        NETWORK_FLAGS,
-        PRECISIONS,
-        network_overrides,
-    )
+    from planner.engine.scenario import NETWORK_FLAGS, network_overrides
 
     o = {k: options[k] for k in LAYOUT_OPTIONS if k not in FAULT_OPTIONS}
     from hardware_catalog import load_catalog
@@ -128,12 +107,7 @@ def resolve(options: dict, overrides: dict | None = None) -> ResolvedRun:
     network = network_overrides(o.pop("network"), catalog,
                                 **{k: o.pop(k) for k in NETWORK_FLAGS})
     overrides = {**fault_inputs(options), **network, **(overrides or {})}
-    for name, val, allowed in [("precision", o["precision"], PRECISIONS),
-                               ("checkpoint", o["checkpoint"], CHECKPOINT_SCHEMES),
-                               ("cost-basis", o["cost_basis"], COST_BASES)]:
-        if val not in allowed:
-            raise choice_error(name, val, allowed)
-    choices = RunChoices.pick(o)
+    choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
     # the vectorised path (as plan's), without pandas: one-shot queries start fast
     columns, inputs = evaluate_run(choices, layout_request(o), catalog=catalog,
                                    overrides=overrides)

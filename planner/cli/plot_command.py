@@ -5,13 +5,11 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import ForceOption
-from planner.cli.scenario_options import with_scenario_options
 
 KINDS = ("scaling", "pareto", "breakdown", "plan")
 
 
-@with_scenario_options
-def plot(
+def run(
     kind: str = typer.Argument(..., metavar="KIND", help="scaling | pareto | breakdown | plan.",
                                show_default=False),
     output: str = typer.Option(..., "--output", "-o",

@@ -1,7 +1,8 @@
 """Command-line options of a planning scenario, shared by ``capplan plan`` and ``plot``.
 
-:func:`with_scenario_options` gives a command these options (after its own leading
-ones); :func:`resolve_scenario` applies a ``--scenario`` file under the flags the user
+:func:`scenario_options` declares the search's options (``python -m planner.codegen``
+writes them out into each command, then the method's and the environment's);
+:func:`resolve_scenario` applies a ``--scenario`` file under the flags the user
 typed and builds the :class:`~planner.scenario.Scenario`.
 """
 
@@ -18,19 +19,14 @@ from planner.cli.common import (
     StackOption,
     TokensOption,
 )
-from planner.cli.environment_options import (
-    ENVIRONMENT,
-    option_names,
-    prepend_options,
-    price_files,
-)
+from planner.cli.environment_options import ENVIRONMENT, option_names, price_files
 from planner.cli.method_options import method_choices, method_options
 from planner.cli.numbers import batch_or_range, si_count, si_float
 from planner.engine.defaults import DEFAULTS
 from planner.errors import CapplanError
 
 
-def _options(
+def scenario_options(
     ctx: typer.Context,
     scenario_file: str = typer.Option(None, "--scenario", "-s",
                                       help="TOML scenario file (flags override it)."),
@@ -72,13 +68,8 @@ def _options(
 
 
 #: Scenario keys (everything but the typer context and the file itself).
-SCENARIO_KEYS = tuple(k for k in option_names(_options, method_options, *ENVIRONMENT)
+SCENARIO_KEYS = tuple(k for k in option_names(scenario_options, method_options, *ENVIRONMENT)
                       if k != "scenario_file")
-
-
-def with_scenario_options(func):
-    """Put the scenario options first in ``func``'s signature (received as kwargs)."""
-    return prepend_options((_options, method_options, *ENVIRONMENT), func)
 
 
 def _catalog(dirs):

@@ -11,12 +11,10 @@ from planner.cli.common import (
     check_output_targets,
     output_format,
 )
-from planner.cli.layout_options import with_layout_options
 from planner.version import version
 
 
-@with_layout_options
-def sensitivity(
+def run(
     top: int = typer.Option(15, help="Show the inputs with the largest elasticities."),
     plot: str = typer.Option(None, "--plot", help="Write a tornado plot (PNG/SVG/PDF)."),
     format: FormatOption = None,

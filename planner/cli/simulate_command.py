@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import ForceOption, FormatOption, OutputOption, output_format
-from planner.cli.layout_options import with_layout_options
 from planner.errors import CapplanError, shown
 from planner.version import version
 
@@ -102,8 +101,7 @@ def _refuse_above(replicas: int, per_run: float) -> None:
             "--weibull-shape")
 
 
-@with_layout_options
-def simulate(
+def run(
     replicas: int = typer.Option(
         10_000, help="Independent simulated runs (at most about 2e6 simulated failures in "
         "all: a pilot of 32 runs measures the failures per run)."),
@@ -125,10 +123,11 @@ def simulate(
     """Simulate the whole run (stragglers, failures, checkpoints, restarts) and compare
     the distribution of wall time, GPU-hours, energy and failures with the closed forms."""
     format = output_format(format, output)
+    from planner.cli.layout_options import layout_defaults
     from planner.cli.scenario_phases import apply_scenario_file
     from planner.engine.domains import check
 
-    options, phases = apply_scenario_file(simulate, options, scenario_file)
+    options, phases = apply_scenario_file(layout_defaults(), options, scenario_file)
 
     check({"replicas": replicas, "seed": seed, "weibull_shape": weibull_shape})
     if component_age not in ("stationary", "new"):

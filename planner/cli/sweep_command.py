@@ -21,8 +21,8 @@ from planner.cli.common import (
     check_output_targets,
     output_format,
 )
-from planner.cli.environment_options import prepend_options, price_options, scenario_prices
-from planner.cli.method_options import method_choices, method_options
+from planner.cli.environment_options import scenario_prices
+from planner.cli.method_options import method_choices
 from planner.cli.numbers import si_count
 from planner.engine.defaults import DEFAULTS
 from planner.errors import CapplanError
@@ -68,7 +68,7 @@ def doubling(lo: int, hi: int) -> list[int]:
     return counts
 
 
-def sweep(
+def run(
     model: ModelOption = "llama3-70b",
     tokens: TokensOption = 15e12,
     hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
@@ -138,6 +138,3 @@ def sweep(
 
             plot_scaling(result, plot, force=force)
 
-
-#: sweep's options: its own, then the training method's and the catalog and price options.
-prepend_options((), sweep, after=(method_options, price_options))

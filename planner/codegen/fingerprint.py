@@ -256,6 +256,14 @@ STEPS = (
     Step("formulas", ("planner.report.formula_docs",), ("docs/formulas.md",),
          libraries=("sympy",)),
     Step("columns", ("planner.codegen.column_docs",), ("docs/columns.md",)),
+    # the generator parses the holders and the commands' modules (their source is copied)
+    Step("commands", ("planner.codegen.command_signatures", "planner.cli.layout_options",
+                      "planner.cli.scenario_options", "planner.cli.method_options",
+                      "planner.cli.environment_options", "planner.cli.rl_options",
+                      *(f"planner.cli.{c}_command" for c in (
+                          "evaluate", "plan", "sweep", "codesign", "sensitivity", "simulate",
+                          "export", "plot"))),
+         ("planner/cli/_commands_generated.py",)),
     Step("cli", ("planner.codegen.cli_docs",), ("docs/cli.md",)),
     Step("validation", ("planner.analysis.estimates", "planner.analysis.calibration",
                         "planner.analysis.crossval", "planner.report.validation"),

@@ -44,10 +44,7 @@ from planner.engine.layout_rules import CHOSEN_SIZES, DIMENSIONS, OTHER_SIZES
 from planner.engine.result import Evaluation
 from planner.engine.run_inputs import RunChoices, base_inputs
 from planner.engine.scenario import (
-    CHECKPOINT_SCHEMES,
-    COST_BASES,
     DEFAULTS,
-    PRECISIONS,
     PREFERRED_LAYOUT,
     check_overrides,
 )
@@ -163,12 +160,8 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     gpus, zero, recompute = r.gpus, r.zero, r.recompute
     sequence_parallel, shard_group, flash_attention = (r.sequence_parallel, r.shard_group,
                                                        r.flash_attention)
-    for name, val, allowed in [("recompute", recompute, tuple(RECOMPUTE_CODES)),
-                               ("precision", c.precision, PRECISIONS),
-                               ("checkpoint", c.checkpoint, CHECKPOINT_SCHEMES),
-                               ("cost-basis", c.cost_basis, COST_BASES)]:
-        if not isinstance(val, str) or val not in allowed:
-            raise choice_error(name, val, allowed)
+    if not isinstance(recompute, str) or recompute not in RECOMPUTE_CODES:
+        raise choice_error("recompute", recompute, tuple(RECOMPUTE_CODES))
     sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
     others = {k: getattr(r, k) for k in OTHER_SIZES}
     check_switch("flash_attention", flash_attention)

@@ -20,8 +20,8 @@ from planner.cli.common import (
     check_output_targets,
     output_format,
 )
-from planner.cli.environment_options import scenario_prices
 from planner.cli.numbers import si_count, si_float
+from planner.cli.scenario_options import scenario_of
 from planner.engine.defaults import DEFAULTS
 from planner.version import version
 
@@ -135,30 +135,24 @@ def run(
     buys most for a 70B model?  --vary hbm_bytes=1x,2x --vary hbm_bandwidth=1x,2x
     --vary scale_up_domain=8,72.
     """
+    # every option (the price ones arrive in ``prices``), as plan's scenario
+    scenario = scenario_of({**locals(), **prices}, hardware=(accelerator,))
     format = output_format(format, output)
     from planner.engine.codesign import codesign as run_codesign
     from planner.engine.codesign import parse_vary
     from planner.engine.distributed import check_scheduler
     from planner.engine.readable import count_text
-    from planner.engine.scenario import OBJECTIVES, Scenario
+    from planner.engine.scenario import check_choices
     from planner.errors import CapplanError
     from planner.report.output import render, write
 
-    if objective not in OBJECTIVES:
-        raise CapplanError(f"--objective '{objective}' is not one of: {', '.join(OBJECTIVES)}")
+    check_choices(objective=objective)
     if not vary:
         raise CapplanError("give at least one --vary NAME=VALUES (e.g. --vary "
                            "hbm_bytes=80e9,141e9,192e9)")
     parse_vary(list(vary))  # bad names and values fail before anything runs
     check_scheduler(scheduler, workers)
     check_output_targets(output, force)
-    scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
-                        site_class=site_class,
-                        hardware=(accelerator,), precision=precision, checkpoint=checkpoint,
-                        min_gpus=min_gpus, max_gpus=max_gpus, objective=objective,
-                        deadline_days=None if deadline_days == float("inf") else deadline_days,
-                        budget_usd=budget_usd, max_power_mw=max_power_mw,
-                        confidence=confidence, **scenario_prices(prices))
     scenario.validate()
     searched = scenario
     if confidence is not None:  # the catalog accelerator's margins, for every point of the grid

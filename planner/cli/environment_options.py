@@ -108,14 +108,6 @@ def option_defaults(*holders) -> dict:
             for p in inspect.signature(holder).parameters.values()}
 
 
-def scenario_prices(prices: dict) -> dict:
-    """The :class:`~planner.engine.scenario.Scenario` fields of :func:`price_options`'
-    values (``--catalog`` becomes ``catalog_dirs``)."""
-    return {"catalog_dirs": tuple(prices["catalog"] or ()),
-            "price_files": price_files(prices["prices"]), "pricing": prices["pricing"],
-            "provider": prices["provider"], "spot_interruption": prices["spot_interruption"]}
-
-
 def price_files(value) -> tuple[str, ...]:
     """``--prices`` (or a scenario file's ``prices``: one path or a list) as a tuple."""
     if not value:

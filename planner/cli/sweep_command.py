@@ -21,9 +21,8 @@ from planner.cli.common import (
     check_output_targets,
     output_format,
 )
-from planner.cli.environment_options import scenario_prices
-from planner.cli.method_options import method_choices
 from planner.cli.numbers import si_count
+from planner.cli.scenario_options import scenario_of
 from planner.engine.defaults import DEFAULTS
 from planner.errors import CapplanError
 from planner.version import version
@@ -95,20 +94,12 @@ def run(
     **prices,
 ):
     """Scaling table: days, USD, MWh and scaling efficiency per GPU count."""
+    # every option (the price and method ones arrive in ``prices``), as plan's scenario
+    scenario = scenario_of({**locals(), **prices}, deadline_days=None)
     format = output_format(format, output)
     from planner.engine.optimize import plan as run_plan
-    from planner.engine.scenario import OBJECTIVES, Scenario
     from planner.report.output import render, write
 
-    if objective not in OBJECTIVES:
-        raise CapplanError(f"--objective '{objective}' is not one of: {', '.join(OBJECTIVES)}")
-    scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
-                        site_class=site_class,
-                        hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()),
-                        precision=precision, stack=stack, checkpoint=checkpoint,
-                        min_gpus=min_gpus,
-                        max_gpus=max_gpus, objective=objective, deadline_days=None,
-                        **scenario_prices(prices), **method_choices(prices))
     scenario.validate()  # the method and its options: one line before the search
     check_output_targets(output, force, plot)  # before the search, not after -o is written
     from planner.engine.distributed import check_scheduler

@@ -92,3 +92,26 @@ def test_run_choices_are_checked_once_at_construction(field, flag, value):
     with pytest.raises(CapplanError) as called:
         evaluate(model="llama2-7b", gpus=8, **{field: value})
     assert str(called.value) == str(built.value)
+
+
+def test_a_bad_component_age_is_a_choice_error(capsys):
+    from planner.cli.main import main
+
+    code = main(["simulate", "--component-age", "neww"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == ("capplan: error: --component-age 'neww' is not one of: "
+                                 "stationary, new; did you mean: new?\n")
+
+
+def test_scenario_of_copies_fields_by_name_and_converts_the_rest():
+    from planner.cli.scenario_options import scenario_of
+
+    s = scenario_of({"model": "llama3-8b", "tokens": 1e12, "hardware": "h100-sxm, b200",
+                     "global_batch": (1024, 4096), "deadline_days": float("inf"),
+                     "catalog": ["my"], "prices": "p.toml", "ownership": None,
+                     "method": "lora", "lora_rank": 8, "every": True, "spares": 2},
+                    objective="cost")
+    assert (s.model, s.tokens, s.hardware) == ("llama3-8b", 1e12, ("h100-sxm", "b200"))
+    assert (s.global_batch, s.global_batch_range, s.deadline_days) == (1024, (1024, 4096), None)
+    assert (s.catalog_dirs, s.price_files, s.ownership) == (("my",), ("p.toml",), {})
+    assert (s.method, s.lora_rank, s.objective) == ("lora", 8, "cost")

@@ -341,7 +341,7 @@ def test_run_with_overflowing_totals_is_refused():
 
 def test_simulation_work_is_bounded_and_says_what_is_allowed():
     from planner.analysis.simulate import RunSpec
-    from planner.cli.simulate_command import MAX_FAILURE_EVENTS, check_work
+    from planner.report.simulate_report import MAX_FAILURE_EVENTS, check_work
 
     # ~1,000 failures per run: system MTBF 10 s over a 10,000 s run
     spec = RunSpec(steps=10_000, step_time_s=1.0, components=10, component_mtbf_s=100.0,

@@ -328,7 +328,7 @@ def test_knee_and_explanation_survive_non_finite_totals():
 
 
 def test_run_with_overflowing_totals_is_refused():
-    from planner.cli.layout_options import check_finite
+    from planner.analysis.one_run import check_finite
 
     row = {"step_time_s": 1.0, "memory_per_gpu_bytes": 1.0, "wall_time_s": math.inf,
            "gpu_hours": 1.0, "energy_facility_j": 1.0, "cost_usd": 1.0, "co2e_kg": 1.0,

@@ -32,7 +32,7 @@ def _defaults() -> dict:
 
 
 def _runs(row: dict) -> list:
-    """Each phase's :class:`~planner.cli.layout_options.ResolvedRun` as ``capplan evaluate
+    """Each phase's :class:`~planner.analysis.one_run.ResolvedRun` as ``capplan evaluate
     [--scenario FILE]`` resolves it for this run; a run without phases is one phase."""
     path = w.phases_file(row)
     try:

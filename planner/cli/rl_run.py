@@ -88,15 +88,15 @@ PHASE_KEYS = ("gpus", "rollout_gpus", "trainer_gpus", "engine_gpus", "rl_step_ti
 
 def resolve_grpo_phase(options: dict):
     """One ``method = "grpo"`` phase of a run of several phases, as a
-    :class:`planner.cli.layout_options.ResolvedRun`: the row holds every run-model output
+    :class:`planner.analysis.one_run.ResolvedRun`: the row holds every run-model output
     of the whole RL run (and their unit conversions), so the phases' totals add it like
     any phase; ``echo["rl"]`` its RL quantities for the JSON."""
     _check_grpo_options(options)
     config = rl_config(options)
     layout = trainer_layout(options)
     from hardware_catalog import load_catalog
+    from planner.analysis.one_run import ResolvedRun
     from planner.cli.environment_options import price_files
-    from planner.cli.layout_options import ResolvedRun
     from planner.engine.columns import conversions
     from planner.engine.rl import whole_run
     from planner.engine.run_inputs import RunChoices

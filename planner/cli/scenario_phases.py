@@ -9,6 +9,8 @@ totals are :mod:`planner.report.evaluate_report`'s.
 
 from __future__ import annotations
 
+from planner.cli.layout_options import resolve
+from planner.engine.defaults import PREFERRED_LAYOUT
 from planner.errors import CapplanError
 
 
@@ -48,13 +50,12 @@ def scenario_spreads(path: str | None) -> dict:
 
 def resolve_phases(options: dict, phases, overrides: dict | None = None,
                    rl: dict | None = None) -> list:
-    """One :class:`~planner.cli.layout_options.ResolvedRun` per phase (``overrides``: run-model
+    """One :class:`~planner.analysis.one_run.ResolvedRun` per phase (``overrides``: run-model
     inputs every phase shares, as :func:`~planner.cli.layout_options.resolve` takes them).
 
     ``rl``: the command's RL options (``evaluate``), under which a ``method = "grpo"``
     phase runs (:func:`planner.cli.rl_run.resolve_grpo_phase`); without them (the other
     commands) a grpo phase is refused with one line."""
-    from planner.cli.layout_options import PREFERRED_LAYOUT, resolve
     from planner.engine.phases import in_phase
 
     runs = []

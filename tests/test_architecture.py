@@ -280,10 +280,10 @@ def test_command_modules_are_named_after_their_command():
 
 
 #: Function-level imports planner/cli may hold (issue 40: 301 on 2026-11-29 before plan,
-#: evaluate, simulate, export, sweep, codesign, sensitivity and plot built their reports in
-#: planner/report, and the one-layout run in planner/analysis/one_run.py; 154 after).  It
-#: only falls.
-CLI_FUNCTION_IMPORTS = 154
+#: evaluate, simulate, export, sweep, codesign, sensitivity, plot and the RL runs built
+#: their reports in planner/report, and the one-layout run in planner/analysis/one_run.py;
+#: 134 after).  It only falls.
+CLI_FUNCTION_IMPORTS = 134
 #: Commands that build their answer in planner/report and only write it: their module
 #: imports one thing lazily, the report builder, in the command's body (docs/architecture.md).
 REPORT_COMMANDS = ("plan_command", "evaluate_command", "simulate_command", "export_command",

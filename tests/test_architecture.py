@@ -300,3 +300,30 @@ def test_every_engine_module_is_in_a_room_that_says_its_job():
     layer_rooms = [p.rpartition(".")[2] for layer in LAYERS for p in layer
                    if p.startswith("planner.engine.")]
     assert layer_rooms == list(ENGINE_ROOMS), "LAYERS lists the rooms in their order"
+
+
+#: Function-level imports planner/cli may hold (issue 40: 301 on 2026-11-29 before plan,
+#: evaluate, simulate, export, sweep, codesign, sensitivity, plot and the RL runs built
+#: their reports in planner/report, and the one-layout run in planner/analysis/one_run.py;
+#: 134 after).  It only falls.
+CLI_FUNCTION_IMPORTS = 134
+#: Commands that build their answer in planner/report and only write it: their module
+#: imports one thing lazily, the report builder, in the command's body (docs/architecture.md).
+REPORT_COMMANDS = ("plan_command", "evaluate_command", "simulate_command", "export_command",
+                   "sweep_command", "codesign_command", "sensitivity_command", "plot_command")
+
+
+def test_planner_cli_function_level_imports_do_not_grow():
+    found = sum(1 for path in sorted((PACKAGE / "cli").glob("*.py"))
+                for _ in _function_imports(path))
+    assert found <= CLI_FUNCTION_IMPORTS, (
+        f"{found} function-level imports in planner/cli (at most {CLI_FUNCTION_IMPORTS}): "
+        "import at the module's top, or build the answer in planner/report")
+
+
+def test_a_report_command_imports_its_report_builder_once():
+    for module in REPORT_COMMANDS:
+        lazy = [(function.name, ast.unparse(node))
+                for function, node, _ in _function_imports(PACKAGE / "cli" / f"{module}.py")]
+        assert len(lazy) == 1 and lazy[0][0] == "run", (module, lazy)
+        assert lazy[0][1].startswith("from planner.report import "), (module, lazy)

@@ -106,3 +106,11 @@ def test_bad_input_gives_one_line(capsys, args, needle):
     assert code == USAGE, err
     assert err.startswith("capplan: error: ") and err.count("\n") == 1, err
     assert needle in err and "Traceback" not in err
+
+
+def test_bad_preset_is_a_choice_error(capsys):
+    """--preset says what every bad choice says (errors.choice_error)."""
+    code, out, err = run(capsys, ["--preset", "bytedance"])
+    assert code == 2 and out == ""
+    assert err.strip() == ("capplan: error: --preset 'bytedance' is not one of: "
+                           "bytedance-osdi25; did you mean: bytedance-osdi25?"), err

@@ -138,7 +138,7 @@ def test_an_optimum_on_the_edge_of_the_gpu_range_says_so(catalog, space):
     fastest = fits.loc[fits["wall_time_s"].idxmin()]
     assert int(fastest["gpus"]) == s.max_gpus  # llama2-7b still scales at 256 GPUs
     assert result.binding["time"].range_edge == "max_gpus"
-    from planner.cli.plan_command import binding_payload
+    from planner.report.plan_report import binding_payload
     from planner.report.tables import binding_rows
 
     assert binding_payload(result.binding["time"])["range_edge"] == "max_gpus"

@@ -161,14 +161,19 @@ def test_adapter_params_formula_on_arrays():
 # -- bad input: one line, exit 2 -------------------------------------------------------
 
 @pytest.mark.parametrize("args,needles", [
-    (["--method", "lorra"], ["unknown --method 'lorra'", "did you mean: lora"]),
+    (["--method", "lorra"], ["--method 'lorra' is not one of: pretrain, sft, lora",
+                             "did you mean: lora"]),
     (["--method", "grpo", "--lora-rank", "8"], ["--lora-rank does not apply to --method grpo"]),
     (["--method", "lora", "--lora-rank", "0"], ["--lora-rank 0 must be"]),
     (["--method", "lora", "--lora-rank", "-3"], ["--lora-rank -3 must be"]),
     (["--lora-rank", "8"], ["--lora-rank applies to --method lora|qlora, not pretrain"]),
     (["--method", "sft", "--lora-targets", "q"], ["--lora-targets applies to"]),
-    (["--method", "lora", "--lora-targets", "q,vv"], ["unknown --lora-targets matrix 'vv'",
-                                                      "did you mean"]),
+    (["--method", "lora", "--lora-targets", "q,vv"], ["--lora-targets 'vv' is not one of: q,",
+                                                      "did you mean: v?"]),
+    # an upper bound (glossary.MAX_LORA_RANK): 1e23 once overflowed to "no finite wall_time_s"
+    (["--method", "lora", "--lora-rank", "100000000000000000000000"],
+     ["--lora-rank 100000000000000000000000 must be a whole number from 1 to 65,536"]),
+    (["--method", "lora", "--lora-rank", "65537"], ["--lora-rank 65537 must be"]),
     (["--method", "qlora", "--base-precision", "bf16"], ["qlora quantises the base to nf4"]),
     (["--method", "lora", "--base-precision", "int3"], ["--base-precision 'int3' is not"]),
     (["--method", "sft", "--packing", "packd"], ["--packing 'packd' is not one of"]),

@@ -173,9 +173,8 @@ def test_sweep_searches_plans_default_gpu_range(capsys):
 
 
 def test_sweep_and_plan_share_their_defaults():
-    from planner.cli.codesign_command import codesign
-    from planner.cli.scenario_options import _options
-    from planner.cli.sweep_command import sweep
+    from planner.cli._commands_generated import codesign, sweep
+    from planner.cli.scenario_options import scenario_options as _options
     from planner.engine.inputs.scenario import DEFAULTS
 
     def default(function, name):

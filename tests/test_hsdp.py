@@ -253,7 +253,7 @@ def test_plan_picks_tensor_parallelism_beyond_eight_on_nvl72(catalog):
 
 
 def test_workbook_sweep_keeps_the_shard_group_where_it_divides_dp():
-    from planner.cli.export_command import _swept_shard_groups
+    from planner.report.export_report import _swept_shard_groups
 
     dps = np.array([1, 2, 4, 8, 16, 64])
     assert _swept_shard_groups(dps, None) is None

@@ -4,6 +4,7 @@ every list of them is read from that declaration (issue 28)."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from planner.cli.layout_options import LAYOUT_OPTIONS, _dimension_parameter
+from planner.cli.layout_options import LAYOUT_OPTIONS
+from planner.codegen.command_signatures import dimension_parameter
 from planner.engine.inputs.defaults import PREFERRED_LAYOUT
 from planner.engine.inputs.glossary import GLOSSARY
 from planner.engine.inputs.layout_rules import (
@@ -67,13 +69,20 @@ def test_every_kernel_dimension_is_a_run_model_input_and_a_buffer_of_the_compile
 
 def test_a_new_dimension_gets_its_option_from_its_declaration():
     d = Dimension("xp", "x-parallel size", preferred=2, option="X-parallel size")
-    parameter = _dimension_parameter(d)
-    assert parameter.annotation is int
-    assert parameter.default.default is None  # left out: chosen
-    assert parameter.default.help == "X-parallel size (default 2 if the layout fits --gpus)."
+    # the parameter python -m planner.codegen writes into each one-layout command
+    import typer
+
+    parameter = dimension_parameter(d)
+    namespace = {"typer": typer}
+    source = f"def command(\n{parameter},\n): pass"  # the generated source, run alone
+    exec(compile(source, "<generated>", "exec", dont_inherit=True), namespace)
+    option = inspect.signature(namespace["command"]).parameters["xp"]
+    assert option.annotation is int
+    assert option.default.default is None  # left out: chosen
+    assert option.default.help == "X-parallel size (default 2 if the layout fits --gpus)."
     assert d.flag == "--xp"
-    switch = _dimension_parameter(Dimension("yp", "y", dtype="bool", option="Y."))
-    assert switch.default.param_decls == ("--yp/--no-yp",)
+    switch = dimension_parameter(Dimension("yp", "y", dtype="bool", option="Y."))
+    assert '"--yp/--no-yp"' in switch
     assert option_help(Dimension("zp", "z", option="Z.")) == "Z."
 
 
@@ -159,14 +168,15 @@ def test_evaluate_takes_the_layout_keywords_of_the_declaration():
     import inspect
 
     from planner.engine.inputs.defaults import DEFAULTS
-    from planner.engine.layouts.evaluator import LayoutRequest, evaluate
+    from planner.engine.layouts.evaluator import LayoutRequest, evaluate, layout_request
 
     given = [d for d in DIMENSIONS if d.given]
-    parameters = inspect.signature(evaluate).parameters
+    # the generated dataclass, read from its source: typed fields, the declared defaults
+    parameters = inspect.signature(LayoutRequest).parameters
     for d in given:
-        assert parameters[d.name].kind is inspect.Parameter.KEYWORD_ONLY
         assert parameters[d.name].default == d.default
-    assert "dp" not in parameters and "layout" not in parameters
+        assert "ArrayLike" in parameters[d.name].annotation or d.dtype == "str"
+    assert "dp" not in parameters
     names = [f.name for f in dataclasses.fields(LayoutRequest)]
     assert names == [d.name for d in given] + ["flash_attention"]
     request = LayoutRequest()
@@ -178,7 +188,7 @@ def test_evaluate_takes_the_layout_keywords_of_the_declaration():
         evaluate(model="llama2-7b", tpp=2)
     with pytest.raises(TypeError, match=r"'modle'; did you mean: model"):
         evaluate(modle="llama2-7b")
-    assert LayoutRequest.pick({"tp": 2, "tokens": 1e12}) == LayoutRequest(tp=2)
+    assert layout_request({"tp": 2, "tokens": 1e12}) == LayoutRequest(tp=2)
 
 
 def test_evaluate_with_layout_keywords_gives_the_layout_asked_for():
@@ -189,3 +199,17 @@ def test_evaluate_with_layout_keywords_gives_the_layout_asked_for():
                  tokens=2e12, as_frame=False)
     assert (r["tp"], r["pp"], r["dp"], r["micro_batch"], r["zero"], r["recompute"]) == (
         2, 2, 16, 2, 2, "full")
+
+
+def test_space_options_are_a_plain_dataclass_with_the_declared_sizes():
+    """SpaceOptions: the sizes the search builds, then one field per declared dimension
+    (DeclaredSizes, generated from DIMENSIONS) defaulting to its declared sizes."""
+    import dataclasses
+
+    from planner.engine.layouts._layout_generated import DeclaredSizes
+    from planner.engine.layouts.space import DECLARED_COLUMNS, SpaceOptions, declared_sizes
+
+    assert issubclass(SpaceOptions, DeclaredSizes)
+    assert tuple(f.name for f in dataclasses.fields(DeclaredSizes)) == DECLARED_COLUMNS
+    assert {k: getattr(SpaceOptions(), k) for k in DECLARED_COLUMNS} == declared_sizes()
+    assert SpaceOptions(max_gpus=64).max_gpus == 64 and SpaceOptions().tp is None

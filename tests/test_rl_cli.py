@@ -69,7 +69,8 @@ def test_plan_grpo_infeasible_deadline_exits_1(capsys):
     (("evaluate", "--model", "llama3-8b", "--response-len", "100"),
      "--response-len applies to --method grpo, not pretrain"),
     (("plan", "--model", "llama3-8b", "--prompts", "100"), "--prompts applies to --method grpo"),
-    (("plan", *SMALL[:2], "--method", "grpo", "--objective", "tcdp"), "--objective tcdp"),
+    (("plan", *SMALL[:2], "--method", "grpo", "--objective", "tcdp"),
+     "--objective 'tcdp' is not one of: time, cost, energy, carbon (a grpo plan's objectives)"),
     (("sweep", "--model", "llama3-8b", "--method", "grpo", "--max-gpus", "64"),
      "--method grpo runs in capplan evaluate and capplan plan"),
     (("simulate", "--model", "llama3-8b", "--gpus", "8", "--method", "grpo"),
@@ -212,7 +213,7 @@ def test_grpo_phase_is_the_rl_run_and_adds_to_the_totals(capsys, tmp_path):
      "unknown key 'respone_len'; did you mean: response_len"),
     ('method = "grpo"\nrl_steps = 5\ncritic = "yes"\n', "critic must be a bool"),
     ('method = "grpo"\nrl_steps = 5\nrl_mode = "hybrid"\n',
-     "phase 1 (p): unknown rl_mode 'hybrid'; allowed: colocated, disaggregated"),
+     "phase 1 (p): rl_mode 'hybrid' is not one of: colocated, disaggregated"),
     ('method = "grpo"\nrl_steps = 0\n', "phase 1 (p): rl_steps = 0 must be a number in (0, 1e9]"),
     ('method = "sft"\ntokens = 1e9\nresponse_len = 9\n',
      'response_len applies to a method = "grpo" phase'),
@@ -245,3 +246,11 @@ def test_scenario_and_phase_rl_keys_are_the_rl_flags():
 
     assert set(scenario_file.RL_KEYS) == set(RL_KEYS) == set(RL_OPTIONS)
     assert all(RL_KEYS[k][0] is t for k, t in scenario_file.RL_KEYS.items())
+
+
+def test_bad_rl_mode_is_a_choice_error(capsys):
+    """--rl-mode says what every bad choice says (errors.choice_error), not 'unknown ...'."""
+    code, _, err = run_cli(capsys, "evaluate", *SMALL, "--gpus", "16", "--rl-mode",
+                           "disagregated")
+    one_line_usage_error(code, err, "--rl-mode 'disagregated' is not one of: colocated, "
+                         "disaggregated; did you mean: disaggregated?")

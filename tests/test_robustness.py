@@ -206,8 +206,8 @@ def _default(parameter):
 def test_scenario_defaults_are_the_cli_defaults():
     import inspect
 
-    from planner.cli.evaluate_command import evaluate as evaluate_command
-    from planner.cli.plan_command import plan as plan_command
+    from planner.cli._commands_generated import evaluate as evaluate_command
+    from planner.cli._commands_generated import plan as plan_command
     from planner.engine.inputs.scenario import DEFAULTS, Scenario
 
     plan_options = inspect.signature(plan_command).parameters  # search + environment options
@@ -327,7 +327,7 @@ def test_knee_and_explanation_survive_non_finite_totals():
 
 
 def test_run_with_overflowing_totals_is_refused():
-    from planner.cli.layout_options import check_finite
+    from planner.analysis.one_run import check_finite
 
     row = {"step_time_s": 1.0, "memory_per_gpu_bytes": 1.0, "wall_time_s": math.inf,
            "gpu_hours": 1.0, "energy_facility_j": 1.0, "cost_usd": 1.0, "co2e_kg": 1.0,
@@ -340,7 +340,7 @@ def test_run_with_overflowing_totals_is_refused():
 
 def test_simulation_work_is_bounded_and_says_what_is_allowed():
     from planner.analysis.simulate import RunSpec
-    from planner.cli.simulate_command import MAX_FAILURE_EVENTS, check_work
+    from planner.report.simulate_report import MAX_FAILURE_EVENTS, check_work
 
     # ~1,000 failures per run: system MTBF 10 s over a 10,000 s run
     spec = RunSpec(steps=10_000, step_time_s=1.0, components=10, component_mtbf_s=100.0,

@@ -9,9 +9,16 @@ so building the app stays cheap and ``capplan --help`` fast.
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import typer
 
 from planner.cli.common import CONTEXT
+
+#: The commands that share option groups, registered from planner/cli/_commands_generated.py
+#: (planner.codegen.command_signatures.REGISTERED; a test checks the two agree).
+GENERATED = frozenset({"evaluate", "plan", "sweep", "codesign", "sensitivity", "simulate",
+                       "export", "plot"})
 
 
 def _root():
@@ -43,6 +50,14 @@ COMMANDS = (
 )
 
 
+def _registered(name: str, module: str, attribute: str):
+    """What ``capplan`` registers as command ``name``: the generated command with every option
+    written out (planner/cli/_commands_generated.py, for the commands that share option
+    groups; it runs ``run`` of its module), else the module's own."""
+    source = "_commands_generated" if name in GENERATED else module
+    return getattr(import_module(f"planner.cli.{source}"), attribute)
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     """The ``capplan`` app with every command registered, or with command ``only``.
 
@@ -50,8 +65,6 @@ def build_app(only: str | None = None) -> typer.Typer:
     one-shot ``capplan evaluate`` registers ``evaluate`` alone (and imports no other
     command module), which answers the same and starts ~20 ms sooner.
     """
-    from importlib import import_module
-
     app = typer.Typer(
         name="capplan",
         help="Closed-form capacity planner for LLM training clusters.",
@@ -65,7 +78,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     for name, module, attribute, group in COMMANDS:
         if only is not None and name != only:
             continue
-        target = getattr(import_module(f"planner.cli.{module}"), attribute)
+        target = _registered(name, module, attribute)
         if group:
             app.add_typer(target, name=name)
         else:

@@ -1,4 +1,9 @@
-"""``capplan codesign``: which hypothetical accelerator trains a model best (a grid around a catalog entry)."""
+"""``capplan codesign``: which hypothetical accelerator trains a model best (a grid around a catalog entry).
+
+The command builds the scenario (scenario_options.scenario_of) and
+:mod:`planner.report.codesign_report` (its one lazy import, docs/architecture.md)
+searches the grid and builds the report; the command writes it.
+"""
 
 from __future__ import annotations
 
@@ -19,75 +24,14 @@ from planner.cli.common import (
     WorkersOption,
     check_output_targets,
     output_format,
+    write_report,
 )
-from planner.cli.environment_options import scenario_prices, with_price_options
 from planner.cli.numbers import si_count, si_float
+from planner.cli.scenario_options import scenario_of
 from planner.engine.inputs.defaults import DEFAULTS
-from planner.version import version
-
-#: Objective -> (plan-summary key shown, label of the table column).
-SHOWN = {"time": ("wall_days", "days"), "cost": ("cost_usd", "usd"),
-         "energy": ("energy_mwh", "mwh"), "carbon": ("co2e_t", "co2e_t")}
 
 
-def codesign_payload(result, pareto: bool) -> dict:
-    """The JSON object: scenario, axes and per point the best plans, their ratio to point 0
-    (the catalog accelerator: > 1 is better) and the Pareto front (size, rows with ``pareto``)."""
-    from dataclasses import asdict
-
-    from planner.cli.plan_command import summarize
-
-    scenario = {k: v for k, v in asdict(result.scenario).items() if k != "extra"}
-    base = result.points[0]["best"]
-    points = []
-    for p in result.points:
-        best = {obj: summarize(row) for obj, row in p["best"].items()}
-        gain = {}
-        for obj, (key, _) in SHOWN.items():
-            here, ref = best.get(obj), base.get(obj)
-            gain[obj] = (summarize(ref)[key] / here[key]) if here and ref and here[key] > 0 \
-                else None
-        point = {"point": p["index"], "values": p["values"], "evaluated": p["evaluated"],
-                 "fitting": p["fitting"], "best": best, "gain_vs_catalog": gain,
-                 "pareto_size": len(p["pareto"])}
-        if pareto:
-            point["pareto"] = [summarize(row) for row in p["pareto"]]
-        points.append(point)
-    return {"scenario": scenario, "accelerator": result.hardware,
-            "vary": {a.name: list(a.values) for a in result.axes},
-            "points": points, "evaluated": result.evaluated, "version": version()}
-
-
-#: Table headers of the varied fields: their short --vary names.
-SHORT = {"peak_bf16_flops_per_s": "peak_bf16", "peak_fp8_flops_per_s": "peak_fp8",
-         "peak_tf32_flops_per_s": "peak_tf32", "hbm_bandwidth_bytes_per_s": "hbm_bandwidth",
-         "scale_up_domain_gpus": "scale_up_domain",
-         "scale_up_bandwidth_bytes_per_s": "scale_up_bandwidth",
-         "cloud_price_usd_per_gpu_hour": "price"}
-
-
-def codesign_rows(payload: dict, objective: str) -> list[dict]:
-    """One flat row per hardware point (table/csv/markdown): the point's --objective
-    winner, every number of that one plan (the other objectives' winners are in the JSON)."""
-    from planner.report.tables import layout_text
-
-    rows = []
-    for p in payload["points"]:
-        row = {"point": p["point"] if p["point"] else "catalog"}
-        row.update({SHORT.get(name, name): value for name, value in p["values"].items()})
-        headline = p["best"][objective]
-        row["gpus"] = headline["gpus"] if headline else None
-        row["layout"] = layout_text(headline) if headline else "infeasible"
-        for key, label in SHOWN.values():
-            row[label] = headline[key] if headline else None
-        row[f"{objective}_gain"] = p["gain_vs_catalog"].get(objective)
-        row["pareto"] = p["pareto_size"]
-        rows.append(row)
-    return rows
-
-
-@with_price_options
-def codesign(
+def run(
     accelerator: str = typer.Option("h100-sxm", "--accelerator", "-a",
                                     help="Catalog accelerator the grid varies around."),
     vary: list[str] = typer.Option(
@@ -136,69 +80,14 @@ def codesign(
     buys most for a 70B model?  --vary hbm_bytes=1x,2x --vary hbm_bandwidth=1x,2x
     --vary scale_up_domain=8,72.
     """
+    # every option (the price ones arrive in ``prices``), as plan's scenario
+    scenario = scenario_of({**locals(), **prices}, hardware=(accelerator,))
     format = output_format(format, output)
-    from planner.engine.inputs.scenario import OBJECTIVES, Scenario
-    from planner.engine.run.readable import count_text
-    from planner.engine.search.codesign import codesign as run_codesign
-    from planner.engine.search.codesign import parse_vary
-    from planner.engine.search.distributed import check_scheduler
-    from planner.errors import CapplanError
-    from planner.report.output import render, write
+    from planner.report import codesign_report as report  # numpy, the engine: when it runs
 
-    if objective not in OBJECTIVES:
-        raise CapplanError(f"--objective '{objective}' is not one of: {', '.join(OBJECTIVES)}")
-    if not vary:
-        raise CapplanError("give at least one --vary NAME=VALUES (e.g. --vary "
-                           "hbm_bytes=80e9,141e9,192e9)")
-    parse_vary(list(vary))  # bad names and values fail before anything runs
-    check_scheduler(scheduler, workers)
+    report.check_request(objective=objective, vary=vary, scheduler=scheduler,
+                         workers=workers)
     check_output_targets(output, force)
-    scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
-                        site_class=site_class,
-                        hardware=(accelerator,), precision=precision, checkpoint=checkpoint,
-                        min_gpus=min_gpus, max_gpus=max_gpus, objective=objective,
-                        deadline_days=None if deadline_days == float("inf") else deadline_days,
-                        budget_usd=budget_usd, max_power_mw=max_power_mw,
-                        confidence=confidence, **scenario_prices(prices))
     scenario.validate()
-    searched = scenario
-    if confidence is not None:  # the catalog accelerator's margins, for every point of the grid
-        from planner.analysis.confidence import plan_at_confidence
-        from planner.analysis.uncertainty import default_spreads
-
-        margined = plan_at_confidence(scenario, default_spreads()).scenario
-        scenario = scenario.with_(margins=margined.margins)
-        searched = scenario.for_hardware(accelerator)
-    from planner.report.progress import search_progress
-
-    with search_progress("co-design") as progress:
-        result = run_codesign(searched, accelerator, list(vary), scheduler=scheduler,
-                              workers=workers, progress=progress)
-    from planner.analysis.confidence import margin_payload
-
-    payload = codesign_payload(result, pareto)
-    payload["scenario"].update({k: getattr(scenario, k) for k in
-                                ("deadline_days", "budget_usd", "max_power_mw")})
-    payload["scenario"].pop("margins", None)
-    payload.update(margin_payload(scenario))
-    title = (f"Co-design around {accelerator} for {model} on {count_text(tokens)} tokens "
-             f"({result.evaluated:,} configurations)")
-    rows = codesign_rows(payload, objective)
-    if format == "table":  # human units; JSON and CSV keep the stored values
-        rows = readable_codesign_rows(rows)
-    write(render(rows, format, title=title, payload=payload), output, force)
-
-
-#: Table column -> the unit of its value (the varied fields: their parameter's unit).
-ROW_UNITS = {"days": "d", "usd": "USD", "mwh": "MWh", "co2e_t": "t CO2e"}
-
-
-def readable_codesign_rows(rows: list[dict]) -> list[dict]:
-    """The codesign rows with values in human units (planner.engine.run.readable)."""
-    from planner.engine.run.readable import quantity_text
-    from planner.engine.search.codesign import PARAMETERS
-
-    units = {**{SHORT.get(name, name): p.unit for name, p in PARAMETERS.items()
-                if p.unit not in ("GPUs", "1")}, **ROW_UNITS}
-    return [{k: quantity_text(v, units[k]) if k in units and v is not None else v
-             for k, v in row.items()} for row in rows]
+    write_report(report.codesign_report(scenario, accelerator, vary, format, pareto=pareto,
+                                        scheduler=scheduler, workers=workers), output, force)

@@ -14,6 +14,7 @@ import typer
 
 from planner.cli.numbers import si_count, si_float
 from planner.errors import CapplanError
+from planner.report import output as sink
 
 #: Click context settings of every command and group.
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -49,6 +50,20 @@ def flush_notices(show: bool) -> None:
         for message in pending_notices:
             print(f"capplan: {message}", file=sys.stderr)
     pending_notices.clear()
+
+
+def write_report(report, output: str | None, force: bool) -> None:
+    """Write a command's report (:class:`planner.report.output.Report`): its notices
+    queued for stderr, its text to ``output`` (stdout: '-' or None) and its figure, both or
+    neither; then its ``finish`` (exit 1 when no plan met the constraints)."""
+    for line in report.notices:
+        notice(line)
+    with sink.committed_together(force):  # -o and --plot together or not at all
+        if report.written or output in (None, "-"):
+            sink.write(report.text, output, force)
+        if report.figure is not None:
+            report.figure(force)
+    report.finish()
 
 
 def check_output_targets(output: str | None, force: bool, plot: str | None = None) -> None:

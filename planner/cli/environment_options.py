@@ -3,8 +3,8 @@
 Cost basis, reliability profile, catalog and prices, failure domains, hot spares and
 software stragglers, and the network overrides mean the same in ``capplan evaluate``,
 ``sensitivity``, ``simulate``, ``export`` (one layout) and ``plan``, ``plot`` (a search);
-the holders of :data:`ENVIRONMENT` hold them once, and :func:`prepend_options` gives a
-command the options of one or more such holders (typer reads ``__signature__``).
+the holders of :data:`ENVIRONMENT` declare them once, and ``python -m planner.codegen``
+writes them out into each command (planner/codegen/command_signatures.py).
 ``capplan sweep`` and ``codesign`` take the catalog and price options only
 (:func:`price_options`, after their own).
 """
@@ -12,7 +12,6 @@ command the options of one or more such holders (typer reads ``__signature__``).
 from __future__ import annotations
 
 import inspect
-import typing
 
 import typer
 
@@ -97,35 +96,16 @@ def option_names(*holders) -> tuple[str, ...]:
                  if name != "ctx")
 
 
-def _resolved(f) -> list[inspect.Parameter]:
-    """``f``'s parameters with their annotations resolved (strings under __future__)."""
-    hints = typing.get_type_hints(f, include_extras=True)
-    return [p.replace(annotation=hints.get(p.name, p.annotation))
-            for p in inspect.signature(f).parameters.values() if p.kind is not p.VAR_KEYWORD]
+def option_default(parameter):
+    """A command parameter's default (typer's OptionInfo or a plain value)."""
+    default = parameter.default
+    return getattr(default, "default", default)
 
 
-def prepend_options(holders, func, after=()):
-    """Give ``func`` the parameters of ``holders`` (one holder or a tuple of them, in
-    order), then its own, then those of the holders ``after`` (typer reads
-    ``__signature__``); ``func`` receives the holders' options as ``**kwargs``."""
-    holders = holders if isinstance(holders, tuple) else (holders,)
-    func.__signature__ = inspect.Signature(
-        [p for holder in holders for p in _resolved(holder)] + _resolved(func)
-        + [p for holder in after for p in _resolved(holder)])
-    return func
-
-
-def with_price_options(func):
-    """Append the catalog and price options to ``func``'s own (received as kwargs)."""
-    return prepend_options((), func, after=(price_options,))
-
-
-def scenario_prices(prices: dict) -> dict:
-    """The :class:`~planner.engine.inputs.scenario.Scenario` fields of :func:`price_options`'
-    values (``--catalog`` becomes ``catalog_dirs``)."""
-    return {"catalog_dirs": tuple(prices["catalog"] or ()),
-            "price_files": price_files(prices["prices"]), "pricing": prices["pricing"],
-            "provider": prices["provider"], "spot_interruption": prices["spot_interruption"]}
+def option_defaults(*holders) -> dict:
+    """Each parameter of the holders (or commands) and its default."""
+    return {p.name: option_default(p) for holder in holders
+            for p in inspect.signature(holder).parameters.values()}
 
 
 def price_files(value) -> tuple[str, ...]:

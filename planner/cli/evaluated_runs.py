@@ -17,9 +17,8 @@ from planner.analysis import whole_runs as w
 from planner.analysis.uncertainty import default_spreads, drawn_run, factors
 from planner.cli import scenario_file
 from planner.cli.common import flush_notices
-from planner.cli.evaluate_command import evaluate
-from planner.cli.layout_options import LAYOUT_OPTIONS, resolve
-from planner.cli.scenario_phases import apply_scenario_file, option_defaults, resolve_phases
+from planner.cli.layout_options import LAYOUT_OPTIONS, layout_defaults, resolve
+from planner.cli.scenario_phases import apply_scenario_file, resolve_phases
 from planner.engine.inputs.phases import sum_phases
 
 #: Draws of the uncertainty model per run for the P10-P90 band (fixed seed 0).
@@ -28,12 +27,12 @@ BAND_DRAWS = 400
 
 def _defaults() -> dict:
     """The default value of every ``capplan evaluate`` run option."""
-    defaults = option_defaults(evaluate)
+    defaults = layout_defaults()
     return {name: defaults[name] for name in LAYOUT_OPTIONS}
 
 
 def _runs(row: dict) -> list:
-    """Each phase's :class:`~planner.cli.layout_options.ResolvedRun` as ``capplan evaluate
+    """Each phase's :class:`~planner.analysis.one_run.ResolvedRun` as ``capplan evaluate
     [--scenario FILE]`` resolves it for this run; a run without phases is one phase."""
     path = w.phases_file(row)
     try:
@@ -41,7 +40,7 @@ def _runs(row: dict) -> list:
             run = resolve(options(row), w.overrides(row))
             run.row["tokens"] = float(run.echo["tokens"])
             return [run]
-        opts, phases = apply_scenario_file(evaluate, options(row), str(path))
+        opts, phases = apply_scenario_file(layout_defaults(), options(row), str(path))
         if not phases:
             raise ValueError(f"{row['run_id']}: {path} has no [[phases]]")
         return resolve_phases(opts, phases, w.overrides(row))

@@ -35,8 +35,3 @@ def method_options(
         "default) | precomputed (log-probs read from the data set)."),
 ):
     """Holder of the training-method options (never called)."""
-
-
-def method_choices(values: dict) -> dict:
-    """The method fields of ``values`` (a command's options or a scenario file's)."""
-    return {k: values[k] for k in METHOD_OPTIONS if k in values}

@@ -1,17 +1,20 @@
-"""``capplan plot KIND``: figures of a plan (scaling, Pareto front, time breakdown, all three)."""
+"""``capplan plot KIND``: figures of a plan (scaling, Pareto front, time breakdown, all three).
+
+The command resolves the options into a scenario and :mod:`planner.report.plot_report`
+(its one lazy import, docs/architecture.md) searches and draws the figure.
+"""
 
 from __future__ import annotations
+
+import sys
 
 import typer
 
 from planner.cli.common import ForceOption
-from planner.cli.scenario_options import with_scenario_options
-
-KINDS = ("scaling", "pareto", "breakdown", "plan")
+from planner.cli.scenario_options import resolve_scenario
 
 
-@with_scenario_options
-def plot(
+def run(
     kind: str = typer.Argument(..., metavar="KIND", help="scaling | pareto | breakdown | plan.",
                                show_default=False),
     output: str = typer.Option(..., "--output", "-o",
@@ -27,26 +30,9 @@ def plot(
     coloured by wall days. breakdown: where the step time and the whole-run time of each
     winner go. plan: the three in one figure. Takes the scenario options of `capplan plan`.
     """
-    import sys
+    from planner.report import plot_report as report  # numpy, matplotlib: when it runs
 
-    from planner.cli.scenario_options import resolve_scenario
-    from planner.engine.search.optimize import plan as run_plan
-    from planner.errors import did_you_mean
-    from planner.report.plot import PLOTS, check_target
-    from planner.report.progress import search_progress
-
-    if kind not in KINDS:
-        raise did_you_mean("plot kind", kind, KINDS)
-    check_target(output, force)  # fail before the search
+    report.check_request(kind, output, force)  # fail before the search
     scenario, _ = resolve_scenario(options)
-    from planner.engine.search.sites import is_several
-
-    if is_several(scenario.site):
-        from planner.errors import CapplanError
-
-        raise CapplanError(f"capplan plot takes one site; got --site {scenario.site!r} "
-                           "(capplan plan ranks several)")
-    with search_progress() as progress:
-        result = run_plan(scenario, progress=progress)
-    PLOTS[kind](result, output, force=force)
+    report.draw(scenario, kind, output, force)
     print(f"capplan: wrote {output}", file=sys.stderr)

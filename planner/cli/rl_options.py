@@ -8,7 +8,7 @@ import inspect
 
 import typer
 
-from planner.errors import CapplanError, did_you_mean
+from planner.errors import CapplanError, choice_error
 
 #: Defaults of the RL options (planner.engine.layouts.rl.RLConfig's, the CLI's names).
 RL_DEFAULTS = {"rollout_group_size": 8, "prompts": 256, "prompt_len": 512.0,
@@ -70,7 +70,7 @@ def rl_config(options: dict, *, rollout_gpus_ok: bool = True):
     from planner.engine.layouts.rl import RLConfig
 
     if options["rl_mode"] not in ("colocated", "disaggregated"):
-        raise did_you_mean("--rl-mode", str(options["rl_mode"]), ("colocated", "disaggregated"))
+        raise choice_error("rl-mode", options["rl_mode"], ("colocated", "disaggregated"))
     if options["rl_mode"] == "colocated":
         for name in ("rollout_gpus", "off_policy"):
             if options[name] != RL_DEFAULTS[name]:

@@ -1,11 +1,15 @@
 """Command-line options of a planning scenario, shared by ``capplan plan`` and ``plot``.
 
-:func:`with_scenario_options` gives a command these options (after its own leading
-ones); :func:`resolve_scenario` applies a ``--scenario`` file under the flags the user
+:func:`scenario_options` declares the search's options (``python -m planner.codegen``
+writes them out into each command, then the method's and the environment's);
+:func:`resolve_scenario` applies a ``--scenario`` file under the flags the user
 typed and builds the :class:`~planner.scenario.Scenario`.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import fields
 
 import typer
 
@@ -18,19 +22,14 @@ from planner.cli.common import (
     StackOption,
     TokensOption,
 )
-from planner.cli.environment_options import (
-    ENVIRONMENT,
-    option_names,
-    prepend_options,
-    price_files,
-)
-from planner.cli.method_options import method_choices, method_options
+from planner.cli.environment_options import ENVIRONMENT, option_names, price_files
+from planner.cli.method_options import method_options
 from planner.cli.numbers import batch_or_range, si_count, si_float
 from planner.engine.inputs.defaults import DEFAULTS
 from planner.errors import CapplanError
 
 
-def _options(
+def scenario_options(
     ctx: typer.Context,
     scenario_file: str = typer.Option(None, "--scenario", "-s",
                                       help="TOML scenario file (flags override it)."),
@@ -72,13 +71,8 @@ def _options(
 
 
 #: Scenario keys (everything but the typer context and the file itself).
-SCENARIO_KEYS = tuple(k for k in option_names(_options, method_options, *ENVIRONMENT)
+SCENARIO_KEYS = tuple(k for k in option_names(scenario_options, method_options, *ENVIRONMENT)
                       if k != "scenario_file")
-
-
-def with_scenario_options(func):
-    """Put the scenario options first in ``func``'s signature (received as kwargs)."""
-    return prepend_options((_options, method_options, *ENVIRONMENT), func)
 
 
 def _catalog(dirs):
@@ -91,7 +85,7 @@ def resolve_scenario(options: dict):
     """(Scenario, merged values) from the options, a ``--scenario`` file under the flags."""
     from planner.cli import scenario_file as sf
     from planner.cli.fault_options import fault_inputs
-    from planner.engine.inputs.scenario import NETWORK_FLAGS, Scenario, network_overrides
+    from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
 
     values = {k: options[k] for k in SCENARIO_KEYS}
     v = sf.merge(options["ctx"], {**values, "uncertainty": None, "ownership": None},
@@ -99,27 +93,45 @@ def resolve_scenario(options: dict):
     if any(dict(p.method).get("method") == "grpo" for p in v.get("phases") or ()):
         raise CapplanError("method = \"grpo\" phases run in capplan evaluate --scenario "
                            "(a search plans one method; plan --method grpo plans an RL run)")
-    deadline = v["deadline_days"]
-    batch = v["global_batch"]
-    batch_range = tuple(batch) if isinstance(batch, tuple | list) else None
-    scenario = Scenario(
-        model=v["model"], tokens=v["tokens"],
-        global_batch=batch_range[0] if batch_range else batch, global_batch_range=batch_range,
-        seq_len=v["seq_len"],
-        hardware=tuple(h.strip() for h in v["hardware"].split(",") if h.strip()),
-        site=v["site"], site_class=v["site_class"], reliability=v["reliability"], precision=v["precision"],
-        stack=v["stack"],
-        checkpoint=v["checkpoint"], cost_basis=v["cost_basis"], min_gpus=v["min_gpus"],
-        max_gpus=v["max_gpus"],
-        deadline_days=None if deadline in (None, float("inf")) else deadline,
-        budget_usd=v["budget_usd"], max_power_mw=v["max_power_mw"], objective=v["objective"],
-        knee_threshold=v["knee_threshold"], catalog_dirs=tuple(v["catalog"] or ()),
-        price_files=price_files(v["prices"]),
-        pricing=v["pricing"], provider=v["provider"], spot_interruption=v["spot_interruption"],
-        ownership=dict(v["ownership"] or {}), **method_choices(v),
-        extra={**fault_inputs(v), **({} if v["critical_batch"] is None else
-                                     {"critical_batch_tokens": float(v["critical_batch"])}),
-               **network_overrides(
-            v["network"], _catalog(v["catalog"]) if v["network"] else None,
-            **{k: v[k] for k in NETWORK_FLAGS})})
+    scenario = scenario_of(v, extra={
+        **fault_inputs(v), **({} if v["critical_batch"] is None else
+                              {"critical_batch_tokens": float(v["critical_batch"])}),
+        **network_overrides(v["network"], _catalog(v["catalog"]) if v["network"] else None,
+                            **{k: v[k] for k in NETWORK_FLAGS})})
     return scenario, v
+
+
+#: Options whose :class:`~planner.engine.inputs.scenario.Scenario` field has another name or
+#: form (:func:`scenario_of` converts them); an option named as a field is copied.
+CONVERTED = frozenset({"global_batch", "hardware", "deadline_days", "catalog", "prices",
+                       "ownership"})
+
+
+def scenario_of(values: dict, **more):
+    """The :class:`~planner.engine.inputs.scenario.Scenario` of a command's options (or a scenario
+    file's values), the one conversion every searching command uses: an option named as a
+    field is copied; ``--global-batch LO..HI`` becomes the range and its low end,
+    ``--hardware a,b`` a tuple, ``--deadline-days inf`` no deadline, ``--catalog`` and
+    ``--prices`` the catalog directories and price files, ``[ownership]`` a dict; ``more``:
+    fields the command sets itself (``extra``: the run-model inputs of its flags)."""
+    from planner.engine.inputs.scenario import Scenario
+
+    v = values
+    out = {f.name: v[f.name] for f in fields(Scenario) if f.name in v and f.name not in CONVERTED}
+    if "global_batch" in v:
+        batch = v["global_batch"]
+        batch_range = tuple(batch) if isinstance(batch, tuple | list) else None
+        out.update(global_batch=batch_range[0] if batch_range else batch,
+                   global_batch_range=batch_range)
+    if "hardware" in v:
+        out["hardware"] = tuple(h.strip() for h in v["hardware"].split(",") if h.strip())
+    if "deadline_days" in v:
+        out["deadline_days"] = None if v["deadline_days"] in (None, math.inf) else \
+            v["deadline_days"]
+    if "catalog" in v:
+        out["catalog_dirs"] = tuple(v["catalog"] or ())
+    if "prices" in v:
+        out["price_files"] = price_files(v["prices"])
+    if "ownership" in v:
+        out["ownership"] = dict(v["ownership"] or {})
+    return Scenario(**{**out, **more})

@@ -3,35 +3,20 @@
 :func:`apply_scenario_file` puts a ``--scenario`` file's values under the options the
 user left at their defaults; :func:`resolve_phases` evaluates each ``[[phases]]`` entry
 as a one-phase run (:func:`planner.cli.layout_options.resolve`) on the same accelerator
-and, unless a phase says otherwise, the same GPU count; :func:`phase_table` and
-:func:`phases_payload` give the per-phase breakdown and the totals
-(:func:`planner.engine.inputs.phases.sum_phases`).
+and, unless a phase says otherwise, the same GPU count; the per-phase breakdown and the
+totals are :mod:`planner.report.evaluate_report`'s.
 """
 
 from __future__ import annotations
 
-import inspect
-
+from planner.cli.layout_options import resolve
+from planner.engine.inputs.defaults import PREFERRED_LAYOUT
 from planner.errors import CapplanError
 
-#: Columns of the per-phase breakdown table (and of its total row).
-TABLE_COLUMNS = ("tokens", "steps", "step_time_s", "wall_days", "ettr", "gpu_hours",
-                 "energy_gpu_mwh", "energy_it_mwh", "energy_mwh", "cost_usd", "co2e_t")
 
-
-def option_default(parameter):
-    """A command parameter's default (typer's OptionInfo or a plain value)."""
-    default = parameter.default
-    return getattr(default, "default", default)
-
-
-def option_defaults(command) -> dict:
-    """Each parameter of a command and its default."""
-    return {p.name: option_default(p) for p in inspect.signature(command).parameters.values()}
-
-
-def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict, tuple]:
-    """(options with the file's values where the user kept the default, the file's phases).
+def apply_scenario_file(defaults: dict, options: dict, path: str | None) -> tuple[dict, tuple]:
+    """(options with the file's values where the user kept the default (``defaults``: the
+    command's, :func:`planner.cli.layout_options.layout_defaults`), the file's phases).
 
     Keys the command does not take (a plan's ``min_gpus``, ``deadline_days`` ...) are
     ignored; ``hardware`` applies when it names one accelerator.
@@ -40,7 +25,6 @@ def apply_scenario_file(command, options: dict, path: str | None) -> tuple[dict,
         return options, ()
     values = _load(path)
     phases = values.pop("phases", ())
-    defaults = option_defaults(command)
     merged = dict(options)
     for key, value in values.items():
         if key == "hardware" and ("," in value or value == "all"):
@@ -66,13 +50,12 @@ def scenario_spreads(path: str | None) -> dict:
 
 def resolve_phases(options: dict, phases, overrides: dict | None = None,
                    rl: dict | None = None) -> list:
-    """One :class:`~planner.cli.layout_options.ResolvedRun` per phase (``overrides``: run-model
+    """One :class:`~planner.analysis.one_run.ResolvedRun` per phase (``overrides``: run-model
     inputs every phase shares, as :func:`~planner.cli.layout_options.resolve` takes them).
 
     ``rl``: the command's RL options (``evaluate``), under which a ``method = "grpo"``
     phase runs (:func:`planner.cli.rl_run.resolve_grpo_phase`); without them (the other
     commands) a grpo phase is refused with one line."""
-    from planner.cli.layout_options import PREFERRED_LAYOUT, resolve
     from planner.engine.inputs.phases import in_phase
 
     runs = []
@@ -123,38 +106,3 @@ def check_whole_step(phase, echo: dict) -> None:
             f"(global batch {echo['global_batch']:,} x {echo['seq_len']:,} tokens = "
             f"{step_tokens:,} tokens); a phase is at least one step: raise its tokens or "
             "lower its global_batch")
-
-
-def _layout(echo: dict) -> str:
-    return f"TP{echo['tp']} PP{echo['pp']} CP{echo['cp']} DP{echo['dp']}"
-
-
-def phase_table(phases, runs, totals: dict) -> list[dict]:
-    """Rows of the per-phase breakdown, then the total."""
-    rows = []
-    for phase, run in zip(phases, runs, strict=True):
-        e = run.echo
-        rows.append({"phase": phase.name, "gpus": e["gpus"], "layout": _layout(e),
-                     "seq_len": e["seq_len"], "global_batch": e["global_batch"],
-                     **{k: run.row[k] for k in TABLE_COLUMNS}})
-    rows.append({"phase": "total", "gpus": max(r["gpus"] for r in rows), "layout": "",
-                 "seq_len": max(r["seq_len"] for r in rows), "global_batch": None,
-                 **{k: totals.get(k, float("nan")) for k in TABLE_COLUMNS}})
-    return rows
-
-
-def phases_payload(phases, runs, totals: dict) -> dict:
-    """The JSON object of a run of several phases: totals, then each phase's run."""
-    from planner.report.payloads import evaluation_payload
-
-    return {"totals": totals,
-            "phases": [{"name": p.name, "tokens": r.row["tokens"],
-                        **(_grpo_payload(r) if r.echo["method"] == "grpo"
-                           else evaluation_payload(r.row, r.echo))}
-                       for p, r in zip(phases, runs, strict=True)]}
-
-
-def _grpo_payload(run) -> dict:
-    """An RL phase's JSON: its inputs and RL quantities (pools, shares, step, totals)."""
-    inputs = {k: v for k, v in run.echo.items() if k != "rl"}
-    return {"method": "grpo", "inputs": inputs, **run.echo["rl"]}

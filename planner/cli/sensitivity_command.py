@@ -1,4 +1,9 @@
-"""``capplan sensitivity``: which input moves the answer most."""
+"""``capplan sensitivity``: which input moves the answer most.
+
+The command resolves the options into an evaluated run and
+:mod:`planner.report.sensitivity_report` (its one lazy import, docs/architecture.md)
+builds the report; the command writes it.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,12 @@ from planner.cli.common import (
     OutputOption,
     check_output_targets,
     output_format,
+    write_report,
 )
-from planner.cli.layout_options import with_layout_options
-from planner.version import version
+from planner.cli.layout_options import resolve
 
 
-@with_layout_options
-def sensitivity(
+def run(
     top: int = typer.Option(15, help="Show the inputs with the largest elasticities."),
     plot: str = typer.Option(None, "--plot", help="Write a tornado plot (PNG/SVG/PDF)."),
     format: FormatOption = None,
@@ -30,28 +34,8 @@ def sensitivity(
     0.5 means 1% more of the input gives 0.5% more of the output.
     """
     format = output_format(format, output)
-    from planner.analysis.sensitivity import elasticity_table
-    from planner.cli.layout_options import resolve
-    from planner.report.output import render, write
+    from planner.report import sensitivity_report as report  # numpy, the engine: when it runs
 
     check_output_targets(output, force, plot)
-    run = resolve(options)
-    rows = elasticity_table(run.inputs)[:max(top, 1)]
-    payload = {"inputs": run.echo, "elasticities": rows, "version": version(),
-               "catalog_version": run.catalog_version}
-    from planner.engine.run.readable import count_text
-
-    e = run.echo
-    cp = f" CP{e['cp']}" if (e.get('cp') or 1) > 1 else ""
-    title = (f"Elasticities for {e['model']} on {count_text(e['tokens'])} tokens, "
-             f"{e['gpus']:,} x {e['hardware']} (TP{e['tp']} PP{e['pp']} DP{e['dp']}"
-             f"{cp}), "
-             f"{e['site']} (d ln output / d ln input)")
-    from planner.report.output import committed_together
-
-    with committed_together(force):  # -o and --plot together or not at all
-        write(render(rows, format, title=title, payload=payload), output, force)
-        if plot:
-            from planner.report.tornado import tornado
-
-            tornado(rows, plot, title=title, force=force)
+    write_report(report.sensitivity_report(resolve(options), format, top=top, plot=plot),
+                 output, force)

@@ -18,7 +18,7 @@ from planner.cli.common import (
     output_format,
 )
 from planner.engine.inputs.defaults import STRAGGLERS
-from planner.errors import CapplanError, did_you_mean, shown
+from planner.errors import CapplanError, choice_error, shown
 from planner.version import version
 
 DEFAULT_GPUS = "128,1024,4096,16384"
@@ -117,7 +117,7 @@ def stragglers(
                "gc_pause_s": "gc_pause"}
     if preset is not None:
         if preset not in PRESETS:
-            raise did_you_mean("--preset", preset, PRESETS)
+            raise choice_error("preset", preset, PRESETS)
         for key, value in PRESETS[preset].items():  # typed flags win over the preset
             source = ctx.get_parameter_source(flag_of.get(key, key))
             if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):

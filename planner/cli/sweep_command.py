@@ -1,4 +1,9 @@
-"""``capplan sweep``: the scaling table over a GPU-count range."""
+"""``capplan sweep``: the scaling table over a GPU-count range.
+
+The command builds the scenario (scenario_options.scenario_of) and
+:mod:`planner.report.sweep_report` (its one lazy import, docs/architecture.md) searches and
+builds the report; the command writes it.
+"""
 
 from __future__ import annotations
 
@@ -20,55 +25,14 @@ from planner.cli.common import (
     WorkersOption,
     check_output_targets,
     output_format,
+    write_report,
 )
-from planner.cli.environment_options import prepend_options, price_options, scenario_prices
-from planner.cli.method_options import method_choices, method_options
 from planner.cli.numbers import si_count
+from planner.cli.scenario_options import scenario_of
 from planner.engine.inputs.defaults import DEFAULTS
-from planner.errors import CapplanError
-from planner.version import version
 
 
-def sweep_rows(result, objective: str = "time", counts=None) -> list[dict]:
-    """Best layout per accelerator and GPU count, with scaling efficiencies."""
-    import numpy as np
-
-    from planner.engine.search.optimize import OBJECTIVE_COLUMNS, marginal_efficiency, scaling_curve
-    from planner.report.tables import layout_text
-
-    column = OBJECTIVE_COLUMNS[objective]
-    rows = []
-    frontier = result.frontier.loc[result.frontier["fits"].astype(bool)]
-    for hw, group in frontier.groupby("hardware", sort=True):
-        best = group.loc[group.groupby("gpus")[column].idxmin()].sort_values("gpus")
-        if counts is not None:
-            best = best[best["gpus"].isin(counts)]
-        if best.empty:
-            continue
-        gpus_curve, times_curve = scaling_curve(group)
-        eff = dict(zip(gpus_curve, marginal_efficiency(gpus_curve, times_curve), strict=True))
-        base = best.iloc[0]
-        for _, r in best.iterrows():
-            speedup = base["wall_time_s"] / r["wall_time_s"]
-            rows.append({
-                "hardware": hw, "gpus": int(r["gpus"]), "layout": layout_text(r),
-                "days": float(r["wall_days"]), "usd": float(r["cost_usd"]),
-                "mwh": float(r["energy_mwh"]), "mfu": float(r["mfu"]),
-                "scaling_efficiency": float(speedup * base["gpus"] / r["gpus"]),
-                "marginal_efficiency": float(eff.get(r["gpus"], np.nan)),
-            })
-    return rows
-
-
-def doubling(lo: int, hi: int) -> list[int]:
-    counts, n = [], lo
-    while n <= hi:
-        counts.append(n)
-        n *= 2
-    return counts
-
-
-def sweep(
+def run(
     model: ModelOption = "llama3-70b",
     tokens: TokensOption = 15e12,
     hardware: str = typer.Option("h100-sxm", "--hardware", "-H",
@@ -95,49 +59,13 @@ def sweep(
     **prices,
 ):
     """Scaling table: days, USD, MWh and scaling efficiency per GPU count."""
+    # every option (the price and method ones arrive in ``prices``), as plan's scenario
+    scenario = scenario_of({**locals(), **prices}, deadline_days=None)
     format = output_format(format, output)
-    from planner.engine.inputs.scenario import OBJECTIVES, Scenario
-    from planner.engine.search.optimize import plan as run_plan
-    from planner.report.output import render, write
+    from planner.report import sweep_report as report  # numpy, the engine: when it runs
 
-    if objective not in OBJECTIVES:
-        raise CapplanError(f"--objective '{objective}' is not one of: {', '.join(OBJECTIVES)}")
-    scenario = Scenario(model=model, tokens=tokens, global_batch=global_batch, site=site,
-                        site_class=site_class,
-                        hardware=tuple(h.strip() for h in hardware.split(",") if h.strip()),
-                        precision=precision, stack=stack, checkpoint=checkpoint,
-                        min_gpus=min_gpus,
-                        max_gpus=max_gpus, objective=objective, deadline_days=None,
-                        **scenario_prices(prices), **method_choices(prices))
     scenario.validate()  # the method and its options: one line before the search
     check_output_targets(output, force, plot)  # before the search, not after -o is written
-    from planner.engine.search.distributed import check_scheduler
-
-    check_scheduler(scheduler, workers)
-    from planner.report.progress import search_progress
-
-    with search_progress() as progress:
-        result = run_plan(scenario, progress=progress, scheduler=scheduler, workers=workers)
-    rows = [{"method": scenario.method, **row} for row in
-            sweep_rows(result, objective, None if every else doubling(min_gpus, max_gpus))]
-    if not rows:
-        raise CapplanError(f"no layout of {model} fits between {min_gpus} and {max_gpus} GPUs",
-                           exit_code=1)
-    from dataclasses import asdict
-
-    payload = {"scenario": {k: v for k, v in asdict(scenario).items() if k != "extra"},
-               "rows": rows, "prices": result.prices, "version": version(),
-               "catalog_version": result.catalog_version}
-    from planner.report.output import committed_together
-
-    with committed_together(force):  # -o and --plot together or not at all
-        write(render(rows, format, title=f"Scaling {model} ({objective}-optimal layout per "
-                     "row)", payload=payload), output, force)
-        if plot:
-            from planner.report.plot import plot_scaling
-
-            plot_scaling(result, plot, force=force)
-
-
-#: sweep's options: its own, then the training method's and the catalog and price options.
-prepend_options((), sweep, after=(method_options, price_options))
+    report.check_request(scheduler=scheduler, workers=workers)
+    write_report(report.sweep_report(scenario, format, every=every, plot=plot,
+                                     scheduler=scheduler, workers=workers), output, force)

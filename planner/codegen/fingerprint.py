@@ -245,6 +245,8 @@ def staleness(step: Step, recorded: dict | None, root: Path = ROOT) -> str | Non
 #: Every generated file, by the step that writes it, in dependency order (a later step may
 #: read an earlier one's output: native reads the kernel, validation the kernel's hash).
 STEPS = (
+    Step("layout-types", ("planner.codegen.layout_types",),
+         ("planner/engine/layouts/_layout_generated.py",)),
     Step("kernel", ("planner.codegen.kernel_source",), ("planner/engine/run/_kernel_generated.py",),
          libraries=("sympy",)),
     Step("workbook", ("planner.codegen.workbook",), ("planner/report/_workbook_generated.py",),
@@ -254,6 +256,14 @@ STEPS = (
     Step("formulas", ("planner.report.formula_docs",), ("docs/formulas.md",),
          libraries=("sympy",)),
     Step("columns", ("planner.codegen.column_docs",), ("docs/columns.md",)),
+    # the generator parses the holders and the commands' modules (their source is copied)
+    Step("commands", ("planner.codegen.command_signatures", "planner.cli.layout_options",
+                      "planner.cli.scenario_options", "planner.cli.method_options",
+                      "planner.cli.environment_options", "planner.cli.rl_options",
+                      *(f"planner.cli.{c}_command" for c in (
+                          "evaluate", "plan", "sweep", "codesign", "sensitivity", "simulate",
+                          "export", "plot"))),
+         ("planner/cli/_commands_generated.py",)),
     Step("cli", ("planner.codegen.cli_docs",), ("docs/cli.md",)),
     Step("validation", ("planner.analysis.estimates", "planner.analysis.calibration",
                         "planner.analysis.crossval", "planner.report.validation"),

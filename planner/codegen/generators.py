@@ -12,7 +12,14 @@ from pathlib import Path
 
 from planner.analysis import calibration, crossval, estimates
 from planner.cli import evaluated_runs  # the rows as the command line runs them
-from planner.codegen import cli_docs, column_docs, kernel_source, workbook
+from planner.codegen import (
+    cli_docs,
+    column_docs,
+    command_signatures,
+    kernel_source,
+    layout_types,
+    workbook,
+)
 from planner.codegen.native_source import MANIFEST, SOURCE
 from planner.codegen.native_source import generate as native_source
 from planner.engine.run import kernel as generated_kernel
@@ -22,6 +29,10 @@ from planner.report import formula_docs, validation, whole_runs_report, xlsx
 def write(path: Path, text: str) -> None:
     path.write_text(text)
     print(f"wrote {path}", file=sys.stderr)
+
+
+def layout() -> None:
+    write(layout_types.GENERATED, layout_types.generate_source())
 
 
 def kernel() -> None:
@@ -49,6 +60,10 @@ def columns() -> None:
     column_docs.main([])
 
 
+def commands() -> None:
+    write(command_signatures.GENERATED, command_signatures.generate_source())
+
+
 def cli() -> None:
     cli_docs.main([])
 
@@ -67,6 +82,6 @@ def whole_run_results() -> None:
 
 
 #: Step name -> its writer.
-WRITERS = {"kernel": kernel, "workbook": workbook_formulas, "native": native,
-           "formulas": formulas, "columns": columns, "cli": cli,
+WRITERS = {"layout-types": layout, "kernel": kernel, "workbook": workbook_formulas, "native": native,
+           "formulas": formulas, "columns": columns, "commands": commands, "cli": cli,
            "validation": validation_results, "whole-runs": whole_run_results}

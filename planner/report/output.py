@@ -11,12 +11,33 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.errors import CapplanError, ReaderGone, shown
 
 FORMATS = ("table", "json", "csv", "markdown")
+
+
+@dataclass
+class Report:
+    """A command's answer, built before anything is written.
+
+    ``text`` is the output in the format asked; ``notices`` the lines for stderr (shown
+    when the command succeeds); ``written`` whether ``text`` goes to an output file (a
+    plan that meets no constraint writes none, but still prints to stdout); ``figure``
+    writes the figure of ``--plot`` (``figure(force)``, committed together with the text)
+    or is None; ``finish`` raises the exit-1 error of a plan that met no constraint, after
+    the text is written.
+    """
+
+    text: str
+    notices: list[str] = field(default_factory=list)
+    written: bool = True
+    figure: Callable[[bool], None] | None = None
+    finish: Callable[[], None] = lambda: None
 
 
 def format_cell(value) -> str:

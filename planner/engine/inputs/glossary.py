@@ -42,6 +42,10 @@ MAX_REPLICAS = 10**6
 #: Most Monte Carlo draws (``--uncertainty --draws``): 100,000, some 0.7 GB of kernel
 #: inputs for one layout (the defaults are 2,000 and 400).
 MAX_DRAWS = 10**5
+#: Largest LoRA adapter rank: 65,536.  An adapter of rank r on a d x k matrix is low-rank
+#: only while r < min(d, k) (Hu et al. 2021, arXiv:2106.09685 s4.1), and no model's
+#: hidden size reaches 65,536 (Llama 3 405B: 16,384); a larger rank is a typo, not a run.
+MAX_LORA_RANK = 2**16
 
 
 @dataclass(frozen=True)
@@ -449,7 +453,8 @@ GLOSSARY: dict[str, Term] = {
                                       FRACTION),
     # the training method (planner.engine.inputs.method; issue 43)
     "frozen_base": Term("1", "1 if the base weights are frozen (LoRA, QLoRA)", FLAG),
-    "lora_rank": Term("1", "rank of the LoRA adapters (0: none)", COUNT0),
+    "lora_rank": Term("1", "rank of the LoRA adapters (0: none)",
+                      Domain(">=0", integer=True, maximum=MAX_LORA_RANK)),
     "lora_q": Term("1", "1 if the query projection has a LoRA adapter", FLAG),
     "lora_k": Term("1", "1 if the key projection has a LoRA adapter", FLAG),
     "lora_v": Term("1", "1 if the value projection has a LoRA adapter", FLAG),

@@ -23,7 +23,8 @@ from planner.engine.inputs.defaults import (
     PACKINGS,
     REFERENCE_LOGPROBS,
 )
-from planner.errors import CapplanError, choice_error, did_you_mean, shown
+from planner.engine.inputs.glossary import MAX_LORA_RANK
+from planner.errors import CapplanError, choice_error, shown
 
 #: Methods that train LoRA adapters on a frozen base.
 LORA_METHODS = ("lora", "qlora")
@@ -104,8 +105,7 @@ def lora_targets(text) -> tuple[str, ...]:
         elif name in LORA_MATRICES:
             chosen.add(name)
         else:
-            raise did_you_mean("--lora-targets matrix", name,
-                               (*LORA_MATRICES, *LORA_TARGET_GROUPS))
+            raise choice_error("lora-targets", name, (*LORA_MATRICES, *LORA_TARGET_GROUPS))
     return tuple(m for m in LORA_MATRICES if m in chosen)
 
 
@@ -116,7 +116,7 @@ def method_spec(method="pretrain", lora_rank=None, lora_targets_text=None,
     :class:`~planner.errors.CapplanError` line for a bad name, value or an option the
     method does not take."""
     if not isinstance(method, str) or method not in METHODS:
-        raise did_you_mean("--method", str(method), METHODS)
+        raise choice_error("method", method, METHODS)
     if method == "grpo":
         raise not_yet_grpo()
     for flag, value in (("lora-rank", lora_rank), ("lora-targets", lora_targets_text),
@@ -129,8 +129,10 @@ def method_spec(method="pretrain", lora_rank=None, lora_targets_text=None,
     if method in LORA_METHODS:
         rank = DEFAULT_LORA_RANK if lora_rank is None else lora_rank
         if isinstance(rank, bool) or not isinstance(rank, int | float) or rank != int(rank) \
-                or rank <= 0:
-            raise CapplanError(f"--lora-rank {shown(rank)} must be a whole number >= 1")
+                or not 1 <= rank <= MAX_LORA_RANK:
+            raise CapplanError(f"--lora-rank {shown(rank)} must be a whole number from 1 to "
+                               f"{MAX_LORA_RANK:,} (a rank near the hidden size is no longer "
+                               "low-rank)")
         base = base_precision or ("nf4" if method == "qlora" else "bf16")
         _choice("base-precision", base, BASE_PRECISIONS)
         if method == "qlora" and base != "nf4":

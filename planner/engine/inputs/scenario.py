@@ -133,12 +133,8 @@ class Scenario:
                        "max_gpus": self.max_gpus, "deadline_days": self.deadline_days,
                        "budget_usd": self.budget_usd, "max_power_mw": self.max_power_mw,
                        "knee_threshold": self.knee_threshold})
-        for name, value, allowed in [("precision", self.precision, PRECISIONS),
-                                     ("checkpoint", self.checkpoint, CHECKPOINT_SCHEMES),
-                                     ("cost-basis", self.cost_basis, COST_BASES),
-                                     ("objective", self.objective, OBJECTIVES)]:
-            if value not in allowed:
-                raise choice_error(name, value, allowed)
+        check_choices(precision=self.precision, checkpoint=self.checkpoint,
+                      cost_basis=self.cost_basis, objective=self.objective)
         check_padded_length(method_of(self).max_seq_len, self.seq_len)
         check_choice(self.pricing, self.provider)
         if self.pricing == "spot":
@@ -394,6 +390,20 @@ def precision_refusal(accelerator, precision: str, stack=None) -> str:
             getattr(stack, r.stack_flag, None) or 0.0):
         return f"stack '{stack.id}' does not train in {precision} ({r.stack_flag} = 0)"
     return ""
+
+
+#: The choices of a run named by one of a few words: option (underscores) -> allowed words.
+CHOICES = {"precision": PRECISIONS, "checkpoint": CHECKPOINT_SCHEMES, "cost_basis": COST_BASES,
+           "objective": OBJECTIVES}
+
+
+def check_choices(**values) -> None:
+    """CapplanError (:func:`planner.errors.choice_error`'s line) for the first value that is
+    not one of its option's words (:data:`CHOICES`); the one check of these choices."""
+    for name, value in values.items():
+        allowed = CHOICES[name]
+        if not isinstance(value, str) or value not in allowed:
+            raise choice_error(name.replace("_", "-"), value, allowed)
 
 
 def check_precision(catalog, accelerator, precision: str, stack=None) -> None:

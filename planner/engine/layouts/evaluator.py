@@ -14,7 +14,7 @@ accelerator, a pandas DataFrame back whose column names carry units.
 from __future__ import annotations
 
 import inspect
-from dataclasses import field, fields, make_dataclass
+from dataclasses import fields
 
 import numpy as np
 
@@ -31,13 +31,11 @@ from planner.engine.inputs.call_checks import (
 from planner.engine.inputs.domains import check
 from planner.engine.inputs.layout_rules import CHOSEN_SIZES, DIMENSIONS, OTHER_SIZES
 from planner.engine.inputs.scenario import (
-    CHECKPOINT_SCHEMES,
-    COST_BASES,
     DEFAULTS,
-    PRECISIONS,
     PREFERRED_LAYOUT,
     check_overrides,
 )
+from planner.engine.layouts._layout_generated import LayoutRequest
 from planner.engine.layouts.layout_check import (
     check_layout,
     check_layouts,
@@ -69,8 +67,8 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
 
     The layout is given by the keywords of its dimensions (:data:`planner.engine.
     layout_rules.DIMENSIONS`: gpus, tp, pp, cp, ep, etp, vp, micro_batch, recompute, zero,
-    shard_group, sequence_parallel; ``inspect.signature(evaluate)`` lists them with their
-    defaults).  Sizes may be scalars or equally long arrays: arrays evaluate many layouts
+    shard_group, sequence_parallel: the fields of :class:`LayoutRequest`, typed, with
+    their defaults).  Sizes may be scalars or equally long arrays: arrays evaluate many layouts
     in one call.  ``etp`` (expert tensor parallelism, MoE) defaults to ``tp``; EP x ETP
     folds over TP x CP x DP (Megatron-Core's parallel folding).  ``shard_group`` (ZeRO
     1-3) shards the ZeRO state over that many DP ranks and replicates it across the others
@@ -120,7 +118,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
         method=method, lora_rank=lora_rank, lora_targets=lora_targets,
         base_precision=base_precision, packing=packing, max_seq_len=max_seq_len,
         reference_logprobs=reference_logprobs)
-    request = LayoutRequest.of_keywords(layout, flash_attention=flash_attention)
+    request = _layout_of_keywords(layout, flash_attention)
     columns, x = evaluate_run(choices, request, catalog=catalog, catalog_dirs=catalog_dirs,
                               overrides=overrides, scalar=not as_frame)
     result = Evaluation(columns)
@@ -129,43 +127,26 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     return (result, x) if return_inputs else result
 
 
-def _pick(cls, options: dict):
-    """The layout among ``options`` (e.g. a command's options), the rest ignored."""
-    return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
+#: evaluate's layout keywords (the fields of LayoutRequest but flash attention, its own).
+_LAYOUT_KEYWORDS = tuple(f.name for f in fields(LayoutRequest) if f.name != "flash_attention")
+#: evaluate's keywords, its own and the layout's (a misspelt one is named with the nearest).
+_KEYWORDS = (*(p.name for p in inspect.signature(evaluate).parameters.values()
+               if p.kind is p.KEYWORD_ONLY), *_LAYOUT_KEYWORDS)
 
 
-def _of_keywords(cls, layout: dict, **others):
+def _layout_of_keywords(layout: dict, flash_attention) -> LayoutRequest:
     """The layout of ``evaluate``'s layout keywords: a TypeError, as Python's own for a
-    misspelt keyword, naming one that is no layout dimension and the nearest names."""
-    for name in layout.keys() - _LAYOUT_KEYWORD_SET:
+    misspelt keyword, naming one that is no layout field and the nearest names."""
+    for name in layout.keys() - set(_LAYOUT_KEYWORDS):
         raise TypeError(f"evaluate() got an unexpected keyword argument {name!r}; "
-                        + suggestion(name, _LAYOUT_KEYWORDS + _EVALUATE_KEYWORDS))
-    return cls(**layout, **others)
+                        + suggestion(name, _KEYWORDS))
+    return LayoutRequest(**layout, flash_attention=flash_attention)
 
 
-#: The layout's keywords: the dimensions a caller gives (``layout_rules.DIMENSIONS``).
-_LAYOUT_KEYWORDS = tuple(d.name for d in DIMENSIONS if d.given)
-_LAYOUT_KEYWORD_SET = frozenset(_LAYOUT_KEYWORDS)
-
-#: The layout asked for: one field per dimension a caller gives, its default the
-#: dimension's (``None``: chosen, :func:`planner.engine.layouts.layout_check.resolve_layout`;
-#: ``etp`` None: ``tp``; ``shard_group`` None: all DP ranks; ``sequence_parallel`` None:
-#: on where ``tp > 1``); sizes as scalars or equally long arrays; and flash attention.
-LayoutRequest = make_dataclass(
-    "LayoutRequest",
-    [(d.name, object, field(default=d.default)) for d in DIMENSIONS if d.given]
-    + [("flash_attention", bool, field(default=True))],
-    namespace={"pick": classmethod(_pick), "of_keywords": classmethod(_of_keywords),
-               "__doc__": "The layout asked for: one field per dimension a caller gives "
-                          "(planner.engine.inputs.layout_rules.DIMENSIONS) and flash attention.",
-               "__module__": __name__})
-
-#: evaluate's own keywords, then the layout's, in its signature (help(evaluate) lists both).
-_OWN = [p for p in inspect.signature(evaluate).parameters.values() if p.kind is p.KEYWORD_ONLY]
-_EVALUATE_KEYWORDS = tuple(p.name for p in _OWN)
-evaluate.__signature__ = inspect.signature(evaluate).replace(parameters=[
-    *_OWN, *(inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=d.default)
-             for d in DIMENSIONS if d.given)])
+def layout_request(options: dict) -> LayoutRequest:
+    """The layout among ``options`` (e.g. a command's options), the rest ignored."""
+    return LayoutRequest(**{f.name: options[f.name] for f in fields(LayoutRequest)
+                            if f.name in options})
 
 
 def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
@@ -179,12 +160,8 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     gpus, zero, recompute = r.gpus, r.zero, r.recompute
     sequence_parallel, shard_group, flash_attention = (r.sequence_parallel, r.shard_group,
                                                        r.flash_attention)
-    for name, val, allowed in [("recompute", recompute, tuple(RECOMPUTE_CODES)),
-                               ("precision", c.precision, PRECISIONS),
-                               ("checkpoint", c.checkpoint, CHECKPOINT_SCHEMES),
-                               ("cost-basis", c.cost_basis, COST_BASES)]:
-        if not isinstance(val, str) or val not in allowed:
-            raise choice_error(name, val, allowed)
+    if not isinstance(recompute, str) or recompute not in RECOMPUTE_CODES:
+        raise choice_error("recompute", recompute, tuple(RECOMPUTE_CODES))
     sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
     others = {k: getattr(r, k) for k in OTHER_SIZES}
     check_switch("flash_attention", flash_attention)

@@ -14,7 +14,7 @@ turns a layout into the 0/1 flags and shard counts of the run model.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from types import SimpleNamespace
 
@@ -32,6 +32,7 @@ from planner.engine.inputs.layout_rules import (
     holding,
     rule_context,
 )
+from planner.engine.layouts._layout_generated import DeclaredSizes
 from planner.engine.run.columns import layout_columns
 from planner.errors import CapplanError
 
@@ -106,9 +107,11 @@ NUMPY = SimpleNamespace(
 
 
 @dataclass(frozen=True)
-class _BuiltSizes:
-    """Which values each decision the search builds may take; ``None`` means derive from
-    the model."""
+class SpaceOptions(DeclaredSizes):
+    """Which values each decision of the search may take (``None``: derive from the model):
+    the sizes the search builds (these fields) and, from :class:`DeclaredSizes` (generated
+    from :data:`~planner.engine.inputs.layout_rules.DIMENSIONS`), one field per declared dimension
+    (:data:`DECLARED_COLUMNS`), default its declared sizes."""
 
     min_gpus: int = 8
     max_gpus: int = 16384
@@ -173,14 +176,13 @@ def _declared_sizes(d) -> tuple:
     return tuple(sizes)
 
 
-#: Which values each decision may take (``None``: derive from the model): the sizes the
-#: search builds (:class:`_BuiltSizes`), and one field per declared dimension
-#: (:data:`DECLARED_COLUMNS`), default its declared sizes.
-SpaceOptions = make_dataclass(
-    "SpaceOptions", [(d.name, tuple, field(default=_declared_sizes(d))) for d in _DECLARED],
-    bases=(_BuiltSizes,), frozen=True,
-    namespace={"__doc__": "Which values each decision of the search may take (None: derive "
-                          "from the model).", "__module__": __name__})
+def declared_sizes() -> dict[str, tuple]:
+    """The default sizes of each declared dimension (:data:`DECLARED_COLUMNS`): the fields
+    of :class:`DeclaredSizes` (planner/codegen/layout_types.py writes them)."""
+    return {d.name: _declared_sizes(d) for d in _DECLARED}
+
+
+declared_sizes()  # a declared dimension the search cannot try fails here, at import
 
 
 #: Global batches tried per doubling of a plan's range of batches (k x 2^j, k = 8 .. 15):

@@ -18,6 +18,7 @@ from planner.engine.inputs.method import method_inputs, method_of
 from planner.engine.inputs.scenario import (
     DEFAULTS,
     Scenario,
+    check_choices,
     check_precision,
     default_global_batch,
     execution_defaults,
@@ -62,6 +63,10 @@ class RunChoices:
     packing: object = None
     max_seq_len: object = None
     reference_logprobs: object = None
+
+    def __post_init__(self):
+        check_choices(precision=self.precision, checkpoint=self.checkpoint,
+                      cost_basis=self.cost_basis)
 
     @classmethod
     def from_scenario(cls, scenario, hardware, model=None) -> RunChoices:

@@ -1,0 +1,106 @@
+"""One run evaluated as the one-layout commands answer it (``capplan evaluate``,
+``sensitivity``, ``simulate``, ``export``).
+
+:func:`evaluate_one` turns a command's run options into :class:`RunChoices` and a
+:class:`LayoutRequest`, evaluates the run (the vectorised path, as a plan's, without
+pandas: one-shot queries start fast) and adds what every one-shot answer reports: the
+price paid, the owned-cluster cost beside it, the assumptions, and the lines the user is
+told (the layout chosen when the preferred one does not fit, an uneven pipeline split).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hardware_catalog import load_catalog
+from planner.engine.economics.ownership import rent_vs_buy
+from planner.engine.economics.pricing import price_quote
+from planner.engine.inputs.assumptions import assumptions
+from planner.engine.inputs.defaults import PREFERRED_LAYOUT
+from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
+from planner.engine.layouts import evaluator
+from planner.engine.layouts.space import pipeline_split_text
+from planner.engine.run.run_inputs import RunChoices
+from planner.errors import CapplanError
+
+
+@dataclass
+class ResolvedRun:
+    """One evaluated run: its row (column -> Python value), the kernel inputs, the echo
+    of the options."""
+
+    row: dict
+    inputs: dict
+    echo: dict
+    catalog_version: str = ""
+    #: the resolved price per GPU-hour (PriceQuote.as_dict()): tier, provider, source, spread
+    price: dict | None = None
+    #: the owned-cluster cost beside the cloud cost (planner.engine.economics.ownership.rent_vs_buy)
+    rent_vs_buy: dict | None = None
+    #: stack, network, site, PUE, grid, price basis (planner.engine.inputs.assumptions)
+    assumptions: dict | None = None
+
+
+def evaluate_one(options: dict, *, faults: dict | None = None,
+                 overrides: dict | None = None) -> tuple[ResolvedRun, list[str]]:
+    """(the evaluated run, the lines to tell the user) of one run's options: a one-layout
+    command's (``catalog``: directories, ``prices``: price files, ``network`` and its
+    flags; the rest RunChoices and LayoutRequest fields, checked when built); ``faults``:
+    the run-model inputs of the fault options, ``overrides``: others, applied last."""
+    o = dict(options)
+    catalog = load_catalog(tuple(o.pop("catalog") or ()), tuple(o.pop("prices") or ()))
+    network = network_overrides(o.pop("network"), catalog,
+                                **{k: o.pop(k) for k in NETWORK_FLAGS})
+    overrides = {**(faults or {}), **network, **(overrides or {})}
+    choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
+    columns, inputs = evaluator.evaluate_run(choices, evaluator.layout_request(o),
+                                             catalog=catalog, overrides=overrides)
+    row = {k: v.item(0) if hasattr(v, "item") else v for k, v in columns.items()}
+    check_finite(row)
+    sizes = {k: int(row[k]) for k in PREFERRED_LAYOUT}
+    asked = {**PREFERRED_LAYOUT, **{k: o[k] for k in PREFERRED_LAYOUT if o[k] is not None}}
+    said = []
+    if sizes != asked:
+        said.append(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs "
+                    f"(the preferred {_layout_text(asked)} does not fit --gpus {o['gpus']}; "
+                    "--tp/--pp/--cp/--ep/--vp/--micro-batch choose another)")
+    split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
+    if split:
+        said.append(split)
+    echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]),
+            "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"]),
+            "sequence_parallel": bool(row["sequence_parallel"])}
+    quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"],
+                        o["provider"], o["spot_interruption"])
+    owned = rent_vs_buy(catalog, choices.scenario(), {**row, "hardware": o["hardware"]},
+                        quote.as_dict())
+    assumed = assumptions(catalog, model=o["model"], stack=o["stack"], site=o["site"],
+                          site_class=o["site_class"], hardware=[o["hardware"]],
+                          extra=overrides, cost_basis=owned["basis"], pricing=o["pricing"],
+                          provider=o["provider"], confidence=None)
+    run = ResolvedRun(row=row, inputs=inputs, echo=echo,
+                      catalog_version=str(getattr(catalog, "version", "")),
+                      price=quote.as_dict(), rent_vs_buy=owned, assumptions=assumed)
+    return run, said
+
+
+#: Totals every evaluated run must have finite (else no answer is printed).
+FINITE_TOTALS = ("step_time_s", "memory_per_gpu_bytes", "wall_time_s", "gpu_hours",
+                 "energy_facility_j", "cost_usd", "co2e_kg")
+
+
+def check_finite(row: dict) -> None:
+    """CapplanError when a total overflowed (e.g. failures faster than checkpoints)."""
+    bad = [k for k in FINITE_TOTALS if not math.isfinite(float(row[k]))]
+    if bad:
+        raise CapplanError(
+            f"no finite {bad[0]} for this run (the inputs overflow the model: e.g. failures "
+            f"come faster than checkpoints, or --tokens is too large); step time "
+            f"{float(row['step_time_s']):.3g} s, system MTBF {float(row['system_mtbf_s']):.3g} s")
+
+
+def _layout_text(sizes: dict) -> str:
+    return (f"TP{sizes['tp']} x PP{sizes['pp']} x CP{sizes['cp']} (EP{sizes['ep']}"
+            + (f", ETP{sizes['etp']}" if sizes.get("etp") is not None else "") + ", "
+            f"VP{sizes['vp']}, micro-batch {sizes['micro_batch']})")

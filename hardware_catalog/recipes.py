@@ -4,7 +4,9 @@ A recipe is what a user names with ``--precision`` (``fp8``, ``mxfp8``, ``nvfp4`
 ...): the precision whose peak its low-precision GEMMs run at, the share of the linear
 layers' GEMM FLOPs that run there (the rest stay BF16: NVFP4 keeps ~15 % of the linear
 layers in BF16, arXiv:2509.25149), the bytes per element of the GEMM inputs it caches for
-the backward pass, and what a part (and stack) must have to run it. Each row carries its
+the backward pass, the rate of its low-precision GEMMs relative to the per-tensor-scaled
+path (row-wise scales run slower kernels, torchao's published benchmarks), and what a part
+(and stack) must have to run it. Each row carries its
 source, date and whether it is an estimate.
 """
 
@@ -29,6 +31,8 @@ class Recipe:
     gemm_precision: str  # the peak the low-precision GEMMs run at (GEMM_PRECISIONS)
     low_precision_share: float  # share of the linear layers' GEMM FLOPs at gemm_precision [1]
     cached_input_bytes: float  # bytes per element of a cached GEMM input (low-precision part) [B]
+    gemm_rate_factor: float  # low-precision GEMM rate (scaling and casts included) over the
+    #                          per-tensor-scaled path's at the same peak [1]
     requires: tuple[str, ...]  # further peaks the part must have (hardware block scaling)
     vendors: tuple[str, ...]  # the vendors whose parts run it (empty: any)
     stack_flag: str  # a stack field that must be 1 ('' : any stack)
@@ -43,6 +47,7 @@ def _row(r: dict) -> Recipe:
     recipe = Recipe(name=r["name"], gemm_precision=r["gemm_precision"],
                     low_precision_share=float(r["low_precision_share"]),
                     cached_input_bytes=float(r["cached_input_bytes"]),
+                    gemm_rate_factor=float(r.get("gemm_rate_factor") or 1.0),
                     requires=split(r["requires"]), vendors=split(r["vendors"]),
                     stack_flag=r["stack_flag"] or "", source=r["source"],
                     as_of=date.fromisoformat(r["as_of"]), estimate=r["estimate"] == "true",
@@ -52,6 +57,9 @@ def _row(r: dict) -> Recipe:
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: unknown precision")
     if not 0 < recipe.low_precision_share <= 1:
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: share outside (0, 1]")
+    if not 0 < recipe.gemm_rate_factor <= 1:
+        raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: gemm_rate_factor "
+                         "outside (0, 1]")
     return recipe
 
 

@@ -336,3 +336,114 @@ def test_gb200_fp4_gemm_reproduces_azures_cublaslt_sweep(cat, size, published_tf
     for acc in ("b300", "gb300"):
         a = cat.accelerator(acc)
         assert gemm_efficiency(a, "nvfp4") == gemm_efficiency(a, "fp8")
+
+
+# ---- torchao float8 rowwise (fp8-rowwise) ---------------------------------------------------
+
+def _torchao_h100_case(precision):
+    """torchao's H100 e2e benchmark (docs/source/workflows/training.md): torchtitan Llama3-8b
+    on 8 H100, batch 1 per GPU, sequence 8192, torch.compile, FSDP2, per-op SAC."""
+    from planner.analysis.validate import load_cases
+
+    cases = load_cases(["independent-runs"])
+    case = cases[cases.case_id == "tt2412-l3-8b-fsdp-compile-fp8-8"].copy()
+    assert (case.hardware == "gt-h100-96gb").all() and (case["stack"] == "torchtitan-fsdp2").all()
+    return case.assign(precision=precision, seq_len=8192, micro_batch=1, global_batch=8,
+                       recompute="selective")
+
+
+def test_fp8_rowwise_reproduces_torchaos_rowwise_over_tensorwise_ratio():
+    """torchao's table: float8 rowwise 6768 tokens/s against tensorwise 7689.5 (0.880) on
+    8 H100 (the recipe's gemm_rate_factor is the value that reproduces it); the planner's
+    tensorwise over bf16 on the same configuration stays within 3 % of the table's 1.250."""
+    import pandas as pd
+
+    from planner.analysis.validate import predict
+
+    p = predict(pd.concat([_torchao_h100_case(x) for x in ("bf16", "fp8", "fp8-rowwise")],
+                          ignore_index=True)).predicted.to_numpy()
+    assert p[2] / p[1] == pytest.approx(6768 / 7689.5, rel=0.01)
+    assert p[1] / p[0] == pytest.approx(7689.5 / 6150, rel=0.03)
+    assert p[0] < p[2] < p[1]
+
+
+def test_fp8_rowwise_is_fp8_at_a_lower_gemm_rate(cat):
+    r = load_recipes()
+    assert r["fp8-rowwise"].gemm_precision == "fp8" and r["fp8-rowwise"].requires == ()
+    assert r["fp8-rowwise"].gemm_rate_factor == pytest.approx(0.856, abs=0.005)
+    assert all(r[p].gemm_rate_factor == 1.0 for p in ("fp8", "fp8-cs", "fp8-ds", "fp8-block"))
+    x = {p: base_inputs(cat, RunChoices(model="llama3-8b", hardware="h100-sxm", precision=p))
+         for p in ("fp8", "fp8-rowwise")}
+    assert x["fp8-rowwise"]["gemm_max_efficiency"] == pytest.approx(
+        0.856 * x["fp8"]["gemm_max_efficiency"], rel=1e-9)
+    assert x["fp8-rowwise"]["peak_flops_per_s"] == x["fp8"]["peak_flops_per_s"]
+
+
+def test_recipe_rate_factor_outside_its_domain_is_refused(tmp_path, monkeypatch):
+    import hardware_catalog.recipes as recipes
+
+    text = RECIPES_CSV.read_text().replace("fp8-rowwise,fp8,1,1,0.856,", "fp8-rowwise,fp8,1,1,1.5,")
+    bad = tmp_path / "recipes.csv"
+    bad.write_text(text)
+    monkeypatch.setattr(recipes, "RECIPES_CSV", bad)
+    recipes.load_recipes.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="gemm_rate_factor outside"):
+            recipes.load_recipes()
+    finally:
+        monkeypatch.undo()
+        recipes.load_recipes.cache_clear()
+
+
+def test_torchtitan_rowwise_rows_are_predicted():
+    from planner.analysis.validate import load_cases, predict
+
+    cases = load_cases(["independent-runs"])
+    rows = cases[cases.case_id.str.contains("-fp8-rowwise-")]
+    assert len(rows) == 4 and (rows.precision == "fp8-rowwise").all()
+    assert (rows.unexpressible == "").all() and (rows.excluded == "").all()
+    assert predict(rows).predicted.notna().all()
+
+
+# ---- torchtitan's NVFP4 page (MXFP8 and partial NVFP4 rows) ---------------------------------
+
+def _nvfp4doc_rows():
+    from planner.analysis.validate import load_cases
+
+    cases = load_cases(["independent-runs"])
+    return cases[cases.case_id.str.startswith("tt-nvfp4doc-")].set_index("case_id")
+
+
+def test_torchtitans_partial_nvfp4_split_is_the_nvfp4_recipes_share(cat):
+    """torchtitan's NVFP4 page keeps layers 27-31 of Llama 3 8B's 32 and the output head
+    in BF16: 27/32 = 84.4 % of the layers' linear GEMM FLOPs in NVFP4, within one point of
+    the NVIDIA recipe's ~85 % (arXiv:2509.25149 s4: ~15 % of the linear layers, the final
+    blocks, in BF16; head in BF16), so the row is the ``nvfp4`` recipe; it stays excluded
+    (the page names no GPU)."""
+    row = _nvfp4doc_rows().loc["tt-nvfp4doc-l3-8b-nvfp4-4"]
+    assert row.precision == "nvfp4" and row.layers == cat.model("llama3-8b").layers == 32
+    assert load_recipes()["nvfp4"].low_precision_share == pytest.approx(27 / 32, abs=0.01)
+    assert row.unexpressible == "" and "names no GPU" in row.excluded
+
+
+def test_mxfp8_row_is_the_recipe_blackwells_fp8_efficiency_is_fitted_on(cat):
+    """On Blackwell the catalog's FP8 GEMM efficiency is fitted on moe-runs FP8 rows most of
+    which ran MXFP8 (29 of 46: Megatron-Bridge and the GB200 guide), every FP8 recipe at the
+    FP8 peak: ``mxfp8`` is timed at that efficiency (no rate factor),
+    so torchtitan's MXFP8 row is expressed; it stays excluded (the page names no GPU)."""
+    from planner.analysis.validate import load_cases
+
+    row = _nvfp4doc_rows().loc["tt-nvfp4doc-l3-8b-mxfp8-4"]
+    assert row.precision == "mxfp8" and row.unexpressible == "" and row.excluded != ""
+    assert load_recipes()["mxfp8"].gemm_rate_factor == 1.0
+    import csv
+
+    with (MAXTEXT_CSV.parent / "moe_runs.csv").open(newline="") as f:
+        mx = {r["case_id"] for r in csv.DictReader(f) if r["precision"].lower() == "mxfp8"}
+    moe = load_cases(["moe-runs"])
+    fitted_mx = moe[moe.fit & moe.case_id.isin(mx) & moe.hardware.isin(BLACKWELL)]
+    fitted_fp8 = moe[moe.fit & moe.hardware.isin(BLACKWELL) & (moe.precision == "fp8")]
+    assert (fitted_mx.precision == "fp8").all() and 2 * len(fitted_mx) > len(fitted_fp8)
+    x = {p: base_inputs(cat, RunChoices(model="llama3-8b", hardware="b200", precision=p))
+         for p in ("fp8", "mxfp8")}
+    assert x["mxfp8"]["gemm_max_efficiency"] == x["fp8"]["gemm_max_efficiency"]

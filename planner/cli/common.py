@@ -123,10 +123,11 @@ SitesOption = Annotated[str, typer.Option(
     "all, and ranks them.")]
 PrecisionOption = Annotated[str, typer.Option(
     help="GEMM precision recipe (hardware_catalog/data/precisions/recipes.csv): bf16 | fp16 | "
-    "fp8 | fp8-cs | fp8-ds | fp8-block | mxfp8 | fp8-mx | fp6 | mxfp6 | fp4 | nvfp4 | mxfp4 | "
+    "fp8 | fp8-cs | fp8-ds | fp8-block | fp8-rowwise | mxfp8 | fp8-mx | fp6 | mxfp6 | fp4 | nvfp4 | mxfp4 | "
     "int8 | fp8-hpu | tf32 (each where the accelerator has its peak; int8 with a stack that "
     "trains in int8, e.g. maxtext-xla; fp4 keeps ~15 % of the linear layers in BF16; fp8-hpu, "
-    "Intel Gaudi's default, the MLP down-projection).")]
+    "Intel Gaudi's default, the MLP down-projection; fp8-rowwise, torchao's row-wise "
+    "scaled FP8 at a lower GEMM rate).")]
 GpusPerNodeOption = Annotated[int, typer.Option(
     help="GPUs per node (default: the accelerator's node); NIC bandwidth per GPU is kept.")]
 NicGbpsOption = Annotated[float, typer.Option(

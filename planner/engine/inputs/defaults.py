@@ -18,8 +18,8 @@ from planner.engine.inputs.layout_rules import PREFERRED_LAYOUT as _PREFERRED
 #: arXiv:2509.25149; weights, gradients, optimizer state and stored activations keep their
 #: execution.toml bytes); int8 (AQT-style int8 training, on stacks that do it); fp8-hpu
 #: (Intel Gaudi's default FP8 coverage: the MLP down-projection stays BF16).
-PRECISIONS = ("bf16", "fp16", "fp8", "fp8-cs", "fp8-ds", "fp8-block", "mxfp8", "fp8-mx", "fp6",
-              "mxfp6", "fp4", "nvfp4", "mxfp4", "int8", "fp8-hpu", "tf32")
+PRECISIONS = ("bf16", "fp16", "fp8", "fp8-cs", "fp8-ds", "fp8-block", "fp8-rowwise", "mxfp8",
+              "fp8-mx", "fp6", "mxfp6", "fp4", "nvfp4", "mxfp4", "int8", "fp8-hpu", "tf32")
 #: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
 EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp6": "fp8", "int8": "fp8", "fp8": "bf16"}
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")

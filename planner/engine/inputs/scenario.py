@@ -448,11 +448,15 @@ def gemm_efficiency(accelerator, precision: str) -> float:
 
 def recipe_gemm_inputs(accelerator, precision: str) -> dict[str, float]:
     """The GEMM peak, large-GEMM efficiency and cached-input bytes of recipe ``precision``
-    on ``accelerator``: the share it keeps in BF16 runs at the BF16 peak and efficiency
+    on ``accelerator``: its low-precision GEMMs at the part's efficiency for that precision
+    times the recipe's ``gemm_rate_factor``; the share it keeps in BF16 runs at the BF16 peak and efficiency
     (:func:`formulas.compute.mixed_precision_peak`), its cached GEMM inputs at the recipe's
     bytes for the low-precision share and 2 for the rest."""
     r = precision_recipe(precision)
-    low_peak, low_eff = peak_flops(accelerator, precision), gemm_efficiency(accelerator, precision)
+    # the recipe's own kernels (row-wise scales: slower GEMMs and casts than per-tensor
+    # scaling) reach gemm_rate_factor of the per-tensor path's efficiency
+    low_peak = peak_flops(accelerator, precision)
+    low_eff = gemm_efficiency(accelerator, precision) * r.gemm_rate_factor
     share = r.low_precision_share
     peak = low_peak if share == 1 else mixed_precision_peak(
         share, low_peak, peak_flops(accelerator, "bf16"), low_eff,

@@ -120,6 +120,17 @@ held-out 15.9 -> 16.3 % and H100 BF16 3.1 -> 4.2 %): both rejected, the TP term 
 it was.  Megatron-Core ``dp_overlap`` 1.0 (the mechanism alone) against 0.9: sc21 2.35 ->
 2.45 %, full-runs 8.2 -> 10.3 %: kept at 0.9.
 
+2026-11-29 (issue 42, MoE rows on the stack of their dispatcher): the graphed rows that name
+no DeepEP or HybridEP run on ``megatron-core-moe-graphs`` (NCCL all-to-all), the EP
+all-to-all overlap rows eagerly on ``megatron-core-moe-a2a-overlap`` (DeepEP) or
+``-a2a-overlap-alltoall`` (NCCL), as their Megatron-Bridge 25.09/25.11 configs ran them.
+``--grid moe-stacks`` refitted (12 s): only the overlap stacks' shared ``ep_overlap`` moved,
+0.0 -> 0.5; every launch time, the Grace factor and the load spread stayed.  moe-runs 13.3
+-> 13.3 %, LOSO 15.5 -> 15.0 %, LOAO 17.3 -> 17.5 %, Hopper tuned 17.8 -> 18.0 % (LOSO 23.1
+-> 20.7, LOAO 18.7 -> 19.6); MoE speedup pairs 25.1 -> 26.1 %; dense groups unchanged.
+DeepEP's measured NVLink rate on B200 (``deepep_scale_up_bytes_per_s``) moves no moe-runs
+row (none runs DeepEP on B200).
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

@@ -174,6 +174,50 @@ def two_level_alltoall_time(scale_up_bytes, scale_out_bytes, scale_up_bytes_per_
             + (domain_ranks - 1) * intra_latency_s + (domains - 1) * inter_latency_s)
 
 
+@formula(reference="DeepEP V1 normal kernels' intranode (NVLink) dispatch and combine bandwidth "
+         "as measured per part: H800 153-158 GB/s (github.com/deepseek-ai/DeepEP docs/legacy.md); "
+         "B200 218 / 185 GB/s tuned (pytorch/torchtitan@f56546fe scripts/deepep/"
+         "torchtitan_deepep_tune/TUNING_RESULTS_SUMMARY.md, EP4, Qwen3-30B-A3B shapes); GB200 169 / "
+         "135 GB/s (deepseek-ai/DeepEP issue 394, 24 SMs)",
+         domain={"link_bytes_per_s": ">0", "deepep_bytes_per_s": ">0",
+                 "deepep_dispatch": "[0,1]"},
+         symbols={"link_bytes_per_s": "B_{link}", "deepep_bytes_per_s": "B_{DeepEP}",
+                  "deepep_dispatch": "f_{DeepEP}"},
+         result_latex="B_{up}")
+def dispatch_scale_up_bandwidth(link_bytes_per_s, deepep_bytes_per_s, deepep_dispatch):
+    """Scale-up bandwidth of one EP dispatch or combine: the link's all-to-all bandwidth, or
+    what DeepEP's kernels reach on this part when the stack dispatches with DeepEP.
+
+    DeepEP V1's normal kernels were written for Hopper (NVLink 4); on Blackwell's NVLink 5
+    they reach a quarter of the link (B200 185-218 of ~720 GB/s achievable), so the
+    all-to-all bandwidth alone would overstate them about 3.5x.
+
+    Parameters
+    ----------
+    link_bytes_per_s : numeric
+        All-to-all bandwidth of the scale-up links per rank (nccl-tests bus bandwidth) [B/s].
+    deepep_bytes_per_s : numeric
+        DeepEP's measured intranode bandwidth on the part (the link's where not measured) [B/s].
+    deepep_dispatch : numeric
+        1 if the stack dispatches with DeepEP's kernels, else 0 [1].
+
+    Returns
+    -------
+    numeric
+        Scale-up bandwidth of the dispatch B_up [B/s].
+
+    Examples
+    --------
+    >>> float(dispatch_scale_up_bandwidth(720e9, 200e9, 1)) / 1e9
+    200.0
+    >>> float(dispatch_scale_up_bandwidth(720e9, 200e9, 0)) / 1e9
+    720.0
+
+    .. math:: B_{up} = (1 - f_{DeepEP}) B_{link} + f_{DeepEP} B_{DeepEP}
+    """
+    return (1 - deepep_dispatch) * link_bytes_per_s + deepep_dispatch * deepep_bytes_per_s
+
+
 @formula(reference="NVIDIA 2023, CUTLASS / cuBLAS tiled GEMMs: the output is computed in whole "
          "thread-block tiles (128 x 128 or 128 x 256 on Hopper and Blackwell; NVIDIA CUTLASS "
          "docs 'Efficient GEMM in CUDA', tile quantisation; NVIDIA Deep Learning Performance "

@@ -186,6 +186,10 @@ class Accelerator(Entry):
     # host time to launch a kernel relative to the x86 hosts the launch times were fitted
     # on (Grace superchips: GB200/GB300); None: 1
     host_launch_factor: Quantity | None = None
+    # DeepEP's normal kernels' measured intranode (scale-up) dispatch/combine bandwidth per
+    # GPU on this part, used by stacks that dispatch with DeepEP; None: the links' all-to-all
+    # bandwidth (scale_up_bandwidth_bytes_per_s x scale_up_bus_efficiency)
+    deepep_scale_up_bytes_per_s: Quantity | None = None
     hbm_bytes: Quantity
     hbm_bandwidth_bytes_per_s: Quantity
     max_power_w: Quantity
@@ -588,6 +592,10 @@ class SoftwareStack(Entry):
     # 1 if the dispatcher sends a token once per destination scale-up domain and forwards
     # it over NVLink (DeepEP / HybridEP), 0 for a flat all-to-all (NCCL)
     hierarchical_dispatch: Quantity | None = None
+    # 1 if the dispatcher runs DeepEP's kernels (Megatron-Core flex dispatcher with the deepep
+    # backend, NeMo AutoModel, torchtitan's DeepEP path): its scale-up bandwidth is the part's
+    # measured DeepEP bandwidth (accelerator deepep_scale_up_bytes_per_s), else 0
+    deepep_dispatch: Quantity | None = None
     # achieved all-to-all bandwidth over the accelerator's nccl-tests bus bandwidth
     a2a_efficiency_factor: Quantity | None = None
     # host time of one MoE layer's forward beyond a dense layer's (router, permute,
@@ -658,7 +666,8 @@ class SoftwareStack(Entry):
         for name in ("recompute_mla_up_proj", "recompute_norms"):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")
-        for name in ("fp8_dispatch", "hierarchical_dispatch", "dispatch_host_sync", "dualpipe",
+        for name in ("fp8_dispatch", "hierarchical_dispatch", "deepep_dispatch",
+                     "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "fused_window_attention", "fused_attention_sinks",
                      "fused_split_head_dims", "int8_training"):
             q = getattr(self, name)

@@ -89,6 +89,9 @@ LEGACY_EQUIVALENT = {
     "cuda_graphs": 0.0, "graph_launch_s": 1e-5,
     # fused element-wise kernels: the count the model had before the factor existed
     "elementwise_traffic_factor": 1.0,
+    # no DeepEP dispatch: the all-to-all at the links' bandwidth (the measured DeepEP rate
+    # is then unused)
+    "deepep_dispatch": 0.0, "deepep_scale_up_bytes_per_s": 1.0,
 }
 #: Outputs added after the fixture was written.
 NEW_OUTPUTS: tuple[str, ...] = ()

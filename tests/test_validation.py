@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hardware_catalog import load_catalog
 from planner.analysis import validate as v
 
 
@@ -519,16 +520,42 @@ def test_cli_validate_moe_json_reports_excluded_rows_apart(tmp_path):
     ("MB2511-06", "megatron-core-moe-hybridep"),    # hybridep + TE CUDA graphs
     ("MZOO-07", "megatron-core-moe-deepep"),        # DeepEP, no graphs named
     ("MB2511-07", "megatron-core-moe-hybridep"),    # GB200, 25.11, settings unstated
-    ("MB2511-17", "megatron-core-moe-a2a-overlap"),  # moe_a2a_overlap=True
-    ("MZOO-02", "megatron-core-moe-a2a-overlap"),   # EP A2A 1F1B overlap on
-    ("DGXC-15", "megatron-core-moe-tuned"),         # "CUDA graphs true"
+    # moe_a2a_overlap=True on the Qwen3 provider's default NCCL alltoall dispatcher
+    ("MB2511-17", "megatron-core-moe-a2a-overlap-alltoall"),
+    ("MB2511-14", "megatron-core-moe-a2a-overlap-alltoall"),
+    ("MB2511-16", "megatron-core-moe-a2a-overlap-alltoall"),
+    ("MZOO-02", "megatron-core-moe-a2a-overlap"),   # EP A2A 1F1B overlap on, DeepEP
+    ("DGXC-15", "megatron-core-moe-graphs"),        # "CUDA graphs true", no DeepEP named
     ("DGXC-14", "megatron-core-moe-baseline"),      # "CUDA graphs false"
-    ("MB2509-04", "megatron-core-moe-tuned"),       # "same yaml settings" as MB2509-03
+    ("MB2509-04", "megatron-core-moe-graphs"),      # "same yaml settings" as MB2509-03
+    ("MB2511-13", "megatron-core-moe-graphs"),      # TE graphs, no flex backend (alltoall)
     ("MB2509-08", "megatron-core-moe-baseline"),    # "same" as MB2509-07
     ("AUTOMODEL-01", "nemo-automodel-fsdp2"),       # PyTorch FSDP2 + DeepEP
 ])
 def test_moe_rows_run_on_the_stack_their_software_names(moe, case, stack):
     assert moe.loc[case, "stack"] == stack
+
+
+def test_moe_stacks_dispatch_and_graph_as_the_configs_of_their_rows_did():
+    # Megatron-Bridge 25.11 (@5776a6d90b scripts/performance/configs/qwen/
+    # qwen3_workload_base_configs.py): the Qwen3 B200/H100 presets name no
+    # moe_flex_dispatcher_backend (the Qwen3 provider's "alltoall" stands), the 235B B200/H100
+    # and 30B H100 FP8-CS presets no cuda_graph_impl; 25.09 (@684a686165 run_script.py)
+    # enables DeepEP for DeepSeek-V3 on H100 only, with cuda_graphs false in its yaml
+    cat = load_catalog()
+    graphs, tuned = cat.stack("megatron-core-moe-graphs"), cat.stack("megatron-core-moe-tuned")
+    assert graphs.cuda_graphs.value == 1 and graphs.hierarchical_dispatch.value == 0
+    assert graphs.deepep_dispatch is None or graphs.deepep_dispatch.value == 0
+    assert tuned.hierarchical_dispatch.value == 1 and tuned.deepep_dispatch.value == 1
+    nccl = cat.stack("megatron-core-moe-a2a-overlap-alltoall")
+    deepep = cat.stack("megatron-core-moe-a2a-overlap")
+    assert nccl.cuda_graphs.value == deepep.cuda_graphs.value == 0
+    assert nccl.hierarchical_dispatch.value == 0 and deepep.hierarchical_dispatch.value == 1
+    assert deepep.deepep_dispatch.value == 1
+    # the eager overlap stacks share the eager launch time, the graphed NCCL stack the
+    # graphed one
+    assert nccl.layer_overhead_s.value == cat.stack("megatron-core-moe-baseline").layer_overhead_s.value
+    assert graphs.layer_overhead_s.value == tuned.layer_overhead_s.value
 
 
 def test_deepseek_v3_h100_bridge_2509_row_runs_deepep_with_a2a_overlap(moe, pred):
@@ -642,9 +669,10 @@ def test_incremental_objective_equals_the_full_objective(catalog):
     fresh: dict = {}
     c.Objective(cases, catalog, fresh)(start)
     assert len(fresh["predicted"]) == groups
-    key = (("stack:megatron-core-moe-a2a-overlap",), "ep_overlap")
+    key = (c.MOE_A2A_OVERLAP, "ep_overlap")
     c.Objective(cases, catalog, fresh)({**start, key: 0.9 if start[key] != 0.9 else 0.5})
-    moved = sum(g.key[4] == "megatron-core-moe-a2a-overlap" for _, g in incremental.groups)
+    overlap = {s.removeprefix("stack:") for s in c.MOE_A2A_OVERLAP}
+    moved = sum(g.key[4] in overlap for _, g in incremental.groups)
     assert 0 < moved < groups and len(fresh["predicted"]) == groups + moved
 
 

@@ -63,11 +63,15 @@ EAGER_STACKS = (*FA2_STACKS, "stack:megatron-core-2025")
 TORCHTITAN_STACKS = ("stack:torchtitan-fsdp2", "stack:torchtitan-fsdp2-eager")
 #: The Megatron-Core stacks share Transformer Engine's kernels and the userbuffers TP overlap:
 #: one attention factor and one TP overlap for all of them.
-#: The MoE stacks by launch path: eager (NCCL or DeepEP dispatcher) and CUDA-graphed (DeepEP,
-#: HybridEP, all-to-all overlap): one set of launch times each.
-MOE_BASELINE = ("stack:megatron-core-moe-baseline", "stack:megatron-core-moe-deepep")
-MOE_TUNED = ("stack:megatron-core-moe-tuned", "stack:megatron-core-moe-hybridep",
-             "stack:megatron-core-moe-a2a-overlap")
+#: The MoE stacks by launch path: eager (NCCL or DeepEP dispatcher, the all-to-all overlap
+#: stacks) and CUDA-graphed (DeepEP, NCCL, HybridEP): one set of launch times each; the two
+#: all-to-all overlap stacks (DeepEP and NCCL dispatchers) share one ``ep_overlap``.
+MOE_A2A_OVERLAP = ("stack:megatron-core-moe-a2a-overlap",
+                   "stack:megatron-core-moe-a2a-overlap-alltoall")
+MOE_BASELINE = ("stack:megatron-core-moe-baseline", "stack:megatron-core-moe-deepep",
+                *MOE_A2A_OVERLAP)
+MOE_TUNED = ("stack:megatron-core-moe-tuned", "stack:megatron-core-moe-graphs",
+             "stack:megatron-core-moe-hybridep")
 MCORE = ("stack:megatron-core-2025", "stack:megatron-bridge-2025", *MOE_BASELINE, *MOE_TUNED)
 #: The 2023 eager PyTorch data-parallel stacks (llm-foundry's FSDP, InternLM's ZeRO-1): NCCL
 #: reductions on a side stream, competing with backward for SMs and HBM - one overlap.
@@ -99,7 +103,7 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
     # the experts' GEMMs are outside the partial CUDA graphs (attention, router,
     # preprocess): one per-expert launch time for eager and graphed stacks
     (MOE_BASELINE + MOE_TUNED, "expert_overhead_s"): [0.0, 2e-5, 5e-5, 1e-4, 2e-4, 4e-4],
-    (("stack:megatron-core-moe-a2a-overlap",), "ep_overlap"): [0.0, 0.25, 0.5, 0.75, 0.9],
+    (MOE_A2A_OVERLAP, "ep_overlap"): [0.0, 0.25, 0.5, 0.75, 0.9],
     # Grace hosts (GB200/GB300 superchips) launching kernels, relative to x86 hosts
     (("gb200", "gb300"), "host_launch_factor"): [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0],
     # a trained router's spread of the EP ranks' loads (rows not force-balanced)

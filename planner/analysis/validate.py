@@ -611,9 +611,12 @@ def moe_stack(software: str) -> str:
     """The software stack (``--stack``) a moe_runs.csv row ran on, from its ``software`` cell.
 
     PyTorch FSDP2 with DeepEP (NeMo AutoModel) -> ``nemo-automodel-fsdp2``, without it
-    ``torchtitan-fsdp2``; the EP all-to-all overlap on ->
-    ``megatron-core-moe-a2a-overlap``; the HybridEP dispatcher -> ``megatron-core-moe-hybridep``;
-    CUDA graphs -> ``megatron-core-moe-tuned``; DeepSeek's HAI-LLM -> ``deepseek-hai-llm-2024``; DeepEP without CUDA graphs ->
+    ``torchtitan-fsdp2``; the EP all-to-all overlap on -> ``megatron-core-moe-a2a-overlap``
+    with DeepEP named, else ``megatron-core-moe-a2a-overlap-alltoall`` (NCCL); the HybridEP
+    dispatcher -> ``megatron-core-moe-hybridep``; CUDA graphs -> ``megatron-core-moe-tuned``
+    with DeepEP named, else ``megatron-core-moe-graphs`` (NCCL all-to-all, the Megatron-Bridge
+    and NeMo recipes' dispatcher where no flex backend is set); DeepSeek's HAI-LLM ->
+    ``deepseek-hai-llm-2024``; DeepEP without CUDA graphs ->
     ``megatron-core-moe-deepep``; neither -> ``megatron-core-moe-baseline`` (NVIDIA's baseline
     MoE configuration: eager launches, NCCL all-to-all).  A step of NVIDIA's DeepSeek-V3 GB200
     optimisation guide ('step N/13 cumulative') -> ``megatron-core-moe-gb200-guide-NN``, the
@@ -625,13 +628,14 @@ def moe_stack(software: str) -> str:
         return f"megatron-core-moe-gb200-guide-{int(step.group(1)):02d}"
     if MOE_FSDP2.search(software):
         return "nemo-automodel-fsdp2" if MOE_FAST_A2A.search(software) else "torchtitan-fsdp2"
+    fast = MOE_FAST_A2A.search(software)
     if MOE_A2A_OVERLAP.search(software):
-        return "megatron-core-moe-a2a-overlap"
+        return "megatron-core-moe-a2a-overlap" if fast else "megatron-core-moe-a2a-overlap-alltoall"
     graphs = MOE_GRAPHS_ON.search(software) and not MOE_GRAPHS_OFF.search(software)
     if MOE_HYBRIDEP.search(software):
         return "megatron-core-moe-hybridep"
     if graphs:
-        return "megatron-core-moe-tuned"
+        return "megatron-core-moe-tuned" if fast else "megatron-core-moe-graphs"
     if MOE_FAST_A2A.search(software):
         return "megatron-core-moe-deepep"
     return "megatron-core-moe-baseline"

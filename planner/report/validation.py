@@ -145,8 +145,10 @@ batch, sequence, precision (every FP8 recipe at the FP8 peak), recompute (a sele
 module list = selective) and `--stack` from the row's `software` cell: NVIDIA's *baseline*
 MoE configuration (no CUDA graphs, NCCL all-to-all: `megatron-core-moe-baseline`), DeepEP
 without CUDA graphs (`megatron-core-moe-deepep`), the *tuned* one (CUDA graphs, DeepEP:
-`megatron-core-moe-tuned`), HybridEP with CUDA graphs (`megatron-core-moe-hybridep`), the
-EP all-to-all 1F1B overlap on (`megatron-core-moe-a2a-overlap`) and NeMo AutoModel's
+`megatron-core-moe-tuned`), CUDA graphs on the NCCL all-to-all where no DeepEP or HybridEP is
+named (`megatron-core-moe-graphs`), HybridEP with CUDA graphs (`megatron-core-moe-hybridep`),
+the EP all-to-all 1F1B overlap on, eager, with DeepEP (`megatron-core-moe-a2a-overlap`) or the
+NCCL dispatcher (`megatron-core-moe-a2a-overlap-alltoall`) and NeMo AutoModel's
 PyTorch FSDP2 with DeepEP (`nemo-automodel-fsdp2`). Groups: stack (tuned / baseline) by accelerator
 generation. Every expressible row is a fit row; the error a new model family should expect
 is the leave-one-family-out column.

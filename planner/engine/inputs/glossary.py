@@ -339,6 +339,9 @@ GLOSSARY: dict[str, Term] = {
     "hierarchical_dispatch": Term(
         "1", "1 if the dispatcher sends a token once per domain, then NVLink (DeepEP/HybridEP)",
         FLAG),
+    "deepep_dispatch": Term("1", "1 if the dispatcher runs DeepEP's kernels", FLAG),
+    "deepep_scale_up_bytes_per_s": Term(
+        "B/s", "DeepEP's measured intranode dispatch bandwidth per GPU on the part", POSITIVE),
     "a2a_efficiency_factor": Term(
         "1", "achieved all-to-all bandwidth over the nccl-tests bus bandwidth",
         Domain(">0", maximum=1.5)),

@@ -500,6 +500,11 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         "gpus_per_node": gpus_per_node,
         "scale_up_domain_gpus": value(accelerator.scale_up_domain_gpus),
         "host_launch_factor": value(getattr(accelerator, "host_launch_factor", None) or 1.0),
+        # DeepEP's measured NVLink bandwidth on the part; unmeasured: the links' all-to-all
+        "deepep_scale_up_bytes_per_s": value(
+            getattr(accelerator, "deepep_scale_up_bytes_per_s", None)
+            or value(accelerator.scale_up_bandwidth_bytes_per_s)
+            * value(accelerator.scale_up_bus_efficiency)),
         # a rack (scale-up domain) failure takes all its nodes out
         "rack_nodes": max(1.0, value(accelerator.scale_up_domain_gpus)
                           / value(node.gpus_per_node)),

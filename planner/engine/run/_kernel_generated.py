@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -209,148 +209,150 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     t_mlp = mlp_matrices * numpy.maximum(x96 * (hidden * x137 + x106 + x138), x101 * x138 * (gemm_half_efficiency_dim + x139) / x139)
     del x139
     x140 = experts * tokens_mb
-    x141 = experts_per_token * x106
-    x142 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x143 = moe_ffn * x51
-    x144 = tokens_mb * x143
-    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
-    x146 = 1 - token_drop
-    x147 = numpy.sqrt(2)
-    x148 = sequence_parallel * x51
-    x149 = 1 - sequence_parallel
-    x150 = etp * x148 + x149
-    x151 = 1 / (experts_per_token * tokens_mb * x150)
-    x152 = experts_per_token * x150
-    del x150
-    x153 = tokens_mb * x152
-    x154 = x153 * x46
-    x155 = x96 * (x106 * x152 + x154 + x47)
-    del x152, x47
-    x156 = gemm_tile_dim ** (-1.0)
-    x157 = ep * x153 / experts
-    del x153
-    x158 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x105 * x151 * (grouped_gemm_token_half_dim + x157) * numpy.ceil(x157 / grouped_gemm_tile_tokens) / ep ** 2
-    del x157
-    x159 = mlp_matrices - 1
-    t_moe = mlp_matrices * shared_experts * numpy.maximum(x96 * (hidden * x143 + x106 + x144), x101 * x144 * (gemm_half_efficiency_dim + x145) / x145) + 20 * x140 * x95 + 4 * x141 * x96 + (capacity_factor * token_drop + x146 * (x147 * numpy.sqrt(expert_load_cv ** 2 + x151) * numpy.sqrt(numpy.log(ep)) + 1)) * (x159 * numpy.maximum(x155, x158 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x156 * x46)) + numpy.maximum(x155, x158 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x156))) + numpy.maximum(x96 * (x106 + x140 + x36), x101 * x140 * (gemm_half_efficiency_dim + x142) / x142)
-    del x140, x142, x145, x151, x155, x156, x158, x36
-    x160 = tp - 1
-    x161 = (sequence_parallel * x160 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x109 * (16 * hidden * x161 + 4 * x137)
+    x141 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x142 = moe_ffn * x51
+    x143 = tokens_mb * x142
+    x144 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
+    x145 = 1 - token_drop
+    x146 = numpy.sqrt(2)
+    x147 = sequence_parallel * x51
+    x148 = 1 - sequence_parallel
+    x149 = etp * x147 + x148
+    x150 = 1 / (experts_per_token * tokens_mb * x149)
+    x151 = experts_per_token * x149
+    del x149
+    x152 = tokens_mb * x151
+    x153 = x152 * x46
+    x154 = x96 * (x106 * x151 + x153 + x47)
+    del x151, x47
+    x155 = gemm_tile_dim ** (-1.0)
+    x156 = ep * x152 / experts
+    del x152
+    x157 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x105 * x150 * (grouped_gemm_token_half_dim + x156) * numpy.ceil(x156 / grouped_gemm_tile_tokens) / ep ** 2
+    del x156
+    x158 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x106 * x96 + mlp_matrices * shared_experts * numpy.maximum(x96 * (hidden * x142 + x106 + x143), x101 * x143 * (gemm_half_efficiency_dim + x144) / x144) + 20 * x140 * x95 + (capacity_factor * token_drop + x145 * (x146 * numpy.sqrt(expert_load_cv ** 2 + x150) * numpy.sqrt(numpy.log(ep)) + 1)) * (x158 * numpy.maximum(x154, x157 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x155 * x46)) + numpy.maximum(x154, x157 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x155))) + numpy.maximum(x96 * (x106 + x140 + x36), x101 * x140 * (gemm_half_efficiency_dim + x141) / x141)
+    del x140, x141, x144, x150, x154, x155, x157, x36
+    x159 = tp - 1
+    x160 = (sequence_parallel * x159 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x109 * (16 * hidden * x160 + 4 * x137)
     del x109
-    x162 = vocab * x51
-    x163 = tokens_mb * x162
-    x164 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x162)
-    del x162
-    t_logits = numpy.maximum(x96 * (x106 + x163 + x32 * x51), x101 * x163 * (gemm_half_efficiency_dim + x164) / x164)
-    del x163, x164, x32
-    x165 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x95 * (bytes_per_element + x159 * x165) * (shared_experts * x144 + x154)
-    del x154
-    x166 = numpy.maximum(1, lora_rank)
-    x167 = tokens_mb * x166
-    x168 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x166)
-    x169 = numpy.maximum(x96 * (hidden * x166 + x106 + x167), x101 * x167 * (gemm_half_efficiency_dim + x168) / x168)
-    del x101, x168
-    x170 = x14 * x51
+    x161 = vocab * x51
+    x162 = tokens_mb * x161
+    x163 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x161)
+    del x161
+    t_logits = numpy.maximum(x96 * (x106 + x162 + x32 * x51), x101 * x162 * (gemm_half_efficiency_dim + x163) / x163)
+    del x162, x163, x32
+    x164 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x95 * (bytes_per_element + x158 * x164) * (shared_experts * x143 + x153)
+    del x153
+    x165 = numpy.maximum(1, lora_rank)
+    x166 = tokens_mb * x165
+    x167 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x165)
+    x168 = numpy.maximum(x96 * (hidden * x165 + x106 + x166), x101 * x166 * (gemm_half_efficiency_dim + x167) / x167)
+    del x101, x167
+    x169 = x14 * x51
     del x14
-    x171 = numpy.minimum(numpy.minimum(tokens_mb, x166), x170)
-    x172 = x105 * x167
+    x170 = numpy.minimum(numpy.minimum(tokens_mb, x165), x169)
+    x171 = x105 * x166
     del x105
-    x173 = numpy.minimum(numpy.minimum(tokens_mb, x134), x166)
-    x174 = x12 * x51
+    x172 = numpy.minimum(numpy.minimum(tokens_mb, x134), x165)
+    x173 = x12 * x51
     del x12
-    x175 = numpy.minimum(numpy.minimum(tokens_mb, x166), x174)
-    x176 = x15 * x51
+    x174 = numpy.minimum(numpy.minimum(tokens_mb, x165), x173)
+    x175 = x15 * x51
     del x15
-    x177 = numpy.minimum(numpy.minimum(tokens_mb, x166), x176)
-    x178 = numpy.minimum(numpy.minimum(tokens_mb, x143), x166)
-    x179 = x169 + numpy.maximum(x96 * (x143 * x166 + x144 + x167), x143 * x172 * (gemm_half_efficiency_dim + x178) / x178)
-    del x144, x178
-    x180 = numpy.minimum(numpy.minimum(tokens_mb, x137), x166)
-    x181 = x169 + numpy.maximum(x96 * (x137 * x166 + x138 + x167), x137 * x172 * (gemm_half_efficiency_dim + x180) / x180)
-    del x138, x180
-    t_adapter = lora_k * (x169 + numpy.maximum(x170 * x172 * (gemm_half_efficiency_dim + x171) / x171, x96 * (tokens_mb * x170 + x166 * x170 + x167))) + lora_o * (x169 + numpy.maximum(x96 * (x134 * x166 + x135 + x167), x134 * x172 * (gemm_half_efficiency_dim + x173) / x173)) + lora_q * (x169 + numpy.maximum(x172 * x174 * (gemm_half_efficiency_dim + x175) / x175, x96 * (tokens_mb * x174 + x166 * x174 + x167))) + lora_v * (x169 + numpy.maximum(x172 * x176 * (gemm_half_efficiency_dim + x177) / x177, x96 * (tokens_mb * x176 + x166 * x176 + x167))) + moe_share * x40 * (lora_down * x179 + x179 * x56) + x50 * (lora_down * x181 + x181 * x56)
-    del x134, x135, x166, x167, x169, x170, x171, x172, x173, x174, x175, x176, x177, x179, x181, x40
-    x182 = -stage_params
-    x183 = -stage_embedding_params - x182
-    x184 = full_recompute + 2
-    dequant_mb = dequantize_base * x183 * x184 * x95 * (base_weight_bytes_per_param + bytes_per_element)
-    x185 = moe_share * t_moe
-    x186 = t_mlp * x50
-    x187 = t_proj + t_qkv
-    x188 = x185 + x186 + x187
-    x189 = t_core + t_elem + t_scores
-    x190 = x188 + x189
-    t_layer_fwd = t_adapter + x190
-    x191 = 3 * t_logits
-    x192 = reference_model * (stage_layers * x190 + t_logits)
-    del x190
-    x193 = selective * t_core
-    x194 = 3 * t_core
+    x176 = numpy.minimum(numpy.minimum(tokens_mb, x165), x175)
+    x177 = numpy.minimum(numpy.minimum(tokens_mb, x142), x165)
+    x178 = x168 + numpy.maximum(x96 * (x142 * x165 + x143 + x166), x142 * x171 * (gemm_half_efficiency_dim + x177) / x177)
+    del x143, x177
+    x179 = numpy.minimum(numpy.minimum(tokens_mb, x137), x165)
+    x180 = x168 + numpy.maximum(x96 * (x137 * x165 + x138 + x166), x137 * x171 * (gemm_half_efficiency_dim + x179) / x179)
+    del x138, x179
+    t_adapter = lora_k * (x168 + numpy.maximum(x169 * x171 * (gemm_half_efficiency_dim + x170) / x170, x96 * (tokens_mb * x169 + x165 * x169 + x166))) + lora_o * (x168 + numpy.maximum(x96 * (x134 * x165 + x135 + x166), x134 * x171 * (gemm_half_efficiency_dim + x172) / x172)) + lora_q * (x168 + numpy.maximum(x171 * x173 * (gemm_half_efficiency_dim + x174) / x174, x96 * (tokens_mb * x173 + x165 * x173 + x166))) + lora_v * (x168 + numpy.maximum(x171 * x175 * (gemm_half_efficiency_dim + x176) / x176, x96 * (tokens_mb * x175 + x165 * x175 + x166))) + moe_share * x40 * (lora_down * x178 + x178 * x56) + x50 * (lora_down * x180 + x180 * x56)
+    del x134, x135, x165, x166, x168, x169, x170, x171, x172, x173, x174, x175, x176, x178, x180, x40
+    x181 = -stage_params
+    x182 = -stage_embedding_params - x181
+    x183 = full_recompute + 2
+    dequant_mb = dequantize_base * x182 * x183 * x95 * (base_weight_bytes_per_param + bytes_per_element)
+    x184 = moe_share * t_moe
+    x185 = t_mlp * x50
+    x186 = t_proj + t_qkv
+    x187 = x184 + x185 + x186
+    x188 = t_core + t_elem + t_scores
+    x189 = x187 + x188
+    t_layer_fwd = t_adapter + x189
+    x190 = 3 * t_logits
+    x191 = reference_model * (stage_layers * x189 + t_logits)
+    del x189
+    x192 = selective * t_core
+    x193 = 3 * t_core
     del t_core
-    x195 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x194
+    x194 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x193
     del t_elem, t_proj, t_qkv, t_scores
-    x196 = x106 * x51
-    x197 = numpy.minimum(numpy.minimum(tokens_mb, x131), 2.0 * hidden)
-    x198 = t_mlp * x7
+    x195 = x106 * x51
+    x196 = numpy.minimum(numpy.minimum(tokens_mb, x131), 2.0 * hidden)
+    x197 = t_mlp * x7
     del t_mlp, x7
-    x199 = t_moe * x4
+    x198 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x188 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x185 + 3 * x186 + x195 + x90 * (moe_share * recompute_moe_act * t_moe_act + x193)) + x191 + x192 + x42 * (full_recompute * (x187 + x189 + x198 + x199) + x191 + x193 * x90 + x195 + 3 * x198 + 3 * x199 + 3 * numpy.maximum(x96 * (2.0 * x106 + x196 + x51 * x6), x100 * x113 * x83 * (gemm_half_efficiency_dim + x197) / x197))
-    del dequant_mb, t_adapter, t_moe_act, x100, x185, x186, x187, x189, x193, x195, x197, x198, x199, x6, x83, x96
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x192
-    del x192
-    weight_grad_mb = x64 * (stage_layers * x188 + t_logits)
-    del t_logits, x188
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x187 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x184 + 3 * x185 + x194 + x90 * (moe_share * recompute_moe_act * t_moe_act + x192)) + x190 + x191 + x42 * (full_recompute * (x186 + x188 + x197 + x198) + x190 + x192 * x90 + x194 + 3 * x197 + 3 * x198 + 3 * numpy.maximum(x96 * (2.0 * x106 + x195 + x51 * x6), x100 * x113 * x83 * (gemm_half_efficiency_dim + x196) / x196))
+    del dequant_mb, t_adapter, t_moe_act, x100, x184, x185, x186, x188, x192, x194, x196, x197, x198, x6, x83, x96
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x191
+    del x191
+    weight_grad_mb = x64 * (stage_layers * x187 + t_logits)
+    del t_logits, x187
     compute_s = compute_mb * microbatches
-    x200 = 2 * full_recompute + 4
-    x201 = stage_layers + x42
-    x202 = tp_intra_ranks - 1
-    x203 = 2 * intra_latency_s
-    x204 = tp_intra_ranks ** (-1.0)
-    x205 = tp * x204 - 1
-    x206 = 2 * inter_latency_s
-    x207 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x208 = bytes_per_element * x207
-    x209 = bytes_per_element * x113
+    x199 = 2 * full_recompute + 4
+    x200 = stage_layers + x42
+    x201 = tp_intra_ranks - 1
+    x202 = 2 * intra_latency_s
+    x203 = tp_intra_ranks ** (-1.0)
+    x204 = tp * x203 - 1
+    x205 = 2 * inter_latency_s
+    x206 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x207 = bytes_per_element * x113
     del x113
-    x210 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x211 = x210 / scale_out_bus_efficiency
-    x212 = collective_overhead_s * numpy.minimum(1, x160) + tokens_mb * x202 * x204 * x208 * x24 + x202 * x203 + x205 * x206 + x205 * x209 * x211 * x24
-    del x160, x202, x204, x205
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x200 * x201 * x212) + x200 * x201 * x212
-    del x200, x212
-    x213 = 3 * cp - 3
-    x214 = 1 - cp_intra
-    x215 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x216 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x217 = cp_intra * intra_latency_s + inter_latency_s * x214 + kv_heads * x18 * x209 / (cp_intra * x215 + x214 * x216)
-    del x209, x214
-    cp_comm_mb = -cp_overlap * numpy.minimum(x194 * x201, x201 * x213 * x217 * x30) + x201 * x213 * x217 * x30
-    del x194, x213, x217, x30
-    x218 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x219 = x218 ** (-1.0)
-    x220 = ep * x219 - 1
-    x221 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x208 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x209 = x208 / scale_out_bus_efficiency
+    x210 = bytes_per_element * tokens_mb * x201 * x203 * x206 * x24 + collective_overhead_s * numpy.minimum(1, x159) + x201 * x202 + x204 * x205 + x204 * x207 * x209 * x24
+    del x159, x201, x203, x204
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x199 * x200 * x210) + x199 * x200 * x210
+    del x199, x210
+    x211 = 3 * cp - 3
+    x212 = 1 - cp_intra
+    x213 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x214 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x215 = cp_intra * intra_latency_s + inter_latency_s * x212 + kv_heads * x18 * x207 / (cp_intra * x213 + x212 * x214)
+    del x207, x212
+    cp_comm_mb = -cp_overlap * numpy.minimum(x193 * x200, x200 * x211 * x215 * x30) + x200 * x211 * x215 * x30
+    del x193, x211, x215, x30
+    x216 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x217 = x216 ** (-1.0)
+    x218 = ep * x217 - 1
+    x219 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x222 = 1 - x221
-    x223 = 4 * etp - 4
+    x220 = 1 - x219
+    x221 = 4 * etp - 4
+    x222 = x106 / a2a_efficiency_factor
+    del x106
+    x223 = bytes_per_element * x222
     x224 = 1 - hierarchical_dispatch
-    x225 = x148 + x149
-    del x148, x149
-    x226 = x225 / a2a_efficiency_factor
-    x227 = x141 * x226 * (hierarchical_dispatch * (-x218 * x44 + 1) + x220 * x224 * x44)
-    del x141, x44
-    x228 = 1 - x219
-    del x219
-    x229 = x106 * x211 * x226 * x228 * (experts_per_token * x224 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x218 * (1 - x228 ** experts_per_token)))
-    del x106, x224, x226, x228
-    x230 = bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes
-    x231 = moe_share * x201
-    del x201
-    x232 = x231 * (4 * inter_latency_s * (x218 - 1) + 4 * intra_latency_s * x220 + sequence_parallel * (bytes_per_element * experts_per_token * x196 * x223 / (x215 * x221 + x216 * x222) + x223 * (inter_latency_s * x222 + intra_latency_s * x221)) + 2 * numpy.maximum(bytes_per_element * x229, x208 * x227) + 2 * numpy.maximum(x229 * x230, x207 * x227 * x230))
-    del x196, x208, x218, x220, x221, x222, x223, x227, x229, x230
+    x225 = x147 + x148
+    del x147, x148
+    x226 = experts_per_token * x225
+    x227 = x226 * (hierarchical_dispatch * (-x216 * x44 + 1) + x218 * x224 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x213 * (1 - deepep_dispatch))
+    del x44
+    x228 = 1 - x217
+    del x217
+    x229 = x209 * x225 * x228 * (experts_per_token * x224 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x216 * (1 - x228 ** experts_per_token)))
+    del x224, x228
+    x230 = x222 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x222
+    x231 = moe_share * x200
+    del x200
+    x232 = x231 * (4 * inter_latency_s * (x216 - 1) + 4 * intra_latency_s * x218 + sequence_parallel * (bytes_per_element * experts_per_token * x195 * x221 / (x213 * x219 + x214 * x220) + x221 * (inter_latency_s * x220 + intra_latency_s * x219)) + 2 * numpy.maximum(x223 * x227, x223 * x229) + 2 * numpy.maximum(x227 * x230, x229 * x230))
+    del x195, x216, x218, x219, x220, x221, x223, x227, x229, x230
     x233 = ep_overlap * numpy.minimum(x232, 3 * t_layer_fwd * x231)
     del x231
     ep_comm_mb = comm_sm_fraction * x233 / (1 - comm_sm_fraction) + x232 - x233
@@ -360,8 +362,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x236 = microbatches * vp
     x237 = 1 - pp_intra
     x238 = bytes_per_element * tokens_mb
-    pp_comm_s = x234 * (2 * pp + 2 * x236 - 2) * (inter_latency_s * x237 + intra_latency_s * pp_intra + 1.0 * x131 * x238 / (pp_intra * x215 + x216 * x237)) * numpy.minimum(1, x235)
-    del x215, x216, x237
+    pp_comm_s = x234 * (2 * pp + 2 * x236 - 2) * (inter_latency_s * x237 + intra_latency_s * pp_intra + 1.0 * x131 * x238 / (pp_intra * x213 + x214 * x237)) * numpy.minimum(1, x235)
+    del x213, x214, x237
     x239 = 1 - dp_overlap
     x240 = numpy.minimum(1, grad_shards - 1)
     x241 = numpy.minimum(dp, dp_intra_ranks)
@@ -370,10 +372,10 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x241
     x244 = dp * x243 - 1
     x245 = 2 * grad_comm_bytes_per_param
-    x246 = x207 * x245
+    x246 = x206 * x245
     x247 = stage_trainable_params * x246
-    x248 = x211 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x211
+    x248 = x209 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x209
     x249 = stage_trainable_params * x245
     x250 = x248 * x249
     x251 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
@@ -387,7 +389,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x245
     x257 = x248 * x256
     x258 = replica_intra_ranks - 1
-    x259 = x203 * x258
+    x259 = x202 * x258
     x260 = replica_intra_ranks ** (-1.0)
     x261 = shard_ranks ** (-1.0)
     x262 = x260 * x261
@@ -398,8 +400,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x260
     x267 = numpy.maximum(1, expert_dp_ranks * x266)
     x268 = x267 - 1
-    x269 = x240 * (x206 * x264 + x247 * x258 * x262 + x250 * x262 * x264 / x263 + x259 + x4 * (x206 * x268 + x255 * x258 * x266 + x257 * x266 * x268 / x267 + x259)) + (1 - x240) * (x2 * x244 * x250 + x203 * x242 + x206 * x244 + x242 * x243 * x247 + x4 * (x203 * x252 + x206 * x254 + x252 * x253 * x255 + x254 * x257 / expert_dp_ranks))
-    del x2, x203, x206, x242, x243, x244, x247, x250, x252, x253, x254, x255, x257, x258, x259, x262, x263, x264, x266, x267, x268
+    x269 = x240 * (x205 * x264 + x247 * x258 * x262 + x250 * x262 * x264 / x263 + x259 + x4 * (x205 * x268 + x255 * x258 * x266 + x257 * x266 * x268 / x267 + x259)) + (1 - x240) * (x2 * x244 * x250 + x202 * x242 + x205 * x244 + x242 * x243 * x247 + x4 * (x202 * x252 + x205 * x254 + x252 * x253 * x255 + x254 * x257 / expert_dp_ranks))
+    del x2, x202, x205, x242, x243, x244, x247, x250, x252, x253, x254, x255, x257, x258, x259, x262, x263, x264, x266, x267, x268
     x270 = numpy.minimum(dp_intra_ranks, shard_ranks)
     x271 = x270 - 1
     x272 = intra_latency_s * x271
@@ -407,7 +409,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x270
     x274 = shard_ranks * x273 - 1
     x275 = inter_latency_s * x274
-    x276 = x207 * x271 * x273
+    x276 = x206 * x271 * x273
     del x271, x273
     x277 = x248 * x261 * x274
     del x261, x274
@@ -418,13 +420,13 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x278
     x282 = expert_shard_ranks * x281 - 1
     x283 = inter_latency_s * x282
-    x284 = x207 * x279 * x281
-    del x207, x279, x281
+    x284 = x206 * x279 * x281
+    del x206, x279, x281
     x285 = x248 * x265 * x282
     del x248, x265, x282
     x286 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x64)
-    x287 = base_weight_bytes_per_param * x183 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x183
+    x287 = base_weight_bytes_per_param * x182 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x182
     x288 = bytes_per_element * (stage_adapter_params + stage_params * x64) + frozen_base * x287 - x286
     del stage_adapter_params, stage_params, x64
     x289 = 1 / 2 * microbatches * x240 * (x249 * x276 + x249 * x277 + 2 * x272 + 2 * x275 + x4 * (x256 * x284 + x256 * x285 + 2 * x280 + 2 * x283)) + 2 * microbatches * zero3 * (x272 + x275 + x276 * x288 + x277 * x288 + x4 * (x280 + x283 + x284 * x286 + x285 * x286))
@@ -439,18 +441,18 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x294 = full_recompute + 3
     x295 = expert_overhead_s * x65 + moe_layer_overhead_s
     del x65
-    x296 = 2.0 * x146 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x296 = 2.0 * x145 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x4
     x297 = numpy.maximum(0, cuda_graphs - x296 - 1)
     x298 = 1 - x297
-    x299 = dispatch_host_sync * x146
+    x299 = dispatch_host_sync * x145
     x300 = stage_layers * x298
     x301 = host_launch_factor * moe_share * x294 * x295 * x300
     x302 = microbatches ** (-1.0)
-    x303 = (x293 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x297 * x302 + x300 * (graph_launch_s * x184 * (-x297 + numpy.minimum(1, cuda_graphs - x296)) + layer_overhead_s * x294)) + x301 * (1 - x299)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x184, x296, x297, x300
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x146 * x294 * x295 * x298 - x293 + x303)
-    del x146, x293, x294, x295, x298
+    x303 = (x293 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x297 * x302 + x300 * (graph_launch_s * x183 * (-x297 + numpy.minimum(1, cuda_graphs - x296)) + layer_overhead_s * x294)) + x301 * (1 - x299)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x183, x296, x297, x300
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x145 * x294 * x295 * x298 - x293 + x303)
+    del x145, x293, x294, x295, x298
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
@@ -468,14 +470,14 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x310 = stage_trainable_params / optimizer_shards
     optimizer_s = x95 * (x309 + x310) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x95
-    x311 = microbatches * stage_extra_layers * (compute_mb - x191) * (x308 + 1) / stage_layers
-    del compute_mb, x191, x308
+    x311 = microbatches * stage_extra_layers * (compute_mb - x190) * (x308 + 1) / stage_layers
+    del compute_mb, x190, x308
     x312 = dp_comm_s + pp_comm_s
     x313 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x312
     x314 = gpus + 0.474798
     x315 = gpus ** (-1.0)
     x316 = x314 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x313 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x313 * numpy.maximum(0, -x147 * erfinv(1.71458910109456 * x315 * x316 * (0.0686881539789491 * x316 + 0.112063) - 1 + 1.16023 / x314)) + x311 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x311 + x313)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x313 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x313 * numpy.maximum(0, -x146 * erfinv(1.71458910109456 * x315 * x316 * (0.0686881539789491 * x316 + 0.112063) - 1 + 1.16023 / x314)) + x311 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x311 + x313)
     del x311, x314, x316
     step_time_s = straggler_s + x313
     del x313
@@ -491,8 +493,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x320 = expert_weight_shards ** (-1.0)
     x321 = weight_shards ** (-1.0)
     x322 = base_weight_bytes_per_param * stage_expert_params
-    weights_bytes = frozen_base * (x320 * x322 + x321 * (x287 - x322)) + reference_model * (bytes_per_element * stage_expert_params * x320 + bytes_per_element * x321 * (-stage_expert_params - x182)) + stage_trainable_expert_params * weight_bytes_per_param * x320 + stage_trainable_params * weight_bytes_per_param * x321
-    del stage_expert_params, x182, x287, x320, x321, x322
+    weights_bytes = frozen_base * (x320 * x322 + x321 * (x287 - x322)) + reference_model * (bytes_per_element * stage_expert_params * x320 + bytes_per_element * x321 * (-stage_expert_params - x181)) + stage_trainable_expert_params * weight_bytes_per_param * x320 + stage_trainable_params * weight_bytes_per_param * x321
+    del stage_expert_params, x181, x287, x320, x321, x322
     grads_bytes = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
     optimizer_state_bytes = optimizer_bytes_per_param * x309 + optimizer_bytes_per_param * x310
@@ -508,157 +510,156 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x330 = x137 * x50
     del x50
     x331 = 1 - recompute_norms
-    x332 = shared_experts * tokens_mb * x143
-    del x143
-    x333 = tokens_mb * x225
-    del x225
-    x334 = experts_per_token * x333
-    x335 = 2 * mlp_matrices
-    x336 = tokens_mb * x335
-    x337 = linear_input_bytes + x335 - 2
-    del x335
-    x338 = hidden * linear_input_bytes
-    x339 = tokens_mb * x24
-    x340 = micro_batch * x129 * x130 * (dropout_masks + 4) / cp ** 2
+    x332 = shared_experts * tokens_mb * x142
+    del x142
+    x333 = tokens_mb * x226
+    del x226
+    x334 = 2 * mlp_matrices
+    x335 = tokens_mb * x334
+    x336 = linear_input_bytes + x334 - 2
+    del x334
+    x337 = hidden * linear_input_bytes
+    x338 = tokens_mb * x24
+    x339 = micro_batch * x129 * x130 * (dropout_masks + 4) / cp ** 2
     del x129, x130
-    x341 = x331 * x333 * x338
-    del x333
-    x342 = -frozen_base * (linear_input_bytes * tokens_mb * x330 * (1 - lora_down) + x341 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x341 * (1 - numpy.minimum(1, x56))) + lora_rank * x238 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x332 + x334 * x46) * (linear_input_bytes * recompute_moe_act + x159 * (2 - x165)) + moe_share * (-x137 * x336 + x332 * x337 + x334 * (etp * x338 + x337 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x327 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x107 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x324 * x328 + x340)) + x324 * x51 * (x18 * x328 - x24 * (x329 + 1)) + x324 * (q_lora_rank + x17) + x326 * (2 * dropout_masks + 8) + x51 * (ffn * x336 + x325 * (4 * x329 + 2) + x339 + x340) - (1 - 1 / 2 * linear_input_bytes) * (x324 * x330 + x327 * x331)
-    del moe_share, tokens_mb, x0, x107, x11, x137, x159, x165, x17, x18, x24, x25, x29, x324, x325, x326, x327, x328, x329, x330, x331, x332, x334, x336, x337, x338, x340, x341, x46, x56, x68
-    x343 = full_recompute * x161 * x339 + x342 * x90
-    del x161, x339, x90
-    activation_bytes = full_recompute * x342 + linear_value_heads * x108 * x238 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x306 * x343 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x234 * numpy.minimum(x236, pp * vp + x235 * numpy.minimum(1, vp - 1))) + x323 + x42 * (x323 + x343)
-    del microbatches, x108, x234, x235, x236, x238, x306, x323, x342, x343, x42, x51
+    x340 = tokens_mb * x225 * x331 * x337
+    del x225
+    x341 = -frozen_base * (linear_input_bytes * tokens_mb * x330 * (1 - lora_down) + x340 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x340 * (1 - numpy.minimum(1, x56))) + lora_rank * x238 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x332 + x333 * x46) * (linear_input_bytes * recompute_moe_act + x158 * (2 - x164)) + moe_share * (-x137 * x335 + x332 * x336 + x333 * (etp * x337 + x336 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x327 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x107 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x324 * x328 + x339)) + x324 * x51 * (x18 * x328 - x24 * (x329 + 1)) + x324 * (q_lora_rank + x17) + x326 * (2 * dropout_masks + 8) + x51 * (ffn * x335 + x325 * (4 * x329 + 2) + x338 + x339) - (1 - 1 / 2 * linear_input_bytes) * (x324 * x330 + x327 * x331)
+    del moe_share, tokens_mb, x0, x107, x11, x137, x158, x164, x17, x18, x24, x25, x29, x324, x325, x326, x327, x328, x329, x330, x331, x332, x333, x335, x336, x337, x339, x340, x46, x56, x68
+    x342 = full_recompute * x160 * x338 + x341 * x90
+    del x160, x338, x90
+    activation_bytes = full_recompute * x341 + linear_value_heads * x108 * x238 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x306 * x342 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x234 * numpy.minimum(x236, pp * vp + x235 * numpy.minimum(1, vp - 1))) + x323 + x42 * (x323 + x342)
+    del microbatches, x108, x234, x235, x236, x238, x306, x323, x341, x342, x42, x51
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x344 = nodes / (rack_mtbf_s * rack_nodes)
-    x345 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x346 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x347 = x344 + x345 + x346
-    system_mtbf_s = x347 ** (-1.0)
-    x348 = node_repair_s * x344
-    x349 = numpy.exp(-x348)
-    x350 = node_repair_s * x345
-    x351 = -spare_nodes
-    x352 = rack_nodes + x351
-    x353 = x348 * x349
-    del x348
-    x354 = 2 * rack_nodes + x351
-    x355 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x349 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x356 = 3 * rack_nodes + x351
-    x357 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x349 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x358 = 4 * rack_nodes + x351
-    x359 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x349 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x360 = 5 * rack_nodes + x351
-    x361 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x349 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x362 = 6 * rack_nodes + x351
-    x363 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x349 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x364 = 7 * rack_nodes + x351
-    x365 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x349 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x366 = 8 * rack_nodes + x351
-    x367 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x349 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x368 = 9 * rack_nodes + x351
-    x369 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x349 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x370 = 10 * rack_nodes + x351
-    x371 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x349 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x372 = 11 * rack_nodes + x351
-    x373 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x349 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x344 * (x349 * poisson_cdf(-x352, x350) + x353 * poisson_cdf(-x354, x350) + x355 * poisson_cdf(-x356, x350) + x357 * poisson_cdf(-x358, x350) + x359 * poisson_cdf(-x360, x350) + x361 * poisson_cdf(-x362, x350) + x363 * poisson_cdf(-x364, x350) + x365 * poisson_cdf(-x366, x350) + x367 * poisson_cdf(-x368, x350) + x369 * poisson_cdf(-x370, x350) + x371 * poisson_cdf(-x372, x350) + x373 * poisson_cdf(-12 * rack_nodes - x351, x350)) + x345 * (x349 * poisson_cdf(spare_nodes - 1, x350) + x353 * poisson_cdf(-x352 - 1, x350) + x355 * poisson_cdf(-x354 - 1, x350) + x357 * poisson_cdf(-x356 - 1, x350) + x359 * poisson_cdf(-x358 - 1, x350) + x361 * poisson_cdf(-x360 - 1, x350) + x363 * poisson_cdf(-x362 - 1, x350) + x365 * poisson_cdf(-x364 - 1, x350) + x367 * poisson_cdf(-x366 - 1, x350) + x369 * poisson_cdf(-x368 - 1, x350) + x371 * poisson_cdf(-x370 - 1, x350) + x373 * poisson_cdf(-x372 - 1, x350)) + x346)
-    del x344, x345, x346, x349, x350, x351, x352, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373
-    x374 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x375 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x347 * (x374 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x347 * (-manual_restart_s + x374 - x375))) + x374 - x375
-    del x347, x374, x375
+    x343 = nodes / (rack_mtbf_s * rack_nodes)
+    x344 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x345 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x346 = x343 + x344 + x345
+    system_mtbf_s = x346 ** (-1.0)
+    x347 = node_repair_s * x343
+    x348 = numpy.exp(-x347)
+    x349 = node_repair_s * x344
+    x350 = -spare_nodes
+    x351 = rack_nodes + x350
+    x352 = x347 * x348
+    del x347
+    x353 = 2 * rack_nodes + x350
+    x354 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x348 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x355 = 3 * rack_nodes + x350
+    x356 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x348 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x357 = 4 * rack_nodes + x350
+    x358 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x348 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x359 = 5 * rack_nodes + x350
+    x360 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x348 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x361 = 6 * rack_nodes + x350
+    x362 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x348 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x363 = 7 * rack_nodes + x350
+    x364 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x348 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x365 = 8 * rack_nodes + x350
+    x366 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x348 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x367 = 9 * rack_nodes + x350
+    x368 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x348 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x369 = 10 * rack_nodes + x350
+    x370 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x348 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x371 = 11 * rack_nodes + x350
+    x372 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x348 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x343 * (x348 * poisson_cdf(-x351, x349) + x352 * poisson_cdf(-x353, x349) + x354 * poisson_cdf(-x355, x349) + x356 * poisson_cdf(-x357, x349) + x358 * poisson_cdf(-x359, x349) + x360 * poisson_cdf(-x361, x349) + x362 * poisson_cdf(-x363, x349) + x364 * poisson_cdf(-x365, x349) + x366 * poisson_cdf(-x367, x349) + x368 * poisson_cdf(-x369, x349) + x370 * poisson_cdf(-x371, x349) + x372 * poisson_cdf(-12 * rack_nodes - x350, x349)) + x344 * (x348 * poisson_cdf(spare_nodes - 1, x349) + x352 * poisson_cdf(-x351 - 1, x349) + x354 * poisson_cdf(-x353 - 1, x349) + x356 * poisson_cdf(-x355 - 1, x349) + x358 * poisson_cdf(-x357 - 1, x349) + x360 * poisson_cdf(-x359 - 1, x349) + x362 * poisson_cdf(-x361 - 1, x349) + x364 * poisson_cdf(-x363 - 1, x349) + x366 * poisson_cdf(-x365 - 1, x349) + x368 * poisson_cdf(-x367 - 1, x349) + x370 * poisson_cdf(-x369 - 1, x349) + x372 * poisson_cdf(-x371 - 1, x349)) + x345)
+    del x343, x344, x345, x348, x349, x350, x351, x352, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372
+    x373 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x374 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x346 * (x373 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x346 * (-manual_restart_s + x373 - x374))) + x373 - x374
+    del x346, x373, x374
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x376 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x377 = checkpoint_bytes * x315
-    x378 = x376 * x377
-    x379 = ckpt_async * x378
-    x380 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x381 = ckpt_sync * x380
-    x382 = x210 * x377
-    del x210, x377
-    x383 = ckpt_in_memory * (x378 + x382)
-    del x378
-    x384 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x385 = grad_bytes_per_param * trainable_params * x315
+    x375 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x376 = checkpoint_bytes * x315
+    x377 = x375 * x376
+    x378 = ckpt_async * x377
+    x379 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x380 = ckpt_sync * x379
+    x381 = x208 * x376
+    del x208, x376
+    x382 = ckpt_in_memory * (x377 + x381)
+    del x377
+    x383 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x384 = grad_bytes_per_param * trainable_params * x315
     del x315
-    x386 = optimizer_s - step_time_s
-    x387 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x376 * x385 / (1 - (1 - numpy.minimum(1, x384)) ** gockpt_steps) + x386)
-    del x376
-    checkpoint_stall_s = x379 + x381 + x383 + x387
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x379 + 2 * x381 + 2 * x383 + 2 * x387))
-    x388 = ckpt_async * x380
-    x389 = system_mtbf_s ** (-1.0)
-    x390 = checkpoint_stall_s * x389
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x385 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x386))) / numpy.log(1 - numpy.minimum(0.999999999999, x384))))) - 1) + 1
-    del x384, x385, x386
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x380) + x388), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x379 + 1 / 2 * x381 + 1 / 2 * x383 + 1 / 2 * x387), -checkpoint_stall_s + young_interval_s * (1 / 6 * x147 * numpy.sqrt(x390) + 1 / 18 * x390 + 1), system_mtbf_s)))
-    del x147, x379, x381, x383, x387
-    commit_latency_s = ckpt_gockpt * (step_time_s + x380) + x388
-    del x380, x388
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x382 + failure_restart_s
-    del failure_restart_s, x382
-    x391 = seq_len / critical_batch_tokens
-    steps = tokens * x76 * (global_batch * x391 + 1) / (global_batch * token_efficiency * (reference_batch * x391 + 1))
-    del x391, x76
+    x385 = optimizer_s - step_time_s
+    x386 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x375 * x384 / (1 - (1 - numpy.minimum(1, x383)) ** gockpt_steps) + x385)
+    del x375
+    checkpoint_stall_s = x378 + x380 + x382 + x386
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x378 + 2 * x380 + 2 * x382 + 2 * x386))
+    x387 = ckpt_async * x379
+    x388 = system_mtbf_s ** (-1.0)
+    x389 = checkpoint_stall_s * x388
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x384 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x385))) / numpy.log(1 - numpy.minimum(0.999999999999, x383))))) - 1) + 1
+    del x383, x384, x385
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x379) + x387), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x378 + 1 / 2 * x380 + 1 / 2 * x382 + 1 / 2 * x386), -checkpoint_stall_s + young_interval_s * (1 / 6 * x146 * numpy.sqrt(x389) + 1 / 18 * x389 + 1), system_mtbf_s)))
+    del x146, x378, x380, x382, x386
+    commit_latency_s = ckpt_gockpt * (step_time_s + x379) + x387
+    del x379, x387
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x381 + failure_restart_s
+    del failure_restart_s, x381
+    x390 = seq_len / critical_batch_tokens
+    steps = tokens * x76 * (global_batch * x390 + 1) / (global_batch * token_efficiency * (reference_batch * x390 + 1))
+    del x390, x76
     solve_time_s = step_time_s * steps
-    x392 = numpy.exp(commit_latency_s * x389)
-    x393 = numpy.exp(x389 * (checkpoint_interval_s + checkpoint_stall_s))
-    x394 = solve_time_s * x392 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x392 + x394 * (x393 - 1) - 1) * numpy.exp(restart_s * x389)
-    del x392
-    failure_stepping_s = system_mtbf_s * x394 * (x393 - numpy.exp(x390))
-    del x390, x393, x394
+    x391 = numpy.exp(commit_latency_s * x388)
+    x392 = numpy.exp(x388 * (checkpoint_interval_s + checkpoint_stall_s))
+    x393 = solve_time_s * x391 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x391 + x393 * (x392 - 1) - 1) * numpy.exp(restart_s * x388)
+    del x391
+    failure_stepping_s = system_mtbf_s * x393 * (x392 - numpy.exp(x389))
+    del x389, x392, x393
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x395 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x395)
-    x396 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x396 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x396
-    del x396
-    expected_failures = failure_wall_s * x389
-    del x389
+    x394 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x394)
+    x395 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x395 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x395
+    del x395
+    expected_failures = failure_wall_s * x388
+    del x388
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x395
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x394
     del failure_stepping_s
-    x397 = -wall_time_s
+    x396 = -wall_time_s
     gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x317 * (cp_comm_s + ep_comm_s + tp_comm_s + x312) + compute_power_fraction * compute_s * x317)
     del x312, x317
-    x398 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x397)
+    x397 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x396)
     del stepping_s
-    energy_gpu_j = gpus * x398
-    x399 = network_power_per_node_w + node_overhead_power_w
-    x400 = nodes * x399
+    energy_gpu_j = gpus * x397
+    x398 = network_power_per_node_w + node_overhead_power_w
+    x399 = nodes * x398
     del nodes
-    x401 = spare_nodes * (gpus_per_node * idle_power_w + x399) + x400
-    del x399
-    energy_it_j = energy_gpu_j + wall_time_s * x401
-    energy_facility_j = energy_it_j * pue
-    x402 = eval_time_s + rollbacks * x395
-    del x395
-    x403 = pue * (gpu_step_power_w * gpus + x400)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x400) * (-failure_wall_s - x397 - x402) - solve_time_s * x403 - x402 * x403
-    del failure_wall_s, x400, x402, x403
-    x404 = wall_time_s ** (-1.0)
-    gpu_power_w = x398 * x404
+    x400 = spare_nodes * (gpus_per_node * idle_power_w + x398) + x399
     del x398
-    avg_power_w = energy_facility_j * x404
-    del x404
-    peak_power_w = pue * (gpus * max_power_w + x401)
-    del x401
-    x405 = gpus + gpus_per_node * spare_nodes
-    x406 = 0.000277777777777778 * x405
-    gpu_hours = wall_time_s * x406
-    cost_cloud_usd = price_usd_per_gpu_hour * x406 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x397), wall_time_s)
-    del x397, x406
-    x407 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x407 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x405)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x400
+    energy_facility_j = energy_it_j * pue
+    x401 = eval_time_s + rollbacks * x394
+    del x394
+    x402 = pue * (gpu_step_power_w * gpus + x399)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x399) * (-failure_wall_s - x396 - x401) - solve_time_s * x402 - x401 * x402
+    del failure_wall_s, x399, x401, x402
+    x403 = wall_time_s ** (-1.0)
+    gpu_power_w = x397 * x403
+    del x397
+    avg_power_w = energy_facility_j * x403
+    del x403
+    peak_power_w = pue * (gpus * max_power_w + x400)
+    del x400
+    x404 = gpus + gpus_per_node * spare_nodes
+    x405 = 0.000277777777777778 * x404
+    gpu_hours = wall_time_s * x405
+    cost_cloud_usd = price_usd_per_gpu_hour * x405 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x396), wall_time_s)
+    del x396, x405
+    x406 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x406 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x404)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x405 * x407
-    del x405, x407
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x404 * x406
+    del x404, x406
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

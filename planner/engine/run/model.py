@@ -559,8 +559,10 @@ def _ep_alltoall(x: dict, r: dict, bytes_per_element):
     out = moe.remote_copies_per_token(k, domains, x["routed_node_limit"],
                                       x["hierarchical_dispatch"])
     factor = x["a2a_efficiency_factor"]
+    up_bytes_per_s = factor * moe.dispatch_scale_up_bandwidth(
+        _scale_up(x), x["deepep_scale_up_bytes_per_s"], x["deepep_dispatch"])
     return moe.two_level_alltoall_time(
-        up * token_bytes, out * token_bytes, factor * _scale_up(x), factor * _scale_out(x),
+        up * token_bytes, out * token_bytes, up_bytes_per_s, factor * _scale_out(x),
         domain_ranks, domains, x["intra_latency_s"], x["inter_latency_s"])
 
 

@@ -329,9 +329,10 @@ def test_independent_runs_load_every_row_with_its_reason():
     dp = cases.gpus // (cases.tp * cases.pp * cases.cp)
     assert (dp * cases.tp * cases.pp * cases.cp == cases.gpus).all()
     assert (cases.global_batch % (dp * cases.micro_batch) == 0).all()
-    # torchtitan's two uncompiled rows run eagerly (tests/test_elementwise_fusion.py)
+    # torchtitan's two uncompiled rows run eagerly (tests/test_elementwise_fusion.py), its
+    # DeepEP rows (use_deepep = true) on the DeepEP stack (tests/test_moe_physics.py)
     assert set(cases["stack"]) == {"torchtitan-fsdp2", "torchtitan-fsdp2-eager",
-                                   "megatron-core-2025"}
+                                   "torchtitan-fsdp2-deepep", "megatron-core-2025"}
     assert (cases["stack"] == "torchtitan-fsdp2-eager").sum() == 2
     assert set(x.units_of(cases)["loso"]) == {"pytorch/torchtitan", "arXiv:2407.21783",
                                               "www.intel.com/content"}

@@ -161,14 +161,23 @@ def _torchtitan_deepep_rows(params=None):
 
 
 def test_torchtitan_deepep_rows_at_the_measured_deepep_rate():
-    # torchtitan's DeepEP Qwen3-30B-A3B rows (B200, EP8 in one node; held out): at the
-    # links' 720 GB/s they are predicted 22-40 % too fast; at DeepEP's measured B200 rate
-    # (the stack naming its DeepEP dispatch) -1 to -9 %
-    at_link = _torchtitan_deepep_rows()
-    assert len(at_link) == 6 and (at_link.error > 0.2).all()
-    deepep = _torchtitan_deepep_rows({"stack:torchtitan-fsdp2": {"deepep_dispatch": 1.0}})
-    assert (deepep.error.abs() <= 0.12).all()
+    # torchtitan's DeepEP Qwen3-30B-A3B rows (B200, EP8 in one node; held out) run on
+    # torchtitan-fsdp2-deepep (their configs set use_deepep = true): at DeepEP's measured B200
+    # rate -1 to -9 %; at the links' 720 GB/s (the stack's flag off) 22-40 % too fast
+    deepep = _torchtitan_deepep_rows()
+    assert len(deepep) == 6 and set(deepep["stack"]) == {"torchtitan-fsdp2-deepep"}
+    assert (deepep.error.abs() <= 0.12).all(), deepep.error.round(3).tolist()
+    at_link = _torchtitan_deepep_rows({"stack:torchtitan-fsdp2-deepep": {"deepep_dispatch": 0.0}})
+    assert (at_link.error > 0.2).all()
     assert (deepep.ep_comm_s > 3 * at_link.ep_comm_s).all()
+
+
+def test_torchtitan_deepep_stack_is_torchtitan_fsdp2_with_deepeps_dispatch():
+    catalog = load_catalog()
+    deepep, base = catalog.stack("torchtitan-fsdp2-deepep"), catalog.stack("torchtitan-fsdp2")
+    a, b = deepep.quantities(), base.quantities()
+    changed = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+    assert changed == {"deepep_dispatch"} and deepep.deepep_dispatch.value == 1.0
 
 
 def test_no_moe_run_moves_with_the_deepep_rate():

@@ -143,6 +143,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,6 +183,16 @@ def replace_value(path: Path, pattern: str, value: float) -> None:
     path.write_text(text)
 
 
+def holding_file(path: Path, pattern: str) -> Path:
+    """The stack file that holds the entry ``pattern`` matches: ``path``, or where the stack
+    takes the entry from the stack it ``extends``, that stack's file (the one value both use)."""
+    text = path.read_text()
+    base = tomllib.loads(text).get("extends")
+    if base is None or re.search(pattern, text, flags=re.M):
+        return path
+    return holding_file(path.with_name(f"{base}.toml"), pattern)
+
+
 def write_values(values: dict) -> None:
     """Replace the ``value`` of each fitted entry in place (sources are kept)."""
     data = ROOT / "hardware_catalog" / "data"
@@ -200,8 +211,8 @@ def write_values(values: dict) -> None:
             # the entry's top-level line, or for a stack on one accelerator the line in its
             # [on_accelerator.<id>] table (lines up to the name: none opens a table)
             start = rf"^\[on_accelerator\.{re.escape(hw)}\]\n" if hw else r"\A"
-            replace_value(path, rf"({start}(?:(?!\[)[^\n]*\n)*?{name} = \{{ value = )[^,]+",
-                          value)
+            pattern = rf"({start}(?:(?!\[)[^\n]*\n)*?{name} = \{{ value = )[^,]+"
+            replace_value(holding_file(path, pattern), pattern, value)
 
 
 def main(argv=None) -> int:

@@ -183,14 +183,15 @@ def replace_value(path: Path, pattern: str, value: float) -> None:
     path.write_text(text)
 
 
-def holding_file(path: Path, pattern: str) -> Path:
-    """The stack file that holds the entry ``pattern`` matches: ``path``, or where the stack
-    takes the entry from the stack it ``extends``, that stack's file (the one value both use)."""
+def inherits_from_an_owner(path: Path, pattern: str, owners, hw: str) -> bool:
+    """Whether the stack file ``path`` states no entry ``pattern`` matches and takes it from a
+    stack it ``extends`` that is itself one of ``owners`` (whose own line is written)."""
     text = path.read_text()
     base = tomllib.loads(text).get("extends")
     if base is None or re.search(pattern, text, flags=re.M):
-        return path
-    return holding_file(path.with_name(f"{base}.toml"), pattern)
+        return False
+    return (f"stack:{base}" + (f"@{hw}" if hw else "") in owners
+            or inherits_from_an_owner(path.with_name(f"{base}.toml"), pattern, owners, hw))
 
 
 def write_values(values: dict) -> None:
@@ -212,7 +213,8 @@ def write_values(values: dict) -> None:
             # [on_accelerator.<id>] table (lines up to the name: none opens a table)
             start = rf"^\[on_accelerator\.{re.escape(hw)}\]\n" if hw else r"\A"
             pattern = rf"({start}(?:(?!\[)[^\n]*\n)*?{name} = \{{ value = )[^,]+"
-            replace_value(holding_file(path, pattern), pattern, value)
+            if not inherits_from_an_owner(path, pattern, owners, hw):
+                replace_value(path, pattern, value)
 
 
 def main(argv=None) -> int:

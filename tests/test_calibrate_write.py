@@ -1,10 +1,13 @@
 """benchmarks/calibrate.py --write puts each fitted value where the catalog reads it: a
-stack that ``extends`` another takes an entry it does not state from that stack's file."""
+stack that ``extends`` another and states no line of an entry takes the line of its base,
+an owner of the same entry, which is written; fitted alone it has no line (refused)."""
 
 import importlib.util
 import shutil
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from planner.analysis.calibration import GRID
 
@@ -40,3 +43,6 @@ def test_every_top_level_grid_entry_is_written_to_the_file_that_holds_it(tmp_pat
     base = tomllib.loads((stacks / "torchtitan-fsdp2.toml").read_text())
     owners, name = next(k for k in values if "stack:torchtitan-fsdp2-eager" in k[0])
     assert base[name]["value"] == values[(owners, name)]
+    # fitted on its own, the eager stack has no line of its own to take the value
+    with pytest.raises(AssertionError):
+        calibrate.write_values({(("stack:torchtitan-fsdp2-eager",), name): 0.5})

@@ -149,17 +149,24 @@ def c_source(func: ast.FunctionDef, per_row: frozenset[str], table: tuple[str, .
     lines = [f"{storage + ' ' if storage else ''}void {name}(long n, const double *restrict scalars,",
              "          const double *const *restrict arrays, const int *restrict index,",
              "          const double *restrict table, double *const *restrict out)", "{"]
-    lines += [f"    const double v_{a} = scalars[{k}];" for k, a in enumerate(scalars)]
-    lines += [f"    const double *restrict p_{a} = arrays[{k}];" for k, a in enumerate(arrays)]
+    read = set().union(*(loaded_names(s.value) for s in assigns),
+                       *(loaded_names(r) for r in results),
+                       *(loaded_names(v) for _, v in hoist.hoisted))
+    # an input a (specialised) kernel does not read keeps its place but is not loaded
+    lines += [f"    const double v_{a} = scalars[{k}];" for k, a in enumerate(scalars)
+              if a in read]
+    lines += [f"    const double *restrict p_{a} = arrays[{k}];" for k, a in enumerate(arrays)
+              if a in read]
     lines += [f"    double *restrict o_{k} = out[{k}];" for k in range(len(results))]
     lines += [f"    const double v_{s.targets[0].id} = {_c(s.value)};" for s in assigns
               if s.targets[0].id not in varies]
     lines += [f"    const double v_{target} = {_c(value)};" for target, value in hoist.hoisted]
     lines += ["    #pragma omp simd", "    for (long i = 0; i < n; i++) {"]
-    if table:
+    if read & set(table):
         lines.append(f"        const int row = index[i] * {len(table)};")
-        lines += [f"        const double v_{a} = table[row + {k}];" for k, a in enumerate(table)]
-    lines += [f"        const double v_{a} = p_{a}[i];" for a in arrays]
+        lines += [f"        const double v_{a} = table[row + {k}];" for k, a in enumerate(table)
+                  if a in read]
+    lines += [f"        const double v_{a} = p_{a}[i];" for a in arrays if a in read]
     lines += [f"        const double v_{target} = {_c(value)};" for target, value in looped]
     lines += [f"        o_{k}[i] = {_c(r)};" for k, r in enumerate(results)]
     lines += ["    }", "}", ""]

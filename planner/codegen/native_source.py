@@ -32,6 +32,7 @@ import hashlib
 from pathlib import Path
 from types import SimpleNamespace
 
+from planner.codegen import specialise
 from planner.codegen.c_translate import (
     C_CODES,
     C_OPS,
@@ -137,9 +138,12 @@ PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_mod
 """
 
 
-def _kernel_part(outputs: tuple[str, ...], name: str, storage: str):
+def _kernel_part(outputs: tuple[str, ...], name: str, storage: str,
+                 variants: tuple[tuple[str, tuple[str, ...]], ...] = ()):
     """The C of the split kernel's main part for ``outputs`` with :data:`ROW_ARRAYS`
-    arrays, and its manifest entry."""
+    arrays, and its manifest entry; with ``variants`` (suffix, scalar inputs taken as
+    zero), also one specialised copy each (:mod:`planner.codegen.specialise`), named
+    ``name_suffix``, reading the same scalars, arrays and table."""
     arrays = ROW_ARRAYS & set(generated.partial_kernel(outputs)[1])
     trees = generated.split_kernel_trees(tuple(outputs), arrays)
     if trees is None:
@@ -148,6 +152,18 @@ def _kernel_part(outputs: tuple[str, ...], name: str, storage: str):
     text, scalars, array_names = c_source(main, arrays, shared, name=name, storage=storage)
     entry = {"outputs": tuple(outputs), "array_set": tuple(sorted(arrays)),
              "scalars": scalars, "arrays": array_names, "table": tuple(shared)}
+    kept = []
+    for suffix, zeros in variants:
+        zeros = tuple(z for z in zeros if z in scalars)
+        copy_text, copy_scalars, copy_arrays = c_source(
+            specialise.folded(main, zeros), arrays, shared, name=f"{name}_{suffix}",
+            storage=storage)
+        if (copy_scalars, copy_arrays) != (scalars, array_names):
+            raise RuntimeError(f"{name}_{suffix}: reads other inputs than {name}")
+        text += "\n" + copy_text
+        kept.append((suffix, zeros))
+    if variants:
+        entry["variants"] = tuple(kept)
     return text, entry
 
 
@@ -205,9 +221,28 @@ def _column_spec(column: str) -> tuple[int, tuple[float, ...]]:
     return SEARCH_OUTPUTS.index(column), tuple(divisors)
 
 
-def search_driver(arrays: tuple[str, ...]) -> str:
+def kernel_choice(scalars: tuple[str, ...], variants) -> str:
+    """The C function that picks the search kernel for a call: the first of ``variants``
+    (suffix, scalar inputs taken as zero) whose inputs are all exactly zero in the call's
+    ``scalars`` (in the order ``scalars``), else the full kernel."""
+    lines = ["typedef void (*search_kernel_fn)(long, const double *restrict,",
+             "    const double *const *restrict, const int *restrict, const double *restrict,",
+             "    double *const *restrict);", "",
+             "/* the most specialised kernel whose dropped inputs are all zero in this call",
+             "   (planner/codegen/specialise.py); specialised == 0: the full kernel */",
+             "static search_kernel_fn pick_kernel(const double *restrict scalars, int specialised)",
+             "{", "    if (!specialised) return search_kernel;"]
+    for suffix, zeros in variants:
+        tests = " && ".join(f"scalars[{scalars.index(z)}] == 0.0" for z in zeros) or "1"
+        lines.append(f"    if ({tests})\n        return search_kernel_{suffix};")
+    lines += ["    return search_kernel;", "}"]
+    return "\n".join(lines)
+
+
+def search_driver(arrays: tuple[str, ...], scalars: tuple[str, ...], variants) -> str:
     """The C of ``capplan_search`` and ``capplan_layouts`` around ``search_kernel``
-    (``arrays``: its array arguments)."""
+    (``arrays``: its array arguments; ``scalars``: its scalar ones; ``variants``: its
+    specialised copies, :func:`kernel_choice`)."""
     outputs = len(SEARCH_OUTPUTS)
     columns = [_column_spec(c) for c in SEARCH_OBJECTIVES]
     deadline, budget, power = (_divided(_column_spec(c)) for c in SEARCH_CONSTRAINTS)
@@ -226,7 +261,7 @@ def search_driver(arrays: tuple[str, ...]) -> str:
         for k in range(len(columns)))
     sets = ", ".join(SEARCH_SETS)
     key_list = ", ".join(f"t_{k}" for k in range(len(columns)))
-    return f"""
+    return kernel_choice(scalars, variants) + f"""
 #define CHUNK {CHUNK}
 /* buffers 3 cache lines further apart than CHUNK doubles (a multiple of 4 KiB): the ~40
    streams of the loops then fall in different L1 sets (at CHUNK apart, 4 KiB aliasing
@@ -339,7 +374,8 @@ static void tie_keys(long n, {', '.join(f"const double *restrict o_{k}" for k in
 
 /* Rows first .. last - 1 of the layout space: decode, flags, kernel, per-group minima.
    params: HBM bytes, then (in use, limit) of the deadline, budget and power cap, then
-   whether each of the NSETS sets and each of the NCOLUMNS columns is kept.
+   whether each of the NSETS sets and each of the NCOLUMNS columns is kept, then whether
+   a specialised kernel may be used (pick_kernel).
    best_value / best_row: groups x NCOLUMNS x NSETS, updated in place (the values as
    compared: their tie keys);
    stats: (fitting candidates, leanest memory, its row), updated in place.
@@ -357,6 +393,7 @@ int capplan_search(long long first, long long last, const struct space *restrict
     for (int j = 0; j < NSETS; j++) if (params[7 + j] != 0.0) used_sets[nsets++] = j;
     for (int k = 0; k < NCOLUMNS; k++)
         if (params[7 + NSETS + k] != 0.0) used_columns[ncolumns++] = k;
+    const search_kernel_fn kernel = pick_kernel(scalars, params[7 + NSETS + NCOLUMNS] != 0.0);
     double *buffer = malloc(sizeof(double) * STRIDE * (BUFFERS + {outputs} + NCOLUMNS));
     int *index = malloc(sizeof(int) * CHUNK);
     int *groups = malloc(sizeof(int) * CHUNK);
@@ -373,7 +410,7 @@ int capplan_search(long long first, long long last, const struct space *restrict
     for (long long start = first; start < last; start += CHUNK) {{
         const long n = last - start < CHUNK ? (long)(last - start) : CHUNK;
         const long padded = fill(s, &c, n, buffer, index, groups);
-        search_kernel(padded, scalars, arrays, index, table, out);
+        kernel(padded, scalars, arrays, index, table, out);
         tie_keys(padded, {', '.join(f"o_{k}" for k in range(outputs))}, {', '.join(f"t_{k}" for k in range(len(columns)))});
         for (long i = 0; i < n; i++) {{
             const long long r = start + i;
@@ -433,12 +470,13 @@ def generate() -> tuple[str, str]:
     """``(C source, manifest source)``."""
     rows, rows_entry = _kernel_part(tuple(OUTPUTS), "capplan_rows", "CAPPLAN_CLONES")
     search, search_entry = _kernel_part(SEARCH_OUTPUTS, "search_kernel",
-                                        "CAPPLAN_CLONES static")
+                                        "CAPPLAN_CLONES static", specialise.VARIANTS)
     search_entry.update(objectives=SEARCH_OBJECTIVES, constraints=SEARCH_CONSTRAINTS,
                         sets=len(SEARCH_SETS), head=HEAD_COLUMNS, tail=TAIL_COLUMNS)
     body = "\n".join([_HEADER, "/* every output, for candidates of the search's arrays */",
                       rows, "", "/* the search's objectives and constraints */", search,
-                      search_driver(search_entry["arrays"]), _MODULE])
+                      search_driver(search_entry["arrays"], search_entry["scalars"],
+                                    search_entry["variants"]), _MODULE])
     digest = hashlib.sha256(body.encode()).hexdigest()[:16]
     source = body + (f'\n/* the hash of everything above: a stale build is not used */\n'
                      f'const char *capplan_source_hash(void) {{ return "{digest}"; }}\n')

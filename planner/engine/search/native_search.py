@@ -22,7 +22,10 @@ chunk of :data:`CHUNK` candidates, in cache:
 3. **Kernel.**  The split kernel's main part for memory, the objectives and the
    constraints, printed by :mod:`planner.codegen.c_translate`; its GPU-count terms
    (the prelude: spare pools' Poisson CDFs, the straggler's ``erfinv``) come from numpy
-   once per GPU count, through a table.
+   once per GPU count, through a table.  Where a call's optional mechanisms are all off
+   (no LoRA, MLA, MTP, DualPipe, special dispatcher, ...), a specialised copy of the
+   kernel with them folded away runs instead (:mod:`planner.codegen.specialise`,
+   :func:`kernel_variant`): the same values, ~40 % less arithmetic.
 4. **Reduce.**  Per GPU count, objective and {fitting, feasible}: the first minimum
    (NaN larger than every number, ties to the lowest row, as
    :class:`planner.engine.run.reductions.GroupMinimum`), kept across the calls of a task.
@@ -238,7 +241,8 @@ class SearchResult:
 def search(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ...],
            objectives: tuple[str, ...], constraints: tuple[str, str, str],
            limits: tuple[float | None, float | None, float | None],
-           sets: tuple[tuple[str, ...], ...] | None = None) -> SearchResult | None:
+           sets: tuple[tuple[str, ...], ...] | None = None,
+           specialised: bool = True) -> SearchResult | None:
     """The rows ``start`` .. ``stop`` of ``space`` reduced in C (module docstring): per GPU
     count and column of ``objectives``, the first minimum among the rows of each set.
 
@@ -247,7 +251,9 @@ def search(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ..
     ``limits``: the deadline, budget and power cap in the constraint columns' units
     (``None``: no limit); ``sets``: the sets of constraints (names of
     :data:`CONSTRAINT_NAMES`) whose rows' minima are kept, default the fitting rows and
-    those meeting every constraint.  ``None`` where the compiled search cannot run.
+    those meeting every constraint; ``specialised``: whether the C code may use a
+    specialised kernel (:func:`kernel_variant`; ``False``: the full kernel, for tests).
+    ``None`` where the compiled search cannot run.
     """
     spec = native.manifest.SEARCH
     if not set(objectives) <= set(spec.get("objectives", ())):
@@ -268,7 +274,8 @@ def search(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ..
                            *(v for limit in limits
                              for v in ((0.0, 0.0) if limit is None else (1.0, float(limit)))),
                            *(float(j in slots) for j in range(spec["sets"])),
-                           *(float(c in objectives) for c in spec["objectives"])], dtype=float)
+                           *(float(c in objectives) for c in spec["objectives"]),
+                           float(specialised)], dtype=float)
         status = call.compiled.search(
             int(start), int(stop), ctypes.byref(call.space), call.scalars.ctypes.data,
             params.ctypes.data, call.table.ctypes.data, best_value.ctypes.data,
@@ -279,6 +286,16 @@ def search(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ..
     picked = np.ix_(np.arange(gpus.size), columns, slots)
     return SearchResult(gpus, best_row[picked], best_value[picked], int(stats[0]),
                         float(stats[1]), int(stats[2]))
+
+
+def kernel_variant(inputs: dict) -> str | None:
+    """The specialised search kernel the C code uses for a call with these scalar inputs
+    (:mod:`planner.codegen.specialise`: the first whose dropped inputs are all zero), or
+    ``None`` (the full kernel)."""
+    for suffix, zeros in native.manifest.SEARCH.get("variants", ()):
+        if all(float(inputs[name]) == 0.0 for name in zeros):
+            return suffix
+    return None
 
 
 def layouts(space, inputs: dict, start: int, stop: int, *, outputs: tuple[str, ...],

@@ -225,6 +225,85 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, ffn, heads, kv_head
     return replicated * (1 - sequence_parallel + sequence_parallel / tp) + split / tp
 
 
+TORCHTITAN_OP_SAC = (
+    "torchtitan's op-level selective activation checkpointing, selective_ac_option = 'op' "
+    "(pytorch/torchtitan, torchtitan/models/llama3/infra/parallelize.py 2025 and "
+    "torchtitan/distributed/activation_checkpoint.py until 2026: _save_list = aten.mm, the "
+    "SDPA flash/efficient/cuDNN kernels, c10d reduce_scatter_tensor, abs/max; 'Saves output "
+    "of all compute ops, except every second mm', the count restarting in every block); "
+    "PyTorch torch.utils.checkpoint.create_selective_checkpoint_contexts")
+
+
+@formula(reference=TORCHTITAN_OP_SAC,
+         domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "ffn": ">=0",
+                 "heads": ">=1", "kv_heads": ">=1", "head_dim": ">0", "v_head_dim": ">0",
+                 "mlp_matrices": ">=1", "tp": ">=1", "sequence_parallel": "[0,1]"},
+         symbols={**_SYM, "head_dim": "d_h", "v_head_dim": "d_v"}, result_latex="A_{op}")
+def op_sac_activation_bytes_per_layer(seq_len, micro_batch, hidden, ffn, heads, kv_heads,
+                                      head_dim, v_head_dim, mlp_matrices, tp,
+                                      sequence_parallel):
+    """Activation bytes per GPU one dense layer keeps under op-level selective checkpointing.
+
+    The policy keeps the output of every matmul but every second one (counted from 1 in
+    each block, in the order Q, K, V, O, then gate, up, down, or up, down without a gate),
+    the attention kernel's output and the TP reduce-scatters' outputs, and recomputes the
+    rest (norms, RoPE, activation function, the skipped matmuls) in the backward pass.
+    Kept, 16-bit: the block input (split by sequence parallelism), Q and V (``a d_h / t``,
+    ``a_kv d_v / t``), the attention output ``a d_v / t``, the first MLP matmul's output
+    ``f / t``, with a gate also the down projection's output (``h``, a partial sum before
+    its reduce-scatter) and, under TP with sequence parallelism, the two reduce-scattered
+    outputs ``2 h / t``.  The attention's softmax statistics (4 bytes a head and token)
+    are neglected as in :func:`activation_bytes_per_layer`.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    hidden : numeric
+        Hidden size h [1].
+    ffn : numeric
+        MLP intermediate width f [1].
+    heads : numeric
+        Query heads a [1].
+    kv_heads : numeric
+        Key/value heads a_kv [1].
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
+    mlp_matrices : numeric
+        MLP weight matrices: 2 (GELU) or 3 (SwiGLU/GeGLU) [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    >>> # Llama 3 8B, micro-batch 2 of 8,192 tokens, no TP: 2 s b (4h + a_kv d + f)
+    >>> float(op_sac_activation_bytes_per_layer(8192, 2, 4096, 14336, 32, 8, 128, 128, 3,
+    ...                                         1, 0)) / 2**30
+    0.96875
+
+    .. math:: A_{op} = 2 s b \\left[h\\left(1 - \\sigma + \\frac{\\sigma}{t}\\right)
+        + \\frac{a d_h + a_{kv} d_v + a d_v + f}{t} + (n_m - 2) h
+        + \\frac{2 \\sigma h}{t}\\min(t - 1, 1)\\right]
+    """
+    sb = seq_len * micro_batch
+    block_input = hidden * (1 - sequence_parallel + sequence_parallel / tp)
+    kept = (heads * head_dim + kv_heads * v_head_dim + heads * v_head_dim + ffn) / tp
+    down_output = (mlp_matrices - 2) * hidden
+    scattered = 2 * sequence_parallel * hidden / tp * minimum(tp - 1, 1)
+    return 2 * sb * (block_input + kept + down_output + scattered)
+
+
 @formula(reference=KORTHIKANTI + ", s5 (full recomputation keeps 2sbh per layer, or "
          "2sbh/t if split over the TP ranks)",
          domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "tp": ">=1",
@@ -293,6 +372,54 @@ def output_layer_activation_bytes(seq_len, micro_batch, hidden, vocab, tp):
     .. math:: A_{out} = \\frac{4 s b h}{t}\\left(1 + \\frac{V}{h}\\right)
     """
     return 4 * seq_len * micro_batch * hidden / tp * (1 + vocab / hidden)
+
+
+@formula(reference="pytorch/torchtitan torchtitan/components/loss.py cross_entropy_loss "
+         "(2024-2025): torch.nn.functional.cross_entropy(pred.flatten(0, 1).float(), ...), "
+         "the loss not compiled ('compiling loss function causes CUDA errors, turning off "
+         "for now', torchtitan train.py 2024-12); PyTorch log_softmax keeps its FP32 output "
+         "for backward; " + KORTHIKANTI + ", s4.3 (fused: FP32 logits 4sbV/t)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "vocab": ">0", "tp": ">=1",
+                 "extra_bytes_per_logit": ">=0"},
+         symbols={**_SYM, "extra_bytes_per_logit": "c_{\\ell}"}, result_latex="A_{loss}")
+def unfused_loss_logit_bytes(seq_len, micro_batch, vocab, tp, extra_bytes_per_logit):
+    """Activation bytes per GPU an unfused cross-entropy loss holds beyond Korthikanti's
+    FP32 logits, per micro-batch, at the loss (the activation peak: every layer's tensors
+    are still kept).
+
+    A fused vocabulary-parallel cross-entropy (Megatron-Core's) keeps the FP32 logits,
+    4sbV/t (:func:`output_layer_activation_bytes`).  PyTorch's unfused loss also holds the
+    16-bit logits the output layer wrote (2 bytes) and their FP32 copy (4 bytes) while its
+    log-softmax writes the FP32 output it keeps for backward: 6 bytes a logit more.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    vocab : numeric
+        Vocabulary size V [1].
+    tp : numeric
+        Tensor-parallel degree t (a vocabulary-parallel loss) [1].
+    extra_bytes_per_logit : numeric
+        Bytes a logit held beyond the fused loss's 4 (fused: 0; PyTorch's unfused
+        loss: 6) [B].
+
+    Returns
+    -------
+    numeric
+        Bytes per micro-batch [B].
+
+    Examples
+    --------
+    >>> # Llama 3 8B's 128,256-token vocabulary, 2 x 8,192 tokens, unfused
+    >>> round(float(unfused_loss_logit_bytes(8192, 2, 128256, 1, 6)) / 1e9, 2)
+    12.61
+
+    .. math:: A_{loss} = \\frac{c_{\\ell} s b V}{t}
+    """
+    return extra_bytes_per_logit * seq_len * micro_batch * vocab / tp
 
 
 @formula(reference=KORTHIKANTI + ", s4.3 (input-embedding dropout mask sbh/t per micro-batch)",

@@ -596,6 +596,13 @@ class SoftwareStack(Entry):
     # backend, NeMo AutoModel, torchtitan's DeepEP path): its scale-up bandwidth is the part's
     # measured DeepEP bandwidth (accelerator deepep_scale_up_bytes_per_s), else 0
     deepep_dispatch: Quantity | None = None
+    # 1 if selective recompute is torchtitan's op-level policy (keeps every matmul's output
+    # but every second one's, recomputes the rest), 0 for Megatron-Core's (the attention
+    # core only)
+    op_selective_recompute: Quantity | None = None
+    # bytes a logit the stack's loss holds beyond a fused FP32 cross-entropy's 4 (0 fused;
+    # PyTorch's unfused loss on 16-bit logits: 6)
+    loss_extra_bytes_per_logit: Quantity | None = None
     # achieved all-to-all bandwidth over the accelerator's nccl-tests bus bandwidth
     a2a_efficiency_factor: Quantity | None = None
     # host time of one MoE layer's forward beyond a dense layer's (router, permute,
@@ -667,6 +674,7 @@ class SoftwareStack(Entry):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")
         for name in ("fp8_dispatch", "hierarchical_dispatch", "deepep_dispatch",
+                     "op_selective_recompute",
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "fused_window_attention", "fused_attention_sinks",
                      "fused_split_head_dims", "int8_training"):
@@ -681,6 +689,9 @@ class SoftwareStack(Entry):
         q = self.elementwise_traffic_factor
         _check(problems, q is None or q.value >= 1, "elementwise_traffic_factor.value",
                "expected >= 1 (1: fused element-wise kernels)")
+        q = self.loss_extra_bytes_per_logit
+        _check(problems, q is None or q.value >= 0, "loss_extra_bytes_per_logit.value",
+               "expected >= 0 (0: a fused FP32 cross-entropy)")
         q = self.moe_act_input_bytes
         _check(problems, q is None or q.value in (1, 2), "moe_act_input_bytes.value",
                "expected 1 (FP8) or 2 (BF16)")

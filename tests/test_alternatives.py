@@ -39,7 +39,7 @@ def test_evaluate_gives_the_stack_and_pue_changes(capsys):
     assert stack["relative_change"] == pytest.approx(
         fsdp["gpu_hours"] / mine["gpu_hours"] - 1, rel=1e-9)
     assert stack["relative_change"] > 0.05  # the tuned stack is the faster one
-    assert stack["text"].endswith(": +31 % GPU-hours")  # docs/model.md
+    assert stack["text"].endswith(": +41 % GPU-hours")  # docs/model.md
     pue = changes["--site-class site"]
     assert pue["relative_change"] == pytest.approx(US_PUE / HYPERSCALE_PUE - 1, rel=1e-9)
     assert (f"what a typical alternative would change: {stack['text']}; {pue['text']}"
@@ -75,8 +75,10 @@ def test_plan_gives_them_for_its_winner(capsys):
     fsdp = evaluate(model="llama3-8b", hardware="h100-sxm", tokens=2e12, as_frame=False,
                     stack="torchtitan-fsdp2", **layout)
     assert mine["wall_days"] == pytest.approx(w["wall_days"], rel=1e-9)  # the same run
-    assert changes["--stack torchtitan-fsdp2"]["relative_change"] == pytest.approx(
-        fsdp["gpu_hours"] / mine["gpu_hours"] - 1, rel=1e-9)
+    # the winner's layout does not fit under torchtitan (its unfused loss holds 6 more bytes
+    # a logit): no change is given for it, and the line says why
+    assert not fsdp["fits"]
+    assert changes["--stack torchtitan-fsdp2"]["relative_change"] is None
     assert changes["--site-class site"]["relative_change"] == pytest.approx(
         US_PUE / HYPERSCALE_PUE - 1, rel=1e-9)
     out, _ = _run(capsys, PLAN)

@@ -205,6 +205,11 @@ GLOSSARY: dict[str, Term] = {
         "1", "1 if the s x s attention scores are kept (no flash/selective)",
         FLAG),
     "full_recompute": Term("1", "1 for full activation recompute", FLAG),
+    "selective_option": Term("1", "1 when the layout asks for selective recompute (whatever "
+                             "the attention kernel)", FLAG),
+    "op_selective_recompute": Term(
+        "1", "1 if the stack's selective recompute is op-level (torchtitan: every second "
+        "matmul and the element-wise ops recomputed), 0 for the attention core only", FLAG),
     "shard_ranks": Term("1", "DP ranks sharing one copy of the ZeRO state (dp; fewer under HSDP)",
                          SHARDS),
     "weight_shards": Term("1", "shards of the weights (the shard group under ZeRO-3, else 1)",
@@ -358,6 +363,9 @@ GLOSSARY: dict[str, Term] = {
                      FLAG),
     "recompute_moe_act": Term(
         "1", "1 if the experts' activation-function output is recomputed in backward", FLAG),
+    "loss_extra_bytes_per_logit": Term(
+        "B", "bytes a logit the loss holds beyond a fused FP32 cross-entropy's 4",
+        Domain(">=0", maximum=16)),
     "moe_act_input_bytes": Term(
         "B", "bytes per element of the stored expert activation-function input (FP8: 1)",
         Domain(">0", maximum=4)),

@@ -186,7 +186,7 @@ FLAG_CONTEXT_NAMES = ("domain", "layers")
 
 #: The run-model inputs it returns, in this order.
 DERIVED = ("stage_layers", "selective", "attention_scores_stored", "full_recompute",
-           "shard_ranks", "weight_shards", "grad_shards", "optimizer_shards", "zero3",
+           "selective_option", "shard_ranks", "weight_shards", "grad_shards", "optimizer_shards", "zero3",
            "expert_weight_shards", "expert_grad_shards", "expert_optimizer_shards",
            "tp_intra_ranks", "cp_intra", "ep_intra", "pp_intra", "dp_intra_ranks",
            "replica_intra_ranks", "expert_dp_ranks", "expert_shard_ranks",
@@ -213,6 +213,9 @@ def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
         f["selective"] = ops.flag(ops.eq(v.rec, 1.0))
         f["attention_scores_stored"] = ops.flag(ops.ne(v.rec, 1.0))
     f["full_recompute"] = ops.flag(ops.eq(v.rec, 2.0))
+    # the layout asks for selective recompute, flash or not: a stack whose selective policy
+    # is op-level (torchtitan) recomputes matmuls then (op_selective_recompute)
+    f["selective_option"] = ops.flag(ops.eq(v.rec, 1.0))
     # ZeRO shards over the shard group (all DP ranks; fewer under HSDP, replicated across)
     # times the CP ranks, which hold the same weights: Megatron-Core's distributed optimizer
     # shards over the data-parallel group with context parallelism

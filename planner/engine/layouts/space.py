@@ -137,6 +137,9 @@ class SpaceOptions(DeclaredSizes):
     sequence_parallel: tuple[int, ...] = (0, 1)
     #: the stack's pipeline schedule: 1 DeepSeek's DualPipe (its layout rules apply), 0 1F1B
     dualpipe: int = 0
+    #: the stack's selective recompute: 1 op-level (torchtitan), whose layouts differ from
+    #: those without recompute, so the search keeps them; 0 the attention core only
+    op_selective: int = 0
 
     def validate(self) -> None:
         """CapplanError on the first value outside its domain (planner.engine.inputs.domains)."""
@@ -463,7 +466,7 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
           & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
     tail = [
         ("ep_etp", expert_codes, expert_allowed),
-        ("recompute", search_recompute_codes(options.recompute), None),
+        ("recompute", search_recompute_codes(options.recompute, options.op_selective), None),
         # ZeRO needs data parallelism; DeepSpeed/Megatron do not combine ZeRO-3 with PP.
         # HSDP (code zero * 2 + 1): ZeRO-2/3 shards within a scale-up domain's DP ranks, when
         # those are fewer than DP and divide it: the per-micro-batch reduce-scatters and
@@ -494,23 +497,27 @@ def _kept_values(name: str, values, valid) -> list[int]:
     return [int(v) for v in array[np.broadcast_to(valid({name: array}), array.shape)]]
 
 
-def search_recompute_codes(recompute) -> list[int]:
-    """The recompute codes a search tries: ``selective`` only when ``none`` is not tried.
+def search_recompute_codes(recompute, op_selective: int = 0) -> list[int]:
+    """The recompute codes a search tries: ``selective`` only when ``none`` is not tried,
+    unless the stack's selective recompute is op-level (``op_selective``).
 
     A search runs with flash attention (:func:`layout_flags`' default), under which
-    selective recomputation (of the attention core, Korthikanti et al. 2022,
+    selective recomputation of the attention core (Korthikanti et al. 2022,
     arXiv:2205.05198 s5) adds no work and stores nothing more: its layouts have the same
-    run-model inputs as ``none``'s, hence the same outputs, and lose every tie to them
-    (they come later).  Leaving them out drops a third of the space and no winner.
+    run-model outputs as ``none``'s and lose every tie to them (they come later).  Leaving
+    them out drops a third of the space and no winner.  An op-level policy (torchtitan)
+    recomputes matmuls and keeps less: a layout of its own.
 
     >>> search_recompute_codes(("none", "selective", "full"))
     [0, 2]
+    >>> search_recompute_codes(("none", "selective", "full"), op_selective=1)
+    [0, 1, 2]
     >>> search_recompute_codes(("selective",))
     [1]
     """
     codes = [RECOMPUTE_CODES[r] for r in recompute]
     none, selective = RECOMPUTE_CODES["none"], RECOMPUTE_CODES["selective"]
-    return [c for c in codes if c != selective or none not in codes]
+    return [c for c in codes if c != selective or none not in codes or op_selective]
 
 
 def _zero_allowed(t, code, valid):

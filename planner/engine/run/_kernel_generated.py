@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -18,648 +18,651 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x3 = layers ** (-1.0)
     moe_share = moe_layers * x3
     nodes = gpus / gpus_per_node
-    x4 = numpy.minimum(1, moe_layers)
-    x5 = hidden ** 2
-    x6 = 2.0 * x5
-    x7 = 1 - x4
-    x8 = hidden * mlp_matrices
-    x9 = ffn * x8
-    x10 = heads * v_head_dim
-    x11 = numpy.minimum(1, kv_lora_rank)
-    x12 = head_dim * heads
-    x13 = hidden * x12
-    x14 = head_dim * kv_heads
-    x15 = kv_heads * v_head_dim
-    x16 = (1 - x11) * (hidden * x14 + hidden * x15 + x13)
-    x17 = kv_lora_rank + qk_rope_head_dim
-    x18 = head_dim + v_head_dim
-    x19 = numpy.minimum(1, q_lora_rank)
-    x20 = x11 * (heads * kv_lora_rank * (-qk_rope_head_dim + x18) + hidden * x17 + x13 * (1 - x19) + x19 * (hidden * q_lora_rank + q_lora_rank * x12))
-    del x13, x19
-    x21 = x16 + x20
-    x22 = hidden * x10 + kv_lora_rank + 1.0 * q_lora_rank + x21
-    x23 = 5 * hidden + x22 + x6 + x7 * x9
-    x24 = 2 * hidden
-    x25 = linear_head_dim * linear_value_heads
-    x26 = 2 * linear_value_heads
-    x27 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x26 + x26
+    x4 = experts * hidden
+    x5 = experts + shared_experts
+    x6 = hidden * mlp_matrices
+    x7 = moe_ffn * x6
+    x8 = x4 + x5 * x7
+    x9 = numpy.minimum(1, moe_layers)
+    x10 = hidden ** 2
+    x11 = 2.0 * x10
+    x12 = 1 - x9
+    x13 = ffn * x6
+    del x6
+    x14 = heads * v_head_dim
+    x15 = numpy.minimum(1, kv_lora_rank)
+    x16 = head_dim * heads
+    x17 = hidden * x16
+    x18 = head_dim * kv_heads
+    x19 = kv_heads * v_head_dim
+    x20 = (1 - x15) * (hidden * x18 + hidden * x19 + x17)
+    x21 = kv_lora_rank + qk_rope_head_dim
+    x22 = head_dim + v_head_dim
+    x23 = numpy.minimum(1, q_lora_rank)
+    x24 = x15 * (heads * kv_lora_rank * (-qk_rope_head_dim + x22) + hidden * x21 + x17 * (1 - x23) + x23 * (hidden * q_lora_rank + q_lora_rank * x16))
+    del x17, x23
+    x25 = x20 + x24
+    x26 = hidden * x14 + kv_lora_rank + 1.0 * q_lora_rank + x25
+    x27 = 5 * hidden + x11 + x12 * x13 + x26
+    x28 = 2 * hidden
+    x29 = linear_head_dim * linear_value_heads
+    x30 = 2 * linear_value_heads
+    x31 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x30 + x30
+    del x30
+    x32 = hidden * x29 + hidden * x31
+    x33 = linear_attention_layers * x3
+    x34 = 1 - x33
+    x35 = x26 * x34 + x28 + x32 * x33
     del x26
-    x28 = hidden * x25 + hidden * x27
-    x29 = linear_attention_layers * x3
-    x30 = 1 - x29
-    x31 = x22 * x30 + x24 + x28 * x29
-    del x22
-    x32 = hidden * vocab
-    x33 = layers - moe_layers
-    x34 = x33 * x9
-    x35 = embedding_matrices * x32 + hidden + layers * x31 + x34
-    x36 = experts * hidden
-    x37 = experts + shared_experts
-    x38 = moe_ffn * x8
-    del x8
-    x39 = x36 + x37 * x38
-    params = moe_layers * x39 + mtp_layers * (x23 + x39 * x4) + x35
+    x36 = hidden * vocab
+    x37 = layers - moe_layers
+    x38 = x13 * x37
+    x39 = embedding_matrices * x36 + hidden + layers * x35 + x38
+    params = moe_layers * x8 + mtp_layers * (x27 + x8 * x9) + x39
     x40 = experts_per_token + shared_experts
-    x41 = x36 + x38 * x40
-    del x38
-    active_params = moe_layers * x41 + mtp_layers * (x23 + x4 * x41) + x35
-    del x35, x41
+    x41 = x4 + x40 * x7
+    del x7
+    active_params = moe_layers * x41 + mtp_layers * (x27 + x41 * x9) + x39
+    del x39, x41
     x42 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
     x43 = mlp_matrices * moe_ffn
     x44 = ep ** (-1.0)
     x45 = etp ** (-1.0)
     x46 = moe_ffn * x45
-    x47 = x36 * x44 * x46
+    x47 = x4 * x44 * x46
     x48 = mlp_matrices * x47
-    x49 = tp * x48 - x36 * x43 + x39
-    del x39
+    x49 = tp * x48 - x4 * x43 + x8
+    del x8
     x50 = 1 - moe_share
     x51 = tp ** (-1.0)
     x52 = dualpipe + 1
     x53 = x51 * x52
-    stage_params = x53 * (stage_layers * (moe_share * x49 + x31 + x50 * x9) + x32 + x42 * (x23 + x4 * x49))
-    del x23, x31, x49, x9
+    stage_params = x53 * (stage_layers * (moe_share * x49 + x13 * x50 + x35) + x36 + x42 * (x27 + x49 * x9))
+    del x13, x27, x35, x49
     stage_expert_params = moe_share * stage_layers * x48 * x52
     del x48, x52
     x54 = 1.0 * lora_rank
     x55 = x54 * (hidden + moe_ffn)
-    x56 = lora_gate * (mlp_matrices - 2) + lora_up
-    x57 = lora_down * x55 + x55 * x56
+    x56 = mlp_matrices - 2
+    x57 = lora_gate * x56 + lora_up
+    x58 = lora_down * x55 + x55 * x57
     del x55
-    x58 = moe_layers * x57
-    x59 = x54 * (ffn + hidden)
-    x60 = lora_down * x59 + x56 * x59
-    del x59
-    x61 = x33 * x60
-    x62 = lora_k * x54 * (hidden + x14) + lora_o * x54 * (hidden + x10) + lora_q * x54 * (hidden + x12) + lora_v * x54 * (hidden + x15)
+    x59 = moe_layers * x58
+    x60 = x54 * (ffn + hidden)
+    x61 = lora_down * x60 + x57 * x60
+    del x60
+    x62 = x37 * x61
+    x63 = lora_k * x54 * (hidden + x18) + lora_o * x54 * (hidden + x14) + lora_q * x54 * (hidden + x16) + lora_v * x54 * (hidden + x19)
     del x54
-    x63 = layers * x62
-    x64 = 1 - frozen_base
-    trainable_params = params * x64 + x37 * x58 + x61 + x63
-    del x37
-    x65 = experts * x44
-    stage_adapter_params = stage_layers * x53 * (moe_share * x57 * (shared_experts + tp * x45 * x65) + x50 * x60 + x62)
-    del x57, x60, x62
-    stage_trainable_params = stage_adapter_params + x64 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x64
-    stage_embedding_params = x32 * x53
-    del x53
-    x66 = experts * x24 + x24 * x40 * x43
-    del x43
-    x67 = moe_layers * x66
-    x68 = 2 * heads
-    x69 = x18 * x68
-    x70 = seq_len * x69
-    x71 = linear_head_dim ** 2
-    x72 = 640.0 * linear_head_dim + 6 * x71 + 2730.66666666667
-    x73 = linear_attention_layers * (linear_value_heads * x72 - x70)
-    x74 = x40 * x58
-    del x58
-    x75 = numpy.minimum(seq_len, window)
-    x76 = seq_len ** (-1.0)
-    x77 = -x75 * x76 + 2
-    x78 = window_layers * (2 * heads * x18 * x75 * x77 - x70)
-    x79 = x10 * x24 + 2 * x16 + 2 * x20
-    del x16, x20
-    x80 = layers * x79
-    x81 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x79)
-    del x27
-    x82 = vocab * x24
-    x83 = 4.0 * x5
+    x64 = layers * x63
+    x65 = 1 - frozen_base
+    trainable_params = params * x65 + x5 * x59 + x62 + x64
     del x5
-    x84 = ffn * mlp_matrices * x24
-    x85 = mtp_layers * (x4 * x66 + x7 * x84 + x70 + x79 + x82 + x83)
-    del x66, x79
-    x86 = x33 * x84 + x67 + x80 + x81
-    del x33, x84
-    x87 = x82 + x86
-    del x82
-    x88 = layers * x70 + x73 + x78
-    x89 = x85 + x88
-    model_flops_per_token = -frozen_base * x87 + 6 * heads * layers * seq_len * x18 + reference_model * (x87 + x89) + 6 * x32 + 6 * x34 + 6 * x61 + 6 * x63 + 3 * x67 + 3 * x73 + 6 * x74 + 3 * x78 + 3 * x80 + 3 * x81 + 3 * x85
-    del x34, x67, x73, x78, x80, x81, x85, x87
-    x90 = 1 - full_recompute
-    hardware_flops_per_token = full_recompute * (2 * x61 + 2 * x63 + 2 * x74 + x86 + x89) + model_flops_per_token + selective * x88 * x90
-    del x61, x63, x74, x86, x88, x89
-    x91 = x25 * x51
-    x92 = hidden ** (-1.0)
-    x93 = x28 * x51 * x92 - x91
-    del x28
-    x94 = tokens_mb * x93
-    x95 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x96 = bytes_per_element * x95
-    x97 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x93)
-    x98 = peak_flops_per_s ** (-1.0)
-    x99 = gemm_max_efficiency ** (-1.0)
-    x100 = x98 * x99
-    x101 = x100 * x24
-    x102 = x21 * x51
-    del x21
-    x103 = x102 * x92
-    x104 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x103)
-    x105 = 2 * x100
-    x106 = hidden * tokens_mb
-    t_qkv = x29 * numpy.maximum(x96 * (hidden * x93 + x106 + x94), x101 * x94 * (gemm_half_efficiency_dim + x97) / x97) + x30 * numpy.maximum(x96 * (tokens_mb * x103 + x102 + x106), tokens_mb * x102 * x105 * (gemm_half_efficiency_dim + x104) / x104)
-    del x102, x103, x104, x93, x94, x97
-    x107 = 4 * linear_head_dim
-    x108 = 0.015625 * x71
-    del x71
-    x109 = tokens_mb * x96
-    x110 = x109 * x51
-    x111 = numpy.minimum(seq_len, tokens_mb)
-    x112 = gemm_half_efficiency_dim + x111
-    x113 = tokens_mb * x51
-    x114 = x113 / attention_peak_flops_per_s
-    x115 = window_layers * x3
+    x66 = experts * x44
+    stage_adapter_params = stage_layers * x53 * (moe_share * x58 * (shared_experts + tp * x45 * x66) + x50 * x61 + x63)
+    del x58, x61, x63
+    stage_trainable_params = stage_adapter_params + x65 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x65
+    stage_embedding_params = x36 * x53
+    del x53
+    x67 = experts * x28 + x28 * x40 * x43
+    del x43
+    x68 = moe_layers * x67
+    x69 = 2 * heads
+    x70 = x22 * x69
+    x71 = seq_len * x70
+    x72 = linear_head_dim ** 2
+    x73 = 640.0 * linear_head_dim + 6 * x72 + 2730.66666666667
+    x74 = linear_attention_layers * (linear_value_heads * x73 - x71)
+    x75 = x40 * x59
+    del x59
+    x76 = numpy.minimum(seq_len, window)
+    x77 = seq_len ** (-1.0)
+    x78 = -x76 * x77 + 2
+    x79 = window_layers * (2 * heads * x22 * x76 * x78 - x71)
+    x80 = x14 * x28 + 2 * x20 + 2 * x24
+    del x20, x24
+    x81 = layers * x80
+    x82 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x31 - x80)
+    del x31
+    x83 = vocab * x28
+    x84 = 4.0 * x10
+    del x10
+    x85 = ffn * mlp_matrices * x28
+    x86 = mtp_layers * (x12 * x85 + x67 * x9 + x71 + x80 + x83 + x84)
+    del x67, x80
+    x87 = x37 * x85 + x68 + x81 + x82
+    del x37, x85
+    x88 = x83 + x87
+    del x83
+    x89 = layers * x71 + x74 + x79
+    x90 = x86 + x89
+    model_flops_per_token = -frozen_base * x88 + 6 * heads * layers * seq_len * x22 + reference_model * (x88 + x90) + 6 * x36 + 6 * x38 + 6 * x62 + 6 * x64 + 3 * x68 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x86
+    del x38, x68, x74, x79, x81, x82, x86, x88
+    x91 = op_selective_recompute * selective_option * (1 - moe_share)
+    x92 = 1 - full_recompute
+    x93 = ffn + x14
+    hardware_flops_per_token = full_recompute * (2 * x62 + 2 * x64 + 2 * x75 + x87 + x90) + model_flops_per_token + x92 * (layers * x28 * x91 * (x18 + x93) + selective * x89)
+    del x62, x64, x75, x87, x89, x90
+    x94 = hidden * tokens_mb
+    x95 = x29 * x51
+    x96 = hidden ** (-1.0)
+    x97 = x32 * x51 * x96 - x95
+    del x32
+    x98 = tokens_mb * x97
+    x99 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x100 = bytes_per_element * x99
+    x101 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
+    x102 = peak_flops_per_s ** (-1.0)
+    x103 = gemm_max_efficiency ** (-1.0)
+    x104 = x102 * x103
+    x105 = x104 * x28
+    x106 = x25 * x51
+    del x25
+    x107 = x106 * x96
+    x108 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x107)
+    x109 = 2 * x104
+    t_qkv = x33 * numpy.maximum(x100 * (hidden * x97 + x94 + x98), x105 * x98 * (gemm_half_efficiency_dim + x101) / x101) + x34 * numpy.maximum(x100 * (tokens_mb * x107 + x106 + x94), tokens_mb * x106 * x109 * (gemm_half_efficiency_dim + x108) / x108)
+    del x101, x106, x107, x108, x97, x98
+    x110 = 4 * linear_head_dim
+    x111 = 0.015625 * x72
+    del x72
+    x112 = tokens_mb * x100
+    x113 = x112 * x51
+    x114 = numpy.minimum(seq_len, tokens_mb)
+    x115 = gemm_half_efficiency_dim + x114
+    x116 = tokens_mb * x51
+    x117 = x116 / attention_peak_flops_per_s
+    x118 = window_layers * x3
     del x3
-    x116 = -x115 - x29 + 1
-    x117 = x110 * x69
-    x118 = numpy.maximum(head_dim, v_head_dim)
-    x119 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x118 + 1)) + 1
-    x120 = numpy.maximum(x119, attention_scores_stored + selective)
-    x121 = numpy.minimum(head_dim, tokens_mb)
-    x122 = gemm_max_efficiency * x121 / (gemm_half_efficiency_dim + x121)
+    x119 = -x118 - x33 + 1
+    x120 = x113 * x70
+    x121 = numpy.maximum(head_dim, v_head_dim)
+    x122 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x121 + 1)) + 1
+    x123 = numpy.maximum(x122, attention_scores_stored + selective)
+    x124 = numpy.minimum(head_dim, tokens_mb)
+    x125 = gemm_max_efficiency * x124 / (gemm_half_efficiency_dim + x124)
+    del x124
+    x126 = 1 - x123
+    x127 = attention_head_dim_granule ** (-1.0)
+    x128 = x121 * (1 - fused_split_head_dims)
     del x121
-    x123 = 1 - x120
-    x124 = attention_head_dim_granule ** (-1.0)
-    x125 = x118 * (1 - fused_split_head_dims)
-    del x118
-    x126 = attention_efficiency_factor * gemm_max_efficiency * x111 * x18 / (x112 * (attention_head_dim_granule * numpy.ceil(x124 * (fused_split_head_dims * head_dim + x125)) + attention_head_dim_granule * numpy.ceil(x124 * (fused_split_head_dims * v_head_dim + x125))))
-    del x124, x125
-    x127 = fused_window_attention * x123
-    x128 = 1 - x127
-    t_core = numpy.maximum(x115 * x117, x114 * x115 * (x127 * x69 * x75 * x77 + x128 * x70) / (x122 * x128 + x126 * x127)) + numpy.maximum(x116 * x117, x114 * x116 * x70 / (x120 * x122 + x123 * x126)) + numpy.maximum(linear_value_heads * x110 * x29 * (x107 + x108), linear_value_heads * x112 * x114 * x29 * x72 * x99 / (attention_efficiency_factor * x111))
-    del x110, x111, x112, x114, x117, x120, x122, x123, x126, x127, x128, x69, x70, x72, x75, x77, x99
-    x129 = numpy.maximum(attention_scores_stored, x119)
-    x130 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x130 * x51 * x95 * (x115 * numpy.maximum(numpy.maximum(attention_scores_stored, x119), 1 - fused_window_attention) + x116 * x129)
-    del x1, x115, x116, x119
-    x131 = hidden * x51
-    x132 = tokens_mb * x91
-    x133 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x91)
-    del x91
-    x134 = x10 * x51
-    x135 = tokens_mb * x134
-    x136 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x134)
-    t_proj = x29 * numpy.maximum(x96 * (x106 + x131 * x25 + x132), x101 * x132 * (gemm_half_efficiency_dim + x133) / x133) + x30 * numpy.maximum(x96 * (x10 * x131 + x106 + x135), x101 * x135 * (gemm_half_efficiency_dim + x136) / x136)
-    del x10, x132, x133, x136
-    x137 = ffn * x51
+    x129 = attention_efficiency_factor * gemm_max_efficiency * x114 * x22 / (x115 * (attention_head_dim_granule * numpy.ceil(x127 * (fused_split_head_dims * head_dim + x128)) + attention_head_dim_granule * numpy.ceil(x127 * (fused_split_head_dims * v_head_dim + x128))))
+    del x127, x128
+    x130 = fused_window_attention * x126
+    x131 = 1 - x130
+    t_core = numpy.maximum(x118 * x120, x117 * x118 * (x130 * x70 * x76 * x78 + x131 * x71) / (x125 * x131 + x129 * x130)) + numpy.maximum(x119 * x120, x117 * x119 * x71 / (x123 * x125 + x126 * x129)) + numpy.maximum(linear_value_heads * x113 * x33 * (x110 + x111), linear_value_heads * x103 * x115 * x117 * x33 * x73 / (attention_efficiency_factor * x114))
+    del x103, x113, x114, x115, x117, x120, x123, x125, x126, x129, x130, x131, x70, x71, x73, x76, x78
+    x132 = numpy.maximum(attention_scores_stored, x122)
+    x133 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x133 * x51 * x99 * (x118 * numpy.maximum(numpy.maximum(attention_scores_stored, x122), 1 - fused_window_attention) + x119 * x132)
+    del x1, x118, x119, x122
+    x134 = hidden * x51
+    x135 = tokens_mb * x95
+    x136 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x95)
+    del x95
+    x137 = x14 * x51
     x138 = tokens_mb * x137
     x139 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
-    t_mlp = mlp_matrices * numpy.maximum(x96 * (hidden * x137 + x106 + x138), x101 * x138 * (gemm_half_efficiency_dim + x139) / x139)
-    del x139
-    x140 = experts * tokens_mb
-    x141 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x142 = moe_ffn * x51
-    x143 = tokens_mb * x142
-    x144 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
-    x145 = 1 - token_drop
-    x146 = numpy.sqrt(2)
-    x147 = sequence_parallel * x51
-    x148 = 1 - sequence_parallel
-    x149 = etp * x147 + x148
-    x150 = 1 / (experts_per_token * tokens_mb * x149)
-    x151 = experts_per_token * x149
-    del x149
-    x152 = tokens_mb * x151
-    x153 = x152 * x46
-    x154 = x96 * (x106 * x151 + x153 + x47)
-    del x151, x47
-    x155 = gemm_tile_dim ** (-1.0)
-    x156 = ep * x152 / experts
+    t_proj = x33 * numpy.maximum(x100 * (x134 * x29 + x135 + x94), x105 * x135 * (gemm_half_efficiency_dim + x136) / x136) + x34 * numpy.maximum(x100 * (x134 * x14 + x138 + x94), x105 * x138 * (gemm_half_efficiency_dim + x139) / x139)
+    del x135, x136, x139, x14
+    x140 = ffn * x51
+    x141 = tokens_mb * x140
+    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x140)
+    t_mlp = mlp_matrices * numpy.maximum(x100 * (hidden * x140 + x141 + x94), x105 * x141 * (gemm_half_efficiency_dim + x142) / x142)
+    del x142
+    x143 = experts * tokens_mb
+    x144 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x145 = moe_ffn * x51
+    x146 = tokens_mb * x145
+    x147 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
+    x148 = 1 - token_drop
+    x149 = numpy.sqrt(2)
+    x150 = sequence_parallel * x51
+    x151 = 1 - sequence_parallel
+    x152 = etp * x150 + x151
+    x153 = 1 / (experts_per_token * tokens_mb * x152)
+    x154 = experts_per_token * x152
     del x152
-    x157 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x105 * x150 * (grouped_gemm_token_half_dim + x156) * numpy.ceil(x156 / grouped_gemm_tile_tokens) / ep ** 2
+    x155 = tokens_mb * x154
+    x156 = x155 * x46
+    x157 = x100 * (x154 * x94 + x156 + x47)
+    del x154, x47
+    x158 = gemm_tile_dim ** (-1.0)
+    x159 = ep * x155 / experts
+    del x155
+    x160 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x109 * x153 * (grouped_gemm_token_half_dim + x159) * numpy.ceil(x159 / grouped_gemm_tile_tokens) / ep ** 2
+    del x159
+    x161 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x100 * x94 + mlp_matrices * shared_experts * numpy.maximum(x100 * (hidden * x145 + x146 + x94), x105 * x146 * (gemm_half_efficiency_dim + x147) / x147) + 20 * x143 * x99 + (capacity_factor * token_drop + x148 * (x149 * numpy.sqrt(expert_load_cv ** 2 + x153) * numpy.sqrt(numpy.log(ep)) + 1)) * (x161 * numpy.maximum(x157, x160 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x158 * x46)) + numpy.maximum(x157, x160 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x158))) + numpy.maximum(x100 * (x143 + x4 + x94), x105 * x143 * (gemm_half_efficiency_dim + x144) / x144)
+    del x143, x144, x147, x153, x157, x158, x160, x4
+    x162 = tp - 1
+    x163 = (sequence_parallel * x162 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x112 * (16 * hidden * x163 + 4 * x140)
+    del x112
+    x164 = vocab * x51
+    x165 = tokens_mb * x164
+    x166 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x164)
+    t_logits = numpy.maximum(x100 * (x165 + x36 * x51 + x94), x105 * x165 * (gemm_half_efficiency_dim + x166) / x166)
+    del x165, x166, x36
+    x167 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x99 * (bytes_per_element + x161 * x167) * (shared_experts * x146 + x156)
     del x156
-    x158 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x106 * x96 + mlp_matrices * shared_experts * numpy.maximum(x96 * (hidden * x142 + x106 + x143), x101 * x143 * (gemm_half_efficiency_dim + x144) / x144) + 20 * x140 * x95 + (capacity_factor * token_drop + x145 * (x146 * numpy.sqrt(expert_load_cv ** 2 + x150) * numpy.sqrt(numpy.log(ep)) + 1)) * (x158 * numpy.maximum(x154, x157 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x155 * x46)) + numpy.maximum(x154, x157 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x155))) + numpy.maximum(x96 * (x106 + x140 + x36), x101 * x140 * (gemm_half_efficiency_dim + x141) / x141)
-    del x140, x141, x144, x150, x154, x155, x157, x36
-    x159 = tp - 1
-    x160 = (sequence_parallel * x159 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x109 * (16 * hidden * x160 + 4 * x137)
+    x168 = numpy.maximum(1, lora_rank)
+    x169 = tokens_mb * x168
+    x170 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x168)
+    x171 = numpy.maximum(x100 * (hidden * x168 + x169 + x94), x105 * x169 * (gemm_half_efficiency_dim + x170) / x170)
+    del x105, x170
+    x172 = x18 * x51
+    x173 = numpy.minimum(numpy.minimum(tokens_mb, x168), x172)
+    x174 = x109 * x169
     del x109
-    x161 = vocab * x51
-    x162 = tokens_mb * x161
-    x163 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x161)
-    del x161
-    t_logits = numpy.maximum(x96 * (x106 + x162 + x32 * x51), x101 * x162 * (gemm_half_efficiency_dim + x163) / x163)
-    del x162, x163, x32
-    x164 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x95 * (bytes_per_element + x158 * x164) * (shared_experts * x143 + x153)
-    del x153
-    x165 = numpy.maximum(1, lora_rank)
-    x166 = tokens_mb * x165
-    x167 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x165)
-    x168 = numpy.maximum(x96 * (hidden * x165 + x106 + x166), x101 * x166 * (gemm_half_efficiency_dim + x167) / x167)
-    del x101, x167
-    x169 = x14 * x51
-    del x14
-    x170 = numpy.minimum(numpy.minimum(tokens_mb, x165), x169)
-    x171 = x105 * x166
-    del x105
-    x172 = numpy.minimum(numpy.minimum(tokens_mb, x134), x165)
-    x173 = x12 * x51
-    del x12
-    x174 = numpy.minimum(numpy.minimum(tokens_mb, x165), x173)
-    x175 = x15 * x51
-    del x15
-    x176 = numpy.minimum(numpy.minimum(tokens_mb, x165), x175)
-    x177 = numpy.minimum(numpy.minimum(tokens_mb, x142), x165)
-    x178 = x168 + numpy.maximum(x96 * (x142 * x165 + x143 + x166), x142 * x171 * (gemm_half_efficiency_dim + x177) / x177)
-    del x143, x177
-    x179 = numpy.minimum(numpy.minimum(tokens_mb, x137), x165)
-    x180 = x168 + numpy.maximum(x96 * (x137 * x165 + x138 + x166), x137 * x171 * (gemm_half_efficiency_dim + x179) / x179)
-    del x138, x179
-    t_adapter = lora_k * (x168 + numpy.maximum(x169 * x171 * (gemm_half_efficiency_dim + x170) / x170, x96 * (tokens_mb * x169 + x165 * x169 + x166))) + lora_o * (x168 + numpy.maximum(x96 * (x134 * x165 + x135 + x166), x134 * x171 * (gemm_half_efficiency_dim + x172) / x172)) + lora_q * (x168 + numpy.maximum(x171 * x173 * (gemm_half_efficiency_dim + x174) / x174, x96 * (tokens_mb * x173 + x165 * x173 + x166))) + lora_v * (x168 + numpy.maximum(x171 * x175 * (gemm_half_efficiency_dim + x176) / x176, x96 * (tokens_mb * x175 + x165 * x175 + x166))) + moe_share * x40 * (lora_down * x178 + x178 * x56) + x50 * (lora_down * x180 + x180 * x56)
-    del x134, x135, x165, x166, x168, x169, x170, x171, x172, x173, x174, x175, x176, x178, x180, x40
-    x181 = -stage_params
-    x182 = -stage_embedding_params - x181
-    x183 = full_recompute + 2
-    dequant_mb = dequantize_base * x182 * x183 * x95 * (base_weight_bytes_per_param + bytes_per_element)
-    x184 = moe_share * t_moe
-    x185 = t_mlp * x50
-    x186 = t_proj + t_qkv
-    x187 = x184 + x185 + x186
-    x188 = t_core + t_elem + t_scores
-    x189 = x187 + x188
-    t_layer_fwd = t_adapter + x189
-    x190 = 3 * t_logits
-    x191 = reference_model * (stage_layers * x189 + t_logits)
+    x175 = numpy.minimum(numpy.minimum(tokens_mb, x137), x168)
+    x176 = x16 * x51
+    x177 = numpy.minimum(numpy.minimum(tokens_mb, x168), x176)
+    x178 = x19 * x51
+    x179 = numpy.minimum(numpy.minimum(tokens_mb, x168), x178)
+    x180 = numpy.minimum(numpy.minimum(tokens_mb, x145), x168)
+    x181 = x171 + numpy.maximum(x100 * (x145 * x168 + x146 + x169), x145 * x174 * (gemm_half_efficiency_dim + x180) / x180)
+    del x146, x180
+    x182 = numpy.minimum(numpy.minimum(tokens_mb, x140), x168)
+    x183 = x171 + numpy.maximum(x100 * (x140 * x168 + x141 + x169), x140 * x174 * (gemm_half_efficiency_dim + x182) / x182)
+    del x141, x182
+    t_adapter = lora_k * (x171 + numpy.maximum(x172 * x174 * (gemm_half_efficiency_dim + x173) / x173, x100 * (tokens_mb * x172 + x168 * x172 + x169))) + lora_o * (x171 + numpy.maximum(x100 * (x137 * x168 + x138 + x169), x137 * x174 * (gemm_half_efficiency_dim + x175) / x175)) + lora_q * (x171 + numpy.maximum(x174 * x176 * (gemm_half_efficiency_dim + x177) / x177, x100 * (tokens_mb * x176 + x168 * x176 + x169))) + lora_v * (x171 + numpy.maximum(x174 * x178 * (gemm_half_efficiency_dim + x179) / x179, x100 * (tokens_mb * x178 + x168 * x178 + x169))) + moe_share * x40 * (lora_down * x181 + x181 * x57) + x50 * (lora_down * x183 + x183 * x57)
+    del x137, x138, x168, x169, x171, x172, x173, x174, x175, x176, x177, x178, x179, x181, x183, x40
+    x184 = -stage_params
+    x185 = -stage_embedding_params - x184
+    x186 = full_recompute + 2
+    dequant_mb = dequantize_base * x185 * x186 * x99 * (base_weight_bytes_per_param + bytes_per_element)
+    x187 = moe_share * t_moe
+    x188 = t_mlp * x50
+    x189 = t_qkv + x187 + x188
+    x190 = t_elem + t_proj
+    x191 = t_core + t_scores + x190
+    x192 = x189 + x191
+    t_layer_fwd = t_adapter + x192
+    x193 = 3 * t_logits
+    x194 = reference_model * (stage_layers * x192 + t_logits)
+    del x192
+    x195 = selective * t_core
+    x196 = kv_heads * x22
+    x197 = t_proj + x189
     del x189
-    x192 = selective * t_core
-    x193 = 3 * t_core
+    x198 = 3 * t_core
     del t_core
-    x194 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x193
-    del t_elem, t_proj, t_qkv, t_scores
-    x195 = x106 * x51
-    x196 = numpy.minimum(numpy.minimum(tokens_mb, x131), 2.0 * hidden)
-    x197 = t_mlp * x7
-    del t_mlp, x7
-    x198 = t_moe * x4
+    x199 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x198
+    del t_elem, t_proj, t_scores
+    x200 = x51 * x94
+    x201 = numpy.minimum(numpy.minimum(tokens_mb, x134), 2.0 * hidden)
+    x202 = t_mlp * x12
+    del x12
+    x203 = t_moe * x9
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x187 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x184 + 3 * x185 + x194 + x90 * (moe_share * recompute_moe_act * t_moe_act + x192)) + x190 + x191 + x42 * (full_recompute * (x186 + x188 + x197 + x198) + x190 + x192 * x90 + x194 + 3 * x197 + 3 * x198 + 3 * numpy.maximum(x96 * (2.0 * x106 + x195 + x51 * x6), x100 * x113 * x83 * (gemm_half_efficiency_dim + x196) / x196))
-    del dequant_mb, t_adapter, t_moe_act, x100, x184, x185, x186, x188, x192, x194, x196, x197, x198, x6, x83, x96
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x191
-    del x191
-    weight_grad_mb = x64 * (stage_layers * x187 + t_logits)
-    del t_logits, x187
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x197 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x187 + 3 * x188 + x199 + x92 * (moe_share * recompute_moe_act * t_moe_act + x195 + x91 * (t_qkv * x18 / (x16 + x196) + x190 + t_mlp / mlp_matrices))) + x193 + x194 + x42 * (full_recompute * (t_qkv + x191 + x202 + x203) + x193 + x195 * x92 + x199 + 3 * x202 + 3 * x203 + 3 * numpy.maximum(x100 * (x11 * x51 + x200 + 2.0 * x94), x104 * x116 * x84 * (gemm_half_efficiency_dim + x201) / x201))
+    del dequant_mb, t_adapter, t_mlp, t_moe_act, t_qkv, x100, x104, x11, x18, x187, x188, x190, x191, x195, x199, x201, x202, x203, x84
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x194
+    del x194
+    weight_grad_mb = x65 * (stage_layers * x197 + t_logits)
+    del t_logits, x197
     compute_s = compute_mb * microbatches
-    x199 = 2 * full_recompute + 4
-    x200 = stage_layers + x42
-    x201 = tp_intra_ranks - 1
-    x202 = 2 * intra_latency_s
-    x203 = tp_intra_ranks ** (-1.0)
-    x204 = tp * x203 - 1
-    x205 = 2 * inter_latency_s
-    x206 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x207 = bytes_per_element * x113
-    del x113
-    x208 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x209 = x208 / scale_out_bus_efficiency
-    x210 = bytes_per_element * tokens_mb * x201 * x203 * x206 * x24 + collective_overhead_s * numpy.minimum(1, x159) + x201 * x202 + x204 * x205 + x204 * x207 * x209 * x24
-    del x159, x201, x203, x204
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x199 * x200 * x210) + x199 * x200 * x210
-    del x199, x210
-    x211 = 3 * cp - 3
-    x212 = 1 - cp_intra
-    x213 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x214 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x215 = cp_intra * intra_latency_s + inter_latency_s * x212 + kv_heads * x18 * x207 / (cp_intra * x213 + x212 * x214)
-    del x207, x212
-    cp_comm_mb = -cp_overlap * numpy.minimum(x193 * x200, x200 * x211 * x215 * x30) + x200 * x211 * x215 * x30
-    del x193, x211, x215, x30
-    x216 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x217 = x216 ** (-1.0)
-    x218 = ep * x217 - 1
-    x219 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x204 = 2 * full_recompute + 4
+    x205 = stage_layers + x42
+    x206 = tp_intra_ranks - 1
+    x207 = 2 * intra_latency_s
+    x208 = numpy.minimum(1, x162)
+    del x162
+    x209 = tp_intra_ranks ** (-1.0)
+    x210 = tp * x209 - 1
+    x211 = 2 * inter_latency_s
+    x212 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x213 = bytes_per_element * x116
+    del x116
+    x214 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x215 = x214 / scale_out_bus_efficiency
+    x216 = bytes_per_element * tokens_mb * x206 * x209 * x212 * x28 + collective_overhead_s * x208 + x206 * x207 + x210 * x211 + x210 * x213 * x215 * x28
+    del x206, x209, x210
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x204 * x205 * x216) + x204 * x205 * x216
+    del x204, x216
+    x217 = 3 * cp - 3
+    x218 = 1 - cp_intra
+    x219 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x220 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x221 = cp_intra * intra_latency_s + inter_latency_s * x218 + x196 * x213 / (cp_intra * x219 + x218 * x220)
+    del x196, x213, x218
+    cp_comm_mb = -cp_overlap * numpy.minimum(x198 * x205, x205 * x217 * x221 * x34) + x205 * x217 * x221 * x34
+    del x198, x217, x221, x34
+    x222 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x223 = x222 ** (-1.0)
+    x224 = ep * x223 - 1
+    x225 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x220 = 1 - x219
-    x221 = 4 * etp - 4
-    x222 = x106 / a2a_efficiency_factor
-    del x106
-    x223 = bytes_per_element * x222
-    x224 = 1 - hierarchical_dispatch
-    x225 = x147 + x148
-    del x147, x148
-    x226 = experts_per_token * x225
-    x227 = x226 * (hierarchical_dispatch * (-x216 * x44 + 1) + x218 * x224 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x213 * (1 - deepep_dispatch))
+    x226 = 1 - x225
+    x227 = 4 * etp - 4
+    x228 = x94 / a2a_efficiency_factor
+    del x94
+    x229 = bytes_per_element * x228
+    x230 = 1 - hierarchical_dispatch
+    x231 = x150 + x151
+    del x151
+    x232 = experts_per_token * x231
+    x233 = x232 * (hierarchical_dispatch * (-x222 * x44 + 1) + x224 * x230 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x219 * (1 - deepep_dispatch))
     del x44
-    x228 = 1 - x217
-    del x217
-    x229 = x209 * x225 * x228 * (experts_per_token * x224 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x216 * (1 - x228 ** experts_per_token)))
-    del x224, x228
-    x230 = x222 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x222
-    x231 = moe_share * x200
-    del x200
-    x232 = x231 * (4 * inter_latency_s * (x216 - 1) + 4 * intra_latency_s * x218 + sequence_parallel * (bytes_per_element * experts_per_token * x195 * x221 / (x213 * x219 + x214 * x220) + x221 * (inter_latency_s * x220 + intra_latency_s * x219)) + 2 * numpy.maximum(x223 * x227, x223 * x229) + 2 * numpy.maximum(x227 * x230, x229 * x230))
-    del x195, x216, x218, x219, x220, x221, x223, x227, x229, x230
-    x233 = ep_overlap * numpy.minimum(x232, 3 * t_layer_fwd * x231)
-    del x231
-    ep_comm_mb = comm_sm_fraction * x233 / (1 - comm_sm_fraction) + x232 - x233
-    del x232, x233
-    x234 = 1 - dualpipe
-    x235 = pp - 1
-    x236 = microbatches * vp
-    x237 = 1 - pp_intra
-    x238 = bytes_per_element * tokens_mb
-    pp_comm_s = x234 * (2 * pp + 2 * x236 - 2) * (inter_latency_s * x237 + intra_latency_s * pp_intra + 1.0 * x131 * x238 / (pp_intra * x213 + x214 * x237)) * numpy.minimum(1, x235)
-    del x213, x214, x237
-    x239 = 1 - dp_overlap
-    x240 = numpy.minimum(1, grad_shards - 1)
-    x241 = numpy.minimum(dp, dp_intra_ranks)
-    x242 = x241 - 1
-    x243 = x241 ** (-1.0)
-    del x241
-    x244 = dp * x243 - 1
-    x245 = 2 * grad_comm_bytes_per_param
-    x246 = x206 * x245
-    x247 = stage_trainable_params * x246
-    x248 = x209 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x209
-    x249 = stage_trainable_params * x245
-    x250 = x248 * x249
-    x251 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x252 = x251 - 1
-    x253 = x251 ** (-1.0)
+    x234 = 1 - x223
+    del x223
+    x235 = x215 * x231 * x234 * (experts_per_token * x230 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x222 * (1 - x234 ** experts_per_token)))
+    del x230, x234
+    x236 = x228 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x228
+    x237 = moe_share * x205
+    del x205
+    x238 = x237 * (4 * inter_latency_s * (x222 - 1) + 4 * intra_latency_s * x224 + sequence_parallel * (bytes_per_element * experts_per_token * x200 * x227 / (x219 * x225 + x220 * x226) + x227 * (inter_latency_s * x226 + intra_latency_s * x225)) + 2 * numpy.maximum(x229 * x233, x229 * x235) + 2 * numpy.maximum(x233 * x236, x235 * x236))
+    del x200, x222, x224, x225, x226, x227, x229, x233, x235, x236
+    x239 = ep_overlap * numpy.minimum(x238, 3 * t_layer_fwd * x237)
+    del x237
+    ep_comm_mb = comm_sm_fraction * x239 / (1 - comm_sm_fraction) + x238 - x239
+    del x238, x239
+    x240 = 1 - dualpipe
+    x241 = pp - 1
+    x242 = microbatches * vp
+    x243 = 1 - pp_intra
+    x244 = bytes_per_element * tokens_mb
+    pp_comm_s = x240 * (2 * pp + 2 * x242 - 2) * (inter_latency_s * x243 + intra_latency_s * pp_intra + 1.0 * x134 * x244 / (pp_intra * x219 + x220 * x243)) * numpy.minimum(1, x241)
+    del x219, x220, x243
+    x245 = 1 - dp_overlap
+    x246 = numpy.minimum(1, grad_shards - 1)
+    x247 = numpy.minimum(dp, dp_intra_ranks)
+    x248 = x247 - 1
+    x249 = x247 ** (-1.0)
+    del x247
+    x250 = dp * x249 - 1
+    x251 = 2 * grad_comm_bytes_per_param
+    x252 = x212 * x251
+    x253 = stage_trainable_params * x252
+    x254 = x215 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x215
+    x255 = stage_trainable_params * x251
+    x256 = x254 * x255
+    x257 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x258 = x257 - 1
+    x259 = x257 ** (-1.0)
+    del x257
+    x260 = expert_dp_ranks * x259 - 1
+    x261 = stage_trainable_expert_params * x252
+    del x252
+    x262 = stage_trainable_expert_params * x251
     del x251
-    x254 = expert_dp_ranks * x253 - 1
-    x255 = stage_trainable_expert_params * x246
-    del x246
-    x256 = stage_trainable_expert_params * x245
-    del x245
-    x257 = x248 * x256
-    x258 = replica_intra_ranks - 1
-    x259 = x202 * x258
-    x260 = replica_intra_ranks ** (-1.0)
-    x261 = shard_ranks ** (-1.0)
-    x262 = x260 * x261
-    x263 = numpy.maximum(1, dp * x262)
-    x264 = x263 - 1
-    x265 = expert_shard_ranks ** (-1.0)
-    x266 = x260 * x265
-    del x260
-    x267 = numpy.maximum(1, expert_dp_ranks * x266)
-    x268 = x267 - 1
-    x269 = x240 * (x205 * x264 + x247 * x258 * x262 + x250 * x262 * x264 / x263 + x259 + x4 * (x205 * x268 + x255 * x258 * x266 + x257 * x266 * x268 / x267 + x259)) + (1 - x240) * (x2 * x244 * x250 + x202 * x242 + x205 * x244 + x242 * x243 * x247 + x4 * (x202 * x252 + x205 * x254 + x252 * x253 * x255 + x254 * x257 / expert_dp_ranks))
-    del x2, x202, x205, x242, x243, x244, x247, x250, x252, x253, x254, x255, x257, x258, x259, x262, x263, x264, x266, x267, x268
-    x270 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x271 = x270 - 1
-    x272 = intra_latency_s * x271
-    x273 = x270 ** (-1.0)
-    del x270
-    x274 = shard_ranks * x273 - 1
-    x275 = inter_latency_s * x274
-    x276 = x206 * x271 * x273
-    del x271, x273
-    x277 = x248 * x261 * x274
-    del x261, x274
-    x278 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x279 = x278 - 1
-    x280 = intra_latency_s * x279
-    x281 = x278 ** (-1.0)
-    del x278
-    x282 = expert_shard_ranks * x281 - 1
-    x283 = inter_latency_s * x282
-    x284 = x206 * x279 * x281
-    del x206, x279, x281
-    x285 = x248 * x265 * x282
-    del x248, x265, x282
-    x286 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x64)
-    x287 = base_weight_bytes_per_param * x182 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x182
-    x288 = bytes_per_element * (stage_adapter_params + stage_params * x64) + frozen_base * x287 - x286
-    del stage_adapter_params, stage_params, x64
-    x289 = 1 / 2 * microbatches * x240 * (x249 * x276 + x249 * x277 + 2 * x272 + 2 * x275 + x4 * (x256 * x284 + x256 * x285 + 2 * x280 + 2 * x283)) + 2 * microbatches * zero3 * (x272 + x275 + x276 * x288 + x277 * x288 + x4 * (x280 + x283 + x284 * x286 + x285 * x286))
-    del x240, x249, x256, x272, x275, x276, x277, x280, x283, x284, x285, x286, x288
-    x290 = numpy.maximum(1, stage_layers)
-    x291 = x290 ** (-1.0)
-    x292 = x291 * (x290 - 1)
-    del x290
-    dp_comm_s = dp_overlap * numpy.minimum(x269, numpy.maximum(x269 * x291, -2 * stage_layers * t_layer_fwd * x292 + x269)) + dp_overlap * numpy.minimum(x289, numpy.maximum(x289 * x291, -compute_s * x292 + x289)) + x239 * x269 + x239 * x289
-    del t_layer_fwd, x239, x269, x289, x291, x292
-    x293 = compute_mb + tp_comm_mb
-    x294 = full_recompute + 3
-    x295 = expert_overhead_s * x65 + moe_layer_overhead_s
-    del x65
-    x296 = 2.0 * x145 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x4
-    x297 = numpy.maximum(0, cuda_graphs - x296 - 1)
-    x298 = 1 - x297
-    x299 = dispatch_host_sync * x145
-    x300 = stage_layers * x298
-    x301 = host_launch_factor * moe_share * x294 * x295 * x300
-    x302 = microbatches ** (-1.0)
-    x303 = (x293 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x297 * x302 + x300 * (graph_launch_s * x183 * (-x297 + numpy.minimum(1, cuda_graphs - x296)) + layer_overhead_s * x294)) + x301 * (1 - x299)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x183, x296, x297, x300
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x145 * x294 * x295 * x298 - x293 + x303)
-    del x145, x293, x294, x295, x298
+    x263 = x254 * x262
+    x264 = replica_intra_ranks - 1
+    x265 = x207 * x264
+    x266 = replica_intra_ranks ** (-1.0)
+    x267 = shard_ranks ** (-1.0)
+    x268 = x266 * x267
+    x269 = numpy.maximum(1, dp * x268)
+    x270 = x269 - 1
+    x271 = expert_shard_ranks ** (-1.0)
+    x272 = x266 * x271
+    del x266
+    x273 = numpy.maximum(1, expert_dp_ranks * x272)
+    x274 = x273 - 1
+    x275 = x246 * (x211 * x270 + x253 * x264 * x268 + x256 * x268 * x270 / x269 + x265 + x9 * (x211 * x274 + x261 * x264 * x272 + x263 * x272 * x274 / x273 + x265)) + (1 - x246) * (x2 * x250 * x256 + x207 * x248 + x211 * x250 + x248 * x249 * x253 + x9 * (x207 * x258 + x211 * x260 + x258 * x259 * x261 + x260 * x263 / expert_dp_ranks))
+    del x2, x207, x211, x248, x249, x250, x253, x256, x258, x259, x260, x261, x263, x264, x265, x268, x269, x270, x272, x273, x274
+    x276 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x277 = x276 - 1
+    x278 = intra_latency_s * x277
+    x279 = x276 ** (-1.0)
+    del x276
+    x280 = shard_ranks * x279 - 1
+    x281 = inter_latency_s * x280
+    x282 = x212 * x277 * x279
+    del x277, x279
+    x283 = x254 * x267 * x280
+    del x267, x280
+    x284 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x285 = x284 - 1
+    x286 = intra_latency_s * x285
+    x287 = x284 ** (-1.0)
+    del x284
+    x288 = expert_shard_ranks * x287 - 1
+    x289 = inter_latency_s * x288
+    x290 = x212 * x285 * x287
+    del x212, x285, x287
+    x291 = x254 * x271 * x288
+    del x254, x271, x288
+    x292 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x293 = base_weight_bytes_per_param * x185 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x185
+    x294 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x293 - x292
+    del stage_adapter_params, stage_params, x65
+    x295 = 1 / 2 * microbatches * x246 * (x255 * x282 + x255 * x283 + 2 * x278 + 2 * x281 + x9 * (x262 * x290 + x262 * x291 + 2 * x286 + 2 * x289)) + 2 * microbatches * zero3 * (x278 + x281 + x282 * x294 + x283 * x294 + x9 * (x286 + x289 + x290 * x292 + x291 * x292))
+    del x246, x255, x262, x278, x281, x282, x283, x286, x289, x290, x291, x292, x294
+    x296 = numpy.maximum(1, stage_layers)
+    x297 = x296 ** (-1.0)
+    x298 = x297 * (x296 - 1)
+    del x296
+    dp_comm_s = dp_overlap * numpy.minimum(x275, numpy.maximum(x275 * x297, -2 * stage_layers * t_layer_fwd * x298 + x275)) + dp_overlap * numpy.minimum(x295, numpy.maximum(x295 * x297, -compute_s * x298 + x295)) + x245 * x275 + x245 * x295
+    del t_layer_fwd, x245, x275, x295, x297, x298
+    x299 = compute_mb + tp_comm_mb
+    x300 = full_recompute + 3
+    x301 = expert_overhead_s * x66 + moe_layer_overhead_s
+    del x66
+    x302 = 2.0 * x148 * x9 * numpy.maximum(0, cuda_graphs - 1)
+    del x9
+    x303 = numpy.maximum(0, cuda_graphs - x302 - 1)
+    x304 = 1 - x303
+    x305 = dispatch_host_sync * x148
+    x306 = stage_layers * x304
+    x307 = host_launch_factor * moe_share * x300 * x301 * x306
+    x308 = microbatches ** (-1.0)
+    x309 = (x299 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x303 * x308 + x306 * (graph_launch_s * x186 * (-x303 + numpy.minimum(1, cuda_graphs - x302)) + layer_overhead_s * x300)) + x307 * (1 - x305)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x186, x302, x303, x306
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x148 * x300 * x301 * x304 - x299 + x309)
+    del x148, x299, x300, x301, x304
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x304 = x299 * x301
-    del x299, x301
-    x305 = cp_comm_mb + ep_comm_mb + x303 + x304
-    x306 = vp ** (-1.0)
-    x307 = x305 / compute_mb
-    x308 = dualpipe * x302 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x307 - 3 * weight_grad_mb * x307 + 2 * x303 + 2 * x304) / x305 + x234 * x235 * x302 * x306
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x302, x303, x304, x307
-    bubble_s = microbatches * x305 * x308
-    del x305
-    x309 = stage_trainable_expert_params / expert_optimizer_shards
-    x310 = stage_trainable_params / optimizer_shards
-    optimizer_s = x95 * (x309 + x310) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x95
-    x311 = microbatches * stage_extra_layers * (compute_mb - x190) * (x308 + 1) / stage_layers
-    del compute_mb, x190, x308
-    x312 = dp_comm_s + pp_comm_s
-    x313 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x312
-    x314 = gpus + 0.474798
-    x315 = gpus ** (-1.0)
-    x316 = x314 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x313 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x313 * numpy.maximum(0, -x146 * erfinv(1.71458910109456 * x315 * x316 * (0.0686881539789491 * x316 + 0.112063) - 1 + 1.16023 / x314)) + x311 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x311 + x313)
-    del x311, x314, x316
-    step_time_s = straggler_s + x313
-    del x313
-    x317 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x317
-    x318 = tokens_per_s * x315
-    x319 = model_flops_per_token * x318
-    tflops_per_gpu = 1e-12 * x319
-    mfu = x319 * x98
+    x310 = x305 * x307
+    del x305, x307
+    x311 = cp_comm_mb + ep_comm_mb + x309 + x310
+    x312 = vp ** (-1.0)
+    x313 = x311 / compute_mb
+    x314 = dualpipe * x308 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x313 - 3 * weight_grad_mb * x313 + 2 * x309 + 2 * x310) / x311 + x240 * x241 * x308 * x312
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x308, x309, x310, x313
+    bubble_s = microbatches * x311 * x314
+    del x311
+    x315 = stage_trainable_expert_params / expert_optimizer_shards
+    x316 = stage_trainable_params / optimizer_shards
+    optimizer_s = x99 * (x315 + x316) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x99
+    x317 = microbatches * stage_extra_layers * (compute_mb - x193) * (x314 + 1) / stage_layers
+    del compute_mb, x193, x314
+    x318 = dp_comm_s + pp_comm_s
+    x319 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x318
+    x320 = gpus + 0.474798
+    x321 = gpus ** (-1.0)
+    x322 = x320 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x319 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x319 * numpy.maximum(0, -x149 * erfinv(1.71458910109456 * x321 * x322 * (0.0686881539789491 * x322 + 0.112063) - 1 + 1.16023 / x320)) + x317 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x317 + x319)
+    del x317, x320, x322
+    step_time_s = straggler_s + x319
     del x319
-    hfu = hardware_flops_per_token * x318 * x98
-    del hardware_flops_per_token, x318, x98
-    x320 = expert_weight_shards ** (-1.0)
-    x321 = weight_shards ** (-1.0)
-    x322 = base_weight_bytes_per_param * stage_expert_params
-    weights_bytes = frozen_base * (x320 * x322 + x321 * (x287 - x322)) + reference_model * (bytes_per_element * stage_expert_params * x320 + bytes_per_element * x321 * (-stage_expert_params - x181)) + stage_trainable_expert_params * weight_bytes_per_param * x320 + stage_trainable_params * weight_bytes_per_param * x321
-    del stage_expert_params, x181, x287, x320, x321, x322
+    x323 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x323
+    x324 = tokens_per_s * x321
+    x325 = model_flops_per_token * x324
+    tflops_per_gpu = 1e-12 * x325
+    mfu = x102 * x325
+    del x325
+    hfu = hardware_flops_per_token * x102 * x324
+    del hardware_flops_per_token, x102, x324
+    x326 = expert_weight_shards ** (-1.0)
+    x327 = weight_shards ** (-1.0)
+    x328 = base_weight_bytes_per_param * stage_expert_params
+    weights_bytes = frozen_base * (x326 * x328 + x327 * (x293 - x328)) + reference_model * (bytes_per_element * stage_expert_params * x326 + bytes_per_element * x327 * (-stage_expert_params - x184)) + stage_trainable_expert_params * weight_bytes_per_param * x326 + stage_trainable_params * weight_bytes_per_param * x327
+    del stage_expert_params, x184, x293, x326, x327, x328
     grads_bytes = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    optimizer_state_bytes = optimizer_bytes_per_param * x309 + optimizer_bytes_per_param * x310
-    del x309, x310
-    x323 = 4 * tokens_mb * x131 * (vocab * x92 + 1)
-    del x131, x92
-    x324 = 2 * tokens_mb
-    x325 = hidden * tokens_mb
-    x326 = x225 * x325
-    x327 = 4 * x326
-    x328 = heads + kv_heads
-    x329 = kv_heads / heads
-    x330 = x137 * x50
+    optimizer_state_bytes = optimizer_bytes_per_param * x315 + optimizer_bytes_per_param * x316
+    del x315, x316
+    x329 = hidden * x231
+    del x231
+    x330 = 2 * tokens_mb
+    x331 = tokens_mb * x329
+    x332 = 4 * x331
+    x333 = heads + kv_heads
+    x334 = kv_heads / heads
+    x335 = x140 * x50
     del x50
-    x331 = 1 - recompute_norms
-    x332 = shared_experts * tokens_mb * x142
-    del x142
-    x333 = tokens_mb * x226
-    del x226
-    x334 = 2 * mlp_matrices
-    x335 = tokens_mb * x334
-    x336 = linear_input_bytes + x334 - 2
-    del x334
-    x337 = hidden * linear_input_bytes
-    x338 = tokens_mb * x24
-    x339 = micro_batch * x129 * x130 * (dropout_masks + 4) / cp ** 2
-    del x129, x130
-    x340 = tokens_mb * x225 * x331 * x337
-    del x225
-    x341 = -frozen_base * (linear_input_bytes * tokens_mb * x330 * (1 - lora_down) + x340 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x340 * (1 - numpy.minimum(1, x56))) + lora_rank * x238 * (lora_down + lora_k + lora_o + lora_q + lora_v + x56) - moe_share * (x332 + x333 * x46) * (linear_input_bytes * recompute_moe_act + x158 * (2 - x164)) + moe_share * (-x137 * x335 + x332 * x336 + x333 * (etp * x337 + x336 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x68 * (2 * head_dim + v_head_dim) - recompute_norms * x327 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x107 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x324 * x328 + x339)) + x324 * x51 * (x18 * x328 - x24 * (x329 + 1)) + x324 * (q_lora_rank + x17) + x326 * (2 * dropout_masks + 8) + x51 * (ffn * x335 + x325 * (4 * x329 + 2) + x338 + x339) - (1 - 1 / 2 * linear_input_bytes) * (x324 * x330 + x327 * x331)
-    del moe_share, tokens_mb, x0, x107, x11, x137, x158, x164, x17, x18, x24, x25, x29, x324, x325, x326, x327, x328, x329, x330, x331, x332, x333, x335, x336, x337, x339, x340, x46, x56, x68
-    x342 = full_recompute * x160 * x338 + x341 * x90
-    del x160, x338, x90
-    activation_bytes = full_recompute * x341 + linear_value_heads * x108 * x238 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x306 * x342 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x234 * numpy.minimum(x236, pp * vp + x235 * numpy.minimum(1, vp - 1))) + x323 + x42 * (x323 + x342)
-    del microbatches, x108, x234, x235, x236, x238, x306, x323, x341, x342, x42, x51
+    x336 = 1 - recompute_norms
+    x337 = shared_experts * tokens_mb * x145
+    del x145
+    x338 = tokens_mb * x232
+    del x232
+    x339 = 2 * mlp_matrices
+    x340 = tokens_mb * x339
+    x341 = linear_input_bytes + x339 - 2
+    del x339
+    x342 = tokens_mb * x28
+    x343 = micro_batch * x132 * x133 * (dropout_masks + 4) / cp ** 2
+    del x132, x133
+    x344 = linear_input_bytes * x331 * x336
+    x345 = lora_rank * x244 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x330 * x91 * (hidden * x56 + x150 * x208 * x28 + x329 + x51 * (x16 + x19 + x93)) + (1 - x91) * (-frozen_base * (linear_input_bytes * tokens_mb * x335 * (1 - lora_down) + x344 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x344 * (1 - numpy.minimum(1, x57))) - moe_share * (x337 + x338 * x46) * (linear_input_bytes * recompute_moe_act + x161 * (2 - x167)) + moe_share * (-x140 * x340 + x337 * x341 + x338 * (etp * hidden * linear_input_bytes + x341 * x46)) - recompute_mla_up_proj * tokens_mb * x15 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x332 + x33 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x110 + 68.0 * linear_value_heads + 5 * x29) - x51 * (x22 * x330 * x333 + x343)) + x330 * x51 * (x22 * x333 - x28 * (x334 + 1)) + x330 * (q_lora_rank + x21) + x331 * (2 * dropout_masks + 8) + x51 * (ffn * x340 + hidden * tokens_mb * (4 * x334 + 2) + x342 + x343) - (1 - 1 / 2 * linear_input_bytes) * (x330 * x335 + x332 * x336))
+    del moe_share, x0, x110, x140, x15, x150, x16, x161, x167, x19, x208, x21, x22, x28, x29, x329, x33, x330, x331, x332, x333, x334, x335, x336, x337, x338, x340, x341, x343, x344, x46, x56, x57, x69, x91, x93
+    x346 = full_recompute * x163 * x342 + x345 * x92
+    del x163, x342, x92
+    x347 = loss_extra_bytes_per_logit * tokens_mb * x164 + 4 * tokens_mb * x134 * (vocab * x96 + 1)
+    del tokens_mb, x134, x164, x96
+    activation_bytes = full_recompute * x345 + linear_value_heads * x111 * x244 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x312 * x346 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x240 * numpy.minimum(x242, pp * vp + x241 * numpy.minimum(1, vp - 1))) + x347 + x42 * (x346 + x347)
+    del microbatches, x111, x240, x241, x242, x244, x312, x345, x346, x347, x42, x51
     memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x343 = nodes / (rack_mtbf_s * rack_nodes)
-    x344 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x345 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x346 = x343 + x344 + x345
-    system_mtbf_s = x346 ** (-1.0)
-    x347 = node_repair_s * x343
-    x348 = numpy.exp(-x347)
-    x349 = node_repair_s * x344
-    x350 = -spare_nodes
-    x351 = rack_nodes + x350
-    x352 = x347 * x348
-    del x347
-    x353 = 2 * rack_nodes + x350
-    x354 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x348 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x355 = 3 * rack_nodes + x350
-    x356 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x348 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x357 = 4 * rack_nodes + x350
-    x358 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x348 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x359 = 5 * rack_nodes + x350
-    x360 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x348 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x361 = 6 * rack_nodes + x350
-    x362 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x348 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x363 = 7 * rack_nodes + x350
-    x364 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x348 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x365 = 8 * rack_nodes + x350
-    x366 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x348 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x367 = 9 * rack_nodes + x350
-    x368 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x348 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x369 = 10 * rack_nodes + x350
-    x370 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x348 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x371 = 11 * rack_nodes + x350
-    x372 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x348 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x343 * (x348 * poisson_cdf(-x351, x349) + x352 * poisson_cdf(-x353, x349) + x354 * poisson_cdf(-x355, x349) + x356 * poisson_cdf(-x357, x349) + x358 * poisson_cdf(-x359, x349) + x360 * poisson_cdf(-x361, x349) + x362 * poisson_cdf(-x363, x349) + x364 * poisson_cdf(-x365, x349) + x366 * poisson_cdf(-x367, x349) + x368 * poisson_cdf(-x369, x349) + x370 * poisson_cdf(-x371, x349) + x372 * poisson_cdf(-12 * rack_nodes - x350, x349)) + x344 * (x348 * poisson_cdf(spare_nodes - 1, x349) + x352 * poisson_cdf(-x351 - 1, x349) + x354 * poisson_cdf(-x353 - 1, x349) + x356 * poisson_cdf(-x355 - 1, x349) + x358 * poisson_cdf(-x357 - 1, x349) + x360 * poisson_cdf(-x359 - 1, x349) + x362 * poisson_cdf(-x361 - 1, x349) + x364 * poisson_cdf(-x363 - 1, x349) + x366 * poisson_cdf(-x365 - 1, x349) + x368 * poisson_cdf(-x367 - 1, x349) + x370 * poisson_cdf(-x369 - 1, x349) + x372 * poisson_cdf(-x371 - 1, x349)) + x345)
-    del x343, x344, x345, x348, x349, x350, x351, x352, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372
-    x373 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x374 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x346 * (x373 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x346 * (-manual_restart_s + x373 - x374))) + x373 - x374
-    del x346, x373, x374
+    x348 = nodes / (rack_mtbf_s * rack_nodes)
+    x349 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x350 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x351 = x348 + x349 + x350
+    system_mtbf_s = x351 ** (-1.0)
+    x352 = node_repair_s * x348
+    x353 = numpy.exp(-x352)
+    x354 = node_repair_s * x349
+    x355 = -spare_nodes
+    x356 = rack_nodes + x355
+    x357 = x352 * x353
+    del x352
+    x358 = 2 * rack_nodes + x355
+    x359 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x353 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x360 = 3 * rack_nodes + x355
+    x361 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x353 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x362 = 4 * rack_nodes + x355
+    x363 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x353 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x364 = 5 * rack_nodes + x355
+    x365 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x353 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x366 = 6 * rack_nodes + x355
+    x367 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x353 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x368 = 7 * rack_nodes + x355
+    x369 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x353 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x370 = 8 * rack_nodes + x355
+    x371 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x353 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x372 = 9 * rack_nodes + x355
+    x373 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x353 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x374 = 10 * rack_nodes + x355
+    x375 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x353 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x376 = 11 * rack_nodes + x355
+    x377 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x353 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x348 * (x353 * poisson_cdf(-x356, x354) + x357 * poisson_cdf(-x358, x354) + x359 * poisson_cdf(-x360, x354) + x361 * poisson_cdf(-x362, x354) + x363 * poisson_cdf(-x364, x354) + x365 * poisson_cdf(-x366, x354) + x367 * poisson_cdf(-x368, x354) + x369 * poisson_cdf(-x370, x354) + x371 * poisson_cdf(-x372, x354) + x373 * poisson_cdf(-x374, x354) + x375 * poisson_cdf(-x376, x354) + x377 * poisson_cdf(-12 * rack_nodes - x355, x354)) + x349 * (x353 * poisson_cdf(spare_nodes - 1, x354) + x357 * poisson_cdf(-x356 - 1, x354) + x359 * poisson_cdf(-x358 - 1, x354) + x361 * poisson_cdf(-x360 - 1, x354) + x363 * poisson_cdf(-x362 - 1, x354) + x365 * poisson_cdf(-x364 - 1, x354) + x367 * poisson_cdf(-x366 - 1, x354) + x369 * poisson_cdf(-x368 - 1, x354) + x371 * poisson_cdf(-x370 - 1, x354) + x373 * poisson_cdf(-x372 - 1, x354) + x375 * poisson_cdf(-x374 - 1, x354) + x377 * poisson_cdf(-x376 - 1, x354)) + x350)
+    del x348, x349, x350, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377
+    x378 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x379 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x351 * (x378 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x351 * (-manual_restart_s + x378 - x379))) + x378 - x379
+    del x351, x378, x379
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x375 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x376 = checkpoint_bytes * x315
-    x377 = x375 * x376
-    x378 = ckpt_async * x377
-    x379 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x380 = ckpt_sync * x379
-    x381 = x208 * x376
-    del x208, x376
-    x382 = ckpt_in_memory * (x377 + x381)
-    del x377
-    x383 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x384 = grad_bytes_per_param * trainable_params * x315
-    del x315
-    x385 = optimizer_s - step_time_s
-    x386 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x375 * x384 / (1 - (1 - numpy.minimum(1, x383)) ** gockpt_steps) + x385)
-    del x375
-    checkpoint_stall_s = x378 + x380 + x382 + x386
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x378 + 2 * x380 + 2 * x382 + 2 * x386))
-    x387 = ckpt_async * x379
-    x388 = system_mtbf_s ** (-1.0)
-    x389 = checkpoint_stall_s * x388
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x384 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x385))) / numpy.log(1 - numpy.minimum(0.999999999999, x383))))) - 1) + 1
-    del x383, x384, x385
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x379) + x387), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x378 + 1 / 2 * x380 + 1 / 2 * x382 + 1 / 2 * x386), -checkpoint_stall_s + young_interval_s * (1 / 6 * x146 * numpy.sqrt(x389) + 1 / 18 * x389 + 1), system_mtbf_s)))
-    del x146, x378, x380, x382, x386
-    commit_latency_s = ckpt_gockpt * (step_time_s + x379) + x387
-    del x379, x387
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x381 + failure_restart_s
-    del failure_restart_s, x381
-    x390 = seq_len / critical_batch_tokens
-    steps = tokens * x76 * (global_batch * x390 + 1) / (global_batch * token_efficiency * (reference_batch * x390 + 1))
-    del x390, x76
+    x380 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x381 = checkpoint_bytes * x321
+    x382 = x380 * x381
+    x383 = ckpt_async * x382
+    x384 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x385 = ckpt_sync * x384
+    x386 = x214 * x381
+    del x214, x381
+    x387 = ckpt_in_memory * (x382 + x386)
+    del x382
+    x388 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x389 = grad_bytes_per_param * trainable_params * x321
+    del x321
+    x390 = optimizer_s - step_time_s
+    x391 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x380 * x389 / (1 - (1 - numpy.minimum(1, x388)) ** gockpt_steps) + x390)
+    del x380
+    checkpoint_stall_s = x383 + x385 + x387 + x391
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x383 + 2 * x385 + 2 * x387 + 2 * x391))
+    x392 = ckpt_async * x384
+    x393 = system_mtbf_s ** (-1.0)
+    x394 = checkpoint_stall_s * x393
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x389 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x390))) / numpy.log(1 - numpy.minimum(0.999999999999, x388))))) - 1) + 1
+    del x388, x389, x390
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x384) + x392), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x383 + 1 / 2 * x385 + 1 / 2 * x387 + 1 / 2 * x391), -checkpoint_stall_s + young_interval_s * (1 / 6 * x149 * numpy.sqrt(x394) + 1 / 18 * x394 + 1), system_mtbf_s)))
+    del x149, x383, x385, x387, x391
+    commit_latency_s = ckpt_gockpt * (step_time_s + x384) + x392
+    del x384, x392
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x386 + failure_restart_s
+    del failure_restart_s, x386
+    x395 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x395 + 1) / (global_batch * token_efficiency * (reference_batch * x395 + 1))
+    del x395, x77
     solve_time_s = step_time_s * steps
-    x391 = numpy.exp(commit_latency_s * x388)
-    x392 = numpy.exp(x388 * (checkpoint_interval_s + checkpoint_stall_s))
-    x393 = solve_time_s * x391 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x391 + x393 * (x392 - 1) - 1) * numpy.exp(restart_s * x388)
-    del x391
-    failure_stepping_s = system_mtbf_s * x393 * (x392 - numpy.exp(x389))
-    del x389, x392, x393
+    x396 = numpy.exp(commit_latency_s * x393)
+    x397 = numpy.exp(x393 * (checkpoint_interval_s + checkpoint_stall_s))
+    x398 = solve_time_s * x396 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x396 + x398 * (x397 - 1) - 1) * numpy.exp(restart_s * x393)
+    del x396
+    failure_stepping_s = system_mtbf_s * x398 * (x397 - numpy.exp(x394))
+    del x394, x397, x398
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x394 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x394)
-    x395 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x395 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x395
-    del x395
-    expected_failures = failure_wall_s * x388
-    del x388
+    x399 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x399)
+    x400 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x400 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x400
+    del x400
+    expected_failures = failure_wall_s * x393
+    del x393
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x394
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x399
     del failure_stepping_s
-    x396 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x317 * (cp_comm_s + ep_comm_s + tp_comm_s + x312) + compute_power_fraction * compute_s * x317)
-    del x312, x317
-    x397 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x396)
+    x401 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x323 * (cp_comm_s + ep_comm_s + tp_comm_s + x318) + compute_power_fraction * compute_s * x323)
+    del x318, x323
+    x402 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x401)
     del stepping_s
-    energy_gpu_j = gpus * x397
-    x398 = network_power_per_node_w + node_overhead_power_w
-    x399 = nodes * x398
+    energy_gpu_j = gpus * x402
+    x403 = network_power_per_node_w + node_overhead_power_w
+    x404 = nodes * x403
     del nodes
-    x400 = spare_nodes * (gpus_per_node * idle_power_w + x398) + x399
-    del x398
-    energy_it_j = energy_gpu_j + wall_time_s * x400
-    energy_facility_j = energy_it_j * pue
-    x401 = eval_time_s + rollbacks * x394
-    del x394
-    x402 = pue * (gpu_step_power_w * gpus + x399)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x399) * (-failure_wall_s - x396 - x401) - solve_time_s * x402 - x401 * x402
-    del failure_wall_s, x399, x401, x402
-    x403 = wall_time_s ** (-1.0)
-    gpu_power_w = x397 * x403
-    del x397
-    avg_power_w = energy_facility_j * x403
+    x405 = spare_nodes * (gpus_per_node * idle_power_w + x403) + x404
     del x403
-    peak_power_w = pue * (gpus * max_power_w + x400)
-    del x400
-    x404 = gpus + gpus_per_node * spare_nodes
-    x405 = 0.000277777777777778 * x404
-    gpu_hours = wall_time_s * x405
-    cost_cloud_usd = price_usd_per_gpu_hour * x405 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x396), wall_time_s)
-    del x396, x405
-    x406 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x406 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x404)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x405
+    energy_facility_j = energy_it_j * pue
+    x406 = eval_time_s + rollbacks * x399
+    del x399
+    x407 = pue * (gpu_step_power_w * gpus + x404)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x404) * (-failure_wall_s - x401 - x406) - solve_time_s * x407 - x406 * x407
+    del failure_wall_s, x404, x406, x407
+    x408 = wall_time_s ** (-1.0)
+    gpu_power_w = x402 * x408
+    del x402
+    avg_power_w = energy_facility_j * x408
+    del x408
+    peak_power_w = pue * (gpus * max_power_w + x405)
+    del x405
+    x409 = gpus + gpus_per_node * spare_nodes
+    x410 = 0.000277777777777778 * x409
+    gpu_hours = wall_time_s * x410
+    cost_cloud_usd = price_usd_per_gpu_hour * x410 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x401), wall_time_s)
+    del x401, x410
+    x411 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x411 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x409)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x404 * x406
-    del x404, x406
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x409 * x411
+    del x409, x411
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

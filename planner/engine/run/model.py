@@ -202,6 +202,21 @@ def _lora_params(x: dict, experts):
             + moe_layers * experts * _lora_mlp_params(x, x["moe_ffn"]))
 
 
+def _op_sac(x: dict):
+    """1 where a selective-recompute layout runs the stack's op-level policy (torchtitan:
+    every second matmul and the element-wise ops recomputed, formulas.memory
+    op_sac_activation_bytes_per_layer) on a dense layer, else 0; MoE layers keep the
+    attention-core accounting (their grouped GEMMs are outside the policy's matmuls)."""
+    return x["op_selective_recompute"] * x["selective_option"] * (1 - x["moe_layers"] / x["layers"])
+
+
+def _op_sac_recomputed_params(x: dict):
+    """Weights of a dense layer's matmuls the op-level policy recomputes: K, the output
+    projection and the second MLP matmul (up under a gate, else down), each h x width."""
+    return x["hidden"] * (x["kv_heads"] * x["head_dim"] + x["heads"] * x["v_head_dim"]
+                          + x["ffn"])
+
+
 def flops(x: dict, r: dict) -> dict:
     """Model FLOPs per token (Narayanan counting) and hardware FLOPs (with recompute)."""
     h, s, layers = x["hidden"], x["seq_len"], x["layers"]
@@ -236,8 +251,10 @@ def flops(x: dict, r: dict) -> dict:
         _lora_params(x, x["experts_per_token"] + x["shared_experts"]))
     frozen_fwd = x["frozen_base"] * (base_fwd - core_all - mtp_fwd)
     # full recompute: every layer's forward again; selective: the attention core
+    # (op-level selective recompute: every second matmul of each dense layer again)
     recomputed = (x["full_recompute"] * (fwd - logits_fwd) + (1 - x["full_recompute"])
-                  * x["selective"] * core_all)
+                  * (x["selective"] * core_all + _op_sac(x) * layers
+                     * compute.matmul_forward_flops_per_token(_op_sac_recomputed_params(x))))
     # DPO: a frozen reference model's forward over the same sequences
     reference = x["reference_model"] * base_fwd
     return {
@@ -488,9 +505,15 @@ def compute_time(x: dict, r: dict) -> dict:
     base_fwd = (r["t_qkv"] + r["t_core"] + r["t_scores"] + r["t_proj"] + r["t_elem"]
                 + (1 - share) * r["t_mlp"] + share * r["t_moe"])
     layer_fwd = base_fwd + r["t_adapter"]
+    # op-level selective recompute (torchtitan): K, the output projection, the second MLP
+    # matmul and the element-wise ops of every dense layer again
+    width_qkv = x["heads"] * x["head_dim"] + x["kv_heads"] * (x["head_dim"] + x["v_head_dim"])
+    op_recompute = r["t_qkv"] * x["kv_heads"] * x["head_dim"] / width_qkv + r["t_proj"] \
+        + r["t_mlp"] / x["mlp_matrices"] + r["t_elem"]
     layer_recompute = x["full_recompute"] * layer_fwd \
         + (1 - x["full_recompute"]) * (x["selective"] * r["t_core"]
-                                       + share * x["recompute_moe_act"] * r["t_moe_act"])
+                                       + share * x["recompute_moe_act"] * r["t_moe_act"]
+                                       + _op_sac(x) * op_recompute)
     # the forward's GEMMs: a frozen base skips their weight-gradient GEMMs in the backward
     # (formulas.finetune); they are the backward's weight part, the chunks of DualPipe's
     # bubble
@@ -853,9 +876,14 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
     down_input = (1 - r["moe_share"]) * memory.mlp_activation_bytes(s, b, x["ffn"], 1, tp)
     layer_act = layer_act - x["recompute_norms"] * norms \
         - cached * ((1 - x["recompute_norms"]) * norms + down_input)
-    return layer_act - x["frozen_base"] * _frozen_inputs_not_kept(
-        x, (1 - x["recompute_norms"]) * (1 - cached) * norms, (1 - cached) * down_input) \
-        + _adapter_activation_bytes(x, s, b)
+    kept = layer_act - x["frozen_base"] * _frozen_inputs_not_kept(
+        x, (1 - x["recompute_norms"]) * (1 - cached) * norms, (1 - cached) * down_input)
+    # op-level selective recompute keeps what its policy saves instead
+    op_kept = memory.op_sac_activation_bytes_per_layer(
+        s, b, h, x["ffn"], x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
+        x["mlp_matrices"], tp, x["sequence_parallel"])
+    op = _op_sac(x)
+    return (1 - op) * kept + op * op_kept + _adapter_activation_bytes(x, s, b)
 
 
 def _frozen_inputs_not_kept(x: dict, kept_norms, kept_down_input):
@@ -880,6 +908,13 @@ def _adapter_activation_bytes(x: dict, s, b):
     return targets * s * b * x["lora_rank"] * x["bytes_per_element"]
 
 
+def _output_layer_bytes(x: dict, s, b, h, tp):
+    """Activation bytes of the output layer and the loss, one micro-batch: Korthikanti's
+    (a fused FP32 cross-entropy) and what the stack's unfused loss holds beyond it."""
+    return memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp) \
+        + memory.unfused_loss_logit_bytes(s, b, x["vocab"], tp, x["loss_extra_bytes_per_logit"])
+
+
 def memory_per_gpu(x: dict, r: dict) -> dict:
     """Memory of one GPU of the first (fullest) pipeline stage."""
     h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
@@ -890,7 +925,7 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         s, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
     # MTP modules, with the loss on the last stage: one micro-batch in flight
     mtp_act = _mtp_on_fullest_stage(x) * (
-        stored_layer + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp))
+        stored_layer + _output_layer_bytes(x, s, b, h, tp))
     # layer-micro-batches the first rank holds: v chunks of stage_layers / v layers each,
     # as many chunk-micro-batches as Megatron-Core's (interleaved) 1F1B schedule keeps, or
     # DualPipe's p + 1 of one of its two stages (the layers a micro-batch passes)
@@ -933,7 +968,7 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
                              * memory.gated_delta_rule_state_bytes(
                                  s, b, x["linear_value_heads"], x["linear_head_dim"],
                                  compute.GATED_DELTA_CHUNK, tp, x["bytes_per_element"])
-                             + memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp)
+                             + _output_layer_bytes(x, s, b, h, tp)
                              + mtp_act),
         "reserve_bytes": x["memory_reserve_bytes"],
     }

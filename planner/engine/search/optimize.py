@@ -184,7 +184,8 @@ def layout_space(inputs: dict, options: SpaceOptions) -> LayoutSpace:
         experts=int(inputs["experts"]), global_batch=int(inputs["global_batch"]),
         gpus_per_node=int(inputs["gpus_per_node"]),
         scale_up_domain=int(inputs["scale_up_domain_gpus"]),
-        options=replace(options, dualpipe=int(inputs["dualpipe"])))
+        options=replace(options, dualpipe=int(inputs["dualpipe"]),
+                        op_selective=int(inputs["op_selective_recompute"])))
 
 
 def search_slice(task: SearchTask) -> dict:

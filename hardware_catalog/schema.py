@@ -603,6 +603,10 @@ class SoftwareStack(Entry):
     # bytes a logit the stack's loss holds beyond a fused FP32 cross-entropy's 4 (0 fused;
     # PyTorch's unfused loss on 16-bit logits: 6)
     loss_extra_bytes_per_logit: Quantity | None = None
+    # 1 if ZeRO-3/FSDP under pipeline parallelism keeps each stage's gathered parameters
+    # through the step and reduce-scatters its gradients once (torchtitan), 0 if it gathers
+    # and reduce-scatters in every micro-batch
+    fsdp_keeps_gathered_under_pp: Quantity | None = None
     # achieved all-to-all bandwidth over the accelerator's nccl-tests bus bandwidth
     a2a_efficiency_factor: Quantity | None = None
     # host time of one MoE layer's forward beyond a dense layer's (router, permute,
@@ -674,7 +678,7 @@ class SoftwareStack(Entry):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")
         for name in ("fp8_dispatch", "hierarchical_dispatch", "deepep_dispatch",
-                     "op_selective_recompute",
+                     "op_selective_recompute", "fsdp_keeps_gathered_under_pp",
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "fused_window_attention", "fused_attention_sinks",
                      "fused_split_head_dims", "int8_training"):

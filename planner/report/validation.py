@@ -754,15 +754,19 @@ def docs_text(pred, summary, extra) -> str:
                  f"reported as out of memory, so the reverse check has no rows yet.\n")
     published = v.published_memory_check(pred)
     ratios = [r["ratio"] for r in published]
-    small = [r["ratio"] for r in published if "-l3-8b-" in r["run"]]
+    def span(tag):
+        part = [r["ratio"] for r in published if tag in r["run"]]
+        return f"{min(part):.2f}-{max(part):.2f}"
+
     parts.append(f"\nPeak memory torchtitan publishes beside its throughput "
                  f"(`published_memory.csv`, {len(published)} independent-runs rows): predicted "
                  f"{min(ratios):.2f}-{max(ratios):.2f} of the published peak (mean "
                  f"{sum(ratios) / len(ratios):.2f}). The published peak is the allocator's "
-                 f"(its cache, the collectives' buffers); the Llama 3 8B rows come within "
-                 f"{min(small):.2f}-{max(small):.2f} of it, the 70B and 405B ones, whose FSDP "
-                 f"keeps prefetched and, under PP, unsharded parameters and gradients the "
-                 f"model does not count, lower:\n")
+                 f"(its cache, the collectives' buffers): the Llama 3 8B rows come within "
+                 f"{span('-l3-8b-')} of it, the 405B rows under PP (whose FSDP keeps the "
+                 f"stage's gathered parameters and gradients through the step, counted) "
+                 f"{span('-l31-405b-')}, the 70B rows (FSDP's prefetched layers and "
+                 f"reduce-scatter buffers beside TP, not counted) {span('-l3-70b-')}:\n")
     parts.append(md(published))
     parts.append("\n## Reliability and energy\n")
     parts.append(md(extra["reliability"]))

@@ -363,6 +363,9 @@ GLOSSARY: dict[str, Term] = {
                      FLAG),
     "recompute_moe_act": Term(
         "1", "1 if the experts' activation-function output is recomputed in backward", FLAG),
+    "fsdp_keeps_gathered_under_pp": Term(
+        "1", "1 if FSDP under PP keeps each stage's gathered parameters and unsharded "
+        "gradients through the step (one gather and one reduce-scatter a step)", FLAG),
     "loss_extra_bytes_per_logit": Term(
         "B", "bytes a logit the loss holds beyond a fused FP32 cross-entropy's 4",
         Domain(">=0", maximum=16)),

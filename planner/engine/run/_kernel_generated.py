@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -363,25 +363,25 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x238, x239
     x240 = 1 - dualpipe
     x241 = pp - 1
-    x242 = microbatches * vp
-    x243 = 1 - pp_intra
-    x244 = bytes_per_element * tokens_mb
-    pp_comm_s = x240 * (2 * pp + 2 * x242 - 2) * (inter_latency_s * x243 + intra_latency_s * pp_intra + 1.0 * x134 * x244 / (pp_intra * x219 + x220 * x243)) * numpy.minimum(1, x241)
-    del x219, x220, x243
-    x245 = 1 - dp_overlap
-    x246 = numpy.minimum(1, grad_shards - 1)
-    x247 = numpy.minimum(dp, dp_intra_ranks)
-    x248 = x247 - 1
-    x249 = x247 ** (-1.0)
-    del x247
-    x250 = dp * x249 - 1
-    x251 = 2 * grad_comm_bytes_per_param
-    x252 = x212 * x251
+    x242 = numpy.minimum(1, x241)
+    x243 = microbatches * vp
+    x244 = 1 - pp_intra
+    x245 = bytes_per_element * tokens_mb
+    pp_comm_s = x240 * x242 * (2 * pp + 2 * x243 - 2) * (inter_latency_s * x244 + intra_latency_s * pp_intra + 1.0 * x134 * x245 / (pp_intra * x219 + x220 * x244))
+    del x219, x220, x244
+    x246 = 1 - dp_overlap
+    x247 = numpy.minimum(1, grad_shards - 1)
+    x248 = numpy.minimum(dp, dp_intra_ranks)
+    x249 = x248 - 1
+    x250 = x248 ** (-1.0)
+    del x248
+    x251 = dp * x250 - 1
+    x252 = 2 * grad_comm_bytes_per_param
     x253 = stage_trainable_params * x252
-    x254 = x215 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    x254 = x212 * x253
+    x255 = x215 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
     del x215
-    x255 = stage_trainable_params * x251
-    x256 = x254 * x255
+    x256 = x253 * x255
     x257 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
     x258 = x257 - 1
     x259 = x257 ** (-1.0)
@@ -389,9 +389,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x260 = expert_dp_ranks * x259 - 1
     x261 = stage_trainable_expert_params * x252
     del x252
-    x262 = stage_trainable_expert_params * x251
-    del x251
-    x263 = x254 * x262
+    x262 = x212 * x261
+    x263 = x255 * x261
     x264 = replica_intra_ranks - 1
     x265 = x207 * x264
     x266 = replica_intra_ranks ** (-1.0)
@@ -404,265 +403,275 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x266
     x273 = numpy.maximum(1, expert_dp_ranks * x272)
     x274 = x273 - 1
-    x275 = x246 * (x211 * x270 + x253 * x264 * x268 + x256 * x268 * x270 / x269 + x265 + x9 * (x211 * x274 + x261 * x264 * x272 + x263 * x272 * x274 / x273 + x265)) + (1 - x246) * (x2 * x250 * x256 + x207 * x248 + x211 * x250 + x248 * x249 * x253 + x9 * (x207 * x258 + x211 * x260 + x258 * x259 * x261 + x260 * x263 / expert_dp_ranks))
-    del x2, x207, x211, x248, x249, x250, x253, x256, x258, x259, x260, x261, x263, x264, x265, x268, x269, x270, x272, x273, x274
-    x276 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x277 = x276 - 1
-    x278 = intra_latency_s * x277
-    x279 = x276 ** (-1.0)
-    del x276
-    x280 = shard_ranks * x279 - 1
-    x281 = inter_latency_s * x280
-    x282 = x212 * x277 * x279
-    del x277, x279
-    x283 = x254 * x267 * x280
-    del x267, x280
-    x284 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x285 = x284 - 1
-    x286 = intra_latency_s * x285
-    x287 = x284 ** (-1.0)
-    del x284
-    x288 = expert_shard_ranks * x287 - 1
-    x289 = inter_latency_s * x288
-    x290 = x212 * x285 * x287
-    del x212, x285, x287
-    x291 = x254 * x271 * x288
-    del x254, x271, x288
-    x292 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x293 = base_weight_bytes_per_param * x185 + bytes_per_element * stage_embedding_params
+    x275 = x247 * (x211 * x270 + x254 * x264 * x268 + x256 * x268 * x270 / x269 + x265 + x9 * (x211 * x274 + x262 * x264 * x272 + x263 * x272 * x274 / x273 + x265)) + (1 - x247) * (x2 * x251 * x256 + x207 * x249 + x211 * x251 + x249 * x250 * x254 + x9 * (x207 * x258 + x211 * x260 + x258 * x259 * x262 + x260 * x263 / expert_dp_ranks))
+    del x2, x207, x211, x249, x250, x251, x254, x256, x258, x259, x260, x262, x263, x264, x265, x268, x269, x270, x272, x273, x274
+    x276 = fsdp_keeps_gathered_under_pp * x242 * zero3
+    del x242
+    x277 = microbatches * (1 - x276)
+    x278 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x279 = x278 - 1
+    x280 = intra_latency_s * x279
+    x281 = x278 ** (-1.0)
+    del x278
+    x282 = shard_ranks * x281 - 1
+    x283 = inter_latency_s * x282
+    x284 = x212 * x279 * x281
+    del x279, x281
+    x285 = x255 * x267 * x282
+    del x267, x282
+    x286 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x287 = x286 - 1
+    x288 = intra_latency_s * x287
+    x289 = x286 ** (-1.0)
+    del x286
+    x290 = expert_shard_ranks * x289 - 1
+    x291 = inter_latency_s * x290
+    x292 = x212 * x287 * x289
+    del x212, x287, x289
+    x293 = x255 * x271 * x290
+    del x255, x271, x290
+    x294 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x295 = base_weight_bytes_per_param * x185 + bytes_per_element * stage_embedding_params
     del stage_embedding_params, x185
-    x294 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x293 - x292
+    x296 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x295 - x294
     del stage_adapter_params, stage_params, x65
-    x295 = 1 / 2 * microbatches * x246 * (x255 * x282 + x255 * x283 + 2 * x278 + 2 * x281 + x9 * (x262 * x290 + x262 * x291 + 2 * x286 + 2 * x289)) + 2 * microbatches * zero3 * (x278 + x281 + x282 * x294 + x283 * x294 + x9 * (x286 + x289 + x290 * x292 + x291 * x292))
-    del x246, x255, x262, x278, x281, x282, x283, x286, x289, x290, x291, x292, x294
-    x296 = numpy.maximum(1, stage_layers)
-    x297 = x296 ** (-1.0)
-    x298 = x297 * (x296 - 1)
-    del x296
-    dp_comm_s = dp_overlap * numpy.minimum(x275, numpy.maximum(x275 * x297, -2 * stage_layers * t_layer_fwd * x298 + x275)) + dp_overlap * numpy.minimum(x295, numpy.maximum(x295 * x297, -compute_s * x298 + x295)) + x245 * x275 + x245 * x295
-    del t_layer_fwd, x245, x275, x295, x297, x298
-    x299 = compute_mb + tp_comm_mb
-    x300 = full_recompute + 3
-    x301 = expert_overhead_s * x66 + moe_layer_overhead_s
+    x297 = x280 + x283 + x284 * x296 + x285 * x296 + x9 * (x288 + x291 + x292 * x294 + x293 * x294)
+    del x294, x296
+    x298 = 1 / 2 * x247 * (x276 + x277) * (x253 * x284 + x253 * x285 + 2 * x280 + 2 * x283 + x9 * (x261 * x292 + x261 * x293 + 2 * x288 + 2 * x291)) + zero3 * (x276 * x297 + 2 * x277 * x297)
+    del x247, x253, x261, x277, x280, x283, x284, x285, x288, x291, x292, x293, x297
+    x299 = numpy.maximum(1, stage_layers)
+    x300 = x299 ** (-1.0)
+    x301 = x300 * (x299 - 1)
+    del x299
+    dp_comm_s = dp_overlap * numpy.minimum(x275, numpy.maximum(x275 * x300, -2 * stage_layers * t_layer_fwd * x301 + x275)) + dp_overlap * numpy.minimum(x298, numpy.maximum(x298 * x300, -compute_s * x301 + x298)) + x246 * x275 + x246 * x298
+    del t_layer_fwd, x246, x275, x298, x300, x301
+    x302 = compute_mb + tp_comm_mb
+    x303 = full_recompute + 3
+    x304 = expert_overhead_s * x66 + moe_layer_overhead_s
     del x66
-    x302 = 2.0 * x148 * x9 * numpy.maximum(0, cuda_graphs - 1)
+    x305 = 2.0 * x148 * x9 * numpy.maximum(0, cuda_graphs - 1)
     del x9
-    x303 = numpy.maximum(0, cuda_graphs - x302 - 1)
-    x304 = 1 - x303
-    x305 = dispatch_host_sync * x148
-    x306 = stage_layers * x304
-    x307 = host_launch_factor * moe_share * x300 * x301 * x306
-    x308 = microbatches ** (-1.0)
-    x309 = (x299 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x303 * x308 + x306 * (graph_launch_s * x186 * (-x303 + numpy.minimum(1, cuda_graphs - x302)) + layer_overhead_s * x300)) + x307 * (1 - x305)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x186, x302, x303, x306
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x148 * x300 * x301 * x304 - x299 + x309)
-    del x148, x299, x300, x301, x304
+    x306 = numpy.maximum(0, cuda_graphs - x305 - 1)
+    x307 = 1 - x306
+    x308 = dispatch_host_sync * x148
+    x309 = stage_layers * x307
+    x310 = host_launch_factor * moe_share * x303 * x304 * x309
+    x311 = microbatches ** (-1.0)
+    x312 = (x302 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x306 * x311 + x309 * (graph_launch_s * x186 * (-x306 + numpy.minimum(1, cuda_graphs - x305)) + layer_overhead_s * x303)) + x310 * (1 - x308)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x186, x305, x306, x309
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x148 * x303 * x304 * x307 - x302 + x312)
+    del x148, x302, x303, x304, x307
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x310 = x305 * x307
-    del x305, x307
-    x311 = cp_comm_mb + ep_comm_mb + x309 + x310
-    x312 = vp ** (-1.0)
-    x313 = x311 / compute_mb
-    x314 = dualpipe * x308 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x313 - 3 * weight_grad_mb * x313 + 2 * x309 + 2 * x310) / x311 + x240 * x241 * x308 * x312
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x308, x309, x310, x313
-    bubble_s = microbatches * x311 * x314
-    del x311
-    x315 = stage_trainable_expert_params / expert_optimizer_shards
-    x316 = stage_trainable_params / optimizer_shards
-    optimizer_s = x99 * (x315 + x316) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x313 = x308 * x310
+    del x308, x310
+    x314 = cp_comm_mb + ep_comm_mb + x312 + x313
+    x315 = vp ** (-1.0)
+    x316 = x314 / compute_mb
+    x317 = dualpipe * x311 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x316 - 3 * weight_grad_mb * x316 + 2 * x312 + 2 * x313) / x314 + x240 * x241 * x311 * x315
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x311, x312, x313, x316
+    bubble_s = microbatches * x314 * x317
+    del x314
+    x318 = stage_trainable_expert_params / expert_optimizer_shards
+    x319 = stage_trainable_params / optimizer_shards
+    optimizer_s = x99 * (x318 + x319) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x99
-    x317 = microbatches * stage_extra_layers * (compute_mb - x193) * (x314 + 1) / stage_layers
-    del compute_mb, x193, x314
-    x318 = dp_comm_s + pp_comm_s
-    x319 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x318
-    x320 = gpus + 0.474798
-    x321 = gpus ** (-1.0)
-    x322 = x320 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x319 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x319 * numpy.maximum(0, -x149 * erfinv(1.71458910109456 * x321 * x322 * (0.0686881539789491 * x322 + 0.112063) - 1 + 1.16023 / x320)) + x317 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x317 + x319)
-    del x317, x320, x322
-    step_time_s = straggler_s + x319
-    del x319
-    x323 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x323
-    x324 = tokens_per_s * x321
-    x325 = model_flops_per_token * x324
-    tflops_per_gpu = 1e-12 * x325
-    mfu = x102 * x325
-    del x325
-    hfu = hardware_flops_per_token * x102 * x324
-    del hardware_flops_per_token, x102, x324
-    x326 = expert_weight_shards ** (-1.0)
-    x327 = weight_shards ** (-1.0)
-    x328 = base_weight_bytes_per_param * stage_expert_params
-    weights_bytes = frozen_base * (x326 * x328 + x327 * (x293 - x328)) + reference_model * (bytes_per_element * stage_expert_params * x326 + bytes_per_element * x327 * (-stage_expert_params - x184)) + stage_trainable_expert_params * weight_bytes_per_param * x326 + stage_trainable_params * weight_bytes_per_param * x327
-    del stage_expert_params, x184, x293, x326, x327, x328
-    grads_bytes = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x320 = microbatches * stage_extra_layers * (compute_mb - x193) * (x317 + 1) / stage_layers
+    del compute_mb, x193, x317
+    x321 = dp_comm_s + pp_comm_s
+    x322 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x321
+    x323 = gpus + 0.474798
+    x324 = gpus ** (-1.0)
+    x325 = x323 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x322 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x322 * numpy.maximum(0, -x149 * erfinv(1.71458910109456 * x324 * x325 * (0.0686881539789491 * x325 + 0.112063) - 1 + 1.16023 / x323)) + x320 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x320 + x322)
+    del x320, x323, x325
+    step_time_s = straggler_s + x322
+    del x322
+    x326 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x326
+    x327 = tokens_per_s * x324
+    x328 = model_flops_per_token * x327
+    tflops_per_gpu = 1e-12 * x328
+    mfu = x102 * x328
+    del x328
+    hfu = hardware_flops_per_token * x102 * x327
+    del hardware_flops_per_token, x102, x327
+    x329 = bytes_per_element * x276 * (stage_trainable_expert_params + stage_trainable_params)
+    del x276
+    x330 = expert_weight_shards ** (-1.0)
+    x331 = base_weight_bytes_per_param * stage_expert_params
+    x332 = weight_shards ** (-1.0)
+    x333 = frozen_base * (x330 * x331 + x332 * (x295 - x331)) + reference_model * (bytes_per_element * stage_expert_params * x330 + bytes_per_element * x332 * (-stage_expert_params - x184)) + stage_trainable_expert_params * weight_bytes_per_param * x330 + stage_trainable_params * weight_bytes_per_param * x332
+    del stage_expert_params, x184, x295, x330, x331, x332
+    weights_bytes = x329 + x333
+    x334 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    optimizer_state_bytes = optimizer_bytes_per_param * x315 + optimizer_bytes_per_param * x316
-    del x315, x316
-    x329 = hidden * x231
+    grads_bytes = x329 + x334
+    optimizer_state_bytes = optimizer_bytes_per_param * x318 + optimizer_bytes_per_param * x319
+    del x318, x319
+    x335 = hidden * x231
     del x231
-    x330 = 2 * tokens_mb
-    x331 = tokens_mb * x329
-    x332 = 4 * x331
-    x333 = heads + kv_heads
-    x334 = kv_heads / heads
-    x335 = x140 * x50
+    x336 = 2 * tokens_mb
+    x337 = tokens_mb * x335
+    x338 = 4 * x337
+    x339 = heads + kv_heads
+    x340 = kv_heads / heads
+    x341 = x140 * x50
     del x50
-    x336 = 1 - recompute_norms
-    x337 = shared_experts * tokens_mb * x145
+    x342 = 1 - recompute_norms
+    x343 = shared_experts * tokens_mb * x145
     del x145
-    x338 = tokens_mb * x232
+    x344 = tokens_mb * x232
     del x232
-    x339 = 2 * mlp_matrices
-    x340 = tokens_mb * x339
-    x341 = linear_input_bytes + x339 - 2
-    del x339
-    x342 = tokens_mb * x28
-    x343 = micro_batch * x132 * x133 * (dropout_masks + 4) / cp ** 2
+    x345 = 2 * mlp_matrices
+    x346 = tokens_mb * x345
+    x347 = linear_input_bytes + x345 - 2
+    del x345
+    x348 = tokens_mb * x28
+    x349 = micro_batch * x132 * x133 * (dropout_masks + 4) / cp ** 2
     del x132, x133
-    x344 = linear_input_bytes * x331 * x336
-    x345 = lora_rank * x244 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x330 * x91 * (hidden * x56 + x150 * x208 * x28 + x329 + x51 * (x16 + x19 + x93)) + (1 - x91) * (-frozen_base * (linear_input_bytes * tokens_mb * x335 * (1 - lora_down) + x344 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x344 * (1 - numpy.minimum(1, x57))) - moe_share * (x337 + x338 * x46) * (linear_input_bytes * recompute_moe_act + x161 * (2 - x167)) + moe_share * (-x140 * x340 + x337 * x341 + x338 * (etp * hidden * linear_input_bytes + x341 * x46)) - recompute_mla_up_proj * tokens_mb * x15 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x332 + x33 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x110 + 68.0 * linear_value_heads + 5 * x29) - x51 * (x22 * x330 * x333 + x343)) + x330 * x51 * (x22 * x333 - x28 * (x334 + 1)) + x330 * (q_lora_rank + x21) + x331 * (2 * dropout_masks + 8) + x51 * (ffn * x340 + hidden * tokens_mb * (4 * x334 + 2) + x342 + x343) - (1 - 1 / 2 * linear_input_bytes) * (x330 * x335 + x332 * x336))
-    del moe_share, x0, x110, x140, x15, x150, x16, x161, x167, x19, x208, x21, x22, x28, x29, x329, x33, x330, x331, x332, x333, x334, x335, x336, x337, x338, x340, x341, x343, x344, x46, x56, x57, x69, x91, x93
-    x346 = full_recompute * x163 * x342 + x345 * x92
-    del x163, x342, x92
-    x347 = loss_extra_bytes_per_logit * tokens_mb * x164 + 4 * tokens_mb * x134 * (vocab * x96 + 1)
+    x350 = linear_input_bytes * x337 * x342
+    x351 = lora_rank * x245 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x336 * x91 * (hidden * x56 + x150 * x208 * x28 + x335 + x51 * (x16 + x19 + x93)) + (1 - x91) * (-frozen_base * (linear_input_bytes * tokens_mb * x341 * (1 - lora_down) + x350 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x350 * (1 - numpy.minimum(1, x57))) - moe_share * (x343 + x344 * x46) * (linear_input_bytes * recompute_moe_act + x161 * (2 - x167)) + moe_share * (-x140 * x346 + x343 * x347 + x344 * (etp * hidden * linear_input_bytes + x347 * x46)) - recompute_mla_up_proj * tokens_mb * x15 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x338 + x33 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x110 + 68.0 * linear_value_heads + 5 * x29) - x51 * (x22 * x336 * x339 + x349)) + x336 * x51 * (x22 * x339 - x28 * (x340 + 1)) + x336 * (q_lora_rank + x21) + x337 * (2 * dropout_masks + 8) + x51 * (ffn * x346 + hidden * tokens_mb * (4 * x340 + 2) + x348 + x349) - (1 - 1 / 2 * linear_input_bytes) * (x336 * x341 + x338 * x342))
+    del moe_share, x0, x110, x140, x15, x150, x16, x161, x167, x19, x208, x21, x22, x28, x29, x33, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x346, x347, x349, x350, x46, x56, x57, x69, x91, x93
+    x352 = full_recompute * x163 * x348 + x351 * x92
+    del x163, x348, x92
+    x353 = loss_extra_bytes_per_logit * tokens_mb * x164 + 4 * tokens_mb * x134 * (vocab * x96 + 1)
     del tokens_mb, x134, x164, x96
-    activation_bytes = full_recompute * x345 + linear_value_heads * x111 * x244 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x312 * x346 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x240 * numpy.minimum(x242, pp * vp + x241 * numpy.minimum(1, vp - 1))) + x347 + x42 * (x346 + x347)
-    del microbatches, x111, x240, x241, x242, x244, x312, x345, x346, x347, x42, x51
-    memory_per_gpu_bytes = activation_bytes + grads_bytes + memory_reserve_bytes + optimizer_state_bytes + weights_bytes
-    x348 = nodes / (rack_mtbf_s * rack_nodes)
-    x349 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x350 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x351 = x348 + x349 + x350
-    system_mtbf_s = x351 ** (-1.0)
-    x352 = node_repair_s * x348
-    x353 = numpy.exp(-x352)
-    x354 = node_repair_s * x349
-    x355 = -spare_nodes
-    x356 = rack_nodes + x355
-    x357 = x352 * x353
-    del x352
-    x358 = 2 * rack_nodes + x355
-    x359 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x353 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x360 = 3 * rack_nodes + x355
-    x361 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x353 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x362 = 4 * rack_nodes + x355
-    x363 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x353 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x364 = 5 * rack_nodes + x355
-    x365 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x353 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x366 = 6 * rack_nodes + x355
-    x367 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x353 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x368 = 7 * rack_nodes + x355
-    x369 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x353 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x370 = 8 * rack_nodes + x355
-    x371 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x353 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x372 = 9 * rack_nodes + x355
-    x373 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x353 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x374 = 10 * rack_nodes + x355
-    x375 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x353 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x376 = 11 * rack_nodes + x355
-    x377 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x353 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x348 * (x353 * poisson_cdf(-x356, x354) + x357 * poisson_cdf(-x358, x354) + x359 * poisson_cdf(-x360, x354) + x361 * poisson_cdf(-x362, x354) + x363 * poisson_cdf(-x364, x354) + x365 * poisson_cdf(-x366, x354) + x367 * poisson_cdf(-x368, x354) + x369 * poisson_cdf(-x370, x354) + x371 * poisson_cdf(-x372, x354) + x373 * poisson_cdf(-x374, x354) + x375 * poisson_cdf(-x376, x354) + x377 * poisson_cdf(-12 * rack_nodes - x355, x354)) + x349 * (x353 * poisson_cdf(spare_nodes - 1, x354) + x357 * poisson_cdf(-x356 - 1, x354) + x359 * poisson_cdf(-x358 - 1, x354) + x361 * poisson_cdf(-x360 - 1, x354) + x363 * poisson_cdf(-x362 - 1, x354) + x365 * poisson_cdf(-x364 - 1, x354) + x367 * poisson_cdf(-x366 - 1, x354) + x369 * poisson_cdf(-x368 - 1, x354) + x371 * poisson_cdf(-x370 - 1, x354) + x373 * poisson_cdf(-x372 - 1, x354) + x375 * poisson_cdf(-x374 - 1, x354) + x377 * poisson_cdf(-x376 - 1, x354)) + x350)
-    del x348, x349, x350, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377
-    x378 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x379 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x351 * (x378 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x351 * (-manual_restart_s + x378 - x379))) + x378 - x379
-    del x351, x378, x379
+    activation_bytes = full_recompute * x351 + linear_value_heads * x111 * x245 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x315 * x352 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x240 * numpy.minimum(x243, pp * vp + x241 * numpy.minimum(1, vp - 1))) + x353 + x42 * (x352 + x353)
+    del microbatches, x111, x240, x241, x243, x245, x315, x351, x352, x353, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x329 + x333 + x334
+    del x329, x333, x334
+    x354 = nodes / (rack_mtbf_s * rack_nodes)
+    x355 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x356 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x357 = x354 + x355 + x356
+    system_mtbf_s = x357 ** (-1.0)
+    x358 = node_repair_s * x354
+    x359 = numpy.exp(-x358)
+    x360 = node_repair_s * x355
+    x361 = -spare_nodes
+    x362 = rack_nodes + x361
+    x363 = x358 * x359
+    del x358
+    x364 = 2 * rack_nodes + x361
+    x365 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x359 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x366 = 3 * rack_nodes + x361
+    x367 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x359 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x368 = 4 * rack_nodes + x361
+    x369 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x359 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x370 = 5 * rack_nodes + x361
+    x371 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x359 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x372 = 6 * rack_nodes + x361
+    x373 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x359 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x374 = 7 * rack_nodes + x361
+    x375 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x359 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x376 = 8 * rack_nodes + x361
+    x377 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x359 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x378 = 9 * rack_nodes + x361
+    x379 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x359 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x380 = 10 * rack_nodes + x361
+    x381 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x359 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x382 = 11 * rack_nodes + x361
+    x383 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x359 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x354 * (x359 * poisson_cdf(-x362, x360) + x363 * poisson_cdf(-x364, x360) + x365 * poisson_cdf(-x366, x360) + x367 * poisson_cdf(-x368, x360) + x369 * poisson_cdf(-x370, x360) + x371 * poisson_cdf(-x372, x360) + x373 * poisson_cdf(-x374, x360) + x375 * poisson_cdf(-x376, x360) + x377 * poisson_cdf(-x378, x360) + x379 * poisson_cdf(-x380, x360) + x381 * poisson_cdf(-x382, x360) + x383 * poisson_cdf(-12 * rack_nodes - x361, x360)) + x355 * (x359 * poisson_cdf(spare_nodes - 1, x360) + x363 * poisson_cdf(-x362 - 1, x360) + x365 * poisson_cdf(-x364 - 1, x360) + x367 * poisson_cdf(-x366 - 1, x360) + x369 * poisson_cdf(-x368 - 1, x360) + x371 * poisson_cdf(-x370 - 1, x360) + x373 * poisson_cdf(-x372 - 1, x360) + x375 * poisson_cdf(-x374 - 1, x360) + x377 * poisson_cdf(-x376 - 1, x360) + x379 * poisson_cdf(-x378 - 1, x360) + x381 * poisson_cdf(-x380 - 1, x360) + x383 * poisson_cdf(-x382 - 1, x360)) + x356)
+    del x354, x355, x356, x359, x360, x361, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383
+    x384 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x385 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x357 * (x384 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x357 * (-manual_restart_s + x384 - x385))) + x384 - x385
+    del x357, x384, x385
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x380 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x381 = checkpoint_bytes * x321
-    x382 = x380 * x381
-    x383 = ckpt_async * x382
-    x384 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x385 = ckpt_sync * x384
-    x386 = x214 * x381
-    del x214, x381
-    x387 = ckpt_in_memory * (x382 + x386)
-    del x382
-    x388 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x389 = grad_bytes_per_param * trainable_params * x321
-    del x321
-    x390 = optimizer_s - step_time_s
-    x391 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x380 * x389 / (1 - (1 - numpy.minimum(1, x388)) ** gockpt_steps) + x390)
-    del x380
-    checkpoint_stall_s = x383 + x385 + x387 + x391
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x383 + 2 * x385 + 2 * x387 + 2 * x391))
-    x392 = ckpt_async * x384
-    x393 = system_mtbf_s ** (-1.0)
-    x394 = checkpoint_stall_s * x393
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x389 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x390))) / numpy.log(1 - numpy.minimum(0.999999999999, x388))))) - 1) + 1
-    del x388, x389, x390
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x384) + x392), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x383 + 1 / 2 * x385 + 1 / 2 * x387 + 1 / 2 * x391), -checkpoint_stall_s + young_interval_s * (1 / 6 * x149 * numpy.sqrt(x394) + 1 / 18 * x394 + 1), system_mtbf_s)))
-    del x149, x383, x385, x387, x391
-    commit_latency_s = ckpt_gockpt * (step_time_s + x384) + x392
-    del x384, x392
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x386 + failure_restart_s
-    del failure_restart_s, x386
-    x395 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x395 + 1) / (global_batch * token_efficiency * (reference_batch * x395 + 1))
-    del x395, x77
+    x386 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x387 = checkpoint_bytes * x324
+    x388 = x386 * x387
+    x389 = ckpt_async * x388
+    x390 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x391 = ckpt_sync * x390
+    x392 = x214 * x387
+    del x214, x387
+    x393 = ckpt_in_memory * (x388 + x392)
+    del x388
+    x394 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x395 = grad_bytes_per_param * trainable_params * x324
+    del x324
+    x396 = optimizer_s - step_time_s
+    x397 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x386 * x395 / (1 - (1 - numpy.minimum(1, x394)) ** gockpt_steps) + x396)
+    del x386
+    checkpoint_stall_s = x389 + x391 + x393 + x397
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x389 + 2 * x391 + 2 * x393 + 2 * x397))
+    x398 = ckpt_async * x390
+    x399 = system_mtbf_s ** (-1.0)
+    x400 = checkpoint_stall_s * x399
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x395 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x396))) / numpy.log(1 - numpy.minimum(0.999999999999, x394))))) - 1) + 1
+    del x394, x395, x396
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x390) + x398), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x389 + 1 / 2 * x391 + 1 / 2 * x393 + 1 / 2 * x397), -checkpoint_stall_s + young_interval_s * (1 / 6 * x149 * numpy.sqrt(x400) + 1 / 18 * x400 + 1), system_mtbf_s)))
+    del x149, x389, x391, x393, x397
+    commit_latency_s = ckpt_gockpt * (step_time_s + x390) + x398
+    del x390, x398
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x392 + failure_restart_s
+    del failure_restart_s, x392
+    x401 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x401 + 1) / (global_batch * token_efficiency * (reference_batch * x401 + 1))
+    del x401, x77
     solve_time_s = step_time_s * steps
-    x396 = numpy.exp(commit_latency_s * x393)
-    x397 = numpy.exp(x393 * (checkpoint_interval_s + checkpoint_stall_s))
-    x398 = solve_time_s * x396 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x396 + x398 * (x397 - 1) - 1) * numpy.exp(restart_s * x393)
-    del x396
-    failure_stepping_s = system_mtbf_s * x398 * (x397 - numpy.exp(x394))
-    del x394, x397, x398
+    x402 = numpy.exp(commit_latency_s * x399)
+    x403 = numpy.exp(x399 * (checkpoint_interval_s + checkpoint_stall_s))
+    x404 = solve_time_s * x402 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x402 + x404 * (x403 - 1) - 1) * numpy.exp(restart_s * x399)
+    del x402
+    failure_stepping_s = system_mtbf_s * x404 * (x403 - numpy.exp(x400))
+    del x400, x403, x404
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x399 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x399)
-    x400 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x400 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x400
-    del x400
-    expected_failures = failure_wall_s * x393
-    del x393
+    x405 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x405)
+    x406 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x406 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x406
+    del x406
+    expected_failures = failure_wall_s * x399
+    del x399
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x399
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x405
     del failure_stepping_s
-    x401 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x323 * (cp_comm_s + ep_comm_s + tp_comm_s + x318) + compute_power_fraction * compute_s * x323)
-    del x318, x323
-    x402 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x401)
+    x407 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x326 * (cp_comm_s + ep_comm_s + tp_comm_s + x321) + compute_power_fraction * compute_s * x326)
+    del x321, x326
+    x408 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x407)
     del stepping_s
-    energy_gpu_j = gpus * x402
-    x403 = network_power_per_node_w + node_overhead_power_w
-    x404 = nodes * x403
+    energy_gpu_j = gpus * x408
+    x409 = network_power_per_node_w + node_overhead_power_w
+    x410 = nodes * x409
     del nodes
-    x405 = spare_nodes * (gpus_per_node * idle_power_w + x403) + x404
-    del x403
-    energy_it_j = energy_gpu_j + wall_time_s * x405
+    x411 = spare_nodes * (gpus_per_node * idle_power_w + x409) + x410
+    del x409
+    energy_it_j = energy_gpu_j + wall_time_s * x411
     energy_facility_j = energy_it_j * pue
-    x406 = eval_time_s + rollbacks * x399
-    del x399
-    x407 = pue * (gpu_step_power_w * gpus + x404)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x404) * (-failure_wall_s - x401 - x406) - solve_time_s * x407 - x406 * x407
-    del failure_wall_s, x404, x406, x407
-    x408 = wall_time_s ** (-1.0)
-    gpu_power_w = x402 * x408
-    del x402
-    avg_power_w = energy_facility_j * x408
-    del x408
-    peak_power_w = pue * (gpus * max_power_w + x405)
+    x412 = eval_time_s + rollbacks * x405
     del x405
-    x409 = gpus + gpus_per_node * spare_nodes
-    x410 = 0.000277777777777778 * x409
-    gpu_hours = wall_time_s * x410
-    cost_cloud_usd = price_usd_per_gpu_hour * x410 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x401), wall_time_s)
-    del x401, x410
-    x411 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x411 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x409)) / utilisation
+    x413 = pue * (gpu_step_power_w * gpus + x410)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x410) * (-failure_wall_s - x407 - x412) - solve_time_s * x413 - x412 * x413
+    del failure_wall_s, x410, x412, x413
+    x414 = wall_time_s ** (-1.0)
+    gpu_power_w = x408 * x414
+    del x408
+    avg_power_w = energy_facility_j * x414
+    del x414
+    peak_power_w = pue * (gpus * max_power_w + x411)
+    del x411
+    x415 = gpus + gpus_per_node * spare_nodes
+    x416 = 0.000277777777777778 * x415
+    gpu_hours = wall_time_s * x416
+    cost_cloud_usd = price_usd_per_gpu_hour * x416 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x407), wall_time_s)
+    del x407, x416
+    x417 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x417 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x415)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x409 * x411
-    del x409, x411
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x415 * x417
+    del x415, x417
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

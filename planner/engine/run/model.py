@@ -687,15 +687,19 @@ def iteration_communication(x: dict, r: dict) -> dict:
     # ZeRO-2/3 collectives run within the shard group: all DP ranks, or under HSDP the DP
     # ranks of one scale-up domain, whose replicas all-reduce their shard once a step
     # ZeRO-3/FSDP: parameter all-gathers in forward and backward of every micro-batch
-    gather_s = x["zero3"] * communication.zero3_gather_time(_weights_collective(
-        x, communication.hierarchical_allgather_time, *weights, levels, "shard"),
-        r["microbatches"])
+    # (torchtitan under PP keeps each stage's gathered parameters through the step and
+    # reduce-scatters once, after the last micro-batch: one gather, one reduce-scatter)
+    kept = _fsdp_kept_under_pp(x)
+    gather_one = _weights_collective(x, communication.hierarchical_allgather_time, *weights,
+                                     levels, "shard")
+    gather_s = x["zero3"] * ((1 - kept) * communication.zero3_gather_time(
+        gather_one, r["microbatches"]) + kept * gather_one)
     # sharded gradients (ZeRO-2/3, FSDP): a reduce-scatter in every micro-batch's backward,
     # hidden behind all of them; else one all-reduce behind the last backward
     sharded = minimum(x["grad_shards"] - 1, 1)  # 0 or 1
     scatter_s = sharded * communication.sharded_grad_reduce_time(_weights_collective(
         x, communication.hierarchical_allreduce_time, *grads, levels, "shard"),
-        r["microbatches"])
+        (1 - kept) * r["microbatches"] + kept)
     replica_s = sharded * (
         communication.hsdp_replica_allreduce_time(
             grads[0], x["shard_ranks"], x["dp"], x["replica_intra_ranks"], *levels["links"])
@@ -720,6 +724,13 @@ def iteration_communication(x: dict, r: dict) -> dict:
         + communication.bucketed_exposed_comm_time(gather_s + scatter_s, r["compute_s"],
                                                    buckets, x["dp_overlap"]),
     }
+
+
+def _fsdp_kept_under_pp(x: dict):
+    """1 where ZeRO-3/FSDP runs under pipeline parallelism on a stack that keeps each
+    stage's parameters gathered through the step (torchtitan: reshard_after_forward =
+    not pp_enabled; the pipeline schedule syncs gradients on the last backward only)."""
+    return x["fsdp_keeps_gathered_under_pp"] * x["zero3"] * minimum(x["pp"] - 1, 1)
 
 
 def _frozen_base_bytes(x: dict, r: dict):
@@ -915,10 +926,25 @@ def _output_layer_bytes(x: dict, s, b, h, tp):
         + memory.unfused_loss_logit_bytes(s, b, x["vocab"], tp, x["loss_extra_bytes_per_logit"])
 
 
+def _frozen_state_bytes(x: dict, r: dict):
+    """Frozen weights beside the trained ones: a LoRA base at its precision, a DPO
+    reference model in BF16, sharded as the weights."""
+    stage, experts = r["stage_params"], r["stage_expert_params"]
+    return x["frozen_base"] * (
+        memory.sharded_state_bytes(_frozen_base_bytes(x, r) - x["base_weight_bytes_per_param"]
+                                   * experts, 1, x["weight_shards"])
+        + memory.sharded_state_bytes(experts, x["base_weight_bytes_per_param"],
+                                     x["expert_weight_shards"])) \
+        + x["reference_model"] * (
+            memory.sharded_state_bytes(stage - experts, x["bytes_per_element"],
+                                       x["weight_shards"])
+            + memory.sharded_state_bytes(experts, x["bytes_per_element"],
+                                         x["expert_weight_shards"]))
+
+
 def memory_per_gpu(x: dict, r: dict) -> dict:
     """Memory of one GPU of the first (fullest) pipeline stage."""
     h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
-    stage = r["stage_params"]
     layer_act = _layer_activation_bytes(x, r, s, b, h, tp)
     # full recompute keeps each layer's input, plus one layer's working set
     stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
@@ -935,29 +961,21 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         + x["dualpipe"] * memory.dualpipe_inflight_chunks(x["pp"], r["microbatches"]))
     # routed experts are sharded over the expert-data-parallel group (parallel folding);
     # the trained weights: all of them, or a frozen base's adapters
-    experts = r["stage_expert_params"]
     dense, routed = r["stage_trainable_params"], r["stage_trainable_expert_params"]
 
     def state(per_param, shards, expert_shards):
         return (memory.sharded_state_bytes(dense, x[per_param], x[shards])
                 + memory.sharded_state_bytes(routed, x[per_param], x[expert_shards]))
 
-    # frozen weights beside them: a LoRA base at its precision, a DPO reference model in
-    # BF16, sharded as the weights
-    frozen = x["frozen_base"] * (
-        memory.sharded_state_bytes(_frozen_base_bytes(x, r) - x["base_weight_bytes_per_param"]
-                                   * experts, 1, x["weight_shards"])
-        + memory.sharded_state_bytes(experts, x["base_weight_bytes_per_param"],
-                                     x["expert_weight_shards"])) \
-        + x["reference_model"] * (
-            memory.sharded_state_bytes(stage - experts, x["bytes_per_element"],
-                                       x["weight_shards"])
-            + memory.sharded_state_bytes(experts, x["bytes_per_element"],
-                                         x["expert_weight_shards"]))
+    frozen = _frozen_state_bytes(x, r)
+    unsharded = _fsdp_kept_under_pp(x) * x["bytes_per_element"] * (dense + routed)
     terms = {
+        # (+ torchtitan's FSDP under PP: the stage's gathered 16-bit parameters and their
+        # unsharded gradients, beside the sharded states, through the whole step)
         "weights_bytes": state("weight_bytes_per_param", "weight_shards",
-                               "expert_weight_shards") + frozen,
-        "grads_bytes": state("grad_bytes_per_param", "grad_shards", "expert_grad_shards"),
+                               "expert_weight_shards") + frozen + unsharded,
+        "grads_bytes": state("grad_bytes_per_param", "grad_shards", "expert_grad_shards")
+        + unsharded,
         "optimizer_state_bytes": state("optimizer_bytes_per_param", "optimizer_shards",
                                        "expert_optimizer_shards"),
         # (+ one linear-attention layer's chunk states, written in its forward and

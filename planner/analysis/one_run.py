@@ -85,6 +85,13 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     return run, said
 
 
+def site_class_pue(options: dict, site_class: str) -> float:
+    """The PUE a run's site would have under ``site_class`` (a class id, or ``site``: the
+    site's own), from the run's catalog (``options``: a one-layout command's)."""
+    catalog = load_catalog(tuple(options.get("catalog") or ()))
+    return float(catalog.pue_entry(site_class, catalog.site(options["site"])).pue.value)
+
+
 #: Totals every evaluated run must have finite (else no answer is printed).
 FINITE_TOTALS = ("step_time_s", "memory_per_gpu_bytes", "wall_time_s", "gpu_hours",
                  "energy_facility_j", "cost_usd", "co2e_kg")

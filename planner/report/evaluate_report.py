@@ -11,6 +11,7 @@ The command only resolves the options, chooses the format and writes
 
 from __future__ import annotations
 
+from planner.analysis.one_run import site_class_pue
 from planner.engine.economics.pricing import PriceQuote
 from planner.engine.inputs.assumptions import commitment_text
 from planner.engine.inputs.domains import check
@@ -132,11 +133,15 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
         out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours", run.row["gpu_hours"],
                           alt.row["gpu_hours"], bool(alt.row["fits"])))
         if "pue" not in (e.get("network") or {}):
+            # the site class sets the PUE alone, and facility energy is the IT energy
+            # times the PUE (formulas.energy.facility_power): the run's energy scaled,
+            # not a re-evaluation
             site_class = alternative_site_class(e["site_class"])
-            alt = resolve({**same_layout, "site_class": site_class})
+            pue = site_class_pue(options, site_class)
             out.append(change(f"--site-class {site_class}", "energy_kwh", "energy",
-                              run.row["energy_kwh"], alt.row["energy_kwh"],
-                              note=f" (PUE {alt.assumptions['pue']:.2f})"))
+                              run.row["energy_kwh"],
+                              run.row["energy_kwh"] * pue / run.assumptions["pue"],
+                              note=f" (PUE {pue:.2f})"))
     except CapplanError:  # e.g. a user catalog without the alternative stack
         pass
     return out

@@ -100,9 +100,10 @@ FIT_RULES = {
     "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
                          "(torchtitan's benchmark tables and its DeepEP page's Qwen3-30B-A3B "
                          "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table; "
-                         "independent_runs.csv); its rows keep their `stack`, Float8 rowwise "
-                         "rows are unexpressible and the Llama 3 rows, whose layout the paper "
-                         "does not pin, excluded"),
+                         "independent_runs.csv); its rows keep their `stack` (Float8 rowwise rows: the "
+                         "fp8-rowwise recipe), torchtitan's default-EP Qwen3 row is "
+                         "unexpressible and the Llama 3 rows, whose layout the paper does not "
+                         "pin, excluded"),
     "moe-runs": ("every expressible row of the shared file (the MoE stacks' launch times and "
                  "all-to-all overlap are fitted on them); the four gpt-oss-120b rows the project "
                  "appends (MB2511G-01..04) held out; the cross-validated error is "

@@ -197,7 +197,7 @@ def _plans(monkeypatch, **scenario):
     # a fixed spare count (a scalar input, not per GPU count) and an overridden input
     {"model": "mixtral-8x7b", "hardware": ["h100-sxm", "tpu-v5p"], "max_gpus": 2048,
      "extra": {"spare_nodes": 4.0, "gpu_mtbf_s": 1e7}},
-    # torchtitan: op-level selective recompute (its layouts searched too), the full kernel
+    # torchtitan: op-level selective recompute (its layouts searched too)
     {"model": "llama3-8b", "hardware": ["h100-sxm"], "max_gpus": 512,
      "stack": "torchtitan-fsdp2"},
 ])

@@ -79,15 +79,19 @@ _VARIANTS = {suffix: _function(specialise.folded(_MAIN, zeros))
              for suffix, zeros in specialise.VARIANTS}
 
 
-@pytest.mark.parametrize("model, variant", [("llama3-70b", "dense"), ("mixtral-8x7b", "lean")])
-@settings(max_examples=10, deadline=None)
+@pytest.mark.parametrize("model, stack, variant", [
+    ("llama3-70b", "megatron-core-2025", "dense"),
+    ("llama3-70b", "megatron-core-moe-tuned", "dense"),  # CUDA graphs, MoE stack terms
+    ("mixtral-8x7b", "megatron-core-2025", "lean"),
+    ("mixtral-8x7b", "megatron-core-moe-tuned", "plain")])
+@settings(max_examples=8, deadline=None)
 @given(scale=st.floats(0.25, 4.0), seed=st.integers(0, 2**31 - 1))
-def test_a_variant_computes_the_full_kernel_where_its_inputs_are_zero(catalog, model, variant,
-                                                                       scale, seed):
+def test_a_variant_computes_the_full_kernel_where_its_inputs_are_zero(catalog, model, stack,
+                                                                       variant, scale, seed):
     """Python kernels (no compiler): 256 random rows of a real layout space, the peak rate
     and HBM bandwidth scaled, give the full kernel's outputs bit for bit (a +0.0 where the
     full kernel has -0.0 compares equal)."""
-    x = base_inputs(catalog, RunChoices(model=model, hardware="h100-sxm"))
+    x = base_inputs(catalog, RunChoices(model=model, hardware="h100-sxm", stack=stack))
     x = {**x, "peak_flops_per_s": x["peak_flops_per_s"] * scale,
          "hbm_bandwidth_bytes_per_s": x["hbm_bandwidth_bytes_per_s"] / scale}
     assert native_search.kernel_variant(x) == variant
@@ -107,6 +111,9 @@ def test_the_variant_follows_the_inputs(catalog):
     moe = base_inputs(catalog, RunChoices(model="mixtral-8x7b", hardware="h100-sxm"))
     assert native_search.kernel_variant(dense) == "dense"
     assert native_search.kernel_variant(moe) == "lean"
+    tuned = base_inputs(catalog, RunChoices(model="mixtral-8x7b", hardware="h100-sxm",
+                                            stack="megatron-core-moe-tuned"))
+    assert native_search.kernel_variant(tuned) == "plain"  # the MoE stack's own terms kept
     assert native_search.kernel_variant({**moe, "lora_rank": 16.0}) is None
     assert native_search.kernel_variant({**dense, "use_tco": 1.0}) is None
     mla = base_inputs(catalog, RunChoices(model="deepseek-v3", hardware="h100-sxm"))
@@ -114,15 +121,16 @@ def test_the_variant_follows_the_inputs(catalog):
 
 
 @needs_compiler
-@pytest.mark.parametrize("model, hardware, gpus_limit", [
-    ("llama3-70b", "h100-sxm", 4096), ("mixtral-8x7b", "a100-40gb", 4096),
-    ("qwen3-30b-a3b", "b200", 2048)])
+@pytest.mark.parametrize("model, hardware, gpus_limit, stack", [
+    ("llama3-70b", "h100-sxm", 4096, "megatron-core-2025"),
+    ("mixtral-8x7b", "a100-40gb", 4096, "megatron-core-2025"),
+    ("qwen3-30b-a3b", "b200", 2048, "megatron-core-moe-baseline")])
 def test_the_compiled_search_keeps_the_same_rows_with_a_variant(catalog, monkeypatch, model,
-                                                                hardware, gpus_limit):
+                                                                hardware, gpus_limit, stack):
     """The whole space searched with the specialised kernel and with the full one: the
     same rows, values, fitting count and leanest memory."""
     monkeypatch.setenv("CAPPLAN_KERNEL", "c")
-    x = base_inputs(catalog, RunChoices(model=model, hardware=hardware))
+    x = base_inputs(catalog, RunChoices(model=model, hardware=hardware, stack=stack))
     assert native_search.kernel_variant(x) is not None
     space = layout_space(x, SpaceOptions(max_gpus=gpus_limit))
     keywords = {"outputs": _OUTPUTS, "objectives": native_source.SEARCH_OBJECTIVES,

@@ -25,40 +25,49 @@ import math
 
 from planner.engine.run.kernel import loaded_names
 
-#: The families of optional mechanisms a specialised kernel drops: the scalar inputs that
-#: are zero when the mechanism is off (each a model, workload, stack or scenario input).
-FAMILIES = {
+#: The optional mechanisms of the model, the workload and the scenario a specialised kernel
+#: drops: the scalar inputs that are zero when the mechanism is off.  (A stack's switch for
+#: a model feature - its fused sink kernel, its MLA up-projection recompute - needs no entry:
+#: it only multiplies the feature's own terms, which fold away with the feature.)
+FEATURES = {
     "fine-tuning (frozen base, LoRA, DPO reference model, quantised base)": (
         "frozen_base", "reference_model", "dequantize_base", "lora_rank", "lora_q",
         "lora_k", "lora_v", "lora_o", "lora_gate", "lora_up", "lora_down"),
-    "multi-head latent attention": (
-        "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "recompute_mla_up_proj"),
+    "multi-head latent attention": ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim"),
     "linear attention layers": ("linear_attention_layers",),
     "sliding-window attention layers": ("window_layers",),
-    "attention sinks": ("attention_sinks", "fused_attention_sinks"),
+    "attention sinks": ("attention_sinks",),
     "multi-token prediction": ("mtp_layers",),
     "DualPipe": ("dualpipe",),
+    "GoCkpt checkpoints": ("ckpt_gockpt",),
+    "a fixed checkpoint interval": ("checkpoint_interval_fixed_s",),
+    "commitment terms": ("commitment_term_s", "commitment_reuse_fraction"),
+    "garbage-collection pauses": ("gc_duration_s", "gc_planned"),
+    "extra layers on a pipeline stage": ("stage_extra_layers",),
+    "owned-hardware pricing": ("use_tco",),
+    "maintenance windows": ("maintenance_fraction",),
+}
+#: The stack's own mechanisms a Megatron-Core dense stack leaves off (the MoE stacks set
+#: several): dropped too by the ``lean`` kernel.
+STACK_TERMS = {
     "MoE dispatchers (hierarchical, DeepEP, FP8 dispatch, host sync)": (
         "hierarchical_dispatch", "deepep_dispatch", "fp8_dispatch", "dispatch_host_sync"),
     "MoE stack terms (expert overheads, load imbalance, token drop, overlap)": (
         "expert_load_cv", "expert_overhead_s", "moe_layer_overhead_s", "token_drop",
         "recompute_moe_act", "ep_overlap", "comm_sm_fraction", "shared_experts"),
     "CUDA graphs": ("cuda_graphs",),
-    "GoCkpt checkpoints": ("ckpt_gockpt",),
-    "a fixed checkpoint interval": ("checkpoint_interval_fixed_s",),
-    "commitment terms": ("commitment_term_s", "commitment_reuse_fraction"),
-    "garbage-collection pauses": ("gc_duration_s", "gc_planned"),
-    "extra layers on a pipeline stage": ("stage_extra_layers",),
     "recomputed norms": ("recompute_norms",),
-    "owned-hardware pricing": ("use_tco",),
-    "maintenance windows": ("maintenance_fraction",),
 }
-_LEAN = tuple(name for names in FAMILIES.values() for name in names)
+_PLAIN = tuple(name for names in FEATURES.values() for name in names)
+_STACK = tuple(name for names in STACK_TERMS.values() for name in names)
 
 #: The specialised kernels, most specialised first: (C suffix, scalar inputs taken as 0).
+#: ``dense``: a dense model on any stack; ``lean``: an MoE model on a stack without MoE
+#: mechanisms of its own; ``plain``: an MoE model on an MoE stack.
 VARIANTS = (
-    ("dense", (*_LEAN, "moe_layers")),
-    ("lean", _LEAN),
+    ("dense", (*_PLAIN, "moe_layers")),
+    ("lean", (*_PLAIN, *_STACK)),
+    ("plain", _PLAIN),
 )
 
 

@@ -4,8 +4,8 @@ The run model carries every mechanism a run may have (LoRA and DPO terms, multi-
 attention, linear and sliding-window attention, multi-token prediction, DualPipe, the MoE
 dispatchers, CUDA graphs, GoCkpt, ...).  A plain pre-training search has them all off, yet
 its kernel computes each one per candidate and multiplies it by a zero: since issue 41 that
-is 40 % of the search kernel's arithmetic.  :data:`VARIANTS` names the scalar inputs each
-specialised copy takes as zero; :func:`folded` substitutes them and folds the kernel's
+is 30-55 % of the search kernel's arithmetic (docs/performance.md).  :data:`VARIANTS` names
+the scalar inputs each specialised copy takes as zero; :func:`folded` substitutes them and folds the kernel's
 syntax tree (constant propagation, ``0 * x``, ``x + 0``, ``1 * x``, selects on constant
 conditions), then drops what no output reads.  The compiled search
 (:mod:`planner.codegen.native_source`) picks, per call, the first variant whose every
@@ -26,7 +26,8 @@ import math
 from planner.engine.run.kernel import loaded_names
 
 #: The optional mechanisms of the model, the workload and the scenario a specialised kernel
-#: drops: the scalar inputs that are zero when the mechanism is off.  (A stack's switch for
+#: drops (and DualPipe, a schedule only the DeepSeek-style stacks of MLA/MTP models run):
+#: the scalar inputs that are zero when the mechanism is off.  (A stack's switch for
 #: a model feature - its fused sink kernel, its MLA up-projection recompute - needs no entry:
 #: it only multiplies the feature's own terms, which fold away with the feature.)
 FEATURES = {

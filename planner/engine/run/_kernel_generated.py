@@ -18,67 +18,67 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x3 = layers ** (-1.0)
     moe_share = moe_layers * x3
     nodes = gpus / gpus_per_node
-    x4 = experts * hidden
-    x5 = experts + shared_experts
-    x6 = hidden * mlp_matrices
-    x7 = moe_ffn * x6
-    x8 = x4 + x5 * x7
-    x9 = numpy.minimum(1, moe_layers)
-    x10 = hidden ** 2
-    x11 = 2.0 * x10
-    x12 = 1 - x9
-    x13 = ffn * x6
-    del x6
-    x14 = heads * v_head_dim
-    x15 = numpy.minimum(1, kv_lora_rank)
-    x16 = head_dim * heads
-    x17 = hidden * x16
-    x18 = head_dim * kv_heads
-    x19 = kv_heads * v_head_dim
-    x20 = (1 - x15) * (hidden * x18 + hidden * x19 + x17)
-    x21 = kv_lora_rank + qk_rope_head_dim
-    x22 = head_dim + v_head_dim
-    x23 = numpy.minimum(1, q_lora_rank)
-    x24 = x15 * (heads * kv_lora_rank * (-qk_rope_head_dim + x22) + hidden * x21 + x17 * (1 - x23) + x23 * (hidden * q_lora_rank + q_lora_rank * x16))
-    del x17, x23
-    x25 = x20 + x24
-    x26 = hidden * x14 + kv_lora_rank + 1.0 * q_lora_rank + x25
-    x27 = 5 * hidden + x11 + x12 * x13 + x26
-    x28 = 2 * hidden
-    x29 = linear_head_dim * linear_value_heads
-    x30 = 2 * linear_value_heads
-    x31 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x30 + x30
-    del x30
-    x32 = hidden * x29 + hidden * x31
-    x33 = linear_attention_layers * x3
-    x34 = 1 - x33
-    x35 = x26 * x34 + x28 + x32 * x33
+    x4 = numpy.minimum(1, moe_layers)
+    x5 = hidden ** 2
+    x6 = 2.0 * x5
+    x7 = 1 - x4
+    x8 = hidden * mlp_matrices
+    x9 = ffn * x8
+    x10 = heads * v_head_dim
+    x11 = numpy.minimum(1, kv_lora_rank)
+    x12 = head_dim * heads
+    x13 = hidden * x12
+    x14 = head_dim * kv_heads
+    x15 = kv_heads * v_head_dim
+    x16 = (1 - x11) * (hidden * x14 + hidden * x15 + x13)
+    x17 = kv_lora_rank + qk_rope_head_dim
+    x18 = head_dim + v_head_dim
+    x19 = numpy.minimum(1, q_lora_rank)
+    x20 = x11 * (heads * kv_lora_rank * (-qk_rope_head_dim + x18) + hidden * x17 + x13 * (1 - x19) + x19 * (hidden * q_lora_rank + q_lora_rank * x12))
+    del x13, x19
+    x21 = x16 + x20
+    x22 = hidden * x10 + kv_lora_rank + 1.0 * q_lora_rank + x21
+    x23 = 5 * hidden + x22 + x6 + x7 * x9
+    x24 = 2 * hidden
+    x25 = linear_head_dim * linear_value_heads
+    x26 = 2 * linear_value_heads
+    x27 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x26 + x26
     del x26
-    x36 = hidden * vocab
-    x37 = layers - moe_layers
-    x38 = x13 * x37
-    x39 = embedding_matrices * x36 + hidden + layers * x35 + x38
-    params = moe_layers * x8 + mtp_layers * (x27 + x8 * x9) + x39
+    x28 = hidden * x25 + hidden * x27
+    x29 = linear_attention_layers * x3
+    x30 = 1 - x29
+    x31 = x22 * x30 + x24 + x28 * x29
+    del x22
+    x32 = hidden * vocab
+    x33 = layers - moe_layers
+    x34 = x33 * x9
+    x35 = embedding_matrices * x32 + hidden + layers * x31 + x34
+    x36 = experts * hidden
+    x37 = experts + shared_experts
+    x38 = moe_ffn * x8
+    del x8
+    x39 = x36 + x37 * x38
+    params = moe_layers * x39 + mtp_layers * (x23 + x39 * x4) + x35
     x40 = experts_per_token + shared_experts
-    x41 = x4 + x40 * x7
-    del x7
-    active_params = moe_layers * x41 + mtp_layers * (x27 + x41 * x9) + x39
-    del x39, x41
+    x41 = x36 + x38 * x40
+    del x38
+    active_params = moe_layers * x41 + mtp_layers * (x23 + x4 * x41) + x35
+    del x35, x41
     x42 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
     x43 = mlp_matrices * moe_ffn
     x44 = ep ** (-1.0)
     x45 = etp ** (-1.0)
     x46 = moe_ffn * x45
-    x47 = x4 * x44 * x46
+    x47 = x36 * x44 * x46
     x48 = mlp_matrices * x47
-    x49 = tp * x48 - x4 * x43 + x8
-    del x8
+    x49 = tp * x48 - x36 * x43 + x39
+    del x39
     x50 = 1 - moe_share
     x51 = tp ** (-1.0)
     x52 = dualpipe + 1
     x53 = x51 * x52
-    stage_params = x53 * (stage_layers * (moe_share * x49 + x13 * x50 + x35) + x36 + x42 * (x27 + x49 * x9))
-    del x13, x27, x35, x49
+    stage_params = x53 * (stage_layers * (moe_share * x49 + x31 + x50 * x9) + x32 + x42 * (x23 + x4 * x49))
+    del x23, x31, x49, x9
     stage_expert_params = moe_share * stage_layers * x48 * x52
     del x48, x52
     x54 = 1.0 * lora_rank
@@ -91,25 +91,25 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x60 = x54 * (ffn + hidden)
     x61 = lora_down * x60 + x57 * x60
     del x60
-    x62 = x37 * x61
-    x63 = lora_k * x54 * (hidden + x18) + lora_o * x54 * (hidden + x14) + lora_q * x54 * (hidden + x16) + lora_v * x54 * (hidden + x19)
+    x62 = x33 * x61
+    x63 = lora_k * x54 * (hidden + x14) + lora_o * x54 * (hidden + x10) + lora_q * x54 * (hidden + x12) + lora_v * x54 * (hidden + x15)
     del x54
     x64 = layers * x63
     x65 = 1 - frozen_base
-    trainable_params = params * x65 + x5 * x59 + x62 + x64
-    del x5
+    trainable_params = params * x65 + x37 * x59 + x62 + x64
+    del x37
     x66 = experts * x44
     stage_adapter_params = stage_layers * x53 * (moe_share * x58 * (shared_experts + tp * x45 * x66) + x50 * x61 + x63)
     del x58, x61, x63
     stage_trainable_params = stage_adapter_params + x65 * (-stage_expert_params + stage_params)
     stage_trainable_expert_params = stage_expert_params * x65
-    stage_embedding_params = x36 * x53
+    stage_embedding_params = x32 * x53
     del x53
-    x67 = experts * x28 + x28 * x40 * x43
+    x67 = experts * x24 + x24 * x40 * x43
     del x43
     x68 = moe_layers * x67
     x69 = 2 * heads
-    x70 = x22 * x69
+    x70 = x18 * x69
     x71 = seq_len * x70
     x72 = linear_head_dim ** 2
     x73 = 640.0 * linear_head_dim + 6 * x72 + 2730.66666666667
@@ -119,36 +119,36 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x76 = numpy.minimum(seq_len, window)
     x77 = seq_len ** (-1.0)
     x78 = -x76 * x77 + 2
-    x79 = window_layers * (2 * heads * x22 * x76 * x78 - x71)
-    x80 = x14 * x28 + 2 * x20 + 2 * x24
-    del x20, x24
+    x79 = window_layers * (2 * heads * x18 * x76 * x78 - x71)
+    x80 = x10 * x24 + 2 * x16 + 2 * x20
+    del x16, x20
     x81 = layers * x80
-    x82 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x31 - x80)
-    del x31
-    x83 = vocab * x28
-    x84 = 4.0 * x10
-    del x10
-    x85 = ffn * mlp_matrices * x28
-    x86 = mtp_layers * (x12 * x85 + x67 * x9 + x71 + x80 + x83 + x84)
+    x82 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x80)
+    del x27
+    x83 = vocab * x24
+    x84 = 4.0 * x5
+    del x5
+    x85 = ffn * mlp_matrices * x24
+    x86 = mtp_layers * (x4 * x67 + x7 * x85 + x71 + x80 + x83 + x84)
     del x67, x80
-    x87 = x37 * x85 + x68 + x81 + x82
-    del x37, x85
+    x87 = x33 * x85 + x68 + x81 + x82
+    del x33, x85
     x88 = x83 + x87
     del x83
     x89 = layers * x71 + x74 + x79
     x90 = x86 + x89
-    model_flops_per_token = -frozen_base * x88 + 6 * heads * layers * seq_len * x22 + reference_model * (x88 + x90) + 6 * x36 + 6 * x38 + 6 * x62 + 6 * x64 + 3 * x68 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x86
-    del x38, x68, x74, x79, x81, x82, x86, x88
-    x91 = op_selective_recompute * selective_option * (1 - moe_share)
-    x92 = 1 - full_recompute
-    x93 = ffn + x14
-    hardware_flops_per_token = full_recompute * (2 * x62 + 2 * x64 + 2 * x75 + x87 + x90) + model_flops_per_token + x92 * (layers * x28 * x91 * (x18 + x93) + selective * x89)
+    model_flops_per_token = -frozen_base * x88 + 6 * heads * layers * seq_len * x18 + reference_model * (x88 + x90) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x68 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x86
+    del x34, x68, x74, x79, x81, x82, x86, x88
+    x91 = 1 - full_recompute
+    x92 = ffn + x10
+    x93 = op_selective_recompute * selective_option * x50
+    hardware_flops_per_token = full_recompute * (2 * x62 + 2 * x64 + 2 * x75 + x87 + x90) + model_flops_per_token + x91 * (layers * x24 * x93 * (x14 + x92) + selective * x89)
     del x62, x64, x75, x87, x89, x90
     x94 = hidden * tokens_mb
-    x95 = x29 * x51
+    x95 = x25 * x51
     x96 = hidden ** (-1.0)
-    x97 = x32 * x51 * x96 - x95
-    del x32
+    x97 = x28 * x51 * x96 - x95
+    del x28
     x98 = tokens_mb * x97
     x99 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
     x100 = bytes_per_element * x99
@@ -156,13 +156,13 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x102 = peak_flops_per_s ** (-1.0)
     x103 = gemm_max_efficiency ** (-1.0)
     x104 = x102 * x103
-    x105 = x104 * x28
-    x106 = x25 * x51
-    del x25
+    x105 = x104 * x24
+    x106 = x21 * x51
+    del x21
     x107 = x106 * x96
     x108 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x107)
     x109 = 2 * x104
-    t_qkv = x33 * numpy.maximum(x100 * (hidden * x97 + x94 + x98), x105 * x98 * (gemm_half_efficiency_dim + x101) / x101) + x34 * numpy.maximum(x100 * (tokens_mb * x107 + x106 + x94), tokens_mb * x106 * x109 * (gemm_half_efficiency_dim + x108) / x108)
+    t_qkv = x29 * numpy.maximum(x100 * (hidden * x97 + x94 + x98), x105 * x98 * (gemm_half_efficiency_dim + x101) / x101) + x30 * numpy.maximum(x100 * (tokens_mb * x107 + x106 + x94), tokens_mb * x106 * x109 * (gemm_half_efficiency_dim + x108) / x108)
     del x101, x106, x107, x108, x97, x98
     x110 = 4 * linear_head_dim
     x111 = 0.015625 * x72
@@ -175,7 +175,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x117 = x116 / attention_peak_flops_per_s
     x118 = window_layers * x3
     del x3
-    x119 = -x118 - x33 + 1
+    x119 = -x118 - x29 + 1
     x120 = x113 * x70
     x121 = numpy.maximum(head_dim, v_head_dim)
     x122 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x121 + 1)) + 1
@@ -187,11 +187,11 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x127 = attention_head_dim_granule ** (-1.0)
     x128 = x121 * (1 - fused_split_head_dims)
     del x121
-    x129 = attention_efficiency_factor * gemm_max_efficiency * x114 * x22 / (x115 * (attention_head_dim_granule * numpy.ceil(x127 * (fused_split_head_dims * head_dim + x128)) + attention_head_dim_granule * numpy.ceil(x127 * (fused_split_head_dims * v_head_dim + x128))))
+    x129 = attention_efficiency_factor * gemm_max_efficiency * x114 * x18 / (x115 * (attention_head_dim_granule * numpy.ceil(x127 * (fused_split_head_dims * head_dim + x128)) + attention_head_dim_granule * numpy.ceil(x127 * (fused_split_head_dims * v_head_dim + x128))))
     del x127, x128
     x130 = fused_window_attention * x126
     x131 = 1 - x130
-    t_core = numpy.maximum(x118 * x120, x117 * x118 * (x130 * x70 * x76 * x78 + x131 * x71) / (x125 * x131 + x129 * x130)) + numpy.maximum(x119 * x120, x117 * x119 * x71 / (x123 * x125 + x126 * x129)) + numpy.maximum(linear_value_heads * x113 * x33 * (x110 + x111), linear_value_heads * x103 * x115 * x117 * x33 * x73 / (attention_efficiency_factor * x114))
+    t_core = numpy.maximum(x118 * x120, x117 * x118 * (x130 * x70 * x76 * x78 + x131 * x71) / (x125 * x131 + x129 * x130)) + numpy.maximum(x119 * x120, x117 * x119 * x71 / (x123 * x125 + x126 * x129)) + numpy.maximum(linear_value_heads * x113 * x29 * (x110 + x111), linear_value_heads * x103 * x115 * x117 * x29 * x73 / (attention_efficiency_factor * x114))
     del x103, x113, x114, x115, x117, x120, x123, x125, x126, x129, x130, x131, x70, x71, x73, x76, x78
     x132 = numpy.maximum(attention_scores_stored, x122)
     x133 = heads * seq_len ** 2
@@ -201,11 +201,11 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x135 = tokens_mb * x95
     x136 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x95)
     del x95
-    x137 = x14 * x51
+    x137 = x10 * x51
     x138 = tokens_mb * x137
     x139 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
-    t_proj = x33 * numpy.maximum(x100 * (x134 * x29 + x135 + x94), x105 * x135 * (gemm_half_efficiency_dim + x136) / x136) + x34 * numpy.maximum(x100 * (x134 * x14 + x138 + x94), x105 * x138 * (gemm_half_efficiency_dim + x139) / x139)
-    del x135, x136, x139, x14
+    t_proj = x29 * numpy.maximum(x100 * (x134 * x25 + x135 + x94), x105 * x135 * (gemm_half_efficiency_dim + x136) / x136) + x30 * numpy.maximum(x100 * (x10 * x134 + x138 + x94), x105 * x138 * (gemm_half_efficiency_dim + x139) / x139)
+    del x10, x135, x136, x139
     x140 = ffn * x51
     x141 = tokens_mb * x140
     x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x140)
@@ -234,8 +234,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x160 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x109 * x153 * (grouped_gemm_token_half_dim + x159) * numpy.ceil(x159 / grouped_gemm_tile_tokens) / ep ** 2
     del x159
     x161 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x100 * x94 + mlp_matrices * shared_experts * numpy.maximum(x100 * (hidden * x145 + x146 + x94), x105 * x146 * (gemm_half_efficiency_dim + x147) / x147) + 20 * x143 * x99 + (capacity_factor * token_drop + x148 * (x149 * numpy.sqrt(expert_load_cv ** 2 + x153) * numpy.sqrt(numpy.log(ep)) + 1)) * (x161 * numpy.maximum(x157, x160 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x158 * x46)) + numpy.maximum(x157, x160 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x158))) + numpy.maximum(x100 * (x143 + x4 + x94), x105 * x143 * (gemm_half_efficiency_dim + x144) / x144)
-    del x143, x144, x147, x153, x157, x158, x160, x4
+    t_moe = 4 * experts_per_token * x100 * x94 + mlp_matrices * shared_experts * numpy.maximum(x100 * (hidden * x145 + x146 + x94), x105 * x146 * (gemm_half_efficiency_dim + x147) / x147) + 20 * x143 * x99 + (capacity_factor * token_drop + x148 * (x149 * numpy.sqrt(expert_load_cv ** 2 + x153) * numpy.sqrt(numpy.log(ep)) + 1)) * (x161 * numpy.maximum(x157, x160 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x158 * x46)) + numpy.maximum(x157, x160 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x158))) + numpy.maximum(x100 * (x143 + x36 + x94), x105 * x143 * (gemm_half_efficiency_dim + x144) / x144)
+    del x143, x144, x147, x153, x157, x158, x160, x36
     x162 = tp - 1
     x163 = (sequence_parallel * x162 + 1) ** (-1.0)
     t_elem = elementwise_traffic_factor * x112 * (16 * hidden * x163 + 4 * x140)
@@ -243,8 +243,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x164 = vocab * x51
     x165 = tokens_mb * x164
     x166 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x164)
-    t_logits = numpy.maximum(x100 * (x165 + x36 * x51 + x94), x105 * x165 * (gemm_half_efficiency_dim + x166) / x166)
-    del x165, x166, x36
+    t_logits = numpy.maximum(x100 * (x165 + x32 * x51 + x94), x105 * x165 * (gemm_half_efficiency_dim + x166) / x166)
+    del x165, x166, x32
     x167 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
     t_moe_act = x99 * (bytes_per_element + x161 * x167) * (shared_experts * x146 + x156)
     del x156
@@ -253,14 +253,14 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x170 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x168)
     x171 = numpy.maximum(x100 * (hidden * x168 + x169 + x94), x105 * x169 * (gemm_half_efficiency_dim + x170) / x170)
     del x105, x170
-    x172 = x18 * x51
+    x172 = x14 * x51
     x173 = numpy.minimum(numpy.minimum(tokens_mb, x168), x172)
     x174 = x109 * x169
     del x109
     x175 = numpy.minimum(numpy.minimum(tokens_mb, x137), x168)
-    x176 = x16 * x51
+    x176 = x12 * x51
     x177 = numpy.minimum(numpy.minimum(tokens_mb, x168), x176)
-    x178 = x19 * x51
+    x178 = x15 * x51
     x179 = numpy.minimum(numpy.minimum(tokens_mb, x168), x178)
     x180 = numpy.minimum(numpy.minimum(tokens_mb, x145), x168)
     x181 = x171 + numpy.maximum(x100 * (x145 * x168 + x146 + x169), x145 * x174 * (gemm_half_efficiency_dim + x180) / x180)
@@ -285,7 +285,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x194 = reference_model * (stage_layers * x192 + t_logits)
     del x192
     x195 = selective * t_core
-    x196 = kv_heads * x22
+    x196 = kv_heads * x18
     x197 = t_proj + x189
     del x189
     x198 = 3 * t_core
@@ -294,12 +294,12 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del t_elem, t_proj, t_scores
     x200 = x51 * x94
     x201 = numpy.minimum(numpy.minimum(tokens_mb, x134), 2.0 * hidden)
-    x202 = t_mlp * x12
-    del x12
-    x203 = t_moe * x9
+    x202 = t_mlp * x7
+    del x7
+    x203 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x197 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x187 + 3 * x188 + x199 + x92 * (moe_share * recompute_moe_act * t_moe_act + x195 + x91 * (t_qkv * x18 / (x16 + x196) + x190 + t_mlp / mlp_matrices))) + x193 + x194 + x42 * (full_recompute * (t_qkv + x191 + x202 + x203) + x193 + x195 * x92 + x199 + 3 * x202 + 3 * x203 + 3 * numpy.maximum(x100 * (x11 * x51 + x200 + 2.0 * x94), x104 * x116 * x84 * (gemm_half_efficiency_dim + x201) / x201))
-    del dequant_mb, t_adapter, t_mlp, t_moe_act, t_qkv, x100, x104, x11, x18, x187, x188, x190, x191, x195, x199, x201, x202, x203, x84
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x197 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x187 + 3 * x188 + x199 + x91 * (moe_share * recompute_moe_act * t_moe_act + x195 + x93 * (t_qkv * x14 / (x12 + x196) + x190 + t_mlp / mlp_matrices))) + x193 + x194 + x42 * (full_recompute * (t_qkv + x191 + x202 + x203) + x193 + x195 * x91 + x199 + 3 * x202 + 3 * x203 + 3 * numpy.maximum(x100 * (x200 + x51 * x6 + 2.0 * x94), x104 * x116 * x84 * (gemm_half_efficiency_dim + x201) / x201))
+    del dequant_mb, t_adapter, t_mlp, t_moe_act, t_qkv, x100, x104, x14, x187, x188, x190, x191, x195, x199, x201, x202, x203, x6, x84
     forward_mb = stage_layers * t_layer_fwd + t_logits + x194
     del x194
     weight_grad_mb = x65 * (stage_layers * x197 + t_logits)
@@ -319,7 +319,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x116
     x214 = scale_out_bandwidth_bytes_per_s ** (-1.0)
     x215 = x214 / scale_out_bus_efficiency
-    x216 = bytes_per_element * tokens_mb * x206 * x209 * x212 * x28 + collective_overhead_s * x208 + x206 * x207 + x210 * x211 + x210 * x213 * x215 * x28
+    x216 = bytes_per_element * tokens_mb * x206 * x209 * x212 * x24 + collective_overhead_s * x208 + x206 * x207 + x210 * x211 + x210 * x213 * x215 * x24
     del x206, x209, x210
     tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x204 * x205 * x216) + x204 * x205 * x216
     del x204, x216
@@ -329,8 +329,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x220 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
     x221 = cp_intra * intra_latency_s + inter_latency_s * x218 + x196 * x213 / (cp_intra * x219 + x218 * x220)
     del x196, x213, x218
-    cp_comm_mb = -cp_overlap * numpy.minimum(x198 * x205, x205 * x217 * x221 * x34) + x205 * x217 * x221 * x34
-    del x198, x217, x221, x34
+    cp_comm_mb = -cp_overlap * numpy.minimum(x198 * x205, x205 * x217 * x221 * x30) + x205 * x217 * x221 * x30
+    del x198, x217, x221, x30
     x222 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
     x223 = x222 ** (-1.0)
     x224 = ep * x223 - 1
@@ -403,7 +403,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x266
     x273 = numpy.maximum(1, expert_dp_ranks * x272)
     x274 = x273 - 1
-    x275 = x247 * (x211 * x270 + x254 * x264 * x268 + x256 * x268 * x270 / x269 + x265 + x9 * (x211 * x274 + x262 * x264 * x272 + x263 * x272 * x274 / x273 + x265)) + (1 - x247) * (x2 * x251 * x256 + x207 * x249 + x211 * x251 + x249 * x250 * x254 + x9 * (x207 * x258 + x211 * x260 + x258 * x259 * x262 + x260 * x263 / expert_dp_ranks))
+    x275 = x247 * (x211 * x270 + x254 * x264 * x268 + x256 * x268 * x270 / x269 + x265 + x4 * (x211 * x274 + x262 * x264 * x272 + x263 * x272 * x274 / x273 + x265)) + (1 - x247) * (x2 * x251 * x256 + x207 * x249 + x211 * x251 + x249 * x250 * x254 + x4 * (x207 * x258 + x211 * x260 + x258 * x259 * x262 + x260 * x263 / expert_dp_ranks))
     del x2, x207, x211, x249, x250, x251, x254, x256, x258, x259, x260, x262, x263, x264, x265, x268, x269, x270, x272, x273, x274
     x276 = fsdp_keeps_gathered_under_pp * x242 * zero3
     del x242
@@ -435,9 +435,9 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del stage_embedding_params, x185
     x296 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x295 - x294
     del stage_adapter_params, stage_params, x65
-    x297 = x280 + x283 + x284 * x296 + x285 * x296 + x9 * (x288 + x291 + x292 * x294 + x293 * x294)
+    x297 = x280 + x283 + x284 * x296 + x285 * x296 + x4 * (x288 + x291 + x292 * x294 + x293 * x294)
     del x294, x296
-    x298 = 1 / 2 * x247 * (x276 + x277) * (x253 * x284 + x253 * x285 + 2 * x280 + 2 * x283 + x9 * (x261 * x292 + x261 * x293 + 2 * x288 + 2 * x291)) + zero3 * (x276 * x297 + 2 * x277 * x297)
+    x298 = 1 / 2 * x247 * (x276 + x277) * (x253 * x284 + x253 * x285 + 2 * x280 + 2 * x283 + x4 * (x261 * x292 + x261 * x293 + 2 * x288 + 2 * x291)) + zero3 * (x276 * x297 + 2 * x277 * x297)
     del x247, x253, x261, x277, x280, x283, x284, x285, x288, x291, x292, x293, x297
     x299 = numpy.maximum(1, stage_layers)
     x300 = x299 ** (-1.0)
@@ -449,8 +449,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x303 = full_recompute + 3
     x304 = expert_overhead_s * x66 + moe_layer_overhead_s
     del x66
-    x305 = 2.0 * x148 * x9 * numpy.maximum(0, cuda_graphs - 1)
-    del x9
+    x305 = 2.0 * x148 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x4
     x306 = numpy.maximum(0, cuda_graphs - x305 - 1)
     x307 = 1 - x306
     x308 = dispatch_host_sync * x148
@@ -529,14 +529,14 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x346 = tokens_mb * x345
     x347 = linear_input_bytes + x345 - 2
     del x345
-    x348 = tokens_mb * x28
+    x348 = tokens_mb * x24
     x349 = micro_batch * x132 * x133 * (dropout_masks + 4) / cp ** 2
     del x132, x133
     x350 = linear_input_bytes * x337 * x342
-    x351 = lora_rank * x245 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x336 * x91 * (hidden * x56 + x150 * x208 * x28 + x335 + x51 * (x16 + x19 + x93)) + (1 - x91) * (-frozen_base * (linear_input_bytes * tokens_mb * x341 * (1 - lora_down) + x350 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x350 * (1 - numpy.minimum(1, x57))) - moe_share * (x343 + x344 * x46) * (linear_input_bytes * recompute_moe_act + x161 * (2 - x167)) + moe_share * (-x140 * x346 + x343 * x347 + x344 * (etp * hidden * linear_input_bytes + x347 * x46)) - recompute_mla_up_proj * tokens_mb * x15 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x338 + x33 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x110 + 68.0 * linear_value_heads + 5 * x29) - x51 * (x22 * x336 * x339 + x349)) + x336 * x51 * (x22 * x339 - x28 * (x340 + 1)) + x336 * (q_lora_rank + x21) + x337 * (2 * dropout_masks + 8) + x51 * (ffn * x346 + hidden * tokens_mb * (4 * x340 + 2) + x348 + x349) - (1 - 1 / 2 * linear_input_bytes) * (x336 * x341 + x338 * x342))
-    del moe_share, x0, x110, x140, x15, x150, x16, x161, x167, x19, x208, x21, x22, x28, x29, x33, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x346, x347, x349, x350, x46, x56, x57, x69, x91, x93
-    x352 = full_recompute * x163 * x348 + x351 * x92
-    del x163, x348, x92
+    x351 = lora_rank * x245 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x336 * x93 * (hidden * x56 + x150 * x208 * x24 + x335 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x341 * (1 - lora_down) + x350 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x350 * (1 - numpy.minimum(1, x57))) - moe_share * (x343 + x344 * x46) * (linear_input_bytes * recompute_moe_act + x161 * (2 - x167)) + moe_share * (-x140 * x346 + x343 * x347 + x344 * (etp * hidden * linear_input_bytes + x347 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x338 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x110 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x336 * x339 + x349)) + x336 * x51 * (x18 * x339 - x24 * (x340 + 1)) + x336 * (q_lora_rank + x17) + x337 * (2 * dropout_masks + 8) + x51 * (ffn * x346 + hidden * tokens_mb * (4 * x340 + 2) + x348 + x349) - (1 - 1 / 2 * linear_input_bytes) * (x336 * x341 + x338 * x342))
+    del moe_share, x0, x11, x110, x12, x140, x15, x150, x161, x167, x17, x18, x208, x24, x25, x29, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x346, x347, x349, x350, x46, x56, x57, x69, x92, x93
+    x352 = full_recompute * x163 * x348 + x351 * x91
+    del x163, x348, x91
     x353 = loss_extra_bytes_per_logit * tokens_mb * x164 + 4 * tokens_mb * x134 * (vocab * x96 + 1)
     del tokens_mb, x134, x164, x96
     activation_bytes = full_recompute * x351 + linear_value_heads * x111 * x245 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x315 * x352 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x240 * numpy.minimum(x243, pp * vp + x241 * numpy.minimum(1, vp - 1))) + x353 + x42 * (x352 + x353)

@@ -202,12 +202,12 @@ def _lora_params(x: dict, experts):
             + moe_layers * experts * _lora_mlp_params(x, x["moe_ffn"]))
 
 
-def _op_sac(x: dict):
+def _op_sac(x: dict, r: dict):
     """1 where a selective-recompute layout runs the stack's op-level policy (torchtitan:
     every second matmul and the element-wise ops recomputed, formulas.memory
     op_sac_activation_bytes_per_layer) on a dense layer, else 0; MoE layers keep the
     attention-core accounting (their grouped GEMMs are outside the policy's matmuls)."""
-    return x["op_selective_recompute"] * x["selective_option"] * (1 - x["moe_layers"] / x["layers"])
+    return x["op_selective_recompute"] * x["selective_option"] * (1 - r["moe_share"])
 
 
 def _op_sac_recomputed_params(x: dict):
@@ -253,7 +253,7 @@ def flops(x: dict, r: dict) -> dict:
     # full recompute: every layer's forward again; selective: the attention core
     # (op-level selective recompute: every second matmul of each dense layer again)
     recomputed = (x["full_recompute"] * (fwd - logits_fwd) + (1 - x["full_recompute"])
-                  * (x["selective"] * core_all + _op_sac(x) * layers
+                  * (x["selective"] * core_all + _op_sac(x, r) * layers
                      * compute.matmul_forward_flops_per_token(_op_sac_recomputed_params(x))))
     # DPO: a frozen reference model's forward over the same sequences
     reference = x["reference_model"] * base_fwd
@@ -513,7 +513,7 @@ def compute_time(x: dict, r: dict) -> dict:
     layer_recompute = x["full_recompute"] * layer_fwd \
         + (1 - x["full_recompute"]) * (x["selective"] * r["t_core"]
                                        + share * x["recompute_moe_act"] * r["t_moe_act"]
-                                       + _op_sac(x) * op_recompute)
+                                       + _op_sac(x, r) * op_recompute)
     # the forward's GEMMs: a frozen base skips their weight-gradient GEMMs in the backward
     # (formulas.finetune); they are the backward's weight part, the chunks of DualPipe's
     # bubble
@@ -893,7 +893,7 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
     op_kept = memory.op_sac_activation_bytes_per_layer(
         s, b, h, x["ffn"], x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
         x["mlp_matrices"], tp, x["sequence_parallel"])
-    op = _op_sac(x)
+    op = _op_sac(x, r)
     return (1 - op) * kept + op * op_kept + _adapter_activation_bytes(x, s, b)
 
 

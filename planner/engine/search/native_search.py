@@ -25,7 +25,7 @@ chunk of :data:`CHUNK` candidates, in cache:
    once per GPU count, through a table.  Where a call's optional mechanisms are all off
    (no LoRA, MLA, MTP, DualPipe, special dispatcher, ...), a specialised copy of the
    kernel with them folded away runs instead (:mod:`planner.codegen.specialise`,
-   :func:`kernel_variant`): the same values, ~40 % less arithmetic.
+   :func:`kernel_variant`): the same values, 30-55 % less arithmetic.
 4. **Reduce.**  Per GPU count, objective and {fitting, feasible}: the first minimum
    (NaN larger than every number, ties to the lowest row, as
    :class:`planner.engine.run.reductions.GroupMinimum`), kept across the calls of a task.

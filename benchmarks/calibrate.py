@@ -144,6 +144,16 @@ LOAO 9.62 -> 9.61); independent-runs 14.7 -> 12.4 % (LOSO 16.4 -> 14.1); speedup
 3.81 -> 5.33); OLMo-core's 13B steady state +10 -> +16 % of the middle of its published
 range (+13 % of its top).
 
+2026-11-29, full recompute that stops early (``recompute_early_stop`` on torchtitan-fsdp2
+and llm-foundry-2023: PyTorch's non-reentrant checkpoint does not re-run a dense layer's
+down projection): the full grid refitted (265 evaluations, 3 s) finds objective 0.0697 ->
+0.0679 and moves nothing but Blackwell's BF16 efficiency 0.65 -> 0.70, left out as before
+(it takes independent-runs from 11.7 to 13.4 %).  llm-foundry-a100 6.65 -> 5.94 %,
+llm-foundry-h100 5.89 -> 5.07 %, modern-runs 8.28 -> 8.12 % (LOSO 9.56 -> 8.88),
+independent-runs 11.9 -> 11.7 % (LOSO 13.5 -> 13.4, LOAO 15.7 -> 15.2).  Charging flash
+attention's backward for recomputing its scores (0.5 of the core's forward) was tried and
+rejected: refitted objective 0.0743, independent-runs 14.0 %.
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

@@ -1429,6 +1429,47 @@ def backward_time(forward_time_s):
     return BACKWARD_PER_FORWARD * forward_time_s
 
 
+@formula(reference="torch.utils.checkpoint (PyTorch >= 2.1): non-reentrant checkpoint "
+         "'stops recomputation as soon as it has computed all needed Tensors' "
+         "(set_checkpoint_early_stop, default on); reentrant checkpoints (Megatron-LM "
+         "tensor_parallel.checkpoint, use_reentrant=True) re-run the whole function; full "
+         "recompute: Korthikanti et al. 2022, arXiv:2205.05198 s5",
+         domain={"layer_forward_time_s": ">=0", "last_matmul_forward_time_s": ">=0",
+                 "early_stop": "[0,1]"},
+         symbols={"layer_forward_time_s": "t_l", "last_matmul_forward_time_s": "t_{last}",
+                  "early_stop": "e_s"}, result_latex="t_{l,r}")
+def checkpointed_layer_recompute_time(layer_forward_time_s, last_matmul_forward_time_s,
+                                      early_stop):
+    """Forward work a fully checkpointed layer runs again in its backward.
+
+    A checkpoint that stops once every tensor the backward needs is back skips the
+    layer's last matmul (the MLP's down projection): its input is the last tensor saved,
+    and what follows it (the residual add) saves nothing.
+
+    Parameters
+    ----------
+    layer_forward_time_s : numeric
+        Forward time of the layer t_l [s].
+    last_matmul_forward_time_s : numeric
+        Forward time of its last matmul t_last [s].
+    early_stop : numeric
+        1 if the stack's checkpoint stops early (PyTorch non-reentrant), else 0 [1].
+
+    Returns
+    -------
+    numeric
+        Recomputed forward time [s].
+
+    Examples
+    --------
+    >>> checkpointed_layer_recompute_time(3e-3, 1e-3, 1)
+    0.002
+
+    .. math:: t_{l,r} = t_l - e_s\\, t_{last}
+    """
+    return layer_forward_time_s - early_stop * last_matmul_forward_time_s
+
+
 @formula(reference="Asynchronous kernel launches (PyTorch CUDA semantics); per-layer launch "
          "cost fitted to vTrain single-node runs (Bang et al., MICRO'24, arXiv:2312.12391); "
          "backward launches twice the forward's kernels: " + NARAYANAN + " s5.1",

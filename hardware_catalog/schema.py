@@ -600,6 +600,10 @@ class SoftwareStack(Entry):
     # but every second one's, recomputes the rest), 0 for Megatron-Core's (the attention
     # core only)
     op_selective_recompute: Quantity | None = None
+    # 1 if the stack's full activation checkpoint stops recomputing once the backward's
+    # last saved tensor is back (PyTorch non-reentrant checkpoint), 0 if it re-runs the
+    # whole layer
+    recompute_early_stop: Quantity | None = None
     # bytes a logit the stack's loss holds beyond a fused FP32 cross-entropy's 4 (0 fused;
     # PyTorch's unfused loss on 16-bit logits: 6)
     loss_extra_bytes_per_logit: Quantity | None = None
@@ -678,7 +682,8 @@ class SoftwareStack(Entry):
             _check(problems, getattr(self, name).value in (0, 1), f"{name}.value",
                    "expected 0 or 1")
         for name in ("fp8_dispatch", "hierarchical_dispatch", "deepep_dispatch",
-                     "op_selective_recompute", "fsdp_keeps_gathered_under_pp",
+                     "op_selective_recompute", "recompute_early_stop",
+                     "fsdp_keeps_gathered_under_pp",
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "fused_window_attention", "fused_attention_sinks",
                      "fused_split_head_dims", "int8_training"):

@@ -94,7 +94,7 @@ LEGACY_EQUIVALENT = {
     "deepep_dispatch": 0.0, "deepep_scale_up_bytes_per_s": 1.0,
     # selective recompute of the attention core only (Megatron-Core's): the op-level
     # policy's terms are then unused, whatever the layout asked
-    "op_selective_recompute": 0.0, "selective_option": 0.0,
+    "op_selective_recompute": 0.0, "selective_option": 0.0, "recompute_early_stop": 0.0,
     # a fused FP32 cross-entropy (Korthikanti's output-layer count alone)
     "loss_extra_bytes_per_logit": 0.0,
     # ZeRO-3 gathers and reduce-scatters in every micro-batch, PP or not

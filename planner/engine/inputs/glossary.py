@@ -210,6 +210,10 @@ GLOSSARY: dict[str, Term] = {
     "op_selective_recompute": Term(
         "1", "1 if the stack's selective recompute is op-level (torchtitan: every second "
         "matmul and the element-wise ops recomputed), 0 for the attention core only", FLAG),
+    "recompute_early_stop": Term(
+        "1", "1 if the stack's full activation checkpoint stops once the backward's last saved "
+        "tensor is recomputed (PyTorch non-reentrant: a dense layer's down projection is not "
+        "re-run), 0 if it re-runs the whole layer", FLAG),
     "shard_ranks": Term("1", "DP ranks sharing one copy of the ZeRO state (dp; fewer under HSDP)",
                          SHARDS),
     "weight_shards": Term("1", "shards of the weights (the shard group under ZeRO-3, else 1)",

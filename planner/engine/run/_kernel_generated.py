@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -128,550 +128,553 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x83 = vocab * x24
     x84 = 4.0 * x5
     del x5
-    x85 = ffn * mlp_matrices * x24
-    x86 = mtp_layers * (x4 * x67 + x7 * x85 + x71 + x80 + x83 + x84)
+    x85 = ffn * x24
+    x86 = mlp_matrices * x85
+    x87 = mtp_layers * (x4 * x67 + x7 * x86 + x71 + x80 + x83 + x84)
     del x67, x80
-    x87 = x33 * x85 + x68 + x81 + x82
-    del x33, x85
-    x88 = x83 + x87
+    x88 = x33 * x86 + x68 + x81 + x82
+    del x86
+    x89 = x83 + x88
     del x83
-    x89 = layers * x71 + x74 + x79
-    x90 = x86 + x89
-    model_flops_per_token = -frozen_base * x88 + 6 * heads * layers * seq_len * x18 + reference_model * (x88 + x90) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x68 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x86
-    del x34, x68, x74, x79, x81, x82, x86, x88
-    x91 = 1 - full_recompute
+    x90 = layers * x71 + x74 + x79
+    x91 = x87 + x90
+    model_flops_per_token = -frozen_base * x89 + 6 * heads * layers * seq_len * x18 + reference_model * (x89 + x91) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x68 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
+    del x34, x68, x74, x79, x81, x82, x87, x89
     x92 = ffn + x10
     x93 = op_selective_recompute * selective_option * x50
-    hardware_flops_per_token = full_recompute * (2 * x62 + 2 * x64 + 2 * x75 + x87 + x90) + model_flops_per_token + x91 * (layers * x24 * x93 * (x14 + x92) + selective * x89)
-    del x62, x64, x75, x87, x89, x90
-    x94 = hidden * tokens_mb
-    x95 = x25 * x51
-    x96 = hidden ** (-1.0)
-    x97 = x28 * x51 * x96 - x95
+    x94 = recompute_early_stop * x65 * (1 - dropout_masks)
+    x95 = 1 - full_recompute
+    hardware_flops_per_token = full_recompute * (-x33 * x85 * x94 + 2 * x62 + 2 * x64 + 2 * x75 + x88 + x91) + model_flops_per_token + x95 * (layers * x24 * x93 * (x14 + x92) + selective * x90)
+    del x33, x62, x64, x75, x85, x88, x90, x91
+    x96 = hidden * tokens_mb
+    x97 = x25 * x51
+    x98 = hidden ** (-1.0)
+    x99 = x28 * x51 * x98 - x97
     del x28
-    x98 = tokens_mb * x97
-    x99 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x100 = bytes_per_element * x99
-    x101 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
-    x102 = peak_flops_per_s ** (-1.0)
-    x103 = gemm_max_efficiency ** (-1.0)
-    x104 = x102 * x103
-    x105 = x104 * x24
-    x106 = x21 * x51
+    x100 = tokens_mb * x99
+    x101 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x102 = bytes_per_element * x101
+    x103 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x99)
+    x104 = peak_flops_per_s ** (-1.0)
+    x105 = gemm_max_efficiency ** (-1.0)
+    x106 = x104 * x105
+    x107 = x106 * x24
+    x108 = x21 * x51
     del x21
-    x107 = x106 * x96
-    x108 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x107)
-    x109 = 2 * x104
-    t_qkv = x29 * numpy.maximum(x100 * (hidden * x97 + x94 + x98), x105 * x98 * (gemm_half_efficiency_dim + x101) / x101) + x30 * numpy.maximum(x100 * (tokens_mb * x107 + x106 + x94), tokens_mb * x106 * x109 * (gemm_half_efficiency_dim + x108) / x108)
-    del x101, x106, x107, x108, x97, x98
-    x110 = 4 * linear_head_dim
-    x111 = 0.015625 * x72
+    x109 = x108 * x98
+    x110 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x109)
+    x111 = 2 * x106
+    t_qkv = x29 * numpy.maximum(x102 * (hidden * x99 + x100 + x96), x100 * x107 * (gemm_half_efficiency_dim + x103) / x103) + x30 * numpy.maximum(x102 * (tokens_mb * x109 + x108 + x96), tokens_mb * x108 * x111 * (gemm_half_efficiency_dim + x110) / x110)
+    del x100, x103, x108, x109, x110, x99
+    x112 = 4 * linear_head_dim
+    x113 = 0.015625 * x72
     del x72
-    x112 = tokens_mb * x100
-    x113 = x112 * x51
-    x114 = numpy.minimum(seq_len, tokens_mb)
-    x115 = gemm_half_efficiency_dim + x114
-    x116 = tokens_mb * x51
-    x117 = x116 / attention_peak_flops_per_s
-    x118 = window_layers * x3
+    x114 = tokens_mb * x102
+    x115 = x114 * x51
+    x116 = numpy.minimum(seq_len, tokens_mb)
+    x117 = gemm_half_efficiency_dim + x116
+    x118 = tokens_mb * x51
+    x119 = x118 / attention_peak_flops_per_s
+    x120 = window_layers * x3
     del x3
-    x119 = -x118 - x29 + 1
-    x120 = x113 * x70
-    x121 = numpy.maximum(head_dim, v_head_dim)
-    x122 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x121 + 1)) + 1
-    x123 = numpy.maximum(x122, attention_scores_stored + selective)
-    x124 = numpy.minimum(head_dim, tokens_mb)
-    x125 = gemm_max_efficiency * x124 / (gemm_half_efficiency_dim + x124)
-    del x124
-    x126 = 1 - x123
-    x127 = attention_head_dim_granule ** (-1.0)
-    x128 = x121 * (1 - fused_split_head_dims)
-    del x121
-    x129 = attention_efficiency_factor * gemm_max_efficiency * x114 * x18 / (x115 * (attention_head_dim_granule * numpy.ceil(x127 * (fused_split_head_dims * head_dim + x128)) + attention_head_dim_granule * numpy.ceil(x127 * (fused_split_head_dims * v_head_dim + x128))))
-    del x127, x128
-    x130 = fused_window_attention * x126
-    x131 = 1 - x130
-    t_core = numpy.maximum(x118 * x120, x117 * x118 * (x130 * x70 * x76 * x78 + x131 * x71) / (x125 * x131 + x129 * x130)) + numpy.maximum(x119 * x120, x117 * x119 * x71 / (x123 * x125 + x126 * x129)) + numpy.maximum(linear_value_heads * x113 * x29 * (x110 + x111), linear_value_heads * x103 * x115 * x117 * x29 * x73 / (attention_efficiency_factor * x114))
-    del x103, x113, x114, x115, x117, x120, x123, x125, x126, x129, x130, x131, x70, x71, x73, x76, x78
-    x132 = numpy.maximum(attention_scores_stored, x122)
-    x133 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x133 * x51 * x99 * (x118 * numpy.maximum(numpy.maximum(attention_scores_stored, x122), 1 - fused_window_attention) + x119 * x132)
-    del x1, x118, x119, x122
-    x134 = hidden * x51
-    x135 = tokens_mb * x95
-    x136 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x95)
-    del x95
-    x137 = x10 * x51
-    x138 = tokens_mb * x137
-    x139 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x137)
-    t_proj = x29 * numpy.maximum(x100 * (x134 * x25 + x135 + x94), x105 * x135 * (gemm_half_efficiency_dim + x136) / x136) + x30 * numpy.maximum(x100 * (x10 * x134 + x138 + x94), x105 * x138 * (gemm_half_efficiency_dim + x139) / x139)
-    del x10, x135, x136, x139
-    x140 = ffn * x51
-    x141 = tokens_mb * x140
-    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x140)
-    t_mlp = mlp_matrices * numpy.maximum(x100 * (hidden * x140 + x141 + x94), x105 * x141 * (gemm_half_efficiency_dim + x142) / x142)
-    del x142
-    x143 = experts * tokens_mb
-    x144 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x145 = moe_ffn * x51
-    x146 = tokens_mb * x145
-    x147 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
-    x148 = 1 - token_drop
-    x149 = numpy.sqrt(2)
-    x150 = sequence_parallel * x51
-    x151 = 1 - sequence_parallel
-    x152 = etp * x150 + x151
-    x153 = 1 / (experts_per_token * tokens_mb * x152)
-    x154 = experts_per_token * x152
-    del x152
-    x155 = tokens_mb * x154
-    x156 = x155 * x46
-    x157 = x100 * (x154 * x94 + x156 + x47)
-    del x154, x47
-    x158 = gemm_tile_dim ** (-1.0)
-    x159 = ep * x155 / experts
-    del x155
-    x160 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x109 * x153 * (grouped_gemm_token_half_dim + x159) * numpy.ceil(x159 / grouped_gemm_tile_tokens) / ep ** 2
-    del x159
-    x161 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x100 * x94 + mlp_matrices * shared_experts * numpy.maximum(x100 * (hidden * x145 + x146 + x94), x105 * x146 * (gemm_half_efficiency_dim + x147) / x147) + 20 * x143 * x99 + (capacity_factor * token_drop + x148 * (x149 * numpy.sqrt(expert_load_cv ** 2 + x153) * numpy.sqrt(numpy.log(ep)) + 1)) * (x161 * numpy.maximum(x157, x160 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x158 * x46)) + numpy.maximum(x157, x160 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x158))) + numpy.maximum(x100 * (x143 + x36 + x94), x105 * x143 * (gemm_half_efficiency_dim + x144) / x144)
-    del x143, x144, x147, x153, x157, x158, x160, x36
-    x162 = tp - 1
-    x163 = (sequence_parallel * x162 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x112 * (16 * hidden * x163 + 4 * x140)
-    del x112
-    x164 = vocab * x51
-    x165 = tokens_mb * x164
-    x166 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x164)
-    t_logits = numpy.maximum(x100 * (x165 + x32 * x51 + x94), x105 * x165 * (gemm_half_efficiency_dim + x166) / x166)
-    del x165, x166, x32
-    x167 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x99 * (bytes_per_element + x161 * x167) * (shared_experts * x146 + x156)
-    del x156
-    x168 = numpy.maximum(1, lora_rank)
-    x169 = tokens_mb * x168
-    x170 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x168)
-    x171 = numpy.maximum(x100 * (hidden * x168 + x169 + x94), x105 * x169 * (gemm_half_efficiency_dim + x170) / x170)
-    del x105, x170
-    x172 = x14 * x51
-    x173 = numpy.minimum(numpy.minimum(tokens_mb, x168), x172)
-    x174 = x109 * x169
-    del x109
-    x175 = numpy.minimum(numpy.minimum(tokens_mb, x137), x168)
-    x176 = x12 * x51
-    x177 = numpy.minimum(numpy.minimum(tokens_mb, x168), x176)
-    x178 = x15 * x51
-    x179 = numpy.minimum(numpy.minimum(tokens_mb, x168), x178)
-    x180 = numpy.minimum(numpy.minimum(tokens_mb, x145), x168)
-    x181 = x171 + numpy.maximum(x100 * (x145 * x168 + x146 + x169), x145 * x174 * (gemm_half_efficiency_dim + x180) / x180)
-    del x146, x180
-    x182 = numpy.minimum(numpy.minimum(tokens_mb, x140), x168)
-    x183 = x171 + numpy.maximum(x100 * (x140 * x168 + x141 + x169), x140 * x174 * (gemm_half_efficiency_dim + x182) / x182)
-    del x141, x182
-    t_adapter = lora_k * (x171 + numpy.maximum(x172 * x174 * (gemm_half_efficiency_dim + x173) / x173, x100 * (tokens_mb * x172 + x168 * x172 + x169))) + lora_o * (x171 + numpy.maximum(x100 * (x137 * x168 + x138 + x169), x137 * x174 * (gemm_half_efficiency_dim + x175) / x175)) + lora_q * (x171 + numpy.maximum(x174 * x176 * (gemm_half_efficiency_dim + x177) / x177, x100 * (tokens_mb * x176 + x168 * x176 + x169))) + lora_v * (x171 + numpy.maximum(x174 * x178 * (gemm_half_efficiency_dim + x179) / x179, x100 * (tokens_mb * x178 + x168 * x178 + x169))) + moe_share * x40 * (lora_down * x181 + x181 * x57) + x50 * (lora_down * x183 + x183 * x57)
-    del x137, x138, x168, x169, x171, x172, x173, x174, x175, x176, x177, x178, x179, x181, x183, x40
-    x184 = -stage_params
-    x185 = -stage_embedding_params - x184
-    x186 = full_recompute + 2
-    dequant_mb = dequantize_base * x185 * x186 * x99 * (base_weight_bytes_per_param + bytes_per_element)
-    x187 = moe_share * t_moe
-    x188 = t_mlp * x50
-    x189 = t_qkv + x187 + x188
-    x190 = t_elem + t_proj
-    x191 = t_core + t_scores + x190
-    x192 = x189 + x191
-    t_layer_fwd = t_adapter + x192
-    x193 = 3 * t_logits
-    x194 = reference_model * (stage_layers * x192 + t_logits)
-    del x192
-    x195 = selective * t_core
-    x196 = kv_heads * x18
-    x197 = t_proj + x189
-    del x189
-    x198 = 3 * t_core
-    del t_core
-    x199 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x198
-    del t_elem, t_proj, t_scores
-    x200 = x51 * x94
-    x201 = numpy.minimum(numpy.minimum(tokens_mb, x134), 2.0 * hidden)
-    x202 = t_mlp * x7
-    del x7
-    x203 = t_moe * x4
-    del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x197 + full_recompute * t_layer_fwd + 3 * t_adapter + 3 * x187 + 3 * x188 + x199 + x91 * (moe_share * recompute_moe_act * t_moe_act + x195 + x93 * (t_qkv * x14 / (x12 + x196) + x190 + t_mlp / mlp_matrices))) + x193 + x194 + x42 * (full_recompute * (t_qkv + x191 + x202 + x203) + x193 + x195 * x91 + x199 + 3 * x202 + 3 * x203 + 3 * numpy.maximum(x100 * (x200 + x51 * x6 + 2.0 * x94), x104 * x116 * x84 * (gemm_half_efficiency_dim + x201) / x201))
-    del dequant_mb, t_adapter, t_mlp, t_moe_act, t_qkv, x100, x104, x14, x187, x188, x190, x191, x195, x199, x201, x202, x203, x6, x84
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x194
+    x121 = -x120 - x29 + 1
+    x122 = x115 * x70
+    x123 = numpy.maximum(head_dim, v_head_dim)
+    x124 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x123 + 1)) + 1
+    x125 = numpy.maximum(x124, attention_scores_stored + selective)
+    x126 = numpy.minimum(head_dim, tokens_mb)
+    x127 = gemm_max_efficiency * x126 / (gemm_half_efficiency_dim + x126)
+    del x126
+    x128 = 1 - x125
+    x129 = attention_head_dim_granule ** (-1.0)
+    x130 = x123 * (1 - fused_split_head_dims)
+    del x123
+    x131 = attention_efficiency_factor * gemm_max_efficiency * x116 * x18 / (x117 * (attention_head_dim_granule * numpy.ceil(x129 * (fused_split_head_dims * head_dim + x130)) + attention_head_dim_granule * numpy.ceil(x129 * (fused_split_head_dims * v_head_dim + x130))))
+    del x129, x130
+    x132 = fused_window_attention * x128
+    x133 = 1 - x132
+    t_core = numpy.maximum(x120 * x122, x119 * x120 * (x132 * x70 * x76 * x78 + x133 * x71) / (x127 * x133 + x131 * x132)) + numpy.maximum(x121 * x122, x119 * x121 * x71 / (x125 * x127 + x128 * x131)) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x105 * x117 * x119 * x29 * x73 / (attention_efficiency_factor * x116))
+    del x105, x115, x116, x117, x119, x122, x125, x127, x128, x131, x132, x133, x70, x71, x73, x76, x78
+    x134 = numpy.maximum(attention_scores_stored, x124)
+    x135 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x101 * x135 * x51 * (x120 * numpy.maximum(numpy.maximum(attention_scores_stored, x124), 1 - fused_window_attention) + x121 * x134)
+    del x1, x120, x121, x124
+    x136 = hidden * x51
+    x137 = tokens_mb * x97
+    x138 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
+    del x97
+    x139 = x10 * x51
+    x140 = tokens_mb * x139
+    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x139)
+    t_proj = x29 * numpy.maximum(x102 * (x136 * x25 + x137 + x96), x107 * x137 * (gemm_half_efficiency_dim + x138) / x138) + x30 * numpy.maximum(x102 * (x10 * x136 + x140 + x96), x107 * x140 * (gemm_half_efficiency_dim + x141) / x141)
+    del x10, x137, x138, x141
+    x142 = ffn * x51
+    x143 = tokens_mb * x142
+    x144 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
+    t_mlp = mlp_matrices * numpy.maximum(x102 * (hidden * x142 + x143 + x96), x107 * x143 * (gemm_half_efficiency_dim + x144) / x144)
+    del x144
+    x145 = experts * tokens_mb
+    x146 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x147 = moe_ffn * x51
+    x148 = tokens_mb * x147
+    x149 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x147)
+    x150 = 1 - token_drop
+    x151 = numpy.sqrt(2)
+    x152 = sequence_parallel * x51
+    x153 = 1 - sequence_parallel
+    x154 = etp * x152 + x153
+    x155 = 1 / (experts_per_token * tokens_mb * x154)
+    x156 = experts_per_token * x154
+    del x154
+    x157 = tokens_mb * x156
+    x158 = x157 * x46
+    x159 = x102 * (x156 * x96 + x158 + x47)
+    del x156, x47
+    x160 = gemm_tile_dim ** (-1.0)
+    x161 = ep * x157 / experts
+    del x157
+    x162 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x155 * (grouped_gemm_token_half_dim + x161) * numpy.ceil(x161 / grouped_gemm_tile_tokens) / ep ** 2
+    del x161
+    x163 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x102 * x96 + mlp_matrices * shared_experts * numpy.maximum(x102 * (hidden * x147 + x148 + x96), x107 * x148 * (gemm_half_efficiency_dim + x149) / x149) + 20 * x101 * x145 + (capacity_factor * token_drop + x150 * (x151 * numpy.sqrt(expert_load_cv ** 2 + x155) * numpy.sqrt(numpy.log(ep)) + 1)) * (x163 * numpy.maximum(x159, x162 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x160 * x46)) + numpy.maximum(x159, x162 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x160))) + numpy.maximum(x102 * (x145 + x36 + x96), x107 * x145 * (gemm_half_efficiency_dim + x146) / x146)
+    del x145, x146, x149, x155, x159, x160, x162, x36
+    x164 = tp - 1
+    x165 = (sequence_parallel * x164 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x165 + 4 * x142)
+    del x114
+    x166 = vocab * x51
+    x167 = tokens_mb * x166
+    x168 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x166)
+    t_logits = numpy.maximum(x102 * (x167 + x32 * x51 + x96), x107 * x167 * (gemm_half_efficiency_dim + x168) / x168)
+    del x167, x168, x32
+    x169 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x101 * (bytes_per_element + x163 * x169) * (shared_experts * x148 + x158)
+    del x158
+    x170 = numpy.maximum(1, lora_rank)
+    x171 = tokens_mb * x170
+    x172 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x170)
+    x173 = numpy.maximum(x102 * (hidden * x170 + x171 + x96), x107 * x171 * (gemm_half_efficiency_dim + x172) / x172)
+    del x107, x172
+    x174 = x14 * x51
+    x175 = numpy.minimum(numpy.minimum(tokens_mb, x170), x174)
+    x176 = x111 * x171
+    del x111
+    x177 = numpy.minimum(numpy.minimum(tokens_mb, x139), x170)
+    x178 = x12 * x51
+    x179 = numpy.minimum(numpy.minimum(tokens_mb, x170), x178)
+    x180 = x15 * x51
+    x181 = numpy.minimum(numpy.minimum(tokens_mb, x170), x180)
+    x182 = numpy.minimum(numpy.minimum(tokens_mb, x147), x170)
+    x183 = x173 + numpy.maximum(x102 * (x147 * x170 + x148 + x171), x147 * x176 * (gemm_half_efficiency_dim + x182) / x182)
+    del x148, x182
+    x184 = numpy.minimum(numpy.minimum(tokens_mb, x142), x170)
+    x185 = x173 + numpy.maximum(x102 * (x142 * x170 + x143 + x171), x142 * x176 * (gemm_half_efficiency_dim + x184) / x184)
+    del x143, x184
+    t_adapter = lora_k * (x173 + numpy.maximum(x174 * x176 * (gemm_half_efficiency_dim + x175) / x175, x102 * (tokens_mb * x174 + x170 * x174 + x171))) + lora_o * (x173 + numpy.maximum(x102 * (x139 * x170 + x140 + x171), x139 * x176 * (gemm_half_efficiency_dim + x177) / x177)) + lora_q * (x173 + numpy.maximum(x176 * x178 * (gemm_half_efficiency_dim + x179) / x179, x102 * (tokens_mb * x178 + x170 * x178 + x171))) + lora_v * (x173 + numpy.maximum(x176 * x180 * (gemm_half_efficiency_dim + x181) / x181, x102 * (tokens_mb * x180 + x170 * x180 + x171))) + moe_share * x40 * (lora_down * x183 + x183 * x57) + x50 * (lora_down * x185 + x185 * x57)
+    del x139, x140, x170, x171, x173, x174, x175, x176, x177, x178, x179, x180, x181, x183, x185, x40
+    x186 = -stage_params
+    x187 = -stage_embedding_params - x186
+    x188 = full_recompute + 2
+    dequant_mb = dequantize_base * x101 * x187 * x188 * (base_weight_bytes_per_param + bytes_per_element)
+    x189 = moe_share * t_moe
+    x190 = t_mlp * x50
+    x191 = t_qkv + x189 + x190
+    x192 = t_elem + t_proj
+    x193 = t_core + t_scores + x192
+    x194 = x191 + x193
+    t_layer_fwd = t_adapter + x194
+    x195 = 3 * t_logits
+    x196 = reference_model * (stage_layers * x194 + t_logits)
     del x194
-    weight_grad_mb = x65 * (stage_layers * x197 + t_logits)
-    del t_logits, x197
+    x197 = mlp_matrices ** (-1.0)
+    x198 = selective * t_core
+    x199 = kv_heads * x18
+    x200 = t_proj + x191
+    del x191
+    x201 = 3 * t_core
+    del t_core
+    x202 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x201
+    del t_elem, t_proj, t_scores
+    x203 = x51 * x96
+    x204 = numpy.minimum(numpy.minimum(tokens_mb, x136), 2.0 * hidden)
+    x205 = t_mlp * x7
+    del x7
+    x206 = t_moe * x4
+    del t_moe
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x200 + full_recompute * (t_layer_fwd - x190 * x197 * x94) + 3 * t_adapter + 3 * x189 + 3 * x190 + x202 + x95 * (moe_share * recompute_moe_act * t_moe_act + x198 + x93 * (t_mlp * x197 + t_qkv * x14 / (x12 + x199) + x192))) + x195 + x196 + x42 * (full_recompute * (t_qkv + x193 + x205 + x206) + x195 + x198 * x95 + x202 + 3 * x205 + 3 * x206 + 3 * numpy.maximum(x102 * (x203 + x51 * x6 + 2.0 * x96), x106 * x118 * x84 * (gemm_half_efficiency_dim + x204) / x204))
+    del dequant_mb, t_adapter, t_mlp, t_moe_act, t_qkv, x102, x106, x14, x189, x190, x192, x193, x197, x198, x202, x204, x205, x206, x6, x84, x94
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x196
+    del x196
+    weight_grad_mb = x65 * (stage_layers * x200 + t_logits)
+    del t_logits, x200
     compute_s = compute_mb * microbatches
-    x204 = 2 * full_recompute + 4
-    x205 = stage_layers + x42
-    x206 = tp_intra_ranks - 1
-    x207 = 2 * intra_latency_s
-    x208 = numpy.minimum(1, x162)
-    del x162
-    x209 = tp_intra_ranks ** (-1.0)
-    x210 = tp * x209 - 1
-    x211 = 2 * inter_latency_s
-    x212 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x213 = bytes_per_element * x116
-    del x116
-    x214 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x215 = x214 / scale_out_bus_efficiency
-    x216 = bytes_per_element * tokens_mb * x206 * x209 * x212 * x24 + collective_overhead_s * x208 + x206 * x207 + x210 * x211 + x210 * x213 * x215 * x24
-    del x206, x209, x210
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x204 * x205 * x216) + x204 * x205 * x216
-    del x204, x216
-    x217 = 3 * cp - 3
-    x218 = 1 - cp_intra
-    x219 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x220 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x221 = cp_intra * intra_latency_s + inter_latency_s * x218 + x196 * x213 / (cp_intra * x219 + x218 * x220)
-    del x196, x213, x218
-    cp_comm_mb = -cp_overlap * numpy.minimum(x198 * x205, x205 * x217 * x221 * x30) + x205 * x217 * x221 * x30
-    del x198, x217, x221, x30
-    x222 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x223 = x222 ** (-1.0)
-    x224 = ep * x223 - 1
-    x225 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x207 = 2 * full_recompute + 4
+    x208 = stage_layers + x42
+    x209 = tp_intra_ranks - 1
+    x210 = 2 * intra_latency_s
+    x211 = numpy.minimum(1, x164)
+    del x164
+    x212 = tp_intra_ranks ** (-1.0)
+    x213 = tp * x212 - 1
+    x214 = 2 * inter_latency_s
+    x215 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x216 = bytes_per_element * x118
+    del x118
+    x217 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x218 = x217 / scale_out_bus_efficiency
+    x219 = bytes_per_element * tokens_mb * x209 * x212 * x215 * x24 + collective_overhead_s * x211 + x209 * x210 + x213 * x214 + x213 * x216 * x218 * x24
+    del x209, x212, x213
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x207 * x208 * x219) + x207 * x208 * x219
+    del x207, x219
+    x220 = 3 * cp - 3
+    x221 = 1 - cp_intra
+    x222 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x223 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x224 = cp_intra * intra_latency_s + inter_latency_s * x221 + x199 * x216 / (cp_intra * x222 + x221 * x223)
+    del x199, x216, x221
+    cp_comm_mb = -cp_overlap * numpy.minimum(x201 * x208, x208 * x220 * x224 * x30) + x208 * x220 * x224 * x30
+    del x201, x220, x224, x30
+    x225 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x226 = x225 ** (-1.0)
+    x227 = ep * x226 - 1
+    x228 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x226 = 1 - x225
-    x227 = 4 * etp - 4
-    x228 = x94 / a2a_efficiency_factor
-    del x94
-    x229 = bytes_per_element * x228
-    x230 = 1 - hierarchical_dispatch
-    x231 = x150 + x151
-    del x151
-    x232 = experts_per_token * x231
-    x233 = x232 * (hierarchical_dispatch * (-x222 * x44 + 1) + x224 * x230 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x219 * (1 - deepep_dispatch))
+    x229 = 1 - x228
+    x230 = 4 * etp - 4
+    x231 = x96 / a2a_efficiency_factor
+    del x96
+    x232 = bytes_per_element * x231
+    x233 = 1 - hierarchical_dispatch
+    x234 = x152 + x153
+    del x153
+    x235 = experts_per_token * x234
+    x236 = x235 * (hierarchical_dispatch * (-x225 * x44 + 1) + x227 * x233 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x222 * (1 - deepep_dispatch))
     del x44
-    x234 = 1 - x223
-    del x223
-    x235 = x215 * x231 * x234 * (experts_per_token * x230 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x222 * (1 - x234 ** experts_per_token)))
-    del x230, x234
-    x236 = x228 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x228
-    x237 = moe_share * x205
-    del x205
-    x238 = x237 * (4 * inter_latency_s * (x222 - 1) + 4 * intra_latency_s * x224 + sequence_parallel * (bytes_per_element * experts_per_token * x200 * x227 / (x219 * x225 + x220 * x226) + x227 * (inter_latency_s * x226 + intra_latency_s * x225)) + 2 * numpy.maximum(x229 * x233, x229 * x235) + 2 * numpy.maximum(x233 * x236, x235 * x236))
-    del x200, x222, x224, x225, x226, x227, x229, x233, x235, x236
-    x239 = ep_overlap * numpy.minimum(x238, 3 * t_layer_fwd * x237)
-    del x237
-    ep_comm_mb = comm_sm_fraction * x239 / (1 - comm_sm_fraction) + x238 - x239
-    del x238, x239
-    x240 = 1 - dualpipe
-    x241 = pp - 1
-    x242 = numpy.minimum(1, x241)
-    x243 = microbatches * vp
-    x244 = 1 - pp_intra
-    x245 = bytes_per_element * tokens_mb
-    pp_comm_s = x240 * x242 * (2 * pp + 2 * x243 - 2) * (inter_latency_s * x244 + intra_latency_s * pp_intra + 1.0 * x134 * x245 / (pp_intra * x219 + x220 * x244))
-    del x219, x220, x244
-    x246 = 1 - dp_overlap
-    x247 = numpy.minimum(1, grad_shards - 1)
-    x248 = numpy.minimum(dp, dp_intra_ranks)
-    x249 = x248 - 1
-    x250 = x248 ** (-1.0)
-    del x248
-    x251 = dp * x250 - 1
-    x252 = 2 * grad_comm_bytes_per_param
-    x253 = stage_trainable_params * x252
-    x254 = x212 * x253
-    x255 = x215 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x215
-    x256 = x253 * x255
-    x257 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x258 = x257 - 1
-    x259 = x257 ** (-1.0)
-    del x257
-    x260 = expert_dp_ranks * x259 - 1
-    x261 = stage_trainable_expert_params * x252
-    del x252
-    x262 = x212 * x261
-    x263 = x255 * x261
-    x264 = replica_intra_ranks - 1
-    x265 = x207 * x264
-    x266 = replica_intra_ranks ** (-1.0)
-    x267 = shard_ranks ** (-1.0)
-    x268 = x266 * x267
-    x269 = numpy.maximum(1, dp * x268)
-    x270 = x269 - 1
-    x271 = expert_shard_ranks ** (-1.0)
-    x272 = x266 * x271
-    del x266
-    x273 = numpy.maximum(1, expert_dp_ranks * x272)
-    x274 = x273 - 1
-    x275 = x247 * (x211 * x270 + x254 * x264 * x268 + x256 * x268 * x270 / x269 + x265 + x4 * (x211 * x274 + x262 * x264 * x272 + x263 * x272 * x274 / x273 + x265)) + (1 - x247) * (x2 * x251 * x256 + x207 * x249 + x211 * x251 + x249 * x250 * x254 + x4 * (x207 * x258 + x211 * x260 + x258 * x259 * x262 + x260 * x263 / expert_dp_ranks))
-    del x2, x207, x211, x249, x250, x251, x254, x256, x258, x259, x260, x262, x263, x264, x265, x268, x269, x270, x272, x273, x274
-    x276 = fsdp_keeps_gathered_under_pp * x242 * zero3
-    del x242
-    x277 = microbatches * (1 - x276)
-    x278 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x279 = x278 - 1
-    x280 = intra_latency_s * x279
-    x281 = x278 ** (-1.0)
-    del x278
-    x282 = shard_ranks * x281 - 1
-    x283 = inter_latency_s * x282
-    x284 = x212 * x279 * x281
-    del x279, x281
-    x285 = x255 * x267 * x282
-    del x267, x282
-    x286 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x287 = x286 - 1
-    x288 = intra_latency_s * x287
-    x289 = x286 ** (-1.0)
-    del x286
-    x290 = expert_shard_ranks * x289 - 1
-    x291 = inter_latency_s * x290
-    x292 = x212 * x287 * x289
-    del x212, x287, x289
-    x293 = x255 * x271 * x290
-    del x255, x271, x290
-    x294 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x295 = base_weight_bytes_per_param * x185 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x185
-    x296 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x295 - x294
+    x237 = 1 - x226
+    del x226
+    x238 = x218 * x234 * x237 * (experts_per_token * x233 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x225 * (1 - x237 ** experts_per_token)))
+    del x233, x237
+    x239 = x231 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x231
+    x240 = moe_share * x208
+    del x208
+    x241 = x240 * (4 * inter_latency_s * (x225 - 1) + 4 * intra_latency_s * x227 + sequence_parallel * (bytes_per_element * experts_per_token * x203 * x230 / (x222 * x228 + x223 * x229) + x230 * (inter_latency_s * x229 + intra_latency_s * x228)) + 2 * numpy.maximum(x232 * x236, x232 * x238) + 2 * numpy.maximum(x236 * x239, x238 * x239))
+    del x203, x225, x227, x228, x229, x230, x232, x236, x238, x239
+    x242 = ep_overlap * numpy.minimum(x241, 3 * t_layer_fwd * x240)
+    del x240
+    ep_comm_mb = comm_sm_fraction * x242 / (1 - comm_sm_fraction) + x241 - x242
+    del x241, x242
+    x243 = 1 - dualpipe
+    x244 = pp - 1
+    x245 = numpy.minimum(1, x244)
+    x246 = microbatches * vp
+    x247 = 1 - pp_intra
+    x248 = bytes_per_element * tokens_mb
+    pp_comm_s = x243 * x245 * (2 * pp + 2 * x246 - 2) * (inter_latency_s * x247 + intra_latency_s * pp_intra + 1.0 * x136 * x248 / (pp_intra * x222 + x223 * x247))
+    del x222, x223, x247
+    x249 = 1 - dp_overlap
+    x250 = numpy.minimum(1, grad_shards - 1)
+    x251 = numpy.minimum(dp, dp_intra_ranks)
+    x252 = x251 - 1
+    x253 = x251 ** (-1.0)
+    del x251
+    x254 = dp * x253 - 1
+    x255 = 2 * grad_comm_bytes_per_param
+    x256 = stage_trainable_params * x255
+    x257 = x215 * x256
+    x258 = x218 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x218
+    x259 = x256 * x258
+    x260 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x261 = x260 - 1
+    x262 = x260 ** (-1.0)
+    del x260
+    x263 = expert_dp_ranks * x262 - 1
+    x264 = stage_trainable_expert_params * x255
+    del x255
+    x265 = x215 * x264
+    x266 = x258 * x264
+    x267 = replica_intra_ranks - 1
+    x268 = x210 * x267
+    x269 = replica_intra_ranks ** (-1.0)
+    x270 = shard_ranks ** (-1.0)
+    x271 = x269 * x270
+    x272 = numpy.maximum(1, dp * x271)
+    x273 = x272 - 1
+    x274 = expert_shard_ranks ** (-1.0)
+    x275 = x269 * x274
+    del x269
+    x276 = numpy.maximum(1, expert_dp_ranks * x275)
+    x277 = x276 - 1
+    x278 = x250 * (x214 * x273 + x257 * x267 * x271 + x259 * x271 * x273 / x272 + x268 + x4 * (x214 * x277 + x265 * x267 * x275 + x266 * x275 * x277 / x276 + x268)) + (1 - x250) * (x2 * x254 * x259 + x210 * x252 + x214 * x254 + x252 * x253 * x257 + x4 * (x210 * x261 + x214 * x263 + x261 * x262 * x265 + x263 * x266 / expert_dp_ranks))
+    del x2, x210, x214, x252, x253, x254, x257, x259, x261, x262, x263, x265, x266, x267, x268, x271, x272, x273, x275, x276, x277
+    x279 = fsdp_keeps_gathered_under_pp * x245 * zero3
+    del x245
+    x280 = microbatches * (1 - x279)
+    x281 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x282 = x281 - 1
+    x283 = intra_latency_s * x282
+    x284 = x281 ** (-1.0)
+    del x281
+    x285 = shard_ranks * x284 - 1
+    x286 = inter_latency_s * x285
+    x287 = x215 * x282 * x284
+    del x282, x284
+    x288 = x258 * x270 * x285
+    del x270, x285
+    x289 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x290 = x289 - 1
+    x291 = intra_latency_s * x290
+    x292 = x289 ** (-1.0)
+    del x289
+    x293 = expert_shard_ranks * x292 - 1
+    x294 = inter_latency_s * x293
+    x295 = x215 * x290 * x292
+    del x215, x290, x292
+    x296 = x258 * x274 * x293
+    del x258, x274, x293
+    x297 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x298 = base_weight_bytes_per_param * x187 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x187
+    x299 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x298 - x297
     del stage_adapter_params, stage_params, x65
-    x297 = x280 + x283 + x284 * x296 + x285 * x296 + x4 * (x288 + x291 + x292 * x294 + x293 * x294)
-    del x294, x296
-    x298 = 1 / 2 * x247 * (x276 + x277) * (x253 * x284 + x253 * x285 + 2 * x280 + 2 * x283 + x4 * (x261 * x292 + x261 * x293 + 2 * x288 + 2 * x291)) + zero3 * (x276 * x297 + 2 * x277 * x297)
-    del x247, x253, x261, x277, x280, x283, x284, x285, x288, x291, x292, x293, x297
-    x299 = numpy.maximum(1, stage_layers)
-    x300 = x299 ** (-1.0)
-    x301 = x300 * (x299 - 1)
-    del x299
-    dp_comm_s = dp_overlap * numpy.minimum(x275, numpy.maximum(x275 * x300, -2 * stage_layers * t_layer_fwd * x301 + x275)) + dp_overlap * numpy.minimum(x298, numpy.maximum(x298 * x300, -compute_s * x301 + x298)) + x246 * x275 + x246 * x298
-    del t_layer_fwd, x246, x275, x298, x300, x301
-    x302 = compute_mb + tp_comm_mb
-    x303 = full_recompute + 3
-    x304 = expert_overhead_s * x66 + moe_layer_overhead_s
+    x300 = x283 + x286 + x287 * x299 + x288 * x299 + x4 * (x291 + x294 + x295 * x297 + x296 * x297)
+    del x297, x299
+    x301 = 1 / 2 * x250 * (x279 + x280) * (x256 * x287 + x256 * x288 + 2 * x283 + 2 * x286 + x4 * (x264 * x295 + x264 * x296 + 2 * x291 + 2 * x294)) + zero3 * (x279 * x300 + 2 * x280 * x300)
+    del x250, x256, x264, x280, x283, x286, x287, x288, x291, x294, x295, x296, x300
+    x302 = numpy.maximum(1, stage_layers)
+    x303 = x302 ** (-1.0)
+    x304 = x303 * (x302 - 1)
+    del x302
+    dp_comm_s = dp_overlap * numpy.minimum(x278, numpy.maximum(x278 * x303, -2 * stage_layers * t_layer_fwd * x304 + x278)) + dp_overlap * numpy.minimum(x301, numpy.maximum(x301 * x303, -compute_s * x304 + x301)) + x249 * x278 + x249 * x301
+    del t_layer_fwd, x249, x278, x301, x303, x304
+    x305 = compute_mb + tp_comm_mb
+    x306 = full_recompute + 3
+    x307 = expert_overhead_s * x66 + moe_layer_overhead_s
     del x66
-    x305 = 2.0 * x148 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x308 = 2.0 * x150 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x4
-    x306 = numpy.maximum(0, cuda_graphs - x305 - 1)
-    x307 = 1 - x306
-    x308 = dispatch_host_sync * x148
-    x309 = stage_layers * x307
-    x310 = host_launch_factor * moe_share * x303 * x304 * x309
-    x311 = microbatches ** (-1.0)
-    x312 = (x302 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x306 * x311 + x309 * (graph_launch_s * x186 * (-x306 + numpy.minimum(1, cuda_graphs - x305)) + layer_overhead_s * x303)) + x310 * (1 - x308)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x186, x305, x306, x309
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x148 * x303 * x304 * x307 - x302 + x312)
-    del x148, x302, x303, x304, x307
+    x309 = numpy.maximum(0, cuda_graphs - x308 - 1)
+    x310 = 1 - x309
+    x311 = dispatch_host_sync * x150
+    x312 = stage_layers * x310
+    x313 = host_launch_factor * moe_share * x306 * x307 * x312
+    x314 = microbatches ** (-1.0)
+    x315 = (x305 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x309 * x314 + x312 * (graph_launch_s * x188 * (-x309 + numpy.minimum(1, cuda_graphs - x308)) + layer_overhead_s * x306)) + x313 * (1 - x311)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x188, x308, x309, x312
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x150 * x306 * x307 * x310 - x305 + x315)
+    del x150, x305, x306, x307, x310
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x313 = x308 * x310
-    del x308, x310
-    x314 = cp_comm_mb + ep_comm_mb + x312 + x313
-    x315 = vp ** (-1.0)
-    x316 = x314 / compute_mb
-    x317 = dualpipe * x311 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x316 - 3 * weight_grad_mb * x316 + 2 * x312 + 2 * x313) / x314 + x240 * x241 * x311 * x315
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x311, x312, x313, x316
-    bubble_s = microbatches * x314 * x317
-    del x314
-    x318 = stage_trainable_expert_params / expert_optimizer_shards
-    x319 = stage_trainable_params / optimizer_shards
-    optimizer_s = x99 * (x318 + x319) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x99
-    x320 = microbatches * stage_extra_layers * (compute_mb - x193) * (x317 + 1) / stage_layers
-    del compute_mb, x193, x317
-    x321 = dp_comm_s + pp_comm_s
-    x322 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x321
-    x323 = gpus + 0.474798
-    x324 = gpus ** (-1.0)
-    x325 = x323 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x322 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x322 * numpy.maximum(0, -x149 * erfinv(1.71458910109456 * x324 * x325 * (0.0686881539789491 * x325 + 0.112063) - 1 + 1.16023 / x323)) + x320 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x320 + x322)
-    del x320, x323, x325
-    step_time_s = straggler_s + x322
-    del x322
-    x326 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x326
-    x327 = tokens_per_s * x324
-    x328 = model_flops_per_token * x327
-    tflops_per_gpu = 1e-12 * x328
-    mfu = x102 * x328
-    del x328
-    hfu = hardware_flops_per_token * x102 * x327
-    del hardware_flops_per_token, x102, x327
-    x329 = bytes_per_element * x276 * (stage_trainable_expert_params + stage_trainable_params)
-    del x276
-    x330 = expert_weight_shards ** (-1.0)
-    x331 = base_weight_bytes_per_param * stage_expert_params
-    x332 = weight_shards ** (-1.0)
-    x333 = frozen_base * (x330 * x331 + x332 * (x295 - x331)) + reference_model * (bytes_per_element * stage_expert_params * x330 + bytes_per_element * x332 * (-stage_expert_params - x184)) + stage_trainable_expert_params * weight_bytes_per_param * x330 + stage_trainable_params * weight_bytes_per_param * x332
-    del stage_expert_params, x184, x295, x330, x331, x332
-    weights_bytes = x329 + x333
-    x334 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x316 = x311 * x313
+    del x311, x313
+    x317 = cp_comm_mb + ep_comm_mb + x315 + x316
+    x318 = vp ** (-1.0)
+    x319 = x317 / compute_mb
+    x320 = dualpipe * x314 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x319 - 3 * weight_grad_mb * x319 + 2 * x315 + 2 * x316) / x317 + x243 * x244 * x314 * x318
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x314, x315, x316, x319
+    bubble_s = microbatches * x317 * x320
+    del x317
+    x321 = stage_trainable_expert_params / expert_optimizer_shards
+    x322 = stage_trainable_params / optimizer_shards
+    optimizer_s = x101 * (x321 + x322) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x101
+    x323 = microbatches * stage_extra_layers * (compute_mb - x195) * (x320 + 1) / stage_layers
+    del compute_mb, x195, x320
+    x324 = dp_comm_s + pp_comm_s
+    x325 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x324
+    x326 = gpus + 0.474798
+    x327 = gpus ** (-1.0)
+    x328 = x326 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x325 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x325 * numpy.maximum(0, -x151 * erfinv(1.71458910109456 * x327 * x328 * (0.0686881539789491 * x328 + 0.112063) - 1 + 1.16023 / x326)) + x323 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x323 + x325)
+    del x323, x326, x328
+    step_time_s = straggler_s + x325
+    del x325
+    x329 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x329
+    x330 = tokens_per_s * x327
+    x331 = model_flops_per_token * x330
+    tflops_per_gpu = 1e-12 * x331
+    mfu = x104 * x331
+    del x331
+    hfu = hardware_flops_per_token * x104 * x330
+    del hardware_flops_per_token, x104, x330
+    x332 = bytes_per_element * x279 * (stage_trainable_expert_params + stage_trainable_params)
+    del x279
+    x333 = expert_weight_shards ** (-1.0)
+    x334 = base_weight_bytes_per_param * stage_expert_params
+    x335 = weight_shards ** (-1.0)
+    x336 = frozen_base * (x333 * x334 + x335 * (x298 - x334)) + reference_model * (bytes_per_element * stage_expert_params * x333 + bytes_per_element * x335 * (-stage_expert_params - x186)) + stage_trainable_expert_params * weight_bytes_per_param * x333 + stage_trainable_params * weight_bytes_per_param * x335
+    del stage_expert_params, x186, x298, x333, x334, x335
+    weights_bytes = x332 + x336
+    x337 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x329 + x334
-    optimizer_state_bytes = optimizer_bytes_per_param * x318 + optimizer_bytes_per_param * x319
-    del x318, x319
-    x335 = hidden * x231
-    del x231
-    x336 = 2 * tokens_mb
-    x337 = tokens_mb * x335
-    x338 = 4 * x337
-    x339 = heads + kv_heads
-    x340 = kv_heads / heads
-    x341 = x140 * x50
+    grads_bytes = x332 + x337
+    optimizer_state_bytes = optimizer_bytes_per_param * x321 + optimizer_bytes_per_param * x322
+    del x321, x322
+    x338 = hidden * x234
+    del x234
+    x339 = 2 * tokens_mb
+    x340 = tokens_mb * x338
+    x341 = 4 * x340
+    x342 = heads + kv_heads
+    x343 = kv_heads / heads
+    x344 = x142 * x50
     del x50
-    x342 = 1 - recompute_norms
-    x343 = shared_experts * tokens_mb * x145
-    del x145
-    x344 = tokens_mb * x232
-    del x232
-    x345 = 2 * mlp_matrices
-    x346 = tokens_mb * x345
-    x347 = linear_input_bytes + x345 - 2
-    del x345
-    x348 = tokens_mb * x24
-    x349 = micro_batch * x132 * x133 * (dropout_masks + 4) / cp ** 2
-    del x132, x133
-    x350 = linear_input_bytes * x337 * x342
-    x351 = lora_rank * x245 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x336 * x93 * (hidden * x56 + x150 * x208 * x24 + x335 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x341 * (1 - lora_down) + x350 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x350 * (1 - numpy.minimum(1, x57))) - moe_share * (x343 + x344 * x46) * (linear_input_bytes * recompute_moe_act + x161 * (2 - x167)) + moe_share * (-x140 * x346 + x343 * x347 + x344 * (etp * hidden * linear_input_bytes + x347 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x338 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x110 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x336 * x339 + x349)) + x336 * x51 * (x18 * x339 - x24 * (x340 + 1)) + x336 * (q_lora_rank + x17) + x337 * (2 * dropout_masks + 8) + x51 * (ffn * x346 + hidden * tokens_mb * (4 * x340 + 2) + x348 + x349) - (1 - 1 / 2 * linear_input_bytes) * (x336 * x341 + x338 * x342))
-    del moe_share, x0, x11, x110, x12, x140, x15, x150, x161, x167, x17, x18, x208, x24, x25, x29, x335, x336, x337, x338, x339, x340, x341, x342, x343, x344, x346, x347, x349, x350, x46, x56, x57, x69, x92, x93
-    x352 = full_recompute * x163 * x348 + x351 * x91
-    del x163, x348, x91
-    x353 = loss_extra_bytes_per_logit * tokens_mb * x164 + 4 * tokens_mb * x134 * (vocab * x96 + 1)
-    del tokens_mb, x134, x164, x96
-    activation_bytes = full_recompute * x351 + linear_value_heads * x111 * x245 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x315 * x352 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x240 * numpy.minimum(x243, pp * vp + x241 * numpy.minimum(1, vp - 1))) + x353 + x42 * (x352 + x353)
-    del microbatches, x111, x240, x241, x243, x245, x315, x351, x352, x353, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x329 + x333 + x334
-    del x329, x333, x334
-    x354 = nodes / (rack_mtbf_s * rack_nodes)
-    x355 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x356 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x357 = x354 + x355 + x356
-    system_mtbf_s = x357 ** (-1.0)
-    x358 = node_repair_s * x354
-    x359 = numpy.exp(-x358)
-    x360 = node_repair_s * x355
-    x361 = -spare_nodes
-    x362 = rack_nodes + x361
-    x363 = x358 * x359
-    del x358
-    x364 = 2 * rack_nodes + x361
-    x365 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x359 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x366 = 3 * rack_nodes + x361
-    x367 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x359 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x368 = 4 * rack_nodes + x361
-    x369 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x359 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x370 = 5 * rack_nodes + x361
-    x371 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x359 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x372 = 6 * rack_nodes + x361
-    x373 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x359 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x374 = 7 * rack_nodes + x361
-    x375 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x359 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x376 = 8 * rack_nodes + x361
-    x377 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x359 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x378 = 9 * rack_nodes + x361
-    x379 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x359 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x380 = 10 * rack_nodes + x361
-    x381 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x359 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x382 = 11 * rack_nodes + x361
-    x383 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x359 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x354 * (x359 * poisson_cdf(-x362, x360) + x363 * poisson_cdf(-x364, x360) + x365 * poisson_cdf(-x366, x360) + x367 * poisson_cdf(-x368, x360) + x369 * poisson_cdf(-x370, x360) + x371 * poisson_cdf(-x372, x360) + x373 * poisson_cdf(-x374, x360) + x375 * poisson_cdf(-x376, x360) + x377 * poisson_cdf(-x378, x360) + x379 * poisson_cdf(-x380, x360) + x381 * poisson_cdf(-x382, x360) + x383 * poisson_cdf(-12 * rack_nodes - x361, x360)) + x355 * (x359 * poisson_cdf(spare_nodes - 1, x360) + x363 * poisson_cdf(-x362 - 1, x360) + x365 * poisson_cdf(-x364 - 1, x360) + x367 * poisson_cdf(-x366 - 1, x360) + x369 * poisson_cdf(-x368 - 1, x360) + x371 * poisson_cdf(-x370 - 1, x360) + x373 * poisson_cdf(-x372 - 1, x360) + x375 * poisson_cdf(-x374 - 1, x360) + x377 * poisson_cdf(-x376 - 1, x360) + x379 * poisson_cdf(-x378 - 1, x360) + x381 * poisson_cdf(-x380 - 1, x360) + x383 * poisson_cdf(-x382 - 1, x360)) + x356)
-    del x354, x355, x356, x359, x360, x361, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383
-    x384 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x385 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x357 * (x384 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x357 * (-manual_restart_s + x384 - x385))) + x384 - x385
-    del x357, x384, x385
+    x345 = 1 - recompute_norms
+    x346 = shared_experts * tokens_mb * x147
+    del x147
+    x347 = tokens_mb * x235
+    del x235
+    x348 = 2 * mlp_matrices
+    x349 = tokens_mb * x348
+    x350 = linear_input_bytes + x348 - 2
+    del x348
+    x351 = tokens_mb * x24
+    x352 = micro_batch * x134 * x135 * (dropout_masks + 4) / cp ** 2
+    del x134, x135
+    x353 = linear_input_bytes * x340 * x345
+    x354 = lora_rank * x248 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x339 * x93 * (hidden * x56 + x152 * x211 * x24 + x338 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x344 * (1 - lora_down) + x353 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x353 * (1 - numpy.minimum(1, x57))) - moe_share * (x346 + x347 * x46) * (linear_input_bytes * recompute_moe_act + x163 * (2 - x169)) + moe_share * (-x142 * x349 + x346 * x350 + x347 * (etp * hidden * linear_input_bytes + x350 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x341 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x339 * x342 + x352)) + x339 * x51 * (x18 * x342 - x24 * (x343 + 1)) + x339 * (q_lora_rank + x17) + x340 * (2 * dropout_masks + 8) + x51 * (ffn * x349 + hidden * tokens_mb * (4 * x343 + 2) + x351 + x352) - (1 - 1 / 2 * linear_input_bytes) * (x339 * x344 + x341 * x345))
+    del moe_share, x0, x11, x112, x12, x142, x15, x152, x163, x169, x17, x18, x211, x24, x25, x29, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x349, x350, x352, x353, x46, x56, x57, x69, x92, x93
+    x355 = full_recompute * x165 * x351 + x354 * x95
+    del x165, x351, x95
+    x356 = loss_extra_bytes_per_logit * tokens_mb * x166 + 4 * tokens_mb * x136 * (vocab * x98 + 1)
+    del tokens_mb, x136, x166, x98
+    activation_bytes = full_recompute * x354 + linear_value_heads * x113 * x248 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x318 * x355 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x243 * numpy.minimum(x246, pp * vp + x244 * numpy.minimum(1, vp - 1))) + x356 + x42 * (x355 + x356)
+    del microbatches, x113, x243, x244, x246, x248, x318, x354, x355, x356, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x332 + x336 + x337
+    del x332, x336, x337
+    x357 = nodes / (rack_mtbf_s * rack_nodes)
+    x358 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x359 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x360 = x357 + x358 + x359
+    system_mtbf_s = x360 ** (-1.0)
+    x361 = node_repair_s * x357
+    x362 = numpy.exp(-x361)
+    x363 = node_repair_s * x358
+    x364 = -spare_nodes
+    x365 = rack_nodes + x364
+    x366 = x361 * x362
+    del x361
+    x367 = 2 * rack_nodes + x364
+    x368 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x362 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x369 = 3 * rack_nodes + x364
+    x370 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x362 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x371 = 4 * rack_nodes + x364
+    x372 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x362 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x373 = 5 * rack_nodes + x364
+    x374 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x362 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x375 = 6 * rack_nodes + x364
+    x376 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x362 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x377 = 7 * rack_nodes + x364
+    x378 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x362 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x379 = 8 * rack_nodes + x364
+    x380 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x362 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x381 = 9 * rack_nodes + x364
+    x382 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x362 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x383 = 10 * rack_nodes + x364
+    x384 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x362 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x385 = 11 * rack_nodes + x364
+    x386 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x362 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x357 * (x362 * poisson_cdf(-x365, x363) + x366 * poisson_cdf(-x367, x363) + x368 * poisson_cdf(-x369, x363) + x370 * poisson_cdf(-x371, x363) + x372 * poisson_cdf(-x373, x363) + x374 * poisson_cdf(-x375, x363) + x376 * poisson_cdf(-x377, x363) + x378 * poisson_cdf(-x379, x363) + x380 * poisson_cdf(-x381, x363) + x382 * poisson_cdf(-x383, x363) + x384 * poisson_cdf(-x385, x363) + x386 * poisson_cdf(-12 * rack_nodes - x364, x363)) + x358 * (x362 * poisson_cdf(spare_nodes - 1, x363) + x366 * poisson_cdf(-x365 - 1, x363) + x368 * poisson_cdf(-x367 - 1, x363) + x370 * poisson_cdf(-x369 - 1, x363) + x372 * poisson_cdf(-x371 - 1, x363) + x374 * poisson_cdf(-x373 - 1, x363) + x376 * poisson_cdf(-x375 - 1, x363) + x378 * poisson_cdf(-x377 - 1, x363) + x380 * poisson_cdf(-x379 - 1, x363) + x382 * poisson_cdf(-x381 - 1, x363) + x384 * poisson_cdf(-x383 - 1, x363) + x386 * poisson_cdf(-x385 - 1, x363)) + x359)
+    del x357, x358, x359, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386
+    x387 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x388 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x360 * (x387 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x360 * (-manual_restart_s + x387 - x388))) + x387 - x388
+    del x360, x387, x388
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x386 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x387 = checkpoint_bytes * x324
-    x388 = x386 * x387
-    x389 = ckpt_async * x388
-    x390 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x391 = ckpt_sync * x390
-    x392 = x214 * x387
-    del x214, x387
-    x393 = ckpt_in_memory * (x388 + x392)
-    del x388
-    x394 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x395 = grad_bytes_per_param * trainable_params * x324
-    del x324
-    x396 = optimizer_s - step_time_s
-    x397 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x386 * x395 / (1 - (1 - numpy.minimum(1, x394)) ** gockpt_steps) + x396)
-    del x386
-    checkpoint_stall_s = x389 + x391 + x393 + x397
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x389 + 2 * x391 + 2 * x393 + 2 * x397))
-    x398 = ckpt_async * x390
-    x399 = system_mtbf_s ** (-1.0)
-    x400 = checkpoint_stall_s * x399
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x395 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x396))) / numpy.log(1 - numpy.minimum(0.999999999999, x394))))) - 1) + 1
-    del x394, x395, x396
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x390) + x398), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x389 + 1 / 2 * x391 + 1 / 2 * x393 + 1 / 2 * x397), -checkpoint_stall_s + young_interval_s * (1 / 6 * x149 * numpy.sqrt(x400) + 1 / 18 * x400 + 1), system_mtbf_s)))
-    del x149, x389, x391, x393, x397
-    commit_latency_s = ckpt_gockpt * (step_time_s + x390) + x398
-    del x390, x398
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x392 + failure_restart_s
-    del failure_restart_s, x392
-    x401 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x401 + 1) / (global_batch * token_efficiency * (reference_batch * x401 + 1))
-    del x401, x77
+    x389 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x390 = checkpoint_bytes * x327
+    x391 = x389 * x390
+    x392 = ckpt_async * x391
+    x393 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x394 = ckpt_sync * x393
+    x395 = x217 * x390
+    del x217, x390
+    x396 = ckpt_in_memory * (x391 + x395)
+    del x391
+    x397 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x398 = grad_bytes_per_param * trainable_params * x327
+    del x327
+    x399 = optimizer_s - step_time_s
+    x400 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x389 * x398 / (1 - (1 - numpy.minimum(1, x397)) ** gockpt_steps) + x399)
+    del x389
+    checkpoint_stall_s = x392 + x394 + x396 + x400
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x392 + 2 * x394 + 2 * x396 + 2 * x400))
+    x401 = ckpt_async * x393
+    x402 = system_mtbf_s ** (-1.0)
+    x403 = checkpoint_stall_s * x402
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x398 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x399))) / numpy.log(1 - numpy.minimum(0.999999999999, x397))))) - 1) + 1
+    del x397, x398, x399
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x393) + x401), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x392 + 1 / 2 * x394 + 1 / 2 * x396 + 1 / 2 * x400), -checkpoint_stall_s + young_interval_s * (1 / 6 * x151 * numpy.sqrt(x403) + 1 / 18 * x403 + 1), system_mtbf_s)))
+    del x151, x392, x394, x396, x400
+    commit_latency_s = ckpt_gockpt * (step_time_s + x393) + x401
+    del x393, x401
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x395 + failure_restart_s
+    del failure_restart_s, x395
+    x404 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x404 + 1) / (global_batch * token_efficiency * (reference_batch * x404 + 1))
+    del x404, x77
     solve_time_s = step_time_s * steps
-    x402 = numpy.exp(commit_latency_s * x399)
-    x403 = numpy.exp(x399 * (checkpoint_interval_s + checkpoint_stall_s))
-    x404 = solve_time_s * x402 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x402 + x404 * (x403 - 1) - 1) * numpy.exp(restart_s * x399)
-    del x402
-    failure_stepping_s = system_mtbf_s * x404 * (x403 - numpy.exp(x400))
-    del x400, x403, x404
+    x405 = numpy.exp(commit_latency_s * x402)
+    x406 = numpy.exp(x402 * (checkpoint_interval_s + checkpoint_stall_s))
+    x407 = solve_time_s * x405 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x405 + x407 * (x406 - 1) - 1) * numpy.exp(restart_s * x402)
+    del x405
+    failure_stepping_s = system_mtbf_s * x407 * (x406 - numpy.exp(x403))
+    del x403, x406, x407
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x405 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x405)
-    x406 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x406 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x406
-    del x406
-    expected_failures = failure_wall_s * x399
-    del x399
+    x408 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x408)
+    x409 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x409 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x409
+    del x409
+    expected_failures = failure_wall_s * x402
+    del x402
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x405
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x408
     del failure_stepping_s
-    x407 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x326 * (cp_comm_s + ep_comm_s + tp_comm_s + x321) + compute_power_fraction * compute_s * x326)
-    del x321, x326
-    x408 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x407)
+    x410 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x329 * (cp_comm_s + ep_comm_s + tp_comm_s + x324) + compute_power_fraction * compute_s * x329)
+    del x324, x329
+    x411 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x410)
     del stepping_s
-    energy_gpu_j = gpus * x408
-    x409 = network_power_per_node_w + node_overhead_power_w
-    x410 = nodes * x409
+    energy_gpu_j = gpus * x411
+    x412 = network_power_per_node_w + node_overhead_power_w
+    x413 = nodes * x412
     del nodes
-    x411 = spare_nodes * (gpus_per_node * idle_power_w + x409) + x410
-    del x409
-    energy_it_j = energy_gpu_j + wall_time_s * x411
+    x414 = spare_nodes * (gpus_per_node * idle_power_w + x412) + x413
+    del x412
+    energy_it_j = energy_gpu_j + wall_time_s * x414
     energy_facility_j = energy_it_j * pue
-    x412 = eval_time_s + rollbacks * x405
-    del x405
-    x413 = pue * (gpu_step_power_w * gpus + x410)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x410) * (-failure_wall_s - x407 - x412) - solve_time_s * x413 - x412 * x413
-    del failure_wall_s, x410, x412, x413
-    x414 = wall_time_s ** (-1.0)
-    gpu_power_w = x408 * x414
+    x415 = eval_time_s + rollbacks * x408
     del x408
-    avg_power_w = energy_facility_j * x414
-    del x414
-    peak_power_w = pue * (gpus * max_power_w + x411)
+    x416 = pue * (gpu_step_power_w * gpus + x413)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x413) * (-failure_wall_s - x410 - x415) - solve_time_s * x416 - x415 * x416
+    del failure_wall_s, x413, x415, x416
+    x417 = wall_time_s ** (-1.0)
+    gpu_power_w = x411 * x417
     del x411
-    x415 = gpus + gpus_per_node * spare_nodes
-    x416 = 0.000277777777777778 * x415
-    gpu_hours = wall_time_s * x416
-    cost_cloud_usd = price_usd_per_gpu_hour * x416 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x407), wall_time_s)
-    del x407, x416
-    x417 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x417 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x415)) / utilisation
+    avg_power_w = energy_facility_j * x417
+    del x417
+    peak_power_w = pue * (gpus * max_power_w + x414)
+    del x414
+    x418 = gpus + gpus_per_node * spare_nodes
+    x419 = 0.000277777777777778 * x418
+    gpu_hours = wall_time_s * x419
+    cost_cloud_usd = price_usd_per_gpu_hour * x419 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x410), wall_time_s)
+    del x410, x419
+    x420 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x420 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x418)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x415 * x417
-    del x415, x417
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x418 * x420
+    del x418, x420
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

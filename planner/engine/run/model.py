@@ -217,6 +217,13 @@ def _op_sac_recomputed_params(x: dict):
                           + x["ffn"])
 
 
+def _early_stop(x: dict):
+    """1 where a full checkpoint's recomputation stops before a dense layer's down
+    projection: the stack's checkpoint stops early, no dropout mask is saved after it and
+    no frozen base makes an adapter's input the last tensor saved."""
+    return x["recompute_early_stop"] * (1 - x["dropout_masks"]) * (1 - x["frozen_base"])
+
+
 def flops(x: dict, r: dict) -> dict:
     """Model FLOPs per token (Narayanan counting) and hardware FLOPs (with recompute)."""
     h, s, layers = x["hidden"], x["seq_len"], x["layers"]
@@ -252,7 +259,11 @@ def flops(x: dict, r: dict) -> dict:
     frozen_fwd = x["frozen_base"] * (base_fwd - core_all - mtp_fwd)
     # full recompute: every layer's forward again; selective: the attention core
     # (op-level selective recompute: every second matmul of each dense layer again)
-    recomputed = (x["full_recompute"] * (fwd - logits_fwd) + (1 - x["full_recompute"])
+    # (a checkpoint that stops early skips each dense layer's down projection)
+    skipped = _early_stop(x) * (
+        layers - x["moe_layers"]) * compute.matmul_forward_flops_per_token(h * x["ffn"])
+    recomputed = (x["full_recompute"] * (fwd - logits_fwd - skipped)
+                  + (1 - x["full_recompute"])
                   * (x["selective"] * core_all + _op_sac(x, r) * layers
                      * compute.matmul_forward_flops_per_token(_op_sac_recomputed_params(x))))
     # DPO: a frozen reference model's forward over the same sequences
@@ -349,10 +360,11 @@ def _softmax_core_times(x: dict, t) -> tuple:
         x, compute.attended_keys_per_query(s, x["window"]))
     head_bytes = compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
                                                    x["v_head_dim"], tp, x["bytes_per_element"])
-    core = compute.roofline_time(
+    core_full_s = compute.roofline_time(
         t * (1 - share - windowed) * core_full / tp, (1 - share - windowed) * head_bytes,
         x["attention_peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"],
-        x["hbm_efficiency"]) + compute.roofline_time(
+        x["hbm_efficiency"])
+    core_window_s = compute.roofline_time(
         t * windowed * core_window / tp, windowed * head_bytes, x["attention_peak_flops_per_s"],
         _core_efficiency(x, t, window_unfused, padding), x["hbm_bandwidth_bytes_per_s"],
         x["hbm_efficiency"])
@@ -362,7 +374,7 @@ def _softmax_core_times(x: dict, t) -> tuple:
     scores = ((1 - share - windowed) * stored
               + windowed * maximum(stored, 1 - x["fused_window_attention"])) * _memory_bound(
         x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
-    return core, scores
+    return core_full_s + core_window_s, scores
 
 
 def attention_times(x: dict, r: dict) -> dict:
@@ -510,7 +522,12 @@ def compute_time(x: dict, r: dict) -> dict:
     width_qkv = x["heads"] * x["head_dim"] + x["kv_heads"] * (x["head_dim"] + x["v_head_dim"])
     op_recompute = r["t_qkv"] * x["kv_heads"] * x["head_dim"] / width_qkv + r["t_proj"] \
         + r["t_mlp"] / x["mlp_matrices"] + r["t_elem"]
-    layer_recompute = x["full_recompute"] * layer_fwd \
+    # full recompute: the layer again, but a checkpoint that stops early skips a dense
+    # layer's last matmul, the down projection, when the backward saved its input (a
+    # frozen base's adapters and a dropout mask after it are saved later)
+    layer_recompute = x["full_recompute"] * compute.checkpointed_layer_recompute_time(
+        layer_fwd, (1 - share) * r["t_mlp"] / x["mlp_matrices"],
+        _early_stop(x)) \
         + (1 - x["full_recompute"]) * (x["selective"] * r["t_core"]
                                        + share * x["recompute_moe_act"] * r["t_moe_act"]
                                        + _op_sac(x, r) * op_recompute)

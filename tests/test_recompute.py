@@ -1,0 +1,76 @@
+"""Full activation recompute: what a checkpoint runs again (formulas.compute and the model)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, strategies as st
+
+from formulas import compute
+
+
+def test_checkpointed_layer_recompute_time_skips_the_last_matmul_only_when_early():
+    assert compute.checkpointed_layer_recompute_time(3e-3, 1e-3, 0) == pytest.approx(3e-3)
+    assert compute.checkpointed_layer_recompute_time(3e-3, 1e-3, 1) == pytest.approx(2e-3)
+    # scalar, array and Series alike
+    layer, last = np.array([3e-3, 6e-3]), np.array([1e-3, 2e-3])
+    np.testing.assert_allclose(compute.checkpointed_layer_recompute_time(layer, last, 1),
+                               [2e-3, 4e-3])
+    series = compute.checkpointed_layer_recompute_time(pd.Series(layer), pd.Series(last), 1)
+    np.testing.assert_allclose(series.to_numpy(), [2e-3, 4e-3])
+
+
+@given(layer=st.floats(1e-6, 1.0), share=st.floats(0.0, 1.0))
+def test_early_stop_never_recomputes_more(layer, share):
+    last = share * layer
+    early = compute.checkpointed_layer_recompute_time(layer, last, 1)
+    assert 0 <= early <= compute.checkpointed_layer_recompute_time(layer, last, 0)
+
+
+def _llama3_8b_full(**kw):
+    from planner.engine.layouts.evaluator import evaluate
+
+    # torchtitan's long-context layout (benchmarks/llama3_h100_202412_torchtitan.md):
+    # Llama 3 8B, FSDP on 8 H100 96 GB, full AC
+    args = dict(model="llama3-8b", hardware="gt-h100-96gb", gpus=8, tp=1, pp=1, zero=3,
+                micro_batch=1, global_batch=8, seq_len=32768, recompute="full",
+                stack="torchtitan-fsdp2", reliability="benchmark")
+    args.update(kw)
+    return evaluate(**args).iloc[0]
+
+
+def test_torchtitans_full_ac_skips_each_layers_down_projection():
+    # ptd_checkpoint_wrapper is non-reentrant: its recomputation stops once the down
+    # projection's input, the last tensor the block's backward needs, is back
+    early = _llama3_8b_full()
+    whole = _llama3_8b_full(overrides={"recompute_early_stop": 0.0})
+    h, f, layers = 4096, 14336, 32
+    hardware = {k: r["hfu"] / r["mfu"] * r["model_flops_per_token"]
+                for k, r in (("early", early), ("whole", whole))}
+    assert hardware["whole"] - hardware["early"] == pytest.approx(2 * layers * h * f, rel=1e-9)
+    assert early["model_flops_per_token"] == whole["model_flops_per_token"]
+    assert early["compute_s"] < whole["compute_s"]
+    # the same tensors are kept either way
+    assert early["memory_per_gpu_bytes"] == whole["memory_per_gpu_bytes"]
+
+
+def test_megatrons_reentrant_checkpoint_reruns_the_whole_layer():
+    from planner.engine.layouts.evaluator import evaluate
+
+    args = dict(model="llama3-8b", hardware="h100-sxm", gpus=8, tp=1, pp=1, micro_batch=1,
+                global_batch=8, seq_len=8192, recompute="full", stack="megatron-core-2025",
+                reliability="benchmark")
+    default = evaluate(**args).iloc[0]
+    early = evaluate(overrides={"recompute_early_stop": 1.0}, **args).iloc[0]
+    assert early["compute_s"] < default["compute_s"]
+    # the default (0) is the whole forward again: hardware FLOPs 4/3 of the model's, less
+    # the logits (not recomputed)
+    assert default["hfu"] / default["mfu"] == pytest.approx(4 / 3, rel=0.03)
+
+
+def test_a_frozen_base_keeps_the_whole_recompute():
+    # LoRA's adapter on the down projection runs after the frozen GEMM and saves its input
+    # last: the frozen GEMM is re-run whatever the checkpoint
+    lora = dict(method="lora", lora_rank=16, lora_targets="all-linear")
+    early = _llama3_8b_full(**lora)
+    whole = _llama3_8b_full(overrides={"recompute_early_stop": 0.0}, **lora)
+    assert early["compute_s"] == pytest.approx(whole["compute_s"], rel=1e-12)

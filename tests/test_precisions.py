@@ -10,6 +10,7 @@ import json
 import math
 from datetime import date
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -365,6 +366,29 @@ def test_fp8_rowwise_reproduces_torchaos_rowwise_over_tensorwise_ratio():
     assert p[2] / p[1] == pytest.approx(6768 / 7689.5, rel=0.01)
     assert p[1] / p[0] == pytest.approx(7689.5 / 6150, rel=0.03)
     assert p[0] < p[2] < p[1]
+
+
+def test_calibration_values_reach_a_recipe_as_the_catalogs_do(cat):
+    """A calibration trying GEMM efficiencies (per GEMM precision: the plain key BF16's)
+    gives each case's recipe the value of its GEMM precision, with the recipe's rate
+    factor: the catalog's own values as params reproduce the catalog's predictions, for a
+    row-wise FP8 case too (which once took BF16's value)."""
+    import pandas as pd
+
+    from planner.analysis.validate import predict
+
+    cases = pd.concat([_torchao_h100_case(x) for x in ("bf16", "fp8", "fp8-rowwise")],
+                      ignore_index=True)
+    h100 = cat.accelerator("gt-h100-96gb")
+    params = {"gt-h100-96gb": {"gemm_max_efficiency": h100.gemm_max_efficiency.value},
+              "gt-h100-96gb:fp8": {"gemm_max_efficiency": h100.gemm_max_efficiency_fp8.value}}
+    np.testing.assert_allclose(predict(cases, params=params).predicted,
+                               predict(cases).predicted, rtol=1e-12)
+    # a lower FP8 value slows the FP8 recipes only
+    params["gt-h100-96gb:fp8"]["gemm_max_efficiency"] *= 0.8
+    ratio = (predict(cases, params=params).predicted / predict(cases).predicted).to_numpy()
+    assert ratio[0] == pytest.approx(1.0, rel=1e-12)
+    assert ratio[1] < 1 and ratio[2] < 1
 
 
 def test_fp8_rowwise_is_fp8_at_a_lower_gemm_rate(cat):

@@ -54,12 +54,14 @@ from formulas import memory as m
 from formulas.compute import narayanan_flops_per_iteration
 from formulas.pipeline import fullest_stage_layers
 from hardware_catalog import load_catalog
+from hardware_catalog.recipes import GEMM_PRECISIONS
 from planner.engine.inputs.method import LORA_METHODS, method_inputs, method_spec
 from planner.engine.inputs.scenario import (
     PRECISIONS,
     attention_shape_inputs,
     model_inputs,
     precision_refusal,
+    recipe_gemm_inputs,
     stack_factor,
     stack_inputs,
 )
@@ -922,14 +924,22 @@ def _with_params(x: dict, late: tuple, hardware: str, reliability: str, precisio
     """:func:`_case_inputs`' ``x`` with ``params`` applied, then the cases' own ``late``
     inputs (a new dict: ``x`` is not changed)."""
     x = dict(x)
-    for name, value in (params or {}).get(hardware, {}).items():
-        x[name] = value
-    for name, value in (params or {}).get(f"{hardware}:{precision}", {}).items():
-        x[name] = value
+    params = params or {}
+    # GEMM efficiencies given for this accelerator, by GEMM precision (the plain key holds
+    # BF16's): the case's recipe takes them as it takes the catalog's (its GEMM precision,
+    # rate factor and BF16 share), so a row-wise FP8 or NVFP4 case is not given BF16's
+    replaced = {p: params[key]["gemm_max_efficiency"] for p, key in
+                (("bf16", hardware), *((p, f"{hardware}:{p}") for p in GEMM_PRECISIONS))
+                if "gemm_max_efficiency" in params.get(key, {})}
+    for name, value in params.get(hardware, {}).items():
+        if name != "gemm_max_efficiency":
+            x[name] = value
+    if replaced:
+        gemm = recipe_gemm_inputs(catalog.accelerator(hardware), precision, replaced)
+        for name in ("peak_flops_per_s", "gemm_max_efficiency"):
+            x[name] = gemm[name]
     # a replaced accelerator efficiency is the accelerator's own: the stack's share of it
     # (catalog, else the one given below) applies again
-    replaced = any("gemm_max_efficiency" in (params or {}).get(k, {})
-                   for k in (hardware, f"{hardware}:{precision}"))
     factor = 1.0
     if replaced and stack in catalog.stacks:
         factor = stack_factor(catalog.stack(stack), "gemm_efficiency_factor", hardware).value

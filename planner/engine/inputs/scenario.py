@@ -433,20 +433,25 @@ def attention_precision(precision: str) -> str:
     return "bf16" if gemm in LOW_PRECISIONS else gemm
 
 
-def gemm_efficiency(accelerator, precision: str) -> float:
+def gemm_efficiency(accelerator, precision: str, replaced: dict | None = None) -> float:
     """Large-GEMM fraction of the peak at ``precision``: the accelerator's value for that
     precision (``gemm_max_efficiency_fp8`` ...), else that of the next wider precision
-    (fp4 -> fp8 -> bf16, ``EFFICIENCY_FALLBACK``), else its bf16 ``gemm_max_efficiency``."""
+    (fp4 -> fp8 -> bf16, ``EFFICIENCY_FALLBACK``), else its bf16 ``gemm_max_efficiency``.
+    ``replaced`` (GEMM precision -> value, "bf16" for ``gemm_max_efficiency``) stands in
+    for the accelerator's values, as a calibration trying other values needs."""
+    replaced = replaced or {}
     precision = gemm_precision(precision)
     while precision in EFFICIENCY_FALLBACK:
-        own = getattr(accelerator, f"gemm_max_efficiency_{precision}", None)
+        own = replaced.get(precision, getattr(accelerator, f"gemm_max_efficiency_{precision}",
+                                              None))
         if own is not None:
             return value(own)
         precision = EFFICIENCY_FALLBACK[precision]
-    return value(accelerator.gemm_max_efficiency)
+    return value(replaced.get("bf16", accelerator.gemm_max_efficiency))
 
 
-def recipe_gemm_inputs(accelerator, precision: str) -> dict[str, float]:
+def recipe_gemm_inputs(accelerator, precision: str,
+                       replaced: dict | None = None) -> dict[str, float]:
     """The GEMM peak, large-GEMM efficiency and cached-input bytes of recipe ``precision``
     on ``accelerator``: its low-precision GEMMs at the part's efficiency for that precision
     times the recipe's ``gemm_rate_factor``; the share it keeps in BF16 runs at the BF16 peak and efficiency
@@ -456,11 +461,11 @@ def recipe_gemm_inputs(accelerator, precision: str) -> dict[str, float]:
     # the recipe's own kernels (row-wise scales: slower GEMMs and casts than per-tensor
     # scaling) reach gemm_rate_factor of the per-tensor path's efficiency
     low_peak = peak_flops(accelerator, precision)
-    low_eff = gemm_efficiency(accelerator, precision) * r.gemm_rate_factor
+    low_eff = gemm_efficiency(accelerator, precision, replaced) * r.gemm_rate_factor
     share = r.low_precision_share
     peak = low_peak if share == 1 else mixed_precision_peak(
         share, low_peak, peak_flops(accelerator, "bf16"), low_eff,
-        gemm_efficiency(accelerator, "bf16"))
+        gemm_efficiency(accelerator, "bf16", replaced))
     return {"peak_flops_per_s": peak, "gemm_max_efficiency": low_eff,
             "linear_input_bytes": share * r.cached_input_bytes + (1 - share) * 2.0}
 

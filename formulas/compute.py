@@ -1429,6 +1429,60 @@ def backward_time(forward_time_s):
     return BACKWARD_PER_FORWARD * forward_time_s
 
 
+@formula(reference="Transformer Engine FP8 primer (docs.nvidia.com/deeplearning/"
+         "transformer-engine, 'Using FP8 with Transformer Engine': each GEMM input is cast "
+         "to FP8 with its scale, and the backward's weight-gradient GEMM reads the transposed "
+         "copy the same cast writes, TE's cast_transpose); Micikevicius et al. 2022 (FP8 "
+         "formats), arXiv:2209.05433 s4; row- and block-wise scales quantise each direction "
+         "on its own: DeepSeek-V3, arXiv:2412.19437 s3.3.2 (1x128 tiles, and 128x1 for the "
+         "backward), OCP Microscaling Formats (MX) v1.0 (32-element blocks along K)",
+         domain={"cast_passes": ">=0", "low_bytes": ">0", "low_precision_share": "[0,1]",
+                 "high_bytes": ">0"},
+         symbols={"cast_passes": "p_c", "low_bytes": "b_q", "low_precision_share": "s_q",
+                  "high_bytes": "b_{16}"}, result_latex="b_{cast}")
+def quantisation_cast_bytes_per_element(cast_passes, low_bytes, low_precision_share,
+                                        high_bytes=2):
+    """HBM bytes a low-precision recipe moves to quantise one element of a GEMM input.
+
+    Each pass reads the 16-bit element; the quantised copy for this GEMM and its transpose
+    for the backward's other GEMM are written once each.  A per-tensor scale (p_c = 1)
+    writes both in one pass; row- or block-wise scales (p_c = 2) quantise each direction
+    in its own pass.  Only the recipe's low-precision share of the GEMMs casts; 16-bit
+    recipes (p_c = 0) cast nothing.
+
+    Parameters
+    ----------
+    cast_passes : numeric
+        Passes over the 16-bit input p_c: 0, 1 or 2 [1].
+    low_bytes : numeric
+        Bytes of a quantised element, scales included b_q [B].
+    low_precision_share : numeric
+        Share of the GEMMs in low precision s_q [1].
+    high_bytes : numeric
+        Bytes of the 16-bit element b_16 [B].
+
+    Returns
+    -------
+    numeric
+        Bytes read and written per element [B].
+
+    Examples
+    --------
+    Per-tensor FP8: a 2-byte read, a 1-byte copy and its 1-byte transpose:
+
+    >>> quantisation_cast_bytes_per_element(1, 1.0, 1.0)
+    4.0
+    >>> quantisation_cast_bytes_per_element(2, 1.0, 1.0)
+    6.0
+    >>> quantisation_cast_bytes_per_element(0, 2.0, 1.0)
+    0.0
+
+    .. math:: b_{cast} = s_q\\, \\min(p_c, 1)\\, (p_c\\, b_{16} + 2\\, b_q)
+    """
+    return low_precision_share * minimum(cast_passes, 1) * (cast_passes * high_bytes
+                                                             + 2 * low_bytes)
+
+
 @formula(reference="torch.utils.checkpoint (PyTorch >= 2.1): non-reentrant checkpoint "
          "'stops recomputation as soon as it has computed all needed Tensors' "
          "(set_checkpoint_early_stop, default on); reentrant checkpoints (Megatron-LM "

@@ -33,6 +33,9 @@ class Recipe:
     cached_input_bytes: float  # bytes per element of a cached GEMM input (low-precision part) [B]
     gemm_rate_factor: float  # low-precision GEMM rate (scaling and casts included) over the
     #                          per-tensor-scaled path's at the same peak [1]
+    cast_passes: int  # passes over a 16-bit GEMM input that quantise it: 0 (none), 1 (one
+    #                   scale a tensor: the copy and its transpose in one pass), 2 (row- or
+    #                   block-wise scales: each direction quantised on its own)
     requires: tuple[str, ...]  # further peaks the part must have (hardware block scaling)
     vendors: tuple[str, ...]  # the vendors whose parts run it (empty: any)
     stack_flag: str  # a stack field that must be 1 ('' : any stack)
@@ -48,6 +51,7 @@ def _row(r: dict) -> Recipe:
                     low_precision_share=float(r["low_precision_share"]),
                     cached_input_bytes=float(r["cached_input_bytes"]),
                     gemm_rate_factor=float(r.get("gemm_rate_factor") or 1.0),
+                    cast_passes=int(r["cast_passes"]),
                     requires=split(r["requires"]), vendors=split(r["vendors"]),
                     stack_flag=r["stack_flag"] or "", source=r["source"],
                     as_of=date.fromisoformat(r["as_of"]), estimate=r["estimate"] == "true",
@@ -60,6 +64,10 @@ def _row(r: dict) -> Recipe:
     if not 0 < recipe.gemm_rate_factor <= 1:
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: gemm_rate_factor "
                          "outside (0, 1]")
+    if recipe.cast_passes not in (0, 1, 2) or (recipe.cast_passes == 0) != (
+            recipe.gemm_precision in ("bf16", "tf32")):
+        raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: cast_passes must be 0 for "
+                         "16- and 32-bit GEMMs, else 1 or 2")
     return recipe
 
 

@@ -257,3 +257,15 @@ def test_purchase_price_sets_the_capital_with_its_node_share(catalog):
     assert points[1].inputs["capex_usd_per_gpu"] == pytest.approx(
         ownership_inputs(30000.0)["capex_usd_per_gpu"])
     assert points[2].inputs["capex_usd_per_gpu"] == pytest.approx(x["capex_usd_per_gpu"])
+
+
+def test_gemm_efficiency_sets_the_inputs_that_run_at_bf16():
+    from planner.engine.search.codesign import PARAMETERS, kernel_inputs
+
+    p = PARAMETERS["gemm_max_efficiency"]
+    # the catalog field is BF16's: in a BF16 run both the GEMMs and the attention core take
+    # it, under FP8 and NVFP4 the attention core alone (it runs in BF16)
+    assert kernel_inputs(p, "bf16") == ("gemm_max_efficiency", "attention_gemm_max_efficiency")
+    assert kernel_inputs(p, "fp8") == ("attention_gemm_max_efficiency",)
+    assert kernel_inputs(p, "nvfp4") == ("attention_gemm_max_efficiency",)
+    assert kernel_inputs(PARAMETERS["hbm_efficiency"], "fp8") == ("hbm_efficiency",)

@@ -99,6 +99,8 @@ LEGACY_EQUIVALENT = {
     "loss_extra_bytes_per_logit": 0.0,
     # ZeRO-3 gathers and reduce-scatters in every micro-batch, PP or not
     "fsdp_keeps_gathered_under_pp": 0.0,
+    # no time for a low-precision recipe's casts
+    "cast_bytes_per_element": 0.0,
 }
 #: Outputs added after the fixture was written.
 NEW_OUTPUTS: tuple[str, ...] = ()
@@ -120,6 +122,8 @@ def with_new_inputs(inputs: dict) -> dict:
     return {**LEGACY_EQUIVALENT, "requeue_restart_s": inputs["restart_overhead_s"],
             # ZeRO sharded over every DP rank (no HSDP): one replica
             "shard_ranks": inputs["dp"], "replica_intra_ranks": np.ones_like(inputs["dp"]),
+            # the attention core at the GEMMs' efficiency, as before it had its own
+            "attention_gemm_max_efficiency": inputs["gemm_max_efficiency"],
             **inputs}
 
 

@@ -936,7 +936,7 @@ def _with_params(x: dict, late: tuple, hardware: str, reliability: str, precisio
             x[name] = value
     if replaced:
         gemm = recipe_gemm_inputs(catalog.accelerator(hardware), precision, replaced)
-        for name in ("peak_flops_per_s", "gemm_max_efficiency"):
+        for name in ("peak_flops_per_s", "gemm_max_efficiency", "attention_gemm_max_efficiency"):
             x[name] = gemm[name]
     # a replaced accelerator efficiency is the accelerator's own: the stack's share of it
     # (catalog, else the one given below) applies again
@@ -955,6 +955,7 @@ def _with_params(x: dict, late: tuple, hardware: str, reliability: str, precisio
             else:
                 x[name] = value
     x["gemm_max_efficiency"] = x["gemm_max_efficiency"] * factor
+    x["attention_gemm_max_efficiency"] = x["attention_gemm_max_efficiency"] * factor
     x["routed_node_limit"], stated = late
     for name, v in stated.items():
         x[name] = np.where(np.isfinite(v), v, x[name])

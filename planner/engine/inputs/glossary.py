@@ -250,6 +250,12 @@ GLOSSARY: dict[str, Term] = {
         "FLOP/s", "dense peak the fused attention core runs at (BF16 under FP8/FP4)",
         POSITIVE),
     "gemm_max_efficiency": Term("1", "fraction of peak reached by large GEMMs", EFFICIENCY),
+    "cast_bytes_per_element": Term(
+        "B", "HBM bytes the precision recipe moves to quantise one element of a GEMM input or "
+        "output gradient (0 for 16-bit recipes)", NON_NEGATIVE),
+    "attention_gemm_max_efficiency": Term(
+        "1", "fraction of the attention peak reached by large GEMMs in the attention core's "
+        "precision (BF16 under FP8/FP4 recipes)", EFFICIENCY),
     "gemm_half_efficiency_dim": Term("1", "GEMM dimension reaching half of that", NON_NEGATIVE),
     "grouped_gemm_tile_tokens": Term("1", "MoE grouped-GEMM tile rows along the tokens",
                                       Domain(">=1", maximum=4096)),

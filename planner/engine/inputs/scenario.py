@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from formulas.carbon import embodied_per_accelerator
-from formulas.compute import mixed_precision_peak
+from formulas.compute import mixed_precision_peak, quantisation_cast_bytes_per_element
 from hardware_catalog import load_catalog
 from hardware_catalog.recipes import load_recipes
 from hardware_catalog.schema import Quantity, SoftwareStack
@@ -467,7 +467,13 @@ def recipe_gemm_inputs(accelerator, precision: str,
         share, low_peak, peak_flops(accelerator, "bf16"), low_eff,
         gemm_efficiency(accelerator, "bf16", replaced))
     return {"peak_flops_per_s": peak, "gemm_max_efficiency": low_eff,
-            "linear_input_bytes": share * r.cached_input_bytes + (1 - share) * 2.0}
+            # the attention core's GEMMs run in its own precision (BF16 under the
+            # low-precision recipes), at that precision's large-GEMM efficiency
+            "attention_gemm_max_efficiency": gemm_efficiency(
+                accelerator, attention_precision(precision), replaced),
+            "linear_input_bytes": share * r.cached_input_bytes + (1 - share) * 2.0,
+            "cast_bytes_per_element": quantisation_cast_bytes_per_element(
+                r.cast_passes, r.cached_input_bytes, share)}
 
 
 def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, float]:
@@ -490,7 +496,9 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         # recipes cache the quantised input their weight-gradient GEMM reads (Transformer
         # Engine; DeepSeek-V3 arXiv:2412.19437 s3.3.2), BF16 and TF32 runs keep 2 bytes
         "linear_input_bytes": gemm["linear_input_bytes"],
+        "cast_bytes_per_element": gemm["cast_bytes_per_element"],
         "gemm_max_efficiency": gemm["gemm_max_efficiency"] * gemm_factor,
+        "attention_gemm_max_efficiency": gemm["attention_gemm_max_efficiency"] * gemm_factor,
         "gemm_half_efficiency_dim": value(accelerator.gemm_half_efficiency_dim),
         **grouped_gemm_inputs(accelerator),
         "hbm_bytes": value(accelerator.hbm_bytes),

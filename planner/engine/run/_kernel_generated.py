@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -156,126 +156,130 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x102 = bytes_per_element * x101
     x103 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x99)
     x104 = peak_flops_per_s ** (-1.0)
-    x105 = gemm_max_efficiency ** (-1.0)
-    x106 = x104 * x105
-    x107 = x106 * x24
-    x108 = x21 * x51
+    x105 = x104 / gemm_max_efficiency
+    x106 = x105 * x24
+    x107 = x21 * x51
     del x21
-    x109 = x108 * x98
-    x110 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x109)
-    x111 = 2 * x106
-    t_qkv = x29 * numpy.maximum(x102 * (hidden * x99 + x100 + x96), x100 * x107 * (gemm_half_efficiency_dim + x103) / x103) + x30 * numpy.maximum(x102 * (tokens_mb * x109 + x108 + x96), tokens_mb * x108 * x111 * (gemm_half_efficiency_dim + x110) / x110)
-    del x100, x103, x108, x109, x110, x99
-    x112 = 4 * linear_head_dim
-    x113 = 0.015625 * x72
+    x108 = x107 * x98
+    x109 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x108)
+    x110 = 2 * x105
+    t_qkv = x29 * numpy.maximum(x102 * (hidden * x99 + x100 + x96), x100 * x106 * (gemm_half_efficiency_dim + x103) / x103) + x30 * numpy.maximum(x102 * (tokens_mb * x108 + x107 + x96), tokens_mb * x107 * x110 * (gemm_half_efficiency_dim + x109) / x109)
+    del x100, x103, x107, x109, x99
+    x111 = 4 * linear_head_dim
+    x112 = 0.015625 * x72
     del x72
-    x114 = tokens_mb * x102
-    x115 = x114 * x51
-    x116 = numpy.minimum(seq_len, tokens_mb)
-    x117 = gemm_half_efficiency_dim + x116
-    x118 = tokens_mb * x51
-    x119 = x118 / attention_peak_flops_per_s
-    x120 = window_layers * x3
+    x113 = tokens_mb * x102
+    x114 = x113 * x51
+    x115 = numpy.minimum(seq_len, tokens_mb)
+    x116 = gemm_half_efficiency_dim + x115
+    x117 = tokens_mb * x51
+    x118 = x117 / attention_peak_flops_per_s
+    x119 = window_layers * x3
     del x3
-    x121 = -x120 - x29 + 1
-    x122 = x115 * x70
-    x123 = numpy.maximum(head_dim, v_head_dim)
-    x124 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x123 + 1)) + 1
-    x125 = numpy.maximum(x124, attention_scores_stored + selective)
-    x126 = numpy.minimum(head_dim, tokens_mb)
-    x127 = gemm_max_efficiency * x126 / (gemm_half_efficiency_dim + x126)
-    del x126
-    x128 = 1 - x125
-    x129 = attention_head_dim_granule ** (-1.0)
-    x130 = x123 * (1 - fused_split_head_dims)
-    del x123
-    x131 = attention_efficiency_factor * gemm_max_efficiency * x116 * x18 / (x117 * (attention_head_dim_granule * numpy.ceil(x129 * (fused_split_head_dims * head_dim + x130)) + attention_head_dim_granule * numpy.ceil(x129 * (fused_split_head_dims * v_head_dim + x130))))
-    del x129, x130
-    x132 = fused_window_attention * x128
-    x133 = 1 - x132
-    t_core = numpy.maximum(x120 * x122, x119 * x120 * (x132 * x70 * x76 * x78 + x133 * x71) / (x127 * x133 + x131 * x132)) + numpy.maximum(x121 * x122, x119 * x121 * x71 / (x125 * x127 + x128 * x131)) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x105 * x117 * x119 * x29 * x73 / (attention_efficiency_factor * x116))
-    del x105, x115, x116, x117, x119, x122, x125, x127, x128, x131, x132, x133, x70, x71, x73, x76, x78
-    x134 = numpy.maximum(attention_scores_stored, x124)
-    x135 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x101 * x135 * x51 * (x120 * numpy.maximum(numpy.maximum(attention_scores_stored, x124), 1 - fused_window_attention) + x121 * x134)
-    del x1, x120, x121, x124
-    x136 = hidden * x51
-    x137 = tokens_mb * x97
-    x138 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
+    x120 = -x119 - x29 + 1
+    x121 = x114 * x70
+    x122 = numpy.maximum(head_dim, v_head_dim)
+    x123 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x122 + 1)) + 1
+    x124 = numpy.maximum(x123, attention_scores_stored + selective)
+    x125 = numpy.minimum(head_dim, tokens_mb)
+    x126 = attention_gemm_max_efficiency * x125 / (gemm_half_efficiency_dim + x125)
+    del x125
+    x127 = 1 - x124
+    x128 = attention_head_dim_granule ** (-1.0)
+    x129 = x122 * (1 - fused_split_head_dims)
+    del x122
+    x130 = attention_efficiency_factor * attention_gemm_max_efficiency * x115 * x18 / (x116 * (attention_head_dim_granule * numpy.ceil(x128 * (fused_split_head_dims * head_dim + x129)) + attention_head_dim_granule * numpy.ceil(x128 * (fused_split_head_dims * v_head_dim + x129))))
+    del x128, x129
+    x131 = fused_window_attention * x127
+    x132 = 1 - x131
+    t_core = numpy.maximum(x119 * x121, x118 * x119 * (x131 * x70 * x76 * x78 + x132 * x71) / (x126 * x132 + x130 * x131)) + numpy.maximum(x120 * x121, x118 * x120 * x71 / (x124 * x126 + x127 * x130)) + numpy.maximum(linear_value_heads * x114 * x29 * (x111 + x112), linear_value_heads * x116 * x118 * x29 * x73 / (attention_efficiency_factor * attention_gemm_max_efficiency * x115))
+    del x114, x115, x116, x118, x121, x124, x126, x127, x130, x131, x132, x70, x71, x73, x76, x78
+    x133 = numpy.maximum(attention_scores_stored, x123)
+    x134 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x101 * x134 * x51 * (x119 * numpy.maximum(numpy.maximum(attention_scores_stored, x123), 1 - fused_window_attention) + x120 * x133)
+    del x1, x119, x120, x123
+    x135 = hidden * x51
+    x136 = tokens_mb * x97
+    x137 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
     del x97
-    x139 = x10 * x51
-    x140 = tokens_mb * x139
-    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x139)
-    t_proj = x29 * numpy.maximum(x102 * (x136 * x25 + x137 + x96), x107 * x137 * (gemm_half_efficiency_dim + x138) / x138) + x30 * numpy.maximum(x102 * (x10 * x136 + x140 + x96), x107 * x140 * (gemm_half_efficiency_dim + x141) / x141)
-    del x10, x137, x138, x141
-    x142 = ffn * x51
-    x143 = tokens_mb * x142
-    x144 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
-    t_mlp = mlp_matrices * numpy.maximum(x102 * (hidden * x142 + x143 + x96), x107 * x143 * (gemm_half_efficiency_dim + x144) / x144)
-    del x144
-    x145 = experts * tokens_mb
-    x146 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x147 = moe_ffn * x51
-    x148 = tokens_mb * x147
-    x149 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x147)
-    x150 = 1 - token_drop
-    x151 = numpy.sqrt(2)
-    x152 = sequence_parallel * x51
-    x153 = 1 - sequence_parallel
-    x154 = etp * x152 + x153
-    x155 = 1 / (experts_per_token * tokens_mb * x154)
-    x156 = experts_per_token * x154
-    del x154
-    x157 = tokens_mb * x156
-    x158 = x157 * x46
-    x159 = x102 * (x156 * x96 + x158 + x47)
-    del x156, x47
-    x160 = gemm_tile_dim ** (-1.0)
-    x161 = ep * x157 / experts
+    x138 = x10 * x51
+    x139 = tokens_mb * x138
+    x140 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x138)
+    t_proj = x29 * numpy.maximum(x102 * (x135 * x25 + x136 + x96), x106 * x136 * (gemm_half_efficiency_dim + x137) / x137) + x30 * numpy.maximum(x102 * (x10 * x135 + x139 + x96), x106 * x139 * (gemm_half_efficiency_dim + x140) / x140)
+    del x10, x136, x137, x140
+    x141 = ffn * x51
+    x142 = tokens_mb * x141
+    x143 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x141)
+    t_mlp = mlp_matrices * numpy.maximum(x102 * (hidden * x141 + x142 + x96), x106 * x142 * (gemm_half_efficiency_dim + x143) / x143)
+    del x143
+    x144 = experts * tokens_mb
+    x145 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x146 = moe_ffn * x51
+    x147 = tokens_mb * x146
+    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
+    x149 = 1 - token_drop
+    x150 = numpy.sqrt(2)
+    x151 = sequence_parallel * x51
+    x152 = 1 - sequence_parallel
+    x153 = etp * x151 + x152
+    x154 = 1 / (experts_per_token * tokens_mb * x153)
+    x155 = experts_per_token * x153
+    del x153
+    x156 = tokens_mb * x155
+    x157 = x156 * x46
+    x158 = x102 * (x155 * x96 + x157 + x47)
+    del x47
+    x159 = gemm_tile_dim ** (-1.0)
+    x160 = ep * x156 / experts
+    del x156
+    x161 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x110 * x154 * (grouped_gemm_token_half_dim + x160) * numpy.ceil(x160 / grouped_gemm_tile_tokens) / ep ** 2
+    del x160
+    x162 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x102 * x96 + mlp_matrices * shared_experts * numpy.maximum(x102 * (hidden * x146 + x147 + x96), x106 * x147 * (gemm_half_efficiency_dim + x148) / x148) + 20 * x101 * x144 + (capacity_factor * token_drop + x149 * (x150 * numpy.sqrt(expert_load_cv ** 2 + x154) * numpy.sqrt(numpy.log(ep)) + 1)) * (x162 * numpy.maximum(x158, x161 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x159 * x46)) + numpy.maximum(x158, x161 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x159))) + numpy.maximum(x102 * (x144 + x36 + x96), x106 * x144 * (gemm_half_efficiency_dim + x145) / x145)
+    del x144, x145, x148, x154, x158, x159, x161, x36
+    x163 = tp - 1
+    x164 = (sequence_parallel * x163 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x113 * (16 * hidden * x164 + 4 * x141)
+    del x113
+    x165 = vocab * x51
+    x166 = tokens_mb * x165
+    x167 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x165)
+    t_logits = numpy.maximum(x102 * (x166 + x32 * x51 + x96), x106 * x166 * (gemm_half_efficiency_dim + x167) / x167)
+    del x166, x167, x32
+    x168 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x101 * (bytes_per_element + x162 * x168) * (shared_experts * x147 + x157)
     del x157
-    x162 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x155 * (grouped_gemm_token_half_dim + x161) * numpy.ceil(x161 / grouped_gemm_tile_tokens) / ep ** 2
-    del x161
-    x163 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x102 * x96 + mlp_matrices * shared_experts * numpy.maximum(x102 * (hidden * x147 + x148 + x96), x107 * x148 * (gemm_half_efficiency_dim + x149) / x149) + 20 * x101 * x145 + (capacity_factor * token_drop + x150 * (x151 * numpy.sqrt(expert_load_cv ** 2 + x155) * numpy.sqrt(numpy.log(ep)) + 1)) * (x163 * numpy.maximum(x159, x162 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x160 * x46)) + numpy.maximum(x159, x162 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x160))) + numpy.maximum(x102 * (x145 + x36 + x96), x107 * x145 * (gemm_half_efficiency_dim + x146) / x146)
-    del x145, x146, x149, x155, x159, x160, x162, x36
-    x164 = tp - 1
-    x165 = (sequence_parallel * x164 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x165 + 4 * x142)
-    del x114
-    x166 = vocab * x51
-    x167 = tokens_mb * x166
-    x168 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x166)
-    t_logits = numpy.maximum(x102 * (x167 + x32 * x51 + x96), x107 * x167 * (gemm_half_efficiency_dim + x168) / x168)
-    del x167, x168, x32
-    x169 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x101 * (bytes_per_element + x163 * x169) * (shared_experts * x148 + x158)
-    del x158
-    x170 = numpy.maximum(1, lora_rank)
-    x171 = tokens_mb * x170
-    x172 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x170)
-    x173 = numpy.maximum(x102 * (hidden * x170 + x171 + x96), x107 * x171 * (gemm_half_efficiency_dim + x172) / x172)
-    del x107, x172
-    x174 = x14 * x51
-    x175 = numpy.minimum(numpy.minimum(tokens_mb, x170), x174)
-    x176 = x111 * x171
-    del x111
-    x177 = numpy.minimum(numpy.minimum(tokens_mb, x139), x170)
-    x178 = x12 * x51
-    x179 = numpy.minimum(numpy.minimum(tokens_mb, x170), x178)
-    x180 = x15 * x51
-    x181 = numpy.minimum(numpy.minimum(tokens_mb, x170), x180)
-    x182 = numpy.minimum(numpy.minimum(tokens_mb, x147), x170)
-    x183 = x173 + numpy.maximum(x102 * (x147 * x170 + x148 + x171), x147 * x176 * (gemm_half_efficiency_dim + x182) / x182)
-    del x148, x182
-    x184 = numpy.minimum(numpy.minimum(tokens_mb, x142), x170)
-    x185 = x173 + numpy.maximum(x102 * (x142 * x170 + x143 + x171), x142 * x176 * (gemm_half_efficiency_dim + x184) / x184)
-    del x143, x184
-    t_adapter = lora_k * (x173 + numpy.maximum(x174 * x176 * (gemm_half_efficiency_dim + x175) / x175, x102 * (tokens_mb * x174 + x170 * x174 + x171))) + lora_o * (x173 + numpy.maximum(x102 * (x139 * x170 + x140 + x171), x139 * x176 * (gemm_half_efficiency_dim + x177) / x177)) + lora_q * (x173 + numpy.maximum(x176 * x178 * (gemm_half_efficiency_dim + x179) / x179, x102 * (tokens_mb * x178 + x170 * x178 + x171))) + lora_v * (x173 + numpy.maximum(x176 * x180 * (gemm_half_efficiency_dim + x181) / x181, x102 * (tokens_mb * x180 + x170 * x180 + x171))) + moe_share * x40 * (lora_down * x183 + x183 * x57) + x50 * (lora_down * x185 + x185 * x57)
-    del x139, x140, x170, x171, x173, x174, x175, x176, x177, x178, x179, x180, x181, x183, x185, x40
-    x186 = -stage_params
-    x187 = -stage_embedding_params - x186
-    x188 = full_recompute + 2
-    dequant_mb = dequantize_base * x101 * x187 * x188 * (base_weight_bytes_per_param + bytes_per_element)
+    x169 = numpy.maximum(1, lora_rank)
+    x170 = tokens_mb * x169
+    x171 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x169)
+    x172 = numpy.maximum(x102 * (hidden * x169 + x170 + x96), x106 * x170 * (gemm_half_efficiency_dim + x171) / x171)
+    del x106, x171
+    x173 = x14 * x51
+    x174 = numpy.minimum(numpy.minimum(tokens_mb, x169), x173)
+    x175 = x110 * x170
+    del x110
+    x176 = numpy.minimum(numpy.minimum(tokens_mb, x138), x169)
+    x177 = x12 * x51
+    x178 = numpy.minimum(numpy.minimum(tokens_mb, x169), x177)
+    x179 = x15 * x51
+    x180 = numpy.minimum(numpy.minimum(tokens_mb, x169), x179)
+    x181 = numpy.minimum(numpy.minimum(tokens_mb, x146), x169)
+    x182 = x172 + numpy.maximum(x102 * (x146 * x169 + x147 + x170), x146 * x175 * (gemm_half_efficiency_dim + x181) / x181)
+    del x147, x181
+    x183 = numpy.minimum(numpy.minimum(tokens_mb, x141), x169)
+    x184 = x172 + numpy.maximum(x102 * (x141 * x169 + x142 + x170), x141 * x175 * (gemm_half_efficiency_dim + x183) / x183)
+    del x142, x183
+    t_adapter = lora_k * (x172 + numpy.maximum(x173 * x175 * (gemm_half_efficiency_dim + x174) / x174, x102 * (tokens_mb * x173 + x169 * x173 + x170))) + lora_o * (x172 + numpy.maximum(x102 * (x138 * x169 + x139 + x170), x138 * x175 * (gemm_half_efficiency_dim + x176) / x176)) + lora_q * (x172 + numpy.maximum(x175 * x177 * (gemm_half_efficiency_dim + x178) / x178, x102 * (tokens_mb * x177 + x169 * x177 + x170))) + lora_v * (x172 + numpy.maximum(x175 * x179 * (gemm_half_efficiency_dim + x180) / x180, x102 * (tokens_mb * x179 + x169 * x179 + x170))) + moe_share * x40 * (lora_down * x182 + x182 * x57) + x50 * (lora_down * x184 + x184 * x57)
+    del x139, x169, x170, x172, x173, x174, x175, x176, x177, x178, x179, x180, x182, x184, x40
+    x185 = -stage_params
+    x186 = -stage_embedding_params - x185
+    x187 = full_recompute + 2
+    dequant_mb = dequantize_base * x101 * x186 * x187 * (base_weight_bytes_per_param + bytes_per_element)
+    x188 = cast_bytes_per_element * tokens_mb * x101
+    t_cast_fwd = x188 * (hidden + moe_share * (shared_experts * (hidden + x146) + x155 * (hidden + x46)) + x138 + x50 * (hidden + x141))
+    del x138
+    t_cast_bwd = x188 * (hidden + moe_share * (shared_experts * (hidden + x146 * x162) + x155 * (hidden + x162 * x46)) + x108 + x50 * (hidden + x141 * x162))
+    del x108, x155, x188
     x189 = moe_share * t_moe
     x190 = t_mlp * x50
     x191 = t_qkv + x189 + x190
@@ -296,13 +300,13 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x202 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x201
     del t_elem, t_proj, t_scores
     x203 = x51 * x96
-    x204 = numpy.minimum(numpy.minimum(tokens_mb, x136), 2.0 * hidden)
+    x204 = numpy.minimum(numpy.minimum(tokens_mb, x135), 2.0 * hidden)
     x205 = t_mlp * x7
     del x7
     x206 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x200 + full_recompute * (t_layer_fwd - x190 * x197 * x94) + 3 * t_adapter + 3 * x189 + 3 * x190 + x202 + x95 * (moe_share * recompute_moe_act * t_moe_act + x198 + x93 * (t_mlp * x197 + t_qkv * x14 / (x12 + x199) + x192))) + x195 + x196 + x42 * (full_recompute * (t_qkv + x193 + x205 + x206) + x195 + x198 * x95 + x202 + 3 * x205 + 3 * x206 + 3 * numpy.maximum(x102 * (x203 + x51 * x6 + 2.0 * x96), x106 * x118 * x84 * (gemm_half_efficiency_dim + x204) / x204))
-    del dequant_mb, t_adapter, t_mlp, t_moe_act, t_qkv, x102, x106, x14, x189, x190, x192, x193, x197, x198, x202, x204, x205, x206, x6, x84, x94
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x200 + full_recompute * (t_layer_fwd - x190 * x197 * x94) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x189 + 3 * x190 + x202 + x95 * (moe_share * recompute_moe_act * t_moe_act + x198 + x93 * (t_mlp * x197 + t_qkv * x14 / (x12 + x199) + x192))) + x195 + x196 + x42 * (full_recompute * (t_qkv + x193 + x205 + x206) + x195 + x198 * x95 + x202 + 3 * x205 + 3 * x206 + 3 * numpy.maximum(x102 * (x203 + x51 * x6 + 2.0 * x96), x105 * x117 * x84 * (gemm_half_efficiency_dim + x204) / x204))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x102, x105, x14, x189, x190, x192, x193, x197, x198, x202, x204, x205, x206, x6, x84, x94
     forward_mb = stage_layers * t_layer_fwd + t_logits + x196
     del x196
     weight_grad_mb = x65 * (stage_layers * x200 + t_logits)
@@ -312,14 +316,14 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x208 = stage_layers + x42
     x209 = tp_intra_ranks - 1
     x210 = 2 * intra_latency_s
-    x211 = numpy.minimum(1, x164)
-    del x164
+    x211 = numpy.minimum(1, x163)
+    del x163
     x212 = tp_intra_ranks ** (-1.0)
     x213 = tp * x212 - 1
     x214 = 2 * inter_latency_s
     x215 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x216 = bytes_per_element * x118
-    del x118
+    x216 = bytes_per_element * x117
+    del x117
     x217 = scale_out_bandwidth_bytes_per_s ** (-1.0)
     x218 = x217 / scale_out_bus_efficiency
     x219 = bytes_per_element * tokens_mb * x209 * x212 * x215 * x24 + collective_overhead_s * x211 + x209 * x210 + x213 * x214 + x213 * x216 * x218 * x24
@@ -345,8 +349,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x96
     x232 = bytes_per_element * x231
     x233 = 1 - hierarchical_dispatch
-    x234 = x152 + x153
-    del x153
+    x234 = x151 + x152
+    del x152
     x235 = experts_per_token * x234
     x236 = x235 * (hierarchical_dispatch * (-x225 * x44 + 1) + x227 * x233 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x222 * (1 - deepep_dispatch))
     del x44
@@ -370,7 +374,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x246 = microbatches * vp
     x247 = 1 - pp_intra
     x248 = bytes_per_element * tokens_mb
-    pp_comm_s = x243 * x245 * (2 * pp + 2 * x246 - 2) * (inter_latency_s * x247 + intra_latency_s * pp_intra + 1.0 * x136 * x248 / (pp_intra * x222 + x223 * x247))
+    pp_comm_s = x243 * x245 * (2 * pp + 2 * x246 - 2) * (inter_latency_s * x247 + intra_latency_s * pp_intra + 1.0 * x135 * x248 / (pp_intra * x222 + x223 * x247))
     del x222, x223, x247
     x249 = 1 - dp_overlap
     x250 = numpy.minimum(1, grad_shards - 1)
@@ -434,8 +438,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x296 = x258 * x274 * x293
     del x258, x274, x293
     x297 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x298 = base_weight_bytes_per_param * x187 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x187
+    x298 = base_weight_bytes_per_param * x186 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x186
     x299 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x298 - x297
     del stage_adapter_params, stage_params, x65
     x300 = x283 + x286 + x287 * x299 + x288 * x299 + x4 * (x291 + x294 + x295 * x297 + x296 * x297)
@@ -452,18 +456,18 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x306 = full_recompute + 3
     x307 = expert_overhead_s * x66 + moe_layer_overhead_s
     del x66
-    x308 = 2.0 * x150 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x308 = 2.0 * x149 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x4
     x309 = numpy.maximum(0, cuda_graphs - x308 - 1)
     x310 = 1 - x309
-    x311 = dispatch_host_sync * x150
+    x311 = dispatch_host_sync * x149
     x312 = stage_layers * x310
     x313 = host_launch_factor * moe_share * x306 * x307 * x312
     x314 = microbatches ** (-1.0)
-    x315 = (x305 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x309 * x314 + x312 * (graph_launch_s * x188 * (-x309 + numpy.minimum(1, cuda_graphs - x308)) + layer_overhead_s * x306)) + x313 * (1 - x311)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x188, x308, x309, x312
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x150 * x306 * x307 * x310 - x305 + x315)
-    del x150, x305, x306, x307, x310
+    x315 = (x305 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x309 * x314 + x312 * (graph_launch_s * x187 * (-x309 + numpy.minimum(1, cuda_graphs - x308)) + layer_overhead_s * x306)) + x313 * (1 - x311)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x187, x308, x309, x312
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x149 * x306 * x307 * x310 - x305 + x315)
+    del x149, x305, x306, x307, x310
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
@@ -488,7 +492,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x326 = gpus + 0.474798
     x327 = gpus ** (-1.0)
     x328 = x326 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x325 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x325 * numpy.maximum(0, -x151 * erfinv(1.71458910109456 * x327 * x328 * (0.0686881539789491 * x328 + 0.112063) - 1 + 1.16023 / x326)) + x323 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x323 + x325)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x325 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x325 * numpy.maximum(0, -x150 * erfinv(1.71458910109456 * x327 * x328 * (0.0686881539789491 * x328 + 0.112063) - 1 + 1.16023 / x326)) + x323 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x323 + x325)
     del x323, x326, x328
     step_time_s = straggler_s + x325
     del x325
@@ -506,8 +510,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x333 = expert_weight_shards ** (-1.0)
     x334 = base_weight_bytes_per_param * stage_expert_params
     x335 = weight_shards ** (-1.0)
-    x336 = frozen_base * (x333 * x334 + x335 * (x298 - x334)) + reference_model * (bytes_per_element * stage_expert_params * x333 + bytes_per_element * x335 * (-stage_expert_params - x186)) + stage_trainable_expert_params * weight_bytes_per_param * x333 + stage_trainable_params * weight_bytes_per_param * x335
-    del stage_expert_params, x186, x298, x333, x334, x335
+    x336 = frozen_base * (x333 * x334 + x335 * (x298 - x334)) + reference_model * (bytes_per_element * stage_expert_params * x333 + bytes_per_element * x335 * (-stage_expert_params - x185)) + stage_trainable_expert_params * weight_bytes_per_param * x333 + stage_trainable_params * weight_bytes_per_param * x335
+    del stage_expert_params, x185, x298, x333, x334, x335
     weights_bytes = x332 + x336
     x337 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
@@ -521,11 +525,11 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x341 = 4 * x340
     x342 = heads + kv_heads
     x343 = kv_heads / heads
-    x344 = x142 * x50
+    x344 = x141 * x50
     del x50
     x345 = 1 - recompute_norms
-    x346 = shared_experts * tokens_mb * x147
-    del x147
+    x346 = shared_experts * tokens_mb * x146
+    del x146
     x347 = tokens_mb * x235
     del x235
     x348 = 2 * mlp_matrices
@@ -533,17 +537,17 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x350 = linear_input_bytes + x348 - 2
     del x348
     x351 = tokens_mb * x24
-    x352 = micro_batch * x134 * x135 * (dropout_masks + 4) / cp ** 2
-    del x134, x135
+    x352 = micro_batch * x133 * x134 * (dropout_masks + 4) / cp ** 2
+    del x133, x134
     x353 = linear_input_bytes * x340 * x345
-    x354 = lora_rank * x248 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x339 * x93 * (hidden * x56 + x152 * x211 * x24 + x338 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x344 * (1 - lora_down) + x353 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x353 * (1 - numpy.minimum(1, x57))) - moe_share * (x346 + x347 * x46) * (linear_input_bytes * recompute_moe_act + x163 * (2 - x169)) + moe_share * (-x142 * x349 + x346 * x350 + x347 * (etp * hidden * linear_input_bytes + x350 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x341 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x339 * x342 + x352)) + x339 * x51 * (x18 * x342 - x24 * (x343 + 1)) + x339 * (q_lora_rank + x17) + x340 * (2 * dropout_masks + 8) + x51 * (ffn * x349 + hidden * tokens_mb * (4 * x343 + 2) + x351 + x352) - (1 - 1 / 2 * linear_input_bytes) * (x339 * x344 + x341 * x345))
-    del moe_share, x0, x11, x112, x12, x142, x15, x152, x163, x169, x17, x18, x211, x24, x25, x29, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x349, x350, x352, x353, x46, x56, x57, x69, x92, x93
-    x355 = full_recompute * x165 * x351 + x354 * x95
-    del x165, x351, x95
-    x356 = loss_extra_bytes_per_logit * tokens_mb * x166 + 4 * tokens_mb * x136 * (vocab * x98 + 1)
-    del tokens_mb, x136, x166, x98
-    activation_bytes = full_recompute * x354 + linear_value_heads * x113 * x248 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x318 * x355 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x243 * numpy.minimum(x246, pp * vp + x244 * numpy.minimum(1, vp - 1))) + x356 + x42 * (x355 + x356)
-    del microbatches, x113, x243, x244, x246, x248, x318, x354, x355, x356, x42, x51
+    x354 = lora_rank * x248 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x339 * x93 * (hidden * x56 + x151 * x211 * x24 + x338 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x344 * (1 - lora_down) + x353 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x353 * (1 - numpy.minimum(1, x57))) - moe_share * (x346 + x347 * x46) * (linear_input_bytes * recompute_moe_act + x162 * (2 - x168)) + moe_share * (-x141 * x349 + x346 * x350 + x347 * (etp * hidden * linear_input_bytes + x350 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x341 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x339 * x342 + x352)) + x339 * x51 * (x18 * x342 - x24 * (x343 + 1)) + x339 * (q_lora_rank + x17) + x340 * (2 * dropout_masks + 8) + x51 * (ffn * x349 + hidden * tokens_mb * (4 * x343 + 2) + x351 + x352) - (1 - 1 / 2 * linear_input_bytes) * (x339 * x344 + x341 * x345))
+    del moe_share, x0, x11, x111, x12, x141, x15, x151, x162, x168, x17, x18, x211, x24, x25, x29, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x349, x350, x352, x353, x46, x56, x57, x69, x92, x93
+    x355 = full_recompute * x164 * x351 + x354 * x95
+    del x164, x351, x95
+    x356 = loss_extra_bytes_per_logit * tokens_mb * x165 + 4 * tokens_mb * x135 * (vocab * x98 + 1)
+    del tokens_mb, x135, x165, x98
+    activation_bytes = full_recompute * x354 + linear_value_heads * x112 * x248 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x318 * x355 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x243 * numpy.minimum(x246, pp * vp + x244 * numpy.minimum(1, vp - 1))) + x356 + x42 * (x355 + x356)
+    del microbatches, x112, x243, x244, x246, x248, x318, x354, x355, x356, x42, x51
     memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x332 + x336 + x337
     del x332, x336, x337
     x357 = nodes / (rack_mtbf_s * rack_nodes)
@@ -608,8 +612,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x403 = checkpoint_stall_s * x402
     checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x398 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x399))) / numpy.log(1 - numpy.minimum(0.999999999999, x397))))) - 1) + 1
     del x397, x398, x399
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x393) + x401), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x392 + 1 / 2 * x394 + 1 / 2 * x396 + 1 / 2 * x400), -checkpoint_stall_s + young_interval_s * (1 / 6 * x151 * numpy.sqrt(x403) + 1 / 18 * x403 + 1), system_mtbf_s)))
-    del x151, x392, x394, x396, x400
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x393) + x401), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x392 + 1 / 2 * x394 + 1 / 2 * x396 + 1 / 2 * x400), -checkpoint_stall_s + young_interval_s * (1 / 6 * x150 * numpy.sqrt(x403) + 1 / 18 * x403 + 1), system_mtbf_s)))
+    del x150, x392, x394, x396, x400
     commit_latency_s = ckpt_gockpt * (step_time_s + x393) + x401
     del x393, x401
     restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x395 + failure_restart_s

@@ -334,7 +334,7 @@ def _core_efficiency(x: dict, tokens, unfused, padding):
     (0), the fused kernel's work padded to its head-size tiles (``padding``)."""
     return compute.attention_core_efficiency(
         tokens, x["head_dim"], x["seq_len"], unfused,
-        x["attention_efficiency_factor"] * padding, x["gemm_max_efficiency"],
+        x["attention_efficiency_factor"] * padding, x["attention_gemm_max_efficiency"],
         x["gemm_half_efficiency_dim"])
 
 
@@ -394,7 +394,7 @@ def attention_times(x: dict, r: dict) -> dict:
     core, scores = _softmax_core_times(x, t)
     linear_efficiency = compute.attention_core_efficiency(
         t, x["linear_head_dim"], s, 0, x["attention_efficiency_factor"],
-        x["gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
+        x["attention_gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
     linear_core = compute.roofline_time(
         share * t * _linear_core_flops(x) / tp,
         share * compute.gated_delta_rule_bytes(t, x["linear_value_heads"], x["linear_head_dim"],
@@ -505,6 +505,32 @@ def adapter_times(x: dict, r: dict) -> dict:
     }
 
 
+def cast_times(x: dict, r: dict) -> dict:
+    """Time one layer spends quantising its GEMMs' operands under a low-precision recipe
+    (:func:`formulas.compute.quantisation_cast_bytes_per_element`): in the forward each
+    linear GEMM's input, in the backward each one's output gradient (memory bound)."""
+    h, tp, t = x["hidden"], x["tp"], r["tokens_mb"]
+    qkv = compute.projection_width(compute.attention_input_params(
+        h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], x["q_lora_rank"],
+        x["kv_lora_rank"], x["qk_rope_head_dim"]), h, tp)
+    out_width = x["heads"] * x["v_head_dim"] / tp
+    # per token: the column-parallel GEMMs read the (gathered) h-vector, the row-parallel
+    # ones their rank's share; a MoE layer's experts cast each routed copy
+    copies = x["experts_per_token"] * communication.expert_rank_tokens(
+        t, tp, x["etp"], x["sequence_parallel"]) / t
+    expert_ffn = x["moe_ffn"] / x["etp"]
+    dense_in, dense_grad = h + x["ffn"] / tp, (x["mlp_matrices"] - 1) * x["ffn"] / tp + h
+    moe_in = copies * (h + expert_ffn) + x["shared_experts"] * (h + x["moe_ffn"] / tp)
+    moe_grad = copies * ((x["mlp_matrices"] - 1) * expert_ffn + h) \
+        + x["shared_experts"] * ((x["mlp_matrices"] - 1) * x["moe_ffn"] / tp + h)
+    share = r["moe_share"]
+    inputs = h + out_width + (1 - share) * dense_in + share * moe_in
+    grads = qkv + h + (1 - share) * dense_grad + share * moe_grad
+    per_element = x["cast_bytes_per_element"]
+    return {"t_cast_fwd": _memory_bound(x, t * inputs * per_element),
+            "t_cast_bwd": _memory_bound(x, t * grads * per_element)}
+
+
 def _moe_act_input_bytes(x: dict):
     """Bytes per element of the stored expert activation-function input: the stack's (FP8:
     1, DeepSeek-V3 s3.3.3) under an FP8 recipe, else 2."""
@@ -538,8 +564,10 @@ def compute_time(x: dict, r: dict) -> dict:
     frozen = x["frozen_base"]
     # DPO: a frozen reference model's forward over the micro-batch (no activations kept)
     reference_mb = x["reference_model"] * (x["stage_layers"] * base_fwd + r["t_logits"])
-    compute_mb = x["stage_layers"] * finetune.frozen_training_pass_time(
-        layer_fwd, layer_recompute, frozen * gemm_fwd) \
+    # the recipe's casts: each layer's forward ones again under full recompute
+    casts = r["t_cast_fwd"] * (1 + x["full_recompute"]) + r["t_cast_bwd"]
+    compute_mb = x["stage_layers"] * (finetune.frozen_training_pass_time(
+        layer_fwd, layer_recompute, frozen * gemm_fwd) + casts) \
         + finetune.frozen_training_pass_time(r["t_logits"], 0, frozen * r["t_logits"]) \
         + _mtp_time(x, r) + r["dequant_mb"] + reference_mb
     return {"t_layer_fwd": layer_fwd, "compute_mb": compute_mb,
@@ -1212,7 +1240,8 @@ def cost_and_carbon(x: dict, r: dict) -> dict:
 
 
 #: The run model, in order: each stage sees the inputs and everything before it.
-STAGES = (layout, parameters, flops, attention_times, mlp_times, adapter_times, compute_time,
+STAGES = (layout, parameters, flops, attention_times, mlp_times, adapter_times, cast_times,
+          compute_time,
           microbatch_communication, iteration_communication, step_time, throughput,
           memory_per_gpu, failure_domains, reliability, run_overheads, energy_use,
           cost_and_carbon)

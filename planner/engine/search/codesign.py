@@ -184,11 +184,17 @@ class HardwarePoint:
 def kernel_inputs(parameter: Parameter, precision: str) -> tuple[str, ...]:
     """The kernel inputs a varied field sets in a run at ``precision``: a peak sets the
     GEMMs' peak if it is the run's precision and the attention core's if the core runs in
-    it (BF16 under FP8/FP4, :func:`planner.engine.inputs.scenario.attention_precision`)."""
+    it (BF16 under FP8/FP4, :func:`planner.engine.inputs.scenario.attention_precision`);
+    the (BF16) large-GEMM efficiency likewise sets the GEMMs' and the attention core's."""
+    gemm = gemm_precision(precision)  # a recipe's GEMM peak (mxfp8 -> fp8)
+    if parameter.input == "gemm_max_efficiency":
+        return tuple(name for name, used in (
+            ("gemm_max_efficiency", gemm == "bf16"),
+            ("attention_gemm_max_efficiency", attention_precision(precision) == "bf16"))
+            if used) or (parameter.input,)
     if parameter.input != "peak_flops_per_s":
         return (parameter.input,)
     own = parameter.name.removeprefix("peak_").removesuffix("_flops_per_s")
-    gemm = gemm_precision(precision)  # a recipe's GEMM peak (mxfp8 -> fp8)
     inputs = tuple(name for name, used in (
         ("peak_flops_per_s", own == gemm),
         ("attention_peak_flops_per_s", own == attention_precision(precision))) if used)

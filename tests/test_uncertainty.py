@@ -199,3 +199,21 @@ def test_the_shipped_spreads_are_inside_the_domain():
 
     for name, spread in default_spreads().items():
         assert 0 < spread.sigma <= MAX_SIGMA and spread.scope in SPREAD_SCOPES, name
+
+
+def test_the_gemm_efficiency_draw_moves_the_attention_core_too():
+    # the GEMM-efficiency spread carries the whole step's error, the attention core's GEMMs
+    # (their own input since they run in BF16 under FP8) included, by the same factor
+    from planner.analysis.uncertainty import drawn_inputs
+
+    x = {"gemm_max_efficiency": np.array([0.75, 0.7]),
+         "attention_gemm_max_efficiency": np.array([0.8, 0.65]), "hbm_efficiency": 0.9}
+    f = {"gemm_max_efficiency": np.array([[1.1], [0.5]])}
+    out = drawn_inputs(x, f, slice(0, 2), 0, 2)
+    np.testing.assert_allclose(out["gemm_max_efficiency"], [0.825, 0.77, 0.375, 0.35])
+    np.testing.assert_allclose(out["attention_gemm_max_efficiency"],
+                               [0.88, 0.715, 0.4, 0.325])
+    # capped at 1 as a fraction; a spread of its own replaces the coupling
+    f2 = {**f, "attention_gemm_max_efficiency": np.array([[2.0], [1.0]])}
+    out = drawn_inputs(x, f2, slice(0, 2), 0, 2)
+    np.testing.assert_allclose(out["attention_gemm_max_efficiency"], [1.0, 1.0, 0.8, 0.65])

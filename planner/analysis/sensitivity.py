@@ -42,8 +42,10 @@ UNCERTAIN_INPUTS = (
 
 
 #: Inputs that move with an uncertain input where they hold the same value: the attention
-#: core's peak is the GEMMs' peak unless an FP8/FP4 run keeps attention in BF16.
-TIED = {"peak_flops_per_s": ("attention_peak_flops_per_s",)}
+#: core's peak and large-GEMM efficiency are the GEMMs' unless an FP8/FP4 run keeps
+#: attention in BF16.
+TIED = {"peak_flops_per_s": ("attention_peak_flops_per_s",),
+        "gemm_max_efficiency": ("attention_gemm_max_efficiency",)}
 
 
 def elasticities(inputs: dict) -> dict[str, dict[str, float]]:

@@ -34,8 +34,12 @@ QUANTITIES = {"wall_days": "days", "cost_usd": "USD", "energy_mwh": "MWh", "co2e
               "peak_power_mw": "MW"}
 #: The quantile at which a winner's constraints are checked under uncertainty.
 RISK_QUANTILE = 0.9
-FRACTIONS = {"gemm_max_efficiency", "scale_up_bus_efficiency", "scale_out_bus_efficiency",
-             "hbm_efficiency", "dp_overlap", "tp_overlap"}
+FRACTIONS = {"gemm_max_efficiency", "attention_gemm_max_efficiency", "scale_up_bus_efficiency",
+             "scale_out_bus_efficiency", "hbm_efficiency", "dp_overlap", "tp_overlap"}
+#: Inputs drawn with an uncertain input's factor: the GEMM-efficiency spread carries the
+#: whole step's error (uncertainty.toml), the attention core's GEMMs included (unless a
+#: scenario gives the coupled input a spread of its own).
+COUPLED = {"gemm_max_efficiency": ("attention_gemm_max_efficiency",)}
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,8 @@ def drawn_inputs(x: dict, f: dict[str, np.ndarray], draws: slice, group: int,
     xi = {k: np.tile(v, n) if isinstance(v, np.ndarray) and v.ndim else v
           for k, v in x.items()}
     for name, factor in f.items():
-        xi[name] = perturb(xi, name, np.repeat(factor[draws, group], rows))
+        for moved in (name, *(c for c in COUPLED.get(name, ()) if c not in f)):
+            xi[moved] = perturb(xi, moved, np.repeat(factor[draws, group], rows))
     return xi
 
 
@@ -141,7 +146,8 @@ def drawn_run(inputs: dict, f: dict[str, np.ndarray], draws: int,
     x = {k: (np.full(draws, float(np.ravel(v)[0])) if np.size(v) == 1 else v)
          for k, v in inputs.items()}
     for name, factor in f.items():
-        x[name] = perturb(x, name, factor[:, 0])
+        for moved in (name, *(c for c in COUPLED.get(name, ()) if c not in f)):
+            x[moved] = perturb(x, moved, factor[:, 0])
     out = evaluate_inputs(x)
     return {q: np.asarray(out[q], dtype=float) for q in columns}
 

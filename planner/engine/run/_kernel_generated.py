@@ -219,24 +219,24 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
     x149 = 1 - token_drop
     x150 = numpy.sqrt(2)
-    x151 = sequence_parallel * x51
-    x152 = 1 - sequence_parallel
-    x153 = etp * x151 + x152
-    x154 = 1 / (experts_per_token * tokens_mb * x153)
-    x155 = experts_per_token * x153
-    del x153
-    x156 = tokens_mb * x155
-    x157 = x156 * x46
-    x158 = x102 * (x155 * x96 + x157 + x47)
-    del x47
+    x151 = tokens_mb ** (-1.0)
+    x152 = sequence_parallel * x51
+    x153 = 1 - sequence_parallel
+    x154 = etp * x152 + x153
+    x155 = x151 / (experts_per_token * x154)
+    x156 = experts_per_token * x154
+    del x154
+    routed_copies = tokens_mb * x156
+    x157 = routed_copies * x46
+    x158 = x102 * (x156 * x96 + x157 + x47)
+    del x156, x47
     x159 = gemm_tile_dim ** (-1.0)
-    x160 = ep * x156 / experts
-    del x156
-    x161 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x110 * x154 * (grouped_gemm_token_half_dim + x160) * numpy.ceil(x160 / grouped_gemm_tile_tokens) / ep ** 2
+    x160 = ep * routed_copies / experts
+    x161 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x110 * x155 * (grouped_gemm_token_half_dim + x160) * numpy.ceil(x160 / grouped_gemm_tile_tokens) / ep ** 2
     del x160
     x162 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x102 * x96 + mlp_matrices * shared_experts * numpy.maximum(x102 * (hidden * x146 + x147 + x96), x106 * x147 * (gemm_half_efficiency_dim + x148) / x148) + 20 * x101 * x144 + (capacity_factor * token_drop + x149 * (x150 * numpy.sqrt(expert_load_cv ** 2 + x154) * numpy.sqrt(numpy.log(ep)) + 1)) * (x162 * numpy.maximum(x158, x161 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x159 * x46)) + numpy.maximum(x158, x161 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x159))) + numpy.maximum(x102 * (x144 + x36 + x96), x106 * x144 * (gemm_half_efficiency_dim + x145) / x145)
-    del x144, x145, x148, x154, x158, x159, x161, x36
+    t_moe = 4 * experts_per_token * x102 * x96 + mlp_matrices * shared_experts * numpy.maximum(x102 * (hidden * x146 + x147 + x96), x106 * x147 * (gemm_half_efficiency_dim + x148) / x148) + 20 * x101 * x144 + (capacity_factor * token_drop + x149 * (x150 * numpy.sqrt(expert_load_cv ** 2 + x155) * numpy.sqrt(numpy.log(ep)) + 1)) * (x162 * numpy.maximum(x158, x161 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x159 * x46)) + numpy.maximum(x158, x161 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x159))) + numpy.maximum(x102 * (x144 + x36 + x96), x106 * x144 * (gemm_half_efficiency_dim + x145) / x145)
+    del x144, x145, x148, x155, x158, x159, x161, x36
     x163 = tp - 1
     x164 = (sequence_parallel * x163 + 1) ** (-1.0)
     t_elem = elementwise_traffic_factor * x113 * (16 * hidden * x164 + 4 * x141)
@@ -275,410 +275,412 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x186 = -stage_embedding_params - x185
     x187 = full_recompute + 2
     dequant_mb = dequantize_base * x101 * x186 * x187 * (base_weight_bytes_per_param + bytes_per_element)
-    x188 = cast_bytes_per_element * tokens_mb * x101
-    t_cast_fwd = x188 * (hidden + moe_share * (shared_experts * (hidden + x146) + x155 * (hidden + x46)) + x138 + x50 * (hidden + x141))
+    x188 = routed_copies * x151
+    del routed_copies, x151
+    x189 = cast_bytes_per_element * tokens_mb * x101
+    t_cast_fwd = x189 * (hidden + moe_share * (shared_experts * (hidden + x146) + x188 * (hidden + x46)) + x138 + x50 * (hidden + x141))
     del x138
-    t_cast_bwd = x188 * (hidden + moe_share * (shared_experts * (hidden + x146 * x162) + x155 * (hidden + x162 * x46)) + x108 + x50 * (hidden + x141 * x162))
-    del x108, x155, x188
-    x189 = moe_share * t_moe
-    x190 = t_mlp * x50
-    x191 = t_qkv + x189 + x190
-    x192 = t_elem + t_proj
-    x193 = t_core + t_scores + x192
-    x194 = x191 + x193
-    t_layer_fwd = t_adapter + x194
-    x195 = 3 * t_logits
-    x196 = reference_model * (stage_layers * x194 + t_logits)
-    del x194
-    x197 = mlp_matrices ** (-1.0)
-    x198 = selective * t_core
-    x199 = kv_heads * x18
-    x200 = t_proj + x191
-    del x191
-    x201 = 3 * t_core
+    t_cast_bwd = x189 * (hidden + moe_share * (shared_experts * (hidden + x146 * x162) + x188 * (hidden + x162 * x46)) + x108 + x50 * (hidden + x141 * x162))
+    del x108, x188, x189
+    x190 = moe_share * t_moe
+    x191 = t_mlp * x50
+    x192 = t_qkv + x190 + x191
+    x193 = t_elem + t_proj
+    x194 = t_core + t_scores + x193
+    x195 = x192 + x194
+    t_layer_fwd = t_adapter + x195
+    x196 = 3 * t_logits
+    x197 = reference_model * (stage_layers * x195 + t_logits)
+    del x195
+    x198 = mlp_matrices ** (-1.0)
+    x199 = selective * t_core
+    x200 = kv_heads * x18
+    x201 = t_proj + x192
+    del x192
+    x202 = 3 * t_core
     del t_core
-    x202 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x201
+    x203 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x202
     del t_elem, t_proj, t_scores
-    x203 = x51 * x96
-    x204 = numpy.minimum(numpy.minimum(tokens_mb, x135), 2.0 * hidden)
-    x205 = t_mlp * x7
+    x204 = x51 * x96
+    x205 = numpy.minimum(numpy.minimum(tokens_mb, x135), 2.0 * hidden)
+    x206 = t_mlp * x7
     del x7
-    x206 = t_moe * x4
+    x207 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x200 + full_recompute * (t_layer_fwd - x190 * x197 * x94) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x189 + 3 * x190 + x202 + x95 * (moe_share * recompute_moe_act * t_moe_act + x198 + x93 * (t_mlp * x197 + t_qkv * x14 / (x12 + x199) + x192))) + x195 + x196 + x42 * (full_recompute * (t_qkv + x193 + x205 + x206) + x195 + x198 * x95 + x202 + 3 * x205 + 3 * x206 + 3 * numpy.maximum(x102 * (x203 + x51 * x6 + 2.0 * x96), x105 * x117 * x84 * (gemm_half_efficiency_dim + x204) / x204))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x102, x105, x14, x189, x190, x192, x193, x197, x198, x202, x204, x205, x206, x6, x84, x94
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x196
-    del x196
-    weight_grad_mb = x65 * (stage_layers * x200 + t_logits)
-    del t_logits, x200
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x201 + full_recompute * (t_layer_fwd - x191 * x198 * x94) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x190 + 3 * x191 + x203 + x95 * (moe_share * recompute_moe_act * t_moe_act + x199 + x93 * (t_mlp * x198 + t_qkv * x14 / (x12 + x200) + x193))) + x196 + x197 + x42 * (full_recompute * (t_qkv + x194 + x206 + x207) + x196 + x199 * x95 + x203 + 3 * x206 + 3 * x207 + 3 * numpy.maximum(x102 * (x204 + x51 * x6 + 2.0 * x96), x105 * x117 * x84 * (gemm_half_efficiency_dim + x205) / x205))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x102, x105, x14, x190, x191, x193, x194, x198, x199, x203, x205, x206, x207, x6, x84, x94
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x197
+    del x197
+    weight_grad_mb = x65 * (stage_layers * x201 + t_logits)
+    del t_logits, x201
     compute_s = compute_mb * microbatches
-    x207 = 2 * full_recompute + 4
-    x208 = stage_layers + x42
-    x209 = tp_intra_ranks - 1
-    x210 = 2 * intra_latency_s
-    x211 = numpy.minimum(1, x163)
+    x208 = 2 * full_recompute + 4
+    x209 = stage_layers + x42
+    x210 = tp_intra_ranks - 1
+    x211 = 2 * intra_latency_s
+    x212 = numpy.minimum(1, x163)
     del x163
-    x212 = tp_intra_ranks ** (-1.0)
-    x213 = tp * x212 - 1
-    x214 = 2 * inter_latency_s
-    x215 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x216 = bytes_per_element * x117
+    x213 = tp_intra_ranks ** (-1.0)
+    x214 = tp * x213 - 1
+    x215 = 2 * inter_latency_s
+    x216 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x217 = bytes_per_element * x117
     del x117
-    x217 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x218 = x217 / scale_out_bus_efficiency
-    x219 = bytes_per_element * tokens_mb * x209 * x212 * x215 * x24 + collective_overhead_s * x211 + x209 * x210 + x213 * x214 + x213 * x216 * x218 * x24
-    del x209, x212, x213
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x207 * x208 * x219) + x207 * x208 * x219
-    del x207, x219
-    x220 = 3 * cp - 3
-    x221 = 1 - cp_intra
-    x222 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x223 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x224 = cp_intra * intra_latency_s + inter_latency_s * x221 + x199 * x216 / (cp_intra * x222 + x221 * x223)
-    del x199, x216, x221
-    cp_comm_mb = -cp_overlap * numpy.minimum(x201 * x208, x208 * x220 * x224 * x30) + x208 * x220 * x224 * x30
-    del x201, x220, x224, x30
-    x225 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x226 = x225 ** (-1.0)
-    x227 = ep * x226 - 1
-    x228 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x218 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x219 = x218 / scale_out_bus_efficiency
+    x220 = bytes_per_element * tokens_mb * x210 * x213 * x216 * x24 + collective_overhead_s * x212 + x210 * x211 + x214 * x215 + x214 * x217 * x219 * x24
+    del x210, x213, x214
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x208 * x209 * x220) + x208 * x209 * x220
+    del x208, x220
+    x221 = 3 * cp - 3
+    x222 = 1 - cp_intra
+    x223 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x224 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x225 = cp_intra * intra_latency_s + inter_latency_s * x222 + x200 * x217 / (cp_intra * x223 + x222 * x224)
+    del x200, x217, x222
+    cp_comm_mb = -cp_overlap * numpy.minimum(x202 * x209, x209 * x221 * x225 * x30) + x209 * x221 * x225 * x30
+    del x202, x221, x225, x30
+    x226 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x227 = x226 ** (-1.0)
+    x228 = ep * x227 - 1
+    x229 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x229 = 1 - x228
-    x230 = 4 * etp - 4
-    x231 = x96 / a2a_efficiency_factor
+    x230 = 1 - x229
+    x231 = 4 * etp - 4
+    x232 = x96 / a2a_efficiency_factor
     del x96
-    x232 = bytes_per_element * x231
-    x233 = 1 - hierarchical_dispatch
-    x234 = x151 + x152
-    del x152
-    x235 = experts_per_token * x234
-    x236 = x235 * (hierarchical_dispatch * (-x225 * x44 + 1) + x227 * x233 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x222 * (1 - deepep_dispatch))
+    x233 = bytes_per_element * x232
+    x234 = 1 - hierarchical_dispatch
+    x235 = x152 + x153
+    del x153
+    x236 = experts_per_token * x235
+    x237 = x236 * (hierarchical_dispatch * (-x226 * x44 + 1) + x228 * x234 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x223 * (1 - deepep_dispatch))
     del x44
-    x237 = 1 - x226
-    del x226
-    x238 = x218 * x234 * x237 * (experts_per_token * x233 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x225 * (1 - x237 ** experts_per_token)))
-    del x233, x237
-    x239 = x231 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x231
-    x240 = moe_share * x208
-    del x208
-    x241 = x240 * (4 * inter_latency_s * (x225 - 1) + 4 * intra_latency_s * x227 + sequence_parallel * (bytes_per_element * experts_per_token * x203 * x230 / (x222 * x228 + x223 * x229) + x230 * (inter_latency_s * x229 + intra_latency_s * x228)) + 2 * numpy.maximum(x232 * x236, x232 * x238) + 2 * numpy.maximum(x236 * x239, x238 * x239))
-    del x203, x225, x227, x228, x229, x230, x232, x236, x238, x239
-    x242 = ep_overlap * numpy.minimum(x241, 3 * t_layer_fwd * x240)
-    del x240
-    ep_comm_mb = comm_sm_fraction * x242 / (1 - comm_sm_fraction) + x241 - x242
-    del x241, x242
-    x243 = 1 - dualpipe
-    x244 = pp - 1
-    x245 = numpy.minimum(1, x244)
-    x246 = microbatches * vp
-    x247 = 1 - pp_intra
-    x248 = bytes_per_element * tokens_mb
-    pp_comm_s = x243 * x245 * (2 * pp + 2 * x246 - 2) * (inter_latency_s * x247 + intra_latency_s * pp_intra + 1.0 * x135 * x248 / (pp_intra * x222 + x223 * x247))
-    del x222, x223, x247
-    x249 = 1 - dp_overlap
-    x250 = numpy.minimum(1, grad_shards - 1)
-    x251 = numpy.minimum(dp, dp_intra_ranks)
-    x252 = x251 - 1
-    x253 = x251 ** (-1.0)
-    del x251
-    x254 = dp * x253 - 1
-    x255 = 2 * grad_comm_bytes_per_param
-    x256 = stage_trainable_params * x255
-    x257 = x215 * x256
-    x258 = x218 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x218
-    x259 = x256 * x258
-    x260 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x261 = x260 - 1
-    x262 = x260 ** (-1.0)
-    del x260
-    x263 = expert_dp_ranks * x262 - 1
-    x264 = stage_trainable_expert_params * x255
-    del x255
-    x265 = x215 * x264
-    x266 = x258 * x264
-    x267 = replica_intra_ranks - 1
-    x268 = x210 * x267
-    x269 = replica_intra_ranks ** (-1.0)
-    x270 = shard_ranks ** (-1.0)
-    x271 = x269 * x270
-    x272 = numpy.maximum(1, dp * x271)
-    x273 = x272 - 1
-    x274 = expert_shard_ranks ** (-1.0)
-    x275 = x269 * x274
-    del x269
-    x276 = numpy.maximum(1, expert_dp_ranks * x275)
-    x277 = x276 - 1
-    x278 = x250 * (x214 * x273 + x257 * x267 * x271 + x259 * x271 * x273 / x272 + x268 + x4 * (x214 * x277 + x265 * x267 * x275 + x266 * x275 * x277 / x276 + x268)) + (1 - x250) * (x2 * x254 * x259 + x210 * x252 + x214 * x254 + x252 * x253 * x257 + x4 * (x210 * x261 + x214 * x263 + x261 * x262 * x265 + x263 * x266 / expert_dp_ranks))
-    del x2, x210, x214, x252, x253, x254, x257, x259, x261, x262, x263, x265, x266, x267, x268, x271, x272, x273, x275, x276, x277
-    x279 = fsdp_keeps_gathered_under_pp * x245 * zero3
-    del x245
-    x280 = microbatches * (1 - x279)
-    x281 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x282 = x281 - 1
-    x283 = intra_latency_s * x282
-    x284 = x281 ** (-1.0)
-    del x281
-    x285 = shard_ranks * x284 - 1
-    x286 = inter_latency_s * x285
-    x287 = x215 * x282 * x284
-    del x282, x284
-    x288 = x258 * x270 * x285
-    del x270, x285
-    x289 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x290 = x289 - 1
-    x291 = intra_latency_s * x290
-    x292 = x289 ** (-1.0)
-    del x289
-    x293 = expert_shard_ranks * x292 - 1
-    x294 = inter_latency_s * x293
-    x295 = x215 * x290 * x292
-    del x215, x290, x292
-    x296 = x258 * x274 * x293
-    del x258, x274, x293
-    x297 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x298 = base_weight_bytes_per_param * x186 + bytes_per_element * stage_embedding_params
+    x238 = 1 - x227
+    del x227
+    x239 = x219 * x235 * x238 * (experts_per_token * x234 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x226 * (1 - x238 ** experts_per_token)))
+    del x234, x238
+    x240 = x232 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x232
+    x241 = moe_share * x209
+    del x209
+    x242 = x241 * (4 * inter_latency_s * (x226 - 1) + 4 * intra_latency_s * x228 + sequence_parallel * (bytes_per_element * experts_per_token * x204 * x231 / (x223 * x229 + x224 * x230) + x231 * (inter_latency_s * x230 + intra_latency_s * x229)) + 2 * numpy.maximum(x233 * x237, x233 * x239) + 2 * numpy.maximum(x237 * x240, x239 * x240))
+    del x204, x226, x228, x229, x230, x231, x233, x237, x239, x240
+    x243 = ep_overlap * numpy.minimum(x242, 3 * t_layer_fwd * x241)
+    del x241
+    ep_comm_mb = comm_sm_fraction * x243 / (1 - comm_sm_fraction) + x242 - x243
+    del x242, x243
+    x244 = 1 - dualpipe
+    x245 = pp - 1
+    x246 = numpy.minimum(1, x245)
+    x247 = microbatches * vp
+    x248 = 1 - pp_intra
+    x249 = bytes_per_element * tokens_mb
+    pp_comm_s = x244 * x246 * (2 * pp + 2 * x247 - 2) * (inter_latency_s * x248 + intra_latency_s * pp_intra + 1.0 * x135 * x249 / (pp_intra * x223 + x224 * x248))
+    del x223, x224, x248
+    x250 = 1 - dp_overlap
+    x251 = numpy.minimum(1, grad_shards - 1)
+    x252 = numpy.minimum(dp, dp_intra_ranks)
+    x253 = x252 - 1
+    x254 = x252 ** (-1.0)
+    del x252
+    x255 = dp * x254 - 1
+    x256 = 2 * grad_comm_bytes_per_param
+    x257 = stage_trainable_params * x256
+    x258 = x216 * x257
+    x259 = x219 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x219
+    x260 = x257 * x259
+    x261 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x262 = x261 - 1
+    x263 = x261 ** (-1.0)
+    del x261
+    x264 = expert_dp_ranks * x263 - 1
+    x265 = stage_trainable_expert_params * x256
+    del x256
+    x266 = x216 * x265
+    x267 = x259 * x265
+    x268 = replica_intra_ranks - 1
+    x269 = x211 * x268
+    x270 = replica_intra_ranks ** (-1.0)
+    x271 = shard_ranks ** (-1.0)
+    x272 = x270 * x271
+    x273 = numpy.maximum(1, dp * x272)
+    x274 = x273 - 1
+    x275 = expert_shard_ranks ** (-1.0)
+    x276 = x270 * x275
+    del x270
+    x277 = numpy.maximum(1, expert_dp_ranks * x276)
+    x278 = x277 - 1
+    x279 = x251 * (x215 * x274 + x258 * x268 * x272 + x260 * x272 * x274 / x273 + x269 + x4 * (x215 * x278 + x266 * x268 * x276 + x267 * x276 * x278 / x277 + x269)) + (1 - x251) * (x2 * x255 * x260 + x211 * x253 + x215 * x255 + x253 * x254 * x258 + x4 * (x211 * x262 + x215 * x264 + x262 * x263 * x266 + x264 * x267 / expert_dp_ranks))
+    del x2, x211, x215, x253, x254, x255, x258, x260, x262, x263, x264, x266, x267, x268, x269, x272, x273, x274, x276, x277, x278
+    x280 = fsdp_keeps_gathered_under_pp * x246 * zero3
+    del x246
+    x281 = microbatches * (1 - x280)
+    x282 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x283 = x282 - 1
+    x284 = intra_latency_s * x283
+    x285 = x282 ** (-1.0)
+    del x282
+    x286 = shard_ranks * x285 - 1
+    x287 = inter_latency_s * x286
+    x288 = x216 * x283 * x285
+    del x283, x285
+    x289 = x259 * x271 * x286
+    del x271, x286
+    x290 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x291 = x290 - 1
+    x292 = intra_latency_s * x291
+    x293 = x290 ** (-1.0)
+    del x290
+    x294 = expert_shard_ranks * x293 - 1
+    x295 = inter_latency_s * x294
+    x296 = x216 * x291 * x293
+    del x216, x291, x293
+    x297 = x259 * x275 * x294
+    del x259, x275, x294
+    x298 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x299 = base_weight_bytes_per_param * x186 + bytes_per_element * stage_embedding_params
     del stage_embedding_params, x186
-    x299 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x298 - x297
+    x300 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x299 - x298
     del stage_adapter_params, stage_params, x65
-    x300 = x283 + x286 + x287 * x299 + x288 * x299 + x4 * (x291 + x294 + x295 * x297 + x296 * x297)
-    del x297, x299
-    x301 = 1 / 2 * x250 * (x279 + x280) * (x256 * x287 + x256 * x288 + 2 * x283 + 2 * x286 + x4 * (x264 * x295 + x264 * x296 + 2 * x291 + 2 * x294)) + zero3 * (x279 * x300 + 2 * x280 * x300)
-    del x250, x256, x264, x280, x283, x286, x287, x288, x291, x294, x295, x296, x300
-    x302 = numpy.maximum(1, stage_layers)
-    x303 = x302 ** (-1.0)
-    x304 = x303 * (x302 - 1)
-    del x302
-    dp_comm_s = dp_overlap * numpy.minimum(x278, numpy.maximum(x278 * x303, -2 * stage_layers * t_layer_fwd * x304 + x278)) + dp_overlap * numpy.minimum(x301, numpy.maximum(x301 * x303, -compute_s * x304 + x301)) + x249 * x278 + x249 * x301
-    del t_layer_fwd, x249, x278, x301, x303, x304
-    x305 = compute_mb + tp_comm_mb
-    x306 = full_recompute + 3
-    x307 = expert_overhead_s * x66 + moe_layer_overhead_s
+    x301 = x284 + x287 + x288 * x300 + x289 * x300 + x4 * (x292 + x295 + x296 * x298 + x297 * x298)
+    del x298, x300
+    x302 = 1 / 2 * x251 * (x280 + x281) * (x257 * x288 + x257 * x289 + 2 * x284 + 2 * x287 + x4 * (x265 * x296 + x265 * x297 + 2 * x292 + 2 * x295)) + zero3 * (x280 * x301 + 2 * x281 * x301)
+    del x251, x257, x265, x281, x284, x287, x288, x289, x292, x295, x296, x297, x301
+    x303 = numpy.maximum(1, stage_layers)
+    x304 = x303 ** (-1.0)
+    x305 = x304 * (x303 - 1)
+    del x303
+    dp_comm_s = dp_overlap * numpy.minimum(x279, numpy.maximum(x279 * x304, -2 * stage_layers * t_layer_fwd * x305 + x279)) + dp_overlap * numpy.minimum(x302, numpy.maximum(x302 * x304, -compute_s * x305 + x302)) + x250 * x279 + x250 * x302
+    del t_layer_fwd, x250, x279, x302, x304, x305
+    x306 = compute_mb + tp_comm_mb
+    x307 = full_recompute + 3
+    x308 = expert_overhead_s * x66 + moe_layer_overhead_s
     del x66
-    x308 = 2.0 * x149 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x309 = 2.0 * x149 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x4
-    x309 = numpy.maximum(0, cuda_graphs - x308 - 1)
-    x310 = 1 - x309
-    x311 = dispatch_host_sync * x149
-    x312 = stage_layers * x310
-    x313 = host_launch_factor * moe_share * x306 * x307 * x312
-    x314 = microbatches ** (-1.0)
-    x315 = (x305 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x309 * x314 + x312 * (graph_launch_s * x187 * (-x309 + numpy.minimum(1, cuda_graphs - x308)) + layer_overhead_s * x306)) + x313 * (1 - x311)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x187, x308, x309, x312
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x149 * x306 * x307 * x310 - x305 + x315)
-    del x149, x305, x306, x307, x310
+    x310 = numpy.maximum(0, cuda_graphs - x309 - 1)
+    x311 = 1 - x310
+    x312 = dispatch_host_sync * x149
+    x313 = stage_layers * x311
+    x314 = host_launch_factor * moe_share * x307 * x308 * x313
+    x315 = microbatches ** (-1.0)
+    x316 = (x306 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x310 * x315 + x313 * (graph_launch_s * x187 * (-x310 + numpy.minimum(1, cuda_graphs - x309)) + layer_overhead_s * x307)) + x314 * (1 - x312)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
+    del x187, x309, x310, x313
+    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x149 * x307 * x308 * x311 - x306 + x316)
+    del x149, x306, x307, x308, x311
     tp_comm_s = microbatches * tp_comm_mb
     del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x316 = x311 * x313
-    del x311, x313
-    x317 = cp_comm_mb + ep_comm_mb + x315 + x316
-    x318 = vp ** (-1.0)
-    x319 = x317 / compute_mb
-    x320 = dualpipe * x314 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x319 - 3 * weight_grad_mb * x319 + 2 * x315 + 2 * x316) / x317 + x243 * x244 * x314 * x318
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x314, x315, x316, x319
-    bubble_s = microbatches * x317 * x320
-    del x317
-    x321 = stage_trainable_expert_params / expert_optimizer_shards
-    x322 = stage_trainable_params / optimizer_shards
-    optimizer_s = x101 * (x321 + x322) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x317 = x312 * x314
+    del x312, x314
+    x318 = cp_comm_mb + ep_comm_mb + x316 + x317
+    x319 = vp ** (-1.0)
+    x320 = x318 / compute_mb
+    x321 = dualpipe * x315 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x320 - 3 * weight_grad_mb * x320 + 2 * x316 + 2 * x317) / x318 + x244 * x245 * x315 * x319
+    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x315, x316, x317, x320
+    bubble_s = microbatches * x318 * x321
+    del x318
+    x322 = stage_trainable_expert_params / expert_optimizer_shards
+    x323 = stage_trainable_params / optimizer_shards
+    optimizer_s = x101 * (x322 + x323) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x101
-    x323 = microbatches * stage_extra_layers * (compute_mb - x195) * (x320 + 1) / stage_layers
-    del compute_mb, x195, x320
-    x324 = dp_comm_s + pp_comm_s
-    x325 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x324
-    x326 = gpus + 0.474798
-    x327 = gpus ** (-1.0)
-    x328 = x326 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x325 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x325 * numpy.maximum(0, -x150 * erfinv(1.71458910109456 * x327 * x328 * (0.0686881539789491 * x328 + 0.112063) - 1 + 1.16023 / x326)) + x323 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x323 + x325)
-    del x323, x326, x328
-    step_time_s = straggler_s + x325
-    del x325
-    x329 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x329
-    x330 = tokens_per_s * x327
-    x331 = model_flops_per_token * x330
-    tflops_per_gpu = 1e-12 * x331
-    mfu = x104 * x331
-    del x331
-    hfu = hardware_flops_per_token * x104 * x330
-    del hardware_flops_per_token, x104, x330
-    x332 = bytes_per_element * x279 * (stage_trainable_expert_params + stage_trainable_params)
-    del x279
-    x333 = expert_weight_shards ** (-1.0)
-    x334 = base_weight_bytes_per_param * stage_expert_params
-    x335 = weight_shards ** (-1.0)
-    x336 = frozen_base * (x333 * x334 + x335 * (x298 - x334)) + reference_model * (bytes_per_element * stage_expert_params * x333 + bytes_per_element * x335 * (-stage_expert_params - x185)) + stage_trainable_expert_params * weight_bytes_per_param * x333 + stage_trainable_params * weight_bytes_per_param * x335
-    del stage_expert_params, x185, x298, x333, x334, x335
-    weights_bytes = x332 + x336
-    x337 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x324 = microbatches * stage_extra_layers * (compute_mb - x196) * (x321 + 1) / stage_layers
+    del compute_mb, x196, x321
+    x325 = dp_comm_s + pp_comm_s
+    x326 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x325
+    x327 = gpus + 0.474798
+    x328 = gpus ** (-1.0)
+    x329 = x327 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x326 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x326 * numpy.maximum(0, -x150 * erfinv(1.71458910109456 * x328 * x329 * (0.0686881539789491 * x329 + 0.112063) - 1 + 1.16023 / x327)) + x324 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x324 + x326)
+    del x324, x327, x329
+    step_time_s = straggler_s + x326
+    del x326
+    x330 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x330
+    x331 = tokens_per_s * x328
+    x332 = model_flops_per_token * x331
+    tflops_per_gpu = 1e-12 * x332
+    mfu = x104 * x332
+    del x332
+    hfu = hardware_flops_per_token * x104 * x331
+    del hardware_flops_per_token, x104, x331
+    x333 = bytes_per_element * x280 * (stage_trainable_expert_params + stage_trainable_params)
+    del x280
+    x334 = expert_weight_shards ** (-1.0)
+    x335 = base_weight_bytes_per_param * stage_expert_params
+    x336 = weight_shards ** (-1.0)
+    x337 = frozen_base * (x334 * x335 + x336 * (x299 - x335)) + reference_model * (bytes_per_element * stage_expert_params * x334 + bytes_per_element * x336 * (-stage_expert_params - x185)) + stage_trainable_expert_params * weight_bytes_per_param * x334 + stage_trainable_params * weight_bytes_per_param * x336
+    del stage_expert_params, x185, x299, x334, x335, x336
+    weights_bytes = x333 + x337
+    x338 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x332 + x337
-    optimizer_state_bytes = optimizer_bytes_per_param * x321 + optimizer_bytes_per_param * x322
-    del x321, x322
-    x338 = hidden * x234
-    del x234
-    x339 = 2 * tokens_mb
-    x340 = tokens_mb * x338
-    x341 = 4 * x340
-    x342 = heads + kv_heads
-    x343 = kv_heads / heads
-    x344 = x141 * x50
-    del x50
-    x345 = 1 - recompute_norms
-    x346 = shared_experts * tokens_mb * x146
-    del x146
-    x347 = tokens_mb * x235
+    grads_bytes = x333 + x338
+    optimizer_state_bytes = optimizer_bytes_per_param * x322 + optimizer_bytes_per_param * x323
+    del x322, x323
+    x339 = hidden * x235
     del x235
-    x348 = 2 * mlp_matrices
-    x349 = tokens_mb * x348
-    x350 = linear_input_bytes + x348 - 2
-    del x348
-    x351 = tokens_mb * x24
-    x352 = micro_batch * x133 * x134 * (dropout_masks + 4) / cp ** 2
+    x340 = 2 * tokens_mb
+    x341 = tokens_mb * x339
+    x342 = 4 * x341
+    x343 = heads + kv_heads
+    x344 = kv_heads / heads
+    x345 = x141 * x50
+    del x50
+    x346 = 1 - recompute_norms
+    x347 = shared_experts * tokens_mb * x146
+    del x146
+    x348 = tokens_mb * x236
+    del x236
+    x349 = 2 * mlp_matrices
+    x350 = tokens_mb * x349
+    x351 = linear_input_bytes + x349 - 2
+    del x349
+    x352 = tokens_mb * x24
+    x353 = micro_batch * x133 * x134 * (dropout_masks + 4) / cp ** 2
     del x133, x134
-    x353 = linear_input_bytes * x340 * x345
-    x354 = lora_rank * x248 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x339 * x93 * (hidden * x56 + x151 * x211 * x24 + x338 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x344 * (1 - lora_down) + x353 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x353 * (1 - numpy.minimum(1, x57))) - moe_share * (x346 + x347 * x46) * (linear_input_bytes * recompute_moe_act + x162 * (2 - x168)) + moe_share * (-x141 * x349 + x346 * x350 + x347 * (etp * hidden * linear_input_bytes + x350 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x341 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x339 * x342 + x352)) + x339 * x51 * (x18 * x342 - x24 * (x343 + 1)) + x339 * (q_lora_rank + x17) + x340 * (2 * dropout_masks + 8) + x51 * (ffn * x349 + hidden * tokens_mb * (4 * x343 + 2) + x351 + x352) - (1 - 1 / 2 * linear_input_bytes) * (x339 * x344 + x341 * x345))
-    del moe_share, x0, x11, x111, x12, x141, x15, x151, x162, x168, x17, x18, x211, x24, x25, x29, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x349, x350, x352, x353, x46, x56, x57, x69, x92, x93
-    x355 = full_recompute * x164 * x351 + x354 * x95
-    del x164, x351, x95
-    x356 = loss_extra_bytes_per_logit * tokens_mb * x165 + 4 * tokens_mb * x135 * (vocab * x98 + 1)
+    x354 = linear_input_bytes * x341 * x346
+    x355 = lora_rank * x249 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x340 * x93 * (hidden * x56 + x152 * x212 * x24 + x339 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x345 * (1 - lora_down) + x354 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x354 * (1 - numpy.minimum(1, x57))) - moe_share * (x347 + x348 * x46) * (linear_input_bytes * recompute_moe_act + x162 * (2 - x168)) + moe_share * (-x141 * x350 + x347 * x351 + x348 * (etp * hidden * linear_input_bytes + x351 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x342 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x340 * x343 + x353)) + x340 * x51 * (x18 * x343 - x24 * (x344 + 1)) + x340 * (q_lora_rank + x17) + x341 * (2 * dropout_masks + 8) + x51 * (ffn * x350 + hidden * tokens_mb * (4 * x344 + 2) + x352 + x353) - (1 - 1 / 2 * linear_input_bytes) * (x340 * x345 + x342 * x346))
+    del moe_share, x0, x11, x111, x12, x141, x15, x152, x162, x168, x17, x18, x212, x24, x25, x29, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x350, x351, x353, x354, x46, x56, x57, x69, x92, x93
+    x356 = full_recompute * x164 * x352 + x355 * x95
+    del x164, x352, x95
+    x357 = loss_extra_bytes_per_logit * tokens_mb * x165 + 4 * tokens_mb * x135 * (vocab * x98 + 1)
     del tokens_mb, x135, x165, x98
-    activation_bytes = full_recompute * x354 + linear_value_heads * x112 * x248 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x318 * x355 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x243 * numpy.minimum(x246, pp * vp + x244 * numpy.minimum(1, vp - 1))) + x356 + x42 * (x355 + x356)
-    del microbatches, x112, x243, x244, x246, x248, x318, x354, x355, x356, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x332 + x336 + x337
-    del x332, x336, x337
-    x357 = nodes / (rack_mtbf_s * rack_nodes)
-    x358 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x359 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x360 = x357 + x358 + x359
-    system_mtbf_s = x360 ** (-1.0)
-    x361 = node_repair_s * x357
-    x362 = numpy.exp(-x361)
-    x363 = node_repair_s * x358
-    x364 = -spare_nodes
-    x365 = rack_nodes + x364
-    x366 = x361 * x362
-    del x361
-    x367 = 2 * rack_nodes + x364
-    x368 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x362 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x369 = 3 * rack_nodes + x364
-    x370 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x362 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x371 = 4 * rack_nodes + x364
-    x372 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x362 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x373 = 5 * rack_nodes + x364
-    x374 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x362 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x375 = 6 * rack_nodes + x364
-    x376 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x362 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x377 = 7 * rack_nodes + x364
-    x378 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x362 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x379 = 8 * rack_nodes + x364
-    x380 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x362 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x381 = 9 * rack_nodes + x364
-    x382 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x362 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x383 = 10 * rack_nodes + x364
-    x384 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x362 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x385 = 11 * rack_nodes + x364
-    x386 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x362 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x357 * (x362 * poisson_cdf(-x365, x363) + x366 * poisson_cdf(-x367, x363) + x368 * poisson_cdf(-x369, x363) + x370 * poisson_cdf(-x371, x363) + x372 * poisson_cdf(-x373, x363) + x374 * poisson_cdf(-x375, x363) + x376 * poisson_cdf(-x377, x363) + x378 * poisson_cdf(-x379, x363) + x380 * poisson_cdf(-x381, x363) + x382 * poisson_cdf(-x383, x363) + x384 * poisson_cdf(-x385, x363) + x386 * poisson_cdf(-12 * rack_nodes - x364, x363)) + x358 * (x362 * poisson_cdf(spare_nodes - 1, x363) + x366 * poisson_cdf(-x365 - 1, x363) + x368 * poisson_cdf(-x367 - 1, x363) + x370 * poisson_cdf(-x369 - 1, x363) + x372 * poisson_cdf(-x371 - 1, x363) + x374 * poisson_cdf(-x373 - 1, x363) + x376 * poisson_cdf(-x375 - 1, x363) + x378 * poisson_cdf(-x377 - 1, x363) + x380 * poisson_cdf(-x379 - 1, x363) + x382 * poisson_cdf(-x381 - 1, x363) + x384 * poisson_cdf(-x383 - 1, x363) + x386 * poisson_cdf(-x385 - 1, x363)) + x359)
-    del x357, x358, x359, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386
-    x387 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x388 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x360 * (x387 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x360 * (-manual_restart_s + x387 - x388))) + x387 - x388
-    del x360, x387, x388
+    activation_bytes = full_recompute * x355 + linear_value_heads * x112 * x249 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x319 * x356 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x244 * numpy.minimum(x247, pp * vp + x245 * numpy.minimum(1, vp - 1))) + x357 + x42 * (x356 + x357)
+    del microbatches, x112, x244, x245, x247, x249, x319, x355, x356, x357, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x333 + x337 + x338
+    del x333, x337, x338
+    x358 = nodes / (rack_mtbf_s * rack_nodes)
+    x359 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x360 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x361 = x358 + x359 + x360
+    system_mtbf_s = x361 ** (-1.0)
+    x362 = node_repair_s * x358
+    x363 = numpy.exp(-x362)
+    x364 = node_repair_s * x359
+    x365 = -spare_nodes
+    x366 = rack_nodes + x365
+    x367 = x362 * x363
+    del x362
+    x368 = 2 * rack_nodes + x365
+    x369 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x363 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x370 = 3 * rack_nodes + x365
+    x371 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x363 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x372 = 4 * rack_nodes + x365
+    x373 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x363 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x374 = 5 * rack_nodes + x365
+    x375 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x363 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x376 = 6 * rack_nodes + x365
+    x377 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x363 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x378 = 7 * rack_nodes + x365
+    x379 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x363 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x380 = 8 * rack_nodes + x365
+    x381 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x363 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x382 = 9 * rack_nodes + x365
+    x383 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x363 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x384 = 10 * rack_nodes + x365
+    x385 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x363 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x386 = 11 * rack_nodes + x365
+    x387 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x363 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x358 * (x363 * poisson_cdf(-x366, x364) + x367 * poisson_cdf(-x368, x364) + x369 * poisson_cdf(-x370, x364) + x371 * poisson_cdf(-x372, x364) + x373 * poisson_cdf(-x374, x364) + x375 * poisson_cdf(-x376, x364) + x377 * poisson_cdf(-x378, x364) + x379 * poisson_cdf(-x380, x364) + x381 * poisson_cdf(-x382, x364) + x383 * poisson_cdf(-x384, x364) + x385 * poisson_cdf(-x386, x364) + x387 * poisson_cdf(-12 * rack_nodes - x365, x364)) + x359 * (x363 * poisson_cdf(spare_nodes - 1, x364) + x367 * poisson_cdf(-x366 - 1, x364) + x369 * poisson_cdf(-x368 - 1, x364) + x371 * poisson_cdf(-x370 - 1, x364) + x373 * poisson_cdf(-x372 - 1, x364) + x375 * poisson_cdf(-x374 - 1, x364) + x377 * poisson_cdf(-x376 - 1, x364) + x379 * poisson_cdf(-x378 - 1, x364) + x381 * poisson_cdf(-x380 - 1, x364) + x383 * poisson_cdf(-x382 - 1, x364) + x385 * poisson_cdf(-x384 - 1, x364) + x387 * poisson_cdf(-x386 - 1, x364)) + x360)
+    del x358, x359, x360, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386, x387
+    x388 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x389 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x361 * (x388 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x361 * (-manual_restart_s + x388 - x389))) + x388 - x389
+    del x361, x388, x389
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x389 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x390 = checkpoint_bytes * x327
-    x391 = x389 * x390
-    x392 = ckpt_async * x391
-    x393 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x394 = ckpt_sync * x393
-    x395 = x217 * x390
-    del x217, x390
-    x396 = ckpt_in_memory * (x391 + x395)
-    del x391
-    x397 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x398 = grad_bytes_per_param * trainable_params * x327
-    del x327
-    x399 = optimizer_s - step_time_s
-    x400 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x389 * x398 / (1 - (1 - numpy.minimum(1, x397)) ** gockpt_steps) + x399)
-    del x389
-    checkpoint_stall_s = x392 + x394 + x396 + x400
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x392 + 2 * x394 + 2 * x396 + 2 * x400))
-    x401 = ckpt_async * x393
-    x402 = system_mtbf_s ** (-1.0)
-    x403 = checkpoint_stall_s * x402
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x398 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x399))) / numpy.log(1 - numpy.minimum(0.999999999999, x397))))) - 1) + 1
-    del x397, x398, x399
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x393) + x401), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x392 + 1 / 2 * x394 + 1 / 2 * x396 + 1 / 2 * x400), -checkpoint_stall_s + young_interval_s * (1 / 6 * x150 * numpy.sqrt(x403) + 1 / 18 * x403 + 1), system_mtbf_s)))
-    del x150, x392, x394, x396, x400
-    commit_latency_s = ckpt_gockpt * (step_time_s + x393) + x401
-    del x393, x401
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x395 + failure_restart_s
-    del failure_restart_s, x395
-    x404 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x404 + 1) / (global_batch * token_efficiency * (reference_batch * x404 + 1))
-    del x404, x77
+    x390 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x391 = checkpoint_bytes * x328
+    x392 = x390 * x391
+    x393 = ckpt_async * x392
+    x394 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x395 = ckpt_sync * x394
+    x396 = x218 * x391
+    del x218, x391
+    x397 = ckpt_in_memory * (x392 + x396)
+    del x392
+    x398 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x399 = grad_bytes_per_param * trainable_params * x328
+    del x328
+    x400 = optimizer_s - step_time_s
+    x401 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x390 * x399 / (1 - (1 - numpy.minimum(1, x398)) ** gockpt_steps) + x400)
+    del x390
+    checkpoint_stall_s = x393 + x395 + x397 + x401
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x393 + 2 * x395 + 2 * x397 + 2 * x401))
+    x402 = ckpt_async * x394
+    x403 = system_mtbf_s ** (-1.0)
+    x404 = checkpoint_stall_s * x403
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x399 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x400))) / numpy.log(1 - numpy.minimum(0.999999999999, x398))))) - 1) + 1
+    del x398, x399, x400
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x394) + x402), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x393 + 1 / 2 * x395 + 1 / 2 * x397 + 1 / 2 * x401), -checkpoint_stall_s + young_interval_s * (1 / 6 * x150 * numpy.sqrt(x404) + 1 / 18 * x404 + 1), system_mtbf_s)))
+    del x150, x393, x395, x397, x401
+    commit_latency_s = ckpt_gockpt * (step_time_s + x394) + x402
+    del x394, x402
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x396 + failure_restart_s
+    del failure_restart_s, x396
+    x405 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x405 + 1) / (global_batch * token_efficiency * (reference_batch * x405 + 1))
+    del x405, x77
     solve_time_s = step_time_s * steps
-    x405 = numpy.exp(commit_latency_s * x402)
-    x406 = numpy.exp(x402 * (checkpoint_interval_s + checkpoint_stall_s))
-    x407 = solve_time_s * x405 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x405 + x407 * (x406 - 1) - 1) * numpy.exp(restart_s * x402)
-    del x405
-    failure_stepping_s = system_mtbf_s * x407 * (x406 - numpy.exp(x403))
-    del x403, x406, x407
+    x406 = numpy.exp(commit_latency_s * x403)
+    x407 = numpy.exp(x403 * (checkpoint_interval_s + checkpoint_stall_s))
+    x408 = solve_time_s * x406 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x406 + x408 * (x407 - 1) - 1) * numpy.exp(restart_s * x403)
+    del x406
+    failure_stepping_s = system_mtbf_s * x408 * (x407 - numpy.exp(x404))
+    del x404, x407, x408
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x408 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x408)
-    x409 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x409 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x409
-    del x409
-    expected_failures = failure_wall_s * x402
-    del x402
+    x409 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x409)
+    x410 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x410 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x410
+    del x410
+    expected_failures = failure_wall_s * x403
+    del x403
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x408
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x409
     del failure_stepping_s
-    x410 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x329 * (cp_comm_s + ep_comm_s + tp_comm_s + x324) + compute_power_fraction * compute_s * x329)
-    del x324, x329
-    x411 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x410)
+    x411 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x330 * (cp_comm_s + ep_comm_s + tp_comm_s + x325) + compute_power_fraction * compute_s * x330)
+    del x325, x330
+    x412 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x411)
     del stepping_s
-    energy_gpu_j = gpus * x411
-    x412 = network_power_per_node_w + node_overhead_power_w
-    x413 = nodes * x412
+    energy_gpu_j = gpus * x412
+    x413 = network_power_per_node_w + node_overhead_power_w
+    x414 = nodes * x413
     del nodes
-    x414 = spare_nodes * (gpus_per_node * idle_power_w + x412) + x413
-    del x412
-    energy_it_j = energy_gpu_j + wall_time_s * x414
+    x415 = spare_nodes * (gpus_per_node * idle_power_w + x413) + x414
+    del x413
+    energy_it_j = energy_gpu_j + wall_time_s * x415
     energy_facility_j = energy_it_j * pue
-    x415 = eval_time_s + rollbacks * x408
-    del x408
-    x416 = pue * (gpu_step_power_w * gpus + x413)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x413) * (-failure_wall_s - x410 - x415) - solve_time_s * x416 - x415 * x416
-    del failure_wall_s, x413, x415, x416
-    x417 = wall_time_s ** (-1.0)
-    gpu_power_w = x411 * x417
-    del x411
-    avg_power_w = energy_facility_j * x417
-    del x417
-    peak_power_w = pue * (gpus * max_power_w + x414)
-    del x414
-    x418 = gpus + gpus_per_node * spare_nodes
-    x419 = 0.000277777777777778 * x418
-    gpu_hours = wall_time_s * x419
-    cost_cloud_usd = price_usd_per_gpu_hour * x419 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x410), wall_time_s)
-    del x410, x419
-    x420 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x420 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x418)) / utilisation
+    x416 = eval_time_s + rollbacks * x409
+    del x409
+    x417 = pue * (gpu_step_power_w * gpus + x414)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x414) * (-failure_wall_s - x411 - x416) - solve_time_s * x417 - x416 * x417
+    del failure_wall_s, x414, x416, x417
+    x418 = wall_time_s ** (-1.0)
+    gpu_power_w = x412 * x418
+    del x412
+    avg_power_w = energy_facility_j * x418
+    del x418
+    peak_power_w = pue * (gpus * max_power_w + x415)
+    del x415
+    x419 = gpus + gpus_per_node * spare_nodes
+    x420 = 0.000277777777777778 * x419
+    gpu_hours = wall_time_s * x420
+    cost_cloud_usd = price_usd_per_gpu_hour * x420 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x411), wall_time_s)
+    del x411, x420
+    x421 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x421 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x419)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x418 * x420
-    del x418, x420
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x419 * x421
+    del x419, x421
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -360,11 +360,10 @@ def _softmax_core_times(x: dict, t) -> tuple:
         x, compute.attended_keys_per_query(s, x["window"]))
     head_bytes = compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
                                                    x["v_head_dim"], tp, x["bytes_per_element"])
-    core_full_s = compute.roofline_time(
+    core = compute.roofline_time(
         t * (1 - share - windowed) * core_full / tp, (1 - share - windowed) * head_bytes,
         x["attention_peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"],
-        x["hbm_efficiency"])
-    core_window_s = compute.roofline_time(
+        x["hbm_efficiency"]) + compute.roofline_time(
         t * windowed * core_window / tp, windowed * head_bytes, x["attention_peak_flops_per_s"],
         _core_efficiency(x, t, window_unfused, padding), x["hbm_bandwidth_bytes_per_s"],
         x["hbm_efficiency"])
@@ -374,7 +373,14 @@ def _softmax_core_times(x: dict, t) -> tuple:
     scores = ((1 - share - windowed) * stored
               + windowed * maximum(stored, 1 - x["fused_window_attention"])) * _memory_bound(
         x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
-    return core_full_s + core_window_s, scores
+    return core, scores
+
+
+def _qkv_width(x: dict):
+    """Output width of one rank's QKV projection (MLA's down- and up-projections as one)."""
+    return compute.projection_width(compute.attention_input_params(
+        x["hidden"], x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"],
+        x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"]), x["hidden"], x["tp"])
 
 
 def attention_times(x: dict, r: dict) -> dict:
@@ -384,9 +390,7 @@ def attention_times(x: dict, r: dict) -> dict:
     linear-attention delta rule) runs at ``attention_peak_flops_per_s``, the BF16 peak under
     FP8/FP4 recipes (:func:`planner.engine.inputs.scenario.attention_precision`)."""
     h, s, tp, t = x["hidden"], x["seq_len"], x["tp"], r["tokens_mb"]
-    qkv = compute.projection_width(compute.attention_input_params(
-        h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], x["q_lora_rank"],
-        x["kv_lora_rank"], x["qk_rope_head_dim"]), h, tp)
+    qkv = _qkv_width(x)
     out_width = x["heads"] * x["v_head_dim"] / tp  # inner size of the output projection
     # the average layer: the linear-attention share of the layers runs Gated DeltaNet (its
     # projections and the chunked delta rule), the others softmax attention
@@ -456,6 +460,7 @@ def mlp_times(x: dict, r: dict) -> dict:
             x, t, moe_ffn, h, minimum(minimum(t, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),
         "t_logits": _gemm(x, t, vocab, h, minimum(minimum(t, h), vocab)),
+        "routed_copies": copies,  # routed token copies on one rank's experts
         # the experts' activation function run again in backward when its output is not
         # kept (recompute_moe_act): its stored input read, its output written
         "t_moe_act": _memory_bound(x, (k * rank_tokens * expert_ffn
@@ -510,14 +515,10 @@ def cast_times(x: dict, r: dict) -> dict:
     (:func:`formulas.compute.quantisation_cast_bytes_per_element`): in the forward each
     linear GEMM's input, in the backward each one's output gradient (memory bound)."""
     h, tp, t = x["hidden"], x["tp"], r["tokens_mb"]
-    qkv = compute.projection_width(compute.attention_input_params(
-        h, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], x["q_lora_rank"],
-        x["kv_lora_rank"], x["qk_rope_head_dim"]), h, tp)
     out_width = x["heads"] * x["v_head_dim"] / tp
     # per token: the column-parallel GEMMs read the (gathered) h-vector, the row-parallel
     # ones their rank's share; a MoE layer's experts cast each routed copy
-    copies = x["experts_per_token"] * communication.expert_rank_tokens(
-        t, tp, x["etp"], x["sequence_parallel"]) / t
+    copies = r["routed_copies"] / t
     expert_ffn = x["moe_ffn"] / x["etp"]
     dense_in, dense_grad = h + x["ffn"] / tp, (x["mlp_matrices"] - 1) * x["ffn"] / tp + h
     moe_in = copies * (h + expert_ffn) + x["shared_experts"] * (h + x["moe_ffn"] / tp)
@@ -525,7 +526,7 @@ def cast_times(x: dict, r: dict) -> dict:
         + x["shared_experts"] * ((x["mlp_matrices"] - 1) * x["moe_ffn"] / tp + h)
     share = r["moe_share"]
     inputs = h + out_width + (1 - share) * dense_in + share * moe_in
-    grads = qkv + h + (1 - share) * dense_grad + share * moe_grad
+    grads = _qkv_width(x) + h + (1 - share) * dense_grad + share * moe_grad
     per_element = x["cast_bytes_per_element"]
     return {"t_cast_fwd": _memory_bound(x, t * inputs * per_element),
             "t_cast_bwd": _memory_bound(x, t * grads * per_element)}

@@ -60,6 +60,10 @@ def test_grid_values_are_checked(catalog):
         codesign(SMALL, "h100-sxm", ["scale_up_domain=8.5"], catalog=catalog)
     with pytest.raises(CapplanError, match="precision bf16"):
         codesign(SMALL, "h100-sxm", ["peak_fp8=2x"], catalog=catalog)
+    # a value out of the domain is named by the field varied, then by the input it sets
+    with pytest.raises(CapplanError, match=r"^--vary gemm_max_efficiency: "
+                       r"gemm_max_efficiency must be a finite number in \(0, 1\]"):
+        codesign(SMALL, "h100-sxm", ["gemm_max_efficiency=1.5"], catalog=catalog)
 
 
 def test_catalog_point_equals_plan_and_grid_order(catalog):

@@ -226,8 +226,9 @@ def hardware_points(x: dict, axes: list[Axis], node, precision: str) -> list[Har
             values[axis.name] = v
             for name in targets[axis.name]:
                 inputs[name] = v * scales[axis.name]
-        check({name: inputs[name] for axis in axes for name in targets[axis.name]},
-              where="--vary")
+        for axis in axes:  # named by the field the user varied (it may set two inputs)
+            check({name: inputs[name] for name in targets[axis.name]},
+                  where=f"--vary {axis.name}")
         points.append(HardwarePoint(len(points), values, inputs))
     return points
 

@@ -177,13 +177,14 @@ import argparse
 import re
 import sys
 import tomllib
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hardware_catalog import load_catalog  # noqa: E402
-from planner.analysis import crossval  # noqa: E402
+from hardware_catalog import clear_cache, load_catalog  # noqa: E402
+from planner.analysis import crossval, transfer  # noqa: E402
 from planner.analysis import validate as v  # noqa: E402
 from planner.analysis.calibration import (  # noqa: E402,F401 - the calibration's parts
     FIT_DATASETS,
@@ -250,6 +251,26 @@ def write_values(values: dict) -> None:
                 replace_value(path, pattern, value)
 
 
+def write_derived(catalog) -> list[str]:
+    """Re-derive the GEMM efficiency of every part measured at a precision no training row
+    calibrated (planner.analysis.transfer) from the catalog's calibrated values; returns
+    the entries it rewrote."""
+    values = start_values(catalog, GRID)
+    measured = transfer.measured_by_key(catalog, values)
+    owned = {(acc, name) for owners, name in values for acc in owners}
+    written = []
+    for acc in catalog.accelerators:
+        for precision, field in transfer.FIELDS.items():
+            if (acc, field) in owned:
+                continue
+            derived = transfer.derived_efficiency(catalog, acc, precision, values, measured)
+            if derived is not None:
+                path = ROOT / "hardware_catalog" / "data" / "accelerators" / f"{acc}.toml"
+                replace_value(path, rf"(^{field} = \{{ value = )[^,]+", round(derived, 3))
+                written.append(f"{acc}.{field}")
+    return written
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true",
@@ -286,7 +307,10 @@ def main(argv=None) -> int:
     if args.crossval:
         cases = v.load_cases()
         units = crossval.units_of(cases)
-        for split, priors in (("loso", None), ("loao", crossval.generation_priors)):
+        loao = partial(crossval.generation_priors,
+                       shape_priors=crossval.shape_term_priors(catalog),
+                       measured=transfer.measured_by_key(catalog, GRID))
+        for split, priors in (("loso", None), ("loao", loao)):
             pred_split, trained = crossval.leave_one_out(cases, units[split], catalog,
                                                          priors=priors)
             err = (pred_split / cases.measured - 1).abs()
@@ -296,6 +320,9 @@ def main(argv=None) -> int:
                           f"MAPE {e.mean():.3f} (fitted on {trained[name]} rows)")
     if args.write:
         write_values({k: values[k] for k in GRIDS[args.grid]})
+        clear_cache()
+        print("re-derived from matmul benchmarks (borrowers such as mi350x and b200's fp4 "
+              "follow by hand): " + ", ".join(write_derived(load_catalog())))
         print("wrote the values (inputs only, the kernel is unchanged); regenerate the docs: "
               "python -m planner.codegen --only validation")
     return 0

@@ -207,6 +207,12 @@ class Accelerator(Entry):
     # (Hopper wgmma 128, Blackwell 2-CTA tcgen05 256) and the tokens per expert and inner
     # size at which its fixed per-tile costs halve the efficiency; None: the GEMM tile of
     # planner/engine/inputs/execution.toml and gemm_half_efficiency_dim for both
+    # measured maximum achievable matmul rate (MAMF: the best large GEMM of a shape sweep) at
+    # BF16 / FP8 / FP4; an accelerator no training row calibrated takes its GEMM efficiency
+    # from it (planner.analysis.transfer); None: not measured
+    mamf_bf16_flops_per_s: Quantity | None = None
+    mamf_fp8_flops_per_s: Quantity | None = None
+    mamf_fp4_flops_per_s: Quantity | None = None
     grouped_gemm_tile_tokens: Quantity | None = None
     grouped_gemm_token_half_dim: Quantity | None = None
     grouped_gemm_inner_half_dim: Quantity | None = None
@@ -233,6 +239,19 @@ class Accelerator(Entry):
         _fraction(problems, self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",
                   "scale_out_bus_efficiency", "gemm_max_efficiency_fp8", "gemm_max_efficiency_fp4")
         _integral(problems, self, "scale_up_domain_gpus")
+        for precision in ("bf16", "fp8", "fp4"):
+            measured = getattr(self, f"mamf_{precision}_flops_per_s")
+            peak = getattr(self, f"peak_{precision}_flops_per_s")
+            if measured is None:
+                continue
+            name = f"mamf_{precision}_flops_per_s"
+            if peak is None:
+                _check(problems, False, name, f"the part has no {precision.upper()} peak "
+                       f"(peak_{precision}_flops_per_s) to measure against")
+            else:
+                _check(problems, 0 < measured.value <= peak.value, f"{name}.value",
+                       f"expected a measured rate above 0 and at most the {precision.upper()} "
+                       f"peak ({peak.value:g} FLOP/s), got {measured.value:g}")
         _check(problems, self.idle_power_w.value < self.max_power_w.value, "idle_power_w.value",
                f"expected idle power below max_power_w ({self.max_power_w.value:g} W), "
                f"got {self.idle_power_w.value:g}")

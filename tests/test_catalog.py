@@ -511,10 +511,14 @@ def test_new_accelerator_provenance(cat, acc):
     a = cat.accelerator(acc)
     for name, q in a.quantities().items():
         assert q.as_of >= date(2022, 1, 1), name
-    # efficiencies without measurements say whose value they borrow
+    # efficiencies without measurements say whose value they borrow, or the matmul
+    # benchmark they are derived from (planner.analysis.transfer)
     for name in ("gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency"):
         q = getattr(a, name)
-        assert q.estimate and ("as " in q.source or "capplan estimate" in q.source), name
+        derived = (name == "gemm_max_efficiency" and a.mamf_bf16_flops_per_s is not None
+                   and "derived by planner.analysis.transfer" in q.source)
+        assert q.estimate and (derived or "as " in q.source
+                               or "capplan estimate" in q.source), name
     # prices are estimates with their basis (recalled list prices say so)
     assert a.purchase_price_usd.estimate and a.cloud_price_usd_per_gpu_hour.estimate
     assert len(a.cloud_price_usd_per_gpu_hour.source) > 30

@@ -345,9 +345,11 @@ def test_intel_gaudi2_rows_are_predicted_as_published():
     """Intel's Gaudi 2 table (software 1.19.0: Llama 3.1 8B on 8 cards, 70B on 64, FP8,
     global batch 128, sequence 8,192) with the layouts of Intel's Megatron-LM README (8B:
     TP 2 x DP 4; 70B: TP 8 x DP 8; sequence parallelism off): held out, nothing fitted on
-    Gaudi.  Published 4,680 and 677.06 tokens/s per card; predicted within +10 % (8B) and
-    -25 % (70B: TP 8 without sequence parallelism over the on-chip RoCE links), measured
-    2026-11-29."""
+    Gaudi; its GEMM efficiencies come from its matmul benchmark (planner.analysis.transfer:
+    0.969 of the BF16 peak measured, 0.918 taken).  Published 4,680 and 677.06 tokens/s per
+    card; predicted +32 % (8B) and -5 % (70B: TP 8 without sequence parallelism over the
+    on-chip RoCE links), measured 2026-11-29: the two rows disagree by a quarter with one
+    set of Gaudi parameters (with the earlier estimate 0.70 they were +5 % and -20 %)."""
     cases = v.load_cases(["independent-runs"]).set_index("case_id")
     gaudi = cases[cases.hardware == "gaudi2"]
     assert list(gaudi.index) == ["intel119-l31-8b-fp8-gaudi2-8", "intel119-l31-70b-fp8-gaudi2-64"]
@@ -355,8 +357,8 @@ def test_intel_gaudi2_rows_are_predicted_as_published():
     assert gaudi.measured.tolist() == [4680, 677.06]
     assert (gaudi.group == "other accelerators").all() and not gaudi.fit.any()
     err = v.predict(gaudi.reset_index()).set_index("case_id").error
-    assert 0 < err["intel119-l31-8b-fp8-gaudi2-8"] < 0.10
-    assert -0.25 < err["intel119-l31-70b-fp8-gaudi2-64"] < 0
+    assert 0.25 < err["intel119-l31-8b-fp8-gaudi2-8"] < 0.40
+    assert -0.10 < err["intel119-l31-70b-fp8-gaudi2-64"] < 0
 
 
 def test_independent_runs_fit_the_memory_they_ran_in():

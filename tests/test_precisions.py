@@ -211,7 +211,10 @@ def test_new_parts_load_and_evaluate(cat, acc):
         assert q.source and q.as_of, name
     for name in ("gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency"):
         q = getattr(a, name)
-        assert q.estimate and q.source.startswith("as "), name  # borrowed, says from whom
+        # borrowed (says from whom) or derived from the part's matmul benchmark
+        assert q.estimate and (q.source.startswith("as ") or (
+            name == "gemm_max_efficiency" and a.mamf_bf16_flops_per_s is not None
+            and q.source.startswith("derived by planner.analysis.transfer"))), name
     assert a.cloud_price_usd_per_gpu_hour.estimate and a.purchase_price_usd.estimate
     for precision in ("bf16", "fp8"):
         r = evaluate(catalog=cat, model="llama3.2-1b", hardware=acc, gpus=gpus, tp=1, pp=1,
@@ -324,16 +327,23 @@ def test_fp8_hpu_runs_on_gaudi_only(cat, capsys):
 def test_gb200_fp4_gemm_reproduces_azures_cublaslt_sweep(cat, size, published_tflops):
     """Azure's AI-benchmarking-guide (ND GB200 v6, cuBLASLt FP4, random data) measures
     7,535.6 and 7,627.6 TFLOP/s for 8192^3 and 16384^3 FP4 GEMMs; the catalog's FP4
-    efficiency and the GEMM roofline reproduce them within 5 %.  Parts without a measured
+    benchmark (``mamf_fp4_flops_per_s``) through the GEMM roofline reproduces them within
+    5 %, and the training efficiency is that benchmark's share of the peak times the
+    calibrated generations' ratio (planner.analysis.transfer).  Parts without a measured
     FP4 value (B300, GB300: another FP4 datapath) keep the FP8 one."""
     from formulas.compute import gemm_time
+    from planner.analysis import calibration, transfer
     from planner.engine.inputs.scenario import gemm_efficiency
 
     gb200 = cat.accelerator("gb200")
+    benchmark = transfer.measured_efficiency(gb200, "fp4")
     t = gemm_time(size, size, size, size, 0.5, gb200.peak_fp4_flops_per_s.value,
-                  gemm_efficiency(gb200, "nvfp4"), gb200.gemm_half_efficiency_dim.value,
+                  benchmark, gb200.gemm_half_efficiency_dim.value,
                   gb200.hbm_bandwidth_bytes_per_s.value, gb200.hbm_efficiency.value)
     assert 2 * size**3 / t / 1e12 == pytest.approx(published_tflops, rel=0.05)
+    values = calibration.start_values(cat)
+    ratio = transfer.transfer_ratio(values, transfer.measured_by_key(cat, values))
+    assert gemm_efficiency(gb200, "nvfp4") == pytest.approx(benchmark * ratio, abs=5e-4)
     for acc in ("b300", "gb300"):
         a = cat.accelerator(acc)
         assert gemm_efficiency(a, "nvfp4") == gemm_efficiency(a, "fp8")

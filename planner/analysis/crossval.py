@@ -44,6 +44,7 @@ from hardware_catalog import load_catalog
 from hardware_catalog.private_cache import Untrusted, write_private
 from hardware_catalog.toml_cache import cache_dir
 from planner.analysis import calibration as c
+from planner.analysis import transfer
 from planner.analysis import validate as v
 
 # ---- sources ---------------------------------------------------------------------------
@@ -109,18 +110,25 @@ def _owned_by(key, ids) -> bool:
 EXTERNAL_PRIORS = {"host_launch_factor": 4 / np.sqrt(1.9 * 2.7)}
 
 
-def held_out_prior(values: dict, ids) -> dict:
+def held_out_prior(values: dict, ids, measured: dict | None = None) -> dict:
     """``values`` with the parameters only the accelerators ``ids`` own replaced by a prior
-    no row on them informed: an accelerator parameter takes the mean of the same parameter
-    of the other accelerators of ``GRID`` (none: the published prior of
+    no row on them informed: a GEMM efficiency with a matmul benchmark in ``measured``
+    (:func:`planner.analysis.transfer.measured_by_key`) takes the benchmark rule of
+    :mod:`planner.analysis.transfer` with the ratio of the other generations - the rule the
+    catalog's uncalibrated parts get; another accelerator parameter takes the mean of the
+    same parameter of the other accelerators of ``GRID`` (none: the published prior of
     :data:`EXTERNAL_PRIORS`, else 1.0); a stack's value on one of them (``stack:S@hw``) takes
     the stack's general value of ``GRID`` (none: 1.0, the neutral share of a GEMM efficiency
     factor)."""
     out = dict(values)
+    measured = measured or {}
     for key in values:
         if not _owned_by(key, ids):
             continue
         owners, name = key
+        if key in measured:
+            out[key] = measured[key] * transfer.transfer_ratio(values, measured, exclude=ids)
+            continue
         if owners[0].startswith("stack:"):
             stack = owners[0].partition("@")[0]
             same = [x for k, x in values.items() if k[1] == name and stack in k[0]]
@@ -183,12 +191,13 @@ def shape_term_priors(catalog) -> dict[str, dict]:
     return out
 
 
-def generation_priors(name: str, start: dict, shape_priors: dict | None = None
-                      ) -> tuple[dict, tuple]:
+def generation_priors(name: str, start: dict, shape_priors: dict | None = None,
+                      measured: dict | None = None) -> tuple[dict, tuple]:
     """Start values and fixed keys of a refit without generation ``name``; ``shape_priors``
-    (:func:`shape_term_priors`) adds the generation's terms fitted outside ``GRID``."""
+    (:func:`shape_term_priors`) adds the generation's terms fitted outside ``GRID``,
+    ``measured`` the generations' matmul benchmarks (:func:`held_out_prior`)."""
     ids = GENERATIONS.get(name, (name,))
-    values = held_out_prior(start, ids)
+    values = held_out_prior(start, ids, measured)
     extra = (shape_priors or {}).get(name, {})
     return {**values, **extra}, tuple(k for k in start if _owned_by(k, ids)) + tuple(extra)
 
@@ -206,9 +215,12 @@ def compute_all(catalog=None) -> dict[str, float]:
     units = units_of(cases)
     memo: dict = {}
     out = {}
-    shapes = shape_term_priors(catalog or load_catalog())
+    catalog = catalog or load_catalog()
+    shapes = shape_term_priors(catalog)
+    measured = transfer.measured_by_key(catalog, c.GRID)
     for split, priors in (("loso", None),
-                          ("loao", partial(generation_priors, shape_priors=shapes))):
+                          ("loao", partial(generation_priors, shape_priors=shapes,
+                                           measured=measured))):
         pred, _ = leave_one_out(cases, units[split], catalog, priors=priors, memo=memo)
         out.update({f"{split}/{k}": float(p) for k, p in zip(keys, pred, strict=True)
                     if np.isfinite(p)})

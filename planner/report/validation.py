@@ -649,8 +649,13 @@ part of the data and predict that part (`planner/analysis/crossval.py`,
 - **Leave-one-accelerator-out (LOAO)**: the unit is an accelerator generation whose
   parameters the calibration shares (A100, Hopper: H100/H200/H800, Blackwell:
   B200/GB200/B300/GB300). Its rows leave the fit and its own parameters start from a prior
-  no row of it informed - the mean of the same parameter of the other generations (an
-  accelerator's GEMM efficiency), the stack's general value (a stack's factor on that
+  no row of it informed - for a GEMM efficiency, the rule the catalog's uncalibrated parts
+  (AMD Instinct, Gaudi, NVFP4) get: the generation's measured maximum achievable matmul
+  rate over its peak (S. Bekman's MAMF table, stas00/ml-engineering) times the mean ratio
+  of the other generations' calibrated efficiencies to theirs
+  (`planner/analysis/transfer.py`), so the split measures the error of those shipped
+  values; for another parameter of an accelerator the mean of the same parameter of the
+  other generations, the stack's general value (a stack's factor on that
   accelerator), else a prior from published measurements of another system (the Grace host
   launch factor: 1.77, from GH200's CPU-bound range against x86 hosts, Vellaisamy et al.
   2025, arXiv:2504.11750; `crossval.EXTERNAL_PRIORS`) - and stay there while the rest of

@@ -1,0 +1,87 @@
+"""GEMM efficiency of an accelerator no training row calibrated, from its matmul benchmark.
+
+The calibration (:mod:`planner.analysis.calibration`) fits a large-GEMM efficiency per
+accelerator generation and precision on published training runs: A100, Hopper and
+Blackwell at BF16, Hopper and Blackwell at FP8.  An accelerator without such rows (AMD
+Instinct, Intel Gaudi) or a precision without them (NVFP4) has only its kernel benchmark:
+the maximum achievable matmul rate (MAMF, the best large GEMM of a shape sweep; catalog
+fields ``mamf_<precision>_flops_per_s``).  A training stack's GEMMs reach a share of that
+benchmark, and the calibrated generations say how large a share:
+
+    eta_max = (MAMF / peak) x mean over calibrated (generation, precision) of eta_fit / (MAMF / peak)
+
+where a generation's MAMF / peak is the mean over its parts that were measured.  One ratio
+for every precision: the calibrated pairs spread 0.85-1.04 around it (BF16 and FP8 alike),
+which the GEMM efficiency's uncertainty (``uncertainty.toml``) already covers.  The same rule
+gives a held-out generation its prior in the leave-one-accelerator-out split
+(:func:`planner.analysis.crossval.held_out_prior`), so that split measures the error of the
+values the catalog ships for uncalibrated parts.
+
+MAMF: S. Bekman, *Machine Learning Engineering*, "Maximum Achievable Matmul FLOPS comparison
+table" (github.com/stas00/ml-engineering, compute/accelerator/README.md), one benchmark
+(``mamf-finder.py``) run on every part.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The kernel input set by each precision's catalog field, and the peak it is a share of.
+FIELDS = {"bf16": "gemm_max_efficiency", "fp8": "gemm_max_efficiency_fp8",
+          "fp4": "gemm_max_efficiency_fp4"}
+
+
+def precision_of(field: str) -> str:
+    """The precision of a ``gemm_max_efficiency[_<precision>]`` name."""
+    return next(p for p, f in FIELDS.items() if f == field)
+
+
+def measured_efficiency(accelerator, precision: str) -> float | None:
+    """MAMF / peak of one part at ``precision`` [1]; None when not measured."""
+    mamf = getattr(accelerator, f"mamf_{precision}_flops_per_s", None)
+    peak = getattr(accelerator, f"peak_{precision}_flops_per_s", None)
+    if mamf is None or peak is None:
+        return None
+    return float(mamf.value / peak.value)
+
+
+def generation_efficiency(catalog, ids, precision: str) -> float | None:
+    """Mean MAMF / peak of the parts ``ids`` that were measured at ``precision`` [1]."""
+    found = [e for i in ids if (e := measured_efficiency(catalog.accelerator(i), precision))
+             is not None]
+    return float(np.mean(found)) if found else None
+
+
+def measured_by_key(catalog, keys) -> dict:
+    """For each calibration key ``(accelerator ids, gemm_max_efficiency[_precision])``, the
+    generation's measured MAMF / peak (keys of other parameters or without a measurement
+    are left out)."""
+    out = {}
+    for owners, name in keys:
+        if name not in FIELDS.values() or owners[0].startswith(("stack:", "*")):
+            continue
+        measured = generation_efficiency(catalog, owners, precision_of(name))
+        if measured is not None:
+            out[(owners, name)] = measured
+    return out
+
+
+def transfer_ratio(values: dict, measured: dict, exclude=()) -> float:
+    """Mean calibrated efficiency over measured efficiency [1] of the keys of ``measured``
+    whose accelerators are not in ``exclude``."""
+    ratios = [values[k] / m for k, m in measured.items()
+              if not any(i in exclude for i in k[0])]
+    if not ratios:
+        raise ValueError("no calibrated GEMM efficiency has a matmul benchmark to transfer from")
+    return float(np.mean(ratios))
+
+
+def derived_efficiency(catalog, accelerator_id: str, precision: str, values: dict,
+                       measured: dict) -> float | None:
+    """The GEMM efficiency the rule gives ``accelerator_id`` at ``precision`` [1] from the
+    calibrated ``values`` (:func:`planner.analysis.calibration.start_values`) and their
+    ``measured`` efficiencies (:func:`measured_by_key`); None without a benchmark."""
+    own = measured_efficiency(catalog.accelerator(accelerator_id), precision)
+    if own is None:
+        return None
+    return own * transfer_ratio(values, measured)

@@ -1,0 +1,131 @@
+"""GEMM efficiency of uncalibrated parts from their matmul benchmark (planner.analysis.transfer)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware_catalog import CatalogError, load_catalog, parse_file
+from hardware_catalog.loader import DATA_DIR
+from planner.analysis import calibration, crossval, transfer
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def calibrated(cat):
+    values = calibration.start_values(cat)
+    return values, transfer.measured_by_key(cat, values)
+
+
+#: The MAMF table (stas00/ml-engineering, compute/accelerator/README.md): accelerator,
+#: precision, published efficiency where the table's theoretical peak is the catalog's.
+PUBLISHED = [("a100-80gb", "bf16", 0.869), ("h100-sxm", "bf16", 0.803),
+             ("b200", "bf16", 0.776), ("b300", "bf16", 0.786), ("gb200", "bf16", 0.729),
+             ("gaudi2", "bf16", 0.969), ("h100-sxm", "fp8", 0.709), ("h200", "fp8", 0.734),
+             ("b200", "fp8", 0.763), ("gb200", "fp8", 0.723), ("gaudi2", "fp8", 0.955)]
+
+
+@pytest.mark.parametrize("acc, precision, published", PUBLISHED)
+def test_measured_efficiency_is_the_published_share_of_peak(cat, acc, precision, published):
+    measured = transfer.measured_efficiency(cat.accelerator(acc), precision)
+    assert measured == pytest.approx(published, abs=6e-4)
+
+
+def test_unmeasured_precision_has_no_efficiency(cat):
+    assert transfer.measured_efficiency(cat.accelerator("a100-80gb"), "fp8") is None
+    assert transfer.measured_efficiency(cat.accelerator("tpu-v5p"), "bf16") is None
+
+
+def test_ratio_is_the_mean_of_calibrated_over_measured():
+    a, b = (("x",), "gemm_max_efficiency"), (("y",), "gemm_max_efficiency_fp8")
+    values, measured = {a: 0.8, b: 0.6}, {a: 0.8, b: 0.75}
+    assert transfer.transfer_ratio(values, measured) == pytest.approx((1.0 + 0.8) / 2)
+    assert transfer.transfer_ratio(values, measured, exclude=("x",)) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="no calibrated GEMM efficiency"):
+        transfer.transfer_ratio(values, measured, exclude=("x", "y"))
+
+
+def test_calibrated_keys_with_a_benchmark(calibrated):
+    values, measured = calibrated
+    names = {(owners, name) for owners, name in measured}
+    assert names == {(calibration.A100, "gemm_max_efficiency"),
+                     (calibration.HOPPER, "gemm_max_efficiency"),
+                     (calibration.HOPPER, "gemm_max_efficiency_fp8"),
+                     (calibration.BLACKWELL, "gemm_max_efficiency"),
+                     (calibration.BLACKWELL, "gemm_max_efficiency_fp8")}
+    # the calibrated pairs spread around the ratio the rule uses (documented 0.85-1.04)
+    ratios = [values[k] / m for k, m in measured.items()]
+    assert 0.84 < min(ratios) and max(ratios) < 1.05
+    assert transfer.transfer_ratio(values, measured) == pytest.approx(np.mean(ratios))
+
+
+def _uncalibrated(cat, values):
+    owned = {(acc, name) for owners, name in values for acc in owners}
+    for acc in cat.accelerators:
+        for precision, field in transfer.FIELDS.items():
+            if (acc, field) not in owned and transfer.measured_efficiency(
+                    cat.accelerator(acc), precision) is not None:
+                yield acc, precision, field
+
+
+def test_catalog_values_of_uncalibrated_parts_follow_the_rule(cat, calibrated):
+    """Every part measured at a precision no training row calibrated ships the rule's value,
+    and its source says so; re-run the rule after a calibration moves a fitted value."""
+    values, measured = calibrated
+    found = list(_uncalibrated(cat, values))
+    assert {(a, p) for a, p, _ in found} >= {("gaudi2", "bf16"), ("gaudi2", "fp8"),
+                                              ("gaudi3", "bf16"), ("mi355x", "bf16"),
+                                              ("mi300x", "bf16"), ("gb200", "fp4")}
+    for acc, precision, field in found:
+        q = getattr(cat.accelerator(acc), field)
+        rule = transfer.derived_efficiency(cat, acc, precision, values, measured)
+        assert q.value == pytest.approx(rule, abs=5e-4), (acc, field)
+        assert q.source.startswith("derived by planner.analysis.transfer") and q.estimate
+
+
+def test_same_silicon_borrows_the_derived_value(cat):
+    assert (cat.accelerator("mi350x").gemm_max_efficiency.value
+            == cat.accelerator("mi355x").gemm_max_efficiency.value)
+    assert (cat.accelerator("b200").gemm_max_efficiency_fp4.value
+            == cat.accelerator("gb200").gemm_max_efficiency_fp4.value)
+
+
+def test_held_out_generation_takes_the_rule_with_the_other_generations(cat, calibrated):
+    """Leave-one-accelerator-out: Hopper's GEMM efficiencies start from its benchmark times
+    the ratio of A100 and Blackwell alone; the parameters it does not own keep theirs."""
+    values, measured = calibrated
+    prior, fixed = crossval.generation_priors("Hopper", values, measured=measured)
+    others = [values[k] / m for k, m in measured.items() if k[0] != calibration.HOPPER]
+    for name in ("gemm_max_efficiency", "gemm_max_efficiency_fp8"):
+        key = (calibration.HOPPER, name)
+        assert prior[key] == pytest.approx(measured[key] * np.mean(others))
+        assert key in fixed
+    a100 = (calibration.A100, "gemm_max_efficiency")
+    assert prior[a100] == values[a100] and a100 not in fixed
+    # without benchmarks the earlier rule holds: the other generations' mean
+    plain, _ = crossval.generation_priors("Hopper", values)
+    key = (calibration.HOPPER, "gemm_max_efficiency")
+    assert plain[key] == pytest.approx(np.mean([values[a100],
+                                                values[(calibration.BLACKWELL, key[1])]]))
+
+
+@pytest.mark.parametrize("line, message", [
+    ('mamf_fp4_flops_per_s = { value = 1e15, source = "a test sweep", as_of = 2025-01-01, estimate = false }',
+     "mamf_fp4_flops_per_s: the part has no FP4 peak"),
+    ('mamf_bf16_flops_per_s = { value = 2e15, source = "a test sweep", as_of = 2025-01-01, estimate = false }',
+     "mamf_bf16_flops_per_s.value: expected a measured rate above 0 and at most the BF16 peak"),
+])
+def test_benchmark_fields_are_validated(tmp_path, line, message):
+    text = (DATA_DIR / "accelerators" / "h100-sxm.toml").read_text()
+    field = line.split(" = ")[0]
+    clean = "\n".join(x for x in text.splitlines() if not x.startswith(field))
+    path = tmp_path / "h100-sxm.toml"
+    path.write_text(clean.replace("gemm_half_efficiency_dim = ",
+                                  line + "\ngemm_half_efficiency_dim = ", 1) + "\n")
+    with pytest.raises(CatalogError) as exc:
+        parse_file(path)
+    assert message in str(exc.value) and "\n" not in str(exc.value)

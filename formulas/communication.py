@@ -643,6 +643,45 @@ def tp_collectives_per_layer(full_recompute):
     return 4 + 2 * full_recompute
 
 
+@formula(reference="torchtitan's op-level selective activation checkpointing: its save list "
+         "keeps the outputs of reduce_scatter_tensor (and all_to_all: 'Communication ops whose "
+         "outputs should be saved to avoid re-communication') but not of "
+         "all_gather_into_tensor or all_reduce (pytorch/torchtitan "
+         "torchtitan/models/llama3/infra/parallelize.py _save_list, 2024-2025; "
+         "torchtitan/distributed/activation_checkpoint.py, 2026), so the recomputation runs "
+         "those again; " + THAKUR + " s4.1 (an all-gather moves half an all-reduce's bytes)",
+         domain={"op_sac": "[0,1]", "sequence_parallel": "[0,1]"},
+         symbols={"op_sac": "o", "sequence_parallel": "q"}, result_latex="n_{TP,SAC}")
+def tp_recomputed_collectives_per_layer(op_sac, sequence_parallel):
+    """Forward tensor-parallel collectives an op-level selective recompute runs again, per
+    layer, in all-reduces (the unit of :func:`tp_collectives_per_layer`).
+
+    With sequence parallelism a layer's forward all-gathers the sequence twice (before the
+    attention and before the MLP: one all-reduce's bytes together) and reduce-scatters twice
+    (saved); without it, its two all-reduces are not saved.
+
+    Parameters
+    ----------
+    op_sac : numeric
+        1 where the layer runs an op-level selective recompute policy, 0 otherwise, o [1].
+    sequence_parallel : numeric
+        1 with sequence parallelism, 0 without, q [1].
+
+    Returns
+    -------
+    numeric
+        All-reduce equivalents recomputed per layer and micro-batch [1].
+
+    Examples
+    --------
+    >>> tp_recomputed_collectives_per_layer(1, 1), tp_recomputed_collectives_per_layer(1, 0)
+    (1.0, 2.0)
+
+    .. math:: n_{TP,SAC} = o (2 - q)
+    """
+    return op_sac * (2 - sequence_parallel)
+
+
 @formula(reference="Fixed start-up cost per call, the alpha of " + HOCKNEY + " paid once per "
          "collective call (value fitted: planner/engine/inputs/execution.toml)",
          domain={"collective_overhead_s": ">=0", "ranks": ">=1"},

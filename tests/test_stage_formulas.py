@@ -27,6 +27,7 @@ NEW = [compute.final_norm_params, compute.model_params, compute.router_forward_f
        compute.host_launch_time, communication.achievable_bandwidth,
        communication.group_bandwidth, communication.group_latency,
        communication.tp_collectives_per_layer, communication.collective_overhead_time,
+       communication.tp_recomputed_collectives_per_layer,
        communication.ring_attention_comm_time, communication.kv_chunk_bytes,
        communication.moe_alltoall_time, communication.moe_dispatch_bytes,
        communication.zero3_gather_time, checkpoint.combined_mtbf,
@@ -209,6 +210,15 @@ def test_tp_collectives_megatron_f_and_g():
     # f and g per attention and MLP block: 2 forward + 2 backward; recompute repeats 2
     assert communication.tp_collectives_per_layer(0) == 2 + 2
     assert communication.tp_collectives_per_layer(1) == 2 + 2 + 2
+
+
+def test_op_sac_recomputes_the_forward_gathers_not_the_saved_reduce_scatters():
+    # torchtitan's save list keeps reduce_scatter_tensor outputs: with sequence parallelism
+    # only the two all-gathers (half an all-reduce each) run again; without it both
+    # all-reduces; no op-level policy, nothing
+    assert communication.tp_recomputed_collectives_per_layer(1, 1) == 2 * 0.5
+    assert communication.tp_recomputed_collectives_per_layer(1, 0) == 2
+    assert communication.tp_recomputed_collectives_per_layer(0, 1) == 0
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 8, 64])

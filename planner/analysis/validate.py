@@ -101,11 +101,13 @@ FIT_RULES = {
                     "so every group has rows of both"),
     "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
                          "(torchtitan's benchmark tables and its DeepEP page's Qwen3-30B-A3B "
-                         "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table; "
+                         "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table, "
+                         "AMD's MaxText Llama 3.1 405B run on MI355X; "
                          "independent_runs.csv); its rows keep their `stack` (Float8 rowwise rows: the "
                          "fp8-rowwise recipe), torchtitan's default-EP Qwen3 row is "
                          "unexpressible and the Llama 3 rows, whose layout the paper does not "
-                         "pin, excluded"),
+                         "pin, and AMD's dropless-MoE A/B rows, whose absolute throughput their "
+                         "authors call a floor, excluded"),
     "moe-runs": ("every expressible row of the shared file (the MoE stacks' launch times and "
                  "all-to-all overlap are fitted on them); the four gpt-oss-120b rows the project "
                  "appends (MB2511G-01..04) held out; the cross-validated error is "
@@ -807,7 +809,8 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
             "s or tokens/s per GPU", load_modern_runs, 0.10),
     Dataset("independent-runs", "Other publishers, held out: torchtitan's benchmark tables "
             "(H100 96GB, FSDP2/TP/PP/CP, BF16 and Float8), Trainy's H200 run, the Llama 3 "
-            "paper's 405B scaling table (tokens/s or model TFLOP/s per GPU)",
+            "paper's 405B scaling table, Intel's Gaudi 2 and AMD's MI355X runs (tokens/s or "
+            "model TFLOP/s per GPU)",
             "tokens/s or TFLOP/s per GPU", load_independent_runs, None),
     Dataset("moe-runs", "2025 MoE training: Megatron-Bridge, Megatron-LM's GB200 guide, dgxc, "
             "ModelZoo, AutoModel on H100, B200, GB200, GB300 (tokens/s, step time or model "

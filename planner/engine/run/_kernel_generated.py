@@ -314,8 +314,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     weight_grad_mb = x65 * (stage_layers * x201 + t_logits)
     del t_logits, x201
     compute_s = compute_mb * microbatches
-    x208 = 2 * full_recompute + 4
-    x209 = stage_layers + x42
+    x208 = stage_layers + x42
+    x209 = 2 * full_recompute + x93 * (2 - sequence_parallel) + 4
     x210 = tp_intra_ranks - 1
     x211 = 2 * intra_latency_s
     x212 = numpy.minimum(1, x163)
@@ -331,14 +331,14 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x220 = bytes_per_element * tokens_mb * x210 * x213 * x216 * x24 + collective_overhead_s * x212 + x210 * x211 + x214 * x215 + x214 * x217 * x219 * x24
     del x210, x213, x214
     tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x208 * x209 * x220) + x208 * x209 * x220
-    del x208, x220
+    del x209, x220
     x221 = 3 * cp - 3
     x222 = 1 - cp_intra
     x223 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
     x224 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
     x225 = cp_intra * intra_latency_s + inter_latency_s * x222 + x200 * x217 / (cp_intra * x223 + x222 * x224)
     del x200, x217, x222
-    cp_comm_mb = -cp_overlap * numpy.minimum(x202 * x209, x209 * x221 * x225 * x30) + x209 * x221 * x225 * x30
+    cp_comm_mb = -cp_overlap * numpy.minimum(x202 * x208, x208 * x221 * x225 * x30) + x208 * x221 * x225 * x30
     del x202, x221, x225, x30
     x226 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
     x227 = x226 ** (-1.0)
@@ -362,8 +362,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x234, x238
     x240 = x232 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
     del x232
-    x241 = moe_share * x209
-    del x209
+    x241 = moe_share * x208
+    del x208
     x242 = x241 * (4 * inter_latency_s * (x226 - 1) + 4 * intra_latency_s * x228 + sequence_parallel * (bytes_per_element * experts_per_token * x204 * x231 / (x223 * x229 + x224 * x230) + x231 * (inter_latency_s * x230 + intra_latency_s * x229)) + 2 * numpy.maximum(x233 * x237, x233 * x239) + 2 * numpy.maximum(x237 * x240, x239 * x240))
     del x204, x226, x228, x229, x230, x231, x233, x237, x239, x240
     x243 = ep_overlap * numpy.minimum(x242, 3 * t_layer_fwd * x241)

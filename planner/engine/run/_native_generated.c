@@ -717,8 +717,8 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_forward_mb = (((v_stage_layers * v_t_layer_fwd) + v_t_logits) + v_x197);
         const double v_weight_grad_mb = (v_x65 * ((v_stage_layers * v_x201) + v_t_logits));
         const double v_compute_s = (v_compute_mb * v_microbatches);
-        const double v_x208 = ((2.0 * v_full_recompute) + 4.0);
-        const double v_x209 = (v_stage_layers + v_x42);
+        const double v_x208 = (v_stage_layers + v_x42);
+        const double v_x209 = (((2.0 * v_full_recompute) + (v_x93 * (2.0 - v_sequence_parallel))) + 4.0);
         const double v_x210 = (v_tp_intra_ranks - 1.0);
         const double v_x212 = np_minimum(1.0, v_x163);
         const double v_x213 = (1.0 / v_tp_intra_ranks);
@@ -729,7 +729,7 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x221 = ((3.0 * v_cp) - 3.0);
         const double v_x222 = (1.0 - v_cp_intra);
         const double v_x225 = (((v_cp_intra * v_intra_latency_s) + (v_inter_latency_s * v_x222)) + ((v_x200 * v_x217) / ((v_cp_intra * v_x223) + (v_x222 * v_x224))));
-        const double v_cp_comm_mb = ((v__h33 * np_minimum((v_x202 * v_x209), (((v_x209 * v_x221) * v_x225) * v_x30))) + (((v_x209 * v_x221) * v_x225) * v_x30));
+        const double v_cp_comm_mb = ((v__h33 * np_minimum((v_x202 * v_x208), (((v_x208 * v_x221) * v_x225) * v_x30))) + (((v_x208 * v_x221) * v_x225) * v_x30));
         const double v_x226 = np_maximum(1.0, ((v_ep * v_etp) / v_scale_up_domain_gpus));
         const double v_x227 = (1.0 / v_x226);
         const double v_x228 = ((v_ep * v_x227) - 1.0);
@@ -744,7 +744,7 @@ CAPPLAN_CLONES void capplan_rows(long n, const double *restrict scalars,
         const double v_x238 = (1.0 - v_x227);
         const double v_x239 = (((v_x219 * v_x235) * v_x238) * (v__h35 + (v_hierarchical_dispatch * np_minimum(v__h36, (v_x226 * (1.0 - pow(v_x238, v_experts_per_token)))))));
         const double v_x240 = (v_x232 * v__h37);
-        const double v_x241 = (v_moe_share * v_x209);
+        const double v_x241 = (v_moe_share * v_x208);
         const double v_x242 = (v_x241 * (((((v__h38 * (v_x226 - 1.0)) + (v__h39 * v_x228)) + (v_sequence_parallel * ((((v__h40 * v_x204) * v_x231) / ((v_x223 * v_x229) + (v_x224 * v_x230))) + (v_x231 * ((v_inter_latency_s * v_x230) + (v_intra_latency_s * v_x229)))))) + (2.0 * np_maximum((v_x233 * v_x237), (v_x233 * v_x239)))) + (2.0 * np_maximum((v_x237 * v_x240), (v_x239 * v_x240)))));
         const double v_x243 = (v_ep_overlap * np_minimum(v_x242, ((3.0 * v_t_layer_fwd) * v_x241)));
         const double v_ep_comm_mb = ((((v_comm_sm_fraction * v_x243) / v__h41) + v_x242) - v_x243);
@@ -1583,8 +1583,8 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_forward_mb = (((v_stage_layers * v_t_layer_fwd) + v_t_logits) + v_x197);
         const double v_weight_grad_mb = (v_x65 * ((v_stage_layers * v_x201) + v_t_logits));
         const double v_compute_s = (v_compute_mb * v_microbatches);
-        const double v_x208 = ((2.0 * v_full_recompute) + 4.0);
-        const double v_x209 = (v_stage_layers + v_x42);
+        const double v_x208 = (v_stage_layers + v_x42);
+        const double v_x209 = (((2.0 * v_full_recompute) + (v_x93 * (2.0 - v_sequence_parallel))) + 4.0);
         const double v_x210 = (v_tp_intra_ranks - 1.0);
         const double v_x212 = np_minimum(1.0, v_x163);
         const double v_x213 = (1.0 / v_tp_intra_ranks);
@@ -1595,7 +1595,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x221 = ((3.0 * v_cp) - 3.0);
         const double v_x222 = (1.0 - v_cp_intra);
         const double v_x225 = (((v_cp_intra * v_intra_latency_s) + (v_inter_latency_s * v_x222)) + ((v_x200 * v_x217) / ((v_cp_intra * v_x223) + (v_x222 * v_x224))));
-        const double v_cp_comm_mb = ((v__h30 * np_minimum((v_x202 * v_x209), (((v_x209 * v_x221) * v_x225) * v_x30))) + (((v_x209 * v_x221) * v_x225) * v_x30));
+        const double v_cp_comm_mb = ((v__h30 * np_minimum((v_x202 * v_x208), (((v_x208 * v_x221) * v_x225) * v_x30))) + (((v_x208 * v_x221) * v_x225) * v_x30));
         const double v_x226 = np_maximum(1.0, ((v_ep * v_etp) / v_scale_up_domain_gpus));
         const double v_x227 = (1.0 / v_x226);
         const double v_x228 = ((v_ep * v_x227) - 1.0);
@@ -1610,7 +1610,7 @@ CAPPLAN_CLONES static void search_kernel(long n, const double *restrict scalars,
         const double v_x238 = (1.0 - v_x227);
         const double v_x239 = (((v_x219 * v_x235) * v_x238) * (v__h32 + (v_hierarchical_dispatch * np_minimum(v__h33, (v_x226 * (1.0 - pow(v_x238, v_experts_per_token)))))));
         const double v_x240 = (v_x232 * v__h34);
-        const double v_x241 = (v_moe_share * v_x209);
+        const double v_x241 = (v_moe_share * v_x208);
         const double v_x242 = (v_x241 * (((((v__h35 * (v_x226 - 1.0)) + (v__h36 * v_x228)) + (v_sequence_parallel * ((((v__h37 * v_x204) * v_x231) / ((v_x223 * v_x229) + (v_x224 * v_x230))) + (v_x231 * ((v_inter_latency_s * v_x230) + (v_intra_latency_s * v_x229)))))) + (2.0 * np_maximum((v_x233 * v_x237), (v_x233 * v_x239)))) + (2.0 * np_maximum((v_x237 * v_x240), (v_x239 * v_x240)))));
         const double v_x243 = (v_ep_overlap * np_minimum(v_x242, ((3.0 * v_t_layer_fwd) * v_x241)));
         const double v_ep_comm_mb = ((((v_comm_sm_fraction * v_x243) / v__h38) + v_x242) - v_x243);
@@ -2077,8 +2077,8 @@ CAPPLAN_CLONES static void search_kernel_dense(long n, const double *restrict sc
         const double v_x206 = v_t_mlp;
         const double v_compute_mb = (((v_stage_layers * ((((((v_full_recompute * (v_t_layer_fwd - ((v_x191 * v_x198) * v_x94))) + v_t_cast_bwd) + (v_t_cast_fwd * (v_full_recompute + 1.0))) + (3.0 * v_x191)) + v_x203) + (v_x95 * (v_x199 + (v_x93 * (((v_t_mlp * v_x198) + ((v_t_qkv * v_x14) / v__h5)) + v_x193)))))) + v_x196) + (v_x42 * ((((((v_full_recompute * ((v_t_qkv + v_x194) + v_x206)) + v_x196) + (v_x199 * v_x95)) + v_x203) + (3.0 * v_x206)) + (3.0 * np_maximum((v_x102 * ((v_x204 + (v_x51 * v_x6)) + (2.0 * v_x96))), ((((v_x105 * v_x117) * v_x84) * (v_gemm_half_efficiency_dim + v_x205)) / v_x205))))));
         const double v_compute_s = (v_compute_mb * v_microbatches);
-        const double v_x208 = ((2.0 * v_full_recompute) + 4.0);
-        const double v_x209 = (v_stage_layers + v_x42);
+        const double v_x208 = (v_stage_layers + v_x42);
+        const double v_x209 = (((2.0 * v_full_recompute) + (v_x93 * (2.0 - v_sequence_parallel))) + 4.0);
         const double v_x210 = (v_tp_intra_ranks - 1.0);
         const double v_x212 = np_minimum(1.0, v_x163);
         const double v_x213 = (1.0 / v_tp_intra_ranks);
@@ -2089,7 +2089,7 @@ CAPPLAN_CLONES static void search_kernel_dense(long n, const double *restrict sc
         const double v_x221 = ((3.0 * v_cp) - 3.0);
         const double v_x222 = (1.0 - v_cp_intra);
         const double v_x225 = (((v_cp_intra * v_intra_latency_s) + (v_inter_latency_s * v_x222)) + ((v_x200 * v_x217) / ((v_cp_intra * v_x223) + (v_x222 * v_x224))));
-        const double v_cp_comm_mb = ((v__h7 * np_minimum((v_x202 * v_x209), ((v_x209 * v_x221) * v_x225))) + ((v_x209 * v_x221) * v_x225));
+        const double v_cp_comm_mb = ((v__h7 * np_minimum((v_x202 * v_x208), ((v_x208 * v_x221) * v_x225))) + ((v_x208 * v_x221) * v_x225));
         const double v_x235 = (v_x152 + v_x153);
         const double v_x245 = (v_pp - 1.0);
         const double v_x246 = np_minimum(1.0, v_x245);
@@ -2584,8 +2584,8 @@ CAPPLAN_CLONES static void search_kernel_lean(long n, const double *restrict sca
         const double v_x207 = (v_t_moe * v_x4);
         const double v_compute_mb = (((v_stage_layers * (((((((v_full_recompute * (v_t_layer_fwd - ((v_x191 * v_x198) * v_x94))) + v_t_cast_bwd) + (v_t_cast_fwd * (v_full_recompute + 1.0))) + (3.0 * v_x190)) + (3.0 * v_x191)) + v_x203) + (v_x95 * (v_x199 + (v_x93 * (((v_t_mlp * v_x198) + ((v_t_qkv * v_x14) / v__h13)) + v_x193)))))) + v_x196) + (v_x42 * (((((((v_full_recompute * (((v_t_qkv + v_x194) + v_x206) + v_x207)) + v_x196) + (v_x199 * v_x95)) + v_x203) + (3.0 * v_x206)) + (3.0 * v_x207)) + (3.0 * np_maximum((v_x102 * ((v_x204 + (v_x51 * v_x6)) + (2.0 * v_x96))), ((((v_x105 * v_x117) * v_x84) * (v_gemm_half_efficiency_dim + v_x205)) / v_x205))))));
         const double v_compute_s = (v_compute_mb * v_microbatches);
-        const double v_x208 = ((2.0 * v_full_recompute) + 4.0);
-        const double v_x209 = (v_stage_layers + v_x42);
+        const double v_x208 = (v_stage_layers + v_x42);
+        const double v_x209 = (((2.0 * v_full_recompute) + (v_x93 * (2.0 - v_sequence_parallel))) + 4.0);
         const double v_x210 = (v_tp_intra_ranks - 1.0);
         const double v_x212 = np_minimum(1.0, v_x163);
         const double v_x213 = (1.0 / v_tp_intra_ranks);
@@ -2596,7 +2596,7 @@ CAPPLAN_CLONES static void search_kernel_lean(long n, const double *restrict sca
         const double v_x221 = ((3.0 * v_cp) - 3.0);
         const double v_x222 = (1.0 - v_cp_intra);
         const double v_x225 = (((v_cp_intra * v_intra_latency_s) + (v_inter_latency_s * v_x222)) + ((v_x200 * v_x217) / ((v_cp_intra * v_x223) + (v_x222 * v_x224))));
-        const double v_cp_comm_mb = ((v__h15 * np_minimum((v_x202 * v_x209), ((v_x209 * v_x221) * v_x225))) + ((v_x209 * v_x221) * v_x225));
+        const double v_cp_comm_mb = ((v__h15 * np_minimum((v_x202 * v_x208), ((v_x208 * v_x221) * v_x225))) + ((v_x208 * v_x221) * v_x225));
         const double v_x226 = np_maximum(1.0, ((v_ep * v_etp) / v_scale_up_domain_gpus));
         const double v_x227 = (1.0 / v_x226);
         const double v_x228 = ((v_ep * v_x227) - 1.0);
@@ -2611,7 +2611,7 @@ CAPPLAN_CLONES static void search_kernel_lean(long n, const double *restrict sca
         const double v_x238 = (1.0 - v_x227);
         const double v_x239 = (((v_x219 * v_x235) * v_x238) * v_experts_per_token);
         const double v_x240 = (v_x232 * v_bytes_per_element);
-        const double v_x241 = (v_moe_share * v_x209);
+        const double v_x241 = (v_moe_share * v_x208);
         const double v_x242 = (v_x241 * (((((v__h16 * (v_x226 - 1.0)) + (v__h17 * v_x228)) + (v_sequence_parallel * ((((v__h18 * v_x204) * v_x231) / ((v_x223 * v_x229) + (v_x224 * v_x230))) + (v_x231 * ((v_inter_latency_s * v_x230) + (v_intra_latency_s * v_x229)))))) + (2.0 * np_maximum((v_x233 * v_x237), (v_x233 * v_x239)))) + (2.0 * np_maximum((v_x237 * v_x240), (v_x239 * v_x240)))));
         const double v_ep_comm_mb = v_x242;
         const double v_x245 = (v_pp - 1.0);
@@ -3176,8 +3176,8 @@ CAPPLAN_CLONES static void search_kernel_plain(long n, const double *restrict sc
         const double v_x207 = (v_t_moe * v_x4);
         const double v_compute_mb = (((v_stage_layers * (((((((v_full_recompute * (v_t_layer_fwd - ((v_x191 * v_x198) * v_x94))) + v_t_cast_bwd) + (v_t_cast_fwd * (v_full_recompute + 1.0))) + (3.0 * v_x190)) + (3.0 * v_x191)) + v_x203) + (v_x95 * (((v__h16 * v_t_moe_act) + v_x199) + (v_x93 * (((v_t_mlp * v_x198) + ((v_t_qkv * v_x14) / v__h17)) + v_x193)))))) + v_x196) + (v_x42 * (((((((v_full_recompute * (((v_t_qkv + v_x194) + v_x206) + v_x207)) + v_x196) + (v_x199 * v_x95)) + v_x203) + (3.0 * v_x206)) + (3.0 * v_x207)) + (3.0 * np_maximum((v_x102 * ((v_x204 + (v_x51 * v_x6)) + (2.0 * v_x96))), ((((v_x105 * v_x117) * v_x84) * (v_gemm_half_efficiency_dim + v_x205)) / v_x205))))));
         const double v_compute_s = (v_compute_mb * v_microbatches);
-        const double v_x208 = ((2.0 * v_full_recompute) + 4.0);
-        const double v_x209 = (v_stage_layers + v_x42);
+        const double v_x208 = (v_stage_layers + v_x42);
+        const double v_x209 = (((2.0 * v_full_recompute) + (v_x93 * (2.0 - v_sequence_parallel))) + 4.0);
         const double v_x210 = (v_tp_intra_ranks - 1.0);
         const double v_x212 = np_minimum(1.0, v_x163);
         const double v_x213 = (1.0 / v_tp_intra_ranks);
@@ -3188,7 +3188,7 @@ CAPPLAN_CLONES static void search_kernel_plain(long n, const double *restrict sc
         const double v_x221 = ((3.0 * v_cp) - 3.0);
         const double v_x222 = (1.0 - v_cp_intra);
         const double v_x225 = (((v_cp_intra * v_intra_latency_s) + (v_inter_latency_s * v_x222)) + ((v_x200 * v_x217) / ((v_cp_intra * v_x223) + (v_x222 * v_x224))));
-        const double v_cp_comm_mb = ((v__h19 * np_minimum((v_x202 * v_x209), ((v_x209 * v_x221) * v_x225))) + ((v_x209 * v_x221) * v_x225));
+        const double v_cp_comm_mb = ((v__h19 * np_minimum((v_x202 * v_x208), ((v_x208 * v_x221) * v_x225))) + ((v_x208 * v_x221) * v_x225));
         const double v_x226 = np_maximum(1.0, ((v_ep * v_etp) / v_scale_up_domain_gpus));
         const double v_x227 = (1.0 / v_x226);
         const double v_x228 = ((v_ep * v_x227) - 1.0);
@@ -3203,7 +3203,7 @@ CAPPLAN_CLONES static void search_kernel_plain(long n, const double *restrict sc
         const double v_x238 = (1.0 - v_x227);
         const double v_x239 = (((v_x219 * v_x235) * v_x238) * (v__h21 + (v_hierarchical_dispatch * np_minimum(v__h22, (v_x226 * (1.0 - pow(v_x238, v_experts_per_token)))))));
         const double v_x240 = (v_x232 * v__h23);
-        const double v_x241 = (v_moe_share * v_x209);
+        const double v_x241 = (v_moe_share * v_x208);
         const double v_x242 = (v_x241 * (((((v__h24 * (v_x226 - 1.0)) + (v__h25 * v_x228)) + (v_sequence_parallel * ((((v__h26 * v_x204) * v_x231) / ((v_x223 * v_x229) + (v_x224 * v_x230))) + (v_x231 * ((v_inter_latency_s * v_x230) + (v_intra_latency_s * v_x229)))))) + (2.0 * np_maximum((v_x233 * v_x237), (v_x233 * v_x239)))) + (2.0 * np_maximum((v_x237 * v_x240), (v_x239 * v_x240)))));
         const double v_x243 = (v_ep_overlap * np_minimum(v_x242, ((3.0 * v_t_layer_fwd) * v_x241)));
         const double v_ep_comm_mb = ((((v_comm_sm_fraction * v_x243) / v__h27) + v_x242) - v_x243);
@@ -3757,4 +3757,4 @@ static struct PyModuleDef capplan_native_module = {
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&capplan_native_module); }
 
 /* the hash of everything above: a stale build is not used */
-const char *capplan_source_hash(void) { return "42c30338fed78812"; }
+const char *capplan_source_hash(void) { return "c3d7369e3027b8d1"; }

@@ -642,7 +642,9 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     layers, share = x["stage_layers"] + _mtp_on_fullest_stage(x), r["moe_share"]
     # TP: hierarchical when the group spans scale-up domains (one ring per NIC across)
     tp_in = x["tp_intra_ranks"]
-    tp_layer = communication.tp_collectives_per_layer(x["full_recompute"]) * (
+    tp_layer = (communication.tp_collectives_per_layer(x["full_recompute"])
+                + communication.tp_recomputed_collectives_per_layer(
+                    _op_sac(x, r), x["sequence_parallel"])) * (
         communication.hierarchical_allreduce_time(
             elem * t * h, tp_in, tp / tp_in, _scale_up(x), _scale_out(x),
             x["intra_latency_s"], x["inter_latency_s"])

@@ -454,233 +454,230 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x303
     dp_comm_s = dp_overlap * numpy.minimum(x279, numpy.maximum(x279 * x304, -2 * stage_layers * t_layer_fwd * x305 + x279)) + dp_overlap * numpy.minimum(x302, numpy.maximum(x302 * x304, -compute_s * x305 + x302)) + x250 * x279 + x250 * x302
     del t_layer_fwd, x250, x279, x302, x304, x305
-    x306 = compute_mb + tp_comm_mb
+    x306 = dispatch_host_sync * x149
     x307 = full_recompute + 3
-    x308 = expert_overhead_s * x66 + moe_layer_overhead_s
+    x308 = 2.0 * x149 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x149, x4
+    x309 = numpy.maximum(0, cuda_graphs - x308 - 1)
+    x310 = stage_layers * (1 - x309)
+    x311 = host_launch_factor * moe_share * x307 * x310 * (expert_overhead_s * x66 + moe_layer_overhead_s)
     del x66
-    x309 = 2.0 * x149 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x4
-    x310 = numpy.maximum(0, cuda_graphs - x309 - 1)
-    x311 = 1 - x310
-    x312 = dispatch_host_sync * x149
-    x313 = stage_layers * x311
-    x314 = host_launch_factor * moe_share * x307 * x308 * x313
-    x315 = microbatches ** (-1.0)
-    x316 = (x306 ** host_overlap_exponent + (host_launch_factor * (graph_launch_s * x310 * x315 + x313 * (graph_launch_s * x187 * (-x310 + numpy.minimum(1, cuda_graphs - x309)) + layer_overhead_s * x307)) + x314 * (1 - x312)) ** host_overlap_exponent) ** host_overlap_exponent ** (-1.0)
-    del x187, x309, x310, x313
-    launch_s = microbatches * (dispatch_host_sync * host_launch_factor * moe_share * stage_layers * x149 * x307 * x308 * x311 - x306 + x316)
-    del x149, x306, x307, x308, x311
+    x312 = x306 * x311
+    x313 = compute_mb + tp_comm_mb
+    x314 = microbatches ** (-1.0)
+    x315 = x313 * ((((host_launch_factor * (graph_launch_s * x309 * x314 + x310 * (graph_launch_s * x187 * (-x309 + numpy.minimum(1, cuda_graphs - x308)) + layer_overhead_s * x307)) + x311 * (1 - x306)) / x313) ** host_overlap_exponent + 1) ** host_overlap_exponent ** (-1.0) - 1)
+    del x187, x306, x307, x308, x309, x310, x311
+    x316 = x312 + x315
+    launch_s = microbatches * x316
     tp_comm_s = microbatches * tp_comm_mb
-    del tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x317 = x312 * x314
-    del x312, x314
-    x318 = cp_comm_mb + ep_comm_mb + x316 + x317
-    x319 = vp ** (-1.0)
-    x320 = x318 / compute_mb
-    x321 = dualpipe * x315 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x320 - 3 * weight_grad_mb * x320 + 2 * x316 + 2 * x317) / x318 + x244 * x245 * x315 * x319
-    del cp_comm_mb, ep_comm_mb, forward_mb, weight_grad_mb, x315, x316, x317, x320
-    bubble_s = microbatches * x318 * x321
-    del x318
-    x322 = stage_trainable_expert_params / expert_optimizer_shards
-    x323 = stage_trainable_params / optimizer_shards
-    optimizer_s = x101 * (x322 + x323) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x317 = cp_comm_mb + ep_comm_mb + x313 + x316
+    del x313, x316
+    x318 = vp ** (-1.0)
+    x319 = x317 / compute_mb
+    x320 = dualpipe * x314 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x319 + 2 * tp_comm_mb - 3 * weight_grad_mb * x319 + 2 * x312 + 2 * x315) / x317 + x244 * x245 * x314 * x318
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x312, x314, x315, x319
+    bubble_s = microbatches * x317 * x320
+    del x317
+    x321 = stage_trainable_expert_params / expert_optimizer_shards
+    x322 = stage_trainable_params / optimizer_shards
+    optimizer_s = x101 * (x321 + x322) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x101
-    x324 = microbatches * stage_extra_layers * (compute_mb - x196) * (x321 + 1) / stage_layers
-    del compute_mb, x196, x321
-    x325 = dp_comm_s + pp_comm_s
-    x326 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x325
-    x327 = gpus + 0.474798
-    x328 = gpus ** (-1.0)
-    x329 = x327 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x326 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x326 * numpy.maximum(0, -x150 * erfinv(1.71458910109456 * x328 * x329 * (0.0686881539789491 * x329 + 0.112063) - 1 + 1.16023 / x327)) + x324 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x324 + x326)
-    del x324, x327, x329
-    step_time_s = straggler_s + x326
-    del x326
-    x330 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x330
-    x331 = tokens_per_s * x328
-    x332 = model_flops_per_token * x331
-    tflops_per_gpu = 1e-12 * x332
-    mfu = x104 * x332
-    del x332
-    hfu = hardware_flops_per_token * x104 * x331
-    del hardware_flops_per_token, x104, x331
-    x333 = bytes_per_element * x280 * (stage_trainable_expert_params + stage_trainable_params)
+    x323 = microbatches * stage_extra_layers * (compute_mb - x196) * (x320 + 1) / stage_layers
+    del compute_mb, x196, x320
+    x324 = dp_comm_s + pp_comm_s
+    x325 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x324
+    x326 = gpus + 0.474798
+    x327 = gpus ** (-1.0)
+    x328 = x326 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x325 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x325 * numpy.maximum(0, -x150 * erfinv(1.71458910109456 * x327 * x328 * (0.0686881539789491 * x328 + 0.112063) - 1 + 1.16023 / x326)) + x323 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x323 + x325)
+    del x323, x326, x328
+    step_time_s = straggler_s + x325
+    del x325
+    x329 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x329
+    x330 = tokens_per_s * x327
+    x331 = model_flops_per_token * x330
+    tflops_per_gpu = 1e-12 * x331
+    mfu = x104 * x331
+    del x331
+    hfu = hardware_flops_per_token * x104 * x330
+    del hardware_flops_per_token, x104, x330
+    x332 = bytes_per_element * x280 * (stage_trainable_expert_params + stage_trainable_params)
     del x280
-    x334 = expert_weight_shards ** (-1.0)
-    x335 = base_weight_bytes_per_param * stage_expert_params
-    x336 = weight_shards ** (-1.0)
-    x337 = frozen_base * (x334 * x335 + x336 * (x299 - x335)) + reference_model * (bytes_per_element * stage_expert_params * x334 + bytes_per_element * x336 * (-stage_expert_params - x185)) + stage_trainable_expert_params * weight_bytes_per_param * x334 + stage_trainable_params * weight_bytes_per_param * x336
-    del stage_expert_params, x185, x299, x334, x335, x336
-    weights_bytes = x333 + x337
-    x338 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x333 = expert_weight_shards ** (-1.0)
+    x334 = base_weight_bytes_per_param * stage_expert_params
+    x335 = weight_shards ** (-1.0)
+    x336 = frozen_base * (x333 * x334 + x335 * (x299 - x334)) + reference_model * (bytes_per_element * stage_expert_params * x333 + bytes_per_element * x335 * (-stage_expert_params - x185)) + stage_trainable_expert_params * weight_bytes_per_param * x333 + stage_trainable_params * weight_bytes_per_param * x335
+    del stage_expert_params, x185, x299, x333, x334, x335
+    weights_bytes = x332 + x336
+    x337 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x333 + x338
-    optimizer_state_bytes = optimizer_bytes_per_param * x322 + optimizer_bytes_per_param * x323
-    del x322, x323
-    x339 = hidden * x235
+    grads_bytes = x332 + x337
+    optimizer_state_bytes = optimizer_bytes_per_param * x321 + optimizer_bytes_per_param * x322
+    del x321, x322
+    x338 = hidden * x235
     del x235
-    x340 = 2 * tokens_mb
-    x341 = tokens_mb * x339
-    x342 = 4 * x341
-    x343 = heads + kv_heads
-    x344 = kv_heads / heads
-    x345 = x141 * x50
+    x339 = 2 * tokens_mb
+    x340 = tokens_mb * x338
+    x341 = 4 * x340
+    x342 = heads + kv_heads
+    x343 = kv_heads / heads
+    x344 = x141 * x50
     del x50
-    x346 = 1 - recompute_norms
-    x347 = shared_experts * tokens_mb * x146
+    x345 = 1 - recompute_norms
+    x346 = shared_experts * tokens_mb * x146
     del x146
-    x348 = tokens_mb * x236
+    x347 = tokens_mb * x236
     del x236
-    x349 = 2 * mlp_matrices
-    x350 = tokens_mb * x349
-    x351 = linear_input_bytes + x349 - 2
-    del x349
-    x352 = tokens_mb * x24
-    x353 = micro_batch * x133 * x134 * (dropout_masks + 4) / cp ** 2
+    x348 = 2 * mlp_matrices
+    x349 = tokens_mb * x348
+    x350 = linear_input_bytes + x348 - 2
+    del x348
+    x351 = tokens_mb * x24
+    x352 = micro_batch * x133 * x134 * (dropout_masks + 4) / cp ** 2
     del x133, x134
-    x354 = linear_input_bytes * x341 * x346
-    x355 = lora_rank * x249 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x340 * x93 * (hidden * x56 + x152 * x212 * x24 + x339 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x345 * (1 - lora_down) + x354 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x354 * (1 - numpy.minimum(1, x57))) - moe_share * (x347 + x348 * x46) * (linear_input_bytes * recompute_moe_act + x162 * (2 - x168)) + moe_share * (-x141 * x350 + x347 * x351 + x348 * (etp * hidden * linear_input_bytes + x351 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x342 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x340 * x343 + x353)) + x340 * x51 * (x18 * x343 - x24 * (x344 + 1)) + x340 * (q_lora_rank + x17) + x341 * (2 * dropout_masks + 8) + x51 * (ffn * x350 + hidden * tokens_mb * (4 * x344 + 2) + x352 + x353) - (1 - 1 / 2 * linear_input_bytes) * (x340 * x345 + x342 * x346))
-    del moe_share, x0, x11, x111, x12, x141, x15, x152, x162, x168, x17, x18, x212, x24, x25, x29, x339, x340, x341, x342, x343, x344, x345, x346, x347, x348, x350, x351, x353, x354, x46, x56, x57, x69, x92, x93
-    x356 = full_recompute * x164 * x352 + x355 * x95
-    del x164, x352, x95
-    x357 = loss_extra_bytes_per_logit * tokens_mb * x165 + 4 * tokens_mb * x135 * (vocab * x98 + 1)
+    x353 = linear_input_bytes * x340 * x345
+    x354 = lora_rank * x249 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x339 * x93 * (hidden * x56 + x152 * x212 * x24 + x338 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x344 * (1 - lora_down) + x353 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x353 * (1 - numpy.minimum(1, x57))) - moe_share * (x346 + x347 * x46) * (linear_input_bytes * recompute_moe_act + x162 * (2 - x168)) + moe_share * (-x141 * x349 + x346 * x350 + x347 * (etp * hidden * linear_input_bytes + x350 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x69 * (2 * head_dim + v_head_dim) - recompute_norms * x341 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x339 * x342 + x352)) + x339 * x51 * (x18 * x342 - x24 * (x343 + 1)) + x339 * (q_lora_rank + x17) + x340 * (2 * dropout_masks + 8) + x51 * (ffn * x349 + hidden * tokens_mb * (4 * x343 + 2) + x351 + x352) - (1 - 1 / 2 * linear_input_bytes) * (x339 * x344 + x341 * x345))
+    del moe_share, x0, x11, x111, x12, x141, x15, x152, x162, x168, x17, x18, x212, x24, x25, x29, x338, x339, x340, x341, x342, x343, x344, x345, x346, x347, x349, x350, x352, x353, x46, x56, x57, x69, x92, x93
+    x355 = full_recompute * x164 * x351 + x354 * x95
+    del x164, x351, x95
+    x356 = loss_extra_bytes_per_logit * tokens_mb * x165 + 4 * tokens_mb * x135 * (vocab * x98 + 1)
     del tokens_mb, x135, x165, x98
-    activation_bytes = full_recompute * x355 + linear_value_heads * x112 * x249 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x319 * x356 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x244 * numpy.minimum(x247, pp * vp + x245 * numpy.minimum(1, vp - 1))) + x357 + x42 * (x356 + x357)
-    del microbatches, x112, x244, x245, x247, x249, x319, x355, x356, x357, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x333 + x337 + x338
-    del x333, x337, x338
-    x358 = nodes / (rack_mtbf_s * rack_nodes)
-    x359 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x360 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x361 = x358 + x359 + x360
-    system_mtbf_s = x361 ** (-1.0)
-    x362 = node_repair_s * x358
-    x363 = numpy.exp(-x362)
-    x364 = node_repair_s * x359
-    x365 = -spare_nodes
-    x366 = rack_nodes + x365
-    x367 = x362 * x363
-    del x362
-    x368 = 2 * rack_nodes + x365
-    x369 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x363 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x370 = 3 * rack_nodes + x365
-    x371 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x363 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x372 = 4 * rack_nodes + x365
-    x373 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x363 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x374 = 5 * rack_nodes + x365
-    x375 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x363 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x376 = 6 * rack_nodes + x365
-    x377 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x363 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x378 = 7 * rack_nodes + x365
-    x379 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x363 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x380 = 8 * rack_nodes + x365
-    x381 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x363 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x382 = 9 * rack_nodes + x365
-    x383 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x363 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x384 = 10 * rack_nodes + x365
-    x385 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x363 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x386 = 11 * rack_nodes + x365
-    x387 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x363 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x358 * (x363 * poisson_cdf(-x366, x364) + x367 * poisson_cdf(-x368, x364) + x369 * poisson_cdf(-x370, x364) + x371 * poisson_cdf(-x372, x364) + x373 * poisson_cdf(-x374, x364) + x375 * poisson_cdf(-x376, x364) + x377 * poisson_cdf(-x378, x364) + x379 * poisson_cdf(-x380, x364) + x381 * poisson_cdf(-x382, x364) + x383 * poisson_cdf(-x384, x364) + x385 * poisson_cdf(-x386, x364) + x387 * poisson_cdf(-12 * rack_nodes - x365, x364)) + x359 * (x363 * poisson_cdf(spare_nodes - 1, x364) + x367 * poisson_cdf(-x366 - 1, x364) + x369 * poisson_cdf(-x368 - 1, x364) + x371 * poisson_cdf(-x370 - 1, x364) + x373 * poisson_cdf(-x372 - 1, x364) + x375 * poisson_cdf(-x374 - 1, x364) + x377 * poisson_cdf(-x376 - 1, x364) + x379 * poisson_cdf(-x378 - 1, x364) + x381 * poisson_cdf(-x380 - 1, x364) + x383 * poisson_cdf(-x382 - 1, x364) + x385 * poisson_cdf(-x384 - 1, x364) + x387 * poisson_cdf(-x386 - 1, x364)) + x360)
-    del x358, x359, x360, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386, x387
-    x388 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x389 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x361 * (x388 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x361 * (-manual_restart_s + x388 - x389))) + x388 - x389
-    del x361, x388, x389
+    activation_bytes = full_recompute * x354 + linear_value_heads * x112 * x249 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x318 * x355 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x244 * numpy.minimum(x247, pp * vp + x245 * numpy.minimum(1, vp - 1))) + x356 + x42 * (x355 + x356)
+    del microbatches, x112, x244, x245, x247, x249, x318, x354, x355, x356, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x332 + x336 + x337
+    del x332, x336, x337
+    x357 = nodes / (rack_mtbf_s * rack_nodes)
+    x358 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x359 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x360 = x357 + x358 + x359
+    system_mtbf_s = x360 ** (-1.0)
+    x361 = node_repair_s * x357
+    x362 = numpy.exp(-x361)
+    x363 = node_repair_s * x358
+    x364 = -spare_nodes
+    x365 = rack_nodes + x364
+    x366 = x361 * x362
+    del x361
+    x367 = 2 * rack_nodes + x364
+    x368 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x362 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x369 = 3 * rack_nodes + x364
+    x370 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x362 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x371 = 4 * rack_nodes + x364
+    x372 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x362 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x373 = 5 * rack_nodes + x364
+    x374 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x362 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x375 = 6 * rack_nodes + x364
+    x376 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x362 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x377 = 7 * rack_nodes + x364
+    x378 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x362 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x379 = 8 * rack_nodes + x364
+    x380 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x362 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x381 = 9 * rack_nodes + x364
+    x382 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x362 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x383 = 10 * rack_nodes + x364
+    x384 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x362 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x385 = 11 * rack_nodes + x364
+    x386 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x362 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x357 * (x362 * poisson_cdf(-x365, x363) + x366 * poisson_cdf(-x367, x363) + x368 * poisson_cdf(-x369, x363) + x370 * poisson_cdf(-x371, x363) + x372 * poisson_cdf(-x373, x363) + x374 * poisson_cdf(-x375, x363) + x376 * poisson_cdf(-x377, x363) + x378 * poisson_cdf(-x379, x363) + x380 * poisson_cdf(-x381, x363) + x382 * poisson_cdf(-x383, x363) + x384 * poisson_cdf(-x385, x363) + x386 * poisson_cdf(-12 * rack_nodes - x364, x363)) + x358 * (x362 * poisson_cdf(spare_nodes - 1, x363) + x366 * poisson_cdf(-x365 - 1, x363) + x368 * poisson_cdf(-x367 - 1, x363) + x370 * poisson_cdf(-x369 - 1, x363) + x372 * poisson_cdf(-x371 - 1, x363) + x374 * poisson_cdf(-x373 - 1, x363) + x376 * poisson_cdf(-x375 - 1, x363) + x378 * poisson_cdf(-x377 - 1, x363) + x380 * poisson_cdf(-x379 - 1, x363) + x382 * poisson_cdf(-x381 - 1, x363) + x384 * poisson_cdf(-x383 - 1, x363) + x386 * poisson_cdf(-x385 - 1, x363)) + x359)
+    del x357, x358, x359, x362, x363, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386
+    x387 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x388 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x360 * (x387 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x360 * (-manual_restart_s + x387 - x388))) + x387 - x388
+    del x360, x387, x388
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x390 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x391 = checkpoint_bytes * x328
-    x392 = x390 * x391
-    x393 = ckpt_async * x392
-    x394 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x395 = ckpt_sync * x394
-    x396 = x218 * x391
-    del x218, x391
-    x397 = ckpt_in_memory * (x392 + x396)
-    del x392
-    x398 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x399 = grad_bytes_per_param * trainable_params * x328
-    del x328
-    x400 = optimizer_s - step_time_s
-    x401 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x390 * x399 / (1 - (1 - numpy.minimum(1, x398)) ** gockpt_steps) + x400)
-    del x390
-    checkpoint_stall_s = x393 + x395 + x397 + x401
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x393 + 2 * x395 + 2 * x397 + 2 * x401))
-    x402 = ckpt_async * x394
-    x403 = system_mtbf_s ** (-1.0)
-    x404 = checkpoint_stall_s * x403
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x399 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x400))) / numpy.log(1 - numpy.minimum(0.999999999999, x398))))) - 1) + 1
-    del x398, x399, x400
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x394) + x402), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x393 + 1 / 2 * x395 + 1 / 2 * x397 + 1 / 2 * x401), -checkpoint_stall_s + young_interval_s * (1 / 6 * x150 * numpy.sqrt(x404) + 1 / 18 * x404 + 1), system_mtbf_s)))
-    del x150, x393, x395, x397, x401
-    commit_latency_s = ckpt_gockpt * (step_time_s + x394) + x402
-    del x394, x402
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x396 + failure_restart_s
-    del failure_restart_s, x396
-    x405 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x405 + 1) / (global_batch * token_efficiency * (reference_batch * x405 + 1))
-    del x405, x77
+    x389 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x390 = checkpoint_bytes * x327
+    x391 = x389 * x390
+    x392 = ckpt_async * x391
+    x393 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x394 = ckpt_sync * x393
+    x395 = x218 * x390
+    del x218, x390
+    x396 = ckpt_in_memory * (x391 + x395)
+    del x391
+    x397 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x398 = grad_bytes_per_param * trainable_params * x327
+    del x327
+    x399 = optimizer_s - step_time_s
+    x400 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x389 * x398 / (1 - (1 - numpy.minimum(1, x397)) ** gockpt_steps) + x399)
+    del x389
+    checkpoint_stall_s = x392 + x394 + x396 + x400
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x392 + 2 * x394 + 2 * x396 + 2 * x400))
+    x401 = ckpt_async * x393
+    x402 = system_mtbf_s ** (-1.0)
+    x403 = checkpoint_stall_s * x402
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x398 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x399))) / numpy.log(1 - numpy.minimum(0.999999999999, x397))))) - 1) + 1
+    del x397, x398, x399
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x393) + x401), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x392 + 1 / 2 * x394 + 1 / 2 * x396 + 1 / 2 * x400), -checkpoint_stall_s + young_interval_s * (1 / 6 * x150 * numpy.sqrt(x403) + 1 / 18 * x403 + 1), system_mtbf_s)))
+    del x150, x392, x394, x396, x400
+    commit_latency_s = ckpt_gockpt * (step_time_s + x393) + x401
+    del x393, x401
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x395 + failure_restart_s
+    del failure_restart_s, x395
+    x404 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x404 + 1) / (global_batch * token_efficiency * (reference_batch * x404 + 1))
+    del x404, x77
     solve_time_s = step_time_s * steps
-    x406 = numpy.exp(commit_latency_s * x403)
-    x407 = numpy.exp(x403 * (checkpoint_interval_s + checkpoint_stall_s))
-    x408 = solve_time_s * x406 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x406 + x408 * (x407 - 1) - 1) * numpy.exp(restart_s * x403)
-    del x406
-    failure_stepping_s = system_mtbf_s * x408 * (x407 - numpy.exp(x404))
-    del x404, x407, x408
+    x405 = numpy.exp(commit_latency_s * x402)
+    x406 = numpy.exp(x402 * (checkpoint_interval_s + checkpoint_stall_s))
+    x407 = solve_time_s * x405 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x405 + x407 * (x406 - 1) - 1) * numpy.exp(restart_s * x402)
+    del x405
+    failure_stepping_s = system_mtbf_s * x407 * (x406 - numpy.exp(x403))
+    del x403, x406, x407
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x409 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x409)
-    x410 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x410 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x410
-    del x410
-    expected_failures = failure_wall_s * x403
-    del x403
+    x408 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x408)
+    x409 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x409 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x409
+    del x409
+    expected_failures = failure_wall_s * x402
+    del x402
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x409
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x408
     del failure_stepping_s
-    x411 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x330 * (cp_comm_s + ep_comm_s + tp_comm_s + x325) + compute_power_fraction * compute_s * x330)
-    del x325, x330
-    x412 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x411)
+    x410 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x329 * (cp_comm_s + ep_comm_s + tp_comm_s + x324) + compute_power_fraction * compute_s * x329)
+    del x324, x329
+    x411 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x410)
     del stepping_s
-    energy_gpu_j = gpus * x412
-    x413 = network_power_per_node_w + node_overhead_power_w
-    x414 = nodes * x413
+    energy_gpu_j = gpus * x411
+    x412 = network_power_per_node_w + node_overhead_power_w
+    x413 = nodes * x412
     del nodes
-    x415 = spare_nodes * (gpus_per_node * idle_power_w + x413) + x414
-    del x413
-    energy_it_j = energy_gpu_j + wall_time_s * x415
-    energy_facility_j = energy_it_j * pue
-    x416 = eval_time_s + rollbacks * x409
-    del x409
-    x417 = pue * (gpu_step_power_w * gpus + x414)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x414) * (-failure_wall_s - x411 - x416) - solve_time_s * x417 - x416 * x417
-    del failure_wall_s, x414, x416, x417
-    x418 = wall_time_s ** (-1.0)
-    gpu_power_w = x412 * x418
+    x414 = spare_nodes * (gpus_per_node * idle_power_w + x412) + x413
     del x412
-    avg_power_w = energy_facility_j * x418
-    del x418
-    peak_power_w = pue * (gpus * max_power_w + x415)
-    del x415
-    x419 = gpus + gpus_per_node * spare_nodes
-    x420 = 0.000277777777777778 * x419
-    gpu_hours = wall_time_s * x420
-    cost_cloud_usd = price_usd_per_gpu_hour * x420 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x411), wall_time_s)
-    del x411, x420
-    x421 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x421 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x419)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x414
+    energy_facility_j = energy_it_j * pue
+    x415 = eval_time_s + rollbacks * x408
+    del x408
+    x416 = pue * (gpu_step_power_w * gpus + x413)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x413) * (-failure_wall_s - x410 - x415) - solve_time_s * x416 - x415 * x416
+    del failure_wall_s, x413, x415, x416
+    x417 = wall_time_s ** (-1.0)
+    gpu_power_w = x411 * x417
+    del x411
+    avg_power_w = energy_facility_j * x417
+    del x417
+    peak_power_w = pue * (gpus * max_power_w + x414)
+    del x414
+    x418 = gpus + gpus_per_node * spare_nodes
+    x419 = 0.000277777777777778 * x418
+    gpu_hours = wall_time_s * x419
+    cost_cloud_usd = price_usd_per_gpu_hour * x419 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x410), wall_time_s)
+    del x410, x419
+    x420 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x420 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x418)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x419 * x421
-    del x419, x421
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x418 * x420
+    del x418, x420
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

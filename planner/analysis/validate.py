@@ -102,7 +102,7 @@ FIT_RULES = {
     "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
                          "(torchtitan's benchmark tables and its DeepEP page's Qwen3-30B-A3B "
                          "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table, "
-                         "AMD's MaxText Llama 3.1 405B run on MI355X; "
+                         "AMD's MaxText Llama 3.1 405B runs on MI355X; "
                          "independent_runs.csv); its rows keep their `stack` (Float8 rowwise rows: the "
                          "fp8-rowwise recipe), torchtitan's default-EP Qwen3 row is "
                          "unexpressible and the Llama 3 rows, whose layout the paper does not "
@@ -335,7 +335,7 @@ MODERN_GROUPS = (
     ("MoE", lambda r: r.experts > 1),
     ("A100 on non-DGX networks", lambda r: r.hardware.startswith("a100")),
     ("B200/GB200", lambda r: r.hardware in ("b200", "gb200")),
-    ("H100 FP8", lambda r: r.hardware == "h100-sxm" and r.precision == "fp8"),
+    ("H100 FP8", lambda r: r.hardware == "h100-sxm" and r.precision.startswith("fp8")),
     ("H100 BF16", lambda r: r.hardware == "h100-sxm" and r.precision == "bf16"),
 )
 #: Families whose rows fit the parameters; the others are held out (FIT_RULES).

@@ -29,7 +29,7 @@ def test_datasets_are_complete(pred):
     assert counts["vtrain-multi"] == 109 and counts["vtrain-single"] == 1440
     assert counts["sc21"] == 11
     assert counts["llm-foundry-a100"] > 100 and counts["llm-foundry-h100"] > 60
-    assert counts["modern-runs"] == 31
+    assert counts["modern-runs"] == 36
     expressible = v.predictable(pred)
     assert np.isfinite(pred.predicted[expressible]).all()
     assert counts["moe-runs"] == 115
@@ -232,7 +232,7 @@ def modern_summary(pred):
 
 def test_modern_dataset_loads_and_every_row_is_predicted_or_listed(modern, modern_summary):
     raw = v.pd.read_csv(v.DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
-    assert len(raw) == len(modern) == 31
+    assert len(raw) == len(modern) == 36
     assert {"source", "notes", "published"} <= set(raw.columns)
     assert (raw.source.str.len() > 10).all()
     predicted = np.isfinite(modern.predicted)
@@ -249,11 +249,12 @@ def test_modern_groups_partition_the_rows(modern, modern_summary):
     assert set(modern.group) <= set(MODERN_GROUP_NAMES)
     counts = modern.group.value_counts().to_dict()
     # from the file: 7 MoE (Grok-1, DeepSeek-V3), 7 A100 (InternLM, torchtitan), 4 dense
-    # B200/GB200, 6 dense H100 FP8, 7 dense H100 BF16
+    # B200/GB200, 11 dense H100 FP8 (6 dgxc, 5 Megatron-Bridge 25.09/25.11 at FP8 current
+    # scaling), 7 dense H100 BF16
     assert counts == {"MoE": 7, "A100 on non-DGX networks": 7, "B200/GB200": 4,
-                      "H100 FP8": 6, "H100 BF16": 7}
+                      "H100 FP8": 11, "H100 BF16": 7}
     rows = {g["group"]: g for g in modern_summary["groups"]}
-    assert sum(g["rows"] for g in rows.values()) == 31
+    assert sum(g["rows"] for g in rows.values()) == 36
     for name, g in rows.items():
         assert g["predicted"] + g["unexpressible"] == g["rows"] == counts[name]
 
@@ -265,6 +266,7 @@ def test_modern_groups_partition_the_rows(modern, modern_summary):
     (dict(experts=1, hardware="gb200", precision="bf16"), "B200/GB200"),
     (dict(experts=1, hardware="b200", precision="fp8"), "B200/GB200"),
     (dict(experts=1, hardware="h100-sxm", precision="fp8"), "H100 FP8"),
+    (dict(experts=1, hardware="h100-sxm", precision="fp8-cs"), "H100 FP8"),
     (dict(experts=1, hardware="h100-sxm", precision="bf16"), "H100 BF16"),
 ])
 def test_modern_group_definitions(case, group):
@@ -429,7 +431,7 @@ def test_cli_validate_modern_json_lists_groups_and_unexpressible(tmp_path):
     assert data["dataset"] == "modern-runs"
     assert [g["group"] for g in data["groups"]] == MODERN_GROUP_NAMES
     assert data["unexpressible_count"] == len(data["unexpressible"])
-    assert data["count"] + data["unexpressible_count"] == 31
+    assert data["count"] + data["unexpressible_count"] == 36
 
 
 # ---- MoE runs (issue 27): dataset, stacks, exclusions, leave-one-family-out ------------

@@ -444,7 +444,7 @@ def _default_etp(tp: int, cp: int, dp: int, ep: int) -> int:
 
 
 def load_modern_runs() -> pd.DataFrame:
-    """modern_runs.csv: 31 rows of 2024-2026 stacks on H100, B200, GB200 and A100."""
+    """modern_runs.csv: 36 rows of 2024-2026 stacks on H100, B200, GB200 and A100."""
     return _modern_frame("modern_runs.csv", "modern-runs",
                          lambda r: r.model.startswith(MODERN_FIT_FAMILIES), modern_group)
 

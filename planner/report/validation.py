@@ -113,7 +113,9 @@ STREAM-like copies).
 MODERN = """
 ## Modern runs (issue 13)
 
-`modern_runs.csv` holds 31 measured runs of 2024-2026 software stacks. Issue 13's targets
+`modern_runs.csv` holds 36 measured runs of 2024-2026 software stacks (the shared file's 31
+and five dense H100 FP8 rows of Megatron-Bridge's 25.09 and 25.11 tables, a second source of
+dense Hopper FP8 rows beside dgxc-benchmarking; issue 42). Issue 13's targets
 (tested in `tests/test_validation.py`; a target still missed is a strict expected failure):
 MAPE <= 10 % over the dataset, <= 15 % in each group below, no unexpressible row. Groups are
 defined in `planner/analysis/validate.py` (`MODERN_GROUPS`, first match wins, so every row is

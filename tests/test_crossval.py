@@ -444,3 +444,15 @@ def test_megatron_bridge_tables_are_cited_at_a_commit_before_the_held_out_releas
     assert set(cited) <= set(PRE_2602_TABLES), set(cited) - set(PRE_2602_TABLES)
     for path in v.DATA_DIR.glob("*.csv"):
         assert "4ab94dfad" not in path.read_text(), path.name
+
+
+def test_crossval_key_covers_the_benchmark_rule(tmp_path, monkeypatch, catalog):
+    """The held-out generations' priors come from planner.analysis.transfer: editing it
+    makes the precomputed refits stale (a new key), as editing crossval.py does."""
+    from planner.analysis import transfer
+
+    before = x.crossval_key(catalog)
+    edited = tmp_path / "transfer.py"
+    edited.write_bytes(open(transfer.__file__, "rb").read() + b"\n# edited\n")
+    monkeypatch.setattr(transfer, "__file__", str(edited))
+    assert x.crossval_key(catalog) != before

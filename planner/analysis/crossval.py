@@ -232,11 +232,12 @@ PRECOMPUTED = Path(__file__).with_name("_crossval_generated.json")
 
 
 def crossval_key(catalog=None) -> str:
-    """Hash of everything the result depends on: the LOFO key's inputs, ``GRID`` and this
-    module."""
+    """Hash of everything the result depends on: the LOFO key's inputs, ``GRID``, this
+    module and the benchmark rule of the held-out generations' priors."""
     digest = hashlib.sha256(c.lofo_key(catalog).encode())
     digest.update(repr(sorted(c.GRID.items())).encode())
     digest.update(Path(__file__).read_bytes())
+    digest.update(Path(transfer.__file__).read_bytes())
     return digest.hexdigest()[:20]
 
 

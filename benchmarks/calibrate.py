@@ -257,17 +257,12 @@ def write_derived(catalog) -> list[str]:
     the entries it rewrote."""
     values = start_values(catalog, GRID)
     measured = transfer.measured_by_key(catalog, values)
-    owned = {(acc, name) for owners, name in values for acc in owners}
     written = []
-    for acc in catalog.accelerators:
-        for precision, field in transfer.FIELDS.items():
-            if (acc, field) in owned:
-                continue
-            derived = transfer.derived_efficiency(catalog, acc, precision, values, measured)
-            if derived is not None:
-                path = ROOT / "hardware_catalog" / "data" / "accelerators" / f"{acc}.toml"
-                replace_value(path, rf"(^{field} = \{{ value = )[^,]+", round(derived, 3))
-                written.append(f"{acc}.{field}")
+    for acc, precision, field in transfer.uncalibrated(catalog, values):
+        derived = transfer.derived_efficiency(catalog, acc, precision, values, measured)
+        path = ROOT / "hardware_catalog" / "data" / "accelerators" / f"{acc}.toml"
+        replace_value(path, rf"(^{field} = \{{ value = )[^,]+", round(derived, 3))
+        written.append(f"{acc}.{field}")
     return written
 
 

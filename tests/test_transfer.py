@@ -63,20 +63,11 @@ def test_calibrated_keys_with_a_benchmark(calibrated):
     assert transfer.transfer_ratio(values, measured) == pytest.approx(np.mean(ratios))
 
 
-def _uncalibrated(cat, values):
-    owned = {(acc, name) for owners, name in values for acc in owners}
-    for acc in cat.accelerators:
-        for precision, field in transfer.FIELDS.items():
-            if (acc, field) not in owned and transfer.measured_efficiency(
-                    cat.accelerator(acc), precision) is not None:
-                yield acc, precision, field
-
-
 def test_catalog_values_of_uncalibrated_parts_follow_the_rule(cat, calibrated):
     """Every part measured at a precision no training row calibrated ships the rule's value,
     and its source says so; re-run the rule after a calibration moves a fitted value."""
     values, measured = calibrated
-    found = list(_uncalibrated(cat, values))
+    found = list(transfer.uncalibrated(cat, values))
     assert {(a, p) for a, p, _ in found} >= {("gaudi2", "bf16"), ("gaudi2", "fp8"),
                                               ("gaudi3", "bf16"), ("mi355x", "bf16"),
                                               ("mi300x", "bf16"), ("gb200", "fp4")}

@@ -76,6 +76,18 @@ def transfer_ratio(values: dict, measured: dict, exclude=()) -> float:
     return float(np.mean(ratios))
 
 
+def uncalibrated(catalog, values: dict):
+    """Each (accelerator id, precision, catalog field) whose GEMM efficiency the rule
+    derives: the part was measured at that precision and no calibration key of ``values``
+    owns that field for it."""
+    owned = {(acc, name) for owners, name in values for acc in owners}
+    for acc in catalog.accelerators:
+        for precision, field in FIELDS.items():
+            if (acc, field) not in owned and measured_efficiency(
+                    catalog.accelerator(acc), precision) is not None:
+                yield acc, precision, field
+
+
 def derived_efficiency(catalog, accelerator_id: str, precision: str, values: dict,
                        measured: dict) -> float | None:
     """The GEMM efficiency the rule gives ``accelerator_id`` at ``precision`` [1] from the

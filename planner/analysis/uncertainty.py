@@ -42,6 +42,12 @@ FRACTIONS = {"gemm_max_efficiency", "attention_gemm_max_efficiency", "scale_up_b
 COUPLED = {"gemm_max_efficiency": ("attention_gemm_max_efficiency",)}
 
 
+def moved_inputs(name: str, drawn) -> tuple[str, ...]:
+    """The inputs one drawn factor of ``name`` perturbs: itself and its :data:`COUPLED`
+    inputs that have no factor of their own among ``drawn``."""
+    return (name, *(c for c in COUPLED.get(name, ()) if c not in drawn))
+
+
 @dataclass(frozen=True)
 class Spread:
     sigma: float
@@ -121,7 +127,7 @@ def drawn_inputs(x: dict, f: dict[str, np.ndarray], draws: slice, group: int,
     xi = {k: np.tile(v, n) if isinstance(v, np.ndarray) and v.ndim else v
           for k, v in x.items()}
     for name, factor in f.items():
-        for moved in (name, *(c for c in COUPLED.get(name, ()) if c not in f)):
+        for moved in moved_inputs(name, f):
             xi[moved] = perturb(xi, moved, np.repeat(factor[draws, group], rows))
     return xi
 
@@ -146,7 +152,7 @@ def drawn_run(inputs: dict, f: dict[str, np.ndarray], draws: int,
     x = {k: (np.full(draws, float(np.ravel(v)[0])) if np.size(v) == 1 else v)
          for k, v in inputs.items()}
     for name, factor in f.items():
-        for moved in (name, *(c for c in COUPLED.get(name, ()) if c not in f)):
+        for moved in moved_inputs(name, f):
             x[moved] = perturb(x, moved, factor[:, 0])
     out = evaluate_inputs(x)
     return {q: np.asarray(out[q], dtype=float) for q in columns}

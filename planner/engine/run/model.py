@@ -383,6 +383,11 @@ def _qkv_width(x: dict):
         x["q_lora_rank"], x["kv_lora_rank"], x["qk_rope_head_dim"]), x["hidden"], x["tp"])
 
 
+def _out_width(x: dict):
+    """Inner size of one rank's attention output projection (its heads' value widths)."""
+    return x["heads"] * x["v_head_dim"] / x["tp"]
+
+
 def attention_times(x: dict, r: dict) -> dict:
     """Forward time of one layer's attention block on one rank, per micro-batch.
 
@@ -391,7 +396,7 @@ def attention_times(x: dict, r: dict) -> dict:
     FP8/FP4 recipes (:func:`planner.engine.inputs.scenario.attention_precision`)."""
     h, s, tp, t = x["hidden"], x["seq_len"], x["tp"], r["tokens_mb"]
     qkv = _qkv_width(x)
-    out_width = x["heads"] * x["v_head_dim"] / tp  # inner size of the output projection
+    out_width = _out_width(x)
     # the average layer: the linear-attention share of the layers runs Gated DeltaNet (its
     # projections and the chunked delta rule), the others softmax attention
     share = _linear_share(x)
@@ -515,7 +520,6 @@ def cast_times(x: dict, r: dict) -> dict:
     (:func:`formulas.compute.quantisation_cast_bytes_per_element`): in the forward each
     linear GEMM's input, in the backward each one's output gradient (memory bound)."""
     h, tp, t = x["hidden"], x["tp"], r["tokens_mb"]
-    out_width = x["heads"] * x["v_head_dim"] / tp
     # per token: the column-parallel GEMMs read the (gathered) h-vector, the row-parallel
     # ones their rank's share; a MoE layer's experts cast each routed copy
     copies = r["routed_copies"] / t
@@ -525,7 +529,7 @@ def cast_times(x: dict, r: dict) -> dict:
     moe_grad = copies * ((x["mlp_matrices"] - 1) * expert_ffn + h) \
         + x["shared_experts"] * ((x["mlp_matrices"] - 1) * x["moe_ffn"] / tp + h)
     share = r["moe_share"]
-    inputs = h + out_width + (1 - share) * dense_in + share * moe_in
+    inputs = h + _out_width(x) + (1 - share) * dense_in + share * moe_in
     grads = _qkv_width(x) + h + (1 - share) * dense_grad + share * moe_grad
     per_element = x["cast_bytes_per_element"]
     return {"t_cast_fwd": _memory_bound(x, t * inputs * per_element),

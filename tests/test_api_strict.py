@@ -77,6 +77,8 @@ def test_evaluate_refuses_wrong_kinds_with_capplan_error(name, value):
     if isinstance(value, bool | int) and not isinstance(value, bool) and value in (0, 1) \
             and name == "sequence_parallel":
         return  # a switch: 0 and 1 are its values
+    if isinstance(value, list) and set(value) <= {0, 1} and name == "sequence_parallel":
+        return  # one switch a layout (check_flag: integers, one or an array)
     if isinstance(value, bool) and name in ("flash_attention", "as_frame",
                                             "sequence_parallel"):
         return

@@ -29,7 +29,7 @@ def test_datasets_are_complete(pred):
     assert counts["vtrain-multi"] == 109 and counts["vtrain-single"] == 1440
     assert counts["sc21"] == 11
     assert counts["llm-foundry-a100"] > 100 and counts["llm-foundry-h100"] > 60
-    assert counts["modern-runs"] == 36
+    assert counts["modern-runs"] == 50
     expressible = v.predictable(pred)
     assert np.isfinite(pred.predicted[expressible]).all()
     assert counts["moe-runs"] == 115
@@ -232,7 +232,7 @@ def modern_summary(pred):
 
 def test_modern_dataset_loads_and_every_row_is_predicted_or_listed(modern, modern_summary):
     raw = v.pd.read_csv(v.DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
-    assert len(raw) == len(modern) == 36
+    assert len(raw) == len(modern) == 50
     assert {"source", "notes", "published"} <= set(raw.columns)
     assert (raw.source.str.len() > 10).all()
     predicted = np.isfinite(modern.predicted)
@@ -248,13 +248,15 @@ def test_modern_dataset_loads_and_every_row_is_predicted_or_listed(modern, moder
 def test_modern_groups_partition_the_rows(modern, modern_summary):
     assert set(modern.group) <= set(MODERN_GROUP_NAMES)
     counts = modern.group.value_counts().to_dict()
-    # from the file: 7 MoE (Grok-1, DeepSeek-V3), 7 A100 (InternLM, torchtitan), 4 dense
-    # B200/GB200, 11 dense H100 FP8 (6 dgxc, 5 Megatron-Bridge 25.09/25.11 at FP8 current
-    # scaling), 7 dense H100 BF16
-    assert counts == {"MoE": 7, "A100 on non-DGX networks": 7, "B200/GB200": 4,
+    # from the file: 7 MoE (Grok-1, DeepSeek-V3), 7 A100 (InternLM, torchtitan), 16 dense
+    # B200/GB200 (4 dgxc and Megatron-Bridge 25.11, 12 Megatron-Bridge 25.09/25.11 Llama 3
+    # at FP8 current scaling and MXFP8), 2 GB300 (Megatron-Bridge 25.11 Llama 3 8B), 11
+    # dense H100 FP8 (6 dgxc, 5 Megatron-Bridge 25.09/25.11 at FP8 current scaling), 7
+    # dense H100 BF16
+    assert counts == {"MoE": 7, "A100 on non-DGX networks": 7, "B200/GB200": 16, "GB300": 2,
                       "H100 FP8": 11, "H100 BF16": 7}
     rows = {g["group"]: g for g in modern_summary["groups"]}
-    assert sum(g["rows"] for g in rows.values()) == 36
+    assert sum(g["rows"] for g in rows.values()) == 50
     for name, g in rows.items():
         assert g["predicted"] + g["unexpressible"] == g["rows"] == counts[name]
 
@@ -265,6 +267,7 @@ def test_modern_groups_partition_the_rows(modern, modern_summary):
     (dict(experts=1, hardware="a100-80gb", precision="bf16"), "A100 on non-DGX networks"),
     (dict(experts=1, hardware="gb200", precision="bf16"), "B200/GB200"),
     (dict(experts=1, hardware="b200", precision="fp8"), "B200/GB200"),
+    (dict(experts=1, hardware="gb300", precision="mxfp8"), "GB300"),
     (dict(experts=1, hardware="h100-sxm", precision="fp8"), "H100 FP8"),
     (dict(experts=1, hardware="h100-sxm", precision="fp8-cs"), "H100 FP8"),
     (dict(experts=1, hardware="h100-sxm", precision="bf16"), "H100 BF16"),
@@ -276,11 +279,16 @@ def test_modern_group_definitions(case, group):
 
 
 def test_modern_fit_split_by_model_family(modern):
-    fit_models = set(modern.model[modern.fit.astype(bool)])
-    held_models = set(modern.model[~modern.fit.astype(bool)])
+    fit = modern.fit.astype(bool)
+    gb300 = modern.hardware == "gb300"
+    fit_models = set(modern.model[fit])
+    held_models = set(modern.model[~fit & ~gb300])
     assert all(m.startswith(("llama", "grok")) for m in fit_models)
     assert held_models == {"nemotron4-15b", "nemotron4-340b", "deepseek-v3", "internlm-7b"}
-    for name in MODERN_GROUP_NAMES:  # every group has fit and held-out rows
+    # GB300's rows are held out whatever their family: they measure the part's sharing of
+    # Blackwell's parameters (validate.MODERN_HELD_OUT_PARTS)
+    assert gb300.any() and not (fit & gb300).any()
+    for name in set(MODERN_GROUP_NAMES) - {"GB300"}:  # every other group: fit and held out
         g = modern[modern.group == name]
         assert g.fit.astype(bool).any() and (~g.fit.astype(bool)).any(), name
 
@@ -431,7 +439,7 @@ def test_cli_validate_modern_json_lists_groups_and_unexpressible(tmp_path):
     assert data["dataset"] == "modern-runs"
     assert [g["group"] for g in data["groups"]] == MODERN_GROUP_NAMES
     assert data["unexpressible_count"] == len(data["unexpressible"])
-    assert data["count"] + data["unexpressible_count"] == 36
+    assert data["count"] + data["unexpressible_count"] == 50
 
 
 # ---- MoE runs (issue 27): dataset, stacks, exclusions, leave-one-family-out ------------
@@ -835,3 +843,17 @@ def test_published_memory_is_compared_and_every_row_fits():
     assert len(small) == 10 and min(small) > 0.75
     # the 405B rows under PP, with FSDP's gathered stage counted (half without it)
     assert min(r["ratio"] for r in rows if "-l31-405b-" in r["run"]) > 0.7
+
+
+def test_modern_row_stack_column_names_the_preset_stack(modern):
+    """Megatron-Bridge presets that capture whole iterations in CUDA graphs (Llama 3 8B on
+    Blackwell) run on megatron-bridge-2025; the presets without graphs (70B, 405B, H100)
+    on the eager megatron-core-2025 (the data file's ``stack`` column)."""
+    bridge = modern[modern.source.str.contains("Megatron-Bridge") & (modern.experts <= 1)]
+    graphed = bridge[bridge["stack"] == "megatron-bridge-2025"]
+    assert set(graphed.model) == {"llama3-8b"}
+    assert set(graphed.hardware) == {"b200", "gb200", "gb300"}
+    eager = bridge[bridge["stack"] == "megatron-core-2025"]
+    assert len(graphed) + len(eager) == len(bridge)
+    assert set(eager.model) == {"llama3-70b", "llama3.1-405b", "llama3-8b"}
+    assert (eager[eager.model == "llama3-8b"].hardware == "h100-sxm").all()

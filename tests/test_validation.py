@@ -686,6 +686,25 @@ def test_incremental_objective_equals_the_full_objective(catalog):
     assert 0 < moved < groups and len(fresh["predicted"]) == groups + moved
 
 
+def test_incremental_objective_sees_every_gemm_efficiency(catalog):
+    """A generation's GEMM efficiency at one precision reaches every case of that GEMM
+    precision, whatever its recipe is called (fp8-cs, mxfp8 read ``<part>:fp8``): moving it
+    alone, the memoised objective equals the full one (a memo keyed by the recipe's name
+    once kept the Megatron-Bridge FP8-CS rows' stale predictions)."""
+    from planner.analysis import calibration as c
+
+    cases = c.fit_cases(v.load_cases(["modern-runs"]))
+    assert {"fp8-cs", "mxfp8"} <= set(cases.precision)
+    start = c.start_values(catalog)
+    memo: dict = {}
+    incremental = c.Objective(cases, catalog, memo)
+    assert incremental(start) == c.objective(cases, catalog, start)
+    for key in c.GRID:
+        if key[1].startswith("gemm_max_efficiency"):
+            values = {**start, key: start[key] - 0.1}
+            assert incremental(values) == c.objective(cases, catalog, values), key
+
+
 def test_mean_of_means_sums_as_pandas():
     from planner.analysis.calibration import _mean_of_means
 

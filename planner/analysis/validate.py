@@ -926,9 +926,12 @@ def _case_inputs(cases: pd.DataFrame, hardware: str, flash: bool, reliability: s
 
 
 def _params_read(hardware: str, reliability: str, precision: str, stack: str) -> tuple:
-    """The keys of ``params`` (see :func:`predict`) a group of cases reads."""
-    return (hardware, f"{hardware}:{precision}", "*", f"rel:{reliability}", f"stack:{stack}",
-            f"stack:{stack}@{hardware}")
+    """The keys of ``params`` (see :func:`predict`) a group of cases reads: the accelerator's
+    GEMM efficiency under every GEMM precision (keyed ``hardware:<GEMM precision>``, not by
+    the recipe: an ``fp8-cs`` or ``mxfp8`` case reads ``hardware:fp8``, and its recipe's
+    BF16 share the plain key), the execution terms, its reliability profile and stack."""
+    return (hardware, *(f"{hardware}:{p}" for p in GEMM_PRECISIONS), "*",
+            f"rel:{reliability}", f"stack:{stack}", f"stack:{stack}@{hardware}")
 
 
 def _with_params(x: dict, late: tuple, hardware: str, reliability: str, precision: str,

@@ -174,7 +174,11 @@ since 2026-11-27; left out again (fit groups better, held-out worse: B200/GB200 
 0.2 -> 4.7 %, MoE Blackwell baseline and tuned held-out 31.7 -> 34.1 and 30.8 -> 37.5 %).
 ``--grid fp8`` and ``--grid moe-stacks`` ask for a Grace ``host_launch_factor`` of 2.0
 (objective 0.0724 -> 0.0713) since the 70B/405B GB200 rows run eagerly; not written (dense
-B200/GB200 4.9 -> 5.6 %).  Tried and rejected: each part's GEMM efficiency scaled by its
+B200/GB200 4.95 -> 5.53 %, MoE Blackwell baseline 14.8 -> 15.6 %; tuned 9.06 -> 8.74 %).
+A Blackwell Ultra GEMM efficiency of its own (b300, gb300), fitted on GB300's six MoE rows,
+would need BF16 0.85 and FP8 0.80 - above B300's measured MAMF / peak (0.786, 0.745) - and
+moves those rows little (MAPE 20.1 -> 18.5 %; Qwen3-30B-A3B stays -28 %): GB300's speed over
+GB200 is not in its GEMMs (its matmul benchmark is B200's); not added.  Tried and rejected: each part's GEMM efficiency scaled by its
 MAMF / peak over its generation's mean (GB200 0.95x, B200 1.02x, H200 FP8 1.02x): speedup
 pairs 9.22 -> 9.05 % (dense 4.97 -> 4.81), but the objective 0.0724 -> 0.0743 and MoE
 Blackwell baseline 14.8 -> 15.9 %, H100 FP8 4.07 -> 4.31 %; counting a fused kernel's

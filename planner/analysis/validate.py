@@ -342,7 +342,7 @@ MODERN_GROUPS = (
 #: Families whose rows fit the parameters; the others are held out (FIT_RULES).
 MODERN_FIT_FAMILIES = ("llama", "grok")
 #: Parts whose rows are held out: GB300 shares Blackwell's parameters, and its two rows
-#: (17-19 % faster than GB200's at the same rated peak, same preset) measure that sharing.
+#: (19-21 % faster than GB200's at the same rated peak and preset) measure that sharing.
 MODERN_HELD_OUT_PARTS = ("gb300",)
 MODERN_ETP = re.compile(r"\bETP\s*=\s*(\d+)")
 MODERN_MTP = re.compile(r"\bMTP\b")

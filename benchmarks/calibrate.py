@@ -199,7 +199,6 @@ import argparse
 import re
 import sys
 import tomllib
-from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,10 +323,7 @@ def main(argv=None) -> int:
     if args.crossval:
         cases = v.load_cases()
         units = crossval.units_of(cases)
-        loao = partial(crossval.generation_priors,
-                       shape_priors=crossval.shape_term_priors(catalog),
-                       measured=transfer.measured_by_key(catalog, GRID))
-        for split, priors in (("loso", None), ("loao", loao)):
+        for split, priors in crossval.split_priors(catalog):
             pred_split, trained = crossval.leave_one_out(cases, units[split], catalog,
                                                          priors=priors)
             err = (pred_split / cases.measured - 1).abs()

@@ -208,6 +208,15 @@ def units_of(cases) -> dict[str, pd.Series]:
             "loao": cases["hardware"].map(generation_of)}
 
 
+def split_priors(catalog) -> tuple[tuple[str, object], ...]:
+    """Each split with the ``priors`` of its refits (:func:`leave_one_out`): LOSO from the
+    catalog's values, LOAO from the held-out generation's priors (:func:`generation_priors`
+    with the catalog's shape terms and matmul benchmarks)."""
+    loao = partial(generation_priors, shape_priors=shape_term_priors(catalog),
+                   measured=transfer.measured_by_key(catalog, c.GRID))
+    return (("loso", None), ("loao", loao))
+
+
 def compute_all(catalog=None) -> dict[str, float]:
     """LOSO and LOAO predictions of every case, keyed ``"<split>/<dataset>/<case_id>"``."""
     cases = v.load_cases(None)
@@ -216,11 +225,7 @@ def compute_all(catalog=None) -> dict[str, float]:
     memo: dict = {}
     out = {}
     catalog = catalog or load_catalog()
-    shapes = shape_term_priors(catalog)
-    measured = transfer.measured_by_key(catalog, c.GRID)
-    for split, priors in (("loso", None),
-                          ("loao", partial(generation_priors, shape_priors=shapes,
-                                           measured=measured))):
+    for split, priors in split_priors(catalog):
         pred, _ = leave_one_out(cases, units[split], catalog, priors=priors, memo=memo)
         out.update({f"{split}/{k}": float(p) for k, p in zip(keys, pred, strict=True)
                     if np.isfinite(p)})

@@ -229,6 +229,25 @@ def test_host_bound_time_between_max_and_sum_and_monotone(t_dev, t_host, k, more
     assert c.host_bound_time(t_dev, t_host + more, k) >= t * (1 - 1e-12)
 
 
+@given(st.floats(1e-6, 1e3), st.floats(1e-3, 1e3), st.floats(1, 16))
+def test_host_bound_excess_is_the_smooth_maximum_less_the_device_time(t_dev, t_host, k):
+    # where the difference of the absolute times keeps its digits (host >= 1e-3 device
+    # with these ranges' ratio), the two forms agree
+    excess = c.host_bound_excess_time(t_dev, t_host, k)
+    assert excess == pytest.approx(c.host_bound_time(t_dev, t_host, k) - t_dev,
+                                   rel=1e-6, abs=1e-12 * t_dev)
+
+
+def test_host_bound_excess_keeps_its_digits_for_a_tiny_host_share():
+    # no host time exposes none; a graph replay of 1e-5, 1e-6 of the device time exposes
+    # (t_h/t_d)^k / k of it (series of (1 + u)^(1/k) - 1), which the difference rounds away
+    assert c.host_bound_excess_time(0.3, 0.0, 3.0) == 0.0
+    for share in (1e-5, 1e-6):
+        assert c.host_bound_excess_time(0.3, share * 0.3, 3.0) == pytest.approx(
+            0.3 * share**3 / 3, rel=1e-9)
+    assert c.host_bound_time(0.3, 1e-6 * 0.3, 3.0) - 0.3 == 0.0
+
+
 def test_host_bound_time_limits():
     # k = 1 adds the two (no overlap); a large k tends to the hard maximum
     assert c.host_bound_time(3.0, 1.0, 1.0) == pytest.approx(4.0)

@@ -230,12 +230,13 @@ def test_new_parts_load_and_evaluate(cat, acc):
 @given(mb=st.sampled_from([1, 2, 4]), gpus=st.sampled_from([8, 64, 512]),
        hw=st.sampled_from(["h100-sxm", "mi355x", "tpu-v5p"]))
 def test_a_stack_without_launches_exposes_no_launch_time(cat, mb, gpus, hw):
-    """maxtext-xla launches one XLA program a step (layer_overhead_s 0): the exposed launch
-    time is exactly 0, never the smooth maximum's rounding below it (-7e-15 s printed)."""
+    """maxtext-xla launches one XLA program a step (layer_overhead_s 0, one 10 us dispatch):
+    the exposed launch time is the smooth maximum's excess over the device time, a
+    vanishing share of the step, never its rounding below 0 (-7e-15 s printed once)."""
     r = evaluate(catalog=cat, model="llama3-8b", hardware=hw, gpus=gpus, tp=1, pp=1,
                  micro_batch=mb, global_batch=4 * mb * gpus, tokens=1e10,
                  stack="maxtext-xla").iloc[0]
-    assert r["launch_s"] == 0
+    assert 0 <= r["launch_s"] <= 1e-12 * r["step_time_s"]
 
 
 def test_maxtext_and_deepspeed_stacks(cat):

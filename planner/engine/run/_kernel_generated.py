@@ -465,7 +465,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x312 = x306 * x311
     x313 = compute_mb + tp_comm_mb
     x314 = microbatches ** (-1.0)
-    x315 = x313 * ((((host_launch_factor * (graph_launch_s * x309 * x314 + x310 * (graph_launch_s * x187 * (-x309 + numpy.minimum(1, cuda_graphs - x308)) + layer_overhead_s * x307)) + x311 * (1 - x306)) / x313) ** host_overlap_exponent + 1) ** host_overlap_exponent ** (-1.0) - 1)
+    x315 = x313 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x309 * x314 + x310 * (graph_launch_s * x187 * (-x309 + numpy.minimum(1, cuda_graphs - x308)) + layer_overhead_s * x307)) + x311 * (1 - x306)) / x313) ** host_overlap_exponent) / host_overlap_exponent)
     del x187, x306, x307, x308, x309, x310, x311
     x316 = x312 + x315
     launch_s = microbatches * x316

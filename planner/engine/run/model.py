@@ -834,10 +834,7 @@ def _exposed_launch_time(x: dict, r: dict, device_mb):
     host_mb = x["host_launch_factor"] * compute.graphed_host_launch_time(
         x["stage_layers"], x["layer_overhead_s"], x["graph_launch_s"], x["full_recompute"],
         scope, r["microbatches"]) + (1 - whole) * (1 - sync) * moe_host_mb
-    # (relative to the device time, so that no host time exposes exactly none: the
-    # difference of the absolute times printed a rounding of -7e-15 s)
-    exposed = device_mb * (compute.host_bound_time(
-        1, host_mb / device_mb, x["host_overlap_exponent"]) - 1)
+    exposed = compute.host_bound_excess_time(device_mb, host_mb, x["host_overlap_exponent"])
     return exposed + (1 - whole) * sync * moe_host_mb
 
 

@@ -55,7 +55,10 @@ _URL = re.compile(r"https?://([\w.-]+)/([\w.-]+)")
 _ARXIV = re.compile(r"arXiv[: ]\s*(\d{4}\.\d{4,5})", re.I)
 #: Publications that appear under two names: NVIDIA's NeMo performance-summary page on
 #: docs.nvidia.com is the Megatron-Bridge repository's docs/performance-summary.md, published.
-SOURCE_ALIASES = {"docs.nvidia.com/nemo-framework": "NVIDIA-NeMo/Megatron-Bridge"}
+#: The NeMo-Framework-Launcher README held the NeMo performance tables of 24.03 and 24.05,
+#: before they moved into the NVIDIA/NeMo repository's docs (24.07).
+SOURCE_ALIASES = {"docs.nvidia.com/nemo-framework": "NVIDIA-NeMo/Megatron-Bridge",
+                  "NVIDIA/NeMo-Framework-Launcher": "NVIDIA/NeMo"}
 
 
 def source_of(text: str) -> str:

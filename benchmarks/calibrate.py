@@ -186,6 +186,19 @@ causal attention as the half of the pairs it computes (FlashAttention-2 s3.1.1) 
 refit: objective 0.0679 -> 0.0719, independent-runs 9.7 -> 11.8 %, though it brings the
 calibrated GEMM efficiencies to 0.80-0.85 of each generation's MAMF (now 0.85-1.04).
 
+2026-11-29 (issue 42 item 5), a fused attention kernel's fixed cost per query tile
+(``attention_fill_keys``, formulas.compute.attention_pipeline_efficiency): the attention
+factors refitted with it on the FIT subsets without moe-runs (the MoE rows stay out of the
+shared terms, as above), 2 rounds: k_f 0 / 256 / 384 / 512 / 768 / 1536 keys gave a mean
+fit-subset MAPE of 0.0486 / 0.0470 / 0.0469 / 0.0475 / 0.0487 / 0.0529, the factors moving
+to 0.65 / 0.675 / 0.675 / 0.7 / 0.7 / 0.775; written: 384 with both factors 0.675 (the
+FlashAttention-2-on-Hopper ratio 0.4 -> 0.42 with it).  llm-foundry-a100 5.94 -> 5.10 %,
+llm-foundry-h100 5.07 -> 3.85 %, modern-runs 9.71 -> 9.13 % (the held-out NeMo 2024 rows 12.9
+-> 12.2, their long-context sweep 9.0 -> 4.7 %), independent-runs 10.0 -> 9.68 %, moe-runs
+13.0 -> 12.7 %, finetune-runs 7.79 -> 7.27 %; LOAO Hopper 10.2 -> 8.96 %; speedup pairs
+unchanged (9.40 %).  torchtitan's long-context rows (32k-256k on Hopper) do not move: they
+run at the FlashAttention-2-on-Hopper factor, and stay -12..-35 %.
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

@@ -348,6 +348,8 @@ GLOSSARY: dict[str, Term] = {
     "graph_launch_s": Term("s", "host time of one CUDA graph replay", NON_NEGATIVE),
     "host_overlap_exponent": Term("1", "sharpness of the smooth max of host and device time",
                                    POSITIVE),
+    "attention_fill_keys": Term("1", "fused attention kernel's fixed cost per query tile, in "
+                                "keys per query", NON_NEGATIVE),
     "collective_overhead_s": Term("s", "fixed time per collective call (launch, synchronisation)",
                                    NON_NEGATIVE),
     "fp8_dispatch": Term("1", "1 if MoE tokens are dispatched in FP8 under FP8 recipes", FLAG),

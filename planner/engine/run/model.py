@@ -329,12 +329,14 @@ def _scores_stored(x: dict):
     return maximum(x["attention_scores_stored"], _kernel_fallback(x))
 
 
-def _core_efficiency(x: dict, tokens, unfused, padding):
+def _core_efficiency(x: dict, tokens, unfused, padding, keys):
     """Attention-core efficiency on the unfused path (``unfused`` 1) or the fused kernel
-    (0), the fused kernel's work padded to its head-size tiles (``padding``)."""
+    (0), the fused kernel's work padded to its head-size tiles (``padding``) and its fixed
+    cost per query tile shared over the ``keys`` each query attends to."""
+    fill = compute.attention_pipeline_efficiency(keys, x["attention_fill_keys"])
     return compute.attention_core_efficiency(
         tokens, x["head_dim"], x["seq_len"], unfused,
-        x["attention_efficiency_factor"] * padding, x["attention_gemm_max_efficiency"],
+        x["attention_efficiency_factor"] * padding * fill, x["attention_gemm_max_efficiency"],
         x["gemm_half_efficiency_dim"])
 
 
@@ -349,15 +351,15 @@ def _softmax_core_times(x: dict, t) -> tuple:
     padding = compute.attention_head_padding_efficiency(
         x["head_dim"], x["v_head_dim"], x["attention_head_dim_granule"],
         x["fused_split_head_dims"])
-    efficiency = _core_efficiency(x, t, unfused, padding)
+    efficiency = _core_efficiency(x, t, unfused, padding, s)
     # windowed layers attend to fewer keys when the fused kernel skips the masked blocks,
     # else they run the unfused path over all s; the linear-attention share runs no core
     share = _linear_share(x)
     windowed = x["window_layers"] / x["layers"]
     window_unfused = 1 - (1 - unfused) * x["fused_window_attention"]
     core_full = _core_flops(x, s)
-    core_window = window_unfused * core_full + (1 - window_unfused) * _core_flops(
-        x, compute.attended_keys_per_query(s, x["window"]))
+    window_keys = compute.attended_keys_per_query(s, x["window"])
+    core_window = window_unfused * core_full + (1 - window_unfused) * _core_flops(x, window_keys)
     head_bytes = compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
                                                    x["v_head_dim"], tp, x["bytes_per_element"])
     core = compute.roofline_time(
@@ -365,7 +367,8 @@ def _softmax_core_times(x: dict, t) -> tuple:
         x["attention_peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"],
         x["hbm_efficiency"]) + compute.roofline_time(
         t * windowed * core_window / tp, windowed * head_bytes, x["attention_peak_flops_per_s"],
-        _core_efficiency(x, t, window_unfused, padding), x["hbm_bandwidth_bytes_per_s"],
+        _core_efficiency(x, t, window_unfused, padding, window_keys),
+        x["hbm_bandwidth_bytes_per_s"],
         x["hbm_efficiency"])
     # without flash attention the s x s scores go through HBM (stored, or the unfused path
     # of a variant without a fused kernel; windowed layers too when it cannot skip blocks)

@@ -1168,7 +1168,7 @@ def attention_pipeline_efficiency(keys, fill_keys):
     >>> attention_pipeline_efficiency(4096, 0)
     1.0
 
-    .. math:: \eta_{fill} = \frac{k}{k + k_f}
+    .. math:: \\eta_{fill} = \\frac{k}{k + k_f}
     """
     return keys / (keys + fill_keys)
 

@@ -664,6 +664,10 @@ class SoftwareStack(Entry):
     fused_head_dim_max: Quantity | None = None
     attention_head_dim_granule: Quantity | None = None
     fused_split_head_dims: Quantity | None = None
+    # 1 if the stack runs the output layer (the vocabulary GEMM) at the recipe's low
+    # precision, 0 if it keeps it in BF16 under FP8/FP4 recipes (Megatron-Core's output layer
+    # is not a Transformer Engine module; DeepSeek-V3 s3.3.1); unset: execution.toml (1)
+    low_precision_output_layer: Quantity | None = None
     # 1 if the stack trains with int8 GEMMs (AQT in MaxText; ``--precision int8``), else 0;
     # unset: 0. Read by the precision check, not a run-model input
     int8_training: Quantity | None = None
@@ -705,7 +709,7 @@ class SoftwareStack(Entry):
                      "fsdp_keeps_gathered_under_pp",
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "fused_window_attention", "fused_attention_sinks",
-                     "fused_split_head_dims", "int8_training"):
+                     "fused_split_head_dims", "int8_training", "low_precision_output_layer"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
         for name in ("moe_layer_overhead_s", "expert_overhead_s"):

@@ -61,7 +61,7 @@ CHECKED: tuple[tuple[str, str, str], ...] = (
     ("docs/model.md", "each cause alone wastes 11-26 %", "test_whatif_stragglers_tables_and_prose"),
     ("docs/model.md", "takes 168.9 days instead of 165.2 (+2.2 %: 1.6 days of evaluations, 2.1 "
      "days of 70 rollbacks)", "test_model_default_evaluation_overheads"),
-    ("docs/model.md", "0.95 s of bubble against 1.87 s under 1F1B",
+    ("docs/model.md", "1.02 s of bubble against 2.09 s under 1F1B",
      "test_model_dualpipe_and_moe_memory_examples"),
     ("docs/model.md", "(880 against 432 MiB per layer at 4,096 tokens, BF16)",
      "test_model_dualpipe_and_moe_memory_examples"),
@@ -76,7 +76,7 @@ CHECKED: tuple[tuple[str, str, str], ...] = (
      "63 days and the GPU-hours by 37 %", "test_model_job_mttf_and_spares_examples"),
     ("docs/model.md", "it is 16 spares: wall time 95 days instead of 157 with none",
      "test_model_job_mttf_and_spares_examples"),
-    ("docs/model.md", "prediction 467 -> 1,060 TFLOP/s/GPU against 494 -> 970",
+    ("docs/model.md", "prediction 459 -> 1,020 TFLOP/s/GPU against 494 -> 970",
      "test_model_gb200_guide_predictions_are_validation_mds"),
 )
 

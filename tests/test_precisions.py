@@ -532,3 +532,27 @@ def test_fp8_cast_time_is_the_casts_bytes_at_the_hbm_rate():
     bytes_moved = layers * t * elements * 4.0
     rate = float(np.ravel(x["hbm_bandwidth_bytes_per_s"])[0] * np.ravel(x["hbm_efficiency"])[0])
     assert cast["compute_s"] - free["compute_s"] == pytest.approx(bytes_moved / rate, rel=1e-9)
+
+
+def test_megatron_core_keeps_the_output_layer_in_bf16_under_fp8(cat):
+    """Megatron-Core's output layer is not a Transformer Engine module, so an FP8 recipe
+    leaves the vocabulary GEMM at BF16 (stack low_precision_output_layer 0; DeepSeek-V3
+    s3.3.1 keeps its output head in BF16 too); a stack that converts it (torchtitan's
+    float8 converter, the default 1) runs it at the FP8 rate.  Under BF16 the flag changes
+    nothing."""
+    assert cat.stack("megatron-core-2025").low_precision_output_layer.value == 0
+    assert cat.stack("megatron-bridge-2025").low_precision_output_layer.value == 0  # extends
+    assert cat.stack("deepseek-hai-llm-2024").low_precision_output_layer.value == 0
+    assert cat.stack("torchtitan-fsdp2").low_precision_output_layer is None  # default 1
+    run = dict(catalog=cat, model="llama3-8b", hardware="h100-sxm", gpus=8, tp=1, pp=1,
+               micro_batch=1, global_batch=64, tokens=1e10, stack="megatron-core-2025")
+    fp8_bf16_head = evaluate(**run, precision="fp8").iloc[0]
+    fp8_head = evaluate(**run, precision="fp8",
+                        overrides={"low_precision_output_layer": 1.0}).iloc[0]
+    # 8B with a 128k vocabulary: the head is ~7 % of the FLOPs; at half the rate it adds
+    # a few per cent to the step
+    slower = fp8_bf16_head["step_time_s"] / fp8_head["step_time_s"] - 1
+    assert 0.01 < slower < 0.08, slower
+    bf16 = [evaluate(**run, precision="bf16", overrides={"low_precision_output_layer": f})
+            .iloc[0]["step_time_s"] for f in (0.0, 1.0)]
+    assert bf16[0] == pytest.approx(bf16[1], rel=1e-12)

@@ -394,6 +394,8 @@ GLOSSARY: dict[str, Term] = {
         "1", "1 if the fused attention kernel skips a sliding window's masked blocks", FLAG),
     "fused_attention_sinks": Term("1", "1 if the fused attention kernel implements sinks",
                                   FLAG),
+    "low_precision_output_layer": Term("1", "1 if the output layer runs at the recipe's low "
+                                       "precision, 0 if it stays BF16", FLAG),
     "fused_head_dim_max": Term("1", "largest head size the fused attention kernel supports",
                                Domain(">=1", maximum=4096)),
     "attention_head_dim_granule": Term(

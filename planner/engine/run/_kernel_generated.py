@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -170,517 +170,523 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x72
     x113 = tokens_mb * x102
     x114 = x113 * x51
-    x115 = numpy.minimum(seq_len, tokens_mb)
-    x116 = gemm_half_efficiency_dim + x115
-    x117 = tokens_mb * x51
-    x118 = x117 / attention_peak_flops_per_s
-    x119 = window_layers * x3
+    x115 = attention_gemm_max_efficiency ** (-1.0)
+    x116 = numpy.minimum(seq_len, tokens_mb)
+    x117 = gemm_half_efficiency_dim + x116
+    x118 = attention_peak_flops_per_s ** (-1.0)
+    x119 = tokens_mb * x51
+    x120 = x118 * x119
+    x121 = window_layers * x3
     del x3
-    x120 = -x119 - x29 + 1
-    x121 = x18 * x70
-    x122 = x114 * x121
-    x123 = numpy.maximum(head_dim, v_head_dim)
-    x124 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x123 + 1)) + 1
-    x125 = numpy.maximum(x124, attention_scores_stored + selective)
-    x126 = numpy.minimum(head_dim, tokens_mb)
-    x127 = attention_gemm_max_efficiency * x126 / (gemm_half_efficiency_dim + x126)
-    del x126
-    x128 = 1 - x125
-    x129 = attention_head_dim_granule ** (-1.0)
-    x130 = x123 * (1 - fused_split_head_dims)
-    del x123
-    x131 = attention_efficiency_factor * attention_gemm_max_efficiency * x115 / (x116 * (attention_head_dim_granule * numpy.ceil(x129 * (fused_split_head_dims * head_dim + x130)) + attention_head_dim_granule * numpy.ceil(x129 * (fused_split_head_dims * v_head_dim + x130))))
-    del x129, x130
-    x132 = fused_window_attention * x128
-    x133 = 1 - x132
-    x134 = x76 * x78
+    x122 = -x121 - x29 + 1
+    x123 = x18 * x70
+    x124 = x114 * x123
+    x125 = numpy.maximum(head_dim, v_head_dim)
+    x126 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x125 + 1)) + 1
+    x127 = numpy.maximum(x126, attention_scores_stored + selective)
+    x128 = numpy.minimum(head_dim, tokens_mb)
+    x129 = attention_gemm_max_efficiency * x128 / (gemm_half_efficiency_dim + x128)
+    del x128
+    x130 = 1 - x127
+    x131 = attention_head_dim_granule ** (-1.0)
+    x132 = x125 * (1 - fused_split_head_dims)
+    del x125
+    x133 = attention_efficiency_factor * attention_gemm_max_efficiency * x116 / (x117 * (attention_head_dim_granule * numpy.ceil(x131 * (fused_split_head_dims * head_dim + x132)) + attention_head_dim_granule * numpy.ceil(x131 * (fused_split_head_dims * v_head_dim + x132))))
+    del x131, x132
+    x134 = fused_window_attention * x130
+    x135 = 1 - x134
+    x136 = x76 * x78
     del x76, x78
-    t_core = numpy.maximum(x119 * x122, x118 * x119 * (x121 * x132 * x134 + x133 * x71) / (x127 * x133 + x131 * x132 * x134 * x18 / (attention_fill_keys + x134))) + numpy.maximum(x120 * x122, x118 * x120 * x71 / (x125 * x127 + x128 * x131 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x114 * x29 * (x111 + x112), linear_value_heads * x116 * x118 * x29 * x73 / (attention_efficiency_factor * attention_gemm_max_efficiency * x115))
-    del x114, x115, x116, x118, x121, x122, x125, x127, x128, x131, x132, x133, x134, x67, x71, x73
-    x135 = numpy.maximum(attention_scores_stored, x124)
-    x136 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x101 * x136 * x51 * (x119 * numpy.maximum(numpy.maximum(attention_scores_stored, x124), 1 - fused_window_attention) + x120 * x135)
-    del x1, x119, x120, x124
-    x137 = hidden * x51
-    x138 = tokens_mb * x97
-    x139 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
+    t_core = numpy.maximum(x121 * x124, x120 * x121 * (x123 * x134 * x136 + x135 * x71) / (x129 * x135 + x133 * x134 * x136 * x18 / (attention_fill_keys + x136))) + numpy.maximum(x122 * x124, x120 * x122 * x71 / (x127 * x129 + x130 * x133 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x114 * x29 * (x111 + x112), linear_value_heads * x115 * x117 * x120 * x29 * x73 / (attention_efficiency_factor * x116))
+    del x114, x116, x117, x120, x123, x124, x127, x129, x130, x133, x134, x135, x136, x67, x71, x73
+    x137 = numpy.maximum(attention_scores_stored, x126)
+    x138 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x101 * x138 * x51 * (x121 * numpy.maximum(numpy.maximum(attention_scores_stored, x126), 1 - fused_window_attention) + x122 * x137)
+    del x1, x121, x122, x126
+    x139 = hidden * x51
+    x140 = tokens_mb * x97
+    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
     del x97
-    x140 = x10 * x51
-    x141 = tokens_mb * x140
-    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x140)
-    t_proj = x29 * numpy.maximum(x102 * (x137 * x25 + x138 + x96), x106 * x138 * (gemm_half_efficiency_dim + x139) / x139) + x30 * numpy.maximum(x102 * (x10 * x137 + x141 + x96), x106 * x141 * (gemm_half_efficiency_dim + x142) / x142)
-    del x10, x138, x139, x142
-    x143 = ffn * x51
-    x144 = tokens_mb * x143
-    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
-    t_mlp = mlp_matrices * numpy.maximum(x102 * (hidden * x143 + x144 + x96), x106 * x144 * (gemm_half_efficiency_dim + x145) / x145)
-    del x145
-    x146 = experts * tokens_mb
-    x147 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x148 = moe_ffn * x51
-    x149 = tokens_mb * x148
-    x150 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x148)
-    x151 = 1 - token_drop
-    x152 = numpy.sqrt(2)
-    x153 = tokens_mb ** (-1.0)
-    x154 = sequence_parallel * x51
-    x155 = 1 - sequence_parallel
-    x156 = etp * x154 + x155
-    x157 = x153 / (experts_per_token * x156)
-    x158 = experts_per_token * x156
-    del x156
-    routed_copies = tokens_mb * x158
-    x159 = routed_copies * x46
-    x160 = x102 * (x158 * x96 + x159 + x47)
-    del x158, x47
-    x161 = gemm_tile_dim ** (-1.0)
-    x162 = ep * routed_copies / experts
-    x163 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x110 * x157 * (grouped_gemm_token_half_dim + x162) * numpy.ceil(x162 / grouped_gemm_tile_tokens) / ep ** 2
-    del x162
-    x164 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x102 * x96 + mlp_matrices * shared_experts * numpy.maximum(x102 * (hidden * x148 + x149 + x96), x106 * x149 * (gemm_half_efficiency_dim + x150) / x150) + 20 * x101 * x146 + (capacity_factor * token_drop + x151 * (x152 * numpy.sqrt(expert_load_cv ** 2 + x157) * numpy.sqrt(numpy.log(ep)) + 1)) * (x164 * numpy.maximum(x160, x163 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x161 * x46)) + numpy.maximum(x160, x163 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x161))) + numpy.maximum(x102 * (x146 + x36 + x96), x106 * x146 * (gemm_half_efficiency_dim + x147) / x147)
-    del x146, x147, x150, x157, x160, x161, x163, x36
-    x165 = tp - 1
-    x166 = (sequence_parallel * x165 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x113 * (16 * hidden * x166 + 4 * x143)
+    x142 = x10 * x51
+    x143 = tokens_mb * x142
+    x144 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
+    t_proj = x29 * numpy.maximum(x102 * (x139 * x25 + x140 + x96), x106 * x140 * (gemm_half_efficiency_dim + x141) / x141) + x30 * numpy.maximum(x102 * (x10 * x139 + x143 + x96), x106 * x143 * (gemm_half_efficiency_dim + x144) / x144)
+    del x10, x140, x141, x144
+    x145 = ffn * x51
+    x146 = tokens_mb * x145
+    x147 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
+    t_mlp = mlp_matrices * numpy.maximum(x102 * (hidden * x145 + x146 + x96), x106 * x146 * (gemm_half_efficiency_dim + x147) / x147)
+    del x147
+    x148 = experts * tokens_mb
+    x149 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x150 = moe_ffn * x51
+    x151 = tokens_mb * x150
+    x152 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x150)
+    x153 = 1 - token_drop
+    x154 = numpy.sqrt(2)
+    x155 = tokens_mb ** (-1.0)
+    x156 = sequence_parallel * x51
+    x157 = 1 - sequence_parallel
+    x158 = etp * x156 + x157
+    x159 = x155 / (experts_per_token * x158)
+    x160 = experts_per_token * x158
+    del x158
+    routed_copies = tokens_mb * x160
+    x161 = routed_copies * x46
+    x162 = x102 * (x160 * x96 + x161 + x47)
+    del x160, x47
+    x163 = gemm_tile_dim ** (-1.0)
+    x164 = ep * routed_copies / experts
+    x165 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x110 * x159 * (grouped_gemm_token_half_dim + x164) * numpy.ceil(x164 / grouped_gemm_tile_tokens) / ep ** 2
+    del x164
+    x166 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x102 * x96 + mlp_matrices * shared_experts * numpy.maximum(x102 * (hidden * x150 + x151 + x96), x106 * x151 * (gemm_half_efficiency_dim + x152) / x152) + 20 * x101 * x148 + (capacity_factor * token_drop + x153 * (x154 * numpy.sqrt(expert_load_cv ** 2 + x159) * numpy.sqrt(numpy.log(ep)) + 1)) * (x166 * numpy.maximum(x162, x165 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x163 * x46)) + numpy.maximum(x162, x165 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x163))) + numpy.maximum(x102 * (x148 + x36 + x96), x106 * x148 * (gemm_half_efficiency_dim + x149) / x149)
+    del x148, x149, x152, x159, x162, x163, x165, x36
+    x167 = tp - 1
+    x168 = (sequence_parallel * x167 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x113 * (16 * hidden * x168 + 4 * x145)
     del x113
-    x167 = vocab * x51
-    x168 = tokens_mb * x167
-    x169 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x167)
-    t_logits = numpy.maximum(x102 * (x168 + x32 * x51 + x96), x106 * x168 * (gemm_half_efficiency_dim + x169) / x169)
-    del x168, x169, x32
-    x170 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x101 * (bytes_per_element + x164 * x170) * (shared_experts * x149 + x159)
-    del x159
-    x171 = numpy.maximum(1, lora_rank)
-    x172 = tokens_mb * x171
-    x173 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x171)
-    x174 = numpy.maximum(x102 * (hidden * x171 + x172 + x96), x106 * x172 * (gemm_half_efficiency_dim + x173) / x173)
-    del x106, x173
-    x175 = x14 * x51
-    x176 = numpy.minimum(numpy.minimum(tokens_mb, x171), x175)
-    x177 = x110 * x172
+    x169 = vocab * x51
+    x170 = tokens_mb * x169
+    x171 = x102 * (x170 + x32 * x51 + x96)
+    del x32
+    x172 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x169)
+    x173 = x170 * (gemm_half_efficiency_dim + x172) / x172
+    del x170, x172
+    t_logits = low_precision_output_layer * numpy.maximum(x171, x106 * x173) + (1 - low_precision_output_layer) * numpy.maximum(x171, x115 * x118 * x173 * x24)
+    del x115, x118, x171, x173
+    x174 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x101 * (bytes_per_element + x166 * x174) * (shared_experts * x151 + x161)
+    del x161
+    x175 = numpy.maximum(1, lora_rank)
+    x176 = tokens_mb * x175
+    x177 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x175)
+    x178 = numpy.maximum(x102 * (hidden * x175 + x176 + x96), x106 * x176 * (gemm_half_efficiency_dim + x177) / x177)
+    del x106, x177
+    x179 = x14 * x51
+    x180 = numpy.minimum(numpy.minimum(tokens_mb, x175), x179)
+    x181 = x110 * x176
     del x110
-    x178 = numpy.minimum(numpy.minimum(tokens_mb, x140), x171)
-    x179 = x12 * x51
-    x180 = numpy.minimum(numpy.minimum(tokens_mb, x171), x179)
-    x181 = x15 * x51
-    x182 = numpy.minimum(numpy.minimum(tokens_mb, x171), x181)
-    x183 = numpy.minimum(numpy.minimum(tokens_mb, x148), x171)
-    x184 = x174 + numpy.maximum(x102 * (x148 * x171 + x149 + x172), x148 * x177 * (gemm_half_efficiency_dim + x183) / x183)
-    del x149, x183
-    x185 = numpy.minimum(numpy.minimum(tokens_mb, x143), x171)
-    x186 = x174 + numpy.maximum(x102 * (x143 * x171 + x144 + x172), x143 * x177 * (gemm_half_efficiency_dim + x185) / x185)
-    del x144, x185
-    t_adapter = lora_k * (x174 + numpy.maximum(x175 * x177 * (gemm_half_efficiency_dim + x176) / x176, x102 * (tokens_mb * x175 + x171 * x175 + x172))) + lora_o * (x174 + numpy.maximum(x102 * (x140 * x171 + x141 + x172), x140 * x177 * (gemm_half_efficiency_dim + x178) / x178)) + lora_q * (x174 + numpy.maximum(x177 * x179 * (gemm_half_efficiency_dim + x180) / x180, x102 * (tokens_mb * x179 + x171 * x179 + x172))) + lora_v * (x174 + numpy.maximum(x177 * x181 * (gemm_half_efficiency_dim + x182) / x182, x102 * (tokens_mb * x181 + x171 * x181 + x172))) + moe_share * x40 * (lora_down * x184 + x184 * x57) + x50 * (lora_down * x186 + x186 * x57)
-    del x141, x171, x172, x174, x175, x176, x177, x178, x179, x180, x181, x182, x184, x186, x40
-    x187 = -stage_params
-    x188 = -stage_embedding_params - x187
-    x189 = full_recompute + 2
-    dequant_mb = dequantize_base * x101 * x188 * x189 * (base_weight_bytes_per_param + bytes_per_element)
-    x190 = routed_copies * x153
-    del routed_copies, x153
-    x191 = cast_bytes_per_element * tokens_mb * x101
-    t_cast_fwd = x191 * (hidden + moe_share * (shared_experts * (hidden + x148) + x190 * (hidden + x46)) + x140 + x50 * (hidden + x143))
-    del x140
-    t_cast_bwd = x191 * (hidden + moe_share * (shared_experts * (hidden + x148 * x164) + x190 * (hidden + x164 * x46)) + x108 + x50 * (hidden + x143 * x164))
-    del x108, x190, x191
-    x192 = moe_share * t_moe
-    x193 = t_mlp * x50
-    x194 = t_qkv + x192 + x193
-    x195 = t_elem + t_proj
-    x196 = t_core + t_scores + x195
-    x197 = x194 + x196
-    t_layer_fwd = t_adapter + x197
-    x198 = 3 * t_logits
-    x199 = reference_model * (stage_layers * x197 + t_logits)
-    del x197
-    x200 = mlp_matrices ** (-1.0)
-    x201 = selective * t_core
-    x202 = kv_heads * x18
-    x203 = t_proj + x194
-    del x194
-    x204 = 3 * t_core
+    x182 = numpy.minimum(numpy.minimum(tokens_mb, x142), x175)
+    x183 = x12 * x51
+    x184 = numpy.minimum(numpy.minimum(tokens_mb, x175), x183)
+    x185 = x15 * x51
+    x186 = numpy.minimum(numpy.minimum(tokens_mb, x175), x185)
+    x187 = numpy.minimum(numpy.minimum(tokens_mb, x150), x175)
+    x188 = x178 + numpy.maximum(x102 * (x150 * x175 + x151 + x176), x150 * x181 * (gemm_half_efficiency_dim + x187) / x187)
+    del x151, x187
+    x189 = numpy.minimum(numpy.minimum(tokens_mb, x145), x175)
+    x190 = x178 + numpy.maximum(x102 * (x145 * x175 + x146 + x176), x145 * x181 * (gemm_half_efficiency_dim + x189) / x189)
+    del x146, x189
+    t_adapter = lora_k * (x178 + numpy.maximum(x179 * x181 * (gemm_half_efficiency_dim + x180) / x180, x102 * (tokens_mb * x179 + x175 * x179 + x176))) + lora_o * (x178 + numpy.maximum(x102 * (x142 * x175 + x143 + x176), x142 * x181 * (gemm_half_efficiency_dim + x182) / x182)) + lora_q * (x178 + numpy.maximum(x181 * x183 * (gemm_half_efficiency_dim + x184) / x184, x102 * (tokens_mb * x183 + x175 * x183 + x176))) + lora_v * (x178 + numpy.maximum(x181 * x185 * (gemm_half_efficiency_dim + x186) / x186, x102 * (tokens_mb * x185 + x175 * x185 + x176))) + moe_share * x40 * (lora_down * x188 + x188 * x57) + x50 * (lora_down * x190 + x190 * x57)
+    del x143, x175, x176, x178, x179, x180, x181, x182, x183, x184, x185, x186, x188, x190, x40
+    x191 = -stage_params
+    x192 = -stage_embedding_params - x191
+    x193 = full_recompute + 2
+    dequant_mb = dequantize_base * x101 * x192 * x193 * (base_weight_bytes_per_param + bytes_per_element)
+    x194 = routed_copies * x155
+    del routed_copies, x155
+    x195 = cast_bytes_per_element * tokens_mb * x101
+    t_cast_fwd = x195 * (hidden + moe_share * (shared_experts * (hidden + x150) + x194 * (hidden + x46)) + x142 + x50 * (hidden + x145))
+    del x142
+    t_cast_bwd = x195 * (hidden + moe_share * (shared_experts * (hidden + x150 * x166) + x194 * (hidden + x166 * x46)) + x108 + x50 * (hidden + x145 * x166))
+    del x108, x194, x195
+    x196 = moe_share * t_moe
+    x197 = t_mlp * x50
+    x198 = t_qkv + x196 + x197
+    x199 = t_elem + t_proj
+    x200 = t_core + t_scores + x199
+    x201 = x198 + x200
+    t_layer_fwd = t_adapter + x201
+    x202 = 3 * t_logits
+    x203 = reference_model * (stage_layers * x201 + t_logits)
+    del x201
+    x204 = mlp_matrices ** (-1.0)
+    x205 = selective * t_core
+    x206 = kv_heads * x18
+    x207 = t_proj + x198
+    del x198
+    x208 = 3 * t_core
     del t_core
-    x205 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x204
+    x209 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x208
     del t_elem, t_proj, t_scores
-    x206 = x51 * x96
-    x207 = numpy.minimum(numpy.minimum(tokens_mb, x137), 2.0 * hidden)
-    x208 = t_mlp * x7
+    x210 = x51 * x96
+    x211 = numpy.minimum(numpy.minimum(tokens_mb, x139), 2.0 * hidden)
+    x212 = t_mlp * x7
     del x7
-    x209 = t_moe * x4
+    x213 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x203 + full_recompute * (t_layer_fwd - x193 * x200 * x94) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x192 + 3 * x193 + x205 + x95 * (moe_share * recompute_moe_act * t_moe_act + x201 + x93 * (t_mlp * x200 + t_qkv * x14 / (x12 + x202) + x195))) + x198 + x199 + x42 * (full_recompute * (t_qkv + x196 + x208 + x209) + x198 + x201 * x95 + x205 + 3 * x208 + 3 * x209 + 3 * numpy.maximum(x102 * (x206 + x51 * x6 + 2.0 * x96), x105 * x117 * x84 * (gemm_half_efficiency_dim + x207) / x207))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x102, x105, x14, x192, x193, x195, x196, x200, x201, x205, x207, x208, x209, x6, x84, x94
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x199
-    del x199
-    weight_grad_mb = x65 * (stage_layers * x203 + t_logits)
-    del t_logits, x203
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x207 + full_recompute * (t_layer_fwd - x197 * x204 * x94) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x196 + 3 * x197 + x209 + x95 * (moe_share * recompute_moe_act * t_moe_act + x205 + x93 * (t_mlp * x204 + t_qkv * x14 / (x12 + x206) + x199))) + x202 + x203 + x42 * (full_recompute * (t_qkv + x200 + x212 + x213) + x202 + x205 * x95 + x209 + 3 * x212 + 3 * x213 + 3 * numpy.maximum(x102 * (x210 + x51 * x6 + 2.0 * x96), x105 * x119 * x84 * (gemm_half_efficiency_dim + x211) / x211))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x102, x105, x14, x196, x197, x199, x200, x204, x205, x209, x211, x212, x213, x6, x84, x94
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x203
+    del x203
+    weight_grad_mb = x65 * (stage_layers * x207 + t_logits)
+    del t_logits, x207
     compute_s = compute_mb * microbatches
-    x210 = stage_layers + x42
-    x211 = 2 * full_recompute + x93 * (2 - sequence_parallel) + 4
-    x212 = tp_intra_ranks - 1
-    x213 = 2 * intra_latency_s
-    x214 = numpy.minimum(1, x165)
-    del x165
-    x215 = tp_intra_ranks ** (-1.0)
-    x216 = tp * x215 - 1
-    x217 = 2 * inter_latency_s
-    x218 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x219 = bytes_per_element * x117
-    del x117
-    x220 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x221 = x220 / scale_out_bus_efficiency
-    x222 = bytes_per_element * tokens_mb * x212 * x215 * x218 * x24 + collective_overhead_s * x214 + x212 * x213 + x216 * x217 + x216 * x219 * x221 * x24
-    del x212, x215, x216
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x210 * x211 * x222) + x210 * x211 * x222
-    del x211, x222
-    x223 = 3 * cp - 3
-    x224 = 1 - cp_intra
-    x225 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x226 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x227 = cp_intra * intra_latency_s + inter_latency_s * x224 + x202 * x219 / (cp_intra * x225 + x224 * x226)
-    del x202, x219, x224
-    cp_comm_mb = -cp_overlap * numpy.minimum(x204 * x210, x210 * x223 * x227 * x30) + x210 * x223 * x227 * x30
-    del x204, x223, x227, x30
-    x228 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x229 = x228 ** (-1.0)
-    x230 = ep * x229 - 1
-    x231 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x214 = stage_layers + x42
+    x215 = 2 * full_recompute + x93 * (2 - sequence_parallel) + 4
+    x216 = tp_intra_ranks - 1
+    x217 = 2 * intra_latency_s
+    x218 = numpy.minimum(1, x167)
+    del x167
+    x219 = tp_intra_ranks ** (-1.0)
+    x220 = tp * x219 - 1
+    x221 = 2 * inter_latency_s
+    x222 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x223 = bytes_per_element * x119
+    del x119
+    x224 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x225 = x224 / scale_out_bus_efficiency
+    x226 = bytes_per_element * tokens_mb * x216 * x219 * x222 * x24 + collective_overhead_s * x218 + x216 * x217 + x220 * x221 + x220 * x223 * x225 * x24
+    del x216, x219, x220
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x214 * x215 * x226) + x214 * x215 * x226
+    del x215, x226
+    x227 = 3 * cp - 3
+    x228 = 1 - cp_intra
+    x229 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x230 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x231 = cp_intra * intra_latency_s + inter_latency_s * x228 + x206 * x223 / (cp_intra * x229 + x228 * x230)
+    del x206, x223, x228
+    cp_comm_mb = -cp_overlap * numpy.minimum(x208 * x214, x214 * x227 * x231 * x30) + x214 * x227 * x231 * x30
+    del x208, x227, x231, x30
+    x232 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x233 = x232 ** (-1.0)
+    x234 = ep * x233 - 1
+    x235 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x232 = 1 - x231
-    x233 = 4 * etp - 4
-    x234 = x96 / a2a_efficiency_factor
+    x236 = 1 - x235
+    x237 = 4 * etp - 4
+    x238 = x96 / a2a_efficiency_factor
     del x96
-    x235 = bytes_per_element * x234
-    x236 = 1 - hierarchical_dispatch
-    x237 = x154 + x155
-    del x155
-    x238 = experts_per_token * x237
-    x239 = x238 * (hierarchical_dispatch * (-x228 * x44 + 1) + x230 * x236 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x225 * (1 - deepep_dispatch))
+    x239 = bytes_per_element * x238
+    x240 = 1 - hierarchical_dispatch
+    x241 = x156 + x157
+    del x157
+    x242 = experts_per_token * x241
+    x243 = x242 * (hierarchical_dispatch * (-x232 * x44 + 1) + x234 * x240 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x229 * (1 - deepep_dispatch))
     del x44
-    x240 = 1 - x229
-    del x229
-    x241 = x221 * x237 * x240 * (experts_per_token * x236 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x228 * (1 - x240 ** experts_per_token)))
-    del x236, x240
-    x242 = x234 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x234
-    x243 = moe_share * x210
-    del x210
-    x244 = x243 * (4 * inter_latency_s * (x228 - 1) + 4 * intra_latency_s * x230 + sequence_parallel * (bytes_per_element * experts_per_token * x206 * x233 / (x225 * x231 + x226 * x232) + x233 * (inter_latency_s * x232 + intra_latency_s * x231)) + 2 * numpy.maximum(x235 * x239, x235 * x241) + 2 * numpy.maximum(x239 * x242, x241 * x242))
-    del x206, x228, x230, x231, x232, x233, x235, x239, x241, x242
-    x245 = ep_overlap * numpy.minimum(x244, 3 * t_layer_fwd * x243)
-    del x243
-    ep_comm_mb = comm_sm_fraction * x245 / (1 - comm_sm_fraction) + x244 - x245
-    del x244, x245
-    x246 = 1 - dualpipe
-    x247 = pp - 1
-    x248 = numpy.minimum(1, x247)
-    x249 = microbatches * vp
-    x250 = 1 - pp_intra
-    x251 = bytes_per_element * tokens_mb
-    pp_comm_s = x246 * x248 * (2 * pp + 2 * x249 - 2) * (inter_latency_s * x250 + intra_latency_s * pp_intra + 1.0 * x137 * x251 / (pp_intra * x225 + x226 * x250))
-    del x225, x226, x250
-    x252 = 1 - dp_overlap
-    x253 = numpy.minimum(1, grad_shards - 1)
-    x254 = numpy.minimum(dp, dp_intra_ranks)
-    x255 = x254 - 1
-    x256 = x254 ** (-1.0)
-    del x254
-    x257 = dp * x256 - 1
-    x258 = 2 * grad_comm_bytes_per_param
-    x259 = stage_trainable_params * x258
-    x260 = x218 * x259
-    x261 = x221 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x221
-    x262 = x259 * x261
-    x263 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x264 = x263 - 1
-    x265 = x263 ** (-1.0)
-    del x263
-    x266 = expert_dp_ranks * x265 - 1
-    x267 = stage_trainable_expert_params * x258
+    x244 = 1 - x233
+    del x233
+    x245 = x225 * x241 * x244 * (experts_per_token * x240 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x232 * (1 - x244 ** experts_per_token)))
+    del x240, x244
+    x246 = x238 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x238
+    x247 = moe_share * x214
+    del x214
+    x248 = x247 * (4 * inter_latency_s * (x232 - 1) + 4 * intra_latency_s * x234 + sequence_parallel * (bytes_per_element * experts_per_token * x210 * x237 / (x229 * x235 + x230 * x236) + x237 * (inter_latency_s * x236 + intra_latency_s * x235)) + 2 * numpy.maximum(x239 * x243, x239 * x245) + 2 * numpy.maximum(x243 * x246, x245 * x246))
+    del x210, x232, x234, x235, x236, x237, x239, x243, x245, x246
+    x249 = ep_overlap * numpy.minimum(x248, 3 * t_layer_fwd * x247)
+    del x247
+    ep_comm_mb = comm_sm_fraction * x249 / (1 - comm_sm_fraction) + x248 - x249
+    del x248, x249
+    x250 = 1 - dualpipe
+    x251 = pp - 1
+    x252 = numpy.minimum(1, x251)
+    x253 = microbatches * vp
+    x254 = 1 - pp_intra
+    x255 = bytes_per_element * tokens_mb
+    pp_comm_s = x250 * x252 * (2 * pp + 2 * x253 - 2) * (inter_latency_s * x254 + intra_latency_s * pp_intra + 1.0 * x139 * x255 / (pp_intra * x229 + x230 * x254))
+    del x229, x230, x254
+    x256 = 1 - dp_overlap
+    x257 = numpy.minimum(1, grad_shards - 1)
+    x258 = numpy.minimum(dp, dp_intra_ranks)
+    x259 = x258 - 1
+    x260 = x258 ** (-1.0)
     del x258
-    x268 = x218 * x267
-    x269 = x261 * x267
-    x270 = replica_intra_ranks - 1
-    x271 = x213 * x270
-    x272 = replica_intra_ranks ** (-1.0)
-    x273 = shard_ranks ** (-1.0)
-    x274 = x272 * x273
-    x275 = numpy.maximum(1, dp * x274)
-    x276 = x275 - 1
-    x277 = expert_shard_ranks ** (-1.0)
-    x278 = x272 * x277
-    del x272
-    x279 = numpy.maximum(1, expert_dp_ranks * x278)
+    x261 = dp * x260 - 1
+    x262 = 2 * grad_comm_bytes_per_param
+    x263 = stage_trainable_params * x262
+    x264 = x222 * x263
+    x265 = x225 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x225
+    x266 = x263 * x265
+    x267 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x268 = x267 - 1
+    x269 = x267 ** (-1.0)
+    del x267
+    x270 = expert_dp_ranks * x269 - 1
+    x271 = stage_trainable_expert_params * x262
+    del x262
+    x272 = x222 * x271
+    x273 = x265 * x271
+    x274 = replica_intra_ranks - 1
+    x275 = x217 * x274
+    x276 = replica_intra_ranks ** (-1.0)
+    x277 = shard_ranks ** (-1.0)
+    x278 = x276 * x277
+    x279 = numpy.maximum(1, dp * x278)
     x280 = x279 - 1
-    x281 = x253 * (x217 * x276 + x260 * x270 * x274 + x262 * x274 * x276 / x275 + x271 + x4 * (x217 * x280 + x268 * x270 * x278 + x269 * x278 * x280 / x279 + x271)) + (1 - x253) * (x2 * x257 * x262 + x213 * x255 + x217 * x257 + x255 * x256 * x260 + x4 * (x213 * x264 + x217 * x266 + x264 * x265 * x268 + x266 * x269 / expert_dp_ranks))
-    del x2, x213, x217, x255, x256, x257, x260, x262, x264, x265, x266, x268, x269, x270, x271, x274, x275, x276, x278, x279, x280
-    x282 = fsdp_keeps_gathered_under_pp * x248 * zero3
-    del x248
-    x283 = microbatches * (1 - x282)
-    x284 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x285 = x284 - 1
-    x286 = intra_latency_s * x285
-    x287 = x284 ** (-1.0)
-    del x284
-    x288 = shard_ranks * x287 - 1
-    x289 = inter_latency_s * x288
-    x290 = x218 * x285 * x287
-    del x285, x287
-    x291 = x261 * x273 * x288
-    del x273, x288
-    x292 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x293 = x292 - 1
-    x294 = intra_latency_s * x293
-    x295 = x292 ** (-1.0)
-    del x292
-    x296 = expert_shard_ranks * x295 - 1
-    x297 = inter_latency_s * x296
-    x298 = x218 * x293 * x295
-    del x218, x293, x295
-    x299 = x261 * x277 * x296
-    del x261, x277, x296
-    x300 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x301 = base_weight_bytes_per_param * x188 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x188
-    x302 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x301 - x300
+    x281 = expert_shard_ranks ** (-1.0)
+    x282 = x276 * x281
+    del x276
+    x283 = numpy.maximum(1, expert_dp_ranks * x282)
+    x284 = x283 - 1
+    x285 = x257 * (x221 * x280 + x264 * x274 * x278 + x266 * x278 * x280 / x279 + x275 + x4 * (x221 * x284 + x272 * x274 * x282 + x273 * x282 * x284 / x283 + x275)) + (1 - x257) * (x2 * x261 * x266 + x217 * x259 + x221 * x261 + x259 * x260 * x264 + x4 * (x217 * x268 + x221 * x270 + x268 * x269 * x272 + x270 * x273 / expert_dp_ranks))
+    del x2, x217, x221, x259, x260, x261, x264, x266, x268, x269, x270, x272, x273, x274, x275, x278, x279, x280, x282, x283, x284
+    x286 = fsdp_keeps_gathered_under_pp * x252 * zero3
+    del x252
+    x287 = microbatches * (1 - x286)
+    x288 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x289 = x288 - 1
+    x290 = intra_latency_s * x289
+    x291 = x288 ** (-1.0)
+    del x288
+    x292 = shard_ranks * x291 - 1
+    x293 = inter_latency_s * x292
+    x294 = x222 * x289 * x291
+    del x289, x291
+    x295 = x265 * x277 * x292
+    del x277, x292
+    x296 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x297 = x296 - 1
+    x298 = intra_latency_s * x297
+    x299 = x296 ** (-1.0)
+    del x296
+    x300 = expert_shard_ranks * x299 - 1
+    x301 = inter_latency_s * x300
+    x302 = x222 * x297 * x299
+    del x222, x297, x299
+    x303 = x265 * x281 * x300
+    del x265, x281, x300
+    x304 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x305 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x192
+    x306 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x305 - x304
     del stage_adapter_params, stage_params, x65
-    x303 = x286 + x289 + x290 * x302 + x291 * x302 + x4 * (x294 + x297 + x298 * x300 + x299 * x300)
-    del x300, x302
-    x304 = 1 / 2 * x253 * (x282 + x283) * (x259 * x290 + x259 * x291 + 2 * x286 + 2 * x289 + x4 * (x267 * x298 + x267 * x299 + 2 * x294 + 2 * x297)) + zero3 * (x282 * x303 + 2 * x283 * x303)
-    del x253, x259, x267, x283, x286, x289, x290, x291, x294, x297, x298, x299, x303
-    x305 = numpy.maximum(1, stage_layers)
-    x306 = x305 ** (-1.0)
-    x307 = x306 * (x305 - 1)
-    del x305
-    dp_comm_s = dp_overlap * numpy.minimum(x281, numpy.maximum(x281 * x306, -2 * stage_layers * t_layer_fwd * x307 + x281)) + dp_overlap * numpy.minimum(x304, numpy.maximum(x304 * x306, -compute_s * x307 + x304)) + x252 * x281 + x252 * x304
-    del t_layer_fwd, x252, x281, x304, x306, x307
-    x308 = dispatch_host_sync * x151
-    x309 = full_recompute + 3
-    x310 = 2.0 * x151 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x151, x4
-    x311 = numpy.maximum(0, cuda_graphs - x310 - 1)
-    x312 = stage_layers * (1 - x311)
-    x313 = host_launch_factor * moe_share * x309 * x312 * (expert_overhead_s * x66 + moe_layer_overhead_s)
+    x307 = x290 + x293 + x294 * x306 + x295 * x306 + x4 * (x298 + x301 + x302 * x304 + x303 * x304)
+    del x304, x306
+    x308 = 1 / 2 * x257 * (x286 + x287) * (x263 * x294 + x263 * x295 + 2 * x290 + 2 * x293 + x4 * (x271 * x302 + x271 * x303 + 2 * x298 + 2 * x301)) + zero3 * (x286 * x307 + 2 * x287 * x307)
+    del x257, x263, x271, x287, x290, x293, x294, x295, x298, x301, x302, x303, x307
+    x309 = numpy.maximum(1, stage_layers)
+    x310 = x309 ** (-1.0)
+    x311 = x310 * (x309 - 1)
+    del x309
+    dp_comm_s = dp_overlap * numpy.minimum(x285, numpy.maximum(x285 * x310, -2 * stage_layers * t_layer_fwd * x311 + x285)) + dp_overlap * numpy.minimum(x308, numpy.maximum(x308 * x310, -compute_s * x311 + x308)) + x256 * x285 + x256 * x308
+    del t_layer_fwd, x256, x285, x308, x310, x311
+    x312 = dispatch_host_sync * x153
+    x313 = full_recompute + 3
+    x314 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x153, x4
+    x315 = numpy.maximum(0, cuda_graphs - x314 - 1)
+    x316 = stage_layers * (1 - x315)
+    x317 = host_launch_factor * moe_share * x313 * x316 * (expert_overhead_s * x66 + moe_layer_overhead_s)
     del x66
-    x314 = x308 * x313
-    x315 = compute_mb + tp_comm_mb
-    x316 = microbatches ** (-1.0)
-    x317 = x315 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x311 * x316 + x312 * (graph_launch_s * x189 * (-x311 + numpy.minimum(1, cuda_graphs - x310)) + layer_overhead_s * x309)) + x313 * (1 - x308)) / x315) ** host_overlap_exponent) / host_overlap_exponent)
-    del x189, x308, x309, x310, x311, x312, x313
-    x318 = x314 + x317
-    launch_s = microbatches * x318
+    x318 = x312 * x317
+    x319 = compute_mb + tp_comm_mb
+    x320 = microbatches ** (-1.0)
+    x321 = x319 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x315 * x320 + x316 * (graph_launch_s * x193 * (-x315 + numpy.minimum(1, cuda_graphs - x314)) + layer_overhead_s * x313)) + x317 * (1 - x312)) / x319) ** host_overlap_exponent) / host_overlap_exponent)
+    del x193, x312, x313, x314, x315, x316, x317
+    x322 = x318 + x321
+    launch_s = microbatches * x322
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x319 = cp_comm_mb + ep_comm_mb + x315 + x318
-    del x315, x318
-    x320 = vp ** (-1.0)
-    x321 = x319 / compute_mb
-    x322 = dualpipe * x316 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x321 + 2 * tp_comm_mb - 3 * weight_grad_mb * x321 + 2 * x314 + 2 * x317) / x319 + x246 * x247 * x316 * x320
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x314, x316, x317, x321
-    bubble_s = microbatches * x319 * x322
-    del x319
-    x323 = stage_trainable_expert_params / expert_optimizer_shards
-    x324 = stage_trainable_params / optimizer_shards
-    optimizer_s = x101 * (x323 + x324) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x323 = cp_comm_mb + ep_comm_mb + x319 + x322
+    del x319, x322
+    x324 = vp ** (-1.0)
+    x325 = x323 / compute_mb
+    x326 = dualpipe * x320 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x325 + 2 * tp_comm_mb - 3 * weight_grad_mb * x325 + 2 * x318 + 2 * x321) / x323 + x250 * x251 * x320 * x324
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x318, x320, x321, x325
+    bubble_s = microbatches * x323 * x326
+    del x323
+    x327 = stage_trainable_expert_params / expert_optimizer_shards
+    x328 = stage_trainable_params / optimizer_shards
+    optimizer_s = x101 * (x327 + x328) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x101
-    x325 = microbatches * stage_extra_layers * (compute_mb - x198) * (x322 + 1) / stage_layers
-    del compute_mb, x198, x322
-    x326 = dp_comm_s + pp_comm_s
-    x327 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x326
-    x328 = gpus + 0.474798
-    x329 = gpus ** (-1.0)
-    x330 = x328 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x327 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x327 * numpy.maximum(0, -x152 * erfinv(1.71458910109456 * x329 * x330 * (0.0686881539789491 * x330 + 0.112063) - 1 + 1.16023 / x328)) + x325 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x325 + x327)
-    del x325, x328, x330
-    step_time_s = straggler_s + x327
-    del x327
-    x331 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x331
-    x332 = tokens_per_s * x329
-    x333 = model_flops_per_token * x332
-    tflops_per_gpu = 1e-12 * x333
-    mfu = x104 * x333
-    del x333
-    hfu = hardware_flops_per_token * x104 * x332
-    del hardware_flops_per_token, x104, x332
-    x334 = bytes_per_element * x282 * (stage_trainable_expert_params + stage_trainable_params)
-    del x282
-    x335 = expert_weight_shards ** (-1.0)
-    x336 = base_weight_bytes_per_param * stage_expert_params
-    x337 = weight_shards ** (-1.0)
-    x338 = frozen_base * (x335 * x336 + x337 * (x301 - x336)) + reference_model * (bytes_per_element * stage_expert_params * x335 + bytes_per_element * x337 * (-stage_expert_params - x187)) + stage_trainable_expert_params * weight_bytes_per_param * x335 + stage_trainable_params * weight_bytes_per_param * x337
-    del stage_expert_params, x187, x301, x335, x336, x337
-    weights_bytes = x334 + x338
-    x339 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x329 = microbatches * stage_extra_layers * (compute_mb - x202) * (x326 + 1) / stage_layers
+    del compute_mb, x202, x326
+    x330 = dp_comm_s + pp_comm_s
+    x331 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x330
+    x332 = gpus + 0.474798
+    x333 = gpus ** (-1.0)
+    x334 = x332 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x331 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x331 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x333 * x334 * (0.0686881539789491 * x334 + 0.112063) - 1 + 1.16023 / x332)) + x329 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x329 + x331)
+    del x329, x332, x334
+    step_time_s = straggler_s + x331
+    del x331
+    x335 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x335
+    x336 = tokens_per_s * x333
+    x337 = model_flops_per_token * x336
+    tflops_per_gpu = 1e-12 * x337
+    mfu = x104 * x337
+    del x337
+    hfu = hardware_flops_per_token * x104 * x336
+    del hardware_flops_per_token, x104, x336
+    x338 = bytes_per_element * x286 * (stage_trainable_expert_params + stage_trainable_params)
+    del x286
+    x339 = expert_weight_shards ** (-1.0)
+    x340 = base_weight_bytes_per_param * stage_expert_params
+    x341 = weight_shards ** (-1.0)
+    x342 = frozen_base * (x339 * x340 + x341 * (x305 - x340)) + reference_model * (bytes_per_element * stage_expert_params * x339 + bytes_per_element * x341 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x339 + stage_trainable_params * weight_bytes_per_param * x341
+    del stage_expert_params, x191, x305, x339, x340, x341
+    weights_bytes = x338 + x342
+    x343 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x334 + x339
-    optimizer_state_bytes = optimizer_bytes_per_param * x323 + optimizer_bytes_per_param * x324
-    del x323, x324
-    x340 = hidden * x237
-    del x237
-    x341 = 2 * tokens_mb
-    x342 = tokens_mb * x340
-    x343 = 4 * x342
-    x344 = heads + kv_heads
-    x345 = kv_heads / heads
-    x346 = x143 * x50
+    grads_bytes = x338 + x343
+    optimizer_state_bytes = optimizer_bytes_per_param * x327 + optimizer_bytes_per_param * x328
+    del x327, x328
+    x344 = hidden * x241
+    del x241
+    x345 = 2 * tokens_mb
+    x346 = tokens_mb * x344
+    x347 = 4 * x346
+    x348 = heads + kv_heads
+    x349 = kv_heads / heads
+    x350 = x145 * x50
     del x50
-    x347 = 1 - recompute_norms
-    x348 = shared_experts * tokens_mb * x148
-    del x148
-    x349 = tokens_mb * x238
-    del x238
-    x350 = 2 * mlp_matrices
-    x351 = tokens_mb * x350
-    x352 = linear_input_bytes + x350 - 2
-    del x350
-    x353 = tokens_mb * x24
-    x354 = micro_batch * x135 * x136 * (dropout_masks + 4) / cp ** 2
-    del x135, x136
-    x355 = linear_input_bytes * x342 * x347
-    x356 = lora_rank * x251 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x341 * x93 * (hidden * x56 + x154 * x214 * x24 + x340 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x346 * (1 - lora_down) + x355 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x355 * (1 - numpy.minimum(1, x57))) - moe_share * (x348 + x349 * x46) * (linear_input_bytes * recompute_moe_act + x164 * (2 - x170)) + moe_share * (-x143 * x351 + x348 * x352 + x349 * (etp * hidden * linear_input_bytes + x352 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x343 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x341 * x344 + x354)) + x341 * x51 * (x18 * x344 - x24 * (x345 + 1)) + x341 * (q_lora_rank + x17) + x342 * (2 * dropout_masks + 8) + x51 * (ffn * x351 + hidden * tokens_mb * (4 * x345 + 2) + x353 + x354) - (1 - 1 / 2 * linear_input_bytes) * (x341 * x346 + x343 * x347))
-    del moe_share, x0, x11, x111, x12, x143, x15, x154, x164, x17, x170, x18, x214, x24, x25, x29, x340, x341, x342, x343, x344, x345, x346, x347, x348, x349, x351, x352, x354, x355, x46, x56, x57, x70, x92, x93
-    x357 = full_recompute * x166 * x353 + x356 * x95
-    del x166, x353, x95
-    x358 = loss_extra_bytes_per_logit * tokens_mb * x167 + 4 * tokens_mb * x137 * (vocab * x98 + 1)
-    del tokens_mb, x137, x167, x98
-    activation_bytes = full_recompute * x356 + linear_value_heads * x112 * x251 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x320 * x357 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x246 * numpy.minimum(x249, pp * vp + x247 * numpy.minimum(1, vp - 1))) + x358 + x42 * (x357 + x358)
-    del microbatches, x112, x246, x247, x249, x251, x320, x356, x357, x358, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x334 + x338 + x339
-    del x334, x338, x339
-    x359 = nodes / (rack_mtbf_s * rack_nodes)
-    x360 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x361 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x362 = x359 + x360 + x361
-    system_mtbf_s = x362 ** (-1.0)
-    x363 = node_repair_s * x359
-    x364 = numpy.exp(-x363)
-    x365 = node_repair_s * x360
-    x366 = -spare_nodes
-    x367 = rack_nodes + x366
-    x368 = x363 * x364
-    del x363
-    x369 = 2 * rack_nodes + x366
-    x370 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x364 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x371 = 3 * rack_nodes + x366
-    x372 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x364 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x373 = 4 * rack_nodes + x366
-    x374 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x364 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x375 = 5 * rack_nodes + x366
-    x376 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x364 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x377 = 6 * rack_nodes + x366
-    x378 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x364 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x379 = 7 * rack_nodes + x366
-    x380 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x364 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x381 = 8 * rack_nodes + x366
-    x382 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x364 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x383 = 9 * rack_nodes + x366
-    x384 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x364 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x385 = 10 * rack_nodes + x366
-    x386 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x364 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x387 = 11 * rack_nodes + x366
-    x388 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x364 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x359 * (x364 * poisson_cdf(-x367, x365) + x368 * poisson_cdf(-x369, x365) + x370 * poisson_cdf(-x371, x365) + x372 * poisson_cdf(-x373, x365) + x374 * poisson_cdf(-x375, x365) + x376 * poisson_cdf(-x377, x365) + x378 * poisson_cdf(-x379, x365) + x380 * poisson_cdf(-x381, x365) + x382 * poisson_cdf(-x383, x365) + x384 * poisson_cdf(-x385, x365) + x386 * poisson_cdf(-x387, x365) + x388 * poisson_cdf(-12 * rack_nodes - x366, x365)) + x360 * (x364 * poisson_cdf(spare_nodes - 1, x365) + x368 * poisson_cdf(-x367 - 1, x365) + x370 * poisson_cdf(-x369 - 1, x365) + x372 * poisson_cdf(-x371 - 1, x365) + x374 * poisson_cdf(-x373 - 1, x365) + x376 * poisson_cdf(-x375 - 1, x365) + x378 * poisson_cdf(-x377 - 1, x365) + x380 * poisson_cdf(-x379 - 1, x365) + x382 * poisson_cdf(-x381 - 1, x365) + x384 * poisson_cdf(-x383 - 1, x365) + x386 * poisson_cdf(-x385 - 1, x365) + x388 * poisson_cdf(-x387 - 1, x365)) + x361)
-    del x359, x360, x361, x364, x365, x366, x367, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386, x387, x388
-    x389 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x390 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x362 * (x389 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x362 * (-manual_restart_s + x389 - x390))) + x389 - x390
-    del x362, x389, x390
+    x351 = 1 - recompute_norms
+    x352 = shared_experts * tokens_mb * x150
+    del x150
+    x353 = tokens_mb * x242
+    del x242
+    x354 = 2 * mlp_matrices
+    x355 = tokens_mb * x354
+    x356 = linear_input_bytes + x354 - 2
+    del x354
+    x357 = tokens_mb * x24
+    x358 = micro_batch * x137 * x138 * (dropout_masks + 4) / cp ** 2
+    del x137, x138
+    x359 = linear_input_bytes * x346 * x351
+    x360 = lora_rank * x255 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x345 * x93 * (hidden * x56 + x156 * x218 * x24 + x344 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x350 * (1 - lora_down) + x359 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x359 * (1 - numpy.minimum(1, x57))) - moe_share * (x352 + x353 * x46) * (linear_input_bytes * recompute_moe_act + x166 * (2 - x174)) + moe_share * (-x145 * x355 + x352 * x356 + x353 * (etp * hidden * linear_input_bytes + x356 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x347 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x345 * x348 + x358)) + x345 * x51 * (x18 * x348 - x24 * (x349 + 1)) + x345 * (q_lora_rank + x17) + x346 * (2 * dropout_masks + 8) + x51 * (ffn * x355 + hidden * tokens_mb * (4 * x349 + 2) + x357 + x358) - (1 - 1 / 2 * linear_input_bytes) * (x345 * x350 + x347 * x351))
+    del moe_share, x0, x11, x111, x12, x145, x15, x156, x166, x17, x174, x18, x218, x24, x25, x29, x344, x345, x346, x347, x348, x349, x350, x351, x352, x353, x355, x356, x358, x359, x46, x56, x57, x70, x92, x93
+    x361 = full_recompute * x168 * x357 + x360 * x95
+    del x168, x357, x95
+    x362 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * tokens_mb * x139 * (vocab * x98 + 1)
+    del tokens_mb, x139, x169, x98
+    activation_bytes = full_recompute * x360 + linear_value_heads * x112 * x255 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x324 * x361 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x250 * numpy.minimum(x253, pp * vp + x251 * numpy.minimum(1, vp - 1))) + x362 + x42 * (x361 + x362)
+    del microbatches, x112, x250, x251, x253, x255, x324, x360, x361, x362, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x338 + x342 + x343
+    del x338, x342, x343
+    x363 = nodes / (rack_mtbf_s * rack_nodes)
+    x364 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x365 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x366 = x363 + x364 + x365
+    system_mtbf_s = x366 ** (-1.0)
+    x367 = node_repair_s * x363
+    x368 = numpy.exp(-x367)
+    x369 = node_repair_s * x364
+    x370 = -spare_nodes
+    x371 = rack_nodes + x370
+    x372 = x367 * x368
+    del x367
+    x373 = 2 * rack_nodes + x370
+    x374 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x368 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x375 = 3 * rack_nodes + x370
+    x376 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x368 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x377 = 4 * rack_nodes + x370
+    x378 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x368 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x379 = 5 * rack_nodes + x370
+    x380 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x368 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x381 = 6 * rack_nodes + x370
+    x382 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x368 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x383 = 7 * rack_nodes + x370
+    x384 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x368 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x385 = 8 * rack_nodes + x370
+    x386 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x368 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x387 = 9 * rack_nodes + x370
+    x388 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x368 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x389 = 10 * rack_nodes + x370
+    x390 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x368 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x391 = 11 * rack_nodes + x370
+    x392 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x368 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x363 * (x368 * poisson_cdf(-x371, x369) + x372 * poisson_cdf(-x373, x369) + x374 * poisson_cdf(-x375, x369) + x376 * poisson_cdf(-x377, x369) + x378 * poisson_cdf(-x379, x369) + x380 * poisson_cdf(-x381, x369) + x382 * poisson_cdf(-x383, x369) + x384 * poisson_cdf(-x385, x369) + x386 * poisson_cdf(-x387, x369) + x388 * poisson_cdf(-x389, x369) + x390 * poisson_cdf(-x391, x369) + x392 * poisson_cdf(-12 * rack_nodes - x370, x369)) + x364 * (x368 * poisson_cdf(spare_nodes - 1, x369) + x372 * poisson_cdf(-x371 - 1, x369) + x374 * poisson_cdf(-x373 - 1, x369) + x376 * poisson_cdf(-x375 - 1, x369) + x378 * poisson_cdf(-x377 - 1, x369) + x380 * poisson_cdf(-x379 - 1, x369) + x382 * poisson_cdf(-x381 - 1, x369) + x384 * poisson_cdf(-x383 - 1, x369) + x386 * poisson_cdf(-x385 - 1, x369) + x388 * poisson_cdf(-x387 - 1, x369) + x390 * poisson_cdf(-x389 - 1, x369) + x392 * poisson_cdf(-x391 - 1, x369)) + x365)
+    del x363, x364, x365, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386, x387, x388, x389, x390, x391, x392
+    x393 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x394 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x366 * (x393 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x366 * (-manual_restart_s + x393 - x394))) + x393 - x394
+    del x366, x393, x394
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x391 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x392 = checkpoint_bytes * x329
-    x393 = x391 * x392
-    x394 = ckpt_async * x393
-    x395 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x396 = ckpt_sync * x395
-    x397 = x220 * x392
-    del x220, x392
-    x398 = ckpt_in_memory * (x393 + x397)
-    del x393
-    x399 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x400 = grad_bytes_per_param * trainable_params * x329
-    del x329
-    x401 = optimizer_s - step_time_s
-    x402 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x391 * x400 / (1 - (1 - numpy.minimum(1, x399)) ** gockpt_steps) + x401)
-    del x391
-    checkpoint_stall_s = x394 + x396 + x398 + x402
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x394 + 2 * x396 + 2 * x398 + 2 * x402))
-    x403 = ckpt_async * x395
-    x404 = system_mtbf_s ** (-1.0)
-    x405 = checkpoint_stall_s * x404
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x400 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x401))) / numpy.log(1 - numpy.minimum(0.999999999999, x399))))) - 1) + 1
-    del x399, x400, x401
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x395) + x403), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x394 + 1 / 2 * x396 + 1 / 2 * x398 + 1 / 2 * x402), -checkpoint_stall_s + young_interval_s * (1 / 6 * x152 * numpy.sqrt(x405) + 1 / 18 * x405 + 1), system_mtbf_s)))
-    del x152, x394, x396, x398, x402
-    commit_latency_s = ckpt_gockpt * (step_time_s + x395) + x403
-    del x395, x403
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x397 + failure_restart_s
-    del failure_restart_s, x397
-    x406 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x406 + 1) / (global_batch * token_efficiency * (reference_batch * x406 + 1))
-    del x406, x77
+    x395 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x396 = checkpoint_bytes * x333
+    x397 = x395 * x396
+    x398 = ckpt_async * x397
+    x399 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x400 = ckpt_sync * x399
+    x401 = x224 * x396
+    del x224, x396
+    x402 = ckpt_in_memory * (x397 + x401)
+    del x397
+    x403 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x404 = grad_bytes_per_param * trainable_params * x333
+    del x333
+    x405 = optimizer_s - step_time_s
+    x406 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x395 * x404 / (1 - (1 - numpy.minimum(1, x403)) ** gockpt_steps) + x405)
+    del x395
+    checkpoint_stall_s = x398 + x400 + x402 + x406
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x398 + 2 * x400 + 2 * x402 + 2 * x406))
+    x407 = ckpt_async * x399
+    x408 = system_mtbf_s ** (-1.0)
+    x409 = checkpoint_stall_s * x408
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x404 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x405))) / numpy.log(1 - numpy.minimum(0.999999999999, x403))))) - 1) + 1
+    del x403, x404, x405
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x399) + x407), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x398 + 1 / 2 * x400 + 1 / 2 * x402 + 1 / 2 * x406), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x409) + 1 / 18 * x409 + 1), system_mtbf_s)))
+    del x154, x398, x400, x402, x406
+    commit_latency_s = ckpt_gockpt * (step_time_s + x399) + x407
+    del x399, x407
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x401 + failure_restart_s
+    del failure_restart_s, x401
+    x410 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x410 + 1) / (global_batch * token_efficiency * (reference_batch * x410 + 1))
+    del x410, x77
     solve_time_s = step_time_s * steps
-    x407 = numpy.exp(commit_latency_s * x404)
-    x408 = numpy.exp(x404 * (checkpoint_interval_s + checkpoint_stall_s))
-    x409 = solve_time_s * x407 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x407 + x409 * (x408 - 1) - 1) * numpy.exp(restart_s * x404)
-    del x407
-    failure_stepping_s = system_mtbf_s * x409 * (x408 - numpy.exp(x405))
-    del x405, x408, x409
+    x411 = numpy.exp(commit_latency_s * x408)
+    x412 = numpy.exp(x408 * (checkpoint_interval_s + checkpoint_stall_s))
+    x413 = solve_time_s * x411 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x411 + x413 * (x412 - 1) - 1) * numpy.exp(restart_s * x408)
+    del x411
+    failure_stepping_s = system_mtbf_s * x413 * (x412 - numpy.exp(x409))
+    del x409, x412, x413
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x410 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x410)
-    x411 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x411 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x411
-    del x411
-    expected_failures = failure_wall_s * x404
-    del x404
+    x414 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x414)
+    x415 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x415 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x415
+    del x415
+    expected_failures = failure_wall_s * x408
+    del x408
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x410
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x414
     del failure_stepping_s
-    x412 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x331 * (cp_comm_s + ep_comm_s + tp_comm_s + x326) + compute_power_fraction * compute_s * x331)
-    del x326, x331
-    x413 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x412)
+    x416 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x335 * (cp_comm_s + ep_comm_s + tp_comm_s + x330) + compute_power_fraction * compute_s * x335)
+    del x330, x335
+    x417 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x416)
     del stepping_s
-    energy_gpu_j = gpus * x413
-    x414 = network_power_per_node_w + node_overhead_power_w
-    x415 = nodes * x414
+    energy_gpu_j = gpus * x417
+    x418 = network_power_per_node_w + node_overhead_power_w
+    x419 = nodes * x418
     del nodes
-    x416 = spare_nodes * (gpus_per_node * idle_power_w + x414) + x415
-    del x414
-    energy_it_j = energy_gpu_j + wall_time_s * x416
+    x420 = spare_nodes * (gpus_per_node * idle_power_w + x418) + x419
+    del x418
+    energy_it_j = energy_gpu_j + wall_time_s * x420
     energy_facility_j = energy_it_j * pue
-    x417 = eval_time_s + rollbacks * x410
-    del x410
-    x418 = pue * (gpu_step_power_w * gpus + x415)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x415) * (-failure_wall_s - x412 - x417) - solve_time_s * x418 - x417 * x418
-    del failure_wall_s, x415, x417, x418
-    x419 = wall_time_s ** (-1.0)
-    gpu_power_w = x413 * x419
-    del x413
-    avg_power_w = energy_facility_j * x419
-    del x419
-    peak_power_w = pue * (gpus * max_power_w + x416)
-    del x416
-    x420 = gpus + gpus_per_node * spare_nodes
-    x421 = 0.000277777777777778 * x420
-    gpu_hours = wall_time_s * x421
-    cost_cloud_usd = price_usd_per_gpu_hour * x421 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x412), wall_time_s)
-    del x412, x421
-    x422 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x422 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x420)) / utilisation
+    x421 = eval_time_s + rollbacks * x414
+    del x414
+    x422 = pue * (gpu_step_power_w * gpus + x419)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x419) * (-failure_wall_s - x416 - x421) - solve_time_s * x422 - x421 * x422
+    del failure_wall_s, x419, x421, x422
+    x423 = wall_time_s ** (-1.0)
+    gpu_power_w = x417 * x423
+    del x417
+    avg_power_w = energy_facility_j * x423
+    del x423
+    peak_power_w = pue * (gpus * max_power_w + x420)
+    del x420
+    x424 = gpus + gpus_per_node * spare_nodes
+    x425 = 0.000277777777777778 * x424
+    gpu_hours = wall_time_s * x425
+    cost_cloud_usd = price_usd_per_gpu_hour * x425 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x416), wall_time_s)
+    del x416, x425
+    x426 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x426 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x424)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x420 * x422
-    del x420, x422
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x424 * x426
+    del x424, x426
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -296,6 +296,18 @@ def _gemm(x: dict, rows, cols, inner, min_dim):
                              x["hbm_efficiency"])
 
 
+def _output_layer_gemm(x: dict, rows, cols, inner):
+    """The output layer's GEMM: at the recipe's precision where the stack converts it
+    (``low_precision_output_layer`` 1), else at BF16's peak and efficiency (the attention
+    core's inputs, BF16's under FP8/FP4 recipes); the same under a BF16 recipe."""
+    low = x["low_precision_output_layer"]
+    min_dim = minimum(minimum(rows, inner), cols)
+    return low * _gemm(x, rows, cols, inner, min_dim) + (1 - low) * compute.gemm_time(
+        rows, cols, inner, min_dim, x["bytes_per_element"], x["attention_peak_flops_per_s"],
+        x["attention_gemm_max_efficiency"], x["gemm_half_efficiency_dim"],
+        x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+
+
 def _grouped_gemm(x: dict, copies, width, inner, tokens_per_expert, local_experts):
     """Roofline time of one grouped expert GEMM on this accelerator: ``copies`` routed
     token rows over ``local_experts`` experts of ``width`` x ``inner`` weights each, at the
@@ -467,7 +479,7 @@ def mlp_times(x: dict, r: dict) -> dict:
         + x["shared_experts"] * x["mlp_matrices"] * _gemm(
             x, t, moe_ffn, h, minimum(minimum(t, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),
-        "t_logits": _gemm(x, t, vocab, h, minimum(minimum(t, h), vocab)),
+        "t_logits": _output_layer_gemm(x, t, vocab, h),
         "routed_copies": copies,  # routed token copies on one rank's experts
         # the experts' activation function run again in backward when its output is not
         # kept (recompute_moe_act): its stored input read, its output written

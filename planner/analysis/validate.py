@@ -330,14 +330,14 @@ def load_full_runs() -> pd.DataFrame:
 
 # ---- modern runs (2024-2026 software stacks) ----------------------------------------
 
-#: Groups of the modern dataset, first match wins (every row is in exactly one group):
-#: (name, rule on a case row). Issue 13's targets: MAPE <= 15 % in each group.
 #: Sources whose rows are held out: NVIDIA's NeMo performance tables of the 2024 releases
 #: (24.03 and 24.05 in the NeMo-Framework-Launcher README, 24.07 in the NeMo repository's
 #: docs), one publisher's earlier releases of the 25.x tables the fit sees: they measure
 #: how the 2025-calibrated stack carries to the same recipes a year earlier.
 MODERN_HELD_OUT_SOURCES = ("NVIDIA/NeMo@", "NVIDIA/NeMo-Framework-Launcher@")
 
+#: Groups of the modern dataset, first match wins (every row is in exactly one group):
+#: (name, rule on a case row). Issue 13's targets: MAPE <= 15 % in each group.
 MODERN_GROUPS = (
     ("MoE", lambda r: r.experts > 1),
     ("NeMo 2024 releases", lambda r: str(r.source).startswith(MODERN_HELD_OUT_SOURCES)),

@@ -288,24 +288,24 @@ def _linear_core_flops(x: dict):
         x["linear_value_heads"], x["linear_head_dim"], compute.GATED_DELTA_CHUNK)
 
 
-def _gemm(x: dict, rows, cols, inner, min_dim):
-    """:func:`formulas.compute.gemm_time` on this accelerator."""
-    return compute.gemm_time(rows, cols, inner, min_dim, x["bytes_per_element"],
-                             x["peak_flops_per_s"], x["gemm_max_efficiency"],
-                             x["gemm_half_efficiency_dim"], x["hbm_bandwidth_bytes_per_s"],
-                             x["hbm_efficiency"])
+def _gemm(x: dict, rows, cols, inner, min_dim, bf16: bool = False):
+    """:func:`formulas.compute.gemm_time` on this accelerator, at the recipe's GEMM
+    precision, or with ``bf16`` at BF16's peak and efficiency (the attention core's inputs:
+    BF16's under FP8/FP4 recipes, the recipe's own under BF16)."""
+    peak, efficiency = (("attention_peak_flops_per_s", "attention_gemm_max_efficiency") if bf16
+                        else ("peak_flops_per_s", "gemm_max_efficiency"))
+    return compute.gemm_time(rows, cols, inner, min_dim, x["bytes_per_element"], x[peak],
+                             x[efficiency], x["gemm_half_efficiency_dim"],
+                             x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
 
 
 def _output_layer_gemm(x: dict, rows, cols, inner):
     """The output layer's GEMM: at the recipe's precision where the stack converts it
-    (``low_precision_output_layer`` 1), else at BF16's peak and efficiency (the attention
-    core's inputs, BF16's under FP8/FP4 recipes); the same under a BF16 recipe."""
+    (``low_precision_output_layer`` 1), else at BF16's (the same under a BF16 recipe)."""
     low = x["low_precision_output_layer"]
     min_dim = minimum(minimum(rows, inner), cols)
-    return low * _gemm(x, rows, cols, inner, min_dim) + (1 - low) * compute.gemm_time(
-        rows, cols, inner, min_dim, x["bytes_per_element"], x["attention_peak_flops_per_s"],
-        x["attention_gemm_max_efficiency"], x["gemm_half_efficiency_dim"],
-        x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
+    return low * _gemm(x, rows, cols, inner, min_dim) \
+        + (1 - low) * _gemm(x, rows, cols, inner, min_dim, bf16=True)
 
 
 def _grouped_gemm(x: dict, copies, width, inner, tokens_per_expert, local_experts):

@@ -466,6 +466,49 @@ def bucketed_exposed_comm_time(comm_time_s, compute_time_s, buckets, overlap_fra
         + (1 - overlap_fraction) * comm_time_s
 
 
+@formula(reference="Each bucket is its own collective call: Li et al. 2020 (PyTorch DDP), VLDB "
+         "13(12), arXiv:2006.15704 s3.2.3 (one all-reduce per gradient bucket); Megatron-Core "
+         "DistributedDataParallel (one reduce-scatter / all-gather per bucket); Zhao et al. "
+         "2023 (PyTorch FSDP), arXiv:2304.11277 s3.3 (per-unit collectives); the alpha-beta "
+         "cost of a call: " + HOCKNEY,
+         domain={"collective_time_s": ">=0", "call_fixed_time_s": ">=0", "buckets": ">=1"},
+         symbols={"collective_time_s": "T_1", "call_fixed_time_s": "t_0", "buckets": "n"},
+         result_latex="T_n")
+def bucketed_collective_time(collective_time_s, call_fixed_time_s, buckets):
+    """Time of a collective over S bytes issued as n bucket calls instead of one.
+
+    The bytes move once whatever the split, but every call pays the collective's
+    fixed part again: its per-message latencies ((n-1) alpha over a ring of n ranks,
+    per level of a two-level collective) and the call's launch and synchronisation.
+    With one bucket this is the single call.
+
+    Parameters
+    ----------
+    collective_time_s : numeric
+        Time of the collective as one call over all S bytes, T_1 [s].
+    call_fixed_time_s : numeric
+        Fixed time of one call (the collective over 0 bytes), t_0 [s].
+    buckets : numeric
+        Calls the bytes are split into, n [1].
+
+    Returns
+    -------
+    numeric
+        Time of the n calls [s].
+
+    Examples
+    --------
+    A ring reduce-scatter over 64 nodes at 8 us per step costs 0.5 ms of latency per
+    call; 32 bucket calls of a 2.6 GB gradient at 50 GB/s per rank:
+
+    >>> round(bucketed_collective_time(63 * 8e-6 + 2.6e9 / 50e9, 63 * 8e-6, 32), 4)
+    0.0681
+
+    .. math:: T_n = T_1 + (n - 1)\\, t_0
+    """
+    return collective_time_s + (buckets - 1) * call_fixed_time_s
+
+
 # -- which link a group uses -------------------------------------------------------------
 
 @formula(reference="Dubey et al. 2024 (Llama 3), arXiv:2407.21783 s3.3.1: 24K GPUs in pods "

@@ -74,10 +74,16 @@ def test_ep8_zero3_gathers_each_gpus_experts_over_its_own_nic():
     assert traffic == pytest.approx(12.1, abs=0.1)
     # (5.5 s before the MoE grouped GEMMs were timed from their shapes)
     assert r["compute_s"] == pytest.approx(5.65, abs=0.05)
-    # one bucket per layer behind the step's compute (formulas.communication)
+    # one bucket per layer, each its own call: every call's rings pay their steps' latency
+    # (255 nodes for the experts; 255 nodes and 7 NVLink peers for the dense weights)
+    per_call = 255 * x["inter_latency_s"] + (255 * x["inter_latency_s"]
+                                             + 7 * x["intra_latency_s"])
+    assert per_call == pytest.approx(4.1e-3, abs=1e-5)
+    traffic += m * 3 * x["stage_layers"] * per_call
+    # the buckets behind the step's compute (formulas.communication)
     exposed = bucketed_exposed_comm_time(traffic, r["compute_s"], x["stage_layers"],
                                          x["dp_overlap"])
-    assert r["dp_comm_s"] == pytest.approx(exposed, rel=2e-3)  # latencies: ~us each
+    assert r["dp_comm_s"] == pytest.approx(exposed, rel=1e-9)
 
 
 def test_deepseek_v3_published_layout_reduces_expert_gradients_between_nodes():
@@ -92,10 +98,13 @@ def test_deepseek_v3_published_layout_reduces_expert_gradients_between_nodes():
     grad = x["grad_comm_bytes_per_param"]
     expert = 2 * _gather_s(grad * r["stage_expert_params"], 2, 1, nic, nvlink)
     assert expert == pytest.approx(grad * r["stage_expert_params"] / nic, rel=1e-12)
-    latency = (x["inter_latency_s"], x["intra_latency_s"])
-    expert += 2 * x["inter_latency_s"]
     dense = 2 * _gather_s(grad * (r["stage_params"] - r["stage_expert_params"]),
-                          x["dp"], x["dp_intra_ranks"], nic, nvlink, latency)
+                          x["dp"], x["dp_intra_ranks"], nic, nvlink)
+    # one call per bucket (layer), each paying its rings' latencies
+    nodes = x["dp"] / x["dp_intra_ranks"]
+    per_call = 2 * x["inter_latency_s"] + 2 * ((nodes - 1) * x["inter_latency_s"]
+                                              + (x["dp_intra_ranks"] - 1) * x["intra_latency_s"])
+    expert += x["stage_layers"] * per_call
     last_backward = 2 * x["stage_layers"] * r["t_layer_fwd"]
     exposed = bucketed_exposed_comm_time(expert + dense, last_backward, x["stage_layers"],
                                          x["dp_overlap"])
@@ -113,8 +122,8 @@ def test_dense_model_dp_traffic_has_no_expert_term():
     assert r["stage_expert_params"] == 0
     nic = model._scale_out(x)
     size = x["grad_comm_bytes_per_param"] * r["stage_params"]
-    latency = 2 * (x["dp"] - 1) * x["inter_latency_s"]
-    reduce = 2 * (x["dp"] - 1) / x["dp"] * size / nic + latency
+    latency = 2 * (x["dp"] - 1) * x["inter_latency_s"]  # of each bucket's call
+    reduce = 2 * (x["dp"] - 1) / x["dp"] * size / nic + x["stage_layers"] * latency
     last_backward = 2 * x["stage_layers"] * r["t_layer_fwd"]
     assert r["dp_comm_s"] == pytest.approx(bucketed_exposed_comm_time(
         reduce, last_backward, x["stage_layers"], x["dp_overlap"]), rel=1e-9)

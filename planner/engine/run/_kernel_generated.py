@@ -389,304 +389,318 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x229, x230, x254
     x256 = 1 - dp_overlap
     x257 = numpy.minimum(1, grad_shards - 1)
-    x258 = numpy.minimum(dp, dp_intra_ranks)
+    x258 = numpy.maximum(1, stage_layers)
     x259 = x258 - 1
-    x260 = x258 ** (-1.0)
-    del x258
-    x261 = dp * x260 - 1
-    x262 = 2 * grad_comm_bytes_per_param
-    x263 = stage_trainable_params * x262
-    x264 = x222 * x263
-    x265 = x225 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x225
-    x266 = x263 * x265
-    x267 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x268 = x267 - 1
-    x269 = x267 ** (-1.0)
-    del x267
-    x270 = expert_dp_ranks * x269 - 1
-    x271 = stage_trainable_expert_params * x262
-    del x262
+    x260 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x261 = x260 - 1
+    x262 = x260 ** (-1.0)
+    del x260
+    x263 = expert_dp_ranks * x262 - 1
+    x264 = x217 * x261 + x221 * x263
+    x265 = numpy.minimum(dp, dp_intra_ranks)
+    x266 = x265 ** (-1.0)
+    x267 = dp * x266 - 1
+    x268 = x265 - 1
+    del x265
+    x269 = x217 * x268 + x221 * x267
+    x270 = 2 * grad_comm_bytes_per_param
+    x271 = stage_trainable_expert_params * x270
     x272 = x222 * x271
-    x273 = x265 * x271
-    x274 = replica_intra_ranks - 1
-    x275 = x217 * x274
-    x276 = replica_intra_ranks ** (-1.0)
-    x277 = shard_ranks ** (-1.0)
-    x278 = x276 * x277
-    x279 = numpy.maximum(1, dp * x278)
-    x280 = x279 - 1
-    x281 = expert_shard_ranks ** (-1.0)
-    x282 = x276 * x281
-    del x276
-    x283 = numpy.maximum(1, expert_dp_ranks * x282)
-    x284 = x283 - 1
-    x285 = x257 * (x221 * x280 + x264 * x274 * x278 + x266 * x278 * x280 / x279 + x275 + x4 * (x221 * x284 + x272 * x274 * x282 + x273 * x282 * x284 / x283 + x275)) + (1 - x257) * (x2 * x261 * x266 + x217 * x259 + x221 * x261 + x259 * x260 * x264 + x4 * (x217 * x268 + x221 * x270 + x268 * x269 * x272 + x270 * x273 / expert_dp_ranks))
-    del x2, x217, x221, x259, x260, x261, x264, x266, x268, x269, x270, x272, x273, x274, x275, x278, x279, x280, x282, x283, x284
-    x286 = fsdp_keeps_gathered_under_pp * x252 * zero3
-    del x252
-    x287 = microbatches * (1 - x286)
-    x288 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x273 = x225 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x225
+    x274 = x271 * x273
+    x275 = stage_trainable_params * x270
+    del x270
+    x276 = x222 * x275
+    x277 = x273 * x275
+    x278 = replica_intra_ranks - 1
+    x279 = replica_intra_ranks ** (-1.0)
+    x280 = shard_ranks ** (-1.0)
+    x281 = x279 * x280
+    x282 = numpy.maximum(1, dp * x281)
+    x283 = x282 - 1
+    x284 = x217 * x278
+    del x217
+    x285 = x221 * x283 + x284
+    x286 = expert_shard_ranks ** (-1.0)
+    x287 = x279 * x286
+    del x279
+    x288 = numpy.maximum(1, expert_dp_ranks * x287)
     x289 = x288 - 1
-    x290 = intra_latency_s * x289
-    x291 = x288 ** (-1.0)
-    del x288
-    x292 = shard_ranks * x291 - 1
-    x293 = inter_latency_s * x292
-    x294 = x222 * x289 * x291
-    del x289, x291
-    x295 = x265 * x277 * x292
-    del x277, x292
-    x296 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x297 = x296 - 1
-    x298 = intra_latency_s * x297
-    x299 = x296 ** (-1.0)
-    del x296
-    x300 = expert_shard_ranks * x299 - 1
-    x301 = inter_latency_s * x300
-    x302 = x222 * x297 * x299
-    del x222, x297, x299
-    x303 = x265 * x281 * x300
-    del x265, x281, x300
-    x304 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x305 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x192
-    x306 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x305 - x304
-    del stage_adapter_params, stage_params, x65
-    x307 = x290 + x293 + x294 * x306 + x295 * x306 + x4 * (x298 + x301 + x302 * x304 + x303 * x304)
+    x290 = x221 * x289 + x284
+    del x221, x284
+    x291 = x257 * (x259 * x285 + x276 * x278 * x281 + x277 * x281 * x283 / x282 + x285 + x4 * (x259 * x290 + x272 * x278 * x287 + x274 * x287 * x289 / x288 + x290)) + (1 - x257) * (x2 * x267 * x277 + x259 * (x264 * x4 + x269) + x266 * x268 * x276 + x269 + x4 * (x261 * x262 * x272 + x264 + x263 * x274 / expert_dp_ranks))
+    del x2, x261, x262, x263, x264, x266, x267, x268, x269, x272, x274, x276, x277, x278, x281, x282, x283, x285, x287, x288, x289, x290
+    x292 = fsdp_keeps_gathered_under_pp * x252 * zero3
+    del x252
+    x293 = microbatches * (1 - x292)
+    x294 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x295 = x294 - 1
+    x296 = intra_latency_s * x295
+    x297 = x294 ** (-1.0)
+    del x294
+    x298 = expert_shard_ranks * x297 - 1
+    x299 = inter_latency_s * x298
+    x300 = 2 * x296 + 2 * x299
+    x301 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x302 = x301 ** (-1.0)
+    x303 = shard_ranks * x302 - 1
+    x304 = inter_latency_s * x303
+    x305 = x301 - 1
+    del x301
+    x306 = intra_latency_s * x305
+    x307 = 2 * x304 + 2 * x306
+    x308 = x222 * x295 * x297
+    del x295, x297
+    x309 = x273 * x286 * x298
+    del x286, x298
+    x310 = x222 * x302 * x305
+    del x222, x302, x305
+    x311 = x273 * x280 * x303
+    del x273, x280, x303
+    x312 = x296 + x299
+    del x296, x299
+    x313 = x304 + x306
     del x304, x306
-    x308 = 1 / 2 * x257 * (x286 + x287) * (x263 * x294 + x263 * x295 + 2 * x290 + 2 * x293 + x4 * (x271 * x302 + x271 * x303 + 2 * x298 + 2 * x301)) + zero3 * (x286 * x307 + 2 * x287 * x307)
-    del x257, x263, x271, x287, x290, x293, x294, x295, x298, x301, x302, x303, x307
-    x309 = numpy.maximum(1, stage_layers)
-    x310 = x309 ** (-1.0)
-    x311 = x310 * (x309 - 1)
-    del x309
-    dp_comm_s = dp_overlap * numpy.minimum(x285, numpy.maximum(x285 * x310, -2 * stage_layers * t_layer_fwd * x311 + x285)) + dp_overlap * numpy.minimum(x308, numpy.maximum(x308 * x310, -compute_s * x311 + x308)) + x256 * x285 + x256 * x308
-    del t_layer_fwd, x256, x285, x308, x310, x311
-    x312 = dispatch_host_sync * x153
-    x313 = full_recompute + 3
-    x314 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x314 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x315 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x192
+    x316 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x315 - x314
+    del stage_adapter_params, stage_params, x65
+    x317 = x259 * (x312 * x4 + x313) + x310 * x316 + x311 * x316 + x313 + x4 * (x308 * x314 + x309 * x314 + x312)
+    del x312, x313, x314, x316
+    x318 = 1 / 2 * x257 * (x292 + x293) * (x259 * (x300 * x4 + x307) + x275 * x310 + x275 * x311 + x307 + x4 * (x271 * x308 + x271 * x309 + x300)) + zero3 * (x292 * x317 + 2 * x293 * x317)
+    del x257, x271, x275, x293, x300, x307, x308, x309, x310, x311, x317
+    x319 = x258 ** (-1.0)
+    del x258
+    x320 = x259 * x319
+    del x259
+    dp_comm_s = dp_overlap * numpy.minimum(x291, numpy.maximum(x291 * x319, -2 * stage_layers * t_layer_fwd * x320 + x291)) + dp_overlap * numpy.minimum(x318, numpy.maximum(x318 * x319, -compute_s * x320 + x318)) + x256 * x291 + x256 * x318
+    del t_layer_fwd, x256, x291, x318, x319, x320
+    x321 = dispatch_host_sync * x153
+    x322 = full_recompute + 3
+    x323 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x153, x4
-    x315 = numpy.maximum(0, cuda_graphs - x314 - 1)
-    x316 = stage_layers * (1 - x315)
-    x317 = host_launch_factor * moe_share * x313 * x316 * (expert_overhead_s * x66 + moe_layer_overhead_s)
+    x324 = numpy.maximum(0, cuda_graphs - x323 - 1)
+    x325 = stage_layers * (1 - x324)
+    x326 = host_launch_factor * moe_share * x322 * x325 * (expert_overhead_s * x66 + moe_layer_overhead_s)
     del x66
-    x318 = x312 * x317
-    x319 = compute_mb + tp_comm_mb
-    x320 = microbatches ** (-1.0)
-    x321 = x319 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x315 * x320 + x316 * (graph_launch_s * x193 * (-x315 + numpy.minimum(1, cuda_graphs - x314)) + layer_overhead_s * x313)) + x317 * (1 - x312)) / x319) ** host_overlap_exponent) / host_overlap_exponent)
-    del x193, x312, x313, x314, x315, x316, x317
-    x322 = x318 + x321
-    launch_s = microbatches * x322
+    x327 = x321 * x326
+    x328 = compute_mb + tp_comm_mb
+    x329 = microbatches ** (-1.0)
+    x330 = x328 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x324 * x329 + x325 * (graph_launch_s * x193 * (-x324 + numpy.minimum(1, cuda_graphs - x323)) + layer_overhead_s * x322)) + x326 * (1 - x321)) / x328) ** host_overlap_exponent) / host_overlap_exponent)
+    del x193, x321, x322, x323, x324, x325, x326
+    x331 = x327 + x330
+    launch_s = microbatches * x331
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x323 = cp_comm_mb + ep_comm_mb + x319 + x322
-    del x319, x322
-    x324 = vp ** (-1.0)
-    x325 = x323 / compute_mb
-    x326 = dualpipe * x320 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x325 + 2 * tp_comm_mb - 3 * weight_grad_mb * x325 + 2 * x318 + 2 * x321) / x323 + x250 * x251 * x320 * x324
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x318, x320, x321, x325
-    bubble_s = microbatches * x323 * x326
-    del x323
-    x327 = stage_trainable_expert_params / expert_optimizer_shards
-    x328 = stage_trainable_params / optimizer_shards
-    optimizer_s = x101 * (x327 + x328) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x332 = cp_comm_mb + ep_comm_mb + x328 + x331
+    del x328, x331
+    x333 = vp ** (-1.0)
+    x334 = x332 / compute_mb
+    x335 = dualpipe * x329 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x334 + 2 * tp_comm_mb - 3 * weight_grad_mb * x334 + 2 * x327 + 2 * x330) / x332 + x250 * x251 * x329 * x333
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x327, x329, x330, x334
+    bubble_s = microbatches * x332 * x335
+    del x332
+    x336 = stage_trainable_expert_params / expert_optimizer_shards
+    x337 = stage_trainable_params / optimizer_shards
+    optimizer_s = x101 * (x336 + x337) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x101
-    x329 = microbatches * stage_extra_layers * (compute_mb - x202) * (x326 + 1) / stage_layers
-    del compute_mb, x202, x326
-    x330 = dp_comm_s + pp_comm_s
-    x331 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x330
-    x332 = gpus + 0.474798
-    x333 = gpus ** (-1.0)
-    x334 = x332 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x331 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x331 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x333 * x334 * (0.0686881539789491 * x334 + 0.112063) - 1 + 1.16023 / x332)) + x329 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x329 + x331)
-    del x329, x332, x334
-    step_time_s = straggler_s + x331
-    del x331
-    x335 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x335
-    x336 = tokens_per_s * x333
-    x337 = model_flops_per_token * x336
-    tflops_per_gpu = 1e-12 * x337
-    mfu = x104 * x337
-    del x337
-    hfu = hardware_flops_per_token * x104 * x336
-    del hardware_flops_per_token, x104, x336
-    x338 = bytes_per_element * x286 * (stage_trainable_expert_params + stage_trainable_params)
-    del x286
-    x339 = expert_weight_shards ** (-1.0)
-    x340 = base_weight_bytes_per_param * stage_expert_params
-    x341 = weight_shards ** (-1.0)
-    x342 = frozen_base * (x339 * x340 + x341 * (x305 - x340)) + reference_model * (bytes_per_element * stage_expert_params * x339 + bytes_per_element * x341 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x339 + stage_trainable_params * weight_bytes_per_param * x341
-    del stage_expert_params, x191, x305, x339, x340, x341
-    weights_bytes = x338 + x342
-    x343 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x338 = microbatches * stage_extra_layers * (compute_mb - x202) * (x335 + 1) / stage_layers
+    del compute_mb, x202, x335
+    x339 = dp_comm_s + pp_comm_s
+    x340 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x339
+    x341 = gpus + 0.474798
+    x342 = gpus ** (-1.0)
+    x343 = x341 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x340 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x340 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x342 * x343 * (0.0686881539789491 * x343 + 0.112063) - 1 + 1.16023 / x341)) + x338 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x338 + x340)
+    del x338, x341, x343
+    step_time_s = straggler_s + x340
+    del x340
+    x344 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x344
+    x345 = tokens_per_s * x342
+    x346 = model_flops_per_token * x345
+    tflops_per_gpu = 1e-12 * x346
+    mfu = x104 * x346
+    del x346
+    hfu = hardware_flops_per_token * x104 * x345
+    del hardware_flops_per_token, x104, x345
+    x347 = bytes_per_element * x292 * (stage_trainable_expert_params + stage_trainable_params)
+    del x292
+    x348 = expert_weight_shards ** (-1.0)
+    x349 = base_weight_bytes_per_param * stage_expert_params
+    x350 = weight_shards ** (-1.0)
+    x351 = frozen_base * (x348 * x349 + x350 * (x315 - x349)) + reference_model * (bytes_per_element * stage_expert_params * x348 + bytes_per_element * x350 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x348 + stage_trainable_params * weight_bytes_per_param * x350
+    del stage_expert_params, x191, x315, x348, x349, x350
+    weights_bytes = x347 + x351
+    x352 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x338 + x343
-    optimizer_state_bytes = optimizer_bytes_per_param * x327 + optimizer_bytes_per_param * x328
-    del x327, x328
-    x344 = hidden * x241
+    grads_bytes = x347 + x352
+    optimizer_state_bytes = optimizer_bytes_per_param * x336 + optimizer_bytes_per_param * x337
+    del x336, x337
+    x353 = hidden * x241
     del x241
-    x345 = 2 * tokens_mb
-    x346 = tokens_mb * x344
-    x347 = 4 * x346
-    x348 = heads + kv_heads
-    x349 = kv_heads / heads
-    x350 = x145 * x50
+    x354 = 2 * tokens_mb
+    x355 = tokens_mb * x353
+    x356 = 4 * x355
+    x357 = heads + kv_heads
+    x358 = kv_heads / heads
+    x359 = x145 * x50
     del x50
-    x351 = 1 - recompute_norms
-    x352 = shared_experts * tokens_mb * x150
+    x360 = 1 - recompute_norms
+    x361 = shared_experts * tokens_mb * x150
     del x150
-    x353 = tokens_mb * x242
+    x362 = tokens_mb * x242
     del x242
-    x354 = 2 * mlp_matrices
-    x355 = tokens_mb * x354
-    x356 = linear_input_bytes + x354 - 2
-    del x354
-    x357 = tokens_mb * x24
-    x358 = micro_batch * x137 * x138 * (dropout_masks + 4) / cp ** 2
+    x363 = 2 * mlp_matrices
+    x364 = tokens_mb * x363
+    x365 = linear_input_bytes + x363 - 2
+    del x363
+    x366 = tokens_mb * x24
+    x367 = micro_batch * x137 * x138 * (dropout_masks + 4) / cp ** 2
     del x137, x138
-    x359 = linear_input_bytes * x346 * x351
-    x360 = lora_rank * x255 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x345 * x93 * (hidden * x56 + x156 * x218 * x24 + x344 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x350 * (1 - lora_down) + x359 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x359 * (1 - numpy.minimum(1, x57))) - moe_share * (x352 + x353 * x46) * (linear_input_bytes * recompute_moe_act + x166 * (2 - x174)) + moe_share * (-x145 * x355 + x352 * x356 + x353 * (etp * hidden * linear_input_bytes + x356 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x347 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x345 * x348 + x358)) + x345 * x51 * (x18 * x348 - x24 * (x349 + 1)) + x345 * (q_lora_rank + x17) + x346 * (2 * dropout_masks + 8) + x51 * (ffn * x355 + hidden * tokens_mb * (4 * x349 + 2) + x357 + x358) - (1 - 1 / 2 * linear_input_bytes) * (x345 * x350 + x347 * x351))
-    del moe_share, x0, x11, x111, x12, x145, x15, x156, x166, x17, x174, x18, x218, x24, x25, x29, x344, x345, x346, x347, x348, x349, x350, x351, x352, x353, x355, x356, x358, x359, x46, x56, x57, x70, x92, x93
-    x361 = full_recompute * x168 * x357 + x360 * x95
-    del x168, x357, x95
-    x362 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * tokens_mb * x139 * (vocab * x98 + 1)
+    x368 = linear_input_bytes * x355 * x360
+    x369 = lora_rank * x255 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x354 * x93 * (hidden * x56 + x156 * x218 * x24 + x353 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x359 * (1 - lora_down) + x368 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x368 * (1 - numpy.minimum(1, x57))) - moe_share * (x361 + x362 * x46) * (linear_input_bytes * recompute_moe_act + x166 * (2 - x174)) + moe_share * (-x145 * x364 + x361 * x365 + x362 * (etp * hidden * linear_input_bytes + x365 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x356 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x354 * x357 + x367)) + x354 * x51 * (x18 * x357 - x24 * (x358 + 1)) + x354 * (q_lora_rank + x17) + x355 * (2 * dropout_masks + 8) + x51 * (ffn * x364 + hidden * tokens_mb * (4 * x358 + 2) + x366 + x367) - (1 - 1 / 2 * linear_input_bytes) * (x354 * x359 + x356 * x360))
+    del moe_share, x0, x11, x111, x12, x145, x15, x156, x166, x17, x174, x18, x218, x24, x25, x29, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x364, x365, x367, x368, x46, x56, x57, x70, x92, x93
+    x370 = full_recompute * x168 * x366 + x369 * x95
+    del x168, x366, x95
+    x371 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * tokens_mb * x139 * (vocab * x98 + 1)
     del tokens_mb, x139, x169, x98
-    activation_bytes = full_recompute * x360 + linear_value_heads * x112 * x255 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x324 * x361 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x250 * numpy.minimum(x253, pp * vp + x251 * numpy.minimum(1, vp - 1))) + x362 + x42 * (x361 + x362)
-    del microbatches, x112, x250, x251, x253, x255, x324, x360, x361, x362, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x338 + x342 + x343
-    del x338, x342, x343
-    x363 = nodes / (rack_mtbf_s * rack_nodes)
-    x364 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x365 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x366 = x363 + x364 + x365
-    system_mtbf_s = x366 ** (-1.0)
-    x367 = node_repair_s * x363
-    x368 = numpy.exp(-x367)
-    x369 = node_repair_s * x364
-    x370 = -spare_nodes
-    x371 = rack_nodes + x370
-    x372 = x367 * x368
-    del x367
-    x373 = 2 * rack_nodes + x370
-    x374 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x368 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x375 = 3 * rack_nodes + x370
-    x376 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x368 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x377 = 4 * rack_nodes + x370
-    x378 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x368 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x379 = 5 * rack_nodes + x370
-    x380 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x368 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x381 = 6 * rack_nodes + x370
-    x382 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x368 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x383 = 7 * rack_nodes + x370
-    x384 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x368 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x385 = 8 * rack_nodes + x370
-    x386 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x368 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x387 = 9 * rack_nodes + x370
-    x388 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x368 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x389 = 10 * rack_nodes + x370
-    x390 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x368 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x391 = 11 * rack_nodes + x370
-    x392 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x368 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x363 * (x368 * poisson_cdf(-x371, x369) + x372 * poisson_cdf(-x373, x369) + x374 * poisson_cdf(-x375, x369) + x376 * poisson_cdf(-x377, x369) + x378 * poisson_cdf(-x379, x369) + x380 * poisson_cdf(-x381, x369) + x382 * poisson_cdf(-x383, x369) + x384 * poisson_cdf(-x385, x369) + x386 * poisson_cdf(-x387, x369) + x388 * poisson_cdf(-x389, x369) + x390 * poisson_cdf(-x391, x369) + x392 * poisson_cdf(-12 * rack_nodes - x370, x369)) + x364 * (x368 * poisson_cdf(spare_nodes - 1, x369) + x372 * poisson_cdf(-x371 - 1, x369) + x374 * poisson_cdf(-x373 - 1, x369) + x376 * poisson_cdf(-x375 - 1, x369) + x378 * poisson_cdf(-x377 - 1, x369) + x380 * poisson_cdf(-x379 - 1, x369) + x382 * poisson_cdf(-x381 - 1, x369) + x384 * poisson_cdf(-x383 - 1, x369) + x386 * poisson_cdf(-x385 - 1, x369) + x388 * poisson_cdf(-x387 - 1, x369) + x390 * poisson_cdf(-x389 - 1, x369) + x392 * poisson_cdf(-x391 - 1, x369)) + x365)
-    del x363, x364, x365, x368, x369, x370, x371, x372, x373, x374, x375, x376, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386, x387, x388, x389, x390, x391, x392
-    x393 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x394 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x366 * (x393 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x366 * (-manual_restart_s + x393 - x394))) + x393 - x394
-    del x366, x393, x394
+    activation_bytes = full_recompute * x369 + linear_value_heads * x112 * x255 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x333 * x370 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x250 * numpy.minimum(x253, pp * vp + x251 * numpy.minimum(1, vp - 1))) + x371 + x42 * (x370 + x371)
+    del microbatches, x112, x250, x251, x253, x255, x333, x369, x370, x371, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x347 + x351 + x352
+    del x347, x351, x352
+    x372 = nodes / (rack_mtbf_s * rack_nodes)
+    x373 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x374 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x375 = x372 + x373 + x374
+    system_mtbf_s = x375 ** (-1.0)
+    x376 = node_repair_s * x372
+    x377 = numpy.exp(-x376)
+    x378 = node_repair_s * x373
+    x379 = -spare_nodes
+    x380 = rack_nodes + x379
+    x381 = x376 * x377
+    del x376
+    x382 = 2 * rack_nodes + x379
+    x383 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x377 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x384 = 3 * rack_nodes + x379
+    x385 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x377 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x386 = 4 * rack_nodes + x379
+    x387 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x377 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x388 = 5 * rack_nodes + x379
+    x389 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x377 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x390 = 6 * rack_nodes + x379
+    x391 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x377 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x392 = 7 * rack_nodes + x379
+    x393 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x377 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x394 = 8 * rack_nodes + x379
+    x395 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x377 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x396 = 9 * rack_nodes + x379
+    x397 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x377 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x398 = 10 * rack_nodes + x379
+    x399 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x377 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x400 = 11 * rack_nodes + x379
+    x401 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x377 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x372 * (x377 * poisson_cdf(-x380, x378) + x381 * poisson_cdf(-x382, x378) + x383 * poisson_cdf(-x384, x378) + x385 * poisson_cdf(-x386, x378) + x387 * poisson_cdf(-x388, x378) + x389 * poisson_cdf(-x390, x378) + x391 * poisson_cdf(-x392, x378) + x393 * poisson_cdf(-x394, x378) + x395 * poisson_cdf(-x396, x378) + x397 * poisson_cdf(-x398, x378) + x399 * poisson_cdf(-x400, x378) + x401 * poisson_cdf(-12 * rack_nodes - x379, x378)) + x373 * (x377 * poisson_cdf(spare_nodes - 1, x378) + x381 * poisson_cdf(-x380 - 1, x378) + x383 * poisson_cdf(-x382 - 1, x378) + x385 * poisson_cdf(-x384 - 1, x378) + x387 * poisson_cdf(-x386 - 1, x378) + x389 * poisson_cdf(-x388 - 1, x378) + x391 * poisson_cdf(-x390 - 1, x378) + x393 * poisson_cdf(-x392 - 1, x378) + x395 * poisson_cdf(-x394 - 1, x378) + x397 * poisson_cdf(-x396 - 1, x378) + x399 * poisson_cdf(-x398 - 1, x378) + x401 * poisson_cdf(-x400 - 1, x378)) + x374)
+    del x372, x373, x374, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401
+    x402 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x403 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x375 * (x402 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x375 * (-manual_restart_s + x402 - x403))) + x402 - x403
+    del x375, x402, x403
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x395 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x396 = checkpoint_bytes * x333
-    x397 = x395 * x396
-    x398 = ckpt_async * x397
-    x399 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x400 = ckpt_sync * x399
-    x401 = x224 * x396
-    del x224, x396
-    x402 = ckpt_in_memory * (x397 + x401)
-    del x397
-    x403 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x404 = grad_bytes_per_param * trainable_params * x333
-    del x333
-    x405 = optimizer_s - step_time_s
-    x406 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x395 * x404 / (1 - (1 - numpy.minimum(1, x403)) ** gockpt_steps) + x405)
-    del x395
-    checkpoint_stall_s = x398 + x400 + x402 + x406
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x398 + 2 * x400 + 2 * x402 + 2 * x406))
-    x407 = ckpt_async * x399
-    x408 = system_mtbf_s ** (-1.0)
-    x409 = checkpoint_stall_s * x408
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x404 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x405))) / numpy.log(1 - numpy.minimum(0.999999999999, x403))))) - 1) + 1
-    del x403, x404, x405
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x399) + x407), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x398 + 1 / 2 * x400 + 1 / 2 * x402 + 1 / 2 * x406), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x409) + 1 / 18 * x409 + 1), system_mtbf_s)))
-    del x154, x398, x400, x402, x406
-    commit_latency_s = ckpt_gockpt * (step_time_s + x399) + x407
-    del x399, x407
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x401 + failure_restart_s
-    del failure_restart_s, x401
-    x410 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x410 + 1) / (global_batch * token_efficiency * (reference_batch * x410 + 1))
-    del x410, x77
+    x404 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x405 = checkpoint_bytes * x342
+    x406 = x404 * x405
+    x407 = ckpt_async * x406
+    x408 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x409 = ckpt_sync * x408
+    x410 = x224 * x405
+    del x224, x405
+    x411 = ckpt_in_memory * (x406 + x410)
+    del x406
+    x412 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x413 = grad_bytes_per_param * trainable_params * x342
+    del x342
+    x414 = optimizer_s - step_time_s
+    x415 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x404 * x413 / (1 - (1 - numpy.minimum(1, x412)) ** gockpt_steps) + x414)
+    del x404
+    checkpoint_stall_s = x407 + x409 + x411 + x415
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x407 + 2 * x409 + 2 * x411 + 2 * x415))
+    x416 = ckpt_async * x408
+    x417 = system_mtbf_s ** (-1.0)
+    x418 = checkpoint_stall_s * x417
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x413 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x414))) / numpy.log(1 - numpy.minimum(0.999999999999, x412))))) - 1) + 1
+    del x412, x413, x414
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x408) + x416), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x407 + 1 / 2 * x409 + 1 / 2 * x411 + 1 / 2 * x415), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x418) + 1 / 18 * x418 + 1), system_mtbf_s)))
+    del x154, x407, x409, x411, x415
+    commit_latency_s = ckpt_gockpt * (step_time_s + x408) + x416
+    del x408, x416
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x410 + failure_restart_s
+    del failure_restart_s, x410
+    x419 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x419 + 1) / (global_batch * token_efficiency * (reference_batch * x419 + 1))
+    del x419, x77
     solve_time_s = step_time_s * steps
-    x411 = numpy.exp(commit_latency_s * x408)
-    x412 = numpy.exp(x408 * (checkpoint_interval_s + checkpoint_stall_s))
-    x413 = solve_time_s * x411 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x411 + x413 * (x412 - 1) - 1) * numpy.exp(restart_s * x408)
-    del x411
-    failure_stepping_s = system_mtbf_s * x413 * (x412 - numpy.exp(x409))
-    del x409, x412, x413
+    x420 = numpy.exp(commit_latency_s * x417)
+    x421 = numpy.exp(x417 * (checkpoint_interval_s + checkpoint_stall_s))
+    x422 = solve_time_s * x420 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x420 + x422 * (x421 - 1) - 1) * numpy.exp(restart_s * x417)
+    del x420
+    failure_stepping_s = system_mtbf_s * x422 * (x421 - numpy.exp(x418))
+    del x418, x421, x422
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x414 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x414)
-    x415 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x415 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x415
-    del x415
-    expected_failures = failure_wall_s * x408
-    del x408
+    x423 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x423)
+    x424 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x424 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x424
+    del x424
+    expected_failures = failure_wall_s * x417
+    del x417
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x414
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x423
     del failure_stepping_s
-    x416 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x335 * (cp_comm_s + ep_comm_s + tp_comm_s + x330) + compute_power_fraction * compute_s * x335)
-    del x330, x335
-    x417 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x416)
+    x425 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x344 * (cp_comm_s + ep_comm_s + tp_comm_s + x339) + compute_power_fraction * compute_s * x344)
+    del x339, x344
+    x426 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x425)
     del stepping_s
-    energy_gpu_j = gpus * x417
-    x418 = network_power_per_node_w + node_overhead_power_w
-    x419 = nodes * x418
+    energy_gpu_j = gpus * x426
+    x427 = network_power_per_node_w + node_overhead_power_w
+    x428 = nodes * x427
     del nodes
-    x420 = spare_nodes * (gpus_per_node * idle_power_w + x418) + x419
-    del x418
-    energy_it_j = energy_gpu_j + wall_time_s * x420
+    x429 = spare_nodes * (gpus_per_node * idle_power_w + x427) + x428
+    del x427
+    energy_it_j = energy_gpu_j + wall_time_s * x429
     energy_facility_j = energy_it_j * pue
-    x421 = eval_time_s + rollbacks * x414
-    del x414
-    x422 = pue * (gpu_step_power_w * gpus + x419)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x419) * (-failure_wall_s - x416 - x421) - solve_time_s * x422 - x421 * x422
-    del failure_wall_s, x419, x421, x422
-    x423 = wall_time_s ** (-1.0)
-    gpu_power_w = x417 * x423
-    del x417
-    avg_power_w = energy_facility_j * x423
+    x430 = eval_time_s + rollbacks * x423
     del x423
-    peak_power_w = pue * (gpus * max_power_w + x420)
-    del x420
-    x424 = gpus + gpus_per_node * spare_nodes
-    x425 = 0.000277777777777778 * x424
-    gpu_hours = wall_time_s * x425
-    cost_cloud_usd = price_usd_per_gpu_hour * x425 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x416), wall_time_s)
-    del x416, x425
-    x426 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x426 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x424)) / utilisation
+    x431 = pue * (gpu_step_power_w * gpus + x428)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x428) * (-failure_wall_s - x425 - x430) - solve_time_s * x431 - x430 * x431
+    del failure_wall_s, x428, x430, x431
+    x432 = wall_time_s ** (-1.0)
+    gpu_power_w = x426 * x432
+    del x426
+    avg_power_w = energy_facility_j * x432
+    del x432
+    peak_power_w = pue * (gpus * max_power_w + x429)
+    del x429
+    x433 = gpus + gpus_per_node * spare_nodes
+    x434 = 0.000277777777777778 * x433
+    gpu_hours = wall_time_s * x434
+    cost_cloud_usd = price_usd_per_gpu_hour * x434 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x425), wall_time_s)
+    del x425, x434
+    x435 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x435 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x433)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x424 * x426
-    del x424, x426
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x433 * x435
+    del x433, x435
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -733,6 +733,25 @@ def _weights_collective(x: dict, collective, dense_bytes, expert_bytes, levels: 
         + _is_moe(x) * collective(expert_bytes, *levels["expert_" + group])
 
 
+def _bucketed_weights_collective(x: dict, collective, dense_bytes, expert_bytes,
+                                 levels: dict, group: str, buckets):
+    """:func:`_weights_collective` issued as ``buckets`` calls: the bytes once, every call's
+    ring latencies again (:func:`formulas.communication.bucketed_collective_time`)."""
+    fixed = _weights_collective(x, collective, 0 * dense_bytes, 0 * expert_bytes, levels, group)
+    return communication.bucketed_collective_time(
+        _weights_collective(x, collective, dense_bytes, expert_bytes, levels, group), fixed,
+        buckets)
+
+
+def _bucketed_replica_allreduce(x: dict, grad_bytes, shard_ranks, dp, levels: dict, buckets):
+    """HSDP's all-reduce of the gradient shards across replicas, one call per bucket."""
+    def replicas(size_bytes):
+        return communication.hsdp_replica_allreduce_time(
+            size_bytes, shard_ranks, dp, x["replica_intra_ranks"], *levels["links"])
+    return communication.bucketed_collective_time(replicas(grad_bytes), replicas(0 * grad_bytes),
+                                                  buckets)
+
+
 def iteration_communication(x: dict, r: dict) -> dict:
     """Pipeline point-to-point transfers and the data-parallel reduction of an iteration."""
     p2p = communication.p2p_time(
@@ -740,6 +759,9 @@ def iteration_communication(x: dict, r: dict) -> dict:
                                     x["bytes_per_element"], x["tp"], 1.0),  # scatter/gather
         *_group_link(x, x["pp_intra"]))
     levels = _dp_levels(x)
+    # buckets: Megatron-Core's distributed optimizer and FSDP's units reduce (and gather)
+    # one transformer layer's parameters at a time, each bucket its own collective call
+    buckets = maximum(x["stage_layers"], 1)
     # the shared weights and the routed experts move over their own groups; a frozen base
     # (LoRA) reduces the adapters' gradients only and gathers its weights at its precision
     grads = (x["grad_comm_bytes_per_param"] * r["stage_trainable_params"],
@@ -749,34 +771,30 @@ def iteration_communication(x: dict, r: dict) -> dict:
         * r["stage_expert_params"]
     weights = (_gathered_weight_bytes(x, r) - expert_weight_bytes, expert_weight_bytes)
     # DP: hierarchical all-reduce of the stage's gradients, behind the last backward
-    reduce_s = _weights_collective(x, communication.hierarchical_allreduce_time, *grads,
-                                   levels, "dp")
+    reduce_s = _bucketed_weights_collective(x, communication.hierarchical_allreduce_time,
+                                            *grads, levels, "dp", buckets)
     # ZeRO-2/3 collectives run within the shard group: all DP ranks, or under HSDP the DP
-    # ranks of one scale-up domain, whose replicas all-reduce their shard once a step
+    # ranks of one scale-up domain, whose replicas all-reduce their shards bucket by bucket
     # ZeRO-3/FSDP: parameter all-gathers in forward and backward of every micro-batch
     # (torchtitan under PP keeps each stage's gathered parameters through the step and
     # reduce-scatters once, after the last micro-batch: one gather, one reduce-scatter)
     kept = _fsdp_kept_under_pp(x)
-    gather_one = _weights_collective(x, communication.hierarchical_allgather_time, *weights,
-                                     levels, "shard")
+    gather_one = _bucketed_weights_collective(x, communication.hierarchical_allgather_time,
+                                              *weights, levels, "shard", buckets)
     gather_s = x["zero3"] * ((1 - kept) * communication.zero3_gather_time(
         gather_one, r["microbatches"]) + kept * gather_one)
     # sharded gradients (ZeRO-2/3, FSDP): a reduce-scatter in every micro-batch's backward,
     # hidden behind all of them; else one all-reduce behind the last backward
     sharded = minimum(x["grad_shards"] - 1, 1)  # 0 or 1
-    scatter_s = sharded * communication.sharded_grad_reduce_time(_weights_collective(
-        x, communication.hierarchical_allreduce_time, *grads, levels, "shard"),
+    scatter_s = sharded * communication.sharded_grad_reduce_time(_bucketed_weights_collective(
+        x, communication.hierarchical_allreduce_time, *grads, levels, "shard", buckets),
         (1 - kept) * r["microbatches"] + kept)
     replica_s = sharded * (
-        communication.hsdp_replica_allreduce_time(
-            grads[0], x["shard_ranks"], x["dp"], x["replica_intra_ranks"], *levels["links"])
-        + _is_moe(x) * communication.hsdp_replica_allreduce_time(
-            grads[1], x["expert_shard_ranks"], x["expert_dp_ranks"], x["replica_intra_ranks"],
-            *levels["links"]))
-    # buckets: Megatron-Core's distributed optimizer and FSDP's units reduce (and gather)
-    # one transformer layer's parameters at a time; each bucket's collective runs as soon as
-    # the compute has produced it, so only what the remaining compute cannot cover is exposed
-    buckets = maximum(x["stage_layers"], 1)
+        _bucketed_replica_allreduce(x, grads[0], x["shard_ranks"], x["dp"], levels, buckets)
+        + _is_moe(x) * _bucketed_replica_allreduce(x, grads[1], x["expert_shard_ranks"],
+                                                   x["expert_dp_ranks"], levels, buckets))
+    # each bucket's collective runs as soon as the compute has produced it, so only what
+    # the remaining compute cannot cover is exposed
     last_backward = compute.backward_time(x["stage_layers"] * r["t_layer_fwd"])
     return {
         # (DualPipe hides the pipeline transfers under the paired chunk's compute,

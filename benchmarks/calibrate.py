@@ -209,6 +209,26 @@ objectives within 0.0001), a MoE-tuned launch time 1e-4 -> 2e-4 and a Grace
 9.68 -> 9.65, finetune-runs 7.27 -> 7.54; speedup pairs 9.40 -> 9.24 % (generation left
 out 12.9 -> 12.0); the parts derived from the transfer ratio (0.947 -> 0.961) 1.4 % faster.
 
+2026-11-29 (issue 42 item 2), every data-parallel bucket its own collective call
+(formulas.communication.bucketed_collective_time): no parameter refitted.  A refit of the
+terms it touches from the catalog's values (collective_overhead_s, dp_overlap,
+layer_overhead_s, host_overlap_exponent; objective 0.0688 -> 0.0677) asked for 120 us, the
+2023 FSDP stacks' dp_overlap 0.0 -> 0.1 and an exponent 4; not written: vtrain-single 7.96 ->
+8.74 % and modern-runs held out 10.3 -> 10.6 %, the 0.1 alone moves llm-foundry 0.1-0.2
+points.  Tried and rejected the same day: llm-foundry's GEMM share on every accelerator
+instead of Hopper's (one share per stack): the fit keeps A100 at 0.79 and takes the share
+0.95, llm-foundry-a100 5.1 -> 6.2 %; the attention factors x1.5 (towards FlashAttention-2's
+kernel rates, FA3 paper Fig. 5) with the GEMM efficiencies refitted: objective without
+moe-runs 0.0455 -> 0.0624, llm-foundry-a100 5.1 -> 10.8 %, the 15 long-context rows from
+-8 % to +15 % bias - the rows do not support faster attention with slower GEMMs.  B300/GB300
+(sm_103) as a generation of its own, its GEMM efficiencies fitted on its five MoE fit rows:
+BF16 0.85 and FP8 0.70 (GB200 0.65 and 0.75) - the held-out dense GB300 rows -17/-15 ->
+-9/-8 %, but an FP8 rate below BF16's share of the same tensor cores is no physical
+reading, Qwen3-30B-A3B stays -28 % and GPT-OSS goes +32 -> +57 %: GB300's lead over GB200
+(1.16-1.23x on every workload of the 25.11 tables at the same rated FP8/BF16 peak) is not
+in its GEMMs.  Its doubled special-function rate (softmax exponentials) is the candidate
+not yet modelled.
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

@@ -456,3 +456,32 @@ def test_crossval_key_covers_the_benchmark_rule(tmp_path, monkeypatch, catalog):
     edited.write_bytes(open(transfer.__file__, "rb").read() + b"\n# edited\n")
     monkeypatch.setattr(transfer, "__file__", str(edited))
     assert x.crossval_key(catalog) != before
+
+
+def test_prior_rows_state_each_generations_start_and_its_offset():
+    """The leave-one-accelerator-out priors as validate --lofo and docs/validation.md show
+    them: the A100 GEMM efficiency's prior is its MAMF / peak times the mean ratio of the
+    other generations' calibrated efficiencies to their MAMF / peak (by hand from the
+    catalog), and every row's offset is prior / calibrated - 1."""
+    from hardware_catalog import load_catalog
+    from planner.analysis import transfer
+
+    catalog = load_catalog()
+    rows = x.prior_rows(catalog)
+    start = c.start_values(catalog)
+    measured = transfer.measured_by_key(catalog, c.GRID)
+    others = [start[k] / m for k, m in measured.items() if k[0] != c.A100]
+    a100 = next(r for r in rows if r["generation"] == "A100"
+                and r["parameter"] == "gemm_max_efficiency")
+    mamf = catalog.accelerator("a100-80gb").mamf_bf16_flops_per_s.value \
+        / catalog.accelerator("a100-80gb").peak_bf16_flops_per_s.value
+    assert a100["mamf_over_peak"] == pytest.approx(mamf)
+    assert a100["prior"] == pytest.approx(mamf * sum(others) / len(others), rel=1e-12)
+    assert a100["calibrated"] == start[(c.A100, "gemm_max_efficiency")]
+    for r in rows:
+        if r["calibrated"]:
+            assert r["prior_vs_calibrated_%"] == pytest.approx(
+                100 * (r["prior"] / r["calibrated"] - 1))
+    # every parameter a refit without the generation keeps fixed appears once
+    assert len({(r["generation"], r["parameter"], r["of"]) for r in rows}) == len(rows)
+    assert {r["generation"] for r in rows} == set(x.GENERATIONS)

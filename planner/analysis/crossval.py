@@ -205,6 +205,39 @@ def generation_priors(name: str, start: dict, shape_priors: dict | None = None,
     return {**values, **extra}, tuple(k for k in start if _owned_by(k, ids)) + tuple(extra)
 
 
+def prior_rows(catalog=None) -> list[dict]:
+    """For each generation of :data:`GENERATIONS`, every parameter a refit without it keeps
+    at a prior (:func:`generation_priors`): the calibrated value, the prior and how far
+    apart they are - the error the leave-one-accelerator-out split starts from.  A GEMM
+    efficiency also shows its generation's matmul benchmark (MAMF / peak) and the ratio
+    of the calibrated value to it, the ratio the transfer rule averages over the other
+    generations (:mod:`planner.analysis.transfer`)."""
+    catalog = catalog or load_catalog()
+    start = c.start_values(catalog)
+    # the shape terms a generation was fitted on outside GRID, at their catalog values
+    calibrated_values = {**c.start_values(catalog, c.GROUPED_GEMM_GRID), **start}
+    measured = transfer.measured_by_key(catalog, c.GRID)
+    shape = shape_term_priors(catalog)
+    rows = []
+    for name in GENERATIONS:
+        values, fixed = generation_priors(name, start, shape, measured)
+        for key in fixed:
+            calibrated, prior = calibrated_values[key], values[key]
+            benchmark = measured.get(key)
+            owner = key[0][0]
+            rows.append({
+                "generation": name, "parameter": key[1],
+                # a stack's value on this generation's parts, or the parts' own
+                "of": owner.partition("@")[0] if owner.startswith("stack:") else "parts",
+                "calibrated": calibrated,
+                "prior": prior,
+                "prior_vs_calibrated_%": 100 * (prior / calibrated - 1) if calibrated
+                else float("nan"),
+                "mamf_over_peak": benchmark if benchmark is not None else float("nan"),
+                "calibrated_over_mamf": calibrated / benchmark if benchmark else float("nan")})
+    return rows
+
+
 def units_of(cases) -> dict[str, pd.Series]:
     """Each case's source and accelerator generation: the units of LOSO and LOAO."""
     return {"loso": cases["source"].map(source_of),

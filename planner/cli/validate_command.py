@@ -48,12 +48,13 @@ def validate(
                                f"{', '.join(ignored)} {'does' if one else 'do'} not apply to "
                                f"it; drop {'it' if one else 'them'}, or drop --whole-runs")
     from planner.analysis import validate as v
-    from planner.analysis.crossval import speedup_pairs, speedup_summary
+    from planner.analysis.crossval import prior_rows, speedup_pairs, speedup_summary
     from planner.report import validation as report
     from planner.report.output import render, write
     from planner.report.validation import (
         checks,
         crossval_rows,
+        loao_prior_table_rows,
         loao_speedup_pairs,
         modern_group_rows,
         plot,
@@ -111,6 +112,9 @@ def validate(
         for title, rows in (("cross-validation: MAPE with the calibrated catalog and with "
                              "family / source / accelerator generation left out",
                              crossval_rows(summary)),
+                            ("leave-one-accelerator-out: each generation's own parameters, "
+                             "calibrated and the prior a refit without it starts from",
+                             loao_prior_table_rows(prior_rows())),
                             ("speedup pairs (worst first)",
                              speedup_rows(pairs, cases=format != "table"))):
             text += ("\n" if format != "csv" else "") + render(rows, format, title=title,

@@ -611,6 +611,33 @@ def crossval_unit_rows(pred) -> list[dict]:
     return rows
 
 
+def loao_prior_text(rows) -> str:
+    """The paragraph over the table of :func:`planner.analysis.crossval.prior_rows`: how
+    far the GEMM efficiencies' priors start from the calibrated values, and why."""
+    gemm = [r for r in rows if r["mamf_over_peak"] == r["mamf_over_peak"]]
+    ratios = [r["calibrated_over_mamf"] for r in gemm]
+    offsets = [r["prior_vs_calibrated_%"] for r in gemm]
+    return (
+        "\n**The priors the split starts from.** Each generation's own parameters, at their "
+        "calibrated value and at the prior of the refit without the generation "
+        "(`crossval.prior_rows`). A calibrated GEMM efficiency is "
+        f"{min(ratios):.2f}-{max(ratios):.2f} times its generation's matmul benchmark "
+        "(MAMF / peak); the transfer rule gives a generation left out the mean ratio of the "
+        "others, so its GEMM efficiencies start "
+        f"{min(offsets):+.0f} to {max(offsets):+.0f} % from the calibrated values. Where a "
+        "group's rows are GEMM-bound that offset is most of its leave-one-accelerator-out "
+        "error; the groups within 1.5x are those whose prior lands near the calibrated "
+        "value.\n")
+
+
+def loao_prior_table_rows(rows) -> list[dict]:
+    """:func:`planner.analysis.crossval.prior_rows` as shown ('-' where not a GEMM
+    efficiency or the calibrated value is 0)."""
+    def shown(value):
+        return "-" if value != value else value
+    return [{k: shown(v) for k, v in r.items()} for r in rows]
+
+
 def speedup_summary_rows(pairs, loao_pairs=None) -> list[dict]:
     """The speedup-ratio error over all pairs, the dense and the MoE pairs; with
     ``loao_pairs`` also theirs with each generation predicted by a calibration without it."""
@@ -700,6 +727,9 @@ def crossval_parts(pred, summary, md) -> list[str]:
     return [CROSSVAL_TEXT, md(crossval_rows(summary), title="Cross-validated MAPE per set"),
             "\n", md(crossval_unit_rows(pred), title="MAPE of each source and generation "
                      "left out (and of the same rows with the calibrated catalog)"),
+            loao_prior_text(priors := crossval.prior_rows()),
+            md(loao_prior_table_rows(priors), title="Each generation's own parameters: "
+               "calibrated and the leave-one-accelerator-out prior"),
             SPEEDUP_TEXT, md(speedup_summary_rows(pairs, loao_speedup_pairs(pred)),
                              title="Speedup-ratio error"),
             "\n", md(speedup_rows(pairs), title="Every pair, worst first")]

@@ -509,6 +509,52 @@ def bucketed_collective_time(collective_time_s, call_fixed_time_s, buckets):
     return collective_time_s + (buckets - 1) * call_fixed_time_s
 
 
+@formula(reference="Megatron-Core DistributedDataParallelConfig.bucket_size, https://github.com/"
+         "NVIDIA/Megatron-LM/blob/main/megatron/core/distributed/"
+         "distributed_data_parallel_config.py: 'If unspecified, MCore uses a "
+         "default value of max(40000000, 1000000 * dp_size) parameters (larger DP sizes need "
+         "larger buckets to ensure collectives do not become latency-bound)'",
+         domain={"params": ">=0", "min_bucket_params": ">0",
+                 "bucket_params_per_rank": ">=0", "dp_ranks": ">=1"},
+         symbols={"params": "N", "min_bucket_params": "B_0", "bucket_params_per_rank": "b",
+                  "dp_ranks": "d"},
+         result_latex="n_b")
+def gradient_bucket_count(params, min_bucket_params, bucket_params_per_rank, dp_ranks):
+    """Gradient buckets of a rank's parameters when each bucket holds max(B_0, b d).
+
+    Megatron-Core's data-parallel wrapper groups the gradients into buckets of a parameter
+    count that grows with the data-parallel size, so that each bucket's reduce-scatter (or
+    all-reduce) stays bandwidth-bound as its rings lengthen; each bucket is one collective
+    call.  At least one bucket; fractions are kept (a closed form, not a count of calls).
+
+    Parameters
+    ----------
+    params : numeric
+        Parameters whose gradients the rank reduces, N [1].
+    min_bucket_params : numeric
+        Smallest bucket, B_0 [1] (Megatron-Core: 4e7).
+    bucket_params_per_rank : numeric
+        Bucket growth per data-parallel rank, b [1] (Megatron-Core: 1e6).
+    dp_ranks : numeric
+        Data-parallel ranks (with context parallelism), d [1].
+
+    Returns
+    -------
+    numeric
+        Buckets, n_b [1].
+
+    Examples
+    --------
+    Llama 3 8B on one GPU per rank: 200 buckets at 8-way data parallelism, 16 at 512-way:
+
+    >>> gradient_bucket_count(8e9, 4e7, 1e6, 8), gradient_bucket_count(8e9, 4e7, 1e6, 512)
+    (200.0, 15.625)
+
+    .. math:: n_b = \\max\\left(1, \\frac{N}{\\max(B_0, b\\,d)}\\right)
+    """
+    return maximum(1.0, params / maximum(min_bucket_params, bucket_params_per_rank * dp_ranks))
+
+
 # -- which link a group uses -------------------------------------------------------------
 
 @formula(reference="Dubey et al. 2024 (Llama 3), arXiv:2407.21783 s3.3.1: 24K GPUs in pods "

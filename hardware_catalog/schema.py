@@ -668,6 +668,11 @@ class SoftwareStack(Entry):
     # precision, 0 if it keeps it in BF16 under FP8/FP4 recipes (Megatron-Core's output layer
     # is not a Transformer Engine module; DeepSeek-V3 s3.3.1); unset: execution.toml (1)
     low_precision_output_layer: Quantity | None = None
+    # the data-parallel gradient buckets: each holds max(dp_bucket_min_params,
+    # dp_bucket_params_per_dp_rank x DP ranks) parameters (Megatron-Core's
+    # DistributedDataParallelConfig.bucket_size default); unset (0): one bucket per layer
+    dp_bucket_min_params: Quantity | None = None
+    dp_bucket_params_per_dp_rank: Quantity | None = None
     # 1 if the stack trains with int8 GEMMs (AQT in MaxText; ``--precision int8``), else 0;
     # unset: 0. Read by the precision check, not a run-model input
     int8_training: Quantity | None = None
@@ -712,7 +717,8 @@ class SoftwareStack(Entry):
                      "fused_split_head_dims", "int8_training", "low_precision_output_layer"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")
-        for name in ("moe_layer_overhead_s", "expert_overhead_s"):
+        for name in ("moe_layer_overhead_s", "expert_overhead_s", "dp_bucket_min_params",
+                     "dp_bucket_params_per_dp_rank"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         for name in ("fused_head_dim_max", "attention_head_dim_granule"):

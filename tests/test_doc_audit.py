@@ -59,7 +59,7 @@ CHECKED: tuple[tuple[str, str, str], ...] = (
     ("docs/model.md", "wastes 49.4 % (`capplan stragglers --preset bytedance-osdi25`",
      "test_whatif_stragglers_tables_and_prose"),
     ("docs/model.md", "each cause alone wastes 11-26 %", "test_whatif_stragglers_tables_and_prose"),
-    ("docs/model.md", "takes 169.0 days instead of 165.3 (+2.2 %: 1.6 days of evaluations, 2.1 "
+    ("docs/model.md", "takes 169.2 days instead of 165.4 (+2.2 %: 1.6 days of evaluations, 2.1 "
      "days of 70 rollbacks)", "test_model_default_evaluation_overheads"),
     ("docs/model.md", "1.02 s of bubble against 2.09 s under 1F1B",
      "test_model_dualpipe_and_moe_memory_examples"),
@@ -299,7 +299,7 @@ def test_a_stale_registry_entry_is_reported():
     test = "test_model_default_evaluation_overheads"
     assert registry_problems((("docs/model.md", "takes 999.9 days", test),)) == [
         "docs/model.md: no longer says 'takes 999.9 days' (checked by " + test + ")"]
-    assert "has no test_gone" in registry_problems((("docs/model.md", "169.0 days",
+    assert "has no test_gone" in registry_problems((("docs/model.md", "169.2 days",
                                                      "test_gone"),))[0]
     assert "no number" in registry_problems((("docs/model.md", "The expected", test),))[0]
 

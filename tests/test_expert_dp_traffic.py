@@ -104,9 +104,11 @@ def test_deepseek_v3_published_layout_reduces_expert_gradients_between_nodes():
     nodes = x["dp"] / x["dp_intra_ranks"]
     per_call = 2 * x["inter_latency_s"] + 2 * ((nodes - 1) * x["inter_latency_s"]
                                               + (x["dp_intra_ranks"] - 1) * x["intra_latency_s"])
-    expert += x["stage_layers"] * per_call
+    # Megatron-Core's buckets: max(40M, 1M x DP) parameters each (DP 128: 128M)
+    buckets = (r["stage_trainable_params"] + r["stage_trainable_expert_params"]) / 128e6
+    expert += buckets * per_call
     last_backward = 2 * x["stage_layers"] * r["t_layer_fwd"]
-    exposed = bucketed_exposed_comm_time(expert + dense, last_backward, x["stage_layers"],
+    exposed = bucketed_exposed_comm_time(expert + dense, last_backward, buckets,
                                          x["dp_overlap"])
     assert r["dp_comm_s"] == pytest.approx(exposed, rel=1e-9)
 
@@ -122,9 +124,11 @@ def test_dense_model_dp_traffic_has_no_expert_term():
     assert r["stage_expert_params"] == 0
     nic = model._scale_out(x)
     size = x["grad_comm_bytes_per_param"] * r["stage_params"]
+    # Megatron-Core's buckets: max(40M, 1M x DP) = 40M parameters each at DP 8
+    buckets = r["stage_trainable_params"] / 40e6
     latency = 2 * (x["dp"] - 1) * x["inter_latency_s"]  # of each bucket's call
-    reduce = 2 * (x["dp"] - 1) / x["dp"] * size / nic + x["stage_layers"] * latency
+    reduce = 2 * (x["dp"] - 1) / x["dp"] * size / nic + buckets * latency
     last_backward = 2 * x["stage_layers"] * r["t_layer_fwd"]
     assert r["dp_comm_s"] == pytest.approx(bucketed_exposed_comm_time(
-        reduce, last_backward, x["stage_layers"], x["dp_overlap"]), rel=1e-9)
+        reduce, last_backward, buckets, x["dp_overlap"]), rel=1e-9)
     assert math.isfinite(r["step_time_s"])

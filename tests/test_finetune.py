@@ -89,7 +89,9 @@ def test_lora_trains_the_adapters_only():
     assert lora["checkpoint_bytes"] < 0.01 * full["checkpoint_bytes"]
     assert lora["grads_bytes"] < 0.01 * full["grads_bytes"]
     assert lora["optimizer_state_bytes"] < 0.01 * full["optimizer_state_bytes"]
-    assert lora["dp_comm_s"] < 0.05 * full["dp_comm_s"]
+    # the adapters' gradients fill one of Megatron-Core's 40M-parameter buckets, reduced
+    # after the backward; the full run hides all but its last of ~165 buckets
+    assert lora["dp_comm_s"] < 0.1 * full["dp_comm_s"]
     # the backward of the frozen GEMMs is the input gradient only: faster, not 3x faster
     assert 0.6 * full["compute_s"] < lora["compute_s"] < 0.9 * full["compute_s"]
     assert lora["model_flops_per_token"] < full["model_flops_per_token"]

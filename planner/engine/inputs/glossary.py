@@ -394,6 +394,10 @@ GLOSSARY: dict[str, Term] = {
         "1", "1 if the fused attention kernel skips a sliding window's masked blocks", FLAG),
     "fused_attention_sinks": Term("1", "1 if the fused attention kernel implements sinks",
                                   FLAG),
+    "dp_bucket_min_params": Term("1", "smallest data-parallel gradient bucket in parameters "
+                                 "(0: one bucket per layer)", Domain(">=0", maximum=1e12)),
+    "dp_bucket_params_per_dp_rank": Term("1", "parameters a gradient bucket grows by per "
+                                         "data-parallel rank", Domain(">=0", maximum=1e12)),
     "low_precision_output_layer": Term("1", "1 if the output layer runs at the recipe's low "
                                        "precision, 0 if it stays BF16", FLAG),
     "fused_head_dim_max": Term("1", "largest head size the fused attention kernel supports",

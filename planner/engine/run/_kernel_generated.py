@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -389,318 +389,321 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x229, x230, x254
     x256 = 1 - dp_overlap
     x257 = numpy.minimum(1, grad_shards - 1)
-    x258 = numpy.maximum(1, stage_layers)
-    x259 = x258 - 1
-    x260 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x261 = x260 - 1
-    x262 = x260 ** (-1.0)
-    del x260
-    x263 = expert_dp_ranks * x262 - 1
-    x264 = x217 * x261 + x221 * x263
-    x265 = numpy.minimum(dp, dp_intra_ranks)
-    x266 = x265 ** (-1.0)
-    x267 = dp * x266 - 1
-    x268 = x265 - 1
-    del x265
-    x269 = x217 * x268 + x221 * x267
-    x270 = 2 * grad_comm_bytes_per_param
-    x271 = stage_trainable_expert_params * x270
-    x272 = x222 * x271
-    x273 = x225 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x225
-    x274 = x271 * x273
-    x275 = stage_trainable_params * x270
-    del x270
-    x276 = x222 * x275
-    x277 = x273 * x275
-    x278 = replica_intra_ranks - 1
-    x279 = replica_intra_ranks ** (-1.0)
-    x280 = shard_ranks ** (-1.0)
-    x281 = x279 * x280
-    x282 = numpy.maximum(1, dp * x281)
-    x283 = x282 - 1
-    x284 = x217 * x278
-    del x217
-    x285 = x221 * x283 + x284
-    x286 = expert_shard_ranks ** (-1.0)
-    x287 = x279 * x286
-    del x279
-    x288 = numpy.maximum(1, expert_dp_ranks * x287)
-    x289 = x288 - 1
-    x290 = x221 * x289 + x284
-    del x221, x284
-    x291 = x257 * (x259 * x285 + x276 * x278 * x281 + x277 * x281 * x283 / x282 + x285 + x4 * (x259 * x290 + x272 * x278 * x287 + x274 * x287 * x289 / x288 + x290)) + (1 - x257) * (x2 * x267 * x277 + x259 * (x264 * x4 + x269) + x266 * x268 * x276 + x269 + x4 * (x261 * x262 * x272 + x264 + x263 * x274 / expert_dp_ranks))
-    del x2, x261, x262, x263, x264, x266, x267, x268, x269, x272, x274, x276, x277, x278, x281, x282, x283, x285, x287, x288, x289, x290
-    x292 = fsdp_keeps_gathered_under_pp * x252 * zero3
-    del x252
-    x293 = microbatches * (1 - x292)
-    x294 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x295 = x294 - 1
-    x296 = intra_latency_s * x295
-    x297 = x294 ** (-1.0)
-    del x294
-    x298 = expert_shard_ranks * x297 - 1
-    x299 = inter_latency_s * x298
-    x300 = 2 * x296 + 2 * x299
-    x301 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x302 = x301 ** (-1.0)
-    x303 = shard_ranks * x302 - 1
-    x304 = inter_latency_s * x303
-    x305 = x301 - 1
-    del x301
-    x306 = intra_latency_s * x305
-    x307 = 2 * x304 + 2 * x306
-    x308 = x222 * x295 * x297
-    del x295, x297
-    x309 = x273 * x286 * x298
-    del x286, x298
-    x310 = x222 * x302 * x305
-    del x222, x302, x305
-    x311 = x273 * x280 * x303
-    del x273, x280, x303
-    x312 = x296 + x299
-    del x296, x299
-    x313 = x304 + x306
-    del x304, x306
-    x314 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x315 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x192
-    x316 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x315 - x314
-    del stage_adapter_params, stage_params, x65
-    x317 = x259 * (x312 * x4 + x313) + x310 * x316 + x311 * x316 + x313 + x4 * (x308 * x314 + x309 * x314 + x312)
-    del x312, x313, x314, x316
-    x318 = 1 / 2 * x257 * (x292 + x293) * (x259 * (x300 * x4 + x307) + x275 * x310 + x275 * x311 + x307 + x4 * (x271 * x308 + x271 * x309 + x300)) + zero3 * (x292 * x317 + 2 * x293 * x317)
-    del x257, x271, x275, x293, x300, x307, x308, x309, x310, x311, x317
-    x319 = x258 ** (-1.0)
+    x258 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x259 = stage_trainable_expert_params + stage_trainable_params
+    x260 = x258 * numpy.maximum(1.0, x259 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x258) * numpy.maximum(1, stage_layers)
     del x258
-    x320 = x259 * x319
-    del x259
-    dp_comm_s = dp_overlap * numpy.minimum(x291, numpy.maximum(x291 * x319, -2 * stage_layers * t_layer_fwd * x320 + x291)) + dp_overlap * numpy.minimum(x318, numpy.maximum(x318 * x319, -compute_s * x320 + x318)) + x256 * x291 + x256 * x318
-    del t_layer_fwd, x256, x291, x318, x319, x320
-    x321 = dispatch_host_sync * x153
-    x322 = full_recompute + 3
-    x323 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x261 = x260 - 1
+    x262 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x263 = x262 - 1
+    x264 = x262 ** (-1.0)
+    del x262
+    x265 = expert_dp_ranks * x264 - 1
+    x266 = x217 * x263 + x221 * x265
+    x267 = numpy.minimum(dp, dp_intra_ranks)
+    x268 = x267 ** (-1.0)
+    x269 = dp * x268 - 1
+    x270 = x267 - 1
+    del x267
+    x271 = x217 * x270 + x221 * x269
+    x272 = 2 * grad_comm_bytes_per_param
+    x273 = stage_trainable_expert_params * x272
+    x274 = x222 * x273
+    x275 = x225 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x225
+    x276 = x273 * x275
+    x277 = stage_trainable_params * x272
+    del x272
+    x278 = x222 * x277
+    x279 = x275 * x277
+    x280 = replica_intra_ranks - 1
+    x281 = replica_intra_ranks ** (-1.0)
+    x282 = shard_ranks ** (-1.0)
+    x283 = x281 * x282
+    x284 = numpy.maximum(1, dp * x283)
+    x285 = x284 - 1
+    x286 = x217 * x280
+    del x217
+    x287 = x221 * x285 + x286
+    x288 = expert_shard_ranks ** (-1.0)
+    x289 = x281 * x288
+    del x281
+    x290 = numpy.maximum(1, expert_dp_ranks * x289)
+    x291 = x290 - 1
+    x292 = x221 * x291 + x286
+    del x221, x286
+    x293 = x257 * (x261 * x287 + x278 * x280 * x283 + x279 * x283 * x285 / x284 + x287 + x4 * (x261 * x292 + x274 * x280 * x289 + x276 * x289 * x291 / x290 + x292)) + (1 - x257) * (x2 * x269 * x279 + x261 * (x266 * x4 + x271) + x268 * x270 * x278 + x271 + x4 * (x263 * x264 * x274 + x266 + x265 * x276 / expert_dp_ranks))
+    del x2, x263, x264, x265, x266, x268, x269, x270, x271, x274, x276, x278, x279, x280, x283, x284, x285, x287, x289, x290, x291, x292
+    x294 = fsdp_keeps_gathered_under_pp * x252 * zero3
+    del x252
+    x295 = microbatches * (1 - x294)
+    x296 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x297 = x296 - 1
+    x298 = intra_latency_s * x297
+    x299 = x296 ** (-1.0)
+    del x296
+    x300 = expert_shard_ranks * x299 - 1
+    x301 = inter_latency_s * x300
+    x302 = 2 * x298 + 2 * x301
+    x303 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x304 = x303 ** (-1.0)
+    x305 = shard_ranks * x304 - 1
+    x306 = inter_latency_s * x305
+    x307 = x303 - 1
+    del x303
+    x308 = intra_latency_s * x307
+    x309 = 2 * x306 + 2 * x308
+    x310 = x222 * x297 * x299
+    del x297, x299
+    x311 = x275 * x288 * x300
+    del x288, x300
+    x312 = x222 * x304 * x307
+    del x222, x304, x307
+    x313 = x275 * x282 * x305
+    del x275, x282, x305
+    x314 = x298 + x301
+    del x298, x301
+    x315 = x306 + x308
+    del x306, x308
+    x316 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x317 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x192
+    x318 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x317 - x316
+    del stage_adapter_params, stage_params, x65
+    x319 = x261 * (x314 * x4 + x315) + x312 * x318 + x313 * x318 + x315 + x4 * (x310 * x316 + x311 * x316 + x314)
+    del x314, x315, x316, x318
+    x320 = 1 / 2 * x257 * (x294 + x295) * (x261 * (x302 * x4 + x309) + x277 * x312 + x277 * x313 + x309 + x4 * (x273 * x310 + x273 * x311 + x302)) + zero3 * (x294 * x319 + 2 * x295 * x319)
+    del x257, x273, x277, x295, x302, x309, x310, x311, x312, x313, x319
+    x321 = x260 ** (-1.0)
+    del x260
+    x322 = x261 * x321
+    del x261
+    dp_comm_s = dp_overlap * numpy.minimum(x293, numpy.maximum(x293 * x321, -2 * stage_layers * t_layer_fwd * x322 + x293)) + dp_overlap * numpy.minimum(x320, numpy.maximum(x320 * x321, -compute_s * x322 + x320)) + x256 * x293 + x256 * x320
+    del t_layer_fwd, x256, x293, x320, x321, x322
+    x323 = dispatch_host_sync * x153
+    x324 = full_recompute + 3
+    x325 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x153, x4
-    x324 = numpy.maximum(0, cuda_graphs - x323 - 1)
-    x325 = stage_layers * (1 - x324)
-    x326 = host_launch_factor * moe_share * x322 * x325 * (expert_overhead_s * x66 + moe_layer_overhead_s)
+    x326 = numpy.maximum(0, cuda_graphs - x325 - 1)
+    x327 = stage_layers * (1 - x326)
+    x328 = host_launch_factor * moe_share * x324 * x327 * (expert_overhead_s * x66 + moe_layer_overhead_s)
     del x66
-    x327 = x321 * x326
-    x328 = compute_mb + tp_comm_mb
-    x329 = microbatches ** (-1.0)
-    x330 = x328 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x324 * x329 + x325 * (graph_launch_s * x193 * (-x324 + numpy.minimum(1, cuda_graphs - x323)) + layer_overhead_s * x322)) + x326 * (1 - x321)) / x328) ** host_overlap_exponent) / host_overlap_exponent)
-    del x193, x321, x322, x323, x324, x325, x326
-    x331 = x327 + x330
-    launch_s = microbatches * x331
+    x329 = x323 * x328
+    x330 = compute_mb + tp_comm_mb
+    x331 = microbatches ** (-1.0)
+    x332 = x330 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x326 * x331 + x327 * (graph_launch_s * x193 * (-x326 + numpy.minimum(1, cuda_graphs - x325)) + layer_overhead_s * x324)) + x328 * (1 - x323)) / x330) ** host_overlap_exponent) / host_overlap_exponent)
+    del x193, x323, x324, x325, x326, x327, x328
+    x333 = x329 + x332
+    launch_s = microbatches * x333
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x332 = cp_comm_mb + ep_comm_mb + x328 + x331
-    del x328, x331
-    x333 = vp ** (-1.0)
-    x334 = x332 / compute_mb
-    x335 = dualpipe * x329 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x334 + 2 * tp_comm_mb - 3 * weight_grad_mb * x334 + 2 * x327 + 2 * x330) / x332 + x250 * x251 * x329 * x333
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x327, x329, x330, x334
-    bubble_s = microbatches * x332 * x335
-    del x332
-    x336 = stage_trainable_expert_params / expert_optimizer_shards
-    x337 = stage_trainable_params / optimizer_shards
-    optimizer_s = x101 * (x336 + x337) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x334 = cp_comm_mb + ep_comm_mb + x330 + x333
+    del x330, x333
+    x335 = vp ** (-1.0)
+    x336 = x334 / compute_mb
+    x337 = dualpipe * x331 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x336 + 2 * tp_comm_mb - 3 * weight_grad_mb * x336 + 2 * x329 + 2 * x332) / x334 + x250 * x251 * x331 * x335
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x329, x331, x332, x336
+    bubble_s = microbatches * x334 * x337
+    del x334
+    x338 = stage_trainable_expert_params / expert_optimizer_shards
+    x339 = stage_trainable_params / optimizer_shards
+    optimizer_s = x101 * (x338 + x339) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x101
-    x338 = microbatches * stage_extra_layers * (compute_mb - x202) * (x335 + 1) / stage_layers
-    del compute_mb, x202, x335
-    x339 = dp_comm_s + pp_comm_s
-    x340 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x339
-    x341 = gpus + 0.474798
-    x342 = gpus ** (-1.0)
-    x343 = x341 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x340 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x340 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x342 * x343 * (0.0686881539789491 * x343 + 0.112063) - 1 + 1.16023 / x341)) + x338 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x338 + x340)
-    del x338, x341, x343
-    step_time_s = straggler_s + x340
-    del x340
-    x344 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x344
-    x345 = tokens_per_s * x342
-    x346 = model_flops_per_token * x345
-    tflops_per_gpu = 1e-12 * x346
-    mfu = x104 * x346
-    del x346
-    hfu = hardware_flops_per_token * x104 * x345
-    del hardware_flops_per_token, x104, x345
-    x347 = bytes_per_element * x292 * (stage_trainable_expert_params + stage_trainable_params)
-    del x292
-    x348 = expert_weight_shards ** (-1.0)
-    x349 = base_weight_bytes_per_param * stage_expert_params
-    x350 = weight_shards ** (-1.0)
-    x351 = frozen_base * (x348 * x349 + x350 * (x315 - x349)) + reference_model * (bytes_per_element * stage_expert_params * x348 + bytes_per_element * x350 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x348 + stage_trainable_params * weight_bytes_per_param * x350
-    del stage_expert_params, x191, x315, x348, x349, x350
-    weights_bytes = x347 + x351
-    x352 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
-    del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x347 + x352
-    optimizer_state_bytes = optimizer_bytes_per_param * x336 + optimizer_bytes_per_param * x337
-    del x336, x337
-    x353 = hidden * x241
-    del x241
-    x354 = 2 * tokens_mb
-    x355 = tokens_mb * x353
-    x356 = 4 * x355
-    x357 = heads + kv_heads
-    x358 = kv_heads / heads
-    x359 = x145 * x50
-    del x50
-    x360 = 1 - recompute_norms
-    x361 = shared_experts * tokens_mb * x150
-    del x150
-    x362 = tokens_mb * x242
-    del x242
-    x363 = 2 * mlp_matrices
-    x364 = tokens_mb * x363
-    x365 = linear_input_bytes + x363 - 2
-    del x363
-    x366 = tokens_mb * x24
-    x367 = micro_batch * x137 * x138 * (dropout_masks + 4) / cp ** 2
-    del x137, x138
-    x368 = linear_input_bytes * x355 * x360
-    x369 = lora_rank * x255 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x354 * x93 * (hidden * x56 + x156 * x218 * x24 + x353 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x359 * (1 - lora_down) + x368 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x368 * (1 - numpy.minimum(1, x57))) - moe_share * (x361 + x362 * x46) * (linear_input_bytes * recompute_moe_act + x166 * (2 - x174)) + moe_share * (-x145 * x364 + x361 * x365 + x362 * (etp * hidden * linear_input_bytes + x365 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x356 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x354 * x357 + x367)) + x354 * x51 * (x18 * x357 - x24 * (x358 + 1)) + x354 * (q_lora_rank + x17) + x355 * (2 * dropout_masks + 8) + x51 * (ffn * x364 + hidden * tokens_mb * (4 * x358 + 2) + x366 + x367) - (1 - 1 / 2 * linear_input_bytes) * (x354 * x359 + x356 * x360))
-    del moe_share, x0, x11, x111, x12, x145, x15, x156, x166, x17, x174, x18, x218, x24, x25, x29, x353, x354, x355, x356, x357, x358, x359, x360, x361, x362, x364, x365, x367, x368, x46, x56, x57, x70, x92, x93
-    x370 = full_recompute * x168 * x366 + x369 * x95
-    del x168, x366, x95
-    x371 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * tokens_mb * x139 * (vocab * x98 + 1)
-    del tokens_mb, x139, x169, x98
-    activation_bytes = full_recompute * x369 + linear_value_heads * x112 * x255 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x333 * x370 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x250 * numpy.minimum(x253, pp * vp + x251 * numpy.minimum(1, vp - 1))) + x371 + x42 * (x370 + x371)
-    del microbatches, x112, x250, x251, x253, x255, x333, x369, x370, x371, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x347 + x351 + x352
-    del x347, x351, x352
-    x372 = nodes / (rack_mtbf_s * rack_nodes)
-    x373 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x374 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x375 = x372 + x373 + x374
-    system_mtbf_s = x375 ** (-1.0)
-    x376 = node_repair_s * x372
-    x377 = numpy.exp(-x376)
-    x378 = node_repair_s * x373
-    x379 = -spare_nodes
-    x380 = rack_nodes + x379
-    x381 = x376 * x377
-    del x376
-    x382 = 2 * rack_nodes + x379
-    x383 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x377 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x384 = 3 * rack_nodes + x379
-    x385 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x377 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x386 = 4 * rack_nodes + x379
-    x387 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x377 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x388 = 5 * rack_nodes + x379
-    x389 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x377 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x390 = 6 * rack_nodes + x379
-    x391 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x377 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x392 = 7 * rack_nodes + x379
-    x393 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x377 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x394 = 8 * rack_nodes + x379
-    x395 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x377 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x396 = 9 * rack_nodes + x379
-    x397 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x377 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x398 = 10 * rack_nodes + x379
-    x399 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x377 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x400 = 11 * rack_nodes + x379
-    x401 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x377 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x372 * (x377 * poisson_cdf(-x380, x378) + x381 * poisson_cdf(-x382, x378) + x383 * poisson_cdf(-x384, x378) + x385 * poisson_cdf(-x386, x378) + x387 * poisson_cdf(-x388, x378) + x389 * poisson_cdf(-x390, x378) + x391 * poisson_cdf(-x392, x378) + x393 * poisson_cdf(-x394, x378) + x395 * poisson_cdf(-x396, x378) + x397 * poisson_cdf(-x398, x378) + x399 * poisson_cdf(-x400, x378) + x401 * poisson_cdf(-12 * rack_nodes - x379, x378)) + x373 * (x377 * poisson_cdf(spare_nodes - 1, x378) + x381 * poisson_cdf(-x380 - 1, x378) + x383 * poisson_cdf(-x382 - 1, x378) + x385 * poisson_cdf(-x384 - 1, x378) + x387 * poisson_cdf(-x386 - 1, x378) + x389 * poisson_cdf(-x388 - 1, x378) + x391 * poisson_cdf(-x390 - 1, x378) + x393 * poisson_cdf(-x392 - 1, x378) + x395 * poisson_cdf(-x394 - 1, x378) + x397 * poisson_cdf(-x396 - 1, x378) + x399 * poisson_cdf(-x398 - 1, x378) + x401 * poisson_cdf(-x400 - 1, x378)) + x374)
-    del x372, x373, x374, x377, x378, x379, x380, x381, x382, x383, x384, x385, x386, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401
-    x402 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x403 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x375 * (x402 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x375 * (-manual_restart_s + x402 - x403))) + x402 - x403
-    del x375, x402, x403
-    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x404 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x405 = checkpoint_bytes * x342
-    x406 = x404 * x405
-    x407 = ckpt_async * x406
-    x408 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x409 = ckpt_sync * x408
-    x410 = x224 * x405
-    del x224, x405
-    x411 = ckpt_in_memory * (x406 + x410)
-    del x406
-    x412 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x413 = grad_bytes_per_param * trainable_params * x342
+    x340 = microbatches * stage_extra_layers * (compute_mb - x202) * (x337 + 1) / stage_layers
+    del compute_mb, x202, x337
+    x341 = dp_comm_s + pp_comm_s
+    x342 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x341
+    x343 = gpus + 0.474798
+    x344 = gpus ** (-1.0)
+    x345 = x343 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x342 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x342 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x344 * x345 * (0.0686881539789491 * x345 + 0.112063) - 1 + 1.16023 / x343)) + x340 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x340 + x342)
+    del x340, x343, x345
+    step_time_s = straggler_s + x342
     del x342
-    x414 = optimizer_s - step_time_s
-    x415 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x404 * x413 / (1 - (1 - numpy.minimum(1, x412)) ** gockpt_steps) + x414)
-    del x404
-    checkpoint_stall_s = x407 + x409 + x411 + x415
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x407 + 2 * x409 + 2 * x411 + 2 * x415))
-    x416 = ckpt_async * x408
-    x417 = system_mtbf_s ** (-1.0)
-    x418 = checkpoint_stall_s * x417
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x413 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x414))) / numpy.log(1 - numpy.minimum(0.999999999999, x412))))) - 1) + 1
-    del x412, x413, x414
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x408) + x416), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x407 + 1 / 2 * x409 + 1 / 2 * x411 + 1 / 2 * x415), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x418) + 1 / 18 * x418 + 1), system_mtbf_s)))
-    del x154, x407, x409, x411, x415
-    commit_latency_s = ckpt_gockpt * (step_time_s + x408) + x416
-    del x408, x416
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x410 + failure_restart_s
-    del failure_restart_s, x410
-    x419 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x419 + 1) / (global_batch * token_efficiency * (reference_batch * x419 + 1))
-    del x419, x77
+    x346 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x346
+    x347 = tokens_per_s * x344
+    x348 = model_flops_per_token * x347
+    tflops_per_gpu = 1e-12 * x348
+    mfu = x104 * x348
+    del x348
+    hfu = hardware_flops_per_token * x104 * x347
+    del hardware_flops_per_token, x104, x347
+    x349 = bytes_per_element * x259 * x294
+    del x259, x294
+    x350 = expert_weight_shards ** (-1.0)
+    x351 = base_weight_bytes_per_param * stage_expert_params
+    x352 = weight_shards ** (-1.0)
+    x353 = frozen_base * (x350 * x351 + x352 * (x317 - x351)) + reference_model * (bytes_per_element * stage_expert_params * x350 + bytes_per_element * x352 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x350 + stage_trainable_params * weight_bytes_per_param * x352
+    del stage_expert_params, x191, x317, x350, x351, x352
+    weights_bytes = x349 + x353
+    x354 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    del stage_trainable_expert_params, stage_trainable_params
+    grads_bytes = x349 + x354
+    optimizer_state_bytes = optimizer_bytes_per_param * x338 + optimizer_bytes_per_param * x339
+    del x338, x339
+    x355 = hidden * x241
+    del x241
+    x356 = 2 * tokens_mb
+    x357 = tokens_mb * x355
+    x358 = 4 * x357
+    x359 = heads + kv_heads
+    x360 = kv_heads / heads
+    x361 = x145 * x50
+    del x50
+    x362 = 1 - recompute_norms
+    x363 = shared_experts * tokens_mb * x150
+    del x150
+    x364 = tokens_mb * x242
+    del x242
+    x365 = 2 * mlp_matrices
+    x366 = tokens_mb * x365
+    x367 = linear_input_bytes + x365 - 2
+    del x365
+    x368 = tokens_mb * x24
+    x369 = micro_batch * x137 * x138 * (dropout_masks + 4) / cp ** 2
+    del x137, x138
+    x370 = linear_input_bytes * x357 * x362
+    x371 = lora_rank * x255 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x356 * x93 * (hidden * x56 + x156 * x218 * x24 + x355 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x361 * (1 - lora_down) + x370 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x370 * (1 - numpy.minimum(1, x57))) - moe_share * (x363 + x364 * x46) * (linear_input_bytes * recompute_moe_act + x166 * (2 - x174)) + moe_share * (-x145 * x366 + x363 * x367 + x364 * (etp * hidden * linear_input_bytes + x367 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x358 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x356 * x359 + x369)) + x356 * x51 * (x18 * x359 - x24 * (x360 + 1)) + x356 * (q_lora_rank + x17) + x357 * (2 * dropout_masks + 8) + x51 * (ffn * x366 + hidden * tokens_mb * (4 * x360 + 2) + x368 + x369) - (1 - 1 / 2 * linear_input_bytes) * (x356 * x361 + x358 * x362))
+    del moe_share, x0, x11, x111, x12, x145, x15, x156, x166, x17, x174, x18, x218, x24, x25, x29, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x366, x367, x369, x370, x46, x56, x57, x70, x92, x93
+    x372 = full_recompute * x168 * x368 + x371 * x95
+    del x168, x368, x95
+    x373 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * tokens_mb * x139 * (vocab * x98 + 1)
+    del tokens_mb, x139, x169, x98
+    activation_bytes = full_recompute * x371 + linear_value_heads * x112 * x255 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x335 * x372 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x250 * numpy.minimum(x253, pp * vp + x251 * numpy.minimum(1, vp - 1))) + x373 + x42 * (x372 + x373)
+    del microbatches, x112, x250, x251, x253, x255, x335, x371, x372, x373, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x349 + x353 + x354
+    del x349, x353, x354
+    x374 = nodes / (rack_mtbf_s * rack_nodes)
+    x375 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x376 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x377 = x374 + x375 + x376
+    system_mtbf_s = x377 ** (-1.0)
+    x378 = node_repair_s * x374
+    x379 = numpy.exp(-x378)
+    x380 = node_repair_s * x375
+    x381 = -spare_nodes
+    x382 = rack_nodes + x381
+    x383 = x378 * x379
+    del x378
+    x384 = 2 * rack_nodes + x381
+    x385 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x379 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x386 = 3 * rack_nodes + x381
+    x387 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x379 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x388 = 4 * rack_nodes + x381
+    x389 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x379 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x390 = 5 * rack_nodes + x381
+    x391 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x379 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x392 = 6 * rack_nodes + x381
+    x393 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x379 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x394 = 7 * rack_nodes + x381
+    x395 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x379 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x396 = 8 * rack_nodes + x381
+    x397 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x379 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x398 = 9 * rack_nodes + x381
+    x399 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x379 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x400 = 10 * rack_nodes + x381
+    x401 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x379 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x402 = 11 * rack_nodes + x381
+    x403 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x379 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x374 * (x379 * poisson_cdf(-x382, x380) + x383 * poisson_cdf(-x384, x380) + x385 * poisson_cdf(-x386, x380) + x387 * poisson_cdf(-x388, x380) + x389 * poisson_cdf(-x390, x380) + x391 * poisson_cdf(-x392, x380) + x393 * poisson_cdf(-x394, x380) + x395 * poisson_cdf(-x396, x380) + x397 * poisson_cdf(-x398, x380) + x399 * poisson_cdf(-x400, x380) + x401 * poisson_cdf(-x402, x380) + x403 * poisson_cdf(-12 * rack_nodes - x381, x380)) + x375 * (x379 * poisson_cdf(spare_nodes - 1, x380) + x383 * poisson_cdf(-x382 - 1, x380) + x385 * poisson_cdf(-x384 - 1, x380) + x387 * poisson_cdf(-x386 - 1, x380) + x389 * poisson_cdf(-x388 - 1, x380) + x391 * poisson_cdf(-x390 - 1, x380) + x393 * poisson_cdf(-x392 - 1, x380) + x395 * poisson_cdf(-x394 - 1, x380) + x397 * poisson_cdf(-x396 - 1, x380) + x399 * poisson_cdf(-x398 - 1, x380) + x401 * poisson_cdf(-x400 - 1, x380) + x403 * poisson_cdf(-x402 - 1, x380)) + x376)
+    del x374, x375, x376, x379, x380, x381, x382, x383, x384, x385, x386, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403
+    x404 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x405 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x377 * (x404 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x377 * (-manual_restart_s + x404 - x405))) + x404 - x405
+    del x377, x404, x405
+    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
+    x406 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x407 = checkpoint_bytes * x344
+    x408 = x406 * x407
+    x409 = ckpt_async * x408
+    x410 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x411 = ckpt_sync * x410
+    x412 = x224 * x407
+    del x224, x407
+    x413 = ckpt_in_memory * (x408 + x412)
+    del x408
+    x414 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x415 = grad_bytes_per_param * trainable_params * x344
+    del x344
+    x416 = optimizer_s - step_time_s
+    x417 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x406 * x415 / (1 - (1 - numpy.minimum(1, x414)) ** gockpt_steps) + x416)
+    del x406
+    checkpoint_stall_s = x409 + x411 + x413 + x417
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x409 + 2 * x411 + 2 * x413 + 2 * x417))
+    x418 = ckpt_async * x410
+    x419 = system_mtbf_s ** (-1.0)
+    x420 = checkpoint_stall_s * x419
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x415 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x416))) / numpy.log(1 - numpy.minimum(0.999999999999, x414))))) - 1) + 1
+    del x414, x415, x416
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x410) + x418), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x409 + 1 / 2 * x411 + 1 / 2 * x413 + 1 / 2 * x417), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x420) + 1 / 18 * x420 + 1), system_mtbf_s)))
+    del x154, x409, x411, x413, x417
+    commit_latency_s = ckpt_gockpt * (step_time_s + x410) + x418
+    del x410, x418
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x412 + failure_restart_s
+    del failure_restart_s, x412
+    x421 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x421 + 1) / (global_batch * token_efficiency * (reference_batch * x421 + 1))
+    del x421, x77
     solve_time_s = step_time_s * steps
-    x420 = numpy.exp(commit_latency_s * x417)
-    x421 = numpy.exp(x417 * (checkpoint_interval_s + checkpoint_stall_s))
-    x422 = solve_time_s * x420 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x420 + x422 * (x421 - 1) - 1) * numpy.exp(restart_s * x417)
-    del x420
-    failure_stepping_s = system_mtbf_s * x422 * (x421 - numpy.exp(x418))
-    del x418, x421, x422
+    x422 = numpy.exp(commit_latency_s * x419)
+    x423 = numpy.exp(x419 * (checkpoint_interval_s + checkpoint_stall_s))
+    x424 = solve_time_s * x422 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x422 + x424 * (x423 - 1) - 1) * numpy.exp(restart_s * x419)
+    del x422
+    failure_stepping_s = system_mtbf_s * x424 * (x423 - numpy.exp(x420))
+    del x420, x423, x424
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x423 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x423)
-    x424 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x424 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x424
-    del x424
-    expected_failures = failure_wall_s * x417
-    del x417
+    x425 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x425)
+    x426 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x426 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x426
+    del x426
+    expected_failures = failure_wall_s * x419
+    del x419
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x423
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x425
     del failure_stepping_s
-    x425 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x344 * (cp_comm_s + ep_comm_s + tp_comm_s + x339) + compute_power_fraction * compute_s * x344)
-    del x339, x344
-    x426 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x425)
+    x427 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x346 * (cp_comm_s + ep_comm_s + tp_comm_s + x341) + compute_power_fraction * compute_s * x346)
+    del x341, x346
+    x428 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x427)
     del stepping_s
-    energy_gpu_j = gpus * x426
-    x427 = network_power_per_node_w + node_overhead_power_w
-    x428 = nodes * x427
+    energy_gpu_j = gpus * x428
+    x429 = network_power_per_node_w + node_overhead_power_w
+    x430 = nodes * x429
     del nodes
-    x429 = spare_nodes * (gpus_per_node * idle_power_w + x427) + x428
-    del x427
-    energy_it_j = energy_gpu_j + wall_time_s * x429
-    energy_facility_j = energy_it_j * pue
-    x430 = eval_time_s + rollbacks * x423
-    del x423
-    x431 = pue * (gpu_step_power_w * gpus + x428)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x428) * (-failure_wall_s - x425 - x430) - solve_time_s * x431 - x430 * x431
-    del failure_wall_s, x428, x430, x431
-    x432 = wall_time_s ** (-1.0)
-    gpu_power_w = x426 * x432
-    del x426
-    avg_power_w = energy_facility_j * x432
-    del x432
-    peak_power_w = pue * (gpus * max_power_w + x429)
+    x431 = spare_nodes * (gpus_per_node * idle_power_w + x429) + x430
     del x429
-    x433 = gpus + gpus_per_node * spare_nodes
-    x434 = 0.000277777777777778 * x433
-    gpu_hours = wall_time_s * x434
-    cost_cloud_usd = price_usd_per_gpu_hour * x434 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x425), wall_time_s)
-    del x425, x434
-    x435 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x435 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x433)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x431
+    energy_facility_j = energy_it_j * pue
+    x432 = eval_time_s + rollbacks * x425
+    del x425
+    x433 = pue * (gpu_step_power_w * gpus + x430)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x430) * (-failure_wall_s - x427 - x432) - solve_time_s * x433 - x432 * x433
+    del failure_wall_s, x430, x432, x433
+    x434 = wall_time_s ** (-1.0)
+    gpu_power_w = x428 * x434
+    del x428
+    avg_power_w = energy_facility_j * x434
+    del x434
+    peak_power_w = pue * (gpus * max_power_w + x431)
+    del x431
+    x435 = gpus + gpus_per_node * spare_nodes
+    x436 = 0.000277777777777778 * x435
+    gpu_hours = wall_time_s * x436
+    cost_cloud_usd = price_usd_per_gpu_hour * x436 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x427), wall_time_s)
+    del x427, x436
+    x437 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x437 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x435)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x433 * x435
-    del x433, x435
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x435 * x437
+    del x435, x437
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

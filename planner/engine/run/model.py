@@ -733,6 +733,20 @@ def _weights_collective(x: dict, collective, dense_bytes, expert_bytes, levels: 
         + _is_moe(x) * collective(expert_bytes, *levels["expert_" + group])
 
 
+def _dp_buckets(x: dict, r: dict):
+    """Data-parallel buckets of the stage, each its own collective call: FSDP's units
+    (ZeRO-3) and stacks without a bucket size one per transformer layer; Megatron-Core's
+    wrapper max(40M, 1M x DP) parameters each
+    (:func:`formulas.communication.gradient_bucket_count`)."""
+    per_layer = maximum(x["stage_layers"], 1)
+    sized = communication.gradient_bucket_count(
+        r["stage_trainable_params"] + r["stage_trainable_expert_params"],
+        maximum(x["dp_bucket_min_params"], 1.0), x["dp_bucket_params_per_dp_rank"],
+        x["dp"] * x["cp"])
+    by_size = minimum(x["dp_bucket_min_params"], 1) * (1 - x["zero3"])  # 0 or 1
+    return by_size * sized + (1 - by_size) * per_layer
+
+
 def _bucketed_weights_collective(x: dict, collective, dense_bytes, expert_bytes,
                                  levels: dict, group: str, buckets):
     """:func:`_weights_collective` issued as ``buckets`` calls: the bytes once, every call's
@@ -759,9 +773,7 @@ def iteration_communication(x: dict, r: dict) -> dict:
                                     x["bytes_per_element"], x["tp"], 1.0),  # scatter/gather
         *_group_link(x, x["pp_intra"]))
     levels = _dp_levels(x)
-    # buckets: Megatron-Core's distributed optimizer and FSDP's units reduce (and gather)
-    # one transformer layer's parameters at a time, each bucket its own collective call
-    buckets = maximum(x["stage_layers"], 1)
+    buckets = _dp_buckets(x, r)
     # the shared weights and the routed experts move over their own groups; a frozen base
     # (LoRA) reduces the adapters' gradients only and gathers its weights at its precision
     grads = (x["grad_comm_bytes_per_param"] * r["stage_trainable_params"],

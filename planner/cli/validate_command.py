@@ -54,7 +54,6 @@ def validate(
     from planner.report.validation import (
         checks,
         crossval_rows,
-        loao_prior_table_rows,
         loao_speedup_pairs,
         modern_group_rows,
         plot,
@@ -114,7 +113,7 @@ def validate(
                              crossval_rows(summary)),
                             ("leave-one-accelerator-out: each generation's own parameters, "
                              "calibrated and the prior a refit without it starts from",
-                             loao_prior_table_rows(prior_rows())),
+                             prior_rows()),
                             ("speedup pairs (worst first)",
                              speedup_rows(pairs, cases=format != "table"))):
             text += ("\n" if format != "csv" else "") + render(rows, format, title=title,

@@ -630,14 +630,6 @@ def loao_prior_text(rows) -> str:
         "value.\n")
 
 
-def loao_prior_table_rows(rows) -> list[dict]:
-    """:func:`planner.analysis.crossval.prior_rows` as shown ('-' where not a GEMM
-    efficiency or the calibrated value is 0)."""
-    def shown(value):
-        return "-" if value != value else value
-    return [{k: shown(v) for k, v in r.items()} for r in rows]
-
-
 def speedup_summary_rows(pairs, loao_pairs=None) -> list[dict]:
     """The speedup-ratio error over all pairs, the dense and the MoE pairs; with
     ``loao_pairs`` also theirs with each generation predicted by a calibration without it."""
@@ -728,7 +720,7 @@ def crossval_parts(pred, summary, md) -> list[str]:
             "\n", md(crossval_unit_rows(pred), title="MAPE of each source and generation "
                      "left out (and of the same rows with the calibrated catalog)"),
             loao_prior_text(priors := crossval.prior_rows()),
-            md(loao_prior_table_rows(priors), title="Each generation's own parameters: "
+            md(priors, title="Each generation's own parameters: "
                "calibrated and the leave-one-accelerator-out prior"),
             SPEEDUP_TEXT, md(speedup_summary_rows(pairs, loao_speedup_pairs(pred)),
                              title="Speedup-ratio error"),

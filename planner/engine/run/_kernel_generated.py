@@ -384,326 +384,329 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x252 = numpy.minimum(1, x251)
     x253 = microbatches * vp
     x254 = 1 - pp_intra
-    x255 = bytes_per_element * tokens_mb
-    pp_comm_s = x250 * x252 * (2 * pp + 2 * x253 - 2) * (inter_latency_s * x254 + intra_latency_s * pp_intra + 1.0 * x139 * x255 / (pp_intra * x229 + x230 * x254))
+    x255 = 1.0 * bytes_per_element
+    x256 = tokens_mb * x139
+    del x139
+    pp_comm_s = x250 * x252 * (2 * pp + 2 * x253 - 2) * (inter_latency_s * x254 + intra_latency_s * pp_intra + x255 * x256 / (pp_intra * x229 + x230 * x254))
     del x229, x230, x254
-    x256 = 1 - dp_overlap
-    x257 = numpy.minimum(1, grad_shards - 1)
-    x258 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x259 = stage_trainable_expert_params + stage_trainable_params
-    x260 = x258 * numpy.maximum(1.0, x259 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x258) * numpy.maximum(1, stage_layers)
-    del x258
-    x261 = x260 - 1
-    x262 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x263 = x262 - 1
-    x264 = x262 ** (-1.0)
-    del x262
-    x265 = expert_dp_ranks * x264 - 1
-    x266 = x217 * x263 + x221 * x265
-    x267 = numpy.minimum(dp, dp_intra_ranks)
-    x268 = x267 ** (-1.0)
-    x269 = dp * x268 - 1
-    x270 = x267 - 1
-    del x267
-    x271 = x217 * x270 + x221 * x269
-    x272 = 2 * grad_comm_bytes_per_param
-    x273 = stage_trainable_expert_params * x272
-    x274 = x222 * x273
-    x275 = x225 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    x257 = 1 - dp_overlap
+    x258 = numpy.minimum(1, grad_shards - 1)
+    x259 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x260 = stage_trainable_expert_params + stage_trainable_params
+    x261 = x259 * numpy.maximum(1.0, x260 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x259) * numpy.maximum(1, stage_layers)
+    del x259
+    x262 = x261 - 1
+    x263 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x264 = x263 - 1
+    x265 = x263 ** (-1.0)
+    del x263
+    x266 = expert_dp_ranks * x265 - 1
+    x267 = x217 * x264 + x221 * x266
+    x268 = numpy.minimum(dp, dp_intra_ranks)
+    x269 = x268 ** (-1.0)
+    x270 = dp * x269 - 1
+    x271 = x268 - 1
+    del x268
+    x272 = x217 * x271 + x221 * x270
+    x273 = 2.0 * grad_comm_bytes_per_param
+    x274 = stage_trainable_expert_params * x273
+    x275 = x222 * x274
+    x276 = x225 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
     del x225
-    x276 = x273 * x275
-    x277 = stage_trainable_params * x272
-    del x272
-    x278 = x222 * x277
-    x279 = x275 * x277
-    x280 = replica_intra_ranks - 1
-    x281 = replica_intra_ranks ** (-1.0)
-    x282 = shard_ranks ** (-1.0)
-    x283 = x281 * x282
-    x284 = numpy.maximum(1, dp * x283)
-    x285 = x284 - 1
-    x286 = x217 * x280
+    x277 = x274 * x276
+    x278 = stage_trainable_params * x273
+    del x273
+    x279 = x222 * x278
+    x280 = x276 * x278
+    x281 = replica_intra_ranks - 1
+    x282 = replica_intra_ranks ** (-1.0)
+    x283 = shard_ranks ** (-1.0)
+    x284 = x282 * x283
+    x285 = numpy.maximum(1, dp * x284)
+    x286 = x285 - 1
+    x287 = x217 * x281
     del x217
-    x287 = x221 * x285 + x286
-    x288 = expert_shard_ranks ** (-1.0)
-    x289 = x281 * x288
-    del x281
-    x290 = numpy.maximum(1, expert_dp_ranks * x289)
-    x291 = x290 - 1
-    x292 = x221 * x291 + x286
-    del x221, x286
-    x293 = x257 * (x261 * x287 + x278 * x280 * x283 + x279 * x283 * x285 / x284 + x287 + x4 * (x261 * x292 + x274 * x280 * x289 + x276 * x289 * x291 / x290 + x292)) + (1 - x257) * (x2 * x269 * x279 + x261 * (x266 * x4 + x271) + x268 * x270 * x278 + x271 + x4 * (x263 * x264 * x274 + x266 + x265 * x276 / expert_dp_ranks))
-    del x2, x263, x264, x265, x266, x268, x269, x270, x271, x274, x276, x278, x279, x280, x283, x284, x285, x287, x289, x290, x291, x292
-    x294 = fsdp_keeps_gathered_under_pp * x252 * zero3
+    x288 = x221 * x286 + x287
+    x289 = expert_shard_ranks ** (-1.0)
+    x290 = x282 * x289
+    del x282
+    x291 = numpy.maximum(1, expert_dp_ranks * x290)
+    x292 = x291 - 1
+    x293 = x221 * x292 + x287
+    del x221, x287
+    x294 = x258 * (x262 * x288 + x279 * x281 * x284 + x280 * x284 * x286 / x285 + x288 + x4 * (x262 * x293 + x275 * x281 * x290 + x277 * x290 * x292 / x291 + x293)) + (1 - x258) * (x2 * x270 * x280 + x262 * (x267 * x4 + x272) + x269 * x271 * x279 + x272 + x4 * (x264 * x265 * x275 + x267 + x266 * x277 / expert_dp_ranks))
+    del x2, x264, x265, x266, x267, x269, x270, x271, x272, x275, x277, x279, x280, x281, x284, x285, x286, x288, x290, x291, x292, x293
+    x295 = fsdp_keeps_gathered_under_pp * x252 * zero3
     del x252
-    x295 = microbatches * (1 - x294)
-    x296 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x297 = x296 - 1
-    x298 = intra_latency_s * x297
-    x299 = x296 ** (-1.0)
-    del x296
-    x300 = expert_shard_ranks * x299 - 1
-    x301 = inter_latency_s * x300
-    x302 = 2 * x298 + 2 * x301
-    x303 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x304 = x303 ** (-1.0)
-    x305 = shard_ranks * x304 - 1
-    x306 = inter_latency_s * x305
-    x307 = x303 - 1
-    del x303
-    x308 = intra_latency_s * x307
-    x309 = 2 * x306 + 2 * x308
-    x310 = x222 * x297 * x299
-    del x297, x299
-    x311 = x275 * x288 * x300
-    del x288, x300
-    x312 = x222 * x304 * x307
-    del x222, x304, x307
-    x313 = x275 * x282 * x305
-    del x275, x282, x305
-    x314 = x298 + x301
-    del x298, x301
-    x315 = x306 + x308
-    del x306, x308
-    x316 = stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x317 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
+    x296 = microbatches * (1 - x295)
+    x297 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x298 = x297 - 1
+    x299 = intra_latency_s * x298
+    x300 = x297 ** (-1.0)
+    del x297
+    x301 = expert_shard_ranks * x300 - 1
+    x302 = inter_latency_s * x301
+    x303 = 2 * x299 + 2 * x302
+    x304 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x305 = x304 ** (-1.0)
+    x306 = shard_ranks * x305 - 1
+    x307 = inter_latency_s * x306
+    x308 = x304 - 1
+    del x304
+    x309 = intra_latency_s * x308
+    x310 = 2 * x307 + 2 * x309
+    x311 = x222 * x298 * x300
+    del x298, x300
+    x312 = x276 * x289 * x301
+    del x289, x301
+    x313 = x222 * x305 * x308
+    del x222, x305, x308
+    x314 = x276 * x283 * x306
+    del x276, x283, x306
+    x315 = x299 + x302
+    del x299, x302
+    x316 = x307 + x309
+    del x307, x309
+    x317 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x318 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
     del stage_embedding_params, x192
-    x318 = bytes_per_element * (stage_adapter_params + stage_params * x65) + frozen_base * x317 - x316
-    del stage_adapter_params, stage_params, x65
-    x319 = x261 * (x314 * x4 + x315) + x312 * x318 + x313 * x318 + x315 + x4 * (x310 * x316 + x311 * x316 + x314)
-    del x314, x315, x316, x318
-    x320 = 1 / 2 * x257 * (x294 + x295) * (x261 * (x302 * x4 + x309) + x277 * x312 + x277 * x313 + x309 + x4 * (x273 * x310 + x273 * x311 + x302)) + zero3 * (x294 * x319 + 2 * x295 * x319)
-    del x257, x273, x277, x295, x302, x309, x310, x311, x312, x313, x319
-    x321 = x260 ** (-1.0)
-    del x260
-    x322 = x261 * x321
+    x319 = 1.0 * frozen_base * x318 + x255 * (stage_adapter_params + stage_params * x65) - x317
+    del stage_adapter_params, stage_params, x255, x65
+    x320 = x262 * (x315 * x4 + x316) + x313 * x319 + x314 * x319 + x316 + x4 * (x311 * x317 + x312 * x317 + x315)
+    del x315, x316, x317, x319
+    x321 = 1 / 2 * x258 * (x295 + x296) * (x262 * (x303 * x4 + x310) + x278 * x313 + x278 * x314 + x310 + x4 * (x274 * x311 + x274 * x312 + x303)) + zero3 * (x295 * x320 + 2 * x296 * x320)
+    del x258, x274, x278, x296, x303, x310, x311, x312, x313, x314, x320
+    x322 = x261 ** (-1.0)
     del x261
-    dp_comm_s = dp_overlap * numpy.minimum(x293, numpy.maximum(x293 * x321, -2 * stage_layers * t_layer_fwd * x322 + x293)) + dp_overlap * numpy.minimum(x320, numpy.maximum(x320 * x321, -compute_s * x322 + x320)) + x256 * x293 + x256 * x320
-    del t_layer_fwd, x256, x293, x320, x321, x322
-    x323 = dispatch_host_sync * x153
-    x324 = full_recompute + 3
-    x325 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x323 = x262 * x322
+    del x262
+    dp_comm_s = dp_overlap * numpy.minimum(x294, numpy.maximum(x294 * x322, -2 * stage_layers * t_layer_fwd * x323 + x294)) + dp_overlap * numpy.minimum(x321, numpy.maximum(x321 * x322, -compute_s * x323 + x321)) + x257 * x294 + x257 * x321
+    del t_layer_fwd, x257, x294, x321, x322, x323
+    x324 = dispatch_host_sync * x153
+    x325 = full_recompute + 3
+    x326 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x153, x4
-    x326 = numpy.maximum(0, cuda_graphs - x325 - 1)
-    x327 = stage_layers * (1 - x326)
-    x328 = host_launch_factor * moe_share * x324 * x327 * (expert_overhead_s * x66 + moe_layer_overhead_s)
+    x327 = numpy.maximum(0, cuda_graphs - x326 - 1)
+    x328 = stage_layers * (1 - x327)
+    x329 = host_launch_factor * moe_share * x325 * x328 * (expert_overhead_s * x66 + moe_layer_overhead_s)
     del x66
-    x329 = x323 * x328
-    x330 = compute_mb + tp_comm_mb
-    x331 = microbatches ** (-1.0)
-    x332 = x330 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x326 * x331 + x327 * (graph_launch_s * x193 * (-x326 + numpy.minimum(1, cuda_graphs - x325)) + layer_overhead_s * x324)) + x328 * (1 - x323)) / x330) ** host_overlap_exponent) / host_overlap_exponent)
-    del x193, x323, x324, x325, x326, x327, x328
-    x333 = x329 + x332
-    launch_s = microbatches * x333
+    x330 = x324 * x329
+    x331 = compute_mb + tp_comm_mb
+    x332 = microbatches ** (-1.0)
+    x333 = x331 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x327 * x332 + x328 * (graph_launch_s * x193 * (-x327 + numpy.minimum(1, cuda_graphs - x326)) + layer_overhead_s * x325)) + x329 * (1 - x324)) / x331) ** host_overlap_exponent) / host_overlap_exponent)
+    del x193, x324, x325, x326, x327, x328, x329
+    x334 = x330 + x333
+    launch_s = microbatches * x334
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x334 = cp_comm_mb + ep_comm_mb + x330 + x333
-    del x330, x333
-    x335 = vp ** (-1.0)
-    x336 = x334 / compute_mb
-    x337 = dualpipe * x331 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x336 + 2 * tp_comm_mb - 3 * weight_grad_mb * x336 + 2 * x329 + 2 * x332) / x334 + x250 * x251 * x331 * x335
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x329, x331, x332, x336
-    bubble_s = microbatches * x334 * x337
-    del x334
-    x338 = stage_trainable_expert_params / expert_optimizer_shards
-    x339 = stage_trainable_params / optimizer_shards
-    optimizer_s = x101 * (x338 + x339) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x335 = cp_comm_mb + ep_comm_mb + x331 + x334
+    del x331, x334
+    x336 = vp ** (-1.0)
+    x337 = x335 / compute_mb
+    x338 = dualpipe * x332 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x337 + 2 * tp_comm_mb - 3 * weight_grad_mb * x337 + 2 * x330 + 2 * x333) / x335 + x250 * x251 * x332 * x336
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x330, x332, x333, x337
+    bubble_s = microbatches * x335 * x338
+    del x335
+    x339 = stage_trainable_expert_params / expert_optimizer_shards
+    x340 = stage_trainable_params / optimizer_shards
+    optimizer_s = x101 * (x339 + x340) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x101
-    x340 = microbatches * stage_extra_layers * (compute_mb - x202) * (x337 + 1) / stage_layers
-    del compute_mb, x202, x337
-    x341 = dp_comm_s + pp_comm_s
-    x342 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x341
-    x343 = gpus + 0.474798
-    x344 = gpus ** (-1.0)
-    x345 = x343 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x342 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x342 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x344 * x345 * (0.0686881539789491 * x345 + 0.112063) - 1 + 1.16023 / x343)) + x340 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x340 + x342)
-    del x340, x343, x345
-    step_time_s = straggler_s + x342
-    del x342
-    x346 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x346
-    x347 = tokens_per_s * x344
-    x348 = model_flops_per_token * x347
-    tflops_per_gpu = 1e-12 * x348
-    mfu = x104 * x348
-    del x348
-    hfu = hardware_flops_per_token * x104 * x347
-    del hardware_flops_per_token, x104, x347
-    x349 = bytes_per_element * x259 * x294
-    del x259, x294
-    x350 = expert_weight_shards ** (-1.0)
-    x351 = base_weight_bytes_per_param * stage_expert_params
-    x352 = weight_shards ** (-1.0)
-    x353 = frozen_base * (x350 * x351 + x352 * (x317 - x351)) + reference_model * (bytes_per_element * stage_expert_params * x350 + bytes_per_element * x352 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x350 + stage_trainable_params * weight_bytes_per_param * x352
-    del stage_expert_params, x191, x317, x350, x351, x352
-    weights_bytes = x349 + x353
-    x354 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x341 = microbatches * stage_extra_layers * (compute_mb - x202) * (x338 + 1) / stage_layers
+    del compute_mb, x202, x338
+    x342 = dp_comm_s + pp_comm_s
+    x343 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x342
+    x344 = gpus + 0.474798
+    x345 = gpus ** (-1.0)
+    x346 = x344 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x343 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x343 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x345 * x346 * (0.0686881539789491 * x346 + 0.112063) - 1 + 1.16023 / x344)) + x341 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x341 + x343)
+    del x341, x344, x346
+    step_time_s = straggler_s + x343
+    del x343
+    x347 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x347
+    x348 = tokens_per_s * x345
+    x349 = model_flops_per_token * x348
+    tflops_per_gpu = 1e-12 * x349
+    mfu = x104 * x349
+    del x349
+    hfu = hardware_flops_per_token * x104 * x348
+    del hardware_flops_per_token, x104, x348
+    x350 = bytes_per_element * x260 * x295
+    del x260, x295
+    x351 = expert_weight_shards ** (-1.0)
+    x352 = base_weight_bytes_per_param * stage_expert_params
+    x353 = weight_shards ** (-1.0)
+    x354 = frozen_base * (x351 * x352 + x353 * (x318 - x352)) + reference_model * (bytes_per_element * stage_expert_params * x351 + bytes_per_element * x353 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x351 + stage_trainable_params * weight_bytes_per_param * x353
+    del stage_expert_params, x191, x318, x351, x352, x353
+    weights_bytes = x350 + x354
+    x355 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x349 + x354
-    optimizer_state_bytes = optimizer_bytes_per_param * x338 + optimizer_bytes_per_param * x339
-    del x338, x339
-    x355 = hidden * x241
+    grads_bytes = x350 + x355
+    optimizer_state_bytes = optimizer_bytes_per_param * x339 + optimizer_bytes_per_param * x340
+    del x339, x340
+    x356 = bytes_per_element * tokens_mb
+    x357 = hidden * x241
     del x241
-    x356 = 2 * tokens_mb
-    x357 = tokens_mb * x355
-    x358 = 4 * x357
-    x359 = heads + kv_heads
-    x360 = kv_heads / heads
-    x361 = x145 * x50
+    x358 = 2 * tokens_mb
+    x359 = tokens_mb * x357
+    x360 = 4 * x359
+    x361 = heads + kv_heads
+    x362 = kv_heads / heads
+    x363 = x145 * x50
     del x50
-    x362 = 1 - recompute_norms
-    x363 = shared_experts * tokens_mb * x150
+    x364 = 1 - recompute_norms
+    x365 = shared_experts * tokens_mb * x150
     del x150
-    x364 = tokens_mb * x242
+    x366 = tokens_mb * x242
     del x242
-    x365 = 2 * mlp_matrices
-    x366 = tokens_mb * x365
-    x367 = linear_input_bytes + x365 - 2
-    del x365
-    x368 = tokens_mb * x24
-    x369 = micro_batch * x137 * x138 * (dropout_masks + 4) / cp ** 2
+    x367 = 2 * mlp_matrices
+    x368 = tokens_mb * x367
+    x369 = linear_input_bytes + x367 - 2
+    del x367
+    x370 = tokens_mb * x24
+    x371 = micro_batch * x137 * x138 * (dropout_masks + 4) / cp ** 2
     del x137, x138
-    x370 = linear_input_bytes * x357 * x362
-    x371 = lora_rank * x255 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x356 * x93 * (hidden * x56 + x156 * x218 * x24 + x355 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x361 * (1 - lora_down) + x370 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x370 * (1 - numpy.minimum(1, x57))) - moe_share * (x363 + x364 * x46) * (linear_input_bytes * recompute_moe_act + x166 * (2 - x174)) + moe_share * (-x145 * x366 + x363 * x367 + x364 * (etp * hidden * linear_input_bytes + x367 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x358 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x356 * x359 + x369)) + x356 * x51 * (x18 * x359 - x24 * (x360 + 1)) + x356 * (q_lora_rank + x17) + x357 * (2 * dropout_masks + 8) + x51 * (ffn * x366 + hidden * tokens_mb * (4 * x360 + 2) + x368 + x369) - (1 - 1 / 2 * linear_input_bytes) * (x356 * x361 + x358 * x362))
-    del moe_share, x0, x11, x111, x12, x145, x15, x156, x166, x17, x174, x18, x218, x24, x25, x29, x355, x356, x357, x358, x359, x360, x361, x362, x363, x364, x366, x367, x369, x370, x46, x56, x57, x70, x92, x93
-    x372 = full_recompute * x168 * x368 + x371 * x95
-    del x168, x368, x95
-    x373 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * tokens_mb * x139 * (vocab * x98 + 1)
-    del tokens_mb, x139, x169, x98
-    activation_bytes = full_recompute * x371 + linear_value_heads * x112 * x255 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x335 * x372 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x250 * numpy.minimum(x253, pp * vp + x251 * numpy.minimum(1, vp - 1))) + x373 + x42 * (x372 + x373)
-    del microbatches, x112, x250, x251, x253, x255, x335, x371, x372, x373, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x349 + x353 + x354
-    del x349, x353, x354
-    x374 = nodes / (rack_mtbf_s * rack_nodes)
-    x375 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x376 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x377 = x374 + x375 + x376
-    system_mtbf_s = x377 ** (-1.0)
-    x378 = node_repair_s * x374
-    x379 = numpy.exp(-x378)
-    x380 = node_repair_s * x375
-    x381 = -spare_nodes
-    x382 = rack_nodes + x381
-    x383 = x378 * x379
-    del x378
-    x384 = 2 * rack_nodes + x381
-    x385 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x379 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x386 = 3 * rack_nodes + x381
-    x387 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x379 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x388 = 4 * rack_nodes + x381
-    x389 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x379 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x390 = 5 * rack_nodes + x381
-    x391 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x379 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x392 = 6 * rack_nodes + x381
-    x393 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x379 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x394 = 7 * rack_nodes + x381
-    x395 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x379 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x396 = 8 * rack_nodes + x381
-    x397 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x379 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x398 = 9 * rack_nodes + x381
-    x399 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x379 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x400 = 10 * rack_nodes + x381
-    x401 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x379 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x402 = 11 * rack_nodes + x381
-    x403 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x379 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x374 * (x379 * poisson_cdf(-x382, x380) + x383 * poisson_cdf(-x384, x380) + x385 * poisson_cdf(-x386, x380) + x387 * poisson_cdf(-x388, x380) + x389 * poisson_cdf(-x390, x380) + x391 * poisson_cdf(-x392, x380) + x393 * poisson_cdf(-x394, x380) + x395 * poisson_cdf(-x396, x380) + x397 * poisson_cdf(-x398, x380) + x399 * poisson_cdf(-x400, x380) + x401 * poisson_cdf(-x402, x380) + x403 * poisson_cdf(-12 * rack_nodes - x381, x380)) + x375 * (x379 * poisson_cdf(spare_nodes - 1, x380) + x383 * poisson_cdf(-x382 - 1, x380) + x385 * poisson_cdf(-x384 - 1, x380) + x387 * poisson_cdf(-x386 - 1, x380) + x389 * poisson_cdf(-x388 - 1, x380) + x391 * poisson_cdf(-x390 - 1, x380) + x393 * poisson_cdf(-x392 - 1, x380) + x395 * poisson_cdf(-x394 - 1, x380) + x397 * poisson_cdf(-x396 - 1, x380) + x399 * poisson_cdf(-x398 - 1, x380) + x401 * poisson_cdf(-x400 - 1, x380) + x403 * poisson_cdf(-x402 - 1, x380)) + x376)
-    del x374, x375, x376, x379, x380, x381, x382, x383, x384, x385, x386, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403
-    x404 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x405 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x377 * (x404 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x377 * (-manual_restart_s + x404 - x405))) + x404 - x405
-    del x377, x404, x405
+    x372 = linear_input_bytes * x359 * x364
+    x373 = lora_rank * x356 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x358 * x93 * (hidden * x56 + x156 * x218 * x24 + x357 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x363 * (1 - lora_down) + x372 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x372 * (1 - numpy.minimum(1, x57))) - moe_share * (x365 + x366 * x46) * (linear_input_bytes * recompute_moe_act + x166 * (2 - x174)) + moe_share * (-x145 * x368 + x365 * x369 + x366 * (etp * hidden * linear_input_bytes + x369 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x360 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x358 * x361 + x371)) + x358 * x51 * (x18 * x361 - x24 * (x362 + 1)) + x358 * (q_lora_rank + x17) + x359 * (2 * dropout_masks + 8) + x51 * (ffn * x368 + hidden * tokens_mb * (4 * x362 + 2) + x370 + x371) - (1 - 1 / 2 * linear_input_bytes) * (x358 * x363 + x360 * x364))
+    del moe_share, x0, x11, x111, x12, x145, x15, x156, x166, x17, x174, x18, x218, x24, x25, x29, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x368, x369, x371, x372, x46, x56, x57, x70, x92, x93
+    x374 = full_recompute * x168 * x370 + x373 * x95
+    del x168, x370, x95
+    x375 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * x256 * (vocab * x98 + 1)
+    del tokens_mb, x169, x256, x98
+    activation_bytes = full_recompute * x373 + linear_value_heads * x112 * x356 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x336 * x374 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x250 * numpy.minimum(x253, pp * vp + x251 * numpy.minimum(1, vp - 1))) + x375 + x42 * (x374 + x375)
+    del microbatches, x112, x250, x251, x253, x336, x356, x373, x374, x375, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x350 + x354 + x355
+    del x350, x354, x355
+    x376 = nodes / (rack_mtbf_s * rack_nodes)
+    x377 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x378 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x379 = x376 + x377 + x378
+    system_mtbf_s = x379 ** (-1.0)
+    x380 = node_repair_s * x376
+    x381 = numpy.exp(-x380)
+    x382 = node_repair_s * x377
+    x383 = -spare_nodes
+    x384 = rack_nodes + x383
+    x385 = x380 * x381
+    del x380
+    x386 = 2 * rack_nodes + x383
+    x387 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x381 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x388 = 3 * rack_nodes + x383
+    x389 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x381 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x390 = 4 * rack_nodes + x383
+    x391 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x381 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x392 = 5 * rack_nodes + x383
+    x393 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x381 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x394 = 6 * rack_nodes + x383
+    x395 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x381 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x396 = 7 * rack_nodes + x383
+    x397 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x381 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x398 = 8 * rack_nodes + x383
+    x399 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x381 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x400 = 9 * rack_nodes + x383
+    x401 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x381 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x402 = 10 * rack_nodes + x383
+    x403 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x381 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x404 = 11 * rack_nodes + x383
+    x405 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x381 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x376 * (x381 * poisson_cdf(-x384, x382) + x385 * poisson_cdf(-x386, x382) + x387 * poisson_cdf(-x388, x382) + x389 * poisson_cdf(-x390, x382) + x391 * poisson_cdf(-x392, x382) + x393 * poisson_cdf(-x394, x382) + x395 * poisson_cdf(-x396, x382) + x397 * poisson_cdf(-x398, x382) + x399 * poisson_cdf(-x400, x382) + x401 * poisson_cdf(-x402, x382) + x403 * poisson_cdf(-x404, x382) + x405 * poisson_cdf(-12 * rack_nodes - x383, x382)) + x377 * (x381 * poisson_cdf(spare_nodes - 1, x382) + x385 * poisson_cdf(-x384 - 1, x382) + x387 * poisson_cdf(-x386 - 1, x382) + x389 * poisson_cdf(-x388 - 1, x382) + x391 * poisson_cdf(-x390 - 1, x382) + x393 * poisson_cdf(-x392 - 1, x382) + x395 * poisson_cdf(-x394 - 1, x382) + x397 * poisson_cdf(-x396 - 1, x382) + x399 * poisson_cdf(-x398 - 1, x382) + x401 * poisson_cdf(-x400 - 1, x382) + x403 * poisson_cdf(-x402 - 1, x382) + x405 * poisson_cdf(-x404 - 1, x382)) + x378)
+    del x376, x377, x378, x381, x382, x383, x384, x385, x386, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405
+    x406 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x407 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x379 * (x406 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x379 * (-manual_restart_s + x406 - x407))) + x406 - x407
+    del x379, x406, x407
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x406 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x407 = checkpoint_bytes * x344
-    x408 = x406 * x407
-    x409 = ckpt_async * x408
-    x410 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x411 = ckpt_sync * x410
-    x412 = x224 * x407
-    del x224, x407
-    x413 = ckpt_in_memory * (x408 + x412)
+    x408 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x409 = checkpoint_bytes * x345
+    x410 = x408 * x409
+    x411 = ckpt_async * x410
+    x412 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x413 = ckpt_sync * x412
+    x414 = x224 * x409
+    del x224, x409
+    x415 = ckpt_in_memory * (x410 + x414)
+    del x410
+    x416 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x417 = grad_bytes_per_param * trainable_params * x345
+    del x345
+    x418 = optimizer_s - step_time_s
+    x419 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x408 * x417 / (1 - (1 - numpy.minimum(1, x416)) ** gockpt_steps) + x418)
     del x408
-    x414 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x415 = grad_bytes_per_param * trainable_params * x344
-    del x344
-    x416 = optimizer_s - step_time_s
-    x417 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x406 * x415 / (1 - (1 - numpy.minimum(1, x414)) ** gockpt_steps) + x416)
-    del x406
-    checkpoint_stall_s = x409 + x411 + x413 + x417
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x409 + 2 * x411 + 2 * x413 + 2 * x417))
-    x418 = ckpt_async * x410
-    x419 = system_mtbf_s ** (-1.0)
-    x420 = checkpoint_stall_s * x419
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x415 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x416))) / numpy.log(1 - numpy.minimum(0.999999999999, x414))))) - 1) + 1
-    del x414, x415, x416
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x410) + x418), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x409 + 1 / 2 * x411 + 1 / 2 * x413 + 1 / 2 * x417), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x420) + 1 / 18 * x420 + 1), system_mtbf_s)))
-    del x154, x409, x411, x413, x417
-    commit_latency_s = ckpt_gockpt * (step_time_s + x410) + x418
-    del x410, x418
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x412 + failure_restart_s
-    del failure_restart_s, x412
-    x421 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x421 + 1) / (global_batch * token_efficiency * (reference_batch * x421 + 1))
-    del x421, x77
+    checkpoint_stall_s = x411 + x413 + x415 + x419
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x411 + 2 * x413 + 2 * x415 + 2 * x419))
+    x420 = ckpt_async * x412
+    x421 = system_mtbf_s ** (-1.0)
+    x422 = checkpoint_stall_s * x421
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x417 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x418))) / numpy.log(1 - numpy.minimum(0.999999999999, x416))))) - 1) + 1
+    del x416, x417, x418
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x412) + x420), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x411 + 1 / 2 * x413 + 1 / 2 * x415 + 1 / 2 * x419), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x422) + 1 / 18 * x422 + 1), system_mtbf_s)))
+    del x154, x411, x413, x415, x419
+    commit_latency_s = ckpt_gockpt * (step_time_s + x412) + x420
+    del x412, x420
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x414 + failure_restart_s
+    del failure_restart_s, x414
+    x423 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x423 + 1) / (global_batch * token_efficiency * (reference_batch * x423 + 1))
+    del x423, x77
     solve_time_s = step_time_s * steps
-    x422 = numpy.exp(commit_latency_s * x419)
-    x423 = numpy.exp(x419 * (checkpoint_interval_s + checkpoint_stall_s))
-    x424 = solve_time_s * x422 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x422 + x424 * (x423 - 1) - 1) * numpy.exp(restart_s * x419)
-    del x422
-    failure_stepping_s = system_mtbf_s * x424 * (x423 - numpy.exp(x420))
-    del x420, x423, x424
+    x424 = numpy.exp(commit_latency_s * x421)
+    x425 = numpy.exp(x421 * (checkpoint_interval_s + checkpoint_stall_s))
+    x426 = solve_time_s * x424 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x424 + x426 * (x425 - 1) - 1) * numpy.exp(restart_s * x421)
+    del x424
+    failure_stepping_s = system_mtbf_s * x426 * (x425 - numpy.exp(x422))
+    del x422, x425, x426
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x425 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x425)
-    x426 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x426 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x426
-    del x426
-    expected_failures = failure_wall_s * x419
-    del x419
+    x427 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x427)
+    x428 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x428 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x428
+    del x428
+    expected_failures = failure_wall_s * x421
+    del x421
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x425
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x427
     del failure_stepping_s
-    x427 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x346 * (cp_comm_s + ep_comm_s + tp_comm_s + x341) + compute_power_fraction * compute_s * x346)
-    del x341, x346
-    x428 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x427)
+    x429 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x347 * (cp_comm_s + ep_comm_s + tp_comm_s + x342) + compute_power_fraction * compute_s * x347)
+    del x342, x347
+    x430 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x429)
     del stepping_s
-    energy_gpu_j = gpus * x428
-    x429 = network_power_per_node_w + node_overhead_power_w
-    x430 = nodes * x429
+    energy_gpu_j = gpus * x430
+    x431 = network_power_per_node_w + node_overhead_power_w
+    x432 = nodes * x431
     del nodes
-    x431 = spare_nodes * (gpus_per_node * idle_power_w + x429) + x430
-    del x429
-    energy_it_j = energy_gpu_j + wall_time_s * x431
-    energy_facility_j = energy_it_j * pue
-    x432 = eval_time_s + rollbacks * x425
-    del x425
-    x433 = pue * (gpu_step_power_w * gpus + x430)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x430) * (-failure_wall_s - x427 - x432) - solve_time_s * x433 - x432 * x433
-    del failure_wall_s, x430, x432, x433
-    x434 = wall_time_s ** (-1.0)
-    gpu_power_w = x428 * x434
-    del x428
-    avg_power_w = energy_facility_j * x434
-    del x434
-    peak_power_w = pue * (gpus * max_power_w + x431)
+    x433 = spare_nodes * (gpus_per_node * idle_power_w + x431) + x432
     del x431
-    x435 = gpus + gpus_per_node * spare_nodes
-    x436 = 0.000277777777777778 * x435
-    gpu_hours = wall_time_s * x436
-    cost_cloud_usd = price_usd_per_gpu_hour * x436 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x427), wall_time_s)
-    del x427, x436
-    x437 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x437 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x435)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x433
+    energy_facility_j = energy_it_j * pue
+    x434 = eval_time_s + rollbacks * x427
+    del x427
+    x435 = pue * (gpu_step_power_w * gpus + x432)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x432) * (-failure_wall_s - x429 - x434) - solve_time_s * x435 - x434 * x435
+    del failure_wall_s, x432, x434, x435
+    x436 = wall_time_s ** (-1.0)
+    gpu_power_w = x430 * x436
+    del x430
+    avg_power_w = energy_facility_j * x436
+    del x436
+    peak_power_w = pue * (gpus * max_power_w + x433)
+    del x433
+    x437 = gpus + gpus_per_node * spare_nodes
+    x438 = 0.000277777777777778 * x437
+    gpu_hours = wall_time_s * x438
+    cost_cloud_usd = price_usd_per_gpu_hour * x438 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x429), wall_time_s)
+    del x429, x438
+    x439 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x439 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x437)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x435 * x437
-    del x435, x437
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x437 * x439
+    del x437, x439
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

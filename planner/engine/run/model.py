@@ -747,23 +747,26 @@ def _dp_buckets(x: dict, r: dict):
     return by_size * sized + (1 - by_size) * per_layer
 
 
+def _in_buckets(collective_of, buckets):
+    """A collective ``collective_of(share)`` (``share`` of its bytes) issued as ``buckets``
+    calls: all its bytes once, its latencies (no bytes) again in every further call
+    (:func:`formulas.communication.bucketed_collective_time`)."""
+    return communication.bucketed_collective_time(collective_of(1.0), collective_of(0.0),
+                                                  buckets)
+
+
 def _bucketed_weights_collective(x: dict, collective, dense_bytes, expert_bytes,
                                  levels: dict, group: str, buckets):
-    """:func:`_weights_collective` issued as ``buckets`` calls: the bytes once, every call's
-    ring latencies again (:func:`formulas.communication.bucketed_collective_time`)."""
-    fixed = _weights_collective(x, collective, 0 * dense_bytes, 0 * expert_bytes, levels, group)
-    return communication.bucketed_collective_time(
-        _weights_collective(x, collective, dense_bytes, expert_bytes, levels, group), fixed,
-        buckets)
+    """:func:`_weights_collective` issued as ``buckets`` calls (:func:`_in_buckets`)."""
+    return _in_buckets(lambda share: _weights_collective(
+        x, collective, share * dense_bytes, share * expert_bytes, levels, group), buckets)
 
 
 def _bucketed_replica_allreduce(x: dict, grad_bytes, shard_ranks, dp, levels: dict, buckets):
     """HSDP's all-reduce of the gradient shards across replicas, one call per bucket."""
-    def replicas(size_bytes):
-        return communication.hsdp_replica_allreduce_time(
-            size_bytes, shard_ranks, dp, x["replica_intra_ranks"], *levels["links"])
-    return communication.bucketed_collective_time(replicas(grad_bytes), replicas(0 * grad_bytes),
-                                                  buckets)
+    return _in_buckets(lambda share: communication.hsdp_replica_allreduce_time(
+        share * grad_bytes, shard_ranks, dp, x["replica_intra_ranks"], *levels["links"]),
+        buckets)
 
 
 def iteration_communication(x: dict, r: dict) -> dict:

@@ -27,6 +27,20 @@ def test_source_of_names_the_publication(text, source):
     assert x.source_of(text) == source
 
 
+@pytest.mark.parametrize("text, publication", [
+    ("NVIDIA-NeMo/Megatron-Bridge@fa0315ae2684693a666be9d247adf9baf1e30028 docs/performance-"
+     "summary.md, table '25.09'", "NVIDIA-NeMo/Megatron-Bridge@fa0315a"),
+    ("NVIDIA/dgxc-benchmarking@68eaf7e (v25.05) grok1/README.md (GB200)",
+     "NVIDIA/dgxc-benchmarking@68eaf7e"),
+    # a commit later in the cell (a script cited beside the table) is not the table's
+    ("pytorch/torchtune README.md (v0.3), table, from pytorch/torchtune@0123abcd recipes",
+     "pytorch/torchtune"),
+    ("arXiv 2407.21783 (The Llama 3 Herd of Models) Table 4", "arXiv:2407.21783"),
+])
+def test_publication_of_pins_the_release_a_cell_cites(text, publication):
+    assert x.publication_of(text) == publication
+
+
 def test_every_case_has_a_source_and_a_generation(catalog):
     cases = v.load_cases(None)
     units = x.units_of(cases)
@@ -160,6 +174,28 @@ def test_speedup_pairs_only_pair_one_workload_on_two_accelerators():
     assert x.speedup_summary(pairs)["all"] == {"pairs": 1, "mean_abs_error": pytest.approx(0.1),
                                                "bias": pytest.approx(0.1),
                                                "max_error": pytest.approx(0.1)}
+
+
+def test_speedup_pairs_prefer_the_publishers_own_comparison():
+    """A row pairs with the other accelerator's row of its own publication (one software
+    release on both) before a row of another release at a nearer GPU count."""
+    old, new = "o/r@1111111 perf.md, table", "o/r@2222222 perf.md, table"
+    pred = _pair_frame([
+        {"hardware": "h100-sxm", "gpus": 8, "measured": 1000, "predicted": 1000,
+         "step_time_s": 128 * 8192 / 1000 / 8, "source": old},
+        {"hardware": "b200", "gpus": 8, "measured": 3000, "predicted": 2200,
+         "step_time_s": 128 * 8192 / 2200 / 8, "source": new},
+        {"hardware": "b200", "gpus": 64, "measured": 2000, "predicted": 2200,
+         "step_time_s": 128 * 8192 / 2200 / 64, "source": old},
+    ])
+    (p,) = x.speedup_pairs(pred)
+    assert p["newer_case"] == "d/r2" and p["same_publication"]
+    assert p["error"] == pytest.approx(0.1)
+    summary = x.speedup_summary([p])
+    assert summary["one publication"]["pairs"] == 1 and summary["two publications"]["pairs"] == 0
+    # without the publication's own row, the nearest GPU count across releases
+    (q,) = x.speedup_pairs(pred.drop(index=2))
+    assert q["newer_case"] == "d/r1" and not q["same_publication"]
 
 
 def test_speedup_pairs_score_another_column_against_the_same_published_ratio():

@@ -79,6 +79,19 @@ def source_of(text: str) -> str:
     return SOURCE_ALIASES.get(name, name)
 
 
+#: The commit a source cell's first clause pins ("owner/name@<hex> path, table ...").
+_COMMIT = re.compile(r"@([0-9a-f]{7,40})\b")
+
+
+def publication_of(text: str) -> str:
+    """The publication a ``source`` cell cites: its source (:func:`source_of`) at the
+    commit the cell's first clause pins, if any - one release of a repository's tables,
+    measured with one release of its software; a page or a paper is one version."""
+    text = str(text or "")
+    commit = _COMMIT.search(text.split(",")[0])
+    return source_of(text) + (f"@{commit.group(1)[:7]}" if commit else "")
+
+
 # ---- accelerators ----------------------------------------------------------------------
 
 #: Accelerator generations whose calibrated parameters are shared (calibration.py's owner
@@ -350,9 +363,11 @@ def speedup_pairs(pred, column: str = "predicted") -> list[dict]:
     """Every workload (:data:`WORKLOAD`) published on two accelerators, as pairs.
 
     For each workload and pair of accelerators, each row on the accelerator with fewer
-    rows is paired with the row on the other that has the nearest GPU count (then the same
-    stack, then the first case id): a row is paired at most once per pair of accelerators
-    on its side, and a layout sweep on one accelerator does not multiply the pairs.
+    rows is paired with a row on the other from the same publication
+    (:func:`publication_of`) where there is one - the publisher's own comparison, with one
+    release of its software on both - then with the nearest GPU count, then the same stack,
+    then the first case id: a row is paired at most once per pair of accelerators on its
+    side, and a layout sweep on one accelerator does not multiply the pairs.
     ``error`` = predicted ratio / published ratio - 1 of the later accelerator's
     throughput per GPU over the earlier one's; ``published_ratio`` from the rows' measured
     throughput per GPU (tokens/s from the predicted step time and the row's error).
@@ -370,10 +385,11 @@ def speedup_pairs(pred, column: str = "predicted") -> list[dict]:
     ok["forced_balance"] = ok.get("expert_load_cv", pd.Series(np.nan, index=ok.index)) == 0
     ok["workload_key"] = list(zip(*(ok[k].tolist() for k in WORKLOAD), strict=True))
     ok["model"] = ok.get("model", pd.Series("", index=ok.index))
+    ok["publication"] = ok.get("source", pd.Series("", index=ok.index)).map(publication_of)
     # the columns read below only
     ok = ok[["workload_key", "dataset", "case_id", "hardware", "gpus", "stack", "precision",
              "experts", "model", "layers", "hidden", "seq_len", "published_tokens_per_s",
-             "tput_error"]]
+             "tput_error", "publication"]]
     workloads: dict[tuple, list] = {}
     for r in ok.to_dict("records"):
         workloads.setdefault(r["workload_key"], []).append(SimpleNamespace(**r))
@@ -387,7 +403,8 @@ def speedup_pairs(pred, column: str = "predicted") -> list[dict]:
                 few, many = (a, b) if len(a) <= len(b) else (b, a)
                 for r in few:
                     m = min(many, key=lambda s, r=r: (
-                        abs(np.log2(s.gpus / r.gpus)), s.stack != r.stack, s.case_id))
+                        s.publication != r.publication, abs(np.log2(s.gpus / r.gpus)),
+                        s.stack != r.stack, s.case_id))
                     o, n = (r, m) if r.hardware == old else (m, r)
                     published = n.published_tokens_per_s / o.published_tokens_per_s
                     error = n.tput_error / o.tput_error - 1
@@ -396,6 +413,7 @@ def speedup_pairs(pred, column: str = "predicted") -> list[dict]:
                         "moe": bool(n.experts > 1), "older": old, "newer": new,
                         "older_case": f"{o.dataset}/{o.case_id}",
                         "newer_case": f"{n.dataset}/{n.case_id}",
+                        "same_publication": o.publication == n.publication,
                         "published_ratio": float(published),
                         "predicted_ratio": float(published * (1 + error)),
                         "error": float(error)})
@@ -411,7 +429,8 @@ def _workload_name(r) -> str:
 
 
 def speedup_summary(pairs: list[dict]) -> dict:
-    """Mean |error| over the pairs (all, dense, MoE), bias and the extremes."""
+    """Mean |error| over the pairs (all, dense, MoE; those within one publication and
+    those across two), bias and the extremes."""
     def stats(rows):
         e = np.array([p["error"] for p in rows], float)
         if not len(e):
@@ -421,4 +440,6 @@ def speedup_summary(pairs: list[dict]) -> dict:
                 "bias": float(e.mean()), "max_error": float(e[np.argmax(np.abs(e))])}
 
     return {"all": stats(pairs), "dense": stats([p for p in pairs if not p["moe"]]),
-            "moe": stats([p for p in pairs if p["moe"]])}
+            "moe": stats([p for p in pairs if p["moe"]]),
+            "one publication": stats([p for p in pairs if p.get("same_publication")]),
+            "two publications": stats([p for p in pairs if not p.get("same_publication")])}

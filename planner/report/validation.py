@@ -631,8 +631,9 @@ def loao_prior_text(rows) -> str:
 
 
 def speedup_summary_rows(pairs, loao_pairs=None) -> list[dict]:
-    """The speedup-ratio error over all pairs, the dense and the MoE pairs; with
-    ``loao_pairs`` also theirs with each generation predicted by a calibration without it."""
+    """The speedup-ratio error over all pairs, the dense and the MoE pairs, the pairs within
+    one publication and those across two; with ``loao_pairs`` also theirs with each
+    generation predicted by a calibration without it."""
     return [{"predictions": label, "pairs_of": name, "pairs": m["pairs"],
              "mean_abs_error_%": 100 * m["mean_abs_error"], "bias_%": 100 * m["bias"],
              "max_error_%": 100 * m["max_error"]}
@@ -652,6 +653,7 @@ def speedup_rows(pairs, cases: bool = True) -> list[dict]:
     return [{"workload": p["workload"], "precision": p["precision"], "older": p["older"],
              "newer": p["newer"], "published_ratio": p["published_ratio"],
              "predicted_ratio": p["predicted_ratio"], "error_%": 100 * p["error"],
+             "one_publication": "yes" if p["same_publication"] else "no",
              **({"older_case": p["older_case"], "newer_case": p["newer_case"]} if cases
                 else {})}
             for p in sorted(pairs, key=lambda p: -abs(p["error"]))]
@@ -703,11 +705,15 @@ SPEEDUP_TEXT = """
 MoE routing (token dropping, forced balance); the layout, GPU count and batch are each
 publisher's choice for its accelerator and are normalised away by comparing throughput per
 GPU. Every workload published on two accelerators gives pairs: for each pair of
-accelerators, each row on the one with fewer rows is paired with the row on the other with
-the nearest GPU count (then the same stack). The error of a pair is the predicted ratio of
-the newer accelerator's throughput per GPU to the older's over the published ratio, minus
-one (`crossval.speedup_pairs`); it is what a plan that picks between the two accelerators
-gets wrong. The same pairs are scored again with the leave-one-accelerator-out predictions
+accelerators, each row on the one with fewer rows is paired with a row on the other from
+the same publication where there is one (the source at the commit its cell cites,
+`crossval.publication_of`: the publisher's own comparison, one release of its software on
+both accelerators), then the one with the nearest GPU count (then the same stack). The
+error of a pair is the predicted ratio of the newer accelerator's throughput per GPU to the
+older's over the published ratio, minus one (`crossval.speedup_pairs`); it is what a plan
+that picks between the two accelerators gets wrong. A pair across two publications also
+compares two software releases or two publishers (rows `one publication` and `two
+publications`). The same pairs are scored again with the leave-one-accelerator-out predictions
 (each row predicted by a calibration that never saw its generation): the speedup to an
 accelerator nobody calibrated on.
 """

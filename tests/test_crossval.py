@@ -338,14 +338,14 @@ def test_flashattention2_on_hopper_is_the_published_ratio_not_a_fit(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """53 rows: 42 predicted (Float8 rowwise as the fp8-rowwise recipe); 1 unexpressible
+    """57 rows: 46 predicted (Float8 rowwise as the fp8-rowwise recipe); 1 unexpressible
     (torchtitan's default expert-parallel path beside DeepEP); 10 excluded (Llama 3's
     unpinned layouts, the NVFP4 page's unnamed GPU: its MXFP8 and partial-NVFP4 rows are
     expressible, as mxfp8 and nvfp4; AMD's dropless-MoE A/B blog, whose absolute
     throughput its authors call a floor); throughput per GPU in tokens/s or model TFLOP/s,
     none fitted."""
     cases = v.load_cases(["independent-runs"])
-    assert len(cases) == 53
+    assert len(cases) == 57
     assert not cases.fit.any()
     unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
     assert unexpressible.sum() == 1 and excluded.sum() == 10 and (unexpressible & excluded).sum() == 0
@@ -353,7 +353,7 @@ def test_independent_runs_load_every_row_with_its_reason():
     assert cases.case_id[excluded].str.match("llama3-405b-|tt-nvfp4doc-|amd2606-dsv3-").all()
     assert cases.excluded[cases.case_id.str.startswith("amd2606-dsv3-")].str.contains(
         "The absolute throughput is a floor").all()
-    assert v.predictable(cases).sum() == 42
+    assert v.predictable(cases).sum() == 46
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
     tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
     # per GPU: a 405B model at 16-128 tokens/s on H100 (645 on MI355X in FP8 with three
@@ -368,6 +368,13 @@ def test_independent_runs_load_every_row_with_its_reason():
     assert len(qwen) == 7 and (qwen.hardware == "b200").all() and (qwen.ep == 8).all()
     assert (qwen.experts == 128).all() and (qwen.experts_per_token == 8).all()
     assert sorted(qwen.measured) == [9930, 13856, 14107, 14123, 14276, 14380, 14796]
+    # AMD's MoE package (Primus, December 2025): the first and last bar of its two ladders
+    # on MI355X, DeepSeek-V2-Lite on 8 GPUs and DeepSeek-V2 on 32, BF16, EP 8
+    amd = cases[cases.case_id.str.startswith("amd2512-")]
+    assert sorted(amd.model) == ["deepseek-v2", "deepseek-v2", "deepseek-v2-lite",
+                                 "deepseek-v2-lite"]
+    assert (amd.hardware == "mi355x").all() and (amd.ep == 8).all()
+    assert sorted(amd.measured) == [1987.6, 2547.5, 30444.3, 40805.5]
 
     assert cases.measured[cases.metric == "model_tflops_per_gpu"].tolist() == [430, 400, 380]
     # the layout multiplies to the GPU count, the batch to whole micro-batches per DP rank
@@ -378,11 +385,12 @@ def test_independent_runs_load_every_row_with_its_reason():
     # DeepEP rows (use_deepep = true) on the DeepEP stack (tests/test_moe_physics.py)
     assert set(cases["stack"]) == {"torchtitan-fsdp2", "torchtitan-fsdp2-eager",
                                    "torchtitan-fsdp2-deepep", "megatron-core-2025",
-                                   "maxtext-xla"}
+                                   "maxtext-xla", "megatron-core-moe-baseline",
+                                   "megatron-core-moe-deepep"}
     assert (cases["stack"] == "torchtitan-fsdp2-eager").sum() == 2
     assert set(x.units_of(cases)["loso"]) == {"pytorch/torchtitan", "arXiv:2407.21783",
                                               "www.intel.com/content", "amd-agi/maxtext-slurm",
-                                              "ROCm/rocm-blogs"}
+                                              "ROCm/rocm-blogs", "AMD-AGI/Primus"}
     pred = v.predict(cases)
     ok = v.predictable(cases).to_numpy()
     assert np.isfinite(pred.predicted[ok]).all() and pred.predicted[~ok].isna().all()

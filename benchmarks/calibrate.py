@@ -236,6 +236,21 @@ refitted; calibrated MAPE within 0.1 point (modern-runs 7.84 -> 7.85 %, moe-runs
 12.4 %, H100 FP8 4.27 -> 4.64 %), the refits' LOAO shifting both ways (llm-foundry-h100 4.66
 -> 4.11 %, vtrain-single 9.04 -> 10.8 %).
 
+2026-11-29 (issue 42), Megatron-Core's recompute modules mlp and moe (stack fields
+``recompute_mlp``, ``recompute_moe``) and the MoE rows' own module lists
+(``validate.recompute_module_flags``: layernorm, moe_act, mla_up_proj, mlp, moe): no
+parameter refitted.  Published MoE runs predicted over their HBM 14 -> 4 (DGXC-06 154 ->
+71 GB, ModelZoo's long-sequence Qwen3-235B 193 -> 50 GB); but the rows that recompute whole
+MoE layers were already predicted slow and now more so (DGXC-06 +15 -> +52 % step time,
+ModelZoo Qwen3-235B at 16k -30 -> -41 % TFLOP/s: their all-to-alls, 19 of the 42 s
+predicted for DGXC-06, run once more): moe-runs 12.4 -> 13.2 % (fit 11.8 -> 12.6, LOSO
+14.3 -> 15.0, LOAO 15.3 -> 16.6), modern-runs LOFO 9.19 -> 10.1 %.  Tried: ``--grid
+moe-stacks`` moves the Grace ``host_launch_factor`` 2.5 -> 2.0 (objective 0.0714 ->
+0.0694; 0.0687 before the modules), but B200/GB200 4.17 -> 4.79 %, MoE held out 29.3 ->
+33.2 % and the GB200 baseline rows (DGXC-03..05) further off: not written; the full grid
+(objective 0.0683) asks again for Blackwell BF16 0.65 -> 0.70 and a 160 us collective
+overhead: not written.
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

@@ -525,16 +525,21 @@ def moe_host_launch_time(moe_layers, moe_layer_overhead_s, local_experts, expert
 @formula(reference="Lepikhin et al. 2020 (GShard), arXiv:2006.16668 (dispatch and combine "
          "all-to-alls around the experts); backward sends the gradients the opposite way: "
          "the dispatch's backward is a combine and the combine's a dispatch (DeepEP "
-         "docs/legacy.md, dispatch_backward / combine_backward)",
-         domain={"dispatch_s": ">=0", "combine_s": ">=0"},
-         symbols={"dispatch_s": "T_d", "combine_s": "T_c"}, result_latex="T_{EP}")
-def moe_layer_alltoall_time(dispatch_s, combine_s):
+         "docs/legacy.md, dispatch_backward / combine_backward); a recomputed MoE layer "
+         "runs its forward again in backward (Megatron-Core --recompute-modules moe: the "
+         "MoE layer under tensor_parallel.checkpoint, megatron/core/transformer/moe/"
+         "moe_layer.py)",
+         domain={"dispatch_s": ">=0", "combine_s": ">=0", "recomputed": "[0,1]"},
+         symbols={"dispatch_s": "T_d", "combine_s": "T_c", "recomputed": "r_m"},
+         result_latex="T_{EP}")
+def moe_layer_alltoall_time(dispatch_s, combine_s, recomputed=0):
     """All-to-all time of one MoE layer and micro-batch, forward and backward.
 
     Forward: a dispatch (tokens, in the dispatch precision) and a combine (expert
     outputs, BF16).  Backward: the combine's gradient goes out like a dispatch (DeepSeek-V3
     quantises it to FP8 too, arXiv:2412.19437 s3.3.3) and the dispatch's comes back like
-    a combine.
+    a combine.  A layer whose forward is recomputed in backward (``recomputed`` 1)
+    dispatches and combines once more.
 
     Parameters
     ----------
@@ -542,6 +547,8 @@ def moe_layer_alltoall_time(dispatch_s, combine_s):
         Time of one dispatch T_d [s].
     combine_s : numeric
         Time of one combine T_c [s].
+    recomputed : numeric
+        1 if the MoE layer's forward runs again in backward, r_m [1].
 
     Returns
     -------
@@ -552,10 +559,12 @@ def moe_layer_alltoall_time(dispatch_s, combine_s):
     --------
     >>> moe_layer_alltoall_time(1e-3, 2e-3)
     0.006
+    >>> round(moe_layer_alltoall_time(1e-3, 2e-3, 1), 12)
+    0.009
 
-    .. math:: T_{EP} = 2 (T_d + T_c)
+    .. math:: T_{EP} = (2 + r_m) (T_d + T_c)
     """
-    return 2 * (dispatch_s + combine_s)
+    return (2 + recomputed) * (dispatch_s + combine_s)
 
 
 @formula(reference=DEEPSEEK_V3 + " s3.2.2 ('only 20 SMs are sufficient to fully utilize the "

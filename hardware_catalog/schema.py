@@ -649,6 +649,11 @@ class SoftwareStack(Entry):
     # element its stored input is kept at under an FP8 recipe (DeepSeek-V3: 1)
     recompute_moe_act: Quantity | None = None
     moe_act_input_bytes: Quantity | None = None
+    # Megatron-Core --recompute-modules mlp and moe: 1 if each dense layer's MLP, or each
+    # MoE layer (router, dispatch, experts, combine), runs its forward again in backward
+    # from its input instead of keeping what is inside it
+    recompute_mlp: Quantity | None = None
+    recompute_moe: Quantity | None = None
     # HBM traffic of the element-wise ops (norms, activation, rotary embedding, residual
     # adds) relative to fused kernels (1; unset: planner/engine/inputs/execution.toml): eager
     # PyTorch runs each as several kernels, with fp32 upcasts, each reading and writing HBM
@@ -713,7 +718,8 @@ class SoftwareStack(Entry):
                      "op_selective_recompute", "recompute_early_stop",
                      "fsdp_keeps_gathered_under_pp",
                      "dispatch_host_sync", "dualpipe",
-                     "recompute_moe_act", "fused_window_attention", "fused_attention_sinks",
+                     "recompute_moe_act", "recompute_mlp", "recompute_moe",
+                     "fused_window_attention", "fused_attention_sinks",
                      "fused_split_head_dims", "int8_training", "low_precision_output_layer"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")

@@ -757,20 +757,41 @@ def test_mean_of_means_sums_as_pandas():
 
 
 def test_moe_runs_fit_in_memory(moe):
-    # every row ran; those still predicted over their HBM recompute modules no input states
-    # yet ('moe', 'mlp' module recompute: DGXC-06, ModelZoo's long-sequence rows) or are the
-    # superseded AutoModel config without its checkpointing setting (AUTOMODEL-05), or are
-    # gpt-oss table rows whose layout the workload config of the period contradicts (B200:
-    # table EP 8, config EP 64; H100: table MBS 4, config MBS 1: both fit with the config's)
+    # every row ran; the rows that list Megatron-Core recompute modules keep what those
+    # modules leave (validate.recompute_module_flags: 'moe' and 'mlp' recompute the whole
+    # layer's MoE block or dense MLP from its input), so DGXC-06 and ModelZoo's
+    # long-sequence rows fit; still over their HBM: the superseded AutoModel config without
+    # its checkpointing setting (AUTOMODEL-05) and a gpt-oss table row whose layout the
+    # workload config of the period contradicts (H100: table MBS 4, config MBS 1)
     ran = moe[np.isfinite(moe.predicted)]
     over = set(ran.index[~ran.fits.astype(bool)])
-    table_layouts = {"MB2511G-03", "MB2511G-04"}
-    assert over == {"DGXC-06", "AUTOMODEL-05", *table_layouts,
-                    *(f"MZOO-{i:02d}" for i in range(7, 15))}
-    for case in over - {"AUTOMODEL-05", *table_layouts}:
-        assert "moe" in v.pd.read_csv(v.DATA_DIR / "moe_runs.csv", dtype=str,
-                                      keep_default_na=False).set_index("case_id").loc[
-            case, "recompute"]
+    assert over == {"AUTOMODEL-05", "MB2511G-04"}
+    listed = v.pd.read_csv(v.DATA_DIR / "moe_runs.csv", dtype=str,
+                           keep_default_na=False).set_index("case_id")["recompute"]
+    moe_module = [c for c in ran.index if c in listed.index
+                  and v.recompute_module_flags(listed[c])["recompute_moe"] == 1]
+    assert {"DGXC-06", *(f"MZOO-{i:02d}" for i in range(7, 15))} <= set(moe_module)
+    assert ran.fits[moe_module].astype(bool).all()
+
+
+def test_recompute_module_cells_set_the_stack_flags():
+    """A listed module sets its flag, an unlisted one keeps the stack's (NaN); core_attn adds
+    nothing under flash attention; a cell without a list states nothing; an unknown module
+    is an error, not a silent default."""
+    flags = v.recompute_module_flags("selective: layernorm, moe")
+    assert flags["recompute_norms"] == 1 and flags["recompute_moe"] == 1
+    assert np.isnan(flags["recompute_mlp"]) and np.isnan(flags["recompute_moe_act"])
+    flags = v.recompute_module_flags("selective: mlp, up_proj (MLA up-projection; doc flag)")
+    assert flags["recompute_mlp"] == 1 and flags["recompute_mla_up_proj"] == 1
+    flags = v.recompute_module_flags("selective: RMSNorm, MLA up-projection")
+    assert {k for k, x in flags.items() if x == 1} == {"recompute_norms",
+                                                       "recompute_mla_up_proj"}
+    assert sum(np.isnan(x) for x in flags.values()) == 3
+    assert all(np.isnan(x) for x in v.recompute_module_flags("selective: core_attn").values())
+    assert all(np.isnan(x) for x in v.recompute_module_flags(
+        "selective (yaml recompute_granularity; modules not listed)").values())
+    with pytest.raises(ValueError, match="unknown recompute module"):
+        v.recompute_module_flags("selective: attention_everything")
 
 
 def test_cli_refits_per_family_only_when_asked(monkeypatch, capsys):

@@ -618,7 +618,39 @@ MOE_FORCE_BALANCE = re.compile(r"force[- _]?(?:load[- _])?balanc", re.I)
 #: config uses HybridEP and TE CUDA graphs (scripts/performance/configs, the rows' notes).
 MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this layout not in "
                                       r"configs of the period)?\s*$")
-MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv")
+MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
+                   "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
+                   "recompute_mlp", "recompute_moe")
+#: Megatron-Core's recompute modules (--recompute-modules; TransformerConfig
+#: recompute_modules) as the rows of moe_runs.csv name them, and the run-model flag each
+#: sets: core_attn adds nothing under flash attention (its own backward recomputes the
+#: scores), a shared-expert-only recompute is not modelled (its tensors stay counted).
+RECOMPUTE_MODULES = {
+    "layernorm": "recompute_norms", "norm": "recompute_norms", "rmsnorm": "recompute_norms",
+    "moe_act": "recompute_moe_act", "act": "recompute_moe_act",
+    "mla_up_proj": "recompute_mla_up_proj", "up_proj": "recompute_mla_up_proj",
+    "mla up-projection": "recompute_mla_up_proj",
+    "mlp": "recompute_mlp", "moe": "recompute_moe",
+    "core_attn": None, "shared_expert": None, "shared_experts": None}
+
+
+def recompute_module_flags(cell: str) -> dict[str, float]:
+    """The run-model flags of a ``selective: <modules>`` recompute cell (the modules before
+    any parenthesis): 1 for each module listed, NaN (the stack's value) for the others -
+    Megatron-Core's stacks recompute none of them by default, and a paper's list (DeepSeek-V3)
+    names what it adds to its stack's own policy."""
+    flags = dict.fromkeys(sorted({f for f in RECOMPUTE_MODULES.values() if f}), np.nan)
+    head, sep, listed = cell.partition(":")
+    if not sep or not head.strip().startswith("selective"):
+        return flags
+    names = [n.strip().lower() for n in listed.split("(")[0].split(",") if n.strip()]
+    unknown = [n for n in names if n not in RECOMPUTE_MODULES]
+    if unknown:
+        raise ValueError(f"moe_runs.csv: unknown recompute module(s) {unknown} in {cell!r}")
+    for n in names:
+        if RECOMPUTE_MODULES[n]:
+            flags[RECOMPUTE_MODULES[n]] = 1.0
+    return flags
 MOE_SAME = re.compile(r";\s*same(?: yaml settings)?\s*$")
 
 
@@ -692,7 +724,8 @@ def load_moe_runs() -> pd.DataFrame:
     Each row as a user would state it: ``--model`` (the catalog model of its name),
     ``--hardware``, TP/PP/VP/CP/EP/ETP, ZeRO, global and micro-batch, sequence, precision
     (every FP8 recipe - per-tensor, MXFP8, blockwise - at the FP8 peak), recompute (a
-    selective module list = selective) and ``--stack`` from its ``software`` cell
+    selective module list = selective, its modules as the stack's recompute flags:
+    :func:`recompute_module_flags`) and ``--stack`` from its ``software`` cell
     (:func:`moe_stack`).  Empty VP/CP = 1; empty ETP = Megatron-Core's default; an empty
     micro-batch (ModelZoo's long-sequence rows) = 1, Megatron's default.  Every row of the
     shared file is fit (the calibration sees them all), the rows the project appends
@@ -740,7 +773,7 @@ def load_moe_runs() -> pd.DataFrame:
                      precision=precision, metric=metric, measured=_num(r.published),
                      model=r.model, family=family, notes=r.notes,
                      fit=not MOE_APPENDED.search(r.software), source=r.source,
-                     stack=stack, **routing)
+                     stack=stack, **routing, **recompute_module_flags(r.recompute))
         # excluded (data file): the row's own source does not pin the measurement down
         case["excluded"] = r.excluded
         reason = MOE_UNEXPRESSIBLE.get(r.case_id, "")

@@ -55,9 +55,10 @@ STACK_TERMS = {
         "hierarchical_dispatch", "deepep_dispatch", "fp8_dispatch", "dispatch_host_sync"),
     "MoE stack terms (expert overheads, load imbalance, token drop, overlap)": (
         "expert_load_cv", "expert_overhead_s", "moe_layer_overhead_s", "token_drop",
-        "recompute_moe_act", "ep_overlap", "comm_sm_fraction", "shared_experts"),
+        "recompute_moe_act", "recompute_moe", "ep_overlap", "comm_sm_fraction",
+        "shared_experts"),
     "CUDA graphs": ("cuda_graphs",),
-    "recomputed norms": ("recompute_norms",),
+    "recomputed norms and MLPs": ("recompute_norms", "recompute_mlp"),
 }
 _PLAIN = tuple(name for names in FEATURES.values() for name in names)
 _STACK = tuple(name for names in STACK_TERMS.values() for name in names)

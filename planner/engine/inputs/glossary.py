@@ -375,6 +375,11 @@ GLOSSARY: dict[str, Term] = {
                      FLAG),
     "recompute_moe_act": Term(
         "1", "1 if the experts' activation-function output is recomputed in backward", FLAG),
+    "recompute_mlp": Term(
+        "1", "1 if each dense layer's MLP is recomputed in backward from its input", FLAG),
+    "recompute_moe": Term(
+        "1", "1 if each MoE layer (router, dispatch, experts, combine) is recomputed in "
+        "backward from its input", FLAG),
     "fsdp_keeps_gathered_under_pp": Term(
         "1", "1 if FSDP under PP keeps each stage's gathered parameters and unsharded "
         "gradients through the step (one gather and one reduce-scatter a step)", FLAG),

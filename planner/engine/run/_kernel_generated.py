@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_moe, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -132,581 +132,586 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x86 = mlp_matrices * x85
     x87 = mtp_layers * (x4 * x68 + x7 * x86 + x71 + x80 + x83 + x84)
     del x68, x80
-    x88 = x33 * x86 + x69 + x81 + x82
+    x88 = x33 * x86
     del x86
-    x89 = x83 + x88
+    x89 = x69 + x81 + x82 + x88
+    x90 = x83 + x89
     del x83
-    x90 = layers * x71 + x74 + x79
-    x91 = x87 + x90
-    model_flops_per_token = -frozen_base * x89 + 6 * heads * layers * x67 + reference_model * (x89 + x91) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x69 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
-    del x34, x69, x74, x79, x81, x82, x87, x89
-    x92 = ffn + x10
-    x93 = op_selective_recompute * selective_option * x50
-    x94 = recompute_early_stop * x65 * (1 - dropout_masks)
-    x95 = 1 - full_recompute
-    hardware_flops_per_token = full_recompute * (-x33 * x85 * x94 + 2 * x62 + 2 * x64 + 2 * x75 + x88 + x91) + model_flops_per_token + x95 * (layers * x24 * x93 * (x14 + x92) + selective * x90)
-    del x33, x62, x64, x75, x85, x88, x90, x91
-    x96 = hidden * tokens_mb
-    x97 = x25 * x51
-    x98 = hidden ** (-1.0)
-    x99 = x28 * x51 * x98 - x97
+    x91 = layers * x71 + x74 + x79
+    x92 = x87 + x91
+    model_flops_per_token = -frozen_base * x90 + 6 * heads * layers * x67 + reference_model * (x90 + x92) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x69 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
+    del x34, x74, x79, x81, x82, x87, x90
+    x93 = 1 - full_recompute
+    x94 = ffn + x10
+    x95 = op_selective_recompute * selective_option * x50
+    x96 = recompute_early_stop * x65 * (1 - dropout_masks)
+    hardware_flops_per_token = full_recompute * (-x33 * x85 * x96 + 2 * x62 + 2 * x64 + 2 * x75 + x89 + x92) + model_flops_per_token + x93 * (layers * x24 * x95 * (x14 + x94) + recompute_mlp * x88 + recompute_moe * x69 + selective * x91)
+    del x33, x62, x64, x69, x75, x85, x88, x89, x91, x92
+    x97 = hidden * tokens_mb
+    x98 = x25 * x51
+    x99 = hidden ** (-1.0)
+    x100 = x28 * x51 * x99 - x98
     del x28
-    x100 = tokens_mb * x99
-    x101 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x102 = bytes_per_element * x101
-    x103 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x99)
-    x104 = peak_flops_per_s ** (-1.0)
-    x105 = x104 / gemm_max_efficiency
-    x106 = x105 * x24
-    x107 = x21 * x51
+    x101 = tokens_mb * x100
+    x102 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x103 = bytes_per_element * x102
+    x104 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
+    x105 = peak_flops_per_s ** (-1.0)
+    x106 = x105 / gemm_max_efficiency
+    x107 = x106 * x24
+    x108 = x21 * x51
     del x21
-    x108 = x107 * x98
-    x109 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x108)
-    x110 = 2 * x105
-    t_qkv = x29 * numpy.maximum(x102 * (hidden * x99 + x100 + x96), x100 * x106 * (gemm_half_efficiency_dim + x103) / x103) + x30 * numpy.maximum(x102 * (tokens_mb * x108 + x107 + x96), tokens_mb * x107 * x110 * (gemm_half_efficiency_dim + x109) / x109)
-    del x100, x103, x107, x109, x99
-    x111 = 4 * linear_head_dim
-    x112 = 0.015625 * x72
+    x109 = x108 * x99
+    x110 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x109)
+    x111 = 2 * x106
+    t_qkv = x29 * numpy.maximum(x103 * (hidden * x100 + x101 + x97), x101 * x107 * (gemm_half_efficiency_dim + x104) / x104) + x30 * numpy.maximum(x103 * (tokens_mb * x109 + x108 + x97), tokens_mb * x108 * x111 * (gemm_half_efficiency_dim + x110) / x110)
+    del x100, x101, x104, x108, x110
+    x112 = 4 * linear_head_dim
+    x113 = 0.015625 * x72
     del x72
-    x113 = tokens_mb * x102
-    x114 = x113 * x51
-    x115 = attention_gemm_max_efficiency ** (-1.0)
-    x116 = numpy.minimum(seq_len, tokens_mb)
-    x117 = gemm_half_efficiency_dim + x116
-    x118 = attention_peak_flops_per_s ** (-1.0)
-    x119 = tokens_mb * x51
-    x120 = x118 * x119
-    x121 = window_layers * x3
-    del x3
-    x122 = -x121 - x29 + 1
-    x123 = x18 * x70
-    x124 = x114 * x123
-    x125 = numpy.maximum(head_dim, v_head_dim)
-    x126 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x125 + 1)) + 1
-    x127 = numpy.maximum(x126, attention_scores_stored + selective)
-    x128 = numpy.minimum(head_dim, tokens_mb)
-    x129 = attention_gemm_max_efficiency * x128 / (gemm_half_efficiency_dim + x128)
-    del x128
-    x130 = 1 - x127
-    x131 = attention_head_dim_granule ** (-1.0)
-    x132 = x125 * (1 - fused_split_head_dims)
-    del x125
-    x133 = attention_efficiency_factor * attention_gemm_max_efficiency * x116 / (x117 * (attention_head_dim_granule * numpy.ceil(x131 * (fused_split_head_dims * head_dim + x132)) + attention_head_dim_granule * numpy.ceil(x131 * (fused_split_head_dims * v_head_dim + x132))))
-    del x131, x132
-    x134 = fused_window_attention * x130
-    x135 = 1 - x134
-    x136 = x76 * x78
+    x114 = tokens_mb * x103
+    x115 = x114 * x51
+    x116 = attention_gemm_max_efficiency ** (-1.0)
+    x117 = numpy.minimum(seq_len, tokens_mb)
+    x118 = gemm_half_efficiency_dim + x117
+    x119 = attention_peak_flops_per_s ** (-1.0)
+    x120 = tokens_mb * x51
+    x121 = x119 * x120
+    x122 = window_layers * x3
+    x123 = -x122 - x29 + 1
+    x124 = x18 * x70
+    x125 = x115 * x124
+    x126 = numpy.maximum(head_dim, v_head_dim)
+    x127 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x126 + 1)) + 1
+    x128 = numpy.maximum(x127, attention_scores_stored + selective)
+    x129 = numpy.minimum(head_dim, tokens_mb)
+    x130 = attention_gemm_max_efficiency * x129 / (gemm_half_efficiency_dim + x129)
+    del x129
+    x131 = 1 - x128
+    x132 = attention_head_dim_granule ** (-1.0)
+    x133 = x126 * (1 - fused_split_head_dims)
+    del x126
+    x134 = attention_efficiency_factor * attention_gemm_max_efficiency * x117 / (x118 * (attention_head_dim_granule * numpy.ceil(x132 * (fused_split_head_dims * head_dim + x133)) + attention_head_dim_granule * numpy.ceil(x132 * (fused_split_head_dims * v_head_dim + x133))))
+    del x132, x133
+    x135 = fused_window_attention * x131
+    x136 = 1 - x135
+    x137 = x76 * x78
     del x76, x78
-    t_core = numpy.maximum(x121 * x124, x120 * x121 * (x123 * x134 * x136 + x135 * x71) / (x129 * x135 + x133 * x134 * x136 * x18 / (attention_fill_keys + x136))) + numpy.maximum(x122 * x124, x120 * x122 * x71 / (x127 * x129 + x130 * x133 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x114 * x29 * (x111 + x112), linear_value_heads * x115 * x117 * x120 * x29 * x73 / (attention_efficiency_factor * x116))
-    del x114, x116, x117, x120, x123, x124, x127, x129, x130, x133, x134, x135, x136, x67, x71, x73
-    x137 = numpy.maximum(attention_scores_stored, x126)
-    x138 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x101 * x138 * x51 * (x121 * numpy.maximum(numpy.maximum(attention_scores_stored, x126), 1 - fused_window_attention) + x122 * x137)
-    del x1, x121, x122, x126
-    x139 = hidden * x51
-    x140 = tokens_mb * x97
-    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x97)
-    del x97
-    x142 = x10 * x51
-    x143 = tokens_mb * x142
-    x144 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
-    t_proj = x29 * numpy.maximum(x102 * (x139 * x25 + x140 + x96), x106 * x140 * (gemm_half_efficiency_dim + x141) / x141) + x30 * numpy.maximum(x102 * (x10 * x139 + x143 + x96), x106 * x143 * (gemm_half_efficiency_dim + x144) / x144)
-    del x10, x140, x141, x144
-    x145 = ffn * x51
-    x146 = tokens_mb * x145
-    x147 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
-    t_mlp = mlp_matrices * numpy.maximum(x102 * (hidden * x145 + x146 + x96), x106 * x146 * (gemm_half_efficiency_dim + x147) / x147)
-    del x147
-    x148 = experts * tokens_mb
-    x149 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x150 = moe_ffn * x51
-    x151 = tokens_mb * x150
-    x152 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x150)
-    x153 = 1 - token_drop
-    x154 = numpy.sqrt(2)
-    x155 = tokens_mb ** (-1.0)
-    x156 = sequence_parallel * x51
-    x157 = 1 - sequence_parallel
-    x158 = etp * x156 + x157
-    x159 = x155 / (experts_per_token * x158)
-    x160 = experts_per_token * x158
-    del x158
-    routed_copies = tokens_mb * x160
-    x161 = routed_copies * x46
-    x162 = x102 * (x160 * x96 + x161 + x47)
-    del x160, x47
-    x163 = gemm_tile_dim ** (-1.0)
-    x164 = ep * routed_copies / experts
-    x165 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x110 * x159 * (grouped_gemm_token_half_dim + x164) * numpy.ceil(x164 / grouped_gemm_tile_tokens) / ep ** 2
-    del x164
-    x166 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x102 * x96 + mlp_matrices * shared_experts * numpy.maximum(x102 * (hidden * x150 + x151 + x96), x106 * x151 * (gemm_half_efficiency_dim + x152) / x152) + 20 * x101 * x148 + (capacity_factor * token_drop + x153 * (x154 * numpy.sqrt(expert_load_cv ** 2 + x159) * numpy.sqrt(numpy.log(ep)) + 1)) * (x166 * numpy.maximum(x162, x165 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x163 * x46)) + numpy.maximum(x162, x165 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x163))) + numpy.maximum(x102 * (x148 + x36 + x96), x106 * x148 * (gemm_half_efficiency_dim + x149) / x149)
-    del x148, x149, x152, x159, x162, x163, x165, x36
-    x167 = tp - 1
-    x168 = (sequence_parallel * x167 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x113 * (16 * hidden * x168 + 4 * x145)
-    del x113
-    x169 = vocab * x51
-    x170 = tokens_mb * x169
-    x171 = x102 * (x170 + x32 * x51 + x96)
+    t_core = numpy.maximum(x122 * x125, x121 * x122 * (x124 * x135 * x137 + x136 * x71) / (x130 * x136 + x134 * x135 * x137 * x18 / (attention_fill_keys + x137))) + numpy.maximum(x123 * x125, x121 * x123 * x71 / (x128 * x130 + x131 * x134 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
+    del x115, x117, x118, x121, x124, x125, x128, x130, x131, x134, x135, x136, x137, x67, x71, x73
+    x138 = numpy.maximum(attention_scores_stored, x127)
+    x139 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x102 * x139 * x51 * (x122 * numpy.maximum(numpy.maximum(attention_scores_stored, x127), 1 - fused_window_attention) + x123 * x138)
+    del x1, x122, x123, x127
+    x140 = hidden * x51
+    x141 = tokens_mb * x98
+    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
+    del x98
+    x143 = x10 * x51
+    x144 = tokens_mb * x143
+    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
+    t_proj = x29 * numpy.maximum(x103 * (x140 * x25 + x141 + x97), x107 * x141 * (gemm_half_efficiency_dim + x142) / x142) + x30 * numpy.maximum(x103 * (x10 * x140 + x144 + x97), x107 * x144 * (gemm_half_efficiency_dim + x145) / x145)
+    del x10, x141, x142, x145, x29
+    x146 = ffn * x51
+    x147 = tokens_mb * x146
+    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
+    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x146 + x147 + x97), x107 * x147 * (gemm_half_efficiency_dim + x148) / x148)
+    del x148
+    x149 = experts * tokens_mb
+    x150 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x151 = moe_ffn * x51
+    x152 = tokens_mb * x151
+    x153 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x151)
+    x154 = 1 - token_drop
+    x155 = numpy.sqrt(2)
+    x156 = tokens_mb ** (-1.0)
+    x157 = sequence_parallel * x51
+    x158 = 1 - sequence_parallel
+    x159 = etp * x157 + x158
+    x160 = x156 / (experts_per_token * x159)
+    x161 = experts_per_token * x159
+    del x159
+    routed_copies = tokens_mb * x161
+    x162 = routed_copies * x46
+    x163 = x103 * (x161 * x97 + x162 + x47)
+    del x161, x47
+    x164 = gemm_tile_dim ** (-1.0)
+    x165 = ep * routed_copies / experts
+    x166 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x160 * (grouped_gemm_token_half_dim + x165) * numpy.ceil(x165 / grouped_gemm_tile_tokens) / ep ** 2
+    del x165
+    x167 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x151 + x152 + x97), x107 * x152 * (gemm_half_efficiency_dim + x153) / x153) + 20 * x102 * x149 + (capacity_factor * token_drop + x154 * (x155 * numpy.sqrt(expert_load_cv ** 2 + x160) * numpy.sqrt(numpy.log(ep)) + 1)) * (x167 * numpy.maximum(x163, x166 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x164 * x46)) + numpy.maximum(x163, x166 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x164))) + numpy.maximum(x103 * (x149 + x36 + x97), x107 * x149 * (gemm_half_efficiency_dim + x150) / x150)
+    del x149, x150, x153, x160, x163, x164, x166, x36
+    x168 = tp - 1
+    x169 = (sequence_parallel * x168 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x169 + 4 * x146)
+    del x114
+    x170 = vocab * x51
+    x171 = tokens_mb * x170
+    x172 = x103 * (x171 + x32 * x51 + x97)
     del x32
-    x172 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x169)
-    x173 = x170 * (gemm_half_efficiency_dim + x172) / x172
-    del x170, x172
-    t_logits = low_precision_output_layer * numpy.maximum(x171, x106 * x173) + (1 - low_precision_output_layer) * numpy.maximum(x171, x115 * x118 * x173 * x24)
-    del x115, x118, x171, x173
-    x174 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x101 * (bytes_per_element + x166 * x174) * (shared_experts * x151 + x161)
-    del x161
-    x175 = numpy.maximum(1, lora_rank)
-    x176 = tokens_mb * x175
-    x177 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x175)
-    x178 = numpy.maximum(x102 * (hidden * x175 + x176 + x96), x106 * x176 * (gemm_half_efficiency_dim + x177) / x177)
-    del x106, x177
-    x179 = x14 * x51
-    x180 = numpy.minimum(numpy.minimum(tokens_mb, x175), x179)
-    x181 = x110 * x176
-    del x110
-    x182 = numpy.minimum(numpy.minimum(tokens_mb, x142), x175)
-    x183 = x12 * x51
-    x184 = numpy.minimum(numpy.minimum(tokens_mb, x175), x183)
-    x185 = x15 * x51
-    x186 = numpy.minimum(numpy.minimum(tokens_mb, x175), x185)
-    x187 = numpy.minimum(numpy.minimum(tokens_mb, x150), x175)
-    x188 = x178 + numpy.maximum(x102 * (x150 * x175 + x151 + x176), x150 * x181 * (gemm_half_efficiency_dim + x187) / x187)
-    del x151, x187
-    x189 = numpy.minimum(numpy.minimum(tokens_mb, x145), x175)
-    x190 = x178 + numpy.maximum(x102 * (x145 * x175 + x146 + x176), x145 * x181 * (gemm_half_efficiency_dim + x189) / x189)
-    del x146, x189
-    t_adapter = lora_k * (x178 + numpy.maximum(x179 * x181 * (gemm_half_efficiency_dim + x180) / x180, x102 * (tokens_mb * x179 + x175 * x179 + x176))) + lora_o * (x178 + numpy.maximum(x102 * (x142 * x175 + x143 + x176), x142 * x181 * (gemm_half_efficiency_dim + x182) / x182)) + lora_q * (x178 + numpy.maximum(x181 * x183 * (gemm_half_efficiency_dim + x184) / x184, x102 * (tokens_mb * x183 + x175 * x183 + x176))) + lora_v * (x178 + numpy.maximum(x181 * x185 * (gemm_half_efficiency_dim + x186) / x186, x102 * (tokens_mb * x185 + x175 * x185 + x176))) + moe_share * x40 * (lora_down * x188 + x188 * x57) + x50 * (lora_down * x190 + x190 * x57)
-    del x143, x175, x176, x178, x179, x180, x181, x182, x183, x184, x185, x186, x188, x190, x40
-    x191 = -stage_params
-    x192 = -stage_embedding_params - x191
-    x193 = full_recompute + 2
-    dequant_mb = dequantize_base * x101 * x192 * x193 * (base_weight_bytes_per_param + bytes_per_element)
-    x194 = routed_copies * x155
-    del routed_copies, x155
-    x195 = cast_bytes_per_element * tokens_mb * x101
-    t_cast_fwd = x195 * (hidden + moe_share * (shared_experts * (hidden + x150) + x194 * (hidden + x46)) + x142 + x50 * (hidden + x145))
-    del x142
-    t_cast_bwd = x195 * (hidden + moe_share * (shared_experts * (hidden + x150 * x166) + x194 * (hidden + x166 * x46)) + x108 + x50 * (hidden + x145 * x166))
-    del x108, x194, x195
-    x196 = moe_share * t_moe
-    x197 = t_mlp * x50
-    x198 = t_qkv + x196 + x197
-    x199 = t_elem + t_proj
-    x200 = t_core + t_scores + x199
-    x201 = x198 + x200
-    t_layer_fwd = t_adapter + x201
-    x202 = 3 * t_logits
-    x203 = reference_model * (stage_layers * x201 + t_logits)
-    del x201
-    x204 = mlp_matrices ** (-1.0)
-    x205 = selective * t_core
-    x206 = kv_heads * x18
-    x207 = t_proj + x198
-    del x198
-    x208 = 3 * t_core
-    del t_core
-    x209 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x208
-    del t_elem, t_proj, t_scores
-    x210 = x51 * x96
-    x211 = numpy.minimum(numpy.minimum(tokens_mb, x139), 2.0 * hidden)
-    x212 = t_mlp * x7
+    x173 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x170)
+    x174 = x171 * (gemm_half_efficiency_dim + x173) / x173
+    del x171, x173
+    t_logits = low_precision_output_layer * numpy.maximum(x172, x107 * x174) + (1 - low_precision_output_layer) * numpy.maximum(x172, x116 * x119 * x174 * x24)
+    del x116, x119, x172, x174
+    x175 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x102 * (bytes_per_element + x167 * x175) * (shared_experts * x152 + x162)
+    del x162
+    x176 = numpy.maximum(1, lora_rank)
+    x177 = tokens_mb * x176
+    x178 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x176)
+    x179 = numpy.maximum(x103 * (hidden * x176 + x177 + x97), x107 * x177 * (gemm_half_efficiency_dim + x178) / x178)
+    del x107, x178
+    x180 = x14 * x51
+    x181 = numpy.minimum(numpy.minimum(tokens_mb, x176), x180)
+    x182 = x111 * x177
+    del x111
+    x183 = numpy.minimum(numpy.minimum(tokens_mb, x143), x176)
+    x184 = x12 * x51
+    x185 = numpy.minimum(numpy.minimum(tokens_mb, x176), x184)
+    x186 = x15 * x51
+    x187 = numpy.minimum(numpy.minimum(tokens_mb, x176), x186)
+    x188 = numpy.minimum(numpy.minimum(tokens_mb, x151), x176)
+    x189 = x179 + numpy.maximum(x103 * (x151 * x176 + x152 + x177), x151 * x182 * (gemm_half_efficiency_dim + x188) / x188)
+    del x152, x188
+    x190 = numpy.minimum(numpy.minimum(tokens_mb, x146), x176)
+    x191 = x179 + numpy.maximum(x103 * (x146 * x176 + x147 + x177), x146 * x182 * (gemm_half_efficiency_dim + x190) / x190)
+    del x147, x190
+    t_adapter = lora_k * (x179 + numpy.maximum(x180 * x182 * (gemm_half_efficiency_dim + x181) / x181, x103 * (tokens_mb * x180 + x176 * x180 + x177))) + lora_o * (x179 + numpy.maximum(x103 * (x143 * x176 + x144 + x177), x143 * x182 * (gemm_half_efficiency_dim + x183) / x183)) + lora_q * (x179 + numpy.maximum(x182 * x184 * (gemm_half_efficiency_dim + x185) / x185, x103 * (tokens_mb * x184 + x176 * x184 + x177))) + lora_v * (x179 + numpy.maximum(x182 * x186 * (gemm_half_efficiency_dim + x187) / x187, x103 * (tokens_mb * x186 + x176 * x186 + x177))) + moe_share * x40 * (lora_down * x189 + x189 * x57) + x50 * (lora_down * x191 + x191 * x57)
+    del x144, x176, x177, x179, x180, x181, x182, x183, x184, x185, x186, x187, x189, x191, x40
+    x192 = -stage_params
+    x193 = -stage_embedding_params - x192
+    x194 = full_recompute + 2
+    dequant_mb = dequantize_base * x102 * x193 * x194 * (base_weight_bytes_per_param + bytes_per_element)
+    x195 = routed_copies * x156
+    del routed_copies, x156
+    x196 = cast_bytes_per_element * tokens_mb * x102
+    t_cast_fwd = x196 * (hidden + moe_share * (shared_experts * (hidden + x151) + x195 * (hidden + x46)) + x143 + x50 * (hidden + x146))
+    del x143
+    t_cast_bwd = x196 * (hidden + moe_share * (shared_experts * (hidden + x151 * x167) + x195 * (hidden + x167 * x46)) + x109 + x50 * (hidden + x146 * x167))
+    del x109, x195, x196
+    x197 = moe_share * t_moe
+    x198 = t_mlp * x50
+    x199 = t_qkv + x197 + x198
+    x200 = t_elem + t_proj
+    x201 = t_core + t_scores + x200
+    x202 = x199 + x201
+    t_layer_fwd = t_adapter + x202
+    x203 = 3 * t_logits
+    x204 = reference_model * (stage_layers * x202 + t_logits)
+    del x202
+    x205 = x51 * x97
+    x206 = numpy.minimum(numpy.minimum(tokens_mb, x140), 2.0 * hidden)
+    x207 = t_mlp * x7
     del x7
-    x213 = t_moe * x4
+    x208 = t_moe * x4
     del t_moe
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x207 + full_recompute * (t_layer_fwd - x197 * x204 * x94) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x196 + 3 * x197 + x209 + x95 * (moe_share * recompute_moe_act * t_moe_act + x205 + x93 * (t_mlp * x204 + t_qkv * x14 / (x12 + x206) + x199))) + x202 + x203 + x42 * (full_recompute * (t_qkv + x200 + x212 + x213) + x202 + x205 * x95 + x209 + 3 * x212 + 3 * x213 + 3 * numpy.maximum(x102 * (x210 + x51 * x6 + 2.0 * x96), x105 * x119 * x84 * (gemm_half_efficiency_dim + x211) / x211))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x102, x105, x14, x196, x197, x199, x200, x204, x205, x209, x211, x212, x213, x6, x84, x94
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x203
-    del x203
-    weight_grad_mb = x65 * (stage_layers * x207 + t_logits)
-    del t_logits, x207
+    x209 = selective * t_core
+    x210 = 3 * t_core
+    del t_core
+    x211 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x210
+    del t_elem, t_scores
+    x212 = mlp_matrices ** (-1.0)
+    x213 = recompute_moe * x93
+    x214 = recompute_moe_act * (1 - x213)
+    x215 = kv_heads * x18
+    x216 = t_proj + x199
+    del t_proj, x199
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x216 + full_recompute * (t_layer_fwd - x198 * x212 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x197 + 3 * x198 + x211 + x93 * (moe_share * t_moe_act * x214 + recompute_mlp * x198 + recompute_moe * x197 + x209 + x95 * (t_mlp * x212 + t_qkv * x14 / (x12 + x215) + x200))) + x203 + x204 + x42 * (full_recompute * (t_qkv + x201 + x207 + x208) + x203 + 3 * x207 + 3 * x208 + x209 * x93 + x211 + 3 * numpy.maximum(x103 * (x205 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x206) / x206))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x197, x198, x200, x201, x206, x207, x208, x209, x211, x212, x6, x84, x96
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x204
+    del x204
+    weight_grad_mb = x65 * (stage_layers * x216 + t_logits)
+    del t_logits, x216
     compute_s = compute_mb * microbatches
-    x214 = stage_layers + x42
-    x215 = 2 * full_recompute + x93 * (2 - sequence_parallel) + 4
-    x216 = tp_intra_ranks - 1
-    x217 = 2 * intra_latency_s
-    x218 = numpy.minimum(1, x167)
-    del x167
-    x219 = tp_intra_ranks ** (-1.0)
-    x220 = tp * x219 - 1
-    x221 = 2 * inter_latency_s
-    x222 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x223 = bytes_per_element * x119
-    del x119
-    x224 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x225 = x224 / scale_out_bus_efficiency
-    x226 = bytes_per_element * tokens_mb * x216 * x219 * x222 * x24 + collective_overhead_s * x218 + x216 * x217 + x220 * x221 + x220 * x223 * x225 * x24
-    del x216, x219, x220
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x214 * x215 * x226) + x214 * x215 * x226
-    del x215, x226
-    x227 = 3 * cp - 3
-    x228 = 1 - cp_intra
-    x229 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x230 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x231 = cp_intra * intra_latency_s + inter_latency_s * x228 + x206 * x223 / (cp_intra * x229 + x228 * x230)
-    del x206, x223, x228
-    cp_comm_mb = -cp_overlap * numpy.minimum(x208 * x214, x214 * x227 * x231 * x30) + x214 * x227 * x231 * x30
-    del x208, x227, x231, x30
-    x232 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x233 = x232 ** (-1.0)
-    x234 = ep * x233 - 1
+    x217 = stage_layers + x42
+    x218 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
+    x219 = tp_intra_ranks - 1
+    x220 = 2 * intra_latency_s
+    x221 = numpy.minimum(1, x168)
+    del x168
+    x222 = tp_intra_ranks ** (-1.0)
+    x223 = tp * x222 - 1
+    x224 = 2 * inter_latency_s
+    x225 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x226 = bytes_per_element * x120
+    del x120
+    x227 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x228 = x227 / scale_out_bus_efficiency
+    x229 = bytes_per_element * tokens_mb * x219 * x222 * x225 * x24 + collective_overhead_s * x221 + x219 * x220 + x223 * x224 + x223 * x226 * x228 * x24
+    del x219, x222, x223
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x217 * x218 * x229) + x217 * x218 * x229
+    del x218, x229
+    x230 = 3 * cp - 3
+    x231 = 1 - cp_intra
+    x232 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x233 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x234 = cp_intra * intra_latency_s + inter_latency_s * x231 + x215 * x226 / (cp_intra * x232 + x231 * x233)
+    del x215, x226, x231
+    cp_comm_mb = -cp_overlap * numpy.minimum(x210 * x217, x217 * x230 * x234 * x30) + x217 * x230 * x234 * x30
+    del x210, x230, x234, x30
     x235 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
     x236 = 1 - x235
     x237 = 4 * etp - 4
-    x238 = x96 / a2a_efficiency_factor
-    del x96
-    x239 = bytes_per_element * x238
-    x240 = 1 - hierarchical_dispatch
-    x241 = x156 + x157
-    del x157
-    x242 = experts_per_token * x241
-    x243 = x242 * (hierarchical_dispatch * (-x232 * x44 + 1) + x234 * x240 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x229 * (1 - deepep_dispatch))
+    x238 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x239 = x238 ** (-1.0)
+    x240 = ep * x239 - 1
+    x241 = x97 / a2a_efficiency_factor
+    del x97
+    x242 = bytes_per_element * x241
+    x243 = 1 - hierarchical_dispatch
+    x244 = x157 + x158
+    del x158
+    x245 = experts_per_token * x244
+    x246 = x245 * (hierarchical_dispatch * (-x238 * x44 + 1) + x240 * x243 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x232 * (1 - deepep_dispatch))
     del x44
-    x244 = 1 - x233
-    del x233
-    x245 = x225 * x241 * x244 * (experts_per_token * x240 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x232 * (1 - x244 ** experts_per_token)))
-    del x240, x244
-    x246 = x238 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x238
-    x247 = moe_share * x214
-    del x214
-    x248 = x247 * (4 * inter_latency_s * (x232 - 1) + 4 * intra_latency_s * x234 + sequence_parallel * (bytes_per_element * experts_per_token * x210 * x237 / (x229 * x235 + x230 * x236) + x237 * (inter_latency_s * x236 + intra_latency_s * x235)) + 2 * numpy.maximum(x239 * x243, x239 * x245) + 2 * numpy.maximum(x243 * x246, x245 * x246))
-    del x210, x232, x234, x235, x236, x237, x239, x243, x245, x246
-    x249 = ep_overlap * numpy.minimum(x248, 3 * t_layer_fwd * x247)
-    del x247
-    ep_comm_mb = comm_sm_fraction * x249 / (1 - comm_sm_fraction) + x248 - x249
-    del x248, x249
-    x250 = 1 - dualpipe
-    x251 = pp - 1
-    x252 = numpy.minimum(1, x251)
-    x253 = microbatches * vp
-    x254 = 1 - pp_intra
-    x255 = 1.0 * bytes_per_element
-    x256 = tokens_mb * x139
-    del x139
-    pp_comm_s = x250 * x252 * (2 * pp + 2 * x253 - 2) * (inter_latency_s * x254 + intra_latency_s * pp_intra + x255 * x256 / (pp_intra * x229 + x230 * x254))
-    del x229, x230, x254
-    x257 = 1 - dp_overlap
-    x258 = numpy.minimum(1, grad_shards - 1)
-    x259 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x260 = stage_trainable_expert_params + stage_trainable_params
-    x261 = x259 * numpy.maximum(1.0, x260 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x259) * numpy.maximum(1, stage_layers)
-    del x259
-    x262 = x261 - 1
-    x263 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x264 = x263 - 1
-    x265 = x263 ** (-1.0)
-    del x263
-    x266 = expert_dp_ranks * x265 - 1
-    x267 = x217 * x264 + x221 * x266
-    x268 = numpy.minimum(dp, dp_intra_ranks)
-    x269 = x268 ** (-1.0)
-    x270 = dp * x269 - 1
-    x271 = x268 - 1
-    del x268
-    x272 = x217 * x271 + x221 * x270
-    x273 = 2.0 * grad_comm_bytes_per_param
-    x274 = stage_trainable_expert_params * x273
-    x275 = x222 * x274
-    x276 = x225 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x225
-    x277 = x274 * x276
-    x278 = stage_trainable_params * x273
-    del x273
-    x279 = x222 * x278
-    x280 = x276 * x278
-    x281 = replica_intra_ranks - 1
-    x282 = replica_intra_ranks ** (-1.0)
-    x283 = shard_ranks ** (-1.0)
-    x284 = x282 * x283
-    x285 = numpy.maximum(1, dp * x284)
-    x286 = x285 - 1
-    x287 = x217 * x281
+    x247 = 1 - x239
+    del x239
+    x248 = x228 * x244 * x247 * (experts_per_token * x243 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x238 * (1 - x247 ** experts_per_token)))
+    del x243, x247
+    x249 = x241 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x241
+    x250 = moe_share * x217
     del x217
-    x288 = x221 * x286 + x287
-    x289 = expert_shard_ranks ** (-1.0)
-    x290 = x282 * x289
-    del x282
-    x291 = numpy.maximum(1, expert_dp_ranks * x290)
-    x292 = x291 - 1
-    x293 = x221 * x292 + x287
-    del x221, x287
-    x294 = x258 * (x262 * x288 + x279 * x281 * x284 + x280 * x284 * x286 / x285 + x288 + x4 * (x262 * x293 + x275 * x281 * x290 + x277 * x290 * x292 / x291 + x293)) + (1 - x258) * (x2 * x270 * x280 + x262 * (x267 * x4 + x272) + x269 * x271 * x279 + x272 + x4 * (x264 * x265 * x275 + x267 + x266 * x277 / expert_dp_ranks))
-    del x2, x264, x265, x266, x267, x269, x270, x271, x272, x275, x277, x279, x280, x281, x284, x285, x286, x288, x290, x291, x292, x293
-    x295 = fsdp_keeps_gathered_under_pp * x252 * zero3
-    del x252
-    x296 = microbatches * (1 - x295)
-    x297 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x298 = x297 - 1
-    x299 = intra_latency_s * x298
-    x300 = x297 ** (-1.0)
-    del x297
-    x301 = expert_shard_ranks * x300 - 1
-    x302 = inter_latency_s * x301
-    x303 = 2 * x299 + 2 * x302
-    x304 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x305 = x304 ** (-1.0)
-    x306 = shard_ranks * x305 - 1
-    x307 = inter_latency_s * x306
-    x308 = x304 - 1
-    del x304
-    x309 = intra_latency_s * x308
-    x310 = 2 * x307 + 2 * x309
-    x311 = x222 * x298 * x300
-    del x298, x300
-    x312 = x276 * x289 * x301
-    del x289, x301
-    x313 = x222 * x305 * x308
-    del x222, x305, x308
-    x314 = x276 * x283 * x306
-    del x276, x283, x306
-    x315 = x299 + x302
-    del x299, x302
-    x316 = x307 + x309
-    del x307, x309
-    x317 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x318 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x192
-    x319 = 1.0 * frozen_base * x318 + x255 * (stage_adapter_params + stage_params * x65) - x317
-    del stage_adapter_params, stage_params, x255, x65
-    x320 = x262 * (x315 * x4 + x316) + x313 * x319 + x314 * x319 + x316 + x4 * (x311 * x317 + x312 * x317 + x315)
-    del x315, x316, x317, x319
-    x321 = 1 / 2 * x258 * (x295 + x296) * (x262 * (x303 * x4 + x310) + x278 * x313 + x278 * x314 + x310 + x4 * (x274 * x311 + x274 * x312 + x303)) + zero3 * (x295 * x320 + 2 * x296 * x320)
-    del x258, x274, x278, x296, x303, x310, x311, x312, x313, x314, x320
-    x322 = x261 ** (-1.0)
-    del x261
-    x323 = x262 * x322
+    x251 = x250 * (sequence_parallel * (bytes_per_element * experts_per_token * x205 * x237 / (x232 * x235 + x233 * x236) + x237 * (inter_latency_s * x236 + intra_latency_s * x235)) + (x213 + 2) * (x220 * x240 + x224 * (x238 - 1) + numpy.maximum(x242 * x246, x242 * x248) + numpy.maximum(x246 * x249, x248 * x249)))
+    del x205, x235, x236, x237, x238, x240, x242, x246, x248, x249
+    x252 = ep_overlap * numpy.minimum(x251, 3 * t_layer_fwd * x250)
+    del x250
+    ep_comm_mb = comm_sm_fraction * x252 / (1 - comm_sm_fraction) + x251 - x252
+    del x251, x252
+    x253 = 1 - dualpipe
+    x254 = pp - 1
+    x255 = numpy.minimum(1, x254)
+    x256 = microbatches * vp
+    x257 = 1 - pp_intra
+    x258 = 1.0 * bytes_per_element
+    x259 = tokens_mb * x140
+    del x140
+    pp_comm_s = x253 * x255 * (2 * pp + 2 * x256 - 2) * (inter_latency_s * x257 + intra_latency_s * pp_intra + x258 * x259 / (pp_intra * x232 + x233 * x257))
+    del x232, x233, x257
+    x260 = 1 - dp_overlap
+    x261 = numpy.minimum(1, grad_shards - 1)
+    x262 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x263 = stage_trainable_expert_params + stage_trainable_params
+    x264 = x262 * numpy.maximum(1.0, x263 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x262) * numpy.maximum(1, stage_layers)
     del x262
-    dp_comm_s = dp_overlap * numpy.minimum(x294, numpy.maximum(x294 * x322, -2 * stage_layers * t_layer_fwd * x323 + x294)) + dp_overlap * numpy.minimum(x321, numpy.maximum(x321 * x322, -compute_s * x323 + x321)) + x257 * x294 + x257 * x321
-    del t_layer_fwd, x257, x294, x321, x322, x323
-    x324 = dispatch_host_sync * x153
-    x325 = full_recompute + 3
-    x326 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x153, x4
-    x327 = numpy.maximum(0, cuda_graphs - x326 - 1)
-    x328 = stage_layers * (1 - x327)
-    x329 = host_launch_factor * moe_share * x325 * x328 * (expert_overhead_s * x66 + moe_layer_overhead_s)
+    x265 = x264 - 1
+    x266 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x267 = x266 - 1
+    x268 = x266 ** (-1.0)
+    del x266
+    x269 = expert_dp_ranks * x268 - 1
+    x270 = x220 * x267 + x224 * x269
+    x271 = numpy.minimum(dp, dp_intra_ranks)
+    x272 = x271 ** (-1.0)
+    x273 = dp * x272 - 1
+    x274 = x271 - 1
+    del x271
+    x275 = x220 * x274 + x224 * x273
+    x276 = 2.0 * grad_comm_bytes_per_param
+    x277 = stage_trainable_expert_params * x276
+    x278 = x225 * x277
+    x279 = x228 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x228
+    x280 = x277 * x279
+    x281 = stage_trainable_params * x276
+    del x276
+    x282 = x225 * x281
+    x283 = x279 * x281
+    x284 = replica_intra_ranks - 1
+    x285 = replica_intra_ranks ** (-1.0)
+    x286 = shard_ranks ** (-1.0)
+    x287 = x285 * x286
+    x288 = numpy.maximum(1, dp * x287)
+    x289 = x288 - 1
+    x290 = x220 * x284
+    del x220
+    x291 = x224 * x289 + x290
+    x292 = expert_shard_ranks ** (-1.0)
+    x293 = x285 * x292
+    del x285
+    x294 = numpy.maximum(1, expert_dp_ranks * x293)
+    x295 = x294 - 1
+    x296 = x224 * x295 + x290
+    del x224, x290
+    x297 = x261 * (x265 * x291 + x282 * x284 * x287 + x283 * x287 * x289 / x288 + x291 + x4 * (x265 * x296 + x278 * x284 * x293 + x280 * x293 * x295 / x294 + x296)) + (1 - x261) * (x2 * x273 * x283 + x265 * (x270 * x4 + x275) + x272 * x274 * x282 + x275 + x4 * (x267 * x268 * x278 + x270 + x269 * x280 / expert_dp_ranks))
+    del x2, x267, x268, x269, x270, x272, x273, x274, x275, x278, x280, x282, x283, x284, x287, x288, x289, x291, x293, x294, x295, x296
+    x298 = fsdp_keeps_gathered_under_pp * x255 * zero3
+    del x255
+    x299 = microbatches * (1 - x298)
+    x300 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x301 = x300 - 1
+    x302 = intra_latency_s * x301
+    x303 = x300 ** (-1.0)
+    del x300
+    x304 = expert_shard_ranks * x303 - 1
+    x305 = inter_latency_s * x304
+    x306 = 2 * x302 + 2 * x305
+    x307 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x308 = x307 ** (-1.0)
+    x309 = shard_ranks * x308 - 1
+    x310 = inter_latency_s * x309
+    x311 = x307 - 1
+    del x307
+    x312 = intra_latency_s * x311
+    x313 = 2 * x310 + 2 * x312
+    x314 = x225 * x301 * x303
+    del x301, x303
+    x315 = x279 * x292 * x304
+    del x292, x304
+    x316 = x225 * x308 * x311
+    del x225, x308, x311
+    x317 = x279 * x286 * x309
+    del x279, x286, x309
+    x318 = x302 + x305
+    del x302, x305
+    x319 = x310 + x312
+    del x310, x312
+    x320 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x321 = base_weight_bytes_per_param * x193 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x193
+    x322 = 1.0 * frozen_base * x321 + x258 * (stage_adapter_params + stage_params * x65) - x320
+    del stage_adapter_params, stage_params, x258, x65
+    x323 = x265 * (x318 * x4 + x319) + x316 * x322 + x317 * x322 + x319 + x4 * (x314 * x320 + x315 * x320 + x318)
+    del x318, x319, x320, x322
+    x324 = 1 / 2 * x261 * (x298 + x299) * (x265 * (x306 * x4 + x313) + x281 * x316 + x281 * x317 + x313 + x4 * (x277 * x314 + x277 * x315 + x306)) + zero3 * (x298 * x323 + 2 * x299 * x323)
+    del x261, x277, x281, x299, x306, x313, x314, x315, x316, x317, x323
+    x325 = x264 ** (-1.0)
+    del x264
+    x326 = x265 * x325
+    del x265
+    dp_comm_s = dp_overlap * numpy.minimum(x297, numpy.maximum(x297 * x325, -2 * stage_layers * t_layer_fwd * x326 + x297)) + dp_overlap * numpy.minimum(x324, numpy.maximum(x324 * x325, -compute_s * x326 + x324)) + x260 * x297 + x260 * x324
+    del t_layer_fwd, x260, x297, x324, x325, x326
+    x327 = dispatch_host_sync * x154
+    x328 = 2.0 * x154 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x154, x4
+    x329 = numpy.maximum(0, cuda_graphs - x328 - 1)
+    x330 = stage_layers * (1 - x329)
+    x331 = host_launch_factor * moe_share * x330 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x66
-    x330 = x324 * x329
-    x331 = compute_mb + tp_comm_mb
-    x332 = microbatches ** (-1.0)
-    x333 = x331 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x327 * x332 + x328 * (graph_launch_s * x193 * (-x327 + numpy.minimum(1, cuda_graphs - x326)) + layer_overhead_s * x325)) + x329 * (1 - x324)) / x331) ** host_overlap_exponent) / host_overlap_exponent)
-    del x193, x324, x325, x326, x327, x328, x329
-    x334 = x330 + x333
-    launch_s = microbatches * x334
+    x332 = x327 * x331
+    x333 = compute_mb + tp_comm_mb
+    x334 = microbatches ** (-1.0)
+    x335 = x333 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x329 * x334 + x330 * (graph_launch_s * x194 * (-x329 + numpy.minimum(1, cuda_graphs - x328)) + layer_overhead_s * (full_recompute + 3))) + x331 * (1 - x327)) / x333) ** host_overlap_exponent) / host_overlap_exponent)
+    del x194, x327, x328, x329, x330, x331
+    x336 = x332 + x335
+    launch_s = microbatches * x336
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x335 = cp_comm_mb + ep_comm_mb + x331 + x334
-    del x331, x334
-    x336 = vp ** (-1.0)
-    x337 = x335 / compute_mb
-    x338 = dualpipe * x332 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x337 + 2 * tp_comm_mb - 3 * weight_grad_mb * x337 + 2 * x330 + 2 * x333) / x335 + x250 * x251 * x332 * x336
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x330, x332, x333, x337
-    bubble_s = microbatches * x335 * x338
-    del x335
-    x339 = stage_trainable_expert_params / expert_optimizer_shards
-    x340 = stage_trainable_params / optimizer_shards
-    optimizer_s = x101 * (x339 + x340) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x101
-    x341 = microbatches * stage_extra_layers * (compute_mb - x202) * (x338 + 1) / stage_layers
-    del compute_mb, x202, x338
-    x342 = dp_comm_s + pp_comm_s
-    x343 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x342
-    x344 = gpus + 0.474798
-    x345 = gpus ** (-1.0)
-    x346 = x344 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x343 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x343 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x345 * x346 * (0.0686881539789491 * x346 + 0.112063) - 1 + 1.16023 / x344)) + x341 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x341 + x343)
-    del x341, x344, x346
-    step_time_s = straggler_s + x343
-    del x343
-    x347 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x347
-    x348 = tokens_per_s * x345
-    x349 = model_flops_per_token * x348
-    tflops_per_gpu = 1e-12 * x349
-    mfu = x104 * x349
-    del x349
-    hfu = hardware_flops_per_token * x104 * x348
-    del hardware_flops_per_token, x104, x348
-    x350 = bytes_per_element * x260 * x295
-    del x260, x295
-    x351 = expert_weight_shards ** (-1.0)
-    x352 = base_weight_bytes_per_param * stage_expert_params
-    x353 = weight_shards ** (-1.0)
-    x354 = frozen_base * (x351 * x352 + x353 * (x318 - x352)) + reference_model * (bytes_per_element * stage_expert_params * x351 + bytes_per_element * x353 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x351 + stage_trainable_params * weight_bytes_per_param * x353
-    del stage_expert_params, x191, x318, x351, x352, x353
-    weights_bytes = x350 + x354
-    x355 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
-    del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x350 + x355
-    optimizer_state_bytes = optimizer_bytes_per_param * x339 + optimizer_bytes_per_param * x340
-    del x339, x340
-    x356 = bytes_per_element * tokens_mb
-    x357 = hidden * x241
-    del x241
-    x358 = 2 * tokens_mb
-    x359 = tokens_mb * x357
-    x360 = 4 * x359
-    x361 = heads + kv_heads
-    x362 = kv_heads / heads
-    x363 = x145 * x50
-    del x50
-    x364 = 1 - recompute_norms
-    x365 = shared_experts * tokens_mb * x150
-    del x150
-    x366 = tokens_mb * x242
-    del x242
-    x367 = 2 * mlp_matrices
-    x368 = tokens_mb * x367
-    x369 = linear_input_bytes + x367 - 2
-    del x367
-    x370 = tokens_mb * x24
-    x371 = micro_batch * x137 * x138 * (dropout_masks + 4) / cp ** 2
-    del x137, x138
-    x372 = linear_input_bytes * x359 * x364
-    x373 = lora_rank * x356 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x358 * x93 * (hidden * x56 + x156 * x218 * x24 + x357 + x51 * (x12 + x15 + x92)) + (1 - x93) * (-frozen_base * (linear_input_bytes * tokens_mb * x363 * (1 - lora_down) + x372 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x372 * (1 - numpy.minimum(1, x57))) - moe_share * (x365 + x366 * x46) * (linear_input_bytes * recompute_moe_act + x166 * (2 - x174)) + moe_share * (-x145 * x368 + x365 * x369 + x366 * (etp * hidden * linear_input_bytes + x369 * x46)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x360 + x29 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x111 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x358 * x361 + x371)) + x358 * x51 * (x18 * x361 - x24 * (x362 + 1)) + x358 * (q_lora_rank + x17) + x359 * (2 * dropout_masks + 8) + x51 * (ffn * x368 + hidden * tokens_mb * (4 * x362 + 2) + x370 + x371) - (1 - 1 / 2 * linear_input_bytes) * (x358 * x363 + x360 * x364))
-    del moe_share, x0, x11, x111, x12, x145, x15, x156, x166, x17, x174, x18, x218, x24, x25, x29, x357, x358, x359, x360, x361, x362, x363, x364, x365, x366, x368, x369, x371, x372, x46, x56, x57, x70, x92, x93
-    x374 = full_recompute * x168 * x370 + x373 * x95
-    del x168, x370, x95
-    x375 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * x256 * (vocab * x98 + 1)
-    del tokens_mb, x169, x256, x98
-    activation_bytes = full_recompute * x373 + linear_value_heads * x112 * x356 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x336 * x374 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x250 * numpy.minimum(x253, pp * vp + x251 * numpy.minimum(1, vp - 1))) + x375 + x42 * (x374 + x375)
-    del microbatches, x112, x250, x251, x253, x336, x356, x373, x374, x375, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x350 + x354 + x355
-    del x350, x354, x355
-    x376 = nodes / (rack_mtbf_s * rack_nodes)
-    x377 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x378 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x379 = x376 + x377 + x378
-    system_mtbf_s = x379 ** (-1.0)
-    x380 = node_repair_s * x376
-    x381 = numpy.exp(-x380)
-    x382 = node_repair_s * x377
-    x383 = -spare_nodes
-    x384 = rack_nodes + x383
-    x385 = x380 * x381
-    del x380
-    x386 = 2 * rack_nodes + x383
-    x387 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x381 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x388 = 3 * rack_nodes + x383
-    x389 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x381 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x390 = 4 * rack_nodes + x383
-    x391 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x381 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x392 = 5 * rack_nodes + x383
-    x393 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x381 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x394 = 6 * rack_nodes + x383
-    x395 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x381 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x396 = 7 * rack_nodes + x383
-    x397 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x381 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x398 = 8 * rack_nodes + x383
-    x399 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x381 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x400 = 9 * rack_nodes + x383
-    x401 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x381 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x402 = 10 * rack_nodes + x383
-    x403 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x381 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x404 = 11 * rack_nodes + x383
-    x405 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x381 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x376 * (x381 * poisson_cdf(-x384, x382) + x385 * poisson_cdf(-x386, x382) + x387 * poisson_cdf(-x388, x382) + x389 * poisson_cdf(-x390, x382) + x391 * poisson_cdf(-x392, x382) + x393 * poisson_cdf(-x394, x382) + x395 * poisson_cdf(-x396, x382) + x397 * poisson_cdf(-x398, x382) + x399 * poisson_cdf(-x400, x382) + x401 * poisson_cdf(-x402, x382) + x403 * poisson_cdf(-x404, x382) + x405 * poisson_cdf(-12 * rack_nodes - x383, x382)) + x377 * (x381 * poisson_cdf(spare_nodes - 1, x382) + x385 * poisson_cdf(-x384 - 1, x382) + x387 * poisson_cdf(-x386 - 1, x382) + x389 * poisson_cdf(-x388 - 1, x382) + x391 * poisson_cdf(-x390 - 1, x382) + x393 * poisson_cdf(-x392 - 1, x382) + x395 * poisson_cdf(-x394 - 1, x382) + x397 * poisson_cdf(-x396 - 1, x382) + x399 * poisson_cdf(-x398 - 1, x382) + x401 * poisson_cdf(-x400 - 1, x382) + x403 * poisson_cdf(-x402 - 1, x382) + x405 * poisson_cdf(-x404 - 1, x382)) + x378)
-    del x376, x377, x378, x381, x382, x383, x384, x385, x386, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405
-    x406 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x407 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x379 * (x406 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x379 * (-manual_restart_s + x406 - x407))) + x406 - x407
-    del x379, x406, x407
-    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x408 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x409 = checkpoint_bytes * x345
-    x410 = x408 * x409
-    x411 = ckpt_async * x410
-    x412 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x413 = ckpt_sync * x412
-    x414 = x224 * x409
-    del x224, x409
-    x415 = ckpt_in_memory * (x410 + x414)
-    del x410
-    x416 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x417 = grad_bytes_per_param * trainable_params * x345
+    x337 = cp_comm_mb + ep_comm_mb + x333 + x336
+    del x333, x336
+    x338 = vp ** (-1.0)
+    x339 = x337 / compute_mb
+    x340 = dualpipe * x334 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x339 + 2 * tp_comm_mb - 3 * weight_grad_mb * x339 + 2 * x332 + 2 * x335) / x337 + x253 * x254 * x334 * x338
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x332, x334, x335, x339
+    bubble_s = microbatches * x337 * x340
+    del x337
+    x341 = stage_trainable_expert_params / expert_optimizer_shards
+    x342 = stage_trainable_params / optimizer_shards
+    optimizer_s = x102 * (x341 + x342) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x102
+    x343 = microbatches * stage_extra_layers * (compute_mb - x203) * (x340 + 1) / stage_layers
+    del compute_mb, x203, x340
+    x344 = dp_comm_s + pp_comm_s
+    x345 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x344
+    x346 = gpus + 0.474798
+    x347 = gpus ** (-1.0)
+    x348 = x346 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x345 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x345 * numpy.maximum(0, -x155 * erfinv(1.71458910109456 * x347 * x348 * (0.0686881539789491 * x348 + 0.112063) - 1 + 1.16023 / x346)) + x343 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x343 + x345)
+    del x343, x346, x348
+    step_time_s = straggler_s + x345
     del x345
-    x418 = optimizer_s - step_time_s
-    x419 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x408 * x417 / (1 - (1 - numpy.minimum(1, x416)) ** gockpt_steps) + x418)
-    del x408
-    checkpoint_stall_s = x411 + x413 + x415 + x419
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x411 + 2 * x413 + 2 * x415 + 2 * x419))
-    x420 = ckpt_async * x412
-    x421 = system_mtbf_s ** (-1.0)
-    x422 = checkpoint_stall_s * x421
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x417 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x418))) / numpy.log(1 - numpy.minimum(0.999999999999, x416))))) - 1) + 1
-    del x416, x417, x418
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x412) + x420), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x411 + 1 / 2 * x413 + 1 / 2 * x415 + 1 / 2 * x419), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x422) + 1 / 18 * x422 + 1), system_mtbf_s)))
-    del x154, x411, x413, x415, x419
-    commit_latency_s = ckpt_gockpt * (step_time_s + x412) + x420
-    del x412, x420
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x414 + failure_restart_s
-    del failure_restart_s, x414
-    x423 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x423 + 1) / (global_batch * token_efficiency * (reference_batch * x423 + 1))
-    del x423, x77
+    x349 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x349
+    x350 = tokens_per_s * x347
+    x351 = model_flops_per_token * x350
+    tflops_per_gpu = 1e-12 * x351
+    mfu = x105 * x351
+    del x351
+    hfu = hardware_flops_per_token * x105 * x350
+    del hardware_flops_per_token, x105, x350
+    x352 = bytes_per_element * x263 * x298
+    del x263, x298
+    x353 = expert_weight_shards ** (-1.0)
+    x354 = base_weight_bytes_per_param * stage_expert_params
+    x355 = weight_shards ** (-1.0)
+    x356 = frozen_base * (x353 * x354 + x355 * (x321 - x354)) + reference_model * (bytes_per_element * stage_expert_params * x353 + bytes_per_element * x355 * (-stage_expert_params - x192)) + stage_trainable_expert_params * weight_bytes_per_param * x353 + stage_trainable_params * weight_bytes_per_param * x355
+    del stage_expert_params, x192, x321, x353, x354, x355
+    weights_bytes = x352 + x356
+    x357 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    del stage_trainable_expert_params, stage_trainable_params
+    grads_bytes = x352 + x357
+    optimizer_state_bytes = optimizer_bytes_per_param * x341 + optimizer_bytes_per_param * x342
+    del x341, x342
+    x358 = bytes_per_element * tokens_mb
+    x359 = hidden * x244
+    x360 = 2 * tokens_mb
+    x361 = tokens_mb * x359
+    x362 = 4 * x361
+    x363 = recompute_mlp * x93
+    x364 = 2 * mlp_matrices
+    x365 = tokens_mb * x364
+    x366 = x146 * x365
+    x367 = heads + kv_heads
+    x368 = kv_heads / heads
+    x369 = 1 - recompute_norms
+    x370 = x146 * x50 * (1 - x363)
+    del x146
+    x371 = shared_experts * tokens_mb * x151
+    del x151
+    x372 = tokens_mb * x245
+    del x245
+    x373 = linear_input_bytes + x364 - 2
+    del x364
+    x374 = x371 * x373 + x372 * (etp * hidden * linear_input_bytes + x373 * x46)
+    del x373
+    x375 = tokens_mb * x24
+    x376 = micro_batch * x138 * x139 * (dropout_masks + 4) / cp ** 2
+    del x138, x139
+    x377 = linear_input_bytes * x361 * x369
+    del x361
+    x378 = lora_rank * x358 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x360 * x95 * (hidden * x56 + x157 * x221 * x24 + x359 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x370 * (1 - lora_down) + x377 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x377 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x244 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x360 * x367 + x376)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x367 - x24 * (x368 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x213 * x374 + moe_share * (-x366 + x374) - moe_share * (x371 + x372 * x46) * (linear_input_bytes * x214 + x167 * (2 - x175)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x362 - x363 * x366 * x50 + x51 * (ffn * x365 + hidden * tokens_mb * (4 * x368 + 2) + x375 + x376) - (1 - 1 / 2 * linear_input_bytes) * (x360 * x370 + x362 * x369))
+    del moe_share, x0, x11, x112, x12, x15, x157, x167, x17, x175, x18, x213, x214, x221, x24, x244, x25, x3, x359, x360, x362, x363, x365, x366, x367, x368, x369, x370, x371, x372, x374, x376, x377, x46, x50, x56, x57, x70, x94, x95
+    x379 = full_recompute * x169 * x375 + x378 * x93
+    del x169, x375, x93
+    x380 = loss_extra_bytes_per_logit * tokens_mb * x170 + 4 * x259 * (vocab * x99 + 1)
+    del tokens_mb, x170, x259, x99
+    activation_bytes = full_recompute * x378 + linear_value_heads * x113 * x358 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x338 * x379 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x253 * numpy.minimum(x256, pp * vp + x254 * numpy.minimum(1, vp - 1))) + x380 + x42 * (x379 + x380)
+    del microbatches, x113, x253, x254, x256, x338, x358, x378, x379, x380, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x352 + x356 + x357
+    del x352, x356, x357
+    x381 = nodes / (rack_mtbf_s * rack_nodes)
+    x382 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x383 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x384 = x381 + x382 + x383
+    system_mtbf_s = x384 ** (-1.0)
+    x385 = node_repair_s * x381
+    x386 = numpy.exp(-x385)
+    x387 = node_repair_s * x382
+    x388 = -spare_nodes
+    x389 = rack_nodes + x388
+    x390 = x385 * x386
+    del x385
+    x391 = 2 * rack_nodes + x388
+    x392 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x386 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x393 = 3 * rack_nodes + x388
+    x394 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x386 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x395 = 4 * rack_nodes + x388
+    x396 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x386 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x397 = 5 * rack_nodes + x388
+    x398 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x386 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x399 = 6 * rack_nodes + x388
+    x400 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x386 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x401 = 7 * rack_nodes + x388
+    x402 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x386 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x403 = 8 * rack_nodes + x388
+    x404 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x386 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x405 = 9 * rack_nodes + x388
+    x406 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x386 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x407 = 10 * rack_nodes + x388
+    x408 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x386 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x409 = 11 * rack_nodes + x388
+    x410 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x386 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x381 * (x386 * poisson_cdf(-x389, x387) + x390 * poisson_cdf(-x391, x387) + x392 * poisson_cdf(-x393, x387) + x394 * poisson_cdf(-x395, x387) + x396 * poisson_cdf(-x397, x387) + x398 * poisson_cdf(-x399, x387) + x400 * poisson_cdf(-x401, x387) + x402 * poisson_cdf(-x403, x387) + x404 * poisson_cdf(-x405, x387) + x406 * poisson_cdf(-x407, x387) + x408 * poisson_cdf(-x409, x387) + x410 * poisson_cdf(-12 * rack_nodes - x388, x387)) + x382 * (x386 * poisson_cdf(spare_nodes - 1, x387) + x390 * poisson_cdf(-x389 - 1, x387) + x392 * poisson_cdf(-x391 - 1, x387) + x394 * poisson_cdf(-x393 - 1, x387) + x396 * poisson_cdf(-x395 - 1, x387) + x398 * poisson_cdf(-x397 - 1, x387) + x400 * poisson_cdf(-x399 - 1, x387) + x402 * poisson_cdf(-x401 - 1, x387) + x404 * poisson_cdf(-x403 - 1, x387) + x406 * poisson_cdf(-x405 - 1, x387) + x408 * poisson_cdf(-x407 - 1, x387) + x410 * poisson_cdf(-x409 - 1, x387)) + x383)
+    del x381, x382, x383, x386, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410
+    x411 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x412 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x384 * (x411 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x384 * (-manual_restart_s + x411 - x412))) + x411 - x412
+    del x384, x411, x412
+    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
+    x413 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x414 = checkpoint_bytes * x347
+    x415 = x413 * x414
+    x416 = ckpt_async * x415
+    x417 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x418 = ckpt_sync * x417
+    x419 = x227 * x414
+    del x227, x414
+    x420 = ckpt_in_memory * (x415 + x419)
+    del x415
+    x421 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x422 = grad_bytes_per_param * trainable_params * x347
+    del x347
+    x423 = optimizer_s - step_time_s
+    x424 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x413 * x422 / (1 - (1 - numpy.minimum(1, x421)) ** gockpt_steps) + x423)
+    del x413
+    checkpoint_stall_s = x416 + x418 + x420 + x424
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x416 + 2 * x418 + 2 * x420 + 2 * x424))
+    x425 = ckpt_async * x417
+    x426 = system_mtbf_s ** (-1.0)
+    x427 = checkpoint_stall_s * x426
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x422 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x423))) / numpy.log(1 - numpy.minimum(0.999999999999, x421))))) - 1) + 1
+    del x421, x422, x423
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x417) + x425), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x416 + 1 / 2 * x418 + 1 / 2 * x420 + 1 / 2 * x424), -checkpoint_stall_s + young_interval_s * (1 / 6 * x155 * numpy.sqrt(x427) + 1 / 18 * x427 + 1), system_mtbf_s)))
+    del x155, x416, x418, x420, x424
+    commit_latency_s = ckpt_gockpt * (step_time_s + x417) + x425
+    del x417, x425
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x419 + failure_restart_s
+    del failure_restart_s, x419
+    x428 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x428 + 1) / (global_batch * token_efficiency * (reference_batch * x428 + 1))
+    del x428, x77
     solve_time_s = step_time_s * steps
-    x424 = numpy.exp(commit_latency_s * x421)
-    x425 = numpy.exp(x421 * (checkpoint_interval_s + checkpoint_stall_s))
-    x426 = solve_time_s * x424 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x424 + x426 * (x425 - 1) - 1) * numpy.exp(restart_s * x421)
-    del x424
-    failure_stepping_s = system_mtbf_s * x426 * (x425 - numpy.exp(x422))
-    del x422, x425, x426
+    x429 = numpy.exp(commit_latency_s * x426)
+    x430 = numpy.exp(x426 * (checkpoint_interval_s + checkpoint_stall_s))
+    x431 = solve_time_s * x429 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x429 + x431 * (x430 - 1) - 1) * numpy.exp(restart_s * x426)
+    del x429
+    failure_stepping_s = system_mtbf_s * x431 * (x430 - numpy.exp(x427))
+    del x427, x430, x431
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x427 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x427)
-    x428 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x428 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x428
-    del x428
-    expected_failures = failure_wall_s * x421
-    del x421
+    x432 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x432)
+    x433 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x433 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x433
+    del x433
+    expected_failures = failure_wall_s * x426
+    del x426
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x427
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x432
     del failure_stepping_s
-    x429 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x347 * (cp_comm_s + ep_comm_s + tp_comm_s + x342) + compute_power_fraction * compute_s * x347)
-    del x342, x347
-    x430 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x429)
+    x434 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x349 * (cp_comm_s + ep_comm_s + tp_comm_s + x344) + compute_power_fraction * compute_s * x349)
+    del x344, x349
+    x435 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x434)
     del stepping_s
-    energy_gpu_j = gpus * x430
-    x431 = network_power_per_node_w + node_overhead_power_w
-    x432 = nodes * x431
+    energy_gpu_j = gpus * x435
+    x436 = network_power_per_node_w + node_overhead_power_w
+    x437 = nodes * x436
     del nodes
-    x433 = spare_nodes * (gpus_per_node * idle_power_w + x431) + x432
-    del x431
-    energy_it_j = energy_gpu_j + wall_time_s * x433
-    energy_facility_j = energy_it_j * pue
-    x434 = eval_time_s + rollbacks * x427
-    del x427
-    x435 = pue * (gpu_step_power_w * gpus + x432)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x432) * (-failure_wall_s - x429 - x434) - solve_time_s * x435 - x434 * x435
-    del failure_wall_s, x432, x434, x435
-    x436 = wall_time_s ** (-1.0)
-    gpu_power_w = x430 * x436
-    del x430
-    avg_power_w = energy_facility_j * x436
+    x438 = spare_nodes * (gpus_per_node * idle_power_w + x436) + x437
     del x436
-    peak_power_w = pue * (gpus * max_power_w + x433)
-    del x433
-    x437 = gpus + gpus_per_node * spare_nodes
-    x438 = 0.000277777777777778 * x437
-    gpu_hours = wall_time_s * x438
-    cost_cloud_usd = price_usd_per_gpu_hour * x438 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x429), wall_time_s)
-    del x429, x438
-    x439 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x439 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x437)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x438
+    energy_facility_j = energy_it_j * pue
+    x439 = eval_time_s + rollbacks * x432
+    del x432
+    x440 = pue * (gpu_step_power_w * gpus + x437)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x437) * (-failure_wall_s - x434 - x439) - solve_time_s * x440 - x439 * x440
+    del failure_wall_s, x437, x439, x440
+    x441 = wall_time_s ** (-1.0)
+    gpu_power_w = x435 * x441
+    del x435
+    avg_power_w = energy_facility_j * x441
+    del x441
+    peak_power_w = pue * (gpus * max_power_w + x438)
+    del x438
+    x442 = gpus + gpus_per_node * spare_nodes
+    x443 = 0.000277777777777778 * x442
+    gpu_hours = wall_time_s * x443
+    cost_cloud_usd = price_usd_per_gpu_hour * x443 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x434), wall_time_s)
+    del x434, x443
+    x444 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x444 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x442)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x437 * x439
-    del x437, x439
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x442 * x444
+    del x442, x444
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

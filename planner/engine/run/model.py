@@ -262,10 +262,14 @@ def flops(x: dict, r: dict) -> dict:
     # (a checkpoint that stops early skips each dense layer's down projection)
     skipped = _early_stop(x) * (
         layers - x["moe_layers"]) * compute.matmul_forward_flops_per_token(h * x["ffn"])
+    # (Megatron-Core's recompute modules mlp and moe: the dense MLPs' and the MoE layers'
+    # forward again)
     recomputed = (x["full_recompute"] * (fwd - logits_fwd - skipped)
                   + (1 - x["full_recompute"])
                   * (x["selective"] * core_all + _op_sac(x, r) * layers
-                     * compute.matmul_forward_flops_per_token(_op_sac_recomputed_params(x))))
+                     * compute.matmul_forward_flops_per_token(_op_sac_recomputed_params(x))
+                     + x["recompute_mlp"] * (layers - x["moe_layers"]) * dense_fwd
+                     + x["recompute_moe"] * x["moe_layers"] * moe_fwd))
     # DPO: a frozen reference model's forward over the same sequences
     reference = x["reference_model"] * base_fwd
     return {
@@ -557,6 +561,12 @@ def _moe_act_input_bytes(x: dict):
     return maximum(x["moe_act_input_bytes"], x["linear_input_bytes"])
 
 
+def _moe_act_recomputed(x: dict):
+    """1 where the experts' activation function alone is recomputed (``recompute_moe_act``
+    without the whole MoE layer's recompute, which runs it again anyway)."""
+    return x["recompute_moe_act"] * (1 - (1 - x["full_recompute"]) * x["recompute_moe"])
+
+
 def compute_time(x: dict, r: dict) -> dict:
     """Compute time of one micro-batch: forward, backward and recomputed forward."""
     share = r["moe_share"]
@@ -575,8 +585,10 @@ def compute_time(x: dict, r: dict) -> dict:
         layer_fwd, (1 - share) * r["t_mlp"] / x["mlp_matrices"],
         _early_stop(x)) \
         + (1 - x["full_recompute"]) * (x["selective"] * r["t_core"]
-                                       + share * x["recompute_moe_act"] * r["t_moe_act"]
-                                       + _op_sac(x, r) * op_recompute)
+                                       + share * _moe_act_recomputed(x) * r["t_moe_act"]
+                                       + _op_sac(x, r) * op_recompute
+                                       + (1 - share) * x["recompute_mlp"] * r["t_mlp"]
+                                       + share * x["recompute_moe"] * r["t_moe"])
     # the forward's GEMMs: a frozen base skips their weight-gradient GEMMs in the backward
     # (formulas.finetune); they are the backward's weight part, the chunks of DualPipe's
     # bubble
@@ -678,8 +690,10 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     # the NIC (formulas.moe: node-limited, hierarchical or flat; FP8 dispatch, BF16
     # combine; forward and backward), then the expert-TP group (ETP ranks) gathers the
     # routed tokens (and reduce-scatters on combine)
+    # (a recomputed MoE layer - recompute module moe - dispatches and combines again)
     ep_layer = moe.moe_layer_alltoall_time(_ep_alltoall(x, r, _dispatch_bytes_per_element(x)),
-                                           _ep_alltoall(x, r, elem)) \
+                                           _ep_alltoall(x, r, elem),
+                                           (1 - x["full_recompute"]) * x["recompute_moe"]) \
         + x["sequence_parallel"] * communication.expert_tp_gather_time(
             communication.moe_dispatch_bytes(
                 communication.expert_rank_tokens(t, tp, x["etp"], 1), x["experts_per_token"], h, elem),
@@ -870,9 +884,11 @@ def _exposed_launch_time(x: dict, r: dict, device_mb):
     # (formulas.moe.moe_host_launch_time)
     sync = x["dispatch_host_sync"] * (1 - x["token_drop"])
     # (launch times of the stack on an x86 host, scaled by this accelerator's host)
+    # (a recomputed MoE layer - full recompute or the recompute module moe - launches its
+    # forward again)
     moe_host_mb = x["host_launch_factor"] * moe.moe_host_launch_time(
         x["stage_layers"] * r["moe_share"], x["moe_layer_overhead_s"], x["experts"] / x["ep"],
-        x["expert_overhead_s"], x["full_recompute"])
+        x["expert_overhead_s"], maximum(x["full_recompute"], x["recompute_moe"]))
     # the layers' launches under the stack's CUDA-graph scope (none, per layer, whole
     # iteration).  A whole-iteration graph needs static shapes: a dropless MoE model (the
     # experts' token counts change every step) runs eagerly instead; Megatron-Core's
@@ -982,9 +998,23 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
     layer_act = layer_act - r["moe_share"] * memory.moe_activation_function_saving_bytes(
         s, b, x["moe_ffn"], x["experts_per_token"], x["shared_experts"], x["mlp_matrices"], tp,
         x["etp"], x["sequence_parallel"], x["linear_input_bytes"], _moe_act_input_bytes(x),
-        x["recompute_moe_act"])
+        _moe_act_recomputed(x))
+    # Megatron-Core's recompute modules mlp and moe: the dense MLP, or the whole MoE layer
+    # (router, dispatch, experts, combine), runs again in backward from its input (the norm
+    # output, kept), so nothing inside it is kept
+    # (selective modules: under full recompute the layer's whole forward runs again, its
+    # working set whole)
+    mlp_module = (1 - x["full_recompute"]) * x["recompute_mlp"]
+    moe_module = (1 - x["full_recompute"]) * x["recompute_moe"]
+    layer_act = layer_act \
+        - (1 - r["moe_share"]) * mlp_module * memory.mlp_activation_bytes(
+            s, b, x["ffn"], x["mlp_matrices"], tp) \
+        - r["moe_share"] * moe_module * memory.moe_mlp_activation_bytes(
+            s, b, h, x["moe_ffn"], x["experts_per_token"], x["shared_experts"],
+            x["mlp_matrices"], tp, x["etp"], x["sequence_parallel"], x["linear_input_bytes"])
     cached = memory.cached_input_saving_fraction(x["linear_input_bytes"])
-    down_input = (1 - r["moe_share"]) * memory.mlp_activation_bytes(s, b, x["ffn"], 1, tp)
+    down_input = (1 - r["moe_share"]) * (1 - mlp_module) * memory.mlp_activation_bytes(
+        s, b, x["ffn"], 1, tp)
     layer_act = layer_act - x["recompute_norms"] * norms \
         - cached * ((1 - x["recompute_norms"]) * norms + down_input)
     kept = layer_act - x["frozen_base"] * _frozen_inputs_not_kept(

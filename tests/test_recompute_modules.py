@@ -1,0 +1,68 @@
+"""Megatron-Core's recompute modules ``mlp`` and ``moe`` (stack fields ``recompute_mlp`` and
+``recompute_moe``): what each frees, and what each costs again in backward, checked by hand
+against the formulas the run model composes."""
+
+from __future__ import annotations
+
+import pytest
+
+from formulas import memory
+from planner.engine.layouts.evaluator import evaluate
+
+#: DeepSeek-V3 on 256 H100 as NVIDIA's baseline MoE stack runs it: 4 pipeline stages of
+#: 16 layers (the first holds the 3 dense ones), EP 64, BF16.
+DSV3 = dict(model="deepseek-v3", hardware="h100-sxm", gpus=256, tp=1, pp=4, vp=1, cp=1,
+            ep=64, etp=1, global_batch=2048, micro_batch=1, seq_len=4096,
+            recompute="selective", zero=1, precision="bf16",
+            stack="megatron-core-moe-baseline", tokens=1e12, reliability="benchmark")
+S, H = 4096, 7168
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """The layout as it is, with the dense MLPs recomputed, and with the MoE layers."""
+    return {name: evaluate(**DSV3, overrides=over).iloc[0] for name, over in (
+        ("kept", {}), ("mlp", {"recompute_mlp": 1.0}), ("moe", {"recompute_moe": 1.0}))}
+
+
+#: The run model's average layer over the fullest stage: 16 layers (ceil(61 / 4)), each
+#: 58/61 MoE, 3/61 dense; the first stage keeps PP = 4 micro-batches in flight (1F1B).
+STAGE, MOE_SHARE, IN_FLIGHT = 16, 58 / 61, 4
+
+
+def test_recomputed_dense_mlps_keep_none_of_their_tensors(runs):
+    # the gate and up outputs and the down-projection input, f = 18,432 wide, BF16
+    freed = STAGE * (1 - MOE_SHARE) * IN_FLIGHT * memory.mlp_activation_bytes(
+        S, 1, 18432, 3, 1)
+    kept, mlp = runs["kept"]["activation_bytes"], runs["mlp"]["activation_bytes"]
+    assert kept - mlp == pytest.approx(freed, rel=1e-9)
+    assert runs["mlp"]["step_time_s"] > runs["kept"]["step_time_s"]
+
+
+def test_recomputed_moe_layers_keep_none_of_their_tensors(runs):
+    # every routed copy's input and expert widths, and the shared expert's: 8 routed + 1
+    # shared expert of 2,048 (the activation function's output is kept: recompute_moe_act
+    # is off on this stack)
+    freed = STAGE * MOE_SHARE * IN_FLIGHT * memory.moe_mlp_activation_bytes(
+        S, 1, H, 2048, 8, 1, 3, 1, 1, 0, 2)
+    kept, moe = runs["kept"]["activation_bytes"], runs["moe"]["activation_bytes"]
+    assert kept - moe == pytest.approx(freed, rel=1e-9)
+
+
+def test_a_recomputed_moe_layer_computes_dispatches_and_launches_again(runs):
+    kept, moe = runs["kept"], runs["moe"]
+    # its forward's dispatch and combine once more: the all-to-all of a layer grows from
+    # 2 (T_d + T_c) to 3 (T_d + T_c); the baseline stack hides none of it (ep_overlap 0)
+    assert moe["ep_comm_s"] == pytest.approx(1.5 * kept["ep_comm_s"], rel=1e-9)
+    assert moe["compute_s"] > kept["compute_s"] and moe["launch_s"] >= kept["launch_s"]
+    assert moe["mfu"] < kept["mfu"]  # the same model FLOPs in a longer step
+
+
+def test_full_recompute_is_not_charged_twice():
+    """Under full recompute the layer's forward runs again anyway: the module flags add
+    neither time nor memory savings on top of it."""
+    full = dict(DSV3, recompute="full")
+    base = evaluate(**full).iloc[0]
+    both = evaluate(**full, overrides={"recompute_mlp": 1.0, "recompute_moe": 1.0}).iloc[0]
+    for column in ("step_time_s", "compute_s", "ep_comm_s", "activation_bytes"):
+        assert both[column] == pytest.approx(base[column], rel=1e-12)

@@ -66,3 +66,42 @@ def test_full_recompute_is_not_charged_twice():
     both = evaluate(**full, overrides={"recompute_mlp": 1.0, "recompute_moe": 1.0}).iloc[0]
     for column in ("step_time_s", "compute_s", "ep_comm_s", "activation_bytes"):
         assert both[column] == pytest.approx(base[column], rel=1e-12)
+
+
+# ---- the command line ------------------------------------------------------------------
+
+#: NVIDIA's DeepSeek-V3 layout on 1,024 H100 (dgxc-benchmarking v25.08: TP1 PP8 VP2 EP64),
+#: which ran with the modules mla_up_proj, mlp and moe.
+DGXC = ["evaluate", "--model", "deepseek-v3", "--hardware", "h100-sxm", "--gpus", "1024",
+        "--tp", "1", "--pp", "8", "--vp", "2", "--ep", "64", "--etp", "1",
+        "--global-batch", "8192", "--seq-len", "4096", "--stack", "megatron-core-moe-baseline"]
+
+
+def _run(capsys, args):
+    from planner.cli.main import main
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_published_module_list_makes_the_published_layout_fit(capsys):
+    import json
+
+    code, _, err = _run(capsys, DGXC)
+    assert code == 2 and "does not fit" in err and "--recompute-modules moe" in err
+    code, out, err = _run(capsys, [*DGXC, "--recompute-modules", "mla_up_proj,mlp,moe",
+                                   "--format", "json"])
+    assert code == 0, err
+    run = json.loads(out)
+    assert run["fits"] and run["memory_per_gpu_bytes"] < 80e9
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--recompute-modules", "moe,attn"], "did you mean: core_attn?"),
+    (["--recompute-modules", " , "], "no module named"),
+    (["--recompute", "full", "--recompute-modules", "moe"], "needs --recompute selective"),
+])
+def test_a_bad_module_list_is_one_line_exit_2(capsys, args, needle):
+    code, out, err = _run(capsys, [*DGXC, *args])
+    assert code == 2 and out == ""
+    assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -18,6 +18,7 @@ from planner.engine.economics.ownership import rent_vs_buy
 from planner.engine.economics.pricing import price_quote
 from planner.engine.inputs.assumptions import assumptions
 from planner.engine.inputs.defaults import PREFERRED_LAYOUT
+from planner.engine.inputs.recompute_modules import module_flags
 from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
 from planner.engine.layouts import evaluator
 from planner.engine.layouts.space import pipeline_split_text
@@ -52,7 +53,11 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     catalog = load_catalog(tuple(o.pop("catalog") or ()), tuple(o.pop("prices") or ()))
     network = network_overrides(o.pop("network"), catalog,
                                 **{k: o.pop(k) for k in NETWORK_FLAGS})
-    overrides = {**(faults or {}), **network, **(overrides or {})}
+    modules = o.pop("recompute_modules", None)
+    recomputed = {}
+    if modules is not None:  # Megatron-Core's module list: the stack's recompute flags
+        recomputed = module_flags(modules, o["recompute"])
+    overrides = {**(faults or {}), **network, **recomputed, **(overrides or {})}
     choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
     columns, inputs = evaluator.evaluate_run(choices, evaluator.layout_request(o),
                                              catalog=catalog, overrides=overrides)
@@ -69,6 +74,7 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     if split:
         said.append(split)
     echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]),
+            "recompute_modules": modules,
             "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"]),
             "sequence_parallel": bool(row["sequence_parallel"])}
     quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"],

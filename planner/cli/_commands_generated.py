@@ -90,6 +90,12 @@ def evaluate(
     global_batch: GlobalBatchOption = None,
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
+    recompute_modules: str = typer.Option(
+        None, "--recompute-modules",
+        help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
+             "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
+             "again in backward instead of keeping its tensors; the list replaces the "
+             "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
@@ -480,6 +486,12 @@ def sensitivity(
     global_batch: GlobalBatchOption = None,
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
+    recompute_modules: str = typer.Option(
+        None, "--recompute-modules",
+        help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
+             "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
+             "again in backward instead of keeping its tensors; the list replaces the "
+             "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
@@ -579,6 +591,12 @@ def simulate(
     global_batch: GlobalBatchOption = None,
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
+    recompute_modules: str = typer.Option(
+        None, "--recompute-modules",
+        help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
+             "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
+             "again in backward instead of keeping its tensors; the list replaces the "
+             "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
@@ -686,6 +704,12 @@ def export_xlsx(
     global_batch: GlobalBatchOption = None,
     seq_len: int = typer.Option(None, help="Sequence length (default: the model's)."),
     flash_attention: bool = typer.Option(True, "--flash-attention/--no-flash-attention"),
+    recompute_modules: str = typer.Option(
+        None, "--recompute-modules",
+        help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
+             "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
+             "again in backward instead of keeping its tensors; the list replaces the "
+             "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],

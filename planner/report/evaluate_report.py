@@ -150,7 +150,11 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
 def memory_remedy(largest: str, echo: dict) -> str:
     """What shrinks the largest memory term of a GPU under this layout."""
     if largest == "activation_bytes":
+        # an MoE layer's tensors go with Megatron-Core's selective module moe
+        moe = int(echo.get("ep") or 1) > 1 and echo["recompute"] == "selective" \
+            and not echo.get("recompute_modules")
         ways = (["--recompute full"] if echo["recompute"] != "full" else []) + \
+               (["--recompute-modules moe"] if moe else []) + \
                (["a smaller --micro-batch"] if echo["micro_batch"] > 1 else [])
         return _either([*ways, "more --tp/--cp"])
     stage = {"weights_bytes": 3, "grads_bytes": 2, "optimizer_state_bytes": 1}.get(largest)

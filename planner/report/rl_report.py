@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 from hardware_catalog import load_catalog
 from planner.analysis.one_run import ResolvedRun
+from planner.engine.inputs.recompute_modules import module_flags
 from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
 from planner.engine.layouts.rl import TrainerLayout, whole_run
 from planner.engine.run.columns import conversions
@@ -49,8 +50,12 @@ def _whole_run(options: dict, config, layout, faults: dict | None, **more):
     choices = RunChoices.pick(options)
     network = network_overrides(options.get("network"), catalog,
                                 **{k: options.get(k) for k in NETWORK_FLAGS})
+    # Megatron-Core's recompute modules of the trainer (as pre-training's, one_run)
+    modules = options.get("recompute_modules")
+    recomputed = module_flags(modules, layout.recompute) if modules is not None else {}
     run = whole_run(choices, config, options["gpus"], options["rl_steps"], layout=layout,
-                    catalog=catalog, overrides={**(faults or {}), **network}, **more)
+                    catalog=catalog, overrides={**(faults or {}), **network, **recomputed},
+                    **more)
     return choices, run, catalog
 
 

@@ -1,0 +1,47 @@
+"""Megatron-Core's selective-recompute modules as run-model flags.
+
+``--recompute-modules`` (TransformerConfig ``recompute_modules``, with recompute granularity
+``selective``) names the parts of a layer whose forward runs again in backward instead of
+keeping their tensors.  Each module the run model knows sets one flag the stacks also set
+(hardware_catalog/data/stacks, planner/engine/inputs/execution.toml); ``core_attn`` adds
+nothing under flash attention, whose own backward recomputes the scores (Dao et al. 2022,
+arXiv:2205.14135), and the unfused path's selective recompute is ``--recompute
+selective`` itself.
+"""
+
+from __future__ import annotations
+
+from planner.errors import CapplanError, choice_error
+
+#: Module name (Megatron-Core's) -> the run-model flag it sets (None: nothing beyond flash
+#: attention's own recompute).
+MODULES = {
+    "core_attn": None,
+    "layernorm": "recompute_norms",
+    "mla_up_proj": "recompute_mla_up_proj",
+    "moe_act": "recompute_moe_act",
+    "mlp": "recompute_mlp",
+    "moe": "recompute_moe",
+}
+
+#: Every flag a module list sets, listed or not.
+FLAGS = tuple(sorted({flag for flag in MODULES.values() if flag}))
+
+
+def module_flags(text: str, recompute: str) -> dict[str, float]:
+    """The run-model flags of a comma-separated module list: 1 for each module listed, 0 for
+    every other (the list replaces the stack's policy, as Megatron-Core's option does).
+    Modules apply to selective recompute only."""
+    names = [n.strip() for n in str(text).split(",") if n.strip()]
+    if not names:
+        raise CapplanError("--recompute-modules: no module named; allowed: "
+                           + ", ".join(MODULES))
+    for name in names:
+        if name not in MODULES:
+            raise choice_error("recompute-modules", name, tuple(MODULES))
+    if recompute != "selective":
+        raise CapplanError(f"--recompute-modules needs --recompute selective (got "
+                           f"{recompute}): full recompute runs every module again anyway, "
+                           "none runs none")
+    listed = {MODULES[n] for n in names}
+    return {flag: float(flag in listed) for flag in FLAGS}

@@ -441,5 +441,5 @@ def speedup_summary(pairs: list[dict]) -> dict:
 
     return {"all": stats(pairs), "dense": stats([p for p in pairs if not p["moe"]]),
             "moe": stats([p for p in pairs if p["moe"]]),
-            "one publication": stats([p for p in pairs if p.get("same_publication")]),
-            "two publications": stats([p for p in pairs if not p.get("same_publication")])}
+            "one publication": stats([p for p in pairs if p["same_publication"]]),
+            "two publications": stats([p for p in pairs if not p["same_publication"]])}

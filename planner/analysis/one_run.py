@@ -53,11 +53,10 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     catalog = load_catalog(tuple(o.pop("catalog") or ()), tuple(o.pop("prices") or ()))
     network = network_overrides(o.pop("network"), catalog,
                                 **{k: o.pop(k) for k in NETWORK_FLAGS})
+    # Megatron-Core's module list, if given: the stack's recompute flags
     modules = o.pop("recompute_modules", None)
-    recomputed = {}
-    if modules is not None:  # Megatron-Core's module list: the stack's recompute flags
-        recomputed = module_flags(modules, o["recompute"])
-    overrides = {**(faults or {}), **network, **recomputed, **(overrides or {})}
+    overrides = {**(faults or {}), **network, **module_flags(modules, o["recompute"]),
+                 **(overrides or {})}
     choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
     columns, inputs = evaluator.evaluate_run(choices, evaluator.layout_request(o),
                                              catalog=catalog, overrides=overrides)

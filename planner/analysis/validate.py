@@ -55,6 +55,7 @@ from formulas.compute import narayanan_flops_per_iteration
 from formulas.pipeline import fullest_stage_layers
 from hardware_catalog import load_catalog
 from hardware_catalog.recipes import GEMM_PRECISIONS
+from planner.engine.inputs import recompute_modules
 from planner.engine.inputs.method import LORA_METHODS, method_inputs, method_spec
 from planner.engine.inputs.scenario import (
     PRECISIONS,
@@ -621,17 +622,14 @@ MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this
 MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
                    "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
                    "recompute_mlp", "recompute_moe")
-#: Megatron-Core's recompute modules (--recompute-modules; TransformerConfig
-#: recompute_modules) as the rows of moe_runs.csv name them, and the run-model flag each
-#: sets: core_attn adds nothing under flash attention (its own backward recomputes the
-#: scores), a shared-expert-only recompute is not modelled (its tensors stay counted).
+#: Megatron-Core's recompute modules (planner.engine.inputs.recompute_modules, the flag
+#: each sets) and the other names the rows of moe_runs.csv give them; a shared-expert-only
+#: recompute is not modelled (its tensors stay counted).
 RECOMPUTE_MODULES = {
-    "layernorm": "recompute_norms", "norm": "recompute_norms", "rmsnorm": "recompute_norms",
-    "moe_act": "recompute_moe_act", "act": "recompute_moe_act",
-    "mla_up_proj": "recompute_mla_up_proj", "up_proj": "recompute_mla_up_proj",
-    "mla up-projection": "recompute_mla_up_proj",
-    "mlp": "recompute_mlp", "moe": "recompute_moe",
-    "core_attn": None, "shared_expert": None, "shared_experts": None}
+    **recompute_modules.MODULES,
+    "norm": "recompute_norms", "rmsnorm": "recompute_norms", "act": "recompute_moe_act",
+    "up_proj": "recompute_mla_up_proj", "mla up-projection": "recompute_mla_up_proj",
+    "shared_expert": None, "shared_experts": None}
 
 
 def recompute_module_flags(cell: str) -> dict[str, float]:
@@ -639,7 +637,7 @@ def recompute_module_flags(cell: str) -> dict[str, float]:
     any parenthesis): 1 for each module listed, NaN (the stack's value) for the others -
     Megatron-Core's stacks recompute none of them by default, and a paper's list (DeepSeek-V3)
     names what it adds to its stack's own policy."""
-    flags = dict.fromkeys(sorted({f for f in RECOMPUTE_MODULES.values() if f}), np.nan)
+    flags = dict.fromkeys(recompute_modules.FLAGS, np.nan)
     head, sep, listed = cell.partition(":")
     if not sep or not head.strip().startswith("selective"):
         return flags

@@ -51,8 +51,7 @@ def _whole_run(options: dict, config, layout, faults: dict | None, **more):
     network = network_overrides(options.get("network"), catalog,
                                 **{k: options.get(k) for k in NETWORK_FLAGS})
     # Megatron-Core's recompute modules of the trainer (as pre-training's, one_run)
-    modules = options.get("recompute_modules")
-    recomputed = module_flags(modules, layout.recompute) if modules is not None else {}
+    recomputed = module_flags(options.get("recompute_modules"), layout.recompute)
     run = whole_run(choices, config, options["gpus"], options["rl_steps"], layout=layout,
                     catalog=catalog, overrides={**(faults or {}), **network, **recomputed},
                     **more)

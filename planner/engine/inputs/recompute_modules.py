@@ -28,10 +28,12 @@ MODULES = {
 FLAGS = tuple(sorted({flag for flag in MODULES.values() if flag}))
 
 
-def module_flags(text: str, recompute: str) -> dict[str, float]:
+def module_flags(text: str | None, recompute: str) -> dict[str, float]:
     """The run-model flags of a comma-separated module list: 1 for each module listed, 0 for
-    every other (the list replaces the stack's policy, as Megatron-Core's option does).
-    Modules apply to selective recompute only."""
+    every other (the list replaces the stack's policy, as Megatron-Core's option does);
+    none without a list (the stack's).  Modules apply to selective recompute only."""
+    if text is None:
+        return {}
     names = [n.strip() for n in str(text).split(",") if n.strip()]
     if not names:
         raise CapplanError("--recompute-modules: no module named; allowed: "

@@ -561,10 +561,16 @@ def _moe_act_input_bytes(x: dict):
     return maximum(x["moe_act_input_bytes"], x["linear_input_bytes"])
 
 
+def _selective_module(x: dict, flag: str):
+    """1 where the stack's selective recompute module ``flag`` (``recompute_mlp``,
+    ``recompute_moe``) runs: under full recompute the whole layer runs again instead."""
+    return (1 - x["full_recompute"]) * x[flag]
+
+
 def _moe_act_recomputed(x: dict):
     """1 where the experts' activation function alone is recomputed (``recompute_moe_act``
     without the whole MoE layer's recompute, which runs it again anyway)."""
-    return x["recompute_moe_act"] * (1 - (1 - x["full_recompute"]) * x["recompute_moe"])
+    return x["recompute_moe_act"] * (1 - _selective_module(x, "recompute_moe"))
 
 
 def compute_time(x: dict, r: dict) -> dict:
@@ -693,7 +699,7 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     # (a recomputed MoE layer - recompute module moe - dispatches and combines again)
     ep_layer = moe.moe_layer_alltoall_time(_ep_alltoall(x, r, _dispatch_bytes_per_element(x)),
                                            _ep_alltoall(x, r, elem),
-                                           (1 - x["full_recompute"]) * x["recompute_moe"]) \
+                                           _selective_module(x, "recompute_moe")) \
         + x["sequence_parallel"] * communication.expert_tp_gather_time(
             communication.moe_dispatch_bytes(
                 communication.expert_rank_tokens(t, tp, x["etp"], 1), x["experts_per_token"], h, elem),
@@ -1002,10 +1008,9 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
     # Megatron-Core's recompute modules mlp and moe: the dense MLP, or the whole MoE layer
     # (router, dispatch, experts, combine), runs again in backward from its input (the norm
     # output, kept), so nothing inside it is kept
-    # (selective modules: under full recompute the layer's whole forward runs again, its
-    # working set whole)
-    mlp_module = (1 - x["full_recompute"]) * x["recompute_mlp"]
-    moe_module = (1 - x["full_recompute"]) * x["recompute_moe"]
+    # (under full recompute the layer's working set is whole)
+    mlp_module = _selective_module(x, "recompute_mlp")
+    moe_module = _selective_module(x, "recompute_moe")
     layer_act = layer_act \
         - (1 - r["moe_share"]) * mlp_module * memory.mlp_activation_bytes(
             s, b, x["ffn"], x["mlp_matrices"], tp) \

@@ -49,6 +49,23 @@ def test_ratio_is_the_mean_of_calibrated_over_measured():
         transfer.transfer_ratio(values, measured, exclude=("x", "y"))
 
 
+def test_ratio_of_one_precision_falls_back_to_every_precision():
+    """A precision's ratio is that precision's calibrated pairs; one no pair has (FP4, or
+    FP8 with its only calibrated generation left out) takes every precision's."""
+    a, b, c = ((("x",), "gemm_max_efficiency"), (("y",), "gemm_max_efficiency"),
+               (("y",), "gemm_max_efficiency_fp8"))
+    values, measured = {a: 0.8, b: 0.9, c: 0.6}, {a: 0.8, b: 1.0, c: 0.75}
+    assert transfer.transfer_ratio(values, measured, field=a[1]) == pytest.approx(0.95)
+    assert transfer.transfer_ratio(values, measured, field=c[1]) == pytest.approx(0.8)
+    assert transfer.transfer_ratio(values, measured, exclude=("x",), field=a[1]) \
+        == pytest.approx(0.9)
+    assert transfer.transfer_ratio(values, measured, exclude=("y",), field=c[1]) \
+        == pytest.approx(1.0)
+    every = (1.0 + 0.9 + 0.8) / 3
+    assert transfer.transfer_ratio(values, measured, field="gemm_max_efficiency_fp4") \
+        == pytest.approx(every)
+
+
 def test_calibrated_keys_with_a_benchmark(calibrated):
     values, measured = calibrated
     names = {(owners, name) for owners, name in measured}
@@ -87,11 +104,13 @@ def test_same_silicon_borrows_the_derived_value(cat):
 
 def test_held_out_generation_takes_the_rule_with_the_other_generations(cat, calibrated):
     """Leave-one-accelerator-out: Hopper's GEMM efficiencies start from its benchmark times
-    the ratio of A100 and Blackwell alone; the parameters it does not own keep theirs."""
+    the ratio of A100 and Blackwell alone at the same precision; the parameters it does not
+    own keep theirs."""
     values, measured = calibrated
     prior, fixed = crossval.generation_priors("Hopper", values, measured=measured)
-    others = [values[k] / m for k, m in measured.items() if k[0] != calibration.HOPPER]
     for name in ("gemm_max_efficiency", "gemm_max_efficiency_fp8"):
+        others = [values[k] / m for k, m in measured.items()
+                  if k[0] != calibration.HOPPER and k[1] == name]
         key = (calibration.HOPPER, name)
         assert prior[key] == pytest.approx(measured[key] * np.mean(others))
         assert key in fixed

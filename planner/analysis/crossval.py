@@ -143,7 +143,8 @@ def held_out_prior(values: dict, ids, measured: dict | None = None) -> dict:
             continue
         owners, name = key
         if key in measured:
-            out[key] = measured[key] * transfer.transfer_ratio(values, measured, exclude=ids)
+            out[key] = measured[key] * transfer.transfer_ratio(values, measured, exclude=ids,
+                                                                field=name)
             continue
         if owners[0].startswith("stack:"):
             stack = owners[0].partition("@")[0]

@@ -623,7 +623,8 @@ def loao_prior_text(rows) -> str:
         "(`crossval.prior_rows`). A calibrated GEMM efficiency is "
         f"{min(ratios):.2f}-{max(ratios):.2f} times its generation's matmul benchmark "
         "(MAMF / peak); the transfer rule gives a generation left out the mean ratio of the "
-        "others, so its GEMM efficiencies start "
+        "others at the same precision (all precisions where no other generation has it), "
+        "so its GEMM efficiencies start "
         f"{min(offsets):+.0f} to {max(offsets):+.0f} % from the calibrated values. Where a "
         "group's rows are GEMM-bound that offset is most of its leave-one-accelerator-out "
         "error; the groups within 1.5x are those whose prior lands near the calibrated "
@@ -681,7 +682,7 @@ part of the data and predict that part (`planner/analysis/crossval.py`,
   no row of it informed - for a GEMM efficiency, the rule the catalog's uncalibrated parts
   (AMD Instinct, Gaudi, NVFP4) get: the generation's measured maximum achievable matmul
   rate over its peak (S. Bekman's MAMF table, stas00/ml-engineering) times the mean ratio
-  of the other generations' calibrated efficiencies to theirs
+  of the other generations' calibrated efficiencies to theirs at the same precision
   (`planner/analysis/transfer.py`), so the split measures the error of those shipped
   values; for another parameter of an accelerator the mean of the same parameter of the
   other generations, the stack's general value (a stack's factor on that

@@ -490,12 +490,18 @@ def moe(pred):
 #: Rows of moe_runs.csv whose empty cells the project's copy fills (their notes say
 #: 'capplan INFERRED layout'): the Megatron-LM MoE README's 'Reference Best Parallel
 #: Mapping' for Mixtral 8x7B on H100 (the headline rows), and MegaScale-MoE's architecture
-#: (its Table 2) and layout (s6.1).
-MOE_INFERRED = {"MLMREADME-01", "MLMREADME-02", "MEGASCALE-01"}
+#: (its Table 2) and layout (s6.1); the expert-tensor-parallel size and micro-batch of
+#: ModelZoo's long-context Qwen3-235B rows, which its README's command line leaves to the
+#: repository's model and runtime configs (ETP 1, MBS 1); the expert-tensor-parallel size
+#: of NeMo's Mixtral 8x22B rows, from NeMo's recommended configuration of that layout.
+MOE_INFERRED = {"MLMREADME-01", "MLMREADME-02", "MEGASCALE-01",
+                *(f"MZOO-{i:02d}" for i in range(7, 15)), "NEMODOCS-03", "NEMODOCS-05"}
 #: Rows whose ``software`` cell the project's copy extends with settings read from the
 #: source's own launch script of the period ('capplan ADDED from ...'): DeepSeek-V3 on
-#: H100 in Megatron-Bridge 25.09 (run_script.py @fa0315ae26: DeepEP, A2A 1F1B overlap).
-MOE_ADDED = {"MB2509-12"}
+#: H100 in Megatron-Bridge 25.09 (run_script.py @fa0315ae26: DeepEP, A2A 1F1B overlap);
+#: dgxc-benchmarking's DeepSeek-V3 rows from NeMo's pretrain_deepseek_v3.py of their
+#: containers (25.04: token drop at capacity factor 1.0 on every GPU; 25.07: DeepEP on H100).
+MOE_ADDED = {"MB2509-12", *(f"DGXC-{i:02d}" for i in range(1, 7))}
 #: Rows the project's copy appends after the shared file's 111 (their software cell starts
 #: 'capplan ADDED row'): the gpt-oss-120b rows of the same Megatron-Bridge 25.11 tables.
 MOE_APPENDED = {"MB2511G-01", "MB2511G-02", "MB2511G-03", "MB2511G-04"}
@@ -567,6 +573,8 @@ def test_cli_validate_moe_json_reports_excluded_rows_apart(tmp_path):
     ("MB2511-11", "megatron-core-moe-baseline"),    # B200 baseline config (Bridge 25.11)
     ("MB2511-06", "megatron-core-moe-hybridep"),    # hybridep + TE CUDA graphs
     ("MZOO-07", "megatron-core-moe-deepep"),        # DeepEP, no graphs named
+    ("DGXC-06", "megatron-core-moe-deepep"),        # NeMo 25.07's H100 DeepSeek-V3: DeepEP
+    ("DGXC-04", "megatron-core-moe-baseline"),      # NeMo 25.04: NCCL alltoall, token drop
     ("MB2511-07", "megatron-core-moe-hybridep"),    # GB200, 25.11, settings unstated
     # moe_a2a_overlap=True on the Qwen3 provider's default NCCL alltoall dispatcher
     ("MB2511-17", "megatron-core-moe-a2a-overlap-alltoall"),
@@ -642,7 +650,11 @@ def test_moe_row_mapping(moe):
     assert moe.loc["MB2509-12", "mtp_layers"] == 1  # pipeline layout with an MTP stage
     assert moe.loc["MB2511-02", "precision"] == "fp8"  # MXFP8 at the FP8 peak
     assert moe.loc["AUTOMODEL-01", "zero"] == 3  # fsdp2
-    assert moe.loc["MZOO-07", "micro_batch"] == 1  # not stated: Megatron's default
+    # the long-context rows' ETP and MBS from the repository's configs, not the README
+    assert moe.loc["MZOO-07", "micro_batch"] == 1 and moe.loc["MZOO-07", "etp"] == 1
+    # NeMo 25.04's DeepSeek-V3 script drops tokens at capacity 1.0; 25.07 runs H100 dropless
+    assert moe.loc["DGXC-01", "token_drop"] == 1 and moe.loc["DGXC-01", "capacity_factor"] == 1
+    assert moe.loc["DGXC-06", "token_drop"] == 0
     assert moe.loc["MLMGB200-01", "metric"] == "model_tflops_per_gpu"
     assert moe.loc["DGXC-14", "vp"] == 1 and moe.loc["DGXC-17", "cp"] == 2
     assert moe.loc["NEMODOCS-03", "model"] == "Mixtral-8x22B"

@@ -279,8 +279,12 @@ independent-runs 10.3 -> 10.1 % (other accelerators 11.7 -> 11.1).
 expert-tensor-parallel size and micro-batch of the repository's own configs (ETP 1, MBS 1;
 the rows had taken Megatron's default ETP = TP = 4, which spread each EP-8 group over four
 nodes and put its all-to-alls on InfiniBand): their errors -41..+3 % -> -15..+19 % (mean
-|error| 18.6 -> 10.7 %), moe-runs 13.2 -> 12.7 % (fit 12.6 -> 12.1, MoE Hopper tuned 19.1 ->
-16.4); no parameter refitted (``--grid moe-stacks`` asks again for the Grace launch factor
+|error| 18.6 -> 10.7 %); with them dgxc-benchmarking's DeepSeek-V3 rows run NeMo's
+pretrain_deepseek_v3.py of their containers (25.04, DGXC-01..05: token drop at capacity
+1.0 on every GPU, 2-3 points further off; 25.07, DGXC-06: DeepEP on H100, +51.7 -> +9.9 %)
+and NeMo's Mixtral 8x22B rows ETP 1 (NEMODOCS-05 -13.0 -> -2.5 %): moe-runs 13.2 -> 12.3 %
+(fit 12.6 -> 11.7); the leave-one-source-out refit without vTrain now takes a 120 us
+collective overhead (vtrain-single LOSO 10.2 -> 13.4 %); no parameter refitted (``--grid moe-stacks`` asks again for the Grace launch factor
 2.0 and an expert-load spread of 0 with GPT-OSS held out 29.3 -> 33.2 %: not written).
 Tried the same day and not written: each part's own matmul benchmark inside its generation
 (its GEMM efficiency the generation's times its MAMF / peak over the generation's mean:

@@ -92,10 +92,16 @@ def test_a_generation_left_out_starts_from_a_prior_and_stays_there(monkeypatch, 
         [start[(c.A100, "gemm_max_efficiency")], start[(c.BLACKWELL, "gemm_max_efficiency")]]))
     assert values[(c.HOPPER, "gemm_max_efficiency_fp8")] == start[
         (c.BLACKWELL, "gemm_max_efficiency_fp8")]
-    foundry = tuple(f"stack:llm-foundry-2023@{hw}" for hw in c.HOPPER)
+    foundry = tuple(f"stack:llm-foundry-2023@{hw}" for hw in ("h100-sxm", "h200", "h800"))
     # FlashAttention-2 on Hopper is a published ratio, not a fitted value: no prior replaces it
     assert (foundry, "attention_efficiency_factor") not in values
-    assert values[(foundry, "gemm_efficiency_factor")] == 1.0
+    # the autocast GEMM share on Hopper, llm-foundry's and the stacks that take it, resets
+    # to the neutral 1.0 together (torchtitan's Hopper rows keep no Hopper-fitted value)
+    assert values[(c.AUTOCAST_HOPPER, "gemm_efficiency_factor")] == 1.0
+    assert {"stack:torchtitan-fsdp2@gt-h100-96gb", "stack:deepspeed-zero@h200",
+            *foundry} <= set(c.AUTOCAST_HOPPER)
+    params = c.to_params(values)
+    assert params["stack:torchtitan-fsdp2-eager@h100-sxm"]["gemm_efficiency_factor"] == 1.0
     # shared parameters (execution terms, a stack in general) are not the generation's own
     assert all(k[0][0] not in ("*", "stack:megatron-core-2025") for k in fixed)
     values, fixed = x.generation_priors("Blackwell", start)

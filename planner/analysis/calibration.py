@@ -54,6 +54,16 @@ from planner.engine.run.workload import seconds_text
 A100 = ("a100-80gb", "a100-40gb")
 HOPPER = ("h100-sxm", "h200", "h800", "gt-h100-96gb")  # same GH100 silicon: one value
 BLACKWELL = ("b200", "gb200", "b300", "gb300")  # B200/GB200 measured; B300/GB300 share it
+#: The PyTorch autocast GEMM path on Hopper relative to Transformer Engine's: one share,
+#: fitted on llm-foundry's rows, which the other autocast stacks state they take
+#: (torchtitan-fsdp2 and the stacks extending it, deepspeed-zero: "as llm-foundry-2023 on
+#: h100-sxm"), so a refit moves, and a leave-one-out split resets, all of them together.
+AUTOCAST_HOPPER = (*(f"stack:llm-foundry-2023@{hw}" for hw in ("h100-sxm", "h200", "h800")),
+                   *(f"stack:{stack}@{hw}" for stack in ("torchtitan-fsdp2",
+                                                         "torchtitan-fsdp2-eager",
+                                                         "torchtitan-fsdp2-deepep")
+                     for hw in HOPPER),
+                   "stack:deepspeed-zero@h100-sxm", "stack:deepspeed-zero@h200")
 #: Stacks by attention kernel and launch path: FlashAttention-2 (eager PyTorch) stacks share
 #: one fused-attention factor; every eager stack one launch time.
 FA2_STACKS = ("stack:llm-foundry-2023", "stack:torchtitan-fsdp2", "stack:torchtitan-fsdp2-eager",
@@ -116,8 +126,8 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
     # FlashAttention-2 on Hopper (llm-foundry-2023@Hopper attention_efficiency_factor) is not
     # fitted: its value is the published H100 / A100 ratio of FlashAttention-2's fraction of
     # peak (arXiv:2407.08608, arXiv:2307.08691) applied to the FA2 stacks' factor (catalog)
-    (tuple(f"stack:llm-foundry-2023@{hw}" for hw in HOPPER), "gemm_efficiency_factor"):
-        [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
+    (AUTOCAST_HOPPER, "gemm_efficiency_factor"): [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95,
+                                                  1.0],
     (MCORE, "attention_efficiency_factor"): [0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
     (MCORE, "tp_overlap"): [0.0, 0.25, 0.5, 0.75, 0.9],
     (EAGER_ZERO_2023, "dp_overlap"): [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9],

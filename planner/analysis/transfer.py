@@ -19,10 +19,9 @@ calibrated (FP4) takes the mean over every precision.  In the leave-one-accelera
 split the per-precision rule starts the left-out generations' GEMM efficiencies 6.2 % from
 their calibrated values on average (one ratio for every precision: 8.7 %; measured
 2026-11-30).  The spread left is covered by the GEMM efficiency's uncertainty
-(``uncertainty.toml``).  The same rule
-gives a held-out generation its prior in the leave-one-accelerator-out split
-(:func:`planner.analysis.crossval.held_out_prior`), so that split measures the error of the
-values the catalog ships for uncalibrated parts.
+(``uncertainty.toml``).  The same rule gives a held-out generation its prior in the
+leave-one-accelerator-out split (:func:`planner.analysis.crossval.held_out_prior`), so that
+split measures the error of the values the catalog ships for uncalibrated parts.
 
 MAMF: S. Bekman, *Machine Learning Engineering*, "Maximum Achievable Matmul FLOPS comparison
 table" (github.com/stas00/ml-engineering, compute/accelerator/README.md), one benchmark

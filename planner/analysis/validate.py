@@ -208,7 +208,8 @@ def _case(**kw) -> dict:
 # ---- loaders -------------------------------------------------------------------------
 
 def load_sc21() -> pd.DataFrame:
-    """Megatron SC21 Table 1 (10 rows) + the Megatron-LM GPT-3 175B 1024-GPU example."""
+    """Megatron SC21 Table 1 (10 rows), the Megatron-LM GPT-3 175B 1024-GPU example and
+    Korthikanti et al. 2022 Table 5 (8 iteration times, korthikanti_2022.csv)."""
     runs = published_runs()
     rows = []
     sc21 = runs[runs.run_id.str.startswith("megatron-sc21-")]
@@ -232,6 +233,17 @@ def load_sc21() -> pd.DataFrame:
                       gpus=1024, tp=8, pp=16, micro_batch=1, global_batch=1536,
                       recompute="full", metric="tflops_per_gpu",
                       measured=_num(r.tflops_per_gpu), fit=False, source=r.source))
+    # Korthikanti et al. 2022 Table 5: the same Megatron-LM on A100s a year later, full
+    # recompute against sequence parallelism + selective recompute (held out)
+    for run, o in data_rows("korthikanti_2022.csv").items():
+        rows.append(_case(dataset="sc21", case_id=run, hardware=o["hardware"],
+                          **{k: int(o[k]) for k in ("layers", "hidden", "heads", "vocab",
+                                                    "seq_len", "gpus", "tp", "pp", "vp",
+                                                    "micro_batch", "global_batch")},
+                          recompute=o["recompute"],
+                          sequence_parallel=float(o["sequence_parallel"]),
+                          metric="step_time_s", measured=float(o["iteration_time_s"]),
+                          fit=False, source=o["source"]))
     return pd.DataFrame(rows)
 
 
@@ -841,8 +853,9 @@ def _method_inputs(cases: pd.DataFrame) -> dict:
 
 
 DATASETS: dict[str, Dataset] = {d.name: d for d in (
-    Dataset("sc21", "Megatron SC21 Table 1 + GPT-3 175B example (TFLOP/s per GPU)",
-            "TFLOP/s per GPU", load_sc21, 0.06),
+    Dataset("sc21", "Megatron-LM on A100: SC21 Table 1 + GPT-3 175B example (TFLOP/s per "
+            "GPU), Korthikanti 2022 Table 5 (iteration time)",
+            "TFLOP/s per GPU or iteration s", load_sc21, 0.06),
     Dataset("vtrain-multi", "vTrain multi-node, 64-512 A100 (iteration time)",
             "iteration time [s]", load_vtrain_multi, 0.10),
     Dataset("vtrain-single", "vTrain single-node, 2-8 A100 (iteration time)",

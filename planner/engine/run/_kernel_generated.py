@@ -199,115 +199,116 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x76, x78
     t_core = numpy.maximum(x122 * x125, x121 * x122 * (x124 * x135 * x137 + x136 * x71) / (x130 * x136 + x134 * x135 * x137 * x18 / (attention_fill_keys + x137))) + numpy.maximum(x123 * x125, x121 * x123 * x71 / (x128 * x130 + x131 * x134 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
     del x115, x117, x118, x121, x124, x125, x128, x130, x131, x134, x135, x136, x137, x67, x71, x73
-    x138 = numpy.maximum(attention_scores_stored, x127)
-    x139 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x102 * x139 * x51 * (x122 * numpy.maximum(numpy.maximum(attention_scores_stored, x127), 1 - fused_window_attention) + x123 * x138)
-    del x1, x122, x123, x127
-    x140 = hidden * x51
-    x141 = tokens_mb * x98
-    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
+    x138 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x102 * x138 * x51 * (x122 * numpy.maximum(numpy.maximum(numpy.maximum(attention_scores_stored, selective), x127), 1 - fused_window_attention) + x123 * numpy.maximum(numpy.maximum(attention_scores_stored, selective), x127))
+    del x1, x122, x123
+    x139 = hidden * x51
+    x140 = tokens_mb * x98
+    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
     del x98
-    x143 = x10 * x51
-    x144 = tokens_mb * x143
-    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
-    t_proj = x29 * numpy.maximum(x103 * (x140 * x25 + x141 + x97), x107 * x141 * (gemm_half_efficiency_dim + x142) / x142) + x30 * numpy.maximum(x103 * (x10 * x140 + x144 + x97), x107 * x144 * (gemm_half_efficiency_dim + x145) / x145)
-    del x10, x141, x142, x145, x29
-    x146 = ffn * x51
-    x147 = tokens_mb * x146
-    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
-    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x146 + x147 + x97), x107 * x147 * (gemm_half_efficiency_dim + x148) / x148)
-    del x148
-    x149 = experts * tokens_mb
-    x150 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x151 = moe_ffn * x51
-    x152 = tokens_mb * x151
-    x153 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x151)
-    x154 = 1 - token_drop
-    x155 = numpy.sqrt(2)
-    x156 = tokens_mb ** (-1.0)
-    x157 = sequence_parallel * x51
-    x158 = 1 - sequence_parallel
-    x159 = etp * x157 + x158
-    x160 = x156 / (experts_per_token * x159)
-    x161 = experts_per_token * x159
-    del x159
-    routed_copies = tokens_mb * x161
-    x162 = routed_copies * x46
-    x163 = x103 * (x161 * x97 + x162 + x47)
-    del x161, x47
-    x164 = gemm_tile_dim ** (-1.0)
-    x165 = ep * routed_copies / experts
-    x166 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x160 * (grouped_gemm_token_half_dim + x165) * numpy.ceil(x165 / grouped_gemm_tile_tokens) / ep ** 2
-    del x165
-    x167 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x151 + x152 + x97), x107 * x152 * (gemm_half_efficiency_dim + x153) / x153) + 20 * x102 * x149 + (capacity_factor * token_drop + x154 * (x155 * numpy.sqrt(expert_load_cv ** 2 + x160) * numpy.sqrt(numpy.log(ep)) + 1)) * (x167 * numpy.maximum(x163, x166 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x164 * x46)) + numpy.maximum(x163, x166 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x164))) + numpy.maximum(x103 * (x149 + x36 + x97), x107 * x149 * (gemm_half_efficiency_dim + x150) / x150)
-    del x149, x150, x153, x160, x163, x164, x166, x36
-    x168 = tp - 1
-    x169 = (sequence_parallel * x168 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x169 + 4 * x146)
+    x142 = x10 * x51
+    x143 = tokens_mb * x142
+    x144 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
+    t_proj = x29 * numpy.maximum(x103 * (x139 * x25 + x140 + x97), x107 * x140 * (gemm_half_efficiency_dim + x141) / x141) + x30 * numpy.maximum(x103 * (x10 * x139 + x143 + x97), x107 * x143 * (gemm_half_efficiency_dim + x144) / x144)
+    del x10, x140, x141, x144, x29
+    x145 = ffn * x51
+    x146 = tokens_mb * x145
+    x147 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
+    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x145 + x146 + x97), x107 * x146 * (gemm_half_efficiency_dim + x147) / x147)
+    del x147
+    x148 = experts * tokens_mb
+    x149 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x150 = moe_ffn * x51
+    x151 = tokens_mb * x150
+    x152 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x150)
+    x153 = 1 - token_drop
+    x154 = numpy.sqrt(2)
+    x155 = tokens_mb ** (-1.0)
+    x156 = sequence_parallel * x51
+    x157 = 1 - sequence_parallel
+    x158 = etp * x156 + x157
+    x159 = x155 / (experts_per_token * x158)
+    x160 = experts_per_token * x158
+    del x158
+    routed_copies = tokens_mb * x160
+    x161 = routed_copies * x46
+    x162 = x103 * (x160 * x97 + x161 + x47)
+    del x160, x47
+    x163 = gemm_tile_dim ** (-1.0)
+    x164 = ep * routed_copies / experts
+    x165 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x159 * (grouped_gemm_token_half_dim + x164) * numpy.ceil(x164 / grouped_gemm_tile_tokens) / ep ** 2
+    del x164
+    x166 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x150 + x151 + x97), x107 * x151 * (gemm_half_efficiency_dim + x152) / x152) + 20 * x102 * x148 + (capacity_factor * token_drop + x153 * (x154 * numpy.sqrt(expert_load_cv ** 2 + x159) * numpy.sqrt(numpy.log(ep)) + 1)) * (x166 * numpy.maximum(x162, x165 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x163 * x46)) + numpy.maximum(x162, x165 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x163))) + numpy.maximum(x103 * (x148 + x36 + x97), x107 * x148 * (gemm_half_efficiency_dim + x149) / x149)
+    del x148, x149, x152, x159, x162, x163, x165, x36
+    x167 = tp - 1
+    x168 = (sequence_parallel * x167 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x168 + 4 * x145)
     del x114
-    x170 = vocab * x51
-    x171 = tokens_mb * x170
-    x172 = x103 * (x171 + x32 * x51 + x97)
+    x169 = vocab * x51
+    x170 = tokens_mb * x169
+    x171 = x103 * (x170 + x32 * x51 + x97)
     del x32
-    x173 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x170)
-    x174 = x171 * (gemm_half_efficiency_dim + x173) / x173
-    del x171, x173
-    t_logits = low_precision_output_layer * numpy.maximum(x172, x107 * x174) + (1 - low_precision_output_layer) * numpy.maximum(x172, x116 * x119 * x174 * x24)
-    del x116, x119, x172, x174
-    x175 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x102 * (bytes_per_element + x167 * x175) * (shared_experts * x152 + x162)
-    del x162
-    x176 = numpy.maximum(1, lora_rank)
-    x177 = tokens_mb * x176
-    x178 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x176)
-    x179 = numpy.maximum(x103 * (hidden * x176 + x177 + x97), x107 * x177 * (gemm_half_efficiency_dim + x178) / x178)
-    del x107, x178
-    x180 = x14 * x51
-    x181 = numpy.minimum(numpy.minimum(tokens_mb, x176), x180)
-    x182 = x111 * x177
+    x172 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x169)
+    x173 = x170 * (gemm_half_efficiency_dim + x172) / x172
+    del x170, x172
+    t_logits = low_precision_output_layer * numpy.maximum(x171, x107 * x173) + (1 - low_precision_output_layer) * numpy.maximum(x171, x116 * x119 * x173 * x24)
+    del x116, x119, x171, x173
+    x174 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x102 * (bytes_per_element + x166 * x174) * (shared_experts * x151 + x161)
+    del x161
+    x175 = numpy.maximum(1, lora_rank)
+    x176 = tokens_mb * x175
+    x177 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x175)
+    x178 = numpy.maximum(x103 * (hidden * x175 + x176 + x97), x107 * x176 * (gemm_half_efficiency_dim + x177) / x177)
+    del x107, x177
+    x179 = x14 * x51
+    x180 = numpy.minimum(numpy.minimum(tokens_mb, x175), x179)
+    x181 = x111 * x176
     del x111
-    x183 = numpy.minimum(numpy.minimum(tokens_mb, x143), x176)
-    x184 = x12 * x51
-    x185 = numpy.minimum(numpy.minimum(tokens_mb, x176), x184)
-    x186 = x15 * x51
-    x187 = numpy.minimum(numpy.minimum(tokens_mb, x176), x186)
-    x188 = numpy.minimum(numpy.minimum(tokens_mb, x151), x176)
-    x189 = x179 + numpy.maximum(x103 * (x151 * x176 + x152 + x177), x151 * x182 * (gemm_half_efficiency_dim + x188) / x188)
-    del x152, x188
-    x190 = numpy.minimum(numpy.minimum(tokens_mb, x146), x176)
-    x191 = x179 + numpy.maximum(x103 * (x146 * x176 + x147 + x177), x146 * x182 * (gemm_half_efficiency_dim + x190) / x190)
-    del x147, x190
-    t_adapter = lora_k * (x179 + numpy.maximum(x180 * x182 * (gemm_half_efficiency_dim + x181) / x181, x103 * (tokens_mb * x180 + x176 * x180 + x177))) + lora_o * (x179 + numpy.maximum(x103 * (x143 * x176 + x144 + x177), x143 * x182 * (gemm_half_efficiency_dim + x183) / x183)) + lora_q * (x179 + numpy.maximum(x182 * x184 * (gemm_half_efficiency_dim + x185) / x185, x103 * (tokens_mb * x184 + x176 * x184 + x177))) + lora_v * (x179 + numpy.maximum(x182 * x186 * (gemm_half_efficiency_dim + x187) / x187, x103 * (tokens_mb * x186 + x176 * x186 + x177))) + moe_share * x40 * (lora_down * x189 + x189 * x57) + x50 * (lora_down * x191 + x191 * x57)
-    del x144, x176, x177, x179, x180, x181, x182, x183, x184, x185, x186, x187, x189, x191, x40
-    x192 = -stage_params
-    x193 = -stage_embedding_params - x192
-    x194 = full_recompute + 2
-    dequant_mb = dequantize_base * x102 * x193 * x194 * (base_weight_bytes_per_param + bytes_per_element)
-    x195 = routed_copies * x156
-    del routed_copies, x156
-    x196 = cast_bytes_per_element * tokens_mb * x102
-    t_cast_fwd = x196 * (hidden + moe_share * (shared_experts * (hidden + x151) + x195 * (hidden + x46)) + x143 + x50 * (hidden + x146))
-    del x143
-    t_cast_bwd = x196 * (hidden + moe_share * (shared_experts * (hidden + x151 * x167) + x195 * (hidden + x167 * x46)) + x109 + x50 * (hidden + x146 * x167))
-    del x109, x195, x196
-    x197 = moe_share * t_moe
-    x198 = t_mlp * x50
-    x199 = t_qkv + x197 + x198
+    x182 = numpy.minimum(numpy.minimum(tokens_mb, x142), x175)
+    x183 = x12 * x51
+    x184 = numpy.minimum(numpy.minimum(tokens_mb, x175), x183)
+    x185 = x15 * x51
+    x186 = numpy.minimum(numpy.minimum(tokens_mb, x175), x185)
+    x187 = numpy.minimum(numpy.minimum(tokens_mb, x150), x175)
+    x188 = x178 + numpy.maximum(x103 * (x150 * x175 + x151 + x176), x150 * x181 * (gemm_half_efficiency_dim + x187) / x187)
+    del x151, x187
+    x189 = numpy.minimum(numpy.minimum(tokens_mb, x145), x175)
+    x190 = x178 + numpy.maximum(x103 * (x145 * x175 + x146 + x176), x145 * x181 * (gemm_half_efficiency_dim + x189) / x189)
+    del x146, x189
+    t_adapter = lora_k * (x178 + numpy.maximum(x179 * x181 * (gemm_half_efficiency_dim + x180) / x180, x103 * (tokens_mb * x179 + x175 * x179 + x176))) + lora_o * (x178 + numpy.maximum(x103 * (x142 * x175 + x143 + x176), x142 * x181 * (gemm_half_efficiency_dim + x182) / x182)) + lora_q * (x178 + numpy.maximum(x181 * x183 * (gemm_half_efficiency_dim + x184) / x184, x103 * (tokens_mb * x183 + x175 * x183 + x176))) + lora_v * (x178 + numpy.maximum(x181 * x185 * (gemm_half_efficiency_dim + x186) / x186, x103 * (tokens_mb * x185 + x175 * x185 + x176))) + moe_share * x40 * (lora_down * x188 + x188 * x57) + x50 * (lora_down * x190 + x190 * x57)
+    del x143, x175, x176, x178, x179, x180, x181, x182, x183, x184, x185, x186, x188, x190, x40
+    x191 = -stage_params
+    x192 = -stage_embedding_params - x191
+    x193 = full_recompute + 2
+    dequant_mb = dequantize_base * x102 * x192 * x193 * (base_weight_bytes_per_param + bytes_per_element)
+    x194 = routed_copies * x155
+    del routed_copies, x155
+    x195 = cast_bytes_per_element * tokens_mb * x102
+    t_cast_fwd = x195 * (hidden + moe_share * (shared_experts * (hidden + x150) + x194 * (hidden + x46)) + x142 + x50 * (hidden + x145))
+    del x142
+    t_cast_bwd = x195 * (hidden + moe_share * (shared_experts * (hidden + x150 * x166) + x194 * (hidden + x166 * x46)) + x109 + x50 * (hidden + x145 * x166))
+    del x109, x194, x195
+    x196 = moe_share * t_moe
+    x197 = t_mlp * x50
+    x198 = t_qkv + x196 + x197
+    x199 = t_core + t_scores
     x200 = t_elem + t_proj
-    x201 = t_core + t_scores + x200
-    x202 = x199 + x201
+    x201 = x199 + x200
+    x202 = x198 + x201
     t_layer_fwd = t_adapter + x202
     x203 = 3 * t_logits
     x204 = reference_model * (stage_layers * x202 + t_logits)
     del x202
     x205 = x51 * x97
-    x206 = numpy.minimum(numpy.minimum(tokens_mb, x140), 2.0 * hidden)
+    x206 = numpy.minimum(numpy.minimum(tokens_mb, x139), 2.0 * hidden)
     x207 = t_mlp * x7
     del x7
     x208 = t_moe * x4
     del t_moe
-    x209 = selective * t_core
+    x209 = selective * x199
+    del x199
     x210 = 3 * t_core
     del t_core
     x211 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x210
@@ -316,10 +317,10 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x213 = recompute_moe * x93
     x214 = recompute_moe_act * (1 - x213)
     x215 = kv_heads * x18
-    x216 = t_proj + x199
-    del t_proj, x199
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x216 + full_recompute * (t_layer_fwd - x198 * x212 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x197 + 3 * x198 + x211 + x93 * (moe_share * t_moe_act * x214 + recompute_mlp * x198 + recompute_moe * x197 + x209 + x95 * (t_mlp * x212 + t_qkv * x14 / (x12 + x215) + x200))) + x203 + x204 + x42 * (full_recompute * (t_qkv + x201 + x207 + x208) + x203 + 3 * x207 + 3 * x208 + x209 * x93 + x211 + 3 * numpy.maximum(x103 * (x205 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x206) / x206))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x197, x198, x200, x201, x206, x207, x208, x209, x211, x212, x6, x84, x96
+    x216 = t_proj + x198
+    del t_proj, x198
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x216 + full_recompute * (t_layer_fwd - x197 * x212 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x196 + 3 * x197 + x211 + x93 * (moe_share * t_moe_act * x214 + recompute_mlp * x197 + recompute_moe * x196 + x209 + x95 * (t_mlp * x212 + t_qkv * x14 / (x12 + x215) + x200))) + x203 + x204 + x42 * (full_recompute * (t_qkv + x201 + x207 + x208) + x203 + 3 * x207 + 3 * x208 + x209 * x93 + x211 + 3 * numpy.maximum(x103 * (x205 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x206) / x206))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x196, x197, x200, x201, x206, x207, x208, x209, x211, x212, x6, x84, x96
     forward_mb = stage_layers * t_layer_fwd + t_logits + x204
     del x204
     weight_grad_mb = x65 * (stage_layers * x216 + t_logits)
@@ -329,8 +330,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x218 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
     x219 = tp_intra_ranks - 1
     x220 = 2 * intra_latency_s
-    x221 = numpy.minimum(1, x168)
-    del x168
+    x221 = numpy.minimum(1, x167)
+    del x167
     x222 = tp_intra_ranks ** (-1.0)
     x223 = tp * x222 - 1
     x224 = 2 * inter_latency_s
@@ -362,8 +363,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x97
     x242 = bytes_per_element * x241
     x243 = 1 - hierarchical_dispatch
-    x244 = x157 + x158
-    del x158
+    x244 = x156 + x157
+    del x157
     x245 = experts_per_token * x244
     x246 = x245 * (hierarchical_dispatch * (-x238 * x44 + 1) + x240 * x243 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x232 * (1 - deepep_dispatch))
     del x44
@@ -387,8 +388,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x256 = microbatches * vp
     x257 = 1 - pp_intra
     x258 = 1.0 * bytes_per_element
-    x259 = tokens_mb * x140
-    del x140
+    x259 = tokens_mb * x139
+    del x139
     pp_comm_s = x253 * x255 * (2 * pp + 2 * x256 - 2) * (inter_latency_s * x257 + intra_latency_s * pp_intra + x258 * x259 / (pp_intra * x232 + x233 * x257))
     del x232, x233, x257
     x260 = 1 - dp_overlap
@@ -470,8 +471,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x319 = x310 + x312
     del x310, x312
     x320 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x321 = base_weight_bytes_per_param * x193 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x193
+    x321 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x192
     x322 = 1.0 * frozen_base * x321 + x258 * (stage_adapter_params + stage_params * x65) - x320
     del stage_adapter_params, stage_params, x258, x65
     x323 = x265 * (x318 * x4 + x319) + x316 * x322 + x317 * x322 + x319 + x4 * (x314 * x320 + x315 * x320 + x318)
@@ -484,9 +485,9 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x265
     dp_comm_s = dp_overlap * numpy.minimum(x297, numpy.maximum(x297 * x325, -2 * stage_layers * t_layer_fwd * x326 + x297)) + dp_overlap * numpy.minimum(x324, numpy.maximum(x324 * x325, -compute_s * x326 + x324)) + x260 * x297 + x260 * x324
     del t_layer_fwd, x260, x297, x324, x325, x326
-    x327 = dispatch_host_sync * x154
-    x328 = 2.0 * x154 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x154, x4
+    x327 = dispatch_host_sync * x153
+    x328 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x153, x4
     x329 = numpy.maximum(0, cuda_graphs - x328 - 1)
     x330 = stage_layers * (1 - x329)
     x331 = host_launch_factor * moe_share * x330 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
@@ -494,8 +495,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x332 = x327 * x331
     x333 = compute_mb + tp_comm_mb
     x334 = microbatches ** (-1.0)
-    x335 = x333 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x329 * x334 + x330 * (graph_launch_s * x194 * (-x329 + numpy.minimum(1, cuda_graphs - x328)) + layer_overhead_s * (full_recompute + 3))) + x331 * (1 - x327)) / x333) ** host_overlap_exponent) / host_overlap_exponent)
-    del x194, x327, x328, x329, x330, x331
+    x335 = x333 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x329 * x334 + x330 * (graph_launch_s * x193 * (-x329 + numpy.minimum(1, cuda_graphs - x328)) + layer_overhead_s * (full_recompute + 3))) + x331 * (1 - x327)) / x333) ** host_overlap_exponent) / host_overlap_exponent)
+    del x193, x327, x328, x329, x330, x331
     x336 = x332 + x335
     launch_s = microbatches * x336
     tp_comm_s = microbatches * tp_comm_mb
@@ -520,7 +521,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x346 = gpus + 0.474798
     x347 = gpus ** (-1.0)
     x348 = x346 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x345 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x345 * numpy.maximum(0, -x155 * erfinv(1.71458910109456 * x347 * x348 * (0.0686881539789491 * x348 + 0.112063) - 1 + 1.16023 / x346)) + x343 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x343 + x345)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x345 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x345 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x347 * x348 * (0.0686881539789491 * x348 + 0.112063) - 1 + 1.16023 / x346)) + x343 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x343 + x345)
     del x343, x346, x348
     step_time_s = straggler_s + x345
     del x345
@@ -538,8 +539,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x353 = expert_weight_shards ** (-1.0)
     x354 = base_weight_bytes_per_param * stage_expert_params
     x355 = weight_shards ** (-1.0)
-    x356 = frozen_base * (x353 * x354 + x355 * (x321 - x354)) + reference_model * (bytes_per_element * stage_expert_params * x353 + bytes_per_element * x355 * (-stage_expert_params - x192)) + stage_trainable_expert_params * weight_bytes_per_param * x353 + stage_trainable_params * weight_bytes_per_param * x355
-    del stage_expert_params, x192, x321, x353, x354, x355
+    x356 = frozen_base * (x353 * x354 + x355 * (x321 - x354)) + reference_model * (bytes_per_element * stage_expert_params * x353 + bytes_per_element * x355 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x353 + stage_trainable_params * weight_bytes_per_param * x355
+    del stage_expert_params, x191, x321, x353, x354, x355
     weights_bytes = x352 + x356
     x357 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
@@ -554,14 +555,14 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x363 = recompute_mlp * x93
     x364 = 2 * mlp_matrices
     x365 = tokens_mb * x364
-    x366 = x146 * x365
+    x366 = x145 * x365
     x367 = heads + kv_heads
     x368 = kv_heads / heads
     x369 = 1 - recompute_norms
-    x370 = x146 * x50 * (1 - x363)
-    del x146
-    x371 = shared_experts * tokens_mb * x151
-    del x151
+    x370 = x145 * x50 * (1 - x363)
+    del x145
+    x371 = shared_experts * tokens_mb * x150
+    del x150
     x372 = tokens_mb * x245
     del x245
     x373 = linear_input_bytes + x364 - 2
@@ -569,16 +570,16 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x374 = x371 * x373 + x372 * (etp * hidden * linear_input_bytes + x373 * x46)
     del x373
     x375 = tokens_mb * x24
-    x376 = micro_batch * x138 * x139 * (dropout_masks + 4) / cp ** 2
-    del x138, x139
+    x376 = micro_batch * x138 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x127) / cp ** 2
+    del x127, x138
     x377 = linear_input_bytes * x361 * x369
     del x361
-    x378 = lora_rank * x358 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x360 * x95 * (hidden * x56 + x157 * x221 * x24 + x359 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x370 * (1 - lora_down) + x377 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x377 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x244 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x360 * x367 + x376)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x367 - x24 * (x368 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x213 * x374 + moe_share * (-x366 + x374) - moe_share * (x371 + x372 * x46) * (linear_input_bytes * x214 + x167 * (2 - x175)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x362 - x363 * x366 * x50 + x51 * (ffn * x365 + hidden * tokens_mb * (4 * x368 + 2) + x375 + x376) - (1 - 1 / 2 * linear_input_bytes) * (x360 * x370 + x362 * x369))
-    del moe_share, x0, x11, x112, x12, x15, x157, x167, x17, x175, x18, x213, x214, x221, x24, x244, x25, x3, x359, x360, x362, x363, x365, x366, x367, x368, x369, x370, x371, x372, x374, x376, x377, x46, x50, x56, x57, x70, x94, x95
-    x379 = full_recompute * x169 * x375 + x378 * x93
-    del x169, x375, x93
-    x380 = loss_extra_bytes_per_logit * tokens_mb * x170 + 4 * x259 * (vocab * x99 + 1)
-    del tokens_mb, x170, x259, x99
+    x378 = lora_rank * x358 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x360 * x95 * (hidden * x56 + x156 * x221 * x24 + x359 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x370 * (1 - lora_down) + x377 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x377 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x244 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x360 * x367 + x376)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x367 - x24 * (x368 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x213 * x374 + moe_share * (-x366 + x374) - moe_share * (x371 + x372 * x46) * (linear_input_bytes * x214 + x166 * (2 - x174)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x362 - x363 * x366 * x50 + x51 * (ffn * x365 + hidden * tokens_mb * (4 * x368 + 2) + x375 + x376) - (1 - 1 / 2 * linear_input_bytes) * (x360 * x370 + x362 * x369))
+    del moe_share, x0, x11, x112, x12, x15, x156, x166, x17, x174, x18, x213, x214, x221, x24, x244, x25, x3, x359, x360, x362, x363, x365, x366, x367, x368, x369, x370, x371, x372, x374, x376, x377, x46, x50, x56, x57, x70, x94, x95
+    x379 = full_recompute * x168 * x375 + x378 * x93
+    del x168, x375, x93
+    x380 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * x259 * (vocab * x99 + 1)
+    del tokens_mb, x169, x259, x99
     activation_bytes = full_recompute * x378 + linear_value_heads * x113 * x358 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x338 * x379 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x253 * numpy.minimum(x256, pp * vp + x254 * numpy.minimum(1, vp - 1))) + x380 + x42 * (x379 + x380)
     del microbatches, x113, x253, x254, x256, x338, x358, x378, x379, x380, x42, x51
     memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x352 + x356 + x357
@@ -645,8 +646,8 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x427 = checkpoint_stall_s * x426
     checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x422 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x423))) / numpy.log(1 - numpy.minimum(0.999999999999, x421))))) - 1) + 1
     del x421, x422, x423
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x417) + x425), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x416 + 1 / 2 * x418 + 1 / 2 * x420 + 1 / 2 * x424), -checkpoint_stall_s + young_interval_s * (1 / 6 * x155 * numpy.sqrt(x427) + 1 / 18 * x427 + 1), system_mtbf_s)))
-    del x155, x416, x418, x420, x424
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x417) + x425), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x416 + 1 / 2 * x418 + 1 / 2 * x420 + 1 / 2 * x424), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x427) + 1 / 18 * x427 + 1), system_mtbf_s)))
+    del x154, x416, x418, x420, x424
     commit_latency_s = ckpt_gockpt * (step_time_s + x417) + x425
     del x417, x425
     restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x419 + failure_restart_s

@@ -386,9 +386,12 @@ def _softmax_core_times(x: dict, t) -> tuple:
         _core_efficiency(x, t, window_unfused, padding, window_keys),
         x["hbm_bandwidth_bytes_per_s"],
         x["hbm_efficiency"])
-    # without flash attention the s x s scores go through HBM (stored, or the unfused path
-    # of a variant without a fused kernel; windowed layers too when it cannot skip blocks)
-    stored = _scores_stored(x)
+    # without flash attention the s x s scores go through HBM: kept for the backward, or
+    # (selective recompute) written and read within the forward and again in the
+    # recomputed forward (Korthikanti et al. 2022, arXiv:2205.05198 s5: QK^T, softmax,
+    # softmax dropout and attention over V recomputed), or on the unfused path of a
+    # variant without a fused kernel; windowed layers too when it cannot skip blocks
+    stored = maximum(_scores_stored(x), x["selective"])
     scores = ((1 - share - windowed) * stored
               + windowed * maximum(stored, 1 - x["fused_window_attention"])) * _memory_bound(
         x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
@@ -590,7 +593,7 @@ def compute_time(x: dict, r: dict) -> dict:
     layer_recompute = x["full_recompute"] * compute.checkpointed_layer_recompute_time(
         layer_fwd, (1 - share) * r["t_mlp"] / x["mlp_matrices"],
         _early_stop(x)) \
-        + (1 - x["full_recompute"]) * (x["selective"] * r["t_core"]
+        + (1 - x["full_recompute"]) * (x["selective"] * (r["t_core"] + r["t_scores"])
                                        + share * _moe_act_recomputed(x) * r["t_moe_act"]
                                        + _op_sac(x, r) * op_recompute
                                        + (1 - share) * x["recompute_mlp"] * r["t_mlp"]
@@ -622,7 +625,7 @@ def _mtp_time(x: dict, r: dict):
     inner = compute.mtp_projection_params(h) / h  # M_k: the concatenation of two h-vectors
     projection = _gemm(x, t, h / tp, inner, minimum(minimum(t, h / tp), inner))
     recompute = x["full_recompute"] * block_fwd \
-        + (1 - x["full_recompute"]) * x["selective"] * r["t_core"]
+        + (1 - x["full_recompute"]) * x["selective"] * (r["t_core"] + r["t_scores"])
     return _mtp_on_fullest_stage(x) * (
         compute.training_pass_time(block_fwd, recompute)
         + compute.training_pass_time(projection + r["t_logits"], 0))

@@ -309,6 +309,23 @@ gt-h100-96gb table, which the group named before).  The full grid refitted from 
 0.65 -> 0.70, a 120 us collective overhead and a 256-key attention fill: not written, as
 before (vtrain-single is what pins the collective overhead).
 
+2026-11-30 (issue 42 item 2), tried and rejected: the Megatron-Core TP overlap as a
+mechanism, each all-gather pipelined under the GEMM that consumes it (QKV, MLP up) and each
+reduce-scatter under the one that produces it (output projection, MLP down), chunk by chunk
+over the TP ranks (hidden (1 - 1/TP) min(T_c, T_g), Wang et al. 2023 ASPLOS,
+doi:10.1145/3567955.3567959; backward GEMMs twice the forward's; sequence parallelism
+required; routed experts' grouped GEMMs unpaired), ``tp_overlap`` then the share of that
+hideable time hidden.  The fit keeps 0.5 (0.75 / 1.0: objective 0.0690 / 0.0707 against
+0.0689; the flat 0.5 of the layer's compute: 0.0683).  At 0.5: modern-runs 7.85 -> 7.47 %
+(held out 10.4 -> 9.49, NeMo 2024 releases 9.34 -> 8.21, H100 BF16 3.29 -> 2.33) but H100
+FP8 4.64 -> 5.65 (its faster GEMMs hide less), independent-runs 10.1 -> 10.2 (Gaudi 2's
+no-SP rows lose their overlap), finetune-runs 7.55 -> 7.80, speedup pairs 8.27 -> 8.21; the
+refits' leave-one-source-out error of vtrain-single 13.4 -> 22.8 % (the eager stacks' launch
+time, which vTrain alone pins, moves further with the Megatron-Core rows' TP exposure),
+B200/GB200 LOAO 1.98 -> 1.59x, H100 BF16 2.68 -> 3.93x.  No net gain on the held-out rows
+against a worse fit and cross-validation: not kept (the 2026-11-29 variant behind the whole
+layer's compute was rejected on leave-one-family-out).
+
 Public micro-benchmarks used as priors/sanity bounds: nccl-tests all_reduce_perf busbw
 (8x A100 SXM4 ~230-250 GB/s of 300 GB/s NVLink; multi-node HDR ~ 85-95 % of line rate),
 cuBLAS GEMM sweeps (A100 bf16 large GEMMs 250-280 TFLOP/s of 312; H100 SXM 700-800 of

@@ -32,9 +32,10 @@ so its MFU error equals the throughput error compared here.
   `scripts/train/yamls/pretrain/mpt-*.yaml`; vTrain vocabulary 50,257 padded to 128 x TP.
 - Hardware: A100 rows -> `a100-80gb` (`a100-40gb` when the row says 40GB; vTrain's
   configs only say "A100"), H100 -> `h100-sxm`; fp16 and bf16 share the dense peak.
-- Megatron-LM / Megatron-DeepSpeed rows (SC21, GPT-3 example, vTrain, BLOOM, OPT): no flash
-  attention, recompute and ZeRO as published, no sequence parallelism, dropout 0.1 (masks
-  stored; MPT trains without dropout); SC21 interleaving
+- Megatron-LM / Megatron-DeepSpeed rows (SC21, GPT-3 example, Korthikanti 2022, vTrain, BLOOM,
+  OPT): no flash attention, recompute and ZeRO as published, no sequence parallelism (but
+  Korthikanti's selective-recompute rows, which ran with it), dropout 0.1 (masks stored;
+  MPT trains without dropout); SC21 and Korthikanti interleaving
   from the script's layers per virtual stage; vTrain runs without gradient bucketing
   (`use_gradient_bucket = false`: `dp_overlap = 0`) on nodes with 4 x 200 Gb/s HDR;
   BLOOM on 4 x 100 Gb/s Omni-Path per node.

@@ -77,7 +77,6 @@ def test_a_frozen_base_keeps_the_whole_recompute():
     assert early["compute_s"] == pytest.approx(whole["compute_s"], rel=1e-12)
 
 
-
 def test_selective_recompute_without_flash_moves_the_scores_twice():
     # Korthikanti et al. 2022 (arXiv:2205.05198) Table 5's 22B (Megatron-LM on 8 A100s, TP 8,
     # no flash attention, sequence parallel): the s x s scores (softmax, dropout mask and

@@ -181,538 +181,539 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x123 = -x122 - x29 + 1
     x124 = x18 * x70
     x125 = x115 * x124
-    x126 = numpy.maximum(head_dim, v_head_dim)
-    x127 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x126 + 1)) + 1
-    x128 = numpy.maximum(x127, attention_scores_stored + selective)
-    x129 = numpy.minimum(head_dim, tokens_mb)
-    x130 = attention_gemm_max_efficiency * x129 / (gemm_half_efficiency_dim + x129)
-    del x129
-    x131 = 1 - x128
-    x132 = attention_head_dim_granule ** (-1.0)
-    x133 = x126 * (1 - fused_split_head_dims)
-    del x126
-    x134 = attention_efficiency_factor * attention_gemm_max_efficiency * x117 / (x118 * (attention_head_dim_granule * numpy.ceil(x132 * (fused_split_head_dims * head_dim + x133)) + attention_head_dim_granule * numpy.ceil(x132 * (fused_split_head_dims * v_head_dim + x133))))
-    del x132, x133
-    x135 = fused_window_attention * x131
-    x136 = 1 - x135
-    x137 = x76 * x78
+    x126 = attention_scores_stored + selective
+    x127 = numpy.maximum(head_dim, v_head_dim)
+    x128 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x127 + 1)) + 1
+    x129 = numpy.maximum(x126, x128)
+    x130 = numpy.minimum(head_dim, tokens_mb)
+    x131 = attention_gemm_max_efficiency * x130 / (gemm_half_efficiency_dim + x130)
+    del x130
+    x132 = 1 - x129
+    x133 = attention_head_dim_granule ** (-1.0)
+    x134 = x127 * (1 - fused_split_head_dims)
+    del x127
+    x135 = attention_efficiency_factor * attention_gemm_max_efficiency * x117 / (x118 * (attention_head_dim_granule * numpy.ceil(x133 * (fused_split_head_dims * head_dim + x134)) + attention_head_dim_granule * numpy.ceil(x133 * (fused_split_head_dims * v_head_dim + x134))))
+    del x133, x134
+    x136 = fused_window_attention * x132
+    x137 = 1 - x136
+    x138 = x76 * x78
     del x76, x78
-    t_core = numpy.maximum(x122 * x125, x121 * x122 * (x124 * x135 * x137 + x136 * x71) / (x130 * x136 + x134 * x135 * x137 * x18 / (attention_fill_keys + x137))) + numpy.maximum(x123 * x125, x121 * x123 * x71 / (x128 * x130 + x131 * x134 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
-    del x115, x117, x118, x121, x124, x125, x128, x130, x131, x134, x135, x136, x137, x67, x71, x73
-    x138 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x102 * x138 * x51 * (x122 * numpy.maximum(numpy.maximum(numpy.maximum(attention_scores_stored, selective), x127), 1 - fused_window_attention) + x123 * numpy.maximum(numpy.maximum(attention_scores_stored, selective), x127))
-    del x1, x122, x123
-    x139 = hidden * x51
-    x140 = tokens_mb * x98
-    x141 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
+    t_core = numpy.maximum(x122 * x125, x121 * x122 * (x124 * x136 * x138 + x137 * x71) / (x131 * x137 + x135 * x136 * x138 * x18 / (attention_fill_keys + x138))) + numpy.maximum(x123 * x125, x121 * x123 * x71 / (x129 * x131 + x132 * x135 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
+    del x115, x117, x118, x121, x124, x125, x131, x132, x135, x136, x137, x138, x67, x71, x73
+    x139 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x102 * x139 * x51 * (x122 * numpy.maximum(numpy.maximum(x126, x128), 1 - fused_window_attention) + x123 * x129)
+    del x1, x122, x123, x126, x129
+    x140 = hidden * x51
+    x141 = tokens_mb * x98
+    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
     del x98
-    x142 = x10 * x51
-    x143 = tokens_mb * x142
-    x144 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x142)
-    t_proj = x29 * numpy.maximum(x103 * (x139 * x25 + x140 + x97), x107 * x140 * (gemm_half_efficiency_dim + x141) / x141) + x30 * numpy.maximum(x103 * (x10 * x139 + x143 + x97), x107 * x143 * (gemm_half_efficiency_dim + x144) / x144)
-    del x10, x140, x141, x144, x29
-    x145 = ffn * x51
-    x146 = tokens_mb * x145
-    x147 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x145)
-    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x145 + x146 + x97), x107 * x146 * (gemm_half_efficiency_dim + x147) / x147)
-    del x147
-    x148 = experts * tokens_mb
-    x149 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x150 = moe_ffn * x51
-    x151 = tokens_mb * x150
-    x152 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x150)
-    x153 = 1 - token_drop
-    x154 = numpy.sqrt(2)
-    x155 = tokens_mb ** (-1.0)
-    x156 = sequence_parallel * x51
-    x157 = 1 - sequence_parallel
-    x158 = etp * x156 + x157
-    x159 = x155 / (experts_per_token * x158)
-    x160 = experts_per_token * x158
-    del x158
-    routed_copies = tokens_mb * x160
-    x161 = routed_copies * x46
-    x162 = x103 * (x160 * x97 + x161 + x47)
-    del x160, x47
-    x163 = gemm_tile_dim ** (-1.0)
-    x164 = ep * routed_copies / experts
-    x165 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x159 * (grouped_gemm_token_half_dim + x164) * numpy.ceil(x164 / grouped_gemm_tile_tokens) / ep ** 2
-    del x164
-    x166 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x150 + x151 + x97), x107 * x151 * (gemm_half_efficiency_dim + x152) / x152) + 20 * x102 * x148 + (capacity_factor * token_drop + x153 * (x154 * numpy.sqrt(expert_load_cv ** 2 + x159) * numpy.sqrt(numpy.log(ep)) + 1)) * (x166 * numpy.maximum(x162, x165 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x163 * x46)) + numpy.maximum(x162, x165 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x163))) + numpy.maximum(x103 * (x148 + x36 + x97), x107 * x148 * (gemm_half_efficiency_dim + x149) / x149)
-    del x148, x149, x152, x159, x162, x163, x165, x36
-    x167 = tp - 1
-    x168 = (sequence_parallel * x167 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x168 + 4 * x145)
+    x143 = x10 * x51
+    x144 = tokens_mb * x143
+    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
+    t_proj = x29 * numpy.maximum(x103 * (x140 * x25 + x141 + x97), x107 * x141 * (gemm_half_efficiency_dim + x142) / x142) + x30 * numpy.maximum(x103 * (x10 * x140 + x144 + x97), x107 * x144 * (gemm_half_efficiency_dim + x145) / x145)
+    del x10, x141, x142, x145, x29
+    x146 = ffn * x51
+    x147 = tokens_mb * x146
+    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
+    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x146 + x147 + x97), x107 * x147 * (gemm_half_efficiency_dim + x148) / x148)
+    del x148
+    x149 = experts * tokens_mb
+    x150 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x151 = moe_ffn * x51
+    x152 = tokens_mb * x151
+    x153 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x151)
+    x154 = 1 - token_drop
+    x155 = numpy.sqrt(2)
+    x156 = tokens_mb ** (-1.0)
+    x157 = sequence_parallel * x51
+    x158 = 1 - sequence_parallel
+    x159 = etp * x157 + x158
+    x160 = x156 / (experts_per_token * x159)
+    x161 = experts_per_token * x159
+    del x159
+    routed_copies = tokens_mb * x161
+    x162 = routed_copies * x46
+    x163 = x103 * (x161 * x97 + x162 + x47)
+    del x161, x47
+    x164 = gemm_tile_dim ** (-1.0)
+    x165 = ep * routed_copies / experts
+    x166 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x160 * (grouped_gemm_token_half_dim + x165) * numpy.ceil(x165 / grouped_gemm_tile_tokens) / ep ** 2
+    del x165
+    x167 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x151 + x152 + x97), x107 * x152 * (gemm_half_efficiency_dim + x153) / x153) + 20 * x102 * x149 + (capacity_factor * token_drop + x154 * (x155 * numpy.sqrt(expert_load_cv ** 2 + x160) * numpy.sqrt(numpy.log(ep)) + 1)) * (x167 * numpy.maximum(x163, x166 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x164 * x46)) + numpy.maximum(x163, x166 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x164))) + numpy.maximum(x103 * (x149 + x36 + x97), x107 * x149 * (gemm_half_efficiency_dim + x150) / x150)
+    del x149, x150, x153, x160, x163, x164, x166, x36
+    x168 = tp - 1
+    x169 = (sequence_parallel * x168 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x169 + 4 * x146)
     del x114
-    x169 = vocab * x51
-    x170 = tokens_mb * x169
-    x171 = x103 * (x170 + x32 * x51 + x97)
+    x170 = vocab * x51
+    x171 = tokens_mb * x170
+    x172 = x103 * (x171 + x32 * x51 + x97)
     del x32
-    x172 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x169)
-    x173 = x170 * (gemm_half_efficiency_dim + x172) / x172
-    del x170, x172
-    t_logits = low_precision_output_layer * numpy.maximum(x171, x107 * x173) + (1 - low_precision_output_layer) * numpy.maximum(x171, x116 * x119 * x173 * x24)
-    del x116, x119, x171, x173
-    x174 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x102 * (bytes_per_element + x166 * x174) * (shared_experts * x151 + x161)
-    del x161
-    x175 = numpy.maximum(1, lora_rank)
-    x176 = tokens_mb * x175
-    x177 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x175)
-    x178 = numpy.maximum(x103 * (hidden * x175 + x176 + x97), x107 * x176 * (gemm_half_efficiency_dim + x177) / x177)
-    del x107, x177
-    x179 = x14 * x51
-    x180 = numpy.minimum(numpy.minimum(tokens_mb, x175), x179)
-    x181 = x111 * x176
+    x173 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x170)
+    x174 = x171 * (gemm_half_efficiency_dim + x173) / x173
+    del x171, x173
+    t_logits = low_precision_output_layer * numpy.maximum(x172, x107 * x174) + (1 - low_precision_output_layer) * numpy.maximum(x172, x116 * x119 * x174 * x24)
+    del x116, x119, x172, x174
+    x175 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x102 * (bytes_per_element + x167 * x175) * (shared_experts * x152 + x162)
+    del x162
+    x176 = numpy.maximum(1, lora_rank)
+    x177 = tokens_mb * x176
+    x178 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x176)
+    x179 = numpy.maximum(x103 * (hidden * x176 + x177 + x97), x107 * x177 * (gemm_half_efficiency_dim + x178) / x178)
+    del x107, x178
+    x180 = x14 * x51
+    x181 = numpy.minimum(numpy.minimum(tokens_mb, x176), x180)
+    x182 = x111 * x177
     del x111
-    x182 = numpy.minimum(numpy.minimum(tokens_mb, x142), x175)
-    x183 = x12 * x51
-    x184 = numpy.minimum(numpy.minimum(tokens_mb, x175), x183)
-    x185 = x15 * x51
-    x186 = numpy.minimum(numpy.minimum(tokens_mb, x175), x185)
-    x187 = numpy.minimum(numpy.minimum(tokens_mb, x150), x175)
-    x188 = x178 + numpy.maximum(x103 * (x150 * x175 + x151 + x176), x150 * x181 * (gemm_half_efficiency_dim + x187) / x187)
-    del x151, x187
-    x189 = numpy.minimum(numpy.minimum(tokens_mb, x145), x175)
-    x190 = x178 + numpy.maximum(x103 * (x145 * x175 + x146 + x176), x145 * x181 * (gemm_half_efficiency_dim + x189) / x189)
-    del x146, x189
-    t_adapter = lora_k * (x178 + numpy.maximum(x179 * x181 * (gemm_half_efficiency_dim + x180) / x180, x103 * (tokens_mb * x179 + x175 * x179 + x176))) + lora_o * (x178 + numpy.maximum(x103 * (x142 * x175 + x143 + x176), x142 * x181 * (gemm_half_efficiency_dim + x182) / x182)) + lora_q * (x178 + numpy.maximum(x181 * x183 * (gemm_half_efficiency_dim + x184) / x184, x103 * (tokens_mb * x183 + x175 * x183 + x176))) + lora_v * (x178 + numpy.maximum(x181 * x185 * (gemm_half_efficiency_dim + x186) / x186, x103 * (tokens_mb * x185 + x175 * x185 + x176))) + moe_share * x40 * (lora_down * x188 + x188 * x57) + x50 * (lora_down * x190 + x190 * x57)
-    del x143, x175, x176, x178, x179, x180, x181, x182, x183, x184, x185, x186, x188, x190, x40
-    x191 = -stage_params
-    x192 = -stage_embedding_params - x191
-    x193 = full_recompute + 2
-    dequant_mb = dequantize_base * x102 * x192 * x193 * (base_weight_bytes_per_param + bytes_per_element)
-    x194 = routed_copies * x155
-    del routed_copies, x155
-    x195 = cast_bytes_per_element * tokens_mb * x102
-    t_cast_fwd = x195 * (hidden + moe_share * (shared_experts * (hidden + x150) + x194 * (hidden + x46)) + x142 + x50 * (hidden + x145))
-    del x142
-    t_cast_bwd = x195 * (hidden + moe_share * (shared_experts * (hidden + x150 * x166) + x194 * (hidden + x166 * x46)) + x109 + x50 * (hidden + x145 * x166))
-    del x109, x194, x195
-    x196 = moe_share * t_moe
-    x197 = t_mlp * x50
-    x198 = t_qkv + x196 + x197
-    x199 = t_core + t_scores
-    x200 = t_elem + t_proj
-    x201 = x199 + x200
-    x202 = x198 + x201
-    t_layer_fwd = t_adapter + x202
-    x203 = 3 * t_logits
-    x204 = reference_model * (stage_layers * x202 + t_logits)
-    del x202
-    x205 = x51 * x97
-    x206 = numpy.minimum(numpy.minimum(tokens_mb, x139), 2.0 * hidden)
-    x207 = t_mlp * x7
+    x183 = numpy.minimum(numpy.minimum(tokens_mb, x143), x176)
+    x184 = x12 * x51
+    x185 = numpy.minimum(numpy.minimum(tokens_mb, x176), x184)
+    x186 = x15 * x51
+    x187 = numpy.minimum(numpy.minimum(tokens_mb, x176), x186)
+    x188 = numpy.minimum(numpy.minimum(tokens_mb, x151), x176)
+    x189 = x179 + numpy.maximum(x103 * (x151 * x176 + x152 + x177), x151 * x182 * (gemm_half_efficiency_dim + x188) / x188)
+    del x152, x188
+    x190 = numpy.minimum(numpy.minimum(tokens_mb, x146), x176)
+    x191 = x179 + numpy.maximum(x103 * (x146 * x176 + x147 + x177), x146 * x182 * (gemm_half_efficiency_dim + x190) / x190)
+    del x147, x190
+    t_adapter = lora_k * (x179 + numpy.maximum(x180 * x182 * (gemm_half_efficiency_dim + x181) / x181, x103 * (tokens_mb * x180 + x176 * x180 + x177))) + lora_o * (x179 + numpy.maximum(x103 * (x143 * x176 + x144 + x177), x143 * x182 * (gemm_half_efficiency_dim + x183) / x183)) + lora_q * (x179 + numpy.maximum(x182 * x184 * (gemm_half_efficiency_dim + x185) / x185, x103 * (tokens_mb * x184 + x176 * x184 + x177))) + lora_v * (x179 + numpy.maximum(x182 * x186 * (gemm_half_efficiency_dim + x187) / x187, x103 * (tokens_mb * x186 + x176 * x186 + x177))) + moe_share * x40 * (lora_down * x189 + x189 * x57) + x50 * (lora_down * x191 + x191 * x57)
+    del x144, x176, x177, x179, x180, x181, x182, x183, x184, x185, x186, x187, x189, x191, x40
+    x192 = -stage_params
+    x193 = -stage_embedding_params - x192
+    x194 = full_recompute + 2
+    dequant_mb = dequantize_base * x102 * x193 * x194 * (base_weight_bytes_per_param + bytes_per_element)
+    x195 = routed_copies * x156
+    del routed_copies, x156
+    x196 = cast_bytes_per_element * tokens_mb * x102
+    t_cast_fwd = x196 * (hidden + moe_share * (shared_experts * (hidden + x151) + x195 * (hidden + x46)) + x143 + x50 * (hidden + x146))
+    del x143
+    t_cast_bwd = x196 * (hidden + moe_share * (shared_experts * (hidden + x151 * x167) + x195 * (hidden + x167 * x46)) + x109 + x50 * (hidden + x146 * x167))
+    del x109, x195, x196
+    x197 = moe_share * t_moe
+    x198 = t_mlp * x50
+    x199 = t_qkv + x197 + x198
+    x200 = t_core + t_scores
+    x201 = t_elem + t_proj
+    x202 = x200 + x201
+    x203 = x199 + x202
+    t_layer_fwd = t_adapter + x203
+    x204 = 3 * t_logits
+    x205 = reference_model * (stage_layers * x203 + t_logits)
+    del x203
+    x206 = x51 * x97
+    x207 = numpy.minimum(numpy.minimum(tokens_mb, x140), 2.0 * hidden)
+    x208 = t_mlp * x7
     del x7
-    x208 = t_moe * x4
+    x209 = t_moe * x4
     del t_moe
-    x209 = selective * x199
-    del x199
-    x210 = 3 * t_core
+    x210 = selective * x200
+    del x200
+    x211 = 3 * t_core
     del t_core
-    x211 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x210
+    x212 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x211
     del t_elem, t_scores
-    x212 = mlp_matrices ** (-1.0)
-    x213 = recompute_moe * x93
-    x214 = recompute_moe_act * (1 - x213)
-    x215 = kv_heads * x18
-    x216 = t_proj + x198
-    del t_proj, x198
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x216 + full_recompute * (t_layer_fwd - x197 * x212 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x196 + 3 * x197 + x211 + x93 * (moe_share * t_moe_act * x214 + recompute_mlp * x197 + recompute_moe * x196 + x209 + x95 * (t_mlp * x212 + t_qkv * x14 / (x12 + x215) + x200))) + x203 + x204 + x42 * (full_recompute * (t_qkv + x201 + x207 + x208) + x203 + 3 * x207 + 3 * x208 + x209 * x93 + x211 + 3 * numpy.maximum(x103 * (x205 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x206) / x206))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x196, x197, x200, x201, x206, x207, x208, x209, x211, x212, x6, x84, x96
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x204
-    del x204
-    weight_grad_mb = x65 * (stage_layers * x216 + t_logits)
-    del t_logits, x216
+    x213 = mlp_matrices ** (-1.0)
+    x214 = recompute_moe * x93
+    x215 = recompute_moe_act * (1 - x214)
+    x216 = kv_heads * x18
+    x217 = t_proj + x199
+    del t_proj, x199
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x217 + full_recompute * (t_layer_fwd - x198 * x213 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x197 + 3 * x198 + x212 + x93 * (moe_share * t_moe_act * x215 + recompute_mlp * x198 + recompute_moe * x197 + x210 + x95 * (t_mlp * x213 + t_qkv * x14 / (x12 + x216) + x201))) + x204 + x205 + x42 * (full_recompute * (t_qkv + x202 + x208 + x209) + x204 + 3 * x208 + 3 * x209 + x210 * x93 + x212 + 3 * numpy.maximum(x103 * (x206 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x207) / x207))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x197, x198, x201, x202, x207, x208, x209, x210, x212, x213, x6, x84, x96
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x205
+    del x205
+    weight_grad_mb = x65 * (stage_layers * x217 + t_logits)
+    del t_logits, x217
     compute_s = compute_mb * microbatches
-    x217 = stage_layers + x42
-    x218 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
-    x219 = tp_intra_ranks - 1
-    x220 = 2 * intra_latency_s
-    x221 = numpy.minimum(1, x167)
-    del x167
-    x222 = tp_intra_ranks ** (-1.0)
-    x223 = tp * x222 - 1
-    x224 = 2 * inter_latency_s
-    x225 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x226 = bytes_per_element * x120
+    x218 = stage_layers + x42
+    x219 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
+    x220 = tp_intra_ranks - 1
+    x221 = 2 * intra_latency_s
+    x222 = numpy.minimum(1, x168)
+    del x168
+    x223 = tp_intra_ranks ** (-1.0)
+    x224 = tp * x223 - 1
+    x225 = 2 * inter_latency_s
+    x226 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x227 = bytes_per_element * x120
     del x120
-    x227 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x228 = x227 / scale_out_bus_efficiency
-    x229 = bytes_per_element * tokens_mb * x219 * x222 * x225 * x24 + collective_overhead_s * x221 + x219 * x220 + x223 * x224 + x223 * x226 * x228 * x24
-    del x219, x222, x223
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x217 * x218 * x229) + x217 * x218 * x229
-    del x218, x229
-    x230 = 3 * cp - 3
-    x231 = 1 - cp_intra
-    x232 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x233 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x234 = cp_intra * intra_latency_s + inter_latency_s * x231 + x215 * x226 / (cp_intra * x232 + x231 * x233)
-    del x215, x226, x231
-    cp_comm_mb = -cp_overlap * numpy.minimum(x210 * x217, x217 * x230 * x234 * x30) + x217 * x230 * x234 * x30
-    del x210, x230, x234, x30
-    x235 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x228 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x229 = x228 / scale_out_bus_efficiency
+    x230 = bytes_per_element * tokens_mb * x220 * x223 * x226 * x24 + collective_overhead_s * x222 + x220 * x221 + x224 * x225 + x224 * x227 * x229 * x24
+    del x220, x223, x224
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x218 * x219 * x230) + x218 * x219 * x230
+    del x219, x230
+    x231 = 3 * cp - 3
+    x232 = 1 - cp_intra
+    x233 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x234 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x235 = cp_intra * intra_latency_s + inter_latency_s * x232 + x216 * x227 / (cp_intra * x233 + x232 * x234)
+    del x216, x227, x232
+    cp_comm_mb = -cp_overlap * numpy.minimum(x211 * x218, x218 * x231 * x235 * x30) + x218 * x231 * x235 * x30
+    del x211, x231, x235, x30
+    x236 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x236 = 1 - x235
-    x237 = 4 * etp - 4
-    x238 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x239 = x238 ** (-1.0)
-    x240 = ep * x239 - 1
-    x241 = x97 / a2a_efficiency_factor
+    x237 = 1 - x236
+    x238 = 4 * etp - 4
+    x239 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x240 = x239 ** (-1.0)
+    x241 = ep * x240 - 1
+    x242 = x97 / a2a_efficiency_factor
     del x97
-    x242 = bytes_per_element * x241
-    x243 = 1 - hierarchical_dispatch
-    x244 = x156 + x157
-    del x157
-    x245 = experts_per_token * x244
-    x246 = x245 * (hierarchical_dispatch * (-x238 * x44 + 1) + x240 * x243 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x232 * (1 - deepep_dispatch))
+    x243 = bytes_per_element * x242
+    x244 = 1 - hierarchical_dispatch
+    x245 = x157 + x158
+    del x158
+    x246 = experts_per_token * x245
+    x247 = x246 * (hierarchical_dispatch * (-x239 * x44 + 1) + x241 * x244 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x233 * (1 - deepep_dispatch))
     del x44
-    x247 = 1 - x239
-    del x239
-    x248 = x228 * x244 * x247 * (experts_per_token * x243 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x238 * (1 - x247 ** experts_per_token)))
-    del x243, x247
-    x249 = x241 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x241
-    x250 = moe_share * x217
-    del x217
-    x251 = x250 * (sequence_parallel * (bytes_per_element * experts_per_token * x205 * x237 / (x232 * x235 + x233 * x236) + x237 * (inter_latency_s * x236 + intra_latency_s * x235)) + (x213 + 2) * (x220 * x240 + x224 * (x238 - 1) + numpy.maximum(x242 * x246, x242 * x248) + numpy.maximum(x246 * x249, x248 * x249)))
-    del x205, x235, x236, x237, x238, x240, x242, x246, x248, x249
-    x252 = ep_overlap * numpy.minimum(x251, 3 * t_layer_fwd * x250)
-    del x250
-    ep_comm_mb = comm_sm_fraction * x252 / (1 - comm_sm_fraction) + x251 - x252
-    del x251, x252
-    x253 = 1 - dualpipe
-    x254 = pp - 1
-    x255 = numpy.minimum(1, x254)
-    x256 = microbatches * vp
-    x257 = 1 - pp_intra
-    x258 = 1.0 * bytes_per_element
-    x259 = tokens_mb * x139
-    del x139
-    pp_comm_s = x253 * x255 * (2 * pp + 2 * x256 - 2) * (inter_latency_s * x257 + intra_latency_s * pp_intra + x258 * x259 / (pp_intra * x232 + x233 * x257))
-    del x232, x233, x257
-    x260 = 1 - dp_overlap
-    x261 = numpy.minimum(1, grad_shards - 1)
-    x262 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x263 = stage_trainable_expert_params + stage_trainable_params
-    x264 = x262 * numpy.maximum(1.0, x263 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x262) * numpy.maximum(1, stage_layers)
-    del x262
-    x265 = x264 - 1
-    x266 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x267 = x266 - 1
-    x268 = x266 ** (-1.0)
-    del x266
-    x269 = expert_dp_ranks * x268 - 1
-    x270 = x220 * x267 + x224 * x269
-    x271 = numpy.minimum(dp, dp_intra_ranks)
-    x272 = x271 ** (-1.0)
-    x273 = dp * x272 - 1
-    x274 = x271 - 1
-    del x271
-    x275 = x220 * x274 + x224 * x273
-    x276 = 2.0 * grad_comm_bytes_per_param
-    x277 = stage_trainable_expert_params * x276
-    x278 = x225 * x277
-    x279 = x228 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x228
-    x280 = x277 * x279
-    x281 = stage_trainable_params * x276
-    del x276
-    x282 = x225 * x281
-    x283 = x279 * x281
-    x284 = replica_intra_ranks - 1
-    x285 = replica_intra_ranks ** (-1.0)
-    x286 = shard_ranks ** (-1.0)
-    x287 = x285 * x286
-    x288 = numpy.maximum(1, dp * x287)
-    x289 = x288 - 1
-    x290 = x220 * x284
-    del x220
-    x291 = x224 * x289 + x290
-    x292 = expert_shard_ranks ** (-1.0)
-    x293 = x285 * x292
-    del x285
-    x294 = numpy.maximum(1, expert_dp_ranks * x293)
-    x295 = x294 - 1
-    x296 = x224 * x295 + x290
-    del x224, x290
-    x297 = x261 * (x265 * x291 + x282 * x284 * x287 + x283 * x287 * x289 / x288 + x291 + x4 * (x265 * x296 + x278 * x284 * x293 + x280 * x293 * x295 / x294 + x296)) + (1 - x261) * (x2 * x273 * x283 + x265 * (x270 * x4 + x275) + x272 * x274 * x282 + x275 + x4 * (x267 * x268 * x278 + x270 + x269 * x280 / expert_dp_ranks))
-    del x2, x267, x268, x269, x270, x272, x273, x274, x275, x278, x280, x282, x283, x284, x287, x288, x289, x291, x293, x294, x295, x296
-    x298 = fsdp_keeps_gathered_under_pp * x255 * zero3
-    del x255
-    x299 = microbatches * (1 - x298)
-    x300 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x301 = x300 - 1
-    x302 = intra_latency_s * x301
-    x303 = x300 ** (-1.0)
-    del x300
-    x304 = expert_shard_ranks * x303 - 1
-    x305 = inter_latency_s * x304
-    x306 = 2 * x302 + 2 * x305
-    x307 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x308 = x307 ** (-1.0)
-    x309 = shard_ranks * x308 - 1
-    x310 = inter_latency_s * x309
-    x311 = x307 - 1
-    del x307
-    x312 = intra_latency_s * x311
-    x313 = 2 * x310 + 2 * x312
-    x314 = x225 * x301 * x303
-    del x301, x303
-    x315 = x279 * x292 * x304
-    del x292, x304
-    x316 = x225 * x308 * x311
-    del x225, x308, x311
-    x317 = x279 * x286 * x309
-    del x279, x286, x309
-    x318 = x302 + x305
-    del x302, x305
-    x319 = x310 + x312
-    del x310, x312
-    x320 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x321 = base_weight_bytes_per_param * x192 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x192
-    x322 = 1.0 * frozen_base * x321 + x258 * (stage_adapter_params + stage_params * x65) - x320
-    del stage_adapter_params, stage_params, x258, x65
-    x323 = x265 * (x318 * x4 + x319) + x316 * x322 + x317 * x322 + x319 + x4 * (x314 * x320 + x315 * x320 + x318)
-    del x318, x319, x320, x322
-    x324 = 1 / 2 * x261 * (x298 + x299) * (x265 * (x306 * x4 + x313) + x281 * x316 + x281 * x317 + x313 + x4 * (x277 * x314 + x277 * x315 + x306)) + zero3 * (x298 * x323 + 2 * x299 * x323)
-    del x261, x277, x281, x299, x306, x313, x314, x315, x316, x317, x323
-    x325 = x264 ** (-1.0)
-    del x264
-    x326 = x265 * x325
+    x248 = 1 - x240
+    del x240
+    x249 = x229 * x245 * x248 * (experts_per_token * x244 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x239 * (1 - x248 ** experts_per_token)))
+    del x244, x248
+    x250 = x242 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x242
+    x251 = moe_share * x218
+    del x218
+    x252 = x251 * (sequence_parallel * (bytes_per_element * experts_per_token * x206 * x238 / (x233 * x236 + x234 * x237) + x238 * (inter_latency_s * x237 + intra_latency_s * x236)) + (x214 + 2) * (x221 * x241 + x225 * (x239 - 1) + numpy.maximum(x243 * x247, x243 * x249) + numpy.maximum(x247 * x250, x249 * x250)))
+    del x206, x236, x237, x238, x239, x241, x243, x247, x249, x250
+    x253 = ep_overlap * numpy.minimum(x252, 3 * t_layer_fwd * x251)
+    del x251
+    ep_comm_mb = comm_sm_fraction * x253 / (1 - comm_sm_fraction) + x252 - x253
+    del x252, x253
+    x254 = 1 - dualpipe
+    x255 = pp - 1
+    x256 = numpy.minimum(1, x255)
+    x257 = microbatches * vp
+    x258 = 1 - pp_intra
+    x259 = 1.0 * bytes_per_element
+    x260 = tokens_mb * x140
+    del x140
+    pp_comm_s = x254 * x256 * (2 * pp + 2 * x257 - 2) * (inter_latency_s * x258 + intra_latency_s * pp_intra + x259 * x260 / (pp_intra * x233 + x234 * x258))
+    del x233, x234, x258
+    x261 = 1 - dp_overlap
+    x262 = numpy.minimum(1, grad_shards - 1)
+    x263 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x264 = stage_trainable_expert_params + stage_trainable_params
+    x265 = x263 * numpy.maximum(1.0, x264 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x263) * numpy.maximum(1, stage_layers)
+    del x263
+    x266 = x265 - 1
+    x267 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x268 = x267 - 1
+    x269 = x267 ** (-1.0)
+    del x267
+    x270 = expert_dp_ranks * x269 - 1
+    x271 = x221 * x268 + x225 * x270
+    x272 = numpy.minimum(dp, dp_intra_ranks)
+    x273 = x272 ** (-1.0)
+    x274 = dp * x273 - 1
+    x275 = x272 - 1
+    del x272
+    x276 = x221 * x275 + x225 * x274
+    x277 = 2.0 * grad_comm_bytes_per_param
+    x278 = stage_trainable_expert_params * x277
+    x279 = x226 * x278
+    x280 = x229 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x229
+    x281 = x278 * x280
+    x282 = stage_trainable_params * x277
+    del x277
+    x283 = x226 * x282
+    x284 = x280 * x282
+    x285 = replica_intra_ranks - 1
+    x286 = replica_intra_ranks ** (-1.0)
+    x287 = shard_ranks ** (-1.0)
+    x288 = x286 * x287
+    x289 = numpy.maximum(1, dp * x288)
+    x290 = x289 - 1
+    x291 = x221 * x285
+    del x221
+    x292 = x225 * x290 + x291
+    x293 = expert_shard_ranks ** (-1.0)
+    x294 = x286 * x293
+    del x286
+    x295 = numpy.maximum(1, expert_dp_ranks * x294)
+    x296 = x295 - 1
+    x297 = x225 * x296 + x291
+    del x225, x291
+    x298 = x262 * (x266 * x292 + x283 * x285 * x288 + x284 * x288 * x290 / x289 + x292 + x4 * (x266 * x297 + x279 * x285 * x294 + x281 * x294 * x296 / x295 + x297)) + (1 - x262) * (x2 * x274 * x284 + x266 * (x271 * x4 + x276) + x273 * x275 * x283 + x276 + x4 * (x268 * x269 * x279 + x271 + x270 * x281 / expert_dp_ranks))
+    del x2, x268, x269, x270, x271, x273, x274, x275, x276, x279, x281, x283, x284, x285, x288, x289, x290, x292, x294, x295, x296, x297
+    x299 = fsdp_keeps_gathered_under_pp * x256 * zero3
+    del x256
+    x300 = microbatches * (1 - x299)
+    x301 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x302 = x301 - 1
+    x303 = intra_latency_s * x302
+    x304 = x301 ** (-1.0)
+    del x301
+    x305 = expert_shard_ranks * x304 - 1
+    x306 = inter_latency_s * x305
+    x307 = 2 * x303 + 2 * x306
+    x308 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x309 = x308 ** (-1.0)
+    x310 = shard_ranks * x309 - 1
+    x311 = inter_latency_s * x310
+    x312 = x308 - 1
+    del x308
+    x313 = intra_latency_s * x312
+    x314 = 2 * x311 + 2 * x313
+    x315 = x226 * x302 * x304
+    del x302, x304
+    x316 = x280 * x293 * x305
+    del x293, x305
+    x317 = x226 * x309 * x312
+    del x226, x309, x312
+    x318 = x280 * x287 * x310
+    del x280, x287, x310
+    x319 = x303 + x306
+    del x303, x306
+    x320 = x311 + x313
+    del x311, x313
+    x321 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x322 = base_weight_bytes_per_param * x193 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x193
+    x323 = 1.0 * frozen_base * x322 + x259 * (stage_adapter_params + stage_params * x65) - x321
+    del stage_adapter_params, stage_params, x259, x65
+    x324 = x266 * (x319 * x4 + x320) + x317 * x323 + x318 * x323 + x320 + x4 * (x315 * x321 + x316 * x321 + x319)
+    del x319, x320, x321, x323
+    x325 = 1 / 2 * x262 * (x299 + x300) * (x266 * (x307 * x4 + x314) + x282 * x317 + x282 * x318 + x314 + x4 * (x278 * x315 + x278 * x316 + x307)) + zero3 * (x299 * x324 + 2 * x300 * x324)
+    del x262, x278, x282, x300, x307, x314, x315, x316, x317, x318, x324
+    x326 = x265 ** (-1.0)
     del x265
-    dp_comm_s = dp_overlap * numpy.minimum(x297, numpy.maximum(x297 * x325, -2 * stage_layers * t_layer_fwd * x326 + x297)) + dp_overlap * numpy.minimum(x324, numpy.maximum(x324 * x325, -compute_s * x326 + x324)) + x260 * x297 + x260 * x324
-    del t_layer_fwd, x260, x297, x324, x325, x326
-    x327 = dispatch_host_sync * x153
-    x328 = 2.0 * x153 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x153, x4
-    x329 = numpy.maximum(0, cuda_graphs - x328 - 1)
-    x330 = stage_layers * (1 - x329)
-    x331 = host_launch_factor * moe_share * x330 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x327 = x266 * x326
+    del x266
+    dp_comm_s = dp_overlap * numpy.minimum(x298, numpy.maximum(x298 * x326, -2 * stage_layers * t_layer_fwd * x327 + x298)) + dp_overlap * numpy.minimum(x325, numpy.maximum(x325 * x326, -compute_s * x327 + x325)) + x261 * x298 + x261 * x325
+    del t_layer_fwd, x261, x298, x325, x326, x327
+    x328 = dispatch_host_sync * x154
+    x329 = 2.0 * x154 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x154, x4
+    x330 = numpy.maximum(0, cuda_graphs - x329 - 1)
+    x331 = stage_layers * (1 - x330)
+    x332 = host_launch_factor * moe_share * x331 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x66
-    x332 = x327 * x331
-    x333 = compute_mb + tp_comm_mb
-    x334 = microbatches ** (-1.0)
-    x335 = x333 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x329 * x334 + x330 * (graph_launch_s * x193 * (-x329 + numpy.minimum(1, cuda_graphs - x328)) + layer_overhead_s * (full_recompute + 3))) + x331 * (1 - x327)) / x333) ** host_overlap_exponent) / host_overlap_exponent)
-    del x193, x327, x328, x329, x330, x331
-    x336 = x332 + x335
-    launch_s = microbatches * x336
+    x333 = x328 * x332
+    x334 = compute_mb + tp_comm_mb
+    x335 = microbatches ** (-1.0)
+    x336 = x334 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x330 * x335 + x331 * (graph_launch_s * x194 * (-x330 + numpy.minimum(1, cuda_graphs - x329)) + layer_overhead_s * (full_recompute + 3))) + x332 * (1 - x328)) / x334) ** host_overlap_exponent) / host_overlap_exponent)
+    del x194, x328, x329, x330, x331, x332
+    x337 = x333 + x336
+    launch_s = microbatches * x337
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x337 = cp_comm_mb + ep_comm_mb + x333 + x336
-    del x333, x336
-    x338 = vp ** (-1.0)
-    x339 = x337 / compute_mb
-    x340 = dualpipe * x334 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x339 + 2 * tp_comm_mb - 3 * weight_grad_mb * x339 + 2 * x332 + 2 * x335) / x337 + x253 * x254 * x334 * x338
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x332, x334, x335, x339
-    bubble_s = microbatches * x337 * x340
-    del x337
-    x341 = stage_trainable_expert_params / expert_optimizer_shards
-    x342 = stage_trainable_params / optimizer_shards
-    optimizer_s = x102 * (x341 + x342) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x338 = cp_comm_mb + ep_comm_mb + x334 + x337
+    del x334, x337
+    x339 = vp ** (-1.0)
+    x340 = x338 / compute_mb
+    x341 = dualpipe * x335 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x340 + 2 * tp_comm_mb - 3 * weight_grad_mb * x340 + 2 * x333 + 2 * x336) / x338 + x254 * x255 * x335 * x339
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x333, x335, x336, x340
+    bubble_s = microbatches * x338 * x341
+    del x338
+    x342 = stage_trainable_expert_params / expert_optimizer_shards
+    x343 = stage_trainable_params / optimizer_shards
+    optimizer_s = x102 * (x342 + x343) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x102
-    x343 = microbatches * stage_extra_layers * (compute_mb - x203) * (x340 + 1) / stage_layers
-    del compute_mb, x203, x340
-    x344 = dp_comm_s + pp_comm_s
-    x345 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x344
-    x346 = gpus + 0.474798
-    x347 = gpus ** (-1.0)
-    x348 = x346 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x345 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x345 * numpy.maximum(0, -x154 * erfinv(1.71458910109456 * x347 * x348 * (0.0686881539789491 * x348 + 0.112063) - 1 + 1.16023 / x346)) + x343 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x343 + x345)
-    del x343, x346, x348
-    step_time_s = straggler_s + x345
-    del x345
-    x349 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x349
-    x350 = tokens_per_s * x347
-    x351 = model_flops_per_token * x350
-    tflops_per_gpu = 1e-12 * x351
-    mfu = x105 * x351
-    del x351
-    hfu = hardware_flops_per_token * x105 * x350
-    del hardware_flops_per_token, x105, x350
-    x352 = bytes_per_element * x263 * x298
-    del x263, x298
-    x353 = expert_weight_shards ** (-1.0)
-    x354 = base_weight_bytes_per_param * stage_expert_params
-    x355 = weight_shards ** (-1.0)
-    x356 = frozen_base * (x353 * x354 + x355 * (x321 - x354)) + reference_model * (bytes_per_element * stage_expert_params * x353 + bytes_per_element * x355 * (-stage_expert_params - x191)) + stage_trainable_expert_params * weight_bytes_per_param * x353 + stage_trainable_params * weight_bytes_per_param * x355
-    del stage_expert_params, x191, x321, x353, x354, x355
-    weights_bytes = x352 + x356
-    x357 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x344 = microbatches * stage_extra_layers * (compute_mb - x204) * (x341 + 1) / stage_layers
+    del compute_mb, x204, x341
+    x345 = dp_comm_s + pp_comm_s
+    x346 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x345
+    x347 = gpus + 0.474798
+    x348 = gpus ** (-1.0)
+    x349 = x347 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x346 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x346 * numpy.maximum(0, -x155 * erfinv(1.71458910109456 * x348 * x349 * (0.0686881539789491 * x349 + 0.112063) - 1 + 1.16023 / x347)) + x344 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x344 + x346)
+    del x344, x347, x349
+    step_time_s = straggler_s + x346
+    del x346
+    x350 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x350
+    x351 = tokens_per_s * x348
+    x352 = model_flops_per_token * x351
+    tflops_per_gpu = 1e-12 * x352
+    mfu = x105 * x352
+    del x352
+    hfu = hardware_flops_per_token * x105 * x351
+    del hardware_flops_per_token, x105, x351
+    x353 = bytes_per_element * x264 * x299
+    del x264, x299
+    x354 = expert_weight_shards ** (-1.0)
+    x355 = base_weight_bytes_per_param * stage_expert_params
+    x356 = weight_shards ** (-1.0)
+    x357 = frozen_base * (x354 * x355 + x356 * (x322 - x355)) + reference_model * (bytes_per_element * stage_expert_params * x354 + bytes_per_element * x356 * (-stage_expert_params - x192)) + stage_trainable_expert_params * weight_bytes_per_param * x354 + stage_trainable_params * weight_bytes_per_param * x356
+    del stage_expert_params, x192, x322, x354, x355, x356
+    weights_bytes = x353 + x357
+    x358 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x352 + x357
-    optimizer_state_bytes = optimizer_bytes_per_param * x341 + optimizer_bytes_per_param * x342
-    del x341, x342
-    x358 = bytes_per_element * tokens_mb
-    x359 = hidden * x244
-    x360 = 2 * tokens_mb
-    x361 = tokens_mb * x359
-    x362 = 4 * x361
-    x363 = recompute_mlp * x93
-    x364 = 2 * mlp_matrices
-    x365 = tokens_mb * x364
-    x366 = x145 * x365
-    x367 = heads + kv_heads
-    x368 = kv_heads / heads
-    x369 = 1 - recompute_norms
-    x370 = x145 * x50 * (1 - x363)
-    del x145
-    x371 = shared_experts * tokens_mb * x150
-    del x150
-    x372 = tokens_mb * x245
-    del x245
-    x373 = linear_input_bytes + x364 - 2
-    del x364
-    x374 = x371 * x373 + x372 * (etp * hidden * linear_input_bytes + x373 * x46)
-    del x373
-    x375 = tokens_mb * x24
-    x376 = micro_batch * x138 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x127) / cp ** 2
-    del x127, x138
-    x377 = linear_input_bytes * x361 * x369
-    del x361
-    x378 = lora_rank * x358 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x360 * x95 * (hidden * x56 + x156 * x221 * x24 + x359 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x370 * (1 - lora_down) + x377 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x377 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x244 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x360 * x367 + x376)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x367 - x24 * (x368 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x213 * x374 + moe_share * (-x366 + x374) - moe_share * (x371 + x372 * x46) * (linear_input_bytes * x214 + x166 * (2 - x174)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x362 - x363 * x366 * x50 + x51 * (ffn * x365 + hidden * tokens_mb * (4 * x368 + 2) + x375 + x376) - (1 - 1 / 2 * linear_input_bytes) * (x360 * x370 + x362 * x369))
-    del moe_share, x0, x11, x112, x12, x15, x156, x166, x17, x174, x18, x213, x214, x221, x24, x244, x25, x3, x359, x360, x362, x363, x365, x366, x367, x368, x369, x370, x371, x372, x374, x376, x377, x46, x50, x56, x57, x70, x94, x95
-    x379 = full_recompute * x168 * x375 + x378 * x93
-    del x168, x375, x93
-    x380 = loss_extra_bytes_per_logit * tokens_mb * x169 + 4 * x259 * (vocab * x99 + 1)
-    del tokens_mb, x169, x259, x99
-    activation_bytes = full_recompute * x378 + linear_value_heads * x113 * x358 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x338 * x379 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x253 * numpy.minimum(x256, pp * vp + x254 * numpy.minimum(1, vp - 1))) + x380 + x42 * (x379 + x380)
-    del microbatches, x113, x253, x254, x256, x338, x358, x378, x379, x380, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x352 + x356 + x357
-    del x352, x356, x357
-    x381 = nodes / (rack_mtbf_s * rack_nodes)
-    x382 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x383 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x384 = x381 + x382 + x383
-    system_mtbf_s = x384 ** (-1.0)
-    x385 = node_repair_s * x381
-    x386 = numpy.exp(-x385)
-    x387 = node_repair_s * x382
-    x388 = -spare_nodes
-    x389 = rack_nodes + x388
-    x390 = x385 * x386
-    del x385
-    x391 = 2 * rack_nodes + x388
-    x392 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x386 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x393 = 3 * rack_nodes + x388
-    x394 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x386 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x395 = 4 * rack_nodes + x388
-    x396 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x386 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x397 = 5 * rack_nodes + x388
-    x398 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x386 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x399 = 6 * rack_nodes + x388
-    x400 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x386 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x401 = 7 * rack_nodes + x388
-    x402 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x386 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x403 = 8 * rack_nodes + x388
-    x404 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x386 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x405 = 9 * rack_nodes + x388
-    x406 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x386 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x407 = 10 * rack_nodes + x388
-    x408 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x386 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x409 = 11 * rack_nodes + x388
-    x410 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x386 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x381 * (x386 * poisson_cdf(-x389, x387) + x390 * poisson_cdf(-x391, x387) + x392 * poisson_cdf(-x393, x387) + x394 * poisson_cdf(-x395, x387) + x396 * poisson_cdf(-x397, x387) + x398 * poisson_cdf(-x399, x387) + x400 * poisson_cdf(-x401, x387) + x402 * poisson_cdf(-x403, x387) + x404 * poisson_cdf(-x405, x387) + x406 * poisson_cdf(-x407, x387) + x408 * poisson_cdf(-x409, x387) + x410 * poisson_cdf(-12 * rack_nodes - x388, x387)) + x382 * (x386 * poisson_cdf(spare_nodes - 1, x387) + x390 * poisson_cdf(-x389 - 1, x387) + x392 * poisson_cdf(-x391 - 1, x387) + x394 * poisson_cdf(-x393 - 1, x387) + x396 * poisson_cdf(-x395 - 1, x387) + x398 * poisson_cdf(-x397 - 1, x387) + x400 * poisson_cdf(-x399 - 1, x387) + x402 * poisson_cdf(-x401 - 1, x387) + x404 * poisson_cdf(-x403 - 1, x387) + x406 * poisson_cdf(-x405 - 1, x387) + x408 * poisson_cdf(-x407 - 1, x387) + x410 * poisson_cdf(-x409 - 1, x387)) + x383)
-    del x381, x382, x383, x386, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410
-    x411 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x412 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x384 * (x411 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x384 * (-manual_restart_s + x411 - x412))) + x411 - x412
-    del x384, x411, x412
+    grads_bytes = x353 + x358
+    optimizer_state_bytes = optimizer_bytes_per_param * x342 + optimizer_bytes_per_param * x343
+    del x342, x343
+    x359 = bytes_per_element * tokens_mb
+    x360 = hidden * x245
+    x361 = 2 * tokens_mb
+    x362 = tokens_mb * x360
+    x363 = 4 * x362
+    x364 = recompute_mlp * x93
+    x365 = 2 * mlp_matrices
+    x366 = tokens_mb * x365
+    x367 = x146 * x366
+    x368 = heads + kv_heads
+    x369 = kv_heads / heads
+    x370 = 1 - recompute_norms
+    x371 = x146 * x50 * (1 - x364)
+    del x146
+    x372 = shared_experts * tokens_mb * x151
+    del x151
+    x373 = tokens_mb * x246
+    del x246
+    x374 = linear_input_bytes + x365 - 2
+    del x365
+    x375 = x372 * x374 + x373 * (etp * hidden * linear_input_bytes + x374 * x46)
+    del x374
+    x376 = tokens_mb * x24
+    x377 = micro_batch * x139 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
+    del x128, x139
+    x378 = linear_input_bytes * x362 * x370
+    del x362
+    x379 = lora_rank * x359 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x361 * x95 * (hidden * x56 + x157 * x222 * x24 + x360 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x371 * (1 - lora_down) + x378 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x378 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x245 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x361 * x368 + x377)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x368 - x24 * (x369 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x214 * x375 + moe_share * (-x367 + x375) - moe_share * (x372 + x373 * x46) * (linear_input_bytes * x215 + x167 * (2 - x175)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x363 - x364 * x367 * x50 + x51 * (ffn * x366 + hidden * tokens_mb * (4 * x369 + 2) + x376 + x377) - (1 - 1 / 2 * linear_input_bytes) * (x361 * x371 + x363 * x370))
+    del moe_share, x0, x11, x112, x12, x15, x157, x167, x17, x175, x18, x214, x215, x222, x24, x245, x25, x3, x360, x361, x363, x364, x366, x367, x368, x369, x370, x371, x372, x373, x375, x377, x378, x46, x50, x56, x57, x70, x94, x95
+    x380 = full_recompute * x169 * x376 + x379 * x93
+    del x169, x376, x93
+    x381 = loss_extra_bytes_per_logit * tokens_mb * x170 + 4 * x260 * (vocab * x99 + 1)
+    del tokens_mb, x170, x260, x99
+    activation_bytes = full_recompute * x379 + linear_value_heads * x113 * x359 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x339 * x380 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x254 * numpy.minimum(x257, pp * vp + x255 * numpy.minimum(1, vp - 1))) + x381 + x42 * (x380 + x381)
+    del microbatches, x113, x254, x255, x257, x339, x359, x379, x380, x381, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x353 + x357 + x358
+    del x353, x357, x358
+    x382 = nodes / (rack_mtbf_s * rack_nodes)
+    x383 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x384 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x385 = x382 + x383 + x384
+    system_mtbf_s = x385 ** (-1.0)
+    x386 = node_repair_s * x382
+    x387 = numpy.exp(-x386)
+    x388 = node_repair_s * x383
+    x389 = -spare_nodes
+    x390 = rack_nodes + x389
+    x391 = x386 * x387
+    del x386
+    x392 = 2 * rack_nodes + x389
+    x393 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x387 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x394 = 3 * rack_nodes + x389
+    x395 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x387 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x396 = 4 * rack_nodes + x389
+    x397 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x387 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x398 = 5 * rack_nodes + x389
+    x399 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x387 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x400 = 6 * rack_nodes + x389
+    x401 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x387 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x402 = 7 * rack_nodes + x389
+    x403 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x387 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x404 = 8 * rack_nodes + x389
+    x405 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x387 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x406 = 9 * rack_nodes + x389
+    x407 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x387 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x408 = 10 * rack_nodes + x389
+    x409 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x387 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x410 = 11 * rack_nodes + x389
+    x411 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x387 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x382 * (x387 * poisson_cdf(-x390, x388) + x391 * poisson_cdf(-x392, x388) + x393 * poisson_cdf(-x394, x388) + x395 * poisson_cdf(-x396, x388) + x397 * poisson_cdf(-x398, x388) + x399 * poisson_cdf(-x400, x388) + x401 * poisson_cdf(-x402, x388) + x403 * poisson_cdf(-x404, x388) + x405 * poisson_cdf(-x406, x388) + x407 * poisson_cdf(-x408, x388) + x409 * poisson_cdf(-x410, x388) + x411 * poisson_cdf(-12 * rack_nodes - x389, x388)) + x383 * (x387 * poisson_cdf(spare_nodes - 1, x388) + x391 * poisson_cdf(-x390 - 1, x388) + x393 * poisson_cdf(-x392 - 1, x388) + x395 * poisson_cdf(-x394 - 1, x388) + x397 * poisson_cdf(-x396 - 1, x388) + x399 * poisson_cdf(-x398 - 1, x388) + x401 * poisson_cdf(-x400 - 1, x388) + x403 * poisson_cdf(-x402 - 1, x388) + x405 * poisson_cdf(-x404 - 1, x388) + x407 * poisson_cdf(-x406 - 1, x388) + x409 * poisson_cdf(-x408 - 1, x388) + x411 * poisson_cdf(-x410 - 1, x388)) + x384)
+    del x382, x383, x384, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411
+    x412 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x413 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x385 * (x412 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x385 * (-manual_restart_s + x412 - x413))) + x412 - x413
+    del x385, x412, x413
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x413 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x414 = checkpoint_bytes * x347
-    x415 = x413 * x414
-    x416 = ckpt_async * x415
-    x417 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x418 = ckpt_sync * x417
-    x419 = x227 * x414
-    del x227, x414
-    x420 = ckpt_in_memory * (x415 + x419)
-    del x415
-    x421 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x422 = grad_bytes_per_param * trainable_params * x347
-    del x347
-    x423 = optimizer_s - step_time_s
-    x424 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x413 * x422 / (1 - (1 - numpy.minimum(1, x421)) ** gockpt_steps) + x423)
-    del x413
-    checkpoint_stall_s = x416 + x418 + x420 + x424
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x416 + 2 * x418 + 2 * x420 + 2 * x424))
-    x425 = ckpt_async * x417
-    x426 = system_mtbf_s ** (-1.0)
-    x427 = checkpoint_stall_s * x426
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x422 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x423))) / numpy.log(1 - numpy.minimum(0.999999999999, x421))))) - 1) + 1
-    del x421, x422, x423
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x417) + x425), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x416 + 1 / 2 * x418 + 1 / 2 * x420 + 1 / 2 * x424), -checkpoint_stall_s + young_interval_s * (1 / 6 * x154 * numpy.sqrt(x427) + 1 / 18 * x427 + 1), system_mtbf_s)))
-    del x154, x416, x418, x420, x424
-    commit_latency_s = ckpt_gockpt * (step_time_s + x417) + x425
-    del x417, x425
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x419 + failure_restart_s
-    del failure_restart_s, x419
-    x428 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x428 + 1) / (global_batch * token_efficiency * (reference_batch * x428 + 1))
-    del x428, x77
+    x414 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x415 = checkpoint_bytes * x348
+    x416 = x414 * x415
+    x417 = ckpt_async * x416
+    x418 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x419 = ckpt_sync * x418
+    x420 = x228 * x415
+    del x228, x415
+    x421 = ckpt_in_memory * (x416 + x420)
+    del x416
+    x422 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x423 = grad_bytes_per_param * trainable_params * x348
+    del x348
+    x424 = optimizer_s - step_time_s
+    x425 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x414 * x423 / (1 - (1 - numpy.minimum(1, x422)) ** gockpt_steps) + x424)
+    del x414
+    checkpoint_stall_s = x417 + x419 + x421 + x425
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x417 + 2 * x419 + 2 * x421 + 2 * x425))
+    x426 = ckpt_async * x418
+    x427 = system_mtbf_s ** (-1.0)
+    x428 = checkpoint_stall_s * x427
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x423 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x424))) / numpy.log(1 - numpy.minimum(0.999999999999, x422))))) - 1) + 1
+    del x422, x423, x424
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x418) + x426), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x417 + 1 / 2 * x419 + 1 / 2 * x421 + 1 / 2 * x425), -checkpoint_stall_s + young_interval_s * (1 / 6 * x155 * numpy.sqrt(x428) + 1 / 18 * x428 + 1), system_mtbf_s)))
+    del x155, x417, x419, x421, x425
+    commit_latency_s = ckpt_gockpt * (step_time_s + x418) + x426
+    del x418, x426
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x420 + failure_restart_s
+    del failure_restart_s, x420
+    x429 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x429 + 1) / (global_batch * token_efficiency * (reference_batch * x429 + 1))
+    del x429, x77
     solve_time_s = step_time_s * steps
-    x429 = numpy.exp(commit_latency_s * x426)
-    x430 = numpy.exp(x426 * (checkpoint_interval_s + checkpoint_stall_s))
-    x431 = solve_time_s * x429 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x429 + x431 * (x430 - 1) - 1) * numpy.exp(restart_s * x426)
-    del x429
-    failure_stepping_s = system_mtbf_s * x431 * (x430 - numpy.exp(x427))
-    del x427, x430, x431
+    x430 = numpy.exp(commit_latency_s * x427)
+    x431 = numpy.exp(x427 * (checkpoint_interval_s + checkpoint_stall_s))
+    x432 = solve_time_s * x430 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x430 + x432 * (x431 - 1) - 1) * numpy.exp(restart_s * x427)
+    del x430
+    failure_stepping_s = system_mtbf_s * x432 * (x431 - numpy.exp(x428))
+    del x428, x431, x432
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x432 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x432)
-    x433 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x433 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x433
-    del x433
-    expected_failures = failure_wall_s * x426
-    del x426
+    x433 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x433)
+    x434 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x434 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x434
+    del x434
+    expected_failures = failure_wall_s * x427
+    del x427
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x432
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x433
     del failure_stepping_s
-    x434 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x349 * (cp_comm_s + ep_comm_s + tp_comm_s + x344) + compute_power_fraction * compute_s * x349)
-    del x344, x349
-    x435 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x434)
+    x435 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x350 * (cp_comm_s + ep_comm_s + tp_comm_s + x345) + compute_power_fraction * compute_s * x350)
+    del x345, x350
+    x436 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x435)
     del stepping_s
-    energy_gpu_j = gpus * x435
-    x436 = network_power_per_node_w + node_overhead_power_w
-    x437 = nodes * x436
+    energy_gpu_j = gpus * x436
+    x437 = network_power_per_node_w + node_overhead_power_w
+    x438 = nodes * x437
     del nodes
-    x438 = spare_nodes * (gpus_per_node * idle_power_w + x436) + x437
-    del x436
-    energy_it_j = energy_gpu_j + wall_time_s * x438
+    x439 = spare_nodes * (gpus_per_node * idle_power_w + x437) + x438
+    del x437
+    energy_it_j = energy_gpu_j + wall_time_s * x439
     energy_facility_j = energy_it_j * pue
-    x439 = eval_time_s + rollbacks * x432
-    del x432
-    x440 = pue * (gpu_step_power_w * gpus + x437)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x437) * (-failure_wall_s - x434 - x439) - solve_time_s * x440 - x439 * x440
-    del failure_wall_s, x437, x439, x440
-    x441 = wall_time_s ** (-1.0)
-    gpu_power_w = x435 * x441
-    del x435
-    avg_power_w = energy_facility_j * x441
-    del x441
-    peak_power_w = pue * (gpus * max_power_w + x438)
-    del x438
-    x442 = gpus + gpus_per_node * spare_nodes
-    x443 = 0.000277777777777778 * x442
-    gpu_hours = wall_time_s * x443
-    cost_cloud_usd = price_usd_per_gpu_hour * x443 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x434), wall_time_s)
-    del x434, x443
-    x444 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x444 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x442)) / utilisation
+    x440 = eval_time_s + rollbacks * x433
+    del x433
+    x441 = pue * (gpu_step_power_w * gpus + x438)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x438) * (-failure_wall_s - x435 - x440) - solve_time_s * x441 - x440 * x441
+    del failure_wall_s, x438, x440, x441
+    x442 = wall_time_s ** (-1.0)
+    gpu_power_w = x436 * x442
+    del x436
+    avg_power_w = energy_facility_j * x442
+    del x442
+    peak_power_w = pue * (gpus * max_power_w + x439)
+    del x439
+    x443 = gpus + gpus_per_node * spare_nodes
+    x444 = 0.000277777777777778 * x443
+    gpu_hours = wall_time_s * x444
+    cost_cloud_usd = price_usd_per_gpu_hour * x444 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x435), wall_time_s)
+    del x435, x444
+    x445 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x445 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x443)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x442 * x444
-    del x442, x444
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x443 * x445
+    del x443, x445
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -386,14 +386,13 @@ def _softmax_core_times(x: dict, t) -> tuple:
         _core_efficiency(x, t, window_unfused, padding, window_keys),
         x["hbm_bandwidth_bytes_per_s"],
         x["hbm_efficiency"])
-    # without flash attention the s x s scores go through HBM: kept for the backward, or
+    # on the unfused path the s x s scores go through HBM: kept for the backward, or
     # (selective recompute) written and read within the forward and again in the
     # recomputed forward (Korthikanti et al. 2022, arXiv:2205.05198 s5: QK^T, softmax,
-    # softmax dropout and attention over V recomputed), or on the unfused path of a
-    # variant without a fused kernel; windowed layers too when it cannot skip blocks
-    stored = maximum(_scores_stored(x), x["selective"])
-    scores = ((1 - share - windowed) * stored
-              + windowed * maximum(stored, 1 - x["fused_window_attention"])) * _memory_bound(
+    # softmax dropout and attention over V recomputed); windowed layers too when the fused
+    # kernel cannot skip their blocks
+    scores = ((1 - share - windowed) * unfused
+              + windowed * maximum(unfused, 1 - x["fused_window_attention"])) * _memory_bound(
         x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
     return core, scores
 

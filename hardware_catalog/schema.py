@@ -124,6 +124,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "domain_software_mtbf_s": (1, 1e15), "domain_rack_mtbf_s": (1, 1e15),
     "pause_duration_s": (1e-9, 1e7), "node_repair_s": (1e-3, 1e10),
     "checkpoint_write_bytes_per_s": (1e3, 1e18), "checkpoint_read_bytes_per_s": (1e3, 1e18),
+    "exp_ops_per_s": (1e6, 1e17),
 }
 #: Smallest efficiency (a fraction of a peak) accepted: 0.1 %.
 MIN_EFFICIENCY = 1e-3
@@ -216,6 +217,10 @@ class Accelerator(Entry):
     grouped_gemm_tile_tokens: Quantity | None = None
     grouped_gemm_token_half_dim: Quantity | None = None
     grouped_gemm_inner_half_dim: Quantity | None = None
+    # peak rate of the exponential unit (NVIDIA's SFU/MUFU.EX2: exponentials per clock and
+    # SM x SMs x clock) that a fused attention kernel's softmax runs on
+    # (formulas.compute.fused_attention_time); None: not published, taken as never binding
+    exp_ops_per_s: Quantity | None = None
     hbm_efficiency: Quantity
     scale_up_bus_efficiency: Quantity
     scale_out_bus_efficiency: Quantity
@@ -232,7 +237,7 @@ class Accelerator(Entry):
                   "hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w", "idle_power_w",
                   "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
-                  "lifetime_years", "grouped_gemm_tile_tokens")
+                  "lifetime_years", "grouped_gemm_tile_tokens", "exp_ops_per_s")
         for name in ("grouped_gemm_token_half_dim", "grouped_gemm_inner_half_dim"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from formulas import compute, moe
 from hardware_catalog import load_catalog
 from hardware_catalog.schema import Quantity, SoftwareStack, StackOnAccelerator
-from planner.engine.inputs.scenario import stack_inputs
+from planner.engine.inputs.scenario import execution_defaults, stack_inputs
 from planner.engine.layouts.evaluator import evaluate
 
 # ---- MoE grouped GEMMs -------------------------------------------------------------------
@@ -224,3 +224,103 @@ def test_on_accelerator_variant_flags_are_checked():
         "value": 0.5, "source": "x", "as_of": "2026-01-01"}}}
     with pytest.raises(ValueError, match="on_accelerator.b200.fused_attention_sinks"):
         SoftwareStack.model_validate(data)
+
+
+# ---- the softmax's exponential unit -------------------------------------------------------
+
+def test_fused_attention_time_is_the_matmul_time_without_exponentials():
+    t_m = np.array([1e-4, 3e-3, 2.0])
+    np.testing.assert_allclose(compute.fused_attention_time(t_m, 0.0, 10.0), t_m, rtol=1e-12)
+    # scalar, array and Series alike
+    import pandas as pd
+    s = compute.fused_attention_time(pd.Series(t_m), pd.Series(t_m), 3.0)
+    np.testing.assert_allclose(s.to_numpy(), compute.fused_attention_time(t_m, t_m, 3.0))
+    assert float(compute.fused_attention_time(3e-3, 3e-3, 3.0)) == pytest.approx(
+        ((2 * 27e-9) ** (1 / 3) + (9 * 27e-9) ** (1 / 3)) / 3, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1e-9, 10.0), st.floats(0.0, 10.0), st.floats(0.0, 10.0),
+       st.floats(1.0, 200.0))
+def test_fused_attention_time_grows_with_each_unit_and_stays_between_max_and_sum(
+        t_m, t_e, more, k):
+    t = float(compute.fused_attention_time(t_m, t_e, k))
+    assert float(compute.fused_attention_time(t_m, t_e + more, k)) >= t * (1 - 1e-12)
+    assert float(compute.fused_attention_time(t_m + more, t_e, k)) >= t * (1 - 1e-12)
+    # forward max(t_m, t_e) and backward max(2 t_m, t_e) at the least; their sums at most
+    low = (max(t_m, t_e) + max(2 * t_m, t_e)) / 3
+    assert low * (1 - 1e-9) <= t <= (3 * t_m + 2 * t_e) / 3 * (1 + 1e-9)
+
+
+def test_fused_attention_time_tends_to_the_slower_unit_and_does_not_underflow():
+    # a hard maximum at large k, also for times whose k-th powers underflow a double
+    assert float(compute.fused_attention_time(1e-5, 2e-5, 1000.0)) == pytest.approx(
+        (2e-5 + 2e-5) / 3, rel=1e-2)
+    assert float(compute.fused_attention_time(0.0, 0.0, 10.0)) == 0.0
+
+
+def test_exponential_rates_follow_the_generations_sfu_per_clock():
+    # 16 exponentials per clock and SM on Ampere, Hopper and Blackwell (FlashAttention-3/4),
+    # twice that on Blackwell Ultra: the rate over the BF16 peak is 16 over the MMA FLOPs
+    # per clock and SM (2,048 / 4,096 / 8,192), 32 on B300/GB300
+    catalog = load_catalog()
+    per_clock = {"a100-80gb": 16 / 2048, "h100-sxm": 16 / 4096, "b200": 16 / 8192,
+                 "gb200": 16 / 8192, "b300": 32 / 8192, "gb300": 32 / 8192}
+    for hw, ratio in per_clock.items():
+        acc = catalog.accelerator(hw)
+        assert acc.exp_ops_per_s.value / acc.peak_bf16_flops_per_s.value == pytest.approx(
+            ratio, rel=2e-3)
+    # FlashAttention-3 s3.1: "3.9 TFLOPS of special functions" on the H100 SXM5
+    assert catalog.accelerator("h100-sxm").exp_ops_per_s.value == pytest.approx(3.9e12,
+                                                                                rel=0.01)
+
+
+#: a dense model with 64-wide heads (gpt-oss's attention without its sinks and windows)
+#: and its 128-wide twin of the same FLOPs, at 8k tokens on one rank
+HEADS = dict(model="gpt-oss-120b", gpus=8, tp=1, pp=1, vp=1, cp=1, ep=8, global_batch=8,
+             micro_batch=1, seq_len=8192, recompute="none", zero=1, tokens=1e12,
+             reliability="benchmark", precision="bf16")
+PLAIN = {"attention_sinks": 0.0, "window_layers": 0.0}
+
+
+def _core_s(hardware, head_dim, exp=None):
+    """compute_s of the 64- or 128-wide-head variant less the same run without attention
+    core work (a window of one key): the core's own compute time."""
+    heads = 64 * 64 // head_dim
+    over = {**PLAIN, "heads": heads, "head_dim": head_dim, "v_head_dim": head_dim,
+            "kv_heads": 8}
+    if exp is not None:
+        over["exp_ops_per_s"] = exp
+    run = {**HEADS, "hardware": hardware}
+    full = evaluate(**run, overrides=over).iloc[0]["compute_s"]
+    none = evaluate(**run, overrides={**over, "window_layers": 36.0, "window": 1.0}
+                    ).iloc[0]["compute_s"]
+    return full - none
+
+
+def test_blackwell_waits_for_its_exponentials_at_small_heads_and_blackwell_ultra_less():
+    # B200: 2 (64 + 64) = 256 FLOPs per exponential against 512 the unit keeps up with, so
+    # the forward's exponentials take twice its matmuls and the backward's (one pass beside
+    # twice the matmuls) as long: at the catalog's exponent k_e the core's training time is
+    # (max_k(1, 2) + max_k(2, 2)) / 3 of its matmul time; at 128-wide heads the forward's
+    # two units are equal and the core pays a few per cent
+    k = execution_defaults()["attention_exp_overlap_exponent"]
+    unbound = 1e30
+    b200_64 = _core_s("b200", 64) / _core_s("b200", 64, unbound)
+    b200_128 = _core_s("b200", 128) / _core_s("b200", 128, unbound)
+    assert b200_64 == pytest.approx(float(compute.fused_attention_time(1.0, 2.0, k)), rel=0.03)
+    assert b200_64 > 1.3
+    assert 1.0 < b200_128 < 1.1
+    # GB300's doubled exponential unit: 64-wide heads cost what 128-wide ones cost on B200
+    gb300_64 = _core_s("gb300", 64) / _core_s("gb300", 64, unbound)
+    assert gb300_64 == pytest.approx(b200_128, rel=0.02)
+    # Hopper at 128-wide heads (half the unit's rate needed) and A100: not measurably bound
+    assert _core_s("h100-sxm", 128) / _core_s("h100-sxm", 128, unbound) == pytest.approx(
+        1.0, abs=1e-3)
+    assert _core_s("a100-80gb", 64) / _core_s("a100-80gb", 64, unbound) == pytest.approx(
+        1.0, abs=1e-3)
+
+
+def test_a_part_without_a_published_exponential_rate_is_never_bound():
+    assert load_catalog().accelerator("mi300x").exp_ops_per_s is None
+    assert _core_s("mi300x", 64) == pytest.approx(_core_s("mi300x", 64, 1e30), rel=1e-12)

@@ -120,6 +120,7 @@ GRID: dict[tuple[tuple[str, ...], str], list[float]] = {
     (("*",), "expert_load_cv"): [0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3],
     (("*",), "host_overlap_exponent"): [2.0, 3.0, 4.0, 6.0],
     (("*",), "attention_fill_keys"): [0.0, 256.0, 512.0, 768.0, 1024.0, 1536.0],
+    (("*",), "attention_exp_overlap_exponent"): [2.0, 3.0, 4.0, 6.0, 10.0, 20.0, 50.0],
     (("*",), "collective_overhead_s"): [0.0, 4e-5, 8e-5, 1.2e-4, 1.6e-4, 2e-4],
     (FA2_STACKS, "attention_efficiency_factor"): [0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7,
                                                   0.8],

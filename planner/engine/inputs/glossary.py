@@ -267,6 +267,8 @@ GLOSSARY: dict[str, Term] = {
         NON_NEGATIVE),
     "hbm_bytes": Term("B", "HBM capacity per GPU", POSITIVE),
     "hbm_bandwidth_bytes_per_s": Term("B/s", "HBM bandwidth", POSITIVE),
+    "exp_ops_per_s": Term("1/s", "peak rate of the exponential unit the softmax runs on "
+                          "(MUFU.EX2)", POSITIVE),
     "hbm_efficiency": Term("1", "achievable fraction of HBM bandwidth", EFFICIENCY),
     "scale_up_bandwidth_bytes_per_s": Term("B/s", "per-GPU scale-up link bandwidth", POSITIVE),
     "scale_up_bus_efficiency": Term("1", "achievable bus-bandwidth fraction, scale-up",
@@ -350,6 +352,9 @@ GLOSSARY: dict[str, Term] = {
                                    POSITIVE),
     "attention_fill_keys": Term("1", "fused attention kernel's fixed cost per query tile, in "
                                 "keys per query", NON_NEGATIVE),
+    "attention_exp_overlap_exponent": Term(
+        "1", "sharpness of the smooth max of a fused attention kernel's matmul and "
+        "exponential time", Domain(">=1")),
     "collective_overhead_s": Term("s", "fixed time per collective call (launch, synchronisation)",
                                    NON_NEGATIVE),
     "fp8_dispatch": Term("1", "1 if MoE tokens are dispatched in FP8 under FP8 recipes", FLAG),

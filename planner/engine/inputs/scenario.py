@@ -208,6 +208,9 @@ def check_overrides(overrides: dict) -> None:
 
 NEVER_S = 1e18
 NO_POD_LIMIT_GPUS = 2.0**24  # a non-blocking fabric: one pod as large as any cluster
+#: The exponential rate of an accelerator whose catalog entry gives none [1/s]: so fast that
+#: a fused attention kernel's softmax never waits for it (formulas.compute.fused_attention_time)
+UNBOUNDED_EXP_OPS_PER_S = 1e30
 UNLIMITED_BYTES_PER_S = 1e18
 #: ``spare_nodes`` of ``--spares auto`` (planner.engine.run.spares.AUTO).
 SPARES_AUTO = -1.0
@@ -504,6 +507,9 @@ def hardware_inputs(accelerator, node, precision: str, stack=None) -> dict[str, 
         "hbm_bytes": value(accelerator.hbm_bytes),
         "hbm_bandwidth_bytes_per_s": value(accelerator.hbm_bandwidth_bytes_per_s),
         "hbm_efficiency": value(accelerator.hbm_efficiency),
+        # the softmax's exponential unit; a part without a published rate: never binding
+        "exp_ops_per_s": value(accelerator.exp_ops_per_s) if accelerator.exp_ops_per_s
+        is not None else UNBOUNDED_EXP_OPS_PER_S,
         "scale_up_bandwidth_bytes_per_s": value(accelerator.scale_up_bandwidth_bytes_per_s),
         "scale_up_bus_efficiency": value(accelerator.scale_up_bus_efficiency),
         "scale_out_bandwidth_bytes_per_s": nic_bytes_per_s / gpus_per_node,

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_moe, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_moe, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -105,11 +105,11 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     stage_trainable_expert_params = stage_expert_params * x65
     stage_embedding_params = x32 * x53
     del x53
-    x67 = seq_len * x18
+    x67 = heads * seq_len
     x68 = experts * x24 + x24 * x40 * x43
     del x43
     x69 = moe_layers * x68
-    x70 = 2 * heads
+    x70 = 2 * x18
     x71 = x67 * x70
     x72 = linear_head_dim ** 2
     x73 = 640.0 * linear_head_dim + 6 * x72 + 2730.66666666667
@@ -139,7 +139,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x83
     x91 = layers * x71 + x74 + x79
     x92 = x87 + x91
-    model_flops_per_token = -frozen_base * x90 + 6 * heads * layers * x67 + reference_model * (x90 + x92) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x69 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
+    model_flops_per_token = -frozen_base * x90 + 6 * layers * x18 * x67 + reference_model * (x90 + x92) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x69 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
     del x34, x74, x79, x81, x82, x87, x90
     x93 = 1 - full_recompute
     x94 = ffn + x10
@@ -177,543 +177,576 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x119 = attention_peak_flops_per_s ** (-1.0)
     x120 = tokens_mb * x51
     x121 = x119 * x120
-    x122 = window_layers * x3
-    x123 = -x122 - x29 + 1
-    x124 = x18 * x70
-    x125 = x115 * x124
-    x126 = attention_scores_stored + selective
-    x127 = numpy.maximum(head_dim, v_head_dim)
-    x128 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x127 + 1)) + 1
-    x129 = numpy.maximum(x126, x128)
-    x130 = numpy.minimum(head_dim, tokens_mb)
-    x131 = attention_gemm_max_efficiency * x130 / (gemm_half_efficiency_dim + x130)
-    del x130
-    x132 = 1 - x129
-    x133 = attention_head_dim_granule ** (-1.0)
-    x134 = x127 * (1 - fused_split_head_dims)
-    del x127
-    x135 = attention_efficiency_factor * attention_gemm_max_efficiency * x117 / (x118 * (attention_head_dim_granule * numpy.ceil(x133 * (fused_split_head_dims * head_dim + x134)) + attention_head_dim_granule * numpy.ceil(x133 * (fused_split_head_dims * v_head_dim + x134))))
-    del x133, x134
-    x136 = fused_window_attention * x132
-    x137 = 1 - x136
-    x138 = x76 * x78
+    x122 = attention_scores_stored + selective
+    x123 = numpy.maximum(head_dim, v_head_dim)
+    x124 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x123 + 1)) + 1
+    x125 = numpy.maximum(x122, x124)
+    x126 = 1 - x125
+    x127 = window_layers * x3
+    x128 = -x127 - x29 + 1
+    x129 = numpy.minimum(head_dim, tokens_mb)
+    x130 = attention_gemm_max_efficiency * x129 / (gemm_half_efficiency_dim + x129)
+    del x129
+    x131 = attention_head_dim_granule ** (-1.0)
+    x132 = x123 * (1 - fused_split_head_dims)
+    del x123
+    x133 = attention_efficiency_factor * attention_gemm_max_efficiency * x117 * x18 / (x118 * (attention_head_dim_granule * numpy.ceil(x131 * (fused_split_head_dims * head_dim + x132)) + attention_head_dim_granule * numpy.ceil(x131 * (fused_split_head_dims * v_head_dim + x132))))
+    del x131, x132
+    x134 = x128 / (seq_len * x126 * x133 / (attention_fill_keys + seq_len) + x125 * x130)
+    x135 = x120 / exp_ops_per_s
+    x136 = x126 * x134 * x135 * x67
+    del x67
+    x137 = heads * x70
+    del x70
+    x138 = x115 * x137
+    x139 = x128 * x138
+    x140 = x121 * x134 * x71
+    del x134
+    x141 = numpy.maximum(numpy.maximum(numpy.maximum(1e-300, x136), x139), x140)
+    x142 = x141 ** (-1.0)
+    x143 = numpy.maximum(x139, x140)
+    del x139, x140
+    x144 = attention_exp_overlap_exponent ** (-1.0)
+    x145 = 2 * x143
+    x146 = numpy.maximum(numpy.maximum(1e-300, x136), x145)
+    x147 = x146 ** (-1.0)
+    x148 = fused_window_attention * x126
+    del x126
+    x149 = x76 * x78
     del x76, x78
-    t_core = numpy.maximum(x122 * x125, x121 * x122 * (x124 * x136 * x138 + x137 * x71) / (x131 * x137 + x135 * x136 * x138 * x18 / (attention_fill_keys + x138))) + numpy.maximum(x123 * x125, x121 * x123 * x71 / (x129 * x131 + x132 * x135 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
-    del x115, x117, x118, x121, x124, x125, x131, x132, x135, x136, x137, x138, x67, x71, x73
-    x139 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x102 * x139 * x51 * (x122 * numpy.maximum(numpy.maximum(x126, x128), 1 - fused_window_attention) + x123 * x129)
-    del x1, x122, x123, x126, x129
-    x140 = hidden * x51
-    x141 = tokens_mb * x98
-    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
+    x150 = x148 * x149
+    x151 = 1 - x148
+    x152 = x127 / (x130 * x151 + x133 * x150 / (attention_fill_keys + x149))
+    del x130, x133
+    x153 = heads * x135 * x150 * x152
+    del x135, x150
+    x154 = x127 * x138
+    del x138
+    x155 = x121 * x152 * (x137 * x148 * x149 + x151 * x71)
+    del x137, x148, x149, x151, x152, x71
+    x156 = numpy.maximum(numpy.maximum(numpy.maximum(1e-300, x153), x154), x155)
+    x157 = x156 ** (-1.0)
+    x158 = numpy.maximum(x154, x155)
+    del x154, x155
+    x159 = 2 * x158
+    x160 = numpy.maximum(numpy.maximum(1e-300, x153), x159)
+    x161 = x160 ** (-1.0)
+    t_core = 1 / 3 * x141 * ((x136 * x142) ** attention_exp_overlap_exponent + (x142 * x143) ** attention_exp_overlap_exponent) ** x144 + 1 / 3 * x146 * ((x136 * x147) ** attention_exp_overlap_exponent + (x145 * x147) ** attention_exp_overlap_exponent) ** x144 + 1 / 3 * x156 * ((x153 * x157) ** attention_exp_overlap_exponent + (x157 * x158) ** attention_exp_overlap_exponent) ** x144 + 1 / 3 * x160 * ((x153 * x161) ** attention_exp_overlap_exponent + (x159 * x161) ** attention_exp_overlap_exponent) ** x144 + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
+    del x115, x117, x118, x121, x136, x141, x142, x143, x144, x145, x146, x147, x153, x156, x157, x158, x159, x160, x161, x73
+    x162 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x102 * x162 * x51 * (x125 * x128 + x127 * numpy.maximum(numpy.maximum(x122, x124), 1 - fused_window_attention))
+    del x1, x122, x125, x127, x128
+    x163 = hidden * x51
+    x164 = tokens_mb * x98
+    x165 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
     del x98
-    x143 = x10 * x51
-    x144 = tokens_mb * x143
-    x145 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x143)
-    t_proj = x29 * numpy.maximum(x103 * (x140 * x25 + x141 + x97), x107 * x141 * (gemm_half_efficiency_dim + x142) / x142) + x30 * numpy.maximum(x103 * (x10 * x140 + x144 + x97), x107 * x144 * (gemm_half_efficiency_dim + x145) / x145)
-    del x10, x141, x142, x145, x29
-    x146 = ffn * x51
-    x147 = tokens_mb * x146
-    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x146)
-    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x146 + x147 + x97), x107 * x147 * (gemm_half_efficiency_dim + x148) / x148)
-    del x148
-    x149 = experts * tokens_mb
-    x150 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x151 = moe_ffn * x51
-    x152 = tokens_mb * x151
-    x153 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x151)
-    x154 = 1 - token_drop
-    x155 = numpy.sqrt(2)
-    x156 = tokens_mb ** (-1.0)
-    x157 = sequence_parallel * x51
-    x158 = 1 - sequence_parallel
-    x159 = etp * x157 + x158
-    x160 = x156 / (experts_per_token * x159)
-    x161 = experts_per_token * x159
-    del x159
-    routed_copies = tokens_mb * x161
-    x162 = routed_copies * x46
-    x163 = x103 * (x161 * x97 + x162 + x47)
-    del x161, x47
-    x164 = gemm_tile_dim ** (-1.0)
-    x165 = ep * routed_copies / experts
-    x166 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x160 * (grouped_gemm_token_half_dim + x165) * numpy.ceil(x165 / grouped_gemm_tile_tokens) / ep ** 2
-    del x165
-    x167 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x151 + x152 + x97), x107 * x152 * (gemm_half_efficiency_dim + x153) / x153) + 20 * x102 * x149 + (capacity_factor * token_drop + x154 * (x155 * numpy.sqrt(expert_load_cv ** 2 + x160) * numpy.sqrt(numpy.log(ep)) + 1)) * (x167 * numpy.maximum(x163, x166 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x164 * x46)) + numpy.maximum(x163, x166 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x164))) + numpy.maximum(x103 * (x149 + x36 + x97), x107 * x149 * (gemm_half_efficiency_dim + x150) / x150)
-    del x149, x150, x153, x160, x163, x164, x166, x36
-    x168 = tp - 1
-    x169 = (sequence_parallel * x168 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x169 + 4 * x146)
+    x166 = x10 * x51
+    x167 = tokens_mb * x166
+    x168 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x166)
+    t_proj = x29 * numpy.maximum(x103 * (x163 * x25 + x164 + x97), x107 * x164 * (gemm_half_efficiency_dim + x165) / x165) + x30 * numpy.maximum(x103 * (x10 * x163 + x167 + x97), x107 * x167 * (gemm_half_efficiency_dim + x168) / x168)
+    del x10, x164, x165, x168, x29
+    x169 = ffn * x51
+    x170 = tokens_mb * x169
+    x171 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x169)
+    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x169 + x170 + x97), x107 * x170 * (gemm_half_efficiency_dim + x171) / x171)
+    del x171
+    x172 = experts * tokens_mb
+    x173 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x174 = moe_ffn * x51
+    x175 = tokens_mb * x174
+    x176 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x174)
+    x177 = 1 - token_drop
+    x178 = numpy.sqrt(2)
+    x179 = tokens_mb ** (-1.0)
+    x180 = sequence_parallel * x51
+    x181 = 1 - sequence_parallel
+    x182 = etp * x180 + x181
+    x183 = x179 / (experts_per_token * x182)
+    x184 = experts_per_token * x182
+    del x182
+    routed_copies = tokens_mb * x184
+    x185 = routed_copies * x46
+    x186 = x103 * (x184 * x97 + x185 + x47)
+    del x184, x47
+    x187 = gemm_tile_dim ** (-1.0)
+    x188 = ep * routed_copies / experts
+    x189 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x183 * (grouped_gemm_token_half_dim + x188) * numpy.ceil(x188 / grouped_gemm_tile_tokens) / ep ** 2
+    del x188
+    x190 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x174 + x175 + x97), x107 * x175 * (gemm_half_efficiency_dim + x176) / x176) + 20 * x102 * x172 + (capacity_factor * token_drop + x177 * (x178 * numpy.sqrt(expert_load_cv ** 2 + x183) * numpy.sqrt(numpy.log(ep)) + 1)) * (x190 * numpy.maximum(x186, x189 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x187 * x46)) + numpy.maximum(x186, x189 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x187))) + numpy.maximum(x103 * (x172 + x36 + x97), x107 * x172 * (gemm_half_efficiency_dim + x173) / x173)
+    del x172, x173, x176, x183, x186, x187, x189, x36
+    x191 = tp - 1
+    x192 = (sequence_parallel * x191 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x192 + 4 * x169)
     del x114
-    x170 = vocab * x51
-    x171 = tokens_mb * x170
-    x172 = x103 * (x171 + x32 * x51 + x97)
+    x193 = vocab * x51
+    x194 = tokens_mb * x193
+    x195 = x103 * (x194 + x32 * x51 + x97)
     del x32
-    x173 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x170)
-    x174 = x171 * (gemm_half_efficiency_dim + x173) / x173
-    del x171, x173
-    t_logits = low_precision_output_layer * numpy.maximum(x172, x107 * x174) + (1 - low_precision_output_layer) * numpy.maximum(x172, x116 * x119 * x174 * x24)
-    del x116, x119, x172, x174
-    x175 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x102 * (bytes_per_element + x167 * x175) * (shared_experts * x152 + x162)
-    del x162
-    x176 = numpy.maximum(1, lora_rank)
-    x177 = tokens_mb * x176
-    x178 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x176)
-    x179 = numpy.maximum(x103 * (hidden * x176 + x177 + x97), x107 * x177 * (gemm_half_efficiency_dim + x178) / x178)
-    del x107, x178
-    x180 = x14 * x51
-    x181 = numpy.minimum(numpy.minimum(tokens_mb, x176), x180)
-    x182 = x111 * x177
+    x196 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x193)
+    x197 = x194 * (gemm_half_efficiency_dim + x196) / x196
+    del x194, x196
+    t_logits = low_precision_output_layer * numpy.maximum(x195, x107 * x197) + (1 - low_precision_output_layer) * numpy.maximum(x195, x116 * x119 * x197 * x24)
+    del x116, x119, x195, x197
+    x198 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x102 * (bytes_per_element + x190 * x198) * (shared_experts * x175 + x185)
+    del x185
+    x199 = numpy.maximum(1, lora_rank)
+    x200 = tokens_mb * x199
+    x201 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x199)
+    x202 = numpy.maximum(x103 * (hidden * x199 + x200 + x97), x107 * x200 * (gemm_half_efficiency_dim + x201) / x201)
+    del x107, x201
+    x203 = x14 * x51
+    x204 = numpy.minimum(numpy.minimum(tokens_mb, x199), x203)
+    x205 = x111 * x200
     del x111
-    x183 = numpy.minimum(numpy.minimum(tokens_mb, x143), x176)
-    x184 = x12 * x51
-    x185 = numpy.minimum(numpy.minimum(tokens_mb, x176), x184)
-    x186 = x15 * x51
-    x187 = numpy.minimum(numpy.minimum(tokens_mb, x176), x186)
-    x188 = numpy.minimum(numpy.minimum(tokens_mb, x151), x176)
-    x189 = x179 + numpy.maximum(x103 * (x151 * x176 + x152 + x177), x151 * x182 * (gemm_half_efficiency_dim + x188) / x188)
-    del x152, x188
-    x190 = numpy.minimum(numpy.minimum(tokens_mb, x146), x176)
-    x191 = x179 + numpy.maximum(x103 * (x146 * x176 + x147 + x177), x146 * x182 * (gemm_half_efficiency_dim + x190) / x190)
-    del x147, x190
-    t_adapter = lora_k * (x179 + numpy.maximum(x180 * x182 * (gemm_half_efficiency_dim + x181) / x181, x103 * (tokens_mb * x180 + x176 * x180 + x177))) + lora_o * (x179 + numpy.maximum(x103 * (x143 * x176 + x144 + x177), x143 * x182 * (gemm_half_efficiency_dim + x183) / x183)) + lora_q * (x179 + numpy.maximum(x182 * x184 * (gemm_half_efficiency_dim + x185) / x185, x103 * (tokens_mb * x184 + x176 * x184 + x177))) + lora_v * (x179 + numpy.maximum(x182 * x186 * (gemm_half_efficiency_dim + x187) / x187, x103 * (tokens_mb * x186 + x176 * x186 + x177))) + moe_share * x40 * (lora_down * x189 + x189 * x57) + x50 * (lora_down * x191 + x191 * x57)
-    del x144, x176, x177, x179, x180, x181, x182, x183, x184, x185, x186, x187, x189, x191, x40
-    x192 = -stage_params
-    x193 = -stage_embedding_params - x192
-    x194 = full_recompute + 2
-    dequant_mb = dequantize_base * x102 * x193 * x194 * (base_weight_bytes_per_param + bytes_per_element)
-    x195 = routed_copies * x156
-    del routed_copies, x156
-    x196 = cast_bytes_per_element * tokens_mb * x102
-    t_cast_fwd = x196 * (hidden + moe_share * (shared_experts * (hidden + x151) + x195 * (hidden + x46)) + x143 + x50 * (hidden + x146))
-    del x143
-    t_cast_bwd = x196 * (hidden + moe_share * (shared_experts * (hidden + x151 * x167) + x195 * (hidden + x167 * x46)) + x109 + x50 * (hidden + x146 * x167))
-    del x109, x195, x196
-    x197 = moe_share * t_moe
-    x198 = t_mlp * x50
-    x199 = t_qkv + x197 + x198
-    x200 = t_core + t_scores
-    x201 = t_elem + t_proj
-    x202 = x200 + x201
-    x203 = x199 + x202
-    t_layer_fwd = t_adapter + x203
-    x204 = 3 * t_logits
-    x205 = reference_model * (stage_layers * x203 + t_logits)
-    del x203
-    x206 = x51 * x97
-    x207 = numpy.minimum(numpy.minimum(tokens_mb, x140), 2.0 * hidden)
-    x208 = t_mlp * x7
+    x206 = numpy.minimum(numpy.minimum(tokens_mb, x166), x199)
+    x207 = x12 * x51
+    x208 = numpy.minimum(numpy.minimum(tokens_mb, x199), x207)
+    x209 = x15 * x51
+    x210 = numpy.minimum(numpy.minimum(tokens_mb, x199), x209)
+    x211 = numpy.minimum(numpy.minimum(tokens_mb, x174), x199)
+    x212 = x202 + numpy.maximum(x103 * (x174 * x199 + x175 + x200), x174 * x205 * (gemm_half_efficiency_dim + x211) / x211)
+    del x175, x211
+    x213 = numpy.minimum(numpy.minimum(tokens_mb, x169), x199)
+    x214 = x202 + numpy.maximum(x103 * (x169 * x199 + x170 + x200), x169 * x205 * (gemm_half_efficiency_dim + x213) / x213)
+    del x170, x213
+    t_adapter = lora_k * (x202 + numpy.maximum(x203 * x205 * (gemm_half_efficiency_dim + x204) / x204, x103 * (tokens_mb * x203 + x199 * x203 + x200))) + lora_o * (x202 + numpy.maximum(x103 * (x166 * x199 + x167 + x200), x166 * x205 * (gemm_half_efficiency_dim + x206) / x206)) + lora_q * (x202 + numpy.maximum(x205 * x207 * (gemm_half_efficiency_dim + x208) / x208, x103 * (tokens_mb * x207 + x199 * x207 + x200))) + lora_v * (x202 + numpy.maximum(x205 * x209 * (gemm_half_efficiency_dim + x210) / x210, x103 * (tokens_mb * x209 + x199 * x209 + x200))) + moe_share * x40 * (lora_down * x212 + x212 * x57) + x50 * (lora_down * x214 + x214 * x57)
+    del x167, x199, x200, x202, x203, x204, x205, x206, x207, x208, x209, x210, x212, x214, x40
+    x215 = -stage_params
+    x216 = -stage_embedding_params - x215
+    x217 = full_recompute + 2
+    dequant_mb = dequantize_base * x102 * x216 * x217 * (base_weight_bytes_per_param + bytes_per_element)
+    x218 = routed_copies * x179
+    del routed_copies, x179
+    x219 = cast_bytes_per_element * tokens_mb * x102
+    t_cast_fwd = x219 * (hidden + moe_share * (shared_experts * (hidden + x174) + x218 * (hidden + x46)) + x166 + x50 * (hidden + x169))
+    del x166
+    t_cast_bwd = x219 * (hidden + moe_share * (shared_experts * (hidden + x174 * x190) + x218 * (hidden + x190 * x46)) + x109 + x50 * (hidden + x169 * x190))
+    del x109, x218, x219
+    x220 = moe_share * t_moe
+    x221 = t_mlp * x50
+    x222 = t_qkv + x220 + x221
+    x223 = t_core + t_scores
+    x224 = t_elem + t_proj
+    x225 = x223 + x224
+    x226 = x222 + x225
+    t_layer_fwd = t_adapter + x226
+    x227 = 3 * t_logits
+    x228 = reference_model * (stage_layers * x226 + t_logits)
+    del x226
+    x229 = x51 * x97
+    x230 = numpy.minimum(numpy.minimum(tokens_mb, x163), 2.0 * hidden)
+    x231 = t_mlp * x7
     del x7
-    x209 = t_moe * x4
+    x232 = t_moe * x4
     del t_moe
-    x210 = selective * x200
-    del x200
-    x211 = 3 * t_core
+    x233 = selective * x223
+    del x223
+    x234 = 3 * t_core
     del t_core
-    x212 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x211
+    x235 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x234
     del t_elem, t_scores
-    x213 = mlp_matrices ** (-1.0)
-    x214 = recompute_moe * x93
-    x215 = recompute_moe_act * (1 - x214)
-    x216 = kv_heads * x18
-    x217 = t_proj + x199
-    del t_proj, x199
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x217 + full_recompute * (t_layer_fwd - x198 * x213 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x197 + 3 * x198 + x212 + x93 * (moe_share * t_moe_act * x215 + recompute_mlp * x198 + recompute_moe * x197 + x210 + x95 * (t_mlp * x213 + t_qkv * x14 / (x12 + x216) + x201))) + x204 + x205 + x42 * (full_recompute * (t_qkv + x202 + x208 + x209) + x204 + 3 * x208 + 3 * x209 + x210 * x93 + x212 + 3 * numpy.maximum(x103 * (x206 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x207) / x207))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x197, x198, x201, x202, x207, x208, x209, x210, x212, x213, x6, x84, x96
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x205
-    del x205
-    weight_grad_mb = x65 * (stage_layers * x217 + t_logits)
-    del t_logits, x217
+    x236 = mlp_matrices ** (-1.0)
+    x237 = recompute_moe * x93
+    x238 = recompute_moe_act * (1 - x237)
+    x239 = kv_heads * x18
+    x240 = t_proj + x222
+    del t_proj, x222
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x240 + full_recompute * (t_layer_fwd - x221 * x236 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x220 + 3 * x221 + x235 + x93 * (moe_share * t_moe_act * x238 + recompute_mlp * x221 + recompute_moe * x220 + x233 + x95 * (t_mlp * x236 + t_qkv * x14 / (x12 + x239) + x224))) + x227 + x228 + x42 * (full_recompute * (t_qkv + x225 + x231 + x232) + x227 + 3 * x231 + 3 * x232 + x233 * x93 + x235 + 3 * numpy.maximum(x103 * (x229 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x230) / x230))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x220, x221, x224, x225, x230, x231, x232, x233, x235, x236, x6, x84, x96
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x228
+    del x228
+    weight_grad_mb = x65 * (stage_layers * x240 + t_logits)
+    del t_logits, x240
     compute_s = compute_mb * microbatches
-    x218 = stage_layers + x42
-    x219 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
-    x220 = tp_intra_ranks - 1
-    x221 = 2 * intra_latency_s
-    x222 = numpy.minimum(1, x168)
-    del x168
-    x223 = tp_intra_ranks ** (-1.0)
-    x224 = tp * x223 - 1
-    x225 = 2 * inter_latency_s
-    x226 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x227 = bytes_per_element * x120
+    x241 = stage_layers + x42
+    x242 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
+    x243 = tp_intra_ranks - 1
+    x244 = 2 * intra_latency_s
+    x245 = numpy.minimum(1, x191)
+    del x191
+    x246 = tp_intra_ranks ** (-1.0)
+    x247 = tp * x246 - 1
+    x248 = 2 * inter_latency_s
+    x249 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x250 = bytes_per_element * x120
     del x120
-    x228 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x229 = x228 / scale_out_bus_efficiency
-    x230 = bytes_per_element * tokens_mb * x220 * x223 * x226 * x24 + collective_overhead_s * x222 + x220 * x221 + x224 * x225 + x224 * x227 * x229 * x24
-    del x220, x223, x224
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x218 * x219 * x230) + x218 * x219 * x230
-    del x219, x230
-    x231 = 3 * cp - 3
-    x232 = 1 - cp_intra
-    x233 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x234 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x235 = cp_intra * intra_latency_s + inter_latency_s * x232 + x216 * x227 / (cp_intra * x233 + x232 * x234)
-    del x216, x227, x232
-    cp_comm_mb = -cp_overlap * numpy.minimum(x211 * x218, x218 * x231 * x235 * x30) + x218 * x231 * x235 * x30
-    del x211, x231, x235, x30
-    x236 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x251 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x252 = x251 / scale_out_bus_efficiency
+    x253 = bytes_per_element * tokens_mb * x24 * x243 * x246 * x249 + collective_overhead_s * x245 + x24 * x247 * x250 * x252 + x243 * x244 + x247 * x248
+    del x243, x246, x247
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x241 * x242 * x253) + x241 * x242 * x253
+    del x242, x253
+    x254 = 3 * cp - 3
+    x255 = 1 - cp_intra
+    x256 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x257 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x258 = cp_intra * intra_latency_s + inter_latency_s * x255 + x239 * x250 / (cp_intra * x256 + x255 * x257)
+    del x239, x250, x255
+    cp_comm_mb = -cp_overlap * numpy.minimum(x234 * x241, x241 * x254 * x258 * x30) + x241 * x254 * x258 * x30
+    del x234, x254, x258, x30
+    x259 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x237 = 1 - x236
-    x238 = 4 * etp - 4
-    x239 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x240 = x239 ** (-1.0)
-    x241 = ep * x240 - 1
-    x242 = x97 / a2a_efficiency_factor
+    x260 = 1 - x259
+    x261 = 4 * etp - 4
+    x262 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x263 = x262 ** (-1.0)
+    x264 = ep * x263 - 1
+    x265 = x97 / a2a_efficiency_factor
     del x97
-    x243 = bytes_per_element * x242
-    x244 = 1 - hierarchical_dispatch
-    x245 = x157 + x158
-    del x158
-    x246 = experts_per_token * x245
-    x247 = x246 * (hierarchical_dispatch * (-x239 * x44 + 1) + x241 * x244 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x233 * (1 - deepep_dispatch))
+    x266 = bytes_per_element * x265
+    x267 = 1 - hierarchical_dispatch
+    x268 = x180 + x181
+    del x181
+    x269 = experts_per_token * x268
+    x270 = x269 * (hierarchical_dispatch * (-x262 * x44 + 1) + x264 * x267 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x256 * (1 - deepep_dispatch))
     del x44
-    x248 = 1 - x240
-    del x240
-    x249 = x229 * x245 * x248 * (experts_per_token * x244 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x239 * (1 - x248 ** experts_per_token)))
-    del x244, x248
-    x250 = x242 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x242
-    x251 = moe_share * x218
-    del x218
-    x252 = x251 * (sequence_parallel * (bytes_per_element * experts_per_token * x206 * x238 / (x233 * x236 + x234 * x237) + x238 * (inter_latency_s * x237 + intra_latency_s * x236)) + (x214 + 2) * (x221 * x241 + x225 * (x239 - 1) + numpy.maximum(x243 * x247, x243 * x249) + numpy.maximum(x247 * x250, x249 * x250)))
-    del x206, x236, x237, x238, x239, x241, x243, x247, x249, x250
-    x253 = ep_overlap * numpy.minimum(x252, 3 * t_layer_fwd * x251)
-    del x251
-    ep_comm_mb = comm_sm_fraction * x253 / (1 - comm_sm_fraction) + x252 - x253
-    del x252, x253
-    x254 = 1 - dualpipe
-    x255 = pp - 1
-    x256 = numpy.minimum(1, x255)
-    x257 = microbatches * vp
-    x258 = 1 - pp_intra
-    x259 = 1.0 * bytes_per_element
-    x260 = tokens_mb * x140
-    del x140
-    pp_comm_s = x254 * x256 * (2 * pp + 2 * x257 - 2) * (inter_latency_s * x258 + intra_latency_s * pp_intra + x259 * x260 / (pp_intra * x233 + x234 * x258))
-    del x233, x234, x258
-    x261 = 1 - dp_overlap
-    x262 = numpy.minimum(1, grad_shards - 1)
-    x263 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x264 = stage_trainable_expert_params + stage_trainable_params
-    x265 = x263 * numpy.maximum(1.0, x264 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x263) * numpy.maximum(1, stage_layers)
+    x271 = 1 - x263
     del x263
-    x266 = x265 - 1
-    x267 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x268 = x267 - 1
-    x269 = x267 ** (-1.0)
-    del x267
-    x270 = expert_dp_ranks * x269 - 1
-    x271 = x221 * x268 + x225 * x270
-    x272 = numpy.minimum(dp, dp_intra_ranks)
-    x273 = x272 ** (-1.0)
-    x274 = dp * x273 - 1
-    x275 = x272 - 1
-    del x272
-    x276 = x221 * x275 + x225 * x274
-    x277 = 2.0 * grad_comm_bytes_per_param
-    x278 = stage_trainable_expert_params * x277
-    x279 = x226 * x278
-    x280 = x229 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x229
-    x281 = x278 * x280
-    x282 = stage_trainable_params * x277
-    del x277
-    x283 = x226 * x282
-    x284 = x280 * x282
-    x285 = replica_intra_ranks - 1
-    x286 = replica_intra_ranks ** (-1.0)
-    x287 = shard_ranks ** (-1.0)
-    x288 = x286 * x287
-    x289 = numpy.maximum(1, dp * x288)
-    x290 = x289 - 1
-    x291 = x221 * x285
-    del x221
-    x292 = x225 * x290 + x291
-    x293 = expert_shard_ranks ** (-1.0)
-    x294 = x286 * x293
-    del x286
-    x295 = numpy.maximum(1, expert_dp_ranks * x294)
-    x296 = x295 - 1
-    x297 = x225 * x296 + x291
-    del x225, x291
-    x298 = x262 * (x266 * x292 + x283 * x285 * x288 + x284 * x288 * x290 / x289 + x292 + x4 * (x266 * x297 + x279 * x285 * x294 + x281 * x294 * x296 / x295 + x297)) + (1 - x262) * (x2 * x274 * x284 + x266 * (x271 * x4 + x276) + x273 * x275 * x283 + x276 + x4 * (x268 * x269 * x279 + x271 + x270 * x281 / expert_dp_ranks))
-    del x2, x268, x269, x270, x271, x273, x274, x275, x276, x279, x281, x283, x284, x285, x288, x289, x290, x292, x294, x295, x296, x297
-    x299 = fsdp_keeps_gathered_under_pp * x256 * zero3
-    del x256
-    x300 = microbatches * (1 - x299)
-    x301 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x302 = x301 - 1
-    x303 = intra_latency_s * x302
-    x304 = x301 ** (-1.0)
-    del x301
-    x305 = expert_shard_ranks * x304 - 1
-    x306 = inter_latency_s * x305
-    x307 = 2 * x303 + 2 * x306
-    x308 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x309 = x308 ** (-1.0)
-    x310 = shard_ranks * x309 - 1
-    x311 = inter_latency_s * x310
-    x312 = x308 - 1
-    del x308
-    x313 = intra_latency_s * x312
-    x314 = 2 * x311 + 2 * x313
-    x315 = x226 * x302 * x304
-    del x302, x304
-    x316 = x280 * x293 * x305
-    del x293, x305
-    x317 = x226 * x309 * x312
-    del x226, x309, x312
-    x318 = x280 * x287 * x310
-    del x280, x287, x310
-    x319 = x303 + x306
-    del x303, x306
-    x320 = x311 + x313
-    del x311, x313
-    x321 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x322 = base_weight_bytes_per_param * x193 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x193
-    x323 = 1.0 * frozen_base * x322 + x259 * (stage_adapter_params + stage_params * x65) - x321
-    del stage_adapter_params, stage_params, x259, x65
-    x324 = x266 * (x319 * x4 + x320) + x317 * x323 + x318 * x323 + x320 + x4 * (x315 * x321 + x316 * x321 + x319)
-    del x319, x320, x321, x323
-    x325 = 1 / 2 * x262 * (x299 + x300) * (x266 * (x307 * x4 + x314) + x282 * x317 + x282 * x318 + x314 + x4 * (x278 * x315 + x278 * x316 + x307)) + zero3 * (x299 * x324 + 2 * x300 * x324)
-    del x262, x278, x282, x300, x307, x314, x315, x316, x317, x318, x324
-    x326 = x265 ** (-1.0)
+    x272 = x252 * x268 * x271 * (experts_per_token * x267 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x262 * (1 - x271 ** experts_per_token)))
+    del x267, x271
+    x273 = x265 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
     del x265
-    x327 = x266 * x326
-    del x266
-    dp_comm_s = dp_overlap * numpy.minimum(x298, numpy.maximum(x298 * x326, -2 * stage_layers * t_layer_fwd * x327 + x298)) + dp_overlap * numpy.minimum(x325, numpy.maximum(x325 * x326, -compute_s * x327 + x325)) + x261 * x298 + x261 * x325
-    del t_layer_fwd, x261, x298, x325, x326, x327
-    x328 = dispatch_host_sync * x154
-    x329 = 2.0 * x154 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x154, x4
-    x330 = numpy.maximum(0, cuda_graphs - x329 - 1)
-    x331 = stage_layers * (1 - x330)
-    x332 = host_launch_factor * moe_share * x331 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x274 = moe_share * x241
+    del x241
+    x275 = x274 * (sequence_parallel * (bytes_per_element * experts_per_token * x229 * x261 / (x256 * x259 + x257 * x260) + x261 * (inter_latency_s * x260 + intra_latency_s * x259)) + (x237 + 2) * (x244 * x264 + x248 * (x262 - 1) + numpy.maximum(x266 * x270, x266 * x272) + numpy.maximum(x270 * x273, x272 * x273)))
+    del x229, x259, x260, x261, x262, x264, x266, x270, x272, x273
+    x276 = ep_overlap * numpy.minimum(x275, 3 * t_layer_fwd * x274)
+    del x274
+    ep_comm_mb = comm_sm_fraction * x276 / (1 - comm_sm_fraction) + x275 - x276
+    del x275, x276
+    x277 = 1 - dualpipe
+    x278 = pp - 1
+    x279 = numpy.minimum(1, x278)
+    x280 = microbatches * vp
+    x281 = 1 - pp_intra
+    x282 = 1.0 * bytes_per_element
+    x283 = tokens_mb * x163
+    del x163
+    pp_comm_s = x277 * x279 * (2 * pp + 2 * x280 - 2) * (inter_latency_s * x281 + intra_latency_s * pp_intra + x282 * x283 / (pp_intra * x256 + x257 * x281))
+    del x256, x257, x281
+    x284 = 1 - dp_overlap
+    x285 = numpy.minimum(1, grad_shards - 1)
+    x286 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x287 = stage_trainable_expert_params + stage_trainable_params
+    x288 = x286 * numpy.maximum(1.0, x287 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x286) * numpy.maximum(1, stage_layers)
+    del x286
+    x289 = x288 - 1
+    x290 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x291 = x290 - 1
+    x292 = x290 ** (-1.0)
+    del x290
+    x293 = expert_dp_ranks * x292 - 1
+    x294 = x244 * x291 + x248 * x293
+    x295 = numpy.minimum(dp, dp_intra_ranks)
+    x296 = x295 ** (-1.0)
+    x297 = dp * x296 - 1
+    x298 = x295 - 1
+    del x295
+    x299 = x244 * x298 + x248 * x297
+    x300 = 2.0 * grad_comm_bytes_per_param
+    x301 = stage_trainable_expert_params * x300
+    x302 = x249 * x301
+    x303 = x252 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x252
+    x304 = x301 * x303
+    x305 = stage_trainable_params * x300
+    del x300
+    x306 = x249 * x305
+    x307 = x303 * x305
+    x308 = replica_intra_ranks - 1
+    x309 = replica_intra_ranks ** (-1.0)
+    x310 = shard_ranks ** (-1.0)
+    x311 = x309 * x310
+    x312 = numpy.maximum(1, dp * x311)
+    x313 = x312 - 1
+    x314 = x244 * x308
+    del x244
+    x315 = x248 * x313 + x314
+    x316 = expert_shard_ranks ** (-1.0)
+    x317 = x309 * x316
+    del x309
+    x318 = numpy.maximum(1, expert_dp_ranks * x317)
+    x319 = x318 - 1
+    x320 = x248 * x319 + x314
+    del x248, x314
+    x321 = x285 * (x289 * x315 + x306 * x308 * x311 + x307 * x311 * x313 / x312 + x315 + x4 * (x289 * x320 + x302 * x308 * x317 + x304 * x317 * x319 / x318 + x320)) + (1 - x285) * (x2 * x297 * x307 + x289 * (x294 * x4 + x299) + x296 * x298 * x306 + x299 + x4 * (x291 * x292 * x302 + x294 + x293 * x304 / expert_dp_ranks))
+    del x2, x291, x292, x293, x294, x296, x297, x298, x299, x302, x304, x306, x307, x308, x311, x312, x313, x315, x317, x318, x319, x320
+    x322 = fsdp_keeps_gathered_under_pp * x279 * zero3
+    del x279
+    x323 = microbatches * (1 - x322)
+    x324 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x325 = x324 - 1
+    x326 = intra_latency_s * x325
+    x327 = x324 ** (-1.0)
+    del x324
+    x328 = expert_shard_ranks * x327 - 1
+    x329 = inter_latency_s * x328
+    x330 = 2 * x326 + 2 * x329
+    x331 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x332 = x331 ** (-1.0)
+    x333 = shard_ranks * x332 - 1
+    x334 = inter_latency_s * x333
+    x335 = x331 - 1
+    del x331
+    x336 = intra_latency_s * x335
+    x337 = 2 * x334 + 2 * x336
+    x338 = x249 * x325 * x327
+    del x325, x327
+    x339 = x303 * x316 * x328
+    del x316, x328
+    x340 = x249 * x332 * x335
+    del x249, x332, x335
+    x341 = x303 * x310 * x333
+    del x303, x310, x333
+    x342 = x326 + x329
+    del x326, x329
+    x343 = x334 + x336
+    del x334, x336
+    x344 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x345 = base_weight_bytes_per_param * x216 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x216
+    x346 = 1.0 * frozen_base * x345 + x282 * (stage_adapter_params + stage_params * x65) - x344
+    del stage_adapter_params, stage_params, x282, x65
+    x347 = x289 * (x342 * x4 + x343) + x340 * x346 + x341 * x346 + x343 + x4 * (x338 * x344 + x339 * x344 + x342)
+    del x342, x343, x344, x346
+    x348 = 1 / 2 * x285 * (x322 + x323) * (x289 * (x330 * x4 + x337) + x305 * x340 + x305 * x341 + x337 + x4 * (x301 * x338 + x301 * x339 + x330)) + zero3 * (x322 * x347 + 2 * x323 * x347)
+    del x285, x301, x305, x323, x330, x337, x338, x339, x340, x341, x347
+    x349 = x288 ** (-1.0)
+    del x288
+    x350 = x289 * x349
+    del x289
+    dp_comm_s = dp_overlap * numpy.minimum(x321, numpy.maximum(x321 * x349, -2 * stage_layers * t_layer_fwd * x350 + x321)) + dp_overlap * numpy.minimum(x348, numpy.maximum(x348 * x349, -compute_s * x350 + x348)) + x284 * x321 + x284 * x348
+    del t_layer_fwd, x284, x321, x348, x349, x350
+    x351 = dispatch_host_sync * x177
+    x352 = 2.0 * x177 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x177, x4
+    x353 = numpy.maximum(0, cuda_graphs - x352 - 1)
+    x354 = stage_layers * (1 - x353)
+    x355 = host_launch_factor * moe_share * x354 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x66
-    x333 = x328 * x332
-    x334 = compute_mb + tp_comm_mb
-    x335 = microbatches ** (-1.0)
-    x336 = x334 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x330 * x335 + x331 * (graph_launch_s * x194 * (-x330 + numpy.minimum(1, cuda_graphs - x329)) + layer_overhead_s * (full_recompute + 3))) + x332 * (1 - x328)) / x334) ** host_overlap_exponent) / host_overlap_exponent)
-    del x194, x328, x329, x330, x331, x332
-    x337 = x333 + x336
-    launch_s = microbatches * x337
+    x356 = x351 * x355
+    x357 = compute_mb + tp_comm_mb
+    x358 = microbatches ** (-1.0)
+    x359 = x357 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x353 * x358 + x354 * (graph_launch_s * x217 * (-x353 + numpy.minimum(1, cuda_graphs - x352)) + layer_overhead_s * (full_recompute + 3))) + x355 * (1 - x351)) / x357) ** host_overlap_exponent) / host_overlap_exponent)
+    del x217, x351, x352, x353, x354, x355
+    x360 = x356 + x359
+    launch_s = microbatches * x360
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x338 = cp_comm_mb + ep_comm_mb + x334 + x337
-    del x334, x337
-    x339 = vp ** (-1.0)
-    x340 = x338 / compute_mb
-    x341 = dualpipe * x335 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x340 + 2 * tp_comm_mb - 3 * weight_grad_mb * x340 + 2 * x333 + 2 * x336) / x338 + x254 * x255 * x335 * x339
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x333, x335, x336, x340
-    bubble_s = microbatches * x338 * x341
-    del x338
-    x342 = stage_trainable_expert_params / expert_optimizer_shards
-    x343 = stage_trainable_params / optimizer_shards
-    optimizer_s = x102 * (x342 + x343) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x361 = cp_comm_mb + ep_comm_mb + x357 + x360
+    del x357, x360
+    x362 = vp ** (-1.0)
+    x363 = x361 / compute_mb
+    x364 = dualpipe * x358 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x363 + 2 * tp_comm_mb - 3 * weight_grad_mb * x363 + 2 * x356 + 2 * x359) / x361 + x277 * x278 * x358 * x362
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x356, x358, x359, x363
+    bubble_s = microbatches * x361 * x364
+    del x361
+    x365 = stage_trainable_expert_params / expert_optimizer_shards
+    x366 = stage_trainable_params / optimizer_shards
+    optimizer_s = x102 * (x365 + x366) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x102
-    x344 = microbatches * stage_extra_layers * (compute_mb - x204) * (x341 + 1) / stage_layers
-    del compute_mb, x204, x341
-    x345 = dp_comm_s + pp_comm_s
-    x346 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x345
-    x347 = gpus + 0.474798
-    x348 = gpus ** (-1.0)
-    x349 = x347 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x346 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x346 * numpy.maximum(0, -x155 * erfinv(1.71458910109456 * x348 * x349 * (0.0686881539789491 * x349 + 0.112063) - 1 + 1.16023 / x347)) + x344 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x344 + x346)
-    del x344, x347, x349
-    step_time_s = straggler_s + x346
-    del x346
-    x350 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x350
-    x351 = tokens_per_s * x348
-    x352 = model_flops_per_token * x351
-    tflops_per_gpu = 1e-12 * x352
-    mfu = x105 * x352
-    del x352
-    hfu = hardware_flops_per_token * x105 * x351
-    del hardware_flops_per_token, x105, x351
-    x353 = bytes_per_element * x264 * x299
-    del x264, x299
-    x354 = expert_weight_shards ** (-1.0)
-    x355 = base_weight_bytes_per_param * stage_expert_params
-    x356 = weight_shards ** (-1.0)
-    x357 = frozen_base * (x354 * x355 + x356 * (x322 - x355)) + reference_model * (bytes_per_element * stage_expert_params * x354 + bytes_per_element * x356 * (-stage_expert_params - x192)) + stage_trainable_expert_params * weight_bytes_per_param * x354 + stage_trainable_params * weight_bytes_per_param * x356
-    del stage_expert_params, x192, x322, x354, x355, x356
-    weights_bytes = x353 + x357
-    x358 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x367 = microbatches * stage_extra_layers * (compute_mb - x227) * (x364 + 1) / stage_layers
+    del compute_mb, x227, x364
+    x368 = dp_comm_s + pp_comm_s
+    x369 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x368
+    x370 = gpus + 0.474798
+    x371 = gpus ** (-1.0)
+    x372 = x370 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x369 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x369 * numpy.maximum(0, -x178 * erfinv(1.71458910109456 * x371 * x372 * (0.0686881539789491 * x372 + 0.112063) - 1 + 1.16023 / x370)) + x367 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x367 + x369)
+    del x367, x370, x372
+    step_time_s = straggler_s + x369
+    del x369
+    x373 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x373
+    x374 = tokens_per_s * x371
+    x375 = model_flops_per_token * x374
+    tflops_per_gpu = 1e-12 * x375
+    mfu = x105 * x375
+    del x375
+    hfu = hardware_flops_per_token * x105 * x374
+    del hardware_flops_per_token, x105, x374
+    x376 = bytes_per_element * x287 * x322
+    del x287, x322
+    x377 = expert_weight_shards ** (-1.0)
+    x378 = base_weight_bytes_per_param * stage_expert_params
+    x379 = weight_shards ** (-1.0)
+    x380 = frozen_base * (x377 * x378 + x379 * (x345 - x378)) + reference_model * (bytes_per_element * stage_expert_params * x377 + bytes_per_element * x379 * (-stage_expert_params - x215)) + stage_trainable_expert_params * weight_bytes_per_param * x377 + stage_trainable_params * weight_bytes_per_param * x379
+    del stage_expert_params, x215, x345, x377, x378, x379
+    weights_bytes = x376 + x380
+    x381 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x353 + x358
-    optimizer_state_bytes = optimizer_bytes_per_param * x342 + optimizer_bytes_per_param * x343
-    del x342, x343
-    x359 = bytes_per_element * tokens_mb
-    x360 = hidden * x245
-    x361 = 2 * tokens_mb
-    x362 = tokens_mb * x360
-    x363 = 4 * x362
-    x364 = recompute_mlp * x93
-    x365 = 2 * mlp_matrices
-    x366 = tokens_mb * x365
-    x367 = x146 * x366
-    x368 = heads + kv_heads
-    x369 = kv_heads / heads
-    x370 = 1 - recompute_norms
-    x371 = x146 * x50 * (1 - x364)
-    del x146
-    x372 = shared_experts * tokens_mb * x151
-    del x151
-    x373 = tokens_mb * x246
-    del x246
-    x374 = linear_input_bytes + x365 - 2
-    del x365
-    x375 = x372 * x374 + x373 * (etp * hidden * linear_input_bytes + x374 * x46)
-    del x374
-    x376 = tokens_mb * x24
-    x377 = micro_batch * x139 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
-    del x128, x139
-    x378 = linear_input_bytes * x362 * x370
-    del x362
-    x379 = lora_rank * x359 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x361 * x95 * (hidden * x56 + x157 * x222 * x24 + x360 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x371 * (1 - lora_down) + x378 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x378 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x245 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x361 * x368 + x377)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x368 - x24 * (x369 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x214 * x375 + moe_share * (-x367 + x375) - moe_share * (x372 + x373 * x46) * (linear_input_bytes * x215 + x167 * (2 - x175)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x363 - x364 * x367 * x50 + x51 * (ffn * x366 + hidden * tokens_mb * (4 * x369 + 2) + x376 + x377) - (1 - 1 / 2 * linear_input_bytes) * (x361 * x371 + x363 * x370))
-    del moe_share, x0, x11, x112, x12, x15, x157, x167, x17, x175, x18, x214, x215, x222, x24, x245, x25, x3, x360, x361, x363, x364, x366, x367, x368, x369, x370, x371, x372, x373, x375, x377, x378, x46, x50, x56, x57, x70, x94, x95
-    x380 = full_recompute * x169 * x376 + x379 * x93
-    del x169, x376, x93
-    x381 = loss_extra_bytes_per_logit * tokens_mb * x170 + 4 * x260 * (vocab * x99 + 1)
-    del tokens_mb, x170, x260, x99
-    activation_bytes = full_recompute * x379 + linear_value_heads * x113 * x359 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x339 * x380 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x254 * numpy.minimum(x257, pp * vp + x255 * numpy.minimum(1, vp - 1))) + x381 + x42 * (x380 + x381)
-    del microbatches, x113, x254, x255, x257, x339, x359, x379, x380, x381, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x353 + x357 + x358
-    del x353, x357, x358
-    x382 = nodes / (rack_mtbf_s * rack_nodes)
-    x383 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x384 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x385 = x382 + x383 + x384
-    system_mtbf_s = x385 ** (-1.0)
-    x386 = node_repair_s * x382
-    x387 = numpy.exp(-x386)
-    x388 = node_repair_s * x383
-    x389 = -spare_nodes
-    x390 = rack_nodes + x389
-    x391 = x386 * x387
-    del x386
-    x392 = 2 * rack_nodes + x389
-    x393 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x387 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x394 = 3 * rack_nodes + x389
-    x395 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x387 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x396 = 4 * rack_nodes + x389
-    x397 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x387 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x398 = 5 * rack_nodes + x389
-    x399 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x387 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x400 = 6 * rack_nodes + x389
-    x401 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x387 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x402 = 7 * rack_nodes + x389
-    x403 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x387 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x404 = 8 * rack_nodes + x389
-    x405 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x387 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x406 = 9 * rack_nodes + x389
-    x407 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x387 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x408 = 10 * rack_nodes + x389
-    x409 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x387 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x410 = 11 * rack_nodes + x389
-    x411 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x387 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x382 * (x387 * poisson_cdf(-x390, x388) + x391 * poisson_cdf(-x392, x388) + x393 * poisson_cdf(-x394, x388) + x395 * poisson_cdf(-x396, x388) + x397 * poisson_cdf(-x398, x388) + x399 * poisson_cdf(-x400, x388) + x401 * poisson_cdf(-x402, x388) + x403 * poisson_cdf(-x404, x388) + x405 * poisson_cdf(-x406, x388) + x407 * poisson_cdf(-x408, x388) + x409 * poisson_cdf(-x410, x388) + x411 * poisson_cdf(-12 * rack_nodes - x389, x388)) + x383 * (x387 * poisson_cdf(spare_nodes - 1, x388) + x391 * poisson_cdf(-x390 - 1, x388) + x393 * poisson_cdf(-x392 - 1, x388) + x395 * poisson_cdf(-x394 - 1, x388) + x397 * poisson_cdf(-x396 - 1, x388) + x399 * poisson_cdf(-x398 - 1, x388) + x401 * poisson_cdf(-x400 - 1, x388) + x403 * poisson_cdf(-x402 - 1, x388) + x405 * poisson_cdf(-x404 - 1, x388) + x407 * poisson_cdf(-x406 - 1, x388) + x409 * poisson_cdf(-x408 - 1, x388) + x411 * poisson_cdf(-x410 - 1, x388)) + x384)
-    del x382, x383, x384, x387, x388, x389, x390, x391, x392, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411
-    x412 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x413 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x385 * (x412 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x385 * (-manual_restart_s + x412 - x413))) + x412 - x413
-    del x385, x412, x413
+    grads_bytes = x376 + x381
+    optimizer_state_bytes = optimizer_bytes_per_param * x365 + optimizer_bytes_per_param * x366
+    del x365, x366
+    x382 = bytes_per_element * tokens_mb
+    x383 = hidden * x268
+    x384 = 2 * tokens_mb
+    x385 = tokens_mb * x383
+    x386 = 4 * x385
+    x387 = recompute_mlp * x93
+    x388 = 2 * mlp_matrices
+    x389 = tokens_mb * x388
+    x390 = x169 * x389
+    x391 = heads + kv_heads
+    x392 = kv_heads / heads
+    x393 = 1 - recompute_norms
+    x394 = x169 * x50 * (1 - x387)
+    del x169
+    x395 = shared_experts * tokens_mb * x174
+    del x174
+    x396 = tokens_mb * x269
+    del x269
+    x397 = linear_input_bytes + x388 - 2
+    del x388
+    x398 = x395 * x397 + x396 * (etp * hidden * linear_input_bytes + x397 * x46)
+    del x397
+    x399 = tokens_mb * x24
+    x400 = micro_batch * x162 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x124) / cp ** 2
+    del x124, x162
+    x401 = linear_input_bytes * x385 * x393
+    del x385
+    x402 = lora_rank * x382 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x384 * x95 * (hidden * x56 + x180 * x24 * x245 + x383 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x394 * (1 - lora_down) + x401 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x401 * (1 - numpy.minimum(1, x57))) - heads * recompute_mla_up_proj * x11 * x384 * x51 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x268 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x384 * x391 + x400)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x391 - x24 * (x392 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x237 * x398 + moe_share * (-x390 + x398) - moe_share * (x395 + x396 * x46) * (linear_input_bytes * x238 + x190 * (2 - x198)) - recompute_norms * x386 - x387 * x390 * x50 + x51 * (ffn * x389 + hidden * tokens_mb * (4 * x392 + 2) + x399 + x400) - (1 - 1 / 2 * linear_input_bytes) * (x384 * x394 + x386 * x393))
+    del moe_share, x0, x11, x112, x12, x15, x17, x18, x180, x190, x198, x237, x238, x24, x245, x25, x268, x3, x383, x384, x386, x387, x389, x390, x391, x392, x393, x394, x395, x396, x398, x400, x401, x46, x50, x56, x57, x94, x95
+    x403 = full_recompute * x192 * x399 + x402 * x93
+    del x192, x399, x93
+    x404 = loss_extra_bytes_per_logit * tokens_mb * x193 + 4 * x283 * (vocab * x99 + 1)
+    del tokens_mb, x193, x283, x99
+    activation_bytes = full_recompute * x402 + linear_value_heads * x113 * x382 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x362 * x403 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x277 * numpy.minimum(x280, pp * vp + x278 * numpy.minimum(1, vp - 1))) + x404 + x42 * (x403 + x404)
+    del microbatches, x113, x277, x278, x280, x362, x382, x402, x403, x404, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x376 + x380 + x381
+    del x376, x380, x381
+    x405 = nodes / (rack_mtbf_s * rack_nodes)
+    x406 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x407 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x408 = x405 + x406 + x407
+    system_mtbf_s = x408 ** (-1.0)
+    x409 = node_repair_s * x405
+    x410 = numpy.exp(-x409)
+    x411 = node_repair_s * x406
+    x412 = -spare_nodes
+    x413 = rack_nodes + x412
+    x414 = x409 * x410
+    del x409
+    x415 = 2 * rack_nodes + x412
+    x416 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x410 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x417 = 3 * rack_nodes + x412
+    x418 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x410 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x419 = 4 * rack_nodes + x412
+    x420 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x410 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x421 = 5 * rack_nodes + x412
+    x422 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x410 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x423 = 6 * rack_nodes + x412
+    x424 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x410 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x425 = 7 * rack_nodes + x412
+    x426 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x410 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x427 = 8 * rack_nodes + x412
+    x428 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x410 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x429 = 9 * rack_nodes + x412
+    x430 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x410 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x431 = 10 * rack_nodes + x412
+    x432 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x410 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x433 = 11 * rack_nodes + x412
+    x434 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x410 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x405 * (x410 * poisson_cdf(-x413, x411) + x414 * poisson_cdf(-x415, x411) + x416 * poisson_cdf(-x417, x411) + x418 * poisson_cdf(-x419, x411) + x420 * poisson_cdf(-x421, x411) + x422 * poisson_cdf(-x423, x411) + x424 * poisson_cdf(-x425, x411) + x426 * poisson_cdf(-x427, x411) + x428 * poisson_cdf(-x429, x411) + x430 * poisson_cdf(-x431, x411) + x432 * poisson_cdf(-x433, x411) + x434 * poisson_cdf(-12 * rack_nodes - x412, x411)) + x406 * (x410 * poisson_cdf(spare_nodes - 1, x411) + x414 * poisson_cdf(-x413 - 1, x411) + x416 * poisson_cdf(-x415 - 1, x411) + x418 * poisson_cdf(-x417 - 1, x411) + x420 * poisson_cdf(-x419 - 1, x411) + x422 * poisson_cdf(-x421 - 1, x411) + x424 * poisson_cdf(-x423 - 1, x411) + x426 * poisson_cdf(-x425 - 1, x411) + x428 * poisson_cdf(-x427 - 1, x411) + x430 * poisson_cdf(-x429 - 1, x411) + x432 * poisson_cdf(-x431 - 1, x411) + x434 * poisson_cdf(-x433 - 1, x411)) + x407)
+    del x405, x406, x407, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424, x425, x426, x427, x428, x429, x430, x431, x432, x433, x434
+    x435 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x436 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x408 * (x435 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x408 * (-manual_restart_s + x435 - x436))) + x435 - x436
+    del x408, x435, x436
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x414 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x415 = checkpoint_bytes * x348
-    x416 = x414 * x415
-    x417 = ckpt_async * x416
-    x418 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x419 = ckpt_sync * x418
-    x420 = x228 * x415
-    del x228, x415
-    x421 = ckpt_in_memory * (x416 + x420)
-    del x416
-    x422 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x423 = grad_bytes_per_param * trainable_params * x348
-    del x348
-    x424 = optimizer_s - step_time_s
-    x425 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x414 * x423 / (1 - (1 - numpy.minimum(1, x422)) ** gockpt_steps) + x424)
-    del x414
-    checkpoint_stall_s = x417 + x419 + x421 + x425
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x417 + 2 * x419 + 2 * x421 + 2 * x425))
-    x426 = ckpt_async * x418
-    x427 = system_mtbf_s ** (-1.0)
-    x428 = checkpoint_stall_s * x427
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x423 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x424))) / numpy.log(1 - numpy.minimum(0.999999999999, x422))))) - 1) + 1
-    del x422, x423, x424
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x418) + x426), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x417 + 1 / 2 * x419 + 1 / 2 * x421 + 1 / 2 * x425), -checkpoint_stall_s + young_interval_s * (1 / 6 * x155 * numpy.sqrt(x428) + 1 / 18 * x428 + 1), system_mtbf_s)))
-    del x155, x417, x419, x421, x425
-    commit_latency_s = ckpt_gockpt * (step_time_s + x418) + x426
-    del x418, x426
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x420 + failure_restart_s
-    del failure_restart_s, x420
-    x429 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x429 + 1) / (global_batch * token_efficiency * (reference_batch * x429 + 1))
-    del x429, x77
+    x437 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x438 = checkpoint_bytes * x371
+    x439 = x437 * x438
+    x440 = ckpt_async * x439
+    x441 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x442 = ckpt_sync * x441
+    x443 = x251 * x438
+    del x251, x438
+    x444 = ckpt_in_memory * (x439 + x443)
+    del x439
+    x445 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x446 = grad_bytes_per_param * trainable_params * x371
+    del x371
+    x447 = optimizer_s - step_time_s
+    x448 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x437 * x446 / (1 - (1 - numpy.minimum(1, x445)) ** gockpt_steps) + x447)
+    del x437
+    checkpoint_stall_s = x440 + x442 + x444 + x448
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x440 + 2 * x442 + 2 * x444 + 2 * x448))
+    x449 = ckpt_async * x441
+    x450 = system_mtbf_s ** (-1.0)
+    x451 = checkpoint_stall_s * x450
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x446 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x447))) / numpy.log(1 - numpy.minimum(0.999999999999, x445))))) - 1) + 1
+    del x445, x446, x447
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x441) + x449), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x440 + 1 / 2 * x442 + 1 / 2 * x444 + 1 / 2 * x448), -checkpoint_stall_s + young_interval_s * (1 / 6 * x178 * numpy.sqrt(x451) + 1 / 18 * x451 + 1), system_mtbf_s)))
+    del x178, x440, x442, x444, x448
+    commit_latency_s = ckpt_gockpt * (step_time_s + x441) + x449
+    del x441, x449
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x443 + failure_restart_s
+    del failure_restart_s, x443
+    x452 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x452 + 1) / (global_batch * token_efficiency * (reference_batch * x452 + 1))
+    del x452, x77
     solve_time_s = step_time_s * steps
-    x430 = numpy.exp(commit_latency_s * x427)
-    x431 = numpy.exp(x427 * (checkpoint_interval_s + checkpoint_stall_s))
-    x432 = solve_time_s * x430 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x430 + x432 * (x431 - 1) - 1) * numpy.exp(restart_s * x427)
-    del x430
-    failure_stepping_s = system_mtbf_s * x432 * (x431 - numpy.exp(x428))
-    del x428, x431, x432
+    x453 = numpy.exp(commit_latency_s * x450)
+    x454 = numpy.exp(x450 * (checkpoint_interval_s + checkpoint_stall_s))
+    x455 = solve_time_s * x453 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x453 + x455 * (x454 - 1) - 1) * numpy.exp(restart_s * x450)
+    del x453
+    failure_stepping_s = system_mtbf_s * x455 * (x454 - numpy.exp(x451))
+    del x451, x454, x455
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x433 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x433)
-    x434 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x434 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x434
-    del x434
-    expected_failures = failure_wall_s * x427
-    del x427
+    x456 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x456)
+    x457 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x457 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x457
+    del x457
+    expected_failures = failure_wall_s * x450
+    del x450
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x433
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x456
     del failure_stepping_s
-    x435 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x350 * (cp_comm_s + ep_comm_s + tp_comm_s + x345) + compute_power_fraction * compute_s * x350)
-    del x345, x350
-    x436 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x435)
+    x458 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x373 * (cp_comm_s + ep_comm_s + tp_comm_s + x368) + compute_power_fraction * compute_s * x373)
+    del x368, x373
+    x459 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x458)
     del stepping_s
-    energy_gpu_j = gpus * x436
-    x437 = network_power_per_node_w + node_overhead_power_w
-    x438 = nodes * x437
+    energy_gpu_j = gpus * x459
+    x460 = network_power_per_node_w + node_overhead_power_w
+    x461 = nodes * x460
     del nodes
-    x439 = spare_nodes * (gpus_per_node * idle_power_w + x437) + x438
-    del x437
-    energy_it_j = energy_gpu_j + wall_time_s * x439
+    x462 = spare_nodes * (gpus_per_node * idle_power_w + x460) + x461
+    del x460
+    energy_it_j = energy_gpu_j + wall_time_s * x462
     energy_facility_j = energy_it_j * pue
-    x440 = eval_time_s + rollbacks * x433
-    del x433
-    x441 = pue * (gpu_step_power_w * gpus + x438)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x438) * (-failure_wall_s - x435 - x440) - solve_time_s * x441 - x440 * x441
-    del failure_wall_s, x438, x440, x441
-    x442 = wall_time_s ** (-1.0)
-    gpu_power_w = x436 * x442
-    del x436
-    avg_power_w = energy_facility_j * x442
-    del x442
-    peak_power_w = pue * (gpus * max_power_w + x439)
-    del x439
-    x443 = gpus + gpus_per_node * spare_nodes
-    x444 = 0.000277777777777778 * x443
-    gpu_hours = wall_time_s * x444
-    cost_cloud_usd = price_usd_per_gpu_hour * x444 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x435), wall_time_s)
-    del x435, x444
-    x445 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x445 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x443)) / utilisation
+    x463 = eval_time_s + rollbacks * x456
+    del x456
+    x464 = pue * (gpu_step_power_w * gpus + x461)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x461) * (-failure_wall_s - x458 - x463) - solve_time_s * x464 - x463 * x464
+    del failure_wall_s, x461, x463, x464
+    x465 = wall_time_s ** (-1.0)
+    gpu_power_w = x459 * x465
+    del x459
+    avg_power_w = energy_facility_j * x465
+    del x465
+    peak_power_w = pue * (gpus * max_power_w + x462)
+    del x462
+    x466 = gpus + gpus_per_node * spare_nodes
+    x467 = 0.000277777777777778 * x466
+    gpu_hours = wall_time_s * x467
+    cost_cloud_usd = price_usd_per_gpu_hour * x467 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x458), wall_time_s)
+    del x458, x467
+    x468 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x468 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x466)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x443 * x445
-    del x443, x445
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x466 * x468
+    del x466, x468
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

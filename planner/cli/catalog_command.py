@@ -29,6 +29,7 @@ _UNITS = [
     ("_bytes_per_s_per_gpu", "B/s per GPU", 1e9, "GB/s per GPU"),
     ("_bytes_per_s", "B/s", 1e9, "GB/s"),
     ("_bits_per_s", "b/s", 1e9, "Gb/s"),
+    ("_ops_per_s", "1/s", 1e12, "T/s"),
     ("_bytes", "B", 1e9, "GB"),
     ("_usd_per_gpu_hour", "USD/GPU-h", 1, "USD/GPU-h"),
     ("_usd_per_kwh", "USD/kWh", 1, "USD/kWh"),

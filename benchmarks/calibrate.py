@@ -266,7 +266,7 @@ rows ask for slow attention, see 2026-11-29 above), so an exponential bound unde
 nothing left to explain; GB300's lead over GB200 stays unexplained.
 
 2026-11-30 (issue 42 item 5), the exponential unit as a roof instead of a sum
-(formulas.compute.fused_attention_time, accelerator field ``exp_ops_per_s``): the kernel
+(formulas.compute.fused_attention_slowdown, accelerator field ``exp_ops_per_s``): the kernel
 reaches the same share of whichever unit binds, so each pass takes the power mean of its
 matmul time and its exponential time, both at the kernel's efficiency (forward: one pass
 of exponentials; backward: one beside twice the matmuls).  The exponent

@@ -1178,98 +1178,108 @@ FA4 = "Zadouri et al. 2026 (FlashAttention-4), arXiv:2603.05451"
 
 @formula(reference="One exponential per query-key score in the softmax: " + FA3 + " s3.1 "
          "(H100 SXM5: 989 TFLOP/s of BF16 matmul against 3.9 TFLOP/s of special functions, "
-         "512 matmul FLOPs per exponential at head size 128); " + FA4 + " s2-3 (the "
-         "exponential unit, MUFU, at 16 per clock and SM on Hopper and Blackwell)",
-         domain={"keys": ">0", "heads": ">=1"},
-         symbols={"keys": "k", "heads": "a"}, result_latex="n_{exp}")
-def attention_exponentials_per_token(keys, heads):
-    """Softmax exponentials of one forward pass of the attention core per query token and
-    layer, in the counting of :func:`attention_core_flops_per_token`.
+         "512 matmul FLOPs per exponential at head size 128); " + FA4 + " s2-3 (B200: 8,192 "
+         "BF16 MMA FLOPs and 16 MUFU exponentials per clock and SM)",
+         domain={"peak_flops_per_s": ">0", "exp_ops_per_s": ">0", "head_dim": ">0",
+                 "v_head_dim": ">0"},
+         symbols={"peak_flops_per_s": "P", "exp_ops_per_s": "R", "head_dim": "d_h",
+                  "v_head_dim": "d_v"}, result_latex=r"\rho")
+def attention_exp_time_ratio(peak_flops_per_s, exp_ops_per_s, head_dim, v_head_dim):
+    """Time of the softmax's exponentials over that of the attention core's matmuls, each
+    unit at its peak, in one forward pass.
 
-    Each score q k^T passes through one exponential.  With k keys per query in capplan's
-    counting (every query against all keys) a causal kernel evaluates half of them, as it
-    does half of the counted FLOPs; the same counting for both keeps their ratio, 2 (d_h
-    + d_v) FLOPs per exponential, exact.
+    Each score costs 2 (d_h + d_v) matmul FLOPs (q k^T and the weighted sum of the values)
+    and one exponential on the special-function unit; a causal kernel skips the same
+    masked scores for both, so the ratio holds for any mask.
 
     Parameters
     ----------
-    keys : numeric
-        Keys each query attends to in capplan's counting, k [1].
-    heads : numeric
-        Query heads on the rank, a [1].
+    peak_flops_per_s : numeric
+        Peak matmul rate of the attention core's precision, P [FLOP/s].
+    exp_ops_per_s : numeric
+        Peak rate of the exponential unit, R [1/s].
+    head_dim : numeric
+        Query/key head size d_h [1].
+    v_head_dim : numeric
+        Value head size d_v [1].
 
     Returns
     -------
     numeric
-        Exponentials per token per layer, one pass [1].
+        rho [1].
 
     Examples
     --------
-    >>> attention_exponentials_per_token(8192, 32)
-    262144.0
+    H100 SXM and B200 at 128-wide heads, B200 at 64-wide heads (gpt-oss):
 
-    .. math:: n_{exp} = a k
+    >>> round(attention_exp_time_ratio(989.4e12, 3.865e12, 128, 128), 3)
+    0.5
+    >>> round(attention_exp_time_ratio(2.25e15, 4.395e12, 128, 128), 3)
+    1.0
+    >>> round(attention_exp_time_ratio(2.25e15, 4.395e12, 64, 64), 3)
+    2.0
+
+    .. math:: \rho = \frac{P}{2 R (d_h + d_v)}
     """
-    return heads * keys
+    return peak_flops_per_s / (2 * exp_ops_per_s * (head_dim + v_head_dim))
 
 
 @formula(reference=FA3 + " s3.1 (the softmax's exponentials overlap the matmuls only in part: "
          "ping-pong scheduling of two warpgroups and intra-warpgroup pipelining); " + FA4
-         + " s2-3 (B200: 8,192 BF16 MMA FLOPs and 16 exponentials per clock and SM, so at "
-         "head size 128 the forward's exponentials take as long as its matmuls); NVIDIA "
-         "Technical Blog 'Making Softmax More Efficient with NVIDIA Blackwell Ultra' (2026): "
-         "twice the MUFU.EX2 throughput speeds attention up; backward recomputes "
-         "P = exp(S - L), one exponential per score beside twice the forward's matmul work: "
-         + FA2 + " Algorithm 2; smooth maximum as a power mean, as "
-         ":func:`host_bound_time`",
-         domain={"mma_time_s": ">=0", "exp_time_s": ">=0", "overlap_exponent": ">=1"},
-         symbols={"mma_time_s": "t_m", "exp_time_s": "t_e", "overlap_exponent": "k_e"},
-         result_latex="t_{fa}")
-def fused_attention_time(mma_time_s, exp_time_s, overlap_exponent):
-    """Forward-equivalent time of a fused attention kernel limited by its matrix units and
-    by its exponential unit.
+         + " s2-3 (B200: at head size 128 the forward's exponentials take as long as its "
+         "matmuls); NVIDIA Technical Blog 'Making Softmax More Efficient with NVIDIA "
+         "Blackwell Ultra' (2026): twice the MUFU.EX2 throughput speeds attention up; "
+         "backward recomputes P = exp(S - L), one exponential per score beside twice the "
+         "forward's matmul work: " + FA2 + " Algorithm 2; smooth maximum as a power mean, "
+         "as :func:`host_bound_time`",
+         domain={"exp_time_ratio": ">=0", "overlap_exponent": ">=1"},
+         symbols={"exp_time_ratio": r"\rho", "overlap_exponent": "k_e"},
+         result_latex=r"g_{e}")
+def fused_attention_slowdown(exp_time_ratio, overlap_exponent):
+    """Time of a fused attention kernel's forward and backward over that of their matmuls
+    alone, when its softmax's exponentials compete for time.
 
-    The forward's matmuls take t_m and its exponentials t_e (one pass over the scores on
-    the special-function unit), both at the share of their unit's peak the kernel reaches;
-    the backward recomputes the exponentials once beside 2 t_m of matmuls.  The kernel overlaps the two units in part: each pass takes the
-    power mean of exponent k_e of its two times (k_e -> infinity: the slower unit alone).
-    The result is a third of forward plus backward, so that the run model's
-    forward + twice-the-forward backward (:func:`training_pass_time`) gives both passes.
-    Where the exponential unit is fast (t_e << t_m, A100, Hopper at large heads) it
-    returns t_m; Blackwell's BF16 matmuls are 2.25x Hopper's on the same 16 exponentials
-    per clock and SM, so there small heads wait for the softmax.
+    The forward's matmuls take t_m and its exponentials rho t_m (:func:`attention_exp_time_
+    ratio`), both at the share of their unit's peak the kernel reaches; the backward
+    recomputes the exponentials once beside 2 t_m of matmuls.  The kernel overlaps the two
+    units in part: each pass takes the power mean of exponent k_e of its two times
+    (k_e -> infinity: the slower unit alone).  Forward and backward together take g_e
+    times the 3 t_m of their matmuls, so a run model that times the backward as twice the
+    forward (:func:`training_pass_time`) scales the core's matmul time by g_e.  Where the
+    exponential unit is fast (rho << 1: A100, Hopper at large heads) g_e is 1; Blackwell's
+    BF16 matmuls are 2.25x Hopper's on the same 16 exponentials per clock and SM, so there
+    small heads wait for the softmax.
 
     Parameters
     ----------
-    mma_time_s : numeric
-        Forward matmul time of the core at the kernel's efficiency, t_m [s].
-    exp_time_s : numeric
-        Time of one pass of its exponentials at the same efficiency, t_e [s].
+    exp_time_ratio : numeric
+        Exponential over matmul time of the forward, rho [1].
     overlap_exponent : numeric
         Sharpness k_e of the smooth maximum [1].
 
     Returns
     -------
     numeric
-        Forward-equivalent time of the core [s].
+        g_e >= 1 [1].
 
     Examples
     --------
-    >>> round(fused_attention_time(3e-3, 0.0, 3.0) * 1e3, 4)
-    3.0
-    >>> round(fused_attention_time(3e-3, 3e-3, 3.0) * 1e3, 4)
-    3.34
+    >>> round(fused_attention_slowdown(0.0, 10.0), 6)
+    1.0
+    >>> round(fused_attention_slowdown(1.0, 3.0), 4)
+    1.1133
+    >>> round(fused_attention_slowdown(2.0, 10.0), 4)
+    1.3812
 
-    .. math:: t_{fa} = \\frac{(t_m^{k_e} + t_e^{k_e})^{1/k_e}
-        + ((2 t_m)^{k_e} + t_e^{k_e})^{1/k_e}}{3}
+    .. math:: g_e = \frac{(1 + \rho^{k_e})^{1/k_e} + (2^{k_e} + \rho^{k_e})^{1/k_e}}{3}
     """
-    # each power mean scaled by its larger term: no underflow at large k or small times
-    forward = maximum(maximum(mma_time_s, exp_time_s), 1e-300)
-    backward = maximum(maximum(2 * mma_time_s, exp_time_s), 1e-300)
-    return (forward * ((mma_time_s / forward)**overlap_exponent
-                       + (exp_time_s / forward)**overlap_exponent) ** (1 / overlap_exponent)
-            + backward * ((2 * mma_time_s / backward)**overlap_exponent
-                          + (exp_time_s / backward)**overlap_exponent)
+    # each power mean scaled by its larger term: no overflow at large k or rho
+    forward = maximum(exp_time_ratio, 1.0)
+    backward = maximum(exp_time_ratio, 2.0)
+    return (forward * ((1 / forward)**overlap_exponent
+                       + (exp_time_ratio / forward)**overlap_exponent) ** (1 / overlap_exponent)
+            + backward * ((2 / backward)**overlap_exponent
+                          + (exp_time_ratio / backward)**overlap_exponent)
             ** (1 / overlap_exponent)) / 3
 
 

@@ -219,7 +219,7 @@ class Accelerator(Entry):
     grouped_gemm_inner_half_dim: Quantity | None = None
     # peak rate of the exponential unit (NVIDIA's SFU/MUFU.EX2: exponentials per clock and
     # SM x SMs x clock) that a fused attention kernel's softmax runs on
-    # (formulas.compute.fused_attention_time); None: not published, taken as never binding
+    # (formulas.compute.fused_attention_slowdown); None: not published, taken as never binding
     exp_ops_per_s: Quantity | None = None
     hbm_efficiency: Quantity
     scale_up_bus_efficiency: Quantity

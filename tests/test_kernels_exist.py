@@ -228,35 +228,40 @@ def test_on_accelerator_variant_flags_are_checked():
 
 # ---- the softmax's exponential unit -------------------------------------------------------
 
-def test_fused_attention_time_is_the_matmul_time_without_exponentials():
-    t_m = np.array([1e-4, 3e-3, 2.0])
-    np.testing.assert_allclose(compute.fused_attention_time(t_m, 0.0, 10.0), t_m, rtol=1e-12)
+def test_no_exponential_work_means_no_slowdown():
+    rho = np.array([0.0, 1e-9])
+    np.testing.assert_allclose(compute.fused_attention_slowdown(rho, 10.0), 1.0, rtol=1e-12)
     # scalar, array and Series alike
     import pandas as pd
-    s = compute.fused_attention_time(pd.Series(t_m), pd.Series(t_m), 3.0)
-    np.testing.assert_allclose(s.to_numpy(), compute.fused_attention_time(t_m, t_m, 3.0))
-    assert float(compute.fused_attention_time(3e-3, 3e-3, 3.0)) == pytest.approx(
-        ((2 * 27e-9) ** (1 / 3) + (9 * 27e-9) ** (1 / 3)) / 3, rel=1e-12)
+    rhos = np.array([0.25, 1.0, 2.0])
+    s = compute.fused_attention_slowdown(pd.Series(rhos), 3.0)
+    np.testing.assert_allclose(s.to_numpy(), compute.fused_attention_slowdown(rhos, 3.0))
+    assert float(compute.fused_attention_slowdown(1.0, 3.0)) == pytest.approx(
+        (2 ** (1 / 3) + 9 ** (1 / 3)) / 3, rel=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.floats(1e-9, 10.0), st.floats(0.0, 10.0), st.floats(0.0, 10.0),
-       st.floats(1.0, 200.0))
-def test_fused_attention_time_grows_with_each_unit_and_stays_between_max_and_sum(
-        t_m, t_e, more, k):
-    t = float(compute.fused_attention_time(t_m, t_e, k))
-    assert float(compute.fused_attention_time(t_m, t_e + more, k)) >= t * (1 - 1e-12)
-    assert float(compute.fused_attention_time(t_m + more, t_e, k)) >= t * (1 - 1e-12)
-    # forward max(t_m, t_e) and backward max(2 t_m, t_e) at the least; their sums at most
-    low = (max(t_m, t_e) + max(2 * t_m, t_e)) / 3
-    assert low * (1 - 1e-9) <= t <= (3 * t_m + 2 * t_e) / 3 * (1 + 1e-9)
+@given(st.floats(0.0, 50.0), st.floats(0.0, 10.0), st.floats(1.0, 200.0))
+def test_slowdown_grows_with_the_exponentials_and_stays_between_max_and_sum(rho, more, k):
+    g = float(compute.fused_attention_slowdown(rho, k))
+    assert float(compute.fused_attention_slowdown(rho + more, k)) >= g * (1 - 1e-12)
+    # forward max(1, rho) and backward max(2, rho) at the least; their sums at most
+    low = (max(1.0, rho) + max(2.0, rho)) / 3
+    assert low * (1 - 1e-9) <= g <= (3 + 2 * rho) / 3 * (1 + 1e-9)
 
 
-def test_fused_attention_time_tends_to_the_slower_unit_and_does_not_underflow():
-    # a hard maximum at large k, also for times whose k-th powers underflow a double
-    assert float(compute.fused_attention_time(1e-5, 2e-5, 1000.0)) == pytest.approx(
-        (2e-5 + 2e-5) / 3, rel=1e-2)
-    assert float(compute.fused_attention_time(0.0, 0.0, 10.0)) == 0.0
+def test_slowdown_tends_to_the_slower_unit_and_does_not_overflow():
+    assert float(compute.fused_attention_slowdown(2.0, 1000.0)) == pytest.approx(4 / 3,
+                                                                                 rel=1e-2)
+    assert np.isfinite(float(compute.fused_attention_slowdown(1e6, 200.0)))
+
+
+def test_exponential_time_ratio_is_the_matmul_flops_per_exponential():
+    # 2 (d_h + d_v) FLOPs per score: H100 at 128-wide heads needs half the unit's rate
+    h100 = load_catalog().accelerator("h100-sxm")
+    assert float(compute.attention_exp_time_ratio(
+        h100.peak_bf16_flops_per_s.value, h100.exp_ops_per_s.value, 128, 128)) == \
+        pytest.approx(0.5, rel=1e-3)
 
 
 def test_exponential_rates_follow_the_generations_sfu_per_clock():
@@ -308,7 +313,7 @@ def test_blackwell_waits_for_its_exponentials_at_small_heads_and_blackwell_ultra
     unbound = 1e30
     b200_64 = _core_s("b200", 64) / _core_s("b200", 64, unbound)
     b200_128 = _core_s("b200", 128) / _core_s("b200", 128, unbound)
-    assert b200_64 == pytest.approx(float(compute.fused_attention_time(1.0, 2.0, k)), rel=0.03)
+    assert b200_64 == pytest.approx(float(compute.fused_attention_slowdown(2.0, k)), rel=0.03)
     assert b200_64 > 1.3
     assert 1.0 < b200_128 < 1.1
     # GB300's doubled exponential unit: 64-wide heads cost what 128-wide ones cost on B200

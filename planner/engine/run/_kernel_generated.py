@@ -105,11 +105,11 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     stage_trainable_expert_params = stage_expert_params * x65
     stage_embedding_params = x32 * x53
     del x53
-    x67 = heads * seq_len
+    x67 = seq_len * x18
     x68 = experts * x24 + x24 * x40 * x43
     del x43
     x69 = moe_layers * x68
-    x70 = 2 * x18
+    x70 = 2 * heads
     x71 = x67 * x70
     x72 = linear_head_dim ** 2
     x73 = 640.0 * linear_head_dim + 6 * x72 + 2730.66666666667
@@ -139,7 +139,7 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x83
     x91 = layers * x71 + x74 + x79
     x92 = x87 + x91
-    model_flops_per_token = -frozen_base * x90 + 6 * layers * x18 * x67 + reference_model * (x90 + x92) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x69 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
+    model_flops_per_token = -frozen_base * x90 + 6 * heads * layers * x67 + reference_model * (x90 + x92) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x69 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
     del x34, x74, x79, x81, x82, x87, x90
     x93 = 1 - full_recompute
     x94 = ffn + x10
@@ -177,576 +177,550 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x119 = attention_peak_flops_per_s ** (-1.0)
     x120 = tokens_mb * x51
     x121 = x119 * x120
-    x122 = attention_scores_stored + selective
-    x123 = numpy.maximum(head_dim, v_head_dim)
-    x124 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x123 + 1)) + 1
-    x125 = numpy.maximum(x122, x124)
-    x126 = 1 - x125
-    x127 = window_layers * x3
-    x128 = -x127 - x29 + 1
-    x129 = numpy.minimum(head_dim, tokens_mb)
-    x130 = attention_gemm_max_efficiency * x129 / (gemm_half_efficiency_dim + x129)
-    del x129
-    x131 = attention_head_dim_granule ** (-1.0)
-    x132 = x123 * (1 - fused_split_head_dims)
-    del x123
-    x133 = attention_efficiency_factor * attention_gemm_max_efficiency * x117 * x18 / (x118 * (attention_head_dim_granule * numpy.ceil(x131 * (fused_split_head_dims * head_dim + x132)) + attention_head_dim_granule * numpy.ceil(x131 * (fused_split_head_dims * v_head_dim + x132))))
-    del x131, x132
-    x134 = x128 / (seq_len * x126 * x133 / (attention_fill_keys + seq_len) + x125 * x130)
-    x135 = x120 / exp_ops_per_s
-    x136 = x126 * x134 * x135 * x67
-    del x67
-    x137 = heads * x70
-    del x70
-    x138 = x115 * x137
-    x139 = x128 * x138
-    x140 = x121 * x134 * x71
-    del x134
-    x141 = numpy.maximum(numpy.maximum(numpy.maximum(1e-300, x136), x139), x140)
-    x142 = x141 ** (-1.0)
-    x143 = numpy.maximum(x139, x140)
-    del x139, x140
-    x144 = attention_exp_overlap_exponent ** (-1.0)
-    x145 = 2 * x143
-    x146 = numpy.maximum(numpy.maximum(1e-300, x136), x145)
-    x147 = x146 ** (-1.0)
-    x148 = fused_window_attention * x126
-    del x126
-    x149 = x76 * x78
+    x122 = window_layers * x3
+    x123 = -x122 - x29 + 1
+    x124 = x18 * x70
+    x125 = x115 * x124
+    x126 = attention_scores_stored + selective
+    x127 = numpy.maximum(head_dim, v_head_dim)
+    x128 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x127 + 1)) + 1
+    x129 = numpy.maximum(x126, x128)
+    x130 = numpy.minimum(head_dim, tokens_mb)
+    x131 = attention_gemm_max_efficiency * x130 / (gemm_half_efficiency_dim + x130)
+    del x130
+    x132 = 1 - x129
+    x133 = attention_head_dim_granule ** (-1.0)
+    x134 = x127 * (1 - fused_split_head_dims)
+    del x127
+    x135 = attention_efficiency_factor * attention_gemm_max_efficiency * x117 / (x118 * (attention_head_dim_granule * numpy.ceil(x133 * (fused_split_head_dims * head_dim + x134)) + attention_head_dim_granule * numpy.ceil(x133 * (fused_split_head_dims * v_head_dim + x134))))
+    del x133, x134
+    x136 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x18)
+    x137 = numpy.maximum(1.0, x136)
+    x138 = attention_exp_overlap_exponent ** (-1.0)
+    x139 = numpy.maximum(2.0, x136)
+    x140 = x139 ** (-1.0)
+    x141 = x132 * (1 / 3 * x137 * ((x136 / x137) ** attention_exp_overlap_exponent + x137 ** (-attention_exp_overlap_exponent)) ** x138 + 1 / 3 * x139 * ((2 * x140) ** attention_exp_overlap_exponent + (x136 * x140) ** attention_exp_overlap_exponent) ** x138 - 1)
+    del x136, x137, x138, x139, x140
+    x142 = fused_window_attention * x132
+    x143 = 1 - x142
+    x144 = x76 * x78
     del x76, x78
-    x150 = x148 * x149
-    x151 = 1 - x148
-    x152 = x127 / (x130 * x151 + x133 * x150 / (attention_fill_keys + x149))
-    del x130, x133
-    x153 = heads * x135 * x150 * x152
-    del x135, x150
-    x154 = x127 * x138
-    del x138
-    x155 = x121 * x152 * (x137 * x148 * x149 + x151 * x71)
-    del x137, x148, x149, x151, x152, x71
-    x156 = numpy.maximum(numpy.maximum(numpy.maximum(1e-300, x153), x154), x155)
-    x157 = x156 ** (-1.0)
-    x158 = numpy.maximum(x154, x155)
-    del x154, x155
-    x159 = 2 * x158
-    x160 = numpy.maximum(numpy.maximum(1e-300, x153), x159)
-    x161 = x160 ** (-1.0)
-    t_core = 1 / 3 * x141 * ((x136 * x142) ** attention_exp_overlap_exponent + (x142 * x143) ** attention_exp_overlap_exponent) ** x144 + 1 / 3 * x146 * ((x136 * x147) ** attention_exp_overlap_exponent + (x145 * x147) ** attention_exp_overlap_exponent) ** x144 + 1 / 3 * x156 * ((x153 * x157) ** attention_exp_overlap_exponent + (x157 * x158) ** attention_exp_overlap_exponent) ** x144 + 1 / 3 * x160 * ((x153 * x161) ** attention_exp_overlap_exponent + (x159 * x161) ** attention_exp_overlap_exponent) ** x144 + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
-    del x115, x117, x118, x121, x136, x141, x142, x143, x144, x145, x146, x147, x153, x156, x157, x158, x159, x160, x161, x73
-    x162 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x102 * x162 * x51 * (x125 * x128 + x127 * numpy.maximum(numpy.maximum(x122, x124), 1 - fused_window_attention))
-    del x1, x122, x125, x127, x128
-    x163 = hidden * x51
-    x164 = tokens_mb * x98
-    x165 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
+    t_core = numpy.maximum(x122 * x125, x121 * x122 * (fused_window_attention * x141 + 1) * (x124 * x142 * x144 + x143 * x71) / (x131 * x143 + x135 * x142 * x144 * x18 / (attention_fill_keys + x144))) + numpy.maximum(x123 * x125, x121 * x123 * x71 * (x141 + 1) / (x129 * x131 + x132 * x135 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
+    del x115, x117, x118, x121, x124, x125, x131, x132, x135, x141, x142, x143, x144, x67, x71, x73
+    x145 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x102 * x145 * x51 * (x122 * numpy.maximum(numpy.maximum(x126, x128), 1 - fused_window_attention) + x123 * x129)
+    del x1, x122, x123, x126, x129
+    x146 = hidden * x51
+    x147 = tokens_mb * x98
+    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
     del x98
-    x166 = x10 * x51
-    x167 = tokens_mb * x166
-    x168 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x166)
-    t_proj = x29 * numpy.maximum(x103 * (x163 * x25 + x164 + x97), x107 * x164 * (gemm_half_efficiency_dim + x165) / x165) + x30 * numpy.maximum(x103 * (x10 * x163 + x167 + x97), x107 * x167 * (gemm_half_efficiency_dim + x168) / x168)
-    del x10, x164, x165, x168, x29
-    x169 = ffn * x51
-    x170 = tokens_mb * x169
-    x171 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x169)
-    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x169 + x170 + x97), x107 * x170 * (gemm_half_efficiency_dim + x171) / x171)
+    x149 = x10 * x51
+    x150 = tokens_mb * x149
+    x151 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x149)
+    t_proj = x29 * numpy.maximum(x103 * (x146 * x25 + x147 + x97), x107 * x147 * (gemm_half_efficiency_dim + x148) / x148) + x30 * numpy.maximum(x103 * (x10 * x146 + x150 + x97), x107 * x150 * (gemm_half_efficiency_dim + x151) / x151)
+    del x10, x147, x148, x151, x29
+    x152 = ffn * x51
+    x153 = tokens_mb * x152
+    x154 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x152)
+    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x152 + x153 + x97), x107 * x153 * (gemm_half_efficiency_dim + x154) / x154)
+    del x154
+    x155 = experts * tokens_mb
+    x156 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x157 = moe_ffn * x51
+    x158 = tokens_mb * x157
+    x159 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x157)
+    x160 = 1 - token_drop
+    x161 = numpy.sqrt(2)
+    x162 = tokens_mb ** (-1.0)
+    x163 = sequence_parallel * x51
+    x164 = 1 - sequence_parallel
+    x165 = etp * x163 + x164
+    x166 = x162 / (experts_per_token * x165)
+    x167 = experts_per_token * x165
+    del x165
+    routed_copies = tokens_mb * x167
+    x168 = routed_copies * x46
+    x169 = x103 * (x167 * x97 + x168 + x47)
+    del x167, x47
+    x170 = gemm_tile_dim ** (-1.0)
+    x171 = ep * routed_copies / experts
+    x172 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x166 * (grouped_gemm_token_half_dim + x171) * numpy.ceil(x171 / grouped_gemm_tile_tokens) / ep ** 2
     del x171
-    x172 = experts * tokens_mb
-    x173 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x174 = moe_ffn * x51
-    x175 = tokens_mb * x174
-    x176 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x174)
-    x177 = 1 - token_drop
-    x178 = numpy.sqrt(2)
-    x179 = tokens_mb ** (-1.0)
-    x180 = sequence_parallel * x51
-    x181 = 1 - sequence_parallel
-    x182 = etp * x180 + x181
-    x183 = x179 / (experts_per_token * x182)
-    x184 = experts_per_token * x182
-    del x182
-    routed_copies = tokens_mb * x184
-    x185 = routed_copies * x46
-    x186 = x103 * (x184 * x97 + x185 + x47)
-    del x184, x47
-    x187 = gemm_tile_dim ** (-1.0)
-    x188 = ep * routed_copies / experts
-    x189 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x183 * (grouped_gemm_token_half_dim + x188) * numpy.ceil(x188 / grouped_gemm_tile_tokens) / ep ** 2
-    del x188
-    x190 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x174 + x175 + x97), x107 * x175 * (gemm_half_efficiency_dim + x176) / x176) + 20 * x102 * x172 + (capacity_factor * token_drop + x177 * (x178 * numpy.sqrt(expert_load_cv ** 2 + x183) * numpy.sqrt(numpy.log(ep)) + 1)) * (x190 * numpy.maximum(x186, x189 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x187 * x46)) + numpy.maximum(x186, x189 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x187))) + numpy.maximum(x103 * (x172 + x36 + x97), x107 * x172 * (gemm_half_efficiency_dim + x173) / x173)
-    del x172, x173, x176, x183, x186, x187, x189, x36
-    x191 = tp - 1
-    x192 = (sequence_parallel * x191 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x192 + 4 * x169)
+    x173 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x157 + x158 + x97), x107 * x158 * (gemm_half_efficiency_dim + x159) / x159) + 20 * x102 * x155 + (capacity_factor * token_drop + x160 * (x161 * numpy.sqrt(expert_load_cv ** 2 + x166) * numpy.sqrt(numpy.log(ep)) + 1)) * (x173 * numpy.maximum(x169, x172 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x170 * x46)) + numpy.maximum(x169, x172 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x170))) + numpy.maximum(x103 * (x155 + x36 + x97), x107 * x155 * (gemm_half_efficiency_dim + x156) / x156)
+    del x155, x156, x159, x166, x169, x170, x172, x36
+    x174 = tp - 1
+    x175 = (sequence_parallel * x174 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x175 + 4 * x152)
     del x114
-    x193 = vocab * x51
-    x194 = tokens_mb * x193
-    x195 = x103 * (x194 + x32 * x51 + x97)
+    x176 = vocab * x51
+    x177 = tokens_mb * x176
+    x178 = x103 * (x177 + x32 * x51 + x97)
     del x32
-    x196 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x193)
-    x197 = x194 * (gemm_half_efficiency_dim + x196) / x196
-    del x194, x196
-    t_logits = low_precision_output_layer * numpy.maximum(x195, x107 * x197) + (1 - low_precision_output_layer) * numpy.maximum(x195, x116 * x119 * x197 * x24)
-    del x116, x119, x195, x197
-    x198 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x102 * (bytes_per_element + x190 * x198) * (shared_experts * x175 + x185)
-    del x185
-    x199 = numpy.maximum(1, lora_rank)
-    x200 = tokens_mb * x199
-    x201 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x199)
-    x202 = numpy.maximum(x103 * (hidden * x199 + x200 + x97), x107 * x200 * (gemm_half_efficiency_dim + x201) / x201)
-    del x107, x201
-    x203 = x14 * x51
-    x204 = numpy.minimum(numpy.minimum(tokens_mb, x199), x203)
-    x205 = x111 * x200
+    x179 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x176)
+    x180 = x177 * (gemm_half_efficiency_dim + x179) / x179
+    del x177, x179
+    t_logits = low_precision_output_layer * numpy.maximum(x178, x107 * x180) + (1 - low_precision_output_layer) * numpy.maximum(x178, x116 * x119 * x180 * x24)
+    del x116, x119, x178, x180
+    x181 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x102 * (bytes_per_element + x173 * x181) * (shared_experts * x158 + x168)
+    del x168
+    x182 = numpy.maximum(1, lora_rank)
+    x183 = tokens_mb * x182
+    x184 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x182)
+    x185 = numpy.maximum(x103 * (hidden * x182 + x183 + x97), x107 * x183 * (gemm_half_efficiency_dim + x184) / x184)
+    del x107, x184
+    x186 = x14 * x51
+    x187 = numpy.minimum(numpy.minimum(tokens_mb, x182), x186)
+    x188 = x111 * x183
     del x111
-    x206 = numpy.minimum(numpy.minimum(tokens_mb, x166), x199)
-    x207 = x12 * x51
-    x208 = numpy.minimum(numpy.minimum(tokens_mb, x199), x207)
-    x209 = x15 * x51
-    x210 = numpy.minimum(numpy.minimum(tokens_mb, x199), x209)
-    x211 = numpy.minimum(numpy.minimum(tokens_mb, x174), x199)
-    x212 = x202 + numpy.maximum(x103 * (x174 * x199 + x175 + x200), x174 * x205 * (gemm_half_efficiency_dim + x211) / x211)
-    del x175, x211
-    x213 = numpy.minimum(numpy.minimum(tokens_mb, x169), x199)
-    x214 = x202 + numpy.maximum(x103 * (x169 * x199 + x170 + x200), x169 * x205 * (gemm_half_efficiency_dim + x213) / x213)
-    del x170, x213
-    t_adapter = lora_k * (x202 + numpy.maximum(x203 * x205 * (gemm_half_efficiency_dim + x204) / x204, x103 * (tokens_mb * x203 + x199 * x203 + x200))) + lora_o * (x202 + numpy.maximum(x103 * (x166 * x199 + x167 + x200), x166 * x205 * (gemm_half_efficiency_dim + x206) / x206)) + lora_q * (x202 + numpy.maximum(x205 * x207 * (gemm_half_efficiency_dim + x208) / x208, x103 * (tokens_mb * x207 + x199 * x207 + x200))) + lora_v * (x202 + numpy.maximum(x205 * x209 * (gemm_half_efficiency_dim + x210) / x210, x103 * (tokens_mb * x209 + x199 * x209 + x200))) + moe_share * x40 * (lora_down * x212 + x212 * x57) + x50 * (lora_down * x214 + x214 * x57)
-    del x167, x199, x200, x202, x203, x204, x205, x206, x207, x208, x209, x210, x212, x214, x40
-    x215 = -stage_params
-    x216 = -stage_embedding_params - x215
-    x217 = full_recompute + 2
-    dequant_mb = dequantize_base * x102 * x216 * x217 * (base_weight_bytes_per_param + bytes_per_element)
-    x218 = routed_copies * x179
-    del routed_copies, x179
-    x219 = cast_bytes_per_element * tokens_mb * x102
-    t_cast_fwd = x219 * (hidden + moe_share * (shared_experts * (hidden + x174) + x218 * (hidden + x46)) + x166 + x50 * (hidden + x169))
-    del x166
-    t_cast_bwd = x219 * (hidden + moe_share * (shared_experts * (hidden + x174 * x190) + x218 * (hidden + x190 * x46)) + x109 + x50 * (hidden + x169 * x190))
-    del x109, x218, x219
-    x220 = moe_share * t_moe
-    x221 = t_mlp * x50
-    x222 = t_qkv + x220 + x221
-    x223 = t_core + t_scores
-    x224 = t_elem + t_proj
-    x225 = x223 + x224
-    x226 = x222 + x225
-    t_layer_fwd = t_adapter + x226
-    x227 = 3 * t_logits
-    x228 = reference_model * (stage_layers * x226 + t_logits)
-    del x226
-    x229 = x51 * x97
-    x230 = numpy.minimum(numpy.minimum(tokens_mb, x163), 2.0 * hidden)
-    x231 = t_mlp * x7
+    x189 = numpy.minimum(numpy.minimum(tokens_mb, x149), x182)
+    x190 = x12 * x51
+    x191 = numpy.minimum(numpy.minimum(tokens_mb, x182), x190)
+    x192 = x15 * x51
+    x193 = numpy.minimum(numpy.minimum(tokens_mb, x182), x192)
+    x194 = numpy.minimum(numpy.minimum(tokens_mb, x157), x182)
+    x195 = x185 + numpy.maximum(x103 * (x157 * x182 + x158 + x183), x157 * x188 * (gemm_half_efficiency_dim + x194) / x194)
+    del x158, x194
+    x196 = numpy.minimum(numpy.minimum(tokens_mb, x152), x182)
+    x197 = x185 + numpy.maximum(x103 * (x152 * x182 + x153 + x183), x152 * x188 * (gemm_half_efficiency_dim + x196) / x196)
+    del x153, x196
+    t_adapter = lora_k * (x185 + numpy.maximum(x186 * x188 * (gemm_half_efficiency_dim + x187) / x187, x103 * (tokens_mb * x186 + x182 * x186 + x183))) + lora_o * (x185 + numpy.maximum(x103 * (x149 * x182 + x150 + x183), x149 * x188 * (gemm_half_efficiency_dim + x189) / x189)) + lora_q * (x185 + numpy.maximum(x188 * x190 * (gemm_half_efficiency_dim + x191) / x191, x103 * (tokens_mb * x190 + x182 * x190 + x183))) + lora_v * (x185 + numpy.maximum(x188 * x192 * (gemm_half_efficiency_dim + x193) / x193, x103 * (tokens_mb * x192 + x182 * x192 + x183))) + moe_share * x40 * (lora_down * x195 + x195 * x57) + x50 * (lora_down * x197 + x197 * x57)
+    del x150, x182, x183, x185, x186, x187, x188, x189, x190, x191, x192, x193, x195, x197, x40
+    x198 = -stage_params
+    x199 = -stage_embedding_params - x198
+    x200 = full_recompute + 2
+    dequant_mb = dequantize_base * x102 * x199 * x200 * (base_weight_bytes_per_param + bytes_per_element)
+    x201 = routed_copies * x162
+    del routed_copies, x162
+    x202 = cast_bytes_per_element * tokens_mb * x102
+    t_cast_fwd = x202 * (hidden + moe_share * (shared_experts * (hidden + x157) + x201 * (hidden + x46)) + x149 + x50 * (hidden + x152))
+    del x149
+    t_cast_bwd = x202 * (hidden + moe_share * (shared_experts * (hidden + x157 * x173) + x201 * (hidden + x173 * x46)) + x109 + x50 * (hidden + x152 * x173))
+    del x109, x201, x202
+    x203 = moe_share * t_moe
+    x204 = t_mlp * x50
+    x205 = t_qkv + x203 + x204
+    x206 = t_core + t_scores
+    x207 = t_elem + t_proj
+    x208 = x206 + x207
+    x209 = x205 + x208
+    t_layer_fwd = t_adapter + x209
+    x210 = 3 * t_logits
+    x211 = reference_model * (stage_layers * x209 + t_logits)
+    del x209
+    x212 = x51 * x97
+    x213 = numpy.minimum(numpy.minimum(tokens_mb, x146), 2.0 * hidden)
+    x214 = t_mlp * x7
     del x7
-    x232 = t_moe * x4
+    x215 = t_moe * x4
     del t_moe
-    x233 = selective * x223
-    del x223
-    x234 = 3 * t_core
+    x216 = selective * x206
+    del x206
+    x217 = 3 * t_core
     del t_core
-    x235 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x234
+    x218 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x217
     del t_elem, t_scores
-    x236 = mlp_matrices ** (-1.0)
-    x237 = recompute_moe * x93
-    x238 = recompute_moe_act * (1 - x237)
-    x239 = kv_heads * x18
-    x240 = t_proj + x222
-    del t_proj, x222
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x240 + full_recompute * (t_layer_fwd - x221 * x236 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x220 + 3 * x221 + x235 + x93 * (moe_share * t_moe_act * x238 + recompute_mlp * x221 + recompute_moe * x220 + x233 + x95 * (t_mlp * x236 + t_qkv * x14 / (x12 + x239) + x224))) + x227 + x228 + x42 * (full_recompute * (t_qkv + x225 + x231 + x232) + x227 + 3 * x231 + 3 * x232 + x233 * x93 + x235 + 3 * numpy.maximum(x103 * (x229 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x230) / x230))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x220, x221, x224, x225, x230, x231, x232, x233, x235, x236, x6, x84, x96
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x228
-    del x228
-    weight_grad_mb = x65 * (stage_layers * x240 + t_logits)
-    del t_logits, x240
+    x219 = mlp_matrices ** (-1.0)
+    x220 = recompute_moe * x93
+    x221 = recompute_moe_act * (1 - x220)
+    x222 = kv_heads * x18
+    x223 = t_proj + x205
+    del t_proj, x205
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (-frozen_base * x223 + full_recompute * (t_layer_fwd - x204 * x219 * x96) + 3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x203 + 3 * x204 + x218 + x93 * (moe_share * t_moe_act * x221 + recompute_mlp * x204 + recompute_moe * x203 + x216 + x95 * (t_mlp * x219 + t_qkv * x14 / (x12 + x222) + x207))) + x210 + x211 + x42 * (full_recompute * (t_qkv + x208 + x214 + x215) + x210 + 3 * x214 + 3 * x215 + x216 * x93 + x218 + 3 * numpy.maximum(x103 * (x212 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x213) / x213))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_mlp, t_moe_act, t_qkv, x103, x106, x14, x203, x204, x207, x208, x213, x214, x215, x216, x218, x219, x6, x84, x96
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x211
+    del x211
+    weight_grad_mb = x65 * (stage_layers * x223 + t_logits)
+    del t_logits, x223
     compute_s = compute_mb * microbatches
-    x241 = stage_layers + x42
-    x242 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
-    x243 = tp_intra_ranks - 1
-    x244 = 2 * intra_latency_s
-    x245 = numpy.minimum(1, x191)
-    del x191
-    x246 = tp_intra_ranks ** (-1.0)
-    x247 = tp * x246 - 1
-    x248 = 2 * inter_latency_s
-    x249 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x250 = bytes_per_element * x120
+    x224 = stage_layers + x42
+    x225 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
+    x226 = tp_intra_ranks - 1
+    x227 = 2 * intra_latency_s
+    x228 = numpy.minimum(1, x174)
+    del x174
+    x229 = tp_intra_ranks ** (-1.0)
+    x230 = tp * x229 - 1
+    x231 = 2 * inter_latency_s
+    x232 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x233 = bytes_per_element * x120
     del x120
-    x251 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x252 = x251 / scale_out_bus_efficiency
-    x253 = bytes_per_element * tokens_mb * x24 * x243 * x246 * x249 + collective_overhead_s * x245 + x24 * x247 * x250 * x252 + x243 * x244 + x247 * x248
-    del x243, x246, x247
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x241 * x242 * x253) + x241 * x242 * x253
-    del x242, x253
-    x254 = 3 * cp - 3
-    x255 = 1 - cp_intra
-    x256 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x257 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x258 = cp_intra * intra_latency_s + inter_latency_s * x255 + x239 * x250 / (cp_intra * x256 + x255 * x257)
-    del x239, x250, x255
-    cp_comm_mb = -cp_overlap * numpy.minimum(x234 * x241, x241 * x254 * x258 * x30) + x241 * x254 * x258 * x30
-    del x234, x254, x258, x30
-    x259 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x234 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x235 = x234 / scale_out_bus_efficiency
+    x236 = bytes_per_element * tokens_mb * x226 * x229 * x232 * x24 + collective_overhead_s * x228 + x226 * x227 + x230 * x231 + x230 * x233 * x235 * x24
+    del x226, x229, x230
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x224 * x225 * x236) + x224 * x225 * x236
+    del x225, x236
+    x237 = 3 * cp - 3
+    x238 = 1 - cp_intra
+    x239 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x240 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x241 = cp_intra * intra_latency_s + inter_latency_s * x238 + x222 * x233 / (cp_intra * x239 + x238 * x240)
+    del x222, x233, x238
+    cp_comm_mb = -cp_overlap * numpy.minimum(x217 * x224, x224 * x237 * x241 * x30) + x224 * x237 * x241 * x30
+    del x217, x237, x241, x30
+    x242 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x260 = 1 - x259
-    x261 = 4 * etp - 4
-    x262 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x263 = x262 ** (-1.0)
-    x264 = ep * x263 - 1
-    x265 = x97 / a2a_efficiency_factor
+    x243 = 1 - x242
+    x244 = 4 * etp - 4
+    x245 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x246 = x245 ** (-1.0)
+    x247 = ep * x246 - 1
+    x248 = x97 / a2a_efficiency_factor
     del x97
-    x266 = bytes_per_element * x265
-    x267 = 1 - hierarchical_dispatch
-    x268 = x180 + x181
-    del x181
-    x269 = experts_per_token * x268
-    x270 = x269 * (hierarchical_dispatch * (-x262 * x44 + 1) + x264 * x267 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x256 * (1 - deepep_dispatch))
+    x249 = bytes_per_element * x248
+    x250 = 1 - hierarchical_dispatch
+    x251 = x163 + x164
+    del x164
+    x252 = experts_per_token * x251
+    x253 = x252 * (hierarchical_dispatch * (-x245 * x44 + 1) + x247 * x250 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x239 * (1 - deepep_dispatch))
     del x44
-    x271 = 1 - x263
-    del x263
-    x272 = x252 * x268 * x271 * (experts_per_token * x267 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x262 * (1 - x271 ** experts_per_token)))
-    del x267, x271
-    x273 = x265 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x265
-    x274 = moe_share * x241
-    del x241
-    x275 = x274 * (sequence_parallel * (bytes_per_element * experts_per_token * x229 * x261 / (x256 * x259 + x257 * x260) + x261 * (inter_latency_s * x260 + intra_latency_s * x259)) + (x237 + 2) * (x244 * x264 + x248 * (x262 - 1) + numpy.maximum(x266 * x270, x266 * x272) + numpy.maximum(x270 * x273, x272 * x273)))
-    del x229, x259, x260, x261, x262, x264, x266, x270, x272, x273
-    x276 = ep_overlap * numpy.minimum(x275, 3 * t_layer_fwd * x274)
-    del x274
-    ep_comm_mb = comm_sm_fraction * x276 / (1 - comm_sm_fraction) + x275 - x276
-    del x275, x276
-    x277 = 1 - dualpipe
-    x278 = pp - 1
-    x279 = numpy.minimum(1, x278)
-    x280 = microbatches * vp
-    x281 = 1 - pp_intra
-    x282 = 1.0 * bytes_per_element
-    x283 = tokens_mb * x163
-    del x163
-    pp_comm_s = x277 * x279 * (2 * pp + 2 * x280 - 2) * (inter_latency_s * x281 + intra_latency_s * pp_intra + x282 * x283 / (pp_intra * x256 + x257 * x281))
-    del x256, x257, x281
-    x284 = 1 - dp_overlap
-    x285 = numpy.minimum(1, grad_shards - 1)
-    x286 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x287 = stage_trainable_expert_params + stage_trainable_params
-    x288 = x286 * numpy.maximum(1.0, x287 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x286) * numpy.maximum(1, stage_layers)
-    del x286
-    x289 = x288 - 1
-    x290 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x291 = x290 - 1
-    x292 = x290 ** (-1.0)
-    del x290
-    x293 = expert_dp_ranks * x292 - 1
-    x294 = x244 * x291 + x248 * x293
-    x295 = numpy.minimum(dp, dp_intra_ranks)
-    x296 = x295 ** (-1.0)
-    x297 = dp * x296 - 1
-    x298 = x295 - 1
-    del x295
-    x299 = x244 * x298 + x248 * x297
-    x300 = 2.0 * grad_comm_bytes_per_param
-    x301 = stage_trainable_expert_params * x300
-    x302 = x249 * x301
-    x303 = x252 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x252
-    x304 = x301 * x303
-    x305 = stage_trainable_params * x300
-    del x300
-    x306 = x249 * x305
-    x307 = x303 * x305
-    x308 = replica_intra_ranks - 1
-    x309 = replica_intra_ranks ** (-1.0)
-    x310 = shard_ranks ** (-1.0)
-    x311 = x309 * x310
-    x312 = numpy.maximum(1, dp * x311)
-    x313 = x312 - 1
-    x314 = x244 * x308
-    del x244
-    x315 = x248 * x313 + x314
-    x316 = expert_shard_ranks ** (-1.0)
-    x317 = x309 * x316
-    del x309
-    x318 = numpy.maximum(1, expert_dp_ranks * x317)
-    x319 = x318 - 1
-    x320 = x248 * x319 + x314
-    del x248, x314
-    x321 = x285 * (x289 * x315 + x306 * x308 * x311 + x307 * x311 * x313 / x312 + x315 + x4 * (x289 * x320 + x302 * x308 * x317 + x304 * x317 * x319 / x318 + x320)) + (1 - x285) * (x2 * x297 * x307 + x289 * (x294 * x4 + x299) + x296 * x298 * x306 + x299 + x4 * (x291 * x292 * x302 + x294 + x293 * x304 / expert_dp_ranks))
-    del x2, x291, x292, x293, x294, x296, x297, x298, x299, x302, x304, x306, x307, x308, x311, x312, x313, x315, x317, x318, x319, x320
-    x322 = fsdp_keeps_gathered_under_pp * x279 * zero3
-    del x279
-    x323 = microbatches * (1 - x322)
-    x324 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x325 = x324 - 1
-    x326 = intra_latency_s * x325
-    x327 = x324 ** (-1.0)
-    del x324
-    x328 = expert_shard_ranks * x327 - 1
-    x329 = inter_latency_s * x328
-    x330 = 2 * x326 + 2 * x329
-    x331 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x332 = x331 ** (-1.0)
-    x333 = shard_ranks * x332 - 1
-    x334 = inter_latency_s * x333
-    x335 = x331 - 1
-    del x331
-    x336 = intra_latency_s * x335
-    x337 = 2 * x334 + 2 * x336
-    x338 = x249 * x325 * x327
-    del x325, x327
-    x339 = x303 * x316 * x328
-    del x316, x328
-    x340 = x249 * x332 * x335
-    del x249, x332, x335
-    x341 = x303 * x310 * x333
-    del x303, x310, x333
-    x342 = x326 + x329
-    del x326, x329
-    x343 = x334 + x336
-    del x334, x336
-    x344 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x345 = base_weight_bytes_per_param * x216 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x216
-    x346 = 1.0 * frozen_base * x345 + x282 * (stage_adapter_params + stage_params * x65) - x344
-    del stage_adapter_params, stage_params, x282, x65
-    x347 = x289 * (x342 * x4 + x343) + x340 * x346 + x341 * x346 + x343 + x4 * (x338 * x344 + x339 * x344 + x342)
-    del x342, x343, x344, x346
-    x348 = 1 / 2 * x285 * (x322 + x323) * (x289 * (x330 * x4 + x337) + x305 * x340 + x305 * x341 + x337 + x4 * (x301 * x338 + x301 * x339 + x330)) + zero3 * (x322 * x347 + 2 * x323 * x347)
-    del x285, x301, x305, x323, x330, x337, x338, x339, x340, x341, x347
-    x349 = x288 ** (-1.0)
-    del x288
-    x350 = x289 * x349
-    del x289
-    dp_comm_s = dp_overlap * numpy.minimum(x321, numpy.maximum(x321 * x349, -2 * stage_layers * t_layer_fwd * x350 + x321)) + dp_overlap * numpy.minimum(x348, numpy.maximum(x348 * x349, -compute_s * x350 + x348)) + x284 * x321 + x284 * x348
-    del t_layer_fwd, x284, x321, x348, x349, x350
-    x351 = dispatch_host_sync * x177
-    x352 = 2.0 * x177 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x177, x4
-    x353 = numpy.maximum(0, cuda_graphs - x352 - 1)
-    x354 = stage_layers * (1 - x353)
-    x355 = host_launch_factor * moe_share * x354 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x254 = 1 - x246
+    del x246
+    x255 = x235 * x251 * x254 * (experts_per_token * x250 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x245 * (1 - x254 ** experts_per_token)))
+    del x250, x254
+    x256 = x248 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x248
+    x257 = moe_share * x224
+    del x224
+    x258 = x257 * (sequence_parallel * (bytes_per_element * experts_per_token * x212 * x244 / (x239 * x242 + x240 * x243) + x244 * (inter_latency_s * x243 + intra_latency_s * x242)) + (x220 + 2) * (x227 * x247 + x231 * (x245 - 1) + numpy.maximum(x249 * x253, x249 * x255) + numpy.maximum(x253 * x256, x255 * x256)))
+    del x212, x242, x243, x244, x245, x247, x249, x253, x255, x256
+    x259 = ep_overlap * numpy.minimum(x258, 3 * t_layer_fwd * x257)
+    del x257
+    ep_comm_mb = comm_sm_fraction * x259 / (1 - comm_sm_fraction) + x258 - x259
+    del x258, x259
+    x260 = 1 - dualpipe
+    x261 = pp - 1
+    x262 = numpy.minimum(1, x261)
+    x263 = microbatches * vp
+    x264 = 1 - pp_intra
+    x265 = 1.0 * bytes_per_element
+    x266 = tokens_mb * x146
+    del x146
+    pp_comm_s = x260 * x262 * (2 * pp + 2 * x263 - 2) * (inter_latency_s * x264 + intra_latency_s * pp_intra + x265 * x266 / (pp_intra * x239 + x240 * x264))
+    del x239, x240, x264
+    x267 = 1 - dp_overlap
+    x268 = numpy.minimum(1, grad_shards - 1)
+    x269 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x270 = stage_trainable_expert_params + stage_trainable_params
+    x271 = x269 * numpy.maximum(1.0, x270 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x269) * numpy.maximum(1, stage_layers)
+    del x269
+    x272 = x271 - 1
+    x273 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x274 = x273 - 1
+    x275 = x273 ** (-1.0)
+    del x273
+    x276 = expert_dp_ranks * x275 - 1
+    x277 = x227 * x274 + x231 * x276
+    x278 = numpy.minimum(dp, dp_intra_ranks)
+    x279 = x278 ** (-1.0)
+    x280 = dp * x279 - 1
+    x281 = x278 - 1
+    del x278
+    x282 = x227 * x281 + x231 * x280
+    x283 = 2.0 * grad_comm_bytes_per_param
+    x284 = stage_trainable_expert_params * x283
+    x285 = x232 * x284
+    x286 = x235 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x235
+    x287 = x284 * x286
+    x288 = stage_trainable_params * x283
+    del x283
+    x289 = x232 * x288
+    x290 = x286 * x288
+    x291 = replica_intra_ranks - 1
+    x292 = replica_intra_ranks ** (-1.0)
+    x293 = shard_ranks ** (-1.0)
+    x294 = x292 * x293
+    x295 = numpy.maximum(1, dp * x294)
+    x296 = x295 - 1
+    x297 = x227 * x291
+    del x227
+    x298 = x231 * x296 + x297
+    x299 = expert_shard_ranks ** (-1.0)
+    x300 = x292 * x299
+    del x292
+    x301 = numpy.maximum(1, expert_dp_ranks * x300)
+    x302 = x301 - 1
+    x303 = x231 * x302 + x297
+    del x231, x297
+    x304 = x268 * (x272 * x298 + x289 * x291 * x294 + x290 * x294 * x296 / x295 + x298 + x4 * (x272 * x303 + x285 * x291 * x300 + x287 * x300 * x302 / x301 + x303)) + (1 - x268) * (x2 * x280 * x290 + x272 * (x277 * x4 + x282) + x279 * x281 * x289 + x282 + x4 * (x274 * x275 * x285 + x277 + x276 * x287 / expert_dp_ranks))
+    del x2, x274, x275, x276, x277, x279, x280, x281, x282, x285, x287, x289, x290, x291, x294, x295, x296, x298, x300, x301, x302, x303
+    x305 = fsdp_keeps_gathered_under_pp * x262 * zero3
+    del x262
+    x306 = microbatches * (1 - x305)
+    x307 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x308 = x307 - 1
+    x309 = intra_latency_s * x308
+    x310 = x307 ** (-1.0)
+    del x307
+    x311 = expert_shard_ranks * x310 - 1
+    x312 = inter_latency_s * x311
+    x313 = 2 * x309 + 2 * x312
+    x314 = numpy.minimum(dp_intra_ranks, shard_ranks)
+    x315 = x314 ** (-1.0)
+    x316 = shard_ranks * x315 - 1
+    x317 = inter_latency_s * x316
+    x318 = x314 - 1
+    del x314
+    x319 = intra_latency_s * x318
+    x320 = 2 * x317 + 2 * x319
+    x321 = x232 * x308 * x310
+    del x308, x310
+    x322 = x286 * x299 * x311
+    del x299, x311
+    x323 = x232 * x315 * x318
+    del x232, x315, x318
+    x324 = x286 * x293 * x316
+    del x286, x293, x316
+    x325 = x309 + x312
+    del x309, x312
+    x326 = x317 + x319
+    del x317, x319
+    x327 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x328 = base_weight_bytes_per_param * x199 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x199
+    x329 = 1.0 * frozen_base * x328 + x265 * (stage_adapter_params + stage_params * x65) - x327
+    del stage_adapter_params, stage_params, x265, x65
+    x330 = x272 * (x325 * x4 + x326) + x323 * x329 + x324 * x329 + x326 + x4 * (x321 * x327 + x322 * x327 + x325)
+    del x325, x326, x327, x329
+    x331 = 1 / 2 * x268 * (x305 + x306) * (x272 * (x313 * x4 + x320) + x288 * x323 + x288 * x324 + x320 + x4 * (x284 * x321 + x284 * x322 + x313)) + zero3 * (x305 * x330 + 2 * x306 * x330)
+    del x268, x284, x288, x306, x313, x320, x321, x322, x323, x324, x330
+    x332 = x271 ** (-1.0)
+    del x271
+    x333 = x272 * x332
+    del x272
+    dp_comm_s = dp_overlap * numpy.minimum(x304, numpy.maximum(x304 * x332, -2 * stage_layers * t_layer_fwd * x333 + x304)) + dp_overlap * numpy.minimum(x331, numpy.maximum(x331 * x332, -compute_s * x333 + x331)) + x267 * x304 + x267 * x331
+    del t_layer_fwd, x267, x304, x331, x332, x333
+    x334 = dispatch_host_sync * x160
+    x335 = 2.0 * x160 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x160, x4
+    x336 = numpy.maximum(0, cuda_graphs - x335 - 1)
+    x337 = stage_layers * (1 - x336)
+    x338 = host_launch_factor * moe_share * x337 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x66
-    x356 = x351 * x355
-    x357 = compute_mb + tp_comm_mb
-    x358 = microbatches ** (-1.0)
-    x359 = x357 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x353 * x358 + x354 * (graph_launch_s * x217 * (-x353 + numpy.minimum(1, cuda_graphs - x352)) + layer_overhead_s * (full_recompute + 3))) + x355 * (1 - x351)) / x357) ** host_overlap_exponent) / host_overlap_exponent)
-    del x217, x351, x352, x353, x354, x355
-    x360 = x356 + x359
-    launch_s = microbatches * x360
+    x339 = x334 * x338
+    x340 = compute_mb + tp_comm_mb
+    x341 = microbatches ** (-1.0)
+    x342 = x340 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x336 * x341 + x337 * (graph_launch_s * x200 * (-x336 + numpy.minimum(1, cuda_graphs - x335)) + layer_overhead_s * (full_recompute + 3))) + x338 * (1 - x334)) / x340) ** host_overlap_exponent) / host_overlap_exponent)
+    del x200, x334, x335, x336, x337, x338
+    x343 = x339 + x342
+    launch_s = microbatches * x343
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x361 = cp_comm_mb + ep_comm_mb + x357 + x360
-    del x357, x360
-    x362 = vp ** (-1.0)
-    x363 = x361 / compute_mb
-    x364 = dualpipe * x358 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x363 + 2 * tp_comm_mb - 3 * weight_grad_mb * x363 + 2 * x356 + 2 * x359) / x361 + x277 * x278 * x358 * x362
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x356, x358, x359, x363
-    bubble_s = microbatches * x361 * x364
-    del x361
-    x365 = stage_trainable_expert_params / expert_optimizer_shards
-    x366 = stage_trainable_params / optimizer_shards
-    optimizer_s = x102 * (x365 + x366) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x344 = cp_comm_mb + ep_comm_mb + x340 + x343
+    del x340, x343
+    x345 = vp ** (-1.0)
+    x346 = x344 / compute_mb
+    x347 = dualpipe * x341 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x346 + 2 * tp_comm_mb - 3 * weight_grad_mb * x346 + 2 * x339 + 2 * x342) / x344 + x260 * x261 * x341 * x345
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x339, x341, x342, x346
+    bubble_s = microbatches * x344 * x347
+    del x344
+    x348 = stage_trainable_expert_params / expert_optimizer_shards
+    x349 = stage_trainable_params / optimizer_shards
+    optimizer_s = x102 * (x348 + x349) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x102
-    x367 = microbatches * stage_extra_layers * (compute_mb - x227) * (x364 + 1) / stage_layers
-    del compute_mb, x227, x364
-    x368 = dp_comm_s + pp_comm_s
-    x369 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x368
-    x370 = gpus + 0.474798
-    x371 = gpus ** (-1.0)
-    x372 = x370 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x369 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x369 * numpy.maximum(0, -x178 * erfinv(1.71458910109456 * x371 * x372 * (0.0686881539789491 * x372 + 0.112063) - 1 + 1.16023 / x370)) + x367 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x367 + x369)
-    del x367, x370, x372
-    step_time_s = straggler_s + x369
-    del x369
-    x373 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x373
-    x374 = tokens_per_s * x371
-    x375 = model_flops_per_token * x374
-    tflops_per_gpu = 1e-12 * x375
-    mfu = x105 * x375
-    del x375
-    hfu = hardware_flops_per_token * x105 * x374
-    del hardware_flops_per_token, x105, x374
-    x376 = bytes_per_element * x287 * x322
-    del x287, x322
-    x377 = expert_weight_shards ** (-1.0)
-    x378 = base_weight_bytes_per_param * stage_expert_params
-    x379 = weight_shards ** (-1.0)
-    x380 = frozen_base * (x377 * x378 + x379 * (x345 - x378)) + reference_model * (bytes_per_element * stage_expert_params * x377 + bytes_per_element * x379 * (-stage_expert_params - x215)) + stage_trainable_expert_params * weight_bytes_per_param * x377 + stage_trainable_params * weight_bytes_per_param * x379
-    del stage_expert_params, x215, x345, x377, x378, x379
-    weights_bytes = x376 + x380
-    x381 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x350 = microbatches * stage_extra_layers * (compute_mb - x210) * (x347 + 1) / stage_layers
+    del compute_mb, x210, x347
+    x351 = dp_comm_s + pp_comm_s
+    x352 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x351
+    x353 = gpus + 0.474798
+    x354 = gpus ** (-1.0)
+    x355 = x353 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x352 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x352 * numpy.maximum(0, -x161 * erfinv(1.71458910109456 * x354 * x355 * (0.0686881539789491 * x355 + 0.112063) - 1 + 1.16023 / x353)) + x350 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x350 + x352)
+    del x350, x353, x355
+    step_time_s = straggler_s + x352
+    del x352
+    x356 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x356
+    x357 = tokens_per_s * x354
+    x358 = model_flops_per_token * x357
+    tflops_per_gpu = 1e-12 * x358
+    mfu = x105 * x358
+    del x358
+    hfu = hardware_flops_per_token * x105 * x357
+    del hardware_flops_per_token, x105, x357
+    x359 = bytes_per_element * x270 * x305
+    del x270, x305
+    x360 = expert_weight_shards ** (-1.0)
+    x361 = base_weight_bytes_per_param * stage_expert_params
+    x362 = weight_shards ** (-1.0)
+    x363 = frozen_base * (x360 * x361 + x362 * (x328 - x361)) + reference_model * (bytes_per_element * stage_expert_params * x360 + bytes_per_element * x362 * (-stage_expert_params - x198)) + stage_trainable_expert_params * weight_bytes_per_param * x360 + stage_trainable_params * weight_bytes_per_param * x362
+    del stage_expert_params, x198, x328, x360, x361, x362
+    weights_bytes = x359 + x363
+    x364 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x376 + x381
-    optimizer_state_bytes = optimizer_bytes_per_param * x365 + optimizer_bytes_per_param * x366
-    del x365, x366
-    x382 = bytes_per_element * tokens_mb
-    x383 = hidden * x268
-    x384 = 2 * tokens_mb
-    x385 = tokens_mb * x383
-    x386 = 4 * x385
-    x387 = recompute_mlp * x93
-    x388 = 2 * mlp_matrices
-    x389 = tokens_mb * x388
-    x390 = x169 * x389
-    x391 = heads + kv_heads
-    x392 = kv_heads / heads
-    x393 = 1 - recompute_norms
-    x394 = x169 * x50 * (1 - x387)
-    del x169
-    x395 = shared_experts * tokens_mb * x174
-    del x174
-    x396 = tokens_mb * x269
-    del x269
-    x397 = linear_input_bytes + x388 - 2
-    del x388
-    x398 = x395 * x397 + x396 * (etp * hidden * linear_input_bytes + x397 * x46)
-    del x397
-    x399 = tokens_mb * x24
-    x400 = micro_batch * x162 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x124) / cp ** 2
-    del x124, x162
-    x401 = linear_input_bytes * x385 * x393
-    del x385
-    x402 = lora_rank * x382 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x384 * x95 * (hidden * x56 + x180 * x24 * x245 + x383 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x394 * (1 - lora_down) + x401 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x401 * (1 - numpy.minimum(1, x57))) - heads * recompute_mla_up_proj * x11 * x384 * x51 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x268 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x384 * x391 + x400)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x391 - x24 * (x392 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x237 * x398 + moe_share * (-x390 + x398) - moe_share * (x395 + x396 * x46) * (linear_input_bytes * x238 + x190 * (2 - x198)) - recompute_norms * x386 - x387 * x390 * x50 + x51 * (ffn * x389 + hidden * tokens_mb * (4 * x392 + 2) + x399 + x400) - (1 - 1 / 2 * linear_input_bytes) * (x384 * x394 + x386 * x393))
-    del moe_share, x0, x11, x112, x12, x15, x17, x18, x180, x190, x198, x237, x238, x24, x245, x25, x268, x3, x383, x384, x386, x387, x389, x390, x391, x392, x393, x394, x395, x396, x398, x400, x401, x46, x50, x56, x57, x94, x95
-    x403 = full_recompute * x192 * x399 + x402 * x93
-    del x192, x399, x93
-    x404 = loss_extra_bytes_per_logit * tokens_mb * x193 + 4 * x283 * (vocab * x99 + 1)
-    del tokens_mb, x193, x283, x99
-    activation_bytes = full_recompute * x402 + linear_value_heads * x113 * x382 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x362 * x403 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x277 * numpy.minimum(x280, pp * vp + x278 * numpy.minimum(1, vp - 1))) + x404 + x42 * (x403 + x404)
-    del microbatches, x113, x277, x278, x280, x362, x382, x402, x403, x404, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x376 + x380 + x381
-    del x376, x380, x381
-    x405 = nodes / (rack_mtbf_s * rack_nodes)
-    x406 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x407 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x408 = x405 + x406 + x407
-    system_mtbf_s = x408 ** (-1.0)
-    x409 = node_repair_s * x405
-    x410 = numpy.exp(-x409)
-    x411 = node_repair_s * x406
-    x412 = -spare_nodes
-    x413 = rack_nodes + x412
-    x414 = x409 * x410
-    del x409
-    x415 = 2 * rack_nodes + x412
-    x416 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x410 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x417 = 3 * rack_nodes + x412
-    x418 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x410 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x419 = 4 * rack_nodes + x412
-    x420 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x410 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x421 = 5 * rack_nodes + x412
-    x422 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x410 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x423 = 6 * rack_nodes + x412
-    x424 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x410 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x425 = 7 * rack_nodes + x412
-    x426 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x410 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x427 = 8 * rack_nodes + x412
-    x428 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x410 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x429 = 9 * rack_nodes + x412
-    x430 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x410 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x431 = 10 * rack_nodes + x412
-    x432 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x410 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x433 = 11 * rack_nodes + x412
-    x434 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x410 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x405 * (x410 * poisson_cdf(-x413, x411) + x414 * poisson_cdf(-x415, x411) + x416 * poisson_cdf(-x417, x411) + x418 * poisson_cdf(-x419, x411) + x420 * poisson_cdf(-x421, x411) + x422 * poisson_cdf(-x423, x411) + x424 * poisson_cdf(-x425, x411) + x426 * poisson_cdf(-x427, x411) + x428 * poisson_cdf(-x429, x411) + x430 * poisson_cdf(-x431, x411) + x432 * poisson_cdf(-x433, x411) + x434 * poisson_cdf(-12 * rack_nodes - x412, x411)) + x406 * (x410 * poisson_cdf(spare_nodes - 1, x411) + x414 * poisson_cdf(-x413 - 1, x411) + x416 * poisson_cdf(-x415 - 1, x411) + x418 * poisson_cdf(-x417 - 1, x411) + x420 * poisson_cdf(-x419 - 1, x411) + x422 * poisson_cdf(-x421 - 1, x411) + x424 * poisson_cdf(-x423 - 1, x411) + x426 * poisson_cdf(-x425 - 1, x411) + x428 * poisson_cdf(-x427 - 1, x411) + x430 * poisson_cdf(-x429 - 1, x411) + x432 * poisson_cdf(-x431 - 1, x411) + x434 * poisson_cdf(-x433 - 1, x411)) + x407)
-    del x405, x406, x407, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424, x425, x426, x427, x428, x429, x430, x431, x432, x433, x434
-    x435 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x436 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x408 * (x435 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x408 * (-manual_restart_s + x435 - x436))) + x435 - x436
-    del x408, x435, x436
-    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x437 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x438 = checkpoint_bytes * x371
-    x439 = x437 * x438
-    x440 = ckpt_async * x439
-    x441 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x442 = ckpt_sync * x441
-    x443 = x251 * x438
-    del x251, x438
-    x444 = ckpt_in_memory * (x439 + x443)
-    del x439
-    x445 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x446 = grad_bytes_per_param * trainable_params * x371
+    grads_bytes = x359 + x364
+    optimizer_state_bytes = optimizer_bytes_per_param * x348 + optimizer_bytes_per_param * x349
+    del x348, x349
+    x365 = bytes_per_element * tokens_mb
+    x366 = hidden * x251
+    x367 = 2 * tokens_mb
+    x368 = tokens_mb * x366
+    x369 = 4 * x368
+    x370 = recompute_mlp * x93
+    x371 = 2 * mlp_matrices
+    x372 = tokens_mb * x371
+    x373 = x152 * x372
+    x374 = heads + kv_heads
+    x375 = kv_heads / heads
+    x376 = 1 - recompute_norms
+    x377 = x152 * x50 * (1 - x370)
+    del x152
+    x378 = shared_experts * tokens_mb * x157
+    del x157
+    x379 = tokens_mb * x252
+    del x252
+    x380 = linear_input_bytes + x371 - 2
     del x371
-    x447 = optimizer_s - step_time_s
-    x448 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x437 * x446 / (1 - (1 - numpy.minimum(1, x445)) ** gockpt_steps) + x447)
-    del x437
-    checkpoint_stall_s = x440 + x442 + x444 + x448
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x440 + 2 * x442 + 2 * x444 + 2 * x448))
-    x449 = ckpt_async * x441
-    x450 = system_mtbf_s ** (-1.0)
-    x451 = checkpoint_stall_s * x450
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x446 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x447))) / numpy.log(1 - numpy.minimum(0.999999999999, x445))))) - 1) + 1
-    del x445, x446, x447
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x441) + x449), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x440 + 1 / 2 * x442 + 1 / 2 * x444 + 1 / 2 * x448), -checkpoint_stall_s + young_interval_s * (1 / 6 * x178 * numpy.sqrt(x451) + 1 / 18 * x451 + 1), system_mtbf_s)))
-    del x178, x440, x442, x444, x448
-    commit_latency_s = ckpt_gockpt * (step_time_s + x441) + x449
-    del x441, x449
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x443 + failure_restart_s
-    del failure_restart_s, x443
-    x452 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x452 + 1) / (global_batch * token_efficiency * (reference_batch * x452 + 1))
-    del x452, x77
+    x381 = x378 * x380 + x379 * (etp * hidden * linear_input_bytes + x380 * x46)
+    del x380
+    x382 = tokens_mb * x24
+    x383 = micro_batch * x145 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
+    del x128, x145
+    x384 = linear_input_bytes * x368 * x376
+    del x368
+    x385 = lora_rank * x365 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x367 * x95 * (hidden * x56 + x163 * x228 * x24 + x366 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x377 * (1 - lora_down) + x384 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x384 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x251 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x367 * x374 + x383)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x374 - x24 * (x375 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x220 * x381 + moe_share * (-x373 + x381) - moe_share * (x378 + x379 * x46) * (linear_input_bytes * x221 + x173 * (2 - x181)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x369 - x370 * x373 * x50 + x51 * (ffn * x372 + hidden * tokens_mb * (4 * x375 + 2) + x382 + x383) - (1 - 1 / 2 * linear_input_bytes) * (x367 * x377 + x369 * x376))
+    del moe_share, x0, x11, x112, x12, x15, x163, x17, x173, x18, x181, x220, x221, x228, x24, x25, x251, x3, x366, x367, x369, x370, x372, x373, x374, x375, x376, x377, x378, x379, x381, x383, x384, x46, x50, x56, x57, x70, x94, x95
+    x386 = full_recompute * x175 * x382 + x385 * x93
+    del x175, x382, x93
+    x387 = loss_extra_bytes_per_logit * tokens_mb * x176 + 4 * x266 * (vocab * x99 + 1)
+    del tokens_mb, x176, x266, x99
+    activation_bytes = full_recompute * x385 + linear_value_heads * x113 * x365 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x345 * x386 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x260 * numpy.minimum(x263, pp * vp + x261 * numpy.minimum(1, vp - 1))) + x387 + x42 * (x386 + x387)
+    del microbatches, x113, x260, x261, x263, x345, x365, x385, x386, x387, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x359 + x363 + x364
+    del x359, x363, x364
+    x388 = nodes / (rack_mtbf_s * rack_nodes)
+    x389 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x390 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x391 = x388 + x389 + x390
+    system_mtbf_s = x391 ** (-1.0)
+    x392 = node_repair_s * x388
+    x393 = numpy.exp(-x392)
+    x394 = node_repair_s * x389
+    x395 = -spare_nodes
+    x396 = rack_nodes + x395
+    x397 = x392 * x393
+    del x392
+    x398 = 2 * rack_nodes + x395
+    x399 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x393 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x400 = 3 * rack_nodes + x395
+    x401 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x393 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x402 = 4 * rack_nodes + x395
+    x403 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x393 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x404 = 5 * rack_nodes + x395
+    x405 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x393 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x406 = 6 * rack_nodes + x395
+    x407 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x393 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x408 = 7 * rack_nodes + x395
+    x409 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x393 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x410 = 8 * rack_nodes + x395
+    x411 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x393 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x412 = 9 * rack_nodes + x395
+    x413 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x393 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x414 = 10 * rack_nodes + x395
+    x415 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x393 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x416 = 11 * rack_nodes + x395
+    x417 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x393 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x388 * (x393 * poisson_cdf(-x396, x394) + x397 * poisson_cdf(-x398, x394) + x399 * poisson_cdf(-x400, x394) + x401 * poisson_cdf(-x402, x394) + x403 * poisson_cdf(-x404, x394) + x405 * poisson_cdf(-x406, x394) + x407 * poisson_cdf(-x408, x394) + x409 * poisson_cdf(-x410, x394) + x411 * poisson_cdf(-x412, x394) + x413 * poisson_cdf(-x414, x394) + x415 * poisson_cdf(-x416, x394) + x417 * poisson_cdf(-12 * rack_nodes - x395, x394)) + x389 * (x393 * poisson_cdf(spare_nodes - 1, x394) + x397 * poisson_cdf(-x396 - 1, x394) + x399 * poisson_cdf(-x398 - 1, x394) + x401 * poisson_cdf(-x400 - 1, x394) + x403 * poisson_cdf(-x402 - 1, x394) + x405 * poisson_cdf(-x404 - 1, x394) + x407 * poisson_cdf(-x406 - 1, x394) + x409 * poisson_cdf(-x408 - 1, x394) + x411 * poisson_cdf(-x410 - 1, x394) + x413 * poisson_cdf(-x412 - 1, x394) + x415 * poisson_cdf(-x414 - 1, x394) + x417 * poisson_cdf(-x416 - 1, x394)) + x390)
+    del x388, x389, x390, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417
+    x418 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x419 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x391 * (x418 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x391 * (-manual_restart_s + x418 - x419))) + x418 - x419
+    del x391, x418, x419
+    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
+    x420 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x421 = checkpoint_bytes * x354
+    x422 = x420 * x421
+    x423 = ckpt_async * x422
+    x424 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x425 = ckpt_sync * x424
+    x426 = x234 * x421
+    del x234, x421
+    x427 = ckpt_in_memory * (x422 + x426)
+    del x422
+    x428 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x429 = grad_bytes_per_param * trainable_params * x354
+    del x354
+    x430 = optimizer_s - step_time_s
+    x431 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x420 * x429 / (1 - (1 - numpy.minimum(1, x428)) ** gockpt_steps) + x430)
+    del x420
+    checkpoint_stall_s = x423 + x425 + x427 + x431
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x423 + 2 * x425 + 2 * x427 + 2 * x431))
+    x432 = ckpt_async * x424
+    x433 = system_mtbf_s ** (-1.0)
+    x434 = checkpoint_stall_s * x433
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x429 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x430))) / numpy.log(1 - numpy.minimum(0.999999999999, x428))))) - 1) + 1
+    del x428, x429, x430
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x424) + x432), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x423 + 1 / 2 * x425 + 1 / 2 * x427 + 1 / 2 * x431), -checkpoint_stall_s + young_interval_s * (1 / 6 * x161 * numpy.sqrt(x434) + 1 / 18 * x434 + 1), system_mtbf_s)))
+    del x161, x423, x425, x427, x431
+    commit_latency_s = ckpt_gockpt * (step_time_s + x424) + x432
+    del x424, x432
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x426 + failure_restart_s
+    del failure_restart_s, x426
+    x435 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x435 + 1) / (global_batch * token_efficiency * (reference_batch * x435 + 1))
+    del x435, x77
     solve_time_s = step_time_s * steps
-    x453 = numpy.exp(commit_latency_s * x450)
-    x454 = numpy.exp(x450 * (checkpoint_interval_s + checkpoint_stall_s))
-    x455 = solve_time_s * x453 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x453 + x455 * (x454 - 1) - 1) * numpy.exp(restart_s * x450)
-    del x453
-    failure_stepping_s = system_mtbf_s * x455 * (x454 - numpy.exp(x451))
-    del x451, x454, x455
+    x436 = numpy.exp(commit_latency_s * x433)
+    x437 = numpy.exp(x433 * (checkpoint_interval_s + checkpoint_stall_s))
+    x438 = solve_time_s * x436 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x436 + x438 * (x437 - 1) - 1) * numpy.exp(restart_s * x433)
+    del x436
+    failure_stepping_s = system_mtbf_s * x438 * (x437 - numpy.exp(x434))
+    del x434, x437, x438
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x456 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x456)
-    x457 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x457 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x457
-    del x457
-    expected_failures = failure_wall_s * x450
-    del x450
+    x439 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x439)
+    x440 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x440 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x440
+    del x440
+    expected_failures = failure_wall_s * x433
+    del x433
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x456
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x439
     del failure_stepping_s
-    x458 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x373 * (cp_comm_s + ep_comm_s + tp_comm_s + x368) + compute_power_fraction * compute_s * x373)
-    del x368, x373
-    x459 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x458)
+    x441 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x356 * (cp_comm_s + ep_comm_s + tp_comm_s + x351) + compute_power_fraction * compute_s * x356)
+    del x351, x356
+    x442 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x441)
     del stepping_s
-    energy_gpu_j = gpus * x459
-    x460 = network_power_per_node_w + node_overhead_power_w
-    x461 = nodes * x460
+    energy_gpu_j = gpus * x442
+    x443 = network_power_per_node_w + node_overhead_power_w
+    x444 = nodes * x443
     del nodes
-    x462 = spare_nodes * (gpus_per_node * idle_power_w + x460) + x461
-    del x460
-    energy_it_j = energy_gpu_j + wall_time_s * x462
+    x445 = spare_nodes * (gpus_per_node * idle_power_w + x443) + x444
+    del x443
+    energy_it_j = energy_gpu_j + wall_time_s * x445
     energy_facility_j = energy_it_j * pue
-    x463 = eval_time_s + rollbacks * x456
-    del x456
-    x464 = pue * (gpu_step_power_w * gpus + x461)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x461) * (-failure_wall_s - x458 - x463) - solve_time_s * x464 - x463 * x464
-    del failure_wall_s, x461, x463, x464
-    x465 = wall_time_s ** (-1.0)
-    gpu_power_w = x459 * x465
-    del x459
-    avg_power_w = energy_facility_j * x465
-    del x465
-    peak_power_w = pue * (gpus * max_power_w + x462)
-    del x462
-    x466 = gpus + gpus_per_node * spare_nodes
-    x467 = 0.000277777777777778 * x466
-    gpu_hours = wall_time_s * x467
-    cost_cloud_usd = price_usd_per_gpu_hour * x467 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x458), wall_time_s)
-    del x458, x467
-    x468 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x468 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x466)) / utilisation
+    x446 = eval_time_s + rollbacks * x439
+    del x439
+    x447 = pue * (gpu_step_power_w * gpus + x444)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x444) * (-failure_wall_s - x441 - x446) - solve_time_s * x447 - x446 * x447
+    del failure_wall_s, x444, x446, x447
+    x448 = wall_time_s ** (-1.0)
+    gpu_power_w = x442 * x448
+    del x442
+    avg_power_w = energy_facility_j * x448
+    del x448
+    peak_power_w = pue * (gpus * max_power_w + x445)
+    del x445
+    x449 = gpus + gpus_per_node * spare_nodes
+    x450 = 0.000277777777777778 * x449
+    gpu_hours = wall_time_s * x450
+    cost_cloud_usd = price_usd_per_gpu_hour * x450 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x441), wall_time_s)
+    del x441, x450
+    x451 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x451 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x449)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x466 * x468
-    del x466, x468
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x449 * x451
+    del x449, x451
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -356,13 +356,6 @@ def _core_efficiency(x: dict, tokens, unfused, padding, keys):
         x["gemm_half_efficiency_dim"])
 
 
-def _exp_time(x: dict, tokens, keys):
-    """One pass of the softmax exponentials of ``tokens`` queries seeing ``keys`` keys each
-    (capplan's counting) on this rank's heads, at the exponential unit's peak."""
-    return tokens * compute.attention_exponentials_per_token(keys, x["heads"] / x["tp"]) \
-        / x["exp_ops_per_s"]
-
-
 def _softmax_core_times(x: dict, t) -> tuple:
     """Forward time of the softmax-attention core of the average layer on one rank, and of
     its s x s scores through HBM, by the kernel the stack has for the model's variant."""
@@ -385,23 +378,22 @@ def _softmax_core_times(x: dict, t) -> tuple:
     core_window = window_unfused * core_full + (1 - window_unfused) * _core_flops(x, window_keys)
     head_bytes = compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
                                                    x["v_head_dim"], tp, x["bytes_per_element"])
-    full_layers = 1 - share - windowed
-    window_efficiency = _core_efficiency(x, t, window_unfused, padding, window_keys)
-    core_mma = compute.roofline_time(
-        t * full_layers * core_full / tp, full_layers * head_bytes,
-        x["attention_peak_flops_per_s"], efficiency, x["hbm_bandwidth_bytes_per_s"],
-        x["hbm_efficiency"])
-    window_mma = compute.roofline_time(
-        t * windowed * core_window / tp, windowed * head_bytes, x["attention_peak_flops_per_s"],
-        window_efficiency, x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
     # a fused kernel's softmax waits for the exponential unit where the matmuls outpace it
-    # (Blackwell at small heads); the kernel reaches the same share of whichever unit binds.
-    # The unfused path's softmax is a kernel of its own, bound by HBM (scores, below)
-    core = compute.fused_attention_time(
-        core_mma, (1 - unfused) * _exp_time(x, t * full_layers, s) / efficiency,
-        x["attention_exp_overlap_exponent"]) + compute.fused_attention_time(
-        window_mma, (1 - window_unfused) * _exp_time(x, t * windowed, window_keys)
-        / window_efficiency, x["attention_exp_overlap_exponent"])
+    # (Blackwell at small heads): the kernel reaches the same share of whichever unit
+    # binds, so its compute roof is its matmul time times the slowdown. The unfused path's
+    # softmax is a kernel of its own, bound by HBM (scores, below)
+    slowdown = compute.fused_attention_slowdown(compute.attention_exp_time_ratio(
+        x["attention_peak_flops_per_s"], x["exp_ops_per_s"], x["head_dim"], x["v_head_dim"]),
+        x["attention_exp_overlap_exponent"]) - 1
+    full_layers = 1 - share - windowed
+    core = compute.roofline_time(
+        t * full_layers * core_full / tp, full_layers * head_bytes,
+        x["attention_peak_flops_per_s"], efficiency / (1 + (1 - unfused) * slowdown),
+        x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"]) + compute.roofline_time(
+        t * windowed * core_window / tp, windowed * head_bytes, x["attention_peak_flops_per_s"],
+        _core_efficiency(x, t, window_unfused, padding, window_keys)
+        / (1 + (1 - window_unfused) * slowdown),
+        x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
     # on the unfused path the s x s scores go through HBM: kept for the backward, or
     # (selective recompute) written and read within the forward and again in the
     # recomputed forward (Korthikanti et al. 2022, arXiv:2205.05198 s5: QK^T, softmax,

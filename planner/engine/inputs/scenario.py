@@ -208,8 +208,9 @@ def check_overrides(overrides: dict) -> None:
 
 NEVER_S = 1e18
 NO_POD_LIMIT_GPUS = 2.0**24  # a non-blocking fabric: one pod as large as any cluster
-#: The exponential rate of an accelerator whose catalog entry gives none [1/s]: so fast that
-#: a fused attention kernel's softmax never waits for it (formulas.compute.fused_attention_slowdown)
+#: The exponential rate of an accelerator whose catalog entry gives none [1/s]: so fast
+#: that a fused attention kernel's softmax never waits for it
+#: (formulas.compute.fused_attention_slowdown)
 UNBOUNDED_EXP_OPS_PER_S = 1e30
 UNLIMITED_BYTES_PER_S = 1e18
 #: ``spare_nodes`` of ``--spares auto`` (planner.engine.run.spares.AUTO).

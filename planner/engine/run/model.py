@@ -382,17 +382,17 @@ def _softmax_core_times(x: dict, t) -> tuple:
     # (Blackwell at small heads): the kernel reaches the same share of whichever unit
     # binds, so its compute roof is its matmul time times the slowdown. The unfused path's
     # softmax is a kernel of its own, bound by HBM (scores, below)
-    slowdown = compute.fused_attention_slowdown(compute.attention_exp_time_ratio(
+    exp_extra = compute.fused_attention_slowdown(compute.attention_exp_time_ratio(
         x["attention_peak_flops_per_s"], x["exp_ops_per_s"], x["head_dim"], x["v_head_dim"]),
-        x["attention_exp_overlap_exponent"]) - 1
+        x["attention_exp_overlap_exponent"]) - 1  # the share the exponentials add
     full_layers = 1 - share - windowed
     core = compute.roofline_time(
         t * full_layers * core_full / tp, full_layers * head_bytes,
-        x["attention_peak_flops_per_s"], efficiency / (1 + (1 - unfused) * slowdown),
+        x["attention_peak_flops_per_s"], efficiency / (1 + (1 - unfused) * exp_extra),
         x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"]) + compute.roofline_time(
         t * windowed * core_window / tp, windowed * head_bytes, x["attention_peak_flops_per_s"],
         _core_efficiency(x, t, window_unfused, padding, window_keys)
-        / (1 + (1 - window_unfused) * slowdown),
+        / (1 + (1 - window_unfused) * exp_extra),
         x["hbm_bandwidth_bytes_per_s"], x["hbm_efficiency"])
     # on the unfused path the s x s scores go through HBM: kept for the backward, or
     # (selective recompute) written and read within the forward and again in the

@@ -17,7 +17,8 @@ DAY_S = 86400.0
 YEAR_TERM_S = 365 * DAY_S  # AWS: one year = 31,536,000 s
 #: Llama 3 70B on 4,096 H100 at TP8 PP4, 11.6T tokens: a 39-day run.
 RUN = ["evaluate", "-m", "llama3-70b", "-H", "h100-sxm", "-n", "4096", "--tp", "8", "--pp",
-       "4", "--tokens", "11.6e12", "-f", "json"]
+       "4", "--cp", "1", "--ep", "1", "--vp", "1", "--micro-batch", "1", "--tokens", "11.6e12",
+       "-f", "json"]
 
 
 def _json(capsys, *extra):

@@ -7,8 +7,9 @@ from planner import evaluate
 from planner.cli.main import main
 
 #: Llama 3.1 405B at TP8 PP4 on 16,384 H100: 123.9 GB per GPU, 68.8 GB of it activations.
-TOO_BIG = ["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n", "16384", "--tp", "8",
-           "--pp", "4"]
+#: every size given (sizes left out are searched, and the search finds a layout that fits)
+TOO_BIG = ["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n", "16384", "--cp", "1",
+           "--ep", "1", "--vp", "1", "--micro-batch", "1", "--tp", "8", "--pp", "4"]
 
 
 def _run(capsys, argv):
@@ -44,8 +45,8 @@ def test_the_fitting_layout_it_points_to_answers(capsys):
 
 
 def test_the_api_answers_with_fits_false():
-    row = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=4,
-                   as_frame=False)
+    row = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=4, cp=1,
+                   ep=1, vp=1, micro_batch=1, as_frame=False)
     assert row["fits"] is False or not bool(row["fits"])
     assert row["memory_per_gpu_bytes"] == pytest.approx(123.9e9, rel=5e-4)
     assert row["step_time_s"] > 0

@@ -79,7 +79,7 @@ def test_a_new_dimension_gets_its_option_from_its_declaration():
     option = inspect.signature(namespace["command"]).parameters["xp"]
     assert option.annotation is int
     assert option.default.default is None  # left out: chosen
-    assert option.default.help == "X-parallel size (default 2 if the layout fits --gpus)."
+    assert option.default.help == "X-parallel size (left out: searched)."
     assert d.flag == "--xp"
     switch = dimension_parameter(Dimension("yp", "y", dtype="bool", option="Y."))
     assert '"--yp/--no-yp"' in switch

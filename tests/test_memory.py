@@ -356,7 +356,7 @@ def _torchtitan_8b(stack, recompute="selective", gpus=8):
     from planner.engine.layouts.evaluator import evaluate
 
     return evaluate(model="llama3-8b", hardware="gt-h100-96gb", gpus=gpus, tp=1, pp=1, zero=3,
-                    micro_batch=2, global_batch=2 * gpus, seq_len=8192, recompute=recompute,
+                    cp=1, ep=1, vp=1, micro_batch=2, global_batch=2 * gpus, seq_len=8192, recompute=recompute,
                     stack=stack, reliability="benchmark").iloc[0]
 
 

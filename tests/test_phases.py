@@ -49,7 +49,9 @@ def test_each_phase_is_the_one_phase_run(evaluated):
     long = evaluated["phases"][2]
     assert (long["inputs"]["seq_len"], long["inputs"]["global_batch"], long["inputs"]["cp"]) \
         == (131072, 128, 16)
-    alone = evaluate(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4, cp=16,
+    # (the sizes the phase leaves out are searched: the same layout, given)
+    sizes = {k: long["inputs"][k] for k in ("tp", "pp", "ep", "vp", "micro_batch")}
+    alone = evaluate(model="llama3-70b", hardware="h100-sxm", gpus=1024, cp=16, **sizes,
                      seq_len=131072, global_batch=128, tokens=0.8e12).iloc[0]
     for key in ("step_time_s", "wall_days", "gpu_hours", "cost_usd"):
         assert long[key] == pytest.approx(float(alone[key]), rel=1e-9), key

@@ -105,7 +105,8 @@ def test_more_recompute_never_shortens_the_step(model, hardware, tp, micro_batch
     # does (with flash off, selective's rerun core moves its s x s scores again)
     from planner.engine.layouts.evaluator import evaluate
 
-    steps = [evaluate(model=model, hardware=hardware, gpus=64, tp=tp, pp=2, zero=1,
+    steps = [evaluate(model=model, hardware=hardware, gpus=64, tp=tp, pp=2, cp=1, ep=1, vp=1,
+                      zero=1,
                       micro_batch=micro_batch, global_batch=256, seq_len=4096,
                       recompute=recompute, flash_attention=flash,
                       sequence_parallel=sequence_parallel and tp > 1, stack=stack,

@@ -84,7 +84,8 @@ def test_evaluate_states_the_split(capsys):
     from planner.cli.main import main
 
     code = main(["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n", "512", "--tp", "8",
-                 "--pp", "8", "--vp", "8", "--cp", "2", "--global-batch", "512", "-f", "json"])
+                 "--pp", "8", "--vp", "8", "--cp", "2", "--ep", "1", "--micro-batch", "1",
+                 "--global-batch", "512", "-f", "json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     # the split, the assumptions the query used, what a typical alternative would change

@@ -69,7 +69,8 @@ def _error_line(err: str) -> str:
 def test_shape_only_model_file_evaluates(tmp_path, capsys):
     model = _write(tmp_path / "my-model.toml", SHAPE)
     code, out, err = _run(capsys, "evaluate", "-m", str(model), "-n", "8", "--tp", "1",
-                          "--pp", "1", "--tokens", "1e9", "-f", "json")
+                          "--pp", "1", "--cp", "1", "--ep", "1", "--vp", "1", "--micro-batch",
+                          "1", "--tokens", "1e9", "-f", "json")
     assert code == 0, err
     # no warning: only the lines of the assumptions the query used and the alternatives
     assert [line.split(":")[1] for line in err.splitlines()] == [

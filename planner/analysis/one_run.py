@@ -63,12 +63,12 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     row = {k: v.item(0) if hasattr(v, "item") else v for k, v in columns.items()}
     check_finite(row)
     sizes = {k: int(row[k]) for k in PREFERRED_LAYOUT}
-    asked = {**PREFERRED_LAYOUT, **{k: o[k] for k in PREFERRED_LAYOUT if o[k] is not None}}
+    chosen = [k for k in PREFERRED_LAYOUT if o[k] is None]
     said = []
-    if sizes != asked:
-        said.append(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs "
-                    f"(the preferred {_layout_text(asked)} does not fit --gpus {o['gpus']}; "
-                    "--tp/--pp/--cp/--ep/--vp/--micro-batch choose another)")
+    if chosen:
+        said.append(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs that "
+                    f"fits (searched: {', '.join('--' + k.replace('_', '-') for k in chosen)} "
+                    "choose another)")
     split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
     if split:
         said.append(split)

@@ -48,8 +48,8 @@ QUANTITIES = {
 }
 
 #: Columns that are ``evaluate`` options: integers, then strings.
-INT_COLUMNS = ("gpus", "tp", "pp", "cp", "micro_batch", "global_batch", "seq_len", "zero",
-        "shard_group")
+INT_COLUMNS = ("gpus", "tp", "pp", "cp", "ep", "vp", "micro_batch", "global_batch", "seq_len",
+        "zero", "shard_group")
 STR_COLUMNS = ("model", "hardware", "recompute", "stack", "reliability", "site", "site_class",
         "checkpoint")
 

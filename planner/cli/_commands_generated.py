@@ -66,19 +66,19 @@ def evaluate(
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
-        None, help="Tensor-parallel size (default 8 if the layout fits --gpus)."),
+        None, help="Tensor-parallel size (left out: searched)."),
     pp: int = typer.Option(
-        None, help="Pipeline-parallel size (default 4 if the layout fits --gpus)."),
+        None, help="Pipeline-parallel size (left out: searched)."),
     cp: int = typer.Option(
-        None, help="Context-parallel size (default 1 if the layout fits --gpus)."),
+        None, help="Context-parallel size (left out: searched)."),
     ep: int = typer.Option(
-        None, help="Expert-parallel size (MoE) (default 1 if the layout fits --gpus)."),
+        None, help="Expert-parallel size (MoE) (left out: searched)."),
     etp: int = typer.Option(
         None, help="Expert-tensor-parallel size (MoE): the experts' GEMMs split over ETP ranks; EP x ETP folds over TP x CP x DP (Megatron-Core parallel folding). Default: --tp."),
     vp: int = typer.Option(
-        None, help="Virtual pipeline stages per rank (default 1 if the layout fits --gpus)."),
+        None, help="Virtual pipeline stages per rank (left out: searched)."),
     micro_batch: int = typer.Option(
-        None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when those fit --gpus, else the fastest layout for --gpus that keeps the sizes given, reported on stderr (default 1 if the layout fits --gpus)."),
+        None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
         'selective', help="none | selective | full."),
     zero: int = typer.Option(
@@ -462,19 +462,19 @@ def sensitivity(
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
-        None, help="Tensor-parallel size (default 8 if the layout fits --gpus)."),
+        None, help="Tensor-parallel size (left out: searched)."),
     pp: int = typer.Option(
-        None, help="Pipeline-parallel size (default 4 if the layout fits --gpus)."),
+        None, help="Pipeline-parallel size (left out: searched)."),
     cp: int = typer.Option(
-        None, help="Context-parallel size (default 1 if the layout fits --gpus)."),
+        None, help="Context-parallel size (left out: searched)."),
     ep: int = typer.Option(
-        None, help="Expert-parallel size (MoE) (default 1 if the layout fits --gpus)."),
+        None, help="Expert-parallel size (MoE) (left out: searched)."),
     etp: int = typer.Option(
         None, help="Expert-tensor-parallel size (MoE): the experts' GEMMs split over ETP ranks; EP x ETP folds over TP x CP x DP (Megatron-Core parallel folding). Default: --tp."),
     vp: int = typer.Option(
-        None, help="Virtual pipeline stages per rank (default 1 if the layout fits --gpus)."),
+        None, help="Virtual pipeline stages per rank (left out: searched)."),
     micro_batch: int = typer.Option(
-        None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when those fit --gpus, else the fastest layout for --gpus that keeps the sizes given, reported on stderr (default 1 if the layout fits --gpus)."),
+        None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
         'selective', help="none | selective | full."),
     zero: int = typer.Option(
@@ -567,19 +567,19 @@ def simulate(
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
-        None, help="Tensor-parallel size (default 8 if the layout fits --gpus)."),
+        None, help="Tensor-parallel size (left out: searched)."),
     pp: int = typer.Option(
-        None, help="Pipeline-parallel size (default 4 if the layout fits --gpus)."),
+        None, help="Pipeline-parallel size (left out: searched)."),
     cp: int = typer.Option(
-        None, help="Context-parallel size (default 1 if the layout fits --gpus)."),
+        None, help="Context-parallel size (left out: searched)."),
     ep: int = typer.Option(
-        None, help="Expert-parallel size (MoE) (default 1 if the layout fits --gpus)."),
+        None, help="Expert-parallel size (MoE) (left out: searched)."),
     etp: int = typer.Option(
         None, help="Expert-tensor-parallel size (MoE): the experts' GEMMs split over ETP ranks; EP x ETP folds over TP x CP x DP (Megatron-Core parallel folding). Default: --tp."),
     vp: int = typer.Option(
-        None, help="Virtual pipeline stages per rank (default 1 if the layout fits --gpus)."),
+        None, help="Virtual pipeline stages per rank (left out: searched)."),
     micro_batch: int = typer.Option(
-        None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when those fit --gpus, else the fastest layout for --gpus that keeps the sizes given, reported on stderr (default 1 if the layout fits --gpus)."),
+        None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
         'selective', help="none | selective | full."),
     zero: int = typer.Option(
@@ -680,19 +680,19 @@ def export_xlsx(
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
-        None, help="Tensor-parallel size (default 8 if the layout fits --gpus)."),
+        None, help="Tensor-parallel size (left out: searched)."),
     pp: int = typer.Option(
-        None, help="Pipeline-parallel size (default 4 if the layout fits --gpus)."),
+        None, help="Pipeline-parallel size (left out: searched)."),
     cp: int = typer.Option(
-        None, help="Context-parallel size (default 1 if the layout fits --gpus)."),
+        None, help="Context-parallel size (left out: searched)."),
     ep: int = typer.Option(
-        None, help="Expert-parallel size (MoE) (default 1 if the layout fits --gpus)."),
+        None, help="Expert-parallel size (MoE) (left out: searched)."),
     etp: int = typer.Option(
         None, help="Expert-tensor-parallel size (MoE): the experts' GEMMs split over ETP ranks; EP x ETP folds over TP x CP x DP (Megatron-Core parallel folding). Default: --tp."),
     vp: int = typer.Option(
-        None, help="Virtual pipeline stages per rank (default 1 if the layout fits --gpus)."),
+        None, help="Virtual pipeline stages per rank (left out: searched)."),
     micro_batch: int = typer.Option(
-        None, help="Micro-batch [sequences]. Layout sizes not given take their defaults when those fit --gpus, else the fastest layout for --gpus that keeps the sizes given, reported on stderr (default 1 if the layout fits --gpus)."),
+        None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
         'selective', help="none | selective | full."),
     zero: int = typer.Option(

@@ -56,7 +56,8 @@ class Dimension:
     for ``micro_batch``); ``label`` its column label; ``dtype`` its column type (``int``,
     ``str``, ``bool``).  ``option`` is the help of its command-line option (``""``: it has
     none of this kind: ``gpus`` has its own, ``dp`` follows from the others).  ``preferred``
-    is the size ``evaluate`` tries first when it is left out (:data:`PREFERRED_LAYOUT`;
+    marks a size ``evaluate`` chooses when it is left out (the fastest layout that fits),
+    and is the size it takes for it over arrays of layouts (:data:`PREFERRED_LAYOUT`;
     ``None``: not a size that is chosen so).  ``kernel`` says whether the run model reads it
     as an input of the same name (its glossary line is in
     :data:`planner.engine.inputs.glossary.GLOSSARY`); ``plan`` whether ``capplan plan``'s summary
@@ -97,11 +98,12 @@ class Dimension:
         return {"int": int, "str": str, "bool": bool}[self.dtype]
 
 
-_FITS = " if the layout fits --gpus"
+_FITS = " (left out: searched)"
 
-#: The layout's choices, in the order of its columns.  The preferred layout is Llama 3
-#: 70B's TP8 x PP4 (arXiv:2407.21783 Table 4), other sizes 1; where it does not fit the GPU
-#: count, ``evaluate`` chooses the fastest layout for that count instead.
+#: The layout's choices, in the order of its columns.  ``evaluate`` searches the sizes a
+#: caller leaves out (the fastest layout for the GPU count that fits in memory); the
+#: preferred layout, Llama 3 70B's TP8 x PP4 (arXiv:2407.21783 Table 4), other sizes 1, is
+#: what it takes for them when it evaluates arrays of layouts at once.
 DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("gpus", "GPUs", default=1024, meaning="GPUs N = tp*pp*cp*dp"),
     Dimension("tp", "tensor-parallel size", preferred=8, option="Tensor-parallel size"),
@@ -120,9 +122,9 @@ DIMENSIONS: tuple[Dimension, ...] = (
               option="Virtual pipeline stages per rank",
               meaning="virtual pipeline stages per rank (interleaving)"),
     Dimension("micro_batch", "micro-batch [sequences]", preferred=1,
-              option="Micro-batch [sequences]. Layout sizes not given take their defaults when "
-              "those fit --gpus, else the fastest layout for --gpus that keeps the sizes "
-              "given, reported on stderr",
+              option="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, "
+              "--vp and --micro-batch are searched together: the fastest layout for --gpus "
+              "that fits in memory and keeps the sizes given, reported on stderr",
               meaning="micro-batch size b [sequences]", largest=MAX_GLOBAL_BATCH),
     # the global batch: the run's (--global-batch), or chosen per layout by a plan given a
     # range of batches (the tokens the run needs grow with it: formulas.batch)
@@ -141,7 +143,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
               meaning="1 if sequence parallelism is on"),
 )
 
-#: The sizes ``evaluate`` tries first when they are left out, name -> size.
+#: The sizes ``evaluate`` chooses when they are left out (searched for one layout; these
+#: sizes over arrays of layouts), name -> size.
 PREFERRED_LAYOUT: dict[str, int] = {d.name: d.preferred for d in DIMENSIONS
                                     if d.preferred is not None}
 #: The sizes a caller may leave out (``None``) to have them chosen: the preferred ones and
@@ -172,7 +175,7 @@ def option_help(d: Dimension) -> str:
     """The help of ``d``'s command-line option, with its preferred size."""
     if d.preferred is None:
         return d.option
-    return f"{d.option} (default {d.preferred}{_FITS})."
+    return f"{d.option}{_FITS}."
 
 
 # ---- the run-model inputs a layout implies -------------------------------------------------

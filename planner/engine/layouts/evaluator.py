@@ -73,9 +73,9 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     folds over TP x CP x DP (Megatron-Core's parallel folding).  ``shard_group`` (ZeRO
     1-3) shards the ZeRO state over that many DP ranks and replicates it across the others
     (HSDP); default: all DP ranks.
-    Sizes left out (``None``) are chosen: TP8 x PP4 (``scenario.PREFERRED_LAYOUT``,
-    other sizes 1) when that is valid for ``gpus``, else the fastest valid layout for
-    ``gpus`` keeping the sizes given.  Defaults come from ``planner.engine.inputs.scenario.DEFAULTS``
+    Sizes left out (``None``) are chosen: for one layout, the fastest layout of ``gpus``
+    GPUs that fits in memory keeping the sizes given (:func:`layout_check.resolve_layout`);
+    over arrays of layouts, TP8 x PP4 (``scenario.PREFERRED_LAYOUT``, other sizes 1).  Defaults come from ``planner.engine.inputs.scenario.DEFAULTS``
     (the CLI's); every value is checked against ``planner.engine.inputs.domains``.
 
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any

@@ -1,0 +1,46 @@
+"""``evaluate`` searches the layout sizes it is not given: the fastest layout for the GPU
+count that fits in memory, keeping the sizes given (planner.engine.layouts.layout_check)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.engine.layouts.evaluator import evaluate
+
+RUN = dict(model="llama3-8b", hardware="gb200", gpus=512, global_batch=512, seq_len=8192,
+           precision="fp8-cs", reliability="benchmark")
+FIXED = dict(cp=1, ep=1, vp=1, micro_batch=1)
+
+
+def test_a_small_model_is_not_timed_at_a_large_models_layout():
+    # Llama 3 8B on 512 GB200, one sequence a GPU: the search takes TP1 x DP512, six times
+    # faster than Llama 3 70B's TP8 x PP4 (the fixed default before)
+    searched = evaluate(**RUN).iloc[0]
+    fixed = evaluate(**RUN, tp=8, pp=4, **FIXED).iloc[0]
+    assert (searched["tp"], searched["pp"]) == (1, 1) and searched["fits"]
+    assert searched["step_time_s"] < fixed["step_time_s"] / 4
+
+
+@pytest.mark.parametrize("given", [dict(tp=2), dict(pp=2), dict(tp=2, micro_batch=2)])
+def test_given_sizes_are_kept_and_the_search_beats_the_old_fill_in(given):
+    # the sizes left out searched, never slower than filling them with TP8 / PP4 / 1
+    searched = evaluate(**RUN, **given).iloc[0]
+    for name, value in given.items():
+        assert searched[name] == value
+    old = {"tp": 8, "pp": 4, **FIXED, **given}
+    fixed = evaluate(**RUN, **old).iloc[0]
+    assert searched["fits"]
+    assert searched["step_time_s"] <= fixed["step_time_s"] * (1 + 1e-9) or not fixed["fits"]
+
+
+def test_an_expert_tensor_size_left_out_is_the_tensor_size():
+    # Megatron-Core's default, ETP = TP, also when TP itself is searched
+    row = evaluate(model="mixtral-8x7b", hardware="h100-sxm", gpus=64, global_batch=256,
+                   seq_len=4096, reliability="benchmark").iloc[0]
+    assert row["etp"] == row["tp"]
+
+
+def test_every_size_given_evaluates_that_layout_and_nothing_else():
+    row = evaluate(**RUN, tp=8, pp=4, **FIXED).iloc[0]
+    assert (row["tp"], row["pp"], row["cp"], row["ep"], row["vp"], row["micro_batch"]) == \
+        (8, 4, 1, 1, 1, 1)

@@ -9,6 +9,7 @@ only (about a second), naming each stale file and the command that regenerates i
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from importlib import import_module
@@ -48,7 +49,7 @@ def check(steps: list[Step], root: Path = fingerprint.ROOT) -> int:
 def generate(steps: list[Step], everything: bool) -> int:
     """Regenerate the stale steps (all of ``steps`` with ``everything``), in order."""
     writers = None
-    for step in steps:
+    for i, step in enumerate(steps):
         recorded = fingerprint.load()
         if not everything and not fingerprint.staleness(step, recorded.get(step.name)):
             print(f"codegen: {step.name}: fresh", file=sys.stderr)
@@ -68,7 +69,22 @@ def generate(steps: list[Step], everything: bool) -> int:
         fingerprint.save(recorded)
         print(f"codegen: {step.name}: {time.process_time() - started:.1f} CPU-s",
               file=sys.stderr)
+        rest = steps[i + 1:]
+        if rest and rewrote_an_imported_module(step):
+            # the later steps would read the module this process imported before the step
+            # rewrote it (and record it fresh): they run in a process of their own
+            return subprocess.call([sys.executable, "-m", "planner.codegen",
+                                    *(["--all"] if everything else []),
+                                    *(a for s in rest for a in ("--only", s.name))],
+                                   cwd=fingerprint.ROOT)
     return 0
+
+
+def rewrote_an_imported_module(step: Step) -> bool:
+    """Whether one of ``step``'s outputs is a module this process has imported."""
+    outputs = {(fingerprint.ROOT / out).resolve() for out in step.outputs}
+    return any(Path(getattr(module, "__file__", None) or "").resolve() in outputs
+               for module in list(sys.modules.values()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,7 +75,3 @@ def main(argv: list[str] | None = None) -> int:
     return write_or_check(target, render_cli_markdown(), check=check,
                           command="python -m planner.codegen")
 
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

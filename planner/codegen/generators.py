@@ -7,20 +7,19 @@ Importing this module imports every generator and everything they read (seconds)
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from planner.analysis import calibration, crossval, estimates
 from planner.cli import evaluated_runs  # the rows as the command line runs them
 from planner.codegen import (
+    cli_docs,
     column_docs,
     command_signatures,
     kernel_source,
     layout_types,
     workbook,
 )
-from planner.codegen.fingerprint import ROOT
 from planner.codegen.native_source import MANIFEST, SOURCE
 from planner.codegen.native_source import generate as native_source
 from planner.engine.run import kernel as generated_kernel
@@ -66,10 +65,7 @@ def commands() -> None:
 
 
 def cli() -> None:
-    # in a process of its own: the command signatures the step before wrote are a module
-    # this process may have imported before they changed (the help would be the old one)
-    subprocess.run([sys.executable, "-m", "planner.codegen.cli_docs"], check=True,
-                   cwd=ROOT)
+    cli_docs.main([])
 
 
 def validation_results() -> None:

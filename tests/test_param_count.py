@@ -109,9 +109,13 @@ def test_catalog_evaluate_and_excel_agree(model_id, catalog_counts, workbook_cou
     assert catalog_counts[model_id][:2] == _evaluated(model_id) == workbook_counts[model_id]
 
 
-def test_the_workbook_counts_move_with_the_model(workbook_counts):
-    # the Excel side is computed from each model's inputs, not one answer for all
-    assert len(set(workbook_counts.values())) == len(MODELS)
+def test_the_workbook_counts_move_with_the_model(workbook_counts, catalog_counts):
+    # the Excel side is computed from each model's inputs, not one answer for all: as
+    # many distinct counts as the catalog has distinct shapes (a release with its
+    # predecessor's shape, Llama 3.1 8B as Llama 3 8B, counts the same)
+    shapes = {counts[:2] for counts in catalog_counts.values()}
+    assert len(set(workbook_counts.values())) == len(shapes) > len(MODELS) / 2
+    assert workbook_counts["llama3.1-8b"] == workbook_counts["llama3-8b"]
     dense, moe = workbook_counts["llama3-70b"], workbook_counts["mixtral-8x7b"]
     assert dense[0] == dense[1] and moe[1] < moe[0] / 3
 

@@ -344,22 +344,25 @@ def test_flashattention2_on_hopper_is_the_published_ratio_not_a_fit(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """57 rows: 46 predicted (Float8 rowwise as the fp8-rowwise recipe); 1 unexpressible
-    (torchtitan's default expert-parallel path beside DeepEP); 10 excluded (Llama 3's
-    unpinned layouts, the NVFP4 page's unnamed GPU: its MXFP8 and partial-NVFP4 rows are
-    expressible, as mxfp8 and nvfp4; AMD's dropless-MoE A/B blog, whose absolute
-    throughput its authors call a floor); throughput per GPU in tokens/s or model TFLOP/s,
-    none fitted."""
+    """57 rows: 49 predicted (Float8 rowwise as the fp8-rowwise recipe; the NVFP4 page's
+    BF16, MXFP8 and partial-NVFP4 rows on the 4 GB200 its commit message names); 1
+    unexpressible (torchtitan's default expert-parallel path beside DeepEP); 7 excluded
+    (Llama 3's unpinned layouts; AMD's dropless-MoE A/B blog, whose absolute throughput
+    its authors call a floor); throughput per GPU in tokens/s or model TFLOP/s, none
+    fitted."""
     cases = v.load_cases(["independent-runs"])
     assert len(cases) == 57
     assert not cases.fit.any()
     unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
-    assert unexpressible.sum() == 1 and excluded.sum() == 10 and (unexpressible & excluded).sum() == 0
+    assert unexpressible.sum() == 1 and excluded.sum() == 7 and (unexpressible & excluded).sum() == 0
     assert cases.unexpressible[unexpressible].str.contains("default expert-parallel path").all()
-    assert cases.case_id[excluded].str.match("llama3-405b-|tt-nvfp4doc-|amd2606-dsv3-").all()
+    assert cases.case_id[excluded].str.match("llama3-405b-|amd2606-dsv3-").all()
     assert cases.excluded[cases.case_id.str.startswith("amd2606-dsv3-")].str.contains(
         "The absolute throughput is a floor").all()
-    assert v.predictable(cases).sum() == 46
+    nvfp4_page = cases[cases.case_id.str.startswith("tt-nvfp4doc-")]
+    assert (nvfp4_page.hardware == "gb200").all() and set(nvfp4_page.precision) == {
+        "bf16", "mxfp8", "nvfp4"}
+    assert v.predictable(cases).sum() == 49
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
     tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
     # per GPU: a 405B model at 16-128 tokens/s on H100 (645 on MI355X in FP8 with three

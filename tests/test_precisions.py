@@ -465,23 +465,24 @@ def test_torchtitans_partial_nvfp4_split_is_the_nvfp4_recipes_share(cat):
     """torchtitan's NVFP4 page keeps layers 27-31 of Llama 3 8B's 32 and the output head
     in BF16: 27/32 = 84.4 % of the layers' linear GEMM FLOPs in NVFP4, within one point of
     the NVIDIA recipe's ~85 % (arXiv:2509.25149 s4: ~15 % of the linear layers, the final
-    blocks, in BF16; head in BF16), so the row is the ``nvfp4`` recipe; it stays excluded
-    (the page names no GPU)."""
+    blocks, in BF16; head in BF16), so the row is the ``nvfp4`` recipe, predicted on the
+    4 GB200 the commit that added the page names (pytorch/torchtitan@bcc09297a)."""
     row = _nvfp4doc_rows().loc["tt-nvfp4doc-l3-8b-nvfp4-4"]
     assert row.precision == "nvfp4" and row.layers == cat.model("llama3-8b").layers == 32
     assert load_recipes()["nvfp4"].low_precision_share == pytest.approx(27 / 32, abs=0.01)
-    assert row.unexpressible == "" and "names no GPU" in row.excluded
+    assert row.unexpressible == "" and row.excluded == "" and row.hardware == "gb200"
+    assert "4x NVIDIA GB200" in row.source
 
 
 def test_mxfp8_row_is_the_recipe_blackwells_fp8_efficiency_is_fitted_on(cat):
     """On Blackwell the catalog's FP8 GEMM efficiency is fitted on moe-runs FP8 rows most of
     which ran MXFP8 (29 of 46: Megatron-Bridge and the GB200 guide), every FP8 recipe at the
     FP8 peak: ``mxfp8`` is timed at that efficiency (no rate factor),
-    so torchtitan's MXFP8 row is expressed; it stays excluded (the page names no GPU)."""
+    so torchtitan's MXFP8 row is expressed and predicted (on GB200)."""
     from planner.analysis.validate import load_cases
 
     row = _nvfp4doc_rows().loc["tt-nvfp4doc-l3-8b-mxfp8-4"]
-    assert row.precision == "mxfp8" and row.unexpressible == "" and row.excluded != ""
+    assert row.precision == "mxfp8" and row.unexpressible == "" and row.excluded == ""
     assert load_recipes()["mxfp8"].gemm_rate_factor == 1.0
     import csv
 

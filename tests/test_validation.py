@@ -29,7 +29,7 @@ def test_datasets_are_complete(pred):
     assert counts["vtrain-multi"] == 109 and counts["vtrain-single"] == 1440
     assert counts["sc21"] == 19
     assert counts["llm-foundry-a100"] > 100 and counts["llm-foundry-h100"] > 60
-    assert counts["modern-runs"] == 86
+    assert counts["modern-runs"] == 92
     expressible = v.predictable(pred)
     assert np.isfinite(pred.predicted[expressible]).all()
     assert counts["moe-runs"] == 115
@@ -235,7 +235,7 @@ def modern_summary(pred):
 
 def test_modern_dataset_loads_and_every_row_is_predicted_or_listed(modern, modern_summary):
     raw = v.pd.read_csv(v.DATA_DIR / "modern_runs.csv", dtype=str, keep_default_na=False)
-    assert len(raw) == len(modern) == 86
+    assert len(raw) == len(modern) == 92
     assert {"source", "notes", "published"} <= set(raw.columns)
     assert (raw.source.str.len() > 10).all()
     predicted = np.isfinite(modern.predicted)
@@ -255,11 +255,14 @@ def test_modern_groups_partition_the_rows(modern, modern_summary):
     # B200/GB200 (4 dgxc and Megatron-Bridge 25.11, 12 Megatron-Bridge 25.09/25.11 Llama 3
     # at FP8 current scaling and MXFP8), 2 GB300 (Megatron-Bridge 25.11 Llama 3 8B), 11
     # dense H100 FP8 (6 dgxc, 5 Megatron-Bridge 25.09/25.11 at FP8 current scaling), 7
-    # dense H100 BF16, 36 NeMo 2024-release rows (24.03, 24.05, 24.07: H100 FP8, held out)
+    # dense H100 BF16, 36 NeMo 2024-release rows (24.03, 24.05, 24.07: H100 FP8, held out),
+    # 6 low-precision recipe comparisons (4 GB200 of the Megatron-Bridge tutorial, 2 GB300
+    # of the DGX Station playbook: BF16 to NVFP4, held out)
     assert counts == {"MoE": 7, "NeMo 2024 releases": 36, "A100 on non-DGX networks": 7,
-                      "B200/GB200": 16, "GB300": 2, "H100 FP8": 11, "H100 BF16": 7}
+                      "B200/GB200": 16, "GB300": 2, "H100 FP8": 11, "H100 BF16": 7,
+                      "NVIDIA low-precision recipes": 6}
     rows = {g["group"]: g for g in modern_summary["groups"]}
-    assert sum(g["rows"] for g in rows.values()) == 86
+    assert sum(g["rows"] for g in rows.values()) == 92
     for name, g in rows.items():
         assert g["predicted"] + g["unexpressible"] == g["rows"] == counts[name]
 
@@ -290,9 +293,10 @@ def test_modern_group_definitions(case, group):
 def test_modern_fit_split_by_model_family(modern):
     fit = modern.fit.astype(bool)
     gb300 = modern.hardware == "gb300"
-    nemo2024 = modern.source.str.startswith(v.MODERN_HELD_OUT_SOURCES)
+    nemo2024 = modern.source.str.startswith(v.NEMO_2024_SOURCES)
+    low_precision = modern.source.str.startswith(v.LOW_PRECISION_SOURCES)
     fit_models = set(modern.model[fit])
-    held_models = set(modern.model[~fit & ~gb300 & ~nemo2024])
+    held_models = set(modern.model[~fit & ~gb300 & ~nemo2024 & ~low_precision])
     assert all(m.startswith(("llama", "grok")) for m in fit_models)
     assert held_models == {"nemotron4-15b", "nemotron4-340b", "deepseek-v3", "internlm-7b"}
     # GB300's rows are held out whatever their family: they measure the part's sharing of
@@ -301,8 +305,12 @@ def test_modern_fit_split_by_model_family(modern):
     assert gb300.any() and not (fit & gb300).any()
     assert nemo2024.sum() == 36 and not (fit & nemo2024).any()
     assert (modern.model[nemo2024].str.startswith("llama")).sum() == 22
+    # and NVIDIA's low-precision recipe comparisons (the Megatron-Bridge tutorial, the DGX
+    # Station playbook): no FP4 row is fitted
+    assert low_precision.sum() == 6 and not (fit & low_precision).any()
     # every other group: fit and held out
-    for name in set(MODERN_GROUP_NAMES) - {"GB300", "NeMo 2024 releases"}:
+    for name in set(MODERN_GROUP_NAMES) - {"GB300", "NeMo 2024 releases",
+                                           "NVIDIA low-precision recipes"}:
         g = modern[modern.group == name]
         assert g.fit.astype(bool).any() and (~g.fit.astype(bool)).any(), name
 
@@ -480,7 +488,7 @@ def test_cli_validate_modern_json_lists_groups_and_unexpressible(tmp_path):
     assert data["dataset"] == "modern-runs"
     assert [g["group"] for g in data["groups"]] == MODERN_GROUP_NAMES
     assert data["unexpressible_count"] == len(data["unexpressible"])
-    assert data["count"] + data["unexpressible_count"] == 86
+    assert data["count"] + data["unexpressible_count"] == 92
 
 
 # ---- MoE runs (issue 27): dataset, stacks, exclusions, leave-one-family-out ------------
@@ -942,7 +950,8 @@ def test_modern_row_stack_column_names_the_preset_stack(modern):
     """Megatron-Bridge presets that capture whole iterations in CUDA graphs (Llama 3 8B on
     Blackwell) run on megatron-bridge-2025; the presets without graphs (70B, 405B, H100)
     on the eager megatron-core-2025 (the data file's ``stack`` column)."""
-    bridge = modern[modern.source.str.contains("Megatron-Bridge") & (modern.experts <= 1)]
+    bridge = modern[modern.source.str.contains("Megatron-Bridge") & (modern.experts <= 1)
+                    & ~modern.source.str.startswith(v.LOW_PRECISION_SOURCES)]
     graphed = bridge[bridge["stack"] == "megatron-bridge-2025"]
     assert set(graphed.model) == {"llama3-8b"}
     assert set(graphed.hardware) == {"b200", "gb200", "gb300"}

@@ -97,12 +97,14 @@ FIT_RULES = {
     "vtrain-single": "every 10th row of ground_truth_single.csv (0, 10, 20, ...)",
     "llm-foundry-a100": "runs on 8 or 64 GPUs",
     "llm-foundry-h100": "runs on 8 or 64 GPUs",
-    "modern-runs": ("model families Llama and Grok-1 (36 rows); held out (50 rows): the "
+    "modern-runs": ("model families Llama and Grok-1 (36 rows); held out (56 rows): the "
                     "families the fit never sees - Nemotron-4, DeepSeek-V3, InternLM - the "
-                    "GB300 rows, and the NeMo tables of the 2024 releases (36 rows, "
-                    "MODERN_HELD_OUT_SOURCES)"),
+                    "GB300 rows, the NeMo tables of the 2024 releases (36 rows) and NVIDIA's "
+                    "low-precision recipe comparisons outside its tables (6 rows: BF16 to "
+                    "NVFP4 on GB200 and GB300; MODERN_HELD_OUT_SOURCES)"),
     "independent-runs": ("held out, no row fitted: publishers the calibration never saw "
-                         "(torchtitan's benchmark tables and its DeepEP page's Qwen3-30B-A3B "
+                         "(torchtitan's benchmark tables, its NVFP4 page's BF16 / MXFP8 / NVFP4 "
+                         "rows on GB200 and its DeepEP page's Qwen3-30B-A3B "
                          "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table, "
                          "AMD's MaxText Llama 3.1 405B runs on MI355X; "
                          "independent_runs.csv); its rows keep their `stack` (Float8 rowwise rows: the "
@@ -347,13 +349,21 @@ def load_full_runs() -> pd.DataFrame:
 #: (24.03 and 24.05 in the NeMo-Framework-Launcher README, 24.07 in the NeMo repository's
 #: docs), one publisher's earlier releases of the 25.x tables the fit sees: they measure
 #: how the 2025-calibrated stack carries to the same recipes a year earlier.
-MODERN_HELD_OUT_SOURCES = ("NVIDIA/NeMo@", "NVIDIA/NeMo-Framework-Launcher@")
+NEMO_2024_SOURCES = ("NVIDIA/NeMo@", "NVIDIA/NeMo-Framework-Launcher@")
+#: NVIDIA's low-precision recipe comparisons outside its performance tables, held out: the
+#: Megatron-Bridge tutorial's BF16 / FP8-CS / MXFP8 / NVFP4 runs of Llama 3.1 8B on 4 GB200
+#: and the DGX Station playbook's BF16 / NVFP4 runs on one GB300 (the plain recipes, no CUDA
+#: graphs): they measure the FP4 GEMM efficiency no row was fitted on.
+LOW_PRECISION_SOURCES = ("NVIDIA-NeMo/Megatron-Bridge@1e9a459b4 tutorials/",
+                         "NVIDIA/dgx-spark-playbooks@")
+MODERN_HELD_OUT_SOURCES = (*NEMO_2024_SOURCES, *LOW_PRECISION_SOURCES)
 
 #: Groups of the modern dataset, first match wins (every row is in exactly one group):
 #: (name, rule on a case row). Issue 13's targets: MAPE <= 15 % in each group.
 MODERN_GROUPS = (
     ("MoE", lambda r: r.experts > 1),
-    ("NeMo 2024 releases", lambda r: str(r.source).startswith(MODERN_HELD_OUT_SOURCES)),
+    ("NeMo 2024 releases", lambda r: str(r.source).startswith(NEMO_2024_SOURCES)),
+    ("NVIDIA low-precision recipes", lambda r: str(r.source).startswith(LOW_PRECISION_SOURCES)),
     ("A100 on non-DGX networks", lambda r: r.hardware.startswith("a100")),
     ("B200/GB200", lambda r: r.hardware in ("b200", "gb200")),
     ("GB300", lambda r: r.hardware == "gb300"),
@@ -469,7 +479,7 @@ def _default_etp(tp: int, cp: int, dp: int, ep: int) -> int:
 
 
 def load_modern_runs() -> pd.DataFrame:
-    """modern_runs.csv: 86 rows of 2024-2026 stacks on H100, B200, GB200, GB300 and A100.
+    """modern_runs.csv: 92 rows of 2024-2026 stacks on H100, B200, GB200, GB300 and A100.
 
     A row's ``stack`` cell names the stack its preset ran (Megatron-Bridge presets without
     CUDA graphs: megatron-core-2025), else :func:`modern_stack` of its source."""
@@ -870,7 +880,8 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
             "H100, B200, GB200, A100 (step time or tokens/s per GPU)",
             "s or tokens/s per GPU", load_modern_runs, 0.10),
     Dataset("independent-runs", "Other publishers, held out: torchtitan's benchmark tables "
-            "(H100 96GB, FSDP2/TP/PP/CP, BF16 and Float8), Trainy's H200 run, the Llama 3 "
+            "(H100 96GB, FSDP2/TP/PP/CP, BF16 and Float8; GB200 at BF16, MXFP8 and NVFP4), "
+            "Trainy's H200 run, the Llama 3 "
             "paper's 405B scaling table, Intel's Gaudi 2 and AMD's MI355X runs (tokens/s or "
             "model TFLOP/s per GPU)",
             "tokens/s or TFLOP/s per GPU", load_independent_runs, None),

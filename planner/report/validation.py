@@ -114,18 +114,22 @@ STREAM-like copies).
 MODERN = """
 ## Modern runs (issue 13)
 
-`modern_runs.csv` holds 86 measured runs of 2024-2026 software stacks (the shared file's 31,
+`modern_runs.csv` holds 92 measured runs of 2024-2026 software stacks (the shared file's 31,
 five dense H100 FP8 rows of Megatron-Bridge's 25.09 and 25.11 tables, a second source of
 dense Hopper FP8 rows beside dgxc-benchmarking, 14 dense Blackwell rows of the same
 tables: Llama 3 8B, 70B and 405B on B200 and GB200 at FP8 current scaling and MXFP8, fitted,
-and Llama 3 8B on GB300, held out; and 36 H100 FP8 rows of NeMo's 2024-release tables,
-held out; issue 42). Issue 13's targets
+and Llama 3 8B on GB300, held out; 36 H100 FP8 rows of NeMo's 2024-release tables,
+held out; and six held-out low-precision recipe comparisons NVIDIA published outside its
+tables - Llama 3.1 8B on 4 GB200 at BF16, FP8 current scaling, MXFP8 and NVFP4 (the
+Megatron-Bridge tutorial of 2025-11-25) and on one GB300 at BF16 and NVFP4 (the DGX
+Station playbook): no FP4 row is fitted, so they measure the FP4 GEMM efficiency the
+catalog derives from the part's matmul benchmark; issue 42). Issue 13's targets
 (tested in `tests/test_validation.py`; a target still missed is a strict expected failure):
 MAPE <= 10 % over the dataset, <= 15 % in each group below, no unexpressible row. Groups are
 defined in `planner/analysis/validate.py` (`MODERN_GROUPS`, first match wins, so every row is
 in exactly one): MoE rows; the NeMo tables of the 2024 releases (24.03, 24.05, 24.07,
 held out: they measure how the 2025-calibrated stack carries to the same publisher's
-recipes a year earlier); A100 rows (InternLM on 4 x 100 Gb/s RoCE per 8-GPU node;
+recipes a year earlier); NVIDIA's low-precision recipe comparisons (held out); A100 rows (InternLM on 4 x 100 Gb/s RoCE per 8-GPU node;
 torchtitan, whose network is not published, on the catalog's DGX A100 network); dense
 B200/GB200; dense GB300 (held out: it shares Blackwell's parameters, and its rows measure
 that); dense H100 FP8; dense H100 BF16. MAPE counts the predicted rows only. Errors

@@ -283,6 +283,18 @@ modern-runs 7.90 -> 7.89 % (LOSO 8.78 -> 8.93, LOAO 8.64 -> 8.26), independent-r
 stays unexplained: at k_e = 10 the doubled unit moves GB300 against GB200 by 2 % on
 128-wide heads, against the published 16-23 %.
 
+2026-11-30 (issue 42 item 5), tried and rejected: an exponential overlap exponent of
+Blackwell's own (B200/GB200/B300/GB300; Hopper and A100 keep 10), with Blackwell's GEMM
+efficiencies, the Grace launch factor and a Megatron-Core attention factor on Blackwell
+refitted (2 rounds, every other parameter at its catalog value).  At k_B = 1 / 1.5 / 2 / 3
+the objective is 0.0661 / 0.0649 / 0.0655 / 0.0656 (catalog 0.0660); the refits ask for the
+Grace factor 2.0 and the Blackwell attention factor 0.9 / 0.8 / 0.8 / 0.7.  GB300 rows 13.1
+-> 10.4-12.4 %, GB200 -> GB300 speedup pairs 16.9 -> 12.9-14.5 %, MoE Blackwell tuned 8.3
+-> 6.4-7.5 %, but the held-out dense B200/GB200 rows 4.8 -> 9.0-12.8 % and held-out MoE
+Blackwell 29 -> 34-36 %, speedup pairs 8.26 -> 8.4-8.5 %: not written.  The GB300 lead
+(16-23 % over GB200 at the same rated peaks; one GB300 of a DGX Station 8-12 % faster than
+predicted at BF16 and NVFP4, NVIDIA's playbook) stays unexplained by the exponential unit.
+
 2026-11-30 (issue 42 item 6), the transfer rule per precision (planner.analysis.transfer):
 no parameter refitted; the derived parts re-derived (``write_derived``: BF16 ratio 0.961 ->
 0.919, FP8 0.961 -> 1.024, FP4 stays 0.961: MI300X 0.491 -> 0.47, MI355X 0.598 -> 0.571,

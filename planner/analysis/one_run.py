@@ -66,8 +66,10 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     chosen = [k for k in PREFERRED_LAYOUT if o[k] is None]
     said = []
     if chosen:
-        said.append(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs that "
-                    f"fits (searched: {', '.join('--' + k.replace('_', '-') for k in chosen)} "
+        how = ("that fits" if bool(row["fits"]) else
+               "that comes closest to fitting: none fits")
+        said.append(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs {how} "
+                    f"(searched: {', '.join('--' + k.replace('_', '-') for k in chosen)} "
                     "choose another)")
     split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
     if split:

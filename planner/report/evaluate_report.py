@@ -4,7 +4,8 @@
 ``ResolvedRun``) into a :class:`~planner.report.output.Report`: every number of the run
 model as rows, its JSON payload (price, rent-vs-buy, assumptions, the alternatives), the
 P10/P50/P90 of ``--uncertainty``, and the lines for stderr; :func:`phases_report` does so
-for a run of ``[[phases]]``.  A layout that does not fit is refused here, in one line.
+for a run of ``[[phases]]``.  A layout that does not fit is refused here, in one line
+(one over its HBM by less than the memory model's error is timed, with a warning).
 The command only resolves the options, chooses the format and writes
 (planner/cli/evaluate_command.py).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from planner.analysis.one_run import site_class_pue
 from planner.engine.economics.pricing import PriceQuote
 from planner.engine.inputs.assumptions import commitment_text
+from planner.engine.inputs.defaults import MEMORY_TOLERANCE
 from planner.engine.inputs.domains import check
 from planner.engine.inputs.phases import in_phase, sum_phases
 from planner.engine.run.columns import column
@@ -78,6 +80,8 @@ def evaluation_report(run, format: str, *, options: dict, resolve, spreads=None,
              f"DP{e['dp']} CP{e['cp']} EP{e['ep']} ETP{e['etp']} VP{e['vp']}, micro-batch "
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
     notices = [assumptions_text(e, price, run.assumptions)]
+    if memory_warning(run.row, run.echo):
+        notices.insert(0, memory_warning(run.row, run.echo))
     if run.assumptions.get("stack_hint"):
         notices.append(run.assumptions["stack_hint"])
     if payload["alternatives"]:
@@ -93,12 +97,16 @@ def phases_report(phases, runs, format: str, *, spreads=None, draws: int = 2000,
     """The report of a run of ``phases`` (``runs``: each phase's evaluated run): each
     phase, then the totals; with ``spreads`` (``--uncertainty``) the P10/P50/P90 of the
     whole run, every phase drawn under the same factors and the phases summed per draw."""
+    warnings = []
     for phase, run in zip(phases, runs, strict=True):
         if run.echo["method"] == "grpo":  # whole_run refuses an RL run that does not fit
             continue
         shortfall = memory_shortfall(run.row, run.echo)
         if shortfall:
             raise in_phase(phase, CapplanError(shortfall))
+        if memory_warning(run.row, run.echo):
+            warnings.append(str(in_phase(phase, CapplanError(memory_warning(run.row,
+                                                                            run.echo)))))
     totals = sum_phases([r.row for r in runs])
     payload = {**phases_payload(phases, runs, totals), "version": version(),
                "catalog_version": runs[0].catalog_version}
@@ -116,7 +124,7 @@ def phases_report(phases, runs, format: str, *, spreads=None, draws: int = 2000,
     e = runs[0].echo
     title = (f"{e['model']} on {e['hardware']}: {len(phases)} phases, "
              f"{totals['wall_days']:.1f} days, {totals['gpu_hours']:,.0f} GPU-hours")
-    return Report(text=render(rows, format, title=title, payload=payload))
+    return Report(text=render(rows, format, title=title, payload=payload), notices=warnings)
 
 
 def alternatives(options: dict, run, resolve) -> list[dict]:
@@ -168,20 +176,43 @@ def _either(ways: list[str]) -> str:
     return ", ".join(ways[:-1]) + " or " + ways[-1] if len(ways) > 1 else ways[0]
 
 
+def within_memory_tolerance(row: dict) -> bool:
+    """True when a layout the memory model puts over its HBM is within the model's error
+    on published runs that ran (:data:`planner.engine.inputs.defaults.MEMORY_TOLERANCE`)."""
+    return row["memory_per_gpu_bytes"] <= (1 + MEMORY_TOLERANCE) * row["hbm_bytes"]
+
+
+def _needs(row: dict, echo: dict) -> str:
+    largest = str(row["largest_memory_term"])
+    return (f"{echo['model']} at TP{echo['tp']} PP{echo['pp']} DP{echo['dp']} CP{echo['cp']} "
+            f"EP{echo['ep']}, micro-batch {echo['micro_batch']}, recompute {echo['recompute']}, "
+            f"ZeRO-{echo['zero']} needs {row['memory_per_gpu_bytes'] / 1e9:.1f} GB per GPU "
+            f"({column(largest).label} {row[largest] / 1e9:.1f} GB), {echo['hardware']} has "
+            f"{row['hbm_bytes'] / 1e9:.1f} GB")
+
+
 def memory_shortfall(row: dict, echo: dict) -> str | None:
     """One line naming the memory a layout lacks and what would make it fit, or None
-    when it fits. ``capplan evaluate`` refuses such a layout (its step time would be of
-    a run that cannot start); the Python API keeps returning ``fits`` False."""
-    if bool(row["fits"]):
+    when it fits or lacks less than the memory model's error (:func:`memory_warning`).
+    ``capplan evaluate`` refuses such a layout (its step time would be of a run that
+    cannot start); the Python API keeps returning ``fits`` False."""
+    if bool(row["fits"]) or within_memory_tolerance(row):
         return None
-    largest = str(row["largest_memory_term"])
-    return (f"the layout does not fit: {echo['model']} at TP{echo['tp']} PP{echo['pp']} "
-            f"DP{echo['dp']} CP{echo['cp']} EP{echo['ep']}, micro-batch {echo['micro_batch']}, "
-            f"recompute {echo['recompute']}, ZeRO-{echo['zero']} needs "
-            f"{row['memory_per_gpu_bytes'] / 1e9:.1f} GB per GPU ({column(largest).label} "
-            f"{row[largest] / 1e9:.1f} GB), {echo['hardware']} has {row['hbm_bytes'] / 1e9:.1f} GB; "
-            f"to fit try {memory_remedy(largest, echo)} "
+    return (f"the layout does not fit: {_needs(row, echo)}; to fit try "
+            f"{memory_remedy(str(row['largest_memory_term']), echo)} "
             "(or `capplan plan` to search layouts that fit)")
+
+
+def memory_warning(row: dict, echo: dict) -> str | None:
+    """The warning line of a layout over its HBM by less than the memory model's error
+    (published runs that ran were predicted up to 1.075x theirs): timed, ``fits`` False."""
+    if bool(row["fits"]) or not within_memory_tolerance(row):
+        return None
+    over = row["memory_per_gpu_bytes"] / row["hbm_bytes"] - 1
+    return (f"warning: the layout may not fit: {_needs(row, echo)} ({100 * over:.0f} % over, "
+            f"within the memory model's {100 * MEMORY_TOLERANCE:.0f} % error on published runs "
+            f"that ran); timed as given, fits = no; to be sure try "
+            f"{memory_remedy(str(row['largest_memory_term']), echo)}")
 
 
 def assumptions_text(echo: dict, price: str, assumed: dict) -> str:

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from planner.engine.inputs.defaults import MEMORY_TOLERANCE
 from planner.engine.inputs.domains import check
 from planner.engine.inputs.layout_rules import (
     CHECKED_SIZES,
@@ -66,8 +67,10 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
                 sequence_parallel, flash_attention: bool = True,
                 objective: str = "wall_time_s") -> dict | None:
     """The layout of ``gpus`` GPUs minimising ``objective`` among those that fit in memory
-    (the leanest when none fits), keeping the sizes in ``fixed``; ``None`` if no layout of
-    that many GPUs obeys the rules.  Reuses the design-space enumeration of ``plan``.
+    (when none does, among those within the memory model's error of fitting,
+    :data:`~planner.engine.inputs.defaults.MEMORY_TOLERANCE`; the leanest when none is),
+    keeping the sizes in ``fixed``; ``None`` if no layout of that many GPUs obeys the
+    rules.  Reuses the design-space enumeration of ``plan``.
     """
     def only(name, default):
         return (int(fixed[name]),) if fixed.get(name) is not None else default
@@ -98,7 +101,11 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
     out = evaluate_inputs({**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
                                                layers=x["layers"],
                                                flash_attention=flash_attention)})
+    # those that fit; else those the memory model puts over the HBM by less than its error
+    # (the evaluation warns); else the leanest
     fits = out["fits"]
+    if not fits.any():
+        fits = out["memory_per_gpu_bytes"] <= (1 + MEMORY_TOLERANCE) * out["hbm_bytes"]
     score = np.where(fits, out[objective], np.inf) if fits.any() else out["memory_per_gpu_bytes"]
     i = int(np.argmin(score))
     return {k: int(v[i]) for k, v in layout.items()}

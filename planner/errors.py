@@ -29,6 +29,15 @@ class CapplanError(ValueError):
         self.exit_code = exit_code
 
 
+class PrecisionRefused(CapplanError):
+    """An accelerator (with its stack) that cannot run a precision recipe; ``why`` is the
+    rule it breaks, without the flag (``stack 'x' does not train in int8 ...``)."""
+
+    def __init__(self, message: str, why: str):
+        super().__init__(message)
+        self.why = why
+
+
 class ReaderGone(Exception):
     """The program reading capplan's standard output went away (``capplan ... | head``).
 

@@ -86,3 +86,21 @@ def test_plan_gives_them_for_its_winner(capsys):
         out.split())
     _, err = _run(capsys, [*PLAN, "-f", "csv"])
     assert "what a typical alternative would change for the cost winner" in err
+
+
+def test_an_alternative_stack_that_cannot_run_the_precision_says_so(capsys):
+    """int8 on MaxText: torchtitan does not train in int8, so the alternative is named with
+    the reason instead of failing the command (plan) or dropping every alternative
+    (evaluate); the PUE alternative is still compared."""
+    why = "stack 'torchtitan-fsdp2' does not train in int8"
+    out, err = _run(capsys, ["plan", "-m", "llama3-8b", "--tokens", "1e12", "--hardware",
+                             "tpu-v5p", "--max-gpus", "512", "--precision", "int8",
+                             "--stack", "maxtext-xla", "-f", "json"])
+    assert why in out and "Traceback" not in err
+    out, err = _run(capsys, ["evaluate", "-m", "llama3-8b", "-H", "tpu-v5p", "-n", "256",
+                             "--precision", "int8", "--stack", "maxtext-xla",
+                             "--global-batch", "256", "--seq-len", "8192", "-f", "json"])
+    changes = _changes(json.loads(out)["alternatives"])
+    stack = changes["--stack torchtitan-fsdp2"]
+    assert stack["relative_change"] is None and why in stack["text"]
+    assert changes["--site-class site"]["relative_change"] > 0

@@ -8,11 +8,13 @@ from __future__ import annotations
 import pandas as pd
 
 from planner.analysis.uncertainty import frontier_inputs
+from planner.engine.inputs.scenario import precision_refusal
 from planner.engine.run.kernel_run import evaluate_columns
 from planner.engine.search.alternatives import (
     alternative_site_class,
     alternative_stack,
     change,
+    unavailable,
 )
 
 #: Columns compared: GPU-hours for a stack, facility energy for a PUE.
@@ -27,11 +29,15 @@ def row_alternatives(s, catalog, row: dict) -> list[dict]:
     out = []
     stack = alternative_stack(s.stack)
     if stack in catalog.stacks:
-        got = evaluate_columns(frontier_inputs(s.with_(stack=stack), catalog, hw, frame),
-                               COMPARED)
-        out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",
-                          float(nominal["gpu_hours"]), float(got["gpu_hours"][0]),
-                          bool(got["fits"][0])))
+        why = precision_refusal(catalog.accelerator(hw), s.precision, catalog.stack(stack))
+        if why:  # e.g. int8 on a stack that trains only in floating point
+            out.append(unavailable(f"--stack {stack}", "gpu_hours", why))
+        else:
+            got = evaluate_columns(frontier_inputs(s.with_(stack=stack), catalog, hw, frame),
+                                   COMPARED)
+            out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",
+                              float(nominal["gpu_hours"]), float(got["gpu_hours"][0]),
+                              bool(got["fits"][0])))
     site_class = alternative_site_class(s.site_class)
     pue = float(catalog.pue_entry(site_class, catalog.site(s.site)).pue.value)
     if "pue" not in s.extra:  # a PUE the user set is theirs: no alternative to it

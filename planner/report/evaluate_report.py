@@ -25,8 +25,9 @@ from planner.engine.search.alternatives import (
     alternative_stack,
     alternatives_line,
     change,
+    unavailable,
 )
-from planner.errors import CapplanError
+from planner.errors import CapplanError, PrecisionRefused
 from planner.report.output import Report, render
 from planner.report.payloads import evaluation_payload
 from planner.version import version
@@ -135,11 +136,16 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
     same_layout = {**options, **{k: e[k] for k in ("tp", "pp", "cp", "ep", "vp",
                                                    "micro_batch")}}
     out = []
+    stack = alternative_stack(e["stack"])
     try:
-        stack = alternative_stack(e["stack"])
         alt = resolve({**same_layout, "stack": stack})
         out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours", run.row["gpu_hours"],
                           alt.row["gpu_hours"], bool(alt.row["fits"])))
+    except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats
+        out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
+    except CapplanError:  # e.g. a user catalog without the alternative stack
+        pass
+    try:
         if "pue" not in (e.get("network") or {}):
             # the site class sets the PUE alone, and facility energy is the IT energy
             # times the PUE (formulas.energy.facility_power): the run's energy scaled,
@@ -150,7 +156,7 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
                               run.row["energy_kwh"],
                               run.row["energy_kwh"] * pue / run.assumptions["pue"],
                               note=f" (PUE {pue:.2f})"))
-    except CapplanError:  # e.g. a user catalog without the alternative stack
+    except CapplanError:  # e.g. a user catalog without the site's own PUE
         pass
     return out
 

@@ -42,7 +42,7 @@ from planner.engine.inputs.defaults import (  # noqa: F401
 )
 from planner.engine.inputs.domains import INPUT_DOMAINS, check, check_confidence
 from planner.engine.inputs.method import check_padded_length, method_of
-from planner.errors import CapplanError, choice_error, did_you_mean, shown
+from planner.errors import CapplanError, PrecisionRefused, choice_error, did_you_mean, shown
 
 
 @dataclass(frozen=True)
@@ -424,7 +424,7 @@ def check_precision(catalog, accelerator, precision: str, stack=None) -> None:
         can = sorted(i for i, a in catalog.accelerators.items()
                      if not precision_refusal(a, precision))
         where = f"it runs on: {', '.join(can) or 'no accelerator in the catalog'}"
-    raise CapplanError(f"--precision {precision}: {why}; {where}")
+    raise PrecisionRefused(f"--precision {precision}: {why}; {where}", why)
 
 
 def attention_precision(precision: str) -> str:

@@ -40,6 +40,13 @@ def change(flag: str, quantity: str, label: str, base: float, alt: float | None,
             "text": f"with {flag}{note}: {100 * rel:+.0f} % {label}"}
 
 
+def unavailable(flag: str, quantity: str, why: str) -> dict:
+    """An alternative the run cannot take (e.g. a stack that does not train at the run's
+    precision): said, not compared."""
+    return {"flag": flag, "quantity": quantity, "relative_change": None,
+            "text": f"with {flag}: {why}"}
+
+
 def alternatives_line(alternatives: list[dict]) -> str:
     """'with --stack torchtitan-fsdp2: +35 % GPU-hours; with --site-class site (PUE 1.58):
     +44 % energy'."""

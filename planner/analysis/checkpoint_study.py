@@ -145,7 +145,8 @@ def run_study(study: Study, catalog=None) -> list[dict]:
 
 def _fastest_fitting_layout(common: dict, gpus: int, overrides: dict) -> dict:
     """The layout sizes of ``gpus`` GPUs with the shortest wall time among those that fit
-    in memory (the leanest when none fits), by ``plan``'s design-space enumeration."""
+    in memory (when none does, among those within the memory model's error; else the
+    leanest), by ``plan``'s design-space enumeration (``best_layout``)."""
     _, x = evaluate(**common, gpus=gpus, checkpoint=BASELINE, overrides=dict(overrides),
                     return_inputs=True)
     x = {k: (float(np.ravel(v)[0]) if np.size(v) == 1 else v) for k, v in x.items()}

@@ -80,9 +80,9 @@ def evaluation_report(run, format: str, *, options: dict, resolve, spreads=None,
     title = (f"{e['model']}{method} on {e['gpus']:,} x {e['hardware']}: TP{e['tp']} PP{e['pp']} "
              f"DP{e['dp']} CP{e['cp']} EP{e['ep']} ETP{e['etp']} VP{e['vp']}, micro-batch "
              f"{e['micro_batch']}, recompute {e['recompute']}, ZeRO-{e['zero']}")
-    notices = [assumptions_text(e, price, run.assumptions)]
-    if memory_warning(run.row, run.echo):
-        notices.insert(0, memory_warning(run.row, run.echo))
+    warning = memory_warning(run.row, run.echo)
+    notices = [warning] if warning else []
+    notices.append(assumptions_text(e, price, run.assumptions))
     if run.assumptions.get("stack_hint"):
         notices.append(run.assumptions["stack_hint"])
     if payload["alternatives"]:
@@ -105,9 +105,9 @@ def phases_report(phases, runs, format: str, *, spreads=None, draws: int = 2000,
         shortfall = memory_shortfall(run.row, run.echo)
         if shortfall:
             raise in_phase(phase, CapplanError(shortfall))
-        if memory_warning(run.row, run.echo):
-            warnings.append(str(in_phase(phase, CapplanError(memory_warning(run.row,
-                                                                            run.echo)))))
+        warning = memory_warning(run.row, run.echo)
+        if warning:  # said of the phase, as its errors are
+            warnings.append(str(in_phase(phase, CapplanError(warning))))
     totals = sum_phases([r.row for r in runs])
     payload = {**phases_payload(phases, runs, totals), "version": version(),
                "catalog_version": runs[0].catalog_version}

@@ -94,3 +94,18 @@ def test_a_search_takes_a_layout_within_the_error_only_when_none_fits(capsys):
     code, out, err = _run(capsys, [*argv, "--recompute", "full", "-f", "json"])
     assert code == 0 and '"fits": true' in out
     assert "the fastest for 8192 GPUs that fits" in err and "may not fit" not in err
+
+
+def test_a_phase_within_the_memory_models_error_is_timed_with_its_warning(capsys, tmp_path):
+    """A [[phases]] run: the phase over its HBM by less than the tolerance is timed and its
+    warning names the phase; the run exits 0."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('model = "llama3.1-405b"\n\n[[phases]]\nname = "pretrain"\n'
+                        'tokens = 1e12\ngpus = 8192\nglobal_batch = 2048\nseq_len = 8192\n'
+                        'tp = 8\npp = 16\ncp = 1\nep = 1\nvp = 1\nmicro_batch = 1\n')
+    code, out, err = _run(capsys, ["evaluate", "--scenario", str(scenario), "-H", "h100-sxm",
+                                   "-f", "json"])
+    assert code == 0, err
+    warning = next(line for line in err.splitlines() if "may not fit" in line)
+    assert "pretrain" in warning and "needs 86.0 GB per GPU" in warning
+    assert '"phases"' in out

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pandas as pd
 
 from planner.analysis.uncertainty import frontier_inputs
-from planner.engine.inputs.scenario import precision_refusal
 from planner.engine.run.kernel_run import evaluate_columns
 from planner.engine.search.alternatives import (
     alternative_site_class,
@@ -16,6 +15,7 @@ from planner.engine.search.alternatives import (
     change,
     unavailable,
 )
+from planner.errors import PrecisionRefused
 
 #: Columns compared: GPU-hours for a stack, facility energy for a PUE.
 COMPARED = ("fits", "gpu_hours", "energy_kwh")
@@ -29,15 +29,14 @@ def row_alternatives(s, catalog, row: dict) -> list[dict]:
     out = []
     stack = alternative_stack(s.stack)
     if stack in catalog.stacks:
-        why = precision_refusal(catalog.accelerator(hw), s.precision, catalog.stack(stack))
-        if why:  # e.g. int8 on a stack that trains only in floating point
-            out.append(unavailable(f"--stack {stack}", "gpu_hours", why))
-        else:
+        try:
             got = evaluate_columns(frontier_inputs(s.with_(stack=stack), catalog, hw, frame),
                                    COMPARED)
             out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",
                               float(nominal["gpu_hours"]), float(got["gpu_hours"][0]),
                               bool(got["fits"][0])))
+        except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats
+            out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
     site_class = alternative_site_class(s.site_class)
     pue = float(catalog.pue_entry(site_class, catalog.site(s.site)).pue.value)
     if "pue" not in s.extra:  # a PUE the user set is theirs: no alternative to it

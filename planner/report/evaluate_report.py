@@ -18,6 +18,7 @@ from planner.engine.inputs.assumptions import commitment_text
 from planner.engine.inputs.defaults import MEMORY_TOLERANCE
 from planner.engine.inputs.domains import check
 from planner.engine.inputs.phases import in_phase, sum_phases
+from planner.engine.layouts.layout_check import within_memory_tolerance
 from planner.engine.run.columns import column
 from planner.engine.run.readable import count_text, readable_rows
 from planner.engine.search.alternatives import (
@@ -182,12 +183,6 @@ def _either(ways: list[str]) -> str:
     return ", ".join(ways[:-1]) + " or " + ways[-1] if len(ways) > 1 else ways[0]
 
 
-def within_memory_tolerance(row: dict) -> bool:
-    """True when a layout the memory model puts over its HBM is within the model's error
-    on published runs that ran (:data:`planner.engine.inputs.defaults.MEMORY_TOLERANCE`)."""
-    return row["memory_per_gpu_bytes"] <= (1 + MEMORY_TOLERANCE) * row["hbm_bytes"]
-
-
 def _needs(row: dict, echo: dict) -> str:
     largest = str(row["largest_memory_term"])
     return (f"{echo['model']} at TP{echo['tp']} PP{echo['pp']} DP{echo['dp']} CP{echo['cp']} "
@@ -202,7 +197,7 @@ def memory_shortfall(row: dict, echo: dict) -> str | None:
     when it fits or lacks less than the memory model's error (:func:`memory_warning`).
     ``capplan evaluate`` refuses such a layout (its step time would be of a run that
     cannot start); the Python API keeps returning ``fits`` False."""
-    if bool(row["fits"]) or within_memory_tolerance(row):
+    if bool(row["fits"]) or bool(within_memory_tolerance(row)):
         return None
     return (f"the layout does not fit: {_needs(row, echo)}; to fit try "
             f"{memory_remedy(str(row['largest_memory_term']), echo)} "
@@ -212,7 +207,7 @@ def memory_shortfall(row: dict, echo: dict) -> str | None:
 def memory_warning(row: dict, echo: dict) -> str | None:
     """The warning line of a layout over its HBM by less than the memory model's error
     (published runs that ran were predicted up to 1.075x theirs): timed, ``fits`` False."""
-    if bool(row["fits"]) or not within_memory_tolerance(row):
+    if bool(row["fits"]) or not bool(within_memory_tolerance(row)):
         return None
     over = row["memory_per_gpu_bytes"] / row["hbm_bytes"] - 1
     return (f"warning: the layout may not fit: {_needs(row, echo)} ({100 * over:.0f} % over, "

@@ -105,10 +105,17 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
     # (the evaluation warns); else the leanest
     fits = out["fits"]
     if not fits.any():
-        fits = out["memory_per_gpu_bytes"] <= (1 + MEMORY_TOLERANCE) * out["hbm_bytes"]
+        fits = within_memory_tolerance(out)
     score = np.where(fits, out[objective], np.inf) if fits.any() else out["memory_per_gpu_bytes"]
     i = int(np.argmin(score))
     return {k: int(v[i]) for k, v in layout.items()}
+
+
+def within_memory_tolerance(out: dict):
+    """Where the memory per GPU is at most the HBM plus the memory model's error on
+    published runs that ran (:data:`~planner.engine.inputs.defaults.MEMORY_TOLERANCE`):
+    ``out`` a run's row or columns (``memory_per_gpu_bytes``, ``hbm_bytes``)."""
+    return out["memory_per_gpu_bytes"] <= (1 + MEMORY_TOLERANCE) * out["hbm_bytes"]
 
 
 def resolve_layout(x: dict, gpus, given: dict, *, recompute: int, zero: int,

@@ -775,7 +775,7 @@ def load_moe_runs() -> pd.DataFrame:
             etp = _default_etp(int(tp), int(cp), int(dp), int(ep)) if np.isfinite(dp) else 1
         precision = "bf16" if r.precision.strip().lower() == "bf16" else "fp8"
         recompute = next((k for k in ("selective", "full") if r.recompute.startswith(k)), "none")
-        if not r.recompute and "activation_checkpointing true" in r.notes:
+        if not r.recompute and "activation_checkpointing true" in f"{r.software} {r.notes}":
             recompute = "full"  # NeMo AutoModel configs: whole-layer activation checkpointing
         metric = {"tflops_per_gpu": "model_tflops_per_gpu"}.get(r.metric, r.metric)
         drop = MOE_TOKEN_DROP.search(f"{r.software} {r.notes}")

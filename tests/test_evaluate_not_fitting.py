@@ -9,9 +9,11 @@ from planner import evaluate
 from planner.cli.main import main
 
 #: Llama 3.1 405B at TP8 PP4 on 16,384 H100: 123.9 GB per GPU, 68.8 GB of it activations.
-#: every size given (sizes left out are searched, and the search finds a layout that fits)
+#: every size and the recompute given (sizes left out are searched, and the search finds a
+#: layout that fits; a recompute left out is full where selective does not fit)
 TOO_BIG = ["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n", "16384", "--cp", "1",
-           "--ep", "1", "--vp", "1", "--micro-batch", "1", "--tp", "8", "--pp", "4"]
+           "--ep", "1", "--vp", "1", "--micro-batch", "1", "--recompute", "selective",
+           "--tp", "8", "--pp", "4"]
 
 
 def _run(capsys, argv):
@@ -46,9 +48,26 @@ def test_the_fitting_layout_it_points_to_answers(capsys):
     assert code == 0 and '"fits": true' in out
 
 
-def test_the_api_answers_with_fits_false():
+def test_a_recompute_left_out_is_full_where_selective_does_not_fit(capsys):
+    # the same layout without --recompute: full recompute fits it (Megatron-Core's answer
+    # to activations that do not fit), and stderr says so
+    without = [a for a in TOO_BIG if a not in ("--recompute", "selective")]
+    code, out, err = _run(capsys, [*without, "-f", "json"])
+    assert code == 0 and '"fits": true' in out and '"recompute": "full"' in out
+    assert "recompute: full, as no layout of the sizes given fits in memory with selective" \
+        in err
+    # a layout that fits with selective keeps it, and nothing is said
+    code, out, err = _run(capsys, [*without[:-2], "--pp", "16", "-f", "json"])
+    assert code == 0 and '"recompute": "selective"' in out and "recompute:" not in err
+    # the API chooses as the command does
     row = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=4, cp=1,
                    ep=1, vp=1, micro_batch=1, as_frame=False)
+    assert row["recompute"] == "full" and bool(row["fits"])
+
+
+def test_the_api_answers_with_fits_false():
+    row = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=4, cp=1,
+                   ep=1, vp=1, micro_batch=1, recompute="selective", as_frame=False)
     assert row["fits"] is False or not bool(row["fits"])
     assert row["memory_per_gpu_bytes"] == pytest.approx(123.9e9, rel=5e-4)
     assert row["step_time_s"] > 0

@@ -44,3 +44,23 @@ def test_every_size_given_evaluates_that_layout_and_nothing_else():
     row = evaluate(**RUN, tp=8, pp=4, **FIXED).iloc[0]
     assert (row["tp"], row["pp"], row["cp"], row["ep"], row["vp"], row["micro_batch"]) == \
         (8, 4, 1, 1, 1, 1)
+
+
+def test_no_layout_names_the_batch_rule_and_a_batch_that_has_one():
+    # 72 GPUs (an NVL72 rack) and 512 sequences: DP must divide 512, so TP*PP*CP holds the
+    # factor 9, which Llama 3.1 8B's 32 heads and 32 layers do not split over
+    from planner.errors import CapplanError
+
+    with pytest.raises(CapplanError) as refused:
+        evaluate(model="llama3.1-8b", hardware="gb200", gpus=72, global_batch=512)
+    text = str(refused.value)
+    assert "8*4*1" not in text  # not the rule of a layout nobody asked for
+    assert "no layout of 72 GPUs" in text and "e.g. 576" in text
+    # the batch it names has a layout
+    row = evaluate(model="llama3.1-8b", hardware="gb200", gpus=72, global_batch=576)
+    assert int(row.loc[0, "gpus"]) == 72
+    # DualPipe needs a pipeline: no DP-only layout, so no batch is promised
+    with pytest.raises(CapplanError) as refused:
+        evaluate(model="deepseek-v3", hardware="h800", gpus=72, global_batch=512,
+                 stack="deepseek-hai-llm-2024")
+    assert str(refused.value).endswith("try another --gpus")

@@ -87,8 +87,12 @@ def _run(capsys, args):
 def test_the_published_module_list_makes_the_published_layout_fit(capsys):
     import json
 
-    code, _, err = _run(capsys, DGXC)
+    code, _, err = _run(capsys, [*DGXC, "--recompute", "selective"])
     assert code == 2 and "does not fit" in err and "--recompute-modules moe" in err
+    # left out, the recompute is full where selective does not fit (and the list, given,
+    # is selective recompute's: below)
+    code, out, err = _run(capsys, [*DGXC, "--format", "json"])
+    assert code == 0 and json.loads(out)["inputs"]["recompute"] == "full" and "recompute: full" in err
     code, out, err = _run(capsys, [*DGXC, "--recompute-modules", "mla_up_proj,mlp,moe",
                                    "--format", "json"])
     assert code == 0, err

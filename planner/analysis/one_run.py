@@ -18,6 +18,7 @@ from planner.engine.economics.ownership import rent_vs_buy
 from planner.engine.economics.pricing import price_quote
 from planner.engine.inputs.assumptions import assumptions
 from planner.engine.inputs.defaults import PREFERRED_LAYOUT
+from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE
 from planner.engine.inputs.recompute_modules import module_flags
 from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
 from planner.engine.layouts import evaluator
@@ -55,6 +56,8 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
                                 **{k: o.pop(k) for k in NETWORK_FLAGS})
     # Megatron-Core's module list, if given: the stack's recompute flags
     modules = o.pop("recompute_modules", None)
+    if modules is not None and o["recompute"] is None:
+        o["recompute"] = DEFAULT_RECOMPUTE  # the modules are selective recompute's
     overrides = {**(faults or {}), **network, **module_flags(modules, o["recompute"]),
                  **(overrides or {})}
     choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
@@ -71,10 +74,16 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
         said.append(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs {how} "
                     f"(searched: {', '.join('--' + k.replace('_', '-') for k in chosen)} "
                     "choose another)")
+    if o["recompute"] is None and row["recompute"] != DEFAULT_RECOMPUTE:
+        said.append(f"recompute: {row['recompute']}, as no layout "
+                    f"{'of the sizes given ' if len(chosen) < len(PREFERRED_LAYOUT) else ''}"
+                    f"fits in memory with {DEFAULT_RECOMPUTE} recompute (--recompute chooses "
+                    "another)")
     split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
     if split:
         said.append(split)
     echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]),
+            "recompute": row["recompute"],
             "recompute_modules": modules,
             "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"]),
             "sequence_parallel": bool(row["sequence_parallel"])}

@@ -80,7 +80,7 @@ def evaluate(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        'selective', help="none | selective | full."),
+        None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
         1, help="ZeRO stage 0-3 (3 = FSDP)."),
     shard_group: int = typer.Option(
@@ -476,7 +476,7 @@ def sensitivity(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        'selective', help="none | selective | full."),
+        None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
         1, help="ZeRO stage 0-3 (3 = FSDP)."),
     shard_group: int = typer.Option(
@@ -581,7 +581,7 @@ def simulate(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        'selective', help="none | selective | full."),
+        None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
         1, help="ZeRO stage 0-3 (3 = FSDP)."),
     shard_group: int = typer.Option(
@@ -694,7 +694,7 @@ def export_xlsx(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        'selective', help="none | selective | full."),
+        None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
         1, help="ZeRO stage 0-3 (3 = FSDP)."),
     shard_group: int = typer.Option(

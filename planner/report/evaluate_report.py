@@ -135,7 +135,7 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
     each as one change; none when the catalog lacks the alternative."""
     e = run.echo
     same_layout = {**options, **{k: e[k] for k in ("tp", "pp", "cp", "ep", "vp",
-                                                   "micro_batch")}}
+                                                   "micro_batch", "recompute")}}
     out = []
     stack = alternative_stack(e["stack"])
     try:

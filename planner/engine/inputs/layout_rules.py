@@ -131,7 +131,8 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("global_batch", "global batch [sequences]", given=False,
               meaning="global batch B [sequences]", largest=MAX_GLOBAL_BATCH),
     Dimension("recompute", "activation recompute", dtype="str", kernel=False,
-              option="none | selective | full.", default="selective"),
+              option="none | selective | full. Left out: selective, or full where no layout "
+              "of the sizes given fits in memory with selective (said on stderr)."),
     Dimension("zero", "ZeRO stage", kernel=False, option="ZeRO stage 0-3 (3 = FSDP).",
               default=1, smallest=0, largest=3),
     Dimension("shard_group", "ZeRO shard group [DP ranks] (< dp: HSDP)", kernel=False,
@@ -142,6 +143,11 @@ DIMENSIONS: tuple[Dimension, ...] = (
               option="Sequence parallelism (default: on when tp>1).",
               meaning="1 if sequence parallelism is on"),
 )
+
+#: The activation recompute of a layout that leaves it out and fits with it (one layout
+#: that does not fits with ``full`` where that fits: :func:`planner.engine.layouts.
+#: evaluator.evaluate_run`).
+DEFAULT_RECOMPUTE = "selective"
 
 #: The sizes ``evaluate`` chooses when they are left out (searched for one layout; these
 #: sizes over arrays of layouts), name -> size.

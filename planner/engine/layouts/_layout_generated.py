@@ -38,7 +38,7 @@ class LayoutRequest:
     #: micro-batch size b [sequences]
     micro_batch: int | ArrayLike | None = None
     #: activation recompute
-    recompute: str = 'selective'
+    recompute: str | None = None
     #: ZeRO stage
     zero: int | ArrayLike = 1
     #: ZeRO shard group [DP ranks] (< dp: HSDP)

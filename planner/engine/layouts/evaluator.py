@@ -29,7 +29,12 @@ from planner.engine.inputs.call_checks import (
     check_switch,
 )
 from planner.engine.inputs.domains import check
-from planner.engine.inputs.layout_rules import CHOSEN_SIZES, DIMENSIONS, OTHER_SIZES
+from planner.engine.inputs.layout_rules import (
+    CHOSEN_SIZES,
+    DEFAULT_RECOMPUTE,
+    DIMENSIONS,
+    OTHER_SIZES,
+)
 from planner.engine.inputs.scenario import (
     DEFAULTS,
     PREFERRED_LAYOUT,
@@ -43,6 +48,7 @@ from planner.engine.layouts.layout_check import (
     check_shard_groups,
     expert_tp,
     resolve_layout,
+    within_memory_tolerance,
 )
 from planner.engine.layouts.result import Evaluation
 from planner.engine.layouts.space import RECOMPUTE_CODES, layout_flags, layout_flags_one
@@ -160,7 +166,8 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     gpus, zero, recompute = r.gpus, r.zero, r.recompute
     sequence_parallel, shard_group, flash_attention = (r.sequence_parallel, r.shard_group,
                                                        r.flash_attention)
-    if not isinstance(recompute, str) or recompute not in RECOMPUTE_CODES:
+    if recompute is not None and (not isinstance(recompute, str)
+                                  or recompute not in RECOMPUTE_CODES):
         raise choice_error("recompute", recompute, tuple(RECOMPUTE_CODES))
     sizes = {k: getattr(r, k) for k in CHOSEN_SIZES}
     others = {k: getattr(r, k) for k in OTHER_SIZES}
@@ -190,11 +197,12 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
         sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()
                  if k != "etp"}
         sizes["etp"] = expert_tp(x, sizes["tp"], r.etp)
-    else:  # one layout: choose it on the inputs the kernel will see
-        sizes = resolve_layout({**x, **(overrides or {})}, gpus, {**sizes, **others},
-                               recompute=RECOMPUTE_CODES[recompute],
-                               zero=int(zero), sequence_parallel=sequence_parallel,
-                               flash_attention=flash_attention)
+        recompute = DEFAULT_RECOMPUTE if recompute is None else recompute
+    else:  # one layout: choose it (and the recompute left out) on the inputs the kernel sees
+        recompute, sizes = _resolve_one(
+            {**x, **(overrides or {})}, gpus, {**sizes, **others}, recompute, zero=int(zero),
+            shard_group=shard_group, sequence_parallel=sequence_parallel,
+            flash_attention=flash_attention, overrides=overrides or {})
     meta = {"model": c.model if isinstance(c.model, str) else c.model.id,
             "hardware": c.hardware if isinstance(c.hardware, str) else c.hardware.id,
             "method": c.method, "precision": c.precision, "stack": c.stack if isinstance(c.stack, str) else c.stack.id,
@@ -230,6 +238,48 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
+def _resolve_one(x: dict, gpus, given: dict, recompute: str | None, *, zero: int,
+                 shard_group, sequence_parallel, flash_attention: bool,
+                 overrides: dict) -> tuple[str, dict]:
+    """(recompute, layout sizes) of one layout: the sizes as :func:`resolve_layout` chooses
+    them; a recompute left out (``None``) is selective, or full where no layout of the
+    sizes given fits with selective (nor comes within the memory model's error of fitting)
+    and one fits with full: a published run whose checkpointing is not stated ran in its
+    memory, and Megatron-Core's answer to a layout that does not fit is full recompute."""
+    def layout_for(name):
+        return resolve_layout(x, gpus, given, recompute=RECOMPUTE_CODES[name], zero=zero,
+                              sequence_parallel=sequence_parallel,
+                              flash_attention=flash_attention)
+
+    if recompute is not None:
+        return recompute, layout_for(recompute)
+    sizes = layout_for(DEFAULT_RECOMPUTE)
+
+    def fits(chosen, name):
+        return _fits_or_nearly(x, gpus, chosen, name, zero=zero, shard_group=shard_group,
+                               sequence_parallel=sequence_parallel,
+                               flash_attention=flash_attention, overrides=overrides)
+
+    if fits(sizes, DEFAULT_RECOMPUTE):
+        return DEFAULT_RECOMPUTE, sizes
+    full = layout_for("full")
+    if fits(full, "full"):
+        return "full", full
+    return DEFAULT_RECOMPUTE, sizes  # neither: refused (or told) with the default's numbers
+
+
+def _fits_or_nearly(x: dict, gpus, sizes: dict, recompute: str, *, zero: int, shard_group,
+                    sequence_parallel, flash_attention: bool, overrides: dict) -> bool:
+    """Whether one layout fits in memory or is over it by less than the memory model's
+    error (:func:`layout_check.within_memory_tolerance`)."""
+    inputs = dict(x)
+    _one_layout(inputs, gpus, sizes, recompute=RECOMPUTE_CODES[recompute], zero=zero,
+                shard_group=shard_group, sequence_parallel=sequence_parallel,
+                flash_attention=flash_attention, overrides=overrides)
+    out = evaluate_scalar(inputs)
+    return bool(out["fits"]) or bool(within_memory_tolerance(out))
+
+
 #: The layout columns after the run's own (``recompute`` and ``zero`` are among those).
 SHOWN_LAYOUT = tuple(d.name for d in DIMENSIONS if d.name not in ("recompute", "zero"))
 #: Kernel inputs shown among the leading columns of :func:`evaluate` (after overrides).
@@ -240,9 +290,21 @@ def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zer
                   sequence_parallel, flash_attention: bool, overrides: dict,
                   shard_group=None) -> dict:
     """The columns of one layout as Python scalars (updates ``x`` to the kernel inputs)."""
-    layout = {"gpus": int(gpus), **{k: int(v) for k, v in sizes.items()}}
     if overrides:  # else resolve_layout checked this layout on these very inputs
-        check_layout(x, **layout)
+        check_layout(x, gpus=int(gpus), **{k: int(v) for k, v in sizes.items()})
+    layout = _one_layout(x, gpus, sizes, recompute=recompute, zero=zero,
+                         shard_group=shard_group, sequence_parallel=sequence_parallel,
+                         flash_attention=flash_attention, overrides=overrides)
+    meta = {**meta, **{k: x[k] for k in META_INPUTS}}
+    return {**{k: _plain(v) for k, v in meta.items()}, **{k: layout[k] for k in SHOWN_LAYOUT},
+            **evaluate_scalar(x)}
+
+
+def _one_layout(x: dict, gpus, sizes: dict, *, recompute: int, zero, shard_group,
+                sequence_parallel, flash_attention: bool, overrides: dict) -> dict:
+    """One layout's sizes with DP, batch, shard group and sequence parallelism; ``x``
+    updated to its kernel inputs (its flags, then ``overrides``: an overridden flag wins)."""
+    layout = {"gpus": int(gpus), **{k: int(v) for k, v in sizes.items()}}
     layout["dp"] = layout["gpus"] // (layout["tp"] * layout["pp"] * layout["cp"])
     layout["global_batch"] = int(x["global_batch"])
     layout["shard_group"] = layout["dp"] if shard_group is None else int(shard_group)
@@ -254,9 +316,7 @@ def _evaluate_one(x: dict, meta: dict, gpus, sizes: dict, *, recompute: int, zer
                               scale_up_domain=x["scale_up_domain_gpus"], layers=x["layers"],
                               flash_attention=flash_attention))
     x.update(overrides)
-    meta = {**meta, **{k: x[k] for k in META_INPUTS}}
-    return {**{k: _plain(v) for k, v in meta.items()}, **{k: layout[k] for k in SHOWN_LAYOUT},
-            **evaluate_scalar(x)}
+    return layout
 
 
 def _plain(value):

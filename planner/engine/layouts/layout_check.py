@@ -147,12 +147,29 @@ def resolve_layout(x: dict, gpus, given: dict, *, recompute: int, zero: int,
         except CapplanError as broken:
             typed = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in given.items()
                               if v is not None)
-            raise CapplanError(
-                f"{broken}; and no other layout of {int(gpus)} GPUs obeys the rules "
-                f"{'with ' + typed if typed else '(TP*PP*CP*DP = GPUs, DP*micro-batch dividing'}"
-                f"{'' if typed else ' the global batch of ' + str(int(x['global_batch'])) + ')'}"
-                ": try another --gpus") from None
+            if typed:
+                raise CapplanError(f"{broken}; and no other layout of {int(gpus)} GPUs "
+                                   f"obeys the rules with {typed}: try another --gpus") from None
+            raise CapplanError(no_layout_text(x, int(gpus))) from None
     return {k: chosen[k] for k in (*PREFERRED_LAYOUT, "etp")}
+
+
+def no_layout_text(x: dict, gpus: int) -> str:
+    """Why no layout of ``gpus`` GPUs exists for a run none of whose sizes was given, and
+    the nearest larger global batch that has one where there is such a batch: at a multiple
+    of the GPU count every GPU can take its own sequences (DP = GPUs, micro-batch 1), which
+    the rules admit unless the stack's schedule needs a pipeline (DualPipe)."""
+    batch = int(x["global_batch"])
+    text = (f"no layout of {gpus} GPUs obeys the rules with a global batch of {batch:,} "
+            "sequences (TP*PP*CP*DP = GPUs, DP*micro-batch dividing the global batch)")
+    multiple = -(-batch // gpus) * gpus
+    try:
+        check_layout({**x, "global_batch": multiple}, gpus=gpus, tp=1, pp=1, cp=1, ep=1,
+                     vp=1, micro_batch=1)
+    except CapplanError:
+        return f"{text}: try another --gpus"
+    return (f"{text}: try another --gpus, or a --global-batch that {gpus} divides "
+            f"(e.g. {multiple:,})")
 
 
 def expert_tp(x: dict, tp, etp):

@@ -635,6 +635,9 @@ class SoftwareStack(Entry):
     # through the step and reduce-scatters its gradients once (torchtitan), 0 if it gathers
     # and reduce-scatters in every micro-batch
     fsdp_keeps_gathered_under_pp: Quantity | None = None
+    # 1 if the stack's ZeRO collectives run flat over the data-parallel group (every GPU's
+    # share through its own scale-out link), 0 if node-aware (hierarchical, rail-aggregated)
+    dp_collectives_flat: Quantity | None = None
     # achieved all-to-all bandwidth over the accelerator's nccl-tests bus bandwidth
     a2a_efficiency_factor: Quantity | None = None
     # host time of one MoE layer's forward beyond a dense layer's (router, permute,
@@ -721,7 +724,7 @@ class SoftwareStack(Entry):
                    "expected 0 or 1")
         for name in ("fp8_dispatch", "hierarchical_dispatch", "deepep_dispatch",
                      "op_selective_recompute", "recompute_early_stop",
-                     "fsdp_keeps_gathered_under_pp",
+                     "fsdp_keeps_gathered_under_pp", "dp_collectives_flat",
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "recompute_mlp", "recompute_moe",
                      "fused_window_attention", "fused_attention_sinks",

@@ -99,6 +99,8 @@ LEGACY_EQUIVALENT = {
     "loss_extra_bytes_per_logit": 0.0,
     # ZeRO-3 gathers and reduce-scatters in every micro-batch, PP or not
     "fsdp_keeps_gathered_under_pp": 0.0,
+    # node-aware (hierarchical) data-parallel collectives
+    "dp_collectives_flat": 0.0,
     # no time for a low-precision recipe's casts
     "cast_bytes_per_element": 0.0,
 }

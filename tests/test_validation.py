@@ -27,7 +27,7 @@ def mape(pred, dataset):
 def test_datasets_are_complete(pred):
     counts = pred.groupby("dataset").size()
     assert counts["vtrain-multi"] == 109 and counts["vtrain-single"] == 1440
-    assert counts["sc21"] == 19
+    assert counts["sc21"] == 25
     assert counts["llm-foundry-a100"] > 100 and counts["llm-foundry-h100"] > 60
     assert counts["modern-runs"] == 92
     expressible = v.predictable(pred)
@@ -47,6 +47,29 @@ def test_vtrain_licence_shipped():
 
 def test_sc21_and_gpt3_example_mape_within_6_percent(pred):
     assert mape(pred, "sc21") <= 0.06
+
+
+def test_deepspeed_zero3_rows_of_sc21_table_2(pred):
+    """SC21 Table 2 (arXiv:2104.04473 s5.2): DeepSpeed ZeRO-3 without model parallelism,
+    batch fixed while the GPUs double, held out. Its collectives run flat over the DP group
+    (stack field dp_collectives_flat): every GPU's bytes through its own HDR link. Read as
+    node-aware they were predicted +31 to +206 % (docs/model.md)."""
+    rows = pred[(pred.dataset == "sc21") & pred.case_id.str.startswith("sc21-zero3-")]
+    rows = rows.set_index("case_id")
+    assert len(rows) == 6 and not rows.fit.any() and set(rows["stack"]) == {"deepspeed-zero"}
+    expected = {"sc21-zero3-175b-384": -10.3, "sc21-zero3-175b-768": -6.6,
+                "sc21-zero3-175b-1536": 4.6, "sc21-zero3-530b-640": -3.4,
+                "sc21-zero3-530b-1120": -14.6, "sc21-zero3-530b-2240": -1.6}
+    for case, error_pct in expected.items():
+        assert 100 * rows.loc[case, "error"] == pytest.approx(error_pct, abs=0.1), case
+    assert rows.fits.astype(bool).all()
+    # the step is bound by the gathers as the GPUs double: TFLOP/s per GPU halves
+    ratio = rows.loc["sc21-zero3-175b-1536", "predicted"] / rows.loc[
+        "sc21-zero3-175b-768", "predicted"]
+    assert 0.5 < ratio < 0.6  # published 44 / 88
+    node_aware = v.predict(v.load_cases(["sc21"]).query("case_id == 'sc21-zero3-175b-1536'"),
+                           params={"*": {"dp_collectives_flat": 0.0}})
+    assert node_aware.error.iloc[0] > 1.5  # +206 %: the node's eight links
 
 
 def test_vtrain_multi_node_mape_within_10_percent(pred):
@@ -450,9 +473,15 @@ BASELINE_MAPE = {"sc21": 0.0240, "vtrain-multi": 0.0824, "vtrain-single": 0.0788
                  "llm-foundry-a100": 0.0801, "llm-foundry-h100": 0.0682, "full-runs": 0.0774}
 
 
+#: Rows a dataset gained after that baseline (SC21's Table 2 ZeRO-3 rows, 2026-11-30): not in
+#: it, scored by their own test (test_deepspeed_zero3_rows_of_sc21_table_2).
+ADDED_AFTER_BASELINE = ("sc21-zero3-",)
+
+
 @pytest.mark.parametrize("dataset", sorted(BASELINE_MAPE))
 def test_older_datasets_not_worse_by_more_than_a_point(dataset):
     pred = v.predict(v.load_cases([dataset]))
+    pred = pred[~pred.case_id.str.startswith(ADDED_AFTER_BASELINE)]
     assert v.metrics(pred.error)["mape"] <= BASELINE_MAPE[dataset] + 0.01
 
 

@@ -210,8 +210,9 @@ def _case(**kw) -> dict:
 # ---- loaders -------------------------------------------------------------------------
 
 def load_sc21() -> pd.DataFrame:
-    """Megatron SC21 Table 1 (10 rows), the Megatron-LM GPT-3 175B 1024-GPU example and
-    Korthikanti et al. 2022 Table 5 (8 iteration times, korthikanti_2022.csv)."""
+    """Megatron SC21 Table 1 (10 rows), the Megatron-LM GPT-3 175B 1024-GPU example,
+    Korthikanti et al. 2022 Table 5 (8 iteration times, korthikanti_2022.csv) and SC21 Table
+    2's ZeRO-3 rows (6, narayanan_2021_zero3.csv)."""
     runs = published_runs()
     rows = []
     sc21 = runs[runs.run_id.str.startswith("megatron-sc21-")]
@@ -245,6 +246,16 @@ def load_sc21() -> pd.DataFrame:
                           recompute=o["recompute"],
                           sequence_parallel=float(o["sequence_parallel"]),
                           metric="step_time_s", measured=float(o["iteration_time_s"]),
+                          fit=False, source=o["source"]))
+    # the same paper's Table 2: DeepSpeed ZeRO-3 without model parallelism on the same
+    # cluster, batch fixed while the GPUs double (held out: no row fits the stack)
+    for run, o in data_rows("narayanan_2021_zero3.csv").items():
+        rows.append(_case(dataset="sc21", case_id=run, hardware=o["hardware"],
+                          **{k: int(o[k]) for k in ("layers", "hidden", "heads", "vocab",
+                                                    "seq_len", "gpus", "micro_batch",
+                                                    "global_batch")},
+                          tp=1, pp=1, zero=3, recompute="full", stack="deepspeed-zero",
+                          metric="tflops_per_gpu", measured=float(o["tflops_per_gpu"]),
                           fit=False, source=o["source"]))
     return pd.DataFrame(rows)
 

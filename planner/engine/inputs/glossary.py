@@ -388,6 +388,9 @@ GLOSSARY: dict[str, Term] = {
     "fsdp_keeps_gathered_under_pp": Term(
         "1", "1 if FSDP under PP keeps each stage's gathered parameters and unsharded "
         "gradients through the step (one gather and one reduce-scatter a step)", FLAG),
+    "dp_collectives_flat": Term(
+        "1", "1 if the data-parallel (ZeRO) collectives run flat over the group, every GPU's "
+        "bytes through its own scale-out link; 0 node-aware (hierarchical)", FLAG),
     "loss_extra_bytes_per_logit": Term(
         "B", "bytes a logit the loss holds beyond a fused FP32 cross-entropy's 4",
         Domain(">=0", maximum=16)),

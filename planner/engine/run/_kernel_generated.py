@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_moe, fsdp_keeps_gathered_under_pp, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_moe, fsdp_keeps_gathered_under_pp, dp_collectives_flat, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -402,325 +402,328 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x239, x240, x264
     x267 = 1 - dp_overlap
     x268 = numpy.minimum(1, grad_shards - 1)
-    x269 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x270 = stage_trainable_expert_params + stage_trainable_params
-    x271 = x269 * numpy.maximum(1.0, x270 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x269) * numpy.maximum(1, stage_layers)
-    del x269
-    x272 = x271 - 1
-    x273 = numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x269 = replica_intra_ranks - 1
+    x270 = replica_intra_ranks ** (-1.0)
+    x271 = shard_ranks ** (-1.0)
+    x272 = x270 * x271
+    x273 = numpy.maximum(1, dp * x272)
     x274 = x273 - 1
-    x275 = x273 ** (-1.0)
-    del x273
-    x276 = expert_dp_ranks * x275 - 1
-    x277 = x227 * x274 + x231 * x276
-    x278 = numpy.minimum(dp, dp_intra_ranks)
-    x279 = x278 ** (-1.0)
-    x280 = dp * x279 - 1
-    x281 = x278 - 1
-    del x278
-    x282 = x227 * x281 + x231 * x280
-    x283 = 2.0 * grad_comm_bytes_per_param
-    x284 = stage_trainable_expert_params * x283
-    x285 = x232 * x284
-    x286 = x235 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    x275 = x227 * x269
+    x276 = x231 * x274 + x275
+    x277 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x278 = stage_trainable_expert_params + stage_trainable_params
+    x279 = x277 * numpy.maximum(1.0, x278 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x277) * numpy.maximum(1, stage_layers)
+    del x277
+    x280 = x279 - 1
+    x281 = expert_shard_ranks ** (-1.0)
+    x282 = x270 * x281
+    del x270
+    x283 = numpy.maximum(1, expert_dp_ranks * x282)
+    x284 = x283 - 1
+    x285 = x231 * x284 + x275
+    del x275
+    x286 = 2.0 * grad_comm_bytes_per_param
+    x287 = stage_trainable_expert_params * x286
+    x288 = x232 * x287
+    x289 = x235 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
     del x235
-    x287 = x284 * x286
-    x288 = stage_trainable_params * x283
-    del x283
-    x289 = x232 * x288
-    x290 = x286 * x288
-    x291 = replica_intra_ranks - 1
-    x292 = replica_intra_ranks ** (-1.0)
-    x293 = shard_ranks ** (-1.0)
-    x294 = x292 * x293
-    x295 = numpy.maximum(1, dp * x294)
-    x296 = x295 - 1
-    x297 = x227 * x291
-    del x227
-    x298 = x231 * x296 + x297
-    x299 = expert_shard_ranks ** (-1.0)
-    x300 = x292 * x299
-    del x292
-    x301 = numpy.maximum(1, expert_dp_ranks * x300)
-    x302 = x301 - 1
-    x303 = x231 * x302 + x297
-    del x231, x297
-    x304 = x268 * (x272 * x298 + x289 * x291 * x294 + x290 * x294 * x296 / x295 + x298 + x4 * (x272 * x303 + x285 * x291 * x300 + x287 * x300 * x302 / x301 + x303)) + (1 - x268) * (x2 * x280 * x290 + x272 * (x277 * x4 + x282) + x279 * x281 * x289 + x282 + x4 * (x274 * x275 * x285 + x277 + x276 * x287 / expert_dp_ranks))
-    del x2, x274, x275, x276, x277, x279, x280, x281, x282, x285, x287, x289, x290, x291, x294, x295, x296, x298, x300, x301, x302, x303
-    x305 = fsdp_keeps_gathered_under_pp * x262 * zero3
+    x290 = x287 * x289
+    x291 = stage_trainable_params * x286
+    del x286
+    x292 = x232 * x291
+    x293 = x289 * x291
+    x294 = dp_collectives_flat - 1
+    x295 = -x294
+    x296 = x295 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x297 = x294 + x296
+    x298 = (dp_collectives_flat + x296) ** (-1.0)
+    del x296
+    x299 = expert_dp_ranks * x298 - 1
+    x300 = x227 * x297 + x231 * x299
+    x301 = x295 * numpy.minimum(dp, dp_intra_ranks)
+    x302 = (dp_collectives_flat + x301) ** (-1.0)
+    x303 = dp * x302 - 1
+    x304 = x294 + x301
+    del x301
+    x305 = x227 * x304 + x231 * x303
+    del x227, x231
+    x306 = x268 * (x269 * x272 * x292 + x272 * x274 * x293 / x273 + x276 * x280 + x276 + x4 * (x269 * x282 * x288 + x280 * x285 + x282 * x284 * x290 / x283 + x285)) + (1 - x268) * (x2 * x293 * x303 + x280 * (x300 * x4 + x305) + x292 * x302 * x304 + x305 + x4 * (x288 * x297 * x298 + x300 + x290 * x299 / expert_dp_ranks))
+    del x2, x269, x272, x273, x274, x276, x282, x283, x284, x285, x288, x290, x292, x293, x297, x298, x299, x300, x302, x303, x304, x305
+    x307 = fsdp_keeps_gathered_under_pp * x262 * zero3
     del x262
-    x306 = microbatches * (1 - x305)
-    x307 = numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x308 = x307 - 1
-    x309 = intra_latency_s * x308
-    x310 = x307 ** (-1.0)
-    del x307
-    x311 = expert_shard_ranks * x310 - 1
-    x312 = inter_latency_s * x311
-    x313 = 2 * x309 + 2 * x312
-    x314 = numpy.minimum(dp_intra_ranks, shard_ranks)
-    x315 = x314 ** (-1.0)
-    x316 = shard_ranks * x315 - 1
-    x317 = inter_latency_s * x316
-    x318 = x314 - 1
-    del x314
-    x319 = intra_latency_s * x318
-    x320 = 2 * x317 + 2 * x319
-    x321 = x232 * x308 * x310
-    del x308, x310
-    x322 = x286 * x299 * x311
-    del x299, x311
-    x323 = x232 * x315 * x318
-    del x232, x315, x318
-    x324 = x286 * x293 * x316
-    del x286, x293, x316
-    x325 = x309 + x312
-    del x309, x312
-    x326 = x317 + x319
-    del x317, x319
-    x327 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x328 = base_weight_bytes_per_param * x199 + bytes_per_element * stage_embedding_params
+    x308 = microbatches * (1 - x307)
+    x309 = x295 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x310 = x294 + x309
+    x311 = intra_latency_s * x310
+    x312 = (dp_collectives_flat + x309) ** (-1.0)
+    del x309
+    x313 = expert_shard_ranks * x312 - 1
+    x314 = inter_latency_s * x313
+    x315 = 2 * x311 + 2 * x314
+    x316 = x295 * numpy.minimum(dp_intra_ranks, shard_ranks)
+    del x295
+    x317 = (dp_collectives_flat + x316) ** (-1.0)
+    x318 = shard_ranks * x317 - 1
+    x319 = inter_latency_s * x318
+    x320 = x294 + x316
+    del x294, x316
+    x321 = intra_latency_s * x320
+    x322 = 2 * x319 + 2 * x321
+    x323 = x232 * x310 * x312
+    del x310, x312
+    x324 = x281 * x289 * x313
+    del x281, x313
+    x325 = x232 * x317 * x320
+    del x232, x317, x320
+    x326 = x271 * x289 * x318
+    del x271, x289, x318
+    x327 = x311 + x314
+    del x311, x314
+    x328 = x319 + x321
+    del x319, x321
+    x329 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x330 = base_weight_bytes_per_param * x199 + bytes_per_element * stage_embedding_params
     del stage_embedding_params, x199
-    x329 = 1.0 * frozen_base * x328 + x265 * (stage_adapter_params + stage_params * x65) - x327
+    x331 = 1.0 * frozen_base * x330 + x265 * (stage_adapter_params + stage_params * x65) - x329
     del stage_adapter_params, stage_params, x265, x65
-    x330 = x272 * (x325 * x4 + x326) + x323 * x329 + x324 * x329 + x326 + x4 * (x321 * x327 + x322 * x327 + x325)
-    del x325, x326, x327, x329
-    x331 = 1 / 2 * x268 * (x305 + x306) * (x272 * (x313 * x4 + x320) + x288 * x323 + x288 * x324 + x320 + x4 * (x284 * x321 + x284 * x322 + x313)) + zero3 * (x305 * x330 + 2 * x306 * x330)
-    del x268, x284, x288, x306, x313, x320, x321, x322, x323, x324, x330
-    x332 = x271 ** (-1.0)
-    del x271
-    x333 = x272 * x332
-    del x272
-    dp_comm_s = dp_overlap * numpy.minimum(x304, numpy.maximum(x304 * x332, -2 * stage_layers * t_layer_fwd * x333 + x304)) + dp_overlap * numpy.minimum(x331, numpy.maximum(x331 * x332, -compute_s * x333 + x331)) + x267 * x304 + x267 * x331
-    del t_layer_fwd, x267, x304, x331, x332, x333
-    x334 = dispatch_host_sync * x160
-    x335 = 2.0 * x160 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x332 = x280 * (x327 * x4 + x328) + x325 * x331 + x326 * x331 + x328 + x4 * (x323 * x329 + x324 * x329 + x327)
+    del x327, x328, x329, x331
+    x333 = 1 / 2 * x268 * (x307 + x308) * (x280 * (x315 * x4 + x322) + x291 * x325 + x291 * x326 + x322 + x4 * (x287 * x323 + x287 * x324 + x315)) + zero3 * (x307 * x332 + 2 * x308 * x332)
+    del x268, x287, x291, x308, x315, x322, x323, x324, x325, x326, x332
+    x334 = x279 ** (-1.0)
+    del x279
+    x335 = x280 * x334
+    del x280
+    dp_comm_s = dp_overlap * numpy.minimum(x306, numpy.maximum(x306 * x334, -2 * stage_layers * t_layer_fwd * x335 + x306)) + dp_overlap * numpy.minimum(x333, numpy.maximum(x333 * x334, -compute_s * x335 + x333)) + x267 * x306 + x267 * x333
+    del t_layer_fwd, x267, x306, x333, x334, x335
+    x336 = dispatch_host_sync * x160
+    x337 = 2.0 * x160 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x160, x4
-    x336 = numpy.maximum(0, cuda_graphs - x335 - 1)
-    x337 = stage_layers * (1 - x336)
-    x338 = host_launch_factor * moe_share * x337 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x338 = numpy.maximum(0, cuda_graphs - x337 - 1)
+    x339 = stage_layers * (1 - x338)
+    x340 = host_launch_factor * moe_share * x339 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x66
-    x339 = x334 * x338
-    x340 = compute_mb + tp_comm_mb
-    x341 = microbatches ** (-1.0)
-    x342 = x340 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x336 * x341 + x337 * (graph_launch_s * x200 * (-x336 + numpy.minimum(1, cuda_graphs - x335)) + layer_overhead_s * (full_recompute + 3))) + x338 * (1 - x334)) / x340) ** host_overlap_exponent) / host_overlap_exponent)
-    del x200, x334, x335, x336, x337, x338
-    x343 = x339 + x342
-    launch_s = microbatches * x343
+    x341 = x336 * x340
+    x342 = compute_mb + tp_comm_mb
+    x343 = microbatches ** (-1.0)
+    x344 = x342 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x338 * x343 + x339 * (graph_launch_s * x200 * (-x338 + numpy.minimum(1, cuda_graphs - x337)) + layer_overhead_s * (full_recompute + 3))) + x340 * (1 - x336)) / x342) ** host_overlap_exponent) / host_overlap_exponent)
+    del x200, x336, x337, x338, x339, x340
+    x345 = x341 + x344
+    launch_s = microbatches * x345
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x344 = cp_comm_mb + ep_comm_mb + x340 + x343
-    del x340, x343
-    x345 = vp ** (-1.0)
-    x346 = x344 / compute_mb
-    x347 = dualpipe * x341 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x346 + 2 * tp_comm_mb - 3 * weight_grad_mb * x346 + 2 * x339 + 2 * x342) / x344 + x260 * x261 * x341 * x345
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x339, x341, x342, x346
-    bubble_s = microbatches * x344 * x347
-    del x344
-    x348 = stage_trainable_expert_params / expert_optimizer_shards
-    x349 = stage_trainable_params / optimizer_shards
-    optimizer_s = x102 * (x348 + x349) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x346 = cp_comm_mb + ep_comm_mb + x342 + x345
+    del x342, x345
+    x347 = vp ** (-1.0)
+    x348 = x346 / compute_mb
+    x349 = dualpipe * x343 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x348 + 2 * tp_comm_mb - 3 * weight_grad_mb * x348 + 2 * x341 + 2 * x344) / x346 + x260 * x261 * x343 * x347
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x341, x343, x344, x348
+    bubble_s = microbatches * x346 * x349
+    del x346
+    x350 = stage_trainable_expert_params / expert_optimizer_shards
+    x351 = stage_trainable_params / optimizer_shards
+    optimizer_s = x102 * (x350 + x351) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x102
-    x350 = microbatches * stage_extra_layers * (compute_mb - x210) * (x347 + 1) / stage_layers
-    del compute_mb, x210, x347
-    x351 = dp_comm_s + pp_comm_s
-    x352 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x351
-    x353 = gpus + 0.474798
-    x354 = gpus ** (-1.0)
-    x355 = x353 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x352 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x352 * numpy.maximum(0, -x161 * erfinv(1.71458910109456 * x354 * x355 * (0.0686881539789491 * x355 + 0.112063) - 1 + 1.16023 / x353)) + x350 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x350 + x352)
-    del x350, x353, x355
-    step_time_s = straggler_s + x352
-    del x352
-    x356 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x356
-    x357 = tokens_per_s * x354
-    x358 = model_flops_per_token * x357
-    tflops_per_gpu = 1e-12 * x358
-    mfu = x105 * x358
-    del x358
-    hfu = hardware_flops_per_token * x105 * x357
-    del hardware_flops_per_token, x105, x357
-    x359 = bytes_per_element * x270 * x305
-    del x270, x305
-    x360 = expert_weight_shards ** (-1.0)
-    x361 = base_weight_bytes_per_param * stage_expert_params
-    x362 = weight_shards ** (-1.0)
-    x363 = frozen_base * (x360 * x361 + x362 * (x328 - x361)) + reference_model * (bytes_per_element * stage_expert_params * x360 + bytes_per_element * x362 * (-stage_expert_params - x198)) + stage_trainable_expert_params * weight_bytes_per_param * x360 + stage_trainable_params * weight_bytes_per_param * x362
-    del stage_expert_params, x198, x328, x360, x361, x362
-    weights_bytes = x359 + x363
-    x364 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
-    del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x359 + x364
-    optimizer_state_bytes = optimizer_bytes_per_param * x348 + optimizer_bytes_per_param * x349
-    del x348, x349
-    x365 = bytes_per_element * tokens_mb
-    x366 = hidden * x251
-    x367 = 2 * tokens_mb
-    x368 = tokens_mb * x366
-    x369 = 4 * x368
-    x370 = recompute_mlp * x93
-    x371 = 2 * mlp_matrices
-    x372 = tokens_mb * x371
-    x373 = x152 * x372
-    x374 = heads + kv_heads
-    x375 = kv_heads / heads
-    x376 = 1 - recompute_norms
-    x377 = x152 * x50 * (1 - x370)
-    del x152
-    x378 = shared_experts * tokens_mb * x157
-    del x157
-    x379 = tokens_mb * x252
-    del x252
-    x380 = linear_input_bytes + x371 - 2
-    del x371
-    x381 = x378 * x380 + x379 * (etp * hidden * linear_input_bytes + x380 * x46)
-    del x380
-    x382 = tokens_mb * x24
-    x383 = micro_batch * x145 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
-    del x128, x145
-    x384 = linear_input_bytes * x368 * x376
-    del x368
-    x385 = lora_rank * x365 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x367 * x95 * (hidden * x56 + x163 * x228 * x24 + x366 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x377 * (1 - lora_down) + x384 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x384 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x251 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x367 * x374 + x383)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x374 - x24 * (x375 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x220 * x381 + moe_share * (-x373 + x381) - moe_share * (x378 + x379 * x46) * (linear_input_bytes * x221 + x173 * (2 - x181)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x369 - x370 * x373 * x50 + x51 * (ffn * x372 + hidden * tokens_mb * (4 * x375 + 2) + x382 + x383) - (1 - 1 / 2 * linear_input_bytes) * (x367 * x377 + x369 * x376))
-    del moe_share, x0, x11, x112, x12, x15, x163, x17, x173, x18, x181, x220, x221, x228, x24, x25, x251, x3, x366, x367, x369, x370, x372, x373, x374, x375, x376, x377, x378, x379, x381, x383, x384, x46, x50, x56, x57, x70, x94, x95
-    x386 = full_recompute * x175 * x382 + x385 * x93
-    del x175, x382, x93
-    x387 = loss_extra_bytes_per_logit * tokens_mb * x176 + 4 * x266 * (vocab * x99 + 1)
-    del tokens_mb, x176, x266, x99
-    activation_bytes = full_recompute * x385 + linear_value_heads * x113 * x365 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x345 * x386 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x260 * numpy.minimum(x263, pp * vp + x261 * numpy.minimum(1, vp - 1))) + x387 + x42 * (x386 + x387)
-    del microbatches, x113, x260, x261, x263, x345, x365, x385, x386, x387, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x359 + x363 + x364
-    del x359, x363, x364
-    x388 = nodes / (rack_mtbf_s * rack_nodes)
-    x389 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x390 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x391 = x388 + x389 + x390
-    system_mtbf_s = x391 ** (-1.0)
-    x392 = node_repair_s * x388
-    x393 = numpy.exp(-x392)
-    x394 = node_repair_s * x389
-    x395 = -spare_nodes
-    x396 = rack_nodes + x395
-    x397 = x392 * x393
-    del x392
-    x398 = 2 * rack_nodes + x395
-    x399 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x393 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x400 = 3 * rack_nodes + x395
-    x401 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x393 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x402 = 4 * rack_nodes + x395
-    x403 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x393 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x404 = 5 * rack_nodes + x395
-    x405 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x393 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x406 = 6 * rack_nodes + x395
-    x407 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x393 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x408 = 7 * rack_nodes + x395
-    x409 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x393 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x410 = 8 * rack_nodes + x395
-    x411 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x393 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x412 = 9 * rack_nodes + x395
-    x413 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x393 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x414 = 10 * rack_nodes + x395
-    x415 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x393 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x416 = 11 * rack_nodes + x395
-    x417 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x393 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x388 * (x393 * poisson_cdf(-x396, x394) + x397 * poisson_cdf(-x398, x394) + x399 * poisson_cdf(-x400, x394) + x401 * poisson_cdf(-x402, x394) + x403 * poisson_cdf(-x404, x394) + x405 * poisson_cdf(-x406, x394) + x407 * poisson_cdf(-x408, x394) + x409 * poisson_cdf(-x410, x394) + x411 * poisson_cdf(-x412, x394) + x413 * poisson_cdf(-x414, x394) + x415 * poisson_cdf(-x416, x394) + x417 * poisson_cdf(-12 * rack_nodes - x395, x394)) + x389 * (x393 * poisson_cdf(spare_nodes - 1, x394) + x397 * poisson_cdf(-x396 - 1, x394) + x399 * poisson_cdf(-x398 - 1, x394) + x401 * poisson_cdf(-x400 - 1, x394) + x403 * poisson_cdf(-x402 - 1, x394) + x405 * poisson_cdf(-x404 - 1, x394) + x407 * poisson_cdf(-x406 - 1, x394) + x409 * poisson_cdf(-x408 - 1, x394) + x411 * poisson_cdf(-x410 - 1, x394) + x413 * poisson_cdf(-x412 - 1, x394) + x415 * poisson_cdf(-x414 - 1, x394) + x417 * poisson_cdf(-x416 - 1, x394)) + x390)
-    del x388, x389, x390, x393, x394, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417
-    x418 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x419 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x391 * (x418 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x391 * (-manual_restart_s + x418 - x419))) + x418 - x419
-    del x391, x418, x419
-    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x420 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x421 = checkpoint_bytes * x354
-    x422 = x420 * x421
-    x423 = ckpt_async * x422
-    x424 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x425 = ckpt_sync * x424
-    x426 = x234 * x421
-    del x234, x421
-    x427 = ckpt_in_memory * (x422 + x426)
-    del x422
-    x428 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x429 = grad_bytes_per_param * trainable_params * x354
+    x352 = microbatches * stage_extra_layers * (compute_mb - x210) * (x349 + 1) / stage_layers
+    del compute_mb, x210, x349
+    x353 = dp_comm_s + pp_comm_s
+    x354 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x353
+    x355 = gpus + 0.474798
+    x356 = gpus ** (-1.0)
+    x357 = x355 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x354 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x354 * numpy.maximum(0, -x161 * erfinv(1.71458910109456 * x356 * x357 * (0.0686881539789491 * x357 + 0.112063) - 1 + 1.16023 / x355)) + x352 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x352 + x354)
+    del x352, x355, x357
+    step_time_s = straggler_s + x354
     del x354
-    x430 = optimizer_s - step_time_s
-    x431 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x420 * x429 / (1 - (1 - numpy.minimum(1, x428)) ** gockpt_steps) + x430)
-    del x420
-    checkpoint_stall_s = x423 + x425 + x427 + x431
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x423 + 2 * x425 + 2 * x427 + 2 * x431))
-    x432 = ckpt_async * x424
-    x433 = system_mtbf_s ** (-1.0)
-    x434 = checkpoint_stall_s * x433
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x429 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x430))) / numpy.log(1 - numpy.minimum(0.999999999999, x428))))) - 1) + 1
-    del x428, x429, x430
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x424) + x432), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x423 + 1 / 2 * x425 + 1 / 2 * x427 + 1 / 2 * x431), -checkpoint_stall_s + young_interval_s * (1 / 6 * x161 * numpy.sqrt(x434) + 1 / 18 * x434 + 1), system_mtbf_s)))
-    del x161, x423, x425, x427, x431
-    commit_latency_s = ckpt_gockpt * (step_time_s + x424) + x432
-    del x424, x432
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x426 + failure_restart_s
-    del failure_restart_s, x426
-    x435 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x435 + 1) / (global_batch * token_efficiency * (reference_batch * x435 + 1))
-    del x435, x77
+    x358 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x358
+    x359 = tokens_per_s * x356
+    x360 = model_flops_per_token * x359
+    tflops_per_gpu = 1e-12 * x360
+    mfu = x105 * x360
+    del x360
+    hfu = hardware_flops_per_token * x105 * x359
+    del hardware_flops_per_token, x105, x359
+    x361 = bytes_per_element * x278 * x307
+    del x278, x307
+    x362 = expert_weight_shards ** (-1.0)
+    x363 = base_weight_bytes_per_param * stage_expert_params
+    x364 = weight_shards ** (-1.0)
+    x365 = frozen_base * (x362 * x363 + x364 * (x330 - x363)) + reference_model * (bytes_per_element * stage_expert_params * x362 + bytes_per_element * x364 * (-stage_expert_params - x198)) + stage_trainable_expert_params * weight_bytes_per_param * x362 + stage_trainable_params * weight_bytes_per_param * x364
+    del stage_expert_params, x198, x330, x362, x363, x364
+    weights_bytes = x361 + x365
+    x366 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    del stage_trainable_expert_params, stage_trainable_params
+    grads_bytes = x361 + x366
+    optimizer_state_bytes = optimizer_bytes_per_param * x350 + optimizer_bytes_per_param * x351
+    del x350, x351
+    x367 = bytes_per_element * tokens_mb
+    x368 = hidden * x251
+    x369 = 2 * tokens_mb
+    x370 = tokens_mb * x368
+    x371 = 4 * x370
+    x372 = recompute_mlp * x93
+    x373 = 2 * mlp_matrices
+    x374 = tokens_mb * x373
+    x375 = x152 * x374
+    x376 = heads + kv_heads
+    x377 = kv_heads / heads
+    x378 = 1 - recompute_norms
+    x379 = x152 * x50 * (1 - x372)
+    del x152
+    x380 = shared_experts * tokens_mb * x157
+    del x157
+    x381 = tokens_mb * x252
+    del x252
+    x382 = linear_input_bytes + x373 - 2
+    del x373
+    x383 = x380 * x382 + x381 * (etp * hidden * linear_input_bytes + x382 * x46)
+    del x382
+    x384 = tokens_mb * x24
+    x385 = micro_batch * x145 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
+    del x128, x145
+    x386 = linear_input_bytes * x370 * x378
+    del x370
+    x387 = lora_rank * x367 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x369 * x95 * (hidden * x56 + x163 * x228 * x24 + x368 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x379 * (1 - lora_down) + x386 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x386 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x251 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x369 * x376 + x385)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x376 - x24 * (x377 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x220 * x383 + moe_share * (-x375 + x383) - moe_share * (x380 + x381 * x46) * (linear_input_bytes * x221 + x173 * (2 - x181)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x371 - x372 * x375 * x50 + x51 * (ffn * x374 + hidden * tokens_mb * (4 * x377 + 2) + x384 + x385) - (1 - 1 / 2 * linear_input_bytes) * (x369 * x379 + x371 * x378))
+    del moe_share, x0, x11, x112, x12, x15, x163, x17, x173, x18, x181, x220, x221, x228, x24, x25, x251, x3, x368, x369, x371, x372, x374, x375, x376, x377, x378, x379, x380, x381, x383, x385, x386, x46, x50, x56, x57, x70, x94, x95
+    x388 = full_recompute * x175 * x384 + x387 * x93
+    del x175, x384, x93
+    x389 = loss_extra_bytes_per_logit * tokens_mb * x176 + 4 * x266 * (vocab * x99 + 1)
+    del tokens_mb, x176, x266, x99
+    activation_bytes = full_recompute * x387 + linear_value_heads * x113 * x367 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x347 * x388 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x260 * numpy.minimum(x263, pp * vp + x261 * numpy.minimum(1, vp - 1))) + x389 + x42 * (x388 + x389)
+    del microbatches, x113, x260, x261, x263, x347, x367, x387, x388, x389, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x361 + x365 + x366
+    del x361, x365, x366
+    x390 = nodes / (rack_mtbf_s * rack_nodes)
+    x391 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x392 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x393 = x390 + x391 + x392
+    system_mtbf_s = x393 ** (-1.0)
+    x394 = node_repair_s * x390
+    x395 = numpy.exp(-x394)
+    x396 = node_repair_s * x391
+    x397 = -spare_nodes
+    x398 = rack_nodes + x397
+    x399 = x394 * x395
+    del x394
+    x400 = 2 * rack_nodes + x397
+    x401 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x395 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x402 = 3 * rack_nodes + x397
+    x403 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x395 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x404 = 4 * rack_nodes + x397
+    x405 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x395 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x406 = 5 * rack_nodes + x397
+    x407 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x395 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x408 = 6 * rack_nodes + x397
+    x409 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x395 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x410 = 7 * rack_nodes + x397
+    x411 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x395 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x412 = 8 * rack_nodes + x397
+    x413 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x395 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x414 = 9 * rack_nodes + x397
+    x415 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x395 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x416 = 10 * rack_nodes + x397
+    x417 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x395 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x418 = 11 * rack_nodes + x397
+    x419 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x395 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x390 * (x395 * poisson_cdf(-x398, x396) + x399 * poisson_cdf(-x400, x396) + x401 * poisson_cdf(-x402, x396) + x403 * poisson_cdf(-x404, x396) + x405 * poisson_cdf(-x406, x396) + x407 * poisson_cdf(-x408, x396) + x409 * poisson_cdf(-x410, x396) + x411 * poisson_cdf(-x412, x396) + x413 * poisson_cdf(-x414, x396) + x415 * poisson_cdf(-x416, x396) + x417 * poisson_cdf(-x418, x396) + x419 * poisson_cdf(-12 * rack_nodes - x397, x396)) + x391 * (x395 * poisson_cdf(spare_nodes - 1, x396) + x399 * poisson_cdf(-x398 - 1, x396) + x401 * poisson_cdf(-x400 - 1, x396) + x403 * poisson_cdf(-x402 - 1, x396) + x405 * poisson_cdf(-x404 - 1, x396) + x407 * poisson_cdf(-x406 - 1, x396) + x409 * poisson_cdf(-x408 - 1, x396) + x411 * poisson_cdf(-x410 - 1, x396) + x413 * poisson_cdf(-x412 - 1, x396) + x415 * poisson_cdf(-x414 - 1, x396) + x417 * poisson_cdf(-x416 - 1, x396) + x419 * poisson_cdf(-x418 - 1, x396)) + x392)
+    del x390, x391, x392, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419
+    x420 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x421 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x393 * (x420 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x393 * (-manual_restart_s + x420 - x421))) + x420 - x421
+    del x393, x420, x421
+    checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
+    x422 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x423 = checkpoint_bytes * x356
+    x424 = x422 * x423
+    x425 = ckpt_async * x424
+    x426 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x427 = ckpt_sync * x426
+    x428 = x234 * x423
+    del x234, x423
+    x429 = ckpt_in_memory * (x424 + x428)
+    del x424
+    x430 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x431 = grad_bytes_per_param * trainable_params * x356
+    del x356
+    x432 = optimizer_s - step_time_s
+    x433 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x422 * x431 / (1 - (1 - numpy.minimum(1, x430)) ** gockpt_steps) + x432)
+    del x422
+    checkpoint_stall_s = x425 + x427 + x429 + x433
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x425 + 2 * x427 + 2 * x429 + 2 * x433))
+    x434 = ckpt_async * x426
+    x435 = system_mtbf_s ** (-1.0)
+    x436 = checkpoint_stall_s * x435
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x431 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x432))) / numpy.log(1 - numpy.minimum(0.999999999999, x430))))) - 1) + 1
+    del x430, x431, x432
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x426) + x434), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x425 + 1 / 2 * x427 + 1 / 2 * x429 + 1 / 2 * x433), -checkpoint_stall_s + young_interval_s * (1 / 6 * x161 * numpy.sqrt(x436) + 1 / 18 * x436 + 1), system_mtbf_s)))
+    del x161, x425, x427, x429, x433
+    commit_latency_s = ckpt_gockpt * (step_time_s + x426) + x434
+    del x426, x434
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x428 + failure_restart_s
+    del failure_restart_s, x428
+    x437 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x437 + 1) / (global_batch * token_efficiency * (reference_batch * x437 + 1))
+    del x437, x77
     solve_time_s = step_time_s * steps
-    x436 = numpy.exp(commit_latency_s * x433)
-    x437 = numpy.exp(x433 * (checkpoint_interval_s + checkpoint_stall_s))
-    x438 = solve_time_s * x436 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x436 + x438 * (x437 - 1) - 1) * numpy.exp(restart_s * x433)
-    del x436
-    failure_stepping_s = system_mtbf_s * x438 * (x437 - numpy.exp(x434))
-    del x434, x437, x438
+    x438 = numpy.exp(commit_latency_s * x435)
+    x439 = numpy.exp(x435 * (checkpoint_interval_s + checkpoint_stall_s))
+    x440 = solve_time_s * x438 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x438 + x440 * (x439 - 1) - 1) * numpy.exp(restart_s * x435)
+    del x438
+    failure_stepping_s = system_mtbf_s * x440 * (x439 - numpy.exp(x436))
+    del x436, x439, x440
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x439 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x439)
-    x440 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x440 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x440
-    del x440
-    expected_failures = failure_wall_s * x433
-    del x433
+    x441 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x441)
+    x442 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x442 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x442
+    del x442
+    expected_failures = failure_wall_s * x435
+    del x435
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x439
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x441
     del failure_stepping_s
-    x441 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x356 * (cp_comm_s + ep_comm_s + tp_comm_s + x351) + compute_power_fraction * compute_s * x356)
-    del x351, x356
-    x442 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x441)
+    x443 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x358 * (cp_comm_s + ep_comm_s + tp_comm_s + x353) + compute_power_fraction * compute_s * x358)
+    del x353, x358
+    x444 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x443)
     del stepping_s
-    energy_gpu_j = gpus * x442
-    x443 = network_power_per_node_w + node_overhead_power_w
-    x444 = nodes * x443
+    energy_gpu_j = gpus * x444
+    x445 = network_power_per_node_w + node_overhead_power_w
+    x446 = nodes * x445
     del nodes
-    x445 = spare_nodes * (gpus_per_node * idle_power_w + x443) + x444
-    del x443
-    energy_it_j = energy_gpu_j + wall_time_s * x445
-    energy_facility_j = energy_it_j * pue
-    x446 = eval_time_s + rollbacks * x439
-    del x439
-    x447 = pue * (gpu_step_power_w * gpus + x444)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x444) * (-failure_wall_s - x441 - x446) - solve_time_s * x447 - x446 * x447
-    del failure_wall_s, x444, x446, x447
-    x448 = wall_time_s ** (-1.0)
-    gpu_power_w = x442 * x448
-    del x442
-    avg_power_w = energy_facility_j * x448
-    del x448
-    peak_power_w = pue * (gpus * max_power_w + x445)
+    x447 = spare_nodes * (gpus_per_node * idle_power_w + x445) + x446
     del x445
-    x449 = gpus + gpus_per_node * spare_nodes
-    x450 = 0.000277777777777778 * x449
-    gpu_hours = wall_time_s * x450
-    cost_cloud_usd = price_usd_per_gpu_hour * x450 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x441), wall_time_s)
-    del x441, x450
-    x451 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x451 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x449)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x447
+    energy_facility_j = energy_it_j * pue
+    x448 = eval_time_s + rollbacks * x441
+    del x441
+    x449 = pue * (gpu_step_power_w * gpus + x446)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x446) * (-failure_wall_s - x443 - x448) - solve_time_s * x449 - x448 * x449
+    del failure_wall_s, x446, x448, x449
+    x450 = wall_time_s ** (-1.0)
+    gpu_power_w = x444 * x450
+    del x444
+    avg_power_w = energy_facility_j * x450
+    del x450
+    peak_power_w = pue * (gpus * max_power_w + x447)
+    del x447
+    x451 = gpus + gpus_per_node * spare_nodes
+    x452 = 0.000277777777777778 * x451
+    gpu_hours = wall_time_s * x452
+    cost_cloud_usd = price_usd_per_gpu_hour * x452 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x443), wall_time_s)
+    del x443, x452
+    x453 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x453 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x451)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x449 * x451
-    del x449, x451
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x451 * x453
+    del x451, x453
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

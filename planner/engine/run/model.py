@@ -748,9 +748,12 @@ def _dp_levels(x: dict) -> dict:
     groups = {"dp": (x["dp"], x["dp_intra_ranks"]), "shard": (x["shard_ranks"], x["dp_intra_ranks"]),
               "expert_dp": (x["expert_dp_ranks"], x["expert_dp_intra_ranks"]),
               "expert_shard": (x["expert_shard_ranks"], x["expert_dp_intra_ranks"])}
+    # a stack whose collectives run flat over the group (DeepSpeed 2021's ZeRO-3) moves each
+    # rank's bytes over its own scale-out link: every rank its own domain
+    node_aware = 1 - x["dp_collectives_flat"]
     levels = {}
     for name, (ranks, domain_ranks) in groups.items():
-        intra = minimum(domain_ranks, ranks)
+        intra = node_aware * minimum(domain_ranks, ranks) + (1 - node_aware)
         levels[name] = (intra, ranks / intra, *links)
     return {**levels, "links": links}
 

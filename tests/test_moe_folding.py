@@ -102,8 +102,11 @@ def test_deepseek_v3_folded_layout_evaluates():
     r = evaluate(**DSV3, etp=1)
     assert r["etp"] == 1 and r["ep"] == 64 and r["dp"] == 32
     assert 0 < r["step_time_s"] < 1e3
+    # left out, ETP is TP where EP x TP folds, else 1 (the recipes' choice for a wide EP
+    # over a small TP); given, it is checked
+    assert evaluate(**DSV3)["etp"] == 1
     with pytest.raises(CapplanError, match="must divide TP\\*CP\\*DP"):
-        evaluate(**DSV3)  # ETP = TP = 2 does not fold
+        evaluate(**DSV3, etp=2)  # ETP = TP = 2 does not fold
 
 
 def test_etp_default_is_tp_and_dense_models_ignore_it():
@@ -153,3 +156,15 @@ def test_cli_etp(capsys):
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "EP*ETP = 64*2 = 128 must divide TP*CP*DP" in err
+
+
+def test_a_published_layout_without_etp_is_evaluated():
+    # NVIDIA dgxc-benchmarking's DeepSeek-V3 on 1,024 H100 states TP2 PP16 EP64 and no ETP:
+    # Megatron-Core's ETP = TP would not fold (EP x ETP = 128 > TP x CP x DP = 64), so the
+    # run had ETP 1, and the command must not refuse it
+    from planner.cli.main import main
+
+    code = main(["evaluate", "-m", "deepseek-v3", "-H", "h100-sxm", "-n", "1024", "--tp", "2",
+                 "--pp", "16", "--cp", "1", "--ep", "64", "--vp", "1", "--micro-batch", "1",
+                 "--global-batch", "8192", "--seq-len", "4096", "-f", "json"])
+    assert code == 0

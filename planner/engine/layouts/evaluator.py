@@ -196,7 +196,7 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     if not one:
         sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()
                  if k != "etp"}
-        sizes["etp"] = expert_tp(x, sizes["tp"], r.etp)
+        sizes["etp"] = expert_tp(x, sizes["tp"], r.etp, sizes, gpus)
         recompute = DEFAULT_RECOMPUTE if recompute is None else recompute
     else:  # one layout: choose it (and the recompute left out) on the inputs the kernel sees
         recompute, sizes = _resolve_one(

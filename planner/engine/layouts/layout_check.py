@@ -93,8 +93,8 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
     keep = (layout["zero"] == zero) | ((layout["dp"] == 1) & (layout["zero"] == 0))
     if sequence_parallel is None:
         keep &= layout["sequence_parallel"] == (layout["tp"] > 1)
-    if fixed.get("etp") is None:  # left out: Megatron-Core's default, ETP = TP
-        keep &= layout["etp"] == layout["tp"]
+    if fixed.get("etp") is None:  # left out: Megatron-Core's default, ETP = TP, or 1
+        keep &= layout["etp"] == expert_tp(x, layout["tp"], None, layout, layout["gpus"])
     layout = {k: v[keep] for k, v in layout.items()}
     if layout["gpus"].size == 0:
         return None
@@ -131,7 +131,7 @@ def resolve_layout(x: dict, gpus, given: dict, *, recompute: int, zero: int,
     """
     candidate = {k: v for k, v in given.items() if v is not None}
     if all(candidate.get(k) is not None for k in PREFERRED_LAYOUT):
-        candidate["etp"] = expert_tp(x, candidate["tp"], given.get("etp"))
+        candidate["etp"] = expert_tp(x, candidate["tp"], given.get("etp"), candidate, gpus)
         check_layout(x, gpus=gpus, **candidate)
         return candidate
     check({"gpus": gpus, **given})
@@ -140,7 +140,7 @@ def resolve_layout(x: dict, gpus, given: dict, *, recompute: int, zero: int,
     if chosen is None:  # the search space has none (e.g. its sequence-parallel rule): the
         # preferred sizes for those left out, if they make a valid layout
         preferred = {**PREFERRED_LAYOUT, **candidate}
-        preferred["etp"] = expert_tp(x, preferred["tp"], given.get("etp"))
+        preferred["etp"] = expert_tp(x, preferred["tp"], given.get("etp"), preferred, gpus)
         try:
             check_layout(x, gpus=gpus, **preferred)
             return preferred
@@ -172,12 +172,23 @@ def no_layout_text(x: dict, gpus: int) -> str:
             f"(e.g. {multiple:,})")
 
 
-def expert_tp(x: dict, tp, etp):
+def expert_tp(x: dict, tp, etp, sizes: dict | None = None, gpus=None):
     """The expert-tensor-parallel size: ``etp`` for an MoE model when given, else ``tp``
-    (Megatron-Core's default; a dense model has no experts to split)."""
-    if etp is None or x["experts"] <= 1:
+    (Megatron-Core's default; a dense model has no experts to split) where EP x TP folds
+    over TP x CP x DP, else 1 (``sizes``: the layout's ``pp``, ``cp`` and ``ep``, with
+    ``gpus``; the recipes that fold a wide EP over a small TP set it so, e.g. DeepSeek-V3's
+    TP2 x EP64 on 1,024 H100 in NVIDIA's dgxc-benchmarking)."""
+    if x["experts"] <= 1:
         return tp
-    return etp
+    if etp is not None:
+        return etp
+    if sizes is None:
+        return tp
+    tp, pp, cp, ep = (np.asarray(v) for v in (tp, sizes["pp"], sizes["cp"], sizes["ep"]))
+    dp = np.asarray(gpus) // np.maximum(tp * pp * cp, 1)
+    folds = (tp * cp * dp) % np.maximum(ep * tp, 1) == 0
+    chosen = np.where(folds, tp, 1)
+    return int(chosen) if chosen.ndim == 0 else chosen
 
 
 def _layout_sizes(x: dict, layout: dict) -> dict[str, np.ndarray]:

@@ -631,6 +631,9 @@ class SoftwareStack(Entry):
     # bytes a logit the stack's loss holds beyond a fused FP32 cross-entropy's 4 (0 fused;
     # PyTorch's unfused loss on 16-bit logits: 6)
     loss_extra_bytes_per_logit: Quantity | None = None
+    # chunks of the sequence the loss computes its logits in, one chunk held at a time
+    # (1: all at once; torchtitan's ChunkedLossWrapper: 8)
+    loss_logit_chunks: Quantity | None = None
     # 1 if ZeRO-3/FSDP under pipeline parallelism keeps each stage's gathered parameters
     # through the step and reduce-scatters its gradients once (torchtitan), 0 if it gathers
     # and reduce-scatters in every micro-batch
@@ -744,6 +747,9 @@ class SoftwareStack(Entry):
         q = self.loss_extra_bytes_per_logit
         _check(problems, q is None or q.value >= 0, "loss_extra_bytes_per_logit.value",
                "expected >= 0 (0: a fused FP32 cross-entropy)")
+        q = self.loss_logit_chunks
+        _check(problems, q is None or (q.value >= 1 and float(q.value).is_integer()),
+               "loss_logit_chunks.value", "expected a whole number >= 1 (1: unchunked)")
         q = self.moe_act_input_bytes
         _check(problems, q is None or q.value in (1, 2), "moe_act_input_bytes.value",
                "expected 1 (FP8) or 2 (BF16)")

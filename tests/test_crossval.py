@@ -391,12 +391,15 @@ def test_independent_runs_load_every_row_with_its_reason():
     assert (dp * cases.tp * cases.pp * cases.cp == cases.gpus).all()
     assert (cases.global_batch % (dp * cases.micro_batch) == 0).all()
     # torchtitan's two uncompiled rows run eagerly (tests/test_elementwise_fusion.py), its
-    # DeepEP rows (use_deepep = true) on the DeepEP stack (tests/test_moe_physics.py)
+    # DeepEP rows (use_deepep = true) on the DeepEP stack (tests/test_moe_physics.py), its
+    # 2026 NVFP4 page with the chunked loss of that year's configs
     assert set(cases["stack"]) == {"torchtitan-fsdp2", "torchtitan-fsdp2-eager",
-                                   "torchtitan-fsdp2-deepep", "megatron-core-2025",
+                                   "torchtitan-fsdp2-deepep", "torchtitan-fsdp2-2026",
+                                   "megatron-core-2025",
                                    "maxtext-xla", "megatron-core-moe-baseline",
                                    "megatron-core-moe-deepep"}
     assert (cases["stack"] == "torchtitan-fsdp2-eager").sum() == 2
+    assert (cases["stack"] == "torchtitan-fsdp2-2026").sum() == 3
     assert set(x.units_of(cases)["loso"]) == {"pytorch/torchtitan", "arXiv:2407.21783",
                                               "www.intel.com/content", "amd-agi/maxtext-slurm",
                                               "ROCm/rocm-blogs", "AMD-AGI/Primus"}

@@ -97,6 +97,8 @@ LEGACY_EQUIVALENT = {
     "op_selective_recompute": 0.0, "selective_option": 0.0, "recompute_early_stop": 0.0,
     # a fused FP32 cross-entropy (Korthikanti's output-layer count alone)
     "loss_extra_bytes_per_logit": 0.0,
+    # the logits computed at once
+    "loss_logit_chunks": 1.0,
     # ZeRO-3 gathers and reduce-scatters in every micro-batch, PP or not
     "fsdp_keeps_gathered_under_pp": 0.0,
     # node-aware (hierarchical) data-parallel collectives

@@ -418,3 +418,20 @@ def test_torchtitans_fsdp_under_pp_keeps_the_stage_gathered():
     assert kept["dp_comm_s"] < per_microbatch["dp_comm_s"]
     # published peak 82.5 GiB (1F1B): now within the allocator's margin, not at half of it
     assert 0.7 < kept["memory_per_gpu_bytes"] / (82.5 * GiB) < 1.0
+
+
+def test_a_chunked_loss_holds_one_chunks_logits():
+    """torchtitan's ChunkedLossWrapper (stack torchtitan-fsdp2-2026, 8 chunks): the output
+    layer's logits and the unfused loss's extra bytes are held for one chunk of the
+    sequence at a time, (4 + extra) s b V (1 - 1/c) / t bytes fewer than all at once."""
+    from planner import evaluate
+
+    run = dict(model="llama3-8b", hardware="gb200", gpus=4, tp=1, pp=1, cp=1, ep=1, vp=1,
+               micro_batch=32, global_batch=128, seq_len=2048, zero=3,
+               recompute="selective", as_frame=False)
+    whole = evaluate(**run, stack="torchtitan-fsdp2")
+    chunked = evaluate(**run, stack="torchtitan-fsdp2-2026")
+    saved = (4 + 6) * 2048 * 32 * 128256 * (1 - 1 / 8)
+    assert whole["memory_per_gpu_bytes"] - chunked["memory_per_gpu_bytes"] == \
+        pytest.approx(saved, rel=1e-9)
+    assert whole["step_time_s"] == pytest.approx(chunked["step_time_s"], rel=1e-12)

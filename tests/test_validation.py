@@ -971,11 +971,20 @@ def test_published_memory_is_compared_and_every_row_fits():
     # 8B rows (FSDP alone, the layouts the model describes fully) come within 25 % of it
     pred = v.predict(v.load_cases(["independent-runs"]))
     rows = v.published_memory_check(pred)
-    assert len(rows) == 18
+    assert len(rows) == 21
     assert all(r["fits"] for r in rows)
-    assert all(r["ratio"] < 1.0 for r in rows)
-    small = [r["ratio"] for r in rows if "-l3-8b-" in r["run"]]
-    assert len(small) == 10 and min(small) > 0.75
+    # torchao's NVFP4 linears keep their inputs quantized for backward ('reduces memory
+    # use', torchtitan nvfp4.md): 111 GiB against BF16's 174; the model keeps them at the
+    # activations' BF16 (1.49x), a gap it reports
+    fp4 = "tt-nvfp4doc-l3-8b-nvfp4-4"
+    assert all(r["ratio"] < 1.0 for r in rows if r["run"] != fp4)
+    assert next(r["ratio"] for r in rows if r["run"] == fp4) == pytest.approx(1.49, abs=0.01)
+    small = [r["ratio"] for r in rows if "-l3-8b-" in r["run"] and r["run"] != fp4]
+    assert len(small) == 12 and min(small) > 0.75
+    # torchtitan's 2026 chunked loss (torchtitan-fsdp2-2026): the BF16 run's 174.5 GiB at
+    # 0.95x; with the 2024 unfused loss it was predicted at 1.35x its 184.3 GiB part
+    bf16 = next(r for r in rows if r["run"] == "tt-nvfp4doc-l3-8b-bf16-4")
+    assert bf16["ratio"] == pytest.approx(0.948, abs=0.005)
     # the 405B rows under PP, with FSDP's gathered stage counted (half without it)
     assert min(r["ratio"] for r in rows if "-l31-405b-" in r["run"]) > 0.7
 

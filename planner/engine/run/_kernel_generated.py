@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_moe, fsdp_keeps_gathered_under_pp, dp_collectives_flat, loss_extra_bytes_per_logit, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_moe, fsdp_keeps_gathered_under_pp, dp_collectives_flat, loss_extra_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -589,141 +589,142 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del moe_share, x0, x11, x112, x12, x15, x163, x17, x173, x18, x181, x220, x221, x228, x24, x25, x251, x3, x368, x369, x371, x372, x374, x375, x376, x377, x378, x379, x380, x381, x383, x385, x386, x46, x50, x56, x57, x70, x94, x95
     x388 = full_recompute * x175 * x384 + x387 * x93
     del x175, x384, x93
-    x389 = loss_extra_bytes_per_logit * tokens_mb * x176 + 4 * x266 * (vocab * x99 + 1)
-    del tokens_mb, x176, x266, x99
-    activation_bytes = full_recompute * x387 + linear_value_heads * x113 * x367 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x347 * x388 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x260 * numpy.minimum(x263, pp * vp + x261 * numpy.minimum(1, vp - 1))) + x389 + x42 * (x388 + x389)
-    del microbatches, x113, x260, x261, x263, x347, x367, x387, x388, x389, x42, x51
+    x389 = loss_logit_chunks ** (-1.0)
+    x390 = loss_extra_bytes_per_logit * tokens_mb * x176 * x389 + 4 * x266 * (vocab * x389 * x99 + 1)
+    del tokens_mb, x176, x266, x389, x99
+    activation_bytes = full_recompute * x387 + linear_value_heads * x113 * x367 * x51 * numpy.minimum(1, linear_attention_layers) + stage_layers * x347 * x388 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x260 * numpy.minimum(x263, pp * vp + x261 * numpy.minimum(1, vp - 1))) + x390 + x42 * (x388 + x390)
+    del microbatches, x113, x260, x261, x263, x347, x367, x387, x388, x390, x42, x51
     memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x361 + x365 + x366
     del x361, x365, x366
-    x390 = nodes / (rack_mtbf_s * rack_nodes)
-    x391 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x392 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x393 = x390 + x391 + x392
-    system_mtbf_s = x393 ** (-1.0)
-    x394 = node_repair_s * x390
-    x395 = numpy.exp(-x394)
-    x396 = node_repair_s * x391
-    x397 = -spare_nodes
-    x398 = rack_nodes + x397
-    x399 = x394 * x395
-    del x394
-    x400 = 2 * rack_nodes + x397
-    x401 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x395 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x402 = 3 * rack_nodes + x397
-    x403 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x395 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x404 = 4 * rack_nodes + x397
-    x405 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x395 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x406 = 5 * rack_nodes + x397
-    x407 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x395 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x408 = 6 * rack_nodes + x397
-    x409 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x395 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x410 = 7 * rack_nodes + x397
-    x411 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x395 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x412 = 8 * rack_nodes + x397
-    x413 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x395 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x414 = 9 * rack_nodes + x397
-    x415 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x395 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x416 = 10 * rack_nodes + x397
-    x417 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x395 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x418 = 11 * rack_nodes + x397
-    x419 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x395 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x390 * (x395 * poisson_cdf(-x398, x396) + x399 * poisson_cdf(-x400, x396) + x401 * poisson_cdf(-x402, x396) + x403 * poisson_cdf(-x404, x396) + x405 * poisson_cdf(-x406, x396) + x407 * poisson_cdf(-x408, x396) + x409 * poisson_cdf(-x410, x396) + x411 * poisson_cdf(-x412, x396) + x413 * poisson_cdf(-x414, x396) + x415 * poisson_cdf(-x416, x396) + x417 * poisson_cdf(-x418, x396) + x419 * poisson_cdf(-12 * rack_nodes - x397, x396)) + x391 * (x395 * poisson_cdf(spare_nodes - 1, x396) + x399 * poisson_cdf(-x398 - 1, x396) + x401 * poisson_cdf(-x400 - 1, x396) + x403 * poisson_cdf(-x402 - 1, x396) + x405 * poisson_cdf(-x404 - 1, x396) + x407 * poisson_cdf(-x406 - 1, x396) + x409 * poisson_cdf(-x408 - 1, x396) + x411 * poisson_cdf(-x410 - 1, x396) + x413 * poisson_cdf(-x412 - 1, x396) + x415 * poisson_cdf(-x414 - 1, x396) + x417 * poisson_cdf(-x416 - 1, x396) + x419 * poisson_cdf(-x418 - 1, x396)) + x392)
-    del x390, x391, x392, x395, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419
-    x420 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x421 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x393 * (x420 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x393 * (-manual_restart_s + x420 - x421))) + x420 - x421
-    del x393, x420, x421
+    x391 = nodes / (rack_mtbf_s * rack_nodes)
+    x392 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x393 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x394 = x391 + x392 + x393
+    system_mtbf_s = x394 ** (-1.0)
+    x395 = node_repair_s * x391
+    x396 = numpy.exp(-x395)
+    x397 = node_repair_s * x392
+    x398 = -spare_nodes
+    x399 = rack_nodes + x398
+    x400 = x395 * x396
+    del x395
+    x401 = 2 * rack_nodes + x398
+    x402 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x396 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x403 = 3 * rack_nodes + x398
+    x404 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x396 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x405 = 4 * rack_nodes + x398
+    x406 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x396 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x407 = 5 * rack_nodes + x398
+    x408 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x396 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x409 = 6 * rack_nodes + x398
+    x410 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x396 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x411 = 7 * rack_nodes + x398
+    x412 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x396 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x413 = 8 * rack_nodes + x398
+    x414 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x396 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x415 = 9 * rack_nodes + x398
+    x416 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x396 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x417 = 10 * rack_nodes + x398
+    x418 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x396 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x419 = 11 * rack_nodes + x398
+    x420 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x396 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x391 * (x396 * poisson_cdf(-x399, x397) + x400 * poisson_cdf(-x401, x397) + x402 * poisson_cdf(-x403, x397) + x404 * poisson_cdf(-x405, x397) + x406 * poisson_cdf(-x407, x397) + x408 * poisson_cdf(-x409, x397) + x410 * poisson_cdf(-x411, x397) + x412 * poisson_cdf(-x413, x397) + x414 * poisson_cdf(-x415, x397) + x416 * poisson_cdf(-x417, x397) + x418 * poisson_cdf(-x419, x397) + x420 * poisson_cdf(-12 * rack_nodes - x398, x397)) + x392 * (x396 * poisson_cdf(spare_nodes - 1, x397) + x400 * poisson_cdf(-x399 - 1, x397) + x402 * poisson_cdf(-x401 - 1, x397) + x404 * poisson_cdf(-x403 - 1, x397) + x406 * poisson_cdf(-x405 - 1, x397) + x408 * poisson_cdf(-x407 - 1, x397) + x410 * poisson_cdf(-x409 - 1, x397) + x412 * poisson_cdf(-x411 - 1, x397) + x414 * poisson_cdf(-x413 - 1, x397) + x416 * poisson_cdf(-x415 - 1, x397) + x418 * poisson_cdf(-x417 - 1, x397) + x420 * poisson_cdf(-x419 - 1, x397)) + x393)
+    del x391, x392, x393, x396, x397, x398, x399, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420
+    x421 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x422 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x394 * (x421 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x394 * (-manual_restart_s + x421 - x422))) + x421 - x422
+    del x394, x421, x422
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x422 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x423 = checkpoint_bytes * x356
-    x424 = x422 * x423
-    x425 = ckpt_async * x424
-    x426 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x427 = ckpt_sync * x426
-    x428 = x234 * x423
-    del x234, x423
-    x429 = ckpt_in_memory * (x424 + x428)
-    del x424
-    x430 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x431 = grad_bytes_per_param * trainable_params * x356
+    x423 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x424 = checkpoint_bytes * x356
+    x425 = x423 * x424
+    x426 = ckpt_async * x425
+    x427 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x428 = ckpt_sync * x427
+    x429 = x234 * x424
+    del x234, x424
+    x430 = ckpt_in_memory * (x425 + x429)
+    del x425
+    x431 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x432 = grad_bytes_per_param * trainable_params * x356
     del x356
-    x432 = optimizer_s - step_time_s
-    x433 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x422 * x431 / (1 - (1 - numpy.minimum(1, x430)) ** gockpt_steps) + x432)
-    del x422
-    checkpoint_stall_s = x425 + x427 + x429 + x433
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x425 + 2 * x427 + 2 * x429 + 2 * x433))
-    x434 = ckpt_async * x426
-    x435 = system_mtbf_s ** (-1.0)
-    x436 = checkpoint_stall_s * x435
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x431 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x432))) / numpy.log(1 - numpy.minimum(0.999999999999, x430))))) - 1) + 1
-    del x430, x431, x432
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x426) + x434), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x425 + 1 / 2 * x427 + 1 / 2 * x429 + 1 / 2 * x433), -checkpoint_stall_s + young_interval_s * (1 / 6 * x161 * numpy.sqrt(x436) + 1 / 18 * x436 + 1), system_mtbf_s)))
-    del x161, x425, x427, x429, x433
-    commit_latency_s = ckpt_gockpt * (step_time_s + x426) + x434
-    del x426, x434
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x428 + failure_restart_s
-    del failure_restart_s, x428
-    x437 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x437 + 1) / (global_batch * token_efficiency * (reference_batch * x437 + 1))
-    del x437, x77
+    x433 = optimizer_s - step_time_s
+    x434 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x423 * x432 / (1 - (1 - numpy.minimum(1, x431)) ** gockpt_steps) + x433)
+    del x423
+    checkpoint_stall_s = x426 + x428 + x430 + x434
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x426 + 2 * x428 + 2 * x430 + 2 * x434))
+    x435 = ckpt_async * x427
+    x436 = system_mtbf_s ** (-1.0)
+    x437 = checkpoint_stall_s * x436
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x432 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x433))) / numpy.log(1 - numpy.minimum(0.999999999999, x431))))) - 1) + 1
+    del x431, x432, x433
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x427) + x435), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x426 + 1 / 2 * x428 + 1 / 2 * x430 + 1 / 2 * x434), -checkpoint_stall_s + young_interval_s * (1 / 6 * x161 * numpy.sqrt(x437) + 1 / 18 * x437 + 1), system_mtbf_s)))
+    del x161, x426, x428, x430, x434
+    commit_latency_s = ckpt_gockpt * (step_time_s + x427) + x435
+    del x427, x435
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x429 + failure_restart_s
+    del failure_restart_s, x429
+    x438 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x438 + 1) / (global_batch * token_efficiency * (reference_batch * x438 + 1))
+    del x438, x77
     solve_time_s = step_time_s * steps
-    x438 = numpy.exp(commit_latency_s * x435)
-    x439 = numpy.exp(x435 * (checkpoint_interval_s + checkpoint_stall_s))
-    x440 = solve_time_s * x438 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x438 + x440 * (x439 - 1) - 1) * numpy.exp(restart_s * x435)
-    del x438
-    failure_stepping_s = system_mtbf_s * x440 * (x439 - numpy.exp(x436))
-    del x436, x439, x440
+    x439 = numpy.exp(commit_latency_s * x436)
+    x440 = numpy.exp(x436 * (checkpoint_interval_s + checkpoint_stall_s))
+    x441 = solve_time_s * x439 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x439 + x441 * (x440 - 1) - 1) * numpy.exp(restart_s * x436)
+    del x439
+    failure_stepping_s = system_mtbf_s * x441 * (x440 - numpy.exp(x437))
+    del x437, x440, x441
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x441 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x441)
-    x442 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x442 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x442
-    del x442
-    expected_failures = failure_wall_s * x435
-    del x435
+    x442 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x442)
+    x443 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x443 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x443
+    del x443
+    expected_failures = failure_wall_s * x436
+    del x436
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x441
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x442
     del failure_stepping_s
-    x443 = -wall_time_s
+    x444 = -wall_time_s
     gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x358 * (cp_comm_s + ep_comm_s + tp_comm_s + x353) + compute_power_fraction * compute_s * x358)
     del x353, x358
-    x444 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x443)
+    x445 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x444)
     del stepping_s
-    energy_gpu_j = gpus * x444
-    x445 = network_power_per_node_w + node_overhead_power_w
-    x446 = nodes * x445
+    energy_gpu_j = gpus * x445
+    x446 = network_power_per_node_w + node_overhead_power_w
+    x447 = nodes * x446
     del nodes
-    x447 = spare_nodes * (gpus_per_node * idle_power_w + x445) + x446
-    del x445
-    energy_it_j = energy_gpu_j + wall_time_s * x447
+    x448 = spare_nodes * (gpus_per_node * idle_power_w + x446) + x447
+    del x446
+    energy_it_j = energy_gpu_j + wall_time_s * x448
     energy_facility_j = energy_it_j * pue
-    x448 = eval_time_s + rollbacks * x441
-    del x441
-    x449 = pue * (gpu_step_power_w * gpus + x446)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x446) * (-failure_wall_s - x443 - x448) - solve_time_s * x449 - x448 * x449
-    del failure_wall_s, x446, x448, x449
-    x450 = wall_time_s ** (-1.0)
-    gpu_power_w = x444 * x450
-    del x444
-    avg_power_w = energy_facility_j * x450
-    del x450
-    peak_power_w = pue * (gpus * max_power_w + x447)
-    del x447
-    x451 = gpus + gpus_per_node * spare_nodes
-    x452 = 0.000277777777777778 * x451
-    gpu_hours = wall_time_s * x452
-    cost_cloud_usd = price_usd_per_gpu_hour * x452 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x443), wall_time_s)
-    del x443, x452
-    x453 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x453 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x451)) / utilisation
+    x449 = eval_time_s + rollbacks * x442
+    del x442
+    x450 = pue * (gpu_step_power_w * gpus + x447)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x447) * (-failure_wall_s - x444 - x449) - solve_time_s * x450 - x449 * x450
+    del failure_wall_s, x447, x449, x450
+    x451 = wall_time_s ** (-1.0)
+    gpu_power_w = x445 * x451
+    del x445
+    avg_power_w = energy_facility_j * x451
+    del x451
+    peak_power_w = pue * (gpus * max_power_w + x448)
+    del x448
+    x452 = gpus + gpus_per_node * spare_nodes
+    x453 = 0.000277777777777778 * x452
+    gpu_hours = wall_time_s * x453
+    cost_cloud_usd = price_usd_per_gpu_hour * x453 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x444), wall_time_s)
+    del x444, x453
+    x454 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x454 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x452)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x451 * x453
-    del x451, x453
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x452 * x454
+    del x452, x454
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

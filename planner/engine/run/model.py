@@ -1069,9 +1069,12 @@ def _adapter_activation_bytes(x: dict, s, b):
 
 def _output_layer_bytes(x: dict, s, b, h, tp):
     """Activation bytes of the output layer and the loss, one micro-batch: Korthikanti's
-    (a fused FP32 cross-entropy) and what the stack's unfused loss holds beyond it."""
-    return memory.output_layer_activation_bytes(s, b, h, x["vocab"], tp) \
-        + memory.unfused_loss_logit_bytes(s, b, x["vocab"], tp, x["loss_extra_bytes_per_logit"])
+    (a fused FP32 cross-entropy) and what the stack's unfused loss holds beyond it. A loss
+    over c sequence chunks, each backward before the next (torchtitan's ChunkedLossWrapper),
+    holds one chunk's logits: the bytes of V/c columns."""
+    held_vocab = x["vocab"] / x["loss_logit_chunks"]
+    return memory.output_layer_activation_bytes(s, b, h, held_vocab, tp) \
+        + memory.unfused_loss_logit_bytes(s, b, held_vocab, tp, x["loss_extra_bytes_per_logit"])
 
 
 def _frozen_state_bytes(x: dict, r: dict):

@@ -634,6 +634,9 @@ class SoftwareStack(Entry):
     # chunks of the sequence the loss computes its logits in, one chunk held at a time
     # (1: all at once; torchtitan's ChunkedLossWrapper: 8)
     loss_logit_chunks: Quantity | None = None
+    # the ZeRO stage the stack runs when the user leaves it out (0-3; 3: FSDP): its
+    # optimizer's or sharding's default (not a run-model input)
+    zero_stage: Quantity | None = None
     # 1 if ZeRO-3/FSDP under pipeline parallelism keeps each stage's gathered parameters
     # through the step and reduce-scatters its gradients once (torchtitan), 0 if it gathers
     # and reduce-scatters in every micro-batch
@@ -747,6 +750,9 @@ class SoftwareStack(Entry):
         q = self.loss_extra_bytes_per_logit
         _check(problems, q is None or q.value >= 0, "loss_extra_bytes_per_logit.value",
                "expected >= 0 (0: a fused FP32 cross-entropy)")
+        q = self.zero_stage
+        _check(problems, q is None or q.value in (0, 1, 2, 3), "zero_stage.value",
+               "expected 0, 1, 2 or 3 (3: FSDP)")
         q = self.loss_logit_chunks
         _check(problems, q is None or (q.value >= 1 and float(q.value).is_integer()),
                "loss_logit_chunks.value", "expected a whole number >= 1 (1: unchunked)")

@@ -30,11 +30,15 @@ def _changes(alternatives):
 
 def test_evaluate_gives_the_stack_and_pue_changes(capsys):
     out, err = _run(capsys, [*RUN, "-f", "json"])
-    changes = _changes(json.loads(out)["alternatives"])
+    payload = json.loads(out)
+    changes = _changes(payload["alternatives"])
     mine = evaluate(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4,
                     as_frame=False)
-    fsdp = evaluate(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4,
+    # the alternative keeps the run's layout and takes the other stack's ZeRO stage (3)
+    same = {k: payload["inputs"][k] for k in ("cp", "ep", "vp", "micro_batch", "recompute")}
+    fsdp = evaluate(model="llama3-70b", hardware="h100-sxm", gpus=1024, tp=8, pp=4, **same,
                     stack="torchtitan-fsdp2", as_frame=False)
+    assert fsdp["zero"] == 3 and mine["zero"] == 1
     stack = changes["--stack torchtitan-fsdp2"]
     assert stack["relative_change"] == pytest.approx(
         fsdp["gpu_hours"] / mine["gpu_hours"] - 1, rel=1e-9)

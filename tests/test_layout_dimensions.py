@@ -180,8 +180,8 @@ def test_evaluate_takes_the_layout_keywords_of_the_declaration():
     names = [f.name for f in dataclasses.fields(LayoutRequest)]
     assert names == [d.name for d in given] + ["flash_attention"]
     request = LayoutRequest()
-    assert (request.gpus, request.recompute, request.zero) == (
-        DEFAULTS["gpus"], None, DEFAULTS["zero"])  # recompute None: chosen per run
+    # recompute None: chosen per run; zero None: the stack's
+    assert (request.gpus, request.recompute, request.zero) == (DEFAULTS["gpus"], None, None)
     assert request.tp is None and request.shard_group is None
     # a misspelt keyword is Python's TypeError, with the nearest names
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'tpp'; did you mean: tp"):

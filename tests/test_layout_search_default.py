@@ -64,3 +64,16 @@ def test_no_layout_names_the_batch_rule_and_a_batch_that_has_one():
         evaluate(model="deepseek-v3", hardware="h800", gpus=72, global_batch=512,
                  stack="deepseek-hai-llm-2024")
     assert str(refused.value).endswith("try another --gpus")
+
+
+@pytest.mark.parametrize("stack, zero", [("megatron-core-2025", 1), ("torchtitan-fsdp2", 3),
+                                         ("torchtitan-fsdp2-2026", 3), ("maxtext-xla", 3),
+                                         ("llm-foundry-2023", 3), ("deepspeed-zero", 1)])
+def test_a_zero_stage_left_out_is_the_stacks(stack, zero):
+    # torchtitan, MaxText and llm-foundry shard everything (FSDP: ZeRO-3); a run on them
+    # evaluated at Megatron-Core's distributed optimizer (ZeRO-1) held replicated weights
+    # and gradients they never hold, and its typical alternative compared stacks so
+    run = dict(model="llama3-8b", hardware="h100-sxm", gpus=64, tp=1, pp=1, cp=1, ep=1, vp=1,
+               micro_batch=1, stack=stack, as_frame=False)
+    assert evaluate(**run)["zero"] == zero
+    assert evaluate(**run, zero=2)["zero"] == 2  # given, it is kept

@@ -223,11 +223,13 @@ def test_scenario_defaults_are_the_cli_defaults():
                  "knee_threshold"):
         assert _default(plan_options[name]) == getattr(scenario, name) == DEFAULTS[name]
     run_options = inspect.signature(evaluate_command).parameters  # layout + environment
-    for name in ("model", "tokens", "gpus", "zero", "site", "reliability",
+    for name in ("model", "tokens", "gpus", "site", "reliability",
                  "cost_basis", "pricing"):
         assert _default(run_options[name]) == DEFAULTS[name]
-    # left out: selective, or full where selective does not fit (chosen per run)
-    assert _default(run_options["recompute"]) is None and "recompute" not in DEFAULTS
+    # left out: selective, or full where selective does not fit; the stack's ZeRO stage
+    # (chosen per run)
+    for name in ("recompute", "zero"):
+        assert _default(run_options[name]) is None and name not in DEFAULTS
     assert scenario.deadline_days == 90.0
 
 

@@ -23,7 +23,11 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.engine.inputs.domains import MAX_GPUS
-from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE, layout_arguments
+from planner.engine.inputs.layout_rules import (
+    DEFAULT_RECOMPUTE,
+    DEFAULT_ZERO,
+    layout_arguments,
+)
 from planner.engine.inputs.scenario import DEFAULTS
 from planner.engine.layouts.evaluator import evaluate
 from planner.engine.layouts.layout_check import best_layout
@@ -151,7 +155,7 @@ def _fastest_fitting_layout(common: dict, gpus: int, overrides: dict) -> dict:
                     return_inputs=True)
     x = {k: (float(np.ravel(v)[0]) if np.size(v) == 1 else v) for k, v in x.items()}
     chosen = best_layout(x, int(gpus), {}, recompute=RECOMPUTE_CODES[DEFAULT_RECOMPUTE],
-                         zero=DEFAULTS["zero"], sequence_parallel=None)
+                         zero=DEFAULT_ZERO, sequence_parallel=None)  # the default stack's
     if chosen is None:
         raise CapplanError(f"no layout of {gpus:,} GPUs obeys the rules for this model "
                            "(TP*PP*CP*DP = GPUs, DP*micro-batch dividing the global batch): "

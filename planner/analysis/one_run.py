@@ -83,7 +83,7 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     if split:
         said.append(split)
     echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]),
-            "recompute": row["recompute"],
+            "recompute": row["recompute"], "zero": int(row["zero"]),
             "recompute_modules": modules,
             "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"]),
             "sequence_parallel": bool(row["sequence_parallel"])}

@@ -82,7 +82,7 @@ def evaluate(
     recompute: str = typer.Option(
         None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
-        1, help="ZeRO stage 0-3 (3 = FSDP)."),
+        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer)."),
     shard_group: int = typer.Option(
         None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all DP ranks."),
     sequence_parallel: bool = typer.Option(
@@ -478,7 +478,7 @@ def sensitivity(
     recompute: str = typer.Option(
         None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
-        1, help="ZeRO stage 0-3 (3 = FSDP)."),
+        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer)."),
     shard_group: int = typer.Option(
         None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all DP ranks."),
     sequence_parallel: bool = typer.Option(
@@ -583,7 +583,7 @@ def simulate(
     recompute: str = typer.Option(
         None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
-        1, help="ZeRO stage 0-3 (3 = FSDP)."),
+        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer)."),
     shard_group: int = typer.Option(
         None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all DP ranks."),
     sequence_parallel: bool = typer.Option(
@@ -696,7 +696,7 @@ def export_xlsx(
     recompute: str = typer.Option(
         None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
-        1, help="ZeRO stage 0-3 (3 = FSDP)."),
+        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer)."),
     shard_group: int = typer.Option(
         None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all DP ranks."),
     sequence_parallel: bool = typer.Option(

@@ -133,8 +133,10 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("recompute", "activation recompute", dtype="str", kernel=False,
               option="none | selective | full. Left out: selective, or full where no layout "
               "of the sizes given fits in memory with selective (said on stderr)."),
-    Dimension("zero", "ZeRO stage", kernel=False, option="ZeRO stage 0-3 (3 = FSDP).",
-              default=1, smallest=0, largest=3),
+    Dimension("zero", "ZeRO stage", kernel=False,
+              option="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the "
+              "FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a "
+              "distributed optimizer).", smallest=0, largest=3),
     Dimension("shard_group", "ZeRO shard group [DP ranks] (< dp: HSDP)", kernel=False,
               option="HSDP: shard the ZeRO state over groups of this many DP ranks and "
               "replicate it across the groups (e.g. the DP ranks of one node; needs --zero "
@@ -148,6 +150,9 @@ DIMENSIONS: tuple[Dimension, ...] = (
 #: that does not fits with ``full`` where that fits: :func:`planner.engine.layouts.
 #: evaluator.evaluate_run`).
 DEFAULT_RECOMPUTE = "selective"
+#: The ZeRO stage of a layout that leaves it out on a stack without its own (``zero_stage``:
+#: the FSDP stacks' 3): Megatron-Core's distributed optimizer.
+DEFAULT_ZERO = 1
 
 #: The sizes ``evaluate`` chooses when they are left out (searched for one layout; these
 #: sizes over arrays of layouts), name -> size.

@@ -41,6 +41,7 @@ from planner.engine.inputs.defaults import (  # noqa: F401
     PREFERRED_LAYOUT,
 )
 from planner.engine.inputs.domains import INPUT_DOMAINS, check, check_confidence
+from planner.engine.inputs.layout_rules import DEFAULT_ZERO
 from planner.engine.inputs.method import check_padded_length, method_of
 from planner.errors import CapplanError, PrecisionRefused, choice_error, did_you_mean, shown
 
@@ -239,7 +240,15 @@ def execution_defaults() -> dict[str, float]:
 
 #: Stack quantities that are no run-model input: a share of the accelerator's GEMM efficiency
 #: (applied in :func:`hardware_inputs`) and the precision check's int8 flag.
-NOT_RUN_INPUTS = ("gemm_efficiency_factor", "int8_training")
+NOT_RUN_INPUTS = ("gemm_efficiency_factor", "int8_training", "zero_stage")
+
+
+def stack_zero_stage(stack) -> int:
+    """The ZeRO stage a run on ``stack`` (catalog entry) takes when the user leaves it out:
+    the stack's ``zero_stage`` (torchtitan's FSDP2, MaxText's FSDP, llm-foundry's FSDP: 3),
+    else 1 (Megatron-Core's distributed optimizer)."""
+    q = getattr(stack, "zero_stage", None)
+    return int(q.value) if q is not None else DEFAULT_ZERO
 
 
 def _stack_input_names() -> tuple[str, ...]:

@@ -40,7 +40,7 @@ class LayoutRequest:
     #: activation recompute
     recompute: str | None = None
     #: ZeRO stage
-    zero: int | ArrayLike = 1
+    zero: int | ArrayLike | None = None
     #: ZeRO shard group [DP ranks] (< dp: HSDP)
     shard_group: int | ArrayLike | None = None
     #: 1 if sequence parallelism is on

@@ -39,6 +39,7 @@ from planner.engine.inputs.scenario import (
     DEFAULTS,
     PREFERRED_LAYOUT,
     check_overrides,
+    stack_zero_stage,
 )
 from planner.engine.layouts._layout_generated import LayoutRequest
 from planner.engine.layouts.layout_check import (
@@ -177,7 +178,6 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     check_catalog_dirs(catalog_dirs)
     check_mapping("overrides", overrides)
     check_given("gpus", gpus)
-    check_given("zero", zero)
     candidate_count({"gpus": gpus, **sizes, **others, "zero": zero,
                      "shard_group": shard_group, "sequence_parallel": sequence_parallel,
                      **(overrides or {})})
@@ -187,6 +187,9 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     check_overrides(overrides or {})
     if catalog is None:
         catalog = load_catalog(catalog_dirs)
+    if zero is None:  # left out: the stack's (FSDP stacks shard everything)
+        zero = stack_zero_stage(catalog.stack(c.stack) if isinstance(c.stack, str)
+                                else c.stack)
     # overrides first, so the layout checks and flags (stage_layers from layers ...) see the
     # overridden inputs; applied again after the flags so an overridden flag wins
     x = {**base_inputs(catalog, choices), **(overrides or {})}

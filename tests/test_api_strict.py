@@ -51,8 +51,8 @@ def _refused(call, **changes) -> str:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(NUMBERS), value=WRONG)
 def test_evaluate_refuses_wrong_numbers_with_capplan_error(name, value):
-    if name in ("tp", "pp", "cp", "micro_batch") and value is None:
-        value = True  # None: a size the search chooses
+    if name in ("tp", "pp", "cp", "micro_batch", "zero") and value is None:
+        value = True  # None: a size the search chooses, the stack's ZeRO stage
     if name in ("global_batch", "seq_len") and value is None:
         value = "x"  # None: the default
     if name == "global_batch" and isinstance(value, int) and not isinstance(value, bool) \

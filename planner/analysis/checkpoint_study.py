@@ -23,12 +23,8 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.engine.inputs.domains import MAX_GPUS
-from planner.engine.inputs.layout_rules import (
-    DEFAULT_RECOMPUTE,
-    DEFAULT_ZERO,
-    layout_arguments,
-)
-from planner.engine.inputs.scenario import DEFAULTS
+from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE, layout_arguments
+from planner.engine.inputs.scenario import DEFAULTS, stack_zero_stage
 from planner.engine.layouts.evaluator import evaluate
 from planner.engine.layouts.layout_check import best_layout
 from planner.engine.layouts.space import RECOMPUTE_CODES, RECOMPUTE_NAMES
@@ -155,7 +151,8 @@ def _fastest_fitting_layout(common: dict, gpus: int, overrides: dict) -> dict:
                     return_inputs=True)
     x = {k: (float(np.ravel(v)[0]) if np.size(v) == 1 else v) for k, v in x.items()}
     chosen = best_layout(x, int(gpus), {}, recompute=RECOMPUTE_CODES[DEFAULT_RECOMPUTE],
-                         zero=DEFAULT_ZERO, sequence_parallel=None)  # the default stack's
+                         zero=stack_zero_stage(common["catalog"].stack(DEFAULTS["stack"])),
+                         sequence_parallel=None)  # the study runs on the default stack
     if chosen is None:
         raise CapplanError(f"no layout of {gpus:,} GPUs obeys the rules for this model "
                            "(TP*PP*CP*DP = GPUs, DP*micro-batch dividing the global batch): "

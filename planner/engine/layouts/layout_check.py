@@ -172,21 +172,21 @@ def no_layout_text(x: dict, gpus: int) -> str:
             f"(e.g. {multiple:,})")
 
 
-def expert_tp(x: dict, tp, etp, sizes: dict | None = None, gpus=None):
+def expert_tp(x: dict, tp, etp, sizes: dict, gpus):
     """The expert-tensor-parallel size: ``etp`` for an MoE model when given, else ``tp``
-    (Megatron-Core's default; a dense model has no experts to split) where EP x TP folds
-    over TP x CP x DP, else 1 (``sizes``: the layout's ``pp``, ``cp`` and ``ep``, with
-    ``gpus``; the recipes that fold a wide EP over a small TP set it so, e.g. DeepSeek-V3's
-    TP2 x EP64 on 1,024 H100 in NVIDIA's dgxc-benchmarking)."""
+    (Megatron-Core's default; a dense model has no experts to split) where that obeys the
+    folding rule of :data:`~planner.engine.inputs.layout_rules.VALIDITY` (EP x ETP divides
+    TP x CP x DP), else 1 (``sizes``: the layout's ``pp``, ``cp`` and ``ep``, with ``gpus``;
+    the recipes that fold a wide EP over a small TP set it so, e.g. DeepSeek-V3's TP2 x
+    EP64 on 1,024 H100 in NVIDIA's dgxc-benchmarking)."""
     if x["experts"] <= 1:
         return tp
     if etp is not None:
         return etp
-    if sizes is None:
-        return tp
     tp, pp, cp, ep = (np.asarray(v) for v in (tp, sizes["pp"], sizes["cp"], sizes["ep"]))
     dp = np.asarray(gpus) // np.maximum(tp * pp * cp, 1)
-    folds = (tp * cp * dp) % np.maximum(ep * tp, 1) == 0
+    folds = holding(SimpleNamespace(tp=tp, cp=cp, dp=dp, ep=ep, etp=tp),
+                    frozenset({"tp", "cp", "dp", "ep", "etp"}))
     chosen = np.where(folds, tp, 1)
     return int(chosen) if chosen.ndim == 0 else chosen
 

@@ -246,9 +246,9 @@ def _resolve_one(x: dict, gpus, given: dict, recompute: str | None, *, zero: int
                  overrides: dict) -> tuple[str, dict]:
     """(recompute, layout sizes) of one layout: the sizes as :func:`resolve_layout` chooses
     them; a recompute left out (``None``) is selective, or full where no layout of the
-    sizes given fits with selective (nor comes within the memory model's error of fitting)
-    and one fits with full: a published run whose checkpointing is not stated ran in its
-    memory, and Megatron-Core's answer to a layout that does not fit is full recompute."""
+    sizes given fits with selective (nor comes within the memory model's error of
+    fitting): a published run whose checkpointing is not stated ran in its memory, and
+    Megatron-Core's answer to a layout that does not fit is full recompute."""
     def layout_for(name):
         return resolve_layout(x, gpus, given, recompute=RECOMPUTE_CODES[name], zero=zero,
                               sequence_parallel=sequence_parallel,
@@ -257,18 +257,13 @@ def _resolve_one(x: dict, gpus, given: dict, recompute: str | None, *, zero: int
     if recompute is not None:
         return recompute, layout_for(recompute)
     sizes = layout_for(DEFAULT_RECOMPUTE)
-
-    def fits(chosen, name):
-        return _fits_or_nearly(x, gpus, chosen, name, zero=zero, shard_group=shard_group,
-                               sequence_parallel=sequence_parallel,
-                               flash_attention=flash_attention, overrides=overrides)
-
-    if fits(sizes, DEFAULT_RECOMPUTE):
+    if _fits_or_nearly(x, gpus, sizes, DEFAULT_RECOMPUTE, zero=zero, shard_group=shard_group,
+                       sequence_parallel=sequence_parallel, flash_attention=flash_attention,
+                       overrides=overrides):
         return DEFAULT_RECOMPUTE, sizes
-    full = layout_for("full")
-    if fits(full, "full"):
-        return "full", full
-    return DEFAULT_RECOMPUTE, sizes  # neither: refused (or told) with the default's numbers
+    # full where it fits; where neither does, full too: its layout comes closest, and the
+    # refusal then names what would shrink it further, not the recompute already tried
+    return "full", layout_for("full")
 
 
 def _fits_or_nearly(x: dict, gpus, sizes: dict, recompute: str, *, zero: int, shard_group,

@@ -128,3 +128,13 @@ def test_a_phase_within_the_memory_models_error_is_timed_with_its_warning(capsys
     warning = next(line for line in err.splitlines() if "may not fit" in line)
     assert "pretrain" in warning and "needs 86.0 GB per GPU" in warning
     assert '"phases"' in out
+
+
+def test_a_recompute_left_out_that_fits_neither_way_is_refused_at_full(capsys):
+    # GPT-3 175B on 72 TPU v6e (32 GB): no layout fits with selective nor with full; the
+    # refusal shows the full-recompute layout, the closest, and does not suggest the
+    # recompute already tried
+    code, out, err = _run(capsys, ["evaluate", "-m", "gpt3-175b", "-H", "tpu-v6e", "-n", "72",
+                                   "--global-batch", "144", "--seq-len", "8192"])
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "recompute full" in err and "--recompute full" not in err

@@ -1527,6 +1527,64 @@ def elementwise_bytes_per_token(hidden, ffn, tp, sequence_parallel, bytes_per_el
     return bytes_per_element * (h_wide / (1 + sequence_parallel * (tp - 1)) + f_wide / tp)
 
 
+@formula(reference="Derived from the loss kernels' passes over the logits: Megatron-Core "
+         "megatron/core/fusions/fused_cross_entropy.py and tensor_parallel/cross_entropy.py "
+         "(NVIDIA/Megatron-LM); PyTorch F.cross_entropy (log_softmax + nll_loss); the "
+         "passes are memory-bound (Williams et al. 2009, doi:10.1145/1498765.1498785)",
+         domain={"tokens": ">=0", "vocab": ">0", "tp": ">=1", "bytes_per_logit": ">=0"},
+         symbols={**_SYM_MB, "bytes_per_logit": "e_L"}, result_latex="Q_{loss}")
+def cross_entropy_loss_bytes(tokens, vocab, tp, bytes_per_logit):
+    """HBM traffic of the cross-entropy loss over one micro-batch's logits, forward and
+    backward together.
+
+    The output layer's GEMM writes a logit per token and vocabulary entry; the loss then
+    runs memory-bound passes over them: the softmax's maximum, exponentials and sum, the
+    normalisation, and in the backward the gradient's scaling and cast. Each pass reads
+    and writes every logit, so the traffic is the logits' count times the bytes one
+    logit costs over all passes, a property of the loss kernel (the stack's
+    ``loss_bytes_per_logit``):
+
+    * unfused vocabulary-parallel loss (Megatron-LM 2021, Megatron-Core without fusion):
+      FP32 cast (2 + 4), max (4), subtract (4 + 4), exp (4 + 4), sum (4), divide (4 + 4);
+      backward scale (4 + 4) and BF16 cast (4 + 2): 52 B;
+    * Megatron-Core's fused loss (``cross_entropy_loss_fusion``, native): the four
+      jit-fused kernels move (2 + 4) + (4 + 4) + (4 + 4) + (4 + 2): 28 B;
+    * PyTorch eager ``F.cross_entropy`` on FP32 logits: cast (6), log-softmax forward
+      (three reads, one write: 16), NLL backward (zero fill: 4), log-softmax backward (16),
+      cast back (6): 48 B;
+    * one-pass fused kernels (flash-attn's/apex's xentropy, Inductor- or XLA-compiled
+      losses): two reads of the 16-bit logits forward, one read and one write backward: 8 B.
+
+    With tensor parallelism each rank holds V/t of the logits (vocabulary-parallel loss).
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens of one micro-batch on one rank t [1].
+    vocab : numeric
+        Vocabulary size V [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+    bytes_per_logit : numeric
+        HBM bytes one logit costs over the loss's passes, forward and backward e_L [B].
+
+    Returns
+    -------
+    numeric
+        Bytes moved by the loss on one rank, one micro-batch [B].
+
+    Examples
+    --------
+    Llama 3 8B (V = 128,256), one 8,192-token sequence, TP 1, Megatron-Core's fused loss:
+
+    >>> round(cross_entropy_loss_bytes(8192, 128256, 1, 28) / 1e9, 1)
+    29.4
+
+    .. math:: Q_{loss} = e_L \\, t \\, \\frac{V}{t_p}
+    """
+    return bytes_per_logit * tokens * vocab / tp
+
+
 @formula(reference="Adam update (Kingma & Ba 2015, arXiv:1412.6980 Alg. 1) on mixed-precision "
          "states (Micikevicius et al. 2018, arXiv:1710.03740 s3.1): fp32 master weights and "
          "moments read and written, gradients read, 16-bit weights written; Rajbhandari et "

@@ -634,6 +634,10 @@ class SoftwareStack(Entry):
     # chunks of the sequence the loss computes its logits in, one chunk held at a time
     # (1: all at once; torchtitan's ChunkedLossWrapper: 8)
     loss_logit_chunks: Quantity | None = None
+    # HBM bytes one logit costs over the loss kernels' passes, forward and backward
+    # (formulas.compute.cross_entropy_loss_bytes: Megatron-Core's fused loss 28, unfused 52,
+    # PyTorch eager 48, one-pass fused or compiled 8)
+    loss_bytes_per_logit: Quantity | None = None
     # the ZeRO stage the stack runs when the user leaves it out (0-3; 3: FSDP): its
     # optimizer's or sharding's default (not a run-model input)
     zero_stage: Quantity | None = None
@@ -753,6 +757,9 @@ class SoftwareStack(Entry):
         q = self.zero_stage
         _check(problems, q is None or q.value in (0, 1, 2, 3), "zero_stage.value",
                "expected 0, 1, 2 or 3 (3: FSDP)")
+        q = self.loss_bytes_per_logit
+        _check(problems, q is None or 0 <= q.value <= 128, "loss_bytes_per_logit.value",
+               "expected 0-128 bytes a logit (Megatron-Core's fused loss: 28)")
         q = self.loss_logit_chunks
         _check(problems, q is None or (q.value >= 1 and float(q.value).is_integer()),
                "loss_logit_chunks.value", "expected a whole number >= 1 (1: unchunked)")

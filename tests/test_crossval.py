@@ -107,11 +107,11 @@ def test_a_generation_left_out_starts_from_a_prior_and_stays_there(monkeypatch, 
     values, fixed = x.generation_priors("Blackwell", start)
     # the Grace host launch factor no other generation has: GH200's published CPU-bound
     # range against x86 hosts (arXiv:2504.11750: 4x the batch, GPU 1.9-2.7x faster), not
-    # the GB200/GB300 rows' fitted 2.5 nor a neutral 1.0
+    # the GB200/GB300 rows' fitted 2.0 nor a neutral 1.0
     grace = values[(("gb200", "gb300"), "host_launch_factor")]
     assert grace == pytest.approx(1.766, abs=0.001)
     assert 4 / 2.7 <= grace <= 4 / 1.9
-    assert start[(("gb200", "gb300"), "host_launch_factor")] == 2.5
+    assert start[(("gb200", "gb300"), "host_launch_factor")] == 2.0
 
     cases = v.load_cases(["llm-foundry-a100", "llm-foundry-h100"])
     calls = []

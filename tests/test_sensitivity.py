@@ -69,8 +69,9 @@ def test_cli_sensitivity_json_and_plot(capsys, tmp_path):
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = json.loads(out)["elasticities"]
-    # tokens (days, cost) and the price (cost) both have elasticity 1: either ranks first
-    assert len(rows) == 5 and rows[0]["input"] in ("tokens", "price_usd_per_gpu_hour")
+    # tokens (days, cost), the price (cost) and the PUE (energy) all have elasticity 1, equal
+    # to rounding: any of them ranks first
+    assert len(rows) == 5 and rows[0]["input"] in ("tokens", "price_usd_per_gpu_hour", "pue")
     assert "tokens" in {r["input"] for r in rows}
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -43,11 +43,6 @@ MISSING_TERMS = {
         "(allenai.org/blog/olmo2-32B), and the old trainer's throughput on this run is not "
         "published. The config also evaluates 30+ full downstream tasks every 1,000 steps "
         "(configs/official-1124/OLMo2-7B-stage1.yaml) at a cost not published",
-    ("olmo2-13b", "energy_gpu_mwh"):
-        "as olmo2-7b (the original OLMo trainer, whose throughput is not published; in-loop "
-        "evaluations, restarts and idle GPUs in the measured energy); Morrison et al. "
-        "arXiv:2503.05804 give 230 MWh for the same run, which capplan's 190 MWh meets at "
-        "0.83x: the two published values bracket the band's edge",
 }
 
 

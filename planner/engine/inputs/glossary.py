@@ -394,6 +394,9 @@ GLOSSARY: dict[str, Term] = {
     "loss_extra_bytes_per_logit": Term(
         "B", "bytes a logit the loss holds beyond a fused FP32 cross-entropy's 4",
         Domain(">=0", maximum=16)),
+    "loss_bytes_per_logit": Term(
+        "B", "HBM bytes one logit costs over the loss's passes, forward and backward",
+        Domain(">=0", maximum=128)),
     "loss_logit_chunks": Term(
         "1", "sequence chunks the loss computes its logits in, one held at a time (1: all)",
         Domain(">=1", maximum=1 << 20)),

@@ -454,7 +454,8 @@ def attention_times(x: dict, r: dict) -> dict:
 
 
 def mlp_times(x: dict, r: dict) -> dict:
-    """Forward time of one layer's MLP (dense or MoE), element-wise ops and the logits."""
+    """Forward time of one layer's MLP (dense or MoE), element-wise ops and the logits, and
+    the loss's passes over the logits (forward and backward)."""
     h, tp, t = x["hidden"], x["tp"], r["tokens_mb"]
     ffn, moe_ffn, vocab = x["ffn"] / tp, x["moe_ffn"] / tp, x["vocab"] / tp
     # routed experts: split over ETP, each GEMM sees the tokens routed to it from the ETP x
@@ -494,6 +495,9 @@ def mlp_times(x: dict, r: dict) -> dict:
             x, t, moe_ffn, h, minimum(minimum(t, h), moe_ffn)) + routing,
         "t_elem": _memory_bound(x, elementwise),
         "t_logits": _output_layer_gemm(x, t, vocab, h),
+        # the loss's memory-bound passes over the logits, forward and backward together
+        "t_loss": _memory_bound(x, compute.cross_entropy_loss_bytes(
+            t, x["vocab"], tp, x["loss_bytes_per_logit"])),
         "routed_copies": copies,  # routed token copies on one rank's experts
         # the experts' activation function run again in backward when its output is not
         # kept (recompute_moe_act): its stored input read, its output written
@@ -617,6 +621,7 @@ def compute_time(x: dict, r: dict) -> dict:
     compute_mb = x["stage_layers"] * (finetune.frozen_training_pass_time(
         layer_fwd, layer_recompute, frozen * gemm_fwd) + casts) \
         + finetune.frozen_training_pass_time(r["t_logits"], 0, frozen * r["t_logits"]) \
+        + r["t_loss"] \
         + _mtp_time(x, r) + r["dequant_mb"] + reference_mb
     return {"t_layer_fwd": layer_fwd, "compute_mb": compute_mb,
             "forward_mb": x["stage_layers"] * layer_fwd + r["t_logits"] + reference_mb,
@@ -635,7 +640,7 @@ def _mtp_time(x: dict, r: dict):
         + (1 - x["full_recompute"]) * x["selective"] * (r["t_core"] + r["t_scores"])
     return _mtp_on_fullest_stage(x) * (
         compute.training_pass_time(block_fwd, recompute)
-        + compute.training_pass_time(projection + r["t_logits"], 0))
+        + compute.training_pass_time(projection + r["t_logits"], 0) + r["t_loss"])
 
 
 def _scale_up(x: dict):
@@ -953,7 +958,8 @@ def step_time(x: dict, r: dict) -> dict:
     # software stragglers (Lin et al. OSDI'25): extra layers on the slowest stage stretch
     # every micro-batch and the bubble; unplanned GC on any rank stalls the step, planned
     # GC costs d/K; one slow node holds the whole group
-    layer_pass_mb = (r["compute_mb"] - compute.training_pass_time(r["t_logits"], 0)) \
+    layer_pass_mb = (r["compute_mb"] - compute.training_pass_time(r["t_logits"], 0)
+                     - r["t_loss"]) \
         / x["stage_layers"]
     imbalance_s = x["stage_extra_layers"] * layer_pass_mb * m * (1 + bubble_fraction)
     gc_s = x["gc_planned"] * straggler.planned_gc_delay(x["gc_duration_s"],

@@ -106,7 +106,9 @@ FIT_RULES = {
                          "(torchtitan's benchmark tables, its NVFP4 page's BF16 / MXFP8 / NVFP4 "
                          "rows on GB200 and its DeepEP page's Qwen3-30B-A3B "
                          "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table, "
-                         "AMD's MaxText Llama 3.1 405B runs on MI355X; "
+                         "AMD's MaxText Llama 3.1 405B runs on MI355X, Google's MaxText recipes "
+                         "on TPU7x (Ironwood: Llama 3.1 70B/405B, DeepSeek-V3, Qwen3-235B-A22B; "
+                         "tpu-recipes); "
                          "independent_runs.csv); its rows keep their `stack` (Float8 rowwise rows: the "
                          "fp8-rowwise recipe), torchtitan's default-EP Qwen3 row is "
                          "unexpressible and the Llama 3 rows, whose layout the paper does not "
@@ -567,7 +569,9 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
                      **shape, gpus=int(_num(r.gpus)), tp=tp, pp=pp, vp=int(_num(r.vp)),
                      cp=cp, ep=int(_num(r.ep)), etp=etp,
                      micro_batch=int(_num(r.micro_batch)),
-                     global_batch=int(_num(r.global_batch)), recompute=r.recompute,
+                     global_batch=int(_num(r.global_batch)),
+                     recompute=next((k for k in ("selective", "full") if
+                                     r.recompute.startswith(k)), r.recompute),
                      zero=int(_num(r.zero)), shard_group=shard_group, flash=True,
                      sequence_parallel=float(tp > 1 and not MODERN_NO_SP.search(r.notes)),
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
@@ -576,7 +580,9 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
                      family=re.match(r"[a-z]*", r.model.lower()).group(0),
                      source=r.source,
                      stack=getattr(r, "stack", "") or modern_stack(r.source),
-                     excluded=getattr(r, "excluded", ""))
+                     excluded=getattr(r, "excluded", ""),
+                     # 'selective: mlp, layernorm': the modules a row's recompute names
+                     **recompute_module_flags(r.recompute))
         stated = getattr(r, "unexpressible", "")
         case["unexpressible"] = stated
         rows.append(case)

@@ -344,14 +344,14 @@ def test_flashattention2_on_hopper_is_the_published_ratio_not_a_fit(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """69 rows: 61 predicted (Float8 rowwise as the fp8-rowwise recipe; the NVFP4 page's
+    """71 rows: 63 predicted (Float8 rowwise as the fp8-rowwise recipe; the NVFP4 page's
     BF16, MXFP8 and partial-NVFP4 rows on the 4 GB200 its commit message names); 1
     unexpressible (torchtitan's default expert-parallel path beside DeepEP); 7 excluded
     (Llama 3's unpinned layouts; AMD's dropless-MoE A/B blog, whose absolute throughput
     its authors call a floor); throughput per GPU in tokens/s or model TFLOP/s, none
-    fitted; 12 of them Google's MaxText recipes on 64-256 TPU7x chips."""
+    fitted; 14 of them Google's MaxText recipes on 64-256 TPU7x chips."""
     cases = v.load_cases(["independent-runs"])
-    assert len(cases) == 69
+    assert len(cases) == 71
     assert not cases.fit.any()
     unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
     assert unexpressible.sum() == 1 and excluded.sum() == 7 and (unexpressible & excluded).sum() == 0
@@ -362,7 +362,7 @@ def test_independent_runs_load_every_row_with_its_reason():
     nvfp4_page = cases[cases.case_id.str.startswith("tt-nvfp4doc-")]
     assert (nvfp4_page.hardware == "gb200").all() and set(nvfp4_page.precision) == {
         "bf16", "mxfp8", "nvfp4"}
-    assert v.predictable(cases).sum() == 61
+    assert v.predictable(cases).sum() == 63
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
     tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
     # per GPU: a 405B model at 16-128 tokens/s on H100 (645 on MI355X in FP8 with three
@@ -551,16 +551,17 @@ def test_prior_rows_state_each_generations_start_and_its_offset():
 
 
 def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
-    """Google's tpu-recipes Ironwood table (12 rows, tpu-recipes@c8cfe2f): MaxText on 64-256
+    """Google's tpu-recipes Ironwood table (14 rows, tpu-recipes@c8cfe2f): MaxText on 64-256
     TPU7x chips, pure FSDP, no row fitted. The 70B recipes keep the attention inputs and
     outputs on device and recompute the MLP and the norms ('selective: mlp, layernorm', the
     flags the row's recompute cell names); the 405B and MoE recipes offload the layer input
-    and recompute the rest (full). Dense rows within 6 % out of sample; the MoE rows, whose
-    host offload of every layer input is not modelled, predicted 27-48 % too fast
-    (docs/validation.md)."""
+    and recompute the rest (full). Dense rows within 6 % out of sample; DeepSeek-V3 and
+    Qwen3-235B-A22B, whose host offload of every layer input is not modelled, predicted
+    27-48 % too fast; gpt-oss-120b (head size 64, 128-token windows, 14 % MFU published)
+    2.6x too fast (docs/validation.md)."""
     cases = v.load_cases(["independent-runs"])
     tpu = cases[cases.case_id.str.startswith("tpurec-")].set_index("case_id")
-    assert len(tpu) == 12 and (tpu.hardware == "tpu-v7").all() and not tpu.fit.any()
+    assert len(tpu) == 14 and (tpu.hardware == "tpu-v7").all() and not tpu.fit.any()
     assert set(tpu["stack"]) == {"maxtext-xla"} and set(tpu.tp) == {1} and set(tpu.zero) == {3}
     assert (tpu.global_batch == tpu.gpus * tpu.micro_batch).all()
     l70 = tpu[tpu.model == "llama3.1-70b"]
@@ -572,4 +573,8 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
     pred = v.predict(cases[cases.case_id.str.startswith("tpurec-")]).set_index("case_id")
     dense = pred.model.isin(["llama3.1-70b", "llama3.1-405b"])
     assert (pred.error[dense].abs() < 0.06).all()
-    assert pred.error[~dense].between(0.25, 0.5).all()
+    gpt_oss = pred.model == "gpt-oss-120b"
+    assert pred.error[~dense & ~gpt_oss].between(0.25, 0.5).all()
+    # MaxText's TPU flash kernel takes gpt-oss's sinks (the maxtext-xla stack on TPUs)
+    assert (cases.loc[cases.case_id.str.startswith("tpurec-gptoss"), "shard_group"] == 32).all()
+    assert pred.error[gpt_oss].between(1.4, 1.8).all()

@@ -107,7 +107,7 @@ FIT_RULES = {
                          "rows on GB200 and its DeepEP page's Qwen3-30B-A3B "
                          "MoE rows on B200, Trainy's H200 run, the Llama 3 paper, Intel's Gaudi 2 table, "
                          "AMD's MaxText Llama 3.1 405B runs on MI355X, Google's MaxText recipes "
-                         "on TPU7x (Ironwood: Llama 3.1 70B/405B, DeepSeek-V3, Qwen3-235B-A22B; "
+                         "on TPU7x (Ironwood: Llama 3.1 70B/405B, DeepSeek-V3, Qwen3-235B-A22B, gpt-oss-120b; "
                          "tpu-recipes); "
                          "independent_runs.csv); its rows keep their `stack` (Float8 rowwise rows: the "
                          "fp8-rowwise recipe), torchtitan's default-EP Qwen3 row is "

@@ -1585,6 +1585,61 @@ def cross_entropy_loss_bytes(tokens, vocab, tp, bytes_per_logit):
     return bytes_per_logit * tokens * vocab / tp
 
 
+@formula(reference="Rajbhandari et al. 2021 (ZeRO-Infinity), arXiv:2104.07857 s5.1/s6 "
+         "(activation checkpoints offloaded to CPU memory, transfers overlapped with "
+         "compute); asynchronous host offload of activations on a copy stream beside the "
+         "compute: Megatron-Core/Transformer Engine CPU offloading (NVIDIA/TransformerEngine "
+         "transformer_engine/pytorch/cpu_offload.py, get_cpu_offload_context: 'offloading "
+         "... overlapped with computation'); JAX activation offloading through memory kinds "
+         "(jax.checkpoint_policies.save_and_offload_only_these_names, as MaxText's remat "
+         "policies name tensors '=offload')",
+         domain={"copy_bytes": ">=0", "host_bytes_per_s": ">0", "forward_s": ">=0",
+                 "backward_s": ">=0"},
+         symbols={"copy_bytes": "Q_h", "host_bytes_per_s": r"\beta_h", "forward_s": "t_f",
+                  "backward_s": "t_b"}, result_latex="t_{off}")
+def offload_exposed_time(copy_bytes, host_bytes_per_s, forward_s, backward_s):
+    """Exposed time of one layer's activations kept in host memory, one micro-batch.
+
+    The tensor is copied to the host after the layer's forward and back before its
+    backward, each copy on its own stream while the accelerator computes: a copy is hidden
+    behind the compute it runs beside (the next layer's forward, the previous layer's
+    backward) and only its excess shows.
+
+    Parameters
+    ----------
+    copy_bytes : numeric
+        Bytes offloaded for one layer and micro-batch Q_h [B].
+    host_bytes_per_s : numeric
+        Device-to-host (and host-to-device) copy bandwidth per accelerator beta_h [B/s].
+    forward_s : numeric
+        Compute time of one layer's forward pass the outgoing copy overlaps t_f [s].
+    backward_s : numeric
+        Compute time of one layer's backward pass (with its recompute) the incoming copy
+        overlaps t_b [s].
+
+    Returns
+    -------
+    numeric
+        Exposed copy time per layer and micro-batch [s].
+
+    Examples
+    --------
+    A 70B layer's input for one 8,192-token sequence (134 MB) over a 40 GB/s PCIe link,
+    beside a 50 ms forward and a 150 ms backward: hidden; beside a 2 ms forward and a 6 ms
+    backward, the 3.35 ms copy shows 1.35 ms in the forward and nothing in the backward:
+
+    >>> offload_exposed_time(134e6, 40e9, 0.05, 0.15)
+    0.0
+    >>> round(offload_exposed_time(134e6, 40e9, 0.002, 0.006) * 1e3, 2)
+    1.35
+
+    .. math:: t_{off} = \\max\\left(0, \\frac{Q_h}{\\beta_h} - t_f\\right)
+              + \\max\\left(0, \\frac{Q_h}{\\beta_h} - t_b\\right)
+    """
+    copy_s = copy_bytes / host_bytes_per_s
+    return maximum(copy_s - forward_s, 0) + maximum(copy_s - backward_s, 0)
+
+
 @formula(reference="Adam update (Kingma & Ba 2015, arXiv:1412.6980 Alg. 1) on mixed-precision "
          "states (Micikevicius et al. 2018, arXiv:1710.03740 s3.1): fp32 master weights and "
          "moments read and written, gradients read, 16-bit weights written; Rajbhandari et "

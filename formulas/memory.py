@@ -340,6 +340,47 @@ def full_recompute_activation_bytes_per_layer(seq_len, micro_batch, hidden, tp,
     return 2 * seq_len * micro_batch * hidden / (1 + sequence_parallel * (tp - 1))
 
 
+#: Offloaded layer inputs still in device memory: the one being copied out or in and the
+#: one the compute reads (double buffering of the copy stream).
+OFFLOAD_LAYERS_IN_TRANSIT = 2
+
+
+@formula(reference="Rajbhandari et al. 2021 (ZeRO-Infinity), arXiv:2104.07857 s5.1 (activation "
+         "checkpoints offloaded to CPU memory); Megatron-Core/Transformer Engine CPU offloading "
+         "(NVIDIA/TransformerEngine transformer_engine/pytorch/cpu_offload.py: double-buffered "
+         "copies)",
+         domain={"inflight_layers": ">=0", "layer_input_bytes": ">=0"},
+         symbols={"inflight_layers": "n_l", "layer_input_bytes": "A_{in}"},
+         result_latex="A_{off}")
+def offloaded_layer_input_bytes(inflight_layers, layer_input_bytes):
+    """Device memory that activation offloading frees: the inputs of the layers in flight
+    but the two in transit live in host memory.
+
+    Parameters
+    ----------
+    inflight_layers : numeric
+        Layer-micro-batches whose activations a rank holds at its peak n_l [1].
+    layer_input_bytes : numeric
+        Bytes of one layer's input for one micro-batch on the rank A_in [B].
+
+    Returns
+    -------
+    numeric
+        Bytes moved from device to host memory at the peak [B].
+
+    Examples
+    --------
+    >>> offloaded_layer_input_bytes(126, 1e9)
+    124000000000.0
+    >>> offloaded_layer_input_bytes(1, 1e9)
+    0.0
+
+    .. math:: A_{off} = \\max(n_l - 2, 0)\\, A_{in}
+    """
+    return where(inflight_layers > OFFLOAD_LAYERS_IN_TRANSIT,
+                 inflight_layers - OFFLOAD_LAYERS_IN_TRANSIT, 0.0) * layer_input_bytes
+
+
 @formula(reference=KORTHIKANTI + ", s4.3 (final norm 2sbh/t, output projection input 2sbh/t, "
          "fp32 logits 4sbV/t)",
          domain={"seq_len": ">0", "micro_batch": ">0", "hidden": ">0", "vocab": ">0",

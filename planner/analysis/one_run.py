@@ -58,8 +58,10 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     modules = o.pop("recompute_modules", None)
     if modules is not None and o["recompute"] is None:
         o["recompute"] = DEFAULT_RECOMPUTE  # the modules are selective recompute's
+    # activation offloading: the layer inputs in host memory
+    offload = bool(o.pop("offload_activations", False))
     overrides = {**(faults or {}), **network, **module_flags(modules, o["recompute"]),
-                 **(overrides or {})}
+                 **({"offload_layer_inputs": 1.0} if offload else {}), **(overrides or {})}
     choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
     columns, inputs = evaluator.evaluate_run(choices, evaluator.layout_request(o),
                                              catalog=catalog, overrides=overrides)
@@ -84,7 +86,7 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
         said.append(split)
     echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]),
             "recompute": row["recompute"], "zero": int(row["zero"]),
-            "recompute_modules": modules,
+            "recompute_modules": modules, "offload_activations": offload,
             "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"]),
             "sequence_parallel": bool(row["sequence_parallel"])}
     quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"],

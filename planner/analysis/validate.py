@@ -396,6 +396,9 @@ MODERN_SHARD = re.compile(r"sharded within (\d+) GPUs")
 #: A row whose notes turn sequence parallelism off (Intel Gaudi's FP8 recipes: HL_SEQ_PARALLEL=0);
 #: otherwise it is on wherever TP > 1, as every Megatron recipe sets it.
 MODERN_NO_SP = re.compile(r"sequence parallelism off", re.I)
+#: A row whose layer inputs live in host memory (MaxText's remat_policy ... decoder_layer_input=
+#: offload): the run input offload_layer_inputs
+MODERN_OFFLOAD = re.compile(r"offloading (?:only )?the decoder-layer input")
 
 
 #: Software stack of a modern row, by the repository its source names (first match).
@@ -582,7 +585,8 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
                      stack=getattr(r, "stack", "") or modern_stack(r.source),
                      excluded=getattr(r, "excluded", ""),
                      # 'selective: mlp, layernorm': the modules a row's recompute names
-                     **recompute_module_flags(r.recompute))
+                     **recompute_module_flags(r.recompute),
+                     offload_layer_inputs=1.0 if MODERN_OFFLOAD.search(r.notes) else np.nan)
         stated = getattr(r, "unexpressible", "")
         case["unexpressible"] = stated
         rows.append(case)
@@ -660,7 +664,7 @@ MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this
                                       r"configs of the period)?\s*$")
 MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
                    "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
-                   "recompute_mlp", "recompute_moe")
+                   "recompute_mlp", "recompute_moe", "offload_layer_inputs")
 #: Megatron-Core's recompute modules (planner.engine.inputs.recompute_modules, the flag
 #: each sets) and the other names the rows of moe_runs.csv give them; a shared-expert-only
 #: recompute is not modelled (its tensors stay counted).

@@ -170,6 +170,7 @@ def memory_remedy(largest: str, echo: dict) -> str:
             and not echo.get("recompute_modules")
         ways = (["--recompute full"] if echo["recompute"] != "full" else []) + \
                (["--recompute-modules moe"] if moe else []) + \
+               (["--offload-activations"] if not echo.get("offload_activations") else []) + \
                (["a smaller --micro-batch"] if echo["micro_batch"] > 1 else [])
         return _either([*ways, "more --tp/--cp"])
     stage = {"weights_bytes": 3, "grads_bytes": 2, "optimizer_state_bytes": 1}.get(largest)

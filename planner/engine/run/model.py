@@ -618,15 +618,29 @@ def compute_time(x: dict, r: dict) -> dict:
     reference_mb = x["reference_model"] * (x["stage_layers"] * base_fwd + r["t_logits"])
     # the recipe's casts: each layer's forward ones again under full recompute
     casts = r["t_cast_fwd"] * (1 + x["full_recompute"]) + r["t_cast_bwd"]
-    compute_mb = x["stage_layers"] * (finetune.frozen_training_pass_time(
-        layer_fwd, layer_recompute, frozen * gemm_fwd) + casts) \
+    # activation offloading: each layer's input copied to the host beside its forward and
+    # back beside its backward (with its recompute); what the compute cannot hide shows
+    layer_pass = finetune.frozen_training_pass_time(layer_fwd, layer_recompute,
+                                                    frozen * gemm_fwd)
+    offload_mb = x["offload_layer_inputs"] * x["stage_layers"] * compute.offload_exposed_time(
+        _layer_input_bytes(x), x["host_copy_bytes_per_s_per_gpu"], layer_fwd,
+        layer_pass - layer_fwd)
+    compute_mb = x["stage_layers"] * (layer_pass + casts) \
         + finetune.frozen_training_pass_time(r["t_logits"], 0, frozen * r["t_logits"]) \
-        + r["t_loss"] \
+        + r["t_loss"] + offload_mb \
         + _mtp_time(x, r) + r["dequant_mb"] + reference_mb
     return {"t_layer_fwd": layer_fwd, "compute_mb": compute_mb,
             "forward_mb": x["stage_layers"] * layer_fwd + r["t_logits"] + reference_mb,
             "weight_grad_mb": (1 - frozen) * (x["stage_layers"] * gemm_fwd + r["t_logits"]),
             "compute_s": r["microbatches"] * compute_mb}
+
+
+def _layer_input_bytes(x: dict):
+    """Bytes of one layer's input on one rank, one micro-batch (the full-recompute
+    checkpoint; split over TP ranks under sequence parallelism)."""
+    return memory.full_recompute_activation_bytes_per_layer(
+        x["seq_len"] / x["cp"], x["micro_batch"], x["hidden"], x["tp"],
+        x["sequence_parallel"])
 
 
 def _mtp_time(x: dict, r: dict):
@@ -1137,7 +1151,10 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
                                        "expert_optimizer_shards"),
         # (+ one linear-attention layer's chunk states, written in its forward and
         # recomputed in its backward)
+        # (an offloaded layer input is in host memory but for the two layers in transit)
         "activation_bytes": (inflight_layers * stored_layer
+                             - x["offload_layer_inputs"] * memory.offloaded_layer_input_bytes(
+                                 inflight_layers, _layer_input_bytes(x))
                              + x["full_recompute"] * layer_act
                              + minimum(x["linear_attention_layers"], 1)
                              * memory.gated_delta_rule_state_bytes(

@@ -557,8 +557,8 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
     flags the row's recompute cell names); the 405B and MoE recipes offload the layer input
     and recompute the rest (full). Dense rows within 6 % out of sample; DeepSeek-V3 and
     Qwen3-235B-A22B, whose host offload of every layer input is not modelled, predicted
-    27-48 % too fast; gpt-oss-120b (head size 64, 128-token windows, 14 % MFU published)
-    2.6x too fast (docs/validation.md)."""
+    27-42 % too fast; gpt-oss-120b (head size 64, 128-token windows, 14 % MFU published)
+    2.0x too fast (docs/validation.md)."""
     cases = v.load_cases(["independent-runs"])
     tpu = cases[cases.case_id.str.startswith("tpurec-") & (cases.hardware == "tpu-v7")]
     tpu = tpu.set_index("case_id")
@@ -578,7 +578,9 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
     assert pred.error[~dense & ~gpt_oss].between(0.25, 0.5).all()
     # MaxText's TPU flash kernel takes gpt-oss's sinks (the maxtext-xla stack on TPUs)
     assert (cases.loc[cases.case_id.str.startswith("tpurec-gptoss"), "shard_group"] == 32).all()
-    assert pred.error[gpt_oss].between(1.4, 1.8).all()
+    # (its layer input and MLP output offloaded: 2 h-vectors a token and layer, 1.9 GB a layer
+    # at 20 sequences of 8,192 a chip, over the host's estimated 20 GB/s: exposed)
+    assert pred.error[gpt_oss].between(0.9, 1.1).all()
 
 
 def test_tpu_v6e_recipes_are_held_out_and_predicted_too_fast():
@@ -590,6 +592,10 @@ def test_tpu_v6e_recipes_are_held_out_and_predicted_too_fast():
     cases = v.load_cases(["independent-runs"])
     v6e = cases[cases.hardware == "tpu-v6e"]
     assert len(v6e) == 12 and not v6e.fit.any() and set(v6e["stack"]) == {"maxtext-xla"}
-    assert (v6e.offload_layer_inputs[v6e.model != "gpt3-175b"] == 1).all()
+    # the h-vectors a token and layer each policy keeps in host memory (MaxText's custom
+    # policies: the layer input, q, k, v and, for 8B, the attention output)
+    offloaded = v6e.set_index("model").offloaded_activation_vectors
+    assert set(offloaded["llama3.1-8b"]) == {3.5} and set(offloaded["llama3.1-70b"]) == {2.25}
+    assert offloaded["llama3.1-405b"] == 1 and np.isnan(offloaded["gpt3-175b"])
     pred = v.predict(v6e)
     assert pred.error.between(0.05, 0.2).all()

@@ -102,7 +102,7 @@ LEGACY_EQUIVALENT = {
     # the loss's passes over the logits not timed
     "loss_bytes_per_logit": 0.0,
     # the layer inputs in device memory
-    "offload_layer_inputs": 0.0,
+    "offloaded_activation_vectors": 0.0,
     # ZeRO-3 gathers and reduce-scatters in every micro-batch, PP or not
     "fsdp_keeps_gathered_under_pp": 0.0,
     # node-aware (hierarchical) data-parallel collectives

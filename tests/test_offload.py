@@ -1,6 +1,6 @@
 """Activation offloading (issue 42): each layer's input kept in host memory between its
 forward and backward (MaxText's ``decoder_layer_input=offload``, Megatron-Core's CPU
-offloading), ``--offload-activations`` / run input ``offload_layer_inputs``."""
+offloading), ``--offload-activations`` / run input ``offloaded_activation_vectors``."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ SMALL_H100 = dict(model="llama3.2-1b", hardware="h100-sxm", gpus=8, tp=1, pp=1, 
 
 
 def _run(args, offload):
-    return evaluate(**args, overrides={"offload_layer_inputs": float(offload)}).iloc[0]
+    return evaluate(**args, overrides={"offloaded_activation_vectors": float(offload)}).iloc[0]
 
 
 def test_formula_examples_and_symbolic_form():
@@ -80,13 +80,13 @@ def test_copies_slower_than_the_layers_show():
     on, off = _run(SMALL_H100, 1), _run(SMALL_H100, 0)
     assert on["compute_s"] == pytest.approx(off["compute_s"], rel=1e-12)
     assert on["memory_per_gpu_bytes"] < off["memory_per_gpu_bytes"]
-    slow = evaluate(**SMALL_H100, overrides={"offload_layer_inputs": 1.0,
+    slow = evaluate(**SMALL_H100, overrides={"offloaded_activation_vectors": 1.0,
                                              "host_copy_bytes_per_s_per_gpu": 5e9}).iloc[0]
     assert slow["compute_s"] > off["compute_s"]
 
 
 def test_offloaded_time_grows_as_the_host_link_shrinks():
-    t = [evaluate(**SMALL_H100, overrides={"offload_layer_inputs": 1.0,
+    t = [evaluate(**SMALL_H100, overrides={"offloaded_activation_vectors": 1.0,
                                            "host_copy_bytes_per_s_per_gpu": bw}).iloc[0]
          ["step_time_s"] for bw in (64e9, 8e9, 2e9)]
     assert t[0] <= t[1] < t[2]

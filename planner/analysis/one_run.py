@@ -61,7 +61,7 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     # activation offloading: the layer inputs in host memory
     offload = bool(o.pop("offload_activations", False))
     overrides = {**(faults or {}), **network, **module_flags(modules, o["recompute"]),
-                 **({"offload_layer_inputs": 1.0} if offload else {}), **(overrides or {})}
+                 **({"offloaded_activation_vectors": 1.0} if offload else {}), **(overrides or {})}
     choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
     columns, inputs = evaluator.evaluate_run(choices, evaluator.layout_request(o),
                                              catalog=catalog, overrides=overrides)

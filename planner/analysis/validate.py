@@ -397,9 +397,11 @@ MODERN_SHARD = re.compile(r"sharded within (\d+) GPUs")
 #: A row whose notes turn sequence parallelism off (Intel Gaudi's FP8 recipes: HL_SEQ_PARALLEL=0);
 #: otherwise it is on wherever TP > 1, as every Megatron recipe sets it.
 MODERN_NO_SP = re.compile(r"sequence parallelism off", re.I)
-#: A row whose layer inputs live in host memory (MaxText's remat_policy ... decoder_layer_input=
-#: offload): the run input offload_layer_inputs
+#: A row whose activations live in host memory (MaxText's remat_policy ... decoder_layer_input=
+#: offload): the run input offloaded_activation_vectors, the h-vectors a token and layer the
+#: notes count, else 1 (the layer input)
 MODERN_OFFLOAD = re.compile(r"offloading (?:only )?the decoder-layer input")
+MODERN_OFFLOADED = re.compile(r"h-vectors offloaded a token and layer: ([\d.]+)")
 
 
 #: Software stack of a modern row, by the repository its source names (first match).
@@ -460,6 +462,14 @@ def modern_shape(row, catalog) -> dict:
         shape["embedding_matrices"] = min((1.0, 2.0), key=lambda e: abs(
             shape_param_count(shape | {"embedding_matrices": e}) - published))
     return shape
+
+
+def _offloaded_vectors(notes: str) -> float:
+    """The h-wide vectors a token and layer a row's notes say it offloads (NaN: none)."""
+    counted = MODERN_OFFLOADED.search(notes)
+    if counted:
+        return float(counted.group(1))
+    return 1.0 if MODERN_OFFLOAD.search(notes) else np.nan
 
 
 def modern_unexpressible(case, catalog) -> str:
@@ -587,7 +597,7 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
                      excluded=getattr(r, "excluded", ""),
                      # 'selective: mlp, layernorm': the modules a row's recompute names
                      **recompute_module_flags(r.recompute),
-                     offload_layer_inputs=1.0 if MODERN_OFFLOAD.search(r.notes) else np.nan)
+                     offloaded_activation_vectors=_offloaded_vectors(r.notes))
         stated = getattr(r, "unexpressible", "")
         case["unexpressible"] = stated
         rows.append(case)
@@ -665,7 +675,7 @@ MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this
                                       r"configs of the period)?\s*$")
 MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
                    "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
-                   "recompute_mlp", "recompute_moe", "offload_layer_inputs")
+                   "recompute_mlp", "recompute_moe", "offloaded_activation_vectors")
 #: Megatron-Core's recompute modules (planner.engine.inputs.recompute_modules, the flag
 #: each sets) and the other names the rows of moe_runs.csv give them; a shared-expert-only
 #: recompute is not modelled (its tensors stay counted).

@@ -394,9 +394,10 @@ GLOSSARY: dict[str, Term] = {
     "loss_extra_bytes_per_logit": Term(
         "B", "bytes a logit the loss holds beyond a fused FP32 cross-entropy's 4",
         Domain(">=0", maximum=16)),
-    "offload_layer_inputs": Term(
-        "1", "1 if each layer's input is kept in host memory between its forward and "
-        "backward (activation offloading), 0 if in device memory", FLAG),
+    "offloaded_activation_vectors": Term(
+        "1", "h-wide activation vectors a token and layer kept in host memory between the "
+        "layer's forward and backward (activation offloading; 1: the layer input)",
+        Domain(">=0", maximum=16)),
     "loss_bytes_per_logit": Term(
         "B", "HBM bytes one logit costs over the loss's passes, forward and backward",
         Domain(">=0", maximum=128)),

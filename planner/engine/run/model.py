@@ -622,8 +622,8 @@ def compute_time(x: dict, r: dict) -> dict:
     # back beside its backward (with its recompute); what the compute cannot hide shows
     layer_pass = finetune.frozen_training_pass_time(layer_fwd, layer_recompute,
                                                     frozen * gemm_fwd)
-    offload_mb = x["offload_layer_inputs"] * x["stage_layers"] * compute.offload_exposed_time(
-        _layer_input_bytes(x), x["host_copy_bytes_per_s_per_gpu"], layer_fwd,
+    offload_mb = x["stage_layers"] * compute.offload_exposed_time(
+        _offloaded_bytes(x), x["host_copy_bytes_per_s_per_gpu"], layer_fwd,
         layer_pass - layer_fwd)
     compute_mb = x["stage_layers"] * (layer_pass + casts) \
         + finetune.frozen_training_pass_time(r["t_logits"], 0, frozen * r["t_logits"]) \
@@ -641,6 +641,12 @@ def _layer_input_bytes(x: dict):
     return memory.full_recompute_activation_bytes_per_layer(
         x["seq_len"] / x["cp"], x["micro_batch"], x["hidden"], x["tp"],
         x["sequence_parallel"])
+
+
+def _offloaded_bytes(x: dict):
+    """Bytes one layer keeps in host memory for one micro-batch on one rank: the h-wide
+    vectors a token the run offloads (the layer input, and what a remat policy names)."""
+    return x["offloaded_activation_vectors"] * _layer_input_bytes(x)
 
 
 def _mtp_time(x: dict, r: dict):
@@ -1153,8 +1159,8 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         # recomputed in its backward)
         # (an offloaded layer input is in host memory but for the two layers in transit)
         "activation_bytes": (inflight_layers * stored_layer
-                             - x["offload_layer_inputs"] * memory.offloaded_layer_input_bytes(
-                                 inflight_layers, _layer_input_bytes(x))
+                             - memory.offloaded_layer_input_bytes(
+                                 inflight_layers, minimum(_offloaded_bytes(x), stored_layer))
                              + x["full_recompute"] * layer_act
                              + minimum(x["linear_attention_layers"], 1)
                              * memory.gated_delta_rule_state_bytes(

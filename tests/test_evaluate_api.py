@@ -161,9 +161,8 @@ def test_every_run_option_of_evaluate_is_a_run_choice_or_a_layout_size():
     from planner.engine.run.run_inputs import RunChoices
 
     handed = {f.name for f in (*fields(RunChoices), *fields(LayoutRequest))}
-    # --catalog and --prices go to the catalog (load_catalog), --network,
-    # --recompute-modules and --offload-activations to the overrides
-    # (planner.analysis.one_run.evaluate_one)
+    # --catalog and --prices go to the catalog (load_catalog), --network and
+    # --recompute-modules to the overrides (planner.analysis.one_run.evaluate_one)
     rest = (set(LAYOUT_OPTIONS) - set(FAULT_OPTIONS) - set(NETWORK_FLAGS)
-            - {"catalog", "prices", "network", "recompute_modules", "offload_activations"})
+            - {"catalog", "prices", "network", "recompute_modules"})
     assert rest <= handed, rest - handed

@@ -106,3 +106,36 @@ def test_cli_flag_offloads_and_the_refusal_names_it(capsys):
     assert main([*args, "--offload-activations"]) == 0
     out = capsys.readouterr().out
     assert '"fits": true' in out
+
+
+def test_plan_takes_the_flag_for_every_candidate(capsys):
+    """`capplan plan --offload-activations` searches with the layer inputs in host memory:
+    on 64 TPU7x chips, where 405B is memory-bound, a faster layout fits."""
+    import json
+
+    from planner.cli.main import main
+
+    base = ["plan", "-m", "llama3.1-405b", "-H", "tpu-v7", "--stack", "maxtext-xla",
+            "--min-gpus", "64", "--max-gpus", "64", "--deadline-days", "100000", "-f", "json"]
+    days = []
+    for extra in ([], ["--offload-activations"]):
+        assert main([*base, *extra]) == 0
+        days.append(json.loads(capsys.readouterr().out)["best"]["time"]["wall_days"])
+    assert days[1] < days[0]
+
+
+def test_a_scenario_file_offloads_and_refuses_a_number(tmp_path, capsys):
+    from planner.cli.main import main
+
+    good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
+    good.write_text('model = "llama3.1-405b"\n\n[faults]\noffload_activations = true\n')
+    bad.write_text('model = "llama3.1-405b"\n\n[faults]\noffload_activations = 1\n')
+    args = ["evaluate", "-H", "tpu-v7", "-n", "256", "--tp", "1", "--pp", "1", "--cp", "1",
+            "--ep", "1", "--vp", "1", "--micro-batch", "6", "--global-batch", "1536",
+            "--seq-len", "8192", "--recompute", "full", "--zero", "3", "--stack", "maxtext-xla",
+            "--precision", "fp8", "-f", "json"]
+    assert main([*args, "-s", str(good)]) == 0
+    assert '"fits": true' in capsys.readouterr().out
+    assert main([*args, "-s", str(bad)]) != 0
+    err = capsys.readouterr().err
+    assert "offload_activations must be a bool, got 1" in err and "Traceback" not in err

@@ -58,10 +58,8 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     modules = o.pop("recompute_modules", None)
     if modules is not None and o["recompute"] is None:
         o["recompute"] = DEFAULT_RECOMPUTE  # the modules are selective recompute's
-    # activation offloading: the layer inputs in host memory
-    offload = bool(o.pop("offload_activations", False))
     overrides = {**(faults or {}), **network, **module_flags(modules, o["recompute"]),
-                 **({"offloaded_activation_vectors": 1.0} if offload else {}), **(overrides or {})}
+                 **(overrides or {})}
     choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
     columns, inputs = evaluator.evaluate_run(choices, evaluator.layout_request(o),
                                              catalog=catalog, overrides=overrides)
@@ -86,7 +84,8 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
         said.append(split)
     echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]),
             "recompute": row["recompute"], "zero": int(row["zero"]),
-            "recompute_modules": modules, "offload_activations": offload,
+            "recompute_modules": modules,
+            "offload_activations": bool(overrides.get("offloaded_activation_vectors", 0)),
             "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"]),
             "sequence_parallel": bool(row["sequence_parallel"])}
     quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"],

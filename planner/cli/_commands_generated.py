@@ -29,6 +29,7 @@ from planner.cli.common import (
     ModelOption,
     NetworkOption,
     NicGbpsOption,
+    OffloadActivationsOption,
     OutputOption,
     OversubscriptionOption,
     PodGpusOption,
@@ -96,12 +97,6 @@ def evaluate(
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
-    offload_activations: bool = typer.Option(
-        False, "--offload-activations/--no-offload-activations",
-        help="Keep each layer's input in host memory between its forward and backward "
-             "(activation offloading, as MaxText's decoder_layer_input=offload or "
-             "Megatron-Core's --cpu-offloading): HBM for the layers in flight but two, "
-             "copies over the host link beside the compute."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
@@ -147,6 +142,7 @@ def evaluate(
     loss_spikes: LossSpikesOption = FAULT_DEFAULTS["loss_spikes"],
     rollback_steps: RollbackStepsOption = FAULT_DEFAULTS["rollback_steps"],
     commitment_reuse: CommitmentReuseOption = FAULT_DEFAULTS["commitment_reuse"],
+    offload_activations: OffloadActivationsOption = FAULT_DEFAULTS["offload_activations"],
     network: NetworkOption = None,
     gpus_per_node: GpusPerNodeOption = None,
     nic_gbps: NicGbpsOption = None,
@@ -277,6 +273,7 @@ def plan(
     loss_spikes: LossSpikesOption = FAULT_DEFAULTS["loss_spikes"],
     rollback_steps: RollbackStepsOption = FAULT_DEFAULTS["rollback_steps"],
     commitment_reuse: CommitmentReuseOption = FAULT_DEFAULTS["commitment_reuse"],
+    offload_activations: OffloadActivationsOption = FAULT_DEFAULTS["offload_activations"],
     network: NetworkOption = None,
     gpus_per_node: GpusPerNodeOption = None,
     nic_gbps: NicGbpsOption = None,
@@ -498,12 +495,6 @@ def sensitivity(
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
-    offload_activations: bool = typer.Option(
-        False, "--offload-activations/--no-offload-activations",
-        help="Keep each layer's input in host memory between its forward and backward "
-             "(activation offloading, as MaxText's decoder_layer_input=offload or "
-             "Megatron-Core's --cpu-offloading): HBM for the layers in flight but two, "
-             "copies over the host link beside the compute."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
@@ -549,6 +540,7 @@ def sensitivity(
     loss_spikes: LossSpikesOption = FAULT_DEFAULTS["loss_spikes"],
     rollback_steps: RollbackStepsOption = FAULT_DEFAULTS["rollback_steps"],
     commitment_reuse: CommitmentReuseOption = FAULT_DEFAULTS["commitment_reuse"],
+    offload_activations: OffloadActivationsOption = FAULT_DEFAULTS["offload_activations"],
     network: NetworkOption = None,
     gpus_per_node: GpusPerNodeOption = None,
     nic_gbps: NicGbpsOption = None,
@@ -609,12 +601,6 @@ def simulate(
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
-    offload_activations: bool = typer.Option(
-        False, "--offload-activations/--no-offload-activations",
-        help="Keep each layer's input in host memory between its forward and backward "
-             "(activation offloading, as MaxText's decoder_layer_input=offload or "
-             "Megatron-Core's --cpu-offloading): HBM for the layers in flight but two, "
-             "copies over the host link beside the compute."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
@@ -660,6 +646,7 @@ def simulate(
     loss_spikes: LossSpikesOption = FAULT_DEFAULTS["loss_spikes"],
     rollback_steps: RollbackStepsOption = FAULT_DEFAULTS["rollback_steps"],
     commitment_reuse: CommitmentReuseOption = FAULT_DEFAULTS["commitment_reuse"],
+    offload_activations: OffloadActivationsOption = FAULT_DEFAULTS["offload_activations"],
     network: NetworkOption = None,
     gpus_per_node: GpusPerNodeOption = None,
     nic_gbps: NicGbpsOption = None,
@@ -728,12 +715,6 @@ def export_xlsx(
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
-    offload_activations: bool = typer.Option(
-        False, "--offload-activations/--no-offload-activations",
-        help="Keep each layer's input in host memory between its forward and backward "
-             "(activation offloading, as MaxText's decoder_layer_input=offload or "
-             "Megatron-Core's --cpu-offloading): HBM for the layers in flight but two, "
-             "copies over the host link beside the compute."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],
@@ -779,6 +760,7 @@ def export_xlsx(
     loss_spikes: LossSpikesOption = FAULT_DEFAULTS["loss_spikes"],
     rollback_steps: RollbackStepsOption = FAULT_DEFAULTS["rollback_steps"],
     commitment_reuse: CommitmentReuseOption = FAULT_DEFAULTS["commitment_reuse"],
+    offload_activations: OffloadActivationsOption = FAULT_DEFAULTS["offload_activations"],
     network: NetworkOption = None,
     gpus_per_node: GpusPerNodeOption = None,
     nic_gbps: NicGbpsOption = None,
@@ -875,6 +857,7 @@ def plot(
     loss_spikes: LossSpikesOption = FAULT_DEFAULTS["loss_spikes"],
     rollback_steps: RollbackStepsOption = FAULT_DEFAULTS["rollback_steps"],
     commitment_reuse: CommitmentReuseOption = FAULT_DEFAULTS["commitment_reuse"],
+    offload_activations: OffloadActivationsOption = FAULT_DEFAULTS["offload_activations"],
     network: NetworkOption = None,
     gpus_per_node: GpusPerNodeOption = None,
     nic_gbps: NicGbpsOption = None,

@@ -196,6 +196,12 @@ LossSpikesOption = Annotated[float, typer.Option(
     "arXiv:2204.02311 s5.1; 0 for a stable recipe).")]
 RollbackStepsOption = Annotated[float, typer.Option(
     help="Steps redone per loss-spike rollback (default 100, PaLM).")]
+OffloadActivationsOption = Annotated[bool, typer.Option(
+    "--offload-activations/--no-offload-activations",
+    help="Keep each layer's input in host memory between its forward and backward "
+    "(activation offloading, as MaxText's decoder_layer_input=offload or Megatron-Core's "
+    "--cpu-offloading): device memory holds two layers' inputs, the copies run over the "
+    "host link beside the compute (default: off).")]
 CommitmentReuseOption = Annotated[float, typer.Option(
     help="With --pricing reserved-1y/-3y: share of the committed term the job leaves unused "
     "that you resell or reuse, in [0, 1] (default 0: the whole term is paid for).")]

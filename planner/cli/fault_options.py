@@ -4,7 +4,8 @@ The flags (``--spares``, ``--gc-interval``, ``--gc-pause``, ``--gc-every-steps``
 ``--stage-imbalance``, ``--slow-nodes``, ``--slow-node-slowdown``), the checkpoint interval
 and run overheads (``--checkpoint-interval``, ``--eval-overhead``, ``--maintenance``,
 ``--loss-spikes``, ``--rollback-steps``), the share of a reserved tier's committed term
-resold or reused (``--commitment-reuse``) and the ``[faults]``
+resold or reused (``--commitment-reuse``), activation offloading
+(``--offload-activations``) and the ``[faults]``
 section of a scenario file become run-model inputs (:data:`planner.engine.run.model.INPUTS`)
 through :func:`fault_inputs`, each checked with the flag's own name.
 """
@@ -23,6 +24,9 @@ FAULT_DEFAULTS: dict = {
     "checkpoint_interval": None, "eval_overhead": None, "maintenance": None,
     "loss_spikes": None, "rollback_steps": None,
     "commitment_reuse": None,
+    # activation offloading: the layer inputs in host memory (run input
+    # offloaded_activation_vectors = 1)
+    "offload_activations": False,
 }
 #: Run-overhead flags -> (run-model input, factor from the flag's unit).
 OVERHEAD_INPUTS = {"checkpoint_interval": ("checkpoint_interval_fixed_s", 1.0),
@@ -67,6 +71,8 @@ def fault_inputs(values: dict) -> dict[str, float]:
     for flag, (name, factor) in OVERHEAD_INPUTS.items():
         if v[flag] is not None:
             out[name] = float(v[flag]) * factor
+    if v["offload_activations"]:
+        out["offloaded_activation_vectors"] = 1.0
     if v["gc_every_steps"] is not None:
         out.update(gc_planned=1.0, gc_planned_steps=float(v["gc_every_steps"]),
                    gc_duration_s=float(v["gc_pause"]))

@@ -56,12 +56,6 @@ def batch_and_site_options(
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
-    offload_activations: bool = typer.Option(
-        False, "--offload-activations/--no-offload-activations",
-        help="Keep each layer's input in host memory between its forward and backward "
-             "(activation offloading, as MaxText's decoder_layer_input=offload or "
-             "Megatron-Core's --cpu-offloading): HBM for the layers in flight but two, "
-             "copies over the host link beside the compute."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = DEFAULTS["stack"],
     site: SiteOption = DEFAULTS["site"],

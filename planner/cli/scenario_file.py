@@ -63,12 +63,15 @@ FAULT_KEYS: dict[str, tuple] = {
     "slow_node_slowdown": (float,), "checkpoint_interval": (float,),
     "eval_overhead": (float,), "maintenance": (float,), "loss_spikes": (float,),
     "rollback_steps": (float,), "commitment_reuse": (float, int),
+    "offload_activations": (bool,),
 }
 
 def _toml(value) -> str:
     """A default as TOML text (floats short: 15e12, 0.8)."""
     if isinstance(value, str):
         return f'"{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         mantissa, _, exponent = f"{value:g}".partition("e")
         return f"{mantissa}e{int(exponent)}" if exponent else mantissa
@@ -196,6 +199,7 @@ _FAULT_EXAMPLES = {
     "loss_spikes": (78.4, "loss-spike rollbacks per million steps (PaLM); 0: none"),
     "rollback_steps": (100, "steps redone per rollback (PaLM)"),
     "commitment_reuse": (0.0, "reserved tiers: share of the unused committed term resold or reused"),
+    "offload_activations": (False, "keep each layer's input in host memory (activation offloading)"),
 }
 
 
@@ -271,7 +275,7 @@ def _faults(path: str, section: dict) -> dict:
         kinds = FAULT_KEYS[key]
         if float in kinds and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not isinstance(value, kinds) or isinstance(value, bool):
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             names = " or ".join(k.__name__ for k in kinds)
             raise CapplanError(f"{path}: [faults] {key} must be a {names}, got {value!r}")
         out[key] = value

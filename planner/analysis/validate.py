@@ -584,8 +584,7 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
                      cp=cp, ep=int(_num(r.ep)), etp=etp,
                      micro_batch=int(_num(r.micro_batch)),
                      global_batch=int(_num(r.global_batch)),
-                     recompute=next((k for k in ("selective", "full") if
-                                     r.recompute.startswith(k)), r.recompute),
+                     recompute=recompute_kind(r.recompute, r.recompute),
                      zero=int(_num(r.zero)), shard_group=shard_group, flash=True,
                      sequence_parallel=float(tp > 1 and not MODERN_NO_SP.search(r.notes)),
                      precision=r.precision, scale_out_bytes_per_s=scale_out,
@@ -684,6 +683,12 @@ RECOMPUTE_MODULES = {
     "norm": "recompute_norms", "rmsnorm": "recompute_norms", "act": "recompute_moe_act",
     "up_proj": "recompute_mla_up_proj", "mla up-projection": "recompute_mla_up_proj",
     "shared_expert": None, "shared_experts": None}
+
+
+def recompute_kind(cell: str, other: str) -> str:
+    """The recompute of a data file's cell: ``selective`` or ``full`` where it starts so
+    (``selective: <modules>`` included, :func:`recompute_module_flags`), else ``other``."""
+    return next((k for k in ("selective", "full") if cell.startswith(k)), other)
 
 
 def recompute_module_flags(cell: str) -> dict[str, float]:
@@ -806,7 +811,7 @@ def load_moe_runs() -> pd.DataFrame:
         if not np.isfinite(etp):
             etp = _default_etp(int(tp), int(cp), int(dp), int(ep)) if np.isfinite(dp) else 1
         precision = "bf16" if r.precision.strip().lower() == "bf16" else "fp8"
-        recompute = next((k for k in ("selective", "full") if r.recompute.startswith(k)), "none")
+        recompute = recompute_kind(r.recompute, "none")
         if not r.recompute and "activation_checkpointing true" in f"{r.software} {r.notes}":
             recompute = "full"  # NeMo AutoModel configs: whole-layer activation checkpointing
         metric = {"tflops_per_gpu": "model_tflops_per_gpu"}.get(r.metric, r.metric)

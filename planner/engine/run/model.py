@@ -1124,8 +1124,8 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
     h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
     layer_act = _layer_activation_bytes(x, r, s, b, h, tp)
     # full recompute keeps each layer's input, plus one layer's working set
-    stored_layer = x["full_recompute"] * memory.full_recompute_activation_bytes_per_layer(
-        s, b, h, tp, x["sequence_parallel"]) + (1 - x["full_recompute"]) * layer_act
+    stored_layer = x["full_recompute"] * _layer_input_bytes(x) \
+        + (1 - x["full_recompute"]) * layer_act
     # MTP modules, with the loss on the last stage: one micro-batch in flight
     mtp_act = _mtp_on_fullest_stage(x) * (
         stored_layer + _output_layer_bytes(x, s, b, h, tp))
@@ -1155,9 +1155,9 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         + unsharded,
         "optimizer_state_bytes": state("optimizer_bytes_per_param", "optimizer_shards",
                                        "expert_optimizer_shards"),
-        # (+ one linear-attention layer's chunk states, written in its forward and
+        # (an offloaded layer input is in host memory but for the two layers in transit;
+        # + one linear-attention layer's chunk states, written in its forward and
         # recomputed in its backward)
-        # (an offloaded layer input is in host memory but for the two layers in transit)
         "activation_bytes": (inflight_layers * stored_layer
                              - memory.offloaded_layer_input_bytes(
                                  inflight_layers, minimum(_offloaded_bytes(x), stored_layer))

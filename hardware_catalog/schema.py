@@ -667,6 +667,10 @@ class SoftwareStack(Entry):
     # element its stored input is kept at under an FP8 recipe (DeepSeek-V3: 1)
     recompute_moe_act: Quantity | None = None
     moe_act_input_bytes: Quantity | None = None
+    # 1 if the layout's selective recompute runs the attention core's forward again in
+    # backward, fused kernel included (Megatron-Core recompute_modules default ['core_attn']);
+    # 0 where the stack's selective policy keeps the attention output
+    recompute_core_attn: Quantity | None = None
     # Megatron-Core --recompute-modules mlp and moe: 1 if each dense layer's MLP, or each
     # MoE layer (router, dispatch, experts, combine), runs its forward again in backward
     # from its input instead of keeping what is inside it
@@ -737,7 +741,7 @@ class SoftwareStack(Entry):
                      "fsdp_keeps_gathered_under_pp", "dp_collectives_flat",
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "recompute_mlp", "recompute_moe",
-                     "fused_window_attention", "fused_attention_sinks",
+                     "recompute_core_attn", "fused_window_attention", "fused_attention_sinks",
                      "fused_split_head_dims", "int8_training", "low_precision_output_layer"):
             q = getattr(self, name)
             _check(problems, q is None or q.value in (0, 1), f"{name}.value", "expected 0 or 1")

@@ -586,9 +586,10 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
 def test_tpu_v6e_recipes_are_held_out_and_predicted_too_fast():
     """tpu-recipes' Trillium READMEs (12 rows: Llama 3.1 8B on 8-256 chips, 70B on 32-256,
     405B on two slices, GPT-3 175B): each README's example step-time line, the workload it
-    quotes. Predicted 6-19 % too fast with the TPU family's GEMM efficiency estimate (0.8),
-    all of them: the MaxText custom policies' unmodelled costs (the attention forward run
-    again, the projections' host copies) or the estimate itself (docs/validation.md)."""
+    quotes. The 8B and 70B policies do not keep the attention output (core_attn: the
+    splash forward again in backward); with it the 8B rows are within 5 %, the rest
+    predicted too fast by up to 19 % (405B and GPT-3 175B, full recompute) with the TPU
+    family's GEMM efficiency estimate (0.8) (docs/validation.md)."""
     cases = v.load_cases(["independent-runs"])
     v6e = cases[cases.hardware == "tpu-v6e"]
     assert len(v6e) == 12 and not v6e.fit.any() and set(v6e["stack"]) == {"maxtext-xla"}
@@ -597,5 +598,8 @@ def test_tpu_v6e_recipes_are_held_out_and_predicted_too_fast():
     offloaded = v6e.set_index("model").offloaded_activation_vectors
     assert set(offloaded["llama3.1-8b"]) == {3.5} and set(offloaded["llama3.1-70b"]) == {2.25}
     assert offloaded["llama3.1-405b"] == 1 and np.isnan(offloaded["gpt3-175b"])
+    core = v6e.set_index("model").recompute_core_attn
+    assert set(core["llama3.1-8b"]) == {1} and set(core["llama3.1-70b"]) == {1}
     pred = v.predict(v6e)
-    assert pred.error.between(0.05, 0.2).all()
+    assert pred.error.between(0.0, 0.2).all()
+    assert pred[pred.model == "llama3.1-8b"].error.between(0.0, 0.05).all()

@@ -103,6 +103,8 @@ LEGACY_EQUIVALENT = {
     "loss_bytes_per_logit": 0.0,
     # the layer inputs in device memory
     "offloaded_activation_vectors": 0.0,
+    # selective recompute keeps the attention output (no core forward again)
+    "recompute_core_attn": 0.0,
     # ZeRO-3 gathers and reduce-scatters in every micro-batch, PP or not
     "fsdp_keeps_gathered_under_pp": 0.0,
     # node-aware (hierarchical) data-parallel collectives

@@ -109,3 +109,44 @@ def test_a_bad_module_list_is_one_line_exit_2(capsys, args, needle):
     code, out, err = _run(capsys, [*DGXC, *args])
     assert code == 2 and out == ""
     assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+#: Llama 3 8B on one H100 node, 8k tokens, Megatron-Core: selective recompute with the
+#: attention core listed (Megatron-Core's default list) or not.
+L8 = dict(model="llama3-8b", hardware="h100-sxm", gpus=8, tp=1, pp=1, vp=1, cp=1,
+          global_batch=128, micro_batch=1, seq_len=8192, recompute="selective", zero=1,
+          precision="bf16", stack="megatron-core-2025", tokens=1e12, reliability="benchmark")
+
+
+@pytest.fixture(scope="module")
+def core_attn_runs():
+    return {name: evaluate(**L8, overrides={"recompute_core_attn": flag}).iloc[0]
+            for name, flag in (("kept", 0.0), ("core_attn", 1.0))}
+
+
+def test_a_checkpointed_fused_attention_core_runs_its_forward_again(core_attn_runs):
+    """Megatron-Core checkpoints the core, flash kernel included: the backward runs one more
+    attention forward, 4 s d_h a FLOPs a token and layer in the Narayanan count (all s
+    keys), 32 layers; the memory is unchanged (the output projection keeps its input)."""
+    from formulas import compute
+    kept, ca = core_attn_runs["kept"], core_attn_runs["core_attn"]
+    core_fwd = 32 * compute.attention_core_flops_per_token(8192, 32, 128, 128)
+    # HFU / MFU is hardware over model FLOPs a token: it grows by the core's forward
+    per_token_model = kept["tflops_per_gpu"] * 1e12 * 8 / kept["tokens_per_s"]
+    assert (ca["hfu"] / ca["mfu"] - kept["hfu"] / kept["mfu"]) * per_token_model \
+        == pytest.approx(core_fwd, rel=1e-9)
+    # and it takes time, at no more than the peak and no less than a fifth of it
+    tokens_per_gpu = 128 * 8192 / 8
+    extra_s = ca["compute_s"] - kept["compute_s"]
+    assert 1.0 <= extra_s * 989e12 / (tokens_per_gpu * core_fwd) <= 5.0
+    assert ca["memory_per_gpu_bytes"] == kept["memory_per_gpu_bytes"]
+
+
+def test_core_attn_is_what_the_module_list_says():
+    from planner.analysis import validate
+    from planner.engine.inputs import recompute_modules
+    assert recompute_modules.module_flags("core_attn", "selective")["recompute_core_attn"] == 1
+    assert recompute_modules.module_flags("mlp", "selective")["recompute_core_attn"] == 0
+    # a data row's list replaces Megatron-Core's default ['core_attn']: unlisted, kept
+    assert validate.recompute_module_flags("selective: mlp, moe_act")["recompute_core_attn"] == 0
+    assert validate.recompute_module_flags("selective: core_attn")["recompute_core_attn"] == 1

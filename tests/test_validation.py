@@ -834,8 +834,8 @@ def test_moe_runs_fit_in_memory(moe):
 
 
 def test_recompute_module_cells_set_the_stack_flags():
-    """A listed module sets its flag, an unlisted one keeps the stack's (NaN); core_attn adds
-    nothing under flash attention; a cell without a list states nothing; an unknown module
+    """A listed module sets its flag, an unlisted one keeps the stack's (NaN) but core_attn,
+    which a list leaves out (0); a cell without a list states nothing; an unknown module
     is an error, not a silent default."""
     flags = v.recompute_module_flags("selective: layernorm, moe")
     assert flags["recompute_norms"] == 1 and flags["recompute_moe"] == 1
@@ -846,7 +846,10 @@ def test_recompute_module_cells_set_the_stack_flags():
     assert {k for k, x in flags.items() if x == 1} == {"recompute_norms",
                                                        "recompute_mla_up_proj"}
     assert sum(np.isnan(x) for x in flags.values()) == 3
-    assert all(np.isnan(x) for x in v.recompute_module_flags("selective: core_attn").values())
+    # a list replaces Megatron-Core's default ['core_attn']: the core is kept unless listed
+    assert flags["recompute_core_attn"] == 0
+    core = v.recompute_module_flags("selective: core_attn")
+    assert core.pop("recompute_core_attn") == 1 and all(np.isnan(x) for x in core.values())
     assert all(np.isnan(x) for x in v.recompute_module_flags(
         "selective (yaml recompute_granularity; modules not listed)").values())
     with pytest.raises(ValueError, match="unknown recompute module"):

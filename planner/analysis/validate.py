@@ -674,7 +674,8 @@ MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this
                                       r"configs of the period)?\s*$")
 MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
                    "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
-                   "recompute_mlp", "recompute_moe", "offloaded_activation_vectors")
+                   "recompute_mlp", "recompute_moe", "recompute_core_attn",
+                   "offloaded_activation_vectors")
 #: Megatron-Core's recompute modules (planner.engine.inputs.recompute_modules, the flag
 #: each sets) and the other names the rows of moe_runs.csv give them; a shared-expert-only
 #: recompute is not modelled (its tensors stay counted).
@@ -704,6 +705,9 @@ def recompute_module_flags(cell: str) -> dict[str, float]:
     unknown = [n for n in names if n not in RECOMPUTE_MODULES]
     if unknown:
         raise ValueError(f"moe_runs.csv: unknown recompute module(s) {unknown} in {cell!r}")
+    # a list replaces Megatron-Core's default ['core_attn'] (TransformerConfig
+    # recompute_modules): the attention core is recomputed only where the list names it
+    flags["recompute_core_attn"] = 0.0
     for n in names:
         if RECOMPUTE_MODULES[n]:
             flags[RECOMPUTE_MODULES[n]] = 1.0

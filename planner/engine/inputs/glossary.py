@@ -382,6 +382,9 @@ GLOSSARY: dict[str, Term] = {
         "1", "1 if the experts' activation-function output is recomputed in backward", FLAG),
     "recompute_mlp": Term(
         "1", "1 if each dense layer's MLP is recomputed in backward from its input", FLAG),
+    "recompute_core_attn": Term(
+        "1", "1 if selective recompute runs the attention core's forward again in backward "
+        "(fused kernel included)", FLAG),
     "recompute_moe": Term(
         "1", "1 if each MoE layer (router, dispatch, experts, combine) is recomputed in "
         "backward from its input", FLAG),

@@ -3,20 +3,19 @@
 ``--recompute-modules`` (TransformerConfig ``recompute_modules``, with recompute granularity
 ``selective``) names the parts of a layer whose forward runs again in backward instead of
 keeping their tensors.  Each module the run model knows sets one flag the stacks also set
-(hardware_catalog/data/stacks, planner/engine/inputs/execution.toml); ``core_attn`` adds
-nothing under flash attention, whose own backward recomputes the scores (Dao et al. 2022,
-arXiv:2205.14135), and the unfused path's selective recompute is ``--recompute
-selective`` itself.
+(hardware_catalog/data/stacks, planner/engine/inputs/execution.toml); ``core_attn`` runs
+the attention core's forward again in backward, a fused (flash) kernel included: Megatron-Core
+wraps the core in ``tensor_parallel.checkpoint`` whatever its kernel
+(megatron/core/transformer/attention.py ``_checkpointed_attention_forward``).
 """
 
 from __future__ import annotations
 
 from planner.errors import CapplanError, choice_error
 
-#: Module name (Megatron-Core's) -> the run-model flag it sets (None: nothing beyond flash
-#: attention's own recompute).
+#: Module name (Megatron-Core's) -> the run-model flag it sets.
 MODULES = {
-    "core_attn": None,
+    "core_attn": "recompute_core_attn",
     "layernorm": "recompute_norms",
     "mla_up_proj": "recompute_mla_up_proj",
     "moe_act": "recompute_moe_act",

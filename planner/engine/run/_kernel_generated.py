@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_moe, fsdp_keeps_gathered_under_pp, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -144,593 +144,594 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x93 = 1 - full_recompute
     x94 = ffn + x10
     x95 = op_selective_recompute * selective_option * x50
-    x96 = recompute_early_stop * x65 * (1 - dropout_masks)
-    hardware_flops_per_token = full_recompute * (-x33 * x85 * x96 + 2 * x62 + 2 * x64 + 2 * x75 + x89 + x92) + model_flops_per_token + x93 * (layers * x24 * x95 * (x14 + x94) + recompute_mlp * x88 + recompute_moe * x69 + selective * x91)
+    x96 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    x97 = recompute_early_stop * x65 * (1 - dropout_masks)
+    hardware_flops_per_token = full_recompute * (-x33 * x85 * x97 + 2 * x62 + 2 * x64 + 2 * x75 + x89 + x92) + model_flops_per_token + x93 * (layers * x24 * x95 * (x14 + x94) + recompute_mlp * x88 + recompute_moe * x69 + x91 * x96)
     del x33, x62, x64, x69, x75, x85, x88, x89, x91, x92
-    x97 = hidden * tokens_mb
-    x98 = x25 * x51
-    x99 = hidden ** (-1.0)
-    x100 = x28 * x51 * x99 - x98
+    x98 = hidden * tokens_mb
+    x99 = x25 * x51
+    x100 = hidden ** (-1.0)
+    x101 = x100 * x28 * x51 - x99
     del x28
-    x101 = tokens_mb * x100
-    x102 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x103 = bytes_per_element * x102
-    x104 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
-    x105 = peak_flops_per_s ** (-1.0)
-    x106 = x105 / gemm_max_efficiency
-    x107 = x106 * x24
-    x108 = x21 * x51
+    x102 = tokens_mb * x101
+    x103 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x104 = bytes_per_element * x103
+    x105 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x101)
+    x106 = peak_flops_per_s ** (-1.0)
+    x107 = x106 / gemm_max_efficiency
+    x108 = x107 * x24
+    x109 = x21 * x51
     del x21
-    x109 = x108 * x99
-    x110 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x109)
-    x111 = 2 * x106
-    t_qkv = x29 * numpy.maximum(x103 * (hidden * x100 + x101 + x97), x101 * x107 * (gemm_half_efficiency_dim + x104) / x104) + x30 * numpy.maximum(x103 * (tokens_mb * x109 + x108 + x97), tokens_mb * x108 * x111 * (gemm_half_efficiency_dim + x110) / x110)
-    del x100, x101, x104, x108, x110
-    x112 = 4 * linear_head_dim
-    x113 = 0.015625 * x72
+    x110 = x100 * x109
+    x111 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x110)
+    x112 = 2 * x107
+    t_qkv = x29 * numpy.maximum(x104 * (hidden * x101 + x102 + x98), x102 * x108 * (gemm_half_efficiency_dim + x105) / x105) + x30 * numpy.maximum(x104 * (tokens_mb * x110 + x109 + x98), tokens_mb * x109 * x112 * (gemm_half_efficiency_dim + x111) / x111)
+    del x101, x102, x105, x109, x111
+    x113 = 4 * linear_head_dim
+    x114 = 0.015625 * x72
     del x72
-    x114 = tokens_mb * x103
-    x115 = x114 * x51
-    x116 = attention_gemm_max_efficiency ** (-1.0)
-    x117 = numpy.minimum(seq_len, tokens_mb)
-    x118 = gemm_half_efficiency_dim + x117
-    x119 = attention_peak_flops_per_s ** (-1.0)
-    x120 = tokens_mb * x51
-    x121 = x119 * x120
-    x122 = window_layers * x3
-    x123 = -x122 - x29 + 1
-    x124 = x18 * x70
-    x125 = x115 * x124
-    x126 = attention_scores_stored + selective
-    x127 = numpy.maximum(head_dim, v_head_dim)
-    x128 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x127 + 1)) + 1
-    x129 = numpy.maximum(x126, x128)
-    x130 = numpy.minimum(head_dim, tokens_mb)
-    x131 = attention_gemm_max_efficiency * x130 / (gemm_half_efficiency_dim + x130)
-    del x130
-    x132 = 1 - x129
-    x133 = attention_head_dim_granule ** (-1.0)
-    x134 = x127 * (1 - fused_split_head_dims)
-    del x127
-    x135 = attention_efficiency_factor * attention_gemm_max_efficiency * x117 / (x118 * (attention_head_dim_granule * numpy.ceil(x133 * (fused_split_head_dims * head_dim + x134)) + attention_head_dim_granule * numpy.ceil(x133 * (fused_split_head_dims * v_head_dim + x134))))
-    del x133, x134
-    x136 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x18)
-    x137 = numpy.maximum(1.0, x136)
-    x138 = attention_exp_overlap_exponent ** (-1.0)
-    x139 = numpy.maximum(2.0, x136)
-    x140 = x139 ** (-1.0)
-    x141 = x132 * (1 / 3 * x137 * ((x136 / x137) ** attention_exp_overlap_exponent + x137 ** (-attention_exp_overlap_exponent)) ** x138 + 1 / 3 * x139 * ((2 * x140) ** attention_exp_overlap_exponent + (x136 * x140) ** attention_exp_overlap_exponent) ** x138 - 1)
-    del x136, x137, x138, x139, x140
-    x142 = fused_window_attention * x132
-    x143 = 1 - x142
-    x144 = x76 * x78
+    x115 = tokens_mb * x104
+    x116 = x115 * x51
+    x117 = attention_gemm_max_efficiency ** (-1.0)
+    x118 = numpy.minimum(seq_len, tokens_mb)
+    x119 = gemm_half_efficiency_dim + x118
+    x120 = attention_peak_flops_per_s ** (-1.0)
+    x121 = tokens_mb * x51
+    x122 = x120 * x121
+    x123 = window_layers * x3
+    x124 = -x123 - x29 + 1
+    x125 = x18 * x70
+    x126 = x116 * x125
+    x127 = attention_scores_stored + selective
+    x128 = numpy.maximum(head_dim, v_head_dim)
+    x129 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x128 + 1)) + 1
+    x130 = numpy.maximum(x127, x129)
+    x131 = numpy.minimum(head_dim, tokens_mb)
+    x132 = attention_gemm_max_efficiency * x131 / (gemm_half_efficiency_dim + x131)
+    del x131
+    x133 = 1 - x130
+    x134 = attention_head_dim_granule ** (-1.0)
+    x135 = x128 * (1 - fused_split_head_dims)
+    del x128
+    x136 = attention_efficiency_factor * attention_gemm_max_efficiency * x118 / (x119 * (attention_head_dim_granule * numpy.ceil(x134 * (fused_split_head_dims * head_dim + x135)) + attention_head_dim_granule * numpy.ceil(x134 * (fused_split_head_dims * v_head_dim + x135))))
+    del x134, x135
+    x137 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x18)
+    x138 = numpy.maximum(1.0, x137)
+    x139 = attention_exp_overlap_exponent ** (-1.0)
+    x140 = numpy.maximum(2.0, x137)
+    x141 = x140 ** (-1.0)
+    x142 = x133 * (1 / 3 * x138 * ((x137 / x138) ** attention_exp_overlap_exponent + x138 ** (-attention_exp_overlap_exponent)) ** x139 + 1 / 3 * x140 * ((2 * x141) ** attention_exp_overlap_exponent + (x137 * x141) ** attention_exp_overlap_exponent) ** x139 - 1)
+    del x137, x138, x139, x140, x141
+    x143 = fused_window_attention * x133
+    x144 = 1 - x143
+    x145 = x76 * x78
     del x76, x78
-    t_core = numpy.maximum(x122 * x125, x121 * x122 * (fused_window_attention * x141 + 1) * (x124 * x142 * x144 + x143 * x71) / (x131 * x143 + x135 * x142 * x144 * x18 / (attention_fill_keys + x144))) + numpy.maximum(x123 * x125, x121 * x123 * x71 * (x141 + 1) / (x129 * x131 + x132 * x135 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x115 * x29 * (x112 + x113), linear_value_heads * x116 * x118 * x121 * x29 * x73 / (attention_efficiency_factor * x117))
-    del x115, x117, x118, x121, x124, x125, x131, x132, x135, x141, x142, x143, x144, x67, x71, x73
-    x145 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x102 * x145 * x51 * (x122 * numpy.maximum(numpy.maximum(x126, x128), 1 - fused_window_attention) + x123 * x129)
-    del x1, x122, x123, x126, x129
-    x146 = hidden * x51
-    x147 = tokens_mb * x98
-    x148 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x98)
-    del x98
-    x149 = x10 * x51
-    x150 = tokens_mb * x149
-    x151 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x149)
-    t_proj = x29 * numpy.maximum(x103 * (x146 * x25 + x147 + x97), x107 * x147 * (gemm_half_efficiency_dim + x148) / x148) + x30 * numpy.maximum(x103 * (x10 * x146 + x150 + x97), x107 * x150 * (gemm_half_efficiency_dim + x151) / x151)
-    del x10, x147, x148, x151, x29
-    x152 = ffn * x51
-    x153 = tokens_mb * x152
-    x154 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x152)
-    t_mlp = mlp_matrices * numpy.maximum(x103 * (hidden * x152 + x153 + x97), x107 * x153 * (gemm_half_efficiency_dim + x154) / x154)
-    del x154
-    x155 = experts * tokens_mb
-    x156 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x157 = moe_ffn * x51
-    x158 = tokens_mb * x157
-    x159 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x157)
-    x160 = 1 - token_drop
-    x161 = numpy.sqrt(2)
-    x162 = tokens_mb ** (-1.0)
-    x163 = sequence_parallel * x51
-    x164 = 1 - sequence_parallel
-    x165 = etp * x163 + x164
-    x166 = x162 / (experts_per_token * x165)
-    x167 = experts_per_token * x165
-    del x165
-    routed_copies = tokens_mb * x167
-    x168 = routed_copies * x46
-    x169 = x103 * (x167 * x97 + x168 + x47)
-    del x167, x47
-    x170 = gemm_tile_dim ** (-1.0)
-    x171 = ep * routed_copies / experts
-    x172 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x111 * x166 * (grouped_gemm_token_half_dim + x171) * numpy.ceil(x171 / grouped_gemm_tile_tokens) / ep ** 2
-    del x171
-    x173 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x103 * x97 + mlp_matrices * shared_experts * numpy.maximum(x103 * (hidden * x157 + x158 + x97), x107 * x158 * (gemm_half_efficiency_dim + x159) / x159) + 20 * x102 * x155 + (capacity_factor * token_drop + x160 * (x161 * numpy.sqrt(expert_load_cv ** 2 + x166) * numpy.sqrt(numpy.log(ep)) + 1)) * (x173 * numpy.maximum(x169, x172 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x170 * x46)) + numpy.maximum(x169, x172 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x170))) + numpy.maximum(x103 * (x155 + x36 + x97), x107 * x155 * (gemm_half_efficiency_dim + x156) / x156)
-    del x155, x156, x159, x166, x169, x170, x172, x36
-    x174 = tp - 1
-    x175 = (sequence_parallel * x174 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x114 * (16 * hidden * x175 + 4 * x152)
-    del x114
-    x176 = vocab * x51
-    x177 = tokens_mb * x176
-    x178 = x103 * (x177 + x32 * x51 + x97)
+    t_core = numpy.maximum(x123 * x126, x122 * x123 * (fused_window_attention * x142 + 1) * (x125 * x143 * x145 + x144 * x71) / (x132 * x144 + x136 * x143 * x145 * x18 / (attention_fill_keys + x145))) + numpy.maximum(x124 * x126, x122 * x124 * x71 * (x142 + 1) / (x130 * x132 + x133 * x136 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x116 * x29 * (x113 + x114), linear_value_heads * x117 * x119 * x122 * x29 * x73 / (attention_efficiency_factor * x118))
+    del x116, x118, x119, x122, x125, x126, x132, x133, x136, x142, x143, x144, x145, x67, x71, x73
+    x146 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x103 * x146 * x51 * (x123 * numpy.maximum(numpy.maximum(x127, x129), 1 - fused_window_attention) + x124 * x130)
+    del x1, x123, x124, x127, x130
+    x147 = hidden * x51
+    x148 = tokens_mb * x99
+    x149 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x99)
+    del x99
+    x150 = x10 * x51
+    x151 = tokens_mb * x150
+    x152 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x150)
+    t_proj = x29 * numpy.maximum(x104 * (x147 * x25 + x148 + x98), x108 * x148 * (gemm_half_efficiency_dim + x149) / x149) + x30 * numpy.maximum(x104 * (x10 * x147 + x151 + x98), x108 * x151 * (gemm_half_efficiency_dim + x152) / x152)
+    del x10, x148, x149, x152, x29
+    x153 = ffn * x51
+    x154 = tokens_mb * x153
+    x155 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x153)
+    t_mlp = mlp_matrices * numpy.maximum(x104 * (hidden * x153 + x154 + x98), x108 * x154 * (gemm_half_efficiency_dim + x155) / x155)
+    del x155
+    x156 = experts * tokens_mb
+    x157 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x158 = moe_ffn * x51
+    x159 = tokens_mb * x158
+    x160 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x158)
+    x161 = 1 - token_drop
+    x162 = numpy.sqrt(2)
+    x163 = tokens_mb ** (-1.0)
+    x164 = sequence_parallel * x51
+    x165 = 1 - sequence_parallel
+    x166 = etp * x164 + x165
+    x167 = x163 / (experts_per_token * x166)
+    x168 = experts_per_token * x166
+    del x166
+    routed_copies = tokens_mb * x168
+    x169 = routed_copies * x46
+    x170 = x104 * (x168 * x98 + x169 + x47)
+    del x168, x47
+    x171 = gemm_tile_dim ** (-1.0)
+    x172 = ep * routed_copies / experts
+    x173 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x112 * x167 * (grouped_gemm_token_half_dim + x172) * numpy.ceil(x172 / grouped_gemm_tile_tokens) / ep ** 2
+    del x172
+    x174 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x104 * x98 + mlp_matrices * shared_experts * numpy.maximum(x104 * (hidden * x158 + x159 + x98), x108 * x159 * (gemm_half_efficiency_dim + x160) / x160) + 20 * x103 * x156 + (capacity_factor * token_drop + x161 * (x162 * numpy.sqrt(expert_load_cv ** 2 + x167) * numpy.sqrt(numpy.log(ep)) + 1)) * (x174 * numpy.maximum(x170, x173 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x171 * x46)) + numpy.maximum(x170, x173 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x171))) + numpy.maximum(x104 * (x156 + x36 + x98), x108 * x156 * (gemm_half_efficiency_dim + x157) / x157)
+    del x156, x157, x160, x167, x170, x171, x173, x36
+    x175 = tp - 1
+    x176 = (sequence_parallel * x175 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x115 * (16 * hidden * x176 + 4 * x153)
+    del x115
+    x177 = vocab * x51
+    x178 = tokens_mb * x177
+    x179 = x104 * (x178 + x32 * x51 + x98)
     del x32
-    x179 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x176)
-    x180 = x177 * (gemm_half_efficiency_dim + x179) / x179
-    del x179
-    t_logits = low_precision_output_layer * numpy.maximum(x178, x107 * x180) + (1 - low_precision_output_layer) * numpy.maximum(x178, x116 * x119 * x180 * x24)
-    del x116, x119, x178, x180
-    t_loss = loss_bytes_per_logit * x102 * x177
-    del x177
-    x181 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x102 * (bytes_per_element + x173 * x181) * (shared_experts * x158 + x168)
-    del x168
-    x182 = numpy.maximum(1, lora_rank)
-    x183 = tokens_mb * x182
-    x184 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x182)
-    x185 = numpy.maximum(x103 * (hidden * x182 + x183 + x97), x107 * x183 * (gemm_half_efficiency_dim + x184) / x184)
-    del x107, x184
-    x186 = x14 * x51
-    x187 = numpy.minimum(numpy.minimum(tokens_mb, x182), x186)
-    x188 = x111 * x183
-    del x111
-    x189 = numpy.minimum(numpy.minimum(tokens_mb, x149), x182)
-    x190 = x12 * x51
-    x191 = numpy.minimum(numpy.minimum(tokens_mb, x182), x190)
-    x192 = x15 * x51
-    x193 = numpy.minimum(numpy.minimum(tokens_mb, x182), x192)
-    x194 = numpy.minimum(numpy.minimum(tokens_mb, x157), x182)
-    x195 = x185 + numpy.maximum(x103 * (x157 * x182 + x158 + x183), x157 * x188 * (gemm_half_efficiency_dim + x194) / x194)
-    del x158, x194
-    x196 = numpy.minimum(numpy.minimum(tokens_mb, x152), x182)
-    x197 = x185 + numpy.maximum(x103 * (x152 * x182 + x153 + x183), x152 * x188 * (gemm_half_efficiency_dim + x196) / x196)
-    del x153, x196
-    t_adapter = lora_k * (x185 + numpy.maximum(x186 * x188 * (gemm_half_efficiency_dim + x187) / x187, x103 * (tokens_mb * x186 + x182 * x186 + x183))) + lora_o * (x185 + numpy.maximum(x103 * (x149 * x182 + x150 + x183), x149 * x188 * (gemm_half_efficiency_dim + x189) / x189)) + lora_q * (x185 + numpy.maximum(x188 * x190 * (gemm_half_efficiency_dim + x191) / x191, x103 * (tokens_mb * x190 + x182 * x190 + x183))) + lora_v * (x185 + numpy.maximum(x188 * x192 * (gemm_half_efficiency_dim + x193) / x193, x103 * (tokens_mb * x192 + x182 * x192 + x183))) + moe_share * x40 * (lora_down * x195 + x195 * x57) + x50 * (lora_down * x197 + x197 * x57)
-    del x150, x182, x183, x185, x186, x187, x188, x189, x190, x191, x192, x193, x195, x197, x40
-    x198 = -stage_params
-    x199 = -stage_embedding_params - x198
-    x200 = full_recompute + 2
-    dequant_mb = dequantize_base * x102 * x199 * x200 * (base_weight_bytes_per_param + bytes_per_element)
-    x201 = routed_copies * x162
-    del routed_copies, x162
-    x202 = cast_bytes_per_element * tokens_mb * x102
-    t_cast_fwd = x202 * (hidden + moe_share * (shared_experts * (hidden + x157) + x201 * (hidden + x46)) + x149 + x50 * (hidden + x152))
-    del x149
-    t_cast_bwd = x202 * (hidden + moe_share * (shared_experts * (hidden + x157 * x173) + x201 * (hidden + x173 * x46)) + x109 + x50 * (hidden + x152 * x173))
-    del x109, x201, x202
-    x203 = moe_share * t_moe
-    x204 = t_mlp * x50
-    x205 = t_proj + t_qkv
-    x206 = x203 + x204 + x205
-    x207 = t_core + t_scores
-    x208 = t_elem + x207
-    x209 = x206 + x208
-    t_layer_fwd = t_adapter + x209
-    x210 = reference_model * (stage_layers * x209 + t_logits)
-    del x209
-    x211 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x212 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x175 * x211
-    x213 = selective * x207
-    del x207
-    x214 = mlp_matrices ** (-1.0)
-    x215 = recompute_moe * x93
-    x216 = recompute_moe_act * (1 - x215)
-    x217 = kv_heads * x18
-    x218 = -frozen_base * x206 + full_recompute * (t_layer_fwd - x204 * x214 * x96) + x93 * (moe_share * t_moe_act * x216 + recompute_mlp * x204 + recompute_moe * x203 + x213 + x95 * (t_elem + t_mlp * x214 + t_proj + t_qkv * x14 / (x12 + x217)))
-    del t_moe_act, x14, x214, x96
-    x219 = 3 * t_core
-    x220 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x219
-    x221 = x51 * x97
-    x222 = numpy.minimum(numpy.minimum(tokens_mb, x146), 2.0 * hidden)
-    x223 = t_mlp * x7
-    del t_mlp, x7
-    x224 = t_moe * x4
-    del t_moe
-    x225 = 3 * t_logits + t_loss
-    del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x212) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x203 - 2 * x204 - x212 - x218)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x203 + 3 * x204 + x218 + x220) + x210 + x225 + x42 * (full_recompute * (x205 + x208 + x223 + x224) + x213 * x93 + x220 + 3 * x223 + 3 * x224 + x225 + 3 * numpy.maximum(x103 * (x221 + x51 * x6 + 2.0 * x97), x106 * x120 * x84 * (gemm_half_efficiency_dim + x222) / x222))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x103, x106, x203, x204, x205, x208, x212, x213, x218, x220, x222, x223, x224, x6, x84
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x210
+    x180 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x177)
+    x181 = x178 * (gemm_half_efficiency_dim + x180) / x180
+    del x180
+    t_logits = low_precision_output_layer * numpy.maximum(x179, x108 * x181) + (1 - low_precision_output_layer) * numpy.maximum(x179, x117 * x120 * x181 * x24)
+    del x117, x120, x179, x181
+    t_loss = loss_bytes_per_logit * x103 * x178
+    del x178
+    x182 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x103 * (bytes_per_element + x174 * x182) * (shared_experts * x159 + x169)
+    del x169
+    x183 = numpy.maximum(1, lora_rank)
+    x184 = tokens_mb * x183
+    x185 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x183)
+    x186 = numpy.maximum(x104 * (hidden * x183 + x184 + x98), x108 * x184 * (gemm_half_efficiency_dim + x185) / x185)
+    del x108, x185
+    x187 = x14 * x51
+    x188 = numpy.minimum(numpy.minimum(tokens_mb, x183), x187)
+    x189 = x112 * x184
+    del x112
+    x190 = numpy.minimum(numpy.minimum(tokens_mb, x150), x183)
+    x191 = x12 * x51
+    x192 = numpy.minimum(numpy.minimum(tokens_mb, x183), x191)
+    x193 = x15 * x51
+    x194 = numpy.minimum(numpy.minimum(tokens_mb, x183), x193)
+    x195 = numpy.minimum(numpy.minimum(tokens_mb, x158), x183)
+    x196 = x186 + numpy.maximum(x104 * (x158 * x183 + x159 + x184), x158 * x189 * (gemm_half_efficiency_dim + x195) / x195)
+    del x159, x195
+    x197 = numpy.minimum(numpy.minimum(tokens_mb, x153), x183)
+    x198 = x186 + numpy.maximum(x104 * (x153 * x183 + x154 + x184), x153 * x189 * (gemm_half_efficiency_dim + x197) / x197)
+    del x154, x197
+    t_adapter = lora_k * (x186 + numpy.maximum(x187 * x189 * (gemm_half_efficiency_dim + x188) / x188, x104 * (tokens_mb * x187 + x183 * x187 + x184))) + lora_o * (x186 + numpy.maximum(x104 * (x150 * x183 + x151 + x184), x150 * x189 * (gemm_half_efficiency_dim + x190) / x190)) + lora_q * (x186 + numpy.maximum(x189 * x191 * (gemm_half_efficiency_dim + x192) / x192, x104 * (tokens_mb * x191 + x183 * x191 + x184))) + lora_v * (x186 + numpy.maximum(x189 * x193 * (gemm_half_efficiency_dim + x194) / x194, x104 * (tokens_mb * x193 + x183 * x193 + x184))) + moe_share * x40 * (lora_down * x196 + x196 * x57) + x50 * (lora_down * x198 + x198 * x57)
+    del x151, x183, x184, x186, x187, x188, x189, x190, x191, x192, x193, x194, x196, x198, x40
+    x199 = -stage_params
+    x200 = -stage_embedding_params - x199
+    x201 = full_recompute + 2
+    dequant_mb = dequantize_base * x103 * x200 * x201 * (base_weight_bytes_per_param + bytes_per_element)
+    x202 = routed_copies * x163
+    del routed_copies, x163
+    x203 = cast_bytes_per_element * tokens_mb * x103
+    t_cast_fwd = x203 * (hidden + moe_share * (shared_experts * (hidden + x158) + x202 * (hidden + x46)) + x150 + x50 * (hidden + x153))
+    del x150
+    t_cast_bwd = x203 * (hidden + moe_share * (shared_experts * (hidden + x158 * x174) + x202 * (hidden + x174 * x46)) + x110 + x50 * (hidden + x153 * x174))
+    del x110, x202, x203
+    x204 = moe_share * t_moe
+    x205 = t_mlp * x50
+    x206 = t_proj + t_qkv
+    x207 = x204 + x205 + x206
+    x208 = t_core + t_scores
+    x209 = t_elem + x208
+    x210 = x207 + x209
+    t_layer_fwd = t_adapter + x210
+    x211 = reference_model * (stage_layers * x210 + t_logits)
     del x210
-    weight_grad_mb = x65 * (stage_layers * x206 + t_logits)
-    del t_logits, x206
+    x212 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x213 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x176 * x212
+    x214 = x208 * x96
+    del x208, x96
+    x215 = mlp_matrices ** (-1.0)
+    x216 = recompute_moe * x93
+    x217 = recompute_moe_act * (1 - x216)
+    x218 = kv_heads * x18
+    x219 = -frozen_base * x207 + full_recompute * (t_layer_fwd - x205 * x215 * x97) + x93 * (moe_share * t_moe_act * x217 + recompute_mlp * x205 + recompute_moe * x204 + x214 + x95 * (t_elem + t_mlp * x215 + t_proj + t_qkv * x14 / (x12 + x218)))
+    del t_moe_act, x14, x215, x97
+    x220 = 3 * t_core
+    x221 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x220
+    x222 = x51 * x98
+    x223 = numpy.minimum(numpy.minimum(tokens_mb, x147), 2.0 * hidden)
+    x224 = t_mlp * x7
+    del t_mlp, x7
+    x225 = t_moe * x4
+    del t_moe
+    x226 = 3 * t_logits + t_loss
+    del t_loss
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x213) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x204 - 2 * x205 - x213 - x219)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x204 + 3 * x205 + x219 + x221) + x211 + x226 + x42 * (full_recompute * (x206 + x209 + x224 + x225) + x214 * x93 + x221 + 3 * x224 + 3 * x225 + x226 + 3 * numpy.maximum(x104 * (x222 + x51 * x6 + 2.0 * x98), x107 * x121 * x84 * (gemm_half_efficiency_dim + x223) / x223))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x104, x107, x204, x205, x206, x209, x213, x214, x219, x221, x223, x224, x225, x6, x84
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x211
+    del x211
+    weight_grad_mb = x65 * (stage_layers * x207 + t_logits)
+    del t_logits, x207
     compute_s = compute_mb * microbatches
-    x226 = stage_layers + x42
-    x227 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
-    x228 = tp_intra_ranks - 1
-    x229 = 2 * intra_latency_s
-    x230 = numpy.minimum(1, x174)
-    del x174
-    x231 = tp_intra_ranks ** (-1.0)
-    x232 = tp * x231 - 1
-    x233 = 2 * inter_latency_s
-    x234 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x235 = bytes_per_element * x120
-    del x120
-    x236 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x237 = x236 / scale_out_bus_efficiency
-    x238 = bytes_per_element * tokens_mb * x228 * x231 * x234 * x24 + collective_overhead_s * x230 + x228 * x229 + x232 * x233 + x232 * x235 * x237 * x24
-    del x228, x231, x232
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x226 * x227 * x238) + x226 * x227 * x238
-    del x227, x238
-    x239 = 3 * cp - 3
-    x240 = 1 - cp_intra
-    x241 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x242 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x243 = cp_intra * intra_latency_s + inter_latency_s * x240 + x217 * x235 / (cp_intra * x241 + x240 * x242)
-    del x217, x235, x240
-    cp_comm_mb = -cp_overlap * numpy.minimum(x219 * x226, x226 * x239 * x243 * x30) + x226 * x239 * x243 * x30
-    del x219, x239, x243, x30
-    x244 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x227 = stage_layers + x42
+    x228 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
+    x229 = tp_intra_ranks - 1
+    x230 = 2 * intra_latency_s
+    x231 = numpy.minimum(1, x175)
+    del x175
+    x232 = tp_intra_ranks ** (-1.0)
+    x233 = tp * x232 - 1
+    x234 = 2 * inter_latency_s
+    x235 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x236 = bytes_per_element * x121
+    del x121
+    x237 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x238 = x237 / scale_out_bus_efficiency
+    x239 = bytes_per_element * tokens_mb * x229 * x232 * x235 * x24 + collective_overhead_s * x231 + x229 * x230 + x233 * x234 + x233 * x236 * x238 * x24
+    del x229, x232, x233
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x227 * x228 * x239) + x227 * x228 * x239
+    del x228, x239
+    x240 = 3 * cp - 3
+    x241 = 1 - cp_intra
+    x242 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x243 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x244 = cp_intra * intra_latency_s + inter_latency_s * x241 + x218 * x236 / (cp_intra * x242 + x241 * x243)
+    del x218, x236, x241
+    cp_comm_mb = -cp_overlap * numpy.minimum(x220 * x227, x227 * x240 * x244 * x30) + x227 * x240 * x244 * x30
+    del x220, x240, x244, x30
+    x245 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x245 = 1 - x244
-    x246 = 4 * etp - 4
-    x247 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x248 = x247 ** (-1.0)
-    x249 = ep * x248 - 1
-    x250 = x97 / a2a_efficiency_factor
-    del x97
-    x251 = bytes_per_element * x250
-    x252 = 1 - hierarchical_dispatch
-    x253 = x163 + x164
-    del x164
-    x254 = experts_per_token * x253
-    x255 = x254 * (hierarchical_dispatch * (-x247 * x44 + 1) + x249 * x252 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x241 * (1 - deepep_dispatch))
+    x246 = 1 - x245
+    x247 = 4 * etp - 4
+    x248 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x249 = x248 ** (-1.0)
+    x250 = ep * x249 - 1
+    x251 = x98 / a2a_efficiency_factor
+    del x98
+    x252 = bytes_per_element * x251
+    x253 = 1 - hierarchical_dispatch
+    x254 = x164 + x165
+    del x165
+    x255 = experts_per_token * x254
+    x256 = x255 * (hierarchical_dispatch * (-x248 * x44 + 1) + x250 * x253 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x242 * (1 - deepep_dispatch))
     del x44
-    x256 = 1 - x248
-    del x248
-    x257 = x237 * x253 * x256 * (experts_per_token * x252 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x247 * (1 - x256 ** experts_per_token)))
-    del x252, x256
-    x258 = x250 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x250
-    x259 = moe_share * x226
-    del x226
-    x260 = x259 * (sequence_parallel * (bytes_per_element * experts_per_token * x221 * x246 / (x241 * x244 + x242 * x245) + x246 * (inter_latency_s * x245 + intra_latency_s * x244)) + (x215 + 2) * (x229 * x249 + x233 * (x247 - 1) + numpy.maximum(x251 * x255, x251 * x257) + numpy.maximum(x255 * x258, x257 * x258)))
-    del x221, x244, x245, x246, x247, x249, x251, x255, x257, x258
-    x261 = ep_overlap * numpy.minimum(x260, 3 * t_layer_fwd * x259)
-    del x259
-    ep_comm_mb = comm_sm_fraction * x261 / (1 - comm_sm_fraction) + x260 - x261
-    del x260, x261
-    x262 = 1 - dualpipe
-    x263 = pp - 1
-    x264 = numpy.minimum(1, x263)
-    x265 = microbatches * vp
-    x266 = 1 - pp_intra
-    x267 = 1.0 * bytes_per_element
-    x268 = tokens_mb * x146
-    del x146
-    pp_comm_s = x262 * x264 * (2 * pp + 2 * x265 - 2) * (inter_latency_s * x266 + intra_latency_s * pp_intra + x267 * x268 / (pp_intra * x241 + x242 * x266))
-    del x241, x242, x266
-    x269 = 1 - dp_overlap
-    x270 = numpy.minimum(1, grad_shards - 1)
-    x271 = replica_intra_ranks - 1
-    x272 = replica_intra_ranks ** (-1.0)
-    x273 = shard_ranks ** (-1.0)
-    x274 = x272 * x273
-    x275 = numpy.maximum(1, dp * x274)
-    x276 = x275 - 1
-    x277 = x229 * x271
-    x278 = x233 * x276 + x277
-    x279 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x280 = stage_trainable_expert_params + stage_trainable_params
-    x281 = x279 * numpy.maximum(1.0, x280 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x279) * numpy.maximum(1, stage_layers)
-    del x279
-    x282 = x281 - 1
-    x283 = expert_shard_ranks ** (-1.0)
-    x284 = x272 * x283
-    del x272
-    x285 = numpy.maximum(1, expert_dp_ranks * x284)
-    x286 = x285 - 1
-    x287 = x233 * x286 + x277
-    del x277
-    x288 = 2.0 * grad_comm_bytes_per_param
-    x289 = stage_trainable_expert_params * x288
-    x290 = x234 * x289
-    x291 = x237 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x237
-    x292 = x289 * x291
-    x293 = stage_trainable_params * x288
-    del x288
-    x294 = x234 * x293
-    x295 = x291 * x293
-    x296 = dp_collectives_flat - 1
-    x297 = -x296
-    x298 = x297 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x299 = x296 + x298
-    x300 = (dp_collectives_flat + x298) ** (-1.0)
+    x257 = 1 - x249
+    del x249
+    x258 = x238 * x254 * x257 * (experts_per_token * x253 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x248 * (1 - x257 ** experts_per_token)))
+    del x253, x257
+    x259 = x251 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x251
+    x260 = moe_share * x227
+    del x227
+    x261 = x260 * (sequence_parallel * (bytes_per_element * experts_per_token * x222 * x247 / (x242 * x245 + x243 * x246) + x247 * (inter_latency_s * x246 + intra_latency_s * x245)) + (x216 + 2) * (x230 * x250 + x234 * (x248 - 1) + numpy.maximum(x252 * x256, x252 * x258) + numpy.maximum(x256 * x259, x258 * x259)))
+    del x222, x245, x246, x247, x248, x250, x252, x256, x258, x259
+    x262 = ep_overlap * numpy.minimum(x261, 3 * t_layer_fwd * x260)
+    del x260
+    ep_comm_mb = comm_sm_fraction * x262 / (1 - comm_sm_fraction) + x261 - x262
+    del x261, x262
+    x263 = 1 - dualpipe
+    x264 = pp - 1
+    x265 = numpy.minimum(1, x264)
+    x266 = microbatches * vp
+    x267 = 1 - pp_intra
+    x268 = 1.0 * bytes_per_element
+    x269 = tokens_mb * x147
+    del x147
+    pp_comm_s = x263 * x265 * (2 * pp + 2 * x266 - 2) * (inter_latency_s * x267 + intra_latency_s * pp_intra + x268 * x269 / (pp_intra * x242 + x243 * x267))
+    del x242, x243, x267
+    x270 = 1 - dp_overlap
+    x271 = numpy.minimum(1, grad_shards - 1)
+    x272 = replica_intra_ranks - 1
+    x273 = replica_intra_ranks ** (-1.0)
+    x274 = shard_ranks ** (-1.0)
+    x275 = x273 * x274
+    x276 = numpy.maximum(1, dp * x275)
+    x277 = x276 - 1
+    x278 = x230 * x272
+    x279 = x234 * x277 + x278
+    x280 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x281 = stage_trainable_expert_params + stage_trainable_params
+    x282 = x280 * numpy.maximum(1.0, x281 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x280) * numpy.maximum(1, stage_layers)
+    del x280
+    x283 = x282 - 1
+    x284 = expert_shard_ranks ** (-1.0)
+    x285 = x273 * x284
+    del x273
+    x286 = numpy.maximum(1, expert_dp_ranks * x285)
+    x287 = x286 - 1
+    x288 = x234 * x287 + x278
+    del x278
+    x289 = 2.0 * grad_comm_bytes_per_param
+    x290 = stage_trainable_expert_params * x289
+    x291 = x235 * x290
+    x292 = x238 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x238
+    x293 = x290 * x292
+    x294 = stage_trainable_params * x289
+    del x289
+    x295 = x235 * x294
+    x296 = x292 * x294
+    x297 = dp_collectives_flat - 1
+    x298 = -x297
+    x299 = x298 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x300 = x297 + x299
+    x301 = (dp_collectives_flat + x299) ** (-1.0)
+    del x299
+    x302 = expert_dp_ranks * x301 - 1
+    x303 = x230 * x300 + x234 * x302
+    x304 = x298 * numpy.minimum(dp, dp_intra_ranks)
+    x305 = (dp_collectives_flat + x304) ** (-1.0)
+    x306 = dp * x305 - 1
+    x307 = x297 + x304
+    del x304
+    x308 = x230 * x307 + x234 * x306
+    del x230, x234
+    x309 = x271 * (x272 * x275 * x295 + x275 * x277 * x296 / x276 + x279 * x283 + x279 + x4 * (x272 * x285 * x291 + x283 * x288 + x285 * x287 * x293 / x286 + x288)) + (1 - x271) * (x2 * x296 * x306 + x283 * (x303 * x4 + x308) + x295 * x305 * x307 + x308 + x4 * (x291 * x300 * x301 + x303 + x293 * x302 / expert_dp_ranks))
+    del x2, x272, x275, x276, x277, x279, x285, x286, x287, x288, x291, x293, x295, x296, x300, x301, x302, x303, x305, x306, x307, x308
+    x310 = fsdp_keeps_gathered_under_pp * x265 * zero3
+    del x265
+    x311 = microbatches * (1 - x310)
+    x312 = x298 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x313 = x297 + x312
+    x314 = intra_latency_s * x313
+    x315 = (dp_collectives_flat + x312) ** (-1.0)
+    del x312
+    x316 = expert_shard_ranks * x315 - 1
+    x317 = inter_latency_s * x316
+    x318 = 2 * x314 + 2 * x317
+    x319 = x298 * numpy.minimum(dp_intra_ranks, shard_ranks)
     del x298
-    x301 = expert_dp_ranks * x300 - 1
-    x302 = x229 * x299 + x233 * x301
-    x303 = x297 * numpy.minimum(dp, dp_intra_ranks)
-    x304 = (dp_collectives_flat + x303) ** (-1.0)
-    x305 = dp * x304 - 1
-    x306 = x296 + x303
-    del x303
-    x307 = x229 * x306 + x233 * x305
-    del x229, x233
-    x308 = x270 * (x271 * x274 * x294 + x274 * x276 * x295 / x275 + x278 * x282 + x278 + x4 * (x271 * x284 * x290 + x282 * x287 + x284 * x286 * x292 / x285 + x287)) + (1 - x270) * (x2 * x295 * x305 + x282 * (x302 * x4 + x307) + x294 * x304 * x306 + x307 + x4 * (x290 * x299 * x300 + x302 + x292 * x301 / expert_dp_ranks))
-    del x2, x271, x274, x275, x276, x278, x284, x285, x286, x287, x290, x292, x294, x295, x299, x300, x301, x302, x304, x305, x306, x307
-    x309 = fsdp_keeps_gathered_under_pp * x264 * zero3
-    del x264
-    x310 = microbatches * (1 - x309)
-    x311 = x297 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x312 = x296 + x311
-    x313 = intra_latency_s * x312
-    x314 = (dp_collectives_flat + x311) ** (-1.0)
-    del x311
-    x315 = expert_shard_ranks * x314 - 1
-    x316 = inter_latency_s * x315
-    x317 = 2 * x313 + 2 * x316
-    x318 = x297 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x297
-    x319 = (dp_collectives_flat + x318) ** (-1.0)
-    x320 = shard_ranks * x319 - 1
-    x321 = inter_latency_s * x320
-    x322 = x296 + x318
-    del x296, x318
-    x323 = intra_latency_s * x322
-    x324 = 2 * x321 + 2 * x323
-    x325 = x234 * x312 * x314
-    del x312, x314
-    x326 = x283 * x291 * x315
-    del x283, x315
-    x327 = x234 * x319 * x322
-    del x234, x319, x322
-    x328 = x273 * x291 * x320
-    del x273, x291, x320
-    x329 = x313 + x316
-    del x313, x316
-    x330 = x321 + x323
-    del x321, x323
-    x331 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x332 = base_weight_bytes_per_param * x199 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x199
-    x333 = 1.0 * frozen_base * x332 + x267 * (stage_adapter_params + stage_params * x65) - x331
-    del stage_adapter_params, stage_params, x267, x65
-    x334 = x282 * (x329 * x4 + x330) + x327 * x333 + x328 * x333 + x330 + x4 * (x325 * x331 + x326 * x331 + x329)
-    del x329, x330, x331, x333
-    x335 = 1 / 2 * x270 * (x309 + x310) * (x282 * (x317 * x4 + x324) + x293 * x327 + x293 * x328 + x324 + x4 * (x289 * x325 + x289 * x326 + x317)) + zero3 * (x309 * x334 + 2 * x310 * x334)
-    del x270, x289, x293, x310, x317, x324, x325, x326, x327, x328, x334
-    x336 = x281 ** (-1.0)
-    del x281
-    x337 = x282 * x336
+    x320 = (dp_collectives_flat + x319) ** (-1.0)
+    x321 = shard_ranks * x320 - 1
+    x322 = inter_latency_s * x321
+    x323 = x297 + x319
+    del x297, x319
+    x324 = intra_latency_s * x323
+    x325 = 2 * x322 + 2 * x324
+    x326 = x235 * x313 * x315
+    del x313, x315
+    x327 = x284 * x292 * x316
+    del x284, x316
+    x328 = x235 * x320 * x323
+    del x235, x320, x323
+    x329 = x274 * x292 * x321
+    del x274, x292, x321
+    x330 = x314 + x317
+    del x314, x317
+    x331 = x322 + x324
+    del x322, x324
+    x332 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
+    x333 = base_weight_bytes_per_param * x200 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x200
+    x334 = 1.0 * frozen_base * x333 + x268 * (stage_adapter_params + stage_params * x65) - x332
+    del stage_adapter_params, stage_params, x268, x65
+    x335 = x283 * (x330 * x4 + x331) + x328 * x334 + x329 * x334 + x331 + x4 * (x326 * x332 + x327 * x332 + x330)
+    del x330, x331, x332, x334
+    x336 = 1 / 2 * x271 * (x310 + x311) * (x283 * (x318 * x4 + x325) + x294 * x328 + x294 * x329 + x325 + x4 * (x290 * x326 + x290 * x327 + x318)) + zero3 * (x310 * x335 + 2 * x311 * x335)
+    del x271, x290, x294, x311, x318, x325, x326, x327, x328, x329, x335
+    x337 = x282 ** (-1.0)
     del x282
-    dp_comm_s = dp_overlap * numpy.minimum(x308, numpy.maximum(x308 * x336, -2 * stage_layers * t_layer_fwd * x337 + x308)) + dp_overlap * numpy.minimum(x335, numpy.maximum(x335 * x336, -compute_s * x337 + x335)) + x269 * x308 + x269 * x335
-    del t_layer_fwd, x269, x308, x335, x336, x337
-    x338 = dispatch_host_sync * x160
-    x339 = 2.0 * x160 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x160, x4
-    x340 = numpy.maximum(0, cuda_graphs - x339 - 1)
-    x341 = stage_layers * (1 - x340)
-    x342 = host_launch_factor * moe_share * x341 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x338 = x283 * x337
+    del x283
+    dp_comm_s = dp_overlap * numpy.minimum(x309, numpy.maximum(x309 * x337, -2 * stage_layers * t_layer_fwd * x338 + x309)) + dp_overlap * numpy.minimum(x336, numpy.maximum(x336 * x337, -compute_s * x338 + x336)) + x270 * x309 + x270 * x336
+    del t_layer_fwd, x270, x309, x336, x337, x338
+    x339 = dispatch_host_sync * x161
+    x340 = 2.0 * x161 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x161, x4
+    x341 = numpy.maximum(0, cuda_graphs - x340 - 1)
+    x342 = stage_layers * (1 - x341)
+    x343 = host_launch_factor * moe_share * x342 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x66
-    x343 = x338 * x342
-    x344 = compute_mb + tp_comm_mb
-    x345 = microbatches ** (-1.0)
-    x346 = x344 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x340 * x345 + x341 * (graph_launch_s * x200 * (-x340 + numpy.minimum(1, cuda_graphs - x339)) + layer_overhead_s * (full_recompute + 3))) + x342 * (1 - x338)) / x344) ** host_overlap_exponent) / host_overlap_exponent)
-    del x200, x338, x339, x340, x341, x342
-    x347 = x343 + x346
-    launch_s = microbatches * x347
+    x344 = x339 * x343
+    x345 = compute_mb + tp_comm_mb
+    x346 = microbatches ** (-1.0)
+    x347 = x345 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x341 * x346 + x342 * (graph_launch_s * x201 * (-x341 + numpy.minimum(1, cuda_graphs - x340)) + layer_overhead_s * (full_recompute + 3))) + x343 * (1 - x339)) / x345) ** host_overlap_exponent) / host_overlap_exponent)
+    del x201, x339, x340, x341, x342, x343
+    x348 = x344 + x347
+    launch_s = microbatches * x348
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x348 = cp_comm_mb + ep_comm_mb + x344 + x347
-    del x344, x347
-    x349 = vp ** (-1.0)
-    x350 = x348 / compute_mb
-    x351 = dualpipe * x345 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x350 + 2 * tp_comm_mb - 3 * weight_grad_mb * x350 + 2 * x343 + 2 * x346) / x348 + x262 * x263 * x345 * x349
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x343, x345, x346, x350
-    bubble_s = microbatches * x348 * x351
-    del x348
-    x352 = stage_trainable_expert_params / expert_optimizer_shards
-    x353 = stage_trainable_params / optimizer_shards
-    optimizer_s = x102 * (x352 + x353) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x102
-    x354 = microbatches * stage_extra_layers * (compute_mb - x225) * (x351 + 1) / stage_layers
-    del compute_mb, x225, x351
-    x355 = dp_comm_s + pp_comm_s
-    x356 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x355
-    x357 = gpus + 0.474798
-    x358 = gpus ** (-1.0)
-    x359 = x357 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x356 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x356 * numpy.maximum(0, -x161 * erfinv(1.71458910109456 * x358 * x359 * (0.0686881539789491 * x359 + 0.112063) - 1 + 1.16023 / x357)) + x354 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x354 + x356)
-    del x354, x357, x359
-    step_time_s = straggler_s + x356
-    del x356
-    x360 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x360
-    x361 = tokens_per_s * x358
-    x362 = model_flops_per_token * x361
-    tflops_per_gpu = 1e-12 * x362
-    mfu = x105 * x362
-    del x362
-    hfu = hardware_flops_per_token * x105 * x361
-    del hardware_flops_per_token, x105, x361
-    x363 = bytes_per_element * x280 * x309
-    del x280, x309
-    x364 = expert_weight_shards ** (-1.0)
-    x365 = base_weight_bytes_per_param * stage_expert_params
-    x366 = weight_shards ** (-1.0)
-    x367 = frozen_base * (x364 * x365 + x366 * (x332 - x365)) + reference_model * (bytes_per_element * stage_expert_params * x364 + bytes_per_element * x366 * (-stage_expert_params - x198)) + stage_trainable_expert_params * weight_bytes_per_param * x364 + stage_trainable_params * weight_bytes_per_param * x366
-    del stage_expert_params, x198, x332, x364, x365, x366
-    weights_bytes = x363 + x367
-    x368 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x349 = cp_comm_mb + ep_comm_mb + x345 + x348
+    del x345, x348
+    x350 = vp ** (-1.0)
+    x351 = x349 / compute_mb
+    x352 = dualpipe * x346 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x351 + 2 * tp_comm_mb - 3 * weight_grad_mb * x351 + 2 * x344 + 2 * x347) / x349 + x263 * x264 * x346 * x350
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x344, x346, x347, x351
+    bubble_s = microbatches * x349 * x352
+    del x349
+    x353 = stage_trainable_expert_params / expert_optimizer_shards
+    x354 = stage_trainable_params / optimizer_shards
+    optimizer_s = x103 * (x353 + x354) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x103
+    x355 = microbatches * stage_extra_layers * (compute_mb - x226) * (x352 + 1) / stage_layers
+    del compute_mb, x226, x352
+    x356 = dp_comm_s + pp_comm_s
+    x357 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x356
+    x358 = gpus + 0.474798
+    x359 = gpus ** (-1.0)
+    x360 = x358 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x357 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x357 * numpy.maximum(0, -x162 * erfinv(1.71458910109456 * x359 * x360 * (0.0686881539789491 * x360 + 0.112063) - 1 + 1.16023 / x358)) + x355 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x355 + x357)
+    del x355, x358, x360
+    step_time_s = straggler_s + x357
+    del x357
+    x361 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x361
+    x362 = tokens_per_s * x359
+    x363 = model_flops_per_token * x362
+    tflops_per_gpu = 1e-12 * x363
+    mfu = x106 * x363
+    del x363
+    hfu = hardware_flops_per_token * x106 * x362
+    del hardware_flops_per_token, x106, x362
+    x364 = bytes_per_element * x281 * x310
+    del x281, x310
+    x365 = expert_weight_shards ** (-1.0)
+    x366 = base_weight_bytes_per_param * stage_expert_params
+    x367 = weight_shards ** (-1.0)
+    x368 = frozen_base * (x365 * x366 + x367 * (x333 - x366)) + reference_model * (bytes_per_element * stage_expert_params * x365 + bytes_per_element * x367 * (-stage_expert_params - x199)) + stage_trainable_expert_params * weight_bytes_per_param * x365 + stage_trainable_params * weight_bytes_per_param * x367
+    del stage_expert_params, x199, x333, x365, x366, x367
+    weights_bytes = x364 + x368
+    x369 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x363 + x368
-    optimizer_state_bytes = optimizer_bytes_per_param * x352 + optimizer_bytes_per_param * x353
-    del x352, x353
-    x369 = bytes_per_element * tokens_mb
-    x370 = hidden * x253
-    x371 = 2 * tokens_mb
-    x372 = tokens_mb * x370
-    x373 = 4 * x372
-    x374 = recompute_mlp * x93
-    x375 = 2 * mlp_matrices
-    x376 = tokens_mb * x375
-    x377 = x152 * x376
-    x378 = heads + kv_heads
-    x379 = kv_heads / heads
-    x380 = 1 - recompute_norms
-    x381 = x152 * x50 * (1 - x374)
-    del x152
-    x382 = shared_experts * tokens_mb * x157
-    del x157
-    x383 = tokens_mb * x254
-    del x254
-    x384 = linear_input_bytes + x375 - 2
-    del x375
-    x385 = x382 * x384 + x383 * (etp * hidden * linear_input_bytes + x384 * x46)
-    del x384
-    x386 = tokens_mb * x24
-    x387 = micro_batch * x145 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
-    del x128, x145
-    x388 = linear_input_bytes * x372 * x380
-    del x372
-    x389 = lora_rank * x369 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x371 * x95 * (hidden * x56 + x163 * x230 * x24 + x370 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x381 * (1 - lora_down) + x388 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x388 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x253 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x112 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x371 * x378 + x387)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x378 - x24 * (x379 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x215 * x385 + moe_share * (-x377 + x385) - moe_share * (x382 + x383 * x46) * (linear_input_bytes * x216 + x173 * (2 - x181)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x373 - x374 * x377 * x50 + x51 * (ffn * x376 + hidden * tokens_mb * (4 * x379 + 2) + x386 + x387) - (1 - 1 / 2 * linear_input_bytes) * (x371 * x381 + x373 * x380))
-    del moe_share, x0, x11, x112, x12, x15, x163, x17, x173, x18, x181, x215, x216, x230, x24, x25, x253, x3, x370, x371, x373, x374, x376, x377, x378, x379, x380, x381, x382, x383, x385, x387, x388, x46, x50, x56, x57, x70, x94, x95
-    x390 = x175 * x386
-    del x175, x386
-    x391 = full_recompute * x390 + x389 * x93
+    grads_bytes = x364 + x369
+    optimizer_state_bytes = optimizer_bytes_per_param * x353 + optimizer_bytes_per_param * x354
+    del x353, x354
+    x370 = bytes_per_element * tokens_mb
+    x371 = hidden * x254
+    x372 = 2 * tokens_mb
+    x373 = tokens_mb * x371
+    x374 = 4 * x373
+    x375 = recompute_mlp * x93
+    x376 = 2 * mlp_matrices
+    x377 = tokens_mb * x376
+    x378 = x153 * x377
+    x379 = heads + kv_heads
+    x380 = kv_heads / heads
+    x381 = 1 - recompute_norms
+    x382 = x153 * x50 * (1 - x375)
+    del x153
+    x383 = shared_experts * tokens_mb * x158
+    del x158
+    x384 = tokens_mb * x255
+    del x255
+    x385 = linear_input_bytes + x376 - 2
+    del x376
+    x386 = x383 * x385 + x384 * (etp * hidden * linear_input_bytes + x385 * x46)
+    del x385
+    x387 = tokens_mb * x24
+    x388 = micro_batch * x146 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x129) / cp ** 2
+    del x129, x146
+    x389 = linear_input_bytes * x373 * x381
+    del x373
+    x390 = lora_rank * x370 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x372 * x95 * (hidden * x56 + x164 * x231 * x24 + x371 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x382 * (1 - lora_down) + x389 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x389 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x254 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x113 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x372 * x379 + x388)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x379 - x24 * (x380 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x216 * x386 + moe_share * (-x378 + x386) - moe_share * (x383 + x384 * x46) * (linear_input_bytes * x217 + x174 * (2 - x182)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x374 - x375 * x378 * x50 + x51 * (ffn * x377 + hidden * tokens_mb * (4 * x380 + 2) + x387 + x388) - (1 - 1 / 2 * linear_input_bytes) * (x372 * x382 + x374 * x381))
+    del moe_share, x0, x11, x113, x12, x15, x164, x17, x174, x18, x182, x216, x217, x231, x24, x25, x254, x3, x371, x372, x374, x375, x377, x378, x379, x380, x381, x382, x383, x384, x386, x388, x389, x46, x50, x56, x57, x70, x94, x95
+    x391 = x176 * x387
+    del x176, x387
+    x392 = full_recompute * x391 + x390 * x93
     del x93
-    x392 = loss_logit_chunks ** (-1.0)
-    x393 = loss_extra_bytes_per_logit * tokens_mb * x176 * x392 + 4 * x268 * (vocab * x392 * x99 + 1)
-    del tokens_mb, x176, x268, x392, x99
-    x394 = stage_layers * x349 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x262 * numpy.minimum(x265, pp * vp + x263 * numpy.minimum(1, vp - 1)))
-    del microbatches, x262, x263, x265, x349
-    activation_bytes = full_recompute * x389 + linear_value_heads * x113 * x369 * x51 * numpy.minimum(1, linear_attention_layers) + x391 * x394 + x393 + x42 * (x391 + x393) - numpy.where(numpy.greater(x394, 2), x394 - 2, 0.0) * numpy.minimum(x391, offloaded_activation_vectors * x390)
-    del x113, x369, x389, x390, x391, x393, x394, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x363 + x367 + x368
-    del x363, x367, x368
-    x395 = nodes / (rack_mtbf_s * rack_nodes)
-    x396 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x397 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x398 = x395 + x396 + x397
-    system_mtbf_s = x398 ** (-1.0)
-    x399 = node_repair_s * x395
-    x400 = numpy.exp(-x399)
-    x401 = node_repair_s * x396
-    x402 = -spare_nodes
-    x403 = rack_nodes + x402
-    x404 = x399 * x400
-    del x399
-    x405 = 2 * rack_nodes + x402
-    x406 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x400 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x407 = 3 * rack_nodes + x402
-    x408 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x400 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x409 = 4 * rack_nodes + x402
-    x410 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x400 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x411 = 5 * rack_nodes + x402
-    x412 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x400 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x413 = 6 * rack_nodes + x402
-    x414 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x400 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x415 = 7 * rack_nodes + x402
-    x416 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x400 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x417 = 8 * rack_nodes + x402
-    x418 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x400 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x419 = 9 * rack_nodes + x402
-    x420 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x400 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x421 = 10 * rack_nodes + x402
-    x422 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x400 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x423 = 11 * rack_nodes + x402
-    x424 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x400 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x395 * (x400 * poisson_cdf(-x403, x401) + x404 * poisson_cdf(-x405, x401) + x406 * poisson_cdf(-x407, x401) + x408 * poisson_cdf(-x409, x401) + x410 * poisson_cdf(-x411, x401) + x412 * poisson_cdf(-x413, x401) + x414 * poisson_cdf(-x415, x401) + x416 * poisson_cdf(-x417, x401) + x418 * poisson_cdf(-x419, x401) + x420 * poisson_cdf(-x421, x401) + x422 * poisson_cdf(-x423, x401) + x424 * poisson_cdf(-12 * rack_nodes - x402, x401)) + x396 * (x400 * poisson_cdf(spare_nodes - 1, x401) + x404 * poisson_cdf(-x403 - 1, x401) + x406 * poisson_cdf(-x405 - 1, x401) + x408 * poisson_cdf(-x407 - 1, x401) + x410 * poisson_cdf(-x409 - 1, x401) + x412 * poisson_cdf(-x411 - 1, x401) + x414 * poisson_cdf(-x413 - 1, x401) + x416 * poisson_cdf(-x415 - 1, x401) + x418 * poisson_cdf(-x417 - 1, x401) + x420 * poisson_cdf(-x419 - 1, x401) + x422 * poisson_cdf(-x421 - 1, x401) + x424 * poisson_cdf(-x423 - 1, x401)) + x397)
-    del x395, x396, x397, x400, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424
-    x425 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x426 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x398 * (x425 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x398 * (-manual_restart_s + x425 - x426))) + x425 - x426
-    del x398, x425, x426
+    x393 = loss_logit_chunks ** (-1.0)
+    x394 = loss_extra_bytes_per_logit * tokens_mb * x177 * x393 + 4 * x269 * (vocab * x100 * x393 + 1)
+    del tokens_mb, x100, x177, x269, x393
+    x395 = stage_layers * x350 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x263 * numpy.minimum(x266, pp * vp + x264 * numpy.minimum(1, vp - 1)))
+    del microbatches, x263, x264, x266, x350
+    activation_bytes = full_recompute * x390 + linear_value_heads * x114 * x370 * x51 * numpy.minimum(1, linear_attention_layers) + x392 * x395 + x394 + x42 * (x392 + x394) - numpy.where(numpy.greater(x395, 2), x395 - 2, 0.0) * numpy.minimum(x392, offloaded_activation_vectors * x391)
+    del x114, x370, x390, x391, x392, x394, x395, x42, x51
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x364 + x368 + x369
+    del x364, x368, x369
+    x396 = nodes / (rack_mtbf_s * rack_nodes)
+    x397 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x398 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x399 = x396 + x397 + x398
+    system_mtbf_s = x399 ** (-1.0)
+    x400 = node_repair_s * x396
+    x401 = numpy.exp(-x400)
+    x402 = node_repair_s * x397
+    x403 = -spare_nodes
+    x404 = rack_nodes + x403
+    x405 = x400 * x401
+    del x400
+    x406 = 2 * rack_nodes + x403
+    x407 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x401 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x408 = 3 * rack_nodes + x403
+    x409 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x401 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x410 = 4 * rack_nodes + x403
+    x411 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x401 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x412 = 5 * rack_nodes + x403
+    x413 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x401 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x414 = 6 * rack_nodes + x403
+    x415 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x401 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x416 = 7 * rack_nodes + x403
+    x417 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x401 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x418 = 8 * rack_nodes + x403
+    x419 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x401 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x420 = 9 * rack_nodes + x403
+    x421 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x401 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x422 = 10 * rack_nodes + x403
+    x423 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x401 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x424 = 11 * rack_nodes + x403
+    x425 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x401 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x396 * (x401 * poisson_cdf(-x404, x402) + x405 * poisson_cdf(-x406, x402) + x407 * poisson_cdf(-x408, x402) + x409 * poisson_cdf(-x410, x402) + x411 * poisson_cdf(-x412, x402) + x413 * poisson_cdf(-x414, x402) + x415 * poisson_cdf(-x416, x402) + x417 * poisson_cdf(-x418, x402) + x419 * poisson_cdf(-x420, x402) + x421 * poisson_cdf(-x422, x402) + x423 * poisson_cdf(-x424, x402) + x425 * poisson_cdf(-12 * rack_nodes - x403, x402)) + x397 * (x401 * poisson_cdf(spare_nodes - 1, x402) + x405 * poisson_cdf(-x404 - 1, x402) + x407 * poisson_cdf(-x406 - 1, x402) + x409 * poisson_cdf(-x408 - 1, x402) + x411 * poisson_cdf(-x410 - 1, x402) + x413 * poisson_cdf(-x412 - 1, x402) + x415 * poisson_cdf(-x414 - 1, x402) + x417 * poisson_cdf(-x416 - 1, x402) + x419 * poisson_cdf(-x418 - 1, x402) + x421 * poisson_cdf(-x420 - 1, x402) + x423 * poisson_cdf(-x422 - 1, x402) + x425 * poisson_cdf(-x424 - 1, x402)) + x398)
+    del x396, x397, x398, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424, x425
+    x426 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x427 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x399 * (x426 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x399 * (-manual_restart_s + x426 - x427))) + x426 - x427
+    del x399, x426, x427
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x427 = checkpoint_bytes * x358
-    x428 = x211 * x427
-    x429 = ckpt_async * x428
-    x430 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x431 = ckpt_sync * x430
-    x432 = x236 * x427
-    del x236, x427
-    x433 = ckpt_in_memory * (x428 + x432)
-    del x428
-    x434 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x435 = grad_bytes_per_param * trainable_params * x358
-    del x358
-    x436 = optimizer_s - step_time_s
-    x437 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x211 * x435 / (1 - (1 - numpy.minimum(1, x434)) ** gockpt_steps) + x436)
-    del x211
-    checkpoint_stall_s = x429 + x431 + x433 + x437
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x429 + 2 * x431 + 2 * x433 + 2 * x437))
-    x438 = ckpt_async * x430
-    x439 = system_mtbf_s ** (-1.0)
-    x440 = checkpoint_stall_s * x439
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x435 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x436))) / numpy.log(1 - numpy.minimum(0.999999999999, x434))))) - 1) + 1
-    del x434, x435, x436
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x430) + x438), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x429 + 1 / 2 * x431 + 1 / 2 * x433 + 1 / 2 * x437), -checkpoint_stall_s + young_interval_s * (1 / 6 * x161 * numpy.sqrt(x440) + 1 / 18 * x440 + 1), system_mtbf_s)))
-    del x161, x429, x431, x433, x437
-    commit_latency_s = ckpt_gockpt * (step_time_s + x430) + x438
-    del x430, x438
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x432 + failure_restart_s
-    del failure_restart_s, x432
-    x441 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x441 + 1) / (global_batch * token_efficiency * (reference_batch * x441 + 1))
-    del x441, x77
+    x428 = checkpoint_bytes * x359
+    x429 = x212 * x428
+    x430 = ckpt_async * x429
+    x431 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x432 = ckpt_sync * x431
+    x433 = x237 * x428
+    del x237, x428
+    x434 = ckpt_in_memory * (x429 + x433)
+    del x429
+    x435 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x436 = grad_bytes_per_param * trainable_params * x359
+    del x359
+    x437 = optimizer_s - step_time_s
+    x438 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x212 * x436 / (1 - (1 - numpy.minimum(1, x435)) ** gockpt_steps) + x437)
+    del x212
+    checkpoint_stall_s = x430 + x432 + x434 + x438
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x430 + 2 * x432 + 2 * x434 + 2 * x438))
+    x439 = ckpt_async * x431
+    x440 = system_mtbf_s ** (-1.0)
+    x441 = checkpoint_stall_s * x440
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x436 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x437))) / numpy.log(1 - numpy.minimum(0.999999999999, x435))))) - 1) + 1
+    del x435, x436, x437
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x431) + x439), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x430 + 1 / 2 * x432 + 1 / 2 * x434 + 1 / 2 * x438), -checkpoint_stall_s + young_interval_s * (1 / 6 * x162 * numpy.sqrt(x441) + 1 / 18 * x441 + 1), system_mtbf_s)))
+    del x162, x430, x432, x434, x438
+    commit_latency_s = ckpt_gockpt * (step_time_s + x431) + x439
+    del x431, x439
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x433 + failure_restart_s
+    del failure_restart_s, x433
+    x442 = seq_len / critical_batch_tokens
+    steps = tokens * x77 * (global_batch * x442 + 1) / (global_batch * token_efficiency * (reference_batch * x442 + 1))
+    del x442, x77
     solve_time_s = step_time_s * steps
-    x442 = numpy.exp(commit_latency_s * x439)
-    x443 = numpy.exp(x439 * (checkpoint_interval_s + checkpoint_stall_s))
-    x444 = solve_time_s * x442 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x442 + x444 * (x443 - 1) - 1) * numpy.exp(restart_s * x439)
-    del x442
-    failure_stepping_s = system_mtbf_s * x444 * (x443 - numpy.exp(x440))
-    del x440, x443, x444
+    x443 = numpy.exp(commit_latency_s * x440)
+    x444 = numpy.exp(x440 * (checkpoint_interval_s + checkpoint_stall_s))
+    x445 = solve_time_s * x443 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x443 + x445 * (x444 - 1) - 1) * numpy.exp(restart_s * x440)
+    del x443
+    failure_stepping_s = system_mtbf_s * x445 * (x444 - numpy.exp(x441))
+    del x441, x444, x445
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x445 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x445)
-    x446 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x446 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x446
-    del x446
-    expected_failures = failure_wall_s * x439
-    del x439
+    x446 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x446)
+    x447 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x447 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x447
+    del x447
+    expected_failures = failure_wall_s * x440
+    del x440
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x445
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x446
     del failure_stepping_s
-    x447 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x360 * (cp_comm_s + ep_comm_s + tp_comm_s + x355) + compute_power_fraction * compute_s * x360)
-    del x355, x360
-    x448 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x447)
+    x448 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x361 * (cp_comm_s + ep_comm_s + tp_comm_s + x356) + compute_power_fraction * compute_s * x361)
+    del x356, x361
+    x449 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x448)
     del stepping_s
-    energy_gpu_j = gpus * x448
-    x449 = network_power_per_node_w + node_overhead_power_w
-    x450 = nodes * x449
+    energy_gpu_j = gpus * x449
+    x450 = network_power_per_node_w + node_overhead_power_w
+    x451 = nodes * x450
     del nodes
-    x451 = spare_nodes * (gpus_per_node * idle_power_w + x449) + x450
-    del x449
-    energy_it_j = energy_gpu_j + wall_time_s * x451
+    x452 = spare_nodes * (gpus_per_node * idle_power_w + x450) + x451
+    del x450
+    energy_it_j = energy_gpu_j + wall_time_s * x452
     energy_facility_j = energy_it_j * pue
-    x452 = eval_time_s + rollbacks * x445
-    del x445
-    x453 = pue * (gpu_step_power_w * gpus + x450)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x450) * (-failure_wall_s - x447 - x452) - solve_time_s * x453 - x452 * x453
-    del failure_wall_s, x450, x452, x453
-    x454 = wall_time_s ** (-1.0)
-    gpu_power_w = x448 * x454
-    del x448
-    avg_power_w = energy_facility_j * x454
-    del x454
-    peak_power_w = pue * (gpus * max_power_w + x451)
-    del x451
-    x455 = gpus + gpus_per_node * spare_nodes
-    x456 = 0.000277777777777778 * x455
-    gpu_hours = wall_time_s * x456
-    cost_cloud_usd = price_usd_per_gpu_hour * x456 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x447), wall_time_s)
-    del x447, x456
-    x457 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x457 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x455)) / utilisation
+    x453 = eval_time_s + rollbacks * x446
+    del x446
+    x454 = pue * (gpu_step_power_w * gpus + x451)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x451) * (-failure_wall_s - x448 - x453) - solve_time_s * x454 - x453 * x454
+    del failure_wall_s, x451, x453, x454
+    x455 = wall_time_s ** (-1.0)
+    gpu_power_w = x449 * x455
+    del x449
+    avg_power_w = energy_facility_j * x455
+    del x455
+    peak_power_w = pue * (gpus * max_power_w + x452)
+    del x452
+    x456 = gpus + gpus_per_node * spare_nodes
+    x457 = 0.000277777777777778 * x456
+    gpu_hours = wall_time_s * x457
+    cost_cloud_usd = price_usd_per_gpu_hour * x457 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x448), wall_time_s)
+    del x448, x457
+    x458 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x458 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x456)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x455 * x457
-    del x455, x457
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x456 * x458
+    del x456, x458
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -217,6 +217,13 @@ def _op_sac_recomputed_params(x: dict):
                           + x["ffn"])
 
 
+def _core_recomputed(x: dict):
+    """1 where selective recompute runs the attention core's forward again in backward: the
+    unfused path's scores (Korthikanti et al. 2022, arXiv:2205.05198 s5) or a fused kernel
+    under a checkpoint (Megatron-Core's ``core_attn`` module, ``recompute_core_attn``)."""
+    return maximum(x["selective"], x["selective_option"] * x["recompute_core_attn"])
+
+
 def _early_stop(x: dict):
     """1 where a full checkpoint's recomputation stops before a dense layer's down
     projection: the stack's checkpoint stops early, no dropout mask is saved after it and
@@ -266,7 +273,7 @@ def flops(x: dict, r: dict) -> dict:
     # forward again)
     recomputed = (x["full_recompute"] * (fwd - logits_fwd - skipped)
                   + (1 - x["full_recompute"])
-                  * (x["selective"] * core_all + _op_sac(x, r) * layers
+                  * (_core_recomputed(x) * core_all + _op_sac(x, r) * layers
                      * compute.matmul_forward_flops_per_token(_op_sac_recomputed_params(x))
                      + x["recompute_mlp"] * (layers - x["moe_layers"]) * dense_fwd
                      + x["recompute_moe"] * x["moe_layers"] * moe_fwd))
@@ -604,7 +611,7 @@ def compute_time(x: dict, r: dict) -> dict:
     layer_recompute = x["full_recompute"] * compute.checkpointed_layer_recompute_time(
         layer_fwd, (1 - share) * r["t_mlp"] / x["mlp_matrices"],
         _early_stop(x)) \
-        + (1 - x["full_recompute"]) * (x["selective"] * (r["t_core"] + r["t_scores"])
+        + (1 - x["full_recompute"]) * (_core_recomputed(x) * (r["t_core"] + r["t_scores"])
                                        + share * _moe_act_recomputed(x) * r["t_moe_act"]
                                        + _op_sac(x, r) * op_recompute
                                        + (1 - share) * x["recompute_mlp"] * r["t_mlp"]
@@ -657,7 +664,7 @@ def _mtp_time(x: dict, r: dict):
     inner = compute.mtp_projection_params(h) / h  # M_k: the concatenation of two h-vectors
     projection = _gemm(x, t, h / tp, inner, minimum(minimum(t, h / tp), inner))
     recompute = x["full_recompute"] * block_fwd \
-        + (1 - x["full_recompute"]) * x["selective"] * (r["t_core"] + r["t_scores"])
+        + (1 - x["full_recompute"]) * _core_recomputed(x) * (r["t_core"] + r["t_scores"])
     return _mtp_on_fullest_stage(x) * (
         compute.training_pass_time(block_fwd, recompute)
         + compute.training_pass_time(projection + r["t_logits"], 0) + r["t_loss"])

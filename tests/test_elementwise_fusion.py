@@ -117,3 +117,26 @@ def test_schema_refuses_a_factor_below_fused():
     with pytest.raises(ValueError, match="elementwise_traffic_factor.value"):
         SoftwareStack(**data)
     assert np.isfinite(load_catalog().stack(EAGER).elementwise_traffic_factor.value)
+
+
+@pytest.mark.parametrize("k", [2, 8])
+def test_moe_layers_run_their_mlp_wide_ops_on_every_routed_copy(k):
+    """A MoE layer's bias and activation run on each of a token's k routed copies at the
+    expert's width f_e: the MLP-wide element-wise bytes a token are 4 k f_e e, the h-wide
+    16 h e (formulas.compute.elementwise_bytes_per_token), whatever the dense width. The
+    element-wise time is linear in the stack's traffic factor, so its increment from 1 to
+    2 is the element-wise time itself: at k copies over 4 copies it is
+    (16 h + 4 k f_e) / (16 h + 16 f_e) (GPT-OSS: h = f_e = 2,880)."""
+    gpt_oss = dict(model="gpt-oss-120b", hardware="b200", gpus=8, tp=1, pp=1, vp=1, cp=1,
+                   ep=8, etp=1, global_batch=64, micro_batch=1, seq_len=4096,
+                   recompute="selective", zero=1, tokens=1e12, reliability="benchmark",
+                   precision="bf16", stack="megatron-core-moe-baseline")
+
+    def elementwise_s(copies):
+        c = [evaluate(**gpt_oss, overrides={"elementwise_traffic_factor": x,
+                                            "experts_per_token": copies}).iloc[0]["compute_s"]
+             for x in (1.0, 2.0)]
+        return c[1] - c[0]
+    h = f = 2880
+    assert elementwise_s(k) / elementwise_s(4) == pytest.approx(
+        (16 * h + 4 * k * f) / (16 * h + 16 * f), rel=1e-9)

@@ -52,11 +52,11 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x32 = hidden * vocab
     x33 = layers - moe_layers
     x34 = x33 * x9
+    del x9
     x35 = embedding_matrices * x32 + hidden + layers * x31 + x34
     x36 = experts * hidden
     x37 = experts + shared_experts
     x38 = moe_ffn * x8
-    del x8
     x39 = x36 + x37 * x38
     params = moe_layers * x39 + mtp_layers * (x23 + x39 * x4) + x35
     x40 = experts_per_token + shared_experts
@@ -74,664 +74,665 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     x49 = tp * x48 - x36 * x43 + x39
     del x39
     x50 = 1 - moe_share
-    x51 = tp ** (-1.0)
-    x52 = dualpipe + 1
-    x53 = x51 * x52
-    stage_params = x53 * (stage_layers * (moe_share * x49 + x31 + x50 * x9) + x32 + x42 * (x23 + x4 * x49))
-    del x23, x31, x49, x9
-    stage_expert_params = moe_share * stage_layers * x48 * x52
-    del x48, x52
-    x54 = 1.0 * lora_rank
-    x55 = x54 * (hidden + moe_ffn)
-    x56 = mlp_matrices - 2
-    x57 = lora_gate * x56 + lora_up
-    x58 = lora_down * x55 + x55 * x57
+    x51 = ffn * x50
+    x52 = tp ** (-1.0)
+    x53 = dualpipe + 1
+    x54 = x52 * x53
+    stage_params = x54 * (stage_layers * (moe_share * x49 + x31 + x51 * x8) + x32 + x42 * (x23 + x4 * x49))
+    del x23, x31, x49, x8
+    stage_expert_params = moe_share * stage_layers * x48 * x53
+    del x48, x53
+    x55 = 1.0 * lora_rank
+    x56 = x55 * (hidden + moe_ffn)
+    x57 = mlp_matrices - 2
+    x58 = lora_gate * x57 + lora_up
+    x59 = lora_down * x56 + x56 * x58
+    del x56
+    x60 = moe_layers * x59
+    x61 = x55 * (ffn + hidden)
+    x62 = lora_down * x61 + x58 * x61
+    del x61
+    x63 = x33 * x62
+    x64 = lora_k * x55 * (hidden + x14) + lora_o * x55 * (hidden + x10) + lora_q * x55 * (hidden + x12) + lora_v * x55 * (hidden + x15)
     del x55
-    x59 = moe_layers * x58
-    x60 = x54 * (ffn + hidden)
-    x61 = lora_down * x60 + x57 * x60
-    del x60
-    x62 = x33 * x61
-    x63 = lora_k * x54 * (hidden + x14) + lora_o * x54 * (hidden + x10) + lora_q * x54 * (hidden + x12) + lora_v * x54 * (hidden + x15)
-    del x54
-    x64 = layers * x63
-    x65 = 1 - frozen_base
-    trainable_params = params * x65 + x37 * x59 + x62 + x64
+    x65 = layers * x64
+    x66 = 1 - frozen_base
+    trainable_params = params * x66 + x37 * x60 + x63 + x65
     del x37
-    x66 = experts * x44
-    stage_adapter_params = stage_layers * x53 * (moe_share * x58 * (shared_experts + tp * x45 * x66) + x50 * x61 + x63)
-    del x58, x61, x63
-    stage_trainable_params = stage_adapter_params + x65 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x65
-    stage_embedding_params = x32 * x53
-    del x53
-    x67 = seq_len * x18
-    x68 = experts * x24 + x24 * x40 * x43
+    x67 = experts * x44
+    stage_adapter_params = stage_layers * x54 * (moe_share * x59 * (shared_experts + tp * x45 * x67) + x50 * x62 + x64)
+    del x59, x62, x64
+    stage_trainable_params = stage_adapter_params + x66 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x66
+    stage_embedding_params = x32 * x54
+    del x54
+    x68 = seq_len * x18
+    x69 = experts * x24 + x24 * x40 * x43
     del x43
-    x69 = moe_layers * x68
-    x70 = 2 * heads
-    x71 = x67 * x70
-    x72 = linear_head_dim ** 2
-    x73 = 640.0 * linear_head_dim + 6 * x72 + 2730.66666666667
-    x74 = linear_attention_layers * (linear_value_heads * x73 - x71)
-    x75 = x40 * x59
-    del x59
-    x76 = numpy.minimum(seq_len, window)
-    x77 = seq_len ** (-1.0)
-    x78 = -x76 * x77 + 2
-    x79 = window_layers * (2 * heads * x18 * x76 * x78 - x71)
-    x80 = x10 * x24 + 2 * x16 + 2 * x20
+    x70 = moe_layers * x69
+    x71 = 2 * heads
+    x72 = x68 * x71
+    x73 = linear_head_dim ** 2
+    x74 = 640.0 * linear_head_dim + 6 * x73 + 2730.66666666667
+    x75 = linear_attention_layers * (linear_value_heads * x74 - x72)
+    x76 = x40 * x60
+    del x60
+    x77 = numpy.minimum(seq_len, window)
+    x78 = seq_len ** (-1.0)
+    x79 = -x77 * x78 + 2
+    x80 = window_layers * (2 * heads * x18 * x77 * x79 - x72)
+    x81 = x10 * x24 + 2 * x16 + 2 * x20
     del x16, x20
-    x81 = layers * x80
-    x82 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x80)
+    x82 = layers * x81
+    x83 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x81)
     del x27
-    x83 = vocab * x24
-    x84 = 4.0 * x5
+    x84 = vocab * x24
+    x85 = 4.0 * x5
     del x5
-    x85 = ffn * x24
-    x86 = mlp_matrices * x85
-    x87 = mtp_layers * (x4 * x68 + x7 * x86 + x71 + x80 + x83 + x84)
-    del x68, x80
-    x88 = x33 * x86
-    del x86
-    x89 = x69 + x81 + x82 + x88
-    x90 = x83 + x89
-    del x83
-    x91 = layers * x71 + x74 + x79
-    x92 = x87 + x91
-    model_flops_per_token = -frozen_base * x90 + 6 * heads * layers * x67 + reference_model * (x90 + x92) + 6 * x32 + 6 * x34 + 6 * x62 + 6 * x64 + 3 * x69 + 3 * x74 + 6 * x75 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
-    del x34, x74, x79, x81, x82, x87, x90
-    x93 = 1 - full_recompute
-    x94 = ffn + x10
-    x95 = op_selective_recompute * selective_option * x50
-    x96 = numpy.maximum(selective, recompute_core_attn * selective_option)
-    x97 = recompute_early_stop * x65 * (1 - dropout_masks)
-    hardware_flops_per_token = full_recompute * (-x33 * x85 * x97 + 2 * x62 + 2 * x64 + 2 * x75 + x89 + x92) + model_flops_per_token + x93 * (layers * x24 * x95 * (x14 + x94) + recompute_mlp * x88 + recompute_moe * x69 + x91 * x96)
-    del x33, x62, x64, x69, x75, x85, x88, x89, x91, x92
-    x98 = hidden * tokens_mb
-    x99 = x25 * x51
-    x100 = hidden ** (-1.0)
-    x101 = x100 * x28 * x51 - x99
+    x86 = ffn * x24
+    x87 = mlp_matrices * x86
+    x88 = mtp_layers * (x4 * x69 + x7 * x87 + x72 + x81 + x84 + x85)
+    del x69, x81
+    x89 = x33 * x87
+    del x87
+    x90 = x70 + x82 + x83 + x89
+    x91 = x84 + x90
+    del x84
+    x92 = layers * x72 + x75 + x80
+    x93 = x88 + x92
+    model_flops_per_token = -frozen_base * x91 + 6 * heads * layers * x68 + reference_model * (x91 + x93) + 6 * x32 + 6 * x34 + 6 * x63 + 6 * x65 + 3 * x70 + 3 * x75 + 6 * x76 + 3 * x80 + 3 * x82 + 3 * x83 + 3 * x88
+    del x34, x75, x80, x82, x83, x88, x91
+    x94 = recompute_early_stop * x66 * (1 - dropout_masks)
+    x95 = 1 - full_recompute
+    x96 = ffn + x10
+    x97 = op_selective_recompute * selective_option * x50
+    x98 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    hardware_flops_per_token = full_recompute * (-x33 * x86 * x94 + 2 * x63 + 2 * x65 + 2 * x76 + x90 + x93) + model_flops_per_token + x95 * (layers * x24 * x97 * (x14 + x96) + recompute_mlp * x89 + recompute_moe * x70 + x92 * x98)
+    del x33, x63, x65, x70, x76, x86, x89, x90, x92, x93
+    x99 = hidden * tokens_mb
+    x100 = x25 * x52
+    x101 = hidden ** (-1.0)
+    x102 = -x100 + x101 * x28 * x52
     del x28
-    x102 = tokens_mb * x101
-    x103 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x104 = bytes_per_element * x103
-    x105 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x101)
-    x106 = peak_flops_per_s ** (-1.0)
-    x107 = x106 / gemm_max_efficiency
-    x108 = x107 * x24
-    x109 = x21 * x51
+    x103 = tokens_mb * x102
+    x104 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x105 = bytes_per_element * x104
+    x106 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x102)
+    x107 = peak_flops_per_s ** (-1.0)
+    x108 = x107 / gemm_max_efficiency
+    x109 = x108 * x24
+    x110 = x21 * x52
     del x21
-    x110 = x100 * x109
-    x111 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x110)
-    x112 = 2 * x107
-    t_qkv = x29 * numpy.maximum(x104 * (hidden * x101 + x102 + x98), x102 * x108 * (gemm_half_efficiency_dim + x105) / x105) + x30 * numpy.maximum(x104 * (tokens_mb * x110 + x109 + x98), tokens_mb * x109 * x112 * (gemm_half_efficiency_dim + x111) / x111)
-    del x101, x102, x105, x109, x111
-    x113 = 4 * linear_head_dim
-    x114 = 0.015625 * x72
-    del x72
-    x115 = tokens_mb * x104
-    x116 = x115 * x51
-    x117 = attention_gemm_max_efficiency ** (-1.0)
-    x118 = numpy.minimum(seq_len, tokens_mb)
-    x119 = gemm_half_efficiency_dim + x118
-    x120 = attention_peak_flops_per_s ** (-1.0)
-    x121 = tokens_mb * x51
-    x122 = x120 * x121
-    x123 = window_layers * x3
-    x124 = -x123 - x29 + 1
-    x125 = x18 * x70
-    x126 = x116 * x125
-    x127 = attention_scores_stored + selective
-    x128 = numpy.maximum(head_dim, v_head_dim)
-    x129 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x128 + 1)) + 1
-    x130 = numpy.maximum(x127, x129)
-    x131 = numpy.minimum(head_dim, tokens_mb)
-    x132 = attention_gemm_max_efficiency * x131 / (gemm_half_efficiency_dim + x131)
-    del x131
-    x133 = 1 - x130
-    x134 = attention_head_dim_granule ** (-1.0)
-    x135 = x128 * (1 - fused_split_head_dims)
-    del x128
-    x136 = attention_efficiency_factor * attention_gemm_max_efficiency * x118 / (x119 * (attention_head_dim_granule * numpy.ceil(x134 * (fused_split_head_dims * head_dim + x135)) + attention_head_dim_granule * numpy.ceil(x134 * (fused_split_head_dims * v_head_dim + x135))))
-    del x134, x135
-    x137 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x18)
-    x138 = numpy.maximum(1.0, x137)
-    x139 = attention_exp_overlap_exponent ** (-1.0)
-    x140 = numpy.maximum(2.0, x137)
-    x141 = x140 ** (-1.0)
-    x142 = x133 * (1 / 3 * x138 * ((x137 / x138) ** attention_exp_overlap_exponent + x138 ** (-attention_exp_overlap_exponent)) ** x139 + 1 / 3 * x140 * ((2 * x141) ** attention_exp_overlap_exponent + (x137 * x141) ** attention_exp_overlap_exponent) ** x139 - 1)
-    del x137, x138, x139, x140, x141
-    x143 = fused_window_attention * x133
-    x144 = 1 - x143
-    x145 = x76 * x78
-    del x76, x78
-    t_core = numpy.maximum(x123 * x126, x122 * x123 * (fused_window_attention * x142 + 1) * (x125 * x143 * x145 + x144 * x71) / (x132 * x144 + x136 * x143 * x145 * x18 / (attention_fill_keys + x145))) + numpy.maximum(x124 * x126, x122 * x124 * x71 * (x142 + 1) / (x130 * x132 + x133 * x136 * x67 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x116 * x29 * (x113 + x114), linear_value_heads * x117 * x119 * x122 * x29 * x73 / (attention_efficiency_factor * x118))
-    del x116, x118, x119, x122, x125, x126, x132, x133, x136, x142, x143, x144, x145, x67, x71, x73
-    x146 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x103 * x146 * x51 * (x123 * numpy.maximum(numpy.maximum(x127, x129), 1 - fused_window_attention) + x124 * x130)
-    del x1, x123, x124, x127, x130
-    x147 = hidden * x51
-    x148 = tokens_mb * x99
-    x149 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x99)
-    del x99
-    x150 = x10 * x51
-    x151 = tokens_mb * x150
-    x152 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x150)
-    t_proj = x29 * numpy.maximum(x104 * (x147 * x25 + x148 + x98), x108 * x148 * (gemm_half_efficiency_dim + x149) / x149) + x30 * numpy.maximum(x104 * (x10 * x147 + x151 + x98), x108 * x151 * (gemm_half_efficiency_dim + x152) / x152)
-    del x10, x148, x149, x152, x29
-    x153 = ffn * x51
-    x154 = tokens_mb * x153
-    x155 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x153)
-    t_mlp = mlp_matrices * numpy.maximum(x104 * (hidden * x153 + x154 + x98), x108 * x154 * (gemm_half_efficiency_dim + x155) / x155)
-    del x155
-    x156 = experts * tokens_mb
-    x157 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x158 = moe_ffn * x51
-    x159 = tokens_mb * x158
-    x160 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x158)
-    x161 = 1 - token_drop
-    x162 = numpy.sqrt(2)
-    x163 = tokens_mb ** (-1.0)
-    x164 = sequence_parallel * x51
-    x165 = 1 - sequence_parallel
-    x166 = etp * x164 + x165
-    x167 = x163 / (experts_per_token * x166)
-    x168 = experts_per_token * x166
-    del x166
-    routed_copies = tokens_mb * x168
-    x169 = routed_copies * x46
-    x170 = x104 * (x168 * x98 + x169 + x47)
-    del x168, x47
-    x171 = gemm_tile_dim ** (-1.0)
-    x172 = ep * routed_copies / experts
-    x173 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x112 * x167 * (grouped_gemm_token_half_dim + x172) * numpy.ceil(x172 / grouped_gemm_tile_tokens) / ep ** 2
-    del x172
-    x174 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x104 * x98 + mlp_matrices * shared_experts * numpy.maximum(x104 * (hidden * x158 + x159 + x98), x108 * x159 * (gemm_half_efficiency_dim + x160) / x160) + 20 * x103 * x156 + (capacity_factor * token_drop + x161 * (x162 * numpy.sqrt(expert_load_cv ** 2 + x167) * numpy.sqrt(numpy.log(ep)) + 1)) * (x174 * numpy.maximum(x170, x173 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x171 * x46)) + numpy.maximum(x170, x173 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x171))) + numpy.maximum(x104 * (x156 + x36 + x98), x108 * x156 * (gemm_half_efficiency_dim + x157) / x157)
-    del x156, x157, x160, x167, x170, x171, x173, x36
-    x175 = tp - 1
-    x176 = (sequence_parallel * x175 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x115 * (16 * hidden * x176 + 4 * x153)
-    del x115
-    x177 = vocab * x51
-    x178 = tokens_mb * x177
-    x179 = x104 * (x178 + x32 * x51 + x98)
+    x111 = x101 * x110
+    x112 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x111)
+    x113 = 2 * x108
+    t_qkv = x29 * numpy.maximum(x105 * (hidden * x102 + x103 + x99), x103 * x109 * (gemm_half_efficiency_dim + x106) / x106) + x30 * numpy.maximum(x105 * (tokens_mb * x111 + x110 + x99), tokens_mb * x110 * x113 * (gemm_half_efficiency_dim + x112) / x112)
+    del x102, x103, x106, x110, x112
+    x114 = 4 * linear_head_dim
+    x115 = 0.015625 * x73
+    del x73
+    x116 = tokens_mb * x105
+    x117 = x116 * x52
+    x118 = attention_gemm_max_efficiency ** (-1.0)
+    x119 = numpy.minimum(seq_len, tokens_mb)
+    x120 = gemm_half_efficiency_dim + x119
+    x121 = attention_peak_flops_per_s ** (-1.0)
+    x122 = tokens_mb * x52
+    x123 = x121 * x122
+    x124 = window_layers * x3
+    x125 = -x124 - x29 + 1
+    x126 = x18 * x71
+    x127 = x117 * x126
+    x128 = attention_scores_stored + selective
+    x129 = numpy.maximum(head_dim, v_head_dim)
+    x130 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x129 + 1)) + 1
+    x131 = numpy.maximum(x128, x130)
+    x132 = numpy.minimum(head_dim, tokens_mb)
+    x133 = attention_gemm_max_efficiency * x132 / (gemm_half_efficiency_dim + x132)
+    del x132
+    x134 = 1 - x131
+    x135 = attention_head_dim_granule ** (-1.0)
+    x136 = x129 * (1 - fused_split_head_dims)
+    del x129
+    x137 = attention_efficiency_factor * attention_gemm_max_efficiency * x119 / (x120 * (attention_head_dim_granule * numpy.ceil(x135 * (fused_split_head_dims * head_dim + x136)) + attention_head_dim_granule * numpy.ceil(x135 * (fused_split_head_dims * v_head_dim + x136))))
+    del x135, x136
+    x138 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x18)
+    x139 = numpy.maximum(1.0, x138)
+    x140 = attention_exp_overlap_exponent ** (-1.0)
+    x141 = numpy.maximum(2.0, x138)
+    x142 = x141 ** (-1.0)
+    x143 = x134 * (1 / 3 * x139 * ((x138 / x139) ** attention_exp_overlap_exponent + x139 ** (-attention_exp_overlap_exponent)) ** x140 + 1 / 3 * x141 * ((2 * x142) ** attention_exp_overlap_exponent + (x138 * x142) ** attention_exp_overlap_exponent) ** x140 - 1)
+    del x138, x139, x140, x141, x142
+    x144 = fused_window_attention * x134
+    x145 = 1 - x144
+    x146 = x77 * x79
+    del x77, x79
+    t_core = numpy.maximum(x124 * x127, x123 * x124 * (fused_window_attention * x143 + 1) * (x126 * x144 * x146 + x145 * x72) / (x133 * x145 + x137 * x144 * x146 * x18 / (attention_fill_keys + x146))) + numpy.maximum(x125 * x127, x123 * x125 * x72 * (x143 + 1) / (x131 * x133 + x134 * x137 * x68 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x117 * x29 * (x114 + x115), linear_value_heads * x118 * x120 * x123 * x29 * x74 / (attention_efficiency_factor * x119))
+    del x117, x119, x120, x123, x126, x127, x133, x134, x137, x143, x144, x145, x146, x68, x72, x74
+    x147 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x104 * x147 * x52 * (x124 * numpy.maximum(numpy.maximum(x128, x130), 1 - fused_window_attention) + x125 * x131)
+    del x1, x124, x125, x128, x131
+    x148 = hidden * x52
+    x149 = tokens_mb * x100
+    x150 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
+    del x100
+    x151 = x10 * x52
+    x152 = tokens_mb * x151
+    x153 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x151)
+    t_proj = x29 * numpy.maximum(x105 * (x148 * x25 + x149 + x99), x109 * x149 * (gemm_half_efficiency_dim + x150) / x150) + x30 * numpy.maximum(x105 * (x10 * x148 + x152 + x99), x109 * x152 * (gemm_half_efficiency_dim + x153) / x153)
+    del x10, x149, x150, x153, x29
+    x154 = ffn * x52
+    x155 = tokens_mb * x154
+    x156 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x154)
+    t_mlp = mlp_matrices * numpy.maximum(x105 * (hidden * x154 + x155 + x99), x109 * x155 * (gemm_half_efficiency_dim + x156) / x156)
+    del x156
+    x157 = experts * tokens_mb
+    x158 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x159 = moe_ffn * x52
+    x160 = tokens_mb * x159
+    x161 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x159)
+    x162 = 1 - token_drop
+    x163 = numpy.sqrt(2)
+    x164 = tokens_mb ** (-1.0)
+    x165 = sequence_parallel * x52
+    x166 = 1 - sequence_parallel
+    x167 = etp * x165 + x166
+    x168 = x164 / (experts_per_token * x167)
+    x169 = experts_per_token * x167
+    del x167
+    routed_copies = tokens_mb * x169
+    x170 = routed_copies * x46
+    x171 = x105 * (x169 * x99 + x170 + x47)
+    del x47
+    x172 = gemm_tile_dim ** (-1.0)
+    x173 = ep * routed_copies / experts
+    x174 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x113 * x168 * (grouped_gemm_token_half_dim + x173) * numpy.ceil(x173 / grouped_gemm_tile_tokens) / ep ** 2
+    del x173
+    x175 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x105 * x99 + mlp_matrices * shared_experts * numpy.maximum(x105 * (hidden * x159 + x160 + x99), x109 * x160 * (gemm_half_efficiency_dim + x161) / x161) + 20 * x104 * x157 + (capacity_factor * token_drop + x162 * (x163 * numpy.sqrt(expert_load_cv ** 2 + x168) * numpy.sqrt(numpy.log(ep)) + 1)) * (x175 * numpy.maximum(x171, x174 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x172 * x46)) + numpy.maximum(x171, x174 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x172))) + numpy.maximum(x105 * (x157 + x36 + x99), x109 * x157 * (gemm_half_efficiency_dim + x158) / x158)
+    del x157, x158, x161, x168, x171, x172, x174, x36
+    x176 = tp - 1
+    x177 = (sequence_parallel * x176 + 1) ** (-1.0)
+    t_elem = elementwise_traffic_factor * x116 * (16 * hidden * x177 + x52 * (4 * moe_share * (moe_ffn * shared_experts + tp * x169 * x46) + 4 * x51))
+    del x116, x169, x51
+    x178 = vocab * x52
+    x179 = tokens_mb * x178
+    x180 = x105 * (x179 + x32 * x52 + x99)
     del x32
-    x180 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x177)
-    x181 = x178 * (gemm_half_efficiency_dim + x180) / x180
-    del x180
-    t_logits = low_precision_output_layer * numpy.maximum(x179, x108 * x181) + (1 - low_precision_output_layer) * numpy.maximum(x179, x117 * x120 * x181 * x24)
-    del x117, x120, x179, x181
-    t_loss = loss_bytes_per_logit * x103 * x178
-    del x178
-    x182 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x103 * (bytes_per_element + x174 * x182) * (shared_experts * x159 + x169)
-    del x169
-    x183 = numpy.maximum(1, lora_rank)
-    x184 = tokens_mb * x183
-    x185 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x183)
-    x186 = numpy.maximum(x104 * (hidden * x183 + x184 + x98), x108 * x184 * (gemm_half_efficiency_dim + x185) / x185)
-    del x108, x185
-    x187 = x14 * x51
-    x188 = numpy.minimum(numpy.minimum(tokens_mb, x183), x187)
-    x189 = x112 * x184
-    del x112
-    x190 = numpy.minimum(numpy.minimum(tokens_mb, x150), x183)
-    x191 = x12 * x51
-    x192 = numpy.minimum(numpy.minimum(tokens_mb, x183), x191)
-    x193 = x15 * x51
-    x194 = numpy.minimum(numpy.minimum(tokens_mb, x183), x193)
-    x195 = numpy.minimum(numpy.minimum(tokens_mb, x158), x183)
-    x196 = x186 + numpy.maximum(x104 * (x158 * x183 + x159 + x184), x158 * x189 * (gemm_half_efficiency_dim + x195) / x195)
-    del x159, x195
-    x197 = numpy.minimum(numpy.minimum(tokens_mb, x153), x183)
-    x198 = x186 + numpy.maximum(x104 * (x153 * x183 + x154 + x184), x153 * x189 * (gemm_half_efficiency_dim + x197) / x197)
-    del x154, x197
-    t_adapter = lora_k * (x186 + numpy.maximum(x187 * x189 * (gemm_half_efficiency_dim + x188) / x188, x104 * (tokens_mb * x187 + x183 * x187 + x184))) + lora_o * (x186 + numpy.maximum(x104 * (x150 * x183 + x151 + x184), x150 * x189 * (gemm_half_efficiency_dim + x190) / x190)) + lora_q * (x186 + numpy.maximum(x189 * x191 * (gemm_half_efficiency_dim + x192) / x192, x104 * (tokens_mb * x191 + x183 * x191 + x184))) + lora_v * (x186 + numpy.maximum(x189 * x193 * (gemm_half_efficiency_dim + x194) / x194, x104 * (tokens_mb * x193 + x183 * x193 + x184))) + moe_share * x40 * (lora_down * x196 + x196 * x57) + x50 * (lora_down * x198 + x198 * x57)
-    del x151, x183, x184, x186, x187, x188, x189, x190, x191, x192, x193, x194, x196, x198, x40
-    x199 = -stage_params
-    x200 = -stage_embedding_params - x199
-    x201 = full_recompute + 2
-    dequant_mb = dequantize_base * x103 * x200 * x201 * (base_weight_bytes_per_param + bytes_per_element)
-    x202 = routed_copies * x163
-    del routed_copies, x163
-    x203 = cast_bytes_per_element * tokens_mb * x103
-    t_cast_fwd = x203 * (hidden + moe_share * (shared_experts * (hidden + x158) + x202 * (hidden + x46)) + x150 + x50 * (hidden + x153))
-    del x150
-    t_cast_bwd = x203 * (hidden + moe_share * (shared_experts * (hidden + x158 * x174) + x202 * (hidden + x174 * x46)) + x110 + x50 * (hidden + x153 * x174))
-    del x110, x202, x203
-    x204 = moe_share * t_moe
-    x205 = t_mlp * x50
-    x206 = t_proj + t_qkv
-    x207 = x204 + x205 + x206
-    x208 = t_core + t_scores
-    x209 = t_elem + x208
-    x210 = x207 + x209
-    t_layer_fwd = t_adapter + x210
-    x211 = reference_model * (stage_layers * x210 + t_logits)
-    del x210
-    x212 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x213 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x176 * x212
-    x214 = x208 * x96
-    del x208, x96
-    x215 = mlp_matrices ** (-1.0)
-    x216 = recompute_moe * x93
-    x217 = recompute_moe_act * (1 - x216)
-    x218 = kv_heads * x18
-    x219 = -frozen_base * x207 + full_recompute * (t_layer_fwd - x205 * x215 * x97) + x93 * (moe_share * t_moe_act * x217 + recompute_mlp * x205 + recompute_moe * x204 + x214 + x95 * (t_elem + t_mlp * x215 + t_proj + t_qkv * x14 / (x12 + x218)))
-    del t_moe_act, x14, x215, x97
-    x220 = 3 * t_core
-    x221 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x220
-    x222 = x51 * x98
-    x223 = numpy.minimum(numpy.minimum(tokens_mb, x147), 2.0 * hidden)
-    x224 = t_mlp * x7
-    del t_mlp, x7
-    x225 = t_moe * x4
-    del t_moe
-    x226 = 3 * t_logits + t_loss
-    del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x213) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x204 - 2 * x205 - x213 - x219)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x204 + 3 * x205 + x219 + x221) + x211 + x226 + x42 * (full_recompute * (x206 + x209 + x224 + x225) + x214 * x93 + x221 + 3 * x224 + 3 * x225 + x226 + 3 * numpy.maximum(x104 * (x222 + x51 * x6 + 2.0 * x98), x107 * x121 * x84 * (gemm_half_efficiency_dim + x223) / x223))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x104, x107, x204, x205, x206, x209, x213, x214, x219, x221, x223, x224, x225, x6, x84
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x211
+    x181 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x178)
+    x182 = x179 * (gemm_half_efficiency_dim + x181) / x181
+    del x181
+    t_logits = low_precision_output_layer * numpy.maximum(x180, x109 * x182) + (1 - low_precision_output_layer) * numpy.maximum(x180, x118 * x121 * x182 * x24)
+    del x118, x121, x180, x182
+    t_loss = loss_bytes_per_logit * x104 * x179
+    del x179
+    x183 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x104 * (bytes_per_element + x175 * x183) * (shared_experts * x160 + x170)
+    del x170
+    x184 = numpy.maximum(1, lora_rank)
+    x185 = tokens_mb * x184
+    x186 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x184)
+    x187 = numpy.maximum(x105 * (hidden * x184 + x185 + x99), x109 * x185 * (gemm_half_efficiency_dim + x186) / x186)
+    del x109, x186
+    x188 = x14 * x52
+    x189 = numpy.minimum(numpy.minimum(tokens_mb, x184), x188)
+    x190 = x113 * x185
+    del x113
+    x191 = numpy.minimum(numpy.minimum(tokens_mb, x151), x184)
+    x192 = x12 * x52
+    x193 = numpy.minimum(numpy.minimum(tokens_mb, x184), x192)
+    x194 = x15 * x52
+    x195 = numpy.minimum(numpy.minimum(tokens_mb, x184), x194)
+    x196 = numpy.minimum(numpy.minimum(tokens_mb, x159), x184)
+    x197 = x187 + numpy.maximum(x105 * (x159 * x184 + x160 + x185), x159 * x190 * (gemm_half_efficiency_dim + x196) / x196)
+    del x160, x196
+    x198 = numpy.minimum(numpy.minimum(tokens_mb, x154), x184)
+    x199 = x187 + numpy.maximum(x105 * (x154 * x184 + x155 + x185), x154 * x190 * (gemm_half_efficiency_dim + x198) / x198)
+    del x155, x198
+    t_adapter = lora_k * (x187 + numpy.maximum(x188 * x190 * (gemm_half_efficiency_dim + x189) / x189, x105 * (tokens_mb * x188 + x184 * x188 + x185))) + lora_o * (x187 + numpy.maximum(x105 * (x151 * x184 + x152 + x185), x151 * x190 * (gemm_half_efficiency_dim + x191) / x191)) + lora_q * (x187 + numpy.maximum(x190 * x192 * (gemm_half_efficiency_dim + x193) / x193, x105 * (tokens_mb * x192 + x184 * x192 + x185))) + lora_v * (x187 + numpy.maximum(x190 * x194 * (gemm_half_efficiency_dim + x195) / x195, x105 * (tokens_mb * x194 + x184 * x194 + x185))) + moe_share * x40 * (lora_down * x197 + x197 * x58) + x50 * (lora_down * x199 + x199 * x58)
+    del x152, x184, x185, x187, x188, x189, x190, x191, x192, x193, x194, x195, x197, x199, x40
+    x200 = -stage_params
+    x201 = -stage_embedding_params - x200
+    x202 = full_recompute + 2
+    dequant_mb = dequantize_base * x104 * x201 * x202 * (base_weight_bytes_per_param + bytes_per_element)
+    x203 = routed_copies * x164
+    del routed_copies, x164
+    x204 = cast_bytes_per_element * tokens_mb * x104
+    t_cast_fwd = x204 * (hidden + moe_share * (shared_experts * (hidden + x159) + x203 * (hidden + x46)) + x151 + x50 * (hidden + x154))
+    del x151
+    t_cast_bwd = x204 * (hidden + moe_share * (shared_experts * (hidden + x159 * x175) + x203 * (hidden + x175 * x46)) + x111 + x50 * (hidden + x154 * x175))
+    del x111, x203, x204
+    x205 = moe_share * t_moe
+    x206 = t_mlp * x50
+    x207 = t_proj + t_qkv
+    x208 = x205 + x206 + x207
+    x209 = t_core + t_scores
+    x210 = t_elem + x209
+    x211 = x208 + x210
+    t_layer_fwd = t_adapter + x211
+    x212 = reference_model * (stage_layers * x211 + t_logits)
     del x211
-    weight_grad_mb = x65 * (stage_layers * x207 + t_logits)
-    del t_logits, x207
+    x213 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x214 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x177 * x213
+    x215 = x209 * x98
+    del x209, x98
+    x216 = mlp_matrices ** (-1.0)
+    x217 = recompute_moe * x95
+    x218 = recompute_moe_act * (1 - x217)
+    x219 = kv_heads * x18
+    x220 = -frozen_base * x208 + full_recompute * (t_layer_fwd - x206 * x216 * x94) + x95 * (moe_share * t_moe_act * x218 + recompute_mlp * x206 + recompute_moe * x205 + x215 + x97 * (t_elem + t_mlp * x216 + t_proj + t_qkv * x14 / (x12 + x219)))
+    del t_moe_act, x14, x216, x94
+    x221 = 3 * t_core
+    x222 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x221
+    x223 = x52 * x99
+    x224 = numpy.minimum(numpy.minimum(tokens_mb, x148), 2.0 * hidden)
+    x225 = t_mlp * x7
+    del t_mlp, x7
+    x226 = t_moe * x4
+    del t_moe
+    x227 = 3 * t_logits + t_loss
+    del t_loss
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x214) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x205 - 2 * x206 - x214 - x220)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x205 + 3 * x206 + x220 + x222) + x212 + x227 + x42 * (full_recompute * (x207 + x210 + x225 + x226) + x215 * x95 + x222 + 3 * x225 + 3 * x226 + x227 + 3 * numpy.maximum(x105 * (x223 + x52 * x6 + 2.0 * x99), x108 * x122 * x85 * (gemm_half_efficiency_dim + x224) / x224))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x105, x108, x205, x206, x207, x210, x214, x215, x220, x222, x224, x225, x226, x6, x85
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x212
+    del x212
+    weight_grad_mb = x66 * (stage_layers * x208 + t_logits)
+    del t_logits, x208
     compute_s = compute_mb * microbatches
-    x227 = stage_layers + x42
-    x228 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
-    x229 = tp_intra_ranks - 1
-    x230 = 2 * intra_latency_s
-    x231 = numpy.minimum(1, x175)
-    del x175
-    x232 = tp_intra_ranks ** (-1.0)
-    x233 = tp * x232 - 1
-    x234 = 2 * inter_latency_s
-    x235 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x236 = bytes_per_element * x121
-    del x121
-    x237 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x238 = x237 / scale_out_bus_efficiency
-    x239 = bytes_per_element * tokens_mb * x229 * x232 * x235 * x24 + collective_overhead_s * x231 + x229 * x230 + x233 * x234 + x233 * x236 * x238 * x24
-    del x229, x232, x233
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x227 * x228 * x239) + x227 * x228 * x239
-    del x228, x239
-    x240 = 3 * cp - 3
-    x241 = 1 - cp_intra
-    x242 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x243 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x244 = cp_intra * intra_latency_s + inter_latency_s * x241 + x218 * x236 / (cp_intra * x242 + x241 * x243)
-    del x218, x236, x241
-    cp_comm_mb = -cp_overlap * numpy.minimum(x220 * x227, x227 * x240 * x244 * x30) + x227 * x240 * x244 * x30
-    del x220, x240, x244, x30
-    x245 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x228 = stage_layers + x42
+    x229 = 2 * full_recompute + x97 * (2 - sequence_parallel) + 4
+    x230 = tp_intra_ranks - 1
+    x231 = 2 * intra_latency_s
+    x232 = numpy.minimum(1, x176)
+    del x176
+    x233 = tp_intra_ranks ** (-1.0)
+    x234 = tp * x233 - 1
+    x235 = 2 * inter_latency_s
+    x236 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x237 = bytes_per_element * x122
+    del x122
+    x238 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x239 = x238 / scale_out_bus_efficiency
+    x240 = bytes_per_element * tokens_mb * x230 * x233 * x236 * x24 + collective_overhead_s * x232 + x230 * x231 + x234 * x235 + x234 * x237 * x239 * x24
+    del x230, x233, x234
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x228 * x229 * x240) + x228 * x229 * x240
+    del x229, x240
+    x241 = 3 * cp - 3
+    x242 = 1 - cp_intra
+    x243 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x244 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x245 = cp_intra * intra_latency_s + inter_latency_s * x242 + x219 * x237 / (cp_intra * x243 + x242 * x244)
+    del x219, x237, x242
+    cp_comm_mb = -cp_overlap * numpy.minimum(x221 * x228, x228 * x241 * x245 * x30) + x228 * x241 * x245 * x30
+    del x221, x241, x245, x30
+    x246 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x246 = 1 - x245
-    x247 = 4 * etp - 4
-    x248 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x249 = x248 ** (-1.0)
-    x250 = ep * x249 - 1
-    x251 = x98 / a2a_efficiency_factor
-    del x98
-    x252 = bytes_per_element * x251
-    x253 = 1 - hierarchical_dispatch
-    x254 = x164 + x165
-    del x165
-    x255 = experts_per_token * x254
-    x256 = x255 * (hierarchical_dispatch * (-x248 * x44 + 1) + x250 * x253 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x242 * (1 - deepep_dispatch))
+    x247 = 1 - x246
+    x248 = 4 * etp - 4
+    x249 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x250 = x249 ** (-1.0)
+    x251 = ep * x250 - 1
+    x252 = x99 / a2a_efficiency_factor
+    del x99
+    x253 = bytes_per_element * x252
+    x254 = 1 - hierarchical_dispatch
+    x255 = x165 + x166
+    del x166
+    x256 = experts_per_token * x255
+    x257 = x256 * (hierarchical_dispatch * (-x249 * x44 + 1) + x251 * x254 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x243 * (1 - deepep_dispatch))
     del x44
-    x257 = 1 - x249
-    del x249
-    x258 = x238 * x254 * x257 * (experts_per_token * x253 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x248 * (1 - x257 ** experts_per_token)))
-    del x253, x257
-    x259 = x251 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x251
-    x260 = moe_share * x227
-    del x227
-    x261 = x260 * (sequence_parallel * (bytes_per_element * experts_per_token * x222 * x247 / (x242 * x245 + x243 * x246) + x247 * (inter_latency_s * x246 + intra_latency_s * x245)) + (x216 + 2) * (x230 * x250 + x234 * (x248 - 1) + numpy.maximum(x252 * x256, x252 * x258) + numpy.maximum(x256 * x259, x258 * x259)))
-    del x222, x245, x246, x247, x248, x250, x252, x256, x258, x259
-    x262 = ep_overlap * numpy.minimum(x261, 3 * t_layer_fwd * x260)
-    del x260
-    ep_comm_mb = comm_sm_fraction * x262 / (1 - comm_sm_fraction) + x261 - x262
-    del x261, x262
-    x263 = 1 - dualpipe
-    x264 = pp - 1
-    x265 = numpy.minimum(1, x264)
-    x266 = microbatches * vp
-    x267 = 1 - pp_intra
-    x268 = 1.0 * bytes_per_element
-    x269 = tokens_mb * x147
-    del x147
-    pp_comm_s = x263 * x265 * (2 * pp + 2 * x266 - 2) * (inter_latency_s * x267 + intra_latency_s * pp_intra + x268 * x269 / (pp_intra * x242 + x243 * x267))
-    del x242, x243, x267
-    x270 = 1 - dp_overlap
-    x271 = numpy.minimum(1, grad_shards - 1)
-    x272 = replica_intra_ranks - 1
-    x273 = replica_intra_ranks ** (-1.0)
-    x274 = shard_ranks ** (-1.0)
-    x275 = x273 * x274
-    x276 = numpy.maximum(1, dp * x275)
-    x277 = x276 - 1
-    x278 = x230 * x272
-    x279 = x234 * x277 + x278
-    x280 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x281 = stage_trainable_expert_params + stage_trainable_params
-    x282 = x280 * numpy.maximum(1.0, x281 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x280) * numpy.maximum(1, stage_layers)
-    del x280
-    x283 = x282 - 1
-    x284 = expert_shard_ranks ** (-1.0)
-    x285 = x273 * x284
-    del x273
-    x286 = numpy.maximum(1, expert_dp_ranks * x285)
-    x287 = x286 - 1
-    x288 = x234 * x287 + x278
-    del x278
-    x289 = 2.0 * grad_comm_bytes_per_param
-    x290 = stage_trainable_expert_params * x289
-    x291 = x235 * x290
-    x292 = x238 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x238
-    x293 = x290 * x292
-    x294 = stage_trainable_params * x289
-    del x289
-    x295 = x235 * x294
-    x296 = x292 * x294
-    x297 = dp_collectives_flat - 1
-    x298 = -x297
-    x299 = x298 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x300 = x297 + x299
-    x301 = (dp_collectives_flat + x299) ** (-1.0)
+    x258 = 1 - x250
+    del x250
+    x259 = x239 * x255 * x258 * (experts_per_token * x254 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x249 * (1 - x258 ** experts_per_token)))
+    del x254, x258
+    x260 = x252 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x252
+    x261 = moe_share * x228
+    del x228
+    x262 = x261 * (sequence_parallel * (bytes_per_element * experts_per_token * x223 * x248 / (x243 * x246 + x244 * x247) + x248 * (inter_latency_s * x247 + intra_latency_s * x246)) + (x217 + 2) * (x231 * x251 + x235 * (x249 - 1) + numpy.maximum(x253 * x257, x253 * x259) + numpy.maximum(x257 * x260, x259 * x260)))
+    del x223, x246, x247, x248, x249, x251, x253, x257, x259, x260
+    x263 = ep_overlap * numpy.minimum(x262, 3 * t_layer_fwd * x261)
+    del x261
+    ep_comm_mb = comm_sm_fraction * x263 / (1 - comm_sm_fraction) + x262 - x263
+    del x262, x263
+    x264 = 1 - dualpipe
+    x265 = pp - 1
+    x266 = numpy.minimum(1, x265)
+    x267 = microbatches * vp
+    x268 = 1 - pp_intra
+    x269 = 1.0 * bytes_per_element
+    x270 = tokens_mb * x148
+    del x148
+    pp_comm_s = x264 * x266 * (2 * pp + 2 * x267 - 2) * (inter_latency_s * x268 + intra_latency_s * pp_intra + x269 * x270 / (pp_intra * x243 + x244 * x268))
+    del x243, x244, x268
+    x271 = 1 - dp_overlap
+    x272 = numpy.minimum(1, grad_shards - 1)
+    x273 = replica_intra_ranks - 1
+    x274 = replica_intra_ranks ** (-1.0)
+    x275 = shard_ranks ** (-1.0)
+    x276 = x274 * x275
+    x277 = numpy.maximum(1, dp * x276)
+    x278 = x277 - 1
+    x279 = x231 * x273
+    x280 = x235 * x278 + x279
+    x281 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x282 = stage_trainable_expert_params + stage_trainable_params
+    x283 = x281 * numpy.maximum(1.0, x282 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x281) * numpy.maximum(1, stage_layers)
+    del x281
+    x284 = x283 - 1
+    x285 = expert_shard_ranks ** (-1.0)
+    x286 = x274 * x285
+    del x274
+    x287 = numpy.maximum(1, expert_dp_ranks * x286)
+    x288 = x287 - 1
+    x289 = x235 * x288 + x279
+    del x279
+    x290 = 2.0 * grad_comm_bytes_per_param
+    x291 = stage_trainable_expert_params * x290
+    x292 = x236 * x291
+    x293 = x239 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x239
+    x294 = x291 * x293
+    x295 = stage_trainable_params * x290
+    del x290
+    x296 = x236 * x295
+    x297 = x293 * x295
+    x298 = dp_collectives_flat - 1
+    x299 = -x298
+    x300 = x299 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x301 = x298 + x300
+    x302 = (dp_collectives_flat + x300) ** (-1.0)
+    del x300
+    x303 = expert_dp_ranks * x302 - 1
+    x304 = x231 * x301 + x235 * x303
+    x305 = x299 * numpy.minimum(dp, dp_intra_ranks)
+    x306 = (dp_collectives_flat + x305) ** (-1.0)
+    x307 = dp * x306 - 1
+    x308 = x298 + x305
+    del x305
+    x309 = x231 * x308 + x235 * x307
+    del x231, x235
+    x310 = x272 * (x273 * x276 * x296 + x276 * x278 * x297 / x277 + x280 * x284 + x280 + x4 * (x273 * x286 * x292 + x284 * x289 + x286 * x288 * x294 / x287 + x289)) + (1 - x272) * (x2 * x297 * x307 + x284 * (x304 * x4 + x309) + x296 * x306 * x308 + x309 + x4 * (x292 * x301 * x302 + x304 + x294 * x303 / expert_dp_ranks))
+    del x2, x273, x276, x277, x278, x280, x286, x287, x288, x289, x292, x294, x296, x297, x301, x302, x303, x304, x306, x307, x308, x309
+    x311 = fsdp_keeps_gathered_under_pp * x266 * zero3
+    del x266
+    x312 = microbatches * (1 - x311)
+    x313 = x299 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x314 = x298 + x313
+    x315 = intra_latency_s * x314
+    x316 = (dp_collectives_flat + x313) ** (-1.0)
+    del x313
+    x317 = expert_shard_ranks * x316 - 1
+    x318 = inter_latency_s * x317
+    x319 = 2 * x315 + 2 * x318
+    x320 = x299 * numpy.minimum(dp_intra_ranks, shard_ranks)
     del x299
-    x302 = expert_dp_ranks * x301 - 1
-    x303 = x230 * x300 + x234 * x302
-    x304 = x298 * numpy.minimum(dp, dp_intra_ranks)
-    x305 = (dp_collectives_flat + x304) ** (-1.0)
-    x306 = dp * x305 - 1
-    x307 = x297 + x304
-    del x304
-    x308 = x230 * x307 + x234 * x306
-    del x230, x234
-    x309 = x271 * (x272 * x275 * x295 + x275 * x277 * x296 / x276 + x279 * x283 + x279 + x4 * (x272 * x285 * x291 + x283 * x288 + x285 * x287 * x293 / x286 + x288)) + (1 - x271) * (x2 * x296 * x306 + x283 * (x303 * x4 + x308) + x295 * x305 * x307 + x308 + x4 * (x291 * x300 * x301 + x303 + x293 * x302 / expert_dp_ranks))
-    del x2, x272, x275, x276, x277, x279, x285, x286, x287, x288, x291, x293, x295, x296, x300, x301, x302, x303, x305, x306, x307, x308
-    x310 = fsdp_keeps_gathered_under_pp * x265 * zero3
-    del x265
-    x311 = microbatches * (1 - x310)
-    x312 = x298 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x313 = x297 + x312
-    x314 = intra_latency_s * x313
-    x315 = (dp_collectives_flat + x312) ** (-1.0)
-    del x312
-    x316 = expert_shard_ranks * x315 - 1
-    x317 = inter_latency_s * x316
-    x318 = 2 * x314 + 2 * x317
-    x319 = x298 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x298
-    x320 = (dp_collectives_flat + x319) ** (-1.0)
-    x321 = shard_ranks * x320 - 1
-    x322 = inter_latency_s * x321
-    x323 = x297 + x319
-    del x297, x319
-    x324 = intra_latency_s * x323
-    x325 = 2 * x322 + 2 * x324
-    x326 = x235 * x313 * x315
-    del x313, x315
-    x327 = x284 * x292 * x316
-    del x284, x316
-    x328 = x235 * x320 * x323
-    del x235, x320, x323
-    x329 = x274 * x292 * x321
-    del x274, x292, x321
-    x330 = x314 + x317
-    del x314, x317
-    x331 = x322 + x324
-    del x322, x324
-    x332 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x65)
-    x333 = base_weight_bytes_per_param * x200 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x200
-    x334 = 1.0 * frozen_base * x333 + x268 * (stage_adapter_params + stage_params * x65) - x332
-    del stage_adapter_params, stage_params, x268, x65
-    x335 = x283 * (x330 * x4 + x331) + x328 * x334 + x329 * x334 + x331 + x4 * (x326 * x332 + x327 * x332 + x330)
-    del x330, x331, x332, x334
-    x336 = 1 / 2 * x271 * (x310 + x311) * (x283 * (x318 * x4 + x325) + x294 * x328 + x294 * x329 + x325 + x4 * (x290 * x326 + x290 * x327 + x318)) + zero3 * (x310 * x335 + 2 * x311 * x335)
-    del x271, x290, x294, x311, x318, x325, x326, x327, x328, x329, x335
-    x337 = x282 ** (-1.0)
-    del x282
-    x338 = x283 * x337
+    x321 = (dp_collectives_flat + x320) ** (-1.0)
+    x322 = shard_ranks * x321 - 1
+    x323 = inter_latency_s * x322
+    x324 = x298 + x320
+    del x298, x320
+    x325 = intra_latency_s * x324
+    x326 = 2 * x323 + 2 * x325
+    x327 = x236 * x314 * x316
+    del x314, x316
+    x328 = x285 * x293 * x317
+    del x285, x317
+    x329 = x236 * x321 * x324
+    del x236, x321, x324
+    x330 = x275 * x293 * x322
+    del x275, x293, x322
+    x331 = x315 + x318
+    del x315, x318
+    x332 = x323 + x325
+    del x323, x325
+    x333 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x66)
+    x334 = base_weight_bytes_per_param * x201 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x201
+    x335 = 1.0 * frozen_base * x334 + x269 * (stage_adapter_params + stage_params * x66) - x333
+    del stage_adapter_params, stage_params, x269, x66
+    x336 = x284 * (x331 * x4 + x332) + x329 * x335 + x330 * x335 + x332 + x4 * (x327 * x333 + x328 * x333 + x331)
+    del x331, x332, x333, x335
+    x337 = 1 / 2 * x272 * (x311 + x312) * (x284 * (x319 * x4 + x326) + x295 * x329 + x295 * x330 + x326 + x4 * (x291 * x327 + x291 * x328 + x319)) + zero3 * (x311 * x336 + 2 * x312 * x336)
+    del x272, x291, x295, x312, x319, x326, x327, x328, x329, x330, x336
+    x338 = x283 ** (-1.0)
     del x283
-    dp_comm_s = dp_overlap * numpy.minimum(x309, numpy.maximum(x309 * x337, -2 * stage_layers * t_layer_fwd * x338 + x309)) + dp_overlap * numpy.minimum(x336, numpy.maximum(x336 * x337, -compute_s * x338 + x336)) + x270 * x309 + x270 * x336
-    del t_layer_fwd, x270, x309, x336, x337, x338
-    x339 = dispatch_host_sync * x161
-    x340 = 2.0 * x161 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x161, x4
-    x341 = numpy.maximum(0, cuda_graphs - x340 - 1)
-    x342 = stage_layers * (1 - x341)
-    x343 = host_launch_factor * moe_share * x342 * (expert_overhead_s * x66 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
-    del x66
-    x344 = x339 * x343
-    x345 = compute_mb + tp_comm_mb
-    x346 = microbatches ** (-1.0)
-    x347 = x345 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x341 * x346 + x342 * (graph_launch_s * x201 * (-x341 + numpy.minimum(1, cuda_graphs - x340)) + layer_overhead_s * (full_recompute + 3))) + x343 * (1 - x339)) / x345) ** host_overlap_exponent) / host_overlap_exponent)
-    del x201, x339, x340, x341, x342, x343
-    x348 = x344 + x347
-    launch_s = microbatches * x348
+    x339 = x284 * x338
+    del x284
+    dp_comm_s = dp_overlap * numpy.minimum(x310, numpy.maximum(x310 * x338, -2 * stage_layers * t_layer_fwd * x339 + x310)) + dp_overlap * numpy.minimum(x337, numpy.maximum(x337 * x338, -compute_s * x339 + x337)) + x271 * x310 + x271 * x337
+    del t_layer_fwd, x271, x310, x337, x338, x339
+    x340 = dispatch_host_sync * x162
+    x341 = 2.0 * x162 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x162, x4
+    x342 = numpy.maximum(0, cuda_graphs - x341 - 1)
+    x343 = stage_layers * (1 - x342)
+    x344 = host_launch_factor * moe_share * x343 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    del x67
+    x345 = x340 * x344
+    x346 = compute_mb + tp_comm_mb
+    x347 = microbatches ** (-1.0)
+    x348 = x346 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x342 * x347 + x343 * (graph_launch_s * x202 * (-x342 + numpy.minimum(1, cuda_graphs - x341)) + layer_overhead_s * (full_recompute + 3))) + x344 * (1 - x340)) / x346) ** host_overlap_exponent) / host_overlap_exponent)
+    del x202, x340, x341, x342, x343, x344
+    x349 = x345 + x348
+    launch_s = microbatches * x349
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x349 = cp_comm_mb + ep_comm_mb + x345 + x348
-    del x345, x348
-    x350 = vp ** (-1.0)
-    x351 = x349 / compute_mb
-    x352 = dualpipe * x346 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x351 + 2 * tp_comm_mb - 3 * weight_grad_mb * x351 + 2 * x344 + 2 * x347) / x349 + x263 * x264 * x346 * x350
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x344, x346, x347, x351
-    bubble_s = microbatches * x349 * x352
-    del x349
-    x353 = stage_trainable_expert_params / expert_optimizer_shards
-    x354 = stage_trainable_params / optimizer_shards
-    optimizer_s = x103 * (x353 + x354) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x103
-    x355 = microbatches * stage_extra_layers * (compute_mb - x226) * (x352 + 1) / stage_layers
-    del compute_mb, x226, x352
-    x356 = dp_comm_s + pp_comm_s
-    x357 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x356
-    x358 = gpus + 0.474798
-    x359 = gpus ** (-1.0)
-    x360 = x358 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x357 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x357 * numpy.maximum(0, -x162 * erfinv(1.71458910109456 * x359 * x360 * (0.0686881539789491 * x360 + 0.112063) - 1 + 1.16023 / x358)) + x355 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x355 + x357)
-    del x355, x358, x360
-    step_time_s = straggler_s + x357
-    del x357
-    x361 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x361
-    x362 = tokens_per_s * x359
-    x363 = model_flops_per_token * x362
-    tflops_per_gpu = 1e-12 * x363
-    mfu = x106 * x363
-    del x363
-    hfu = hardware_flops_per_token * x106 * x362
-    del hardware_flops_per_token, x106, x362
-    x364 = bytes_per_element * x281 * x310
-    del x281, x310
-    x365 = expert_weight_shards ** (-1.0)
-    x366 = base_weight_bytes_per_param * stage_expert_params
-    x367 = weight_shards ** (-1.0)
-    x368 = frozen_base * (x365 * x366 + x367 * (x333 - x366)) + reference_model * (bytes_per_element * stage_expert_params * x365 + bytes_per_element * x367 * (-stage_expert_params - x199)) + stage_trainable_expert_params * weight_bytes_per_param * x365 + stage_trainable_params * weight_bytes_per_param * x367
-    del stage_expert_params, x199, x333, x365, x366, x367
-    weights_bytes = x364 + x368
-    x369 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x350 = cp_comm_mb + ep_comm_mb + x346 + x349
+    del x346, x349
+    x351 = vp ** (-1.0)
+    x352 = x350 / compute_mb
+    x353 = dualpipe * x347 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x352 + 2 * tp_comm_mb - 3 * weight_grad_mb * x352 + 2 * x345 + 2 * x348) / x350 + x264 * x265 * x347 * x351
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x345, x347, x348, x352
+    bubble_s = microbatches * x350 * x353
+    del x350
+    x354 = stage_trainable_expert_params / expert_optimizer_shards
+    x355 = stage_trainable_params / optimizer_shards
+    optimizer_s = x104 * (x354 + x355) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x104
+    x356 = microbatches * stage_extra_layers * (compute_mb - x227) * (x353 + 1) / stage_layers
+    del compute_mb, x227, x353
+    x357 = dp_comm_s + pp_comm_s
+    x358 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x357
+    x359 = gpus + 0.474798
+    x360 = gpus ** (-1.0)
+    x361 = x359 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x358 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x358 * numpy.maximum(0, -x163 * erfinv(1.71458910109456 * x360 * x361 * (0.0686881539789491 * x361 + 0.112063) - 1 + 1.16023 / x359)) + x356 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x356 + x358)
+    del x356, x359, x361
+    step_time_s = straggler_s + x358
+    del x358
+    x362 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x362
+    x363 = tokens_per_s * x360
+    x364 = model_flops_per_token * x363
+    tflops_per_gpu = 1e-12 * x364
+    mfu = x107 * x364
+    del x364
+    hfu = hardware_flops_per_token * x107 * x363
+    del hardware_flops_per_token, x107, x363
+    x365 = bytes_per_element * x282 * x311
+    del x282, x311
+    x366 = expert_weight_shards ** (-1.0)
+    x367 = base_weight_bytes_per_param * stage_expert_params
+    x368 = weight_shards ** (-1.0)
+    x369 = frozen_base * (x366 * x367 + x368 * (x334 - x367)) + reference_model * (bytes_per_element * stage_expert_params * x366 + bytes_per_element * x368 * (-stage_expert_params - x200)) + stage_trainable_expert_params * weight_bytes_per_param * x366 + stage_trainable_params * weight_bytes_per_param * x368
+    del stage_expert_params, x200, x334, x366, x367, x368
+    weights_bytes = x365 + x369
+    x370 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x364 + x369
-    optimizer_state_bytes = optimizer_bytes_per_param * x353 + optimizer_bytes_per_param * x354
-    del x353, x354
-    x370 = bytes_per_element * tokens_mb
-    x371 = hidden * x254
-    x372 = 2 * tokens_mb
-    x373 = tokens_mb * x371
-    x374 = 4 * x373
-    x375 = recompute_mlp * x93
-    x376 = 2 * mlp_matrices
-    x377 = tokens_mb * x376
-    x378 = x153 * x377
-    x379 = heads + kv_heads
-    x380 = kv_heads / heads
-    x381 = 1 - recompute_norms
-    x382 = x153 * x50 * (1 - x375)
-    del x153
-    x383 = shared_experts * tokens_mb * x158
-    del x158
-    x384 = tokens_mb * x255
-    del x255
-    x385 = linear_input_bytes + x376 - 2
-    del x376
-    x386 = x383 * x385 + x384 * (etp * hidden * linear_input_bytes + x385 * x46)
-    del x385
-    x387 = tokens_mb * x24
-    x388 = micro_batch * x146 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x129) / cp ** 2
-    del x129, x146
-    x389 = linear_input_bytes * x373 * x381
-    del x373
-    x390 = lora_rank * x370 * (lora_down + lora_k + lora_o + lora_q + lora_v + x57) + x372 * x95 * (hidden * x56 + x164 * x231 * x24 + x371 + x51 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x382 * (1 - lora_down) + x389 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x389 * (1 - numpy.minimum(1, x57))) + hidden * micro_batch * seq_len * x0 * x254 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x51 * (linear_key_heads * x113 + 68.0 * linear_value_heads + 5 * x25) - x51 * (x18 * x372 * x379 + x388)) + 2 * micro_batch * seq_len * x0 * x51 * (x18 * x379 - x24 * (x380 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x216 * x386 + moe_share * (-x378 + x386) - moe_share * (x383 + x384 * x46) * (linear_input_bytes * x217 + x174 * (2 - x182)) - recompute_mla_up_proj * tokens_mb * x11 * x51 * x70 * (2 * head_dim + v_head_dim) - recompute_norms * x374 - x375 * x378 * x50 + x51 * (ffn * x377 + hidden * tokens_mb * (4 * x380 + 2) + x387 + x388) - (1 - 1 / 2 * linear_input_bytes) * (x372 * x382 + x374 * x381))
-    del moe_share, x0, x11, x113, x12, x15, x164, x17, x174, x18, x182, x216, x217, x231, x24, x25, x254, x3, x371, x372, x374, x375, x377, x378, x379, x380, x381, x382, x383, x384, x386, x388, x389, x46, x50, x56, x57, x70, x94, x95
-    x391 = x176 * x387
-    del x176, x387
-    x392 = full_recompute * x391 + x390 * x93
-    del x93
-    x393 = loss_logit_chunks ** (-1.0)
-    x394 = loss_extra_bytes_per_logit * tokens_mb * x177 * x393 + 4 * x269 * (vocab * x100 * x393 + 1)
-    del tokens_mb, x100, x177, x269, x393
-    x395 = stage_layers * x350 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x263 * numpy.minimum(x266, pp * vp + x264 * numpy.minimum(1, vp - 1)))
-    del microbatches, x263, x264, x266, x350
-    activation_bytes = full_recompute * x390 + linear_value_heads * x114 * x370 * x51 * numpy.minimum(1, linear_attention_layers) + x392 * x395 + x394 + x42 * (x392 + x394) - numpy.where(numpy.greater(x395, 2), x395 - 2, 0.0) * numpy.minimum(x392, offloaded_activation_vectors * x391)
-    del x114, x370, x390, x391, x392, x394, x395, x42, x51
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x364 + x368 + x369
-    del x364, x368, x369
-    x396 = nodes / (rack_mtbf_s * rack_nodes)
-    x397 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x398 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x399 = x396 + x397 + x398
-    system_mtbf_s = x399 ** (-1.0)
-    x400 = node_repair_s * x396
-    x401 = numpy.exp(-x400)
-    x402 = node_repair_s * x397
-    x403 = -spare_nodes
-    x404 = rack_nodes + x403
-    x405 = x400 * x401
-    del x400
-    x406 = 2 * rack_nodes + x403
-    x407 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x401 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x408 = 3 * rack_nodes + x403
-    x409 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x401 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x410 = 4 * rack_nodes + x403
-    x411 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x401 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x412 = 5 * rack_nodes + x403
-    x413 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x401 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x414 = 6 * rack_nodes + x403
-    x415 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x401 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x416 = 7 * rack_nodes + x403
-    x417 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x401 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x418 = 8 * rack_nodes + x403
-    x419 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x401 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x420 = 9 * rack_nodes + x403
-    x421 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x401 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x422 = 10 * rack_nodes + x403
-    x423 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x401 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x424 = 11 * rack_nodes + x403
-    x425 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x401 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x396 * (x401 * poisson_cdf(-x404, x402) + x405 * poisson_cdf(-x406, x402) + x407 * poisson_cdf(-x408, x402) + x409 * poisson_cdf(-x410, x402) + x411 * poisson_cdf(-x412, x402) + x413 * poisson_cdf(-x414, x402) + x415 * poisson_cdf(-x416, x402) + x417 * poisson_cdf(-x418, x402) + x419 * poisson_cdf(-x420, x402) + x421 * poisson_cdf(-x422, x402) + x423 * poisson_cdf(-x424, x402) + x425 * poisson_cdf(-12 * rack_nodes - x403, x402)) + x397 * (x401 * poisson_cdf(spare_nodes - 1, x402) + x405 * poisson_cdf(-x404 - 1, x402) + x407 * poisson_cdf(-x406 - 1, x402) + x409 * poisson_cdf(-x408 - 1, x402) + x411 * poisson_cdf(-x410 - 1, x402) + x413 * poisson_cdf(-x412 - 1, x402) + x415 * poisson_cdf(-x414 - 1, x402) + x417 * poisson_cdf(-x416 - 1, x402) + x419 * poisson_cdf(-x418 - 1, x402) + x421 * poisson_cdf(-x420 - 1, x402) + x423 * poisson_cdf(-x422 - 1, x402) + x425 * poisson_cdf(-x424 - 1, x402)) + x398)
-    del x396, x397, x398, x401, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424, x425
-    x426 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x427 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x399 * (x426 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x399 * (-manual_restart_s + x426 - x427))) + x426 - x427
-    del x399, x426, x427
+    grads_bytes = x365 + x370
+    optimizer_state_bytes = optimizer_bytes_per_param * x354 + optimizer_bytes_per_param * x355
+    del x354, x355
+    x371 = bytes_per_element * tokens_mb
+    x372 = hidden * x255
+    x373 = 2 * tokens_mb
+    x374 = tokens_mb * x372
+    x375 = 4 * x374
+    x376 = recompute_mlp * x95
+    x377 = 2 * mlp_matrices
+    x378 = tokens_mb * x377
+    x379 = x154 * x378
+    x380 = heads + kv_heads
+    x381 = kv_heads / heads
+    x382 = 1 - recompute_norms
+    x383 = x154 * x50 * (1 - x376)
+    del x154
+    x384 = shared_experts * tokens_mb * x159
+    del x159
+    x385 = tokens_mb * x256
+    del x256
+    x386 = linear_input_bytes + x377 - 2
+    del x377
+    x387 = x384 * x386 + x385 * (etp * hidden * linear_input_bytes + x386 * x46)
+    del x386
+    x388 = tokens_mb * x24
+    x389 = micro_batch * x147 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x130) / cp ** 2
+    del x130, x147
+    x390 = linear_input_bytes * x374 * x382
+    del x374
+    x391 = lora_rank * x371 * (lora_down + lora_k + lora_o + lora_q + lora_v + x58) + x373 * x97 * (hidden * x57 + x165 * x232 * x24 + x372 + x52 * (x12 + x15 + x96)) + (1 - x97) * (-frozen_base * (linear_input_bytes * tokens_mb * x383 * (1 - lora_down) + x390 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x390 * (1 - numpy.minimum(1, x58))) + hidden * micro_batch * seq_len * x0 * x255 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x52 * (linear_key_heads * x114 + 68.0 * linear_value_heads + 5 * x25) - x52 * (x18 * x373 * x380 + x389)) + 2 * micro_batch * seq_len * x0 * x52 * (x18 * x380 - x24 * (x381 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x217 * x387 + moe_share * (-x379 + x387) - moe_share * (x384 + x385 * x46) * (linear_input_bytes * x218 + x175 * (2 - x183)) - recompute_mla_up_proj * tokens_mb * x11 * x52 * x71 * (2 * head_dim + v_head_dim) - recompute_norms * x375 - x376 * x379 * x50 + x52 * (ffn * x378 + hidden * tokens_mb * (4 * x381 + 2) + x388 + x389) - (1 - 1 / 2 * linear_input_bytes) * (x373 * x383 + x375 * x382))
+    del moe_share, x0, x11, x114, x12, x15, x165, x17, x175, x18, x183, x217, x218, x232, x24, x25, x255, x3, x372, x373, x375, x376, x378, x379, x380, x381, x382, x383, x384, x385, x387, x389, x390, x46, x50, x57, x58, x71, x96, x97
+    x392 = x177 * x388
+    del x177, x388
+    x393 = full_recompute * x392 + x391 * x95
+    del x95
+    x394 = loss_logit_chunks ** (-1.0)
+    x395 = loss_extra_bytes_per_logit * tokens_mb * x178 * x394 + 4 * x270 * (vocab * x101 * x394 + 1)
+    del tokens_mb, x101, x178, x270, x394
+    x396 = stage_layers * x351 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x264 * numpy.minimum(x267, pp * vp + x265 * numpy.minimum(1, vp - 1)))
+    del microbatches, x264, x265, x267, x351
+    activation_bytes = full_recompute * x391 + linear_value_heads * x115 * x371 * x52 * numpy.minimum(1, linear_attention_layers) + x393 * x396 + x395 + x42 * (x393 + x395) - numpy.where(numpy.greater(x396, 2), x396 - 2, 0.0) * numpy.minimum(x393, offloaded_activation_vectors * x392)
+    del x115, x371, x391, x392, x393, x395, x396, x42, x52
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x365 + x369 + x370
+    del x365, x369, x370
+    x397 = nodes / (rack_mtbf_s * rack_nodes)
+    x398 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x399 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x400 = x397 + x398 + x399
+    system_mtbf_s = x400 ** (-1.0)
+    x401 = node_repair_s * x397
+    x402 = numpy.exp(-x401)
+    x403 = node_repair_s * x398
+    x404 = -spare_nodes
+    x405 = rack_nodes + x404
+    x406 = x401 * x402
+    del x401
+    x407 = 2 * rack_nodes + x404
+    x408 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x402 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x409 = 3 * rack_nodes + x404
+    x410 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x402 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x411 = 4 * rack_nodes + x404
+    x412 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x402 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x413 = 5 * rack_nodes + x404
+    x414 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x402 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x415 = 6 * rack_nodes + x404
+    x416 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x402 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x417 = 7 * rack_nodes + x404
+    x418 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x402 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x419 = 8 * rack_nodes + x404
+    x420 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x402 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x421 = 9 * rack_nodes + x404
+    x422 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x402 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x423 = 10 * rack_nodes + x404
+    x424 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x402 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x425 = 11 * rack_nodes + x404
+    x426 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x402 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x397 * (x402 * poisson_cdf(-x405, x403) + x406 * poisson_cdf(-x407, x403) + x408 * poisson_cdf(-x409, x403) + x410 * poisson_cdf(-x411, x403) + x412 * poisson_cdf(-x413, x403) + x414 * poisson_cdf(-x415, x403) + x416 * poisson_cdf(-x417, x403) + x418 * poisson_cdf(-x419, x403) + x420 * poisson_cdf(-x421, x403) + x422 * poisson_cdf(-x423, x403) + x424 * poisson_cdf(-x425, x403) + x426 * poisson_cdf(-12 * rack_nodes - x404, x403)) + x398 * (x402 * poisson_cdf(spare_nodes - 1, x403) + x406 * poisson_cdf(-x405 - 1, x403) + x408 * poisson_cdf(-x407 - 1, x403) + x410 * poisson_cdf(-x409 - 1, x403) + x412 * poisson_cdf(-x411 - 1, x403) + x414 * poisson_cdf(-x413 - 1, x403) + x416 * poisson_cdf(-x415 - 1, x403) + x418 * poisson_cdf(-x417 - 1, x403) + x420 * poisson_cdf(-x419 - 1, x403) + x422 * poisson_cdf(-x421 - 1, x403) + x424 * poisson_cdf(-x423 - 1, x403) + x426 * poisson_cdf(-x425 - 1, x403)) + x399)
+    del x397, x398, x399, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424, x425, x426
+    x427 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x428 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x400 * (x427 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x400 * (-manual_restart_s + x427 - x428))) + x427 - x428
+    del x400, x427, x428
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x428 = checkpoint_bytes * x359
-    x429 = x212 * x428
-    x430 = ckpt_async * x429
-    x431 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x432 = ckpt_sync * x431
-    x433 = x237 * x428
-    del x237, x428
-    x434 = ckpt_in_memory * (x429 + x433)
-    del x429
-    x435 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x436 = grad_bytes_per_param * trainable_params * x359
-    del x359
-    x437 = optimizer_s - step_time_s
-    x438 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x212 * x436 / (1 - (1 - numpy.minimum(1, x435)) ** gockpt_steps) + x437)
-    del x212
-    checkpoint_stall_s = x430 + x432 + x434 + x438
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x430 + 2 * x432 + 2 * x434 + 2 * x438))
-    x439 = ckpt_async * x431
-    x440 = system_mtbf_s ** (-1.0)
-    x441 = checkpoint_stall_s * x440
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x436 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x437))) / numpy.log(1 - numpy.minimum(0.999999999999, x435))))) - 1) + 1
-    del x435, x436, x437
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x431) + x439), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x430 + 1 / 2 * x432 + 1 / 2 * x434 + 1 / 2 * x438), -checkpoint_stall_s + young_interval_s * (1 / 6 * x162 * numpy.sqrt(x441) + 1 / 18 * x441 + 1), system_mtbf_s)))
-    del x162, x430, x432, x434, x438
-    commit_latency_s = ckpt_gockpt * (step_time_s + x431) + x439
-    del x431, x439
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x433 + failure_restart_s
-    del failure_restart_s, x433
-    x442 = seq_len / critical_batch_tokens
-    steps = tokens * x77 * (global_batch * x442 + 1) / (global_batch * token_efficiency * (reference_batch * x442 + 1))
-    del x442, x77
+    x429 = checkpoint_bytes * x360
+    x430 = x213 * x429
+    x431 = ckpt_async * x430
+    x432 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x433 = ckpt_sync * x432
+    x434 = x238 * x429
+    del x238, x429
+    x435 = ckpt_in_memory * (x430 + x434)
+    del x430
+    x436 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x437 = grad_bytes_per_param * trainable_params * x360
+    del x360
+    x438 = optimizer_s - step_time_s
+    x439 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x213 * x437 / (1 - (1 - numpy.minimum(1, x436)) ** gockpt_steps) + x438)
+    del x213
+    checkpoint_stall_s = x431 + x433 + x435 + x439
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x431 + 2 * x433 + 2 * x435 + 2 * x439))
+    x440 = ckpt_async * x432
+    x441 = system_mtbf_s ** (-1.0)
+    x442 = checkpoint_stall_s * x441
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x437 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x438))) / numpy.log(1 - numpy.minimum(0.999999999999, x436))))) - 1) + 1
+    del x436, x437, x438
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x432) + x440), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x431 + 1 / 2 * x433 + 1 / 2 * x435 + 1 / 2 * x439), -checkpoint_stall_s + young_interval_s * (1 / 6 * x163 * numpy.sqrt(x442) + 1 / 18 * x442 + 1), system_mtbf_s)))
+    del x163, x431, x433, x435, x439
+    commit_latency_s = ckpt_gockpt * (step_time_s + x432) + x440
+    del x432, x440
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x434 + failure_restart_s
+    del failure_restart_s, x434
+    x443 = seq_len / critical_batch_tokens
+    steps = tokens * x78 * (global_batch * x443 + 1) / (global_batch * token_efficiency * (reference_batch * x443 + 1))
+    del x443, x78
     solve_time_s = step_time_s * steps
-    x443 = numpy.exp(commit_latency_s * x440)
-    x444 = numpy.exp(x440 * (checkpoint_interval_s + checkpoint_stall_s))
-    x445 = solve_time_s * x443 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x443 + x445 * (x444 - 1) - 1) * numpy.exp(restart_s * x440)
-    del x443
-    failure_stepping_s = system_mtbf_s * x445 * (x444 - numpy.exp(x441))
-    del x441, x444, x445
+    x444 = numpy.exp(commit_latency_s * x441)
+    x445 = numpy.exp(x441 * (checkpoint_interval_s + checkpoint_stall_s))
+    x446 = solve_time_s * x444 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x444 + x446 * (x445 - 1) - 1) * numpy.exp(restart_s * x441)
+    del x444
+    failure_stepping_s = system_mtbf_s * x446 * (x445 - numpy.exp(x442))
+    del x442, x445, x446
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x446 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x446)
-    x447 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x447 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x447
-    del x447
-    expected_failures = failure_wall_s * x440
-    del x440
+    x447 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x447)
+    x448 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x448 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x448
+    del x448
+    expected_failures = failure_wall_s * x441
+    del x441
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x446
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x447
     del failure_stepping_s
-    x448 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x361 * (cp_comm_s + ep_comm_s + tp_comm_s + x356) + compute_power_fraction * compute_s * x361)
-    del x356, x361
-    x449 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x448)
+    x449 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x362 * (cp_comm_s + ep_comm_s + tp_comm_s + x357) + compute_power_fraction * compute_s * x362)
+    del x357, x362
+    x450 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x449)
     del stepping_s
-    energy_gpu_j = gpus * x449
-    x450 = network_power_per_node_w + node_overhead_power_w
-    x451 = nodes * x450
+    energy_gpu_j = gpus * x450
+    x451 = network_power_per_node_w + node_overhead_power_w
+    x452 = nodes * x451
     del nodes
-    x452 = spare_nodes * (gpus_per_node * idle_power_w + x450) + x451
-    del x450
-    energy_it_j = energy_gpu_j + wall_time_s * x452
+    x453 = spare_nodes * (gpus_per_node * idle_power_w + x451) + x452
+    del x451
+    energy_it_j = energy_gpu_j + wall_time_s * x453
     energy_facility_j = energy_it_j * pue
-    x453 = eval_time_s + rollbacks * x446
-    del x446
-    x454 = pue * (gpu_step_power_w * gpus + x451)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x451) * (-failure_wall_s - x448 - x453) - solve_time_s * x454 - x453 * x454
-    del failure_wall_s, x451, x453, x454
-    x455 = wall_time_s ** (-1.0)
-    gpu_power_w = x449 * x455
-    del x449
-    avg_power_w = energy_facility_j * x455
-    del x455
-    peak_power_w = pue * (gpus * max_power_w + x452)
-    del x452
-    x456 = gpus + gpus_per_node * spare_nodes
-    x457 = 0.000277777777777778 * x456
-    gpu_hours = wall_time_s * x457
-    cost_cloud_usd = price_usd_per_gpu_hour * x457 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x448), wall_time_s)
-    del x448, x457
-    x458 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x458 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x456)) / utilisation
+    x454 = eval_time_s + rollbacks * x447
+    del x447
+    x455 = pue * (gpu_step_power_w * gpus + x452)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x452) * (-failure_wall_s - x449 - x454) - solve_time_s * x455 - x454 * x455
+    del failure_wall_s, x452, x454, x455
+    x456 = wall_time_s ** (-1.0)
+    gpu_power_w = x450 * x456
+    del x450
+    avg_power_w = energy_facility_j * x456
+    del x456
+    peak_power_w = pue * (gpus * max_power_w + x453)
+    del x453
+    x457 = gpus + gpus_per_node * spare_nodes
+    x458 = 0.000277777777777778 * x457
+    gpu_hours = wall_time_s * x458
+    cost_cloud_usd = price_usd_per_gpu_hour * x458 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x449), wall_time_s)
+    del x449, x458
+    x459 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x459 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x457)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x456 * x458
-    del x456, x458
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x457 * x459
+    del x457, x459
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

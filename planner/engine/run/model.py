@@ -472,9 +472,14 @@ def mlp_times(x: dict, r: dict) -> dict:
     expert_tokens = compute.tokens_per_expert(rank_tokens, x["ep"], x["experts_per_token"],
                                               x["experts"])
     # (the stack's element-wise kernels: fused, 1; eager PyTorch moves more bytes per op)
+    # the MLP-wide ops (bias, activation) of a MoE layer run on every routed copy at the
+    # expert's width and on the shared experts: the MLP width a token's ops touch
+    share = r["moe_share"]
+    moe_width = x["experts_per_token"] * rank_tokens / t * x["moe_ffn"] * tp / x["etp"] \
+        + x["shared_experts"] * x["moe_ffn"]
     elementwise = t * compute.elementwise_bytes_per_token(
-        h, x["ffn"], tp, x["sequence_parallel"], x["bytes_per_element"]) \
-        * x["elementwise_traffic_factor"]
+        h, (1 - share) * x["ffn"] + share * moe_width, tp, x["sequence_parallel"],
+        x["bytes_per_element"]) * x["elementwise_traffic_factor"]
     # MoE routing: the router GEMM (t x E, narrow), its score passes (softmax/sigmoid,
     # top-k, balance statistics) and the token permutation before the experts and the
     # unpermutation after them (memory-bound copies of k h-vectors a token)

@@ -555,10 +555,10 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
     TPU7x chips, pure FSDP, no row fitted. The 70B recipes keep the attention inputs and
     outputs on device and recompute the MLP and the norms ('selective: mlp, layernorm', the
     flags the row's recompute cell names); the 405B and MoE recipes offload the layer input
-    and recompute the rest (full). Dense rows within 6 % out of sample; DeepSeek-V3 and
-    Qwen3-235B-A22B, whose host offload of every layer input is not modelled, predicted
-    27-42 % too fast; gpt-oss-120b (head size 64, 128-token windows, 14 % MFU published)
-    2.0x too fast (docs/validation.md)."""
+    and recompute the rest (full). Dense rows within 6 % out of sample; the TPU splash
+    kernel pads head sizes to its 128 lanes (MLA's 192 runs as 256, gpt-oss's 64 as 128);
+    DeepSeek-V3 and Qwen3-235B-A22B predicted 16-41 % too fast; gpt-oss-120b (128-token
+    windows, 14 % MFU published) 1.7x too fast (docs/validation.md)."""
     cases = v.load_cases(["independent-runs"])
     tpu = cases[cases.case_id.str.startswith("tpurec-") & (cases.hardware == "tpu-v7")]
     tpu = tpu.set_index("case_id")
@@ -575,12 +575,22 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
     dense = pred.model.isin(["llama3.1-70b", "llama3.1-405b"])
     assert (pred.error[dense].abs() < 0.06).all()
     gpt_oss = pred.model == "gpt-oss-120b"
-    assert pred.error[~dense & ~gpt_oss].between(0.25, 0.5).all()
+    assert pred.error[~dense & ~gpt_oss].between(0.15, 0.45).all()
+    # the TPU kernel's 128 lanes: gpt-oss's heads of 64 do half the work they occupy,
+    # MLA's 192/128 five sixths (the dense rows' heads of 128 none less)
+    from formulas import compute
+    from hardware_catalog import load_catalog
+    stack = load_catalog().stack("maxtext-xla")
+    granules = {acc: own.attention_head_dim_granule.value
+                for acc, own in stack.on_accelerator.items()}
+    assert granules == dict.fromkeys(("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7"), 128)
+    assert compute.attention_head_padding_efficiency(64, 64, 128, 1) == 0.5
+    assert compute.attention_head_padding_efficiency(128, 128, 128, 1) == 1.0
     # MaxText's TPU flash kernel takes gpt-oss's sinks (the maxtext-xla stack on TPUs)
     assert (cases.loc[cases.case_id.str.startswith("tpurec-gptoss"), "shard_group"] == 32).all()
     # (its layer input and MLP output offloaded: 2 h-vectors a token and layer, 1.9 GB a layer
     # at 20 sequences of 8,192 a chip, over the host's estimated 20 GB/s: exposed)
-    assert pred.error[gpt_oss].between(0.9, 1.1).all()
+    assert pred.error[gpt_oss].between(0.65, 0.85).all()
 
 
 def test_tpu_v6e_recipes_are_held_out_and_predicted_too_fast():

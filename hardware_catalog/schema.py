@@ -668,8 +668,8 @@ class SoftwareStack(Entry):
     recompute_moe_act: Quantity | None = None
     moe_act_input_bytes: Quantity | None = None
     # 1 if the layout's selective recompute runs the attention core's forward again in
-    # backward, fused kernel included (Megatron-Core recompute_modules default ['core_attn']);
-    # 0 where the stack's selective policy keeps the attention output
+    # backward, fused kernel included (Megatron-Core's recompute module core_attn); 0 where
+    # the selective policy keeps the attention output (execution.toml's default)
     recompute_core_attn: Quantity | None = None
     # Megatron-Core --recompute-modules mlp and moe: 1 if each dense layer's MLP, or each
     # MoE layer (router, dispatch, experts, combine), runs its forward again in backward

@@ -218,8 +218,9 @@ def derived_inputs(v, ops, flash_attention: bool = True) -> dict:
     # fullest virtual stage holds ceil(L / (PP VP)) layers, the fullest GPU VP of them
     f["stage_layers"] = v.vp * ops.ceil(v.layers / (v.pp * v.vp))
     # Flash attention never stores the s x s scores and recomputes them in its own
-    # backward pass, so selective recompute then adds no work (Dao et al. 2022,
-    # arXiv:2205.14135)
+    # backward pass, so selective recompute then adds no scores (Dao et al. 2022,
+    # arXiv:2205.14135); a stack that checkpoints the fused core anyway runs its forward
+    # again (recompute_core_attn, planner.engine.run.model._core_recomputed)
     if flash_attention:
         f["selective"] = ops.zero(v.rec)
         f["attention_scores_stored"] = ops.zero(v.rec)

@@ -344,14 +344,15 @@ def test_flashattention2_on_hopper_is_the_published_ratio_not_a_fit(catalog):
 
 
 def test_independent_runs_load_every_row_with_its_reason():
-    """83 rows: 75 predicted (Float8 rowwise as the fp8-rowwise recipe; the NVFP4 page's
+    """84 rows: 76 predicted (Float8 rowwise as the fp8-rowwise recipe; the NVFP4 page's
     BF16, MXFP8 and partial-NVFP4 rows on the 4 GB200 its commit message names); 1
     unexpressible (torchtitan's default expert-parallel path beside DeepEP); 7 excluded
     (Llama 3's unpinned layouts; AMD's dropless-MoE A/B blog, whose absolute throughput
     its authors call a floor); throughput per GPU in tokens/s or model TFLOP/s, none
-    fitted; 26 of them Google's MaxText recipes on TPU7x and TPU v6e."""
+    fitted; 26 of them Google's MaxText recipes on TPU7x and TPU v6e, one NVIDIA's MaxText
+    on H100 (JAX-Toolbox)."""
     cases = v.load_cases(["independent-runs"])
-    assert len(cases) == 83
+    assert len(cases) == 84
     assert not cases.fit.any()
     unexpressible, excluded = cases.unexpressible != "", cases.excluded != ""
     assert unexpressible.sum() == 1 and excluded.sum() == 7 and (unexpressible & excluded).sum() == 0
@@ -362,7 +363,9 @@ def test_independent_runs_load_every_row_with_its_reason():
     nvfp4_page = cases[cases.case_id.str.startswith("tt-nvfp4doc-")]
     assert (nvfp4_page.hardware == "gb200").all() and set(nvfp4_page.precision) == {
         "bf16", "mxfp8", "nvfp4"}
-    assert v.predictable(cases).sum() == 75
+    assert v.predictable(cases).sum() == 76
+    jax = cases[cases.case_id == "jaxtoolbox-l2-7b-bf16-h100-8"].iloc[0]
+    assert (jax.stack, jax.zero, jax.recompute_norms) == ("maxtext-xla", 3, 1)
     assert set(cases.metric) == {"tokens_per_s_per_gpu", "model_tflops_per_gpu"}
     tokens = cases[cases.metric == "tokens_per_s_per_gpu"]
     # per GPU: a 405B model at 16-128 tokens/s on H100 (645 on MI355X in FP8 with three
@@ -406,7 +409,8 @@ def test_independent_runs_load_every_row_with_its_reason():
     assert set(x.units_of(cases)["loso"]) == {"pytorch/torchtitan", "arXiv:2407.21783",
                                               "www.intel.com/content", "amd-agi/maxtext-slurm",
                                               "ROCm/rocm-blogs", "AMD-AGI/Primus",
-                                              "AI-Hypercomputer/tpu-recipes"}
+                                              "AI-Hypercomputer/tpu-recipes",
+                                              "NVIDIA/JAX-Toolbox"}
     pred = v.predict(cases)
     ok = v.predictable(cases).to_numpy()
     assert np.isfinite(pred.predicted[ok]).all() and pred.predicted[~ok].isna().all()

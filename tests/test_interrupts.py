@@ -234,9 +234,12 @@ CONSOLE_SCRIPT = ("import sys\n"
 
 
 #: What Python prints for a KeyboardInterrupt in its own startup, before the script runs
-#: (initialising sys.stdout, checking whether the script is a zip file, or an interrupt
-#: that Python's import machinery swallows while the script looks for ``planner``).
+#: (initialising sys.stdout, checking whether the script is a zip file, setting the
+#: script's loader on ``__main__`` - Python/pythonrun.c set_main_loader, exit 1 - or an
+#: interrupt that Python's import machinery swallows while the script looks for
+#: ``planner``).
 PYTHON_STARTUP = ("Fatal Python error", "Failed checking if argv[0] is an import path entry",
+                  "python: failed to set __main__.__loader__",
                   "Exception ignored in: <function _get_module_lock.<locals>.cb")
 
 

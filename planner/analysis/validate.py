@@ -109,7 +109,7 @@ FIT_RULES = {
                          "AMD's MaxText Llama 3.1 405B runs on MI355X, Google's MaxText recipes "
                          "on TPU7x (Ironwood: Llama 3.1 70B/405B, DeepSeek-V3, Qwen3-235B-A22B, gpt-oss-120b) "
                          "and TPU v6e (Trillium: Llama 3.1 8B/70B/405B, GPT-3 175B; "
-                         "tpu-recipes); "
+                         "tpu-recipes), NVIDIA's MaxText Llama 2 7B on H100 (JAX-Toolbox); "
                          "independent_runs.csv); its rows keep their `stack` (Float8 rowwise rows: the "
                          "fp8-rowwise recipe), torchtitan's default-EP Qwen3 row is "
                          "unexpressible and the Llama 3 rows, whose layout the paper does not "

@@ -253,486 +253,487 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x157, x158, x161, x168, x171, x172, x174, x36
     x176 = tp - 1
     x177 = (sequence_parallel * x176 + 1) ** (-1.0)
-    t_elem = elementwise_traffic_factor * x116 * (16 * hidden * x177 + x52 * (4 * moe_share * (moe_ffn * shared_experts + tp * x169 * x46) + 4 * x51))
+    x178 = shared_experts * x159
+    t_elem = elementwise_traffic_factor * x116 * (16 * hidden * x177 + x52 * (4 * moe_share * tp * (x169 * x46 + x178) + 4 * x51))
     del x116, x169, x51
-    x178 = vocab * x52
-    x179 = tokens_mb * x178
-    x180 = x105 * (x179 + x32 * x52 + x99)
+    x179 = vocab * x52
+    x180 = tokens_mb * x179
+    x181 = x105 * (x180 + x32 * x52 + x99)
     del x32
-    x181 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x178)
-    x182 = x179 * (gemm_half_efficiency_dim + x181) / x181
-    del x181
-    t_logits = low_precision_output_layer * numpy.maximum(x180, x109 * x182) + (1 - low_precision_output_layer) * numpy.maximum(x180, x118 * x121 * x182 * x24)
-    del x118, x121, x180, x182
-    t_loss = loss_bytes_per_logit * x104 * x179
-    del x179
-    x183 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x104 * (bytes_per_element + x175 * x183) * (shared_experts * x160 + x170)
+    x182 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x179)
+    x183 = x180 * (gemm_half_efficiency_dim + x182) / x182
+    del x182
+    t_logits = low_precision_output_layer * numpy.maximum(x181, x109 * x183) + (1 - low_precision_output_layer) * numpy.maximum(x181, x118 * x121 * x183 * x24)
+    del x118, x121, x181, x183
+    t_loss = loss_bytes_per_logit * x104 * x180
+    del x180
+    x184 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x104 * (bytes_per_element + x175 * x184) * (shared_experts * x160 + x170)
     del x170
-    x184 = numpy.maximum(1, lora_rank)
-    x185 = tokens_mb * x184
-    x186 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x184)
-    x187 = numpy.maximum(x105 * (hidden * x184 + x185 + x99), x109 * x185 * (gemm_half_efficiency_dim + x186) / x186)
-    del x109, x186
-    x188 = x14 * x52
-    x189 = numpy.minimum(numpy.minimum(tokens_mb, x184), x188)
-    x190 = x113 * x185
+    x185 = numpy.maximum(1, lora_rank)
+    x186 = tokens_mb * x185
+    x187 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x185)
+    x188 = numpy.maximum(x105 * (hidden * x185 + x186 + x99), x109 * x186 * (gemm_half_efficiency_dim + x187) / x187)
+    del x109, x187
+    x189 = x14 * x52
+    x190 = numpy.minimum(numpy.minimum(tokens_mb, x185), x189)
+    x191 = x113 * x186
     del x113
-    x191 = numpy.minimum(numpy.minimum(tokens_mb, x151), x184)
-    x192 = x12 * x52
-    x193 = numpy.minimum(numpy.minimum(tokens_mb, x184), x192)
-    x194 = x15 * x52
-    x195 = numpy.minimum(numpy.minimum(tokens_mb, x184), x194)
-    x196 = numpy.minimum(numpy.minimum(tokens_mb, x159), x184)
-    x197 = x187 + numpy.maximum(x105 * (x159 * x184 + x160 + x185), x159 * x190 * (gemm_half_efficiency_dim + x196) / x196)
-    del x160, x196
-    x198 = numpy.minimum(numpy.minimum(tokens_mb, x154), x184)
-    x199 = x187 + numpy.maximum(x105 * (x154 * x184 + x155 + x185), x154 * x190 * (gemm_half_efficiency_dim + x198) / x198)
-    del x155, x198
-    t_adapter = lora_k * (x187 + numpy.maximum(x188 * x190 * (gemm_half_efficiency_dim + x189) / x189, x105 * (tokens_mb * x188 + x184 * x188 + x185))) + lora_o * (x187 + numpy.maximum(x105 * (x151 * x184 + x152 + x185), x151 * x190 * (gemm_half_efficiency_dim + x191) / x191)) + lora_q * (x187 + numpy.maximum(x190 * x192 * (gemm_half_efficiency_dim + x193) / x193, x105 * (tokens_mb * x192 + x184 * x192 + x185))) + lora_v * (x187 + numpy.maximum(x190 * x194 * (gemm_half_efficiency_dim + x195) / x195, x105 * (tokens_mb * x194 + x184 * x194 + x185))) + moe_share * x40 * (lora_down * x197 + x197 * x58) + x50 * (lora_down * x199 + x199 * x58)
-    del x152, x184, x185, x187, x188, x189, x190, x191, x192, x193, x194, x195, x197, x199, x40
-    x200 = -stage_params
-    x201 = -stage_embedding_params - x200
-    x202 = full_recompute + 2
-    dequant_mb = dequantize_base * x104 * x201 * x202 * (base_weight_bytes_per_param + bytes_per_element)
-    x203 = routed_copies * x164
+    x192 = numpy.minimum(numpy.minimum(tokens_mb, x151), x185)
+    x193 = x12 * x52
+    x194 = numpy.minimum(numpy.minimum(tokens_mb, x185), x193)
+    x195 = x15 * x52
+    x196 = numpy.minimum(numpy.minimum(tokens_mb, x185), x195)
+    x197 = numpy.minimum(numpy.minimum(tokens_mb, x159), x185)
+    x198 = x188 + numpy.maximum(x105 * (x159 * x185 + x160 + x186), x159 * x191 * (gemm_half_efficiency_dim + x197) / x197)
+    del x160, x197
+    x199 = numpy.minimum(numpy.minimum(tokens_mb, x154), x185)
+    x200 = x188 + numpy.maximum(x105 * (x154 * x185 + x155 + x186), x154 * x191 * (gemm_half_efficiency_dim + x199) / x199)
+    del x155, x199
+    t_adapter = lora_k * (x188 + numpy.maximum(x189 * x191 * (gemm_half_efficiency_dim + x190) / x190, x105 * (tokens_mb * x189 + x185 * x189 + x186))) + lora_o * (x188 + numpy.maximum(x105 * (x151 * x185 + x152 + x186), x151 * x191 * (gemm_half_efficiency_dim + x192) / x192)) + lora_q * (x188 + numpy.maximum(x191 * x193 * (gemm_half_efficiency_dim + x194) / x194, x105 * (tokens_mb * x193 + x185 * x193 + x186))) + lora_v * (x188 + numpy.maximum(x191 * x195 * (gemm_half_efficiency_dim + x196) / x196, x105 * (tokens_mb * x195 + x185 * x195 + x186))) + moe_share * x40 * (lora_down * x198 + x198 * x58) + x50 * (lora_down * x200 + x200 * x58)
+    del x152, x185, x186, x188, x189, x190, x191, x192, x193, x194, x195, x196, x198, x200, x40
+    x201 = -stage_params
+    x202 = -stage_embedding_params - x201
+    x203 = full_recompute + 2
+    dequant_mb = dequantize_base * x104 * x202 * x203 * (base_weight_bytes_per_param + bytes_per_element)
+    x204 = routed_copies * x164
     del routed_copies, x164
-    x204 = cast_bytes_per_element * tokens_mb * x104
-    t_cast_fwd = x204 * (hidden + moe_share * (shared_experts * (hidden + x159) + x203 * (hidden + x46)) + x151 + x50 * (hidden + x154))
+    x205 = cast_bytes_per_element * tokens_mb * x104
+    t_cast_fwd = x205 * (hidden + moe_share * (shared_experts * (hidden + x159) + x204 * (hidden + x46)) + x151 + x50 * (hidden + x154))
     del x151
-    t_cast_bwd = x204 * (hidden + moe_share * (shared_experts * (hidden + x159 * x175) + x203 * (hidden + x175 * x46)) + x111 + x50 * (hidden + x154 * x175))
-    del x111, x203, x204
-    x205 = moe_share * t_moe
-    x206 = t_mlp * x50
-    x207 = t_proj + t_qkv
-    x208 = x205 + x206 + x207
-    x209 = t_core + t_scores
-    x210 = t_elem + x209
-    x211 = x208 + x210
-    t_layer_fwd = t_adapter + x211
-    x212 = reference_model * (stage_layers * x211 + t_logits)
-    del x211
-    x213 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x214 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x177 * x213
-    x215 = x209 * x98
-    del x209, x98
-    x216 = mlp_matrices ** (-1.0)
-    x217 = recompute_moe * x95
-    x218 = recompute_moe_act * (1 - x217)
-    x219 = kv_heads * x18
-    x220 = -frozen_base * x208 + full_recompute * (t_layer_fwd - x206 * x216 * x94) + x95 * (moe_share * t_moe_act * x218 + recompute_mlp * x206 + recompute_moe * x205 + x215 + x97 * (t_elem + t_mlp * x216 + t_proj + t_qkv * x14 / (x12 + x219)))
-    del t_moe_act, x14, x216, x94
-    x221 = 3 * t_core
-    x222 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x221
-    x223 = x52 * x99
-    x224 = numpy.minimum(numpy.minimum(tokens_mb, x148), 2.0 * hidden)
-    x225 = t_mlp * x7
-    del t_mlp, x7
-    x226 = t_moe * x4
-    del t_moe
-    x227 = 3 * t_logits + t_loss
-    del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x214) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x205 - 2 * x206 - x214 - x220)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x205 + 3 * x206 + x220 + x222) + x212 + x227 + x42 * (full_recompute * (x207 + x210 + x225 + x226) + x215 * x95 + x222 + 3 * x225 + 3 * x226 + x227 + 3 * numpy.maximum(x105 * (x223 + x52 * x6 + 2.0 * x99), x108 * x122 * x85 * (gemm_half_efficiency_dim + x224) / x224))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x105, x108, x205, x206, x207, x210, x214, x215, x220, x222, x224, x225, x226, x6, x85
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x212
+    t_cast_bwd = x205 * (hidden + moe_share * (shared_experts * (hidden + x159 * x175) + x204 * (hidden + x175 * x46)) + x111 + x50 * (hidden + x154 * x175))
+    del x111, x159, x204, x205
+    x206 = moe_share * t_moe
+    x207 = t_mlp * x50
+    x208 = t_proj + t_qkv
+    x209 = x206 + x207 + x208
+    x210 = t_core + t_scores
+    x211 = t_elem + x210
+    x212 = x209 + x211
+    t_layer_fwd = t_adapter + x212
+    x213 = reference_model * (stage_layers * x212 + t_logits)
     del x212
-    weight_grad_mb = x66 * (stage_layers * x208 + t_logits)
-    del t_logits, x208
+    x214 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x215 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x177 * x214
+    x216 = x210 * x98
+    del x210, x98
+    x217 = mlp_matrices ** (-1.0)
+    x218 = recompute_moe * x95
+    x219 = recompute_moe_act * (1 - x218)
+    x220 = kv_heads * x18
+    x221 = -frozen_base * x209 + full_recompute * (t_layer_fwd - x207 * x217 * x94) + x95 * (moe_share * t_moe_act * x219 + recompute_mlp * x207 + recompute_moe * x206 + x216 + x97 * (t_elem + t_mlp * x217 + t_proj + t_qkv * x14 / (x12 + x220)))
+    del t_moe_act, x14, x217, x94
+    x222 = 3 * t_core
+    x223 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x222
+    x224 = x52 * x99
+    x225 = numpy.minimum(numpy.minimum(tokens_mb, x148), 2.0 * hidden)
+    x226 = t_mlp * x7
+    del t_mlp, x7
+    x227 = t_moe * x4
+    del t_moe
+    x228 = 3 * t_logits + t_loss
+    del t_loss
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x215) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x206 - 2 * x207 - x215 - x221)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x206 + 3 * x207 + x221 + x223) + x213 + x228 + x42 * (full_recompute * (x208 + x211 + x226 + x227) + x216 * x95 + x223 + 3 * x226 + 3 * x227 + x228 + 3 * numpy.maximum(x105 * (x224 + x52 * x6 + 2.0 * x99), x108 * x122 * x85 * (gemm_half_efficiency_dim + x225) / x225))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x105, x108, x206, x207, x208, x211, x215, x216, x221, x223, x225, x226, x227, x6, x85
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x213
+    del x213
+    weight_grad_mb = x66 * (stage_layers * x209 + t_logits)
+    del t_logits, x209
     compute_s = compute_mb * microbatches
-    x228 = stage_layers + x42
-    x229 = 2 * full_recompute + x97 * (2 - sequence_parallel) + 4
-    x230 = tp_intra_ranks - 1
-    x231 = 2 * intra_latency_s
-    x232 = numpy.minimum(1, x176)
+    x229 = stage_layers + x42
+    x230 = 2 * full_recompute + x97 * (2 - sequence_parallel) + 4
+    x231 = tp_intra_ranks - 1
+    x232 = 2 * intra_latency_s
+    x233 = numpy.minimum(1, x176)
     del x176
-    x233 = tp_intra_ranks ** (-1.0)
-    x234 = tp * x233 - 1
-    x235 = 2 * inter_latency_s
-    x236 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x237 = bytes_per_element * x122
+    x234 = tp_intra_ranks ** (-1.0)
+    x235 = tp * x234 - 1
+    x236 = 2 * inter_latency_s
+    x237 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x238 = bytes_per_element * x122
     del x122
-    x238 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x239 = x238 / scale_out_bus_efficiency
-    x240 = bytes_per_element * tokens_mb * x230 * x233 * x236 * x24 + collective_overhead_s * x232 + x230 * x231 + x234 * x235 + x234 * x237 * x239 * x24
-    del x230, x233, x234
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x228 * x229 * x240) + x228 * x229 * x240
-    del x229, x240
-    x241 = 3 * cp - 3
-    x242 = 1 - cp_intra
-    x243 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x244 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x245 = cp_intra * intra_latency_s + inter_latency_s * x242 + x219 * x237 / (cp_intra * x243 + x242 * x244)
-    del x219, x237, x242
-    cp_comm_mb = -cp_overlap * numpy.minimum(x221 * x228, x228 * x241 * x245 * x30) + x228 * x241 * x245 * x30
-    del x221, x241, x245, x30
-    x246 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x239 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x240 = x239 / scale_out_bus_efficiency
+    x241 = bytes_per_element * tokens_mb * x231 * x234 * x237 * x24 + collective_overhead_s * x233 + x231 * x232 + x235 * x236 + x235 * x238 * x24 * x240
+    del x231, x234, x235
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x229 * x230 * x241) + x229 * x230 * x241
+    del x230, x241
+    x242 = 3 * cp - 3
+    x243 = 1 - cp_intra
+    x244 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x245 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x246 = cp_intra * intra_latency_s + inter_latency_s * x243 + x220 * x238 / (cp_intra * x244 + x243 * x245)
+    del x220, x238, x243
+    cp_comm_mb = -cp_overlap * numpy.minimum(x222 * x229, x229 * x242 * x246 * x30) + x229 * x242 * x246 * x30
+    del x222, x242, x246, x30
+    x247 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x247 = 1 - x246
-    x248 = 4 * etp - 4
-    x249 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x250 = x249 ** (-1.0)
-    x251 = ep * x250 - 1
-    x252 = x99 / a2a_efficiency_factor
+    x248 = 1 - x247
+    x249 = 4 * etp - 4
+    x250 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x251 = x250 ** (-1.0)
+    x252 = ep * x251 - 1
+    x253 = x99 / a2a_efficiency_factor
     del x99
-    x253 = bytes_per_element * x252
-    x254 = 1 - hierarchical_dispatch
-    x255 = x165 + x166
+    x254 = bytes_per_element * x253
+    x255 = 1 - hierarchical_dispatch
+    x256 = x165 + x166
     del x166
-    x256 = experts_per_token * x255
-    x257 = x256 * (hierarchical_dispatch * (-x249 * x44 + 1) + x251 * x254 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x243 * (1 - deepep_dispatch))
+    x257 = experts_per_token * x256
+    x258 = x257 * (hierarchical_dispatch * (-x250 * x44 + 1) + x252 * x255 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x244 * (1 - deepep_dispatch))
     del x44
-    x258 = 1 - x250
-    del x250
-    x259 = x239 * x255 * x258 * (experts_per_token * x254 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x249 * (1 - x258 ** experts_per_token)))
-    del x254, x258
-    x260 = x252 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x252
-    x261 = moe_share * x228
-    del x228
-    x262 = x261 * (sequence_parallel * (bytes_per_element * experts_per_token * x223 * x248 / (x243 * x246 + x244 * x247) + x248 * (inter_latency_s * x247 + intra_latency_s * x246)) + (x217 + 2) * (x231 * x251 + x235 * (x249 - 1) + numpy.maximum(x253 * x257, x253 * x259) + numpy.maximum(x257 * x260, x259 * x260)))
-    del x223, x246, x247, x248, x249, x251, x253, x257, x259, x260
-    x263 = ep_overlap * numpy.minimum(x262, 3 * t_layer_fwd * x261)
-    del x261
-    ep_comm_mb = comm_sm_fraction * x263 / (1 - comm_sm_fraction) + x262 - x263
-    del x262, x263
-    x264 = 1 - dualpipe
-    x265 = pp - 1
-    x266 = numpy.minimum(1, x265)
-    x267 = microbatches * vp
-    x268 = 1 - pp_intra
-    x269 = 1.0 * bytes_per_element
-    x270 = tokens_mb * x148
+    x259 = 1 - x251
+    del x251
+    x260 = x240 * x256 * x259 * (experts_per_token * x255 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x250 * (1 - x259 ** experts_per_token)))
+    del x255, x259
+    x261 = x253 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x253
+    x262 = moe_share * x229
+    del x229
+    x263 = x262 * (sequence_parallel * (bytes_per_element * experts_per_token * x224 * x249 / (x244 * x247 + x245 * x248) + x249 * (inter_latency_s * x248 + intra_latency_s * x247)) + (x218 + 2) * (x232 * x252 + x236 * (x250 - 1) + numpy.maximum(x254 * x258, x254 * x260) + numpy.maximum(x258 * x261, x260 * x261)))
+    del x224, x247, x248, x249, x250, x252, x254, x258, x260, x261
+    x264 = ep_overlap * numpy.minimum(x263, 3 * t_layer_fwd * x262)
+    del x262
+    ep_comm_mb = comm_sm_fraction * x264 / (1 - comm_sm_fraction) + x263 - x264
+    del x263, x264
+    x265 = 1 - dualpipe
+    x266 = pp - 1
+    x267 = numpy.minimum(1, x266)
+    x268 = microbatches * vp
+    x269 = 1 - pp_intra
+    x270 = 1.0 * bytes_per_element
+    x271 = tokens_mb * x148
     del x148
-    pp_comm_s = x264 * x266 * (2 * pp + 2 * x267 - 2) * (inter_latency_s * x268 + intra_latency_s * pp_intra + x269 * x270 / (pp_intra * x243 + x244 * x268))
-    del x243, x244, x268
-    x271 = 1 - dp_overlap
-    x272 = numpy.minimum(1, grad_shards - 1)
-    x273 = replica_intra_ranks - 1
-    x274 = replica_intra_ranks ** (-1.0)
-    x275 = shard_ranks ** (-1.0)
-    x276 = x274 * x275
-    x277 = numpy.maximum(1, dp * x276)
-    x278 = x277 - 1
-    x279 = x231 * x273
-    x280 = x235 * x278 + x279
-    x281 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x282 = stage_trainable_expert_params + stage_trainable_params
-    x283 = x281 * numpy.maximum(1.0, x282 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x281) * numpy.maximum(1, stage_layers)
-    del x281
-    x284 = x283 - 1
-    x285 = expert_shard_ranks ** (-1.0)
-    x286 = x274 * x285
-    del x274
-    x287 = numpy.maximum(1, expert_dp_ranks * x286)
-    x288 = x287 - 1
-    x289 = x235 * x288 + x279
-    del x279
-    x290 = 2.0 * grad_comm_bytes_per_param
-    x291 = stage_trainable_expert_params * x290
-    x292 = x236 * x291
-    x293 = x239 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x239
-    x294 = x291 * x293
-    x295 = stage_trainable_params * x290
-    del x290
-    x296 = x236 * x295
-    x297 = x293 * x295
-    x298 = dp_collectives_flat - 1
-    x299 = -x298
-    x300 = x299 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x301 = x298 + x300
-    x302 = (dp_collectives_flat + x300) ** (-1.0)
+    pp_comm_s = x265 * x267 * (2 * pp + 2 * x268 - 2) * (inter_latency_s * x269 + intra_latency_s * pp_intra + x270 * x271 / (pp_intra * x244 + x245 * x269))
+    del x244, x245, x269
+    x272 = 1 - dp_overlap
+    x273 = numpy.minimum(1, grad_shards - 1)
+    x274 = replica_intra_ranks - 1
+    x275 = replica_intra_ranks ** (-1.0)
+    x276 = shard_ranks ** (-1.0)
+    x277 = x275 * x276
+    x278 = numpy.maximum(1, dp * x277)
+    x279 = x278 - 1
+    x280 = x232 * x274
+    x281 = x236 * x279 + x280
+    x282 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x283 = stage_trainable_expert_params + stage_trainable_params
+    x284 = x282 * numpy.maximum(1.0, x283 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x282) * numpy.maximum(1, stage_layers)
+    del x282
+    x285 = x284 - 1
+    x286 = expert_shard_ranks ** (-1.0)
+    x287 = x275 * x286
+    del x275
+    x288 = numpy.maximum(1, expert_dp_ranks * x287)
+    x289 = x288 - 1
+    x290 = x236 * x289 + x280
+    del x280
+    x291 = 2.0 * grad_comm_bytes_per_param
+    x292 = stage_trainable_expert_params * x291
+    x293 = x237 * x292
+    x294 = x240 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x240
+    x295 = x292 * x294
+    x296 = stage_trainable_params * x291
+    del x291
+    x297 = x237 * x296
+    x298 = x294 * x296
+    x299 = dp_collectives_flat - 1
+    x300 = -x299
+    x301 = x300 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x302 = x299 + x301
+    x303 = (dp_collectives_flat + x301) ** (-1.0)
+    del x301
+    x304 = expert_dp_ranks * x303 - 1
+    x305 = x232 * x302 + x236 * x304
+    x306 = x300 * numpy.minimum(dp, dp_intra_ranks)
+    x307 = (dp_collectives_flat + x306) ** (-1.0)
+    x308 = dp * x307 - 1
+    x309 = x299 + x306
+    del x306
+    x310 = x232 * x309 + x236 * x308
+    del x232, x236
+    x311 = x273 * (x274 * x277 * x297 + x277 * x279 * x298 / x278 + x281 * x285 + x281 + x4 * (x274 * x287 * x293 + x285 * x290 + x287 * x289 * x295 / x288 + x290)) + (1 - x273) * (x2 * x298 * x308 + x285 * (x305 * x4 + x310) + x297 * x307 * x309 + x310 + x4 * (x293 * x302 * x303 + x305 + x295 * x304 / expert_dp_ranks))
+    del x2, x274, x277, x278, x279, x281, x287, x288, x289, x290, x293, x295, x297, x298, x302, x303, x304, x305, x307, x308, x309, x310
+    x312 = fsdp_keeps_gathered_under_pp * x267 * zero3
+    del x267
+    x313 = microbatches * (1 - x312)
+    x314 = x300 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x315 = x299 + x314
+    x316 = intra_latency_s * x315
+    x317 = (dp_collectives_flat + x314) ** (-1.0)
+    del x314
+    x318 = expert_shard_ranks * x317 - 1
+    x319 = inter_latency_s * x318
+    x320 = 2 * x316 + 2 * x319
+    x321 = x300 * numpy.minimum(dp_intra_ranks, shard_ranks)
     del x300
-    x303 = expert_dp_ranks * x302 - 1
-    x304 = x231 * x301 + x235 * x303
-    x305 = x299 * numpy.minimum(dp, dp_intra_ranks)
-    x306 = (dp_collectives_flat + x305) ** (-1.0)
-    x307 = dp * x306 - 1
-    x308 = x298 + x305
-    del x305
-    x309 = x231 * x308 + x235 * x307
-    del x231, x235
-    x310 = x272 * (x273 * x276 * x296 + x276 * x278 * x297 / x277 + x280 * x284 + x280 + x4 * (x273 * x286 * x292 + x284 * x289 + x286 * x288 * x294 / x287 + x289)) + (1 - x272) * (x2 * x297 * x307 + x284 * (x304 * x4 + x309) + x296 * x306 * x308 + x309 + x4 * (x292 * x301 * x302 + x304 + x294 * x303 / expert_dp_ranks))
-    del x2, x273, x276, x277, x278, x280, x286, x287, x288, x289, x292, x294, x296, x297, x301, x302, x303, x304, x306, x307, x308, x309
-    x311 = fsdp_keeps_gathered_under_pp * x266 * zero3
-    del x266
-    x312 = microbatches * (1 - x311)
-    x313 = x299 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x314 = x298 + x313
-    x315 = intra_latency_s * x314
-    x316 = (dp_collectives_flat + x313) ** (-1.0)
-    del x313
-    x317 = expert_shard_ranks * x316 - 1
-    x318 = inter_latency_s * x317
-    x319 = 2 * x315 + 2 * x318
-    x320 = x299 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x299
-    x321 = (dp_collectives_flat + x320) ** (-1.0)
-    x322 = shard_ranks * x321 - 1
-    x323 = inter_latency_s * x322
-    x324 = x298 + x320
-    del x298, x320
-    x325 = intra_latency_s * x324
-    x326 = 2 * x323 + 2 * x325
-    x327 = x236 * x314 * x316
-    del x314, x316
-    x328 = x285 * x293 * x317
-    del x285, x317
-    x329 = x236 * x321 * x324
-    del x236, x321, x324
-    x330 = x275 * x293 * x322
-    del x275, x293, x322
-    x331 = x315 + x318
-    del x315, x318
-    x332 = x323 + x325
-    del x323, x325
-    x333 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x66)
-    x334 = base_weight_bytes_per_param * x201 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x201
-    x335 = 1.0 * frozen_base * x334 + x269 * (stage_adapter_params + stage_params * x66) - x333
-    del stage_adapter_params, stage_params, x269, x66
-    x336 = x284 * (x331 * x4 + x332) + x329 * x335 + x330 * x335 + x332 + x4 * (x327 * x333 + x328 * x333 + x331)
-    del x331, x332, x333, x335
-    x337 = 1 / 2 * x272 * (x311 + x312) * (x284 * (x319 * x4 + x326) + x295 * x329 + x295 * x330 + x326 + x4 * (x291 * x327 + x291 * x328 + x319)) + zero3 * (x311 * x336 + 2 * x312 * x336)
-    del x272, x291, x295, x312, x319, x326, x327, x328, x329, x330, x336
-    x338 = x283 ** (-1.0)
-    del x283
-    x339 = x284 * x338
+    x322 = (dp_collectives_flat + x321) ** (-1.0)
+    x323 = shard_ranks * x322 - 1
+    x324 = inter_latency_s * x323
+    x325 = x299 + x321
+    del x299, x321
+    x326 = intra_latency_s * x325
+    x327 = 2 * x324 + 2 * x326
+    x328 = x237 * x315 * x317
+    del x315, x317
+    x329 = x286 * x294 * x318
+    del x286, x318
+    x330 = x237 * x322 * x325
+    del x237, x322, x325
+    x331 = x276 * x294 * x323
+    del x276, x294, x323
+    x332 = x316 + x319
+    del x316, x319
+    x333 = x324 + x326
+    del x324, x326
+    x334 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x66)
+    x335 = base_weight_bytes_per_param * x202 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x202
+    x336 = 1.0 * frozen_base * x335 + x270 * (stage_adapter_params + stage_params * x66) - x334
+    del stage_adapter_params, stage_params, x270, x66
+    x337 = x285 * (x332 * x4 + x333) + x330 * x336 + x331 * x336 + x333 + x4 * (x328 * x334 + x329 * x334 + x332)
+    del x332, x333, x334, x336
+    x338 = 1 / 2 * x273 * (x312 + x313) * (x285 * (x320 * x4 + x327) + x296 * x330 + x296 * x331 + x327 + x4 * (x292 * x328 + x292 * x329 + x320)) + zero3 * (x312 * x337 + 2 * x313 * x337)
+    del x273, x292, x296, x313, x320, x327, x328, x329, x330, x331, x337
+    x339 = x284 ** (-1.0)
     del x284
-    dp_comm_s = dp_overlap * numpy.minimum(x310, numpy.maximum(x310 * x338, -2 * stage_layers * t_layer_fwd * x339 + x310)) + dp_overlap * numpy.minimum(x337, numpy.maximum(x337 * x338, -compute_s * x339 + x337)) + x271 * x310 + x271 * x337
-    del t_layer_fwd, x271, x310, x337, x338, x339
-    x340 = dispatch_host_sync * x162
-    x341 = 2.0 * x162 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    x340 = x285 * x339
+    del x285
+    dp_comm_s = dp_overlap * numpy.minimum(x311, numpy.maximum(x311 * x339, -2 * stage_layers * t_layer_fwd * x340 + x311)) + dp_overlap * numpy.minimum(x338, numpy.maximum(x338 * x339, -compute_s * x340 + x338)) + x272 * x311 + x272 * x338
+    del t_layer_fwd, x272, x311, x338, x339, x340
+    x341 = dispatch_host_sync * x162
+    x342 = 2.0 * x162 * x4 * numpy.maximum(0, cuda_graphs - 1)
     del x162, x4
-    x342 = numpy.maximum(0, cuda_graphs - x341 - 1)
-    x343 = stage_layers * (1 - x342)
-    x344 = host_launch_factor * moe_share * x343 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x343 = numpy.maximum(0, cuda_graphs - x342 - 1)
+    x344 = stage_layers * (1 - x343)
+    x345 = host_launch_factor * moe_share * x344 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x67
-    x345 = x340 * x344
-    x346 = compute_mb + tp_comm_mb
-    x347 = microbatches ** (-1.0)
-    x348 = x346 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x342 * x347 + x343 * (graph_launch_s * x202 * (-x342 + numpy.minimum(1, cuda_graphs - x341)) + layer_overhead_s * (full_recompute + 3))) + x344 * (1 - x340)) / x346) ** host_overlap_exponent) / host_overlap_exponent)
-    del x202, x340, x341, x342, x343, x344
-    x349 = x345 + x348
-    launch_s = microbatches * x349
+    x346 = x341 * x345
+    x347 = compute_mb + tp_comm_mb
+    x348 = microbatches ** (-1.0)
+    x349 = x347 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x343 * x348 + x344 * (graph_launch_s * x203 * (-x343 + numpy.minimum(1, cuda_graphs - x342)) + layer_overhead_s * (full_recompute + 3))) + x345 * (1 - x341)) / x347) ** host_overlap_exponent) / host_overlap_exponent)
+    del x203, x341, x342, x343, x344, x345
+    x350 = x346 + x349
+    launch_s = microbatches * x350
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x350 = cp_comm_mb + ep_comm_mb + x346 + x349
-    del x346, x349
-    x351 = vp ** (-1.0)
-    x352 = x350 / compute_mb
-    x353 = dualpipe * x347 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x352 + 2 * tp_comm_mb - 3 * weight_grad_mb * x352 + 2 * x345 + 2 * x348) / x350 + x264 * x265 * x347 * x351
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x345, x347, x348, x352
-    bubble_s = microbatches * x350 * x353
-    del x350
-    x354 = stage_trainable_expert_params / expert_optimizer_shards
-    x355 = stage_trainable_params / optimizer_shards
-    optimizer_s = x104 * (x354 + x355) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    x351 = cp_comm_mb + ep_comm_mb + x347 + x350
+    del x347, x350
+    x352 = vp ** (-1.0)
+    x353 = x351 / compute_mb
+    x354 = dualpipe * x348 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x353 + 2 * tp_comm_mb - 3 * weight_grad_mb * x353 + 2 * x346 + 2 * x349) / x351 + x265 * x266 * x348 * x352
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x346, x348, x349, x353
+    bubble_s = microbatches * x351 * x354
+    del x351
+    x355 = stage_trainable_expert_params / expert_optimizer_shards
+    x356 = stage_trainable_params / optimizer_shards
+    optimizer_s = x104 * (x355 + x356) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
     del x104
-    x356 = microbatches * stage_extra_layers * (compute_mb - x227) * (x353 + 1) / stage_layers
-    del compute_mb, x227, x353
-    x357 = dp_comm_s + pp_comm_s
-    x358 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x357
-    x359 = gpus + 0.474798
-    x360 = gpus ** (-1.0)
-    x361 = x359 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x358 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x358 * numpy.maximum(0, -x163 * erfinv(1.71458910109456 * x360 * x361 * (0.0686881539789491 * x361 + 0.112063) - 1 + 1.16023 / x359)) + x356 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x356 + x358)
-    del x356, x359, x361
-    step_time_s = straggler_s + x358
-    del x358
-    x362 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x362
-    x363 = tokens_per_s * x360
-    x364 = model_flops_per_token * x363
-    tflops_per_gpu = 1e-12 * x364
-    mfu = x107 * x364
-    del x364
-    hfu = hardware_flops_per_token * x107 * x363
-    del hardware_flops_per_token, x107, x363
-    x365 = bytes_per_element * x282 * x311
-    del x282, x311
-    x366 = expert_weight_shards ** (-1.0)
-    x367 = base_weight_bytes_per_param * stage_expert_params
-    x368 = weight_shards ** (-1.0)
-    x369 = frozen_base * (x366 * x367 + x368 * (x334 - x367)) + reference_model * (bytes_per_element * stage_expert_params * x366 + bytes_per_element * x368 * (-stage_expert_params - x200)) + stage_trainable_expert_params * weight_bytes_per_param * x366 + stage_trainable_params * weight_bytes_per_param * x368
-    del stage_expert_params, x200, x334, x366, x367, x368
-    weights_bytes = x365 + x369
-    x370 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x357 = microbatches * stage_extra_layers * (compute_mb - x228) * (x354 + 1) / stage_layers
+    del compute_mb, x228, x354
+    x358 = dp_comm_s + pp_comm_s
+    x359 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x358
+    x360 = gpus + 0.474798
+    x361 = gpus ** (-1.0)
+    x362 = x360 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x359 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x359 * numpy.maximum(0, -x163 * erfinv(1.71458910109456 * x361 * x362 * (0.0686881539789491 * x362 + 0.112063) - 1 + 1.16023 / x360)) + x357 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x357 + x359)
+    del x357, x360, x362
+    step_time_s = straggler_s + x359
+    del x359
+    x363 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x363
+    x364 = tokens_per_s * x361
+    x365 = model_flops_per_token * x364
+    tflops_per_gpu = 1e-12 * x365
+    mfu = x107 * x365
+    del x365
+    hfu = hardware_flops_per_token * x107 * x364
+    del hardware_flops_per_token, x107, x364
+    x366 = bytes_per_element * x283 * x312
+    del x283, x312
+    x367 = expert_weight_shards ** (-1.0)
+    x368 = base_weight_bytes_per_param * stage_expert_params
+    x369 = weight_shards ** (-1.0)
+    x370 = frozen_base * (x367 * x368 + x369 * (x335 - x368)) + reference_model * (bytes_per_element * stage_expert_params * x367 + bytes_per_element * x369 * (-stage_expert_params - x201)) + stage_trainable_expert_params * weight_bytes_per_param * x367 + stage_trainable_params * weight_bytes_per_param * x369
+    del stage_expert_params, x201, x335, x367, x368, x369
+    weights_bytes = x366 + x370
+    x371 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x365 + x370
-    optimizer_state_bytes = optimizer_bytes_per_param * x354 + optimizer_bytes_per_param * x355
-    del x354, x355
-    x371 = bytes_per_element * tokens_mb
-    x372 = hidden * x255
-    x373 = 2 * tokens_mb
-    x374 = tokens_mb * x372
-    x375 = 4 * x374
-    x376 = recompute_mlp * x95
-    x377 = 2 * mlp_matrices
-    x378 = tokens_mb * x377
-    x379 = x154 * x378
-    x380 = heads + kv_heads
-    x381 = kv_heads / heads
-    x382 = 1 - recompute_norms
-    x383 = x154 * x50 * (1 - x376)
+    grads_bytes = x366 + x371
+    optimizer_state_bytes = optimizer_bytes_per_param * x355 + optimizer_bytes_per_param * x356
+    del x355, x356
+    x372 = bytes_per_element * tokens_mb
+    x373 = hidden * x256
+    x374 = 2 * tokens_mb
+    x375 = tokens_mb * x373
+    x376 = 4 * x375
+    x377 = recompute_mlp * x95
+    x378 = 2 * mlp_matrices
+    x379 = tokens_mb * x378
+    x380 = x154 * x379
+    x381 = heads + kv_heads
+    x382 = kv_heads / heads
+    x383 = 1 - recompute_norms
+    x384 = x154 * x50 * (1 - x377)
     del x154
-    x384 = shared_experts * tokens_mb * x159
-    del x159
-    x385 = tokens_mb * x256
-    del x256
-    x386 = linear_input_bytes + x377 - 2
-    del x377
-    x387 = x384 * x386 + x385 * (etp * hidden * linear_input_bytes + x386 * x46)
-    del x386
-    x388 = tokens_mb * x24
-    x389 = micro_batch * x147 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x130) / cp ** 2
+    x385 = tokens_mb * x178
+    del x178
+    x386 = tokens_mb * x257
+    del x257
+    x387 = linear_input_bytes + x378 - 2
+    del x378
+    x388 = x385 * x387 + x386 * (etp * hidden * linear_input_bytes + x387 * x46)
+    del x387
+    x389 = tokens_mb * x24
+    x390 = micro_batch * x147 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x130) / cp ** 2
     del x130, x147
-    x390 = linear_input_bytes * x374 * x382
-    del x374
-    x391 = lora_rank * x371 * (lora_down + lora_k + lora_o + lora_q + lora_v + x58) + x373 * x97 * (hidden * x57 + x165 * x232 * x24 + x372 + x52 * (x12 + x15 + x96)) + (1 - x97) * (-frozen_base * (linear_input_bytes * tokens_mb * x383 * (1 - lora_down) + x390 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x390 * (1 - numpy.minimum(1, x58))) + hidden * micro_batch * seq_len * x0 * x255 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x52 * (linear_key_heads * x114 + 68.0 * linear_value_heads + 5 * x25) - x52 * (x18 * x373 * x380 + x389)) + 2 * micro_batch * seq_len * x0 * x52 * (x18 * x380 - x24 * (x381 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x217 * x387 + moe_share * (-x379 + x387) - moe_share * (x384 + x385 * x46) * (linear_input_bytes * x218 + x175 * (2 - x183)) - recompute_mla_up_proj * tokens_mb * x11 * x52 * x71 * (2 * head_dim + v_head_dim) - recompute_norms * x375 - x376 * x379 * x50 + x52 * (ffn * x378 + hidden * tokens_mb * (4 * x381 + 2) + x388 + x389) - (1 - 1 / 2 * linear_input_bytes) * (x373 * x383 + x375 * x382))
-    del moe_share, x0, x11, x114, x12, x15, x165, x17, x175, x18, x183, x217, x218, x232, x24, x25, x255, x3, x372, x373, x375, x376, x378, x379, x380, x381, x382, x383, x384, x385, x387, x389, x390, x46, x50, x57, x58, x71, x96, x97
-    x392 = x177 * x388
-    del x177, x388
-    x393 = full_recompute * x392 + x391 * x95
+    x391 = linear_input_bytes * x375 * x383
+    del x375
+    x392 = lora_rank * x372 * (lora_down + lora_k + lora_o + lora_q + lora_v + x58) + x374 * x97 * (hidden * x57 + x165 * x233 * x24 + x373 + x52 * (x12 + x15 + x96)) + (1 - x97) * (-frozen_base * (linear_input_bytes * tokens_mb * x384 * (1 - lora_down) + x391 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x391 * (1 - numpy.minimum(1, x58))) + hidden * micro_batch * seq_len * x0 * x256 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x52 * (linear_key_heads * x114 + 68.0 * linear_value_heads + 5 * x25) - x52 * (x18 * x374 * x381 + x390)) + 2 * micro_batch * seq_len * x0 * x52 * (x18 * x381 - x24 * (x382 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x218 * x388 + moe_share * (-x380 + x388) - moe_share * (x385 + x386 * x46) * (linear_input_bytes * x219 + x175 * (2 - x184)) - recompute_mla_up_proj * tokens_mb * x11 * x52 * x71 * (2 * head_dim + v_head_dim) - recompute_norms * x376 - x377 * x380 * x50 + x52 * (ffn * x379 + hidden * tokens_mb * (4 * x382 + 2) + x389 + x390) - (1 - 1 / 2 * linear_input_bytes) * (x374 * x384 + x376 * x383))
+    del moe_share, x0, x11, x114, x12, x15, x165, x17, x175, x18, x184, x218, x219, x233, x24, x25, x256, x3, x373, x374, x376, x377, x379, x380, x381, x382, x383, x384, x385, x386, x388, x390, x391, x46, x50, x57, x58, x71, x96, x97
+    x393 = x177 * x389
+    del x177, x389
+    x394 = full_recompute * x393 + x392 * x95
     del x95
-    x394 = loss_logit_chunks ** (-1.0)
-    x395 = loss_extra_bytes_per_logit * tokens_mb * x178 * x394 + 4 * x270 * (vocab * x101 * x394 + 1)
-    del tokens_mb, x101, x178, x270, x394
-    x396 = stage_layers * x351 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x264 * numpy.minimum(x267, pp * vp + x265 * numpy.minimum(1, vp - 1)))
-    del microbatches, x264, x265, x267, x351
-    activation_bytes = full_recompute * x391 + linear_value_heads * x115 * x371 * x52 * numpy.minimum(1, linear_attention_layers) + x393 * x396 + x395 + x42 * (x393 + x395) - numpy.where(numpy.greater(x396, 2), x396 - 2, 0.0) * numpy.minimum(x393, offloaded_activation_vectors * x392)
-    del x115, x371, x391, x392, x393, x395, x396, x42, x52
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x365 + x369 + x370
-    del x365, x369, x370
-    x397 = nodes / (rack_mtbf_s * rack_nodes)
-    x398 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x399 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x400 = x397 + x398 + x399
-    system_mtbf_s = x400 ** (-1.0)
-    x401 = node_repair_s * x397
-    x402 = numpy.exp(-x401)
-    x403 = node_repair_s * x398
-    x404 = -spare_nodes
-    x405 = rack_nodes + x404
-    x406 = x401 * x402
-    del x401
-    x407 = 2 * rack_nodes + x404
-    x408 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x402 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x409 = 3 * rack_nodes + x404
-    x410 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x402 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x411 = 4 * rack_nodes + x404
-    x412 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x402 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x413 = 5 * rack_nodes + x404
-    x414 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x402 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x415 = 6 * rack_nodes + x404
-    x416 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x402 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x417 = 7 * rack_nodes + x404
-    x418 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x402 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x419 = 8 * rack_nodes + x404
-    x420 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x402 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x421 = 9 * rack_nodes + x404
-    x422 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x402 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x423 = 10 * rack_nodes + x404
-    x424 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x402 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x425 = 11 * rack_nodes + x404
-    x426 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x402 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x397 * (x402 * poisson_cdf(-x405, x403) + x406 * poisson_cdf(-x407, x403) + x408 * poisson_cdf(-x409, x403) + x410 * poisson_cdf(-x411, x403) + x412 * poisson_cdf(-x413, x403) + x414 * poisson_cdf(-x415, x403) + x416 * poisson_cdf(-x417, x403) + x418 * poisson_cdf(-x419, x403) + x420 * poisson_cdf(-x421, x403) + x422 * poisson_cdf(-x423, x403) + x424 * poisson_cdf(-x425, x403) + x426 * poisson_cdf(-12 * rack_nodes - x404, x403)) + x398 * (x402 * poisson_cdf(spare_nodes - 1, x403) + x406 * poisson_cdf(-x405 - 1, x403) + x408 * poisson_cdf(-x407 - 1, x403) + x410 * poisson_cdf(-x409 - 1, x403) + x412 * poisson_cdf(-x411 - 1, x403) + x414 * poisson_cdf(-x413 - 1, x403) + x416 * poisson_cdf(-x415 - 1, x403) + x418 * poisson_cdf(-x417 - 1, x403) + x420 * poisson_cdf(-x419 - 1, x403) + x422 * poisson_cdf(-x421 - 1, x403) + x424 * poisson_cdf(-x423 - 1, x403) + x426 * poisson_cdf(-x425 - 1, x403)) + x399)
-    del x397, x398, x399, x402, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424, x425, x426
-    x427 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x428 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x400 * (x427 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x400 * (-manual_restart_s + x427 - x428))) + x427 - x428
-    del x400, x427, x428
+    x395 = loss_logit_chunks ** (-1.0)
+    x396 = loss_extra_bytes_per_logit * tokens_mb * x179 * x395 + 4 * x271 * (vocab * x101 * x395 + 1)
+    del tokens_mb, x101, x179, x271, x395
+    x397 = stage_layers * x352 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x265 * numpy.minimum(x268, pp * vp + x266 * numpy.minimum(1, vp - 1)))
+    del microbatches, x265, x266, x268, x352
+    activation_bytes = full_recompute * x392 + linear_value_heads * x115 * x372 * x52 * numpy.minimum(1, linear_attention_layers) + x394 * x397 + x396 + x42 * (x394 + x396) - numpy.where(numpy.greater(x397, 2), x397 - 2, 0.0) * numpy.minimum(x394, offloaded_activation_vectors * x393)
+    del x115, x372, x392, x393, x394, x396, x397, x42, x52
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x366 + x370 + x371
+    del x366, x370, x371
+    x398 = nodes / (rack_mtbf_s * rack_nodes)
+    x399 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x400 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x401 = x398 + x399 + x400
+    system_mtbf_s = x401 ** (-1.0)
+    x402 = node_repair_s * x398
+    x403 = numpy.exp(-x402)
+    x404 = node_repair_s * x399
+    x405 = -spare_nodes
+    x406 = rack_nodes + x405
+    x407 = x402 * x403
+    del x402
+    x408 = 2 * rack_nodes + x405
+    x409 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x403 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x410 = 3 * rack_nodes + x405
+    x411 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x403 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x412 = 4 * rack_nodes + x405
+    x413 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x403 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x414 = 5 * rack_nodes + x405
+    x415 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x403 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x416 = 6 * rack_nodes + x405
+    x417 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x403 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x418 = 7 * rack_nodes + x405
+    x419 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x403 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x420 = 8 * rack_nodes + x405
+    x421 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x403 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x422 = 9 * rack_nodes + x405
+    x423 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x403 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x424 = 10 * rack_nodes + x405
+    x425 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x403 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x426 = 11 * rack_nodes + x405
+    x427 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x403 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x398 * (x403 * poisson_cdf(-x406, x404) + x407 * poisson_cdf(-x408, x404) + x409 * poisson_cdf(-x410, x404) + x411 * poisson_cdf(-x412, x404) + x413 * poisson_cdf(-x414, x404) + x415 * poisson_cdf(-x416, x404) + x417 * poisson_cdf(-x418, x404) + x419 * poisson_cdf(-x420, x404) + x421 * poisson_cdf(-x422, x404) + x423 * poisson_cdf(-x424, x404) + x425 * poisson_cdf(-x426, x404) + x427 * poisson_cdf(-12 * rack_nodes - x405, x404)) + x399 * (x403 * poisson_cdf(spare_nodes - 1, x404) + x407 * poisson_cdf(-x406 - 1, x404) + x409 * poisson_cdf(-x408 - 1, x404) + x411 * poisson_cdf(-x410 - 1, x404) + x413 * poisson_cdf(-x412 - 1, x404) + x415 * poisson_cdf(-x414 - 1, x404) + x417 * poisson_cdf(-x416 - 1, x404) + x419 * poisson_cdf(-x418 - 1, x404) + x421 * poisson_cdf(-x420 - 1, x404) + x423 * poisson_cdf(-x422 - 1, x404) + x425 * poisson_cdf(-x424 - 1, x404) + x427 * poisson_cdf(-x426 - 1, x404)) + x400)
+    del x398, x399, x400, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424, x425, x426, x427
+    x428 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x429 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x401 * (x428 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x401 * (-manual_restart_s + x428 - x429))) + x428 - x429
+    del x401, x428, x429
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x429 = checkpoint_bytes * x360
-    x430 = x213 * x429
-    x431 = ckpt_async * x430
-    x432 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x433 = ckpt_sync * x432
-    x434 = x238 * x429
-    del x238, x429
-    x435 = ckpt_in_memory * (x430 + x434)
-    del x430
-    x436 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x437 = grad_bytes_per_param * trainable_params * x360
-    del x360
-    x438 = optimizer_s - step_time_s
-    x439 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x213 * x437 / (1 - (1 - numpy.minimum(1, x436)) ** gockpt_steps) + x438)
-    del x213
-    checkpoint_stall_s = x431 + x433 + x435 + x439
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x431 + 2 * x433 + 2 * x435 + 2 * x439))
-    x440 = ckpt_async * x432
-    x441 = system_mtbf_s ** (-1.0)
-    x442 = checkpoint_stall_s * x441
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x437 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x438))) / numpy.log(1 - numpy.minimum(0.999999999999, x436))))) - 1) + 1
-    del x436, x437, x438
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x432) + x440), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x431 + 1 / 2 * x433 + 1 / 2 * x435 + 1 / 2 * x439), -checkpoint_stall_s + young_interval_s * (1 / 6 * x163 * numpy.sqrt(x442) + 1 / 18 * x442 + 1), system_mtbf_s)))
-    del x163, x431, x433, x435, x439
-    commit_latency_s = ckpt_gockpt * (step_time_s + x432) + x440
-    del x432, x440
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x434 + failure_restart_s
-    del failure_restart_s, x434
-    x443 = seq_len / critical_batch_tokens
-    steps = tokens * x78 * (global_batch * x443 + 1) / (global_batch * token_efficiency * (reference_batch * x443 + 1))
-    del x443, x78
+    x430 = checkpoint_bytes * x361
+    x431 = x214 * x430
+    x432 = ckpt_async * x431
+    x433 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x434 = ckpt_sync * x433
+    x435 = x239 * x430
+    del x239, x430
+    x436 = ckpt_in_memory * (x431 + x435)
+    del x431
+    x437 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x438 = grad_bytes_per_param * trainable_params * x361
+    del x361
+    x439 = optimizer_s - step_time_s
+    x440 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x214 * x438 / (1 - (1 - numpy.minimum(1, x437)) ** gockpt_steps) + x439)
+    del x214
+    checkpoint_stall_s = x432 + x434 + x436 + x440
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x432 + 2 * x434 + 2 * x436 + 2 * x440))
+    x441 = ckpt_async * x433
+    x442 = system_mtbf_s ** (-1.0)
+    x443 = checkpoint_stall_s * x442
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x438 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x439))) / numpy.log(1 - numpy.minimum(0.999999999999, x437))))) - 1) + 1
+    del x437, x438, x439
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x433) + x441), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x432 + 1 / 2 * x434 + 1 / 2 * x436 + 1 / 2 * x440), -checkpoint_stall_s + young_interval_s * (1 / 6 * x163 * numpy.sqrt(x443) + 1 / 18 * x443 + 1), system_mtbf_s)))
+    del x163, x432, x434, x436, x440
+    commit_latency_s = ckpt_gockpt * (step_time_s + x433) + x441
+    del x433, x441
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x435 + failure_restart_s
+    del failure_restart_s, x435
+    x444 = seq_len / critical_batch_tokens
+    steps = tokens * x78 * (global_batch * x444 + 1) / (global_batch * token_efficiency * (reference_batch * x444 + 1))
+    del x444, x78
     solve_time_s = step_time_s * steps
-    x444 = numpy.exp(commit_latency_s * x441)
-    x445 = numpy.exp(x441 * (checkpoint_interval_s + checkpoint_stall_s))
-    x446 = solve_time_s * x444 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x444 + x446 * (x445 - 1) - 1) * numpy.exp(restart_s * x441)
-    del x444
-    failure_stepping_s = system_mtbf_s * x446 * (x445 - numpy.exp(x442))
-    del x442, x445, x446
+    x445 = numpy.exp(commit_latency_s * x442)
+    x446 = numpy.exp(x442 * (checkpoint_interval_s + checkpoint_stall_s))
+    x447 = solve_time_s * x445 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x445 + x447 * (x446 - 1) - 1) * numpy.exp(restart_s * x442)
+    del x445
+    failure_stepping_s = system_mtbf_s * x447 * (x446 - numpy.exp(x443))
+    del x443, x446, x447
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x447 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x447)
-    x448 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x448 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x448
-    del x448
-    expected_failures = failure_wall_s * x441
-    del x441
+    x448 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x448)
+    x449 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x449 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x449
+    del x449
+    expected_failures = failure_wall_s * x442
+    del x442
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x447
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x448
     del failure_stepping_s
-    x449 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x362 * (cp_comm_s + ep_comm_s + tp_comm_s + x357) + compute_power_fraction * compute_s * x362)
-    del x357, x362
-    x450 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x449)
+    x450 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x363 * (cp_comm_s + ep_comm_s + tp_comm_s + x358) + compute_power_fraction * compute_s * x363)
+    del x358, x363
+    x451 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x450)
     del stepping_s
-    energy_gpu_j = gpus * x450
-    x451 = network_power_per_node_w + node_overhead_power_w
-    x452 = nodes * x451
+    energy_gpu_j = gpus * x451
+    x452 = network_power_per_node_w + node_overhead_power_w
+    x453 = nodes * x452
     del nodes
-    x453 = spare_nodes * (gpus_per_node * idle_power_w + x451) + x452
-    del x451
-    energy_it_j = energy_gpu_j + wall_time_s * x453
+    x454 = spare_nodes * (gpus_per_node * idle_power_w + x452) + x453
+    del x452
+    energy_it_j = energy_gpu_j + wall_time_s * x454
     energy_facility_j = energy_it_j * pue
-    x454 = eval_time_s + rollbacks * x447
-    del x447
-    x455 = pue * (gpu_step_power_w * gpus + x452)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x452) * (-failure_wall_s - x449 - x454) - solve_time_s * x455 - x454 * x455
-    del failure_wall_s, x452, x454, x455
-    x456 = wall_time_s ** (-1.0)
-    gpu_power_w = x450 * x456
-    del x450
-    avg_power_w = energy_facility_j * x456
-    del x456
-    peak_power_w = pue * (gpus * max_power_w + x453)
-    del x453
-    x457 = gpus + gpus_per_node * spare_nodes
-    x458 = 0.000277777777777778 * x457
-    gpu_hours = wall_time_s * x458
-    cost_cloud_usd = price_usd_per_gpu_hour * x458 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x449), wall_time_s)
-    del x449, x458
-    x459 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x459 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x457)) / utilisation
+    x455 = eval_time_s + rollbacks * x448
+    del x448
+    x456 = pue * (gpu_step_power_w * gpus + x453)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x453) * (-failure_wall_s - x450 - x455) - solve_time_s * x456 - x455 * x456
+    del failure_wall_s, x453, x455, x456
+    x457 = wall_time_s ** (-1.0)
+    gpu_power_w = x451 * x457
+    del x451
+    avg_power_w = energy_facility_j * x457
+    del x457
+    peak_power_w = pue * (gpus * max_power_w + x454)
+    del x454
+    x458 = gpus + gpus_per_node * spare_nodes
+    x459 = 0.000277777777777778 * x458
+    gpu_hours = wall_time_s * x459
+    cost_cloud_usd = price_usd_per_gpu_hour * x459 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x450), wall_time_s)
+    del x450, x459
+    x460 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x460 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x458)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x457 * x459
-    del x457, x459
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x458 * x460
+    del x458, x460
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

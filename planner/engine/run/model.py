@@ -469,14 +469,15 @@ def mlp_times(x: dict, r: dict) -> dict:
     # EP grid (parallel folding); shared experts: TP-split, on every token
     expert_ffn = x["moe_ffn"] / x["etp"]
     rank_tokens = communication.expert_rank_tokens(t, tp, x["etp"], x["sequence_parallel"])
-    expert_tokens = compute.tokens_per_expert(rank_tokens, x["ep"], x["experts_per_token"],
-                                              x["experts"])
+    k = x["experts_per_token"]
+    expert_tokens = compute.tokens_per_expert(rank_tokens, x["ep"], k, x["experts"])
+    copies = k * rank_tokens  # routed token copies on the rank's experts
     # (the stack's element-wise kernels: fused, 1; eager PyTorch moves more bytes per op)
     # the MLP-wide ops (bias, activation) of a MoE layer run on every routed copy at the
-    # expert's width and on the shared experts: the MLP width a token's ops touch
+    # expert's width and on the shared experts: the MLP width a token's ops touch (the
+    # formula splits it over TP)
     share = r["moe_share"]
-    moe_width = x["experts_per_token"] * rank_tokens / t * x["moe_ffn"] * tp / x["etp"] \
-        + x["shared_experts"] * x["moe_ffn"]
+    moe_width = tp * (copies / t * expert_ffn + x["shared_experts"] * moe_ffn)
     elementwise = t * compute.elementwise_bytes_per_token(
         h, (1 - share) * x["ffn"] + share * moe_width, tp, x["sequence_parallel"],
         x["bytes_per_element"]) * x["elementwise_traffic_factor"]
@@ -489,13 +490,11 @@ def mlp_times(x: dict, r: dict) -> dict:
                                                          x["bytes_per_element"]))
     # routed experts: the busiest EP rank sets the pace (order statistics of its routed
     # copies), and each expert's GEMMs run in whole tiles along its tokens and its width
-    k = x["experts_per_token"]
     # (dropless: the busiest rank's routed load; token dropping pads every expert to its
     # capacity, the capacity factor times the mean)
     busiest = x["token_drop"] * x["capacity_factor"] + (1 - x["token_drop"]) \
-        * moe.busiest_rank_load_factor(k * rank_tokens, x["ep"], x["expert_load_cv"])
+        * moe.busiest_rank_load_factor(copies, x["ep"], x["expert_load_cv"])
     # up (and gate) projections h -> f, then the down projection f -> h
-    copies = k * rank_tokens
     local_experts = x["experts"] / x["ep"]
     routed = (x["mlp_matrices"] - 1) * _grouped_gemm(x, copies, expert_ffn, h, expert_tokens,
                                                      local_experts) \

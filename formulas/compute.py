@@ -2252,6 +2252,64 @@ def attended_keys_per_query(seq_len, window):
     return w * (2 - w / seq_len)
 
 
+@formula(reference="Block-sparse fused attention computes whole tiles: a tile of b queries "
+         "and b keys is skipped only when the mask hides all of it and is computed in full "
+         "where the mask hides part of it (" + FA2 + " s3.1.1: 'skip the computation of "
+         "blocks where all column indices are more than the row indices', the diagonal "
+         "blocks masked; Pallas TPU splash attention, jax/experimental/pallas/ops/tpu/"
+         "splash_attention: a block mask per (block_q, block_kv) tile, partial tiles "
+         "masked element-wise); banded (sliding-window) masks as " + GPT_OSS + "; "
+         "expressed in the non-causal counting of " + NARAYANAN,
+         domain={"seq_len": ">0", "window": ">0", "block_tokens": ">=1"},
+         symbols={**_SYM_SHAPE, "block_tokens": "b"}, result_latex="k_b")
+def block_attended_keys_per_query(seq_len, window, block_tokens):
+    """Keys per query a tiled causal attention kernel computes, in the non-causal counting.
+
+    The kernel tiles queries and keys into blocks of b' = min(b, s) and computes every
+    tile the causal (or banded) mask does not hide entirely.  Query block j needs the
+    key blocks from the one holding its earliest visible key up to its own: 1 + min(j, m)
+    of them with m = ceil((w' - 1)/b'), w' = min(w, s).  Averaged over the n = s/b'
+    query blocks, each query computes b' (1 + mean_j min(j, m)) keys; doubled to the
+    non-causal counting of :func:`attended_keys_per_query`.  Exact where b' divides s;
+    a partial last block is taken as that fraction of a block.  A causal
+    kernel (w >= s) computes s + b' keys per query where s are counted, the diagonal
+    tiles in full; a window narrower than a tile computes about two tiles a query.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s [1].
+    window : numeric
+        Keys visible to a query, w (the sequence for causal attention) [1].
+    block_tokens : numeric
+        Tile edge b of the kernel's query and key blocks [1].
+
+    Returns
+    -------
+    numeric
+        Keys per query the kernel computes, k_b [1].
+
+    Examples
+    --------
+    Causal attention over 8,192 tokens in 128- and 2,048-token tiles, and GPT-OSS's
+    128-token window in 1,024-token tiles (about 15 times the 252 keys it attends to):
+
+    >>> block_attended_keys_per_query(8192, 8192, 128)
+    8320.0
+    >>> block_attended_keys_per_query(8192, 8192, 2048)
+    10240.0
+    >>> block_attended_keys_per_query(8192, 128, 1024)
+    3840.0
+
+    .. math:: k_b = 2 b' \\left(1 + \\frac{m(m+1)/2 + (n - 1 - m)\\, m}{n}\\right),\\quad
+        n = s/b',\\ m = \\min(\\lceil (w' - 1)/b' \\rceil, n - 1)
+    """
+    tile = minimum(block_tokens, seq_len)
+    blocks = seq_len / tile
+    reach = minimum(ceil((minimum(window, seq_len) - 1) / tile), blocks - 1)
+    return 2 * tile * (1 + (reach * (reach + 1) / 2 + (blocks - 1 - reach) * reach) / blocks)
+
+
 @formula(reference=NARAYANAN + ", s5.1/Appendix (QK^T and attention over values, 2 FLOP per "
          "multiply-add); per-head sizes d_h and d_v: " + DEEPSEEK_V2 + ", " + QWEN3,
          domain={"keys": ">0", "heads": ">=1", "head_dim": ">0", "v_head_dim": ">0"},

@@ -571,6 +571,8 @@ class StackOnAccelerator(BaseModel):
     fused_head_dim_max: Quantity | None = None
     attention_head_dim_granule: Quantity | None = None
     fused_split_head_dims: Quantity | None = None
+    attention_block_tokens: Quantity | None = None
+    attention_block_tokens_bwd: Quantity | None = None
 
 
 
@@ -691,6 +693,10 @@ class SoftwareStack(Entry):
     fused_head_dim_max: Quantity | None = None
     attention_head_dim_granule: Quantity | None = None
     fused_split_head_dims: Quantity | None = None
+    # the tile edge of its query and key blocks in the forward and the backward kernels: a
+    # tile the causal or window mask hides in part is computed whole
+    attention_block_tokens: Quantity | None = None
+    attention_block_tokens_bwd: Quantity | None = None
     # 1 if the stack runs the output layer (the vocabulary GEMM) at the recipe's low
     # precision, 0 if it keeps it in BF16 under FP8/FP4 recipes (Megatron-Core's output layer
     # is not a Transformer Engine module; DeepSeek-V3 s3.3.1); unset: execution.toml (1)
@@ -725,7 +731,8 @@ class SoftwareStack(Entry):
                 q = getattr(own, name)
                 _check(problems, q is None or q.value in (0, 1),
                        f"on_accelerator.{acc}.{name}.value", "expected 0 or 1")
-            for name in ("fused_head_dim_max", "attention_head_dim_granule"):
+            for name in ("fused_head_dim_max", "attention_head_dim_granule",
+                         "attention_block_tokens", "attention_block_tokens_bwd"):
                 q = getattr(own, name)
                 _check(problems, q is None or q.value >= 1,
                        f"on_accelerator.{acc}.{name}.value", "expected >= 1")
@@ -749,7 +756,8 @@ class SoftwareStack(Entry):
                      "dp_bucket_params_per_dp_rank"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
-        for name in ("fused_head_dim_max", "attention_head_dim_granule"):
+        for name in ("fused_head_dim_max", "attention_head_dim_granule",
+                     "attention_block_tokens", "attention_block_tokens_bwd"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 1, f"{name}.value", "expected >= 1")
         q = self.elementwise_traffic_factor

@@ -559,10 +559,12 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
     TPU7x chips, pure FSDP, no row fitted. The 70B recipes keep the attention inputs and
     outputs on device and recompute the MLP and the norms ('selective: mlp, layernorm', the
     flags the row's recompute cell names); the 405B and MoE recipes offload the layer input
-    and recompute the rest (full). Dense rows within 6 % out of sample; the TPU splash
-    kernel pads head sizes to its 128 lanes (MLA's 192 runs as 256, gpt-oss's 64 as 128);
-    DeepSeek-V3 and Qwen3-235B-A22B predicted 16-41 % too fast; gpt-oss-120b (128-token
-    windows, 14 % MFU published) 1.7x too fast (docs/validation.md)."""
+    and recompute the rest (full). The TPU splash kernel pads head sizes to its 128 lanes
+    (MLA's 192 runs as 256, gpt-oss's 64 as 128) and computes whole tiles of the recipes'
+    sa_block_* sizes (1,024-2,048 tokens: the causal diagonal's and, for gpt-oss's
+    128-token windows, about two tiles a query). Dense rows within 9 % out of sample,
+    DeepSeek-V3 within 6 %, Qwen3-235B-A22B 16-30 % too fast, gpt-oss-120b (14 % MFU
+    published) 1.47x too fast (docs/validation.md)."""
     cases = v.load_cases(["independent-runs"])
     tpu = cases[cases.case_id.str.startswith("tpurec-") & (cases.hardware == "tpu-v7")]
     tpu = tpu.set_index("case_id")
@@ -577,9 +579,13 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
     assert not (tpu.mtp_layers > 0).any()  # MaxText's DeepSeek-V3 config trains no MTP
     pred = v.predict(cases[cases.case_id.isin(tpu.index)]).set_index("case_id")
     dense = pred.model.isin(["llama3.1-70b", "llama3.1-405b"])
-    assert (pred.error[dense].abs() < 0.06).all()
+    assert (pred.error[dense].abs() < 0.09).all()
     gpt_oss = pred.model == "gpt-oss-120b"
-    assert pred.error[~dense & ~gpt_oss].between(0.15, 0.45).all()
+    assert pred.error[pred.model == "deepseek-v3"].between(-0.06, 0.06).all()
+    assert pred.error[pred.model == "qwen3-235b-a22b"].between(0.1, 0.32).all()
+    # every row states its recipe's splash tiles (forward 1,024-2,048, backward 2,048)
+    assert tpu.attention_block_tokens.between(1024, 2048).all()
+    assert (tpu.attention_block_tokens_bwd == 2048).all()
     # the TPU kernel's 128 lanes: gpt-oss's heads of 64 do half the work they occupy,
     # MLA's 192/128 five sixths (the dense rows' heads of 128 none less)
     from formulas import compute
@@ -594,16 +600,17 @@ def test_tpu7x_recipes_are_held_out_with_their_remat_policies():
     assert (cases.loc[cases.case_id.str.startswith("tpurec-gptoss"), "shard_group"] == 32).all()
     # (its layer input and MLP output offloaded: 2 h-vectors a token and layer, 1.9 GB a layer
     # at 20 sequences of 8,192 a chip, over the host's estimated 20 GB/s: exposed)
-    assert pred.error[gpt_oss].between(0.65, 0.85).all()
+    assert pred.error[gpt_oss].between(0.35, 0.55).all()
 
 
 def test_tpu_v6e_recipes_are_held_out_and_predicted_too_fast():
     """tpu-recipes' Trillium READMEs (12 rows: Llama 3.1 8B on 8-256 chips, 70B on 32-256,
     405B on two slices, GPT-3 175B): each README's example step-time line, the workload it
     quotes. The 8B and 70B policies do not keep the attention output (core_attn: the
-    splash forward again in backward); with it the 8B rows are within 5 %, the rest
-    predicted too fast by up to 19 % (405B and GPT-3 175B, full recompute) with the TPU
-    family's GEMM efficiency estimate (0.8) (docs/validation.md)."""
+    splash forward again in backward); with it and splash's 512-token tiles (the READMEs
+    set no sa_block_*: MaxText's base.yml) the 8B rows are within 3 %, the rest predicted
+    too fast by up to 19 % (405B and GPT-3 175B, full recompute) with the TPU family's
+    GEMM efficiency estimate (0.8) (docs/validation.md)."""
     cases = v.load_cases(["independent-runs"])
     v6e = cases[cases.hardware == "tpu-v6e"]
     assert len(v6e) == 12 and not v6e.fit.any() and set(v6e["stack"]) == {"maxtext-xla"}
@@ -614,6 +621,7 @@ def test_tpu_v6e_recipes_are_held_out_and_predicted_too_fast():
     assert offloaded["llama3.1-405b"] == 1 and np.isnan(offloaded["gpt3-175b"])
     core = v6e.set_index("model").recompute_core_attn
     assert set(core["llama3.1-8b"]) == {1} and set(core["llama3.1-70b"]) == {1}
+    assert v6e.attention_block_tokens.isna().all()  # the stack's tiles on TPU: 512
     pred = v.predict(v6e)
-    assert pred.error.between(0.0, 0.2).all()
-    assert pred[pred.model == "llama3.1-8b"].error.between(0.0, 0.05).all()
+    assert pred.error.between(-0.03, 0.2).all()
+    assert (pred[pred.model == "llama3.1-8b"].error.abs() < 0.03).all()

@@ -269,7 +269,9 @@ def test_maxtext_stack_reproduces_its_mfu_tables():
     # slice's ranks had cost 43 %: 0.61 -> 0.35); the published MFU falls 17 %
     v5e_128b = [r["predicted"] for r in rows if r["check"].startswith("maxtext-v5e-128b-")]
     assert len(v5e_128b) == 6 and min(v5e_128b) >= 0.95 * v5e_128b[0]
-    assert mape["tpu-v5e"] <= 0.14, mape
+    # (0.136 with 128-token attention tiles; splash's 512 add a quarter to the causal work
+    # at the tables' 2,048-token sequences: 0.141)
+    assert mape["tpu-v5e"] <= 0.145, mape
     # the user-file path gives the same run as the overrides on llama2-7b
     r = rows[0]
     assert r["published"] == pytest.approx(0.7147) and 0.6 < r["predicted"] < 0.8

@@ -402,6 +402,9 @@ MODERN_NO_SP = re.compile(r"sequence parallelism off", re.I)
 #: notes count, else 1 (the layer input)
 MODERN_OFFLOAD = re.compile(r"offloading (?:only )?the decoder-layer input")
 MODERN_OFFLOADED = re.compile(r"h-vectors offloaded a token and layer: ([\d.]+)")
+#: The attention kernel's tiles a row's recipe sets (MaxText's sa_block_* flags) as its notes
+#: state them: the run inputs attention_block_tokens and attention_block_tokens_bwd
+MODERN_ATTENTION_TILES = re.compile(r"attention tiles: forward (\d+), backward (\d+)")
 
 
 #: Software stack of a modern row, by the repository its source names (first match).
@@ -462,6 +465,14 @@ def modern_shape(row, catalog) -> dict:
         shape["embedding_matrices"] = min((1.0, 2.0), key=lambda e: abs(
             shape_param_count(shape | {"embedding_matrices": e}) - published))
     return shape
+
+
+def _attention_tiles(notes: str) -> dict[str, float]:
+    """The forward and backward attention tiles a row's notes state (NaN: the stack's)."""
+    tiles = MODERN_ATTENTION_TILES.search(notes)
+    forward, backward = (float(tiles.group(1)), float(tiles.group(2))) if tiles \
+        else (np.nan, np.nan)
+    return {"attention_block_tokens": forward, "attention_block_tokens_bwd": backward}
 
 
 def _offloaded_vectors(notes: str) -> float:
@@ -596,7 +607,8 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
                      excluded=getattr(r, "excluded", ""),
                      # 'selective: mlp, layernorm': the modules a row's recompute names
                      **recompute_module_flags(r.recompute),
-                     offloaded_activation_vectors=_offloaded_vectors(r.notes))
+                     offloaded_activation_vectors=_offloaded_vectors(r.notes),
+                     **_attention_tiles(r.notes))
         stated = getattr(r, "unexpressible", "")
         case["unexpressible"] = stated
         rows.append(case)
@@ -675,7 +687,8 @@ MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this
 MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
                    "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
                    "recompute_mlp", "recompute_moe", "recompute_core_attn",
-                   "offloaded_activation_vectors")
+                   "offloaded_activation_vectors", "attention_block_tokens",
+                   "attention_block_tokens_bwd")
 #: Megatron-Core's recompute modules (planner.engine.inputs.recompute_modules, the flag
 #: each sets) and the other names the rows of moe_runs.csv give them; a shared-expert-only
 #: recompute is not modelled (its tensors stay counted).

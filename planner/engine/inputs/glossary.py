@@ -433,6 +433,13 @@ GLOSSARY: dict[str, Term] = {
         Domain(">=1", maximum=4096)),
     "fused_split_head_dims": Term(
         "1", "1 if the fused attention kernel takes different q/k and v head sizes", FLAG),
+    "attention_block_tokens": Term(
+        "1", "tile edge of the fused attention kernel's query and key blocks in its forward "
+        "(a tile the causal or window mask hides in part is computed whole)",
+        Domain(">=1", maximum=65536)),
+    "attention_block_tokens_bwd": Term(
+        "1", "tile edge of the fused attention kernel's query and key blocks in its backward",
+        Domain(">=1", maximum=65536)),
     "gemm_tile_dim": Term("1", "GEMM tile along the expert width (and tokens: see grouped_gemm_tile_tokens)",
                            Domain(">=1", maximum=4096)),
     "token_drop": Term(

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -106,12 +106,12 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     stage_trainable_expert_params = stage_expert_params * x66
     stage_embedding_params = x32 * x54
     del x54
-    x68 = seq_len * x18
+    x68 = heads * x18
     x69 = experts * x24 + x24 * x40 * x43
     del x43
     x70 = moe_layers * x69
-    x71 = 2 * heads
-    x72 = x68 * x71
+    x71 = 2 * x68
+    x72 = seq_len * x71
     x73 = linear_head_dim ** 2
     x74 = 640.0 * linear_head_dim + 6 * x73 + 2730.66666666667
     x75 = linear_attention_layers * (linear_value_heads * x74 - x72)
@@ -119,621 +119,657 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     del x60
     x77 = numpy.minimum(seq_len, window)
     x78 = seq_len ** (-1.0)
-    x79 = -x77 * x78 + 2
-    x80 = window_layers * (2 * heads * x18 * x77 * x79 - x72)
-    x81 = x10 * x24 + 2 * x16 + 2 * x20
+    x79 = window_layers * (2 * heads * x18 * x77 * (-x77 * x78 + 2) - x72)
+    x80 = x10 * x24 + 2 * x16 + 2 * x20
     del x16, x20
-    x82 = layers * x81
-    x83 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x81)
+    x81 = layers * x80
+    x82 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x80)
     del x27
-    x84 = vocab * x24
-    x85 = 4.0 * x5
+    x83 = vocab * x24
+    x84 = 4.0 * x5
     del x5
-    x86 = ffn * x24
-    x87 = mlp_matrices * x86
-    x88 = mtp_layers * (x4 * x69 + x7 * x87 + x72 + x81 + x84 + x85)
-    del x69, x81
-    x89 = x33 * x87
-    del x87
-    x90 = x70 + x82 + x83 + x89
-    x91 = x84 + x90
-    del x84
-    x92 = layers * x72 + x75 + x80
-    x93 = x88 + x92
-    model_flops_per_token = -frozen_base * x91 + 6 * heads * layers * x68 + reference_model * (x91 + x93) + 6 * x32 + 6 * x34 + 6 * x63 + 6 * x65 + 3 * x70 + 3 * x75 + 6 * x76 + 3 * x80 + 3 * x82 + 3 * x83 + 3 * x88
-    del x34, x75, x80, x82, x83, x88, x91
-    x94 = recompute_early_stop * x66 * (1 - dropout_masks)
-    x95 = 1 - full_recompute
-    x96 = ffn + x10
-    x97 = op_selective_recompute * selective_option * x50
-    x98 = numpy.maximum(selective, recompute_core_attn * selective_option)
-    hardware_flops_per_token = full_recompute * (-x33 * x86 * x94 + 2 * x63 + 2 * x65 + 2 * x76 + x90 + x93) + model_flops_per_token + x95 * (layers * x24 * x97 * (x14 + x96) + recompute_mlp * x89 + recompute_moe * x70 + x92 * x98)
-    del x33, x63, x65, x70, x76, x86, x89, x90, x92, x93
-    x99 = hidden * tokens_mb
-    x100 = x25 * x52
-    x101 = hidden ** (-1.0)
-    x102 = -x100 + x101 * x28 * x52
+    x85 = ffn * x24
+    x86 = mlp_matrices * x85
+    x87 = mtp_layers * (x4 * x69 + x7 * x86 + x72 + x80 + x83 + x84)
+    del x69, x80
+    x88 = x33 * x86
+    del x86
+    x89 = x70 + x81 + x82 + x88
+    x90 = x83 + x89
+    del x83
+    x91 = layers * x72 + x75 + x79
+    del x72
+    x92 = x87 + x91
+    model_flops_per_token = -frozen_base * x90 + 6 * layers * seq_len * x68 + reference_model * (x90 + x92) + 6 * x32 + 6 * x34 + 6 * x63 + 6 * x65 + 3 * x70 + 3 * x75 + 6 * x76 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
+    del x34, x75, x79, x81, x82, x87, x90
+    x93 = 1 - full_recompute
+    x94 = ffn + x10
+    x95 = op_selective_recompute * selective_option * x50
+    x96 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    x97 = recompute_early_stop * x66 * (1 - dropout_masks)
+    hardware_flops_per_token = full_recompute * (-x33 * x85 * x97 + 2 * x63 + 2 * x65 + 2 * x76 + x89 + x92) + model_flops_per_token + x93 * (layers * x24 * x95 * (x14 + x94) + recompute_mlp * x88 + recompute_moe * x70 + x91 * x96)
+    del x33, x63, x65, x70, x76, x85, x88, x89, x91, x92
+    x98 = hidden * tokens_mb
+    x99 = x25 * x52
+    x100 = hidden ** (-1.0)
+    x101 = x100 * x28 * x52 - x99
     del x28
-    x103 = tokens_mb * x102
-    x104 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x105 = bytes_per_element * x104
-    x106 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x102)
-    x107 = peak_flops_per_s ** (-1.0)
-    x108 = x107 / gemm_max_efficiency
-    x109 = x108 * x24
-    x110 = x21 * x52
+    x102 = tokens_mb * x101
+    x103 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x104 = bytes_per_element * x103
+    x105 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x101)
+    x106 = peak_flops_per_s ** (-1.0)
+    x107 = x106 / gemm_max_efficiency
+    x108 = x107 * x24
+    x109 = x21 * x52
     del x21
-    x111 = x101 * x110
-    x112 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x111)
-    x113 = 2 * x108
-    t_qkv = x29 * numpy.maximum(x105 * (hidden * x102 + x103 + x99), x103 * x109 * (gemm_half_efficiency_dim + x106) / x106) + x30 * numpy.maximum(x105 * (tokens_mb * x111 + x110 + x99), tokens_mb * x110 * x113 * (gemm_half_efficiency_dim + x112) / x112)
-    del x102, x103, x106, x110, x112
-    x114 = 4 * linear_head_dim
-    x115 = 0.015625 * x73
+    x110 = x100 * x109
+    x111 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x110)
+    x112 = 2 * x107
+    t_qkv = x29 * numpy.maximum(x104 * (hidden * x101 + x102 + x98), x102 * x108 * (gemm_half_efficiency_dim + x105) / x105) + x30 * numpy.maximum(x104 * (tokens_mb * x110 + x109 + x98), tokens_mb * x109 * x112 * (gemm_half_efficiency_dim + x111) / x111)
+    del x101, x102, x105, x109, x111
+    x113 = 4 * linear_head_dim
+    x114 = 0.015625 * x73
     del x73
-    x116 = tokens_mb * x105
-    x117 = x116 * x52
-    x118 = attention_gemm_max_efficiency ** (-1.0)
-    x119 = numpy.minimum(seq_len, tokens_mb)
-    x120 = gemm_half_efficiency_dim + x119
-    x121 = attention_peak_flops_per_s ** (-1.0)
-    x122 = tokens_mb * x52
-    x123 = x121 * x122
-    x124 = window_layers * x3
-    x125 = -x124 - x29 + 1
-    x126 = x18 * x71
-    x127 = x117 * x126
-    x128 = attention_scores_stored + selective
-    x129 = numpy.maximum(head_dim, v_head_dim)
-    x130 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x129 + 1)) + 1
-    x131 = numpy.maximum(x128, x130)
-    x132 = numpy.minimum(head_dim, tokens_mb)
-    x133 = attention_gemm_max_efficiency * x132 / (gemm_half_efficiency_dim + x132)
-    del x132
-    x134 = 1 - x131
-    x135 = attention_head_dim_granule ** (-1.0)
-    x136 = x129 * (1 - fused_split_head_dims)
-    del x129
-    x137 = attention_efficiency_factor * attention_gemm_max_efficiency * x119 / (x120 * (attention_head_dim_granule * numpy.ceil(x135 * (fused_split_head_dims * head_dim + x136)) + attention_head_dim_granule * numpy.ceil(x135 * (fused_split_head_dims * v_head_dim + x136))))
+    x115 = tokens_mb * x104
+    x116 = x115 * x52
+    x117 = attention_gemm_max_efficiency ** (-1.0)
+    x118 = numpy.minimum(seq_len, tokens_mb)
+    x119 = gemm_half_efficiency_dim + x118
+    x120 = attention_peak_flops_per_s ** (-1.0)
+    x121 = tokens_mb * x52
+    x122 = x120 * x121
+    x123 = window_layers * x3
+    x124 = -x123 - x29 + 1
+    x125 = x116 * x71
+    del x71
+    x126 = attention_scores_stored + selective
+    x127 = numpy.maximum(head_dim, v_head_dim)
+    x128 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x127 + 1)) + 1
+    x129 = numpy.maximum(x126, x128)
+    x130 = numpy.minimum(head_dim, tokens_mb)
+    x131 = attention_gemm_max_efficiency * x130 / (gemm_half_efficiency_dim + x130)
+    del x130
+    x132 = 1 - x129
+    x133 = seq_len * x129
+    x134 = numpy.minimum(attention_block_tokens, seq_len)
+    x135 = x134 ** (-1.0)
+    x136 = seq_len * x135 - 1
+    x137 = seq_len - 1
+    x138 = numpy.minimum(x136, numpy.ceil(x135 * x137))
+    x139 = x138 + 1
+    x140 = -seq_len * x135
+    x141 = x134 * x78
+    x142 = 2 / 3 * x134
+    del x134
+    x143 = numpy.minimum(attention_block_tokens_bwd, seq_len)
+    x144 = x143 ** (-1.0)
+    x145 = seq_len * x144 - 1
+    x146 = numpy.minimum(x145, numpy.ceil(x137 * x144))
+    del x137
+    x147 = x146 + 1
+    x148 = -seq_len * x144
+    x149 = x143 * x78
+    x150 = 4 / 3 * x143
+    del x143
+    x151 = x132 * (x142 * (x141 * (1 / 2 * x138 * x139 + x138 * (-x139 - x140)) + 1) + x150 * (x149 * (1 / 2 * x146 * x147 + x146 * (-x147 - x148)) + 1))
+    del x138, x139, x146, x147
+    x152 = x133 + x151
+    x153 = attention_head_dim_granule ** (-1.0)
+    x154 = x127 * (1 - fused_split_head_dims)
+    del x127
+    x155 = attention_efficiency_factor * attention_gemm_max_efficiency * x118 * x18 / (x119 * (attention_head_dim_granule * numpy.ceil(x153 * (fused_split_head_dims * head_dim + x154)) + attention_head_dim_granule * numpy.ceil(x153 * (fused_split_head_dims * v_head_dim + x154))))
+    del x153, x154
+    x156 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x18)
+    x157 = numpy.maximum(1.0, x156)
+    x158 = attention_exp_overlap_exponent ** (-1.0)
+    x159 = numpy.maximum(2.0, x156)
+    x160 = x159 ** (-1.0)
+    x161 = x132 * (1 / 3 * x157 * ((x156 / x157) ** attention_exp_overlap_exponent + x157 ** (-attention_exp_overlap_exponent)) ** x158 + 1 / 3 * x159 * ((2 * x160) ** attention_exp_overlap_exponent + (x156 * x160) ** attention_exp_overlap_exponent) ** x158 - 1)
+    del x156, x157, x158, x159, x160
+    x162 = x122 * x68
+    del x68
+    x163 = fused_window_attention * x132
+    x164 = 1 - x163
+    x165 = seq_len * x164
+    x166 = x77 - 1
+    del x77
+    x167 = numpy.minimum(x136, numpy.ceil(x135 * x166))
     del x135, x136
-    x138 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x18)
-    x139 = numpy.maximum(1.0, x138)
-    x140 = attention_exp_overlap_exponent ** (-1.0)
-    x141 = numpy.maximum(2.0, x138)
-    x142 = x141 ** (-1.0)
-    x143 = x134 * (1 / 3 * x139 * ((x138 / x139) ** attention_exp_overlap_exponent + x139 ** (-attention_exp_overlap_exponent)) ** x140 + 1 / 3 * x141 * ((2 * x142) ** attention_exp_overlap_exponent + (x138 * x142) ** attention_exp_overlap_exponent) ** x140 - 1)
-    del x138, x139, x140, x141, x142
-    x144 = fused_window_attention * x134
-    x145 = 1 - x144
-    x146 = x77 * x79
-    del x77, x79
-    t_core = numpy.maximum(x124 * x127, x123 * x124 * (fused_window_attention * x143 + 1) * (x126 * x144 * x146 + x145 * x72) / (x133 * x145 + x137 * x144 * x146 * x18 / (attention_fill_keys + x146))) + numpy.maximum(x125 * x127, x123 * x125 * x72 * (x143 + 1) / (x131 * x133 + x134 * x137 * x68 / (attention_fill_keys + seq_len))) + numpy.maximum(linear_value_heads * x117 * x29 * (x114 + x115), linear_value_heads * x118 * x120 * x123 * x29 * x74 / (attention_efficiency_factor * x119))
-    del x117, x119, x120, x123, x126, x127, x133, x134, x137, x143, x144, x145, x146, x68, x72, x74
-    x147 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x104 * x147 * x52 * (x124 * numpy.maximum(numpy.maximum(x128, x130), 1 - fused_window_attention) + x125 * x131)
-    del x1, x124, x125, x128, x131
-    x148 = hidden * x52
-    x149 = tokens_mb * x100
-    x150 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x100)
-    del x100
-    x151 = x10 * x52
-    x152 = tokens_mb * x151
-    x153 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x151)
-    t_proj = x29 * numpy.maximum(x105 * (x148 * x25 + x149 + x99), x109 * x149 * (gemm_half_efficiency_dim + x150) / x150) + x30 * numpy.maximum(x105 * (x10 * x148 + x152 + x99), x109 * x152 * (gemm_half_efficiency_dim + x153) / x153)
-    del x10, x149, x150, x153, x29
-    x154 = ffn * x52
-    x155 = tokens_mb * x154
-    x156 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x154)
-    t_mlp = mlp_matrices * numpy.maximum(x105 * (hidden * x154 + x155 + x99), x109 * x155 * (gemm_half_efficiency_dim + x156) / x156)
-    del x156
-    x157 = experts * tokens_mb
-    x158 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x159 = moe_ffn * x52
-    x160 = tokens_mb * x159
-    x161 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x159)
-    x162 = 1 - token_drop
-    x163 = numpy.sqrt(2)
-    x164 = tokens_mb ** (-1.0)
-    x165 = sequence_parallel * x52
-    x166 = 1 - sequence_parallel
-    x167 = etp * x165 + x166
-    x168 = x164 / (experts_per_token * x167)
-    x169 = experts_per_token * x167
-    del x167
-    routed_copies = tokens_mb * x169
-    x170 = routed_copies * x46
-    x171 = x105 * (x169 * x99 + x170 + x47)
-    del x47
-    x172 = gemm_tile_dim ** (-1.0)
-    x173 = ep * routed_copies / experts
-    x174 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x113 * x168 * (grouped_gemm_token_half_dim + x173) * numpy.ceil(x173 / grouped_gemm_tile_tokens) / ep ** 2
-    del x173
-    x175 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x105 * x99 + mlp_matrices * shared_experts * numpy.maximum(x105 * (hidden * x159 + x160 + x99), x109 * x160 * (gemm_half_efficiency_dim + x161) / x161) + 20 * x104 * x157 + (capacity_factor * token_drop + x162 * (x163 * numpy.sqrt(expert_load_cv ** 2 + x168) * numpy.sqrt(numpy.log(ep)) + 1)) * (x175 * numpy.maximum(x171, x174 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x172 * x46)) + numpy.maximum(x171, x174 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x172))) + numpy.maximum(x105 * (x157 + x36 + x99), x109 * x157 * (gemm_half_efficiency_dim + x158) / x158)
-    del x157, x158, x161, x168, x171, x172, x174, x36
-    x176 = tp - 1
-    x177 = (sequence_parallel * x176 + 1) ** (-1.0)
-    x178 = shared_experts * x159
-    t_elem = elementwise_traffic_factor * x116 * (16 * hidden * x177 + x52 * (4 * moe_share * tp * (x169 * x46 + x178) + 4 * x51))
-    del x116, x169, x51
-    x179 = vocab * x52
-    x180 = tokens_mb * x179
-    x181 = x105 * (x180 + x32 * x52 + x99)
-    del x32
-    x182 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x179)
-    x183 = x180 * (gemm_half_efficiency_dim + x182) / x182
+    x168 = x167 + 1
+    x169 = numpy.minimum(x145, numpy.ceil(x144 * x166))
+    del x144, x145, x166
+    x170 = x169 + 1
+    x171 = x163 * (x142 * (x141 * (1 / 2 * x167 * x168 + x167 * (-x140 - x168)) + 1) + x150 * (x149 * (1 / 2 * x169 * x170 + x169 * (-x148 - x170)) + 1))
+    del x140, x141, x142, x148, x149, x150, x167, x168, x169, x170
+    x172 = x165 + x171
+    t_core = numpy.maximum(x123 * x125, x123 * x162 * (2 * x165 + 2 * x171) * (fused_window_attention * x161 + 1) / (x131 * x164 + x155 * x163 * x172 / (attention_fill_keys + x172))) + numpy.maximum(x124 * x125, x124 * x162 * (2 * x133 + 2 * x151) * (x161 + 1) / (x129 * x131 + x132 * x152 * x155 / (attention_fill_keys + x152))) + numpy.maximum(linear_value_heads * x116 * x29 * (x113 + x114), linear_value_heads * x117 * x119 * x122 * x29 * x74 / (attention_efficiency_factor * x118))
+    del x116, x118, x119, x122, x125, x131, x132, x133, x151, x152, x155, x161, x162, x163, x164, x165, x171, x172, x74
+    x173 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x103 * x173 * x52 * (x123 * numpy.maximum(numpy.maximum(x126, x128), 1 - fused_window_attention) + x124 * x129)
+    del x1, x123, x124, x126, x129
+    x174 = hidden * x52
+    x175 = tokens_mb * x99
+    x176 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x99)
+    del x99
+    x177 = x10 * x52
+    x178 = tokens_mb * x177
+    x179 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x177)
+    t_proj = x29 * numpy.maximum(x104 * (x174 * x25 + x175 + x98), x108 * x175 * (gemm_half_efficiency_dim + x176) / x176) + x30 * numpy.maximum(x104 * (x10 * x174 + x178 + x98), x108 * x178 * (gemm_half_efficiency_dim + x179) / x179)
+    del x10, x175, x176, x179, x29
+    x180 = ffn * x52
+    x181 = tokens_mb * x180
+    x182 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x180)
+    t_mlp = mlp_matrices * numpy.maximum(x104 * (hidden * x180 + x181 + x98), x108 * x181 * (gemm_half_efficiency_dim + x182) / x182)
     del x182
-    t_logits = low_precision_output_layer * numpy.maximum(x181, x109 * x183) + (1 - low_precision_output_layer) * numpy.maximum(x181, x118 * x121 * x183 * x24)
-    del x118, x121, x181, x183
-    t_loss = loss_bytes_per_logit * x104 * x180
-    del x180
-    x184 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x104 * (bytes_per_element + x175 * x184) * (shared_experts * x160 + x170)
-    del x170
-    x185 = numpy.maximum(1, lora_rank)
+    x183 = experts * tokens_mb
+    x184 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x185 = moe_ffn * x52
     x186 = tokens_mb * x185
     x187 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x185)
-    x188 = numpy.maximum(x105 * (hidden * x185 + x186 + x99), x109 * x186 * (gemm_half_efficiency_dim + x187) / x187)
-    del x109, x187
-    x189 = x14 * x52
-    x190 = numpy.minimum(numpy.minimum(tokens_mb, x185), x189)
-    x191 = x113 * x186
-    del x113
-    x192 = numpy.minimum(numpy.minimum(tokens_mb, x151), x185)
-    x193 = x12 * x52
-    x194 = numpy.minimum(numpy.minimum(tokens_mb, x185), x193)
-    x195 = x15 * x52
-    x196 = numpy.minimum(numpy.minimum(tokens_mb, x185), x195)
-    x197 = numpy.minimum(numpy.minimum(tokens_mb, x159), x185)
-    x198 = x188 + numpy.maximum(x105 * (x159 * x185 + x160 + x186), x159 * x191 * (gemm_half_efficiency_dim + x197) / x197)
-    del x160, x197
-    x199 = numpy.minimum(numpy.minimum(tokens_mb, x154), x185)
-    x200 = x188 + numpy.maximum(x105 * (x154 * x185 + x155 + x186), x154 * x191 * (gemm_half_efficiency_dim + x199) / x199)
-    del x155, x199
-    t_adapter = lora_k * (x188 + numpy.maximum(x189 * x191 * (gemm_half_efficiency_dim + x190) / x190, x105 * (tokens_mb * x189 + x185 * x189 + x186))) + lora_o * (x188 + numpy.maximum(x105 * (x151 * x185 + x152 + x186), x151 * x191 * (gemm_half_efficiency_dim + x192) / x192)) + lora_q * (x188 + numpy.maximum(x191 * x193 * (gemm_half_efficiency_dim + x194) / x194, x105 * (tokens_mb * x193 + x185 * x193 + x186))) + lora_v * (x188 + numpy.maximum(x191 * x195 * (gemm_half_efficiency_dim + x196) / x196, x105 * (tokens_mb * x195 + x185 * x195 + x186))) + moe_share * x40 * (lora_down * x198 + x198 * x58) + x50 * (lora_down * x200 + x200 * x58)
-    del x152, x185, x186, x188, x189, x190, x191, x192, x193, x194, x195, x196, x198, x200, x40
-    x201 = -stage_params
-    x202 = -stage_embedding_params - x201
-    x203 = full_recompute + 2
-    dequant_mb = dequantize_base * x104 * x202 * x203 * (base_weight_bytes_per_param + bytes_per_element)
-    x204 = routed_copies * x164
-    del routed_copies, x164
-    x205 = cast_bytes_per_element * tokens_mb * x104
-    t_cast_fwd = x205 * (hidden + moe_share * (shared_experts * (hidden + x159) + x204 * (hidden + x46)) + x151 + x50 * (hidden + x154))
-    del x151
-    t_cast_bwd = x205 * (hidden + moe_share * (shared_experts * (hidden + x159 * x175) + x204 * (hidden + x175 * x46)) + x111 + x50 * (hidden + x154 * x175))
-    del x111, x159, x204, x205
-    x206 = moe_share * t_moe
-    x207 = t_mlp * x50
-    x208 = t_proj + t_qkv
-    x209 = x206 + x207 + x208
-    x210 = t_core + t_scores
-    x211 = t_elem + x210
-    x212 = x209 + x211
-    t_layer_fwd = t_adapter + x212
-    x213 = reference_model * (stage_layers * x212 + t_logits)
-    del x212
-    x214 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x215 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x177 * x214
-    x216 = x210 * x98
-    del x210, x98
-    x217 = mlp_matrices ** (-1.0)
-    x218 = recompute_moe * x95
-    x219 = recompute_moe_act * (1 - x218)
-    x220 = kv_heads * x18
-    x221 = -frozen_base * x209 + full_recompute * (t_layer_fwd - x207 * x217 * x94) + x95 * (moe_share * t_moe_act * x219 + recompute_mlp * x207 + recompute_moe * x206 + x216 + x97 * (t_elem + t_mlp * x217 + t_proj + t_qkv * x14 / (x12 + x220)))
-    del t_moe_act, x14, x217, x94
-    x222 = 3 * t_core
-    x223 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x222
-    x224 = x52 * x99
-    x225 = numpy.minimum(numpy.minimum(tokens_mb, x148), 2.0 * hidden)
-    x226 = t_mlp * x7
+    x188 = 1 - token_drop
+    x189 = numpy.sqrt(2)
+    x190 = tokens_mb ** (-1.0)
+    x191 = sequence_parallel * x52
+    x192 = 1 - sequence_parallel
+    x193 = etp * x191 + x192
+    x194 = x190 / (experts_per_token * x193)
+    x195 = experts_per_token * x193
+    del x193
+    routed_copies = tokens_mb * x195
+    x196 = routed_copies * x46
+    x197 = x104 * (x195 * x98 + x196 + x47)
+    del x47
+    x198 = gemm_tile_dim ** (-1.0)
+    x199 = ep * routed_copies / experts
+    x200 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x112 * x194 * (grouped_gemm_token_half_dim + x199) * numpy.ceil(x199 / grouped_gemm_tile_tokens) / ep ** 2
+    del x199
+    x201 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x104 * x98 + mlp_matrices * shared_experts * numpy.maximum(x104 * (hidden * x185 + x186 + x98), x108 * x186 * (gemm_half_efficiency_dim + x187) / x187) + 20 * x103 * x183 + (capacity_factor * token_drop + x188 * (x189 * numpy.sqrt(expert_load_cv ** 2 + x194) * numpy.sqrt(numpy.log(ep)) + 1)) * (x201 * numpy.maximum(x197, x200 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x198 * x46)) + numpy.maximum(x197, x200 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x198))) + numpy.maximum(x104 * (x183 + x36 + x98), x108 * x183 * (gemm_half_efficiency_dim + x184) / x184)
+    del x183, x184, x187, x194, x197, x198, x200, x36
+    x202 = tp - 1
+    x203 = (sequence_parallel * x202 + 1) ** (-1.0)
+    x204 = shared_experts * x185
+    t_elem = elementwise_traffic_factor * x115 * (16 * hidden * x203 + x52 * (4 * moe_share * tp * (x195 * x46 + x204) + 4 * x51))
+    del x115, x195, x51
+    x205 = vocab * x52
+    x206 = tokens_mb * x205
+    x207 = x104 * (x206 + x32 * x52 + x98)
+    del x32
+    x208 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x205)
+    x209 = x206 * (gemm_half_efficiency_dim + x208) / x208
+    del x208
+    t_logits = low_precision_output_layer * numpy.maximum(x207, x108 * x209) + (1 - low_precision_output_layer) * numpy.maximum(x207, x117 * x120 * x209 * x24)
+    del x117, x120, x207, x209
+    t_loss = loss_bytes_per_logit * x103 * x206
+    del x206
+    x210 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x103 * (bytes_per_element + x201 * x210) * (shared_experts * x186 + x196)
+    del x196
+    x211 = numpy.maximum(1, lora_rank)
+    x212 = tokens_mb * x211
+    x213 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x211)
+    x214 = numpy.maximum(x104 * (hidden * x211 + x212 + x98), x108 * x212 * (gemm_half_efficiency_dim + x213) / x213)
+    del x108, x213
+    x215 = x14 * x52
+    x216 = numpy.minimum(numpy.minimum(tokens_mb, x211), x215)
+    x217 = x112 * x212
+    del x112
+    x218 = numpy.minimum(numpy.minimum(tokens_mb, x177), x211)
+    x219 = x12 * x52
+    x220 = numpy.minimum(numpy.minimum(tokens_mb, x211), x219)
+    x221 = x15 * x52
+    x222 = numpy.minimum(numpy.minimum(tokens_mb, x211), x221)
+    x223 = numpy.minimum(numpy.minimum(tokens_mb, x185), x211)
+    x224 = x214 + numpy.maximum(x104 * (x185 * x211 + x186 + x212), x185 * x217 * (gemm_half_efficiency_dim + x223) / x223)
+    del x186, x223
+    x225 = numpy.minimum(numpy.minimum(tokens_mb, x180), x211)
+    x226 = x214 + numpy.maximum(x104 * (x180 * x211 + x181 + x212), x180 * x217 * (gemm_half_efficiency_dim + x225) / x225)
+    del x181, x225
+    t_adapter = lora_k * (x214 + numpy.maximum(x215 * x217 * (gemm_half_efficiency_dim + x216) / x216, x104 * (tokens_mb * x215 + x211 * x215 + x212))) + lora_o * (x214 + numpy.maximum(x104 * (x177 * x211 + x178 + x212), x177 * x217 * (gemm_half_efficiency_dim + x218) / x218)) + lora_q * (x214 + numpy.maximum(x217 * x219 * (gemm_half_efficiency_dim + x220) / x220, x104 * (tokens_mb * x219 + x211 * x219 + x212))) + lora_v * (x214 + numpy.maximum(x217 * x221 * (gemm_half_efficiency_dim + x222) / x222, x104 * (tokens_mb * x221 + x211 * x221 + x212))) + moe_share * x40 * (lora_down * x224 + x224 * x58) + x50 * (lora_down * x226 + x226 * x58)
+    del x178, x211, x212, x214, x215, x216, x217, x218, x219, x220, x221, x222, x224, x226, x40
+    x227 = -stage_params
+    x228 = -stage_embedding_params - x227
+    x229 = full_recompute + 2
+    dequant_mb = dequantize_base * x103 * x228 * x229 * (base_weight_bytes_per_param + bytes_per_element)
+    x230 = routed_copies * x190
+    del routed_copies, x190
+    x231 = cast_bytes_per_element * tokens_mb * x103
+    t_cast_fwd = x231 * (hidden + moe_share * (shared_experts * (hidden + x185) + x230 * (hidden + x46)) + x177 + x50 * (hidden + x180))
+    del x177
+    t_cast_bwd = x231 * (hidden + moe_share * (shared_experts * (hidden + x185 * x201) + x230 * (hidden + x201 * x46)) + x110 + x50 * (hidden + x180 * x201))
+    del x110, x185, x230, x231
+    x232 = moe_share * t_moe
+    x233 = t_mlp * x50
+    x234 = t_proj + t_qkv
+    x235 = x232 + x233 + x234
+    x236 = t_core + t_scores
+    x237 = t_elem + x236
+    x238 = x235 + x237
+    t_layer_fwd = t_adapter + x238
+    x239 = reference_model * (stage_layers * x238 + t_logits)
+    del x238
+    x240 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x241 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x203 * x240
+    x242 = x236 * x96
+    del x236, x96
+    x243 = mlp_matrices ** (-1.0)
+    x244 = recompute_moe * x93
+    x245 = recompute_moe_act * (1 - x244)
+    x246 = kv_heads * x18
+    x247 = -frozen_base * x235 + full_recompute * (t_layer_fwd - x233 * x243 * x97) + x93 * (moe_share * t_moe_act * x245 + recompute_mlp * x233 + recompute_moe * x232 + x242 + x95 * (t_elem + t_mlp * x243 + t_proj + t_qkv * x14 / (x12 + x246)))
+    del t_moe_act, x14, x243, x97
+    x248 = 3 * t_core
+    x249 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x248
+    x250 = x52 * x98
+    x251 = numpy.minimum(numpy.minimum(tokens_mb, x174), 2.0 * hidden)
+    x252 = t_mlp * x7
     del t_mlp, x7
-    x227 = t_moe * x4
+    x253 = t_moe * x4
     del t_moe
-    x228 = 3 * t_logits + t_loss
+    x254 = 3 * t_logits + t_loss
     del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x215) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x206 - 2 * x207 - x215 - x221)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x206 + 3 * x207 + x221 + x223) + x213 + x228 + x42 * (full_recompute * (x208 + x211 + x226 + x227) + x216 * x95 + x223 + 3 * x226 + 3 * x227 + x228 + 3 * numpy.maximum(x105 * (x224 + x52 * x6 + 2.0 * x99), x108 * x122 * x85 * (gemm_half_efficiency_dim + x225) / x225))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x105, x108, x206, x207, x208, x211, x215, x216, x221, x223, x225, x226, x227, x6, x85
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x213
-    del x213
-    weight_grad_mb = x66 * (stage_layers * x209 + t_logits)
-    del t_logits, x209
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x241) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x232 - 2 * x233 - x241 - x247)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x232 + 3 * x233 + x247 + x249) + x239 + x254 + x42 * (full_recompute * (x234 + x237 + x252 + x253) + x242 * x93 + x249 + 3 * x252 + 3 * x253 + x254 + 3 * numpy.maximum(x104 * (x250 + x52 * x6 + 2.0 * x98), x107 * x121 * x84 * (gemm_half_efficiency_dim + x251) / x251))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x104, x107, x232, x233, x234, x237, x241, x242, x247, x249, x251, x252, x253, x6, x84
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x239
+    del x239
+    weight_grad_mb = x66 * (stage_layers * x235 + t_logits)
+    del t_logits, x235
     compute_s = compute_mb * microbatches
-    x229 = stage_layers + x42
-    x230 = 2 * full_recompute + x97 * (2 - sequence_parallel) + 4
-    x231 = tp_intra_ranks - 1
-    x232 = 2 * intra_latency_s
-    x233 = numpy.minimum(1, x176)
-    del x176
-    x234 = tp_intra_ranks ** (-1.0)
-    x235 = tp * x234 - 1
-    x236 = 2 * inter_latency_s
-    x237 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x238 = bytes_per_element * x122
-    del x122
-    x239 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x240 = x239 / scale_out_bus_efficiency
-    x241 = bytes_per_element * tokens_mb * x231 * x234 * x237 * x24 + collective_overhead_s * x233 + x231 * x232 + x235 * x236 + x235 * x238 * x24 * x240
-    del x231, x234, x235
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x229 * x230 * x241) + x229 * x230 * x241
-    del x230, x241
-    x242 = 3 * cp - 3
-    x243 = 1 - cp_intra
-    x244 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x245 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x246 = cp_intra * intra_latency_s + inter_latency_s * x243 + x220 * x238 / (cp_intra * x244 + x243 * x245)
-    del x220, x238, x243
-    cp_comm_mb = -cp_overlap * numpy.minimum(x222 * x229, x229 * x242 * x246 * x30) + x229 * x242 * x246 * x30
-    del x222, x242, x246, x30
-    x247 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x255 = stage_layers + x42
+    x256 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
+    x257 = tp_intra_ranks - 1
+    x258 = 2 * intra_latency_s
+    x259 = numpy.minimum(1, x202)
+    del x202
+    x260 = tp_intra_ranks ** (-1.0)
+    x261 = tp * x260 - 1
+    x262 = 2 * inter_latency_s
+    x263 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x264 = bytes_per_element * x121
+    del x121
+    x265 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x266 = x265 / scale_out_bus_efficiency
+    x267 = bytes_per_element * tokens_mb * x24 * x257 * x260 * x263 + collective_overhead_s * x259 + x24 * x261 * x264 * x266 + x257 * x258 + x261 * x262
+    del x257, x260, x261
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x255 * x256 * x267) + x255 * x256 * x267
+    del x256, x267
+    x268 = 3 * cp - 3
+    x269 = 1 - cp_intra
+    x270 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x271 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x272 = cp_intra * intra_latency_s + inter_latency_s * x269 + x246 * x264 / (cp_intra * x270 + x269 * x271)
+    del x246, x264, x269
+    cp_comm_mb = -cp_overlap * numpy.minimum(x248 * x255, x255 * x268 * x272 * x30) + x255 * x268 * x272 * x30
+    del x248, x268, x272, x30
+    x273 = x45 * numpy.minimum(etp, tp_intra_ranks)
     del x45
-    x248 = 1 - x247
-    x249 = 4 * etp - 4
-    x250 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x251 = x250 ** (-1.0)
-    x252 = ep * x251 - 1
-    x253 = x99 / a2a_efficiency_factor
-    del x99
-    x254 = bytes_per_element * x253
-    x255 = 1 - hierarchical_dispatch
-    x256 = x165 + x166
-    del x166
-    x257 = experts_per_token * x256
-    x258 = x257 * (hierarchical_dispatch * (-x250 * x44 + 1) + x252 * x255 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x244 * (1 - deepep_dispatch))
+    x274 = 1 - x273
+    x275 = 4 * etp - 4
+    x276 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x277 = x276 ** (-1.0)
+    x278 = ep * x277 - 1
+    x279 = x98 / a2a_efficiency_factor
+    del x98
+    x280 = bytes_per_element * x279
+    x281 = 1 - hierarchical_dispatch
+    x282 = x191 + x192
+    del x192
+    x283 = experts_per_token * x282
+    x284 = x283 * (hierarchical_dispatch * (-x276 * x44 + 1) + x278 * x281 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x270 * (1 - deepep_dispatch))
     del x44
-    x259 = 1 - x251
-    del x251
-    x260 = x240 * x256 * x259 * (experts_per_token * x255 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x250 * (1 - x259 ** experts_per_token)))
-    del x255, x259
-    x261 = x253 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x253
-    x262 = moe_share * x229
-    del x229
-    x263 = x262 * (sequence_parallel * (bytes_per_element * experts_per_token * x224 * x249 / (x244 * x247 + x245 * x248) + x249 * (inter_latency_s * x248 + intra_latency_s * x247)) + (x218 + 2) * (x232 * x252 + x236 * (x250 - 1) + numpy.maximum(x254 * x258, x254 * x260) + numpy.maximum(x258 * x261, x260 * x261)))
-    del x224, x247, x248, x249, x250, x252, x254, x258, x260, x261
-    x264 = ep_overlap * numpy.minimum(x263, 3 * t_layer_fwd * x262)
-    del x262
-    ep_comm_mb = comm_sm_fraction * x264 / (1 - comm_sm_fraction) + x263 - x264
-    del x263, x264
-    x265 = 1 - dualpipe
-    x266 = pp - 1
-    x267 = numpy.minimum(1, x266)
-    x268 = microbatches * vp
-    x269 = 1 - pp_intra
-    x270 = 1.0 * bytes_per_element
-    x271 = tokens_mb * x148
-    del x148
-    pp_comm_s = x265 * x267 * (2 * pp + 2 * x268 - 2) * (inter_latency_s * x269 + intra_latency_s * pp_intra + x270 * x271 / (pp_intra * x244 + x245 * x269))
-    del x244, x245, x269
-    x272 = 1 - dp_overlap
-    x273 = numpy.minimum(1, grad_shards - 1)
-    x274 = replica_intra_ranks - 1
-    x275 = replica_intra_ranks ** (-1.0)
-    x276 = shard_ranks ** (-1.0)
-    x277 = x275 * x276
-    x278 = numpy.maximum(1, dp * x277)
-    x279 = x278 - 1
-    x280 = x232 * x274
-    x281 = x236 * x279 + x280
-    x282 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x283 = stage_trainable_expert_params + stage_trainable_params
-    x284 = x282 * numpy.maximum(1.0, x283 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x282) * numpy.maximum(1, stage_layers)
-    del x282
-    x285 = x284 - 1
-    x286 = expert_shard_ranks ** (-1.0)
-    x287 = x275 * x286
-    del x275
-    x288 = numpy.maximum(1, expert_dp_ranks * x287)
-    x289 = x288 - 1
-    x290 = x236 * x289 + x280
-    del x280
-    x291 = 2.0 * grad_comm_bytes_per_param
-    x292 = stage_trainable_expert_params * x291
-    x293 = x237 * x292
-    x294 = x240 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x240
-    x295 = x292 * x294
-    x296 = stage_trainable_params * x291
-    del x291
-    x297 = x237 * x296
-    x298 = x294 * x296
-    x299 = dp_collectives_flat - 1
-    x300 = -x299
-    x301 = x300 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x302 = x299 + x301
-    x303 = (dp_collectives_flat + x301) ** (-1.0)
+    x285 = 1 - x277
+    del x277
+    x286 = x266 * x282 * x285 * (experts_per_token * x281 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x276 * (1 - x285 ** experts_per_token)))
+    del x281, x285
+    x287 = x279 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x279
+    x288 = moe_share * x255
+    del x255
+    x289 = x288 * (sequence_parallel * (bytes_per_element * experts_per_token * x250 * x275 / (x270 * x273 + x271 * x274) + x275 * (inter_latency_s * x274 + intra_latency_s * x273)) + (x244 + 2) * (x258 * x278 + x262 * (x276 - 1) + numpy.maximum(x280 * x284, x280 * x286) + numpy.maximum(x284 * x287, x286 * x287)))
+    del x250, x273, x274, x275, x276, x278, x280, x284, x286, x287
+    x290 = ep_overlap * numpy.minimum(x289, 3 * t_layer_fwd * x288)
+    del x288
+    ep_comm_mb = comm_sm_fraction * x290 / (1 - comm_sm_fraction) + x289 - x290
+    del x289, x290
+    x291 = 1 - dualpipe
+    x292 = pp - 1
+    x293 = numpy.minimum(1, x292)
+    x294 = microbatches * vp
+    x295 = 1 - pp_intra
+    x296 = 1.0 * bytes_per_element
+    x297 = tokens_mb * x174
+    del x174
+    pp_comm_s = x291 * x293 * (2 * pp + 2 * x294 - 2) * (inter_latency_s * x295 + intra_latency_s * pp_intra + x296 * x297 / (pp_intra * x270 + x271 * x295))
+    del x270, x271, x295
+    x298 = 1 - dp_overlap
+    x299 = numpy.minimum(1, grad_shards - 1)
+    x300 = replica_intra_ranks - 1
+    x301 = replica_intra_ranks ** (-1.0)
+    x302 = shard_ranks ** (-1.0)
+    x303 = x301 * x302
+    x304 = numpy.maximum(1, dp * x303)
+    x305 = x304 - 1
+    x306 = x258 * x300
+    x307 = x262 * x305 + x306
+    x308 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x309 = stage_trainable_expert_params + stage_trainable_params
+    x310 = x308 * numpy.maximum(1.0, x309 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x308) * numpy.maximum(1, stage_layers)
+    del x308
+    x311 = x310 - 1
+    x312 = expert_shard_ranks ** (-1.0)
+    x313 = x301 * x312
     del x301
-    x304 = expert_dp_ranks * x303 - 1
-    x305 = x232 * x302 + x236 * x304
-    x306 = x300 * numpy.minimum(dp, dp_intra_ranks)
-    x307 = (dp_collectives_flat + x306) ** (-1.0)
-    x308 = dp * x307 - 1
-    x309 = x299 + x306
+    x314 = numpy.maximum(1, expert_dp_ranks * x313)
+    x315 = x314 - 1
+    x316 = x262 * x315 + x306
     del x306
-    x310 = x232 * x309 + x236 * x308
-    del x232, x236
-    x311 = x273 * (x274 * x277 * x297 + x277 * x279 * x298 / x278 + x281 * x285 + x281 + x4 * (x274 * x287 * x293 + x285 * x290 + x287 * x289 * x295 / x288 + x290)) + (1 - x273) * (x2 * x298 * x308 + x285 * (x305 * x4 + x310) + x297 * x307 * x309 + x310 + x4 * (x293 * x302 * x303 + x305 + x295 * x304 / expert_dp_ranks))
-    del x2, x274, x277, x278, x279, x281, x287, x288, x289, x290, x293, x295, x297, x298, x302, x303, x304, x305, x307, x308, x309, x310
-    x312 = fsdp_keeps_gathered_under_pp * x267 * zero3
-    del x267
-    x313 = microbatches * (1 - x312)
-    x314 = x300 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x315 = x299 + x314
-    x316 = intra_latency_s * x315
-    x317 = (dp_collectives_flat + x314) ** (-1.0)
-    del x314
-    x318 = expert_shard_ranks * x317 - 1
-    x319 = inter_latency_s * x318
-    x320 = 2 * x316 + 2 * x319
-    x321 = x300 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x300
-    x322 = (dp_collectives_flat + x321) ** (-1.0)
-    x323 = shard_ranks * x322 - 1
-    x324 = inter_latency_s * x323
-    x325 = x299 + x321
-    del x299, x321
-    x326 = intra_latency_s * x325
-    x327 = 2 * x324 + 2 * x326
-    x328 = x237 * x315 * x317
-    del x315, x317
-    x329 = x286 * x294 * x318
-    del x286, x318
-    x330 = x237 * x322 * x325
-    del x237, x322, x325
-    x331 = x276 * x294 * x323
-    del x276, x294, x323
-    x332 = x316 + x319
-    del x316, x319
-    x333 = x324 + x326
-    del x324, x326
-    x334 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x66)
-    x335 = base_weight_bytes_per_param * x202 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x202
-    x336 = 1.0 * frozen_base * x335 + x270 * (stage_adapter_params + stage_params * x66) - x334
-    del stage_adapter_params, stage_params, x270, x66
-    x337 = x285 * (x332 * x4 + x333) + x330 * x336 + x331 * x336 + x333 + x4 * (x328 * x334 + x329 * x334 + x332)
-    del x332, x333, x334, x336
-    x338 = 1 / 2 * x273 * (x312 + x313) * (x285 * (x320 * x4 + x327) + x296 * x330 + x296 * x331 + x327 + x4 * (x292 * x328 + x292 * x329 + x320)) + zero3 * (x312 * x337 + 2 * x313 * x337)
-    del x273, x292, x296, x313, x320, x327, x328, x329, x330, x331, x337
-    x339 = x284 ** (-1.0)
-    del x284
-    x340 = x285 * x339
-    del x285
-    dp_comm_s = dp_overlap * numpy.minimum(x311, numpy.maximum(x311 * x339, -2 * stage_layers * t_layer_fwd * x340 + x311)) + dp_overlap * numpy.minimum(x338, numpy.maximum(x338 * x339, -compute_s * x340 + x338)) + x272 * x311 + x272 * x338
-    del t_layer_fwd, x272, x311, x338, x339, x340
-    x341 = dispatch_host_sync * x162
-    x342 = 2.0 * x162 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x162, x4
-    x343 = numpy.maximum(0, cuda_graphs - x342 - 1)
-    x344 = stage_layers * (1 - x343)
-    x345 = host_launch_factor * moe_share * x344 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    x317 = 2.0 * grad_comm_bytes_per_param
+    x318 = stage_trainable_expert_params * x317
+    x319 = x263 * x318
+    x320 = x266 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
+    del x266
+    x321 = x318 * x320
+    x322 = stage_trainable_params * x317
+    del x317
+    x323 = x263 * x322
+    x324 = x320 * x322
+    x325 = dp_collectives_flat - 1
+    x326 = -x325
+    x327 = x326 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x328 = x325 + x327
+    x329 = (dp_collectives_flat + x327) ** (-1.0)
+    del x327
+    x330 = expert_dp_ranks * x329 - 1
+    x331 = x258 * x328 + x262 * x330
+    x332 = x326 * numpy.minimum(dp, dp_intra_ranks)
+    x333 = (dp_collectives_flat + x332) ** (-1.0)
+    x334 = dp * x333 - 1
+    x335 = x325 + x332
+    del x332
+    x336 = x258 * x335 + x262 * x334
+    del x258, x262
+    x337 = x299 * (x300 * x303 * x323 + x303 * x305 * x324 / x304 + x307 * x311 + x307 + x4 * (x300 * x313 * x319 + x311 * x316 + x313 * x315 * x321 / x314 + x316)) + (1 - x299) * (x2 * x324 * x334 + x311 * (x331 * x4 + x336) + x323 * x333 * x335 + x336 + x4 * (x319 * x328 * x329 + x331 + x321 * x330 / expert_dp_ranks))
+    del x2, x300, x303, x304, x305, x307, x313, x314, x315, x316, x319, x321, x323, x324, x328, x329, x330, x331, x333, x334, x335, x336
+    x338 = fsdp_keeps_gathered_under_pp * x293 * zero3
+    del x293
+    x339 = microbatches * (1 - x338)
+    x340 = x326 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x341 = x325 + x340
+    x342 = intra_latency_s * x341
+    x343 = (dp_collectives_flat + x340) ** (-1.0)
+    del x340
+    x344 = expert_shard_ranks * x343 - 1
+    x345 = inter_latency_s * x344
+    x346 = 2 * x342 + 2 * x345
+    x347 = x326 * numpy.minimum(dp_intra_ranks, shard_ranks)
+    del x326
+    x348 = (dp_collectives_flat + x347) ** (-1.0)
+    x349 = shard_ranks * x348 - 1
+    x350 = inter_latency_s * x349
+    x351 = x325 + x347
+    del x325, x347
+    x352 = intra_latency_s * x351
+    x353 = 2 * x350 + 2 * x352
+    x354 = x263 * x341 * x343
+    del x341, x343
+    x355 = x312 * x320 * x344
+    del x312, x344
+    x356 = x263 * x348 * x351
+    del x263, x348, x351
+    x357 = x302 * x320 * x349
+    del x302, x320, x349
+    x358 = x342 + x345
+    del x342, x345
+    x359 = x350 + x352
+    del x350, x352
+    x360 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x66)
+    x361 = base_weight_bytes_per_param * x228 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x228
+    x362 = 1.0 * frozen_base * x361 + x296 * (stage_adapter_params + stage_params * x66) - x360
+    del stage_adapter_params, stage_params, x296, x66
+    x363 = x311 * (x358 * x4 + x359) + x356 * x362 + x357 * x362 + x359 + x4 * (x354 * x360 + x355 * x360 + x358)
+    del x358, x359, x360, x362
+    x364 = 1 / 2 * x299 * (x338 + x339) * (x311 * (x346 * x4 + x353) + x322 * x356 + x322 * x357 + x353 + x4 * (x318 * x354 + x318 * x355 + x346)) + zero3 * (x338 * x363 + 2 * x339 * x363)
+    del x299, x318, x322, x339, x346, x353, x354, x355, x356, x357, x363
+    x365 = x310 ** (-1.0)
+    del x310
+    x366 = x311 * x365
+    del x311
+    dp_comm_s = dp_overlap * numpy.minimum(x337, numpy.maximum(x337 * x365, -2 * stage_layers * t_layer_fwd * x366 + x337)) + dp_overlap * numpy.minimum(x364, numpy.maximum(x364 * x365, -compute_s * x366 + x364)) + x298 * x337 + x298 * x364
+    del t_layer_fwd, x298, x337, x364, x365, x366
+    x367 = dispatch_host_sync * x188
+    x368 = 2.0 * x188 * x4 * numpy.maximum(0, cuda_graphs - 1)
+    del x188, x4
+    x369 = numpy.maximum(0, cuda_graphs - x368 - 1)
+    x370 = stage_layers * (1 - x369)
+    x371 = host_launch_factor * moe_share * x370 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
     del x67
-    x346 = x341 * x345
-    x347 = compute_mb + tp_comm_mb
-    x348 = microbatches ** (-1.0)
-    x349 = x347 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x343 * x348 + x344 * (graph_launch_s * x203 * (-x343 + numpy.minimum(1, cuda_graphs - x342)) + layer_overhead_s * (full_recompute + 3))) + x345 * (1 - x341)) / x347) ** host_overlap_exponent) / host_overlap_exponent)
-    del x203, x341, x342, x343, x344, x345
-    x350 = x346 + x349
-    launch_s = microbatches * x350
+    x372 = x367 * x371
+    x373 = compute_mb + tp_comm_mb
+    x374 = microbatches ** (-1.0)
+    x375 = x373 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x369 * x374 + x370 * (graph_launch_s * x229 * (-x369 + numpy.minimum(1, cuda_graphs - x368)) + layer_overhead_s * (full_recompute + 3))) + x371 * (1 - x367)) / x373) ** host_overlap_exponent) / host_overlap_exponent)
+    del x229, x367, x368, x369, x370, x371
+    x376 = x372 + x375
+    launch_s = microbatches * x376
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x351 = cp_comm_mb + ep_comm_mb + x347 + x350
-    del x347, x350
-    x352 = vp ** (-1.0)
-    x353 = x351 / compute_mb
-    x354 = dualpipe * x348 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x353 + 2 * tp_comm_mb - 3 * weight_grad_mb * x353 + 2 * x346 + 2 * x349) / x351 + x265 * x266 * x348 * x352
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x346, x348, x349, x353
-    bubble_s = microbatches * x351 * x354
-    del x351
-    x355 = stage_trainable_expert_params / expert_optimizer_shards
-    x356 = stage_trainable_params / optimizer_shards
-    optimizer_s = x104 * (x355 + x356) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x104
-    x357 = microbatches * stage_extra_layers * (compute_mb - x228) * (x354 + 1) / stage_layers
-    del compute_mb, x228, x354
-    x358 = dp_comm_s + pp_comm_s
-    x359 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x358
-    x360 = gpus + 0.474798
-    x361 = gpus ** (-1.0)
-    x362 = x360 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x359 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x359 * numpy.maximum(0, -x163 * erfinv(1.71458910109456 * x361 * x362 * (0.0686881539789491 * x362 + 0.112063) - 1 + 1.16023 / x360)) + x357 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x357 + x359)
-    del x357, x360, x362
-    step_time_s = straggler_s + x359
-    del x359
-    x363 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x363
-    x364 = tokens_per_s * x361
-    x365 = model_flops_per_token * x364
-    tflops_per_gpu = 1e-12 * x365
-    mfu = x107 * x365
-    del x365
-    hfu = hardware_flops_per_token * x107 * x364
-    del hardware_flops_per_token, x107, x364
-    x366 = bytes_per_element * x283 * x312
-    del x283, x312
-    x367 = expert_weight_shards ** (-1.0)
-    x368 = base_weight_bytes_per_param * stage_expert_params
-    x369 = weight_shards ** (-1.0)
-    x370 = frozen_base * (x367 * x368 + x369 * (x335 - x368)) + reference_model * (bytes_per_element * stage_expert_params * x367 + bytes_per_element * x369 * (-stage_expert_params - x201)) + stage_trainable_expert_params * weight_bytes_per_param * x367 + stage_trainable_params * weight_bytes_per_param * x369
-    del stage_expert_params, x201, x335, x367, x368, x369
-    weights_bytes = x366 + x370
-    x371 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x377 = cp_comm_mb + ep_comm_mb + x373 + x376
+    del x373, x376
+    x378 = vp ** (-1.0)
+    x379 = x377 / compute_mb
+    x380 = dualpipe * x374 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x379 + 2 * tp_comm_mb - 3 * weight_grad_mb * x379 + 2 * x372 + 2 * x375) / x377 + x291 * x292 * x374 * x378
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x372, x374, x375, x379
+    bubble_s = microbatches * x377 * x380
+    del x377
+    x381 = stage_trainable_expert_params / expert_optimizer_shards
+    x382 = stage_trainable_params / optimizer_shards
+    optimizer_s = x103 * (x381 + x382) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x103
+    x383 = microbatches * stage_extra_layers * (compute_mb - x254) * (x380 + 1) / stage_layers
+    del compute_mb, x254, x380
+    x384 = dp_comm_s + pp_comm_s
+    x385 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x384
+    x386 = gpus + 0.474798
+    x387 = gpus ** (-1.0)
+    x388 = x386 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x385 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x385 * numpy.maximum(0, -x189 * erfinv(1.71458910109456 * x387 * x388 * (0.0686881539789491 * x388 + 0.112063) - 1 + 1.16023 / x386)) + x383 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x383 + x385)
+    del x383, x386, x388
+    step_time_s = straggler_s + x385
+    del x385
+    x389 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x389
+    x390 = tokens_per_s * x387
+    x391 = model_flops_per_token * x390
+    tflops_per_gpu = 1e-12 * x391
+    mfu = x106 * x391
+    del x391
+    hfu = hardware_flops_per_token * x106 * x390
+    del hardware_flops_per_token, x106, x390
+    x392 = bytes_per_element * x309 * x338
+    del x309, x338
+    x393 = expert_weight_shards ** (-1.0)
+    x394 = base_weight_bytes_per_param * stage_expert_params
+    x395 = weight_shards ** (-1.0)
+    x396 = frozen_base * (x393 * x394 + x395 * (x361 - x394)) + reference_model * (bytes_per_element * stage_expert_params * x393 + bytes_per_element * x395 * (-stage_expert_params - x227)) + stage_trainable_expert_params * weight_bytes_per_param * x393 + stage_trainable_params * weight_bytes_per_param * x395
+    del stage_expert_params, x227, x361, x393, x394, x395
+    weights_bytes = x392 + x396
+    x397 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x366 + x371
-    optimizer_state_bytes = optimizer_bytes_per_param * x355 + optimizer_bytes_per_param * x356
-    del x355, x356
-    x372 = bytes_per_element * tokens_mb
-    x373 = hidden * x256
-    x374 = 2 * tokens_mb
-    x375 = tokens_mb * x373
-    x376 = 4 * x375
-    x377 = recompute_mlp * x95
-    x378 = 2 * mlp_matrices
-    x379 = tokens_mb * x378
-    x380 = x154 * x379
-    x381 = heads + kv_heads
-    x382 = kv_heads / heads
-    x383 = 1 - recompute_norms
-    x384 = x154 * x50 * (1 - x377)
-    del x154
-    x385 = tokens_mb * x178
-    del x178
-    x386 = tokens_mb * x257
-    del x257
-    x387 = linear_input_bytes + x378 - 2
-    del x378
-    x388 = x385 * x387 + x386 * (etp * hidden * linear_input_bytes + x387 * x46)
-    del x387
-    x389 = tokens_mb * x24
-    x390 = micro_batch * x147 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x130) / cp ** 2
-    del x130, x147
-    x391 = linear_input_bytes * x375 * x383
-    del x375
-    x392 = lora_rank * x372 * (lora_down + lora_k + lora_o + lora_q + lora_v + x58) + x374 * x97 * (hidden * x57 + x165 * x233 * x24 + x373 + x52 * (x12 + x15 + x96)) + (1 - x97) * (-frozen_base * (linear_input_bytes * tokens_mb * x384 * (1 - lora_down) + x391 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x391 * (1 - numpy.minimum(1, x58))) + hidden * micro_batch * seq_len * x0 * x256 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x52 * (linear_key_heads * x114 + 68.0 * linear_value_heads + 5 * x25) - x52 * (x18 * x374 * x381 + x390)) + 2 * micro_batch * seq_len * x0 * x52 * (x18 * x381 - x24 * (x382 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x218 * x388 + moe_share * (-x380 + x388) - moe_share * (x385 + x386 * x46) * (linear_input_bytes * x219 + x175 * (2 - x184)) - recompute_mla_up_proj * tokens_mb * x11 * x52 * x71 * (2 * head_dim + v_head_dim) - recompute_norms * x376 - x377 * x380 * x50 + x52 * (ffn * x379 + hidden * tokens_mb * (4 * x382 + 2) + x389 + x390) - (1 - 1 / 2 * linear_input_bytes) * (x374 * x384 + x376 * x383))
-    del moe_share, x0, x11, x114, x12, x15, x165, x17, x175, x18, x184, x218, x219, x233, x24, x25, x256, x3, x373, x374, x376, x377, x379, x380, x381, x382, x383, x384, x385, x386, x388, x390, x391, x46, x50, x57, x58, x71, x96, x97
-    x393 = x177 * x389
-    del x177, x389
-    x394 = full_recompute * x393 + x392 * x95
-    del x95
-    x395 = loss_logit_chunks ** (-1.0)
-    x396 = loss_extra_bytes_per_logit * tokens_mb * x179 * x395 + 4 * x271 * (vocab * x101 * x395 + 1)
-    del tokens_mb, x101, x179, x271, x395
-    x397 = stage_layers * x352 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x265 * numpy.minimum(x268, pp * vp + x266 * numpy.minimum(1, vp - 1)))
-    del microbatches, x265, x266, x268, x352
-    activation_bytes = full_recompute * x392 + linear_value_heads * x115 * x372 * x52 * numpy.minimum(1, linear_attention_layers) + x394 * x397 + x396 + x42 * (x394 + x396) - numpy.where(numpy.greater(x397, 2), x397 - 2, 0.0) * numpy.minimum(x394, offloaded_activation_vectors * x393)
-    del x115, x372, x392, x393, x394, x396, x397, x42, x52
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x366 + x370 + x371
-    del x366, x370, x371
-    x398 = nodes / (rack_mtbf_s * rack_nodes)
-    x399 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x400 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x401 = x398 + x399 + x400
-    system_mtbf_s = x401 ** (-1.0)
-    x402 = node_repair_s * x398
-    x403 = numpy.exp(-x402)
-    x404 = node_repair_s * x399
-    x405 = -spare_nodes
-    x406 = rack_nodes + x405
-    x407 = x402 * x403
-    del x402
-    x408 = 2 * rack_nodes + x405
-    x409 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x403 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x410 = 3 * rack_nodes + x405
-    x411 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x403 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x412 = 4 * rack_nodes + x405
-    x413 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x403 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x414 = 5 * rack_nodes + x405
-    x415 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x403 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x416 = 6 * rack_nodes + x405
-    x417 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x403 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x418 = 7 * rack_nodes + x405
-    x419 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x403 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x420 = 8 * rack_nodes + x405
-    x421 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x403 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x422 = 9 * rack_nodes + x405
-    x423 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x403 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x424 = 10 * rack_nodes + x405
-    x425 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x403 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x426 = 11 * rack_nodes + x405
-    x427 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x403 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x398 * (x403 * poisson_cdf(-x406, x404) + x407 * poisson_cdf(-x408, x404) + x409 * poisson_cdf(-x410, x404) + x411 * poisson_cdf(-x412, x404) + x413 * poisson_cdf(-x414, x404) + x415 * poisson_cdf(-x416, x404) + x417 * poisson_cdf(-x418, x404) + x419 * poisson_cdf(-x420, x404) + x421 * poisson_cdf(-x422, x404) + x423 * poisson_cdf(-x424, x404) + x425 * poisson_cdf(-x426, x404) + x427 * poisson_cdf(-12 * rack_nodes - x405, x404)) + x399 * (x403 * poisson_cdf(spare_nodes - 1, x404) + x407 * poisson_cdf(-x406 - 1, x404) + x409 * poisson_cdf(-x408 - 1, x404) + x411 * poisson_cdf(-x410 - 1, x404) + x413 * poisson_cdf(-x412 - 1, x404) + x415 * poisson_cdf(-x414 - 1, x404) + x417 * poisson_cdf(-x416 - 1, x404) + x419 * poisson_cdf(-x418 - 1, x404) + x421 * poisson_cdf(-x420 - 1, x404) + x423 * poisson_cdf(-x422 - 1, x404) + x425 * poisson_cdf(-x424 - 1, x404) + x427 * poisson_cdf(-x426 - 1, x404)) + x400)
-    del x398, x399, x400, x403, x404, x405, x406, x407, x408, x409, x410, x411, x412, x413, x414, x415, x416, x417, x418, x419, x420, x421, x422, x423, x424, x425, x426, x427
-    x428 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x429 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x401 * (x428 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x401 * (-manual_restart_s + x428 - x429))) + x428 - x429
-    del x401, x428, x429
+    grads_bytes = x392 + x397
+    optimizer_state_bytes = optimizer_bytes_per_param * x381 + optimizer_bytes_per_param * x382
+    del x381, x382
+    x398 = bytes_per_element * tokens_mb
+    x399 = hidden * x282
+    x400 = 2 * tokens_mb
+    x401 = tokens_mb * x399
+    x402 = 4 * x401
+    x403 = recompute_mlp * x93
+    x404 = 2 * mlp_matrices
+    x405 = tokens_mb * x404
+    x406 = x180 * x405
+    x407 = heads + kv_heads
+    x408 = kv_heads / heads
+    x409 = 1 - recompute_norms
+    x410 = x180 * x50 * (1 - x403)
+    del x180
+    x411 = tokens_mb * x204
+    del x204
+    x412 = tokens_mb * x283
+    del x283
+    x413 = linear_input_bytes + x404 - 2
+    del x404
+    x414 = x411 * x413 + x412 * (etp * hidden * linear_input_bytes + x413 * x46)
+    del x413
+    x415 = tokens_mb * x24
+    x416 = micro_batch * x173 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
+    del x128, x173
+    x417 = linear_input_bytes * x401 * x409
+    del x401
+    x418 = lora_rank * x398 * (lora_down + lora_k + lora_o + lora_q + lora_v + x58) + x400 * x95 * (hidden * x57 + x191 * x24 * x259 + x399 + x52 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x410 * (1 - lora_down) + x417 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x417 * (1 - numpy.minimum(1, x58))) - heads * recompute_mla_up_proj * x11 * x400 * x52 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x282 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x52 * (linear_key_heads * x113 + 68.0 * linear_value_heads + 5 * x25) - x52 * (x18 * x400 * x407 + x416)) + 2 * micro_batch * seq_len * x0 * x52 * (x18 * x407 - x24 * (x408 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x244 * x414 + moe_share * (-x406 + x414) - moe_share * (x411 + x412 * x46) * (linear_input_bytes * x245 + x201 * (2 - x210)) - recompute_norms * x402 - x403 * x406 * x50 + x52 * (ffn * x405 + hidden * tokens_mb * (4 * x408 + 2) + x415 + x416) - (1 - 1 / 2 * linear_input_bytes) * (x400 * x410 + x402 * x409))
+    del moe_share, x0, x11, x113, x12, x15, x17, x18, x191, x201, x210, x24, x244, x245, x25, x259, x282, x3, x399, x400, x402, x403, x405, x406, x407, x408, x409, x410, x411, x412, x414, x416, x417, x46, x50, x57, x58, x94, x95
+    x419 = x203 * x415
+    del x203, x415
+    x420 = full_recompute * x419 + x418 * x93
+    del x93
+    x421 = loss_logit_chunks ** (-1.0)
+    x422 = loss_extra_bytes_per_logit * tokens_mb * x205 * x421 + 4 * x297 * (vocab * x100 * x421 + 1)
+    del tokens_mb, x100, x205, x297, x421
+    x423 = stage_layers * x378 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x291 * numpy.minimum(x294, pp * vp + x292 * numpy.minimum(1, vp - 1)))
+    del microbatches, x291, x292, x294, x378
+    activation_bytes = full_recompute * x418 + linear_value_heads * x114 * x398 * x52 * numpy.minimum(1, linear_attention_layers) + x42 * (x420 + x422) + x420 * x423 + x422 - numpy.where(numpy.greater(x423, 2), x423 - 2, 0.0) * numpy.minimum(x420, offloaded_activation_vectors * x419)
+    del x114, x398, x418, x419, x42, x420, x422, x423, x52
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x392 + x396 + x397
+    del x392, x396, x397
+    x424 = nodes / (rack_mtbf_s * rack_nodes)
+    x425 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x426 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x427 = x424 + x425 + x426
+    system_mtbf_s = x427 ** (-1.0)
+    x428 = node_repair_s * x424
+    x429 = numpy.exp(-x428)
+    x430 = node_repair_s * x425
+    x431 = -spare_nodes
+    x432 = rack_nodes + x431
+    x433 = x428 * x429
+    del x428
+    x434 = 2 * rack_nodes + x431
+    x435 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x429 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x436 = 3 * rack_nodes + x431
+    x437 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x429 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x438 = 4 * rack_nodes + x431
+    x439 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x429 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x440 = 5 * rack_nodes + x431
+    x441 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x429 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x442 = 6 * rack_nodes + x431
+    x443 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x429 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x444 = 7 * rack_nodes + x431
+    x445 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x429 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x446 = 8 * rack_nodes + x431
+    x447 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x429 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x448 = 9 * rack_nodes + x431
+    x449 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x429 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x450 = 10 * rack_nodes + x431
+    x451 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x429 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x452 = 11 * rack_nodes + x431
+    x453 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x429 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x424 * (x429 * poisson_cdf(-x432, x430) + x433 * poisson_cdf(-x434, x430) + x435 * poisson_cdf(-x436, x430) + x437 * poisson_cdf(-x438, x430) + x439 * poisson_cdf(-x440, x430) + x441 * poisson_cdf(-x442, x430) + x443 * poisson_cdf(-x444, x430) + x445 * poisson_cdf(-x446, x430) + x447 * poisson_cdf(-x448, x430) + x449 * poisson_cdf(-x450, x430) + x451 * poisson_cdf(-x452, x430) + x453 * poisson_cdf(-12 * rack_nodes - x431, x430)) + x425 * (x429 * poisson_cdf(spare_nodes - 1, x430) + x433 * poisson_cdf(-x432 - 1, x430) + x435 * poisson_cdf(-x434 - 1, x430) + x437 * poisson_cdf(-x436 - 1, x430) + x439 * poisson_cdf(-x438 - 1, x430) + x441 * poisson_cdf(-x440 - 1, x430) + x443 * poisson_cdf(-x442 - 1, x430) + x445 * poisson_cdf(-x444 - 1, x430) + x447 * poisson_cdf(-x446 - 1, x430) + x449 * poisson_cdf(-x448 - 1, x430) + x451 * poisson_cdf(-x450 - 1, x430) + x453 * poisson_cdf(-x452 - 1, x430)) + x426)
+    del x424, x425, x426, x429, x430, x431, x432, x433, x434, x435, x436, x437, x438, x439, x440, x441, x442, x443, x444, x445, x446, x447, x448, x449, x450, x451, x452, x453
+    x454 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x455 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x427 * (x454 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x427 * (-manual_restart_s + x454 - x455))) + x454 - x455
+    del x427, x454, x455
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x430 = checkpoint_bytes * x361
-    x431 = x214 * x430
-    x432 = ckpt_async * x431
-    x433 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x434 = ckpt_sync * x433
-    x435 = x239 * x430
-    del x239, x430
-    x436 = ckpt_in_memory * (x431 + x435)
-    del x431
-    x437 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x438 = grad_bytes_per_param * trainable_params * x361
-    del x361
-    x439 = optimizer_s - step_time_s
-    x440 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x214 * x438 / (1 - (1 - numpy.minimum(1, x437)) ** gockpt_steps) + x439)
-    del x214
-    checkpoint_stall_s = x432 + x434 + x436 + x440
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x432 + 2 * x434 + 2 * x436 + 2 * x440))
-    x441 = ckpt_async * x433
-    x442 = system_mtbf_s ** (-1.0)
-    x443 = checkpoint_stall_s * x442
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x438 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x439))) / numpy.log(1 - numpy.minimum(0.999999999999, x437))))) - 1) + 1
-    del x437, x438, x439
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x433) + x441), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x432 + 1 / 2 * x434 + 1 / 2 * x436 + 1 / 2 * x440), -checkpoint_stall_s + young_interval_s * (1 / 6 * x163 * numpy.sqrt(x443) + 1 / 18 * x443 + 1), system_mtbf_s)))
-    del x163, x432, x434, x436, x440
-    commit_latency_s = ckpt_gockpt * (step_time_s + x433) + x441
-    del x433, x441
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x435 + failure_restart_s
-    del failure_restart_s, x435
-    x444 = seq_len / critical_batch_tokens
-    steps = tokens * x78 * (global_batch * x444 + 1) / (global_batch * token_efficiency * (reference_batch * x444 + 1))
-    del x444, x78
+    x456 = checkpoint_bytes * x387
+    x457 = x240 * x456
+    x458 = ckpt_async * x457
+    x459 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x460 = ckpt_sync * x459
+    x461 = x265 * x456
+    del x265, x456
+    x462 = ckpt_in_memory * (x457 + x461)
+    del x457
+    x463 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x464 = grad_bytes_per_param * trainable_params * x387
+    del x387
+    x465 = optimizer_s - step_time_s
+    x466 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x240 * x464 / (1 - (1 - numpy.minimum(1, x463)) ** gockpt_steps) + x465)
+    del x240
+    checkpoint_stall_s = x458 + x460 + x462 + x466
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x458 + 2 * x460 + 2 * x462 + 2 * x466))
+    x467 = ckpt_async * x459
+    x468 = system_mtbf_s ** (-1.0)
+    x469 = checkpoint_stall_s * x468
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x464 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x465))) / numpy.log(1 - numpy.minimum(0.999999999999, x463))))) - 1) + 1
+    del x463, x464, x465
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x459) + x467), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x458 + 1 / 2 * x460 + 1 / 2 * x462 + 1 / 2 * x466), -checkpoint_stall_s + young_interval_s * (1 / 6 * x189 * numpy.sqrt(x469) + 1 / 18 * x469 + 1), system_mtbf_s)))
+    del x189, x458, x460, x462, x466
+    commit_latency_s = ckpt_gockpt * (step_time_s + x459) + x467
+    del x459, x467
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x461 + failure_restart_s
+    del failure_restart_s, x461
+    x470 = seq_len / critical_batch_tokens
+    steps = tokens * x78 * (global_batch * x470 + 1) / (global_batch * token_efficiency * (reference_batch * x470 + 1))
+    del x470, x78
     solve_time_s = step_time_s * steps
-    x445 = numpy.exp(commit_latency_s * x442)
-    x446 = numpy.exp(x442 * (checkpoint_interval_s + checkpoint_stall_s))
-    x447 = solve_time_s * x445 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x445 + x447 * (x446 - 1) - 1) * numpy.exp(restart_s * x442)
-    del x445
-    failure_stepping_s = system_mtbf_s * x447 * (x446 - numpy.exp(x443))
-    del x443, x446, x447
+    x471 = numpy.exp(commit_latency_s * x468)
+    x472 = numpy.exp(x468 * (checkpoint_interval_s + checkpoint_stall_s))
+    x473 = solve_time_s * x471 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x471 + x473 * (x472 - 1) - 1) * numpy.exp(restart_s * x468)
+    del x471
+    failure_stepping_s = system_mtbf_s * x473 * (x472 - numpy.exp(x469))
+    del x469, x472, x473
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x448 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x448)
-    x449 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x449 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x449
-    del x449
-    expected_failures = failure_wall_s * x442
-    del x442
+    x474 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x474)
+    x475 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x475 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x475
+    del x475
+    expected_failures = failure_wall_s * x468
+    del x468
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x448
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x474
     del failure_stepping_s
-    x450 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x363 * (cp_comm_s + ep_comm_s + tp_comm_s + x358) + compute_power_fraction * compute_s * x363)
-    del x358, x363
-    x451 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x450)
+    x476 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x389 * (cp_comm_s + ep_comm_s + tp_comm_s + x384) + compute_power_fraction * compute_s * x389)
+    del x384, x389
+    x477 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x476)
     del stepping_s
-    energy_gpu_j = gpus * x451
-    x452 = network_power_per_node_w + node_overhead_power_w
-    x453 = nodes * x452
+    energy_gpu_j = gpus * x477
+    x478 = network_power_per_node_w + node_overhead_power_w
+    x479 = nodes * x478
     del nodes
-    x454 = spare_nodes * (gpus_per_node * idle_power_w + x452) + x453
-    del x452
-    energy_it_j = energy_gpu_j + wall_time_s * x454
+    x480 = spare_nodes * (gpus_per_node * idle_power_w + x478) + x479
+    del x478
+    energy_it_j = energy_gpu_j + wall_time_s * x480
     energy_facility_j = energy_it_j * pue
-    x455 = eval_time_s + rollbacks * x448
-    del x448
-    x456 = pue * (gpu_step_power_w * gpus + x453)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x453) * (-failure_wall_s - x450 - x455) - solve_time_s * x456 - x455 * x456
-    del failure_wall_s, x453, x455, x456
-    x457 = wall_time_s ** (-1.0)
-    gpu_power_w = x451 * x457
-    del x451
-    avg_power_w = energy_facility_j * x457
-    del x457
-    peak_power_w = pue * (gpus * max_power_w + x454)
-    del x454
-    x458 = gpus + gpus_per_node * spare_nodes
-    x459 = 0.000277777777777778 * x458
-    gpu_hours = wall_time_s * x459
-    cost_cloud_usd = price_usd_per_gpu_hour * x459 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x450), wall_time_s)
-    del x450, x459
-    x460 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x460 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x458)) / utilisation
+    x481 = eval_time_s + rollbacks * x474
+    del x474
+    x482 = pue * (gpu_step_power_w * gpus + x479)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x479) * (-failure_wall_s - x476 - x481) - solve_time_s * x482 - x481 * x482
+    del failure_wall_s, x479, x481, x482
+    x483 = wall_time_s ** (-1.0)
+    gpu_power_w = x477 * x483
+    del x477
+    avg_power_w = energy_facility_j * x483
+    del x483
+    peak_power_w = pue * (gpus * max_power_w + x480)
+    del x480
+    x484 = gpus + gpus_per_node * spare_nodes
+    x485 = 0.000277777777777778 * x484
+    gpu_hours = wall_time_s * x485
+    cost_cloud_usd = price_usd_per_gpu_hour * x485 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x476), wall_time_s)
+    del x476, x485
+    x486 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x486 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x484)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x458 * x460
-    del x458, x460
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x484 * x486
+    del x484, x486
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -363,6 +363,16 @@ def _core_efficiency(x: dict, tokens, unfused, padding, keys):
         x["gemm_half_efficiency_dim"])
 
 
+def _tiled_keys(x: dict, window):
+    """Keys per query the fused kernel computes with its tiles (non-causal counting),
+    its forward's and its backward's (twice the forward's work) averaged."""
+    s = x["seq_len"]
+    return (compute.block_attended_keys_per_query(s, window, x["attention_block_tokens"])
+            + compute.BACKWARD_PER_FORWARD * compute.block_attended_keys_per_query(
+                s, window, x["attention_block_tokens_bwd"])) \
+        / (1 + compute.BACKWARD_PER_FORWARD)
+
+
 def _softmax_core_times(x: dict, t) -> tuple:
     """Forward time of the softmax-attention core of the average layer on one rank, and of
     its s x s scores through HBM, by the kernel the stack has for the model's variant."""
@@ -374,15 +384,18 @@ def _softmax_core_times(x: dict, t) -> tuple:
     padding = compute.attention_head_padding_efficiency(
         x["head_dim"], x["v_head_dim"], x["attention_head_dim_granule"],
         x["fused_split_head_dims"])
-    efficiency = _core_efficiency(x, t, unfused, padding, s)
+    # a fused kernel computes whole tiles: the causal diagonal's and, in windowed layers,
+    # every tile the band touches; the unfused path computes all s keys
+    full_keys = unfused * s + (1 - unfused) * _tiled_keys(x, s)
+    efficiency = _core_efficiency(x, t, unfused, padding, full_keys)
     # windowed layers attend to fewer keys when the fused kernel skips the masked blocks,
     # else they run the unfused path over all s; the linear-attention share runs no core
     share = _linear_share(x)
     windowed = x["window_layers"] / x["layers"]
     window_unfused = 1 - (1 - unfused) * x["fused_window_attention"]
-    core_full = _core_flops(x, s)
-    window_keys = compute.attended_keys_per_query(s, x["window"])
-    core_window = window_unfused * core_full + (1 - window_unfused) * _core_flops(x, window_keys)
+    core_full = _core_flops(x, full_keys)
+    window_keys = window_unfused * s + (1 - window_unfused) * _tiled_keys(x, x["window"])
+    core_window = _core_flops(x, window_keys)
     head_bytes = compute.attention_core_head_bytes(t, x["heads"], x["head_dim"],
                                                    x["v_head_dim"], tp, x["bytes_per_element"])
     # a fused kernel's softmax waits for the exponential unit where the matmuls outpace it

@@ -134,28 +134,28 @@ def test_cli_json_carries_the_quantile_and_flags(tmp_path):
     from planner.cli.main import main
 
     out = tmp_path / "p.json"
-    assert main(["plan", "-m", "llama2-7b", "--tokens", "2T", "-H", "h100-sxm,mi300x",
+    assert main(["plan", "-m", "llama2-7b", "--tokens", "2T", "-H", "h100-sxm,mi325x",
                  "--max-gpus", "512", "--deadline-days", "14", "--confidence", "0.9",
                  "-f", "json", "-o", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["planned_quantile"] == 0.9
-    assert set(data["margins"]) == {"h100-sxm", "mi300x"}
+    assert set(data["margins"]) == {"h100-sxm", "mi325x"}
     flags = {row["hardware"]: row["estimate_flags"] for row in data["best"].values() if row}
     assert flags.get("h100-sxm", []) == []  # priced from listings, validated rows
-    if "mi300x" in flags:  # no validation row for MI300X (H200 has some since issue 42)
-        assert "performance" in flags["mi300x"]
+    if "mi325x" in flags:  # no validation row for MI325X (MI300X has torchao's since issue 42)
+        assert "performance" in flags["mi325x"]
     assert main(["plan", "--confidence", "1.5"]) == 2
 
 
 def test_table_marks_estimated_winners(catalog):
     from planner.report.tables import render_plan
 
-    # no validation row for MI300X (H200 has some since issue 42's independent runs)
-    result = plan_at_confidence(Scenario(**{**SMALL, "hardware": ("mi300x",)}),
+    # no validation row for MI325X (MI300X and H200 have some since issue 42's independent runs)
+    result = plan_at_confidence(Scenario(**{**SMALL, "hardware": ("mi325x",)}),
                                 default_spreads(), catalog=catalog)
     text = render_plan(result, width=200)
-    assert "mi300x *" in text
-    assert "performance not validated on this accelerator" in text.split("* mi300x:")[1]
+    assert "mi325x *" in text
+    assert "performance not validated on this accelerator" in text.split("* mi325x:")[1]
 
 
 def test_estimate_flags(catalog):
@@ -163,7 +163,8 @@ def test_estimate_flags(catalog):
 
     assert estimate_flags(catalog, "h100-sxm", "bf16", {"estimate": False}) == []
     assert "price" in estimate_flags(catalog, "h100-sxm", "bf16", {"estimate": True})
-    assert "performance" in estimate_flags(catalog, "mi300x", "bf16", None)
+    assert "performance" in estimate_flags(catalog, "mi325x", "bf16", None)
+    assert "performance" not in estimate_flags(catalog, "mi300x", "bf16", None)  # torchao's rows
     assert "spec:max_power_w" in estimate_flags(catalog, "trn2", "bf16", None)
 
 

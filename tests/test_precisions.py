@@ -448,7 +448,8 @@ def test_torchtitan_rowwise_rows_are_predicted():
     from planner.analysis.validate import load_cases, predict
 
     cases = load_cases(["independent-runs"])
-    rows = cases[cases.case_id.str.contains("-fp8-rowwise-")]
+    rows = cases[cases.case_id.str.contains("-fp8-rowwise-")
+                 & cases.case_id.str.startswith("tt2506-")]  # torchtitan's async-TP tables
     assert len(rows) == 4 and (rows.precision == "fp8-rowwise").all()
     assert (rows.unexpressible == "").all() and (rows.excluded == "").all()
     assert predict(rows).predicted.notna().all()

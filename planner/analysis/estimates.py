@@ -6,6 +6,9 @@ A winner is flagged
   :class:`planner.engine.economics.pricing.PriceQuote` ``estimate``);
 - ``performance``: no published measurement of its accelerator is in ``capplan validate``'s
   datasets, so its step time is the model's extrapolation, never checked on that chip;
+- ``bias:<signed %>:<runs>``: its published runs are predicted more than :data:`BIAS_FLAG`
+  off in the median (predicted over published throughput, minus one: positive where the
+  planner is too fast), so its step time likely carries that error;
 - ``spec:<field>``: a datasheet number the run rests on (the peak at the plan's precision,
   HBM size and bandwidth, maximum power) is marked ``estimate = true`` in the catalog.
 """
@@ -28,6 +31,11 @@ _DATA = _HERE.parents[1] / "hardware_catalog" / "data" / "validation"
 
 #: Datasheet fields of an accelerator a plan rests on, besides the peak at its precision.
 SPEC_FIELDS = ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "max_power_w")
+
+#: Median error of an accelerator's predicted published runs beyond which a winner on it is
+#: flagged: twice the 8 % the calibrated generations' held-out rows reach (docs/validation.md,
+#: leave-one-family-out), so a flagged chip is off by more than the planner's own scatter.
+BIAS_FLAG = 0.16
 
 #: Flag -> its footnote text.
 FLAG_TEXT = {"price": "price is a catalog estimate (no market listing)",
@@ -52,21 +60,48 @@ def computed_validated_accelerators() -> frozenset[str]:
     return frozenset(load_cases()["hardware"].dropna().astype(str))
 
 
+def computed_accelerator_errors() -> dict[str, dict[str, float]]:
+    """Per accelerator, its predicted published runs (every dataset of ``capplan
+    validate``, the shipped catalog): ``runs`` and ``median_error`` (predicted over published
+    throughput per GPU, minus one: positive where the planner is too fast) (~10 s)."""
+    from planner.analysis.crossval import throughput_error
+    from planner.analysis.validate import load_cases, predict
+
+    pred = predict(load_cases())
+    pred = pred.assign(fast=throughput_error(pred) - 1)[pred["predicted"].notna()]
+    return {str(hw): {"runs": int(len(g)), "median_error": round(float(g["fast"].median()), 4)}
+            for hw, g in pred.groupby("hardware")}
+
+
 def precomputed_text() -> str:
     """The text of :data:`PRECOMPUTED` for the validation data as it is now."""
     return json.dumps({"key": validation_data_key(),
-                       "accelerators": sorted(computed_validated_accelerators())},
-                      indent=1) + "\n"
+                       "accelerators": sorted(computed_validated_accelerators()),
+                       "errors": computed_accelerator_errors()},
+                      indent=1, sort_keys=True) + "\n"
 
 
-def _precomputed() -> frozenset[str] | None:
+def _stored() -> dict | None:
     try:
         stored = json.loads(PRECOMPUTED.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(stored, dict) or stored.get("key") != validation_data_key():
         return None
-    return frozenset(stored.get("accelerators", ()))
+    return stored
+
+
+def _precomputed() -> frozenset[str] | None:
+    stored = _stored()
+    return None if stored is None else frozenset(stored.get("accelerators", ()))
+
+
+@cache
+def accelerator_errors() -> dict[str, dict[str, float]]:
+    """:func:`computed_accelerator_errors` (the generated table while it matches the data)."""
+    stored = _stored()
+    return computed_accelerator_errors() if stored is None or "errors" not in stored \
+        else stored["errors"]
 
 
 @cache
@@ -85,6 +120,10 @@ def estimate_flags(catalog, hardware: str, precision: str, price: dict | None) -
         flags.append("price")
     if hardware not in validated_accelerators():
         flags.append("performance")
+    else:
+        own = accelerator_errors().get(hardware)
+        if own is not None and abs(own["median_error"]) > BIAS_FLAG:
+            flags.append(f"bias:{100 * own['median_error']:+.0f}:{own['runs']}")
     chip = catalog.accelerator(hardware)
     recipe = load_recipes().get(precision)  # the peak a recipe's GEMMs run at (mxfp8 -> fp8)
     gemm = recipe.gemm_precision if recipe is not None else precision
@@ -116,6 +155,12 @@ def flag_text(flags: list[str]) -> str:
     """One footnote sentence for ``flags``."""
     spec = [f.split(":", 1)[1] for f in flags if f.startswith("spec:")]
     parts = [FLAG_TEXT[f] for f in flags if f in FLAG_TEXT]
+    for flag in flags:
+        if flag.startswith("bias:"):
+            _, pct, runs = flag.split(":")
+            parts.append(f"its {runs} published runs are predicted {pct.lstrip('+-')} % too "
+                         f"{'fast' if pct.startswith('+') else 'slow'} in the median "
+                         "(`capplan validate`)")
     if spec:
         parts.append(f"{FLAG_TEXT['spec']}: {', '.join(spec)}")
     return "; ".join(parts)

@@ -41,6 +41,30 @@ def test_bands_are_ordered_and_reproducible(catalog):
         assert band["p10"] < band["p50"] < band["p90"]
 
 
+def test_an_accelerator_predicted_far_off_on_its_runs_draws_wider(catalog):
+    """MI300X's published runs (torchao's, held out) are predicted ~51 % off: its GEMM
+    efficiency is drawn with sigma MAPE / sqrt(2/pi) ~ 0.63 instead of the entry's 0.16,
+    so its P10-P90 band of days widens; a chip without runs, or one predicted within the
+    entry's own error, keeps 0.16; a sigma of 0 turns the draw off (seed 3, 2,000 draws)."""
+    from planner.analysis.estimates import accelerator_errors
+    from planner.analysis.uncertainty import MAE_PER_SIGMA, performance_sigmas
+
+    spreads = default_spreads()
+    sigma = performance_sigmas(spreads, ["mi300x", "h100-sxm", "mi325x"])["gemm_max_efficiency"]
+    assert sigma[0] == pytest.approx(accelerator_errors()["mi300x"]["mape"] / MAE_PER_SIGMA)
+    assert 0.5 < sigma[0] < 0.8 and sigma[1] == sigma[2] == spreads["gemm_max_efficiency"].sigma
+    off = {**spreads, "gemm_max_efficiency": Spread(0.0, "hardware")}
+    assert performance_sigmas(off, ["mi300x"]) == {}
+
+    def width(hardware):
+        _, x = evaluate(catalog=catalog, model="llama3-8b", hardware=hardware, gpus=64, tp=1,
+                        pp=1, return_inputs=True)
+        band = run_uncertainty(x, spreads, draws=2000, seed=3, hardware=hardware)["wall_days"]
+        return band["p90"] / band["p10"]
+
+    assert width("mi300x") > 1.5 * width("mi325x")
+
+
 def test_plan_win_probabilities(catalog):
     result = plan(catalog=catalog, model="llama2-7b", tokens=1e12,
                   hardware=["h100-sxm", "mi300x"], max_gpus=512)

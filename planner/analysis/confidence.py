@@ -23,7 +23,7 @@ import numpy as np
 
 from hardware_catalog import load_catalog
 from planner.analysis.estimates import attach, attach_phases
-from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs, price_sigmas
+from planner.analysis.uncertainty import drawn_inputs, factors, frontier_inputs, group_sigmas
 from planner.engine.inputs.domains import MARGIN_DRAWS, margin_draws  # noqa: F401  (documented)
 from planner.engine.run import workload
 from planner.engine.run.kernel_run import evaluate_columns
@@ -62,7 +62,7 @@ def margins(result, catalog, spreads, quantile: float, draws: int | None = None,
     for hw, part in parts.items():
         x = frontier_inputs(s, catalog, hw, part)
         nominal = evaluate_columns(x, MARGIN_QUANTITIES)
-        f = factors(spreads, draws, 1, seed, price_sigmas(spreads, [result.prices.get(hw, {})]))
+        f = factors(spreads, draws, 1, seed, group_sigmas(spreads, [hw], [result.prices.get(hw, {})]))
         drawn = {q: np.empty((draws, len(part))) for q in MARGIN_QUANTITIES}
         step = max(1, BLOCK // len(part))
         for first in range(0, draws, step):

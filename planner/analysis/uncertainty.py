@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from planner.analysis.estimates import accelerator_errors
 from planner.engine.inputs.domains import check_spreads
 from planner.engine.layouts.space import RECOMPUTE_CODES, layout_flags
 from planner.engine.run import workload
@@ -108,10 +109,41 @@ def price_sigmas(spreads: dict[str, Spread], quotes: list[dict]) -> dict[str, np
     return {PRICE_INPUT: np.array([float(q.get("sigma", spread.sigma)) for q in quotes])}
 
 
+#: The input whose sigma an accelerator's own published runs widen: a chip the planner
+#: predicts far off on its runs carries that error (:func:`performance_sigmas`).
+PERFORMANCE_INPUT = "gemm_max_efficiency"
+#: Mean absolute deviation of a lognormal factor per unit of its log-sd for small sigma:
+#: E|Z| = sqrt(2/pi) for a standard normal Z.
+MAE_PER_SIGMA = float(np.sqrt(2 / np.pi))
+
+
+def performance_sigmas(spreads: dict[str, Spread], hardware: list[str]
+                       ) -> dict[str, np.ndarray]:
+    """``group_sigma`` for :func:`factors`: each accelerator's GEMM-efficiency sigma, the
+    entry's own or, where larger, the one its published runs' error implies (their MAPE in
+    ``capplan validate``, :func:`planner.analysis.estimates.accelerator_errors`, over
+    :data:`MAE_PER_SIGMA`: MI300X, predicted 34-67 % too fast under torchtitan, ~0.63).
+    A chip without runs keeps the entry's sigma; a sigma of 0 turns the draw off."""
+    spread = spreads.get(PERFORMANCE_INPUT)
+    if spread is None or spread.scope != "hardware" or spread.sigma == 0:
+        return {}
+    errors = accelerator_errors()
+    return {PERFORMANCE_INPUT: np.array([
+        max(spread.sigma, errors.get(hw, {}).get("mape", 0.0) / MAE_PER_SIGMA)
+        for hw in hardware])}
+
+
+def group_sigmas(spreads: dict[str, Spread], hardware: list[str], quotes: list[dict]
+                 ) -> dict[str, np.ndarray]:
+    """``group_sigma`` for :func:`factors`: :func:`price_sigmas` of ``quotes`` and
+    :func:`performance_sigmas` of ``hardware`` (one per group, in the same order)."""
+    return {**price_sigmas(spreads, quotes), **performance_sigmas(spreads, hardware)}
+
+
 def plan_price_sigmas(result, spreads: dict[str, Spread], hardware: list[str]
                       ) -> dict[str, np.ndarray]:
-    """:func:`price_sigmas` of a plan's accelerators (``result.prices``)."""
-    return price_sigmas(spreads, [result.prices.get(hw, {}) for hw in hardware])
+    """:func:`group_sigmas` of a plan's accelerators (prices: ``result.prices``)."""
+    return group_sigmas(spreads, hardware, [result.prices.get(hw, {}) for hw in hardware])
 
 
 def perturb(inputs: dict, name: str, factor: np.ndarray) -> np.ndarray:
@@ -159,22 +191,24 @@ def drawn_run(inputs: dict, f: dict[str, np.ndarray], draws: int,
 
 
 def run_uncertainty(inputs: dict, spreads: dict[str, Spread], draws: int = 2000,
-                    seed: int = 0, price: dict | None = None) -> dict[str, dict]:
+                    seed: int = 0, price: dict | None = None,
+                    hardware: str | None = None) -> dict[str, dict]:
     """P10/P50/P90 of days, cost, energy and CO2e for one configuration (``price``: its
-    price quote dict, whose sigma the price is drawn with)."""
-    sigma = price_sigmas(spreads, [price or {}])
+    price quote dict, whose sigma the price is drawn with; ``hardware``: its accelerator,
+    whose published runs' error may widen the GEMM efficiency's)."""
+    sigma = group_sigmas(spreads, [hardware or ""], [price or {}])
     drawn = drawn_run(inputs, factors(spreads, draws, 1, seed, sigma), draws)
     return {q: summarize(v) for q, v in drawn.items()}
 
 
 def phases_run_uncertainty(phase_inputs: list[dict], spreads: dict[str, Spread],
-                           draws: int = 2000, seed: int = 0, price: dict | None = None
-                           ) -> dict[str, dict]:
+                           draws: int = 2000, seed: int = 0, price: dict | None = None,
+                           hardware: str | None = None) -> dict[str, dict]:
     """P10/P50/P90 of a run of several phases (``phase_inputs``: each phase's inputs):
     one set of factors per draw shared by every phase (the same hardware, software and
     site run them all), the phases summed per draw (peak power: the largest phase's), as
     :func:`phase_uncertainty` does for a plan's winners."""
-    f = factors(spreads, draws, 1, seed, price_sigmas(spreads, [price or {}]))
+    f = factors(spreads, draws, 1, seed, group_sigmas(spreads, [hardware or ""], [price or {}]))
     totals = {q: np.zeros(draws) for q in QUANTITIES}
     for inputs in phase_inputs:
         add_phase(totals, drawn_run(inputs, f, draws))

@@ -71,7 +71,8 @@ def evaluation_report(run, format: str, *, options: dict, resolve, spreads=None,
     if spreads is not None:
         from planner.analysis.uncertainty import run_uncertainty  # pandas: only when asked
 
-        bands = run_uncertainty(run.inputs, spreads, draws=draws, seed=seed, price=run.price)
+        bands = run_uncertainty(run.inputs, spreads, draws=draws, seed=seed, price=run.price,
+                                hardware=run.echo["hardware"])
         payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
         rows += [{"quantity": f"{q}.{p}", "value": v} for q, band in bands.items()
                  for p, v in band.items()]
@@ -117,7 +118,8 @@ def phases_report(phases, runs, format: str, *, spreads=None, draws: int = 2000,
         from planner.analysis.uncertainty import phases_run_uncertainty  # pandas: when asked
 
         bands = phases_run_uncertainty([r.inputs for r in runs], spreads, draws=draws,
-                                       seed=seed, price=runs[0].price)
+                                       seed=seed, price=runs[0].price,
+                                       hardware=runs[0].echo["hardware"])
         payload["uncertainty"] = {"draws": draws, "seed": seed, **bands}
         total = rows[-1]
         for p in ("p10", "p50", "p90"):  # the drawn quantities; the rest left blank

@@ -576,6 +576,12 @@ class StackOnAccelerator(BaseModel):
 
 
 
+#: The fused attention kernel's sizes a stack sets (in general or on one accelerator), each
+#: at least 1: largest head size, head-size step, forward and backward tile edges.
+_KERNEL_SIZES = ("fused_head_dim_max", "attention_head_dim_granule", "attention_block_tokens",
+                 "attention_block_tokens_bwd")
+
+
 class SoftwareStack(Entry):
     """A training software stack: what its kernels and schedules overlap and fuse.
 
@@ -731,8 +737,7 @@ class SoftwareStack(Entry):
                 q = getattr(own, name)
                 _check(problems, q is None or q.value in (0, 1),
                        f"on_accelerator.{acc}.{name}.value", "expected 0 or 1")
-            for name in ("fused_head_dim_max", "attention_head_dim_granule",
-                         "attention_block_tokens", "attention_block_tokens_bwd"):
+            for name in _KERNEL_SIZES:
                 q = getattr(own, name)
                 _check(problems, q is None or q.value >= 1,
                        f"on_accelerator.{acc}.{name}.value", "expected >= 1")
@@ -756,8 +761,7 @@ class SoftwareStack(Entry):
                      "dp_bucket_params_per_dp_rank"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
-        for name in ("fused_head_dim_max", "attention_head_dim_granule",
-                     "attention_block_tokens", "attention_block_tokens_bwd"):
+        for name in _KERNEL_SIZES:
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 1, f"{name}.value", "expected >= 1")
         q = self.elementwise_traffic_factor

@@ -21,7 +21,7 @@ from planner.analysis.uncertainty import (
     drawn_inputs,
     factors,
     frontier_inputs,
-    plan_price_sigmas,
+    plan_group_sigmas,
 )
 from planner.engine.run.kernel_run import evaluate_columns
 from planner.engine.search.optimize import OBJECTIVE_COLUMNS
@@ -66,7 +66,7 @@ def set_at_quantile(result, catalog, spreads, *, draws: int, seed: int) -> None:
     hardware = sorted(frontier["hardware"].unique())
     if not rows or not hardware:
         return
-    f = factors(spreads, draws, len(hardware), seed, plan_price_sigmas(result, spreads, hardware))
+    f = factors(spreads, draws, len(hardware), seed, plan_group_sigmas(result, spreads, hardware))
     columns = tuple(AT_QUANTILE)
     for g, hw in enumerate(hardware):
         mine = [r for r in rows if r["hardware"] == hw]
@@ -139,7 +139,7 @@ def set_phases_at_quantile(result, catalog, spreads, *, draws: int, seed: int) -
     if not hardware:
         return
     f = factors(spreads, draws, len(hardware), seed,
-                plan_price_sigmas(result, spreads, hardware))
+                plan_group_sigmas(result, spreads, hardware))
     columns = tuple(dict.fromkeys((*PHASE_TOTAL_COLUMNS, *PHASE_AT_QUANTILE)))
     done = {}  # id(row) -> done, a row may win several objectives
     for o in objectives:

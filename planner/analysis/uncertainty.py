@@ -140,7 +140,7 @@ def group_sigmas(spreads: dict[str, Spread], hardware: list[str], quotes: list[d
     return {**price_sigmas(spreads, quotes), **performance_sigmas(spreads, hardware)}
 
 
-def plan_price_sigmas(result, spreads: dict[str, Spread], hardware: list[str]
+def plan_group_sigmas(result, spreads: dict[str, Spread], hardware: list[str]
                       ) -> dict[str, np.ndarray]:
     """:func:`group_sigmas` of a plan's accelerators (prices: ``result.prices``)."""
     return group_sigmas(spreads, hardware, [result.prices.get(hw, {}) for hw in hardware])
@@ -255,7 +255,7 @@ def plan_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 4
     if frontier.empty:
         raise CapplanError("no feasible plan to propagate uncertainty through")
     hardware = sorted(frontier["hardware"].unique())
-    sigma = plan_price_sigmas(result, spreads, hardware)
+    sigma = plan_group_sigmas(result, spreads, hardware)
     f = factors(spreads, draws, len(hardware), seed, sigma)
     # the nominal winner of each objective: its frontier row
     nominal = {}
@@ -329,7 +329,7 @@ def phase_uncertainty(result, catalog, spreads: dict[str, Spread], draws: int = 
     objectives = [o for o in OBJECTIVE_COLUMNS if o in result.clusters]
     on = {o: set(result.clusters[o][0].index.get_level_values("hardware")) for o in objectives}
     hardware = sorted(set().union(*on.values()))
-    sigma = plan_price_sigmas(result, spreads, hardware)
+    sigma = plan_group_sigmas(result, spreads, hardware)
     f = factors(spreads, draws, len(hardware), seed, sigma)
     report = {"draws": draws, "seed": seed, "spreads": {k: vars(v) for k, v in spreads.items()},
               "price_sigma": price_sigma_payload(sigma, hardware),

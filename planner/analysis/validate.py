@@ -678,17 +678,19 @@ MOE_FSDP2 = re.compile(r"FSDP2", re.I)
 #: ``software`` cell or the notes (MegaScale-MoE's s6.1 text).
 MOE_TOKEN_DROP = re.compile(r"routing: token-drop|capacity factor ([\d.]+)", re.I)
 MOE_FORCE_BALANCE = re.compile(r"force[- _]?(?:load[- _])?balanc", re.I)
-#: Run-model inputs a moe_runs.csv row may set (NaN: the catalog's / execution.toml's).
 #: A Megatron-Bridge 25.11 row on GB200/GB300 whose own settings no config of the period
 #: holds ran the period's GB200/GB300 configuration: every 25.11 GB200/GB300 workload base
 #: config uses HybridEP and TE CUDA graphs (scripts/performance/configs, the rows' notes).
 MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this layout not in "
                                       r"configs of the period)?\s*$")
-MOE_CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
-                   "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
-                   "recompute_mlp", "recompute_moe", "recompute_core_attn",
-                   "offloaded_activation_vectors", "attention_block_tokens",
-                   "attention_block_tokens_bwd")
+#: Run-model inputs a case may set (NaN: the catalog's / execution.toml's): a moe_runs.csv
+#: row's routing and recompute modules, a modern or independent row's recompute modules,
+#: offloaded activations and attention tiles (from its recompute cell and notes).
+CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
+               "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
+               "recompute_mlp", "recompute_moe", "recompute_core_attn",
+               "offloaded_activation_vectors", "attention_block_tokens",
+               "attention_block_tokens_bwd")
 #: Megatron-Core's recompute modules (planner.engine.inputs.recompute_modules, the flag
 #: each sets) and the other names the rows of moe_runs.csv give them; a shared-expert-only
 #: recompute is not modelled (its tensors stay counted).
@@ -1036,9 +1038,10 @@ def _case_inputs(cases: pd.DataFrame, hardware: str, flash: bool, reliability: s
         v = cases[column].to_numpy(dtype=float)
         if np.isfinite(v).any():
             x[name] = np.where(np.isfinite(v), v, x[name])
-    # MoE routing a case states (moe_runs.csv): node limit (no limit: k), token dropping,
-    # forced balance - over the execution defaults and the calibration's values
-    stated = {name: cases[name].to_numpy(dtype=float) for name in MOE_CASE_INPUTS
+    # what a case states (CASE_INPUTS: MoE routing - node limit (no limit: k), token
+    # dropping, forced balance - recompute modules, offloading, attention tiles) - over
+    # the execution defaults and the calibration's values
+    stated = {name: cases[name].to_numpy(dtype=float) for name in CASE_INPUTS
               if name in cases}
     return x, (col["experts_per_token"], stated)
 

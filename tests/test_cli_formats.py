@@ -64,6 +64,7 @@ def test_validate_checks_in_every_format(capsys):
     data = json.loads(capsys.readouterr().out)
     assert set(data["checks"]) == {"korthikanti", "reliability", "throughput", "energy",
                                    "later_stack", "mttf_curve", "whole_run_energy", "maxtext",
+                                   "quantised",
                                    "published_layouts"}
     assert main(["validate", "-d", "sc21", "--checks"]) == 0
     text = capsys.readouterr().out

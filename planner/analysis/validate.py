@@ -1619,6 +1619,34 @@ def maxtext_check(catalog=None) -> list[dict]:
     return rows
 
 
+
+def quantised_speedup_check(catalog=None) -> list[dict]:
+    """Predicted vs published speedup of a quantised recipe over BF16 on one layout
+    (quantised_speedups.csv: MaxText's Gemma MFU table, AQT int8 against BF16 on TPU v5e
+    and v5p). Both published MFUs are over the bf16 peak, so their ratio is the speedup;
+    the layouts are assumed (the table gives none) and cancel in the ratio. The int8
+    recipe's ``gemm_rate_factor`` is set from these rows (recipes.csv), so this is a fit."""
+    catalog = catalog or load_catalog()
+    rows = []
+    for run, o in data_rows("quantised_speedups.csv").items():
+        step = {}
+        for precision in (o["baseline_precision"], o["precision"]):
+            step[precision] = float(evaluate(
+                catalog=catalog, model=o["model"], hardware=o["hardware"], gpus=o["chips"],
+                tp=1, pp=1, cp=1, zero=3, global_batch=o["chips"] * o["micro_batch"],
+                micro_batch=o["micro_batch"], seq_len=o["seq_len"], recompute=o["recompute"],
+                precision=precision, stack=o["stack"], reliability="benchmark"
+            ).iloc[0]["step_time_s"])
+        published = o["mfu_pct"] / o["baseline_mfu_pct"]
+        got = step[o["baseline_precision"]] / step[o["precision"]]
+        rows.append({"check": f"{run} speedup", "hardware": o["hardware"],
+                     "published": published, "predicted": got, "error": got / published - 1,
+                     "ok": abs(got / published - 1) <= 0.10,
+                     "note": (f"{o['model']}, {o['chips']} x {o['hardware']}, "
+                              f"{o['precision']} over {o['baseline_precision']}, FSDP, "
+                              f"micro-batch {o['micro_batch']}, {o['recompute']} recompute")})
+    return rows
+
 #: Published layouts the memory model must fit (issue 27): (label, evaluate arguments,
 #: source). Meta's Llama 3 405B: TP 8, PP 16 with interleaving (126 layers over 128 stage
 #: units: the embedding and the loss as units), CP 1, DP 128 of 16 sequences of 8,192 tokens,

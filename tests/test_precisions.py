@@ -184,7 +184,7 @@ def test_int8_speedup_reproduces_maxtexts_gemma_table(monkeypatch):
     """AQT int8 over BF16 (quantised_speedups.csv: MaxText's Gemma 2B/7B MFU table on TPU
     v5e-256 and v5p-128, 1.11-1.23x). The int8 recipe's gemm_rate_factor (0.7) is set from
     these four pairs: mean error within 2 %, each within 6 %. At the int8 peak with the bf16
-    efficiency (factor 1) every pair is predicted at least 15 % too fast: the fit moved it."""
+    efficiency (factor 1) every pair is predicted at least 12 % too fast: the fit moved it."""
     rows = quantised_speedup_check()
     assert len(rows) == 4
     errors = [r["error"] for r in rows]
@@ -196,7 +196,7 @@ def test_int8_speedup_reproduces_maxtexts_gemma_table(monkeypatch):
                         lambda name: replace(recipe, gemm_rate_factor=1.0) if name == "int8"
                         else precision_recipe(name))
     monkeypatch.setattr(run_inputs, "_CATALOG_INPUTS", {})  # inputs cached with the 0.7
-    assert min(r["error"] for r in quantised_speedup_check()) >= 0.15
+    assert min(r["error"] for r in quantised_speedup_check()) >= 0.12
 
 # ---- the new parts ----------------------------------------------------------------------------
 
@@ -272,28 +272,29 @@ def test_maxtext_and_deepspeed_stacks(cat):
 def test_maxtext_stack_reproduces_its_mfu_tables():
     """MaxText's published MFU tables (maxtext_runs.csv: v5p 16 rows, 32B-1T on 64-4,096
     chips; v5e 24 rows, 16B-128B on 1-32 v5e-256 slices) predicted with the maxtext-xla stack
-    and the catalog's TPU values, nothing fitted on them (planner.analysis.validate.
-    maxtext_check). v5p: MAPE within 10 %, every row within 20 %. v5e: MAPE within 20 % and
-    biased low (every row full rematerialisation or host offload: the published MFU implies
-    ~0.8 of the peak in hardware FLOPs, above the uncalibrated TPU gemm_max_efficiency of 0.8
-    at these shapes)."""
+    and the catalog's TPU values (planner.analysis.validate.maxtext_check): v5e's GEMM
+    efficiency (0.85) is fitted on its table, v5p's (0.8) checked on its; both with the
+    128 x 128 MXU's half-efficiency dimension 128. v5p: MAPE within 7 %, every row within
+    20 %. v5e: MAPE within 13 %, unbiased within 2 %, but split by layout: the TP16 rows
+    (128B) are predicted high and the full-rematerialisation FSDP rows low on average."""
     rows = maxtext_check()
     assert len(rows) == 40
     errors = {hw: [r["error"] for r in rows if r["hardware"] == hw] for hw in ("tpu-v5p", "tpu-v5e")}
     assert len(errors["tpu-v5p"]) == 16 and len(errors["tpu-v5e"]) == 24
     mape = {hw: sum(map(abs, e)) / len(e) for hw, e in errors.items()}
-    assert mape["tpu-v5p"] <= 0.10, mape
+    assert mape["tpu-v5p"] <= 0.07, mape
     assert max(map(abs, errors["tpu-v5p"])) <= 0.20, errors["tpu-v5p"]
-    assert mape["tpu-v5e"] <= 0.20, mape
-    assert sum(errors["tpu-v5e"]) < 0  # biased low, as the docstring says
+    assert mape["tpu-v5e"] <= 0.13, mape
+    assert abs(sum(errors["tpu-v5e"]) / 24) <= 0.02
+    tp16 = [r["error"] for r in rows if r["check"].startswith("maxtext-v5e-128b-")]
+    fsdp = [r["error"] for r in rows if r["hardware"] == "tpu-v5e"
+            and not r["check"].startswith("maxtext-v5e-128b-")]
+    assert min(tp16) > 0 and sum(fsdp) < 0
     # slices are data-parallel replicas (FSDP inside a slice, hybrid sharding): the 128B v5e
     # rows keep within 5 % of their one-slice MFU from 1 to 32 slices (sharding over every
     # slice's ranks had cost 43 %: 0.61 -> 0.35); the published MFU falls 17 %
     v5e_128b = [r["predicted"] for r in rows if r["check"].startswith("maxtext-v5e-128b-")]
     assert len(v5e_128b) == 6 and min(v5e_128b) >= 0.95 * v5e_128b[0]
-    # (0.136 with 128-token attention tiles; splash's 512 add a quarter to the causal work
-    # at the tables' 2,048-token sequences: 0.141)
-    assert mape["tpu-v5e"] <= 0.145, mape
     # the user-file path gives the same run as the overrides on llama2-7b
     r = rows[0]
     assert r["published"] == pytest.approx(0.7147) and 0.6 < r["predicted"] < 0.8

@@ -20,8 +20,8 @@ from formulas.compute import mixed_precision_peak
 from hardware_catalog import load_catalog
 from hardware_catalog.recipes import GEMM_PRECISIONS, RECIPES_CSV, load_recipes
 from planner.analysis.validate import maxtext_check, quantised_speedup_check
-from planner.engine.inputs.defaults import PRECISIONS
 from planner.engine.inputs import scenario
+from planner.engine.inputs.defaults import PRECISIONS
 from planner.engine.inputs.scenario import precision_recipe, precision_refusal
 from planner.engine.layouts.evaluator import evaluate
 from planner.engine.run import run_inputs

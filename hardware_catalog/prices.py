@@ -55,7 +55,7 @@ _NAMES = {
     "a100-80gb": "a100-80gb", "a100-80gb-160gb": "a100-80gb", "a100-80gb-320gb": "a100-80gb",
     "a100-80gb-640gb": "a100-80gb",
     "h100-sxm": "h100-sxm", "h100-mega": "h100-sxm",  # GCP a3-megagpu: H100 SXM, more NICs
-    "h200": "h200", "h200-sxm": "h200", "b200": "b200", "gb200": "gb200",
+    "h200": "h200", "h200-sxm": "h200", "gh200": "gh200", "b200": "b200", "gb200": "gb200",
     "mi300x": "mi300x", "mi355x": "mi355x", "l40s": "l40s", "b300": "b300", "gb300": "gb300",
 }
 #: Names seen in the data that match no catalog accelerator (kept, shown, never used).

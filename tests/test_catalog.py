@@ -65,7 +65,7 @@ def test_counts(cat):
 
 
 def test_required_ids_present(cat):
-    assert {"a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h800", "h200", "b200", "gb200",
+    assert {"a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h800", "h200", "gh200", "b200", "gb200",
             "mi250x", "mi300x", "mi325x", "gaudi3", "tpu-v4", "tpu-v5p", "l40s"} <= set(
         cat.accelerators)
     assert {"gpt3-175b", "bloom-176b", "opt-175b", "llama2-7b", "llama2-13b", "llama2-70b",
@@ -81,6 +81,7 @@ def test_required_ids_present(cat):
     ("a100-40gb", 312e12, None),        # A100 whitepaper Table 1
     ("a100-80gb", 312e12, None),
     ("h200", 989e12, 1979e12),
+    ("gh200", 989e12, 1979e12),         # Grace Hopper whitepaper: the H100 SXM5 peaks
     ("mi300x", 1307.4e12, 2614.9e12),   # AMD datasheet
     ("tpu-v4", 275e12, None),           # Cloud TPU docs
     ("tpu-v5p", 459e12, 459e12),
@@ -571,3 +572,18 @@ def test_new_accelerator_evaluates_end_to_end(cat, acc):
         # the step never beats the accelerator's peak
         assert r["tflops_per_gpu"] * 1e12 < a.peak_bf16_flops_per_s.value * (
             2 if precision == "fp8" else 1)
+
+
+def test_gh200_is_an_h100_on_a_grace_host(cat):
+    """GH200: the H100 SXM5's GPU (peaks and the fitted Hopper efficiencies), 96 GB HBM3 at
+    4 TB/s, four to an NVLink blade with a 200 Gb/s NIC each, and a Grace host that launches
+    kernels 1.77x as slowly as an x86 one (Vellaisamy et al. 2025, arXiv:2504.11750)."""
+    gh, h100 = cat.accelerator("gh200"), cat.accelerator("h100-sxm")
+    for field in ("peak_bf16_flops_per_s", "peak_fp8_flops_per_s", "gemm_max_efficiency",
+                  "gemm_max_efficiency_fp8", "exp_ops_per_s", "grouped_gemm_token_half_dim"):
+        assert getattr(gh, field).value == getattr(h100, field).value, field
+    assert gh.hbm_bytes.value == 96e9 and gh.hbm_bandwidth_bytes_per_s.value == 4.0e12
+    assert gh.host_launch_factor.value == pytest.approx(4 / (1.9 * 2.7) ** 0.5, rel=1e-3)
+    node = cat.node(gh.node)
+    assert node.gpus_per_node == 4 and gh.scale_up_domain_gpus.value == 4
+    assert node.nic_bandwidth_bits_per_s.value == 200e9

@@ -52,18 +52,19 @@ from planner.engine.run.kernel import kernel_hash
 from planner.engine.run.workload import seconds_text
 
 A100 = ("a100-80gb", "a100-40gb")
-HOPPER = ("h100-sxm", "h200", "h800", "gt-h100-96gb")  # same GH100 silicon: one value
+HOPPER = ("h100-sxm", "h200", "h800", "gt-h100-96gb", "gh200")  # same GH100 silicon: one value
 BLACKWELL = ("b200", "gb200", "b300", "gb300")  # B200/GB200 measured; B300/GB300 share it
 #: The PyTorch autocast GEMM path on Hopper relative to Transformer Engine's: one share,
 #: fitted on llm-foundry's rows, which the other autocast stacks state they take
 #: (torchtitan-fsdp2 and the stacks extending it, deepspeed-zero: "as llm-foundry-2023 on
 #: h100-sxm"), so a refit moves, and a leave-one-out split resets, all of them together.
-AUTOCAST_HOPPER = (*(f"stack:llm-foundry-2023@{hw}" for hw in ("h100-sxm", "h200", "h800")),
+AUTOCAST_HOPPER = (*(f"stack:llm-foundry-2023@{hw}" for hw in ("h100-sxm", "h200", "h800", "gh200")),
                    *(f"stack:{stack}@{hw}" for stack in ("torchtitan-fsdp2",
                                                          "torchtitan-fsdp2-eager",
                                                          "torchtitan-fsdp2-deepep")
                      for hw in HOPPER),
-                   "stack:deepspeed-zero@h100-sxm", "stack:deepspeed-zero@h200")
+                   "stack:deepspeed-zero@h100-sxm", "stack:deepspeed-zero@h200",
+                   "stack:deepspeed-zero@gh200")
 #: Stacks by attention kernel and launch path: FlashAttention-2 (eager PyTorch) stacks share
 #: one fused-attention factor; every eager stack one launch time.
 FA2_STACKS = ("stack:llm-foundry-2023", "stack:torchtitan-fsdp2", "stack:torchtitan-fsdp2-eager",

@@ -529,7 +529,7 @@ def load_modern_runs() -> pd.DataFrame:
 
 
 #: The Hopper parts of independent-runs (gt-h100-96gb: torchtitan's Grand Teton H100).
-HOPPER_IDS = ("h100-sxm", "h200", "h800", "gt-h100-96gb")
+HOPPER_IDS = ("h100-sxm", "h200", "h800", "gt-h100-96gb", "gh200")
 #: Groups of independent-runs (first match wins): accelerator vendor and precision.
 INDEPENDENT_GROUPS = (
     ("Hopper BF16", lambda r: r.hardware in HOPPER_IDS and r.precision == "bf16"),

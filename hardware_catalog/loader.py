@@ -241,18 +241,31 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
     return entry
 
 
-def suggest(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
-    """``unknown <kind> 'x'; did you mean: a, b?`` (prefix matches first, then similar)."""
+def suggest(kind: str, name: str, choices: Iterable[str],
+            names: dict[str, str] | None = None) -> CatalogError:
+    """``unknown <kind> 'x'; did you mean: a, b?`` (prefix matches first, then similar);
+    ``names`` (normalised id or alias -> id) matches the aliases and ignores case too."""
     choices = sorted(set(choices))
-    ranked = sorted(choices, key=lambda c: -difflib.SequenceMatcher(None, name, c).ratio())
-    close = [c for c in ranked if c.startswith(name)][:3] if name else []
+    names = names or {normalised_name(c): c for c in choices}
+    typed = normalised_name(name)
+    keys = sorted(names)
+    ranked = sorted(keys, key=lambda c: -difflib.SequenceMatcher(None, typed, c).ratio())
+    close = [c for c in ranked if c.startswith(typed)] if typed else []
     if not close:
-        close = difflib.get_close_matches(name.strip(), choices, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(typed, keys, n=6, cutoff=0.5)
+    close = list(dict.fromkeys(names[c] for c in close))[:3]
     name = printable(name)  # a name with a newline stays on one line
     if close:
         return CatalogError(f"unknown {kind} '{name}'; did you mean: {', '.join(close)}?")
     shown = ", ".join(choices[:15]) + (", ..." if len(choices) > 15 else "")
     return CatalogError(f"unknown {kind} '{name}'; known: {shown or '(none)'}")
+
+
+def normalised_name(name: str) -> str:
+    """An id as users type it, compared case-insensitively with spaces and underscores as
+    hyphens ('GB200', 'H100 SXM', 'tpu_v6e'); other characters (a newline) stay and match
+    nothing."""
+    return re.sub(r"[ _]+", "-", str(name).strip(" ").lower())
 
 
 def looks_like_path(name: str) -> bool:
@@ -276,6 +289,8 @@ class Catalog:
         self.dirs = dirs
         #: the user's own price quote files (``--prices``), read by planner.engine.economics.pricing
         self.price_files: tuple[str, ...] = ()
+        #: kind -> normalised id or alias -> id (:meth:`get`)
+        self.names = {k: _names(k, table) for k, table in entries.items()}
 
     def table(self, kind: str) -> dict[str, Entry]:
         kind = SINGULAR.get(kind, kind)
@@ -288,10 +303,20 @@ class Catalog:
         if isinstance(name_or_path, Path) or looks_like_path(str(name_or_path)):
             return parse_file(name_or_path, expect_kind=kind, user=True)
         table = self.table(kind)
-        try:
+        if name_or_path in table:
             return table[name_or_path]
-        except KeyError:
-            raise suggest(kind, str(name_or_path), table) from None
+        known = self.names.get(SINGULAR.get(kind, kind), {})
+        id_ = known.get(normalised_name(name_or_path))
+        if id_ is None:
+            raise suggest(kind, str(name_or_path), table, known) from None
+        return table[id_]
+
+    def canonical(self, kind: str, name: str) -> str:
+        """The id ``name`` resolves to (:meth:`get`'s rules), else ``name`` unchanged (a
+        path, or a name the command will refuse with its did-you-mean line)."""
+        if looks_like_path(name) or name in self.table(kind):
+            return name
+        return self.names.get(SINGULAR.get(kind, kind), {}).get(normalised_name(name), name)
 
     def accelerator(self, name_or_path):
         return self.get("accelerator", name_or_path)
@@ -339,6 +364,20 @@ class Catalog:
     def __repr__(self) -> str:
         counts = ", ".join(f"{len(self.table(k))} {PLURAL[k]}" for k in KINDS)
         return f"<Catalog {self.version}: {counts}>"
+
+
+def _names(kind: str, table: dict[str, Entry]) -> dict[str, str]:
+    """Every id of one kind and every alias of its entries, normalised, to its id; a name
+    two entries claim is an error naming both."""
+    names: dict[str, str] = {}
+    for id_, entry in table.items():
+        for name in (id_, *getattr(entry, "aliases", ())):
+            key = normalised_name(name)
+            if names.setdefault(key, id_) != id_:
+                both = " and ".join(sorted((id_, names[key])))
+                raise CatalogError(f"the name '{name}' names two {PLURAL.get(kind, kind)}, "
+                                   f"{both}; an id or alias must name one")
+    return names
 
 
 def scan_dir(directory: Path) -> list[Path]:

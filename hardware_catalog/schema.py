@@ -172,6 +172,9 @@ class Accelerator(Entry):
     vendor: str | None = None  # required in the shipped catalog (loader)
     release_date: date | None = None  # required in the shipped catalog (loader)
     node: str  # id of the default node type
+    # other names the part goes by ('h100', 'trillium'), matched like the id: case, spaces
+    # and underscores aside (Catalog.get)
+    aliases: list[str] = []
     peak_tf32_flops_per_s: Quantity | None = None  # dense; None when there is no TF32 path
     peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
     peak_fp8_flops_per_s: Quantity | None = None  # dense; None when unsupported

@@ -265,7 +265,7 @@ def test_prices_commands_in_every_format(capsys, fmt, args):
 
 
 def test_prices_show_unknown_accelerator_suggests(capsys):
-    code, _, err = run(capsys, ["prices", "show", "h100"])
+    code, _, err = run(capsys, ["prices", "show", "h100x"])
     assert code == 2 and "did you mean" in err and err.count("\n") == 1
 
 

@@ -20,6 +20,7 @@ from planner.cli.common import (
 from planner.cli.layout_options import layout_defaults, resolve
 from planner.cli.rl_options import RL_OPTIONS, refuse_without_grpo
 from planner.cli.rl_run import evaluate_grpo
+from planner.cli.scenario_options import canonical_names
 from planner.cli.scenario_phases import apply_scenario_file, resolve_phases, scenario_spreads
 from planner.errors import CapplanError
 
@@ -42,6 +43,7 @@ def run(
 
     report.check_request(draws=draws, seed=seed)
     options, phases = apply_scenario_file(layout_defaults(), options, scenario_file)
+    options = canonical_names(options)
     spreads = scenario_spreads(scenario_file) if uncertainty else None
     grpo_phases = any(dict(p.method).get("method") == "grpo" for p in phases)
     if uncertainty and (grpo_phases or options.get("method") == "grpo"):

@@ -81,6 +81,27 @@ def _catalog(dirs):
     return load_catalog(tuple(dirs or ()))
 
 
+#: Options naming catalog entries, and the kind each names (``hardware`` a comma list)
+NAMED_OPTIONS = (("model", "model"), ("hardware", "accelerator"), ("stack", "stack"))
+
+
+def canonical_names(values: dict) -> dict:
+    """``values`` with the models, accelerators and stacks named as users type them
+    ('GB200', 'H100 SXM', 'Trillium': any case, an alias) as their catalog ids, so the
+    reports print the ids; a name the catalog does not know is left for the command to
+    refuse with its did-you-mean line."""
+    if not any(isinstance(values.get(k), str) for k, _ in NAMED_OPTIONS):
+        return values
+    catalog = _catalog(values.get("catalog"))
+    out = dict(values)
+    for option, kind in NAMED_OPTIONS:
+        given = values.get(option)
+        if isinstance(given, str):
+            names = given.split(",") if option == "hardware" else [given]
+            out[option] = ",".join(catalog.canonical(kind, n.strip(" ")) for n in names)
+    return out
+
+
 def resolve_scenario(options: dict):
     """(Scenario, merged values) from the options, a ``--scenario`` file under the flags."""
     from planner.cli import scenario_file as sf
@@ -88,8 +109,8 @@ def resolve_scenario(options: dict):
     from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
 
     values = {k: options[k] for k in SCENARIO_KEYS}
-    v = sf.merge(options["ctx"], {**values, "uncertainty": None, "ownership": None},
-                 options["scenario_file"])
+    v = canonical_names(sf.merge(options["ctx"], {**values, "uncertainty": None,
+                                                  "ownership": None}, options["scenario_file"]))
     if any(dict(p.method).get("method") == "grpo" for p in v.get("phases") or ()):
         raise CapplanError("method = \"grpo\" phases run in capplan evaluate --scenario "
                            "(a search plans one method; plan --method grpo plans an RL run)")

@@ -28,7 +28,7 @@ from planner.cli.common import (
     write_report,
 )
 from planner.cli.numbers import si_count
-from planner.cli.scenario_options import scenario_of
+from planner.cli.scenario_options import canonical_names, scenario_of
 from planner.engine.inputs.defaults import DEFAULTS
 
 
@@ -60,7 +60,7 @@ def run(
 ):
     """Scaling table: days, USD, MWh and scaling efficiency per GPU count."""
     # every option (the price and method ones arrive in ``prices``), as plan's scenario
-    scenario = scenario_of({**locals(), **prices}, deadline_days=None)
+    scenario = scenario_of(canonical_names({**locals(), **prices}), deadline_days=None)
     format = output_format(format, output)
     from planner.report import sweep_report as report  # numpy, the engine: when it runs
 

@@ -55,7 +55,7 @@ from planner.engine.layouts.result import Evaluation
 from planner.engine.layouts.space import RECOMPUTE_CODES, layout_flags, layout_flags_one
 from planner.engine.run.columns import memory_terms
 from planner.engine.run.kernel_run import evaluate_inputs, evaluate_scalar
-from planner.engine.run.run_inputs import RunChoices, base_inputs
+from planner.engine.run.run_inputs import RunChoices, base_inputs, canonical_choices
 from planner.errors import choice_error, suggestion
 
 
@@ -187,6 +187,7 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     check_overrides(overrides or {})
     if catalog is None:
         catalog = load_catalog(catalog_dirs)
+    c = choices = canonical_choices(catalog, choices)
     if zero is None:  # left out: the stack's (FSDP stacks shard everything)
         zero = stack_zero_stage(catalog.stack(c.stack) if isinstance(c.stack, str)
                                 else c.stack)

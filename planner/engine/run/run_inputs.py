@@ -7,7 +7,7 @@ scalar kernel inputs (the catalog part remembered per catalog and choice).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from hardware_catalog.loader import looks_like_path
 from planner.engine.economics.ownership import cost_basis
@@ -88,6 +88,24 @@ class RunChoices:
         """The choices among ``options`` (e.g. a command's options), the rest ignored."""
         return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
 
+
+
+#: RunChoices fields named by a catalog id, and the kind each names
+_NAMED = (("model", "model"), ("hardware", "accelerator"), ("stack", "stack"))
+
+
+def canonical_choices(catalog, choices: RunChoices) -> RunChoices:
+    """``choices`` with a model, accelerator or stack named as users type them ('GB200',
+    'H100 SXM', 'Trillium': any case, an alias) replaced by its catalog id, so every
+    later lookup, cache key and output column sees the id; an unknown name raises the
+    catalog's one-line did-you-mean error."""
+    renamed = {}
+    for field, kind in _NAMED:
+        name = getattr(choices, field)
+        if isinstance(name, str) and not looks_like_path(name) \
+                and name not in catalog.table(kind):
+            renamed[field] = catalog.get(kind, name).id
+    return replace(choices, **renamed) if renamed else choices
 
 def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
     """Scalar run-model inputs for a model on one accelerator at one site (domains checked).

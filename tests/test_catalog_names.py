@@ -1,0 +1,75 @@
+"""Catalog names as users type them: ids in any case, with spaces or underscores, and the
+accelerators' aliases ('H100', 'Trillium', 'TPU7x') resolve to the catalog id, which the
+reports then print; a name two entries claim is refused when the catalog loads."""
+
+import re
+
+import pytest
+
+from hardware_catalog import CatalogError, load_catalog
+from hardware_catalog.loader import normalised_name
+from planner.engine.layouts.evaluator import evaluate
+from tests.test_bad_files_and_values import one_line_usage_error, run_cli
+
+
+@pytest.mark.parametrize("typed, id_", [
+    ("GB200", "gb200"), ("H100", "h100-sxm"), ("H100 SXM5", "h100-sxm"),
+    ("h100_sxm", "h100-sxm"), ("Trillium", "tpu-v6e"), ("TPU7x", "tpu-v7"),
+    ("Ironwood", "tpu-v7"), ("v5e", "tpu-v5e"), ("Gaudi 2", "gaudi2"), ("MI300X", "mi300x"),
+    ("GB300-NVL72", "gb300"), ("B200-SXM-180GB", "b200"), ("  gh200 ", "gh200"),
+])
+def test_accelerator_names_resolve_to_the_id(typed, id_):
+    assert load_catalog().accelerator(typed).id == id_
+
+
+def test_models_and_stacks_ignore_case_too():
+    cat = load_catalog()
+    assert cat.model("Llama3.1-8B").id == "llama3.1-8b"
+    assert cat.stack("MaxText-XLA").id == "maxtext-xla"
+
+
+def test_every_alias_is_normalised_and_names_one_part():
+    cat = load_catalog()
+    seen = {normalised_name(i): i for i in cat.accelerators}
+    for id_, acc in cat.accelerators.items():
+        for alias in acc.aliases:
+            assert alias == normalised_name(alias), (id_, alias)
+            assert seen.setdefault(alias, id_) == id_, (id_, alias)
+
+
+def test_ambiguous_names_stay_refused_with_their_candidates():
+    # 'A100' is a 40 or an 80 GB part: no alias picks one
+    with pytest.raises(CatalogError, match=r"did you mean: a100-40gb, a100-80gb"):
+        load_catalog().accelerator("A100")
+    with pytest.raises(CatalogError, match=r"did you mean: gb200"):
+        load_catalog().accelerator("GB2000")
+
+
+def test_an_alias_claimed_by_two_entries_is_refused(tmp_path):
+    h100 = load_catalog().origin("accelerator", "h100-sxm").read_text()
+    clash = re.sub(r"^aliases = .*$", 'aliases = ["trillium"]',
+                   h100.replace('id = "h100-sxm"', 'id = "my-h100"'), flags=re.M)
+    (tmp_path / "my-h100.toml").write_text(clash)
+    with pytest.raises(CatalogError, match=r"'trillium' names two accelerators, my-h100 and tpu-v6e"):
+        load_catalog((str(tmp_path),))
+
+
+def test_the_cli_prints_the_id_of_a_name_typed_otherwise(capsys):
+    code, out, err = run_cli(capsys, "evaluate", "-H", "GB200", "-m", "Llama3.1-8B", "-n", "8",
+                             "--tp", "1", "--pp", "1", "--cp", "1", "--micro-batch", "1")
+    assert code == 0, err
+    assert "llama3.1-8b on 8 x gb200" in out and "GB200" not in out
+    code, out, err = run_cli(capsys, "plan", "-H", "H100,Trillium", "-m", "llama3.1-8b",
+                             "--max-gpus", "64", "--tokens", "1e11", "-f", "json")
+    assert code == 0, err
+    assert "H100" not in out and "Trillium" not in out and "h100-sxm" in out
+    code, _, err = run_cli(capsys, "evaluate", "-H", "GB2000", "-n", "8")
+    one_line_usage_error(code, err, "unknown accelerator 'GB2000'", "did you mean: gb200")
+
+
+def test_the_api_resolves_names_as_the_cli_does():
+    a = evaluate(model="Llama3.1-8B", hardware="H100", gpus=8, tp=1, pp=1, cp=1,
+                 micro_batch=1, global_batch=8, as_frame=False)
+    b = evaluate(model="llama3.1-8b", hardware="h100-sxm", gpus=8, tp=1, pp=1, cp=1,
+                 micro_batch=1, global_batch=8, as_frame=False)
+    assert a["step_time_s"] == b["step_time_s"]

@@ -73,3 +73,15 @@ def test_the_api_resolves_names_as_the_cli_does():
     b = evaluate(model="llama3.1-8b", hardware="h100-sxm", gpus=8, tp=1, pp=1, cp=1,
                  micro_batch=1, global_batch=8, as_frame=False)
     assert a["step_time_s"] == b["step_time_s"]
+
+
+def test_precision_and_recompute_choices_ignore_case(capsys):
+    typed = run_cli(capsys, "evaluate", "-H", "h100-sxm", "-m", "llama3.1-8b", "-n", "8",
+                    "--tp", "1", "--pp", "1", "--cp", "1", "--micro-batch", "1",
+                    "--precision", "FP8", "--recompute", "Full")
+    exact = run_cli(capsys, "evaluate", "-H", "h100-sxm", "-m", "llama3.1-8b", "-n", "8",
+                    "--tp", "1", "--pp", "1", "--cp", "1", "--micro-batch", "1",
+                    "--precision", "fp8", "--recompute", "full")
+    assert typed[0] == 0 and typed[1] == exact[1]
+    code, _, err = run_cli(capsys, "evaluate", "-n", "8", "--precision", "FP9")
+    one_line_usage_error(code, err, "--precision 'fp9' is not one of", "did you mean: fp8")

@@ -146,8 +146,9 @@ def test_a_precision_runs_on_every_sku_of_its_generation(cat):
 
 
 def test_unknown_precision_suggests_the_name(capsys):
-    code, _, err = run_cli(capsys, *_eval("--hardware", "b200", "--precision", "NVFP4"))
-    one_line_usage_error(code, err, "--precision 'NVFP4' is not one of", "did you mean: nvfp4")
+    # the CLI takes a precision in any case ('NVFP4' is nvfp4); a misspelt one gets the line
+    code, _, err = run_cli(capsys, *_eval("--hardware", "b200", "--precision", "NVFP5"))
+    one_line_usage_error(code, err, "--precision 'nvfp5' is not one of", "did you mean: nvfp4")
     with pytest.raises(CapplanError, match="did you mean: mxfp8"):
         evaluate(model="llama3-8b", hardware="b200", gpus=8, precision="mxfp", tokens=1e10)
 

@@ -83,17 +83,23 @@ def _catalog(dirs):
 
 #: Options naming catalog entries, and the kind each names (``hardware`` a comma list)
 NAMED_OPTIONS = (("model", "model"), ("hardware", "accelerator"), ("stack", "stack"))
+#: Options whose choices are all lower case (precision recipes, recompute policies)
+LOWER_CASE_OPTIONS = ("precision", "recompute")
 
 
 def canonical_names(values: dict) -> dict:
     """``values`` with the models, accelerators and stacks named as users type them
     ('GB200', 'H100 SXM', 'Trillium': any case, an alias) as their catalog ids, so the
-    reports print the ids; a name the catalog does not know is left for the command to
-    refuse with its did-you-mean line."""
-    if not any(isinstance(values.get(k), str) for k, _ in NAMED_OPTIONS):
-        return values
-    catalog = _catalog(values.get("catalog"))
+    reports print the ids, and the precision and recompute choices in lower case; a name
+    the catalog does not know is left for the command to refuse with its did-you-mean
+    line."""
     out = dict(values)
+    for option in LOWER_CASE_OPTIONS:  # 'FP8', 'NVFP4', 'Full': every choice is lower case
+        if isinstance(values.get(option), str):
+            out[option] = values[option].strip(" ").lower()
+    if not any(isinstance(values.get(k), str) for k, _ in NAMED_OPTIONS):
+        return out
+    catalog = _catalog(values.get("catalog"))
     for option, kind in NAMED_OPTIONS:
         given = values.get(option)
         if isinstance(given, str):

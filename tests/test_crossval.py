@@ -610,8 +610,9 @@ def test_torchao_tables_are_a_held_out_source_of_their_own():
     """torchao's end-to-end Float8 tables (pytorch/ao@36027d82, torchtitan Llama 3 8B on 8
     GPUs): a source of its own for leave-one-source-out, nothing fitted; the rows whose
     hardware or recipe no input states are excluded or unexpressible with their reason. The
-    MI300X rows, the first of that part, are predicted 34-67 % too fast with its transferred
-    (uncalibrated) GEMM efficiencies (docs/validation.md)."""
+    MI300X rows, the first of that part, are predicted 23-44 % too fast with its transferred
+    (uncalibrated) GEMM efficiencies and Azure's FlashAttention-2 measurement (34-67 % before
+    that measurement and its FP8 GEMM rate were used; docs/validation.md)."""
     cases = v.load_cases(["independent-runs"])
     ao = cases[cases.case_id.str.startswith("torchao-")].set_index("case_id")
     assert len(ao) == 12 and not ao.fit.any() and set(ao["stack"]) == {"torchtitan-fsdp2"}
@@ -622,7 +623,7 @@ def test_torchao_tables_are_a_held_out_source_of_their_own():
     pred = v.predict(cases[cases.case_id.isin(ao.index)]).set_index("case_id")
     assert pred.predicted.notna().sum() == 5
     mi300x = pred[(pred.hardware == "mi300x") & pred.predicted.notna()]
-    assert mi300x.error.abs().between(0.25, 0.75).all()
+    assert mi300x.error.abs().between(0.15, 0.5).all()
 
 
 def test_tpu_v6e_recipes_are_held_out_and_predicted_too_fast():

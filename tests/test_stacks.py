@@ -48,9 +48,9 @@ def test_precision_picks_the_gemm_efficiency(cat):
     assert gemm_efficiency(h100, "bf16") == h100.gemm_max_efficiency.value
     assert gemm_efficiency(h100, "fp8") == h100.gemm_max_efficiency_fp8.value
     assert gemm_efficiency(h100, "fp8") != gemm_efficiency(h100, "bf16")
-    mi300x = cat.accelerator("mi300x")  # no fp8 value of its own: the bf16 one
-    assert mi300x.gemm_max_efficiency_fp8 is None
-    assert gemm_efficiency(mi300x, "fp8") == mi300x.gemm_max_efficiency.value
+    mi325x = cat.accelerator("mi325x")  # no fp8 value of its own: the bf16 one
+    assert mi325x.gemm_max_efficiency_fp8 is None
+    assert gemm_efficiency(mi325x, "fp8") == mi325x.gemm_max_efficiency.value
     fp8 = base_inputs(cat, RunChoices(model="llama3-8b", hardware="h100-sxm", precision="fp8"))
     assert fp8["gemm_max_efficiency"] == pytest.approx(h100.gemm_max_efficiency_fp8.value)
 

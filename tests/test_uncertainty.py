@@ -42,8 +42,8 @@ def test_bands_are_ordered_and_reproducible(catalog):
 
 
 def test_an_accelerator_predicted_far_off_on_its_runs_draws_wider(catalog):
-    """MI300X's published runs (torchao's, held out) are predicted ~51 % off: its GEMM
-    efficiency is drawn with sigma MAPE / sqrt(2/pi) ~ 0.63 instead of the entry's 0.16,
+    """MI300X's published runs (torchao's, held out) are predicted ~33 % off: its GEMM
+    efficiency is drawn with sigma MAPE / sqrt(2/pi) ~ 0.41 instead of the entry's 0.16,
     so its P10-P90 band of days widens; a chip without runs, or one predicted within the
     entry's own error, keeps 0.16; a sigma of 0 turns the draw off (seed 3, 2,000 draws)."""
     from planner.analysis.estimates import accelerator_errors
@@ -52,7 +52,7 @@ def test_an_accelerator_predicted_far_off_on_its_runs_draws_wider(catalog):
     spreads = default_spreads()
     sigma = performance_sigmas(spreads, ["mi300x", "h100-sxm", "mi325x"])["gemm_max_efficiency"]
     assert sigma[0] == pytest.approx(accelerator_errors()["mi300x"]["mape"] / MAE_PER_SIGMA)
-    assert 0.5 < sigma[0] < 0.8 and sigma[1] == sigma[2] == spreads["gemm_max_efficiency"].sigma
+    assert 0.3 < sigma[0] < 0.8 and sigma[1] == sigma[2] == spreads["gemm_max_efficiency"].sigma
     off = {**spreads, "gemm_max_efficiency": Spread(0.0, "hardware")}
     assert performance_sigmas(off, ["mi300x"]) == {}
 

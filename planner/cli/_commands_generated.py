@@ -63,7 +63,8 @@ from planner.engine.inputs.defaults import DEFAULTS
 def evaluate(
     model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
-                                 help="Accelerator id or TOML file."),
+                                 help="Accelerator id or alias (any case: GB200, H100, "
+                                 "Trillium) or TOML file."),
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
@@ -204,7 +205,8 @@ def plan(
     model: ModelOption = DEFAULTS["model"],
     tokens: TokensOption = DEFAULTS["tokens"],
     hardware: str = typer.Option(DEFAULTS["hardware"], "--hardware", "-H",
-                                 help="Comma-separated accelerator ids, 'all', or 'market' (only accelerators with a "
+                                 help="Comma-separated accelerator ids or aliases (any case: GB200, "
+                                 "H100, Trillium), 'all', or 'market' (only accelerators with a "
                                  "market price: >= 3 listings from >= 2 providers)."),
     min_gpus: int = typer.Option(DEFAULTS["min_gpus"], parser=si_count,
                                  help="Smallest cluster considered."),
@@ -461,7 +463,8 @@ def codesign(
 def sensitivity(
     model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
-                                 help="Accelerator id or TOML file."),
+                                 help="Accelerator id or alias (any case: GB200, H100, "
+                                 "Trillium) or TOML file."),
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
@@ -567,7 +570,8 @@ def sensitivity(
 def simulate(
     model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
-                                 help="Accelerator id or TOML file."),
+                                 help="Accelerator id or alias (any case: GB200, H100, "
+                                 "Trillium) or TOML file."),
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
@@ -681,7 +685,8 @@ def simulate(
 def export_xlsx(
     model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
-                                 help="Accelerator id or TOML file."),
+                                 help="Accelerator id or alias (any case: GB200, H100, "
+                                 "Trillium) or TOML file."),
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
     tp: int = typer.Option(
@@ -788,7 +793,8 @@ def plot(
     model: ModelOption = DEFAULTS["model"],
     tokens: TokensOption = DEFAULTS["tokens"],
     hardware: str = typer.Option(DEFAULTS["hardware"], "--hardware", "-H",
-                                 help="Comma-separated accelerator ids, 'all', or 'market' (only accelerators with a "
+                                 help="Comma-separated accelerator ids or aliases (any case: GB200, "
+                                 "H100, Trillium), 'all', or 'market' (only accelerators with a "
                                  "market price: >= 3 listings from >= 2 providers)."),
     min_gpus: int = typer.Option(DEFAULTS["min_gpus"], parser=si_count,
                                  help="Smallest cluster considered."),

@@ -39,7 +39,8 @@ from planner.engine.inputs.layout_rules import DIMENSIONS
 def run_options(
     model: ModelOption = DEFAULTS["model"],
     hardware: str = typer.Option(DEFAULTS["evaluate_hardware"], "--hardware", "-H",
-                                 help="Accelerator id or TOML file."),
+                                 help="Accelerator id or alias (any case: GB200, H100, "
+                                 "Trillium) or TOML file."),
     gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", "-n", parser=si_count,
                              help="GPUs in the job (1k = 1,000)."),
 ):

@@ -36,7 +36,8 @@ def scenario_options(
     model: ModelOption = DEFAULTS["model"],
     tokens: TokensOption = DEFAULTS["tokens"],
     hardware: str = typer.Option(DEFAULTS["hardware"], "--hardware", "-H",
-                                 help="Comma-separated accelerator ids, 'all', or 'market' (only accelerators with a "
+                                 help="Comma-separated accelerator ids or aliases (any case: GB200, "
+                                 "H100, Trillium), 'all', or 'market' (only accelerators with a "
                                  "market price: >= 3 listings from >= 2 providers)."),
     min_gpus: int = typer.Option(DEFAULTS["min_gpus"], parser=si_count,
                                  help="Smallest cluster considered."),

@@ -352,8 +352,14 @@ class Catalog:
         return self.get("stack", name_or_path)
 
     def find(self, name: str) -> list[tuple[str, Entry]]:
-        """All ``(kind, entry)`` with this id, across kinds."""
-        return [(k, self.table(k)[name]) for k in KINDS if name in self.table(k)]
+        """All ``(kind, entry)`` with this id, across kinds; else those it names as
+        :meth:`get` resolves names (any case, an alias)."""
+        found = [(k, self.table(k)[name]) for k in KINDS if name in self.table(k)]
+        if found:
+            return found
+        key = normalised_name(name)
+        return [(k, self.table(k)[self.names[k][key]]) for k in KINDS
+                if key in self.names.get(k, {})]
 
     def all_ids(self) -> list[str]:
         return sorted({i for k in KINDS for i in self.table(k)})

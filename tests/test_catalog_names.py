@@ -85,3 +85,12 @@ def test_precision_and_recompute_choices_ignore_case(capsys):
     assert typed[0] == 0 and typed[1] == exact[1]
     code, _, err = run_cli(capsys, "evaluate", "-n", "8", "--precision", "FP9")
     one_line_usage_error(code, err, "--precision 'fp9' is not one of", "did you mean: fp8")
+
+
+def test_catalog_show_and_checkpoint_take_names_as_typed(capsys):
+    code, out, err = run_cli(capsys, "catalog", "show", "GB200")
+    assert code == 0, err
+    assert "accelerator gb200" in out
+    code, out, err = run_cli(capsys, "checkpoint", "-H", "Trillium", "-f", "json")
+    assert code == 0, err
+    assert '"hardware": "tpu-v6e"' in out and "Trillium" not in out

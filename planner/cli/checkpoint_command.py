@@ -93,10 +93,12 @@ def checkpoint(
         overrides["requeue_restart_s"] = overrides["restart_overhead_s"]
     from hardware_catalog import load_catalog
 
+    cat = load_catalog(tuple(catalog or ()))
+    model, hardware = cat.canonical("model", model), cat.canonical("accelerator", hardware)
     study = Study(model=model, hardware=hardware, gpus=counts, schemes=chosen,
                   gpu_mtbf_s=mtbfs, tokens=tokens, reliability=reliability,
                   overrides=overrides)
-    rows = run_study(study, load_catalog(tuple(catalog or ())))
+    rows = run_study(study, cat)
     from dataclasses import asdict
 
     payload = {"study": {**asdict(study), "gpus": list(counts), "schemes": list(chosen),

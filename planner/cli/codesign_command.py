@@ -27,7 +27,7 @@ from planner.cli.common import (
     write_report,
 )
 from planner.cli.numbers import si_count, si_float
-from planner.cli.scenario_options import scenario_of
+from planner.cli.scenario_options import canonical_names, scenario_of
 from planner.engine.inputs.defaults import DEFAULTS
 
 
@@ -81,7 +81,8 @@ def run(
     --vary scale_up_domain=8,72.
     """
     # every option (the price ones arrive in ``prices``), as plan's scenario
-    scenario = scenario_of({**locals(), **prices}, hardware=(accelerator,))
+    values = canonical_names({**locals(), **prices, "hardware": accelerator})
+    scenario = scenario_of(values, hardware=(values["hardware"],))
     format = output_format(format, output)
     from planner.report import codesign_report as report  # numpy, the engine: when it runs
 
@@ -89,5 +90,5 @@ def run(
                          workers=workers)
     check_output_targets(output, force)
     scenario.validate()
-    write_report(report.codesign_report(scenario, accelerator, vary, format, pareto=pareto,
+    write_report(report.codesign_report(scenario, values["hardware"], vary, format, pareto=pareto,
                                         scheduler=scheduler, workers=workers), output, force)

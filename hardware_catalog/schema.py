@@ -375,6 +375,9 @@ class ModelSpec(Entry):
     vocab: int = Field(ge=1)
     seq_len: int = Field(ge=1)
     tied_embeddings: bool = False
+    # other names the model goes by ('llama-3.1-8b', as Hugging Face spells it), matched
+    # like the id: case, spaces and underscores aside (Catalog.get)
+    aliases: list[str] = []
     # mixture of experts
     experts: int = Field(default=0, ge=0)
     experts_per_token: int = Field(default=0, ge=0)

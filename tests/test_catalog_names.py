@@ -94,3 +94,21 @@ def test_catalog_show_and_checkpoint_take_names_as_typed(capsys):
     code, out, err = run_cli(capsys, "checkpoint", "-H", "Trillium", "-f", "json")
     assert code == 0, err
     assert '"hardware": "tpu-v6e"' in out and "Trillium" not in out
+
+
+@pytest.mark.parametrize("typed, id_", [
+    ("Llama-3.1-8B", "llama3.1-8b"), ("Meta-Llama-3-70B", "llama3-70b"),
+    ("Llama-2-7b", "llama2-7b"), ("Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+    ("Llama-4-Maverick-17B-128E", "llama4-maverick"),
+])
+def test_models_answer_to_their_hugging_face_names(typed, id_):
+    assert load_catalog().model(typed).id == id_
+
+
+def test_every_model_alias_is_normalised_and_names_one_model():
+    cat = load_catalog()
+    seen = {normalised_name(i): i for i in cat.models}
+    for id_, model in cat.models.items():
+        for alias in model.aliases:
+            assert alias == normalised_name(alias), (id_, alias)
+            assert seen.setdefault(alias, id_) == id_, (id_, alias)

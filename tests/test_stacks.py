@@ -317,3 +317,21 @@ def test_every_stack_field_is_a_model_input_with_a_default_where_optional():
         assert name in INPUTS and name in GLOSSARY, name
         if not SoftwareStack.model_fields[name].is_required():
             assert name in execution_defaults(), name
+
+
+def test_mi300x_fa2_factor_follows_the_published_flashattention_ratio(cat):
+    """The FA2 stacks' MI300X attention factor is a published ratio, not a fit: the stacks'
+    general factor times FlashAttention-2's share of the bf16 peak on MI300X over that on
+    A100 (Azure AI-benchmarking-guide: 328.6 TFLOP/s on ND MI300X v5, 179.5 on ND A100 v4)
+    times the A100 over the MI300X large-GEMM efficiency. A recalibration that moves either
+    efficiency or the general factor makes this fail until the value is re-derived."""
+    a100, mi300x = cat.accelerator("a100-80gb"), cat.accelerator("mi300x")
+    share = (328.6e12 / mi300x.peak_bf16_flops_per_s.value) / (
+        179.5e12 / a100.peak_bf16_flops_per_s.value)
+    for name in ("torchtitan-fsdp2", "llm-foundry-2023"):
+        stack = cat.stack(name)
+        expected = (stack.attention_efficiency_factor.value * share
+                    * a100.gemm_max_efficiency.value / mi300x.gemm_max_efficiency.value)
+        own = stack.on_accelerator["mi300x"].attention_efficiency_factor.value
+        assert own == pytest.approx(expected, abs=0.005), name
+        assert stack_inputs(stack, "mi300x")["attention_efficiency_factor"] == own

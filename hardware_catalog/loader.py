@@ -305,18 +305,22 @@ class Catalog:
         table = self.table(kind)
         if name_or_path in table:
             return table[name_or_path]
-        known = self.names.get(SINGULAR.get(kind, kind), {})
-        id_ = known.get(normalised_name(name_or_path))
+        id_ = self._named_id(kind, name_or_path)
         if id_ is None:
-            raise suggest(kind, str(name_or_path), table, known) from None
+            raise suggest(kind, str(name_or_path), table,
+                          self.names.get(SINGULAR.get(kind, kind))) from None
         return table[id_]
+
+    def _named_id(self, kind: str, name: str) -> str | None:
+        """The id whose normalised id or alias ``name`` is, else None."""
+        return self.names.get(SINGULAR.get(kind, kind), {}).get(normalised_name(name))
 
     def canonical(self, kind: str, name: str) -> str:
         """The id ``name`` resolves to (:meth:`get`'s rules), else ``name`` unchanged (a
         path, or a name the command will refuse with its did-you-mean line)."""
         if looks_like_path(name) or name in self.table(kind):
             return name
-        return self.names.get(SINGULAR.get(kind, kind), {}).get(normalised_name(name), name)
+        return self._named_id(kind, name) or name
 
     def accelerator(self, name_or_path):
         return self.get("accelerator", name_or_path)
@@ -357,9 +361,8 @@ class Catalog:
         found = [(k, self.table(k)[name]) for k in KINDS if name in self.table(k)]
         if found:
             return found
-        key = normalised_name(name)
-        return [(k, self.table(k)[self.names[k][key]]) for k in KINDS
-                if key in self.names.get(k, {})]
+        return [(k, self.table(k)[id_]) for k in KINDS
+                if (id_ := self._named_id(k, name)) is not None]
 
     def all_ids(self) -> list[str]:
         return sorted({i for k in KINDS for i in self.table(k)})

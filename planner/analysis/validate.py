@@ -1619,7 +1619,6 @@ def maxtext_check(catalog=None) -> list[dict]:
     return rows
 
 
-
 def quantised_speedup_check(catalog=None) -> list[dict]:
     """Predicted vs published speedup of a quantised recipe over BF16 on one layout
     (quantised_speedups.csv: MaxText's Gemma MFU table, AQT int8 against BF16 on TPU v5e
@@ -1646,6 +1645,7 @@ def quantised_speedup_check(catalog=None) -> list[dict]:
                               f"{o['precision']} over {o['baseline_precision']}, FSDP, "
                               f"micro-batch {o['micro_batch']}, {o['recompute']} recompute")})
     return rows
+
 
 #: Published layouts the memory model must fit (issue 27): (label, evaluate arguments,
 #: source). Meta's Llama 3 405B: TP 8, PP 16 with interleaving (126 layers over 128 stage

@@ -25,7 +25,7 @@ from planner.cli.common import (
 from planner.cli.environment_options import ENVIRONMENT, option_names, price_files
 from planner.cli.method_options import method_options
 from planner.cli.numbers import batch_or_range, si_count, si_float
-from planner.engine.inputs.defaults import DEFAULTS
+from planner.engine.inputs.defaults import DEFAULTS, NAMED_CHOICES
 from planner.errors import CapplanError
 
 
@@ -82,8 +82,6 @@ def _catalog(dirs):
     return load_catalog(tuple(dirs or ()))
 
 
-#: Options naming catalog entries, and the kind each names (``hardware`` a comma list)
-NAMED_OPTIONS = (("model", "model"), ("hardware", "accelerator"), ("stack", "stack"))
 #: Options whose choices are all lower case (precision recipes, recompute policies)
 LOWER_CASE_OPTIONS = ("precision", "recompute")
 
@@ -98,10 +96,10 @@ def canonical_names(values: dict) -> dict:
     for option in LOWER_CASE_OPTIONS:  # 'FP8', 'NVFP4', 'Full': every choice is lower case
         if isinstance(values.get(option), str):
             out[option] = values[option].strip(" ").lower()
-    if not any(isinstance(values.get(k), str) for k, _ in NAMED_OPTIONS):
+    if not any(isinstance(values.get(k), str) for k, _ in NAMED_CHOICES):
         return out
     catalog = _catalog(values.get("catalog"))
-    for option, kind in NAMED_OPTIONS:
+    for option, kind in NAMED_CHOICES:
         given = values.get(option)
         if isinstance(given, str):
             names = given.split(",") if option == "hardware" else [given]

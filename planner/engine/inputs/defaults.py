@@ -23,6 +23,8 @@ PRECISIONS = ("bf16", "fp16", "fp8", "fp8-cs", "fp8-ds", "fp8-block", "fp8-rowwi
 #: Where an accelerator has no GEMM efficiency of its own at a precision, the next one up.
 EFFICIENCY_FALLBACK = {"fp4": "fp8", "fp6": "fp8", "int8": "fp8", "fp8": "bf16"}
 CHECKPOINT_SCHEMES = ("sync", "async", "in-memory", "gockpt")
+#: Run choices (and CLI options) that name a catalog entry, and the kind each names
+NAMED_CHOICES = (("model", "model"), ("hardware", "accelerator"), ("stack", "stack"))
 COST_BASES = ("cloud", "tco")
 #: Training methods (planner.engine.inputs.method; docs/post-training.md).
 METHODS = ("pretrain", "sft", "lora", "qlora", "dpo", "grpo")

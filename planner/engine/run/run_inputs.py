@@ -13,6 +13,7 @@ from hardware_catalog.loader import looks_like_path
 from planner.engine.economics.ownership import cost_basis
 from planner.engine.economics.pricing import commitment_term_s, price_quote, with_preemptions
 from planner.engine.inputs.call_checks import check_catalog, check_given, check_names, check_scalars
+from planner.engine.inputs.defaults import NAMED_CHOICES
 from planner.engine.inputs.domains import check
 from planner.engine.inputs.method import method_inputs, method_of
 from planner.engine.inputs.scenario import (
@@ -89,23 +90,19 @@ class RunChoices:
         return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
 
 
-
-#: RunChoices fields named by a catalog id, and the kind each names
-_NAMED = (("model", "model"), ("hardware", "accelerator"), ("stack", "stack"))
-
-
 def canonical_choices(catalog, choices: RunChoices) -> RunChoices:
     """``choices`` with a model, accelerator or stack named as users type them ('GB200',
     'H100 SXM', 'Trillium': any case, an alias) replaced by its catalog id, so every
     later lookup, cache key and output column sees the id; an unknown name raises the
     catalog's one-line did-you-mean error."""
     renamed = {}
-    for field, kind in _NAMED:
+    for field, kind in NAMED_CHOICES:
         name = getattr(choices, field)
         if isinstance(name, str) and not looks_like_path(name) \
                 and name not in catalog.table(kind):
             renamed[field] = catalog.get(kind, name).id
     return replace(choices, **renamed) if renamed else choices
+
 
 def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
     """Scalar run-model inputs for a model on one accelerator at one site (domains checked).

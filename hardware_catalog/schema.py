@@ -176,7 +176,12 @@ class Accelerator(Entry):
     # and underscores aside (Catalog.get)
     aliases: list[str] = []
     peak_tf32_flops_per_s: Quantity | None = None  # dense; None when there is no TF32 path
-    peak_bf16_flops_per_s: Quantity  # dense (no sparsity); fp16 is the same on all entries
+    peak_bf16_flops_per_s: Quantity  # dense (no sparsity) 16-bit float peak: BF16 and FP16
+    # the 16-bit float formats the matrix units take at peak_bf16_flops_per_s: both on
+    # every part since Ampere; Volta's tensor cores multiply FP16 only, so a part listing
+    # ["fp16"] refuses --precision bf16 (planner.engine.inputs.scenario.precision_refusal)
+    float16_formats: list[Literal["bf16", "fp16"]] = Field(default=["bf16", "fp16"],
+                                                           min_length=1)
     peak_fp8_flops_per_s: Quantity | None = None  # dense; None when unsupported
     # dense 4-bit float (NVFP4 / OCP MXFP4) matrix peak; None when the part has no FP4 path.
     # ``--precision fp4`` runs the GEMMs at this peak (planner.engine.inputs.scenario.PRECISIONS).

@@ -12,6 +12,7 @@ import pytest
 from hardware_catalog import CatalogError, clear_cache, load_catalog, parse_file
 from hardware_catalog.loader import DATA_DIR, ENV_VAR
 from hardware_catalog.schema import KINDS, Quantity
+from planner.errors import CapplanError
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_FILES = sorted(DATA_DIR.rglob("*.toml"))
@@ -587,3 +588,42 @@ def test_gh200_is_an_h100_on_a_grace_host(cat):
     node = cat.node(gh.node)
     assert node.gpus_per_node == 4 and gh.scale_up_domain_gpus.value == 4
     assert node.nic_bandwidth_bits_per_s.value == 200e9
+
+
+def test_v100_trains_in_fp16_only(cat):
+    """Volta's tensor cores take FP16 only: V100 runs --precision fp16 at its 125 TFLOP/s
+    tensor peak (Tesla V100 datasheet) and refuses bf16 and every lower precision with one
+    line naming what it runs; parts since Ampere take both 16-bit formats."""
+    from planner import evaluate
+    from planner.engine.inputs.scenario import precision_refusal
+
+    v100 = cat.accelerator("v100-32gb")
+    assert cat.get("accelerator", "V100").id == "v100-32gb"
+    assert v100.peak_bf16_flops_per_s.value == 125e12 and v100.float16_formats == ["fp16"]
+    assert v100.peak_tf32_flops_per_s is None and v100.peak_fp8_flops_per_s is None
+    assert cat.node(v100.node).gpus_per_node == 16 == v100.scale_up_domain_gpus.value
+    assert precision_refusal(v100, "fp16") == ""
+    why = precision_refusal(v100, "bf16")
+    assert "no bf16 matrix units" in why and "use --precision fp16" in why
+    assert "no fp8 peak" in precision_refusal(v100, "fp8")
+    assert "no tf32 peak" in precision_refusal(v100, "tf32")
+    for other in ("a100-40gb", "h100-sxm", "gb200"):
+        a = cat.accelerator(other)
+        assert a.float16_formats == ["bf16", "fp16"]
+        assert precision_refusal(a, "bf16") == precision_refusal(a, "fp16") == ""
+    r = evaluate(catalog=cat, model="megatron-1.7b", hardware="v100-32gb", gpus=16, tp=1,
+                 global_batch=128, micro_batch=2, tokens=1e9, precision="fp16",
+                 reliability="benchmark").iloc[0]
+    assert bool(r["fits"]) and 0 < r["tflops_per_gpu"] * 1e12 < 125e12
+    with pytest.raises(CapplanError, match="no bf16 matrix units"):
+        evaluate(catalog=cat, model="megatron-1.7b", hardware="v100-32gb", gpus=16,
+                 precision="bf16")
+
+
+@pytest.mark.parametrize("formats", ["[]", '["fp8"]', '"fp16"'])
+def test_float16_formats_are_checked(tmp_path, formats):
+    p = _copy_with(tmp_path, "accelerators", "v100-32gb", 'float16_formats = ["fp16"]',
+                   f"float16_formats = {formats}")
+    with pytest.raises(CatalogError) as exc:
+        parse_file(p)
+    assert "float16_formats" in _one_line(exc)

@@ -185,3 +185,12 @@ def test_checkpoint_takes_a_reliability_profile(capsys):
     assert 300.0 < rows["sync"]["restart_s"] and 300.0 < rows["in-memory"]["restart_s"]
     code, _, err = run(capsys, ["checkpoint", "--reliability", "metarsc"])
     assert code == 2 and "did you mean: meta-rsc" in err
+
+
+@pytest.mark.parametrize("value", ["", ",,", " , "])
+def test_plan_hardware_naming_nothing_is_refused(capsys, value):
+    """-H '' or ',,' names no accelerator: one line and exit 2, not a plan of the whole
+    catalog (which the default 'all' asks for)."""
+    code, out, err = run(capsys, ["plan", "-H", value])
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert "names no accelerator" in err and "'all'" in err

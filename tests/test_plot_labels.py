@@ -64,7 +64,7 @@ def test_dashboard_title_legend_and_direct_labels(result, saved, tmp_path):
     scaling = next(leg for leg in fig.findobj(Legend)
                    if "knee" in " ".join(t.get_text() for t in leg.get_texts()))
     legend = [t.get_text() for t in scaling.get_texts()]
-    for family in ("NVIDIA Hopper", "NVIDIA Blackwell", "NVIDIA Ampere/Ada", "AMD Instinct",
+    for family in ("NVIDIA Hopper", "NVIDIA Blackwell", "NVIDIA Volta/Ampere/Ada", "AMD Instinct",
                    "Google TPU"):
         assert family in legend
     bold = [t.get_text() for t in scaling.get_texts() if t.get_fontweight() == "bold"]

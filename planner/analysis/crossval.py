@@ -98,7 +98,7 @@ def publication_of(text: str) -> str:
 #: tuples): the units of leave-one-accelerator-out.
 GENERATIONS = {"A100": c.A100, "Hopper": c.HOPPER, "Blackwell": c.BLACKWELL}
 #: Older to newer: a speedup is the later accelerator's throughput over the earlier one's.
-ACCELERATOR_ORDER = ("a100-40gb", "a100-80gb", "gt-h100-96gb", "h800", "h100-sxm", "h200", "gh200",
+ACCELERATOR_ORDER = ("v100-32gb", "a100-40gb", "a100-80gb", "gt-h100-96gb", "h800", "h100-sxm", "h200", "gh200",
                      "b200", "gb200", "b300", "gb300")
 
 

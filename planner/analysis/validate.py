@@ -214,8 +214,9 @@ def _case(**kw) -> dict:
 
 def load_sc21() -> pd.DataFrame:
     """Megatron SC21 Table 1 (10 rows), the Megatron-LM GPT-3 175B 1024-GPU example,
-    Korthikanti et al. 2022 Table 5 (8 iteration times, korthikanti_2022.csv) and SC21 Table
-    2's ZeRO-3 rows (6, narayanan_2021_zero3.csv)."""
+    Korthikanti et al. 2022 Table 5 (8 iteration times, korthikanti_2022.csv), Megatron-LM's
+    2020 README tables (12 iteration times on V100 and A100, megatron_readme_2020.csv) and
+    SC21 Table 2's ZeRO-3 rows (6, narayanan_2021_zero3.csv)."""
     runs = published_runs()
     rows = []
     sc21 = runs[runs.run_id.str.startswith("megatron-sc21-")]
@@ -250,6 +251,17 @@ def load_sc21() -> pd.DataFrame:
                           sequence_parallel=float(o["sequence_parallel"]),
                           metric="step_time_s", measured=float(o["iteration_time_s"]),
                           fit=False, source=o["source"]))
+    # Megatron-LM's README of 2020: tensor-parallel weak scaling on a DGX-2 (V100) and a
+    # DGX-A100, and with 128-way data parallelism on DGX-A100s (held out; the V100
+    # single-GPU row set v100-32gb's GEMM efficiency and is excluded)
+    for run, o in data_rows("megatron_readme_2020.csv").items():
+        rows.append(_case(dataset="sc21", case_id=run, hardware=o["hardware"],
+                          **{k: int(o[k]) for k in ("layers", "hidden", "heads", "vocab",
+                                                    "seq_len", "gpus", "tp", "micro_batch",
+                                                    "global_batch")},
+                          pp=1, recompute=o["recompute"], precision=o["precision"],
+                          metric="step_time_s", measured=float(o["iteration_time_s"]),
+                          excluded=o["excluded"], fit=False, source=o["source"]))
     # the same paper's Table 2: DeepSpeed ZeRO-3 without model parallelism on the same
     # cluster, batch fixed while the GPUs double (held out: no row fits the stack)
     for run, o in data_rows("narayanan_2021_zero3.csv").items():

@@ -26,7 +26,7 @@ from planner.cli.environment_options import ENVIRONMENT, option_names, price_fil
 from planner.cli.method_options import method_options
 from planner.cli.numbers import batch_or_range, si_count, si_float
 from planner.engine.inputs.defaults import DEFAULTS, NAMED_CHOICES
-from planner.errors import CapplanError
+from planner.errors import CapplanError, shown
 
 
 def scenario_options(
@@ -151,6 +151,10 @@ def scenario_of(values: dict, **more):
                    global_batch_range=batch_range)
     if "hardware" in v:
         out["hardware"] = tuple(h.strip() for h in v["hardware"].split(",") if h.strip())
+        if not out["hardware"]:  # '' or ',,': say so rather than plan the whole catalog
+            raise CapplanError(f"--hardware {shown(v['hardware'])} names no accelerator; "
+                               "give ids or aliases, comma-separated (h100-sxm,mi300x), "
+                               "'all' or 'market'")
     if "deadline_days" in v:
         out["deadline_days"] = None if v["deadline_days"] in (None, math.inf) else \
             v["deadline_days"]

@@ -125,7 +125,7 @@ def _title(result) -> str:
 FAMILIES = (
     (("gb300", "gb200", "b300", "b200"), "NVIDIA Blackwell", "#1a9850"),
     (("h100", "h200", "h800", "h20", "gt-h100", "gh200"), "NVIDIA Hopper", "#91cf60"),
-    (("a100", "a800", "a10", "l40", "l4", "v100"), "NVIDIA Ampere/Ada", "#8c8c8c"),
+    (("a100", "a800", "a10", "l40", "l4", "v100"), "NVIDIA Volta/Ampere/Ada", "#8c8c8c"),
     (("mi3", "mi2", "mi1"), "AMD Instinct", "#d73027"),
     (("tpu",), "Google TPU", "#4575b4"),
     (("gaudi",), "Intel Gaudi", "#17becf"),

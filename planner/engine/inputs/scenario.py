@@ -397,6 +397,12 @@ def precision_refusal(accelerator, precision: str, stack=None) -> str:
         if getattr(accelerator, f"peak_{needed}_flops_per_s", None) is None:
             return (f"accelerator '{accelerator.id}' has no {needed} peak"
                     + (" (hardware block scaling)" if needed != r.gemm_precision else ""))
+    # fp16 trains in FP16; every other recipe but tf32 keeps its 16-bit GEMMs in BF16
+    float16 = {"fp16": "fp16", "tf32": None}.get(precision, "bf16")
+    formats = getattr(accelerator, "float16_formats", None) or ("bf16", "fp16")
+    if float16 and float16 not in formats:
+        return (f"accelerator '{accelerator.id}' has no {float16} matrix units (its 16-bit "
+                f"format is {' and '.join(formats)}: use --precision {formats[0]})")
     if r.vendors and getattr(accelerator, "vendor", None) not in r.vendors:
         return f"{precision} is a {'/'.join(r.vendors)} format; '{accelerator.id}' is not"
     if stack is not None and r.stack_flag and not value(

@@ -225,6 +225,12 @@ class Accelerator(Entry):
     grouped_gemm_tile_tokens: Quantity | None = None
     grouped_gemm_token_half_dim: Quantity | None = None
     grouped_gemm_inner_half_dim: Quantity | None = None
+    # largest head size a fused (flash) attention kernel runs on this part; 0: none runs on
+    # it (Volta: FlashAttention-2 and cuDNN's fused attention need Ampere or later), so
+    # attention takes the unfused path whatever the stack's kernel
+    # (planner.engine.run.run_inputs caps the stack's fused_head_dim_max with it); None: the
+    # stack's
+    fused_attention_head_dim_max: Quantity | None = None
     # peak rate of the exponential unit (NVIDIA's SFU/MUFU.EX2: exponentials per clock and
     # SM x SMs x clock) that a fused attention kernel's softmax runs on
     # (formulas.compute.fused_attention_slowdown); None: not published, taken as never binding
@@ -246,7 +252,8 @@ class Accelerator(Entry):
                   "scale_up_bandwidth_bytes_per_s", "gemm_half_efficiency_dim",
                   "purchase_price_usd", "cloud_price_usd_per_gpu_hour", "embodied_kg_co2e",
                   "lifetime_years", "grouped_gemm_tile_tokens", "exp_ops_per_s")
-        for name in ("grouped_gemm_token_half_dim", "grouped_gemm_inner_half_dim"):
+        for name in ("grouped_gemm_token_half_dim", "grouped_gemm_inner_half_dim",
+                     "fused_attention_head_dim_max"):
             q = getattr(self, name)
             _check(problems, q is None or q.value >= 0, f"{name}.value", "expected >= 0")
         _fraction(problems, self, "gemm_max_efficiency", "hbm_efficiency", "scale_up_bus_efficiency",

@@ -627,3 +627,30 @@ def test_float16_formats_are_checked(tmp_path, formats):
     with pytest.raises(CatalogError) as exc:
         parse_file(p)
     assert "float16_formats" in _one_line(exc)
+
+
+def test_no_fused_attention_runs_on_v100(cat, tmp_path):
+    """Volta runs no fused attention kernel (FlashAttention-2 README: Ampere or later):
+    its cap of 0 on the stack's fused head size sends attention down the unfused path,
+    which the same part without the cap (a user file) does not take."""
+    from planner import evaluate
+    from planner.engine.run.run_inputs import RunChoices, base_inputs
+
+    x = base_inputs(cat, RunChoices(model="megatron-1.7b", hardware="v100-32gb",
+                                    precision="fp16"))
+    assert x["fused_head_dim_max"] == 0
+    assert base_inputs(cat, RunChoices(model="megatron-1.7b",
+                                       hardware="a100-80gb"))["fused_head_dim_max"] == 256
+    text = (DATA_DIR / "accelerators" / "v100-32gb.toml").read_text()
+    assert "fused_attention_head_dim_max = " in text
+    uncapped = _write(tmp_path, "v100-fa.toml", text.replace(
+        'id = "v100-32gb"', 'id = "v100-fa"').replace("fused_attention_head_dim_max = ", "# ")
+        .replace('aliases = ["v100", ', 'aliases = ['))
+    runs = {}
+    for name, hw in (("capped", "v100-32gb"), ("uncapped", str(uncapped))):
+        runs[name] = evaluate(catalog=cat, model="megatron-1.7b", hardware=hw, gpus=16,
+                              tp=1, pp=1, micro_batch=2, recompute="selective",
+                              global_batch=128, tokens=1e9, precision="fp16",
+                              reliability="benchmark").iloc[0]
+    assert runs["capped"]["step_time_s"] > 1.05 * runs["uncapped"]["step_time_s"]
+    assert runs["capped"]["memory_per_gpu_bytes"] > runs["uncapped"]["memory_per_gpu_bytes"]

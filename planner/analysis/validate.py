@@ -215,8 +215,9 @@ def _case(**kw) -> dict:
 def load_sc21() -> pd.DataFrame:
     """Megatron SC21 Table 1 (10 rows), the Megatron-LM GPT-3 175B 1024-GPU example,
     Korthikanti et al. 2022 Table 5 (8 iteration times, korthikanti_2022.csv), Megatron-LM's
-    2020 README tables (12 iteration times on V100 and A100, megatron_readme_2020.csv) and
-    SC21 Table 2's ZeRO-3 rows (6, narayanan_2021_zero3.csv)."""
+    2020 README tables (12 iteration times on V100 and A100, megatron_readme_2020.csv),
+    MT-NLG 530B's (3, mtnlg_2022.csv) and SC21 Table 2's ZeRO-3 rows (6,
+    narayanan_2021_zero3.csv)."""
     runs = published_runs()
     rows = []
     sc21 = runs[runs.run_id.str.startswith("megatron-sc21-")]
@@ -252,14 +253,15 @@ def load_sc21() -> pd.DataFrame:
                           metric="step_time_s", measured=float(o["iteration_time_s"]),
                           fit=False, source=o["source"]))
     # Megatron-LM's README of 2020: tensor-parallel weak scaling on a DGX-2 (V100) and a
-    # DGX-A100, and with 128-way data parallelism on DGX-A100s (held out; the V100
-    # single-GPU row set v100-32gb's GEMM efficiency and is excluded)
-    for run, o in data_rows("megatron_readme_2020.csv").items():
+    # DGX-A100, and with 128-way data parallelism on DGX-A100s (the V100 single-GPU row
+    # set v100-32gb's GEMM efficiency and is excluded); MT-NLG 530B's training iterations
+    # on 2,240-3,360 A100s (Megatron-DeepSpeed, 2021). Held out.
+    for run, o in (data_rows("megatron_readme_2020.csv") | data_rows("mtnlg_2022.csv")).items():
         rows.append(_case(dataset="sc21", case_id=run, hardware=o["hardware"],
                           **{k: int(o[k]) for k in ("layers", "hidden", "heads", "vocab",
-                                                    "seq_len", "gpus", "tp", "micro_batch",
-                                                    "global_batch")},
-                          pp=1, recompute=o["recompute"], precision=o["precision"],
+                                                    "seq_len", "gpus", "tp", "pp",
+                                                    "micro_batch", "global_batch")},
+                          recompute=o["recompute"], precision=o["precision"],
                           metric="step_time_s", measured=float(o["iteration_time_s"]),
                           excluded=o["excluded"], fit=False, source=o["source"]))
     # the same paper's Table 2: DeepSpeed ZeRO-3 without model parallelism on the same
@@ -932,7 +934,8 @@ def _method_inputs(cases: pd.DataFrame) -> dict:
 
 DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("sc21", "Megatron-LM on A100: SC21 Table 1 + GPT-3 175B example (TFLOP/s per "
-            "GPU), Korthikanti 2022 Table 5 (iteration time)",
+            "GPU), Korthikanti 2022 Table 5, Megatron-LM's 2020 README (V100 and A100) and "
+            "MT-NLG 530B (iteration time)",
             "TFLOP/s per GPU or iteration s", load_sc21, 0.06),
     Dataset("vtrain-multi", "vTrain multi-node, 64-512 A100 (iteration time)",
             "iteration time [s]", load_vtrain_multi, 0.10),

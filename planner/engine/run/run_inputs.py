@@ -28,6 +28,7 @@ from planner.engine.inputs.scenario import (
     reliability_inputs,
     site_inputs,
     stack_inputs,
+    value,
 )
 from planner.engine.run.model import critical_batch_tokens
 
@@ -202,6 +203,10 @@ def _read_catalog_inputs(catalog, c: RunChoices) -> dict[str, float]:
                         (f"stack '{software.id}'", stack_inputs(software, acc.id))):
         check(part, where=where)
         x.update(part)
+    # a part no fused attention kernel runs on (V100) caps the stack's kernel
+    cap = getattr(acc, "fused_attention_head_dim_max", None)
+    if cap is not None:
+        x["fused_head_dim_max"] = min(x["fused_head_dim_max"], value(cap))
     x["price_usd_per_gpu_hour"] = price_quote(catalog, acc, pricing, c.provider).usd_per_gpu_hour
     x["commitment_term_s"] = commitment_term_s(pricing)
     if pricing == "spot":

@@ -654,3 +654,16 @@ def test_no_fused_attention_runs_on_v100(cat, tmp_path):
                               reliability="benchmark").iloc[0]
     assert runs["capped"]["step_time_s"] > 1.05 * runs["uncapped"]["step_time_s"]
     assert runs["capped"]["memory_per_gpu_bytes"] > runs["uncapped"]["memory_per_gpu_bytes"]
+
+
+def test_commands_without_a_precision_train_v100_in_fp16(cat):
+    """The checkpoint study names no precision: each part trains in its own 16-bit format
+    (bf16, V100 fp16), so V100 is studied rather than refused."""
+    from planner.analysis.checkpoint_study import Study, run_study
+    from planner.engine.inputs.scenario import native_float16
+
+    assert native_float16(cat.accelerator("v100-32gb")) == "fp16"
+    assert native_float16(cat.accelerator("h100-sxm")) == "bf16"
+    rows = run_study(Study(model="megatron-1.7b", hardware="v100-32gb", gpus=(64,),
+                           schemes=("sync", "async")), cat)
+    assert len(rows) == 2 and all(r["wall_days"] > 0 for r in rows)

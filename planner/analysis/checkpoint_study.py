@@ -24,7 +24,7 @@ import numpy as np
 from hardware_catalog import load_catalog
 from planner.engine.inputs.domains import MAX_GPUS
 from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE, layout_arguments
-from planner.engine.inputs.scenario import DEFAULTS, stack_zero_stage
+from planner.engine.inputs.scenario import DEFAULTS, native_float16, stack_zero_stage
 from planner.engine.layouts.evaluator import evaluate
 from planner.engine.layouts.layout_check import best_layout
 from planner.engine.layouts.space import RECOMPUTE_CODES, RECOMPUTE_NAMES
@@ -120,9 +120,12 @@ def run_study(study: Study, catalog=None) -> list[dict]:
                            f"at most {MAX_CELLS:,} are evaluated: give fewer values")
     if catalog is None:
         catalog = load_catalog()
+    # the part's own 16-bit recipe: the study has no precision option (V100: fp16)
+    precision = native_float16(catalog.get("accelerator", study.hardware))
     common = dict(model=study.model, hardware=study.hardware, catalog=catalog,
                   tokens=DEFAULTS["tokens"] if study.tokens is None else study.tokens,
-                  reliability=study.reliability or DEFAULTS["reliability"], as_frame=False)
+                  reliability=study.reliability or DEFAULTS["reliability"],
+                  precision=precision, as_frame=False)
     rows = []
     for gpus in study.gpus:
         sizes = _fastest_fitting_layout(common, gpus, study.overrides)

@@ -388,6 +388,13 @@ def peak_flops(accelerator, precision: str) -> float:
     return value(quantity)
 
 
+def native_float16(accelerator) -> str:
+    """The 16-bit recipe a part trains in where a command names none: bf16, or fp16 on a
+    part whose matrix units take no BF16 (V100's ``float16_formats``)."""
+    formats = getattr(accelerator, "float16_formats", None) or ("bf16", "fp16")
+    return "bf16" if "bf16" in formats else formats[0]
+
+
 def precision_refusal(accelerator, precision: str, stack=None) -> str:
     """Why ``accelerator`` (with ``stack``) cannot run recipe ``precision`` ('' : it can):
     a peak the recipe needs is missing, the format is another vendor's, or the stack does

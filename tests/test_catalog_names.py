@@ -28,11 +28,12 @@ def test_models_and_stacks_ignore_case_too():
     assert cat.stack("MaxText-XLA").id == "maxtext-xla"
 
 
-def test_every_alias_is_normalised_and_names_one_part():
-    cat = load_catalog()
-    seen = {normalised_name(i): i for i in cat.accelerators}
-    for id_, acc in cat.accelerators.items():
-        for alias in acc.aliases:
+@pytest.mark.parametrize("kind", ["accelerators", "models"])
+def test_every_alias_is_normalised_and_names_one_entry(kind):
+    entries = getattr(load_catalog(), kind)
+    seen = {normalised_name(i): i for i in entries}
+    for id_, entry in entries.items():
+        for alias in entry.aliases:
             assert alias == normalised_name(alias), (id_, alias)
             assert seen.setdefault(alias, id_) == id_, (id_, alias)
 
@@ -103,12 +104,3 @@ def test_catalog_show_and_checkpoint_take_names_as_typed(capsys):
 ])
 def test_models_answer_to_their_hugging_face_names(typed, id_):
     assert load_catalog().model(typed).id == id_
-
-
-def test_every_model_alias_is_normalised_and_names_one_model():
-    cat = load_catalog()
-    seen = {normalised_name(i): i for i in cat.models}
-    for id_, model in cat.models.items():
-        for alias in model.aliases:
-            assert alias == normalised_name(alias), (id_, alias)
-            assert seen.setdefault(alias, id_) == id_, (id_, alias)

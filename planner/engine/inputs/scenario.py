@@ -388,10 +388,15 @@ def peak_flops(accelerator, precision: str) -> float:
     return value(quantity)
 
 
+def _float16_formats(accelerator) -> tuple[str, ...]:
+    """The 16-bit float formats the part's matrix units take (both where unstated)."""
+    return tuple(getattr(accelerator, "float16_formats", None) or ("bf16", "fp16"))
+
+
 def native_float16(accelerator) -> str:
     """The 16-bit recipe a part trains in where a command names none: bf16, or fp16 on a
     part whose matrix units take no BF16 (V100's ``float16_formats``)."""
-    formats = getattr(accelerator, "float16_formats", None) or ("bf16", "fp16")
+    formats = _float16_formats(accelerator)
     return "bf16" if "bf16" in formats else formats[0]
 
 
@@ -406,10 +411,11 @@ def precision_refusal(accelerator, precision: str, stack=None) -> str:
                     + (" (hardware block scaling)" if needed != r.gemm_precision else ""))
     # fp16 trains in FP16; every other recipe but tf32 keeps its 16-bit GEMMs in BF16
     float16 = {"fp16": "fp16", "tf32": None}.get(precision, "bf16")
-    formats = getattr(accelerator, "float16_formats", None) or ("bf16", "fp16")
+    formats = _float16_formats(accelerator)
     if float16 and float16 not in formats:
         return (f"accelerator '{accelerator.id}' has no {float16} matrix units (its 16-bit "
-                f"format is {' and '.join(formats)}: use --precision {formats[0]})")
+                f"format is {' and '.join(formats)}: use --precision "
+                f"{native_float16(accelerator)})")
     if r.vendors and getattr(accelerator, "vendor", None) not in r.vendors:
         return f"{precision} is a {'/'.join(r.vendors)} format; '{accelerator.id}' is not"
     if stack is not None and r.stack_flag and not value(

@@ -77,3 +77,19 @@ def test_a_zero_stage_left_out_is_the_stacks(stack, zero):
                micro_batch=1, stack=stack, as_frame=False)
     assert evaluate(**run)["zero"] == zero
     assert evaluate(**run, zero=2)["zero"] == 2  # given, it is kept
+
+
+def test_an_fsdp_stack_with_pipeline_stages_searches_its_virtual_stages():
+    # FSDP2 under PP (torchtitan, Meta's Llama 3 405B): the ZeRO-3 layouts with PP are
+    # searched, not replaced by the preferred VP1 x micro-batch 1 (the search used to try
+    # ZeRO-3 without PP only, so it found nothing and fell back to VP1)
+    run = dict(model="llama3-70b", hardware="h100-sxm", gpus=256, global_batch=256,
+               seq_len=8192, stack="torchtitan-fsdp2", reliability="benchmark",
+               tp=8, pp=8, cp=1, recompute="full")
+    searched = evaluate(**run).iloc[0]
+    assert searched["zero"] == 3 and searched["fits"]
+    every = [evaluate(**run, vp=vp, micro_batch=mb).iloc[0] for vp in (1, 2, 4)
+             for mb in (1, 2)]
+    fastest = min(r["step_time_s"] for r in every if r["fits"])
+    assert searched["vp"] > 1
+    assert searched["step_time_s"] == pytest.approx(fastest, rel=1e-9)

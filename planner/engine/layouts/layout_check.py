@@ -82,6 +82,9 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         min_gpus=gpus, max_gpus=gpus, **{**sizes, "tp": only("tp", tuple(2**i for i in range(8)))},
         recompute=(RECOMPUTE_NAMES[recompute],), zero=tuple(sorted({0, zero})), hsdp=(0,),
         dualpipe=context_of(x)["dualpipe"],
+        # the ZeRO stage asked for is searched with pipeline stages too: an FSDP stack's
+        # run with PP keeps its FSDP (torchtitan, Meta's Llama 3 405B)
+        zero3_pipeline=int(zero >= 3),
         sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),

@@ -140,6 +140,10 @@ class SpaceOptions(DeclaredSizes):
     #: the stack's selective recompute: 1 op-level (torchtitan), whose layouts differ from
     #: those without recompute, so the search keeps them; 0 the attention core only
     op_selective: int = 0
+    #: 1: ZeRO-3 layouts with pipeline stages are tried too (FSDP2 under PP: torchtitan,
+    #: Meta's Llama 3 405B, arXiv:2407.21783 s3.3.2); 0: ZeRO-3 without PP only, as
+    #: DeepSpeed and Megatron-Core run it
+    zero3_pipeline: int = 0
 
     def validate(self) -> None:
         """CapplanError on the first value outside its domain (planner.engine.inputs.domains)."""
@@ -473,7 +477,7 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
         # gathers stay in the domain.  (Under ZeRO-1 HSDP only costs memory in this model:
         # the one gradient all-reduce is hierarchical either way; evaluate still takes it.)
         ("zero_hsdp", [2 * z + h for z in options.zero for h in options.hsdp],
-         lambda t, code: _zero_allowed(t, code, valid)),
+         lambda t, code: _zero_allowed(t, code, valid, options.zero3_pipeline)),
         ("sequence_parallel", options.sequence_parallel,
          lambda t, sp: (sp == 0) | (t["tp"][:, None] > 1)),
         *((name, getattr(options, name), _declared_allowed(name, valid))
@@ -520,14 +524,15 @@ def search_recompute_codes(recompute, op_selective: int = 0) -> list[int]:
     return [c for c in codes if c != selective or none not in codes or op_selective]
 
 
-def _zero_allowed(t, code, valid):
+def _zero_allowed(t, code, valid, zero3_pipeline=0):
     """Which ZeRO x HSDP codes each table row tries: the search's choices (ZeRO with data
-    parallelism, ZeRO-3 without PP, HSDP under ZeRO-2/3 over the DP ranks of one scale-up
-    domain when those are fewer than DP), masked by the HSDP rules of the layout
-    (``valid``: :data:`planner.engine.inputs.layout_rules.VALIDITY`)."""
+    parallelism, ZeRO-3 without PP unless ``zero3_pipeline``, HSDP under ZeRO-2/3 over the
+    DP ranks of one scale-up domain when those are fewer than DP), masked by the HSDP rules
+    of the layout (``valid``: :data:`planner.engine.inputs.layout_rules.VALIDITY`)."""
     zero, hsdp = np.divmod(code, 2)
     dp, domain_dp = t["dp"][:, None], t["domain_dp"][:, None]
-    chosen = (((zero == 0) | (dp > 1)) & ((zero < 3) | (t["pp"][:, None] == 1))
+    chosen = (((zero == 0) | (dp > 1))
+              & ((zero < 3) | (t["pp"][:, None] == 1) | bool(zero3_pipeline))
               & ((hsdp == 0) | ((zero >= 2) & (domain_dp < dp))))
     shard_group = np.where(hsdp == 1, domain_dp, dp)
     return chosen & valid({"dp": dp, "shard_group": shard_group, "zero": zero},

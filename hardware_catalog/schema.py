@@ -671,6 +671,10 @@ class SoftwareStack(Entry):
     # through the step and reduce-scatters its gradients once (torchtitan), 0 if it gathers
     # and reduce-scatters in every micro-batch
     fsdp_keeps_gathered_under_pp: Quantity | None = None
+    # 1 if the stack's recompute policies keep only the tensors they name and recompute
+    # every other one from the layer input (JAX checkpoint policies, MaxText's remat_policy),
+    # 0 if a recomputed module keeps its inputs (Megatron-Core's selective recompute)
+    remat_keeps_named_only: Quantity | None = None
     # 1 if the stack's ZeRO collectives run flat over the data-parallel group (every GPU's
     # share through its own scale-out link), 0 if node-aware (hierarchical, rail-aggregated)
     dp_collectives_flat: Quantity | None = None
@@ -768,7 +772,8 @@ class SoftwareStack(Entry):
                    "expected 0 or 1")
         for name in ("fp8_dispatch", "hierarchical_dispatch", "deepep_dispatch",
                      "op_selective_recompute", "recompute_early_stop",
-                     "fsdp_keeps_gathered_under_pp", "dp_collectives_flat",
+                     "fsdp_keeps_gathered_under_pp", "remat_keeps_named_only",
+                     "dp_collectives_flat",
                      "dispatch_host_sync", "dualpipe",
                      "recompute_moe_act", "recompute_mlp", "recompute_moe",
                      "recompute_core_attn", "fused_window_attention", "fused_attention_sinks",

@@ -107,6 +107,8 @@ LEGACY_EQUIVALENT = {
     "recompute_core_attn": 0.0,
     # ZeRO-3 gathers and reduce-scatters in every micro-batch, PP or not
     "fsdp_keeps_gathered_under_pp": 0.0,
+    # selective recompute keeps each recomputed module's inputs (Megatron-Core)
+    "remat_keeps_named_only": 0.0,
     # node-aware (hierarchical) data-parallel collectives
     "dp_collectives_flat": 0.0,
     # no time for a low-precision recipe's casts

@@ -400,7 +400,7 @@ def _torchtitan_405b(**overrides):
     # torchtitan's Table 5 layout: Llama 3.1 405B, FSDP 8 x TP 8 x PP 8 on 512 H100 96 GB,
     # local batch 32 in micro-batches of 4, full AC (benchmarks/llama3_h100_202412_torchtitan.md)
     return evaluate(model="llama3.1-405b", hardware="gt-h100-96gb", gpus=512, tp=8, pp=8,
-                    zero=3, micro_batch=4, global_batch=256, seq_len=8192, recompute="full",
+                    cp=1, ep=1, vp=1, zero=3, micro_batch=4, global_batch=256, seq_len=8192, recompute="full",
                     stack="torchtitan-fsdp2", reliability="benchmark",
                     overrides=overrides).iloc[0]
 
@@ -440,3 +440,43 @@ def test_a_chunked_loss_holds_one_chunks_logits():
                          overrides={"loss_bytes_per_logit": 48.0})
     assert whole["step_time_s"] == pytest.approx(same_loss["step_time_s"], rel=1e-12)
     assert chunked["step_time_s"] < whole["step_time_s"]
+
+
+def _maxtext_70b_v6e(**overrides):
+    from planner.engine.inputs.recompute_modules import module_flags
+    from planner.engine.layouts.evaluator import evaluate
+
+    # AI-Hypercomputer/tpu-recipes Llama 3.1 70B on v6e-256: FSDP 256, 5 sequences of 8,192
+    # a chip, remat_policy custom offloading the layer input and Q, K, V (2.25 h-vectors)
+    # and recomputing the rest (read as the mlp, norm and attention-core modules)
+    return evaluate(model="llama3.1-70b", hardware="tpu-v6e", gpus=256, tp=1, pp=1, cp=1,
+                    ep=1, vp=1, micro_batch=5, global_batch=1280, seq_len=8192, zero=3,
+                    recompute="selective", stack="maxtext-xla", reliability="benchmark",
+                    overrides={"offloaded_activation_vectors": 2.25,
+                               **module_flags("mlp,layernorm,core_attn", "selective"),
+                               **overrides}).iloc[0]
+
+
+def test_a_jax_policy_that_offloads_what_it_names_keeps_nothing_else_on_the_device():
+    # jax.checkpoint_policies.save_and_offload_only_these_names: the named tensors go to
+    # host memory and every other one is recomputed, so the device holds the two layers in
+    # transit and one layer's working set, not each recomputed module's inputs
+    named, module_inputs = _maxtext_70b_v6e(), _maxtext_70b_v6e(remat_keeps_named_only=0.0)
+    layer_input = 5 * 8192 * 8192 * 2  # the h-vector of 40,960 tokens, 16-bit
+    assert named["activation_bytes"] < module_inputs["activation_bytes"] / 3
+    # 140 GB a 32 GB chip under the module accounting, 35 GB under the policy's
+    assert module_inputs["memory_per_gpu_bytes"] == pytest.approx(140e9, rel=0.01)
+    assert named["memory_per_gpu_bytes"] == pytest.approx(35e9, rel=0.02)
+    # what grows with the named tensors: the two layers in transit, nothing per layer
+    twice = _maxtext_70b_v6e(offloaded_activation_vectors=4.5)
+    assert twice["activation_bytes"] - named["activation_bytes"] == \
+        pytest.approx(2 * 2.25 * layer_input, rel=1e-9)
+    # the step time does not depend on where the activations live
+    assert named["step_time_s"] == pytest.approx(module_inputs["step_time_s"], rel=1e-12)
+
+
+def test_a_named_only_policy_without_offload_keeps_the_module_accounting():
+    # no offload: the row's module list is the reading of the policy's saved names
+    assert _maxtext_70b_v6e(offloaded_activation_vectors=0.0)["activation_bytes"] == \
+        pytest.approx(_maxtext_70b_v6e(offloaded_activation_vectors=0.0,
+                                       remat_keeps_named_only=0.0)["activation_bytes"])

@@ -391,6 +391,10 @@ GLOSSARY: dict[str, Term] = {
     "fsdp_keeps_gathered_under_pp": Term(
         "1", "1 if FSDP under PP keeps each stage's gathered parameters and unsharded "
         "gradients through the step (one gather and one reduce-scatter a step)", FLAG),
+    "remat_keeps_named_only": Term(
+        "1", "1 if the stack's recompute policy keeps only the tensors it names (JAX: "
+        "save_only_these_names) and recomputes the rest from the layer input; 0 if a "
+        "recomputed module keeps its inputs (Megatron-Core)", FLAG),
     "dp_collectives_flat": Term(
         "1", "1 if the data-parallel (ZeRO) collectives run flat over the group, every GPU's "
         "bytes through its own scale-out link; 0 node-aware (hierarchical)", FLAG),

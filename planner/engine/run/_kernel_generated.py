@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'remat_keeps_named_only', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, remat_keeps_named_only, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -600,176 +600,178 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     grads_bytes = x392 + x397
     optimizer_state_bytes = optimizer_bytes_per_param * x381 + optimizer_bytes_per_param * x382
     del x381, x382
-    x398 = bytes_per_element * tokens_mb
-    x399 = hidden * x282
-    x400 = 2 * tokens_mb
-    x401 = tokens_mb * x399
-    x402 = 4 * x401
-    x403 = recompute_mlp * x93
-    x404 = 2 * mlp_matrices
-    x405 = tokens_mb * x404
-    x406 = x180 * x405
-    x407 = heads + kv_heads
-    x408 = kv_heads / heads
-    x409 = 1 - recompute_norms
-    x410 = x180 * x50 * (1 - x403)
+    x398 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
+    x399 = bytes_per_element * tokens_mb
+    x400 = hidden * x282
+    x401 = 2 * tokens_mb
+    x402 = tokens_mb * x400
+    x403 = 4 * x402
+    x404 = recompute_mlp * x93
+    x405 = 2 * mlp_matrices
+    x406 = tokens_mb * x405
+    x407 = x180 * x406
+    x408 = heads + kv_heads
+    x409 = kv_heads / heads
+    x410 = 1 - recompute_norms
+    x411 = x180 * x50 * (1 - x404)
     del x180
-    x411 = tokens_mb * x204
+    x412 = tokens_mb * x204
     del x204
-    x412 = tokens_mb * x283
+    x413 = tokens_mb * x283
     del x283
-    x413 = linear_input_bytes + x404 - 2
-    del x404
-    x414 = x411 * x413 + x412 * (etp * hidden * linear_input_bytes + x413 * x46)
-    del x413
-    x415 = tokens_mb * x24
-    x416 = micro_batch * x173 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
+    x414 = linear_input_bytes + x405 - 2
+    del x405
+    x415 = x412 * x414 + x413 * (etp * hidden * linear_input_bytes + x414 * x46)
+    del x414
+    x416 = tokens_mb * x24
+    x417 = micro_batch * x173 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
     del x128, x173
-    x417 = linear_input_bytes * x401 * x409
-    del x401
-    x418 = lora_rank * x398 * (lora_down + lora_k + lora_o + lora_q + lora_v + x58) + x400 * x95 * (hidden * x57 + x191 * x24 * x259 + x399 + x52 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x410 * (1 - lora_down) + x417 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x417 * (1 - numpy.minimum(1, x58))) - heads * recompute_mla_up_proj * x11 * x400 * x52 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x282 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x52 * (linear_key_heads * x113 + 68.0 * linear_value_heads + 5 * x25) - x52 * (x18 * x400 * x407 + x416)) + 2 * micro_batch * seq_len * x0 * x52 * (x18 * x407 - x24 * (x408 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x244 * x414 + moe_share * (-x406 + x414) - moe_share * (x411 + x412 * x46) * (linear_input_bytes * x245 + x201 * (2 - x210)) - recompute_norms * x402 - x403 * x406 * x50 + x52 * (ffn * x405 + hidden * tokens_mb * (4 * x408 + 2) + x415 + x416) - (1 - 1 / 2 * linear_input_bytes) * (x400 * x410 + x402 * x409))
-    del moe_share, x0, x11, x113, x12, x15, x17, x18, x191, x201, x210, x24, x244, x245, x25, x259, x282, x3, x399, x400, x402, x403, x405, x406, x407, x408, x409, x410, x411, x412, x414, x416, x417, x46, x50, x57, x58, x94, x95
-    x419 = x203 * x415
-    del x203, x415
-    x420 = full_recompute * x419 + x418 * x93
-    del x93
-    x421 = loss_logit_chunks ** (-1.0)
-    x422 = loss_extra_bytes_per_logit * tokens_mb * x205 * x421 + 4 * x297 * (vocab * x100 * x421 + 1)
-    del tokens_mb, x100, x205, x297, x421
-    x423 = stage_layers * x378 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x291 * numpy.minimum(x294, pp * vp + x292 * numpy.minimum(1, vp - 1)))
+    x418 = linear_input_bytes * x402 * x410
+    del x402
+    x419 = lora_rank * x399 * (lora_down + lora_k + lora_o + lora_q + lora_v + x58) + x401 * x95 * (hidden * x57 + x191 * x24 * x259 + x400 + x52 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x411 * (1 - lora_down) + x418 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x418 * (1 - numpy.minimum(1, x58))) - heads * recompute_mla_up_proj * x11 * x401 * x52 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x282 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x52 * (linear_key_heads * x113 + 68.0 * linear_value_heads + 5 * x25) - x52 * (x18 * x401 * x408 + x417)) + 2 * micro_batch * seq_len * x0 * x52 * (x18 * x408 - x24 * (x409 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x244 * x415 + moe_share * (-x407 + x415) - moe_share * (x412 + x413 * x46) * (linear_input_bytes * x245 + x201 * (2 - x210)) - recompute_norms * x403 - x404 * x407 * x50 + x52 * (ffn * x406 + hidden * tokens_mb * (4 * x409 + 2) + x416 + x417) - (1 - 1 / 2 * linear_input_bytes) * (x401 * x411 + x403 * x410))
+    del moe_share, x0, x11, x113, x12, x15, x17, x18, x191, x201, x210, x24, x244, x245, x25, x259, x282, x3, x400, x401, x403, x404, x406, x407, x408, x409, x410, x411, x412, x413, x415, x417, x418, x46, x50, x57, x58, x94, x95
+    x420 = x203 * x416
+    del x203, x416
+    x421 = offloaded_activation_vectors * x420
+    x422 = full_recompute * x420 + x93 * (x398 * numpy.maximum(x420, x421) + x419 * (1 - x398))
+    del x420, x93
+    x423 = loss_logit_chunks ** (-1.0)
+    x424 = loss_extra_bytes_per_logit * tokens_mb * x205 * x423 + 4 * x297 * (vocab * x100 * x423 + 1)
+    del tokens_mb, x100, x205, x297, x423
+    x425 = stage_layers * x378 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x291 * numpy.minimum(x294, pp * vp + x292 * numpy.minimum(1, vp - 1)))
     del microbatches, x291, x292, x294, x378
-    activation_bytes = full_recompute * x418 + linear_value_heads * x114 * x398 * x52 * numpy.minimum(1, linear_attention_layers) + x42 * (x420 + x422) + x420 * x423 + x422 - numpy.where(numpy.greater(x423, 2), x423 - 2, 0.0) * numpy.minimum(x420, offloaded_activation_vectors * x419)
-    del x114, x398, x418, x419, x42, x420, x422, x423, x52
+    activation_bytes = linear_value_heads * x114 * x399 * x52 * numpy.minimum(1, linear_attention_layers) + x419 * (full_recompute + x398) + x42 * (x422 + x424) + x422 * x425 + x424 - numpy.where(numpy.greater(x425, 2), x425 - 2, 0.0) * numpy.minimum(x421, x422)
+    del x114, x398, x399, x419, x42, x421, x422, x424, x425, x52
     memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x392 + x396 + x397
     del x392, x396, x397
-    x424 = nodes / (rack_mtbf_s * rack_nodes)
-    x425 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x426 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x427 = x424 + x425 + x426
-    system_mtbf_s = x427 ** (-1.0)
-    x428 = node_repair_s * x424
-    x429 = numpy.exp(-x428)
-    x430 = node_repair_s * x425
-    x431 = -spare_nodes
-    x432 = rack_nodes + x431
-    x433 = x428 * x429
-    del x428
-    x434 = 2 * rack_nodes + x431
-    x435 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x429 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x436 = 3 * rack_nodes + x431
-    x437 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x429 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x438 = 4 * rack_nodes + x431
-    x439 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x429 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x440 = 5 * rack_nodes + x431
-    x441 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x429 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x442 = 6 * rack_nodes + x431
-    x443 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x429 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x444 = 7 * rack_nodes + x431
-    x445 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x429 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x446 = 8 * rack_nodes + x431
-    x447 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x429 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x448 = 9 * rack_nodes + x431
-    x449 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x429 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x450 = 10 * rack_nodes + x431
-    x451 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x429 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x452 = 11 * rack_nodes + x431
-    x453 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x429 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x424 * (x429 * poisson_cdf(-x432, x430) + x433 * poisson_cdf(-x434, x430) + x435 * poisson_cdf(-x436, x430) + x437 * poisson_cdf(-x438, x430) + x439 * poisson_cdf(-x440, x430) + x441 * poisson_cdf(-x442, x430) + x443 * poisson_cdf(-x444, x430) + x445 * poisson_cdf(-x446, x430) + x447 * poisson_cdf(-x448, x430) + x449 * poisson_cdf(-x450, x430) + x451 * poisson_cdf(-x452, x430) + x453 * poisson_cdf(-12 * rack_nodes - x431, x430)) + x425 * (x429 * poisson_cdf(spare_nodes - 1, x430) + x433 * poisson_cdf(-x432 - 1, x430) + x435 * poisson_cdf(-x434 - 1, x430) + x437 * poisson_cdf(-x436 - 1, x430) + x439 * poisson_cdf(-x438 - 1, x430) + x441 * poisson_cdf(-x440 - 1, x430) + x443 * poisson_cdf(-x442 - 1, x430) + x445 * poisson_cdf(-x444 - 1, x430) + x447 * poisson_cdf(-x446 - 1, x430) + x449 * poisson_cdf(-x448 - 1, x430) + x451 * poisson_cdf(-x450 - 1, x430) + x453 * poisson_cdf(-x452 - 1, x430)) + x426)
-    del x424, x425, x426, x429, x430, x431, x432, x433, x434, x435, x436, x437, x438, x439, x440, x441, x442, x443, x444, x445, x446, x447, x448, x449, x450, x451, x452, x453
-    x454 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x455 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x427 * (x454 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x427 * (-manual_restart_s + x454 - x455))) + x454 - x455
-    del x427, x454, x455
+    x426 = nodes / (rack_mtbf_s * rack_nodes)
+    x427 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x428 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x429 = x426 + x427 + x428
+    system_mtbf_s = x429 ** (-1.0)
+    x430 = node_repair_s * x426
+    x431 = numpy.exp(-x430)
+    x432 = node_repair_s * x427
+    x433 = -spare_nodes
+    x434 = rack_nodes + x433
+    x435 = x430 * x431
+    del x430
+    x436 = 2 * rack_nodes + x433
+    x437 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x431 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x438 = 3 * rack_nodes + x433
+    x439 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x431 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x440 = 4 * rack_nodes + x433
+    x441 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x431 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x442 = 5 * rack_nodes + x433
+    x443 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x431 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x444 = 6 * rack_nodes + x433
+    x445 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x431 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x446 = 7 * rack_nodes + x433
+    x447 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x431 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x448 = 8 * rack_nodes + x433
+    x449 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x431 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x450 = 9 * rack_nodes + x433
+    x451 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x431 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x452 = 10 * rack_nodes + x433
+    x453 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x431 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x454 = 11 * rack_nodes + x433
+    x455 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x431 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x426 * (x431 * poisson_cdf(-x434, x432) + x435 * poisson_cdf(-x436, x432) + x437 * poisson_cdf(-x438, x432) + x439 * poisson_cdf(-x440, x432) + x441 * poisson_cdf(-x442, x432) + x443 * poisson_cdf(-x444, x432) + x445 * poisson_cdf(-x446, x432) + x447 * poisson_cdf(-x448, x432) + x449 * poisson_cdf(-x450, x432) + x451 * poisson_cdf(-x452, x432) + x453 * poisson_cdf(-x454, x432) + x455 * poisson_cdf(-12 * rack_nodes - x433, x432)) + x427 * (x431 * poisson_cdf(spare_nodes - 1, x432) + x435 * poisson_cdf(-x434 - 1, x432) + x437 * poisson_cdf(-x436 - 1, x432) + x439 * poisson_cdf(-x438 - 1, x432) + x441 * poisson_cdf(-x440 - 1, x432) + x443 * poisson_cdf(-x442 - 1, x432) + x445 * poisson_cdf(-x444 - 1, x432) + x447 * poisson_cdf(-x446 - 1, x432) + x449 * poisson_cdf(-x448 - 1, x432) + x451 * poisson_cdf(-x450 - 1, x432) + x453 * poisson_cdf(-x452 - 1, x432) + x455 * poisson_cdf(-x454 - 1, x432)) + x428)
+    del x426, x427, x428, x431, x432, x433, x434, x435, x436, x437, x438, x439, x440, x441, x442, x443, x444, x445, x446, x447, x448, x449, x450, x451, x452, x453, x454, x455
+    x456 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x457 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x429 * (x456 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x429 * (-manual_restart_s + x456 - x457))) + x456 - x457
+    del x429, x456, x457
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x456 = checkpoint_bytes * x387
-    x457 = x240 * x456
-    x458 = ckpt_async * x457
-    x459 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x460 = ckpt_sync * x459
-    x461 = x265 * x456
-    del x265, x456
-    x462 = ckpt_in_memory * (x457 + x461)
-    del x457
-    x463 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x464 = grad_bytes_per_param * trainable_params * x387
+    x458 = checkpoint_bytes * x387
+    x459 = x240 * x458
+    x460 = ckpt_async * x459
+    x461 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x462 = ckpt_sync * x461
+    x463 = x265 * x458
+    del x265, x458
+    x464 = ckpt_in_memory * (x459 + x463)
+    del x459
+    x465 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x466 = grad_bytes_per_param * trainable_params * x387
     del x387
-    x465 = optimizer_s - step_time_s
-    x466 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x240 * x464 / (1 - (1 - numpy.minimum(1, x463)) ** gockpt_steps) + x465)
+    x467 = optimizer_s - step_time_s
+    x468 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x240 * x466 / (1 - (1 - numpy.minimum(1, x465)) ** gockpt_steps) + x467)
     del x240
-    checkpoint_stall_s = x458 + x460 + x462 + x466
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x458 + 2 * x460 + 2 * x462 + 2 * x466))
-    x467 = ckpt_async * x459
-    x468 = system_mtbf_s ** (-1.0)
-    x469 = checkpoint_stall_s * x468
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x464 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x465))) / numpy.log(1 - numpy.minimum(0.999999999999, x463))))) - 1) + 1
-    del x463, x464, x465
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x459) + x467), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x458 + 1 / 2 * x460 + 1 / 2 * x462 + 1 / 2 * x466), -checkpoint_stall_s + young_interval_s * (1 / 6 * x189 * numpy.sqrt(x469) + 1 / 18 * x469 + 1), system_mtbf_s)))
-    del x189, x458, x460, x462, x466
-    commit_latency_s = ckpt_gockpt * (step_time_s + x459) + x467
-    del x459, x467
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x461 + failure_restart_s
-    del failure_restart_s, x461
-    x470 = seq_len / critical_batch_tokens
-    steps = tokens * x78 * (global_batch * x470 + 1) / (global_batch * token_efficiency * (reference_batch * x470 + 1))
-    del x470, x78
+    checkpoint_stall_s = x460 + x462 + x464 + x468
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x460 + 2 * x462 + 2 * x464 + 2 * x468))
+    x469 = ckpt_async * x461
+    x470 = system_mtbf_s ** (-1.0)
+    x471 = checkpoint_stall_s * x470
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x466 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x467))) / numpy.log(1 - numpy.minimum(0.999999999999, x465))))) - 1) + 1
+    del x465, x466, x467
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x461) + x469), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x460 + 1 / 2 * x462 + 1 / 2 * x464 + 1 / 2 * x468), -checkpoint_stall_s + young_interval_s * (1 / 6 * x189 * numpy.sqrt(x471) + 1 / 18 * x471 + 1), system_mtbf_s)))
+    del x189, x460, x462, x464, x468
+    commit_latency_s = ckpt_gockpt * (step_time_s + x461) + x469
+    del x461, x469
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x463 + failure_restart_s
+    del failure_restart_s, x463
+    x472 = seq_len / critical_batch_tokens
+    steps = tokens * x78 * (global_batch * x472 + 1) / (global_batch * token_efficiency * (reference_batch * x472 + 1))
+    del x472, x78
     solve_time_s = step_time_s * steps
-    x471 = numpy.exp(commit_latency_s * x468)
-    x472 = numpy.exp(x468 * (checkpoint_interval_s + checkpoint_stall_s))
-    x473 = solve_time_s * x471 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x471 + x473 * (x472 - 1) - 1) * numpy.exp(restart_s * x468)
-    del x471
-    failure_stepping_s = system_mtbf_s * x473 * (x472 - numpy.exp(x469))
-    del x469, x472, x473
+    x473 = numpy.exp(commit_latency_s * x470)
+    x474 = numpy.exp(x470 * (checkpoint_interval_s + checkpoint_stall_s))
+    x475 = solve_time_s * x473 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x473 + x475 * (x474 - 1) - 1) * numpy.exp(restart_s * x470)
+    del x473
+    failure_stepping_s = system_mtbf_s * x475 * (x474 - numpy.exp(x471))
+    del x471, x474, x475
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x474 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x474)
-    x475 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x475 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x475
-    del x475
-    expected_failures = failure_wall_s * x468
-    del x468
+    x476 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x476)
+    x477 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x477 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x477
+    del x477
+    expected_failures = failure_wall_s * x470
+    del x470
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x474
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x476
     del failure_stepping_s
-    x476 = -wall_time_s
+    x478 = -wall_time_s
     gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x389 * (cp_comm_s + ep_comm_s + tp_comm_s + x384) + compute_power_fraction * compute_s * x389)
     del x384, x389
-    x477 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x476)
+    x479 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x478)
     del stepping_s
-    energy_gpu_j = gpus * x477
-    x478 = network_power_per_node_w + node_overhead_power_w
-    x479 = nodes * x478
+    energy_gpu_j = gpus * x479
+    x480 = network_power_per_node_w + node_overhead_power_w
+    x481 = nodes * x480
     del nodes
-    x480 = spare_nodes * (gpus_per_node * idle_power_w + x478) + x479
-    del x478
-    energy_it_j = energy_gpu_j + wall_time_s * x480
-    energy_facility_j = energy_it_j * pue
-    x481 = eval_time_s + rollbacks * x474
-    del x474
-    x482 = pue * (gpu_step_power_w * gpus + x479)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x479) * (-failure_wall_s - x476 - x481) - solve_time_s * x482 - x481 * x482
-    del failure_wall_s, x479, x481, x482
-    x483 = wall_time_s ** (-1.0)
-    gpu_power_w = x477 * x483
-    del x477
-    avg_power_w = energy_facility_j * x483
-    del x483
-    peak_power_w = pue * (gpus * max_power_w + x480)
+    x482 = spare_nodes * (gpus_per_node * idle_power_w + x480) + x481
     del x480
-    x484 = gpus + gpus_per_node * spare_nodes
-    x485 = 0.000277777777777778 * x484
-    gpu_hours = wall_time_s * x485
-    cost_cloud_usd = price_usd_per_gpu_hour * x485 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x476), wall_time_s)
-    del x476, x485
-    x486 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x486 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x484)) / utilisation
+    energy_it_j = energy_gpu_j + wall_time_s * x482
+    energy_facility_j = energy_it_j * pue
+    x483 = eval_time_s + rollbacks * x476
+    del x476
+    x484 = pue * (gpu_step_power_w * gpus + x481)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x481) * (-failure_wall_s - x478 - x483) - solve_time_s * x484 - x483 * x484
+    del failure_wall_s, x481, x483, x484
+    x485 = wall_time_s ** (-1.0)
+    gpu_power_w = x479 * x485
+    del x479
+    avg_power_w = energy_facility_j * x485
+    del x485
+    peak_power_w = pue * (gpus * max_power_w + x482)
+    del x482
+    x486 = gpus + gpus_per_node * spare_nodes
+    x487 = 0.000277777777777778 * x486
+    gpu_hours = wall_time_s * x487
+    cost_cloud_usd = price_usd_per_gpu_hour * x487 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x478), wall_time_s)
+    del x478, x487
+    x488 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x488 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x486)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x484 * x486
-    del x484, x486
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x486 * x488
+    del x486, x488
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -908,6 +908,16 @@ def iteration_communication(x: dict, r: dict) -> dict:
     }
 
 
+def _named_offload(x: dict):
+    """1 where selective recompute runs a policy that keeps only the tensors it names and
+    the run offloads those to host memory (MaxText's remat_policy custom / *_offloaded:
+    jax.checkpoint_policies.save_and_offload_only_these_names), else 0.  Such a layer holds
+    no other activation: JAX recomputes every unnamed tensor from the named ones, where
+    Megatron-Core's selective recompute keeps the inputs of each module it recomputes."""
+    return x["remat_keeps_named_only"] * x["selective_option"] \
+        * minimum(x["offloaded_activation_vectors"], 1)
+
+
 def _fsdp_kept_under_pp(x: dict):
     """1 where ZeRO-3/FSDP runs under pipeline parallelism on a stack that keeps each
     stage's parameters gathered through the step (torchtitan: reshard_after_forward =
@@ -1147,9 +1157,14 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
     """Memory of one GPU of the first (fullest) pipeline stage."""
     h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
     layer_act = _layer_activation_bytes(x, r, s, b, h, tp)
-    # full recompute keeps each layer's input, plus one layer's working set
+    # full recompute keeps each layer's input, plus one layer's working set; a policy that
+    # keeps only what it names and offloads it keeps those tensors (in host memory) and
+    # recomputes the rest, one layer's working set at a time, in the backward
+    named = _named_offload(x)
     stored_layer = x["full_recompute"] * _layer_input_bytes(x) \
-        + (1 - x["full_recompute"]) * layer_act
+        + (1 - x["full_recompute"]) * (
+            named * maximum(_offloaded_bytes(x), _layer_input_bytes(x))
+            + (1 - named) * layer_act)
     # MTP modules, with the loss on the last stage: one micro-batch in flight
     mtp_act = _mtp_on_fullest_stage(x) * (
         stored_layer + _output_layer_bytes(x, s, b, h, tp))
@@ -1185,7 +1200,7 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         "activation_bytes": (inflight_layers * stored_layer
                              - memory.offloaded_layer_input_bytes(
                                  inflight_layers, minimum(_offloaded_bytes(x), stored_layer))
-                             + x["full_recompute"] * layer_act
+                             + (x["full_recompute"] + named) * layer_act
                              + minimum(x["linear_attention_layers"], 1)
                              * memory.gated_delta_rule_state_bytes(
                                  s, b, x["linear_value_heads"], x["linear_head_dim"],

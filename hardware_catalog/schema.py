@@ -172,6 +172,10 @@ class Accelerator(Entry):
     vendor: str | None = None  # required in the shipped catalog (loader)
     release_date: date | None = None  # required in the shipped catalog (loader)
     node: str  # id of the default node type
+    # id of the software stack a run on this part takes when the user names none (None: the
+    # planner's default, Megatron-Core): the TPUs' is MaxText's, as Megatron-Core, a CUDA
+    # stack, does not run on them
+    default_stack: str | None = None
     # other names the part goes by ('h100', 'trillium'), matched like the id: case, spaces
     # and underscores aside (Catalog.get)
     aliases: list[str] = []

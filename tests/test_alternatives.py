@@ -93,18 +93,27 @@ def test_plan_gives_them_for_its_winner(capsys):
 
 
 def test_an_alternative_stack_that_cannot_run_the_precision_says_so(capsys):
-    """int8 on MaxText: torchtitan does not train in int8, so the alternative is named with
-    the reason instead of failing the command (plan) or dropping every alternative
-    (evaluate); the PUE alternative is still compared."""
+    """int8 on MaxText on an H100 (XLA's int8 GEMMs): torchtitan does not train in int8, so
+    the alternative is named with the reason instead of failing the command (plan) or
+    dropping every alternative (evaluate); the PUE alternative is still compared."""
     why = "stack 'torchtitan-fsdp2' does not train in int8"
     out, err = _run(capsys, ["plan", "-m", "llama3-8b", "--tokens", "1e12", "--hardware",
-                             "tpu-v5p", "--max-gpus", "512", "--precision", "int8",
+                             "h100-sxm", "--max-gpus", "512", "--precision", "int8",
                              "--stack", "maxtext-xla", "-f", "json"])
     assert why in out and "Traceback" not in err
-    out, err = _run(capsys, ["evaluate", "-m", "llama3-8b", "-H", "tpu-v5p", "-n", "256",
+    out, err = _run(capsys, ["evaluate", "-m", "llama3-8b", "-H", "h100-sxm", "-n", "256",
                              "--precision", "int8", "--stack", "maxtext-xla",
                              "--global-batch", "256", "--seq-len", "8192", "-f", "json"])
     changes = _changes(json.loads(out)["alternatives"])
     stack = changes["--stack torchtitan-fsdp2"]
     assert stack["relative_change"] is None and why in stack["text"]
+    assert changes["--site-class site"]["relative_change"] > 0
+
+
+def test_a_tpu_has_no_cuda_stack_alternative(capsys):
+    # the TPUs run MaxText (their default stack); torchtitan and Megatron-Core are CUDA stacks
+    out, _ = _run(capsys, ["evaluate", "-m", "llama3-8b", "-H", "tpu-v5p", "-n", "256",
+                           "--global-batch", "256", "--seq-len", "8192", "-f", "json"])
+    changes = _changes(json.loads(out)["alternatives"])
+    assert not any(flag.startswith("--stack") for flag in changes)
     assert changes["--site-class site"]["relative_change"] > 0

@@ -72,9 +72,10 @@ def test_evaluate_refuses_wrong_numbers_with_capplan_error(name, value):
                        st.lists(st.integers(), min_size=1, max_size=2),
                        st.just(np.zeros((2, 2))), st.just(object())))
 def test_evaluate_refuses_wrong_kinds_with_capplan_error(name, value):
-    if value is None and name in ("catalog", "overrides", "sequence_parallel", "recompute"):
+    if value is None and name in ("catalog", "overrides", "sequence_parallel", "recompute",
+                                  "stack"):
         return  # None: the shipped catalog, no overrides, sequence parallel where tp > 1,
-        # selective recompute (full where selective does not fit)
+        # selective recompute (full where selective does not fit), the accelerator's stack
     if isinstance(value, bool | int) and not isinstance(value, bool) and value in (0, 1) \
             and name == "sequence_parallel":
         return  # a switch: 0 and 1 are its values

@@ -19,7 +19,8 @@ from planner.engine.run.readable import device_word, readable_label, table_amoun
 
 SMALL = ["--model", "llama2-7b", "--tokens", "1e9", "--min-gpus", "8", "--max-gpus", "64",
          "--hardware", "h100-sxm,tpu-v6e"]
-PARTS = ("stack megatron-core-2025", "network non-blocking", "site us-average",
+#: (each part on its own stack when none is named: MaxText on the TPU)
+PARTS = ("stack megatron-core-2025 (maxtext-xla on tpu-v6e)", "network non-blocking", "site us-average",
          "class hyperscale", "PUE 1.10", "g/kWh", "on-demand prices (median)",
          "nominal run (not the P50 of the uncertainty model)")
 
@@ -47,7 +48,8 @@ def test_plan_states_its_assumptions_in_every_format(capsys, catalog):
         assert part in head, (part, head)
     data = json.loads(_run(capsys, "plan", *SMALL, "-f", "json")[0])
     a = data["assumptions"]
-    assert a["stack"] == DEFAULTS["stack"] and a["network"] == "non-blocking"
+    assert a["stack"] == f"{DEFAULTS['stack']} (maxtext-xla on tpu-v6e)"
+    assert a["network"] == "non-blocking"
     assert a["site_class"] == "hyperscale" and a["pue"] == pytest.approx(1.10)
     assert a["grid_intensity_g_per_kwh"] == pytest.approx(grid)
     assert a["pricing"] == "on-demand" and a["quantile"] is None and a["stack_hint"] is None

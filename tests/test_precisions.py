@@ -169,13 +169,14 @@ def test_int8_runs_on_tpus_with_maxtext(cat, capsys, acc):
 
 
 def test_int8_is_refused_where_no_stack_or_part_runs_it(capsys):
-    # the default stack (Megatron-Core) does not train in int8: one line naming the stack that does
-    code, _, err = run_cli(capsys, *_eval("--hardware", "tpu-v5p", "--precision", "int8"))
+    # Megatron-Core does not train in int8: one line naming the stack that does (a TPU left
+    # without --stack runs MaxText, which does: tests/test_default_stack.py)
+    code, _, err = run_cli(capsys, *_eval("--hardware", "tpu-v5p", "--precision", "int8",
+                                          "--stack", "megatron-core-2025"))
     one_line_usage_error(code, err, "--precision int8", "megatron-core-2025",
                          "stacks that do on 'tpu-v5p': maxtext-xla")
     # a part without an int8 peak: one line naming the parts that have one
-    code, _, err = run_cli(capsys, *_eval("--hardware", "tpu-v4", "--precision", "int8",
-                                          "--stack", "maxtext-xla"))
+    code, _, err = run_cli(capsys, *_eval("--hardware", "tpu-v4", "--precision", "int8"))
     one_line_usage_error(code, err, "'tpu-v4' has no int8 peak", "it runs on:", "tpu-v5p",
                          "tpu-v6e")
 

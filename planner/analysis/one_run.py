@@ -17,7 +17,7 @@ from hardware_catalog import load_catalog
 from planner.engine.economics.ownership import rent_vs_buy
 from planner.engine.economics.pricing import price_quote
 from planner.engine.inputs.assumptions import assumptions
-from planner.engine.inputs.defaults import PREFERRED_LAYOUT
+from planner.engine.inputs.defaults import DEFAULTS, PREFERRED_LAYOUT, default_stack
 from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE
 from planner.engine.inputs.recompute_modules import module_flags
 from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
@@ -42,6 +42,8 @@ class ResolvedRun:
     rent_vs_buy: dict | None = None
     #: stack, network, site, PUE, grid, price basis (planner.engine.inputs.assumptions)
     assumptions: dict | None = None
+    #: the stack a run on this accelerator takes when none is named (its default_stack)
+    part_stack: str = DEFAULTS["stack"]
 
 
 def evaluate_one(options: dict, *, faults: dict | None = None,
@@ -82,23 +84,26 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
     if split:
         said.append(split)
-    echo = {**o, **sizes, "etp": int(row["etp"]), "network": network, "dp": int(row["dp"]),
+    accelerator = catalog.accelerator(o["hardware"])
+    echo = {**o, **sizes, "stack": row["stack"], "etp": int(row["etp"]), "network": network,
+            "dp": int(row["dp"]),
             "recompute": row["recompute"], "zero": int(row["zero"]),
             "recompute_modules": modules,
             "offload_activations": bool(overrides.get("offloaded_activation_vectors", 0)),
             "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"]),
             "sequence_parallel": bool(row["sequence_parallel"])}
-    quote = price_quote(catalog, catalog.accelerator(o["hardware"]), o["pricing"],
+    quote = price_quote(catalog, accelerator, o["pricing"],
                         o["provider"], o["spot_interruption"])
     owned = rent_vs_buy(catalog, choices.scenario(), {**row, "hardware": o["hardware"]},
                         quote.as_dict())
-    assumed = assumptions(catalog, model=o["model"], stack=o["stack"], site=o["site"],
+    assumed = assumptions(catalog, model=o["model"], stack=row["stack"], site=o["site"],
                           site_class=o["site_class"], hardware=[o["hardware"]],
                           extra=overrides, cost_basis=owned["basis"], pricing=o["pricing"],
                           provider=o["provider"], confidence=None)
     run = ResolvedRun(row=row, inputs=inputs, echo=echo,
                       catalog_version=str(getattr(catalog, "version", "")),
-                      price=quote.as_dict(), rent_vs_buy=owned, assumptions=assumed)
+                      price=quote.as_dict(), rent_vs_buy=owned, assumptions=assumed,
+                      part_stack=default_stack(accelerator))
     return run, said
 
 

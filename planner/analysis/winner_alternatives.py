@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from planner.analysis.uncertainty import frontier_inputs
+from planner.engine.inputs.defaults import default_stack
 from planner.engine.run.kernel_run import evaluate_columns
 from planner.engine.search.alternatives import (
     alternative_site_class,
@@ -27,8 +28,9 @@ def row_alternatives(s, catalog, row: dict) -> list[dict]:
     hw = row["hardware"]
     nominal = {**row, **row.get("nominal", {})}  # a row at --confidence Q: its nominal run
     out = []
-    stack = alternative_stack(s.stack)
-    if stack in catalog.stacks:
+    part_default = default_stack(catalog.accelerator(hw))
+    stack = alternative_stack(s.stack or part_default, part_default)
+    if stack is not None and stack in catalog.stacks:
         try:
             got = evaluate_columns(frontier_inputs(s.with_(stack=stack), catalog, hw, frame),
                                    COMPARED)

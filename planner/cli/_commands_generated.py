@@ -99,7 +99,7 @@ def evaluate(
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],
     site_class: SiteClassOption = DEFAULTS["site_class"],
     tokens: TokensOption = DEFAULTS["tokens"],
@@ -233,7 +233,7 @@ def plan(
     site_class: SiteClassOption = DEFAULTS["site_class"],
     objective: str = typer.Option(DEFAULTS["objective"], help="time | cost | energy | carbon | tcdp | cci (the headline)."),
     precision: PrecisionOption = DEFAULTS["precision"],
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
     knee_threshold: float = typer.Option(DEFAULTS["knee_threshold"], help="Marginal scaling efficiency of the knee."),
     method: str = typer.Option(
@@ -361,7 +361,7 @@ def sweep(
     site: SiteOption = "us-average",
     site_class: SiteClassOption = DEFAULTS["site_class"],
     precision: PrecisionOption = "bf16",
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     checkpoint: CheckpointOption = "async",
     format: FormatOption = None,
     output: OutputOption = None,
@@ -499,7 +499,7 @@ def sensitivity(
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],
     site_class: SiteClassOption = DEFAULTS["site_class"],
     tokens: TokensOption = DEFAULTS["tokens"],
@@ -606,7 +606,7 @@ def simulate(
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],
     site_class: SiteClassOption = DEFAULTS["site_class"],
     tokens: TokensOption = DEFAULTS["tokens"],
@@ -721,7 +721,7 @@ def export_xlsx(
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],
     site_class: SiteClassOption = DEFAULTS["site_class"],
     tokens: TokensOption = DEFAULTS["tokens"],
@@ -821,7 +821,7 @@ def plot(
     site_class: SiteClassOption = DEFAULTS["site_class"],
     objective: str = typer.Option(DEFAULTS["objective"], help="time | cost | energy | carbon | tcdp | cci (the headline)."),
     precision: PrecisionOption = DEFAULTS["precision"],
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
     knee_threshold: float = typer.Option(DEFAULTS["knee_threshold"], help="Marginal scaling efficiency of the knee."),
     method: str = typer.Option(

@@ -143,8 +143,9 @@ PodGpusOption = Annotated[int, typer.Option(
     help="GPUs under one non-blocking pod; above it the fabric is 1:R (Llama 3: 3072).")]
 StackOption = Annotated[str, typer.Option(
     help="Software stack id (communication overlap, attention kernel, launch overhead; "
-    "'capplan catalog list stacks'), e.g. megatron-core-2025 (default), megatron-lm-2021, "
-    "torchtitan-fsdp2.")]
+    "'capplan catalog list stacks'), e.g. megatron-core-2025, megatron-lm-2021, "
+    "torchtitan-fsdp2. Left out: the accelerator's own, maxtext-xla on TPUs, else "
+    "megatron-core-2025.")]
 CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory | gockpt.")]
 CatalogOption = Annotated[list[str], typer.Option(
     "--catalog", help="Extra catalog directory (repeatable); adds or overrides entries by id.")]

@@ -58,7 +58,7 @@ def batch_and_site_options(
              "again in backward instead of keeping its tensors; the list replaces the "
              "stack's; needs --recompute selective). Default: the stack's."),
     precision: PrecisionOption = DEFAULTS["precision"],
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],
     site_class: SiteClassOption = DEFAULTS["site_class"],
     tokens: TokensOption = DEFAULTS["tokens"],

@@ -64,7 +64,7 @@ def scenario_options(
     site_class: SiteClassOption = DEFAULTS["site_class"],
     objective: str = typer.Option(DEFAULTS["objective"], help="time | cost | energy | carbon | tcdp | cci (the headline)."),
     precision: PrecisionOption = DEFAULTS["precision"],
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     checkpoint: CheckpointOption = DEFAULTS["checkpoint"],
     knee_threshold: float = typer.Option(DEFAULTS["knee_threshold"], help="Marginal scaling efficiency of the knee."),
 ):

@@ -48,7 +48,7 @@ def run(
     site: SiteOption = "us-average",
     site_class: SiteClassOption = DEFAULTS["site_class"],
     precision: PrecisionOption = "bf16",
-    stack: StackOption = DEFAULTS["stack"],
+    stack: StackOption = None,
     checkpoint: CheckpointOption = "async",
     format: FormatOption = None,
     output: OutputOption = None,

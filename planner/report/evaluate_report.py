@@ -139,8 +139,10 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
     same_layout = {**options, **{k: e[k] for k in ("tp", "pp", "cp", "ep", "vp",
                                                    "micro_batch", "recompute")}}
     out = []
-    stack = alternative_stack(e["stack"])
+    stack = alternative_stack(e["stack"], run.part_stack)
     try:
+        if stack is None:  # no alternative runs on this part
+            raise CapplanError("no alternative stack")
         alt = resolve({**same_layout, "stack": stack})
         out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours", run.row["gpu_hours"],
                           alt.row["gpu_hours"], bool(alt.row["fits"])))

@@ -66,6 +66,13 @@ DEFAULTS: dict = {
     "method": "pretrain",
 }
 
+def default_stack(accelerator) -> str:
+    """The software stack a run on ``accelerator`` (catalog entry) takes when the user names
+    none: the part's own ``default_stack`` (the TPUs': maxtext-xla, as Megatron-Core runs on
+    CUDA GPUs only), else ``DEFAULTS["stack"]``."""
+    return getattr(accelerator, "default_stack", None) or DEFAULTS["stack"]
+
+
 #: The software-straggler parameters, one name and one default each, shared by the
 #: step-time model (:class:`planner.analysis.simulate.StragglerSpec`), ``capplan
 #: stragglers`` (:class:`planner.analysis.stragglers.WhatIf`) and the run model's fault

@@ -62,7 +62,10 @@ class Scenario:
     site_class: str = DEFAULTS["site_class"]  # PUE by class of data centre, or "site"
     reliability: str = DEFAULTS["reliability"]
     precision: str = DEFAULTS["precision"]
-    stack: str = DEFAULTS["stack"]  # software stack id (hardware_catalog/data/stacks)
+    #: software stack id (hardware_catalog/data/stacks); None: each accelerator's own
+    #: (planner.engine.inputs.defaults.default_stack: maxtext-xla on TPUs, else
+    #: megatron-core-2025)
+    stack: str | None = None
     checkpoint: str = DEFAULTS["checkpoint"]
     cost_basis: str = DEFAULTS["cost_basis"]
     min_gpus: int = DEFAULTS["min_gpus"]
@@ -124,8 +127,9 @@ class Scenario:
         or of the wrong kind (planner.engine.inputs.call_checks: names are strings, numbers are
         one number each, booleans are no counts)."""
         check_names({"model": self.model, "site": self.site, "site_class": self.site_class,
-                     "reliability": self.reliability, "stack": self.stack,
-                     "pricing": self.pricing, "provider": self.provider}, entries={})
+                     "reliability": self.reliability, "pricing": self.pricing,
+                     "provider": self.provider,
+                     **({} if self.stack is None else {"stack": self.stack})}, entries={})
         check_hardware_list(self.hardware)
         check_catalog_dirs(self.catalog_dirs)
         check_given("tokens", self.tokens)

@@ -67,7 +67,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
              reliability=DEFAULTS["reliability"], catalog=None, catalog_dirs=(),
              overrides=None, return_inputs=False, pricing=DEFAULTS["pricing"],
              provider=DEFAULTS["provider"], spot_interruption=DEFAULTS["spot_interruption"],
-             stack=DEFAULTS["stack"], method=DEFAULTS["method"], lora_rank=None,
+             stack=None, method=DEFAULTS["method"], lora_rank=None,
              lora_targets=None, base_precision=None, packing=None, max_seq_len=None,
              reference_logprobs=None, as_frame=True, **layout):
     """Evaluate layouts of ``model`` on ``hardware``; a pandas DataFrame, one row each.
@@ -88,7 +88,8 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     ``model``/``hardware`` are catalog ids or TOML paths.  ``overrides`` replaces any
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
     ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.economics.pricing``);
-    ``stack`` the software stack (catalog id or entry: overlaps, attention, launches);
+    ``stack`` the software stack (catalog id or entry: overlaps, attention, launches; None:
+    the accelerator's, :func:`planner.engine.inputs.defaults.default_stack`);
     ``method`` the training method (pretrain, sft, lora, qlora, dpo) with its options
     ``lora_rank``, ``lora_targets``, ``base_precision``, ``packing``, ``max_seq_len``,
     ``reference_logprobs`` (``planner.engine.inputs.method``; docs/post-training.md);

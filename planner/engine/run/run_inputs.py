@@ -13,7 +13,7 @@ from hardware_catalog.loader import looks_like_path
 from planner.engine.economics.ownership import cost_basis
 from planner.engine.economics.pricing import commitment_term_s, price_quote, with_preemptions
 from planner.engine.inputs.call_checks import check_catalog, check_given, check_names, check_scalars
-from planner.engine.inputs.defaults import NAMED_CHOICES
+from planner.engine.inputs.defaults import NAMED_CHOICES, default_stack
 from planner.engine.inputs.domains import check
 from planner.engine.inputs.method import method_inputs, method_of
 from planner.engine.inputs.scenario import (
@@ -56,7 +56,8 @@ class RunChoices:
     pricing: str = DEFAULTS["pricing"]
     provider: str = DEFAULTS["provider"]
     spot_interruption: object = DEFAULTS["spot_interruption"]
-    stack: object = DEFAULTS["stack"]
+    #: a stack id or entry; None: the accelerator's (:func:`with_stack`)
+    stack: object = None
     #: the training method and its options (planner.engine.inputs.method; None: the default)
     method: str = DEFAULTS["method"]
     lora_rank: object = None
@@ -94,15 +95,32 @@ class RunChoices:
 def canonical_choices(catalog, choices: RunChoices) -> RunChoices:
     """``choices`` with a model, accelerator or stack named as users type them ('GB200',
     'H100 SXM', 'Trillium': any case, an alias) replaced by its catalog id, so every
-    later lookup, cache key and output column sees the id; an unknown name raises the
-    catalog's one-line did-you-mean error."""
+    later lookup, cache key and output column sees the id, and a stack left out resolved
+    to the accelerator's (:func:`with_stack`); an unknown name raises the catalog's
+    one-line did-you-mean error."""
     renamed = {}
     for field, kind in NAMED_CHOICES:
         name = getattr(choices, field)
         if isinstance(name, str) and not looks_like_path(name) \
                 and name not in catalog.table(kind):
             renamed[field] = catalog.get(kind, name).id
-    return replace(choices, **renamed) if renamed else choices
+    return with_stack(catalog, replace(choices, **renamed) if renamed else choices)
+
+
+def stack_of(catalog, hardware, stack):
+    """``stack``, or where it is None (left out) the default stack of the accelerator
+    ``hardware`` (an id, alias or TOML path, or an entry): :func:`default_stack`."""
+    if stack is not None:
+        return stack
+    return default_stack(catalog.accelerator(hardware) if isinstance(hardware, str)
+                         else hardware)
+
+
+def with_stack(catalog, choices: RunChoices) -> RunChoices:
+    """``choices`` with a stack left out resolved to its accelerator's (:func:`stack_of`)."""
+    if choices.stack is not None:
+        return choices
+    return replace(choices, stack=stack_of(catalog, choices.hardware, None))
 
 
 def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
@@ -123,7 +141,7 @@ def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:
     >>> x["hbm_bytes"], x["layers"]
     (80000000000.0, 32.0)
     """
-    c = choices
+    c = choices = with_stack(catalog, choices)
     check_names({"model": c.model, "hardware": c.hardware, "site": c.site,
                  "site_class": c.site_class, "reliability": c.reliability, "stack": c.stack,
                  "precision": c.precision, "pricing": c.pricing, "provider": c.provider})

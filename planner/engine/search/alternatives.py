@@ -19,8 +19,12 @@ ALTERNATIVE_STACK = "torchtitan-fsdp2"
 OWN_PUE = "site"
 
 
-def alternative_stack(stack: str) -> str:
-    """The stack to compare ``stack`` with."""
+def alternative_stack(stack: str, part_default: str = DEFAULTS["stack"]) -> str | None:
+    """The stack to compare ``stack`` with; None on a part whose own default stack
+    (``part_default``, :func:`~planner.engine.inputs.defaults.default_stack`) is not the
+    planner's CUDA default: the TPUs', whose alternatives run on CUDA GPUs only."""
+    if part_default != DEFAULTS["stack"]:
+        return None
     return ALTERNATIVE_STACK if stack != ALTERNATIVE_STACK else DEFAULTS["stack"]
 
 

@@ -1,0 +1,78 @@
+"""A stack left out is the accelerator's (catalog field ``default_stack``): MaxText on the
+TPUs, where Megatron-Core (a CUDA stack) does not run; megatron-core-2025 elsewhere."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hardware_catalog import load_catalog
+from planner import evaluate
+from planner.cli.main import main
+from planner.engine.inputs.assumptions import stack_label
+from planner.engine.inputs.defaults import DEFAULTS, default_stack
+
+TPU_RUN = dict(model="llama3.1-70b", hardware="tpu-v6e", gpus=256, global_batch=256,
+               seq_len=8192, tp=4, pp=1, cp=1, ep=1, vp=1, micro_batch=1,
+               reliability="benchmark", as_frame=False)
+
+
+@pytest.mark.parametrize("part", ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7"])
+def test_every_tpu_defaults_to_maxtext(part):
+    assert default_stack(load_catalog().accelerator(part)) == "maxtext-xla"
+
+
+@pytest.mark.parametrize("part", ["h100-sxm", "gb200", "mi355x", "gaudi3", "trn2"])
+def test_other_parts_keep_the_planner_default(part):
+    assert default_stack(load_catalog().accelerator(part)) == DEFAULTS["stack"]
+
+
+def test_a_tpu_run_without_a_stack_is_the_maxtext_run():
+    left_out = evaluate(**TPU_RUN)
+    named = evaluate(**TPU_RUN, stack="maxtext-xla")
+    megatron = evaluate(**TPU_RUN, stack="megatron-core-2025")
+    assert left_out["stack"] == "maxtext-xla"
+    assert left_out["step_time_s"] == named["step_time_s"]
+    assert left_out["step_time_s"] != megatron["step_time_s"]
+
+
+def test_a_gpu_run_without_a_stack_is_unchanged():
+    run = dict(model="llama3-8b", hardware="h100-sxm", gpus=8, tp=1, pp=1, cp=1, ep=1, vp=1,
+               micro_batch=1, reliability="benchmark", as_frame=False)
+    assert evaluate(**run)["stack"] == DEFAULTS["stack"]
+    assert evaluate(**run)["step_time_s"] == evaluate(**run, stack=DEFAULTS["stack"])[
+        "step_time_s"]
+
+
+def test_int8_on_a_tpu_runs_without_naming_the_stack(capsys):
+    code = main(["evaluate", "-m", "gpt3-175b", "-H", "tpu-v5p", "-n", "1024", "--tp", "4",
+                 "--pp", "1", "--cp", "1", "--ep", "1", "--vp", "1", "--micro-batch", "1",
+                 "--global-batch", "1536", "--seq-len", "2048", "--precision", "int8",
+                 "-f", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    payload = json.loads(out)
+    text = json.dumps(payload)
+    assert '"stack": "maxtext-xla"' in text
+    assert "stack maxtext-xla" in err  # the assumptions line names it
+    # no CUDA stack is offered as the alternative on a TPU
+    assert "--stack torchtitan-fsdp2" not in err
+
+
+def test_a_plan_over_gpus_and_tpus_names_each_parts_stack():
+    catalog = load_catalog()
+    assert stack_label(catalog, None, ["h100-sxm", "tpu-v6e"]) == \
+        "megatron-core-2025 (maxtext-xla on tpu-v6e)"
+    assert stack_label(catalog, None, ["tpu-v6e", "tpu-v7"]) == "maxtext-xla"
+    assert stack_label(catalog, "torchtitan-fsdp2", ["tpu-v6e"]) == "torchtitan-fsdp2"
+
+
+def test_a_default_stack_that_is_no_stack_is_refused(tmp_path):
+    from hardware_catalog.loader import CatalogError
+
+    source = (load_catalog().origins[("accelerator", "tpu-v6e")]).read_text()
+    (tmp_path / "tpu.toml").write_text(
+        source.replace('default_stack = "maxtext-xla"', 'default_stack = "maxtxt-xla"'))
+    with pytest.raises(CatalogError, match="default_stack.*maxtext-xla"):
+        load_catalog((str(tmp_path),))

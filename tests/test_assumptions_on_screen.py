@@ -13,8 +13,8 @@ import pytest
 from hardware_catalog import clear_cache
 from hardware_catalog.loader import ENV_VAR
 from planner.cli.main import main
-from planner.engine.inputs.assumptions import MOE_STACK, network_text
-from planner.engine.inputs.defaults import DEFAULTS
+from planner.engine.inputs.assumptions import network_text
+from planner.engine.inputs.defaults import DEFAULTS, MOE_STACK
 from planner.engine.run.readable import device_word, readable_label, table_amount
 
 SMALL = ["--model", "llama2-7b", "--tokens", "1e9", "--min-gpus", "8", "--max-gpus", "64",
@@ -88,16 +88,25 @@ def test_evaluate_states_its_assumptions(capsys):
         assert part in line, part
 
 
-def test_moe_model_without_a_stack_is_told_which_stack_fits(capsys):
+def test_moe_model_without_a_stack_runs_the_moe_stack(capsys):
+    # left out, an MoE model's stack is the tuned MoE one (planner.engine.inputs.defaults)
     args = ["plan", "--model", "mixtral-8x7b", "--tokens", "1e9", "--min-gpus", "64",
             "--max-gpus", "64", "--hardware", "h100-sxm"]
+    data = json.loads(_run(capsys, *args, "-f", "json")[0])
+    assert data["assumptions"]["stack"] == MOE_STACK
+    assert data["assumptions"]["stack_hint"] is None
+    named = json.loads(_run(capsys, *args, "--stack", MOE_STACK, "-f", "json")[0])
+    assert named["best"] == data["best"]
+
+
+def test_moe_model_on_the_dense_stack_is_told_which_stack_fits(capsys):
+    args = ["plan", "--model", "mixtral-8x7b", "--tokens", "1e9", "--min-gpus", "64",
+            "--max-gpus", "64", "--hardware", "h100-sxm", "--stack", DEFAULTS["stack"]]
     table, _ = _run(capsys, *args)
     text = " ".join(table.split())
-    assert f"--stack {MOE_STACK} matches MoE runs better" in text
+    assert f"--stack {MOE_STACK} (the default for MoE) matches MoE runs better" in text
     data = json.loads(_run(capsys, *args, "-f", "json")[0])
     assert MOE_STACK in data["assumptions"]["stack_hint"]
-    table, _ = _run(capsys, *args, "--stack", MOE_STACK)
-    assert "matches MoE runs better" not in table
     dense, _ = _run(capsys, "plan", *SMALL)
     assert "matches MoE runs better" not in dense
 

@@ -76,3 +76,18 @@ def test_a_default_stack_that_is_no_stack_is_refused(tmp_path):
         source.replace('default_stack = "maxtext-xla"', 'default_stack = "maxtxt-xla"'))
     with pytest.raises(CatalogError, match="default_stack.*maxtext-xla"):
         load_catalog((str(tmp_path),))
+
+
+def test_an_moe_model_left_without_a_stack_runs_the_tuned_moe_stack():
+    from planner.engine.inputs.defaults import MOE_STACK
+
+    run = dict(model="mixtral-8x7b", gpus=64, tp=2, pp=1, cp=1, ep=8, vp=1, micro_batch=1,
+               global_batch=256, seq_len=4096, reliability="benchmark", as_frame=False)
+    gpu = evaluate(**run, hardware="h100-sxm")
+    assert gpu["stack"] == MOE_STACK
+    assert gpu["step_time_s"] == evaluate(**run, hardware="h100-sxm", stack=MOE_STACK)[
+        "step_time_s"]
+    # a part with its own stack keeps it for MoE models too
+    assert evaluate(**run, hardware="tpu-v6e")["stack"] == "maxtext-xla"
+    assert stack_label(load_catalog(), None, ["h100-sxm", "tpu-v6e"], "mixtral-8x7b") == \
+        f"{MOE_STACK} (maxtext-xla on tpu-v6e)"

@@ -17,7 +17,7 @@ from hardware_catalog import load_catalog
 from planner.engine.economics.ownership import rent_vs_buy
 from planner.engine.economics.pricing import price_quote
 from planner.engine.inputs.assumptions import assumptions
-from planner.engine.inputs.defaults import DEFAULTS, PREFERRED_LAYOUT, default_stack
+from planner.engine.inputs.defaults import PREFERRED_LAYOUT, cuda_part
 from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE
 from planner.engine.inputs.recompute_modules import module_flags
 from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
@@ -42,8 +42,8 @@ class ResolvedRun:
     rent_vs_buy: dict | None = None
     #: stack, network, site, PUE, grid, price basis (planner.engine.inputs.assumptions)
     assumptions: dict | None = None
-    #: the stack a run on this accelerator takes when none is named (its default_stack)
-    part_stack: str = DEFAULTS["stack"]
+    #: whether the CUDA stacks run on this accelerator (defaults.cuda_part: not on TPUs)
+    cuda_part: bool = True
 
 
 def evaluate_one(options: dict, *, faults: dict | None = None,
@@ -103,7 +103,7 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     run = ResolvedRun(row=row, inputs=inputs, echo=echo,
                       catalog_version=str(getattr(catalog, "version", "")),
                       price=quote.as_dict(), rent_vs_buy=owned, assumptions=assumed,
-                      part_stack=default_stack(accelerator))
+                      cuda_part=cuda_part(accelerator))
     return run, said
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pandas as pd
 
 from planner.analysis.uncertainty import frontier_inputs
-from planner.engine.inputs.defaults import default_stack
+from planner.engine.inputs.defaults import cuda_part
 from planner.engine.run.kernel_run import evaluate_columns
+from planner.engine.run.run_inputs import stack_of
 from planner.engine.search.alternatives import (
     alternative_site_class,
     alternative_stack,
@@ -28,8 +29,8 @@ def row_alternatives(s, catalog, row: dict) -> list[dict]:
     hw = row["hardware"]
     nominal = {**row, **row.get("nominal", {})}  # a row at --confidence Q: its nominal run
     out = []
-    part_default = default_stack(catalog.accelerator(hw))
-    stack = alternative_stack(s.stack or part_default, part_default)
+    stack = alternative_stack(stack_of(catalog, hw, s.stack, s.model),
+                              cuda_part(catalog.accelerator(hw)))
     if stack is not None and stack in catalog.stacks:
         try:
             got = evaluate_columns(frontier_inputs(s.with_(stack=stack), catalog, hw, frame),

@@ -139,7 +139,7 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
     same_layout = {**options, **{k: e[k] for k in ("tp", "pp", "cp", "ep", "vp",
                                                    "micro_batch", "recompute")}}
     out = []
-    stack = alternative_stack(e["stack"], run.part_stack)
+    stack = alternative_stack(e["stack"], run.cuda_part)
     try:
         if stack is None:  # no alternative runs on this part
             raise CapplanError("no alternative stack")

@@ -10,12 +10,7 @@ from __future__ import annotations
 
 from planner.engine.economics import ownership
 from planner.engine.economics.pricing import commitment_term_s
-from planner.engine.inputs.defaults import DEFAULTS, default_stack
-
-#: The stack a mixture-of-experts model is better matched by when none is named: NVIDIA's
-#: tuned Megatron-Core MoE configuration (hardware_catalog/data/stacks/
-#: megatron-core-moe-tuned.toml; the MoE rows of docs/validation.md run on it).
-MOE_STACK = "megatron-core-moe-tuned"
+from planner.engine.inputs.defaults import DEFAULTS, MOE_STACK, default_stack
 
 
 def network_text(catalog, hardware: list[str], extra: dict) -> str:
@@ -33,33 +28,37 @@ def network_text(catalog, hardware: list[str], extra: dict) -> str:
     return f"1:{ratio:g} oversubscribed" + (f" above pods of {pod:,.0f} GPUs" if pod else "")
 
 
-def stack_label(catalog, stack, hardware: list[str]) -> str:
+def stack_label(catalog, stack, hardware: list[str], model=None) -> str:
     """The stack a run or plan assumed: ``stack`` when named, else each accelerator's
-    default (:func:`~planner.engine.inputs.defaults.default_stack`): one id where they share
-    it, else the most common one with the others named, e.g. 'megatron-core-2025
-    (maxtext-xla on tpu-v6e)'."""
+    default for ``model`` (:func:`~planner.engine.inputs.defaults.default_stack`): one id
+    where they share it, else the most common one with the others named, e.g.
+    'megatron-core-2025 (maxtext-xla on tpu-v6e)'."""
     if stack is not None:
         return stack if isinstance(stack, str) else stack.id
+    m = catalog.model(model) if isinstance(model, str) else model
+    moe = bool(getattr(m, "experts", 0) or 0) and MOE_STACK in catalog.stacks
     by_part = {}
     for hw in hardware:
         by_part.setdefault(default_stack(catalog.accelerator(hw) if isinstance(hw, str)
-                                         else hw), []).append(
+                                         else hw, moe), []).append(
             hw if isinstance(hw, str) else hw.id)
     if not by_part:
         return DEFAULTS["stack"]
-    # the most common; on a tie the planner's default
-    common = max(sorted(by_part), key=lambda k: (len(by_part[k]), k == DEFAULTS["stack"]))
+    # the most common; on a tie the planner's default for the model
+    planner = MOE_STACK if moe else DEFAULTS["stack"]
+    common = max(sorted(by_part), key=lambda k: (len(by_part[k]), k == planner))
     others = "; ".join(f"{k} on {', '.join(v)}" for k, v in sorted(by_part.items())
                        if k != common)
     return f"{common} ({others})" if others else common
 
 
 def stack_hint(catalog, model: str, stack: str) -> str | None:
-    """A line when an MoE model runs on the dense default stack (None otherwise)."""
+    """A line when an MoE model runs on the dense stack megatron-core-2025, named by the
+    user (left out, an MoE model takes MOE_STACK; None otherwise)."""
     m = catalog.model(model)
     if not m.experts or stack != DEFAULTS["stack"] or MOE_STACK not in catalog.stacks:
         return None
-    return (f"MoE model on the dense default stack {stack}; --stack {MOE_STACK} matches MoE "
+    return (f"MoE model on the dense stack {stack}; --stack {MOE_STACK} (the default for MoE) matches MoE "
             "runs better")
 
 
@@ -70,7 +69,7 @@ def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
     ``cost_basis``: the basis the run is costed by (:func:`planner.engine.economics.ownership.cost_basis`)."""
     site_entry = catalog.site(site)
     pue = catalog.pue_entry(site_class, site_entry).pue.value
-    out = {"stack": stack_label(catalog, stack, hardware),
+    out = {"stack": stack_label(catalog, stack, hardware, model),
            "network": network_text(catalog, hardware, extra),
            "site": site, "site_class": site_class,
            "pue": float(extra.get("pue", pue)),
@@ -81,7 +80,8 @@ def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
            # the nominal run (every input at its catalog value) is not the model's median
            "quantile_label": "nominal" if confidence is None else f"P{100 * confidence:.6g}",
            "commitment": commitment(pricing, cost_basis, extra),
-           "stack_hint": stack_hint(catalog, model, stack_label(catalog, stack, hardware))}
+           "stack_hint": stack_hint(catalog, model, stack_label(catalog, stack, hardware,
+                                                                  model))}
     return out
 
 

@@ -66,11 +66,26 @@ DEFAULTS: dict = {
     "method": "pretrain",
 }
 
-def default_stack(accelerator) -> str:
+#: The stack a mixture-of-experts model runs on when none is named, on a part without a
+#: stack of its own: NVIDIA's tuned Megatron-Core MoE configuration (grouped GEMMs, DeepEP
+#: dispatch, partial CUDA graphs; hardware_catalog/data/stacks/megatron-core-moe-tuned.toml),
+#: what a team training an MoE model on Megatron-Core switches on.
+MOE_STACK = "megatron-core-moe-tuned"
+
+
+def default_stack(accelerator, moe: bool = False) -> str:
     """The software stack a run on ``accelerator`` (catalog entry) takes when the user names
     none: the part's own ``default_stack`` (the TPUs': maxtext-xla, as Megatron-Core runs on
-    CUDA GPUs only), else ``DEFAULTS["stack"]``."""
-    return getattr(accelerator, "default_stack", None) or DEFAULTS["stack"]
+    CUDA GPUs only), else :data:`MOE_STACK` for a mixture-of-experts model (``moe``), else
+    ``DEFAULTS["stack"]``."""
+    own = getattr(accelerator, "default_stack", None)
+    return own or (MOE_STACK if moe else DEFAULTS["stack"])
+
+
+def cuda_part(accelerator) -> bool:
+    """Whether the planner's CUDA stacks run on ``accelerator`` (it names no stack of its
+    own): where the typical alternative stack (torchtitan) is a choice."""
+    return getattr(accelerator, "default_stack", None) is None
 
 
 #: The software-straggler parameters, one name and one default each, shared by the

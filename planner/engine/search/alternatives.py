@@ -19,11 +19,10 @@ ALTERNATIVE_STACK = "torchtitan-fsdp2"
 OWN_PUE = "site"
 
 
-def alternative_stack(stack: str, part_default: str = DEFAULTS["stack"]) -> str | None:
-    """The stack to compare ``stack`` with; None on a part whose own default stack
-    (``part_default``, :func:`~planner.engine.inputs.defaults.default_stack`) is not the
-    planner's CUDA default: the TPUs', whose alternatives run on CUDA GPUs only."""
-    if part_default != DEFAULTS["stack"]:
+def alternative_stack(stack: str, cuda: bool = True) -> str | None:
+    """The stack to compare ``stack`` with; None on a part the CUDA stacks do not run on
+    (``cuda`` False: :func:`~planner.engine.inputs.defaults.cuda_part`, the TPUs)."""
+    if not cuda:
         return None
     return ALTERNATIVE_STACK if stack != ALTERNATIVE_STACK else DEFAULTS["stack"]
 

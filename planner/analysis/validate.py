@@ -416,6 +416,9 @@ MODERN_NO_SP = re.compile(r"sequence parallelism off", re.I)
 #: notes count, else 1 (the layer input)
 MODERN_OFFLOAD = re.compile(r"offloading (?:only )?the decoder-layer input")
 MODERN_OFFLOADED = re.compile(r"h-vectors offloaded a token and layer: ([\d.]+)")
+#: A row whose optimizer keeps another state than the stack's FP32 master weights and
+#: moments (MaxText's weight_dtype bfloat16): the run input optimizer_bytes_per_param
+MODERN_OPTIMIZER_BYTES = re.compile(r"optimizer-state bytes a parameter: ([\d.]+)")
 #: The attention kernel's tiles a row's recipe sets (MaxText's sa_block_* flags) as its notes
 #: state them: the run inputs attention_block_tokens and attention_block_tokens_bwd
 MODERN_ATTENTION_TILES = re.compile(r"attention tiles: forward (\d+), backward (\d+)")
@@ -495,6 +498,12 @@ def _offloaded_vectors(notes: str) -> float:
     if counted:
         return float(counted.group(1))
     return 1.0 if MODERN_OFFLOAD.search(notes) else np.nan
+
+
+def _optimizer_bytes(notes: str) -> float:
+    """The optimizer-state bytes a parameter a row's notes state (NaN: the stack's)."""
+    stated = MODERN_OPTIMIZER_BYTES.search(notes)
+    return float(stated.group(1)) if stated else np.nan
 
 
 def modern_unexpressible(case, catalog) -> str:
@@ -622,6 +631,7 @@ def _modern_frame(file: str, dataset: str, fit, group) -> pd.DataFrame:
                      # 'selective: mlp, layernorm': the modules a row's recompute names
                      **recompute_module_flags(r.recompute),
                      offloaded_activation_vectors=_offloaded_vectors(r.notes),
+                     optimizer_bytes_per_param=_optimizer_bytes(r.notes),
                      **_attention_tiles(r.notes))
         stated = getattr(r, "unexpressible", "")
         case["unexpressible"] = stated
@@ -703,8 +713,8 @@ MOE_BRIDGE_2511_UNSTATED = re.compile(r"25\.11 container;\s*(?:settings for this
 CASE_INPUTS = ("routed_node_limit", "token_drop", "capacity_factor", "expert_load_cv",
                "recompute_norms", "recompute_moe_act", "recompute_mla_up_proj",
                "recompute_mlp", "recompute_moe", "recompute_core_attn",
-               "offloaded_activation_vectors", "attention_block_tokens",
-               "attention_block_tokens_bwd")
+               "offloaded_activation_vectors", "optimizer_bytes_per_param",
+               "attention_block_tokens", "attention_block_tokens_bwd")
 #: Megatron-Core's recompute modules (planner.engine.inputs.recompute_modules, the flag
 #: each sets) and the other names the rows of moe_runs.csv give them; a shared-expert-only
 #: recompute is not modelled (its tensors stay counted).

@@ -203,6 +203,11 @@ OffloadActivationsOption = Annotated[bool, typer.Option(
     "(activation offloading, as MaxText's decoder_layer_input=offload or Megatron-Core's "
     "--cpu-offloading): device memory holds two layers' inputs, the copies run over the "
     "host link beside the compute (default: off).")]
+OptimizerBytesOption = Annotated[float, typer.Option(
+    help="Optimizer-state bytes per trained parameter, beside its 16-bit weight and gradient "
+    "(default: the stack's; 12: FP32 master weights and two FP32 Adam moments; 8: BF16 "
+    "moments, as DeepSeek-V3; 4: BF16 moments and no FP32 copy, as MaxText's weight_dtype "
+    "bfloat16; 0: no state, e.g. SGD).")]
 CommitmentReuseOption = Annotated[float, typer.Option(
     help="With --pricing reserved-1y/-3y: share of the committed term the job leaves unused "
     "that you resell or reuse, in [0, 1] (default 0: the whole term is paid for).")]

@@ -5,7 +5,8 @@ The flags (``--spares``, ``--gc-interval``, ``--gc-pause``, ``--gc-every-steps``
 and run overheads (``--checkpoint-interval``, ``--eval-overhead``, ``--maintenance``,
 ``--loss-spikes``, ``--rollback-steps``), the share of a reserved tier's committed term
 resold or reused (``--commitment-reuse``), activation offloading
-(``--offload-activations``) and the ``[faults]``
+(``--offload-activations``), the optimizer's state per parameter (``--optimizer-bytes``) and
+the ``[faults]``
 section of a scenario file become run-model inputs (:data:`planner.engine.run.model.INPUTS`)
 through :func:`fault_inputs`, each checked with the flag's own name.
 """
@@ -27,6 +28,9 @@ FAULT_DEFAULTS: dict = {
     # activation offloading: the layer inputs in host memory (run input
     # offloaded_activation_vectors = 1)
     "offload_activations": False,
+    # optimizer-state bytes per parameter (run input optimizer_bytes_per_param); None: the
+    # stack's
+    "optimizer_bytes": None,
 }
 #: Run-overhead flags -> (run-model input, factor from the flag's unit).
 OVERHEAD_INPUTS = {"checkpoint_interval": ("checkpoint_interval_fixed_s", 1.0),
@@ -34,7 +38,8 @@ OVERHEAD_INPUTS = {"checkpoint_interval": ("checkpoint_interval_fixed_s", 1.0),
                    "maintenance": ("maintenance_fraction", 1.0),
                    "loss_spikes": ("loss_spike_probability", 1e-6),
                    "rollback_steps": ("rollback_steps", 1.0),
-                   "commitment_reuse": ("commitment_reuse_fraction", 1.0)}
+                   "commitment_reuse": ("commitment_reuse_fraction", 1.0),
+                   "optimizer_bytes": ("optimizer_bytes_per_param", 1.0)}
 FAULT_OPTIONS = tuple(FAULT_DEFAULTS)
 
 

@@ -63,7 +63,7 @@ FAULT_KEYS: dict[str, tuple] = {
     "slow_node_slowdown": (float,), "checkpoint_interval": (float,),
     "eval_overhead": (float,), "maintenance": (float,), "loss_spikes": (float,),
     "rollback_steps": (float,), "commitment_reuse": (float, int),
-    "offload_activations": (bool,),
+    "offload_activations": (bool,), "optimizer_bytes": (float, int),
 }
 
 def _toml(value) -> str:
@@ -200,6 +200,7 @@ _FAULT_EXAMPLES = {
     "rollback_steps": (100, "steps redone per rollback (PaLM)"),
     "commitment_reuse": (0.0, "reserved tiers: share of the unused committed term resold or reused"),
     "offload_activations": (False, "keep each layer's input in host memory (activation offloading)"),
+    "optimizer_bytes": (12, "optimizer-state bytes per parameter (12: FP32 master and moments; 4: BF16 moments, no FP32 copy)"),
 }
 
 

@@ -83,6 +83,8 @@ OPTION_DOMAINS: dict[str, Domain] = {
     "loss_spikes": Domain(">=0", maximum=1e6),
     "rollback_steps": Domain(">=0", maximum=1e9),
     "commitment_reuse": FRACTION,
+    # optimizer-state bytes per parameter (--optimizer-bytes): at most FP64 master + moments
+    "optimizer_bytes": Domain(">=0", maximum=24),
     # the layout's sizes the run model does not read (its inputs are in the glossary)
     **{d.name: dimension_domain(d) for d in DIMENSIONS if not d.kernel and d.dtype != "str"},
 }

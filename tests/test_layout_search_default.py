@@ -93,3 +93,14 @@ def test_an_fsdp_stack_with_pipeline_stages_searches_its_virtual_stages():
     fastest = min(r["step_time_s"] for r in every if r["fits"])
     assert searched["vp"] > 1
     assert searched["step_time_s"] == pytest.approx(fastest, rel=1e-9)
+
+
+def test_sequence_parallelism_asked_for_at_tp1_still_searches():
+    # SP has nothing to split at TP 1 (Megatron-LM turns it off): the search keeps those
+    # layouts instead of finding none and falling back to the preferred PP4
+    run = dict(model="llama3-8b", hardware="h100-sxm", gpus=8, tp=1, reliability="benchmark")
+    asked = evaluate(**run, sequence_parallel=True).iloc[0]
+    left = evaluate(**run).iloc[0]
+    assert (asked["pp"], asked["cp"], asked["micro_batch"]) == \
+        (left["pp"], left["cp"], left["micro_batch"])
+    assert asked["step_time_s"] == pytest.approx(left["step_time_s"], rel=1e-12)

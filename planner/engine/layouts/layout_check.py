@@ -85,7 +85,10 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         # the ZeRO stage asked for is searched with pipeline stages too: an FSDP stack's
         # run with PP keeps its FSDP (torchtitan, Meta's Llama 3 405B)
         zero3_pipeline=int(zero >= 3),
-        sequence_parallel=(0, 1) if sequence_parallel is None else (int(sequence_parallel),))
+        # sequence parallelism asked for: on wherever TP > 1; at TP 1 it has nothing to
+        # split (Megatron-LM turns it off), so those layouts are searched without it
+        sequence_parallel=(0,) if sequence_parallel is not None and not sequence_parallel
+        else (0, 1))
     layout = enumerate_layouts(
         layers=int(x["layers"]), heads=int(x["heads"]), kv_heads=int(x["kv_heads"]),
         seq_len=int(x["seq_len"]), experts=int(x["experts"]),
@@ -94,7 +97,7 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
     # the requested ZeRO stage, or ZeRO-0 where there is no data parallelism; sequence
     # parallelism as evaluate() sets it by default (on when tp > 1)
     keep = (layout["zero"] == zero) | ((layout["dp"] == 1) & (layout["zero"] == 0))
-    if sequence_parallel is None:
+    if sequence_parallel is None or sequence_parallel:
         keep &= layout["sequence_parallel"] == (layout["tp"] > 1)
     if fixed.get("etp") is None:  # left out: Megatron-Core's default, ETP = TP, or 1
         keep &= layout["etp"] == expert_tp(x, layout["tp"], None, layout, layout["gpus"])

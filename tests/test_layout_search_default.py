@@ -104,3 +104,13 @@ def test_sequence_parallelism_asked_for_at_tp1_still_searches():
     assert (asked["pp"], asked["cp"], asked["micro_batch"]) == \
         (left["pp"], left["cp"], left["micro_batch"])
     assert asked["step_time_s"] == pytest.approx(left["step_time_s"], rel=1e-12)
+
+
+def test_a_given_pipeline_that_splits_the_layers_unevenly_is_searched():
+    # DeepSeek-V3's 61 layers over PP 16 (NVIDIA's dgxc-benchmarking layout, TP2 PP16 EP64 on
+    # 1,024 H100): the search took only whole splits of L, L + 1 or L + 2 units, found no
+    # layout and fell back to EP1, which does not fit (a published run refused)
+    row = evaluate(model="deepseek-v3", hardware="h100-sxm", gpus=1024, tp=2, pp=16,
+                   global_batch=8192, seq_len=4096, precision="fp8",
+                   reliability="benchmark").iloc[0]
+    assert (row["tp"], row["pp"]) == (2, 16) and row["ep"] > 1 and row["fits"]

@@ -85,6 +85,8 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         # the ZeRO stage asked for is searched with pipeline stages too: an FSDP stack's
         # run with PP keeps its FSDP (torchtitan, Meta's Llama 3 405B)
         zero3_pipeline=int(zero >= 3),
+        # a PP given is timed as evaluate times it, its fullest stage ceil(L / (PP VP))
+        uneven_pipeline=int(fixed.get("pp") is not None),
         # sequence parallelism asked for: on wherever TP > 1; at TP 1 it has nothing to
         # split (Megatron-LM turns it off), so those layouts are searched without it
         sequence_parallel=(0,) if sequence_parallel is not None and not sequence_parallel

@@ -144,6 +144,11 @@ class SpaceOptions(DeclaredSizes):
     #: Meta's Llama 3 405B, arXiv:2407.21783 s3.3.2); 0: ZeRO-3 without PP only, as
     #: DeepSpeed and Megatron-Core run it
     zero3_pipeline: int = 0
+    #: 1: every pipeline split is tried, its fullest virtual stage holding
+    #: ceil(L / (PP VP)) layers as evaluate times a given PP (Megatron-Core's
+    #: --decoder-first/last-pipeline-num-layers: DeepSeek-V3's 61 layers over PP 16);
+    #: 0: the splits into whole stages of L, L + 1 or L + 2 units only
+    uneven_pipeline: int = 0
 
     def validate(self) -> None:
         """CapplanError on the first value outside its domain (planner.engine.inputs.domains)."""
@@ -449,8 +454,10 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     t = _cross(t, "vp", options.vp)
     stages = t["pp"] * t["vp"]
     # the search tries the splits with whole stages of L, L + 1 or L + 2 units only
-    # (evaluate takes any PP and puts ceil(L / (PP VP)) layers on the fullest stage)
-    split = (layers % stages == 0) | ((layers + 1) % stages == 0) | ((layers + 2) % stages == 0)
+    # (evaluate takes any PP and puts ceil(L / (PP VP)) layers on the fullest stage; so
+    # does the search with uneven_pipeline)
+    split = (layers % stages == 0) | ((layers + 1) % stages == 0) \
+        | ((layers + 2) % stages == 0) | bool(options.uneven_pipeline)
     t = _keep(t, split & valid(t, involving={"pp", "vp"}))
     t = _cross(t, "micro_batch", options.micro_batch)
     # the global batch: the run's, or each of a plan's batches; DP x micro-batch divides it

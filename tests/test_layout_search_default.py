@@ -114,3 +114,23 @@ def test_a_given_pipeline_that_splits_the_layers_unevenly_is_searched():
                    global_batch=8192, seq_len=4096, precision="fp8",
                    reliability="benchmark").iloc[0]
     assert (row["tp"], row["pp"]) == (2, 16) and row["ep"] > 1 and row["fits"]
+
+
+@pytest.mark.parametrize("model, hardware, gpus, given", [
+    ("llama3-8b", "mi355x", 64, dict(vp=3)),
+    ("deepseek-v3", "h100-sxm", 256, dict(vp=3)),
+    ("deepseek-v3", "mi355x", 128, dict(vp=2, micro_batch=2, ep=4)),
+])
+def test_sizes_outside_the_searchs_preferred_shapes_are_still_searched(model, hardware, gpus,
+                                                                       given):
+    # a VP given leaves no whole pipeline split in the search's preferred shapes: it then
+    # searches every split evaluate times, instead of falling back to the preferred TP8 PP4
+    row = evaluate(model=model, hardware=hardware, gpus=gpus, global_batch=2 * gpus,
+                   seq_len=4096, reliability="benchmark", **given).iloc[0]
+    assert all(row[k] == v for k, v in given.items())
+    fallback = evaluate(model=model, hardware=hardware, gpus=gpus, global_batch=2 * gpus,
+                        seq_len=4096, reliability="benchmark",
+                        **{"tp": 8, "pp": 4, "cp": 1, "ep": 1, "vp": 1, "micro_batch": 1,
+                           **given}).iloc[0]
+    assert row["fits"]
+    assert row["step_time_s"] < fallback["step_time_s"] or not fallback["fits"]

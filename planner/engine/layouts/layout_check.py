@@ -70,8 +70,34 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
     (when none does, among those within the memory model's error of fitting,
     :data:`~planner.engine.inputs.defaults.MEMORY_TOLERANCE`; the leanest when none is),
     keeping the sizes in ``fixed``; ``None`` if no layout of that many GPUs obeys the
-    rules.  Reuses the design-space enumeration of ``plan``.
+    rules.  Reuses the design-space enumeration of ``plan``: its preferred shapes first
+    (whole pipeline splits, interleaving in whole rounds of PP), and where the sizes given
+    leave none of those, every split and round count evaluate would time.
     """
+    for relaxed in (False, True):
+        layout = _searched_layouts(x, gpus, fixed, recompute=recompute, zero=zero,
+                                   sequence_parallel=sequence_parallel, relaxed=relaxed)
+        if layout["gpus"].size:
+            break
+    else:
+        return None
+    out = evaluate_inputs({**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
+                                               layers=x["layers"],
+                                               flash_attention=flash_attention)})
+    # those that fit; else those the memory model puts over the HBM by less than its error
+    # (the evaluation warns); else the leanest
+    fits = out["fits"]
+    if not fits.any():
+        fits = within_memory_tolerance(out)
+    score = np.where(fits, out[objective], np.inf) if fits.any() else out["memory_per_gpu_bytes"]
+    i = int(np.argmin(score))
+    return {k: int(v[i]) for k, v in layout.items()}
+
+
+def _searched_layouts(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
+                      sequence_parallel, relaxed: bool) -> dict[str, np.ndarray]:
+    """The layouts :func:`best_layout` chooses among (``relaxed``: every pipeline split and
+    interleaving round count the layout rules take, not only the search's preferred ones)."""
     def only(name, default):
         return (int(fixed[name]),) if fixed.get(name) is not None else default
 
@@ -86,7 +112,8 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         # run with PP keeps its FSDP (torchtitan, Meta's Llama 3 405B)
         zero3_pipeline=int(zero >= 3),
         # a PP given is timed as evaluate times it, its fullest stage ceil(L / (PP VP))
-        uneven_pipeline=int(fixed.get("pp") is not None),
+        uneven_pipeline=int(relaxed or fixed.get("pp") is not None),
+        interleave_rounds=int(not relaxed),
         # sequence parallelism asked for: on wherever TP > 1; at TP 1 it has nothing to
         # split (Megatron-LM turns it off), so those layouts are searched without it
         sequence_parallel=(0,) if sequence_parallel is not None and not sequence_parallel
@@ -103,20 +130,7 @@ def best_layout(x: dict, gpus: int, fixed: dict, *, recompute: int, zero: int,
         keep &= layout["sequence_parallel"] == (layout["tp"] > 1)
     if fixed.get("etp") is None:  # left out: Megatron-Core's default, ETP = TP, or 1
         keep &= layout["etp"] == expert_tp(x, layout["tp"], None, layout, layout["gpus"])
-    layout = {k: v[keep] for k, v in layout.items()}
-    if layout["gpus"].size == 0:
-        return None
-    out = evaluate_inputs({**x, **layout_flags(layout, scale_up_domain=x["scale_up_domain_gpus"],
-                                               layers=x["layers"],
-                                               flash_attention=flash_attention)})
-    # those that fit; else those the memory model puts over the HBM by less than its error
-    # (the evaluation warns); else the leanest
-    fits = out["fits"]
-    if not fits.any():
-        fits = within_memory_tolerance(out)
-    score = np.where(fits, out[objective], np.inf) if fits.any() else out["memory_per_gpu_bytes"]
-    i = int(np.argmin(score))
-    return {k: int(v[i]) for k, v in layout.items()}
+    return {k: v[keep] for k, v in layout.items()}
 
 
 def within_memory_tolerance(out: dict):

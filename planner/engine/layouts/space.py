@@ -149,6 +149,9 @@ class SpaceOptions(DeclaredSizes):
     #: --decoder-first/last-pipeline-num-layers: DeepSeek-V3's 61 layers over PP 16);
     #: 0: the splits into whole stages of L, L + 1 or L + 2 units only
     uneven_pipeline: int = 0
+    #: 1: virtual stages (VP > 1) only where the micro-batches come in whole rounds of PP
+    #: (the interleaved schedule's preferred shape); 0: any count the layout rules take
+    interleave_rounds: int = 1
 
     def validate(self) -> None:
         """CapplanError on the first value outside its domain (planner.engine.inputs.domains)."""
@@ -474,7 +477,8 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     microbatches = t["global_batch"] // np.maximum(t["dp"] * t["micro_batch"], 1)
     ok = ((n >= options.min_gpus) & (n <= options.max_gpus) & fits_node
           & valid(t, involving={"dp", "micro_batch", "gpus"})
-          & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)))
+          & ((t["vp"] == 1) | (microbatches % t["pp"] == 0)
+             | (options.interleave_rounds == 0)))
     tail = [
         ("ep_etp", expert_codes, expert_allowed),
         ("recompute", search_recompute_codes(options.recompute, options.op_selective), None),

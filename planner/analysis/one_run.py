@@ -23,6 +23,7 @@ from planner.engine.inputs.recompute_modules import module_flags
 from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
 from planner.engine.layouts import evaluator
 from planner.engine.layouts.space import pipeline_split_text
+from planner.engine.run.readable import device_word
 from planner.engine.run.run_inputs import RunChoices
 from planner.errors import CapplanError
 
@@ -73,7 +74,8 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
     if chosen:
         how = ("that fits" if bool(row["fits"]) else
                "that comes closest to fitting: none fits")
-        said.append(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} GPUs {how} "
+        said.append(f"layout: {_layout_text(sizes)}, the fastest for {o['gpus']} "
+                    f"{device_word(row['hardware'])} {how} "
                     f"(searched: {', '.join('--' + k.replace('_', '-') for k in chosen)} "
                     "choose another)")
     if o["recompute"] is None and row["recompute"] != DEFAULT_RECOMPUTE:

@@ -261,6 +261,11 @@ def suggest(kind: str, name: str, choices: Iterable[str],
     return CatalogError(f"unknown {kind} '{name}'; known: {shown or '(none)'}")
 
 
+#: The kinds whose names resolve with their hyphens aside (:meth:`Catalog.get`): models and
+#: accelerators, whose names people copy from model cards and datasheets.
+HYPHEN_LENIENT = ("model", "accelerator")
+
+
 def normalised_name(name: str) -> str:
     """An id as users type it, compared case-insensitively with spaces and underscores as
     hyphens ('GB200', 'H100 SXM', 'tpu_v6e'); other characters (a newline) stay and match
@@ -312,8 +317,17 @@ class Catalog:
         return table[id_]
 
     def _named_id(self, kind: str, name: str) -> str | None:
-        """The id whose normalised id or alias ``name`` is, else None."""
-        return self.names.get(SINGULAR.get(kind, kind), {}).get(normalised_name(name))
+        """The id whose normalised id or alias ``name`` is; else, for a model or an
+        accelerator, the one id or alias that ``name`` is without its hyphens
+        ('Llama-3.1-8B', 'Grok-1-314B', 'GPT-3 175B' as model cards write them); else None."""
+        kind = SINGULAR.get(kind, kind)
+        names = self.names.get(kind, {})
+        key = normalised_name(name)
+        if key in names or kind not in HYPHEN_LENIENT:
+            return names.get(key)
+        ids = {id_ for typed, id_ in names.items() if typed.replace("-", "") == key.replace(
+            "-", "")}
+        return ids.pop() if len(ids) == 1 else None
 
     def canonical(self, kind: str, name: str) -> str:
         """The id ``name`` resolves to (:meth:`get`'s rules), else ``name`` unchanged (a

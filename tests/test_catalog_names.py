@@ -104,3 +104,24 @@ def test_catalog_show_and_checkpoint_take_names_as_typed(capsys):
 ])
 def test_models_answer_to_their_hugging_face_names(typed, id_):
     assert load_catalog().model(typed).id == id_
+
+
+@pytest.mark.parametrize("typed, id_", [
+    ("Llama-3.1-8B", "llama3.1-8b"), ("Llama 3.1 405B", "llama3.1-405b"),
+    ("Llama-3-70B", "llama3-70b"), ("Grok-1-314B", "grok1-314b"), ("GPT-3 175B", "gpt3-175b"),
+    ("Llama-2-70B", "llama2-70b"),
+])
+def test_model_names_as_model_cards_write_them_resolve(typed, id_):
+    # hyphens aside, where that leaves one id or alias
+    assert load_catalog().model(typed).id == id_
+
+
+def test_a_name_that_is_two_ids_without_hyphens_stays_refused(tmp_path):
+    source = load_catalog().origin("model", "llama3-70b").read_text()
+    copy = re.sub(r"^aliases = .*$", "", source.replace('id = "llama3-70b"',
+                                                        'id = "l-lama3-70b"'), flags=re.M)
+    (tmp_path / "l-370b.toml").write_text(copy)
+    cat = load_catalog((str(tmp_path),))
+    assert cat.model("llama3-70b").id == "llama3-70b"  # the exact id still resolves
+    with pytest.raises(CatalogError, match="unknown model"):
+        cat.model("Llama370B")  # 'llama370b' is both ids without their hyphens

@@ -91,3 +91,11 @@ def test_an_moe_model_left_without_a_stack_runs_the_tuned_moe_stack():
     assert evaluate(**run, hardware="tpu-v6e")["stack"] == "maxtext-xla"
     assert stack_label(load_catalog(), None, ["h100-sxm", "tpu-v6e"], "mixtral-8x7b") == \
         f"{MOE_STACK} (maxtext-xla on tpu-v6e)"
+
+
+def test_sweep_states_the_stack_each_part_ran_on(capsys):
+    code = main(["sweep", "-m", "mixtral-8x7b", "-H", "h100-sxm,tpu-v6e", "--max-gpus", "64",
+                 "-f", "json"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert json.loads(out)["stack"] == "megatron-core-moe-tuned (maxtext-xla on tpu-v6e)"

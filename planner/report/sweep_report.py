@@ -42,11 +42,13 @@ def sweep_report(scenario, format: str, *, every: bool = False, plot: str | None
     if not rows:
         raise CapplanError(f"no layout of {scenario.model} fits between {scenario.min_gpus} "
                            f"and {scenario.max_gpus} GPUs", exit_code=1)
+    # the stack each accelerator ran on (a stack left out: each part's own)
+    stack = (result.assumptions or {}).get("stack", scenario.stack)
     payload = {"scenario": {k: v for k, v in asdict(scenario).items() if k != "extra"},
-               "rows": rows, "prices": result.prices, "version": version(),
+               "stack": stack, "rows": rows, "prices": result.prices, "version": version(),
                "catalog_version": result.catalog_version}
     return Report(text=render(rows, format, title=f"Scaling {scenario.model} ({objective}"
-                              "-optimal layout per row)", payload=payload),
+                              f"-optimal layout per row; stack {stack})", payload=payload),
                   figure=(lambda force: figures.plot_scaling(result, plot, force=force))
                   if plot else None)
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 import pandas as pd
 
 from planner.analysis.uncertainty import frontier_inputs
-from planner.engine.inputs.defaults import cuda_part
+from planner.engine.inputs.defaults import cuda_part, stack_of
 from planner.engine.run.kernel_run import evaluate_columns
-from planner.engine.run.run_inputs import stack_of
 from planner.engine.search.alternatives import (
     alternative_site_class,
     alternative_stack,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from planner.engine.economics import ownership
 from planner.engine.economics.pricing import commitment_term_s
-from planner.engine.inputs.defaults import DEFAULTS, MOE_STACK, default_stack
+from planner.engine.inputs.defaults import DEFAULTS, MOE_STACK, cuda_part, stack_of
 
 
 def network_text(catalog, hardware: list[str], extra: dict) -> str:
@@ -30,23 +30,22 @@ def network_text(catalog, hardware: list[str], extra: dict) -> str:
 
 def stack_label(catalog, stack, hardware: list[str], model=None) -> str:
     """The stack a run or plan assumed: ``stack`` when named, else each accelerator's
-    default for ``model`` (:func:`~planner.engine.inputs.defaults.default_stack`): one id
+    default for ``model`` (:func:`~planner.engine.inputs.defaults.stack_of`): one id
     where they share it, else the most common one with the others named, e.g.
     'megatron-core-2025 (maxtext-xla on tpu-v6e)'."""
     if stack is not None:
         return stack if isinstance(stack, str) else stack.id
-    m = catalog.model(model) if isinstance(model, str) else model
-    moe = bool(getattr(m, "experts", 0) or 0) and MOE_STACK in catalog.stacks
-    by_part = {}
+    by_part, cuda = {}, set()
     for hw in hardware:
-        by_part.setdefault(default_stack(catalog.accelerator(hw) if isinstance(hw, str)
-                                         else hw, moe), []).append(
-            hw if isinstance(hw, str) else hw.id)
+        accelerator = catalog.accelerator(hw) if isinstance(hw, str) else hw
+        part_stack = stack_of(catalog, accelerator, None, model)
+        by_part.setdefault(part_stack, []).append(accelerator.id)
+        if cuda_part(accelerator):
+            cuda.add(part_stack)
     if not by_part:
         return DEFAULTS["stack"]
-    # the most common; on a tie the planner's default for the model
-    planner = MOE_STACK if moe else DEFAULTS["stack"]
-    common = max(sorted(by_part), key=lambda k: (len(by_part[k]), k == planner))
+    # the most common; on a tie the one the CUDA parts run (the planner's default)
+    common = max(sorted(by_part), key=lambda k: (len(by_part[k]), k in cuda))
     others = "; ".join(f"{k} on {', '.join(v)}" for k, v in sorted(by_part.items())
                        if k != common)
     return f"{common} ({others})" if others else common

@@ -82,6 +82,18 @@ def default_stack(accelerator, moe: bool = False) -> str:
     return own or (MOE_STACK if moe else DEFAULTS["stack"])
 
 
+def stack_of(catalog, hardware, stack, model=None):
+    """``stack``, or where it is None (left out) the default stack of the accelerator
+    ``hardware`` for ``model`` (each an id, alias or TOML path, or an entry):
+    :func:`default_stack`."""
+    if stack is not None:
+        return stack
+    m = catalog.model(model) if isinstance(model, str) else model
+    moe = bool(getattr(m, "experts", 0) or 0) and MOE_STACK in catalog.stacks
+    return default_stack(catalog.accelerator(hardware) if isinstance(hardware, str)
+                         else hardware, moe=moe)
+
+
 def cuda_part(accelerator) -> bool:
     """Whether the planner's CUDA stacks run on ``accelerator`` (it names no stack of its
     own): where the typical alternative stack (torchtitan) is a choice."""

@@ -13,7 +13,7 @@ from hardware_catalog.loader import looks_like_path
 from planner.engine.economics.ownership import cost_basis
 from planner.engine.economics.pricing import commitment_term_s, price_quote, with_preemptions
 from planner.engine.inputs.call_checks import check_catalog, check_given, check_names, check_scalars
-from planner.engine.inputs.defaults import MOE_STACK, NAMED_CHOICES, default_stack
+from planner.engine.inputs.defaults import NAMED_CHOICES, stack_of
 from planner.engine.inputs.domains import check
 from planner.engine.inputs.method import method_inputs, method_of
 from planner.engine.inputs.scenario import (
@@ -107,21 +107,9 @@ def canonical_choices(catalog, choices: RunChoices) -> RunChoices:
     return with_stack(catalog, replace(choices, **renamed) if renamed else choices)
 
 
-def stack_of(catalog, hardware, stack, model=None):
-    """``stack``, or where it is None (left out) the default stack of the accelerator
-    ``hardware`` for ``model`` (each an id, alias or TOML path, or an entry):
-    :func:`default_stack`."""
-    if stack is not None:
-        return stack
-    m = catalog.model(model) if isinstance(model, str) else model
-    moe = bool(getattr(m, "experts", 0) or 0) and MOE_STACK in catalog.stacks
-    return default_stack(catalog.accelerator(hardware) if isinstance(hardware, str)
-                         else hardware, moe=moe)
-
-
 def with_stack(catalog, choices: RunChoices) -> RunChoices:
     """``choices`` with a stack left out resolved to its accelerator's for its model
-    (:func:`stack_of`)."""
+    (:func:`~planner.engine.inputs.defaults.stack_of`)."""
     if choices.stack is not None:
         return choices
     return replace(choices, stack=stack_of(catalog, choices.hardware, None, choices.model))

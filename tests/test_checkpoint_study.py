@@ -140,3 +140,12 @@ def test_plot_target_is_checked_before_the_study(capsys, tmp_path):
     code = main(["checkpoint", "--gpus", "128", "--plot", str(tmp_path / "no" / "f.png")])
     err = capsys.readouterr().err
     assert code == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("hardware, zero", [("h100-sxm", 1), ("tpu-v6e", 3)])
+def test_the_study_searches_the_zero_stage_of_the_stack_it_runs_on(hardware, zero):
+    # a TPU runs MaxText (its default stack), which shards with FSDP: the layout is searched
+    # and evaluated at its ZeRO-3, not at Megatron-Core's ZeRO-1
+    rows = run_study(Study(model="llama3-8b", hardware=hardware, gpus=(256,),
+                           schemes=("async",)))
+    assert rows[0]["zero"] == zero

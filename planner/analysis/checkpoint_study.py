@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hardware_catalog import load_catalog
+from planner.engine.inputs.defaults import stack_of
 from planner.engine.inputs.domains import MAX_GPUS
 from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE, layout_arguments
 from planner.engine.inputs.scenario import DEFAULTS, native_float16, stack_zero_stage
@@ -153,9 +154,10 @@ def _fastest_fitting_layout(common: dict, gpus: int, overrides: dict) -> dict:
     _, x = evaluate(**common, gpus=gpus, checkpoint=BASELINE, overrides=dict(overrides),
                     return_inputs=True)
     x = {k: (float(np.ravel(v)[0]) if np.size(v) == 1 else v) for k, v in x.items()}
+    catalog = common["catalog"]  # the study runs on the part's default stack for the model
+    stack = stack_of(catalog, common["hardware"], None, common["model"])
     chosen = best_layout(x, int(gpus), {}, recompute=RECOMPUTE_CODES[DEFAULT_RECOMPUTE],
-                         zero=stack_zero_stage(common["catalog"].stack(DEFAULTS["stack"])),
-                         sequence_parallel=None)  # the study runs on the default stack
+                         zero=stack_zero_stage(catalog.stack(stack)), sequence_parallel=None)
     if chosen is None:
         raise CapplanError(f"no layout of {gpus:,} GPUs obeys the rules for this model "
                            "(TP*PP*CP*DP = GPUs, DP*micro-batch dividing the global batch): "

@@ -139,17 +139,16 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
     same_layout = {**options, **{k: e[k] for k in ("tp", "pp", "cp", "ep", "vp",
                                                    "micro_batch", "recompute")}}
     out = []
-    stack = alternative_stack(e["stack"], run.cuda_part)
-    try:
-        if stack is None:  # no alternative runs on this part
-            raise CapplanError("no alternative stack")
-        alt = resolve({**same_layout, "stack": stack})
-        out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours", run.row["gpu_hours"],
-                          alt.row["gpu_hours"], bool(alt.row["fits"])))
-    except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats
-        out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
-    except CapplanError:  # e.g. a user catalog without the alternative stack
-        pass
+    stack = alternative_stack(e["stack"], run.cuda_part)  # None: none runs on this part
+    if stack is not None:
+        try:
+            alt = resolve({**same_layout, "stack": stack})
+            out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",
+                              run.row["gpu_hours"], alt.row["gpu_hours"], bool(alt.row["fits"])))
+        except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats
+            out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
+        except CapplanError:  # e.g. a user catalog without the alternative stack
+            pass
     try:
         if "pue" not in (e.get("network") or {}):
             # the site class sets the PUE alone, and facility energy is the IT energy

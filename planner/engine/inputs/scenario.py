@@ -62,9 +62,9 @@ class Scenario:
     site_class: str = DEFAULTS["site_class"]  # PUE by class of data centre, or "site"
     reliability: str = DEFAULTS["reliability"]
     precision: str = DEFAULTS["precision"]
-    #: software stack id (hardware_catalog/data/stacks); None: each accelerator's own
-    #: (planner.engine.inputs.defaults.default_stack: maxtext-xla on TPUs, else
-    #: megatron-core-2025)
+    #: software stack id (hardware_catalog/data/stacks); None: each accelerator's own for
+    #: the model (planner.engine.inputs.defaults.stack_of: maxtext-xla on TPUs, else
+    #: megatron-core-moe-tuned for an MoE model, megatron-core-2025 for a dense one)
     stack: str | None = None
     checkpoint: str = DEFAULTS["checkpoint"]
     cost_basis: str = DEFAULTS["cost_basis"]

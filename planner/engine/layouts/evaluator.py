@@ -89,7 +89,7 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     run-model input (SI units, see ``planner.model.INPUTS``) by a scalar or array;
     ``pricing``/``provider`` choose the price per GPU-hour (``planner.engine.economics.pricing``);
     ``stack`` the software stack (catalog id or entry: overlaps, attention, launches; None:
-    the accelerator's, :func:`planner.engine.inputs.defaults.default_stack`);
+    the accelerator's for the model, :func:`planner.engine.inputs.defaults.stack_of`);
     ``method`` the training method (pretrain, sft, lora, qlora, dpo) with its options
     ``lora_rank``, ``lora_targets``, ``base_precision``, ``packing``, ``max_seq_len``,
     ``reference_logprobs`` (``planner.engine.inputs.method``; docs/post-training.md);

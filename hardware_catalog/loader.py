@@ -510,10 +510,12 @@ def _load(dirs: tuple[str, ...]) -> Catalog:
         if acc.node not in entries["node"]:
             err = suggest("node", acc.node, entries["node"])
             raise CatalogError(f"{_display(origins[('accelerator', acc_id)])}: node: {err}")
-        if acc.default_stack is not None and acc.default_stack not in entries["stack"]:
-            err = suggest("stack", acc.default_stack, entries["stack"])
-            raise CatalogError(f"{_display(origins[('accelerator', acc_id)])}: default_stack: "
-                               f"{err}")
+        for field in ("default_stack", "default_dense_stack"):
+            named = getattr(acc, field)
+            if named is not None and named not in entries["stack"]:
+                err = suggest("stack", named, entries["stack"])
+                raise CatalogError(f"{_display(origins[('accelerator', acc_id)])}: {field}: "
+                                   f"{err}")
     toml_cache.save()
     version = f"{SCHEMA_VERSION}+{digest.hexdigest()[:12]}"
     return Catalog({k: dict(sorted(v.items())) for k, v in entries.items()}, origins, version,

@@ -176,6 +176,11 @@ class Accelerator(Entry):
     # planner's default, Megatron-Core): the TPUs' is MaxText's, as Megatron-Core, a CUDA
     # stack, does not run on them
     default_stack: str | None = None
+    # id of the stack a dense model takes on this part when the user names none and the
+    # part has no default_stack (None: the planner's default, Megatron-Core eager): the
+    # Blackwell parts name NVIDIA's published configs for them, which capture whole
+    # iterations in one CUDA graph (megatron-bridge-2025)
+    default_dense_stack: str | None = None
     # other names the part goes by ('h100', 'trillium'), matched like the id: case, spaces
     # and underscores aside (Catalog.get)
     aliases: list[str] = []

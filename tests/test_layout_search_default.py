@@ -13,12 +13,15 @@ FIXED = dict(cp=1, ep=1, vp=1, micro_batch=1)
 
 
 def test_a_small_model_is_not_timed_at_a_large_models_layout():
-    # Llama 3 8B on 512 GB200, one sequence a GPU: the search takes TP1 x DP512, six times
-    # faster than Llama 3 70B's TP8 x PP4 (the fixed default before)
-    searched = evaluate(**RUN).iloc[0]
-    fixed = evaluate(**RUN, tp=8, pp=4, **FIXED).iloc[0]
-    assert (searched["tp"], searched["pp"]) == (1, 1) and searched["fits"]
-    assert searched["step_time_s"] < fixed["step_time_s"] / 4
+    # Llama 3 8B on 512 GB200, one sequence a GPU: the search takes TP1 x DP512, twice as
+    # fast as Llama 3 70B's TP8 x PP4 (the fixed default before) on the part's graphed
+    # stack (0.27 against 0.59 s), six times on the eager one, where the small per-GPU
+    # GEMMs of TP8 are also host-bound
+    for stack, speedup in (("megatron-bridge-2025", 2), ("megatron-core-2025", 4)):
+        searched = evaluate(**RUN, stack=stack).iloc[0]
+        fixed = evaluate(**RUN, stack=stack, tp=8, pp=4, **FIXED).iloc[0]
+        assert (searched["tp"], searched["pp"]) == (1, 1) and searched["fits"]
+        assert searched["step_time_s"] < fixed["step_time_s"] / speedup
 
 
 @pytest.mark.parametrize("given", [dict(tp=2), dict(pp=2), dict(tp=2, micro_batch=2)])

@@ -144,8 +144,9 @@ PodGpusOption = Annotated[int, typer.Option(
 StackOption = Annotated[str, typer.Option(
     help="Software stack id (communication overlap, attention kernel, launch overhead; "
     "'capplan catalog list stacks'), e.g. megatron-core-2025, megatron-lm-2021, "
-    "torchtitan-fsdp2. Left out: the accelerator's own, maxtext-xla on TPUs, else "
-    "megatron-core-2025.")]
+    "torchtitan-fsdp2. Left out: the accelerator's own for the model: maxtext-xla on "
+    "TPUs; megatron-core-moe-tuned for an MoE model; megatron-bridge-2025 (whole-iteration "
+    "CUDA graphs) for a dense one on Blackwell; else megatron-core-2025.")]
 CheckpointOption = Annotated[str, typer.Option(help="sync | async | in-memory | gockpt.")]
 CatalogOption = Annotated[list[str], typer.Option(
     "--catalog", help="Extra catalog directory (repeatable); adds or overrides entries by id.")]

@@ -115,7 +115,8 @@ def example(name: str) -> str:
         _line("objective", _choices(d.OBJECTIVES)),
         _line("precision", _choices(d.PRECISIONS)),
         _line("stack", "software stack: `capplan catalog list stacks`; left out: each "
-              "accelerator's (maxtext-xla on TPUs; megatron-core-moe-tuned for MoE)",
+              "accelerator's (maxtext-xla on TPUs; megatron-core-moe-tuned for MoE; "
+              "megatron-bridge-2025 for dense models on Blackwell)",
               off=True),
         _line("checkpoint", _choices(d.CHECKPOINT_SCHEMES)),
         _line("cost_basis", f"{_choices(d.COST_BASES)} (cloud: price per GPU-hour; tco: "

@@ -77,9 +77,12 @@ def default_stack(accelerator, moe: bool = False) -> str:
     """The software stack a run on ``accelerator`` (catalog entry) takes when the user names
     none: the part's own ``default_stack`` (the TPUs': maxtext-xla, as Megatron-Core runs on
     CUDA GPUs only), else :data:`MOE_STACK` for a mixture-of-experts model (``moe``), else
-    ``DEFAULTS["stack"]``."""
+    the part's ``default_dense_stack`` (the Blackwell parts': megatron-bridge-2025, NVIDIA's
+    whole-iteration CUDA graphs), else ``DEFAULTS["stack"]``."""
     own = getattr(accelerator, "default_stack", None)
-    return own or (MOE_STACK if moe else DEFAULTS["stack"])
+    if own or moe:
+        return own or MOE_STACK
+    return getattr(accelerator, "default_dense_stack", None) or DEFAULTS["stack"]
 
 
 def stack_of(catalog, hardware, stack, model=None):

@@ -64,7 +64,8 @@ class Scenario:
     precision: str = DEFAULTS["precision"]
     #: software stack id (hardware_catalog/data/stacks); None: each accelerator's own for
     #: the model (planner.engine.inputs.defaults.stack_of: maxtext-xla on TPUs, else
-    #: megatron-core-moe-tuned for an MoE model, megatron-core-2025 for a dense one)
+    #: megatron-core-moe-tuned for an MoE model; for a dense one megatron-bridge-2025 on
+    #: Blackwell, megatron-core-2025 elsewhere)
     stack: str | None = None
     checkpoint: str = DEFAULTS["checkpoint"]
     cost_basis: str = DEFAULTS["cost_basis"]

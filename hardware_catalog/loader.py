@@ -273,6 +273,12 @@ def normalised_name(name: str) -> str:
     return re.sub(r"[ _]+", "-", str(name).strip(" ").lower())
 
 
+def lenient_name(name: str) -> str:
+    """A normalised name without its hyphens and dots, as :meth:`Catalog.get` compares
+    model and accelerator names when the exact one matches nothing."""
+    return re.sub(r"[-.]", "", name)
+
+
 def looks_like_path(name: str) -> bool:
     return name.endswith(".toml") or os.sep in name or "/" in name
 
@@ -306,6 +312,9 @@ class Catalog:
     def get(self, kind: str, name_or_path: str | Path) -> Entry:
         """An entry by id, or the entry in a TOML file (same schema) given by path."""
         if isinstance(name_or_path, Path) or looks_like_path(str(name_or_path)):
+            hub_id = self._hub_id(kind, name_or_path)
+            if hub_id is not None:
+                return self.table(kind)[hub_id]
             return parse_file(name_or_path, expect_kind=kind, user=True)
         table = self.table(kind)
         if name_or_path in table:
@@ -318,21 +327,39 @@ class Catalog:
 
     def _named_id(self, kind: str, name: str) -> str | None:
         """The id whose normalised id or alias ``name`` is; else, for a model or an
-        accelerator, the one id or alias that ``name`` is without its hyphens
-        ('Llama-3.1-8B', 'Grok-1-314B', 'GPT-3 175B' as model cards write them); else None."""
+        accelerator, the one id or alias that ``name`` is without its hyphens and dots
+        ('Llama-3.1-8B', 'llama31_8b', 'Grok-1-314B', 'GPT-3 175B' as model cards and
+        benchmark tables write them), or without a trailing parenthesised qualifier
+        ('Llama4-Maverick-400B(E128)'); else None."""
         kind = SINGULAR.get(kind, kind)
         names = self.names.get(kind, {})
         key = normalised_name(name)
         if key in names or kind not in HYPHEN_LENIENT:
             return names.get(key)
-        ids = {id_ for typed, id_ in names.items() if typed.replace("-", "") == key.replace(
-            "-", "")}
-        return ids.pop() if len(ids) == 1 else None
+        for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key)):
+            bare = lenient_name(typed)
+            ids = {id_ for known, id_ in names.items() if lenient_name(known) == bare}
+            if len(ids) == 1:
+                return ids.pop()
+        return None
+
+    def _hub_id(self, kind: str, name: str | Path) -> str | None:
+        """The catalog id a Hugging Face repository id names ('meta-llama/Llama-3.1-8B',
+        'Qwen/Qwen3-235B-A22B'): a model whose name after its organisation resolves, when
+        no file of that path exists; else None (a path)."""
+        text = str(name)
+        if (SINGULAR.get(kind, kind) != "model" or isinstance(name, Path)
+                or text.endswith(".toml") or text.count("/") != 1 or text.startswith("/")
+                or os.path.exists(text)):
+            return None
+        return self._named_id(kind, text.split("/")[1])
 
     def canonical(self, kind: str, name: str) -> str:
         """The id ``name`` resolves to (:meth:`get`'s rules), else ``name`` unchanged (a
         path, or a name the command will refuse with its did-you-mean line)."""
-        if looks_like_path(name) or name in self.table(kind):
+        if looks_like_path(name):
+            return self._hub_id(kind, name) or name
+        if name in self.table(kind):
             return name
         return self._named_id(kind, name) or name
 

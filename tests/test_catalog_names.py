@@ -116,6 +116,41 @@ def test_model_names_as_model_cards_write_them_resolve(typed, id_):
     assert load_catalog().model(typed).id == id_
 
 
+@pytest.mark.parametrize("typed, id_", [
+    ("llama31_8b", "llama3.1-8b"), ("llama31_405b", "llama3.1-405b"),
+    ("Llama3.1-70B", "llama3.1-70b"), ("Llama 3 405B", "llama3.1-405b"),
+    ("Llama4-Maverick-400B(E128)", "llama4-maverick"), ("Llama 4 Scout (16E)", "llama4-scout"),
+    ("DeepSeek-V3-671B", "deepseek-v3"), ("Grok-1", "grok1-314b"), ("GPT-3", "gpt3-175b"),
+    ("Qwen-7B", "qwen-7b"), ("Qwen-14B", "qwen-14b"),
+])
+def test_benchmark_table_names_resolve(typed, id_):
+    # dots aside too (Megatron-Bridge's llama31_405b), and a trailing qualifier in brackets
+    assert load_catalog().model(typed).id == id_
+
+
+@pytest.mark.parametrize("typed, id_", [
+    ("meta-llama/Llama-3.1-8B", "llama3.1-8b"), ("Qwen/Qwen3-235B-A22B", "qwen3-235b-a22b"),
+    ("deepseek-ai/DeepSeek-V3", "deepseek-v3"), ("openai/gpt-oss-120b", "gpt-oss-120b"),
+    ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+])
+def test_hugging_face_repository_ids_name_the_model(typed, id_):
+    catalog = load_catalog()
+    assert catalog.model(typed).id == id_
+    assert catalog.canonical("model", typed) == id_
+
+
+def test_a_repository_id_that_names_no_model_is_a_missing_file(tmp_path, monkeypatch):
+    catalog = load_catalog()
+    with pytest.raises(CatalogError, match="no such file"):
+        catalog.model("nosuch/model")
+    # a file of that path is read as the file, not as the catalog's model
+    source = catalog.origin("model", "llama3-8b").read_text()
+    (tmp_path / "meta-llama").mkdir()
+    (tmp_path / "meta-llama" / "Llama-3.1-8B").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    assert catalog.model("meta-llama/Llama-3.1-8B").id == "llama3-8b"
+
+
 def test_a_name_that_is_two_ids_without_hyphens_stays_refused(tmp_path):
     source = load_catalog().origin("model", "llama3-70b").read_text()
     copy = re.sub(r"^aliases = .*$", "", source.replace('id = "llama3-70b"',

@@ -49,22 +49,34 @@ def test_every_size_given_evaluates_that_layout_and_nothing_else():
         (8, 4, 1, 1, 1, 1)
 
 
-def test_no_layout_names_the_batch_rule_and_a_batch_that_has_one():
+def test_a_gpu_count_that_only_an_uneven_pipeline_splits_is_searched_with_one():
     # 72 GPUs (an NVL72 rack) and 512 sequences: DP must divide 512, so TP*PP*CP holds the
-    # factor 9, which Llama 3.1 8B's 32 heads and 32 layers do not split over
+    # factor 9, which Llama 3.1 8B's 32 heads do not split over: only 9 pipeline stages
+    # (Megatron-Core's uneven split, e.g. 2 + 7 x 4 + 2 layers) do
+    row = evaluate(model="llama3.1-8b", hardware="gb200", gpus=72, global_batch=512).iloc[0]
+    assert int(row["gpus"]) == 72 and row["pp"] % 9 == 0 and row["fits"]
+    # docs/quickstart.md: GPT-3 175B (96 layers) on 2,496 GPUs = 2^6 x 3 x 13
+    row = evaluate(model="gpt3-175b", hardware="gb200", gpus=2496, global_batch=3072,
+                   seq_len=2048).iloc[0]
+    assert (int(row["tp"]), int(row["pp"])) == (4, 13) and row["fits"]
+
+
+def test_no_layout_names_the_batch_rule_and_a_batch_that_has_one():
+    # 71 GPUs and 512 sequences: DP must divide 512, so DP = 1 and 71 pipeline stages,
+    # more than Llama 3.1 8B's 32 layers
     from planner.errors import CapplanError
 
     with pytest.raises(CapplanError) as refused:
-        evaluate(model="llama3.1-8b", hardware="gb200", gpus=72, global_batch=512)
+        evaluate(model="llama3.1-8b", hardware="gb200", gpus=71, global_batch=512)
     text = str(refused.value)
     assert "8*4*1" not in text  # not the rule of a layout nobody asked for
-    assert "no layout of 72 GPUs" in text and "e.g. 576" in text
+    assert "no layout of 71 GPUs" in text and "e.g. 568" in text
     # the batch it names has a layout
-    row = evaluate(model="llama3.1-8b", hardware="gb200", gpus=72, global_batch=576)
-    assert int(row.loc[0, "gpus"]) == 72
+    row = evaluate(model="llama3.1-8b", hardware="gb200", gpus=71, global_batch=568)
+    assert int(row.loc[0, "gpus"]) == 71
     # DualPipe needs a pipeline: no DP-only layout, so no batch is promised
     with pytest.raises(CapplanError) as refused:
-        evaluate(model="deepseek-v3", hardware="h800", gpus=72, global_batch=512,
+        evaluate(model="deepseek-v3", hardware="h800", gpus=71, global_batch=512,
                  stack="deepseek-hai-llm-2024")
     assert str(refused.value).endswith("try another --gpus")
 

@@ -431,9 +431,11 @@ def _layout_factors(*, layers, heads, kv_heads, seq_len, experts, global_batch, 
     tp_values = _kept_values("tp", options.tp or default_tp_sizes(scale_up_domain), valid)
     # even splits, and Megatron-Core's uneven ones with the loss (L + 1 units) or the
     # embedding and the loss (L + 2) as pipeline-stage units (formulas.pipeline)
+    # (with uneven_pipeline: every stage count up to L, the fullest stage ceil(L / PP))
     units = (layers, layers + 1, layers + 2)
-    pp_values = options.pp or sorted({p for u in units for p in divisors(u)
-                                      if p <= min(128, layers)})
+    pp_values = options.pp or (list(range(1, min(128, layers) + 1)) if options.uneven_pipeline
+                               else sorted({p for u in units for p in divisors(u)
+                                            if p <= min(128, layers)}))
     cp_values = options.cp or ([1, 2, 4, 8] if seq_len >= 32768 else [1, 2] if seq_len >= 8192
                                else [1])
     ep_values = options.ep or ([e for e in divisors(experts) if e <= 64] if experts > 1 else [1])

@@ -121,6 +121,7 @@ def test_mxfp8_needs_hardware_block_scaling(cat, capsys):
     code, _, err = run_cli(capsys, *_eval("--hardware", "h100-sxm", "--precision", "mxfp8"))
     one_line_usage_error(code, err, "--precision mxfp8", "h100-sxm", "block scaling",
                          "it runs on:", "b200")
+    assert "fp4 peak" not in err.split("(")[0]  # not refused as if it were an FP4 recipe
     # per-tensor and software-blockwise FP8 still run on Hopper; Megatron-Bridge's fp8_mx does not
     for name in ("fp8", "fp8-cs", "fp8-ds", "fp8-block"):
         assert not precision_refusal(cat.accelerator("h100-sxm"), name), name

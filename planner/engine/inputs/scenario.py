@@ -410,10 +410,15 @@ def precision_refusal(accelerator, precision: str, stack=None) -> str:
     a peak the recipe needs is missing, the format is another vendor's, or the stack does
     not train at that precision."""
     r = precision_recipe(precision)
-    for needed in (r.gemm_precision, *r.requires):
+    if getattr(accelerator, f"peak_{r.gemm_precision}_flops_per_s", None) is None:
+        return f"accelerator '{accelerator.id}' has no {r.gemm_precision} peak"
+    for needed in r.requires:
         if getattr(accelerator, f"peak_{needed}_flops_per_s", None) is None:
-            return (f"accelerator '{accelerator.id}' has no {needed} peak"
-                    + (" (hardware block scaling)" if needed != r.gemm_precision else ""))
+            # the recipe's further peak stands for a unit of the matrix engine (MX formats:
+            # the block scaling of the parts with an fp4 path)
+            return (f"accelerator '{accelerator.id}' has no hardware block scaling, which "
+                    f"{precision} needs (the parts with an {needed} peak scale its blocks in "
+                    f"their matrix units)")
     # fp16 trains in FP16; every other recipe but tf32 keeps its 16-bit GEMMs in BF16
     float16 = {"fp16": "fp16", "tf32": None}.get(precision, "bf16")
     formats = _float16_formats(accelerator)

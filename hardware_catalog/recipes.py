@@ -13,6 +13,7 @@ source, date and whether it is an estimate.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -43,6 +44,7 @@ class Recipe:
     as_of: date
     estimate: bool
     note: str
+    aliases: tuple[str, ...] = ()  # other names users type for it ('bfloat16', 'fp8-delayed')
 
 
 def _row(r: dict) -> Recipe:
@@ -55,7 +57,7 @@ def _row(r: dict) -> Recipe:
                     requires=split(r["requires"]), vendors=split(r["vendors"]),
                     stack_flag=r["stack_flag"] or "", source=r["source"],
                     as_of=date.fromisoformat(r["as_of"]), estimate=r["estimate"] == "true",
-                    note=r["note"])
+                    note=r["note"], aliases=split(r.get("aliases")))
     if recipe.gemm_precision not in GEMM_PRECISIONS or not set(recipe.requires) <= set(
             GEMM_PRECISIONS):
         raise ValueError(f"{RECIPES_CSV.name}: recipe {recipe.name}: unknown precision")
@@ -76,3 +78,15 @@ def load_recipes() -> dict[str, Recipe]:
     """Every recipe by name, in the file's order."""
     with RECIPES_CSV.open(newline="", encoding="utf-8") as f:
         return {r.name: r for r in map(_row, csv.DictReader(f))}
+
+
+def recipe_name(text: str) -> str:
+    """The recipe a ``--precision`` value names as users type it ('FP8', 'fp8_cs' as
+    Megatron-Bridge spells it, 'bfloat16', 'fp8-delayed'): lower case, with underscores
+    and spaces as hyphens, an alias as its recipe; else that normalised text, for the
+    caller's did-you-mean line."""
+    key = re.sub(r"[ _]+", "-", str(text).strip(" ").lower())
+    recipes = load_recipes()
+    if key in recipes:
+        return key
+    return next((r.name for r in recipes.values() if key in r.aliases), key)

@@ -586,3 +586,28 @@ def test_megatron_core_keeps_the_output_layer_in_bf16_under_fp8(cat):
     bf16 = [evaluate(**run, precision="bf16", overrides={"low_precision_output_layer": f})
             .iloc[0]["step_time_s"] for f in (0.0, 1.0)]
     assert bf16[0] == pytest.approx(bf16[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("typed, name", [
+    ("FP8", "fp8"), ("fp8_cs", "fp8-cs"), ("FP8 CS", "fp8-cs"), ("fp8_mx", "fp8-mx"),
+    ("bfloat16", "bf16"), ("float16", "fp16"), ("fp8-delayed", "fp8-ds"),
+    ("fp8-tensorwise", "fp8-cs"), ("fp8-blockwise", "fp8-block"), ("NVFP4", "nvfp4"),
+])
+def test_precisions_as_frameworks_spell_them_name_their_recipe(typed, name, capsys):
+    # Megatron-Bridge's compute dtypes (fp8_cs, fp8_mx), torch dtypes, the scaling's names
+    from hardware_catalog.recipes import recipe_name
+    from planner import evaluate
+
+    assert recipe_name(typed) == name
+    kw = dict(model="llama3.1-8b", hardware="b200", gpus=8, global_batch=8, tp=1, pp=1,
+              cp=1, micro_batch=1, as_frame=False)
+    assert evaluate(precision=typed, **kw)["step_time_s"] == \
+        evaluate(precision=name, **kw)["step_time_s"]
+    code, out, err = run_cli(capsys, "evaluate", "-m", "llama3.1-8b", "-H", "b200", "-n", "8",
+                             "--global-batch", "8", "--precision", typed, "-f", "json")
+    assert code == 0, err
+
+
+def test_a_precision_nobody_names_keeps_its_did_you_mean(capsys):
+    code, _, err = run_cli(capsys, *_eval("--precision", "fp8x"))
+    one_line_usage_error(code, err, "--precision 'fp8x' is not one of", "did you mean")

@@ -13,6 +13,7 @@ from dataclasses import fields
 
 import typer
 
+from hardware_catalog.recipes import recipe_name
 from planner.cli.common import (
     CheckpointOption,
     ModelOption,
@@ -96,6 +97,8 @@ def canonical_names(values: dict) -> dict:
     for option in LOWER_CASE_OPTIONS:  # 'FP8', 'NVFP4', 'Full': every choice is lower case
         if isinstance(values.get(option), str):
             out[option] = values[option].strip(" ").lower()
+    if isinstance(values.get("precision"), str):  # 'fp8_cs', 'bfloat16': the recipe's name
+        out["precision"] = recipe_name(values["precision"])
     if not any(isinstance(values.get(k), str) for k, _ in NAMED_CHOICES):
         return out
     catalog = _catalog(values.get("catalog"))

@@ -19,6 +19,7 @@ from dataclasses import fields
 import numpy as np
 
 from hardware_catalog import load_catalog
+from hardware_catalog.recipes import recipe_name
 from planner.engine.inputs.call_checks import (
     candidate_count,
     check_catalog,
@@ -118,6 +119,8 @@ def evaluate(*, model=DEFAULTS["model"], hardware=DEFAULTS["evaluate_hardware"],
     """
     check_switch("as_frame", as_frame)
     check_switch("return_inputs", return_inputs)
+    if isinstance(precision, str):  # 'FP8', 'fp8_cs', 'bfloat16' as the CLI takes them
+        precision = recipe_name(precision)
     choices = RunChoices(
         model=model, hardware=hardware, site=site, site_class=site_class,
         reliability=reliability, precision=precision, checkpoint=checkpoint,

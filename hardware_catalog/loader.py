@@ -190,7 +190,8 @@ def _extended(data: dict, path: Path, shown: str, seen: tuple[Path, ...] = ()) -
         raise CatalogError(f"{shown}: extends: '{base_id}' is not a stack")
     if "extends" in base:
         base = _extended(base, base_path, base_shown, (*seen, path.resolve()))
-    merged = {k: v for k, v in base.items() if k != "description"}
+    # (an alias names one stack, not every stack built on it)
+    merged = {k: v for k, v in base.items() if k not in ("description", "aliases")}
     merged.update({k: v for k, v in data.items() if k != "extends"})
     return merged
 

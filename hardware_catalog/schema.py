@@ -617,6 +617,9 @@ class SoftwareStack(Entry):
     """
 
     kind: Literal["stack"]
+    # the framework's own name that users type for this stack ('maxtext', 'megatron-core'),
+    # matched like the id (Catalog.get); a stack that extends this one does not inherit it
+    aliases: list[str] = []
     tp_overlap: Quantity  # TP collectives hidden behind GEMMs (userbuffers / TP comm overlap)
     # share of what the per-layer buckets of the gradient reduction / parameter gather could
     # hide behind the compute that is hidden (1: all, overlap_grad_reduce; 0: none)

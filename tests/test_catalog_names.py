@@ -28,7 +28,7 @@ def test_models_and_stacks_ignore_case_too():
     assert cat.stack("MaxText-XLA").id == "maxtext-xla"
 
 
-@pytest.mark.parametrize("kind", ["accelerators", "models"])
+@pytest.mark.parametrize("kind", ["accelerators", "models", "stacks"])
 def test_every_alias_is_normalised_and_names_one_entry(kind):
     entries = getattr(load_catalog(), kind)
     seen = {normalised_name(i): i for i in entries}
@@ -36,6 +36,26 @@ def test_every_alias_is_normalised_and_names_one_entry(kind):
         for alias in entry.aliases:
             assert alias == normalised_name(alias), (id_, alias)
             assert seen.setdefault(alias, id_) == id_, (id_, alias)
+
+
+@pytest.mark.parametrize("typed, id_", [
+    ("MaxText", "maxtext-xla"), ("Megatron-Core", "megatron-core-2025"),
+    ("Megatron-LM", "megatron-core-2025"), ("NeMo", "megatron-core-2025"),
+    ("Megatron-Bridge", "megatron-bridge-2025"), ("torchtitan", "torchtitan-fsdp2"),
+    ("DeepSpeed", "deepspeed-zero"), ("LLM Foundry", "llm-foundry-2023"),
+])
+def test_stacks_answer_to_their_frameworks_names(typed, id_, capsys):
+    assert load_catalog().stack(typed).id == id_
+    code, out, err = run_cli(capsys, "evaluate", "-m", "llama3.1-8b", "-H", "h100", "-n", "8",
+                             "--global-batch", "8", "--stack", typed, "-f", "json")
+    assert code == 0, err
+    assert f'"stack": "{id_}"' in out
+
+
+def test_a_stack_that_extends_another_does_not_take_its_aliases():
+    cat = load_catalog()
+    assert "torchtitan" in cat.stack("torchtitan-fsdp2").aliases
+    assert cat.stack("torchtitan-fsdp2-2026").aliases == []
 
 
 def test_ambiguous_names_stay_refused_with_their_candidates():

@@ -274,6 +274,11 @@ def normalised_name(name: str) -> str:
     return re.sub(r"[ _]+", "-", str(name).strip(" ").lower())
 
 
+#: Product-line words an accelerator's full name puts before the part (AMD Instinct MI300X,
+#: NVIDIA Tesla V100, Google Cloud TPU v5p), dropped with the vendor's name.
+PRODUCT_LINES = ("instinct", "tesla", "cloud")
+
+
 def lenient_name(name: str) -> str:
     """A normalised name without its hyphens and dots, as :meth:`Catalog.get` compares
     model and accelerator names when the exact one matches nothing."""
@@ -337,12 +342,24 @@ class Catalog:
         key = normalised_name(name)
         if key in names or kind not in HYPHEN_LENIENT:
             return names.get(key)
-        for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key)):
+        for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key), self._unbranded(kind, key)):
             bare = lenient_name(typed)
             ids = {id_ for known, id_ in names.items() if lenient_name(known) == bare}
             if len(ids) == 1:
                 return ids.pop()
         return None
+
+    def _unbranded(self, kind: str, key: str) -> str:
+        """An accelerator's normalised name without its vendor and product line in front
+        ('NVIDIA H100 80GB HBM3' as nvidia-smi prints it, 'AMD Instinct MI300X', 'Google
+        Cloud TPU v5p'); other kinds' names unchanged."""
+        if kind != "accelerator":
+            return key
+        vendors = {normalised_name(a.vendor) for a in self.accelerators.values() if a.vendor}
+        words = key.split("-")
+        while len(words) > 1 and (words[0] in vendors or words[0] in PRODUCT_LINES):
+            words = words[1:]
+        return "-".join(words)
 
     def _hub_id(self, kind: str, name: str | Path) -> str | None:
         """The catalog id a Hugging Face repository id names ('meta-llama/Llama-3.1-8B',

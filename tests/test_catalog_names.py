@@ -52,6 +52,22 @@ def test_stacks_answer_to_their_frameworks_names(typed, id_, capsys):
     assert f'"stack": "{id_}"' in out
 
 
+@pytest.mark.parametrize("typed, id_", [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+    ("AMD Instinct MI300X", "mi300x"), ("Google Cloud TPU v5p", "tpu-v5p"),
+    ("Intel Gaudi 2", "gaudi2"), ("NVIDIA Tesla V100", "v100-32gb"), ("NVIDIA B200", "b200"),
+])
+def test_accelerators_answer_to_their_vendors_full_names(typed, id_):
+    # as nvidia-smi and the vendors' product pages print them: the vendor and product line
+    # in front of the part
+    assert load_catalog().accelerator(typed).id == id_
+
+
+def test_a_vendor_alone_names_no_accelerator():
+    with pytest.raises(CatalogError, match="unknown accelerator 'NVIDIA'"):
+        load_catalog().accelerator("NVIDIA")
+
+
 def test_a_stack_that_extends_another_does_not_take_its_aliases():
     cat = load_catalog()
     assert "torchtitan" in cat.stack("torchtitan-fsdp2").aliases

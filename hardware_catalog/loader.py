@@ -335,8 +335,9 @@ class Catalog:
         """The id whose normalised id or alias ``name`` is; else, for a model or an
         accelerator, the one id or alias that ``name`` is without its hyphens and dots
         ('Llama-3.1-8B', 'llama31_8b', 'Grok-1-314B', 'GPT-3 175B' as model cards and
-        benchmark tables write them), or without a trailing parenthesised qualifier
-        ('Llama4-Maverick-400B(E128)'); else None."""
+        benchmark tables write them), without a trailing parenthesised qualifier
+        ('Llama4-Maverick-400B(E128)') or, for an accelerator, without its vendor and
+        product line in front ('AMD Instinct MI300X'); else None."""
         kind = SINGULAR.get(kind, kind)
         names = self.names.get(kind, {})
         key = normalised_name(name)

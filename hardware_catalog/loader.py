@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from . import toml_cache, validated_cache
 from .errors import CatalogError
+from .hf_config import model_data
 from .schema import (
     ADDED_KEYS,
     KIND_MODELS,
@@ -209,6 +210,8 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
     path = Path(path)
     shown = _display(path)
     text = read_utf8(path, shown)
+    if user and path.suffix.lower() == ".json":
+        return _json_model(text, path, shown, expect_kind or folder_kind)
     try:
         data = toml_cache.loads(text)  # tomllib.loads, cached by the text's hash
     except tomllib.TOMLDecodeError as exc:
@@ -240,6 +243,23 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
     if problems:
         raise _one_line(shown, problems)
     return entry
+
+
+def _json_model(text: str, path: Path, shown: str, kind: str | None) -> Entry:
+    """A model entry from a Hugging Face config.json (:mod:`hardware_catalog.hf_config`),
+    checked as a user's model TOML is."""
+    if kind not in (None, "model"):
+        raise CatalogError(f"{shown}: a JSON file is read as a Hugging Face model config; "
+                           f"a {kind} is a TOML file")
+    stem = path.parent.name if path.stem == "config" and path.parent.name else path.stem
+    data = _added_defaults(_user_defaults(model_data(text, shown, stem), path, "model"),
+                           shown, "model")
+    try:
+        with plugins_off():
+            return KIND_MODELS["model"].model_validate(data)
+    except ValidationError as exc:
+        problems = [p for error in exc.errors() for p in _describe(error, KIND_MODELS["model"])]
+        raise _one_line(shown, problems) from None
 
 
 def suggest(kind: str, name: str, choices: Iterable[str],
@@ -286,7 +306,7 @@ def lenient_name(name: str) -> str:
 
 
 def looks_like_path(name: str) -> bool:
-    return name.endswith(".toml") or os.sep in name or "/" in name
+    return name.endswith((".toml", ".json")) or os.sep in name or "/" in name
 
 
 class Catalog:

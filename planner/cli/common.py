@@ -108,7 +108,7 @@ ForceOption = Annotated[bool, typer.Option(
 
 
 # -- run options several commands share (defaults stay with each command) -------------------
-ModelOption = Annotated[str, typer.Option("--model", "-m", help="Model id or TOML file.")]
+ModelOption = Annotated[str, typer.Option("--model", "-m", help="Model id, TOML file or Hugging Face config.json.")]
 TokensOption = Annotated[float, typer.Option(
     parser=si_float, help="Training tokens D (15T = 15e12; suffixes k, M, G/B, T, P).")]
 GlobalBatchOption = Annotated[int, typer.Option(

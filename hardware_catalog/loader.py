@@ -305,6 +305,15 @@ def lenient_name(name: str) -> str:
     return re.sub(r"[-.]", "", name)
 
 
+def _hub_like(kind: str, name) -> bool:
+    """Whether ``name`` reads as a Hugging Face repository id ('org/model') that is no
+    file: a model name with one slash, no file suffix, and nothing at that path."""
+    text = str(name)
+    return (SINGULAR.get(kind, kind) == "model" and not isinstance(name, Path)
+            and text.count("/") == 1 and not text.startswith(("/", "."))
+            and not text.endswith((".toml", ".json")) and not os.path.exists(text))
+
+
 def looks_like_path(name: str) -> bool:
     return name.endswith((".toml", ".json")) or os.sep in name or "/" in name
 
@@ -341,6 +350,12 @@ class Catalog:
             hub_id = self._hub_id(kind, name_or_path)
             if hub_id is not None:
                 return self.table(kind)[hub_id]
+            if hub_id is None and _hub_like(kind, name_or_path):
+                raise CatalogError(
+                    f"{printable(str(name_or_path))}: no such file, nor a catalog model "
+                    f"named '{printable(str(name_or_path).split('/')[1])}'; for a Hugging "
+                    f"Face model give the path of its config.json (--model "
+                    f"path/to/config.json)")
             return parse_file(name_or_path, expect_kind=kind, user=True)
         table = self.table(kind)
         if name_or_path in table:
@@ -386,12 +401,9 @@ class Catalog:
         """The catalog id a Hugging Face repository id names ('meta-llama/Llama-3.1-8B',
         'Qwen/Qwen3-235B-A22B'): a model whose name after its organisation resolves, when
         no file of that path exists; else None (a path)."""
-        text = str(name)
-        if (SINGULAR.get(kind, kind) != "model" or isinstance(name, Path)
-                or text.endswith(".toml") or text.count("/") != 1 or text.startswith("/")
-                or os.path.exists(text)):
+        if not _hub_like(kind, name):
             return None
-        return self._named_id(kind, text.split("/")[1])
+        return self._named_id(kind, str(name).split("/")[1])
 
     def canonical(self, kind: str, name: str) -> str:
         """The id ``name`` resolves to (:meth:`get`'s rules), else ``name`` unchanged (a

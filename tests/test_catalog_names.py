@@ -177,7 +177,8 @@ def test_hugging_face_repository_ids_name_the_model(typed, id_):
 
 def test_a_repository_id_that_names_no_model_is_a_missing_file(tmp_path, monkeypatch):
     catalog = load_catalog()
-    with pytest.raises(CatalogError, match="no such file"):
+    with pytest.raises(CatalogError, match="no such file, nor a catalog model named 'model'; "
+                       "for a Hugging Face model give the path of its config.json"):
         catalog.model("nosuch/model")
     # a file of that path is read as the file, not as the catalog's model
     source = catalog.origin("model", "llama3-8b").read_text()

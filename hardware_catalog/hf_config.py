@@ -101,7 +101,7 @@ def model_data(text: str, shown: str, stem: str) -> dict:
     name = config.get("_name_or_path")
     name = name.rsplit("/", 1)[-1] if isinstance(name, str) and name.strip() else stem
     # an id as the catalog's: lower case, hyphens for what else separates words
-    id_ = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._") or "config"
+    id_ = re.sub(r"[^a-z0-9._-]+", "-", name.lower())[:100].strip("-._") or "config"
     data.update({"id": id_, "name": name[:200],
                  "source": f"Hugging Face config.json {shown} (model_type "
                            f"{kind or 'not stated'})"})

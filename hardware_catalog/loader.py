@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from . import toml_cache, validated_cache
 from .errors import CatalogError
 from .hf_config import model_data
+from .names import normalised_name
 from .schema import (
     ADDED_KEYS,
     KIND_MODELS,
@@ -199,7 +200,8 @@ def _extended(data: dict, path: Path, shown: str, seen: tuple[Path, ...] = ()) -
 
 def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool = False,
                folder_kind: str | None = None) -> Entry:
-    """Read and validate one catalog TOML file; raise a one-line CatalogError.
+    """Read and validate one catalog TOML file (or, for a user's model, a Hugging Face
+    config.json); raise a one-line CatalogError.
 
     ``user=True`` (a ``--model``/``--hardware`` file or one under ``--catalog DIR``) asks
     only for what the engine needs (see :func:`_user_defaults`); the shipped catalog
@@ -211,14 +213,9 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
     shown = _display(path)
     text = read_utf8(path, shown)
     if user and path.suffix.lower() == ".json":
-        return _json_model(text, path, shown, expect_kind or folder_kind)
-    try:
-        data = toml_cache.loads(text)  # tomllib.loads, cached by the text's hash
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{shown}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise CatalogError(f"{shown}: invalid TOML: tables or arrays nested too deeply "
-                           "for a catalog entry") from None
+        data = _json_model_data(text, path, shown, expect_kind or folder_kind)
+    else:
+        data = _toml_data(text, shown)
     kind = data.get("kind", (expect_kind or folder_kind) if user else None)
     if not isinstance(kind, str) or kind not in KIND_MODELS:
         got = "missing" if kind is None else f"got {_fmt_input(kind)}"
@@ -245,21 +242,26 @@ def parse_file(path: str | Path, expect_kind: str | None = None, *, user: bool =
     return entry
 
 
-def _json_model(text: str, path: Path, shown: str, kind: str | None) -> Entry:
-    """A model entry from a Hugging Face config.json (:mod:`hardware_catalog.hf_config`),
-    checked as a user's model TOML is."""
+def _toml_data(text: str, shown: str) -> dict:
+    """A catalog TOML file's keys, or one line saying why the text is no TOML."""
+    try:
+        return toml_cache.loads(text)  # tomllib.loads, cached by the text's hash
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{shown}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise CatalogError(f"{shown}: invalid TOML: tables or arrays nested too deeply "
+                           "for a catalog entry") from None
+
+
+def _json_model_data(text: str, path: Path, shown: str, kind: str | None) -> dict:
+    """A model entry's keys from a Hugging Face config.json
+    (:mod:`hardware_catalog.hf_config`), which :func:`parse_file` then checks as a user's
+    model TOML; its id defaults to the config's folder ('Llama-3.1-8B/config.json')."""
     if kind not in (None, "model"):
         raise CatalogError(f"{shown}: a JSON file is read as a Hugging Face model config; "
-                           f"a {kind} is a TOML file")
+                           f"give the {kind} as a TOML file")
     stem = path.parent.name if path.stem == "config" and path.parent.name else path.stem
-    data = _added_defaults(_user_defaults(model_data(text, shown, stem), path, "model"),
-                           shown, "model")
-    try:
-        with plugins_off():
-            return KIND_MODELS["model"].model_validate(data)
-    except ValidationError as exc:
-        problems = [p for error in exc.errors() for p in _describe(error, KIND_MODELS["model"])]
-        raise _one_line(shown, problems) from None
+    return model_data(text, shown, stem)
 
 
 def suggest(kind: str, name: str, choices: Iterable[str],
@@ -285,13 +287,6 @@ def suggest(kind: str, name: str, choices: Iterable[str],
 #: The kinds whose names resolve with their hyphens aside (:meth:`Catalog.get`): models and
 #: accelerators, whose names people copy from model cards and datasheets.
 HYPHEN_LENIENT = ("model", "accelerator")
-
-
-def normalised_name(name: str) -> str:
-    """An id as users type it, compared case-insensitively with spaces and underscores as
-    hyphens ('GB200', 'H100 SXM', 'tpu_v6e'); other characters (a newline) stay and match
-    nothing."""
-    return re.sub(r"[ _]+", "-", str(name).strip(" ").lower())
 
 
 #: Product-line words an accelerator's full name puts before the part (AMD Instinct MI300X,
@@ -337,6 +332,12 @@ class Catalog:
         self.price_files: tuple[str, ...] = ()
         #: kind -> normalised id or alias -> id (:meth:`get`)
         self.names = {k: _names(k, table) for k, table in entries.items()}
+        #: for the kinds in HYPHEN_LENIENT: name without hyphens and dots -> the ids it is
+        #: (:meth:`_named_id`)
+        self.lenient_names = {k: _lenient_names(self.names[k]) for k in HYPHEN_LENIENT}
+        #: the accelerators' vendors, normalised (:meth:`_unbranded`)
+        self.vendors = frozenset(normalised_name(a.vendor) for a in self.accelerators.values()
+                                 if a.vendor)
 
     def table(self, kind: str) -> dict[str, Entry]:
         kind = SINGULAR.get(kind, kind)
@@ -347,15 +348,15 @@ class Catalog:
     def get(self, kind: str, name_or_path: str | Path) -> Entry:
         """An entry by id, or the entry in a TOML file (same schema) given by path."""
         if isinstance(name_or_path, Path) or looks_like_path(str(name_or_path)):
-            hub_id = self._hub_id(kind, name_or_path)
-            if hub_id is not None:
+            if _hub_like(kind, name_or_path):
+                tail = str(name_or_path).split("/")[1]
+                hub_id = self._named_id(kind, tail)
+                if hub_id is None:
+                    raise CatalogError(
+                        f"{printable(str(name_or_path))}: no such file, nor a catalog model "
+                        f"named '{printable(tail)}'; for a Hugging Face model give the path "
+                        f"of its config.json (--model path/to/config.json)")
                 return self.table(kind)[hub_id]
-            if hub_id is None and _hub_like(kind, name_or_path):
-                raise CatalogError(
-                    f"{printable(str(name_or_path))}: no such file, nor a catalog model "
-                    f"named '{printable(str(name_or_path).split('/')[1])}'; for a Hugging "
-                    f"Face model give the path of its config.json (--model "
-                    f"path/to/config.json)")
             return parse_file(name_or_path, expect_kind=kind, user=True)
         table = self.table(kind)
         if name_or_path in table:
@@ -379,10 +380,9 @@ class Catalog:
         if key in names or kind not in HYPHEN_LENIENT:
             return names.get(key)
         for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key), self._unbranded(kind, key)):
-            bare = lenient_name(typed)
-            ids = {id_ for known, id_ in names.items() if lenient_name(known) == bare}
+            ids = self.lenient_names[kind].get(lenient_name(typed), ())
             if len(ids) == 1:
-                return ids.pop()
+                return next(iter(ids))
         return None
 
     def _unbranded(self, kind: str, key: str) -> str:
@@ -391,9 +391,8 @@ class Catalog:
         Cloud TPU v5p'); other kinds' names unchanged."""
         if kind != "accelerator":
             return key
-        vendors = {normalised_name(a.vendor) for a in self.accelerators.values() if a.vendor}
         words = key.split("-")
-        while len(words) > 1 and (words[0] in vendors or words[0] in PRODUCT_LINES):
+        while len(words) > 1 and (words[0] in self.vendors or words[0] in PRODUCT_LINES):
             words = words[1:]
         return "-".join(words)
 
@@ -465,6 +464,14 @@ class Catalog:
     def __repr__(self) -> str:
         counts = ", ".join(f"{len(self.table(k))} {PLURAL[k]}" for k in KINDS)
         return f"<Catalog {self.version}: {counts}>"
+
+
+def _lenient_names(names: dict[str, str]) -> dict[str, set[str]]:
+    """Each normalised name without its hyphens and dots -> the ids it names."""
+    out: dict[str, set[str]] = {}
+    for known, id_ in names.items():
+        out.setdefault(lenient_name(known), set()).add(id_)
+    return out
 
 
 def _names(kind: str, table: dict[str, Entry]) -> dict[str, str]:

@@ -13,11 +13,12 @@ source, date and whether it is an estimate.
 from __future__ import annotations
 
 import csv
-import re
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
 from pathlib import Path
+
+from .names import normalised_name
 
 RECIPES_CSV = Path(__file__).resolve().parent / "data" / "precisions" / "recipes.csv"
 #: GEMM precisions a recipe may run at: each has an accelerator field peak_<p>_flops_per_s.
@@ -85,7 +86,7 @@ def recipe_name(text: str) -> str:
     Megatron-Bridge spells it, 'bfloat16', 'fp8-delayed'): lower case, with underscores
     and spaces as hyphens, an alias as its recipe; else that normalised text, for the
     caller's did-you-mean line."""
-    key = re.sub(r"[ _]+", "-", str(text).strip(" ").lower())
+    key = normalised_name(text)
     recipes = load_recipes()
     if key in recipes:
         return key

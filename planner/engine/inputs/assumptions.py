@@ -68,7 +68,8 @@ def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
     ``cost_basis``: the basis the run is costed by (:func:`planner.engine.economics.ownership.cost_basis`)."""
     site_entry = catalog.site(site)
     pue = catalog.pue_entry(site_class, site_entry).pue.value
-    out = {"stack": stack_label(catalog, stack, hardware, model),
+    label = stack_label(catalog, stack, hardware, model)
+    out = {"stack": label,
            "network": network_text(catalog, hardware, extra),
            "site": site, "site_class": site_class,
            "pue": float(extra.get("pue", pue)),
@@ -79,8 +80,7 @@ def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
            # the nominal run (every input at its catalog value) is not the model's median
            "quantile_label": "nominal" if confidence is None else f"P{100 * confidence:.6g}",
            "commitment": commitment(pricing, cost_basis, extra),
-           "stack_hint": stack_hint(catalog, model, stack_label(catalog, stack, hardware,
-                                                                  model))}
+           "stack_hint": stack_hint(catalog, model, label)}
     return out
 
 

@@ -8,12 +8,21 @@ import pytest
 from planner import evaluate
 from planner.cli.main import main
 
-#: Llama 3.1 405B at TP8 PP4 on 16,384 H100: 123.9 GB per GPU, 68.8 GB of it activations.
-#: every size and the recompute given (sizes left out are searched, and the search finds a
-#: layout that fits; a recompute left out is full where selective does not fit)
+#: Llama 3.1 405B at TP8 PP4 on 16,384 H100, 16,384 sequences in micro-batches of 4: 330.3 GB
+#: per GPU with the stack's selective recompute, 275.1 GB of it activations, and 128.4 GB
+#: with every module Megatron-Core can recompute selectively (1.6x the HBM); full recompute
+#: fits.  Every size, the ZeRO stage and the recompute given (sizes left out are searched,
+#: and the search finds a layout that fits; a ZeRO stage left out is raised where nothing
+#: fits at the stack's).
 TOO_BIG = ["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n", "16384", "--cp", "1",
-           "--ep", "1", "--vp", "1", "--micro-batch", "1", "--recompute", "selective",
-           "--tp", "8", "--pp", "4"]
+           "--ep", "1", "--vp", "1", "--micro-batch", "4", "--global-batch", "16384",
+           "--zero", "1", "--recompute", "selective", "--tp", "8", "--pp", "4"]
+#: Llama 3.1 405B at TP8 PP4 on 16,384 H100, 2,048 sequences one at a time: 123.9 GB per
+#: GPU with the stack's selective recompute (none of its modules), 73.5 GB with the norms
+#: and MLPs recomputed too.
+MODULES_FIT = ["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n", "16384", "--cp",
+               "1", "--ep", "1", "--vp", "1", "--micro-batch", "1", "--zero", "1",
+               "--tp", "8", "--pp", "4"]
 
 
 def _run(capsys, argv):
@@ -28,10 +37,10 @@ def test_a_layout_that_does_not_fit_is_one_line_and_exit_2(capsys, fmt):
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("capplan: error: the layout does not fit")
     line = err
-    assert "needs 123.9 GB per GPU (activations 68.8 GB)" in line
+    assert "needs 330.3 GB per GPU (activations 275.1 GB)" in line
     assert "h100-sxm has 80.0 GB" in line
     assert "--recompute full" in line and "capplan plan" in line
-    assert "micro-batch" not in line.partition("to fit try")[2]  # already 1
+    assert "a smaller --micro-batch" in line.partition("to fit try")[2]
 
 
 def test_the_hint_follows_the_largest_term(capsys):
@@ -50,19 +59,58 @@ def test_the_fitting_layout_it_points_to_answers(capsys):
 
 def test_a_recompute_left_out_is_full_where_selective_does_not_fit(capsys):
     # the same layout without --recompute: full recompute fits it (Megatron-Core's answer
-    # to activations that do not fit), and stderr says so
+    # to activations that no module list brings under the HBM), and stderr says so
     without = [a for a in TOO_BIG if a not in ("--recompute", "selective")]
     code, out, err = _run(capsys, [*without, "-f", "json"])
     assert code == 0 and '"fits": true' in out and '"recompute": "full"' in out
+    assert '"memory_per_gpu_bytes": 768' in out  # 76.8 GB
     assert "recompute: full, as no layout of the sizes given fits in memory with selective" \
         in err
     # a layout that fits with selective keeps it, and nothing is said
-    code, out, err = _run(capsys, [*without[:-2], "--pp", "16", "-f", "json"])
+    code, out, err = _run(capsys, [*MODULES_FIT[:-2], "--pp", "16", "-f", "json"])
     assert code == 0 and '"recompute": "selective"' in out and "recompute:" not in err
+    assert '"recompute_modules": null' in out and "recompute modules" not in err
     # the API chooses as the command does
     row = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=4, cp=1,
-                   ep=1, vp=1, micro_batch=1, as_frame=False)
+                   ep=1, vp=1, micro_batch=4, global_batch=16384, zero=1, as_frame=False)
     assert row["recompute"] == "full" and bool(row["fits"])
+
+
+def test_selective_recompute_takes_the_modules_that_make_it_fit(capsys):
+    """123.9 GB with the stack's list: the command recomputes the norms and the MLPs too
+    (73.5 GB), given selective or left to choose, and names the modules; the Python API
+    answers the stack's list as asked, with fits False."""
+    for recompute in (["--recompute", "selective"], []):
+        code, out, err = _run(capsys, [*MODULES_FIT, *recompute, "-f", "json"])
+        assert code == 0 and '"fits": true' in out and '"recompute": "selective"' in out
+        assert '"recompute_modules": "layernorm,mlp"' in out
+        assert '"memory_per_gpu_bytes": 734' in out  # 73.5 GB
+        assert ("capplan: recompute modules: layernorm, mlp, as the layout does not fit in "
+                "memory with the stack's (none) (--recompute-modules chooses others)") in err
+    # a list given is the run's, fitting or not
+    code, _, err = _run(capsys, [*MODULES_FIT, "--recompute-modules", "layernorm"])
+    assert code == 2 and "does not fit" in err
+    row = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=4, cp=1,
+                   ep=1, vp=1, micro_batch=1, zero=1, recompute="selective", as_frame=False)
+    assert not bool(row["fits"])
+    assert row["memory_per_gpu_bytes"] == pytest.approx(123.9e9, rel=5e-4)
+
+
+def test_a_zero_stage_left_out_is_raised_where_nothing_fits_at_the_stacks(capsys):
+    """Qwen3-235B-A22B at TP2 EP8 on 256 H100 with full recompute (Megatron-MoE-ModelZoo,
+    which ran it with Megatron-FSDP): 98.7 GB at the stack's ZeRO-1, 64.7 GB with the
+    gradients sharded too (ZeRO-2); --zero 1 given is refused."""
+    qwen = ["evaluate", "-m", "qwen3-235b-a22b", "-H", "h100-sxm", "-n", "256", "--tp", "2",
+            "--pp", "1", "--cp", "1", "--ep", "8", "--vp", "1", "--micro-batch", "4",
+            "--global-batch", "2048", "--seq-len", "4096", "--recompute", "full",
+            "--stack", "megatron-core-moe-deepep"]
+    code, out, err = _run(capsys, [*qwen, "-f", "json"])
+    assert code == 0 and '"fits": true' in out and '"zero": 2' in out
+    assert '"memory_per_gpu_bytes": 647' in out  # 64.7 GB
+    assert ("capplan: ZeRO-2, as the layout does not fit in memory with the stack's ZeRO-1 "
+            "(--zero chooses another)") in err
+    code, _, err = _run(capsys, [*qwen, "--zero", "1"])
+    assert code == 2 and "needs 98.7 GB per GPU" in err
 
 
 def test_the_api_answers_with_fits_false():
@@ -94,10 +142,10 @@ def test_a_layout_within_the_memory_models_error_is_timed_with_a_warning(capsys)
 
 
 def test_beyond_the_memory_models_error_it_is_still_refused(capsys):
-    """123.9 GB of 80 (1.55x) is past the tolerance: exit 2 as before."""
+    """128.4 GB of 80 (1.6x) with every selective module is past the tolerance: exit 2."""
     from planner.engine.inputs.defaults import MEMORY_TOLERANCE
 
-    assert 123.9 / 80.0 > 1 + MEMORY_TOLERANCE > 86.0 / 80.0
+    assert 128.4 / 80.0 > 1 + MEMORY_TOLERANCE > 86.0 / 80.0
     code, _, err = _run(capsys, TOO_BIG)
     assert code == 2 and "may not fit" not in err
 

@@ -19,12 +19,12 @@ from planner.engine.economics.pricing import price_quote
 from planner.engine.inputs.assumptions import assumptions
 from planner.engine.inputs.defaults import PREFERRED_LAYOUT, cuda_part
 from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE
-from planner.engine.inputs.recompute_modules import module_flags
-from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides
+from planner.engine.inputs.recompute_modules import MODULES, module_flags, modules_of
+from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides, stack_zero_stage
 from planner.engine.layouts import evaluator
 from planner.engine.layouts.space import pipeline_split_text
 from planner.engine.run.readable import device_word
-from planner.engine.run.run_inputs import RunChoices
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 from planner.errors import CapplanError
 
 
@@ -65,7 +65,8 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
                  **(overrides or {})}
     choices = RunChoices.pick(o)  # checks its choices (precision, checkpoint, cost basis)
     columns, inputs = evaluator.evaluate_run(choices, evaluator.layout_request(o),
-                                             catalog=catalog, overrides=overrides)
+                                             catalog=catalog, overrides=overrides,
+                                             settle_memory=True)
     row = {k: v.item(0) if hasattr(v, "item") else v for k, v in columns.items()}
     check_finite(row)
     sizes = {k: int(row[k]) for k in PREFERRED_LAYOUT}
@@ -83,6 +84,19 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
                     f"{'of the sizes given ' if len(chosen) < len(PREFERRED_LAYOUT) else ''}"
                     f"fits in memory with {DEFAULT_RECOMPUTE} recompute (--recompute chooses "
                     "another)")
+    own_zero = stack_zero_stage(catalog.stack(row["stack"]))
+    if o["zero"] is None and int(row["zero"]) != own_zero:
+        said.append(f"ZeRO-{int(row['zero'])}, as the layout does not fit in memory with the "
+                    f"stack's ZeRO-{own_zero} (--zero chooses another)")
+    if modules is None and row["recompute"] == DEFAULT_RECOMPUTE:
+        stack_flags = base_inputs(catalog, choices)
+        added = _listed(inputs, stack_flags)
+        if added:
+            modules = ",".join(_listed(inputs, {}))
+            own = ", ".join(_listed(stack_flags, {})) or "none"
+            said.append(f"recompute modules: {modules.replace(',', ', ')}, as the layout "
+                        f"does not fit in memory with the stack's ({own}) "
+                        "(--recompute-modules chooses others)")
     split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
     if split:
         said.append(split)
@@ -129,6 +143,13 @@ def check_finite(row: dict) -> None:
             f"no finite {bad[0]} for this run (the inputs overflow the model: e.g. failures "
             f"come faster than checkpoints, or --tokens is too large); step time "
             f"{float(row['step_time_s']):.3g} s, system MTBF {float(row['system_mtbf_s']):.3g} s")
+
+
+def _listed(inputs: dict, but: dict) -> list[str]:
+    """The selective-recompute modules of the model whose flag is set in ``inputs`` (its
+    run-model inputs) and not in ``but``."""
+    return [name for name in modules_of(inputs)
+            if float(inputs[MODULES[name]]) >= 1.0 > float(but.get(MODULES[name], 0.0))]
 
 
 def _layout_text(sizes: dict) -> str:

@@ -46,3 +46,12 @@ def module_flags(text: str | None, recompute: str) -> dict[str, float]:
                            "none runs none")
     listed = {MODULES[n] for n in names}
     return {flag: float(flag in listed) for flag in FLAGS}
+
+
+def modules_of(x: dict) -> tuple[str, ...]:
+    """The modules a model has (``x``: its run-model inputs): Megatron-Core refuses
+    ``mla_up_proj`` without multi-latent attention and ``moe_act`` without experts;
+    ``mlp`` needs a dense layer and ``moe`` an MoE layer."""
+    has = {"moe_act": x["moe_layers"] > 0, "moe": x["moe_layers"] > 0,
+           "mla_up_proj": x["kv_lora_rank"] > 0, "mlp": x["layers"] > x["moe_layers"]}
+    return tuple(name for name in MODULES if has.get(name, True))

@@ -36,6 +36,7 @@ from planner.engine.inputs.layout_rules import (
     DIMENSIONS,
     OTHER_SIZES,
 )
+from planner.engine.inputs.recompute_modules import MODULES, modules_of
 from planner.engine.inputs.scenario import (
     DEFAULTS,
     PREFERRED_LAYOUT,
@@ -161,11 +162,18 @@ def layout_request(options: dict) -> LayoutRequest:
 
 
 def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
-                 catalog_dirs=(), overrides=None, scalar: bool = False) -> tuple[dict, dict]:
+                 catalog_dirs=(), overrides=None, scalar: bool = False,
+                 settle_memory: bool = False) -> tuple[dict, dict]:
     """:func:`evaluate` without pandas: ``(columns, kernel inputs)``.
 
     Columns are arrays of one entry per layout; with ``scalar`` and one layout, Python
     scalars from the kernel run on numpy float64 scalars (:func:`evaluate_scalar`).
+    ``settle_memory`` (one layout): what the request leaves out of its memory savings is
+    settled as a team would to make the layout fit, in this order: selective-recompute
+    modules beyond the stack's (:data:`MODULE_LADDER`), full recompute (a recompute left
+    out), a higher ZeRO stage (one left out); the kernel inputs show the module flags
+    and the columns the recompute and ZeRO stage.  Without it only a recompute left out
+    is settled (selective, else full).
     """
     c, r = choices, request
     gpus, zero, recompute = r.gpus, r.zero, r.recompute
@@ -192,7 +200,8 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     if catalog is None:
         catalog = load_catalog(catalog_dirs)
     c = choices = canonical_choices(catalog, choices)
-    if zero is None:  # left out: the stack's (FSDP stacks shard everything)
+    zero_left_out = zero is None
+    if zero_left_out:  # the stack's (FSDP stacks shard everything)
         zero = stack_zero_stage(catalog.stack(c.stack) if isinstance(c.stack, str)
                                 else c.stack)
     # overrides first, so the layout checks and flags (stage_layers from layers ...) see the
@@ -207,10 +216,13 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
         sizes["etp"] = expert_tp(x, sizes["tp"], r.etp, sizes, gpus)
         recompute = DEFAULT_RECOMPUTE if recompute is None else recompute
     else:  # one layout: choose it (and the recompute left out) on the inputs the kernel sees
-        recompute, sizes = _resolve_one(
+        recompute, sizes, modules, zero = _resolve_one(
             {**x, **(overrides or {})}, gpus, {**sizes, **others}, recompute, zero=int(zero),
-            shard_group=shard_group, sequence_parallel=sequence_parallel,
+            zero_left_out=zero_left_out and settle_memory, ladder=settle_memory,
+            shard_group=shard_group,
+            sequence_parallel=sequence_parallel,
             flash_attention=flash_attention, overrides=overrides or {})
+        overrides = {**(overrides or {}), **modules}
     meta = {"model": c.model if isinstance(c.model, str) else c.model.id,
             "hardware": c.hardware if isinstance(c.hardware, str) else c.hardware.id,
             "method": c.method, "precision": c.precision, "stack": c.stack if isinstance(c.stack, str) else c.stack.id,
@@ -246,41 +258,111 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
+#: Selective recompute's module lists beyond a stack's own, lightest first (each adds
+#: to the stack's list): a one-layout run that names no modules and does not fit with its
+#: stack's list takes the first that fits.  Megatron-Core's MoE guide lists the
+#: output-discarding modules (norms, MoE activation, MLA up-projection: elementwise work
+#: or small GEMMs) as its low-overhead answer to a memory bottleneck, before the modules
+#: that checkpoint whole GEMM blocks (``mlp``, ``moe``) and the attention core
+#: (NVIDIA/Megatron-LM@d98e8a6 megatron/core/transformer/moe/README.md "Memory
+#: Optimization", "Fine-grained Recomputation"; TransformerConfig ``recompute_modules``).
+MODULE_LADDER = (("layernorm", "moe_act", "mla_up_proj"),
+                 ("layernorm", "moe_act", "mla_up_proj", "mlp", "moe"),
+                 ("layernorm", "moe_act", "mla_up_proj", "mlp", "moe", "core_attn"))
+
+
 def _resolve_one(x: dict, gpus, given: dict, recompute: str | None, *, zero: int,
-                 shard_group, sequence_parallel, flash_attention: bool,
-                 overrides: dict) -> tuple[str, dict]:
-    """(recompute, layout sizes) of one layout: the sizes as :func:`resolve_layout` chooses
-    them; a recompute left out (``None``) is selective, or full where no layout of the
-    sizes given fits with selective (nor comes within the memory model's error of
-    fitting): a published run whose checkpointing is not stated ran in its memory, and
-    Megatron-Core's answer to a layout that does not fit is full recompute."""
-    def layout_for(name):
-        return resolve_layout(x, gpus, given, recompute=RECOMPUTE_CODES[name], zero=zero,
-                              sequence_parallel=sequence_parallel,
+                 zero_left_out: bool, **layout) -> tuple[str, dict, dict, int]:
+    """(recompute, layout sizes, module flags, ZeRO stage) of one layout, resolved as
+    :func:`_resolve_recompute` does at the stack's ZeRO stage ``zero``; a ZeRO stage left
+    out is the next one up where nothing fits at the stack's and the next one fits:
+    Megatron-FSDP shards the optimizer states, then the gradients, then the parameters
+    (``--data-parallel-sharding-strategy`` optim, optim_grads, optim_grads_params;
+    NVIDIA/Megatron-LM@d98e8a6 megatron/training/arguments.py)."""
+    chosen = _resolve_recompute(x, gpus, given, recompute, zero=zero, **layout)
+    if zero_left_out and not chosen[3]:
+        for stage in range(zero + 1, 4):
+            sharded = _resolve_recompute(x, gpus, given, recompute, zero=stage, **layout)
+            if sharded[3]:
+                return *sharded[:3], stage
+    return *chosen[:3], zero
+
+
+def _resolve_recompute(x: dict, gpus, given: dict, recompute: str | None, *, zero: int,
+                       ladder: bool, shard_group, sequence_parallel, flash_attention: bool,
+                       overrides: dict) -> tuple[str, dict, dict, bool]:
+    """(recompute, layout sizes, module flags, whether it fits) of one layout: the sizes as
+    :func:`resolve_layout` chooses them.  A published run whose checkpointing is not
+    stated ran in its memory, and Megatron-Core's answers to a layout that does not fit
+    are more selective modules, then full recompute.  With selective recompute (given or
+    left out) and no module flag among ``overrides``: the stack's modules where the layout
+    fits or comes within the memory model's error of fitting; else the first of the
+    :data:`MODULE_LADDER` lists (and full recompute, when the recompute is left out) that
+    fits, or failing that the first that comes within the error (without ``ladder``: full
+    recompute alone).  The flags returned are the modules added to the stack's (empty: the
+    stack's list)."""
+    def layout_for(name, flags):
+        return resolve_layout({**x, **flags}, gpus, given, recompute=RECOMPUTE_CODES[name],
+                              zero=zero, sequence_parallel=sequence_parallel,
                               flash_attention=flash_attention)
 
-    if recompute is not None:
-        return recompute, layout_for(recompute)
-    sizes = layout_for(DEFAULT_RECOMPUTE)
-    if _fits_or_nearly(x, gpus, sizes, DEFAULT_RECOMPUTE, zero=zero, shard_group=shard_group,
-                       sequence_parallel=sequence_parallel, flash_attention=flash_attention,
-                       overrides=overrides):
-        return DEFAULT_RECOMPUTE, sizes
-    # full where it fits; where neither does, full too: its layout comes closest, and the
-    # refusal then names what would shrink it further, not the recompute already tried
-    return "full", layout_for("full")
+    def tried(name, flags):
+        sizes = layout_for(name, flags)
+        return name, sizes, flags, _memory_verdict(
+            {**x, **flags}, gpus, sizes, name, zero=zero, shard_group=shard_group,
+            sequence_parallel=sequence_parallel, flash_attention=flash_attention,
+            overrides={**overrides, **flags})
+
+    if recompute not in (None, DEFAULT_RECOMPUTE) or set(MODULES.values()) & overrides.keys():
+        name, sizes, flags, verdict = tried(DEFAULT_RECOMPUTE if recompute is None
+                                            else recompute, {})
+        return name, sizes, flags, verdict > 0
+    own = tried(DEFAULT_RECOMPUTE, {})
+    if own[3]:
+        return *own[:3], True
+    more = [tried(DEFAULT_RECOMPUTE, flags) for flags in _added_modules(x) if ladder]
+    if recompute is None:
+        more.append(tried("full", {}))
+    for verdict in (FITS, NEARLY):
+        for name, sizes, flags, found in more:
+            if found == verdict:
+                return name, sizes, flags, True
+    # none fits: selective asked for is refused with the stack's list (the refusal names
+    # the modules that shrink it); a recompute left out is full, whose layout comes
+    # closest, and the refusal names what would shrink it further
+    return (*own[:3], False) if recompute is not None else (*more[-1][:3], False)
 
 
-def _fits_or_nearly(x: dict, gpus, sizes: dict, recompute: str, *, zero: int, shard_group,
-                    sequence_parallel, flash_attention: bool, overrides: dict) -> bool:
-    """Whether one layout fits in memory or is over it by less than the memory model's
-    error (:func:`layout_check.within_memory_tolerance`)."""
+def _added_modules(x: dict):
+    """The module flags of each :data:`MODULE_LADDER` list that recomputes more than the
+    stack's own list (``x``'s flags) and than the list before it, of the modules the
+    model has."""
+    has = modules_of(x)
+    own = {flag for flag in MODULES.values() if float(x.get(flag, 0.0)) >= 1.0}
+    added: set[str] = set()
+    for names in MODULE_LADDER:
+        more = {MODULES[n] for n in names if n in has} - own - added
+        if more:
+            added |= more
+            yield dict.fromkeys(sorted(added), 1.0)
+
+
+#: :func:`_memory_verdict`'s answers.
+FITS, NEARLY, OVER = 2, 1, 0
+
+
+def _memory_verdict(x: dict, gpus, sizes: dict, recompute: str, *, zero: int, shard_group,
+                    sequence_parallel, flash_attention: bool, overrides: dict) -> int:
+    """Whether one layout fits in memory (FITS), is over it by less than the memory
+    model's error (NEARLY: :func:`layout_check.within_memory_tolerance`) or more (OVER)."""
     inputs = dict(x)
     _one_layout(inputs, gpus, sizes, recompute=RECOMPUTE_CODES[recompute], zero=zero,
                 shard_group=shard_group, sequence_parallel=sequence_parallel,
                 flash_attention=flash_attention, overrides=overrides)
     out = evaluate_scalar(inputs)
-    return bool(out["fits"]) or bool(within_memory_tolerance(out))
+    if bool(out["fits"]):
+        return FITS
+    return NEARLY if bool(within_memory_tolerance(out)) else OVER
 
 
 #: The layout columns after the run's own (``recompute`` and ``zero`` are among those).

@@ -290,8 +290,9 @@ HYPHEN_LENIENT = ("model", "accelerator")
 
 
 #: Product-line words an accelerator's full name puts before the part (AMD Instinct MI300X,
-#: NVIDIA Tesla V100, Google Cloud TPU v5p), dropped with the vendor's name.
-PRODUCT_LINES = ("instinct", "tesla", "cloud")
+#: NVIDIA Tesla V100, Google Cloud TPU v5p, NVIDIA DGX H100 and HGX H200: the systems
+#: built of it), dropped with the vendor's name.
+PRODUCT_LINES = ("instinct", "tesla", "cloud", "dgx", "hgx")
 
 
 def lenient_name(name: str) -> str:

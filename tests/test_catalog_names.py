@@ -56,6 +56,7 @@ def test_stacks_answer_to_their_frameworks_names(typed, id_, capsys):
     ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
     ("AMD Instinct MI300X", "mi300x"), ("Google Cloud TPU v5p", "tpu-v5p"),
     ("Intel Gaudi 2", "gaudi2"), ("NVIDIA Tesla V100", "v100-32gb"), ("NVIDIA B200", "b200"),
+    ("NVIDIA DGX H100", "h100-sxm"), ("HGX H200", "h200"), ("DGX GB200", "gb200"),
 ])
 def test_accelerators_answer_to_their_vendors_full_names(typed, id_):
     # as nvidia-smi and the vendors' product pages print them: the vendor and product line

@@ -25,7 +25,7 @@ from planner.engine.inputs.defaults import PRECISIONS
 from planner.engine.inputs.scenario import precision_recipe, precision_refusal
 from planner.engine.layouts.evaluator import evaluate
 from planner.engine.run import run_inputs
-from planner.engine.run.run_inputs import RunChoices, base_inputs
+from planner.engine.run.run_inputs import RunChoices, base_inputs, with_stack
 from planner.errors import CapplanError
 from tests.test_bad_files_and_values import one_line_usage_error, run_cli
 
@@ -181,6 +181,22 @@ def test_int8_is_refused_where_no_stack_or_part_runs_it(capsys):
     one_line_usage_error(code, err, "'tpu-v4' has no int8 peak", "it runs on:", "tpu-v5p",
                          "tpu-v6e")
 
+
+def test_a_stack_left_out_is_one_that_trains_in_the_precision(cat, capsys):
+    """int8 on GB200 without --stack: the part's default (megatron-bridge-2025) does not
+    train in int8, so the run takes the stack that does (MaxText, which runs on GPUs too)
+    and says so in its assumptions; named, the Megatron stack is refused as before."""
+    code, out, err = run_cli(capsys, *_eval("--hardware", "gb200", "--precision", "int8"))
+    assert code == 0, err
+    assert '"stack": "maxtext-xla"' in out and "stack maxtext-xla" in err
+    x = base_inputs(cat, RunChoices(model="llama3-8b", hardware="gb200", precision="int8"))
+    assert x["peak_flops_per_s"] == cat.accelerator("gb200").peak_int8_flops_per_s.value
+    # a precision the default stack trains in keeps it
+    assert with_stack(cat, RunChoices(model="llama3-8b", hardware="gb200",
+                                      precision="fp8")).stack == "megatron-bridge-2025"
+    code, _, err = run_cli(capsys, *_eval("--hardware", "gb200", "--precision", "int8",
+                                          "--stack", "megatron-bridge-2025"))
+    one_line_usage_error(code, err, "does not train in int8", "maxtext-xla")
 
 
 def test_int8_speedup_reproduces_maxtexts_gemma_table(monkeypatch):

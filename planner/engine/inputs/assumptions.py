@@ -11,6 +11,7 @@ from __future__ import annotations
 from planner.engine.economics import ownership
 from planner.engine.economics.pricing import commitment_term_s
 from planner.engine.inputs.defaults import DEFAULTS, MOE_STACK, cuda_part, stack_of
+from planner.engine.inputs.scenario import stack_for_precision
 
 
 def network_text(catalog, hardware: list[str], extra: dict) -> str:
@@ -28,9 +29,10 @@ def network_text(catalog, hardware: list[str], extra: dict) -> str:
     return f"1:{ratio:g} oversubscribed" + (f" above pods of {pod:,.0f} GPUs" if pod else "")
 
 
-def stack_label(catalog, stack, hardware: list[str], model=None) -> str:
+def stack_label(catalog, stack, hardware: list[str], model=None, precision=None) -> str:
     """The stack a run or plan assumed: ``stack`` when named, else each accelerator's
-    default for ``model`` (:func:`~planner.engine.inputs.defaults.stack_of`): one id
+    default for ``model`` and ``precision`` (:func:`~planner.engine.inputs.defaults.stack_of`,
+    :func:`~planner.engine.inputs.scenario.stack_for_precision`): one id
     where they share it, else the most common one with the others named, e.g.
     'megatron-core-2025 (maxtext-xla on tpu-v6e)'."""
     if stack is not None:
@@ -38,7 +40,8 @@ def stack_label(catalog, stack, hardware: list[str], model=None) -> str:
     by_part, cuda = {}, set()
     for hw in hardware:
         accelerator = catalog.accelerator(hw) if isinstance(hw, str) else hw
-        part_stack = stack_of(catalog, accelerator, None, model)
+        part_stack = stack_for_precision(catalog, accelerator,
+                                         stack_of(catalog, accelerator, None, model), precision)
         by_part.setdefault(part_stack, []).append(accelerator.id)
         if cuda_part(accelerator):
             cuda.add(part_stack)
@@ -63,12 +66,12 @@ def stack_hint(catalog, model: str, stack: str) -> str | None:
 
 def assumptions(catalog, *, model: str, stack: str, site: str, site_class: str,
                 hardware: list[str], extra: dict, cost_basis: str, pricing: str,
-                provider: str, confidence: float | None) -> dict:
+                provider: str, confidence: float | None, precision=None) -> dict:
     """The assumptions of a run or plan, in SI units (PUE a ratio, grid in g/kWh);
     ``cost_basis``: the basis the run is costed by (:func:`planner.engine.economics.ownership.cost_basis`)."""
     site_entry = catalog.site(site)
     pue = catalog.pue_entry(site_class, site_entry).pue.value
-    label = stack_label(catalog, stack, hardware, model)
+    label = stack_label(catalog, stack, hardware, model, precision)
     out = {"stack": label,
            "network": network_text(catalog, hardware, extra),
            "site": site, "site_class": site_class,
@@ -108,7 +111,7 @@ def scenario_assumptions(catalog, s, hardware: list[str]) -> dict:
     return assumptions(catalog, model=s.model, stack=s.stack, site=s.site,
                        site_class=s.site_class, hardware=hardware, extra=s.extra,
                        cost_basis=ownership.cost_basis(s), pricing=s.pricing, provider=s.provider,
-                       confidence=s.confidence)
+                       confidence=s.confidence, precision=s.precision)
 
 
 def assumptions_line(a: dict) -> str:

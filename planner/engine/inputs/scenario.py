@@ -434,6 +434,21 @@ def precision_refusal(accelerator, precision: str, stack=None) -> str:
     return ""
 
 
+def stack_for_precision(catalog, accelerator, stack: str, precision) -> str:
+    """The stack a run left to its part's default (``stack``, an id) takes at ``precision``:
+    that one, or where it does not train in the precision (int8: the Megatron stacks do
+    not) the first stack by id that does on ``accelerator``, as a team training in that
+    precision runs a stack that can; ``stack`` too where none can (the refusal says so)."""
+    if not isinstance(precision, str) or precision not in PRECISIONS \
+            or not hasattr(accelerator, "id") or not isinstance(stack, str) \
+            or not precision_refusal(accelerator, precision, catalog.stack(stack)) \
+            .startswith("stack"):
+        return stack
+    able = [i for i in sorted(catalog.stacks)
+            if not precision_refusal(accelerator, precision, catalog.stacks[i])]
+    return able[0] if able else stack
+
+
 #: The choices of a run named by one of a few words: option (underscores) -> allowed words.
 CHOICES = {"precision": PRECISIONS, "checkpoint": CHECKPOINT_SCHEMES, "cost_basis": COST_BASES,
            "objective": OBJECTIVES}

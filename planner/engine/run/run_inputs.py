@@ -27,6 +27,7 @@ from planner.engine.inputs.scenario import (
     model_inputs,
     reliability_inputs,
     site_inputs,
+    stack_for_precision,
     stack_inputs,
     value,
 )
@@ -109,10 +110,15 @@ def canonical_choices(catalog, choices: RunChoices) -> RunChoices:
 
 def with_stack(catalog, choices: RunChoices) -> RunChoices:
     """``choices`` with a stack left out resolved to its accelerator's for its model
-    (:func:`~planner.engine.inputs.defaults.stack_of`)."""
+    (:func:`~planner.engine.inputs.defaults.stack_of`) and precision
+    (:func:`~planner.engine.inputs.scenario.stack_for_precision`)."""
     if choices.stack is not None:
         return choices
-    return replace(choices, stack=stack_of(catalog, choices.hardware, None, choices.model))
+    accelerator = catalog.accelerator(choices.hardware) if isinstance(choices.hardware, str) \
+        else choices.hardware
+    stack = stack_of(catalog, accelerator, None, choices.model)
+    return replace(choices, stack=stack_for_precision(catalog, accelerator, stack,
+                                                      choices.precision))
 
 
 def base_inputs(catalog, choices: RunChoices) -> dict[str, float]:

@@ -111,6 +111,12 @@ def test_a_zero_stage_left_out_is_raised_where_nothing_fits_at_the_stacks(capsys
             "(--zero chooses another)") in err
     code, _, err = _run(capsys, [*qwen, "--zero", "1"])
     assert code == 2 and "needs 98.7 GB per GPU" in err
+    # where no stage fits, the refusal is at ZeRO-3 and names what else would shrink it
+    code, _, err = _run(capsys, ["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n",
+                                 "8", "--tp", "8", "--pp", "1", "--cp", "1", "--vp", "1",
+                                 "--micro-batch", "1", "--recompute", "full"])
+    assert code == 2 and "recompute full, ZeRO-3 needs" in err
+    assert "--zero" not in err.partition("to fit try")[2]
 
 
 def test_the_api_answers_with_fits_false():

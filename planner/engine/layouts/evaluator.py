@@ -275,16 +275,19 @@ def _resolve_one(x: dict, gpus, given: dict, recompute: str | None, *, zero: int
                  zero_left_out: bool, **layout) -> tuple[str, dict, dict, int]:
     """(recompute, layout sizes, module flags, ZeRO stage) of one layout, resolved as
     :func:`_resolve_recompute` does at the stack's ZeRO stage ``zero``; a ZeRO stage left
-    out is the next one up where nothing fits at the stack's and the next one fits:
+    out is the next one up where nothing fits at the stack's (ZeRO-3 where none fits):
     Megatron-FSDP shards the optimizer states, then the gradients, then the parameters
     (``--data-parallel-sharding-strategy`` optim, optim_grads, optim_grads_params;
     NVIDIA/Megatron-LM@d98e8a6 megatron/training/arguments.py)."""
     chosen = _resolve_recompute(x, gpus, given, recompute, zero=zero, **layout)
     if zero_left_out and not chosen[3]:
         for stage in range(zero + 1, 4):
-            sharded = _resolve_recompute(x, gpus, given, recompute, zero=stage, **layout)
-            if sharded[3]:
-                return *sharded[:3], stage
+            chosen = _resolve_recompute(x, gpus, given, recompute, zero=stage, **layout)
+            zero = stage
+            if chosen[3]:
+                break
+    # where no stage fits, the last tried: it comes closest, and the refusal names what
+    # would shrink it further, not the stages already tried
     return *chosen[:3], zero
 
 

@@ -83,9 +83,9 @@ def evaluate(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
+        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
-        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer)."),
+        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer); where nothing fits at it, the next stage that does (said on stderr)."),
     shard_group: int = typer.Option(
         None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all DP ranks."),
     sequence_parallel: bool = typer.Option(
@@ -98,7 +98,9 @@ def evaluate(
         help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
-             "stack's; needs --recompute selective). Default: the stack's."),
+             "stack's; needs --recompute selective). Default: the stack's, then Megatron-"
+             "Core's further modules, lightest first, until the layout fits (said on "
+             "stderr)."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],
@@ -485,9 +487,9 @@ def sensitivity(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
+        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
-        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer)."),
+        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer); where nothing fits at it, the next stage that does (said on stderr)."),
     shard_group: int = typer.Option(
         None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all DP ranks."),
     sequence_parallel: bool = typer.Option(
@@ -500,7 +502,9 @@ def sensitivity(
         help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
-             "stack's; needs --recompute selective). Default: the stack's."),
+             "stack's; needs --recompute selective). Default: the stack's, then Megatron-"
+             "Core's further modules, lightest first, until the layout fits (said on "
+             "stderr)."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],
@@ -593,9 +597,9 @@ def simulate(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
+        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
-        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer)."),
+        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer); where nothing fits at it, the next stage that does (said on stderr)."),
     shard_group: int = typer.Option(
         None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all DP ranks."),
     sequence_parallel: bool = typer.Option(
@@ -608,7 +612,9 @@ def simulate(
         help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
-             "stack's; needs --recompute selective). Default: the stack's."),
+             "stack's; needs --recompute selective). Default: the stack's, then Megatron-"
+             "Core's further modules, lightest first, until the layout fits (said on "
+             "stderr)."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],
@@ -709,9 +715,9 @@ def export_xlsx(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        None, help="none | selective | full. Left out: selective, or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
+        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
-        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer)."),
+        None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer); where nothing fits at it, the next stage that does (said on stderr)."),
     shard_group: int = typer.Option(
         None, help="HSDP: shard the ZeRO state over groups of this many DP ranks and replicate it across the groups (e.g. the DP ranks of one node; needs --zero 1-3). Default: all DP ranks."),
     sequence_parallel: bool = typer.Option(
@@ -724,7 +730,9 @@ def export_xlsx(
         help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
-             "stack's; needs --recompute selective). Default: the stack's."),
+             "stack's; needs --recompute selective). Default: the stack's, then Megatron-"
+             "Core's further modules, lightest first, until the layout fits (said on "
+             "stderr)."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],

@@ -56,7 +56,9 @@ def batch_and_site_options(
         help="Megatron-Core's selective-recompute modules, comma-separated: core_attn, "
              "layernorm, mla_up_proj, moe_act, mlp, moe (each listed one runs its forward "
              "again in backward instead of keeping its tensors; the list replaces the "
-             "stack's; needs --recompute selective). Default: the stack's."),
+             "stack's; needs --recompute selective). Default: the stack's, then Megatron-"
+             "Core's further modules, lightest first, until the layout fits (said on "
+             "stderr)."),
     precision: PrecisionOption = DEFAULTS["precision"],
     stack: StackOption = None,
     site: SiteOption = DEFAULTS["site"],

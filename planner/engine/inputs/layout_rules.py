@@ -131,12 +131,15 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("global_batch", "global batch [sequences]", given=False,
               meaning="global batch B [sequences]", largest=MAX_GLOBAL_BATCH),
     Dimension("recompute", "activation recompute", dtype="str", kernel=False,
-              option="none | selective | full. Left out: selective, or full where no layout "
-              "of the sizes given fits in memory with selective (said on stderr)."),
+              option="none | selective | full. Left out: selective (with more of "
+              "Megatron-Core's modules where the stack's do not fit: --recompute-modules), or "
+              "full where no layout of the sizes given fits in memory with selective (said on "
+              "stderr)."),
     Dimension("zero", "ZeRO stage", kernel=False,
               option="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the "
               "FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a "
-              "distributed optimizer).", smallest=0, largest=3),
+              "distributed optimizer); where nothing fits at it, the next stage that does "
+              "(said on stderr).", smallest=0, largest=3),
     Dimension("shard_group", "ZeRO shard group [DP ranks] (< dp: HSDP)", kernel=False,
               option="HSDP: shard the ZeRO state over groups of this many DP ranks and "
               "replicate it across the groups (e.g. the DP ranks of one node; needs --zero "

@@ -10,8 +10,8 @@ from planner.cli.main import main
 
 #: Llama 3.1 405B at TP8 PP4 on 16,384 H100, 16,384 sequences in micro-batches of 4: 330.3 GB
 #: per GPU with the stack's selective recompute, 275.1 GB of it activations, and 128.4 GB
-#: with every module Megatron-Core can recompute selectively (1.6x the HBM); full recompute
-#: fits.  Every size, the ZeRO stage and the recompute given (sizes left out are searched,
+#: (73.2 GB of activations) with every module Megatron-Core can recompute selectively (1.6x
+#: the HBM); full recompute fits.  Every size, the ZeRO stage and the recompute given (sizes left out are searched,
 #: and the search finds a layout that fits; a ZeRO stage left out is raised where nothing
 #: fits at the stack's).
 TOO_BIG = ["evaluate", "-m", "llama3.1-405b", "-H", "h100-sxm", "-n", "16384", "--cp", "1",
@@ -37,7 +37,10 @@ def test_a_layout_that_does_not_fit_is_one_line_and_exit_2(capsys, fmt):
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("capplan: error: the layout does not fit")
     line = err
-    assert "needs 330.3 GB per GPU (activations 275.1 GB)" in line
+    # refused at the list that comes closest, every module Megatron-Core recomputes
+    # selectively (the stack's own list needs 330.3 GB: test_the_api_answers_the_stacks_list)
+    assert ("recompute selective (core_attn, layernorm, mlp), ZeRO-1 needs 128.4 GB per GPU "
+            "(activations 73.2 GB)") in line
     assert "h100-sxm has 80.0 GB" in line
     assert "--recompute full" in line and "capplan plan" in line
     assert "a smaller --micro-batch" in line.partition("to fit try")[2]
@@ -117,6 +120,15 @@ def test_a_zero_stage_left_out_is_raised_where_nothing_fits_at_the_stacks(capsys
                                  "--micro-batch", "1", "--recompute", "full"])
     assert code == 2 and "recompute full, ZeRO-3 needs" in err
     assert "--zero" not in err.partition("to fit try")[2]
+
+
+def test_the_api_answers_the_stacks_list():
+    row = evaluate(model="llama3.1-405b", hardware="h100-sxm", gpus=16384, tp=8, pp=4, cp=1,
+                   ep=1, vp=1, micro_batch=4, global_batch=16384, zero=1,
+                   recompute="selective", as_frame=False)
+    assert not bool(row["fits"])
+    assert row["memory_per_gpu_bytes"] == pytest.approx(330.3e9, rel=5e-4)
+    assert row["activation_bytes"] == pytest.approx(275.1e9, rel=5e-4)
 
 
 def test_the_api_answers_with_fits_false():

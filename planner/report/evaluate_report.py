@@ -189,8 +189,10 @@ def _either(ways: list[str]) -> str:
 
 def _needs(row: dict, echo: dict) -> str:
     largest = str(row["largest_memory_term"])
+    modules = echo.get("recompute_modules") if echo["recompute"] == "selective" else None
+    recompute = echo["recompute"] + (f" ({modules.replace(',', ', ')})" if modules else "")
     return (f"{echo['model']} at TP{echo['tp']} PP{echo['pp']} DP{echo['dp']} CP{echo['cp']} "
-            f"EP{echo['ep']}, micro-batch {echo['micro_batch']}, recompute {echo['recompute']}, "
+            f"EP{echo['ep']}, micro-batch {echo['micro_batch']}, recompute {recompute}, "
             f"ZeRO-{echo['zero']} needs {row['memory_per_gpu_bytes'] / 1e9:.1f} GB per GPU "
             f"({column(largest).label} {row[largest] / 1e9:.1f} GB), {echo['hardware']} has "
             f"{row['hbm_bytes'] / 1e9:.1f} GB")

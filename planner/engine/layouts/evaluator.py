@@ -302,8 +302,8 @@ def _resolve_recompute(x: dict, gpus, given: dict, recompute: str | None, *, zer
     fits or comes within the memory model's error of fitting; else the first of the
     :data:`MODULE_LADDER` lists (and full recompute, when the recompute is left out) that
     fits, or failing that the first that comes within the error (without ``ladder``: full
-    recompute alone).  The flags returned are the modules added to the stack's (empty: the
-    stack's list)."""
+    recompute alone); where none does, the last of them.  The flags returned are the
+    modules added to the stack's (empty: the stack's list)."""
     def layout_for(name, flags):
         return resolve_layout({**x, **flags}, gpus, given, recompute=RECOMPUTE_CODES[name],
                               zero=zero, sequence_parallel=sequence_parallel,
@@ -330,10 +330,10 @@ def _resolve_recompute(x: dict, gpus, given: dict, recompute: str | None, *, zer
         for name, sizes, flags, found in more:
             if found == verdict:
                 return name, sizes, flags, True
-    # none fits: selective asked for is refused with the stack's list (the refusal names
-    # the modules that shrink it); a recompute left out is full, whose layout comes
-    # closest, and the refusal names what would shrink it further
-    return (*own[:3], False) if recompute is not None else (*more[-1][:3], False)
+    # none fits: the last tried (every module list, or full recompute when the recompute is
+    # left out) comes closest, and the refusal names what would shrink it further, not the
+    # modules already tried
+    return (*(more[-1] if more else own)[:3], False)
 
 
 def _added_modules(x: dict):

@@ -295,6 +295,23 @@ HYPHEN_LENIENT = ("model", "accelerator")
 PRODUCT_LINES = ("instinct", "tesla", "cloud", "dgx", "hgx")
 
 
+#: Words after an accelerator's name that state its memory or a slice of it, not another
+#: part: '192gb', 'hbm3e' (AMD Instinct MI300X 192GB HBM3), a TPU slice's chip or core
+#: count ('tpu-v6e-256', 'v5p-128'), GKE's 'podslice' / 'slice' / 'device' suffixes.
+SPEC_WORD = re.compile(r"\d+(?:gb|gib|g)?|hbm\d*e?|podslice|slice|device")
+
+
+def _without_specs(kind: str, key: str) -> list[str]:
+    """``key`` (a normalised accelerator name), then it without each trailing
+    :data:`SPEC_WORD` in turn ('mi300x-192gb-hbm3', 'mi300x-192gb', 'mi300x'); other kinds'
+    names alone."""
+    names, words = [key], key.split("-")
+    while kind == "accelerator" and len(words) > 1 and SPEC_WORD.fullmatch(words[-1]):
+        words = words[:-1]
+        names.append("-".join(words))
+    return names
+
+
 def lenient_name(name: str) -> str:
     """A normalised name without its hyphens and dots, as :meth:`Catalog.get` compares
     model and accelerator names when the exact one matches nothing."""
@@ -374,13 +391,15 @@ class Catalog:
         ('Llama-3.1-8B', 'llama31_8b', 'Grok-1-314B', 'GPT-3 175B' as model cards and
         benchmark tables write them), without a trailing parenthesised qualifier
         ('Llama4-Maverick-400B(E128)') or, for an accelerator, without its vendor and
-        product line in front ('AMD Instinct MI300X'); else None."""
+        product line in front ('AMD Instinct MI300X') and the specifications after it
+        (:func:`_without_specs`); else None."""
         kind = SINGULAR.get(kind, kind)
         names = self.names.get(kind, {})
         key = normalised_name(name)
         if key in names or kind not in HYPHEN_LENIENT:
             return names.get(key)
-        for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key), self._unbranded(kind, key)):
+        for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key),
+                      *_without_specs(kind, self._unbranded(kind, key))):
             ids = self.lenient_names[kind].get(lenient_name(typed), ())
             if len(ids) == 1:
                 return next(iter(ids))

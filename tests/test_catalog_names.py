@@ -57,6 +57,11 @@ def test_stacks_answer_to_their_frameworks_names(typed, id_, capsys):
     ("AMD Instinct MI300X", "mi300x"), ("Google Cloud TPU v5p", "tpu-v5p"),
     ("Intel Gaudi 2", "gaudi2"), ("NVIDIA Tesla V100", "v100-32gb"), ("NVIDIA B200", "b200"),
     ("NVIDIA DGX H100", "h100-sxm"), ("HGX H200", "h200"), ("DGX GB200", "gb200"),
+    # memory and slice words after the part (as submission tables and GKE name them)
+    ("AMD Instinct MI300X 192GB HBM3", "mi300x"), ("AMD Instinct MI325X 256GB HBM3E", "mi325x"),
+    ("A100 40GB HBM2", "a100-40gb"), ("A100 80GB HBM2e", "a100-80gb"),
+    ("H100 PCIe 80GB", "h100-pcie"), ("tpu-v6e-256", "tpu-v6e"), ("v5p-128", "tpu-v5p"),
+    ("tpu-v5-lite-podslice", "tpu-v5e"), ("tpu-v6e-slice", "tpu-v6e"), ("tpu-v7x", "tpu-v7"),
 ])
 def test_accelerators_answer_to_their_vendors_full_names(typed, id_):
     # as nvidia-smi and the vendors' product pages print them: the vendor and product line

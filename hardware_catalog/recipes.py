@@ -13,6 +13,7 @@ source, date and whether it is an estimate.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -83,10 +84,12 @@ def load_recipes() -> dict[str, Recipe]:
 
 def recipe_name(text: str) -> str:
     """The recipe a ``--precision`` value names as users type it ('FP8', 'fp8_cs' as
-    Megatron-Bridge spells it, 'bfloat16', 'fp8-delayed'): lower case, with underscores
-    and spaces as hyphens, an alias as its recipe; else that normalised text, for the
-    caller's did-you-mean line."""
+    Megatron-Bridge spells it, 'bfloat16', 'fp8-delayed', 'FP8 (delayed)', Composer's
+    'amp_bf16'): lower case, with underscores, spaces and brackets as hyphens, an alias as
+    its recipe; else that normalised text, for the caller's did-you-mean line."""
     key = normalised_name(text)
+    if "(" in key:  # a bracketed qualifier: 'fp8-(delayed)' is 'fp8-delayed'
+        key = re.sub(r"-*[()]-*", "-", key).strip("-") or key
     recipes = load_recipes()
     if key in recipes:
         return key

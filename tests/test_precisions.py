@@ -608,6 +608,10 @@ def test_megatron_core_keeps_the_output_layer_in_bf16_under_fp8(cat):
     ("FP8", "fp8"), ("fp8_cs", "fp8-cs"), ("FP8 CS", "fp8-cs"), ("fp8_mx", "fp8-mx"),
     ("bfloat16", "bf16"), ("float16", "fp16"), ("fp8-delayed", "fp8-ds"),
     ("fp8-tensorwise", "fp8-cs"), ("fp8-blockwise", "fp8-block"), ("NVFP4", "nvfp4"),
+    # a bracketed qualifier, Composer's and Lightning's mixed-precision names, TE's formats
+    ("FP8 (delayed)", "fp8-ds"), ("fp8 (tensorwise)", "fp8-cs"), ("amp_bf16", "bf16"),
+    ("bf16-mixed", "bf16"), ("16-mixed", "fp16"), ("amp_fp8", "fp8"), ("fp8_e4m3", "fp8"),
+    ("FP8-hybrid", "fp8"),
 ])
 def test_precisions_as_frameworks_spell_them_name_their_recipe(typed, name, capsys):
     # Megatron-Bridge's compute dtypes (fp8_cs, fp8_mx), torch dtypes, the scaling's names

@@ -312,6 +312,21 @@ def _without_specs(kind: str, key: str) -> list[str]:
     return names
 
 
+#: A release after a stack's name: '25.11', '0.13.0', 'v0.2', '2.0rc1'.
+VERSION_WORD = re.compile(r"v?\d+(?:\.\d+)*(?:rc\d+)?")
+
+
+def _without_versions(key: str) -> list[str]:
+    """A normalised stack name without each trailing :data:`VERSION_WORD` in turn
+    ('megatron-bridge-25.11' -> 'megatron-bridge'): a framework's release names the stack
+    its unversioned alias stands for."""
+    names, words = [], key.split("-")
+    while len(words) > 1 and VERSION_WORD.fullmatch(words[-1]):
+        words = words[:-1]
+        names.append("-".join(words))
+    return names
+
+
 def lenient_name(name: str) -> str:
     """A normalised name without its hyphens and dots, as :meth:`Catalog.get` compares
     model and accelerator names when the exact one matches nothing."""
@@ -396,6 +411,8 @@ class Catalog:
         kind = SINGULAR.get(kind, kind)
         names = self.names.get(kind, {})
         key = normalised_name(name)
+        if kind == "stack" and key not in names:  # 'megatron-bridge-25.11', 'NeMo 2.0'
+            key = next((k for k in _without_versions(key) if k in names), key)
         if key in names or kind not in HYPHEN_LENIENT:
             return names.get(key)
         for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key),

@@ -43,6 +43,11 @@ def test_every_alias_is_normalised_and_names_one_entry(kind):
     ("Megatron-LM", "megatron-core-2025"), ("NeMo", "megatron-core-2025"),
     ("Megatron-Bridge", "megatron-bridge-2025"), ("torchtitan", "torchtitan-fsdp2"),
     ("DeepSpeed", "deepspeed-zero"), ("LLM Foundry", "llm-foundry-2023"),
+    # with a release after the name, as benchmark tables state it
+    ("megatron-bridge-25.11", "megatron-bridge-2025"), ("NeMo 25.09", "megatron-core-2025"),
+    ("NeMo 2.0", "megatron-core-2025"), ("torchtitan v0.2", "torchtitan-fsdp2"),
+    ("mcore-0.13.0", "megatron-core-2025"), ("Primus", "megatron-core-2025"),
+    ("FSDP2", "torchtitan-fsdp2"),
 ])
 def test_stacks_answer_to_their_frameworks_names(typed, id_, capsys):
     assert load_catalog().stack(typed).id == id_

@@ -312,8 +312,9 @@ def _without_specs(kind: str, key: str) -> list[str]:
     return names
 
 
-#: A release after a stack's name: '25.11', '0.13.0', 'v0.2', '2.0rc1'.
-VERSION_WORD = re.compile(r"v?\d+(?:\.\d+)*(?:rc\d+)?")
+#: A release after a stack's name: '25.11', '0.13.0', 'v0.2', '2.0rc1' (dotted or with a
+#: 'v': a bare number such as '2052' is a mistyped id's year, not a release).
+VERSION_WORD = re.compile(r"v\d+(?:\.\d+)*(?:rc\d+)?|\d+(?:\.\d+)+(?:rc\d+)?")
 
 
 def _without_versions(key: str) -> list[str]:

@@ -20,7 +20,12 @@ from planner.engine.inputs.assumptions import assumptions
 from planner.engine.inputs.defaults import PREFERRED_LAYOUT, cuda_part
 from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE
 from planner.engine.inputs.recompute_modules import MODULES, module_flags, modules_of
-from planner.engine.inputs.scenario import NETWORK_FLAGS, network_overrides, stack_zero_stage
+from planner.engine.inputs.scenario import (
+    NETWORK_FLAGS,
+    default_global_batch,
+    network_overrides,
+    stack_zero_stage,
+)
 from planner.engine.layouts import evaluator
 from planner.engine.layouts.space import pipeline_split_text
 from planner.engine.run.readable import device_word
@@ -97,6 +102,12 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
             said.append(f"recompute modules: {modules.replace(',', ', ')}, as the layout "
                         f"does not fit in memory with the stack's ({own}) "
                         "(--recompute-modules chooses others)")
+    default_batch = default_global_batch(inputs["seq_len"])
+    if o["global_batch"] is None and int(row["global_batch"]) != default_batch:
+        said.append(f"global batch: {int(row['global_batch']):,} sequences, the default "
+                    f"{default_batch:,} rounded to a multiple of DP x micro-batch = "
+                    f"{int(row['dp']) * sizes['micro_batch']:,} (--global-batch chooses "
+                    "another)")
     split = pipeline_split_text(int(inputs["layers"]), sizes["pp"], sizes["vp"])
     if split:
         said.append(split)

@@ -112,7 +112,8 @@ ModelOption = Annotated[str, typer.Option("--model", "-m", help="Model id, TOML 
 TokensOption = Annotated[float, typer.Option(
     parser=si_float, help="Training tokens D (15T = 15e12; suffixes k, M, G/B, T, P).")]
 GlobalBatchOption = Annotated[int, typer.Option(
-    parser=si_count, help="Global batch [sequences] (default ~16M tokens).")]
+    parser=si_count, help="Global batch [sequences] (default ~16M tokens: a power of two, "
+    "rounded to whole micro-batches per DP rank where the sizes given fix DP).")]
 SiteOption = Annotated[str, typer.Option(help="Site id (electricity price, grid carbon).")]
 SiteClassOption = Annotated[str, typer.Option(
     help="Class of data centre, which sets the PUE: hyperscale (1.10) | hpc (1.2) | "

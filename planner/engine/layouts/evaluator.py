@@ -14,7 +14,7 @@ accelerator, a pandas DataFrame back whose column names carry units.
 from __future__ import annotations
 
 import inspect
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 
@@ -210,6 +210,10 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
     one = not any(type(v) not in _SCALARS and np.ndim(v) > 0
                   for v in (gpus, zero, sequence_parallel, shard_group, *sizes.values(),
                             *others.values(), *(overrides or {}).values()))
+    batch = _divisible_default_batch(x, gpus, sizes, c.global_batch) if one else None
+    if batch is not None:
+        c = choices = replace(c, global_batch=batch)
+        x = {**base_inputs(catalog, choices), **(overrides or {})}
     if not one:
         sizes = {k: PREFERRED_LAYOUT[k] if v is None else v for k, v in sizes.items()
                  if k != "etp"}
@@ -256,6 +260,24 @@ def evaluate_run(choices: RunChoices, request: LayoutRequest, *, catalog=None,
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _divisible_default_batch(x: dict, gpus, sizes: dict, global_batch) -> int | None:
+    """The default global batch (``x``'s, ``global_batch`` left out) rounded to the nearest
+    multiple of DP x micro-batch where the model-parallel sizes given fix DP and it is
+    not one (2,048 sequences on 24 GPUs at TP1 PP1: 2,040), as Megatron-Core needs whole
+    micro-batches per DP rank; else None (the batch stands, or the search picks sizes it
+    divides)."""
+    if global_batch is not None or any(sizes.get(k) is None for k in ("tp", "pp", "cp")):
+        return None
+    model_parallel = int(sizes["tp"]) * int(sizes["pp"]) * int(sizes["cp"])
+    if model_parallel < 1 or int(gpus) % model_parallel:
+        return None
+    unit = int(gpus) // model_parallel * int(sizes.get("micro_batch") or 1)
+    batch = int(x["global_batch"])
+    if batch % unit == 0:
+        return None
+    return max(unit, round(batch / unit) * unit)
 
 
 #: Selective recompute's module lists beyond a stack's own, lightest first (each adds

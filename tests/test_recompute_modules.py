@@ -5,9 +5,13 @@ against the formulas the run model composes."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formulas import memory
-from planner.engine.layouts.evaluator import evaluate
+from hardware_catalog import load_catalog
+from planner.engine.layouts.evaluator import _added_modules, evaluate
+from planner.engine.run.run_inputs import RunChoices, base_inputs
 
 #: DeepSeek-V3 on 256 H100 as NVIDIA's baseline MoE stack runs it: 4 pipeline stages of
 #: 16 layers (the first holds the 3 dense ones), EP 64, BF16.
@@ -160,3 +164,36 @@ def test_core_attn_is_what_the_module_list_says():
     # a data row's list replaces Megatron-Core's default ['core_attn']: unlisted, kept
     assert validate.recompute_module_flags("selective: mlp, moe_act")["recompute_core_attn"] == 0
     assert validate.recompute_module_flags("selective: core_attn")["recompute_core_attn"] == 1
+
+
+# ---- the module ladder a one-layout command climbs (evaluator.MODULE_LADDER) -------------
+
+#: (model, stack, layout) cases of dense, GQA, MoE and MLA models.
+LADDER_CASES = [
+    ("llama3.1-70b", "megatron-core-2025", dict(gpus=64, tp=8, pp=2, ep=1)),
+    ("llama3.1-8b", "maxtext-xla", dict(gpus=16, tp=1, pp=1, ep=1)),
+    ("mixtral-8x7b", "megatron-core-moe-tuned", dict(gpus=64, tp=2, pp=2, ep=8)),
+    ("deepseek-v3", "megatron-core-moe-baseline", dict(gpus=256, tp=1, pp=4, ep=64)),
+    ("qwen3-30b-a3b", "megatron-core-moe-deepep", dict(gpus=32, tp=1, pp=1, ep=8)),
+]
+
+
+@settings(max_examples=12, deadline=None)
+@given(case=st.sampled_from(LADDER_CASES), micro_batch=st.sampled_from([1, 2]),
+       seq_len=st.sampled_from([2048, 4096, 8192]))
+def test_each_rung_of_the_ladder_keeps_less_and_costs_more(case, micro_batch, seq_len):
+    """Each list the ladder tries recomputes every module the one before it did and more,
+    of the modules the model has: memory never rises up the ladder and the step time never
+    falls, so the first list that fits is the cheapest that does."""
+    model, stack, layout = case
+    x = base_inputs(load_catalog(), RunChoices(model=model, hardware="h100-sxm",
+                                               stack=stack))
+    rungs = list(_added_modules(x))
+    assert rungs and all(set(a) < set(b) for a, b in zip(rungs, rungs[1:], strict=False))
+    run = dict(model=model, hardware="h100-sxm", stack=stack, cp=1, vp=1, zero=1,
+               micro_batch=micro_batch, seq_len=seq_len, global_batch=256,
+               recompute="selective", tokens=1e11, as_frame=False, **layout)
+    rows = [evaluate(**run, overrides=flags) for flags in ({}, *rungs)]
+    for before, after in zip(rows, rows[1:], strict=False):
+        assert after["memory_per_gpu_bytes"] <= before["memory_per_gpu_bytes"] * (1 + 1e-12)
+        assert after["step_time_s"] >= before["step_time_s"] * (1 - 1e-12)

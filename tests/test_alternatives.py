@@ -54,7 +54,9 @@ def test_evaluate_gives_the_stack_and_pue_changes(capsys):
 @pytest.mark.parametrize("fmt", ["table", "csv", "markdown"])
 def test_evaluate_says_it_in_every_format(capsys, fmt):
     _, err = _run(capsys, [*RUN, "-f", fmt])
-    assert "what a typical alternative would change: with --stack torchtitan-fsdp2: +" in err
+    # the ZeRO stage left out: torchtitan shards everything (FSDP), and the line says so
+    assert ("what a typical alternative would change: with --stack torchtitan-fsdp2 (at "
+            "ZeRO-3): +") in err
 
 
 def test_the_alternative_of_the_alternative_is_the_default(capsys):
@@ -79,10 +81,16 @@ def test_plan_gives_them_for_its_winner(capsys):
     fsdp = evaluate(model="llama3-8b", hardware="h100-sxm", tokens=2e12, as_frame=False,
                     stack="torchtitan-fsdp2", **layout)
     assert mine["wall_days"] == pytest.approx(w["wall_days"], rel=1e-9)  # the same run
-    # the winner's layout does not fit under torchtitan (its unfused loss holds 6 more bytes
-    # a logit): no change is given for it, and the line says why
-    assert not fsdp["fits"]
-    assert changes["--stack torchtitan-fsdp2"]["relative_change"] is None
+    # the winner's layout does not fit under torchtitan as it is (its unfused loss holds 6
+    # more bytes a logit): a team moving to it would recompute, and the line says so
+    assert not fsdp["fits"] and w["recompute"] == "none"
+    moved = evaluate(model="llama3-8b", hardware="h100-sxm", tokens=2e12, as_frame=False,
+                     stack="torchtitan-fsdp2", **{**layout, "recompute": "selective"})
+    assert moved["fits"]
+    stack_change = changes["--stack torchtitan-fsdp2"]
+    assert stack_change["relative_change"] == pytest.approx(
+        moved["gpu_hours"] / mine["gpu_hours"] - 1, rel=1e-9)
+    assert "--stack torchtitan-fsdp2 (at selective recompute):" in stack_change["text"]
     assert changes["--site-class site"]["relative_change"] == pytest.approx(
         US_PUE / HYPERSCALE_PUE - 1, rel=1e-9)
     out, _ = _run(capsys, PLAN)

@@ -136,15 +136,22 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
     typical alternative stack and the other PUE of its site (planner.engine.search.alternatives),
     each as one change; none when the catalog lacks the alternative."""
     e = run.echo
+    # the run's sizes; its recompute and ZeRO stage only where the user gave them: left out,
+    # the alternative stack settles them as the run did (its own ZeRO stage, more recompute
+    # where the layout does not fit)
     same_layout = {**options, **{k: e[k] for k in ("tp", "pp", "cp", "ep", "vp",
-                                                   "micro_batch", "recompute")}}
+                                                   "micro_batch")}}
     out = []
     stack = alternative_stack(e["stack"], run.cuda_part)  # None: none runs on this part
     if stack is not None:
         try:
             alt = resolve({**same_layout, "stack": stack})
+            moved = [f"ZeRO-{alt.echo['zero']}"] * (alt.echo["zero"] != e["zero"]) \
+                + [f"{alt.echo['recompute']} recompute"] * (alt.echo["recompute"]
+                                                             != e["recompute"])
             out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",
-                              run.row["gpu_hours"], alt.row["gpu_hours"], bool(alt.row["fits"])))
+                              run.row["gpu_hours"], alt.row["gpu_hours"], bool(alt.row["fits"]),
+                              note=f" (at {', '.join(moved)})" if moved else ""))
         except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats
             out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
         except CapplanError:  # e.g. a user catalog without the alternative stack

@@ -80,16 +80,19 @@ def test_a_recompute_left_out_is_full_where_selective_does_not_fit(capsys):
 
 
 def test_selective_recompute_takes_the_modules_that_make_it_fit(capsys):
-    """123.9 GB with the stack's list: the command recomputes the norms and the MLPs too
-    (73.5 GB), given selective or left to choose, and names the modules; the Python API
-    answers the stack's list as asked, with fits False."""
-    for recompute in (["--recompute", "selective"], []):
-        code, out, err = _run(capsys, [*MODULES_FIT, *recompute, "-f", "json"])
-        assert code == 0 and '"fits": true' in out and '"recompute": "selective"' in out
-        assert '"recompute_modules": "layernorm,mlp"' in out
-        assert '"memory_per_gpu_bytes": 734' in out  # 73.5 GB
-        assert ("capplan: recompute modules: layernorm, mlp, as the layout does not fit in "
-                "memory with the stack's (none) (--recompute-modules chooses others)") in err
+    """123.9 GB with the stack's list: given selective, the command recomputes the norms
+    and the MLPs too (73.5 GB) and names the modules; left to choose, a dense run takes the
+    norms alone and then full recompute, as dense recipes that do not fit do; the Python
+    API answers the stack's list as asked, with fits False."""
+    code, out, err = _run(capsys, [*MODULES_FIT, "--recompute", "selective", "-f", "json"])
+    assert code == 0 and '"fits": true' in out and '"recompute": "selective"' in out
+    assert '"recompute_modules": "layernorm,mlp"' in out
+    assert '"memory_per_gpu_bytes": 734' in out  # 73.5 GB
+    assert ("capplan: recompute modules: layernorm, mlp, as the layout does not fit in "
+            "memory with the stack's (none) (--recompute-modules chooses others)") in err
+    code, out, err = _run(capsys, [*MODULES_FIT, "-f", "json"])
+    assert code == 0 and '"fits": true' in out and '"recompute": "full"' in out
+    assert "recompute modules" not in err
     # a list given is the run's, fitting or not
     code, _, err = _run(capsys, [*MODULES_FIT, "--recompute-modules", "layernorm"])
     assert code == 2 and "does not fit" in err

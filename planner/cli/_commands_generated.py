@@ -83,7 +83,7 @@ def evaluate(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
+        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules; the norms alone on a dense model), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
         None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer); where nothing fits at it, the next stage that does (said on stderr)."),
     shard_group: int = typer.Option(
@@ -487,7 +487,7 @@ def sensitivity(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
+        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules; the norms alone on a dense model), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
         None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer); where nothing fits at it, the next stage that does (said on stderr)."),
     shard_group: int = typer.Option(
@@ -597,7 +597,7 @@ def simulate(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
+        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules; the norms alone on a dense model), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
         None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer); where nothing fits at it, the next stage that does (said on stderr)."),
     shard_group: int = typer.Option(
@@ -715,7 +715,7 @@ def export_xlsx(
     micro_batch: int = typer.Option(
         None, help="Micro-batch [sequences]. The sizes left out of --tp, --pp, --cp, --ep, --vp and --micro-batch are searched together: the fastest layout for --gpus that fits in memory and keeps the sizes given, reported on stderr (left out: searched)."),
     recompute: str = typer.Option(
-        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
+        None, help="none | selective | full. Left out: selective (with more of Megatron-Core's modules where the stack's do not fit: --recompute-modules; the norms alone on a dense model), or full where no layout of the sizes given fits in memory with selective (said on stderr)."),
     zero: int = typer.Option(
         None, help="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a distributed optimizer); where nothing fits at it, the next stage that does (said on stderr)."),
     shard_group: int = typer.Option(

@@ -132,9 +132,9 @@ DIMENSIONS: tuple[Dimension, ...] = (
               meaning="global batch B [sequences]", largest=MAX_GLOBAL_BATCH),
     Dimension("recompute", "activation recompute", dtype="str", kernel=False,
               option="none | selective | full. Left out: selective (with more of "
-              "Megatron-Core's modules where the stack's do not fit: --recompute-modules), or "
-              "full where no layout of the sizes given fits in memory with selective (said on "
-              "stderr)."),
+              "Megatron-Core's modules where the stack's do not fit: --recompute-modules; the "
+              "norms alone on a dense model), or full where no layout of the sizes given fits "
+              "in memory with selective (said on stderr)."),
     Dimension("zero", "ZeRO stage", kernel=False,
               option="ZeRO stage 0-3 (3 = FSDP). Left out: the stack's (--stack): 3 for the "
               "FSDP stacks (torchtitan, MaxText, llm-foundry, NeMo AutoModel), else 1 (a "

@@ -322,9 +322,10 @@ def _resolve_recompute(x: dict, gpus, given: dict, recompute: str | None, *, zer
     are more selective modules, then full recompute.  With selective recompute (given or
     left out) and no module flag among ``overrides``: the stack's modules where the layout
     fits or comes within the memory model's error of fitting; else the first of the
-    :data:`MODULE_LADDER` lists (and full recompute, when the recompute is left out) that
-    fits, or failing that the first that comes within the error (without ``ladder``: full
-    recompute alone); where none does, the last of them.  The flags returned are the
+    :data:`MODULE_LADDER` lists (and full recompute, when the recompute is left out: after
+    the first list alone for a dense model) that fits, or failing that the first that comes
+    within the error (without ``ladder``: full recompute alone); where none does, the last
+    of them.  The flags returned are the
     modules added to the stack's (empty: the stack's list)."""
     def layout_for(name, flags):
         return resolve_layout({**x, **flags}, gpus, given, recompute=RECOMPUTE_CODES[name],
@@ -345,7 +346,13 @@ def _resolve_recompute(x: dict, gpus, given: dict, recompute: str | None, *, zer
     own = tried(DEFAULT_RECOMPUTE, {})
     if own[3]:
         return *own[:3], True
-    more = [tried(DEFAULT_RECOMPUTE, flags) for flags in _added_modules(x) if ladder]
+    rungs = list(_added_modules(x)) if ladder else []
+    if recompute is None and not x["moe_layers"]:
+        # a dense run whose recompute is not stated: the norms, then full recompute, as
+        # dense Megatron recipes that do not fit run it (the MoE guide offers the mlp
+        # module for the dense layers of MoE models)
+        rungs = rungs[:1]
+    more = [tried(DEFAULT_RECOMPUTE, flags) for flags in rungs]
     if recompute is None:
         more.append(tried("full", {}))
     for verdict in (FITS, NEARLY):

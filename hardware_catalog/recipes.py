@@ -88,8 +88,9 @@ def recipe_name(text: str) -> str:
     'amp_bf16'): lower case, with underscores, spaces and brackets as hyphens, an alias as
     its recipe; else that normalised text, for the caller's did-you-mean line."""
     key = normalised_name(text)
-    if "(" in key:  # a bracketed qualifier: 'fp8-(delayed)' is 'fp8-delayed'
-        key = re.sub(r"-*[()]-*", "-", key).strip("-") or key
+    qualified = re.fullmatch(r"([^()]+?)-*\(([^()]+)\)", key)
+    if qualified:  # a bracketed qualifier: 'fp8-(delayed)' is 'fp8-delayed'
+        key = f"{qualified[1]}-{qualified[2].strip('-')}"
     recipes = load_recipes()
     if key in recipes:
         return key

@@ -150,6 +150,9 @@ def test_unknown_precision_suggests_the_name(capsys):
     # the CLI takes a precision in any case ('NVFP4' is nvfp4); a misspelt one gets the line
     code, _, err = run_cli(capsys, *_eval("--hardware", "b200", "--precision", "NVFP5"))
     one_line_usage_error(code, err, "--precision 'nvfp5' is not one of", "did you mean: nvfp4")
+    # brackets name a qualifier only when they close one: 'fp8((' is no recipe
+    code, _, err = run_cli(capsys, *_eval("--hardware", "b200", "--precision", "fp8(("))
+    one_line_usage_error(code, err, "--precision 'fp8((' is not one of")
     with pytest.raises(CapplanError, match="did you mean: mxfp8"):
         evaluate(model="llama3-8b", hardware="b200", gpus=8, precision="mxfp", tokens=1e10)
 

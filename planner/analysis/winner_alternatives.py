@@ -16,6 +16,7 @@ from planner.engine.search.alternatives import (
     alternative_site_class,
     alternative_stack,
     change,
+    settled_note,
     unavailable,
 )
 from planner.errors import PrecisionRefused
@@ -68,9 +69,5 @@ def _stack_change(s, catalog, hw: str, row: dict, stack: str, gpu_hours: float) 
     if not fitting:
         return change(f"--stack {stack}", "gpu_hours", "GPU-hours", gpu_hours, None, False)
     best = min(fitting, key=lambda i: float(got["gpu_hours"][i]))
-    changed = [f"ZeRO-{variants[best]['zero']}"] * (variants[best]["zero"] != row["zero"]) \
-        + [f"{variants[best]['recompute']} recompute"] * (
-            variants[best]["recompute"] != row["recompute"])
-    note = f" (at {', '.join(changed)})" if changed else ""
     return change(f"--stack {stack}", "gpu_hours", "GPU-hours", gpu_hours,
-                  float(got["gpu_hours"][best]), note=note)
+                  float(got["gpu_hours"][best]), note=settled_note(row, variants[best]))

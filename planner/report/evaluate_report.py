@@ -26,6 +26,7 @@ from planner.engine.search.alternatives import (
     alternative_stack,
     alternatives_line,
     change,
+    settled_note,
     unavailable,
 )
 from planner.errors import CapplanError, PrecisionRefused
@@ -146,12 +147,9 @@ def alternatives(options: dict, run, resolve) -> list[dict]:
     if stack is not None:
         try:
             alt = resolve({**same_layout, "stack": stack})
-            moved = [f"ZeRO-{alt.echo['zero']}"] * (alt.echo["zero"] != e["zero"]) \
-                + [f"{alt.echo['recompute']} recompute"] * (alt.echo["recompute"]
-                                                             != e["recompute"])
             out.append(change(f"--stack {stack}", "gpu_hours", "GPU-hours",
                               run.row["gpu_hours"], alt.row["gpu_hours"], bool(alt.row["fits"]),
-                              note=f" (at {', '.join(moved)})" if moved else ""))
+                              note=settled_note(e, alt.echo)))
         except PrecisionRefused as refused:  # e.g. int8 on a stack that trains in floats
             out.append(unavailable(f"--stack {stack}", "gpu_hours", refused.why))
         except CapplanError:  # e.g. a user catalog without the alternative stack

@@ -32,6 +32,16 @@ def alternative_site_class(site_class: str) -> str:
     return OWN_PUE if site_class != OWN_PUE else DEFAULTS["site_class"]
 
 
+def settled_note(run: dict, alternative: dict) -> str:
+    """' (at ZeRO-3, selective recompute)': the ZeRO stage and recompute an alternative
+    stack's run (``alternative``: its ``zero`` and ``recompute``) took that the run's did
+    not; '' where it kept both."""
+    moved = [f"ZeRO-{alternative['zero']}"] * (alternative["zero"] != run["zero"]) \
+        + [f"{alternative['recompute']} recompute"] * (alternative["recompute"]
+                                                       != run["recompute"])
+    return f" (at {', '.join(moved)})" if moved else ""
+
+
 def change(flag: str, quantity: str, label: str, base: float, alt: float | None,
            fits: bool = True, note: str = "") -> dict:
     """One alternative: its flag, the quantity compared, relative change, one line."""

@@ -19,7 +19,7 @@ from planner.engine.economics.pricing import price_quote
 from planner.engine.inputs.assumptions import assumptions
 from planner.engine.inputs.defaults import PREFERRED_LAYOUT, cuda_part
 from planner.engine.inputs.layout_rules import DEFAULT_RECOMPUTE
-from planner.engine.inputs.recompute_modules import MODULES, module_flags, modules_of
+from planner.engine.inputs.recompute_modules import module_flags, recomputed_modules
 from planner.engine.inputs.scenario import (
     NETWORK_FLAGS,
     default_global_batch,
@@ -94,11 +94,11 @@ def evaluate_one(options: dict, *, faults: dict | None = None,
         said.append(f"ZeRO-{int(row['zero'])}, as the layout does not fit in memory with the "
                     f"stack's ZeRO-{own_zero} (--zero chooses another)")
     if modules is None and row["recompute"] == DEFAULT_RECOMPUTE:
-        stack_flags = base_inputs(catalog, choices)
-        added = _listed(inputs, stack_flags)
-        if added:
-            modules = ",".join(_listed(inputs, {}))
-            own = ", ".join(_listed(stack_flags, {})) or "none"
+        run_list = recomputed_modules(inputs)
+        stack_list = recomputed_modules(base_inputs(catalog, choices))
+        if run_list != stack_list:  # the command added modules to the stack's
+            modules = ",".join(run_list)
+            own = ", ".join(stack_list) or "none"
             said.append(f"recompute modules: {modules.replace(',', ', ')}, as the layout "
                         f"does not fit in memory with the stack's ({own}) "
                         "(--recompute-modules chooses others)")
@@ -154,13 +154,6 @@ def check_finite(row: dict) -> None:
             f"no finite {bad[0]} for this run (the inputs overflow the model: e.g. failures "
             f"come faster than checkpoints, or --tokens is too large); step time "
             f"{float(row['step_time_s']):.3g} s, system MTBF {float(row['system_mtbf_s']):.3g} s")
-
-
-def _listed(inputs: dict, but: dict) -> list[str]:
-    """The selective-recompute modules of the model whose flag is set in ``inputs`` (its
-    run-model inputs) and not in ``but``."""
-    return [name for name in modules_of(inputs)
-            if float(inputs[MODULES[name]]) >= 1.0 > float(but.get(MODULES[name], 0.0))]
 
 
 def _layout_text(sizes: dict) -> str:

@@ -55,3 +55,9 @@ def modules_of(x: dict) -> tuple[str, ...]:
     has = {"moe_act": x["moe_layers"] > 0, "moe": x["moe_layers"] > 0,
            "mla_up_proj": x["kv_lora_rank"] > 0, "mlp": x["layers"] > x["moe_layers"]}
     return tuple(name for name in MODULES if has.get(name, True))
+
+
+def recomputed_modules(x: dict) -> tuple[str, ...]:
+    """The modules of the model whose forward ``x`` (its run-model inputs: the stack's
+    flags, or a module list's) runs again in backward."""
+    return tuple(name for name in modules_of(x) if float(x.get(MODULES[name], 0.0)) >= 1.0)

@@ -36,7 +36,7 @@ from planner.engine.inputs.layout_rules import (
     DIMENSIONS,
     OTHER_SIZES,
 )
-from planner.engine.inputs.recompute_modules import MODULES, modules_of
+from planner.engine.inputs.recompute_modules import MODULES, modules_of, recomputed_modules
 from planner.engine.inputs.scenario import (
     DEFAULTS,
     PREFERRED_LAYOUT,
@@ -325,8 +325,8 @@ def _resolve_recompute(x: dict, gpus, given: dict, recompute: str | None, *, zer
     :data:`MODULE_LADDER` lists (and full recompute, when the recompute is left out: after
     the first list alone for a dense model) that fits, or failing that the first that comes
     within the error (without ``ladder``: full recompute alone); where none does, the last
-    of them.  The flags returned are the
-    modules added to the stack's (empty: the stack's list)."""
+    of them.  The flags returned are the modules added to the stack's (empty: the stack's
+    list)."""
     def layout_for(name, flags):
         return resolve_layout({**x, **flags}, gpus, given, recompute=RECOMPUTE_CODES[name],
                               zero=zero, sequence_parallel=sequence_parallel,
@@ -370,7 +370,7 @@ def _added_modules(x: dict):
     stack's own list (``x``'s flags) and than the list before it, of the modules the
     model has."""
     has = modules_of(x)
-    own = {flag for flag in MODULES.values() if float(x.get(flag, 0.0)) >= 1.0}
+    own = {MODULES[name] for name in recomputed_modules(x)}
     added: set[str] = set()
     for names in MODULE_LADDER:
         more = {MODULES[n] for n in names if n in has} - own - added

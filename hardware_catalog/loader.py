@@ -301,28 +301,18 @@ PRODUCT_LINES = ("instinct", "tesla", "cloud", "dgx", "hgx")
 SPEC_WORD = re.compile(r"\d+(?:gb|gib|g)?|hbm\d*e?|podslice|slice|device")
 
 
-def _without_specs(kind: str, key: str) -> list[str]:
-    """``key`` (a normalised accelerator name), then it without each trailing
-    :data:`SPEC_WORD` in turn ('mi300x-192gb-hbm3', 'mi300x-192gb', 'mi300x'); other kinds'
-    names alone."""
-    names, words = [key], key.split("-")
-    while kind == "accelerator" and len(words) > 1 and SPEC_WORD.fullmatch(words[-1]):
-        words = words[:-1]
-        names.append("-".join(words))
-    return names
-
-
 #: A release after a stack's name: '25.11', '0.13.0', 'v0.2', '2.0rc1' (dotted or with a
 #: 'v': a bare number such as '2052' is a mistyped id's year, not a release).
 VERSION_WORD = re.compile(r"v\d+(?:\.\d+)*(?:rc\d+)?|\d+(?:\.\d+)+(?:rc\d+)?")
 
 
-def _without_versions(key: str) -> list[str]:
-    """A normalised stack name without each trailing :data:`VERSION_WORD` in turn
-    ('megatron-bridge-25.11' -> 'megatron-bridge'): a framework's release names the stack
-    its unversioned alias stands for."""
+def _shortened(key: str, word: re.Pattern) -> list[str]:
+    """A normalised name without each trailing word that ``word`` matches, one more each
+    time ('mi300x-192gb-hbm3' with :data:`SPEC_WORD`: 'mi300x-192gb', 'mi300x';
+    'megatron-bridge-25.11' with :data:`VERSION_WORD`: 'megatron-bridge'); its first word
+    stays."""
     names, words = [], key.split("-")
-    while len(words) > 1 and VERSION_WORD.fullmatch(words[-1]):
+    while len(words) > 1 and word.fullmatch(words[-1]):
         words = words[:-1]
         names.append("-".join(words))
     return names
@@ -407,17 +397,18 @@ class Catalog:
         ('Llama-3.1-8B', 'llama31_8b', 'Grok-1-314B', 'GPT-3 175B' as model cards and
         benchmark tables write them), without a trailing parenthesised qualifier
         ('Llama4-Maverick-400B(E128)') or, for an accelerator, without its vendor and
-        product line in front ('AMD Instinct MI300X') and the specifications after it
-        (:func:`_without_specs`); else None."""
+        product line in front ('AMD Instinct MI300X') and the memory or slice words after
+        it (:data:`SPEC_WORD`); else None."""
         kind = SINGULAR.get(kind, kind)
         names = self.names.get(kind, {})
         key = normalised_name(name)
         if kind == "stack" and key not in names:  # 'megatron-bridge-25.11', 'NeMo 2.0'
-            key = next((k for k in _without_versions(key) if k in names), key)
+            key = next((k for k in _shortened(key, VERSION_WORD) if k in names), key)
         if key in names or kind not in HYPHEN_LENIENT:
             return names.get(key)
-        for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key),
-                      *_without_specs(kind, self._unbranded(kind, key))):
+        unbranded = self._unbranded(kind, key)
+        specs = _shortened(unbranded, SPEC_WORD) if kind == "accelerator" else []
+        for typed in (key, re.sub(r"\s*\([^()]*\)$", "", key), unbranded, *specs):
             ids = self.lenient_names[kind].get(lenient_name(typed), ())
             if len(ids) == 1:
                 return next(iter(ids))

@@ -2632,3 +2632,229 @@ def gated_delta_rule_bytes(tokens, value_heads, head_dim, chunk, tp, bytes_per_e
     .. math:: Q_{gdr} = \\frac{e\\,t\\,a_v\\,(4 d + d^2 / C)}{t_p}
     """
     return bytes_per_element * tokens * value_heads * (4 * head_dim + head_dim**2 / chunk) / tp
+
+
+# -- Mamba-2 state-space layers (hybrid models: Nemotron-H) ------------------------
+
+MAMBA2 = ("Dao & Gu 2024 (Transformers are SSMs: Generalized Models and Efficient Algorithms "
+          "Through Structured State Space Duality), arXiv:2405.21060, s6 (the SSD algorithm: "
+          "intra-chunk outputs, chunk states, state passing, outputs from states) and s7 "
+          "(the Mamba-2 block: one input projection to z, x, B, C, dt; short convolution; "
+          "gated RMSNorm; output projection)")
+MEGATRON_MAMBA = ("NVIDIA/Megatron-LM@d98e8a6 megatron/core/ssm/mamba_mixer.py (in_proj "
+                  "d_inner * 2 + 2 * ngroups * d_state + nheads wide, conv1d over x, B, C with "
+                  "d_conv = 4 taps, chunk_size = 128, heads and groups split over TP)")
+#: Chunk length of Megatron-Core's Mamba-2 SSD kernel (mamba_mixer.py: chunk_size=128).
+SSD_CHUNK = 128.0
+#: Taps of the Mamba-2 block's causal depthwise convolution (mamba_mixer.py: d_conv=4).
+MAMBA_CONV_TAPS = 4.0
+_SYM_MAMBA = {**_SYM_SHAPE, "heads": "H", "head_dim": "P", "state_dim": "N", "groups": "G",
+              "chunk": "Q", "tokens": "t", "tp": "t_p", "bytes_per_element": "e"}
+
+
+@formula(reference=MAMBA2 + "; " + MEGATRON_MAMBA,
+         domain={"hidden": ">0", "heads": ">=1", "head_dim": ">0", "state_dim": ">0",
+                 "groups": ">=1"},
+         symbols=_SYM_MAMBA, result_latex="P_{mamba}")
+def mamba2_mixer_params(hidden, heads, head_dim, state_dim, groups):
+    """Weights of one Mamba-2 token mixer (the mixer of a hybrid model's Mamba layer).
+
+    The input projection h -> 2 d + 2 G N + H (the gate z and the input x, d = H P wide
+    each; B and C, G groups of N; one step size dt per head), the causal depthwise
+    convolution over x, B and C (4 taps and a bias per channel), A, D and the dt bias
+    per head, the gated RMSNorm's scale (d) and the output projection d -> h.
+
+    Parameters
+    ----------
+    hidden : numeric
+        Hidden size h [1].
+    heads : numeric
+        SSM heads H [1].
+    head_dim : numeric
+        Head size P [1].
+    state_dim : numeric
+        State size N [1].
+    groups : numeric
+        Groups G sharing B and C [1].
+
+    Returns
+    -------
+    numeric
+        Weights per layer [1].
+
+    Examples
+    --------
+    Nemotron-H 56B (h = 8192, 256 heads of 64, state 256, 8 groups):
+
+    >>> mamba2_mixer_params(8192, 256, 64, 256, 8)
+    438424320.0
+
+    .. math:: P_{mamba} = h (2 H P + 2 G N + H) + 5 (H P + 2 G N) + 3 H + H P + H P h
+    """
+    inner = heads * head_dim
+    conv_channels = inner + 2 * groups * state_dim
+    return hidden * (2 * inner + 2 * groups * state_dim + heads) \
+        + (MAMBA_CONV_TAPS + 1) * conv_channels + 3 * heads + inner + inner * hidden
+
+
+@formula(reference=MAMBA2 + "; " + MEGATRON_MAMBA,
+         domain={"heads": ">=1", "head_dim": ">0", "state_dim": ">0", "groups": ">=1"},
+         symbols=_SYM_MAMBA, result_latex="w_{in}")
+def mamba2_in_proj_width(heads, head_dim, state_dim, groups):
+    """Output width of a Mamba-2 mixer's input projection: z and x (H P each), B and C
+    (G N each) and one step size dt per head.
+
+    Parameters
+    ----------
+    heads : numeric
+        SSM heads H [1].
+    head_dim : numeric
+        Head size P [1].
+    state_dim : numeric
+        State size N [1].
+    groups : numeric
+        Groups G sharing B and C [1].
+
+    Returns
+    -------
+    numeric
+        Output features of the projection [1].
+
+    Examples
+    --------
+    >>> mamba2_in_proj_width(256, 64, 256, 8)  # Nemotron-H 56B
+    37120.0
+
+    .. math:: w_{in} = 2 H P + 2 G N + H
+    """
+    return 2 * heads * head_dim + 2 * groups * state_dim + heads
+
+
+@formula(reference="NVIDIA 2025 (Nemotron-H), arXiv:2504.03624, s2.1; NVIDIA/Megatron-LM@"
+         "d98e8a6 megatron/core/models/mamba (hybrid layer allocation: each block of "
+         "hybrid_override_pattern is one Mamba, attention or MLP layer with its own pre-norm "
+         "and TP collectives)",
+         domain={"layers": ">=1", "mixer_free_layers": ">=0", "mlp_free_layers": ">=0"},
+         symbols={**_SYM, "mixer_free_layers": "l_m", "mlp_free_layers": "l_f"},
+         result_latex=r"\beta")
+def hybrid_block_share(layers, mixer_free_layers, mlp_free_layers):
+    """Share of a transformer layer's two blocks (token mixer, MLP) the average layer of a
+    model holds: 1 for a transformer, less half a layer for each one-part block (a hybrid
+    model's mixer-only or MLP-only layers).
+
+    Parameters
+    ----------
+    layers : numeric
+        Layers (blocks) l [1].
+    mixer_free_layers : numeric
+        Layers with an MLP and no token mixer l_m [1].
+    mlp_free_layers : numeric
+        Layers with a token mixer and no MLP l_f [1].
+
+    Returns
+    -------
+    numeric
+        Blocks per layer over two [1].
+
+    Examples
+    --------
+    >>> hybrid_block_share(118, 54, 64)  # Nemotron-H 56B: every block one part
+    0.5
+
+    .. math:: \beta = 1 - \frac{l_m + l_f}{2 l}
+    """
+    return 1 - (mixer_free_layers + mlp_free_layers) / (2 * layers)
+
+
+@formula(reference=MAMBA2 + " (chunk Q = 128: " + MEGATRON_MAMBA + ")",
+         domain={"heads": ">=1", "head_dim": ">0", "state_dim": ">0", "groups": ">=1",
+                 "chunk": ">0"},
+         symbols=_SYM_MAMBA, result_latex="F_{ssd}")
+def ssd_flops_per_token(heads, head_dim, state_dim, groups, chunk=SSD_CHUNK):
+    """Forward FLOPs per token of the chunked SSD scan (the Mamba-2 layer's core).
+
+    2 FLOP per multiply-add: the chunk-local C B^T of each group (Q N a token, the whole
+    Q x Q block computed, then masked), its product with each head's inputs (Q P a
+    token and head), each head's chunk state B^T X and its output C S (N P each).  The
+    state passing between chunks (N P a chunk and head) and the element-wise decays are
+    not counted.  Linear in the sequence length.
+
+    Parameters
+    ----------
+    heads : numeric
+        SSM heads H [1].
+    head_dim : numeric
+        Head size P [1].
+    state_dim : numeric
+        State size N [1].
+    groups : numeric
+        Groups G sharing B and C [1].
+    chunk : numeric
+        Chunk length Q [1].
+
+    Returns
+    -------
+    numeric
+        Forward FLOPs per token per layer [FLOP].
+
+    Examples
+    --------
+    Nemotron-H 56B, chunks of 128:
+
+    >>> ssd_flops_per_token(256, 64, 256, 8, 128)
+    21495808.0
+
+    .. math:: F_{ssd} = 2 Q N G + 2 Q P H + 4 N P H
+    """
+    return 2 * chunk * state_dim * groups + 2 * chunk * head_dim * heads \
+        + 4 * state_dim * head_dim * heads
+
+
+@formula(reference=MAMBA2 + " (x, B, C, dt read, y written; FP32 chunk states written and "
+         "read); " + MEGATRON_MAMBA + " (convolution over x, B, C; gated RMSNorm of y by z)",
+         domain={"tokens": ">0", "heads": ">=1", "head_dim": ">0", "state_dim": ">0",
+                 "groups": ">=1", "chunk": ">0", "tp": ">=1", "bytes_per_element": ">0"},
+         symbols=_SYM_MAMBA, result_latex="Q_{ssd}")
+def ssd_bytes(tokens, heads, head_dim, state_dim, groups, chunk, tp, bytes_per_element):
+    """HBM traffic of one Mamba-2 mixer's memory-bound kernels, one rank, one forward.
+
+    The convolution reads and writes x, B and C (d + 2 G N a token, d = H P); the SSD
+    scan reads them and dt and writes y (d), and writes and reads one N x P state per
+    head and chunk in FP32; the gated RMSNorm reads y and z and writes its output (3 d).
+    Heads and groups split over TP.
+
+    Parameters
+    ----------
+    tokens : numeric
+        Tokens per rank and micro-batch t [1].
+    heads : numeric
+        SSM heads H [1].
+    head_dim : numeric
+        Head size P [1].
+    state_dim : numeric
+        State size N [1].
+    groups : numeric
+        Groups G [1].
+    chunk : numeric
+        Chunk length Q [1].
+    tp : numeric
+        Tensor-parallel ranks t_p [1].
+    bytes_per_element : numeric
+        Bytes per activation element e [B].
+
+    Returns
+    -------
+    numeric
+        Bytes moved per layer forward [B].
+
+    Examples
+    --------
+    >>> ssd_bytes(8192, 256, 64, 256, 8, 128, 1, 2)
+    4232052736.0
+
+    .. math:: Q_{ssd} = \\frac{t \\left(e\\,(7 H P + 6 G N + H) + 8 H P N / Q\\right)}{t_p}
+    """
+    inner = heads * head_dim
+    return tokens * (bytes_per_element * (7 * inner + 6 * groups * state_dim + heads)
+                     + 8 * inner * state_dim / chunk) / tp
+

@@ -1188,3 +1188,102 @@ def gated_delta_rule_state_bytes(seq_len, micro_batch, value_heads, head_dim, ch
     .. math:: M_{state} = \\frac{e\\, b\\, (s / C)\\, a_v d^2}{t}
     """
     return bytes_per_element * micro_batch * seq_len / chunk * value_heads * head_dim**2 / tp
+
+
+
+MAMBA2 = ("Dao & Gu 2024 (Mamba-2), arXiv:2405.21060, s7; NVIDIA/Megatron-LM@d98e8a6 "
+          "megatron/core/ssm/mamba_mixer.py _ssm_training: mamba_split_conv1d_scan_combined "
+          "(mamba_ssm: saves z, x, B, C, dt and the scan's output, recomputes the convolution "
+          "and the chunk states), then the gated RMSNorm and out_proj)")
+
+
+@formula(reference=MAMBA2,
+         domain={"seq_len": ">0", "micro_batch": ">0", "heads": ">=1", "head_dim": ">0",
+                 "state_dim": ">0", "groups": ">=1", "tp": ">=1"},
+         symbols={**_SYM, "heads": "H", "head_dim": "P", "state_dim": "N", "groups": "G"},
+         result_latex=r"A_{mamba}")
+def mamba2_activation_bytes(seq_len, micro_batch, heads, head_dim, state_dim, groups, tp):
+    """Activation bytes per GPU one Mamba-2 token mixer keeps for backward.
+
+    In 16-bit, heads and groups split over TP (d = H P): the input projection's output
+    (z, x, B, C, dt: 2 d + 2 G N + H) and the scan's output (d), which the fused
+    convolution-and-scan kernel keeps (it recomputes the convolution in backward), its
+    gated output (the norm's input, d) and the norm's output (the output projection's
+    input, d).  The mixer's input (the block norm's output) is the layer's norm term; the
+    N x P chunk states are recomputed in backward (one layer's working set,
+    :func:`ssd_state_bytes`).
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per context-parallel rank) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    heads : numeric
+        SSM heads H [1].
+    head_dim : numeric
+        Head size P [1].
+    state_dim : numeric
+        State size N [1].
+    groups : numeric
+        Groups G sharing B and C [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    Nemotron-H 56B (256 heads of 64, state 256, 8 groups), s = 8192, b = 1, TP 2:
+
+    >>> mamba2_activation_bytes(8192, 1, 256, 64, 256, 8, 2)
+    706740224.0
+
+    .. math:: A_{mamba} = \\frac{2 s b\\,(5 H P + 2 G N + H)}{t}
+    """
+    per_token = 5 * heads * head_dim + 2 * groups * state_dim + heads
+    return 2 * seq_len * micro_batch * per_token / tp
+
+
+@formula(reference=MAMBA2 + " (an N x P state per head and chunk of Q tokens, FP32)",
+         domain={"seq_len": ">0", "micro_batch": ">0", "heads": ">=1", "head_dim": ">0",
+                 "state_dim": ">0", "chunk": ">0", "tp": ">=1"},
+         symbols={**_SYM, "heads": "H", "head_dim": "P", "state_dim": "N", "chunk": "Q"},
+         result_latex=r"M_{ssd}")
+def ssd_state_bytes(seq_len, micro_batch, heads, head_dim, state_dim, chunk, tp):
+    """Bytes of the chunk states of one Mamba-2 layer (forward, or recomputed in
+    backward): one N x P state per head, sequence and chunk of Q tokens, in FP32.
+
+    Parameters
+    ----------
+    seq_len : numeric
+        Sequence length s (per context-parallel rank) [1].
+    micro_batch : numeric
+        Micro-batch size b [1].
+    heads : numeric
+        SSM heads H [1].
+    head_dim : numeric
+        Head size P [1].
+    state_dim : numeric
+        State size N [1].
+    chunk : numeric
+        Chunk length Q [1].
+    tp : numeric
+        Tensor-parallel degree t [1].
+
+    Returns
+    -------
+    numeric
+        Bytes per layer per micro-batch [B].
+
+    Examples
+    --------
+    >>> ssd_state_bytes(8192, 1, 256, 64, 256, 128, 2)
+    536870912.0
+
+    .. math:: M_{ssd} = \\frac{4 b\\,(s / Q)\\, H N P}{t}
+    """
+    return 4 * micro_batch * seq_len / chunk * heads * state_dim * head_dim / tp

@@ -11,8 +11,12 @@ leaves the checks to it, so a config file gets the same one-line errors as a mod
 Keys follow transformers' configuration classes (huggingface/transformers
 ``models/*/configuration_*.py``): LlamaConfig, MistralConfig, MixtralConfig, Qwen2/3(MoE)Config,
 DeepseekV3Config, GptOssConfig, Gemma2Config; GPT-2 style names (``n_embd``, ``n_layer``,
-``n_head``, ``n_inner``) are read as their aliases. Architectures whose layers are not
-attention (Mamba, gated delta-rule) are refused: their shapes need a model TOML.
+``n_head``, ``n_inner``) are read as their aliases. A hybrid Mamba-Transformer's
+``hybrid_override_pattern`` (NemotronHConfig: one character a block, ``M`` Mamba-2, ``*``
+attention, ``-`` MLP, ``E`` MoE) gives its Mamba, mixer-free and MLP-free layers, with
+``mamba_num_heads``, ``mamba_head_dim``, ``ssm_state_size`` and ``n_groups``. Other
+layers that are not attention (gated delta-rule ``layer_types``) are refused: their shapes
+need a model TOML.
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ def model_data(text: str, shown: str, stem: str) -> dict:
         v, bool) and v > 0 for k in DROPOUT_KEYS)
     if kind == "gpt_oss":  # learnable attention sinks in every layer (GptOssAttention.sinks)
         data["attention_sinks"] = True
+    data.update(_hybrid_pattern(config, read, shown, layers))
     mtp = read.whole("num_nextn_predict_layers", default=0, minimum=0)
     if mtp:
         data["mtp_layers"] = mtp
@@ -138,6 +143,37 @@ def _layer_types(config: dict, shown: str, layers: int) -> list[str] | None:
                            f"sliding_attention layers only: write a model TOML for this "
                            f"architecture (docs/catalog.md)")
     return types
+
+
+#: Block kinds of a hybrid_override_pattern (Megatron-Core's hybrid layer allocation).
+HYBRID_BLOCKS = {"M": "Mamba-2", "*": "attention", "-": "MLP", "E": "MoE"}
+
+
+def _hybrid_pattern(config: dict, read: _Reader, shown: str, layers: int) -> dict:
+    """The one-part blocks of a hybrid model's ``hybrid_override_pattern`` (none: {})."""
+    pattern = config.get("hybrid_override_pattern")
+    if pattern is None:
+        return {}
+    if not isinstance(pattern, str) or len(pattern) != layers:
+        raise CatalogError(f"{shown}: hybrid_override_pattern: expected one character a "
+                           f"layer ({layers}), got {_shown(pattern)}")
+    other = sorted(set(pattern) - set(HYBRID_BLOCKS))
+    if other:
+        raise CatalogError(f"{shown}: hybrid_override_pattern: '{other[0]}' is not a block "
+                           f"kind; expected {', '.join(HYBRID_BLOCKS)} ("
+                           f"{', '.join(HYBRID_BLOCKS.values())})")
+    mamba = pattern.count("M")
+    data = {"mixer_free_layers": pattern.count("-") + pattern.count("E"),
+            "mlp_free_layers": mamba + pattern.count("*")}
+    if "E" in pattern:  # the MLP blocks are the dense ones
+        data["dense_layers"] = pattern.count("-")
+    if mamba:
+        data.update({"mamba_layers": mamba,
+                     "mamba_heads": read.whole("mamba_num_heads"),
+                     "mamba_head_dim": read.whole("mamba_head_dim"),
+                     "mamba_state_dim": read.whole("ssm_state_size", "mamba_state_dim"),
+                     "mamba_groups": read.whole("n_groups", "mamba_num_groups", default=1)})
+    return data
 
 
 def _experts(read: _Reader, ffn: int) -> dict:

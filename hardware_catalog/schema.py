@@ -431,6 +431,18 @@ class ModelSpec(Entry):
     linear_key_heads: int | None = Field(default=None, ge=1)
     linear_value_heads: int | None = Field(default=None, ge=1)
     linear_head_dim: int | None = Field(default=None, ge=1)
+    # Mamba-2 state-space token mixers (arXiv:2405.21060) on mamba_layers of the layers:
+    # heads, their size, the state size and the groups sharing B and C. A hybrid model's
+    # blocks (Megatron-Core's hybrid_override_pattern: Nemotron-H) hold a token mixer or
+    # an MLP: mixer_free_layers have an MLP only ('-'), mlp_free_layers a mixer only ('M',
+    # '*'); the others both, as a transformer layer
+    mamba_layers: int = Field(default=0, ge=0)
+    mamba_heads: int | None = Field(default=None, ge=1)
+    mamba_head_dim: int | None = Field(default=None, ge=1)
+    mamba_state_dim: int | None = Field(default=None, ge=1)
+    mamba_groups: int | None = Field(default=None, ge=1)
+    mixer_free_layers: int = Field(default=0, ge=0)
+    mlp_free_layers: int = Field(default=0, ge=0)
     # node-limited routing: most nodes (scale-up domains) one token is sent to (DeepSeek-V3:
     # topk_group 4 of n_group 8, arXiv:2412.19437 s2.1.2); None: no limit
     routed_node_limit: int | None = Field(default=None, ge=1)
@@ -488,12 +500,32 @@ class ModelSpec(Entry):
             else:
                 _check(problems, getattr(self, k) is None, k,
                        "given without linear_attention_layers; set it or remove this field")
+        mixers = self.linear_attention_layers + self.window_layers + self.mamba_layers
+        _check(problems, mixers + self.mixer_free_layers <= self.layers, "mamba_layers",
+               f"expected the Mamba, linear-attention, sliding-window and mixer-free layers "
+               f"to add up to at most layers ({self.layers}), got "
+               f"{mixers + self.mixer_free_layers}")
+        _check(problems, self.mixer_free_layers + self.mlp_free_layers <= self.layers,
+               "mlp_free_layers", f"expected the mixer-free and MLP-free layers to add up to "
+               f"at most layers ({self.layers}): a layer has a mixer or an MLP")
+        for k in ("mamba_heads", "mamba_head_dim", "mamba_state_dim", "mamba_groups"):
+            if self.mamba_layers:
+                _check(problems, getattr(self, k) is not None, k,
+                       "required with mamba_layers > 0")
+            else:
+                _check(problems, getattr(self, k) is None, k,
+                       "given without mamba_layers; set it or remove this field")
+        if self.mamba_layers and self.mamba_heads and self.mamba_groups:
+            _check(problems, self.mamba_heads % self.mamba_groups == 0, "mamba_groups",
+                   f"expected a divisor of mamba_heads ({self.mamba_heads}), "
+                   f"got {self.mamba_groups}")
         if self.experts:
             _check(problems, self.moe_ffn is not None, "moe_ffn", "required when experts > 0")
             _check(problems, 1 <= self.experts_per_token <= self.experts, "experts_per_token",
                    f"expected 1..experts ({self.experts}), got {self.experts_per_token}")
-            _check(problems, self.dense_layers < self.layers, "dense_layers",
-                   f"expected fewer than layers ({self.layers})")
+            _check(problems, self.dense_layers + self.mlp_free_layers < self.layers,
+                   "dense_layers", f"expected fewer than layers ({self.layers}) minus the "
+                   f"MLP-free layers ({self.mlp_free_layers})")
         else:
             for k in ("experts_per_token", "dense_layers", "shared_experts"):
                 _check(problems, getattr(self, k) == 0, k, "expected 0 for a dense model (experts = 0)")
@@ -523,7 +555,7 @@ class ModelSpec(Entry):
 
     @property
     def moe_layers(self) -> int:
-        return self.layers - self.dense_layers if self.is_moe else 0
+        return self.layers - self.dense_layers - self.mlp_free_layers if self.is_moe else 0
 
     # Parameter counts are physics, not data: planner.engine.run.model.param_counts.
 

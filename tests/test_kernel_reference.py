@@ -58,6 +58,13 @@ SHAPE_NEUTRAL = {
     "linear_key_heads": lambda x: 0 * x["hidden"] + 1,
     "linear_value_heads": lambda x: 0 * x["hidden"] + 1,
     "linear_head_dim": lambda x: 0 * x["hidden"] + 1,
+    "mamba_layers": lambda x: 0 * x["hidden"],
+    "mamba_heads": lambda x: 0 * x["hidden"] + 1,
+    "mamba_head_dim": lambda x: 0 * x["hidden"] + 1,
+    "mamba_state_dim": lambda x: 0 * x["hidden"] + 1,
+    "mamba_groups": lambda x: 0 * x["hidden"] + 1,
+    "mixer_free_layers": lambda x: 0 * x["hidden"],
+    "mlp_free_layers": lambda x: 0 * x["hidden"],
 }
 #: Inputs added after the fixture was written, at the values that leave the model as it
 #: was: no network, rack or software failure domain (rate exactly 0), no detection time,

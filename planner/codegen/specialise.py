@@ -36,6 +36,8 @@ FEATURES = {
         "lora_k", "lora_v", "lora_o", "lora_gate", "lora_up", "lora_down"),
     "multi-head latent attention": ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim"),
     "linear attention layers": ("linear_attention_layers",),
+    "hybrid Mamba-2 and one-part layers": ("mamba_layers", "mixer_free_layers",
+                                           "mlp_free_layers"),
     "sliding-window attention layers": ("window_layers",),
     "attention sinks": ("attention_sinks",),
     "multi-token prediction": ("mtp_layers",),

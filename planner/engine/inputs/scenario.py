@@ -349,6 +349,7 @@ def attention_shape_inputs(model, seq_len: float) -> dict[str, float]:
         "attention_sinks": 1.0 if getattr(model, "attention_sinks", False) else 0.0,
         "mtp_layers": float(getattr(model, "mtp_layers", 0) or 0),
         **linear_attention_inputs(model),
+        **hybrid_inputs(model),
     }
 
 
@@ -359,6 +360,17 @@ def linear_attention_inputs(model) -> dict[str, float]:
     return {"linear_attention_layers": layers,
             **{k: float(getattr(model, k, None) or 1) if layers else 1.0
                for k in ("linear_key_heads", "linear_value_heads", "linear_head_dim")}}
+
+
+def hybrid_inputs(model) -> dict[str, float]:
+    """Kernel inputs of the Mamba-2 layers and of the one-part blocks of a hybrid model
+    (none: 0 layers, and a mixer of size 1 that then counts nothing)."""
+    layers = float(getattr(model, "mamba_layers", 0) or 0)
+    return {"mamba_layers": layers,
+            **{k: float(getattr(model, k, None) or 1) if layers else 1.0
+               for k in ("mamba_heads", "mamba_head_dim", "mamba_state_dim", "mamba_groups")},
+            "mixer_free_layers": float(getattr(model, "mixer_free_layers", 0) or 0),
+            "mlp_free_layers": float(getattr(model, "mlp_free_layers", 0) or 0)}
 
 
 #: GEMM precisions below BF16: their recipes keep the attention core in BF16.

@@ -6,10 +6,10 @@ Regenerate with: python -m planner.codegen
 import numpy
 from formulas.special import erfinv, poisson_cdf
 
-INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'remat_keeps_named_only', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
+INPUTS = ('layers', 'hidden', 'heads', 'kv_heads', 'ffn', 'mlp_matrices', 'vocab', 'seq_len', 'embedding_matrices', 'moe_layers', 'experts', 'experts_per_token', 'shared_experts', 'moe_ffn', 'dropout_masks', 'tokens', 'critical_batch_tokens', 'reference_batch', 'head_dim', 'v_head_dim', 'q_lora_rank', 'kv_lora_rank', 'qk_rope_head_dim', 'window', 'window_layers', 'mtp_layers', 'linear_attention_layers', 'linear_key_heads', 'linear_value_heads', 'linear_head_dim', 'mamba_layers', 'mamba_heads', 'mamba_head_dim', 'mamba_state_dim', 'mamba_groups', 'mixer_free_layers', 'mlp_free_layers', 'routed_node_limit', 'attention_sinks', 'gpus', 'tp', 'pp', 'dp', 'cp', 'ep', 'etp', 'vp', 'micro_batch', 'global_batch', 'sequence_parallel', 'stage_layers', 'selective', 'attention_scores_stored', 'full_recompute', 'selective_option', 'op_selective_recompute', 'recompute_early_stop', 'shard_ranks', 'weight_shards', 'grad_shards', 'optimizer_shards', 'expert_weight_shards', 'expert_grad_shards', 'expert_optimizer_shards', 'zero3', 'tp_intra_ranks', 'pp_intra', 'ep_intra', 'cp_intra', 'dp_intra_ranks', 'replica_intra_ranks', 'expert_dp_ranks', 'expert_shard_ranks', 'expert_dp_intra_ranks', 'peak_flops_per_s', 'attention_peak_flops_per_s', 'gemm_max_efficiency', 'cast_bytes_per_element', 'attention_gemm_max_efficiency', 'gemm_half_efficiency_dim', 'grouped_gemm_tile_tokens', 'grouped_gemm_token_half_dim', 'grouped_gemm_inner_half_dim', 'hbm_bytes', 'hbm_bandwidth_bytes_per_s', 'exp_ops_per_s', 'hbm_efficiency', 'scale_up_bandwidth_bytes_per_s', 'scale_up_bus_efficiency', 'scale_out_bandwidth_bytes_per_s', 'scale_out_bus_efficiency', 'intra_latency_s', 'inter_latency_s', 'gpus_per_node', 'scale_up_domain_gpus', 'host_launch_factor', 'idle_power_w', 'max_power_w', 'node_overhead_power_w', 'network_power_per_node_w', 'storage_write_bytes_per_s_per_node', 'storage_read_bytes_per_s_per_node', 'host_copy_bytes_per_s_per_gpu', 'price_usd_per_gpu_hour', 'capex_usd_per_gpu', 'lifetime_s', 'opex_fraction_per_year', 'residual_value_fraction', 'facility_usd_per_kw_month', 'utilisation', 'embodied_kg_per_gpu', 'compute_power_fraction', 'comm_power_fraction', 'oversubscription', 'pod_gpus', 'pue', 'electricity_usd_per_kwh', 'grid_intensity_g_per_kwh', 'use_tco', 'bytes_per_element', 'weight_bytes_per_param', 'grad_bytes_per_param', 'optimizer_bytes_per_param', 'grad_comm_bytes_per_param', 'checkpoint_bytes_per_param', 'memory_reserve_bytes', 'linear_input_bytes', 'recompute_mla_up_proj', 'recompute_norms', 'tp_overlap', 'dp_overlap', 'cp_overlap', 'ep_overlap', 'attention_efficiency_factor', 'layer_overhead_s', 'cuda_graphs', 'graph_launch_s', 'host_overlap_exponent', 'attention_fill_keys', 'attention_exp_overlap_exponent', 'collective_overhead_s', 'fp8_dispatch', 'hierarchical_dispatch', 'deepep_dispatch', 'deepep_scale_up_bytes_per_s', 'a2a_efficiency_factor', 'moe_layer_overhead_s', 'expert_overhead_s', 'comm_sm_fraction', 'dispatch_host_sync', 'dualpipe', 'recompute_moe_act', 'recompute_mlp', 'recompute_core_attn', 'recompute_moe', 'fsdp_keeps_gathered_under_pp', 'remat_keeps_named_only', 'dp_collectives_flat', 'loss_extra_bytes_per_logit', 'offloaded_activation_vectors', 'loss_bytes_per_logit', 'loss_logit_chunks', 'moe_act_input_bytes', 'expert_load_cv', 'elementwise_traffic_factor', 'fused_window_attention', 'fused_attention_sinks', 'dp_bucket_min_params', 'dp_bucket_params_per_dp_rank', 'low_precision_output_layer', 'fused_head_dim_max', 'attention_head_dim_granule', 'fused_split_head_dims', 'attention_block_tokens', 'attention_block_tokens_bwd', 'gemm_tile_dim', 'token_drop', 'capacity_factor', 'gpu_mtbf_s', 'node_mtbf_s', 'storage_write_cap_bytes_per_s', 'storage_read_cap_bytes_per_s', 'restart_overhead_s', 'ckpt_sync', 'ckpt_async', 'ckpt_in_memory', 'ckpt_gockpt', 'gockpt_steps', 'step_time_cv', 'pause_probability', 'pause_duration_s', 'network_mtbf_s', 'rack_mtbf_s', 'software_mtbf_s', 'software_internode_mtbf_s', 'software_node_exponent', 'rack_nodes', 'failure_detection_s', 'requeue_restart_s', 'manual_restart_fraction', 'manual_restart_s', 'node_repair_s', 'spare_nodes', 'gc_interval_s', 'gc_duration_s', 'gc_planned', 'gc_planned_steps', 'stage_extra_layers', 'slow_node_fraction', 'slow_node_slowdown', 'checkpoint_interval_fixed_s', 'eval_fraction', 'maintenance_fraction', 'loss_spike_probability', 'rollback_steps', 'commitment_term_s', 'commitment_reuse_fraction', 'frozen_base', 'lora_rank', 'lora_q', 'lora_k', 'lora_v', 'lora_o', 'lora_gate', 'lora_up', 'lora_down', 'base_weight_bytes_per_param', 'dequantize_base', 'reference_model', 'token_efficiency')
 OUTPUTS = ('step_time_s', 'compute_s', 'launch_s', 'tp_comm_s', 'cp_comm_s', 'ep_comm_s', 'pp_comm_s', 'dp_comm_s', 'bubble_s', 'optimizer_s', 'straggler_s', 'weights_bytes', 'grads_bytes', 'optimizer_state_bytes', 'activation_bytes', 'reserve_bytes', 'memory_per_gpu_bytes', 'params', 'active_params', 'trainable_params', 'tokens_per_s', 'model_flops_per_token', 'tflops_per_gpu', 'mfu', 'hfu', 'steps', 'system_mtbf_s', 'checkpoint_bytes', 'checkpoint_stall_s', 'young_interval_s', 'checkpoint_interval_s', 'checkpoint_steps', 'commit_latency_s', 'restart_s', 'solve_time_s', 'wall_time_s', 'eval_time_s', 'rollbacks', 'rollback_time_s', 'maintenance_time_s', 'expected_failures', 'waste_fraction', 'ettr', 'spare_nodes', 'swap_fraction', 'gpu_hours', 'energy_gpu_j', 'energy_it_j', 'energy_facility_j', 'energy_fault_tolerance_j', 'gpu_step_power_w', 'gpu_power_w', 'avg_power_w', 'peak_power_w', 'cost_cloud_usd', 'cost_tco_usd', 'cost_usd', 'co2e_operational_kg', 'co2e_embodied_kg', 'co2e_kg', 'cci_kg_per_flop', 'tcdp_kg_s')
 
-def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, remat_keeps_named_only, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
+def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, embedding_matrices, moe_layers, experts, experts_per_token, shared_experts, moe_ffn, dropout_masks, tokens, critical_batch_tokens, reference_batch, head_dim, v_head_dim, q_lora_rank, kv_lora_rank, qk_rope_head_dim, window, window_layers, mtp_layers, linear_attention_layers, linear_key_heads, linear_value_heads, linear_head_dim, mamba_layers, mamba_heads, mamba_head_dim, mamba_state_dim, mamba_groups, mixer_free_layers, mlp_free_layers, routed_node_limit, attention_sinks, gpus, tp, pp, dp, cp, ep, etp, vp, micro_batch, global_batch, sequence_parallel, stage_layers, selective, attention_scores_stored, full_recompute, selective_option, op_selective_recompute, recompute_early_stop, shard_ranks, weight_shards, grad_shards, optimizer_shards, expert_weight_shards, expert_grad_shards, expert_optimizer_shards, zero3, tp_intra_ranks, pp_intra, ep_intra, cp_intra, dp_intra_ranks, replica_intra_ranks, expert_dp_ranks, expert_shard_ranks, expert_dp_intra_ranks, peak_flops_per_s, attention_peak_flops_per_s, gemm_max_efficiency, cast_bytes_per_element, attention_gemm_max_efficiency, gemm_half_efficiency_dim, grouped_gemm_tile_tokens, grouped_gemm_token_half_dim, grouped_gemm_inner_half_dim, hbm_bytes, hbm_bandwidth_bytes_per_s, exp_ops_per_s, hbm_efficiency, scale_up_bandwidth_bytes_per_s, scale_up_bus_efficiency, scale_out_bandwidth_bytes_per_s, scale_out_bus_efficiency, intra_latency_s, inter_latency_s, gpus_per_node, scale_up_domain_gpus, host_launch_factor, idle_power_w, max_power_w, node_overhead_power_w, network_power_per_node_w, storage_write_bytes_per_s_per_node, storage_read_bytes_per_s_per_node, host_copy_bytes_per_s_per_gpu, price_usd_per_gpu_hour, capex_usd_per_gpu, lifetime_s, opex_fraction_per_year, residual_value_fraction, facility_usd_per_kw_month, utilisation, embodied_kg_per_gpu, compute_power_fraction, comm_power_fraction, oversubscription, pod_gpus, pue, electricity_usd_per_kwh, grid_intensity_g_per_kwh, use_tco, bytes_per_element, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param, grad_comm_bytes_per_param, checkpoint_bytes_per_param, memory_reserve_bytes, linear_input_bytes, recompute_mla_up_proj, recompute_norms, tp_overlap, dp_overlap, cp_overlap, ep_overlap, attention_efficiency_factor, layer_overhead_s, cuda_graphs, graph_launch_s, host_overlap_exponent, attention_fill_keys, attention_exp_overlap_exponent, collective_overhead_s, fp8_dispatch, hierarchical_dispatch, deepep_dispatch, deepep_scale_up_bytes_per_s, a2a_efficiency_factor, moe_layer_overhead_s, expert_overhead_s, comm_sm_fraction, dispatch_host_sync, dualpipe, recompute_moe_act, recompute_mlp, recompute_core_attn, recompute_moe, fsdp_keeps_gathered_under_pp, remat_keeps_named_only, dp_collectives_flat, loss_extra_bytes_per_logit, offloaded_activation_vectors, loss_bytes_per_logit, loss_logit_chunks, moe_act_input_bytes, expert_load_cv, elementwise_traffic_factor, fused_window_attention, fused_attention_sinks, dp_bucket_min_params, dp_bucket_params_per_dp_rank, low_precision_output_layer, fused_head_dim_max, attention_head_dim_granule, fused_split_head_dims, attention_block_tokens, attention_block_tokens_bwd, gemm_tile_dim, token_drop, capacity_factor, gpu_mtbf_s, node_mtbf_s, storage_write_cap_bytes_per_s, storage_read_cap_bytes_per_s, restart_overhead_s, ckpt_sync, ckpt_async, ckpt_in_memory, ckpt_gockpt, gockpt_steps, step_time_cv, pause_probability, pause_duration_s, network_mtbf_s, rack_mtbf_s, software_mtbf_s, software_internode_mtbf_s, software_node_exponent, rack_nodes, failure_detection_s, requeue_restart_s, manual_restart_fraction, manual_restart_s, node_repair_s, spare_nodes, gc_interval_s, gc_duration_s, gc_planned, gc_planned_steps, stage_extra_layers, slow_node_fraction, slow_node_slowdown, checkpoint_interval_fixed_s, eval_fraction, maintenance_fraction, loss_spike_probability, rollback_steps, commitment_term_s, commitment_reuse_fraction, frozen_base, lora_rank, lora_q, lora_k, lora_v, lora_o, lora_gate, lora_up, lora_down, base_weight_bytes_per_param, dequantize_base, reference_model, token_efficiency):
     x0 = cp ** (-1.0)
     x1 = micro_batch * x0
     tokens_mb = seq_len * x1
@@ -17,761 +17,804 @@ def kernel(layers, hidden, heads, kv_heads, ffn, mlp_matrices, vocab, seq_len, e
     microbatches = global_batch * x2 / micro_batch
     x3 = layers ** (-1.0)
     moe_share = moe_layers * x3
+    x4 = -layers
+    x5 = -mlp_free_layers - moe_layers - x4
+    dense_share = x3 * x5
     nodes = gpus / gpus_per_node
-    x4 = numpy.minimum(1, moe_layers)
-    x5 = hidden ** 2
-    x6 = 2.0 * x5
-    x7 = 1 - x4
-    x8 = hidden * mlp_matrices
-    x9 = ffn * x8
-    x10 = heads * v_head_dim
-    x11 = numpy.minimum(1, kv_lora_rank)
-    x12 = head_dim * heads
-    x13 = hidden * x12
-    x14 = head_dim * kv_heads
-    x15 = kv_heads * v_head_dim
-    x16 = (1 - x11) * (hidden * x14 + hidden * x15 + x13)
-    x17 = kv_lora_rank + qk_rope_head_dim
-    x18 = head_dim + v_head_dim
-    x19 = numpy.minimum(1, q_lora_rank)
-    x20 = x11 * (heads * kv_lora_rank * (-qk_rope_head_dim + x18) + hidden * x17 + x13 * (1 - x19) + x19 * (hidden * q_lora_rank + q_lora_rank * x12))
-    del x13, x19
-    x21 = x16 + x20
-    x22 = hidden * x10 + kv_lora_rank + 1.0 * q_lora_rank + x21
-    x23 = 5 * hidden + x22 + x6 + x7 * x9
-    x24 = 2 * hidden
-    x25 = linear_head_dim * linear_value_heads
-    x26 = 2 * linear_value_heads
-    x27 = 2 * linear_head_dim * linear_key_heads + linear_head_dim * x26 + x26
-    del x26
-    x28 = hidden * x25 + hidden * x27
-    x29 = linear_attention_layers * x3
-    x30 = 1 - x29
-    x31 = x22 * x30 + x24 + x28 * x29
-    del x22
-    x32 = hidden * vocab
-    x33 = layers - moe_layers
-    x34 = x33 * x9
-    del x9
-    x35 = embedding_matrices * x32 + hidden + layers * x31 + x34
-    x36 = experts * hidden
-    x37 = experts + shared_experts
-    x38 = moe_ffn * x8
-    x39 = x36 + x37 * x38
-    params = moe_layers * x39 + mtp_layers * (x23 + x39 * x4) + x35
-    x40 = experts_per_token + shared_experts
-    x41 = x36 + x38 * x40
-    del x38
-    active_params = moe_layers * x41 + mtp_layers * (x23 + x4 * x41) + x35
-    del x35, x41
-    x42 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
-    x43 = mlp_matrices * moe_ffn
-    x44 = ep ** (-1.0)
-    x45 = etp ** (-1.0)
-    x46 = moe_ffn * x45
-    x47 = x36 * x44 * x46
-    x48 = mlp_matrices * x47
-    x49 = tp * x48 - x36 * x43 + x39
-    del x39
-    x50 = 1 - moe_share
-    x51 = ffn * x50
-    x52 = tp ** (-1.0)
-    x53 = dualpipe + 1
-    x54 = x52 * x53
-    stage_params = x54 * (stage_layers * (moe_share * x49 + x31 + x51 * x8) + x32 + x42 * (x23 + x4 * x49))
-    del x23, x31, x49, x8
-    stage_expert_params = moe_share * stage_layers * x48 * x53
-    del x48, x53
-    x55 = 1.0 * lora_rank
-    x56 = x55 * (hidden + moe_ffn)
-    x57 = mlp_matrices - 2
-    x58 = lora_gate * x57 + lora_up
-    x59 = lora_down * x56 + x56 * x58
-    del x56
-    x60 = moe_layers * x59
-    x61 = x55 * (ffn + hidden)
-    x62 = lora_down * x61 + x58 * x61
-    del x61
-    x63 = x33 * x62
-    x64 = lora_k * x55 * (hidden + x14) + lora_o * x55 * (hidden + x10) + lora_q * x55 * (hidden + x12) + lora_v * x55 * (hidden + x15)
-    del x55
-    x65 = layers * x64
-    x66 = 1 - frozen_base
-    trainable_params = params * x66 + x37 * x60 + x63 + x65
-    del x37
-    x67 = experts * x44
-    stage_adapter_params = stage_layers * x54 * (moe_share * x59 * (shared_experts + tp * x45 * x67) + x50 * x62 + x64)
-    del x59, x62, x64
-    stage_trainable_params = stage_adapter_params + x66 * (-stage_expert_params + stage_params)
-    stage_trainable_expert_params = stage_expert_params * x66
-    stage_embedding_params = x32 * x54
-    del x54
-    x68 = heads * x18
-    x69 = experts * x24 + x24 * x40 * x43
-    del x43
-    x70 = moe_layers * x69
-    x71 = 2 * x68
-    x72 = seq_len * x71
-    x73 = linear_head_dim ** 2
-    x74 = 640.0 * linear_head_dim + 6 * x73 + 2730.66666666667
-    x75 = linear_attention_layers * (linear_value_heads * x74 - x72)
-    x76 = x40 * x60
-    del x60
-    x77 = numpy.minimum(seq_len, window)
-    x78 = seq_len ** (-1.0)
-    x79 = window_layers * (2 * heads * x18 * x77 * (-x77 * x78 + 2) - x72)
-    x80 = x10 * x24 + 2 * x16 + 2 * x20
-    del x16, x20
-    x81 = layers * x80
-    x82 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x27 - x80)
-    del x27
-    x83 = vocab * x24
-    x84 = 4.0 * x5
-    del x5
-    x85 = ffn * x24
-    x86 = mlp_matrices * x85
-    x87 = mtp_layers * (x4 * x69 + x7 * x86 + x72 + x80 + x83 + x84)
-    del x69, x80
-    x88 = x33 * x86
-    del x86
-    x89 = x70 + x81 + x82 + x88
-    x90 = x83 + x89
-    del x83
-    x91 = layers * x72 + x75 + x79
-    del x72
-    x92 = x87 + x91
-    model_flops_per_token = -frozen_base * x90 + 6 * layers * seq_len * x68 + reference_model * (x90 + x92) + 6 * x32 + 6 * x34 + 6 * x63 + 6 * x65 + 3 * x70 + 3 * x75 + 6 * x76 + 3 * x79 + 3 * x81 + 3 * x82 + 3 * x87
-    del x34, x75, x79, x81, x82, x87, x90
-    x93 = 1 - full_recompute
-    x94 = ffn + x10
-    x95 = op_selective_recompute * selective_option * x50
-    x96 = numpy.maximum(selective, recompute_core_attn * selective_option)
-    x97 = recompute_early_stop * x66 * (1 - dropout_masks)
-    hardware_flops_per_token = full_recompute * (-x33 * x85 * x97 + 2 * x63 + 2 * x65 + 2 * x76 + x89 + x92) + model_flops_per_token + x93 * (layers * x24 * x95 * (x14 + x94) + recompute_mlp * x88 + recompute_moe * x70 + x91 * x96)
-    del x33, x63, x65, x70, x76, x85, x88, x89, x91, x92
-    x98 = hidden * tokens_mb
-    x99 = x25 * x52
-    x100 = hidden ** (-1.0)
-    x101 = x100 * x28 * x52 - x99
-    del x28
-    x102 = tokens_mb * x101
-    x103 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
-    x104 = bytes_per_element * x103
-    x105 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x101)
-    x106 = peak_flops_per_s ** (-1.0)
-    x107 = x106 / gemm_max_efficiency
-    x108 = x107 * x24
-    x109 = x21 * x52
-    del x21
-    x110 = x100 * x109
-    x111 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x110)
-    x112 = 2 * x107
-    t_qkv = x29 * numpy.maximum(x104 * (hidden * x101 + x102 + x98), x102 * x108 * (gemm_half_efficiency_dim + x105) / x105) + x30 * numpy.maximum(x104 * (tokens_mb * x110 + x109 + x98), tokens_mb * x109 * x112 * (gemm_half_efficiency_dim + x111) / x111)
-    del x101, x102, x105, x109, x111
-    x113 = 4 * linear_head_dim
-    x114 = 0.015625 * x73
-    del x73
-    x115 = tokens_mb * x104
-    x116 = x115 * x52
-    x117 = attention_gemm_max_efficiency ** (-1.0)
-    x118 = numpy.minimum(seq_len, tokens_mb)
-    x119 = gemm_half_efficiency_dim + x118
-    x120 = attention_peak_flops_per_s ** (-1.0)
-    x121 = tokens_mb * x52
-    x122 = x120 * x121
-    x123 = window_layers * x3
-    x124 = -x123 - x29 + 1
-    x125 = x116 * x71
+    x6 = hidden * mlp_matrices
+    x7 = moe_ffn * x6
+    x8 = experts * hidden
+    x9 = experts + shared_experts
+    x10 = x7 * x9 + x8
+    x11 = numpy.minimum(1, moe_layers)
+    x12 = hidden ** 2
+    x13 = 2.0 * x12
+    x14 = 1 - x11
+    x15 = ffn * x6
+    x16 = heads * v_head_dim
+    x17 = hidden * x16
+    x18 = numpy.minimum(1, kv_lora_rank)
+    x19 = head_dim * heads
+    x20 = hidden * x19
+    x21 = head_dim * kv_heads
+    x22 = kv_heads * v_head_dim
+    x23 = (1 - x18) * (hidden * x21 + hidden * x22 + x20)
+    x24 = kv_lora_rank + qk_rope_head_dim
+    x25 = head_dim + v_head_dim
+    x26 = numpy.minimum(1, q_lora_rank)
+    x27 = x18 * (heads * kv_lora_rank * (-qk_rope_head_dim + x25) + hidden * x24 + x20 * (1 - x26) + x26 * (hidden * q_lora_rank + q_lora_rank * x19))
+    del x20, x26
+    x28 = x23 + x27
+    x29 = kv_lora_rank + 1.0 * q_lora_rank + x17 + x28
+    x30 = 5 * hidden + x13 + x14 * x15 + x29
+    x31 = mixer_free_layers + mlp_free_layers
+    x32 = x3 * x31
+    x33 = 1 - 1 / 2 * x32
+    x34 = 2 * hidden
+    x35 = linear_head_dim * linear_value_heads
+    x36 = 2 * linear_value_heads
+    x37 = linear_head_dim * x36
+    x38 = 2 * linear_head_dim * linear_key_heads + x36 + x37
+    del x36
+    x39 = hidden * x35 + hidden * x38
+    x40 = linear_attention_layers * x3
+    x41 = mamba_groups * mamba_state_dim
+    x42 = mamba_head_dim * mamba_heads
+    x43 = 2 * x42
+    x44 = mamba_heads + 2 * x41
+    x45 = x43 + x44
+    x46 = hidden * x45
+    x47 = mamba_layers * x3
+    x48 = mixer_free_layers * x3 + x47
+    x49 = x48 - 1
+    x50 = x40 + x49
+    x51 = -x50
+    x52 = x29 * x51 + x33 * x34 + x39 * x40 + x47 * (hidden * x42 + 3 * mamba_heads + 10.0 * x41 + 6.0 * x42 + x46)
+    del x29
+    x53 = hidden * vocab
+    x54 = x15 * x5
+    del x15
+    x55 = embedding_matrices * x53 + hidden + layers * x52 + x54
+    params = moe_layers * x10 + mtp_layers * (x10 * x11 + x30) + x55
+    x56 = experts_per_token + shared_experts
+    x57 = x56 * x7 + x8
+    del x7
+    active_params = moe_layers * x57 + mtp_layers * (x11 * x57 + x30) + x55
+    del x55, x57
+    x58 = numpy.minimum(mtp_layers, numpy.maximum(0.0, layers + mtp_layers - pp * stage_layers))
+    x59 = mlp_matrices * x8
+    x60 = ep ** (-1.0)
+    x61 = etp ** (-1.0)
+    x62 = moe_ffn * x61
+    x63 = x60 * x62
+    x64 = x59 * x63
+    x65 = -moe_ffn * x59 + tp * x64 + x10
+    del x10, x59
+    x66 = dense_share * ffn
+    x67 = tp ** (-1.0)
+    x68 = dualpipe + 1
+    x69 = x67 * x68
+    stage_params = x69 * (stage_layers * (moe_share * x65 + x52 + x6 * x66) + x53 + x58 * (x11 * x65 + x30))
+    del x30, x52, x6, x65
+    stage_expert_params = moe_share * stage_layers * x64 * x68
+    del x64, x68
+    x70 = 1.0 * lora_rank
+    x71 = x70 * (hidden + moe_ffn)
+    x72 = mlp_matrices - 2
+    x73 = lora_gate * x72 + lora_up
+    x74 = lora_down * x71 + x71 * x73
     del x71
-    x126 = attention_scores_stored + selective
-    x127 = numpy.maximum(head_dim, v_head_dim)
-    x128 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x127 + 1)) + 1
-    x129 = numpy.maximum(x126, x128)
-    x130 = numpy.minimum(head_dim, tokens_mb)
-    x131 = attention_gemm_max_efficiency * x130 / (gemm_half_efficiency_dim + x130)
-    del x130
-    x132 = 1 - x129
-    x133 = seq_len * x129
-    x134 = numpy.minimum(attention_block_tokens, seq_len)
-    x135 = x134 ** (-1.0)
-    x136 = seq_len * x135 - 1
-    x137 = seq_len - 1
-    x138 = numpy.minimum(x136, numpy.ceil(x135 * x137))
-    x139 = x138 + 1
-    x140 = -seq_len * x135
-    x141 = x134 * x78
-    x142 = 2 / 3 * x134
-    del x134
-    x143 = numpy.minimum(attention_block_tokens_bwd, seq_len)
-    x144 = x143 ** (-1.0)
-    x145 = seq_len * x144 - 1
-    x146 = numpy.minimum(x145, numpy.ceil(x137 * x144))
-    del x137
-    x147 = x146 + 1
-    x148 = -seq_len * x144
-    x149 = x143 * x78
-    x150 = 4 / 3 * x143
-    del x143
-    x151 = x132 * (x142 * (x141 * (1 / 2 * x138 * x139 + x138 * (-x139 - x140)) + 1) + x150 * (x149 * (1 / 2 * x146 * x147 + x146 * (-x147 - x148)) + 1))
-    del x138, x139, x146, x147
-    x152 = x133 + x151
-    x153 = attention_head_dim_granule ** (-1.0)
-    x154 = x127 * (1 - fused_split_head_dims)
-    del x127
-    x155 = attention_efficiency_factor * attention_gemm_max_efficiency * x118 * x18 / (x119 * (attention_head_dim_granule * numpy.ceil(x153 * (fused_split_head_dims * head_dim + x154)) + attention_head_dim_granule * numpy.ceil(x153 * (fused_split_head_dims * v_head_dim + x154))))
-    del x153, x154
-    x156 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x18)
-    x157 = numpy.maximum(1.0, x156)
-    x158 = attention_exp_overlap_exponent ** (-1.0)
-    x159 = numpy.maximum(2.0, x156)
-    x160 = x159 ** (-1.0)
-    x161 = x132 * (1 / 3 * x157 * ((x156 / x157) ** attention_exp_overlap_exponent + x157 ** (-attention_exp_overlap_exponent)) ** x158 + 1 / 3 * x159 * ((2 * x160) ** attention_exp_overlap_exponent + (x156 * x160) ** attention_exp_overlap_exponent) ** x158 - 1)
-    del x156, x157, x158, x159, x160
-    x162 = x122 * x68
-    del x68
-    x163 = fused_window_attention * x132
-    x164 = 1 - x163
-    x165 = seq_len * x164
-    x166 = x77 - 1
-    del x77
-    x167 = numpy.minimum(x136, numpy.ceil(x135 * x166))
-    del x135, x136
-    x168 = x167 + 1
-    x169 = numpy.minimum(x145, numpy.ceil(x144 * x166))
-    del x144, x145, x166
-    x170 = x169 + 1
-    x171 = x163 * (x142 * (x141 * (1 / 2 * x167 * x168 + x167 * (-x140 - x168)) + 1) + x150 * (x149 * (1 / 2 * x169 * x170 + x169 * (-x148 - x170)) + 1))
-    del x140, x141, x142, x148, x149, x150, x167, x168, x169, x170
-    x172 = x165 + x171
-    t_core = numpy.maximum(x123 * x125, x123 * x162 * (2 * x165 + 2 * x171) * (fused_window_attention * x161 + 1) / (x131 * x164 + x155 * x163 * x172 / (attention_fill_keys + x172))) + numpy.maximum(x124 * x125, x124 * x162 * (2 * x133 + 2 * x151) * (x161 + 1) / (x129 * x131 + x132 * x152 * x155 / (attention_fill_keys + x152))) + numpy.maximum(linear_value_heads * x116 * x29 * (x113 + x114), linear_value_heads * x117 * x119 * x122 * x29 * x74 / (attention_efficiency_factor * x118))
-    del x116, x118, x119, x122, x125, x131, x132, x133, x151, x152, x155, x161, x162, x163, x164, x165, x171, x172, x74
-    x173 = heads * seq_len ** 2
-    t_scores = 10 * x1 * x103 * x173 * x52 * (x123 * numpy.maximum(numpy.maximum(x126, x128), 1 - fused_window_attention) + x124 * x129)
-    del x1, x123, x124, x126, x129
-    x174 = hidden * x52
-    x175 = tokens_mb * x99
-    x176 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x99)
-    del x99
-    x177 = x10 * x52
-    x178 = tokens_mb * x177
-    x179 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x177)
-    t_proj = x29 * numpy.maximum(x104 * (x174 * x25 + x175 + x98), x108 * x175 * (gemm_half_efficiency_dim + x176) / x176) + x30 * numpy.maximum(x104 * (x10 * x174 + x178 + x98), x108 * x178 * (gemm_half_efficiency_dim + x179) / x179)
-    del x10, x175, x176, x179, x29
-    x180 = ffn * x52
-    x181 = tokens_mb * x180
-    x182 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x180)
-    t_mlp = mlp_matrices * numpy.maximum(x104 * (hidden * x180 + x181 + x98), x108 * x181 * (gemm_half_efficiency_dim + x182) / x182)
-    del x182
-    x183 = experts * tokens_mb
-    x184 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
-    x185 = moe_ffn * x52
-    x186 = tokens_mb * x185
-    x187 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x185)
-    x188 = 1 - token_drop
-    x189 = numpy.sqrt(2)
-    x190 = tokens_mb ** (-1.0)
-    x191 = sequence_parallel * x52
-    x192 = 1 - sequence_parallel
-    x193 = etp * x191 + x192
-    x194 = x190 / (experts_per_token * x193)
-    x195 = experts_per_token * x193
-    del x193
-    routed_copies = tokens_mb * x195
-    x196 = routed_copies * x46
-    x197 = x104 * (x195 * x98 + x196 + x47)
-    del x47
-    x198 = gemm_tile_dim ** (-1.0)
-    x199 = ep * routed_copies / experts
-    x200 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x112 * x194 * (grouped_gemm_token_half_dim + x199) * numpy.ceil(x199 / grouped_gemm_tile_tokens) / ep ** 2
-    del x199
-    x201 = mlp_matrices - 1
-    t_moe = 4 * experts_per_token * x104 * x98 + mlp_matrices * shared_experts * numpy.maximum(x104 * (hidden * x185 + x186 + x98), x108 * x186 * (gemm_half_efficiency_dim + x187) / x187) + 20 * x103 * x183 + (capacity_factor * token_drop + x188 * (x189 * numpy.sqrt(expert_load_cv ** 2 + x194) * numpy.sqrt(numpy.log(ep)) + 1)) * (x201 * numpy.maximum(x197, x200 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x198 * x46)) + numpy.maximum(x197, x200 * (grouped_gemm_inner_half_dim + x46) * numpy.ceil(hidden * x198))) + numpy.maximum(x104 * (x183 + x36 + x98), x108 * x183 * (gemm_half_efficiency_dim + x184) / x184)
-    del x183, x184, x187, x194, x197, x198, x200, x36
-    x202 = tp - 1
-    x203 = (sequence_parallel * x202 + 1) ** (-1.0)
-    x204 = shared_experts * x185
-    t_elem = elementwise_traffic_factor * x115 * (16 * hidden * x203 + x52 * (4 * moe_share * tp * (x195 * x46 + x204) + 4 * x51))
-    del x115, x195, x51
-    x205 = vocab * x52
-    x206 = tokens_mb * x205
-    x207 = x104 * (x206 + x32 * x52 + x98)
-    del x32
-    x208 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x205)
-    x209 = x206 * (gemm_half_efficiency_dim + x208) / x208
-    del x208
-    t_logits = low_precision_output_layer * numpy.maximum(x207, x108 * x209) + (1 - low_precision_output_layer) * numpy.maximum(x207, x117 * x120 * x209 * x24)
-    del x117, x120, x207, x209
-    t_loss = loss_bytes_per_logit * x103 * x206
-    del x206
-    x210 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
-    t_moe_act = x103 * (bytes_per_element + x201 * x210) * (shared_experts * x186 + x196)
-    del x196
-    x211 = numpy.maximum(1, lora_rank)
-    x212 = tokens_mb * x211
-    x213 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x211)
-    x214 = numpy.maximum(x104 * (hidden * x211 + x212 + x98), x108 * x212 * (gemm_half_efficiency_dim + x213) / x213)
-    del x108, x213
-    x215 = x14 * x52
-    x216 = numpy.minimum(numpy.minimum(tokens_mb, x211), x215)
-    x217 = x112 * x212
-    del x112
-    x218 = numpy.minimum(numpy.minimum(tokens_mb, x177), x211)
-    x219 = x12 * x52
-    x220 = numpy.minimum(numpy.minimum(tokens_mb, x211), x219)
-    x221 = x15 * x52
-    x222 = numpy.minimum(numpy.minimum(tokens_mb, x211), x221)
-    x223 = numpy.minimum(numpy.minimum(tokens_mb, x185), x211)
-    x224 = x214 + numpy.maximum(x104 * (x185 * x211 + x186 + x212), x185 * x217 * (gemm_half_efficiency_dim + x223) / x223)
-    del x186, x223
-    x225 = numpy.minimum(numpy.minimum(tokens_mb, x180), x211)
-    x226 = x214 + numpy.maximum(x104 * (x180 * x211 + x181 + x212), x180 * x217 * (gemm_half_efficiency_dim + x225) / x225)
-    del x181, x225
-    t_adapter = lora_k * (x214 + numpy.maximum(x215 * x217 * (gemm_half_efficiency_dim + x216) / x216, x104 * (tokens_mb * x215 + x211 * x215 + x212))) + lora_o * (x214 + numpy.maximum(x104 * (x177 * x211 + x178 + x212), x177 * x217 * (gemm_half_efficiency_dim + x218) / x218)) + lora_q * (x214 + numpy.maximum(x217 * x219 * (gemm_half_efficiency_dim + x220) / x220, x104 * (tokens_mb * x219 + x211 * x219 + x212))) + lora_v * (x214 + numpy.maximum(x217 * x221 * (gemm_half_efficiency_dim + x222) / x222, x104 * (tokens_mb * x221 + x211 * x221 + x212))) + moe_share * x40 * (lora_down * x224 + x224 * x58) + x50 * (lora_down * x226 + x226 * x58)
-    del x178, x211, x212, x214, x215, x216, x217, x218, x219, x220, x221, x222, x224, x226, x40
-    x227 = -stage_params
-    x228 = -stage_embedding_params - x227
-    x229 = full_recompute + 2
-    dequant_mb = dequantize_base * x103 * x228 * x229 * (base_weight_bytes_per_param + bytes_per_element)
-    x230 = routed_copies * x190
-    del routed_copies, x190
-    x231 = cast_bytes_per_element * tokens_mb * x103
-    t_cast_fwd = x231 * (hidden + moe_share * (shared_experts * (hidden + x185) + x230 * (hidden + x46)) + x177 + x50 * (hidden + x180))
-    del x177
-    t_cast_bwd = x231 * (hidden + moe_share * (shared_experts * (hidden + x185 * x201) + x230 * (hidden + x201 * x46)) + x110 + x50 * (hidden + x180 * x201))
-    del x110, x185, x230, x231
-    x232 = moe_share * t_moe
-    x233 = t_mlp * x50
-    x234 = t_proj + t_qkv
-    x235 = x232 + x233 + x234
-    x236 = t_core + t_scores
-    x237 = t_elem + x236
-    x238 = x235 + x237
-    t_layer_fwd = t_adapter + x238
-    x239 = reference_model * (stage_layers * x238 + t_logits)
-    del x238
-    x240 = host_copy_bytes_per_s_per_gpu ** (-1.0)
-    x241 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x203 * x240
-    x242 = x236 * x96
-    del x236, x96
-    x243 = mlp_matrices ** (-1.0)
-    x244 = recompute_moe * x93
-    x245 = recompute_moe_act * (1 - x244)
-    x246 = kv_heads * x18
-    x247 = -frozen_base * x235 + full_recompute * (t_layer_fwd - x233 * x243 * x97) + x93 * (moe_share * t_moe_act * x245 + recompute_mlp * x233 + recompute_moe * x232 + x242 + x95 * (t_elem + t_mlp * x243 + t_proj + t_qkv * x14 / (x12 + x246)))
-    del t_moe_act, x14, x243, x97
-    x248 = 3 * t_core
-    x249 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x248
-    x250 = x52 * x98
-    x251 = numpy.minimum(numpy.minimum(tokens_mb, x174), 2.0 * hidden)
-    x252 = t_mlp * x7
-    del t_mlp, x7
-    x253 = t_moe * x4
-    del t_moe
-    x254 = 3 * t_logits + t_loss
-    del t_loss
-    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x241) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x232 - 2 * x233 - x241 - x247)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x232 + 3 * x233 + x247 + x249) + x239 + x254 + x42 * (full_recompute * (x234 + x237 + x252 + x253) + x242 * x93 + x249 + 3 * x252 + 3 * x253 + x254 + 3 * numpy.maximum(x104 * (x250 + x52 * x6 + 2.0 * x98), x107 * x121 * x84 * (gemm_half_efficiency_dim + x251) / x251))
-    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x104, x107, x232, x233, x234, x237, x241, x242, x247, x249, x251, x252, x253, x6, x84
-    forward_mb = stage_layers * t_layer_fwd + t_logits + x239
-    del x239
-    weight_grad_mb = x66 * (stage_layers * x235 + t_logits)
-    del t_logits, x235
-    compute_s = compute_mb * microbatches
-    x255 = stage_layers + x42
-    x256 = 2 * full_recompute + x95 * (2 - sequence_parallel) + 4
-    x257 = tp_intra_ranks - 1
-    x258 = 2 * intra_latency_s
-    x259 = numpy.minimum(1, x202)
-    del x202
-    x260 = tp_intra_ranks ** (-1.0)
-    x261 = tp * x260 - 1
-    x262 = 2 * inter_latency_s
-    x263 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
-    x264 = bytes_per_element * x121
-    del x121
-    x265 = scale_out_bandwidth_bytes_per_s ** (-1.0)
-    x266 = x265 / scale_out_bus_efficiency
-    x267 = bytes_per_element * tokens_mb * x24 * x257 * x260 * x263 + collective_overhead_s * x259 + x24 * x261 * x264 * x266 + x257 * x258 + x261 * x262
-    del x257, x260, x261
-    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x255 * x256 * x267) + x255 * x256 * x267
-    del x256, x267
-    x268 = 3 * cp - 3
-    x269 = 1 - cp_intra
-    x270 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
-    x271 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
-    x272 = cp_intra * intra_latency_s + inter_latency_s * x269 + x246 * x264 / (cp_intra * x270 + x269 * x271)
-    del x246, x264, x269
-    cp_comm_mb = -cp_overlap * numpy.minimum(x248 * x255, x255 * x268 * x272 * x30) + x255 * x268 * x272 * x30
-    del x248, x268, x272, x30
-    x273 = x45 * numpy.minimum(etp, tp_intra_ranks)
+    x75 = moe_layers * x74
+    x76 = x70 * (ffn + hidden)
+    x77 = lora_down * x76 + x73 * x76
+    del x76
+    x78 = x5 * x77
+    x79 = lora_k * x70 * (hidden + x21) + lora_o * x70 * (hidden + x16) + lora_q * x70 * (hidden + x19) + lora_v * x70 * (hidden + x22)
+    del x70
+    x80 = x79 * (-mamba_layers - mixer_free_layers - x4)
+    del x4
+    x81 = 1 - frozen_base
+    trainable_params = params * x81 + x75 * x9 + x78 + x80
+    del x9
+    x82 = experts * x60
+    stage_adapter_params = stage_layers * x69 * (dense_share * x77 + moe_share * x74 * (shared_experts + tp * x61 * x82) + x79)
+    del x74, x77, x79
+    stage_trainable_params = stage_adapter_params + x81 * (-stage_expert_params + stage_params)
+    stage_trainable_expert_params = stage_expert_params * x81
+    stage_embedding_params = x53 * x69
+    del x69
+    x83 = mamba_state_dim * x42
+    x84 = 256.0 * x41 + 256.0 * x42 + 4 * x83
+    x85 = heads * x25
+    x86 = 2 * x85
+    x87 = seq_len * x86
+    x88 = mamba_layers * (x84 - x87)
+    x89 = x56 * x75
+    del x75
+    x90 = numpy.minimum(seq_len, window)
+    x91 = seq_len ** (-1.0)
+    x92 = window_layers * (2 * heads * x25 * x90 * (-x90 * x91 + 2) - x87)
+    x93 = 2 * x17
+    del x17
+    x94 = 2 * x23
+    del x23
+    x95 = 2 * x27
+    del x27
+    x96 = x93 + x94 + x95
+    x97 = layers * x96
+    x98 = mixer_free_layers * x96
+    x99 = linear_attention_layers * (2 * hidden * linear_head_dim * linear_value_heads + 2 * hidden * x38 - x96)
+    del x38
+    x100 = 2 * x46
+    x101 = mamba_layers * (6 * mamba_heads + x100 + x34 * x42 + 20.0 * x41 + 12.0 * x42 - x93 - x94 - x95)
+    del x93, x94, x95
+    x102 = 2 * x53
+    x103 = 4.0 * x12
+    del x12
+    x104 = 2 * mlp_matrices
+    x105 = hidden * x104
+    x106 = ffn * x105
+    x107 = 2 * x8
+    x108 = moe_ffn * x105 * x56 + x107
+    del x105
+    x109 = mtp_layers * (x102 + x103 + x106 * x14 + x108 * x11 + x87 + x96)
+    del x96
+    x110 = x106 * x5
+    del x106
+    x111 = moe_layers * x108
+    del x108
+    x112 = x101 + x110 + x111 + x97 - x98 + x99
+    x113 = x102 + x112
+    x114 = linear_head_dim ** 2
+    x115 = 640.0 * linear_head_dim + 6 * x114 + 2730.66666666667
+    x116 = linear_attention_layers * (linear_value_heads * x115 - x87)
+    x117 = layers * x87 - mixer_free_layers * x87 + x116 + x88 + x92
+    del x87
+    x118 = x109 + x117
+    x119 = 6 * seq_len * x85
+    model_flops_per_token = -frozen_base * x113 + layers * x119 - mixer_free_layers * x119 + reference_model * (x113 + x118) + 3 * x101 + 3 * x109 + 3 * x111 + 3 * x116 + 6 * x53 + 6 * x54 + 6 * x78 + 6 * x80 + 3 * x88 + 6 * x89 + 3 * x92 + 3 * x97 - 3 * x98 + 3 * x99
+    del x101, x109, x113, x116, x119, x54, x88, x92, x97, x98, x99
+    x120 = recompute_early_stop * x81 * (1 - dropout_masks)
+    x121 = 1 - full_recompute
+    x122 = ffn + x16
+    x123 = op_selective_recompute * selective_option * (1 - moe_share) * (1 - numpy.minimum(1, x31))
+    del x31
+    x124 = numpy.maximum(selective, recompute_core_attn * selective_option)
+    hardware_flops_per_token = full_recompute * (-ffn * x120 * x34 * x5 + x112 + x118 + 2 * x78 + 2 * x80 + 2 * x89) + model_flops_per_token + x121 * (layers * x123 * x34 * (x122 + x21) + recompute_mlp * x110 + recompute_moe * x111 + x117 * x124)
+    del x110, x111, x112, x117, x118, x5, x78, x80, x89
+    x125 = hidden * tokens_mb
+    x126 = x45 * x67
     del x45
-    x274 = 1 - x273
-    x275 = 4 * etp - 4
-    x276 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
-    x277 = x276 ** (-1.0)
-    x278 = ep * x277 - 1
-    x279 = x98 / a2a_efficiency_factor
-    del x98
-    x280 = bytes_per_element * x279
-    x281 = 1 - hierarchical_dispatch
-    x282 = x191 + x192
-    del x192
-    x283 = experts_per_token * x282
-    x284 = x283 * (hierarchical_dispatch * (-x276 * x44 + 1) + x278 * x281 * x44) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x270 * (1 - deepep_dispatch))
-    del x44
-    x285 = 1 - x277
-    del x277
-    x286 = x266 * x282 * x285 * (experts_per_token * x281 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x276 * (1 - x285 ** experts_per_token)))
-    del x281, x285
-    x287 = x279 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
-    del x279
-    x288 = moe_share * x255
-    del x255
-    x289 = x288 * (sequence_parallel * (bytes_per_element * experts_per_token * x250 * x275 / (x270 * x273 + x271 * x274) + x275 * (inter_latency_s * x274 + intra_latency_s * x273)) + (x244 + 2) * (x258 * x278 + x262 * (x276 - 1) + numpy.maximum(x280 * x284, x280 * x286) + numpy.maximum(x284 * x287, x286 * x287)))
-    del x250, x273, x274, x275, x276, x278, x280, x284, x286, x287
-    x290 = ep_overlap * numpy.minimum(x289, 3 * t_layer_fwd * x288)
-    del x288
-    ep_comm_mb = comm_sm_fraction * x290 / (1 - comm_sm_fraction) + x289 - x290
-    del x289, x290
-    x291 = 1 - dualpipe
-    x292 = pp - 1
-    x293 = numpy.minimum(1, x292)
-    x294 = microbatches * vp
-    x295 = 1 - pp_intra
-    x296 = 1.0 * bytes_per_element
-    x297 = tokens_mb * x174
-    del x174
-    pp_comm_s = x291 * x293 * (2 * pp + 2 * x294 - 2) * (inter_latency_s * x295 + intra_latency_s * pp_intra + x296 * x297 / (pp_intra * x270 + x271 * x295))
-    del x270, x271, x295
-    x298 = 1 - dp_overlap
-    x299 = numpy.minimum(1, grad_shards - 1)
-    x300 = replica_intra_ranks - 1
-    x301 = replica_intra_ranks ** (-1.0)
-    x302 = shard_ranks ** (-1.0)
-    x303 = x301 * x302
-    x304 = numpy.maximum(1, dp * x303)
-    x305 = x304 - 1
-    x306 = x258 * x300
-    x307 = x262 * x305 + x306
-    x308 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
-    x309 = stage_trainable_expert_params + stage_trainable_params
-    x310 = x308 * numpy.maximum(1.0, x309 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x308) * numpy.maximum(1, stage_layers)
-    del x308
-    x311 = x310 - 1
-    x312 = expert_shard_ranks ** (-1.0)
-    x313 = x301 * x312
+    x127 = 1 / (hbm_bandwidth_bytes_per_s * hbm_efficiency)
+    x128 = bytes_per_element * x127
+    x129 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x126)
+    x130 = tokens_mb * x67
+    x131 = peak_flops_per_s ** (-1.0)
+    x132 = x131 / gemm_max_efficiency
+    x133 = x130 * x132
+    x134 = x35 * x67
+    x135 = hidden ** (-1.0)
+    x136 = -x134 + x135 * x39 * x67
+    del x39
+    x137 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x136)
+    x138 = 2 * x132
+    x139 = x125 * x138
+    x140 = x28 * x67
+    del x28
+    x141 = x135 * x140
+    x142 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x141)
+    t_qkv = x40 * numpy.maximum(x136 * x139 * (gemm_half_efficiency_dim + x137) / x137, x128 * (hidden * x136 + tokens_mb * x136 + x125)) + x47 * numpy.maximum(x100 * x133 * (gemm_half_efficiency_dim + x129) / x129, x128 * (tokens_mb * x126 + x125 + x46 * x67)) + x51 * numpy.maximum(x128 * (tokens_mb * x141 + x125 + x140), tokens_mb * x138 * x140 * (gemm_half_efficiency_dim + x142) / x142)
+    del x100, x129, x136, x137, x140, x142, x46
+    x143 = 4 * linear_head_dim
+    x144 = 0.015625 * x114
+    del x114
+    x145 = tokens_mb * x128
+    x146 = x145 * x67
+    x147 = numpy.minimum(seq_len, tokens_mb)
+    x148 = gemm_half_efficiency_dim + x147
+    x149 = x130 / attention_peak_flops_per_s
+    x150 = x149 / attention_gemm_max_efficiency
+    x151 = x148 * x150 / (attention_efficiency_factor * x147)
+    x152 = tokens_mb * x127
+    x153 = window_layers * x3
+    x154 = -x153 - x50
+    del x50
+    x155 = x146 * x86
+    del x86
+    x156 = attention_scores_stored + selective
+    x157 = numpy.maximum(head_dim, v_head_dim)
+    x158 = -(-attention_sinks * (1 - fused_attention_sinks) + 1) * numpy.minimum(1, numpy.maximum(0, fused_head_dim_max - x157 + 1)) + 1
+    x159 = numpy.maximum(x156, x158)
+    x160 = numpy.minimum(head_dim, tokens_mb)
+    x161 = attention_gemm_max_efficiency * x160 / (gemm_half_efficiency_dim + x160)
+    del x160
+    x162 = 1 - x159
+    x163 = seq_len * x159
+    x164 = numpy.minimum(attention_block_tokens, seq_len)
+    x165 = x164 ** (-1.0)
+    x166 = seq_len * x165 - 1
+    x167 = seq_len - 1
+    x168 = numpy.minimum(x166, numpy.ceil(x165 * x167))
+    x169 = x168 + 1
+    x170 = -seq_len * x165
+    x171 = x164 * x91
+    x172 = 2 / 3 * x164
+    del x164
+    x173 = numpy.minimum(attention_block_tokens_bwd, seq_len)
+    x174 = x173 ** (-1.0)
+    x175 = seq_len * x174 - 1
+    x176 = numpy.minimum(x175, numpy.ceil(x167 * x174))
+    del x167
+    x177 = x176 + 1
+    x178 = -seq_len * x174
+    x179 = x173 * x91
+    x180 = 4 / 3 * x173
+    del x173
+    x181 = x162 * (x172 * (x171 * (1 / 2 * x168 * x169 + x168 * (-x169 - x170)) + 1) + x180 * (x179 * (1 / 2 * x176 * x177 + x176 * (-x177 - x178)) + 1))
+    del x168, x169, x176, x177
+    x182 = x163 + x181
+    x183 = attention_head_dim_granule ** (-1.0)
+    x184 = x157 * (1 - fused_split_head_dims)
+    del x157
+    x185 = attention_efficiency_factor * attention_gemm_max_efficiency * x147 * x25 / (x148 * (attention_head_dim_granule * numpy.ceil(x183 * (fused_split_head_dims * head_dim + x184)) + attention_head_dim_granule * numpy.ceil(x183 * (fused_split_head_dims * v_head_dim + x184))))
+    del x147, x148, x183, x184
+    x186 = 1 / 2 * attention_peak_flops_per_s / (exp_ops_per_s * x25)
+    x187 = numpy.maximum(1.0, x186)
+    x188 = attention_exp_overlap_exponent ** (-1.0)
+    x189 = numpy.maximum(2.0, x186)
+    x190 = x189 ** (-1.0)
+    x191 = x162 * (1 / 3 * x187 * ((x186 / x187) ** attention_exp_overlap_exponent + x187 ** (-attention_exp_overlap_exponent)) ** x188 + 1 / 3 * x189 * ((2 * x190) ** attention_exp_overlap_exponent + (x186 * x190) ** attention_exp_overlap_exponent) ** x188 - 1)
+    del x186, x187, x188, x189, x190
+    x192 = x149 * x85
+    del x149, x85
+    x193 = fused_window_attention * x162
+    x194 = 1 - x193
+    x195 = seq_len * x194
+    x196 = x90 - 1
+    del x90
+    x197 = numpy.minimum(x166, numpy.ceil(x165 * x196))
+    del x165, x166
+    x198 = x197 + 1
+    x199 = numpy.minimum(x175, numpy.ceil(x174 * x196))
+    del x174, x175, x196
+    x200 = x199 + 1
+    x201 = x193 * (x172 * (x171 * (1 / 2 * x197 * x198 + x197 * (-x170 - x198)) + 1) + x180 * (x179 * (1 / 2 * x199 * x200 + x199 * (-x178 - x200)) + 1))
+    del x170, x171, x172, x178, x179, x180, x197, x198, x199, x200
+    x202 = x195 + x201
+    t_core = numpy.maximum(x153 * x155, x153 * x192 * (2 * x195 + 2 * x201) * (fused_window_attention * x191 + 1) / (x161 * x194 + x185 * x193 * x202 / (attention_fill_keys + x202))) + numpy.maximum(x154 * x155, x154 * x192 * (2 * x163 + 2 * x181) * (x191 + 1) / (x159 * x161 + x162 * x182 * x185 / (attention_fill_keys + x182))) + numpy.maximum(x151 * x47 * x84, x152 * x47 * x67 * (bytes_per_element * (mamba_heads + 6 * x41 + 7 * x42) + 0.0625 * x83)) + numpy.maximum(linear_value_heads * x115 * x151 * x40, linear_value_heads * x146 * x40 * (x143 + x144))
+    del x115, x146, x151, x155, x161, x162, x163, x181, x182, x185, x191, x192, x193, x194, x195, x201, x202, x41, x83, x84
+    x203 = heads * seq_len ** 2
+    t_scores = 10 * x1 * x127 * x203 * x67 * (x153 * numpy.maximum(numpy.maximum(x156, x158), 1 - fused_window_attention) + x154 * x159)
+    del x1, x153, x154, x156, x159
+    x204 = hidden * x67
+    x205 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x134)
+    x206 = x125 * x67
+    x207 = x132 * x206
+    x208 = x42 * x67
+    x209 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x208)
+    x210 = x16 * x67
+    x211 = tokens_mb * x210
+    x212 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x210)
+    t_proj = x40 * numpy.maximum(x207 * x37 * (gemm_half_efficiency_dim + x205) / x205, x128 * (tokens_mb * x134 + x125 + x204 * x35)) + x47 * numpy.maximum(x207 * x43 * (gemm_half_efficiency_dim + x209) / x209, x128 * (tokens_mb * x208 + x125 + x204 * x42)) + x51 * numpy.maximum(x128 * (x125 + x16 * x204 + x211), x139 * x210 * (gemm_half_efficiency_dim + x212) / x212)
+    del x134, x16, x205, x207, x209, x212, x37, x40, x43
+    x213 = ffn * x67
+    x214 = tokens_mb * x213
+    x215 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x213)
+    t_mlp = mlp_matrices * numpy.maximum(x128 * (hidden * x213 + x125 + x214), x139 * x213 * (gemm_half_efficiency_dim + x215) / x215)
+    del x215
+    x216 = experts * tokens_mb
+    x217 = numpy.minimum(numpy.minimum(experts, hidden), tokens_mb)
+    x218 = moe_ffn * x67
+    x219 = tokens_mb * x218
+    x220 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x218)
+    x221 = 1 - token_drop
+    x222 = numpy.sqrt(2)
+    x223 = tokens_mb ** (-1.0)
+    x224 = sequence_parallel * x67
+    x225 = 1 - sequence_parallel
+    x226 = etp * x224 + x225
+    x227 = x223 / (experts_per_token * x226)
+    x228 = experts_per_token * x226
+    del x226
+    routed_copies = tokens_mb * x228
+    x229 = routed_copies * x62
+    x230 = x128 * (x125 * x228 + x229 + x63 * x8)
+    del x63
+    x231 = gemm_tile_dim ** (-1.0)
+    x232 = ep * routed_copies / experts
+    x233 = experts ** 2 * gemm_tile_dim * grouped_gemm_tile_tokens * x138 * x227 * (grouped_gemm_token_half_dim + x232) * numpy.ceil(x232 / grouped_gemm_tile_tokens) / ep ** 2
+    del x232
+    x234 = mlp_matrices - 1
+    t_moe = 4 * experts_per_token * x125 * x128 + mlp_matrices * shared_experts * numpy.maximum(x128 * (hidden * x218 + x125 + x219), x139 * x218 * (gemm_half_efficiency_dim + x220) / x220) + 20 * x127 * x216 + (capacity_factor * token_drop + x221 * (x222 * numpy.sqrt(expert_load_cv ** 2 + x227) * numpy.sqrt(numpy.log(ep)) + 1)) * (x234 * numpy.maximum(x230, x233 * (grouped_gemm_inner_half_dim + hidden) * numpy.ceil(x231 * x62)) + numpy.maximum(x230, x233 * (grouped_gemm_inner_half_dim + x62) * numpy.ceil(hidden * x231))) + numpy.maximum(x128 * (x125 + x216 + x8), tokens_mb * x107 * x132 * (gemm_half_efficiency_dim + x217) / x217)
+    del x107, x132, x216, x217, x220, x227, x230, x231, x233, x8
+    x235 = tp - 1
+    x236 = (sequence_parallel * x235 + 1) ** (-1.0)
+    x237 = hidden * x236
+    x238 = shared_experts * x218
+    t_elem = elementwise_traffic_factor * x145 * (16 * x237 * x33 + x67 * (4 * moe_share * tp * (x228 * x62 + x238) + 4 * x66))
+    del x145, x228, x66
+    x239 = vocab * x67
+    x240 = tokens_mb * x239
+    x241 = x128 * (x125 + x240 + x53 * x67)
+    del x53
+    x242 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x239)
+    x243 = x102 * (gemm_half_efficiency_dim + x242) / x242
+    del x102, x242
+    t_logits = low_precision_output_layer * numpy.maximum(x241, x133 * x243) + (1 - low_precision_output_layer) * numpy.maximum(x241, x150 * x243)
+    del x150, x241, x243
+    t_loss = loss_bytes_per_logit * x127 * x240
+    del x240
+    x244 = numpy.maximum(linear_input_bytes, moe_act_input_bytes)
+    t_moe_act = x127 * (bytes_per_element + x234 * x244) * (shared_experts * x219 + x229)
+    del x229
+    x245 = numpy.maximum(1, lora_rank)
+    x246 = tokens_mb * x245
+    x247 = numpy.minimum(numpy.minimum(hidden, tokens_mb), x245)
+    x248 = numpy.maximum(x128 * (hidden * x245 + x125 + x246), x139 * x245 * (gemm_half_efficiency_dim + x247) / x247)
+    del x139, x247
+    x249 = x21 * x67
+    x250 = numpy.minimum(numpy.minimum(tokens_mb, x245), x249)
+    x251 = x138 * x246
+    del x138
+    x252 = numpy.minimum(numpy.minimum(tokens_mb, x210), x245)
+    x253 = x19 * x67
+    x254 = numpy.minimum(numpy.minimum(tokens_mb, x245), x253)
+    x255 = x22 * x67
+    x256 = numpy.minimum(numpy.minimum(tokens_mb, x245), x255)
+    x257 = numpy.minimum(numpy.minimum(tokens_mb, x213), x245)
+    x258 = x248 + numpy.maximum(x128 * (x213 * x245 + x214 + x246), x213 * x251 * (gemm_half_efficiency_dim + x257) / x257)
+    del x214, x257
+    x259 = numpy.minimum(numpy.minimum(tokens_mb, x218), x245)
+    x260 = x248 + numpy.maximum(x128 * (x218 * x245 + x219 + x246), x218 * x251 * (gemm_half_efficiency_dim + x259) / x259)
+    del x219, x259
+    t_adapter = dense_share * (lora_down * x258 + x258 * x73) + lora_k * (x248 + numpy.maximum(x249 * x251 * (gemm_half_efficiency_dim + x250) / x250, x128 * (tokens_mb * x249 + x245 * x249 + x246))) + lora_o * (x248 + numpy.maximum(x128 * (x210 * x245 + x211 + x246), x210 * x251 * (gemm_half_efficiency_dim + x252) / x252)) + lora_q * (x248 + numpy.maximum(x251 * x253 * (gemm_half_efficiency_dim + x254) / x254, x128 * (tokens_mb * x253 + x245 * x253 + x246))) + lora_v * (x248 + numpy.maximum(x251 * x255 * (gemm_half_efficiency_dim + x256) / x256, x128 * (tokens_mb * x255 + x245 * x255 + x246))) + moe_share * x56 * (lora_down * x260 + x260 * x73)
+    del x211, x245, x246, x248, x249, x250, x251, x252, x253, x254, x255, x256, x258, x260, x56
+    x261 = -stage_params
+    x262 = -stage_embedding_params - x261
+    x263 = full_recompute + 2
+    dequant_mb = dequantize_base * x127 * x262 * x263 * (base_weight_bytes_per_param + bytes_per_element)
+    x264 = -x49
+    del x49
+    x265 = routed_copies * x223
+    del routed_copies, x223
+    x266 = cast_bytes_per_element * x152
+    del x152
+    t_cast_fwd = x266 * (dense_share * (hidden + x213) + moe_share * (shared_experts * (hidden + x218) + x265 * (hidden + x62)) + x264 * (hidden + x210) + x47 * (hidden + x208))
+    del x210
+    t_cast_bwd = x266 * (dense_share * (hidden + x213 * x234) + moe_share * (shared_experts * (hidden + x218 * x234) + x265 * (hidden + x234 * x62)) + x264 * (hidden + x141) + x47 * (hidden + x126))
+    del x126, x141, x218, x264, x265, x266, x47
+    x267 = dense_share * t_mlp
+    x268 = moe_share * t_moe
+    x269 = t_proj + t_qkv
+    x270 = x267 + x268 + x269
+    x271 = t_core + t_scores
+    x272 = t_elem + x271
+    x273 = x270 + x272
+    t_layer_fwd = t_adapter + x273
+    x274 = reference_model * (stage_layers * x273 + t_logits)
+    del x273
+    x275 = host_copy_bytes_per_s_per_gpu ** (-1.0)
+    x276 = -2 * hidden * micro_batch * offloaded_activation_vectors * seq_len * x0 * x236 * x275
+    x277 = x124 * x271
+    del x124, x271
+    x278 = mlp_matrices ** (-1.0)
+    x279 = recompute_moe * x121
+    x280 = recompute_moe_act * (1 - x279)
+    x281 = kv_heads * x25
+    x282 = -frozen_base * x270 + full_recompute * (t_layer_fwd - x120 * x267 * x278) + x121 * (moe_share * t_moe_act * x280 + recompute_mlp * x267 + recompute_moe * x268 + x123 * (t_elem + t_mlp * x278 + t_proj + t_qkv * x21 / (x19 + x281)) + x277)
+    del t_moe_act, x120, x21, x278
+    x283 = 3 * t_core
+    x284 = 3 * t_elem + 3 * t_proj + 3 * t_qkv + 3 * t_scores + x283
+    x285 = numpy.minimum(numpy.minimum(tokens_mb, x204), 2.0 * hidden)
+    x286 = t_mlp * x14
+    del t_mlp, x14
+    x287 = t_moe * x11
+    del t_moe
+    x288 = 3 * t_logits + t_loss
+    del t_loss
+    compute_mb = dequant_mb - frozen_base * t_logits + stage_layers * (numpy.maximum(0, -t_layer_fwd - x276) + numpy.maximum(0, -2 * t_adapter - 2 * t_core - 2 * t_elem - 2 * t_proj - 2 * t_qkv - 2 * t_scores - 2 * x267 - 2 * x268 - x276 - x282)) + stage_layers * (3 * t_adapter + t_cast_bwd + t_cast_fwd * (full_recompute + 1) + 3 * x267 + 3 * x268 + x282 + x284) + x274 + x288 + x58 * (full_recompute * (x269 + x272 + x286 + x287) + x121 * x277 + x284 + 3 * x286 + 3 * x287 + x288 + 3 * numpy.maximum(x103 * x133 * (gemm_half_efficiency_dim + x285) / x285, x128 * (2.0 * x125 + x13 * x67 + x206)))
+    del dequant_mb, t_adapter, t_cast_bwd, t_cast_fwd, t_core, t_elem, t_proj, t_qkv, t_scores, x103, x128, x13, x133, x267, x268, x269, x272, x276, x277, x282, x284, x285, x286, x287
+    forward_mb = stage_layers * t_layer_fwd + t_logits + x274
+    del x274
+    weight_grad_mb = x81 * (stage_layers * x270 + t_logits)
+    del t_logits, x270
+    compute_s = compute_mb * microbatches
+    x289 = stage_layers + x58
+    x290 = 2 * full_recompute
+    x291 = x123 * (2 - sequence_parallel) + x290 + 4
+    x292 = tp_intra_ranks - 1
+    x293 = 2 * intra_latency_s
+    x294 = numpy.minimum(1, x235)
+    del x235
+    x295 = tp_intra_ranks ** (-1.0)
+    x296 = tp * x295 - 1
+    x297 = 2 * inter_latency_s
+    x298 = 1 / (scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency)
+    x299 = 2 * bytes_per_element
+    x300 = scale_out_bandwidth_bytes_per_s ** (-1.0)
+    x301 = x300 / scale_out_bus_efficiency
+    x302 = collective_overhead_s * x294 + x125 * x292 * x295 * x298 * x299 + x206 * x296 * x299 * x301 + x292 * x293 + x296 * x297
+    del x292, x295, x296, x299
+    tp_comm_mb = -tp_overlap * numpy.minimum(compute_mb, x289 * x291 * x302 * x33) + x289 * x291 * x302 * x33
+    del x291, x302
+    x303 = 3 * cp - 3
+    x304 = 1 - cp_intra
+    x305 = scale_up_bandwidth_bytes_per_s * scale_up_bus_efficiency
+    x306 = scale_out_bandwidth_bytes_per_s * scale_out_bus_efficiency
+    x307 = bytes_per_element * x130 * x281 / (cp_intra * x305 + x304 * x306) + cp_intra * intra_latency_s + inter_latency_s * x304
+    del x130, x281, x304
+    cp_comm_mb = -cp_overlap * numpy.minimum(x283 * x289, x289 * x303 * x307 * x51) + x289 * x303 * x307 * x51
+    del x283, x303, x307, x51
+    x308 = x61 * numpy.minimum(etp, tp_intra_ranks)
+    del x61
+    x309 = 1 - x308
+    x310 = 4 * etp - 4
+    x311 = numpy.maximum(1, ep * etp / scale_up_domain_gpus)
+    x312 = x311 ** (-1.0)
+    x313 = ep * x312 - 1
+    x314 = x125 / a2a_efficiency_factor
+    del x125
+    x315 = bytes_per_element * x314
+    x316 = 1 - hierarchical_dispatch
+    x317 = x224 + x225
+    del x224, x225
+    x318 = experts_per_token * x317
+    x319 = x318 * (hierarchical_dispatch * (-x311 * x60 + 1) + x313 * x316 * x60) / (deepep_dispatch * deepep_scale_up_bytes_per_s + x305 * (1 - deepep_dispatch))
+    del x60
+    x320 = 1 - x312
+    del x312
+    x321 = x301 * x317 * x320 * (experts_per_token * x316 + hierarchical_dispatch * numpy.minimum(numpy.minimum(experts_per_token, routed_node_limit), x311 * (1 - x320 ** experts_per_token)))
+    del x316, x320
+    x322 = x314 * (bytes_per_element * (1 - fp8_dispatch) + fp8_dispatch * linear_input_bytes)
+    del x314
+    x323 = moe_share * x289
+    del x289
+    x324 = x323 * (sequence_parallel * (bytes_per_element * experts_per_token * x206 * x310 / (x305 * x308 + x306 * x309) + x310 * (inter_latency_s * x309 + intra_latency_s * x308)) + (x279 + 2) * (x293 * x313 + x297 * (x311 - 1) + numpy.maximum(x315 * x319, x315 * x321) + numpy.maximum(x319 * x322, x321 * x322)))
+    del x206, x308, x309, x310, x311, x313, x315, x319, x321, x322
+    x325 = ep_overlap * numpy.minimum(x324, 3 * t_layer_fwd * x323)
+    del x323
+    ep_comm_mb = comm_sm_fraction * x325 / (1 - comm_sm_fraction) + x324 - x325
+    del x324, x325
+    x326 = 1 - dualpipe
+    x327 = pp - 1
+    x328 = numpy.minimum(1, x327)
+    x329 = microbatches * vp
+    x330 = 1 - pp_intra
+    x331 = 1.0 * bytes_per_element
+    x332 = tokens_mb * x204
+    pp_comm_s = x326 * x328 * (2 * pp + 2 * x329 - 2) * (inter_latency_s * x330 + intra_latency_s * pp_intra + x331 * x332 / (pp_intra * x305 + x306 * x330))
+    del x305, x306, x330
+    x333 = 1 - dp_overlap
+    x334 = numpy.minimum(1, grad_shards - 1)
+    x335 = replica_intra_ranks - 1
+    x336 = replica_intra_ranks ** (-1.0)
+    x337 = shard_ranks ** (-1.0)
+    x338 = x336 * x337
+    x339 = numpy.maximum(1, dp * x338)
+    x340 = x339 - 1
+    x341 = x293 * x335
+    x342 = x297 * x340 + x341
+    x343 = (1 - zero3) * numpy.minimum(1, dp_bucket_min_params)
+    x344 = stage_trainable_expert_params + stage_trainable_params
+    x345 = x343 * numpy.maximum(1.0, x344 / numpy.maximum(numpy.maximum(1.0, dp_bucket_min_params), cp * dp * dp_bucket_params_per_dp_rank)) + (1 - x343) * numpy.maximum(1, stage_layers)
+    del x343
+    x346 = x345 - 1
+    x347 = expert_shard_ranks ** (-1.0)
+    x348 = x336 * x347
+    del x336
+    x349 = numpy.maximum(1, expert_dp_ranks * x348)
+    x350 = x349 - 1
+    x351 = x297 * x350 + x341
+    del x341
+    x352 = 2.0 * grad_comm_bytes_per_param
+    x353 = stage_trainable_expert_params * x352
+    x354 = x298 * x353
+    x355 = x301 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
     del x301
-    x314 = numpy.maximum(1, expert_dp_ranks * x313)
-    x315 = x314 - 1
-    x316 = x262 * x315 + x306
-    del x306
-    x317 = 2.0 * grad_comm_bytes_per_param
-    x318 = stage_trainable_expert_params * x317
-    x319 = x263 * x318
-    x320 = x266 * ((oversubscription - 1) * numpy.minimum(1, numpy.maximum(0, gpus / pp - pod_gpus)) + 1)
-    del x266
-    x321 = x318 * x320
-    x322 = stage_trainable_params * x317
-    del x317
-    x323 = x263 * x322
-    x324 = x320 * x322
-    x325 = dp_collectives_flat - 1
-    x326 = -x325
-    x327 = x326 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
-    x328 = x325 + x327
-    x329 = (dp_collectives_flat + x327) ** (-1.0)
-    del x327
-    x330 = expert_dp_ranks * x329 - 1
-    x331 = x258 * x328 + x262 * x330
-    x332 = x326 * numpy.minimum(dp, dp_intra_ranks)
-    x333 = (dp_collectives_flat + x332) ** (-1.0)
-    x334 = dp * x333 - 1
-    x335 = x325 + x332
-    del x332
-    x336 = x258 * x335 + x262 * x334
-    del x258, x262
-    x337 = x299 * (x300 * x303 * x323 + x303 * x305 * x324 / x304 + x307 * x311 + x307 + x4 * (x300 * x313 * x319 + x311 * x316 + x313 * x315 * x321 / x314 + x316)) + (1 - x299) * (x2 * x324 * x334 + x311 * (x331 * x4 + x336) + x323 * x333 * x335 + x336 + x4 * (x319 * x328 * x329 + x331 + x321 * x330 / expert_dp_ranks))
-    del x2, x300, x303, x304, x305, x307, x313, x314, x315, x316, x319, x321, x323, x324, x328, x329, x330, x331, x333, x334, x335, x336
-    x338 = fsdp_keeps_gathered_under_pp * x293 * zero3
-    del x293
-    x339 = microbatches * (1 - x338)
-    x340 = x326 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
-    x341 = x325 + x340
-    x342 = intra_latency_s * x341
-    x343 = (dp_collectives_flat + x340) ** (-1.0)
-    del x340
-    x344 = expert_shard_ranks * x343 - 1
-    x345 = inter_latency_s * x344
-    x346 = 2 * x342 + 2 * x345
-    x347 = x326 * numpy.minimum(dp_intra_ranks, shard_ranks)
-    del x326
-    x348 = (dp_collectives_flat + x347) ** (-1.0)
-    x349 = shard_ranks * x348 - 1
-    x350 = inter_latency_s * x349
-    x351 = x325 + x347
-    del x325, x347
-    x352 = intra_latency_s * x351
-    x353 = 2 * x350 + 2 * x352
-    x354 = x263 * x341 * x343
-    del x341, x343
-    x355 = x312 * x320 * x344
-    del x312, x344
-    x356 = x263 * x348 * x351
-    del x263, x348, x351
-    x357 = x302 * x320 * x349
-    del x302, x320, x349
-    x358 = x342 + x345
-    del x342, x345
-    x359 = x350 + x352
-    del x350, x352
-    x360 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x66)
-    x361 = base_weight_bytes_per_param * x228 + bytes_per_element * stage_embedding_params
-    del stage_embedding_params, x228
-    x362 = 1.0 * frozen_base * x361 + x296 * (stage_adapter_params + stage_params * x66) - x360
-    del stage_adapter_params, stage_params, x296, x66
-    x363 = x311 * (x358 * x4 + x359) + x356 * x362 + x357 * x362 + x359 + x4 * (x354 * x360 + x355 * x360 + x358)
-    del x358, x359, x360, x362
-    x364 = 1 / 2 * x299 * (x338 + x339) * (x311 * (x346 * x4 + x353) + x322 * x356 + x322 * x357 + x353 + x4 * (x318 * x354 + x318 * x355 + x346)) + zero3 * (x338 * x363 + 2 * x339 * x363)
-    del x299, x318, x322, x339, x346, x353, x354, x355, x356, x357, x363
-    x365 = x310 ** (-1.0)
-    del x310
-    x366 = x311 * x365
-    del x311
-    dp_comm_s = dp_overlap * numpy.minimum(x337, numpy.maximum(x337 * x365, -2 * stage_layers * t_layer_fwd * x366 + x337)) + dp_overlap * numpy.minimum(x364, numpy.maximum(x364 * x365, -compute_s * x366 + x364)) + x298 * x337 + x298 * x364
-    del t_layer_fwd, x298, x337, x364, x365, x366
-    x367 = dispatch_host_sync * x188
-    x368 = 2.0 * x188 * x4 * numpy.maximum(0, cuda_graphs - 1)
-    del x188, x4
-    x369 = numpy.maximum(0, cuda_graphs - x368 - 1)
-    x370 = stage_layers * (1 - x369)
-    x371 = host_launch_factor * moe_share * x370 * (expert_overhead_s * x67 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
-    del x67
-    x372 = x367 * x371
-    x373 = compute_mb + tp_comm_mb
-    x374 = microbatches ** (-1.0)
-    x375 = x373 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x369 * x374 + x370 * (graph_launch_s * x229 * (-x369 + numpy.minimum(1, cuda_graphs - x368)) + layer_overhead_s * (full_recompute + 3))) + x371 * (1 - x367)) / x373) ** host_overlap_exponent) / host_overlap_exponent)
-    del x229, x367, x368, x369, x370, x371
-    x376 = x372 + x375
-    launch_s = microbatches * x376
+    x356 = x353 * x355
+    x357 = stage_trainable_params * x352
+    del x352
+    x358 = x298 * x357
+    x359 = x355 * x357
+    x360 = dp_collectives_flat - 1
+    x361 = -x360
+    x362 = x361 * numpy.minimum(expert_dp_intra_ranks, expert_dp_ranks)
+    x363 = x360 + x362
+    x364 = (dp_collectives_flat + x362) ** (-1.0)
+    del x362
+    x365 = expert_dp_ranks * x364 - 1
+    x366 = x293 * x363 + x297 * x365
+    x367 = x361 * numpy.minimum(dp, dp_intra_ranks)
+    x368 = (dp_collectives_flat + x367) ** (-1.0)
+    x369 = dp * x368 - 1
+    x370 = x360 + x367
+    del x367
+    x371 = x293 * x370 + x297 * x369
+    del x293, x297
+    x372 = x334 * (x11 * (x335 * x348 * x354 + x346 * x351 + x348 * x350 * x356 / x349 + x351) + x335 * x338 * x358 + x338 * x340 * x359 / x339 + x342 * x346 + x342) + (1 - x334) * (x11 * (x354 * x363 * x364 + x366 + x356 * x365 / expert_dp_ranks) + x2 * x359 * x369 + x346 * (x11 * x366 + x371) + x358 * x368 * x370 + x371)
+    del x2, x335, x338, x339, x340, x342, x348, x349, x350, x351, x354, x356, x358, x359, x363, x364, x365, x366, x368, x369, x370, x371
+    x373 = fsdp_keeps_gathered_under_pp * x328 * zero3
+    del x328
+    x374 = microbatches * (1 - x373)
+    x375 = x361 * numpy.minimum(expert_dp_intra_ranks, expert_shard_ranks)
+    x376 = x360 + x375
+    x377 = intra_latency_s * x376
+    x378 = (dp_collectives_flat + x375) ** (-1.0)
+    del x375
+    x379 = expert_shard_ranks * x378 - 1
+    x380 = inter_latency_s * x379
+    x381 = 2 * x377 + 2 * x380
+    x382 = x361 * numpy.minimum(dp_intra_ranks, shard_ranks)
+    del x361
+    x383 = (dp_collectives_flat + x382) ** (-1.0)
+    x384 = shard_ranks * x383 - 1
+    x385 = inter_latency_s * x384
+    x386 = x360 + x382
+    del x360, x382
+    x387 = intra_latency_s * x386
+    x388 = 2 * x385 + 2 * x387
+    x389 = x298 * x376 * x378
+    del x376, x378
+    x390 = x347 * x355 * x379
+    del x347, x379
+    x391 = x298 * x383 * x386
+    del x298, x383, x386
+    x392 = x337 * x355 * x384
+    del x337, x355, x384
+    x393 = x377 + x380
+    del x377, x380
+    x394 = x385 + x387
+    del x385, x387
+    x395 = 1.0 * stage_expert_params * (base_weight_bytes_per_param * frozen_base + bytes_per_element * x81)
+    x396 = base_weight_bytes_per_param * x262 + bytes_per_element * stage_embedding_params
+    del stage_embedding_params, x262
+    x397 = 1.0 * frozen_base * x396 + x331 * (stage_adapter_params + stage_params * x81) - x395
+    del stage_adapter_params, stage_params, x331, x81
+    x398 = x11 * (x389 * x395 + x390 * x395 + x393) + x346 * (x11 * x393 + x394) + x391 * x397 + x392 * x397 + x394
+    del x393, x394, x395, x397
+    x399 = 1 / 2 * x334 * (x373 + x374) * (x11 * (x353 * x389 + x353 * x390 + x381) + x346 * (x11 * x381 + x388) + x357 * x391 + x357 * x392 + x388) + zero3 * (x373 * x398 + 2 * x374 * x398)
+    del x334, x353, x357, x374, x381, x388, x389, x390, x391, x392, x398
+    x400 = x345 ** (-1.0)
+    del x345
+    x401 = x346 * x400
+    del x346
+    dp_comm_s = dp_overlap * numpy.minimum(x372, numpy.maximum(x372 * x400, -2 * stage_layers * t_layer_fwd * x401 + x372)) + dp_overlap * numpy.minimum(x399, numpy.maximum(x399 * x400, -compute_s * x401 + x399)) + x333 * x372 + x333 * x399
+    del t_layer_fwd, x333, x372, x399, x400, x401
+    x402 = dispatch_host_sync * x221
+    x403 = 2.0 * x11 * x221 * numpy.maximum(0, cuda_graphs - 1)
+    del x11, x221
+    x404 = numpy.maximum(0, cuda_graphs - x403 - 1)
+    x405 = stage_layers * (1 - x404)
+    x406 = host_launch_factor * moe_share * x405 * (expert_overhead_s * x82 + moe_layer_overhead_s) * (numpy.maximum(full_recompute, recompute_moe) + 3)
+    del x82
+    x407 = x402 * x406
+    x408 = compute_mb + tp_comm_mb
+    x409 = microbatches ** (-1.0)
+    x410 = x408 * numpy.expm1(numpy.log1p(((host_launch_factor * (graph_launch_s * x404 * x409 + x33 * x405 * (graph_launch_s * x263 * (-x404 + numpy.minimum(1, cuda_graphs - x403)) + layer_overhead_s * (full_recompute + 3))) + x406 * (1 - x402)) / x408) ** host_overlap_exponent) / host_overlap_exponent)
+    del x263, x402, x403, x404, x405, x406
+    x411 = x407 + x410
+    launch_s = microbatches * x411
     tp_comm_s = microbatches * tp_comm_mb
     cp_comm_s = cp_comm_mb * microbatches
     ep_comm_s = ep_comm_mb * microbatches
-    x377 = cp_comm_mb + ep_comm_mb + x373 + x376
-    del x373, x376
-    x378 = vp ** (-1.0)
-    x379 = x377 / compute_mb
-    x380 = dualpipe * x374 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x379 + 2 * tp_comm_mb - 3 * weight_grad_mb * x379 + 2 * x372 + 2 * x375) / x377 + x291 * x292 * x374 * x378
-    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x372, x374, x375, x379
-    bubble_s = microbatches * x377 * x380
-    del x377
-    x381 = stage_trainable_expert_params / expert_optimizer_shards
-    x382 = stage_trainable_params / optimizer_shards
-    optimizer_s = x103 * (x381 + x382) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
-    del x103
-    x383 = microbatches * stage_extra_layers * (compute_mb - x254) * (x380 + 1) / stage_layers
-    del compute_mb, x254, x380
-    x384 = dp_comm_s + pp_comm_s
-    x385 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x384
-    x386 = gpus + 0.474798
-    x387 = gpus ** (-1.0)
-    x388 = x386 ** (-0.282765)
-    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x385 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x385 * numpy.maximum(0, -x189 * erfinv(1.71458910109456 * x387 * x388 * (0.0686881539789491 * x388 + 0.112063) - 1 + 1.16023 / x386)) + x383 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x383 + x385)
-    del x383, x386, x388
-    step_time_s = straggler_s + x385
-    del x385
-    x389 = step_time_s ** (-1.0)
-    tokens_per_s = global_batch * seq_len * token_efficiency * x389
-    x390 = tokens_per_s * x387
-    x391 = model_flops_per_token * x390
-    tflops_per_gpu = 1e-12 * x391
-    mfu = x106 * x391
-    del x391
-    hfu = hardware_flops_per_token * x106 * x390
-    del hardware_flops_per_token, x106, x390
-    x392 = bytes_per_element * x309 * x338
-    del x309, x338
-    x393 = expert_weight_shards ** (-1.0)
-    x394 = base_weight_bytes_per_param * stage_expert_params
-    x395 = weight_shards ** (-1.0)
-    x396 = frozen_base * (x393 * x394 + x395 * (x361 - x394)) + reference_model * (bytes_per_element * stage_expert_params * x393 + bytes_per_element * x395 * (-stage_expert_params - x227)) + stage_trainable_expert_params * weight_bytes_per_param * x393 + stage_trainable_params * weight_bytes_per_param * x395
-    del stage_expert_params, x227, x361, x393, x394, x395
-    weights_bytes = x392 + x396
-    x397 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
+    x412 = cp_comm_mb + ep_comm_mb + x408 + x411
+    del x408, x411
+    x413 = vp ** (-1.0)
+    x414 = x412 / compute_mb
+    x415 = dualpipe * x409 * numpy.maximum(0, 1 / 2 * pp - 1) * numpy.maximum(0, 2 * compute_mb + 2 * cp_comm_mb + 2 * ep_comm_mb - forward_mb * x414 + 2 * tp_comm_mb - 3 * weight_grad_mb * x414 + 2 * x407 + 2 * x410) / x412 + x326 * x327 * x409 * x413
+    del cp_comm_mb, ep_comm_mb, forward_mb, tp_comm_mb, weight_grad_mb, x407, x409, x410, x414
+    bubble_s = microbatches * x412 * x415
+    del x412
+    x416 = stage_trainable_expert_params / expert_optimizer_shards
+    x417 = stage_trainable_params / optimizer_shards
+    optimizer_s = x127 * (x416 + x417) * (grad_bytes_per_param + 2 * optimizer_bytes_per_param + weight_bytes_per_param)
+    del x127
+    x418 = microbatches * stage_extra_layers * (compute_mb - x288) * (x415 + 1) / stage_layers
+    del compute_mb, x288, x415
+    x419 = dp_comm_s + pp_comm_s
+    x420 = bubble_s + compute_s + cp_comm_s + ep_comm_s + launch_s + optimizer_s + tp_comm_s + x419
+    x421 = gpus + 0.474798
+    x422 = gpus ** (-1.0)
+    x423 = x421 ** (-0.282765)
+    straggler_s = gc_duration_s * gc_planned / gc_planned_steps - gc_duration_s * (1 - gc_planned) * numpy.expm1(-gpus * x420 / gc_interval_s) + pause_duration_s * (1 - (1 - pause_probability) ** gpus) + step_time_cv * x420 * numpy.maximum(0, -x222 * erfinv(1.71458910109456 * x422 * x423 * (0.0686881539789491 * x423 + 0.112063) - 1 + 1.16023 / x421)) + x418 + (1 - (1 - slow_node_fraction) ** nodes) * (slow_node_slowdown - 1) * (x418 + x420)
+    del x418, x421, x423
+    step_time_s = straggler_s + x420
+    del x420
+    x424 = step_time_s ** (-1.0)
+    tokens_per_s = global_batch * seq_len * token_efficiency * x424
+    x425 = tokens_per_s * x422
+    x426 = model_flops_per_token * x425
+    tflops_per_gpu = 1e-12 * x426
+    mfu = x131 * x426
+    del x426
+    hfu = hardware_flops_per_token * x131 * x425
+    del hardware_flops_per_token, x131, x425
+    x427 = bytes_per_element * x344 * x373
+    del x344, x373
+    x428 = expert_weight_shards ** (-1.0)
+    x429 = base_weight_bytes_per_param * stage_expert_params
+    x430 = weight_shards ** (-1.0)
+    x431 = frozen_base * (x428 * x429 + x430 * (x396 - x429)) + reference_model * (bytes_per_element * stage_expert_params * x428 + bytes_per_element * x430 * (-stage_expert_params - x261)) + stage_trainable_expert_params * weight_bytes_per_param * x428 + stage_trainable_params * weight_bytes_per_param * x430
+    del stage_expert_params, x261, x396, x428, x429, x430
+    weights_bytes = x427 + x431
+    x432 = grad_bytes_per_param * stage_trainable_params / grad_shards + grad_bytes_per_param * stage_trainable_expert_params / expert_grad_shards
     del stage_trainable_expert_params, stage_trainable_params
-    grads_bytes = x392 + x397
-    optimizer_state_bytes = optimizer_bytes_per_param * x381 + optimizer_bytes_per_param * x382
-    del x381, x382
-    x398 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
-    x399 = bytes_per_element * tokens_mb
-    x400 = hidden * x282
-    x401 = 2 * tokens_mb
-    x402 = tokens_mb * x400
-    x403 = 4 * x402
-    x404 = recompute_mlp * x93
-    x405 = 2 * mlp_matrices
-    x406 = tokens_mb * x405
-    x407 = x180 * x406
-    x408 = heads + kv_heads
-    x409 = kv_heads / heads
-    x410 = 1 - recompute_norms
-    x411 = x180 * x50 * (1 - x404)
-    del x180
-    x412 = tokens_mb * x204
-    del x204
-    x413 = tokens_mb * x283
-    del x283
-    x414 = linear_input_bytes + x405 - 2
-    del x405
-    x415 = x412 * x414 + x413 * (etp * hidden * linear_input_bytes + x414 * x46)
-    del x414
-    x416 = tokens_mb * x24
-    x417 = micro_batch * x173 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x128) / cp ** 2
-    del x128, x173
-    x418 = linear_input_bytes * x402 * x410
-    del x402
-    x419 = lora_rank * x399 * (lora_down + lora_k + lora_o + lora_q + lora_v + x58) + x401 * x95 * (hidden * x57 + x191 * x24 * x259 + x400 + x52 * (x12 + x15 + x94)) + (1 - x95) * (-frozen_base * (linear_input_bytes * tokens_mb * x411 * (1 - lora_down) + x418 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x418 * (1 - numpy.minimum(1, x58))) - heads * recompute_mla_up_proj * x11 * x401 * x52 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x282 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x52 * (linear_key_heads * x113 + 68.0 * linear_value_heads + 5 * x25) - x52 * (x18 * x401 * x408 + x417)) + 2 * micro_batch * seq_len * x0 * x52 * (x18 * x408 - x24 * (x409 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x17) - moe_share * x244 * x415 + moe_share * (-x407 + x415) - moe_share * (x412 + x413 * x46) * (linear_input_bytes * x245 + x201 * (2 - x210)) - recompute_norms * x403 - x404 * x407 * x50 + x52 * (ffn * x406 + hidden * tokens_mb * (4 * x409 + 2) + x416 + x417) - (1 - 1 / 2 * linear_input_bytes) * (x401 * x411 + x403 * x410))
-    del moe_share, x0, x11, x113, x12, x15, x17, x18, x191, x201, x210, x24, x244, x245, x25, x259, x282, x3, x400, x401, x403, x404, x406, x407, x408, x409, x410, x411, x412, x413, x415, x417, x418, x46, x50, x57, x58, x94, x95
-    x420 = x203 * x416
-    del x203, x416
-    x421 = offloaded_activation_vectors * x420
-    x422 = full_recompute * x420 + x93 * (x398 * numpy.maximum(x420, x421) + x419 * (1 - x398))
-    del x420, x93
-    x423 = loss_logit_chunks ** (-1.0)
-    x424 = loss_extra_bytes_per_logit * tokens_mb * x205 * x423 + 4 * x297 * (vocab * x100 * x423 + 1)
-    del tokens_mb, x100, x205, x297, x423
-    x425 = stage_layers * x378 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x291 * numpy.minimum(x294, pp * vp + x292 * numpy.minimum(1, vp - 1)))
-    del microbatches, x291, x292, x294, x378
-    activation_bytes = linear_value_heads * x114 * x399 * x52 * numpy.minimum(1, linear_attention_layers) + x419 * (full_recompute + x398) + x42 * (x422 + x424) + x422 * x425 + x424 - numpy.where(numpy.greater(x425, 2), x425 - 2, 0.0) * numpy.minimum(x421, x422)
-    del x114, x398, x399, x419, x42, x421, x422, x424, x425, x52
-    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x392 + x396 + x397
-    del x392, x396, x397
-    x426 = nodes / (rack_mtbf_s * rack_nodes)
-    x427 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
-    x428 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
-    x429 = x426 + x427 + x428
-    system_mtbf_s = x429 ** (-1.0)
-    x430 = node_repair_s * x426
-    x431 = numpy.exp(-x430)
-    x432 = node_repair_s * x427
-    x433 = -spare_nodes
-    x434 = rack_nodes + x433
-    x435 = x430 * x431
-    del x430
-    x436 = 2 * rack_nodes + x433
-    x437 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x431 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
-    x438 = 3 * rack_nodes + x433
-    x439 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x431 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
-    x440 = 4 * rack_nodes + x433
-    x441 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x431 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
-    x442 = 5 * rack_nodes + x433
-    x443 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x431 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
-    x444 = 6 * rack_nodes + x433
-    x445 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x431 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
-    x446 = 7 * rack_nodes + x433
-    x447 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x431 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
-    x448 = 8 * rack_nodes + x433
-    x449 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x431 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
-    x450 = 9 * rack_nodes + x433
-    x451 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x431 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
-    x452 = 10 * rack_nodes + x433
-    x453 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x431 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
-    x454 = 11 * rack_nodes + x433
-    x455 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x431 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
-    swap_fraction = system_mtbf_s * (x426 * (x431 * poisson_cdf(-x434, x432) + x435 * poisson_cdf(-x436, x432) + x437 * poisson_cdf(-x438, x432) + x439 * poisson_cdf(-x440, x432) + x441 * poisson_cdf(-x442, x432) + x443 * poisson_cdf(-x444, x432) + x445 * poisson_cdf(-x446, x432) + x447 * poisson_cdf(-x448, x432) + x449 * poisson_cdf(-x450, x432) + x451 * poisson_cdf(-x452, x432) + x453 * poisson_cdf(-x454, x432) + x455 * poisson_cdf(-12 * rack_nodes - x433, x432)) + x427 * (x431 * poisson_cdf(spare_nodes - 1, x432) + x435 * poisson_cdf(-x434 - 1, x432) + x437 * poisson_cdf(-x436 - 1, x432) + x439 * poisson_cdf(-x438 - 1, x432) + x441 * poisson_cdf(-x440 - 1, x432) + x443 * poisson_cdf(-x442 - 1, x432) + x445 * poisson_cdf(-x444 - 1, x432) + x447 * poisson_cdf(-x446 - 1, x432) + x449 * poisson_cdf(-x448 - 1, x432) + x451 * poisson_cdf(-x450 - 1, x432) + x453 * poisson_cdf(-x452 - 1, x432) + x455 * poisson_cdf(-x454 - 1, x432)) + x428)
-    del x426, x427, x428, x431, x432, x433, x434, x435, x436, x437, x438, x439, x440, x441, x442, x443, x444, x445, x446, x447, x448, x449, x450, x451, x452, x453, x454, x455
-    x456 = numpy.maximum(requeue_restart_s, restart_overhead_s)
-    x457 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x429 * (x456 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
-    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x429 * (-manual_restart_s + x456 - x457))) + x456 - x457
-    del x429, x456, x457
+    grads_bytes = x427 + x432
+    optimizer_state_bytes = optimizer_bytes_per_param * x416 + optimizer_bytes_per_param * x417
+    del x416, x417
+    x433 = remat_keeps_named_only * selective_option * numpy.minimum(1, offloaded_activation_vectors)
+    x434 = bytes_per_element * tokens_mb
+    x435 = hidden * x317
+    x436 = 2 * tokens_mb
+    x437 = tokens_mb * x104
+    x438 = x213 * x437
+    x439 = recompute_mlp * x121
+    x440 = tokens_mb * x435
+    x441 = 4 * x440
+    x442 = heads + kv_heads
+    x443 = kv_heads / heads
+    x444 = x33 * x441
+    x445 = tokens_mb * x238
+    del x238
+    x446 = tokens_mb * x318
+    del x318
+    x447 = linear_input_bytes + x104 - 2
+    del x104
+    x448 = x445 * x447 + x446 * (etp * hidden * linear_input_bytes + x447 * x62)
+    del x447
+    x449 = dense_share * x213 * (1 - x439)
+    del x213
+    x450 = 1 - recompute_norms
+    x451 = micro_batch * x203 * (dropout_masks + 4) * numpy.maximum(attention_scores_stored, x158) / cp ** 2
+    del x158, x203
+    x452 = x67 * (x25 * x436 * x442 + x451)
+    x453 = tokens_mb * x34
+    x454 = linear_input_bytes * x33 * x440 * x450
+    del x33, x440
+    x455 = lora_rank * x434 * (lora_down + lora_k + lora_o + lora_q + lora_v + x73) + x123 * x436 * (hidden * x72 + 2 * sequence_parallel * x204 * x294 + x435 + x67 * (x122 + x19 + x22)) + (1 - x123) * (-dense_share * x438 * x439 - frozen_base * (linear_input_bytes * tokens_mb * x449 * (1 - lora_down) + x454 * (1 - numpy.maximum(numpy.maximum(lora_k, lora_q), lora_v)) + x454 * (1 - numpy.minimum(1, x73))) - heads * recompute_mla_up_proj * x18 * x436 * x67 * (2 * head_dim + v_head_dim) + hidden * micro_batch * seq_len * x0 * x317 * (2 * dropout_masks + 8) + linear_attention_layers * x3 * (2 * micro_batch * seq_len * x0 * x67 * (linear_key_heads * x143 + 68.0 * linear_value_heads + 5 * x35) - x452) + 2 * mamba_layers * micro_batch * seq_len * x0 * x3 * x67 * (5 * x42 + x44) + 2 * micro_batch * seq_len * x0 * x67 * (x25 * x442 - x34 * (x443 + 1)) + 2 * micro_batch * seq_len * x0 * (q_lora_rank + x24) - mlp_free_layers * x3 * x438 - moe_share * x279 * x448 + moe_share * (-x438 + x448) - moe_share * (x445 + x446 * x62) * (linear_input_bytes * x280 + x234 * (2 - x244)) - recompute_norms * x444 - x32 * x441 - x452 * x48 + x67 * (ffn * x437 + hidden * tokens_mb * (4 * x443 + 2) + x451 + x453) - (1 - 1 / 2 * linear_input_bytes) * (x436 * x449 + x444 * x450))
+    del dense_share, moe_share, x0, x122, x123, x143, x18, x19, x204, x22, x234, x24, x244, x25, x279, x280, x294, x3, x317, x32, x34, x35, x42, x435, x436, x437, x438, x439, x44, x441, x442, x443, x444, x445, x446, x448, x449, x450, x451, x452, x454, x48, x62, x72, x73
+    x456 = x236 * x453
+    del x236, x453
+    x457 = offloaded_activation_vectors * x456
+    x458 = tokens_mb * x237 * x290 + x121 * (x433 * numpy.maximum(x456, x457) + x455 * (1 - x433))
+    del x121, x237, x290, x456
+    x459 = loss_logit_chunks ** (-1.0)
+    x460 = loss_extra_bytes_per_logit * tokens_mb * x239 * x459 + 4 * x332 * (vocab * x135 * x459 + 1)
+    del x135, x239, x332, x459
+    x461 = stage_layers * x413 * (dualpipe * numpy.minimum(microbatches, pp + 1) + x326 * numpy.minimum(x329, pp * vp + x327 * numpy.minimum(1, vp - 1)))
+    del microbatches, x326, x327, x329, x413
+    activation_bytes = linear_value_heads * x144 * x434 * x67 * numpy.minimum(1, linear_attention_layers) + 0.03125 * mamba_state_dim * tokens_mb * x208 * numpy.minimum(1, mamba_layers) + x455 * (full_recompute + x433) + x458 * x461 + x460 + x58 * (x458 + x460) - numpy.where(numpy.greater(x461, 2), x461 - 2, 0.0) * numpy.minimum(x457, x458)
+    del tokens_mb, x144, x208, x433, x434, x455, x457, x458, x460, x461, x58, x67
+    memory_per_gpu_bytes = activation_bytes + memory_reserve_bytes + optimizer_state_bytes + 2 * x427 + x431 + x432
+    del x427, x431, x432
+    x462 = nodes / (rack_mtbf_s * rack_nodes)
+    x463 = nodes / node_mtbf_s + nodes / network_mtbf_s + gpus / gpu_mtbf_s
+    x464 = software_mtbf_s ** (-1.0) + numpy.maximum(0, nodes - 1) ** software_node_exponent / software_internode_mtbf_s
+    x465 = x462 + x463 + x464
+    system_mtbf_s = x465 ** (-1.0)
+    x466 = node_repair_s * x462
+    x467 = numpy.exp(-x466)
+    x468 = node_repair_s * x463
+    x469 = -spare_nodes
+    x470 = rack_nodes + x469
+    x471 = x466 * x467
+    del x466
+    x472 = 2 * rack_nodes + x469
+    x473 = 1 / 2 * node_repair_s ** 2 * nodes ** 2 * x467 / (rack_mtbf_s ** 2 * rack_nodes ** 2)
+    x474 = 3 * rack_nodes + x469
+    x475 = 1 / 6 * node_repair_s ** 3 * nodes ** 3 * x467 / (rack_mtbf_s ** 3 * rack_nodes ** 3)
+    x476 = 4 * rack_nodes + x469
+    x477 = 1 / 24 * node_repair_s ** 4 * nodes ** 4 * x467 / (rack_mtbf_s ** 4 * rack_nodes ** 4)
+    x478 = 5 * rack_nodes + x469
+    x479 = 1 / 120 * node_repair_s ** 5 * nodes ** 5 * x467 / (rack_mtbf_s ** 5 * rack_nodes ** 5)
+    x480 = 6 * rack_nodes + x469
+    x481 = 1 / 720 * node_repair_s ** 6 * nodes ** 6 * x467 / (rack_mtbf_s ** 6 * rack_nodes ** 6)
+    x482 = 7 * rack_nodes + x469
+    x483 = 1 / 5040 * node_repair_s ** 7 * nodes ** 7 * x467 / (rack_mtbf_s ** 7 * rack_nodes ** 7)
+    x484 = 8 * rack_nodes + x469
+    x485 = 1 / 40320 * node_repair_s ** 8 * nodes ** 8 * x467 / (rack_mtbf_s ** 8 * rack_nodes ** 8)
+    x486 = 9 * rack_nodes + x469
+    x487 = 1 / 362880 * node_repair_s ** 9 * nodes ** 9 * x467 / (rack_mtbf_s ** 9 * rack_nodes ** 9)
+    x488 = 10 * rack_nodes + x469
+    x489 = 1 / 3628800 * node_repair_s ** 10 * nodes ** 10 * x467 / (rack_mtbf_s ** 10 * rack_nodes ** 10)
+    x490 = 11 * rack_nodes + x469
+    x491 = 1 / 39916800 * node_repair_s ** 11 * nodes ** 11 * x467 / (rack_mtbf_s ** 11 * rack_nodes ** 11)
+    swap_fraction = system_mtbf_s * (x462 * (x467 * poisson_cdf(-x470, x468) + x471 * poisson_cdf(-x472, x468) + x473 * poisson_cdf(-x474, x468) + x475 * poisson_cdf(-x476, x468) + x477 * poisson_cdf(-x478, x468) + x479 * poisson_cdf(-x480, x468) + x481 * poisson_cdf(-x482, x468) + x483 * poisson_cdf(-x484, x468) + x485 * poisson_cdf(-x486, x468) + x487 * poisson_cdf(-x488, x468) + x489 * poisson_cdf(-x490, x468) + x491 * poisson_cdf(-12 * rack_nodes - x469, x468)) + x463 * (x467 * poisson_cdf(spare_nodes - 1, x468) + x471 * poisson_cdf(-x470 - 1, x468) + x473 * poisson_cdf(-x472 - 1, x468) + x475 * poisson_cdf(-x474 - 1, x468) + x477 * poisson_cdf(-x476 - 1, x468) + x479 * poisson_cdf(-x478 - 1, x468) + x481 * poisson_cdf(-x480 - 1, x468) + x483 * poisson_cdf(-x482 - 1, x468) + x485 * poisson_cdf(-x484 - 1, x468) + x487 * poisson_cdf(-x486 - 1, x468) + x489 * poisson_cdf(-x488 - 1, x468) + x491 * poisson_cdf(-x490 - 1, x468)) + x464)
+    del x462, x463, x464, x467, x468, x469, x470, x471, x472, x473, x474, x475, x476, x477, x478, x479, x480, x481, x482, x483, x484, x485, x486, x487, x488, x489, x490, x491
+    x492 = numpy.maximum(requeue_restart_s, restart_overhead_s)
+    x493 = system_mtbf_s * numpy.log1p(numpy.where(numpy.greater_equal(requeue_restart_s, restart_overhead_s), swap_fraction, 1 - swap_fraction) * numpy.expm1(x465 * (x492 - numpy.minimum(requeue_restart_s, restart_overhead_s))))
+    failure_restart_s = failure_detection_s - system_mtbf_s * numpy.log1p(manual_restart_fraction * numpy.expm1(x465 * (-manual_restart_s + x492 - x493))) + x492 - x493
+    del x465, x492, x493
     checkpoint_bytes = checkpoint_bytes_per_param * trainable_params
-    x458 = checkpoint_bytes * x387
-    x459 = x240 * x458
-    x460 = ckpt_async * x459
-    x461 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
-    x462 = ckpt_sync * x461
-    x463 = x265 * x458
-    del x265, x458
-    x464 = ckpt_in_memory * (x459 + x463)
-    del x459
-    x465 = grad_bytes_per_param / checkpoint_bytes_per_param
-    x466 = grad_bytes_per_param * trainable_params * x387
-    del x387
-    x467 = optimizer_s - step_time_s
-    x468 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x240 * x466 / (1 - (1 - numpy.minimum(1, x465)) ** gockpt_steps) + x467)
-    del x240
-    checkpoint_stall_s = x460 + x462 + x464 + x468
-    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x460 + 2 * x462 + 2 * x464 + 2 * x468))
-    x469 = ckpt_async * x461
-    x470 = system_mtbf_s ** (-1.0)
-    x471 = checkpoint_stall_s * x470
-    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x466 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x467))) / numpy.log(1 - numpy.minimum(0.999999999999, x465))))) - 1) + 1
-    del x465, x466, x467
-    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x461) + x469), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x460 + 1 / 2 * x462 + 1 / 2 * x464 + 1 / 2 * x468), -checkpoint_stall_s + young_interval_s * (1 / 6 * x189 * numpy.sqrt(x471) + 1 / 18 * x471 + 1), system_mtbf_s)))
-    del x189, x460, x462, x464, x468
-    commit_latency_s = ckpt_gockpt * (step_time_s + x461) + x469
-    del x461, x469
-    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x463 + failure_restart_s
-    del failure_restart_s, x463
-    x472 = seq_len / critical_batch_tokens
-    steps = tokens * x78 * (global_batch * x472 + 1) / (global_batch * token_efficiency * (reference_batch * x472 + 1))
-    del x472, x78
+    x494 = checkpoint_bytes * x422
+    x495 = x275 * x494
+    x496 = ckpt_async * x495
+    x497 = checkpoint_bytes / numpy.minimum(storage_write_cap_bytes_per_s, nodes * storage_write_bytes_per_s_per_node)
+    x498 = ckpt_sync * x497
+    x499 = x300 * x494
+    del x300, x494
+    x500 = ckpt_in_memory * (x495 + x499)
+    del x495
+    x501 = grad_bytes_per_param / checkpoint_bytes_per_param
+    x502 = grad_bytes_per_param * trainable_params * x422
+    del x422
+    x503 = optimizer_s - step_time_s
+    x504 = ckpt_gockpt * gockpt_steps * numpy.maximum(0, x275 * x502 / (1 - (1 - numpy.minimum(1, x501)) ** gockpt_steps) + x503)
+    del x275
+    checkpoint_stall_s = x496 + x498 + x500 + x504
+    young_interval_s = numpy.sqrt(system_mtbf_s * (2 * x496 + 2 * x498 + 2 * x500 + 2 * x504))
+    x505 = ckpt_async * x497
+    x506 = system_mtbf_s ** (-1.0)
+    x507 = checkpoint_stall_s * x506
+    checkpoint_steps = ckpt_gockpt * (numpy.minimum(gockpt_steps, numpy.maximum(1, numpy.ceil(numpy.log(1 - numpy.minimum(0.999999999999, x502 / numpy.maximum(1e-300, -host_copy_bytes_per_s_per_gpu * x503))) / numpy.log(1 - numpy.minimum(0.999999999999, x501))))) - 1) + 1
+    del x501, x502, x503
+    checkpoint_interval_s = numpy.maximum(numpy.maximum(step_time_s, checkpoint_stall_s + ckpt_gockpt * (checkpoint_steps * step_time_s + x497) + x505), numpy.where(numpy.greater(checkpoint_interval_fixed_s, 0), checkpoint_interval_fixed_s, numpy.where(numpy.greater(system_mtbf_s, 1 / 2 * x496 + 1 / 2 * x498 + 1 / 2 * x500 + 1 / 2 * x504), -checkpoint_stall_s + young_interval_s * (1 / 6 * x222 * numpy.sqrt(x507) + 1 / 18 * x507 + 1), system_mtbf_s)))
+    del x222, x496, x498, x500, x504
+    commit_latency_s = ckpt_gockpt * (step_time_s + x497) + x505
+    del x497, x505
+    restart_s = checkpoint_bytes * (1 - ckpt_in_memory) / numpy.minimum(storage_read_cap_bytes_per_s, nodes * storage_read_bytes_per_s_per_node) + ckpt_in_memory * x499 + failure_restart_s
+    del failure_restart_s, x499
+    x508 = seq_len / critical_batch_tokens
+    steps = tokens * x91 * (global_batch * x508 + 1) / (global_batch * token_efficiency * (reference_batch * x508 + 1))
+    del x508, x91
     solve_time_s = step_time_s * steps
-    x473 = numpy.exp(commit_latency_s * x470)
-    x474 = numpy.exp(x470 * (checkpoint_interval_s + checkpoint_stall_s))
-    x475 = solve_time_s * x473 / checkpoint_interval_s
-    failure_wall_s = system_mtbf_s * (x473 + x475 * (x474 - 1) - 1) * numpy.exp(restart_s * x470)
-    del x473
-    failure_stepping_s = system_mtbf_s * x475 * (x474 - numpy.exp(x471))
-    del x471, x474, x475
+    x509 = numpy.exp(commit_latency_s * x506)
+    x510 = numpy.exp(x506 * (checkpoint_interval_s + checkpoint_stall_s))
+    x511 = solve_time_s * x509 / checkpoint_interval_s
+    failure_wall_s = system_mtbf_s * (x509 + x511 * (x510 - 1) - 1) * numpy.exp(restart_s * x506)
+    del x509
+    failure_stepping_s = system_mtbf_s * x511 * (x510 - numpy.exp(x507))
+    del x507, x510, x511
     eval_time_s = eval_fraction * solve_time_s
     rollbacks = loss_spike_probability * steps
-    x476 = rollback_steps * step_time_s
-    rollback_time_s = rollbacks * (restart_s + x476)
-    x477 = eval_time_s + failure_wall_s + rollback_time_s
-    maintenance_time_s = maintenance_fraction * x477 / (1 - maintenance_fraction)
-    wall_time_s = maintenance_time_s + x477
-    del x477
-    expected_failures = failure_wall_s * x470
-    del x470
+    x512 = rollback_steps * step_time_s
+    rollback_time_s = rollbacks * (restart_s + x512)
+    x513 = eval_time_s + failure_wall_s + rollback_time_s
+    maintenance_time_s = maintenance_fraction * x513 / (1 - maintenance_fraction)
+    wall_time_s = maintenance_time_s + x513
+    del x513
+    expected_failures = failure_wall_s * x506
+    del x506
     ettr = solve_time_s / wall_time_s
     waste_fraction = 1 - ettr
-    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x476
+    stepping_s = eval_time_s + failure_stepping_s + rollbacks * x512
     del failure_stepping_s
-    x478 = -wall_time_s
-    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x389 * (cp_comm_s + ep_comm_s + tp_comm_s + x384) + compute_power_fraction * compute_s * x389)
-    del x384, x389
-    x479 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x478)
+    x514 = -wall_time_s
+    gpu_step_power_w = idle_power_w + (-idle_power_w + max_power_w) * (comm_power_fraction * x424 * (cp_comm_s + ep_comm_s + tp_comm_s + x419) + compute_power_fraction * compute_s * x424)
+    del x419, x424
+    x515 = gpu_step_power_w * stepping_s + idle_power_w * (-stepping_s - x514)
     del stepping_s
-    energy_gpu_j = gpus * x479
-    x480 = network_power_per_node_w + node_overhead_power_w
-    x481 = nodes * x480
+    energy_gpu_j = gpus * x515
+    x516 = network_power_per_node_w + node_overhead_power_w
+    x517 = nodes * x516
     del nodes
-    x482 = spare_nodes * (gpus_per_node * idle_power_w + x480) + x481
-    del x480
-    energy_it_j = energy_gpu_j + wall_time_s * x482
+    x518 = spare_nodes * (gpus_per_node * idle_power_w + x516) + x517
+    del x516
+    energy_it_j = energy_gpu_j + wall_time_s * x518
     energy_facility_j = energy_it_j * pue
-    x483 = eval_time_s + rollbacks * x476
-    del x476
-    x484 = pue * (gpu_step_power_w * gpus + x481)
-    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x481) * (-failure_wall_s - x478 - x483) - solve_time_s * x484 - x483 * x484
-    del failure_wall_s, x481, x483, x484
-    x485 = wall_time_s ** (-1.0)
-    gpu_power_w = x479 * x485
-    del x479
-    avg_power_w = energy_facility_j * x485
-    del x485
-    peak_power_w = pue * (gpus * max_power_w + x482)
-    del x482
-    x486 = gpus + gpus_per_node * spare_nodes
-    x487 = 0.000277777777777778 * x486
-    gpu_hours = wall_time_s * x487
-    cost_cloud_usd = price_usd_per_gpu_hour * x487 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x478), wall_time_s)
-    del x478, x487
-    x488 = lifetime_s ** (-1.0)
-    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x488 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x486)) / utilisation
+    x519 = eval_time_s + rollbacks * x512
+    del x512
+    x520 = pue * (gpu_step_power_w * gpus + x517)
+    energy_fault_tolerance_j = energy_it_j * pue - pue * (gpus * idle_power_w + x517) * (-failure_wall_s - x514 - x519) - solve_time_s * x520 - x519 * x520
+    del failure_wall_s, x517, x519, x520
+    x521 = wall_time_s ** (-1.0)
+    gpu_power_w = x515 * x521
+    del x515
+    avg_power_w = energy_facility_j * x521
+    del x521
+    peak_power_w = pue * (gpus * max_power_w + x518)
+    del x518
+    x522 = gpus + gpus_per_node * spare_nodes
+    x523 = 0.000277777777777778 * x522
+    gpu_hours = wall_time_s * x523
+    cost_cloud_usd = price_usd_per_gpu_hour * x523 * numpy.where(numpy.greater(commitment_term_s, 0), wall_time_s + (1 - commitment_reuse_fraction) * (commitment_term_s * numpy.ceil(wall_time_s / numpy.maximum(1.0, commitment_term_s)) + x514), wall_time_s)
+    del x514, x523
+    x524 = lifetime_s ** (-1.0)
+    cost_tco_usd = 2.77777777777778e-07 * electricity_usd_per_kwh * energy_facility_j + gpu_hours * (0.000114077116130504 * capex_usd_per_gpu * opex_fraction_per_year + 3600.0 * capex_usd_per_gpu * x524 * (1 - residual_value_fraction) + 1.36895350349425e-06 * facility_usd_per_kw_month * peak_power_w / (pue * x522)) / utilisation
     cost_usd = cost_cloud_usd * (1 - use_tco) + cost_tco_usd * use_tco
     co2e_operational_kg = 2.77777777777778e-10 * energy_facility_j * grid_intensity_g_per_kwh
-    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x486 * x488
-    del x486, x488
+    co2e_embodied_kg = embodied_kg_per_gpu * wall_time_s * x522 * x524
+    del x522, x524
     co2e_kg = co2e_embodied_kg + co2e_operational_kg
     cci_kg_per_flop = co2e_kg / (model_flops_per_token * tokens)
     tcdp_kg_s = co2e_kg * wall_time_s

@@ -60,6 +60,8 @@ def layout(x: dict, r: dict) -> dict:
         "microbatches": pipeline.microbatches_per_pipeline(x["global_batch"], x["dp"],
                                                            x["micro_batch"]),
         "moe_share": x["moe_layers"] / x["layers"],  # MoE layers spread evenly over stages
+        # layers with a dense MLP: neither MoE nor, in a hybrid model, MLP-free
+        "dense_share": (x["layers"] - x["moe_layers"] - x["mlp_free_layers"]) / x["layers"],
         "nodes": x["gpus"] / x["gpus_per_node"],
     }
 
@@ -78,6 +80,36 @@ def _linear_share(x: dict):
     return x["linear_attention_layers"] / x["layers"]
 
 
+def _mamba_share(x: dict):
+    """Share of the layers whose token mixer is a Mamba-2 SSD layer (0: none)."""
+    return x["mamba_layers"] / x["layers"]
+
+
+def _softmax_share(x: dict):
+    """Share of the layers whose token mixer is softmax attention (full or windowed): not
+    linear attention, not Mamba-2 and not a hybrid model's MLP-only block."""
+    return 1 - _linear_share(x) - _mamba_share(x) - x["mixer_free_layers"] / x["layers"]
+
+
+def _block_share(x: dict):
+    """The average layer's share of a transformer layer's two blocks (a norm, the TP
+    collectives around it): 1, less half a layer for each block of a hybrid model that
+    holds only a mixer or only an MLP (Megatron-Core's hybrid layers, one norm each)."""
+    return compute.hybrid_block_share(x["layers"], x["mixer_free_layers"],
+                                      x["mlp_free_layers"])
+
+
+def _mamba_params(x: dict):
+    """Weights of one Mamba-2 token mixer (a Mamba layer of a hybrid model)."""
+    return compute.mamba2_mixer_params(x["hidden"], x["mamba_heads"], x["mamba_head_dim"],
+                                       x["mamba_state_dim"], x["mamba_groups"])
+
+
+def _dense_mlp_layers(x: dict):
+    """Layers with a dense MLP: not MoE and, in a hybrid model, not mixer-only."""
+    return x["layers"] - x["moe_layers"] - x["mlp_free_layers"]
+
+
 def _linear_mixer_params(x: dict):
     """Weights of one Gated DeltaNet token mixer (a linear-attention layer's attention)."""
     return compute.gated_deltanet_params(x["hidden"], x["linear_key_heads"],
@@ -86,9 +118,10 @@ def _linear_mixer_params(x: dict):
 
 def _mixer_params(x: dict):
     """Weights of the average layer's token mixer: softmax attention, Gated DeltaNet on the
-    linear-attention share of the layers."""
-    share = _linear_share(x)
-    return (1 - share) * _attention_params(x) + share * _linear_mixer_params(x)
+    linear-attention share of the layers, Mamba-2 on the Mamba share, none on a hybrid
+    model's MLP-only layers."""
+    return _softmax_share(x) * _attention_params(x) \
+        + _linear_share(x) * _linear_mixer_params(x) + _mamba_share(x) * _mamba_params(x)
 
 
 def _mtp_on_fullest_stage(x: dict):
@@ -113,7 +146,7 @@ def param_counts(x: dict) -> dict:
     ``params``; their embedding and output head are shared).
     """
     h, layers, moe_layers = x["hidden"], x["layers"], x["moe_layers"]
-    layer_common = _mixer_params(x) + compute.norm_params(h)
+    layer_common = _mixer_params(x) + _block_share(x) * compute.norm_params(h)
     block_common = _attention_params(x) + compute.norm_params(h)  # an MTP module's block
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     counts = {}
@@ -122,7 +155,7 @@ def param_counts(x: dict) -> dict:
                                                 x["mlp_matrices"], x["experts"])
         mtp = x["mtp_layers"] * compute.mtp_module_params(
             block_common + _is_moe(x) * moe_mlp + (1 - _is_moe(x)) * dense_mlp, h)
-        counts[name] = (layers * layer_common + (layers - moe_layers) * dense_mlp
+        counts[name] = (layers * layer_common + _dense_mlp_layers(x) * dense_mlp
                         + moe_layers * moe_mlp
                         + compute.embedding_params(x["vocab"], h, x["embedding_matrices"])
                         + compute.final_norm_params(h)) + mtp
@@ -134,7 +167,7 @@ def param_counts(x: dict) -> dict:
 def parameters(x: dict, r: dict) -> dict:
     """Parameters of the model, those a token uses, and those of one rank's stage."""
     h = x["hidden"]
-    layer_common = _mixer_params(x) + compute.norm_params(h)
+    layer_common = _mixer_params(x) + _block_share(x) * compute.norm_params(h)
     block_common = _attention_params(x) + compute.norm_params(h)  # an MTP module's block
     dense_mlp = compute.mlp_params(h, x["ffn"], x["mlp_matrices"])
     moe_mlp = compute.moe_mlp_params(h, x["moe_ffn"], x["experts"], x["shared_experts"],
@@ -148,7 +181,7 @@ def parameters(x: dict, r: dict) -> dict:
     mtp = _mtp_on_fullest_stage(x) * compute.mtp_module_params(
         block_common + _is_moe(x) * moe_rank + (1 - _is_moe(x)) * dense_mlp, h)
     # the first stage, the fullest: its layers and the input embedding, split over TP
-    stage = (x["stage_layers"] * (layer_common + (1 - share) * dense_mlp + share * moe_rank)
+    stage = (x["stage_layers"] * (layer_common + r["dense_share"] * dense_mlp + share * moe_rank)
              + compute.embedding_params(x["vocab"], h, 1) + mtp) / x["tp"]
     # DualPipe (the stack's schedule) puts two stages on every rank, stage i and stage
     # p - 1 - i: two copies of the parameters (DeepSeek-V3 arXiv:2412.19437 Table 2)
@@ -159,7 +192,7 @@ def parameters(x: dict, r: dict) -> dict:
     # a frozen base trains the adapters only
     experts_rank = x["shared_experts"] + x["experts"] * x["tp"] / (x["ep"] * x["etp"])
     stage_adapters = copies * x["stage_layers"] * (
-        _lora_attention_params(x) + (1 - share) * _lora_mlp_params(x, x["ffn"])
+        _lora_attention_params(x) + r["dense_share"] * _lora_mlp_params(x, x["ffn"])
         + share * experts_rank * _lora_mlp_params(x, x["moe_ffn"])) / x["tp"]
     adapters = _lora_params(x, x["experts"] + x["shared_experts"])
     frozen = x["frozen_base"]
@@ -197,8 +230,9 @@ def _lora_params(x: dict, experts):
     """LoRA adapter weights of the model, ``experts`` MLPs in each MoE layer (all of them,
     or those a token uses)."""
     moe_layers = x["moe_layers"]
-    return (x["layers"] * _lora_attention_params(x)
-            + (x["layers"] - moe_layers) * _lora_mlp_params(x, x["ffn"])
+    return ((x["layers"] - x["mamba_layers"] - x["mixer_free_layers"])
+            * _lora_attention_params(x)
+            + _dense_mlp_layers(x) * _lora_mlp_params(x, x["ffn"])
             + moe_layers * experts * _lora_mlp_params(x, x["moe_ffn"]))
 
 
@@ -206,8 +240,11 @@ def _op_sac(x: dict, r: dict):
     """1 where a selective-recompute layout runs the stack's op-level policy (torchtitan:
     every second matmul and the element-wise ops recomputed, formulas.memory
     op_sac_activation_bytes_per_layer) on a dense layer, else 0; MoE layers keep the
-    attention-core accounting (their grouped GEMMs are outside the policy's matmuls)."""
-    return x["op_selective_recompute"] * x["selective_option"] * (1 - r["moe_share"])
+    attention-core accounting (their grouped GEMMs are outside the policy's matmuls), and
+    so does a hybrid model with one-part blocks (the policy's count is a whole layer's)."""
+    one_part = minimum(x["mixer_free_layers"] + x["mlp_free_layers"], 1)
+    return x["op_selective_recompute"] * x["selective_option"] * (1 - r["moe_share"]) \
+        * (1 - one_part)
 
 
 def _op_sac_recomputed_params(x: dict):
@@ -246,17 +283,22 @@ def flops(x: dict, r: dict) -> dict:
     # windowed layers attend to fewer keys; linear-attention layers (Gated DeltaNet) run
     # their own projections and the chunked delta rule, linear in s, instead
     linear = x["linear_attention_layers"]
+    # (Mamba-2 layers run their projections and the SSD scan, MLP-only layers no mixer)
+    mamba, mixer_free = x["mamba_layers"], x["mixer_free_layers"]
     core_all = layers * core_full + x["window_layers"] * (
         _core_flops(x, compute.attended_keys_per_query(s, x["window"])) - core_full) \
-        + linear * (_linear_core_flops(x) - core_full)
+        + linear * (_linear_core_flops(x) - core_full) \
+        + mamba * (_ssd_core_flops(x) - core_full) - mixer_free * core_full
     linear_projections_fwd = compute.matmul_forward_flops_per_token(_linear_mixer_params(x))
+    mamba_projections_fwd = compute.matmul_forward_flops_per_token(_mamba_params(x))
     # each MTP module: a layer (MoE in an MoE model), the projection M_k and the logits
     mtp_fwd = x["mtp_layers"] * (
         projections_fwd + core_full + _is_moe(x) * moe_fwd + (1 - _is_moe(x)) * dense_fwd
         + compute.matmul_forward_flops_per_token(compute.mtp_projection_params(h))
         + logits_fwd)
     fwd = (layers * projections_fwd + linear * (linear_projections_fwd - projections_fwd)
-           + core_all + (layers - x["moe_layers"]) * dense_fwd
+           + mamba * (mamba_projections_fwd - projections_fwd) - mixer_free * projections_fwd
+           + core_all + _dense_mlp_layers(x) * dense_fwd
            + x["moe_layers"] * moe_fwd + logits_fwd) + mtp_fwd
     # LoRA: the adapters' GEMMs join the forward; the frozen GEMMs (all but the attention
     # core's) run no weight-gradient GEMM in the backward
@@ -267,15 +309,15 @@ def flops(x: dict, r: dict) -> dict:
     # full recompute: every layer's forward again; selective: the attention core
     # (op-level selective recompute: every second matmul of each dense layer again)
     # (a checkpoint that stops early skips each dense layer's down projection)
-    skipped = _early_stop(x) * (
-        layers - x["moe_layers"]) * compute.matmul_forward_flops_per_token(h * x["ffn"])
+    skipped = _early_stop(x) * _dense_mlp_layers(x) \
+        * compute.matmul_forward_flops_per_token(h * x["ffn"])
     # (Megatron-Core's recompute modules mlp and moe: the dense MLPs' and the MoE layers'
     # forward again)
     recomputed = (x["full_recompute"] * (fwd - logits_fwd - skipped)
                   + (1 - x["full_recompute"])
                   * (_core_recomputed(x) * core_all + _op_sac(x, r) * layers
                      * compute.matmul_forward_flops_per_token(_op_sac_recomputed_params(x))
-                     + x["recompute_mlp"] * (layers - x["moe_layers"]) * dense_fwd
+                     + x["recompute_mlp"] * _dense_mlp_layers(x) * dense_fwd
                      + x["recompute_moe"] * x["moe_layers"] * moe_fwd))
     # DPO: a frozen reference model's forward over the same sequences
     reference = x["reference_model"] * base_fwd
@@ -291,6 +333,13 @@ def _core_flops(x: dict, keys):
     """Attention-core forward FLOPs per token of one layer whose queries see ``keys`` keys."""
     return compute.attention_core_flops_per_token(keys, x["heads"], x["head_dim"],
                                                   x["v_head_dim"])
+
+
+def _ssd_core_flops(x: dict):
+    """Forward FLOPs per token of one Mamba-2 layer's chunked SSD scan."""
+    return compute.ssd_flops_per_token(x["mamba_heads"], x["mamba_head_dim"],
+                                       x["mamba_state_dim"], x["mamba_groups"],
+                                       compute.SSD_CHUNK)
 
 
 def _linear_core_flops(x: dict):
@@ -390,7 +439,7 @@ def _softmax_core_times(x: dict, t) -> tuple:
     efficiency = _core_efficiency(x, t, unfused, padding, full_keys)
     # windowed layers attend to fewer keys when the fused kernel skips the masked blocks,
     # else they run the unfused path over all s; the linear-attention share runs no core
-    share = _linear_share(x)
+    softmax = _softmax_share(x)
     windowed = x["window_layers"] / x["layers"]
     window_unfused = 1 - (1 - unfused) * x["fused_window_attention"]
     core_full = _core_flops(x, full_keys)
@@ -405,7 +454,7 @@ def _softmax_core_times(x: dict, t) -> tuple:
     exp_extra = compute.fused_attention_slowdown(compute.attention_exp_time_ratio(
         x["attention_peak_flops_per_s"], x["exp_ops_per_s"], x["head_dim"], x["v_head_dim"]),
         x["attention_exp_overlap_exponent"]) - 1  # the share the exponentials add
-    full_layers = 1 - share - windowed
+    full_layers = softmax - windowed
     core = compute.roofline_time(
         t * full_layers * core_full / tp, full_layers * head_bytes,
         x["attention_peak_flops_per_s"], efficiency / (1 + (1 - unfused) * exp_extra),
@@ -419,7 +468,7 @@ def _softmax_core_times(x: dict, t) -> tuple:
     # recomputed forward (Korthikanti et al. 2022, arXiv:2205.05198 s5: QK^T, softmax,
     # softmax dropout and attention over V recomputed); windowed layers too when the fused
     # kernel cannot skip their blocks
-    scores = ((1 - share - windowed) * unfused
+    scores = ((softmax - windowed) * unfused
               + windowed * maximum(unfused, 1 - x["fused_window_attention"])) * _memory_bound(
         x, compute.attention_scores_bytes(s, x["micro_batch"], x["heads"], tp, x["cp"]))
     return core, scores
@@ -463,14 +512,37 @@ def attention_times(x: dict, r: dict) -> dict:
     linear_in = compute.projection_width(_linear_mixer_params(x), h, tp) \
         - x["linear_value_heads"] * x["linear_head_dim"] / tp  # the output projection's share
     linear_out = x["linear_value_heads"] * x["linear_head_dim"] / tp
+    # the Mamba-2 share: its input and output projections (GEMMs), and the SSD scan with
+    # the convolution and the gated norm around it (BF16, roofline of its FLOPs and bytes)
+    mamba = _mamba_share(x)
+    mamba_in, mamba_out = _mamba_in_width(x), x["mamba_heads"] * x["mamba_head_dim"] / tp
+    mamba_efficiency = compute.attention_core_efficiency(
+        t, x["mamba_head_dim"], s, 0, x["attention_efficiency_factor"],
+        x["attention_gemm_max_efficiency"], x["gemm_half_efficiency_dim"])
+    mamba_core = compute.roofline_time(
+        mamba * t * _ssd_core_flops(x) / tp,
+        mamba * compute.ssd_bytes(t, x["mamba_heads"], x["mamba_head_dim"],
+                                  x["mamba_state_dim"], x["mamba_groups"], compute.SSD_CHUNK,
+                                  tp, x["bytes_per_element"]),
+        x["attention_peak_flops_per_s"], mamba_efficiency, x["hbm_bandwidth_bytes_per_s"],
+        x["hbm_efficiency"])
+    softmax = _softmax_share(x)
     return {
-        "t_qkv": (1 - share) * _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv))
-        + share * _gemm(x, t, linear_in, h, minimum(minimum(t, h), linear_in)),
-        "t_core": core + linear_core,
+        "t_qkv": softmax * _gemm(x, t, qkv, h, minimum(minimum(t, h), qkv))
+        + share * _gemm(x, t, linear_in, h, minimum(minimum(t, h), linear_in))
+        + mamba * _gemm(x, t, mamba_in, h, minimum(minimum(t, h), mamba_in)),
+        "t_core": core + linear_core + mamba_core,
         "t_scores": scores,
-        "t_proj": (1 - share) * _gemm(x, t, h, out_width, minimum(minimum(t, h), out_width))
-        + share * _gemm(x, t, h, linear_out, minimum(minimum(t, h), linear_out)),
+        "t_proj": softmax * _gemm(x, t, h, out_width, minimum(minimum(t, h), out_width))
+        + share * _gemm(x, t, h, linear_out, minimum(minimum(t, h), linear_out))
+        + mamba * _gemm(x, t, h, mamba_out, minimum(minimum(t, h), mamba_out)),
     }
+
+
+def _mamba_in_width(x: dict):
+    """Output width of one rank's Mamba-2 input projection (z, x, B, C, dt)."""
+    return compute.mamba2_in_proj_width(x["mamba_heads"], x["mamba_head_dim"],
+                                        x["mamba_state_dim"], x["mamba_groups"]) / x["tp"]
 
 
 def mlp_times(x: dict, r: dict) -> dict:
@@ -491,8 +563,10 @@ def mlp_times(x: dict, r: dict) -> dict:
     # formula splits it over TP)
     share = r["moe_share"]
     moe_width = tp * (copies / t * expert_ffn + x["shared_experts"] * moe_ffn)
+    # (a hybrid model's one-part blocks: one norm and residual each, half a layer's)
     elementwise = t * compute.elementwise_bytes_per_token(
-        h, (1 - share) * x["ffn"] + share * moe_width, tp, x["sequence_parallel"],
+        _block_share(x) * h, r["dense_share"] * x["ffn"] + share * moe_width, tp,
+        x["sequence_parallel"],
         x["bytes_per_element"]) * x["elementwise_traffic_factor"]
     # MoE routing: the router GEMM (t x E, narrow), its score passes (softmax/sigmoid,
     # top-k, balance statistics) and the token permutation before the experts and the
@@ -563,7 +637,7 @@ def adapter_times(x: dict, r: dict) -> dict:
         x, t, x["moe_ffn"] / tp)
     base_params = r["stage_params"] - r["stage_embedding_params"]  # embeddings stay BF16
     return {
-        "t_adapter": attention + (1 - share) * _adapter_mlp_time(x, t, x["ffn"] / tp)
+        "t_adapter": attention + r["dense_share"] * _adapter_mlp_time(x, t, x["ffn"] / tp)
         + share * moe,
         "dequant_mb": x["dequantize_base"] * finetune.dequantizations_per_pass(
             x["full_recompute"]) * _memory_bound(
@@ -586,8 +660,14 @@ def cast_times(x: dict, r: dict) -> dict:
     moe_grad = copies * ((x["mlp_matrices"] - 1) * expert_ffn + h) \
         + x["shared_experts"] * ((x["mlp_matrices"] - 1) * x["moe_ffn"] / tp + h)
     share = r["moe_share"]
-    inputs = h + _out_width(x) + (1 - share) * dense_in + share * moe_in
-    grads = _qkv_width(x) + h + (1 - share) * dense_grad + share * moe_grad
+    # (the attention's QKV and output-projection GEMMs, or a Mamba layer's projections)
+    attention, mamba = 1 - _mamba_share(x) - x["mixer_free_layers"] / x["layers"], \
+        _mamba_share(x)
+    mamba_out = x["mamba_heads"] * x["mamba_head_dim"] / tp
+    inputs = attention * (h + _out_width(x)) + mamba * (h + mamba_out) \
+        + r["dense_share"] * dense_in + share * moe_in
+    grads = attention * (_qkv_width(x) + h) + mamba * (_mamba_in_width(x) + h) \
+        + r["dense_share"] * dense_grad + share * moe_grad
     per_element = x["cast_bytes_per_element"]
     return {"t_cast_fwd": _memory_bound(x, t * inputs * per_element),
             "t_cast_bwd": _memory_bound(x, t * grads * per_element)}
@@ -615,7 +695,7 @@ def compute_time(x: dict, r: dict) -> dict:
     """Compute time of one micro-batch: forward, backward and recomputed forward."""
     share = r["moe_share"]
     base_fwd = (r["t_qkv"] + r["t_core"] + r["t_scores"] + r["t_proj"] + r["t_elem"]
-                + (1 - share) * r["t_mlp"] + share * r["t_moe"])
+                + r["dense_share"] * r["t_mlp"] + share * r["t_moe"])
     layer_fwd = base_fwd + r["t_adapter"]
     # op-level selective recompute (torchtitan): K, the output projection, the second MLP
     # matmul and the element-wise ops of every dense layer again
@@ -626,17 +706,17 @@ def compute_time(x: dict, r: dict) -> dict:
     # layer's last matmul, the down projection, when the backward saved its input (a
     # frozen base's adapters and a dropout mask after it are saved later)
     layer_recompute = x["full_recompute"] * compute.checkpointed_layer_recompute_time(
-        layer_fwd, (1 - share) * r["t_mlp"] / x["mlp_matrices"],
+        layer_fwd, r["dense_share"] * r["t_mlp"] / x["mlp_matrices"],
         _early_stop(x)) \
         + (1 - x["full_recompute"]) * (_core_recomputed(x) * (r["t_core"] + r["t_scores"])
                                        + share * _moe_act_recomputed(x) * r["t_moe_act"]
                                        + _op_sac(x, r) * op_recompute
-                                       + (1 - share) * x["recompute_mlp"] * r["t_mlp"]
+                                       + r["dense_share"] * x["recompute_mlp"] * r["t_mlp"]
                                        + share * x["recompute_moe"] * r["t_moe"])
     # the forward's GEMMs: a frozen base skips their weight-gradient GEMMs in the backward
     # (formulas.finetune); they are the backward's weight part, the chunks of DualPipe's
     # bubble
-    gemm_fwd = (r["t_qkv"] + r["t_proj"] + (1 - share) * r["t_mlp"] + share * r["t_moe"])
+    gemm_fwd = (r["t_qkv"] + r["t_proj"] + r["dense_share"] * r["t_mlp"] + share * r["t_moe"])
     frozen = x["frozen_base"]
     # DPO: a frozen reference model's forward over the micro-batch (no activations kept)
     reference_mb = x["reference_model"] * (x["stage_layers"] * base_fwd + r["t_logits"])
@@ -738,7 +818,7 @@ def microbatch_communication(x: dict, r: dict) -> dict:
     layers, share = x["stage_layers"] + _mtp_on_fullest_stage(x), r["moe_share"]
     # TP: hierarchical when the group spans scale-up domains (one ring per NIC across)
     tp_in = x["tp_intra_ranks"]
-    tp_layer = (communication.tp_collectives_per_layer(x["full_recompute"])
+    tp_layer = _block_share(x) * (communication.tp_collectives_per_layer(x["full_recompute"])
                 + communication.tp_recomputed_collectives_per_layer(
                     _op_sac(x, r), x["sequence_parallel"])) * (
         communication.hierarchical_allreduce_time(
@@ -746,8 +826,9 @@ def microbatch_communication(x: dict, r: dict) -> dict:
             x["intra_latency_s"], x["inter_latency_s"])
         + communication.collective_overhead_time(x["collective_overhead_s"], tp))
     # CP: ring exchange of K/V chunks, hidden behind the attention core (fwd + bwd), in the
-    # softmax-attention layers (the linear-attention layers' state hand-off is not costed)
-    cp_layer = (1 - _linear_share(x)) * communication.ring_attention_comm_time(
+    # softmax-attention layers (the linear-attention and Mamba layers' state hand-off is not
+    # costed)
+    cp_layer = _softmax_share(x) * communication.ring_attention_comm_time(
         communication.kv_chunk_head_bytes(t, x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
                                           elem), x["cp"],
         *_group_link(x, x["cp_intra"]))
@@ -974,8 +1055,8 @@ def _exposed_launch_time(x: dict, r: dict, device_mb):
     scope = compute.capturable_graph_scope(x["cuda_graphs"], _is_moe(x) * (1 - x["token_drop"]))
     whole = maximum(scope - 1, 0)
     host_mb = x["host_launch_factor"] * compute.graphed_host_launch_time(
-        x["stage_layers"], x["layer_overhead_s"], x["graph_launch_s"], x["full_recompute"],
-        scope, r["microbatches"]) + (1 - whole) * (1 - sync) * moe_host_mb
+        _block_share(x) * x["stage_layers"], x["layer_overhead_s"], x["graph_launch_s"],
+        x["full_recompute"], scope, r["microbatches"]) + (1 - whole) * (1 - sync) * moe_host_mb
     exposed = compute.host_bound_excess_time(device_mb, host_mb, x["host_overlap_exponent"])
     return exposed + (1 - whole) * sync * moe_host_mb
 
@@ -1067,11 +1148,25 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
                 compute.GATED_DELTA_CHUNK, tp)
             - memory.softmax_attention_activation_bytes(
                 s, b, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
-                _scores_stored(x), x["dropout_masks"]))
+                _scores_stored(x), x["dropout_masks"])) \
+        + _mamba_share(x) * memory.mamba2_activation_bytes(
+            s, b, x["mamba_heads"], x["mamba_head_dim"], x["mamba_state_dim"],
+            x["mamba_groups"], tp)
+    # a hybrid model's one-part layers: no attention tensors in the Mamba and MLP-only
+    # layers, no MLP tensors in the mixer-only ones, one norm each (its input and output)
+    one_part = (x["mixer_free_layers"] + x["mlp_free_layers"]) / x["layers"]
+    layer_act = layer_act - (_mamba_share(x) + x["mixer_free_layers"] / x["layers"]) \
+        * memory.softmax_attention_activation_bytes(
+            s, b, x["heads"], x["kv_heads"], x["head_dim"], x["v_head_dim"], tp,
+            _scores_stored(x), x["dropout_masks"]) \
+        - x["mlp_free_layers"] / x["layers"] * memory.mlp_activation_bytes(
+            s, b, x["ffn"], x["mlp_matrices"], tp) \
+        - one_part * memory.norm_output_activation_bytes(s, b, h, tp, x["sequence_parallel"])
     # the two norm outputs (QKV and MLP inputs) and a dense MLP's down-projection input are
     # GEMM inputs: kept at linear_input_bytes (FP8 recipes: 1), or not at all when the norms
     # are recomputed (DeepSeek-V3 s3.2.3)
-    norms = memory.norm_output_activation_bytes(s, b, h, tp, x["sequence_parallel"])
+    norms = _block_share(x) * memory.norm_output_activation_bytes(s, b, h, tp,
+                                                                  x["sequence_parallel"])
     # the experts' activation function: its input kept in FP8, its output recomputed
     # (DeepSeek-V3 s3.3.3; Megatron-Core's recompute module moe_act)
     layer_act = layer_act - r["moe_share"] * memory.moe_activation_function_saving_bytes(
@@ -1085,13 +1180,13 @@ def _layer_activation_bytes(x: dict, r: dict, s, b, h, tp):
     mlp_module = _selective_module(x, "recompute_mlp")
     moe_module = _selective_module(x, "recompute_moe")
     layer_act = layer_act \
-        - (1 - r["moe_share"]) * mlp_module * memory.mlp_activation_bytes(
+        - r["dense_share"] * mlp_module * memory.mlp_activation_bytes(
             s, b, x["ffn"], x["mlp_matrices"], tp) \
         - r["moe_share"] * moe_module * memory.moe_mlp_activation_bytes(
             s, b, h, x["moe_ffn"], x["experts_per_token"], x["shared_experts"],
             x["mlp_matrices"], tp, x["etp"], x["sequence_parallel"], x["linear_input_bytes"])
     cached = memory.cached_input_saving_fraction(x["linear_input_bytes"])
-    down_input = (1 - r["moe_share"]) * (1 - mlp_module) * memory.mlp_activation_bytes(
+    down_input = r["dense_share"] * (1 - mlp_module) * memory.mlp_activation_bytes(
         s, b, x["ffn"], 1, tp)
     layer_act = layer_act - x["recompute_norms"] * norms \
         - cached * ((1 - x["recompute_norms"]) * norms + down_input)
@@ -1153,6 +1248,17 @@ def _frozen_state_bytes(x: dict, r: dict):
                                          x["expert_weight_shards"]))
 
 
+def _chunk_state_bytes(x: dict, s, b, tp):
+    """One layer's chunk states, written in its forward and recomputed in its backward: a
+    linear-attention layer's (d x d a head) and a Mamba-2 layer's (N x P a head, FP32)."""
+    return minimum(x["linear_attention_layers"], 1) * memory.gated_delta_rule_state_bytes(
+        s, b, x["linear_value_heads"], x["linear_head_dim"], compute.GATED_DELTA_CHUNK, tp,
+        x["bytes_per_element"]) \
+        + minimum(x["mamba_layers"], 1) * memory.ssd_state_bytes(
+            s, b, x["mamba_heads"], x["mamba_head_dim"], x["mamba_state_dim"],
+            compute.SSD_CHUNK, tp)
+
+
 def memory_per_gpu(x: dict, r: dict) -> dict:
     """Memory of one GPU of the first (fullest) pipeline stage."""
     h, b, tp, s = x["hidden"], x["micro_batch"], x["tp"], x["seq_len"] / x["cp"]
@@ -1195,16 +1301,12 @@ def memory_per_gpu(x: dict, r: dict) -> dict:
         "optimizer_state_bytes": state("optimizer_bytes_per_param", "optimizer_shards",
                                        "expert_optimizer_shards"),
         # (an offloaded layer input is in host memory but for the two layers in transit;
-        # + one linear-attention layer's chunk states, written in its forward and
-        # recomputed in its backward)
+        # + one layer's chunk states)
         "activation_bytes": (inflight_layers * stored_layer
                              - memory.offloaded_layer_input_bytes(
                                  inflight_layers, minimum(_offloaded_bytes(x), stored_layer))
                              + (x["full_recompute"] + named) * layer_act
-                             + minimum(x["linear_attention_layers"], 1)
-                             * memory.gated_delta_rule_state_bytes(
-                                 s, b, x["linear_value_heads"], x["linear_head_dim"],
-                                 compute.GATED_DELTA_CHUNK, tp, x["bytes_per_element"])
+                             + _chunk_state_bytes(x, s, b, tp)
                              + _output_layer_bytes(x, s, b, h, tp)
                              + mtp_act),
         "reserve_bytes": x["memory_reserve_bytes"],

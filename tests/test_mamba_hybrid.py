@@ -1,0 +1,209 @@
+"""Hybrid Mamba-Transformer models (Nemotron-H): Mamba-2 layers and one-part blocks.
+
+The accounting of a hybrid's blocks is checked against the transformer's: a transformer
+whose layers are each written as two one-part blocks (attention only, MLP only) is the
+same model, and must give the same parameters, FLOPs, memory and step time. The Mamba-2
+terms are checked against the module shapes of Megatron-Core's MambaMixer and the FLOP
+count NVIDIA's published TFLOP/s per GPU use (Megatron-LM ``hybrid_flops``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import planner
+from formulas import compute
+from hardware_catalog.errors import CatalogError
+from hardware_catalog.hf_config import model_data
+
+NEMOTRON_H_56B_PATTERN = (
+    "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
+    "M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-")
+
+#: One layout of each part dgxc-benchmarking publishes for Nemotron-H 56B
+#: (NVIDIA/dgxc-benchmarking@841f546 nemotron-h/README.md: FP8, sequence 8,192, PP 1,
+#: global batch 3 per GPU).
+PUBLISHED_LAYOUTS = [("gb300", 64, 2, 1), ("gb200", 64, 2, 1), ("b200", 64, 2, 1),
+                     ("b200", 32, 4, 2), ("h100-sxm", 64, 8, 1)]
+
+
+def _split_model(tmp_path, layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336):
+    """Llama 3 8B's shape written as 2 x layers one-part blocks."""
+    path = tmp_path / "split.toml"
+    path.write_text(f"""schema_version = 1
+kind = "model"
+id = "split"
+name = "split"
+source = "test: a transformer as one-part blocks"
+as_of = 2024-04-18
+layers = {2 * layers}
+hidden = {hidden}
+heads = {heads}
+kv_heads = {kv_heads}
+ffn = {ffn}
+gated_mlp = true
+vocab = 128256
+seq_len = 8192
+mixer_free_layers = {layers}
+mlp_free_layers = {layers}
+""")
+    return str(path)
+
+
+def _run(model, **kw):
+    layout = dict(hardware="h100-sxm", gpus=64, tp=2, pp=1, cp=1, micro_batch=1,
+                  global_batch=128, seq_len=8192, precision="bf16", as_frame=False)
+    return planner.evaluate(model=model, **{**layout, **kw})
+
+
+def test_mamba_mixer_weights_match_megatron_module_shapes():
+    # MambaMixer (Megatron-LM@d98e8a6 megatron/core/ssm/mamba_mixer.py) for Nemotron-H
+    # 56B: in_proj h x (2 d + 2 G N + H), conv1d (d + 2 G N) x 4 taps + bias, A_log, D,
+    # dt_bias (H each), the gated norm (d), out_proj d x h; d = 256 x 64, G N = 8 x 256
+    h, d, gn, heads = 8192, 256 * 64, 8 * 256, 256
+    expected = h * (2 * d + 2 * gn + heads) + (d + 2 * gn) * 5 + 3 * heads + d + d * h
+    assert compute.mamba2_mixer_params(h, heads, 64, 256, 8) == expected
+
+
+@pytest.mark.parametrize("model, published", [("nemotron-h-8b", 8e9),
+                                              ("nemotron-h-47b", 47e9),
+                                              ("nemotron-h-56b", 56e9)])
+def test_nemotron_h_parameter_counts_match_the_published_sizes(model, published):
+    params = _run(model, hardware="gb300", gpus=64, tp=2)["params"]
+    assert params == pytest.approx(published, abs=0.5e9)  # published to the billion
+
+
+def test_model_flops_match_megatrons_hybrid_count():
+    # Megatron-LM@d98e8a6 megatron/training/training.py hybrid_flops for Nemotron-H 56B,
+    # per token: attention (GQA 8 groups, 128-wide heads), squared-ReLU MLP (expansion 4),
+    # Mamba (d_in = 2h, state 256, 8 groups, 256 heads), logits; x3 for the backward
+    h, s, vocab, d_in = 8192, 8192, 131072, 2 * 8192
+    attention = 4 * h * (h + h * 8 / 64) + 2 * s * h
+    mlp = 4 * 4 * h * h
+    mamba = 2 * h * (2 * d_in + 2 * 8 * 256 + 256) + 7 * d_in * 256 + 2 * d_in * h
+    megatron = 3 * (10 * attention + 54 * mlp + 54 * mamba + 2 * h * vocab)
+    ours = _run("nemotron-h-56b", hardware="gb200", tp=2, global_batch=192,
+                precision="fp8-cs")["model_flops_per_token"]
+    # the scan: 2QNG + 2QPH + 4NPH (ours) vs 7 d N (Megatron's estimate); conv and norm
+    # weights counted as matmul weights (0.05 %)
+    assert ours == pytest.approx(megatron, rel=0.02)
+
+
+# (on Megatron stacks; torchtitan's op-level selective recompute counts whole layers, so
+# a model with one-part blocks gets the attention-core accounting instead, and an FSDP
+# stack gathers each block's weights apart: twice the collectives, each half the size)
+@pytest.mark.parametrize("stack", [None, "megatron-bridge-2025", "megatron-core-2025"])
+def test_a_transformer_as_one_part_blocks_is_the_same_model(tmp_path, stack):
+    a = _run("llama3-8b", stack=stack)
+    b = _run(_split_model(tmp_path), stack=stack)
+    for key in ("params", "model_flops_per_token", "hfu",
+                "memory_per_gpu_bytes", "activation_bytes", "step_time_s", "compute_s",
+                "launch_s", "tp_comm_s", "dp_comm_s"):
+        assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-12), key
+
+
+def _hybrid_file(directory, attention, mamba, mlp):
+    path = directory / f"hybrid-{attention}-{mamba}-{mlp}.toml"
+    path.write_text(f"""schema_version = 1
+kind = "model"
+id = "hybrid-{attention}-{mamba}-{mlp}"
+name = "hybrid"
+source = "test: one-part blocks"
+as_of = 2025-04-10
+layers = {attention + mamba + mlp}
+hidden = 2048
+heads = 16
+kv_heads = 8
+ffn = 8192
+gated_mlp = false
+vocab = 32000
+seq_len = 4096
+mamba_layers = {mamba}
+mamba_heads = 64
+mamba_head_dim = 64
+mamba_state_dim = 128
+mamba_groups = 8
+mixer_free_layers = {mlp}
+mlp_free_layers = {attention + mamba}
+""")
+    return str(path)
+
+
+@settings(max_examples=15, deadline=None)
+@given(attention=st.integers(0, 4), mamba=st.integers(1, 6), mlp=st.integers(0, 6))
+def test_hybrid_weights_are_the_sum_of_its_blocks(tmp_path_factory, attention, mamba, mlp):
+    # every block: its part and one norm (h); embeddings untied (2 V h) and the final norm
+    h = 2048
+    attention_block = h * (h + 2 * 8 * 128) + h * h
+    expected = (attention * attention_block
+                + mamba * compute.mamba2_mixer_params(h, 64, 64, 128, 8)
+                + mlp * 2 * h * 8192 + (attention + mamba + mlp) * h + 2 * 32000 * h + h)
+    path = _hybrid_file(tmp_path_factory.mktemp("hybrid"), attention, mamba, mlp)
+    r = _run(path, gpus=8, tp=1, global_batch=8, seq_len=4096)
+    assert r["params"] == pytest.approx(expected, rel=1e-12)
+    # and more blocks of any kind never make a step faster
+    more = _hybrid_file(tmp_path_factory.mktemp("hybrid"), attention, mamba + 1, mlp + 1)
+    assert _run(more, gpus=8, tp=1, global_batch=8, seq_len=4096)["step_time_s"] \
+        > r["step_time_s"]
+
+
+@pytest.mark.parametrize("hardware, gpus, tp, mb", PUBLISHED_LAYOUTS)
+def test_published_nemotron_h_layouts_are_timed(hardware, gpus, tp, mb):
+    r = _run("nemotron-h-56b", hardware=hardware, gpus=gpus, tp=tp, micro_batch=mb,
+             global_batch=3 * gpus, precision="fp8-cs")
+    assert np.isfinite(r["step_time_s"]) and r["step_time_s"] > 0
+    # within the memory model's 10 % of the part's memory (the runs ran)
+    assert r["memory_per_gpu_bytes"] <= 1.1 * r["hbm_bytes"] or r["fits"]
+    assert 0.15 < r["mfu"] < 0.7
+
+
+def test_hybrid_pattern_of_a_config_json_gives_the_catalog_model():
+    config = {"model_type": "nemotron_h", "_name_or_path": "nvidia/Nemotron-H-56B-Base-8K",
+              "hidden_size": 8192, "num_hidden_layers": 118, "num_attention_heads": 64,
+              "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 32768,
+              "vocab_size": 131072, "tie_word_embeddings": False,
+              "max_position_embeddings": 8192,
+              "hybrid_override_pattern": NEMOTRON_H_56B_PATTERN,
+              "mamba_num_heads": 256, "mamba_head_dim": 64, "ssm_state_size": 256,
+              "n_groups": 8}
+    data = model_data(json.dumps(config), "config.json", "config")
+    assert (data["mamba_layers"], data["mixer_free_layers"], data["mlp_free_layers"]) \
+        == (54, 54, 64)
+    assert (data["mamba_heads"], data["mamba_head_dim"], data["mamba_state_dim"],
+            data["mamba_groups"]) == (256, 64, 256, 8)
+    assert not data["gated_mlp"]
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ("M-M", "expected one character a layer (118)"),
+    (NEMOTRON_H_56B_PATTERN[:-1] + "G", "'G' is not a block kind; expected M, *, -, E"),
+])
+def test_bad_hybrid_pattern_is_one_clear_error(pattern, message):
+    config = {"hidden_size": 8192, "num_hidden_layers": 118, "num_attention_heads": 64,
+              "vocab_size": 131072, "max_position_embeddings": 8192,
+              "hybrid_override_pattern": pattern,
+              "mamba_num_heads": 256, "mamba_head_dim": 64, "ssm_state_size": 256}
+    with pytest.raises(CatalogError, match=re.escape(message)):
+        model_data(json.dumps(config), "config.json", "config")
+
+
+def test_mamba_fields_without_mamba_layers_are_refused_on_the_command_line(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('schema_version = 1\nkind = "model"\nid = "bad"\nname = "bad"\n'
+                    'source = "test"\nas_of = 2025-01-01\nlayers = 4\nhidden = 256\n'
+                    'heads = 4\nvocab = 1000\nseq_len = 512\nmamba_heads = 8\n')
+    done = subprocess.run([sys.executable, "-m", "planner", "evaluate", "-m", str(path),
+                           "-H", "h100", "-n", "8"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "mamba_heads" in lines[0] and "mamba_layers" in lines[0]
+    assert "Traceback" not in done.stderr
